@@ -1,0 +1,37 @@
+"""Entry point of the `argus` command: the top-level app and its subcommand groups."""
+
+from __future__ import annotations
+
+import typer
+
+from argus._version import __version__
+from argus.cli import layout_cmd, tour_cmd
+
+app = typer.Typer(
+    name="argus",
+    help="argus: verified, agent-driven GPU kernel optimization for NVIDIA Hopper.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(layout_cmd.app, name="layout")
+app.command("tour")(tour_cmd.tour)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"argus {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """argus: verified, agent-driven GPU kernel optimization for NVIDIA Hopper."""
+
+
+def main() -> None:
+    app()

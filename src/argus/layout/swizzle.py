@@ -1,0 +1,218 @@
+"""`Swizzle(B, M, S)` and composed layouts (swizzle ∘ offset ∘ layout).
+
+A swizzle permutes offsets by XOR-ing ``B`` bits taken ``S`` positions above bit ``M`` into the
+``B`` bits starting at bit ``M``::
+
+    offset ^ ((offset & yyy_mask) >> S)      yyy_mask = ((1 << B) - 1) << (M + max(0, S))
+
+(a negative ``S`` shifts left). Hopper's shared-memory swizzles, in *bytes*, are
+``Swizzle(1,4,3)`` (32-byte), ``Swizzle(2,4,3)`` (64-byte) and ``Swizzle(3,4,3)`` (128-byte):
+16-byte chunks are XOR-ed with the row index modulo 2, 4 or 8. `hopper_swizzle` gives them in
+units of elements. A `ComposedLayout` is CuTe's ``ComposedLayout<Swizzle, Offset, Layout>``:
+``c ↦ swizzle(offset + layout(c))``, the layout of a swizzled shared-memory tile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argus.layout import arith
+from argus.layout.errors import LayoutError
+from argus.layout.int_tuple import fmt, has_none, is_int, replace_none
+from argus.layout.layout import Layout, composition, crd2idx, size
+
+
+class Swizzle:
+    """CuTe's ``Swizzle<B, M, S>``: a bijection on offsets, and an involution (``sw(sw(x)) == x``).
+
+    Calling it on an int gives an int; on a Z3 bit-vector, a bit-vector; on a Z3 ``Int``, an ``Int``
+    (through a bit-vector, since it needs XOR).
+    """
+
+    __slots__ = ("bits", "base", "shift")
+    bits: int
+    base: int
+    shift: int
+
+    def __init__(self, bits: int, base: int, shift: int) -> None:
+        for name, v in (("B", bits), ("M", base), ("S", shift)):
+            if not is_int(v):
+                raise LayoutError("LAYOUT_BAD_SWIZZLE", f"Swizzle {name} must be an integer, got {v!r}")
+        if bits < 0 or base < 0:
+            raise LayoutError("LAYOUT_BAD_SWIZZLE", f"Swizzle<{bits},{base},{shift}>: B and M must be non-negative")
+        if abs(shift) < bits:
+            raise LayoutError(
+                "LAYOUT_BAD_SWIZZLE",
+                f"Swizzle<{bits},{base},{shift}>: |S| = {abs(shift)} is less than B = {bits}, so the XOR-ed bit "
+                "ranges overlap and the swizzle is not a bijection",
+                "use |S| >= B (Hopper's swizzles have S = 3)",
+            )
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "shift", shift)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Swizzle is immutable")
+
+    @property
+    def yyy_mask(self) -> int:
+        """The bits that are read (then shifted onto `zzz_mask` and XOR-ed in)."""
+        return ((1 << self.bits) - 1) << (self.base + max(0, self.shift))
+
+    @property
+    def zzz_mask(self) -> int:
+        """The bits that are changed."""
+        return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
+
+    def __call__(self, offset: Any) -> Any:
+        if not arith.is_symbolic(offset) and not is_int(offset):
+            raise LayoutError("LAYOUT_BAD_COORDINATE", f"{self} takes an integer offset, got {offset!r}")
+        return arith.swizzle_bits(offset, self.yyy_mask, self.shift)
+
+    def size(self) -> int:
+        """The period of the swizzle: offsets repeat their pattern every ``2**(M+B+|S|)``."""
+        return 1 << (self.base + self.bits + abs(self.shift))
+
+    def cosize(self) -> int:
+        return self.size()
+
+    def compose(self, layout: Any) -> ComposedLayout:
+        """``Swizzle ∘ layout``: a composed layout with offset 0."""
+        if layout is None:
+            return ComposedLayout(self, 0, Layout(self.size()))
+        if is_int(layout):
+            layout = Layout(layout)
+        if not isinstance(layout, Layout):
+            raise LayoutError("LAYOUT_BAD_OPERAND", f"composition({self}, {layout!r}): expected a Layout")
+        return ComposedLayout(self, 0, layout)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Swizzle) and (self.bits, self.base, self.shift) == (
+            other.bits,
+            other.base,
+            other.shift,
+        )
+
+    def __hash__(self) -> int:
+        return hash(("Swizzle", self.bits, self.base, self.shift))
+
+    def __str__(self) -> str:
+        return f"Sw<{self.bits},{self.base},{self.shift}>"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+class ComposedLayout:
+    """``inner ∘ offset ∘ outer``: evaluates ``c ↦ inner(offset + outer(c))``.
+
+    `inner` is a `Swizzle` (or a `Layout`), `outer` a `Layout` that supplies the shape; slicing
+    and mode access act on `outer` and fold fixed coordinates into the offset, as CuTe does.
+    """
+
+    __slots__ = ("inner", "offset", "outer")
+    inner: Any
+    offset: int
+    outer: Layout
+
+    def __init__(self, inner: Any, offset: int, outer: Layout) -> None:
+        if not isinstance(outer, Layout):
+            raise LayoutError("LAYOUT_BAD_OPERAND", f"a composed layout's outer part must be a Layout, got {outer!r}")
+        if not (isinstance(inner, (Swizzle, Layout))):
+            raise LayoutError(
+                "LAYOUT_BAD_OPERAND", f"a composed layout's inner part must be a Swizzle or a Layout, got {inner!r}"
+            )
+        if not is_int(offset) or offset < 0:
+            raise LayoutError(
+                "LAYOUT_BAD_OPERAND", f"a composed layout's offset must be a non-negative int, got {offset!r}"
+            )
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "outer", outer)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ComposedLayout is immutable")
+
+    @property
+    def shape(self) -> Any:
+        return self.outer.shape
+
+    def __len__(self) -> int:
+        return len(self.outer)
+
+    def __getitem__(self, i: int) -> ComposedLayout:
+        return ComposedLayout(self.inner, self.offset, self.outer[i])
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __call__(self, *args: Any) -> Any:
+        crd = args[0] if len(args) == 1 else tuple(args)
+        if has_none(crd):
+            fixed = crd2idx(replace_none(crd, 0), self.outer.shape, self.outer.stride)
+            if arith.is_symbolic(fixed):
+                raise LayoutError("LAYOUT_BAD_COORDINATE", "slicing a composed layout needs integer fixed coordinates")
+            return ComposedLayout(self.inner, self.offset + fixed, self.outer(crd))
+        return self.inner(arith.add(self.offset, self.outer(crd)))
+
+    def size(self) -> int:
+        return size(self.outer)
+
+    def cosize(self) -> int:
+        """One past the largest offset the composed layout produces (by enumeration: a swizzle
+        and an offset move values, so the outer layout's cosize is not enough)."""
+        n = size(self.outer)
+        if n > 1 << 22:
+            raise LayoutError("LAYOUT_TOO_LARGE", f"cosize({self}) would enumerate {n} coordinates")
+        return max(self(i) for i in range(n)) + 1
+
+    def compose(self, b: Any) -> ComposedLayout:
+        """``(inner ∘ offset ∘ outer) ∘ b = inner ∘ offset ∘ (outer ∘ b)``."""
+        return ComposedLayout(self.inner, self.offset, composition(self.outer, b))
+
+    def with_outer(self, outer: Layout) -> ComposedLayout:
+        return ComposedLayout(self.inner, self.offset, outer)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ComposedLayout)
+            and self.inner == other.inner
+            and self.offset == other.offset
+            and self.outer == other.outer
+        )
+
+    def __hash__(self) -> int:
+        return hash(("ComposedLayout", self.inner, self.offset, self.outer))
+
+    def __str__(self) -> str:
+        return f"{self.inner} o {fmt(self.offset)} o {self.outer}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+#: Hopper's shared-memory swizzle modes (bytes of one swizzled row) and their byte-level swizzles.
+HOPPER_SWIZZLE_BYTES = {32: (1, 4, 3), 64: (2, 4, 3), 128: (3, 4, 3)}
+
+
+def hopper_swizzle(swizzle_bytes: int, element_bits: int = 16) -> Swizzle:
+    """The swizzle of a Hopper shared-memory swizzle mode (32, 64 or 128 bytes; ``0`` means none:
+    ``Swizzle(0, 4, 3)``, the identity) in units of `element_bits`-bit elements.
+
+    The byte-level swizzle is ``Swizzle(B, 4, 3)`` (16-byte chunks); for elements of ``2**k`` bytes
+    the base ``M`` drops by ``k``: 128-byte swizzle of bf16 is ``Swizzle(3, 3, 3)``.
+    """
+    if swizzle_bytes == 0:
+        return Swizzle(0, 4, 3)
+    if swizzle_bytes not in HOPPER_SWIZZLE_BYTES:
+        raise LayoutError(
+            "LAYOUT_BAD_SWIZZLE",
+            f"Hopper has no {swizzle_bytes}-byte swizzle mode",
+            "use 0 (none), 32, 64 or 128",
+        )
+    if element_bits not in (8, 16, 32, 64, 128):
+        raise LayoutError("LAYOUT_BAD_SWIZZLE", f"element width {element_bits} bits is not 8, 16, 32, 64 or 128")
+    b, m, s = HOPPER_SWIZZLE_BYTES[swizzle_bytes]
+    drop = (element_bits // 8).bit_length() - 1
+    return Swizzle(b, m - drop, s)

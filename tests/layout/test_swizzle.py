@@ -1,0 +1,75 @@
+"""Swizzles and composed layouts: bijectivity, Hopper's modes, pycute's swizzle as an oracle."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from argus.layout import ComposedLayout, Layout, LayoutError, Swizzle, composition, hopper_swizzle, zipped_divide
+
+
+def test_swizzle_is_a_bijection_and_an_involution() -> None:
+    for b, m, s in [(1, 4, 3), (2, 4, 3), (3, 4, 3), (3, 3, 3), (2, 0, 2), (3, 2, -3), (0, 4, 3), (2, 1, 5)]:
+        sw = Swizzle(b, m, s)
+        period = sw.size()
+        images = [sw(x) for x in range(period)]
+        assert sorted(images) == list(range(period)), sw
+        assert all(sw(sw(x)) == x for x in range(period))
+        # only the zzz bits ever change
+        assert all((sw(x) ^ x) & ~sw.zzz_mask == 0 for x in range(4 * period))
+
+
+def test_hopper_128_byte_swizzle_of_bf16() -> None:
+    # 8 rows of 64 bf16 (128 bytes): the 16-byte chunk index is XOR-ed with the row index mod 8.
+    sw = hopper_swizzle(128, 16)
+    assert sw == Swizzle(3, 3, 3)
+    for row, col in itertools.product(range(16), range(64)):
+        chunk, within = divmod(col, 8)
+        assert sw(row * 64 + col) == row * 64 + ((chunk ^ (row % 8)) * 8) + within
+    assert hopper_swizzle(64, 16) == Swizzle(2, 3, 3)
+    assert hopper_swizzle(32, 16) == Swizzle(1, 3, 3)
+    assert hopper_swizzle(128, 8) == Swizzle(3, 4, 3)
+    assert hopper_swizzle(128, 32) == Swizzle(3, 2, 3)
+    with pytest.raises(LayoutError) as e:
+        hopper_swizzle(96, 16)
+    assert e.value.code == "LAYOUT_BAD_SWIZZLE" and "96" in str(e.value)
+
+
+def test_bad_swizzle_parameters() -> None:
+    with pytest.raises(LayoutError) as e:
+        Swizzle(3, 4, 2)
+    assert "|S| = 2 is less than B = 3" in str(e.value)
+    with pytest.raises(LayoutError):
+        Swizzle(-1, 4, 3)
+
+
+def test_composed_layout_evaluation_slicing_and_modes() -> None:
+    sw = hopper_swizzle(128, 16)
+    tile = Layout((8, 64), (64, 1))  # one 128-byte swizzle atom of bf16, row-major
+    cl = composition(sw, tile)
+    assert isinstance(cl, ComposedLayout) and str(cl) == "Sw<3,3,3> o 0 o (8,64):(64,1)"
+    for r, c in itertools.product(range(8), range(64)):
+        assert cl(r, c) == sw(tile(r, c))
+    assert sorted(cl(i) for i in range(512)) == list(range(512))
+    row3 = cl(3, None)
+    assert all(row3(c) == cl(3, c) for c in range(64))
+    assert cl[1].outer == tile[1]
+    # dividing a swizzled tile keeps the swizzle on the outside
+    z = zipped_divide(cl, (2, 16))
+    assert isinstance(z, ComposedLayout)
+    for t0, t1, r0, r1 in itertools.product(range(2), range(16), range(4), range(4)):
+        assert z((t0, t1), (r0, r1)) == cl(t0 + 2 * r0, t1 + 16 * r1)
+
+
+def test_swizzle_matches_pycute() -> None:
+    pycute = pytest.importorskip("pycute")
+    rng = random.Random(12)
+    for _ in range(200):
+        b = rng.randint(0, 3)
+        m = rng.randint(0, 4)
+        s = rng.randint(max(b, 1), 5)
+        ours, theirs = Swizzle(b, m, s), pycute.Swizzle(b, m, s)
+        for x in range(0, 1 << (b + m + s + 1)):
+            assert ours(x) == theirs(x)
