@@ -122,10 +122,8 @@ class ComposedLayout:
             raise LayoutError(
                 "LAYOUT_BAD_OPERAND", f"a composed layout's inner part must be a Swizzle or a Layout, got {inner!r}"
             )
-        if not is_int(offset) or offset < 0:
-            raise LayoutError(
-                "LAYOUT_BAD_OPERAND", f"a composed layout's offset must be a non-negative int, got {offset!r}"
-            )
+        if not is_int(offset):
+            raise LayoutError("LAYOUT_BAD_OPERAND", f"a composed layout's offset must be an int, got {offset!r}")
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "offset", offset)
         object.__setattr__(self, "outer", outer)
