@@ -1,0 +1,58 @@
+"""Vocabulary shared by all atoms: memory spaces, execution scopes, and dtype checks."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from argus.atoms.errors import AtomError
+from argus.ir.types import DType, dtype_from_name
+
+
+class MemorySpace(StrEnum):
+    """Where an operand lives."""
+
+    GLOBAL = "global"
+    SHARED = "shared"
+    REGISTERS = "registers"
+
+
+class Scope(StrEnum):
+    """Which threads execute one instance of an atom together.
+
+    ``THREAD``: each thread on its own (vector loads, ``cp.async``), or one elected thread on behalf
+    of the CTA (TMA). ``WARP``: the 32 lanes of a warp (``mma.sync``, ``ldmatrix``, ``stmatrix``).
+    ``WARPGROUP``: four consecutive warps, 128 threads whose warp rank modulo 4 is 0..3 (``wgmma``).
+    """
+
+    THREAD = "thread"
+    WARP = "warp"
+    WARPGROUP = "warpgroup"
+
+
+WARP_SIZE = 32
+WARPGROUP_SIZE = 128
+
+
+def memory_space(value: MemorySpace | str, what: str) -> MemorySpace:
+    """Parse a memory space given as an enum or its name (``"shared"``)."""
+    try:
+        return MemorySpace(value)
+    except ValueError:
+        raise AtomError(
+            "ATOM_OPERAND_SOURCE",
+            f"{what} must be one of {', '.join(repr(m.value) for m in MemorySpace)}",
+            actual=repr(value),
+        ) from None
+
+
+def supported_dtype(value: DType | str, atom: str, what: str = "operand dtype") -> DType:
+    """Parse a dtype and refuse those no atom supports yet (fp8), with ``ATOM_DTYPE_UNSUPPORTED``."""
+    dtype = dtype_from_name(value)
+    if not dtype.supported:
+        raise AtomError(
+            "ATOM_DTYPE_UNSUPPORTED",
+            f"{atom}: {what} {dtype.name} is known to argus but not yet supported by any atom",
+            actual=dtype.name,
+            hint="use bf16 or f16 operands (fp8 atoms are future work)",
+        )
+    return dtype

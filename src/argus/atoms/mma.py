@@ -1,0 +1,331 @@
+"""MMA atoms: ``mma.sync.aligned.m16n8k16`` (one warp) and ``wgmma.mma_async.m64nNk16`` (one warpgroup).
+
+An `MmaAtom` computes ``C[M,N] += A[M,K] * B[K,N]``. Its operand layouts map ``(thread, value)`` to
+the column-major index of the element in the operand's tile:
+
+* A: tile ``(M, K)``, index ``m + M*k``;
+* B: tile ``(N, K)`` (B *transposed*, as CuTe writes it), index ``n + N*k``;
+* C/D: tile ``(M, N)``, index ``m + M*n``.
+
+The thread mode counts lanes 0..31 (``mma.sync``) or threads 0..127 of the warpgroup (``wgmma``;
+``threadIdx.x % 128`` for a warpgroup of four consecutive warps). The value mode counts the PTX
+fragment's elements in the order the ISA names them: value ``i`` is ``ai``/``bi``/``ci``/``di``.
+A shared-memory operand of ``wgmma`` is read by the whole warpgroup through a matrix descriptor; its
+layout ``(128, (rows, K)) : (0, (1, rows))`` says that every thread "holds" the whole tile (stride 0
+over threads), and `argus.atoms.smem` gives the canonical layouts that tile may have in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE, MemorySpace, Scope, memory_space, supported_dtype
+from argus.atoms.errors import AtomError, raise_first
+from argus.atoms.smem import DESCRIPTOR_ALIGNMENT, Major, check_swizzle_base
+from argus.ir.types import DType, bf16, f16, f32
+from argus.layout import Layout
+
+Operand = Literal["A", "B", "C"]
+
+#: The N extents ``wgmma.mma_async.m64nNk16`` accepts (PTX ISA, wgmma "Matrix Shape").
+WGMMA_N_VALUES = tuple(range(8, 257, 8))
+
+#: Input dtypes of the k16 shapes and the accumulators each allows (PTX ISA §9.7.14.5.8 "mma" and the
+#: wgmma "Matrix Shape" table).
+_K16_ACCUMULATORS: dict[str, tuple[DType, ...]] = {"bf16": (f32,), "f16": (f32, f16)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MmaAtom:
+    """One MMA instruction as data.
+
+    Attributes:
+        name: unique registry name, e.g. ``"wgmma.m64n128k16.f32.bf16.bf16.ss"``.
+        ptx: the PTX opcode, e.g. ``"wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"``.
+        shape: ``(M, N, K)``.
+        a_dtype, b_dtype, acc_dtype: the element types of this instance.
+        ab_dtypes: input dtypes the instruction family accepts at this K.
+        acc_dtypes: accumulator dtypes allowed with `a_dtype`.
+        thread_count: 32 or 128.
+        scope: warp or warpgroup.
+        a_source, b_source: registers or shared memory.
+        a_layout, b_layout, c_layout: thread-value layouts (see the module docstring).
+        a_majors, b_majors: major-ness accepted for an operand in shared memory (empty when the
+            operand is in registers, whose layout is fixed).
+        arch: the PTX target argus requires for the instruction (the one that introduced it, or sm_80
+            for instructions older than argus's oldest target).
+    """
+
+    name: str
+    ptx: str
+    shape: tuple[int, int, int]
+    a_dtype: DType
+    b_dtype: DType
+    acc_dtype: DType
+    ab_dtypes: tuple[DType, ...]
+    acc_dtypes: tuple[DType, ...]
+    thread_count: int
+    scope: Scope
+    a_source: MemorySpace
+    b_source: MemorySpace
+    a_layout: Layout
+    b_layout: Layout
+    c_layout: Layout
+    a_majors: tuple[Major, ...]
+    b_majors: tuple[Major, ...]
+    arch: str
+
+    @property
+    def m(self) -> int:
+        return self.shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.shape[1]
+
+    @property
+    def k(self) -> int:
+        return self.shape[2]
+
+    def layout(self, operand: Operand) -> Layout:
+        """The thread-value layout of ``"A"``, ``"B"`` or ``"C"`` (C is also D)."""
+        return {"A": self.a_layout, "B": self.b_layout, "C": self.c_layout, "D": self.c_layout}[_operand(operand)]
+
+    def tile_shape(self, operand: Operand) -> tuple[int, int]:
+        """``(rows, cols)`` of an operand's tile: A ``(M, K)``, B ``(N, K)``, C ``(M, N)``."""
+        m, n, k = self.shape
+        return {"A": (m, k), "B": (n, k), "C": (m, n), "D": (m, n)}[_operand(operand)]
+
+    def source(self, operand: Operand) -> MemorySpace:
+        op = _operand(operand)
+        if op == "A":
+            return self.a_source
+        if op == "B":
+            return self.b_source
+        return MemorySpace.REGISTERS
+
+    def dtype(self, operand: Operand) -> DType:
+        return {"A": self.a_dtype, "B": self.b_dtype, "C": self.acc_dtype, "D": self.acc_dtype}[_operand(operand)]
+
+    def values_per_thread(self, operand: Operand) -> int:
+        """Elements one thread holds of a register operand (``a0..a7`` is 8); for a shared-memory
+        operand, the whole tile."""
+        layout = self.layout(operand)
+        return layout.size() // self.thread_count
+
+    def coord(self, operand: Operand, thread: int, value: int) -> tuple[int, int]:
+        """``(row, col)`` in the operand's tile of value `value` of thread `thread`:
+        ``(m, k)`` for A, ``(n, k)`` for B, ``(m, n)`` for C."""
+        rows, _ = self.tile_shape(operand)
+        index = self.layout(operand)(thread, value)
+        return index % rows, index // rows
+
+    def register(self, operand: Operand, value: int) -> tuple[int, int]:
+        """``(register, slot)``: the 32-bit register of the fragment that holds value `value`, and its
+        position in it (16-bit elements pack two per register, ``.f16x2``, the even value in the low
+        half). Only register operands have registers."""
+        op = _operand(operand)
+        if self.source(op) is not MemorySpace.REGISTERS:
+            raise AtomError(
+                "ATOM_OPERAND_SOURCE",
+                f"{self.name}: operand {op} is read from shared memory and has no registers",
+                actual=f"operand {op} in {self.source(op)}",
+            )
+        per_register = 32 // self.dtype(op).bits
+        return value // per_register, value % per_register
+
+    def diagnose_smem_operand(
+        self, operand: Operand, address: int, swizzle_bytes: int = 0, tile_base: int | None = None
+    ) -> tuple[AtomError, ...]:
+        """Problems with a shared-memory operand's matrix-descriptor start `address` (16-byte aligned,
+        PTX ISA "Register Fragments and Shared Memory Matrix Layouts") and, when given, the start
+        `tile_base` of the swizzled tile it lies in (at a swizzle-pattern boundary, see
+        `argus.atoms.smem.check_swizzle_base`)."""
+        op = _operand(operand)
+        if self.source(op) is not MemorySpace.SHARED:
+            return (
+                AtomError(
+                    "ATOM_OPERAND_SOURCE",
+                    f"{self.name}: operand {op} is not read from shared memory",
+                    actual=f"operand {op} in {self.source(op)}",
+                ),
+            )
+        problems: list[AtomError] = []
+        if address % DESCRIPTOR_ALIGNMENT:
+            problems.append(
+                AtomError(
+                    "ATOM_WGMMA_SMEM_ALIGN",
+                    f"{self.name}: operand {op}'s shared-memory start address is not 16-byte aligned",
+                    requirement="matrix start address % 16 == 0",
+                    actual=f"address {address} (% 16 = {address % 16})",
+                    hint="advance descriptors by whole 16-byte chunks; align the buffer to at least 16 bytes",
+                )
+            )
+        if tile_base is not None:
+            problems.extend(check_swizzle_base(tile_base, swizzle_bytes, f"{self.name}'s operand {op} tile"))
+        return tuple(problems)
+
+    def check_smem_operand(
+        self, operand: Operand, address: int, swizzle_bytes: int = 0, tile_base: int | None = None
+    ) -> None:
+        """Raise the first problem `diagnose_smem_operand` finds."""
+        raise_first(self.diagnose_smem_operand(operand, address, swizzle_bytes, tile_base))
+
+
+def _operand(operand: str) -> str:
+    op = str(operand).upper()
+    if op not in ("A", "B", "C", "D"):
+        raise AtomError("ATOM_OPERAND", "an MMA operand is 'A', 'B' or 'C' (also 'D')", actual=repr(operand))
+    return op
+
+
+def _input_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, acc_dtype: DType | str) -> tuple:
+    a = supported_dtype(a_dtype, atom, "A dtype")
+    if a.name not in _K16_ACCUMULATORS:
+        raise AtomError(
+            "ATOM_MMA_DTYPE",
+            f"{atom} multiplies 16-bit floats",
+            requirement="A and B dtypes in {bf16, f16}",
+            actual=f"A dtype {a.name}",
+            hint="convert the operand to bf16 or f16 first",
+        )
+    b = a if b_dtype is None else supported_dtype(b_dtype, atom, "B dtype")
+    if b != a:
+        raise AtomError(
+            "ATOM_MMA_DTYPE",
+            f"{atom} needs A and B of the same dtype",
+            requirement=f"B dtype == A dtype ({a.name})",
+            actual=f"B dtype {b.name}",
+            hint=f"convert B to {a.name}",
+        )
+    acc = supported_dtype(acc_dtype, atom, "accumulator dtype")
+    allowed = _K16_ACCUMULATORS[a.name]
+    if acc not in allowed:
+        raise AtomError(
+            "ATOM_MMA_ACC_DTYPE",
+            f"{atom} with {a.name} inputs accumulates in {' or '.join(d.name for d in allowed)}",
+            requirement=f"accumulator dtype in {{{', '.join(d.name for d in allowed)}}}",
+            actual=f"accumulator dtype {acc.name}",
+            hint="accumulate in f32",
+        )
+    return a, b, acc, allowed
+
+
+# --- mma.sync.aligned.m16n8k16 ---------------------------------------------------------------------
+
+#: A (16x16): lane = (threadID_in_group, groupID) = (lane % 4, lane / 4); value i = (i % 2, i / 2 % 2,
+#: i / 4) steps one column, eight rows, eight columns (PTX ISA §9.7.14.5.8, Figure "MMA .m16n8k16
+#: fragment layout for matrix A with .f16 / .bf16 type").
+_MMA_A = Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)))
+#: B as (N, K) = (8x16): value i = (i % 2, i / 2) steps one k, eight k; groupID is the column n.
+_MMA_B = Layout(((4, 8), (2, 2)), ((16, 1), (8, 64)))
+#: C/D (16x8): value i = (i % 2, i / 2) steps one column, eight rows.
+_MMA_C = Layout(((4, 8), (2, 2)), ((32, 1), (16, 8)))
+
+
+def mma_sync_m16n8k16(
+    a_dtype: DType | str = bf16, b_dtype: DType | str | None = None, acc_dtype: DType | str = f32
+) -> MmaAtom:
+    """The warp-wide ``mma.sync.aligned.m16n8k16.row.col`` atom for bf16/f16 inputs.
+
+    Accumulators: f32 (bf16 or f16 inputs) or f16 (f16 inputs). Raises `AtomError`
+    (``ATOM_MMA_DTYPE``, ``ATOM_MMA_ACC_DTYPE``, ``ATOM_DTYPE_UNSUPPORTED``) for other dtypes.
+    """
+    a, b, acc, allowed = _input_dtypes("mma.sync.aligned.m16n8k16", a_dtype, b_dtype, acc_dtype)
+    types = f"{acc.name}.{a.name}.{b.name}.{acc.name}"
+    return MmaAtom(
+        name=f"mma.m16n8k16.{types}",
+        ptx=f"mma.sync.aligned.m16n8k16.row.col.{types}",
+        shape=(16, 8, 16),
+        a_dtype=a,
+        b_dtype=b,
+        acc_dtype=acc,
+        ab_dtypes=(bf16, f16),
+        acc_dtypes=allowed,
+        thread_count=WARP_SIZE,
+        scope=Scope.WARP,
+        a_source=MemorySpace.REGISTERS,
+        b_source=MemorySpace.REGISTERS,
+        a_layout=_MMA_A,
+        b_layout=_MMA_B,
+        c_layout=_MMA_C,
+        a_majors=(),
+        b_majors=(),
+        arch="sm_80",
+    )
+
+
+# --- wgmma.mma_async.sync.aligned.m64nNk16 -------------------------------------------------------
+
+#: A from registers (64x16): thread = (threadID_in_group, groupID, warp) = (t % 4, t / 4 % 8, t / 32);
+#: each warp holds rows 16*warp.. of the mma.sync A fragment (PTX ISA §9.7.15.5.1.1.1, Figure
+#: "WGMMA .m64nNk16 register fragment layout for matrix A").
+_WGMMA_A_REGISTERS = Layout(((4, 8, 4), (2, 2, 2)), ((128, 1, 16), (64, 8, 512)))
+
+
+def _wgmma_c(n: int) -> Layout:
+    """D (64xN): value i = (i % 2, i / 2 % 2, i / 4) steps one column, eight rows, eight columns."""
+    return Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))
+
+
+def _collective(rows: int, k: int) -> Layout:
+    """A shared-memory operand: every thread of the warpgroup reads the whole ``rows x k`` tile."""
+    return Layout((WARPGROUP_SIZE, (rows, k)), (0, (1, rows)))
+
+
+def wgmma(
+    n: int,
+    a_dtype: DType | str = bf16,
+    b_dtype: DType | str | None = None,
+    acc_dtype: DType | str = f32,
+    a_source: MemorySpace | Literal["shared", "registers"] = "shared",
+) -> MmaAtom:
+    """The warpgroup-wide ``wgmma.mma_async.sync.aligned.m64nNk16`` atom.
+
+    `n` must be a multiple of 8 in [8, 256]; inputs bf16 (f32 accumulators) or f16 (f32 or f16);
+    B always comes from shared memory, A from shared memory (``"shared"``, the ``.ss`` form) or
+    registers (``"registers"``, the ``.rs`` form, which must be K-major). Raises `AtomError`
+    (``ATOM_WGMMA_N``, ``ATOM_MMA_DTYPE``, ``ATOM_MMA_ACC_DTYPE``, ``ATOM_OPERAND_SOURCE``).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n not in WGMMA_N_VALUES:
+        lower = max(8, min(256, (n // 8) * 8)) if isinstance(n, int) and not isinstance(n, bool) else 8
+        hint = f"use N = {lower}" + (f" or {lower + 8}" if lower + 8 <= 256 and lower != n else "")
+        raise AtomError(
+            "ATOM_WGMMA_N",
+            "wgmma.mma_async.m64nNk16 has no such N",
+            requirement="N a multiple of 8 with 8 <= N <= 256",
+            actual=f"N = {n!r}",
+            hint=hint + ", and cover a wider tile with several instructions",
+        )
+    a, b, acc, allowed = _input_dtypes(f"wgmma.mma_async.m64n{n}k16", a_dtype, b_dtype, acc_dtype)
+    source = memory_space(a_source, "wgmma's A operand source")
+    if source not in (MemorySpace.SHARED, MemorySpace.REGISTERS):
+        raise AtomError(
+            "ATOM_OPERAND_SOURCE",
+            "wgmma reads A from shared memory or from registers",
+            actual=f"a_source = {source.value!r}",
+            hint="stage global data in shared memory first (TMA or cp.async)",
+        )
+    from_registers = source is MemorySpace.REGISTERS
+    types = f"{acc.name}.{a.name}.{b.name}"
+    return MmaAtom(
+        name=f"wgmma.m64n{n}k16.{types}.{'rs' if from_registers else 'ss'}",
+        ptx=f"wgmma.mma_async.sync.aligned.m64n{n}k16.{types}",
+        shape=(64, n, 16),
+        a_dtype=a,
+        b_dtype=b,
+        acc_dtype=acc,
+        ab_dtypes=(bf16, f16),
+        acc_dtypes=allowed,
+        thread_count=WARPGROUP_SIZE,
+        scope=Scope.WARPGROUP,
+        a_source=source,
+        b_source=MemorySpace.SHARED,
+        a_layout=_WGMMA_A_REGISTERS if from_registers else _collective(64, 16),
+        b_layout=_collective(n, 16),
+        c_layout=_wgmma_c(n),
+        a_majors=() if from_registers else (Major.K, Major.MN),
+        b_majors=(Major.K, Major.MN),
+        arch="sm_90a",
+    )

@@ -1,0 +1,205 @@
+"""Hopper's canonical shared-memory layouts: the tiles ``wgmma`` reads through a matrix descriptor
+and that TMA writes with a swizzle.
+
+A shared-memory operand tile is indexed ``(mn, k)`` (``m, k`` for A, ``n, k`` for B) and laid out
+from *swizzle atoms*, each 8 rows of ``W`` bytes where ``W`` is the swizzle width (32, 64 or 128
+bytes) or 16 bytes without swizzle. With ``T = 128 / element_bits`` elements per 16-byte chunk and
+``c = W / 16`` chunks per atom row (``c = 1`` without swizzle), PTX ISA §9.7.15.5.1.2.1.3 ("Canonical
+Layouts") gives the layouts, in elements, with the swizzle applied to the resulting offset:
+
+=========  ==========  ===========================================
+major      swizzle     canonical layout
+=========  ==========  ===========================================
+K          none        ``((8,m),(T,2k)):((T,SBO),(1,LBO))``
+K          W bytes     ``((8,m),(T,2k)):((cT,SBO),(1,T))``
+MN         none        ``((T,1,m),(8,k)):((1,T,SBO),(T,LBO))``
+MN         W bytes     ``((T,c,m),(8,k)):((1,T,LBO),(cT,SBO))``
+=========  ==========  ===========================================
+
+*K-major* means K is the contiguous dimension (``imm-trans = 0``); *MN-major* means M (for A) or N
+(for B) is (``imm-trans = 1``, allowed for 16-bit types only). The swizzle is ``Swizzle<B,4,3>`` on
+byte offsets (B = 0, 1, 2, 3 for none, 32, 64, 128 bytes), i.e. `hopper_swizzle` in element units.
+
+`canonical_smem_layout` builds the tile CUTLASS's ``tile_to_shape`` would build from those atoms
+(atoms repeated along MN first, then along K, no padding), which is one instance of the canonical
+layout; `descriptor_offsets` gives its leading- and stride-dimension byte offsets (LBO, SBO) for the
+``wgmma`` matrix descriptor.
+
+Alignment: a matrix descriptor's start address must be 16-byte aligned (PTX ISA §9.7.15.5.1). A
+swizzled tile is swizzled by *address* bits (the pattern repeats every 8 rows: 256, 512 or 1024
+bytes); the layouts here assume the tile starts where the pattern starts (the descriptor's "base
+offset" field is then 0; PTX ISA §9.7.15.5.1.2.2). `check_swizzle_base` enforces that.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from argus.atoms.errors import AtomError
+from argus.ir.types import DType, dtype_from_name
+from argus.layout import ComposedLayout, Layout, hopper_swizzle
+
+
+class Major(StrEnum):
+    """Which dimension of a shared-memory operand is contiguous."""
+
+    K = "K"
+    MN = "MN"
+
+
+#: Hopper's swizzle widths in bytes (0: none).
+SWIZZLE_MODES = (0, 32, 64, 128)
+
+#: Bytes after which each swizzle pattern repeats (8 rows of the swizzle width): the alignment at which
+#: a swizzled tile must start for its pattern to start at phase 0.
+SWIZZLE_REPEAT_BYTES = {32: 256, 64: 512, 128: 1024}
+
+#: Alignment of a wgmma matrix descriptor's start address (PTX ISA §9.7.15.5.1).
+DESCRIPTOR_ALIGNMENT = 16
+
+#: wgmma matrix-descriptor swizzle field encoding (PTX ISA §9.7.15.5.1.2.2). Note the order: it is
+#: the reverse of ``CUtensorMapSwizzle``'s.
+DESCRIPTOR_SWIZZLE_ENCODING = {0: 0, 128: 1, 64: 2, 32: 3}
+
+
+def major(value: Major | str) -> Major:
+    """Parse a major-ness given as an enum or a string (``"K"``, ``"MN"``, also ``"M"``/``"N"``)."""
+    if isinstance(value, Major):
+        return value
+    text = str(value).upper()
+    if text in ("M", "N"):
+        text = "MN"
+    try:
+        return Major(text)
+    except ValueError:
+        raise AtomError(
+            "ATOM_SMEM_MAJOR", "a shared-memory operand is K-major or MN-major", actual=repr(value)
+        ) from None
+
+
+def _swizzle_mode(swizzle_bytes: int) -> int:
+    if swizzle_bytes not in SWIZZLE_MODES:
+        raise AtomError(
+            "ATOM_SWIZZLE_MODE",
+            "Hopper's shared-memory swizzle modes are 0 (none), 32, 64 and 128 bytes",
+            actual=swizzle_bytes,
+        )
+    return swizzle_bytes
+
+
+def _element(dtype: DType | str, mj: Major) -> tuple[DType, int]:
+    dtype = dtype_from_name(dtype)
+    if dtype.bits not in (8, 16, 32):
+        raise AtomError(
+            "ATOM_SMEM_DTYPE",
+            f"wgmma shared-memory operands have 8-, 16- or 32-bit elements; {dtype.name} has {dtype.bits}",
+            actual=dtype.name,
+        )
+    if mj is Major.MN and dtype.bits != 16:
+        raise AtomError(
+            "ATOM_SMEM_MAJOR",
+            f"MN-major (transposed) wgmma operands exist for 16-bit types only; {dtype.name} must be K-major",
+            requirement="imm-trans-a / imm-trans-b may be 1 only for .f16 / .bf16",
+            actual=f"MN-major {dtype.name}",
+            hint="store the operand K-major",
+        )
+    return dtype, 128 // dtype.bits
+
+
+def swizzle_atom(dtype: DType | str, major_: Major | str, swizzle_bytes: int) -> ComposedLayout:
+    """The swizzle atom of a mode, indexed ``(mn, k)``: K-major ``(8, cT):(cT, 1)``, MN-major
+    ``(cT, 8):(1, cT)``, swizzled by ``hopper_swizzle(W)``. It is a bijection onto
+    ``[0, 8 * c * T)``, one swizzle pattern (``c = 1`` for no swizzle)."""
+    mj = major(major_)
+    dtype, t = _element(dtype, mj)
+    width = _swizzle_mode(swizzle_bytes)
+    row = max(1, width // 16) * t
+    outer = Layout((8, row), (row, 1)) if mj is Major.K else Layout((row, 8), (1, row))
+    return ComposedLayout(hopper_swizzle(width, dtype.bits), 0, outer)
+
+
+def canonical_smem_layout(
+    dtype: DType | str, major_: Major | str, swizzle_bytes: int, mn: int, k: int
+) -> ComposedLayout:
+    """The compact canonical layout of an ``mn x k`` operand tile, indexed ``(mn, k)``, in elements.
+
+    Atoms tile MN first, then K. K-major: ``((8, mn/8), (cT, k/cT)) : ((cT, 8cT), (1, mn*cT))``;
+    MN-major: ``((cT, mn/cT), (8, k/8)) : ((1, 8cT), (cT, 8mn))`` (``c = 1`` and the chunk-level
+    split of the PTX table without swizzle). Property: it equals PTX's canonical layout with the
+    LBO/SBO of `descriptor_offsets`, and is a bijection onto ``[0, mn*k)``.
+
+    Raises `AtomError` ``ATOM_SMEM_TILE`` when the tile is not a whole number of swizzle atoms.
+    """
+    mj = major(major_)
+    dtype, t = _element(dtype, mj)
+    width = _swizzle_mode(swizzle_bytes)
+    c = max(1, width // 16)
+    row = c * t  # elements in one row of the swizzle atom
+    if mj is Major.K:
+        _require_multiple(mn, 8, "MN", dtype, mj, width)
+        _require_multiple(k, row, "K", dtype, mj, width)
+        if width == 0:
+            outer = Layout(((8, mn // 8), (t, k // t)), ((t, 8 * t), (1, mn * t)))
+        else:
+            outer = Layout(((8, mn // 8), (row, k // row)), ((row, 8 * row), (1, mn * row)))
+    else:
+        _require_multiple(mn, row, "MN", dtype, mj, width)
+        _require_multiple(k, 8, "K", dtype, mj, width)
+        outer = Layout(((row, mn // row), (8, k // 8)), ((1, 8 * row), (row, 8 * mn)))
+    return ComposedLayout(hopper_swizzle(width, dtype.bits), 0, outer)
+
+
+def descriptor_offsets(
+    dtype: DType | str, major_: Major | str, swizzle_bytes: int, mn: int, k: int
+) -> tuple[int | None, int]:
+    """``(LBO, SBO)`` in bytes of the `canonical_smem_layout` tile, as the wgmma matrix descriptor
+    defines them (PTX ISA §9.7.15.5.1.2.1); LBO is ``None`` where the instruction ignores it
+    (K-major swizzled layouts, where PTX says it is "assumed to be 1")."""
+    mj = major(major_)
+    dtype, t = _element(dtype, mj)
+    width = _swizzle_mode(swizzle_bytes)
+    canonical_smem_layout(dtype, mj, width, mn, k)  # validates the tile
+    size = dtype.itemsize
+    c = max(1, width // 16)
+    if mj is Major.K:
+        sbo = 8 * c * t * size  # from one group of 8 rows to the next
+        lbo = None if width else mn * t * size  # from one 16-byte column of core matrices to the next
+        return lbo, sbo
+    if width == 0:
+        return 8 * mn * size, 8 * t * size  # LBO: next 8 K; SBO: next T elements of MN
+    return 8 * c * t * size, 8 * mn * size  # LBO: next swizzle atom along MN; SBO: next 8 K
+
+
+def check_swizzle_base(address: int, swizzle_bytes: int, what: str = "shared-memory tile") -> list[AtomError]:
+    """Problems with the start address of a swizzled tile: it must sit where the swizzle pattern
+    starts (256, 512 or 1024 bytes for 32, 64, 128-byte swizzle), else the layout's swizzle phase is
+    wrong. Without swizzle there is nothing to check here."""
+    width = _swizzle_mode(swizzle_bytes)
+    if width == 0:
+        return []
+    repeat = SWIZZLE_REPEAT_BYTES[width]
+    if address % repeat == 0:
+        return []
+    return [
+        AtomError(
+            "ATOM_SMEM_SWIZZLE_ALIGN",
+            f"{what} with {width}-byte swizzle starts inside a swizzle pattern",
+            requirement=f"start address a multiple of {repeat} bytes, where the {width}-byte swizzle pattern "
+            "repeats (PTX ISA, matrix descriptor 'base offset' table; CUTLASS aligns such buffers to 1024 bytes)",
+            actual=f"address {address} ({address % repeat} bytes past a {repeat}-byte boundary)",
+            hint=f"align the shared-memory buffer to {repeat} bytes (e.g. alignas({repeat}) or round the offset up)",
+        )
+    ]
+
+
+def _require_multiple(extent: int, unit: int, dim: str, dtype: DType, mj: Major, width: int) -> None:
+    if extent < 1 or extent % unit:
+        mode = f"{width}-byte swizzle" if width else "no swizzle"
+        raise AtomError(
+            "ATOM_SMEM_TILE",
+            f"a {mj}-major {dtype.name} tile with {mode} is built from swizzle atoms of {unit} along {dim}",
+            requirement=f"the {dim} extent a positive multiple of {unit}",
+            actual=f"{dim} = {extent}",
+            hint=f"use a {dim} extent of {max(unit, (max(extent, 1) + unit - 1) // unit * unit)}"
+            + ("" if width == 0 else " or a narrower swizzle"),
+        )

@@ -1,0 +1,302 @@
+"""TMA tile copies: ``cp.async.bulk.tensor.{2,3}d`` loads (global -> shared) and stores (shared -> global).
+
+One elected thread issues the copy of a whole *box* on behalf of the CTA, described by a tensor map
+(``CUtensorMap``, built on the host by ``cuTensorMapEncodeTiled``). Dimensions are in TMA order:
+dimension 0 is the innermost (contiguous) one, so ``box = (64, 128)`` is 128 rows of 64 elements.
+
+Layouts: the box's tile is ``box`` itself; its TV layout ``(1, size(box)) : (0, 1)`` maps value ``v``
+to the column-major index of the box element, which is also the element's offset in the unswizzled
+shared-memory box (TMA writes the box densely, dimension 0 fastest). With a swizzle, the element's
+shared-memory offset is ``hopper_swizzle(W)`` of that (`smem_layout`): the 16-byte chunk bits of the
+*address* are XOR-ed with the row bits, so the pattern assumes the box starts where the pattern
+starts.
+
+Constraints (`TmaCopyAtom.diagnose`), from the CUDA Driver API's ``cuTensorMapEncodeTiled`` and
+the CUDA C++ Programming Guide's "TMA Swizzle" section (compute capability 9.0):
+
+* every box dimension in ``[1, 256]`` (``ATOM_TMA_BOX``);
+* the inner box dimension in bytes a multiple of 16 (``ATOM_TMA_BOX_INNER``);
+* with a swizzle, the inner box dimension in bytes at most the swizzle width, 32/64/128
+  (``ATOM_TMA_SWIZZLE_SPAN``);
+* global dimensions in ``[1, 2**32]`` (``ATOM_TMA_GLOBAL_DIM``); global strides (bytes, for
+  dimensions 1..rank-1) multiples of 16 and below ``2**40`` (``ATOM_TMA_GLOBAL_STRIDE``);
+* the global base address 16-byte aligned (``ATOM_TMA_GLOBAL_ALIGN``);
+* the shared-memory box 128-byte aligned (``ATOM_TMA_SMEM_ALIGN``: the Programming Guide's table,
+  "Shared memory alignment: 128 bytes");
+* with a swizzle, the shared-memory box aligned to the pattern's repeat, 256/512/1024 bytes
+  (``ATOM_SMEM_SWIZZLE_ALIGN``). This one is argus's rule, not the hardware's: the hardware
+  accepts any 128-byte-aligned box and then starts mid-pattern, so argus's layouts (which assume
+  phase 0) would be wrong. The Programming Guide recommends it ("shared memory should be aligned
+  according to the number of bytes after which the swizzle pattern repeats"; its 128-byte-swizzle
+  example declares ``alignas(1024)``), and CUTLASS aligns swizzled buffers to 1024 bytes;
+* element strides, when given, in ``[1, 8]`` (``ATOM_TMA_ELEMENT_STRIDE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from argus.atoms.common import MemorySpace, Scope, supported_dtype
+from argus.atoms.copy import CopyAtom, CopyKind
+from argus.atoms.errors import AtomError, raise_first
+from argus.atoms.smem import SWIZZLE_MODES, check_swizzle_base
+from argus.ir.types import DType
+from argus.layout import ComposedLayout, Layout, hopper_swizzle
+
+TMA_MAX_RANK = 5
+TMA_MAX_BOX = 256
+TMA_INNER_BOX_MULTIPLE = 16  # bytes
+TMA_GLOBAL_ALIGNMENT = 16  # bytes
+TMA_GLOBAL_STRIDE_MULTIPLE = 16  # bytes
+TMA_MAX_GLOBAL_STRIDE = 2**40  # exclusive
+TMA_MAX_GLOBAL_DIM = 2**32  # inclusive
+TMA_SMEM_ALIGNMENT = 128  # bytes
+TMA_MAX_ELEMENT_STRIDE = 8
+
+#: The ranks registered as atoms (the checks themselves accept 1..5).
+TMA_RANKS = (2, 3)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TmaCopyAtom(CopyAtom):
+    """``cp.async.bulk.tensor.{rank}d`` in tile mode.
+
+    Attributes:
+        rank: tensor (and box) rank.
+        smem_alignment: required alignment of the shared-memory box, in bytes.
+        global_alignment: required alignment of the tensor's global base address, in bytes.
+        max_box: largest extent of a box dimension.
+    """
+
+    rank: int
+    smem_alignment: int = TMA_SMEM_ALIGNMENT
+    global_alignment: int = TMA_GLOBAL_ALIGNMENT
+    max_box: int = TMA_MAX_BOX
+
+    def tile_shape(self, box: Sequence[int]) -> tuple[int, ...]:
+        """The atom's tile: the box, dimension 0 innermost."""
+        return tuple(self._box(box))
+
+    def tv_layout(self, box: Sequence[int]) -> Layout:
+        """``(1, size(box)) : (0, 1)``: the issuing thread moves every element of the box; value ``v``
+        is the element of column-major box index ``v``."""
+        size = 1
+        for extent in self._box(box):
+            size *= extent
+        return Layout((1, size), (0, 1))
+
+    def smem_layout(self, dtype: DType | str, box: Sequence[int], swizzle: int = 0) -> ComposedLayout:
+        """Where each box element lands in shared memory (offsets in elements from the box's start):
+        ``hopper_swizzle(swizzle, bits) o Layout(box)``, indexed by box coordinates, dimension 0
+        fastest. Assumes the box starts at a swizzle-pattern boundary (see the module docstring)."""
+        dt = supported_dtype(dtype, self.name, "element dtype")
+        box = self._box(box)
+        if swizzle not in SWIZZLE_MODES:
+            raise AtomError("ATOM_TMA_SWIZZLE", "TMA swizzle modes are 0 (none), 32, 64 and 128 bytes", actual=swizzle)
+        return ComposedLayout(hopper_swizzle(swizzle, dt.bits), 0, Layout(tuple(box)))
+
+    def diagnose(
+        self,
+        *,
+        dtype: DType | str,
+        global_shape: Sequence[int],
+        global_strides: Sequence[int],
+        box: Sequence[int],
+        global_address: int = 0,
+        smem_address: int = 0,
+        swizzle: int = 0,
+        element_strides: Sequence[int] | None = None,
+    ) -> tuple[AtomError, ...]:
+        """All problems of one tensor map plus copy, each an `AtomError` (empty when legal).
+
+        `global_shape` has `rank` extents (elements, dimension 0 innermost); `global_strides` the
+        ``rank - 1`` byte strides of dimensions 1..rank-1 (dimension 0 is contiguous), as
+        ``cuTensorMapEncodeTiled`` takes them; `box` the box extents; addresses in bytes.
+        """
+        problems: list[AtomError] = []
+        dt = supported_dtype(dtype, self.name, "element dtype")
+        size = dt.itemsize
+        given = {"global_shape": tuple(global_shape), "box": tuple(box)}
+        if element_strides is not None:
+            given["element_strides"] = tuple(element_strides)
+        for what, extents in given.items():
+            n = len(extents)
+            if n != self.rank:
+                problems.append(
+                    AtomError(
+                        "ATOM_TMA_RANK",
+                        f"{self.name} copies a {self.rank}-d box, but {what} has {n} dimensions",
+                        requirement=f"{self.rank} extents in {what}",
+                        actual=f"{what} = {extents}",
+                        hint=f"use the {n}-d TMA atom" if 1 <= n <= TMA_MAX_RANK else None,
+                    )
+                )
+        if len(global_strides) != self.rank - 1:
+            problems.append(
+                AtomError(
+                    "ATOM_TMA_RANK",
+                    f"{self.name}: global_strides gives the byte strides of dimensions 1..{self.rank - 1}",
+                    requirement=f"{self.rank - 1} strides (dimension 0 is contiguous and has none)",
+                    actual=f"global_strides = {tuple(global_strides)}",
+                )
+            )
+        for i, extent in enumerate(box):
+            if not 1 <= extent <= TMA_MAX_BOX:
+                problems.append(
+                    AtomError(
+                        "ATOM_TMA_BOX",
+                        f"{self.name}: box dimension {i} is out of range",
+                        requirement=f"1 <= box[{i}] <= {TMA_MAX_BOX}",
+                        actual=f"box[{i}] = {extent} (box = {tuple(box)})",
+                        hint=f"split the tile into boxes of at most {TMA_MAX_BOX} along dimension {i} and issue "
+                        "several copies",
+                    )
+                )
+        if box:
+            inner_bytes = box[0] * size
+            if inner_bytes % TMA_INNER_BOX_MULTIPLE:
+                multiple = TMA_INNER_BOX_MULTIPLE // _gcd(TMA_INNER_BOX_MULTIPLE, size)
+                problems.append(
+                    AtomError(
+                        "ATOM_TMA_BOX_INNER",
+                        f"{self.name}: the inner box dimension is not a whole number of 16-byte chunks",
+                        requirement=f"box[0] * {size} bytes ({dt.name}) a multiple of {TMA_INNER_BOX_MULTIPLE}",
+                        actual=f"box[0] = {box[0]} -> {inner_bytes} bytes",
+                        hint=f"make box[0] a multiple of {multiple} {dt.name} elements",
+                    )
+                )
+            if swizzle not in SWIZZLE_MODES:
+                problems.append(
+                    AtomError(
+                        "ATOM_TMA_SWIZZLE",
+                        f"{self.name}: unknown swizzle mode",
+                        requirement="swizzle in {0, 32, 64, 128} bytes",
+                        actual=f"swizzle = {swizzle!r}",
+                    )
+                )
+            elif swizzle and inner_bytes > swizzle:
+                problems.append(
+                    AtomError(
+                        "ATOM_TMA_SWIZZLE_SPAN",
+                        f"{self.name}: with {swizzle}-byte swizzle the inner box dimension must fit in one swizzle row",
+                        requirement=f"box[0] * {size} bytes <= {swizzle}",
+                        actual=f"box[0] = {box[0]} -> {inner_bytes} bytes",
+                        hint=f"use box[0] <= {swizzle // size} and issue several copies along dimension 0"
+                        + ("" if swizzle == 128 else ", or a wider swizzle"),
+                    )
+                )
+        for i, extent in enumerate(global_shape):
+            if not 1 <= extent <= TMA_MAX_GLOBAL_DIM:
+                problems.append(
+                    AtomError(
+                        "ATOM_TMA_GLOBAL_DIM",
+                        f"{self.name}: global dimension {i} is out of range",
+                        requirement=f"1 <= global_shape[{i}] <= 2**32",
+                        actual=f"global_shape[{i}] = {extent}",
+                    )
+                )
+        for i, stride in enumerate(global_strides, start=1):
+            if stride % TMA_GLOBAL_STRIDE_MULTIPLE or not 0 < stride < TMA_MAX_GLOBAL_STRIDE:
+                row = f" ({stride / size:g} {dt.name} elements)" if size else ""
+                problems.append(
+                    AtomError(
+                        "ATOM_TMA_GLOBAL_STRIDE",
+                        f"{self.name}: the byte stride of global dimension {i} is not a positive multiple of 16",
+                        requirement=f"global_strides[{i - 1}] % 16 == 0 and 0 < stride < 2**40",
+                        actual=f"global_strides[{i - 1}] = {stride} bytes{row}",
+                        hint="pad the leading dimension to a multiple of 16 bytes "
+                        f"({TMA_GLOBAL_STRIDE_MULTIPLE // _gcd(TMA_GLOBAL_STRIDE_MULTIPLE, size)} {dt.name} elements), "
+                        "or fall back to cp.async",
+                    )
+                )
+        if global_address % TMA_GLOBAL_ALIGNMENT:
+            problems.append(
+                AtomError(
+                    "ATOM_TMA_GLOBAL_ALIGN",
+                    f"{self.name}: the tensor's global base address is not 16-byte aligned",
+                    requirement="global address % 16 == 0",
+                    actual=f"global address {global_address} (% 16 = {global_address % 16})",
+                    hint="describe the tensor from an aligned base and move the offset into the coordinates",
+                )
+            )
+        if smem_address % TMA_SMEM_ALIGNMENT:
+            problems.append(
+                AtomError(
+                    "ATOM_TMA_SMEM_ALIGN",
+                    f"{self.name}: the shared-memory box is not 128-byte aligned",
+                    requirement="shared-memory address % 128 == 0",
+                    actual=f"shared-memory address {smem_address} (% 128 = {smem_address % 128})",
+                    hint="align the shared-memory buffer (and every stage) to 128 bytes, 1024 with 128-byte swizzle",
+                )
+            )
+        elif swizzle in SWIZZLE_MODES:
+            problems.extend(check_swizzle_base(smem_address, swizzle, f"{self.name}'s shared-memory box"))
+        if element_strides is not None:
+            for i, step in enumerate(element_strides):
+                if not 1 <= step <= TMA_MAX_ELEMENT_STRIDE:
+                    problems.append(
+                        AtomError(
+                            "ATOM_TMA_ELEMENT_STRIDE",
+                            f"{self.name}: element stride {i} is out of range",
+                            requirement=f"1 <= element_strides[{i}] <= {TMA_MAX_ELEMENT_STRIDE}",
+                            actual=f"element_strides[{i}] = {step}",
+                        )
+                    )
+        return tuple(problems)
+
+    def check(self, **kwargs) -> None:
+        """Raise the first problem `diagnose` finds (same keyword arguments)."""
+        raise_first(self.diagnose(**kwargs))
+
+    def _box(self, box: Sequence[int]) -> list[int]:
+        box = list(box)
+        if len(box) != self.rank or any(not 1 <= b <= TMA_MAX_BOX for b in box):
+            raise AtomError(
+                "ATOM_TMA_BOX",
+                f"{self.name} copies a {self.rank}-d box of extents in [1, {TMA_MAX_BOX}]",
+                actual=f"box = {tuple(box)}",
+            )
+        return box
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _tma(kind: CopyKind, rank: int) -> TmaCopyAtom:
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= TMA_MAX_RANK:
+        raise AtomError(
+            "ATOM_TMA_RANK",
+            "TMA tile copies have rank 1 to 5",
+            requirement=f"1 <= rank <= {TMA_MAX_RANK}",
+            actual=f"rank = {rank!r}",
+        )
+    load = kind is CopyKind.TMA_LOAD
+    if load:
+        ptx = f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    else:
+        ptx = f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group"
+    return TmaCopyAtom(
+        name=f"tma.{'load' if load else 'store'}.{rank}d",
+        ptx=ptx,
+        kind=kind,
+        src_space=MemorySpace.GLOBAL if load else MemorySpace.SHARED,
+        dst_space=MemorySpace.SHARED if load else MemorySpace.GLOBAL,
+        scope=Scope.THREAD,
+        thread_count=1,
+        arch="sm_90",
+        rank=rank,
+    )
+
+
+def tma_load(rank: int = 2) -> TmaCopyAtom:
+    """``cp.async.bulk.tensor.{rank}d`` global -> shared, completing on an mbarrier."""
+    return _tma(CopyKind.TMA_LOAD, rank)
+
+
+def tma_store(rank: int = 2) -> TmaCopyAtom:
+    """``cp.async.bulk.tensor.{rank}d`` shared -> global, completing through a bulk async-group."""
+    return _tma(CopyKind.TMA_STORE, rank)
