@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from argus.diagnostics import ArgusError
 
-class AtomError(ValueError):
+
+class AtomError(ArgusError, ValueError):
     """A hardware atom was asked for, or used with, something the instruction does not allow.
 
-    Attributes:
-        code: stable identifier (``ATOM_<DETAIL>``), for programs and the agent.
-        message: what is wrong, naming the atom.
-        requirement: the rule the instruction imposes.
-        actual: the value that broke it.
-        hint: how to fix it.
+    Attributes (see `argus.diagnostics.ArgusError`): ``code`` (``ATOM_<DETAIL>``), ``message``
+    naming the atom, ``requirement`` (the rule the instruction imposes), ``actual`` (the value that
+    broke it) and ``hint``.
     """
 
     def __init__(
@@ -30,26 +29,7 @@ class AtomError(ValueError):
         actual: Any = None,
         hint: str | None = None,
     ) -> None:
-        self.code = code
-        self.message = message
-        self.requirement = requirement
-        self.actual = actual
-        self.hint = hint
-        text = f"[{code}] {message}"
-        if requirement:
-            text += f"\n  requires: {requirement}"
-        if actual is not None:
-            text += f"\n  actual: {actual}"
-        if hint:
-            text += f"\n  hint: {hint}"
-        super().__init__(text)
-
-    def __reduce__(self) -> tuple:
-        return (_rebuild, (self.code, self.message, self.requirement, self.actual, self.hint))
-
-
-def _rebuild(code: str, message: str, requirement: str | None, actual: Any, hint: str | None) -> AtomError:
-    return AtomError(code, message, requirement=requirement, actual=actual, hint=hint)
+        super().__init__(code, message, hint, requirement=requirement, actual=actual)
 
 
 def raise_first(problems: tuple[AtomError, ...] | list[AtomError]) -> None:

@@ -32,24 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from argus.diagnostics import ArgusError
 
-class DTypeError(TypeError):
-    """A dtype was named or used in a way argus does not know.
 
-    Attributes:
-        code: stable identifier (``DTYPE_<DETAIL>``).
-        message: what went wrong, naming the dtype.
-        hint: how to fix it, when there is something useful to say.
-    """
-
-    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
-        self.code = code
-        self.message = message
-        self.hint = hint
-        text = f"[{code}] {message}"
-        if hint:
-            text += f"\n  hint: {hint}"
-        super().__init__(text)
+class DTypeError(ArgusError, TypeError):
+    """A dtype was named or used in a way argus does not know (code ``DTYPE_<DETAIL>``; see
+    `argus.diagnostics.ArgusError` for the attributes)."""
 
 
 class DTypeKind(StrEnum):

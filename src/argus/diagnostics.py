@@ -1,0 +1,65 @@
+"""The common shape of argus's errors: a stable code, a message in the user's terms, the
+requirement and the actual value where there are such, and a hint on how to fix it.
+
+Every typed error of argus derives from `ArgusError`, except `argus.layout.LayoutError`, which
+has the same attributes but lives in `argus.layout` (that package imports nothing from the rest
+of argus); it is registered here as a virtual subclass, so ``except ArgusError`` catches it too.
+"""
+
+from __future__ import annotations
+
+from abc import ABCMeta
+from typing import Any
+
+from argus.layout.errors import LayoutError
+
+
+class ArgusError(Exception, metaclass=ABCMeta):
+    """Base of argus's typed errors.
+
+    Attributes:
+        code: stable identifier ``CATEGORY_DETAIL``, for programs and the agent.
+        message: what is wrong, in the user's terms.
+        requirement: the rule that was broken, when there is one.
+        actual: the value that broke it, when there is one.
+        hint: how to fix it, when there is something useful to say.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        hint: str | None = None,
+        *,
+        requirement: str | None = None,
+        actual: Any = None,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.requirement = requirement
+        self.actual = actual
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        text = f"[{self.code}] {self.message}"
+        if self.requirement:
+            text += f"\n  requires: {self.requirement}"
+        if self.actual is not None:
+            text += f"\n  actual: {self.actual}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def __reduce__(self) -> tuple:
+        return (
+            _rebuild,
+            (type(self), self.code, self.message, self.hint, self.requirement, self.actual),
+        )
+
+
+def _rebuild(cls: type, code: str, message: str, hint: str | None, requirement: str | None, actual: Any) -> Any:
+    return cls(code, message, hint=hint, requirement=requirement, actual=actual)
+
+
+ArgusError.register(LayoutError)
