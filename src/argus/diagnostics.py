@@ -51,6 +51,10 @@ class ArgusError(Exception, metaclass=ABCMeta):
             text += f"\n  hint: {self.hint}"
         return text
 
+    def __str__(self) -> str:
+        # KeyError and friends would quote their argument; argus errors always read as rendered text
+        return self.render()
+
     def __reduce__(self) -> tuple:
         return (
             _rebuild,

@@ -37,6 +37,7 @@ def test_tour_runs_and_is_honest() -> None:
     assert "(4,8):(8,1)" in out
     assert "proved: Sw<3,3,3> o 0 o (8,64):(64,1)" in out
     assert "counterexample for the broken" in out
+    assert "matches A @ B on the interpreter" in out
     assert "Not built yet" in out
 
 

@@ -27,7 +27,9 @@ class SourceLoc:
     text: str = ""
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        import os
+
+        return f"{os.path.basename(self.file)}:{self.line}"
 
 
 class VarKind(StrEnum):

@@ -1,0 +1,8 @@
+"""The lane-level CPU interpreter: runs IR with numpy, one block at a time, modelling each
+thread's registers (fragments as ``(threads, values)`` arrays laid out by their TV layouts), shared
+memory in physical (swizzled) order, asynchronous copies that land only at their wait, and MMAs
+that read registers the way the hardware does. For correctness, never for timing."""
+
+from argus.interp.machine import InterpError, interpret, run_kernel
+
+__all__ = ["InterpError", "interpret", "run_kernel"]

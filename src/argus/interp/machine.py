@@ -1,0 +1,494 @@
+"""The interpreter's machine: executes a traced `Kernel` on numpy arrays.
+
+Model (what makes bugs visible):
+
+* **Fragments** are ``(threads, values)`` arrays. Element ``(t, v)`` is tile element
+  ``tv(t, v)``; copies and elementwise operations move data through these layouts.
+* **MMA** (`Gemm`) reads operand and accumulator registers the way the instruction does: for
+  every atom instance, lane ``l`` value ``a`` of the atom is register slot ``(l + group*atom_threads,
+  a + atom_values * repeat)`` of the fragment, and means the element the *atom's* layout says. A
+  fragment laid out any other way feeds the MMA the wrong elements.
+* **Shared memory** is one flat array per buffer in physical order: every access goes through
+  the buffer's layout, swizzle included. It starts poisoned with NaN (floats) or a sentinel.
+* **cp.async** copies are queued in commit groups and land only at `AsyncWait`; reading their
+  destination earlier reads the poison.
+* Reductions combine a thread's own values, then partial results across lanes with XOR shuffles
+  exactly over the lane offsets the IR records.
+
+Not modelled yet (an `InterpError` says so when met): warp roles, mbarriers and TMA copies,
+branches whose condition differs between threads.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from argus.atoms import get_atom
+from argus.diagnostics import ArgusError
+from argus.ir.expr import Expr, Var, evaluate
+from argus.ir.nodes import (
+    Alloc,
+    AsyncCommit,
+    AsyncWait,
+    Barrier,
+    Broadcast,
+    Buffer,
+    Copy,
+    Fence,
+    Fill,
+    For,
+    Gemm,
+    If,
+    Kernel,
+    Map,
+    MapOp,
+    Reduce,
+    ReduceOp,
+    Space,
+    Stmt,
+    TileRef,
+)
+from argus.ir.types import DType, round_to
+
+POISON_INT = -(2**31) + 7
+
+
+class InterpError(ArgusError, RuntimeError):
+    """The interpreter met something it cannot run (code ``INTERP_<DETAIL>``)."""
+
+
+def _poison(dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
+    if dtype.kind.value == "float":
+        return np.full(shape, np.nan, dtype=np.float64)
+    return np.full(shape, POISON_INT, dtype=np.int64)
+
+
+def _round(dtype: DType, x: np.ndarray) -> np.ndarray:
+    if dtype.kind.value == "float":
+        return np.asarray(round_to(dtype, np.asarray(x, dtype=np.float64)), dtype=np.float64)
+    return np.asarray(x)
+
+
+@dataclass
+class _Block:
+    kernel: Kernel
+    env: dict[Var, Any]
+    globals_: dict[Buffer, np.ndarray]
+    shared: dict[Buffer, np.ndarray] = field(default_factory=dict)
+    fragments: dict[Buffer, np.ndarray] = field(default_factory=dict)
+    async_open: list[tuple[Buffer, np.ndarray, np.ndarray]] = field(default_factory=list)
+    async_groups: list[list[tuple[Buffer, np.ndarray, np.ndarray]]] = field(default_factory=list)
+
+
+def _int(e: Expr | int, env: dict[Var, Any]) -> int:
+    if isinstance(e, int):
+        return e
+    value = evaluate(e, env)
+    if isinstance(value, np.ndarray):
+        if value.size and np.all(value == value.flat[0]):
+            return int(value.flat[0])
+        raise InterpError("INTERP_DIVERGENT", f"{e} differs between threads where one value is needed")
+    return int(value)
+
+
+def _tile_coords(shape: tuple[int, ...], indices: np.ndarray) -> list[np.ndarray]:
+    """Column-major tile indices -> per-dimension coordinates."""
+    out = []
+    rest = indices
+    for s in shape:
+        out.append(rest % s)
+        rest = rest // s
+    return out
+
+
+def _tv_indices(buffer: Buffer) -> np.ndarray:
+    """``(threads, values)`` array of tile indices of a fragment."""
+    tv = buffer.tv
+    values = tv[1].size()
+    return np.array([[tv(t, v) for v in range(values)] for t in range(buffer.threads)], dtype=np.int64)
+
+
+_TV_CACHE: dict[int, np.ndarray] = {}
+
+
+def _indices(buffer: Buffer) -> np.ndarray:
+    key = id(buffer)
+    if key not in _TV_CACHE:
+        _TV_CACHE[key] = _tv_indices(buffer)
+    return _TV_CACHE[key]
+
+
+def _window_coords(ref: TileRef, tile_coords: list[np.ndarray], env: dict[Var, Any]) -> list[np.ndarray]:
+    """Buffer coordinates of window elements given their coordinates in the window's shape."""
+    out = []
+    it = iter(tile_coords)
+    for d, o in enumerate(ref.origin):
+        origin = _int(o, env)
+        out.append(np.full_like(tile_coords[0], origin) if d in ref.dropped else origin + next(it))
+    return out
+
+
+def _global_access(buf: Buffer, coords: list[np.ndarray], env: dict[Var, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(in-bounds mask, flat element index into the row-major global array)."""
+    shape = [_int(s, env) for s in buf.shape]
+    mask = np.ones(coords[0].shape, dtype=bool)
+    flat = np.zeros(coords[0].shape, dtype=np.int64)
+    for c, s in zip(coords, shape, strict=True):
+        mask &= (c >= 0) & (c < s)
+    for c, s in zip(coords, shape, strict=True):
+        flat = flat * s + np.where(mask, c, 0)
+    return mask, flat
+
+
+def _shared_offsets(buf: Buffer, coords: list[np.ndarray], view: Any = None) -> np.ndarray:
+    layout = view if view is not None else buf.layout
+    flat_coords = np.stack([c.ravel() for c in coords], axis=1)
+    offsets = np.array([layout(tuple(int(x) for x in row)) for row in flat_coords], dtype=np.int64)
+    return offsets.reshape(coords[0].shape)
+
+
+class _Machine:
+    def __init__(self, kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
+        self.kernel = kernel
+        self.arrays = arrays
+
+    # --- copies -------------------------------------------------------------------------------------------
+    def _read(self, blk: _Block, ref: TileRef, tile_idx: np.ndarray, pad: float) -> np.ndarray:
+        """Values of window elements with column-major window indices `tile_idx`."""
+        buf = ref.buffer
+        coords = _tile_coords(ref.shape, tile_idx)
+        if buf.space == Space.GLOBAL:
+            bcoords = _window_coords(ref, coords, blk.env)
+            mask, flat = _global_access(buf, bcoords, blk.env)
+            data = blk.globals_[buf].reshape(-1)
+            return np.where(mask, data[flat], pad)
+        if buf.space == Space.SHARED:
+            bcoords = _window_coords(ref, coords, blk.env)
+            return blk.shared[buf][_shared_offsets(buf, bcoords, ref.layout)]
+        raise InterpError("INTERP_INTERNAL", f"_read from {buf.space}")
+
+    def _write(self, blk: _Block, ref: TileRef, tile_idx: np.ndarray, values: np.ndarray, queue: bool) -> None:
+        buf = ref.buffer
+        coords = _tile_coords(ref.shape, tile_idx)
+        values = _round(buf.dtype, values)
+        if buf.space == Space.GLOBAL:
+            bcoords = _window_coords(ref, coords, blk.env)
+            mask, flat = _global_access(buf, bcoords, blk.env)
+            data = blk.globals_[buf].reshape(-1)
+            data[flat[mask]] = values[mask]
+            return
+        if buf.space == Space.SHARED:
+            offsets = _shared_offsets(buf, _window_coords(ref, coords, blk.env), ref.layout)
+            if queue:
+                blk.async_open.append((buf, offsets.ravel(), values.ravel()))
+            else:
+                blk.shared[buf][offsets] = values
+            return
+        raise InterpError("INTERP_INTERNAL", f"_write to {buf.space}")
+
+    def copy(self, blk: _Block, s: Copy) -> None:
+        src, dst = s.src, s.dst
+        if s.atom == "tma" or s.mbarrier is not None:
+            raise InterpError(
+                "INTERP_UNSUPPORTED",
+                f"{s.loc}: TMA copies and mbarriers are not interpreted yet",
+                "use atom='cp.async' or 'auto' for now",
+            )
+        if dst.space == Space.FRAGMENT:
+            if not dst.is_whole():
+                raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: copies into part of a fragment")
+            idx = _indices(dst.buffer)
+            if src.space == Space.FRAGMENT:
+                blk.fragments[dst.buffer] = _round(dst.dtype, self._gather(blk, src, dst.buffer, ()))
+                return
+            blk.fragments[dst.buffer] = _round(dst.dtype, self._read(blk, src, idx, s.pad))
+            return
+        if src.space == Space.FRAGMENT:
+            if not src.is_whole():
+                raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: copies from part of a fragment")
+            idx = _indices(src.buffer)
+            values = blk.fragments[src.buffer]
+            self._write(blk, dst, idx, values, queue=False)
+            return
+        # global/shared -> shared/global: element by element over the window
+        n = int(np.prod(src.shape))
+        idx = np.arange(n, dtype=np.int64)
+        values = self._read(blk, src, idx, s.pad)
+        self._write(blk, dst, idx, values, queue=(s.atom == "cp.async"))
+
+    # --- elementwise ------------------------------------------------------------------------------------
+    def _gather(self, blk: _Block, ref: TileRef, like: Buffer, axes: tuple[int, ...]) -> np.ndarray:
+        """The `ref` fragment's values arranged as `like`'s ``(threads, values)``: each thread reads
+        the element it needs from its *own* registers (the tracer guaranteed it holds it)."""
+        src = ref.buffer
+        data = blk.fragments[src]
+        if src.tv == like.tv and not axes:
+            return data
+        key = (id(src), id(like), axes)
+        if key not in _GATHER_CACHE:
+            dst_idx = _indices(like)
+            dst_shape = like.static_shape
+            src_shape = src.static_shape
+            coords = _tile_coords(dst_shape, dst_idx)
+            kept = [c for i, c in enumerate(coords) if i not in axes]
+            src_idx = np.zeros_like(dst_idx)
+            mult = 1
+            for c, sz in zip(kept, src_shape, strict=True):
+                src_idx += c * mult
+                mult *= sz
+            src_tile = _indices(src)
+            slot = np.full(dst_idx.shape, -1, dtype=np.int64)
+            for t in range(like.threads):
+                where = {int(i): v for v, i in enumerate(src_tile[t])}
+                for j, i in enumerate(src_idx[t]):
+                    slot[t, j] = where.get(int(i), -1)
+            if (slot < 0).any():
+                raise InterpError("INTERP_FRAGMENT_MISMATCH", f"{src.name} is not held where {like.name} needs it")
+            _GATHER_CACHE[key] = slot
+        slot = _GATHER_CACHE[key]
+        return np.take_along_axis(data, slot, axis=1)
+
+    def map(self, blk: _Block, s: Map) -> None:
+        dst = s.dst.buffer
+        args = []
+        for operand in s.srcs:
+            if isinstance(operand, Expr):
+                args.append(np.float64(evaluate(operand, blk.env)))
+            elif isinstance(operand, Broadcast):
+                args.append(self._gather(blk, operand.ref, dst, operand.axes))
+            else:
+                args.append(self._gather(blk, operand, dst, ()))
+        with np.errstate(all="ignore"):
+            out = _MAP_FNS[s.op](*args)
+        blk.fragments[dst] = _round(dst.dtype, np.broadcast_to(out, (dst.threads, dst.values_per_thread)).copy())
+
+    def fill(self, blk: _Block, s: Fill) -> None:
+        value = evaluate(s.value, blk.env)
+        ref = s.dst
+        if ref.space == Space.FRAGMENT:
+            b = ref.buffer
+            blk.fragments[b] = _round(b.dtype, np.full((b.threads, b.values_per_thread), value, dtype=np.float64))
+            return
+        n = int(np.prod(ref.shape))
+        self._write(blk, ref, np.arange(n), np.full(n, value, dtype=np.float64), queue=False)
+
+    def reduce(self, blk: _Block, s: Reduce) -> None:
+        src, dst = s.src.buffer, s.dst.buffer
+        data = blk.fragments[src]
+        rows, cols = src.static_shape
+        src_coords = _tile_coords((rows, cols), _indices(src))
+        key_coord = src_coords[0] if s.axis == 1 else src_coords[1]
+        dst_key = _indices(dst)  # index into the 1-D result = the kept coordinate
+        combine = {ReduceOp.SUM: np.add, ReduceOp.MAX: np.maximum, ReduceOp.MIN: np.minimum}[s.op]
+        identity = {ReduceOp.SUM: 0.0, ReduceOp.MAX: -np.inf, ReduceOp.MIN: np.inf}[s.op]
+        partial = np.full(dst_key.shape, identity, dtype=np.float64)
+        for t in range(dst.threads):
+            for j, k in enumerate(dst_key[t]):
+                vals = data[t][key_coord[t] == k]
+                if vals.size:
+                    partial[t, j] = combine.reduce(vals)
+        for lane_offset in s.shuffle_lanes:  # shfl.xor butterfly: lane t reads lane t ^ offset of its warp
+            partner = np.arange(dst.threads) ^ lane_offset
+            partial = combine(partial, partial[partner])
+        if s.accumulate:
+            partial = combine(partial, blk.fragments[dst])
+        blk.fragments[dst] = _round(dst.dtype, partial)
+
+    # --- MMA ----------------------------------------------------------------------------------------------
+    def gemm(self, blk: _Block, s: Gemm) -> None:
+        """Each thread group (warp or warpgroup) multiplies what *its* registers hold, read by the
+        atom's layouts; shared operands are read through the buffer's layout."""
+        atom = get_atom(s.atom)
+        gm, gn = s.groups
+        for g_m, g_n in itertools.product(range(gm), range(gn)):
+            group = g_m + gm * g_n
+            a = self._group_operand(blk, s.a, atom, "A", s.groups, group, (g_m, g_n))
+            b = self._group_operand(blk, s.b, atom, "B", s.groups, group, (g_m, g_n))
+            c = self._group_operand(blk, s.acc, atom, "C", s.groups, group, (g_m, g_n))
+            c = c + a @ b
+            self._store_group(blk, s.acc.buffer, atom, s.groups, group, c)
+
+    def _group_operand(self, blk, ref, atom, operand, groups, group, gpos) -> np.ndarray:
+        from argus.lang.fragments import group_subtile
+
+        full = (ref.shape[0], ref.shape[1])
+        sub = group_subtile(operand, full, groups)
+        if ref.space == Space.FRAGMENT:
+            rows, cols, lanes = self._hardware_slots(atom, operand, sub)
+            data = blk.fragments[ref.buffer]
+            if data.shape[1] != rows.shape[1]:
+                raise InterpError(
+                    "INTERP_FRAGMENT_MISMATCH",
+                    f"{ref.buffer.name} holds {data.shape[1]} values per thread; {atom.name} reads {rows.shape[1]}",
+                )
+            regs = data[lanes + group * atom.thread_count, np.arange(rows.shape[1])[None, :]]
+            tile = np.full(sub, np.nan)
+            tile[rows, cols] = regs
+            return tile
+        n = full[0] * full[1]
+        whole_tile = self._read(blk, ref, np.arange(n), 0.0).reshape(full[1], full[0]).T
+        r0 = gpos[0] * sub[0] if operand in ("A", "C") else 0
+        c0 = gpos[1] * sub[1] if operand in ("B", "C") else 0
+        return whole_tile[r0 : r0 + sub[0], c0 : c0 + sub[1]]
+
+    def _store_group(self, blk, buffer, atom, groups, group, tile) -> None:
+        from argus.lang.fragments import group_subtile
+
+        sub = group_subtile("C", buffer.static_shape, groups)
+        rows, cols, lanes = self._hardware_slots(atom, "C", sub)
+        regs = blk.fragments[buffer]
+        regs[lanes + group * atom.thread_count, np.arange(rows.shape[1])[None, :]] = _round(
+            buffer.dtype, tile[rows, cols]
+        )
+
+    @staticmethod
+    def _hardware_slots(atom: Any, operand: str, sub: tuple[int, int]):
+        """For one thread group's sub-tile: arrays (rows, cols, lanes) of shape (lanes, values) giving,
+        for register slot (lane, v), the element the *atom* reads it as (value v = atom value +
+        atom values * repeat, repeats along rows first)."""
+        key = (atom.name, operand, sub)
+        if key in _HW_CACHE:
+            return _HW_CACHE[key]
+        layout = atom.layout(operand)
+        at, av = atom.thread_count, layout[1].size()
+        ar, ac = atom.tile_shape(operand)
+        swap = operand == "B"  # the atom stores B as (N, K); the operand tile is (K, N)
+        tr, tc = (ac, ar) if swap else (ar, ac)
+        rep_r, rep_c = sub[0] // tr, sub[1] // tc
+        values = av * rep_r * rep_c
+        rows = np.zeros((at, values), dtype=np.int64)
+        cols = np.zeros((at, values), dtype=np.int64)
+        for lane, v in itertools.product(range(at), range(values)):
+            a_val, rep = v % av, v // av
+            r_r, r_c = rep % rep_r, rep // rep_r
+            idx = layout(lane, a_val)
+            i0, i1 = idx % ar, idx // ar
+            rr, cc = (i1, i0) if swap else (i0, i1)
+            rows[lane, v] = r_r * tr + rr
+            cols[lane, v] = r_c * tc + cc
+        _HW_CACHE[key] = (rows, cols, np.arange(at)[:, None].repeat(values, axis=1))
+        return _HW_CACHE[key]
+
+    # --- control -------------------------------------------------------------------------------------------
+    def run(self, blk: _Block, stmts: tuple[Stmt, ...]) -> None:
+        for s in stmts:
+            self.step(blk, s)
+
+    def step(self, blk: _Block, s: Stmt) -> None:
+        if isinstance(s, Alloc):
+            b = s.buffer
+            if b.space == Space.SHARED:
+                size = b.layout.cosize() if hasattr(b.layout, "cosize") else int(np.prod(b.static_shape))
+                blk.shared[b] = _poison(b.dtype, (size,))
+            elif b.space == Space.FRAGMENT:
+                blk.fragments[b] = _poison(b.dtype, (b.threads, b.values_per_thread))
+        elif isinstance(s, Copy):
+            self.copy(blk, s)
+        elif isinstance(s, Map):
+            self.map(blk, s)
+        elif isinstance(s, Fill):
+            self.fill(blk, s)
+        elif isinstance(s, Reduce):
+            self.reduce(blk, s)
+        elif isinstance(s, Gemm):
+            self.gemm(blk, s)
+        elif isinstance(s, For):
+            for i in range(_int(s.extent, blk.env)):
+                blk.env[s.var] = i
+                self.run(blk, s.body)
+            blk.env.pop(s.var, None)
+        elif isinstance(s, If):
+            cond = evaluate(s.cond, blk.env)
+            if isinstance(cond, np.ndarray) and not (cond.all() or not cond.any()):
+                raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: a branch that differs between threads")
+            self.run(blk, s.then if bool(np.all(cond)) else s.orelse)
+        elif isinstance(s, AsyncCommit):
+            blk.async_groups.append(blk.async_open)
+            blk.async_open = []
+        elif isinstance(s, AsyncWait):
+            while len(blk.async_groups) > s.pending:
+                for buf, offsets, values in blk.async_groups.pop(0):
+                    blk.shared[buf][offsets] = values
+        elif isinstance(s, (Barrier, Fence)):
+            pass  # lockstep execution: all threads reach it together
+        else:
+            raise InterpError(
+                "INTERP_UNSUPPORTED",
+                f"{s.loc}: {type(s).__name__} is not interpreted yet",
+                "warp roles, mbarriers and TMA come with the Hopper pipeline work",
+            )
+
+
+_GATHER_CACHE: dict[tuple, np.ndarray] = {}
+_HW_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+_MAP_FNS = {
+    MapOp.ADD: np.add,
+    MapOp.SUB: np.subtract,
+    MapOp.MUL: np.multiply,
+    MapOp.DIV: np.divide,
+    MapOp.MAX: np.maximum,
+    MapOp.MIN: np.minimum,
+    MapOp.LT: lambda a, b: (a < b).astype(np.float64),
+    MapOp.FMA: lambda a, b, c: a * b + c,
+    MapOp.SELECT: lambda c, a, b: np.where(c != 0, a, b),
+    MapOp.NEG: np.negative,
+    MapOp.EXP2: np.exp2,
+    MapOp.EXP: np.exp,
+    MapOp.LOG2: np.log2,
+    MapOp.RSQRT: lambda x: 1.0 / np.sqrt(x),
+    MapOp.SQRT: np.sqrt,
+    MapOp.RCP: lambda x: 1.0 / x,
+    MapOp.ABS: np.abs,
+    MapOp.CAST: lambda x: x,
+}
+
+
+def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
+    """Run `kernel` on numpy `arrays` (by parameter name) in place, every block in order."""
+    env: dict[Var, Any] = {}
+    for t in kernel.tensors:
+        if t.name not in arrays:
+            raise InterpError("INTERP_MISSING_ARGUMENT", f"no array given for {t.name}")
+        a = arrays[t.name]
+        if a.ndim != t.rank:
+            raise InterpError(
+                "INTERP_ARGUMENT_RANK",
+                f"{t.name} must have {t.rank} dimensions",
+                requirement=str(t.shape),
+                actual=a.shape,
+            )
+        for d, s in zip(t.shape, a.shape, strict=True):
+            if isinstance(d, Var):
+                if d in env and env[d] != s:
+                    raise InterpError(
+                        "INTERP_SHAPE_MISMATCH", f"{t.name}: {d.name} is {env[d]} elsewhere", actual=a.shape
+                    )
+                env[d] = s
+            elif isinstance(d, int) and d != s:
+                raise InterpError("INTERP_SHAPE_MISMATCH", f"{t.name} must have shape {t.shape}", actual=a.shape)
+    machine = _Machine(kernel, arrays)
+    work = {t: np.asarray(arrays[t.name], dtype=np.float64).copy() for t in kernel.tensors}
+    extents = [_int(g, env) for g in kernel.grid]
+    for point in itertools.product(*[range(e) for e in extents]):
+        benv = dict(env)
+        benv.update(zip(kernel.block_vars, point, strict=True))
+        benv[kernel.thread_var] = np.arange(kernel.threads)
+        blk = _Block(kernel, benv, work)
+        machine.run(blk, kernel.body)
+    for t in kernel.tensors:
+        arrays[t.name][...] = work[t].astype(arrays[t.name].dtype)
+
+
+def interpret(kernel_fn: Any, *arrays: np.ndarray, **params: Any) -> None:
+    """Trace `kernel_fn` (an `@argus.kernel`) with `params` and run it on `arrays` (positional,
+    in parameter order) in place."""
+    kernel = kernel_fn.trace(**params)
+    names = [t.name for t in kernel.tensors]
+    if len(arrays) != len(names):
+        raise InterpError("INTERP_MISSING_ARGUMENT", f"{kernel.name} takes {len(names)} tensors ({', '.join(names)})")
+    run_kernel(kernel, dict(zip(names, arrays, strict=True)))

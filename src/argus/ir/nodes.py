@@ -1,0 +1,422 @@
+"""IR nodes: buffers in the three memory spaces, tile references, statements and the kernel.
+
+Every node is a frozen dataclass; statements carry the `SourceLoc` of the DSL line that made
+them. Semantics (what the interpreter executes, what the verifier reasons about and what the code
+generator emits) are written on each node; `docs/dsl-ir.md` gives the overall model.
+
+Conventions:
+
+* A **global** buffer is a kernel parameter with a (possibly symbolic) shape and element strides;
+  the default is row-major (last dimension contiguous), as torch tensors are.
+* A **shared** buffer has a static shape and a `layout` from `argus.layout` that maps the
+  logical coordinate to the element offset in the block's shared memory (swizzle included). A
+  multi-stage buffer has the stage as its first dimension.
+* A **fragment** is a register tile: static `shape`, spread over `threads` threads by its
+  thread–value layout `tv`: ``tv(t, v)`` is the column-major index (CuTe's convention: for a 2-D
+  tile, ``row + rows * col``) of the tile element that thread ``t`` holds as value ``v``. A stride-0
+  thread mode means the element is replicated in those threads (e.g. a row maximum held by every
+  thread of the row).
+* A `TileRef` is a rectangular window of a buffer: ``origin`` and ``extent`` per dimension, and the
+  dimensions that are fixed to one index (``dropped``) and so do not appear in the window's shape.
+  Parts of a global window outside the tensor are masked: loads yield the fill value (0), stores
+  are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from argus.ir.expr import Expr, SourceLoc, Var
+from argus.ir.types import DType
+from argus.layout import ComposedLayout, Layout
+
+
+class Space(StrEnum):
+    GLOBAL = "global"
+    SHARED = "shared"
+    FRAGMENT = "fragment"
+
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    """A named tensor in one memory space (identity by object, like `Var`)."""
+
+    name: str
+    space: Space
+    dtype: DType
+    shape: tuple[Expr | int, ...]
+    strides: tuple[Expr | int, ...] | None = None  # global: element strides
+    layout: Layout | ComposedLayout | None = None  # shared: coordinate -> element offset
+    tv: Layout | None = None  # fragment: (thread, value) -> column-major tile index
+    threads: int | None = None  # fragment: how many threads hold it
+    atom: str | None = None  # fragment: the atom whose layout `tv` is
+    groups: tuple[int, int] | None = None  # MMA fragment: thread groups (GM, GN) over the accumulator
+    loc: SourceLoc | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        if not all(isinstance(s, int) for s in self.shape):
+            raise TypeError(f"buffer {self.name} has a symbolic shape {self.shape}")
+        return tuple(int(s) for s in self.shape)  # type: ignore[arg-type]
+
+    @property
+    def values_per_thread(self) -> int:
+        if self.tv is None:
+            raise TypeError(f"buffer {self.name} is not a fragment")
+        return self.tv[1].size()
+
+
+@dataclass(frozen=True, eq=False)
+class TileRef:
+    """A window of `buffer`: for each dimension ``d`` the elements ``origin[d] .. origin[d]+extent[d]-1``;
+    dimensions listed in `dropped` have extent 1 and are not part of the window's `shape`."""
+
+    buffer: Buffer
+    origin: tuple[Expr | int, ...]
+    extent: tuple[int, ...]
+    dropped: tuple[int, ...] = ()
+    layout: Layout | ComposedLayout | None = None  # shared: an explicit view layout (expert escape hatch)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(e for d, e in enumerate(self.extent) if d not in self.dropped)
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
+    @property
+    def space(self) -> Space:
+        return self.buffer.space
+
+    def is_whole(self) -> bool:
+        """True when the window is the whole buffer."""
+        return (
+            not self.dropped
+            and all(isinstance(o, int) and o == 0 for o in self.origin)
+            and tuple(self.extent) == tuple(self.buffer.shape)
+        )
+
+
+def whole(buffer: Buffer) -> TileRef:
+    """The window that is the whole (static-shaped) buffer."""
+    return TileRef(buffer, tuple(0 for _ in buffer.shape), buffer.static_shape)
+
+
+# --- statements ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Stmt:
+    loc: SourceLoc | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class Alloc(Stmt):
+    """Bring a shared buffer or a fragment into existence. Shared memory starts poisoned (NaN for
+    floats) in the interpreter; fragments start poisoned too until written."""
+
+    buffer: Buffer
+
+
+@dataclass(frozen=True, eq=False)
+class Copy(Stmt):
+    """Copy `src` into `dst` (same shape, elementwise, converting dtype where they differ).
+
+    `atom` names the instruction (an `argus.atoms` name or a kind: ``"auto"`` lets the lowering
+    choose). Asynchronous atoms (``cp.async``, TMA) complete at a later wait: a ``cp.async`` copy
+    at the next `AsyncWait`, a TMA copy when the `mbarrier` it signals completes its phase.
+    """
+
+    src: TileRef
+    dst: TileRef
+    atom: str = "auto"
+    mbarrier: TileRef | None = None
+    pad: float = 0.0  # the value masked (out-of-bounds) source elements read as
+
+
+@dataclass(frozen=True, eq=False)
+class Fill(Stmt):
+    """Set every element of `dst` to `value`."""
+
+    dst: TileRef
+    value: Expr
+
+
+class MapOp(StrEnum):
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    MAX = "max"
+    MIN = "min"
+    FMA = "fma"
+    NEG = "neg"
+    EXP2 = "exp2"
+    EXP = "exp"
+    LOG2 = "log2"
+    RSQRT = "rsqrt"
+    SQRT = "sqrt"
+    RCP = "rcp"
+    ABS = "abs"
+    CAST = "cast"
+    SELECT = "select"
+    LT = "lt"
+
+
+MAP_ARITY = {
+    MapOp.ADD: 2,
+    MapOp.SUB: 2,
+    MapOp.MUL: 2,
+    MapOp.DIV: 2,
+    MapOp.MAX: 2,
+    MapOp.MIN: 2,
+    MapOp.LT: 2,
+    MapOp.FMA: 3,
+    MapOp.SELECT: 3,
+    MapOp.NEG: 1,
+    MapOp.EXP2: 1,
+    MapOp.EXP: 1,
+    MapOp.LOG2: 1,
+    MapOp.RSQRT: 1,
+    MapOp.SQRT: 1,
+    MapOp.RCP: 1,
+    MapOp.ABS: 1,
+    MapOp.CAST: 1,
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Broadcast:
+    """A fragment operand of a `Map` whose elements repeat along `axes` of the destination tile
+    (e.g. a row maximum of shape ``(R,)`` used as ``(R, C)`` with ``axes=(1,)``)."""
+
+    ref: TileRef
+    axes: tuple[int, ...]
+
+
+Operand = TileRef | Broadcast | Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Map(Stmt):
+    """``dst[i] = op(srcs[0][i], srcs[1][i], ...)`` for every element ``i`` of a fragment `dst`.
+
+    Fragment operands must be held by the same thread as the destination element (the tracer
+    checks this with the TV layouts); a scalar `Expr` operand is the same for every element.
+    """
+
+    op: MapOp
+    dst: TileRef
+    srcs: tuple[Operand, ...]
+
+
+class ReduceOp(StrEnum):
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce(Stmt):
+    """``dst[r] = op over c of src[r, c]`` along `axis` of a fragment (``accumulate``: combine with
+    the old ``dst`` too). Values held by one thread combine in registers; the partial results of
+    threads of one warp that share a row combine with XOR shuffles over `shuffle_lanes` (lane
+    offsets); the tracer rejects layouts that would need shared memory."""
+
+    op: ReduceOp
+    dst: TileRef
+    src: TileRef
+    axis: int
+    shuffle_lanes: tuple[int, ...] = ()
+    accumulate: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Gemm(Stmt):
+    """``acc += a @ b`` with the MMA atom `atom`, tiled over `groups` = (GM, GN) thread groups (of the
+    atom's thread count) that hold `acc`: `a` is ``(M, K)`` and `b` ``(K, N)`` logically (shared-memory
+    windows, or fragments whose registers the atom reads by its A/B layouts), `acc` an ``(M, N)``
+    fragment read and written by the atom's C layout. Group ``(gm, gn)`` computes the sub-tile
+    ``acc[gm*M/GM.., gn*N/GN..]``; the register convention is `argus.lang.fragments.mma_tv`'s."""
+
+    a: TileRef
+    b: TileRef
+    acc: TileRef
+    atom: str
+    groups: tuple[int, int] = (1, 1)  # (GM, GN) thread groups of the atom's size over acc
+
+
+class LoopKind(StrEnum):
+    SERIAL = "serial"
+    UNROLLED = "unrolled"
+    PIPELINED = "pipelined"
+
+
+@dataclass(frozen=True, eq=False)
+class For(Stmt):
+    """``for var in range(extent)``: the body runs with ``var`` bound to 0, 1, ... ``extent-1``.
+    A pipelined loop records its stage count; the pipelining pass rewrites it into prologue,
+    steady state and stage rotation."""
+
+    var: Var
+    extent: Expr | int
+    body: tuple[Stmt, ...]
+    kind: LoopKind = LoopKind.SERIAL
+    stages: int = 1
+
+
+@dataclass(frozen=True, eq=False)
+class If(Stmt):
+    """A branch on a runtime condition (uniform or per thread)."""
+
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Role(Stmt):
+    """Warp specialization: the body runs only in `warpgroups`; `registers` is the per-thread
+    register budget the role sets with ``setmaxnreg`` (None: unchanged)."""
+
+    name: str
+    warpgroups: tuple[int, ...]
+    body: tuple[Stmt, ...]
+    registers: int | None = None
+
+
+class BarrierKind(StrEnum):
+    BLOCK = "block"  # __syncthreads / bar.sync 0
+    NAMED = "named"  # bar.sync id, threads
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Stmt):
+    kind: BarrierKind = BarrierKind.BLOCK
+    barrier_id: int = 0
+    threads: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncWait(Stmt):
+    """``cp.async.wait_group pending``: all but the newest `pending` groups of this thread's
+    ``cp.async`` copies have landed (and are visible after the next barrier)."""
+
+    pending: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncCommit(Stmt):
+    """``cp.async.commit_group``: close the current group of ``cp.async`` copies."""
+
+
+@dataclass(frozen=True, eq=False)
+class MbarrierInit(Stmt):
+    """Initialise the mbarriers of `barriers` (a shared buffer of ``u64``) with `arrive_count`."""
+
+    barriers: TileRef
+    arrive_count: int
+
+
+@dataclass(frozen=True, eq=False)
+class MbarrierArrive(Stmt):
+    """Arrive on an mbarrier; with `expect_bytes`, also announce that many bytes of TMA traffic."""
+
+    barrier: TileRef
+    expect_bytes: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class MbarrierWait(Stmt):
+    """Block until the mbarrier's phase with parity `phase` has completed."""
+
+    barrier: TileRef
+    phase: Expr
+
+
+class FenceKind(StrEnum):
+    PROXY_ASYNC = "proxy_async"  # fence.proxy.async: generic-proxy writes visible to TMA/wgmma
+    WGMMA = "wgmma"  # wgmma.fence: registers/shared memory ready for wgmma
+
+
+@dataclass(frozen=True, eq=False)
+class Fence(Stmt):
+    kind: FenceKind
+
+
+# --- the kernel ------------------------------------------------------------------------------------
+
+
+class TileOrder(StrEnum):
+    ROW_MAJOR = "row_major"
+    COLUMN_MAJOR = "column_major"
+    GROUPED = "grouped"  # L2-friendly swizzled raster
+
+
+@dataclass(frozen=True)
+class Policies:
+    """The compiler policies a kernel was traced with, named so that one can change at a time.
+    Each is a plain value; ``None`` means "not used by this kernel"."""
+
+    tile_shape: tuple[int, ...] | None = None
+    stages: int | None = None
+    swizzle: int | None = None
+    warp_roles: tuple[str, ...] | None = None
+    register_split: tuple[int, ...] | None = None
+    tile_order: TileOrder | None = None
+    persistent: bool | None = None
+    unroll: int | None = None
+
+    def changed(self, **kwargs: Any) -> Policies:
+        from dataclasses import replace
+
+        return replace(self, **kwargs)
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """A traced kernel: parameters, launch shape and body.
+
+    `grid` holds one extent per grid dimension and `block_vars` the matching block indices;
+    `threads` is the block size; `thread_var` is the thread index inside the block. `shape_vars`
+    are the symbolic extents of the global parameters (``M``, ``N``, ``K``), with `assumptions`
+    (boolean expressions over them) that the verifier may rely on. `params` lists the scalar
+    trace-time parameters (tile sizes, stages) the kernel was specialized with.
+    """
+
+    name: str
+    tensors: tuple[Buffer, ...]
+    shape_vars: tuple[Var, ...]
+    grid: tuple[Expr | int, ...]
+    block_vars: tuple[Var, ...]
+    threads: int
+    thread_var: Var
+    body: tuple[Stmt, ...]
+    params: tuple[tuple[str, Any], ...] = ()
+    policies: Policies = Policies()
+    assumptions: tuple[Expr, ...] = ()
+    loc: SourceLoc | None = None
+
+    def tensor(self, name: str) -> Buffer:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(f"kernel {self.name} has no tensor parameter {name!r}")
+
+
+def walk(stmts: tuple[Stmt, ...]):
+    """Every statement, depth first, in program order."""
+    for s in stmts:
+        yield s
+        if isinstance(s, For | Role):
+            yield from walk(s.body)
+        elif isinstance(s, If):
+            yield from walk(s.then)
+            yield from walk(s.orelse)

@@ -1,0 +1,75 @@
+"""GEMMs. `gemm_mma_sync`: shared-memory tiles, `ldmatrix` into operand fragments and
+`mma.sync.m16n8k16` on four warps arranged 2x2 over the accumulator."""
+
+from __future__ import annotations
+
+import argus
+import argus.lang as T
+
+
+@argus.kernel
+def gemm_mma_sync(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+):
+    """C = A @ B, bf16 inputs, f32 accumulation and output; partial tiles are masked."""
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((BM, BK), T.bf16)  # (BM, BK)
+        sB = T.alloc_shared((BK, BN), T.bf16)  # (BK, BN)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        for k in T.serial(T.cdiv(K, BK)):
+            T.copy(A.tile((bm, k), (BM, BK)), sA)
+            T.copy(B.tile((k, bn), (BK, BN)), sB)
+            T.barrier()
+            T.copy(sA, rA, atom="ldmatrix")
+            T.copy(sB, rB, atom="ldmatrix")
+            T.gemm(rA, rB, acc)
+            T.barrier()
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+@argus.kernel
+def gemm_cp_async(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+):
+    """`gemm_mma_sync` with a `cp.async` multi-stage pipeline: the copy of tile k+STAGES-1 is in
+    flight while tile k is multiplied."""
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16)  # (stages, BM, BK)
+        sB = T.alloc_shared((STAGES, BK, BN), T.bf16)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        k_tiles = T.cdiv(K, BK)
+        for s in range(STAGES - 1):  # prologue: the first STAGES-1 tiles in flight
+            T.copy(A.tile((bm, s), (BM, BK)), sA[s], atom="cp.async")
+            T.copy(B.tile((s, bn), (BK, BN)), sB[s], atom="cp.async")
+            T.async_commit()
+        for k in T.serial(k_tiles):
+            nxt = k + (STAGES - 1)
+            T.copy(A.tile((bm, nxt), (BM, BK)), sA[nxt % STAGES], atom="cp.async")
+            T.copy(B.tile((nxt, bn), (BK, BN)), sB[nxt % STAGES], atom="cp.async")
+            T.async_commit()
+            T.async_wait(STAGES - 1)  # tile k has landed
+            T.barrier()
+            T.copy(sA[k % STAGES], rA, atom="ldmatrix")
+            T.copy(sB[k % STAGES], rB, atom="ldmatrix")
+            T.gemm(rA, rB, acc)
+            T.barrier()  # stage k % STAGES may be overwritten from here on
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))

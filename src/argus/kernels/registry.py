@@ -1,0 +1,210 @@
+"""The library's kernels with what is needed to check them: a reference implementation, a
+default small shape, a shape that is not a multiple of the tiles, and an input generator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from argus.diagnostics import ArgusError
+from argus.ir.types import bf16, round_to
+
+
+class KernelLookupError(ArgusError, KeyError):
+    """No library kernel of that name (code ``KERNEL_UNKNOWN``)."""
+
+
+@dataclass(frozen=True)
+class LibraryKernel:
+    """A library kernel: `make(shape, rng)` returns all its arrays by parameter name (outputs
+    zeroed), `reference(arrays)` the expected outputs by name, in float64."""
+
+    name: str
+    description: str
+    kernel: Any  # an argus.lang KernelFunction
+    default_shape: dict[str, int]
+    partial_shape: dict[str, int]
+    make: Callable[[dict[str, int], np.random.Generator], dict[str, np.ndarray]]
+    reference: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+    tolerance: float = 1e-4
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    return np.asarray(round_to(bf16, x), dtype=np.float64)
+
+
+def _vector_add() -> LibraryKernel:
+    from argus.kernels.elementwise import vector_add
+
+    def make(shape, rng):
+        n = shape["N"]
+        return {"A": rng.standard_normal(n), "B": rng.uniform(-4, 4, n), "C": np.zeros(n)}
+
+    return LibraryKernel(
+        "vector_add",
+        "C = A + B (f32), one 16-byte vector per thread",
+        vector_add,
+        {"N": 4096},
+        {"N": 3000},
+        make,
+        lambda a: {"C": a["A"] + a["B"]},
+    )
+
+
+def _softmax() -> LibraryKernel:
+    from argus.kernels.softmax import softmax
+
+    def make(shape, rng):
+        m, n = shape["M"], shape["N"]
+        return {"X": rng.standard_normal((m, n)) * 4 + rng.uniform(-2, 2, (m, 1)), "Y": np.zeros((m, n))}
+
+    def reference(a):
+        x = a["X"]
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return {"Y": e / e.sum(axis=1, keepdims=True)}
+
+    return LibraryKernel(
+        "softmax",
+        "row softmax, rows of up to 128 in registers, warp-shuffle row statistics",
+        softmax,
+        {"M": 16, "N": 128},
+        {"M": 10, "N": 100},
+        make,
+        reference,
+        tolerance=1e-5,
+    )
+
+
+def _layer_norm() -> LibraryKernel:
+    from argus.kernels.softmax import layer_norm
+
+    def make(shape, rng):
+        m, n = shape["M"], shape["N"]
+        return {
+            "X": rng.standard_normal((m, n)) * 2 + 1,
+            "W": rng.uniform(0.5, 1.5, n),
+            "Bias": rng.standard_normal(n) * 0.1,
+            "Y": np.zeros((m, n)),
+        }
+
+    def reference(a):
+        x = a["X"]
+        mu, var = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+        return {"Y": (x - mu) / np.sqrt(var + 1e-5) * a["W"] + a["Bias"]}
+
+    return LibraryKernel(
+        "layer_norm",
+        "layer norm over rows of up to 128, statistics by warp shuffles",
+        layer_norm,
+        {"M": 16, "N": 128},
+        {"M": 10, "N": 100},
+        make,
+        reference,
+        tolerance=1e-4,
+    )
+
+
+def _gemm(name: str, description: str, attr: str) -> LibraryKernel:
+    from argus.kernels import gemm as module
+
+    def make(shape, rng):
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        return {"A": _bf16(rng.standard_normal((m, k))), "B": _bf16(rng.uniform(-1, 1, (k, n))), "C": np.zeros((m, n))}
+
+    return LibraryKernel(
+        name,
+        description,
+        getattr(module, attr),
+        {"M": 128, "N": 128, "K": 64},
+        {"M": 100, "N": 72, "K": 80},
+        make,
+        lambda a: {"C": a["A"] @ a["B"]},
+        tolerance=1e-3,
+    )
+
+
+_FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
+    "vector_add": _vector_add,
+    "softmax": _softmax,
+    "layer_norm": _layer_norm,
+    "gemm_mma_sync": lambda: _gemm(
+        "gemm_mma_sync", "bf16 GEMM: shared-memory tiles, ldmatrix, mma.sync.m16n8k16 on 2x2 warps", "gemm_mma_sync"
+    ),
+    "gemm_cp_async": lambda: _gemm("gemm_cp_async", "gemm_mma_sync with a 2-stage cp.async pipeline", "gemm_cp_async"),
+}
+
+
+def all_kernels() -> list[LibraryKernel]:
+    """Every library kernel, in a stable order."""
+    return [f() for f in _FACTORIES.values()]
+
+
+def get_kernel(name: str) -> LibraryKernel:
+    if name not in _FACTORIES:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(_FACTORIES), n=1)
+        raise KernelLookupError(
+            "KERNEL_UNKNOWN",
+            f"no library kernel named {name!r}",
+            f"did you mean {close[0]!r}?" if close else f"one of: {', '.join(_FACTORIES)}",
+        )
+    return _FACTORIES[name]()
+
+
+def check_on_interpreter(entry: LibraryKernel, shape: dict[str, int], seed: int = 0) -> float:
+    """Run `entry` on the interpreter at `shape`; return the largest error relative to the
+    reference's scale (0 when exact). Raises nothing for a mismatch: the caller decides."""
+    from argus.interp import run_kernel
+
+    rng = np.random.default_rng(seed)
+    arrays = entry.make(shape, rng)
+    expected = entry.reference({k: v.copy() for k, v in arrays.items()})
+    run_kernel(entry.kernel.trace(**entry.params), arrays)
+    worst = 0.0
+    for name, want in expected.items():
+        got = arrays[name]
+        if not np.all(np.isfinite(got)):
+            return float("inf")
+        scale = max(1.0, float(np.abs(want).max()))
+        worst = max(worst, float(np.abs(got - want).max()) / scale)
+    return worst
+
+
+def load(spec: str) -> Any:
+    """A library kernel by name, or ``FILE.py:NAME`` (a `LibraryKernel` or an ``@argus.kernel``
+    defined in that file)."""
+    if ":" not in spec or not spec.split(":", 1)[0].endswith(".py"):
+        return get_kernel(spec)
+    import importlib.util
+    import pathlib
+
+    path_text, attr = spec.rsplit(":", 1)
+    path = pathlib.Path(path_text)
+    if not path.is_file():
+        raise KernelLookupError("KERNEL_FILE", f"no such file: {path}", "give FILE.py:function with an existing file")
+    module_spec = importlib.util.spec_from_file_location(f"argus_user_{path.stem}", path)
+    if module_spec is None or module_spec.loader is None:
+        raise KernelLookupError("KERNEL_FILE", f"cannot import {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not hasattr(module, attr):
+        raise KernelLookupError("KERNEL_UNKNOWN", f"{path} defines no {attr!r}")
+    return getattr(module, attr)
+
+
+def parse_shape(text: str) -> dict[str, int]:
+    """``"M=128,N=64"`` -> ``{"M": 128, "N": 64}``."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        if not name.isidentifier() or not value.strip().isdigit() or int(value) < 1:
+            raise KernelLookupError(
+                "KERNEL_BAD_SHAPE", f"cannot read {part!r} in shape {text!r}", "write NAME=VALUE pairs, e.g. M=128,N=64"
+            )
+        out[name] = int(value)
+    return out

@@ -1,0 +1,956 @@
+"""The DSL users write (`import argus.lang as T`) and the tracer that turns it into IR.
+
+Tracing runs the decorated Python function once with proxy objects. Python control flow runs at
+trace time; `T.serial`, `T.pipeline`, `T.if_` and `T.role` build IR control flow. Every `T.*`
+call records the user's line (`caller_loc`) on the statement it emits, and every error is a
+`DSLError` that points there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from argus.atoms import MmaAtom, mma_sync_m16n8k16, wgmma
+from argus.ir import types as irtypes
+from argus.ir.expr import Const, Expr, Var, VarKind, as_expr, cdiv
+from argus.ir.nodes import (
+    Alloc,
+    AsyncCommit,
+    AsyncWait,
+    Barrier,
+    Broadcast,
+    Buffer,
+    Copy,
+    Fill,
+    For,
+    Gemm,
+    If,
+    Kernel,
+    LoopKind,
+    Map,
+    MapOp,
+    Policies,
+    Reduce,
+    ReduceOp,
+    Space,
+    Stmt,
+    TileRef,
+    whole,
+)
+from argus.ir.types import DType
+from argus.lang.errors import DSLError, caller_loc
+from argus.lang.fragments import blocked_tv, check_mma_tiling, mma_tv
+from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.layout.int_tuple import suffix_product
+
+#: Hopper's shared memory per block (227 KiB usable of 228 KiB).
+SHARED_MEMORY_BUDGET = 227 * 1024
+
+bf16, f16, f32, i32, u32, boolean = (
+    irtypes.bf16,
+    irtypes.f16,
+    irtypes.f32,
+    irtypes.i32,
+    irtypes.u32,
+    irtypes.boolean,
+)
+
+
+# --- annotations --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The annotation ``T.Tensor[("M", "K"), T.bf16]``: a global tensor parameter, row-major."""
+
+    shape: tuple[str | int, ...]
+    dtype: DType
+
+
+class Tensor:
+    """``T.Tensor[shape, dtype]``: annotate a kernel parameter as a global tensor."""
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise TypeError('write T.Tensor[("M", "K"), T.bf16]: a shape tuple and a dtype')
+        shape, dtype = item
+        if isinstance(shape, (str, int)):
+            shape = (shape,)
+        if not isinstance(dtype, DType):
+            dtype = irtypes.dtype_from_name(str(dtype))
+        return TensorSpec(tuple(shape), dtype)
+
+
+# --- trace state -----------------------------------------------------------------------------------------
+
+
+class _Trace:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stack: list[list[Stmt]] = [[]]
+        self.used: dict[str, int] = {}
+        self.grid: tuple[Expr | int, ...] | None = None
+        self.block_vars: tuple[Var, ...] = ()
+        self.threads: int | None = None
+        self.thread_var = Var("tid", VarKind.THREAD)
+        self.shared_bytes = 0
+        self.in_grid = False
+
+    def emit(self, stmt: Stmt) -> None:
+        self.stack[-1].append(stmt)
+
+    def fresh(self, base: str) -> str:
+        n = self.used.get(base, 0)
+        self.used[base] = n + 1
+        return base if n == 0 else f"{base}_{n}"
+
+
+_TRACE: contextvars.ContextVar[_Trace | None] = contextvars.ContextVar("argus_trace", default=None)
+
+
+def _state(what: str) -> _Trace:
+    st = _TRACE.get()
+    if st is None:
+        raise DSLError(
+            "DSL_OUTSIDE_KERNEL",
+            f"{what} can only be used inside an @argus.kernel function while it is traced",
+            "call it from the body of a kernel",
+        )
+    if not st.in_grid and what not in ("T.grid",):
+        raise DSLError("DSL_OUTSIDE_GRID", f"{what} must be inside `with T.grid(...)`", "open the grid first")
+    return st
+
+
+# --- proxies -----------------------------------------------------------------------------------------------
+
+
+class Tile:
+    """A window of a buffer as the DSL sees it (global tile, shared stage, or a fragment)."""
+
+    def __init__(self, ref: TileRef) -> None:
+        self.ref = ref
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.ref.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.ref.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.ref.buffer
+
+    def __repr__(self) -> str:
+        from argus.ir.printer import format_ref
+
+        return f"<{self.ref.space.value} {format_ref(self.ref)} {self.dtype.name}{list(self.shape)}>"
+
+
+class GlobalTensor:
+    """A kernel's global tensor parameter (shape may be symbolic)."""
+
+    def __init__(self, buffer: Buffer) -> None:
+        self.buffer = buffer
+
+    @property
+    def shape(self) -> tuple[Expr | int, ...]:
+        return self.buffer.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
+    def tile(self, index: Any, shape: Any) -> Tile:
+        """The tile number `index` (one entry per dimension) of tiles of `shape`: the window
+        starting at ``index[d] * shape[d]``. Parts past the tensor's end are masked."""
+        index = index if isinstance(index, tuple) else (index,)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if len(index) != self.buffer.rank or len(shape) != self.buffer.rank:
+            raise DSLError(
+                "DSL_RANK_MISMATCH",
+                f"{self.buffer.name}.tile: {self.buffer.name} has {self.buffer.rank} dimensions",
+                requirement=f"{self.buffer.rank} tile indices and a {self.buffer.rank}-dimensional tile shape",
+                actual=f"index {index}, shape {shape}",
+            )
+        for s in shape:
+            if not isinstance(s, int) or s < 1:
+                raise DSLError("DSL_TILE_SHAPE", f"tile extents must be positive Python ints, got {shape}")
+        origin = tuple(as_expr(i) * s for i, s in zip(index, shape, strict=True))
+        return Tile(TileRef(self.buffer, _simplify(origin), shape))
+
+    def window(self, origin: Any, shape: Any) -> Tile:
+        """The window at element `origin` (one per dimension) of `shape`."""
+        origin = origin if isinstance(origin, tuple) else (origin,)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        return Tile(TileRef(self.buffer, _simplify(tuple(as_expr(o) for o in origin)), shape))
+
+
+def _flat_shape(layout: Any) -> tuple:
+    shape = layout.shape
+    return shape if isinstance(shape, tuple) else (shape,)
+
+
+def _simplify(origin: tuple) -> tuple:
+    return tuple(o.value if isinstance(o, Const) and isinstance(o.value, int) else o for o in origin)
+
+
+class Shared(Tile):
+    """A shared-memory buffer; ``sA[s]`` is stage `s` of a multi-stage buffer."""
+
+    def view(self, layout: Layout | ComposedLayout) -> Shared:
+        """Expert escape hatch: the same memory seen through an explicit `layout` (coordinate ->
+        element offset) instead of the buffer's own. Its shape must be the buffer's."""
+        from argus.layout import size
+
+        if tuple(_flat_shape(layout)) != tuple(self.ref.buffer.static_shape) and size(layout) != _elements(self.shape):
+            raise DSLError("DSL_VIEW_LAYOUT", f"view layout {layout} does not cover the buffer's shape {self.shape}")
+        r = self.ref
+        return Shared(TileRef(r.buffer, r.origin, r.extent, r.dropped, layout=layout))
+
+    def __getitem__(self, stage: Any) -> Tile:
+        ref = self.ref
+        if len(ref.extent) < 2:
+            raise DSLError("DSL_STAGE_INDEX", f"{ref.buffer.name} has one dimension; it has no stages to index")
+        origin = (as_expr(stage),) + tuple(0 for _ in ref.extent[1:])
+        return Tile(
+            TileRef(ref.buffer, _simplify(origin), (1,) + tuple(ref.extent[1:]), dropped=(0,), layout=ref.layout)
+        )
+
+
+class Fragment(Tile):
+    """A register tile. Arithmetic on fragments emits elementwise operations into a new fragment."""
+
+    def _binary(self, op: MapOp, other: Any, reverse: bool = False) -> Fragment:
+        operand = _operand(other, self, "the other operand")
+        srcs = (operand, self.ref) if reverse else (self.ref, operand)
+        return _map(op, srcs, self)
+
+    def __add__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.ADD, o)
+
+    def __radd__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.ADD, o, True)
+
+    def __sub__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.SUB, o)
+
+    def __rsub__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.SUB, o, True)
+
+    def __mul__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.MUL, o)
+
+    def __rmul__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.MUL, o, True)
+
+    def __truediv__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.DIV, o)
+
+    def __neg__(self) -> Fragment:
+        return _map(MapOp.NEG, (self.ref,), self)
+
+    def __getitem__(self, key: Any) -> _BroadcastView:
+        """``m[:, None]``: use an ``(R,)`` fragment as ``(R, C)``, repeated along the new axis."""
+        key = key if isinstance(key, tuple) else (key,)
+        axes = tuple(i for i, k in enumerate(key) if k is None)
+        kept = [k for k in key if k is not None]
+        if not axes or len(kept) != len(self.shape) or any(k != slice(None) for k in kept):
+            raise DSLError(
+                "DSL_BAD_INDEX",
+                "a fragment can only be indexed to broadcast it, as in m[:, None]",
+                "index its buffer through T.copy, or use None to add a broadcast axis",
+            )
+        return _BroadcastView(self, axes)
+
+
+class _BroadcastView:
+    def __init__(self, fragment: Fragment, axes: tuple[int, ...]) -> None:
+        self.fragment = fragment
+        self.axes = axes
+
+
+def _operand(x: Any, like: Fragment, what: str) -> Any:
+    if isinstance(x, Fragment):
+        return x.ref
+    if isinstance(x, _BroadcastView):
+        return Broadcast(x.fragment.ref, x.axes)
+    if isinstance(x, (int, float, Expr)):
+        return as_expr(x)
+    if isinstance(x, Tile):
+        raise DSLError(
+            "DSL_NOT_A_FRAGMENT",
+            f"{what} is a {x.ref.space.value} tile; elementwise math works on fragments (registers)",
+            "T.copy it into a fragment first",
+        )
+    raise DSLError("DSL_BAD_OPERAND", f"{what} must be a fragment or a number, got {type(x).__name__}")
+
+
+# --- kernel structure -------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def grid(*extents: Any, threads: int = 128) -> Iterator[tuple[Var, ...]]:
+    """``with T.grid(nx[, ny[, nz]], threads=128) as (bx, ...)``: launch one block per grid point."""
+    st = _TRACE.get()
+    if st is None:
+        raise DSLError("DSL_OUTSIDE_KERNEL", "T.grid can only be used inside an @argus.kernel function")
+    if st.grid is not None:
+        raise DSLError("DSL_TWO_GRIDS", "a kernel has exactly one T.grid", "merge the two grids into one kernel")
+    if not 1 <= len(extents) <= 3:
+        raise DSLError("DSL_GRID_RANK", f"T.grid takes 1 to 3 extents, got {len(extents)}")
+    if not isinstance(threads, int) or threads < 1 or threads > 1024 or threads % 32:
+        raise DSLError(
+            "DSL_THREADS",
+            f"threads={threads!r} is not a valid block size",
+            requirement="a multiple of 32 between 32 and 1024",
+            actual=threads,
+        )
+    names = ("bx", "by", "bz")
+    st.block_vars = tuple(Var(names[i], VarKind.BLOCK) for i in range(len(extents)))
+    st.grid = tuple(e if isinstance(e, int) else as_expr(e) for e in extents)
+    st.threads = threads
+    st.in_grid = True
+    try:
+        yield st.block_vars
+    finally:
+        st.in_grid = False
+
+
+def thread_id() -> Var:
+    """The thread's index in its block (``threadIdx.x``)."""
+    return _state("T.thread_id").thread_var
+
+
+# --- allocation --------------------------------------------------------------------------------------------
+
+
+def alloc_shared(shape: Any, dtype: DType, swizzle: int = 0, layout: Layout | ComposedLayout | None = None) -> Shared:
+    """A shared-memory buffer, row-major (last dimension contiguous) unless `layout` is given,
+    with Hopper's 32/64/128-byte `swizzle` applied to its offsets."""
+    st = _state("T.alloc_shared")
+    loc = caller_loc()
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if not all(isinstance(s, int) and s >= 1 for s in shape):
+        raise DSLError("DSL_TILE_SHAPE", f"shared buffers need a static shape of positive ints, got {shape}", loc=loc)
+    if layout is None:
+        base = Layout(shape, suffix_product(shape))
+        layout = base if swizzle == 0 else ComposedLayout(hopper_swizzle(swizzle, dtype.bits), 0, base)
+    nbytes = _elements(shape) * dtype.bits // 8
+    if st.shared_bytes + nbytes > SHARED_MEMORY_BUDGET:
+        raise DSLError(
+            "DSL_SMEM_BUDGET",
+            f"shared memory over budget: this buffer needs {nbytes} bytes and {st.shared_bytes} are already in use",
+            "use fewer stages or a smaller tile",
+            requirement=f"at most {SHARED_MEMORY_BUDGET} bytes per block on Hopper",
+            actual=f"{st.shared_bytes + nbytes} bytes",
+            loc=loc,
+        )
+    st.shared_bytes += nbytes
+    buffer = Buffer(st.fresh("s"), Space.SHARED, dtype, shape, layout=layout, loc=loc)
+    st.emit(Alloc(buffer, loc=loc))
+    return Shared(whole(buffer))
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def alloc_fragment(
+    shape: Any,
+    dtype: DType,
+    mma: MmaAtom | None = None,
+    operand: str = "C",
+    groups: tuple[int, int] | None = None,
+    vector_bytes: int = 16,
+    name: str = "r",
+    tv: Layout | None = None,
+) -> Fragment:
+    """A register tile spread over the block's threads.
+
+    With `mma`, the layout is the atom's `operand` layout (``"A"``, ``"B"`` or ``"C"``) tiled over
+    `groups` = (thread groups along rows, along columns), each of the atom's thread count (default:
+    all groups along rows). Without, each thread holds runs of `vector_bytes` of the last dimension.
+    Expert escape hatch: `tv` gives the thread–value layout explicitly (with `mma`, the fragment is
+    still read by the atom's own register convention, so a `tv` that differs gives other numbers).
+    """
+    st = _state("T.alloc_fragment")
+    loc = caller_loc()
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if not all(isinstance(s, int) and s >= 1 for s in shape):
+        raise DSLError("DSL_TILE_SHAPE", f"fragments need a static shape of positive ints, got {shape}", loc=loc)
+    threads = st.threads or 0
+    atom_name = None
+    if mma is not None:
+        if len(shape) != 2:
+            raise DSLError("DSL_TILE_SHAPE", f"an MMA fragment is 2-D, got shape {shape}", loc=loc)
+        if operand not in ("A", "B", "C"):
+            raise DSLError("DSL_BAD_OPERAND", f"operand must be 'A', 'B' or 'C', got {operand!r}", loc=loc)
+        groups = groups or (threads // mma.thread_count, 1)
+        if groups[0] * groups[1] * mma.thread_count != threads:
+            raise DSLError(
+                "DSL_MMA_GROUPS",
+                f"{mma.name}: {groups[0]}x{groups[1]} groups of {mma.thread_count} threads "
+                f"do not make the block's {threads}",
+                requirement=f"groups whose product is {threads // mma.thread_count}",
+                actual=groups,
+                loc=loc,
+            )
+        why = check_mma_tiling(mma, operand, (shape[0], shape[1]), groups)
+        if why:
+            raise DSLError(
+                "DSL_MMA_TILE", f"{mma.name}: {why}", "choose a tile that is a multiple of the atom", loc=loc
+            )
+        tv = tv if tv is not None else mma_tv(mma, operand, (shape[0], shape[1]), groups)
+        atom_name = mma.name
+    elif tv is not None:
+        pass
+    else:
+        tv = blocked_tv(shape, threads, max(1, vector_bytes * 8 // dtype.bits))
+        if tv is None:
+            raise DSLError(
+                "DSL_FRAGMENT_LAYOUT",
+                f"a {shape} tile does not spread evenly over {threads} threads",
+                "choose a tile whose element count is a multiple of the thread count times the vector width",
+                loc=loc,
+            )
+    buffer = Buffer(
+        st.fresh(name),
+        Space.FRAGMENT,
+        dtype,
+        shape,
+        tv=tv,
+        threads=threads,
+        atom=atom_name,
+        groups=groups if mma is not None else None,
+        loc=loc,
+    )
+    st.emit(Alloc(buffer, loc=loc))
+    return Fragment(whole(buffer))
+
+
+def alloc_reduced(x: Fragment, axis: int, dtype: DType | None = None) -> Fragment:
+    """A fragment with the shape and thread–value layout of reducing 2-D fragment `x` along
+    `axis`: ``(R,)`` for ``axis=1``, ``(C,)`` for ``axis=0``. Use it for per-row or per-column
+    values (a bias, a scale) that combine with `x` through broadcasting."""
+    from argus.lang.fragments import reduced_tv
+
+    loc = caller_loc()
+    if not isinstance(x, Fragment) or len(x.shape) != 2 or axis not in (0, 1):
+        raise DSLError("DSL_REDUCE_AXIS", "T.alloc_reduced takes a 2-D fragment and axis 0 or 1", loc=loc)
+    result = reduced_tv(x.buffer.tv, x.buffer.static_shape, axis, x.buffer.threads, shuffles=False)
+    if isinstance(result, str):
+        raise DSLError("DSL_REDUCE_LAYOUT", f"T.alloc_reduced: {result}", loc=loc)
+    shape = (x.shape[0],) if axis == 1 else (x.shape[1],)
+    return _like(x, dtype=dtype, shape=shape, tv=result[0])
+
+
+def _like(f: Fragment, dtype: DType | None = None, shape: tuple[int, ...] | None = None, tv: Layout | None = None):
+    st = _state("fragment math")
+    b = f.buffer
+    buffer = Buffer(
+        st.fresh("r"),
+        Space.FRAGMENT,
+        dtype or b.dtype,
+        shape or b.shape,
+        tv=tv or b.tv,
+        threads=b.threads,
+        atom=b.atom,
+        groups=b.groups,
+        loc=caller_loc(),
+    )
+    st.emit(Alloc(buffer, loc=buffer.loc))
+    return Fragment(whole(buffer))
+
+
+# --- operations ---------------------------------------------------------------------------------------------
+
+
+def _check_same_shape(what: str, a: tuple, b: tuple, loc: Any) -> None:
+    if tuple(a) != tuple(b):
+        raise DSLError(
+            "DSL_SHAPE_MISMATCH",
+            f"{what}: shapes differ",
+            "make both tiles the same shape",
+            requirement="the same shape on both sides",
+            actual=f"{tuple(a)} and {tuple(b)}",
+            loc=loc,
+        )
+
+
+_COPY_ATOMS = ("auto", "vector", "cp.async", "tma", "ldmatrix", "stmatrix")
+
+
+def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0) -> None:
+    """Copy tile `src` into tile `dst` (same shape; the dtype is converted if they differ).
+
+    `atom`: ``"auto"`` (the lowering chooses), ``"vector"`` (16-byte loads/stores), ``"cp.async"``
+    (global -> shared, asynchronous: wait with `T.async_wait`), ``"tma"``, ``"ldmatrix"``
+    (shared -> MMA operand fragment), ``"stmatrix"``. Source elements outside a global tensor
+    read as `pad` (use ``-inf`` before a maximum).
+    """
+    st = _state("T.copy")
+    loc = caller_loc()
+    for name, t in (("source", src), ("destination", dst)):
+        if not isinstance(t, Tile):
+            raise DSLError(
+                "DSL_BAD_OPERAND",
+                f"T.copy: the {name} must be a tile (A.tile(...), a shared buffer or a fragment)",
+                actual=type(t).__name__,
+                loc=loc,
+            )
+    _check_same_shape("T.copy", src.shape, dst.shape, loc)
+    if atom not in _COPY_ATOMS:
+        raise DSLError(
+            "DSL_UNKNOWN_ATOM",
+            f"T.copy: unknown atom {atom!r}",
+            requirement=f"one of {', '.join(_COPY_ATOMS)}",
+            loc=loc,
+        )
+    s, d = src.ref.space, dst.ref.space
+    spaces = {"cp.async": (Space.GLOBAL, Space.SHARED), "ldmatrix": (Space.SHARED, Space.FRAGMENT)}
+    spaces["stmatrix"] = (Space.FRAGMENT, Space.SHARED)
+    if atom in spaces and (s, d) != spaces[atom]:
+        want = spaces[atom]
+        raise DSLError(
+            "DSL_ATOM_SPACES",
+            f"T.copy: {atom} copies {want[0].value} memory into {want[1].value} memory",
+            requirement=f"{want[0].value} -> {want[1].value}",
+            actual=f"{s.value} -> {d.value}",
+            loc=loc,
+        )
+    if s == Space.GLOBAL and d == Space.GLOBAL:
+        raise DSLError("DSL_ATOM_SPACES", "T.copy from global to global memory is not supported", loc=loc)
+    st.emit(Copy(src.ref, dst.ref, atom, pad=float(pad), loc=loc))
+
+
+def fill(dst: Tile, value: Any) -> None:
+    """Set every element of `dst` to `value`."""
+    st = _state("T.fill")
+    st.emit(Fill(dst.ref, as_expr(value), loc=caller_loc()))
+
+
+def _check_owned(op: str, dst: Fragment, operand: Any, loc: Any) -> None:
+    """Every element an elementwise op reads must be held by the thread that writes the result."""
+    if isinstance(operand, Expr):
+        return
+    ref = operand.ref if isinstance(operand, Broadcast) else operand
+    if ref.buffer.space != Space.FRAGMENT:
+        raise DSLError("DSL_NOT_A_FRAGMENT", f"{op}: operands must be fragments", loc=loc)
+    from argus.lang.fragments import colmajor_index, owners
+
+    src_buf = ref.buffer
+    src_shape = src_buf.static_shape
+    dst_shape = dst.buffer.static_shape
+    axes = operand.axes if isinstance(operand, Broadcast) else ()
+    if isinstance(operand, Broadcast):
+        expected = tuple(s for i, s in enumerate(dst_shape) if i not in axes)
+        if expected != src_shape:
+            raise DSLError(
+                "DSL_SHAPE_MISMATCH",
+                f"{op}: broadcasting {src_shape} along axes {axes} does not give {dst_shape}",
+                actual=f"{src_shape} -> {dst_shape}",
+                loc=loc,
+            )
+    elif src_shape != dst_shape:
+        _check_same_shape(op, src_shape, dst_shape, loc)
+    if src_buf.tv == dst.buffer.tv and not axes:
+        return
+    held = owners(src_buf.tv, src_buf.threads)
+    dst_tv = dst.buffer.tv
+    for t in range(dst.buffer.threads):
+        for v in range(dst_tv[1].size()):
+            idx = dst_tv(t, v)
+            coord = _coord(idx, dst_shape)
+            src_coord = tuple(c for i, c in enumerate(coord) if i not in axes)
+            src_idx = colmajor_index(src_coord, src_shape)
+            if not any(tt == t for tt, _ in held.get(src_idx, [])):
+                raise DSLError(
+                    "DSL_FRAGMENT_MISMATCH",
+                    f"{op}: thread {t} computes element {coord} but does not hold element {src_coord} of "
+                    f"{src_buf.name}, which has another thread-value layout",
+                    "convert one operand through shared memory, or allocate both with the same layout",
+                    requirement=f"the layout {dst_tv}",
+                    actual=f"{src_buf.tv}",
+                    loc=loc,
+                )
+
+
+def _coord(idx: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for s in shape:
+        out.append(idx % s)
+        idx //= s
+    return tuple(out)
+
+
+def _map(op: MapOp, srcs: tuple, like: Fragment, dtype: DType | None = None) -> Fragment:
+    loc = caller_loc()
+    for operand in srcs:
+        _check_owned(f"fragment {op.value}", like, operand, loc)
+    out = _like(like, dtype=dtype)
+    _state("fragment math").emit(Map(op, out.ref, srcs, loc=loc))
+    return out
+
+
+def _unary(op: MapOp, x: Fragment) -> Fragment:
+    if not isinstance(x, Fragment):
+        raise DSLError("DSL_NOT_A_FRAGMENT", f"T.{op.value} works on fragments, got {type(x).__name__}")
+    return _map(op, (x.ref,), x)
+
+
+def exp2(x: Fragment) -> Fragment:
+    return _unary(MapOp.EXP2, x)
+
+
+def exp(x: Fragment) -> Fragment:
+    return _unary(MapOp.EXP, x)
+
+
+def rsqrt(x: Fragment) -> Fragment:
+    return _unary(MapOp.RSQRT, x)
+
+
+def sqrt(x: Fragment) -> Fragment:
+    return _unary(MapOp.SQRT, x)
+
+
+def maximum(a: Fragment, b: Any) -> Fragment:
+    return a._binary(MapOp.MAX, b)
+
+
+def minimum(a: Fragment, b: Any) -> Fragment:
+    return a._binary(MapOp.MIN, b)
+
+
+def fma(a: Fragment, b: Any, c: Any) -> Fragment:
+    """``a * b + c`` in one rounding."""
+    return _map(MapOp.FMA, (a.ref, _operand(b, a, "b"), _operand(c, a, "c")), a)
+
+
+def cast(x: Fragment, dtype: DType) -> Fragment:
+    """`x` converted to `dtype` (round to nearest even)."""
+    return _map(MapOp.CAST, (x.ref,), x, dtype=dtype)
+
+
+def _reduce(op: ReduceOp, x: Fragment, axis: int) -> Fragment:
+    from argus.lang.fragments import reduced_tv
+
+    loc = caller_loc()
+    if not isinstance(x, Fragment):
+        raise DSLError("DSL_NOT_A_FRAGMENT", f"T.reduce_{op.value} works on fragments", loc=loc)
+    shape = x.buffer.static_shape
+    if len(shape) != 2 or axis not in (0, 1, -1):
+        raise DSLError("DSL_REDUCE_AXIS", f"reductions take a 2-D fragment and axis 0 or 1, got {shape}, axis={axis}")
+    axis = axis % 2
+    result = reduced_tv(x.buffer.tv, shape, axis, x.buffer.threads)
+    if isinstance(result, str):
+        raise DSLError("DSL_REDUCE_LAYOUT", f"T.reduce_{op.value}: {result}", loc=loc)
+    tv, lanes = result
+    kept = (shape[0],) if axis == 1 else (shape[1],)
+    out = _like(x, shape=kept, tv=tv)
+    _state("T.reduce").emit(Reduce(op, out.ref, x.ref, axis, lanes, loc=loc))
+    return out
+
+
+def reduce_max(x: Fragment, axis: int = 1) -> Fragment:
+    """Maximum along `axis` of a 2-D fragment; the result is held by every thread of each row."""
+    return _reduce(ReduceOp.MAX, x, axis)
+
+
+def reduce_sum(x: Fragment, axis: int = 1) -> Fragment:
+    """Sum along `axis` of a 2-D fragment; the result is held by every thread of each row."""
+    return _reduce(ReduceOp.SUM, x, axis)
+
+
+def gemm(a: Tile, b: Tile, acc: Fragment) -> None:
+    """``acc += a @ b`` with the MMA atom `acc` was allocated with: `a` is ``(M, K)``, `b` ``(K, N)``."""
+    st = _state("T.gemm")
+    loc = caller_loc()
+    if not isinstance(acc, Fragment) or acc.buffer.atom is None:
+        raise DSLError(
+            "DSL_GEMM_ACCUMULATOR",
+            "T.gemm: the accumulator must be a fragment allocated with mma=<atom>",
+            "T.alloc_fragment((BM, BN), T.f32, mma=T.mma_sync(...))",
+            loc=loc,
+        )
+    (m, k), (k2, n), (m2, n2) = a.shape, b.shape, acc.shape
+    if k != k2 or m != m2 or n != n2:
+        raise DSLError(
+            "DSL_SHAPE_MISMATCH",
+            "T.gemm: operand shapes do not form a matrix product",
+            requirement="a (M, K), b (K, N), acc (M, N)",
+            actual=f"a {a.shape}, b {b.shape}, acc {acc.shape}",
+            loc=loc,
+        )
+    for name, t in (("a", a), ("b", b)):
+        if t.ref.space == Space.FRAGMENT and t.buffer.atom != acc.buffer.atom:
+            raise DSLError(
+                "DSL_FRAGMENT_ATOM",
+                f"T.gemm: fragment {name} was laid out for {t.buffer.atom}, the accumulator for {acc.buffer.atom}",
+                "allocate the operand with the same mma atom",
+                loc=loc,
+            )
+    for name, t in (("a", a), ("b", b)):
+        if t.ref.space == Space.FRAGMENT and t.buffer.groups != acc.buffer.groups:
+            raise DSLError(
+                "DSL_FRAGMENT_ATOM",
+                f"T.gemm: fragment {name} is spread over {t.buffer.groups} thread groups, the accumulator over "
+                f"{acc.buffer.groups}",
+                "allocate the operands with the same groups as the accumulator",
+                loc=loc,
+            )
+    st.emit(Gemm(a.ref, b.ref, acc.ref, acc.buffer.atom, acc.buffer.groups, loc=loc))
+
+
+def async_commit() -> None:
+    """``cp.async.commit_group``."""
+    _state("T.async_commit").emit(AsyncCommit(loc=caller_loc()))
+
+
+def async_wait(pending: int = 0) -> None:
+    """``cp.async.wait_group pending``: wait until at most `pending` groups are still in flight."""
+    _state("T.async_wait").emit(AsyncWait(pending, loc=caller_loc()))
+
+
+def barrier() -> None:
+    """``__syncthreads()``."""
+    _state("T.barrier").emit(Barrier(loc=caller_loc()))
+
+
+def mma_sync(a_dtype: DType = bf16, acc_dtype: DType = f32) -> MmaAtom:
+    """The ``mma.sync.aligned.m16n8k16`` atom (one warp)."""
+    return mma_sync_m16n8k16(a_dtype, a_dtype, acc_dtype)
+
+
+def wgmma_atom(n: int, a_dtype: DType = bf16, acc_dtype: DType = f32, a_source: str = "shared") -> MmaAtom:
+    """The ``wgmma.mma_async.m64nNk16`` atom (one warpgroup)."""
+    return wgmma(n, a_dtype, acc_dtype=acc_dtype, a_source=a_source)
+
+
+# --- control flow -------------------------------------------------------------------------------------------
+
+
+def _loop(name: str, extent: Any, kind: LoopKind, stages: int = 1) -> Iterator[Var]:
+    st = _state(f"T.{name}")
+    loc = caller_loc()
+    var = Var(st.fresh("k" if kind == LoopKind.PIPELINED else "i"), VarKind.LOOP)
+    st.stack.append([])
+    try:
+        yield var
+    finally:
+        body = tuple(st.stack.pop())
+    extent_e = extent if isinstance(extent, int) else as_expr(extent)
+    st.emit(For(var, extent_e, body, kind, stages, loc=loc))
+
+
+def serial(extent: Any) -> Iterator[Var]:
+    """``for i in T.serial(n)``: a loop that runs at kernel run time (its body is traced once)."""
+    return _loop("serial", extent, LoopKind.SERIAL)
+
+
+def unroll(extent: int) -> Iterator[Var]:
+    """A loop the compiler unrolls (its extent must be a Python int)."""
+    if not isinstance(extent, int):
+        raise DSLError("DSL_UNROLL_EXTENT", "T.unroll needs a Python int extent", actual=extent)
+    return _loop("unroll", extent, LoopKind.UNROLLED)
+
+
+def pipeline(extent: Any, stages: int) -> Iterator[tuple[Var, Expr]]:
+    """``for k, s in T.pipeline(n, stages=S)``: a software-pipelined loop; `s` is the stage
+    (``k % S``) whose buffers iteration `k` uses."""
+    if not isinstance(stages, int) or stages < 1:
+        raise DSLError("DSL_STAGES", f"stages must be a positive int, got {stages!r}")
+    for var in _loop("pipeline", extent, LoopKind.PIPELINED, stages):
+        yield var, var % stages
+
+
+@contextlib.contextmanager
+def if_(cond: Any) -> Iterator[None]:
+    """``with T.if_(cond):``: a branch taken at run time."""
+    st = _state("T.if_")
+    loc = caller_loc()
+    st.stack.append([])
+    try:
+        yield
+    finally:
+        body = tuple(st.stack.pop())
+    st.emit(If(as_expr(cond), body, loc=loc))
+
+
+# --- the kernel decorator -----------------------------------------------------------------------------------
+
+
+class KernelFunction:
+    """A Python function decorated with `@argus.kernel`: trace it with `trace(**params)`."""
+
+    def __init__(self, fn: types.FunctionType) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.signature = inspect.signature(fn, eval_str=True)
+        self._cache: dict[tuple, Kernel] = {}
+        self.tensor_specs: dict[str, TensorSpec] = {}
+        self.defaults: dict[str, Any] = {}
+        for p in self.signature.parameters.values():
+            if isinstance(p.annotation, TensorSpec):
+                self.tensor_specs[p.name] = p.annotation
+            elif p.default is not inspect.Parameter.empty:
+                self.defaults[p.name] = p.default
+            else:
+                raise DSLError(
+                    "DSL_KERNEL_SIGNATURE",
+                    f"parameter {p.name!r} of kernel {self.name} is neither a T.Tensor[...] nor has a default",
+                    "annotate tensors with T.Tensor[shape, dtype]; give trace-time parameters defaults",
+                    loc=_def_loc(fn),
+                )
+
+    def __repr__(self) -> str:
+        return f"<argus kernel {self.name}>"
+
+    def trace(self, **params: Any) -> Kernel:
+        """The IR of this kernel specialized with `params` (defaults for the rest)."""
+        unknown = set(params) - set(self.defaults)
+        if unknown:
+            raise DSLError(
+                "DSL_UNKNOWN_PARAM",
+                f"kernel {self.name} has no parameter {sorted(unknown)[0]!r}",
+                requirement=f"one of {sorted(self.defaults)}",
+                loc=_def_loc(self.fn),
+            )
+        values = {**self.defaults, **params}
+        key = tuple(sorted((k, repr(v)) for k, v in values.items()))
+        if key not in self._cache:
+            try:
+                self._cache[key] = self._trace(values)
+            except DSLError as err:
+                raise err.with_traceback(None) from None
+        return self._cache[key]
+
+    def _trace(self, values: dict[str, Any]) -> Kernel:
+        st = _Trace(self.name)
+        shape_vars: dict[str, Var] = {}
+        tensors: list[Buffer] = []
+        for pname, spec in self.tensor_specs.items():
+            dims: list[Expr | int] = []
+            for d in spec.shape:
+                if isinstance(d, str):
+                    dims.append(shape_vars.setdefault(d, Var(d, VarKind.SHAPE)))
+                else:
+                    dims.append(d)
+            strides: list[Expr | int] = []
+            acc: Expr | int = 1
+            for d in reversed(dims):
+                strides.append(acc)
+                acc = acc * d if isinstance(acc, Expr) or isinstance(d, Expr) else acc * d
+            strides.reverse()
+            tensors.append(Buffer(pname, Space.GLOBAL, spec.dtype, tuple(dims), strides=tuple(strides)))
+        fn = types.FunctionType(
+            self.fn.__code__,
+            {**self.fn.__globals__, **shape_vars},
+            self.fn.__name__,
+            self.fn.__defaults__,
+            self.fn.__closure__,
+        )
+        args = {t.name: GlobalTensor(t) for t in tensors}
+        token = _TRACE.set(st)
+        try:
+            fn(**args, **values)
+        finally:
+            _TRACE.reset(token)
+        if st.grid is None or st.threads is None:
+            raise DSLError(
+                "DSL_NO_GRID",
+                f"kernel {self.name} never opened `with T.grid(...)`",
+                "put the kernel body under `with T.grid(n_blocks, threads=128) as (bx,):`",
+                loc=_def_loc(self.fn),
+            )
+        return Kernel(
+            name=self.name,
+            tensors=tuple(tensors),
+            shape_vars=tuple(shape_vars.values()),
+            grid=st.grid,
+            block_vars=st.block_vars,
+            threads=st.threads,
+            thread_var=st.thread_var,
+            body=tuple(st.stack[0]),
+            params=tuple(sorted(values.items())),
+            policies=Policies(),
+            assumptions=tuple(v >= 1 for v in shape_vars.values()),
+            loc=_def_loc(self.fn),
+        )
+
+
+def _def_loc(fn: Any):
+    from argus.ir.expr import SourceLoc
+
+    code = fn.__code__
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        text = next((ln for ln in lines if ln.lstrip().startswith("def ")), lines[0]).rstrip("\n")
+        line = start + next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("def ")), 0)
+    except (OSError, TypeError):
+        text, line = "", code.co_firstlineno
+    return SourceLoc(code.co_filename, line, len(text) - len(text.lstrip()), text)
+
+
+def kernel(fn: types.FunctionType) -> KernelFunction:
+    """Decorate a Python function as an argus kernel."""
+    return KernelFunction(fn)
+
+
+__all__ = [
+    "SHARED_MEMORY_BUDGET",
+    "Fragment",
+    "GlobalTensor",
+    "KernelFunction",
+    "Shared",
+    "Tensor",
+    "TensorSpec",
+    "Tile",
+    "alloc_fragment",
+    "alloc_reduced",
+    "alloc_shared",
+    "async_commit",
+    "async_wait",
+    "barrier",
+    "bf16",
+    "boolean",
+    "cast",
+    "cdiv",
+    "copy",
+    "exp",
+    "exp2",
+    "f16",
+    "f32",
+    "fill",
+    "fma",
+    "gemm",
+    "grid",
+    "i32",
+    "if_",
+    "kernel",
+    "maximum",
+    "minimum",
+    "mma_sync",
+    "pipeline",
+    "reduce_max",
+    "reduce_sum",
+    "rsqrt",
+    "serial",
+    "sqrt",
+    "thread_id",
+    "u32",
+    "unroll",
+    "wgmma_atom",
+]

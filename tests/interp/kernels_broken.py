@@ -1,0 +1,148 @@
+"""Deliberately broken kernels: each differs from a correct library kernel by one bug that the
+interpreter must expose as wrong numbers."""
+
+import argus
+import argus.lang as T
+from argus.layout import Layout
+
+
+@argus.kernel
+def gemm_missing_wait(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16)
+        sB = T.alloc_shared((STAGES, BK, BN), T.bf16)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        for s in range(STAGES - 1):
+            T.copy(A.tile((bm, s), (BM, BK)), sA[s], atom="cp.async")
+            T.copy(B.tile((s, bn), (BK, BN)), sB[s], atom="cp.async")
+            T.async_commit()
+        for k in T.serial(T.cdiv(K, BK)):
+            nxt = k + (STAGES - 1)
+            T.copy(A.tile((bm, nxt), (BM, BK)), sA[nxt % STAGES], atom="cp.async")
+            T.copy(B.tile((nxt, bn), (BK, BN)), sB[nxt % STAGES], atom="cp.async")
+            T.async_commit()
+            # BUG: no T.async_wait(STAGES - 1): tile k may not have landed
+            T.barrier()
+            T.copy(sA[k % STAGES], rA, atom="ldmatrix")
+            T.copy(sB[k % STAGES], rB, atom="ldmatrix")
+            T.gemm(rA, rB, acc)
+            T.barrier()
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+@argus.kernel
+def gemm_wrong_stage(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16)
+        sB = T.alloc_shared((STAGES, BK, BN), T.bf16)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        for s in range(STAGES - 1):
+            T.copy(A.tile((bm, s), (BM, BK)), sA[s], atom="cp.async")
+            T.copy(B.tile((s, bn), (BK, BN)), sB[s], atom="cp.async")
+            T.async_commit()
+        for k in T.serial(T.cdiv(K, BK)):
+            nxt = k + (STAGES - 1)
+            T.copy(A.tile((bm, nxt), (BM, BK)), sA[nxt % STAGES], atom="cp.async")
+            T.copy(B.tile((nxt, bn), (BK, BN)), sB[nxt % STAGES], atom="cp.async")
+            T.async_commit()
+            T.async_wait(STAGES - 1)
+            T.barrier()
+            T.copy(sA[nxt % STAGES], rA, atom="ldmatrix")  # BUG: the stage being filled, not k's
+            T.copy(sB[k % STAGES], rB, atom="ldmatrix")
+            T.gemm(rA, rB, acc)
+            T.barrier()
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+def _gemm(tile_offset: int = 0, a_tv=None, swizzle_reader: bool = False):
+    @argus.kernel
+    def gemm_variant(
+        A: T.Tensor[("M", "K"), T.bf16],
+        B: T.Tensor[("K", "N"), T.bf16],
+        C: T.Tensor[("M", "N"), T.f32],
+        BM: int = 64,
+        BN: int = 64,
+        BK: int = 32,
+    ):
+        with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+            sA = T.alloc_shared((BM, BK), T.bf16, swizzle=64 if swizzle_reader else 0)
+            sB = T.alloc_shared((BK, BN), T.bf16)
+            atom = T.mma_sync(T.bf16, T.f32)
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+            rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2), tv=a_tv)
+            rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+            T.fill(acc, 0.0)
+            for k in T.serial(T.cdiv(K, BK)):
+                # the writer goes through the plain row-major layout when the reader is swizzled
+                writer = sA.view(Layout((BM, BK), (BK, 1))) if swizzle_reader else sA
+                T.copy(A.tile((bm, k + tile_offset), (BM, BK)), writer)
+                T.copy(B.tile((k, bn), (BK, BN)), sB)
+                T.barrier()
+                T.copy(sA, rA, atom="ldmatrix")
+                T.copy(sB, rB, atom="ldmatrix")
+                T.gemm(rA, rB, acc)
+                T.barrier()
+            T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+    return gemm_variant
+
+
+def gemm_off_by_one_tile():
+    return _gemm(tile_offset=1)
+
+
+def gemm_swizzle_mismatch():
+    return _gemm(swizzle_reader=True)
+
+
+def gemm_wrong_fragment_layout():
+    """rA holds A in the *accumulator's* style of layout (a valid bijection over the tile, but not
+    the one mma.sync reads A registers by)."""
+    from argus.atoms import mma_sync_m16n8k16
+    from argus.ir.types import bf16, f32
+    from argus.lang.fragments import mma_tv
+
+    atom = mma_sync_m16n8k16(bf16, bf16, f32)
+    correct = mma_tv(atom, "A", (64, 32), (2, 2))
+    # swap the roles of the two value sub-modes (the two 8-row halves and the two k halves)
+    thr, val = correct[0], correct[1]
+    vs, vd = val.shape, val.stride
+    swapped = Layout(
+        (thr.shape, ((vs[0][1], vs[0][0], vs[0][2]), vs[1])), (thr.stride, ((vd[0][1], vd[0][0], vd[0][2]), vd[1]))
+    )
+    return _gemm(a_tv=swapped)
+
+
+@argus.kernel
+def softmax_unmasked(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: int = 4, BN: int = 128):
+    with T.grid(T.cdiv(M, BM), threads=128) as (bm,):
+        x = T.alloc_fragment((BM, BN), T.f32)
+        T.copy(X.tile((bm, 0), (BM, BN)), x)  # BUG: masked columns read 0, not -inf
+        row_max = T.reduce_max(x, axis=1)
+        e = T.exp2((x - row_max[:, None]) * 1.4426950408889634)
+        row_sum = T.reduce_sum(e, axis=1)
+        T.copy(e / row_sum[:, None], Y.tile((bm, 0), (BM, BN)))
