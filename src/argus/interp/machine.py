@@ -112,23 +112,23 @@ def _tv_indices(buffer: Buffer) -> np.ndarray:
     return np.array([[tv(t, v) for v in range(values)] for t in range(buffer.threads)], dtype=np.int64)
 
 
-_TV_CACHE: dict[int, np.ndarray] = {}
+# Keyed by the buffers themselves (identity hashing): an id() could be reused by a new buffer.
+_TV_CACHE: dict[Buffer, np.ndarray] = {}
 
 
 def _indices(buffer: Buffer) -> np.ndarray:
-    key = id(buffer)
-    if key not in _TV_CACHE:
-        _TV_CACHE[key] = _tv_indices(buffer)
-    return _TV_CACHE[key]
+    if buffer not in _TV_CACHE:
+        _TV_CACHE[buffer] = _tv_indices(buffer)
+    return _TV_CACHE[buffer]
 
 
 def _window_coords(ref: TileRef, tile_coords: list[np.ndarray], env: dict[Var, Any]) -> list[np.ndarray]:
     """Buffer coordinates of window elements given their coordinates in the window's shape."""
+    by_dim = dict(zip(ref.kept, tile_coords, strict=True))
     out = []
-    it = iter(tile_coords)
     for d, o in enumerate(ref.origin):
         origin = _int(o, env)
-        out.append(np.full_like(tile_coords[0], origin) if d in ref.dropped else origin + next(it))
+        out.append(np.full_like(tile_coords[0], origin) if d in ref.dropped else origin + by_dim[d])
     return out
 
 
@@ -228,7 +228,7 @@ class _Machine:
         data = blk.fragments[src]
         if src.tv == like.tv and not axes:
             return data
-        key = (id(src), id(like), axes)
+        key = (src, like, axes)
         if key not in _GATHER_CACHE:
             dst_idx = _indices(like)
             dst_shape = like.static_shape

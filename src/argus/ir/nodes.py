@@ -37,6 +37,7 @@ class Space(StrEnum):
     GLOBAL = "global"
     SHARED = "shared"
     FRAGMENT = "fragment"
+    MBARRIER = "mbarrier"  # an array of mbarrier objects (they live in shared memory on the hardware)
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,10 +83,17 @@ class TileRef:
     extent: tuple[int, ...]
     dropped: tuple[int, ...] = ()
     layout: Layout | ComposedLayout | None = None  # shared: an explicit view layout (expert escape hatch)
+    perm: tuple[int, ...] | None = None  # window dimension i is the buffer's kept dimension perm[i] (a transpose)
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        """The buffer dimensions the window's dimensions are, in window order."""
+        dims = tuple(d for d in range(len(self.extent)) if d not in self.dropped)
+        return dims if self.perm is None else tuple(dims[i] for i in self.perm)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(e for d, e in enumerate(self.extent) if d not in self.dropped)
+        return tuple(self.extent[d] for d in self.kept)
 
     @property
     def dtype(self) -> DType:
@@ -99,6 +107,7 @@ class TileRef:
         """True when the window is the whole buffer."""
         return (
             not self.dropped
+            and self.perm is None
             and all(isinstance(o, int) and o == 0 for o in self.origin)
             and tuple(self.extent) == tuple(self.buffer.shape)
         )
@@ -319,7 +328,9 @@ class AsyncCommit(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class MbarrierInit(Stmt):
-    """Initialise the mbarriers of `barriers` (a shared buffer of ``u64``) with `arrive_count`."""
+    """Initialise every mbarrier of `barriers` (an `Space.MBARRIER` buffer) with `arrive_count`:
+    a phase completes when that many arrivals have happened and the announced transaction bytes
+    (TMA traffic) have all landed; then the barrier's phase parity flips."""
 
     barriers: TileRef
     arrive_count: int
@@ -327,7 +338,8 @@ class MbarrierInit(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class MbarrierArrive(Stmt):
-    """Arrive on an mbarrier; with `expect_bytes`, also announce that many bytes of TMA traffic."""
+    """Arrive on an mbarrier (once per executing role: one elected thread arrives); with
+    `expect_bytes`, also announce that many bytes of TMA traffic for the current phase."""
 
     barrier: TileRef
     expect_bytes: int = 0
@@ -335,7 +347,8 @@ class MbarrierArrive(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class MbarrierWait(Stmt):
-    """Block until the mbarrier's phase with parity `phase` has completed."""
+    """Block until the mbarrier's phase with parity `phase` has completed, i.e. until the
+    barrier's current phase parity differs from `phase` (``mbarrier.try_wait.parity``)."""
 
     barrier: TileRef
     phase: Expr
