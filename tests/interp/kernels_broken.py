@@ -146,3 +146,64 @@ def softmax_unmasked(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f
         e = T.exp2((x - row_max[:, None]) * 1.4426950408889634)
         row_sum = T.reduce_sum(e, axis=1)
         T.copy(e / row_sum[:, None], Y.tile((bm, 0), (BM, BN)))
+
+
+def _hopper(wait_full: bool = True, consumer_parity_offset: int = 0, expect_bytes_delta: int = 0, acc_tv=None):
+    @argus.kernel
+    def gemm_hopper_variant(
+        A: T.Tensor[("M", "K"), T.bf16],
+        B: T.Tensor[("N", "K"), T.bf16],
+        C: T.Tensor[("M", "N"), T.f32],
+        BM: int = 128,
+        BN: int = 64,
+        BK: int = 64,
+        STAGES: int = 2,
+    ):
+        with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
+            sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)
+            sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)
+            full = T.alloc_mbarrier(STAGES, arrive_count=1)
+            empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+            with T.role("producer", warpgroups=(0,), registers=40):
+                for k, s in T.pipeline(T.cdiv(K, BK), stages=STAGES):
+                    T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
+                    T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * 2 + expect_bytes_delta)
+                    T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                    T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
+            with T.role("consumer", warpgroups=(1, 2), registers=232):
+                acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN), tv=acc_tv)
+                T.fill(acc, 0.0)
+                for k, s in T.pipeline(T.cdiv(K, BK), stages=STAGES):
+                    if wait_full:
+                        T.mbarrier_wait(full[s], phase=(k // STAGES + consumer_parity_offset) % 2)
+                    T.gemm(sA[s], sB[s].T, acc)
+                    T.mbarrier_arrive(empty[s])
+                T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+    return gemm_hopper_variant
+
+
+def hopper_correct():
+    return _hopper()
+
+
+def hopper_missing_mbarrier_wait():
+    return _hopper(wait_full=False)
+
+
+def hopper_wrong_phase_bit():
+    return _hopper(consumer_parity_offset=1)
+
+
+def hopper_wrong_expect_bytes():
+    return _hopper(expect_bytes_delta=-1024)
+
+
+def hopper_wrong_wgmma_fragment_layout():
+    """The accumulator laid out as a plain row-major tile of 16-byte runs per thread: a valid
+    layout of the tile over the 256 consumer threads, but not the one wgmma writes its
+    accumulator registers by. (mma.sync's C layout tiled over 8 warps would *not* do: it is
+    exactly wgmma's.)"""
+    from argus.lang.fragments import blocked_tv
+
+    return _hopper(acc_tv=blocked_tv((128, 64), 256, 4))

@@ -74,3 +74,61 @@ def test_unmasked_softmax_fails_on_partial_rows() -> None:
     run_kernel(broken.softmax_unmasked.trace(), {"X": x, "Y": y})
     e = np.exp(x - x.max(axis=1, keepdims=True))
     assert np.abs(y - e / e.sum(axis=1, keepdims=True)).max() > 1e-2
+
+
+HOPPER = {"M": 128, "N": 64, "K": 192}
+
+
+def _hopper_error(kernel) -> float:
+    """The worst error over both warp-role schedules; a deadlock counts as infinitely wrong."""
+    from argus.interp import SCHEDULES, InterpError
+
+    worst = 0.0
+    for schedule in SCHEDULES:
+        rng = np.random.default_rng(5)
+        a = np.asarray(round_to(bf16, rng.standard_normal((HOPPER["M"], HOPPER["K"]))), dtype=np.float64)
+        b = np.asarray(round_to(bf16, rng.standard_normal((HOPPER["N"], HOPPER["K"]))), dtype=np.float64)
+        c = np.zeros((HOPPER["M"], HOPPER["N"]))
+        try:
+            run_kernel(kernel, {"A": a, "B": b, "C": c}, schedule)
+        except InterpError as e:
+            assert e.code == "INTERP_DEADLOCK", e
+            return float("inf")
+        err = np.abs(c - a @ b.T)
+        worst = max(worst, float("inf") if not np.isfinite(err).all() else float(err.max()))
+    return worst
+
+
+def test_correct_hopper_pipeline_passes() -> None:
+    assert _hopper_error(broken.hopper_correct().trace()) < 1e-3
+
+
+@pytest.mark.parametrize(
+    "make",
+    [broken.hopper_missing_mbarrier_wait, broken.hopper_wrong_phase_bit, broken.hopper_wrong_wgmma_fragment_layout],
+    ids=["missing mbarrier wait", "wrong phase bit", "wrong wgmma fragment layout"],
+)
+def test_broken_hopper_gemm_gives_wrong_numbers(make) -> None:
+    assert _hopper_error(make().trace()) > 1e-2
+
+
+def test_wrong_expect_bytes_is_caught() -> None:
+    """Announcing fewer bytes than the TMA loads bring completes a phase early (the consumer reads
+    a stage whose data has not all landed) or leaves the pipeline hanging; either way it is caught."""
+    assert _hopper_error(broken.hopper_wrong_expect_bytes().trace()) > 1e-2
+
+
+def test_missing_wait_reads_poison_when_the_consumer_runs_first() -> None:
+    from argus.interp import InterpError
+
+    kernel = broken.hopper_missing_mbarrier_wait().trace()
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((HOPPER["M"], HOPPER["K"]))
+    b = rng.standard_normal((HOPPER["N"], HOPPER["K"]))
+    c = np.zeros((HOPPER["M"], HOPPER["N"]))
+    try:
+        run_kernel(kernel, {"A": a, "B": b, "C": c}, "reversed")
+    except InterpError as e:  # it may also hang later, when the producer finds no free stage
+        assert e.code == "INTERP_DEADLOCK"
+    else:
+        assert not np.isfinite(c).all()

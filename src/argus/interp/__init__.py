@@ -3,6 +3,6 @@ thread's registers (fragments as ``(threads, values)`` arrays laid out by their 
 memory in physical (swizzled) order, asynchronous copies that land only at their wait, and MMAs
 that read registers the way the hardware does. For correctness, never for timing."""
 
-from argus.interp.machine import InterpError, interpret, run_kernel
+from argus.interp.machine import SCHEDULES, InterpError, has_roles, interpret, run_kernel
 
-__all__ = ["InterpError", "interpret", "run_kernel"]
+__all__ = ["SCHEDULES", "InterpError", "has_roles", "interpret", "run_kernel"]

@@ -15,8 +15,15 @@ Model (what makes bugs visible):
 * Reductions combine a thread's own values, then partial results across lanes with XOR shuffles
   exactly over the lane offsets the IR records.
 
-Not modelled yet (an `InterpError` says so when met): warp roles, mbarriers and TMA copies,
-branches whose condition differs between threads.
+* **Warp roles** run as coroutines: a role yields whenever an mbarrier wait cannot complete, and the
+  scheduler resumes the roles in order (the producer first, as far ahead as the barriers allow);
+  a round in which no role can move is reported as a deadlock.
+* **mbarriers** count arrivals and transaction bytes per phase; **TMA** loads land in shared memory
+  only when the phase of the mbarrier they signal completes, so a consumer that does not wait, or
+  waits on the wrong parity, reads poison or stale data.
+
+Not modelled yet (an `InterpError` says so when met): TMA stores, named barriers between roles
+(roles run in lockstep internally), branches whose condition differs between threads.
 """
 
 from __future__ import annotations
@@ -46,8 +53,12 @@ from argus.ir.nodes import (
     Kernel,
     Map,
     MapOp,
+    MbarrierArrive,
+    MbarrierInit,
+    MbarrierWait,
     Reduce,
     ReduceOp,
+    Role,
     Space,
     Stmt,
     TileRef,
@@ -82,6 +93,9 @@ class _Block:
     fragments: dict[Buffer, np.ndarray] = field(default_factory=dict)
     async_open: list[tuple[Buffer, np.ndarray, np.ndarray]] = field(default_factory=list)
     async_groups: list[list[tuple[Buffer, np.ndarray, np.ndarray]]] = field(default_factory=list)
+    mbarriers: dict[Buffer, list] = field(default_factory=dict)
+    events: int = 0  # arrivals and phase completions so far (the scheduler's progress measure)
+    concurrent: bool = False  # True while warp roles run
 
 
 def _int(e: Expr | int, env: dict[Var, Any]) -> int:
@@ -151,10 +165,16 @@ def _shared_offsets(buf: Buffer, coords: list[np.ndarray], view: Any = None) -> 
     return offsets.reshape(coords[0].shape)
 
 
+SCHEDULES = ("listed", "reversed")
+
+
 class _Machine:
-    def __init__(self, kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
+    def __init__(self, kernel: Kernel, arrays: dict[str, np.ndarray], schedule: str = "listed") -> None:
+        if schedule not in SCHEDULES:
+            raise InterpError("INTERP_SCHEDULE", f"unknown schedule {schedule!r}", f"one of {SCHEDULES}")
         self.kernel = kernel
         self.arrays = arrays
+        self.schedule = schedule
 
     # --- copies -------------------------------------------------------------------------------------------
     def _read(self, blk: _Block, ref: TileRef, tile_idx: np.ndarray, pad: float) -> np.ndarray:
@@ -373,12 +393,93 @@ class _Machine:
         _HW_CACHE[key] = (rows, cols, np.arange(at)[:, None].repeat(values, axis=1))
         return _HW_CACHE[key]
 
-    # --- control -------------------------------------------------------------------------------------------
-    def run(self, blk: _Block, stmts: tuple[Stmt, ...]) -> None:
-        for s in stmts:
-            self.step(blk, s)
+    # --- mbarriers and TMA --------------------------------------------------------------------------------
+    def _mbarrier(self, blk: _Block, ref: TileRef) -> _Mbarrier:
+        if ref.buffer.space != Space.MBARRIER:
+            raise InterpError("INTERP_INTERNAL", f"{ref.buffer.name} is not an mbarrier array")
+        index = _int(ref.origin[0], blk.env)
+        bars = blk.mbarriers.get(ref.buffer)
+        if bars is None:
+            raise InterpError("INTERP_MBARRIER_UNINITIALIZED", f"mbarrier {ref.buffer.name} used before its init")
+        if not 0 <= index < len(bars):
+            raise InterpError("INTERP_MBARRIER_INDEX", f"mbarrier {ref.buffer.name}[{index}] does not exist")
+        return bars[index]
 
-    def step(self, blk: _Block, s: Stmt) -> None:
+    def _complete(self, blk: _Block, bar: _Mbarrier) -> None:
+        if bar.arrivals_left == 0 and bar.tx == 0:
+            for buf, offsets, values in bar.landing:  # TMA data is visible once the phase completes
+                blk.shared[buf][offsets] = values
+            bar.landing = []
+            bar.phase += 1
+            bar.arrivals_left = bar.count
+            blk.events += 1
+
+    def tma_copy(self, blk: _Block, s: Copy) -> None:
+        if s.mbarrier is None:
+            raise InterpError("INTERP_TMA_BARRIER", f"{s.loc}: a TMA load needs an mbarrier to complete on")
+        src, dst = s.src, s.dst
+        if src.space != Space.GLOBAL or dst.space != Space.SHARED:
+            raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: only TMA loads (global -> shared) are interpreted")
+        n = int(np.prod(src.shape))
+        idx = np.arange(n, dtype=np.int64)
+        values = _round(dst.dtype, self._read(blk, src, idx, 0.0))  # out-of-bounds box elements are zero-filled
+        offsets = _shared_offsets(dst.buffer, _window_coords(dst, _tile_coords(dst.shape, idx), blk.env), dst.layout)
+        bar = self._mbarrier(blk, s.mbarrier)
+        bar.landing.append((dst.buffer, offsets, values))
+        bar.tx -= n * dst.dtype.bits // 8  # complete_tx: the whole box counts, masked parts included
+        self._complete(blk, bar)
+
+    # --- control -------------------------------------------------------------------------------------------
+    def run(self, blk: _Block, stmts: tuple[Stmt, ...]):
+        """Execute `stmts` (a generator: it yields while an mbarrier wait blocks). Consecutive warp
+        roles run as cooperatively scheduled coroutines."""
+        i = 0
+        while i < len(stmts):
+            if isinstance(stmts[i], Role):
+                j = i
+                while j < len(stmts) and isinstance(stmts[j], Role):
+                    j += 1
+                yield from self.run_roles(blk, stmts[i:j])
+                i = j
+                continue
+            yield from self.step(blk, stmts[i])
+            i += 1
+
+    def run_roles(self, blk: _Block, roles: tuple[Stmt, ...]):
+        """Run warp roles concurrently: resume each in turn, in the order of the schedule (``listed``:
+        the role written first, usually the producer, runs as far ahead as its waits allow;
+        ``reversed``: the last, usually a consumer, goes first and so reads anything it does not
+        wait for before it lands); a round in which no role moves is a deadlock."""
+        base_env = blk.env
+        running = []
+        ordered = roles if self.schedule == "listed" else tuple(reversed(roles))
+        for role in ordered:
+            env = dict(base_env)
+            tids = np.concatenate([np.arange(128) + 128 * wg for wg in role.warpgroups])
+            env[self.kernel.thread_var] = tids
+            running.append([role, env, self.run(_with_env(blk, env), role.body), None])
+        while running:
+            before = blk.events
+            progressed = False
+            for entry in list(running):
+                role, env, gen, _ = entry
+                blk.env = env
+                try:
+                    entry[3] = next(gen)
+                except StopIteration:
+                    running.remove(entry)
+                    progressed = True
+            blk.env = base_env
+            if running and not progressed and blk.events == before:
+                waits = "; ".join(f"role {e[0].name} waits at {e[3]}" for e in running)
+                raise InterpError(
+                    "INTERP_DEADLOCK",
+                    f"every warp role is blocked: {waits}",
+                    "check the mbarrier phases and the arrive counts / expected bytes",
+                )
+        yield from ()
+
+    def step(self, blk: _Block, s: Stmt):
         if isinstance(s, Alloc):
             b = s.buffer
             if b.space == Space.SHARED:
@@ -387,7 +488,10 @@ class _Machine:
             elif b.space == Space.FRAGMENT:
                 blk.fragments[b] = _poison(b.dtype, (b.threads, b.values_per_thread))
         elif isinstance(s, Copy):
-            self.copy(blk, s)
+            if s.atom == "tma":
+                self.tma_copy(blk, s)
+            else:
+                self.copy(blk, s)
         elif isinstance(s, Map):
             self.map(blk, s)
         elif isinstance(s, Fill):
@@ -399,13 +503,13 @@ class _Machine:
         elif isinstance(s, For):
             for i in range(_int(s.extent, blk.env)):
                 blk.env[s.var] = i
-                self.run(blk, s.body)
+                yield from self.run(blk, s.body)
             blk.env.pop(s.var, None)
         elif isinstance(s, If):
             cond = evaluate(s.cond, blk.env)
             if isinstance(cond, np.ndarray) and not (cond.all() or not cond.any()):
                 raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: a branch that differs between threads")
-            self.run(blk, s.then if bool(np.all(cond)) else s.orelse)
+            yield from self.run(blk, s.then if bool(np.all(cond)) else s.orelse)
         elif isinstance(s, AsyncCommit):
             blk.async_groups.append(blk.async_open)
             blk.async_open = []
@@ -413,14 +517,58 @@ class _Machine:
             while len(blk.async_groups) > s.pending:
                 for buf, offsets, values in blk.async_groups.pop(0):
                     blk.shared[buf][offsets] = values
+        elif isinstance(s, MbarrierInit):
+            count = int(np.prod(s.barriers.buffer.static_shape))
+            blk.mbarriers[s.barriers.buffer] = [_Mbarrier(s.arrive_count) for _ in range(count)]
+        elif isinstance(s, MbarrierArrive):
+            bar = self._mbarrier(blk, s.barrier)
+            bar.arrivals_left -= 1
+            if bar.arrivals_left < 0:
+                raise InterpError(
+                    "INTERP_MBARRIER_OVERARRIVE",
+                    f"{s.loc}: more arrivals on {s.barrier.buffer.name} than its count {bar.count} in one phase",
+                )
+            bar.tx += s.expect_bytes
+            blk.events += 1
+            self._complete(blk, bar)
+        elif isinstance(s, MbarrierWait):
+            bar = self._mbarrier(blk, s.barrier)
+            parity = _int(s.phase, blk.env) % 2
+            if bar.phase % 2 == parity:  # the phase with this parity has not completed yet
+                if not blk.concurrent:
+                    raise InterpError(
+                        "INTERP_DEADLOCK",
+                        f"{s.loc}: waiting on {s.barrier.buffer.name} phase parity {parity}, which can never complete "
+                        "(no other warp role runs)",
+                    )
+                while bar.phase % 2 == parity:
+                    yield f"{s.loc} ({s.barrier.buffer.name}, parity {parity})"
         elif isinstance(s, (Barrier, Fence)):
-            pass  # lockstep execution: all threads reach it together
+            pass  # lockstep execution: all threads of a role reach it together
         else:
             raise InterpError(
                 "INTERP_UNSUPPORTED",
                 f"{s.loc}: {type(s).__name__} is not interpreted yet",
-                "warp roles, mbarriers and TMA come with the Hopper pipeline work",
             )
+
+
+@dataclass
+class _Mbarrier:
+    count: int
+    arrivals_left: int = -1
+    tx: int = 0
+    phase: int = 0
+    landing: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.arrivals_left < 0:
+            self.arrivals_left = self.count
+
+
+def _with_env(blk: _Block, env: dict) -> _Block:
+    """The same block state (memory, barriers) as seen by one warp role."""
+    blk.concurrent = True
+    return blk
 
 
 _GATHER_CACHE: dict[tuple, np.ndarray] = {}
@@ -448,8 +596,17 @@ _MAP_FNS = {
 }
 
 
-def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
-    """Run `kernel` on numpy `arrays` (by parameter name) in place, every block in order."""
+def has_roles(kernel: Kernel) -> bool:
+    """True when the kernel uses warp specialization (its result may depend on the schedule)."""
+    from argus.ir.nodes import walk
+
+    return any(isinstance(s, Role) for s in walk(kernel.body))
+
+
+def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray], schedule: str = "listed") -> None:
+    """Run `kernel` on numpy `arrays` (by parameter name) in place, every block in order. With
+    warp roles, `schedule` picks which role runs ahead (see `_Machine.run_roles`); a correct
+    kernel gives the same result under every schedule."""
     env: dict[Var, Any] = {}
     for t in kernel.tensors:
         if t.name not in arrays:
@@ -471,7 +628,7 @@ def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
                 env[d] = s
             elif isinstance(d, int) and d != s:
                 raise InterpError("INTERP_SHAPE_MISMATCH", f"{t.name} must have shape {t.shape}", actual=a.shape)
-    machine = _Machine(kernel, arrays)
+    machine = _Machine(kernel, arrays, schedule)
     work = {t: np.asarray(arrays[t.name], dtype=np.float64).copy() for t in kernel.tensors}
     extents = [_int(g, env) for g in kernel.grid]
     for point in itertools.product(*[range(e) for e in extents]):
@@ -479,7 +636,8 @@ def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
         benv.update(zip(kernel.block_vars, point, strict=True))
         benv[kernel.thread_var] = np.arange(kernel.threads)
         blk = _Block(kernel, benv, work)
-        machine.run(blk, kernel.body)
+        for _ in machine.run(blk, kernel.body):
+            raise InterpError("INTERP_INTERNAL", "a wait escaped the warp-role scheduler")
     for t in kernel.tensors:
         arrays[t.name][...] = work[t].astype(arrays[t.name].dtype)
 

@@ -36,6 +36,8 @@ def _dims(shape) -> str:
 
 
 def format_buffer(b: Buffer) -> str:
+    if b.space == Space.MBARRIER:
+        return f"{b.name}: mbarrier[{_dims(b.shape)}]"
     text = f"{b.name}: {b.space.value} {b.dtype.name}[{_dims(b.shape)}]"
     if b.space == Space.GLOBAL and b.strides is not None:
         text += f" strides ({_dims(b.strides)})"
@@ -58,7 +60,14 @@ def format_ref(r: TileRef | Broadcast | Expr) -> str:
     parts = []
     for d, (o, e) in enumerate(zip(r.origin, r.extent, strict=True)):
         parts.append(str(o) if d in r.dropped else (f"{o}:+{e}" if not (isinstance(o, int) and o == 0) else f":{e}"))
-    return f"{r.buffer.name}[{', '.join(parts)}]"
+    if r.buffer.space == Space.MBARRIER and r.dropped:
+        return f"{r.buffer.name}[{parts[0]}]"
+    text = f"{r.buffer.name}[{', '.join(parts)}]"
+    if r.perm is not None and list(r.perm) != sorted(r.perm):
+        text += ".T" if len(r.perm) == 2 else f".permute{tuple(r.perm)}"
+    if r.layout is not None:
+        text += f" as {r.layout}"
+    return text
 
 
 def _line(s: Stmt) -> str:

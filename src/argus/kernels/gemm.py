@@ -73,3 +73,40 @@ def gemm_cp_async(
             T.gemm(rA, rB, acc)
             T.barrier()  # stage k % STAGES may be overwritten from here on
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+@argus.kernel
+def gemm_wgmma_tma(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("N", "K"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 3,
+):
+    """C = A @ B^T (B given as (N, K), K-major: the "TN" layout) on Hopper: TMA loads into
+    128-byte-swizzled shared memory, an mbarrier pipeline of STAGES stages, one producer
+    warpgroup (TMA) and two consumer warpgroups (wgmma.m64nBNk16, f32 accumulators), with the
+    register split done by setmaxnreg."""
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
+        sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
+        k_tiles = T.cdiv(K, BK)
+        stage_bytes = (BM + BN) * BK * 2
+        with T.role("producer", warpgroups=(0,), registers=40):
+            for k, s in T.pipeline(k_tiles, stages=STAGES):
+                T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)  # the first pass finds every stage free
+                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
+        with T.role("consumer", warpgroups=(1, 2), registers=232):
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # 2 warpgroups x 64 rows
+            T.fill(acc, 0.0)
+            for k, s in T.pipeline(k_tiles, stages=STAGES):
+                T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
+                T.gemm(sA[s], sB[s].T, acc)
+                T.mbarrier_arrive(empty[s])
+            T.copy(acc, C.tile((bm, bn), (BM, BN)))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus.atoms import MmaAtom, mma_sync_m16n8k16, wgmma
+from argus.atoms import get_atom as get_atom_by_name
 from argus.ir import types as irtypes
 from argus.ir.expr import Const, Expr, Var, VarKind, as_expr, cdiv
 from argus.ir.nodes import (
@@ -35,9 +36,13 @@ from argus.ir.nodes import (
     LoopKind,
     Map,
     MapOp,
+    MbarrierArrive,
+    MbarrierInit,
+    MbarrierWait,
     Policies,
     Reduce,
     ReduceOp,
+    Role,
     Space,
     Stmt,
     TileRef,
@@ -101,6 +106,7 @@ class _Trace:
         self.thread_var = Var("tid", VarKind.THREAD)
         self.shared_bytes = 0
         self.in_grid = False
+        self.role: tuple[str, int] | None = None  # (name, threads) of the warp role being traced
 
     def emit(self, stmt: Stmt) -> None:
         self.stack[-1].append(stmt)
@@ -152,6 +158,15 @@ class Tile:
         from argus.ir.printer import format_ref
 
         return f"<{self.ref.space.value} {format_ref(self.ref)} {self.dtype.name}{list(self.shape)}>"
+
+    @property
+    def T(self) -> Tile:  # noqa: N802 - the transpose, as numpy spells it
+        """The transposed view of a 2-D shared-memory or global tile (no data moves)."""
+        r = self.ref
+        if len(r.shape) != 2 or r.space == Space.FRAGMENT:
+            raise DSLError("DSL_TRANSPOSE", "only 2-D shared or global tiles have a transposed view", actual=r.shape)
+        perm = (1, 0) if r.perm is None else (r.perm[1], r.perm[0])
+        return Tile(TileRef(r.buffer, r.origin, r.extent, r.dropped, layout=r.layout, perm=perm))
 
 
 class GlobalTensor:
@@ -389,7 +404,7 @@ def alloc_fragment(
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     if not all(isinstance(s, int) and s >= 1 for s in shape):
         raise DSLError("DSL_TILE_SHAPE", f"fragments need a static shape of positive ints, got {shape}", loc=loc)
-    threads = st.threads or 0
+    threads = st.role[1] if st.role else (st.threads or 0)
     atom_name = None
     if mma is not None:
         if len(shape) != 2:
@@ -491,13 +506,15 @@ def _check_same_shape(what: str, a: tuple, b: tuple, loc: Any) -> None:
 _COPY_ATOMS = ("auto", "vector", "cp.async", "tma", "ldmatrix", "stmatrix")
 
 
-def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0) -> None:
+def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: Any = None) -> None:
     """Copy tile `src` into tile `dst` (same shape; the dtype is converted if they differ).
 
     `atom`: ``"auto"`` (the lowering chooses), ``"vector"`` (16-byte loads/stores), ``"cp.async"``
     (global -> shared, asynchronous: wait with `T.async_wait`), ``"tma"``, ``"ldmatrix"``
     (shared -> MMA operand fragment), ``"stmatrix"``. Source elements outside a global tensor
-    read as `pad` (use ``-inf`` before a maximum).
+    read as `pad` (use ``-inf`` before a maximum). A ``"tma"`` load completes on `mbarrier` (an
+    element of `T.alloc_mbarrier`): its bytes count towards the barrier's current phase, and the
+    data may only be read after waiting for that phase; out-of-bounds box elements read 0.
     """
     st = _state("T.copy")
     loc = caller_loc()
@@ -519,6 +536,7 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0) -> None:
         )
     s, d = src.ref.space, dst.ref.space
     spaces = {"cp.async": (Space.GLOBAL, Space.SHARED), "ldmatrix": (Space.SHARED, Space.FRAGMENT)}
+    spaces["tma"] = (Space.GLOBAL, Space.SHARED)
     spaces["stmatrix"] = (Space.FRAGMENT, Space.SHARED)
     if atom in spaces and (s, d) != spaces[atom]:
         want = spaces[atom]
@@ -531,7 +549,21 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0) -> None:
         )
     if s == Space.GLOBAL and d == Space.GLOBAL:
         raise DSLError("DSL_ATOM_SPACES", "T.copy from global to global memory is not supported", loc=loc)
-    st.emit(Copy(src.ref, dst.ref, atom, pad=float(pad), loc=loc))
+    bar = None
+    if atom == "tma":
+        if not isinstance(mbarrier, _MbarrierRef):
+            raise DSLError(
+                "DSL_TMA_MBARRIER",
+                "T.copy(..., atom='tma') needs mbarrier=<an element of T.alloc_mbarrier>",
+                "the TMA unit signals completion on an mbarrier; wait on it before reading the data",
+                loc=loc,
+            )
+        if pad != 0.0:
+            raise DSLError("DSL_TMA_PAD", "TMA fills out-of-bounds elements with 0; pad must be 0", loc=loc)
+        bar = mbarrier.ref
+    elif mbarrier is not None:
+        raise DSLError("DSL_TMA_MBARRIER", f"only TMA copies complete on an mbarrier, not atom={atom!r}", loc=loc)
+    st.emit(Copy(src.ref, dst.ref, atom, mbarrier=bar, pad=float(pad), loc=loc))
 
 
 def fill(dst: Tile, value: Any) -> None:
@@ -693,6 +725,11 @@ def gemm(a: Tile, b: Tile, acc: Fragment) -> None:
             actual=f"a {a.shape}, b {b.shape}, acc {acc.shape}",
             loc=loc,
         )
+    atom = get_atom_by_name(acc.buffer.atom)
+    if atom.b_source.value == "shared" and b.ref.space != Space.SHARED:
+        raise DSLError("DSL_GEMM_OPERAND", f"T.gemm: {atom.name} reads B from shared memory", loc=loc)
+    if atom.a_source.value == "shared" and a.ref.space != Space.SHARED:
+        raise DSLError("DSL_GEMM_OPERAND", f"T.gemm: {atom.name} reads A from shared memory", loc=loc)
     for name, t in (("a", a), ("b", b)):
         if t.ref.space == Space.FRAGMENT and t.buffer.atom != acc.buffer.atom:
             raise DSLError(
@@ -726,6 +763,88 @@ def async_wait(pending: int = 0) -> None:
 def barrier() -> None:
     """``__syncthreads()``."""
     _state("T.barrier").emit(Barrier(loc=caller_loc()))
+
+
+class _MbarrierRef:
+    def __init__(self, ref: TileRef) -> None:
+        self.ref = ref
+
+
+class Mbarriers:
+    """An array of mbarriers (`T.alloc_mbarrier`); ``bars[s]`` is barrier `s`."""
+
+    def __init__(self, buffer: Buffer) -> None:
+        self.buffer = buffer
+
+    def __getitem__(self, index: Any) -> _MbarrierRef:
+        return _MbarrierRef(TileRef(self.buffer, _simplify((as_expr(index),)), (1,), dropped=(0,)))
+
+
+def alloc_mbarrier(count: int, arrive_count: int = 1) -> Mbarriers:
+    """`count` mbarriers, each completing a phase after `arrive_count` arrivals (one per arriving
+    warp role) and all the TMA bytes announced for that phase."""
+    st = _state("T.alloc_mbarrier")
+    loc = caller_loc()
+    if not isinstance(count, int) or count < 1 or not isinstance(arrive_count, int) or arrive_count < 1:
+        raise DSLError("DSL_MBARRIER", f"T.alloc_mbarrier needs positive int counts, got {count}, {arrive_count}")
+    buffer = Buffer(st.fresh("bar"), Space.MBARRIER, irtypes.u32, (count,), loc=loc)
+    st.shared_bytes += 8 * count
+    st.emit(Alloc(buffer, loc=loc))
+    st.emit(MbarrierInit(whole(buffer), arrive_count, loc=loc))
+    return Mbarriers(buffer)
+
+
+def mbarrier_arrive(bar: _MbarrierRef, expect_bytes: int = 0) -> None:
+    """Arrive on `bar` (once for the warp role); with `expect_bytes`, announce that many bytes of
+    TMA traffic for the current phase (``mbarrier.arrive.expect_tx``)."""
+    st = _state("T.mbarrier_arrive")
+    if not isinstance(bar, _MbarrierRef):
+        raise DSLError("DSL_MBARRIER", "T.mbarrier_arrive takes an element of T.alloc_mbarrier")
+    st.emit(MbarrierArrive(bar.ref, int(expect_bytes), loc=caller_loc()))
+
+
+def mbarrier_wait(bar: _MbarrierRef, phase: Any) -> None:
+    """Wait until the phase of `bar` with parity `phase` (0 or 1) has completed."""
+    st = _state("T.mbarrier_wait")
+    if not isinstance(bar, _MbarrierRef):
+        raise DSLError("DSL_MBARRIER", "T.mbarrier_wait takes an element of T.alloc_mbarrier")
+    st.emit(MbarrierWait(bar.ref, as_expr(phase), loc=caller_loc()))
+
+
+@contextlib.contextmanager
+def role(name: str, warpgroups: tuple[int, ...], registers: int | None = None) -> Iterator[None]:
+    """``with T.role("producer", warpgroups=(0,), registers=40):`` warp specialization: the body
+    runs only in those warpgroups (128 threads each); fragments allocated inside are spread over
+    the role's threads; `registers` is the ``setmaxnreg`` budget per thread."""
+    st = _state("T.role")
+    loc = caller_loc()
+    total = (st.threads or 0) // 128
+    warpgroups = tuple(warpgroups)
+    if not warpgroups or any(not isinstance(w, int) or not 0 <= w < total for w in warpgroups):
+        raise DSLError(
+            "DSL_ROLE",
+            f"T.role {name!r}: warpgroups {warpgroups} do not exist in a block of {st.threads} threads",
+            requirement=f"indices in 0..{total - 1}",
+            actual=warpgroups,
+            loc=loc,
+        )
+    if registers is not None and (registers % 8 or not 24 <= registers <= 256):
+        raise DSLError(
+            "DSL_ROLE_REGISTERS",
+            f"T.role {name!r}: setmaxnreg takes a multiple of 8 between 24 and 256",
+            actual=registers,
+            loc=loc,
+        )
+    if st.role is not None:
+        raise DSLError("DSL_ROLE", "warp roles do not nest", loc=loc)
+    st.role = (name, 128 * len(warpgroups))
+    st.stack.append([])
+    try:
+        yield
+    finally:
+        body = tuple(st.stack.pop())
+        st.role = None
+    st.emit(Role(name, warpgroups, body, registers, loc=loc))
 
 
 def mma_sync(a_dtype: DType = bf16, acc_dtype: DType = f32) -> MmaAtom:
@@ -918,7 +1037,9 @@ __all__ = [
     "Tensor",
     "TensorSpec",
     "Tile",
+    "Mbarriers",
     "alloc_fragment",
+    "alloc_mbarrier",
     "alloc_reduced",
     "alloc_shared",
     "async_commit",
@@ -941,11 +1062,14 @@ __all__ = [
     "if_",
     "kernel",
     "maximum",
+    "mbarrier_arrive",
+    "mbarrier_wait",
     "minimum",
     "mma_sync",
     "pipeline",
     "reduce_max",
     "reduce_sum",
+    "role",
     "rsqrt",
     "serial",
     "sqrt",
