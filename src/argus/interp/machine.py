@@ -274,6 +274,11 @@ class _Machine:
 
     def map(self, blk: _Block, s: Map) -> None:
         dst = s.dst.buffer
+        if s.op == MapOp.COORD:
+            axis = int(evaluate(s.srcs[0], blk.env))
+            coords = _tile_coords(dst.static_shape, _indices(dst))
+            blk.fragments[dst] = _round(dst.dtype, coords[axis].astype(np.float64))
+            return
         args = []
         for operand in s.srcs:
             if isinstance(operand, Expr):

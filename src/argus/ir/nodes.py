@@ -177,6 +177,7 @@ class MapOp(StrEnum):
     CAST = "cast"
     SELECT = "select"
     LT = "lt"
+    COORD = "coord"  # the element's own tile coordinate along axis srcs[0]
 
 
 MAP_ARITY = {
@@ -198,6 +199,7 @@ MAP_ARITY = {
     MapOp.RCP: 1,
     MapOp.ABS: 1,
     MapOp.CAST: 1,
+    MapOp.COORD: 1,
 }
 
 

@@ -146,6 +146,34 @@ def _gemm_hopper() -> LibraryKernel:
     )
 
 
+def _attention() -> LibraryKernel:
+    from argus.kernels.attention import flash_attention_fwd
+
+    def make(shape, rng):
+        bh, s = shape["BH"], shape["S"]
+        q = _bf16(rng.standard_normal((bh, s, 64)))
+        k = _bf16(rng.standard_normal((bh, s, 64)))
+        v = _bf16(rng.uniform(-1, 1, (bh, s, 64)))
+        return {"Q": q, "K": k, "V": v, "O": np.zeros((bh, s, 64))}
+
+    def reference(a):
+        scores = a["Q"] @ np.swapaxes(a["K"], 1, 2) / np.sqrt(64.0)
+        p = np.exp(scores - scores.max(axis=2, keepdims=True))
+        p = p / p.sum(axis=2, keepdims=True)
+        return {"O": p @ a["V"]}
+
+    return LibraryKernel(
+        "flash_attention_fwd",
+        "flash attention forward (head dim 64): TMA K/V pipeline, wgmma for QK^T and PV, online softmax",
+        flash_attention_fwd,
+        {"BH": 2, "S": 128},
+        {"BH": 1, "S": 100},
+        make,
+        reference,
+        tolerance=1e-2,  # P is rounded to bf16 before P @ V, as on the GPU
+    )
+
+
 _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
     "vector_add": _vector_add,
     "softmax": _softmax,
@@ -155,6 +183,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
     ),
     "gemm_cp_async": lambda: _gemm("gemm_cp_async", "gemm_mma_sync with a 2-stage cp.async pipeline", "gemm_cp_async"),
     "gemm_wgmma_tma": _gemm_hopper,
+    "flash_attention_fwd": _attention,
 }
 
 

@@ -185,7 +185,9 @@ class GlobalTensor:
 
     def tile(self, index: Any, shape: Any) -> Tile:
         """The tile number `index` (one entry per dimension) of tiles of `shape`: the window
-        starting at ``index[d] * shape[d]``. Parts past the tensor's end are masked."""
+        starting at ``index[d] * shape[d]``. Parts past the tensor's end are masked. A ``None``
+        extent fixes that dimension to element ``index[d]`` and drops it from the tile's shape
+        (``Q.tile((bh, bm, 0), (None, BM, D))`` is a (BM, D) tile of head `bh`)."""
         index = index if isinstance(index, tuple) else (index,)
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         if len(index) != self.buffer.rank or len(shape) != self.buffer.rank:
@@ -196,10 +198,12 @@ class GlobalTensor:
                 actual=f"index {index}, shape {shape}",
             )
         for s in shape:
-            if not isinstance(s, int) or s < 1:
-                raise DSLError("DSL_TILE_SHAPE", f"tile extents must be positive Python ints, got {shape}")
-        origin = tuple(as_expr(i) * s for i, s in zip(index, shape, strict=True))
-        return Tile(TileRef(self.buffer, _simplify(origin), shape))
+            if s is not None and (not isinstance(s, int) or s < 1):
+                raise DSLError("DSL_TILE_SHAPE", f"tile extents must be positive Python ints or None, got {shape}")
+        origin = tuple(as_expr(i) if s is None else as_expr(i) * s for i, s in zip(index, shape, strict=True))
+        dropped = tuple(d for d, s in enumerate(shape) if s is None)
+        extent = tuple(1 if s is None else s for s in shape)
+        return Tile(TileRef(self.buffer, _simplify(origin), extent, dropped=dropped))
 
     def window(self, origin: Any, shape: Any) -> Tile:
         """The window at element `origin` (one per dimension) of `shape`."""
@@ -271,6 +275,14 @@ class Fragment(Tile):
 
     def __neg__(self) -> Fragment:
         return _map(MapOp.NEG, (self.ref,), self)
+
+    def __lt__(self, o: Any) -> Fragment:
+        """Elementwise ``self < o`` as 1.0 / 0.0 (for `T.where`)."""
+        return self._binary(MapOp.LT, o)
+
+    def __gt__(self, o: Any) -> Fragment:
+        operand = _operand(o, self, "the other operand")
+        return _map(MapOp.LT, (operand, self.ref), self)
 
     def __getitem__(self, key: Any) -> _BroadcastView:
         """``m[:, None]``: use an ``(R,)`` fragment as ``(R, C)``, repeated along the new axis."""
@@ -665,6 +677,22 @@ def minimum(a: Fragment, b: Any) -> Fragment:
     return a._binary(MapOp.MIN, b)
 
 
+def index(x: Fragment, axis: int) -> Fragment:
+    """A fragment like `x` whose every element is its own coordinate along `axis` of the tile
+    (for masks: ``T.index(s, 1) + j * BN < N``)."""
+    if not isinstance(x, Fragment) or not 0 <= axis < len(x.shape):
+        raise DSLError("DSL_BAD_OPERAND", f"T.index takes a fragment and an axis below its rank, got axis {axis}")
+    return _map(MapOp.COORD, (as_expr(axis),), x, dtype=f32)
+
+
+def where(cond: Fragment, a: Any, b: Any) -> Fragment:
+    """Elementwise ``a if cond else b`` (`cond` nonzero means true)."""
+    if not isinstance(cond, Fragment):
+        raise DSLError("DSL_NOT_A_FRAGMENT", "T.where: the condition must be a fragment (e.g. from a comparison)")
+    like = a if isinstance(a, Fragment) else b if isinstance(b, Fragment) else cond
+    return _map(MapOp.SELECT, (cond.ref, _operand(a, cond, "a"), _operand(b, cond, "b")), like)
+
+
 def fma(a: Fragment, b: Any, c: Any) -> Fragment:
     """``a * b + c`` in one rounding."""
     return _map(MapOp.FMA, (a.ref, _operand(b, a, "b"), _operand(c, a, "c")), a)
@@ -937,6 +965,43 @@ class KernelFunction:
     def __repr__(self) -> str:
         return f"<argus kernel {self.name}>"
 
+    def __call__(self, *tensors: Any, device: str | None = None, **params: Any) -> None:
+        """Run the kernel on `tensors` (in parameter order), writing outputs in place.
+
+        ``device="cpu"`` (or the environment variable ``ARGUS_INTERPRET=1``) runs it on the
+        lane-level interpreter, with numpy arrays or CPU torch tensors.
+        """
+        import os
+
+        if device is None and os.environ.get("ARGUS_INTERPRET", "") not in ("", "0"):
+            device = "cpu"
+        if device != "cpu":
+            raise DSLError(
+                "DSL_NO_GPU_PATH",
+                f"kernel {self.name}: launching on a GPU from a kernel call is not available yet",
+                "call it with device='cpu' (or set ARGUS_INTERPRET=1) to run it on the interpreter",
+                loc=_def_loc(self.fn),
+            )
+        from argus.interp import run_kernel
+
+        kernel = self.trace(**params)
+        names = [t.name for t in kernel.tensors]
+        if len(tensors) != len(names):
+            raise DSLError(
+                "DSL_CALL_ARGUMENTS",
+                f"kernel {self.name} takes {len(names)} tensors ({', '.join(names)}), got {len(tensors)}",
+                loc=_def_loc(self.fn),
+            )
+        arrays, writeback = {}, []
+        for name, value in zip(names, tensors, strict=True):
+            array, back = _as_numpy(name, value)
+            arrays[name] = array
+            if back is not None:
+                writeback.append((back, array))
+        run_kernel(kernel, arrays)
+        for back, array in writeback:
+            back(array)
+
     def trace(self, **params: Any) -> Kernel:
         """The IR of this kernel specialized with `params` (defaults for the rest)."""
         unknown = set(params) - set(self.defaults)
@@ -1010,6 +1075,28 @@ class KernelFunction:
         )
 
 
+def _as_numpy(name: str, value: Any):
+    """(a float64 numpy array with the values, a function writing results back or None)."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value, None
+    if type(value).__module__.startswith("torch"):
+        if value.device.type != "cpu":
+            raise DSLError("DSL_CALL_ARGUMENTS", f"{name}: the interpreter takes CPU tensors, got {value.device}")
+        work = value.detach().to("cpu").double().numpy().copy()
+
+        def back(result: np.ndarray, target: Any = value) -> None:
+            import torch
+
+            target.copy_(torch.from_numpy(result).to(target.dtype))
+
+        return work, back
+    raise DSLError(
+        "DSL_CALL_ARGUMENTS", f"{name}: expected a numpy array or a CPU torch tensor, got {type(value).__name__}"
+    )
+
+
 def _def_loc(fn: Any):
     from argus.ir.expr import SourceLoc
 
@@ -1060,6 +1147,7 @@ __all__ = [
     "grid",
     "i32",
     "if_",
+    "index",
     "kernel",
     "maximum",
     "mbarrier_arrive",
@@ -1077,4 +1165,5 @@ __all__ = [
     "u32",
     "unroll",
     "wgmma_atom",
+    "where",
 ]
