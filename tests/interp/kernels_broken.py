@@ -78,7 +78,7 @@ def gemm_wrong_stage(
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
 
 
-def _gemm(tile_offset: int = 0, a_tv=None, swizzle_reader: bool = False):
+def _gemm(tile_offset: int = 0, a_tv=None, swizzle_reader: bool = False, a_atom="ldmatrix", b_atom="ldmatrix"):
     @argus.kernel
     def gemm_variant(
         A: T.Tensor[("M", "K"), T.bf16],
@@ -102,8 +102,8 @@ def _gemm(tile_offset: int = 0, a_tv=None, swizzle_reader: bool = False):
                 T.copy(A.tile((bm, k + tile_offset), (BM, BK)), writer)
                 T.copy(B.tile((k, bn), (BK, BN)), sB)
                 T.barrier()
-                T.copy(sA, rA, atom="ldmatrix")
-                T.copy(sB, rB, atom="ldmatrix")
+                T.copy(sA, rA, atom=a_atom)
+                T.copy(sB, rB, atom=b_atom)
                 T.gemm(rA, rB, acc)
                 T.barrier()
             T.copy(acc, C.tile((bm, bn), (BM, BN)))
@@ -207,3 +207,14 @@ def hopper_wrong_wgmma_fragment_layout():
     from argus.lang.fragments import blocked_tv
 
     return _hopper(acc_tv=blocked_tv((128, 64), 256, 4))
+
+
+def gemm_transposed_ldmatrix():
+    """A loaded with ``ldmatrix.x4.trans`` although its K dimension is contiguous in shared
+    memory: every 8x8 block of A arrives transposed."""
+    return _gemm(a_atom="ldmatrix.x4.trans")
+
+
+def gemm_forced_ldmatrix_variants_that_are_right():
+    """The forced variants, used where they are right (A without .trans, B with), must agree."""
+    return _gemm(a_atom="ldmatrix.x4", b_atom="ldmatrix.x4.trans")

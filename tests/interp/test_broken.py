@@ -30,6 +30,7 @@ def _gemm_error(kernel) -> float:
 def test_the_correct_gemms_pass_at_this_shape() -> None:
     assert _gemm_error(get_kernel("gemm_mma_sync").kernel.trace()) < 1e-3
     assert _gemm_error(get_kernel("gemm_cp_async").kernel.trace()) < 1e-3
+    assert _gemm_error(broken.gemm_forced_ldmatrix_variants_that_are_right().trace()) < 1e-3
 
 
 @pytest.mark.parametrize(
@@ -40,6 +41,7 @@ def test_the_correct_gemms_pass_at_this_shape() -> None:
         lambda: broken.gemm_off_by_one_tile().trace(),
         lambda: broken.gemm_swizzle_mismatch().trace(),
         lambda: broken.gemm_wrong_fragment_layout().trace(),
+        lambda: broken.gemm_transposed_ldmatrix().trace(),
     ],
     ids=[
         "missing cp.async wait",
@@ -47,6 +49,7 @@ def test_the_correct_gemms_pass_at_this_shape() -> None:
         "off-by-one tile origin",
         "swizzle mismatch",
         "wrong mma fragment layout",
+        "transposed ldmatrix misuse",
     ],
 )
 def test_broken_gemm_gives_wrong_numbers(make) -> None:

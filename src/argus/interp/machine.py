@@ -225,6 +225,8 @@ class _Machine:
             if src.space == Space.FRAGMENT:
                 blk.fragments[dst.buffer] = _round(dst.dtype, self._gather(blk, src, dst.buffer, ()))
                 return
+            if s.atom.startswith("ldmatrix"):
+                idx = self._ldmatrix_indices(blk, s, idx)
             blk.fragments[dst.buffer] = _round(dst.dtype, self._read(blk, src, idx, s.pad))
             return
         if src.space == Space.FRAGMENT:
@@ -239,6 +241,38 @@ class _Machine:
         idx = np.arange(n, dtype=np.int64)
         values = self._read(blk, src, idx, s.pad)
         self._write(blk, dst, idx, values, queue=(s.atom == "cp.async"))
+
+    def _ldmatrix_indices(self, blk: _Block, s: Copy, idx: np.ndarray) -> np.ndarray:
+        """The tile elements `ldmatrix` really delivers to each register slot.
+
+        ``ldmatrix`` moves 8x8 matrices whose rows are 16-byte runs of shared memory; without
+        ``.trans`` a lane receives two neighbours *along* a row, with ``.trans`` two neighbours
+        *across* rows. The MMA operand wants its register pairs along K (A: the tile's columns,
+        B: its rows), so the right variant depends on which tile dimension is contiguous in shared
+        memory. ``"ldmatrix"`` picks it; a forced variant that disagrees transposes every 8x8 block.
+        """
+        dst = s.dst.buffer
+        if dst.operand not in ("A", "B") or not (dst.atom or "").startswith("mma.m16n8k16"):
+            raise InterpError(
+                "INTERP_LDMATRIX_OPERAND",
+                f"{s.loc}: ldmatrix fills mma.sync A/B operand fragments; {dst.name} is not one",
+            )
+        pair_dim = 1 if dst.operand == "A" else 0  # register pairs run along K
+        window = s.src
+        zero = [np.zeros(1, dtype=np.int64) for _ in window.shape]
+        base = _shared_offsets(window.buffer, _window_coords(window, zero, blk.env), window.layout)[0]
+        step = [np.zeros(1, dtype=np.int64) for _ in window.shape]
+        step[pair_dim] = np.ones(1, dtype=np.int64)
+        along = _shared_offsets(window.buffer, _window_coords(window, step, blk.env), window.layout)[0]
+        natural_trans = along - base != 1  # pairs are not neighbours in memory: .trans is needed
+        forced = {"ldmatrix": natural_trans, "ldmatrix.x4": False, "ldmatrix.x4.trans": True}[s.atom]
+        if forced == natural_trans:
+            return idx
+        rows, cols = window.shape
+        r, c = idx % rows, idx // rows
+        r2 = (r // 8) * 8 + c % 8  # the transposed element of the same 8x8 matrix
+        c2 = (c // 8) * 8 + r % 8
+        return r2 + rows * c2
 
     # --- elementwise ------------------------------------------------------------------------------------
     def _gather(self, blk: _Block, ref: TileRef, like: Buffer, axes: tuple[int, ...]) -> np.ndarray:

@@ -54,6 +54,7 @@ class Buffer:
     threads: int | None = None  # fragment: how many threads hold it
     atom: str | None = None  # fragment: the atom whose layout `tv` is
     groups: tuple[int, int] | None = None  # MMA fragment: thread groups (GM, GN) over the accumulator
+    operand: str | None = None  # MMA fragment: "A", "B" or "C"
     loc: SourceLoc | None = None
 
     @property

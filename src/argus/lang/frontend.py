@@ -460,6 +460,7 @@ def alloc_fragment(
         threads=threads,
         atom=atom_name,
         groups=groups if mma is not None else None,
+        operand=operand if mma is not None else None,
         loc=loc,
     )
     st.emit(Alloc(buffer, loc=loc))
@@ -494,6 +495,7 @@ def _like(f: Fragment, dtype: DType | None = None, shape: tuple[int, ...] | None
         threads=b.threads,
         atom=b.atom,
         groups=b.groups,
+        operand=b.operand,
         loc=caller_loc(),
     )
     st.emit(Alloc(buffer, loc=buffer.loc))
@@ -515,7 +517,7 @@ def _check_same_shape(what: str, a: tuple, b: tuple, loc: Any) -> None:
         )
 
 
-_COPY_ATOMS = ("auto", "vector", "cp.async", "tma", "ldmatrix", "stmatrix")
+_COPY_ATOMS = ("auto", "vector", "cp.async", "tma", "ldmatrix", "ldmatrix.x4", "ldmatrix.x4.trans", "stmatrix")
 
 
 def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: Any = None) -> None:
@@ -523,10 +525,12 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
 
     `atom`: ``"auto"`` (the lowering chooses), ``"vector"`` (16-byte loads/stores), ``"cp.async"``
     (global -> shared, asynchronous: wait with `T.async_wait`), ``"tma"``, ``"ldmatrix"``
-    (shared -> MMA operand fragment), ``"stmatrix"``. Source elements outside a global tensor
-    read as `pad` (use ``-inf`` before a maximum). A ``"tma"`` load completes on `mbarrier` (an
-    element of `T.alloc_mbarrier`): its bytes count towards the barrier's current phase, and the
-    data may only be read after waiting for that phase; out-of-bounds box elements read 0.
+    (shared -> MMA operand fragment; ``.trans`` chosen from the layouts), or forced variants
+    ``"ldmatrix.x4"`` / ``"ldmatrix.x4.trans"`` (lane-level escape hatch), ``"stmatrix"``.
+    Source elements outside a global tensor read as `pad` (use ``-inf`` before a maximum).
+    A ``"tma"`` load completes on `mbarrier` (an element of `T.alloc_mbarrier`): its bytes count
+    towards the barrier's current phase, and the data may only be read after waiting for that
+    phase; out-of-bounds box elements read 0.
     """
     st = _state("T.copy")
     loc = caller_loc()
@@ -549,6 +553,7 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
     s, d = src.ref.space, dst.ref.space
     spaces = {"cp.async": (Space.GLOBAL, Space.SHARED), "ldmatrix": (Space.SHARED, Space.FRAGMENT)}
     spaces["tma"] = (Space.GLOBAL, Space.SHARED)
+    spaces["ldmatrix.x4"] = spaces["ldmatrix.x4.trans"] = spaces["ldmatrix"]
     spaces["stmatrix"] = (Space.FRAGMENT, Space.SHARED)
     if atom in spaces and (s, d) != spaces[atom]:
         want = spaces[atom]
