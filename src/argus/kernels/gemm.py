@@ -7,7 +7,7 @@ import argus
 import argus.lang as T
 
 
-@argus.kernel
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
 def gemm_mma_sync(
     A: T.Tensor[("M", "K"), T.bf16],
     B: T.Tensor[("K", "N"), T.bf16],
@@ -36,7 +36,7 @@ def gemm_mma_sync(
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
 
 
-@argus.kernel
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
 def gemm_cp_async(
     A: T.Tensor[("M", "K"), T.bf16],
     B: T.Tensor[("K", "N"), T.bf16],
@@ -75,7 +75,7 @@ def gemm_cp_async(
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
 
 
-@argus.kernel
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
 def gemm_wgmma_tma(
     A: T.Tensor[("M", "K"), T.bf16],
     B: T.Tensor[("N", "K"), T.bf16],
@@ -110,3 +110,35 @@ def gemm_wgmma_tma(
                 T.gemm(sA[s], sB[s].T, acc)
                 T.mbarrier_arrive(empty[s])
             T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "tile_order": "ORDER"})
+def gemm_persistent(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    BLOCKS: int = 132,
+    ORDER: str = "grouped",
+):
+    """`gemm_mma_sync` as a persistent kernel: BLOCKS blocks (one per SM) walk the output tiles in
+    an L2-friendly grouped order."""
+    with T.persistent_grid((T.cdiv(M, BM), T.cdiv(N, BN)), blocks=BLOCKS, threads=128, order=ORDER) as (tm, tn):
+        sA = T.alloc_shared((BM, BK), T.bf16)
+        sB = T.alloc_shared((BK, BN), T.bf16)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        for k in T.serial(T.cdiv(K, BK)):
+            T.copy(A.tile((tm, k), (BM, BK)), sA)
+            T.copy(B.tile((k, tn), (BK, BN)), sB)
+            T.barrier()
+            T.copy(sA, rA, atom="ldmatrix")
+            T.copy(sB, rB, atom="ldmatrix")
+            T.gemm(rA, rB, acc)
+            T.barrier()
+        T.copy(acc, C.tile((tm, tn), (BM, BN)))

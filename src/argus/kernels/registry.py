@@ -108,7 +108,7 @@ def _layer_norm() -> LibraryKernel:
     )
 
 
-def _gemm(name: str, description: str, attr: str) -> LibraryKernel:
+def _gemm(name: str, description: str, attr: str, params: dict[str, Any] | None = None) -> LibraryKernel:
     from argus.kernels import gemm as module
 
     def make(shape, rng):
@@ -124,6 +124,7 @@ def _gemm(name: str, description: str, attr: str) -> LibraryKernel:
         make,
         lambda a: {"C": a["A"] @ a["B"]},
         tolerance=1e-3,
+        params=dict(params or {}),
     )
 
 
@@ -183,6 +184,12 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
     ),
     "gemm_cp_async": lambda: _gemm("gemm_cp_async", "gemm_mma_sync with a 2-stage cp.async pipeline", "gemm_cp_async"),
     "gemm_wgmma_tma": _gemm_hopper,
+    "gemm_persistent": lambda: _gemm(
+        "gemm_persistent",
+        "gemm_mma_sync on a persistent grid (grouped tile order); 3 blocks here so each walks several tiles",
+        "gemm_persistent",
+        params={"BLOCKS": 3},
+    ),
     "flash_attention_fwd": _attention,
 }
 

@@ -25,6 +25,7 @@ from argus.ir.nodes import (
     AsyncCommit,
     AsyncWait,
     Barrier,
+    BarrierKind,
     Broadcast,
     Buffer,
     Copy,
@@ -45,6 +46,7 @@ from argus.ir.nodes import (
     Role,
     Space,
     Stmt,
+    TileOrder,
     TileRef,
     whole,
 )
@@ -107,6 +109,7 @@ class _Trace:
         self.shared_bytes = 0
         self.in_grid = False
         self.role: tuple[str, int] | None = None  # (name, threads) of the warp role being traced
+        self.persistent: tuple[str, int] | None = None  # (tile order, group) of a persistent grid
 
     def emit(self, stmt: Stmt) -> None:
         self.stack[-1].append(stmt)
@@ -354,6 +357,61 @@ def grid(*extents: Any, threads: int = 128) -> Iterator[tuple[Var, ...]]:
 def thread_id() -> Var:
     """The thread's index in its block (``threadIdx.x``)."""
     return _state("T.thread_id").thread_var
+
+
+def warp_id() -> Expr:
+    """The warp's index in its block (``threadIdx.x / 32``)."""
+    return _state("T.warp_id").thread_var // 32
+
+
+def lane_id() -> Expr:
+    """The thread's lane in its warp (``threadIdx.x % 32``)."""
+    return _state("T.lane_id").thread_var % 32
+
+
+TILE_ORDERS = ("row_major", "column_major", "grouped")
+
+
+def tile_order(t: Any, tiles: tuple[Any, Any], order: str = "row_major", group: int = 8) -> tuple[Expr, Expr]:
+    """The (m, n) tile that linear tile number `t` covers among ``tiles = (tiles_m, tiles_n)``:
+    ``row_major`` walks n fastest, ``column_major`` m fastest, ``grouped`` walks `group` rows of
+    tiles at a time, column by column, so that consecutive tiles share A and B panels in L2."""
+    from argus.ir.expr import minimum
+
+    tm, tn = (as_expr(x) for x in tiles)
+    t = as_expr(t)
+    if order == "row_major":
+        return t // tn, t % tn
+    if order == "column_major":
+        return t % tm, t // tm
+    if order == "grouped":
+        per_group = tn * group
+        first_m = (t // per_group) * group
+        rows = minimum(tm - first_m, group)
+        within = t % per_group
+        return first_m + within % rows, within // rows
+    raise DSLError("DSL_TILE_ORDER", f"unknown tile order {order!r}", requirement=f"one of {', '.join(TILE_ORDERS)}")
+
+
+@contextlib.contextmanager
+def persistent_grid(
+    tiles: tuple[Any, Any], blocks: int = 132, threads: int = 128, order: str = "grouped", group: int = 8
+) -> Iterator[tuple[Expr, Expr]]:
+    """``with T.persistent_grid((tiles_m, tiles_n), blocks=132) as (tm, tn):`` a persistent kernel:
+    `blocks` blocks (one per SM) loop over the tiles in `order`; the body runs once per tile."""
+    if order not in TILE_ORDERS:
+        choices = ", ".join(TILE_ORDERS)
+        raise DSLError("DSL_TILE_ORDER", f"unknown tile order {order!r}", requirement=f"one of {choices}")
+    if not isinstance(blocks, int) or blocks < 1:
+        raise DSLError("DSL_GRID_RANK", f"blocks must be a positive int, got {blocks!r}")
+    with grid(blocks, threads=threads) as (bx,):
+        st = _state("T.persistent_grid")
+        st.persistent = (order, group)
+        total = as_expr(tiles[0]) * tiles[1]
+        for it in serial(cdiv(total, blocks)):
+            t = bx + it * blocks
+            with if_(t < total):
+                yield tile_order(t, tiles, order, group)
 
 
 # --- allocation --------------------------------------------------------------------------------------------
@@ -793,9 +851,23 @@ def async_wait(pending: int = 0) -> None:
     _state("T.async_wait").emit(AsyncWait(pending, loc=caller_loc()))
 
 
-def barrier() -> None:
-    """``__syncthreads()``."""
-    _state("T.barrier").emit(Barrier(loc=caller_loc()))
+def barrier(barrier_id: int = 0, threads: int | None = None) -> None:
+    """``__syncthreads()``; with a `barrier_id` > 0, the named barrier ``bar.sync id, threads``
+    (for example between the consumer warpgroups of a warp-specialized kernel)."""
+    st = _state("T.barrier")
+    loc = caller_loc()
+    if barrier_id == 0 and threads is None:
+        st.emit(Barrier(loc=loc))
+        return
+    if not 1 <= barrier_id <= 15 or threads is None or threads % 32 or not 32 <= threads <= (st.threads or 0):
+        raise DSLError(
+            "DSL_NAMED_BARRIER",
+            f"named barrier {barrier_id} for {threads} threads is not valid",
+            requirement=f"an id in 1..15 and a multiple of 32 threads up to {st.threads}",
+            actual=(barrier_id, threads),
+            loc=loc,
+        )
+    st.emit(Barrier(BarrierKind.NAMED, barrier_id, threads, loc=loc))
 
 
 class _MbarrierRef:
@@ -952,6 +1024,7 @@ class KernelFunction:
         self.__doc__ = fn.__doc__
         self.signature = inspect.signature(fn, eval_str=True)
         self._cache: dict[tuple, Kernel] = {}
+        self.policy_params: dict[str, Any] = {}
         self.tensor_specs: dict[str, TensorSpec] = {}
         self.defaults: dict[str, Any] = {}
         for p in self.signature.parameters.values():
@@ -1074,10 +1147,46 @@ class KernelFunction:
             thread_var=st.thread_var,
             body=tuple(st.stack[0]),
             params=tuple(sorted(values.items())),
-            policies=Policies(),
+            policies=_policies(self.policy_params, values, st),
             assumptions=tuple(v >= 1 for v in shape_vars.values()),
             loc=_def_loc(self.fn),
         )
+
+
+def _policies(declared: dict[str, Any], values: dict[str, Any], st: _Trace) -> Policies:
+    """The policy values of one specialization: declared ones from the parameters, the rest read
+    off the trace."""
+    from argus.ir.nodes import For as ForNode
+    from argus.ir.nodes import walk
+
+    def resolve(ref: Any) -> Any:
+        if isinstance(ref, tuple):
+            return tuple(resolve(r) for r in ref)
+        return values[ref] if isinstance(ref, str) else ref
+
+    found: dict[str, Any] = {k: resolve(v) for k, v in declared.items()}
+    body = tuple(st.stack[0])
+    roles = [s for s in walk(body) if isinstance(s, Role)]
+    if roles and "warp_roles" not in found:
+        found["warp_roles"] = tuple(r.name for r in roles)
+    if roles and "register_split" not in found and any(r.registers for r in roles):
+        found["register_split"] = tuple(r.registers or 0 for r in roles)
+    swizzles = [
+        s.buffer.layout.inner.bits
+        for s in walk(body)
+        if isinstance(s, Alloc) and s.buffer.space == Space.SHARED and isinstance(s.buffer.layout, ComposedLayout)
+    ]
+    if swizzles and "swizzle" not in found:
+        found["swizzle"] = 16 << max(swizzles)  # Swizzle(B, ...) of 16-byte chunks: 32 << (B - 1) bytes
+    pipelined = [s.stages for s in walk(body) if isinstance(s, ForNode) and s.kind == LoopKind.PIPELINED]
+    if pipelined and "stages" not in found:
+        found["stages"] = max(pipelined)
+    if st.persistent is not None:
+        found.setdefault("persistent", True)
+        found.setdefault("tile_order", st.persistent[0])
+    if "tile_order" in found and isinstance(found["tile_order"], str):
+        found["tile_order"] = TileOrder(found["tile_order"])
+    return Policies(**found)
 
 
 def _as_numpy(name: str, value: Any):
@@ -1115,9 +1224,38 @@ def _def_loc(fn: Any):
     return SourceLoc(code.co_filename, line, len(text) - len(text.lstrip()), text)
 
 
-def kernel(fn: types.FunctionType) -> KernelFunction:
-    """Decorate a Python function as an argus kernel."""
-    return KernelFunction(fn)
+POLICY_NAMES = ("tile_shape", "stages", "swizzle", "warp_roles", "register_split", "tile_order", "persistent", "unroll")
+
+
+def kernel(fn: types.FunctionType | None = None, *, policies: dict[str, Any] | None = None) -> Any:
+    """Decorate a Python function as an argus kernel: ``@argus.kernel`` or
+    ``@argus.kernel(policies={"stages": "STAGES", "tile_shape": ("BM", "BN", "BK")})``, which names
+    the parameters that carry each compiler policy (so a planner can change one at a time). Policies
+    the kernel's IR shows (swizzle, warp roles and their register split, persistence and tile
+    order) are recorded from the trace as well."""
+    if policies is not None:
+        unknown = set(policies) - set(POLICY_NAMES)
+        if unknown:
+            raise DSLError(
+                "DSL_UNKNOWN_POLICY",
+                f"unknown policy {sorted(unknown)[0]!r}",
+                requirement=f"one of {', '.join(POLICY_NAMES)}",
+            )
+
+    def wrap(f: types.FunctionType) -> KernelFunction:
+        kf = KernelFunction(f)
+        kf.policy_params = dict(policies or {})
+        for name, ref in kf.policy_params.items():
+            for p in ref if isinstance(ref, tuple) else (ref,):
+                if isinstance(p, str) and p not in kf.defaults:
+                    raise DSLError(
+                        "DSL_UNKNOWN_POLICY",
+                        f"policy {name!r} names parameter {p!r}, which kernel {kf.name} does not have",
+                        loc=_def_loc(f),
+                    )
+        return kf
+
+    return wrap(fn) if fn is not None else wrap
 
 
 __all__ = [
@@ -1153,6 +1291,8 @@ __all__ = [
     "i32",
     "if_",
     "index",
+    "lane_id",
+    "persistent_grid",
     "kernel",
     "maximum",
     "mbarrier_arrive",
@@ -1167,8 +1307,10 @@ __all__ = [
     "serial",
     "sqrt",
     "thread_id",
+    "tile_order",
     "u32",
     "unroll",
+    "warp_id",
     "wgmma_atom",
     "where",
 ]
