@@ -45,3 +45,16 @@ def test_argument_checks() -> None:
     with pytest.raises(InterpError) as e:
         interpret(vector_add, np.zeros((2, 4)), np.zeros(8), np.zeros(8))
     assert e.value.code == "INTERP_ARGUMENT_RANK"
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_pytorch_reference_agrees(name: str) -> None:
+    """Each kernel's PyTorch reference (torch's own softmax, layer_norm, scaled_dot_product_attention,
+    matmul) agrees with the numpy reference, and the interpreted kernel matches it."""
+    from argus.kernels.registry import torch_check
+
+    entry = get_kernel(name)
+    assert entry.torch_reference is not None
+    ref_gap, kernel_gap = torch_check(entry, entry.partial_shape, seed=2)
+    assert ref_gap < 1e-9
+    assert kernel_gap <= entry.tolerance

@@ -31,10 +31,53 @@ class LibraryKernel:
     reference: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
     tolerance: float = 1e-4
     params: dict[str, Any] = field(default_factory=dict)
+    #: The same reference written with PyTorch's own operators (torch tensors in and out, float64),
+    #: imported lazily: the tests check that it agrees with `reference` and with the kernel.
+    torch_reference: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 def _bf16(x: np.ndarray) -> np.ndarray:
     return np.asarray(round_to(bf16, x), dtype=np.float64)
+
+
+def _torch_softmax(t: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    return {"Y": torch.softmax(t["X"], dim=1)}
+
+
+def _torch_layer_norm(t: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    n = t["X"].shape[1]
+    return {"Y": torch.nn.functional.layer_norm(t["X"], (n,), t["W"], t["Bias"], eps=1e-5)}
+
+
+def _torch_attention(t: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    return {"O": torch.nn.functional.scaled_dot_product_attention(t["Q"], t["K"], t["V"])}
+
+
+def torch_check(entry: LibraryKernel, shape: dict[str, int], seed: int = 0) -> tuple[float, float]:
+    """(largest difference between the numpy and the PyTorch reference, largest difference between
+    the interpreted kernel and the PyTorch reference), both relative to the output scale."""
+    import torch
+
+    from argus.interp import run_kernel
+
+    rng = np.random.default_rng(seed)
+    arrays = entry.make(shape, rng)
+    tensors = {k: torch.from_numpy(v.copy()) for k, v in arrays.items()}
+    want_torch = {k: v.numpy() for k, v in entry.torch_reference(tensors).items()}
+    want_numpy = entry.reference({k: v.copy() for k, v in arrays.items()})
+    run_kernel(entry.kernel.trace(**entry.params), arrays)
+    ref_gap = kernel_gap = 0.0
+    for name, want in want_torch.items():
+        scale = max(1.0, float(np.abs(want).max()))
+        ref_gap = max(ref_gap, float(np.abs(want_numpy[name] - want).max()) / scale)
+        kernel_gap = max(kernel_gap, float(np.abs(arrays[name] - want).max()) / scale)
+    return ref_gap, kernel_gap
 
 
 def _vector_add() -> LibraryKernel:
@@ -52,6 +95,7 @@ def _vector_add() -> LibraryKernel:
         {"N": 3000},
         make,
         lambda a: {"C": a["A"] + a["B"]},
+        torch_reference=lambda t: {"C": t["A"] + t["B"]},
     )
 
 
@@ -76,6 +120,7 @@ def _softmax() -> LibraryKernel:
         make,
         reference,
         tolerance=1e-5,
+        torch_reference=_torch_softmax,
     )
 
 
@@ -105,6 +150,7 @@ def _layer_norm() -> LibraryKernel:
         make,
         reference,
         tolerance=1e-4,
+        torch_reference=_torch_layer_norm,
     )
 
 
@@ -125,6 +171,7 @@ def _gemm(name: str, description: str, attr: str, params: dict[str, Any] | None 
         lambda a: {"C": a["A"] @ a["B"]},
         tolerance=1e-3,
         params=dict(params or {}),
+        torch_reference=lambda t: {"C": t["A"] @ t["B"]},
     )
 
 
@@ -144,6 +191,7 @@ def _gemm_hopper() -> LibraryKernel:
         make,
         lambda a: {"C": a["A"] @ a["B"].T},
         tolerance=1e-3,
+        torch_reference=lambda t: {"C": t["A"] @ t["B"].T},
     )
 
 
@@ -172,6 +220,7 @@ def _attention() -> LibraryKernel:
         make,
         reference,
         tolerance=1e-2,  # P is rounded to bf16 before P @ V, as on the GPU
+        torch_reference=_torch_attention,
     )
 
 
