@@ -63,3 +63,16 @@ def test_help_of_each_command() -> None:
     for cmd in (["kernels", "--help"], ["kernels", "list", "--help"], ["interpret", "--help"], ["ir", "--help"]):
         result = runner.invoke(app, cmd)
         assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_compile_reports_resources_and_sass() -> None:
+    result = runner.invoke(app, ["compile", "gemm_cp_async"])
+    assert result.exit_code == 0, result.output
+    assert "HMMA" in result.output and "LDSM" in result.output and "LDGSTS" in result.output
+    cuda = runner.invoke(app, ["compile", "vector_add", "--cuda"])
+    assert cuda.exit_code == 0 and "__global__" in cuda.output and "elementwise.py:" in cuda.output
+
+
+def test_compile_unsupported_kernel_exits_two() -> None:
+    result = runner.invoke(app, ["compile", "gemm_wgmma_tma"])
+    assert result.exit_code == 2 and "CODEGEN_UNSUPPORTED" in result.output

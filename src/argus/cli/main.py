@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from argus._version import __version__
-from argus.cli import kernels_cmd, layout_cmd, tour_cmd
+from argus.cli import compile_cmd, kernels_cmd, layout_cmd, tour_cmd
 
 app = typer.Typer(
     name="argus",
@@ -18,6 +18,7 @@ app.add_typer(layout_cmd.app, name="layout")
 app.add_typer(kernels_cmd.app, name="kernels")
 app.command("interpret")(kernels_cmd.interpret)
 app.command("ir")(kernels_cmd.ir)
+app.command("compile")(compile_cmd.compile_kernel_cli)
 app.command("tour")(tour_cmd.tour)
 
 

@@ -1,0 +1,343 @@
+"""The device-side helpers generated kernels call, as named snippets of CUDA C++.
+
+Each snippet is one concept (masked global vectors, ``cp.async``, ``ldmatrix``, an MMA instruction, ...);
+the emitter records the snippets a kernel uses and `render` writes exactly those, in dependency order,
+inside ``namespace argus``, so a generated translation unit carries only what it needs and reads top to
+bottom: includes, helpers, the kernel.
+
+Conventions shared with the emitter:
+
+* a vector of ``V`` elements of type ``T`` is ``Vec<T, V>`` (aligned to its size, so one ``LDG.128`` /
+  ``STS.128`` moves it);
+* a masked run of ``V`` consecutive global elements is described by its ``offset`` from the tensor's base,
+  ``row_ok`` (every coordinate but the run's is in bounds) and the run's first coordinate ``col`` and extent
+  ``n`` along its dimension; element ``j`` is in bounds when ``row_ok && 0 <= col + j < n``. Masked elements
+  are neither read nor written, and loads give ``pad`` for them;
+* ``vector_ok`` is the kernel-uniform condition under which every run's address is aligned to the
+  vector size (e.g. the row length is a multiple of ``V``); when it fails, the element-wise path runs;
+* shared-memory addresses for inline PTX are 32-bit (``cvta.to.shared``), in bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from argus.atoms import MmaAtom
+
+
+@dataclass(frozen=True)
+class Snippet:
+    name: str
+    text: str
+    needs: tuple[str, ...] = ()
+
+
+_SNIPPETS: dict[str, Snippet] = {}
+
+
+def _snippet(name: str, text: str, needs: tuple[str, ...] = ()) -> None:
+    _SNIPPETS[name] = Snippet(name, text.strip("\n"), needs)
+
+
+_snippet(
+    "vec",
+    """
+// V elements of T moved as one aligned vector access.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+""",
+)
+
+_snippet(
+    "bounds",
+    """
+// 0 <= i < n, in one unsigned comparison.
+__device__ __forceinline__ bool in_range(int i, int n) { return static_cast<unsigned>(i) < static_cast<unsigned>(n); }
+
+// A run of V elements at columns col .. col+V-1 of an in-bounds row lies entirely inside 0 .. n-1.
+template <int V>
+__device__ __forceinline__ bool whole_run(bool row_ok, int col, int n) {
+  return row_ok && col >= 0 && col <= n - V;
+}
+""",
+)
+
+_snippet(
+    "floor",
+    """
+// Python's floor division and modulo (the IR's // and %), for operands that may be negative.
+__device__ __forceinline__ int floordiv(int a, int b) {
+  const int q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ int floormod(int a, int b) { return a - floordiv(a, b) * b; }
+""",
+)
+
+_snippet(
+    "swizzle",
+    """
+// argus.layout.Swizzle(B, M, S): XOR the B bits at M+S into the B bits at M.
+template <int B, int M, int S>
+__device__ __forceinline__ int swizzle(int offset) {
+  constexpr int mask = ((1 << B) - 1) << (M + S);
+  return offset ^ ((offset & mask) >> S);
+}
+""",
+)
+
+_snippet(
+    "global_load",
+    """
+// dst[j] = base[offset + j] for the V elements of a run at columns col.. of a row (row_ok: the row is in
+// bounds); elements outside 0 <= col + j < n read pad. One vector access when the whole run is inside and
+// vector_ok says the address is aligned.
+template <int V, typename T>
+__device__ __forceinline__ void load_global(T* dst, const T* __restrict__ base, long long offset, bool row_ok,
+                                            int col, int n, bool vector_ok, T pad) {
+  if (V > 1 && vector_ok && whole_run<V>(row_ok, col, n)) {
+    const Vec<T, V> x = *reinterpret_cast<const Vec<T, V>*>(base + offset);
+#pragma unroll
+    for (int j = 0; j < V; ++j) dst[j] = x.v[j];
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) dst[j] = row_ok && in_range(col + j, n) ? base[offset + j] : pad;
+  }
+}
+""",
+    ("vec", "bounds"),
+)
+
+_snippet(
+    "global_store",
+    """
+// base[offset + j] = src[j] for the elements of a run that lie inside (masked elements are not written).
+template <int V, typename T>
+__device__ __forceinline__ void store_global(T* __restrict__ base, long long offset, bool row_ok, int col, int n,
+                                             bool vector_ok, const T* src) {
+  if (V > 1 && vector_ok && whole_run<V>(row_ok, col, n)) {
+    Vec<T, V> x;
+#pragma unroll
+    for (int j = 0; j < V; ++j) x.v[j] = src[j];
+    *reinterpret_cast<Vec<T, V>*>(base + offset) = x;
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (row_ok && in_range(col + j, n)) base[offset + j] = src[j];
+  }
+}
+""",
+    ("vec", "bounds"),
+)
+
+_snippet(
+    "shared_access",
+    """
+// V consecutive shared-memory elements (contiguous and aligned: checked when the code was generated).
+template <int V, typename T>
+__device__ __forceinline__ void load_shared(T* dst, const T* src) {
+  const Vec<T, V> x = *reinterpret_cast<const Vec<T, V>*>(src);
+#pragma unroll
+  for (int j = 0; j < V; ++j) dst[j] = x.v[j];
+}
+template <int V, typename T>
+__device__ __forceinline__ void store_shared(T* dst, const T* src) {
+  Vec<T, V> x;
+#pragma unroll
+  for (int j = 0; j < V; ++j) x.v[j] = src[j];
+  *reinterpret_cast<Vec<T, V>*>(dst) = x;
+}
+""",
+    ("vec",),
+)
+
+_snippet(
+    "smem_address",
+    """
+// The 32-bit shared-memory address PTX's shared-state-space instructions take.
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+""",
+)
+
+_snippet(
+    "cp_async",
+    """
+// cp.async of a run of V elements global -> shared, zero-filling its masked tail (src-size = the bytes in
+// bounds); a synchronous element-wise copy where the vector would be misaligned, or where masked elements
+// must read a pad other than 0.
+template <int V, typename T>
+__device__ __forceinline__ void cp_async(T* dst, const T* __restrict__ base, long long offset, bool row_ok, int col,
+                                         int n, bool vector_ok, T pad, bool pad_is_zero) {
+  constexpr int bytes = V * static_cast<int>(sizeof(T));
+  static_assert(bytes == 4 || bytes == 8 || bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  if (vector_ok && col >= 0 && (pad_is_zero || whole_run<V>(row_ok, col, n))) {
+    const int valid = row_ok ? min(max(n - col, 0), V) : 0;  // in-bounds elements: a prefix, since col >= 0
+    const T* src = valid > 0 ? base + offset : base;
+    const int src_bytes = valid * static_cast<int>(sizeof(T));
+    if constexpr (bytes == 16) {
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes)
+                   : "memory");
+    } else {
+      asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\\n" ::"r"(smem_u32(dst)), "l"(src), "n"(bytes),
+                   "r"(src_bytes)
+                   : "memory");
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) dst[j] = row_ok && in_range(col + j, n) ? base[offset + j] : pad;
+  }
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\\n" ::"n"(N) : "memory");
+}
+""",
+    ("smem_address", "bounds"),
+)
+
+_snippet(
+    "copy_to_shared",
+    """
+// Synchronous copy of a run of V elements global -> shared (masked elements become pad).
+template <int V, typename T>
+__device__ __forceinline__ void copy_global_to_shared(T* dst, const T* __restrict__ base, long long offset,
+                                                      bool row_ok, int col, int n, bool vector_ok, T pad) {
+  if (V > 1 && vector_ok && whole_run<V>(row_ok, col, n)) {
+    *reinterpret_cast<Vec<T, V>*>(dst) = *reinterpret_cast<const Vec<T, V>*>(base + offset);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) dst[j] = row_ok && in_range(col + j, n) ? base[offset + j] : pad;
+  }
+}
+""",
+    ("vec", "bounds"),
+)
+
+_snippet(
+    "copy_to_global",
+    """
+// Copy of a run of V elements shared -> global (masked elements are not written).
+template <int V, typename T>
+__device__ __forceinline__ void copy_shared_to_global(T* __restrict__ base, long long offset, bool row_ok, int col,
+                                                      int n, bool vector_ok, const T* src) {
+  if (V > 1 && vector_ok && whole_run<V>(row_ok, col, n)) {
+    *reinterpret_cast<Vec<T, V>*>(base + offset) = *reinterpret_cast<const Vec<T, V>*>(src);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (row_ok && in_range(col + j, n)) base[offset + j] = src[j];
+  }
+}
+""",
+    ("vec", "bounds"),
+)
+
+_snippet(
+    "registers",
+    """
+// The i-th 32-bit register of a fragment of 16-bit values (two values, the even one in the low half).
+template <typename T>
+__device__ __forceinline__ unsigned& reg(T* fragment, int i) {
+  return reinterpret_cast<unsigned*>(fragment)[i];
+}
+""",
+)
+
+
+def _matrix_snippet(op: str, num: int, trans: bool) -> Snippet:
+    suffix = f"x{num}" + ("_trans" if trans else "")
+    ptx = f"{op}.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16"
+    regs = ", ".join(f"%{i}" for i in range(num))
+    params = ", ".join(f"unsigned{'&' if op == 'ldmatrix' else ''} r{i}" for i in range(num))
+    if op == "ldmatrix":
+        outs = ", ".join(f'"=r"(r{i})' for i in range(num))
+        body = f'asm volatile("{ptx} {{{regs}}}, [%{num}];\\n" : {outs} : "r"(address) : "memory");'
+        comment = "// ldmatrix: lane 8j+r gives the address of row r of matrix j; matrix j lands in register r{j}."
+    else:
+        ins = ", ".join(f'"r"(r{i})' for i in range(num))
+        sources = ", ".join(f"%{i + 1}" for i in range(num))
+        body = f'asm volatile("{ptx} [%0], {{{sources}}};\\n" :: "r"(address), {ins} : "memory");'
+        comment = "// stmatrix: lane 8j+r gives the address of row r of matrix j; matrix j comes from register r{j}."
+    text = f"""
+{comment}
+__device__ __forceinline__ void {op}_{suffix}({params}, unsigned address) {{
+  {body}
+}}
+"""
+    return Snippet(f"{op}_{suffix}", text.strip("\n"))
+
+
+for _op in ("ldmatrix", "stmatrix"):
+    for _num in (1, 2, 4):
+        for _trans in (False, True):
+            _s = _matrix_snippet(_op, _num, _trans)
+            _SNIPPETS[_s.name] = _s
+
+
+def mma_function_name(atom: MmaAtom) -> str:
+    """The helper that issues `atom` (one name per atom: the PTX types are part of it)."""
+    return "mma_" + "".join(ch if ch.isalnum() else "_" for ch in atom.name.removeprefix("mma."))
+
+
+def mma_snippet(atom: MmaAtom) -> Snippet:
+    """The helper for one ``mma.sync`` atom: accumulators by reference (``"+f"`` for f32, packed
+    ``"+r"`` pairs for f16), A and B as 32-bit registers of packed 16-bit values."""
+    a_regs = atom.values_per_thread("A") * atom.a_dtype.bits // 32
+    b_regs = atom.values_per_thread("B") * atom.b_dtype.bits // 32
+    c_values = atom.values_per_thread("C")
+    f32_acc = atom.acc_dtype.bits == 32
+    c_regs = c_values if f32_acc else c_values * atom.acc_dtype.bits // 32
+    c_type, c_con = ("float", "f") if f32_acc else ("unsigned", "r")
+    n = 0
+
+    def group(count: int) -> str:
+        nonlocal n
+        text = "{" + ", ".join(f"%{n + i}" for i in range(count)) + "}"
+        n += count
+        return text
+
+    d, a, b = group(c_regs), group(a_regs), group(b_regs)
+    ptx = f"{atom.ptx} {d}, {a}, {b}, {d};"
+    params = (
+        [f"{c_type}& d{i}" for i in range(c_regs)]
+        + [f"unsigned a{i}" for i in range(a_regs)]
+        + [f"unsigned b{i}" for i in range(b_regs)]
+    )
+    outs = ", ".join(f'"+{c_con}"(d{i})' for i in range(c_regs))
+    ins = ", ".join([f'"r"(a{i})' for i in range(a_regs)] + [f'"r"(b{i})' for i in range(b_regs)])
+    name = mma_function_name(atom)
+    text = f"""
+// {atom.ptx}: D = A * B + D, in place.
+__device__ __forceinline__ void {name}({", ".join(params)}) {{
+  asm volatile("{ptx}\\n" : {outs} : {ins});
+}}
+"""
+    return Snippet(name, text.strip("\n"))
+
+
+def render(used: set[str], extra: tuple[Snippet, ...] = ()) -> str:
+    """The ``namespace argus { ... }`` block with the snippets in `used` and what they need, in
+    definition order (which is dependency order), then the kernel-specific `extra` snippets (MMA
+    helpers)."""
+    wanted: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in wanted:
+            return
+        wanted.add(name)
+        for dep in _SNIPPETS[name].needs:
+            visit(dep)
+
+    for name in used:
+        if name in _SNIPPETS:
+            visit(name)
+    texts = [s.text for name, s in _SNIPPETS.items() if name in wanted] + [s.text for s in extra]
+    if not texts:
+        return ""
+    body = "\n\n".join(texts)
+    return f"namespace argus {{\n\n{body}\n\n}}  // namespace argus\n"

@@ -1,0 +1,150 @@
+"""What the code generator hands on: the CUDA source of one kernel specialization and how to launch it.
+
+`GeneratedSource` is everything the toolchain and the runtime need and nothing they would have to
+recompute from the IR: the text, the entry symbol, the parameters in order (tensor pointers, then the
+shape symbols as ``int``), the launch shape as a function of the shape symbols, the dynamic shared
+memory, and per tensor what the generated code assumes of it (dtype, row-major strides, alignment,
+whether it is written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.ir.expr import Expr, Var, evaluate
+from argus.ir.types import DType
+
+#: Dynamic shared memory a kernel may use without opting in (``cudaFuncAttributeMaxDynamicSharedMemorySize``).
+DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+#: The largest grid extents CUDA accepts, per dimension.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    """A tensor parameter of the generated kernel (a device pointer).
+
+    Attributes:
+        name: the parameter's name (the DSL's).
+        dtype: element type.
+        shape: extents, ints or expressions over the shape symbols.
+        strides: element strides the generated code indexes with (row-major for DSL tensors).
+        written: whether the kernel writes it (then it must not overlap any other argument).
+        alignment: bytes the base address must be a multiple of (the widest vector access made
+            relative to it; at least the element size).
+    """
+
+    name: str
+    dtype: DType
+    shape: tuple[Expr | int, ...]
+    strides: tuple[Expr | int, ...]
+    written: bool
+    alignment: int
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True)
+class ShapeParam:
+    """A shape symbol passed as an ``int`` parameter (``M``, ``N``, ``K``)."""
+
+    name: str
+    var: Var
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """One launch: grid and block extents (x, y, z) and dynamic shared memory in bytes."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+
+
+@dataclass(frozen=True, eq=False)
+class GeneratedSource:
+    """The CUDA C++ translation unit of one kernel specialization.
+
+    Attributes:
+        kernel_name: the IR kernel's name.
+        entry: the ``extern "C" __global__`` symbol to launch.
+        source: the CUDA C++ text (``// file.py:LINE`` comments tie its statements to the DSL).
+        tensors: tensor parameters, in order (they come first in the signature).
+        shape_params: shape-symbol parameters, in `Kernel.shape_vars` order (after the tensors).
+        threads: threads per block.
+        grid: grid extents as expressions over the shape symbols.
+        shared_bytes: dynamic shared memory per block.
+        assumptions: the kernel's declared assumptions over the shape symbols (checked before launch).
+        params: the trace-time parameters the kernel was specialized with.
+        notes: where the generator chose a slower path than the IR asked for, and why.
+    """
+
+    kernel_name: str
+    entry: str
+    source: str
+    tensors: tuple[TensorParam, ...]
+    shape_params: tuple[ShapeParam, ...]
+    threads: int
+    grid: tuple[Expr | int, ...]
+    shared_bytes: int
+    assumptions: tuple[Expr, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """Parameter names in signature order: tensor pointers, then shape symbols."""
+        return tuple(t.name for t in self.tensors) + tuple(s.name for s in self.shape_params)
+
+    @property
+    def program_name(self) -> str:
+        """The file name NVRTC sees (and logs and line tables refer to)."""
+        return f"{self.entry}.cu"
+
+    def shape_env(self, shape_values: Mapping[str, int]) -> dict[Var, int]:
+        """Shape symbol variables bound to `shape_values` (by name)."""
+        missing = [s.name for s in self.shape_params if s.name not in shape_values]
+        if missing:
+            raise KeyError(f"{self.kernel_name}: no value for shape symbol(s) {', '.join(missing)}")
+        return {s.var: int(shape_values[s.name]) for s in self.shape_params}
+
+    def launch_config(self, shape_values: Mapping[str, int]) -> LaunchConfig:
+        """Grid, block and dynamic shared memory for the shape symbols' values (by name).
+
+        Raises ValueError when a grid extent is not positive or exceeds CUDA's limits."""
+        env = self.shape_env(shape_values)
+        extents = [int(evaluate(g, env)) if isinstance(g, Expr) else int(g) for g in self.grid]
+        extents += [1] * (3 - len(extents))
+        for axis, (extent, limit) in enumerate(zip(extents, MAX_GRID, strict=True)):
+            if extent < 1 or extent > limit:
+                raise ValueError(
+                    f"{self.kernel_name}: grid extent {'xyz'[axis]} = {extent} for {dict(shape_values)} "
+                    f"is outside 1..{limit}"
+                )
+        return LaunchConfig((extents[0], extents[1], extents[2]), (self.threads, 1, 1), self.shared_bytes)
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledKernel:
+    """A generated kernel and its compiled module (`argus.backend.cuda.CompiledModule`): what
+    `argus.runtime.load` takes."""
+
+    generated: GeneratedSource
+    module: Any
+
+    @property
+    def entry(self) -> str:
+        return self.generated.entry
+
+    @property
+    def resources(self) -> Any:
+        """`KernelResources` of the entry (registers, spills, shared memory)."""
+        return self.module.resources[self.generated.entry]
+
+    def instruction_mix(self, *, modifiers: bool = False) -> Any:
+        """SASS opcode counts of the entry."""
+        return self.module.instruction_mix(self.generated.entry, modifiers=modifiers)

@@ -1,0 +1,152 @@
+"""`load` and `LoadedKernel`: a compiled argus kernel, callable on CUDA tensors.
+
+``load(compiled)`` is cheap and needs no GPU: the cubin is loaded into a context (``cuModuleLoadData``,
+``cuModuleGetFunction``, and the dynamic shared-memory limit raised when the kernel needs more than
+48 KiB) on the first call on each device. A call checks its arguments (`argus.runtime.arguments.bind`),
+then launches on the current torch stream of the tensors' device (``torch.cuda.current_stream(device)``),
+or on the stream given, or on the legacy default stream (0) when the arguments are not torch tensors.
+Launches are asynchronous, as CUDA's are: an error inside the kernel surfaces at the next synchronizing
+call.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from argus.backend.cuda.codegen.source import DEFAULT_DYNAMIC_SHARED_LIMIT, CompiledKernel, GeneratedSource
+from argus.runtime import driver as drv
+from argus.runtime.arguments import Binding, bind
+
+
+@dataclass(frozen=True)
+class PreparedLaunch:
+    """A checked call, ready to be launched again and again without re-checking (for timing loops):
+    the same tensors must stay alive and unchanged in shape."""
+
+    kernel: LoadedKernel
+    binding: Binding
+    stream: int
+
+    def launch(self) -> None:
+        self.kernel._launch(self.binding, self.stream)
+
+
+class LoadedKernel:
+    """A generated kernel's cubin, loaded lazily per device; call it with tensors in parameter order."""
+
+    def __init__(self, generated: GeneratedSource, cubin: bytes) -> None:
+        self.generated = generated
+        self.cubin = bytes(cubin)
+        self._functions: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.generated.entry
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The tensor parameters a call takes, in order (shape symbols are inferred from them)."""
+        return tuple(t.name for t in self.generated.tensors)
+
+    def __repr__(self) -> str:
+        return f"<argus LoadedKernel {self.name}({', '.join(self.parameters)})>"
+
+    def bind(self, *tensors: Any) -> Binding:
+        """Check the arguments and bind the shape symbols without launching (no GPU needed)."""
+        return bind(self.generated, tensors)
+
+    def prepare(self, *tensors: Any, stream: Any = None) -> PreparedLaunch:
+        """Check the arguments once; `PreparedLaunch.launch` then launches without re-checking."""
+        binding = self.bind(*tensors)
+        binding = self._resolve_device(binding)
+        return PreparedLaunch(self, binding, self._stream(binding, stream))
+
+    def __call__(self, *tensors: Any, stream: Any = None) -> None:
+        """Launch on `tensors` (torch CUDA tensors or ``__cuda_array_interface__`` objects) in parameter
+        order, on `stream` (a handle, a torch stream, or None for the current torch stream)."""
+        self.prepare(*tensors, stream=stream).launch()
+
+    # --- internals ---------------------------------------------------------------------------------------
+    def _resolve_device(self, binding: Binding) -> Binding:
+        if binding.device is not None:
+            return binding
+        devices = {drv.pointer_device(p, self.name) for p in binding.pointers}
+        if len(devices) > 1:
+            from argus.runtime.errors import ArgumentError
+
+            raise ArgumentError(
+                "RUNTIME_ARG_DEVICE",
+                f"{self.generated.kernel_name}: the tensors are on different devices ({sorted(devices)})",
+                kernel=self.generated.kernel_name,
+            )
+        return Binding(
+            binding.shapes, binding.pointers, binding.infos, devices.pop(), binding.config, binding.torch_stream_device
+        )
+
+    def _stream(self, binding: Binding, stream: Any) -> int:
+        if stream is not None:
+            handle = getattr(stream, "cuda_stream", stream)
+            return int(handle)
+        torch = sys.modules.get("torch")
+        if torch is not None and binding.torch_stream_device is not None:
+            return int(torch.cuda.current_stream(binding.torch_stream_device).cuda_stream)
+        return 0
+
+    def _function(self, device: int) -> Any:
+        with self._lock:
+            if device in self._functions:
+                return self._functions[device]
+            module = drv.call(self.name, "cuModuleLoadData", self.cubin)
+            function = drv.call(self.name, "cuModuleGetFunction", module, self.name.encode())
+            shared = self.generated.shared_bytes
+            if shared > DEFAULT_DYNAMIC_SHARED_LIMIT:
+                driver = drv.cuda_driver(self.name)
+                attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                drv.call(self.name, "cuFuncSetAttribute", function, attribute, shared)
+            self._functions[device] = function
+            return function
+
+    def _launch(self, binding: Binding, stream: int) -> None:
+        device = binding.device if binding.device is not None else 0
+        config = binding.config
+        shape_ints = tuple(binding.shapes[s.name] for s in self.generated.shape_params)
+        with drv.ContextScope(device, self.name):
+            function = self._function(device)
+            driver = drv.cuda_driver(self.name)
+            drv.call(
+                self.name,
+                "cuLaunchKernel",
+                function,
+                *config.grid,
+                *config.block,
+                config.shared_bytes,
+                driver.CUstream(stream),
+                drv.kernel_arguments(binding.pointers, shape_ints),
+                0,
+            )
+
+
+def load(compiled: CompiledKernel | Any, generated: GeneratedSource | None = None) -> LoadedKernel:
+    """A `LoadedKernel` for `compiled`: an `argus.backend.cuda.codegen.CompiledKernel`, or a
+    `CompiledModule` together with the `GeneratedSource` it was compiled from. Needs no GPU until the
+    kernel is called."""
+    if isinstance(compiled, CompiledKernel):
+        return LoadedKernel(compiled.generated, compiled.module.cubin)
+    if generated is None:
+        raise TypeError("load(module) needs the GeneratedSource too: load(module, generated)")
+    cubin = getattr(compiled, "cubin", compiled)
+    if not isinstance(cubin, bytes | bytearray):
+        raise TypeError(f"expected a CompiledKernel, or a CompiledModule/cubin bytes, got {type(compiled).__name__}")
+    return LoadedKernel(generated, bytes(cubin))
+
+
+def build(kernel: Any, *, options: Sequence[str] = (), **params: Any) -> LoadedKernel:
+    """Trace (with `params`), generate, compile and load in one step."""
+    from argus.backend.cuda.codegen import compile_kernel
+
+    return load(compile_kernel(kernel, options=options, **params))

@@ -1,0 +1,104 @@
+"""The code generator's less common paths, on the small kernels of `tests/runtime/kernels_codegen.py`: each
+generates and compiles for sm_90a without spills, and its source and SASS show the path taken. (Their
+numbers are checked against the interpreter by the GPU tier, `tests/runtime/test_gpu.py`.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from argus.backend.cuda.codegen import CompiledKernel, compile_kernel
+from tests.runtime.kernels_codegen import CASES
+
+BY_NAME = {case.name: case for case in CASES}
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, CompiledKernel]:
+    return {case.name: compile_kernel(case.kernel.trace(**case.params), cache=False) for case in CASES}
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_case_compiles_without_spills_or_warnings(name: str, built) -> None:
+    compiled = built[name]
+    assert compiled.module.warnings == ()
+    r = compiled.resources
+    assert (r.spill_stores, r.spill_loads, r.stack_frame) == (0, 0, 0), str(r)
+
+
+def test_conversions_index_select_unroll_and_branch(built) -> None:
+    compiled = built["mixed_elementwise"]
+    source = compiled.generated.source
+    assert "#include <cuda_bf16.h>" in source
+    assert "__float2bfloat16_rn(r_5[v])" in source  # T.cast to bf16 rounds to nearest even
+    assert "static_cast<float>(col + 3)" in source  # T.index: each value's own column
+    assert "(r_2[v] != 0 ? r_3[v] : r_4[v])" in source  # T.where
+    assert "#pragma unroll\n  for (int i = 0; i < 3; ++i) {" in source  # T.unroll
+    assert "if ((bx * 8) < M) {" in source  # T.if_
+    # bf16 stores: four values of 2 bytes per thread move as one 8-byte vector
+    assert compiled.instruction_mix(modifiers=True)["STG.E.64"] == 1
+
+
+def test_replicated_fragment_is_stored_once_per_element(built) -> None:
+    source = built["mixed_elementwise"].generated.source
+    # the row sums are held by the 16 threads of each row; only the first of them stores
+    assert "if ((tid & 15) == 0) {" in source
+    assert built["mixed_elementwise"].instruction_mix()["SHFL"] == 4  # 16 lanes per row: offsets 1, 2, 4, 8
+
+
+def test_swizzled_shared_memory_with_ldmatrix_and_cp_async(built) -> None:
+    compiled = built["swizzled_gemm"]
+    source = compiled.generated.source
+    assert "argus::swizzle<2, 3, 3>(" in source  # 64-byte swizzle of bf16
+    assert "argus::swizzle<3, 3, 3>(" in source  # 128-byte swizzle of bf16
+    assert "argus_smem + 4096" in source  # sB right after sA (64 x 32 bf16), on a 1024-byte boundary
+    mix = compiled.instruction_mix(modifiers=True)
+    assert mix["LDSM.16.M88.4"] == 4 and mix["LDSM.16.MT88.4"] == 4
+    assert mix["LDGSTS.E.BYPASS.128.ZFILL"] == 4
+    assert mix["HMMA.16816.F32.BF16"] == 16
+    assert compiled.generated.notes == ()
+
+
+def test_a_forced_ldmatrix_variant_is_emitted_as_written(built) -> None:
+    mix = built["swizzled_gemm_forced_x4"].instruction_mix(modifiers=True)
+    # B's layout calls for .trans; the forced .x4 keeps the row addresses and loads without it
+    assert mix["LDSM.16.M88.4"] == 8 and mix["LDSM.16.MT88.4"] == 0
+
+
+def test_stmatrix_and_named_barrier(built) -> None:
+    compiled = built["matrix_roundtrip"]
+    mix = compiled.instruction_mix(modifiers=True)
+    # 16 rows x 32 columns per warp: two 16x16 A atoms, each one .x4
+    assert mix["LDSM.16.M88.4"] == 2
+    assert mix["STSM.16.M88.4"] == 2
+    assert 'bar.sync %0, %1;\\n" :: "r"(1), "r"(128)' in compiled.generated.source
+
+
+def test_narrow_cp_async_runs(built) -> None:
+    compiled = built["narrow_copies"]
+    mix = compiled.instruction_mix(modifiers=True)
+    # two bf16 per row: 4-byte cp.async (.ca); one bf16 per row: too narrow, a synchronous copy and a note
+    assert mix["LDGSTS.E.ZFILL"] == 1
+    assert "cp.async.ca.shared.global" in compiled.module.ptx
+    (note,) = compiled.generated.notes
+    assert "kernels_codegen.py:" in note and "2 bytes" in note
+    assert "// note: cp.async needs 4-, 8- or 16-byte runs" in compiled.generated.source
+    # the row stride K is a shape symbol: the 4-byte runs are aligned only when K is even
+    assert "const bool vector_ok = K % 2 == 0;" in compiled.generated.source
+    assert "argus::store_shared<4>(s_2 + " in compiled.generated.source  # the shared fill, 16 bytes at a time
+    assert "argus::store_global<4>(G, " in compiled.generated.source  # the global fill, masked per run
+
+
+def test_a_layout_that_carries_between_values_uses_the_generic_index(built) -> None:
+    source = built["carried_layout"].generated.source
+    assert "const int index = tid * 3;  // tv's thread part" in source
+    assert "(index + 2) % 8" in source and "(index + 2) / 8" in source
+    mix = built["carried_layout"].instruction_mix(modifiers=True)
+    assert mix["LDG.E.128.CONSTANT"] == 0  # no vector: consecutive values are not consecutive addresses
+
+
+def test_negative_origins_and_floor_semantics(built) -> None:
+    source = built["shifted_window"].generated.source
+    # the origin bx * 512 - 3 is not a multiple of 4: vectors only where a run-time check says aligned
+    assert "const bool vector_ok = ((bx * 512) - 3) % 4 == 0;" in source
+    assert "argus::floormod(bx - 1, 2)" in source and "argus::floordiv(bx - 3, 2)" in source
+    assert "bx / 2" in source  # non-negative operands keep C's division
