@@ -81,3 +81,27 @@ def test_named_barrier_and_lane_ids() -> None:
     with pytest.raises(DSLError) as e:
         bad.trace()
     assert e.value.code == "DSL_NAMED_BARRIER"
+
+
+def test_runtime_equality_and_trace_time_conditions() -> None:
+    @argus.kernel
+    def good(A: T.Tensor[("N",), T.f32]):
+        with T.grid(4, threads=128) as (bx,):
+            with T.if_(T.eq(bx % 2, 1)):
+                T.barrier()
+
+    from argus.ir.nodes import If
+
+    cond = next(s for s in walk(good.trace().body) if isinstance(s, If)).cond
+    assert str(cond) == "((bx % 2) == 1)"
+    assert [bool(evaluate(cond, {good.trace().block_vars[0]: i})) for i in range(4)] == [False, True, False, True]
+
+    @argus.kernel
+    def bad(A: T.Tensor[("N",), T.f32]):
+        with T.grid(4, threads=128) as (bx,):
+            with T.if_(bx % 2 == 1):  # identity comparison: a Python bool
+                T.barrier()
+
+    with pytest.raises(DSLError) as e:
+        bad.trace()
+    assert e.value.code == "DSL_TRACE_TIME_CONDITION" and "T.eq" in str(e.value)

@@ -740,6 +740,20 @@ def minimum(a: Fragment, b: Any) -> Fragment:
     return a._binary(MapOp.MIN, b)
 
 
+def eq(a: Any, b: Any) -> Expr:
+    """The runtime condition ``a == b`` (Python's ``==`` on expressions compares identity)."""
+    from argus.ir.expr import BinaryOp, binary
+
+    return binary(BinaryOp.EQ, as_expr(a), as_expr(b))
+
+
+def ne(a: Any, b: Any) -> Expr:
+    """The runtime condition ``a != b``."""
+    from argus.ir.expr import BinaryOp, binary
+
+    return binary(BinaryOp.NE, as_expr(a), as_expr(b))
+
+
 def index(x: Fragment, axis: int) -> Fragment:
     """A fragment like `x` whose every element is its own coordinate along `axis` of the tile
     (for masks: ``T.index(s, 1) + j * BN < N``)."""
@@ -1001,9 +1015,18 @@ def pipeline(extent: Any, stages: int) -> Iterator[tuple[Var, Expr]]:
 
 @contextlib.contextmanager
 def if_(cond: Any) -> Iterator[None]:
-    """``with T.if_(cond):``: a branch taken at run time."""
+    """``with T.if_(cond):``: a branch taken at run time. Compare runtime values with ``<``,
+    ``<=``, ``>``, ``>=``, or `T.eq` / `T.ne` (Python's ``==`` on expressions compares identity)."""
     st = _state("T.if_")
     loc = caller_loc()
+    if isinstance(cond, bool):
+        raise DSLError(
+            "DSL_TRACE_TIME_CONDITION",
+            f"T.if_ got the Python bool {cond}: the condition was decided while tracing, not at run time",
+            "compare runtime values with T.eq(a, b) / T.ne(a, b) (== and != on expressions compare identity), "
+            "or use a plain Python `if` for a trace-time choice",
+            loc=loc,
+        )
     st.stack.append([])
     try:
         yield
@@ -1280,6 +1303,7 @@ __all__ = [
     "cast",
     "cdiv",
     "copy",
+    "eq",
     "exp",
     "exp2",
     "f16",
@@ -1299,6 +1323,7 @@ __all__ = [
     "mbarrier_wait",
     "minimum",
     "mma_sync",
+    "ne",
     "pipeline",
     "reduce_max",
     "reduce_sum",
