@@ -11,7 +11,9 @@ registry's ``reference`` (float64) under the registry's tolerance (the largest e
 reference's scale, as ``check_on_interpreter`` measures it), and check the inputs were not modified. Each
 kernel is then timed with CUDA events (median of ``--reps`` after ``--warmup`` launches, the L2 cache
 flushed before each), next to a PyTorch baseline on the same shapes in the same run (``torch.matmul`` for the
-GEMMs), and the ratio printed (baseline time / argus time: above 1 means argus is faster).
+GEMMs, ``A @ B.T`` for ``gemm_wgmma_tma`` whose B is given as (N, K); ``scaled_dot_product_attention`` for
+flash attention, which returns bf16 where argus writes f32), and the ratio printed (baseline time / argus
+time: above 1 means argus is faster).
 
 Prints the GPU, driver, CUDA, torch and NVRTC versions, then one table. Exits 1 if any kernel fails
 correctness (kernels the code generator does not support yet are listed as skipped, not failed).
@@ -41,6 +43,7 @@ LARGE_SHAPES = {
     "gemm_mma_sync": {"M": 2048, "N": 2048, "K": 2048},
     "gemm_cp_async": {"M": 2048, "N": 2048, "K": 2048},
     "gemm_wgmma_tma": {"M": 4096, "N": 4096, "K": 4096},
+    "flash_attention_fwd": {"BH": 32, "S": 2048},
 }
 
 
@@ -95,6 +98,9 @@ def _baseline(torch, name: str, tensors: dict):  # noqa: ANN001
         if name == "gemm_wgmma_tma":
             return (lambda: torch.matmul(a, b.t())), "torch.matmul bf16 (A @ B^T)"
         return (lambda: torch.matmul(a, b)), "torch.matmul bf16"
+    if name == "flash_attention_fwd":
+        q, k, v = tensors["Q"], tensors["K"], tensors["V"]
+        return (lambda: F.scaled_dot_product_attention(q, k, v)), "F.scaled_dot_product_attention bf16"
     if name == "vector_add":
         a, b, c = tensors["A"], tensors["B"], tensors["C"]
         return (lambda: torch.add(a, b, out=c)), "torch.add"

@@ -40,13 +40,20 @@ def _changed(kernel: Kernel, change) -> Kernel:
     return dataclasses.replace(kernel, body=_map_stmts(kernel.body, change))
 
 
-def test_a_warp_role_is_unsupported_at_its_dsl_line() -> None:
+def _split_role() -> Kernel:
+    """`with_role` with its role over warpgroups 0 and 2 (not consecutive: not lowered)."""
+    kernel = with_role.trace()
+    kernel = dataclasses.replace(kernel, threads=384)
+    return _changed(kernel, lambda s: dataclasses.replace(s, warpgroups=(0, 2)) if isinstance(s, Role) else s)
+
+
+def test_a_split_warp_role_is_unsupported_at_its_dsl_line() -> None:
     with pytest.raises(CodegenError) as info:
-        generate(with_role.trace())
+        generate(_split_role())
     err = info.value
     assert err.code == "CODEGEN_UNSUPPORTED"
     assert isinstance(err, ArgusError)
-    assert "warp role 'producer' (Role)" in err.message
+    assert "warp role 'producer' over warpgroups (0, 2) that are not consecutive" in err.message
     line = _line_of(with_role, 'T.role("producer"')
     assert err.location == f"kernels_codegen.py:{line}"
     text = str(err)
@@ -55,24 +62,30 @@ def test_a_warp_role_is_unsupported_at_its_dsl_line() -> None:
     assert os.path.basename(err.loc.file) == "kernels_codegen.py"  # the user's file, not the generator's
 
 
-def test_mbarriers_are_unsupported_at_their_allocation() -> None:
-    with pytest.raises(CodegenError) as info:
-        generate(with_mbarrier.trace())
-    assert info.value.code == "CODEGEN_UNSUPPORTED"
-    assert "mbarrier array bar" in info.value.message
-    assert info.value.location == f"kernels_codegen.py:{_line_of(with_mbarrier, 'bars = T.alloc_mbarrier')}"
+def test_a_warp_role_is_a_branch_on_its_warpgroups_with_role_relative_threads() -> None:
+    source = generate(with_role.trace()).source
+    assert "if (tid < 128) {  // role producer: warpgroups (0,)" in source
+    assert "const int producer_tid = tid;" in source
 
 
-def test_tma_copies_and_wgmma_are_unsupported() -> None:
+def test_an_mbarrier_is_carved_from_shared_memory_and_waited_on_with_try_wait() -> None:
+    generated = generate(with_mbarrier.trace())
+    assert "unsigned long long* const bar = reinterpret_cast<unsigned long long*>(argus_smem + 0)" in generated.source
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in generated.source
+    assert "argus::mbarrier_wait(argus::smem_u32(&bar[0]), static_cast<unsigned>(0) & 1u);" in generated.source
+    assert generated.shared_bytes == 16
+
+
+def test_a_tma_copy_without_mbarrier_and_wgmma_on_registers_are_refused() -> None:
     entry = get_kernel("gemm_mma_sync")
     kernel = entry.kernel.trace(**entry.params)
     first_copy = next(s for s in kernel.body if isinstance(s, For)).body[0]
     assert isinstance(first_copy, Copy)
 
     tma = _changed(kernel, lambda s: dataclasses.replace(s, atom="tma") if s is first_copy else s)
-    with pytest.raises(CodegenError, match="TMA copy") as info:
+    with pytest.raises(CodegenError, match="TMA load needs an mbarrier") as info:
         generate(tma)
-    assert info.value.code == "CODEGEN_UNSUPPORTED" and info.value.loc == first_copy.loc
+    assert info.value.code == "CODEGEN_INVALID" and info.value.loc == first_copy.loc
 
     wgmma = _changed(
         kernel, lambda s: dataclasses.replace(s, atom="wgmma.m64n64k16.f32.bf16.bf16.ss") if isinstance(s, Gemm) else s
@@ -106,7 +119,7 @@ def test_an_unknown_statement_is_unsupported_and_annotations_are_skipped() -> No
 
 def test_codegen_errors_pickle() -> None:
     with pytest.raises(CodegenError) as info:
-        generate(with_role.trace())
+        generate(_split_role())
     again = pickle.loads(pickle.dumps(info.value))
     assert type(again) is CodegenError and again.code == info.value.code and again.loc == info.value.loc
     assert str(again) == str(info.value)

@@ -20,7 +20,15 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to torch"),
 ]
 
-LIBRARY = ("vector_add", "softmax", "layer_norm", "gemm_mma_sync", "gemm_cp_async")
+LIBRARY = (
+    "vector_add",
+    "softmax",
+    "layer_norm",
+    "gemm_mma_sync",
+    "gemm_cp_async",
+    "gemm_wgmma_tma",  # TMA, mbarriers, warp roles with setmaxnreg, wgmma
+    "flash_attention_fwd",  # the same, 3-d TMA with a squeezed dimension, MN-major wgmma B, fence.proxy.async
+)
 _TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32"}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from argus._version import __version__
-from argus.cli import compile_cmd, kernels_cmd, layout_cmd, tour_cmd
+from argus.cli import compile_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
 
 app = typer.Typer(
     name="argus",
@@ -19,6 +19,7 @@ app.add_typer(kernels_cmd.app, name="kernels")
 app.command("interpret")(kernels_cmd.interpret)
 app.command("ir")(kernels_cmd.ir)
 app.command("compile")(compile_cmd.compile_kernel_cli)
+app.command("verify")(verify_cmd.verify)
 app.command("tour")(tour_cmd.tour)
 
 

@@ -63,6 +63,7 @@ from argus.ir.nodes import (
     Stmt,
     TileRef,
 )
+from argus.ir.tags import AssertTag, AssertTagEq, Tag
 from argus.ir.types import DType, round_to
 
 POISON_INT = -(2**31) + 7
@@ -584,6 +585,8 @@ class _Machine:
                     yield f"{s.loc} ({s.barrier.buffer.name}, parity {parity})"
         elif isinstance(s, (Barrier, Fence)):
             pass  # lockstep execution: all threads of a role reach it together
+        elif isinstance(s, (Tag, AssertTag, AssertTagEq)):
+            pass  # invariants are the verifier's: they cost nothing at run time
         else:
             raise InterpError(
                 "INTERP_UNSUPPORTED",

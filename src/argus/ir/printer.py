@@ -29,6 +29,7 @@ from argus.ir.nodes import (
     Stmt,
     TileRef,
 )
+from argus.ir.tags import AssertTag, AssertTagEq, Tag
 
 
 def _dims(shape) -> str:
@@ -104,6 +105,13 @@ def _line(s: Stmt) -> str:
         return f"mbarrier.wait {format_ref(s.barrier)} phase={s.phase}"
     if isinstance(s, Fence):
         return f"fence {s.kind.value}"
+    if isinstance(s, Tag):
+        return f"tag {format_ref(s.target)} = {s.name}({', '.join(str(c) for c in s.coords)})"
+    if isinstance(s, AssertTagEq):
+        return f"assert_tag_eq {format_ref(s.a)} == {format_ref(s.b)}"
+    if isinstance(s, AssertTag):
+        operands = ", ".join(format_ref(o) for o in s.operands)
+        return f"assert_tag {s.text or s.pred} over {operands}"
     raise TypeError(f"no printer rule for {type(s).__name__}")
 
 

@@ -59,7 +59,10 @@ def flash_attention_fwd(
                 T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
                 T.copy(o * alpha[:, None], o)
                 T.copy(m_new, m)
+                T.barrier(1, threads=128)  # the previous P @ V has finished reading sP
                 T.copy(p, sP)  # to bf16 in shared memory: wgmma reads A from there
+                T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
+                T.barrier(1, threads=128)  # every thread's part of P is in place
                 T.gemm(sP, sV[s], o)  # O += P V
                 T.mbarrier_arrive(empty[s])
             T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))

@@ -7,5 +7,6 @@ from argus.ir.expr import cdiv
 from argus.lang.errors import DSLError
 from argus.lang.frontend import *  # noqa: F403
 from argus.lang.frontend import __all__ as _frontend_all
+from argus.lang.tags import assert_tag, assert_tag_eq, tag
 
-__all__ = ["DSLError", "cdiv", *_frontend_all]
+__all__ = ["DSLError", "assert_tag", "assert_tag_eq", "cdiv", "tag", *_frontend_all]

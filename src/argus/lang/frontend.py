@@ -29,6 +29,8 @@ from argus.ir.nodes import (
     Broadcast,
     Buffer,
     Copy,
+    Fence,
+    FenceKind,
     Fill,
     For,
     Gemm,
@@ -855,6 +857,12 @@ def gemm(a: Tile, b: Tile, acc: Fragment) -> None:
     st.emit(Gemm(a.ref, b.ref, acc.ref, acc.buffer.atom, acc.buffer.groups, loc=loc))
 
 
+def fence_proxy_async() -> None:
+    """``fence.proxy.async``: make this thread's ordinary shared-memory writes visible to the async
+    proxy (TMA stores, wgmma operand reads) — needed before wgmma reads what registers stored."""
+    _state("T.fence_proxy_async").emit(Fence(FenceKind.PROXY_ASYNC, loc=caller_loc()))
+
+
 def async_commit() -> None:
     """``cp.async.commit_group``."""
     _state("T.async_commit").emit(AsyncCommit(loc=caller_loc()))
@@ -1307,6 +1315,7 @@ __all__ = [
     "exp",
     "exp2",
     "f16",
+    "fence_proxy_async",
     "f32",
     "fill",
     "fma",

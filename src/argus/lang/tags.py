@@ -78,6 +78,10 @@ def _operand(x: Any, what: str, allow_broadcast: bool = True) -> TileRef | Broad
     )
 
 
+def _ref(op: TileRef | Broadcast) -> TileRef:
+    return op.ref if isinstance(op, Broadcast) else op
+
+
 def _shape(op: TileRef | Broadcast) -> tuple:
     return op.ref.shape if isinstance(op, Broadcast) else op.shape
 
@@ -129,8 +133,8 @@ def _check_shapes(what: str, ops: list[TileRef | Broadcast], loc: Any) -> None:
                 actual=str(got),
                 loc=loc,
             )
-    if first.buffer.space == Space.MBARRIER if hasattr(Space, "MBARRIER") else False:
-        raise DSLError("DSL_BAD_OPERAND", f"{what}: mbarriers carry no tags", loc=loc)
+    if any(_ref(op).buffer.space not in (Space.GLOBAL, Space.SHARED, Space.FRAGMENT) for op in ops):
+        raise DSLError("DSL_BAD_OPERAND", f"{what}: only tensors, shared buffers and fragments carry tags", loc=loc)
 
 
 def assert_tag_eq(a: Any, b: Any) -> None:

@@ -154,6 +154,7 @@ class Binding:
     device: int | None
     config: LaunchConfig
     torch_stream_device: int | None  # the device whose current torch stream to use (torch tensors only)
+    tensor_maps: tuple[Any, ...] = ()  # `argus.runtime.tensor_maps.TensorMapSpec`, in parameter order
 
 
 def bind(generated: GeneratedSource, args: tuple[Any, ...]) -> Binding:
@@ -217,7 +218,11 @@ def bind(generated: GeneratedSource, args: tuple[Any, ...]) -> Binding:
         raise fail("RUNTIME_LAUNCH_CONFIG", str(err)) from None
     device = next(iter(devices)) if devices else None
     torch_device = device if any(i.kind == "torch" for i in infos) else None
-    return Binding(shapes, tuple(i.pointer for i in infos), tuple(infos), device, config, torch_device)
+    from argus.runtime.tensor_maps import plan
+
+    by_name = {p.name: i for p, i in zip(params, infos, strict=True)}
+    maps = tuple(plan(m, by_name[m.tensor], kernel) for m in generated.tensor_maps)
+    return Binding(shapes, tuple(i.pointer for i in infos), tuple(infos), device, config, torch_device, maps)
 
 
 def _check_tensor(p: TensorParam, info: TensorInfo, fail: Any) -> None:

@@ -142,9 +142,25 @@ def pointer_device(pointer: int, kernel: str) -> int:
     return int(call(kernel, "cuPointerGetAttribute", attribute, pointer))
 
 
-def kernel_arguments(pointers: tuple[int, ...], ints: tuple[int, ...]) -> tuple[tuple, tuple]:
-    """The ``kernelParams`` of ``cuLaunchKernel`` in cuda.bindings' (values, ctypes) form: device pointers,
-    then 32-bit ints."""
+def kernel_arguments(pointers: tuple[int, ...], ints: tuple[int, ...], tensor_maps: tuple[bytes, ...] = ()) -> Any:
+    """The ``kernelParams`` of ``cuLaunchKernel``: device pointers, then 32-bit ints, then 128-byte tensor maps.
+    Without tensor maps, in cuda.bindings' (values, ctypes) form; with them, a `KernelParams` (a ``void**``
+    array of addresses of host copies of each parameter, which cuda.bindings takes as an int)."""
     values = tuple(pointers) + tuple(ints)
     types = (ctypes.c_void_p,) * len(pointers) + (ctypes.c_int,) * len(ints)
-    return values, types
+    if not tensor_maps:
+        return values, types
+    return KernelParams(pointers, ints, tensor_maps)
+
+
+class KernelParams(int):
+    """A ``void**`` kernel-parameter array as an int (its address), keeping the host copies alive."""
+
+    def __new__(cls, pointers: tuple[int, ...], ints: tuple[int, ...], tensor_maps: tuple[bytes, ...]) -> KernelParams:
+        holders: list[Any] = [ctypes.c_void_p(p) for p in pointers] + [ctypes.c_int(i) for i in ints]
+        for blob in tensor_maps:
+            holders.append((ctypes.c_ubyte * len(blob)).from_buffer_copy(blob))
+        array = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+        self = super().__new__(cls, ctypes.addressof(array))
+        self._keep = (holders, array)
+        return self

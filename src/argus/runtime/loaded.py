@@ -2,8 +2,9 @@
 
 ``load(compiled)`` is cheap and needs no GPU: the cubin is loaded into a context (``cuModuleLoadData``,
 ``cuModuleGetFunction``, and the dynamic shared-memory limit raised when the kernel needs more than
-48 KiB) on the first call on each device. A call checks its arguments (`argus.runtime.arguments.bind`),
-then launches on the current torch stream of the tensors' device (``torch.cuda.current_stream(device)``),
+48 KiB) on the first call on each device. A call checks its arguments (`argus.runtime.arguments.bind`,
+which also plans and checks TMA tensor maps), encodes the tensor maps (`argus.runtime.tensor_maps`), then
+launches on the current torch stream of the tensors' device (``torch.cuda.current_stream(device)``),
 or on the stream given, or on the legacy default stream (0) when the arguments are not torch tensors.
 Launches are asynchronous, as CUDA's are: an error inside the kernel surfaces at the next synchronizing
 call.
@@ -30,9 +31,10 @@ class PreparedLaunch:
     kernel: LoadedKernel
     binding: Binding
     stream: int
+    tensor_maps: tuple[bytes, ...] = ()  # encoded CUtensorMaps, in parameter order
 
     def launch(self) -> None:
-        self.kernel._launch(self.binding, self.stream)
+        self.kernel._launch(self.binding, self.stream, self.tensor_maps)
 
 
 class LoadedKernel:
@@ -64,7 +66,13 @@ class LoadedKernel:
         """Check the arguments once; `PreparedLaunch.launch` then launches without re-checking."""
         binding = self.bind(*tensors)
         binding = self._resolve_device(binding)
-        return PreparedLaunch(self, binding, self._stream(binding, stream))
+        maps: tuple[bytes, ...] = ()
+        if binding.tensor_maps:
+            from argus.runtime.tensor_maps import encode
+
+            with drv.ContextScope(binding.device if binding.device is not None else 0, self.name):
+                maps = tuple(encode(spec, self.name) for spec in binding.tensor_maps)
+        return PreparedLaunch(self, binding, self._stream(binding, stream), maps)
 
     def __call__(self, *tensors: Any, stream: Any = None) -> None:
         """Launch on `tensors` (torch CUDA tensors or ``__cuda_array_interface__`` objects) in parameter
@@ -85,7 +93,13 @@ class LoadedKernel:
                 kernel=self.generated.kernel_name,
             )
         return Binding(
-            binding.shapes, binding.pointers, binding.infos, devices.pop(), binding.config, binding.torch_stream_device
+            binding.shapes,
+            binding.pointers,
+            binding.infos,
+            devices.pop(),
+            binding.config,
+            binding.torch_stream_device,
+            binding.tensor_maps,
         )
 
     def _stream(self, binding: Binding, stream: Any) -> int:
@@ -111,10 +125,11 @@ class LoadedKernel:
             self._functions[device] = function
             return function
 
-    def _launch(self, binding: Binding, stream: int) -> None:
+    def _launch(self, binding: Binding, stream: int, tensor_maps: tuple[bytes, ...] = ()) -> None:
         device = binding.device if binding.device is not None else 0
         config = binding.config
         shape_ints = tuple(binding.shapes[s.name] for s in self.generated.shape_params)
+        params = drv.kernel_arguments(binding.pointers, shape_ints, tensor_maps)  # kept alive across the launch
         with drv.ContextScope(device, self.name):
             function = self._function(device)
             driver = drv.cuda_driver(self.name)
@@ -126,7 +141,7 @@ class LoadedKernel:
                 *config.block,
                 config.shared_bytes,
                 driver.CUstream(stream),
-                drv.kernel_arguments(binding.pointers, shape_ints),
+                int(params) if isinstance(params, drv.KernelParams) else params,
                 0,
             )
 

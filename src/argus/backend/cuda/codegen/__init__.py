@@ -12,7 +12,8 @@ Public API:
 * `CodegenError` (``CODEGEN_UNSUPPORTED`` for constructs not lowered yet, pointing at the DSL line).
 
 Modules: `cexpr` (C expressions, layouts as C), `placement` (per-thread facts derived from layouts by
-enumeration), `prelude` (device helpers), `emitter` (one rule per IR statement), `source` (the result).
+enumeration), `prelude` (device helpers), `emitter` (one rule per IR statement), `hopper` (the rules for warp
+roles, mbarriers, TMA loads and ``wgmma``), `source` (the result, with the TMA tensor maps the runtime encodes).
 The generated code's semantics are the interpreter's (`argus.interp`); the emitter's docstring says
 how each IR concept becomes CUDA.
 """
@@ -29,6 +30,7 @@ from argus.backend.cuda.codegen.source import (
     GeneratedSource,
     LaunchConfig,
     ShapeParam,
+    TensorMapParam,
     TensorParam,
 )
 from argus.ir.nodes import Kernel
@@ -38,7 +40,8 @@ def generate(kernel: Kernel) -> GeneratedSource:
     """The CUDA C++ translation unit of `kernel` (a traced `argus.ir.nodes.Kernel`).
 
     Raises `CodegenError` (``CODEGEN_UNSUPPORTED``) at the first statement the generator cannot lower
-    (warp roles, mbarriers, TMA copies, ``wgmma``), naming the construct and its DSL line.
+    (e.g. TMA stores, ``wgmma`` with A in registers, warp roles over non-consecutive warpgroups), naming the
+    construct and its DSL line.
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(
@@ -73,6 +76,7 @@ __all__ = [
     "GeneratedSource",
     "LaunchConfig",
     "ShapeParam",
+    "TensorMapParam",
     "TensorParam",
     "compile_kernel",
     "generate",

@@ -16,7 +16,22 @@ The generated code does what the interpreter (`argus.interp.machine`) does, thre
 * ``atom="ldmatrix"`` copies become ``ldmatrix.x4/.x2/.x1`` (``.trans`` where the fragment reads the
   shared tile transposed), their row addresses derived from the fragment and shared layouts;
 * ``Gemm`` with ``mma.sync`` reads operand registers in the atom's own convention (`mma_tv`), as the
-  interpreter does; reductions combine a thread's values, then XOR shuffles over ``shuffle_lanes``.
+  interpreter does; reductions combine a thread's values, then XOR shuffles over ``shuffle_lanes``;
+* **warp roles** become ``if (warpgroup in role) { setmaxnreg.{inc,dec}; ... }``; inside a role the thread
+  index is relative to the role's first thread (its fragments are spread over the role's threads);
+* **mbarriers** are 64-bit words carved from shared memory: initialised by thread 0, then
+  ``fence.mbarrier_init`` and ``__syncthreads``; an arrive is made once per role (as the IR counts it) by
+  the role's thread 0 (``mbarrier.arrive.expect_tx`` with ``expect_bytes``), after a named barrier over
+  the role when it is a release (no ``expect_bytes``: every thread of the role must be done with the
+  stage); a wait is a ``try_wait.parity`` loop in every thread;
+* **TMA loads** (``atom="tma"``) are issued by the scope's thread 0 with a ``CUtensorMap`` per (tensor,
+  box, swizzle) passed as a ``const __grid_constant__`` parameter (`TensorMapParam`); the swizzle is the
+  one under which the destination's layout equals TMA's box layout, proven by enumeration;
+* ``Gemm`` with a ``wgmma`` atom and both operands in shared memory: ``wgmma.fence``, one
+  ``wgmma.mma_async`` per k16 step with matrix descriptors fitted (and checked by enumeration) to the
+  buffers' layouts, ``commit_group``, ``wait_group 0``; accumulators are the fragment's registers in the
+  atom's C order; ``fence.proxy.async`` plus a role barrier first when an operand buffer is written by
+  ordinary stores somewhere in the kernel.
 
 Nodes not lowered yet raise `CodegenError` ``CODEGEN_UNSUPPORTED`` at their DSL line.
 """
@@ -54,7 +69,8 @@ from argus.backend.cuda.codegen.cexpr import (
     value_literal,
 )
 from argus.backend.cuda.codegen.errors import CodegenError, unsupported
-from argus.backend.cuda.codegen.source import GeneratedSource, ShapeParam, TensorParam
+from argus.backend.cuda.codegen.hopper import HopperRules
+from argus.backend.cuda.codegen.source import GeneratedSource, ShapeParam, TensorMapParam, TensorParam
 from argus.ir.expr import Const, Expr, SourceLoc
 from argus.ir.nodes import (
     Alloc,
@@ -75,8 +91,12 @@ from argus.ir.nodes import (
     LoopKind,
     Map,
     MapOp,
+    MbarrierArrive,
+    MbarrierInit,
+    MbarrierWait,
     Reduce,
     ReduceOp,
+    Role,
     Space,
     Stmt,
     TileRef,
@@ -274,7 +294,7 @@ class _Window:
         unique = {tuple(sorted(a.items())) for a in out}
         return [dict(u) for u in sorted(unique)]
 
-    def offsets_of(self, window_coords: np.ndarray) -> np.ndarray | None:
+    def offsets_of(self, window_coords: np.ndarray, layout: Any = None) -> np.ndarray | None:
         """Shared element offsets of window coordinates ``(..., rank)`` for every stage assignment:
         ``(S, ...)``; None when not enumerable."""
         stages = self.stage_values()
@@ -289,7 +309,7 @@ class _Window:
                     coords.append(int(self.origin[d]) + window_coords[..., i])
                 else:
                     coords.append(np.full(window_coords.shape[:-1], assignment[d], dtype=np.int64))
-            out.append(pl.layout_offsets(self.layout, coords))
+            out.append(pl.layout_offsets(self.layout if layout is None else layout, coords))
         return np.stack(out)
 
 
@@ -302,7 +322,7 @@ def _row_major(shape: tuple[Expr | int, ...]) -> tuple[Expr | int, ...]:
     return tuple(reversed(strides))
 
 
-class Emitter:
+class Emitter(HopperRules):
     """Builds the translation unit of one kernel. `generate` is the entry point."""
 
     def __init__(self, kernel: Kernel) -> None:
@@ -323,6 +343,13 @@ class Emitter:
         self.locals: set[str] = set()
         self.current: Stmt | None = None
         self.extra_snippets: dict[str, prelude.Snippet] = {}
+        self.threads = kernel.threads  # threads of the current scope (a role's, inside one)
+        self.role: Role | None = None
+        self.role_barrier = 0
+        self.register_roles = False  # some role sets its register budget (setmaxnreg)
+        self.roles_seen = 0
+        self.tensor_maps: dict[tuple, TensorMapParam] = {}
+        self.generic_shared_writes: set[Buffer] = set()
 
     # --- small utilities -------------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -420,7 +447,7 @@ class Emitter:
                     b = s.buffer
                     self.buffer_name(b)
                     self._order[b] = len(self._order)
-                    if b.space == Space.SHARED:
+                    if b.space in (Space.SHARED, Space.MBARRIER):
                         self._carve(b, s)
                     elif b.space == Space.FRAGMENT:
                         alloc_scope[b] = scope
@@ -428,6 +455,12 @@ class Emitter:
                     uses.setdefault(b, []).append(scope)
                 if isinstance(s, Copy | Fill) and s.dst.buffer.space == Space.GLOBAL:
                     self.written.add(s.dst.buffer)
+                if (
+                    isinstance(s, Copy | Fill)
+                    and s.dst.buffer.space == Space.SHARED
+                    and getattr(s, "atom", "") != "tma"
+                ):
+                    self.generic_shared_writes.add(s.dst.buffer)
                 for label, child in _children(s):
                     visit(child, scope + ((id(s), label),))
 
@@ -439,6 +472,11 @@ class Emitter:
                     break
 
     def _carve(self, b: Buffer, s: Alloc) -> None:
+        if b.space == Space.MBARRIER:  # one 8-byte word per barrier
+            offset = -(-self.shared_bytes // 8) * 8
+            self.shared[b] = offset
+            self.shared_bytes = offset + 8 * math.prod(b.static_shape)
+            return
         layout = b.layout
         if layout is None:
             raise CodegenError("CODEGEN_INVALID", f"shared buffer {b.name} has no layout", loc=s.loc)
@@ -478,9 +516,7 @@ class Emitter:
             "MbarrierWait": "mbarrier wait (MbarrierWait)",
             "MbarrierExpectTx": "mbarrier expect-tx (MbarrierExpectTx)",
         }.get(name, f"IR statement {name}")
-        raise self.error(
-            what, "the Hopper pipeline (TMA, mbarriers, warp roles, wgmma) comes with the next backend step"
-        )
+        raise self.error(what, "the generator has no rule for this statement kind (Emitter.RULES)")
 
     RULES: tuple[tuple[type, str], ...] = (
         (Alloc, "alloc"),  # fragments become register arrays; shared buffers were carved up front
@@ -495,17 +531,21 @@ class Emitter:
         (AsyncCommit, "async_commit"),
         (AsyncWait, "async_wait"),
         (Fence, "fence"),
+        (Role, "role_block"),  # warp specialization: a branch on the warpgroup, with its register budget
+        (MbarrierInit, "mbarrier_init"),
+        (MbarrierArrive, "mbarrier_arrive"),
+        (MbarrierWait, "mbarrier_wait"),
     )
 
     # alloc ----------------------------------------------------------------------------------------------
     def alloc(self, s: Alloc) -> None:
         b = s.buffer
-        if b.space == Space.SHARED:
+        if b.space in (Space.SHARED, Space.MBARRIER):
             self.line(f"// {self.buffer_name(b)}: shared memory at byte {self.shared[b]} (declared above)")
             return
         if b.space != Space.FRAGMENT:
             what = f"mbarrier array {b.name}" if b.space.value == "mbarrier" else f"{b.space.value} buffer {b.name}"
-            raise self.error(what, "mbarriers, TMA, warp roles and wgmma come with the Hopper pipeline work")
+            raise self.error(what, "fragments, shared buffers and mbarrier arrays are the allocations lowered")
         if b in self.hoisted:
             self.line(f"// {self.buffer_name(b)}: declared at the top (used outside this scope)")
             return
@@ -514,10 +554,11 @@ class Emitter:
     def _declare_fragment(self, b: Buffer) -> None:
         if b in self.declared:
             return
-        if b.threads != self.kernel.threads:
+        if b.threads != self.threads:
+            where = f"role {self.role.name!r}" if self.role is not None and b not in self.hoisted else "the block"
             raise CodegenError(
                 "CODEGEN_INVALID",
-                f"fragment {b.name} is spread over {b.threads} threads, the block has {self.kernel.threads}",
+                f"fragment {b.name} is spread over {b.threads} threads, {where} has {self.threads}",
                 loc=b.loc,
             )
         self.declared.add(b)
@@ -529,7 +570,8 @@ class Emitter:
     def copy(self, s: Copy) -> None:
         src, dst = s.src, s.dst
         if s.atom == "tma" or s.mbarrier is not None:
-            raise self.error("TMA copy (Copy atom='tma')", "use atom='cp.async' until TMA lowering exists")
+            self._tma_copy(s)
+            return
         if src.shape != dst.shape:
             raise self.invalid(f"copy between windows of shapes {src.shape} and {dst.shape}")
         spaces = (src.space, dst.space)
@@ -825,7 +867,7 @@ class Emitter:
         """Spread the window's runs over the block's threads: thread ``tid`` takes runs ``tid + it *
         threads``; run ``q``'s window coordinates are row-major (the last dimension fastest, so that
         consecutive threads touch consecutive addresses)."""
-        threads = self.kernel.threads
+        threads = self.threads
         runs = math.prod(shape) // width
         iterations = -(-runs // threads)
         with self.block():
@@ -1115,6 +1157,9 @@ class Emitter:
     # gemm -----------------------------------------------------------------------------------------------
     def gemm(self, s: Gemm) -> None:
         atom = get_atom(s.atom)
+        if isinstance(atom, MmaAtom) and atom.ptx.startswith("wgmma."):
+            self._wgmma(s, atom)
+            return
         if not isinstance(atom, MmaAtom) or atom.thread_count != 32 or not atom.ptx.startswith("mma.sync"):
             raise self.error(f"{s.atom} (Gemm with a warpgroup MMA)", "wgmma lowering comes with the Hopper pipeline")
         for name, ref in (("a", s.a), ("b", s.b), ("acc", s.acc)):
@@ -1131,7 +1176,7 @@ class Emitter:
         sub_m, sub_n = m // gm, n // gn
         am, an, ak = atom.shape
         rep_m, rep_n, rep_k = sub_m // am, sub_n // an, k // ak
-        if gm * gn * atom.thread_count != self.kernel.threads or rep_m * am != sub_m or rep_n * an != sub_n:
+        if gm * gn * atom.thread_count != self.threads or rep_m * am != sub_m or rep_n * an != sub_n:
             raise self.invalid(f"{atom.name} over {gm}x{gn} groups does not tile a {m}x{n} accumulator")
         counts = {
             "A": (s.a.buffer, atom.values_per_thread("A"), atom.a_dtype, rep_m * rep_k),
@@ -1256,6 +1301,8 @@ class Emitter:
         for v in k.shape_vars:
             params.append(f"int {self.names.name(v, v.name)}")
             shape_params.append(ShapeParam(v.name, v))
+        for tmap in self.tensor_maps.values():
+            params.append(f"const __grid_constant__ argus::TensorMap {tmap.name}")
         used_ids = set(re.findall(r"\b\w+\b", body))
         prologue = []
         if self.tid in used_ids:
@@ -1270,6 +1317,12 @@ class Emitter:
             for b, offset in self.shared.items():
                 name = self.buffer_name(b)
                 if name not in used_ids:
+                    continue
+                if b.space == Space.MBARRIER:
+                    prologue.append(
+                        f"unsigned long long* const {name} = reinterpret_cast<unsigned long long*>(argus_smem + "
+                        f"{offset});  // {_where(b.loc)}  {math.prod(b.static_shape)} mbarrier(s)"
+                    )
                     continue
                 c = self.dtype_c(b.dtype)
                 prologue.append(
@@ -1287,7 +1340,10 @@ class Emitter:
         helpers = prelude.render(self.used, tuple(self.extra_snippets.values()))
         if helpers:
             parts.append(helpers.rstrip("\n"))
-        signature = f'extern "C" __global__ void __launch_bounds__({k.threads}) {entry}({", ".join(params)}) {{'
+        # with setmaxnreg, ptxas must know the register count at entry: one block per SM fixes it at the most
+        # the block size allows, which the role budgets redistribute
+        bounds = f"{k.threads}, 1" if self.register_roles else f"{k.threads}"
+        signature = f'extern "C" __global__ void __launch_bounds__({bounds}) {entry}({", ".join(params)}) {{'
         parts.append("\n".join([signature, *(f"  {p}" for p in prologue), *([body] if body else []), "}"]))
         return GeneratedSource(
             kernel_name=k.name,
@@ -1301,6 +1357,7 @@ class Emitter:
             assumptions=tuple(k.assumptions),
             params=tuple(k.params),
             notes=tuple(self.notes),
+            tensor_maps=tuple(self.tensor_maps.values()),
         )
 
 

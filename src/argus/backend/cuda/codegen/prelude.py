@@ -249,6 +249,121 @@ __device__ __forceinline__ unsigned& reg(T* fragment, int i) {
 )
 
 
+_snippet(
+    "mbarrier",
+    """
+// mbarriers (64-bit words in shared memory), as inline PTX. `init` by one thread, then
+// fence.mbarrier_init and a block barrier; an arrival with expect_tx adds the bytes TMA will deliver
+// to the phase's transaction count; `wait` spins on try_wait.parity until the phase with that parity
+// has completed (on a fresh barrier, parity 1 passes at once: the phase before phase 0 counts as done).
+__device__ __forceinline__ void mbarrier_init(unsigned address, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\\n" ::"r"(address), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(unsigned address) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" ::"r"(address) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned address, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n" ::"r"(address), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbarrier_wait(unsigned address, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\\n .reg .pred p;\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n selp.u32 %0, 1, 0, p;\\n}\\n"
+        : "=r"(done)
+        : "r"(address), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+""",
+    ("smem_address",),
+)
+
+_snippet(
+    "tma",
+    """
+// A CUtensorMap (128 opaque bytes, 64-byte aligned), encoded on the host by cuTensorMapEncodeTiled and
+// passed as a const __grid_constant__ kernel parameter.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+// TMA tile loads: one thread copies a whole box; the bytes complete on the mbarrier at `mbarrier`.
+// Coordinates are in TMA order (dimension 0 innermost) and may lie outside the tensor (zero fill).
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, int c0, int c1, unsigned mbarrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\\n"
+      ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(mbarrier)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, int c0, int c1, int c2,
+                                            unsigned mbarrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\\n" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(mbarrier)
+      : "memory");
+}
+""",
+    ("smem_address",),
+)
+
+_snippet(
+    "wgmma",
+    """
+// wgmma bookkeeping and the shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
+// start address >> 4 in bits 0-13, leading-dimension byte offset >> 4 in 16-29, stride-dimension byte
+// offset >> 4 in 32-45, base offset 0 (tiles start where their swizzle pattern starts), swizzle mode in
+// 62-63 (0 none, 1 128-byte, 2 64-byte, 3 32-byte).
+__device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned address, unsigned lbo, unsigned sbo,
+                                                               unsigned mode) {
+  return static_cast<unsigned long long>((address & 0x3FFFF) >> 4) |
+         (static_cast<unsigned long long>((lbo >> 4) & 0x3FFF) << 16) |
+         (static_cast<unsigned long long>((sbo >> 4) & 0x3FFF) << 32) | (static_cast<unsigned long long>(mode) << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\\n" ::"n"(N) : "memory");
+}
+""",
+)
+
+
+def wgmma_function_name(atom: MmaAtom) -> str:
+    """The helper that issues one ``wgmma.mma_async`` with both operands in shared memory."""
+    return "wgmma_" + "".join(
+        ch if ch.isalnum() else "_" for ch in atom.ptx.removeprefix("wgmma.mma_async.sync.aligned.")
+    )
+
+
+def wgmma_snippet(atom: MmaAtom) -> Snippet:
+    """``wgmma.mma_async`` with A and B from shared-memory descriptors and f32 accumulators ``d[0..]`` in
+    place (scale-d = 1: D = A * B + D); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b (1: MN-major)."""
+    c_regs = atom.values_per_thread("C")
+    if atom.acc_dtype.bits != 32:
+        raise ValueError(f"{atom.name}: only f32 accumulators are lowered")
+    regs = ", ".join(f"%{i}" for i in range(c_regs))
+    da, db, one, ta, tb = c_regs, c_regs + 1, c_regs + 2, c_regs + 3, c_regs + 4
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(c_regs))
+    name = wgmma_function_name(atom)
+    text = f"""
+// {atom.ptx} (both operands from shared memory): D = A * B + D, in place.
+template <int TRANS_A, int TRANS_B>
+__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
+  asm volatile(
+      "{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"
+      "{atom.ptx} {{{regs}}}, %{da}, %{db}, p, 1, 1, %{ta}, %{tb};\\n}}\\n"
+      : {outs}
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B)
+      : "memory");
+}}
+"""
+    return Snippet(name, text.strip("\n"))
+
+
 def _matrix_snippet(op: str, num: int, trans: bool) -> Snippet:
     suffix = f"x{num}" + ("_trans" if trans else "")
     ptx = f"{op}.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16"

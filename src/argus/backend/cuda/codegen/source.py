@@ -2,7 +2,7 @@
 
 `GeneratedSource` is everything the toolchain and the runtime need and nothing they would have to
 recompute from the IR: the text, the entry symbol, the parameters in order (tensor pointers, then the
-shape symbols as ``int``), the launch shape as a function of the shape symbols, the dynamic shared
+shape symbols as ``int``, then TMA tensor maps), the launch shape as a function of the shape symbols, the dynamic shared
 memory, and per tensor what the generated code assumes of it (dtype, row-major strides, alignment,
 whether it is written).
 """
@@ -49,6 +49,28 @@ class TensorParam:
 
 
 @dataclass(frozen=True)
+class TensorMapParam:
+    """A TMA tensor map the kernel takes as a ``const __grid_constant__`` parameter (after the shape
+    symbols): the runtime encodes it with ``cuTensorMapEncodeTiled`` from the tensor's pointer, shape and
+    strides before each launch.
+
+    Attributes:
+        name: the parameter's C name.
+        tensor: the name of the tensor parameter it describes.
+        box: box extents in TMA order (dimension 0 is the tensor's last, contiguous dimension); a window
+            dimension the DSL squeezed has extent 1.
+        swizzle: 0, 32, 64 or 128 bytes: the swizzle of the shared-memory layout the box lands in.
+        dtype: element type.
+    """
+
+    name: str
+    tensor: str
+    box: tuple[int, ...]
+    swizzle: int
+    dtype: DType
+
+
+@dataclass(frozen=True)
 class ShapeParam:
     """A shape symbol passed as an ``int`` parameter (``M``, ``N``, ``K``)."""
 
@@ -81,6 +103,7 @@ class GeneratedSource:
         assumptions: the kernel's declared assumptions over the shape symbols (checked before launch).
         params: the trace-time parameters the kernel was specialized with.
         notes: where the generator chose a slower path than the IR asked for, and why.
+        tensor_maps: TMA tensor maps, in order (they come after the shape symbols in the signature).
     """
 
     kernel_name: str
@@ -94,6 +117,7 @@ class GeneratedSource:
     assumptions: tuple[Expr, ...] = ()
     params: tuple[tuple[str, Any], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    tensor_maps: tuple[TensorMapParam, ...] = ()
 
     @property
     def parameters(self) -> tuple[str, ...]:

@@ -1,0 +1,462 @@
+"""The Hopper rules of the emitter: warp roles, mbarriers, TMA loads and ``wgmma`` on shared-memory operands.
+
+`HopperRules` is mixed into `argus.backend.cuda.codegen.emitter.Emitter`; each public method is one rule of
+``Emitter.RULES``. What each construct becomes (and why it has the interpreter's semantics) is in the
+emitter's module docstring; the facts the rules rely on are proven here by enumeration over the same
+`argus.layout` objects the interpreter evaluates:
+
+* a TMA box lands where the destination's layout says (`tma_swizzle`): TMA writes the box densely in
+  row-major order of the tensor's dimensions, swizzled by ``hopper_swizzle(W)``, so the destination
+  window's layout, relative to its first element, must be exactly that for one ``W``;
+* a ``wgmma`` operand sub-tile (one warpgroup's rows, one k16 step) is one of PTX's canonical layouts
+  (`argus.atoms.smem`) with a leading and a stride byte offset (`DescriptorPlan`), for every stage.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from argus.atoms import MmaAtom
+from argus.atoms.smem import DESCRIPTOR_SWIZZLE_ENCODING, SWIZZLE_REPEAT_BYTES, Major
+from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
+from argus.backend.cuda.codegen import prelude
+from argus.backend.cuda.codegen.cexpr import add, layout_at_coords, mul, paren
+from argus.backend.cuda.codegen.source import TensorMapParam
+from argus.ir.nodes import (
+    Barrier,
+    Buffer,
+    Copy,
+    Gemm,
+    MbarrierArrive,
+    MbarrierInit,
+    MbarrierWait,
+    Role,
+    Space,
+    TileRef,
+    walk,
+)
+from argus.layout import ComposedLayout, Layout, Swizzle, hopper_swizzle
+
+if TYPE_CHECKING:
+    from argus.backend.cuda.codegen.emitter import Emitter
+
+#: Threads in a warpgroup.
+WARPGROUP = 128
+#: Registers per SM a block's threads share (``setmaxnreg`` redistributes them).
+REGISTER_FILE = 65536
+#: Hardware named barriers (0 is ``__syncthreads``'s).
+NAMED_BARRIERS = 16
+
+
+def apply_swizzle(sw: Swizzle, x: np.ndarray) -> np.ndarray:
+    """`Swizzle.__call__` on an array of offsets."""
+    bits = x & sw.yyy_mask
+    return x ^ (bits >> sw.shift if sw.shift >= 0 else bits << -sw.shift)
+
+
+def swizzle_bytes_of(sw: Swizzle | None, element_bits: int) -> int | None:
+    """The Hopper swizzle mode (0, 32, 64, 128 bytes) `sw` is for `element_bits`-bit elements, or None."""
+    if sw is None or sw.bits == 0:
+        return 0
+    for width in (32, 64, 128):
+        h = hopper_swizzle(width, element_bits)
+        if (h.bits, h.base, h.shift) == (sw.bits, sw.base, sw.shift):
+            return width
+    return None
+
+
+@dataclass(frozen=True)
+class DescriptorPlan:
+    """How one ``wgmma`` operand is described: swizzle mode (bytes), major-ness, LBO and SBO (bytes), and the
+    pre-swizzle element offset of each sub-tile's first element as C text (`start`: group expression, k step
+    -> C)."""
+
+    swizzle: int
+    major: Major
+    lbo: int
+    sbo: int
+
+    @property
+    def mode(self) -> int:
+        return DESCRIPTOR_SWIZZLE_ENCODING[self.swizzle]
+
+    @property
+    def trans(self) -> int:
+        return 1 if self.major is Major.MN else 0
+
+
+def _canonical(mj: Major, width: int, t: int, mn: np.ndarray, k: np.ndarray, lbo: int, sbo: int) -> np.ndarray:
+    """PTX's canonical layout (`argus.atoms.smem` table), element offsets before the swizzle, relative to the
+    start address, with LBO/SBO in elements."""
+    c = max(1, width // 16)
+    if mj is Major.K:
+        if width:
+            return (mn % 8) * c * t + (mn // 8) * sbo + k
+        return (mn % 8) * t + (mn // 8) * sbo + (k % t) + (k // t) * lbo
+    if width:
+        return (mn % t) + ((mn // t) % c) * t + (mn // (c * t)) * lbo + (k % 8) * c * t + (k // 8) * sbo
+    return (mn % t) + (mn // t) * sbo + (k % 8) * t + (k // 8) * lbo
+
+
+class HopperRules:
+    """Rules for `Role`, the mbarrier statements, TMA copies and ``wgmma`` (mixed into `Emitter`)."""
+
+    # --- warp roles ------------------------------------------------------------------------------------
+    def role_block(self: Emitter, s: Role) -> None:
+        if self.role is not None:
+            raise self.error(f"warp role {s.name!r} nested inside role {self.role.name!r}")
+        groups = sorted(s.warpgroups)
+        if not groups or groups != list(range(groups[0], groups[-1] + 1)):
+            raise self.error(f"warp role {s.name!r} over warpgroups {tuple(s.warpgroups)} that are not consecutive")
+        first, threads = WARPGROUP * groups[0], WARPGROUP * len(groups)
+        if first + threads > self.kernel.threads:
+            raise self.invalid(f"role {s.name!r} names warpgroups past the block's {self.kernel.threads} threads")
+        tid = self.tid
+        cond = f"{tid} < {first + threads}" if first == 0 else f"{tid} >= {first} && {tid} < {first + threads}"
+        with self.block(f"if ({cond}) {{  // role {s.name}: warpgroups {tuple(groups)}"):
+            if s.registers is not None:
+                self.line(self._setmaxnreg(s))
+            role_tid = self.local(re.sub(r"\W", "_", s.name) + "_tid")
+            self.line(
+                f"const int {role_tid} = {tid if first == 0 else f'{tid} - {first}'};  // thread index in the role"
+            )
+            saved = (self.tid, self.threads, self.role, self.role_barrier)
+            self.tid, self.threads, self.role = role_tid, threads, s
+            self.role_barrier = self._next_named_barrier()
+            try:
+                self.body(s.body)
+            finally:
+                self.tid, self.threads, self.role, self.role_barrier = saved
+
+    def _setmaxnreg(self: Emitter, s: Role) -> str:
+        registers = int(s.registers)
+        if registers % 8 or not 24 <= registers <= 256:
+            raise self.invalid(f"role {s.name!r}: setmaxnreg takes a multiple of 8 in 24..256, got {registers}")
+        roles = [r for r in walk(self.kernel.body) if isinstance(r, Role)]
+        entry = min(255, REGISTER_FILE // self.kernel.threads // 8 * 8)  # __launch_bounds__(threads, 1) at entry
+        covered = sum(WARPGROUP * len(r.warpgroups) for r in roles)
+        total = sum(WARPGROUP * len(r.warpgroups) * (r.registers or entry) for r in roles)
+        total += (self.kernel.threads - covered) * entry
+        if total > REGISTER_FILE:
+            raise self.invalid(
+                f"the warp roles' register budgets need {total} registers, the block has {REGISTER_FILE}"
+            )
+        self.register_roles = True
+        op = "dec" if registers < entry else "inc"
+        return (
+            f'asm volatile("setmaxnreg.{op}.sync.aligned.u32 {registers};\\n" ::: "memory");  // from {entry} at entry'
+        )
+
+    def _next_named_barrier(self: Emitter) -> int:
+        if not hasattr(self, "_named_barrier_base"):
+            used = [b.barrier_id for b in walk(self.kernel.body) if isinstance(b, Barrier)]
+            self._named_barrier_base = max([0, *used]) + 1
+        self.roles_seen += 1
+        barrier_id = self._named_barrier_base + self.roles_seen - 1
+        if barrier_id >= NAMED_BARRIERS:
+            raise self.error(f"more than {NAMED_BARRIERS - 1} named barriers (one per warp role)")
+        return barrier_id
+
+    def scope_barrier(self: Emitter) -> str:
+        """C text that synchronizes the threads of the current scope (the role's, or the block's)."""
+        if self.role is None:
+            return "__syncthreads();"
+        return (
+            f'asm volatile("bar.sync %0, %1;\\n" :: "r"({self.role_barrier}), "r"({self.threads}) : "memory");'
+            f"  // role {self.role.name}'s threads"
+        )
+
+    # --- mbarriers ---------------------------------------------------------------------------------------
+    def _mbarrier_address(self: Emitter, ref: TileRef) -> str:
+        if ref.buffer.space != Space.MBARRIER:
+            raise self.invalid(f"{ref.buffer.name} is not an mbarrier array")
+        self.use("mbarrier")
+        index = self.expr(ref.origin[0]) if ref.origin else "0"
+        return f"argus::smem_u32(&{self.buffer_name(ref.buffer)}[{index}])"
+
+    def mbarrier_init(self: Emitter, s: MbarrierInit) -> None:
+        if self.role is not None:
+            raise self.error("mbarrier initialisation inside a warp role", "initialise mbarriers before the roles")
+        self.use("mbarrier")
+        b = s.barriers.buffer
+        name = self.buffer_name(b)
+        count = int(np.prod(b.static_shape))
+        with self.block(f"if ({self.tid} == 0) {{"):
+            i = self.local("i")
+            self.line(
+                f"for (int {i} = 0; {i} < {count}; ++{i}) argus::mbarrier_init(argus::smem_u32(&{name}[{i}]), "
+                f"{int(s.arrive_count)});"
+            )
+            self.locals.discard(i)
+            self.line("argus::mbarrier_init_fence();")
+        self.line("__syncthreads();  // every thread sees the initialised barriers")
+
+    def mbarrier_arrive(self: Emitter, s: MbarrierArrive) -> None:
+        address = self._mbarrier_address(s.barrier)
+        if s.expect_bytes:
+            self.line(
+                f"if ({self.tid} == 0) argus::mbarrier_arrive_expect_tx({address}, {int(s.expect_bytes)});  "
+                "// one arrival for the scope, plus the bytes TMA will deliver"
+            )
+            return
+        if self.threads > 1:
+            self.line(self.scope_barrier() + "  (all of them are done with what the arrival releases)")
+        self.line(f"if ({self.tid} == 0) argus::mbarrier_arrive({address});  // one arrival for the scope")
+
+    def mbarrier_wait(self: Emitter, s: MbarrierWait) -> None:
+        address = self._mbarrier_address(s.barrier)
+        self.line(f"argus::mbarrier_wait({address}, static_cast<unsigned>({self.expr(s.phase)}) & 1u);")
+
+    # --- TMA -----------------------------------------------------------------------------------------------
+    def _tma_copy(self: Emitter, s: Copy) -> None:
+        from argus.backend.cuda.codegen.emitter import _Window
+
+        src, dst = s.src, s.dst
+        if src.space != Space.GLOBAL or dst.space != Space.SHARED:
+            raise self.error(
+                f"TMA copy from {src.space.value} to {dst.space.value} memory", "only TMA loads are lowered"
+            )
+        if s.mbarrier is None:
+            raise self.invalid("a TMA load needs an mbarrier to complete on (mbarrier=...)")
+        if src.perm is not None or dst.perm is not None or getattr(dst, "layout", None) is not None:
+            raise self.error("TMA copy through a transposed or re-laid-out view")
+        tensor = src.buffer
+        rank = len(tensor.shape)
+        if rank not in (2, 3):
+            raise self.error(f"TMA copy of a {rank}-d tensor", "TMA lowering covers 2-d and 3-d tensors")
+        if tensor.strides is not None:
+            from argus.backend.cuda.codegen.emitter import _row_major
+
+            if tuple(map(str, tensor.strides)) != tuple(map(str, _row_major(tensor.shape))):
+                raise self.error(f"TMA copy of {tensor.name} with strides that are not row-major")
+        if tuple(src.shape) != tuple(dst.shape):
+            raise self.invalid(f"copy between windows of shapes {src.shape} and {dst.shape}")
+        box_tensor = tuple(int(e) for e in src.extent)  # tensor order; squeezed dimensions have extent 1
+        box = tuple(reversed(box_tensor))  # TMA order: dimension 0 innermost
+        window = _Window(self, dst)
+        shape = tuple(dst.shape)
+        coords = np.indices(shape).reshape(len(shape), -1).T  # (N, rank): every window element
+        offsets = window.offsets_of(coords)
+        bases = window.offsets_of(np.zeros((1, len(shape)), dtype=np.int64))
+        if offsets is None or bases is None:
+            raise self.error(
+                f"TMA copy into {dst.buffer.name}: its position is not static enough to prove the box layout"
+            )
+        linear = np.ravel_multi_index(tuple(coords.T), shape)  # row-major: TMA's dense box order
+        relative = offsets - bases
+        swizzle = None
+        for width in (128, 64, 32, 0):
+            if np.array_equal(
+                relative, np.broadcast_to(apply_swizzle(hopper_swizzle(width, dst.dtype.bits), linear), relative.shape)
+            ):
+                swizzle = width
+                break
+        if swizzle is None:
+            raise self.error(
+                f"TMA copy into {dst.buffer.name} with layout {dst.buffer.layout}",
+                "TMA writes its box row-major with a Hopper swizzle (none, 32, 64 or 128 bytes): give the shared "
+                "buffer such a layout (T.alloc_shared(..., swizzle=128) with a 128-byte inner row)",
+            )
+        atom = tma_load(rank)
+        itemsize = dst.dtype.itemsize
+        for base in np.unique(bases):
+            address = self.shared[dst.buffer] + int(base) * itemsize
+            problems = atom.diagnose(
+                dtype=dst.dtype,
+                global_shape=box,
+                global_strides=[16] * (rank - 1),
+                box=box,
+                swizzle=swizzle,
+                smem_address=address,
+            )
+            if problems:
+                p = problems[0]
+                raise self.invalid(f"TMA copy into {dst.buffer.name}: [{p.code}] {p.message} ({p.actual})")
+        if self.shared[dst.buffer] % max(TMA_SMEM_ALIGNMENT, SWIZZLE_REPEAT_BYTES.get(swizzle, 0)):
+            raise self.invalid(f"shared buffer {dst.buffer.name} is not aligned for TMA")
+        self.require_alignment(tensor, 16)
+        key = (tensor, box, swizzle)
+        if key not in self.tensor_maps:
+            name = self.local(f"tmap_{self.buffer_name(tensor)}")
+            self.names._taken.add(name)
+            self.tensor_maps[key] = TensorMapParam(name, tensor.name, box, swizzle, tensor.dtype)
+        tmap = self.tensor_maps[key]
+        self.use("tma")
+        origin = [self.expr(o) for o in reversed(src.origin)]
+        target = window.pointer(window.buffer_coords(["0"] * len(shape)))
+        self.line(
+            f"if ({self.tid} == 0) argus::tma_load_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
+            f"{', '.join(origin)}, {self._mbarrier_address(s.mbarrier)});  // box {list(box)} (TMA order), "
+            f"{swizzle}-byte swizzle"
+        )
+
+    # --- wgmma -----------------------------------------------------------------------------------------
+    def _wgmma(self: Emitter, s: Gemm, atom: MmaAtom) -> None:
+        from argus.backend.cuda.codegen.emitter import _Window
+
+        if s.a.space != Space.SHARED or s.b.space != Space.SHARED:
+            raise self.error(f"{atom.name} with an operand in registers", "keep A and B in shared memory")
+        if s.acc.space != Space.FRAGMENT or not s.acc.is_whole():
+            raise self.error(f"{atom.name} accumulating into something other than a whole fragment")
+        acc = s.acc.buffer
+        if acc.dtype.bits != 32 or atom.acc_dtype != acc.dtype:
+            raise self.error(f"{atom.name} with a {acc.dtype.name} accumulator", "accumulate in f32")
+        am, an, ak = atom.shape
+        gm, gn = s.groups
+        m, k = s.a.shape
+        kb, n = s.b.shape
+        if kb != k or s.acc.shape != (m, n):
+            raise self.invalid(f"gemm shapes {s.a.shape} @ {s.b.shape} -> {s.acc.shape}")
+        sub_m, sub_n = m // gm, n // gn
+        if (sub_m, sub_n) != (am, an) or k % ak:
+            raise self.error(
+                f"{atom.name} over a {m}x{n}x{k} tile in {gm}x{gn} warpgroups (one m{am}n{an} atom per warpgroup "
+                f"and k a multiple of {ak} are lowered)"
+            )
+        if gm * gn * atom.thread_count != self.threads:
+            raise self.invalid(f"{atom.name} over {gm}x{gn} warpgroups, but the scope has {self.threads} threads")
+        if acc.values_per_thread != atom.values_per_thread("C"):
+            raise self.invalid(
+                f"{acc.name} holds {acc.values_per_thread} values per thread; {atom.name} writes "
+                f"{atom.values_per_thread('C')}"
+            )
+        k_steps = k // ak
+        wa, wb = _Window(self, s.a), _Window(self, s.b)
+        plan_a = self._descriptor_plan(wa, "A", mn_dim=0, k_dim=1, sub=sub_m, groups=gm, k_steps=k_steps, ak=ak)
+        plan_b = self._descriptor_plan(wb, "B", mn_dim=1, k_dim=0, sub=sub_n, groups=gn, k_steps=k_steps, ak=ak)
+        helper = prelude.wgmma_function_name(atom)
+        self.extra_snippets[helper] = prelude.wgmma_snippet(atom)
+        self.use("wgmma")
+        self.use("smem_address")
+        for ref in (s.a, s.b):
+            if ref.buffer in self.generic_shared_writes:
+                self.line(f"// {ref.buffer.name} is written by ordinary stores: make them visible to the async proxy")
+                self.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");')
+                self.line(self.scope_barrier())
+                break
+        with self.block():
+            wg = "0"
+            if gm * gn > 1:
+                wg = self.local("warpgroup")
+                self.line(f"const int {wg} = {self.tid} / {WARPGROUP};")
+            g_m = wg if gn == 1 else f"{paren(wg)} % {gm}"
+            g_n = wg if gm == 1 else f"{paren(wg)} / {gm}"
+            g_m = "0" if gm == 1 else g_m
+            g_n = "0" if gn == 1 else g_n
+            starts = {}
+            for name, w, plan, g, sub, mn_dim in (("a", wa, plan_a, g_m, sub_m, 0), ("b", wb, plan_b, g_n, sub_n, 1)):
+                var = self.local(f"{name}_base")
+                win = ["0", "0"]
+                win[mn_dim] = mul(g, sub) if g != "0" else "0"
+                pre = self._pre_swizzle_c(w, win)
+                base = self.buffer_name(w.buffer)
+                self.line(
+                    f"const unsigned {var} = argus::smem_u32({base}) + {w.buffer.dtype.itemsize} * {paren(pre)};  "
+                    f"// {name.upper()}: {plan.major}-major, {plan.swizzle}-byte swizzle, "
+                    f"LBO {plan.lbo}, SBO {plan.sbo}"
+                )
+                starts[name] = (var, plan, w)
+            self.line("argus::wgmma_fence();")
+            fname = self.buffer_name(acc)
+            for kk in range(k_steps):
+                descs = []
+                for name in ("a", "b"):
+                    var, plan, w = starts[name]
+                    step = self._k_step_bytes(w, name, kk * ak)
+                    address = add(var, step) if step else var
+                    descs.append(f"argus::wgmma_descriptor({address}, {plan.lbo}, {plan.sbo}, {plan.mode})")
+                self.line(f"argus::{helper}<{plan_a.trans}, {plan_b.trans}>({fname}, {descs[0]}, {descs[1]});")
+            self.line("argus::wgmma_commit();")
+            self.line("argus::wgmma_wait<0>();")
+
+    def _pre_swizzle_c(self: Emitter, w: Any, window_coords: list[str]) -> str:
+        layout = w.layout
+        coords = w.buffer_coords(window_coords)
+        if isinstance(layout, ComposedLayout):
+            text = layout_at_coords(layout.outer, coords)
+            return add(text, layout.offset) if layout.offset else text
+        return layout_at_coords(layout, coords)
+
+    def _k_step_bytes(self: Emitter, w: Any, operand: str, k0: int) -> int:
+        """The byte offset (pre-swizzle) of k step `k0` from the sub-tile's k = 0 (static: checked by the plan)."""
+        return self._k_steps[(id(w), k0)]
+
+    def _descriptor_plan(
+        self: Emitter, w: Any, operand: str, *, mn_dim: int, k_dim: int, sub: int, groups: int, k_steps: int, ak: int
+    ) -> DescriptorPlan:
+        buf: Buffer = w.buffer
+        layout = w.layout
+        if isinstance(layout, ComposedLayout) and isinstance(layout.inner, Swizzle):
+            outer, sw, offset = layout.outer, layout.inner, layout.offset
+        elif isinstance(layout, Layout):
+            outer, sw, offset = layout, None, 0
+        else:
+            raise self.error(f"wgmma operand {buf.name} with layout {layout}")
+        width = swizzle_bytes_of(sw, buf.dtype.bits)
+        if width is None:
+            raise self.error(f"wgmma operand {buf.name}: its swizzle {sw} is not a Hopper swizzle mode")
+        if width and self.shared[buf] % SWIZZLE_REPEAT_BYTES[width]:
+            raise self.invalid(f"{buf.name} does not start where its swizzle pattern starts")
+        itemsize = buf.dtype.itemsize
+        t = 128 // buf.dtype.bits
+        mn, kk = np.meshgrid(np.arange(sub), np.arange(ak), indexing="ij")
+        mn, kk = mn.ravel(), kk.ravel()
+        pres = []
+        for g in range(groups):
+            for step in range(k_steps):
+                coords = np.zeros((mn.size, 2), dtype=np.int64)
+                coords[:, mn_dim] = g * sub + mn
+                coords[:, k_dim] = step * ak + kk
+                pre = w.offsets_of(coords, layout=outer)
+                if pre is None:
+                    raise self.error(f"wgmma operand {buf.name}: its position is not static enough to prove its layout")
+                pres.append(pre + offset)
+        first = pres[0]  # group 0, k step 0: (S, sub*ak)
+        rel = first - first[:, :1]
+        grid = rel[0].reshape(sub, ak)
+        candidates: list[tuple[Major, int, int]] = []
+        if width:
+            candidates.append((Major.K, 16 // itemsize, int(grid[8, 0]) if sub > 8 else 0))
+            c = width // 16
+            candidates.append((Major.MN, int(grid[c * t, 0]) if sub > c * t else 0, int(grid[0, 8]) if ak > 8 else 0))
+        else:
+            candidates.append((Major.K, int(grid[0, t]) if ak > t else 0, int(grid[8, 0]) if sub > 8 else 0))
+            candidates.append((Major.MN, int(grid[0, 8]) if ak > 8 else 0, int(grid[t, 0]) if sub > t else 0))
+        plan = None
+        for mj, lbo, sbo in candidates:
+            if mj is Major.MN and buf.dtype.bits != 16:
+                continue
+            model = _canonical(mj, width, t, mn, kk, lbo, sbo)
+            if all(np.array_equal(p - p[:, :1], np.broadcast_to(model, p.shape)) for p in pres):
+                plan = DescriptorPlan(width, mj, max(lbo * itemsize, 16), max(sbo * itemsize, 16))
+                break
+        if plan is None:
+            raise self.error(
+                f"wgmma operand {operand} ({buf.name}, layout {layout}): no canonical wgmma shared-memory layout "
+                "matches it",
+                "allocate the operand K-major (or MN-major for 16-bit types) with a Hopper swizzle and a tile that "
+                "is a whole number of swizzle atoms (argus.atoms.smem.canonical_smem_layout)",
+            )
+        for value, what in ((plan.lbo, "LBO"), (plan.sbo, "SBO")):
+            if value % 16 or value >= 1 << 18:
+                raise self.error(f"wgmma operand {buf.name}: {what} of {value} bytes cannot be encoded")
+        # the start of each k step relative to k step 0 must be the same constant in every stage and group
+        if not hasattr(self, "_k_steps"):
+            self._k_steps = {}
+        for step in range(k_steps):
+            deltas = set()
+            for g in range(groups):
+                p0, p = pres[g * k_steps], pres[g * k_steps + step]
+                deltas |= set((p[:, 0] - p0[:, 0]).tolist())
+            for g in range(groups):
+                start = pres[g * k_steps + step][:, 0]
+                if np.any((self.shared[buf] + start * itemsize) % 16):
+                    raise self.invalid(f"wgmma operand {buf.name}: a sub-tile does not start 16-byte aligned")
+            if len(deltas) != 1:
+                raise self.error(f"wgmma operand {buf.name}: the k steps are not at a fixed distance")
+            self._k_steps[(id(w), step * ak)] = deltas.pop() * itemsize
+        return plan

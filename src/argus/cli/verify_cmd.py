@@ -1,0 +1,44 @@
+"""`argus verify NAME|FILE.py:function [--json] [--shape ...]`: run the verifier on a kernel.
+
+Exit status: 0 when everything is verified (warnings allowed), 1 on a violation, 2 when something
+could not be decided (or the kernel could not be loaded or traced).
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+
+import typer
+from rich.console import Console
+
+from argus.diagnostics import ArgusError
+
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+EXIT = {"verified": 0, "violated": 1, "unknown": 2}
+
+
+def verify(
+    name: str = typer.Argument(..., help="a library kernel, or FILE.py:NAME naming an @argus.kernel or LibraryKernel"),
+    json: bool = typer.Option(False, "--json", help="print the result as JSON (for programs and the agent)"),
+    shape: str = typer.Option("", "--shape", help="pin problem sizes, e.g. K=256 (default: every size allowed)"),
+) -> None:
+    """Prove the kernel's data-flow invariants and built-in checks; exit 0 verified, 1 violated, 2 unknown."""
+    from argus.kernels.registry import LibraryKernel, load, parse_shape
+    from argus.verify import verify as run_verifier
+
+    try:
+        entry = load(name)
+        pinned = parse_shape(shape)
+        if not isinstance(entry, LibraryKernel) and not hasattr(entry, "trace"):
+            raise typer.BadParameter(f"{name} is neither a library kernel nor an @argus.kernel")
+        result = run_verifier(entry, shapes=pinned)
+    except ArgusError as e:
+        err.print(str(e), markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if json:
+        out.print(jsonlib.dumps(result.to_json(), indent=2), markup=False, highlight=False)
+    else:
+        out.print(result.render_text(tables=True), markup=False, highlight=False)
+    raise typer.Exit(EXIT[result.verdict.value])

@@ -1,0 +1,111 @@
+"""TMA tensor maps: from a kernel's `TensorMapParam`s and one call's tensors to encoded ``CUtensorMap`` bytes.
+
+`plan` (no GPU, no driver) turns a tensor map parameter and the tensor it describes into a `TensorMapSpec`
+(TMA-order dimensions, byte strides, box, swizzle, base address) and checks it with
+`argus.atoms.tma.TmaCopyAtom.diagnose` (box extents, inner box bytes, swizzle span, 16-byte strides and base
+address, ...), raising `ArgumentError` ``RUNTIME_ARG_TMA`` that names the argument and the rule. `encode`
+calls ``cuTensorMapEncodeTiled`` (interleave none, L2 promotion 128 B, out-of-bounds elements filled with
+zeros, as the interpreter's TMA loads) and returns the 128 opaque bytes the kernel takes as a
+``const __grid_constant__`` parameter.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+from argus.atoms.tma import tma_load
+from argus.backend.cuda.codegen.source import TensorMapParam
+from argus.runtime.errors import ArgumentError
+
+#: Bytes of a ``CUtensorMap``.
+TENSOR_MAP_BYTES = 128
+
+_DATA_TYPES = {
+    "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+    "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+    "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+    "i32": "CU_TENSOR_MAP_DATA_TYPE_INT32",
+    "u32": "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+}
+_SWIZZLES = {
+    0: "CU_TENSOR_MAP_SWIZZLE_NONE",
+    32: "CU_TENSOR_MAP_SWIZZLE_32B",
+    64: "CU_TENSOR_MAP_SWIZZLE_64B",
+    128: "CU_TENSOR_MAP_SWIZZLE_128B",
+}
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """What ``cuTensorMapEncodeTiled`` takes for one tensor map (dimension 0 innermost)."""
+
+    param: TensorMapParam
+    address: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]  # bytes, dimensions 1..rank-1
+    box: tuple[int, ...]
+    swizzle: int
+
+
+def plan(param: TensorMapParam, info: Any, kernel: str) -> TensorMapSpec:
+    """The `TensorMapSpec` of `param` for the tensor `info` (`argus.runtime.TensorInfo`, row-major: checked
+    by `bind` before), checked against TMA's rules. Raises `ArgumentError` ``RUNTIME_ARG_TMA``."""
+    rank = len(param.box)
+    shape = tuple(int(s) for s in info.shape)
+    if len(shape) != rank:
+        raise ArgumentError(
+            "RUNTIME_ARG_TMA",
+            f"argument {param.tensor!r} of {kernel}: its tensor map is {rank}-d, "
+            f"the tensor has {len(shape)} dimensions",
+            kernel=kernel,
+            argument=param.tensor,
+        )
+    itemsize = param.dtype.itemsize
+    dims = tuple(reversed(shape))
+    strides = tuple(int(s) * itemsize for s in reversed(info.strides))[1:]
+    problems = tma_load(rank).diagnose(
+        dtype=param.dtype,
+        global_shape=dims,
+        global_strides=strides,
+        box=param.box,
+        global_address=int(info.pointer),
+        swizzle=param.swizzle,
+    )
+    if problems:
+        p = problems[0]
+        raise ArgumentError(
+            "RUNTIME_ARG_TMA",
+            f"argument {param.tensor!r} of {kernel}: cannot describe it for TMA: {p.message}",
+            p.hint,
+            kernel=kernel,
+            argument=param.tensor,
+            requirement=p.requirement,
+            actual=p.actual,
+        )
+    return TensorMapSpec(param, int(info.pointer), dims, strides, tuple(param.box), param.swizzle)
+
+
+def encode(spec: TensorMapSpec, kernel: str) -> bytes:
+    """``cuTensorMapEncodeTiled`` of `spec`: the 128 bytes of the ``CUtensorMap``."""
+    from argus.runtime import driver as drv
+
+    driver = drv.cuda_driver(kernel)
+    rank = len(spec.dims)
+    tensor_map = drv.call(
+        kernel,
+        "cuTensorMapEncodeTiled",
+        getattr(driver.CUtensorMapDataType, _DATA_TYPES[spec.param.dtype.name]),
+        rank,
+        spec.address,
+        [driver.cuuint64_t(d) for d in spec.dims],
+        [driver.cuuint64_t(s) for s in spec.strides],
+        [driver.cuuint32_t(b) for b in spec.box],
+        [driver.cuuint32_t(1)] * rank,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(driver.CUtensorMapSwizzle, _SWIZZLES[spec.swizzle]),
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    return ctypes.string_at(int(tensor_map.getPtr()), TENSOR_MAP_BYTES)

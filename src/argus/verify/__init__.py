@@ -1,0 +1,44 @@
+"""The verifier: data-flow invariants (tags) propagated by abstract interpretation over the layout
+algebra, built-in checks and user tag assertions proved with Z3, with concrete counterexamples.
+
+    from argus.verify import verify
+    result = verify(get_kernel("gemm_cp_async"))
+    print(result.render_text())
+
+Owns: the catalog of codes (`argus.verify.catalog`), findings and counterexamples and their
+renderings (`argus.verify.report`), tag propagation (`argus.verify.model`) and the checks
+(`argus.verify.checks`). Needs no GPU. See `docs/verify.md`.
+"""
+
+from argus.verify.catalog import CATALOG, CatalogEntry, Severity, entry
+from argus.verify.engine import CHECKS, verify, verify_kernel
+from argus.verify.report import (
+    Access,
+    ChainStep,
+    Counterexample,
+    Element,
+    Finding,
+    Result,
+    TagValue,
+    ThreadPoint,
+    Verdict,
+)
+
+__all__ = [
+    "CATALOG",
+    "CHECKS",
+    "Access",
+    "CatalogEntry",
+    "ChainStep",
+    "Counterexample",
+    "Element",
+    "Finding",
+    "Result",
+    "Severity",
+    "TagValue",
+    "ThreadPoint",
+    "Verdict",
+    "entry",
+    "verify",
+    "verify_kernel",
+]

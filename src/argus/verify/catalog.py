@@ -1,0 +1,283 @@
+"""The catalog of the verifier's findings: one entry per stable code, the one source of truth.
+
+Every finding the verifier reports carries a code ``CATEGORY_DETAIL`` from this table, with a
+title, a description in the user's terms, a severity and a hint on how to fix it. Codes never
+change meaning once published (programs and the agent key on them); new codes are added, old ones
+may be retired but not reused.
+
+Severities:
+
+* ``error`` — a violated built-in invariant or tag assertion: the kernel computes something
+  other than what it says, or may, for some block, thread or problem size;
+* ``warning`` — a performance signal (bank conflicts, uncoalesced access) or a requirement the
+  kernel does not state; never makes a kernel fail verification;
+* ``unknown`` — an ``UNKNOWN_*`` reason: the verifier could not decide, and says what to pin or
+  simplify so that it can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One code of the catalog."""
+
+    code: str
+    title: str
+    description: str
+    severity: Severity
+    hint: str
+
+    @property
+    def category(self) -> str:
+        return self.code.split("_", 1)[0]
+
+
+class CatalogError(KeyError):
+    """A code that is not in the catalog (a bug in the verifier, never the user's)."""
+
+
+_ENTRIES: tuple[CatalogEntry, ...] = (
+    # --- MMA operand alignment -------------------------------------------------------------------
+    CatalogEntry(
+        "MMA_K_MISMATCH",
+        "MMA operands disagree on the contraction index",
+        "For some multiply of an MMA instruction, the A element and the B element it multiplies carry "
+        "different contraction (K) indices: A(m, k) is multiplied with B(k', n) with k != k'. Typical "
+        "causes: A and B tiles loaded from different K blocks, a wrong pipeline stage, a fragment laid out "
+        "differently from the registers the instruction reads, a writer and a reader that disagree on the "
+        "swizzle.",
+        Severity.ERROR,
+        "make A's and B's tiles hold the same K block, and lay fragments out with the atom's own layout",
+    ),
+    CatalogEntry(
+        "MMA_ROW_MISMATCH",
+        "MMA accumulator row fed from the wrong A row",
+        "Accumulator element (i, j) receives a product whose A factor comes from a row other than row i "
+        "of the A operand tile (e.g. an A fragment whose registers hold rows in another order than the "
+        "instruction reads them).",
+        Severity.ERROR,
+        "allocate the A fragment with mma=<atom>, operand='A' and the accumulator's groups",
+    ),
+    CatalogEntry(
+        "MMA_COL_MISMATCH",
+        "MMA accumulator column fed from the wrong B column",
+        "Accumulator element (i, j) receives a product whose B factor comes from a column other than "
+        "column j of the B operand tile.",
+        Severity.ERROR,
+        "allocate the B fragment with mma=<atom>, operand='B' and the accumulator's groups",
+    ),
+    # --- shared-memory races --------------------------------------------------------------------
+    CatalogEntry(
+        "RACE_WRITE_WRITE",
+        "write-write race on shared memory",
+        "Two different threads write the same shared-memory location with no barrier between the two "
+        "writes, so the value left there depends on timing.",
+        Severity.ERROR,
+        "give each element one writer, or separate the writes with T.barrier()",
+    ),
+    CatalogEntry(
+        "RACE_READ_WRITE",
+        "read-write race on shared memory",
+        "A thread reads a shared-memory location that another thread writes with no barrier between the "
+        "read and the write, so the read may see the old or the new value.",
+        Severity.ERROR,
+        "put a T.barrier() between the write and the read (and before the location is overwritten)",
+    ),
+    # --- pipelines ----------------------------------------------------------------------------------
+    CatalogEntry(
+        "PIPELINE_STALE_READ",
+        "read of an asynchronous copy's destination before it landed",
+        "A thread reads shared memory that an asynchronous copy writes before that copy has completed: for "
+        "cp.async, no T.async_wait covering the copy's group was executed before the read (or, when another "
+        "thread issued the copy, no barrier followed that wait); for TMA, the reader did not wait on the "
+        "mbarrier the copy completes on. The read sees stale or poisoned data.",
+        Severity.ERROR,
+        "cp.async: T.async_wait(n) with n at most the groups committed after the copy, then T.barrier(); "
+        "TMA: T.mbarrier_wait on the copy's barrier before reading",
+    ),
+    CatalogEntry(
+        "PIPELINE_OVERWRITE",
+        "pipeline stage overwritten before its readers finished",
+        "A stage of a multi-stage buffer is written while other threads read the same stage in the same "
+        "barrier interval: the refill of the stage and the consumption of its previous contents are not "
+        "separated by a barrier, or the prefetch distance makes the refill hit the stage being consumed.",
+        Severity.ERROR,
+        "refill a stage only after a barrier that follows its last read; keep the prefetch distance below "
+        "the number of stages",
+    ),
+    CatalogEntry(
+        "MBARRIER_PHASE",
+        "mbarrier wait on the wrong barrier or phase",
+        "A warp role waits on an mbarrier for a phase other than the one that signals the data it is about to "
+        "use: another barrier of the array, or the wrong parity, so the wait returns for an earlier phase (or "
+        "never) and the data has not landed (or the stage is refilled while it is still being read).",
+        Severity.ERROR,
+        "wait on the barrier of the stage with parity (k // STAGES) % 2 (the producer's first pass: + 1)",
+    ),
+    CatalogEntry(
+        "MBARRIER_TX",
+        "mbarrier transaction bytes do not match the TMA copies",
+        "The bytes announced with mbarrier_arrive(expect_bytes=...) for a phase differ from the bytes of the "
+        "TMA copies that complete on that barrier: with fewer, the phase completes before all data landed; with "
+        "more, it never completes.",
+        Severity.ERROR,
+        "announce exactly the sum of the boxes' bytes (elements x element size) of the copies on that barrier",
+    ),
+    # --- out of bounds ---------------------------------------------------------------------------------
+    CatalogEntry(
+        "OOB_GLOBAL",
+        "out-of-bounds global access",
+        "A global-memory access that is not masked reaches outside its tensor for some problem size. "
+        "(Tile windows of the IR are masked, so today this code is only produced for unmasked accesses.)",
+        Severity.ERROR,
+        "access global memory through tile windows (masked), or guard the access",
+    ),
+    CatalogEntry(
+        "OOB_MASKED_REDUCTION",
+        "masked elements of a partial tile enter a reduction with the wrong fill value",
+        "A copy from global memory fills the out-of-bounds part of a partial tile with its `pad` value, and "
+        "those elements then enter a reduction whose identity is different (0 in a maximum, for example), "
+        "so the result depends on elements that do not exist.",
+        Severity.ERROR,
+        "copy with pad equal to the reduction's identity: -inf before a max, +inf before a min, 0 before a sum",
+    ),
+    # --- alignment and budgets --------------------------------------------------------------------
+    CatalogEntry(
+        "ALIGN_VECTOR",
+        "misaligned vector copy",
+        "A vector or asynchronous copy moves 16-byte vectors, but for some block, thread or problem size "
+        "a vector's global or shared address is not a multiple of 16 bytes.",
+        Severity.ERROR,
+        "align tile origins and row strides to 16 bytes, or copy with a narrower atom",
+    ),
+    CatalogEntry(
+        "ALIGN_ASSUMPTION",
+        "vector alignment depends on an unstated assumption about the problem size",
+        "16-byte vector copies are aligned only when a problem size is a multiple of the vector width; the "
+        "kernel does not declare that assumption, so a launch with another size must fall back or fail.",
+        Severity.WARNING,
+        "declare the assumption (e.g. K % 8 == 0) or copy with a narrower atom",
+    ),
+    CatalogEntry(
+        "BUDGET_SMEM",
+        "shared memory over budget",
+        "The shared-memory buffers of one block (their physical extents, padding and mbarriers included) "
+        "need more than the 227 KiB a Hopper block may use.",
+        Severity.ERROR,
+        "use fewer stages, smaller tiles or a tighter layout",
+    ),
+    CatalogEntry(
+        "BUDGET_REGISTERS",
+        "register budget exceeded",
+        "The fragments live at one program point need more 32-bit registers per thread than the thread "
+        "may have (255, or the warp role's setmaxnreg budget), so the compiler must spill.",
+        Severity.ERROR,
+        "use smaller fragments, more threads, or a larger setmaxnreg budget for this role",
+    ),
+    # --- performance warnings ---------------------------------------------------------------------------
+    CatalogEntry(
+        "PERF_BANK_CONFLICT",
+        "shared-memory bank conflicts",
+        "The threads of a warp access the same shared-memory bank at different addresses in one "
+        "instruction, which serializes the access into several wavefronts; the degree is the number of "
+        "wavefronts per conflict-free wavefront.",
+        Severity.WARNING,
+        "swizzle the shared buffer (swizzle=64 or 128) or pad its rows",
+    ),
+    CatalogEntry(
+        "PERF_UNCOALESCED",
+        "uncoalesced global access",
+        "The threads of a warp touch more 32-byte sectors of global memory in one instruction than the "
+        "bytes they move need; the degree is sectors touched per sector needed.",
+        Severity.WARNING,
+        "let consecutive threads access consecutive 16-byte vectors of the contiguous dimension",
+    ),
+    # --- user assertions --------------------------------------------------------------------------------
+    CatalogEntry(
+        "TAG_ASSERT",
+        "tag assertion violated",
+        "A T.assert_tag or T.assert_tag_eq does not hold for some block, thread, element or loop iteration.",
+        Severity.ERROR,
+        "the counterexample names the element and the chain of operations that brought its tag there",
+    ),
+    # --- reasons for `unknown` ----------------------------------------------------------------------
+    CatalogEntry(
+        "UNKNOWN_STATEMENT",
+        "statement not modelled by the verifier",
+        "The kernel contains a statement the verifier has no semantics for yet; anything that depends on "
+        "it is reported unknown, never verified.",
+        Severity.UNKNOWN,
+        "check this part with the interpreter until the verifier supports it",
+    ),
+    CatalogEntry(
+        "UNKNOWN_SOLVER",
+        "the SMT solver gave up",
+        "Z3 returned unknown (time-out or a non-linear term) for this query.",
+        Severity.UNKNOWN,
+        "pin the parameter named in the reason to a constant (e.g. --shape K=256) and verify again",
+    ),
+    CatalogEntry(
+        "UNKNOWN_LOOKBACK",
+        "value may come from further back than the verifier looks",
+        "The element read may have been written more loop iterations ago than the verifier's look-back "
+        "bound, so its tag is not known.",
+        Severity.UNKNOWN,
+        "raise the look-back (lookback=...) or write every stage within `stages` iterations",
+    ),
+    CatalogEntry(
+        "UNKNOWN_LAYOUT_INVERSE",
+        "layout the verifier cannot invert",
+        "Reading shared memory means finding which write landed at an offset; this layout's strides "
+        "interleave, so the verifier cannot invert it.",
+        Severity.UNKNOWN,
+        "use a layout whose modes do not interleave (row-major, column-major, padded, swizzled)",
+    ),
+    CatalogEntry(
+        "UNKNOWN_TAG_AXES",
+        "cannot tell which tag coordinate is the contraction index",
+        "The tags of an MMA operand do not follow its tile axes in a way the verifier can track (different "
+        "writers disagree, or a user tag mixes coordinates).",
+        Severity.UNKNOWN,
+        "tag the operand with T.tag so that one coordinate follows the K axis",
+    ),
+    CatalogEntry(
+        "UNKNOWN_WARP_ROLES",
+        "data flow between warp roles not modelled",
+        "The value is produced in one warp role and consumed in another, synchronized by mbarriers; the "
+        "verifier does not model that synchronization yet.",
+        Severity.UNKNOWN,
+        "check the kernel with the interpreter under every schedule (argus interpret)",
+    ),
+    CatalogEntry(
+        "UNKNOWN_BRANCH",
+        "branch not modelled",
+        "A T.if_ whose condition depends on the thread, or that contains a barrier, is not modelled precisely.",
+        Severity.UNKNOWN,
+        "make the branch uniform across the block, or move barriers out of it",
+    ),
+)
+
+CATALOG: dict[str, CatalogEntry] = {e.code: e for e in _ENTRIES}
+
+
+def entry(code: str) -> CatalogEntry:
+    """The catalog entry of `code` (raises `CatalogError` for a code that does not exist)."""
+    try:
+        return CATALOG[code]
+    except KeyError:
+        raise CatalogError(f"verifier code {code!r} is not in the catalog") from None
+
+
+def codes(severity: Severity | None = None) -> list[str]:
+    """Every code, optionally of one severity, in catalog order."""
+    return [e.code for e in _ENTRIES if severity is None or e.severity == severity]

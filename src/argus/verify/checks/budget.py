@@ -1,0 +1,135 @@
+"""Resource budgets (`BUDGET_SMEM`, `BUDGET_REGISTERS`): exact sums, no solver needed.
+
+* Shared memory: every shared buffer's *physical* extent (its layout's cosize, so padding and
+  swizzle footprints count) times its element size, plus 8 bytes per mbarrier, against the 227 KiB
+  a Hopper block may use.
+* Registers: the fragments live at each program point (from allocation to last use; a fragment used
+  inside a loop it was allocated outside of is live for the whole loop), in 32-bit registers per
+  thread, against 255 or the warp role's ``setmaxnreg`` budget. Addresses and indices need registers
+  too, so this is a lower bound: exceeding it means the compiler must spill.
+"""
+
+from __future__ import annotations
+
+import time
+
+from argus.ir.nodes import Alloc, Broadcast, Buffer, Space, TileRef
+from argus.verify.context import Context
+from argus.verify.program import Site, user_name
+from argus.verify.report import Finding, Verdict
+
+SHARED_MEMORY_BUDGET = 227 * 1024
+MAX_REGISTERS = 255
+
+
+def shared_bytes(buffer: Buffer) -> int:
+    if buffer.space == Space.SHARED:
+        layout = buffer.layout
+        n = layout.cosize() if layout is not None and hasattr(layout, "cosize") else 1
+        if layout is None:
+            for s in buffer.static_shape:
+                n *= s
+        return n * buffer.dtype.bits // 8
+    return 8 * int(buffer.static_shape[0]) if buffer.shape else 8  # an mbarrier array
+
+
+def check_shared_budget(ctx: Context) -> list[Finding]:
+    start = time.perf_counter()
+    rows = []
+    for site in ctx.analysis.program.sites:
+        s = site.stmt
+        if isinstance(s, Alloc) and s.buffer.space not in (Space.FRAGMENT, Space.GLOBAL):
+            rows.append((user_name(s.buffer), shared_bytes(s.buffer), site))
+    total = sum(b for _, b, _ in rows)
+    findings = []
+    if total > SHARED_MEMORY_BUDGET:
+        biggest = max(rows, key=lambda r: r[1])
+        parts = ", ".join(f"{n} {b} B" for n, b, _ in rows)
+        msg = f"the block needs {total} bytes of shared memory ({parts}); a Hopper block may use {SHARED_MEMORY_BUDGET}"
+        findings.append(
+            Finding(
+                "BUDGET_SMEM",
+                Verdict.VIOLATED,
+                msg,
+                loc=biggest[2].loc,
+                details={
+                    "total_bytes": total,
+                    "budget_bytes": SHARED_MEMORY_BUDGET,
+                    "buffers": {n: b for n, b, _ in rows},
+                },
+            )
+        )
+    ctx.record("shared-memory budget", f"{total} B", Verdict.VIOLATED if findings else Verdict.VERIFIED, start)
+    return findings
+
+
+def _refs(stmt) -> list[Buffer]:
+    out = []
+    for v in vars(stmt).values():
+        items = v if isinstance(v, tuple) else (v,)
+        for x in items:
+            if isinstance(x, TileRef):
+                out.append(x.buffer)
+            elif isinstance(x, Broadcast):
+                out.append(x.ref.buffer)
+    return out
+
+
+def registers_of(buffer: Buffer) -> int:
+    return -(-buffer.values_per_thread * buffer.dtype.bits // 32)
+
+
+def check_register_budget(ctx: Context) -> list[Finding]:
+    start = time.perf_counter()
+    prog = ctx.analysis.program
+    first: dict[Buffer, Site] = {}
+    last: dict[Buffer, int] = {}
+    for site in prog.sites:
+        s = site.stmt
+        if isinstance(s, Alloc) and s.buffer.space == Space.FRAGMENT:
+            first[s.buffer] = site
+            last[s.buffer] = site.index
+            continue
+        for b in _refs(s):
+            if b in first:
+                end = site.index
+                alloc = first[b]
+                for lp in site.loops:  # used in a loop that does not contain the allocation
+                    if lp not in alloc.loops:
+                        end = max(end, prog.site(lp).end)
+                        break
+                last[b] = max(last[b], end)
+    findings = []
+    peak_by_role: dict[str, tuple[int, int, list[str]]] = {}
+    for site in prog.sites:
+        role = site.role
+        key = role.name if role is not None else ""
+        live = [b for b, a in first.items() if a.index <= site.index <= last[b] and (a.role is role or a.role is None)]
+        regs = sum(registers_of(b) for b in live)
+        if regs > peak_by_role.get(key, (0, 0, []))[0]:
+            peak_by_role[key] = (regs, site.index, [f"{user_name(b)} {registers_of(b)}" for b in live])
+    for key, (regs, index, parts) in peak_by_role.items():
+        site = prog.sites[index]
+        budget = site.role.registers if site.role is not None and site.role.registers else MAX_REGISTERS
+        if regs > budget:
+            where = f"warp role {key!r}" if key else "each thread"
+            msg = (
+                f"{where} needs at least {regs} registers for the fragments live here ({', '.join(parts)}); the "
+                f"budget is {budget}"
+            )
+            findings.append(
+                Finding(
+                    "BUDGET_REGISTERS",
+                    Verdict.VIOLATED,
+                    msg,
+                    loc=site.loc,
+                    details={"registers": regs, "budget": budget},
+                )
+            )
+    ctx.record(
+        "register budget",
+        str(max((v[0] for v in peak_by_role.values()), default=0)),
+        Verdict.VIOLATED if findings else Verdict.VERIFIED,
+        start,
+    )
+    return findings

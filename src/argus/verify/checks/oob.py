@@ -1,0 +1,95 @@
+"""Masked elements in reductions (`OOB_MASKED_REDUCTION`).
+
+Global windows are masked: out-of-bounds elements of a partial tile read as the copy's `pad`. That
+is only harmless if the fill value is the identity of what consumes it. The tags remember, per
+element, whether it is such a fill value and which one; for every reduction, for every thread and
+result value, any element the thread combines that is a fill value other than the reduction's
+identity (0 in a maximum, say) is a violation, with the copy that produced it in the chain.
+"""
+
+from __future__ import annotations
+
+import time
+
+import z3
+
+from argus.ir.nodes import Reduce, ReduceOp
+from argus.verify import smt
+from argus.verify.context import Context
+from argus.verify.model import (
+    MASK_PAD_NEG_INF,
+    MASK_PAD_OTHER,
+    MASK_PAD_POS_INF,
+    MASK_PAD_ZERO,
+    decompose,
+    tag_value,
+)
+from argus.verify.program import absolute_thread, user_name
+from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
+
+_IDENTITY = {ReduceOp.MAX: MASK_PAD_NEG_INF, ReduceOp.MIN: MASK_PAD_POS_INF, ReduceOp.SUM: MASK_PAD_ZERO}
+_PAD_TEXT = {MASK_PAD_ZERO: "0", MASK_PAD_NEG_INF: "-inf", MASK_PAD_POS_INF: "+inf", MASK_PAD_OTHER: "another value"}
+
+
+def check_masked_reductions(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for site in ctx.analysis.program.sites:
+        s = site.stmt
+        if not isinstance(s, Reduce):
+            continue
+        start = time.perf_counter()
+        src, dst = s.src.buffer, s.dst.buffer
+        pre = ctx.analysis.state_before(site)
+        env, cons = ctx.loop_env(site)
+        q = ctx.query()
+        t, j, v = smt.fresh("t"), smt.fresh("j"), smt.fresh("v")
+        cons += [
+            smt.in_range(t, 0, dst.threads),
+            smt.in_range(j, 0, dst.values_per_thread),
+            smt.in_range(v, 0, src.values_per_thread),
+        ]
+        key = smt.val(dst.tv((t, j)))
+        coord = decompose(smt.val(src.tv((t, v))), src.static_shape)
+        cons.append(coord[1 - s.axis] == key)
+        env[ctx.kernel.thread_var] = absolute_thread(src, t, site.role)
+        tag = q.read(src, pre.get(src, ()), (t, v), env, z3.BoolVal(True))
+        pads = [MASK_PAD_ZERO, MASK_PAD_NEG_INF, MASK_PAD_POS_INF, MASK_PAD_OTHER]
+        identity = _IDENTITY[s.op]
+        violation = z3.Or(*[tag.mask == p for p in pads if p != identity])
+        out = ctx.solve(cons, violation, q)
+        if out.verdict == Verdict.VIOLATED:
+            m = out.model
+            pad = smt.model_int(m, tag.mask)
+            c = tuple(smt.model_int(m, x) for x in coord)
+            msg = (
+                f"T.reduce_{s.op.value} combines element {c} of {user_name(src)}, which lies outside the tensor and "
+                f"reads as the fill value {_PAD_TEXT.get(pad, '?')}, not the identity of {s.op.value}"
+            )
+            cex = Counterexample(
+                code="OOB_MASKED_REDUCTION",
+                message=msg,
+                op_loc=s.loc,
+                program_point=str(s.loc),
+                block=ctx.block_values(m),
+                shapes=ctx.shape_values(m),
+                thread=ThreadPoint(
+                    smt.model_int(m, absolute_thread(src, t, site.role)), site.role.name if site.role else None
+                ),
+                loops=ctx.loop_values(m, site, env),
+                element=Element(user_name(src), "fragment", None, c, smt.model_int(m, v)),
+                actual=tag_value(q, m, tag),
+                chain=ctx.chain(m, q.steps),
+            )
+            findings.append(Finding("OOB_MASKED_REDUCTION", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
+        elif out.verdict == Verdict.UNKNOWN:
+            findings.append(
+                Finding(
+                    out.code or "UNKNOWN_SOLVER",
+                    Verdict.UNKNOWN,
+                    f"masked-reduction check undecided for T.reduce_{s.op.value}",
+                    loc=s.loc,
+                    reason=out.reason,
+                )
+            )
+        ctx.record("masked reduction", str(s.loc), out.verdict, start)
+    return findings

@@ -1,0 +1,248 @@
+"""Shared-memory races between barriers (`RACE_WRITE_WRITE`, `RACE_READ_WRITE`, `PIPELINE_OVERWRITE`).
+
+Two accesses race when two *different* threads touch the same physical shared-memory offset, at
+least one writes, and no barrier separates them. Which pairs of dynamic instances can share a
+barrier interval is decided from the program's structure, for all iterations at once:
+
+* same iterations of all common loops: no block barrier lies between the two statements;
+* iteration ``j`` and a later iteration ``j'`` of a common loop: no barrier after the earlier
+  statement or before the later one in the loop body, and ``j' = j + 1`` as soon as the body has a
+  barrier at all.
+
+Barriers inside a branch separate nothing (they may not run); loops are assumed to run at least
+once. Then one Z3 query per pair and relation asks for threads, values and iterations with equal
+offsets. A read–write race on a stage of a multi-stage buffer selected by a loop variable is
+reported as `PIPELINE_OVERWRITE` (the stage is refilled while it is being consumed). Asynchronous
+copies count at their issue here; that they land later is `checks.pipeline`'s concern. Accesses in
+different warp roles are ordered by mbarriers, which this check does not model: they are reported
+`unknown`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from argus.ir.nodes import Barrier, BarrierKind, For, Space
+from argus.verify import smt
+from argus.verify.access import Access, accesses, staged
+from argus.verify.context import Context
+from argus.verify.program import Program, Site, buffer_coords, shared_layout, user_name
+from argus.verify.report import Access as AccessReport
+from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
+
+
+@dataclass
+class Relation:
+    """How the iterations of two statements' instances relate in one scenario."""
+
+    describe: str
+    constrain: Callable[[dict, dict], list[Any]]
+
+
+def is_barrier(s: Any) -> bool:
+    """A block barrier, or a named barrier (which separates the threads of the role it is in)."""
+    return isinstance(s, Barrier) and s.kind in (BarrierKind.BLOCK, BarrierKind.NAMED)
+
+
+def _separating(prog: Program, lo: int, hi: int, a: Site, b: Site, match: Callable[[Any], bool] = is_barrier) -> bool:
+    """A barrier strictly between pre-order positions lo and hi that surely runs (not in a branch
+    that does not contain both sites)."""
+    common_ifs = {id(x) for x, _ in a.ifs} & {id(x) for x, _ in b.ifs}
+    for site in prog.sites[lo + 1 : hi]:
+        if not match(site.stmt):
+            continue
+        if any(id(x) not in common_ifs for x, _ in site.ifs):
+            continue
+        if site.role is not None and site.role is not a.role:
+            continue
+        return True
+    return False
+
+
+def common_loops(a: Site, b: Site) -> list[For]:
+    out = []
+    for x, y in zip(a.loops, b.loops, strict=False):
+        if x is not y:
+            break
+        out.append(x)
+    return out
+
+
+def unordered(prog: Program, a: Site, b: Site, match: Callable[[Any], bool] = is_barrier) -> list[Relation]:
+    """The ways an instance of `a` and one of `b` can share a barrier interval."""
+    rels: list[Relation] = []
+    common = common_loops(a, b)
+    lo, hi = (a, b) if a.index <= b.index else (b, a)
+    if a is b or not _separating(prog, lo.index, hi.index, a, b, match):
+
+        def same(e1: dict, e2: dict, common=common) -> list[Any]:
+            return [e1[lp.var] == e2[lp.var] for lp in common]
+
+        rels.append(Relation("the same iteration", same))
+    for d, loop in enumerate(common):
+        lsite = prog.site(loop)
+        pairs = [(a, b, True)] if a is b else [(a, b, True), (b, a, False)]
+        for early, late, a_is_early in pairs:
+            if _separating(prog, early.index, lsite.end + 1, early, late, match):
+                continue
+            if _separating(prog, lsite.index, late.index, early, late, match):
+                continue
+            any_barrier = _separating(prog, lsite.index, lsite.end + 1, early, late, match)
+
+            def rel(e1: dict, e2: dict, d=d, loop=loop, a_is_early=a_is_early, any_barrier=any_barrier) -> list[Any]:
+                ea, eb = (e1, e2) if a_is_early else (e2, e1)
+                cons = [ea[lp.var] == eb[lp.var] for lp in common[:d]]
+                j, j2 = smt.val(ea[loop.var]), smt.val(eb[loop.var])
+                cons.append(j2 == j + 1 if any_barrier else j < j2)
+                return cons
+
+            rels.append(
+                Relation(
+                    f"consecutive iterations of {loop.var.name}"
+                    if any_barrier
+                    else f"different iterations of {loop.var.name}",
+                    rel,
+                )
+            )
+    return rels
+
+
+def offset_of(acc: Access, t: Any, v: Any, env: dict) -> tuple[Any, Any]:
+    """(physical offset, valid) of value `v` of thread slot `t`."""
+    win, valid = acc.window(t, v)
+    b = buffer_coords(acc.ref, win, env)
+    return smt.apply_layout(shared_layout(acc.ref), b), valid
+
+
+def thread_env(ctx: Context, acc: Access, t: Any, env: dict) -> dict:
+    env = dict(env)
+    env[ctx.kernel.thread_var] = acc.absolute(ctx.analysis.program, t)
+    return env
+
+
+def instance(ctx: Context, acc: Access, suffix: str) -> tuple[dict, list[Any], Any, Any, Any, Any]:
+    """Fresh loop variables, thread slot and value for one instance of `acc`: (env, constraints,
+    thread slot, value, offset, absolute thread)."""
+    env, cons = ctx.loop_env(acc.site, suffix=suffix)
+    t, v = smt.fresh(f"t{suffix}"), smt.fresh(f"v{suffix}")
+    cons += [smt.in_range(t, 0, acc.threads), smt.in_range(v, 0, acc.values)]
+    env = thread_env(ctx, acc, t, env)
+    off, valid = offset_of(acc, t, v, env)
+    if valid is not True:
+        cons.append(valid)
+    for branch, taken in acc.site.ifs:  # the instance runs only where its branches are taken
+        cond = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(cond if taken else z3.Not(cond))
+    return env, cons, t, v, off, acc.absolute(ctx.analysis.program, t)
+
+
+def access_report(ctx: Context, m: Any, acc: Access, env: dict, t: Any, v: Any, off: Any) -> AccessReport:
+    win, _ = acc.window(t, v)
+    coord = tuple(smt.model_int(m, c) for c in buffer_coords(acc.ref, win, env))
+    thread = smt.model_int(m, acc.absolute(ctx.analysis.program, t))
+    return AccessReport(
+        acc.kind,
+        acc.op + (" (asynchronous)" if acc.mode != "sync" else ""),
+        acc.site.loc,
+        ThreadPoint(thread, acc.site.role.name if acc.site.role else None),
+        ctx.loop_values(m, acc.site, env),
+        Element(user_name(acc.ref.buffer), "shared", smt.model_int(m, off), coord),
+    )
+
+
+def check_races(ctx: Context, ordered: set | None = None) -> list[Finding]:
+    """`ordered`: (producer role id, consumer role id, buffer) whose accesses the proved mbarrier
+    protocol orders (`roles.check_protocol`)."""
+    ordered = ordered or set()
+    prog = ctx.analysis.program
+    findings: list[Finding] = []
+    all_acc = [a for a in accesses(prog) if a.ref.buffer.space == Space.SHARED]
+    cross_role_noted: set = set()
+    for i, a1 in enumerate(all_acc):
+        for a2 in all_acc[i:]:
+            if a1.ref.buffer is not a2.ref.buffer or (a1.kind == "read" and a2.kind == "read"):
+                continue
+            buf = a1.ref.buffer
+            start = time.perf_counter()
+            if a1.site.role is not a2.site.role and a1.site.role is not None and a2.site.role is not None:
+                r1, r2 = id(a1.site.role), id(a2.site.role)
+                if (r1, r2, buf) in ordered or (r2, r1, buf) in ordered:
+                    ctx.record("race", f"{user_name(buf)}: ordered by the mbarrier protocol", Verdict.VERIFIED, start)
+                    continue
+                if buf not in cross_role_noted:
+                    cross_role_noted.add(buf)
+                    findings.append(
+                        Finding(
+                            "UNKNOWN_WARP_ROLES",
+                            Verdict.UNKNOWN,
+                            f"accesses to {user_name(buf)} in different warp roles are ordered by mbarriers, "
+                            "which the race check does not model",
+                            loc=a2.site.loc,
+                            reason=f"{a1.site.role.name} ({a1.site.loc}) and {a2.site.role.name} ({a2.site.loc})",
+                            pin="run `argus interpret` (both schedules) for this kernel",
+                        )
+                    )
+                continue
+            if a1.mode == "tma" or a2.mode == "tma":
+                continue  # the TMA unit is one agent; its ordering with readers is the mbarrier protocol's
+            code = (
+                "RACE_WRITE_WRITE"
+                if a1.kind == a2.kind == "write"
+                else ("PIPELINE_OVERWRITE" if staged(a1.ref, a1.site) or staged(a2.ref, a2.site) else "RACE_READ_WRITE")
+            )
+            found = False
+            for rel in unordered(prog, a1.site, a2.site):
+                env1, c1, t1, v1, off1, abs1 = instance(ctx, a1, "_1")
+                env2, c2, t2, v2, off2, abs2 = instance(ctx, a2, "_2")
+                cons = c1 + c2 + rel.constrain(env1, env2)
+                cons.append(smt.val(abs1) != smt.val(abs2))
+                out = ctx.solve(cons, off1 == off2)
+                if out.verdict == Verdict.UNKNOWN:
+                    findings.append(
+                        Finding(
+                            out.code or "UNKNOWN_SOLVER",
+                            Verdict.UNKNOWN,
+                            f"race check on {user_name(buf)} undecided",
+                            loc=a2.site.loc,
+                            reason=out.reason,
+                        )
+                    )
+                    continue
+                if out.verdict != Verdict.VIOLATED:
+                    continue
+                m = out.model
+                r1 = access_report(ctx, m, a1, env1, t1, v1, off1)
+                r2 = access_report(ctx, m, a2, env2, t2, v2, off2)
+                kind = "write-write" if code == "RACE_WRITE_WRITE" else "read-write"
+                what = "possible " + kind + f" race on {user_name(buf)}[{r1.element.index}]"  # type: ignore[union-attr]
+                if code == "PIPELINE_OVERWRITE":
+                    what = (
+                        f"stage of {user_name(buf)} overwritten while other threads read it: possible {kind} race on "
+                        f"{user_name(buf)}[{r1.element.index}]"
+                    )  # type: ignore[union-attr]
+                msg = f"{what} ({rel.describe}, no barrier between)"
+                cex = Counterexample(
+                    code=code,
+                    message=msg,
+                    op_loc=a2.site.loc,
+                    program_point=f"{a1.site.loc} and {a2.site.loc}",
+                    block=ctx.block_values(m),
+                    shapes=ctx.shape_values(m),
+                    element=r1.element,
+                    accesses=(r1, r2),
+                )
+                findings.append(Finding(code, Verdict.VIOLATED, msg, loc=a2.site.loc, counterexample=cex))
+                found = True
+                break
+            ctx.record(
+                "race",
+                f"{user_name(buf)}: {a1.site.loc} / {a2.site.loc}",
+                Verdict.VIOLATED if found else Verdict.VERIFIED,
+                start,
+            )
+    return findings

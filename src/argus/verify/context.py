@@ -1,0 +1,168 @@
+"""What every check shares: the symbolic launch (block indices, problem sizes under the kernel's
+assumptions), loop variables for a program point, solving with the unknown/violated split, and
+turning a model into the pieces of a counterexample."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from argus.ir.expr import Expr, Var
+from argus.ir.nodes import For, Kernel
+from argus.verify import smt
+from argus.verify.model import Analysis, Query, Step
+from argus.verify.program import Site
+from argus.verify.report import ChainStep, CheckRecord, Verdict
+
+
+@dataclass
+class Outcome:
+    """The answer to one query: verdict, the model when violated, and the reason when unknown."""
+
+    verdict: Verdict
+    model: Any = None
+    reason: str | None = None
+    code: str | None = None  # the UNKNOWN_* code
+
+
+@dataclass
+class Context:
+    analysis: Analysis
+    timeout_ms: int = 20_000
+    lookback: int = 4
+    pinned: dict[str, int] = field(default_factory=dict)
+    records: list[CheckRecord] = field(default_factory=list)
+    loop_terms: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        k = self.kernel
+        self.shape_terms: dict[Var, Any] = {v: z3.BitVec(v.name, smt.WIDTH) for v in k.shape_vars}
+        self.block_terms: dict[Var, Any] = {v: z3.BitVec(v.name, smt.WIDTH) for v in k.block_vars}
+        env: dict[Any, Any] = dict(self.shape_terms)
+        cons: list[Any] = []
+        for v, t in self.shape_terms.items():
+            cons.append(smt.in_range(t, 1, smt.MAX_EXTENT + 1))
+            if v.name in self.pinned:
+                cons.append(t == self.pinned[v.name])
+        for a in k.assumptions:
+            cons.append(smt.boolean(smt.evaluate(a, env)))
+        for v, g in zip(k.block_vars, k.grid, strict=True):
+            t = self.block_terms[v]
+            ext = smt.evaluate(g, env) if isinstance(g, Expr) else smt.val(g)
+            cons.append(smt.in_range(t, 0, ext))
+        env.update(self.block_terms)
+        self.base_env = env
+        self.base_constraints = cons
+
+    @property
+    def kernel(self) -> Kernel:
+        return self.analysis.kernel
+
+    def query(self, lookback: int | None = None) -> Query:
+        return Query(self.analysis, self.lookback if lookback is None else lookback)
+
+    def loop_env(self, site: Site, env: dict | None = None, suffix: str = "") -> tuple[dict, list[Any]]:
+        """`env` extended with a fresh variable for every loop around `site` (in its range)."""
+        env = dict(self.base_env if env is None else env)
+        cons: list[Any] = []
+        for lp in site.loops:
+            t = z3.BitVec(f"loop.{lp.var.name}{suffix}", smt.WIDTH)
+            self.loop_terms.append(t)
+            cons.append(self.loop_range(lp, t, env))
+            env[lp.var] = t
+        return env, cons
+
+    @staticmethod
+    def loop_range(lp: For, t: Any, env: dict) -> Any:
+        ext = smt.evaluate(lp.extent, env) if isinstance(lp.extent, Expr) else smt.val(lp.extent)
+        return smt.in_range(t, 0, ext)
+
+    # --- solving ------------------------------------------------------------------------------------------------
+    def solve(self, constraints: list[Any], violation: Any, q: Query | None = None) -> Outcome:
+        """Is `violation` possible under `constraints` (and the query's side conditions)? Violations
+        that need a tag the verifier could not determine make the outcome unknown, not violated."""
+        s = z3.SolverFor("QF_BV")
+        s.set("timeout", self.timeout_ms)
+        s.add(*self.base_constraints, *constraints)
+        if q is not None:
+            s.add(*q.side)
+        s.add(violation)
+        s.add(*smt.definitions([*constraints, violation, *(q.side if q is not None else [])]))
+        havoc = q.havoc if q is not None else []
+        if havoc:
+            s.push()
+            s.add(*[z3.Not(g) for g, _, _ in havoc])
+        r = s.check()
+        if r == z3.sat:
+            return Outcome(Verdict.VIOLATED, self._small_model(s))
+        if r == z3.unknown:
+            return Outcome(Verdict.UNKNOWN, reason=f"Z3: {s.reason_unknown()}", code="UNKNOWN_SOLVER")
+        if havoc:
+            s.pop()
+            r = s.check()
+            if r == z3.sat:
+                m = s.model()
+                for g, code, reason in havoc:
+                    if smt.model_bool(m, g):
+                        return Outcome(Verdict.UNKNOWN, model=m, reason=reason, code=code)
+                return Outcome(Verdict.UNKNOWN, model=m, reason=havoc[0][2], code=havoc[0][1])
+            if r == z3.unknown:
+                return Outcome(Verdict.UNKNOWN, reason=f"Z3: {s.reason_unknown()}", code="UNKNOWN_SOLVER")
+        return Outcome(Verdict.VERIFIED)
+
+    def _small_model(self, s: z3.Solver) -> Any:
+        """A model of the satisfiable `s`, preferring small problem sizes and the first blocks (easier
+        to read and to replay); falls back to any model."""
+        model = s.model()
+        for bound_shape, bound_block in ((256, 1), (1024, 4), (4096, 64)):
+            s.push()
+            s.add(*[z3.ULE(t, bound_shape) for t in self.shape_terms.values()])
+            s.add(*[z3.ULE(t, bound_block) for t in self.block_terms.values()])
+            s.add(*[z3.ULE(t, bound_block) for t in self.loop_terms])
+            r = s.check()
+            if r == z3.sat:
+                model = s.model()
+                s.pop()
+                break
+            s.pop()
+        return model
+
+    def record(self, check: str, target: str, verdict: Verdict, start: float) -> None:
+        self.records.append(CheckRecord(check, target, verdict, time.perf_counter() - start))
+
+    # --- models -> counterexample pieces -------------------------------------------------------------------------
+    def block_values(self, model: Any) -> dict[str, int]:
+        return {v.name: smt.model_int(model, t) for v, t in self.block_terms.items()}
+
+    def shape_values(self, model: Any) -> dict[str, int]:
+        return {v.name: smt.model_int(model, t) for v, t in self.shape_terms.items()}
+
+    @staticmethod
+    def loop_values(model: Any, site: Site, env: dict) -> dict[str, int]:
+        from argus.verify.program import loop_name
+
+        return {loop_name(lp): smt.model_int(model, env[lp.var]) for lp in site.loops if lp.var in env}
+
+    @staticmethod
+    def chain(model: Any, steps: list[Step]) -> tuple[ChainStep, ...]:
+        out = []
+        seen: set = set()
+        for st in steps:
+            if not smt.model_bool(model, st.guard):
+                continue
+            loops = {k: smt.model_int(model, v) for k, v in st.loops.items()}
+            detail = ""
+            if st.describe is not None:
+                try:
+                    detail = st.describe(model)
+                except Exception:  # noqa: BLE001 - a description must never hide a finding
+                    detail = ""
+            key = (st.site.index, tuple(sorted(loops.items())), detail)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(ChainStep(st.op, st.site.loc, detail, loops))
+        return tuple(out)

@@ -1,0 +1,146 @@
+"""The verifier's entry point: trace, interpret abstractly, run every check, collect one `Result`.
+
+Order: statements the verifier does not model become `unknown` findings first (and anything that
+depends on them is unknown, never verified); then the built-in invariants (MMA alignment, races,
+pipeline, masked reductions, budgets), the user's tag assertions, and the performance warnings.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from argus.ir.nodes import Kernel
+from argus.layout import LayoutError
+from argus.verify import smt
+from argus.verify.catalog import entry
+from argus.verify.checks.asserts import check_assertion
+from argus.verify.checks.budget import check_register_budget, check_shared_budget
+from argus.verify.checks.mma import check_gemm
+from argus.verify.checks.oob import check_masked_reductions
+from argus.verify.checks.perf import check_performance
+from argus.verify.checks.pipeline import check_stale_reads
+from argus.verify.checks.races import check_races
+from argus.verify.context import Context
+from argus.verify.model import analyze
+from argus.verify.program import Unsupported
+from argus.verify.report import Finding, Result, Verdict
+from argus.verify.roles import check_protocol
+
+#: The checks `verify_kernel` runs, by name.
+CHECKS = ("mma", "races", "pipeline", "oob", "budget", "asserts", "perf")
+
+
+def verify_kernel(
+    kernel: Kernel,
+    *,
+    checks: tuple[str, ...] = CHECKS,
+    lookback: int = 4,
+    timeout_ms: int = 20_000,
+    shapes: dict[str, int] | None = None,
+) -> Result:
+    """Verify a traced kernel: every built-in invariant and tag assertion, for all blocks, threads,
+    loop iterations and problem sizes allowed by the kernel's assumptions (or the sizes pinned in
+    `shapes`). `lookback` bounds how many loop iterations back a value is traced (each check starts
+    at one and looks further back only while that leaves it undecided)."""
+    start = time.perf_counter()
+    analysis = analyze(kernel)
+    ctx = Context(analysis, timeout_ms=timeout_ms, lookback=lookback, pinned=dict(shapes or {}))
+    findings: list[Finding] = []
+    for site, code, reason in analysis.unknown:
+        findings.append(Finding(code, Verdict.UNKNOWN, reason, loc=site.loc, reason=reason, pin=entry(code).hint))
+
+    def run(check: str, fn: Any, *args: Any, loc: Any = None) -> None:
+        """Run one check; what the encoding cannot express makes it unknown, never verified."""
+        try:
+            findings.extend(fn(*args))
+        except (smt.EncodingError, Unsupported, LayoutError) as err:
+            text = str(err)
+            code = "UNKNOWN_LAYOUT_INVERSE" if text.startswith("UNKNOWN_LAYOUT_INVERSE") else "UNKNOWN_STATEMENT"
+            findings.append(
+                Finding(
+                    code,
+                    Verdict.UNKNOWN,
+                    f"the {check} check could not be encoded",
+                    loc=loc,
+                    reason=text,
+                    pin=entry(code).hint,
+                )
+            )
+
+    if "mma" in checks:
+        for site in analysis.gemms:
+            run("MMA", check_gemm, ctx, site, loc=site.loc)
+    protocol: list[Finding] = []
+    proved: set[int] = set()
+    try:
+        protocol, proved = check_protocol(ctx, analysis.pairings)
+    except (smt.EncodingError, Unsupported, LayoutError) as err:
+        protocol = [
+            Finding(
+                "UNKNOWN_WARP_ROLES", Verdict.UNKNOWN, "the mbarrier protocol could not be encoded", reason=str(err)
+            )
+        ]
+    if "pipeline" in checks:
+        findings += protocol
+    if "races" in checks:
+        ordered = {(id(p.producer), id(p.consumer), p.buffer) for p in analysis.pairings if id(p) in proved}
+        run("race", check_races, ctx, ordered)
+    if "pipeline" in checks:
+        run("stale-read", check_stale_reads, ctx)
+    if "oob" in checks:
+        run("masked-reduction", check_masked_reductions, ctx)
+    if "budget" in checks:
+        run("shared-memory budget", check_shared_budget, ctx)
+        run("register budget", check_register_budget, ctx)
+    if "asserts" in checks:
+        for site in analysis.asserts:
+            run("tag assertion", check_assertion, ctx, site, loc=site.loc)
+    if "perf" in checks:
+        run("performance", check_performance, ctx)
+    return Result(
+        kernel.name,
+        dict(kernel.params),
+        tuple(_dedupe(findings)),
+        tuple(ctx.records),
+        time.perf_counter() - start,
+    )
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """One finding per (code, source line): the first found; the others are counted."""
+    out: dict[tuple, Finding] = {}
+    counts: dict[tuple, int] = {}
+    for f in findings:
+        key = (f.code, f.loc.file if f.loc else None, f.loc.line if f.loc else None)
+        counts[key] = counts.get(key, 0) + 1
+        out.setdefault(key, f)
+    result = []
+    for key, f in out.items():
+        if counts[key] > 1:
+            from dataclasses import replace
+
+            f = replace(f, details={**f.details, "instances": counts[key]})
+        result.append(f)
+    return result
+
+
+def verify(target: Any, *, shapes: dict[str, int] | None = None, **options: Any) -> Result:
+    """Verify an ``@argus.kernel`` (traced with `params`), a library kernel (`LibraryKernel`, traced
+    with its parameters) or a traced `Kernel`. Keyword options other than those of `verify_kernel`
+    are trace-time parameters."""
+    verify_opts = {k: options.pop(k) for k in ("checks", "lookback", "timeout_ms") if k in options}
+    kernel = _trace(target, options)
+    return verify_kernel(kernel, shapes=shapes, **verify_opts)
+
+
+def _trace(target: Any, params: dict[str, Any]) -> Kernel:
+    if isinstance(target, Kernel):
+        return target
+    from argus.kernels.registry import LibraryKernel
+
+    if isinstance(target, LibraryKernel):
+        return target.kernel.trace(**{**target.params, **params})
+    if hasattr(target, "trace"):
+        return target.trace(**params)
+    raise TypeError(f"cannot verify {target!r}: expected an @argus.kernel, a LibraryKernel or a traced Kernel")

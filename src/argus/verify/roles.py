@@ -1,0 +1,463 @@
+"""Warp roles: which producer iteration a consumer iteration sees, and the mbarrier protocol that
+makes it so.
+
+Roles run concurrently; the data one role reads of a buffer another role writes is ordered only by
+mbarriers. The verifier recognizes the two shapes warp-specialized kernels use and pairs them:
+
+* **pipelined** (`Pairing.kind == "loop"`): the producer writes the buffer with TMA copies inside a
+  pipelined loop ``for i, s in T.pipeline(n, stages=S)``, signalling ``full[idx(i)]``; the consumer
+  reads it inside a pipelined loop of the same extent and stages. Consumer iteration ``j`` then sees
+  the producer's writes up to iteration ``j``;
+* **once** (`kind == "once"`): the producer writes the buffer outside any loop, signalling one
+  mbarrier; the consumer reads it after waiting for that barrier's first phase, and sees everything
+  the producer wrote.
+
+The pairing is an assumption that `check_protocol` proves for all iterations (Z3): every TMA
+copy's bytes are announced on its barrier (`MBARRIER_TX`); the consumer waits on the very barrier the
+copy signals, with the parity of the phase that copy completes (`MBARRIER_PHASE`), before reading
+(`PIPELINE_STALE_READ`); the producer refills a stage only after waiting for the consumer to release
+it, with the right parity, and the consumer releases it after its last read (`PIPELINE_OVERWRITE`).
+Barrier ``b`` of an array of ``N`` is used by iterations ``i`` with ``i % N == b``, so iteration
+``i`` completes its phase number ``i // N``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from argus.ir.expr import Expr
+from argus.ir.nodes import (
+    Broadcast,
+    Buffer,
+    Copy,
+    Fill,
+    For,
+    Gemm,
+    LoopKind,
+    Map,
+    MbarrierArrive,
+    MbarrierWait,
+    Reduce,
+    Role,
+    Stmt,
+    TileRef,
+)
+from argus.ir.tags import AssertTag, AssertTagEq, Tag
+from argus.verify import smt
+from argus.verify.program import Program, Site, user_name, walk_all
+
+
+@dataclass(eq=False)
+class Pairing:
+    """How consumer role `consumer` sees `buffer`, written by role `producer`."""
+
+    kind: str  # "loop" or "once"
+    buffer: Buffer
+    producer: Role
+    consumer: Role
+    loop_p: For | None = None
+    loop_c: For | None = None
+    writes: list[Site] = field(default_factory=list)  # the producer's TMA copies into the buffer
+    reads: list[Site] = field(default_factory=list)  # the consumer's reads of it
+
+
+def writes_of(s: Stmt) -> list[Buffer]:
+    if isinstance(s, Copy | Fill | Map | Reduce):
+        return [s.dst.buffer]
+    if isinstance(s, Gemm):
+        return [s.acc.buffer]
+    if isinstance(s, Tag):
+        return [s.target.buffer]
+    return []
+
+
+def reads_of(s: Stmt) -> list[Buffer]:
+    def buf(x: Any) -> Buffer | None:
+        if isinstance(x, TileRef):
+            return x.buffer
+        if isinstance(x, Broadcast):
+            return x.ref.buffer
+        return None
+
+    refs: list[Any] = []
+    if isinstance(s, Copy):
+        refs = [s.src]
+    elif isinstance(s, Gemm):
+        refs = [s.a, s.b]
+    elif isinstance(s, Map):
+        refs = list(s.srcs)
+    elif isinstance(s, Reduce):
+        refs = [s.src]
+    elif isinstance(s, AssertTagEq):
+        refs = [s.a, s.b]
+    elif isinstance(s, AssertTag):
+        refs = list(s.operands)
+    return [b for b in (buf(r) for r in refs) if b is not None]
+
+
+def _role_loops(site: Site) -> list[For]:
+    """The loops around `site` inside its role."""
+    out: list[For] = []
+    inside = False
+    for f in site.frames:
+        if isinstance(f.owner, Role):
+            inside = True
+            continue
+        if inside and isinstance(f.owner, For):
+            out.append(f.owner)
+    return out
+
+
+def plan(prog: Program) -> list[Pairing]:
+    """The pairings of every group of consecutive roles (structure only; `check_protocol` proves them)."""
+    roles = [s for s in prog.sites if isinstance(s.stmt, Role)]
+    out: list[Pairing] = []
+    for consumer_site in roles:
+        consumer: Role = consumer_site.stmt  # type: ignore[assignment]
+        siblings = [
+            r.stmt for r in roles if r.stmt is not consumer and r.frames[-1].body is consumer_site.frames[-1].body
+        ]
+        for producer in siblings:
+            written: dict[Buffer, list[Site]] = {}
+            for s in walk_all(producer.body):  # type: ignore[attr-defined]
+                for b in writes_of(s):
+                    written.setdefault(b, []).append(prog.site(s))
+            for b, wsites in written.items():
+                rsites = [prog.site(s) for s in walk_all(consumer.body) if b in reads_of(s)]
+                if not rsites:
+                    continue
+                if not all(isinstance(w.stmt, Copy) and w.stmt.atom == "tma" for w in wsites):
+                    continue
+                wloops = {tuple(_role_loops(w)) for w in wsites}
+                rloops = {tuple(_role_loops(r)) for r in rsites}
+                if wloops == {()}:
+                    out.append(Pairing("once", b, producer, consumer, writes=wsites, reads=rsites))  # type: ignore[arg-type]
+                elif len(wloops) == 1 and len(next(iter(wloops))) == 1 and len(rloops) == 1:
+                    lp = next(iter(wloops))[0]
+                    rl = next(iter(rloops))
+                    if len(rl) == 1 and _same_pipeline(lp, rl[0]):
+                        out.append(Pairing("loop", b, producer, consumer, lp, rl[0], wsites, rsites))  # type: ignore[arg-type]
+    return out
+
+
+def _same_pipeline(a: For, b: For) -> bool:
+    return (
+        a.kind == LoopKind.PIPELINED
+        and b.kind == LoopKind.PIPELINED
+        and a.stages == b.stages
+        and str(a.extent) == str(b.extent)
+    )
+
+
+# --- the protocol ----------------------------------------------------------------------------------------
+
+
+def _latest(body: tuple[Stmt, ...], before: Stmt | None, match) -> Stmt | None:
+    """The last statement matching `match` in `body` (recursing into nothing) before `before`."""
+    found = None
+    for s in body:
+        if s is before:
+            break
+        if match(s):
+            found = s
+    return found
+
+
+def _top(body: tuple[Stmt, ...], site: Site) -> Stmt:
+    """The statement of `body` that contains `site`."""
+    for f in site.frames:
+        if f.body is body:
+            return f.body[f.pos]
+    raise KeyError(site)
+
+
+def _index(ref: TileRef) -> Expr | int:
+    return ref.origin[0]
+
+
+def _count(buf: Buffer) -> int:
+    return int(buf.static_shape[0])
+
+
+def _box_bytes(c: Copy) -> int:
+    n = 1
+    for e in c.dst.shape:
+        n *= int(e)
+    return n * c.dst.buffer.dtype.bits // 8
+
+
+def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
+    """Findings about the mbarrier protocol, and the ids of the pairings it proves."""
+    from argus.verify.report import Counterexample, Finding, Verdict
+
+    prog: Program = ctx.analysis.program
+    findings: list[Finding] = []
+    proved: set[int] = set()
+
+    def violation(
+        code: str,
+        site: Site,
+        msg: str,
+        model: Any = None,
+        loops: dict | None = None,
+        accesses: tuple = (),
+        variables: dict | None = None,
+    ) -> None:
+        """A protocol violation; structural ones (no model) hold for every block and iteration, and
+        are shown at block 0, iteration 0."""
+        from argus.verify.program import loop_name
+        from argus.verify.report import ThreadPoint
+
+        if loops is None and model is None:
+            loops = {loop_name(lp): 0 for lp in site.loops}
+        first = prog.role_threads(site.role)[0] if site.role is not None else 0
+        cex = Counterexample(
+            code=code,
+            message=msg,
+            op_loc=site.loc,
+            program_point=str(site.loc),
+            block=ctx.block_values(model) if model is not None else {v.name: 0 for v in ctx.kernel.block_vars},
+            shapes=ctx.shape_values(model) if model is not None else {},
+            thread=ThreadPoint(first, site.role.name if site.role else None),
+            loops=loops or {},
+            accesses=accesses,
+            variables=variables or {},
+        )
+        findings.append(Finding(code, Verdict.VIOLATED, msg, loc=site.loc, counterexample=cex))
+
+    def access(site: Site, kind: str) -> Any:
+        return _access(prog, site, kind, p.buffer)
+
+    def always(var_terms: list[tuple[For, Any]], claim: Any) -> Any:
+        """None when `claim` holds for every iteration, else the model of a counterexample."""
+        cons = [ctx.loop_range(lp, t, ctx.base_env) for lp, t in var_terms]
+        out = ctx.solve(cons, z3.Not(claim))
+        if out.verdict == Verdict.VERIFIED:
+            return None
+        return out.model if out.model is not None else "unknown"
+
+    for p in pairings:
+        ok = True
+        # (1) every TMA copy's bytes are announced on the barrier it signals, in the same iteration
+        arrive_bytes: dict[tuple, int] = {}
+        copy_bytes: dict[tuple, int] = {}
+        body_p = p.loop_p.body if p.loop_p is not None else p.producer.body
+        for s in body_p:
+            if isinstance(s, MbarrierArrive) and s.expect_bytes:
+                key = (id(s.barrier.buffer), str(_index(s.barrier)))
+                arrive_bytes[key] = arrive_bytes.get(key, 0) + s.expect_bytes
+            if isinstance(s, Copy) and s.atom == "tma" and s.mbarrier is not None:
+                key = (id(s.mbarrier.buffer), str(_index(s.mbarrier)))
+                copy_bytes[key] = copy_bytes.get(key, 0) + _box_bytes(s)
+        for w in p.writes:
+            c: Copy = w.stmt  # type: ignore[assignment]
+            key = (id(c.mbarrier.buffer), str(_index(c.mbarrier)))  # type: ignore[union-attr]
+            if arrive_bytes.get(key, 0) != copy_bytes.get(key, 0):
+                msg = (
+                    f"the TMA copies completing on {user_name(c.mbarrier.buffer)}[{_index(c.mbarrier)}] move "  # type: ignore[union-attr]
+                    f"{copy_bytes.get(key, 0)} bytes per phase, but {arrive_bytes.get(key, 0)} are announced with "
+                    "expect_bytes: the phase completes early (readers see data that has not landed) or never"
+                )
+                violation(
+                    "MBARRIER_TX",
+                    w,
+                    msg,
+                    variables={
+                        "bytes of the TMA boxes": copy_bytes.get(key, 0),
+                        "expect_bytes announced": arrive_bytes.get(key, 0),
+                    },
+                )
+                ok = False
+                break
+        # (2) the consumer waits on the barrier the data lands on, for the phase it completes
+        full = p.writes[0].stmt.mbarrier  # type: ignore[attr-defined]
+        n = _count(full.buffer)
+
+        def waits_on(s: Stmt, bars: Buffer = full.buffer) -> bool:
+            return isinstance(s, MbarrierWait) and s.barrier.buffer is bars
+
+        for r in p.reads:
+            # pipelined: a wait in the same iteration, before the read; once: a wait before it in the
+            # consumer's body (before its loop, for reads inside one)
+            body_c = p.loop_c.body if p.loop_c is not None else p.consumer.body
+            wait = _latest(body_c, _top(body_c, r), waits_on)
+            if wait is None:
+                violation(
+                    "PIPELINE_STALE_READ",
+                    r,
+                    f"{user_name(p.buffer)} is filled by TMA copies completing on {user_name(full.buffer)}, but this "
+                    "read does not wait on that mbarrier first: it may read data that has not landed",
+                    accesses=(access(p.writes[0], "write"), access(r, "read")),
+                )
+                ok = False
+                continue
+            wsite = prog.site(wait)
+            if p.kind == "loop":
+                j = z3.BitVec(f"loop.{p.loop_c.var.name}#c", smt.WIDTH)
+                env_c = dict(ctx.base_env)
+                env_c[p.loop_c.var] = j
+                env_p = dict(ctx.base_env)
+                env_p[p.loop_p.var] = j
+                lands = smt.val(smt.evaluate(_index(full), env_p))
+                waits = smt.val(smt.evaluate(_index(wait.barrier), env_c))
+                parity = smt.mod(smt.evaluate(wait.phase, env_c), 2)
+                rotation = always([(p.loop_c, j)], lands == smt.mod(j, n))
+                if rotation is not None:
+                    findings.append(
+                        Finding(
+                            "UNKNOWN_WARP_ROLES",
+                            Verdict.UNKNOWN,
+                            f"{user_name(full.buffer)} is not used round-robin by the iterations",
+                            loc=w_loc(p),
+                            reason="the verifier pairs iterations i with barrier i % N",
+                        )
+                    )
+                    ok = False
+                    continue
+                wrong = always([(p.loop_c, j)], waits == lands)
+                if wrong is not None:
+                    violation(
+                        "MBARRIER_PHASE",
+                        wsite,
+                        f"iteration waits on {user_name(full.buffer)}[{_index(wait.barrier)}], but its data lands "
+                        f"on {user_name(full.buffer)}[{_index(full)}]",
+                        _model(wrong),
+                        _loops(wrong, p.loop_c, j),
+                    )
+                    ok = False
+                    continue
+                wrong = always([(p.loop_c, j)], parity == smt.mod(smt.floordiv(j, n), 2))
+                if wrong is not None:
+                    violation(
+                        "MBARRIER_PHASE",
+                        wsite,
+                        f"the wait on {user_name(full.buffer)} uses the wrong parity: iteration k's data "
+                        f"completes phase k // {n} of its barrier, so the wait returns for the phase before and "
+                        "the data has not landed",
+                        _model(wrong),
+                        _loops(wrong, p.loop_c, j),
+                    )
+                    ok = False
+                    continue
+            else:
+                parity = smt.mod(smt.evaluate(wait.phase, dict(ctx.base_env)), 2)
+                wrong = always([], parity == 0)
+                if wrong is not None:
+                    violation(
+                        "MBARRIER_PHASE",
+                        wsite,
+                        f"the wait on {user_name(full.buffer)} must be for its first phase (parity 0)",
+                        _model(wrong),
+                    )
+                    ok = False
+        # (3) a stage is refilled only after the consumer released it
+        if p.kind == "loop" and ok:
+            ok = _check_release(ctx, p, violation, always) and ok
+        if ok:
+            proved.add(id(p))
+    return findings, proved
+
+
+def _access(prog: Program, site: Site, kind: str, buffer: Buffer) -> Any:
+    """An access of `site` to element (0, ..., 0) of its window into `buffer`, at iteration 0."""
+    from argus.ir.expr import evaluate
+    from argus.verify.program import loop_name, shared_layout
+    from argus.verify.report import Access, Element, ThreadPoint
+
+    ref = next(r for r in _refs(site.stmt) if r.buffer is buffer)
+    env: dict = {v: 0 for v in prog.kernel.block_vars}
+    env.update({lp.var: 0 for lp in site.loops})
+    env.update({v: 1 << 14 for v in prog.kernel.shape_vars})
+    coord = tuple(int(evaluate(o, env)) if isinstance(o, Expr) else int(o) for o in ref.origin)
+    layout = shared_layout(ref)
+    offset = int(layout(coord if len(coord) > 1 else coord[0]))
+    first = prog.role_threads(site.role)[0] if site.role is not None else 0
+    return Access(
+        kind,
+        f"copy ({site.stmt.atom})" if isinstance(site.stmt, Copy) else type(site.stmt).__name__.lower(),
+        site.loc,
+        ThreadPoint(first, site.role.name if site.role else None),
+        {loop_name(lp): 0 for lp in site.loops},
+        Element(user_name(buffer), "shared", offset, coord),
+    )
+
+
+def _refs(s: Stmt) -> list[TileRef]:
+    out = []
+    for v in vars(s).values():
+        for x in v if isinstance(v, tuple) else (v,):
+            if isinstance(x, TileRef):
+                out.append(x)
+            elif isinstance(x, Broadcast):
+                out.append(x.ref)
+    return out
+
+
+def w_loc(p: Pairing):
+    return p.writes[0].loc
+
+
+def _model(m: Any) -> Any:
+    return None if isinstance(m, str) else m
+
+
+def _loops(m: Any, lp: For, t: Any) -> dict:
+    if isinstance(m, str) or m is None:
+        return {}
+    from argus.verify.program import loop_name
+
+    return {loop_name(lp): smt.model_int(m, t)}
+
+
+def _check_release(ctx: Any, p: Pairing, violation, always) -> bool:
+    """The producer waits, before refilling a stage, on a barrier the consumer arrives on after its
+    last read of that stage, with the parity of the consumer's release (the first pass through the
+    stages does not wait)."""
+    first_write = min(p.writes, key=lambda s: s.index)
+    top_w = _top(p.loop_p.body, first_write)
+    waits = [s for s in p.loop_p.body[: p.loop_p.body.index(top_w)] if isinstance(s, MbarrierWait)]
+    last_read = max(p.reads, key=lambda s: s.index)
+    top_r = _top(p.loop_c.body, last_read)
+    after = p.loop_c.body[p.loop_c.body.index(top_r) + 1 :]
+    arrives = [s for s in after if isinstance(s, MbarrierArrive)]
+    pair = next(((w, a) for w in waits for a in arrives if w.barrier.buffer is a.barrier.buffer), None)
+    if pair is None:
+        violation(
+            "PIPELINE_OVERWRITE",
+            first_write,
+            f"the producer refills {user_name(p.buffer)} without waiting for the consumer to release the stage "
+            f"(no mbarrier it waits on here is arrived on by the consumer after its last read)",
+            accesses=(
+                _access(ctx.analysis.program, first_write, "write", p.buffer),
+                _access(ctx.analysis.program, last_read, "read", p.buffer),
+            ),
+        )
+        return False
+    wait, arrive = pair
+    n = _count(wait.barrier.buffer)
+    i = z3.BitVec(f"loop.{p.loop_p.var.name}#p", smt.WIDTH)
+    env_p = dict(ctx.base_env)
+    env_p[p.loop_p.var] = i
+    env_c = dict(ctx.base_env)
+    env_c[p.loop_c.var] = i
+    claim = z3.And(
+        smt.val(smt.evaluate(_index(wait.barrier), env_p)) == smt.mod(i, n),
+        smt.val(smt.evaluate(_index(arrive.barrier), env_c)) == smt.mod(i, n),
+        smt.mod(smt.evaluate(wait.phase, env_p), 2) == smt.mod(smt.floordiv(i, n) + 1, 2),
+    )
+    wrong = always([(p.loop_p, i)], claim)
+    if wrong is not None:
+        site = ctx.analysis.program.site(wait)
+        violation(
+            "MBARRIER_PHASE",
+            site,
+            f"the producer's wait on {user_name(wait.barrier.buffer)} before refilling a stage does not wait for "
+            "the consumer's release of that stage (barrier index or parity)",
+            _model(wrong),
+            _loops(wrong, p.loop_p, i),
+        )
+        return False
+    return True

@@ -1,0 +1,76 @@
+"""TMA tensor maps on the host, without a GPU: `bind` plans one per `TensorMapParam` from the tensor's pointer,
+shape and strides (TMA order: dimension 0 innermost), and refuses tensors TMA cannot describe, naming the
+argument and the rule; the launch's parameter array carries the 128 encoded bytes after the ints."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from argus.backend.cuda.codegen import compile_kernel
+from argus.kernels.attention import flash_attention_fwd
+from argus.kernels.gemm import gemm_wgmma_tma
+from argus.runtime import ArgumentError, load
+from argus.runtime import driver as drv
+from tests.runtime.test_arguments import FakeTorchTensor
+
+PA, PB, PC = 1 << 40, 2 << 40, 3 << 40
+
+
+@pytest.fixture(scope="module")
+def gemm():
+    return load(compile_kernel(gemm_wgmma_tma))
+
+
+def test_bind_plans_one_tensor_map_per_tma_operand(gemm) -> None:
+    a = FakeTorchTensor((200, 136), "torch.bfloat16", PA)
+    b = FakeTorchTensor((72, 136), "torch.bfloat16", PB)
+    c = FakeTorchTensor((200, 72), "torch.float32", PC)
+    binding = gemm.bind(a, b, c)
+    assert [(m.param.tensor, m.address, m.dims, m.strides, m.box, m.swizzle) for m in binding.tensor_maps] == [
+        ("A", PA, (136, 200), (272,), (64, 128), 128),
+        ("B", PB, (136, 72), (272,), (64, 128), 128),
+    ]
+
+
+def test_a_row_tma_cannot_stride_is_refused_naming_the_argument(gemm) -> None:
+    a = FakeTorchTensor((200, 100), "torch.bfloat16", PA)  # 200-byte rows: not a multiple of 16
+    b = FakeTorchTensor((72, 100), "torch.bfloat16", PB)
+    c = FakeTorchTensor((200, 72), "torch.float32", PC)
+    with pytest.raises(ArgumentError) as info:
+        gemm.bind(a, b, c)
+    err = info.value
+    assert err.code == "RUNTIME_ARG_TMA" and err.argument == "A"
+    assert "multiple of 16" in err.message and "200 bytes" in str(err.actual)
+
+
+def test_a_misaligned_base_is_refused(gemm) -> None:
+    a = FakeTorchTensor((200, 136), "torch.bfloat16", PA + 8)
+    b = FakeTorchTensor((72, 136), "torch.bfloat16", PB)
+    c = FakeTorchTensor((200, 72), "torch.float32", PC)
+    with pytest.raises(ArgumentError) as info:
+        gemm.bind(a, b, c)
+    assert info.value.argument == "A"
+
+
+def test_squeezed_dimensions_have_box_extent_one() -> None:
+    loaded = load(compile_kernel(flash_attention_fwd))
+    q, k, v = (FakeTorchTensor((2, 100, 64), "torch.bfloat16", p) for p in (PA, PB, PC))
+    o = FakeTorchTensor((2, 100, 64), "torch.float32", 4 << 40)
+    binding = loaded.bind(q, k, v, o)
+    assert [(m.param.tensor, m.dims, m.strides, m.box) for m in binding.tensor_maps] == [
+        ("Q", (64, 100, 2), (128, 12800), (64, 64, 1)),
+        ("K", (64, 100, 2), (128, 12800), (64, 64, 1)),
+        ("V", (64, 100, 2), (128, 12800), (64, 64, 1)),
+    ]
+
+
+def test_kernel_parameters_with_tensor_maps_are_a_pointer_array() -> None:
+    blob = bytes(range(128))
+    params = drv.kernel_arguments((0x1000, 0x2000), (7, 9), (blob,))
+    array = (ctypes.c_void_p * 5).from_address(int(params))
+    assert ctypes.c_void_p.from_address(array[1]).value == 0x2000
+    assert ctypes.c_int.from_address(array[3]).value == 9
+    assert ctypes.string_at(array[4], 128) == blob
+    assert drv.kernel_arguments((1,), (2,)) == ((1, 2), (ctypes.c_void_p, ctypes.c_int))

@@ -1,0 +1,38 @@
+"""The writer stores A through a plain row-major view while the reader (ldmatrix) reads the
+64-byte-swizzled buffer: the two disagree on where element (m, k) lives.
+
+expect: violated
+code: MMA_K_MISMATCH
+"""
+
+import argus
+import argus.lang as T
+from argus.layout import Layout
+
+
+@argus.kernel
+def KERNEL(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((BM, BK), T.bf16, swizzle=64)
+        sB = T.alloc_shared((BK, BN), T.bf16)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        for k in T.serial(T.cdiv(K, BK)):
+            T.copy(A.tile((bm, k), (BM, BK)), sA.view(Layout((BM, BK), (BK, 1))))  # BUG: unswizzled writer
+            T.copy(B.tile((k, bn), (BK, BN)), sB)
+            T.barrier()
+            T.copy(sA, rA, atom="ldmatrix")
+            T.copy(sB, rB, atom="ldmatrix")
+            T.gemm(rA, rB, acc)  # <- MMA_K_MISMATCH
+            T.barrier()
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))

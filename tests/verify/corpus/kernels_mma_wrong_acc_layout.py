@@ -1,0 +1,41 @@
+"""The accumulator laid out as blocked 16-byte runs per thread instead of mma.sync's C layout: the
+instruction accumulates row i, column j into registers the layout says hold other elements.
+
+expect: violated
+code: MMA_ROW_MISMATCH
+code: MMA_COL_MISMATCH
+"""
+
+import argus
+import argus.lang as T
+from argus.lang.fragments import blocked_tv
+
+ACC_TV = blocked_tv((64, 64), 128, 4)
+
+
+@argus.kernel
+def KERNEL(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((BM, BK), T.bf16)
+        sB = T.alloc_shared((BK, BN), T.bf16)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2), tv=ACC_TV)  # BUG
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        for k in T.serial(T.cdiv(K, BK)):
+            T.copy(A.tile((bm, k), (BM, BK)), sA)
+            T.copy(B.tile((k, bn), (BK, BN)), sB)
+            T.barrier()
+            T.copy(sA, rA)
+            T.copy(sB, rB)
+            T.gemm(rA, rB, acc)  # <- MMA_ROW_MISMATCH
+            T.barrier()
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))

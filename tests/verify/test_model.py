@@ -1,0 +1,99 @@
+"""The pieces under the checks: bit-vector arithmetic with Python's semantics, layout inversion,
+the MMA hardware view (against the interpreter's), and tag propagation on small kernels."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import z3
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from argus.atoms import mma_sync_m16n8k16, wgmma
+from argus.interp.machine import _Machine
+from argus.ir.types import bf16, f32
+from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.verify import smt
+from argus.verify.model import hardware_element, hardware_values
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-(2**20), 2**20), st.integers(1, 1000))
+def test_floordiv_and_mod_are_pythons(a: int, b: int) -> None:
+    x = z3.BitVec("x", smt.WIDTH)
+    s = z3.Solver()
+    s.add(x == a)
+    q, r = smt.floordiv(x, b), smt.mod(x, b)
+    s.add(*smt.definitions([q, r]))
+    assert s.check() == z3.sat
+    m = s.model()
+    assert smt.model_int(m, q) == a // b and smt.model_int(m, r) == a % b
+    s.add(z3.Or(q != a // b, r != a % b))  # and the values are forced, not merely possible
+    assert s.check() == z3.unsat
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        Layout((64, 32), (32, 1)),
+        Layout((64, 32), (40, 1)),  # padded rows
+        Layout((3, 64, 64), (4096, 64, 1)),
+        ComposedLayout(hopper_swizzle(128, 16), 0, Layout((2, 64, 64), (4096, 64, 1))),
+        ComposedLayout(hopper_swizzle(64, 16), 0, Layout((64, 32), (32, 1))),
+    ],
+    ids=str,
+)
+def test_invert_finds_the_writer_coordinate(layout) -> None:
+    """Proved for every offset: in the image exactly when ok, and then layout(coord) == offset."""
+    assert smt.invertible(layout)
+    o = z3.BitVec("o", smt.WIDTH)
+    coord, ok = smt.invert(layout, o)
+    image = z3.Or(*[o == layout(i) for i in range(layout.size())]) if layout.size() <= 4096 else None
+    s = z3.Solver()
+    s.add(ok, smt.apply_layout(layout, coord) != o)
+    assert s.check() == z3.unsat
+    if image is not None:
+        s = z3.Solver()
+        s.add(o >= 0, o < 1 << 16, ok != image)
+        assert s.check() == z3.unsat
+
+
+def test_interleaved_layout_is_not_invertible() -> None:
+    assert not smt.invertible(Layout((8, 2), (1, 4)))
+
+
+@pytest.mark.parametrize(
+    ("atom", "operand", "sub"),
+    [
+        (mma_sync_m16n8k16(bf16, bf16, f32), "A", (32, 32)),
+        (mma_sync_m16n8k16(bf16, bf16, f32), "B", (32, 32)),
+        (mma_sync_m16n8k16(bf16, bf16, f32), "C", (32, 32)),
+        (wgmma(64, bf16, acc_dtype=f32), "C", (64, 64)),
+    ],
+    ids=["mma.sync A", "mma.sync B", "mma.sync C", "wgmma C"],
+)
+def test_hardware_view_matches_the_interpreter(atom, operand, sub) -> None:
+    rows, cols, _ = _Machine._hardware_slots(atom, operand, sub)
+    values = hardware_values(atom, operand, sub)
+    assert rows.shape == (atom.thread_count, values)
+    for lane, v in itertools.product(range(atom.thread_count), range(values)):
+        assert hardware_element(atom, operand, sub, lane, v) == (rows[lane, v], cols[lane, v])
+    # and the symbolic form agrees with the integer one
+    lane_t, v_t = z3.BitVec("lane", smt.WIDTH), z3.BitVec("v", smt.WIDTH)
+    r, c = hardware_element(atom, operand, sub, lane_t, v_t)
+    s = z3.Solver()
+    s.add(lane_t == 5, v_t == values - 1)
+    assert s.check() == z3.sat
+    assert (smt.model_int(s.model(), r), smt.model_int(s.model(), c)) == (rows[5, values - 1], cols[5, values - 1])
+
+
+def test_loop_lookback_decides_a_three_stage_pipeline_only_when_it_looks_far_enough() -> None:
+    import importlib
+
+    from argus.verify import verify
+
+    module = importlib.import_module("tests.verify.corpus.kernels_pipeline_three_stages_ok")
+    short = verify(module.KERNEL, checks=("mma",), lookback=1)
+    assert [f.code for f in short.findings] == ["UNKNOWN_LOOKBACK"] and short.verdict.value == "unknown"
+    assert verify(module.KERNEL, checks=("mma",)).verdict.value == "verified"

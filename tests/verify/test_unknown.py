@@ -1,0 +1,78 @@
+# ruff: noqa: UP037
+"""What the verifier cannot decide is `unknown` with a reason, never `verified`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import argus
+import argus.lang as T
+from argus.ir.nodes import Stmt
+from argus.kernels import get_kernel
+from argus.layout import Layout
+from argus.verify import Verdict, verify
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FutureStmt(Stmt):
+    """A statement kind the verifier has never heard of (as the DSL grows)."""
+
+
+def test_unknown_statement_kind_makes_the_kernel_unknown() -> None:
+    kernel = get_kernel("gemm_mma_sync").kernel.trace()
+    body = (FutureStmt(),) + tuple(kernel.body)
+    result = verify(dataclasses.replace(kernel, body=body))
+    assert result.verdict == Verdict.UNKNOWN
+    finding = next(f for f in result.unknowns if f.code == "UNKNOWN_STATEMENT")
+    assert "FutureStmt" in finding.reason and finding.pin
+
+
+def test_unknown_statement_havocs_what_it_may_have_written() -> None:
+    kernel = get_kernel("gemm_mma_sync").kernel.trace()
+    loop = next(s for s in kernel.body if hasattr(s, "body"))
+    # inside the loop, right before the gemm: every fragment and shared buffer may have changed
+    inner = list(loop.body)
+    inner.insert(len(inner) - 2, FutureStmt())
+    body = tuple(dataclasses.replace(loop, body=tuple(inner)) if s is loop else s for s in kernel.body)
+    result = verify(dataclasses.replace(kernel, body=body), checks=("mma",))
+    assert result.verdict == Verdict.UNKNOWN
+    assert not result.errors
+
+
+def _replicated_store(guarded: bool):
+    replicated = Layout(((64, 2), 1), ((1, 0), 0))  # threads t and t + 64 hold element t % 64
+
+    @argus.kernel
+    def store(X: T.Tensor[("N",), T.f32], Y: T.Tensor[("N",), T.f32]):  # noqa: F821
+        with T.grid(T.cdiv(N, 64), threads=128) as (bx,):  # noqa: F821
+            x = T.alloc_fragment((64,), T.f32, tv=replicated)
+            s = T.alloc_shared((64,), T.f32)
+            T.copy(X.tile(bx, 64), x)
+            if guarded:
+                with T.if_(T.thread_id() < 64):
+                    T.copy(x, s)
+            else:
+                T.copy(x, s)
+            T.barrier()
+            T.copy(s, Y.tile(bx, 64))
+
+    return store.trace()
+
+
+def test_branch_conditions_restrict_who_accesses() -> None:
+    assert verify(_replicated_store(False), checks=("races",)).codes() == ["RACE_WRITE_WRITE"]
+    assert verify(_replicated_store(True), checks=("races",)).verdict == Verdict.VERIFIED
+
+
+def test_else_branch_condition_is_negated() -> None:
+    from argus.ir.nodes import If
+
+    kernel = _replicated_store(True)
+    branch = next(st for st in kernel.body if isinstance(st, If))
+    # the same store, in the else branch of the opposite condition
+    flipped = dataclasses.replace(branch, cond=branch.cond.rhs <= branch.cond.lhs, then=(), orelse=branch.then)
+    body = tuple(flipped if st is branch else st for st in kernel.body)
+    assert verify(dataclasses.replace(kernel, body=body), checks=("races",)).verdict == Verdict.VERIFIED
+    unguarded = dataclasses.replace(branch, cond=branch.cond.lhs >= 0)  # every thread stores
+    body = tuple(unguarded if st is branch else st for st in kernel.body)
+    assert verify(dataclasses.replace(kernel, body=body), checks=("races",)).codes() == ["RACE_WRITE_WRITE"]
