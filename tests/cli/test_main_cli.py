@@ -38,6 +38,8 @@ def test_tour_runs_and_is_honest() -> None:
     assert "proved: Sw<3,3,3> o 0 o (8,64):(64,1)" in out
     assert "counterexample for the broken" in out
     assert "matches A @ B on the interpreter" in out
+    assert "error[RACE_READ_WRITE]" in out and "with T.barrier(): verified" in out
+    assert "HGMMA" in out and "UTMALDG" in out
     assert "Not built yet" in out
 
 
