@@ -99,8 +99,23 @@ def _baseline(torch, name: str, tensors: dict):  # noqa: ANN001
             return (lambda: torch.matmul(a, b.t())), "torch.matmul bf16 (A @ B^T)"
         return (lambda: torch.matmul(a, b)), "torch.matmul bf16"
     if name == "flash_attention_fwd":
-        q, k, v = tensors["Q"], tensors["K"], tensors["V"]
-        return (lambda: F.scaled_dot_product_attention(q, k, v)), "F.scaled_dot_product_attention bf16"
+        # 4-D (batch=1, heads=BH, S, D) so that SDPA can take its fused paths; the backend is named.
+        q, k, v = (tensors[n].unsqueeze(0) for n in ("Q", "K", "V"))
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION):
+            try:
+                with sdpa_kernel(backend):
+                    F.scaled_dot_product_attention(q, k, v)
+            except RuntimeError:
+                continue
+
+            def run(backend=backend):  # noqa: ANN001, ANN202
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(q, k, v)
+
+            return run, f"SDPA {backend.name.lower()} bf16"
+        return (lambda: F.scaled_dot_product_attention(q, k, v)), "SDPA default bf16"
     if name == "vector_add":
         a, b, c = tensors["A"], tensors["B"], tensors["C"]
         return (lambda: torch.add(a, b, out=c)), "torch.add"
@@ -148,6 +163,17 @@ def check_one(torch, entry, shape: dict[str, int], args, flush) -> Row:  # noqa:
             break
         scale = max(1.0, float(np.abs(want).max()))
         worst = max(worst, float(np.abs(got - want).max()) / scale)
+    torch_gap = None
+    if entry.torch_reference is not None:  # the same check against PyTorch's own operators, on the GPU
+        ref_in = {k: torch.from_numpy(v.copy()).to("cuda", torch.float64) for k, v in arrays.items()}
+        torch_gap = 0.0
+        for name, want_t in entry.torch_reference(ref_in).items():
+            want = want_t.cpu().numpy()
+            got = tensors[name].double().cpu().numpy()
+            scale = max(1.0, float(np.abs(want).max()))
+            gap = float(np.abs(got - want).max()) / scale if np.all(np.isfinite(got)) else float("inf")
+            torch_gap = max(torch_gap, gap)
+        worst = max(worst, torch_gap)
     modified = [n for n, before in inputs_before.items() if not torch.equal(before, tensors[n])]
     ok = worst <= entry.tolerance and not modified
     row = Row(entry.name, label, "pass" if ok else "FAIL", worst, entry.tolerance)
@@ -169,6 +195,36 @@ def check_one(torch, entry, shape: dict[str, int], args, flush) -> Row:  # noqa:
         if fn is not None:
             row.base_us = _time(torch, fn, args.reps, args.warmup, flush)
     return row
+
+
+def launch_overhead(torch, launches: int = 20000) -> list[str]:  # noqa: ANN001
+    """Host cost of calling a compiled kernel, after warm-up: the prepared fast path (arguments checked
+    once), the checked call (every argument validated per call), and torch.add as a reference."""
+    import time
+
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.kernels.elementwise import vector_add
+    from argus.runtime import load
+
+    loaded = load(compile_kernel(vector_add.trace()))
+    a, b, c = (torch.ones(1024, device="cuda") for _ in range(3))
+    prepared = loaded.prepare(a, b, c)
+    lines = []
+    for label, fn in (
+        ("prepared launch (checked once)", prepared.launch),
+        ("checked call loaded(a, b, c)", lambda: loaded(a, b, c)),
+        ("torch.add(a, b, out=c)", lambda: torch.add(a, b, out=c)),
+    ):
+        for _ in range(200):
+            fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(launches):
+            fn()
+        host = (time.perf_counter() - start) / launches * 1e6
+        torch.cuda.synchronize()
+        lines.append(f"{label:<34} {host:7.2f} us per call (host, mean of {launches})")
+    return lines
 
 
 def versions(torch) -> list[str]:  # noqa: ANN001
@@ -226,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(Row(entry.name, label, "FAIL", detail=f"{type(err).__name__}: {err}".splitlines()[0]))
                 traceback.print_exc()
     _print(rows)
+    print("\nmax error: the larger of the errors against the numpy reference and against PyTorch's own operators")
+    if args.reps > 0:
+        print("\nlaunch overhead (vector_add, 1024 elements):")
+        print("\n".join(launch_overhead(torch)))
     failed = [r for r in rows if r.status == "FAIL"]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} rows passed or skipped; {len(failed)} failed")
     return 1 if failed else 0
