@@ -84,3 +84,22 @@ def test_codegen_paths_match_the_interpreter(case) -> None:
         interp = _run_on_interpreter(kernel, arrays)
         for name, want in interp.items():
             assert _relative_error(gpu[name], want) <= case.tolerance, (case.name, shape, name)
+
+
+def test_repeated_calls_reuse_the_checked_launch_but_still_check_new_arguments() -> None:
+    from argus.kernels.elementwise import vector_add
+    from argus.runtime.errors import ArgumentError
+
+    loaded = load(compile_kernel(vector_add.trace()))
+    a = torch.arange(1000, dtype=torch.float32, device="cuda")
+    b = torch.ones(1000, device="cuda")
+    c = torch.zeros(1000, device="cuda")
+    for _ in range(3):
+        loaded(a, b, c)
+    torch.cuda.synchronize()
+    assert torch.equal(c, a + 1) and len(loaded._prepared) == 1
+    c2 = torch.zeros(999, device="cuda")  # same pointers are not enough: the shape changed
+    with pytest.raises(ArgumentError):
+        loaded(a, b, c2)
+    with pytest.raises(ArgumentError):
+        loaded(a, b.double(), c)
