@@ -76,3 +76,15 @@ def test_interpreter_broken_variants_are_caught(make, code) -> None:
 
 def test_forced_ldmatrix_variants_used_rightly_verify() -> None:
     assert verify(broken.gemm_forced_ldmatrix_variants_that_are_right().trace()).verdict == Verdict.VERIFIED
+
+
+@pytest.mark.parametrize("name", ["softmax", "gemm_mma_sync", "gemm_cp_async", "gemm_wgmma_tma"])
+def test_library_kernels_carry_their_invariants(name: str) -> None:
+    """The invariants are annotated in the kernels' source (T.assert_tag) and proved above."""
+    from argus.ir.nodes import walk
+    from argus.ir.tags import AssertTag
+    from argus.kernels import get_kernel
+
+    entry = get_kernel(name)
+    asserts = [s for s in walk(entry.kernel.trace(**entry.params).body) if isinstance(s, AssertTag)]
+    assert asserts and all(a.loc is not None and a.loc.file.endswith(".py") for a in asserts)

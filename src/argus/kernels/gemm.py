@@ -31,6 +31,9 @@ def gemm_mma_sync(
             T.barrier()
             T.copy(sA, rA, atom="ldmatrix")
             T.copy(sB, rB, atom="ldmatrix")
+            # invariant: the operands multiplied at iteration k are K-block k, and A's rows are this block's
+            T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), rA)
+            T.assert_tag(lambda b: (b[0] // BK == k) & (b[1] // BN == bn), rB)
             T.gemm(rA, rB, acc)
             T.barrier()
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
@@ -70,6 +73,9 @@ def gemm_cp_async(
             T.barrier()
             T.copy(sA[k % STAGES], rA, atom="ldmatrix")
             T.copy(sB[k % STAGES], rB, atom="ldmatrix")
+            # invariant: stage k % STAGES holds K-block k when iteration k consumes it
+            T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), rA)
+            T.assert_tag(lambda b: (b[0] // BK == k) & (b[1] // BN == bn), rB)
             T.gemm(rA, rB, acc)
             T.barrier()  # stage k % STAGES may be overwritten from here on
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
@@ -107,6 +113,9 @@ def gemm_wgmma_tma(
             T.fill(acc, 0.0)
             for k, s in T.pipeline(k_tiles, stages=STAGES):
                 T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
+                # invariant: the stage consumed at iteration k holds K-block k of this block's A and B tiles
+                T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), sA[s])
+                T.assert_tag(lambda b: (b[1] // BK == k) & (b[0] // BN == bn), sB[s])
                 T.gemm(sA[s], sB[s].T, acc)
                 T.mbarrier_arrive(empty[s])
             T.copy(acc, C.tile((bm, bn), (BM, BN)))

@@ -18,6 +18,8 @@ def softmax(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: 
         row_max = T.reduce_max(x, axis=1)
         e = T.exp2((x - row_max[:, None]) * LOG2E)  # exp(x - max) with the scale folded into exp2
         row_sum = T.reduce_sum(e, axis=1)
+        # invariant: the statistics that rescale row r were computed from row r of X
+        T.assert_tag(lambda v, m, s: (v[0] == m[0]) & (v[0] == s[0]), e, row_max[:, None], row_sum[:, None])
         T.copy(e / row_sum[:, None], Y.tile((bm, 0), (BM, BN)))
 
 
