@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from argus._version import __version__
-from argus.cli import compile_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
+from argus.cli import compile_cmd, eval_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
 
 app = typer.Typer(
     name="argus",
@@ -20,6 +20,8 @@ app.command("interpret")(kernels_cmd.interpret)
 app.command("ir")(kernels_cmd.ir)
 app.command("compile")(compile_cmd.compile_kernel_cli)
 app.command("verify")(verify_cmd.verify)
+app.command("bench")(eval_cmd.bench)
+app.command("kernelbench")(eval_cmd.kernelbench)
 app.command("tour")(tour_cmd.tour)
 
 

@@ -1,0 +1,262 @@
+"""`argus bench` and `argus kernelbench`: the gate and the benchmark harness from the command line (thin shells
+over `argus.eval.bench.run_bench` and `argus.tasks.kernelbench.run_kernelbench`)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from argus.diagnostics import ArgusError
+
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+
+def _fmt(value: Any, spec: str = ".4g", suffix: str = "") -> str:
+    if value is None:
+        return "—"
+    return f"{value:{spec}}{suffix}"
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def parse_assignments(text: str) -> dict[str, Any]:
+    """``"batch_size=2,input_shape=(256,)"`` -> ``{"batch_size": 2, "input_shape": (256,)}``: comma-separated
+    ``NAME=VALUE`` pairs, each value a Python literal (commas inside parentheses belong to the value)."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    result: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in parts)):
+        name, _, value = part.partition("=")
+        name = name.strip()
+        try:
+            parsed = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise typer.BadParameter(f"cannot read {part!r}: write NAME=VALUE with a Python literal value") from None
+        if not name.isidentifier():
+            raise typer.BadParameter(f"cannot read {part!r}: {name!r} is not a name")
+        result[name] = parsed
+    return result
+
+
+def bench(
+    name_or_task: str = typer.Argument(..., help="a built-in task (all its library kernels) or a library kernel"),
+    baselines: str = typer.Option(
+        "",
+        "--baselines",
+        help="comma-separated baselines (eager, compile, cublas, sdpa-flash, ...; default: the task's)",
+    ),
+    shapes: str = typer.Option(
+        "", "--shapes", help="problem sizes, ';' between shapes: 'M=4096,N=4096,K=4096;M=8192,N=8192,K=8192'"
+    ),
+    json_file: str | None = typer.Option(None, "--json", help="write every result (all gate stages) as JSON"),
+    plot_file: str | None = typer.Option(None, "--plot", help="bar chart of the ratios to the baselines (PNG)"),
+    trials: int = typer.Option(6, "--trials", help="correctness trials per kernel and size"),
+    reps: int = typer.Option(100, "--reps", help="timed repetitions (GPU)"),
+    timeout: float = typer.Option(900.0, "--timeout", help="time limit per kernel and size, in seconds"),
+    isolate: bool = typer.Option(True, "--isolate/--no-isolate", help="run each kernel in a worker process"),
+    store: str | None = typer.Option(None, "--store", help="SQLite file results are written to as they arrive"),
+) -> None:
+    """Library kernels through the gate against their baselines: time, TFLOP/s, % of ceiling, ratios.
+
+    Without a GPU, correctness runs on the CPU interpreter and timing is skipped (said in the table)."""
+    from argus.eval.bench import parse_shapes, plot_ratios, run_bench, size_label
+    from argus.eval.gate import GateOptions
+
+    try:
+        shape_list = parse_shapes(shapes) if shapes.strip() else None
+        names = [b.strip() for b in baselines.split(",") if b.strip()] or None
+        options = GateOptions(trials=trials, reps=reps)
+        with _progress() as progress:
+            bar = progress.add_task("starting", total=None)
+
+            def on_progress(done: int, total: int, what: str) -> None:
+                progress.update(bar, completed=done, total=total, description=what)
+
+            report = run_bench(
+                name_or_task,
+                baselines=names,
+                shapes=shape_list,
+                options=options,
+                isolate=isolate,
+                timeout_s=timeout,
+                store_path=store,
+                on_progress=on_progress,
+            )
+    except ArgusError as e:
+        err.print(str(e), markup=False, highlight=False)
+        raise typer.Exit(2) from None
+
+    base_names = list(dict.fromkeys(n for r in report.rows for n in r.ratios)) or (names or [])
+    env = report.environment
+    device = env.get("gpu", {}).get("name") if report.gpu else "CPU (no CUDA GPU)"
+    table = Table(title=f"argus bench {report.target} — task {report.task} on {device}, torch {env.get('torch')}")
+    timed_cols = ("time (ms)", "TFLOP/s", "GB/s", "% ceiling") if report.gpu else ("timing",)
+    for col in ("kernel", "shape", "verdict", "rel. error", *timed_cols):
+        table.add_column(col, justify="left" if col in ("kernel", "shape", "verdict", "timing") else "right")
+    for b in base_names if report.gpu else []:
+        table.add_column(f"x {b}", justify="right")
+    for r in report.rows:
+        verdict = r.verdict if not r.flags else f"{r.verdict} ({', '.join(r.flags)})"
+        cells = [r.kernel, size_label(r.sizes), verdict, _fmt(r.max_rel_norm, ".1e")]
+        if report.gpu:
+            ceiling = r.fraction_of_ceiling * 100 if r.fraction_of_ceiling is not None else None
+            cells += [_fmt(r.time_ms), _fmt(r.tflops, ".1f"), _fmt(r.gbps, ".0f"), _fmt(ceiling, ".0f", "%")]
+            cells += [_fmt(r.ratios.get(b), ".2f", "x") for b in base_names]
+        else:
+            cells.append(f"skipped: {r.timing_skipped}" if r.timing_skipped else "—")
+        table.add_row(*cells)
+    out.print(table)
+    for label, b in report.baselines.items():
+        if "error" in b:
+            out.print(f"baselines at {label}: {b['error']}")
+            continue
+        parts = []
+        for name, check in b.get("checks", {}).items():
+            timing = b.get("timings", {}).get(name, {})
+            t = timing.get("timing", {}).get("median_ms")
+            state = (
+                "computes the task"
+                if check.get("correct")
+                else f"WRONG: {check['reason']}"
+                if "reason" in check
+                else f"not run: {check.get('skipped')}"
+            )
+            parts.append(f"{name}: {state}" + (f", {t:.4g} ms" if t is not None else ""))
+        out.print(f"baselines at {label}: " + "; ".join(parts))
+    for r in report.rows:
+        if not r.correct:
+            out.print(f"{r.kernel} [{size_label(r.sizes)}]: {r.summary}", markup=False, highlight=False)
+    if not report.gpu:
+        out.print("timing skipped: no CUDA GPU here (correctness ran on the CPU interpreter)")
+    if json_file is not None:
+        Path(json_file).write_text(json.dumps(report.to_json(), indent=2))
+        out.print(f"wrote {json_file}")
+    if plot_file is not None:
+        if plot_ratios(report, plot_file):
+            out.print(f"wrote {plot_file}")
+        else:
+            out.print(f"no ratios to plot (timing skipped): {plot_file} not written")
+    raise typer.Exit(0 if all(r.correct for r in report.rows) else 1)
+
+
+def kernelbench(
+    problems_dir: str | None = typer.Option(
+        None,
+        "--problems",
+        help="KernelBench problems directory (default: $ARGUS_KERNELBENCH_DIR or ../shared/kernelbench)",
+    ),
+    level: int = typer.Option(1, "--level", help="problem level (1, 2, 3)"),
+    solutions_dir: str = typer.Option(
+        "identity", "--solutions", help="directory of solution files (defining ModelNew), or 'identity'"
+    ),
+    csv_file: str = typer.Option("kernelbench.csv", "--csv", help="where to write one row per problem"),
+    only: str = typer.Option("", "--only", help="comma-separated problem ids (default: all of the level)"),
+    small: bool = typer.Option(False, "--small", help="the CPU sample with its small sizes (argus.tasks.kernelbench)"),
+    sizes: str = typer.Option("", "--sizes", help="module-level overrides for every problem, e.g. batch_size=2"),
+    workers: int = typer.Option(0, "--workers", help="worker processes (0: one per GPU, or 1 without a GPU)"),
+    timeout: float = typer.Option(600.0, "--timeout", help="time limit per problem, in seconds"),
+    store: str | None = typer.Option(None, "--store", help="SQLite file results are written to as they arrive"),
+    trials: int = typer.Option(6, "--trials", help="correctness trials per problem (KernelBench: 5)"),
+    reps: int = typer.Option(100, "--reps", help="timed repetitions (GPU)"),
+) -> None:
+    """Evaluate KernelBench solutions: correctness with argus's defences, speedup vs eager and torch.compile,
+    fast_p, geometric mean and median; writes a CSV. Exits 1 when the harness could not decide a problem."""
+    from argus.eval.device import has_gpu
+    from argus.eval.gate import GateOptions
+    from argus.tasks.kernelbench import default_kernelbench_dir, discover, run_kernelbench
+
+    root = Path(problems_dir) if problems_dir else default_kernelbench_dir()
+    try:
+        ids = [int(x) for x in only.split(",") if x.strip()] or None
+    except ValueError:
+        raise typer.BadParameter(f"--only takes comma-separated problem ids, got {only!r}") from None
+    overrides = parse_assignments(sizes)
+    devices = None
+    if workers <= 0:
+        if has_gpu():
+            import torch
+
+            devices = list(range(torch.cuda.device_count()))
+        workers = 1
+    try:
+        if ids is None and not small:
+            total = len(discover(root, level))
+        else:
+            from argus.tasks.kernelbench import CPU_SAMPLE
+
+            total = len(ids) if ids is not None else len(CPU_SAMPLE.get(level, {}))
+        with _progress() as progress:
+            bar = progress.add_task(f"level {level}", total=total)
+
+            def on_row(row: Any) -> None:
+                progress.update(bar, advance=1, description=f"level {level}: {row.problem_id}_{row.name}")
+
+            report = run_kernelbench(
+                root,
+                level,
+                solutions_dir,
+                problems=ids,
+                sizes=overrides,
+                small=small,
+                workers=workers,
+                devices=devices,
+                timeout_s=timeout,
+                store_path=store,
+                csv_path=csv_file,
+                options=GateOptions(trials=trials, reps=reps),
+                on_row=on_row,
+            )
+    except ArgusError as e:
+        err.print(str(e), markup=False, highlight=False)
+        raise typer.Exit(2) from None
+
+    s = report.summary
+    table = Table(title=f"KernelBench level {level}: {solutions_dir} — {s['correct']}/{s['problems']} correct")
+    table.add_column("baseline")
+    for col in ("fast_0", "fast_1", "fast_1.5", "fast_2", "geomean", "median", "timed"):
+        table.add_column(col, justify="right")
+    for baseline in ("eager", "compile"):
+        e = s[baseline]
+        table.add_row(
+            baseline,
+            *[_fmt(e[k], ".2f") for k in ("fast_0", "fast_1", "fast_1.5", "fast_2")],
+            _fmt(e["geomean"], ".3f", "x"),
+            _fmt(e["median"], ".3f", "x"),
+            str(e["timed"]),
+        )
+    out.print(table)
+    for r in report.rows:
+        if not r.correct:
+            out.print(f"  {r.problem_id}_{r.name}: {r.verdict} [{r.code}] {r.reason}", markup=False, highlight=False)
+    if s["timed"] == 0:
+        out.print("timing skipped: no CUDA GPU here; fast_p for p > 0 and speedups need a GPU")
+    out.print(f"wrote {report.csv_path}" + (f" and {report.store_path}" if report.store_path else ""))
+    # a harness error (not a rejected candidate) is a failure of the run
+    raise typer.Exit(1 if any(r.verdict == "error" for r in report.rows) else 0)

@@ -1,0 +1,747 @@
+"""The gate: ``static -> compile -> verify -> correct -> profile`` for one candidate on one task, each stage a
+`StageResult`, collected in a `GateResult`. The gate stops at the first stage that fails.
+
+* **static** — `argus.eval.guards.scan_source` on the candidate's source: library calls the task forbids,
+  precision toggles on fp32 tasks;
+* **compile** — DSL kernels: trace and compile for ``sm_90a`` through `argus.backend.cuda.codegen` (no GPU
+  needed); a construct the generator cannot lower yet is *skipped*, not failed, and correctness still runs on the
+  interpreter. PyTorch candidates: import the file and construct the module (precision switches checked around
+  both);
+* **verify** — DSL kernels: `argus.verify.verify`; a violation rejects with its counterexample, ``unknown`` does
+  not. Other candidates: skipped (nothing to verify);
+* **correct** — `argus.eval.correctness.check_correctness` on the GPU when the kernel was compiled and a GPU is
+  present, else on the CPU (the interpreter for DSL kernels, torch on CPU for modules);
+* **profile** — GPU only: `argus.eval.timing.time_cuda` with the task's inputs refreshed from a pool of distinct
+  draws before every repetition (outside the timed region) and the outputs poisoned, then the last outputs
+  checked against the reference: a candidate that caches results across calls, or stops computing once it is
+  being timed, fails here (``PROFILE_STALE_RESULT``). Then TFLOP/s, GB/s, the fraction of this GPU's measured
+  ceilings, the baselines' times and ratios, SM clock and power, and `argus.eval.flags`.
+
+The gate reaches the code generator, the runtime and the verifier only through `_compile`, `_load` and
+`_verify`; when one is missing the stage says so and the rest proceed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.eval.candidates import KernelCandidate, ModuleCandidate, import_file
+from argus.eval.flags import Thresholds, speedups, suspicion_flags
+from argus.eval.guards import PrecisionState, poison_, scan_source, strict_precision
+from argus.eval.results import Flag, GateResult, StageResult, Status
+from argus.tasks.base import ModuleTask, Task
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """How the gate runs.
+
+    Attributes:
+        trials: correctness trials (at least 5; each on fresh inputs).
+        seed: base seed of the input draws and of module construction.
+        device: ``"cuda"``/``"cuda:N"``/``"cpu"``; None picks the GPU when there is one.
+        reps, warmup, flush_l2, graph: timing (`argus.eval.timing.time_cuda`).
+        timing_inputs: distinct input draws rotated through the timed repetitions.
+        verify: run the verifier on DSL kernels.
+        baselines: baselines to time in the profile stage (None: the task's defaults; empty: none).
+        thresholds: when a timing is flagged (`argus.eval.flags.Thresholds`).
+        forbidden: extra dotted-name patterns the candidate may not use (added to the task's).
+        forbidden_ops: extra operator patterns the candidate may not dispatch (added to the task's).
+    """
+
+    trials: int = 6
+    seed: int = 0
+    device: str | None = None
+    reps: int = 100
+    warmup: int = 10
+    flush_l2: bool = True
+    graph: bool | None = None
+    timing_inputs: int = 2
+    verify: bool = True
+    baselines: tuple[str, ...] | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    forbidden: tuple[str, ...] = ()
+    forbidden_ops: tuple[str, ...] = ()
+
+    def resolved_device(self) -> str:
+        from argus.eval.device import default_device
+
+        return self.device or default_device()
+
+
+def _stage(stage: str, status: Status, code: str | None, reason: str, start: float, **details: Any) -> StageResult:
+    return StageResult(stage, status, code, reason, details, time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# static
+
+
+def static_stage(source: str | None, forbidden: Sequence[str], fp32: bool) -> tuple[StageResult, list[Flag]]:
+    """Scan `source`; blocking findings fail the stage, the others become flags."""
+    start = time.perf_counter()
+    if source is None:
+        return _stage("static", Status.SKIPPED, "STATIC_NO_SOURCE", "no source text to check", start), []
+    try:
+        findings = scan_source(source, forbidden=forbidden, fp32=fp32)
+    except SyntaxError as e:
+        return (
+            _stage("static", Status.FAILED, "STATIC_UNPARSEABLE", f"line {e.lineno}: {e.msg}", start, line=e.lineno),
+            [],
+        )
+    blocking = [f for f in findings if f.blocking]
+    flags = [Flag(f.code, f"line {f.line}: {f.message}", False, f.to_json()) for f in findings if not f.blocking]
+    details = {"findings": [f.to_json() for f in findings], "forbidden": list(forbidden), "fp32": fp32}
+    if blocking:
+        first = blocking[0]
+        more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
+        reason = f"line {first.line}: {first.message}{more}: {first.text.strip()}"
+        return _stage("static", Status.FAILED, first.code, reason, start, **details), flags
+    return _stage("static", Status.PASSED, None, f"{len(findings)} warning(s)", start, **details), flags
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the narrow interfaces to the code generator, the runtime and the verifier
+
+
+def _compile(candidate: KernelCandidate) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+
+    return compile_kernel(candidate.kernel, **candidate.params)
+
+
+def _load(compiled: Any) -> Any:
+    from argus.runtime import load
+
+    return load(compiled)
+
+
+def _verify(candidate: KernelCandidate) -> Any:
+    from argus.verify import verify
+
+    return verify(candidate.kernel, **candidate.params)
+
+
+def compile_stage(candidate: KernelCandidate, task: Task) -> tuple[StageResult, Any]:
+    """Trace and compile a DSL kernel; check its parameters are the task's. Returns (stage, compiled or None)."""
+    start = time.perf_counter()
+    if not candidate.is_dsl:
+        return _stage("compile", Status.SKIPPED, None, "not an argus DSL kernel: runs as given", start), None
+    try:
+        names = candidate.parameter_names()
+    except Exception as e:  # noqa: BLE001 - a trace error is the candidate's
+        return _stage("compile", Status.FAILED, "COMPILE_TRACE", str(e).splitlines()[0], start, error=str(e)), None
+    want = [t.name for t in task.tensors]
+    if sorted(names or []) != sorted(want):
+        return (
+            _stage(
+                "compile",
+                Status.FAILED,
+                "COMPILE_SIGNATURE",
+                f"the kernel's tensors ({', '.join(names or [])}) are not the task's ({', '.join(want)})",
+                start,
+                kernel_parameters=names,
+                task_parameters=want,
+            ),
+            None,
+        )
+    try:
+        compiled = _compile(candidate)
+    except ImportError as e:
+        return _stage(
+            "compile", Status.SKIPPED, "COMPILE_UNAVAILABLE", f"code generator not importable: {e}", start
+        ), None
+    except Exception as e:  # noqa: BLE001 - sorted by the error's code below
+        code = getattr(e, "code", None)
+        text = str(e)
+        if code == "CODEGEN_UNSUPPORTED":
+            return _stage(
+                "compile", Status.SKIPPED, "COMPILE_UNSUPPORTED", text.splitlines()[0], start, error=text
+            ), None
+        if code in ("COMPILE_TOOLCHAIN", "COMPILE_NVRTC_API"):
+            return _stage(
+                "compile", Status.SKIPPED, "COMPILE_UNAVAILABLE", text.splitlines()[0], start, error=text
+            ), None
+        if code is not None and str(code).startswith("DSL_"):
+            return _stage("compile", Status.FAILED, "COMPILE_TRACE", text.splitlines()[0], start, error=text), None
+        return (
+            _stage(
+                "compile",
+                Status.FAILED,
+                "COMPILE_FAILED",
+                text.splitlines()[0] if text else type(e).__name__,
+                start,
+                error=text,
+                error_code=code,
+            ),
+            None,
+        )
+    details: dict[str, Any] = {"entry": getattr(compiled, "entry", None)}
+    try:
+        r = compiled.resources
+        details["resources"] = {
+            k: getattr(r, k) for k in ("registers", "spill_stores", "spill_loads", "shared_bytes") if hasattr(r, k)
+        }
+    except Exception:  # noqa: BLE001 - resources are informative only
+        pass
+    return _stage("compile", Status.PASSED, None, "compiled for sm_90a", start, **details), compiled
+
+
+def verify_stage(candidate: KernelCandidate) -> StageResult:
+    """Run the verifier on a DSL kernel (skipped for anything else)."""
+    start = time.perf_counter()
+    if not candidate.is_dsl:
+        return _stage("verify", Status.SKIPPED, "VERIFY_NOT_APPLICABLE", "not an argus DSL kernel", start)
+    try:
+        result = _verify(candidate)
+    except ImportError as e:
+        return _stage("verify", Status.SKIPPED, "VERIFY_UNAVAILABLE", f"verifier not importable: {e}", start)
+    except Exception as e:  # noqa: BLE001 - the verifier failing is a harness error, stated
+        return _stage("verify", Status.ERROR, "VERIFY_ERROR", f"{type(e).__name__}: {e}", start)
+    report = result.to_json() if hasattr(result, "to_json") else {"verdict": str(result.verdict)}
+    verdict = str(getattr(result.verdict, "value", result.verdict))
+    if verdict == "violated":
+        first = result.errors[0] if getattr(result, "errors", None) else None
+        reason = first.render_text().splitlines()[0] if first is not None else "an invariant is violated"
+        return _stage("verify", Status.FAILED, "VERIFY_VIOLATED", reason, start, report=report)
+    if verdict == "unknown":
+        return _stage("verify", Status.UNKNOWN, "VERIFY_UNKNOWN", "some checks undecided", start, report=report)
+    return _stage("verify", Status.PASSED, None, "every invariant verified", start, report=report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# profile
+
+
+class RotatingInputs:
+    """Timed repetitions on changing inputs. Before each repetition (outside the timed region) `before_rep` copies
+    the next of the distinct input draws in `pool` into the fixed argument `buffers` and poisons the outputs of
+    the previous call; afterwards `check_after` compares outputs with the reference for the draw they were
+    computed from. A candidate that caches its result (by tensor identity, address or anything else that stays
+    fixed across repetitions), or skips work once it is being timed, returns a stale answer and is caught. Under
+    CUDA-graph replay, where the candidate's Python does not run, the graph's static output is what is poisoned
+    and checked.
+
+    Args:
+        pool: input lists, one per draw (on the timing device).
+        expected: the float64 reference outputs for each draw.
+        tol: the task's tolerance.
+        outputs: preallocated output tensors (kernels writing in place); None when the candidate returns its
+            outputs (modules): then wrap the call as ``rotating.record(candidate(*rotating.buffers))``.
+        noise: per draw, per output, the task's own reference in its own precision minus `expected` where that
+            misses the tolerance (outputs dominated by rounding; see `argus.eval.tolerance.compare`), else None.
+        seeds: per draw, the seed PyTorch's generator had when `expected` was computed (tasks with random draws).
+    """
+
+    def __init__(
+        self,
+        pool: list[list[Any]],
+        expected: list[list[Any]],
+        tol: Any,
+        outputs: list[Any] | None = None,
+        noise: list[list[Any]] | None = None,
+        seeds: list[int] | None = None,
+    ):
+        import torch
+
+        self.pool, self.expected, self.tol, self.outputs, self.noise = pool, expected, tol, outputs, noise
+        self.seeds = seeds
+        self.buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in pool[0]]
+        self.index = 0
+        self.returned: Any = None
+
+    def before_rep(self, i: int) -> None:
+        import torch
+
+        from argus.eval.correctness import as_outputs
+
+        self.index = i % len(self.pool)
+        for b, src in zip(self.buffers, self.pool[self.index], strict=True):
+            if isinstance(b, torch.Tensor):
+                b.copy_(src)
+        stale = self.outputs if self.outputs is not None else as_outputs(self.returned)
+        for o in stale:
+            if isinstance(o, torch.Tensor) and not any(o is b for b in self.buffers):
+                poison_(o)
+        if self.seeds is not None:  # the random draws the reference made for this input draw
+            torch.manual_seed(self.seeds[self.index])
+
+    def record(self, value: Any) -> Any:
+        self.returned = value
+        return value
+
+    def check(self) -> str | None:
+        """None when the last call's outputs match the reference of the draw it saw, else the reason."""
+        from argus.eval.correctness import as_outputs
+        from argus.eval.tolerance import compare, input_scale
+
+        got = list(self.outputs) if self.outputs is not None else as_outputs(self.returned)
+        want = self.expected[self.index]
+        noise = self.noise[self.index] if self.noise is not None else [None] * len(want)
+        if len(got) != len(want):
+            return f"{len(got)} output(s), expected {len(want)}"
+        scale = input_scale(self.pool[self.index])
+        for i, (g, w, z) in enumerate(zip(got, want, noise, strict=True)):
+            c = compare(g, w, self.tol, name=f"output {i}", input_scale=scale, noise=z)
+            if not c.ok:
+                return c.reason
+        return None
+
+    def check_after(self, fn: Callable[[], Any], sync: Callable[[], None] | None = None) -> str | None:
+        """After timing: `check` the last timed call, then call `fn` once more on every draw in turn and check
+        each (a result cached from one draw is wrong for the others, whichever draw the timing ended on)."""
+        reason = self.check()
+        if reason is not None:
+            return f"last timed call: {reason}"
+        for j in range(len(self.pool)):
+            self.before_rep(j)
+            fn()
+            if sync is not None:
+                sync()
+            reason = self.check()
+            if reason is not None:
+                return f"draw {j} after timing: {reason}"
+        return None
+
+
+def reference_outputs(
+    run_high: Callable[[list[Any]], Any],
+    run_native: Callable[[list[Any]], Any],
+    pool: list[list[Any]],
+    tol: Any,
+    seeds: list[int] | None = None,
+) -> tuple[list[list[Any]], list[list[Any]]]:
+    """For each draw in `pool`, what the timed outputs are compared with (on the CPU) and the noise floor, chosen
+    as in the correct stage (`argus.eval.correctness.reference_choice`). PyTorch's generator is seeded with
+    ``seeds[j]`` before each reference run (and `RotatingInputs` seeds it the same before each timed call), so a
+    task with random draws (dropout) is reproduced exactly."""
+    import torch
+
+    from argus.eval.correctness import as_outputs, reference_choice, to_high
+    from argus.eval.guards import clone_all
+    from argus.eval.tolerance import input_scale
+
+    expected, noise = [], []
+    for j, draw in enumerate(pool):
+        if seeds is not None:
+            torch.manual_seed(seeds[j])
+        high = [r.detach() for r in as_outputs(run_high(to_high(draw)))]
+        if seeds is not None:
+            torch.manual_seed(seeds[j])
+        native = [r.detach() for r in as_outputs(run_native(clone_all(draw)))]
+        kind, want, z, why = reference_choice(native, high, tol, input_scale(draw))
+        expected.append([w.to("cpu") for w in want])
+        noise.append([None if t is None else t.to("cpu") for t in z] if z is not None else [None] * len(want))
+    return expected, noise
+
+
+def _device_index(device: str) -> int:
+    import torch
+
+    d = torch.device(device)
+    return d.index if d.index is not None else torch.cuda.current_device()
+
+
+def profile_stage(
+    fn: Callable[[], Any],
+    *,
+    before_rep: Callable[[int], None],
+    validate: Callable[[], str | None],
+    flops: float | None,
+    moved_bytes: float | None,
+    baselines: dict[str, Any],
+    options: GateOptions,
+    device: str,
+    extra: dict[str, Any] | None = None,
+    graph_fn: Callable[[], Any] | None = None,
+) -> tuple[StageResult, list[Flag]]:
+    """Time `fn` on the GPU and compute the figures (see the module docstring). `validate()` returns None when
+    the outputs of the timed calls are right, else the reason."""
+    from argus.eval.ceilings import ceilings_for_device
+    from argus.eval.device import gpu_info, gpu_telemetry
+    from argus.eval.timing import fraction_of_ceilings, throughput, time_cuda
+
+    start = time.perf_counter()
+    index = _device_index(device)
+    uuid = gpu_info(index).get("uuid")
+    telemetry_before = gpu_telemetry(index, uuid)
+    try:
+        timing = time_cuda(
+            fn,
+            device=device,
+            reps=options.reps,
+            warmup=options.warmup,
+            flush_l2=options.flush_l2,
+            graph=options.graph,
+            before_rep=before_rep,
+            graph_fn=graph_fn,
+        )
+    except Exception as e:  # noqa: BLE001 - the candidate failing under timing rejects it
+        return _stage("profile", Status.FAILED, "PROFILE_FAILED", f"{type(e).__name__}: {e}", start), []
+    telemetry_after = gpu_telemetry(index, uuid)
+    stale = validate()
+    if stale is not None:
+        return (
+            _stage(
+                "profile",
+                Status.FAILED,
+                "PROFILE_STALE_RESULT",
+                f"the outputs of the timed calls are wrong ({stale}): the candidate caches results across calls or "
+                "skips work when timed",
+                start,
+                timing=timing.to_json(),
+            ),
+            [],
+        )
+    figures = throughput(timing.median_ms, flops, moved_bytes)
+    notes: list[str] = []
+    try:
+        ceilings: dict[str, Any] | None = ceilings_for_device(index)
+    except Exception as e:  # noqa: BLE001
+        ceilings = None
+        notes.append(f"ceilings not measured: {type(e).__name__}: {e}")
+    baselines_ms = {n: b["timing"]["median_ms"] for n, b in baselines.items() if "timing" in b}
+    flags = suspicion_flags(
+        timing.to_json(), baselines_ms=baselines_ms, figures=figures, ceilings=ceilings, thresholds=options.thresholds
+    )
+    details = {
+        "timing": timing.to_json(),
+        "throughput": figures,
+        "ceilings": ceilings,
+        "fraction_of_ceiling": fraction_of_ceilings(figures, ceilings),
+        "baselines": baselines,
+        "speedup": speedups(timing.median_ms, baselines_ms),
+        "telemetry": {"before": telemetry_before, "after": telemetry_after},
+        "timing_inputs": options.timing_inputs,
+        "notes": notes,
+        **(extra or {}),
+    }
+    reason = f"median {timing.median_ms:.4g} ms ({timing.method}, {timing.reps} reps)"
+    return _stage("profile", Status.PASSED, None, reason, start, **details), flags
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kernels on built-in tasks
+
+
+def gate_kernel(
+    task: Task,
+    candidate: KernelCandidate,
+    sizes: dict[str, int] | None = None,
+    options: GateOptions | None = None,
+    *,
+    baselines: dict[str, Any] | None = None,
+) -> GateResult:
+    """The gate for a kernel candidate on a built-in task at `sizes` (default: the task's CPU sizes without a
+    GPU, its first benchmark sizes with one). `baselines`: baseline timings already taken in this run (else the
+    profile stage times `options.baselines`)."""
+    import torch
+
+    from argus.eval.correctness import check_correctness, to_device
+    from argus.eval.device import environment
+
+    options = options or GateOptions()
+    device = options.resolved_device()
+    gpu = device.startswith("cuda")
+    sizes = dict(sizes or (task.bench_sizes[0] if gpu else task.small_sizes))
+    result = GateResult(candidate.name, task.name, sizes, environment=environment(device))
+    fp32 = task.precision == torch.float32
+    forbidden = (*task.forbidden, *options.forbidden)
+    with strict_precision(fp32):
+        result.environment["precision"] = PrecisionState.capture().as_dict()
+        static, flags = static_stage(candidate.source_text(), forbidden, fp32)
+        result.stages.append(static)
+        result.flags += flags
+        if static.failed:
+            return result
+        compiled_stage, compiled = compile_stage(candidate, task)
+        result.stages.append(compiled_stage)
+        if compiled_stage.failed:
+            return result
+        if options.verify:
+            verified = verify_stage(candidate)
+            result.stages.append(verified)
+            if verified.failed:
+                return result
+        order = candidate.parameter_names() or [t.name for t in task.tensors]
+        loaded = None
+        run_device = "cpu"
+        note = None
+        if gpu and compiled is not None:
+            try:
+                loaded = _load(compiled)
+                run_device = device
+            except Exception as e:  # noqa: BLE001 - runtime missing or broken: correctness on the interpreter
+                note = f"runtime unavailable ({type(e).__name__}: {e}); correctness ran on the CPU interpreter"
+        elif gpu and candidate.is_dsl:
+            note = "not compiled; correctness ran on the CPU interpreter"
+        elif gpu and not candidate.is_dsl:
+            run_device = device
+        kernel = loaded if loaded is not None else candidate.kernel
+        dsl_on_cpu = loaded is None and candidate.is_dsl
+
+        def run(inputs: list[Any], device: str = run_device) -> list[Any]:
+            outs = task.allocate_outputs(sizes, device)
+            args = task.arrange(inputs, outs, order)
+            if dsl_on_cpu:
+                kernel(*args, device="cpu", **candidate.params)
+            else:
+                kernel(*args)
+            return outs
+
+        reference = task.correctness_reference(sizes)
+        if options.forbidden_ops:
+            reference.forbidden_ops = (*reference.forbidden_ops, *options.forbidden_ops)
+        correct = check_correctness(reference, run, trials=options.trials, seed=options.seed, device=run_device)
+        if note:
+            correct.details["note"] = note
+        result.stages.append(correct)
+        if correct.status != Status.PASSED:
+            return result
+
+        if not gpu:
+            result.stages.append(StageResult("profile", Status.SKIPPED, "PROFILE_NO_GPU", "no CUDA GPU here"))
+            return result
+        if candidate.is_dsl and loaded is None:
+            result.stages.append(
+                StageResult("profile", Status.SKIPPED, "PROFILE_NOT_COMPILED", note or "the kernel was not compiled")
+            )
+            return result
+
+        from argus.eval.baselines import time_baselines
+        from argus.eval.tolerance import tolerance_for
+
+        names = options.baselines if options.baselines is not None else task.default_baselines
+        if baselines is None:
+            baselines = time_baselines(
+                task,
+                sizes,
+                names,
+                device=device,
+                reps=options.reps,
+                warmup=options.warmup,
+                flush_l2=options.flush_l2,
+                graph=options.graph,
+                seed=options.seed,
+            )
+        k = max(1, options.timing_inputs)
+        pool = [to_device(task.sample(sizes, options.seed + 101 + i), device) for i in range(k)]
+        tol = tolerance_for(task.precision or torch.float32)
+        seeds = [options.seed + 7 + i for i in range(k)]
+        expected, noise = reference_outputs(
+            lambda x: task.reference(*x), lambda x: task.reference(*x), pool, tol, seeds
+        )
+        outs = task.allocate_outputs(sizes, device)
+        rotating = RotatingInputs(pool, expected, tol, outs, noise, seeds)
+        args = task.arrange(rotating.buffers, outs, order)
+        plain_call = lambda: kernel(*args)  # noqa: E731 - launches on the current stream (graph capture)
+        launch = kernel.prepare(*args).launch if hasattr(kernel, "prepare") else plain_call
+
+        profile, flags = profile_stage(
+            launch,
+            before_rep=rotating.before_rep,
+            validate=lambda: rotating.check_after(launch, lambda: torch.cuda.synchronize(device)),
+            graph_fn=plain_call,
+            flops=task.flops(sizes),
+            moved_bytes=task.moved_bytes(sizes),
+            baselines=baselines,
+            options=options,
+            device=device,
+        )
+        result.stages.append(profile)
+        result.flags += flags
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PyTorch modules (KernelBench)
+
+
+def load_module_stage(task: ModuleTask, candidate: ModuleCandidate, device: str, seed: int) -> tuple[StageResult, Any]:
+    """The compile stage of a PyTorch candidate: import its file (if any), find the class, construct it as the
+    reference is constructed; PyTorch's precision switches must be unchanged by all of it."""
+    start = time.perf_counter()
+    before = PrecisionState.capture()
+    cls = candidate.module_class
+    if cls is None:
+        if candidate.path is None:
+            return _stage("compile", Status.FAILED, "COMPILE_MISSING", "no module class and no file", start), None
+        try:
+            module = import_file(candidate.path, "argus_solution")
+        except BaseException as e:  # noqa: BLE001 - SystemExit included: the candidate's failure
+            before.restore()
+            return (
+                _stage(
+                    "compile", Status.FAILED, "COMPILE_IMPORT", f"{type(e).__name__}: {e}", start, traceback=_tail(e)
+                ),
+                None,
+            )
+        cls = getattr(module, candidate.attr, None)
+        if cls is None:
+            return (
+                _stage(
+                    "compile", Status.FAILED, "COMPILE_MISSING", f"{candidate.path} defines no {candidate.attr}", start
+                ),
+                None,
+            )
+    try:
+        instance = task.build(cls, seed, device)
+    except BaseException as e:  # noqa: BLE001
+        before.restore()
+        return (
+            _stage("compile", Status.FAILED, "COMPILE_INIT", f"{type(e).__name__}: {e}", start, traceback=_tail(e)),
+            None,
+        )
+    changed = before.diff(PrecisionState.capture())
+    if changed:
+        before.restore()
+        shown = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items())
+        return (
+            _stage(
+                "compile",
+                Status.FAILED,
+                "CORRECT_PRECISION_FLAGS",
+                f"importing or constructing the candidate changed PyTorch's precision settings ({shown})",
+                start,
+            ),
+            None,
+        )
+    return _stage("compile", Status.PASSED, None, f"{cls.__name__} constructed", start), instance
+
+
+def argus_kernels_of(model: Any) -> list[tuple[str, Any]]:
+    """The ``@argus.kernel`` functions defined in or imported into the module that defines `model`'s class."""
+    import sys
+
+    module = sys.modules.get(type(model).__module__)
+    if module is None:
+        return []
+    found = [(n, v) for n, v in vars(module).items() if hasattr(v, "trace") and hasattr(v, "tensor_specs")]
+    return sorted(found, key=lambda item: item[0])
+
+
+def module_verify_stage(model: Any) -> StageResult:
+    """Verify every argus kernel a PyTorch candidate's module uses (traced with its defaults); skipped when it
+    uses none."""
+    start = time.perf_counter()
+    kernels = argus_kernels_of(model)
+    if not kernels:
+        return _stage("verify", Status.SKIPPED, "VERIFY_NOT_APPLICABLE", "no argus kernel in the candidate", start)
+    stages = [(name, verify_stage(KernelCandidate(name, fn))) for name, fn in kernels]
+    details = {"kernels": {name: st.to_json() for name, st in stages}}
+    for status in (Status.FAILED, Status.ERROR, Status.SKIPPED, Status.UNKNOWN):
+        hit = next(((n, st) for n, st in stages if st.status == status), None)
+        if hit is not None:
+            name, st = hit
+            return _stage("verify", status, st.code, f"{name}: {st.reason}", start, **details)
+    names = ", ".join(n for n, _ in stages)
+    return _stage("verify", Status.PASSED, None, f"every invariant verified ({names})", start, **details)
+
+
+def _tail(exc: BaseException) -> str:
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return "\n".join(text.rstrip().splitlines()[-20:])
+
+
+def gate_module(
+    task: ModuleTask,
+    candidate: ModuleCandidate,
+    options: GateOptions | None = None,
+    *,
+    baselines: dict[str, Any] | None = None,
+) -> GateResult:
+    """The gate for a PyTorch module candidate (KernelBench's ``ModelNew``) on a module task."""
+    import torch
+
+    from argus.eval.correctness import check_correctness, to_device
+    from argus.eval.device import environment
+    from argus.eval.tolerance import lowest_precision, tolerance_for
+
+    options = options or GateOptions()
+    device = options.resolved_device()
+    gpu = device.startswith("cuda")
+    result = GateResult(candidate.name, task.name, dict(task.sizes), environment=environment(device))
+    precision = lowest_precision(task.input_dtypes())
+    fp32 = precision in (None, torch.float32)
+    forbidden = (*task.forbidden, *options.forbidden)
+    with strict_precision(fp32):
+        result.environment["precision"] = PrecisionState.capture().as_dict()
+        static, flags = static_stage(candidate.source_text(), forbidden, fp32)
+        result.stages.append(static)
+        result.flags += flags
+        if static.failed:
+            return result
+        compiled, model = load_module_stage(task, candidate, device, options.seed)
+        result.stages.append(compiled)
+        if compiled.failed:
+            return result
+        if options.verify:
+            verified = module_verify_stage(model)
+            result.stages.append(verified)
+            if verified.failed:
+                return result
+
+        def run(inputs: list[Any]) -> Any:
+            with torch.no_grad():
+                return model(*inputs)
+
+        try:
+            reference = task.correctness_reference(device, options.seed)
+        except Exception as e:  # noqa: BLE001
+            result.stages.append(
+                StageResult("correct", Status.ERROR, "CORRECT_REFERENCE_FAILED", f"building the reference: {e}")
+            )
+            return result
+        reference.forbidden_ops = (*reference.forbidden_ops, *options.forbidden_ops)
+        correct = check_correctness(reference, run, trials=options.trials, seed=options.seed, device=device)
+        result.stages.append(correct)
+        if correct.status != Status.PASSED:
+            return result
+        if not gpu:
+            result.stages.append(StageResult("profile", Status.SKIPPED, "PROFILE_NO_GPU", "no CUDA GPU here"))
+            return result
+
+        from argus.eval.baselines import time_module_baselines
+
+        names = options.baselines if options.baselines is not None else ("eager", "compile")
+        if baselines is None:
+            baselines = time_module_baselines(
+                task,
+                names,
+                device=device,
+                reps=options.reps,
+                warmup=options.warmup,
+                flush_l2=options.flush_l2,
+                graph=options.graph,
+                seed=options.seed,
+            )
+        k = max(1, options.timing_inputs)
+        pool = [to_device(task.sample(options.seed + 101 + i), device) for i in range(k)]
+        precision = lowest_precision([x.dtype for x in pool[0] if isinstance(x, torch.Tensor)]) or torch.float32
+        tol = tolerance_for(precision)
+        seeds = [options.seed + 7 + i for i in range(k)]
+        expected, noise = reference_outputs(reference.run_high, reference.run_native, pool, tol, seeds)
+        rotating = RotatingInputs(pool, expected, tol, noise=noise, seeds=seeds)
+
+        def call() -> None:
+            with torch.no_grad():
+                rotating.record(model(*rotating.buffers))
+
+        profile, flags = profile_stage(
+            call,
+            before_rep=rotating.before_rep,
+            validate=lambda: rotating.check_after(call, lambda: torch.cuda.synchronize(device)),
+            flops=task.flops,
+            moved_bytes=task.moved_bytes,
+            baselines=baselines,
+            options=options,
+            device=device,
+        )
+        result.stages.append(profile)
+        result.flags += flags
+    return result

@@ -1,0 +1,18 @@
+"""Tasks: what a candidate must compute. Built-in workloads (`argus.tasks.builtin`: vector add, softmax, layer
+norm, GEMM, Hopper GEMM, attention, MoE grouped GEMM) and the KernelBench loader (`argus.tasks.kernelbench`),
+which reads problems from a directory and never copies them into the package.
+"""
+
+from argus.tasks.base import ModuleTask, Task, TaskError, TensorSpec, torch_dtype
+from argus.tasks.builtin import all_tasks, get_task, task_of_kernel
+
+__all__ = [
+    "ModuleTask",
+    "Task",
+    "TaskError",
+    "TensorSpec",
+    "all_tasks",
+    "get_task",
+    "task_of_kernel",
+    "torch_dtype",
+]

@@ -1,0 +1,25 @@
+"""`kernelbench_dir`: the KernelBench problems directory the tests read (``$ARGUS_KERNELBENCH_DIR``, else
+``../shared/kernelbench``); the problems are data and are never copied into the repository."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def kernelbench_dir() -> Path:
+    from argus.tasks.kernelbench import ENV_DIR, default_kernelbench_dir
+
+    root = default_kernelbench_dir()
+    assert (root / "level1").is_dir(), f"KernelBench problems not found at {root}; set ${ENV_DIR}"
+    return root
+
+
+@pytest.fixture(autouse=True)
+def private_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "argus-cache"
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(root))
+    yield root
