@@ -16,7 +16,7 @@ from argus.layout.symbolic import injectivity_counterexample
 #: What later issues add; printed so the tour never claims more than exists.
 NOT_YET = [
     "GEMM and attention at cuBLAS / FlashAttention-3 speed (the Hopper GEMM is at 0.64x cuBLAS so far)",
-    "the gate and benchmarks against cuBLAS/cuDNN (`argus bench`, `argus kernelbench`)",
+    "timed gate runs and the KernelBench sweep on a GPU (the CPU side of `argus bench` exists)",
     "the optimizing agent and KLineage skill mining (`argus optimize`, `argus lineage`)",
 ]
 
