@@ -411,3 +411,13 @@ def test_gpu_side_stream_work_is_flagged() -> None:
     sneaky = gate_module(task, ModuleCandidate("side-stream", module_class=_ChainOnSideStream), options)
     assert sneaky.accepted  # the answer is right: the harness synchronizes the device before reading it
     assert "FLAG_UNSYNCED_WORK" in [f.code for f in sneaky.flags] and not sneaky.trusted, sneaky.summary()
+
+
+def test_gate_options_travel_to_workers_as_plain_data() -> None:
+    import json
+
+    from argus.eval.flags import Thresholds
+
+    options = GateOptions(trials=7, baselines=("eager",), thresholds=Thresholds(max_speedup=3.0), forbidden=("x.*",))
+    data = json.loads(json.dumps(options.to_dict()))
+    assert GateOptions.from_dict(data) == options

@@ -159,7 +159,12 @@ def bench(
         Path(json_file).write_text(json.dumps(report.to_json(), indent=2))
         out.print(f"wrote {json_file}")
     if plot_file is not None:
-        if plot_ratios(report, plot_file):
+        try:
+            written = plot_ratios(report, plot_file)
+        except ImportError:
+            err.print("--plot needs Pillow: pip install 'argus-kernels[viz]'")
+            raise typer.Exit(2) from None
+        if written:
             out.print(f"wrote {plot_file}")
         else:
             out.print(f"no ratios to plot (timing skipped): {plot_file} not written")

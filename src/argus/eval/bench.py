@@ -135,7 +135,9 @@ def gate_library_kernel_job(
     from argus.eval.gate import GateOptions, gate_kernel
     from argus.tasks.builtin import get_task
 
-    result = gate_kernel(get_task(task), library_candidate(kernel), sizes, GateOptions(**options), baselines=baselines)
+    result = gate_kernel(
+        get_task(task), library_candidate(kernel), sizes, GateOptions.from_dict(options), baselines=baselines
+    )
     return result.to_json()
 
 
@@ -145,7 +147,7 @@ def baselines_job(task: str, sizes: dict[str, int], names: list[str], options: d
     from argus.eval.gate import GateOptions
     from argus.tasks.builtin import get_task
 
-    opts = GateOptions(**options)
+    opts = GateOptions.from_dict(options)
     device = opts.resolved_device()
     t = get_task(task)
     out: dict[str, Any] = {"checks": check_baselines(t, sizes, names, device)}
@@ -195,7 +197,7 @@ def run_bench(
     names = list(baselines) if baselines is not None else list(task.default_baselines)
     default = task.bench_sizes[0] if gpu else task.small_sizes
     sizes_list = [{**default, **s} for s in (shapes or [default])]
-    option_fields = {k: getattr(options, k) for k in options.__dataclass_fields__ if k != "thresholds"}
+    option_fields = options.to_dict()
     option_fields["baselines"] = tuple(names)
     total = len(sizes_list) * (1 + len(kernels))
     done = 0

@@ -8,14 +8,16 @@
   interpreter. PyTorch candidates: import the file and construct the module (precision switches checked around
   both);
 * **verify** — DSL kernels: `argus.verify.verify`; a violation rejects with its counterexample, ``unknown`` does
-  not. Other candidates: skipped (nothing to verify);
+  not. PyTorch candidates: every ``@argus.kernel`` their module defines or imports; skipped when there is none;
 * **correct** — `argus.eval.correctness.check_correctness` on the GPU when the kernel was compiled and a GPU is
   present, else on the CPU (the interpreter for DSL kernels, torch on CPU for modules);
-* **profile** — GPU only: `argus.eval.timing.time_cuda` with the task's inputs refreshed from a pool of distinct
-  draws before every repetition (outside the timed region) and the outputs poisoned, then the last outputs
-  checked against the reference: a candidate that caches results across calls, or stops computing once it is
-  being timed, fails here (``PROFILE_STALE_RESULT``). Then TFLOP/s, GB/s, the fraction of this GPU's measured
-  ceilings, the baselines' times and ratios, SM clock and power, and `argus.eval.flags`.
+* **profile** — GPU only: `argus.eval.timing.time_cuda` with the inputs refreshed from a pool of distinct draws
+  before every repetition (outside the timed region) and the previous outputs poisoned (`RotatingInputs`); after
+  timing, the outputs of the last timed call, and of one more call on every draw, are checked against the
+  reference: a candidate that caches results across calls, or stops computing once it is being timed, fails here
+  (``PROFILE_STALE_RESULT``). Then TFLOP/s, GB/s, the fraction of this GPU's measured ceilings, the baselines'
+  times and ratios (timed by the same harness in the same process), SM clock and power before and after, and the
+  suspicion flags (`argus.eval.flags`).
 
 The gate reaches the code generator, the runtime and the verifier only through `_compile`, `_load` and
 `_verify`; when one is missing the stage says so and the rest proceed.
@@ -70,6 +72,24 @@ class GateOptions:
         from argus.eval.device import default_device
 
         return self.device or default_device()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (for a worker process); `from_dict` reverses it."""
+        import dataclasses
+
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["thresholds"] = dataclasses.asdict(self.thresholds)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GateOptions:
+        data = dict(data)
+        if isinstance(data.get("thresholds"), dict):
+            data["thresholds"] = Thresholds(**data["thresholds"])
+        for key in ("baselines", "forbidden", "forbidden_ops"):
+            if isinstance(data.get(key), list):
+                data[key] = tuple(data[key])
+        return cls(**data)
 
 
 def _stage(stage: str, status: Status, code: str | None, reason: str, start: float, **details: Any) -> StageResult:

@@ -357,7 +357,9 @@ def evaluate_problem_job(
     from argus.eval.gate import GateOptions
 
     problem = ProblemFile(level, problem_id, name, Path(problem_path))
-    return evaluate_problem(problem, solution, sizes=sizes, strict_sizes=strict_sizes, options=GateOptions(**options))
+    return evaluate_problem(
+        problem, solution, sizes=sizes, strict_sizes=strict_sizes, options=GateOptions.from_dict(options)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -470,7 +472,7 @@ def run_kernelbench(
         if store
         else None
     )
-    option_fields = {k: getattr(options, k) for k in options.__dataclass_fields__ if k != "thresholds"}
+    option_fields = options.to_dict()
     jobs = []
     for p in found:
         if str(solutions) == "identity":
