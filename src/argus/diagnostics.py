@@ -66,4 +66,62 @@ def _rebuild(cls: type, code: str, message: str, hint: str | None, requirement: 
     return cls(code, message, hint=hint, requirement=requirement, actual=actual)
 
 
+class LocatedError(ArgusError):
+    """An `ArgusError` about one line of the user's DSL source (`loc`: an `argus.ir.expr.SourceLoc`),
+    rendered with that line and a caret under it::
+
+        error[DSL_SHAPE_MISMATCH]: T.copy: shapes differ
+          --> gemm.py:42
+           |
+        42 |         T.copy(A.tile((bm, k), (BM, BK)), sA[s])
+           |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+          expected: the same shape on both sides
+          found: (128, 64) and (128, 32)
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        hint: str | None = None,
+        *,
+        loc: Any = None,
+        requirement: str | None = None,
+        actual: Any = None,
+    ) -> None:
+        self.loc = loc
+        super().__init__(code, message, hint, requirement=requirement, actual=actual)
+
+    def render(self) -> str:
+        import os
+
+        lines = [f"error[{self.code}]: {self.message}"]
+        loc = getattr(self, "loc", None)
+        if loc is not None:
+            lines.append(f"  --> {os.path.basename(loc.file)}:{loc.line}")
+            if loc.text:
+                width = len(str(loc.line))
+                stripped = loc.text.rstrip()
+                lines.append(f"{' ' * width} |")
+                lines.append(f"{loc.line} | {stripped}")
+                lines.append(f"{' ' * width} | {' ' * loc.col}{'^' * max(1, len(stripped) - loc.col)}")
+        if self.requirement:
+            lines.append(f"  expected: {self.requirement}")
+        if self.actual is not None:
+            lines.append(f"  found: {self.actual}")
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
+
+    def __reduce__(self) -> tuple:
+        return (
+            _rebuild_located,
+            (type(self), self.code, self.message, self.hint, self.loc, self.requirement, self.actual),
+        )
+
+
+def _rebuild_located(cls: type, code: str, message: str, hint: Any, loc: Any, requirement: Any, actual: Any) -> Any:
+    return cls(code, message, hint, loc=loc, requirement=requirement, actual=actual)
+
+
 ArgusError.register(LayoutError)

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from argus.diagnostics import ArgusError
+from argus.diagnostics import LocatedError
 from argus.ir.expr import SourceLoc
 
 _LANG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -41,20 +41,10 @@ def caller_loc() -> SourceLoc | None:
     return SourceLoc(filename, line, col, text)
 
 
-class DSLError(ArgusError, ValueError):
-    """A kernel cannot be traced as written (code ``DSL_<DETAIL>``).
-
-    Rendered as::
-
-        error[DSL_SHAPE_MISMATCH]: T.copy: source and destination shapes differ
-          --> gemm.py:42
-           |
-        42 |         T.copy(A.tile((bm, k), (BM, BK)), sA[s])
-           |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-          expected: the same shape
-          found: (128, 64) and (128, 32)
-          hint: ...
-    """
+class DSLError(LocatedError, ValueError):
+    """A kernel cannot be traced as written (code ``DSL_<DETAIL>``); rendered with the user's line
+    and a caret (`argus.diagnostics.LocatedError`). Without an explicit `loc`, the line is the
+    caller's: the DSL statement being traced."""
 
     def __init__(
         self,
@@ -66,31 +56,6 @@ class DSLError(ArgusError, ValueError):
         requirement: str | None = None,
         actual: Any = None,
     ) -> None:
-        self.loc = loc if loc is not None else caller_loc()
-        super().__init__(code, message, hint, requirement=requirement, actual=actual)
-
-    def render(self) -> str:
-        lines = [f"error[{self.code}]: {self.message}"]
-        loc = getattr(self, "loc", None)
-        if loc is not None:
-            lines.append(f"  --> {os.path.basename(loc.file)}:{loc.line}")
-            if loc.text:
-                width = len(str(loc.line))
-                stripped = loc.text.rstrip()
-                lines.append(f"{' ' * width} |")
-                lines.append(f"{loc.line} | {stripped}")
-                lines.append(f"{' ' * width} | {' ' * loc.col}{'^' * max(1, len(stripped) - loc.col)}")
-        if self.requirement:
-            lines.append(f"  expected: {self.requirement}")
-        if self.actual is not None:
-            lines.append(f"  found: {self.actual}")
-        if self.hint:
-            lines.append(f"  hint: {self.hint}")
-        return "\n".join(lines)
-
-    def __reduce__(self) -> tuple:
-        return (_rebuild_dsl, (self.code, self.message, self.hint, self.loc, self.requirement, self.actual))
-
-
-def _rebuild_dsl(code: str, message: str, hint: Any, loc: Any, requirement: Any, actual: Any) -> DSLError:
-    return DSLError(code, message, hint, loc=loc, requirement=requirement, actual=actual)
+        super().__init__(
+            code, message, hint, loc=loc if loc is not None else caller_loc(), requirement=requirement, actual=actual
+        )
