@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 
 from argus._version import __version__
-from argus.cli import compile_cmd, eval_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
+from argus.agent import runs_cmd
+from argus.cli import compile_cmd, eval_cmd, kb_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
 
 app = typer.Typer(
     name="argus",
@@ -16,6 +17,8 @@ app = typer.Typer(
 )
 app.add_typer(layout_cmd.app, name="layout")
 app.add_typer(kernels_cmd.app, name="kernels")
+app.add_typer(kb_cmd.app, name="kb")
+app.add_typer(runs_cmd.app, name="runs")
 app.command("interpret")(kernels_cmd.interpret)
 app.command("ir")(kernels_cmd.ir)
 app.command("compile")(compile_cmd.compile_kernel_cli)
