@@ -299,3 +299,31 @@ def test_runs_commands_on_a_missing_run_or_store(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "RUN_NOT_FOUND" in missing.output
     assert runner.invoke(app, ["runs", "export", "nope", "--store", str(db)]).exit_code == 2
     assert runner.invoke(app, ["runs", "show", "x", "--store", str(tmp_path / "none.db")]).exit_code == 2
+
+
+def test_a_gate_result_is_recorded_with_its_counterexamples(tmp_path: Path) -> None:
+    from argus.eval.results import GateResult, StageResult, Status
+    from argus.kernels.registry import load
+    from argus.verify import verify
+
+    report = verify(load(str(REPO / "tests/verify/corpus/kernels_race_missing_barrier.py") + ":KERNEL"))
+    result = GateResult(
+        "race",
+        "gemm",
+        {"M": 64, "N": 64, "K": 64},
+        [
+            StageResult("compile", Status.PASSED, None, "compiled", {"registers": 40}),
+            StageResult("verify", Status.FAILED, "VERIFY_VIOLATED", "race", {"report": report.to_json()}),
+        ],
+    )
+    with RunStore(tmp_path / "runs.db") as store:
+        run = store.start_run("gemm")
+        cid = run.add_candidate(0, source="racy")
+        run.start_gate(cid)
+        assert run.record_gate_result(cid, result, label="M=64") == 1  # the race; the warnings are not counterexamples
+        run.finish_candidate(cid, "rejected", reward=-1.0)
+        gate = store.read_run(run.run_id).candidate(cid).gate
+        assert set(gate) == {"gate@M=64", "compile@M=64", "verify@M=64"}
+        assert gate["gate@M=64"]["status"] == "rejected" and gate["verify@M=64"]["code"] == "VERIFY_VIOLATED"
+        (cex,) = store.counterexamples(run.run_id)
+        assert cex["check_code"] == "RACE_READ_WRITE" and cex["payload"]["counterexample"]["accesses"]

@@ -658,15 +658,45 @@ class RunWriter:
 
         self._write(write)
 
-    def record_gate_result(self, candidate_id: str, result: Any) -> None:
-        """Every stage of a gate result (an `argus.eval.gate.GateResult`, or its ``to_json()``), one row each."""
+    def record_gate_result(self, candidate_id: str, result: Any, *, label: str | None = None) -> int:
+        """A whole gate result (an `argus.eval.gate.GateResult` or its ``to_json()``), in one transaction: one row
+        per stage (named ``stage@label`` when `label`, e.g. the problem size, is given), a ``gate`` row with the
+        verdict, trust, flags and environment, and each violated verifier finding of severity error that carries
+        a counterexample as a counterexample row. Returns the number of counterexamples recorded."""
         data = jsonable(result)
-        stages = data.get("stages", []) if isinstance(data, dict) else []
-        if isinstance(stages, dict):
-            stages = [{"stage": k, **v} for k, v in stages.items()]
-        for s in stages:
-            name = s.get("stage") or s.get("name")
-            self.record_stage(candidate_id, str(name), str(s.get("status")), s, code=s.get("code"))
+        if not isinstance(data, dict):
+            raise StoreError("RUN_BAD_GATE_RESULT", "a gate result is a GateResult or its to_json()", actual=data)
+        suffix = f"@{label}" if label else ""
+        now = time.time()
+
+        def write(db: sqlite3.Connection) -> int:
+            self._candidate(db, candidate_id)
+            found = 0
+            summary = {k: data.get(k) for k in ("candidate", "task", "sizes", "verdict", "trusted", "flags",
+                                                "environment")}  # fmt: skip
+            rows = [("gate", str(data.get("verdict")), None, summary)]
+            for stage in data.get("stages", []):
+                rows.append((str(stage.get("stage")), str(stage.get("status")), stage.get("code"), stage))
+                details = stage.get("details") if isinstance(stage.get("details"), dict) else {}
+                report = details.get("report") if isinstance(details.get("report"), dict) else {}
+                for finding in report.get("findings", []) or []:
+                    error = finding.get("severity", "error") == "error"  # warnings (bank conflicts, ...) are not
+                    if error and finding.get("verdict") == "violated" and finding.get("counterexample"):
+                        db.execute(
+                            "INSERT INTO counterexamples (candidate_id, check_code, text, payload, created) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            (candidate_id, finding.get("code"), finding.get("message"), _dumps(finding), now),
+                        )
+                        found += 1
+            for stage, status, code, payload in rows:
+                db.execute(
+                    "INSERT OR REPLACE INTO gate_results (candidate_id, stage, status, code, payload, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (candidate_id, stage + suffix, status, code, _dumps(payload), now),
+                )
+            return found
+
+        return self._write(write)
 
     def record_timing(self, candidate_id: str, label: str, median_ms: float | None, payload: Any = None) -> None:
         def write(db: sqlite3.Connection) -> None:
