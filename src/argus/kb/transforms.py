@@ -1,0 +1,202 @@
+"""Executable transforms: the part of an entry the transform coder can apply today.
+
+A *policy transform* names one of the kernel policies of `argus.ir.nodes.Policies` (``stages``,
+``tile_shape``, ``tile_order``, ``swizzle``, ``unroll`` ...) and candidate values. Applying it to
+a kernel that declares that policy (``@argus.kernel(policies={"stages": "STAGES"})``) sets the
+parameter(s) the policy names and traces the kernel again: the result is the new parameter set,
+guaranteed to trace, with the policy at the requested value. A kernel that does not declare the
+policy, a value of the wrong kind, or a value the tracer rejects (a tile shape the atoms cannot
+tile, shared memory over budget) each give a `KBError` with its own code and the reason.
+
+Structural rewrites (introducing TMA, warp roles, a new loop structure) are not executable yet;
+their entries say ``transform.kind = "none"`` and why, and `apply` refuses them by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from argus.diagnostics import ArgusError
+from argus.kb.errors import KBError
+from argus.kb.schema import Entry, _policy_value_ok
+
+
+@dataclass(frozen=True)
+class Action:
+    """One executable action: set `policy` to `value`, as entry `entry_id` proposes."""
+
+    entry_id: str
+    policy: str
+    value: Any
+
+    def __str__(self) -> str:
+        return f"{self.entry_id}: {self.policy}={self.value!r}"
+
+
+def _entry(entry_or_action: Any) -> tuple[Entry, Any]:
+    from argus.kb.store import get_entry
+
+    if isinstance(entry_or_action, Action):
+        return get_entry(entry_or_action.entry_id), entry_or_action.value
+    if isinstance(entry_or_action, Entry):
+        return entry_or_action, None
+    if isinstance(entry_or_action, str):
+        return get_entry(entry_or_action), None
+    raise KBError("KB_TRANSFORM_TARGET", f"cannot apply {entry_or_action!r}", "pass an Entry, an Action or an entry id")
+
+
+def _function(kernel_entry: Any, params: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    from argus.kernels.registry import LibraryKernel
+
+    if isinstance(kernel_entry, LibraryKernel):
+        return kernel_entry.kernel, dict(kernel_entry.params if params is None else params)
+    if hasattr(kernel_entry, "trace") and hasattr(kernel_entry, "policy_params"):
+        return kernel_entry, dict(params or {})
+    raise KBError(
+        "KB_TRANSFORM_TARGET",
+        f"cannot transform {kernel_entry!r}",
+        "pass a library kernel (argus.kernels.get_kernel) or an @argus.kernel",
+    )
+
+
+def current_value(function: Any, policy: str, params: dict[str, Any]) -> Any:
+    """The value `policy` has under `params` (the kernel's defaults for parameters not given)."""
+    ref = function.policy_params[policy]
+    values = {**function.defaults, **params}
+    if isinstance(ref, tuple):
+        return tuple(values[r] for r in ref)
+    return values[ref]
+
+
+def apply(
+    entry_or_action: Any,
+    kernel_entry: Any,
+    params: dict[str, Any] | None = None,
+    value: Any = None,
+    *,
+    check_budgets: bool = True,
+) -> dict[str, Any]:
+    """The parameter set of `kernel_entry` (a `LibraryKernel` or an ``@argus.kernel``) after the
+    policy transform of `entry_or_action` (an `Entry`, an entry id, or an `Action`, which carries
+    its value) sets its policy to `value`. `params`: the parameters to start from (default: the
+    library kernel's). Without a value, the first candidate that differs from the current value and
+    traces is taken. The result traces, its traced policy equals the value asked for, and (with
+    `check_budgets`) it fits the shared-memory and register budgets the verifier checks."""
+    entry, action_value = _entry(entry_or_action)
+    if value is None:
+        value = action_value
+    transform = entry.transform
+    if transform.kind != "policy":
+        raise KBError(
+            "KB_TRANSFORM_NONE",
+            f"entry {entry.id!r} has no executable transform",
+            transform.reason,
+        )
+    function, start = _function(kernel_entry, params)
+    policy = transform.policy
+    assert policy is not None  # a policy transform always names its policy (schema)
+    if policy not in function.policy_params:
+        declared = ", ".join(sorted(function.policy_params)) or "none"
+        raise KBError(
+            "KB_TRANSFORM_NO_POLICY",
+            f"kernel {function.name} does not declare the policy {policy!r} that entry {entry.id!r} changes",
+            f"declare it: @argus.kernel(policies={{{policy!r}: ...}}) naming the parameter(s) that carry it",
+            requirement=f"a kernel declaring {policy!r}",
+            actual=f"declared policies: {declared}",
+        )
+    if value is None:
+        current = current_value(function, policy, start)
+        reasons = []
+        for candidate in transform.candidates:
+            if candidate == current:
+                continue
+            try:
+                return _apply_value(entry, function, policy, start, candidate, check_budgets)
+            except KBError as err:
+                reasons.append(f"{candidate!r}: {err.message}")
+        raise KBError(
+            "KB_TRANSFORM_VALUE",
+            f"no candidate of entry {entry.id!r} applies to {function.name} (current {policy} = {current!r})",
+            "; ".join(reasons) or "every candidate equals the current value",
+        )
+    return _apply_value(entry, function, policy, start, value, check_budgets)
+
+
+def _apply_value(
+    entry: Entry, function: Any, policy: str, start: dict[str, Any], value: Any, check_budgets: bool = True
+) -> dict[str, Any]:
+    ref = function.policy_params[policy]
+    plain = list(value) if isinstance(value, tuple) else value
+    wrong = _policy_value_ok(policy, plain)
+    if wrong is None and isinstance(ref, tuple) and len(plain) != len(ref):
+        wrong = f"{policy} of {function.name} has {len(ref)} values ({', '.join(ref)}), found {value!r}"
+    if wrong is not None:
+        raise KBError(
+            "KB_TRANSFORM_VALUE",
+            f"invalid value for policy {policy!r} of {function.name}: {wrong}",
+            f"candidates of entry {entry.id!r}: {list(entry.transform.candidates)}",
+            actual=value,
+        )
+    new = dict(start)
+    if isinstance(ref, tuple):
+        for name, v in zip(ref, plain, strict=True):
+            new[name] = v
+    else:
+        new[ref] = value
+    try:
+        kernel = function.trace(**new)
+    except ArgusError as err:
+        raise KBError(
+            "KB_TRANSFORM_TRACE",
+            f"{function.name} with {policy} = {value!r} does not trace: [{err.code}] {err.message}",
+            err.hint or "choose another value",
+            actual=value,
+        ) from None
+    got = getattr(kernel.policies, policy)
+    got = got.value if hasattr(got, "value") else got
+    want = tuple(value) if isinstance(value, list) else value
+    if got != want:
+        raise KBError(
+            "KB_TRANSFORM_TRACE",
+            f"{function.name} traced with {policy} = {got!r}, not the {want!r} asked for",
+            actual=got,
+        )
+    if check_budgets:
+        from argus.verify import verify_kernel
+
+        over = [f for f in verify_kernel(kernel, checks=("budget",)).findings if f.is_error]
+        if over:
+            raise KBError(
+                "KB_TRANSFORM_BUDGET",
+                f"{function.name} with {policy} = {value!r} is over budget: [{over[0].code}] {over[0].message}",
+                over[0].hint,
+                actual=value,
+            )
+    return new
+
+
+def actions(
+    entry: Entry | str, kernel_entry: Any, params: dict[str, Any] | None = None, *, check_budgets: bool = True
+) -> list[Action]:
+    """Every action of `entry` that applies to `kernel_entry` as it stands: one per candidate
+    value that differs from the current value, traces and (with `check_budgets`) fits the budgets;
+    empty when the kernel does not declare the policy or the entry has no executable transform."""
+    e, _ = _entry(entry)
+    if e.transform.kind != "policy":
+        return []
+    function, start = _function(kernel_entry, params)
+    policy = e.transform.policy
+    if policy not in function.policy_params:
+        return []
+    current = current_value(function, policy, start)
+    out = []
+    for candidate in e.transform.candidates:
+        if candidate == current:
+            continue
+        try:
+            _apply_value(e, function, policy, start, candidate, check_budgets)
+        except KBError:
+            continue
+        out.append(Action(e.id, policy, candidate))
+    return out

@@ -1,0 +1,99 @@
+"""Policy transforms applied to library kernels: the new parameters trace with the policy at the
+value asked for; a kernel without the policy, a bad value, a value that does not trace or does not
+fit the budgets, and an entry without a transform each fail with their own code."""
+
+from __future__ import annotations
+
+import pytest
+
+from argus.ir.nodes import TileOrder
+from argus.kb import Action, KBError, actions, apply, get_entry
+from argus.kernels import get_kernel
+
+
+def test_stages_on_the_cp_async_gemm() -> None:
+    entry = get_kernel("gemm_cp_async")
+    params = apply("pipeline-stages", entry, value=3)
+    assert params == {"STAGES": 3}
+    assert entry.kernel.trace(**params).policies.stages == 3
+
+
+def test_tile_shape_on_the_hopper_gemm_keeps_other_parameters() -> None:
+    entry = get_kernel("gemm_wgmma_tma")
+    params = apply(get_entry("tile-shape"), entry, params={"STAGES": 4}, value=(128, 256, 64))
+    assert params == {"STAGES": 4, "BM": 128, "BN": 256, "BK": 64}
+    kernel = entry.kernel.trace(**params)
+    assert kernel.policies.tile_shape == (128, 256, 64) and kernel.policies.stages == 4
+
+
+def test_tile_order_on_the_persistent_gemm_through_an_action() -> None:
+    entry = get_kernel("gemm_persistent")
+    params = apply(Action("tile-order-grouped", "tile_order", "column_major"), entry)
+    assert params == {"BLOCKS": 3, "ORDER": "column_major"}  # the library kernel's BLOCKS is kept
+    assert entry.kernel.trace(**params).policies.tile_order == TileOrder.COLUMN_MAJOR
+
+
+def test_without_a_value_the_first_other_candidate_is_taken() -> None:
+    params = apply("pipeline-stages", get_kernel("gemm_cp_async"))
+    assert params == {"STAGES": 3}  # candidates 2, 3, ...: 2 is the current value
+
+
+def test_a_kernel_without_the_policy() -> None:
+    with pytest.raises(KBError) as info:
+        apply("pipeline-stages", get_kernel("gemm_mma_sync"), value=3)
+    assert info.value.code == "KB_TRANSFORM_NO_POLICY"
+    assert "gemm_mma_sync does not declare the policy 'stages'" in info.value.message
+    assert info.value.actual == "declared policies: tile_shape"
+    with pytest.raises(KBError) as info:
+        apply("swizzle-shared-128b", get_kernel("gemm_mma_sync"), value=128)
+    assert info.value.code == "KB_TRANSFORM_NO_POLICY"
+
+
+def test_invalid_values() -> None:
+    gemm = get_kernel("gemm_cp_async")
+    with pytest.raises(KBError) as info:
+        apply("pipeline-stages", gemm, value=0)
+    assert info.value.code == "KB_TRANSFORM_VALUE" and "stages takes positive integers, found 0" in info.value.message
+    with pytest.raises(KBError) as info:
+        apply("tile-shape", gemm, value=(64, 64))
+    assert info.value.code == "KB_TRANSFORM_VALUE" and "has 3 values (BM, BN, BK)" in info.value.message
+    with pytest.raises(KBError) as info:
+        apply("tile-order-grouped", get_kernel("gemm_persistent"), value="diagonal")
+    assert info.value.code == "KB_TRANSFORM_VALUE"
+
+
+def test_a_value_that_does_not_trace() -> None:
+    with pytest.raises(KBError) as info:
+        apply("tile-shape", get_kernel("gemm_wgmma_tma"), value=(64, 128, 64))  # 2 warpgroups need 128 rows
+    assert info.value.code == "KB_TRANSFORM_TRACE" and "does not trace: [DSL_MMA_TILE]" in info.value.message
+    with pytest.raises(KBError) as info:
+        apply("pipeline-stages", get_kernel("gemm_wgmma_tma"), params={"BN": 256}, value=6)
+    assert info.value.code == "KB_TRANSFORM_TRACE" and "DSL_SMEM_BUDGET" in info.value.message
+
+
+def test_a_value_over_the_register_budget() -> None:
+    gemm = get_kernel("gemm_mma_sync")
+    with pytest.raises(KBError) as info:
+        apply("tile-shape", gemm, value=(128, 128, 64))  # 128 accumulator + 128 operand registers per thread
+    assert info.value.code == "KB_TRANSFORM_BUDGET" and "BUDGET_REGISTERS" in info.value.message
+    assert apply("tile-shape", gemm, value=(128, 128, 64), check_budgets=False) == {"BM": 128, "BN": 128, "BK": 64}
+
+
+def test_an_entry_without_a_transform() -> None:
+    with pytest.raises(KBError) as info:
+        apply("tma-loads", get_kernel("gemm_cp_async"))
+    assert info.value.code == "KB_TRANSFORM_NONE" and "structural" in info.value.hint
+
+
+def test_actions_are_the_candidates_that_apply() -> None:
+    hopper = get_kernel("gemm_wgmma_tma")
+    stages = actions("pipeline-stages", hopper)
+    assert [a.value for a in stages] == [2, 4, 5, 6]  # 3 is current; all fit at 128x128x64
+    wide = actions("pipeline-stages", hopper, params={"BN": 256})
+    assert [a.value for a in wide] == [2, 4]  # 5 and 6 stages of 128x256x64 overflow shared memory
+    tiles = [a.value for a in actions("tile-shape", hopper)]
+    assert (128, 256, 64) in tiles and (64, 128, 64) not in tiles and (128, 128, 64) not in tiles
+    assert actions("pipeline-stages", get_kernel("gemm_mma_sync")) == []  # no such policy
+    assert actions("tma-loads", hopper) == []  # no executable transform
+    for action in stages:
+        assert hopper.kernel.trace(**apply(action, hopper)).policies.stages == action.value
