@@ -116,6 +116,13 @@ def test_kernelbench_command_on_the_cpu_sample(tmp_path: Path, kernelbench_dir: 
     assert store.is_file()
 
 
+def test_kernelbench_command_rejects_unknown_baselines(kernelbench_dir: Path) -> None:
+    result = runner.invoke(
+        app, ["kernelbench", "--problems", str(kernelbench_dir), "--small", "--baselines", "eager,cublas"]
+    )
+    assert result.exit_code == 2 and "cublas" in result.output
+
+
 def test_sizes_option_reads_python_literals() -> None:
     assert eval_cmd.parse_assignments("batch_size=2, input_shape=(256,), eps=1e-5") == {
         "batch_size": 2,

@@ -67,3 +67,13 @@ def test_bad_target_is_an_exception_not_a_hang() -> None:
 @pytest.mark.parametrize(("code", "text"), [(-11, "SIGSEGV"), (-9, "SIGKILL"), (3, "status 3"), (None, "running")])
 def test_exit_status_is_described(code: int | None, text: str) -> None:
     assert text in describe_exit(code)
+
+
+def test_worker_gpu_is_translated_through_the_parents_visible_devices() -> None:
+    from argus.eval.isolation import visible_device
+
+    assert visible_device(1, parent="2,3") == "3"
+    assert visible_device(0, parent=" 5 , 7") == "5"
+    assert visible_device(1, parent="") == "1"
+    with pytest.raises(ValueError, match="not among"):
+        visible_device(2, parent="2,3")

@@ -190,6 +190,9 @@ def kernelbench(
     store: str | None = typer.Option(None, "--store", help="SQLite file results are written to as they arrive"),
     trials: int = typer.Option(6, "--trials", help="correctness trials per problem (KernelBench: 5)"),
     reps: int = typer.Option(100, "--reps", help="timed repetitions (GPU)"),
+    baselines: str = typer.Option(
+        "eager,compile", "--baselines", help="baselines timed beside each solution (eager, compile; '' for none)"
+    ),
 ) -> None:
     """Evaluate KernelBench solutions: correctness with argus's defences, speedup vs eager and torch.compile,
     fast_p, geometric mean and median; writes a CSV. Exits 1 when the harness could not decide a problem."""
@@ -203,6 +206,10 @@ def kernelbench(
     except ValueError:
         raise typer.BadParameter(f"--only takes comma-separated problem ids, got {only!r}") from None
     overrides = parse_assignments(sizes)
+    chosen = tuple(b.strip() for b in baselines.split(",") if b.strip())
+    unknown = sorted(set(chosen) - {"eager", "compile"})
+    if unknown:
+        raise typer.BadParameter(f"--baselines for KernelBench are eager and compile, not {', '.join(unknown)}")
     devices = None
     if workers <= 0:
         if has_gpu():
@@ -235,7 +242,7 @@ def kernelbench(
                 timeout_s=timeout,
                 store_path=store,
                 csv_path=csv_file,
-                options=GateOptions(trials=trials, reps=reps),
+                options=GateOptions(trials=trials, reps=reps, baselines=chosen),
                 on_row=on_row,
             )
     except ArgusError as e:

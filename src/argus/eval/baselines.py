@@ -124,7 +124,7 @@ def time_module_baselines(
     from argus.eval.correctness import to_device
     from argus.eval.timing import time_cuda
 
-    inputs = to_device(task.sample(seed), device)
+    inputs = to_device(task.sample(seed, device), device)
     out: dict[str, Any] = {}
     for name in names:
         try:

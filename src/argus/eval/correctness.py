@@ -196,7 +196,7 @@ def check_correctness(
                 start,
                 Status.ERROR,
             )
-        inputs = to_device(redistribute(native, distribution, trial_seed), device)
+        inputs = redistribute(to_device(native, device), distribution, trial_seed)
         if not first_inputs:
             first_inputs = describe(inputs)
         pristine = clone_all(inputs)

@@ -741,7 +741,7 @@ def gate_module(
                 seed=options.seed,
             )
         k = max(1, options.timing_inputs)
-        pool = [to_device(task.sample(options.seed + 101 + i), device) for i in range(k)]
+        pool = [to_device(task.sample(options.seed + 101 + i, device), device) for i in range(k)]
         precision = lowest_precision([x.dtype for x in pool[0] if isinstance(x, torch.Tensor)]) or torch.float32
         tol = tolerance_for(precision)
         seeds = [options.seed + 7 + i for i in range(k)]

@@ -72,18 +72,19 @@ def _values(distribution: str, shape: tuple[int, ...], dtype_name: str, g: Any) 
     import torch
 
     work = torch.float64 if dtype_name == "float64" else torch.float32
+    dev = g.device
 
     def u(lo: float, hi: float) -> float:
-        return float(torch.empty(()).uniform_(lo, hi, generator=g))
+        return float(torch.empty((), device=dev).uniform_(lo, hi, generator=g))
 
     def randn() -> Any:
-        return torch.randn(shape, generator=g, dtype=work)
+        return torch.randn(shape, generator=g, dtype=work, device=dev)
 
     if distribution == "normal":  # not the standard normal: random mean and deviation
         return randn().mul_(u(0.5, 2.0)).add_(u(-1.0, 1.0))
     if distribution == "uniform":
         lo, hi = u(-3.0, -0.5), u(0.5, 3.0)
-        return torch.rand(shape, generator=g, dtype=work).mul_(hi - lo).add_(lo)
+        return torch.rand(shape, generator=g, dtype=work, device=dev).mul_(hi - lo).add_(lo)
     if distribution == "large":
         return randn().mul_(_LARGE.get(dtype_name, 1e3))
     if distribution == "small":
@@ -92,14 +93,15 @@ def _values(distribution: str, shape: tuple[int, ...], dtype_name: str, g: Any) 
         x = randn()
         flat = x.reshape(-1)
         count = max(1, flat.numel() // 100)
-        idx = torch.randint(0, flat.numel(), (count,), generator=g)
+        idx = torch.randint(0, flat.numel(), (count,), generator=g, device=dev)
         flat[idx] *= _OUTLIER.get(dtype_name, 100.0)
         return x
     raise ValueError(f"unknown input distribution {distribution!r}; one of {', '.join(DISTRIBUTIONS)}")
 
 
 def redraw(native: Any, distribution: str, generator: Any) -> Any:
-    """A tensor like `native` (shape, dtype, device) with values from `distribution`, keeping its structure.
+    """A tensor like `native` (shape, dtype, device) with values from `distribution`, keeping its structure,
+    drawn on the generator's device (`redistribute` gives each device its own generator).
 
     Non-floating tensors, label-like tensors and ``distribution == "native"`` return `native` unchanged."""
     import torch
@@ -121,17 +123,26 @@ def redraw(native: Any, distribution: str, generator: Any) -> Any:
         upper = torch.triu(x)
         x = upper + torch.triu(x, 1).transpose(-1, -2)
     if s.zero_pattern:
-        x = x.masked_fill_(native.detach().to("cpu") == 0, 0.0)
+        x = x.masked_fill_(native.detach().to(x.device) == 0, 0.0)
     # rounding to the dtype is elementwise, so symmetry and the zero pattern survive it
     return x.to(native.dtype).to(native.device)
 
 
 def redistribute(inputs: list[Any], distribution: str, seed: int) -> list[Any]:
-    """`inputs` (a native draw) with every floating tensor redrawn from `distribution` (see `redraw`)."""
+    """`inputs` (a native draw) with every floating tensor redrawn from `distribution` (see `redraw`), on the
+    tensor's own device: one generator per device, each seeded with `seed` (a GPU draws gigabytes in
+    milliseconds where the CPU takes seconds)."""
     import torch
 
-    g = torch.Generator().manual_seed(seed)
-    return [redraw(x, distribution, g) for x in inputs]
+    generators: dict[str, Any] = {}
+
+    def generator(x: Any) -> Any:
+        dev = str(x.device) if isinstance(x, torch.Tensor) else "cpu"
+        if dev not in generators:
+            generators[dev] = torch.Generator(device=dev).manual_seed(seed)
+        return generators[dev]
+
+    return [redraw(x, distribution, generator(x)) for x in inputs]
 
 
 def trial_distributions(trials: int) -> list[str]:

@@ -161,13 +161,26 @@ class _Worker:
         self.conn.close()
 
 
+def visible_device(index: int, parent: str | None = None) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value that shows a child the GPU this process calls `index`: with the parent
+    limited to ``"2,3"``, index 1 is GPU ``"3"``, not GPU 1."""
+    parent = os.environ.get("CUDA_VISIBLE_DEVICES") if parent is None else parent
+    if parent is None or not parent.strip():
+        return str(index)
+    visible = [d.strip() for d in parent.split(",") if d.strip()]
+    if not 0 <= index < len(visible):
+        raise ValueError(f"GPU {index} is not among this process's visible devices ({parent!r})")
+    return visible[index]
+
+
 class WorkerPool:
     """Worker processes that run `Job`s with a time limit (see the module docstring).
 
     Args:
         workers: number of processes (ignored when `devices` is given: one per device).
         timeout_s: time limit of one job, from when the worker receives it.
-        devices: GPU indices; worker i sees only ``devices[i]`` (``CUDA_VISIBLE_DEVICES``).
+        devices: GPU indices as this process sees them; worker i sees only ``devices[i]`` (``CUDA_VISIBLE_DEVICES``,
+            translated through this process's own ``CUDA_VISIBLE_DEVICES`` when that is set).
         startup_timeout_s: how long a worker may take to start (import PyTorch).
         preload: modules each worker imports before it reports ready.
         env: extra environment for every worker.
@@ -188,7 +201,7 @@ class WorkerPool:
         self.preload = preload
         self._ctx = multiprocessing.get_context("spawn")
         self._envs = (
-            [{**(env or {}), "CUDA_VISIBLE_DEVICES": str(d)} for d in devices]
+            [{**(env or {}), "CUDA_VISIBLE_DEVICES": visible_device(d)} for d in devices]
             if devices
             else [dict(env or {}) for _ in range(max(1, workers))]
         )

@@ -209,9 +209,20 @@ class ModuleTask:
     forbidden: tuple[str, ...] = ()
     forbidden_ops: tuple[str, ...] = ()
 
-    def sample(self, seed: int) -> list[Any]:
+    def sample(self, seed: int, device: Any = None) -> list[Any]:
+        """The native draw: ``get_inputs()`` with PyTorch's generators seeded by `seed`. With a CUDA `device`, the
+        factory calls in ``get_inputs`` run with that device as the default (KernelBench's level-1 inputs are
+        gigabytes: drawn on the CPU they take longer than everything else in the gate); a generator that cannot
+        run there is drawn on the CPU instead. The harness moves the result to its device either way."""
         import torch
 
+        if device is not None and str(device).startswith("cuda"):
+            torch.manual_seed(seed)
+            try:
+                with torch.device(device):
+                    return list(self.get_inputs())
+            except Exception:  # noqa: BLE001 - a generator that needs the CPU: draw it there
+                pass
         torch.manual_seed(seed)
         return list(self.get_inputs())
 
@@ -257,7 +268,7 @@ class ModuleTask:
 
         return Reference(
             name=self.name,
-            sample=self.sample,
+            sample=lambda seed: self.sample(seed, device),
             run_high=run_high,
             run_native=run_native,
             forbidden_ops=self.forbidden_ops,
