@@ -259,3 +259,11 @@ def test_every_problem_is_reported_at_once_with_its_file(tmp_path: pathlib.Path)
 def test_unknown_field_is_rejected() -> None:
     [(field, problem)] = _problems(GOOD.replace('title = "A test entry"', 'title = "A test entry"\ntitel = "typo"'))
     assert field == "titel" and problem.startswith("unknown field")
+
+
+def test_docs_list_every_entry_and_feature_group() -> None:
+    text = (ROOT / "docs" / "kb.md").read_text()
+    for e in entries():
+        assert f"`{e.id}`" in text, f"docs/kb.md does not list {e.id}"
+    for group in {name.split(".")[0] for name in FEATURES}:
+        assert f"`{group}.`" in text, f"docs/kb.md does not list the {group} features"
