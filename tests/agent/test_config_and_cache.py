@@ -211,3 +211,13 @@ def test_a_cache_entry_for_another_request_is_not_used(make, server: ScriptedLLM
     entry.write_text("{ truncated")  # an unreadable entry is a miss, not a crash
     with pytest.raises(CacheMissError):
         make(cache="replay").complete(USER, max_tokens=10, temperature=0)
+
+
+def test_replay_only_needs_no_key(make, server: ScriptedLLMServer, tmp_path: Path) -> None:
+    server.script = [ok("recorded")]
+    make(cache="use").complete(USER, max_tokens=10, temperature=0)
+    cache_dir = tmp_path / "llm-cache"
+    hosted = load_config(provider="openai", model="gpt-4o", cache="replay", cache_dir=cache_dir, env=env(tmp_path))
+    assert hosted.api_key == NO_KEY
+    with pytest.raises(ProviderConfigError):
+        load_config(provider="openai", model="gpt-4o", cache="use", env=env(tmp_path))

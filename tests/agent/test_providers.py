@@ -348,3 +348,33 @@ def test_anthropic_needs_a_user_turn_first(make, server) -> None:
     with pytest.raises(ProviderRequestError):
         ask(make(provider="anthropic"), [{"role": "assistant", "content": "hi"}, *USER])
     assert server.requests == []
+
+
+def test_a_malformed_response_shows_what_was_sent(make, server) -> None:
+    server.script = [not_json(), missing_choices()]
+    provider = make()
+    with pytest.raises(MalformedResponseError) as info:
+        ask(provider)
+    assert "upstream proxy error" in str(info.value)
+    with pytest.raises(MalformedResponseError) as info:
+        ask(provider, [{"role": "user", "content": "again"}])
+    assert "chat.completion" in str(info.value)
+
+
+def test_classification_of_sdk_exceptions() -> None:
+    from argus.agent.providers import classify_sdk_error
+
+    class APIResponseValidationError(Exception):  # the SDKs' name; carries the 200 of the response it could not read
+        status_code = 200
+
+    class APITimeoutError(Exception):
+        pass
+
+    def kind(exc: BaseException) -> str:
+        return type(classify_sdk_error(exc, provider="openai", where="http://x", secrets=[KEY])).__name__
+
+    assert kind(APIResponseValidationError("bad")) == "MalformedResponseError"
+    assert kind(APITimeoutError()) == "ProviderTimeoutError"
+    assert kind(ConnectionRefusedError()) == "ProviderConnectionError"
+    assert kind(RuntimeError(f"odd {KEY}")) == "ProviderError"
+    assert KEY not in str(classify_sdk_error(RuntimeError(f"odd {KEY}"), provider="p", where="w", secrets=[KEY]))

@@ -59,10 +59,10 @@ class AnthropicProvider(Provider):
             raise self._error_from(e) from None
         content = getattr(response, "content", None)
         if not isinstance(content, list):
-            raise self._malformed("content")
+            raise self._malformed("content", response)
         texts = [getattr(b, "text", None) for b in content if getattr(b, "type", None) == "text"]
         if not texts or not all(isinstance(t, str) for t in texts):
-            raise self._malformed("a text block in content")
+            raise self._malformed("a text block in content", response)
         usage = getattr(response, "usage", None)
         model = getattr(response, "model", None)
         return RawReply(

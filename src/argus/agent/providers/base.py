@@ -164,7 +164,7 @@ def classify_sdk_error(
     names = {c.__name__ for c in type(exc).__mro__}
     status = getattr(exc, "status_code", None)
     detail = redact(str(exc), secrets)[:500]
-    if isinstance(status, int):
+    if isinstance(status, int) and status >= 400 and "APIResponseValidationError" not in names:
         retry_after = _retry_after(exc)
         if status in (401, 403):
             return ProviderAuthError(
@@ -204,9 +204,12 @@ def classify_sdk_error(
             "check ARGUS_LLM_BASE_URL and that the server is running",
         )
     if isinstance(exc, ValueError) or "APIResponseValidationError" in names:  # incl. JSONDecodeError, pydantic's
+        body = getattr(exc, "doc", None)  # JSONDecodeError keeps the text it could not decode
+        excerpt = f"; the body began {redact(body[:200], secrets)!r}" if isinstance(body, str) and body else ""
         return MalformedResponseError(
             "LLM_MALFORMED_RESPONSE",
-            f"{provider} at {where} answered with something that is not a completion: {type(exc).__name__}: {detail}",
+            f"{provider} at {where} answered with something that is not a completion: {type(exc).__name__}: "
+            f"{detail}{excerpt}",
             "is the base URL an OpenAI-compatible /v1 endpoint (or Anthropic's API)?",
         )
     return ProviderError("LLM_UNEXPECTED", f"{provider} at {where}: {type(exc).__name__}: {detail}")
@@ -386,10 +389,15 @@ class Provider:
     def _error_from(self, exc: BaseException) -> ProviderError:
         return classify_sdk_error(exc, provider=self.name, where=self.config.public_base_url, secrets=self._secrets())
 
-    def _malformed(self, what: str) -> MalformedResponseError:
+    def _malformed(self, what: str, response: Any = None) -> MalformedResponseError:
+        excerpt = ""
+        if response is not None:
+            dump = getattr(response, "model_dump_json", None)
+            text = dump(exclude_none=True) if callable(dump) else repr(response)
+            excerpt = f"; it sent {text[:300]}"
         return MalformedResponseError(
             "LLM_MALFORMED_RESPONSE",
-            redact(f"{self.name} at {self.config.public_base_url} answered without {what}", self._secrets()),
+            redact(f"{self.name} at {self.config.public_base_url} answered without {what}{excerpt}", self._secrets()),
             "is the base URL an OpenAI-compatible /v1 endpoint (or Anthropic's API), and the model a chat model?",
         )
 

@@ -219,16 +219,16 @@ def load_config(
     if key is None and file.get("api_key"):
         key, sources["api_key"] = str(file["api_key"]), f"file {file_path} [llm] api_key"
     hosted = public_url(url) == DEFAULT_BASE_URLS[chosen] or chosen == "anthropic"
+    mode_text = str(pick("cache", cache, "ARGUS_LLM_CACHE", "cache", CacheMode.USE)).strip().lower()
     if not key:
-        if hosted:
+        if hosted and mode_text not in ("replay", "replay-only", "replay_only"):  # replaying sends nothing
             raise ProviderConfigError(
                 "LLM_CONFIG_MISSING",
                 f"no API key for {chosen} at {public_url(url)}",
                 f'set ARGUS_LLM_API_KEY or {KEY_VARIABLES[chosen]}, or api_key_env = "VARIABLE" under [llm] in {where}',
             )
-        key, sources["api_key"] = NO_KEY, "none (a local endpoint needs no key)"
+        key, sources["api_key"] = NO_KEY, "none (a local endpoint, or replay-only: no key is sent)"
 
-    mode_text = str(pick("cache", cache, "ARGUS_LLM_CACHE", "cache", CacheMode.USE)).strip().lower()
     if mode_text in ("replay-only", "replay_only"):
         mode_text = "replay"
     try:

@@ -59,11 +59,11 @@ class OpenAICompatibleProvider(Provider):
             raise self._error_from(e) from None
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list) or not choices:
-            raise self._malformed("choices")
+            raise self._malformed("choices", response)
         message = getattr(choices[0], "message", None)
         text = getattr(message, "content", None)
         if not isinstance(text, str):
-            raise self._malformed("message text in choices[0]")
+            raise self._malformed("message text in choices[0]", response)
         usage = getattr(response, "usage", None)
         model = getattr(response, "model", None)
         return RawReply(
