@@ -320,10 +320,16 @@ def test_a_gate_result_is_recorded_with_its_counterexamples(tmp_path: Path) -> N
         run = store.start_run("gemm")
         cid = run.add_candidate(0, source="racy")
         run.start_gate(cid)
-        assert run.record_gate_result(cid, result, label="M=64") == 1  # the race; the warnings are not counterexamples
+        findings = report.to_json()["findings"]
+        # errors with a counterexample are recorded; warnings (bank conflicts, alignment assumptions) are not
+        errors = [f for f in findings if f["severity"] == "error" and f["verdict"] == "violated"]
+        errors = [f for f in errors if f["counterexample"]]
+        assert run.record_gate_result(cid, result, label="M=64") == len(errors)
         run.finish_candidate(cid, "rejected", reward=-1.0)
         gate = store.read_run(run.run_id).candidate(cid).gate
         assert set(gate) == {"gate@M=64", "compile@M=64", "verify@M=64"}
         assert gate["gate@M=64"]["status"] == "rejected" and gate["verify@M=64"]["code"] == "VERIFY_VIOLATED"
-        (cex,) = store.counterexamples(run.run_id)
-        assert cex["check_code"] == "RACE_READ_WRITE" and cex["payload"]["counterexample"]["accesses"]
+        stored = store.counterexamples(run.run_id)
+        assert [x["check_code"] for x in stored] == [f["code"] for f in errors]
+        race = next(x for x in stored if x["check_code"] == "RACE_READ_WRITE")  # the seeded bug
+        assert race["payload"]["counterexample"]["accesses"] and race["text"]
