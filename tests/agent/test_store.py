@@ -333,3 +333,50 @@ def test_a_gate_result_is_recorded_with_its_counterexamples(tmp_path: Path) -> N
         assert [x["check_code"] for x in stored] == [f["code"] for f in errors]
         race = next(x for x in stored if x["check_code"] == "RACE_READ_WRITE")  # the seeded bug
         assert race["payload"]["counterexample"]["accesses"] and race["text"]
+
+
+def test_a_failed_exchange_is_recorded_with_its_request_and_without_the_key(make, server, tmp_path: Path) -> None:
+    from argus.agent.providers import ProviderAuthError, request_hash
+    from tests.agent.llm_server import status
+
+    server.script = [status(401, f"Incorrect API key provided: {KEY}")]
+    provider = make()
+    messages = [{"role": "user", "content": "fix the race on sA"}]
+    with pytest.raises(ProviderAuthError) as info:
+        provider.complete(messages, max_tokens=16, temperature=0)
+    expected = request_hash(provider.build_request(messages, max_tokens=16, temperature=0).to_json())
+    assert info.value.request_hash == expected
+    with RunStore(tmp_path / "runs.db") as store:
+        run = store.start_run("gemm", model="gpt-4o", config={"llm": provider.describe()})
+        run.record_llm_exchange(messages, error=info.value, purpose="coder", provider="openai", model="gpt-4o")
+        (exchange,) = store.llm_exchanges(run.run_id)
+        assert exchange["request_hash"] == expected and "LLM_AUTH" in exchange["error"]
+        assert exchange["response"] is None and exchange["prompt"] == messages
+        run.finish()
+    assert all(KEY not in p.read_bytes().decode("latin-1") for p in tmp_path.glob("runs.db*"))
+
+
+def test_threads_share_a_store(tmp_path: Path) -> None:
+    import threading
+
+    with RunStore(tmp_path / "runs.db") as store:
+        writers = [store.start_run(f"t{i}") for i in range(4)]
+        errors: list[BaseException] = []
+
+        def work(run) -> None:
+            try:
+                for step in range(25):
+                    cid = run.add_candidate(step, source=f"{run.run_id}{step}")
+                    run.start_gate(cid)
+                    run.finish_candidate(cid, "accepted", reward=1.0)
+                    store.read_run(run.run_id)  # a reader between the writes
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in writers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert errors == []
+        assert [len(store.read_run(w.run_id).done) for w in writers] == [25] * 4

@@ -415,6 +415,10 @@ class RunStore:
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run, oldest first, with candidate counts, best reward and LLM usage."""
+        with self._lock:
+            return self._runs()
+
+    def _runs(self) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT * FROM runs ORDER BY started").fetchall()
         result = []
         for row in rows:
@@ -445,6 +449,10 @@ class RunStore:
 
     def read_run(self, run_id: str) -> RunState:
         """The run's state, without taking its lease."""
+        with self._lock:  # one connection: never read in the middle of another thread's write transaction
+            return self._read_run(run_id)
+
+    def _read_run(self, run_id: str) -> RunState:
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise self._not_found(run_id)
@@ -474,7 +482,9 @@ class RunStore:
 
     def _rows(self, sql: str, args: Sequence[Any], keys: Sequence[str], json_keys: Iterable[str] = ()) -> list[dict]:
         out = []
-        for row in self._db.execute(sql, args):
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        for row in rows:
             item = dict(zip(keys, row, strict=True))
             for k in json_keys:
                 item[k] = _loads(item[k])
@@ -783,7 +793,7 @@ class RunWriter:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.run_id, candidate_id, step, purpose,
-                    request_hash or getattr(c, "request_hash", None),
+                    request_hash or getattr(c, "request_hash", None) or getattr(error, "request_hash", None),
                     provider or getattr(c, "provider", None),
                     model or getattr(c, "model", None),
                     json.dumps(prompt),

@@ -268,16 +268,22 @@ class Provider:
                     self.usage.cache_hits += 1
                 return completion
             if mode is CacheMode.REPLAY:
-                raise CacheMissError(
+                miss = CacheMissError(
                     "LLM_CACHE_MISS",
                     f"replay-only: no cached response for request {key[:16]} ({self.name}, model "
                     f"{request.model}) in {self.cache.directory}",
                     "the prompt differs from the recorded run, or the cache directory is not the run's; set "
                     "ARGUS_LLM_CACHE=use to call the model",
                 )
-        self.client()  # the SDK import and client set-up are not the request's latency
-        started = time.monotonic()
-        reply, attempts = self._send_with_retries(request, self.config.timeout_s if timeout is None else timeout)
+                miss.request_hash = key
+                raise miss
+        try:
+            self.client()  # the SDK import and client set-up are not the request's latency
+            started = time.monotonic()
+            reply, attempts = self._send_with_retries(request, self.config.timeout_s if timeout is None else timeout)
+        except ProviderError as e:
+            e.request_hash = key  # so that a failed exchange can be recorded against its request
+            raise
         latency = time.monotonic() - started
         cost = cost_usd(reply.model or request.model, reply.input_tokens, reply.output_tokens, self.config.prices)
         if cost is None and reply.model != request.model:
@@ -336,6 +342,18 @@ class Provider:
     def describe(self) -> dict[str, Any]:
         """Provider, model, endpoint and settings as JSON (no key): for the run store's config."""
         return self.config.describe()
+
+    def close(self) -> None:
+        """Close the SDK client's connections (a later call opens new ones)."""
+        client, self._client = self._client, None
+        if client is not None and callable(getattr(client, "close", None)):
+            client.close()
+
+    def __enter__(self) -> Provider:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     # -- retries ----------------------------------------------------------------------------------------------
 

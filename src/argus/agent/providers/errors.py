@@ -35,7 +35,8 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 class ProviderError(ArgusError):
     """Base of the providers' errors. `status_code`: the HTTP status when there was one; `attempts`: requests
-    sent before giving up; `retry_after`: the server's Retry-After, in seconds, when it sent one."""
+    sent before giving up; `retry_after`: the server's Retry-After, in seconds, when it sent one;
+    `request_hash`: the failed request's cache key (set by `Provider.complete`), for the run store."""
 
     retryable = False
 
@@ -53,6 +54,7 @@ class ProviderError(ArgusError):
         self.status_code = status_code
         self.retry_after = retry_after
         self.attempts = 1
+        self.request_hash: str | None = None
         super().__init__(code, message, hint, requirement=requirement, actual=actual)
 
 
