@@ -221,3 +221,10 @@ def test_replay_only_needs_no_key(make, server: ScriptedLLMServer, tmp_path: Pat
     assert hosted.api_key == NO_KEY
     with pytest.raises(ProviderConfigError):
         load_config(provider="openai", model="gpt-4o", cache="use", env=env(tmp_path))
+
+
+def test_an_unwritable_cache_costs_the_replay_not_the_answer(make, server: ScriptedLLMServer, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory should be")
+    server.script = [ok("still answered")]
+    assert make(cache="use", cache_dir=blocker).complete(USER, max_tokens=10, temperature=0).text == "still answered"

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from argus.agent.providers.cache import ResponseCache, request_hash
@@ -100,7 +100,6 @@ class Request:
     max_tokens: int
     temperature: float | None
     stop: tuple[str, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,7 +110,6 @@ class Request:
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stop": list(self.stop) if self.stop is not None else None,
-            **({"extra": self.extra} if self.extra else {}),
         }
 
 
@@ -309,7 +307,10 @@ class Provider:
             else:
                 self.usage.cost_usd += cost
         if mode in (CacheMode.USE, CacheMode.REFRESH):
-            self.cache.put(key, payload, {**completion.to_json(), "cached": False})
+            try:
+                self.cache.put(key, payload, {**completion.to_json(), "cached": False})
+            except OSError as e:  # a full or read-only disk costs the replay, not the answer
+                log.warning("%s: cannot write the response cache in %s: %s", self.name, self.cache.directory, e)
         return completion
 
     def build_request(
