@@ -204,13 +204,6 @@ class Features(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self.values)
 
-    def with_values(self, **updates: Any) -> Features:
-        """A copy with some values replaced (keys with dots written as ``__``: ``profile__bound``)."""
-        values = dict(self.values)
-        for k, v in updates.items():
-            values[k.replace("__", ".")] = v
-        return Features(values, self.kernel, self.function, dict(self.params))
-
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in sorted(self.values.items()):
