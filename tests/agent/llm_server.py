@@ -124,6 +124,8 @@ class ScriptedLLMServer:
                 anthropic = self.path.rstrip("/").endswith("/messages")
                 if self.path.rstrip("/").split("/")[-1] not in ("completions", "messages"):
                     reply = Reply(status=404, error_message=f"no such endpoint {self.path}")
+                elif isinstance(body, dict) and body.get("stream"):
+                    reply = Reply(status=400, error_message="this test server does not stream (stream must be false)")
                 if reply.raw is not None:
                     data = reply.raw
                 elif reply.payload is not None:
