@@ -267,3 +267,14 @@ def test_docs_list_every_entry_and_feature_group() -> None:
         assert f"`{e.id}`" in text, f"docs/kb.md does not list {e.id}"
     for group in {name.split(".")[0] for name in FEATURES}:
         assert f"`{group}.`" in text, f"docs/kb.md does not list the {group} features"
+
+
+def test_entries_serialize_to_plain_data() -> None:
+    import json
+
+    for e in entries():
+        data = json.loads(json.dumps(e.to_dict()))
+        assert data["id"] == e.id and len(data["preconditions"]) == len(e.preconditions)
+        assert all("category" in p for p in data["preconditions"]) and all("weight" in s for s in data["signals"])
+    tile = next(e for e in entries() if e.id == "tile-shape").to_dict()
+    assert tile["transform"]["policy"] == "tile_shape" and [128, 256, 64] in tile["transform"]["candidates"]

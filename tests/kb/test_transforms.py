@@ -97,3 +97,14 @@ def test_actions_are_the_candidates_that_apply() -> None:
     assert actions("tma-loads", hopper) == []  # no executable transform
     for action in stages:
         assert hopper.kernel.trace(**apply(action, hopper)).policies.stages == action.value
+
+
+def test_ranked_actions_are_the_planner_arms() -> None:
+    from argus.kb import ranked_actions
+
+    arms = ranked_actions(get_kernel("gemm_cp_async"), profile={"bound": "latency"})
+    assert [(m.entry.id, a.value) for m, a in arms[:4]] == [("pipeline-stages", v) for v in (3, 4, 5, 6)]
+    assert {m.entry.id for m, _ in arms} == {"pipeline-stages", "tile-shape"}
+    scores = [m.score for m, _ in arms]
+    assert scores == sorted(scores, reverse=True)
+    assert ranked_actions(get_kernel("vector_add")) == []  # declares no policy

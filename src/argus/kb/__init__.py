@@ -19,7 +19,7 @@ from argus.kb.features import FEATURES, Features, kernel_features
 from argus.kb.retrieval import Match, locus_sites, match_entry, retrieve
 from argus.kb.schema import CATEGORIES, PRECONDITION_CATEGORIES, Entry, parse_entry
 from argus.kb.store import entries, get_entry, load_entries, load_file, search
-from argus.kb.transforms import Action, actions, apply
+from argus.kb.transforms import Action, actions, apply, ranked_actions
 
 __all__ = [
     "CATEGORIES",
@@ -42,6 +42,7 @@ __all__ = [
     "locus_sites",
     "match_entry",
     "parse_entry",
+    "ranked_actions",
     "retrieve",
     "search",
 ]

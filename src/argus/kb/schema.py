@@ -224,6 +224,51 @@ class Entry:
     def executable(self) -> bool:
         return self.transform.kind == "policy"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as plain data (JSON-ready): what a planner's prompt or a run store records."""
+
+        def pred(p: Predicate) -> dict[str, Any]:
+            out = {"feature": p.feature, "op": p.op, "value": list(p.value) if isinstance(p.value, tuple) else p.value}
+            out["reason"] = p.reason
+            if p.category is not None:
+                out["category"] = p.category
+            else:
+                out["weight"] = p.weight
+            return out
+
+        t = self.transform
+        return {
+            "id": self.id,
+            "title": self.title,
+            "category": self.category,
+            "intent": " ".join(self.intent.split()),
+            "locus": {k: v for k, v in vars(self.locus).items() if v is not None},
+            "preconditions": [pred(p) for p in self.preconditions],
+            "signals": [pred(p) for p in self.signals],
+            "effect": {
+                "improves": list(self.effect.improves),
+                "magnitude": self.effect.magnitude,
+                "when": self.effect.when,
+                "bound": self.effect.bound,
+            },
+            "risks": [
+                {"risk": r.risk, "codes": list(r.codes), "caught_by": list(r.caught_by), "invariant": r.invariant}
+                for r in self.risks
+            ],
+            "transform": {
+                "kind": t.kind,
+                "reason": t.reason,
+                "policy": t.policy,
+                "candidates": [list(c) if isinstance(c, tuple) else c for c in t.candidates],
+            },
+            "example": {"before": self.example.before, "after": self.example.after, "note": self.example.note},
+            "provenance": {
+                "source": self.provenance.source,
+                "references": list(self.provenance.references),
+                "lineage": dict(self.provenance.lineage),
+            },
+        }
+
 
 # --- the validator ----------------------------------------------------------------------------------
 

@@ -200,3 +200,26 @@ def actions(
             continue
         out.append(Action(e.id, policy, candidate))
     return out
+
+
+def ranked_actions(
+    kernel_entry: Any,
+    params: dict[str, Any] | None = None,
+    *,
+    profile: Any = None,
+    findings: Any = None,
+    check_budgets: bool = True,
+) -> list[tuple[Any, Action]]:
+    """The executable arms for a planner: (match, action) for every applicable entry with a policy
+    transform this kernel declares, and every candidate value of it that applies, best match first
+    (candidates in the entry's order)."""
+    from argus.kb.features import kernel_features
+    from argus.kb.retrieval import retrieve
+
+    function, start = _function(kernel_entry, params)
+    features = kernel_features(function, profile=profile, findings=findings, **start)
+    out = []
+    for match in retrieve(features, k=None):
+        if match.transform_ready:
+            out += [(match, a) for a in actions(match.entry, function, start, check_budgets=check_budgets)]
+    return out
