@@ -72,6 +72,10 @@ def test_everything_is_recorded_and_read_back(tmp_path: Path) -> None:
         assert [x.id for x in state.to_gate] == [c, d] and state.next_step == 4
         assert state.rewards == {a: 0.0, b: -1.0}
         assert state.best().id == a
+        assert [(h["step"], h["action"], h["status"], h["reward"], h["code"]) for h in state.history()] == [
+            (0, "baseline", "accepted", 0.0, None),
+            (1, "swizzle", "rejected", -1.0, "VERIFY_VIOLATED"),
+        ]
         cb = state.candidate(b)
         assert cb.parent_id == a and cb.params == {"bytes": 128} and cb.source == "def k1(): ..."
         assert cb.gate["verify"] == {"status": "failed", "code": "VERIFY_VIOLATED", "payload": {"check": "RACE_SHARED"}}
@@ -331,6 +335,7 @@ def test_a_gate_result_is_recorded_with_its_counterexamples(tmp_path: Path) -> N
         assert gate["gate@M=64"]["status"] == "rejected" and gate["verify@M=64"]["code"] == "VERIFY_VIOLATED"
         stored = store.counterexamples(run.run_id)
         assert [x["check_code"] for x in stored] == [f["code"] for f in errors]
+        assert store.read_run(run.run_id).history()[0]["code"] == "VERIFY_VIOLATED"
         race = next(x for x in stored if x["check_code"] == "RACE_READ_WRITE")  # the seeded bug
         assert race["payload"]["counterexample"]["accesses"] and race["text"]
 

@@ -262,6 +262,27 @@ class RunState:
         """Fingerprints of every recorded candidate (a loop skips a candidate it has already seen)."""
         return {c.fingerprint for c in self.candidates if c.fingerprint}
 
+    def history(self) -> list[dict[str, Any]]:
+        """The (action, reward) history of the finished candidates in step order, as the planners read it: step,
+        candidate, parent, action, params, status, reward, and the code of the first stage that failed."""
+        rows = []
+        for c in self.done:
+            codes = [g["code"] for g in c.gate.values() if g.get("code") and g["status"] in ("failed", "error")]
+            failed = codes[0] if codes else None
+            rows.append(
+                {
+                    "step": c.step,
+                    "candidate": c.id,
+                    "parent": c.parent_id,
+                    "action": c.action,
+                    "params": c.params,
+                    "status": c.status,
+                    "reward": c.reward,
+                    "code": failed,
+                }
+            )
+        return rows
+
     def candidate(self, candidate_id: str) -> CandidateRecord:
         for c in self.candidates:
             if c.id == candidate_id:
