@@ -35,11 +35,17 @@ def test_bind_plans_one_tensor_map_per_tma_operand(gemm) -> None:
 
 
 def test_a_row_tma_cannot_stride_is_refused_naming_the_argument(gemm) -> None:
+    from argus.runtime import describe
+    from argus.runtime.tensor_maps import plan
+
     a = FakeTorchTensor((200, 100), "torch.bfloat16", PA)  # 200-byte rows: not a multiple of 16
     b = FakeTorchTensor((72, 100), "torch.bfloat16", PB)
     c = FakeTorchTensor((200, 72), "torch.float32", PC)
     with pytest.raises(ArgumentError) as info:
-        gemm.bind(a, b, c)
+        gemm.bind(a, b, c)  # the kernel declares T.assume("K % 8 == 0"), checked before the tensor maps
+    assert info.value.code == "RUNTIME_ASSUMPTION" and "K % 8" in info.value.message
+    with pytest.raises(ArgumentError) as info:
+        plan(gemm.generated.tensor_maps[0], describe(a), gemm.name)
     err = info.value
     assert err.code == "RUNTIME_ARG_TMA" and err.argument == "A"
     assert "multiple of 16" in err.message and "200 bytes" in str(err.actual)

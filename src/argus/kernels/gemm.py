@@ -51,6 +51,7 @@ def gemm_cp_async(
 ):
     """`gemm_mma_sync` with a `cp.async` multi-stage pipeline: the copy of tile k+STAGES-1 is in
     flight while tile k is multiplied."""
+    T.assume("K % 8 == 0 and N % 8 == 0")  # rows of A and B start 16-byte aligned: cp.async moves 16-byte vectors
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16)  # (stages, BM, BK)
         sB = T.alloc_shared((STAGES, BK, BN), T.bf16)
@@ -95,6 +96,7 @@ def gemm_wgmma_tma(
     128-byte-swizzled shared memory, an mbarrier pipeline of STAGES stages, one producer
     warpgroup (TMA) and two consumer warpgroups (wgmma.m64nBNk16, f32 accumulators), with the
     register split done by setmaxnreg."""
+    T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major

@@ -205,12 +205,20 @@ def bind(generated: GeneratedSource, args: tuple[Any, ...]) -> Binding:
         )
     _check_aliasing(params, infos, fail)
     env: dict[Var, int] = generated.shape_env(shapes)
-    for assumption in generated.assumptions:
+    for n, assumption in enumerate(generated.assumptions):
         if not bool(evaluate(assumption, env)):
+            declared = n >= len(generated.shape_params)  # after the implicit `1 <= size` of each shape symbol
             raise fail(
                 "RUNTIME_ASSUMPTION",
-                f"the shapes {shapes} violate the kernel's assumption {assumption}",
-                hint="empty tensors need no launch; other shapes need a kernel traced for them",
+                f"the shapes {shapes} violate the kernel's assumption {assumption}"
+                + (
+                    " (declared with T.assume: the kernel is verified and generated for those sizes only)"
+                    if declared
+                    else ""
+                ),
+                hint="pass sizes that satisfy it (pad the tensors), or use a kernel written for these sizes"
+                if declared
+                else "empty tensors need no launch; other shapes need a kernel traced for them",
             )
     try:
         config = generated.launch_config(shapes)

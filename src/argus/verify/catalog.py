@@ -133,14 +133,47 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
         "announce exactly the sum of the boxes' bytes (elements x element size) of the copies on that barrier",
     ),
+    CatalogEntry(
+        "MBARRIER_ARRIVE_COUNT",
+        "mbarrier arrive count differs from the arrivals per phase",
+        "An mbarrier was initialised with arrive_count=n, but the warp roles arrive on it m != n times per "
+        "phase (each T.mbarrier_arrive is one arrival of the role that executes it: the generated code makes "
+        "the role's first thread arrive once, and the interpreter counts one). With fewer arrivals the phase "
+        "never completes (a deadlock); with more, arrivals spill into the next phase, which then completes "
+        "before its data has landed or its stage has been released.",
+        Severity.ERROR,
+        "give T.alloc_mbarrier the number of T.mbarrier_arrive statements executed on it per phase",
+    ),
+    # --- proxies ---------------------------------------------------------------------------------------
+    CatalogEntry(
+        "FENCE_PROXY_ASYNC",
+        "generic-proxy shared-memory writes read by the async proxy without fence.proxy.async",
+        "Shared memory written with ordinary stores (the generic proxy: T.copy from registers, T.fill, a "
+        "synchronous or cp.async copy) is later read by the async proxy (a wgmma operand read from shared "
+        "memory), but the writing threads execute no T.fence_proxy_async() after the write and before the "
+        "barrier (or mbarrier arrival) that hands the data over, or before the read. Without the fence the "
+        "async proxy may read the old contents.",
+        Severity.ERROR,
+        "call T.fence_proxy_async() right after the stores, before the barrier that precedes the wgmma",
+    ),
     # --- out of bounds ---------------------------------------------------------------------------------
     CatalogEntry(
         "OOB_GLOBAL",
         "out-of-bounds global access",
         "A global-memory access that is not masked reaches outside its tensor for some problem size. "
-        "(Tile windows of the IR are masked, so today this code is only produced for unmasked accesses.)",
+        "Reserved: every global access the DSL can express is masked element by element (tile windows, "
+        "TMA boxes), so the verifier does not produce it (docs/verify.md, section 7).",
         Severity.ERROR,
         "access global memory through tile windows (masked), or guard the access",
+    ),
+    CatalogEntry(
+        "OOB_SHARED",
+        "shared-memory access past the buffer's allocation",
+        "An access through an explicit view layout (Shared.view) reaches an offset at or past the elements "
+        "allocated for the buffer (the cosize of its own layout): the view has larger strides or a larger "
+        "extent than the memory the buffer was given, so the access reads or writes the next buffer.",
+        Severity.ERROR,
+        "allocate the buffer with the view's layout (T.alloc_shared(..., layout=...)), or use a view within it",
     ),
     CatalogEntry(
         "OOB_MASKED_REDUCTION",
@@ -155,18 +188,33 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry(
         "ALIGN_VECTOR",
         "misaligned vector copy",
-        "A vector or asynchronous copy moves 16-byte vectors, but for some block, thread or problem size "
-        "a vector's global or shared address is not a multiple of 16 bytes.",
+        "A copy that asks for vectors (atom='vector' or 'cp.async') moves runs of 16 bytes (or the whole "
+        "row, if shorter), but for some problem size, block or loop iteration allowed by the kernel's "
+        "assumptions a run's global address is not a multiple of the run's size (a row stride or a tile "
+        "origin that is not a multiple of the vector width). The generated code then moves those runs "
+        "element by element, synchronously: the atom the kernel asked for does not run.",
         Severity.ERROR,
-        "align tile origins and row strides to 16 bytes, or copy with a narrower atom",
+        "declare the sizes the kernel is for (T.assume(T.eq(K % 8, 0))), align tile origins, or use atom='auto'",
     ),
     CatalogEntry(
         "ALIGN_ASSUMPTION",
-        "vector alignment depends on an unstated assumption about the problem size",
-        "16-byte vector copies are aligned only when a problem size is a multiple of the vector width; the "
-        "kernel does not declare that assumption, so a launch with another size must fall back or fail.",
+        "vector width of a copy depends on an undeclared assumption about the problem size",
+        "A copy with atom='auto' moves 16-byte vectors only when a row stride or tile origin is a multiple "
+        "of the vector width; for other problem sizes allowed by the kernel's assumptions the generated code "
+        "falls back to element-by-element accesses (correct, but slower).",
         Severity.WARNING,
-        "declare the assumption (e.g. K % 8 == 0) or copy with a narrower atom",
+        "declare the assumption if other sizes never occur (T.assume(T.eq(K % 8, 0))), or pad the rows",
+    ),
+    CatalogEntry(
+        "ALIGN_TMA",
+        "TMA copy the tensor-map rules reject",
+        "A TMA copy needs every global row stride to be a multiple of 16 bytes (for every problem size the "
+        "kernel's assumptions allow), every box extent in 1..256, the box's inner extent a multiple of 16 "
+        "bytes (and, with a swizzle, at most the swizzle's width). Otherwise cuTensorMapEncodeTiled rejects "
+        "the tensor map and the kernel cannot be launched for those sizes (RUNTIME_ARG_TMA).",
+        Severity.ERROR,
+        "declare the sizes the kernel is for (T.assume(T.eq(K % 8, 0)) for a bf16 row of K elements), or "
+        "choose a box whose inner extent is 16-byte aligned and at most 256 elements per dimension",
     ),
     CatalogEntry(
         "BUDGET_SMEM",
@@ -268,6 +316,12 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
 )
 
 CATALOG: dict[str, CatalogEntry] = {e.code: e for e in _ENTRIES}
+
+#: Codes in the catalog that the verifier never produces, and why (docs/verify.md, section 7).
+NOT_PRODUCED: dict[str, str] = {
+    "OOB_GLOBAL": "every global access the DSL can express is masked element by element (tile windows and "
+    "TMA boxes), so none can reach outside its tensor",
+}
 
 
 def entry(code: str) -> CatalogEntry:

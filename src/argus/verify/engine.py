@@ -2,7 +2,8 @@
 
 Order: statements the verifier does not model become `unknown` findings first (and anything that
 depends on them is unknown, never verified); then the built-in invariants (MMA alignment, races,
-pipeline, masked reductions, budgets), the user's tag assertions, and the performance warnings.
+pipeline, mbarrier arrive counts, proxy fences, masked reductions, alignment of vector and TMA copies,
+budgets), the user's tag assertions, and the performance warnings.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from argus.ir.nodes import Kernel
 from argus.layout import LayoutError
 from argus.verify import smt
 from argus.verify.catalog import entry
+from argus.verify.checks.align import check_alignment
 from argus.verify.checks.asserts import check_assertion
 from argus.verify.checks.budget import check_register_budget, check_shared_budget
+from argus.verify.checks.fence import check_proxy_fences
+from argus.verify.checks.mbarrier import check_arrive_counts
 from argus.verify.checks.mma import check_gemm
-from argus.verify.checks.oob import check_masked_reductions
+from argus.verify.checks.oob import check_masked_reductions, check_shared_views
 from argus.verify.checks.perf import check_performance
 from argus.verify.checks.pipeline import check_stale_reads
 from argus.verify.checks.races import check_races
@@ -28,7 +32,7 @@ from argus.verify.report import Finding, Result, Verdict
 from argus.verify.roles import check_protocol
 
 #: The checks `verify_kernel` runs, by name.
-CHECKS = ("mma", "races", "pipeline", "oob", "budget", "asserts", "perf")
+CHECKS = ("mma", "races", "pipeline", "fence", "oob", "align", "budget", "asserts", "perf")
 
 
 def verify_kernel(
@@ -88,8 +92,14 @@ def verify_kernel(
         run("race", check_races, ctx, ordered)
     if "pipeline" in checks:
         run("stale-read", check_stale_reads, ctx)
+        run("mbarrier arrive count", check_arrive_counts, ctx)
+    if "fence" in checks:
+        run("proxy fence", check_proxy_fences, ctx)
     if "oob" in checks:
         run("masked-reduction", check_masked_reductions, ctx)
+        run("shared view bounds", check_shared_views, ctx)
+    if "align" in checks:
+        run("alignment", check_alignment, ctx)
     if "budget" in checks:
         run("shared-memory budget", check_shared_budget, ctx)
         run("register budget", check_register_budget, ctx)

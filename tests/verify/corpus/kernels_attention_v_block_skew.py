@@ -63,6 +63,7 @@ def KERNEL(
                 T.copy(o * alpha[:, None], o)
                 T.copy(m_new, m)
                 T.copy(p, sP)
+                T.fence_proxy_async()  # the ordinary stores of P -> visible to wgmma (the async proxy)
                 T.barrier(1, 128)  # the consumer warpgroup's stores of P complete before wgmma reads sP
                 T.gemm(sP, sV[s], o)  # <- MMA_K_MISMATCH
                 T.barrier(1, 128)  # and every warp's wgmma read sP before it is overwritten

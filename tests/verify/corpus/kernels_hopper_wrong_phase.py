@@ -21,6 +21,7 @@ def KERNEL(
     BK: int = 64,
     STAGES: int = 3,
 ):
+    T.assume("K % 8 == 0")  # 16-byte aligned rows
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)

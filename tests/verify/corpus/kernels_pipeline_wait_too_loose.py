@@ -18,6 +18,7 @@ def KERNEL(
     BK: int = 32,
     STAGES: int = 3,
 ):
+    T.assume("K % 8 == 0 and N % 8 == 0")  # 16-byte aligned rows
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16)
         sB = T.alloc_shared((STAGES, BK, BN), T.bf16)

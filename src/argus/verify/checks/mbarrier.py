@@ -1,0 +1,115 @@
+"""mbarrier arrive counts (`MBARRIER_ARRIVE_COUNT`).
+
+A phase of an mbarrier completes after `arrive_count` arrivals (and the announced TMA bytes). What an
+arrival is follows the lowering: ``T.mbarrier_arrive`` is one arrival of the warp role (or block) that
+executes it — the generated code lets the scope's first thread arrive once (after a barrier over the
+scope for a release), and the interpreter counts one arrival per execution. So the arrivals one phase
+of a barrier receives are the ``T.mbarrier_arrive`` statements on it that run once per phase, over all
+roles:
+
+* a statement outside loops arrives once (the barrier's one phase);
+* a statement in a loop arrives once per iteration of the innermost enclosing loop whose variable picks
+  the barrier (``full[s]`` with ``s = k % STAGES``: one arrival per phase of each barrier of the array), or
+  of its innermost loop when the index is fixed; loops nested inside that one multiply the count by
+  their (static) extents.
+
+A barrier whose arrivals are mixed (some statements outside loops, some inside), or that are inside a
+``T.if_``, or under a loop of symbolic extent nested in the phase loop, is not counted (no finding: the
+interpreter's deadlock and over-arrival checks cover it at run time).
+"""
+
+from __future__ import annotations
+
+import time
+
+from argus.ir.expr import Expr, free_vars
+from argus.ir.nodes import Buffer, MbarrierArrive, MbarrierInit
+from argus.verify.context import Context
+from argus.verify.program import Site, user_name
+from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
+
+
+def _per_phase(site: Site) -> int | None:
+    """Arrivals one phase of the barrier receives from the arrive statement at `site` (None: not counted)."""
+    if site.ifs:
+        return None
+    loops = site.loops
+    if not loops:
+        return 1
+    index = site.stmt.barrier.origin[0] if site.stmt.barrier.origin else 0  # type: ignore[attr-defined]
+    used = free_vars(index) if isinstance(index, Expr) else set()
+    phase_loop = max((i for i, lp in enumerate(loops) if lp.var in used), default=len(loops) - 1)
+    count = 1
+    for lp in loops[phase_loop + 1 :]:
+        if not isinstance(lp.extent, int):
+            return None
+        count *= lp.extent
+    return count
+
+
+def check_arrive_counts(ctx: Context) -> list[Finding]:
+    prog = ctx.analysis.program
+    inits: dict[Buffer, Site] = {}
+    arrives: dict[Buffer, list[Site]] = {}
+    for site in prog.sites:
+        s = site.stmt
+        if isinstance(s, MbarrierInit):
+            inits[s.barriers.buffer] = site
+        elif isinstance(s, MbarrierArrive):
+            arrives.setdefault(s.barrier.buffer, []).append(site)
+    findings: list[Finding] = []
+    for buf, init_site in inits.items():
+        start = time.perf_counter()
+        sites = arrives.get(buf, [])
+        init = init_site.stmt
+        assert isinstance(init, MbarrierInit)
+        if not sites:
+            ctx.record("mbarrier arrive count", f"{user_name(buf)}: never arrived on", Verdict.VERIFIED, start)
+            continue
+        counts = [_per_phase(s) for s in sites]
+        if any(c is None for c in counts) or len({bool(s.loops) for s in sites}) > 1:
+            ctx.record("mbarrier arrive count", f"{user_name(buf)}: not counted", Verdict.VERIFIED, start)
+            continue
+        total = sum(c for c in counts if c is not None)
+        if total == init.arrive_count:
+            ctx.record("mbarrier arrive count", f"{user_name(buf)}: {total} per phase", Verdict.VERIFIED, start)
+            continue
+        name = user_name(buf)
+        who = ", ".join(
+            f"{s.role.name if s.role else 'the block'} at line {s.loc.line if s.loc else '?'}"
+            + (f" (x{c})" if c != 1 else "")
+            for s, c in zip(sites, counts, strict=True)
+        )
+        effect = (
+            "the phase never completes: every wait on it deadlocks"
+            if total < init.arrive_count
+            else "the extra arrivals complete the next phase early, before its data or its release"
+        )
+        msg = (
+            f"{name} is initialised with arrive_count={init.arrive_count}, but {total} arrival(s) reach each "
+            f"phase ({who}; one per T.mbarrier_arrive of a role): {effect}"
+        )
+        first = sites[0]
+        thread = 128 * first.role.warpgroups[0] if first.role is not None else 0
+        cex = Counterexample(
+            code="MBARRIER_ARRIVE_COUNT",
+            block={v.name: 0 for v in ctx.kernel.block_vars},  # any block: the same in every one
+            message=msg,
+            op_loc=init.loc,
+            program_point=f"{init.loc}",
+            thread=ThreadPoint(thread, first.role.name if first.role else None),
+            element=Element(name, "mbarrier", 0, (0,)),
+            variables={"arrive_count": init.arrive_count, "arrivals_per_phase": total},
+        )
+        findings.append(
+            Finding(
+                "MBARRIER_ARRIVE_COUNT",
+                Verdict.VIOLATED,
+                msg,
+                loc=init.loc,
+                counterexample=cex,
+                details={"arrive_count": init.arrive_count, "arrivals_per_phase": total},
+            )
+        )
+        ctx.record("mbarrier arrive count", f"{name}: {total} per phase", Verdict.VIOLATED, start)
+    return findings

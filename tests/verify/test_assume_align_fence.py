@@ -1,0 +1,212 @@
+"""Declared assumptions (T.assume), the alignment checks that depend on them, proxy fences, mbarrier arrive
+counts against the interpreter and the code generator, masked global windows, and the reductions' shuffles.
+(The corpus, tests/verify/corpus, holds the seeded bugs; these tests pin the behaviour around them.)"""
+
+import importlib
+
+import numpy as np
+import pytest
+
+import argus
+import argus.lang as T
+from argus.ir.nodes import MbarrierArrive, Reduce, walk
+from argus.kernels import all_kernels, get_kernel
+from argus.lang import DSLError
+from argus.verify import Verdict, verify
+
+
+def _corpus(name: str):
+    return importlib.import_module(f"tests.verify.corpus.kernels_{name}").KERNEL
+
+
+# --- T.assume ------------------------------------------------------------------------------------------------
+
+
+def test_assume_records_conditions_on_the_shape_symbols() -> None:
+    @argus.kernel
+    def k(A: T.Tensor[("M", "K"), T.bf16], BM: int = 64):  # noqa: F821
+        T.assume("K % 8 == 0 and M >= 64")
+        with T.grid(T.cdiv(M, BM), threads=128) as (bm,):  # noqa: F821 - shape symbols are injected
+            T.assume(T.eq(K % 8, 0))  # noqa: F821
+            T.assume(K > 3)  # noqa: F821
+
+    texts = [str(a) for a in k.trace().assumptions]
+    assert texts == ["(1 <= M)", "(1 <= K)", "(((K % 8) == 0) and (64 <= M))", "((K % 8) == 0)", "(3 < K)"]
+
+
+@pytest.mark.parametrize(
+    ("condition", "fragment"),
+    [
+        (False, "T.eq"),  # what `K % 8 == 0` evaluates to while tracing (identity of two expressions)
+        ("K % 8 = 0", "not a Python expression"),
+        ("Q % 8 == 0", "'Q' is not a shape symbol"),
+        ("K ** 2 < 9", "not supported"),
+    ],
+)
+def test_assume_rejects_what_is_not_a_condition_on_sizes(condition, fragment) -> None:
+    @argus.kernel
+    def k(A: T.Tensor[("M", "K"), T.bf16], C: object = None):  # noqa: F821
+        T.assume(C)
+        with T.grid(T.cdiv(M, 64), threads=128) as (bm,):  # noqa: F821
+            pass
+
+    with pytest.raises(DSLError) as info:
+        k.trace(C=condition)
+    assert info.value.code == "DSL_ASSUME" and fragment in str(info.value)
+
+
+def test_assume_rejects_runtime_values() -> None:
+    @argus.kernel
+    def k(A: T.Tensor[("M", "K"), T.bf16]):  # noqa: F821
+        with T.grid(T.cdiv(M, 64), threads=128) as (bm,):  # noqa: F821
+            T.assume(bm < 4)
+
+    with pytest.raises(DSLError, match="bx is not one"):
+        k.trace()
+
+
+# --- alignment ------------------------------------------------------------------------------------------------
+
+
+def test_tma_stride_needs_the_assumption_for_every_size() -> None:
+    unaligned = _corpus("align_tma_stride")
+    result = verify(unaligned, shapes={"K": 4097})
+    finding = next(f for f in result.errors if f.code == "ALIGN_TMA")
+    assert finding.counterexample.shapes["K"] == 4097
+    assert finding.counterexample.variables["stride_bytes"] == 8194
+    assert "8194 bytes" in finding.render_text()
+    any_size = next(f for f in verify(unaligned).errors if f.code == "ALIGN_TMA")
+    assert any_size.counterexample.shapes["K"] % 8 != 0  # Z3's counterexample is a size that breaks it
+    assert "ALIGN_TMA" not in {f.code for f in verify(unaligned, shapes={"K": 4096}).findings}
+    assert verify(_corpus("hopper_gemm_ok")).verdict == Verdict.VERIFIED  # the same with T.assume
+
+
+def test_vector_alignment_follows_the_assumptions() -> None:
+    unaligned = _corpus("align_vector_cp_async")
+    finding = next(f for f in verify(unaligned, shapes={"N": 4097}).errors if f.code == "ALIGN_VECTOR")
+    assert finding.counterexample.variables["stride_0"] == 4097
+    assert verify(unaligned, shapes={"N": 4096}).verdict == Verdict.VERIFIED
+    assert not verify(_corpus("align_vector_assumed_ok")).findings
+
+
+@pytest.mark.parametrize(("name", "assumption"), [("gemm_wgmma_tma", "((K % 8) == 0)"), ("gemm_cp_async", "K % 8")])
+def test_library_kernels_declare_what_their_copies_need(name: str, assumption: str) -> None:
+    entry = get_kernel(name)
+    kernel = entry.kernel.trace(**entry.params)
+    assert any(assumption in str(a) for a in kernel.assumptions)
+    for shape in (entry.default_shape, entry.partial_shape):
+        for a in kernel.assumptions[len(kernel.shape_vars) :]:
+            from argus.ir.expr import evaluate
+
+            env = {v: shape[v.name] for v in kernel.shape_vars}
+            assert bool(evaluate(a, env)), f"{name}'s registered shape {shape} violates {a}"
+
+
+def test_runtime_rejects_a_launch_that_violates_a_declared_assumption() -> None:
+    from argus.backend.cuda.codegen import generate
+    from argus.runtime import ArgumentError
+    from argus.runtime.arguments import bind
+    from tests.runtime.test_arguments import FakeTorchTensor
+
+    entry = get_kernel("gemm_cp_async")
+    generated = generate(entry.kernel.trace(**entry.params))
+
+    def args(m: int, n: int, k: int):
+        return (
+            FakeTorchTensor((m, k), "torch.bfloat16", 0x7F0000000000),
+            FakeTorchTensor((k, n), "torch.bfloat16", 0x7F0010000000),
+            FakeTorchTensor((m, n), "torch.float32", 0x7F0020000000),
+        )
+
+    assert bind(generated, args(128, 72, 4096)).shapes == {"M": 128, "K": 4096, "N": 72}
+    with pytest.raises(ArgumentError) as info:
+        bind(generated, args(128, 72, 4097))
+    assert info.value.code == "RUNTIME_ASSUMPTION" and "K % 8" in info.value.message
+
+
+# --- proxy fences ---------------------------------------------------------------------------------------------
+
+
+def test_the_library_attention_is_fenced_and_the_corpus_copy_without_the_fence_is_not() -> None:
+    assert not [f for f in verify(get_kernel("flash_attention_fwd")).findings if f.code == "FENCE_PROXY_ASYNC"]
+    finding = next(f for f in verify(_corpus("fence_attention_missing")).errors if f.code == "FENCE_PROXY_ASYNC")
+    write, read = finding.counterexample.accesses
+    assert "T.copy(p, sP)" in write.loc.text and "T.gemm(sP" in read.loc.text
+    assert "before the barrier at line" in finding.message
+
+
+# --- mbarrier arrive counts: the check's notion of an arrival is the interpreter's and the code generator's ----
+
+
+def test_arrive_counts_agree_with_the_interpreter() -> None:
+    from argus.interp import InterpError, run_kernel
+
+    rng = np.random.default_rng(0)
+    m, n, k = 128, 128, 256  # four K tiles over three stages: the producer waits for a released stage
+    arrays = {"A": rng.standard_normal((m, k)), "B": rng.standard_normal((n, k)), "C": np.zeros((m, n))}
+    run_kernel(_corpus("hopper_gemm_ok").trace(), dict(arrays))  # arrive_count=1: one role, one arrival
+    with pytest.raises(InterpError) as info:
+        run_kernel(_corpus("mbarrier_arrive_count_per_warpgroup").trace(), dict(arrays))
+    assert info.value.code == "INTERP_DEADLOCK"
+    with pytest.raises(InterpError) as info:
+        run_kernel(_corpus("mbarrier_double_arrive").trace(), dict(arrays))
+    assert info.value.code in ("INTERP_MBARRIER_OVERARRIVE", "INTERP_DEADLOCK", "INTERP_STALE_READ")
+
+
+def test_the_generated_code_arrives_once_per_statement() -> None:
+    from argus.backend.cuda.codegen import generate
+
+    kernel = get_kernel("gemm_wgmma_tma").kernel.trace()
+    arrives = [s for s in walk(kernel.body) if isinstance(s, MbarrierArrive)]
+    source = generate(kernel).source
+    lines = [ln for ln in source.splitlines() if "argus::mbarrier_arrive" in ln and "__device__" not in ln]
+    assert len(lines) == len(arrives) and all("== 0) argus::mbarrier_arrive" in ln for ln in lines)
+
+
+# --- masked global windows ------------------------------------------------------------------------------------
+
+
+def test_windows_outside_the_tensor_are_masked_on_the_interpreter() -> None:
+    from argus.interp import run_kernel
+
+    m, n = 40, 100
+    x = np.arange(m * n, dtype=np.float64).reshape(m, n)
+    y = np.full((m, n), 7.0)
+    run_kernel(_corpus("oob_masked_windows_ok").trace(), {"X": x, "Y": y})
+    expected = np.full((m, n), 7.0)
+    for bm in range(-(-m // 16) + 2):
+        r0, c0 = bm * 16 - 8, n - 32
+        for r in range(max(r0, 0), min(r0 + 16, m)):
+            expected[r, c0:n] = x[r, c0:n] + 1.0
+    assert np.array_equal(y, expected)
+
+
+# --- reductions: the tracer derives the shuffles, so none can miss a lane -----------------------------------
+
+
+def test_every_reduction_shuffles_over_exactly_the_lanes_that_share_its_row() -> None:
+    from argus.verify.access import np_layout
+
+    checked = 0
+    for entry in all_kernels():
+        for s in walk(entry.kernel.trace(**entry.params).body):
+            if not isinstance(s, Reduce):
+                continue
+            src = s.src.buffer
+            rows, cols = src.static_shape
+            t = np.arange(src.threads)[:, None]
+            v = np.arange(src.values_per_thread)[None, :]
+            idx = np_layout(src.tv, (t, v))
+            key = (idx % rows) if s.axis == 1 else (idx // rows)  # the row (or column) each value belongs to
+            holders: dict[int, set[int]] = {}
+            for thread in range(src.threads):
+                for k in set(key[thread].tolist()):
+                    holders.setdefault(k, set()).add(thread)
+            for thread in range(src.threads):
+                reached = {thread}
+                for lane in s.shuffle_lanes:
+                    reached |= {x ^ lane for x in reached}
+                for k in set(key[thread].tolist()):
+                    assert holders[k] == reached, (entry.name, s.loc, thread, k)
+            checked += 1
+    assert checked >= 4
