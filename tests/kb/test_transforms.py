@@ -43,10 +43,12 @@ def test_a_kernel_without_the_policy() -> None:
         apply("pipeline-stages", get_kernel("gemm_mma_sync"), value=3)
     assert info.value.code == "KB_TRANSFORM_NO_POLICY"
     assert "gemm_mma_sync does not declare the policy 'stages'" in info.value.message
-    assert info.value.actual == "declared policies: tile_shape"
+    assert info.value.actual.startswith("declared policies: ") and "tile_shape" in info.value.actual
+    from tests.kb.kernels_kb import softmax_exp
+
     with pytest.raises(KBError) as info:
-        apply("swizzle-shared-128b", get_kernel("gemm_mma_sync"), value=128)
-    assert info.value.code == "KB_TRANSFORM_NO_POLICY"
+        apply("swizzle-shared-128b", softmax_exp, value=128)
+    assert info.value.code == "KB_TRANSFORM_NO_POLICY" and info.value.actual == "declared policies: none"
 
 
 def test_invalid_values() -> None:

@@ -77,7 +77,8 @@ def show(entry_id: str = typer.Argument(..., metavar="ID", help="an entry id (ar
     p(f"  when: {e.effect.when} (relieves the {e.effect.bound} bound)")
     risks = Table("risk", "caught by", title="risks")
     for r in e.risks:
-        risks.add_row(r.risk, ", ".join([*r.codes, *r.caught_by]))
+        text = r.risk + (f"\n(invariant: {r.invariant})" if r.invariant else "")
+        risks.add_row(text, ", ".join([*r.codes, *r.caught_by]))
     out.print(risks)
     if e.transform.kind == "policy":
         p(f"transform: policy {e.transform.policy}, candidates {list(e.transform.candidates)}")
