@@ -24,6 +24,9 @@ Value-index conventions (the code generator relies on these):
   one register per value; f16 accumulators pack two (register ``i // 2``, the even one low). A and B
   in shared memory are warpgroup-collective: their layouts broadcast the whole tile to every thread
   (stride 0 over threads), and `argus.atoms.smem` gives the canonical shared-memory layouts.
+* the per-thread FMA atom (``fma.f32.{bf16,f16,f32}.*``, one thread, ``1x1x1``): one value per operand;
+  tiled over a block, value ``r + rows*c`` of a thread's operand fragment is element ``(r, c)`` of its
+  sub-tile (A ``(rows of its micro-tile, K)``, B ``(K, its columns)``, C its micro-tile).
 * ``ldmatrix`` / ``stmatrix`` ``.x{num}`` (32 lanes): value ``2*j + h`` is half ``h`` of register
   ``r_j`` (``h = 0`` low), ``r_j`` holding matrix ``j``; the tile is ``(8*num, 8)`` with matrix ``j``
   in rows ``8j .. 8j+7``; lane ``8j + r`` supplies the address of row ``r`` of matrix ``j``.
@@ -58,7 +61,7 @@ from argus.atoms.copy import (
     stmatrix,
 )
 from argus.atoms.errors import AtomError
-from argus.atoms.mma import WGMMA_N_VALUES, MmaAtom, mma_sync_m16n8k16, wgmma
+from argus.atoms.mma import FMA_INPUT_DTYPES, WGMMA_N_VALUES, MmaAtom, fma, mma_sync_m16n8k16, wgmma
 from argus.atoms.registry import all_atoms, atom_names, get_atom
 from argus.atoms.smem import (
     DESCRIPTOR_ALIGNMENT,
@@ -77,6 +80,7 @@ __all__ = [
     "CP_ASYNC_SIZES",
     "DESCRIPTOR_ALIGNMENT",
     "DESCRIPTOR_SWIZZLE_ENCODING",
+    "FMA_INPUT_DTYPES",
     "MATRIX_COUNTS",
     "SWIZZLE_MODES",
     "SWIZZLE_REPEAT_BYTES",
@@ -102,6 +106,7 @@ __all__ = [
     "check_swizzle_base",
     "cp_async",
     "descriptor_offsets",
+    "fma",
     "get_atom",
     "global_load",
     "global_store",

@@ -1,4 +1,5 @@
-"""MMA atoms: ``mma.sync.aligned.m16n8k16`` (one warp) and ``wgmma.mma_async.m64nNk16`` (one warpgroup).
+"""MMA atoms: ``mma.sync.aligned.m16n8k16`` (one warp), ``wgmma.mma_async.m64nNk16`` (one warpgroup),
+and the per-thread FMA atom (`fma`: one thread, ``1x1x1``, CUDA-core ``fma.rn.f32``).
 
 An `MmaAtom` computes ``C[M,N] += A[M,K] * B[K,N]``. Its operand layouts map ``(thread, value)`` to
 the column-major index of the element in the operand's tile:
@@ -328,4 +329,74 @@ def wgmma(
         a_majors=() if from_registers else (Major.K, Major.MN),
         b_majors=(Major.K, Major.MN),
         arch="sm_90a",
+    )
+
+
+# --- fma.rn.f32: the per-thread ("universal") FMA atom ---------------------------------------------------
+
+#: Input dtypes the FMA atom converts to f32 before ``fma.rn.f32``.
+FMA_INPUT_DTYPES: tuple[DType, ...] = (bf16, f16, f32)
+
+#: One thread, one element of each operand tile (stride 0: the single value is element 0).
+_FMA_ONE = Layout((1, 1), (0, 0))
+
+
+def fma(a_dtype: DType | str = bf16, b_dtype: DType | str | None = None, acc_dtype: DType | str = f32) -> MmaAtom:
+    """The per-thread FMA atom: ``C[1,1] += A[1,1] * B[1,1]`` by one thread with ``fma.rn.f32`` on CUDA cores
+    (bf16/f16 operands converted to f32 first, exactly). Tiled over a block (`argus.lang.fragments.mma_tv`)
+    it gives each thread group of one thread a ``(M/GM, N/GN)`` accumulator micro-tile, the ``(M/GM, K)`` rows
+    of A and the ``(K, N/GN)`` columns of B it needs, all in its own registers; value ``r + rows*c`` of an
+    operand fragment is element ``(r, c)`` of the thread's sub-tile (the repeats of a ``1x1`` atom, rows
+    first). Operands come from registers: load them with `T.copy` from global or shared memory.
+
+    Inputs bf16, f16 or f32 (A and B alike), accumulator f32. Raises `AtomError` (``ATOM_MMA_DTYPE``,
+    ``ATOM_MMA_ACC_DTYPE``, ``ATOM_DTYPE_UNSUPPORTED``) otherwise.
+    """
+    atom = "fma.rn.f32"
+    a = supported_dtype(a_dtype, atom, "A dtype")
+    if a not in FMA_INPUT_DTYPES:
+        raise AtomError(
+            "ATOM_MMA_DTYPE",
+            f"{atom} multiplies floats converted to f32",
+            requirement="A and B dtypes in {bf16, f16, f32}",
+            actual=f"A dtype {a.name}",
+            hint="convert the operand to bf16, f16 or f32 first",
+        )
+    b = a if b_dtype is None else supported_dtype(b_dtype, atom, "B dtype")
+    if b != a:
+        raise AtomError(
+            "ATOM_MMA_DTYPE",
+            f"{atom}: the FMA atom needs A and B of the same dtype",
+            requirement=f"B dtype == A dtype ({a.name})",
+            actual=f"B dtype {b.name}",
+            hint=f"convert B to {a.name}",
+        )
+    acc = supported_dtype(acc_dtype, atom, "accumulator dtype")
+    if acc != f32:
+        raise AtomError(
+            "ATOM_MMA_ACC_DTYPE",
+            f"{atom} accumulates in f32",
+            requirement="accumulator dtype f32",
+            actual=f"accumulator dtype {acc.name}",
+            hint="accumulate in f32",
+        )
+    return MmaAtom(
+        name=f"fma.{acc.name}.{a.name}.{b.name}",
+        ptx=atom,
+        shape=(1, 1, 1),
+        a_dtype=a,
+        b_dtype=b,
+        acc_dtype=acc,
+        ab_dtypes=FMA_INPUT_DTYPES,
+        acc_dtypes=(f32,),
+        thread_count=1,
+        scope=Scope.THREAD,
+        a_source=MemorySpace.REGISTERS,
+        b_source=MemorySpace.REGISTERS,
+        a_layout=_FMA_ONE,
+        b_layout=_FMA_ONE,
+        c_layout=_FMA_ONE,
+        a_majors=(),
+        b_majors=(),
+        arch="sm_80",
     )

@@ -28,13 +28,14 @@ Not modelled yet (an `InterpError` says so when met): TMA stores, named barriers
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from argus.atoms import get_atom
+from argus.atoms import Scope, get_atom
 from argus.diagnostics import ArgusError
 from argus.ir.expr import Expr, Var, evaluate
 from argus.ir.nodes import (
@@ -124,7 +125,30 @@ def _tv_indices(buffer: Buffer) -> np.ndarray:
     """``(threads, values)`` array of tile indices of a fragment."""
     tv = buffer.tv
     values = tv[1].size()
+    fast = _layout_at_indices(tv, np.arange(buffer.threads)[:, None] + tv[0].size() * np.arange(values)[None, :])
+    if fast is not None and buffer.threads <= tv[0].size():
+        return fast
     return np.array([[tv(t, v) for v in range(values)] for t in range(buffer.threads)], dtype=np.int64)
+
+
+def _layout_at_indices(layout: Any, index: np.ndarray) -> np.ndarray | None:
+    """``layout(i)`` for every 1-D index `i` of an int array (a plain layout of int shapes and strides: the
+    index splits column-major over the flattened shape), or None for anything else. ``L(t, v)`` is
+    ``L(t + size(L[0]) * v)`` for ``t < size(L[0])``."""
+    from argus.layout import Layout, flatten
+
+    if not isinstance(layout, Layout):
+        return None
+    shape, stride = flatten(layout.shape), flatten(layout.stride)
+    if not all(isinstance(x, int) for x in (*shape, *stride)):
+        return None
+    out = np.zeros(index.shape, dtype=np.int64)
+    rest = index.astype(np.int64)
+    for i, (extent, step) in enumerate(zip(shape, stride, strict=True)):
+        coord = rest if i == len(shape) - 1 else rest % extent  # the last mode takes the rest, as CuTe's
+        out += coord * step
+        rest = rest // extent
+    return out
 
 
 # Keyed by the buffers themselves (identity hashing): an id() could be reused by a new buffer.
@@ -161,9 +185,21 @@ def _global_access(buf: Buffer, coords: list[np.ndarray], env: dict[Var, Any]) -
 
 def _shared_offsets(buf: Buffer, coords: list[np.ndarray], view: Any = None) -> np.ndarray:
     layout = view if view is not None else buf.layout
-    flat_coords = np.stack([c.ravel() for c in coords], axis=1)
-    offsets = np.array([layout(tuple(int(x) for x in row)) for row in flat_coords], dtype=np.int64)
+    flat_coords = np.stack([np.asarray(c, dtype=np.int64).ravel() for c in coords], axis=1)
+    # the same window is read at every iteration of a loop: evaluate each (layout, coordinates) once
+    key = (layout, flat_coords.shape, hashlib.blake2b(flat_coords.tobytes(), digest_size=16).digest())
+    offsets = _OFFSETS_CACHE.get(key)
+    if offsets is None:
+        offsets = np.array([layout(tuple(int(x) for x in row)) for row in flat_coords], dtype=np.int64)
+        offsets.setflags(write=False)  # shared by every caller: never modified in place
+        if len(_OFFSETS_CACHE) >= _OFFSETS_CACHE_ENTRIES:
+            _OFFSETS_CACHE.clear()
+        _OFFSETS_CACHE[key] = offsets
     return offsets.reshape(coords[0].shape)
+
+
+_OFFSETS_CACHE: dict[tuple, np.ndarray] = {}
+_OFFSETS_CACHE_ENTRIES = 512
 
 
 SCHEDULES = ("listed", "reversed")
@@ -363,6 +399,9 @@ class _Machine:
         """Each thread group (warp or warpgroup) multiplies what *its* registers hold, read by the
         atom's layouts; shared operands are read through the buffer's layout."""
         atom = get_atom(s.atom)
+        if atom.scope is Scope.THREAD and all(r.space == Space.FRAGMENT for r in (s.a, s.b, s.acc)):
+            self._gemm_all_groups(blk, s, atom)  # one thread per group: all groups at once
+            return
         gm, gn = s.groups
         for g_m, g_n in itertools.product(range(gm), range(gn)):
             group = g_m + gm * g_n
@@ -371,6 +410,33 @@ class _Machine:
             c = self._group_operand(blk, s.acc, atom, "C", s.groups, group, (g_m, g_n))
             c = c + a @ b
             self._store_group(blk, s.acc.buffer, atom, s.groups, group, c)
+
+    def _gemm_all_groups(self, blk: _Block, s: Gemm, atom: Any) -> None:
+        """`gemm` with register operands for every thread group at once (the same reads and writes as the
+        group-by-group loop, as batched numpy): group ``g``'s slot ``(lane, v)`` is register
+        ``(lane + g * atom_threads, v)``, meaning the sub-tile element the atom's layout says."""
+        from argus.lang.fragments import group_subtile
+
+        gm, gn = s.groups
+        groups = np.arange(gm * gn)
+        tiles = {}
+        for operand, ref in (("A", s.a), ("B", s.b), ("C", s.acc)):
+            sub = group_subtile(operand, (ref.shape[0], ref.shape[1]), s.groups)
+            rows, cols, lanes = self._hardware_slots(atom, operand, sub)
+            data = blk.fragments[ref.buffer]
+            if data.shape[1] != rows.shape[1]:
+                raise InterpError(
+                    "INTERP_FRAGMENT_MISMATCH",
+                    f"{ref.buffer.name} holds {data.shape[1]} values per thread; {atom.name} reads {rows.shape[1]}",
+                )
+            threads = lanes[None, :, :] + atom.thread_count * groups[:, None, None]  # (groups, lanes, values)
+            tile = np.full((groups.size, *sub), np.nan)
+            tile[:, rows, cols] = data[threads, np.arange(rows.shape[1])[None, None, :]]
+            tiles[operand] = (tile, rows, cols, threads)
+        c, rows, cols, threads = tiles["C"]
+        c = c + tiles["A"][0] @ tiles["B"][0]
+        regs = blk.fragments[s.acc.buffer]
+        regs[threads, np.arange(rows.shape[1])[None, None, :]] = _round(s.acc.buffer.dtype, c[:, rows, cols])
 
     def _group_operand(self, blk, ref, atom, operand, groups, group, gpos) -> np.ndarray:
         from argus.lang.fragments import group_subtile

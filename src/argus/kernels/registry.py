@@ -154,8 +154,12 @@ def _layer_norm() -> LibraryKernel:
     )
 
 
-def _gemm(name: str, description: str, attr: str, params: dict[str, Any] | None = None) -> LibraryKernel:
-    from argus.kernels import gemm as module
+def _gemm(
+    name: str, description: str, attr: str, params: dict[str, Any] | None = None, module_name: str = "gemm"
+) -> LibraryKernel:
+    import importlib
+
+    module = importlib.import_module(f"argus.kernels.{module_name}")
 
     def make(shape, rng):
         m, n, k = shape["M"], shape["N"], shape["K"]
@@ -175,17 +179,25 @@ def _gemm(name: str, description: str, attr: str, params: dict[str, Any] | None 
     )
 
 
-def _gemm_hopper() -> LibraryKernel:
-    from argus.kernels.gemm import gemm_wgmma_tma
+def _gemm_hopper(
+    name: str = "gemm_wgmma_tma",
+    description: str = "Hopper GEMM C = A @ B^T: TMA, 128B swizzle, mbarrier pipeline, producer/consumer warpgroups, "
+    "wgmma",
+    module_name: str = "gemm",
+) -> LibraryKernel:
+    """A GEMM taking B as (N, K), K-major (C = A @ B^T), as TMA + wgmma kernels do."""
+    import importlib
+
+    kernel = getattr(importlib.import_module(f"argus.kernels.{module_name}"), name)
 
     def make(shape, rng):
         m, n, k = shape["M"], shape["N"], shape["K"]
         return {"A": _bf16(rng.standard_normal((m, k))), "B": _bf16(rng.uniform(-1, 1, (n, k))), "C": np.zeros((m, n))}
 
     return LibraryKernel(
-        "gemm_wgmma_tma",
-        "Hopper GEMM C = A @ B^T: TMA, 128B swizzle, mbarrier pipeline, producer/consumer warpgroups, wgmma",
-        gemm_wgmma_tma,
+        name,
+        description,
+        kernel,
         {"M": 256, "N": 128, "K": 256},
         {"M": 200, "N": 72, "K": 136},
         make,
@@ -228,10 +240,34 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
     "vector_add": _vector_add,
     "softmax": _softmax,
     "layer_norm": _layer_norm,
+    "gemm_naive": lambda: _gemm(
+        "gemm_naive",
+        "bf16 GEMM, one thread per output element: A and B from global memory into registers, FMA in f32",
+        "gemm_naive",
+        module_name="gemm_lineage",
+    ),
+    "gemm_smem_tiled": lambda: _gemm(
+        "gemm_smem_tiled",
+        "gemm_naive with shared-memory tiles between barriers and an 8x8 register micro-tile of FMAs per thread",
+        "gemm_smem_tiled",
+        module_name="gemm_lineage",
+    ),
     "gemm_mma_sync": lambda: _gemm(
         "gemm_mma_sync", "bf16 GEMM: shared-memory tiles, ldmatrix, mma.sync.m16n8k16 on 2x2 warps", "gemm_mma_sync"
     ),
     "gemm_cp_async": lambda: _gemm("gemm_cp_async", "gemm_mma_sync with a 2-stage cp.async pipeline", "gemm_cp_async"),
+    "gemm_cp_async_swizzled": lambda: _gemm(
+        "gemm_cp_async_swizzled",
+        "gemm_cp_async with 64/128-byte swizzled shared memory: ldmatrix free of bank conflicts",
+        "gemm_cp_async_swizzled",
+        module_name="gemm_lineage",
+    ),
+    "gemm_tma_wgmma": lambda: _gemm_hopper(
+        "gemm_tma_wgmma",
+        "Hopper GEMM C = A @ B^T: TMA into 128B-swizzled stages on mbarriers and wgmma, no warp specialization "
+        "(both warpgroups load and compute in program order)",
+        "gemm_lineage",
+    ),
     "gemm_wgmma_tma": _gemm_hopper,
     "gemm_persistent": lambda: _gemm(
         "gemm_persistent",
@@ -241,6 +277,61 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
     ),
     "flash_attention_fwd": _attention,
 }
+
+
+@dataclass(frozen=True)
+class LineageStep:
+    """One rung of a kernel lineage: a library kernel and the one mechanism it adds to the rung before it
+    (`mechanism` is a stable id, `adds` says what it is in a line)."""
+
+    kernel: str
+    mechanism: str
+    adds: str
+
+
+#: Kernel lineages, naive first: each rung adds exactly one mechanism to the one before it (docs/gemm.md).
+#: The Hopper rungs after warp specialization (persistent grid with an L2-friendly tile order, epilogue through
+#: TMA stores) are appended here as they are built.
+_LINEAGES: dict[str, tuple[LineageStep, ...]] = {
+    "gemm": (
+        LineageStep("gemm_naive", "naive_fma", "one thread per output element; A and B from global memory; FMA in f32"),
+        LineageStep(
+            "gemm_smem_tiled",
+            "smem_tiling",
+            "block tiles of A and B staged in shared memory between barriers; a register micro-tile per thread",
+        ),
+        LineageStep("gemm_mma_sync", "mma_sync", "tensor cores: ldmatrix into operand fragments and mma.sync"),
+        LineageStep(
+            "gemm_cp_async", "cp_async_pipeline", "a multi-stage cp.async pipeline: the next tiles load during the MMA"
+        ),
+        LineageStep("gemm_cp_async_swizzled", "smem_swizzle", "XOR-swizzled shared memory: no bank conflicts"),
+        LineageStep(
+            "gemm_tma_wgmma",
+            "tma_wgmma",
+            "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
+        ),
+        LineageStep(
+            "gemm_wgmma_tma",
+            "warp_specialization",
+            "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+    ),
+}
+
+
+def lineage(family: str) -> tuple[LineageStep, ...]:
+    """The lineage of `family` (``"gemm"``), in order from the naive kernel to the expert one; raises
+    `KernelLookupError` ``LINEAGE_UNKNOWN`` for a family without one."""
+    if family not in _LINEAGES:
+        raise KernelLookupError(
+            "LINEAGE_UNKNOWN", f"no kernel lineage named {family!r}", f"one of: {', '.join(_LINEAGES)}"
+        )
+    return _LINEAGES[family]
+
+
+def lineages() -> tuple[str, ...]:
+    """The families that have a lineage."""
+    return tuple(_LINEAGES)
 
 
 def all_kernels() -> list[LibraryKernel]:

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from argus.atoms import MmaAtom, get_atom
+from argus.atoms import MmaAtom, Scope, get_atom
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen import prelude
 from argus.backend.cuda.codegen.cexpr import (
@@ -1160,6 +1160,9 @@ class Emitter(HopperRules):
         if isinstance(atom, MmaAtom) and atom.ptx.startswith("wgmma."):
             self._wgmma(s, atom)
             return
+        if isinstance(atom, MmaAtom) and atom.scope is Scope.THREAD:
+            self._fma_gemm(s, atom)
+            return
         if not isinstance(atom, MmaAtom) or atom.thread_count != 32 or not atom.ptx.startswith("mma.sync"):
             raise self.error(f"{s.atom} (Gemm with a warpgroup MMA)", "wgmma lowering comes with the Hopper pipeline")
         for name, ref in (("a", s.a), ("b", s.b), ("acc", s.acc)):
@@ -1233,6 +1236,68 @@ class Emitter(HopperRules):
             self.depth -= 1
             self.line("}")
         self.locals -= {mm, nn, kk}  # scoped to their loops
+
+    def _fma_gemm(self, s: Gemm, atom: MmaAtom) -> None:
+        """``T.gemm`` with the per-thread FMA atom: every thread multiplies its own registers, ``(SM, K)`` of A
+        by ``(K, SN)`` of B into its ``(SM, SN)`` accumulator micro-tile, one ``fma.rn.f32`` per product. The
+        registers are read in the atom's convention (value ``r + rows * c`` is element ``(r, c)`` of the
+        thread's sub-tile: the repeats of a 1x1x1 atom, rows first), as the interpreter reads them."""
+        for name, ref in (("a", s.a), ("b", s.b), ("acc", s.acc)):
+            if ref.space != Space.FRAGMENT:
+                raise self.error(
+                    f"T.gemm with {atom.name} reading operand {name} from {ref.space.value} memory",
+                    "copy the operand into a fragment allocated with the same atom first: T.copy(sA, rA)",
+                )
+            if not ref.is_whole():
+                raise self.error(f"T.gemm on part of fragment {ref.buffer.name}")
+        if atom.shape != (1, 1, 1) or atom.thread_count != 1:
+            raise self.error(f"{atom.name}: a per-thread MMA atom other than 1x1x1 on one thread")
+        gm, gn = s.groups
+        m, k = s.a.shape
+        _, n = s.b.shape
+        sub_m, sub_n = m // gm, n // gn
+        if gm * gn != self.threads or sub_m * gm != m or sub_n * gn != n:
+            raise self.invalid(f"{atom.name} over {gm}x{gn} threads does not tile a {m}x{n} accumulator")
+        for ref, dtype, values in (
+            (s.a, atom.a_dtype, sub_m * k),
+            (s.b, atom.b_dtype, k * sub_n),
+            (s.acc, atom.acc_dtype, sub_m * sub_n),
+        ):
+            if ref.buffer.values_per_thread != values:
+                raise self.invalid(
+                    f"{ref.buffer.name} holds {ref.buffer.values_per_thread} values per thread; {atom.name} over "
+                    f"this tile reads {values}"
+                )
+            if ref.buffer.dtype != dtype:
+                raise self.invalid(f"{ref.buffer.name} is {ref.buffer.dtype.name}; {atom.name} takes {dtype.name}")
+        a, b, c = (self.buffer_name(x.buffer) for x in (s.a, s.b, s.acc))
+        a_c, b_c = self.dtype_c(atom.a_dtype), self.dtype_c(atom.b_dtype)
+        self.dtype_c(atom.acc_dtype)
+        self.line(
+            f"// per thread: its ({sub_m}, {k}) rows of A times its ({k}, {sub_n}) columns of B into its "
+            f"({sub_m}, {sub_n}) accumulator, {atom.ptx}"
+        )
+        with self.block():  # the loop variables and a_value are local to this gemm
+            mm, nn, kk = (self.local(v) if e > 1 else "0" for v, e in (("m", sub_m), ("n", sub_n), ("k", k)))
+            a_value = self.local("a_value")
+            opened = 0
+            for var, extent in ((kk, k), (mm, sub_m), (None, 0), (nn, sub_n)):
+                if var is None:  # one A element, converted once, meets the thread's sub_n columns
+                    a_element = f"{a}[{add(mm, mul(kk, sub_m))}]"
+                    self.line(f"const float {a_value} = {convert(a_element, a_c, 'float')};")
+                    continue
+                if extent == 1:
+                    continue
+                self.line("#pragma unroll")
+                self.line(f"for (int {var} = 0; {var} < {extent}; ++{var}) {{")
+                self.depth += 1
+                opened += 1
+            b_value = convert(f"{b}[{add(kk, mul(nn, k))}]", b_c, "float")
+            acc = f"{c}[{add(mm, mul(nn, sub_m))}]"
+            self.line(f"{acc} = __fmaf_rn({a_value}, {b_value}, {acc});")
+            for _ in range(opened):
+                self.depth -= 1
+                self.line("}")
 
     # control flow and synchronization -------------------------------------------------------------------
     def loop(self, s: For) -> None:
