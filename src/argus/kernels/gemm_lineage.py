@@ -106,6 +106,7 @@ def gemm_cp_async_swizzled(
     and sB (BN * 2 bytes) are permuted by Hopper's 64- / 128-byte swizzles, so that the eight rows one
     ``ldmatrix`` phase reads lie in eight different bank groups (and the ``cp.async`` writes stay 16-byte
     vectors)."""
+    T.assume("K % 8 == 0 and N % 8 == 0")  # rows of A and B start 16-byte aligned: cp.async moves 16-byte vectors
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=BK * 2)  # (stages, BM, BK), rows of BK*2 bytes
         sB = T.alloc_shared((STAGES, BK, BN), T.bf16, swizzle=min(BN * 2, 128))  # (stages, BK, BN)
@@ -151,6 +152,7 @@ def gemm_tma_wgmma(
     ahead of the one being multiplied, and both warpgroups (64 rows of the accumulator each) issue and
     compute in program order — thread 0 issues the loads, everyone waits for the stage, multiplies it with
     ``wgmma.m64nBNk16``, and a block barrier frees the stage for its next load."""
+    T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=2 * 128) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major

@@ -112,6 +112,8 @@ class _Trace:
         self.in_grid = False
         self.role: tuple[str, int] | None = None  # (name, threads) of the warp role being traced
         self.persistent: tuple[str, int] | None = None  # (tile order, group) of a persistent grid
+        self.assumptions: list[Expr] = []  # declared with T.assume: conditions on the shape symbols
+        self.shape_vars: dict[str, Var] = {}  # the kernel's shape symbols by name
 
     def emit(self, stmt: Stmt) -> None:
         self.stack[-1].append(stmt)
@@ -414,6 +416,99 @@ def persistent_grid(
             t = bx + it * blocks
             with if_(t < total):
                 yield tile_order(t, tiles, order, group)
+
+
+# --- assumptions --------------------------------------------------------------------------------------------
+
+
+def assume(condition: Any) -> None:
+    """``T.assume(T.eq(K % 8, 0))`` or ``T.assume("K % 8 == 0")``: declare a condition on the problem sizes
+    (shape symbols) that every launch satisfies. The verifier proves the kernel for the sizes that satisfy
+    the kernel's assumptions only, and the runtime rejects a launch that violates one (``RUNTIME_ASSUMPTION``).
+    A string may use the shape symbols, integers, ``+ - * // %``, comparisons (``==`` included), ``and``,
+    ``or`` and ``not``. (Python's ``==`` between expressions compares identity, so ``T.assume(K % 8 == 0)``
+    is rejected: write it as a string or with `T.eq`.)"""
+    st = _TRACE.get()
+    loc = caller_loc()
+    if st is None:
+        raise DSLError("DSL_OUTSIDE_KERNEL", "T.assume can only be used inside an @argus.kernel function", loc=loc)
+    names = dict(st.shape_vars)
+    if isinstance(condition, str):
+        condition = _parse_assumption(condition, names, loc)
+    if isinstance(condition, bool) or not isinstance(condition, Expr):
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume got {condition!r}, not a condition on the problem sizes",
+            'write T.assume(T.eq(K % 8, 0)) or T.assume("K % 8 == 0") (== between expressions is Python\'s '
+            "identity test and was decided while tracing)",
+            loc=loc,
+        )
+    from argus.ir.expr import COMPARISONS, LOGICAL, BinOp, free_vars
+
+    if not (isinstance(condition, BinOp) and (condition.op in COMPARISONS or condition.op in LOGICAL)):
+        raise DSLError("DSL_ASSUME", f"T.assume takes a comparison, got {condition}", loc=loc)
+    bad = [v.name for v in free_vars(condition) if v.kind != VarKind.SHAPE]
+    if bad:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume may only constrain problem sizes (shape symbols); {', '.join(sorted(bad))} is not one",
+            actual=str(condition),
+            loc=loc,
+        )
+    st.assumptions.append(condition)
+
+
+def _parse_assumption(text: str, names: dict[str, Var], loc: Any) -> Expr:
+    """An assumption written as Python source over the shape symbols, as an IR expression."""
+    import ast
+
+    from argus.ir.expr import BinaryOp, binary
+
+    def fail(why: str) -> DSLError:
+        return DSLError("DSL_ASSUME", f"T.assume({text!r}): {why}", loc=loc)
+
+    arith = {ast.Add: BinaryOp.ADD, ast.Sub: BinaryOp.SUB, ast.Mult: BinaryOp.MUL, ast.FloorDiv: BinaryOp.FLOORDIV}
+    arith[ast.Mod] = BinaryOp.MOD
+    compare = {ast.Lt: (BinaryOp.LT, False), ast.LtE: (BinaryOp.LE, False), ast.Eq: (BinaryOp.EQ, False)}
+    compare.update({ast.NotEq: (BinaryOp.NE, False), ast.Gt: (BinaryOp.LT, True), ast.GtE: (BinaryOp.LE, True)})
+
+    def conv(node: ast.AST) -> Expr:
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise fail(f"{node.id!r} is not a shape symbol of this kernel ({', '.join(sorted(names))})")
+            return names[node.id]
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return as_expr(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in arith:
+            return binary(arith[type(node.op)], conv(node.left), conv(node.right))
+        if isinstance(node, ast.Compare):
+            out: Expr | None = None
+            left = conv(node.left)
+            for op, right_node in zip(node.ops, node.comparators, strict=True):
+                if type(op) not in compare:
+                    raise fail(f"the comparison {type(op).__name__} is not supported")
+                right = conv(right_node)
+                kind, swap = compare[type(op)]
+                term = binary(kind, right, left) if swap else binary(kind, left, right)
+                out = term if out is None else binary(BinaryOp.AND, out, term)
+                left = right
+            assert out is not None
+            return out
+        if isinstance(node, ast.BoolOp):
+            kind = BinaryOp.AND if isinstance(node.op, ast.And) else BinaryOp.OR
+            out = conv(node.values[0])
+            for v in node.values[1:]:
+                out = binary(kind, out, conv(v))
+            return out
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return binary(BinaryOp.EQ, conv(node.operand), as_expr(False))
+        raise fail(f"{ast.dump(node)[:60]} is not supported (shape symbols, ints, + - * // %, comparisons, and/or/not)")
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise fail(f"not a Python expression ({err.msg})") from None
+    return conv(tree.body)
 
 
 # --- allocation --------------------------------------------------------------------------------------------
@@ -1174,6 +1269,7 @@ class KernelFunction:
             self.fn.__closure__,
         )
         args = {t.name: GlobalTensor(t) for t in tensors}
+        st.shape_vars = dict(shape_vars)
         token = _TRACE.set(st)
         try:
             fn(**args, **values)
@@ -1197,7 +1293,7 @@ class KernelFunction:
             body=tuple(st.stack[0]),
             params=tuple(sorted(values.items())),
             policies=_policies(self.policy_params, values, st),
-            assumptions=tuple(v >= 1 for v in shape_vars.values()),
+            assumptions=tuple(v >= 1 for v in shape_vars.values()) + tuple(st.assumptions),
             loc=_def_loc(self.fn),
         )
 
@@ -1321,6 +1417,7 @@ __all__ = [
     "alloc_mbarrier",
     "alloc_reduced",
     "alloc_shared",
+    "assume",
     "async_commit",
     "async_wait",
     "barrier",
