@@ -49,12 +49,19 @@ class Match:
     boosts: tuple[tuple[Predicate, float], ...]
     notes: tuple[str, ...]  # locus and bound reasons, in words
     transform_ready: bool
+    observed: tuple[tuple[str, Any], ...] = ()  # the values the failed preconditions found
+
+    def _found(self, feature: str) -> str:
+        value = dict(self.observed).get(feature)
+        if isinstance(value, frozenset):
+            return "{" + ", ".join(sorted(value)) + "}"
+        return repr(value)
 
     @property
     def reasons(self) -> list[str]:
         """Why the entry ranks where it does, one line each, most decisive first."""
         out = list(self.notes)
-        out += [f"fails: {p.text()} -- {p.reason}" for p in self.failed]
+        out += [f"fails: {p.text()} (found {self._found(p.feature)}) -- {p.reason}" for p in self.failed]
         out += [f"signal (+{amount:.2f}): {p.text()} -- {p.reason}" for p, amount in self.boosts]
         out += [f"unknown: {p.feature} (not given) -- {p.reason}" for p in self.unknown]
         out += [f"holds: {p.text()}" for p in self.held]
@@ -166,6 +173,7 @@ def match_entry(entry: Entry, features: Features) -> Match:
         tuple(boosts),
         tuple(notes),
         ready,
+        tuple((p.feature, features[p.feature]) for p in failed),
     )
 
 
