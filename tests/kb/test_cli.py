@@ -54,3 +54,17 @@ def test_kb_match_ranks_for_a_library_kernel() -> None:
     assert lines and "swizzle-shared-128b" in lines[0]  # the verifier's bank-conflict warning leads
     every = runner.invoke(app, ["kb", "match", "vector_add", "--all", "--no-verify"], env={"COLUMNS": "250"})
     assert every.exit_code == 0 and "no place to apply it" in every.output
+
+
+def test_kb_show_json_and_features() -> None:
+    import json
+
+    shown = runner.invoke(app, ["kb", "show", "tile-shape", "--json"])
+    assert shown.exit_code == 0 and json.loads(shown.output)["transform"]["policy"] == "tile_shape"
+    result = runner.invoke(app, ["kb", "features", "gemm_wgmma_tma", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["mma.kind"] == "wgmma" and data["pipeline.stages"] == 3 and data["roles.register_split"] == [40, 232]
+    table = runner.invoke(app, ["kb", "features", "vector_add"], env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "ops.elementwise_only" in table.output
+    assert runner.invoke(app, ["kb", "features", "no_such_kernel"]).exit_code == 2

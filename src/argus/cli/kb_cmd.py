@@ -47,7 +47,10 @@ def list_entries(
 
 
 @app.command("show")
-def show(entry_id: str = typer.Argument(..., metavar="ID", help="an entry id (argus kb list)")) -> None:
+def show(
+    entry_id: str = typer.Argument(..., metavar="ID", help="an entry id (argus kb list)"),
+    as_json: bool = typer.Option(False, "--json", help="print the entry as JSON"),
+) -> None:
     """One entry in full: intent, locus, preconditions, signals, effect, risks, transform, example."""
     from argus.kb import get_entry
 
@@ -56,6 +59,11 @@ def show(entry_id: str = typer.Argument(..., metavar="ID", help="an entry id (ar
     except ArgusError as x:
         err.print(str(x), markup=False, highlight=False)
         raise typer.Exit(2) from None
+    if as_json:
+        import json
+
+        out.print(json.dumps(e.to_dict(), indent=2), markup=False, highlight=False)
+        return
     p = lambda text="": out.print(text, markup=False, highlight=False)  # noqa: E731
     p(f"{e.id} -- {e.title}")
     p(f"category: {e.category}    file: {e.file}")
@@ -138,4 +146,30 @@ def match(
         else:
             why = next((r for r in m.reasons if r.startswith(("fails", "no place"))), m.reasons[0])
         table.add_row(str(i), m.entry.id, f"{m.score:.2f}", "yes" if m.applicable else "no", transform, why)
+    out.print(table)
+
+
+@app.command("features")
+def features_cmd(
+    name: str = typer.Argument(..., help="a library kernel, or FILE.py:NAME"),
+    as_json: bool = typer.Option(False, "--json", help="print the features as JSON"),
+) -> None:
+    """The features a kernel has: what entry preconditions and signals test."""
+    from argus.kb import FEATURES, kernel_features
+    from argus.kernels.registry import load
+
+    try:
+        features = kernel_features(load(name))
+    except ArgusError as x:
+        err.print(str(x), markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    data = features.to_json()
+    if as_json:
+        import json
+
+        out.print(json.dumps(data, indent=2), markup=False, highlight=False)
+        return
+    table = Table("feature", "value", "meaning")
+    for key, value in data.items():
+        table.add_row(key, str(value), FEATURES[key].description)
     out.print(table)
