@@ -16,7 +16,7 @@ absent from the `Features` and a predicate over it evaluates to "unknown", never
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -628,9 +628,3 @@ def check_value(spec: FeatureSpec, value: Any) -> bool:
         "set": lambda v: isinstance(v, frozenset) and all(isinstance(x, str) for x in v),
         "tuple": lambda v: isinstance(v, tuple) and all(isinstance(x, int) for x in v),
     }[spec.type](value)
-
-
-def describe(names: Iterable[str] | None = None) -> list[FeatureSpec]:
-    """The specs of `names` (all features when None), in declaration order."""
-    wanted = None if names is None else set(names)
-    return [s for s in _SPECS if wanted is None or s.name in wanted]

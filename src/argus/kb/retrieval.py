@@ -79,10 +79,6 @@ class Match:
         }
 
 
-def _loop_sites(kernel: Kernel) -> Iterable[tuple[Any, tuple[For, ...]]]:
-    return walk_with_loops(kernel.body)
-
-
 def locus_sites(locus: Locus, kernel: Kernel) -> tuple[SourceLoc, ...]:
     """The source lines of the statements of `kernel` that `locus` matches (the kernel's own line
     for ``op = "kernel"``)."""
@@ -90,7 +86,7 @@ def locus_sites(locus: Locus, kernel: Kernel) -> tuple[SourceLoc, ...]:
         return (kernel.loc,) if kernel.loc is not None else (SourceLoc(kernel.name, 0),)
     kinds = {"loop": For, "gemm": Gemm, "copy": Copy, "reduce": Reduce, "map": Map, "alloc": Alloc}
     out: list[SourceLoc] = []
-    for s, loops in _loop_sites(kernel):
+    for s, loops in walk_with_loops(kernel.body):
         if not isinstance(s, kinds[locus.op]):
             continue
         if locus.in_loop is not None and bool(loops) != locus.in_loop:
