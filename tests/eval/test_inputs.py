@@ -71,3 +71,12 @@ def test_dtype_and_device_are_kept_and_half_ranges_respected() -> None:
     assert y.dtype == torch.float16 and bool(torch.isfinite(y).all())
     b = redraw(torch.randn(100, dtype=torch.bfloat16), "small", _g(8))
     assert b.dtype == torch.bfloat16 and float(b.float().abs().max()) > 0
+
+
+def test_finite_min_skips_non_finite_values_in_chunks() -> None:
+    from argus.eval.inputs import _finite_min
+
+    x = torch.tensor([float("nan"), 3.0, float("-inf"), 2.5, float("inf"), 7.0])
+    assert _finite_min(x, chunk=2) == 2.5
+    assert _finite_min(torch.full((5,), float("nan")), chunk=2) == 0.0
+    assert structure_of(torch.tensor([float("-inf"), 0.5, 1.0])).domain == "positive"

@@ -77,3 +77,14 @@ def test_worker_gpu_is_translated_through_the_parents_visible_devices() -> None:
     assert visible_device(1, parent="") == "1"
     with pytest.raises(ValueError, match="not among"):
         visible_device(2, parent="2,3")
+
+
+def test_a_harness_exception_is_an_error_and_a_cuda_error_a_failure() -> None:
+    from argus.eval.isolation import Outcome, failure_status
+    from argus.eval.results import Status
+
+    oom = Outcome("k", False, code="WORKER_EXCEPTION", reason="OutOfMemoryError: CUDA out of memory.")
+    assert failure_status(oom) is Status.ERROR
+    fault = Outcome("k", False, code="WORKER_EXCEPTION", reason="RuntimeError: CUDA error: an illegal memory access")
+    assert failure_status(fault) is Status.FAILED
+    assert failure_status(Outcome("k", False, code="WORKER_TIMEOUT", reason="hung")) is Status.FAILED

@@ -187,7 +187,7 @@ def run_bench(
     `store_path`: a SQLite file (`argus.eval.store`) each gate result is written to as it arrives."""
     from argus.eval.device import environment
     from argus.eval.gate import GateOptions
-    from argus.eval.isolation import Job, WorkerPool
+    from argus.eval.isolation import Job, WorkerPool, failure_status
     from argus.eval.store import ResultStore
 
     options = options or GateOptions()
@@ -255,7 +255,7 @@ def run_bench(
                 else:
                     gate = GateResult(kernel, task.name, sizes)
                     gate.stages.append(
-                        StageResult("isolation", Status.FAILED, failure.code, failure.reason, failure.details)
+                        StageResult("isolation", failure_status(failure), failure.code, failure.reason, failure.details)
                     )
                 gates.append(gate.to_json())
                 rows.append(row_from_gate(gate))

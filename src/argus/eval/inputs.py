@@ -53,8 +53,7 @@ def structure_of(x: Any) -> Structure:
 
     v = x.detach()
     n = v.numel()
-    finite = torch.isfinite(v)
-    lo = float(v[finite].min()) if bool(finite.any()) else 0.0
+    lo = _finite_min(v)
     domain = "positive" if lo > 0 else "nonnegative" if lo >= 0 else "real"
     zeros = float((v == 0).sum()) / n if n else 0.0
     zero_pattern = 0.0 < zeros < 1.0 and zeros >= 0.01
@@ -65,6 +64,19 @@ def structure_of(x: Any) -> Structure:
         if head.numel() <= 2:
             labels = bool(((v == head[0]) | (v == head[-1])).all())
     return Structure(domain, zero_pattern, symmetric, labels)
+
+
+def _finite_min(v: Any, chunk: int = 1 << 26) -> float:
+    """The least finite value of `v` (0.0 when there is none), in chunks: boolean indexing would materialize
+    int64 indices, eight times the size of a gigabyte input."""
+    import torch
+
+    lo = float("inf")
+    for part in v.reshape(-1).split(chunk):
+        finite = torch.isfinite(part)
+        if bool(finite.any()):
+            lo = min(lo, float(torch.where(finite, part, torch.inf).amin()))
+    return 0.0 if lo == float("inf") else lo
 
 
 def _values(distribution: str, shape: tuple[int, ...], dtype_name: str, g: Any) -> Any:

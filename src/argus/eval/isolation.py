@@ -68,6 +68,17 @@ class Outcome:
     worker_pid: int | None = None
 
 
+def failure_status(outcome: Outcome) -> Any:
+    """The gate status of a failed job: a crash, a hang or a CUDA error is the candidate's (``FAILED``); an
+    ordinary exception raised outside every gate stage is the harness's own (``ERROR``: it could not decide, e.g.
+    it ran out of memory drawing a reference input), never a rejection of the candidate."""
+    from argus.eval.results import Status
+
+    if outcome.code == "WORKER_EXCEPTION" and not any(m in outcome.reason for m in FATAL_MARKERS):
+        return Status.ERROR
+    return Status.FAILED
+
+
 def _resolve(target: str) -> Any:
     module, _, name = target.partition(":")
     if not module or not name:

@@ -501,10 +501,12 @@ def run_kernelbench(
             row = Row(**payload["row"])
             gate = payload["gate"]
         else:
-            from argus.eval.results import GateResult, StageResult, Status
+            from argus.eval.isolation import failure_status
+            from argus.eval.results import GateResult, StageResult
 
             g = GateResult(Path(solution).name if solution else "none", p.key)
-            g.stages.append(StageResult("isolation", Status.FAILED, failure.code, failure.reason, failure.details))
+            status = failure_status(failure)
+            g.stages.append(StageResult("isolation", status, failure.code, failure.reason, failure.details))
             gate = g.to_json()
             row = row_from_gate(p, Path(solution).name if solution else "none", g, failure.seconds)
         rows.append(row)
