@@ -210,3 +210,40 @@ def test_every_reduction_shuffles_over_exactly_the_lanes_that_share_its_row() ->
                     assert holders[k] == reached, (entry.name, s.loc, thread, k)
             checked += 1
     assert checked >= 4
+
+
+@argus.kernel
+def _refilled_for_the_next_iteration(
+    A: T.Tensor[("M", 64), T.bf16],  # noqa: F821
+    B: T.Tensor[(64, 64), T.bf16],
+    C: T.Tensor[("M", 64), T.f32],  # noqa: F821
+    FENCED: bool = False,
+):
+    with T.grid(T.cdiv(M, 64), threads=128) as (bm,):  # noqa: F821
+        sA = T.alloc_shared((64, 64), T.bf16, swizzle=128)
+        sB = T.alloc_shared((64, 64), T.bf16, swizzle=128)
+        acc = T.alloc_fragment((64, 64), T.f32, mma=T.wgmma_atom(64))
+        rA = T.alloc_fragment((64, 64), T.bf16)
+        T.copy(A.tile((bm, 0), (64, 64)), sA)
+        T.copy(B.tile((0, 0), (64, 64)), sB)
+        T.fence_proxy_async()
+        T.barrier()
+        T.fill(acc, 0.0)
+        for i in T.serial(4):
+            T.gemm(sA, sB, acc)
+            T.barrier()  # every wgmma is done with sA
+            T.copy(A.tile((bm, 0), (64, 64)), rA)
+            T.copy(rA * 0.5, sA)  # the next iteration's A, through registers
+            if FENCED:
+                T.fence_proxy_async()
+            T.barrier()
+        T.copy(acc, C.tile((bm, 0), (64, 64)))
+
+
+def test_a_store_read_by_the_next_iterations_wgmma_needs_the_fence_too() -> None:
+    result = verify(_refilled_for_the_next_iteration, FENCED=False)
+    finding = next(f for f in result.errors if f.code == "FENCE_PROXY_ASYNC")
+    assert "T.copy(rA * 0.5, sA)" in finding.loc.text and "the next iteration of i" in finding.message
+    write, read = finding.counterexample.accesses
+    assert read.loops["i"] == write.loops["i"] + 1
+    assert not verify(_refilled_for_the_next_iteration, FENCED=True).errors

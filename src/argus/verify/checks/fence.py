@@ -15,9 +15,9 @@ The check is structural, then exact:
   (both bad). Fences and barriers inside a ``T.if_`` do not count (they may not run); loops are assumed
   to run at least once, as everywhere in the verifier;
 * for a path that reaches a barrier or the read first, one Z3 query asks for a thread and value of the
-  write and an element of a later ``wgmma`` read (the same iteration, or the next one of the loop the path
-  wrapped around) at the same physical offset, so a write that never reaches what the wgmma reads is not
-  reported.
+  write and an element of a later ``wgmma`` read (the same iteration when the read follows the write in the
+  body, else the next iteration of the innermost loop around both) at the same physical offset, so a write
+  that never reaches what the wgmma reads is not reported.
 
 (The CUDA code generator today also inserts a fence and a barrier before a wgmma whose operand buffer
 has ordinary stores anywhere in the kernel; the verifier checks the program as written, so that a kernel
@@ -49,7 +49,7 @@ from argus.verify import smt
 from argus.verify.access import Access, accesses
 from argus.verify.checks.races import access_report, common_loops, instance
 from argus.verify.context import Context
-from argus.verify.program import Frame, Program, Site, user_name, walk_all
+from argus.verify.program import Frame, Program, Site, loop_name, user_name, walk_all
 from argus.verify.report import Counterexample, Finding, Verdict
 
 
@@ -180,10 +180,10 @@ def _counterexample(
             common = common_loops(wsite, rsite)
             if rsite.index > wsite.index:
                 wrap = None  # the read later in the same iterations of the common loops
+            elif common:
+                wrap = common[-1]  # the read in the next iteration of the innermost loop around both
             else:
-                wrap = next((lp for lp in reversed(common) if lp in event.wrapped), None)
-                if wrap is None:
-                    continue  # the read runs before the write and no loop brings it back
+                continue  # the read runs before the write and no loop brings it back
             reads = [a for a in by_site.get((rsite.index, "read"), []) if a.ref.buffer is buf]
             for w in writes:
                 for r in reads:
@@ -224,8 +224,9 @@ def _finding(ctx: Context, m: Any, wsite: Site, rsite: Site, buf: Buffer, event:
     else:
         where = "before the wgmma reads it"
     wrap = ""
-    if event.wrapped and rsite.index <= wsite.index:
-        wrap = f" (the next iteration of {event.wrapped[-1].var.name})"
+    common = common_loops(wsite, rsite)
+    if common and rsite.index <= wsite.index:
+        wrap = f" (the next iteration of {loop_name(common[-1])})"
     msg = (
         f"{name}[{wr.element.index}] is written with ordinary stores (generic proxy) and read by wgmma (async proxy) "
         f"at {rsite.loc}{wrap}, with no T.fence_proxy_async() by the writing thread {where}"
