@@ -247,3 +247,16 @@ def test_a_store_read_by_the_next_iterations_wgmma_needs_the_fence_too() -> None
     write, read = finding.counterexample.accesses
     assert read.loops["i"] == write.loops["i"] + 1
     assert not verify(_refilled_for_the_next_iteration, FENCED=True).errors
+
+
+def test_the_interpreter_call_path_refuses_sizes_outside_the_assumptions_too() -> None:
+    from argus.runtime import ArgumentError
+
+    kernel = _corpus("align_vector_assumed_ok")  # T.assume("N % 4 == 0")
+    x = np.arange(8 * 64, dtype=np.float64).reshape(8, 64)
+    y = np.zeros_like(x)
+    kernel(x, y, device="cpu")
+    assert np.array_equal(x, y)
+    with pytest.raises(ArgumentError) as info:
+        kernel(np.zeros((8, 63)), np.zeros((8, 63)), device="cpu")
+    assert info.value.code == "RUNTIME_ASSUMPTION" and "N % 4" in info.value.message

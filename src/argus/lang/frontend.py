@@ -1220,6 +1220,7 @@ class KernelFunction:
             arrays[name] = array
             if back is not None:
                 writeback.append((back, array))
+        _check_assumptions(kernel, arrays)
         run_kernel(kernel, arrays)
         for back, array in writeback:
             back(array)
@@ -1332,6 +1333,32 @@ def _policies(declared: dict[str, Any], values: dict[str, Any], st: _Trace) -> P
     if "tile_order" in found and isinstance(found["tile_order"], str):
         found["tile_order"] = TileOrder(found["tile_order"])
     return Policies(**found)
+
+
+def _check_assumptions(kernel: Kernel, arrays: dict[str, Any]) -> None:
+    """Refuse a call whose sizes violate the kernel's assumptions (``T.assume``), as the GPU runtime does
+    (`argus.runtime.arguments.bind`, ``RUNTIME_ASSUMPTION``): the kernel is verified for those sizes only."""
+    from argus.ir.expr import evaluate
+    from argus.runtime.errors import ArgumentError
+
+    sizes: dict[Var, int] = {}
+    for t in kernel.tensors:
+        shape = getattr(arrays.get(t.name), "shape", ())
+        for dim, extent in zip(t.shape, shape, strict=False):
+            if isinstance(dim, Var):
+                sizes.setdefault(dim, int(extent))
+    if len(sizes) != len(kernel.shape_vars):
+        return  # the interpreter reports the missing or mismatched tensor itself
+    for assumption in kernel.assumptions[len(kernel.shape_vars) :]:
+        if not bool(evaluate(assumption, sizes)):
+            values = {v.name: n for v, n in sizes.items()}
+            raise ArgumentError(
+                "RUNTIME_ASSUMPTION",
+                f"{kernel.name}: the shapes {values} violate the kernel's assumption {assumption} (declared with "
+                "T.assume: the kernel is verified for those sizes only)",
+                "pass sizes that satisfy it (pad the tensors), or use a kernel written for these sizes",
+                kernel=kernel.name,
+            )
 
 
 def _as_numpy(name: str, value: Any):
