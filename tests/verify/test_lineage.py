@@ -44,3 +44,15 @@ def test_broken_fma_gemm_is_caught(make, code) -> None:
     assert cex is not None and cex.thread is not None and cex.element is not None
     assert "T.gemm" in cex.op_loc.text
     assert f"[{code}]" in finding.render_text()
+
+
+@pytest.mark.parametrize("name", ["gemm_naive", "gemm_smem_tiled", "gemm_cp_async_swizzled", "gemm_tma_wgmma"])
+def test_the_rungs_carry_their_k_block_invariants(name: str) -> None:
+    """Each rung states which K-block its operands hold at iteration k (T.assert_tag in its source), proved by
+    tests/verify/test_library.py."""
+    from argus.ir.nodes import walk
+    from argus.ir.tags import AssertTag
+
+    entry = get_kernel(name)
+    asserts = [s for s in walk(entry.kernel.trace(**entry.params).body) if isinstance(s, AssertTag)]
+    assert len(asserts) == 2 and all(a.loc.file.endswith("gemm_lineage.py") for a in asserts)

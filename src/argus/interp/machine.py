@@ -199,7 +199,7 @@ def _shared_offsets(buf: Buffer, coords: list[np.ndarray], view: Any = None) -> 
 
 
 _OFFSETS_CACHE: dict[tuple, np.ndarray] = {}
-_OFFSETS_CACHE_ENTRIES = 512
+_OFFSETS_CACHE_ENTRIES = 128  # a loop reads a few windows (one per stage): plenty
 
 
 SCHEDULES = ("listed", "reversed")
