@@ -16,7 +16,9 @@ The generated code does what the interpreter (`argus.interp.machine`) does, thre
 * ``atom="ldmatrix"`` copies become ``ldmatrix.x4/.x2/.x1`` (``.trans`` where the fragment reads the
   shared tile transposed), their row addresses derived from the fragment and shared layouts;
 * ``Gemm`` with ``mma.sync`` reads operand registers in the atom's own convention (`mma_tv`), as the
-  interpreter does; reductions combine a thread's values, then XOR shuffles over ``shuffle_lanes``;
+  interpreter does; with the per-thread FMA atom, each thread runs unrolled ``__fmaf_rn`` loops over its
+  registers in that same convention; reductions combine a thread's values, then XOR shuffles over
+  ``shuffle_lanes``;
 * **warp roles** become ``if (warpgroup in role) { setmaxnreg.{inc,dec}; ... }``; inside a role the thread
   index is relative to the role's first thread (its fragments are spread over the role's threads);
 * **mbarriers** are 64-bit words carved from shared memory: initialised by thread 0, then
@@ -1280,18 +1282,19 @@ class Emitter(HopperRules):
         with self.block():  # the loop variables and a_value are local to this gemm
             mm, nn, kk = (self.local(v) if e > 1 else "0" for v, e in (("m", sub_m), ("n", sub_n), ("k", k)))
             a_value = self.local("a_value")
-            opened = 0
-            for var, extent in ((kk, k), (mm, sub_m), (None, 0), (nn, sub_n)):
-                if var is None:  # one A element, converted once, meets the thread's sub_n columns
-                    a_element = f"{a}[{add(mm, mul(kk, sub_m))}]"
-                    self.line(f"const float {a_value} = {convert(a_element, a_c, 'float')};")
-                    continue
+
+            def open_loop(var: str, extent: int) -> int:
                 if extent == 1:
-                    continue
+                    return 0
                 self.line("#pragma unroll")
                 self.line(f"for (int {var} = 0; {var} < {extent}; ++{var}) {{")
                 self.depth += 1
-                opened += 1
+                return 1
+
+            opened = open_loop(kk, k) + open_loop(mm, sub_m)
+            a_element = f"{a}[{add(mm, mul(kk, sub_m))}]"  # converted once, then met by the thread's columns
+            self.line(f"const float {a_value} = {convert(a_element, a_c, 'float')};")
+            opened += open_loop(nn, sub_n)
             b_value = convert(f"{b}[{add(kk, mul(nn, k))}]", b_c, "float")
             acc = f"{c}[{add(mm, mul(nn, sub_m))}]"
             self.line(f"{acc} = __fmaf_rn({a_value}, {b_value}, {acc});")
