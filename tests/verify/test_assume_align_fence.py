@@ -260,3 +260,12 @@ def test_the_interpreter_call_path_refuses_sizes_outside_the_assumptions_too() -
     with pytest.raises(ArgumentError) as info:
         kernel(np.zeros((8, 63)), np.zeros((8, 63)), device="cpu")
     assert info.value.code == "RUNTIME_ASSUMPTION" and "N % 4" in info.value.message
+
+
+def test_pinned_sizes_must_be_sizes_the_kernel_allows() -> None:
+    from argus.verify.engine import PinnedShapeError
+
+    with pytest.raises(PinnedShapeError, match="violate kernel gemm_wgmma_tma's assumption"):
+        verify(get_kernel("gemm_wgmma_tma"), shapes={"K": 4097})  # would be vacuously verified
+    with pytest.raises(PinnedShapeError, match="no problem size 'Q'"):
+        verify(get_kernel("gemm_wgmma_tma"), shapes={"Q": 4})

@@ -119,7 +119,7 @@ class Context:
         model = s.model()
         for bound_shape, bound_block in ((256, 1), (1024, 4), (4096, 64)):
             s.push()
-            s.add(*[z3.ULE(t, bound_shape) for t in self.shape_terms.values()])
+            s.add(*[z3.ULE(t, bound_shape) for v, t in self.shape_terms.items() if v.name not in self.pinned])
             s.add(*[z3.ULE(t, bound_block) for t in self.block_terms.values()])
             s.add(*[z3.ULE(t, bound_block) for t in self.loop_terms])
             r = s.check()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from argus.diagnostics import ArgusError
 from argus.ir.nodes import Kernel
 from argus.layout import LayoutError
 from argus.verify import smt
@@ -48,6 +49,7 @@ def verify_kernel(
     `shapes`). `lookback` bounds how many loop iterations back a value is traced (each check starts
     at one and looks further back only while that leaves it undecided)."""
     start = time.perf_counter()
+    _check_pinned(kernel, dict(shapes or {}))
     analysis = analyze(kernel)
     ctx = Context(analysis, timeout_ms=timeout_ms, lookback=lookback, pinned=dict(shapes or {}))
     findings: list[Finding] = []
@@ -115,6 +117,32 @@ def verify_kernel(
         tuple(ctx.records),
         time.perf_counter() - start,
     )
+
+
+class PinnedShapeError(ArgusError, ValueError):
+    """Sizes pinned for verification that the kernel does not have, or that violate its assumptions (every
+    query would be vacuously true)."""
+
+
+def _check_pinned(kernel: Kernel, shapes: dict[str, int]) -> None:
+    from argus.ir.expr import evaluate, free_vars
+
+    names = {v.name: v for v in kernel.shape_vars}
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise PinnedShapeError(
+            "VERIFY_PINNED_SHAPE",
+            f"kernel {kernel.name} has no problem size {unknown[0]!r}",
+            requirement=f"one of {', '.join(names) or '(none)'}",
+        )
+    env = {names[k]: int(v) for k, v in shapes.items()}
+    for a in kernel.assumptions:
+        if free_vars(a) <= set(env) and not bool(evaluate(a, env)):
+            raise PinnedShapeError(
+                "VERIFY_PINNED_SHAPE",
+                f"the pinned sizes {shapes} violate kernel {kernel.name}'s assumption {a}: nothing to verify",
+                "pin sizes the kernel allows (its T.assume declarations), or verify for all sizes",
+            )
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
