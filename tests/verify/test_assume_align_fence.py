@@ -269,3 +269,15 @@ def test_pinned_sizes_must_be_sizes_the_kernel_allows() -> None:
         verify(get_kernel("gemm_wgmma_tma"), shapes={"K": 4097})  # would be vacuously verified
     with pytest.raises(PinnedShapeError, match="no problem size 'Q'"):
         verify(get_kernel("gemm_wgmma_tma"), shapes={"Q": 4})
+
+
+def test_a_block_barrier_inside_one_of_several_roles_is_reported() -> None:
+    import pathlib
+
+    path = pathlib.Path(__file__).parent / "corpus" / "kernels_attention_ok.py"
+    source = path.read_text().replace("T.barrier(1, 128)", "T.barrier()")
+    namespace: dict = {"__name__": "attention_block_barrier"}
+    exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 - the corpus kernel, one line changed
+    findings = [f for f in verify(namespace["KERNEL"]).errors if f.code == "RACE_BARRIER_THREADS"]
+    assert len(findings) == 2 and "only role 'consumer'" in findings[0].message
+    assert findings[0].details == {"barrier_threads": 256, "executing_threads": 128}

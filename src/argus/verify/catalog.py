@@ -93,6 +93,17 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
         "put a T.barrier() between the write and the read (and before the location is overwritten)",
     ),
+    CatalogEntry(
+        "RACE_BARRIER_THREADS",
+        "barrier that does not synchronize the threads executing it",
+        "A barrier waits for a different number of threads than execute it: T.barrier() (__syncthreads) inside "
+        "one warp role of a kernel with several (the other roles never arrive: a hang), or a named barrier "
+        "T.barrier(id, threads=n) whose n differs from the threads of the scopes that use that id (more: it "
+        "never completes; fewer: it releases before all have arrived, and they are not synchronized).",
+        Severity.ERROR,
+        "inside a role use T.barrier(id, threads=<the role's threads>); give a named barrier the number of "
+        "threads of every role that uses its id",
+    ),
     # --- pipelines ----------------------------------------------------------------------------------
     CatalogEntry(
         "PIPELINE_STALE_READ",

@@ -18,6 +18,7 @@ from argus.verify import smt
 from argus.verify.catalog import entry
 from argus.verify.checks.align import check_alignment
 from argus.verify.checks.asserts import check_assertion
+from argus.verify.checks.barriers import check_barrier_threads
 from argus.verify.checks.budget import check_register_budget, check_shared_budget
 from argus.verify.checks.fence import check_proxy_fences
 from argus.verify.checks.mbarrier import check_arrive_counts
@@ -92,6 +93,7 @@ def verify_kernel(
     if "races" in checks:
         ordered = {(id(p.producer), id(p.consumer), p.buffer) for p in analysis.pairings if id(p) in proved}
         run("race", check_races, ctx, ordered)
+        run("barrier threads", check_barrier_threads, ctx)
     if "pipeline" in checks:
         run("stale-read", check_stale_reads, ctx)
         run("mbarrier arrive count", check_arrive_counts, ctx)
