@@ -45,10 +45,34 @@ def test_gemm_wgmma_tma_structure() -> None:
     assert src.count("argus::wgmma_m64n128k16_f32_bf16_bf16<0, 0>(") == 4
     assert "argus::wgmma_descriptor(a_base + 96, 16, 1024, 1)" in src
     assert "const int warpgroup = consumer_tid / 128;" in src
-    assert src.index("argus::wgmma_commit();") < src.index("argus::wgmma_wait<0>();")
-    # the consumers release a stage once, after all of them are done with it
-    assert '"r"(2), "r"(256)' in src and "if (consumer_tid == 0) argus::mbarrier_arrive(" in src
+    # one wgmma group in flight: iteration k waits for k-1's MMAs, then releases stage k-1; the last after the loop
+    commit = src.index("argus::wgmma_commit();")
+    assert commit < src.index("argus::wgmma_wait<1>();") < src.index("if (k_1 > 0) {")
+    assert src.index("const int k_1 = k_1_released;") < src.index("argus::wgmma_wait<0>();  // the last iteration")
+    assert "const int k_1 = (K + 63) / 64 - 1;  // the arrival of the last iteration" in src
+    # each consumer warpgroup releases for itself: the empty barriers count 1 x 2 arrivals, no bar.sync among them
+    assert src.count("if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&bar_1[k_1 % 3]));") == 2
+    assert "argus::mbarrier_init(argus::smem_u32(&bar_1[i]), 2);" in src
+    assert "argus::mbarrier_init(argus::smem_u32(&bar[i]), 1);" in src
+    assert '"r"(256)' not in src
     assert "if (producer_tid == 0) argus::mbarrier_arrive_expect_tx(argus::smem_u32(&bar[k % 3]), 32768);" in src
+
+
+def test_only_a_wait_gemm_arrive_loop_is_lowered_with_deferred_release() -> None:
+    from argus.backend.cuda.codegen.hopper import plan_deferred_releases
+
+    (plan,) = plan_deferred_releases(gemm_wgmma_tma.trace().body).values()
+    assert plan.warpgroups == 2 and plan.arrive.barrier.buffer.name != plan.wait.barrier.buffer.name
+    # flash attention's consumer loop does more than wait/gemm/arrive (softmax, a second MMA): written order kept
+    assert plan_deferred_releases(flash_attention_fwd.trace().body) == {}
+    src = generate(flash_attention_fwd.trace()).source
+    assert "wgmma_wait<1>" not in src and "argus::wgmma_wait<0>();" in src
+
+
+def test_output_dtype_is_a_trace_parameter() -> None:
+    for out, ctype in (("bf16", "__nv_bfloat16"), ("f16", "__half"), ("f32", "float")):
+        g = generate(gemm_wgmma_tma.trace(OUT=out))
+        assert f"{ctype}* __restrict__ C" in g.source, out
 
 
 def test_flash_attention_reads_v_mn_major_and_fences_the_p_tile() -> None:

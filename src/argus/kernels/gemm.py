@@ -86,16 +86,18 @@ def gemm_cp_async(
 def gemm_wgmma_tma(
     A: T.Tensor[("M", "K"), T.bf16],
     B: T.Tensor[("N", "K"), T.bf16],
-    C: T.Tensor[("M", "N"), T.f32],
+    C: T.Tensor[("M", "N"), "OUT"],
     BM: int = 128,
     BN: int = 128,
     BK: int = 64,
     STAGES: int = 3,
+    OUT: str = "f32",
 ):
     """C = A @ B^T (B given as (N, K), K-major: the "TN" layout) on Hopper: TMA loads into
     128-byte-swizzled shared memory, an mbarrier pipeline of STAGES stages, one producer
     warpgroup (TMA) and two consumer warpgroups (wgmma.m64nBNk16, f32 accumulators), with the
-    register split done by setmaxnreg."""
+    register split done by setmaxnreg. C is written in OUT (f32, bf16 or f16), converted from the f32
+    accumulators."""
     T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major

@@ -76,10 +76,18 @@ bf16, f16, f32, i32, u32, boolean = (
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """The annotation ``T.Tensor[("M", "K"), T.bf16]``: a global tensor parameter, row-major."""
+    """The annotation ``T.Tensor[("M", "K"), T.bf16]``: a global tensor parameter, row-major. The dtype may
+    name a trace-time parameter instead (``T.Tensor[("M", "N"), "OUT"]`` with ``OUT: str = "f32"``): the tensor
+    then has the dtype that parameter names when the kernel is traced."""
 
     shape: tuple[str | int, ...]
-    dtype: DType
+    dtype: DType | str
+
+    def resolve_dtype(self, values: dict[str, Any]) -> DType:
+        """The dtype, looking a parameter's value up in `values`; `irtypes.DTypeError` if it names none."""
+        if isinstance(self.dtype, DType):
+            return self.dtype
+        return irtypes.dtype_from_name(values[self.dtype])
 
 
 class Tensor:
@@ -92,7 +100,12 @@ class Tensor:
         if isinstance(shape, (str, int)):
             shape = (shape,)
         if not isinstance(dtype, DType):
-            dtype = irtypes.dtype_from_name(str(dtype))
+            try:
+                dtype = irtypes.dtype_from_name(str(dtype))
+            except irtypes.DTypeError:
+                if not (isinstance(dtype, str) and dtype.isidentifier()):
+                    raise
+                # not a dtype name: a trace-time parameter naming the dtype (checked by @argus.kernel)
         return TensorSpec(tuple(shape), dtype)
 
 
@@ -1183,6 +1196,15 @@ class KernelFunction:
                     "annotate tensors with T.Tensor[shape, dtype]; give trace-time parameters defaults",
                     loc=_def_loc(fn),
                 )
+        for pname, spec in self.tensor_specs.items():
+            if isinstance(spec.dtype, str) and spec.dtype not in self.defaults:
+                raise DSLError(
+                    "DSL_KERNEL_SIGNATURE",
+                    f"tensor {pname!r} of kernel {self.name} has dtype {spec.dtype!r}, which is neither a dtype nor "
+                    "a parameter of the kernel",
+                    f"a dtype (T.bf16, 'f32', ...) or a parameter with a default, e.g. {spec.dtype}: str = 'f32'",
+                    loc=_def_loc(fn),
+                )
 
     def __repr__(self) -> str:
         return f"<argus kernel {self.name}>"
@@ -1261,7 +1283,16 @@ class KernelFunction:
                 strides.append(acc)
                 acc = acc * d if isinstance(acc, Expr) or isinstance(d, Expr) else acc * d
             strides.reverse()
-            tensors.append(Buffer(pname, Space.GLOBAL, spec.dtype, tuple(dims), strides=tuple(strides)))
+            try:
+                dtype = spec.resolve_dtype(values)
+            except irtypes.DTypeError:
+                raise DSLError(
+                    "DSL_TENSOR_DTYPE",
+                    f"tensor {pname}: parameter {spec.dtype} = {values[spec.dtype]!r} does not name a dtype",
+                    "a dtype name such as 'f32', 'bf16' or 'f16'",
+                    loc=_def_loc(self.fn),
+                ) from None
+            tensors.append(Buffer(pname, Space.GLOBAL, dtype, tuple(dims), strides=tuple(strides)))
         fn = types.FunctionType(
             self.fn.__code__,
             {**self.fn.__globals__, **shape_vars},

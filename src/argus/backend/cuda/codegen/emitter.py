@@ -352,6 +352,8 @@ class Emitter(HopperRules):
         self.roles_seen = 0
         self.tensor_maps: dict[tuple, TensorMapParam] = {}
         self.generic_shared_writes: set[Buffer] = set()
+        self._deferred: dict | None = None  # hopper.plan_deferred_releases, computed on first use
+        self.deferring: Any = None  # the DeferredRelease whose loop is being emitted
 
     # --- small utilities -------------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -1304,6 +1306,10 @@ class Emitter(HopperRules):
 
     # control flow and synchronization -------------------------------------------------------------------
     def loop(self, s: For) -> None:
+        plan = self.deferred_releases().get(id(s)) if s.kind == LoopKind.PIPELINED else None
+        if plan is not None:
+            self.release_loop(s, plan)
+            return
         var = self.names.name(s.var, s.var.name)
         extent = self.expr(s.extent)
         if s.kind == LoopKind.UNROLLED:

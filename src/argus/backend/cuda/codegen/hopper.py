@@ -30,12 +30,15 @@ from argus.ir.nodes import (
     Barrier,
     Buffer,
     Copy,
+    For,
     Gemm,
+    LoopKind,
     MbarrierArrive,
     MbarrierInit,
     MbarrierWait,
     Role,
     Space,
+    Stmt,
     TileRef,
     walk,
 )
@@ -102,6 +105,78 @@ def _canonical(mj: Major, width: int, t: int, mn: np.ndarray, k: np.ndarray, lbo
     return (mn % t) + (mn // t) * sbo + (k % 8) * t + (k // 8) * lbo
 
 
+#: IR statements that emit no code (annotations for the verifier).
+_SILENT = ("Tag", "AssertTag", "AssertTagEq")
+
+
+@dataclass(frozen=True)
+class DeferredRelease:
+    """A consumer loop lowered with one ``wgmma`` group in flight (see `plan_deferred_releases`)."""
+
+    loop: For
+    wait: MbarrierWait
+    gemm: Gemm
+    arrive: MbarrierArrive
+    warpgroups: int
+
+
+def plan_deferred_releases(body: tuple[Stmt, ...], role: Role | None = None) -> dict[int, DeferredRelease]:
+    """Pipelined consumer loops whose body is, apart from annotations, exactly ``mbarrier_wait(full[s]);
+    T.gemm(sA[s], sB[s], acc)`` with ``wgmma`` from shared memory; ``mbarrier_arrive(empty[s])`` inside a warp
+    role of whole warpgroups, where nothing else arrives on ``empty``. Written that way, the release waits for
+    the MMA to finish, so the tensor cores idle while the next stage's barrier is checked. These loops are
+    lowered instead with ``wgmma.wait_group 1``: iteration k issues its MMAs, waits for those of k-1, and only
+    then releases stage k-1 (the last stage after the loop) — the same order of events for the shared memory,
+    one iteration later, so what the verifier proved of the loop as written still holds. Each warpgroup of the
+    role releases for itself (its own MMAs have finished reading), so the barrier's arrival count is multiplied
+    by the role's warpgroups (the role's one arrival is complete when all its warpgroups arrived) and no barrier
+    among the role's threads is needed. Keyed by ``id(loop)``."""
+    found: dict[int, DeferredRelease] = {}
+    arrivals: dict[int, int] = {}  # id(barrier buffer) -> number of MbarrierArrive statements on it
+
+    def visit(stmts: tuple[Stmt, ...], role: Role | None) -> None:
+        for st in stmts:
+            if isinstance(st, MbarrierArrive):
+                key = id(st.barrier.buffer)
+                arrivals[key] = arrivals.get(key, 0) + 1
+            if isinstance(st, Role):
+                visit(st.body, st)
+            elif isinstance(st, For):
+                if st.kind == LoopKind.PIPELINED and role is not None:
+                    hit = _match_release_loop(st, role)
+                    if hit is not None:
+                        found[id(st)] = hit
+                visit(st.body, role)
+            elif hasattr(st, "then"):
+                visit(st.then, role)
+                visit(getattr(st, "orelse", ()), role)
+
+    visit(body, role)
+    return {k: d for k, d in found.items() if arrivals.get(id(d.arrive.barrier.buffer)) == 1}
+
+
+def _match_release_loop(loop: For, role: Role) -> DeferredRelease | None:
+    from argus.atoms import get_atom
+
+    stmts = [st for st in loop.body if type(st).__name__ not in _SILENT]
+    if len(stmts) != 3:
+        return None
+    wait, gemm, arrive = stmts
+    if not (isinstance(wait, MbarrierWait) and isinstance(gemm, Gemm) and isinstance(arrive, MbarrierArrive)):
+        return None
+    if arrive.expect_bytes or arrive.barrier.buffer is wait.barrier.buffer:
+        return None
+    atom = get_atom(gemm.atom)
+    if not (isinstance(atom, MmaAtom) and atom.ptx.startswith("wgmma.")):
+        return None
+    if gemm.a.space != Space.SHARED or gemm.b.space != Space.SHARED:
+        return None
+    warpgroups = len(role.warpgroups)
+    if gemm.groups[0] * gemm.groups[1] != warpgroups:
+        return None
+    return DeferredRelease(loop, wait, gemm, arrive, warpgroups)
+
+
 class HopperRules:
     """Rules for `Role`, the mbarrier statements, TMA copies and ``wgmma`` (mixed into `Emitter`)."""
 
@@ -131,6 +206,43 @@ class HopperRules:
                 self.body(s.body)
             finally:
                 self.tid, self.threads, self.role, self.role_barrier = saved
+
+    def deferred_releases(self: Emitter) -> dict[int, DeferredRelease]:
+        if self._deferred is None:
+            self._deferred = plan_deferred_releases(self.kernel.body)
+        return self._deferred
+
+    def release_loop(self: Emitter, s: For, plan: DeferredRelease) -> None:
+        """A loop of `plan_deferred_releases`: MMAs of iteration k in flight while stage k-1 is released."""
+        var = self.names.name(s.var, s.var.name)
+        extent = self.expr(s.extent)
+        self.line(
+            f"// pipelined loop ({s.stages} stages): one wgmma group stays in flight; stage k-1 is released once "
+            "the MMAs of iteration k are issued"
+        )
+        saved = self.deferring
+        self.deferring = plan
+        try:
+            with self.block(f"for (int {var} = 0; {var} < {extent}; ++{var}) {{"):
+                self.body(tuple(st for st in s.body if st is not plan.arrive))
+                with self.block(f"if ({var} > 0) {{"):
+                    self.line(f"const int {var}_released = {var} - 1;")
+                    with self.block():
+                        self.line(f"const int {var} = {var}_released;  // the arrival of iteration {var} - 1")
+                        self._release(plan)
+        finally:
+            self.deferring = saved
+        self.line("argus::wgmma_wait<0>();  // the last iteration's MMAs")
+        with self.block(f"if ({extent} > 0) {{"):
+            self.line(f"const int {var} = {extent} - 1;  // the arrival of the last iteration")
+            self._release(plan)
+
+    def _release(self: Emitter, plan: DeferredRelease) -> None:
+        address = self._mbarrier_address(plan.arrive.barrier)
+        self.line(
+            f"if ({self.tid} % {WARPGROUP} == 0) argus::mbarrier_arrive({address});  "
+            "// this warpgroup's MMAs have finished reading the stage"
+        )
 
     def _setmaxnreg(self: Emitter, s: Role) -> str:
         registers = int(s.registers)
@@ -185,11 +297,17 @@ class HopperRules:
         b = s.barriers.buffer
         name = self.buffer_name(b)
         count = int(np.prod(b.static_shape))
+        arrivals, why = int(s.arrive_count), ""
+        per_group = {d.warpgroups for d in self.deferred_releases().values() if d.arrive.barrier.buffer is b}
+        if per_group:
+            (groups,) = per_group
+            arrivals *= groups
+            why = f"  // {s.arrive_count} x {groups}: each warpgroup of the releasing role arrives for itself"
         with self.block(f"if ({self.tid} == 0) {{"):
             i = self.local("i")
             self.line(
                 f"for (int {i} = 0; {i} < {count}; ++{i}) argus::mbarrier_init(argus::smem_u32(&{name}[{i}]), "
-                f"{int(s.arrive_count)});"
+                f"{arrivals});{why}"
             )
             self.locals.discard(i)
             self.line("argus::mbarrier_init_fence();")
@@ -371,7 +489,8 @@ class HopperRules:
                     descs.append(f"argus::wgmma_descriptor({address}, {plan.lbo}, {plan.sbo}, {plan.mode})")
                 self.line(f"argus::{helper}<{plan_a.trans}, {plan_b.trans}>({fname}, {descs[0]}, {descs[1]});")
             self.line("argus::wgmma_commit();")
-            self.line("argus::wgmma_wait<0>();")
+            pending = 1 if self.deferring is not None and self.deferring.gemm is s else 0
+            self.line(f"argus::wgmma_wait<{pending}>();" + ("  // the previous iteration's MMAs" if pending else ""))
 
     def _pre_swizzle_c(self: Emitter, w: Any, window_coords: list[str]) -> str:
         layout = w.layout
