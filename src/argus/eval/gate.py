@@ -52,6 +52,10 @@ class GateOptions:
         thresholds: when a timing is flagged (`argus.eval.flags.Thresholds`).
         forbidden: extra dotted-name patterns the candidate may not use (added to the task's).
         forbidden_ops: extra operator patterns the candidate may not dispatch (added to the task's).
+        cost_model: without a GPU, the profile stage of a DSL kernel adds the static cost model's estimate for
+            this GPU (`argus.eval.costmodel.GPUS`; None: no estimate); the stage stays ``PROFILE_NO_GPU``
+            (nothing was timed) and says it is an estimate.
+        cost_sizes: the problem sizes of that estimate (None: the task's first benchmark sizes).
     """
 
     trials: int = 6
@@ -67,6 +71,8 @@ class GateOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     forbidden: tuple[str, ...] = ()
     forbidden_ops: tuple[str, ...] = ()
+    cost_model: str | None = "H100-SXM"
+    cost_sizes: dict[str, int] | None = None
 
     def resolved_device(self) -> str:
         from argus.eval.device import default_device
@@ -447,6 +453,27 @@ def profile_stage(
 # kernels on built-in tasks
 
 
+def _cost_model_stage(candidate: KernelCandidate, task: Task, options: GateOptions, result: GateResult) -> StageResult:
+    """The profile stage without a GPU: skipped (``PROFILE_NO_GPU``: nothing was timed); for a DSL kernel with
+    `options.cost_model` set, its details carry the static cost model's estimate (`argus.eval.costmodel`), and the
+    reason says it is one."""
+    start = time.perf_counter()
+    if not options.cost_model or not candidate.is_dsl:
+        return StageResult("profile", Status.SKIPPED, "PROFILE_NO_GPU", "no CUDA GPU here")
+    try:
+        from argus.eval.costmodel import estimate
+
+        verified = result.stage("verify")
+        report = verified.details.get("report") if verified is not None else None
+        sizes = dict(options.cost_sizes or (task.bench_sizes[0] if task.bench_sizes else task.small_sizes))
+        est = estimate(candidate.kernel, sizes, params=candidate.params, gpu=options.cost_model, findings=report)
+    except Exception as e:  # noqa: BLE001 - an estimate that fails is stated, never a rejection
+        return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", f"no CUDA GPU here (no estimate: {e})", start)
+    reason = f"no CUDA GPU here: timing skipped; {est.summary()}"
+    return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", reason, start, cost_model=est.to_json())
+
+
+
 def gate_kernel(
     task: Task,
     candidate: KernelCandidate,
@@ -523,7 +550,7 @@ def gate_kernel(
             return result
 
         if not gpu:
-            result.stages.append(StageResult("profile", Status.SKIPPED, "PROFILE_NO_GPU", "no CUDA GPU here"))
+            result.stages.append(_cost_model_stage(candidate, task, options, result))
             return result
         if candidate.is_dsl and loaded is None:
             result.stages.append(
