@@ -153,14 +153,38 @@ def test_arrive_counts_agree_with_the_interpreter() -> None:
     assert info.value.code in ("INTERP_MBARRIER_OVERARRIVE", "INTERP_DEADLOCK", "INTERP_STALE_READ")
 
 
-def test_the_generated_code_arrives_once_per_statement() -> None:
-    from argus.backend.cuda.codegen import generate
+def test_the_generated_code_keeps_the_ratio_of_arrivals_to_the_count() -> None:
+    """The verifier counts one arrival per T.mbarrier_arrive of a role against `arrive_count`. The code generator
+    makes one elected thread of the role arrive (`tid == 0`), or, for a release it defers per warpgroup, one per
+    warpgroup (`tid % 128 == 0`) and then initialises the barrier with `arrive_count` x warpgroups: either way
+    the generated arrivals per phase match the generated count exactly when the IR's do."""
+    import re
 
-    kernel = get_kernel("gemm_wgmma_tma").kernel.trace()
-    arrives = [s for s in walk(kernel.body) if isinstance(s, MbarrierArrive)]
-    source = generate(kernel).source
-    lines = [ln for ln in source.splitlines() if "argus::mbarrier_arrive" in ln and "__device__" not in ln]
-    assert len(lines) == len(arrives) and all("== 0) argus::mbarrier_arrive" in ln for ln in lines)
+    from argus.backend.cuda.codegen import generate
+    from argus.ir.nodes import MbarrierInit
+
+    for name in ("gemm_wgmma_tma", "flash_attention_fwd"):
+        kernel = get_kernel(name).kernel.trace()
+        source = generate(kernel).source
+        inits = {
+            m[0]: int(m[1]) for m in re.findall(r"mbarrier_init\(argus::smem_u32\(&(\w+)\[\w+\]\), (\d+)\)", source)
+        }
+        for init in (s for s in walk(kernel.body) if isinstance(s, MbarrierInit)):
+            buf = init.barriers.buffer
+            arrives = [s for s in walk(kernel.body) if isinstance(s, MbarrierArrive) and s.barrier.buffer is buf]
+            lines = [
+                ln
+                for ln in source.splitlines()
+                if re.search(rf"argus::mbarrier_arrive(_expect_tx)?\(argus::smem_u32\(&{buf.name}\[", ln)
+            ]
+            assert lines, (name, buf.name)
+            per_warpgroup = all("% 128 == 0" in ln for ln in lines)
+            assert per_warpgroup or all("_tid == 0" in ln or "(tid == 0)" in ln for ln in lines), lines
+            roles = [
+                r for r in walk(kernel.body) if hasattr(r, "warpgroups") and any(a in walk(r.body) for a in arrives)
+            ]
+            factor = len(roles[0].warpgroups) if per_warpgroup else 1
+            assert inits[buf.name] == init.arrive_count * factor, (name, buf.name, inits[buf.name])
 
 
 # --- masked global windows ------------------------------------------------------------------------------------
@@ -281,3 +305,9 @@ def test_a_block_barrier_inside_one_of_several_roles_is_reported() -> None:
     findings = [f for f in verify(namespace["KERNEL"]).errors if f.code == "RACE_BARRIER_THREADS"]
     assert len(findings) == 2 and "only role 'consumer'" in findings[0].message
     assert findings[0].details == {"barrier_threads": 256, "executing_threads": 128}
+
+
+def test_a_fill_fenced_before_the_tma_load_that_overwrites_it_verifies() -> None:
+    kernel = _corpus("fence_fill_then_tma")
+    assert "FENCE_PROXY_ASYNC" in {f.code for f in verify(kernel).errors}
+    assert verify(kernel, FENCED=True).verdict == Verdict.VERIFIED

@@ -148,8 +148,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "MBARRIER_ARRIVE_COUNT",
         "mbarrier arrive count differs from the arrivals per phase",
         "An mbarrier was initialised with arrive_count=n, but the warp roles arrive on it m != n times per "
-        "phase (each T.mbarrier_arrive is one arrival of the role that executes it: the generated code makes "
-        "the role's first thread arrive once, and the interpreter counts one). With fewer arrivals the phase "
+        "phase (each T.mbarrier_arrive is one arrival of the role that executes it: the interpreter counts one, "
+        "and the generated code makes the role's first thread arrive once, or each warpgroup for a release it "
+        "defers, with the count scaled to match). With fewer arrivals the phase "
         "never completes (a deadlock); with more, arrivals spill into the next phase, which then completes "
         "before its data has landed or its stage has been released.",
         Severity.ERROR,
@@ -160,12 +161,13 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "FENCE_PROXY_ASYNC",
         "generic-proxy shared-memory writes read by the async proxy without fence.proxy.async",
         "Shared memory written with ordinary stores (the generic proxy: T.copy from registers, T.fill, a "
-        "synchronous or cp.async copy) is later read by the async proxy (a wgmma operand read from shared "
-        "memory), but the writing threads execute no T.fence_proxy_async() after the write and before the "
-        "barrier (or mbarrier arrival) that hands the data over, or before the read. Without the fence the "
-        "async proxy may read the old contents.",
+        "synchronous or cp.async copy) is later accessed by the async proxy (a wgmma operand read from shared "
+        "memory, or a TMA load overwriting it), but the writing threads execute no T.fence_proxy_async() after "
+        "the write and before the barrier (or mbarrier arrival) that hands the buffer over, or before the access. "
+        "Without the fence the async proxy may read the old contents (or the generic write may land after the "
+        "TMA data).",
         Severity.ERROR,
-        "call T.fence_proxy_async() right after the stores, before the barrier that precedes the wgmma",
+        "call T.fence_proxy_async() right after the stores, before the barrier that hands the buffer to wgmma/TMA",
     ),
     # --- out of bounds ---------------------------------------------------------------------------------
     CatalogEntry(

@@ -1,19 +1,20 @@
-"""Generic-proxy writes read by the async proxy without a proxy fence (`FENCE_PROXY_ASYNC`).
+"""Generic-proxy writes accessed by the async proxy without a proxy fence (`FENCE_PROXY_ASYNC`).
 
 Shared memory has two proxies on Hopper: ordinary loads and stores (and ``cp.async``) go through the
 *generic* proxy; TMA and ``wgmma``'s operand reads go through the *async* proxy. A value written through
-the generic proxy is only guaranteed visible to a later async-proxy read if the writing thread executes
-``fence.proxy.async`` after its write and before the synchronisation that hands the data to the reader
-(a barrier or an mbarrier arrival), or before the read itself when there is none.
+the generic proxy is only guaranteed visible to a later async-proxy read (and ordered before a later
+async-proxy write: a TMA load into the same tile) if the writing thread executes ``fence.proxy.async`` after
+its write and before the synchronisation that hands the buffer over (a barrier or an mbarrier arrival), or
+before the access itself when there is none.
 
 The check is structural, then exact:
 
 * for every generic write of a shared buffer (``T.copy`` into shared memory other than TMA, ``T.fill``)
   the program is walked forward from the write, along every path (the rest of the body, the next
   iteration of each enclosing loop, what follows the loop), to the first *event*: a
-  ``T.fence_proxy_async()`` (fine), a barrier or mbarrier arrival, or a ``wgmma`` reading the buffer
-  (both bad). Fences and barriers inside a ``T.if_`` do not count (they may not run); loops are assumed
-  to run at least once, as everywhere in the verifier;
+  ``T.fence_proxy_async()`` (fine), a barrier or mbarrier arrival, or a ``wgmma`` reading the buffer or a
+  TMA load writing it (both bad). Fences and barriers inside a ``T.if_`` do not count (they may not run);
+  loops are assumed to run at least once, as everywhere in the verifier;
 * for a path that reaches a barrier or the read first, one Z3 query asks for a thread and value of the
   write and an element of a later ``wgmma`` read (the same iteration when the read follows the write in the
   body, else the next iteration of the innermost loop around both) at the same physical offset, so a write
@@ -63,9 +64,13 @@ def generic_write(s: Stmt) -> Buffer | None:
 
 
 def async_reads(s: Stmt) -> tuple[Buffer, ...]:
-    """The shared buffers `s` reads through the async proxy (wgmma operands in shared memory)."""
+    """The shared buffers `s` accesses through the async proxy: wgmma operands read from shared memory, and
+    the destination a TMA load writes (a generic write followed by a TMA write of the same location needs the
+    fence too, or the generic write may land last)."""
     if isinstance(s, Gemm) and "wgmma" in s.atom:
         return tuple(r.buffer for r in (s.a, s.b) if r.buffer.space == Space.SHARED)
+    if isinstance(s, Copy) and s.atom == "tma" and s.dst.buffer.space == Space.SHARED:
+        return (s.dst.buffer,)
     return ()
 
 
@@ -184,7 +189,9 @@ def _counterexample(
                 wrap = common[-1]  # the read in the next iteration of the innermost loop around both
             else:
                 continue  # the read runs before the write and no loop brings it back
-            reads = [a for a in by_site.get((rsite.index, "read"), []) if a.ref.buffer is buf]
+            reads = [
+                a for kind in ("read", "write") for a in by_site.get((rsite.index, kind), []) if a.ref.buffer is buf
+            ]
             for w in writes:
                 for r in reads:
                     env1, c1, t1, v1, off1, _ = instance(ctx, w, "_w")
@@ -212,9 +219,10 @@ def _counterexample(
 
 
 def _finding(ctx: Context, m: Any, wsite: Site, rsite: Site, buf: Buffer, event: _Event, w: tuple, r: tuple) -> Finding:
+    tma = isinstance(rsite.stmt, Copy)
     wr = access_report(ctx, m, w[0], w[1], w[2], w[3], w[4])
     rr = access_report(ctx, m, r[0], r[1], r[2], r[3], r[4])
-    rr = replace(rr, op="wgmma operand read (async proxy)")
+    rr = replace(rr, op="TMA write (async proxy)" if tma else "wgmma operand read (async proxy)")
     name = user_name(buf)
     if event.kind == "sync" and event.stmt is not None:
         what = f"the {type(event.stmt).__name__.lower().replace('mbarrierarrive', 'mbarrier arrival')} at line " + str(
@@ -222,14 +230,15 @@ def _finding(ctx: Context, m: Any, wsite: Site, rsite: Site, buf: Buffer, event:
         )
         where = f"before {what}"
     else:
-        where = "before the wgmma reads it"
+        where = "before the TMA load overwrites it" if tma else "before the wgmma reads it"
     wrap = ""
     common = common_loops(wsite, rsite)
     if common and rsite.index <= wsite.index:
         wrap = f" (the next iteration of {loop_name(common[-1])})"
     msg = (
-        f"{name}[{wr.element.index}] is written with ordinary stores (generic proxy) and read by wgmma (async proxy) "
-        f"at {rsite.loc}{wrap}, with no T.fence_proxy_async() by the writing thread {where}"
+        f"{name}[{wr.element.index}] is written with ordinary stores (generic proxy) and "
+        f"{'overwritten by a TMA load' if tma else 'read by wgmma'} (async proxy) at {rsite.loc}{wrap}, with no "
+        f"T.fence_proxy_async() by the writing thread {where}"
     )
     cex = Counterexample(
         code="FENCE_PROXY_ASYNC",

@@ -2,8 +2,10 @@
 
 A phase of an mbarrier completes after `arrive_count` arrivals (and the announced TMA bytes). What an
 arrival is follows the lowering: ``T.mbarrier_arrive`` is one arrival of the warp role (or block) that
-executes it — the generated code lets the scope's first thread arrive once (after a barrier over the
-scope for a release), and the interpreter counts one arrival per execution. So the arrivals one phase
+executes it — the interpreter counts one arrival per execution, and the generated code lets the scope's
+first thread arrive once (after a barrier over the scope for a release), or, for a release it defers per
+warpgroup, each warpgroup once with the barrier's count multiplied by the warpgroups (the same ratio).
+So the arrivals one phase
 of a barrier receives are the ``T.mbarrier_arrive`` statements on it that run once per phase, over all
 roles:
 
