@@ -311,3 +311,33 @@ def test_a_fill_fenced_before_the_tma_load_that_overwrites_it_verifies() -> None
     kernel = _corpus("fence_fill_then_tma")
     assert "FENCE_PROXY_ASYNC" in {f.code for f in verify(kernel).errors}
     assert verify(kernel, FENCED=True).verdict == Verdict.VERIFIED
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "gemm_mma_sync", "gemm_cp_async", "gemm_persistent"])
+def test_vector_findings_are_the_generated_codes_run_time_guards(name: str) -> None:
+    """Every copy the verifier says may lose its vectors is one the generated code guards with a run-time
+    `vector_ok` test of the same width; in a kernel that declares nothing, every guarded copy is reported."""
+    import os
+    import re
+
+    from argus.backend.cuda.codegen import generate
+
+    entry = get_kernel(name)
+    kernel = entry.kernel.trace(**entry.params)
+    guards: dict[int, int] = {}
+    line = None
+    for text in generate(kernel).source.splitlines():
+        m = re.search(r"// (\S+\.py):(\d+)  copy ", text)
+        if m and os.path.basename(kernel.loc.file) == m[1]:
+            line = int(m[2])
+        g = re.search(r"const bool vector_ok\w* = .*// every (\d+)-element run is aligned", text)
+        if g and line is not None:
+            guards[line] = int(g[1])
+    findings = {
+        f.loc.line: f.counterexample.variables["vector_elements"]
+        for f in verify(kernel).findings
+        if f.code in ("ALIGN_VECTOR", "ALIGN_ASSUMPTION")
+    }
+    assert all(guards.get(line) == width for line, width in findings.items()), (findings, guards)
+    if len(kernel.assumptions) == len(kernel.shape_vars):  # nothing declared beyond sizes >= 1
+        assert findings and set(findings) == set(guards), (findings, guards)

@@ -220,12 +220,14 @@ def _fragment_run(frag: Buffer, limit: int) -> int:
 def _check_vector(ctx: Context, site: Site, s: Copy) -> list[Finding]:
     g_ref, other = (s.src, s.dst) if s.src.buffer.space == Space.GLOBAL else (s.dst, s.src)
     g = g_ref.buffer
-    itemsize = max(s.src.dtype.itemsize, s.dst.dtype.itemsize)
+    # the lowering's vector limit: 16 bytes of the wider side for block copies, of memory's side for fragments
+    fragment = other.buffer.space == Space.FRAGMENT
+    itemsize = g.dtype.itemsize if fragment else max(s.src.dtype.itemsize, s.dst.dtype.itemsize)
     limit = max(1, VECTOR_BYTES // itemsize)
     shape = tuple(int(x) for x in g_ref.shape)
     if not shape:
         return []
-    if other.buffer.space == Space.FRAGMENT:
+    if fragment:
         width = _fragment_run(other.buffer, limit) if other.is_whole() else 1
     else:
         width = _pow2_at_most(min(limit, shape[-1]))
