@@ -18,7 +18,7 @@ from argus.kb.errors import KBError, SchemaError, SchemaProblem
 from argus.kb.features import FEATURES, Features, kernel_features
 from argus.kb.retrieval import Match, locus_sites, match_entry, retrieve
 from argus.kb.schema import CATEGORIES, PRECONDITION_CATEGORIES, Entry, parse_entry
-from argus.kb.store import entries, get_entry, load_entries, load_file, search
+from argus.kb.store import entries, get_entry, load_entries, load_file, search, with_skills
 from argus.kb.transforms import Action, actions, apply, ranked_actions
 
 __all__ = [
@@ -45,4 +45,5 @@ __all__ = [
     "ranked_actions",
     "retrieve",
     "search",
+    "with_skills",
 ]

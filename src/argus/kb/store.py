@@ -100,3 +100,24 @@ def search(text: str) -> list[Entry]:
         if all(w in strong or w in weak for w in words):
             found.append((-sum(w in strong for w in words), e.id, e))
     return [e for *_, e in sorted(found, key=lambda x: (x[0], x[1]))]
+
+
+def with_skills(*directories: pathlib.Path | str) -> tuple[Entry, ...]:
+    """The shipped entries and the mined skills (KLineage, `argus.lineage.skills`) of `directories` that exist,
+    each directory validated as `load_entries` does; an id declared twice raises `SchemaError`
+    ``KB_DUPLICATE_ID``. Pass the result as ``retrieve(..., entries=...)``."""
+    found = list(entries())
+    seen = {e.id: "curated" for e in found}
+    for directory in directories:
+        directory = pathlib.Path(directory)
+        if not directory.is_dir():
+            continue
+        for e in load_entries(directory):
+            if e.id in seen:
+                raise SchemaError(
+                    [SchemaProblem(e.file, "id", f"duplicate id {e.id!r} (also in {seen[e.id]})")],
+                    code="KB_DUPLICATE_ID",
+                )
+            seen[e.id] = str(directory)
+            found.append(e)
+    return tuple(found)

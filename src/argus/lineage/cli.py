@@ -1,0 +1,140 @@
+# ruff: noqa: B008 -- typer reads its options from argument defaults
+"""`argus lineage walk|curriculum` and `argus skills list|show`: thin shells over `argus.lineage`."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import typer
+
+app = typer.Typer(help="KLineage: walk an expert kernel backward into verified skills.", no_args_is_help=True)
+skills_app = typer.Typer(help="Mined skills (KLineage) in the knowledge-base schema.", no_args_is_help=True)
+
+
+def _sizes(text: str | None) -> dict[str, dict[str, int]] | None:
+    """``gemm_nt:M=136,N=72,K=136;gemm:M=100,N=72,K=80`` -> per-task sizes."""
+    if not text:
+        return None
+    from argus.kernels.registry import parse_shape
+
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        task, _, shape = part.partition(":")
+        out[task.strip()] = parse_shape(shape)
+    return out
+
+
+@app.command("walk")
+def walk_cmd(
+    kernel: str = typer.Argument(..., help="library kernel name or FILE.py:function"),
+    out: pathlib.Path = typer.Option(None, "--out", help="lineage JSON (default: NAME.lineage.json)"),
+    skills: pathlib.Path = typer.Option(None, "--skills", help="write the mined skills here (default: the skills dir)"),
+    no_skills: bool = typer.Option(False, "--no-skills", help="do not mine skills"),
+    task: str = typer.Option(None, "--task", help="built-in task (default: the one matching the kernel's tensors)"),
+    sizes: str = typer.Option(
+        None, "--sizes", help="gate sizes per task, e.g. 'gemm_nt:M=136,N=72,K=136;gemm:M=100,N=72,K=80'"
+    ),
+    max_steps: int = typer.Option(16, "--max-steps"),
+    max_rejections: int = typer.Option(24, "--max-rejections"),
+) -> None:
+    """Walk KERNEL backward, print the lineage as a table, write it (and its skills)."""
+    from argus.lineage import walk
+    from argus.lineage.skills import mine_skills, skills_dir, write_skills
+
+    per_task = _sizes(sizes)
+    lineage = walk(
+        kernel,
+        task,
+        sizes=per_task,
+        max_steps=max_steps,
+        max_rejections=max_rejections,
+        progress=lambda text: typer.echo(text, err=True),
+    )
+    typer.echo(lineage.table())
+    for r in lineage.rejections:
+        typer.echo(
+            f"rejected at step {r['step']}: {r['operator']} -> {r['candidate']}: "
+            f"{r['stage']} {r['code'] or ''} {r['reason']}"
+        )
+    path = lineage.write(out or pathlib.Path(f"{kernel.replace(':', '_').replace('/', '_')}.lineage.json"))
+    typer.echo(f"lineage written to {path}")
+    if not no_skills and lineage.steps:
+        paths = write_skills(mine_skills(lineage, sizes=per_task), skills or skills_dir())
+        typer.echo(f"{len(paths)} skills written to {paths[0].parent}")
+    if not lineage.steps:
+        raise typer.Exit(1)
+
+
+@app.command("curriculum")
+def curriculum_cmd(
+    kernel: str = typer.Argument(..., help="start kernel (library name or FILE.py:function)"),
+    budget: int = typer.Option(8, "--budget", help="optimizer steps per curriculum"),
+    skills: pathlib.Path = typer.Option(None, "--skills", help="mined skills directory"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Compare curricula (no KB, curated only, curated + mined) on KERNEL with the same budget and agent loop."""
+    from argus.lineage.curriculum import AgentUnavailable, agent_runner, compare, curricula
+
+    arms = curricula(skills)
+    try:
+        runner = agent_runner()
+    except AgentUnavailable as e:
+        typer.echo(f"cannot compare curricula: {e}", err=True)
+        typer.echo(
+            f"(ready: entry sets none=0, curated={len(arms['curated'])}, curated+mined={len(arms['curated+mined'])})",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+    results = compare(kernel, budget, runner, arms)
+    if as_json:
+        typer.echo(json.dumps([r.to_json() for r in results], indent=2))
+        return
+    for r in results:
+        typer.echo(f"{r.curriculum:14s} entries={r.entries:3d} best={r.best_ms} ms steps_to_90%={r.steps_to_90}")
+
+
+@skills_app.command("list")
+def skills_list(directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory")) -> None:
+    """The mined skills: id, category, the lineage step they come from, the measured effect."""
+    from argus.lineage.skills import load_skills, skills_dir
+
+    found = load_skills(directory)
+    if not found:
+        typer.echo(f"no skills in {directory or skills_dir()} (run `argus lineage walk NAME`)")
+        return
+    for e in found:
+        lin = e.provenance.lineage
+        typer.echo(f"{e.id:48s} {e.category:20s} {lin.get('kernel')} step {lin.get('step')}: {lin.get('measured')}")
+
+
+@skills_app.command("show")
+def skills_show(
+    skill_id: str = typer.Argument(...),
+    directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """One skill in full: preconditions with reasons, failures avoided, evidence."""
+    from argus.lineage.skills import load_skills, skills_dir
+
+    for e in load_skills(directory):
+        if e.id == skill_id:
+            if as_json:
+                typer.echo(json.dumps(e.to_dict(), indent=2, default=str))
+                return
+            lin = e.provenance.lineage
+            typer.echo(f"{e.id}: {e.title}\n  {e.intent.strip()}\n  category {e.category}; locus {e.locus.description}")
+            typer.echo("  preconditions:")
+            for p in e.preconditions:
+                typer.echo(f"    [{p.category}] {p.text()} -- {p.reason}")
+            typer.echo(f"  effect: {e.effect.magnitude}")
+            typer.echo("  failures avoided:")
+            for f in lin.get("failures_avoided", []):
+                typer.echo(f"    [{f['category']}] {f['probe']}: {f['stage']} {f['code']}: {f['counterexample'][:200]}")
+            typer.echo(
+                f"  evidence: {lin.get('kernel_before')} ({lin.get('fingerprint_before')}) -> "
+                f"{lin.get('kernel_after')} ({lin.get('fingerprint_after')}); {lin.get('mechanism_check')}"
+            )
+            return
+    typer.echo(f"no skill {skill_id!r} in {directory or skills_dir()}", err=True)
+    raise typer.Exit(1)

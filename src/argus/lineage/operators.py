@@ -1,0 +1,392 @@
+"""Simplification operators: each removes exactly one mechanism from a kernel (lowers it one level), and
+`check` proves it did — from the IR (every mechanism's level before and after, `argus.lineage.mechanisms`)
+and from the generated code (the mechanism's marks gone from the CUDA source and SASS, every other present
+mechanism's marks still there).
+
+Three kinds, by what the DSL allows:
+
+* **policy** operators set a policy the kernel declares (``@argus.kernel(policies=...)``) to the value that
+  turns the mechanism off: ``stages -> 1`` (remove pipelining), ``tile_order -> row_major``, ``swizzle -> 0``;
+* **IR** operators rewrite the traced IR where no policy names the mechanism: the register split
+  (``setmaxnreg`` budgets of the warp roles) is dropped, the roles stay (`variants.without_register_split`);
+* **structural** operators map a kernel to its predecessor in a lineage (`argus.kernels.registry.lineage`,
+  with the bridges of `argus.lineage.bridges` splitting a rung that adds two mechanisms) along an edge that
+  names the mechanism; they propose the predecessor with the policies carried over first and with its own
+  defaults second, and the check rejects an edge that removes anything but that one mechanism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.lineage.mechanisms import MECHANISMS, blockers, state
+from argus.lineage.variants import DerivedKernel, Variant, display_name, without_register_split
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``kernel`` minus `mechanism` (from level `level` to `level - 1`) is ``predecessor``."""
+
+    kernel: str
+    predecessor: str
+    mechanism: str
+    level: int
+    source: str  # where the edge comes from: "lineage gemm rung N" or "bridge"
+
+
+#: How the GEMM lineage's rung mechanisms (argus.kernels.registry) map to ours: rung id -> [(mechanism, level)]
+#: in the order a backward walk removes them (a rung adding two is split by a bridge).
+_RUNG_MECHANISMS: dict[str, tuple[tuple[str, int], ...]] = {
+    "naive_fma": (),
+    "smem_tiling": (("smem_tiling", 1),),
+    "mma_sync": (("mma", 1),),
+    "cp_async_pipeline": (("global_copy", 1),),  # its pipeline is the `stages` policy, removed before
+    "smem_swizzle": (("swizzle", 1),),
+    "tma_wgmma": (("global_copy", 2), ("mma", 2)),  # split by the bridge gemm_cp_async_wgmma
+    "warp_specialization": (("warp_specialization", 1),),  # its register split is an IR rewrite, removed before
+    "persistent_grid": (("persistent", 1),),
+}
+
+_SPLITS = {"gemm_tma_wgmma": ("gemm_cp_async_wgmma",)}
+
+
+def edges() -> tuple[Edge, ...]:
+    """The lineage edges: every library lineage rung to the rung before it (through its bridges), plus
+    `gemm_persistent` -> `gemm_mma_sync` (the persistent grid)."""
+    from argus.kernels.registry import lineage, lineages
+
+    out: list[Edge] = []
+    for family in lineages():
+        rungs = lineage(family)
+        for i in range(1, len(rungs)):
+            prev, cur = rungs[i - 1], rungs[i]
+            mechs = _RUNG_MECHANISMS.get(cur.mechanism)
+            if not mechs:
+                continue
+            chain = [cur.kernel, *_SPLITS.get(cur.kernel, ()), prev.kernel]
+            if len(chain) - 1 != len(mechs):
+                continue  # a rung adding several mechanisms without a bridge: no single-mechanism edge
+            for j, (mech, level) in enumerate(mechs):
+                source = f"lineage {family} rung {i + 1} ({cur.mechanism})" + (" via bridge" if len(mechs) > 1 else "")
+                out.append(Edge(chain[j], chain[j + 1], mech, level, source))
+    out.append(Edge("gemm_persistent", "gemm_mma_sync", "persistent", 1, "library: gemm_persistent is gemm_mma_sync"))
+    return tuple(out)
+
+
+def library_variant(name: str, params: dict[str, Any] | None = None) -> Variant:
+    """The library kernel or bridge `name` as a `Variant` (its library params, then `params`)."""
+    from argus.kernels.registry import get_kernel
+    from argus.lineage.bridges import BRIDGES
+    from argus.lineage.variants import task_for
+
+    if name in BRIDGES:
+        kernel, base = BRIDGES[name][0], {}
+    else:
+        entry = get_kernel(name)
+        kernel, base = entry.kernel, dict(entry.params)
+    merged = {**base, **(params or {})}
+    return Variant(display_name(name, merged, kernel.defaults, []), kernel, merged, task_for(kernel), name)
+
+
+# --- operators ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A simplification: removes `mechanism` from level `level` (to `level - 1`)."""
+
+    id: str
+    mechanism: str
+    level: int
+    kind: str  # "policy", "ir" or "structural"
+    description: str
+
+    def applies(self, variant: Variant, current: dict[str, int]) -> bool:
+        return current.get(self.mechanism) == self.level
+
+    def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
+        """Candidate kernels (with a note each), best first; empty when the operator cannot act here."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "mechanism": self.mechanism,
+            "level": self.level,
+            "kind": self.kind,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True)
+class PolicyOperator(Operator):
+    """Set the declared policy `policy` to `value`."""
+
+    policy: str = ""
+    value: Any = None
+
+    def applies(self, variant: Variant, current: dict[str, int]) -> bool:
+        return super().applies(variant, current) and self.policy in getattr(variant.kernel, "policy_params", {})
+
+    def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
+        ref = variant.kernel.policy_params[self.policy]
+        names = ref if isinstance(ref, tuple) else (ref,)
+        values = self.value if isinstance(self.value, tuple) else (self.value,)
+        params = {**variant.params, **dict(zip(names, values, strict=True))}
+        base = variant.library or variant.kernel.name
+        name = display_name(base, params, variant.kernel.defaults, _labels(variant.kernel))
+        pairs = zip(names, values, strict=True)
+        changes = [f"{n}={variant.params.get(n, variant.kernel.defaults.get(n))}->{v}" for n, v in pairs]
+        note = f"policy {self.policy}: {', '.join(changes)}"
+        return [(Variant(name, variant.kernel, params, variant.task, variant.library), note)]
+
+
+@dataclass(frozen=True)
+class RegisterSplitOperator(Operator):
+    """Drop the ``setmaxnreg`` budgets of the warp roles (an IR rewrite; the roles stay)."""
+
+    def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
+        kernel = DerivedKernel(variant.kernel, without_register_split, "no_register_split")
+        base = variant.library or variant.kernel.name
+        name = display_name(base, variant.params, variant.kernel.defaults, _labels(kernel))
+        return [
+            (Variant(name, kernel, dict(variant.params), variant.task, variant.library), "IR: Role.registers -> None")
+        ]
+
+
+@dataclass(frozen=True)
+class PredecessorOperator(Operator):
+    """Map a lineage kernel to its predecessor along an edge labelled with this mechanism and level."""
+
+    edge_list: tuple[Edge, ...] | None = field(default=None, compare=False)
+
+    def _edge(self, variant: Variant) -> Edge | None:
+        if variant.library is None:
+            return None  # not a lineage kernel (a rewritten one keeps its library name; the check compares IR)
+        for e in self.edge_list if self.edge_list is not None else edges():
+            if e.kernel == variant.library and e.mechanism == self.mechanism and e.level == self.level:
+                return e
+        return None
+
+    def applies(self, variant: Variant, current: dict[str, int]) -> bool:
+        return super().applies(variant, current) and self._edge(variant) is not None
+
+    def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
+        edge = self._edge(variant)
+        if edge is None:
+            return []
+        pred = library_variant(edge.predecessor)
+        carried = {}
+        pred_policies = getattr(pred.kernel, "policy_params", {})
+        here = getattr(variant.kernel, "policy_params", {})
+        for policy, ref in pred_policies.items():
+            if policy in here and here[policy] == ref:  # the same parameters name the policy in both kernels
+                for name in ref if isinstance(ref, tuple) else (ref,):
+                    if name in variant.params:
+                        carried[name] = variant.params[name]
+        out = []
+        options = [(carried, "policies carried over"), ({}, f"{edge.predecessor}'s own policy values")]
+        seen = []
+        for extra, note in options:
+            params = {**pred.params, **extra}
+            if params in seen:
+                continue
+            seen.append(params)
+            try:
+                pred.kernel.trace(**params)
+            except Exception:  # noqa: BLE001 - a carried value the predecessor cannot trace: try its own
+                continue
+            name = display_name(edge.predecessor, params, pred.kernel.defaults, [])
+            out.append((Variant(name, pred.kernel, params, pred.task, edge.predecessor), f"{edge.source}; {note}"))
+        return out
+
+
+def _labels(kernel: Any) -> list[str]:
+    out = []
+    while isinstance(kernel, DerivedKernel):
+        out.append(kernel.label)
+        kernel = kernel.base
+    return out[::-1]
+
+
+def operators() -> tuple[Operator, ...]:
+    """Every operator, in the order the walk tries them (the mechanisms built on others first)."""
+    return (
+        RegisterSplitOperator(
+            "remove-register-split", "register_split", 1, "ir", "drop the setmaxnreg budgets of the warp roles"
+        ),
+        PredecessorOperator(
+            "merge-warp-roles", "warp_specialization", 1, "structural", "merge producer and consumer roles"
+        ),
+        PolicyOperator(
+            "default-tile-order", "tile_order", 1, "policy", "tile order -> row major", "tile_order", "row_major"
+        ),
+        PredecessorOperator("plain-grid", "persistent", 1, "structural", "persistent grid -> one block per tile"),
+        PolicyOperator("remove-pipelining", "pipeline", 1, "policy", "stages -> 1", "stages", 1),
+        PredecessorOperator("tma-to-cp-async", "global_copy", 2, "structural", "TMA loads -> cp.async"),
+        PredecessorOperator("wgmma-to-mma-sync", "mma", 2, "structural", "wgmma -> ldmatrix + mma.sync"),
+        PolicyOperator("remove-swizzle-policy", "swizzle", 1, "policy", "swizzle -> none", "swizzle", 0),
+        PredecessorOperator("remove-swizzle", "swizzle", 1, "structural", "swizzled shared memory -> plain"),
+        PredecessorOperator("cp-async-to-plain-loads", "global_copy", 1, "structural", "cp.async -> plain loads"),
+        PredecessorOperator("mma-sync-to-fma", "mma", 1, "structural", "mma.sync -> per-thread FMA"),
+        PredecessorOperator(
+            "remove-smem-tiling", "smem_tiling", 1, "structural", "shared-memory tiles -> operands from global"
+        ),
+    )
+
+
+def get_operator(operator_id: str) -> Operator:
+    from argus.lineage.errors import LineageError
+
+    for op in operators():
+        if op.id == operator_id:
+            return op
+    raise LineageError("LINEAGE_UNKNOWN_OPERATOR", f"no operator {operator_id!r}", ", ".join(o.id for o in operators()))
+
+
+# --- the mechanism check -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    """The mechanism check of one candidate: `ok` when exactly `mechanism` went down one level (IR) and the
+    generated code agrees; `reason` says what failed. `ir_before`/`ir_after`: every mechanism's level;
+    `code`: the markers looked for and found (or why the code was not checked)."""
+
+    ok: bool
+    reason: str
+    mechanism: str
+    ir_before: dict[str, int]
+    ir_after: dict[str, int]
+    removed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    code: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "mechanism": self.mechanism,
+            "ir_before": self.ir_before,
+            "ir_after": self.ir_after,
+            "removed": self.removed,
+            "added": self.added,
+            "code": self.code,
+        }
+
+
+def features_of(variant: Variant) -> Any:
+    from argus.kb.features import kernel_features
+
+    return kernel_features(variant.trace())
+
+
+def generated(variant: Variant) -> tuple[str, dict[str, int]] | str:
+    """(CUDA source, SASS opcode counts) of the variant, or why there are none."""
+    try:
+        from argus.backend.cuda.codegen import compile_kernel
+
+        compiled = compile_kernel(variant.trace())
+        return compiled.generated.source if hasattr(compiled, "generated") else compiled.source, dict(
+            compiled.instruction_mix()
+        )
+    except Exception as e:  # noqa: BLE001 - no toolchain or a construct not lowered: stated, IR check stands
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def check(before: Variant, after: Variant, mechanism: str, level: int, *, code: bool = True) -> Check:
+    """Does `after` differ from `before` by exactly `mechanism` lowered from `level` to `level - 1`?
+
+    IR: every mechanism's level from the features; the one named must drop by one, no other may change.
+    Code (when `code`): the markers of `mechanism` at `level` must be in `before`'s generated code and gone from
+    `after`'s; the markers of every mechanism still present in `after` must still be there."""
+    s0, s1 = state(features_of(before)), state(features_of(after))
+    changed = {m: (s0[m], s1[m]) for m in s0 if s0[m] != s1[m]}
+    removed = [
+        f"{m} ({MECHANISMS[m].level_name(a)} -> {MECHANISMS[m].level_name(b)})"
+        for m, (a, b) in changed.items()
+        if b < a
+    ]
+    added = [
+        f"{m} ({MECHANISMS[m].level_name(a)} -> {MECHANISMS[m].level_name(b)})"
+        for m, (a, b) in changed.items()
+        if b > a
+    ]
+    result = Check(False, "", mechanism, s0, s1, removed, added)
+    if s0.get(mechanism) != level:
+        result.reason = f"the kernel has {mechanism} at level {s0.get(mechanism)}, not {level}"
+        return result
+    if not changed:
+        result.reason = "removes no mechanism (the IR's mechanisms are unchanged)"
+        return result
+    if added:
+        result.reason = f"adds {', '.join(added)}: a simplification only removes"
+        return result
+    if set(changed) != {mechanism} or changed[mechanism] != (level, level - 1):
+        what = ", ".join(removed)
+        result.reason = (
+            f"removes {len(changed)} mechanisms ({what}), not exactly {mechanism}"
+            if len(changed) > 1
+            else (f"removes {what}, not {mechanism} from level {level} to {level - 1}")
+        )
+        return result
+    if code:
+        g0, g1 = generated(before), generated(after)
+        if isinstance(g0, str) or isinstance(g1, str):
+            result.code = {"checked": False, "why": g0 if isinstance(g0, str) else g1}
+        else:
+            problems, looked = _code_problems(g0, g1, mechanism, level, s1)
+            result.code = {"checked": True, "looked_for": looked, "problems": problems}
+            if problems:
+                result.reason = "generated code: " + "; ".join(problems)
+                return result
+    blocked = blockers(s0, mechanism, level - 1)
+    if blocked:
+        result.reason = f"removes {mechanism} while {', '.join(blocked)} still needs it"
+        return result
+    result.ok = True
+    result.reason = f"exactly {mechanism} removed ({MECHANISMS[mechanism].level_name(level)} -> " + (
+        f"{MECHANISMS[mechanism].level_name(level - 1)})"
+    )
+    return result
+
+
+def _present(gen: tuple[str, dict[str, int]], markers: Any) -> tuple[bool, list[str]]:
+    source, mix = gen
+    missing = [s for s in markers.source if s not in source]
+    if markers.sass_any and not any(mix.get(op, 0) for op in markers.sass_any):
+        missing.append("SASS " + "|".join(markers.sass_any))
+    return not missing, missing
+
+
+def _code_problems(g0, g1, mechanism: str, level: int, after_state: dict[str, int]) -> tuple[list[str], list[str]]:
+    problems: list[str] = []
+    looked: list[str] = []
+    markers = MECHANISMS[mechanism].markers.get(level)
+    if markers is not None:
+        looked.append(f"{mechanism}@{level}: source {list(markers.source)}, SASS any of {list(markers.sass_any)}")
+        ok, missing = _present(g0, markers)
+        if not ok:
+            problems.append(f"{mechanism} not visible in the code before ({', '.join(missing)})")
+        source1, mix1 = g1
+        still = [s for s in markers.source if s in source1]
+        still += [f"SASS {op} x{mix1[op]}" for op in markers.sass_any if mix1.get(op, 0)]
+        if mechanism == "smem_tiling" or not markers.source:
+            still = [s for s in still if s.startswith("SASS")] if markers.sass_any else still
+        if markers.source or markers.sass_any:
+            if markers.source and any(s in source1 for s in markers.source):
+                problems.append(f"{mechanism} still in the generated source after ({', '.join(still)})")
+            elif not markers.source and any(mix1.get(op, 0) for op in markers.sass_any):
+                problems.append(f"{mechanism} still in the SASS after ({', '.join(still)})")
+    for other, lvl in after_state.items():
+        if other == mechanism or lvl == 0:
+            continue
+        m = MECHANISMS[other].markers.get(lvl)
+        if m is None:
+            continue
+        looked.append(f"{other}@{lvl} kept: source {list(m.source)}, SASS any of {list(m.sass_any)}")
+        ok, missing = _present(g1, m)
+        if not ok:
+            problems.append(f"{other} gone from the generated code too ({', '.join(missing)})")
+    return problems, looked

@@ -1,0 +1,152 @@
+"""What the backward walk moves between: a `Variant` is a kernel (an ``@argus.kernel`` function, or a
+`DerivedKernel` — one whose traced IR is rewritten), the trace-time parameters it is specialized with, and
+the task whose reference it must match. IR rewrites that remove a mechanism the DSL has no policy for
+(the register split) live here too, as do fingerprints (a hash of the printed IR) and the task lookup."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.ir.nodes import For, If, Kernel, Role, Stmt
+from argus.lang.frontend import KernelFunction
+
+
+class DerivedKernel(KernelFunction):
+    """An ``@argus.kernel`` whose traced IR goes through `rewrite` (a function `Kernel -> Kernel`): the gate,
+    the verifier, the interpreter and the code generator all see the rewritten IR, because they all trace
+    through `trace`. `label` says what the rewrite did (it names the kernel in results)."""
+
+    def __init__(self, base: KernelFunction, rewrite: Callable[[Kernel], Kernel], label: str) -> None:
+        self.__dict__.update({k: v for k, v in base.__dict__.items() if k != "_cache"})
+        self._cache = {}
+        self.base = base
+        self.rewrite = rewrite
+        self.label = label
+        self.name = f"{base.name}_{label}"
+
+    def __repr__(self) -> str:
+        return f"<argus kernel {self.base.name} rewritten: {self.label}>"
+
+    def _trace(self, values: dict[str, Any]) -> Kernel:
+        return self.rewrite(self.base._trace(values))
+
+
+def map_statements(body: tuple[Stmt, ...], fn: Callable[[Stmt], Stmt | None]) -> tuple[Stmt, ...]:
+    """`body` with `fn` applied to every statement, depth first (children before their parent); a statement
+    for which `fn` returns None is dropped."""
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, For | Role):
+            s = dataclasses.replace(s, body=map_statements(s.body, fn))
+        elif isinstance(s, If):
+            s = dataclasses.replace(s, then=map_statements(s.then, fn), orelse=map_statements(s.orelse, fn))
+        new = fn(s)
+        if new is not None:
+            out.append(new)
+    return tuple(out)
+
+
+def rewrite_body(kernel: Kernel, fn: Callable[[Stmt], Stmt | None]) -> Kernel:
+    """`kernel` with `map_statements(kernel.body, fn)`, its name unchanged."""
+    return dataclasses.replace(kernel, body=map_statements(kernel.body, fn))
+
+
+def without_register_split(kernel: Kernel) -> Kernel:
+    """Every warp role keeps the register budget it launched with (no ``setmaxnreg``); the roles stay."""
+    kernel = rewrite_body(kernel, lambda s: dataclasses.replace(s, registers=None) if isinstance(s, Role) else s)
+    policies = kernel.policies
+    if getattr(policies, "register_split", None) is not None:
+        kernel = dataclasses.replace(kernel, policies=dataclasses.replace(policies, register_split=None))
+    return kernel
+
+
+def without_statements(kernel: Kernel, kinds: tuple[type, ...]) -> Kernel:
+    """`kernel` without any statement of the IR classes `kinds` (used by probes: drop a wait and ask the
+    verifier what breaks)."""
+    return rewrite_body(kernel, lambda s: None if isinstance(s, kinds) else s)
+
+
+@dataclass
+class Variant:
+    """One kernel of a lineage.
+
+    Attributes:
+        name: how tables and skills name it, e.g. ``gemm_wgmma_tma[STAGES=1]``.
+        kernel: an ``@argus.kernel`` function or a `DerivedKernel`.
+        params: trace-time parameters (the policies' values among them).
+        task: the built-in task (`argus.tasks`) whose reference it must match.
+        library: the library kernel (or lineage bridge) its source is, when it is one.
+    """
+
+    name: str
+    kernel: Any
+    params: dict[str, Any] = field(default_factory=dict)
+    task: str = ""
+    library: str | None = None
+
+    def trace(self) -> Kernel:
+        return self.kernel.trace(**self.params)
+
+    def fingerprint(self) -> str:
+        """The first 16 hex digits of the SHA-256 of the printed IR (`argus ir`): equal IR, equal fingerprint."""
+        from argus.ir.printer import format_kernel
+
+        text = format_kernel(self.trace())
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kernel": getattr(self.kernel, "name", str(self.kernel)),
+            "library": self.library,
+            "rewrites": _rewrites(self.kernel),
+            "params": {k: _plain(v) for k, v in sorted(self.params.items())},
+            "task": self.task,
+            "fingerprint": self.fingerprint(),
+        }
+
+
+def _rewrites(kernel: Any) -> list[str]:
+    out = []
+    while isinstance(kernel, DerivedKernel):
+        out.append(kernel.label)
+        kernel = kernel.base
+    return out[::-1]
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, tuple | list):
+        return [_plain(x) for x in v]
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    return str(v)
+
+
+def display_name(base: str, params: dict[str, Any], defaults: dict[str, Any], rewrites: list[str]) -> str:
+    """``base[P=V,...]{rewrite,...}``: the parameters that differ from the kernel's defaults, and the rewrites."""
+    changed = [f"{k}={params[k]}" for k in sorted(params) if k in defaults and params[k] != defaults[k]]
+    text = base + (f"[{','.join(changed)}]" if changed else "")
+    return text + (f"{{{','.join(rewrites)}}}" if rewrites else "")
+
+
+def task_for(kernel: Any) -> str:
+    """The built-in task whose tensors (names and symbolic shapes) are this kernel's; raises `LineageError`
+    ``LINEAGE_NO_TASK`` if none is."""
+    from argus.lineage.errors import LineageError
+    from argus.tasks import all_tasks
+
+    specs = getattr(kernel, "tensor_specs", {})
+    want = {name: tuple(spec.shape) for name, spec in specs.items()}
+    for task in all_tasks():
+        got = {t.name: tuple(t.shape) for t in getattr(task, "tensors", ())}
+        if got == want:
+            return task.name
+    raise LineageError(
+        "LINEAGE_NO_TASK",
+        f"no built-in task has the tensors of kernel {getattr(kernel, 'name', kernel)} ({want})",
+        "pass task=NAME (argus.tasks) to walk()",
+    )

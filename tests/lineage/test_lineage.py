@@ -1,0 +1,133 @@
+"""KLineage on the CPU: the expert GEMM walked backward to the naive kernel, every step checked (mechanism check
+on IR and generated code, then the gate), the skills it yields (schema, five precondition categories, failures
+avoided recorded from probes), the mechanism check's rejections, and loading skills beside curated entries."""
+
+from __future__ import annotations
+
+import pytest
+
+from argus.kb import kernel_features, load_entries, retrieve, with_skills
+from argus.kb.schema import PRECONDITION_CATEGORIES
+from argus.lineage import check, library_variant, walk
+from argus.lineage.curriculum import compare
+from argus.lineage.skills import mine_skills, write_skills
+
+SIZES = {"gemm_nt": {"M": 136, "N": 72, "K": 136}, "gemm": {"M": 100, "N": 72, "K": 80}}
+
+
+@pytest.fixture(scope="module")
+def lineage():
+    return walk("gemm_wgmma_tma", sizes=SIZES)
+
+
+@pytest.fixture(scope="module")
+def skills_dir(lineage, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("skills")
+    write_skills(mine_skills(lineage, sizes=SIZES), directory)
+    return directory
+
+
+def test_walk_reaches_the_naive_kernel_through_gated_single_mechanism_steps(lineage, tmp_path):
+    assert lineage.reached_naive, lineage.stopped
+    assert len(lineage.steps) >= 6
+    assert lineage.kernels[0]["library"] == "gemm_wgmma_tma"
+    assert lineage.kernels[-1]["library"] == "gemm_naive"
+    for step in lineage.steps:
+        assert step.gate["verdict"] == "accepted", step.gate["summary"]
+        assert [s["stage"] for s in step.gate["stages"]][:4] == ["static", "compile", "verify", "correct"]
+        assert step.check["ok"] and len(step.check["removed"]) == 1 and not step.check["added"]
+        assert step.check["code"].get("checked") is True and not step.check["code"]["problems"]
+        assert step.before["fingerprint"] != step.after["fingerprint"]
+    mechanisms = [s.operator["mechanism"] for s in lineage.steps]
+    # dependents before prerequisites: the register split before the warp roles, roles before TMA, wgmma before swizzle
+    assert (
+        mechanisms.index("register_split") < mechanisms.index("warp_specialization") < mechanisms.index("global_copy")
+    )
+    assert mechanisms.index("mma") < mechanisms.index("swizzle") < mechanisms.index("smem_tiling")
+    written = lineage.write(tmp_path / "gemm.lineage.json")
+    import json
+
+    data = json.loads(written.read_text())
+    assert data["stopped"]["reason"] == "naive" and len(data["steps"]) == len(lineage.steps)
+    assert "gemm_naive" in lineage.table()
+
+
+def test_profile_effect_is_recorded_and_labelled(lineage):
+    for step in lineage.steps:
+        effect = step.effect
+        assert effect["source"] in ("cost model", "gpu")
+        assert effect["after_ms"] > 0 and effect["before_ms"] > 0
+    # the naive kernel is slower than the expert one by the cost model's estimate
+    assert lineage.steps[-1].effect["after_ms"] > lineage.expert_gate["profile"]["ms"]
+
+
+def test_skills_pass_the_schema_with_all_five_precondition_categories(lineage, skills_dir):
+    loaded = load_entries(skills_dir)
+    assert len(loaded) == len(lineage.steps)
+    for entry in loaded:
+        assert entry.provenance.source == "mined"
+        assert {p.category for p in entry.preconditions} == set(PRECONDITION_CATEGORIES), entry.id
+        lin = entry.provenance.lineage
+        assert lin["fingerprint_before"] != lin["fingerprint_after"]
+        assert lin["kernel"] == "gemm_wgmma_tma"
+
+
+def test_forward_steps_where_preconditions_fail_are_caught_and_recorded(skills_dir):
+    by_id = {e.id: e for e in load_entries(skills_dir)}
+
+    def avoided(prefix):
+        entry = next(e for i, e in by_id.items() if i.startswith(prefix))
+        return {(f["category"], f["stage"], f["code"]) for f in entry.provenance.lineage["failures_avoided"]}, entry
+
+    wgmma, entry = avoided("mined-wgmma-")
+    assert ("pipeline", "verify", "FENCE_PROXY_ASYNC") in wgmma  # wgmma reading cp.async writes without a fence
+    assert ("hardware", "gate.compile", "COMPILE_NVRTC") in wgmma  # wgmma on sm_80
+    assert ("layout", "gate.compile", "COMPILE_TRACE") in wgmma  # a tile wgmma cannot tile
+    assert any("FENCE_PROXY_ASYNC" in r.codes for r in entry.risks)
+    cp_async, _ = avoided("mined-cp-async-loads-")
+    assert ("pipeline", "verify", "PIPELINE_STALE_READ") in cp_async
+    assert any(stage == "gate.correct" for _, stage, _ in cp_async)  # K = 83 refused by the kernel's assumption
+    tiling, _ = avoided("mined-smem-tiling-")
+    assert ("pipeline", "verify", "RACE_READ_WRITE") in tiling
+    registers, _ = avoided("mined-register-split-")
+    assert ("storage", "verify", "BUDGET_REGISTERS") in registers  # a consumer budget below its accumulators
+    pipelining, _ = avoided("mined-pipelining-")
+    assert ("storage", "gate.compile", "COMPILE_TRACE") in pipelining  # eight stages over the shared-memory budget
+
+
+def test_mechanism_check_rejects_two_mechanisms_or_none():
+    expert, merged = library_variant("gemm_wgmma_tma"), library_variant("gemm_tma_wgmma")
+    two = check(expert, merged, "warp_specialization", 1, code=False)
+    assert not two.ok and "removes 2 mechanisms" in two.reason  # roles and the register split at once
+    both = check(
+        library_variant("gemm_tma_wgmma"), library_variant("gemm_cp_async_swizzled"), "global_copy", 2, code=False
+    )
+    assert not both.ok and "global_copy" in both.reason and "mma" in both.reason  # the rung without its bridge
+    none = check(expert, library_variant("gemm_wgmma_tma"), "pipeline", 1, code=False)
+    assert not none.ok and "removes no mechanism" in none.reason
+    wrong = check(
+        library_variant("gemm_cp_async_swizzled"), library_variant("gemm_cp_async"), "pipeline", 1, code=False
+    )
+    assert not wrong.ok and "swizzle" in wrong.reason
+
+
+def test_skills_load_beside_curated_entries_and_are_retrieved(skills_dir):
+    pool = with_skills(skills_dir)
+    ids = {e.id for e in pool}
+    assert "tma-loads" in ids and any(i.startswith("mined-wgmma-") for i in ids)
+    target = library_variant("gemm_cp_async_swizzled", {"STAGES": 1})
+    matches = retrieve(kernel_features(target.trace()), entries=pool, k=None)
+    assert any(m.entry.id.startswith("mined-wgmma-") for m in matches)
+    assert not any(m.entry.id.startswith("mined-smem-tiling-") for m in matches)  # it already has shared tiles
+
+
+def test_curriculum_comparison_reports_quality_and_steps_to_90_percent():
+    trajectories = {0: [None, 4.0, 3.0], 1: [2.0, 1.5, 1.5], 2: [1.2, 1.0, 1.0]}
+
+    def runner(target, entries, budget):
+        return trajectories[len(entries)][:budget]
+
+    arms = {"none": (), "curated": (1,), "curated+mined": (1, 2)}
+    results = {r.curriculum: r for r in compare("gemm_mma_sync", 3, runner, arms)}
+    assert results["curated+mined"].best_ms == 1.0 and results["curated+mined"].steps_to_90 == 2
+    assert results["curated"].steps_to_90 is None and results["none"].best_ms == 3.0
