@@ -16,8 +16,9 @@ KERNELS = [(t.name, k) for t in all_tasks() for k in t.kernels]
 
 
 def test_registry() -> None:
-    assert set(TASKS) == {"vector_add", "softmax", "layer_norm", "gemm", "gemm_nt", "attention", "grouped_gemm"}
+    assert set(TASKS) == {"vector_add", "softmax", "layer_norm", "gemm", "gemm_nt", "gemm_nt_bf16", "attention", "grouped_gemm"}
     assert task_of_kernel("flash_attention_fwd").name == "attention"
+    assert task_of_kernel("gemm_hopper").name == "gemm_nt_bf16" and task_of_kernel("gemm_naive").name == "gemm"
     with pytest.raises(TaskError) as e:
         get_task("gem")
     assert e.value.code == "TASK_UNKNOWN" and "did you mean 'gemm'" in str(e.value)

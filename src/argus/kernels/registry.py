@@ -184,11 +184,14 @@ def _gemm_hopper(
     description: str = "Hopper GEMM C = A @ B^T: TMA, 128B swizzle, mbarrier pipeline, producer/consumer warpgroups, "
     "wgmma",
     module_name: str = "gemm",
+    attr: str | None = None,
+    params: dict[str, Any] | None = None,
+    tolerance: float = 1e-3,
 ) -> LibraryKernel:
     """A GEMM taking B as (N, K), K-major (C = A @ B^T), as TMA + wgmma kernels do."""
     import importlib
 
-    kernel = getattr(importlib.import_module(f"argus.kernels.{module_name}"), name)
+    kernel = getattr(importlib.import_module(f"argus.kernels.{module_name}"), attr or name)
 
     def make(shape, rng):
         m, n, k = shape["M"], shape["N"], shape["K"]
@@ -202,9 +205,15 @@ def _gemm_hopper(
         {"M": 200, "N": 72, "K": 136},
         make,
         lambda a: {"C": a["A"] @ a["B"].T},
-        tolerance=1e-3,
+        tolerance=tolerance,
+        params=dict(params or {}),
         torch_reference=lambda t: {"C": t["A"] @ t["B"].T},
     )
+
+
+#: The expert Hopper GEMM's configuration: the tile shape and stage count measured best on all seven benchmark
+#: shapes of five configurations (benchmarks/results/2026-11-21-gemm-h200.md), bf16 output as cuBLAS writes it.
+GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
 
 
 def _attention() -> LibraryKernel:
@@ -269,6 +278,14 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         "gemm_lineage",
     ),
     "gemm_wgmma_tma": _gemm_hopper,
+    "gemm_hopper": lambda: _gemm_hopper(
+        "gemm_hopper",
+        "the expert Hopper GEMM: gemm_wgmma_tma with 128x256x64 tiles, 4 stages (one wgmma group kept in flight), "
+        "bf16 C",
+        attr="gemm_wgmma_tma",
+        params=GEMM_HOPPER_PARAMS,
+        tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
+    ),
     "gemm_persistent": lambda: _gemm(
         "gemm_persistent",
         "gemm_mma_sync on a persistent grid (grouped tile order); 3 blocks here so each walks several tiles",

@@ -105,6 +105,9 @@ def _canonical(mj: Major, width: int, t: int, mn: np.ndarray, k: np.ndarray, lbo
     return (mn % t) + (mn // t) * sbo + (k % 8) * t + (k // 8) * lbo
 
 
+#: The fewest pipeline stages for which `plan_deferred_releases` keeps a wgmma group in flight (see there).
+DEFERRED_RELEASE_MIN_STAGES = 4
+
 #: IR statements that emit no code (annotations for the verifier).
 _SILENT = ("Tag", "AssertTag", "AssertTagEq")
 
@@ -130,7 +133,12 @@ def plan_deferred_releases(body: tuple[Stmt, ...], role: Role | None = None) -> 
     one iteration later, so what the verifier proved of the loop as written still holds. Each warpgroup of the
     role releases for itself (its own MMAs have finished reading), so the barrier's arrival count is multiplied
     by the role's warpgroups (the role's one arrival is complete when all its warpgroups arrived) and no barrier
-    among the role's threads is needed. Keyed by ``id(loop)``."""
+    among the role's threads is needed. Keyed by ``id(loop)``.
+
+    Only loops of at least `DEFERRED_RELEASE_MIN_STAGES` stages: releasing a stage one iteration later leaves the
+    producer S-2 tiles of look-ahead instead of S-1, which starves a 3-stage pipeline (measured on an H200:
+    128x128 tiles, 3 stages, 4096^3 went from 0.66x to 0.51x cuBLAS with it; 128x256 tiles, 4 stages, from
+    0.79x to 0.84x; benchmarks/results/2026-11-21-gemm-h200.md)."""
     found: dict[int, DeferredRelease] = {}
     arrivals: dict[int, int] = {}  # id(barrier buffer) -> number of MbarrierArrive statements on it
 
@@ -142,7 +150,7 @@ def plan_deferred_releases(body: tuple[Stmt, ...], role: Role | None = None) -> 
             if isinstance(st, Role):
                 visit(st.body, st)
             elif isinstance(st, For):
-                if st.kind == LoopKind.PIPELINED and role is not None:
+                if st.kind == LoopKind.PIPELINED and role is not None and st.stages >= DEFERRED_RELEASE_MIN_STAGES:
                     hit = _match_release_loop(st, role)
                     if hit is not None:
                         found[id(st)] = hit
