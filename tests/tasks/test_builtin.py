@@ -16,7 +16,16 @@ KERNELS = [(t.name, k) for t in all_tasks() for k in t.kernels]
 
 
 def test_registry() -> None:
-    assert set(TASKS) == {"vector_add", "softmax", "layer_norm", "gemm", "gemm_nt", "gemm_nt_bf16", "attention", "grouped_gemm"}
+    assert set(TASKS) == {
+        "vector_add",
+        "softmax",
+        "layer_norm",
+        "gemm",
+        "gemm_nt",
+        "gemm_nt_bf16",
+        "attention",
+        "grouped_gemm",
+    }
     assert task_of_kernel("flash_attention_fwd").name == "attention"
     assert task_of_kernel("gemm_hopper").name == "gemm_nt_bf16" and task_of_kernel("gemm_naive").name == "gemm"
     with pytest.raises(TaskError) as e:
