@@ -131,3 +131,26 @@ def test_curriculum_comparison_reports_quality_and_steps_to_90_percent():
     results = {r.curriculum: r for r in compare("gemm_mma_sync", 3, runner, arms)}
     assert results["curated+mined"].best_ms == 1.0 and results["curated+mined"].steps_to_90 == 2
     assert results["curated"].steps_to_90 is None and results["none"].best_ms == 3.0
+
+
+def test_policy_and_grid_operators_on_the_persistent_gemm():
+    from argus.lineage.mechanisms import state
+    from argus.lineage.operators import features_of, get_operator
+
+    start = library_variant("gemm_persistent")
+    levels = state(features_of(start))
+    assert levels["persistent"] == 1 and levels["tile_order"] == 1
+    plain = get_operator("plain-grid")
+    assert plain.applies(start, levels)  # applicable, but blocked while the tile order needs the persistent grid
+    from argus.lineage.mechanisms import blockers
+
+    assert blockers(levels, "persistent", 0) == ["tile_order (reordered)"]
+    order = get_operator("default-tile-order")
+    (candidate, note), *_ = order.candidates(start)
+    assert candidate.params["ORDER"] == "row_major" and "tile_order" in note
+    assert check(start, candidate, "tile_order", 1).ok
+    (grid, _), *_ = plain.candidates(candidate)
+    assert grid.library == "gemm_mma_sync"
+    verdict = check(candidate, grid, "persistent", 1)
+    assert verdict.ok, verdict.reason
+    assert not check(start, grid, "persistent", 1, code=False).ok  # the tile order would go with it
