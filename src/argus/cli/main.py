@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from argus._version import __version__
-from argus.agent import runs_cmd
+from argus.agent import optimize_cmd, runs_cmd
 from argus.cli import compile_cmd, eval_cmd, kb_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
 from argus.lineage import cli as lineage_cli
 
@@ -29,6 +29,7 @@ app.command("verify")(verify_cmd.verify)
 app.command("bench")(eval_cmd.bench)
 app.command("kernelbench")(eval_cmd.kernelbench)
 app.command("tour")(tour_cmd.tour)
+app.command("optimize")(optimize_cmd.optimize)
 
 
 def _version(value: bool) -> None:

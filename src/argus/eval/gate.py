@@ -473,7 +473,6 @@ def _cost_model_stage(candidate: KernelCandidate, task: Task, options: GateOptio
     return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", reason, start, cost_model=est.to_json())
 
 
-
 def gate_kernel(
     task: Task,
     candidate: KernelCandidate,

@@ -1,0 +1,240 @@
+"""What the planner chooses among and what the coder materializes: *arms* (actions with their parameters) and the
+kernels they act on.
+
+An `Arm` is one of
+
+* ``policy`` — a knowledge-base entry's executable policy transform at one value (`argus.kb.ranked_actions`:
+  ``pipeline-stages: stages=3``); the transform coder applies it with `argus.kb.transforms.apply`;
+* ``lineage`` — a structural move: switch to the next rung of the kernel's lineage
+  (`argus.kernels.registry.lineage`: each rung adds one mechanism, e.g. ``gemm_mma_sync -> gemm_cp_async``), named
+  by the knowledge-base entry that describes that mechanism (`MECHANISM_ENTRIES`);
+* ``rewrite`` — an applicable entry with no executable transform (``tma-loads``, ``epilogue-fusion``): only the
+  LLM coder can materialize it, by rewriting the DSL source.
+
+Each arm carries a *prior*: the retrieval score of its entry for the kernel as it stands (features from the IR, the
+cost model's or the GPU's profile, the verifier's findings), which the bandit starts from.
+
+A `KernelRef` names a kernel the loop can rebuild in any process: a library kernel (``gemm_cp_async``), a file
+(``path/to/k.py:function``), or a generated source stored in the run (written to a file before it is loaded).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.diagnostics import ArgusError
+
+#: The knowledge-base entry that describes the mechanism a lineage rung adds (`LineageStep.mechanism`).
+MECHANISM_ENTRIES: dict[str, str] = {
+    "smem_tiling": "shared-memory-staging",
+    "mma_sync": "tensor-cores-instead-of-fma",
+    "cp_async_pipeline": "cp-async-pipeline",
+    "smem_swizzle": "swizzle-shared-128b",
+    "tma_wgmma": "wgmma-instead-of-mma-sync",
+    "warp_specialization": "warp-specialization",
+    "persistent_grid": "persistent-grid",
+    "tma_store": "tma-store-epilogue",
+}
+
+
+class AgentError(ArgusError):
+    """An error of the agent loop, its planners or coders (code ``AGENT_*``, ``CODER_*``, ``PLANNER_*``)."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One action the planner may choose: see the module docstring."""
+
+    kind: str  # "policy" | "lineage" | "rewrite"
+    entry_id: str
+    policy: str | None = None
+    value: Any = None
+    kernel: str | None = None  # lineage: the library kernel of the next rung
+    prior: float = 0.0
+    title: str = ""
+
+    @property
+    def id(self) -> str:
+        """A stable name, the same in every process and run: the bandit's key and the LLM's vocabulary."""
+        if self.kind == "policy":
+            value = list(self.value) if isinstance(self.value, tuple) else self.value
+            return f"{self.entry_id}:{self.policy}={json.dumps(value, separators=(',', ':'))}"
+        if self.kind == "lineage":
+            return f"lineage:{self.kernel}"
+        if self.kind == "start":
+            return "start"
+        return f"rewrite:{self.entry_id}"
+
+    def describe(self) -> str:
+        if self.kind == "policy":
+            return f"set {self.policy} = {self.value!r} ({self.entry_id})"
+        if self.kind == "lineage":
+            return f"switch to {self.kernel}: {self.title} ({self.entry_id})"
+        return f"rewrite the kernel to apply {self.entry_id}: {self.title}"
+
+    def to_json(self) -> dict[str, Any]:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "entry_id": self.entry_id,
+            "policy": self.policy,
+            "value": value,
+            "kernel": self.kernel,
+            "prior": round(float(self.prior), 4),
+            "title": self.title,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Arm:
+        value = data.get("value")
+        return cls(
+            data["kind"],
+            data["entry_id"],
+            data.get("policy"),
+            tuple(value) if isinstance(value, list) else value,
+            data.get("kernel"),
+            float(data.get("prior") or 0.0),
+            data.get("title") or "",
+        )
+
+
+START = Arm("start", "start", title="the starting kernel")
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """A kernel the loop can rebuild anywhere: `library` (a library kernel's name), or `file` + `function`
+    (a DSL file; a generated candidate's source is written to `file` first), traced with `params`."""
+
+    library: str | None = None
+    file: str | None = None
+    function: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.library or f"{self.file}:{self.function}"
+
+    def with_params(self, params: Mapping[str, Any]) -> KernelRef:
+        return KernelRef(self.library, self.file, self.function, dict(params))
+
+    def load(self) -> Any:
+        """The ``@argus.kernel`` function (imports the file for a file reference)."""
+        from argus.kernels.registry import get_kernel, load
+
+        if self.library is not None:
+            return get_kernel(self.library).kernel
+        target = load(f"{self.file}:{self.function}")
+        return getattr(target, "kernel", target)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"library": self.library, "file": self.file, "function": self.function, "params": self.params}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KernelRef:
+        return cls(data.get("library"), data.get("file"), data.get("function"), dict(data.get("params") or {}))
+
+
+def parse_target(target: str) -> KernelRef:
+    """``NAME`` (a library kernel) or ``FILE.py:function`` -> a `KernelRef` at the kernel's own parameters."""
+    from argus.kernels.registry import get_kernel
+
+    if ":" in target and target.split(":", 1)[0].endswith(".py"):
+        path, function = target.rsplit(":", 1)
+        ref = KernelRef(file=path, function=function)
+        fn = ref.load()
+        if not (hasattr(fn, "trace") and hasattr(fn, "tensor_specs")):
+            raise AgentError("AGENT_TARGET", f"{target} is not an @argus.kernel", "name an @argus.kernel function")
+        return ref
+    entry = get_kernel(target)
+    return KernelRef(library=entry.name, params=dict(entry.params))
+
+
+def kernel_source(ref: KernelRef, generated: str | None = None) -> str:
+    """The DSL source the LLM coder is shown and the run store keeps: a generated module as is; else the kernel
+    function's own source with the imports a self-contained module needs."""
+    if generated is not None:
+        return generated
+    fn = ref.load()
+    target = getattr(fn, "fn", fn)
+    try:
+        body = inspect.getsource(target)
+    except (OSError, TypeError):
+        return f"# source of {ref.name} is not available\n"
+    header = "import argus\nimport argus.lang as T\nfrom argus.layout import Layout\n\n\n"
+    return header + body
+
+
+def task_for(fn: Any, params: Mapping[str, Any]) -> Any:
+    """The built-in task whose tensors (names, extents, dtypes) are this kernel's parameters."""
+    from argus.tasks.builtin import all_tasks
+
+    kernel = fn.trace(**params)
+    mine = sorted((t.name, tuple(str(s) for s in t.shape), t.dtype.name) for t in kernel.tensors)
+    for task in all_tasks():
+        theirs = sorted((t.name, tuple(str(s) for s in t.shape), t.dtype) for t in task.tensors)
+        if theirs == mine:
+            return task
+    raise AgentError(
+        "AGENT_NO_TASK",
+        f"no built-in task has the tensors of {kernel.name} ({', '.join(f'{n}{list(s)}:{d}' for n, s, d in mine)})",
+        "optimize a kernel whose parameters match a task of argus.tasks (argus bench lists them)",
+    )
+
+
+def next_rung(ref: KernelRef) -> tuple[str, Any] | None:
+    """(next kernel, its `LineageStep`) when `ref` is a library kernel with a later rung in a lineage."""
+    if ref.library is None:
+        return None
+    from argus.kernels.registry import lineage, lineages
+
+    for family in lineages():
+        steps = lineage(family)
+        names = [s.kernel for s in steps]
+        if ref.library in names:
+            i = names.index(ref.library)
+            if i + 1 < len(steps):
+                return steps[i + 1].kernel, steps[i + 1]
+    return None
+
+
+def available_arms(
+    ref: KernelRef,
+    *,
+    profile: Mapping[str, Any] | None = None,
+    findings: Any = None,
+    rewrites: bool = False,
+    rewrite_limit: int = 6,
+) -> list[Arm]:
+    """The arms for `ref` as it stands, best prior first: every executable policy action
+    (`argus.kb.ranked_actions`), the next lineage rung when there is one, and with `rewrites` the best applicable
+    entries without an executable transform (for the LLM coder)."""
+    from argus.kb import kernel_features, ranked_actions, retrieve
+
+    fn = ref.load()
+    arms: list[Arm] = []
+    for match, action in ranked_actions(fn, ref.params, profile=profile, findings=findings):
+        arms.append(Arm("policy", action.entry_id, action.policy, action.value, prior=match.score,
+                        title=match.entry.title))  # fmt: skip
+    matches = None
+    rung = next_rung(ref)
+    if rung is not None or rewrites:
+        features = kernel_features(fn, profile=profile, findings=findings, **ref.params)
+        matches = {m.entry.id: m for m in retrieve(features, k=None)}
+    if rung is not None:
+        kernel, step = rung
+        entry_id = MECHANISM_ENTRIES.get(step.mechanism, step.mechanism)
+        m = matches.get(entry_id) if matches else None
+        prior = m.score if m is not None else 1.0
+        arms.append(Arm("lineage", entry_id, kernel=kernel, prior=prior, title=step.adds))
+    if rewrites and matches:
+        ready = {a.entry_id for a in arms}
+        extra = [m for m in matches.values() if m.entry.transform.kind != "policy" and m.entry.id not in ready]
+        for m in extra[:rewrite_limit]:
+            arms.append(Arm("rewrite", m.entry.id, prior=m.score, title=m.entry.title))
+    return sorted(arms, key=lambda a: -a.prior)

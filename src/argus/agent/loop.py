@@ -1,0 +1,644 @@
+"""The optimization loop: start kernel -> plan -> materialize -> gate -> reward -> update -> ... until the budget.
+
+    from argus.agent.loop import optimize, Budget
+    result = optimize("gemm_naive", planner="bandit", coder="transform", budget=Budget(candidates=8),
+                      store="runs.db")
+    result.best, result.speedup, result.trajectory
+
+One step:
+
+1. **plan** — the arms for the current kernel (the best accepted candidate so far, the start at first:
+   `argus.agent.arms.available_arms`, with its profile and verifier findings feeding retrieval), minus those
+   already tried on it; the planner (`argus.agent.planner`) picks one, with a rationale;
+2. **materialize** — the coder (`argus.agent.coder`) builds the candidate; one that is identical to a candidate
+   already recorded (same fingerprint) is not gated again: the planner picks another arm. One that cannot be
+   built is recorded as ``invalid``, with a penalty;
+3. **gate** — `argus.eval.gate.gate_kernel` in a worker process (`argus.eval.isolation.WorkerPool`, with a time
+   limit; generated code never runs in this process) on the kernel's task: compile, verify, correct (on the CPU:
+   the interpreter at the task's small sizes), profile (on the CPU: the static cost model, `argus.eval.costmodel`,
+   at the task's benchmark sizes — an estimate, and every report says so);
+4. **reward** — ``ln(t_start / t)`` for an accepted candidate (its time, measured or estimated, against the
+   starting kernel's), a penalty by the stage that rejected it (`PENALTIES`); the failure and the verifier's
+   counterexamples become the next LLM prompt's feedback;
+5. **update** the planner; record everything in the run store (`argus.agent.store`) as it happens.
+
+The budget (`Budget`) caps gated candidates, wall time, LLM tokens and cost; the run stops at the first cap
+reached, or when no arm is left. ``resume=RUN`` reopens a run: finished candidates are never gated again (their
+rewards replay into the planner), an interrupted or recorded-but-ungated one is gated, and planning continues at
+the next step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from argus.agent.arms import START, AgentError, Arm, KernelRef, available_arms, kernel_source, parse_target, task_for
+from argus.agent.store import RunStore, candidate_fingerprint
+
+#: Reward of a candidate rejected at each stage (an accepted one gets ln(t_start / t)).
+PENALTIES: dict[str, float] = {
+    "static": -2.0,
+    "compile": -1.0,
+    "verify": -1.0,
+    "correct": -1.5,
+    "profile": -1.5,
+    "isolation": -1.5,
+}
+ERROR_PENALTY = -0.5  # the harness could not decide
+INVALID_PENALTY = -0.5  # the coder could not build it
+RESTRICTED_PENALTY = -2.0  # generated code broke the restriction
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a run may spend; None: no cap. `candidates` counts gated candidates after the start kernel (invalid
+    ones included); `wall_s` is this session's wall time; `tokens` and `cost_usd` the LLM's, over the whole run."""
+
+    candidates: int | None = 20
+    wall_s: float | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"candidates": self.candidates, "wall_s": self.wall_s, "tokens": self.tokens, "cost_usd": self.cost_usd}
+
+    @classmethod
+    def of(cls, value: Budget | int | Mapping[str, Any] | None) -> Budget:
+        if value is None:
+            return cls()
+        if isinstance(value, Budget):
+            return value
+        if isinstance(value, int):
+            return cls(candidates=value)
+        return cls(**{k: v for k, v in value.items() if k in ("candidates", "wall_s", "tokens", "cost_usd")})
+
+
+@dataclass
+class StepEvent:
+    """What `on_step` receives: ``start`` (the starting kernel was gated), ``planned``, ``gating``, ``finished``
+    (a candidate's verdict and reward), ``invalid``, ``done`` (the run stopped: `message` says why)."""
+
+    kind: str
+    step: int
+    candidate: str | None = None
+    arm: str | None = None
+    verdict: str | None = None
+    reward: float | None = None
+    ms: float | None = None
+    speedup: float | None = None
+    best_ms: float | None = None
+    best_speedup: float | None = None
+    rationale: str | None = None
+    source: str | None = None
+    message: str | None = None
+
+
+@dataclass
+class OptimizeResult:
+    """A run's outcome. Times are estimates when `metric` is ``cost_model`` (no GPU), measurements when ``gpu``."""
+
+    run_id: str
+    store: str
+    target: str
+    metric: str | None
+    start_ms: float | None
+    best: dict[str, Any] | None
+    trajectory: list[dict[str, Any]]
+    stop_reason: str
+    status: str = "finished"
+
+    @property
+    def speedup(self) -> float | None:
+        if self.best is None or not self.start_ms or not self.best.get("ms"):
+            return None
+        return self.start_ms / self.best["ms"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "store": self.store,
+            "target": self.target,
+            "metric": self.metric,
+            "start_ms": self.start_ms,
+            "best": self.best,
+            "speedup": self.speedup,
+            "trajectory": self.trajectory,
+            "stop_reason": self.stop_reason,
+            "status": self.status,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reading gate results
+
+
+def gate_time(result: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """(milliseconds, ``gpu`` | ``cost_model``) of a gate result's JSON: the measured median when the profile
+    stage timed it, else the cost model's estimate, else (None, None)."""
+    for stage in result.get("stages", []):
+        if stage.get("stage") != "profile":
+            continue
+        details = stage.get("details") or {}
+        if stage.get("status") == "passed" and isinstance(details.get("timing"), dict):
+            return float(details["timing"]["median_ms"]), "gpu"
+        est = details.get("cost_model")
+        if isinstance(est, dict) and est.get("ms"):
+            return float(est["ms"]), "cost_model"
+    return None, None
+
+
+def _stage(result: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    return next((s for s in result.get("stages", []) if s.get("stage") == name), None)
+
+
+def failure_feedback(result: Mapping[str, Any], limit: int = 4) -> list[str]:
+    """The lines a rejected candidate feeds to the next prompt: the failing stage and its reason, then each
+    violated verifier check with its counterexample."""
+    lines = []
+    failed = next((s for s in result.get("stages", []) if s.get("status") in ("failed", "error")), None)
+    if failed is not None:
+        lines.append(f"rejected at {failed.get('stage')} [{failed.get('code')}]: {failed.get('reason')}")
+        details = failed.get("details") or {}
+        for key in ("failure", "first_failure", "mismatch"):
+            if key in details:
+                lines.append(f"{key}: {json.dumps(details[key], default=str)[:600]}")
+    verify = _stage(result, "verify")
+    report = (verify or {}).get("details", {}).get("report") or {}
+    shown = 0
+    for f in report.get("findings", []) or []:
+        if f.get("verdict") == "violated" and f.get("severity", "error") == "error" and shown < limit:
+            cex = f.get("counterexample")
+            text = f"{f.get('code')}: {f.get('message')}"
+            if cex:
+                text += f"; counterexample: {json.dumps(cex, default=str)[:800]}"
+            lines.append(text)
+            shown += 1
+    return lines
+
+
+def perf_findings(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the verifier's findings as JSON, one line per warning) of a gate result: for retrieval and the prompt."""
+    verify = _stage(result, "verify")
+    report = (verify or {}).get("details", {}).get("report") or {}
+    findings = [f for f in report.get("findings", []) or [] if isinstance(f, dict) and f.get("code")]
+    lines = [f"{f['code']}: {f.get('message')}" for f in findings if f.get("verdict") == "violated"]
+    return findings, lines
+
+
+def reward_of(result: Mapping[str, Any], start_ms: float | None) -> tuple[float, dict[str, Any]]:
+    """The reward of a gate result and its details (see `PENALTIES`)."""
+    verdict = result.get("verdict")
+    if verdict == "accepted":
+        ms, metric = gate_time(result)
+        if ms and start_ms:
+            speedup = start_ms / ms
+            return math.log(speedup), {"speedup": speedup, "ms": ms, "metric": metric}
+        return 0.0, {"note": "accepted but not timed or estimated"}
+    if verdict == "rejected":
+        failed = next((s for s in result.get("stages", []) if s.get("status") == "failed"), {})
+        stage = str(failed.get("stage"))
+        return PENALTIES.get(stage, -1.0), {"penalty": stage, "code": failed.get("code")}
+    return ERROR_PENALTY, {"penalty": "error"}
+
+
+def _isolation_result(outcome: Any, name: str, task: str) -> dict[str, Any]:
+    from argus.eval.isolation import failure_status
+
+    status = str(failure_status(outcome))
+    return {
+        "candidate": name,
+        "task": task,
+        "verdict": "rejected" if status == "failed" else "error",
+        "trusted": False,
+        "stages": [
+            {
+                "stage": "isolation",
+                "status": status,
+                "code": outcome.code,
+                "reason": outcome.reason.splitlines()[0] if outcome.reason else "",
+                "details": {"traceback": outcome.details.get("traceback", "")[-3000:]},
+            }
+        ],
+        "flags": [],
+        "environment": {},
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gating
+
+
+class _Gater:
+    """Runs gate jobs in a worker pool (isolate) or in this process (library and transform candidates only)."""
+
+    def __init__(self, isolate: bool, timeout_s: float) -> None:
+        self.isolate = isolate
+        self.timeout_s = timeout_s
+        self.pool: Any = None
+
+    def __call__(self, ref: KernelRef, task: str, options: dict[str, Any], name: str, generated: bool) -> dict:
+        from argus.agent.gatejob import gate_candidate
+
+        if not self.isolate and not generated:
+            return gate_candidate(ref.to_json(), task, options, name, False)
+        from argus.eval.isolation import Job, WorkerPool
+
+        if self.pool is None:
+            self.pool = WorkerPool(1, self.timeout_s, preload=("torch", "argus.eval.gate", "argus.agent.gatejob"))
+        job = Job(name, "argus.agent.gatejob:gate_candidate", {
+            "ref": ref.to_json(), "task": task, "options": options, "name": name, "generated": generated})  # fmt: skip
+        outcome = next(iter(self.pool.run([job])))
+        if outcome.ok:
+            return outcome.value
+        return _isolation_result(outcome, name, task)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the loop
+
+
+@dataclass
+class _Node:
+    """A candidate the loop knows: its record, kernel, time and what it offers."""
+
+    id: str
+    step: int
+    arm: Arm
+    ref: KernelRef
+    task: str
+    generated: bool
+    source: str
+    status: str = "proposed"
+    reward: float | None = None
+    ms: float | None = None
+    result: dict[str, Any] | None = None
+    arms: list[Arm] | None = None
+    tried: set[str] = field(default_factory=set)
+    parent: str | None = None
+
+
+def _advantage(n: _Node, nodes: Mapping[str, _Node]) -> float:
+    """What the bandit learns from a candidate: its reward less its parent's (how much the action improved the
+    kernel it was applied to), or the penalty of a failed candidate. The stored reward stays ln(t_start / t)."""
+    parent = nodes.get(n.parent) if n.parent else None
+    if n.status == "accepted" and parent is not None and parent.reward is not None and n.reward is not None:
+        return n.reward - parent.reward
+    return float(n.reward or 0.0)
+
+
+def _node_params(arm: Arm, ref: KernelRef, task: str, generated: bool, extra: Mapping[str, Any]) -> dict[str, Any]:
+    return {"arm": arm.to_json(), "ref": ref.to_json(), "task": task, "generated": generated, **dict(extra)}
+
+
+def _identity(ref: KernelRef, source: str, generated: bool) -> str:
+    return source if generated else (ref.library or f"{ref.file}:{ref.function}")
+
+
+def optimize(
+    target: str | None,
+    *,
+    planner: Any = "bandit",
+    coder: Any = "transform",
+    budget: Budget | int | Mapping[str, Any] | None = None,
+    store: RunStore | str | Path | None = None,
+    resume: str | None = None,
+    provider: Any = None,
+    seed: int = 0,
+    on_step: Callable[[StepEvent], Any] | None = None,
+    gate_options: Any = None,
+    isolate: bool = True,
+    timeout_s: float = 600.0,
+    candidates_dir: str | Path | None = None,
+) -> OptimizeResult:
+    """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
+    result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
+    (or objects with their interfaces); `provider`: the LLM provider the llm planner and coder use;
+    `gate_options`: `argus.eval.gate.GateOptions` (default: 5 correctness trials, the cost model's sizes the start
+    task's first benchmark sizes); `isolate`: gate in a worker process (generated code always is);
+    `candidates_dir`: where generated modules are written (default: beside the store)."""
+    from argus.agent.coder import make_coder
+    from argus.agent.planner import PlanContext, make_planner
+    from argus.eval.gate import GateOptions
+
+    started = time.monotonic()
+    budget = Budget.of(budget)
+    own_store = not isinstance(store, RunStore)
+    db = store if isinstance(store, RunStore) else RunStore(store)
+
+    def emit(event: StepEvent) -> None:
+        if on_step is not None:
+            on_step(event)
+
+    if resume is not None:
+        writer = db.open_run(resume)
+        config = dict(writer.state.run.get("config") or {})
+        target = config["target"]
+        seed = int(config.get("seed", seed))
+        planner_kind = config.get("planner", "bandit")
+        coder_kind = config.get("coder", "transform")
+        options = GateOptions.from_dict(config["gate"])
+        if budget == Budget() and writer.state.run.get("budget"):
+            budget = Budget.of(writer.state.run["budget"])  # no new budget given: the run's own
+        isolate = bool(config.get("isolate", isolate))
+        candidates_dir = config.get("candidates_dir") or candidates_dir
+    else:
+        if target is None:
+            raise AgentError("AGENT_TARGET", "no kernel to optimize", "name a library kernel or FILE.py:function")
+        planner_kind = planner if isinstance(planner, str) else getattr(planner, "name", "custom")
+        coder_kind = coder if isinstance(coder, str) else getattr(coder, "name", "custom")
+        start_ref = parse_target(target)
+        start_task = task_for(start_ref.load(), start_ref.params)
+        options = gate_options or GateOptions(trials=5)
+        if options.cost_sizes is None and start_task.bench_sizes:
+            import dataclasses
+
+            options = dataclasses.replace(options, cost_sizes=dict(start_task.bench_sizes[0]))
+        model = getattr(getattr(provider, "config", None), "model", None)
+        writer = db.start_run(
+            target,
+            planner=planner_kind,
+            coder=coder_kind,
+            model=model,
+            budget=budget.to_json(),
+            config={
+                "target": target,
+                "planner": planner_kind,
+                "coder": coder_kind,
+                "seed": seed,
+                "gate": options.to_dict(),
+                "isolate": isolate,
+                "candidates_dir": str(candidates_dir) if candidates_dir else None,
+                "llm": provider.describe() if provider is not None and hasattr(provider, "describe") else None,
+            },
+        )
+    run_id = writer.run_id
+    if candidates_dir is None:
+        base_dir = Path(db.path).parent if getattr(db, "path", None) else Path.cwd()
+        candidates_dir = base_dir / f"argus-run-{run_id}"
+    plan = planner if not isinstance(planner, str) else make_planner(planner_kind, provider=provider, seed=seed)
+    code = coder if not isinstance(coder, str) else make_coder(coder_kind, provider=provider, directory=candidates_dir)
+    gater = _Gater(isolate, timeout_s)
+    options_dict = options.to_dict()
+
+    def record_llm(step: int) -> Callable[..., Any]:
+        secrets = [getattr(getattr(provider, "config", None), "api_key", None)]
+
+        def record(messages: Any, completion: Any = None, *, error: Any = None, purpose: str | None = None) -> Any:
+            return writer.record_llm_exchange(messages, completion, error=error, purpose=purpose, step=step,
+                                              secrets=secrets)  # fmt: skip
+
+        return record
+
+    nodes: dict[str, _Node] = {}
+    fingerprints: set[str] = set(writer.state.fingerprints)
+    metric: str | None = None
+    start_ms: float | None = None
+    feedback: list[str] = []
+    trajectory: list[dict[str, Any]] = []
+
+    def node_from_record(c: Any) -> _Node:
+        p = c.params or {}
+        ref = KernelRef.from_json(p.get("ref") or {})
+        generated = bool(p.get("generated"))
+        if generated and c.source and not Path(str(ref.file)).exists():
+            Path(str(ref.file)).parent.mkdir(parents=True, exist_ok=True)
+            Path(str(ref.file)).write_text(c.source)  # resume on another machine or after cleanup
+        arm = Arm.from_json(p["arm"]) if p.get("arm") else START
+        n = _Node(
+            c.id,
+            c.step,
+            arm,
+            ref,
+            str(p.get("task")),
+            generated,
+            c.source or "",
+            c.status,
+            c.reward,
+            parent=c.parent_id,
+        )
+        summary = c.summary if isinstance(c.summary, dict) else {}
+        n.ms = summary.get("ms")
+        n.result = summary.get("result")
+        return n
+
+    def best_node() -> _Node | None:
+        timed = [n for n in nodes.values() if n.status == "accepted" and n.ms]
+        return min(timed, key=lambda n: (n.ms, n.step)) if timed else None
+
+    def row(n: _Node) -> dict[str, Any]:
+        return {
+            "step": n.step,
+            "candidate": n.id,
+            "action": n.arm.id,
+            "kernel": n.ref.name,
+            "params": n.ref.params,
+            "status": n.status,
+            "reward": n.reward,
+            "ms": n.ms,
+            "speedup": (start_ms / n.ms) if start_ms and n.ms else None,
+        }
+
+    def gate_node(n: _Node) -> None:
+        nonlocal metric, start_ms, feedback
+        writer.start_gate(n.id)
+        emit(StepEvent("gating", n.step, n.id, n.arm.id))
+        result = gater(n.ref, n.task, options_dict, n.id, n.generated)
+        writer.record_gate_result(n.id, result)
+        ms, source = gate_time(result)
+        if n.arm.kind == "start":
+            start_ms = ms if result.get("verdict") == "accepted" else None
+        metric = metric or source
+        reward, details = reward_of(result, start_ms)
+        if n.arm.kind == "start":
+            reward = 0.0
+        n.status = {"accepted": "accepted", "rejected": "rejected"}.get(str(result.get("verdict")), "error")
+        n.reward, n.ms, n.result = reward, ms, result
+        if ms is not None:
+            writer.record_timing(n.id, "estimate" if source == "cost_model" else "gpu", ms, {"metric": source})
+        summary = {"ms": ms, "metric": source, "verdict": result.get("verdict"), "result": _slim(result)}
+        writer.finish_candidate(n.id, n.status, reward=reward, reward_details=details, summary=summary)
+        if n.arm.kind != "start":
+            plan.update(n.arm.id, _advantage(n, nodes))
+        feedback = failure_feedback(result) if n.status != "accepted" else []
+        best = best_node()
+        trajectory.append(row(n))
+        emit(StepEvent("finished", n.step, n.id, n.arm.id, n.status, reward, ms,
+                       (start_ms / ms) if start_ms and ms else None,
+                       best.ms if best else None, (start_ms / best.ms) if best and start_ms else None))  # fmt: skip
+
+    # ---- replay what is done, gate what was interrupted
+    for c in writer.state.candidates:
+        n = node_from_record(c)
+        nodes[n.id] = n
+    parents = {c.id: c.parent_id for c in writer.state.candidates}
+    for n in sorted(nodes.values(), key=lambda n: n.step):
+        if n.status in ("accepted", "rejected", "error", "invalid"):
+            if n.arm.kind == "start":
+                start_ms = n.ms if n.status == "accepted" else None
+            elif n.reward is not None:
+                plan.update(n.arm.id, _advantage(n, nodes))
+            if parents.get(n.id) in nodes:
+                nodes[parents[n.id]].tried.add(n.arm.id)
+            trajectory.append(row(n))
+            if n.result:
+                metric = metric or gate_time(n.result)[1]
+    for c in writer.state.to_gate:
+        gate_node(nodes[c.id])
+    step = writer.state.next_step if writer.state.candidates else 0
+
+    stop_reason = ""
+    status = "finished"
+    try:
+        if not nodes:  # a new run: gate the starting kernel
+            ref = parse_target(str(target))
+            fn = ref.load()
+            task = task_for(fn, ref.params).name
+            source = kernel_source(ref)
+            fp = candidate_fingerprint(_identity(ref, source, False), ref.params)
+            cid = writer.add_candidate(0, action=START.id, params=_node_params(START, ref, task, False, {}),
+                                       source=source, kernel_params=ref.params, fingerprint=fp)  # fmt: skip
+            fingerprints.add(fp)
+            nodes[cid] = _Node(cid, 0, START, ref, task, False, source)
+            gate_node(nodes[cid])
+            step = 1
+        start = next((n for n in nodes.values() if n.arm.kind == "start"), None)
+        if start is None or start.status != "accepted" or not start_ms:
+            stop_reason = "the starting kernel was not accepted by the gate (or not timed): nothing to improve on"
+            status = "failed"
+        while not stop_reason:
+            spent = sum(1 for n in nodes.values() if n.arm.kind != "start")
+            usage = writer.read().usage
+            if budget.candidates is not None and spent >= budget.candidates:
+                stop_reason = f"budget: {spent} candidates"
+                break
+            if budget.wall_s is not None and time.monotonic() - started >= budget.wall_s:
+                stop_reason = f"budget: {budget.wall_s:g} s of wall time"
+                break
+            tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+            if budget.tokens is not None and tokens >= budget.tokens:
+                stop_reason = f"budget: {tokens} LLM tokens"
+                break
+            if budget.cost_usd is not None and float(usage.get("cost_usd") or 0.0) >= budget.cost_usd:
+                stop_reason = f"budget: ${budget.cost_usd:g} of LLM cost"
+                break
+            base = best_node()
+            assert base is not None
+            if base.arms is None:
+                findings, lines = perf_findings(base.result or {})
+                est = _estimate_profile(base.result or {})
+                base.arms = available_arms(base.ref, profile=est, findings=findings or None,
+                                           rewrites=getattr(code, "name", "") == "llm")  # fmt: skip
+            findings, lines = perf_findings(base.result or {})
+            made = None
+            while made is None:
+                arms = [a for a in base.arms if a.id not in base.tried]
+                if not arms:
+                    break
+                ctx = PlanContext(
+                    step=step, arms=arms, kernel=base.ref.name, params=dict(base.ref.params),
+                    history=writer.read().history(), profile=_estimate_profile(base.result or {}),
+                    findings=lines, feedback=list(feedback), record=record_llm(step),
+                )  # fmt: skip
+                choice = plan.choose(ctx)
+                base.tried.add(choice.arm.id)
+                emit(StepEvent("planned", step, None, choice.arm.id, rationale=choice.rationale, source=choice.source,
+                               message=choice.fallback_reason))  # fmt: skip
+                extra = {"choice": choice.to_json()}
+                try:
+                    if getattr(code, "name", "") == "llm":
+                        m = code.materialize(choice.arm, base.ref, base_source=base.source if base.generated else None,
+                                             feedback=list(feedback), record=record_llm(step))  # fmt: skip
+                    else:
+                        m = code.materialize(choice.arm, base.ref)
+                except AgentError as e:
+                    penalty = RESTRICTED_PENALTY if e.code == "CODER_RESTRICTED" else INVALID_PENALTY
+                    cid = writer.add_candidate(step, parent=base.id, action=choice.arm.id, status="invalid",
+                                               params={**_node_params(choice.arm, base.ref, base.task, False, extra),
+                                                       "error": {"code": e.code, "message": e.message}})  # fmt: skip
+                    writer.finish_candidate(cid, "invalid", reward=penalty, reward_details={"code": e.code},
+                                            summary={"error": e.code, "message": e.message})  # fmt: skip
+                    plan.update(choice.arm.id, penalty)
+                    n = _Node(cid, step, choice.arm, base.ref, base.task, False, "", "invalid", penalty, parent=base.id)
+                    nodes[cid] = n
+                    trajectory.append(row(n))
+                    feedback = [f"the candidate could not be built: [{e.code}] {e.message}"]
+                    emit(StepEvent("invalid", step, cid, choice.arm.id, "invalid", penalty, message=e.message))
+                    step += 1
+                    made = False
+                    break
+                fp = candidate_fingerprint(_identity(m.ref, m.source, m.generated), m.ref.params)
+                if fp in fingerprints:
+                    continue  # the same kernel was gated already: plan again, on another arm
+                try:
+                    task = task_for(m.ref.load(), m.ref.params).name if not m.generated else base.task
+                except AgentError:
+                    task = base.task
+                extra.update(m.notes and {"notes": m.notes} or {})
+                cid = writer.add_candidate(step, parent=base.id, action=choice.arm.id,
+                                           params=_node_params(choice.arm, m.ref, task, m.generated, extra),
+                                           source=m.source, kernel_params=m.ref.params, fingerprint=fp)  # fmt: skip
+                fingerprints.add(fp)
+                n = _Node(cid, step, choice.arm, m.ref, task, m.generated, m.source, parent=base.id)
+                nodes[cid] = n
+                gate_node(n)
+                step += 1
+                made = True
+            if made is None:
+                stop_reason = f"no untried action left for {base.ref.name}"
+    except BaseException:
+        gater.close()
+        writer.release()
+        if own_store:
+            db.close()
+        raise
+    gater.close()
+    best = best_node()
+    best_json = None
+    if best is not None:
+        best_json = {
+            "candidate": best.id,
+            "step": best.step,
+            "kernel": best.ref.name,
+            "params": best.ref.params,
+            "action": best.arm.id,
+            "ms": best.ms,
+            "generated": best.generated,
+            "source": best.source if best.generated else None,
+        }
+    result = OptimizeResult(run_id, str(db.path), str(target), metric, start_ms, best_json,
+                            sorted(trajectory, key=lambda r: r["step"]), stop_reason, status)  # fmt: skip
+    writer.finish(status, {k: v for k, v in result.to_json().items() if k != "trajectory"})
+    emit(StepEvent("done", step, best.id if best else None, message=stop_reason, best_ms=best.ms if best else None,
+                   best_speedup=result.speedup))  # fmt: skip
+    if own_store:
+        db.close()
+    return result
+
+
+def _estimate_profile(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    profile = _stage(result, "profile")
+    est = ((profile or {}).get("details") or {}).get("cost_model")
+    return dict(est["profile"]) if isinstance(est, dict) and isinstance(est.get("profile"), dict) else None
+
+
+def _slim(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What the loop keeps of a gate result in the candidate's summary to rebuild its state on resume: the verdict
+    and the verify and profile stages (their findings, the cost model's estimate); the full result is in the
+    gate_results rows."""
+    keep = {"verify", "profile", "correct"}
+    return {
+        "verdict": result.get("verdict"),
+        "task": result.get("task"),
+        "stages": [s for s in result.get("stages", []) if s.get("stage") in keep],
+    }

@@ -1,0 +1,153 @@
+"""The optimization loop with the embedded defaults (bandit planner, transform coder, the cost model on the CPU),
+the bandit, the arms, resume after a killed run, and `argus optimize`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from argus.agent.arms import Arm, KernelRef, available_arms, kernel_source, parse_target, task_for
+from argus.agent.coder import CoderError, TransformCoder
+from argus.agent.loop import Budget, optimize, reward_of
+from argus.agent.planner import BanditPlanner, PlanContext
+from argus.agent.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_loop_improves_the_naive_gemm_under_the_cost_model(tmp_path: Path):
+    events = []
+    result = optimize(
+        "gemm_naive", budget=Budget(candidates=2), store=tmp_path / "runs.db", isolate=False, on_step=events.append
+    )
+    assert result.status == "finished" and result.metric == "cost_model"
+    assert result.stop_reason == "budget: 2 candidates"
+    assert result.best is not None and result.best["ms"] < result.start_ms and result.speedup > 1.5
+    steps = [row["step"] for row in result.trajectory]
+    assert steps == [0, 1, 2]
+    assert result.trajectory[1]["action"] == "lineage:gemm_smem_tiled"  # the next rung's entry ranks first
+    # every reward is ln(t_start / t), the starting kernel's 0
+    for row in result.trajectory:
+        if row["status"] == "accepted":
+            assert row["reward"] == pytest.approx(__import__("math").log(result.start_ms / row["ms"]))
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "gating" and kinds[-1] == "done" and kinds.count("finished") == 3
+    with RunStore(tmp_path / "runs.db") as store:
+        state = store.read_run(result.run_id)
+        assert state.run["status"] == "finished" and len(state.done) == 3
+        assert all(c.gate.get("profile", {}).get("code") == "PROFILE_NO_GPU" for c in state.done)
+        assert [t["label"] for t in store.timings(result.run_id)] == ["estimate"] * 3
+
+
+def test_policy_transforms_on_a_file_kernel(tmp_path: Path):
+    """A FILE.py:function target has no lineage: the arms are the policy transforms it declares."""
+    path = tmp_path / "my_gemm.py"
+    path.write_text(kernel_source(KernelRef(library="gemm_mma_sync")))
+    target = f"{path}:gemm_mma_sync"
+    ref = parse_target(target)
+    arms = available_arms(ref)
+    assert arms and {a.kind for a in arms} == {"policy"}
+    assert task_for(ref.load(), ref.params).name == "gemm"
+    result = optimize(target, budget=2, store=tmp_path / "runs.db", isolate=False)
+    chosen = [row["action"] for row in result.trajectory[1:]]
+    assert all(a.startswith("tile-shape:tile_shape=") for a in chosen)
+    assert len(set(chosen)) == 2 and all(row["status"] == "accepted" for row in result.trajectory)
+    assert {row["kernel"] for row in result.trajectory} == {target}
+
+
+def test_the_bandit_is_deterministic_and_learns():
+    arms = [Arm("policy", "e", "stages", v, prior=p) for v, p in ((2, 1.0), (3, 2.5), (4, 2.5), (5, 0.5))]
+    ctx = PlanContext(step=1, arms=arms, kernel="k", params={})
+
+    def sequence(seed: int, rewards: dict[int, float]) -> list[int]:
+        bandit, out = BanditPlanner(seed), []
+        for _ in range(8):
+            arm = bandit.choose(ctx).arm
+            out.append(arm.value)
+            bandit.update(arm.id, rewards[arm.value])
+        return out
+
+    rewards = {2: 0.1, 3: -1.5, 4: 0.8, 5: 0.0}
+    first = sequence(0, rewards)
+    assert first == sequence(0, rewards)  # same seed, same choices
+    assert first[0] in (3, 4)  # untried: the highest prior first
+    assert first.count(4) > first.count(3)  # the arm that pays is pulled more than the one that failed
+    assert first[-3:].count(3) == 0
+
+
+def test_rewards_and_penalties():
+    accepted = {"verdict": "accepted", "stages": [{"stage": "profile", "status": "skipped",
+                                                   "details": {"cost_model": {"ms": 1.0}}}]}  # fmt: skip
+    reward, details = reward_of(accepted, start_ms=4.0)
+    assert reward == pytest.approx(__import__("math").log(4.0)) and details["metric"] == "cost_model"
+    rejected = {"verdict": "rejected", "stages": [{"stage": "verify", "status": "failed", "code": "VERIFY_VIOLATED"}]}
+    assert reward_of(rejected, 4.0) == (-1.0, {"penalty": "verify", "code": "VERIFY_VIOLATED"})
+    assert reward_of({"verdict": "error", "stages": []}, 4.0)[0] < 0
+
+
+def test_the_transform_coder():
+    coder = TransformCoder()
+    base = parse_target("gemm_cp_async")
+    m = coder.materialize(Arm("policy", "pipeline-stages", "stages", 3), base)
+    assert m.ref.params["STAGES"] == 3 and m.ref.library == "gemm_cp_async" and not m.generated
+    m = coder.materialize(Arm("lineage", "swizzle-shared-128b", kernel="gemm_cp_async_swizzled"), base)
+    assert m.ref.library == "gemm_cp_async_swizzled"
+    with pytest.raises(CoderError) as err:
+        coder.materialize(Arm("rewrite", "tma-loads"), base)
+    assert err.value.code == "CODER_NO_TRANSFORM"
+    with pytest.raises(CoderError) as err:
+        coder.materialize(Arm("policy", "pipeline-stages", "stages", 0), base)
+    assert err.value.code == "CODER_KB_TRANSFORM_VALUE"
+
+
+def test_resume_after_a_killed_run_repeats_nothing(tmp_path: Path):
+    db = tmp_path / "runs.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.agent.optimize_script", str(db), "gemm_naive", "3", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 9, done.stderr
+    with RunStore(db) as store:
+        (run,) = store.runs()
+        state = store.read_run(run["id"])
+        assert [c.step for c in state.in_flight] == [2] and len(state.done) == 2
+        before = {c.id: (c.step, c.action, c.fingerprint, c.attempts) for c in state.done}
+    result = optimize(None, resume=run["id"], store=db, isolate=False)
+    assert result.status == "finished" and result.stop_reason == "budget: 3 candidates"
+    with RunStore(db) as store:
+        state = store.read_run(run["id"])
+        steps = [c.step for c in state.candidates]
+        assert steps == [0, 1, 2, 3]  # each step once: nothing planned twice, nothing lost
+        assert len({c.fingerprint for c in state.candidates}) == 4
+        for c in state.candidates:
+            if c.id in before:
+                assert (c.step, c.action, c.fingerprint, c.attempts) == before[c.id]  # not gated again
+        (interrupted,) = [c for c in state.candidates if c.step == 2]
+        assert interrupted.attempts == 2 and interrupted.status == "accepted"
+        assert state.run["status"] == "finished"
+
+
+def test_argus_optimize_command(tmp_path: Path):
+    from argus.cli.main import app
+
+    runner = CliRunner()
+    db, png = tmp_path / "runs.db", tmp_path / "speed.png"
+    out = runner.invoke(app, ["optimize", "gemm_naive", "--budget", "1", "--store", str(db), "--plot", str(png),
+                              "--no-isolate", "--json", str(tmp_path / "r.json")])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "lineage:gemm_smem_tiled" in out.output and "cost model" in out.output and "best: step 1" in out.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    run_id = __import__("json").loads((tmp_path / "r.json").read_text())["run_id"]
+    shown = runner.invoke(app, ["runs", "show", run_id, "--store", str(db)])
+    assert shown.exit_code == 0 and f"best: {run_id}-0001 (step 1" in shown.output
+    bad = runner.invoke(app, ["optimize", "gemm_nonexistent", "--store", str(db)])
+    assert bad.exit_code == 2 and "KERNEL_UNKNOWN" in bad.output
+    llm = runner.invoke(app, ["optimize", "gemm_naive", "--planner", "llm", "--store", str(db)])
+    assert llm.exit_code == 2 and "LLM_CONFIG_MISSING" in llm.output
