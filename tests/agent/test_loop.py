@@ -151,3 +151,14 @@ def test_argus_optimize_command(tmp_path: Path):
     assert bad.exit_code == 2 and "KERNEL_UNKNOWN" in bad.output
     llm = runner.invoke(app, ["optimize", "gemm_naive", "--planner", "llm", "--store", str(db)])
     assert llm.exit_code == 2 and "LLM_CONFIG_MISSING" in llm.output
+
+
+def test_the_tour_step_runs_the_loop_with_the_embedded_defaults():
+    from rich.console import Console
+
+    from argus.tour import _optimize_step
+
+    console = Console(record=True, width=200)
+    assert _optimize_step(console, budget=1)
+    text = console.export_text()
+    assert "step 1: lineage:gemm_smem_tiled" in text and "not a measurement" in text
