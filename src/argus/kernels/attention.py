@@ -53,9 +53,11 @@ def flash_attention_fwd(
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
                 valid = T.index(scores, 1) + j * BN < S  # key positions past the sequence
                 x = T.where(valid, scores * scale_log2, float("-inf"))
-                m_new = T.maximum(m, T.reduce_max(x, axis=1))
+                m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows
                 p = T.exp2(x - m_new[:, None])
                 alpha = T.exp2(m - m_new)  # rescales what was accumulated with the old maximum
+                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
+                T.assert_tag(lambda pv, mv: (pv[0] == mv[0]) & (pv[0] // BM == bm), p, m_new[:, None])
                 T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
                 T.copy(o * alpha[:, None], o)
                 T.copy(m_new, m)

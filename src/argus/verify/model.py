@@ -414,6 +414,10 @@ class Query:
     def __init__(self, analysis: Analysis, lookback: int = 3) -> None:
         self.analysis = analysis
         self.lookback = lookback
+        # the look-back budget of the read being answered: reads of other buffers that it starts (through a
+        # write's source) inherit it, so a chain through loop-carried values (m_new = max(m, ...); m = m_new)
+        # stops after `lookback` iterations instead of recursing without end
+        self._budget: dict | None = None
         self.side: list[Any] = []
         self.steps: list[Step] = []
         self.havoc: list[tuple[Any, str, str]] = []  # (guard, code, reason)
@@ -466,7 +470,15 @@ class Query:
     # --- reading --------------------------------------------------------------------------------------------
     def read(self, buffer: Buffer, items: tuple, loc: Any, env: dict, guard: Any, budget: dict | None = None) -> SymTag:
         """The tag of `buffer`'s element at `loc` given its history `items` (newest first)."""
-        budget = {} if budget is None else budget
+        if budget is None:
+            budget = self._budget if self._budget is not None else {}
+        saved, self._budget = self._budget, budget
+        try:
+            return self._read(buffer, items, loc, env, guard, budget)
+        finally:
+            self._budget = saved
+
+    def _read(self, buffer: Buffer, items: tuple, loc: Any, env: dict, guard: Any, budget: dict) -> SymTag:
         if not items:
             return self.named(UNINIT, ())
         head, rest = items[0], items[1:]
