@@ -162,3 +162,18 @@ def test_the_tour_step_runs_the_loop_with_the_embedded_defaults():
     assert _optimize_step(console, budget=1)
     text = console.export_text()
     assert "step 1: lineage:gemm_smem_tiled" in text and "not a measurement" in text
+
+
+def test_an_entry_selection_replaces_the_shipped_entries(tmp_path: Path):
+    """The curricula of argus.lineage: the loop plans only from the entries it is given."""
+    from argus.kb import entries, get_entry
+
+    ref = parse_target("gemm_cp_async")
+    only_stages = available_arms(ref, entries=[get_entry("pipeline-stages")])
+    assert only_stages and {a.entry_id for a in only_stages} == {"pipeline-stages"}  # no tile shapes, no lineage
+    everything = available_arms(ref, entries=entries())
+    assert {a.id for a in everything} == {a.id for a in available_arms(ref)}
+    assert "lineage:gemm_cp_async_swizzled" in {a.id for a in everything}
+    assert available_arms(ref, entries=()) == []
+    result = optimize("gemm_naive", budget=1, store=tmp_path / "r.db", isolate=False, entries=())
+    assert result.stop_reason == "no untried action left for gemm_naive" and result.best_ms_by_step == [result.start_ms]

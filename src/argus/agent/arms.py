@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,28 +210,36 @@ def available_arms(
     findings: Any = None,
     rewrites: bool = False,
     rewrite_limit: int = 6,
+    entries: Iterable[Any] | None = None,
 ) -> list[Arm]:
-    """The arms for `ref` as it stands, best prior first: every executable policy action
-    (`argus.kb.ranked_actions`), the next lineage rung when there is one, and with `rewrites` the best applicable
-    entries without an executable transform (for the LLM coder)."""
-    from argus.kb import kernel_features, ranked_actions, retrieve
+    """The arms for `ref` as it stands, best prior first: every executable policy action (as
+    `argus.kb.ranked_actions`), the next lineage rung when there is one, and with `rewrites` the best applicable
+    entries without an executable transform (for the LLM coder).
+
+    `entries`: the knowledge-base entries to plan from (`argus.kb.Entry` objects: curated, mined, or a selection),
+    replacing the shipped ones in retrieval; a lineage move is then offered only when the entry naming its mechanism
+    is among them (an empty selection offers nothing)."""
+    from argus.kb import actions, kernel_features, retrieve
 
     fn = ref.load()
+    pool = list(entries) if entries is not None else None
+    features = kernel_features(fn, profile=profile, findings=findings, **ref.params)
+    matches = {m.entry.id: m for m in retrieve(features, k=None, entries=pool)}
     arms: list[Arm] = []
-    for match, action in ranked_actions(fn, ref.params, profile=profile, findings=findings):
-        arms.append(Arm("policy", action.entry_id, action.policy, action.value, prior=match.score,
-                        title=match.entry.title))  # fmt: skip
-    matches = None
+    for match in matches.values():
+        if match.transform_ready:
+            for action in actions(match.entry, fn, ref.params):
+                arms.append(Arm("policy", action.entry_id, action.policy, action.value, prior=match.score,
+                                title=match.entry.title))  # fmt: skip
     rung = next_rung(ref)
-    if rung is not None or rewrites:
-        features = kernel_features(fn, profile=profile, findings=findings, **ref.params)
-        matches = {m.entry.id: m for m in retrieve(features, k=None)}
     if rung is not None:
         kernel, step = rung
         entry_id = MECHANISM_ENTRIES.get(step.mechanism, step.mechanism)
-        m = matches.get(entry_id) if matches else None
-        prior = m.score if m is not None else 1.0
-        arms.append(Arm("lineage", entry_id, kernel=kernel, prior=prior, title=step.adds))
+        m = matches.get(entry_id)
+        known = pool is None or any(getattr(e, "id", None) == entry_id for e in pool)
+        if known:
+            prior = m.score if m is not None else 1.0
+            arms.append(Arm("lineage", entry_id, kernel=kernel, prior=prior, title=step.adds))
     if rewrites and matches:
         ready = {a.entry_id for a in arms}
         extra = [m for m in matches.values() if m.entry.transform.kind != "policy" and m.entry.id not in ready]

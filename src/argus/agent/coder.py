@@ -45,13 +45,18 @@ class TransformCoder:
 
     name = "transform"
 
+    def __init__(self, entries: Any = None) -> None:
+        #: entries by id that are not (or not only) the shipped ones: mined skills, a selection
+        self.entries = {e.id: e for e in entries} if entries is not None else {}
+
     def materialize(self, arm: Arm, base: KernelRef, **_: Any) -> Materialized:
-        from argus.kb import Action, KBError, apply
+        from argus.kb import KBError, apply
         from argus.kernels.registry import get_kernel
 
         if arm.kind == "policy":
             try:
-                params = apply(Action(arm.entry_id, str(arm.policy), arm.value), base.load(), base.params)
+                entry = self.entries.get(arm.entry_id, arm.entry_id)
+                params = apply(entry, base.load(), base.params, value=arm.value)
             except KBError as e:
                 raise CoderError(f"CODER_{e.code}", e.message, e.hint) from None
             ref = base.with_params(params)
@@ -149,7 +154,8 @@ class LLMCoder:
         try:
             from argus.kb import get_entry
 
-            entry = get_entry(arm.entry_id).to_dict()
+            known = self.fallback.entries.get(arm.entry_id) if isinstance(self.fallback, TransformCoder) else None
+            entry = (known or get_entry(arm.entry_id)).to_dict()
         except Exception:  # noqa: BLE001 - a lineage mechanism without an entry: the prompt goes without
             entry = None
         messages = coder_prompt(arm, base, source, entry, list(feedback or []))
@@ -194,12 +200,13 @@ class LLMCoder:
         return done
 
 
-def make_coder(kind: str, *, provider: Any = None, directory: Path | str | None = None) -> Any:
-    """``transform`` or ``llm`` (which needs `provider` and a directory for generated modules)."""
+def make_coder(kind: str, *, provider: Any = None, directory: Path | str | None = None, entries: Any = None) -> Any:
+    """``transform`` or ``llm`` (which needs `provider` and a directory for generated modules); `entries`: the
+    knowledge-base entries in use when they are not the shipped ones."""
     if kind == "transform":
-        return TransformCoder()
+        return TransformCoder(entries)
     if kind == "llm":
         if provider is None:
             raise CoderError("CODER_NO_PROVIDER", "the llm coder needs an LLM provider", "configure ARGUS_LLM_*")
-        return LLMCoder(provider, directory or Path.cwd() / "argus-candidates")
+        return LLMCoder(provider, directory or Path.cwd() / "argus-candidates", fallback=TransformCoder(entries))
     raise CoderError("CODER_UNKNOWN", f"no coder named {kind!r}", "transform or llm")

@@ -114,6 +114,17 @@ class OptimizeResult:
     status: str = "finished"
 
     @property
+    def best_ms_by_step(self) -> list[float | None]:
+        """The best accepted time after each step (index 0: the start kernel's), None before any."""
+        out: list[float | None] = []
+        best: float | None = None
+        for row in sorted(self.trajectory, key=lambda r: r["step"]):
+            if row["status"] == "accepted" and row["ms"] is not None:
+                best = row["ms"] if best is None else min(best, row["ms"])
+            out.append(best)
+        return out
+
+    @property
     def speedup(self) -> float | None:
         if self.best is None or not self.start_ms or not self.best.get("ms"):
             return None
@@ -320,19 +331,23 @@ def optimize(
     isolate: bool = True,
     timeout_s: float = 600.0,
     candidates_dir: str | Path | None = None,
+    entries: Any = None,
 ) -> OptimizeResult:
     """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
     result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
     (or objects with their interfaces); `provider`: the LLM provider the llm planner and coder use;
     `gate_options`: `argus.eval.gate.GateOptions` (default: 5 correctness trials, the cost model's sizes the start
     task's first benchmark sizes); `isolate`: gate in a worker process (generated code always is);
-    `candidates_dir`: where generated modules are written (default: beside the store)."""
+    `candidates_dir`: where generated modules are written (default: beside the store); `entries`: the
+    knowledge-base entries to plan from (`argus.kb.Entry` objects, e.g. curated + mined skills; default: the shipped
+    ones) — retrieval, the arms and the transforms use only these (pass them again on resume)."""
     from argus.agent.coder import make_coder
     from argus.agent.planner import PlanContext, make_planner
     from argus.eval.gate import GateOptions
 
     started = time.monotonic()
     budget = Budget.of(budget)
+    entries = tuple(entries) if entries is not None else None
     own_store = not isinstance(store, RunStore)
     db = store if isinstance(store, RunStore) else RunStore(store)
 
@@ -379,6 +394,7 @@ def optimize(
                 "gate": options.to_dict(),
                 "isolate": isolate,
                 "candidates_dir": str(candidates_dir) if candidates_dir else None,
+                "entries": [getattr(e, "id", str(e)) for e in entries] if entries is not None else None,
                 "llm": provider.describe() if provider is not None and hasattr(provider, "describe") else None,
             },
         )
@@ -387,7 +403,11 @@ def optimize(
         base_dir = Path(db.path).parent if getattr(db, "path", None) else Path.cwd()
         candidates_dir = base_dir / f"argus-run-{run_id}"
     plan = planner if not isinstance(planner, str) else make_planner(planner_kind, provider=provider, seed=seed)
-    code = coder if not isinstance(coder, str) else make_coder(coder_kind, provider=provider, directory=candidates_dir)
+    code = (
+        coder
+        if not isinstance(coder, str)
+        else make_coder(coder_kind, provider=provider, directory=candidates_dir, entries=entries)
+    )
     gater = _Gater(isolate, timeout_s)
     options_dict = options.to_dict()
 
@@ -538,7 +558,7 @@ def optimize(
                 findings, lines = perf_findings(base.result or {})
                 est = _estimate_profile(base.result or {})
                 base.arms = available_arms(base.ref, profile=est, findings=findings or None,
-                                           rewrites=getattr(code, "name", "") == "llm")  # fmt: skip
+                                           rewrites=getattr(code, "name", "") == "llm", entries=entries)  # fmt: skip
             findings, lines = perf_findings(base.result or {})
             made = None
             while made is None:
