@@ -142,3 +142,48 @@ def test_the_llm_coder_refuses_restricted_code(make, server, tmp_path: Path):
         raise AssertionError("restricted code was accepted")
     assert not (tmp_path / "gen").exists()  # nothing was written, let alone run
     assert extract_code("```py\nx = 1\n```") == "x = 1\n"
+
+
+SWIZZLED = SOURCE.replace(
+    "sA = T.alloc_shared((BM, BK), T.bf16)", "sA = T.alloc_shared((BM, BK), T.bf16, swizzle=BK * 2)"
+).replace("sB = T.alloc_shared((BK, BN), T.bf16)", "sB = T.alloc_shared((BK, BN), T.bf16, swizzle=min(BN * 2, 128))")
+
+
+def test_a_generated_kernel_becomes_the_base_and_runs_only_in_workers(make, server, tmp_path: Path, monkeypatch):
+    """A faster LLM rewrite becomes the kernel the next step starts from: its arms and its policy transform are
+    computed in the worker, and this process never imports it. Restricted code in the loop is an invalid
+    candidate with its penalty."""
+    import argus.kernels.registry as registry
+
+    generated = tmp_path / "generated"
+    real_load = registry.load
+
+    def guarded_load(spec: str):
+        assert not spec.startswith(str(generated)), f"generated code imported in the agent's process: {spec}"
+        return real_load(spec)
+
+    monkeypatch.setattr(registry, "load", guarded_load)
+    assert SWIZZLED != SOURCE
+    server.script += [
+        ok(json.dumps({"action": "rewrite:swizzle-shared-128b", "rationale": "the verifier counts 8-way conflicts"})),
+        ok(_block(SWIZZLED)),
+        ok(json.dumps({"action": "tile-shape:tile_shape=[64,64,64]", "rationale": "fewer iterations"})),
+        slow(5.0),  # the coder times out: the transform coder applies the tile shape, in the worker
+        ok(json.dumps({"action": "rewrite:wgmma-instead-of-mma-sync", "rationale": "tensor cores of Hopper"})),
+        ok(_block(SWIZZLED + "\nimport subprocess\n")),
+    ]
+    db = tmp_path / "runs.db"
+    result = optimize("gemm_mma_sync", planner="llm", coder="llm", budget=3, store=db,
+                      provider=make(max_retries=0, timeout=0.5), candidates_dir=generated)  # fmt: skip
+    assert result.status == "finished" and len(server.requests) == 6
+    with RunStore(db) as store:
+        by_step = {c.step: c for c in store.read_run(result.run_id).candidates}
+    one, two, three = by_step[1], by_step[2], by_step[3]
+    assert one.status == "accepted" and one.params["ref"]["generated"] and one.source == SWIZZLED
+    assert one.reward > 1.0  # no bank conflicts: several times faster under the cost model
+    assert two.parent_id == one.id and two.params["ref"]["generated"] and two.source == SWIZZLED
+    assert two.kernel_params == {"BM": 64, "BN": 64, "BK": 64} and "fallback" in two.params["notes"]
+    assert two.status == "accepted"
+    assert three.status == "invalid" and three.reward == -2.0
+    assert three.params["error"]["code"] == "CODER_RESTRICTED" and "subprocess" in three.params["error"]["message"]
+    assert result.best["generated"] and result.best["source"] == SWIZZLED

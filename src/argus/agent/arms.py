@@ -24,6 +24,7 @@ import inspect
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from argus.diagnostics import ArgusError
@@ -109,35 +110,61 @@ START = Arm("start", "start", title="the starting kernel")
 @dataclass(frozen=True)
 class KernelRef:
     """A kernel the loop can rebuild anywhere: `library` (a library kernel's name), or `file` + `function`
-    (a DSL file; a generated candidate's source is written to `file` first), traced with `params`."""
+    (a DSL file; a generated candidate's source is written to `file` first, and `generated` is set), traced with
+    `params`."""
 
     library: str | None = None
     file: str | None = None
     function: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    generated: bool = False
 
     @property
     def name(self) -> str:
         return self.library or f"{self.file}:{self.function}"
 
     def with_params(self, params: Mapping[str, Any]) -> KernelRef:
-        return KernelRef(self.library, self.file, self.function, dict(params))
+        return KernelRef(self.library, self.file, self.function, dict(params), self.generated)
 
-    def load(self) -> Any:
-        """The ``@argus.kernel`` function (imports the file for a file reference)."""
+    def load(self, *, allow_generated: bool = False) -> Any:
+        """The ``@argus.kernel`` function (imports the file for a file reference). Generated code is imported only
+        where `allow_generated` says so — the gate's worker processes, after the restriction check; anywhere else
+        it is `AgentError` ``AGENT_GENERATED_IN_PROCESS``."""
         from argus.kernels.registry import get_kernel, load
 
         if self.library is not None:
             return get_kernel(self.library).kernel
+        if self.generated:
+            if not allow_generated:
+                raise AgentError(
+                    "AGENT_GENERATED_IN_PROCESS",
+                    f"refusing to import generated code ({self.file}) in the agent's own process",
+                    "generated kernels are loaded only by the gate's worker processes",
+                )
+            from argus.agent.restricted import require_restricted
+
+            require_restricted(Path(str(self.file)).read_text())
         target = load(f"{self.file}:{self.function}")
         return getattr(target, "kernel", target)
 
     def to_json(self) -> dict[str, Any]:
-        return {"library": self.library, "file": self.file, "function": self.function, "params": self.params}
+        return {
+            "library": self.library,
+            "file": self.file,
+            "function": self.function,
+            "params": self.params,
+            "generated": self.generated,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> KernelRef:
-        return cls(data.get("library"), data.get("file"), data.get("function"), dict(data.get("params") or {}))
+        return cls(
+            data.get("library"),
+            data.get("file"),
+            data.get("function"),
+            dict(data.get("params") or {}),
+            bool(data.get("generated", False)),
+        )
 
 
 def parse_target(target: str) -> KernelRef:
@@ -211,6 +238,7 @@ def available_arms(
     rewrites: bool = False,
     rewrite_limit: int = 6,
     entries: Iterable[Any] | None = None,
+    allow_generated: bool = False,
 ) -> list[Arm]:
     """The arms for `ref` as it stands, best prior first: every executable policy action (as
     `argus.kb.ranked_actions`), the next lineage rung when there is one, and with `rewrites` the best applicable
@@ -221,7 +249,7 @@ def available_arms(
     is among them (an empty selection offers nothing)."""
     from argus.kb import actions, kernel_features, retrieve
 
-    fn = ref.load()
+    fn = ref.load(allow_generated=allow_generated)
     pool = list(entries) if entries is not None else None
     features = kernel_features(fn, profile=profile, findings=findings, **ref.params)
     matches = {m.entry.id: m for m in retrieve(features, k=None, entries=pool)}
@@ -241,8 +269,8 @@ def available_arms(
             prior = m.score if m is not None else 1.0
             arms.append(Arm("lineage", entry_id, kernel=kernel, prior=prior, title=step.adds))
     if rewrites and matches:
-        ready = {a.entry_id for a in arms}
-        extra = [m for m in matches.values() if m.entry.transform.kind != "policy" and m.entry.id not in ready]
+        ready = {a.entry_id for a in arms}  # entries with an action the transform coder can apply here
+        extra = [m for m in matches.values() if m.entry.id not in ready]
         for m in extra[:rewrite_limit]:
             arms.append(Arm("rewrite", m.entry.id, prior=m.score, title=m.entry.title))
     return sorted(arms, key=lambda a: -a.prior)

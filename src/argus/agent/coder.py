@@ -45,22 +45,33 @@ class TransformCoder:
 
     name = "transform"
 
-    def __init__(self, entries: Any = None) -> None:
+    def __init__(self, entries: Any = None, *, remote: Any = None, allow_generated: bool = False) -> None:
         #: entries by id that are not (or not only) the shipped ones: mined skills, a selection
         self.entries = {e.id: e for e in entries} if entries is not None else {}
+        #: for a generated base kernel: ``remote(arm, base) -> params`` applies the transform in a worker process
+        self.remote = remote
+        self.allow_generated = allow_generated
 
     def materialize(self, arm: Arm, base: KernelRef, **_: Any) -> Materialized:
         from argus.kb import KBError, apply
         from argus.kernels.registry import get_kernel
 
         if arm.kind == "policy":
-            try:
-                entry = self.entries.get(arm.entry_id, arm.entry_id)
-                params = apply(entry, base.load(), base.params, value=arm.value)
-            except KBError as e:
-                raise CoderError(f"CODER_{e.code}", e.message, e.hint) from None
+            if base.generated and not self.allow_generated:
+                if self.remote is None:
+                    raise CoderError(
+                        "CODER_GENERATED_BASE", "a generated kernel is transformed only in a worker process"
+                    )
+                params = self.remote(arm, base)
+            else:
+                try:
+                    entry = self.entries.get(arm.entry_id, arm.entry_id)
+                    fn = base.load(allow_generated=self.allow_generated)
+                    params = apply(entry, fn, base.params, value=arm.value)
+                except KBError as e:
+                    raise CoderError(f"CODER_{e.code}", e.message, e.hint) from None
             ref = base.with_params(params)
-            return Materialized(ref, kernel_source(ref) if base.file is None else _file_source(base))
+            return Materialized(ref, kernel_source(ref) if base.file is None else _file_source(base), base.generated)
         if arm.kind == "lineage":
             entry = get_kernel(str(arm.kernel))
             ref = KernelRef(library=entry.name, params=dict(entry.params))
@@ -189,7 +200,7 @@ class LLMCoder:
             base_name = base.function or (base.library and base.load().name)
             function = base_name if base_name in names else names[0]
             path = self.write(code)
-            ref = KernelRef(file=str(path), function=function, params={})
+            ref = KernelRef(file=str(path), function=function, params={}, generated=True)
             added = tag_assertions(code) - tag_assertions(source)
             return Materialized(ref, code, generated=True, notes={"tag_assertions_added": max(0, added)})
         try:

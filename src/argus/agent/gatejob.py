@@ -23,12 +23,35 @@ def gate_candidate(
 
     kref = KernelRef.from_json(ref)
     source = None
-    if generated:
+    if generated or kref.generated:
         from argus.agent.restricted import require_restricted
 
         source = Path(str(kref.file)).read_text()
         require_restricted(source)
-    fn = kref.load()
+    fn = kref.load(allow_generated=True)
     candidate = KernelCandidate(name, fn, dict(kref.params), source=source)
     result = gate_kernel(get_task(task), candidate, options=GateOptions.from_dict(options))
     return result.to_json()
+
+
+def arms_for(ref: dict[str, Any], profile: Any, findings: Any, rewrites: bool, entries: Any = None) -> list[dict]:
+    """`argus.agent.arms.available_arms` of a generated kernel, computed here in the worker (its code is imported
+    only here): the arms as JSON."""
+    from argus.agent.arms import KernelRef, available_arms
+
+    arms = available_arms(KernelRef.from_json(ref), profile=profile, findings=findings, rewrites=rewrites,
+                          entries=entries, allow_generated=True)  # fmt: skip
+    return [a.to_json() for a in arms]
+
+
+def transform_params(ref: dict[str, Any], arm: dict[str, Any], entries: Any = None) -> dict[str, Any]:
+    """The transform coder's parameters for `arm` on a generated kernel, computed here in the worker; a failure
+    returns ``{"error": {code, message, hint}}``."""
+    from argus.agent.arms import Arm, KernelRef
+    from argus.agent.coder import CoderError, TransformCoder
+
+    try:
+        done = TransformCoder(entries, allow_generated=True).materialize(Arm.from_json(arm), KernelRef.from_json(ref))
+    except CoderError as e:
+        return {"error": {"code": e.code, "message": e.message, "hint": e.hint}}
+    return {"params": done.ref.params}

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from argus.agent.arms import START, AgentError, Arm, KernelRef, available_arms, kernel_source, parse_target, task_for
-from argus.agent.store import RunStore, candidate_fingerprint
+from argus.agent.store import RunStore, RunWriter, candidate_fingerprint
 
 #: Reward of a candidate rejected at each stage (an accepted one gets ln(t_start / t)).
 PENALTIES: dict[str, float] = {
@@ -269,6 +269,18 @@ class _Gater:
             return outcome.value
         return _isolation_result(outcome, name, task)
 
+    def job(self, target: str, kwargs: dict[str, Any], name: str = "job") -> Any:
+        """Run ``target(**kwargs)`` in the worker (always: it may import generated code); raise `AgentError`
+        ``AGENT_WORKER`` when the job fails."""
+        from argus.eval.isolation import Job, WorkerPool
+
+        if self.pool is None:
+            self.pool = WorkerPool(1, self.timeout_s, preload=("torch", "argus.eval.gate", "argus.agent.gatejob"))
+        outcome = next(iter(self.pool.run([Job(name, target, kwargs)])))
+        if not outcome.ok:
+            raise AgentError("AGENT_WORKER", f"{target} failed in the worker: [{outcome.code}] {outcome.reason}")
+        return outcome.value
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
@@ -411,6 +423,19 @@ def optimize(
     gater = _Gater(isolate, timeout_s)
     options_dict = options.to_dict()
 
+    def remote_transform(arm: Arm, base_ref: KernelRef) -> dict[str, Any]:
+        from argus.agent.coder import CoderError
+
+        got = gater.job("argus.agent.gatejob:transform_params",
+                        {"ref": base_ref.to_json(), "arm": arm.to_json(), "entries": entries})  # fmt: skip
+        if "error" in got:
+            raise CoderError(got["error"]["code"], got["error"]["message"], got["error"].get("hint"))
+        return dict(got["params"])
+
+    for transformer in (code, getattr(code, "fallback", None)):
+        if transformer is not None and hasattr(transformer, "remote") and transformer.remote is None:
+            transformer.remote = remote_transform
+
     def record_llm(step: int) -> Callable[..., Any]:
         secrets = [getattr(getattr(provider, "config", None), "api_key", None)]
 
@@ -514,6 +539,13 @@ def optimize(
             if n.result:
                 metric = metric or gate_time(n.result)[1]
     for c in writer.state.to_gate:
+        if isinstance(c.params, dict) and c.params.get("error"):  # recorded as unbuildable, the writer died
+            _finish_invalid(writer, c.id, c.params["error"])
+            n = nodes[c.id]
+            n.status, n.reward = "invalid", _invalid_penalty(c.params["error"])
+            plan.update(n.arm.id, n.reward)
+            trajectory.append(row(n))
+            continue
         gate_node(nodes[c.id])
     step = writer.state.next_step if writer.state.candidates else 0
 
@@ -557,8 +589,18 @@ def optimize(
             if base.arms is None:
                 findings, lines = perf_findings(base.result or {})
                 est = _estimate_profile(base.result or {})
-                base.arms = available_arms(base.ref, profile=est, findings=findings or None,
-                                           rewrites=getattr(code, "name", "") == "llm", entries=entries)  # fmt: skip
+                rewrites = getattr(code, "name", "") == "llm"
+                if base.generated:  # its code is imported only in the worker
+                    try:
+                        kwargs = {"ref": base.ref.to_json(), "profile": est, "findings": findings or None,
+                                  "rewrites": rewrites, "entries": entries}  # fmt: skip
+                        got = gater.job("argus.agent.gatejob:arms_for", kwargs)
+                        base.arms = [Arm.from_json(a) for a in got]
+                    except AgentError:
+                        base.arms = []
+                else:
+                    base.arms = available_arms(base.ref, profile=est, findings=findings or None, rewrites=rewrites,
+                                               entries=entries)  # fmt: skip
             findings, lines = perf_findings(base.result or {})
             made = None
             while made is None:
@@ -582,12 +624,12 @@ def optimize(
                     else:
                         m = code.materialize(choice.arm, base.ref)
                 except AgentError as e:
-                    penalty = RESTRICTED_PENALTY if e.code == "CODER_RESTRICTED" else INVALID_PENALTY
-                    cid = writer.add_candidate(step, parent=base.id, action=choice.arm.id, status="invalid",
-                                               params={**_node_params(choice.arm, base.ref, base.task, False, extra),
-                                                       "error": {"code": e.code, "message": e.message}})  # fmt: skip
-                    writer.finish_candidate(cid, "invalid", reward=penalty, reward_details={"code": e.code},
-                                            summary={"error": e.code, "message": e.message})  # fmt: skip
+                    penalty = _invalid_penalty({"code": e.code})
+                    error = {"code": e.code, "message": e.message}
+                    params = {**_node_params(choice.arm, base.ref, base.task, False, extra), "error": error}
+                    cid = writer.add_candidate(step, parent=base.id, action=choice.arm.id, params=params,
+                                               fingerprint=f"invalid-{step}")  # fmt: skip
+                    _finish_invalid(writer, cid, error)
                     plan.update(choice.arm.id, penalty)
                     n = _Node(cid, step, choice.arm, base.ref, base.task, False, "", "invalid", penalty, parent=base.id)
                     nodes[cid] = n
@@ -644,6 +686,16 @@ def optimize(
     if own_store:
         db.close()
     return result
+
+
+def _invalid_penalty(error: Mapping[str, Any]) -> float:
+    return RESTRICTED_PENALTY if error.get("code") == "CODER_RESTRICTED" else INVALID_PENALTY
+
+
+def _finish_invalid(writer: RunWriter, cid: str, error: Mapping[str, Any]) -> None:
+    """Finish a candidate the coder could not build: ``invalid``, with its penalty."""
+    writer.finish_candidate(cid, "invalid", reward=_invalid_penalty(error), reward_details={"code": error.get("code")},
+                            summary={"error": error.get("code"), "message": error.get("message")})  # fmt: skip
 
 
 def _estimate_profile(result: Mapping[str, Any]) -> dict[str, Any] | None:
