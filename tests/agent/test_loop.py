@@ -147,6 +147,10 @@ def test_argus_optimize_command(tmp_path: Path):
     run_id = __import__("json").loads((tmp_path / "r.json").read_text())["run_id"]
     shown = runner.invoke(app, ["runs", "show", run_id, "--store", str(db)])
     assert shown.exit_code == 0 and f"best: {run_id}-0001 (step 1" in shown.output
+    again = runner.invoke(app, ["optimize", "--resume", run_id, "--store", str(db), "--no-isolate"])
+    assert again.exit_code == 0 and "stopped: budget: 1 candidates" in again.output  # the run's own budget
+    more = runner.invoke(app, ["optimize", "--resume", run_id, "--store", str(db), "--budget", "2", "--no-isolate"])
+    assert more.exit_code == 0 and "step 2/2: lineage:gemm_mma_sync" in more.output  # extended by one candidate
     bad = runner.invoke(app, ["optimize", "gemm_nonexistent", "--store", str(db)])
     assert bad.exit_code == 2 and "KERNEL_UNKNOWN" in bad.output
     llm = runner.invoke(app, ["optimize", "gemm_naive", "--planner", "llm", "--store", str(db)])

@@ -358,6 +358,7 @@ def optimize(
     from argus.eval.gate import GateOptions
 
     started = time.monotonic()
+    budget_given = budget is not None
     budget = Budget.of(budget)
     entries = tuple(entries) if entries is not None else None
     own_store = not isinstance(store, RunStore)
@@ -375,7 +376,7 @@ def optimize(
         planner_kind = config.get("planner", "bandit")
         coder_kind = config.get("coder", "transform")
         options = GateOptions.from_dict(config["gate"])
-        if budget == Budget() and writer.state.run.get("budget"):
+        if not budget_given and writer.state.run.get("budget"):
             budget = Budget.of(writer.state.run["budget"])  # no new budget given: the run's own
         isolate = bool(config.get("isolate", isolate))
         candidates_dir = config.get("candidates_dir") or candidates_dir

@@ -110,7 +110,7 @@ def optimize(
     planner: str = typer.Option("bandit", "--planner", help="bandit (no LLM) or llm"),
     coder: str = typer.Option("transform", "--coder", help="transform (no LLM) or llm"),
     model: str | None = typer.Option(None, "--model", help="the LLM model (else ARGUS_LLM_MODEL / the config file)"),
-    budget: int = typer.Option(20, "--budget", help="gated candidates after the start kernel"),
+    budget: int | None = typer.Option(None, "--budget", help="gated candidates after the start (default 20)"),
     wall_time: float | None = typer.Option(None, "--wall-time", help="seconds of wall time for this session"),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="LLM tokens for the whole run"),
     max_cost: float | None = typer.Option(None, "--max-cost", help="LLM cost in US dollars for the whole run"),
@@ -133,19 +133,38 @@ def optimize(
         raise typer.Exit(2)
     provider = None
     try:
-        if "llm" in (planner, coder) or (resume and model):
+        kinds = (planner, coder)
+        if resume is not None:  # a resumed run keeps its own planner and coder (and model, unless --model)
+            from argus.agent.store import RunStore
+
+            with RunStore(store) as runs:
+                stored = runs.read_run(resume).run
+            config = stored.get("config") or {}
+            kinds = (config.get("planner"), config.get("coder"))
+            model = model or stored.get("model")
+        if "llm" in kinds:
             from argus.agent.providers import make_provider
 
             provider = make_provider(model=model) if model else make_provider()
     except ArgusError as e:
         err.print(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""), markup=False)
         raise typer.Exit(2) from None
-    total = budget
+    given = budget is not None or wall_time is not None or max_tokens is not None or max_cost is not None
+    if budget is None and resume is None:
+        budget = 20
+    total = budget if budget is not None else "?"
+    status: list[Any] = []  # the live "gating ..." spinner, while a gate runs
 
     def on_step(e: StepEvent) -> None:
-        if e.kind == "gating" and e.step == 0:
-            console.print(f"gating the starting kernel ({e.candidate}) ...", markup=False, highlight=False)
-        elif e.kind == "planned":
+        if e.kind == "gating":
+            if e.step == 0:
+                console.print(f"gating the starting kernel ({e.candidate})", markup=False, highlight=False)
+            status.append(console.status(f"gating {e.candidate} (compile, verify, correct, profile) ..."))
+            status[-1].start()
+            return
+        while status:
+            status.pop().stop()
+        if e.kind == "planned":
             who = f" [{e.source}]" if e.source and e.source != "bandit" else ""
             note = f" (fallback: {e.message})" if e.message else ""
             console.print(f"step {e.step}/{total}: {e.arm}{who} — {e.rationale}{note}", markup=False, highlight=False)
@@ -166,7 +185,9 @@ def optimize(
             target,
             planner=planner,
             coder=coder,
-            budget=Budget(candidates=budget, wall_s=wall_time, tokens=max_tokens, cost_usd=max_cost),
+            budget=Budget(candidates=budget, wall_s=wall_time, tokens=max_tokens, cost_usd=max_cost)
+            if given or resume is None
+            else None,
             store=store,
             resume=resume,
             provider=provider,
@@ -178,6 +199,8 @@ def optimize(
         err.print(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""), markup=False)
         raise typer.Exit(2) from None
     finally:
+        while status:
+            status.pop().stop()
         if provider is not None:
             provider.close()
     print_report(result, console)

@@ -469,7 +469,7 @@ def _cost_model_stage(candidate: KernelCandidate, task: Task, options: GateOptio
         est = estimate(candidate.kernel, sizes, params=candidate.params, gpu=options.cost_model, findings=report)
     except Exception as e:  # noqa: BLE001 - an estimate that fails is stated, never a rejection
         return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", f"no CUDA GPU here (no estimate: {e})", start)
-    reason = f"no CUDA GPU here: timing skipped; {est.summary()}"
+    reason = f"no CUDA GPU here; cost-model estimate {est.ms:.3g} ms on {est.gpu}, not a measurement"
     return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", reason, start, cost_model=est.to_json())
 
 
