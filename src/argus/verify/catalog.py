@@ -320,6 +320,15 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "check the kernel with the interpreter under every schedule (argus interpret)",
     ),
     CatalogEntry(
+        "UNKNOWN_MBARRIER_ORDER",
+        "TMA load and its read not related by an mbarrier wait the verifier can check",
+        "Outside warp roles, a read of a TMA destination must follow a wait on the load's mbarrier element; the "
+        "wait's parity is checked against the tile order of a T.pipeline loop only. This wait is not in one, or "
+        "not provably on the loop's stage.",
+        Severity.UNKNOWN,
+        "wait on stage k % STAGES with parity (k // STAGES) % 2 inside T.pipeline, or use producer/consumer roles",
+    ),
+    CatalogEntry(
         "UNKNOWN_BRANCH",
         "branch not modelled",
         "A T.if_ whose condition depends on the thread, or that contains a barrier, is not modelled precisely.",

@@ -27,6 +27,7 @@ from argus.verify.checks.oob import check_masked_reductions, check_shared_views
 from argus.verify.checks.perf import check_performance
 from argus.verify.checks.pipeline import check_stale_reads
 from argus.verify.checks.races import check_races
+from argus.verify.checks.tma_order import check_tma_program_order
 from argus.verify.context import Context
 from argus.verify.model import analyze
 from argus.verify.program import Unsupported
@@ -96,6 +97,7 @@ def verify_kernel(
         run("barrier threads", check_barrier_threads, ctx)
     if "pipeline" in checks:
         run("stale-read", check_stale_reads, ctx)
+        run("TMA read order", check_tma_program_order, ctx)
         run("mbarrier arrive count", check_arrive_counts, ctx)
     if "fence" in checks:
         run("proxy fence", check_proxy_fences, ctx)
