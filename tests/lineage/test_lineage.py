@@ -12,12 +12,16 @@ from argus.lineage import check, library_variant, walk
 from argus.lineage.curriculum import compare
 from argus.lineage.skills import mine_skills, write_skills
 
-SIZES = {"gemm_nt": {"M": 136, "N": 72, "K": 136}, "gemm": {"M": 100, "N": 72, "K": 80}}
+SIZES = {
+    "gemm_nt_bf16": {"M": 136, "N": 72, "K": 136},
+    "gemm_nt": {"M": 136, "N": 72, "K": 136},
+    "gemm": {"M": 100, "N": 72, "K": 80},
+}
 
 
 @pytest.fixture(scope="module")
 def lineage():
-    return walk("gemm_wgmma_tma", sizes=SIZES)
+    return walk("gemm_hopper", sizes=SIZES)  # the library's expert GEMM entry (gemm_wgmma_tma, bf16 C)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +34,7 @@ def skills_dir(lineage, tmp_path_factory):
 def test_walk_reaches_the_naive_kernel_through_gated_single_mechanism_steps(lineage, tmp_path):
     assert lineage.reached_naive, lineage.stopped
     assert len(lineage.steps) >= 6
-    assert lineage.kernels[0]["library"] == "gemm_wgmma_tma"
+    assert lineage.kernels[0]["library"] == "gemm_hopper"
     assert lineage.kernels[-1]["library"] == "gemm_naive"
     for step in lineage.steps:
         assert step.gate["verdict"] == "accepted", step.gate["summary"]
@@ -39,6 +43,10 @@ def test_walk_reaches_the_naive_kernel_through_gated_single_mechanism_steps(line
         assert step.check["code"].get("checked") is True and not step.check["code"]["problems"]
         assert step.before["fingerprint"] != step.after["fingerprint"]
     mechanisms = [s.operator["mechanism"] for s in lineage.steps]
+    assert mechanisms[0] == "output_cast" and lineage.steps[0].after["task"] == "gemm_nt"  # bf16 C -> f32 C
+    # a candidate that fails the gate is recorded and the next one is tried (a tile the predecessor cannot hold)
+    for r in lineage.rejections:
+        assert r["stage"] in ("mechanism", "gate.compile", "gate.verify", "gate.correct") and r["reason"]
     # dependents before prerequisites: the register split before the warp roles, roles before TMA, wgmma before swizzle
     assert (
         mechanisms.index("register_split") < mechanisms.index("warp_specialization") < mechanisms.index("global_copy")
@@ -69,7 +77,7 @@ def test_skills_pass_the_schema_with_all_five_precondition_categories(lineage, s
         assert {p.category for p in entry.preconditions} == set(PRECONDITION_CATEGORIES), entry.id
         lin = entry.provenance.lineage
         assert lin["fingerprint_before"] != lin["fingerprint_after"]
-        assert lin["kernel"] == "gemm_wgmma_tma"
+        assert lin["kernel"] == "gemm_hopper"
 
 
 def test_forward_steps_where_preconditions_fail_are_caught_and_recorded(skills_dir):
@@ -105,6 +113,11 @@ def test_mechanism_check_rejects_two_mechanisms_or_none():
     assert not both.ok and "global_copy" in both.reason and "mma" in both.reason  # the rung without its bridge
     none = check(expert, library_variant("gemm_wgmma_tma"), "pipeline", 1, code=False)
     assert not none.ok and "removes no mechanism" in none.reason
+    bridge = library_variant("gemm_cp_async_wgmma", {"STAGES": 1})
+    mma_sync = library_variant("gemm_cp_async_swizzled", {"STAGES": 1})
+    layout = check(bridge, mma_sync, "mma", 2, code=False)  # B's layout changes: only the wgmma edge may
+    assert not layout.ok and "interface" in layout.reason and "B" in layout.reason
+    assert check(bridge, mma_sync, "mma", 2, code=False, allowed=("B",)).ok
     wrong = check(
         library_variant("gemm_cp_async_swizzled"), library_variant("gemm_cp_async"), "pipeline", 1, code=False
     )
@@ -129,7 +142,7 @@ def test_curriculum_comparison_reports_quality_and_steps_to_90_percent():
 
     arms = {"none": (), "curated": (1,), "curated+mined": (1, 2)}
     results = {r.curriculum: r for r in compare("gemm_mma_sync", 3, runner, arms)}
-    assert results["curated+mined"].best_ms == 1.0 and results["curated+mined"].steps_to_90 == 2
+    assert results["curated+mined"].best_ms == 1.0 and results["curated+mined"].steps_to_90 == 1
     assert results["curated"].steps_to_90 is None and results["none"].best_ms == 3.0
 
 

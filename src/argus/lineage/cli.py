@@ -91,7 +91,11 @@ def curriculum_cmd(
         typer.echo(json.dumps([r.to_json() for r in results], indent=2))
         return
     for r in results:
-        typer.echo(f"{r.curriculum:14s} entries={r.entries:3d} best={r.best_ms} ms steps_to_90%={r.steps_to_90}")
+        best = f"{r.best_ms:.4g} ms" if r.best_ms is not None else "-"
+        typer.echo(
+            f"{r.curriculum:14s} entries={r.entries:3d} best={best:>12s} steps to 90% of the best: {r.steps_to_90}"
+        )
+    typer.echo("times: the gate's profile stage (the cost model's estimates on a machine without a GPU)")
 
 
 @skills_app.command("list")

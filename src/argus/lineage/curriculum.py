@@ -49,8 +49,8 @@ def curricula(skills: str | pathlib.Path | None = None) -> dict[str, tuple[Any, 
 
 
 def compare(target: str, budget: int, runner: Runner, arms: dict[str, tuple[Any, ...]]) -> list[ArmResult]:
-    """Run every arm; quality is speed (1 / best ms); `steps_to_90` is the first step at which an arm's best time is
-    within 1/0.9 of the best time of all arms (None if never)."""
+    """Run every arm; quality is speed (1 / best ms); `steps_to_90` is the first step (0: the start kernel) at which
+    an arm's best time is within 1/0.9 of the best time of all arms (None if never)."""
     runs = {
         name: [t if t is None else float(t) for t in runner(target, entries, budget)] for name, entries in arms.items()
     }
@@ -60,7 +60,7 @@ def compare(target: str, budget: int, runner: Runner, arms: dict[str, tuple[Any,
     for (name, traj), best in zip(runs.items(), finals, strict=True):
         reach = None
         if overall is not None:
-            for i, t in enumerate(traj, start=1):
+            for i, t in enumerate(traj):
                 if t is not None and t <= overall / 0.9:
                     reach = i
                     break
@@ -85,9 +85,9 @@ def agent_runner(**options: Any) -> Runner:
 
     def run(target: str, entries: tuple[Any, ...], budget: int) -> list[float | None]:
         result = optimize(target, budget=budget, **{name: entries}, **options)
-        history = getattr(result, "trajectory", None) or getattr(result, "best_ms_by_step", None)
+        history = getattr(result, "best_ms_by_step", None)
         if history is None:
-            raise AgentUnavailable("the optimize result has no per-step best time (trajectory / best_ms_by_step)")
+            raise AgentUnavailable("the optimize result has no per-step best time (best_ms_by_step)")
         return list(history)
 
     return run

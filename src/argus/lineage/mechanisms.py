@@ -64,6 +64,12 @@ MECHANISMS: dict[str, Mechanism] = {
     m.id: m
     for m in (
         Mechanism(
+            "output_cast",
+            "output converted to a narrower dtype in the epilogue",
+            ("accumulator dtype", "cast"),
+            lambda f: int(bool(f["dtypes.accumulator"]) and bool(f["dtypes.outputs"] - f["dtypes.accumulator"])),
+        ),
+        Mechanism(
             "register_split",
             "register split between warp roles (setmaxnreg)",
             ("absent", "setmaxnreg"),

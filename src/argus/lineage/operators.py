@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.lineage.mechanisms import MECHANISMS, blockers, state
-from argus.lineage.variants import DerivedKernel, Variant, display_name, without_register_split
+from argus.lineage.variants import DerivedKernel, Variant, display_name, interface, task_for, without_register_split
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class Edge:
     mechanism: str
     level: int
     source: str  # where the edge comes from: "lineage gemm rung N" or "bridge"
+    interface: tuple[str, ...] = ()  # tensors whose layout or dtype the mechanism itself changes
 
 
 #: How the GEMM lineage's rung mechanisms (argus.kernels.registry) map to ours: rung id -> [(mechanism, level)]
@@ -69,7 +70,8 @@ def edges() -> tuple[Edge, ...]:
                 continue  # a rung adding several mechanisms without a bridge: no single-mechanism edge
             for j, (mech, level) in enumerate(mechs):
                 source = f"lineage {family} rung {i + 1} ({cur.mechanism})" + (" via bridge" if len(mechs) > 1 else "")
-                out.append(Edge(chain[j], chain[j + 1], mech, level, source))
+                changes = ("B",) if (mech, level) == ("mma", 2) else ()  # wgmma reads B K-major: (N, K)
+                out.append(Edge(chain[j], chain[j + 1], mech, level, source, changes))
     out.append(Edge("gemm_persistent", "gemm_mma_sync", "persistent", 1, "library: gemm_persistent is gemm_mma_sync"))
     return tuple(out)
 
@@ -86,7 +88,14 @@ def library_variant(name: str, params: dict[str, Any] | None = None) -> Variant:
         entry = get_kernel(name)
         kernel, base = entry.kernel, dict(entry.params)
     merged = {**base, **(params or {})}
-    return Variant(display_name(name, merged, kernel.defaults, []), kernel, merged, task_for(kernel), name)
+    try:
+        from argus.tasks import task_of_kernel
+
+        own = task_of_kernel(name).name
+    except Exception:  # noqa: BLE001 - a bridge or a kernel no task names
+        own = None
+    shown = display_name(name, merged, kernel.defaults, [])
+    return Variant(shown, kernel, merged, task_for(kernel, merged, prefer=own), name)
 
 
 # --- operators ---------------------------------------------------------------------------------------------
@@ -104,6 +113,10 @@ class Operator:
 
     def applies(self, variant: Variant, current: dict[str, int]) -> bool:
         return current.get(self.mechanism) == self.level
+
+    def interface(self, variant: Variant) -> tuple[str, ...]:
+        """The tensors whose shape or dtype this operator may change (the mechanism check rejects any other)."""
+        return ()
 
     def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
         """Candidate kernels (with a note each), best first; empty when the operator cannot act here."""
@@ -136,10 +149,50 @@ class PolicyOperator(Operator):
         params = {**variant.params, **dict(zip(names, values, strict=True))}
         base = variant.library or variant.kernel.name
         name = display_name(base, params, variant.kernel.defaults, _labels(variant.kernel))
+        task = task_for(variant.kernel, params, prefer=variant.task)
         pairs = zip(names, values, strict=True)
         changes = [f"{n}={variant.params.get(n, variant.kernel.defaults.get(n))}->{v}" for n, v in pairs]
         note = f"policy {self.policy}: {', '.join(changes)}"
-        return [(Variant(name, variant.kernel, params, variant.task, variant.library), note)]
+        return [(Variant(name, variant.kernel, params, task, variant.library), note)]
+
+
+@dataclass(frozen=True)
+class OutputCastOperator(Operator):
+    """Write the outputs in the accumulator's dtype: set the trace parameter an output tensor's dtype names
+    (``T.Tensor[("M", "N"), "OUT"]``) to the accumulator dtype; the task becomes the one with that output."""
+
+    def _targets(self, variant: Variant) -> dict[str, str]:
+        from argus.lineage.operators import features_of
+
+        acc = sorted(features_of(variant)["dtypes.accumulator"])
+        specs = getattr(variant.kernel, "tensor_specs", {})
+        traced = {t.name: t for t in variant.trace().tensors}
+        out = {}
+        for name, spec in specs.items():
+            if isinstance(spec.dtype, str) and acc and traced[name].dtype.name != acc[0]:
+                out[name] = spec.dtype
+        return {"dtype": acc[0], **{f"tensor:{k}": v for k, v in out.items()}} if out and acc else {}
+
+    def applies(self, variant: Variant, current: dict[str, int]) -> bool:
+        return super().applies(variant, current) and bool(self._targets(variant))
+
+    def interface(self, variant: Variant) -> tuple[str, ...]:
+        return tuple(k.split(":", 1)[1] for k in self._targets(variant) if k.startswith("tensor:"))
+
+    def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
+        targets = self._targets(variant)
+        if not targets:
+            return []
+        dtype = targets.pop("dtype")
+        params = {**variant.params, **{param: dtype for param in targets.values()}}
+        try:
+            task = task_for(variant.kernel, params, prefer=None)
+        except Exception:  # noqa: BLE001 - no task takes that output: nothing to propose
+            return []
+        base = variant.library or variant.kernel.name
+        name = display_name(base, params, variant.kernel.defaults, _labels(variant.kernel))
+        note = f"output dtype {', '.join(f'{p}={dtype}' for p in targets.values())}; task {variant.task} -> {task}"
+        return [(Variant(name, variant.kernel, params, task, variant.library), note)]
 
 
 @dataclass(frozen=True)
@@ -164,10 +217,15 @@ class PredecessorOperator(Operator):
     def _edge(self, variant: Variant) -> Edge | None:
         if variant.library is None:
             return None  # not a lineage kernel (a rewritten one keeps its library name; the check compares IR)
+        names = {variant.library, _base(variant.kernel).name}  # a library entry may name another rung's kernel
         for e in self.edge_list if self.edge_list is not None else edges():
-            if e.kernel == variant.library and e.mechanism == self.mechanism and e.level == self.level:
+            if e.kernel in names and e.mechanism == self.mechanism and e.level == self.level:
                 return e
         return None
+
+    def interface(self, variant: Variant) -> tuple[str, ...]:
+        edge = self._edge(variant)
+        return edge.interface if edge is not None else ()
 
     def applies(self, variant: Variant, current: dict[str, int]) -> bool:
         return super().applies(variant, current) and self._edge(variant) is not None
@@ -177,16 +235,24 @@ class PredecessorOperator(Operator):
         if edge is None:
             return []
         pred = library_variant(edge.predecessor)
-        carried = {}
+        carried: dict[str, dict[str, Any]] = {}  # policy -> {parameter: value}
         pred_policies = getattr(pred.kernel, "policy_params", {})
         here = getattr(variant.kernel, "policy_params", {})
         for policy, ref in pred_policies.items():
             if policy in here and here[policy] == ref:  # the same parameters name the policy in both kernels
-                for name in ref if isinstance(ref, tuple) else (ref,):
-                    if name in variant.params:
-                        carried[name] = variant.params[name]
+                names = ref if isinstance(ref, tuple) else (ref,)
+                carried[policy] = {n: variant.params.get(n, variant.kernel.defaults.get(n)) for n in names}
+
+        def union(policies: list[str]) -> dict[str, Any]:
+            return {k: v for p in policies for k, v in carried[p].items()}
+
         out = []
-        options = [(carried, "policies carried over"), ({}, f"{edge.predecessor}'s own policy values")]
+        kept = [p for p in carried if p != "tile_shape"]
+        options = [
+            (union(list(carried)), f"policies carried over ({', '.join(carried) or 'none shared'})"),
+            (union(kept), f"{', '.join(kept) or 'no policy'} carried over, {edge.predecessor}'s own tile shape"),
+            ({}, f"{edge.predecessor}'s own policy values"),
+        ]
         seen = []
         for extra, note in options:
             params = {**pred.params, **extra}
@@ -202,6 +268,12 @@ class PredecessorOperator(Operator):
         return out
 
 
+def _base(kernel: Any) -> Any:
+    while isinstance(kernel, DerivedKernel):
+        kernel = kernel.base
+    return kernel
+
+
 def _labels(kernel: Any) -> list[str]:
     out = []
     while isinstance(kernel, DerivedKernel):
@@ -213,6 +285,7 @@ def _labels(kernel: Any) -> list[str]:
 def operators() -> tuple[Operator, ...]:
     """Every operator, in the order the walk tries them (the mechanisms built on others first)."""
     return (
+        OutputCastOperator("f32-output", "output_cast", 1, "param", "write the output in the accumulator's dtype"),
         RegisterSplitOperator(
             "remove-register-split", "register_split", 1, "ir", "drop the setmaxnreg budgets of the warp roles"
         ),
@@ -295,12 +368,16 @@ def generated(variant: Variant) -> tuple[str, dict[str, int]] | str:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-def check(before: Variant, after: Variant, mechanism: str, level: int, *, code: bool = True) -> Check:
+def check(
+    before: Variant, after: Variant, mechanism: str, level: int, *, code: bool = True, allowed: tuple[str, ...] = ()
+) -> Check:
     """Does `after` differ from `before` by exactly `mechanism` lowered from `level` to `level - 1`?
 
     IR: every mechanism's level from the features; the one named must drop by one, no other may change.
     Code (when `code`): the markers of `mechanism` at `level` must be in `before`'s generated code and gone from
-    `after`'s; the markers of every mechanism still present in `after` must still be there."""
+    `after`'s; the markers of every mechanism still present in `after` must still be there. Interface: the tensors'
+    shapes and dtypes must be equal, except those in `allowed` (the operator's `interface`: B's layout for
+    wgmma -> mma.sync, the output's dtype for the output cast)."""
     s0, s1 = state(features_of(before)), state(features_of(after))
     changed = {m: (s0[m], s1[m]) for m in s0 if s0[m] != s1[m]}
     removed = [
@@ -330,6 +407,12 @@ def check(before: Variant, after: Variant, mechanism: str, level: int, *, code: 
             if len(changed) > 1
             else (f"removes {what}, not {mechanism} from level {level} to {level - 1}")
         )
+        return result
+    t0, t1 = interface(before.kernel, before.params), interface(after.kernel, after.params)
+    moved = sorted(n for n in set(t0) | set(t1) if t0.get(n) != t1.get(n) and n not in allowed)
+    if moved:
+        what = ", ".join(f"{n} {t0.get(n)} -> {t1.get(n)}" for n in moved)
+        result.reason = f"changes the kernel's interface beyond the mechanism ({what})"
         return result
     if code:
         g0, g1 = generated(before), generated(after)

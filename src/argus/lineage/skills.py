@@ -71,6 +71,39 @@ _HOPPER = ["sm_90a"]
 _AMPERE_UP = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"]
 
 SPECS: dict[tuple[str, int], SkillSpec] = {
+    ("output_cast", 1): SkillSpec(
+        "output-cast",
+        "Convert the f32 accumulators to the output's narrower dtype in the epilogue",
+        "epilogue",
+        {
+            "op": "copy",
+            "src": "fragment",
+            "dst": "global",
+            "description": "the epilogue's store of the accumulator tile",
+        },
+        "Round the f32 accumulators to bf16 in registers and store half the bytes, instead of writing f32 and "
+        "converting in a second pass: the conversion is fused into the epilogue.",
+        ("bytes stored by the epilogue", "no separate conversion pass"),
+        "memory",
+        (
+            ("dtypes.accumulator", "has", "f32", "dtypes", "f32 accumulators, rounded once to bf16 at the store"),
+            ("dtypes.outputs", "eq", ["f32"], "layout", "the output is still written in the accumulator's dtype"),
+            (
+                "copy.global_store_sources",
+                "has",
+                "fragment",
+                "storage",
+                "the epilogue stores from registers, where the conversion happens",
+            ),
+            ("ops.gemm", "eq", True, "pipeline", "the cast follows the main loop's last MMA"),
+            ("hardware.arch", "in", _AMPERE_UP, "hardware", "cvt to bf16 exists on sm_80 and later"),
+        ),
+        (("a bf16 output that the consumer's tolerance does not accept", (), ("gate.correct",)),),
+        (),
+        ('C: T.Tensor[("M", "N"), T.f32]\n', 'C: T.Tensor[("M", "N"), "OUT"]  # OUT = "bf16"\n'),
+        None,
+        ("epilogue", "bf16 output", "conversion"),
+    ),
     ("register_split", 1): SkillSpec(
         "register-split",
         "Rebalance registers between warp roles with setmaxnreg",

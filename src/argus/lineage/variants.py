@@ -133,18 +133,30 @@ def display_name(base: str, params: dict[str, Any], defaults: dict[str, Any], re
     return text + (f"{{{','.join(rewrites)}}}" if rewrites else "")
 
 
-def task_for(kernel: Any) -> str:
-    """The built-in task whose tensors (names and symbolic shapes) are this kernel's; raises `LineageError`
-    ``LINEAGE_NO_TASK`` if none is."""
+def interface(kernel: Any, params: dict[str, Any] | None = None) -> dict[str, tuple[tuple[Any, ...], str]]:
+    """The kernel's tensors as the tasks see them: name -> (symbolic shape, dtype name), dtypes resolved with
+    `params` (a dtype may name a trace parameter)."""
+    traced = kernel.trace(**(params or {}))
+    specs = getattr(kernel, "tensor_specs", {})
+    return {t.name: (tuple(specs[t.name].shape) if t.name in specs else (), t.dtype.name) for t in traced.tensors}
+
+
+def task_for(kernel: Any, params: dict[str, Any] | None = None, prefer: str | None = None) -> str:
+    """The built-in task whose tensors (names, symbolic shapes and dtypes) are this kernel's (specialized with
+    `params`), `prefer` first when it fits; raises `LineageError` ``LINEAGE_NO_TASK`` if none is."""
     from argus.lineage.errors import LineageError
     from argus.tasks import all_tasks
 
-    specs = getattr(kernel, "tensor_specs", {})
-    want = {name: tuple(spec.shape) for name, spec in specs.items()}
+    want = interface(kernel, params)
+    fits = []
     for task in all_tasks():
-        got = {t.name: tuple(t.shape) for t in getattr(task, "tensors", ())}
+        got = {t.name: (tuple(t.shape), t.dtype) for t in getattr(task, "tensors", ())}
         if got == want:
-            return task.name
+            fits.append(task.name)
+    if prefer in fits:
+        return prefer
+    if fits:
+        return fits[0]
     raise LineageError(
         "LINEAGE_NO_TASK",
         f"no built-in task has the tensors of kernel {getattr(kernel, 'name', kernel)} ({want})",

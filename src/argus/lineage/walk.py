@@ -216,7 +216,7 @@ def as_variant(kernel: Any, task: str | None = None, params: dict[str, Any] | No
         return as_variant(kernel.name, task, {**kernel.params, **(params or {})})
     params = dict(params or {})
     return Variant(
-        display_name(kernel.name, params, kernel.defaults, []), kernel, params, task or task_for(kernel), None
+        display_name(kernel.name, params, kernel.defaults, []), kernel, params, task or task_for(kernel, params), None
     )
 
 
@@ -287,9 +287,16 @@ def walk(
     GPU). `progress(text)` is called with a line per event. The walk never raises for a rejected candidate: it is
     recorded in `Lineage.rejections` with its stage and reason."""
     say = progress or (lambda text: None)
-    options = gate_options if gate_options is not None else default_gate_options()
-    gate = _Gate(options, sizes)
     current = as_variant(kernel, task, params)
+    options = gate_options if gate_options is not None else default_gate_options()
+    if hasattr(options, "cost_sizes") and options.cost_model and not options.cost_sizes:
+        # one problem size for every estimate of the walk: the expert task's first benchmark size
+        from argus.tasks import get_task
+
+        bench = get_task(current.task).bench_sizes
+        if bench:
+            options = dataclasses.replace(options, cost_sizes=dict(bench[0]))
+    gate = _Gate(options, sizes)
     opts = {
         k: v
         for k, v in dataclasses.asdict(options).items()
@@ -330,7 +337,9 @@ def walk(
                 continue
             for candidate, note in op.candidates(current):
                 say(f"  try {op.id}: {candidate.name}")
-                verdict: Check = check(current, candidate, op.mechanism, op.level, code=code_check)
+                verdict: Check = check(
+                    current, candidate, op.mechanism, op.level, code=code_check, allowed=op.interface(current)
+                )
                 if not verdict.ok:
                     lineage.rejections.append(
                         _rejection(lineage, op, candidate, "mechanism", None, verdict.reason, note)
