@@ -187,3 +187,21 @@ def test_a_generated_kernel_becomes_the_base_and_runs_only_in_workers(make, serv
     assert three.status == "invalid" and three.reward == -2.0
     assert three.params["error"]["code"] == "CODER_RESTRICTED" and "subprocess" in three.params["error"]["message"]
     assert result.best["generated"] and result.best["source"] == SWIZZLED
+
+
+def test_a_generated_kernel_that_hangs_fails_in_its_worker(make, server, tmp_path: Path):
+    """Generated code runs only in the gate's worker: a module that never finishes importing is killed at the time
+    limit (an isolation failure with its penalty) and the run goes on. (The library start kernel is gated in this
+    process, `isolate=False`; generated code never is.)"""
+    server.script += [
+        ok(json.dumps({"action": "rewrite:swizzle-shared-128b", "rationale": "conflicts"})),
+        ok(_block(SOURCE + "\nwhile True:\n    pass\n")),
+    ]
+    result = optimize("gemm_mma_sync", planner="llm", coder="llm", budget=1, store=tmp_path / "runs.db",
+                      provider=make(max_retries=0), candidates_dir=tmp_path / "gen", timeout_s=3.0,
+                      isolate=False)  # fmt: skip
+    assert result.status == "finished" and result.stop_reason == "budget: 1 candidates"
+    with RunStore(tmp_path / "runs.db") as store:
+        (hung,) = [c for c in store.read_run(result.run_id).candidates if c.step == 1]
+    assert hung.status == "rejected" and hung.reward == -1.5
+    assert hung.gate["isolation"]["code"] == "WORKER_TIMEOUT"
