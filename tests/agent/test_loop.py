@@ -87,6 +87,15 @@ def test_rewards_and_penalties():
     rejected = {"verdict": "rejected", "stages": [{"stage": "verify", "status": "failed", "code": "VERIFY_VIOLATED"}]}
     assert reward_of(rejected, 4.0) == (-1.0, {"penalty": "verify", "code": "VERIFY_VIOLATED"})
     assert reward_of({"verdict": "error", "stages": []}, 4.0)[0] < 0
+    # on a GPU the measured median is the time, and the measured fractions of the ceilings feed retrieval
+    from argus.agent.loop import _estimate_profile, gate_time
+
+    fractions = {"compute": 0.6, "memory": 0.1, "roofline": 0.6}
+    details = {"timing": {"median_ms": 0.5}, "fraction_of_ceiling": fractions}
+    timed = {"verdict": "accepted", "stages": [{"stage": "profile", "status": "passed", "details": details}]}
+    assert gate_time(timed) == (0.5, "gpu") and reward_of(timed, 1.0)[1]["metric"] == "gpu"
+    assert _estimate_profile(timed) == {"compute": 0.6, "memory": 0.1, "roofline": 0.6}
+    assert _estimate_profile(accepted) is None  # an estimate without its profile facts
 
 
 def test_the_transform_coder():

@@ -348,8 +348,8 @@ def optimize(
     """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
     result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
     (or objects with their interfaces); `provider`: the LLM provider the llm planner and coder use;
-    `gate_options`: `argus.eval.gate.GateOptions` (default: 5 correctness trials, the cost model's sizes the start
-    task's first benchmark sizes); `isolate`: gate in a worker process (generated code always is);
+    `gate_options`: `argus.eval.gate.GateOptions` (default: 5 correctness trials, no baselines, the cost model's
+    sizes the start task's first benchmark sizes); `isolate`: gate in a worker process (generated code always is);
     `candidates_dir`: where generated modules are written (default: beside the store); `entries`: the
     knowledge-base entries to plan from (`argus.kb.Entry` objects, e.g. curated + mined skills; default: the shipped
     ones) — retrieval, the arms and the transforms use only these (pass them again on resume)."""
@@ -387,7 +387,8 @@ def optimize(
         coder_kind = coder if isinstance(coder, str) else getattr(coder, "name", "custom")
         start_ref = parse_target(target)
         start_task = task_for(start_ref.load(), start_ref.params)
-        options = gate_options or GateOptions(trials=5)
+        # rewards compare candidates with the start kernel: no baselines are timed for every candidate
+        options = gate_options or GateOptions(trials=5, baselines=())
         if options.cost_sizes is None and start_task.bench_sizes:
             import dataclasses
 
@@ -700,8 +701,15 @@ def _finish_invalid(writer: RunWriter, cid: str, error: Mapping[str, Any]) -> No
 
 
 def _estimate_profile(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The profile facts retrieval reads (`argus.kb.kernel_features(profile=...)`): on a GPU the measured fractions
+    of the ceilings, else the cost model's estimate of them; None when there is neither."""
     profile = _stage(result, "profile")
-    est = ((profile or {}).get("details") or {}).get("cost_model")
+    details = (profile or {}).get("details") or {}
+    measured = details.get("fraction_of_ceiling")
+    if profile is not None and profile.get("status") == "passed" and isinstance(measured, dict):
+        known = {k: v for k, v in measured.items() if k in ("compute", "memory", "roofline") and v is not None}
+        return known or None
+    est = details.get("cost_model")
     return dict(est["profile"]) if isinstance(est, dict) and isinstance(est.get("profile"), dict) else None
 
 
