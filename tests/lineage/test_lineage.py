@@ -97,6 +97,11 @@ def test_forward_steps_where_preconditions_fail_are_caught_and_recorded(skills_d
     assert any(stage == "gate.correct" for _, stage, _ in cp_async)  # K = 83 refused by the kernel's assumption
     tiling, _ = avoided("mined-smem-tiling-")
     assert ("pipeline", "verify", "RACE_READ_WRITE") in tiling
+    tma, _ = avoided("mined-tma-loads-")
+    assert ("pipeline", "verify", "PIPELINE_STALE_READ") in tma  # the tile read without waiting on its mbarrier
+    _, swizzle = avoided("mined-swizzle-")
+    assert any(s.feature == "verify.bank_conflict_degree" for s in swizzle.signals)  # the warnings it removed
+    assert swizzle.provenance.lineage["verifier_warnings_before"].get("PERF_BANK_CONFLICT", 0) > 0
     registers, _ = avoided("mined-register-split-")
     assert ("storage", "verify", "BUDGET_REGISTERS") in registers  # a consumer budget below its accumulators
     pipelining, _ = avoided("mined-pipelining-")

@@ -280,6 +280,7 @@ SPECS: dict[tuple[str, int], SkillSpec] = {
         (
             Probe("hardware", "arch", "sm_80", "compile for sm_80 (no TMA)"),
             Probe("layout", "sizes", {"K": 138}, "a K whose rows are not 16-byte aligned"),
+            Probe("pipeline", "drop", ("MbarrierWait",), "the tile read without waiting on its mbarrier"),
         ),
         None,
         None,
@@ -603,8 +604,8 @@ def _slug(text: str) -> str:
 
 def _source(variant: Variant) -> str | None:
     kernel = variant.kernel
-    while isinstance(kernel, DerivedKernel):
-        return None
+    if isinstance(kernel, DerivedKernel):
+        return None  # a rewritten IR has no source of its own
     try:
         return textwrap.dedent(inspect.getsource(kernel.fn))
     except (OSError, TypeError, AttributeError):
@@ -670,6 +671,33 @@ def skill_from_step(
                 "caught_by": [stage],
             }
         )
+    before_warn = step.gate.get("verifier_warnings", {})  # the simpler kernel's (the forward step's start)
+    after_warn = (lineage.steps[index - 2].gate if index > 1 else lineage.expert_gate).get("verifier_warnings", {})
+    signals = []
+    removed_warnings = {c: n for c, n in before_warn.items() if n > after_warn.get(c, 0)}
+    if "PERF_BANK_CONFLICT" in removed_warnings:
+        signals.append(
+            {
+                "feature": "verify.bank_conflict_degree",
+                "op": "gt",
+                "value": 1.0,
+                "weight": 3.0,
+                "scale": True,
+                "reason": f"the verifier's bank-conflict warnings ({removed_warnings['PERF_BANK_CONFLICT']} on "
+                f"{simple_side.name}) are what this step removed",
+            }
+        )
+    if "PERF_UNCOALESCED" in removed_warnings:
+        signals.append(
+            {
+                "feature": "verify.uncoalesced_degree",
+                "op": "gt",
+                "value": 1.0,
+                "weight": 2.0,
+                "scale": True,
+                "reason": "the verifier's uncoalesced-access warnings are what this step removed",
+            }
+        )
     eff = step.effect
     speedup = (1.0 / (eff["after_ms"] / eff["before_ms"])) if eff.get("slowdown") else None
     context = (
@@ -724,6 +752,7 @@ def skill_from_step(
         "keywords": list(spec.keywords) + ["mined", "klineage"],
         "locus": dict(spec.locus),
         "preconditions": preconditions,
+        **({"signals": signals} if signals else {}),
         "effect": {
             "improves": list(spec.improves),
             "magnitude": magnitude,
@@ -750,6 +779,8 @@ def skill_from_step(
                 "fingerprint_before": step.after["fingerprint"],
                 "fingerprint_after": step.before["fingerprint"],
                 "mechanism_check": step.check["reason"],
+                "verifier_warnings_before": before_warn,
+                "verifier_warnings_after": after_warn,
                 "gate_before": step.gate["summary"],
                 "gate_after": (lineage.steps[index - 2].gate if index > 1 else lineage.expert_gate)["summary"],
                 "failures_avoided": failures,

@@ -35,7 +35,13 @@ def gate_record(result: Any) -> dict[str, Any]:
     seconds, and the profile stage's numbers (GPU timing, or the cost model's estimate)."""
     stages = []
     profile: dict[str, Any] = {}
+    warnings: dict[str, int] = {}
     for s in result.stages:
+        if s.stage == "verify":
+            report = (s.details or {}).get("report") or {}
+            for f in report.get("findings", []) if isinstance(report, dict) else []:
+                if f.get("severity") == "warning":
+                    warnings[f["code"]] = warnings.get(f["code"], 0) + 1
         stages.append(
             {
                 "stage": s.stage,
@@ -53,6 +59,7 @@ def gate_record(result: Any) -> dict[str, Any]:
         "sizes": dict(result.sizes),
         "stages": stages,
         "profile": profile,
+        "verifier_warnings": warnings,
     }
 
 
