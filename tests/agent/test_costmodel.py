@@ -98,6 +98,9 @@ def test_a_faster_gpu_is_faster_and_errors_are_typed():
     entry = get_kernel("vector_add")
     h200 = estimate(entry.kernel, {"N": 1 << 28}, gpu="H200")
     assert h100.bound == "dram" and h200.ms < h100.ms
+    # a streaming kernel reads each byte once, however large; a GEMM whose operands exceed L2 re-reads them
+    assert h100.counts["dram_bytes"] == 3 * 4 * (1 << 28) and h100.counts["dram_reread"] == 1.0
+    assert _est("gemm_wgmma_tma").counts["dram_reread"] > 1.0
     slow = dataclasses.replace(gpu_spec(), name="slow", hbm_gbs=1000.0)
     assert estimate(entry.kernel, {"N": 1 << 28}, gpu=slow).ms > h100.ms
     with pytest.raises(CostModelError) as err:

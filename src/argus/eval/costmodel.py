@@ -14,7 +14,8 @@ What it counts, per block, by walking the IR with the trip count of every loop (
   (a block reads each tile once, whatever the threads do with it; what the L1 catches of replicated
   per-thread loads is assumed caught), multiplied by the verifier's ``PERF_UNCOALESCED`` degree for that copy
   (sectors touched / sectors needed). These bytes cross L2. DRAM sees the tensors' unique bytes once, times a
-  re-read factor when the operands exceed L2 and the tile order is not grouped (``(A + B) / L2``).
+  re-read factor when the operands exceed L2 and the tile order is not grouped (``(A + B) / L2``, at most the
+  ratio of the bytes the blocks request to the unique bytes: a streaming kernel reads each byte once).
 * **Shared-memory bytes** — writes of a tile into shared memory, and reads into fragments counted per thread
   (``values per thread x threads``: an operand read by several warps is read several times), multiplied by the
   verifier's ``PERF_BANK_CONFLICT`` degree for that access; ``wgmma`` reading its operands from shared memory
@@ -486,7 +487,10 @@ def estimate(
     unique = sum(math.prod(_eval(d, env) for d in b.shape) * b.dtype.bits // 8 for b in kernel.tensors)
     inputs = sum(math.prod(_eval(d, env) for d in b.shape) * b.dtype.bits // 8 for b in kernel.tensors[:-1])
     grouped = str(getattr(kernel.policies.tile_order, "value", kernel.policies.tile_order)) == "grouped"
-    reread = 1.0 if grouped else max(1.0, inputs / spec.l2_bytes)
+    # L2 keeps what blocks share; a tile order that is not grouped re-reads operands larger than L2, but never
+    # more often than the blocks request them (a streaming kernel reads each byte once)
+    requested = counts.global_bytes * blocks
+    reread = 1.0 if grouped else max(1.0, min(inputs / spec.l2_bytes, requested / max(1, unique)))
     t["dram"] = unique * reread / (spec.hbm_gbs * 1e9 * spec.hbm_efficiency)
 
     # pipelining and latency
