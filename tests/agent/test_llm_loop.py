@@ -89,6 +89,12 @@ def test_the_loop_recovers_from_each_llm_failure(make, server, tmp_path: Path):
         assert all(e["error"] is None for e in exchanges[:-1])
     # the generated modules were written beside the run, never imported here
     assert len(list((tmp_path / "generated").glob("candidate_*.py"))) == 2
+    # the key went to the server's authorization header only, never into the run store
+    from tests.agent.conftest import KEY
+
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("runs.db*"))
+    assert KEY.encode() not in stored
 
 
 def test_parse_choice_reads_json_fenced_or_a_line():
