@@ -72,6 +72,16 @@ def test_the_bandit_is_deterministic_and_learns():
         return out
 
     rewards = {2: 0.1, 3: -1.5, 4: 0.8, 5: 0.0}
+    thompson = [BanditPlanner(s, method="thompson") for s in (3, 3)]
+    draws = []
+    for bandit in thompson:
+        picks = []
+        for _ in range(30):
+            arm = bandit.choose(ctx).arm
+            picks.append(arm.value)
+            bandit.update(arm.id, rewards[arm.value])
+        draws.append(picks)
+    assert draws[0] == draws[1] and draws[0][-10:].count(4) > draws[0][-10:].count(3)
     first = sequence(0, rewards)
     assert first == sequence(0, rewards)  # same seed, same choices
     assert first[0] in (3, 4)  # untried: the highest prior first

@@ -107,7 +107,7 @@ def plot_trajectory(result: Any, path: Path) -> None:
 
 def optimize(
     target: str | None = typer.Argument(None, help="a library kernel (argus kernels list) or FILE.py:function"),
-    planner: str = typer.Option("bandit", "--planner", help="bandit (no LLM) or llm"),
+    planner: str = typer.Option("bandit", "--planner", help="bandit (UCB1, no LLM), thompson (no LLM) or llm"),
     coder: str = typer.Option("transform", "--coder", help="transform (no LLM) or llm"),
     model: str | None = typer.Option(None, "--model", help="the LLM model (else ARGUS_LLM_MODEL / the config file)"),
     budget: int | None = typer.Option(None, "--budget", help="gated candidates after the start (default 20)"),

@@ -2,11 +2,12 @@
 
 * `BanditPlanner` (``bandit``, the embedded default, no LLM): UCB1 over the arms applicable to the current kernel,
   with the retrieval score of each arm's knowledge-base entry as a prior. Each arm's value is
-  ``(sum of its rewards + w * prior') / (pulls + 1)`` — the prior (rescaled to [0, 1] over the arms on offer)
+  ``(sum of its advantages + w * prior') / (pulls + 1)`` — the prior (rescaled to [0, 1] over the arms on offer)
   counts as one virtual pull of weight `prior_weight` — plus the exploration bonus
   ``c * sqrt(2 ln(N + 2) / (pulls + 1))``. Ties break by a generator seeded with the run's seed, so a run is
   deterministic given its seed. The profile (bound, occupancy) and the verifier's findings enter through the
-  priors: retrieval scores entries by them.
+  priors: retrieval scores entries by them. ``thompson`` (``method="thompson"``) draws each arm's value from a
+  normal around the same mean instead (deviation ``noise / sqrt(pulls + 1)``, the seeded generator).
 * `LLMPlanner` (``llm``): the paper's in-context RL planner. The prompt holds the history table (step, action,
   reward, verdict, failing check), the arms on offer with their entries and priors, the current profile and
   findings, and the counterexamples of the last rejected candidate; the model answers with a JSON object
@@ -69,10 +70,22 @@ class BanditPlanner:
 
     name = "bandit"
 
-    def __init__(self, seed: int = 0, *, exploration: float = 0.5, prior_weight: float = 1.0) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        exploration: float = 0.5,
+        prior_weight: float = 1.0,
+        method: str = "ucb1",
+        noise: float = 1.0,
+    ) -> None:
+        if method not in ("ucb1", "thompson"):
+            raise AgentError("PLANNER_UNKNOWN", f"no bandit method {method!r}", "ucb1 or thompson")
         self.seed = seed
         self.exploration = exploration
         self.prior_weight = prior_weight
+        self.method = method
+        self.noise = noise
         self.pulls: dict[str, int] = {}
         self.totals: dict[str, float] = {}
         self._rng = random.Random(seed)
@@ -82,7 +95,8 @@ class BanditPlanner:
         self.totals[arm_id] = self.totals.get(arm_id, 0.0) + float(reward)
 
     def values(self, arms: Sequence[Arm]) -> dict[str, float]:
-        """Each arm's UCB value now."""
+        """Each arm's value now: its UCB (``ucb1``), or a draw from its posterior (``thompson``: a normal around
+        the same prior-smoothed mean with deviation ``noise / sqrt(pulls + 1)``, from the seeded generator)."""
         if not arms:
             return {}
         lo, hi = min(a.prior for a in arms), max(a.prior for a in arms)
@@ -92,7 +106,10 @@ class BanditPlanner:
             prior = (a.prior - lo) / (hi - lo) if hi > lo else 1.0
             n = self.pulls.get(a.id, 0)
             mean = (self.totals.get(a.id, 0.0) + self.prior_weight * prior) / (n + 1)
-            out[a.id] = mean + self.exploration * math.sqrt(2 * math.log(total + 2) / (n + 1))
+            if self.method == "thompson":
+                out[a.id] = self._rng.gauss(mean, self.noise / math.sqrt(n + 1))
+            else:
+                out[a.id] = mean + self.exploration * math.sqrt(2 * math.log(total + 2) / (n + 1))
         return out
 
     def choose(self, ctx: PlanContext) -> Choice:
@@ -104,7 +121,8 @@ class BanditPlanner:
         n = self.pulls.get(best.id, 0)
         mean = self.totals.get(best.id, 0.0) / n if n else None
         shown = f"mean reward {mean:+.3f} over {n} pulls" if mean is not None else "not tried yet"
-        return Choice(best, f"UCB {values[best.id]:.3f}: prior {best.prior:.2f}, {shown}", "bandit")
+        label = "UCB" if self.method == "ucb1" else "posterior draw"
+        return Choice(best, f"{label} {values[best.id]:.3f}: prior {best.prior:.2f}, {shown}", "bandit")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -237,11 +255,13 @@ class LLMPlanner:
 
 
 def make_planner(kind: str, *, provider: Any = None, seed: int = 0) -> BanditPlanner | LLMPlanner:
-    """``bandit`` or ``llm`` (which needs `provider`)."""
+    """``bandit`` (UCB1), ``thompson`` (the bandit with Thompson sampling) or ``llm`` (which needs `provider`)."""
     if kind == "bandit":
         return BanditPlanner(seed)
+    if kind == "thompson":
+        return BanditPlanner(seed, method="thompson")
     if kind == "llm":
         if provider is None:
             raise AgentError("PLANNER_NO_PROVIDER", "the llm planner needs an LLM provider", "configure ARGUS_LLM_*")
         return LLMPlanner(provider, seed=seed)
-    raise AgentError("PLANNER_UNKNOWN", f"no planner named {kind!r}", "bandit or llm")
+    raise AgentError("PLANNER_UNKNOWN", f"no planner named {kind!r}", "bandit, thompson or llm")
