@@ -211,3 +211,17 @@ def test_a_generated_kernel_that_hangs_fails_in_its_worker(make, server, tmp_pat
         (hung,) = [c for c in store.read_run(result.run_id).candidates if c.step == 1]
     assert hung.status == "rejected" and hung.reward == -1.5
     assert hung.gate["isolation"]["code"] == "WORKER_TIMEOUT"
+
+
+def test_token_cost_and_wall_budgets_stop_the_run(make, server, tmp_path: Path):
+    server.script += [ok(json.dumps({"action": "lineage:gemm_cp_async", "rationale": "r"}), input_tokens=900)]
+    db = tmp_path / "runs.db"
+    result = optimize("gemm_mma_sync", planner="llm", budget=Budget(candidates=5, tokens=500), store=db,
+                      provider=make(), isolate=False)  # fmt: skip
+    assert result.stop_reason == "budget: 907 LLM tokens" and [r["step"] for r in result.trajectory] == [0, 1]
+    server.script += [ok(json.dumps({"action": "lineage:gemm_cp_async", "rationale": "r"}), input_tokens=10**6)]
+    priced = optimize("gemm_mma_sync", planner="llm", budget=Budget(candidates=5, cost_usd=1.0), store=db,
+                      provider=make(model="gpt-4o"), isolate=False)  # fmt: skip
+    assert priced.stop_reason == "budget: $1 of LLM cost" and len(priced.trajectory) == 2
+    timed = optimize("gemm_mma_sync", budget=Budget(candidates=5, wall_s=0.0), store=db, isolate=False)
+    assert timed.stop_reason == "budget: 0 s of wall time" and len(timed.trajectory) == 1
