@@ -126,10 +126,60 @@ def check_register_budget(ctx: Context) -> list[Finding]:
                     details={"registers": regs, "budget": budget},
                 )
             )
+    findings += _register_split(ctx)
     ctx.record(
         "register budget",
         str(max((v[0] for v in peak_by_role.values()), default=0)),
         Verdict.VIOLATED if findings else Verdict.VERIFIED,
         start,
     )
+    return findings
+
+
+#: Registers per SM (and per block: the warp-specialized kernels run one block per SM).
+REGISTER_FILE = 65536
+WARPGROUP = 128
+
+
+def _register_split(ctx: Context) -> list[Finding]:
+    """The warp roles' ``setmaxnreg`` budgets: each a multiple of 8 in 24..256, and all of them together (each
+    role's threads times its budget, threads outside every role at the launch's per-thread share) within the
+    register file — ``setmaxnreg.inc`` waits until registers are free, so an over-committed split hangs."""
+    from argus.ir.nodes import Role, walk
+
+    kernel = ctx.analysis.kernel
+    roles = [r for r in walk(kernel.body) if isinstance(r, Role)]
+    if not any(r.registers for r in roles):
+        return []
+    entry = min(MAX_REGISTERS, REGISTER_FILE // kernel.threads // 8 * 8)
+    findings = []
+    covered = sum(WARPGROUP * len(r.warpgroups) for r in roles)
+    parts = [f"{r.name} {WARPGROUP * len(r.warpgroups)} x {r.registers or entry}" for r in roles]
+    total = sum(WARPGROUP * len(r.warpgroups) * (r.registers or entry) for r in roles)
+    if kernel.threads > covered:
+        parts.append(f"other threads {kernel.threads - covered} x {entry}")
+        total += (kernel.threads - covered) * entry
+    for r in roles:
+        if r.registers and (r.registers % 8 or not 24 <= r.registers <= 256):
+            findings.append(
+                Finding(
+                    "BUDGET_REGISTERS",
+                    Verdict.VIOLATED,
+                    f"warp role {r.name!r} asks setmaxnreg for {r.registers} registers: a multiple of 8 in 24..256",
+                    loc=r.loc,
+                    details={"registers": r.registers},
+                )
+            )
+    if total > REGISTER_FILE:
+        worst = max((r for r in roles if r.registers), key=lambda r: r.registers)
+        findings.append(
+            Finding(
+                "BUDGET_REGISTERS",
+                Verdict.VIOLATED,
+                f"the warp roles' register budgets need {total} registers ({', '.join(parts)}), the register file "
+                f"has {REGISTER_FILE}: setmaxnreg.inc in role {worst.name!r} would wait forever",
+                loc=worst.loc,
+                details={"registers": total, "budget": REGISTER_FILE},
+            )
+        )
     return findings
