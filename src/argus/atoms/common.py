@@ -32,6 +32,28 @@ class Scope(StrEnum):
 WARP_SIZE = 32
 WARPGROUP_SIZE = 128
 
+#: 32-bit registers per SM (a warp-specialized block runs alone on its SM: all of them are the block's).
+REGISTER_FILE = 65536
+#: Registers a thread can address.
+MAX_THREAD_REGISTERS = 255
+#: Shared memory one Hopper block may use (opt-in maximum, bytes).
+SHARED_MEMORY_BUDGET = 227 * 1024
+
+
+def setmaxnreg_ok(registers: int) -> bool:
+    """Whether ``setmaxnreg`` takes `registers`: a multiple of 8 in 24..256."""
+    return registers % 8 == 0 and 24 <= registers <= 256
+
+
+def register_split(threads: int, roles: list[tuple[int, int | None]]) -> tuple[int, int]:
+    """(registers the block's warp roles hold together, registers per thread at entry) for a block of `threads`
+    launched with ``__launch_bounds__(threads, 1)`` whose roles are ``(warpgroups, setmaxnreg budget or None)``;
+    threads outside every role keep the entry count. Over `REGISTER_FILE`, ``setmaxnreg.inc`` waits forever."""
+    entry = min(MAX_THREAD_REGISTERS, REGISTER_FILE // threads // 8 * 8)
+    covered = sum(WARPGROUP_SIZE * groups for groups, _ in roles)
+    total = sum(WARPGROUP_SIZE * groups * (budget or entry) for groups, budget in roles)
+    return total + max(0, threads - covered) * entry, entry
+
 
 def memory_space(value: MemorySpace | str, what: str) -> MemorySpace:
     """Parse a memory space given as an enum or its name (``"shared"``)."""

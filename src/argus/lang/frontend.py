@@ -18,6 +18,7 @@ from typing import Any
 
 from argus.atoms import MmaAtom, mma_sync_m16n8k16, wgmma
 from argus.atoms import get_atom as get_atom_by_name
+from argus.atoms.common import SHARED_MEMORY_BUDGET  # Hopper's shared memory per block (re-exported by the DSL)
 from argus.ir import types as irtypes
 from argus.ir.expr import Const, Expr, Var, VarKind, as_expr, cdiv
 from argus.ir.nodes import (
@@ -57,9 +58,6 @@ from argus.lang.errors import DSLError, caller_loc
 from argus.lang.fragments import blocked_tv, check_mma_tiling, mma_tv
 from argus.layout import ComposedLayout, Layout, hopper_swizzle
 from argus.layout.int_tuple import suffix_product
-
-#: Hopper's shared memory per block (227 KiB usable of 228 KiB).
-SHARED_MEMORY_BUDGET = 227 * 1024
 
 bf16, f16, f32, i32, u32, boolean = (
     irtypes.bf16,

@@ -135,6 +135,11 @@ def window_of(ref: TileRef, bcoords: tuple[Any, ...], env: dict) -> tuple[tuple[
     return tuple(by_dim[d] for d in ks), z3.And(*conds) if conds else z3.BoolVal(True)
 
 
+def barrier_element(ref: Any) -> Expr | int:
+    """The element of an mbarrier array that `ref` (``bars[i]``) names: its index expression, 0 for a bare array."""
+    return ref.origin[0] if ref.origin else 0
+
+
 def user_name(buffer: Buffer) -> str:
     """The name the user gave the buffer (``sA`` in ``sA = T.alloc_shared(...)``), else the IR's."""
     import re

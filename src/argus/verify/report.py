@@ -374,6 +374,15 @@ class Finding:
         }
 
 
+def undecided(out: Any, message: str, *, loc: Any, pin: bool = False, **extra: Any) -> Finding:
+    """The `Finding` for a check whose solver answer `out` is unknown: its code (``UNKNOWN_SOLVER`` unless the
+    solve says which), `message`, where, the solver's reason; `pin` adds the catalog's hint for that code."""
+    code = out.code or "UNKNOWN_SOLVER"
+    if pin:
+        extra["pin"] = entry(code).hint
+    return Finding(code, Verdict.UNKNOWN, message, loc=loc, reason=out.reason, **extra)
+
+
 def _jsonable(x: Any) -> Any:
     if isinstance(x, dict):
         return {str(k): _jsonable(v) for k, v in x.items()}

@@ -47,7 +47,7 @@ from argus.ir.nodes import (
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag
 from argus.verify import smt
-from argus.verify.program import Program, Site, user_name, walk_all
+from argus.verify.program import Program, Site, barrier_element, user_name, walk_all
 
 
 @dataclass(eq=False)
@@ -174,10 +174,6 @@ def _top(body: tuple[Stmt, ...], site: Site) -> Stmt:
     raise KeyError(site)
 
 
-def _index(ref: TileRef) -> Expr | int:
-    return ref.origin[0]
-
-
 def _count(buf: Buffer) -> int:
     return int(buf.static_shape[0])
 
@@ -247,17 +243,17 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
         body_p = p.loop_p.body if p.loop_p is not None else p.producer.body
         for s in body_p:
             if isinstance(s, MbarrierArrive) and s.expect_bytes:
-                key = (id(s.barrier.buffer), str(_index(s.barrier)))
+                key = (id(s.barrier.buffer), str(barrier_element(s.barrier)))
                 arrive_bytes[key] = arrive_bytes.get(key, 0) + s.expect_bytes
             if isinstance(s, Copy) and s.atom == "tma" and s.mbarrier is not None:
-                key = (id(s.mbarrier.buffer), str(_index(s.mbarrier)))
+                key = (id(s.mbarrier.buffer), str(barrier_element(s.mbarrier)))
                 copy_bytes[key] = copy_bytes.get(key, 0) + _box_bytes(s)
         for w in p.writes:
             c: Copy = w.stmt  # type: ignore[assignment]
-            key = (id(c.mbarrier.buffer), str(_index(c.mbarrier)))  # type: ignore[union-attr]
+            key = (id(c.mbarrier.buffer), str(barrier_element(c.mbarrier)))  # type: ignore[union-attr]
             if arrive_bytes.get(key, 0) != copy_bytes.get(key, 0):
                 msg = (
-                    f"the TMA copies completing on {user_name(c.mbarrier.buffer)}[{_index(c.mbarrier)}] move "  # type: ignore[union-attr]
+                    f"the TMA copies completing on {user_name(c.mbarrier.buffer)}[{barrier_element(c.mbarrier)}] move "  # type: ignore[union-attr]
                     f"{copy_bytes.get(key, 0)} bytes per phase, but {arrive_bytes.get(key, 0)} are announced with "
                     "expect_bytes: the phase completes early (readers see data that has not landed) or never"
                 )
@@ -301,8 +297,8 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                 env_c[p.loop_c.var] = j
                 env_p = dict(ctx.base_env)
                 env_p[p.loop_p.var] = j
-                lands = smt.val(smt.evaluate(_index(full), env_p))
-                waits = smt.val(smt.evaluate(_index(wait.barrier), env_c))
+                lands = smt.val(smt.evaluate(barrier_element(full), env_p))
+                waits = smt.val(smt.evaluate(barrier_element(wait.barrier), env_c))
                 parity = smt.mod(smt.evaluate(wait.phase, env_c), 2)
                 rotation = always([(p.loop_c, j)], lands == smt.mod(j, n))
                 if rotation is not None:
@@ -322,8 +318,8 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                     violation(
                         "MBARRIER_PHASE",
                         wsite,
-                        f"iteration waits on {user_name(full.buffer)}[{_index(wait.barrier)}], but its data lands "
-                        f"on {user_name(full.buffer)}[{_index(full)}]",
+                        f"iteration waits on {user_name(full.buffer)}[{barrier_element(wait.barrier)}], but its data "
+                        f"lands on {user_name(full.buffer)}[{barrier_element(full)}]",
                         _model(wrong),
                         _loops(wrong, p.loop_c, j),
                     )
@@ -444,8 +440,8 @@ def _check_release(ctx: Any, p: Pairing, violation, always) -> bool:
     env_c = dict(ctx.base_env)
     env_c[p.loop_c.var] = i
     claim = z3.And(
-        smt.val(smt.evaluate(_index(wait.barrier), env_p)) == smt.mod(i, n),
-        smt.val(smt.evaluate(_index(arrive.barrier), env_c)) == smt.mod(i, n),
+        smt.val(smt.evaluate(barrier_element(wait.barrier), env_p)) == smt.mod(i, n),
+        smt.val(smt.evaluate(barrier_element(arrive.barrier), env_c)) == smt.mod(i, n),
         smt.mod(smt.evaluate(wait.phase, env_p), 2) == smt.mod(smt.floordiv(i, n) + 1, 2),
     )
     wrong = always([(p.loop_p, i)], claim)

@@ -45,7 +45,7 @@ from argus.verify import smt
 from argus.verify.access import np_layout
 from argus.verify.context import Context
 from argus.verify.program import Site, kept
-from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
+from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 VECTOR_BYTES = 16
 TMA_STRIDE_BYTES = 16
@@ -141,15 +141,7 @@ def _check_tma(ctx: Context, site: Site, s: Copy) -> list[Finding]:
         stride_bytes = _term(strides[d], env) * itemsize
         out = ctx.solve([], smt.mod(stride_bytes, TMA_STRIDE_BYTES) != 0)
         if out.verdict == Verdict.UNKNOWN:
-            findings.append(
-                Finding(
-                    out.code or "UNKNOWN_SOLVER",
-                    Verdict.UNKNOWN,
-                    f"TMA stride check of {g.name} undecided",
-                    loc=s.loc,
-                    reason=out.reason,
-                )
-            )
+            findings.append(undecided(out, f"TMA stride check of {g.name} undecided", loc=s.loc))
             continue
         if out.verdict != Verdict.VIOLATED:
             continue
@@ -267,15 +259,7 @@ def _check_vector(ctx: Context, site: Site, s: Copy) -> list[Finding]:
             return []
     out = ctx.solve(cons, z3.Not(z3.And(*conditions(width))))
     if out.verdict == Verdict.UNKNOWN:
-        return [
-            Finding(
-                out.code or "UNKNOWN_SOLVER",
-                Verdict.UNKNOWN,
-                f"vector alignment of the copy of {g.name} undecided",
-                loc=s.loc,
-                reason=out.reason,
-            )
-        ]
+        return [undecided(out, f"vector alignment of the copy of {g.name} undecided", loc=s.loc)]
     if out.verdict != Verdict.VIOLATED:
         return []
     m = out.model

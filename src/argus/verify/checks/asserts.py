@@ -21,7 +21,7 @@ from argus.verify import smt
 from argus.verify.context import Context
 from argus.verify.model import decompose, tag_eq, tag_value
 from argus.verify.program import Site, absolute_thread, buffer_coords, user_name, window_shape
-from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
+from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 
 def _ref(x: Any) -> TileRef:
@@ -115,17 +115,6 @@ def check_assertion(ctx: Context, site: Site) -> list[Finding]:
         )
         findings.append(Finding("TAG_ASSERT", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
     elif out.verdict == Verdict.UNKNOWN:
-        from argus.verify.catalog import entry
-
-        findings.append(
-            Finding(
-                out.code or "UNKNOWN_SOLVER",
-                Verdict.UNKNOWN,
-                f"{what} could not be decided",
-                loc=s.loc,
-                reason=out.reason,
-                pin=entry(out.code or "UNKNOWN_SOLVER").hint,
-            )
-        )
+        findings.append(undecided(out, f"{what} could not be decided", loc=s.loc, pin=True))
     ctx.record("tag assertion", str(s.loc), out.verdict, start)
     return findings

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import time
 
+from argus.atoms.common import MAX_THREAD_REGISTERS as MAX_REGISTERS
+from argus.atoms.common import SHARED_MEMORY_BUDGET
 from argus.ir.nodes import Alloc, Broadcast, Buffer, Space, TileRef
 from argus.verify.context import Context
 from argus.verify.program import Site, user_name
 from argus.verify.report import Finding, Verdict
-
-SHARED_MEMORY_BUDGET = 227 * 1024
-MAX_REGISTERS = 255
 
 
 def shared_bytes(buffer: Buffer) -> int:
@@ -136,31 +135,25 @@ def check_register_budget(ctx: Context) -> list[Finding]:
     return findings
 
 
-#: Registers per SM (and per block: the warp-specialized kernels run one block per SM).
-REGISTER_FILE = 65536
-WARPGROUP = 128
-
-
 def _register_split(ctx: Context) -> list[Finding]:
-    """The warp roles' ``setmaxnreg`` budgets: each a multiple of 8 in 24..256, and all of them together (each
-    role's threads times its budget, threads outside every role at the launch's per-thread share) within the
-    register file — ``setmaxnreg.inc`` waits until registers are free, so an over-committed split hangs."""
+    """The warp roles' ``setmaxnreg`` budgets: each a multiple of 8 in 24..256, and all of them together
+    (`argus.atoms.common.register_split`, the arithmetic the code generator uses) within the register file —
+    ``setmaxnreg.inc`` waits until registers are free, so an over-committed split hangs."""
+    from argus.atoms.common import REGISTER_FILE, WARPGROUP_SIZE, register_split, setmaxnreg_ok
     from argus.ir.nodes import Role, walk
 
     kernel = ctx.analysis.kernel
     roles = [r for r in walk(kernel.body) if isinstance(r, Role)]
     if not any(r.registers for r in roles):
         return []
-    entry = min(MAX_REGISTERS, REGISTER_FILE // kernel.threads // 8 * 8)
+    total, entry = register_split(kernel.threads, [(len(r.warpgroups), r.registers) for r in roles])
     findings = []
-    covered = sum(WARPGROUP * len(r.warpgroups) for r in roles)
-    parts = [f"{r.name} {WARPGROUP * len(r.warpgroups)} x {r.registers or entry}" for r in roles]
-    total = sum(WARPGROUP * len(r.warpgroups) * (r.registers or entry) for r in roles)
+    parts = [f"{r.name} {WARPGROUP_SIZE * len(r.warpgroups)} x {r.registers or entry}" for r in roles]
+    covered = sum(WARPGROUP_SIZE * len(r.warpgroups) for r in roles)
     if kernel.threads > covered:
         parts.append(f"other threads {kernel.threads - covered} x {entry}")
-        total += (kernel.threads - covered) * entry
     for r in roles:
-        if r.registers and (r.registers % 8 or not 24 <= r.registers <= 256):
+        if r.registers and not setmaxnreg_ok(r.registers):
             findings.append(
                 Finding(
                     "BUDGET_REGISTERS",

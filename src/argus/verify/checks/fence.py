@@ -51,7 +51,7 @@ from argus.verify.access import Access, accesses
 from argus.verify.checks.races import access_report, common_loops, instance
 from argus.verify.context import Context
 from argus.verify.program import Frame, Program, Site, loop_name, user_name, walk_all
-from argus.verify.report import Counterexample, Finding, Verdict
+from argus.verify.report import Counterexample, Finding, Verdict, undecided
 
 
 def generic_write(s: Stmt) -> Buffer | None:
@@ -204,13 +204,7 @@ def _counterexample(
                             break
                     out = ctx.solve(cons, off1 == off2)
                     if out.verdict == Verdict.UNKNOWN:
-                        return Finding(
-                            out.code or "UNKNOWN_SOLVER",
-                            Verdict.UNKNOWN,
-                            f"proxy-fence check on {user_name(buf)} undecided",
-                            loc=wsite.loc,
-                            reason=out.reason,
-                        )
+                        return undecided(out, f"proxy-fence check on {user_name(buf)} undecided", loc=wsite.loc)
                     if out.verdict != Verdict.VIOLATED:
                         continue
                     write, read = (w, env1, t1, v1, off1), (r, env2, t2, v2, off2)

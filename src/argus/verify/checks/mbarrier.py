@@ -27,7 +27,7 @@ import time
 from argus.ir.expr import Expr, free_vars
 from argus.ir.nodes import Buffer, MbarrierArrive, MbarrierInit
 from argus.verify.context import Context
-from argus.verify.program import Site, user_name
+from argus.verify.program import Site, barrier_element, user_name
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
 
 
@@ -38,7 +38,7 @@ def _per_phase(site: Site) -> int | None:
     loops = site.loops
     if not loops:
         return 1
-    index = site.stmt.barrier.origin[0] if site.stmt.barrier.origin else 0  # type: ignore[attr-defined]
+    index = barrier_element(site.stmt.barrier)  # type: ignore[attr-defined]
     used = free_vars(index) if isinstance(index, Expr) else set()
     phase_loop = max((i for i, lp in enumerate(loops) if lp.var in used), default=len(loops) - 1)
     count = 1

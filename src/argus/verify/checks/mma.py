@@ -24,7 +24,6 @@ import z3
 from argus.atoms import get_atom
 from argus.ir.nodes import Gemm, Space
 from argus.verify import smt
-from argus.verify.catalog import entry
 from argus.verify.context import Context
 from argus.verify.model import (
     CONST_AXIS,
@@ -38,7 +37,7 @@ from argus.verify.model import (
     tag_value,
 )
 from argus.verify.program import Site, absolute_thread, kept, user_name
-from argus.verify.report import Counterexample, Element, Finding, TagValue, ThreadPoint, Verdict
+from argus.verify.report import Counterexample, Element, Finding, TagValue, ThreadPoint, Verdict, undecided
 
 
 def _logical(ref: Any, operand: str, slot: Any, g: Any, at: int, gm: Any, gn: Any, element: Any, s: Gemm) -> Any:
@@ -188,15 +187,7 @@ def _check_gemm(ctx: Context, site: Site, lookback: int) -> list[Finding]:
             continue
         if out.verdict == Verdict.UNKNOWN:
             findings.append(
-                Finding(
-                    out.code or "UNKNOWN_SOLVER",
-                    Verdict.UNKNOWN,
-                    f"{code} could not be decided for T.gemm",
-                    loc=s.loc,
-                    reason=out.reason,
-                    pin=entry(out.code or "UNKNOWN_SOLVER").hint,
-                    details={"check": code},
-                )
+                undecided(out, f"{code} could not be decided for T.gemm", loc=s.loc, pin=True, details={"check": code})
             )
             continue
         m = out.model

@@ -26,7 +26,7 @@ from argus.verify.model import (
     tag_value,
 )
 from argus.verify.program import absolute_thread, user_name
-from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
+from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 _IDENTITY = {ReduceOp.MAX: MASK_PAD_NEG_INF, ReduceOp.MIN: MASK_PAD_POS_INF, ReduceOp.SUM: MASK_PAD_ZERO}
 _PAD_TEXT = {MASK_PAD_ZERO: "0", MASK_PAD_NEG_INF: "-inf", MASK_PAD_POS_INF: "+inf", MASK_PAD_OTHER: "another value"}
@@ -83,15 +83,7 @@ def check_masked_reductions(ctx: Context) -> list[Finding]:
             )
             findings.append(Finding("OOB_MASKED_REDUCTION", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
         elif out.verdict == Verdict.UNKNOWN:
-            findings.append(
-                Finding(
-                    out.code or "UNKNOWN_SOLVER",
-                    Verdict.UNKNOWN,
-                    f"masked-reduction check undecided for T.reduce_{s.op.value}",
-                    loc=s.loc,
-                    reason=out.reason,
-                )
-            )
+            findings.append(undecided(out, f"masked-reduction check undecided for T.reduce_{s.op.value}", loc=s.loc))
         ctx.record("masked reduction", str(s.loc), out.verdict, start)
     return findings
 

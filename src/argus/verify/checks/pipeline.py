@@ -27,7 +27,7 @@ from argus.verify.access import accesses
 from argus.verify.checks.races import access_report, common_loops, instance, is_barrier
 from argus.verify.context import Context
 from argus.verify.program import Site, Unsupported, count_before, latest_before, user_name
-from argus.verify.report import Counterexample, Finding, Verdict
+from argus.verify.report import Counterexample, Finding, Verdict, undecided
 
 
 def _is_commit(s: Any) -> bool:
@@ -106,15 +106,7 @@ def check_stale_reads(ctx: Context) -> list[Finding]:
             for describe, order in before(w.site, r.site, ew, er):
                 out = ctx.solve(cr + cw + order, z3.And(offr == offw, stale))
                 if out.verdict == Verdict.UNKNOWN:
-                    findings.append(
-                        Finding(
-                            out.code or "UNKNOWN_SOLVER",
-                            Verdict.UNKNOWN,
-                            "stale-read check undecided",
-                            loc=r.site.loc,
-                            reason=out.reason,
-                        )
-                    )
+                    findings.append(undecided(out, "stale-read check undecided", loc=r.site.loc))
                     verdict = Verdict.UNKNOWN
                     continue
                 if out.verdict != Verdict.VIOLATED:

@@ -33,7 +33,7 @@ from argus.verify.access import Access, accesses, staged
 from argus.verify.context import Context
 from argus.verify.program import Program, Site, buffer_coords, shared_layout, user_name
 from argus.verify.report import Access as AccessReport
-from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
+from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 
 @dataclass
@@ -203,15 +203,7 @@ def check_races(ctx: Context, ordered: set | None = None) -> list[Finding]:
                 cons.append(smt.val(abs1) != smt.val(abs2))
                 out = ctx.solve(cons, off1 == off2)
                 if out.verdict == Verdict.UNKNOWN:
-                    findings.append(
-                        Finding(
-                            out.code or "UNKNOWN_SOLVER",
-                            Verdict.UNKNOWN,
-                            f"race check on {user_name(buf)} undecided",
-                            loc=a2.site.loc,
-                            reason=out.reason,
-                        )
-                    )
+                    findings.append(undecided(out, f"race check on {user_name(buf)} undecided", loc=a2.site.loc))
                     continue
                 if out.verdict != Verdict.VIOLATED:
                     continue

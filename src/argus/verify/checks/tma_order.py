@@ -37,12 +37,12 @@ from argus.verify.access import accesses
 from argus.verify.checks.pipeline import before
 from argus.verify.checks.races import access_report, common_loops, instance, unordered
 from argus.verify.context import Context
-from argus.verify.program import Unsupported, latest_before, user_name
-from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
+from argus.verify.program import Unsupported, barrier_element, latest_before, user_name
+from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict, undecided
 
 
 def _index(ref: Any, env: dict) -> Any:
-    return smt.evaluate(ref.origin[0], env) if ref.origin else smt.val(0)
+    return smt.evaluate(barrier_element(ref), env)
 
 
 def _waits_on(bars: Any) -> Any:
@@ -88,15 +88,7 @@ def check_tma_program_order(ctx: Context) -> list[Finding]:
             for describe, order in before(w.site, r.site, ew, er):
                 out = ctx.solve(cr + cw + order, z3.And(offr == offw, z3.Not(ok)))
                 if out.verdict == Verdict.UNKNOWN:
-                    findings.append(
-                        Finding(
-                            out.code or "UNKNOWN_SOLVER",
-                            Verdict.UNKNOWN,
-                            "TMA read-order check undecided",
-                            loc=r.site.loc,
-                            reason=out.reason,
-                        )
-                    )
+                    findings.append(undecided(out, "TMA read-order check undecided", loc=r.site.loc))
                     verdict = Verdict.UNKNOWN
                     continue
                 if out.verdict != Verdict.VIOLATED:
@@ -150,15 +142,7 @@ def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list
                 cons = cr + cw + rel.constrain(er, ew) + [z3.Or(*orders), smt.val(absr) != smt.val(absw)]
                 out = ctx.solve(cons, offr == offw)
                 if out.verdict == Verdict.UNKNOWN:
-                    findings.append(
-                        Finding(
-                            out.code or "UNKNOWN_SOLVER",
-                            Verdict.UNKNOWN,
-                            "TMA overwrite check undecided",
-                            loc=w.site.loc,
-                            reason=out.reason,
-                        )
-                    )
+                    findings.append(undecided(out, "TMA overwrite check undecided", loc=w.site.loc))
                     verdict = Verdict.UNKNOWN
                     continue
                 if out.verdict != Verdict.VIOLATED:
@@ -218,11 +202,11 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
         loop = pipes[-1]
         k, stages = smt.val(env[loop.var]), loop.stages
         element = smt.val(_index(s.barrier, env))
-        parity = smt.val(smt.evaluate(s.phase, env)) if not isinstance(s.phase, int) else smt.val(s.phase)
+        parity = smt.val(smt.evaluate(s.phase, env))
         # the wait is on element k % S; its parity must be the stage's (k // S)-th completion
-        on_stage = element == k % stages  # k >= 0: remainder and quotient as in Python
-        want = (k / stages) % 2
-        out = ctx.solve(cons, z3.And(on_stage, parity % 2 != want))
+        on_stage = element == smt.mod(k, stages)
+        want = smt.mod(smt.floordiv(k, stages), 2)
+        out = ctx.solve(cons, z3.And(on_stage, smt.mod(parity, 2) != want))
         other = ctx.solve(cons, z3.Not(on_stage))
         verdict = Verdict.VERIFIED
         if out.verdict == Verdict.VIOLATED:
@@ -260,13 +244,6 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
     return findings
 
 
-def _constant(x: Any) -> int | None:
-    if isinstance(x, int):
-        return x
-    value = getattr(x, "value", None)
-    return value if isinstance(value, int) else None
-
-
 def _check_straight_line(ctx: Context, q: Any, start: float) -> list[Finding]:
     """A wait outside every loop, on a constant element with a constant parity: the arrivals on that element
     before it (none in a branch or loop) complete ``arrivals // arrive_count`` phases; the latest, which the
@@ -276,8 +253,8 @@ def _check_straight_line(ctx: Context, q: Any, start: float) -> list[Finding]:
     prog = ctx.analysis.program
     s = q.stmt
     bars = s.barrier.buffer
-    element = _constant(s.barrier.origin[0]) if s.barrier.origin else 0
-    parity = _constant(s.phase)
+    element = smt.static_int(barrier_element(s.barrier))
+    parity = smt.static_int(s.phase)
     inits = [x.stmt for x in prog.sites if isinstance(x.stmt, MbarrierInit) and x.stmt.barriers.buffer is bars]
     arrivals = [
         x
@@ -285,7 +262,7 @@ def _check_straight_line(ctx: Context, q: Any, start: float) -> list[Finding]:
         if isinstance(x.stmt, MbarrierArrive) and x.stmt.barrier.buffer is bars and x.index < q.index
     ]
     plain = all(not x.loops and not x.ifs for x in arrivals)
-    elements = [_constant(x.stmt.barrier.origin[0]) if x.stmt.barrier.origin else 0 for x in arrivals]
+    elements = [smt.static_int(barrier_element(x.stmt.barrier)) for x in arrivals]
     if element is None or parity is None or len(inits) != 1 or not plain or None in elements:
         ctx.record("TMA wait parity", str(q.loc), Verdict.UNKNOWN, start)
         return [
@@ -302,9 +279,8 @@ def _check_straight_line(ctx: Context, q: Any, start: float) -> list[Finding]:
     if phases >= 1 and parity % 2 == want:
         ctx.record("TMA wait parity", str(q.loc), Verdict.VERIFIED, start)
         return []
-    msg = (
-        f"mbarrier wait on {user_name(bars)}[{element}] waits for parity {parity % 2}, but the load it guards "
-        + (f"completes the element's phase {phases - 1} (parity {want})" if phases >= 1 else "has no arrival before it")
+    msg = f"mbarrier wait on {user_name(bars)}[{element}] waits for parity {parity % 2}, but the load it guards " + (
+        f"completes the element's phase {phases - 1} (parity {want})" if phases >= 1 else "has no arrival before it"
     )
     cex = Counterexample(
         code="MBARRIER_PHASE",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from argus.atoms import MmaAtom
+from argus.atoms.common import REGISTER_FILE, register_split, setmaxnreg_ok
 from argus.atoms.smem import DESCRIPTOR_SWIZZLE_ENCODING, SWIZZLE_REPEAT_BYTES, Major
 from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
 from argus.backend.cuda.codegen import prelude
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 #: Threads in a warpgroup.
 WARPGROUP = 128
 #: Registers per SM a block's threads share (``setmaxnreg`` redistributes them).
-REGISTER_FILE = 65536
 #: Hardware named barriers (0 is ``__syncthreads``'s).
 NAMED_BARRIERS = 16
 
@@ -254,13 +254,10 @@ class HopperRules:
 
     def _setmaxnreg(self: Emitter, s: Role) -> str:
         registers = int(s.registers)
-        if registers % 8 or not 24 <= registers <= 256:
+        if not setmaxnreg_ok(registers):
             raise self.invalid(f"role {s.name!r}: setmaxnreg takes a multiple of 8 in 24..256, got {registers}")
-        roles = [r for r in walk(self.kernel.body) if isinstance(r, Role)]
-        entry = min(255, REGISTER_FILE // self.kernel.threads // 8 * 8)  # __launch_bounds__(threads, 1) at entry
-        covered = sum(WARPGROUP * len(r.warpgroups) for r in roles)
-        total = sum(WARPGROUP * len(r.warpgroups) * (r.registers or entry) for r in roles)
-        total += (self.kernel.threads - covered) * entry
+        roles = [(len(r.warpgroups), r.registers) for r in walk(self.kernel.body) if isinstance(r, Role)]
+        total, entry = register_split(self.kernel.threads, roles)  # entry: __launch_bounds__(threads, 1)
         if total > REGISTER_FILE:
             raise self.invalid(
                 f"the warp roles' register budgets need {total} registers, the block has {REGISTER_FILE}"
