@@ -199,4 +199,33 @@ def test_an_entry_selection_replaces_the_shipped_entries(tmp_path: Path):
     assert "lineage:gemm_cp_async_swizzled" in {a.id for a in everything}
     assert available_arms(ref, entries=()) == []
     result = optimize("gemm_naive", budget=1, store=tmp_path / "r.db", isolate=False, entries=())
-    assert result.stop_reason == "no untried action left for gemm_naive" and result.best_ms_by_step == [result.start_ms]
+    assert result.stop_reason == "no untried action left on any accepted kernel" and result.best_ms_by_step == [result.start_ms]
+
+
+def test_a_kernel_whose_arms_are_spent_hands_over_to_the_next_best(tmp_path: Path, monkeypatch):
+    """The loop plans on the fastest accepted kernel that still has an untried arm: when the best kernel's arms are
+    spent, the run goes on from the next best instead of stopping (a fake gate times each candidate from its
+    parameters, so that the search space is known exactly)."""
+    import argus.agent.gatejob as gatejob
+    from argus.kb import get_entry
+
+    def fake_gate(ref, task, options, name, generated=False):
+        p = {"BM": 64, "BN": 64, "BK": 32, "STAGES": 2, **ref.get("params", {})}
+        ms = 1.0 / p["STAGES"] + (0.0 if (p["BM"], p["BN"]) == (64, 64) else 0.2)  # more stages and 64x64 win
+        profile = {"stage": "profile", "status": "passed", "details": {"timing": {"median_ms": ms}}}
+        return {"verdict": "accepted", "stages": [profile]}
+
+    monkeypatch.setattr(gatejob, "gate_candidate", fake_gate)
+    pool = [get_entry("pipeline-stages"), get_entry("tile-shape")]
+    ref = parse_target("gemm_cp_async")
+    first = {a.id for a in available_arms(ref, entries=pool)}
+    result = optimize("gemm_cp_async", budget=200, store=tmp_path / "r.db", isolate=False, entries=pool)
+    assert result.stop_reason == "no untried action left on any accepted kernel"
+    gated = [row["params"] for row in result.trajectory]
+    assert len(gated) == len({tuple(sorted(p.items())) for p in gated})  # nothing gated twice
+    # the tile shapes were tried at several pipeline depths, not only at the best kernel's: the run went on from
+    # kernels other than the best (planning on the best alone gates 10 candidates here, and stops)
+    assert len(gated) - 1 > 2 * len(first)
+    with RunStore(tmp_path / "r.db") as store:
+        parents = {c.parent_id for c in store.read_run(result.run_id).done if c.parent_id is not None}
+    assert len(parents) >= 3

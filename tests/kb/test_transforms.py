@@ -26,6 +26,18 @@ def test_tile_shape_on_the_hopper_gemm_keeps_other_parameters() -> None:
     assert kernel.policies.tile_shape == (128, 256, 64) and kernel.policies.stages == 4
 
 
+def test_a_tile_too_big_for_the_pipeline_keeps_the_deepest_pipeline_that_fits() -> None:
+    entry = get_kernel("gemm_wgmma_tma")
+    # 6 stages of 128x256x64 need 288 KiB of shared memory; 4 (192 KiB) is the deepest that fits
+    params = apply("tile-shape", entry, params={"STAGES": 6}, value=(128, 256, 64))
+    assert params == {"STAGES": 4, "BM": 128, "BN": 256, "BK": 64}
+    assert (128, 256, 64) in [a.value for a in actions("tile-shape", entry, params={"STAGES": 6})]
+    # a kernel without a stages policy has nothing to lower: the tile stays refused
+    with pytest.raises(KBError) as info:
+        apply("tile-shape", get_kernel("gemm_mma_sync"), value=(128, 128, 64))
+    assert info.value.code == "KB_TRANSFORM_BUDGET"
+
+
 def test_tile_order_on_the_persistent_gemm_through_an_action() -> None:
     entry = get_kernel("gemm_persistent")
     params = apply(Action("tile-order-grouped", "tile_order", "column_major"), entry)

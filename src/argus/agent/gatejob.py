@@ -30,7 +30,13 @@ def gate_candidate(
         require_restricted(source)
     fn = kref.load(allow_generated=True)
     candidate = KernelCandidate(name, fn, dict(kref.params), source=source)
-    result = gate_kernel(get_task(task), candidate, options=GateOptions.from_dict(options))
+    gate_options = GateOptions.from_dict(options)
+    sizes = None
+    if gate_options.resolved_device().startswith("cuda") and gate_options.cost_sizes:
+        # on a GPU every candidate is timed at the start task's first benchmark size, so that rewards compare like
+        # with like when a lineage move changes the task (e.g. gemm -> gemm_nt)
+        sizes = dict(gate_options.cost_sizes)
+    result = gate_kernel(get_task(task), candidate, sizes, options=gate_options)
     return result.to_json()
 
 

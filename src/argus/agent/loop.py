@@ -7,7 +7,8 @@
 
 One step:
 
-1. **plan** — the arms for the current kernel (the best accepted candidate so far, the start at first:
+1. **plan** — the arms for the current kernel (the fastest accepted candidate that still has an untried arm, the
+   start at first:
    `argus.agent.arms.available_arms`, with its profile and verifier findings feeding retrieval), minus those
    already tried on it; the planner (`argus.agent.planner`) picks one, with a rationale;
 2. **materialize** — the coder (`argus.agent.coder`) builds the candidate; one that is identical to a candidate
@@ -483,6 +484,35 @@ def optimize(
         timed = [n for n in nodes.values() if n.status == "accepted" and n.ms]
         return min(timed, key=lambda n: (n.ms, n.step)) if timed else None
 
+    def ensure_arms(base: _Node) -> None:
+        """The arms of an accepted kernel, computed once."""
+        if base.arms is not None:
+            return
+        findings, lines = perf_findings(base.result or {})
+        est = _estimate_profile(base.result or {})
+        rewrites = getattr(code, "name", "") == "llm"
+        if base.generated:  # its code is imported only in the worker
+            try:
+                kwargs = {"ref": base.ref.to_json(), "profile": est, "findings": findings or None,
+                          "rewrites": rewrites, "entries": entries}  # fmt: skip
+                got = gater.job("argus.agent.gatejob:arms_for", kwargs)
+                base.arms = [Arm.from_json(a) for a in got]
+            except AgentError:
+                base.arms = []
+        else:
+            base.arms = available_arms(base.ref, profile=est, findings=findings or None, rewrites=rewrites,
+                                       entries=entries)  # fmt: skip
+
+    def ranked_nodes() -> list[_Node]:
+        """The accepted, timed kernels, fastest first: the loop plans on the first that has an untried arm, so
+        that a kernel whose arms are spent hands over to the next best instead of ending the run."""
+        timed = [n for n in nodes.values() if n.status == "accepted" and n.ms]
+        return sorted(timed, key=lambda n: (n.ms, n.step))
+
+    def has_untried(n: _Node) -> bool:
+        ensure_arms(n)
+        return any(a.id not in n.tried for a in n.arms or ())
+
     def row(n: _Node) -> dict[str, Any]:
         return {
             "step": n.step,
@@ -586,23 +616,10 @@ def optimize(
             if budget.cost_usd is not None and float(usage.get("cost_usd") or 0.0) >= budget.cost_usd:
                 stop_reason = f"budget: ${budget.cost_usd:g} of LLM cost"
                 break
-            base = best_node()
-            assert base is not None
-            if base.arms is None:
-                findings, lines = perf_findings(base.result or {})
-                est = _estimate_profile(base.result or {})
-                rewrites = getattr(code, "name", "") == "llm"
-                if base.generated:  # its code is imported only in the worker
-                    try:
-                        kwargs = {"ref": base.ref.to_json(), "profile": est, "findings": findings or None,
-                                  "rewrites": rewrites, "entries": entries}  # fmt: skip
-                        got = gater.job("argus.agent.gatejob:arms_for", kwargs)
-                        base.arms = [Arm.from_json(a) for a in got]
-                    except AgentError:
-                        base.arms = []
-                else:
-                    base.arms = available_arms(base.ref, profile=est, findings=findings or None, rewrites=rewrites,
-                                               entries=entries)  # fmt: skip
+            base = next((n for n in ranked_nodes() if has_untried(n)), None)
+            if base is None:
+                stop_reason = "no untried action left on any accepted kernel"
+                break
             findings, lines = perf_findings(base.result or {})
             made = None
             while made is None:
@@ -658,8 +675,7 @@ def optimize(
                 gate_node(n)
                 step += 1
                 made = True
-            if made is None:
-                stop_reason = f"no untried action left for {base.ref.name}"
+            # made is None: every arm of this kernel is tried; the next round plans on the next-best kernel
     except BaseException:
         gater.close()
         writer.release()

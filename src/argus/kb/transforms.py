@@ -144,8 +144,19 @@ def _apply_value(
             new[name] = v
     else:
         new[ref] = value
+    stages = function.policy_params.get("stages")
+    lowerable = policy != "stages" and isinstance(stages, str) and isinstance(new.get(stages), int)
     try:
-        kernel = function.trace(**new)
+        while True:
+            try:
+                kernel = function.trace(**new)
+                break
+            except ArgusError as err:
+                if not (lowerable and err.code == "DSL_SMEM_BUDGET" and new[stages] > 2):
+                    raise
+                # the tile does not fit in shared memory at this pipeline depth: keep the deepest pipeline that
+                # fits (at least two stages, so that it stays a pipeline); the returned parameters say so
+                new[stages] -= 1
     except ArgusError as err:
         raise KBError(
             "KB_TRANSFORM_TRACE",
@@ -166,6 +177,10 @@ def _apply_value(
         from argus.verify import verify_kernel
 
         over = [f for f in verify_kernel(kernel, checks=("budget",)).findings if f.is_error]
+        while over and lowerable and new[stages] > 2 and all(f.code == "BUDGET_SMEM" for f in over):
+            new[stages] -= 1  # as above, for a budget the verifier finds over
+            kernel = function.trace(**new)
+            over = [f for f in verify_kernel(kernel, checks=("budget",)).findings if f.is_error]
         if over:
             raise KBError(
                 "KB_TRANSFORM_BUDGET",

@@ -242,10 +242,15 @@ class _Gate:
         key = (v.fingerprint(), v.task, repr(sorted(v.params.items())))
         if key not in self.memo:
             task = get_task(v.task)
+            sizes = self.sizes.get(v.task)
+            if sizes is None and self.options.resolved_device().startswith("cuda") and self.options.cost_sizes:
+                # on a GPU every kernel of the walk is timed at one size (the expert task's first benchmark
+                # size), so that a step's effect compares like with like even where the task changes
+                sizes = dict(self.options.cost_sizes)
             self.memo[key] = gate_kernel(
                 task,
                 KernelCandidate(v.name, v.kernel, dict(v.params)),
-                sizes=self.sizes.get(v.task),
+                sizes=sizes,
                 options=self.options,
             )
         return self.memo[key]
@@ -291,7 +296,7 @@ def walk(
     by a dependent mechanism, in order; each candidate they propose goes through `operators.check` (exactly the
     operator's mechanism removed, in the IR and in the generated code) and then the gate; the first that passes
     both is accepted. `sizes`: the gate's problem sizes per task name (default: each task's CPU sizes without a
-    GPU). `progress(text)` is called with a line per event. The walk never raises for a rejected candidate: it is
+    GPU; on a GPU the expert task's first benchmark size for every kernel, so that effects compare one size). `progress(text)` is called with a line per event. The walk never raises for a rejected candidate: it is
     recorded in `Lineage.rejections` with its stage and reason."""
     say = progress or (lambda text: None)
     current = as_variant(kernel, task, params)
