@@ -46,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=40, help="gated candidates after the start")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out/agent", help="directory for the store, the JSON and the plot")
+    parser.add_argument("--store", default="", help="the run store (default OUT/runs.db)")
+    parser.add_argument("--resume", default="", help="continue this run of the store (after a cut-off)")
     args = parser.parse_args(argv)
 
     import dataclasses
@@ -69,9 +71,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{event.ms} ms, best {event.best_ms} ms", flush=True)
 
     t0 = time.monotonic()
-    result = optimize(args.start, planner="bandit", coder="transform", budget=Budget(candidates=args.budget),
-                      store=out / "runs.db", seed=args.seed, gate_options=options, on_step=show,
-                      candidates_dir=out / "candidates")  # fmt: skip
+    store = Path(args.store) if args.store else out / "runs.db"
+    if args.resume:
+        result = optimize(None, resume=args.resume, budget=Budget(candidates=args.budget), store=store, on_step=show)
+    else:
+        result = optimize(args.start, planner="bandit", coder="transform", budget=Budget(candidates=args.budget),
+                          store=store, seed=args.seed, gate_options=options, on_step=show,
+                          candidates_dir=out / "candidates")  # fmt: skip
     loop_s = time.monotonic() - t0
 
     import torch
