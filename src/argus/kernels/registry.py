@@ -216,6 +216,49 @@ def _gemm_hopper(
 GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
 
 
+def _gemm_residual(name: str, description: str, nt: bool = False) -> LibraryKernel:
+    """A rung of the held-out family C = relu(A @ B + R) (`argus.kernels.gemm_residual`): f32 R (M, N); B is
+    (K, N), or (N, K) with `nt` (C = relu(A @ B^T + R)), at the sizes of the GEMM rung it mirrors."""
+    from argus.kernels import gemm_residual
+
+    def make(shape, rng):
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        b_shape = (n, k) if nt else (k, n)
+        return {
+            "A": _bf16(rng.standard_normal((m, k))),
+            "B": _bf16(rng.uniform(-1, 1, b_shape)),
+            "R": rng.standard_normal((m, n)).astype(np.float32).astype(np.float64) * 4,  # ReLU clamps about half
+            "C": np.zeros((m, n)),
+        }
+
+    def reference(a):
+        b = a["B"].T if nt else a["B"]
+        return {"C": np.maximum(a["A"] @ b + a["R"], 0.0)}
+
+    def torch_reference(t):
+        import torch
+
+        b = t["B"].T if nt else t["B"]
+        return {"C": torch.relu(t["A"] @ b + t["R"])}
+
+    default, partial = (
+        ({"M": 256, "N": 128, "K": 256}, {"M": 200, "N": 72, "K": 136})
+        if nt
+        else ({"M": 128, "N": 128, "K": 64}, {"M": 100, "N": 72, "K": 80})
+    )
+    return LibraryKernel(
+        name,
+        description,
+        getattr(gemm_residual, name),
+        default,
+        partial,
+        make,
+        reference,
+        tolerance=1e-3,
+        torch_reference=torch_reference,
+    )
+
+
 def _attention() -> LibraryKernel:
     from argus.kernels.attention import flash_attention_fwd
 
@@ -293,6 +336,34 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         params={"BLOCKS": 3},
     ),
     "flash_attention_fwd": _attention,
+    # the held-out family C = relu(A @ B + R): the GEMM lineage's rungs with a fused residual + ReLU epilogue
+    "gemm_residual_naive": lambda: _gemm_residual(
+        "gemm_residual_naive", "relu(A @ B + R), one thread per output element, FMA in f32 (gemm_naive + epilogue)"
+    ),
+    "gemm_residual_smem_tiled": lambda: _gemm_residual(
+        "gemm_residual_smem_tiled",
+        "relu(A @ B + R): shared-memory tiles and an 8x8 FMA micro-tile per thread (gemm_smem_tiled + epilogue)",
+    ),
+    "gemm_residual_mma_sync": lambda: _gemm_residual(
+        "gemm_residual_mma_sync", "relu(A @ B + R): ldmatrix and mma.sync on 2x2 warps (gemm_mma_sync + epilogue)"
+    ),
+    "gemm_residual_cp_async": lambda: _gemm_residual(
+        "gemm_residual_cp_async", "relu(A @ B + R): a 2-stage cp.async pipeline (gemm_cp_async + epilogue)"
+    ),
+    "gemm_residual_cp_async_swizzled": lambda: _gemm_residual(
+        "gemm_residual_cp_async_swizzled",
+        "relu(A @ B + R): cp.async into swizzled shared memory (gemm_cp_async_swizzled + epilogue)",
+    ),
+    "gemm_residual_tma_wgmma": lambda: _gemm_residual(
+        "gemm_residual_tma_wgmma",
+        "relu(A @ B^T + R): TMA and wgmma in program order (gemm_tma_wgmma + epilogue)",
+        nt=True,
+    ),
+    "gemm_residual_wgmma_tma": lambda: _gemm_residual(
+        "gemm_residual_wgmma_tma",
+        "relu(A @ B^T + R): producer/consumer warpgroups, TMA, wgmma, setmaxnreg (gemm_wgmma_tma + epilogue)",
+        nt=True,
+    ),
 }
 
 
@@ -333,12 +404,43 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
             "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
         ),
     ),
+    # Held out from skill mining: the GEMM rungs with a fused residual + ReLU epilogue, one rung per mechanism of
+    # "gemm" under the same mechanism names (so `argus.agent.arms.MECHANISM_ENTRIES` names its moves).
+    "gemm_residual": (
+        LineageStep(
+            "gemm_residual_naive",
+            "naive_fma",
+            "one thread per output element; A and B from global memory; FMA in f32; R added and ReLU in registers",
+        ),
+        LineageStep(
+            "gemm_residual_smem_tiled",
+            "smem_tiling",
+            "block tiles of A and B staged in shared memory between barriers; a register micro-tile per thread",
+        ),
+        LineageStep("gemm_residual_mma_sync", "mma_sync", "tensor cores: ldmatrix into operand fragments and mma.sync"),
+        LineageStep(
+            "gemm_residual_cp_async",
+            "cp_async_pipeline",
+            "a multi-stage cp.async pipeline: the next tiles load during the MMA",
+        ),
+        LineageStep("gemm_residual_cp_async_swizzled", "smem_swizzle", "XOR-swizzled shared memory: no bank conflicts"),
+        LineageStep(
+            "gemm_residual_tma_wgmma",
+            "tma_wgmma",
+            "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
+        ),
+        LineageStep(
+            "gemm_residual_wgmma_tma",
+            "warp_specialization",
+            "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+    ),
 }
 
 
 def lineage(family: str) -> tuple[LineageStep, ...]:
-    """The lineage of `family` (``"gemm"``), in order from the naive kernel to the expert one; raises
-    `KernelLookupError` ``LINEAGE_UNKNOWN`` for a family without one."""
+    """The lineage of `family` (``"gemm"``, ``"gemm_residual"``), in order from the naive kernel to the expert one;
+    raises `KernelLookupError` ``LINEAGE_UNKNOWN`` for a family without one."""
     if family not in _LINEAGES:
         raise KernelLookupError(
             "LINEAGE_UNKNOWN", f"no kernel lineage named {family!r}", f"one of: {', '.join(_LINEAGES)}"

@@ -1,6 +1,6 @@
 """The built-in tasks: the workloads of argus's kernel library (vector add, softmax, layer norm, GEMM, Hopper
-GEMM, flash attention) and the MoE grouped GEMM, each with its reference, sizes, FLOP/byte counts, baselines
-and what a candidate may not call.
+GEMM, GEMM + residual + ReLU, flash attention) and the MoE grouped GEMM, each with its reference, sizes, FLOP/byte
+counts, baselines and what a candidate may not call.
 
 Tensor names and order match the library kernels' parameters, so a library kernel runs on its task as is.
 References are PyTorch functions of the inputs: run on float64 inputs they are the correctness reference, on
@@ -93,6 +93,19 @@ def _gemm_nt(a: Any, b: Any) -> Any:
     import torch
 
     return torch.matmul(a, b.transpose(0, 1))
+
+
+def _gemm_residual(a: Any, b: Any, r: Any) -> Any:
+    """relu(A @ B + R): the product in the precision of A and B (bf16 natively), the epilogue in R's (f32)."""
+    import torch
+
+    return torch.relu(torch.matmul(a, b) + r)
+
+
+def _gemm_nt_residual(a: Any, b: Any, r: Any) -> Any:
+    import torch
+
+    return torch.relu(torch.matmul(a, b.transpose(0, 1)) + r)
 
 
 def _attention(q: Any, k: Any, v: Any) -> Any:
@@ -263,6 +276,55 @@ def _tasks() -> list[Task]:
             lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + 2 * s["M"] * s["N"],
             kernels=("gemm_hopper",),
             baselines={"cublas": _gemm_nt},
+            default_baselines=("eager", "compile", "cublas"),
+            forbidden=MATMUL_CALLS,
+            forbidden_ops=MATMUL_OPS,
+        ),
+        # The held-out family of the lineage curriculum (argus.kernels.gemm_residual, docs/gemm.md): a GEMM with a
+        # fused epilogue. R is f32, the accumulator's and C's precision: the residual stream of a network is kept
+        # there, the add needs no conversion, and a C can be the next call's R.
+        Task(
+            "gemm_residual",
+            "C = relu(A @ B + R): bf16 A (M x K) and B (K x N), f32 residual R (M x N), f32 C",
+            (
+                TensorSpec("A", ("M", "K"), "bf16", sampler=_bf16_normal),
+                TensorSpec("B", ("K", "N"), "bf16", sampler=_bf16_normal),
+                TensorSpec("R", ("M", "N"), "f32"),
+                TensorSpec("C", ("M", "N"), "f32", True),
+            ),
+            _gemm_residual,
+            {"M": 100, "N": 72, "K": 80},
+            ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
+            lambda s: 2 * s["M"] * s["N"] * s["K"] + 2 * s["M"] * s["N"],
+            lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + 8 * s["M"] * s["N"],
+            kernels=(
+                "gemm_residual_naive",
+                "gemm_residual_smem_tiled",
+                "gemm_residual_mma_sync",
+                "gemm_residual_cp_async",
+                "gemm_residual_cp_async_swizzled",
+            ),
+            baselines={"cublas": _gemm_residual},  # cuBLAS's GEMM, then PyTorch's add and ReLU (unfused)
+            default_baselines=("eager", "compile", "cublas"),
+            forbidden=MATMUL_CALLS,
+            forbidden_ops=MATMUL_OPS,
+        ),
+        Task(
+            "gemm_nt_residual",
+            "C = relu(A @ B^T + R): bf16 A (M x K) and B (N x K), f32 residual R (M x N), f32 C (the Hopper rungs)",
+            (
+                TensorSpec("A", ("M", "K"), "bf16", sampler=_bf16_normal),
+                TensorSpec("B", ("N", "K"), "bf16", sampler=_bf16_normal),
+                TensorSpec("R", ("M", "N"), "f32"),
+                TensorSpec("C", ("M", "N"), "f32", True),
+            ),
+            _gemm_nt_residual,
+            {"M": 200, "N": 72, "K": 136},
+            ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
+            lambda s: 2 * s["M"] * s["N"] * s["K"] + 2 * s["M"] * s["N"],
+            lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + 8 * s["M"] * s["N"],
+            kernels=("gemm_residual_tma_wgmma", "gemm_residual_wgmma_tma"),
+            baselines={"cublas": _gemm_nt_residual},
             default_baselines=("eager", "compile", "cublas"),
             forbidden=MATMUL_CALLS,
             forbidden_ops=MATMUL_OPS,
