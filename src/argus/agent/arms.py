@@ -7,7 +7,8 @@ An `Arm` is one of
   ``pipeline-stages: stages=3``); the transform coder applies it with `argus.kb.transforms.apply`;
 * ``lineage`` — a structural move: switch to the next rung of the kernel's lineage
   (`argus.kernels.registry.lineage`: each rung adds one mechanism, e.g. ``gemm_mma_sync -> gemm_cp_async``), named
-  by the knowledge-base entry that describes that mechanism (`MECHANISM_ENTRIES`);
+  by the best-scoring applicable entry that describes that mechanism: the curated one (`MECHANISM_ENTRIES`) or a
+  mined skill whose forward step is part of the rung (`RUNG_STEPS`), one arm per move;
 * ``rewrite`` — an applicable entry with no executable transform (``tma-loads``, ``epilogue-fusion``): only the
   LLM coder can materialize it, by rewriting the DSL source.
 
@@ -40,6 +41,50 @@ MECHANISM_ENTRIES: dict[str, str] = {
     "persistent_grid": "persistent-grid",
     "tma_store": "tma-store-epilogue",
 }
+
+
+#: The single-mechanism steps a lineage rung's mechanism (`LineageStep.mechanism`) is made of, in the vocabulary of
+#: `argus.lineage.mechanisms` (``mechanism@level``, what a mined skill's forward step adds: its
+#: ``provenance.lineage.mechanism``). A rung may add more than one (``tma_wgmma``: TMA loads and ``wgmma``, split by
+#: the bridge kernel ``gemm_cp_async_wgmma``); the first rung adds nothing; ``tma_store`` has no mechanism yet.
+RUNG_STEPS: dict[str, tuple[str, ...]] = {
+    "naive_fma": (),
+    "smem_tiling": ("smem_tiling@1",),
+    "mma_sync": ("mma@1",),
+    "cp_async_pipeline": ("global_copy@1", "pipeline@1"),
+    "smem_swizzle": ("swizzle@1",),
+    "tma_wgmma": ("global_copy@2", "mma@2"),
+    "warp_specialization": ("warp_specialization@1", "register_split@1"),
+    "persistent_grid": ("persistent@1", "tile_order@1"),
+    "tma_store": (),
+}
+
+
+def skill_step(entry: Any) -> str | None:
+    """The ``mechanism@level`` a mined skill's forward step adds (None for a curated entry)."""
+    provenance = getattr(entry, "provenance", None)
+    if provenance is None or provenance.source != "mined":
+        return None
+    step = provenance.lineage.get("mechanism")
+    return step if isinstance(step, str) else None
+
+
+def rung_of_step(step: str) -> str | None:
+    """The rung mechanism (`LineageStep.mechanism`) that a ``mechanism@level`` step is part of, if any."""
+    return next((rung for rung, steps in RUNG_STEPS.items() if step in steps), None)
+
+
+def rung_entries(mechanism: str, pool: Iterable[Any] | None) -> list[str]:
+    """The ids of the entries that describe what a rung adds (`mechanism`: a `LineageStep.mechanism`), curated first:
+    the curated entry (`MECHANISM_ENTRIES`) and the mined skills whose forward step is one of the rung's
+    (`RUNG_STEPS`). `pool` None stands for the shipped entries: the curated id only (as named, present or not)."""
+    curated = MECHANISM_ENTRIES.get(mechanism, mechanism)
+    if pool is None:
+        return [curated]
+    pool = list(pool)
+    steps = RUNG_STEPS.get(mechanism, ())
+    ids = [curated] if any(getattr(e, "id", None) == curated for e in pool) else []
+    return ids + sorted(e.id for e in pool if skill_step(e) is not None and skill_step(e) in steps)
 
 
 class AgentError(ArgusError):
@@ -245,32 +290,62 @@ def available_arms(
     entries without an executable transform (for the LLM coder).
 
     `entries`: the knowledge-base entries to plan from (`argus.kb.Entry` objects: curated, mined, or a selection),
-    replacing the shipped ones in retrieval; a lineage move is then offered only when the entry naming its mechanism
-    is among them (an empty selection offers nothing)."""
+    replacing the shipped ones in retrieval. A lineage move is offered when an entry describing its mechanism is
+    among them (`rung_entries`: the curated one, or a mined skill of one of the rung's steps; an empty selection
+    offers nothing), once, named by the best-scoring applicable one (a tie goes to the curated entry) with its
+    score as the prior; when none of them applies to the kernel as it stands, by the curated entry (else the first
+    skill) with prior 1.0. A policy action that two entries propose (the same policy and value: a mined pipelining
+    skill beside ``pipeline-stages``) is one arm, named by the better-scoring entry. Mined skills are ranked with
+    the problem sizes of the kernel's task's first benchmark shape (`argus.kb.retrieve(shape=...)`)."""
     from argus.kb import actions, kernel_features, retrieve
 
     fn = ref.load(allow_generated=allow_generated)
     pool = list(entries) if entries is not None else None
     features = kernel_features(fn, profile=profile, findings=findings, **ref.params)
-    matches = {m.entry.id: m for m in retrieve(features, k=None, entries=pool)}
+    shape = _bench_shape(fn, ref.params) if pool is not None and any(skill_step(e) for e in pool) else None
+    matches = {m.entry.id: m for m in retrieve(features, k=None, entries=pool, shape=shape)}
     arms: list[Arm] = []
+    proposed: dict[tuple[str, str], int] = {}  # (policy, value) -> index in arms
+    proposers: set[str] = set()
     for match in matches.values():
         if match.transform_ready:
             for action in actions(match.entry, fn, ref.params):
-                arms.append(Arm("policy", action.entry_id, action.policy, action.value, prior=match.score,
-                                title=match.entry.title))  # fmt: skip
+                arm = Arm("policy", action.entry_id, action.policy, action.value, prior=match.score,
+                          title=match.entry.title)  # fmt: skip
+                key = (str(action.policy), json.dumps(arm.to_json()["value"], sort_keys=True))
+                proposers.add(action.entry_id)
+                if key not in proposed:
+                    proposed[key] = len(arms)
+                    arms.append(arm)
+                elif arm.prior > arms[proposed[key]].prior:
+                    arms[proposed[key]] = arm
     rung = next_rung(ref)
+    moved: set[str] = set()
     if rung is not None:
         kernel, step = rung
-        entry_id = MECHANISM_ENTRIES.get(step.mechanism, step.mechanism)
-        m = matches.get(entry_id)
-        known = pool is None or any(getattr(e, "id", None) == entry_id for e in pool)
-        if known:
-            prior = m.score if m is not None else 1.0
+        ids = rung_entries(step.mechanism, pool)
+        if ids:
+            fitting = [matches[i] for i in ids if i in matches]
+            if fitting:
+                best = max(fitting, key=lambda m: (m.score, m.entry.provenance.source == "curated"))
+                entry_id, prior = best.entry.id, best.score
+            else:
+                entry_id, prior = ids[0], 1.0
             arms.append(Arm("lineage", entry_id, kernel=kernel, prior=prior, title=step.adds))
+            moved = set(ids)
     if rewrites and matches:
-        ready = {a.entry_id for a in arms}  # entries with an action the transform coder can apply here
+        ready = {a.entry_id for a in arms} | proposers | moved  # transform-coder actions, the lineage move's entries
         extra = [m for m in matches.values() if m.entry.id not in ready]
         for m in extra[:rewrite_limit]:
             arms.append(Arm("rewrite", m.entry.id, prior=m.score, title=m.entry.title))
     return sorted(arms, key=lambda a: -a.prior)
+
+
+def _bench_shape(fn: Any, params: Mapping[str, Any]) -> dict[str, int] | None:
+    """The first benchmark shape of the kernel's task (None when no task matches or it has none)."""
+    try:
+        task = task_for(fn, params)
+    except AgentError:
+        return None
+    sizes = task.bench_sizes[0] if task.bench_sizes else None
+    return {str(k): int(v) for k, v in sizes.items()} if sizes else None

@@ -13,6 +13,13 @@ For each entry, in order:
    says the kernel is bound by what the entry relieves (``BOUND_MISMATCH`` when it is bound by
    something else), plus ``TRANSFORM_READY`` when the entry's policy transform can be applied to
    this kernel as it stands, minus ``UNKNOWN_PENALTY`` per unknown precondition.
+4. **Mined skills only** (``provenance.source = "mined"``; curated entries score as above and nothing more):
+   plus the *measured gain* — ``GAIN_WEIGHT`` per doubling of the speedup the skill's lineage step recorded
+   (``log2`` of the effect ratio, clamped to ``±GAIN_CAP``), counted fully when that effect is a GPU measurement
+   and at ``ESTIMATE_TRUST`` when it is the cost model's estimate; nothing when the skill's admission on a
+   held-out kernel failed — and the *shape proximity* — ``SHAPE_WEIGHT × 2^(−mean |log2(skill size / task
+   size)|)`` over the problem sizes both name (the skill's effect context vs the kernel's task's benchmark shape,
+   `retrieve(..., shape=...)`, else the ``shape.values`` feature; nothing when either is unknown).
 
 Applicable entries come first, best first; inapplicable ones follow (only when asked for), each
 with the reason it failed.
@@ -20,7 +27,8 @@ with the reason it failed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +41,10 @@ BOUND_MATCH = 1.5
 BOUND_MISMATCH = -1.0
 TRANSFORM_READY = 0.25
 UNKNOWN_PENALTY = 0.3
+GAIN_WEIGHT = 1.0  # per doubling of a mined skill's recorded speedup
+GAIN_CAP = 2.0  # the gain term's bound either way: one skill cannot outweigh everything else
+ESTIMATE_TRUST = 0.5  # a cost-model estimate counts half as much as a GPU measurement
+SHAPE_WEIGHT = 0.5  # a mined skill measured at the task's own shape
 
 
 @dataclass(frozen=True)
@@ -124,8 +136,81 @@ def _describe_locus(locus: Locus) -> str:
     return " ".join(parts)
 
 
-def match_entry(entry: Entry, features: Features) -> Match:
-    """How `entry` fits the kernel described by `features` (see the module docstring)."""
+def skill_gain(entry: Entry) -> tuple[float, float, str] | None:
+    """A mined skill's recorded effect as (speedup of its forward step, trust, the context in words): trust 1 for a
+    GPU measurement, `ESTIMATE_TRUST` for the cost model's estimate. None for a curated entry or a skill without
+    profile numbers."""
+    if entry.provenance.source != "mined":
+        return None
+    effect = entry.provenance.lineage.get("effect")
+    if not isinstance(effect, dict):
+        return None
+    ratio = effect.get("slowdown")  # of the backward step: simpler / expert time = the forward step's speedup
+    before, after = effect.get("before_ms"), effect.get("after_ms")
+    if not isinstance(ratio, int | float) and isinstance(before, int | float) and isinstance(after, int | float):
+        ratio = after / before if before > 0 else None
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not ratio > 0 or ratio != ratio:
+        return None
+    measured = effect.get("source") == "gpu" and not effect.get("estimate")
+    where = f"{effect.get('source')} on {effect.get('gpu')}"
+    return float(ratio), 1.0 if measured else ESTIMATE_TRUST, where + ("" if measured else ", an estimate")
+
+
+def skill_sizes(entry: Entry) -> dict[str, int]:
+    """The problem sizes a mined skill's effect was measured (or estimated) at; empty when not recorded."""
+    effect = entry.provenance.lineage.get("effect") if entry.provenance.source == "mined" else None
+    sizes = effect.get("sizes") if isinstance(effect, dict) else None
+    if not isinstance(sizes, dict):
+        return {}
+    return {str(k): int(v) for k, v in sizes.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+
+
+def shape_proximity(a: Mapping[str, int], b: Mapping[str, int]) -> float | None:
+    """``2^(−mean |log2(a[n] / b[n])|)`` over the sizes `n` both name (and that are positive): 1 for the same shape,
+    1/2 when every size is off by a factor of two; None when they share no size."""
+    common = [n for n in a if n in b and a[n] > 0 and b[n] > 0]
+    if not common:
+        return None
+    distance = sum(abs(math.log2(a[n] / b[n])) for n in common) / len(common)
+    return 2.0**-distance
+
+
+def _shape_of(features: Features) -> dict[str, int]:
+    """The problem sizes in the ``shape.values`` feature (``NAME=VALUE`` strings), when given."""
+    out: dict[str, int] = {}
+    for item in features.get("shape.values", ()) or ():
+        name, _, value = str(item).partition("=")
+        if value.strip().isdigit():
+            out[name.strip()] = int(value)
+    return out
+
+
+def _skill_terms(entry: Entry, features: Features, shape: Mapping[str, int] | None) -> tuple[float, list[str]]:
+    """The mined-skill score terms (measured gain, shape proximity) and a note for each (module docstring, 4)."""
+    score, notes = 0.0, []
+    gain = skill_gain(entry)
+    admission = entry.provenance.lineage.get("admission")
+    refused = isinstance(admission, dict) and admission.get("admitted") is False
+    if gain is not None:
+        ratio, trust, where = gain
+        term = 0.0 if refused else trust * GAIN_WEIGHT * max(-GAIN_CAP, min(GAIN_CAP, math.log2(ratio)))
+        score += term
+        why = "its admission on a held-out kernel failed" if refused else f"counted at {trust:g}"
+        notes.append(f"measured gain ({term:+.2f}): {ratio:.2f}x faster in its lineage ({where}); {why}")
+    sizes = skill_sizes(entry)
+    target = dict(shape) if shape else _shape_of(features)
+    proximity = shape_proximity(sizes, target) if sizes and target else None
+    if proximity is not None:
+        score += SHAPE_WEIGHT * proximity
+        at = ",".join(f"{k}={v}" for k, v in sizes.items())
+        to = ",".join(f"{k}={target[k]}" for k in sizes if k in target)
+        notes.append(f"shape proximity (+{SHAPE_WEIGHT * proximity:.2f}): measured at {at}, the task runs at {to}")
+    return score, notes
+
+
+def match_entry(entry: Entry, features: Features, *, shape: Mapping[str, int] | None = None) -> Match:
+    """How `entry` fits the kernel described by `features` (see the module docstring). `shape`: the problem sizes
+    the kernel is to run at (its task's benchmark shape), for a mined skill's shape proximity."""
     notes: list[str] = []
     sites: tuple[SourceLoc, ...] = ()
     locus_ok = True
@@ -154,6 +239,10 @@ def match_entry(entry: Entry, features: Features) -> Match:
             score += BOUND_MISMATCH
             notes.append(f"the kernel is {bound}-bound; this relieves the {entry.effect.bound} bound")
     score -= UNKNOWN_PENALTY * len(unknown)
+    if entry.provenance.source == "mined":
+        extra, skill_notes = _skill_terms(entry, features, shape)
+        score += extra
+        notes += skill_notes
     ready = entry.transform.kind == "policy" and entry.transform.policy in features.get("policies.declared", ())
     if ready:
         score += TRANSFORM_READY
@@ -181,11 +270,13 @@ def retrieve(
     *,
     include_inapplicable: bool = False,
     entries: Iterable[Entry] | None = None,
+    shape: Mapping[str, int] | None = None,
 ) -> list[Match]:
     """The entries that fit best, best first: `features` from `kernel_features` (or a kernel
     target, whose features are read here); `profile` and `findings` add profile and verifier facts
     (see `kernel_features`). At most `k` matches (all when None); inapplicable entries are left
-    out unless `include_inapplicable`, and then rank after every applicable one."""
+    out unless `include_inapplicable`, and then rank after every applicable one. `shape`: the problem sizes the
+    kernel is to run at (its task's benchmark shape), for the shape proximity of mined skills."""
     from argus.kb.store import entries as shipped
 
     if not isinstance(features, Features):
@@ -195,7 +286,7 @@ def retrieve(
         if extra:
             features = Features({**features.values, **extra}, features.kernel, features.function, features.params)
     pool = list(entries) if entries is not None else list(shipped())
-    matches = [match_entry(e, features) for e in pool]
+    matches = [match_entry(e, features, shape=shape) for e in pool]
     if not include_inapplicable:
         matches = [m for m in matches if m.applicable]
     matches.sort(key=lambda m: (not m.applicable, -m.score, m.entry.id))

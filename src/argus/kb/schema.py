@@ -574,6 +574,26 @@ def _example(c: _Checker, data: Any) -> Example | None:
     return Example(code["before"], code["after"], note)
 
 
+#: What a mined skill's admission record (`argus.lineage.skills.admit`) must say: where the forward step was
+#: replayed, whether the skill was admitted, and why.
+_ADMISSION_REQUIRED = {"admitted": bool, "kernel": str, "kernel_after": str, "reason": str}
+
+
+def _admission(c: _Checker, data: Any) -> None:
+    where = "provenance.lineage.admission"
+    if not isinstance(data, dict):
+        c.add(where, f"expected a table, found {type(data).__name__}")
+        return
+    for key, kind in _ADMISSION_REQUIRED.items():
+        if key not in data:
+            c.add(f"{where}.{key}", "missing: an admission says where the step was replayed, the verdict and why")
+        elif not isinstance(data[key], kind) or (kind is str and not data[key].strip()):
+            c.add(f"{where}.{key}", f"expected {'true or false' if kind is bool else 'a non-empty string'}, "
+                  f"found {data[key]!r}")  # fmt: skip
+    if "held_out" in data and not isinstance(data["held_out"], bool):
+        c.add(f"{where}.held_out", f"expected true or false, found {data['held_out']!r}")
+
+
 def _provenance(c: _Checker, data: Any) -> Provenance | None:
     t = c.table(data, "provenance", {"source", "references", "author", "lineage"}, ("source",))
     if t is None:
@@ -592,6 +612,8 @@ def _provenance(c: _Checker, data: Any) -> Provenance | None:
             for key in ("kernel", "step", "measured"):
                 if key not in lineage:
                     c.add(f"provenance.lineage.{key}", "missing: a mined skill records its lineage evidence")
+            if "admission" in lineage:
+                _admission(c, lineage["admission"])
     elif "lineage" in t:
         c.add("provenance.lineage", "only a mined entry has lineage evidence")
     if len(c.problems) > before or source is None:

@@ -1,5 +1,5 @@
 # ruff: noqa: B008 -- typer reads its options from argument defaults
-"""`argus lineage walk|curriculum` and `argus skills list|show`: thin shells over `argus.lineage`."""
+"""`argus lineage walk|curriculum` and `argus skills list|show|admit`: thin shells over `argus.lineage`."""
 
 from __future__ import annotations
 
@@ -142,3 +142,39 @@ def skills_show(
             return
     typer.echo(f"no skill {skill_id!r} in {directory or skills_dir()}", err=True)
     raise typer.Exit(1)
+
+
+@skills_app.command("admit")
+def skills_admit(
+    skill_id: str = typer.Argument(...),
+    on: str = typer.Option(..., "--on", help="the library rung to replay the skill's move from (another family's)"),
+    directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory"),
+    sizes: str = typer.Option(None, "--sizes", help="gate sizes per task, e.g. 'gemm_residual:M=40,N=24,K=40'"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Replay SKILL's forward move on a held-out rung (--on KERNEL: the move KERNEL -> its next rung), gate both
+    kernels and record the verdict in the skill (provenance.lineage.admission). Exit status 0 when admitted, 1 when
+    not, 2 when no move of KERNEL adds the skill's mechanism."""
+    from argus.lineage.errors import LineageError
+    from argus.lineage.skills import admit, load_skills, skills_dir, write_admission
+
+    skill = next((e for e in load_skills(directory) if e.id == skill_id), None)
+    if skill is None:
+        typer.echo(f"no skill {skill_id!r} in {directory or skills_dir()}", err=True)
+        raise typer.Exit(2)
+    try:
+        record = admit(skill, on, sizes=_sizes(sizes))
+    except LineageError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2) from None
+    write_admission(skill_id, record, directory or skills_dir())
+    if as_json:
+        typer.echo(json.dumps(record, indent=2, default=str))
+    else:
+        verdict = "admitted" if record["admitted"] else "not admitted"
+        where = f"{record['kernel']} -> {record['kernel_after']} ({record['family']}"
+        where += ", held out)" if record["held_out"] else ", the skill's own family)"
+        typer.echo(f"{skill_id}: {verdict} on {where}: {record['reason']}")
+        typer.echo(f"  {record['mechanism_check']}; gate before: {record['gate_before']}")
+        typer.echo(f"  gate after: {record['gate_after']}")
+    raise typer.Exit(0 if record["admitted"] else 1)

@@ -892,3 +892,188 @@ def load_skills(directory: str | pathlib.Path | None = None) -> tuple[Any, ...]:
     if not directory.is_dir():
         return ()
     return load_entries(directory)
+
+
+# --- admission on a held-out kernel ------------------------------------------------------------------------
+
+#: A speedup counts as one (the same sign as the mined one) only above 1 + this: the cost model's 1.00x is no gain.
+SPEEDUP_TOLERANCE = 0.01
+
+
+def _lineage_record(skill: Any) -> dict[str, Any]:
+    """A skill's ``provenance.lineage`` (an `Entry` or the TOML-ready dict `skill_from_step` makes)."""
+    if isinstance(skill, dict):
+        return dict(skill.get("provenance", {}).get("lineage", {}))
+    return dict(skill.provenance.lineage)
+
+
+def _library_of(name: str) -> str:
+    """``gemm_hopper[BN=256,STAGES=4]{no_register_split}`` -> ``gemm_hopper``."""
+    return name.split("[", 1)[0].split("{", 1)[0]
+
+
+def _kernel_names(names: list[str]) -> set[str]:
+    """The `@argus.kernel` function names behind library kernels (``gemm_hopper`` is ``gemm_wgmma_tma``)."""
+    from argus.kernels.registry import get_kernel
+
+    out = set()
+    for name in names:
+        try:
+            out.add(getattr(get_kernel(name).kernel, "name", name))
+        except Exception:  # noqa: BLE001 - a bridge or a file kernel: its own name
+            out.add(name)
+    return out
+
+
+def held_out_moves(skill: Any) -> list[dict[str, Any]]:
+    """Every lineage move (`argus.kernels.registry.lineages()`: a rung and the next one) whose rung adds the skill's
+    mechanism (`argus.agent.arms.RUNG_STEPS`), as {family, kernel (where the move starts), kernel_after, held_out};
+    ``held_out`` is False for the family the skill was mined from (its kernels are among the family's rungs). Held-out
+    moves first."""
+    from argus.agent.arms import RUNG_STEPS
+    from argus.kernels.registry import lineage, lineages
+
+    record = _lineage_record(skill)
+    step = record.get("mechanism")
+    own = _kernel_names([_library_of(str(record.get(k, ""))) for k in ("kernel", "kernel_before", "kernel_after")])
+    moves = []
+    for family in lineages():
+        ladder = lineage(family)
+        held_out = not (own & _kernel_names([r.kernel for r in ladder]))
+        for start, rung in zip(ladder, ladder[1:], strict=False):
+            if step in RUNG_STEPS.get(rung.mechanism, ()):
+                moves.append({"family": family, "kernel": start.kernel, "kernel_after": rung.kernel,
+                              "held_out": held_out})  # fmt: skip
+    return sorted(moves, key=lambda m: not m["held_out"])
+
+
+def admit(
+    skill: Any,
+    held_out_kernel: str,
+    *,
+    sizes: dict[str, dict[str, int]] | None = None,
+    gate_options: Any = None,
+) -> dict[str, Any]:
+    """Replay the skill's forward move on `held_out_kernel` (a library rung whose next rung adds the skill's
+    mechanism, ideally of another lineage family: `held_out_moves`) and judge it: both kernels are gated (compile,
+    verify, correct at `sizes` per task, default the tasks' CPU sizes; profile: GPU timing or the cost model's
+    estimate); the mechanism levels before and after are read off their features. The skill is **admitted** when
+    both pass the gate, the next rung adds exactly the skill's mechanism level, and the move is faster there as it was
+    where it was mined (both speedups above 1 + `SPEEDUP_TOLERANCE`). Returns the admission record (the
+    ``provenance.lineage.admission`` table; `write_admission` stores it in the skill). Raises `LineageError`
+    ``LINEAGE_ADMIT`` when no move of `held_out_kernel` adds the skill's mechanism."""
+    from argus.eval import KernelCandidate, gate_kernel
+    from argus.kb.retrieval import match_entry, skill_gain
+    from argus.lineage.errors import LineageError
+    from argus.lineage.mechanisms import state
+    from argus.lineage.operators import features_of, library_variant
+    from argus.lineage.walk import default_gate_options, gate_record
+    from argus.tasks import get_task
+
+    if isinstance(skill, dict):  # as `mine_skills` makes it: the entry it is once written
+        import tomllib
+
+        from argus.kb.schema import parse_entry
+
+        skill = parse_entry(tomllib.loads(to_toml(skill)), f"{skill['id']}.toml")
+    record = _lineage_record(skill)
+    step = str(record.get("mechanism", ""))
+    moves = held_out_moves(skill)
+    move = next((m for m in moves if m["kernel"] == held_out_kernel), None)
+    if move is None:
+        starts = ", ".join(f"{m['kernel']} ({m['family']})" for m in moves) or "none in the registry's lineages"
+        raise LineageError(
+            "LINEAGE_ADMIT",
+            f"no lineage move from {held_out_kernel} adds {step} (the step of skill {_skill_id(skill)}); moves that "
+            f"do start at: {starts}",
+            "replay it from one of those rungs (argus.lineage.skills.held_out_moves lists them)",
+        )
+    before, after = library_variant(move["kernel"]), library_variant(move["kernel_after"])
+    mechanism, _, level_text = step.partition("@")
+    level = int(level_text or 0)
+    levels = (state(features_of(before)).get(mechanism), state(features_of(after)).get(mechanism))
+    adds = levels == (level - 1, level)
+    check = f"{mechanism} {levels[0]} -> {levels[1]}: " + (
+        "the move adds the skill's mechanism" if adds else f"not the skill's step ({level - 1} -> {level})"
+    )
+    options = gate_options if gate_options is not None else default_gate_options()
+    gates = {}
+    for side, variant in (("before", before), ("after", after)):
+        result = gate_kernel(
+            get_task(variant.task),
+            KernelCandidate(variant.name, variant.kernel, dict(variant.params)),
+            sizes=(sizes or {}).get(variant.task),
+            options=options,
+        )
+        gates[side] = gate_record(result)
+    accepted = all(g["verdict"] == "accepted" for g in gates.values())
+    b, a = gates["before"]["profile"], gates["after"]["profile"]
+    speedup = b["ms"] / a["ms"] if isinstance(b.get("ms"), int | float) and a.get("ms") else None
+    fit = match_entry(skill, features_of(before))
+    gain = skill_gain(skill)
+    mined = gain[0] if gain is not None else None
+    faster = 1.0 + SPEEDUP_TOLERANCE
+    if not accepted:
+        side = next(s for s, g in gates.items() if g["verdict"] != "accepted")
+        reason = f"{(before if side == 'before' else after).name} failed the gate: {gates[side]['summary']}"
+    elif not adds:
+        reason = f"the move does not add {step}: {check}"
+    elif not isinstance(mined, int | float) or mined <= faster:
+        reason = f"the mined effect is no speedup ({_ratio(mined)}): nothing to reproduce"
+    elif speedup is None or speedup <= faster:
+        reason = f"not faster here ({_ratio(speedup)}; mined {_ratio(mined)})"
+    else:
+        reason = f"passed the gate and faster here too ({_ratio(speedup)}; mined {_ratio(mined)})"
+    admitted = accepted and adds and reason.startswith("passed")
+    return {
+        "admitted": admitted,
+        "kernel": before.name,
+        "kernel_after": after.name,
+        "family": move["family"],
+        "held_out": move["held_out"],
+        "reason": reason,
+        "mechanism_check": check,
+        "applies": fit.applicable,
+        "failed_preconditions": [p.text() for p in fit.failed],
+        "gate_before": gates["before"]["summary"],
+        "gate_after": gates["after"]["summary"],
+        "effect": {
+            "speedup": speedup,
+            "mined_speedup": mined,
+            "before_ms": b.get("ms"),
+            "after_ms": a.get("ms"),
+            "source": a.get("source") or b.get("source"),
+            "estimate": bool(a.get("estimate") or b.get("estimate")),
+            "gpu": a.get("gpu") or b.get("gpu"),
+            "sizes": a.get("sizes") or b.get("sizes"),
+        },
+    }
+
+
+def _ratio(value: Any) -> str:
+    return f"{value:.2f}x" if isinstance(value, int | float) else "not measured"
+
+
+def _skill_id(skill: Any) -> str:
+    return str(skill["id"] if isinstance(skill, dict) else skill.id)
+
+
+def write_admission(skill_id: str, admission: dict[str, Any], directory: str | pathlib.Path | None = None) -> Any:
+    """Store `admission` (from `admit`) as the skill's ``provenance.lineage.admission`` in its TOML file in
+    `directory` (default `skills_dir()`), schema-checked (`argus.kb.parse_entry`); returns the updated `Entry`.
+    `LineageError` ``LINEAGE_ADMIT`` when the directory has no such skill."""
+    import tomllib
+
+    from argus.kb.schema import parse_entry
+    from argus.lineage.errors import LineageError
+
+    directory = pathlib.Path(directory) if directory is not None else skills_dir()
+    path = directory / f"{skill_id}.toml"
+    if not path.is_file():
+        raise LineageError("LINEAGE_ADMIT", f"no skill {skill_id!r} in {directory}", "`argus skills list` shows them")
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data["provenance"]["lineage"]["admission"] = admission
+    text = to_toml(data)
+    entry = parse_entry(tomllib.loads(text), path.name, expected_id=skill_id)
+    path.write_text(text, encoding="utf-8")
+    return entry
