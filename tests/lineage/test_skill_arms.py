@@ -189,7 +189,8 @@ def test_a_policy_action_two_entries_propose_is_one_arm():
 def test_admission_replays_the_move_on_another_rung_and_is_recorded(skills, skills_dir):
     skill = skills[MMA]
     moves = held_out_moves(skill)
-    assert {"family": "gemm", "kernel": "gemm_smem_tiled", "kernel_after": "gemm_mma_sync", "held_out": False} in moves
+    own = {"family": "gemm", "kernel": "gemm_smem_tiled", "kernel_after": "gemm_mma_sync", "held_out": False}
+    assert {**own, "steps": ("mma@1",)} in moves
     assert all(m["held_out"] for m in moves if m["family"] != "gemm")  # another family is held out
     move = moves[0]  # a held-out family's move when the registry has one, else the skill's own ladder as a stand-in
     task = library_variant(move["kernel"]).task
@@ -249,3 +250,20 @@ def test_skills_admit_command_records_the_verdict(skills_dir):
     assert f"{TILING}: admitted on {move['kernel']} -> {move['kernel_after']}" in result.output
     entry = next(e for e in load_entries(skills_dir) if e.id == TILING)
     assert entry.provenance.lineage["admission"]["kernel_after"] == move["kernel_after"]
+
+
+def test_the_curriculum_runner_says_which_steps_a_mined_skill_named(skills, tmp_path):
+    from argus.lineage.curriculum import Trajectory, agent_runner, compare
+
+    boosted = with_effect(skills[TILING], source="gpu", estimate=False, slowdown=8.0)
+    runner = agent_runner(isolate=False, store=tmp_path / "runs.db")
+    results = {r.curriculum: r for r in compare("gemm_naive", 1, runner, {"none": (), "mined": (boosted,)})}
+    assert results["none"].actions == [{"step": 0, "action": "start", "entry_id": "start", "mined": False}]
+    assert results["none"].mined_actions == []
+    (named,) = results["mined"].mined_actions  # the only move: the tiling skill names it
+    assert named == {"step": 1, "action": "lineage:gemm_smem_tiled", "entry_id": TILING, "mined": True}
+    assert results["mined"].best_ms < results["none"].best_ms
+    # a runner that returns plain lists still works; it just says nothing about the actions
+    plain = compare("gemm_naive", 1, lambda target, entries, budget: [1.0, 0.5], {"x": ()})
+    assert plain[0].actions is None and plain[0].mined_actions == []
+    assert Trajectory([1.0], [{"step": 0}]).actions == [{"step": 0}]

@@ -95,6 +95,9 @@ def curriculum_cmd(
         typer.echo(
             f"{r.curriculum:14s} entries={r.entries:3d} best={best:>12s} steps to 90% of the best: {r.steps_to_90}"
         )
+        if r.mined_actions:
+            named = ", ".join(f"{a['step']}: {a['action']} ({a['entry_id']})" for a in r.mined_actions)
+            typer.echo(f"{'':14s} named by mined skills: {named}")
     typer.echo("times: the gate's profile stage (the cost model's estimates on a machine without a GPU)")
 
 

@@ -5,7 +5,8 @@ and the steps it took to reach 90 % of the best quality any arm reached.
 
 The runner is a small interface: ``runner(target, entries, budget) -> list[float | None]``, the best time (ms)
 after each step (None before any accepted candidate). `agent_runner` adapts `argus.agent.loop.optimize` when it
-can be told which entries to use; when it cannot, `AgentUnavailable` says what is missing.
+can be told which entries to use; when it cannot, `AgentUnavailable` says what is missing. Its trajectories also
+say which entry named each step's action (`Trajectory.actions`), so a report shows where mined skills took part.
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ from typing import Any
 Runner = Callable[[str, tuple[Any, ...], int], Sequence[float | None]]
 
 
+class Trajectory(list):
+    """A runner's best times after each step, with `actions`: one {step, action, entry_id, mined} per gated
+    candidate (step 0: the start), when the runner knows them."""
+
+    actions: list[dict[str, Any]]
+
+    def __init__(self, times: Sequence[float | None], actions: Sequence[dict[str, Any]] = ()) -> None:
+        super().__init__(times)
+        self.actions = list(actions)
+
+
 class AgentUnavailable(RuntimeError):
     """The agent loop is missing, or cannot be given a knowledge-base selection (the message says which)."""
 
@@ -30,6 +42,12 @@ class ArmResult:
     trajectory: list[float | None]
     best_ms: float | None
     steps_to_90: int | None
+    actions: list[dict[str, Any]] | None = None  # what the runner says each step did (`Trajectory.actions`)
+
+    @property
+    def mined_actions(self) -> list[dict[str, Any]]:
+        """The steps whose action a mined skill named (a lineage move or a policy action)."""
+        return [a for a in self.actions or () if a.get("mined")]
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -51,9 +69,8 @@ def curricula(skills: str | pathlib.Path | None = None) -> dict[str, tuple[Any, 
 def compare(target: str, budget: int, runner: Runner, arms: dict[str, tuple[Any, ...]]) -> list[ArmResult]:
     """Run every arm; quality is speed (1 / best ms); `steps_to_90` is the first step (0: the start kernel) at which
     an arm's best time is within 1/0.9 of the best time of all arms (None if never)."""
-    runs = {
-        name: [t if t is None else float(t) for t in runner(target, entries, budget)] for name, entries in arms.items()
-    }
+    raw = {name: runner(target, entries, budget) for name, entries in arms.items()}
+    runs = {name: [t if t is None else float(t) for t in traj] for name, traj in raw.items()}
     finals = [min((t for t in traj if t is not None), default=None) for traj in runs.values()]
     overall = min((f for f in finals if f is not None), default=None)
     out = []
@@ -64,7 +81,8 @@ def compare(target: str, budget: int, runner: Runner, arms: dict[str, tuple[Any,
                 if t is not None and t <= overall / 0.9:
                     reach = i
                     break
-        out.append(ArmResult(name, len(arms[name]), traj, best, reach))
+        actions = getattr(raw[name], "actions", None)
+        out.append(ArmResult(name, len(arms[name]), traj, best, reach, list(actions) if actions is not None else None))
     return out
 
 
@@ -88,6 +106,24 @@ def agent_runner(**options: Any) -> Runner:
         history = getattr(result, "best_ms_by_step", None)
         if history is None:
             raise AgentUnavailable("the optimize result has no per-step best time (best_ms_by_step)")
-        return list(history)
+        return Trajectory(history, _actions(result, entries))
 
     return run
+
+
+def _actions(result: Any, entries: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Each gated candidate's step, action and the entry that named it (read from the run store: the arm each
+    candidate records); empty when the store cannot be read."""
+    mined = {e.id for e in entries if getattr(getattr(e, "provenance", None), "source", None) == "mined"}
+    try:
+        from argus.agent.store import RunStore
+
+        candidates = RunStore(result.store).read_run(result.run_id).candidates
+    except Exception:  # noqa: BLE001 - the annotation is optional; the times are what the comparison needs
+        return []
+    out = []
+    for c in sorted(candidates, key=lambda c: c.step):
+        arm = (c.params or {}).get("arm") or {}
+        entry_id = arm.get("entry_id")
+        out.append({"step": c.step, "action": c.action, "entry_id": entry_id, "mined": entry_id in mined})
+    return out

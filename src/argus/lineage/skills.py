@@ -927,9 +927,9 @@ def _kernel_names(names: list[str]) -> set[str]:
 
 def held_out_moves(skill: Any) -> list[dict[str, Any]]:
     """Every lineage move (`argus.kernels.registry.lineages()`: a rung and the next one) whose rung adds the skill's
-    mechanism (`argus.agent.arms.RUNG_STEPS`), as {family, kernel (where the move starts), kernel_after, held_out};
-    ``held_out`` is False for the family the skill was mined from (its kernels are among the family's rungs). Held-out
-    moves first."""
+    mechanism (`argus.agent.arms.RUNG_STEPS`), as {family, kernel (where the move starts), kernel_after, held_out,
+    steps (all that the rung adds)}; ``held_out`` is False for the family the skill was mined from (its kernels are
+    among the family's rungs). Held-out moves first."""
     from argus.agent.arms import RUNG_STEPS
     from argus.kernels.registry import lineage, lineages
 
@@ -941,9 +941,10 @@ def held_out_moves(skill: Any) -> list[dict[str, Any]]:
         ladder = lineage(family)
         held_out = not (own & _kernel_names([r.kernel for r in ladder]))
         for start, rung in zip(ladder, ladder[1:], strict=False):
-            if step in RUNG_STEPS.get(rung.mechanism, ()):
+            steps = RUNG_STEPS.get(rung.mechanism, ())
+            if step in steps:
                 moves.append({"family": family, "kernel": start.kernel, "kernel_after": rung.kernel,
-                              "held_out": held_out})  # fmt: skip
+                              "held_out": held_out, "steps": steps})  # fmt: skip
     return sorted(moves, key=lambda m: not m["held_out"])
 
 
@@ -1025,12 +1026,16 @@ def admit(
     else:
         reason = f"passed the gate and faster here too ({_ratio(speedup)}; mined {_ratio(mined)})"
     admitted = accepted and adds and reason.startswith("passed")
+    others = [s for s in move["steps"] if s != step]
+    if others:  # a rung of two steps (cp.async + pipelining, TMA + wgmma): the replay times them together
+        reason += f"; the rung also adds {', '.join(others)}, timed together with it"
     return {
         "admitted": admitted,
         "kernel": before.name,
         "kernel_after": after.name,
         "family": move["family"],
         "held_out": move["held_out"],
+        "rung_steps": list(move["steps"]),
         "reason": reason,
         "mechanism_check": check,
         "applies": fit.applicable,
