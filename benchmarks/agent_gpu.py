@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expert", default="gemm_hopper", help="the library kernel to compare with")
     parser.add_argument("--budget", type=int, default=40, help="gated candidates after the start")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--wall-s", type=float, default=None, help="stop planning after this many seconds")
+    parser.add_argument("--timeout-s", type=float, default=150, help="per candidate (a hung kernel fails then)")
     parser.add_argument("--out", default="out/agent", help="directory for the store, the JSON and the plot")
     parser.add_argument("--store", default="", help="the run store (default OUT/runs.db)")
     parser.add_argument("--resume", default="", help="continue this run of the store (after a cut-off)")
@@ -72,12 +74,13 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.monotonic()
     store = Path(args.store) if args.store else out / "runs.db"
+    budget = Budget(candidates=args.budget, wall_s=args.wall_s)
     if args.resume:
-        result = optimize(None, resume=args.resume, budget=Budget(candidates=args.budget), store=store, on_step=show)
+        result = optimize(None, resume=args.resume, budget=budget, store=store, on_step=show, timeout_s=args.timeout_s)
     else:
-        result = optimize(args.start, planner="bandit", coder="transform", budget=Budget(candidates=args.budget),
-                          store=store, seed=args.seed, gate_options=options, on_step=show,
-                          candidates_dir=out / "candidates")  # fmt: skip
+        result = optimize(args.start, planner="bandit", coder="transform", budget=budget, store=store, seed=args.seed,
+                          gate_options=options, on_step=show, candidates_dir=out / "candidates",
+                          timeout_s=args.timeout_s)  # fmt: skip
     loop_s = time.monotonic() - t0
 
     import torch
