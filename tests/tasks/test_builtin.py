@@ -23,6 +23,8 @@ def test_registry() -> None:
         "gemm",
         "gemm_nt",
         "gemm_nt_bf16",
+        "gemm_residual",
+        "gemm_nt_residual",
         "attention",
         "grouped_gemm",
     }

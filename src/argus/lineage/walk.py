@@ -296,7 +296,8 @@ def walk(
     by a dependent mechanism, in order; each candidate they propose goes through `operators.check` (exactly the
     operator's mechanism removed, in the IR and in the generated code) and then the gate; the first that passes
     both is accepted. `sizes`: the gate's problem sizes per task name (default: each task's CPU sizes without a
-    GPU; on a GPU the expert task's first benchmark size for every kernel, so that effects compare one size). `progress(text)` is called with a line per event. The walk never raises for a rejected candidate: it is
+    GPU; on a GPU the expert task's first benchmark size for every kernel, so that effects compare one
+    size). `progress(text)` is called with a line per event. The walk never raises for a rejected candidate: it is
     recorded in `Lineage.rejections` with its stage and reason."""
     say = progress or (lambda text: None)
     current = as_variant(kernel, task, params)
