@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     store = Path(args.store) if args.store else out / "runs.db"
     budget = Budget(candidates=args.budget, wall_s=args.wall_s)
     if args.resume:
-        result = optimize(None, resume=args.resume, budget=budget, store=store, on_step=show, timeout_s=args.timeout_s)
+        result = optimize(None, resume=args.resume, budget=budget, store=store, on_step=show, timeout_s=args.timeout_s,
+                          force=True)  # the run was cut off on another machine
     else:
         result = optimize(args.start, planner="bandit", coder="transform", budget=budget, store=store, seed=args.seed,
                           gate_options=options, on_step=show, candidates_dir=out / "candidates",

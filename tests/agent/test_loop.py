@@ -230,3 +230,19 @@ def test_a_kernel_whose_arms_are_spent_hands_over_to_the_next_best(tmp_path: Pat
     with RunStore(tmp_path / "r.db") as store:
         parents = {c.parent_id for c in store.read_run(result.run_id).done if c.parent_id is not None}
     assert len(parents) >= 3
+
+
+def test_resume_takes_over_a_held_run_only_with_force(tmp_path: Path):
+    """A run whose writer is gone but looks alive (here: a writer of this process that never released it, as a
+    process on another machine looks) is refused without `force` and taken over with it."""
+    from argus.agent.store import StoreError
+
+    first = optimize("gemm_naive", budget=0, store=tmp_path / "r.db", isolate=False)
+    holder = RunStore(tmp_path / "r.db")
+    holder.open_run(first.run_id)  # holds the lease and never lets go
+    with pytest.raises(StoreError) as info:
+        optimize(None, resume=first.run_id, budget=1, store=tmp_path / "r.db", isolate=False)
+    assert info.value.code == "RUN_LOCKED"
+    again = optimize(None, resume=first.run_id, budget=1, store=tmp_path / "r.db", isolate=False, force=True)
+    assert again.run_id == first.run_id and [row["step"] for row in again.trajectory] == [0, 1]
+    holder.close()

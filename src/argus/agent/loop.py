@@ -345,6 +345,7 @@ def optimize(
     timeout_s: float = 600.0,
     candidates_dir: str | Path | None = None,
     entries: Any = None,
+    force: bool = False,
 ) -> OptimizeResult:
     """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
     result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
@@ -353,7 +354,9 @@ def optimize(
     sizes the start task's first benchmark sizes); `isolate`: gate in a worker process (generated code always is);
     `candidates_dir`: where generated modules are written (default: beside the store); `entries`: the
     knowledge-base entries to plan from (`argus.kb.Entry` objects, e.g. curated + mined skills; default: the shipped
-    ones) — retrieval, the arms and the transforms use only these (pass them again on resume)."""
+    ones) — retrieval, the arms and the transforms use only these (pass them again on resume). `force`: with
+    `resume`, take over a run whose lease is held by a writer that is gone but cannot be checked (a process on
+    another machine)."""
     from argus.agent.coder import make_coder
     from argus.agent.planner import PlanContext, make_planner
     from argus.eval.gate import GateOptions
@@ -370,7 +373,7 @@ def optimize(
             on_step(event)
 
     if resume is not None:
-        writer = db.open_run(resume)
+        writer = db.open_run(resume, force=force)
         config = dict(writer.state.run.get("config") or {})
         target = config["target"]
         seed = int(config.get("seed", seed))

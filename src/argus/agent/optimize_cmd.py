@@ -115,6 +115,8 @@ def optimize(
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="LLM tokens for the whole run"),
     max_cost: float | None = typer.Option(None, "--max-cost", help="LLM cost in US dollars for the whole run"),
     resume: str | None = typer.Option(None, "--resume", help="continue the run RUN after a crash"),
+    force: bool = typer.Option(False, "--force", help="with --resume: take over a run whose writer is gone (e.g. "
+                               "a process on another machine that was killed)"),
     store: str | None = typer.Option(None, "--store", help="the run store (default: $ARGUS_RUNS_DB)"),
     plot: str | None = typer.Option(None, "--plot", help="write a PNG of speedup against step"),
     json_out: str | None = typer.Option(None, "--json", help="write the result as JSON"),
@@ -190,6 +192,7 @@ def optimize(
             else None,
             store=store,
             resume=resume,
+            force=force,
             provider=provider,
             seed=seed,
             on_step=on_step,
