@@ -124,6 +124,23 @@ def test_unsupported_construct_is_skipped_not_failed(monkeypatch: pytest.MonkeyP
     assert result.accepted
 
 
+def test_on_a_gpu_a_kernel_the_generator_cannot_compile_is_checked_at_the_cpu_sizes() -> None:
+    """On a GPU (device forced here), a DSL kernel the code generator refuses runs on the interpreter: at the task's
+    CPU sizes, never at the GPU's benchmark sizes (a 4096^3 GEMM on the interpreter ran past every time limit of
+    the agent's GPU run). The real case: the program-order TMA GEMM with 32-wide K tiles, whose 64-byte rows match
+    no canonical 128-byte-swizzled wgmma layout."""
+    from argus.kernels import get_kernel
+
+    candidate = KernelCandidate("bk32", get_kernel("gemm_tma_wgmma").kernel, {"BM": 128, "BN": 128, "BK": 32})
+    task = get_task("gemm_nt")
+    result = gate_kernel(task, candidate, {"M": 4096, "N": 4096, "K": 4096}, GateOptions(device="cuda", verify=False))
+    assert result.stage("compile").code == "COMPILE_UNSUPPORTED"
+    correct = result.stage("correct")
+    assert correct.status == Status.PASSED and correct.details["device"] == "cpu"
+    assert f"at the task's CPU sizes {dict(task.small_sizes)}" in correct.details["note"]
+    assert result.stage("profile").code == "PROFILE_NOT_COMPILED"
+
+
 def test_verifier_violation_rejects_and_its_crash_is_a_harness_error(monkeypatch: pytest.MonkeyPatch) -> None:
     class Finding:
         def render_text(self) -> str:
