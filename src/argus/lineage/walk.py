@@ -53,6 +53,11 @@ def gate_record(result: Any) -> dict[str, Any]:
         )
         if s.stage == "profile":
             profile = _profile_numbers(s)
+    if profile.get("source") == "gpu":
+        # a timing's stage does not name the GPU or the sizes: the gate result does
+        gpu = (result.environment or {}).get("gpu")
+        profile["gpu"] = profile.get("gpu") or (gpu.get("name") if isinstance(gpu, dict) else gpu)
+        profile["sizes"] = profile.get("sizes") or dict(result.sizes)
     return {
         "verdict": result.verdict,
         "summary": result.summary(),
