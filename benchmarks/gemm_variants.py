@@ -53,6 +53,21 @@ EXPERT_VARIANTS = [
     ("128x256x64 s4 bf16", {"BN": 256, "STAGES": 4, "OUT": "bf16"}),
 ]
 
+#: Blocks per SM (session 3's finding: the program-order rung at 128x128x64 with 3 stages, two blocks per SM, is as
+#: fast as the expert at 4096^3): (label, kernel, params). Two warp-specialized blocks of 384 threads are compiled
+#: within 80 registers a thread, which fits a 128x64 accumulator, not a 128x128 one.
+OCCUPANCY_VARIANTS = [
+    ("expert 128x256 s4 bf16 1/SM", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4, "OUT": "bf16"}),
+    ("expert 128x256 s4 f32 1/SM", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4}),
+    ("program order 128x128 s3 2/SM", "gemm_tma_wgmma", {}),
+    ("program order 128x128 s4 1/SM", "gemm_tma_wgmma", {"STAGES": 4}),
+    ("ws 128x128 s3 f32 1/SM", "gemm_wgmma_tma", {}),
+    ("ws 128x64 s3 f32 2/SM", "gemm_wgmma_tma", {"BN": 64, "BLOCKS_PER_SM": 2, "PRODUCER_REGS": 24,
+                                                  "CONSUMER_REGS": 104}),
+    ("ws 128x64 s4 bf16 2/SM", "gemm_wgmma_tma", {"BN": 64, "STAGES": 4, "OUT": "bf16", "BLOCKS_PER_SM": 2,
+                                                   "PRODUCER_REGS": 24, "CONSUMER_REGS": 104}),
+]
+
 
 def _flush(torch):  # noqa: ANN001, ANN202
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -177,6 +192,7 @@ def main() -> int:
     parser.add_argument("--variants", action="store_true", help="the expert kernel's variants at the benchmark shapes")
     parser.add_argument("--shapes", default="all", choices=("all", "square"), help="benchmark shapes for --variants")
     parser.add_argument("--ab", action="store_true", help="deferred stage release on/off at three shapes")
+    parser.add_argument("--occupancy", action="store_true", help="one vs two resident blocks per SM (7 shapes)")
     parser.add_argument("--json", default="", help="write every row as JSON")
     args = parser.parse_args()
     import torch
@@ -217,6 +233,20 @@ def main() -> int:
         for label, ratios in by_label.items():
             gm = math.exp(statistics.fmean(math.log(r) for r in ratios))
             print(f"  {label:<28} geomean {gm:.3f}  min {min(ratios):.3f}  ({len(ratios)} shapes)")
+    if args.occupancy:
+        print("\n== one vs two resident blocks per SM ==")
+        print(HEADER)
+        for shape in SQUARE + ISSUE_SHAPES:
+            for label, name, params in OCCUPANCY_VARIANTS:
+                try:
+                    row = {**run_kernel(torch, get_kernel(name).kernel, params, shape, flush), "kernel": label}
+                except Exception as err:  # noqa: BLE001 - one variant failing to build must not hide the others
+                    print(f"{label:<28} {'x'.join(map(str, shape)):>17} ERROR {type(err).__name__}: {err}", flush=True)
+                    failed = True
+                    continue
+                rows.append(row)
+                failed |= not row["ok"]
+                print(_fmt_row(label, row), flush=True)
     if args.ab:
         expert = get_kernel("gemm_wgmma_tma").kernel
         print("\n== deferred stage release on/off (gemm_wgmma_tma) ==")

@@ -38,6 +38,16 @@ REGISTER_FILE = 65536
 MAX_THREAD_REGISTERS = 255
 #: Shared memory one Hopper block may use (opt-in maximum, bytes).
 SHARED_MEMORY_BUDGET = 227 * 1024
+#: Shared memory of one SM, and what the hardware reserves for each resident block (bytes).
+SHARED_MEMORY_PER_SM = 228 * 1024
+SHARED_MEMORY_RESERVED_PER_BLOCK = 1024
+
+
+def shared_budget(blocks_per_sm: int = 1) -> int:
+    """Shared memory one block may use when `blocks_per_sm` blocks are to be resident on an SM together."""
+    if blocks_per_sm <= 1:
+        return SHARED_MEMORY_BUDGET
+    return (SHARED_MEMORY_PER_SM - SHARED_MEMORY_RESERVED_PER_BLOCK * blocks_per_sm) // blocks_per_sm
 
 
 def setmaxnreg_ok(registers: int) -> bool:
@@ -45,14 +55,25 @@ def setmaxnreg_ok(registers: int) -> bool:
     return registers % 8 == 0 and 24 <= registers <= 256
 
 
-def register_split(threads: int, roles: list[tuple[int, int | None]]) -> tuple[int, int]:
+def register_split(threads: int, roles: list[tuple[int, int | None]], blocks_per_sm: int = 1) -> tuple[int, int]:
     """(registers the block's warp roles hold together, registers per thread at entry) for a block of `threads`
-    launched with ``__launch_bounds__(threads, 1)`` whose roles are ``(warpgroups, setmaxnreg budget or None)``;
-    threads outside every role keep the entry count. Over `REGISTER_FILE`, ``setmaxnreg.inc`` waits forever."""
-    entry = min(MAX_THREAD_REGISTERS, REGISTER_FILE // threads // 8 * 8)
+    launched with ``__launch_bounds__(threads, blocks_per_sm)`` whose roles are ``(warpgroups, setmaxnreg budget or
+    None)``; threads outside every role keep the entry count. Over `register_pool`, ``setmaxnreg.inc`` waits
+    forever."""
+    entry = min(MAX_THREAD_REGISTERS, REGISTER_FILE // (threads * max(1, blocks_per_sm)) // 8 * 8)
     covered = sum(WARPGROUP_SIZE * groups for groups, _ in roles)
     total = sum(WARPGROUP_SIZE * groups * (budget or entry) for groups, budget in roles)
     return total + max(0, threads - covered) * entry, entry
+
+
+def register_pool(threads: int, blocks_per_sm: int = 1) -> int:
+    """Registers a block's ``setmaxnreg`` budgets may hold together: the register file with one block per SM;
+    with several, the block's own allocation at entry (``setmaxnreg.inc`` only takes what the block's
+    ``setmaxnreg.dec`` released)."""
+    if blocks_per_sm <= 1:
+        return REGISTER_FILE
+    _, entry = register_split(threads, [], blocks_per_sm)
+    return threads * entry
 
 
 def memory_space(value: MemorySpace | str, what: str) -> MemorySpace:

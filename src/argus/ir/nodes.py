@@ -419,6 +419,7 @@ class Kernel:
     policies: Policies = Policies()
     assumptions: tuple[Expr, ...] = ()
     loc: SourceLoc | None = None
+    blocks_per_sm: int = 1  # blocks meant to be resident on an SM together (launch bounds, budgets)
 
     def tensor(self, name: str) -> Buffer:
         for t in self.tensors:

@@ -92,27 +92,32 @@ def gemm_wgmma_tma(
     BK: int = 64,
     STAGES: int = 3,
     OUT: str = "f32",
+    BLOCKS_PER_SM: int = 1,
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
 ):
     """C = A @ B^T (B given as (N, K), K-major: the "TN" layout) on Hopper: TMA loads into
     128-byte-swizzled shared memory, an mbarrier pipeline of STAGES stages, one producer
     warpgroup (TMA) and two consumer warpgroups (wgmma.m64nBNk16, f32 accumulators), with the
-    register split done by setmaxnreg. C is written in OUT (f32, bf16 or f16), converted from the f32
-    accumulators."""
+    register split done by setmaxnreg (PRODUCER_REGS / CONSUMER_REGS per thread). C is written in OUT
+    (f32, bf16 or f16), converted from the f32 accumulators. BLOCKS_PER_SM = 2 asks for two resident
+    blocks per SM (shared memory and the register split must fit half an SM, e.g. 128x128x64 with 3
+    stages and 24 / 104 registers), so that one block's epilogue overlaps the other's MMAs."""
     T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
-    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384, blocks_per_sm=BLOCKS_PER_SM) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         k_tiles = T.cdiv(K, BK)
         stage_bytes = (BM + BN) * BK * 2
-        with T.role("producer", warpgroups=(0,), registers=40):
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for k, s in T.pipeline(k_tiles, stages=STAGES):
                 T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)  # the first pass finds every stage free
                 T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
                 T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
                 T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
-        with T.role("consumer", warpgroups=(1, 2), registers=232):
+        with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # 2 warpgroups x 64 rows
             T.fill(acc, 0.0)
             for k, s in T.pipeline(k_tiles, stages=STAGES):

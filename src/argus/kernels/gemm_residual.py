@@ -286,25 +286,28 @@ def gemm_residual_wgmma_tma(
     BN: int = 128,
     BK: int = 64,
     STAGES: int = 3,
+    BLOCKS_PER_SM: int = 1,
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
 ):
     """`gemm_wgmma_tma` plus the epilogue: C = relu(A @ B^T + R) with one producer warpgroup (TMA) and two
     consumer warpgroups (``wgmma``) on ``full``/``empty`` mbarriers and the register split by ``setmaxnreg``; the
     consumers load R in the accumulator's ``wgmma`` layout after their main loop."""
     T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
-    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384, blocks_per_sm=BLOCKS_PER_SM) as (bm, bn):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         k_tiles = T.cdiv(K, BK)
         stage_bytes = (BM + BN) * BK * 2
-        with T.role("producer", warpgroups=(0,), registers=40):
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for k, s in T.pipeline(k_tiles, stages=STAGES):
                 T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)  # the first pass finds every stage free
                 T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
                 T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
                 T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
-        with T.role("consumer", warpgroups=(1, 2), registers=232):
+        with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # 2 warpgroups x 64 rows
             T.fill(acc, 0.0)
             for k, s in T.pipeline(k_tiles, stages=STAGES):

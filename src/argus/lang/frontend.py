@@ -18,7 +18,10 @@ from typing import Any
 
 from argus.atoms import MmaAtom, mma_sync_m16n8k16, wgmma
 from argus.atoms import get_atom as get_atom_by_name
-from argus.atoms.common import SHARED_MEMORY_BUDGET  # Hopper's shared memory per block (re-exported by the DSL)
+from argus.atoms.common import (
+    SHARED_MEMORY_BUDGET,  # Hopper's shared memory per block (re-exported by the DSL)
+    shared_budget,
+)
 from argus.ir import types as irtypes
 from argus.ir.expr import Const, Expr, Var, VarKind, as_expr, cdiv
 from argus.ir.nodes import (
@@ -118,6 +121,7 @@ class _Trace:
         self.grid: tuple[Expr | int, ...] | None = None
         self.block_vars: tuple[Var, ...] = ()
         self.threads: int | None = None
+        self.blocks_per_sm = 1
         self.thread_var = Var("tid", VarKind.THREAD)
         self.shared_bytes = 0
         self.in_grid = False
@@ -342,8 +346,13 @@ def _operand(x: Any, like: Fragment, what: str) -> Any:
 
 
 @contextlib.contextmanager
-def grid(*extents: Any, threads: int = 128) -> Iterator[tuple[Var, ...]]:
-    """``with T.grid(nx[, ny[, nz]], threads=128) as (bx, ...)``: launch one block per grid point."""
+def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1) -> Iterator[tuple[Var, ...]]:
+    """``with T.grid(nx[, ny[, nz]], threads=128) as (bx, ...)``: launch one block per grid point.
+
+    `blocks_per_sm`: how many blocks are meant to be resident on an SM together (so that one block's epilogue and
+    pipeline fill overlap another's work). It sets ``__launch_bounds__(threads, blocks_per_sm)``, and the budgets
+    follow: shared memory per block (`argus.atoms.common.shared_budget`) and, with warp roles, the registers their
+    ``setmaxnreg`` budgets may hold together (`argus.atoms.common.register_pool`)."""
     st = _TRACE.get()
     if st is None:
         raise DSLError("DSL_OUTSIDE_KERNEL", "T.grid can only be used inside an @argus.kernel function")
@@ -358,6 +367,21 @@ def grid(*extents: Any, threads: int = 128) -> Iterator[tuple[Var, ...]]:
             requirement="a multiple of 32 between 32 and 1024",
             actual=threads,
         )
+    if not isinstance(blocks_per_sm, int) or not 1 <= blocks_per_sm <= 32:
+        raise DSLError(
+            "DSL_BLOCKS_PER_SM",
+            f"blocks_per_sm={blocks_per_sm!r} is not a number of resident blocks",
+            requirement="an int in 1..32 (Hopper holds at most 32 blocks per SM)",
+            actual=blocks_per_sm,
+        )
+    if threads * blocks_per_sm > 2048:
+        raise DSLError(
+            "DSL_BLOCKS_PER_SM",
+            f"{blocks_per_sm} blocks of {threads} threads cannot be resident on one SM together",
+            requirement="threads x blocks_per_sm at most 2048 on Hopper",
+            actual=threads * blocks_per_sm,
+        )
+    st.blocks_per_sm = blocks_per_sm
     names = ("bx", "by", "bz")
     st.block_vars = tuple(Var(names[i], VarKind.BLOCK) for i in range(len(extents)))
     st.grid = tuple(e if isinstance(e, int) else as_expr(e) for e in extents)
@@ -537,12 +561,14 @@ def alloc_shared(shape: Any, dtype: DType, swizzle: int = 0, layout: Layout | Co
         base = Layout(shape, suffix_product(shape))
         layout = base if swizzle == 0 else ComposedLayout(hopper_swizzle(swizzle, dtype.bits), 0, base)
     nbytes = _elements(shape) * dtype.bits // 8
-    if st.shared_bytes + nbytes > SHARED_MEMORY_BUDGET:
+    budget = shared_budget(st.blocks_per_sm)
+    if st.shared_bytes + nbytes > budget:
+        per = "" if st.blocks_per_sm == 1 else f" with {st.blocks_per_sm} blocks per SM"
         raise DSLError(
             "DSL_SMEM_BUDGET",
             f"shared memory over budget: this buffer needs {nbytes} bytes and {st.shared_bytes} are already in use",
-            "use fewer stages or a smaller tile",
-            requirement=f"at most {SHARED_MEMORY_BUDGET} bytes per block on Hopper",
+            "use fewer stages or a smaller tile" + (", or fewer blocks per SM" if st.blocks_per_sm > 1 else ""),
+            requirement=f"at most {budget} bytes per block on Hopper{per}",
             actual=f"{st.shared_bytes + nbytes} bytes",
             loc=loc,
         )
@@ -1325,6 +1351,7 @@ class KernelFunction:
             policies=_policies(self.policy_params, values, st),
             assumptions=tuple(v >= 1 for v in shape_vars.values()) + tuple(st.assumptions),
             loc=_def_loc(self.fn),
+            blocks_per_sm=st.blocks_per_sm,
         )
 
 

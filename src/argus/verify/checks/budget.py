@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from argus.atoms.common import MAX_THREAD_REGISTERS as MAX_REGISTERS
-from argus.atoms.common import SHARED_MEMORY_BUDGET
+from argus.atoms.common import shared_budget
 from argus.ir.nodes import Alloc, Broadcast, Buffer, Space, TileRef
 from argus.verify.context import Context
 from argus.verify.program import Site, user_name
@@ -41,10 +41,13 @@ def check_shared_budget(ctx: Context) -> list[Finding]:
             rows.append((user_name(s.buffer), shared_bytes(s.buffer), site))
     total = sum(b for _, b, _ in rows)
     findings = []
-    if total > SHARED_MEMORY_BUDGET:
+    blocks = getattr(ctx.analysis.kernel, "blocks_per_sm", 1)
+    budget = shared_budget(blocks)
+    if total > budget:
         biggest = max(rows, key=lambda r: r[1])
         parts = ", ".join(f"{n} {b} B" for n, b, _ in rows)
-        msg = f"the block needs {total} bytes of shared memory ({parts}); a Hopper block may use {SHARED_MEMORY_BUDGET}"
+        per = "a Hopper block may use" if blocks == 1 else f"with {blocks} blocks per SM a Hopper block may use"
+        msg = f"the block needs {total} bytes of shared memory ({parts}); {per} {budget}"
         findings.append(
             Finding(
                 "BUDGET_SMEM",
@@ -53,7 +56,8 @@ def check_shared_budget(ctx: Context) -> list[Finding]:
                 loc=biggest[2].loc,
                 details={
                     "total_bytes": total,
-                    "budget_bytes": SHARED_MEMORY_BUDGET,
+                    "budget_bytes": budget,
+                    "blocks_per_sm": blocks,
                     "buffers": {n: b for n, b, _ in rows},
                 },
             )
@@ -107,14 +111,29 @@ def check_register_budget(ctx: Context) -> list[Finding]:
         regs = sum(registers_of(b) for b in live)
         if regs > peak_by_role.get(key, (0, 0, []))[0]:
             peak_by_role[key] = (regs, site.index, [f"{user_name(b)} {registers_of(b)}" for b in live])
+    kernel = ctx.analysis.kernel
+    blocks = getattr(kernel, "blocks_per_sm", 1)
+    cap = None
+    if blocks > 1:  # ptxas compiles the whole kernel, setmaxnreg regions included, within the launch bounds' count
+        from argus.atoms.common import register_split
+
+        cap = register_split(kernel.threads, [], blocks)[1]
     for key, (regs, index, parts) in peak_by_role.items():
         site = prog.sites[index]
         budget = site.role.registers if site.role is not None and site.role.registers else MAX_REGISTERS
+        capped = cap is not None and cap < budget
+        budget = min(budget, cap) if cap is not None else budget
         if regs > budget:
             where = f"warp role {key!r}" if key else "each thread"
+            why = (
+                f" (the register count of __launch_bounds__({kernel.threads}, {blocks}), within which ptxas compiles "
+                "every part of the kernel)"
+                if capped
+                else ""
+            )
             msg = (
                 f"{where} needs at least {regs} registers for the fragments live here ({', '.join(parts)}); the "
-                f"budget is {budget}"
+                f"budget is {budget}{why}"
             )
             findings.append(
                 Finding(
@@ -139,14 +158,16 @@ def _register_split(ctx: Context) -> list[Finding]:
     """The warp roles' ``setmaxnreg`` budgets: each a multiple of 8 in 24..256, and all of them together
     (`argus.atoms.common.register_split`, the arithmetic the code generator uses) within the register file —
     ``setmaxnreg.inc`` waits until registers are free, so an over-committed split hangs."""
-    from argus.atoms.common import REGISTER_FILE, WARPGROUP_SIZE, register_split, setmaxnreg_ok
+    from argus.atoms.common import WARPGROUP_SIZE, register_pool, register_split, setmaxnreg_ok
     from argus.ir.nodes import Role, walk
 
     kernel = ctx.analysis.kernel
     roles = [r for r in walk(kernel.body) if isinstance(r, Role)]
     if not any(r.registers for r in roles):
         return []
-    total, entry = register_split(kernel.threads, [(len(r.warpgroups), r.registers) for r in roles])
+    blocks = getattr(kernel, "blocks_per_sm", 1)
+    total, entry = register_split(kernel.threads, [(len(r.warpgroups), r.registers) for r in roles], blocks)
+    pool = register_pool(kernel.threads, blocks)
     findings = []
     parts = [f"{r.name} {WARPGROUP_SIZE * len(r.warpgroups)} x {r.registers or entry}" for r in roles]
     covered = sum(WARPGROUP_SIZE * len(r.warpgroups) for r in roles)
@@ -163,16 +184,21 @@ def _register_split(ctx: Context) -> list[Finding]:
                     details={"registers": r.registers},
                 )
             )
-    if total > REGISTER_FILE:
+    if total > pool:
         worst = max((r for r in roles if r.registers), key=lambda r: r.registers)
+        has = (
+            f"the register file has {pool}"
+            if blocks == 1
+            else f"a block holds {pool} ({kernel.threads} threads x {entry} at entry, {blocks} blocks per SM)"
+        )
         findings.append(
             Finding(
                 "BUDGET_REGISTERS",
                 Verdict.VIOLATED,
-                f"the warp roles' register budgets need {total} registers ({', '.join(parts)}), the register file "
-                f"has {REGISTER_FILE}: setmaxnreg.inc in role {worst.name!r} would wait forever",
+                f"the warp roles' register budgets need {total} registers ({', '.join(parts)}), {has}: "
+                f"setmaxnreg.inc in role {worst.name!r} would wait forever",
                 loc=worst.loc,
-                details={"registers": total, "budget": REGISTER_FILE},
+                details={"registers": total, "budget": pool, "blocks_per_sm": blocks},
             )
         )
     return findings

@@ -1414,9 +1414,11 @@ class Emitter(HopperRules):
         helpers = prelude.render(self.used, tuple(self.extra_snippets.values()))
         if helpers:
             parts.append(helpers.rstrip("\n"))
-        # with setmaxnreg, ptxas must know the register count at entry: one block per SM fixes it at the most
-        # the block size allows, which the role budgets redistribute
-        bounds = f"{k.threads}, 1" if self.register_roles else f"{k.threads}"
+        # with setmaxnreg, ptxas must know the register count at entry: the number of resident blocks per SM
+        # (one unless the kernel asks for more) fixes it at the most the block size allows, which the role budgets
+        # redistribute; a kernel asking for several resident blocks gets them as the minimum, with or without roles
+        blocks = k.blocks_per_sm
+        bounds = f"{k.threads}, {blocks}" if self.register_roles or blocks > 1 else f"{k.threads}"
         signature = f'extern "C" __global__ void __launch_bounds__({bounds}) {entry}({", ".join(params)}) {{'
         parts.append("\n".join([signature, *(f"  {p}" for p in prologue), *([body] if body else []), "}"]))
         return GeneratedSource(

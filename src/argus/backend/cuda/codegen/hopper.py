@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from argus.atoms import MmaAtom
-from argus.atoms.common import REGISTER_FILE, register_split, setmaxnreg_ok
+from argus.atoms.common import register_pool, register_split, setmaxnreg_ok
 from argus.atoms.smem import DESCRIPTOR_SWIZZLE_ENCODING, SWIZZLE_REPEAT_BYTES, Major
 from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
 from argus.backend.cuda.codegen import prelude
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 #: Threads in a warpgroup.
 WARPGROUP = 128
-#: Registers per SM a block's threads share (``setmaxnreg`` redistributes them).
 #: Hardware named barriers (0 is ``__syncthreads``'s).
 NAMED_BARRIERS = 16
 
@@ -257,11 +256,11 @@ class HopperRules:
         if not setmaxnreg_ok(registers):
             raise self.invalid(f"role {s.name!r}: setmaxnreg takes a multiple of 8 in 24..256, got {registers}")
         roles = [(len(r.warpgroups), r.registers) for r in walk(self.kernel.body) if isinstance(r, Role)]
-        total, entry = register_split(self.kernel.threads, roles)  # entry: __launch_bounds__(threads, 1)
-        if total > REGISTER_FILE:
-            raise self.invalid(
-                f"the warp roles' register budgets need {total} registers, the block has {REGISTER_FILE}"
-            )
+        blocks = self.kernel.blocks_per_sm  # entry: __launch_bounds__(threads, blocks)
+        total, entry = register_split(self.kernel.threads, roles, blocks)
+        pool = register_pool(self.kernel.threads, blocks)
+        if total > pool:
+            raise self.invalid(f"the warp roles' register budgets need {total} registers, the block has {pool}")
         self.register_roles = True
         op = "dec" if registers < entry else "inc"
         return (
