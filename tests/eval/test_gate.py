@@ -141,6 +141,18 @@ def test_on_a_gpu_a_kernel_the_generator_cannot_compile_is_checked_at_the_cpu_si
     assert result.stage("profile").code == "PROFILE_NOT_COMPILED"
 
 
+def test_on_a_gpu_the_gate_runs_at_the_options_profile_sizes() -> None:
+    """With no sizes given, a GPU gate runs at `GateOptions.cost_sizes` (the agent loop and the lineage walk set
+    it once, so that every candidate is timed at one size across tasks), not at the task's own benchmark size."""
+    from argus.kernels import get_kernel
+
+    candidate = KernelCandidate("bk32", get_kernel("gemm_tma_wgmma").kernel, {"BM": 128, "BN": 128, "BK": 32})
+    profile = {"M": 2048, "N": 1024, "K": 512}
+    result = gate_kernel(get_task("gemm_nt"), candidate, options=GateOptions(device="cuda", verify=False,
+                                                                             cost_sizes=profile))  # fmt: skip
+    assert result.sizes == profile
+
+
 def test_verifier_violation_rejects_and_its_crash_is_a_harness_error(monkeypatch: pytest.MonkeyPatch) -> None:
     class Finding:
         def render_text(self) -> str:

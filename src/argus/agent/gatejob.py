@@ -30,13 +30,9 @@ def gate_candidate(
         require_restricted(source)
     fn = kref.load(allow_generated=True)
     candidate = KernelCandidate(name, fn, dict(kref.params), source=source)
-    gate_options = GateOptions.from_dict(options)
-    sizes = None
-    if gate_options.resolved_device().startswith("cuda") and gate_options.cost_sizes:
-        # on a GPU every candidate is timed at the start task's first benchmark size, so that rewards compare like
-        # with like when a lineage move changes the task (e.g. gemm -> gemm_nt)
-        sizes = dict(gate_options.cost_sizes)
-    result = gate_kernel(get_task(task), candidate, sizes, options=gate_options)
+    # on a GPU the gate times at options.cost_sizes (the loop sets the start task's first benchmark size), so that
+    # rewards compare like with like when a lineage move changes the task (e.g. gemm -> gemm_nt)
+    result = gate_kernel(get_task(task), candidate, options=GateOptions.from_dict(options))
     return result.to_json()
 
 

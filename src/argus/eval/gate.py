@@ -55,7 +55,9 @@ class GateOptions:
         cost_model: without a GPU, the profile stage of a DSL kernel adds the static cost model's estimate for
             this GPU (`argus.eval.costmodel.GPUS`; None: no estimate); the stage stays ``PROFILE_NO_GPU``
             (nothing was timed) and says it is an estimate.
-        cost_sizes: the problem sizes of that estimate (None: the task's first benchmark sizes).
+        cost_sizes: the problem sizes of the profile: that estimate's without a GPU, and with one the sizes the
+            gate runs and times at when it is given none (None: the task's first benchmark sizes). The agent loop
+            and the lineage walk set it once, so that every candidate compares at one size across tasks.
     """
 
     trials: int = 6
@@ -482,8 +484,8 @@ def gate_kernel(
     baselines: dict[str, Any] | None = None,
 ) -> GateResult:
     """The gate for a kernel candidate on a built-in task at `sizes` (default: the task's CPU sizes without a
-    GPU, its first benchmark sizes with one). `baselines`: baseline timings already taken in this run (else the
-    profile stage times `options.baselines`)."""
+    GPU; with one `options.cost_sizes`, else the task's first benchmark sizes). `baselines`: baseline timings
+    already taken in this run (else the profile stage times `options.baselines`)."""
     import torch
 
     from argus.eval.correctness import check_correctness, to_device
@@ -492,7 +494,7 @@ def gate_kernel(
     options = options or GateOptions()
     device = options.resolved_device()
     gpu = device.startswith("cuda")
-    sizes = dict(sizes or (task.bench_sizes[0] if gpu else task.small_sizes))
+    sizes = dict(sizes or ((options.cost_sizes or task.bench_sizes[0]) if gpu else task.small_sizes))
     result = GateResult(candidate.name, task.name, sizes, environment=environment(device))
     fp32 = task.precision == torch.float32
     forbidden = (*task.forbidden, *options.forbidden)

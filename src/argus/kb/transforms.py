@@ -123,6 +123,13 @@ def apply(
     return _apply_value(entry, function, policy, start, value, check_budgets)
 
 
+def _over_budget(kernel: Any) -> list[Any]:
+    """The verifier's budget errors (shared memory, registers) of a traced kernel."""
+    from argus.verify import verify_kernel
+
+    return [f for f in verify_kernel(kernel, checks=("budget",)).findings if f.is_error]
+
+
 def _apply_value(
     entry: Entry, function: Any, policy: str, start: dict[str, Any], value: Any, check_budgets: bool = True
 ) -> dict[str, Any]:
@@ -146,24 +153,27 @@ def _apply_value(
         new[ref] = value
     stages = function.policy_params.get("stages")
     lowerable = policy != "stages" and isinstance(stages, str) and isinstance(new.get(stages), int)
-    try:
-        while True:
-            try:
-                kernel = function.trace(**new)
-                break
-            except ArgusError as err:
-                if not (lowerable and err.code == "DSL_SMEM_BUDGET" and new[stages] > 2):
-                    raise
-                # the tile does not fit in shared memory at this pipeline depth: keep the deepest pipeline that
-                # fits (at least two stages, so that it stays a pipeline); the returned parameters say so
+    while True:
+        # a tile that does not fit in shared memory at this pipeline depth keeps the deepest pipeline that fits
+        # (at least two stages, so that it stays a pipeline); the returned parameters say so
+        shallower = lowerable and new[stages] > 2
+        try:
+            kernel = function.trace(**new)
+        except ArgusError as err:
+            if shallower and err.code == "DSL_SMEM_BUDGET":
                 new[stages] -= 1
-    except ArgusError as err:
-        raise KBError(
-            "KB_TRANSFORM_TRACE",
-            f"{function.name} with {policy} = {value!r} does not trace: [{err.code}] {err.message}",
-            err.hint or "choose another value",
-            actual=value,
-        ) from None
+                continue
+            raise KBError(
+                "KB_TRANSFORM_TRACE",
+                f"{function.name} with {policy} = {value!r} does not trace: [{err.code}] {err.message}",
+                err.hint or "choose another value",
+                actual=value,
+            ) from None
+        over = _over_budget(kernel) if check_budgets else []
+        if shallower and over and all(f.code == "BUDGET_SMEM" for f in over):
+            new[stages] -= 1
+            continue
+        break
     got = getattr(kernel.policies, policy)
     got = got.value if hasattr(got, "value") else got
     want = tuple(value) if isinstance(value, list) else value
@@ -173,21 +183,13 @@ def _apply_value(
             f"{function.name} traced with {policy} = {got!r}, not the {want!r} asked for",
             actual=got,
         )
-    if check_budgets:
-        from argus.verify import verify_kernel
-
-        over = [f for f in verify_kernel(kernel, checks=("budget",)).findings if f.is_error]
-        while over and lowerable and new[stages] > 2 and all(f.code == "BUDGET_SMEM" for f in over):
-            new[stages] -= 1  # as above, for a budget the verifier finds over
-            kernel = function.trace(**new)
-            over = [f for f in verify_kernel(kernel, checks=("budget",)).findings if f.is_error]
-        if over:
-            raise KBError(
-                "KB_TRANSFORM_BUDGET",
-                f"{function.name} with {policy} = {value!r} is over budget: [{over[0].code}] {over[0].message}",
-                over[0].hint,
-                actual=value,
-            )
+    if over:
+        raise KBError(
+            "KB_TRANSFORM_BUDGET",
+            f"{function.name} with {policy} = {value!r} is over budget: [{over[0].code}] {over[0].message}",
+            over[0].hint,
+            actual=value,
+        )
     return new
 
 

@@ -247,15 +247,12 @@ class _Gate:
         key = (v.fingerprint(), v.task, repr(sorted(v.params.items())))
         if key not in self.memo:
             task = get_task(v.task)
-            sizes = self.sizes.get(v.task)
-            if sizes is None and self.options.resolved_device().startswith("cuda") and self.options.cost_sizes:
-                # on a GPU every kernel of the walk is timed at one size (the expert task's first benchmark
-                # size), so that a step's effect compares like with like even where the task changes
-                sizes = dict(self.options.cost_sizes)
+            # without sizes for the task, a GPU times every kernel of the walk at options.cost_sizes (the expert
+            # task's first benchmark size), so that a step's effect compares like with like where the task changes
             self.memo[key] = gate_kernel(
                 task,
                 KernelCandidate(v.name, v.kernel, dict(v.params)),
-                sizes=sizes,
+                sizes=self.sizes.get(v.task),
                 options=self.options,
             )
         return self.memo[key]
