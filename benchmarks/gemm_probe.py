@@ -1,0 +1,129 @@
+"""Where the expert GEMM's time goes: time the generated kernel with parts of it switched off.
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/gemm_probe.py [--shapes 4096,4096,4096 8192,7168,2048] [--params JSON]
+
+A diagnostic, not a kernel: the expert's generated CUDA is edited as text so that one part never runs
+(guarded by ``M < 0``, which the compiler cannot prove false), compiled, and timed like `gemm_variants.py`
+(median of CUDA events, L2 flushed), next to the unmodified kernel and cuBLAS in the same process:
+
+* ``no store``: the epilogue's global stores of C are skipped (the main loop and the conversions stay);
+* ``no mma``: the consumers wait for every stage and release it, but issue no ``wgmma`` (TMA-and-pipeline bound);
+* ``no load``: the producer arrives on each stage's barrier without TMA bytes (wgmma on stale shared memory:
+  MMA-and-pipeline bound);
+* ``no load, no store``: the MMAs alone.
+
+Only the unmodified kernel's result is checked (against ``torch.matmul``); the others compute garbage by design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_variants import _flush, environment, time_ms  # noqa: E402
+
+NEVER = "if (M < 0) "
+
+
+def _no_store(src: str) -> str:
+    out = re.sub(r"argus::store_global<(\d+)>\(C,", lambda m: NEVER + f"argus::store_global<{m.group(1)}>(C,", src)
+    if out == src:
+        raise SystemExit("no store_global of C found in the generated source")
+    return out
+
+
+def _no_mma(src: str) -> str:
+    out = re.sub(r"argus::wgmma_m64n(\d+)k16_", lambda m: NEVER + f"argus::wgmma_m64n{m.group(1)}k16_", src)
+    if out == src:
+        raise SystemExit("no wgmma found in the generated source")
+    return out
+
+
+def _no_load(src: str) -> str:
+    out = re.sub(r"argus::mbarrier_arrive_expect_tx\(([^;]*?), \d+\);", r"argus::mbarrier_arrive(\1);", src)
+    out = out.replace("argus::tma_load_2d(", NEVER + "argus::tma_load_2d(")
+    if out == src:
+        raise SystemExit("no TMA load found in the generated source")
+    return out
+
+
+VARIANTS = {
+    "expert": lambda s: s,
+    "no store": _no_store,
+    "no mma": _no_mma,
+    "no load": _no_load,
+    "no load, no store": lambda s: _no_store(_no_load(s)),
+}
+
+
+def main() -> int:
+    import torch
+
+    from argus.backend.cuda.codegen import generate
+    from argus.backend.cuda.codegen.source import CompiledKernel
+    from argus.backend.cuda.toolchain import compile_cuda
+    from argus.kernels.gemm import gemm_wgmma_tma
+    from argus.kernels.registry import GEMM_HOPPER_PARAMS
+    from argus.runtime import load
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", nargs="+", default=["4096,4096,4096", "8192,7168,2048", "8192,8192,8192"])
+    p.add_argument("--params", default=None, help="JSON of gemm_wgmma_tma parameters (default: the expert's)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    params = json.loads(args.params) if args.params else dict(GEMM_HOPPER_PARAMS)
+    for line in environment(torch):
+        print(line)
+    print(f"kernel gemm_wgmma_tma {params}")
+    generated = generate(gemm_wgmma_tma.trace(**params))
+    loaded = {}
+    for name, edit in VARIANTS.items():
+        g = dataclasses.replace(generated, source=edit(generated.source))
+        module = compile_cuda(g.source, g.program_name, cache=False)
+        loaded[name] = load(CompiledKernel(g, module))
+    flush = _flush(torch)
+    rows = []
+    print("| M×N×K | variant | ms | TFLOP/s | × expert time | cuBLAS ms |")
+    print("|---|---|---|---|---|---|")
+    for text in args.shapes:
+        m, n, k = (int(x) for x in text.split(","))
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = (torch.rand(n, k, device="cuda") * 2 - 1).to(torch.bfloat16)
+        dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[params.get("OUT", "f32")]
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        loaded["expert"](a, b, c)
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float().T
+        err = float((c.float() - ref).abs().max() / ref.abs().max())
+        if not err <= 1e-2:
+            print(f"expert WRONG at {m}x{n}x{k}: relative error {err}")
+            return 1
+        cublas = time_ms(torch, lambda: torch.matmul(a, b.T), flush)
+        base = None
+        for name, kern in loaded.items():
+            ms = time_ms(torch, kern.prepare(a, b, c).launch, flush)
+            base = base or ms
+            row = {"shape": [m, n, k], "variant": name, "ms": ms, "cublas_ms": cublas}
+            rows.append(row)
+            tf = 2 * m * n * k / ms / 1e9
+            print(f"| {m}×{n}×{k} | {name} | {ms:.4f} | {tf:.0f} | {ms / base:.3f} | {cublas:.4f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
