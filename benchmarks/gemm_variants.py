@@ -106,14 +106,17 @@ def run_kernel(torch, kernel_fn, params: dict, shape: tuple[int, int, int], flus
     m, n, k = shape
     params = dict(params)
     deferred = params.pop("_deferred", True)
+    exchange = params.pop("_exchange", True)
     traced = kernel_fn.trace(**params)
     saved = Emitter.deferred_releases
     if not deferred:  # A/B: the consumer loop as written (wgmma.wait_group 0, a barrier, one arrival)
         Emitter.deferred_releases = lambda self: {}
+    Emitter.lane_exchange_stores = exchange  # A/B: bf16 C stored as the accumulator holds it (4-byte pairs)
     try:
         compiled = compile_kernel(traced)
     finally:
         Emitter.deferred_releases = saved
+        Emitter.lane_exchange_stores = True
     loaded = load(compiled)
     specs = {t.name: t for t in compiled.generated.tensors}
     b_is_nk = tuple(str(d) for d in kernel_fn.tensor_specs["B"].shape) == ("N", "K")

@@ -27,6 +27,7 @@ LIBRARY = (
     "gemm_mma_sync",
     "gemm_cp_async",
     "gemm_wgmma_tma",  # TMA, mbarriers, warp roles with setmaxnreg, wgmma
+    "gemm_hopper",  # the expert: bf16 C stored in 16-byte runs after a lane exchange (shuffles)
     "flash_attention_fwd",  # the same, 3-d TMA with a squeezed dimension, MN-major wgmma B, fence.proxy.async
 )
 _TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32"}

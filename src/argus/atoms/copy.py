@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
+
 from argus.atoms.common import WARP_SIZE, MemorySpace, Scope, supported_dtype
 from argus.atoms.errors import AtomError, raise_first
 from argus.ir.types import DType, dtype_from_name
@@ -448,3 +450,112 @@ def matrix_accepts(dtype: DType | str) -> bool:
     """True when `dtype` can be moved by ``ldmatrix``/``stmatrix`` ``.b16`` (any supported 16-bit type)."""
     dt = dtype_from_name(dtype)
     return dt.supported and dt.bits == 16
+
+
+# --- widening register stores by a lane exchange ---------------------------------------------------------
+
+#: Bytes one thread stores per instruction after a lane exchange (``st.global.v4.b32``, SASS ``STG.E.128``).
+EXCHANGE_BYTES = 16
+
+
+@dataclass(frozen=True)
+class LaneExchange:
+    """How `lanes` neighbouring lanes (``t % lanes`` differs, the rest of ``t`` the same) turn short runs of
+    a fragment into 16-byte runs before a global store, by transposing their runs in registers
+    (``shfl.sync.bfly``, one round per bit of `lanes`).
+
+    Before: every thread holds ``len(groups) * lanes`` runs of `width` consecutive elements; run ``r`` is its
+    values ``r*width .. r*width+width-1``. ``groups[G]`` lists `lanes` of those run indices. After: lane
+    ``q = t % lanes`` holds, for each group ``G``, run ``groups[G][q]`` of lanes ``t - q + 0, .., t - q +
+    lanes-1``, in that order: one run of ``lanes * width`` elements (16 bytes), contiguous and aligned in
+    memory. For the accumulator of ``wgmma`` (and of ``mma.sync``) with a 16-bit output, a quad of threads
+    holds 2 consecutive columns each of an 8-column chunk: 4-byte stores, a quad writing half a 32-byte
+    sector per row; after the exchange each thread writes one 8-column chunk with a 16-byte store and a
+    quad 64 contiguous bytes."""
+
+    lanes: int
+    width: int
+    groups: tuple[tuple[int, ...], ...]
+
+    @property
+    def vector(self) -> int:
+        """Elements per store after the exchange."""
+        return self.lanes * self.width
+
+    def regroup(self, per_value: np.ndarray) -> np.ndarray:
+        """``per_value[t, v, ...]`` (anything per thread and value) rearranged as the threads hold it after the
+        exchange: value ``G * vector + i * width + e`` of thread ``t`` is value ``groups[G][t % lanes] * width +
+        e`` of thread ``t - t % lanes + i``."""
+        threads = per_value.shape[0]
+        t = np.arange(threads)
+        q = t % self.lanes
+        out = np.empty_like(per_value)
+        for g, runs in enumerate(self.groups):
+            run = np.asarray(runs)[q]
+            for i in range(self.lanes):
+                src = t - q + i
+                for e in range(self.width):
+                    out[:, g * self.vector + i * self.width + e] = per_value[src, run * self.width + e]
+        return out
+
+
+def lane_exchange(positions: np.ndarray, element_bytes: int) -> LaneExchange | None:
+    """The `LaneExchange` that makes every thread's stores 16-byte runs, or None when there is none.
+
+    `positions[t, v]` is the element offset (in elements along a linear address) that value ``v`` of thread ``t``
+    is stored at. Required: whole warps (a multiple of 32 threads), runs of `width` elements (a power of two of
+    at least 4 and less than 16 bytes) contiguous and aligned in every thread, and after the exchange every
+    16-byte run contiguous and 16-byte aligned, for every thread; and a gain: some warp's store of a run writes
+    part of a 32-byte sector (an f32 accumulator's 8-byte pairs fill whole sectors already). The groups are
+    thread 0's runs in address order, `lanes` at a time; the result is checked for every thread, so a plan
+    returned is exact."""
+    positions = np.asarray(positions, dtype=np.int64)
+    if positions.ndim != 2:
+        return None
+    threads, values = positions.shape
+    if threads == 0 or threads % WARP_SIZE or np.any(positions < 0):
+        return None
+    width = 0
+    w = 1
+    while w <= values and w * element_bytes < EXCHANGE_BYTES:
+        if values % w == 0 and (w * element_bytes) % 4 == 0:
+            runs = positions.reshape(threads, values // w, w)
+            if np.array_equal(runs, runs[:, :, :1] + np.arange(w)) and np.all(runs[:, :, 0] % w == 0):
+                width = w
+        w *= 2
+    if not width:
+        return None
+    lanes = EXCHANGE_BYTES // (width * element_bytes)
+    count = values // width
+    if lanes < 2 or count % lanes or _whole_sectors(positions, width, element_bytes):
+        return None
+    order = np.argsort(positions[0, ::width], kind="stable")
+    groups = tuple(tuple(int(r) for r in order[i : i + lanes]) for i in range(0, count, lanes))
+    plan = LaneExchange(lanes, width, groups)
+    after = plan.regroup(positions).reshape(threads, count // lanes, plan.vector)
+    if not np.array_equal(after, after[:, :, :1] + np.arange(plan.vector)) or np.any(after[:, :, 0] % plan.vector):
+        return None
+    return plan
+
+
+def _whole_sectors(positions: np.ndarray, width: int, element_bytes: int) -> bool:
+    """True when every warp's store of each run already writes whole 32-byte sectors (nothing to gain)."""
+    threads, values = positions.shape
+    for w0 in range(0, threads, WARP_SIZE):
+        for r in range(0, values, width):
+            block = positions[w0 : w0 + WARP_SIZE, r : r + width].ravel() * element_bytes
+            sectors = len(set((block // 32).tolist()))
+            if sectors * 32 > -(-len(set(block.tolist())) * element_bytes // 32) * 32:
+                return False
+    return True
+
+
+def tile_lane_exchange(coords: np.ndarray, run_dim: int, element_bytes: int) -> LaneExchange | None:
+    """`lane_exchange` for a fragment given by its tile coordinates ``coords[t, v, d]``, stored along tile dimension
+    `run_dim`: the coordinates are linearized with `run_dim` last, so runs are contiguous only along it and
+    aligned in tile coordinates (the window's own alignment is the lowering's run-time condition)."""
+    coords = np.asarray(coords, dtype=np.int64)
+    positions = np.zeros(coords.shape[:2], dtype=np.int64)
+    for d in [d for d in range(coords.shape[2]) if d != run_dim] + [run_dim]:
+        positions = positions * (1 << 20) + coords[:, :, d]
+    return lane_exchange(positions, element_bytes)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import z3
 
+from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.errors import AtomError
 from argus.atoms.tma import tma_load
 from argus.ir.expr import Expr
@@ -209,6 +210,21 @@ def _fragment_run(frag: Buffer, limit: int) -> int:
     return 1
 
 
+def _exchanged_run(frag: Buffer, itemsize: int) -> int:
+    """Elements per store of the fragment's stores after a lane exchange (`argus.atoms.copy.tile_lane_exchange`,
+    the plan the lowering uses), 1 when there is none."""
+    threads, values = frag.threads or 1, frag.values_per_thread
+    t = np.arange(threads)[:, None]
+    v = np.arange(values)[None, :]
+    rest = np_layout(frag.tv, (t, v)) * np.ones((threads, values), dtype=np.int64)
+    coords = []
+    for extent in frag.static_shape:  # column-major tile index -> coordinates
+        coords.append(rest % extent)
+        rest = rest // extent
+    plan = tile_lane_exchange(np.stack(coords, axis=-1), len(coords) - 1, itemsize)
+    return plan.vector if plan is not None else 1
+
+
 def _check_vector(ctx: Context, site: Site, s: Copy) -> list[Finding]:
     g_ref, other = (s.src, s.dst) if s.src.buffer.space == Space.GLOBAL else (s.dst, s.src)
     g = g_ref.buffer
@@ -221,6 +237,8 @@ def _check_vector(ctx: Context, site: Site, s: Copy) -> list[Finding]:
         return []
     if fragment:
         width = _fragment_run(other.buffer, limit) if other.is_whole() else 1
+        if width > 1 and g_ref is s.dst:  # a store: widened to 16-byte runs by a lane exchange where there is one
+            width = max(width, _exchanged_run(other.buffer, itemsize))
     else:
         width = _pow2_at_most(min(limit, shape[-1]))
         while width > 1 and shape[-1] % width:

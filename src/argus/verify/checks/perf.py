@@ -11,7 +11,9 @@ phase.
 * Bank conflicts: shared memory has 32 banks of 4 bytes; a warp's access of ``w``-byte vectors is
   served in phases of ``128 / w`` threads, and a phase needs as many wavefronts as the largest number
   of distinct 4-byte words it touches in one bank. Degree = wavefronts / phases.
-* Coalescing: degree = 32-byte sectors a warp's instruction touches / sectors its bytes need.
+* Coalescing: degree = 32-byte sectors a warp's instruction touches / sectors its bytes need. A fragment's
+  stores are counted as the code generator emits them: widened to 16-byte runs by a lane exchange where
+  `argus.atoms.copy.lane_exchange` finds one (the ``wgmma``/``mma.sync`` accumulator with a 16-bit output).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from argus.atoms.copy import lane_exchange
 from argus.ir.expr import Expr, evaluate
 from argus.ir.nodes import Copy, Space
 from argus.verify.access import Access, accesses
@@ -153,6 +156,16 @@ def bank_conflicts(addr: np.ndarray, elem_bytes: int, ldmatrix: bool) -> tuple[f
     return worst, where
 
 
+def as_stored(acc: Access, addr: np.ndarray, elem_bytes: int) -> np.ndarray:
+    """A fragment's stores to global memory as the code generator emits them: where neighbouring lanes can
+    exchange their short runs so that each thread stores 16-byte runs (`argus.atoms.copy.lane_exchange`, the
+    plan the lowering uses), the addresses each thread stores after the exchange; otherwise `addr` unchanged."""
+    if acc.kind != "write" or acc.dist != "fragment" or np.any(addr < 0) or np.any(addr % elem_bytes):
+        return addr
+    plan = lane_exchange(addr // elem_bytes, elem_bytes)
+    return addr if plan is None else plan.regroup(addr)
+
+
 def uncoalesced(addr: np.ndarray, elem_bytes: int) -> tuple[float, int]:
     worst, where = 1.0, 0
     for w0 in range(0, addr.shape[0], 32):
@@ -185,7 +198,10 @@ def check_performance(ctx: Context) -> list[Finding]:
         try:
             for env in _envs(ctx, acc):
                 addr = _addresses(ctx, acc, env, elem)
-                got = bank_conflicts(addr, elem, ldm) if buf.space == Space.SHARED else uncoalesced(addr, elem)
+                if buf.space == Space.SHARED:
+                    got = bank_conflicts(addr, elem, ldm)
+                else:
+                    got = uncoalesced(as_stored(acc, addr, elem), elem)
                 worst = max(worst, got)
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             ctx.record("performance", str(acc.site.loc), Verdict.UNKNOWN, start)

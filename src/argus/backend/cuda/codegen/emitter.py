@@ -664,6 +664,8 @@ class Emitter(HopperRules):
                         width //= 2
                     conditions = window.vector_conditions(width) or []
                 run_buffer_dim = window.kept[run if run is not None else -1]
+                if not load and run is not None and self._exchange_store(p, window, mem_ref, fname, frag_c, run):
+                    return
                 self.require_alignment(mem_ref.buffer, width * mem_ref.dtype.itemsize)
                 vec = self._uniform_condition(conditions, width)
                 at = self._fragment_coords(p)
@@ -709,6 +711,71 @@ class Emitter(HopperRules):
                     pointer = window.pointer(window.buffer_coords(at(v0)))
                     source = self._store_source(fname, v0, width, frag_c, mem_c)
                     self.line(f"argus::store_shared<{width}>({pointer}, {source});")
+
+    #: Widen fragment -> global stores by a lane exchange where `argus.atoms.copy.lane_exchange` finds one (off:
+    #: the stores as the fragment holds its values, for A/B measurements).
+    lane_exchange_stores = True
+
+    def _exchange_store(
+        self, p: pl.Placement, window: _Window, mem_ref: TileRef, fname: str, frag_c: str, run: int
+    ) -> bool:
+        """Fragment -> global store through a lane exchange (`argus.atoms.copy.LaneExchange`): neighbouring lanes
+        transpose their short runs with shuffles so that each thread stores 16-byte runs. False (nothing emitted)
+        where there is no exchange plan, or the exchanged runs are not a per-thread base plus per-group offsets."""
+        if not self.lane_exchange_stores or pl.holder_mask(p) is not None:
+            return False
+        itemsize = mem_ref.dtype.itemsize
+        plan = pl.exchange_plan(p, run, itemsize)
+        if plan is None:
+            return False
+        conditions = window.vector_conditions(plan.vector)
+        if conditions is None:
+            return False
+        rank = len(p.shape)
+        starts = plan.regroup(p.coords)[:, :: plan.vector, :]  # (threads, groups, rank): each 16-byte run's start
+        offsets = starts[0] - starts[0, 0]
+        if not np.array_equal(starts, starts[:, :1, :] + offsets[None]):
+            return False
+        fits = [pl.fit(starts[:, 0, d]) for d in range(rank)]
+        if any(f is None for f in fits):
+            return False
+        self.require_alignment(mem_ref.buffer, plan.vector * itemsize)
+        self.use("global_store")
+        self.use("lane_exchange")
+        mem_c, mname = self.dtype_c(mem_ref.dtype), self.buffer_name(mem_ref.buffer)
+        vec = self._uniform_condition(conditions, plan.vector)
+        names = {1: ["i"], 2: ["row", "col"]}.get(rank, [f"c{d}" for d in range(rank)])
+        bases: list[str] = []
+        for d, f in enumerate(fits):
+            if f.is_constant:
+                bases.append(str(f.constant))
+                continue
+            var = self.local(names[d])
+            self.line(f"const int {var} = {f.c(self.tid)};  // the thread's first 16-byte run, after the exchange")
+            bases.append(var)
+        lane = self.local("lane")
+        self.line(f"const int {lane} = {self.tid} % {plan.lanes};  // its place among the exchanging lanes")
+        words = plan.width * itemsize // 4
+        run_buffer_dim = window.kept[run]
+        for g, runs in enumerate(plan.groups):
+            with self.block():
+                x = self.local("runs")
+                self.line(f"unsigned {x}[{plan.lanes}][{words}];  // runs {', '.join(map(str, runs))} of {plan.width}")
+                for i, r in enumerate(runs):
+                    values = ", ".join(
+                        convert(f"{fname}[{r * plan.width + e}]", frag_c, mem_c) for e in range(plan.width)
+                    )
+                    tmp = self.local("run")
+                    self.line(f"const {mem_c} {tmp}[{plan.width}] = {{{values}}};")
+                    self.line(f"argus::pack_words({x}[{i}], {tmp});")
+                self.line(f"argus::lane_exchange({x}, {lane});")
+                coords = window.buffer_coords([add(bases[d], int(offsets[g, d])) for d in range(rank)])
+                mask = window.mask(coords, run_buffer_dim)
+                source = f"reinterpret_cast<const {mem_c}*>(&{x}[0][0])"
+                self.line(
+                    f"argus::store_global<{plan.vector}>({mname}, {window.offset(coords)}, {mask}, {vec}, {source});"
+                )
+        return True
 
     def _load_into(self, fname: str, v0: int, width: int, mem_c: str, frag_c: str, call: str) -> None:
         """Emit `call` (with ``{dst}`` for the destination) loading `width` values into ``fname[v0..]``,

@@ -133,6 +133,39 @@ __device__ __forceinline__ void store_global(T* __restrict__ base, long long off
 )
 
 _snippet(
+    "lane_exchange",
+    """
+// G neighbouring lanes (q = lane % G) transpose their G runs of R 32-bit words: before, a[i] is this lane's
+// run i; after, a[i] is run q of lane i (argus.atoms.copy.LaneExchange). One butterfly round per bit of G: a
+// lane sends the runs whose index differs from its own in that bit and receives its partner's in their place.
+template <int G, int R>
+__device__ __forceinline__ void lane_exchange(unsigned (&a)[G][R], int q) {
+#pragma unroll
+  for (int bit = 1; bit < G; bit <<= 1) {
+    const bool high = (q & bit) != 0;
+#pragma unroll
+    for (int m = 0; m < G; ++m) {
+      if (m & bit) continue;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const unsigned send = high ? a[m][r] : a[m | bit][r];
+        const unsigned got = __shfl_xor_sync(0xffffffffu, send, bit);
+        if (high) a[m][r] = got; else a[m | bit][r] = got;
+      }
+    }
+  }
+}
+
+// The W elements at src as R = sizeof(T) * W / 4 32-bit words.
+template <typename T, int W, int R>
+__device__ __forceinline__ void pack_words(unsigned (&dst)[R], const T (&src)[W]) {
+  static_assert(sizeof(T) * W == 4 * R, "a run is a whole number of 32-bit words");
+  memcpy(dst, src, sizeof(T) * W);
+}
+""",
+)
+
+_snippet(
     "shared_access",
     """
 // V consecutive shared-memory elements (contiguous and aligned: checked when the code was generated).
