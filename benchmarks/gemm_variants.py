@@ -69,6 +69,17 @@ OCCUPANCY_VARIANTS = [
 ]
 
 
+#: Session 4: the expert's bf16 epilogue stored as the accumulator holds it (4-byte pairs, half sectors) or widened
+#: to 16-byte runs by a lane exchange (`argus.atoms.copy.lane_exchange`, the code generator's default now).
+EPILOGUE_VARIANTS = [
+    ("expert bf16 lane exchange", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4, "OUT": "bf16"}),
+    ("expert bf16 4-byte pairs", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4, "OUT": "bf16", "_exchange": False}),
+    ("expert f32", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4}),
+]
+
+COMPARE_SETS = {"occupancy": OCCUPANCY_VARIANTS, "epilogue": EPILOGUE_VARIANTS}
+
+
 def _flush(torch):  # noqa: ANN001, ANN202
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     return lambda: scratch.zero_()
@@ -196,6 +207,7 @@ def main() -> int:
     parser.add_argument("--shapes", default="all", choices=("all", "square"), help="benchmark shapes for --variants")
     parser.add_argument("--ab", action="store_true", help="deferred stage release on/off at three shapes")
     parser.add_argument("--occupancy", action="store_true", help="one vs two resident blocks per SM (7 shapes)")
+    parser.add_argument("--compare", nargs="*", default=[], choices=sorted(COMPARE_SETS), help="named sets, 7 shapes")
     parser.add_argument("--json", default="", help="write every row as JSON")
     args = parser.parse_args()
     import torch
@@ -236,20 +248,34 @@ def main() -> int:
         for label, ratios in by_label.items():
             gm = math.exp(statistics.fmean(math.log(r) for r in ratios))
             print(f"  {label:<28} geomean {gm:.3f}  min {min(ratios):.3f}  ({len(ratios)} shapes)")
-    if args.occupancy:
-        print("\n== one vs two resident blocks per SM ==")
+    sets = (["occupancy"] if args.occupancy else []) + list(args.compare)
+    for name in sets:
+        variants = COMPARE_SETS[name]
+        print(f"\n== {name} ==")
+        for label, kname, params in variants:  # correctness where tiles are cut by the problem's edges
+            for shape in PARTIAL:
+                row = {**run_kernel(torch, get_kernel(kname).kernel, params, shape, flush, timing=False)}
+                rows.append({**row, "kernel": label, "set": name})
+                failed |= not row["ok"]
+                print(_fmt_row(label, row), flush=True)
         print(HEADER)
+        by_label = {}
         for shape in SQUARE + ISSUE_SHAPES:
-            for label, name, params in OCCUPANCY_VARIANTS:
+            for label, kname, params in variants:
                 try:
-                    row = {**run_kernel(torch, get_kernel(name).kernel, params, shape, flush), "kernel": label}
+                    row = {**run_kernel(torch, get_kernel(kname).kernel, params, shape, flush), "kernel": label}
                 except Exception as err:  # noqa: BLE001 - one variant failing to build must not hide the others
                     print(f"{label:<28} {'x'.join(map(str, shape)):>17} ERROR {type(err).__name__}: {err}", flush=True)
                     failed = True
                     continue
-                rows.append(row)
+                rows.append({**row, "set": name})
                 failed |= not row["ok"]
+                by_label.setdefault(label, []).append(row["ratio"])
                 print(_fmt_row(label, row), flush=True)
+        print("\ngeometric mean ratio to cuBLAS over the shapes, and the worst shape:")
+        for label, ratios in by_label.items():
+            gm = math.exp(statistics.fmean(math.log(r) for r in ratios))
+            print(f"  {label:<28} geomean {gm:.3f}  min {min(ratios):.3f}  ({len(ratios)} shapes)")
     if args.ab:
         expert = get_kernel("gemm_wgmma_tma").kernel
         print("\n== deferred stage release on/off (gemm_wgmma_tma) ==")
