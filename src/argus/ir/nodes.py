@@ -275,13 +275,16 @@ class LoopKind(StrEnum):
 class For(Stmt):
     """``for var in range(extent)``: the body runs with ``var`` bound to 0, 1, ... ``extent-1``.
     A pipelined loop records its stage count; the pipelining pass rewrites it into prologue,
-    steady state and stage rotation."""
+    steady state and stage rotation. `start` is a pipelined loop's global iteration at ``var = 0``: iteration
+    ``var`` is global iteration ``start + var`` of the stage rotation, whose stage is ``(start + var) % stages``
+    (a persistent kernel's k loop continues the rotation of the tile before it: ``start = it * k_tiles``)."""
 
     var: Var
     extent: Expr | int
     body: tuple[Stmt, ...]
     kind: LoopKind = LoopKind.SERIAL
     stages: int = 1
+    start: Expr | int = 0
 
 
 @dataclass(frozen=True, eq=False)

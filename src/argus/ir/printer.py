@@ -125,6 +125,8 @@ def format_stmts(stmts: tuple[Stmt, ...], indent: int = 1) -> list[str]:
     for s in stmts:
         if isinstance(s, For):
             stages = f", stages={s.stages}" if s.stages > 1 else ""
+            if not (isinstance(s.start, int) and s.start == 0):
+                stages += f", start={s.start}"
             out.append(f"{pad}for {s.var} in range({s.extent}) [{s.kind.value}{stages}]:{_where(s)}")
             out += format_stmts(s.body, indent + 1)
         elif isinstance(s, If):

@@ -3,6 +3,7 @@ default small shape, a shape that is not a multiple of the tiles, and an input g
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,6 +212,24 @@ def _gemm_hopper(
     )
 
 
+def _gemm_hopper_persistent() -> LibraryKernel:
+    """`gemm_wgmma_tma_persistent` at interpreter sizes where blocks walk several tiles: 3 blocks over 2 x 2 tiles
+    of 128x128 (block 0 takes tiles 0 and 3), 4 K-blocks on 3 stages (a tile ends mid-rotation: its successor
+    starts on stage 1, phase 1); the partial shape has 2 x 2 tiles, three of them partial, and 3 K-blocks, the last
+    one partial."""
+    entry = _gemm_hopper(
+        "gemm_wgmma_tma_persistent",
+        "persistent Hopper GEMM C = A @ B^T: gemm_wgmma_tma on one block per SM walking the tiles in grouped order, "
+        "the mbarrier pipeline running on across each block's tiles (the producer prefetches the next tile during "
+        "the epilogue); 3 blocks here so each walks several tiles",
+        "gemm_persistent_ws",
+        params={"BLOCKS": 3},
+    )
+    return dataclasses.replace(
+        entry, default_shape={"M": 256, "N": 256, "K": 256}, partial_shape={"M": 200, "N": 200, "K": 136}
+    )
+
+
 #: The expert Hopper GEMM's configuration: the tile shape and stage count measured best on all seven benchmark
 #: shapes of five configurations (benchmarks/results/2026-11-21-gemm-h200.md), bf16 output as cuBLAS writes it.
 GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
@@ -329,6 +348,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         params=GEMM_HOPPER_PARAMS,
         tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
     ),
+    "gemm_wgmma_tma_persistent": lambda: _gemm_hopper_persistent(),
     "gemm_persistent": lambda: _gemm(
         "gemm_persistent",
         "gemm_mma_sync on a persistent grid (grouped tile order); 3 blocks here so each walks several tiles",

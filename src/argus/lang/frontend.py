@@ -1137,7 +1137,7 @@ def fma_atom(a_dtype: DType = bf16, acc_dtype: DType = f32) -> MmaAtom:
 # --- control flow -------------------------------------------------------------------------------------------
 
 
-def _loop(name: str, extent: Any, kind: LoopKind, stages: int = 1) -> Iterator[Var]:
+def _loop(name: str, extent: Any, kind: LoopKind, stages: int = 1, start: Any = 0) -> Iterator[Var]:
     st = _state(f"T.{name}")
     loc = caller_loc()
     var = Var(st.fresh("k" if kind == LoopKind.PIPELINED else "i"), VarKind.LOOP)
@@ -1147,7 +1147,8 @@ def _loop(name: str, extent: Any, kind: LoopKind, stages: int = 1) -> Iterator[V
     finally:
         body = tuple(st.stack.pop())
     extent_e = extent if isinstance(extent, int) else as_expr(extent)
-    st.emit(For(var, extent_e, body, kind, stages, loc=loc))
+    start_e = start if isinstance(start, int) else as_expr(start)
+    st.emit(For(var, extent_e, body, kind, stages, start_e, loc=loc))
 
 
 def serial(extent: Any) -> Iterator[Var]:
@@ -1162,13 +1163,25 @@ def unroll(extent: int) -> Iterator[Var]:
     return _loop("unroll", extent, LoopKind.UNROLLED)
 
 
-def pipeline(extent: Any, stages: int) -> Iterator[tuple[Var, Expr]]:
+def pipeline(extent: Any, stages: int, start: Any = 0) -> Iterator[tuple[Var, Expr]]:
     """``for k, s in T.pipeline(n, stages=S)``: a software-pipelined loop; `s` is the stage
-    (``k % S``) whose buffers iteration `k` uses."""
+    (``k % S``) whose buffers iteration `k` uses.
+
+    ``T.pipeline(n, stages=S, start=g0)`` continues a stage rotation begun earlier: iteration `k` is global
+    iteration ``g = g0 + k``, its stage ``g % S`` and its mbarrier phase ``g // S`` (parity ``(g // S) % 2``).
+    A persistent kernel passes ``start=it * n`` in its tile loop, so that the stages and barrier phases run on
+    across tiles and the producer fills the next tile's stages while the consumers finish this one. `start`
+    must be the number of iterations of this pipeline that ran before (in every role using the stages): the
+    verifier proves it (``start`` 0 for the first tile, and one tile's start the previous one's plus its
+    extent)."""
     if not isinstance(stages, int) or stages < 1:
         raise DSLError("DSL_STAGES", f"stages must be a positive int, got {stages!r}")
-    for var in _loop("pipeline", extent, LoopKind.PIPELINED, stages):
-        yield var, var % stages
+    if isinstance(start, bool) or not isinstance(start, int | Expr):
+        raise DSLError("DSL_STAGES", f"start must be an int or a runtime expression, got {start!r}")
+    if isinstance(start, int) and start < 0:
+        raise DSLError("DSL_STAGES", f"start must not be negative, got {start}")
+    for var in _loop("pipeline", extent, LoopKind.PIPELINED, stages, start):
+        yield var, (var + start) % stages if not (isinstance(start, int) and start == 0) else var % stages
 
 
 @contextlib.contextmanager

@@ -542,13 +542,14 @@ class Query:
             p = head.pairing
             if p.kind == "once":
                 return self.read(buffer, head.producer_end, loc, env, guard, budget)
-            if p.loop_c.var not in env:
+            if any(lc.var not in env for _, lc in p.loop_map()):
                 return self.havoc_tag(
                     guard, "UNKNOWN_WARP_ROLES", f"{user_name(buffer)} is read outside the consumer's pipelined loop"
                 )
             info = self.analysis.loops[id(p.loop_p)]
             penv = dict(env)
-            penv[p.loop_p.var] = env[p.loop_c.var]
+            for lp, lc in p.loop_map():  # the tile loops' iteration and the pipeline's: the same in both roles
+                penv[lp.var] = env[lc.var]
             nb = dict(budget)
             nb[id(info)] = self.lookback
             return self.read(buffer, info.body_end.get(buffer, ()), loc, penv, guard, nb)

@@ -19,6 +19,19 @@ copy signals, with the parity of the phase that copy completes (`MBARRIER_PHASE`
 it, with the right parity, and the consumer releases it after its last read (`PIPELINE_OVERWRITE`).
 Barrier ``b`` of an array of ``N`` is used by iterations ``i`` with ``i % N == b``, so iteration
 ``i`` completes its phase number ``i // N``.
+
+**Pipelines that run across tiles** (a persistent kernel): the pipelined loops may sit inside one loop of the
+role (the tile loop, ``for it in T.serial(n)``) and under ``T.if_`` guards, the same in both roles, and declare
+where their stage rotation stands, ``T.pipeline(k_tiles, stages=S, start=it * k_tiles)``. Iteration ``k`` of
+tile ``it`` is then *global* iteration ``g = start + k``, and ``g`` takes the place of ``i`` above (barrier
+``g % N``, phase ``g // N``). Consumer iteration ``(it, k)`` sees the producer's writes up to its iteration
+``(it, k)``: the roles' tile loops are paired by their variable. Before anything else, `check_protocol` proves
+that this numbering is the one the hardware sees, for every block, tile and size: both roles run the same
+iterations with the same ``start`` (the loops' extents, the guards and the starts agree); ``g`` counts the
+iterations that ran before (``start`` is 0 on the first tile that runs, the guard holding for tile ``it``
+implies it held for ``it - 1``, and ``start(it) = start(it - 1) + extent(it - 1)``); and no wait or arrival on
+the pipeline's barriers happens outside the paired loops. What it cannot prove is `UNKNOWN_WARP_ROLES`, never
+verified.
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from argus.ir.nodes import (
     Fill,
     For,
     Gemm,
+    If,
     LoopKind,
     Map,
     MbarrierArrive,
@@ -62,6 +76,28 @@ class Pairing:
     loop_c: For | None = None
     writes: list[Site] = field(default_factory=list)  # the producer's TMA copies into the buffer
     reads: list[Site] = field(default_factory=list)  # the consumer's reads of it
+    # the roles' loops around loop_p / loop_c (outermost first), paired one for one: same iteration in both roles
+    outer_p: tuple[For, ...] = ()
+    outer_c: tuple[For, ...] = ()
+    # the T.if_ guards (statement, branch taken) between the role and loop_p / loop_c
+    guards_p: tuple[tuple[If, bool], ...] = ()
+    guards_c: tuple[tuple[If, bool], ...] = ()
+
+    @property
+    def across_tiles(self) -> bool:
+        """The pipeline runs inside other loops or guards, or continues a rotation (``start``): the global
+        iteration numbering must be proved before the protocol."""
+        if self.kind != "loop":
+            return False
+        starts = (self.loop_p.start, self.loop_c.start)  # type: ignore[union-attr]
+        return bool(self.outer_p or self.outer_c or self.guards_p or self.guards_c) or any(
+            not (isinstance(x, int) and x == 0) for x in starts
+        )
+
+    def loop_map(self) -> list[tuple[For, For]]:
+        """(producer loop, consumer loop) pairs whose variables take the same value: the tile loops, then the
+        pipelined loops."""
+        return list(zip(self.outer_p, self.outer_c, strict=True)) + [(self.loop_p, self.loop_c)]  # type: ignore[list-item]
 
 
 def writes_of(s: Stmt) -> list[Buffer]:
@@ -111,6 +147,21 @@ def _role_loops(site: Site) -> list[For]:
     return out
 
 
+def _guards(site: Site, loop: For) -> tuple[tuple[If, bool], ...]:
+    """The ``T.if_`` branches between `site`'s role and `loop` (which encloses `site`), outermost first."""
+    out: list[tuple[If, bool]] = []
+    inside = False
+    for f in site.frames:
+        if isinstance(f.owner, Role):
+            inside = True
+            continue
+        if f.owner is loop:
+            break
+        if inside and isinstance(f.owner, If):
+            out.append((f.owner, f.branch))
+    return tuple(out)
+
+
 def plan(prog: Program) -> list[Pairing]:
     """The pairings of every group of consecutive roles (structure only; `check_protocol` proves them)."""
     roles = [s for s in prog.sites if isinstance(s.stmt, Role)]
@@ -139,16 +190,29 @@ def plan(prog: Program) -> list[Pairing]:
                     lp = next(iter(wloops))[0]
                     rl = next(iter(rloops))
                     if len(rl) == 1 and _same_pipeline(lp, rl[0]):
-                        out.append(Pairing("loop", b, producer, consumer, lp, rl[0], wsites, rsites))  # type: ignore[arg-type]
+                        pair = Pairing("loop", b, producer, consumer, lp, rl[0], wsites, rsites)  # type: ignore[arg-type]
+                        pair.guards_p, pair.guards_c = _guards(wsites[0], lp), _guards(rsites[0], rl[0])
+                        out.append(pair)
+                elif len(wloops) == 1 and len(rloops) == 1:
+                    # pipelines inside tile loops: the same nest of loops in both roles, pipelined innermost
+                    wl, rl = next(iter(wloops)), next(iter(rloops))
+                    if len(wl) == len(rl) and _same_pipeline(wl[-1], rl[-1], extents=False):
+                        if all(a.kind == c.kind != LoopKind.PIPELINED for a, c in zip(wl[:-1], rl[:-1], strict=True)):
+                            pair = Pairing("loop", b, producer, consumer, wl[-1], rl[-1], wsites, rsites)  # type: ignore[arg-type]
+                            pair.outer_p, pair.outer_c = tuple(wl[:-1]), tuple(rl[:-1])
+                            pair.guards_p, pair.guards_c = _guards(wsites[0], wl[-1]), _guards(rsites[0], rl[-1])
+                            out.append(pair)
     return out
 
 
-def _same_pipeline(a: For, b: For) -> bool:
+def _same_pipeline(a: For, b: For, extents: bool = True) -> bool:
+    """Two pipelined loops of the same stages (and extents, compared as text: the tile-loop case proves them
+    equal in `check_protocol` instead, their text naming each role's own loop variables)."""
     return (
         a.kind == LoopKind.PIPELINED
         and b.kind == LoopKind.PIPELINED
         and a.stages == b.stages
-        and str(a.extent) == str(b.extent)
+        and (not extents or str(a.extent) == str(b.extent))
     )
 
 
@@ -227,9 +291,10 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
     def access(site: Site, kind: str) -> Any:
         return _access(prog, site, kind, p.buffer)
 
-    def always(var_terms: list[tuple[For, Any]], claim: Any) -> Any:
-        """None when `claim` holds for every iteration, else the model of a counterexample."""
-        cons = [ctx.loop_range(lp, t, ctx.base_env) for lp, t in var_terms]
+    def always(var_terms: list[tuple[For, Any]] | list[Any], claim: Any) -> Any:
+        """None when `claim` holds for every iteration, else the model of a counterexample. `var_terms`:
+        (loop, term) pairs whose ranges bound the iterations, or ready-made constraints."""
+        cons = [ctx.loop_range(x[0], x[1], ctx.base_env) if isinstance(x, tuple) else x for x in var_terms]
         out = ctx.solve(cons, z3.Not(claim))
         if out.verdict == Verdict.VERIFIED:
             return None
@@ -237,6 +302,22 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
 
     for p in pairings:
         ok = True
+        it = _Iteration.of(ctx, p) if p.kind == "loop" else None
+        if it is not None and p.across_tiles:
+            why = _check_numbering(ctx, p, it, always)
+            if why is not None:
+                findings.append(
+                    Finding(
+                        "UNKNOWN_WARP_ROLES",
+                        Verdict.UNKNOWN,
+                        f"the pipeline on {user_name(p.buffer)} runs inside other loops or guards, and its global "
+                        "iteration numbering could not be proved",
+                        loc=w_loc(p),
+                        reason=why,
+                        pin="give both roles the same tile loop and guards, and T.pipeline(..., start=it * extent)",
+                    )
+                )
+                continue
         # (1) every TMA copy's bytes are announced on the barrier it signals, in the same iteration
         arrive_bytes: dict[tuple, int] = {}
         copy_bytes: dict[tuple, int] = {}
@@ -292,15 +373,13 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                 continue
             wsite = prog.site(wait)
             if p.kind == "loop":
-                j = z3.BitVec(f"loop.{p.loop_c.var.name}#c", smt.WIDTH)
-                env_c = dict(ctx.base_env)
-                env_c[p.loop_c.var] = j
-                env_p = dict(ctx.base_env)
-                env_p[p.loop_p.var] = j
+                assert it is not None
+                env_c, env_p, g = it.env_c, it.env_p, it.g
                 lands = smt.val(smt.evaluate(barrier_element(full), env_p))
                 waits = smt.val(smt.evaluate(barrier_element(wait.barrier), env_c))
                 parity = smt.mod(smt.evaluate(wait.phase, env_c), 2)
-                rotation = always([(p.loop_c, j)], lands == smt.mod(j, n))
+                counter = "the global iteration g" if it.offset else "iteration i"
+                rotation = always(it.cons_c, lands == smt.mod(g, n))
                 if rotation is not None:
                     findings.append(
                         Finding(
@@ -308,12 +387,12 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                             Verdict.UNKNOWN,
                             f"{user_name(full.buffer)} is not used round-robin by the iterations",
                             loc=w_loc(p),
-                            reason="the verifier pairs iterations i with barrier i % N",
+                            reason=f"the verifier pairs {counter} with barrier {counter.split()[-1]} % N",
                         )
                     )
                     ok = False
                     continue
-                wrong = always([(p.loop_c, j)], waits == lands)
+                wrong = always(it.cons_c, waits == lands)
                 if wrong is not None:
                     violation(
                         "MBARRIER_PHASE",
@@ -321,20 +400,27 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                         f"iteration waits on {user_name(full.buffer)}[{barrier_element(wait.barrier)}], but its data "
                         f"lands on {user_name(full.buffer)}[{barrier_element(full)}]",
                         _model(wrong),
-                        _loops(wrong, p.loop_c, j),
+                        it.loops(wrong),
+                        variables=it.variables(wrong),
                     )
                     ok = False
                     continue
-                wrong = always([(p.loop_c, j)], parity == smt.mod(smt.floordiv(j, n), 2))
+                wrong = always(it.cons_c, parity == smt.mod(smt.floordiv(g, n), 2))
                 if wrong is not None:
+                    what = (
+                        f"global iteration g = {p.loop_c.start} + k (the pipeline's start plus k) completes phase "
+                        f"g // {n} of its barrier"
+                        if it.offset
+                        else f"iteration k's data completes phase k // {n} of its barrier"
+                    )
                     violation(
                         "MBARRIER_PHASE",
                         wsite,
-                        f"the wait on {user_name(full.buffer)} uses the wrong parity: iteration k's data "
-                        f"completes phase k // {n} of its barrier, so the wait returns for the phase before and "
-                        "the data has not landed",
+                        f"the wait on {user_name(full.buffer)} uses the wrong parity: {what}, so the wait returns for "
+                        "the phase before and the data has not landed",
                         _model(wrong),
-                        _loops(wrong, p.loop_c, j),
+                        it.loops(wrong),
+                        variables={**it.variables(wrong), **_parity_values(wrong, parity, g, n)},
                     )
                     ok = False
                     continue
@@ -351,7 +437,8 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                     ok = False
         # (3) a stage is refilled only after the consumer released it
         if p.kind == "loop" and ok:
-            ok = _check_release(ctx, p, violation, always) and ok
+            assert it is not None
+            ok = _check_release(ctx, p, it, violation, always) and ok
         if ok:
             proved.add(id(p))
     return findings, proved
@@ -408,7 +495,7 @@ def _loops(m: Any, lp: For, t: Any) -> dict:
     return {loop_name(lp): smt.model_int(m, t)}
 
 
-def _check_release(ctx: Any, p: Pairing, violation, always) -> bool:
+def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always) -> bool:
     """The producer waits, before refilling a stage, on a barrier the consumer arrives on after its
     last read of that stage, with the parity of the consumer's release (the first pass through the
     stages does not wait)."""
@@ -434,17 +521,13 @@ def _check_release(ctx: Any, p: Pairing, violation, always) -> bool:
         return False
     wait, arrive = pair
     n = _count(wait.barrier.buffer)
-    i = z3.BitVec(f"loop.{p.loop_p.var.name}#p", smt.WIDTH)
-    env_p = dict(ctx.base_env)
-    env_p[p.loop_p.var] = i
-    env_c = dict(ctx.base_env)
-    env_c[p.loop_c.var] = i
+    env_p, env_c, i = it.env_p, it.env_c, it.g
     claim = z3.And(
         smt.val(smt.evaluate(barrier_element(wait.barrier), env_p)) == smt.mod(i, n),
         smt.val(smt.evaluate(barrier_element(arrive.barrier), env_c)) == smt.mod(i, n),
         smt.mod(smt.evaluate(wait.phase, env_p), 2) == smt.mod(smt.floordiv(i, n) + 1, 2),
     )
-    wrong = always([(p.loop_p, i)], claim)
+    wrong = always(it.cons_p, claim)
     if wrong is not None:
         site = ctx.analysis.program.site(wait)
         violation(
@@ -453,7 +536,151 @@ def _check_release(ctx: Any, p: Pairing, violation, always) -> bool:
             f"the producer's wait on {user_name(wait.barrier.buffer)} before refilling a stage does not wait for "
             "the consumer's release of that stage (barrier index or parity)",
             _model(wrong),
-            _loops(wrong, p.loop_p, i),
+            it.loops(wrong, producer=True),
+            variables=it.variables(wrong),
         )
         return False
     return True
+
+
+# --- the global iteration of a pipeline ------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Iteration:
+    """One symbolic iteration shared by both roles of a pipelined pairing: a term per paired loop (the tile
+    loops', then the pipeline's ``j``), each role's environment, the constraints that the iteration runs (loop
+    ranges and ``T.if_`` guards, in each role's terms) and the global iteration ``g = start + j`` (``j`` itself
+    for a pipeline of start 0 outside other loops)."""
+
+    pairing: Pairing
+    terms: list[Any]
+    env_p: dict
+    env_c: dict
+    cons_p: list[Any]
+    cons_c: list[Any]
+    g: Any
+    offset: bool  # g is not j itself
+
+    @classmethod
+    def of(cls, ctx: Any, p: Pairing) -> _Iteration:
+        env_p, env_c = dict(ctx.base_env), dict(ctx.base_env)
+        terms: list[Any] = []
+        cons_p: list[Any] = []
+        cons_c: list[Any] = []
+        pairs = p.loop_map()
+        for lp, lc in pairs:
+            suffix = "#c" if lc is p.loop_c else "#o"
+            t = z3.BitVec(f"loop.{lc.var.name}{suffix}", smt.WIDTH)
+            terms.append(t)
+            cons_p.append(ctx.loop_range(lp, t, env_p))
+            cons_c.append(ctx.loop_range(lc, t, env_c))
+            env_p[lp.var] = t
+            env_c[lc.var] = t
+        cons_p += [_guard(g, env_p) for g in p.guards_p]
+        cons_c += [_guard(g, env_c) for g in p.guards_c]
+        j = terms[-1]
+        offset = not (isinstance(p.loop_c.start, int) and p.loop_c.start == 0)  # type: ignore[union-attr]
+        g = smt.val(smt.evaluate(p.loop_c.start, env_c)) + j if offset else j  # type: ignore[union-attr]
+        return cls(p, terms, env_p, env_c, cons_p, cons_c, g, offset)
+
+    def loops(self, model: Any, producer: bool = False) -> dict:
+        """The loop values of a counterexample, by the user's loop names."""
+        if isinstance(model, str) or model is None:
+            return {}
+        from argus.verify.program import loop_name
+
+        loops = [lp if producer else lc for lp, lc in self.pairing.loop_map()]
+        return {loop_name(lp): smt.model_int(model, t) for lp, t in zip(loops, self.terms, strict=True)}
+
+    def variables(self, model: Any) -> dict:
+        if not self.offset or isinstance(model, str) or model is None:
+            return {}
+        return {"global iteration g": smt.model_int(model, self.g)}
+
+
+def _guard(branch: tuple[If, bool], env: dict) -> Any:
+    cond = smt.boolean(smt.evaluate(branch[0].cond, env))
+    return cond if branch[1] else z3.Not(cond)
+
+
+def _parity_values(model: Any, parity: Any, g: Any, n: int) -> dict:
+    if isinstance(model, str) or model is None:
+        return {}
+    gv = smt.model_int(model, g)
+    return {
+        "parity waited for": smt.model_int(model, parity) % 2,
+        "parity of the phase the data completes": (gv // n) % 2,
+    }
+
+
+def _check_numbering(ctx: Any, p: Pairing, it: _Iteration, always) -> str | None:
+    """None when the global iteration ``g = start + j`` of the pairing is the number of pipeline iterations
+    this block ran before, in both roles; else why not (the protocol is then not checked: unknown).
+
+    (a) both roles run the same iterations with the same start: for every tile-loop value, the extents of the
+    paired loops agree, the guards agree, and where they hold the starts agree;
+    (b) with no tile loop, ``start == 0``; with one, ``start`` is 0 on tile 0, and if tile ``it >= 1`` runs, tile
+    ``it - 1`` ran and ``start(it) == start(it - 1) + extent(it - 1)``: by induction over ``it``, ``start(it)``
+    counts the iterations of the earlier tiles (the guard holds on a prefix of the tiles);
+    (c) the pipeline's barriers are waited on and arrived on only inside the paired loops."""
+    prog: Program = ctx.analysis.program
+    outer_terms = it.terms[:-1]
+    range_c = it.cons_c[: len(outer_terms)]  # the consumer's tile-loop ranges
+
+    def ev(e: Any, env: dict) -> Any:
+        return smt.val(smt.evaluate(e, env)) if isinstance(e, Expr) else smt.val(e)
+
+    def guard_c(env: dict) -> Any:
+        return z3.And(*[_guard(g, env) for g in p.guards_c]) if p.guards_c else z3.BoolVal(True)
+
+    def guard_p(env: dict) -> Any:
+        return z3.And(*[_guard(g, env) for g in p.guards_p]) if p.guards_p else z3.BoolVal(True)
+
+    # (a) the same iterations and starts in both roles
+    same = [ev(lp.extent, it.env_p) == ev(lc.extent, it.env_c) for lp, lc in p.loop_map()]
+    same.append(guard_p(it.env_p) == guard_c(it.env_c))
+    same.append(
+        z3.Implies(guard_c(it.env_c), ev(p.loop_p.start, it.env_p) == ev(p.loop_c.start, it.env_c))  # type: ignore[union-attr]
+    )
+    wrong = always(range_c, z3.And(*same))
+    if wrong is not None:
+        return "the producer's and the consumer's loops around the pipeline (extents, T.if_ guards, start) differ"
+    # (c) no other use of the pipeline's barriers
+    inside = {id(p.loop_p), id(p.loop_c)}
+    bars = {id(w.stmt.mbarrier.buffer) for w in p.writes if isinstance(w.stmt, Copy) and w.stmt.mbarrier}  # type: ignore[attr-defined]
+    for loop in (p.loop_p, p.loop_c):
+        for st in walk_all(loop.body):  # type: ignore[union-attr]
+            if isinstance(st, MbarrierWait | MbarrierArrive):
+                bars.add(id(st.barrier.buffer))
+    for site in prog.sites:
+        st = site.stmt
+        if isinstance(st, MbarrierWait | MbarrierArrive) and id(st.barrier.buffer) in bars:
+            if not any(id(lp) in inside for lp in site.loops):
+                return f"{user_name(st.barrier.buffer)} is also used at {st.loc}, outside the paired pipelined loops"
+    # (b) start counts the iterations before
+    start = p.loop_c.start  # type: ignore[union-attr]
+    if not outer_terms:
+        wrong = always([guard_c(it.env_c)], ev(start, it.env_c) == 0)
+        return None if wrong is None else f"the pipeline's start {start} is not 0, and no tile loop runs before it"
+    if len(outer_terms) > 1:
+        return "pipelines inside more than one loop of the role are not numbered by the verifier"
+    tile_loop, o = p.outer_c[0], outer_terms[0]
+    prev = dict(it.env_c)
+    prev[tile_loop.var] = o - 1
+    first = z3.Implies(z3.And(o == 0, guard_c(it.env_c)), ev(start, it.env_c) == 0)
+    step = z3.Implies(
+        z3.And(o >= 1, guard_c(it.env_c)),
+        z3.And(guard_c(prev), ev(start, it.env_c) == ev(start, prev) + ev(p.loop_c.extent, prev)),  # type: ignore[union-attr]
+    )
+    wrong = always(range_c, z3.And(first, step))
+    if wrong is None:
+        return None
+    if isinstance(wrong, str):
+        return "Z3 could not decide whether the pipeline's start counts the earlier tiles' iterations"
+    ov = smt.model_int(wrong, o)
+    return (
+        f"start={start} is not the number of pipeline iterations before tile {tile_loop.var.name} = {ov} "
+        f"(block {ctx.block_values(wrong)}, sizes {ctx.shape_values(wrong)}): the first tile must start at 0, and "
+        "each tile where the previous one ran and start(it) = start(it - 1) + its extent"
+    )

@@ -15,6 +15,7 @@ from typing import Any
 
 import z3
 
+from argus.ir.expr import free_vars
 from argus.ir.nodes import Broadcast, Space, TileRef
 from argus.ir.tags import AssertTagEq, TagExpr, TagNameIs, TagPlaceholder
 from argus.verify import smt
@@ -29,13 +30,28 @@ def _ref(x: Any) -> TileRef:
 
 
 def check_assertion(ctx: Context, site: Site) -> list[Finding]:
-    s = site.stmt
+    """Check one assertion, looking back as few loop iterations as decide it (up to `ctx.lookback`), as the
+    MMA check does: a proof or a violation at a shorter look-back is final (a violation never rests on a tag
+    beyond the bound), and deep look-backs through nested loops (a persistent kernel's tile loop around its
+    pipeline) make much larger queries."""
     start = time.perf_counter()
+    findings: list[Finding] = []
+    verdict = Verdict.VERIFIED
+    for lookback in range(1, ctx.lookback + 1):
+        findings, verdict = _check_assertion(ctx, site, lookback)
+        if not any(f.code == "UNKNOWN_LOOKBACK" for f in findings):
+            break
+    ctx.record("tag assertion", str(site.stmt.loc), verdict, start)
+    return findings
+
+
+def _check_assertion(ctx: Context, site: Site, lookback: int) -> tuple[list[Finding], Verdict]:
+    s = site.stmt
     operands = (s.a, s.b) if isinstance(s, AssertTagEq) else s.operands
     first = operands[0]
     pre = ctx.analysis.state_before(site)
     env, cons = ctx.loop_env(site)
-    q = ctx.query()
+    q = ctx.query(lookback)
     guard = z3.BoolVal(True)
     fbuf = first.buffer
     thread = None
@@ -52,6 +68,11 @@ def check_assertion(ctx: Context, site: Site) -> list[Finding]:
         cons += [smt.in_range(c, 0, e) for c, e in zip(window, shape, strict=True)]
         tags = [q.src_at(first, window, env, guard, pre, site)]
         v = None
+    for branch, taken in site.ifs:  # the assertion holds where it runs: inside its branches (a tile loop's guard)
+        if not free_vars(branch.cond) <= set(env):
+            continue  # a condition on the thread, for a shared or global operand: not used (weaker, still sound)
+        cond = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(cond if taken else z3.Not(cond))
     for op in operands[1:]:
         same = t if fbuf.space == Space.FRAGMENT and _ref(op).buffer.space == Space.FRAGMENT else None
         tags.append(q.src_at(op, window, env, guard, pre, site, same_thread=same))
@@ -75,12 +96,11 @@ def check_assertion(ctx: Context, site: Site) -> list[Finding]:
         try:
             violation = z3.Not(smt.boolean(smt.evaluate(s.pred, env, leaf)))
         except smt.EncodingError as err:
-            ctx.record("tag assertion", str(s.loc), Verdict.UNKNOWN, start)
             return [
                 Finding(
                     "UNKNOWN_STATEMENT", Verdict.UNKNOWN, "the assertion cannot be encoded", loc=s.loc, reason=str(err)
                 )
-            ]
+            ], Verdict.UNKNOWN
         what = "T.assert_tag"
     out = ctx.solve(cons, violation, q)
     findings: list[Finding] = []
@@ -116,5 +136,4 @@ def check_assertion(ctx: Context, site: Site) -> list[Finding]:
         findings.append(Finding("TAG_ASSERT", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
     elif out.verdict == Verdict.UNKNOWN:
         findings.append(undecided(out, f"{what} could not be decided", loc=s.loc, pin=True))
-    ctx.record("tag assertion", str(s.loc), out.verdict, start)
-    return findings
+    return findings, out.verdict

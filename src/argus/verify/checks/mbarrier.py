@@ -15,8 +15,11 @@ roles:
   of its innermost loop when the index is fixed; loops nested inside that one multiply the count by
   their (static) extents.
 
-A barrier whose arrivals are mixed (some statements outside loops, some inside), or that are inside a
-``T.if_``, or under a loop of symbolic extent nested in the phase loop, is not counted (no finding: the
+A ``T.if_`` *around* the phase loop (a persistent kernel's guard ``t < tiles`` around its pipeline) skips whole
+iterations, that is whole phases, not arrivals of a phase, when every arrival statement on the barrier sits in
+that one phase loop: such arrivals are counted. A barrier whose arrivals are mixed (some statements outside
+loops, some inside), or that are inside a ``T.if_`` within the phase loop (or around phase loops of different
+statements), or under a loop of symbolic extent nested in the phase loop, is not counted (no finding: the
 interpreter's deadlock and over-arrival checks cover it at run time).
 """
 
@@ -25,22 +28,43 @@ from __future__ import annotations
 import time
 
 from argus.ir.expr import Expr, free_vars
-from argus.ir.nodes import Buffer, MbarrierArrive, MbarrierInit
+from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit
 from argus.verify.context import Context
 from argus.verify.program import Site, barrier_element, user_name
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
 
 
-def _per_phase(site: Site) -> int | None:
-    """Arrivals one phase of the barrier receives from the arrive statement at `site` (None: not counted)."""
-    if site.ifs:
-        return None
+def _phase_loop(site: Site) -> For | None:
+    """The innermost loop around `site` whose variable picks the barrier (its innermost loop for a fixed index)."""
     loops = site.loops
     if not loops:
-        return 1
+        return None
     index = barrier_element(site.stmt.barrier)  # type: ignore[attr-defined]
     used = free_vars(index) if isinstance(index, Expr) else set()
-    phase_loop = max((i for i, lp in enumerate(loops) if lp.var in used), default=len(loops) - 1)
+    return loops[max((i for i, lp in enumerate(loops) if lp.var in used), default=len(loops) - 1)]
+
+
+def _ifs_inside(site: Site, loop: For | None) -> bool:
+    """Is `site` inside a ``T.if_`` that is itself inside `loop` (every ``T.if_`` when `loop` is None)?"""
+    inside = loop is None
+    for f in site.frames:
+        if f.owner is loop:
+            inside = True
+        elif inside and isinstance(f.owner, If):
+            return True
+    return False
+
+
+def _per_phase(site: Site, outer_ifs_ok: bool = False) -> int | None:
+    """Arrivals one phase of the barrier receives from the arrive statement at `site` (None: not counted).
+    `outer_ifs_ok`: branches around the phase loop are allowed (every arrival on the barrier is in that loop)."""
+    loops = site.loops
+    phase = _phase_loop(site)
+    if _ifs_inside(site, phase if outer_ifs_ok else None):
+        return None
+    if not loops:
+        return 1
+    phase_loop = loops.index(phase)  # type: ignore[arg-type]
     count = 1
     for lp in loops[phase_loop + 1 :]:
         if not isinstance(lp.extent, int):
@@ -68,7 +92,8 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
         if not sites:
             ctx.record("mbarrier arrive count", f"{user_name(buf)}: never arrived on", Verdict.VERIFIED, start)
             continue
-        counts = [_per_phase(s) for s in sites]
+        same_loop = len({id(_phase_loop(s)) for s in sites}) == 1 and _phase_loop(sites[0]) is not None
+        counts = [_per_phase(s, outer_ifs_ok=same_loop) for s in sites]
         if any(c is None for c in counts) or len({bool(s.loops) for s in sites}) > 1:
             ctx.record("mbarrier arrive count", f"{user_name(buf)}: not counted", Verdict.VERIFIED, start)
             continue
