@@ -77,7 +77,17 @@ EPILOGUE_VARIANTS = [
     ("expert f32", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4}),
 ]
 
-COMPARE_SETS = {"occupancy": OCCUPANCY_VARIANTS, "epilogue": EPILOGUE_VARIANTS}
+#: Session 4: the expert on its 2-D grid against the persistent kernel (`gemm_wgmma_tma_persistent`: one block per SM,
+#: the mbarrier pipeline running on across each block's tiles, tiles in grouped order).
+_EXPERT = {"BN": 256, "STAGES": 4, "OUT": "bf16"}
+PARITY_VARIANTS = [
+    ("expert 2-D grid", "gemm_wgmma_tma", _EXPERT),
+    ("persistent grouped 8", "gemm_wgmma_tma_persistent", {**_EXPERT, "GROUP": 8}),
+    ("persistent grouped 16", "gemm_wgmma_tma_persistent", {**_EXPERT, "GROUP": 16}),
+    ("persistent grouped 4", "gemm_wgmma_tma_persistent", {**_EXPERT, "GROUP": 4}),
+]
+
+COMPARE_SETS = {"occupancy": OCCUPANCY_VARIANTS, "epilogue": EPILOGUE_VARIANTS, "parity": PARITY_VARIANTS}
 
 
 def _flush(torch):  # noqa: ANN001, ANN202
