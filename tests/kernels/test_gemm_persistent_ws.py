@@ -118,8 +118,8 @@ def test_the_deferred_release_follows_the_global_stage() -> None:
     assert src.index("const int k_1 = k_1_released;") < src.index("argus::wgmma_wait<0>();  // the last iteration")
     assert "argus::mbarrier_init(argus::smem_u32(&bar_1[i1]), 2);" in src  # each consumer warpgroup arrives
     # the waits use the global iteration's parity
-    assert "static_cast<unsigned>((((i_1 * ((K + 63) / 64)) + k_1) / 4) % 2) & 1u" in src
-    assert "static_cast<unsigned>(((((i * ((K + 63) / 64)) + k) / 4) + 1) % 2) & 1u" in src
+    assert "static_cast<unsigned>(((k_1 + (i_1 * ((K + 63) / 64))) / 4) % 2) & 1u" in src
+    assert "static_cast<unsigned>((((k + (i * ((K + 63) / 64))) / 4) + 1) % 2) & 1u" in src
 
 
 def test_the_expert_kernel_generates_the_same_code_as_before() -> None:

@@ -51,7 +51,7 @@ def persistent_variant(
                     if BUG == "producer_next_tile":
                         bm, bn = _tile(t + 1, tiles_m, tiles_n, "row_major", 8)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles if start is None else start):
-                        g = it * k_tiles + k
+                        g = k + it * k_tiles
                         release = (k // STAGES + 1) % 2 if BUG == "producer_local_phase" else (g // STAGES + 1) % 2
                         T.mbarrier_wait(empty[s], phase=release)
                         T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * 2)
@@ -66,7 +66,7 @@ def persistent_variant(
                     bm, bn = _tile(t, tiles_m, tiles_n, "row_major", 8)
                     T.fill(acc, 0.0)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles if start is None else start):
-                        g = it * k_tiles + k
+                        g = k + it * k_tiles
                         # the seeded bug of the task: the tile-local counter k instead of the global g
                         phase = (k // STAGES) % 2 if BUG == "consumer_local_phase" else (g // STAGES) % 2
                         T.mbarrier_wait(full[s], phase=phase)
@@ -75,3 +75,41 @@ def persistent_variant(
                         T.gemm(sA[s], sB[s].T, acc)
                         T.mbarrier_arrive(empty[s])
                     T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+@argus.kernel
+def program_order_two_passes(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("N", "K"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 64,
+    STAGES: int = 2,
+):
+    """The corpus's `tma_order_ok` (TMA and wgmma in program order, no roles) run twice over the same barriers,
+    waiting with the parity (k // STAGES) % 2 of a first run: wrong on the second pass whenever k_tiles is not a
+    multiple of 2 x STAGES. The program-order check used to verify it; it is UNKNOWN_MBARRIER_ORDER now."""
+    T.assume("K % 8 == 0")
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)
+        sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))
+        k_tiles = T.cdiv(K, BK)
+        for _rep in T.serial(2):
+            T.fill(acc, 0.0)
+            with T.if_(k_tiles > 0):
+                T.mbarrier_arrive(full[0], expect_bytes=(BM + BN) * BK * 2)
+                T.copy(A.tile((bm, 0), (BM, BK)), sA[0], atom="tma", mbarrier=full[0])
+                T.copy(B.tile((bn, 0), (BN, BK)), sB[0], atom="tma", mbarrier=full[0])
+            for k, s in T.pipeline(k_tiles, stages=STAGES):
+                with T.if_(k + 1 < k_tiles):
+                    nxt = (k + 1) % STAGES
+                    T.mbarrier_arrive(full[nxt], expect_bytes=(BM + BN) * BK * 2)
+                    T.copy(A.tile((bm, k + 1), (BM, BK)), sA[nxt], atom="tma", mbarrier=full[nxt])
+                    T.copy(B.tile((bn, k + 1), (BN, BK)), sB[nxt], atom="tma", mbarrier=full[nxt])
+                T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
+                T.gemm(sA[s], sB[s].T, acc)
+                T.barrier()
+            T.copy(acc, C.tile((bm, bn), (BM, BN)))

@@ -94,3 +94,11 @@ def test_pipeline_start_defaults_to_the_plain_rotation() -> None:
 
     plain = [s for s in walk(gemm_wgmma_tma.trace().body) if isinstance(s, For) and s.kind == LoopKind.PIPELINED]
     assert plain and all(p.start == 0 for p in plain)
+
+
+def test_a_program_order_pipeline_run_twice_is_not_verified() -> None:
+    from tests.verify.kernels_persistent import program_order_two_passes
+
+    r = verify(program_order_two_passes)
+    assert r.verdict != Verdict.VERIFIED
+    assert "UNKNOWN_MBARRIER_ORDER" in {f.code for f in r.findings}, r.render_text()

@@ -3,7 +3,7 @@ walk the output tiles, with one mbarrier pipeline per block running across its t
 
 Each warp role loops over the block's tiles (tile ``t = bx + it * BLOCKS``, in `T.tile_order`), and inside it
 over the K-blocks of the tile with ``T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles)``: iteration k of
-tile it is global iteration ``g = it * k_tiles + k`` of the block's stage rotation, so it uses stage
+tile it is global iteration ``g = k + it * k_tiles`` of the block's stage rotation, so it uses stage
 ``g % STAGES`` and completes phase ``g // STAGES`` of that stage's barriers. The producer therefore runs on
 into the next tile's stages while the consumers multiply this one's last K-blocks and store C, instead of
 every tile starting with an empty pipeline and ending with an exposed epilogue."""
@@ -63,7 +63,8 @@ def gemm_wgmma_tma_persistent(
                 with T.if_(t < tiles):
                     bm, bn = _tile(t, tiles_m, tiles_n, ORDER, GROUP)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                        g = it * k_tiles + k  # this block's global pipeline iteration
+                        # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
+                        g = k + it * k_tiles
                         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
                         T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
                         T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
@@ -76,7 +77,7 @@ def gemm_wgmma_tma_persistent(
                     bm, bn = _tile(t, tiles_m, tiles_n, ORDER, GROUP)
                     T.fill(acc, 0.0)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                        g = it * k_tiles + k
+                        g = k + it * k_tiles
                         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
                         # invariant: the stage consumed at iteration k holds K-block k of this tile's A and B
                         T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), sA[s])

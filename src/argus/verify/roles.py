@@ -581,7 +581,9 @@ class _Iteration:
         cons_c += [_guard(g, env_c) for g in p.guards_c]
         j = terms[-1]
         offset = not (isinstance(p.loop_c.start, int) and p.loop_c.start == 0)  # type: ignore[union-attr]
-        g = smt.val(smt.evaluate(p.loop_c.start, env_c)) + j if offset else j  # type: ignore[union-attr]
+        # j + start, the order of T.pipeline's stage (j + start) % S: the same dividend, so the same quotient and
+        # remainder variables for a stage count that is not a power of two (`smt._divmod_const`)
+        g = j + smt.val(smt.evaluate(p.loop_c.start, env_c)) if offset else j  # type: ignore[union-attr]
         return cls(p, terms, env_p, env_c, cons_p, cons_c, g, offset)
 
     def loops(self, model: Any, producer: bool = False) -> dict:

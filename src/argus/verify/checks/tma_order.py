@@ -200,6 +200,21 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
             )
             continue
         loop = pipes[-1]
+        if q.loops.index(loop) > 0 or not (isinstance(loop.start, int) and loop.start == 0):
+            # every earlier run of the pipeline (an enclosing loop's earlier iterations, or a `start`) used the same
+            # barriers: the phase of tile k is not (k // S) and is not counted here
+            findings.append(
+                Finding(
+                    "UNKNOWN_MBARRIER_ORDER",
+                    Verdict.UNKNOWN,
+                    f"the parity of the mbarrier wait at {q.loc} depends on the iterations of the pipeline before this "
+                    "run of it (an enclosing loop or T.pipeline's start)",
+                    loc=q.loc,
+                    reason="outside warp roles, waits are related to k % S for a pipeline that runs the rotation once",
+                )
+            )
+            ctx.record("TMA wait parity", str(q.loc), Verdict.UNKNOWN, start)
+            continue
         k, stages = smt.val(env[loop.var]), loop.stages
         element = smt.val(_index(s.barrier, env))
         parity = smt.val(smt.evaluate(s.phase, env))
