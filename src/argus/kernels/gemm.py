@@ -95,6 +95,8 @@ def gemm_wgmma_tma(
     BLOCKS_PER_SM: int = 1,
     PRODUCER_REGS: int = 40,
     CONSUMER_REGS: int = 232,
+    ORDER: str = "grid",
+    GROUP: int = 8,
 ):
     """C = A @ B^T (B given as (N, K), K-major: the "TN" layout) on Hopper: TMA loads into
     128-byte-swizzled shared memory, an mbarrier pipeline of STAGES stages, one producer
@@ -102,9 +104,19 @@ def gemm_wgmma_tma(
     register split done by setmaxnreg (PRODUCER_REGS / CONSUMER_REGS per thread). C is written in OUT
     (f32, bf16 or f16), converted from the f32 accumulators. BLOCKS_PER_SM = 2 asks for two resident
     blocks per SM (shared memory and the register split must fit half an SM, e.g. 128x128x64 with 3
-    stages and 24 / 104 registers), so that one block's epilogue overlaps the other's MMAs."""
+    stages and 24 / 104 registers), so that one block's epilogue overlaps the other's MMAs.
+
+    ORDER: which output tile each block computes. ``"grid"`` (the default) launches a 2-D grid,
+    ``(bm, bn) = (blockIdx.x, blockIdx.y)``, so consecutive blocks walk M fastest. Any order of
+    `T.tile_order` (``"grouped"``, ``"row_major"``, ``"column_major"``) launches a 1-D grid of
+    ``tiles_m * tiles_n`` blocks and maps the block index to ``(bm, bn)`` with it; ``"grouped"`` walks
+    GROUP rows of M-tiles at a time, column by column, so that the blocks resident together share
+    A and B panels in L2. GROUP is read by ``"grouped"`` only."""
     T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
-    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384, blocks_per_sm=BLOCKS_PER_SM) as (bm, bn):
+    tiles = (T.cdiv(M, BM), T.cdiv(N, BN))  # (tiles_m, tiles_n)
+    extents = tiles if ORDER == "grid" else (tiles[0] * tiles[1],)
+    with T.grid(*extents, threads=384, blocks_per_sm=BLOCKS_PER_SM) as blocks:
+        bm, bn = blocks if ORDER == "grid" else T.tile_order(blocks[0], tiles, ORDER, GROUP)  # unknown: DSL_TILE_ORDER
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes

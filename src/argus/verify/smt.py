@@ -152,7 +152,10 @@ def mod(a: Any, b: Any) -> Any:
         return val(a) & (b - 1)
     if isinstance(b, int) and b > 0:
         return _divmod_const(a, b)[1]
-    return val(a) - val(b) * floordiv(a, b)
+    # Z3's bvsmod is Python's % (the remainder takes the divisor's sign; ``a % 0`` is `a`, as ``a - 0 * q``): one
+    # operation whose bit-blasting states ``|r| < |b|`` directly, where ``a - b * (a // b)`` left a solver to
+    # rediscover it through a divider and a multiplier (`T.tile_order`'s ``within % min(tiles_m - first, group)``)
+    return val(a) % val(b)
 
 
 def minimum(a: Any, b: Any) -> Any:
