@@ -28,6 +28,8 @@ LIBRARY = (
     "gemm_cp_async",
     "gemm_wgmma_tma",  # TMA, mbarriers, warp roles with setmaxnreg, wgmma
     "gemm_hopper",  # the expert: bf16 C stored in 16-byte runs after a lane exchange (shuffles)
+    "gemm_wgmma_tma_persistent",  # 3 blocks walking the tiles, the pipeline running on across them
+    "gemm_hopper_persistent",  # the persistent expert at its GPU parameters (132 blocks, grouped order)
     "flash_attention_fwd",  # the same, 3-d TMA with a squeezed dimension, MN-major wgmma B, fence.proxy.async
 )
 _TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32"}

@@ -234,6 +234,12 @@ def _gemm_hopper_persistent() -> LibraryKernel:
 #: shapes of five configurations (benchmarks/results/2026-11-21-gemm-h200.md), bf16 output as cuBLAS writes it.
 GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
 
+#: The persistent expert (issue #7): the expert's tiles on `gemm_wgmma_tma_persistent`, one block per SM of an
+#: H100/H200 (132), tiles in grouped order 16 M-tiles at a time. GROUP chosen by measurement over {4, 8, 16} at the
+#: seven benchmark shapes on an H200 (`benchmarks/results/2026-11-21-session4.md`); BLOCKS is the SM count (fewer
+#: SMs, e.g. an H100 PCIe's 114, still compute the right result with some blocks waiting for an SM).
+GEMM_HOPPER_PERSISTENT_PARAMS: dict[str, Any] = {**GEMM_HOPPER_PARAMS, "BLOCKS": 132, "ORDER": "grouped", "GROUP": 16}
+
 
 def _gemm_residual(name: str, description: str, nt: bool = False) -> LibraryKernel:
     """A rung of the held-out family C = relu(A @ B + R) (`argus.kernels.gemm_residual`): f32 R (M, N); B is
@@ -349,6 +355,16 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
     ),
     "gemm_wgmma_tma_persistent": lambda: _gemm_hopper_persistent(),
+    "gemm_hopper_persistent": lambda: _gemm_hopper(
+        "gemm_hopper_persistent",
+        "the persistent expert Hopper GEMM: gemm_wgmma_tma_persistent with 128x256x64 tiles, 4 stages, one block "
+        "per SM (132) walking the tiles 16 M-tiles at a time, the pipeline running on across tiles, bf16 C stored "
+        "in 16-byte runs after a lane exchange",
+        "gemm_persistent_ws",
+        attr="gemm_wgmma_tma_persistent",
+        params=GEMM_HOPPER_PERSISTENT_PARAMS,
+        tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
+    ),
     "gemm_persistent": lambda: _gemm(
         "gemm_persistent",
         "gemm_mma_sync on a persistent grid (grouped tile order); 3 blocks here so each walks several tiles",

@@ -14,6 +14,7 @@ units of elements. A `ComposedLayout` is CuTe's ``ComposedLayout<Swizzle, Offset
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from argus.layout import arith
@@ -159,11 +160,9 @@ class ComposedLayout:
 
     def cosize(self) -> int:
         """One past the largest offset the composed layout produces (by enumeration: a swizzle
-        and an offset move values, so the outer layout's cosize is not enough)."""
-        n = size(self.outer)
-        if n > 1 << 22:
-            raise LayoutError("LAYOUT_TOO_LARGE", f"cosize({self}) would enumerate {n} coordinates")
-        return max(self(i) for i in range(n)) + 1
+        and an offset move values, so the outer layout's cosize is not enough). Cached per layout: the
+        interpreter asks at every block's allocation."""
+        return _composed_cosize(self)
 
     def compose(self, b: Any) -> ComposedLayout:
         """``(inner ∘ offset ∘ outer) ∘ b = inner ∘ offset ∘ (outer ∘ b)``."""
@@ -214,3 +213,11 @@ def hopper_swizzle(swizzle_bytes: int, element_bits: int = 16) -> Swizzle:
     b, m, s = HOPPER_SWIZZLE_BYTES[swizzle_bytes]
     drop = (element_bits // 8).bit_length() - 1
     return Swizzle(b, m - drop, s)
+
+
+@functools.lru_cache(maxsize=256)
+def _composed_cosize(layout: ComposedLayout) -> int:
+    n = size(layout.outer)
+    if n > 1 << 22:
+        raise LayoutError("LAYOUT_TOO_LARGE", f"cosize({layout}) would enumerate {n} coordinates")
+    return max(layout(i) for i in range(n)) + 1

@@ -274,7 +274,7 @@ def _tasks() -> list[Task]:
             ),
             lambda s: 2 * s["M"] * s["N"] * s["K"],
             lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + 2 * s["M"] * s["N"],
-            kernels=("gemm_hopper",),
+            kernels=("gemm_hopper", "gemm_hopper_persistent"),
             baselines={"cublas": _gemm_nt},
             default_baselines=("eager", "compile", "cublas"),
             forbidden=MATMUL_CALLS,
