@@ -408,8 +408,8 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                 wrong = always(it.cons_c, parity == smt.mod(smt.floordiv(g, n), 2))
                 if wrong is not None:
                     what = (
-                        f"global iteration g = {p.loop_c.start} + k (the pipeline's start plus k) completes phase "
-                        f"g // {n} of its barrier"
+                        f"global iteration g = ({_start_text(p.loop_c)}) + k (the pipeline's start plus k) completes "
+                        f"phase g // {n} of its barrier"
                         if it.offset
                         else f"iteration k's data completes phase k // {n} of its barrier"
                     )
@@ -572,6 +572,7 @@ class _Iteration:
         for lp, lc in pairs:
             suffix = "#c" if lc is p.loop_c else "#o"
             t = z3.BitVec(f"loop.{lc.var.name}{suffix}", smt.WIDTH)
+            ctx.loop_terms.append(t)  # counterexamples prefer early iterations
             terms.append(t)
             cons_p.append(ctx.loop_range(lp, t, env_p))
             cons_c.append(ctx.loop_range(lc, t, env_c))
@@ -599,6 +600,27 @@ class _Iteration:
         if not self.offset or isinstance(model, str) or model is None:
             return {}
         return {"global iteration g": smt.model_int(model, self.g)}
+
+
+def _start_text(loop: For) -> str:
+    """The `start=` argument of ``T.pipeline`` as the user wrote it (from the loop's source line), else the IR's."""
+    text = loop.loc.text if loop.loc is not None and loop.loc.text else ""
+    at = text.find("start=")
+    if at >= 0:
+        depth, out = 0, []
+        for ch in text[at + len("start=") :]:
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif ch == "," and depth == 0:
+                break
+            out.append(ch)
+        if "".join(out).strip():
+            return "".join(out).strip()
+    return str(loop.start)
 
 
 def _guard(branch: tuple[If, bool], env: dict) -> Any:
