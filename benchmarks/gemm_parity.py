@@ -32,7 +32,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gemm_variants import ISSUE_SHAPES, SQUARE, environment  # noqa: E402
 
-KERNELS = ("gemm_hopper_persistent", "gemm_hopper")
+#: (label, library kernel, code-generator switches): the persistent expert, the same with its producer warpgroup's
+#: four warps all running the producer loop (`Emitter.single_warp_issuers` off: the lowering before session 4's
+#: last change), and the 2-D-grid expert.
+CONTENDERS = (
+    ("gemm_hopper_persistent", "gemm_hopper_persistent", {}),
+    ("persistent, 4-warp producer", "gemm_hopper_persistent", {"single_warp_issuers": False}),
+    ("gemm_hopper", "gemm_hopper", {}),
+)
+KERNELS = tuple(label for label, _, _ in CONTENDERS)
 
 
 def main() -> int:
@@ -48,11 +56,20 @@ def main() -> int:
     args = p.parse_args()
     for line in environment(torch):
         print(line)
+    from argus.backend.cuda.codegen.emitter import Emitter
+
     loaded = {}
-    for name in KERNELS:
+    for label, name, switches in CONTENDERS:
         entry = get_kernel(name)
-        loaded[name] = (load(compile_kernel(entry.kernel.trace(**entry.params))), entry.params)
-        print(f"{name}: {entry.params}")
+        saved = {k: getattr(Emitter, k) for k in switches}
+        for k, v in switches.items():
+            setattr(Emitter, k, v)
+        try:
+            loaded[label] = (load(compile_kernel(entry.kernel.trace(**entry.params))), entry.params)
+        finally:
+            for k, v in saved.items():
+                setattr(Emitter, k, v)
+        print(f"{label}: {name} {entry.params} {switches or ''}")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     rows, failed = [], False
     print(

@@ -184,8 +184,32 @@ def _match_release_loop(loop: For, role: Role) -> DeferredRelease | None:
     return DeferredRelease(loop, wait, gemm, arrive, warpgroups)
 
 
+def single_issuer(body: tuple[Stmt, ...]) -> bool:
+    """True when everything a warp role's body does is issued by its thread 0 — TMA loads and mbarrier arrivals that
+    announce bytes (both lowered ``if (tid == 0)``) — apart from control (loops, branches), mbarrier waits and
+    invariants: then its first warp alone can run it. (An arrival without bytes is preceded by a barrier of all the
+    role's threads, and anything else is done by every thread: such roles are run by all their warps.)"""
+    from argus.ir.nodes import If
+    from argus.ir.tags import AssertTag, AssertTagEq, Tag
+
+    for s in walk(body):
+        if isinstance(s, For | If | MbarrierWait | Tag | AssertTag | AssertTagEq):
+            continue
+        if isinstance(s, MbarrierArrive) and s.expect_bytes:
+            continue
+        if isinstance(s, Copy) and s.atom == "tma" and s.mbarrier is not None:
+            continue
+        return False
+    return True
+
+
 class HopperRules:
     """Rules for `Role`, the mbarrier statements, TMA copies and ``wgmma`` (mixed into `Emitter`)."""
+
+    #: Run a one-warpgroup role whose effects are all its thread 0's (`single_issuer`: a TMA producer) in its first
+    #: warp only; the other three skip the body after setmaxnreg instead of polling the same mbarriers. Off: every
+    #: warp runs it (for A/B measurements).
+    single_warp_issuers = True
 
     # --- warp roles ------------------------------------------------------------------------------------
     def role_block(self: Emitter, s: Role) -> None:
@@ -210,7 +234,12 @@ class HopperRules:
             self.tid, self.threads, self.role = role_tid, threads, s
             self.role_barrier = self._next_named_barrier()
             try:
-                self.body(s.body)
+                if self.single_warp_issuers and len(groups) == 1 and single_issuer(s.body):
+                    note = "every effect of this role is its thread 0's: one warp runs it, the others rest"
+                    with self.block(f"if ({role_tid} < 32) {{  // {note}"):
+                        self.body(s.body)
+                else:
+                    self.body(s.body)
             finally:
                 self.tid, self.threads, self.role, self.role_barrier = saved
 
