@@ -207,9 +207,11 @@ class HopperRules:
     """Rules for `Role`, the mbarrier statements, TMA copies and ``wgmma`` (mixed into `Emitter`)."""
 
     #: Run a one-warpgroup role whose effects are all its thread 0's (`single_issuer`: a TMA producer) in its first
-    #: warp only; the other three skip the body after setmaxnreg instead of polling the same mbarriers. Off: every
-    #: warp runs it (for A/B measurements).
-    single_warp_issuers = True
+    #: warp only, the other three skipping the body after setmaxnreg instead of polling the same mbarriers. Off by
+    #: default: measured on an H200 (session 4, `benchmarks/gemm_parity.py`, interleaved with cuBLAS) the persistent
+    #: expert was 4 % slower with it at every one of the seven benchmark shapes (geomean 0.952x cuBLAS against
+    #: 0.991x with all four warps running the loop), on both GPUs of the machine.
+    single_warp_issuers = False
 
     # --- warp roles ------------------------------------------------------------------------------------
     def role_block(self: Emitter, s: Role) -> None:
