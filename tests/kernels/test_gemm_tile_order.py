@@ -132,6 +132,13 @@ def test_an_unknown_order_is_refused() -> None:
     assert e.value.code == "DSL_TILE_ORDER" and "grouped" in str(e.value)
 
 
+@pytest.mark.parametrize("group", [0, -2, 2.5])
+def test_a_group_that_is_not_a_positive_int_is_refused(group) -> None:
+    with pytest.raises(DSLError) as e:
+        gemm_wgmma_tma.trace(ORDER="grouped", GROUP=group)
+    assert e.value.code == "DSL_TILE_ORDER" and "positive int" in str(e.value)
+
+
 # --- the interpreter ---------------------------------------------------------------------------------------------
 
 

@@ -417,6 +417,12 @@ def tile_order(t: Any, tiles: tuple[Any, Any], order: str = "row_major", group: 
     tiles at a time, column by column, so that consecutive tiles share A and B panels in L2."""
     from argus.ir.expr import minimum
 
+    if order == "grouped" and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
+        raise DSLError(
+            "DSL_TILE_ORDER",
+            f"the grouped tile order takes a positive int group (rows of tiles walked together), got {group!r}",
+            requirement="group >= 1",
+        )
     tm, tn = (as_expr(x) for x in tiles)
     t = as_expr(t)
     if order == "row_major":
