@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argus
 import argus.lang as T
-from argus.kernels.gemm_persistent_ws import _tile
 
 
 @argus.kernel
@@ -47,9 +46,9 @@ def persistent_variant(
             for it in T.serial(T.cdiv(tiles, BLOCKS)):
                 t = bx + it * BLOCKS
                 with T.if_(t < tiles):
-                    bm, bn = _tile(t, tiles_m, tiles_n, "row_major", 8)
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), "row_major", 8, clamp=True)
                     if BUG == "producer_next_tile":
-                        bm, bn = _tile(t + 1, tiles_m, tiles_n, "row_major", 8)
+                        bm, bn = T.tile_order(t + 1, (tiles_m, tiles_n), "row_major", 8, clamp=True)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles if start is None else start):
                         g = k + it * k_tiles
                         release = (k // STAGES + 1) % 2 if BUG == "producer_local_phase" else (g // STAGES + 1) % 2
@@ -63,7 +62,7 @@ def persistent_variant(
                 t = bx + it * BLOCKS
                 guard = t <= tiles if BUG == "consumer_guard" else t < tiles
                 with T.if_(guard):
-                    bm, bn = _tile(t, tiles_m, tiles_n, "row_major", 8)
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), "row_major", 8, clamp=True)
                     T.fill(acc, 0.0)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles if start is None else start):
                         g = k + it * k_tiles

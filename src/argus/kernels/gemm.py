@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argus
 import argus.lang as T
-from argus.ir.expr import maximum, minimum
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
@@ -117,13 +116,8 @@ def gemm_wgmma_tma(
     tiles = (T.cdiv(M, BM), T.cdiv(N, BN))  # (tiles_m, tiles_n)
     extents = tiles if ORDER == "grid" else (tiles[0] * tiles[1],)
     with T.grid(*extents, threads=384, blocks_per_sm=BLOCKS_PER_SM) as blocks:
-        if ORDER == "grid":
-            bm, bn = blocks
-        else:  # unknown orders: DSL_TILE_ORDER. Clamped into the grid of tiles: a no-op for the tiles that exist, it
-            # bounds bm * BM for the verifier without reasoning through the grouped order's divisions (as in
-            # gemm_persistent_ws: ~20 s and a solver timeout under load without it, about a second with it)
-            bm, bn = T.tile_order(blocks[0], tiles, ORDER, GROUP)
-            bm, bn = minimum(maximum(bm, 0), tiles[0] - 1), minimum(maximum(bn, 0), tiles[1] - 1)
+        # any other order (unknown: DSL_TILE_ORDER) maps the 1-D block index, clamped into the grid for the verifier
+        bm, bn = blocks if ORDER == "grid" else T.tile_order(blocks[0], tiles, ORDER, GROUP, clamp=True)
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes

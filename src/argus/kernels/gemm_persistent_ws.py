@@ -12,17 +12,6 @@ from __future__ import annotations
 
 import argus
 import argus.lang as T
-from argus.ir.expr import maximum, minimum
-
-
-def _tile(t, tiles_m, tiles_n, order, group):
-    """The (m, n) tile of linear tile number `t` (`T.tile_order`), clamped into the grid of tiles. The clamp is a
-    no-op for the tiles the kernel's guard lets through (``t < tiles``); it bounds the coordinates for the
-    verifier, which otherwise has to reason through the grouped order's divisions by symbolic sizes to see that
-    ``bm * BM`` cannot overflow (on the CI machine the A-tile assertion took 16 s to over 100 s without it, depending on
-    the encoding of ``%``, and under a second with it)."""
-    bm, bn = T.tile_order(t, (tiles_m, tiles_n), order, group)
-    return minimum(maximum(bm, 0), tiles_m - 1), minimum(maximum(bn, 0), tiles_n - 1)
 
 
 @argus.kernel(
@@ -61,7 +50,7 @@ def gemm_wgmma_tma_persistent(
             for it in T.serial(T.cdiv(tiles, BLOCKS)):
                 t = bx + it * BLOCKS
                 with T.if_(t < tiles):
-                    bm, bn = _tile(t, tiles_m, tiles_n, ORDER, GROUP)
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
                         # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
                         g = k + it * k_tiles
@@ -74,7 +63,7 @@ def gemm_wgmma_tma_persistent(
             for it in T.serial(T.cdiv(tiles, BLOCKS)):
                 t = bx + it * BLOCKS
                 with T.if_(t < tiles):
-                    bm, bn = _tile(t, tiles_m, tiles_n, ORDER, GROUP)
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
                     T.fill(acc, 0.0)
                     for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
                         g = k + it * k_tiles

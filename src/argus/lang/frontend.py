@@ -411,11 +411,23 @@ def lane_id() -> Expr:
 TILE_ORDERS = ("row_major", "column_major", "grouped")
 
 
-def tile_order(t: Any, tiles: tuple[Any, Any], order: str = "row_major", group: int = 8) -> tuple[Expr, Expr]:
+def tile_order(
+    t: Any, tiles: tuple[Any, Any], order: str = "row_major", group: int = 8, clamp: bool = False
+) -> tuple[Expr, Expr]:
     """The (m, n) tile that linear tile number `t` covers among ``tiles = (tiles_m, tiles_n)``:
     ``row_major`` walks n fastest, ``column_major`` m fastest, ``grouped`` walks `group` rows of
-    tiles at a time, column by column, so that consecutive tiles share A and B panels in L2."""
-    from argus.ir.expr import minimum
+    tiles at a time, column by column, so that consecutive tiles share A and B panels in L2.
+
+    With `clamp`, each coordinate is clamped into ``0 .. tiles - 1``: a no-op for every existing tile, it states
+    the bound for the verifier, which otherwise has to reason through the grouped order's divisions by symbolic
+    sizes to bound ``bm * BM`` (the Hopper GEMMs' K-block assertions: about a second with it, 16 s to a solver
+    timeout without)."""
+    from argus.ir.expr import maximum, minimum
+
+    if clamp:
+        m, n = tile_order(t, tiles, order, group)
+        tm, tn = (as_expr(x) for x in tiles)
+        return minimum(maximum(m, 0), tm - 1), minimum(maximum(n, 0), tn - 1)
 
     if order == "grouped" and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
         raise DSLError(
