@@ -8,7 +8,8 @@ Why interleaved: on an H200 under a tensor-core load the clock follows power and
 few seconds after our kernel differed from itself by up to 10 % within one process (session 4's runs). Here each
 round flushes L2 and times one launch of every contender back to back (CUDA events), in an order that rotates
 every round, so every contender sees the same clock states; the table gives each contender's median over the rounds,
-the ratio of the medians, and the median and quartiles of the per-round ratios. Inputs: bf16 A and B (N x K), both
+the ratio of the medians, and the median and quartiles of the per-round ratios. Inputs: bf16 (`--dtype f16`: f16)
+A and B (N x K), both
 normal ("gate": the distribution of the gate's first correctness draw and of `argus bench`'s timing) and A normal,
 B uniform in [-1, 1] ("variants": `gemm_variants.py`'s). Every contender's output is checked against the f32
 product first (relative max error <= 1e-2); the script exits 1 if one is wrong.
@@ -52,6 +53,7 @@ def main() -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=200)
+    p.add_argument("--dtype", default="bf16", choices=("bf16", "f16"), help="A, B and C (the kernels' IN and OUT)")
     p.add_argument("--json", default="")
     args = p.parse_args()
     for line in environment(torch):
@@ -61,16 +63,18 @@ def main() -> int:
     loaded = {}
     for label, name, switches in CONTENDERS:
         entry = get_kernel(name)
+        params = {**entry.params, "IN": args.dtype, "OUT": args.dtype}
         saved = {k: getattr(Emitter, k) for k in switches}
         for k, v in switches.items():
             setattr(Emitter, k, v)
         try:
-            loaded[label] = (load(compile_kernel(entry.kernel.trace(**entry.params))), entry.params)
+            loaded[label] = (load(compile_kernel(entry.kernel.trace(**params))), params)
         finally:
             for k, v in saved.items():
                 setattr(Emitter, k, v)
-        print(f"{label}: {name} {entry.params} {switches or ''}")
+        print(f"{label}: {name} {params} {switches or ''}")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
     rows, failed = [], False
     print(
         "\n| M×N×K | inputs | kernel | ms (median) | cuBLAS ms (median) | ratio of medians | per-round ratio [q1, q3] |"
@@ -79,13 +83,13 @@ def main() -> int:
     for m, n, k in SQUARE + ISSUE_SHAPES:
         for dist in ("gate", "variants"):
             g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
-            a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
+            a = torch.randn(m, k, device="cuda", generator=g).to(dt)
             if dist == "gate":
-                b = torch.randn(n, k, device="cuda", generator=g).to(torch.bfloat16)
+                b = torch.randn(n, k, device="cuda", generator=g).to(dt)
             else:
-                b = (torch.rand(n, k, device="cuda", generator=g) * 2 - 1).to(torch.bfloat16)
+                b = (torch.rand(n, k, device="cuda", generator=g) * 2 - 1).to(dt)
             ref = a.float() @ b.float().T
-            outs = {name: torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16) for name in KERNELS}
+            outs = {name: torch.full((m, n), float("nan"), device="cuda", dtype=dt) for name in KERNELS}
             launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b.T)}
             for name, (kern, _) in loaded.items():
                 prepared = kern.prepare(a, b, outs[name])

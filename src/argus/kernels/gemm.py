@@ -84,21 +84,22 @@ def gemm_cp_async(
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
 def gemm_wgmma_tma(
-    A: T.Tensor[("M", "K"), T.bf16],
-    B: T.Tensor[("N", "K"), T.bf16],
+    A: T.Tensor[("M", "K"), "IN"],
+    B: T.Tensor[("N", "K"), "IN"],
     C: T.Tensor[("M", "N"), "OUT"],
     BM: int = 128,
     BN: int = 128,
     BK: int = 64,
     STAGES: int = 3,
     OUT: str = "f32",
+    IN: str = "bf16",
     BLOCKS_PER_SM: int = 1,
     PRODUCER_REGS: int = 40,
     CONSUMER_REGS: int = 232,
     ORDER: str = "grid",
     GROUP: int = 8,
 ):
-    """C = A @ B^T (B given as (N, K), K-major: the "TN" layout) on Hopper: TMA loads into
+    """C = A @ B^T (A and B in IN: bf16 or f16) (B given as (N, K), K-major: the "TN" layout) on Hopper: TMA loads into
     128-byte-swizzled shared memory, an mbarrier pipeline of STAGES stages, one producer
     warpgroup (TMA) and two consumer warpgroups (wgmma.m64nBNk16, f32 accumulators), with the
     register split done by setmaxnreg (PRODUCER_REGS / CONSUMER_REGS per thread). C is written in OUT
@@ -118,8 +119,8 @@ def gemm_wgmma_tma(
     with T.grid(*extents, threads=384, blocks_per_sm=BLOCKS_PER_SM) as blocks:
         # any other order (unknown: DSL_TILE_ORDER) maps the 1-D block index, clamped into the grid for the verifier
         bm, bn = blocks if ORDER == "grid" else T.tile_order(blocks[0], tiles, ORDER, GROUP, clamp=True)
-        sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
-        sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
+        sA = T.alloc_shared((STAGES, BM, BK), A.dtype, swizzle=128)  # (stages, BM, BK), K-major
+        sB = T.alloc_shared((STAGES, BN, BK), B.dtype, swizzle=128)  # (stages, BN, BK), K-major
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         k_tiles = T.cdiv(K, BK)
@@ -131,7 +132,7 @@ def gemm_wgmma_tma(
                 T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
                 T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
         with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
-            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # 2 warpgroups x 64 rows
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # 2 warpgroups x 64 rows
             T.fill(acc, 0.0)
             for k, s in T.pipeline(k_tiles, stages=STAGES):
                 T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)

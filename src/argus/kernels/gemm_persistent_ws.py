@@ -18,14 +18,15 @@ import argus.lang as T
     policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
 )
 def gemm_wgmma_tma_persistent(
-    A: T.Tensor[("M", "K"), T.bf16],
-    B: T.Tensor[("N", "K"), T.bf16],
+    A: T.Tensor[("M", "K"), "IN"],
+    B: T.Tensor[("N", "K"), "IN"],
     C: T.Tensor[("M", "N"), "OUT"],
     BM: int = 128,
     BN: int = 128,
     BK: int = 64,
     STAGES: int = 3,
     OUT: str = "f32",
+    IN: str = "bf16",
     PRODUCER_REGS: int = 40,
     CONSUMER_REGS: int = 232,
     BLOCKS: int = 132,
@@ -38,8 +39,8 @@ def gemm_wgmma_tma_persistent(
     pipeline of STAGES stages continues across a block's tiles (global iteration ``it * k_tiles + k``)."""
     T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
     with T.grid(BLOCKS, threads=384) as (bx,):
-        sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
-        sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
+        sA = T.alloc_shared((STAGES, BM, BK), A.dtype, swizzle=128)  # (stages, BM, BK), K-major
+        sB = T.alloc_shared((STAGES, BN, BK), B.dtype, swizzle=128)  # (stages, BN, BK), K-major
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
@@ -59,7 +60,7 @@ def gemm_wgmma_tma_persistent(
                         T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
                         T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
         with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
-            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # 2 warpgroups x 64 rows
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # 2 warpgroups x 64 rows
             for it in T.serial(T.cdiv(tiles, BLOCKS)):
                 t = bx + it * BLOCKS
                 with T.if_(t < tiles):

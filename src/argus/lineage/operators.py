@@ -162,14 +162,19 @@ class OutputCastOperator(Operator):
     (``T.Tensor[("M", "N"), "OUT"]``) to the accumulator dtype; the task becomes the one with that output."""
 
     def _targets(self, variant: Variant) -> dict[str, str]:
+        from argus.ir.nodes import Copy, Fill, Space, walk
         from argus.lineage.operators import features_of
 
         acc = sorted(features_of(variant)["dtypes.accumulator"])
         specs = getattr(variant.kernel, "tensor_specs", {})
-        traced = {t.name: t for t in variant.trace().tensors}
+        kernel = variant.trace()
+        traced = {t.name: t for t in kernel.tensors}
+        # outputs only: an operand whose dtype is also a parameter (IN) is not the output's cast
+        stores = [s for s in walk(kernel.body) if isinstance(s, Copy | Fill) and s.dst.space == Space.GLOBAL]
+        written = {s.dst.buffer.name for s in stores}
         out = {}
         for name, spec in specs.items():
-            if isinstance(spec.dtype, str) and acc and traced[name].dtype.name != acc[0]:
+            if isinstance(spec.dtype, str) and name in written and acc and traced[name].dtype.name != acc[0]:
                 out[name] = spec.dtype
         return {"dtype": acc[0], **{f"tensor:{k}": v for k, v in out.items()}} if out and acc else {}
 
