@@ -181,19 +181,25 @@ def _pow2_at_most(n: int) -> int:
     return w
 
 
+def _fragment_coords(frag: Buffer) -> list[np.ndarray]:
+    """Per tile dimension, the ``(threads, values)`` coordinate of each thread's value (``tv`` split column-major)."""
+    threads, values = frag.threads or 1, frag.values_per_thread
+    t = np.arange(threads)[:, None]
+    v = np.arange(values)[None, :]
+    rest = np_layout(frag.tv, (t, v)) * np.ones((threads, values), dtype=np.int64)
+    coords = []
+    for extent in frag.static_shape:  # column-major tile index -> coordinates
+        coords.append(rest % extent)
+        rest = rest // extent
+    return coords
+
+
 def _fragment_run(frag: Buffer, limit: int) -> int:
     """The widest power-of-two run (<= `limit`) of consecutive values of every thread that are consecutive,
     run-aligned elements of the fragment's last dimension."""
     shape = frag.static_shape
-    threads, values = frag.threads or 1, frag.values_per_thread
-    t = np.arange(threads)[:, None]
-    v = np.arange(values)[None, :]
-    idx = np_layout(frag.tv, (t, v))
-    coords = []
-    rest = idx
-    for extent in shape:  # column-major tile index -> coordinates
-        coords.append(rest % extent)
-        rest = rest // extent
+    values = frag.values_per_thread
+    coords = _fragment_coords(frag)
     last = coords[-1]
     w = _pow2_at_most(min(limit, shape[-1], values))
     while w > 1:
@@ -213,14 +219,7 @@ def _fragment_run(frag: Buffer, limit: int) -> int:
 def _exchanged_run(frag: Buffer, itemsize: int) -> int:
     """Elements per store of the fragment's stores after a lane exchange (`argus.atoms.copy.tile_lane_exchange`,
     the plan the lowering uses), 1 when there is none."""
-    threads, values = frag.threads or 1, frag.values_per_thread
-    t = np.arange(threads)[:, None]
-    v = np.arange(values)[None, :]
-    rest = np_layout(frag.tv, (t, v)) * np.ones((threads, values), dtype=np.int64)
-    coords = []
-    for extent in frag.static_shape:  # column-major tile index -> coordinates
-        coords.append(rest % extent)
-        rest = rest // extent
+    coords = _fragment_coords(frag)
     plan = tile_lane_exchange(np.stack(coords, axis=-1), len(coords) - 1, itemsize)
     return plan.vector if plan is not None else 1
 

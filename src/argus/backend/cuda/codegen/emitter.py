@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from argus.atoms import MmaAtom, Scope, get_atom
+from argus.atoms.copy import tile_lane_exchange
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen import prelude
 from argus.backend.cuda.codegen.cexpr import (
@@ -601,16 +602,8 @@ class Emitter(HopperRules):
         per-value offsets; others evaluate ``tv``'s thread part at ``tid`` and split each value's
         column-major tile index into coordinates. With `only`, just that dimension is needed."""
         rank = len(p.shape)
-        names = {1: ["i"], 2: ["row", "col"]}.get(rank, [f"c{d}" for d in range(rank)])
         if p.base is not None:
-            bases: list[str] = []
-            for d, f in enumerate(p.base):
-                if f.is_constant or (only is not None and d != only):
-                    bases.append(str(f.constant))
-                    continue
-                var = self.local(names[d])
-                self.line(f"const int {var} = {f.c(self.tid)};")
-                bases.append(var)
+            bases = self._base_coords(p.base, only)
 
             def at(v: int) -> list[str]:
                 return [add(bases[d], int(p.offsets[v, d])) for d in range(rank)]
@@ -631,6 +624,21 @@ class Emitter(HopperRules):
             return out
 
         return at_generic
+
+    def _base_coords(self, fits: tuple[pl.Fit, ...], only: int | None = None, comment: str = "") -> list[str]:
+        """C text of a thread's base tile coordinates, one `Fit` of ``tid`` per dimension: a ``const int`` declared
+        for each that varies (only dimension `only` when given), the constant itself for the others."""
+        rank = len(fits)
+        names = {1: ["i"], 2: ["row", "col"]}.get(rank, [f"c{d}" for d in range(rank)])
+        bases: list[str] = []
+        for d, f in enumerate(fits):
+            if f.is_constant or (only is not None and d != only):
+                bases.append(str(f.constant))
+                continue
+            var = self.local(names[d])
+            self.line(f"const int {var} = {f.c(self.tid)};{comment}")
+            bases.append(var)
+        return bases
 
     @contextmanager
     def _holders_only(self, p: pl.Placement) -> Iterator[None]:
@@ -725,7 +733,7 @@ class Emitter(HopperRules):
         if not self.lane_exchange_stores or pl.holder_mask(p) is not None:
             return False
         itemsize = mem_ref.dtype.itemsize
-        plan = pl.exchange_plan(p, run, itemsize)
+        plan = tile_lane_exchange(p.coords, run, itemsize)
         if plan is None:
             return False
         conditions = window.vector_conditions(plan.vector)
@@ -744,15 +752,7 @@ class Emitter(HopperRules):
         self.use("lane_exchange")
         mem_c, mname = self.dtype_c(mem_ref.dtype), self.buffer_name(mem_ref.buffer)
         vec = self._uniform_condition(conditions, plan.vector)
-        names = {1: ["i"], 2: ["row", "col"]}.get(rank, [f"c{d}" for d in range(rank)])
-        bases: list[str] = []
-        for d, f in enumerate(fits):
-            if f.is_constant:
-                bases.append(str(f.constant))
-                continue
-            var = self.local(names[d])
-            self.line(f"const int {var} = {f.c(self.tid)};  // the thread's first 16-byte run, after the exchange")
-            bases.append(var)
+        bases = self._base_coords(tuple(fits), comment="  // the thread's first 16-byte run, after the exchange")
         lane = self.local("lane")
         self.line(f"const int {lane} = {self.tid} % {plan.lanes};  // its place among the exchanging lanes")
         words = plan.width * itemsize // 4

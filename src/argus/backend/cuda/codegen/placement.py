@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from argus.atoms.copy import LaneExchange, tile_lane_exchange
 from argus.backend.cuda.codegen.cexpr import add, layout_at
 from argus.ir.nodes import Buffer
 from argus.layout import ComposedLayout, Layout, Swizzle, coalesce, flatten
@@ -402,10 +401,3 @@ def gcd_all(values: list[int]) -> int:
     for v in values:
         out = math.gcd(out, int(v))
     return out
-
-
-
-def exchange_plan(p: Placement, run_dim: int, element_bytes: int) -> LaneExchange | None:
-    """The lane exchange that widens stores of fragment `p` along tile dimension `run_dim` to 16-byte runs, or
-    None (`argus.atoms.copy.tile_lane_exchange`)."""
-    return tile_lane_exchange(p.coords, run_dim, element_bytes)
