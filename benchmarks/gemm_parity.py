@@ -44,6 +44,29 @@ CONTENDERS = (
 KERNELS = tuple(label for label, _, _ in CONTENDERS)
 
 
+def interleaved_times(torch, launches: dict, rounds: int, scratch) -> dict[str, list[float]]:  # noqa: ANN001
+    """Per-round times (ms) of every launch in `launches`: each round zeroes `scratch` (an L2 flush) before each
+    launch and times it with CUDA events; the order rotates every round. Three warm-up launches each first."""
+    names = list(launches)
+    for fn in launches.values():
+        for _ in range(3):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in names]
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for i, name in enumerate(order):
+            scratch.zero_()
+            start, end = events[i]
+            start.record()
+            launches[name]()
+            end.record()
+        torch.cuda.synchronize()
+        for i, name in enumerate(order):
+            times[name].append(events[i][0].elapsed_time(events[i][1]))
+    return times
+
+
 def main() -> int:
     import torch
 
@@ -55,13 +78,20 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--dtype", default="bf16", choices=("bf16", "f16"), help="A, B and C (the kernels' IN and OUT)")
     p.add_argument("--json", default="")
+    p.add_argument("--shapes", nargs="*", default=None, help="M,N,K triples (default: the issue's seven)")
+    p.add_argument("--kernels", default="", help="comma-separated contender labels (default: all)")
     args = p.parse_args()
+    chosen = [c for c in CONTENDERS if not args.kernels or c[0] in args.kernels.split(",")]
+    if not chosen:
+        raise SystemExit(f"--kernels {args.kernels!r} names none of {', '.join(KERNELS)}")
+    kernels = tuple(label for label, _, _ in chosen)
+    shapes = [tuple(int(x) for x in t.split(",")) for t in args.shapes] if args.shapes else SQUARE + ISSUE_SHAPES
     for line in environment(torch):
         print(line)
     from argus.backend.cuda.codegen.emitter import Emitter
 
     loaded = {}
-    for label, name, switches in CONTENDERS:
+    for label, name, switches in chosen:
         entry = get_kernel(name)
         params = {**entry.params, "IN": args.dtype, "OUT": args.dtype}
         saved = {k: getattr(Emitter, k) for k in switches}
@@ -80,7 +110,7 @@ def main() -> int:
         "\n| M×N×K | inputs | kernel | ms (median) | cuBLAS ms (median) | ratio of medians | per-round ratio [q1, q3] |"
     )
     print("|---|---|---|---|---|---|---|")
-    for m, n, k in SQUARE + ISSUE_SHAPES:
+    for m, n, k in shapes:
         for dist in ("gate", "variants"):
             g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
             a = torch.randn(m, k, device="cuda", generator=g).to(dt)
@@ -89,7 +119,7 @@ def main() -> int:
             else:
                 b = (torch.rand(n, k, device="cuda", generator=g) * 2 - 1).to(dt)
             ref = a.float() @ b.float().T
-            outs = {name: torch.full((m, n), float("nan"), device="cuda", dtype=dt) for name in KERNELS}
+            outs = {name: torch.full((m, n), float("nan"), device="cuda", dtype=dt) for name in kernels}
             launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b.T)}
             for name, (kern, _) in loaded.items():
                 prepared = kern.prepare(a, b, outs[name])
@@ -101,25 +131,9 @@ def main() -> int:
                 if not err <= 1e-2:
                     print(f"{name} WRONG at {m}x{n}x{k} ({dist}): relative error {err}")
                     failed = True
-            names = list(launches)
-            for fn in launches.values():  # warm-up
-                for _ in range(3):
-                    fn()
-            times = {name: [] for name in names}
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in names]
-            for r in range(args.rounds):
-                order = names[r % len(names) :] + names[: r % len(names)]
-                for i, name in enumerate(order):
-                    scratch.zero_()
-                    start, end = events[i]
-                    start.record()
-                    launches[name]()
-                    end.record()
-                torch.cuda.synchronize()
-                for i, name in enumerate(order):
-                    times[name].append(events[i][0].elapsed_time(events[i][1]))
+            times = interleaved_times(torch, launches, args.rounds, scratch)
             base = statistics.median(times["cublas"])
-            for name in KERNELS:
+            for name in kernels:
                 med = statistics.median(times[name])
                 per_round = sorted(c / x for c, x in zip(times["cublas"], times[name], strict=True))
                 q = statistics.quantiles(per_round, n=4)
@@ -141,8 +155,8 @@ def main() -> int:
                     f"{row['round_ratio_median']:.3f} [{q[0]:.3f}, {q[2]:.3f}] |",
                     flush=True,
                 )
-    print("\ngeometric mean of the ratios of medians over the seven shapes, and the worst shape:")
-    for name in KERNELS:
+    print("\ngeometric mean of the ratios of medians over the shapes, and the worst shape:")
+    for name in kernels:
         for dist in ("gate", "variants"):
             ratios = [r["ratio"] for r in rows if r["kernel"] == name and r["inputs"] == dist]
             gm = math.exp(statistics.fmean(math.log(x) for x in ratios))

@@ -88,20 +88,23 @@ def main() -> int:
     from argus.backend.cuda.codegen import generate
     from argus.backend.cuda.codegen.source import CompiledKernel
     from argus.backend.cuda.toolchain import compile_cuda
-    from argus.kernels.gemm import gemm_wgmma_tma
-    from argus.kernels.registry import GEMM_HOPPER_PARAMS
+    from argus.kernels.registry import get_kernel
     from argus.runtime import load
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", nargs="+", default=["4096,4096,4096", "8192,7168,2048", "8192,8192,8192"])
-    p.add_argument("--params", default=None, help="JSON of gemm_wgmma_tma parameters (default: the expert's)")
+    p.add_argument("--params", default=None, help="JSON of the kernel's parameters (default: the library entry's)")
+    p.add_argument(
+        "--kernel", default="gemm_hopper", help="library entry: gemm_hopper (2-D grid) or gemm_hopper_persistent"
+    )
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    params = json.loads(args.params) if args.params else dict(GEMM_HOPPER_PARAMS)
+    entry = get_kernel(args.kernel)
+    params = json.loads(args.params) if args.params else dict(entry.params)
     for line in environment(torch):
         print(line)
-    print(f"kernel gemm_wgmma_tma {params}")
-    generated = generate(gemm_wgmma_tma.trace(**params))
+    print(f"kernel {args.kernel} ({entry.kernel.name}) {params}")
+    generated = generate(entry.kernel.trace(**params))
     loaded = {}
     for name, edit in VARIANTS.items():
         g = dataclasses.replace(generated, source=edit(generated.source))
