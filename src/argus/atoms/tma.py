@@ -300,3 +300,15 @@ def tma_load(rank: int = 2) -> TmaCopyAtom:
 def tma_store(rank: int = 2) -> TmaCopyAtom:
     """``cp.async.bulk.tensor.{rank}d`` shared -> global, completing through a bulk async-group."""
     return _tma(CopyKind.TMA_STORE, rank)
+
+
+#: Rows of a ``wgmma`` accumulator that one warpgroup holds (m64): the rows of its boxes in a staged TMA store.
+STORE_ROWS_PER_WARPGROUP = 64
+#: Bytes of columns per chunk of a staged TMA store: the 128-byte swizzle's span, so a chunk's rows are its boxes'.
+STORE_CHUNK_BYTES = 128
+
+
+def store_chunk_columns(dtype: DType) -> int:
+    """Columns per chunk of a staged TMA store (``T.copy(..., atom="tma.store", staging=...)``) of `dtype`: one
+    chunk row is 128 bytes, the span of the 128-byte swizzle its staging buffer has."""
+    return STORE_CHUNK_BYTES // dtype.itemsize

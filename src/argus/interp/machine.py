@@ -266,7 +266,7 @@ class _Machine:
                 idx = self._ldmatrix_indices(blk, s, idx)
             blk.fragments[dst.buffer] = _round(dst.dtype, self._read(blk, src, idx, s.pad))
             return
-        if src.space == Space.FRAGMENT:
+        if src.space == Space.FRAGMENT:  # atom "tma.store" too: its effect is this store's (the staging is its own)
             if not src.is_whole():
                 raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: copies from part of a fragment")
             idx = _indices(src.buffer)

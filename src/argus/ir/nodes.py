@@ -142,6 +142,12 @@ class Copy(Stmt):
     `atom` names the instruction (an `argus.atoms` name or a kind: ``"auto"`` lets the lowering
     choose). Asynchronous atoms (``cp.async``, TMA) complete at a later wait: a ``cp.async`` copy
     at the next `AsyncWait`, a TMA copy when the `mbarrier` it signals completes its phase.
+
+    ``atom="tma.store"`` stores a fragment into a global tile through `staging`, a shared buffer of two
+    128-byte-swizzled column chunks that the copy alone uses: each warpgroup writes its rows of a chunk there
+    and one of its threads hands the chunk to a TMA store, which drains while the threads go on. Its
+    effect on the destination is the plain fragment -> global copy's; the stores complete before the block
+    exits, and the kernel must not read the destination (`argus.lang.frontend.copy` enforces both).
     """
 
     src: TileRef
@@ -149,6 +155,7 @@ class Copy(Stmt):
     atom: str = "auto"
     mbarrier: TileRef | None = None
     pad: float = 0.0  # the value masked (out-of-bounds) source elements read as
+    staging: TileRef | None = None  # atom "tma.store": the shared chunk buffers (2, rows, 128 bytes of columns)
 
 
 @dataclass(frozen=True, eq=False)

@@ -77,6 +77,7 @@ def _line(s: Stmt) -> str:
     if isinstance(s, Copy):
         text = f"copy {format_ref(s.src)} -> {format_ref(s.dst)} atom={s.atom}"
         text += f" pad={s.pad}" if s.pad != 0.0 else ""
+        text += f" staging={format_ref(s.staging)}" if s.staging is not None else ""
         return text + (f" mbarrier={format_ref(s.mbarrier)}" if s.mbarrier is not None else "")
     if isinstance(s, Fill):
         return f"fill {format_ref(s.dst)} = {s.value}"

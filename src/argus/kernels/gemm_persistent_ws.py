@@ -6,12 +6,21 @@ over the K-blocks of the tile with ``T.pipeline(k_tiles, stages=STAGES, start=it
 tile it is global iteration ``g = k + it * k_tiles`` of the block's stage rotation, so it uses stage
 ``g % STAGES`` and completes phase ``g // STAGES`` of that stage's barriers. The producer therefore runs on
 into the next tile's stages while the consumers multiply this one's last K-blocks and store C, instead of
-every tile starting with an empty pipeline and ending with an exposed epilogue."""
+every tile starting with an empty pipeline and ending with an exposed epilogue.
+
+EPILOGUE says how the consumers store C. ``"direct"``: from registers to global memory (16-byte stores after
+the lane exchange where C is 16-bit), the consumers starting the next tile's MMAs only once the last store has
+issued. ``"tma"``: through shared memory and TMA stores (``T.copy(..., atom="tma.store")``): each consumer
+warpgroup writes its rows of C in chunks of 128 bytes of columns into one of two staging buffers and hands each
+chunk to a TMA store, which drains while the warpgroup goes on to the next tile. The staging buffers take
+2 x BM x 128 bytes of shared memory (32 KB at BM = 128), and C's rows must be 16-byte aligned."""
 
 from __future__ import annotations
 
 import argus
 import argus.lang as T
+from argus.atoms.tma import store_chunk_columns
+from argus.lang.errors import DSLError
 
 
 @argus.kernel(
@@ -32,17 +41,26 @@ def gemm_wgmma_tma_persistent(
     BLOCKS: int = 132,
     ORDER: str = "grouped",
     GROUP: int = 8,
+    EPILOGUE: str = "direct",
 ):
     """C = A @ B^T (B given as (N, K), K-major) on Hopper, persistent: BLOCKS blocks, each with a producer
     warpgroup (TMA) and two consumer warpgroups (wgmma, f32 accumulators, C written in OUT), walk the output
     tiles in ORDER (``grouped``: GROUP rows of tiles at a time, for L2 reuse). The `full`/`empty` mbarrier
-    pipeline of STAGES stages continues across a block's tiles (global iteration ``it * k_tiles + k``)."""
+    pipeline of STAGES stages continues across a block's tiles (global iteration ``it * k_tiles + k``). EPILOGUE:
+    ``"direct"`` (registers -> global) or ``"tma"`` (shared-memory staging and TMA stores, overlapping the next
+    tile)."""
     T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
+    if EPILOGUE not in ("direct", "tma"):
+        raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
+    if EPILOGUE == "tma":
+        T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
     with T.grid(BLOCKS, threads=384) as (bx,):
         sA = T.alloc_shared((STAGES, BM, BK), A.dtype, swizzle=128)  # (stages, BM, BK), K-major
         sB = T.alloc_shared((STAGES, BN, BK), B.dtype, swizzle=128)  # (stages, BN, BK), K-major
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
+        if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
+            sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
         tiles = tiles_m * tiles_n
         k_tiles = T.cdiv(K, BK)
@@ -74,4 +92,7 @@ def gemm_wgmma_tma_persistent(
                         T.assert_tag(lambda b: (b[1] // BK == k) & (b[0] // BN == bn), sB[s])
                         T.gemm(sA[s], sB[s].T, acc)
                         T.mbarrier_arrive(empty[s])
-                    T.copy(acc, C.tile((bm, bn), (BM, BN)))
+                    if EPILOGUE == "tma":
+                        T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
+                    else:
+                        T.copy(acc, C.tile((bm, bn), (BM, BN)))

@@ -237,8 +237,17 @@ GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 
 #: The persistent expert (issue #7): the expert's tiles on `gemm_wgmma_tma_persistent`, one block per SM of an
 #: H100/H200 (132), tiles in grouped order 16 M-tiles at a time. GROUP chosen by measurement over {4, 8, 16} at the
 #: seven benchmark shapes on an H200 (`benchmarks/results/2026-11-21-session4.md`); BLOCKS is the SM count (fewer
-#: SMs, e.g. an H100 PCIe's 114, still compute the right result with some blocks waiting for an SM).
-GEMM_HOPPER_PERSISTENT_PARAMS: dict[str, Any] = {**GEMM_HOPPER_PARAMS, "BLOCKS": 132, "ORDER": "grouped", "GROUP": 16}
+#: SMs, e.g. an H100 PCIe's 114, still compute the right result with some blocks waiting for an SM). C goes out
+#: through shared memory and TMA stores that drain while the consumers start the next tile (EPILOGUE "tma", session 5:
+#: `benchmarks/results/2026-11-21-session5.md`); it needs N % 8 == 0 (C's rows 16-byte aligned), which the kernel
+#: assumes, so the runtime refuses other N with the assumption's message.
+GEMM_HOPPER_PERSISTENT_PARAMS: dict[str, Any] = {
+    **GEMM_HOPPER_PARAMS,
+    "BLOCKS": 132,
+    "ORDER": "grouped",
+    "GROUP": 16,
+    "EPILOGUE": "tma",
+}
 
 
 def _gemm_residual(name: str, description: str, nt: bool = False) -> LibraryKernel:
@@ -359,7 +368,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         "gemm_hopper_persistent",
         "the persistent expert Hopper GEMM: gemm_wgmma_tma_persistent with 128x256x64 tiles, 4 stages, one block "
         "per SM (132) walking the tiles 16 M-tiles at a time, the pipeline running on across tiles, bf16 C stored "
-        "in 16-byte runs after a lane exchange",
+        "through shared memory by TMA stores that drain while the next tile's MMAs run",
         "gemm_persistent_ws",
         attr="gemm_wgmma_tma_persistent",
         params=GEMM_HOPPER_PERSISTENT_PARAMS,

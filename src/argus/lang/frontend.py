@@ -727,10 +727,20 @@ def _check_same_shape(what: str, a: tuple, b: tuple, loc: Any) -> None:
         )
 
 
-_COPY_ATOMS = ("auto", "vector", "cp.async", "tma", "ldmatrix", "ldmatrix.x4", "ldmatrix.x4.trans", "stmatrix")
+_COPY_ATOMS = (
+    "auto",
+    "vector",
+    "cp.async",
+    "tma",
+    "tma.store",
+    "ldmatrix",
+    "ldmatrix.x4",
+    "ldmatrix.x4.trans",
+    "stmatrix",
+)
 
 
-def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: Any = None) -> None:
+def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: Any = None, staging: Any = None) -> None:
     """Copy tile `src` into tile `dst` (same shape; the dtype is converted if they differ).
 
     `atom`: ``"auto"`` (the lowering chooses), ``"vector"`` (16-byte loads/stores), ``"cp.async"``
@@ -741,6 +751,15 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
     A ``"tma"`` load completes on `mbarrier` (an element of `T.alloc_mbarrier`): its bytes count
     towards the barrier's current phase, and the data may only be read after waiting for that
     phase; out-of-bounds box elements read 0.
+
+    ``"tma.store"`` stores a fragment (a ``wgmma`` accumulator: each warpgroup holds 64 whole rows) into a
+    global tile through `staging`, ``T.alloc_shared((2, rows, 128 // itemsize), dst.dtype, swizzle=128)``: the
+    tile goes out in chunks of 128 bytes of columns, each warpgroup writing its rows of a chunk into one of the two
+    buffers and one of its threads issuing a TMA store of them; the threads go on while the store drains (before
+    a buffer is rewritten, the store that read it last must have finished reading). Out-of-bounds rows and columns
+    are not written. The staging buffer belongs to the copy (no other statement may use it), the stores complete
+    before the block exits, and no other statement may touch the destination tensor (the stores are asynchronous).
+    The destination's rows must be 16-byte aligned (``T.assume`` it).
     """
     st = _state("T.copy")
     loc = caller_loc()
@@ -765,6 +784,7 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
     spaces["tma"] = (Space.GLOBAL, Space.SHARED)
     spaces["ldmatrix.x4"] = spaces["ldmatrix.x4.trans"] = spaces["ldmatrix"]
     spaces["stmatrix"] = (Space.FRAGMENT, Space.SHARED)
+    spaces["tma.store"] = (Space.FRAGMENT, Space.GLOBAL)
     if atom in spaces and (s, d) != spaces[atom]:
         want = spaces[atom]
         raise DSLError(
@@ -789,8 +809,85 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
             raise DSLError("DSL_TMA_PAD", "TMA fills out-of-bounds elements with 0; pad must be 0", loc=loc)
         bar = mbarrier.ref
     elif mbarrier is not None:
-        raise DSLError("DSL_TMA_MBARRIER", f"only TMA copies complete on an mbarrier, not atom={atom!r}", loc=loc)
-    st.emit(Copy(src.ref, dst.ref, atom, mbarrier=bar, pad=float(pad), loc=loc))
+        raise DSLError("DSL_TMA_MBARRIER", f"only TMA loads complete on an mbarrier, not atom={atom!r}", loc=loc)
+    stage = None
+    if atom == "tma.store":
+        stage = _tma_store_staging(src, dst, staging, pad, loc)
+    elif staging is not None:
+        raise DSLError("DSL_TMA_STAGING", f"only atom='tma.store' takes a staging buffer, not atom={atom!r}", loc=loc)
+    st.emit(Copy(src.ref, dst.ref, atom, mbarrier=bar, pad=float(pad), staging=stage, loc=loc))
+
+
+def _tma_store_staging(src: Tile, dst: Tile, staging: Any, pad: float, loc: Any) -> TileRef:
+    """The staging buffer of a ``tma.store`` copy, checked: (2, rows, 128 bytes of columns) of the destination's
+    dtype, 128-byte swizzled, row-major."""
+    dtype = dst.ref.buffer.dtype
+    if not isinstance(staging, Shared) or not staging.ref.is_whole():
+        raise DSLError(
+            "DSL_TMA_STAGING",
+            "T.copy(..., atom='tma.store') needs staging=<a whole T.alloc_shared buffer>",
+            "the fragment goes to global memory through shared memory: "
+            f"staging=T.alloc_shared((2, rows, 128 // {dtype.itemsize}), {dtype.name}, swizzle=128)",
+            actual=type(staging).__name__,
+            loc=loc,
+        )
+    if pad != 0.0:
+        raise DSLError("DSL_TMA_PAD", "a TMA store has no padding; pad must be 0", loc=loc)
+    if len(src.shape) != 2 or not all(isinstance(e, int) for e in src.shape):
+        raise DSLError("DSL_TMA_STAGING", "atom='tma.store' stores a 2-d fragment", actual=str(src.shape), loc=loc)
+    from argus.atoms.tma import store_chunk_columns
+
+    rows, cols = src.shape
+    width = store_chunk_columns(dtype)
+    buf = staging.ref.buffer
+    shape = (2, rows, width)
+    base = Layout(shape, suffix_product(shape))
+    want = ComposedLayout(hopper_swizzle(128, dtype.bits), 0, base)
+    if buf.dtype != dtype or tuple(buf.static_shape) != shape or buf.layout != want:
+        raise DSLError(
+            "DSL_TMA_STAGING",
+            f"the staging buffer of a tma.store of {rows}x{cols} {dtype.name} must be two 128-byte-swizzled "
+            f"chunks of {rows} rows and {width} columns",
+            requirement=f"T.alloc_shared({shape}, {dtype.name}, swizzle=128)",
+            actual=f"{buf.dtype.name}{list(buf.static_shape)} layout {buf.layout}",
+            loc=loc,
+        )
+    if cols % width:
+        raise DSLError(
+            "DSL_TMA_STAGING",
+            f"a tma.store writes whole chunks of {width} columns; the tile has {cols}",
+            requirement=f"tile columns % {width} == 0",
+            loc=loc,
+        )
+    return staging.ref
+
+
+def _check_tma_stores(kernel_name: str, body: tuple) -> None:
+    """A ``tma.store``'s staging buffer and destination tensor are the tma.store copies' alone: the stores are
+    asynchronous, so any other access to either could race with them."""
+    import dataclasses as _dc
+
+    from argus.ir.nodes import walk as _walk
+
+    stores = [s for s in _walk(body) if isinstance(s, Copy) and s.atom == "tma.store"]
+    if not stores:
+        return
+    owned = {s.staging.buffer: "staging buffer" for s in stores} | {s.dst.buffer: "destination" for s in stores}
+    for s in _walk(body):
+        if isinstance(s, Copy) and s.atom == "tma.store":
+            continue
+        for f in _dc.fields(s):
+            value = getattr(s, f.name)
+            for ref in value if isinstance(value, tuple) else (value,):
+                buffer = getattr(ref, "buffer", None)
+                if isinstance(ref, TileRef) and buffer in owned:
+                    raise DSLError(
+                        "DSL_TMA_STAGING",
+                        f"kernel {kernel_name}: {buffer.name} is the {owned[buffer]} of a tma.store, which is "
+                        "asynchronous; no other statement may use it",
+                        "give the statement its own buffer, or store with a synchronous copy",
+                        loc=s.loc,
+                    )
 
 
 def fill(dst: Tile, value: Any) -> None:
@@ -1369,6 +1466,7 @@ class KernelFunction:
                 "put the kernel body under `with T.grid(n_blocks, threads=128) as (bx,):`",
                 loc=_def_loc(self.fn),
             )
+        _check_tma_stores(self.name, tuple(st.stack[0]))
         return Kernel(
             name=self.name,
             tensors=tuple(tensors),

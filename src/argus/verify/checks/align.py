@@ -38,7 +38,7 @@ import z3
 
 from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.errors import AtomError
-from argus.atoms.tma import tma_load
+from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, tma_load, tma_store
 from argus.ir.expr import Expr
 from argus.ir.nodes import Buffer, Copy, Space, TileRef
 from argus.layout import ComposedLayout
@@ -60,7 +60,7 @@ def check_alignment(ctx: Context) -> list[Finding]:
         if not isinstance(s, Copy):
             continue
         start = time.perf_counter()
-        if s.atom == "tma" and s.src.buffer.space == Space.GLOBAL:
+        if (s.atom == "tma" and s.src.buffer.space == Space.GLOBAL) or s.atom == "tma.store":
             got = _check_tma(ctx, site, s)
             what = "TMA alignment"
         elif s.atom in ("auto", "vector", "cp.async") and Space.GLOBAL in (s.src.buffer.space, s.dst.buffer.space):
@@ -105,17 +105,23 @@ def _swizzle_bytes(ref: TileRef) -> int:
 
 
 def _check_tma(ctx: Context, site: Site, s: Copy) -> list[Finding]:
-    g = s.src.buffer
+    if s.atom == "tma.store":  # one box per warpgroup and chunk: (chunk columns, 64 rows), 128-byte swizzle
+        g, atom = s.dst.buffer, tma_store(s.dst.buffer.rank)
+        box: tuple[int, ...] = (int(s.staging.buffer.static_shape[2]), STORE_ROWS_PER_WARPGROUP)  # type: ignore[union-attr]
+        swizzle = 128
+    else:
+        g, atom = s.src.buffer, tma_load(s.src.buffer.rank)
+        box = tuple(int(x) for x in reversed(s.src.extent))  # TMA order: the innermost dimension first
+        swizzle = _swizzle_bytes(s.dst)
     rank = g.rank
     findings: list[Finding] = []
-    box = tuple(int(x) for x in reversed(s.src.extent))  # TMA order: the innermost dimension first
     try:
-        problems: tuple[AtomError, ...] = tma_load(rank).diagnose(
+        problems: tuple[AtomError, ...] = atom.diagnose(
             dtype=g.dtype,
             global_shape=box,
             global_strides=[TMA_STRIDE_BYTES] * (rank - 1),
             box=box,
-            swizzle=_swizzle_bytes(s.dst),
+            swizzle=swizzle,
         )
     except AtomError as err:
         problems = (err,)

@@ -352,6 +352,7 @@ class Emitter(HopperRules):
         self.register_roles = False  # some role sets its register budget (setmaxnreg)
         self.roles_seen = 0
         self.tensor_maps: dict[tuple, TensorMapParam] = {}
+        self.tma_stores = False  # some copy issued TMA stores (atom "tma.store"): wait for them at the end
         self.generic_shared_writes: set[Buffer] = set()
         self._deferred: dict | None = None  # hopper.plan_deferred_releases, computed on first use
         self.deferring: Any = None  # the DeferredRelease whose loop is being emitted
@@ -435,6 +436,10 @@ class Emitter(HopperRules):
             )
             self._declare_fragment(b)
         self.body(k.body)
+        if self.tma_stores:
+            self.line(
+                "argus::tma_store_wait_all();  // every TMA store has read its shared memory before the block exits"
+            )
         return self._assemble()
 
     def _prepass(self) -> None:
@@ -574,6 +579,9 @@ class Emitter(HopperRules):
     # copy -----------------------------------------------------------------------------------------------
     def copy(self, s: Copy) -> None:
         src, dst = s.src, s.dst
+        if s.atom == "tma.store":
+            self._tma_store(s)
+            return
         if s.atom == "tma" or s.mbarrier is not None:
             self._tma_copy(s)
             return

@@ -23,9 +23,9 @@ import numpy as np
 from argus.atoms import MmaAtom
 from argus.atoms.common import register_pool, register_split, setmaxnreg_ok
 from argus.atoms.smem import DESCRIPTOR_SWIZZLE_ENCODING, SWIZZLE_REPEAT_BYTES, Major
-from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
+from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, TMA_SMEM_ALIGNMENT, store_chunk_columns, tma_load
 from argus.backend.cuda.codegen import prelude
-from argus.backend.cuda.codegen.cexpr import add, layout_at_coords, mul, paren
+from argus.backend.cuda.codegen.cexpr import add, convert, layout_at_coords, mul, paren
 from argus.backend.cuda.codegen.source import TensorMapParam
 from argus.ir.nodes import (
     Barrier,
@@ -432,12 +432,7 @@ class HopperRules:
         if self.shared[dst.buffer] % max(TMA_SMEM_ALIGNMENT, SWIZZLE_REPEAT_BYTES.get(swizzle, 0)):
             raise self.invalid(f"shared buffer {dst.buffer.name} is not aligned for TMA")
         self.require_alignment(tensor, 16)
-        key = (tensor, box, swizzle)
-        if key not in self.tensor_maps:
-            name = self.local(f"tmap_{self.buffer_name(tensor)}")
-            self.names._taken.add(name)
-            self.tensor_maps[key] = TensorMapParam(name, tensor.name, box, swizzle, tensor.dtype)
-        tmap = self.tensor_maps[key]
+        tmap = self._tensor_map(tensor, box, swizzle)
         self.use("tma")
         origin = [self.expr(o) for o in reversed(src.origin)]
         target = window.pointer(window.buffer_coords(["0"] * len(shape)))
@@ -446,6 +441,150 @@ class HopperRules:
             f"{', '.join(origin)}, {self._mbarrier_address(s.mbarrier)});  // box {list(box)} (TMA order), "
             f"{swizzle}-byte swizzle"
         )
+
+    def _tensor_map(self: Emitter, tensor: Buffer, box: tuple[int, ...], swizzle: int) -> TensorMapParam:
+        """The kernel's tensor map of `tensor` with `box` (TMA order) and `swizzle`, made a parameter on first use."""
+        key = (tensor, box, swizzle)
+        if key not in self.tensor_maps:
+            name = self.local(f"tmap_{self.buffer_name(tensor)}")
+            self.names._taken.add(name)
+            self.tensor_maps[key] = TensorMapParam(name, tensor.name, box, swizzle, tensor.dtype)
+        return self.tensor_maps[key]
+
+    def _store_barriers(self: Emitter, count: int) -> int:
+        """`count` consecutive named barriers for a staged TMA store, taken from the top of the 16 so that they
+        stay clear of the warp roles' (`_next_named_barrier`); the first id."""
+        used = [b.barrier_id for b in walk(self.kernel.body) if isinstance(b, Barrier)]
+        roles = sum(1 for r in walk(self.kernel.body) if isinstance(r, Role))
+        first = getattr(self, "_store_barrier_top", NAMED_BARRIERS) - count
+        if first < max([0, *used]) + 1 + roles:
+            raise self.error(f"more than {NAMED_BARRIERS - 1} named barriers (warp roles and staged TMA stores)")
+        self._store_barrier_top = first
+        return first
+
+    def _tma_store(self: Emitter, s: Copy) -> None:
+        """``atom="tma.store"``: a ``wgmma`` accumulator -> a global tile, through `s.staging` and TMA stores.
+
+        The tile goes out in chunks of 128 bytes of columns (`store_chunk_columns`), alternating between the
+        staging buffer's two chunk buffers. Each warpgroup stores its own 64 rows of a chunk on its own: its
+        first thread waits until the store that last read the buffer has (``wait_group.read 1``: the other
+        buffer's may still be in flight), a named barrier of the warpgroup releases its threads to write their
+        values (swizzled like the buffer's layout, pairs of adjacent columns as one word), ``fence.proxy.async``
+        and the barrier again, then that thread issues the box's TMA store and commits it. Nothing waits for the
+        store to reach global memory except `tma_store_wait_all` at the end of the kernel. Each precondition is
+        checked by enumerating the fragment's thread-value layout."""
+        from argus.backend.cuda.codegen import placement as pl
+        from argus.backend.cuda.codegen.emitter import _row_major, _Window
+
+        frag_ref, dst, staging = s.src, s.dst, s.staging
+        if staging is None or frag_ref.space != Space.FRAGMENT or dst.space != Space.GLOBAL:
+            raise self.invalid("a tma.store copies a fragment into a global tile through a staging buffer")
+        if not frag_ref.is_whole() or dst.perm is not None or getattr(dst, "layout", None) is not None:
+            raise self.error("tma.store of part of a fragment or into a transposed view")
+        frag, tensor = frag_ref.buffer, dst.buffer
+        if tensor.rank != 2 or (
+            tensor.strides is not None and tuple(map(str, tensor.strides)) != tuple(map(str, _row_major(tensor.shape)))
+        ):
+            raise self.error(f"tma.store into {tensor.name}", "a staged TMA store writes a row-major 2-d tensor")
+        p = pl.placement(frag)
+        rows, cols = p.shape
+        width, wg_rows = store_chunk_columns(tensor.dtype), STORE_ROWS_PER_WARPGROUP
+        groups = p.threads // WARPGROUP
+        thread = np.arange(p.threads)
+        whole_rows = (
+            p.threads == self.threads
+            and p.threads % WARPGROUP == 0
+            and rows == wg_rows * groups
+            and np.array_equal(
+                p.coords[:, :, 0] // wg_rows, np.broadcast_to((thread // WARPGROUP)[:, None], (p.threads, p.values))
+            )
+        )
+        chunk_of = p.coords[:, :, 1] // width
+        if not whole_rows or not p.separable or not np.all(chunk_of == chunk_of[:1]) or cols % width:
+            raise self.error(
+                f"tma.store of fragment {frag.name} ({rows}x{cols} over {p.threads} threads)",
+                f"each warpgroup of the scope must hold {wg_rows} whole rows, and each value must fall in the same "
+                f"{width}-column chunk in every thread (a wgmma accumulator)",
+            )
+        assert p.base is not None
+        sbuf = staging.buffer
+        if self.shared[sbuf] % SWIZZLE_REPEAT_BYTES[128]:
+            raise self.invalid(f"staging buffer {sbuf.name} is not aligned to the 128-byte swizzle's repeat")
+        # each (buffer, warpgroup) box of the staging buffer is laid out as TMA reads a 128-byte-swizzled box
+        box_coords = np.indices((wg_rows, width)).reshape(2, -1)
+        linear = box_coords[0] * width + box_coords[1]
+        for b in range(2):
+            for g in range(groups):
+                coords = [np.full_like(linear, b), box_coords[0] + g * wg_rows, box_coords[1]]
+                offsets = pl.layout_offsets(sbuf.layout, coords)
+                base = int(pl.layout_offsets(sbuf.layout, [np.array([b]), np.array([g * wg_rows]), np.array([0])])[0])
+                want = apply_swizzle(hopper_swizzle(128, sbuf.dtype.bits), linear)
+                if base % (SWIZZLE_REPEAT_BYTES[128] // sbuf.dtype.itemsize) or not np.array_equal(
+                    offsets - base, want
+                ):
+                    raise self.invalid(f"staging buffer {sbuf.name} is not laid out as 128-byte-swizzled TMA boxes")
+        tmap = self._tensor_map(tensor, (width, wg_rows), 128)
+        self.require_alignment(tensor, 16)
+        self.use("tma_store")
+        self.use("swizzle")
+        self.tma_stores = True
+        barrier0 = self._store_barriers(groups)
+        # pairs of adjacent columns that start at an even column in every thread go out as one word
+        src_c, dst_c = self.dtype_c(frag.dtype), self.dtype_c(tensor.dtype)
+        pair = {"bf16": ("__nv_bfloat162", "__floats2bfloat162_rn"), "f16": ("__half2", "__floats2half2_rn")}
+        pair["f32"] = ("float2", "make_float2")
+        runs: list[list[tuple[int, int]]] = [[] for _ in range(cols // width)]
+        v = 0
+        while v < p.values:
+            n = 1
+            if (
+                tensor.dtype.name in pair
+                and v + 1 < p.values
+                and np.array_equal(p.coords[:, v + 1], p.coords[:, v] + np.array([0, 1]))
+                and np.all(p.coords[:, v, 1] % 2 == 0)
+            ):
+                n = 2
+            runs[int(chunk_of[0, v])].append((v, n))
+            v += n
+        window = _Window(self, staging)
+        origin = [self.expr(o) for o in dst.origin]
+        name = self.buffer_name(frag)
+        with self.block(
+            f"{{  // {frag.name} -> {tensor.name} through {sbuf.name}: {len(runs)} chunks of {width} columns, "
+            f"TMA stores of {wg_rows} rows per warpgroup"
+        ):
+            wg = self.local("warpgroup")
+            self.line(f"const int {wg} = {self.tid} / {WARPGROUP};")
+            elected = f"{self.tid} % {WARPGROUP} == 0"
+            barrier = f"argus::named_barrier({add(str(barrier0), wg)}, {WARPGROUP});"
+            row, col = self._base_coords(p.base, comment="  // the thread's first value in the tile")
+            for c, chunk in enumerate(runs):
+                b = c % 2
+                self.line(f"// chunk {c}: tile columns [{c * width}, {(c + 1) * width}), staging buffer {b}")
+                self.line(
+                    f"if ({elected}) argus::tma_store_wait_read<1>();  // the last store from buffer {b} has read it"
+                )
+                self.line(barrier)
+                for v, n in chunk:
+                    r = add(row, int(p.offsets[v, 0]))
+                    k = add(col, int(p.offsets[v, 1]) - c * width)
+                    ptr = window.pointer([str(b), r, k])
+                    if n == 2:
+                        pc, make = pair[tensor.dtype.name]
+                        a0 = convert(f"{name}[{v}]", src_c, "float")
+                        a1 = convert(f"{name}[{v + 1}]", src_c, "float")
+                        self.line(f"*reinterpret_cast<{pc}*>({ptr}) = {make}({a0}, {a1});")
+                    else:
+                        self.line(f"*({ptr}) = {convert(f'{name}[{v}]', src_c, dst_c)};")
+                self.line("argus::fence_proxy_async_shared();  // the writes, before the TMA unit reads them")
+                self.line(barrier)
+                source = window.pointer([str(b), f"{wg_rows} * {wg}", "0"])
+                with self.block(f"if ({elected}) {{"):
+                    self.line(
+                        f"argus::tma_store_2d(&{tmap.name}, argus::smem_u32({source}), {add(origin[1], c * width)}, "
+                        f"{add(origin[0], f'{wg_rows} * {wg}')});  // box [{width}, {wg_rows}] (TMA order)"
+                    )
+                    self.line("argus::tma_store_commit();")
 
     # --- wgmma -----------------------------------------------------------------------------------------
     def _wgmma(self: Emitter, s: Gemm, atom: MmaAtom) -> None:

@@ -343,6 +343,35 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
 )
 
 _snippet(
+    "tma_store",
+    """
+// Staged TMA stores (shared -> global), one bulk async-group per store: the scope's threads write a box into
+// shared memory, fence_proxy_async_shared makes their writes visible to the async proxy and a barrier orders
+// them before the one thread that issues and commits the store. The store drains in the background:
+// tma_store_wait_read<N> (by the issuing thread) returns once at most N of its groups still read shared memory,
+// tma_store_wait_all once all of its stores are complete (before the block exits).
+__device__ __forceinline__ void tma_store_2d(const TensorMap* map, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\\n"
+               ::"l"(map), "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\\n" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+}
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\\n" ::"r"(id), "r"(threads) : "memory");
+}
+""",
+    ("tma", "smem_address"),
+)
+
+_snippet(
     "wgmma",
     """
 // wgmma bookkeeping and the shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
