@@ -33,15 +33,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gemm_variants import ISSUE_SHAPES, SQUARE, environment  # noqa: E402
 
-#: (label, library kernel, code-generator switches): the persistent expert, the same with its producer loop run by
-#: the first warp of the producer warpgroup only (`Emitter.single_warp_issuers`; measured 4 % slower, so off by
-#: default), and the 2-D-grid expert.
+#: (label, library kernel, parameter overrides, code-generator switches): the persistent expert (its epilogue
+#: through shared memory and TMA stores), the same with the direct epilogue (registers -> global, session 4's
+#: expert), with its producer loop run by the first warp of the producer warpgroup only
+#: (`Emitter.single_warp_issuers`; measured 4 % slower, so off by default), and the 2-D-grid expert.
 CONTENDERS = (
-    ("gemm_hopper_persistent", "gemm_hopper_persistent", {}),
-    ("persistent, 1-warp producer", "gemm_hopper_persistent", {"single_warp_issuers": True}),
-    ("gemm_hopper", "gemm_hopper", {}),
+    ("gemm_hopper_persistent", "gemm_hopper_persistent", {}, {}),
+    ("persistent (direct epilogue)", "gemm_hopper_persistent", {"EPILOGUE": "direct"}, {}),
+    ("persistent (1-warp producer)", "gemm_hopper_persistent", {}, {"single_warp_issuers": True}),
+    ("gemm_hopper", "gemm_hopper", {}, {}),
 )
-KERNELS = tuple(label for label, _, _ in CONTENDERS)
+KERNELS = tuple(c[0] for c in CONTENDERS)
 
 
 def interleaved_times(torch, launches: dict, rounds: int, scratch) -> dict[str, list[float]]:  # noqa: ANN001
@@ -84,16 +86,16 @@ def main() -> int:
     chosen = [c for c in CONTENDERS if not args.kernels or c[0] in args.kernels.split(",")]
     if not chosen:
         raise SystemExit(f"--kernels {args.kernels!r} names none of {', '.join(KERNELS)}")
-    kernels = tuple(label for label, _, _ in chosen)
+    kernels = tuple(c[0] for c in chosen)
     shapes = [tuple(int(x) for x in t.split(",")) for t in args.shapes] if args.shapes else SQUARE + ISSUE_SHAPES
     for line in environment(torch):
         print(line)
     from argus.backend.cuda.codegen.emitter import Emitter
 
     loaded = {}
-    for label, name, switches in chosen:
+    for label, name, overrides, switches in chosen:
         entry = get_kernel(name)
-        params = {**entry.params, "IN": args.dtype, "OUT": args.dtype}
+        params = {**entry.params, **overrides, "IN": args.dtype, "OUT": args.dtype}
         saved = {k: getattr(Emitter, k) for k in switches}
         for k, v in switches.items():
             setattr(Emitter, k, v)
