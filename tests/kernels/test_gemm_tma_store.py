@@ -140,3 +140,37 @@ def test_the_generated_protocol_waits_before_reusing_a_buffer_and_before_exit(ex
     assert src.rstrip().endswith(
         "argus::tma_store_wait_all();  // every TMA store has read its shared memory before the block exits\n}"
     )
+
+
+# --- the GPU -----------------------------------------------------------------------------------------------------
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("out", ["bf16", "f16", "f32"])
+def test_the_staged_store_is_correct_on_the_gpu(out: str) -> None:
+    torch = _torch()
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from argus.runtime import load
+
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[out]
+    small = load(compile_kernel(tma_store_tile.trace(OUT=out)))
+    a = torch.randn(200, 136, device="cuda")
+    c = torch.full((200, 136), float("nan"), device="cuda", dtype=dtype)
+    small(a, c)
+    torch.cuda.synchronize()
+    assert torch.equal(c, a.to(dtype))  # every element written, once, with the conversion the interpreter does
+    # the persistent kernel: blocks walking several partial tiles (f32: 32-column chunks, each buffer twice a tile)
+    kernel = load(compile_kernel(gemm_wgmma_tma_persistent.trace(EPILOGUE="tma", OUT=out, BN=256, STAGES=4, BLOCKS=5)))
+    for m, n, k in ((1000, 1000, 1000), (2048, 776, 264)):
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        kernel(a, b, c)
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float().T
+        assert float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2, (out, m, n, k)

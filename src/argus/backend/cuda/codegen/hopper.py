@@ -546,8 +546,32 @@ class HopperRules:
                 n = 2
             runs[int(chunk_of[0, v])].append((v, n))
             v += n
+        # Each value's staging offset is the swizzle of its plain offset u(t, v) = u0(t) + d(v). Where d(v) shares no
+        # bit with any thread's u0(t), the sum is an XOR and the (XOR-linear) swizzle splits: S(u) = S(u0) ^ S(d(v)),
+        # so a thread computes S(u0) once and each store XORs in a constant (proven for every thread and value).
+        outer = sbuf.layout.outer if isinstance(sbuf.layout, ComposedLayout) else sbuf.layout
+        sw = sbuf.layout.inner if isinstance(sbuf.layout, ComposedLayout) else None
+        rows_t, cols_t = p.coords[:, 0, 0], p.coords[:, 0, 1]
+        u0 = pl.layout_offsets(outer, [np.zeros_like(rows_t), rows_t, cols_t])
+        deltas: dict[tuple[int, int], int] = {}
+        split = isinstance(sw, Swizzle)
+        for c, chunk in enumerate(runs):
+            for v, _ in chunk:
+                u = pl.layout_offsets(
+                    outer, [np.full_like(rows_t, c % 2), p.coords[:, v, 0], p.coords[:, v, 1] - c * width]
+                )
+                d = u - u0
+                split = split and bool(np.all(d == d[0]) and np.all((u0 & int(d[0])) == 0))
+                deltas[(c, v)] = int(d[0])
+        if split:
+            assert isinstance(sw, Swizzle)
+            split = all(
+                np.array_equal(
+                    apply_swizzle(sw, u0 + d), apply_swizzle(sw, u0) ^ int(apply_swizzle(sw, np.array([d]))[0])
+                )
+                for d in deltas.values()
+            )
         window = _Window(self, staging)
-        origin = [self.expr(o) for o in dst.origin]
         name = self.buffer_name(frag)
         with self.block(
             f"{{  // {frag.name} -> {tensor.name} through {sbuf.name}: {len(runs)} chunks of {width} columns, "
@@ -555,9 +579,22 @@ class HopperRules:
         ):
             wg = self.local("warpgroup")
             self.line(f"const int {wg} = {self.tid} / {WARPGROUP};")
+            tile_row, tile_col = self.local("tile_row"), self.local("tile_col")
+            self.line(
+                f"const int {tile_row} = {add(self.expr(dst.origin[0]), f'{wg_rows} * {wg}')};  // the warpgroup's rows"
+            )
+            self.line(f"const int {tile_col} = {self.expr(dst.origin[1])};")
             elected = f"{self.tid} % {WARPGROUP} == 0"
             barrier = f"argus::named_barrier({add(str(barrier0), wg)}, {WARPGROUP});"
             row, col = self._base_coords(p.base, comment="  // the thread's first value in the tile")
+            staged = ""
+            if split:
+                staged = self.local("staged")
+                self.line(
+                    f"const int {staged} = {window.shared_offset(['0', row, col])};  // its swizzled staging offset: "
+                    "every other value's is this XOR a constant"
+                )
+            buffer_name = self.buffer_name(sbuf)
             for c, chunk in enumerate(runs):
                 b = c % 2
                 self.line(f"// chunk {c}: tile columns [{c * width}, {(c + 1) * width}), staging buffer {b}")
@@ -566,9 +603,14 @@ class HopperRules:
                 )
                 self.line(barrier)
                 for v, n in chunk:
-                    r = add(row, int(p.offsets[v, 0]))
-                    k = add(col, int(p.offsets[v, 1]) - c * width)
-                    ptr = window.pointer([str(b), r, k])
+                    if split:
+                        assert isinstance(sw, Swizzle)
+                        xor = int(apply_swizzle(sw, np.array([deltas[(c, v)]]))[0])
+                        ptr = f"{buffer_name} + ({staged} ^ {xor})" if xor else f"{buffer_name} + {staged}"
+                    else:
+                        r = add(row, int(p.offsets[v, 0]))
+                        k = add(col, int(p.offsets[v, 1]) - c * width)
+                        ptr = window.pointer([str(b), r, k])
                     if n == 2:
                         pc, make = pair[tensor.dtype.name]
                         a0 = convert(f"{name}[{v}]", src_c, "float")
@@ -581,8 +623,8 @@ class HopperRules:
                 source = window.pointer([str(b), f"{wg_rows} * {wg}", "0"])
                 with self.block(f"if ({elected}) {{"):
                     self.line(
-                        f"argus::tma_store_2d(&{tmap.name}, argus::smem_u32({source}), {add(origin[1], c * width)}, "
-                        f"{add(origin[0], f'{wg_rows} * {wg}')});  // box [{width}, {wg_rows}] (TMA order)"
+                        f"argus::tma_store_2d(&{tmap.name}, argus::smem_u32({source}), {add(tile_col, c * width)}, "
+                        f"{tile_row});  // box [{width}, {wg_rows}] (TMA order)"
                     )
                     self.line("argus::tma_store_commit();")
 
