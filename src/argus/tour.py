@@ -15,8 +15,9 @@ from argus.layout.symbolic import injectivity_counterexample
 
 #: What later issues add; printed so the tour never claims more than exists.
 NOT_YET = [
-    "GEMM and attention at cuBLAS / FlashAttention-3 speed (on an H200 the expert GEMM is at 0.89x cuBLAS, "
-    "flash attention at 0.67x SDPA flash)",
+    "attention at FlashAttention-3 speed (flash attention is at 0.67x SDPA flash on an H200; the expert GEMM "
+    "`gemm_hopper_persistent` reaches 1.007x cuBLAS, geometric mean of seven shapes on an H100 and an H200, "
+    "benchmarks/results/2026-11-21-session5.md)",
     "the agent's and KLineage's runs on a GPU (on a CPU, `argus optimize` and `argus lineage walk` rank candidates "
     "by the static cost model's estimates)",
 ]
