@@ -396,7 +396,8 @@ def time_with_baselines(
 ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """Time the candidate `fn` and the baselines interleaved (`argus.eval.timing.time_interleaved_cuda`, or
     `timer` with the same signature, e.g. `measure_interleaved` on a test clock): `options.reps` rounds, the
-    candidate the reference of the ratios. A baseline given as a string, or one that raises on a first call (run
+    candidate the reference of the ratios and its last timed call the last call of all (the outputs the gate checks
+    after timing are that call's). A baseline given as a string, or one that raises on a first call (run
     here, outside timing) or while timed, is reported skipped with the reason and the rest are timed again without
     it; the candidate raising is `ContenderError` (the caller rejects it).
 
@@ -440,6 +441,7 @@ def time_with_baselines(
                 warmup=options.warmup,
                 flush_l2=options.flush_l2,
                 reference=CANDIDATE,
+                last=CANDIDATE,
             )
             break
         except ContenderError as e:

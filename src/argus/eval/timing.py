@@ -314,11 +314,14 @@ def measure_interleaved(
     reference: str | None = None,
     wall_reps: int | None = None,
     methods: dict[str, str] | None = None,
+    last: str | None = None,
 ) -> InterleavedTiming:
     """Time `contenders` interleaved (see the module docstring): `warmup` calls of each, a wall-clock cross-check
     per contender (back-to-back calls ending in a device sync), then `rounds` rounds. In round r the order starts at
-    contender ``r % n``; each contender's timed call is preceded by its ``before_rep(r)`` and the L2 flush and
-    followed by a device sync, as in `measure`. The last call of every contender is its last timed one.
+    contender ``(r + offset) % n``; each contender's timed call is preceded by its ``before_rep(r)`` and the L2 flush
+    and followed by a device sync, as in `measure`. The last call of every contender is its last timed one; with
+    `last` (a contender's name) the offset is chosen so that its last timed call is the last call of all (the gate
+    checks the outputs of the candidate's last call after timing: nothing may run after it).
 
     `reference` names the contender whose time divides the others' (per round, and of the medians). `methods`
     names each contender's timing method (default ``"cuda-events"``). A contender that raises is reported as
@@ -327,9 +330,13 @@ def measure_interleaved(
         raise ValueError("rounds must be at least 1")
     if not contenders:
         raise ValueError("no contenders to time")
-    if reference is not None and reference not in contenders:
-        raise ValueError(f"reference {reference!r} is not a contender ({', '.join(contenders)})")
+    for role, named in (("reference", reference), ("last", last)):
+        if named is not None and named not in contenders:
+            raise ValueError(f"{role} {named!r} is not a contender ({', '.join(contenders)})")
     names = list(contenders)
+    n = len(names)
+    # round r runs names[k:] + names[:k], k = (r + offset) % n, which ends with names[k - 1]
+    offset = (names.index(last) + 1 - (rounds - 1)) % n if last is not None else 0
 
     def call(name: str) -> None:
         try:
@@ -361,7 +368,7 @@ def measure_interleaved(
     starts = {name: [clock.event() for _ in range(rounds)] for name in names}
     ends = {name: [clock.event() for _ in range(rounds)] for name in names}
     for r in range(rounds):
-        k = r % len(names)
+        k = (r + offset) % n
         for name in names[k:] + names[:k]:
             prepare(name, r)
             if flush_l2:
@@ -555,11 +562,13 @@ def time_interleaved_cuda(
     flush_l2: bool = True,
     graph: bool | None = None,
     clock: CudaClock | None = None,
+    last: str | None = None,
 ) -> InterleavedTiming:
-    """`measure_interleaved` on CUDA events. Each contender is timed by its own launches (``graph=False``), by
-    CUDA-graph replay of its ``graph_fn`` (``graph=True``), or (``graph=None``) by graph replay when a short
-    events probe of it alone gives a median under `GRAPH_THRESHOLD_MS` and capture works; each `Timing`'s
-    ``method`` and ``notes`` say which. A contender whose probe or capture raises is reported as `ContenderError`."""
+    """`measure_interleaved` on CUDA events (`reference` and `last` as there). Each contender is timed by its own
+    launches (``graph=False``), by CUDA-graph replay of its ``graph_fn`` (``graph=True``), or (``graph=None``) by
+    graph replay when a short events probe of it alone gives a median under `GRAPH_THRESHOLD_MS` and capture works;
+    each `Timing`'s ``method`` and ``notes`` say which. A contender whose probe raises is reported as
+    `ContenderError`."""
     clock = clock or CudaClock(device)
     timed: dict[str, Contender] = {}
     methods: dict[str, str] = {}
@@ -595,7 +604,14 @@ def time_interleaved_cuda(
                 notes[name] = [f"CUDA-graph capture failed ({type(e).__name__}: {e}); events timing kept"]
         timed[name] = Contender(fn, c.before_rep)
     result = measure_interleaved(
-        timed, clock, rounds=rounds, warmup=warmup, flush_l2=flush_l2, reference=reference, methods=methods
+        timed,
+        clock,
+        rounds=rounds,
+        warmup=warmup,
+        flush_l2=flush_l2,
+        reference=reference,
+        methods=methods,
+        last=last,
     )
     for name, extra in notes.items():
         result.timings[name].notes.extend(extra)
