@@ -16,8 +16,14 @@
   timing, the outputs of the last timed call, and of one more call on every draw, are checked against the
   reference: a candidate that caches results across calls, or stops computing once it is being timed, fails here
   (``PROFILE_STALE_RESULT``). Then TFLOP/s, GB/s, the fraction of this GPU's measured ceilings, the baselines'
-  times and ratios (timed by the same harness in the same process), SM clock and power before and after, and the
-  suspicion flags (`argus.eval.flags`).
+  times and ratios, SM clock and power before and after, and the suspicion flags (`argus.eval.flags`).
+  Baselines the gate times itself are timed *interleaved* with the candidate by default (``GateOptions.timing``;
+  `time_with_baselines`): per round one launch of the candidate and of each baseline, L2 flushed before each, the
+  order rotating, the baselines on the candidate's input buffers; the ratios are ratios of medians of that one run,
+  with the per-round ratios' median and quartiles in ``details["interleaved"]``. The GPU clock follows power and
+  temperature, so a baseline timed before or after the candidate runs at another clock (5-10 % on H200s).
+  ``timing="sequential"`` times the baselines first, each on its own, then the candidate. Baseline timings handed
+  in (``baselines=``) are used as given; ``details["timing_method"]`` says which.
 
 The gate reaches the code generator, the runtime and the verifier only through `_compile`, `_load` and
 `_verify`; when one is missing the stage says so and the rest proceed.
