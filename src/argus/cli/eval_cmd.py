@@ -169,7 +169,8 @@ def bench(
             if t is not None:
                 state += f", {t:.4g} ms"
             elif row_ms:
-                state += f", {min(row_ms):.4g}–{max(row_ms):.4g} ms (timed with each kernel)"
+                shown = f"{row_ms[0]:.4g}" if min(row_ms) == max(row_ms) else f"{min(row_ms):.4g}–{max(row_ms):.4g}"
+                state += f", {shown} ms (timed with each kernel)"
             parts.append(f"{name}: {state}")
         out.print(f"baselines at {label}: " + "; ".join(parts))
     for r in report.rows:
