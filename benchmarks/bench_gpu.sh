@@ -23,6 +23,7 @@ for k in "${@:-gemm_wgmma_tma flash_attention_fwd}"; do
       *) shapes=$GEMM_SHAPES ;;
     esac
     python3 -m argus bench "$name" --shapes "$shapes" --json "$out/bench-$name.json" --plot "$out/bench-$name.png" \
+      --markdown "$out/bench-$name.md" \
       > "$out/bench-$name.log" 2>&1
     echo "exit $?" >> "$out/bench-$name.log"
     grep -v Warning "$out/bench-$name.log" | tail -30
