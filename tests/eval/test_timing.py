@@ -315,3 +315,28 @@ def test_ratio_stats() -> None:
     assert r.samples == [2.0, 2.0, 2.0, 2.0] and r.median == 2.0 and r.q1 == r.q3 == 2.0
     assert r.ratio_of_medians == pytest.approx(6.0 / 2.0)
     assert RatioStats.from_json(r.to_json()).median == 2.0
+
+
+def test_time_interleaved_cuda_probes_each_contender_and_keeps_events_when_capture_fails() -> None:
+    from argus.eval.timing import time_interleaved_cuda
+
+    gpu = SimulatedGPU()
+    gpu.device = "cuda"  # type: ignore[attr-defined]  # capture needs CUDA streams: it fails here, as it may there
+    tiny = Contender(lambda: gpu.run(0.005))
+    big = Contender(lambda: gpu.run(1.0))
+    result = time_interleaved_cuda(
+        {"tiny": tiny, "big": big}, clock=gpu, rounds=6, warmup=2, graph=None, reference="big", last="big"
+    )  # type: ignore[arg-type]
+    assert result.timings["tiny"].method == "cuda-events" and result.timings["big"].method == "cuda-events"
+    assert any("CUDA-graph capture failed" in n for n in result.timings["tiny"].notes)
+    assert not any("graph" in n for n in result.timings["big"].notes)  # 1 ms: launch overhead does not dominate
+    assert result.ratios["tiny"].ratio_of_medians == pytest.approx(0.005)
+    forced = time_interleaved_cuda({"big": big}, clock=gpu, rounds=3, warmup=1, graph=False)  # type: ignore[arg-type]
+    assert forced.timings["big"].notes == []
+
+    def broken() -> None:
+        raise RuntimeError("bad launch")
+
+    with pytest.raises(ContenderError) as info:
+        time_interleaved_cuda({"big": big, "broken": Contender(broken)}, clock=gpu, rounds=3, graph=None)  # type: ignore[arg-type]
+    assert info.value.name == "broken"
