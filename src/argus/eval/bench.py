@@ -320,7 +320,7 @@ def run_bench(
         for sizes in sizes_list:
             label = size_label(sizes)
             if on_progress:
-                on_progress(done, total, f"baselines at {label}")
+                on_progress(done, total, f"{'checking' if interleaved else 'checking and timing'} baselines at {label}")
             ok, value, failure = call(
                 Job(
                     f"baselines:{label}",
