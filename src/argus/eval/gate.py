@@ -409,7 +409,24 @@ def time_with_baselines(
 
     Returns (the candidate's `Timing`, ``{baseline: {"timing": ..., "round_ratio": ...} | {"skipped": ...}}``, a
     summary of the run: method, rounds, order, contenders, and per baseline the ratio of the medians and the
-    per-round ratio's median and quartiles). A ratio is baseline time / candidate time: the speedup."""
+    per-round ratio's median and quartiles). A ratio is baseline time / candidate time: the speedup. Everything runs
+    under ``torch.no_grad()`` (entered once: nothing but the call itself sits between a contender's events)."""
+    import torch
+
+    with torch.no_grad():
+        return _time_with_baselines(fn, baseline_calls, before_rep, graph_fn, options, device, timer, sync)
+
+
+def _time_with_baselines(
+    fn: Callable[[], Any],
+    baseline_calls: dict[str, Callable[[], Any] | str],
+    before_rep: Callable[[int], None] | None,
+    graph_fn: Callable[[], Any] | None,
+    options: GateOptions,
+    device: str | None,
+    timer: Callable[..., Any] | None,
+    sync: Callable[[], None] | None,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     from argus.eval.timing import Contender, ContenderError, time_interleaved_cuda
 
     if timer is None:
@@ -472,16 +489,10 @@ def time_with_baselines(
     return result.timings[CANDIDATE], ordered, summary
 
 
-def _no_grad_call(fn: Callable[..., Any], args: list[Any]) -> Callable[[], Any]:
-    """``fn(*args)`` under ``torch.no_grad()``, as a call of no arguments (a baseline on the candidate's buffers)."""
-
-    def call() -> Any:
-        import torch
-
-        with torch.no_grad():
-            return fn(*args)
-
-    return call
+def _bound_call(fn: Callable[..., Any], args: list[Any]) -> Callable[[], Any]:
+    """``fn(*args)`` as a call of no arguments (a baseline on the candidate's input buffers; `time_with_baselines`
+    runs it under ``torch.no_grad()``)."""
+    return lambda: fn(*args)
 
 
 def _first_line(e: BaseException) -> str:
@@ -737,7 +748,7 @@ def gate_kernel(
         # the candidate just computed (and no second copy of the inputs is held)
         calls = (
             {
-                n: f if isinstance(f, str) else _no_grad_call(f, rotating.buffers)
+                n: f if isinstance(f, str) else _bound_call(f, rotating.buffers)
                 for n, f in baseline_functions(task, names, device).items()
             }
             if interleave
@@ -940,7 +951,7 @@ def gate_module(
 
         calls = (
             {
-                n: f if isinstance(f, str) else _no_grad_call(f, rotating.buffers)
+                n: f if isinstance(f, str) else _bound_call(f, rotating.buffers)
                 for n, f in module_baseline_functions(task, names, device, options.seed).items()
             }
             if interleave
