@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The library's GEMM and attention kernels through `argus bench` on a GPU machine, with the baselines measured in
 # the same run and the machine's ceilings: `benchmarks/bench_gpu.sh [KERNELS...]` (default: the expert kernels).
-# Writes JSON, PNG and logs under $OUT (default ./out). Carries z3 from .whl/ when it is missing there.
+# Kernels and baselines are timed interleaved (`argus bench --timing`, default). Writes JSON, PNG, markdown and
+# logs under $OUT (default ./out). Carries z3 from .whl/ when it is missing there.
 set -u
 out=${OUT:-out}; mkdir -p "$out"
 if ! python3 -c "import z3" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
@@ -23,6 +24,7 @@ for k in "${@:-gemm_wgmma_tma flash_attention_fwd}"; do
       *) shapes=$GEMM_SHAPES ;;
     esac
     python3 -m argus bench "$name" --shapes "$shapes" --json "$out/bench-$name.json" --plot "$out/bench-$name.png" \
+      --markdown "$out/bench-$name.md" \
       > "$out/bench-$name.log" 2>&1
     echo "exit $?" >> "$out/bench-$name.log"
     grep -v Warning "$out/bench-$name.log" | tail -30

@@ -402,6 +402,15 @@ def test_gpu_profile_reports_timing_ceilings_and_baselines() -> None:
     assert d["ceilings"]["copy_gbps"] > 100
     assert "eager" in d["speedup"]
     assert d["telemetry"]["before"].get("source") in ("pynvml", "nvidia-smi", None)
+    # the baselines were timed interleaved with the kernel, in this process
+    assert d["timing_method"] == "interleaved" and d["interleaved"]["rounds"] == d["timing"]["reps"] == 100
+    assert d["interleaved"]["contenders"][0] == "candidate" and "eager" in d["interleaved"]["ratios"]
+    assert d["speedup"]["eager"] == pytest.approx(d["interleaved"]["ratios"]["eager"]["ratio_of_medians"])
+    sequential = gate_kernel(
+        get_task("vector_add"), library_candidate("vector_add"), {"N": 1 << 22}, GateOptions(timing="sequential")
+    ).stage("profile")
+    assert sequential.details["timing_method"] == "sequential" and sequential.details["interleaved"] is None
+    assert "eager" in sequential.details["speedup"]
 
 
 class _Chain(torch.nn.Module):

@@ -14,7 +14,17 @@ import pytest
 from argus.eval.ceilings import get_ceilings
 from argus.eval.device import environment, gpu_telemetry, parse_nvidia_smi
 from argus.eval.flags import Thresholds, speedups, suspicion_flags
-from argus.eval.timing import fraction_of_ceilings, measure, summarize, throughput
+from argus.eval.timing import (
+    Contender,
+    ContenderError,
+    RatioStats,
+    fraction_of_ceilings,
+    measure,
+    measure_interleaved,
+    ratio_stats,
+    summarize,
+    throughput,
+)
 
 
 def test_summary_statistics() -> None:
@@ -177,3 +187,156 @@ def test_environment_records_software_and_precision_settings() -> None:
     env = environment("cpu")
     assert env["device"] == "cpu" and env["torch"] and "gpu" not in env
     assert env["precision"]["float32_matmul_precision"] in ("highest", "high", "medium", "mixed")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# interleaved timing under a drifting clock
+
+
+class DriftingGPU(SimulatedGPU):
+    """A simulated device whose clock slows down as it heats: work of nominal duration ``ms`` takes
+    ``ms * speed(t)`` of device time, ``t`` the device time at which it starts (what power and temperature do to
+    an H200's SM clock under a sustained tensor-core load, exaggerated)."""
+
+    def __init__(self, speed: Any) -> None:
+        super().__init__()
+        self.speed = speed
+
+    def run(self, ms: float, side_ms: float = 0.0) -> None:
+        super().run(ms * self.speed(self.stream), side_ms * self.speed(self.stream))
+
+
+def _linear_throttle(t_ms: float) -> float:
+    return 1.0 + 0.5 * min(t_ms / 2000.0, 1.0)  # 50 % slower after 2 s of device time
+
+
+def _step_throttle(t_ms: float) -> float:
+    return 1.0 if t_ms < 700.0 else 1.3  # a power cap that cuts in part-way through
+
+
+def _sequential_ratio(gpu: SimulatedGPU, kernel_ms: float, baseline_ms: float, reps: int) -> float:
+    kernel = measure(lambda: gpu.run(kernel_ms), gpu, reps=reps, warmup=5)
+    baseline = measure(lambda: gpu.run(baseline_ms), gpu, reps=reps, warmup=5)
+    return baseline.median_ms / kernel.median_ms
+
+
+@pytest.mark.parametrize("speed", [_linear_throttle, _step_throttle], ids=["linear", "step"])
+def test_interleaved_timing_gives_the_true_ratio_where_sequential_timing_is_biased(speed: Any) -> None:
+    kernel_ms, baseline_ms, reps = 2.0, 2.2, 200  # true speedup of the kernel over its baseline: 1.1
+    true = baseline_ms / kernel_ms
+    sequential = _sequential_ratio(DriftingGPU(speed), kernel_ms, baseline_ms, reps)
+    assert abs(sequential / true - 1) > 0.08  # the baseline ran on a slower clock: the kernel looks ~10-25 % faster
+
+    gpu = DriftingGPU(speed)
+    contenders = {
+        "kernel": Contender(lambda: gpu.run(kernel_ms)),
+        "baseline": Contender(lambda: gpu.run(baseline_ms)),
+    }
+    result = measure_interleaved(contenders, gpu, rounds=reps, warmup=5, reference="kernel")
+    ratio = result.ratios["baseline"]
+    assert ratio.ratio_of_medians == pytest.approx(true, rel=0.01)
+    assert ratio.median == pytest.approx(true, rel=0.01)
+    assert ratio.q1 <= ratio.median <= ratio.q3
+    assert ratio.q3 - ratio.q1 < 0.02 * true  # every round saw one clock state for both
+    assert len(ratio.samples) == reps
+    # the absolute times did drift (by 25 % or more within the run); only their ratio is right
+    assert result.timings["kernel"].max_ms > result.timings["kernel"].min_ms * 1.2
+
+
+def test_interleaved_loop_rotates_order_flushes_and_synchronizes_every_call() -> None:
+    gpu = SimulatedGPU()
+    calls: list[str] = []
+    hooks: list[tuple[str, int]] = []
+
+    def contender(name: str, ms: float) -> Contender:
+        def fn() -> None:
+            calls.append(name)
+            gpu.run(ms)
+
+        return Contender(fn, before_rep=lambda i: hooks.append((name, i)))
+
+    result = measure_interleaved(
+        {"a": contender("a", 1.0), "b": contender("b", 2.0), "c": contender("c", 4.0)},
+        gpu,
+        rounds=4,
+        warmup=1,
+        wall_reps=2,
+        reference="a",
+    )
+    timed = calls[3 + 3 * 2 :]  # after the warm-up (one each) and the wall-clock cross-check (two each)
+    assert timed == list("abc" + "bca" + "cab" + "abc")
+    assert hooks == [("a", 0), ("b", 0), ("c", 0)] + [
+        (n, r) for r, o in enumerate(("abc", "bca", "cab", "abc")) for n in o
+    ]
+    assert gpu.flushes == 12 and gpu.syncs >= 12
+    assert result.method == "interleaved" and result.rounds == 4 and result.order == "rotating"
+    assert {n: t.median_ms for n, t in result.timings.items()} == pytest.approx({"a": 1.0, "b": 2.0, "c": 4.0})
+    assert result.timings["b"].wall_ms == pytest.approx(2.0)
+    assert result.ratios["c"].ratio_of_medians == pytest.approx(4.0) and set(result.ratios) == {"b", "c"}
+    assert "interleaved with a, b, c" in result.timings["a"].notes[0]
+    data = result.to_json(samples=False)
+    assert data["contenders"] == ["a", "b", "c"] and "samples" not in data["ratios"]["b"]
+    assert json.loads(json.dumps(data))["ratios"]["b"]["median"] == pytest.approx(2.0)
+
+
+def test_interleaved_side_stream_work_stays_in_its_own_call_and_is_flagged() -> None:
+    gpu = SimulatedGPU()
+    result = measure_interleaved(
+        {"cheat": Contender(lambda: gpu.run(0.01, side_ms=3.0)), "honest": Contender(lambda: gpu.run(1.0))},
+        gpu,
+        rounds=10,
+        warmup=2,
+        reference="cheat",
+    )
+    assert result.timings["honest"].median_ms == pytest.approx(1.0)  # the cheat's 3 ms never lands in its timing
+    assert [f.code for f in suspicion_flags(result.timings["cheat"].to_json())] == ["FLAG_UNSYNCED_WORK"]
+
+
+def test_interleaved_errors_name_the_contender() -> None:
+    gpu = SimulatedGPU()
+    state = {"n": 0}
+
+    def flaky() -> None:
+        state["n"] += 1
+        if state["n"] > 3:
+            raise RuntimeError("backend gone")
+
+    with pytest.raises(ContenderError) as info:
+        measure_interleaved({"k": Contender(lambda: gpu.run(1.0)), "b": Contender(flaky)}, gpu, rounds=5, warmup=1)
+    assert info.value.name == "b" and "backend gone" in str(info.value)
+    with pytest.raises(ValueError, match="not a contender"):
+        measure_interleaved({"k": Contender(lambda: None)}, gpu, reference="x")
+    with pytest.raises(ValueError):
+        measure_interleaved({}, gpu)
+
+
+def test_ratio_stats() -> None:
+    r = ratio_stats([2.0, 4.0, 6.0, 8.0, 10.0], [1.0, 2.0, 3.0, 4.0, 0.0])
+    assert r.samples == [2.0, 2.0, 2.0, 2.0] and r.median == 2.0 and r.q1 == r.q3 == 2.0
+    assert r.ratio_of_medians == pytest.approx(6.0 / 2.0)
+    assert RatioStats.from_json(r.to_json()).median == 2.0
+
+
+def test_time_interleaved_cuda_probes_each_contender_and_keeps_events_when_capture_fails() -> None:
+    from argus.eval.timing import time_interleaved_cuda
+
+    gpu = SimulatedGPU()
+    gpu.device = "cuda"  # type: ignore[attr-defined]  # capture needs CUDA streams: it fails here, as it may there
+    tiny = Contender(lambda: gpu.run(0.005))
+    big = Contender(lambda: gpu.run(1.0))
+    result = time_interleaved_cuda(
+        {"tiny": tiny, "big": big}, clock=gpu, rounds=6, warmup=2, graph=None, reference="big", last="big"
+    )  # type: ignore[arg-type]
+    assert result.timings["tiny"].method == "cuda-events" and result.timings["big"].method == "cuda-events"
+    assert any("CUDA-graph capture failed" in n for n in result.timings["tiny"].notes)
+    assert not any("graph" in n for n in result.timings["big"].notes)  # 1 ms: launch overhead does not dominate
+    assert result.ratios["tiny"].ratio_of_medians == pytest.approx(0.005)
+    forced = time_interleaved_cuda({"big": big}, clock=gpu, rounds=3, warmup=1, graph=False)  # type: ignore[arg-type]
+    assert forced.timings["big"].notes == []
+
+    def broken() -> None:
+        raise RuntimeError("bad launch")
+
+    with pytest.raises(ContenderError) as info:
+        time_interleaved_cuda({"big": big, "broken": Contender(broken)}, clock=gpu, rounds=3, graph=None)  # type: ignore[arg-type]
+    assert info.value.name == "broken"

@@ -78,7 +78,15 @@ def bench(
     json_file: str | None = typer.Option(None, "--json", help="write every result (all gate stages) as JSON"),
     plot_file: str | None = typer.Option(None, "--plot", help="bar chart of the ratios to the baselines (PNG)"),
     trials: int = typer.Option(6, "--trials", help="correctness trials per kernel and size"),
-    reps: int = typer.Option(100, "--reps", help="timed repetitions (GPU)"),
+    reps: int = typer.Option(100, "--reps", help="timed repetitions (GPU); interleaved: rounds"),
+    timing: str = typer.Option(
+        "interleaved",
+        "--timing",
+        help="interleaved: each kernel and its baselines timed together in one worker, one launch each per round, "
+        "order rotating (the GPU clock drifts: ratios from separate timings move 5-10 %); sequential: baselines "
+        "timed once per size on their own, before the kernels",
+    ),
+    markdown_file: str | None = typer.Option(None, "--markdown", help="write the table as markdown"),
     timeout: float = typer.Option(900.0, "--timeout", help="time limit per kernel and size, in seconds"),
     isolate: bool = typer.Option(True, "--isolate/--no-isolate", help="run each kernel in a worker process"),
     store: str | None = typer.Option(None, "--store", help="SQLite file results are written to as they arrive"),
@@ -86,13 +94,15 @@ def bench(
     """Library kernels through the gate against their baselines: time, TFLOP/s, % of ceiling, ratios.
 
     Without a GPU, correctness runs on the CPU interpreter and timing is skipped (said in the table)."""
-    from argus.eval.bench import parse_shapes, plot_ratios, run_bench, size_label
+    from argus.eval.bench import parse_shapes, plot_ratios, ratio_cell, run_bench, size_label
     from argus.eval.gate import GateOptions
 
+    if timing not in ("interleaved", "sequential"):
+        raise typer.BadParameter(f"--timing is 'interleaved' or 'sequential', not {timing!r}")
     try:
         shape_list = parse_shapes(shapes) if shapes.strip() else None
         names = [b.strip() for b in baselines.split(",") if b.strip()] or None
-        options = GateOptions(trials=trials, reps=reps)
+        options = GateOptions(trials=trials, reps=reps, timing=timing)
         with _progress() as progress:
             bar = progress.add_task("starting", total=None)
 
@@ -121,18 +131,21 @@ def bench(
     for col in ("kernel", "shape", "verdict", "rel. error", *timed_cols):
         table.add_column(col, justify="left" if col in ("kernel", "shape", "verdict", "timing") else "right")
     for b in base_names if report.gpu else []:
-        table.add_column(f"x {b}", justify="right")
+        table.add_column(
+            f"x {b}" + (" [q1, q3]" if report.timing.get("method") == "interleaved" else ""), justify="right"
+        )
     for r in report.rows:
         verdict = r.verdict if not r.flags else f"{r.verdict} ({', '.join(r.flags)})"
         cells = [r.kernel, size_label(r.sizes), verdict, _fmt(r.max_rel_norm, ".1e")]
         if report.gpu:
             ceiling = r.fraction_of_ceiling * 100 if r.fraction_of_ceiling is not None else None
             cells += [_fmt(r.time_ms), _fmt(r.tflops, ".1f"), _fmt(r.gbps, ".0f"), _fmt(ceiling, ".0f", "%")]
-            cells += [_fmt(r.ratios.get(b), ".2f", "x") for b in base_names]
+            cells += [ratio_cell(r, b) for b in base_names]
         else:
             cells.append(f"skipped: {r.timing_skipped}" if r.timing_skipped else "—")
         table.add_row(*cells)
     out.print(table)
+    out.print(report.timing_line(), markup=False, highlight=False)
     for label, b in report.baselines.items():
         if "error" in b:
             out.print(f"baselines at {label}: {b['error']}")
@@ -141,6 +154,11 @@ def bench(
         for name, check in b.get("checks", {}).items():
             timing = b.get("timings", {}).get(name, {})
             t = timing.get("timing", {}).get("median_ms")
+            if t is None:  # interleaved: timed with each kernel; the medians of its rows
+                row_ms = [ms for r in report.rows if size_label(r.sizes) == label for ms in [r.baseline_ms.get(name)]]
+                row_ms = [ms for ms in row_ms if ms is not None]
+            else:
+                row_ms = []
             state = (
                 "computes the task"
                 if check.get("correct")
@@ -148,7 +166,12 @@ def bench(
                 if "reason" in check
                 else f"not run: {check.get('skipped')}"
             )
-            parts.append(f"{name}: {state}" + (f", {t:.4g} ms" if t is not None else ""))
+            if t is not None:
+                state += f", {t:.4g} ms"
+            elif row_ms:
+                shown = f"{row_ms[0]:.4g}" if min(row_ms) == max(row_ms) else f"{min(row_ms):.4g}–{max(row_ms):.4g}"
+                state += f", {shown} ms (timed with each kernel)"
+            parts.append(f"{name}: {state}")
         out.print(f"baselines at {label}: " + "; ".join(parts))
     for r in report.rows:
         if not r.correct:
@@ -158,6 +181,9 @@ def bench(
     if json_file is not None:
         Path(json_file).write_text(json.dumps(report.to_json(), indent=2))
         out.print(f"wrote {json_file}")
+    if markdown_file is not None:
+        Path(markdown_file).write_text(report.to_markdown())
+        out.print(f"wrote {markdown_file}")
     if plot_file is not None:
         try:
             written = plot_ratios(report, plot_file)

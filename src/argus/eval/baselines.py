@@ -107,6 +107,28 @@ def time_baselines(
     return out
 
 
+def module_baseline_functions(
+    task: ModuleTask, names: Sequence[str], device: Any = "cuda", seed: int = 0
+) -> dict[str, Callable[..., Any] | str]:
+    """PyTorch eager (``"eager"``: the reference module, built as the candidate is) and ``torch.compile`` of it
+    (``"compile"``), each a function of the task's inputs, or a string saying why it is not available."""
+    out: dict[str, Callable[..., Any] | str] = {}
+    for name in names:
+        if name not in ("eager", "compile"):
+            out[name] = f"no baseline {name!r} for a module task (eager, compile)"
+            continue
+        try:
+            model = task.build(task.model, seed, device)
+            if name == "compile":
+                import torch
+
+                model = torch.compile(model)
+            out[name] = model
+        except Exception as e:  # noqa: BLE001 - said, not fatal
+            out[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    return out
+
+
 def time_module_baselines(
     task: ModuleTask,
     names: Sequence[str],
@@ -126,14 +148,11 @@ def time_module_baselines(
 
     inputs = to_device(task.sample(seed, device), device)
     out: dict[str, Any] = {}
-    for name in names:
+    for name, model in module_baseline_functions(task, names, device, seed).items():
+        if isinstance(model, str):
+            out[name] = {"skipped": model}
+            continue
         try:
-            model = task.build(task.model, seed, device)
-            if name == "compile":
-                model = torch.compile(model)
-            elif name != "eager":
-                out[name] = {"skipped": f"no baseline {name!r} for a module task (eager, compile)"}
-                continue
             with torch.no_grad():
                 timing = time_cuda(
                     lambda m=model: m(*inputs), device=device, reps=reps, warmup=warmup, flush_l2=flush_l2, graph=graph

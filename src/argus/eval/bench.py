@@ -1,10 +1,23 @@
 """``argus bench``: library kernels against their baselines, through the gate, at one or more problem sizes.
 
 `run_bench(name)` takes a built-in task (all its library kernels) or a library kernel (its task), and for each
-size: checks the baselines compute the task (any device) and times them (GPU), then runs every kernel through
-the gate in a worker process. The `BenchReport` has one `BenchRow` per kernel and size, with the numbers a
-table shows — time, TFLOP/s, GB/s, % of the measured ceiling, the ratio to each baseline — and the full gate
-results for JSON.
+size: checks the baselines compute the task (any device), then runs every kernel through the gate in a worker
+process. The `BenchReport` has one `BenchRow` per kernel and size, with the numbers a table shows — time, TFLOP/s,
+GB/s, % of the measured ceiling, the ratio to each baseline — and the full gate results for JSON.
+
+Timing (GPU), ``GateOptions.timing``:
+
+* ``"interleaved"`` (default): once a kernel has passed the gate's correctness stages, its profile stage times it
+  and the baselines in the same worker process, interleaved (`argus.eval.timing.measure_interleaved`: per round
+  one launch of each, L2 flushed before each, the order rotating; ``reps`` rounds). Each row's ratio is the ratio
+  of the medians of that one run, with the median and quartiles of the per-round ratios beside it. The GPU's clock
+  follows power and temperature; contenders timed one after the other see different clocks (on H200s the ratio to
+  cuBLAS moved by 5-10 % between runs), contenders timed interleaved see the same ones. The baselines are timed
+  again with every kernel: a row's baseline times are the ones its own ratio came from.
+* ``"sequential"``: the baselines are timed once per size in a job of their own, before the kernels, and every
+  kernel's gate compares with those times (the behaviour before interleaving).
+
+The report says which (`BenchReport.timing`, `BenchRow.timing_method`, ``rounds``), in JSON and in markdown.
 
 Without a GPU the gate runs correctness on the CPU interpreter at the task's small sizes and every row says
 timing was skipped.
@@ -21,7 +34,13 @@ from argus.eval.results import GateResult, StageResult, Status
 
 @dataclass
 class BenchRow:
-    """One kernel at one size."""
+    """One kernel at one size.
+
+    `ratios` are baseline median / kernel median (above 1: the kernel is faster). `timing_method` is
+    ``"interleaved"`` (kernel and baselines timed together in its gate's profile stage, `rounds` rounds; then
+    `round_ratios` gives, per baseline, the ``median``, ``q1`` and ``q3`` of the per-round ratios) or
+    ``"sequential"`` (baseline times from a separate job; `rounds` is the kernel's repetitions). `baseline_ms`: the
+    baseline medians the ratios came from."""
 
     kernel: str
     task: str
@@ -38,6 +57,10 @@ class BenchRow:
     ratios: dict[str, float | None] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     timing_skipped: str | None = None
+    timing_method: str | None = None
+    rounds: int | None = None
+    baseline_ms: dict[str, float | None] = field(default_factory=dict)
+    round_ratios: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -54,6 +77,7 @@ class BenchReport:
     baselines: dict[str, dict[str, Any]]  # size label -> {"checks": ..., "timings": ...}
     gates: list[dict[str, Any]]
     environment: dict[str, Any]
+    timing: dict[str, Any] = field(default_factory=dict)  # method, rounds, order, l2_flush (None method: no GPU)
 
     def to_json(self) -> dict[str, Any]:
         from argus.eval.results import jsonable
@@ -63,12 +87,67 @@ class BenchReport:
                 "target": self.target,
                 "task": self.task,
                 "gpu": self.gpu,
+                "timing": self.timing,
                 "rows": [r.to_json() for r in self.rows],
                 "baselines": self.baselines,
                 "gates": self.gates,
                 "environment": self.environment,
             }
         )
+
+    def timing_line(self) -> str:
+        """One sentence saying how the numbers were measured."""
+        t = self.timing
+        if not self.gpu or not t.get("method"):
+            return "timing: skipped (no CUDA GPU here)"
+        flush = "L2 flushed before every launch" if t.get("l2_flush", True) else "L2 not flushed"
+        if t["method"] == "interleaved":
+            return (
+                f"timing: interleaved — each kernel and its baselines in one worker process, {t.get('rounds')} rounds "
+                f"of one launch each, order rotating every round, {flush}, CUDA events; ratio = baseline median / "
+                "kernel median of that run, [q1, q3] of the per-round ratios"
+            )
+        return (
+            f"timing: sequential — baselines timed once per size in a job of their own, each kernel in its gate, "
+            f"{t.get('rounds')} repetitions each, {flush}, CUDA events; ratio = baseline median / kernel median"
+        )
+
+    def to_markdown(self) -> str:
+        """A markdown table of the rows, headed by the target, device and timing method."""
+        env = self.environment
+        device = env.get("gpu", {}).get("name") if self.gpu else "CPU (no CUDA GPU)"
+        names = list(dict.fromkeys(n for r in self.rows for n in r.ratios))
+        lines = [
+            f"### argus bench {self.target} — task {self.task} on {device}, torch {env.get('torch')}",
+            "",
+            self.timing_line(),
+            "",
+        ]
+        head = ["kernel", "shape", "verdict", "ms", "TFLOP/s", "% ceiling"]
+        head += [f"{n} ms" for n in names] + [f"x {n} [q1, q3]" for n in names]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows:
+            ceiling = f"{r.fraction_of_ceiling * 100:.0f}%" if r.fraction_of_ceiling is not None else "—"
+            cells = [r.kernel, size_label(r.sizes), r.verdict, _num(r.time_ms, ".4f"), _num(r.tflops, ".1f"), ceiling]
+            cells += [_num(r.baseline_ms.get(n), ".4f") for n in names]
+            cells += [ratio_cell(r, n) for n in names]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "—" if value is None else f"{value:{spec}}"
+
+
+def ratio_cell(row: BenchRow, baseline: str) -> str:
+    """``"0.991x [0.982, 0.998]"``: the ratio of medians and the per-round ratio's quartiles (when interleaved)."""
+    ratio = row.ratios.get(baseline)
+    if ratio is None:
+        return "—"
+    q = row.round_ratios.get(baseline) or {}
+    if q.get("q1") is not None and q.get("q3") is not None:
+        return f"{ratio:.3f}x [{q['q1']:.3f}, {q['q3']:.3f}]"
+    return f"{ratio:.3f}x"
 
 
 def size_label(sizes: dict[str, int]) -> str:
@@ -118,6 +197,13 @@ def row_from_gate(gate: GateResult) -> BenchRow:
         row.gbps = d.get("throughput", {}).get("gbps")
         row.fraction_of_ceiling = d.get("fraction_of_ceiling", {}).get("roofline")
         row.ratios = dict(d.get("speedup", {}))
+        row.timing_method = d.get("timing_method", "sequential")
+        row.rounds = d["timing"].get("reps")
+        row.baseline_ms = {n: b["timing"]["median_ms"] for n, b in (d.get("baselines") or {}).items() if "timing" in b}
+        interleaved = d.get("interleaved") or {}
+        row.round_ratios = {
+            n: {k: r.get(k) for k in ("median", "q1", "q3")} for n, r in (interleaved.get("ratios") or {}).items()
+        }
     elif profile is not None:
         row.timing_skipped = profile.reason
     return row
@@ -141,8 +227,11 @@ def gate_library_kernel_job(
     return result.to_json()
 
 
-def baselines_job(task: str, sizes: dict[str, int], names: list[str], options: dict[str, Any]) -> dict[str, Any]:
-    """Worker job: check the baselines against the reference (any device) and time them (GPU)."""
+def baselines_job(
+    task: str, sizes: dict[str, int], names: list[str], options: dict[str, Any], time: bool = True
+) -> dict[str, Any]:
+    """Worker job: check the baselines against the reference (any device) and, with `time`, time them (GPU; with
+    interleaved timing they are timed in each kernel's gate instead)."""
     from argus.eval.baselines import check_baselines, time_baselines
     from argus.eval.gate import GateOptions
     from argus.tasks.builtin import get_task
@@ -151,7 +240,9 @@ def baselines_job(task: str, sizes: dict[str, int], names: list[str], options: d
     device = opts.resolved_device()
     t = get_task(task)
     out: dict[str, Any] = {"checks": check_baselines(t, sizes, names, device)}
-    if device.startswith("cuda"):
+    if device.startswith("cuda") and not time:
+        out["timings"] = {n: {"interleaved": "timed with each kernel, in its gate's profile stage"} for n in names}
+    elif device.startswith("cuda"):
         out["timings"] = time_baselines(
             t,
             sizes,
@@ -184,7 +275,8 @@ def run_bench(
 ) -> BenchReport:
     """Bench a task or library kernel (see the module docstring). `shapes` default: the task's first benchmark
     size on a GPU, its small CPU size without one; a partial shape is completed from that default.
-    `store_path`: a SQLite file (`argus.eval.store`) each gate result is written to as it arrives."""
+    `store_path`: a SQLite file (`argus.eval.store`) each gate result is written to as it arrives. How kernels and
+    baselines are timed: ``options.timing`` (see the module docstring)."""
     from argus.eval.device import environment
     from argus.eval.gate import GateOptions
     from argus.eval.isolation import Job, WorkerPool, failure_status
@@ -193,6 +285,9 @@ def run_bench(
     options = options or GateOptions()
     device = options.resolved_device()
     gpu = device.startswith("cuda")
+    interleaved = options.timing == "interleaved"
+    if options.timing not in ("interleaved", "sequential"):
+        raise ValueError(f"timing must be 'interleaved' or 'sequential', not {options.timing!r}")
     task, kernels = resolve_target(name)
     names = list(baselines) if baselines is not None else list(task.default_baselines)
     default = task.bench_sizes[0] if gpu else task.small_sizes
@@ -215,18 +310,28 @@ def run_bench(
         return outcome.ok, outcome.value, outcome
 
     store = ResultStore(store_path) if store_path else None
-    run_id = store.start_run("bench", {"target": name, "baselines": names, "shapes": sizes_list}) if store else None
+    run_id = (
+        store.start_run("bench", {"target": name, "baselines": names, "shapes": sizes_list, "timing": options.timing})
+        if store
+        else None
+    )
     pool = WorkerPool(workers=1, timeout_s=timeout_s) if isolate else None
     try:
         for sizes in sizes_list:
             label = size_label(sizes)
             if on_progress:
-                on_progress(done, total, f"baselines at {label}")
+                on_progress(done, total, f"{'checking' if interleaved else 'checking and timing'} baselines at {label}")
             ok, value, failure = call(
                 Job(
                     f"baselines:{label}",
                     "argus.eval.bench:baselines_job",
-                    {"task": task.name, "sizes": sizes, "names": names, "options": option_fields},
+                    {
+                        "task": task.name,
+                        "sizes": sizes,
+                        "names": names,
+                        "options": option_fields,
+                        "time": not interleaved,
+                    },
                 ),
                 pool,
             )
@@ -245,7 +350,8 @@ def run_bench(
                             "kernel": kernel,
                             "sizes": sizes,
                             "options": option_fields,
-                            "baselines": timings if gpu else None,
+                            # interleaved: None, so that the gate times the baselines beside the kernel
+                            "baselines": timings if gpu and not interleaved else None,
                         },
                     ),
                     pool,
@@ -272,7 +378,18 @@ def run_bench(
             pool.close()
         if store is not None:
             store.close()
-    return BenchReport(name, task.name, gpu, rows, base, gates, environment(device))
+    timing = (
+        {
+            "method": options.timing,
+            "rounds": options.reps,
+            "order": "rotating" if interleaved else None,
+            "l2_flush": options.flush_l2,
+            "warmup": options.warmup,
+        }
+        if gpu
+        else {"method": None, "skipped": "no CUDA GPU here"}
+    )
+    return BenchReport(name, task.name, gpu, rows, base, gates, environment(device), timing)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -16,8 +16,14 @@
   timing, the outputs of the last timed call, and of one more call on every draw, are checked against the
   reference: a candidate that caches results across calls, or stops computing once it is being timed, fails here
   (``PROFILE_STALE_RESULT``). Then TFLOP/s, GB/s, the fraction of this GPU's measured ceilings, the baselines'
-  times and ratios (timed by the same harness in the same process), SM clock and power before and after, and the
-  suspicion flags (`argus.eval.flags`).
+  times and ratios, SM clock and power before and after, and the suspicion flags (`argus.eval.flags`).
+  Baselines the gate times itself are timed *interleaved* with the candidate by default (``GateOptions.timing``;
+  `time_with_baselines`): per round one launch of the candidate and of each baseline, L2 flushed before each, the
+  order rotating, the baselines on the candidate's input buffers; the ratios are ratios of medians of that one run,
+  with the per-round ratios' median and quartiles in ``details["interleaved"]``. The GPU clock follows power and
+  temperature, so a baseline timed before or after the candidate runs at another clock (5-10 % on H200s).
+  ``timing="sequential"`` times the baselines first, each on its own, then the candidate. Baseline timings handed
+  in (``baselines=``) are used as given; ``details["timing_method"]`` says which.
 
 The gate reaches the code generator, the runtime and the verifier only through `_compile`, `_load` and
 `_verify`; when one is missing the stage says so and the rest proceed.
@@ -47,6 +53,11 @@ class GateOptions:
         device: ``"cuda"``/``"cuda:N"``/``"cpu"``; None picks the GPU when there is one.
         reps, warmup, flush_l2, graph: timing (`argus.eval.timing.time_cuda`).
         timing_inputs: distinct input draws rotated through the timed repetitions.
+        timing: how the profile stage times the candidate beside the baselines it times itself:
+            ``"interleaved"`` (default: one launch of the candidate and of every baseline per round, the order
+            rotating, `argus.eval.timing.measure_interleaved`; `reps` rounds) or ``"sequential"`` (the baselines
+            first, each on its own, then the candidate). Baseline timings passed in to the gate (`gate_kernel`'s
+            ``baselines=``) are always from elsewhere, i.e. sequential.
         verify: run the verifier on DSL kernels.
         baselines: baselines to time in the profile stage (None: the task's defaults; empty: none).
         thresholds: when a timing is flagged (`argus.eval.flags.Thresholds`).
@@ -68,6 +79,7 @@ class GateOptions:
     flush_l2: bool = True
     graph: bool | None = None
     timing_inputs: int = 2
+    timing: str = "interleaved"
     verify: bool = True
     baselines: tuple[str, ...] | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
@@ -373,6 +385,121 @@ def _device_index(device: str) -> int:
     return d.index if d.index is not None else torch.cuda.current_device()
 
 
+#: The candidate's name among the contenders of an interleaved timing (baselines are named eager, compile, cublas, ...).
+CANDIDATE = "candidate"
+
+
+def time_with_baselines(
+    fn: Callable[[], Any],
+    baseline_calls: dict[str, Callable[[], Any] | str],
+    *,
+    before_rep: Callable[[int], None] | None,
+    graph_fn: Callable[[], Any] | None,
+    options: GateOptions,
+    device: str | None = None,
+    timer: Callable[..., Any] | None = None,
+    sync: Callable[[], None] | None = None,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Time the candidate `fn` and the baselines interleaved (`argus.eval.timing.time_interleaved_cuda`, or
+    `timer` with the same signature, e.g. `measure_interleaved` on a test clock): `options.reps` rounds, the
+    candidate the reference of the ratios and its last timed call the last call of all (the outputs the gate checks
+    after timing are that call's). A baseline given as a string, or one that raises on a first call (run
+    here, outside timing) or while timed, is reported skipped with the reason and the rest are timed again without
+    it; the candidate raising is `ContenderError` (the caller rejects it).
+
+    Returns (the candidate's `Timing`, ``{baseline: {"timing": ..., "round_ratio": ...} | {"skipped": ...}}``, a
+    summary of the run: method, rounds, order, contenders, and per baseline the ratio of the medians and the
+    per-round ratio's median and quartiles). A ratio is baseline time / candidate time: the speedup. Everything runs
+    under ``torch.no_grad()`` (entered once: nothing but the call itself sits between a contender's events)."""
+    import torch
+
+    with torch.no_grad():
+        return _time_with_baselines(fn, baseline_calls, before_rep, graph_fn, options, device, timer, sync)
+
+
+def _time_with_baselines(
+    fn: Callable[[], Any],
+    baseline_calls: dict[str, Callable[[], Any] | str],
+    before_rep: Callable[[int], None] | None,
+    graph_fn: Callable[[], Any] | None,
+    options: GateOptions,
+    device: str | None,
+    timer: Callable[..., Any] | None,
+    sync: Callable[[], None] | None,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    from argus.eval.timing import Contender, ContenderError, time_interleaved_cuda
+
+    if timer is None:
+
+        def timer(contenders: dict[str, Contender], **kw: Any) -> Any:
+            return time_interleaved_cuda(contenders, device=device, graph=options.graph, **kw)
+
+    if sync is None and device is not None and str(device).startswith("cuda"):
+        import torch
+
+        def sync() -> None:
+            torch.cuda.synchronize(device)
+
+    out: dict[str, Any] = {}
+    calls: dict[str, Callable[[], Any]] = {}
+    for name, call in baseline_calls.items():
+        if isinstance(call, str):
+            out[name] = {"skipped": call}
+            continue
+        try:  # a baseline that cannot run here (an SDPA backend this GPU lacks) is said, not timed
+            call()
+            if sync is not None:
+                sync()
+        except Exception as e:  # noqa: BLE001
+            out[name] = {"skipped": f"does not run here: {type(e).__name__}: {_first_line(e)}"}
+            continue
+        calls[name] = call
+    while True:
+        contenders = {CANDIDATE: Contender(fn, before_rep, graph_fn)}
+        contenders.update({name: Contender(call) for name, call in calls.items()})
+        try:
+            result = timer(
+                contenders,
+                rounds=options.reps,
+                warmup=options.warmup,
+                flush_l2=options.flush_l2,
+                reference=CANDIDATE,
+                last=CANDIDATE,
+            )
+            break
+        except ContenderError as e:
+            if e.name == CANDIDATE or e.name not in calls:
+                raise
+            out[e.name] = {"skipped": f"raised while timed: {type(e.error).__name__}: {_first_line(e.error)}"}
+            del calls[e.name]
+    summary: dict[str, Any] = {
+        "method": result.method,
+        "rounds": result.rounds,
+        "order": result.order,
+        "reference": CANDIDATE,
+        "contenders": list(result.timings),
+        "l2_flush": options.flush_l2,
+        "ratios": {},
+    }
+    for name in calls:
+        ratio = result.ratios[name]
+        out[name] = {"timing": result.timings[name].to_json(), "round_ratio": ratio.to_json()}
+        summary["ratios"][name] = {k: v for k, v in ratio.to_json().items() if k != "samples"}
+    ordered = {name: out[name] for name in baseline_calls}
+    return result.timings[CANDIDATE], ordered, summary
+
+
+def _bound_call(fn: Callable[..., Any], args: list[Any]) -> Callable[[], Any]:
+    """``fn(*args)`` as a call of no arguments (a baseline on the candidate's input buffers; `time_with_baselines`
+    runs it under ``torch.no_grad()``)."""
+    return lambda: fn(*args)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e)
+    return text.splitlines()[0][:200] if text else ""
+
+
 def profile_stage(
     fn: Callable[[], Any],
     *,
@@ -385,28 +512,43 @@ def profile_stage(
     device: str,
     extra: dict[str, Any] | None = None,
     graph_fn: Callable[[], Any] | None = None,
+    baseline_calls: dict[str, Callable[[], Any] | str] | None = None,
 ) -> tuple[StageResult, list[Flag]]:
     """Time `fn` on the GPU and compute the figures (see the module docstring). `validate()` returns None when
-    the outputs of the timed calls are right, else the reason."""
+    the outputs of the timed calls are right, else the reason.
+
+    `baselines` are baseline timings taken elsewhere (``{name: {"timing": ...} | {"skipped": ...}}``); with
+    `baseline_calls` (name -> a call of the baseline on the candidate's input buffers, or why it cannot run) and
+    ``options.timing == "interleaved"`` the baselines are instead timed here, interleaved with the candidate
+    (`time_with_baselines`), and their results replace `baselines`."""
     from argus.eval.ceilings import ceilings_for_device
     from argus.eval.device import gpu_info, gpu_telemetry
-    from argus.eval.timing import fraction_of_ceilings, throughput, time_cuda
+    from argus.eval.timing import ContenderError, fraction_of_ceilings, throughput, time_cuda
 
     start = time.perf_counter()
     index = _device_index(device)
     uuid = gpu_info(index).get("uuid")
     telemetry_before = gpu_telemetry(index, uuid)
+    interleaved: dict[str, Any] | None = None
     try:
-        timing = time_cuda(
-            fn,
-            device=device,
-            reps=options.reps,
-            warmup=options.warmup,
-            flush_l2=options.flush_l2,
-            graph=options.graph,
-            before_rep=before_rep,
-            graph_fn=graph_fn,
-        )
+        if baseline_calls is not None and options.timing == "interleaved":
+            timing, baselines, interleaved = time_with_baselines(
+                fn, baseline_calls, before_rep=before_rep, graph_fn=graph_fn, options=options, device=device
+            )
+        else:
+            timing = time_cuda(
+                fn,
+                device=device,
+                reps=options.reps,
+                warmup=options.warmup,
+                flush_l2=options.flush_l2,
+                graph=options.graph,
+                before_rep=before_rep,
+                graph_fn=graph_fn,
+            )
+    except ContenderError as e:  # the candidate failing under timing rejects it
+        error = e.error
+        return _stage("profile", Status.FAILED, "PROFILE_FAILED", f"{type(error).__name__}: {error}", start), []
     except Exception as e:  # noqa: BLE001 - the candidate failing under timing rejects it
         return _stage("profile", Status.FAILED, "PROFILE_FAILED", f"{type(e).__name__}: {e}", start), []
     telemetry_after = gpu_telemetry(index, uuid)
@@ -444,10 +586,18 @@ def profile_stage(
         "speedup": speedups(timing.median_ms, baselines_ms),
         "telemetry": {"before": telemetry_before, "after": telemetry_after},
         "timing_inputs": options.timing_inputs,
+        "timing_method": "interleaved" if interleaved is not None else "sequential",
+        "interleaved": interleaved,
         "notes": notes,
         **(extra or {}),
     }
-    reason = f"median {timing.median_ms:.4g} ms ({timing.method}, {timing.reps} reps)"
+    if interleaved is not None:
+        reason = (
+            f"median {timing.median_ms:.4g} ms ({timing.method}, interleaved with "
+            f"{', '.join(interleaved['contenders'][1:]) or 'no baseline'} over {timing.reps} rounds)"
+        )
+    else:
+        reason = f"median {timing.median_ms:.4g} ms ({timing.method}, {timing.reps} reps)"
     return _stage("profile", Status.PASSED, None, reason, start, **details), flags
 
 
@@ -565,11 +715,12 @@ def gate_kernel(
             )
             return result
 
-        from argus.eval.baselines import time_baselines
+        from argus.eval.baselines import baseline_functions, time_baselines
         from argus.eval.tolerance import tolerance_for
 
         names = options.baselines if options.baselines is not None else task.default_baselines
-        if baselines is None:
+        interleave = baselines is None and options.timing == "interleaved" and bool(names)
+        if baselines is None and not interleave:
             baselines = time_baselines(
                 task,
                 sizes,
@@ -593,6 +744,16 @@ def gate_kernel(
         args = task.arrange(rotating.buffers, outs, order)
         plain_call = lambda: kernel(*args)  # noqa: E731 - launches on the current stream (graph capture)
         launch = kernel.prepare(*args).launch if hasattr(kernel, "prepare") else plain_call
+        # interleaved: each baseline runs on the candidate's input buffers, so in every round it computes the draw
+        # the candidate just computed (and no second copy of the inputs is held)
+        calls = (
+            {
+                n: f if isinstance(f, str) else _bound_call(f, rotating.buffers)
+                for n, f in baseline_functions(task, names, device).items()
+            }
+            if interleave
+            else None
+        )
 
         profile, flags = profile_stage(
             launch,
@@ -601,9 +762,10 @@ def gate_kernel(
             graph_fn=plain_call,
             flops=task.flops(sizes),
             moved_bytes=task.moved_bytes(sizes),
-            baselines=baselines,
+            baselines=baselines or {},
             options=options,
             device=device,
+            baseline_calls=calls,
         )
         result.stages.append(profile)
         result.flags += flags
@@ -760,10 +922,11 @@ def gate_module(
             result.stages.append(StageResult("profile", Status.SKIPPED, "PROFILE_NO_GPU", "no CUDA GPU here"))
             return result
 
-        from argus.eval.baselines import time_module_baselines
+        from argus.eval.baselines import module_baseline_functions, time_module_baselines
 
         names = options.baselines if options.baselines is not None else ("eager", "compile")
-        if baselines is None:
+        interleave = baselines is None and options.timing == "interleaved" and bool(names)
+        if baselines is None and not interleave:
             baselines = time_module_baselines(
                 task,
                 names,
@@ -786,15 +949,24 @@ def gate_module(
             with torch.no_grad():
                 rotating.record(model(*rotating.buffers))
 
+        calls = (
+            {
+                n: f if isinstance(f, str) else _bound_call(f, rotating.buffers)
+                for n, f in module_baseline_functions(task, names, device, options.seed).items()
+            }
+            if interleave
+            else None
+        )
         profile, flags = profile_stage(
             call,
             before_rep=rotating.before_rep,
             validate=lambda: rotating.check_after(call, lambda: torch.cuda.synchronize(device)),
             flops=task.flops,
             moved_bytes=task.moved_bytes,
-            baselines=baselines,
+            baselines=baselines or {},
             options=options,
             device=device,
+            baseline_calls=calls,
         )
         result.stages.append(profile)
         result.flags += flags

@@ -18,6 +18,15 @@ the two).
 
 `measure_graph` captures ``fn`` in a CUDA graph and times replays with the same loop, for kernels so short that
 launch overhead dominates; the result says which method was used.
+
+`measure_interleaved(contenders, clock, ...)` times several callables *interleaved*: each round runs one timed launch
+of every contender back to back (per contender: ``before_rep``, the L2 flush, start event, call, end event, device
+sync), in an order that rotates every round. The GPU's clock follows power and temperature, so contenders timed one
+after the other (all repetitions of a kernel, then all of its baseline) see different clock states, and the ratio
+of their medians moves by 5-10 % between runs (measured on H200s: cuBLAS differed from itself by up to 10 % between
+rows of one process). Interleaved, every contender sees the same clock states; the result gives each contender's
+`Timing`, the ratio of the medians to a named reference, and the median and quartiles of the per-round ratios.
+`time_interleaved_cuda` is the same on CUDA events, with CUDA-graph replay per contender as `time_cuda` decides it.
 """
 
 from __future__ import annotations
@@ -180,6 +189,218 @@ def measure(
 
 
 # --------------------------------------------------------------------------------------------------------------
+# interleaved timing
+
+
+@dataclass
+class Contender:
+    """One callable timed by `measure_interleaved`.
+
+    Attributes:
+        fn: the call to time (one launch, or a sequence of launches on the current stream).
+        before_rep: called with the round number before each timed call (and before each warm-up call), outside
+            the timed region: refresh inputs, poison outputs.
+        graph_fn: what `time_interleaved_cuda` captures in a CUDA graph (default `fn`).
+    """
+
+    fn: Callable[[], Any]
+    before_rep: Callable[[int], None] | None = None
+    graph_fn: Callable[[], Any] | None = None
+
+
+class ContenderError(Exception):
+    """A contender raised while being timed interleaved; `name` says which, `__cause__` what it raised."""
+
+    def __init__(self, name: str, error: BaseException) -> None:
+        super().__init__(f"{name}: {type(error).__name__}: {error}")
+        self.name = name
+        self.error = error
+
+
+@dataclass
+class RatioStats:
+    """A contender's time over the reference's, from one interleaved run.
+
+    Attributes:
+        ratio_of_medians: contender median / reference median.
+        median, q1, q3: order statistics of the per-round ratios (contender time / reference time in the same
+            round: both saw the same clock state).
+        samples: the per-round ratios, in round order.
+    """
+
+    ratio_of_medians: float | None
+    median: float | None
+    q1: float | None
+    q3: float | None
+    samples: list[float] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ratio_of_medians": self.ratio_of_medians,
+            "median": self.median,
+            "q1": self.q1,
+            "q3": self.q3,
+            "samples": [round(s, 6) for s in self.samples],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RatioStats:
+        return cls(
+            data.get("ratio_of_medians"), data.get("median"), data.get("q1"), data.get("q3"), data.get("samples") or []
+        )
+
+
+def ratio_stats(numerator_ms: list[float], denominator_ms: list[float]) -> RatioStats:
+    """Per-round ``numerator / denominator`` (rounds where the denominator is not positive are left out), their
+    median and quartiles, and the ratio of the medians of the two series."""
+    pairs = [n / d for n, d in zip(numerator_ms, denominator_ms, strict=True) if d > 0]
+    den = statistics.median(denominator_ms) if denominator_ms else 0.0
+    of_medians = statistics.median(numerator_ms) / den if den > 0 else None
+    if not pairs:
+        return RatioStats(of_medians, None, None, None, [])
+    s = sorted(pairs)
+    q1, _, q3 = statistics.quantiles(s, n=4, method="inclusive") if len(s) >= 2 else (s[0], s[0], s[0])
+    return RatioStats(of_medians, statistics.median(s), q1, q3, pairs)
+
+
+@dataclass
+class InterleavedTiming:
+    """What `measure_interleaved` measured.
+
+    Attributes:
+        method: ``"interleaved"``.
+        rounds: timed rounds (each: one timed call of every contender).
+        order: ``"rotating"``: round r starts with contender r mod n, in the order the contenders were given.
+        reference: the contender the ratios are taken against (None: no ratios).
+        timings: each contender's `Timing` over the rounds (its ``method`` is the clock's: ``cuda-events`` or
+            ``cuda-graph``).
+        ratios: for every other contender, its time over the reference's (`RatioStats`). With the candidate as the
+            reference, a baseline's ratio is the candidate's speedup over that baseline.
+    """
+
+    method: str
+    rounds: int
+    order: str
+    reference: str | None
+    timings: dict[str, Timing]
+    ratios: dict[str, RatioStats]
+
+    def to_json(self, *, samples: bool = True) -> dict[str, Any]:
+        """Plain data; ``samples=False`` leaves out the per-round series (the timings keep theirs)."""
+        ratios = {}
+        for name, r in self.ratios.items():
+            data = r.to_json()
+            if not samples:
+                data.pop("samples")
+            ratios[name] = data
+        return {
+            "method": self.method,
+            "rounds": self.rounds,
+            "order": self.order,
+            "reference": self.reference,
+            "contenders": list(self.timings),
+            "timings": {name: t.to_json() for name, t in self.timings.items()},
+            "ratios": ratios,
+        }
+
+
+def measure_interleaved(
+    contenders: dict[str, Contender],
+    clock: Clock,
+    *,
+    rounds: int = 100,
+    warmup: int = 10,
+    flush_l2: bool = True,
+    reference: str | None = None,
+    wall_reps: int | None = None,
+    methods: dict[str, str] | None = None,
+    last: str | None = None,
+) -> InterleavedTiming:
+    """Time `contenders` interleaved (see the module docstring): `warmup` calls of each, a wall-clock cross-check
+    per contender (back-to-back calls ending in a device sync), then `rounds` rounds. In round r the order starts at
+    contender ``(r + offset) % n``; each contender's timed call is preceded by its ``before_rep(r)`` and the L2 flush
+    and followed by a device sync, as in `measure`. The last call of every contender is its last timed one; with
+    `last` (a contender's name) the offset is chosen so that its last timed call is the last call of all (the gate
+    checks the outputs of the candidate's last call after timing: nothing may run after it).
+
+    `reference` names the contender whose time divides the others' (per round, and of the medians). `methods`
+    names each contender's timing method (default ``"cuda-events"``). A contender that raises is reported as
+    `ContenderError` with its name."""
+    if rounds < 1:
+        raise ValueError("rounds must be at least 1")
+    if not contenders:
+        raise ValueError("no contenders to time")
+    for role, named in (("reference", reference), ("last", last)):
+        if named is not None and named not in contenders:
+            raise ValueError(f"{role} {named!r} is not a contender ({', '.join(contenders)})")
+    names = list(contenders)
+    n = len(names)
+    # round r runs names[k:] + names[:k], k = (r + offset) % n, which ends with names[k - 1]
+    offset = (names.index(last) + 1 - (rounds - 1)) % n if last is not None else 0
+
+    def call(name: str) -> None:
+        try:
+            contenders[name].fn()
+        except Exception as e:  # noqa: BLE001 - said with the contender's name
+            raise ContenderError(name, e) from e
+
+    def prepare(name: str, i: int) -> None:
+        hook = contenders[name].before_rep
+        if hook is not None:
+            try:
+                hook(i)
+            except Exception as e:  # noqa: BLE001
+                raise ContenderError(name, e) from e
+
+    for i in range(warmup):
+        for name in names:
+            prepare(name, i)
+            call(name)
+    n_wall = wall_reps if wall_reps is not None else max(1, min(rounds, 20))
+    walls: dict[str, float] = {}
+    for name in names:
+        clock.sync()
+        t0 = clock.now()
+        for _ in range(n_wall):
+            call(name)
+        clock.sync()
+        walls[name] = (clock.now() - t0) * 1e3 / n_wall
+    starts = {name: [clock.event() for _ in range(rounds)] for name in names}
+    ends = {name: [clock.event() for _ in range(rounds)] for name in names}
+    for r in range(rounds):
+        k = (r + offset) % n
+        for name in names[k:] + names[:k]:
+            prepare(name, r)
+            if flush_l2:
+                clock.flush()
+            starts[name][r].record()
+            call(name)
+            ends[name][r].record()
+            clock.sync()  # every stream: side-stream work finishes inside its own timed call
+    samples = {name: [s.elapsed_ms(e) for s, e in zip(starts[name], ends[name], strict=True)] for name in names}
+    others = ", ".join(names)
+    timings = {
+        name: summarize(
+            samples[name],
+            method=(methods or {}).get(name, "cuda-events"),
+            warmup=warmup,
+            wall_ms=walls[name],
+            l2_flush=flush_l2,
+            notes=[f"timed interleaved with {others}: {rounds} rounds, order rotating every round"]
+            if len(names) > 1
+            else [],
+        )
+        for name in names
+    }
+    ratios = (
+        {name: ratio_stats(samples[name], samples[reference]) for name in names if name != reference}
+        if reference is not None
+        else {}
+    )
+    return InterleavedTiming("interleaved", rounds, "rotating", reference, timings, ratios)
+
+
+# --------------------------------------------------------------------------------------------------------------
 # clocks
 
 
@@ -268,6 +489,15 @@ def measure_graph(
 ) -> Timing:
     """Capture `fn` in a CUDA graph (after warm-up on a side stream, as capture requires) and time its replays.
     Raises whatever capture raises (e.g. work on a stream the capture does not own)."""
+    replay = capture_graph(fn, clock)
+    return measure(
+        replay, clock, reps=reps, warmup=warmup, flush_l2=flush_l2, before_rep=before_rep, method="cuda-graph"
+    )
+
+
+def capture_graph(fn: Callable[[], Any], clock: CudaClock) -> Callable[[], Any]:
+    """Capture `fn` in a CUDA graph (after three warm-up calls on a side stream, as capture requires); returns the
+    graph's ``replay``. Raises whatever capture raises."""
     import torch
 
     stream = torch.cuda.Stream(device=clock.device)
@@ -281,9 +511,7 @@ def measure_graph(
     with torch.cuda.graph(graph):
         fn()
     clock.sync()
-    return measure(
-        graph.replay, clock, reps=reps, warmup=warmup, flush_l2=flush_l2, before_rep=before_rep, method="cuda-graph"
-    )
+    return graph.replay
 
 
 #: Below this median (ms) launch overhead dominates and `time_cuda` (auto mode) re-measures with a CUDA graph.
@@ -322,6 +550,72 @@ def time_cuda(
             )
             return replay
     return timing
+
+
+def time_interleaved_cuda(
+    contenders: dict[str, Contender],
+    *,
+    reference: str | None = None,
+    device: Any = None,
+    rounds: int = 100,
+    warmup: int = 10,
+    flush_l2: bool = True,
+    graph: bool | None = None,
+    clock: CudaClock | None = None,
+    last: str | None = None,
+) -> InterleavedTiming:
+    """`measure_interleaved` on CUDA events (`reference` and `last` as there). Each contender is timed by its own
+    launches (``graph=False``), by CUDA-graph replay of its ``graph_fn`` (``graph=True``), or (``graph=None``) by
+    graph replay when a short events probe of it alone gives a median under `GRAPH_THRESHOLD_MS` and capture works;
+    each `Timing`'s ``method`` and ``notes`` say which. A contender whose probe raises is reported as
+    `ContenderError`."""
+    clock = clock or CudaClock(device)
+    timed: dict[str, Contender] = {}
+    methods: dict[str, str] = {}
+    notes: dict[str, list[str]] = {}
+    for name, c in contenders.items():
+        use_graph = graph is True
+        notes[name] = []
+        if graph is None:
+            try:
+                probe = measure(
+                    c.fn,
+                    clock,
+                    reps=min(rounds, 10),
+                    warmup=min(warmup, 3),
+                    flush_l2=flush_l2,
+                    before_rep=c.before_rep,
+                    wall_reps=1,
+                )
+            except Exception as e:  # noqa: BLE001
+                raise ContenderError(name, e) from e
+            use_graph = probe.median_ms < GRAPH_THRESHOLD_MS
+            if use_graph:
+                notes[name].append(
+                    f"launch overhead dominates (events median {probe.median_ms:.4g} ms): timed by CUDA-graph replay"
+                )
+        fn = c.fn
+        methods[name] = "cuda-events"
+        if use_graph:
+            try:
+                fn = capture_graph(c.graph_fn or c.fn, clock)
+                methods[name] = "cuda-graph"
+            except Exception as e:  # noqa: BLE001 - capture may legitimately fail; events stand, stated
+                notes[name] = [f"CUDA-graph capture failed ({type(e).__name__}: {e}); events timing kept"]
+        timed[name] = Contender(fn, c.before_rep)
+    result = measure_interleaved(
+        timed,
+        clock,
+        rounds=rounds,
+        warmup=warmup,
+        flush_l2=flush_l2,
+        reference=reference,
+        methods=methods,
+        last=last,
+    )
+    for name, extra in notes.items():
+        result.timings[name].notes.extend(extra)
+    return result
 
 
 def throughput(time_ms: float, flops: float | None, moved_bytes: float | None) -> dict[str, float | None]:

@@ -295,7 +295,7 @@ def row_from_gate(problem: ProblemFile, solution: str, gate: Any, seconds: float
     if profile is not None and profile.status.value == "passed":
         t = profile.details["timing"]
         row.time_ms = t["median_ms"]
-        row.timing = t["method"]
+        row.timing = t["method"] + (" interleaved" if profile.details.get("timing_method") == "interleaved" else "")
         base = profile.details.get("baselines", {})
         row.eager_ms = base.get("eager", {}).get("timing", {}).get("median_ms")
         row.compile_ms = base.get("compile", {}).get("timing", {}).get("median_ms")
