@@ -121,6 +121,7 @@ def test_the_expert_compiles_to_tma_stores_without_spills(expert) -> None:
     for opcode in ("UTMASTG", "UTMALDG", "HGMMA", "USETMAXREG"):
         assert mix.get(opcode, 0) > 0, (opcode, mix)
     assert mix.get("STG", 0) == 0  # C leaves through TMA only
+    assert mix.get("UTMACCTL", 0) == 3  # thread 0 prefetches the three tensor maps at the start
     r = compiled.resources
     assert r.spill_stores == 0 and r.spill_loads == 0, r
     g = compiled.generated

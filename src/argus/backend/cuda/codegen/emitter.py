@@ -1460,6 +1460,9 @@ class Emitter(HopperRules):
             name = self.names.name(v, v.name)
             if name in used_ids:
                 prologue.append(f"const int {name} = blockIdx.{axis};")
+        if self.tensor_maps:  # the descriptors' first fetch overlaps the set-up instead of the first copy
+            fetches = " ".join(f"argus::prefetch_tensormap(&{t.name});" for t in self.tensor_maps.values())
+            prologue.append(f"if (threadIdx.x == 0) {{ {fetches} }}  // TMA descriptors into the TMA unit's cache")
         if self.shared:
             prologue.append(f"// shared memory: {self.shared_bytes} bytes, one buffer per allocation")
             prologue.append("extern __shared__ __align__(1024) unsigned char argus_smem[];")

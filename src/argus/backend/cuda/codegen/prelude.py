@@ -323,6 +323,10 @@ _snippet(
 struct alignas(64) TensorMap {
   unsigned long long opaque[16];
 };
+// Fetch a tensor map (a kernel parameter) into the TMA unit's descriptor cache ahead of its first copy.
+__device__ __forceinline__ void prefetch_tensormap(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\\n" ::"l"(map) : "memory");
+}
 // TMA tile loads: one thread copies a whole box; the bytes complete on the mbarrier at `mbarrier`.
 // Coordinates are in TMA order (dimension 0 innermost) and may lie outside the tensor (zero fill).
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, int c0, int c1, unsigned mbarrier) {
