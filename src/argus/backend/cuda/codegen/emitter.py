@@ -1460,7 +1460,7 @@ class Emitter(HopperRules):
             name = self.names.name(v, v.name)
             if name in used_ids:
                 prologue.append(f"const int {name} = blockIdx.{axis};")
-        if self.tensor_maps:  # the descriptors' first fetch overlaps the set-up instead of the first copy
+        if self.tensor_maps and self.prefetch_tensormaps:  # the first fetch overlaps the set-up, not the first copy
             fetches = " ".join(f"argus::prefetch_tensormap(&{t.name});" for t in self.tensor_maps.values())
             prologue.append(f"if (threadIdx.x == 0) {{ {fetches} }}  // TMA descriptors into the TMA unit's cache")
         if self.shared:

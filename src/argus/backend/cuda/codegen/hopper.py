@@ -212,6 +212,9 @@ class HopperRules:
     #: expert was 4 % slower with it at every one of the seven benchmark shapes (geomean 0.952x cuBLAS against
     #: 0.991x with all four warps running the loop), on both GPUs of the machine.
     single_warp_issuers = False
+    #: Thread 0 prefetches every TMA descriptor at kernel start (``prefetch.tensormap``); a switch so that
+    #: `benchmarks/gemm_parity.py` can measure it against its absence in one run.
+    prefetch_tensormaps = True
 
     # --- warp roles ------------------------------------------------------------------------------------
     def role_block(self: Emitter, s: Role) -> None:
