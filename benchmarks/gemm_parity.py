@@ -35,8 +35,9 @@ from gemm_variants import ISSUE_SHAPES, SQUARE, environment  # noqa: E402
 
 #: (label, library kernel, parameter overrides, code-generator switches): the persistent expert (its epilogue
 #: through shared memory and TMA stores), the same with the direct epilogue (registers -> global, session 4's
-#: expert), without the TMA descriptor prefetch at kernel start, with its producer loop run by the first warp of the producer warpgroup only
-#: (`Emitter.single_warp_issuers`; measured 4 % slower, so off by default), and the 2-D-grid expert.
+#: expert), without the TMA descriptor prefetch at kernel start, with its producer loop run by the first warp of
+#: the producer warpgroup only (`Emitter.single_warp_issuers`; measured 4 % slower, so off by default), and the
+#: 2-D-grid expert.
 CONTENDERS = (
     ("gemm_hopper_persistent", "gemm_hopper_persistent", {}, {}),
     ("persistent (direct epilogue)", "gemm_hopper_persistent", {"EPILOGUE": "direct"}, {}),
