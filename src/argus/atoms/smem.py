@@ -149,6 +149,53 @@ def canonical_smem_layout(
     return ComposedLayout(hopper_swizzle(width, dtype.bits), 0, outer)
 
 
+def panel_layout(shape: tuple[int, ...], dtype: DType | str, swizzle_bytes: int) -> ComposedLayout:
+    """A shared buffer of `shape` ``(..., rows, cols)`` whose last dimension is cut into *panels* one swizzle
+    width wide (``P = W / itemsize`` elements), each panel stored whole, all rows, before the next:
+    ``(..., rows, (P, cols/P)) : (..., P, (1, rows*P))``, leading dimensions (stages) outermost, swizzled by
+    ``hopper_swizzle(W)``.
+
+    This is the layout of a tile loaded by TMA boxes ``(rows, P)``, one per panel (a TMA box's inner dimension
+    must not exceed the swizzle span), and, read with ``rows`` along K and ``cols`` along M or N, an MN-major
+    canonical ``wgmma`` layout with its swizzle atoms tiled along K first: LBO is the panel size
+    (``rows * W`` bytes), SBO the 8 K-rows of one atom (``8 * W`` bytes). Property: panel ``j`` (columns
+    ``jP .. jP+P-1``) relative to its first element is exactly the row-major swizzled box TMA writes, and the
+    layout is a bijection onto ``[0, size)``. Where ``cols == P`` it is the row-major swizzled layout.
+
+    Raises `AtomError` ``ATOM_SMEM_TILE`` when `cols` is not a multiple of `P`."""
+    dtype = dtype_from_name(dtype)
+    width = _swizzle_mode(swizzle_bytes)
+    if width == 0 or len(shape) < 2:
+        raise AtomError(
+            "ATOM_SMEM_TILE",
+            "a panel layout cuts the last dimension of a 2-d (or staged) tile into swizzle-wide panels",
+            requirement="a 32-, 64- or 128-byte swizzle and at least two dimensions",
+            actual=f"swizzle {width}, shape {tuple(shape)}",
+        )
+    panel = width // dtype.itemsize
+    *lead, rows, cols = (int(x) for x in shape)
+    if cols % panel:
+        raise AtomError(
+            "ATOM_SMEM_TILE",
+            f"a {width}-byte-swizzled panel layout of {dtype.name} has panels of {panel} columns",
+            requirement=f"the last extent a multiple of {panel}",
+            actual=f"{cols}",
+            hint=f"use {max(panel, cols // panel * panel)} columns, or a narrower swizzle",
+        )
+    tile = rows * cols
+    lead_strides = []
+    acc = tile
+    for extent in reversed(lead):
+        lead_strides.append(acc)
+        acc *= extent
+    lead_strides.reverse()
+    outer = Layout(
+        (*lead, rows, (panel, cols // panel)),
+        (*lead_strides, panel, (1, rows * panel)),
+    )
+    return ComposedLayout(hopper_swizzle(width, dtype.bits), 0, outer)
+
+
 def descriptor_offsets(
     dtype: DType | str, major_: Major | str, swizzle_bytes: int, mn: int, k: int
 ) -> tuple[int | None, int]:
