@@ -1429,6 +1429,8 @@ class KernelFunction:
             dims: list[Expr | int] = []
             try:
                 shape = spec.resolve_shape(values)
+            except DSLError:
+                raise  # the shape function's own refusal (e.g. a parameter value it does not know)
             except ValueError as err:
                 raise DSLError(
                     "DSL_TENSOR_SHAPE",
