@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 import pytest
-from tests.kernels.kernels_layouts_seeded import gemm_nn_seeded
+from tests.kernels.kernels_layouts_seeded import gemm_nn_reversed_panels, gemm_nn_seeded
 
 from argus.atoms.smem import Major, match_canonical, panel_layout, tma_box_swizzle
 from argus.backend.cuda.codegen import compile_kernel, generate
@@ -183,6 +183,17 @@ def test_seeded_bugs_are_caught(bug: str, bn: int, codes: set, wrong_numbers: bo
     if bug == "layout":
         with pytest.raises(ArgusError):
             generate(gemm_nn_seeded.trace(BUG=bug, BN=bn))
+
+
+def test_panels_stored_backwards_are_no_wgmma_operand() -> None:
+    """Each panel is a valid TMA box and the interpreter computes the right product, but the panels' distance along
+    N is negative: the descriptor's LBO is unsigned, so the verifier and the code generator refuse it (the matcher
+    once took such a layout with LBO clamped to 16 bytes)."""
+    result = verify(gemm_nn_reversed_panels.trace())
+    assert {f.code for f in result.errors} == {"LAYOUT_WGMMA_OPERAND"}, result.render_text()
+    with pytest.raises(ArgusError) as e:
+        generate(gemm_nn_reversed_panels.trace())
+    assert "no canonical wgmma shared-memory layout" in str(e.value)
 
 
 # --- refusals and the runtime's argument checks -------------------------------------------------------------

@@ -262,7 +262,7 @@ def match_canonical(
     mn, kk = mn.ravel(), kk.ravel()
     first = sub_tiles[0]
     grid = (first - first[:, :1])[0].reshape(sub, ak)
-    candidates: list[tuple[Major, int, int]] = []
+    candidates: list[tuple[Major, int, int]] = []  # (major, LBO, SBO) in elements, 0 where the tile does not use it
     if swizzle_bytes:
         c = swizzle_bytes // 16
         candidates.append((Major.K, 16 // dtype.itemsize, int(grid[8, 0]) if sub > 8 else 0))
@@ -273,6 +273,8 @@ def match_canonical(
     for mj, lbo, sbo in candidates:
         if mj is Major.MN and dtype.bits != 16:
             continue
+        if lbo < 0 or sbo < 0:
+            continue  # the descriptor's offsets are unsigned: atoms laid out backwards have no descriptor
         model = canonical_offsets(mj, swizzle_bytes, t, mn, kk, lbo, sbo)
         if all(np.array_equal(p - p[:, :1], np.broadcast_to(model, p.shape)) for p in sub_tiles):
             return mj, max(lbo * dtype.itemsize, 16), max(sbo * dtype.itemsize, 16)
