@@ -144,15 +144,21 @@ def _check_wgmma(ctx: Context, site: Any, s: Gemm, atom: MmaAtom) -> list[Findin
         else:
             outer = sw = None
         width = swizzle_mode_of(sw, ref.dtype.bits) if outer is not None else None
-        if width is not None:
+        if width is None:
+            if _offsets(ref, np.zeros((1, 2), dtype=np.int64), layout) is None:
+                continue  # not static: the code generator refuses it itself
+            why = "its swizzle is none of Hopper's modes (32, 64, 128 bytes or none)"
+        else:
             sub_tiles = _sub_tiles(ref, outer, offset, mn_dim, k_dim, sub, groups, k // ak, ak)
             if sub_tiles is None or match_canonical(sub_tiles, sub, ak, ref.dtype, width) is not None:
                 continue
+            why = (
+                f"no canonical wgmma shared-memory layout matches its {sub}x{ak} sub-tiles (K-major, or MN-major for "
+                "16-bit types, built from swizzle atoms with one leading and one stride byte offset, both "
+                "non-negative, for every stage and warpgroup)"
+            )
         message = (
-            f"wgmma operand {name} ({ref.buffer.name}, layout {layout}): no canonical wgmma shared-memory layout "
-            f"matches its {sub}x{ak} sub-tiles (K-major, or MN-major for 16-bit types, built from swizzle atoms with "
-            "one leading and one stride byte offset for every stage and warpgroup), so no matrix descriptor can "
-            "describe it"
+            f"wgmma operand {name} ({ref.buffer.name}, layout {layout}): {why}, so no matrix descriptor can describe it"
         )
         findings.append(_finding(ctx, site, s, "LAYOUT_WGMMA_OPERAND", ref.buffer.name, message))
     return findings
