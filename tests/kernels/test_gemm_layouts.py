@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from tests.kernels.kernels_layouts_seeded import gemm_nn_reversed_panels, gemm_nn_seeded
 
-from argus.atoms.smem import Major, match_canonical, panel_layout, tma_box_swizzle
 from argus.backend.cuda.codegen import compile_kernel, generate
 from argus.diagnostics import ArgusError
 from argus.interp import run_kernel
@@ -49,27 +48,7 @@ def _extra(kernel) -> dict:
     return {"BLOCKS": 3} if kernel is gemm_wgmma_tma_persistent else {}
 
 
-# --- atoms: the panel layout is what TMA writes box by box and what wgmma reads MN-major -----------------------
-
-
-def test_the_panel_layout_is_one_tma_box_per_panel_and_an_mn_major_canonical_layout() -> None:
-    stages, bk, bn = 2, 64, 256
-    layout = panel_layout((stages, bk, bn), "bf16", 128)
-    offsets = np.array([[layout((s, r, c)) for r in range(bk) for c in range(bn)] for s in range(stages)])
-    assert sorted(offsets.ravel().tolist()) == list(range(stages * bk * bn))  # a bijection
-    grid = offsets.reshape(stages, bk, bn)
-    for j in range(bn // 64):  # each (BK, 64) panel, relative to its first element, is the 128-byte-swizzled box
-        box = grid[:, :, 64 * j : 64 * (j + 1)].reshape(stages, -1)
-        assert tma_box_swizzle(box - box[:, :1], (bk, 64), 16) == 128
-    whole = grid.reshape(stages, -1)
-    assert tma_box_swizzle(whole - whole[:, :1], (bk, bn), 16) is None  # one box of 512-byte rows is not it
-    pre = panel_layout((stages, bk, bn), "bf16", 128).outer
-    sub = [
-        np.array([[pre((s, step * 16 + kk, mn)) for mn in range(bn) for kk in range(16)] for s in range(stages)])
-        for step in range(bk // 16)
-    ]
-    # N = 256 MN-major: LBO = one panel (64 rows of 128 bytes), SBO = 8 K-rows of one swizzle atom
-    assert match_canonical(sub, bn, 16, "bf16", 128) == (Major.MN, 64 * 128, 8 * 128)
+# --- DSL: a panel layout needs whole panels (the atoms tier checks the layout itself: tests/atoms/test_smem.py)
 
 
 def test_a_panel_layout_needs_whole_panels() -> None:
