@@ -217,6 +217,16 @@ def test_the_runtime_refuses_b_in_the_wrong_orientation() -> None:
     assert "looks transposed" in e.value.hint and "(K, N)" in e.value.hint
 
 
+def test_the_interpreter_refuses_b_in_the_wrong_orientation() -> None:
+    from argus.interp import InterpError
+
+    a, c = np.zeros((128, 72)), np.zeros((128, 136))
+    with pytest.raises(InterpError) as e:
+        gemm_wgmma_tma(a, np.zeros((136, 72)), c, device="cpu", B_MAJOR="N")  # B as (N, K)
+    assert e.value.code == "INTERP_SHAPE_MISMATCH" and "takes B as (K, N)" in str(e.value)
+    assert "looks transposed" in e.value.hint
+
+
 # --- the library and the task ------------------------------------------------------------------------------
 
 
