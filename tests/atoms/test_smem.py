@@ -175,3 +175,40 @@ def test_check_swizzle_base():
 
 def test_descriptor_swizzle_encoding_is_ptxs():
     assert DESCRIPTOR_SWIZZLE_ENCODING == {0: 0, 128: 1, 64: 2, 32: 3}
+
+
+# --- panels: tiles wider than the swizzle span, for MN-major operands loaded box by box -------------------------
+
+
+@pytest.mark.parametrize(("dtype", "swizzle"), [(bf16, 128), (f16, 64), (bf16, 32)])
+@pytest.mark.parametrize(("rows", "panels"), [(16, 1), (64, 4), (32, 2)])
+def test_panel_layout_is_tma_boxes_and_the_mn_major_canonical_layout(dtype, swizzle, rows, panels):
+    import numpy as np
+
+    from argus.atoms.smem import match_canonical, panel_layout, tma_box_swizzle
+
+    p = swizzle // dtype.itemsize  # elements per panel row
+    cols = p * panels
+    layout = panel_layout((2, rows, cols), dtype, swizzle)
+    grid = np.array([[[layout((s, r, c)) for c in range(cols)] for r in range(rows)] for s in range(2)])
+    assert sorted(grid.ravel().tolist()) == list(range(2 * rows * cols))  # a bijection
+    for j in range(panels):  # every panel is exactly the box TMA writes, in both stages
+        box = grid[:, :, j * p : (j + 1) * p].reshape(2, -1)
+        assert tma_box_swizzle(box - box[:, :1], (rows, p), dtype.bits) == swizzle
+    # read with rows along K (k16 steps) and columns along MN: MN-major, LBO one panel, SBO 8 rows of one atom
+    pre = layout.outer
+    subs = [
+        np.array([[pre((s, step * 16 + kk, mn)) for mn in range(cols) for kk in range(16)] for s in range(2)])
+        for step in range(rows // 16)
+    ]
+    lbo = rows * swizzle if panels > 1 else 16
+    assert match_canonical(subs, cols, 16, dtype, swizzle) == (Major.MN, lbo, 8 * swizzle)
+
+
+def test_panel_layout_errors():
+    from argus.atoms.smem import panel_layout
+
+    for args in (((64, 96), bf16, 128), ((64, 128), bf16, 0), ((128,), bf16, 128)):
+        with pytest.raises(AtomError) as e:
+            panel_layout(*args)
+        assert e.value.code == "ATOM_SMEM_TILE"

@@ -30,6 +30,8 @@ LIBRARY = (
     "gemm_hopper",  # the expert: bf16 C stored in 16-byte runs after a lane exchange (shuffles)
     "gemm_wgmma_tma_persistent",  # 3 blocks walking the tiles, the pipeline running on across them
     "gemm_hopper_persistent",  # the persistent expert at its GPU parameters (132 blocks, grouped order)
+    "gemm_hopper_nn",  # B given as (K, N): four TMA boxes per stage into 64-column panels, wgmma with trans-b
+    "gemm_hopper_persistent_nn",
     "flash_attention_fwd",  # the same, 3-d TMA with a squeezed dimension, MN-major wgmma B, fence.proxy.async
 )
 _TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32"}

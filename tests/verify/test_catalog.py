@@ -12,7 +12,20 @@ from argus.verify import CATALOG, Severity, entry
 from argus.verify.catalog import CatalogError, codes
 
 SRC = pathlib.Path(__file__).parents[2] / "src" / "argus" / "verify"
-CATEGORIES = ("MMA", "RACE", "PIPELINE", "MBARRIER", "FENCE", "OOB", "ALIGN", "BUDGET", "PERF", "TAG", "UNKNOWN")
+CATEGORIES = (
+    "MMA",
+    "RACE",
+    "PIPELINE",
+    "MBARRIER",
+    "FENCE",
+    "OOB",
+    "ALIGN",
+    "LAYOUT",
+    "BUDGET",
+    "PERF",
+    "TAG",
+    "UNKNOWN",
+)
 
 
 def test_codes_are_category_detail() -> None:

@@ -33,11 +33,14 @@ offset" field is then 0; PTX ISA §9.7.15.5.1.2.2). `check_swizzle_base` enforce
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
+
+import numpy as np
 
 from argus.atoms.errors import AtomError
 from argus.ir.types import DType, dtype_from_name
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.layout import ComposedLayout, Layout, Swizzle, hopper_swizzle
 
 
 class Major(StrEnum):
@@ -149,6 +152,53 @@ def canonical_smem_layout(
     return ComposedLayout(hopper_swizzle(width, dtype.bits), 0, outer)
 
 
+def panel_layout(shape: tuple[int, ...], dtype: DType | str, swizzle_bytes: int) -> ComposedLayout:
+    """A shared buffer of `shape` ``(..., rows, cols)`` whose last dimension is cut into *panels* one swizzle
+    width wide (``P = W / itemsize`` elements), each panel stored whole, all rows, before the next:
+    ``(..., rows, (P, cols/P)) : (..., P, (1, rows*P))``, leading dimensions (stages) outermost, swizzled by
+    ``hopper_swizzle(W)``.
+
+    This is the layout of a tile loaded by TMA boxes ``(rows, P)``, one per panel (a TMA box's inner dimension
+    must not exceed the swizzle span), and, read with ``rows`` along K and ``cols`` along M or N, an MN-major
+    canonical ``wgmma`` layout with its swizzle atoms tiled along K first: LBO is the panel size
+    (``rows * W`` bytes), SBO the 8 K-rows of one atom (``8 * W`` bytes). Property: panel ``j`` (columns
+    ``jP .. jP+P-1``) relative to its first element is exactly the row-major swizzled box TMA writes, and the
+    layout is a bijection onto ``[0, size)``. Where ``cols == P`` it is the row-major swizzled layout.
+
+    Raises `AtomError` ``ATOM_SMEM_TILE`` when `cols` is not a multiple of `P`."""
+    dtype = dtype_from_name(dtype)
+    width = _swizzle_mode(swizzle_bytes)
+    if width == 0 or len(shape) < 2:
+        raise AtomError(
+            "ATOM_SMEM_TILE",
+            "a panel layout cuts the last dimension of a 2-d (or staged) tile into swizzle-wide panels",
+            requirement="a 32-, 64- or 128-byte swizzle and at least two dimensions",
+            actual=f"swizzle {width}, shape {tuple(shape)}",
+        )
+    panel = width // dtype.itemsize
+    *lead, rows, cols = (int(x) for x in shape)
+    if cols % panel:
+        raise AtomError(
+            "ATOM_SMEM_TILE",
+            f"a {width}-byte-swizzled panel layout of {dtype.name} has panels of {panel} columns",
+            requirement=f"the last extent a multiple of {panel}",
+            actual=f"{cols}",
+            hint=f"use {max(panel, cols // panel * panel)} columns, or a narrower swizzle",
+        )
+    tile = rows * cols
+    lead_strides = []
+    acc = tile
+    for extent in reversed(lead):
+        lead_strides.append(acc)
+        acc *= extent
+    lead_strides.reverse()
+    outer = Layout(
+        (*lead, rows, (panel, cols // panel)),
+        (*lead_strides, panel, (1, rows * panel)),
+    )
+    return ComposedLayout(hopper_swizzle(width, dtype.bits), 0, outer)
+
+
 def descriptor_offsets(
     dtype: DType | str, major_: Major | str, swizzle_bytes: int, mn: int, k: int
 ) -> tuple[int | None, int]:
@@ -168,6 +218,85 @@ def descriptor_offsets(
     if width == 0:
         return 8 * mn * size, 8 * t * size  # LBO: next 8 K; SBO: next T elements of MN
     return 8 * c * t * size, 8 * mn * size  # LBO: next swizzle atom along MN; SBO: next 8 K
+
+
+def swizzle_mode_of(sw: Swizzle | None, element_bits: int) -> int | None:
+    """The Hopper swizzle mode (0, 32, 64, 128 bytes) `sw` is for `element_bits`-bit elements, or None."""
+    if sw is None or sw.bits == 0:
+        return 0
+    for width in SWIZZLE_MODES[1:]:
+        h = hopper_swizzle(width, element_bits)
+        if (h.bits, h.base, h.shift) == (sw.bits, sw.base, sw.shift):
+            return width
+    return None
+
+
+def canonical_offsets(
+    major_: Major | str, swizzle_bytes: int, t: int, mn: np.ndarray, k: np.ndarray, lbo: int, sbo: int
+) -> np.ndarray:
+    """PTX's canonical layout (the table above) at coordinates ``(mn, k)``: element offsets before the swizzle,
+    relative to the descriptor's start address, with LBO and SBO given in elements."""
+    mj, c = major(major_), max(1, swizzle_bytes // 16)
+    if mj is Major.K:
+        if swizzle_bytes:
+            return (mn % 8) * c * t + (mn // 8) * sbo + k
+        return (mn % 8) * t + (mn // 8) * sbo + (k % t) + (k // t) * lbo
+    if swizzle_bytes:
+        return (mn % t) + ((mn // t) % c) * t + (mn // (c * t)) * lbo + (k % 8) * c * t + (k // 8) * sbo
+    return (mn % t) + (mn // t) * sbo + (k % 8) * t + (k // 8) * lbo
+
+
+def match_canonical(
+    sub_tiles: Sequence[np.ndarray], sub: int, ak: int, dtype: DType | str, swizzle_bytes: int
+) -> tuple[Major, int, int] | None:
+    """The wgmma descriptor that reads every one of `sub_tiles`: ``(major, LBO, SBO)`` (bytes, at least 16: the
+    field's unit), or None when no canonical layout matches them all.
+
+    Each sub-tile is an array ``(S, sub * ak)`` of pre-swizzle element offsets of the ``sub x ak`` operand block
+    (one warpgroup's M or N rows, one k step; element ``(mn, k)`` at ``mn * ak + k``) for S placements (stages);
+    the same LBO/SBO must describe them all relative to their first element. MN-major layouts are tried for
+    16-bit types only (imm-trans is 1 only for .f16/.bf16)."""
+    dtype = dtype_from_name(dtype)
+    t = 128 // dtype.bits
+    mn, kk = np.meshgrid(np.arange(sub), np.arange(ak), indexing="ij")
+    mn, kk = mn.ravel(), kk.ravel()
+    first = sub_tiles[0]
+    grid = (first - first[:, :1])[0].reshape(sub, ak)
+    candidates: list[tuple[Major, int, int]] = []  # (major, LBO, SBO) in elements, 0 where the tile does not use it
+    if swizzle_bytes:
+        c = swizzle_bytes // 16
+        candidates.append((Major.K, 16 // dtype.itemsize, int(grid[8, 0]) if sub > 8 else 0))
+        candidates.append((Major.MN, int(grid[c * t, 0]) if sub > c * t else 0, int(grid[0, 8]) if ak > 8 else 0))
+    else:
+        candidates.append((Major.K, int(grid[0, t]) if ak > t else 0, int(grid[8, 0]) if sub > 8 else 0))
+        candidates.append((Major.MN, int(grid[0, 8]) if ak > 8 else 0, int(grid[t, 0]) if sub > t else 0))
+    for mj, lbo, sbo in candidates:
+        if mj is Major.MN and dtype.bits != 16:
+            continue
+        if lbo < 0 or sbo < 0:
+            continue  # the descriptor's offsets are unsigned: atoms laid out backwards have no descriptor
+        model = canonical_offsets(mj, swizzle_bytes, t, mn, kk, lbo, sbo)
+        if all(np.array_equal(p - p[:, :1], np.broadcast_to(model, p.shape)) for p in sub_tiles):
+            return mj, max(lbo * dtype.itemsize, 16), max(sbo * dtype.itemsize, 16)
+    return None
+
+
+def _swizzled(sw: Swizzle, x: np.ndarray) -> np.ndarray:
+    bits = x & sw.yyy_mask
+    return x ^ (bits >> sw.shift if sw.shift >= 0 else bits << -sw.shift)
+
+
+def tma_box_swizzle(relative: np.ndarray, box_shape: tuple[int, ...], element_bits: int) -> int | None:
+    """The swizzle mode (128, 64, 32 or 0 bytes) under which a TMA box of `box_shape` (tensor order) lands at
+    `relative`: element offsets of the box's elements, row-major over `box_shape`, relative to the box's first
+    element (an array ``(S, size)`` for S placements). TMA writes a box densely, row-major, swizzled by
+    ``hopper_swizzle(W)``; None when no mode gives these offsets."""
+    linear = np.arange(int(np.prod(box_shape)), dtype=np.int64)
+    for width in (128, 64, 32, 0):
+        want = _swizzled(hopper_swizzle(width, element_bits), linear)
+        if np.array_equal(relative, np.broadcast_to(want, relative.shape)):
+            return width
+    return None
 
 
 def check_swizzle_base(address: int, swizzle_bytes: int, what: str = "shared-memory tile") -> list[AtomError]:

@@ -730,8 +730,20 @@ def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray], schedule: str = "l
         for d, s in zip(t.shape, a.shape, strict=True):
             if isinstance(d, Var):
                 if d in env and env[d] != s:
+                    dims = ", ".join(str(x) for x in t.shape)
+                    flipped = t.rank == 2 and all(
+                        not isinstance(x, Var) or x not in env or env[x] == e
+                        for x, e in zip(t.shape, reversed(a.shape), strict=True)
+                    )
                     raise InterpError(
-                        "INTERP_SHAPE_MISMATCH", f"{t.name}: {d.name} is {env[d]} elsewhere", actual=a.shape
+                        "INTERP_SHAPE_MISMATCH",
+                        f"{t.name}: {d.name} is {env[d]} elsewhere; the kernel takes {t.name} as ({dims})",
+                        f"{t.name} looks transposed: pass {t.name}.T (or use the kernel's variant for that operand "
+                        "layout, e.g. A_MAJOR / B_MAJOR of the Hopper GEMMs)"
+                        if flipped
+                        else None,
+                        requirement=f"({dims})",
+                        actual=a.shape,
                     )
                 env[d] = s
             elif isinstance(d, int) and d != s:

@@ -20,6 +20,15 @@ from __future__ import annotations
 import argus
 import argus.lang as T
 from argus.atoms.tma import store_chunk_columns
+from argus.kernels.gemm import (
+    a_shape,
+    alloc_operand_stages,
+    b_shape,
+    holds,
+    load_operand,
+    operand,
+    operand_assumption,
+)
 from argus.lang.errors import DSLError
 
 
@@ -27,8 +36,8 @@ from argus.lang.errors import DSLError
     policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
 )
 def gemm_wgmma_tma_persistent(
-    A: T.Tensor[("M", "K"), "IN"],
-    B: T.Tensor[("N", "K"), "IN"],
+    A: T.Tensor[a_shape, "IN"],
+    B: T.Tensor[b_shape, "IN"],
     C: T.Tensor[("M", "N"), "OUT"],
     BM: int = 128,
     BN: int = 128,
@@ -42,21 +51,28 @@ def gemm_wgmma_tma_persistent(
     ORDER: str = "grouped",
     GROUP: int = 8,
     EPILOGUE: str = "direct",
+    A_MAJOR: str = "K",
+    B_MAJOR: str = "K",
 ):
-    """C = A @ B^T (B given as (N, K), K-major) on Hopper, persistent: BLOCKS blocks, each with a producer
-    warpgroup (TMA) and two consumer warpgroups (wgmma, f32 accumulators, C written in OUT), walk the output
-    tiles in ORDER (``grouped``: GROUP rows of tiles at a time, for L2 reuse). The `full`/`empty` mbarrier
-    pipeline of STAGES stages continues across a block's tiles (global iteration ``it * k_tiles + k``). EPILOGUE:
-    ``"direct"`` (registers -> global) or ``"tma"`` (shared-memory staging and TMA stores, overlapping the next
-    tile)."""
-    T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
+    """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
+    blocks, each with a producer warpgroup (TMA) and two consumer warpgroups (wgmma, f32 accumulators, C written
+    in OUT), walk the output tiles in ORDER (``grouped``: GROUP rows of tiles at a time, for L2 reuse). The
+    `full`/`empty` mbarrier pipeline of STAGES stages continues across a block's tiles (global iteration
+    ``it * k_tiles + k``). EPILOGUE: ``"direct"`` (registers -> global) or ``"tma"`` (shared-memory staging and
+    TMA stores, overlapping the next tile).
+
+    A_MAJOR, B_MAJOR: the operands' layouts, as in `gemm_wgmma_tma`: A (M, K) or, with ``A_MAJOR="M"``, (K, M);
+    B (N, K) (C = A @ B^T) or, with ``B_MAJOR="N"``, (K, N) (C = A @ B). MN-major operands are loaded one TMA
+    box per 64-element panel and read by wgmma transposed (docs/gemm.md, "Operand layouts")."""
+    # TMA needs the row strides of A and B (their contiguous extents, 16-bit elements) to be multiples of 16 bytes
+    T.assume(operand_assumption(A_MAJOR, B_MAJOR))
     if EPILOGUE not in ("direct", "tma"):
         raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
     if EPILOGUE == "tma":
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
     with T.grid(BLOCKS, threads=384) as (bx,):
-        sA = T.alloc_shared((STAGES, BM, BK), A.dtype, swizzle=128)  # (stages, BM, BK), K-major
-        sB = T.alloc_shared((STAGES, BN, BK), B.dtype, swizzle=128)  # (stages, BN, BK), K-major
+        sA = alloc_operand_stages(A_MAJOR, STAGES, BM, BK, A.dtype)  # (stages, BM, BK) K-major, or (stages, BK, BM)
+        sB = alloc_operand_stages(B_MAJOR, STAGES, BN, BK, B.dtype)  # (stages, BN, BK) K-major, or (stages, BK, BN)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
@@ -64,7 +80,7 @@ def gemm_wgmma_tma_persistent(
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
         tiles = tiles_m * tiles_n
         k_tiles = T.cdiv(K, BK)
-        stage_bytes = (BM + BN) * BK * 2
+        stage_bytes = (BM + BN) * BK * 2  # every box of the stage counts in full, also where it is out of bounds
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for it in T.serial(T.cdiv(tiles, BLOCKS)):
                 t = bx + it * BLOCKS
@@ -75,8 +91,8 @@ def gemm_wgmma_tma_persistent(
                         g = k + it * k_tiles
                         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
                         T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                        T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
-                        T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
+                        load_operand(A, A_MAJOR, sA[s], bm, k, BM, BK, full[s])
+                        load_operand(B, B_MAJOR, sB[s], bn, k, BN, BK, full[s])
         with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # 2 warpgroups x 64 rows
             for it in T.serial(T.cdiv(tiles, BLOCKS)):
@@ -88,9 +104,9 @@ def gemm_wgmma_tma_persistent(
                         g = k + it * k_tiles
                         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
                         # invariant: the stage consumed at iteration k holds K-block k of this tile's A and B
-                        T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), sA[s])
-                        T.assert_tag(lambda b: (b[1] // BK == k) & (b[0] // BN == bn), sB[s])
-                        T.gemm(sA[s], sB[s].T, acc)
+                        T.assert_tag(holds(A_MAJOR, bm, k, BM, BK), sA[s])
+                        T.assert_tag(holds(B_MAJOR, bn, k, BN, BK), sB[s])
+                        T.gemm(operand(A_MAJOR, sA[s], False), operand(B_MAJOR, sB[s], True), acc)
                         T.mbarrier_arrive(empty[s])
                     if EPILOGUE == "tma":
                         T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)

@@ -212,6 +212,31 @@ def _gemm_hopper(
     )
 
 
+def _gemm_hopper_nn(name: str, description: str, module_name: str, attr: str, params: dict[str, Any]) -> LibraryKernel:
+    """A Hopper GEMM taking B as (K, N), N-major (``B_MAJOR="N"``: C = A @ B, as the task ``gemm`` and
+    ``torch.matmul`` take it), with f32 C."""
+    import importlib
+
+    kernel = getattr(importlib.import_module(f"argus.kernels.{module_name}"), attr)
+
+    def make(shape, rng):
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        return {"A": _bf16(rng.standard_normal((m, k))), "B": _bf16(rng.uniform(-1, 1, (k, n))), "C": np.zeros((m, n))}
+
+    return LibraryKernel(
+        name,
+        description,
+        kernel,
+        {"M": 256, "N": 256, "K": 256},
+        {"M": 200, "N": 136, "K": 136},
+        make,
+        lambda a: {"C": a["A"] @ a["B"]},
+        tolerance=1e-3,
+        params={**params, "B_MAJOR": "N", "OUT": "f32"},
+        torch_reference=lambda t: {"C": t["A"] @ t["B"]},
+    )
+
+
 def _gemm_hopper_persistent() -> LibraryKernel:
     """`gemm_wgmma_tma_persistent` at interpreter sizes where blocks walk several tiles: 3 blocks over 2 x 2 tiles
     of 128x128 (block 0 takes tiles 0 and 3), 4 K-blocks on 3 stages (a tile ends mid-rotation: its successor
@@ -373,6 +398,23 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         attr="gemm_wgmma_tma_persistent",
         params=GEMM_HOPPER_PERSISTENT_PARAMS,
         tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
+    ),
+    "gemm_hopper_nn": lambda: _gemm_hopper_nn(
+        "gemm_hopper_nn",
+        "the expert Hopper GEMM with B given as (K, N) (C = A @ B): gemm_wgmma_tma with 128x256x64 tiles, 4 stages, "
+        "B staged in four 64-column panels (one TMA box each) and read by wgmma transposed; f32 C",
+        "gemm",
+        "gemm_wgmma_tma",
+        GEMM_HOPPER_PARAMS,
+    ),
+    "gemm_hopper_persistent_nn": lambda: _gemm_hopper_nn(
+        "gemm_hopper_persistent_nn",
+        "the persistent expert Hopper GEMM with B given as (K, N) (C = A @ B): gemm_wgmma_tma_persistent with the "
+        "expert's tiles, blocks, tile order and TMA-store epilogue, B staged in 64-column panels (one TMA box each) "
+        "and read by wgmma transposed; f32 C",
+        "gemm_persistent_ws",
+        "gemm_wgmma_tma_persistent",
+        GEMM_HOPPER_PERSISTENT_PARAMS,
     ),
     "gemm_persistent": lambda: _gemm(
         "gemm_persistent",

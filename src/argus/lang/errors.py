@@ -19,8 +19,21 @@ _ARGUS_DIR = os.path.dirname(_LANG_DIR)
 _CONTEXTLIB = os.path.abspath(contextlib.__file__)
 
 
-def _is_internal(filename: str) -> bool:
-    """Frames of the tracer itself (and of `contextlib`, which runs `with T.grid(...)`)."""
+#: Code objects of the functions decorated with `macro`: their frames are skipped like the tracer's own.
+_MACRO_CODES: set[Any] = set()
+
+
+def macro(fn: Any) -> Any:
+    """Decorate a trace-time helper that emits DSL operations for a kernel (``@T.macro``): the statements it
+    emits, and the errors they raise, are located at the kernel line that called it, as if written there."""
+    _MACRO_CODES.add(fn.__code__)
+    return fn
+
+
+def _is_internal(filename: str, code: Any = None) -> bool:
+    """Frames of the tracer itself (and of `contextlib`, which runs `with T.grid(...)`), and of `macro`s."""
+    if code is not None and code in _MACRO_CODES:
+        return True
     path = os.path.abspath(filename)
     if path == _CONTEXTLIB:
         return True
@@ -30,7 +43,7 @@ def _is_internal(filename: str) -> bool:
 def caller_loc() -> SourceLoc | None:
     """The first frame outside argus's tracer: the user's DSL line that is being traced."""
     frame = sys._getframe(1)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    while frame is not None and _is_internal(frame.f_code.co_filename, frame.f_code):
         frame = frame.f_back  # type: ignore[assignment]
     if frame is None:
         return None

@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 import inspect
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,9 +79,13 @@ bf16, f16, f32, i32, u32, boolean = (
 class TensorSpec:
     """The annotation ``T.Tensor[("M", "K"), T.bf16]``: a global tensor parameter, row-major. The dtype may
     name a trace-time parameter instead (``T.Tensor[("M", "N"), "OUT"]`` with ``OUT: str = "f32"``): the tensor
-    then has the dtype that parameter names when the kernel is traced."""
+    then has the dtype that parameter names when the kernel is traced.
 
-    shape: tuple[str | int, ...]
+    The shape may be a function of trace-time parameters instead of a tuple: its argument names are parameters
+    of the kernel, and it returns the shape tuple, e.g. ``T.Tensor[lambda B_MAJOR: ("N", "K") if B_MAJOR == "K"
+    else ("K", "N"), "IN"]`` for an operand whose orientation a parameter chooses."""
+
+    shape: tuple[str | int, ...] | Callable[..., tuple[str | int, ...]]
     dtype: DType | str
 
     def resolve_dtype(self, values: dict[str, Any]) -> DType:
@@ -89,6 +93,26 @@ class TensorSpec:
         if isinstance(self.dtype, DType):
             return self.dtype
         return irtypes.dtype_from_name(values[self.dtype])
+
+    @property
+    def shape_params(self) -> tuple[str, ...]:
+        """The trace-time parameters the shape depends on (none for a tuple)."""
+        if not callable(self.shape):
+            return ()
+        return tuple(inspect.signature(self.shape).parameters)
+
+    def resolve_shape(self, values: dict[str, Any]) -> tuple[str | int, ...]:
+        """The shape tuple for the parameter `values` (a tuple shape as it is). Raises `ValueError` when a shape
+        function returns something other than a tuple of dimension names and positive ints."""
+        if not callable(self.shape):
+            return self.shape
+        shape = self.shape(**{name: values[name] for name in self.shape_params})
+        shape = (shape,) if isinstance(shape, (str, int)) else shape
+        if not isinstance(shape, (tuple, list)) or not all(
+            (isinstance(d, str) and d.isidentifier()) or (isinstance(d, int) and d >= 1) for d in shape
+        ):
+            raise ValueError(f"a shape is a tuple of dimension names and positive ints, got {shape!r}")
+        return tuple(shape)
 
 
 class Tensor:
@@ -100,6 +124,8 @@ class Tensor:
         shape, dtype = item
         if isinstance(shape, (str, int)):
             shape = (shape,)
+        elif not callable(shape):
+            shape = tuple(shape)
         if not isinstance(dtype, DType):
             try:
                 dtype = irtypes.dtype_from_name(str(dtype))
@@ -107,7 +133,7 @@ class Tensor:
                 if not (isinstance(dtype, str) and dtype.isidentifier()):
                     raise
                 # not a dtype name: a trace-time parameter naming the dtype (checked by @argus.kernel)
-        return TensorSpec(tuple(shape), dtype)
+        return TensorSpec(shape, dtype)
 
 
 # --- trace state -----------------------------------------------------------------------------------------
@@ -189,6 +215,43 @@ class Tile:
             raise DSLError("DSL_TRANSPOSE", "only 2-D shared or global tiles have a transposed view", actual=r.shape)
         perm = (1, 0) if r.perm is None else (r.perm[1], r.perm[0])
         return Tile(TileRef(r.buffer, r.origin, r.extent, r.dropped, layout=r.layout, perm=perm))
+
+    def window(self, origin: Any, shape: Any) -> Tile:
+        """The sub-window of this shared-memory tile at static element `origin` (one per tile dimension) of
+        static `shape`, e.g. ``sB[s].window((0, 64 * j), (BK, 64))``: one TMA box of a tile wider than the
+        swizzle span. It must lie inside the tile; no data moves."""
+        r = self.ref
+        origin = tuple(origin) if isinstance(origin, (tuple, list)) else (origin,)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if r.space != Space.SHARED or r.perm is not None:
+            raise DSLError(
+                "DSL_WINDOW",
+                "sub-windows are taken of shared-memory tiles that are not transposed views",
+                "take the window first, then the transpose (.T)",
+                actual=f"a {r.space.value} tile" + (" (transposed)" if r.perm is not None else ""),
+            )
+        ok = len(origin) == len(shape) == len(r.shape) and all(
+            isinstance(o, int) and isinstance(e, int) and o >= 0 and e >= 1 and o + e <= full
+            for o, e, full in zip(origin, shape, r.shape, strict=False)
+        )
+        if not ok:
+            raise DSLError(
+                "DSL_WINDOW",
+                f"a window of a {list(r.shape)} tile",
+                requirement=f"{len(r.shape)} static origins and extents (Python ints) with origin + extent inside "
+                "the tile",
+                actual=f"origin {origin}, shape {shape}",
+            )
+        new_origin = list(r.origin)
+        new_extent = list(r.extent)
+        for i, d in enumerate(r.kept):
+            base = r.origin[d]
+            if isinstance(base, int):
+                new_origin[d] = base + origin[i]
+            else:
+                new_origin[d] = as_expr(base) + origin[i] if origin[i] else base
+            new_extent[d] = shape[i]
+        return Tile(TileRef(r.buffer, _simplify(tuple(new_origin)), tuple(new_extent), r.dropped, layout=r.layout))
 
 
 class GlobalTensor:
@@ -567,14 +630,42 @@ def _parse_assumption(text: str, names: dict[str, Var], loc: Any) -> Expr:
 # --- allocation --------------------------------------------------------------------------------------------
 
 
-def alloc_shared(shape: Any, dtype: DType, swizzle: int = 0, layout: Layout | ComposedLayout | None = None) -> Shared:
+def alloc_shared(
+    shape: Any,
+    dtype: DType,
+    swizzle: int = 0,
+    layout: Layout | ComposedLayout | None = None,
+    panels: bool = False,
+) -> Shared:
     """A shared-memory buffer, row-major (last dimension contiguous) unless `layout` is given,
-    with Hopper's 32/64/128-byte `swizzle` applied to its offsets."""
+    with Hopper's 32/64/128-byte `swizzle` applied to its offsets.
+
+    ``panels=True`` (with a swizzle) cuts the last dimension into panels one swizzle width wide, each stored
+    whole before the next (`argus.atoms.smem.panel_layout`): the layout of a tile wider than the swizzle span
+    loaded by one TMA box per panel (``sB[s].window((0, 64 * j), (BK, 64))``) and read by ``wgmma`` as an
+    MN-major operand."""
     st = _state("T.alloc_shared")
     loc = caller_loc()
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     if not all(isinstance(s, int) and s >= 1 for s in shape):
         raise DSLError("DSL_TILE_SHAPE", f"shared buffers need a static shape of positive ints, got {shape}", loc=loc)
+    if panels:
+        from argus.atoms.errors import AtomError
+        from argus.atoms.smem import panel_layout
+
+        if layout is not None:
+            raise DSLError("DSL_TILE_SHAPE", "give either layout= or panels=True, not both", loc=loc)
+        try:
+            layout = panel_layout(shape, dtype, swizzle)
+        except AtomError as err:
+            raise DSLError(
+                "DSL_TILE_SHAPE",
+                f"panels=True: {err.message}",
+                err.hint,
+                requirement=err.requirement,
+                actual=err.actual,
+                loc=loc,
+            ) from None
     if layout is None:
         base = Layout(shape, suffix_product(shape))
         layout = base if swizzle == 0 else ComposedLayout(hopper_swizzle(swizzle, dtype.bits), 0, base)
@@ -1349,6 +1440,15 @@ class KernelFunction:
                     loc=_def_loc(fn),
                 )
         for pname, spec in self.tensor_specs.items():
+            unknown = [p for p in spec.shape_params if p not in self.defaults]
+            if unknown:
+                raise DSLError(
+                    "DSL_KERNEL_SIGNATURE",
+                    f"the shape function of tensor {pname!r} of kernel {self.name} takes {unknown[0]!r}, which is not "
+                    "a trace-time parameter of the kernel",
+                    "name the shape function's arguments after parameters with defaults, e.g. lambda B_MAJOR: ...",
+                    loc=_def_loc(fn),
+                )
             if isinstance(spec.dtype, str) and spec.dtype not in self.defaults:
                 raise DSLError(
                     "DSL_KERNEL_SIGNATURE",
@@ -1424,7 +1524,18 @@ class KernelFunction:
         tensors: list[Buffer] = []
         for pname, spec in self.tensor_specs.items():
             dims: list[Expr | int] = []
-            for d in spec.shape:
+            try:
+                shape = spec.resolve_shape(values)
+            except DSLError:
+                raise  # the shape function's own refusal (e.g. a parameter value it does not know)
+            except ValueError as err:
+                raise DSLError(
+                    "DSL_TENSOR_SHAPE",
+                    f"tensor {pname}: {err}",
+                    "return a tuple such as ('K', 'N') from the shape function",
+                    loc=_def_loc(self.fn),
+                ) from None
+            for d in shape:
                 if isinstance(d, str):
                     dims.append(shape_vars.setdefault(d, Var(d, VarKind.SHAPE)))
                 else:

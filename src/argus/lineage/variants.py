@@ -138,7 +138,11 @@ def interface(kernel: Any, params: dict[str, Any] | None = None) -> dict[str, tu
     `params` (a dtype may name a trace parameter)."""
     traced = kernel.trace(**(params or {}))
     specs = getattr(kernel, "tensor_specs", {})
-    return {t.name: (tuple(specs[t.name].shape) if t.name in specs else (), t.dtype.name) for t in traced.tensors}
+    values = {**getattr(kernel, "defaults", {}), **(params or {})}
+    return {
+        t.name: (tuple(specs[t.name].resolve_shape(values)) if t.name in specs else (), t.dtype.name)
+        for t in traced.tensors
+    }
 
 
 def task_for(kernel: Any, params: dict[str, Any] | None = None, prefer: str | None = None) -> str:

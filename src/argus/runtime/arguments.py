@@ -298,6 +298,7 @@ def _bind_shapes(generated: GeneratedSource, infos: list[TensorInfo], fail: Any)
                         p.name,
                         requirement=f"every {dim.name} the same",
                         actual=info.shape,
+                        hint=_transposed_hint(p, info, values),
                     )
                 if extent > MAX_EXTENT:
                     raise fail(
@@ -327,6 +328,21 @@ def _bind_shapes(generated: GeneratedSource, infos: list[TensorInfo], fail: Any)
     if missing:
         raise fail("RUNTIME_ARG_SHAPE", f"no tensor dimension gives shape symbol(s) {', '.join(missing)}")
     return {name: v for name, (v, _) in values.items()}
+
+
+def _transposed_hint(p: TensorParam, info: TensorInfo, values: dict[str, tuple[int, str]]) -> str | None:
+    """A hint when a 2-d argument fits the sizes bound so far once transposed: it is given in the other
+    orientation (e.g. B as (N, K) to a kernel that takes (K, N))."""
+    if p.rank != 2 or not all(isinstance(d, Var) for d in p.shape):
+        return None
+    swapped = tuple(reversed(info.shape))
+    if any(d.name in values and values[d.name][0] != e for d, e in zip(p.shape, swapped, strict=True)):
+        return None
+    want = _shape_text(p.shape)
+    return (
+        f"{p.name} looks transposed: the kernel takes it as {want}; pass {p.name}.T.contiguous(), or use the "
+        "kernel's variant for the other operand layout (e.g. B_MAJOR / A_MAJOR of the Hopper GEMMs)"
+    )
 
 
 def _check_layout(params: tuple[TensorParam, ...], infos: list[TensorInfo], fail: Any) -> None:

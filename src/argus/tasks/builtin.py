@@ -228,6 +228,8 @@ def _tasks() -> list[Task]:
                 "gemm_cp_async",
                 "gemm_cp_async_swizzled",
                 "gemm_persistent",
+                "gemm_hopper_nn",
+                "gemm_hopper_persistent_nn",
             ),
             baselines={"cublas": _gemm},
             default_baselines=("eager", "compile", "cublas"),

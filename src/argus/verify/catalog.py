@@ -230,6 +230,29 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "choose a box whose inner extent is 16-byte aligned and at most 256 elements per dimension",
     ),
     CatalogEntry(
+        "LAYOUT_TMA_BOX",
+        "TMA box into a shared layout TMA cannot write",
+        "A TMA load writes its box densely, row-major over the box, with one of Hopper's swizzles (none, 32, 64 or "
+        "128 bytes), and its inner extent may not exceed the swizzle span. The destination window's layout "
+        "(relative to its first element, in every stage) is not that, so the code generator refuses the copy; the "
+        "interpreter, which writes through the layout, would hide it.",
+        Severity.ERROR,
+        "give the buffer a row-major swizzled layout whose rows are one swizzle span wide (T.alloc_shared(..., "
+        "swizzle=128)); for a wider tile, allocate it in panels (panels=True) and load one box per panel with "
+        "stage.window(...)",
+    ),
+    CatalogEntry(
+        "LAYOUT_WGMMA_OPERAND",
+        "wgmma operand in a shared layout no descriptor describes",
+        "wgmma reads a shared-memory operand through a matrix descriptor: each warpgroup's sub-tile of each k16 "
+        "step must be one of PTX's canonical layouts, K-major or (16-bit types only) MN-major, built from "
+        "swizzle atoms with one leading and one stride byte offset that hold for every stage and warpgroup. This "
+        "operand's layout is none of them, so no descriptor (and no transpose flag) reads it correctly.",
+        Severity.ERROR,
+        "allocate the operand K-major with a 128-byte swizzle and 64-element rows, or, for an MN-major 16-bit "
+        "operand, in panels (T.alloc_shared(..., swizzle=128, panels=True)) with the tile (BK, BMN)",
+    ),
+    CatalogEntry(
         "BUDGET_SMEM",
         "shared memory over budget",
         "The shared-memory buffers of one block (their physical extents, padding and mbarriers included) "

@@ -27,6 +27,7 @@ from argus.verify.checks.oob import check_masked_reductions, check_shared_views
 from argus.verify.checks.perf import check_performance
 from argus.verify.checks.pipeline import check_stale_reads
 from argus.verify.checks.races import check_races
+from argus.verify.checks.smem_layout import check_smem_layouts
 from argus.verify.checks.tma_order import check_tma_program_order
 from argus.verify.context import Context
 from argus.verify.model import analyze
@@ -106,6 +107,7 @@ def verify_kernel(
         run("shared view bounds", check_shared_views, ctx)
     if "align" in checks:
         run("alignment", check_alignment, ctx)
+        run("shared-memory layout", check_smem_layouts, ctx)
     if "budget" in checks:
         run("shared-memory budget", check_shared_budget, ctx)
         run("register budget", check_register_budget, ctx)

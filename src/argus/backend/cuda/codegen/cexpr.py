@@ -341,7 +341,10 @@ def layout_at(layout: Layout, x: str, domain: int | None = None) -> str:
 
 
 def _mode_at(layout: Layout, coord: str) -> str:
-    """One top-level mode of a layout evaluated at its (integer) coordinate."""
+    """One top-level mode of a layout evaluated at its (integer) coordinate; a literal coordinate of a
+    hierarchical mode (a panel's first column) is evaluated here rather than split in C."""
+    if isinstance(layout.shape, tuple) and coord.isdigit():
+        return str(layout(int(coord)))
     return layout_at(layout, coord)
 
 

@@ -22,7 +22,14 @@ import numpy as np
 
 from argus.atoms import MmaAtom
 from argus.atoms.common import register_pool, register_split, setmaxnreg_ok
-from argus.atoms.smem import DESCRIPTOR_SWIZZLE_ENCODING, SWIZZLE_REPEAT_BYTES, Major
+from argus.atoms.smem import (
+    DESCRIPTOR_SWIZZLE_ENCODING,
+    SWIZZLE_REPEAT_BYTES,
+    Major,
+    match_canonical,
+    swizzle_mode_of,
+    tma_box_swizzle,
+)
 from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, TMA_SMEM_ALIGNMENT, store_chunk_columns, tma_load
 from argus.backend.cuda.codegen import prelude
 from argus.backend.cuda.codegen.cexpr import add, convert, layout_at_coords, mul, paren
@@ -60,15 +67,8 @@ def apply_swizzle(sw: Swizzle, x: np.ndarray) -> np.ndarray:
     return x ^ (bits >> sw.shift if sw.shift >= 0 else bits << -sw.shift)
 
 
-def swizzle_bytes_of(sw: Swizzle | None, element_bits: int) -> int | None:
-    """The Hopper swizzle mode (0, 32, 64, 128 bytes) `sw` is for `element_bits`-bit elements, or None."""
-    if sw is None or sw.bits == 0:
-        return 0
-    for width in (32, 64, 128):
-        h = hopper_swizzle(width, element_bits)
-        if (h.bits, h.base, h.shift) == (sw.bits, sw.base, sw.shift):
-            return width
-    return None
+#: The Hopper swizzle mode a `Swizzle` is (`argus.atoms.smem.swizzle_mode_of`).
+swizzle_bytes_of = swizzle_mode_of
 
 
 @dataclass(frozen=True)
@@ -89,19 +89,6 @@ class DescriptorPlan:
     @property
     def trans(self) -> int:
         return 1 if self.major is Major.MN else 0
-
-
-def _canonical(mj: Major, width: int, t: int, mn: np.ndarray, k: np.ndarray, lbo: int, sbo: int) -> np.ndarray:
-    """PTX's canonical layout (`argus.atoms.smem` table), element offsets before the swizzle, relative to the
-    start address, with LBO/SBO in elements."""
-    c = max(1, width // 16)
-    if mj is Major.K:
-        if width:
-            return (mn % 8) * c * t + (mn // 8) * sbo + k
-        return (mn % 8) * t + (mn // 8) * sbo + (k % t) + (k // t) * lbo
-    if width:
-        return (mn % t) + ((mn // t) % c) * t + (mn // (c * t)) * lbo + (k % 8) * c * t + (k // 8) * sbo
-    return (mn % t) + (mn // t) * sbo + (k % 8) * t + (k // 8) * lbo
 
 
 #: The fewest pipeline stages for which `plan_deferred_releases` keeps a wgmma group in flight (see there).
@@ -402,15 +389,7 @@ class HopperRules:
             raise self.error(
                 f"TMA copy into {dst.buffer.name}: its position is not static enough to prove the box layout"
             )
-        linear = np.ravel_multi_index(tuple(coords.T), shape)  # row-major: TMA's dense box order
-        relative = offsets - bases
-        swizzle = None
-        for width in (128, 64, 32, 0):
-            if np.array_equal(
-                relative, np.broadcast_to(apply_swizzle(hopper_swizzle(width, dst.dtype.bits), linear), relative.shape)
-            ):
-                swizzle = width
-                break
+        swizzle = tma_box_swizzle(offsets - bases, shape, dst.dtype.bits)  # coords are row-major: TMA's box order
         if swizzle is None:
             raise self.error(
                 f"TMA copy into {dst.buffer.name} with layout {dst.buffer.layout}",
@@ -740,7 +719,6 @@ class HopperRules:
         if width and self.shared[buf] % SWIZZLE_REPEAT_BYTES[width]:
             raise self.invalid(f"{buf.name} does not start where its swizzle pattern starts")
         itemsize = buf.dtype.itemsize
-        t = 128 // buf.dtype.bits
         mn, kk = np.meshgrid(np.arange(sub), np.arange(ak), indexing="ij")
         mn, kk = mn.ravel(), kk.ravel()
         pres = []
@@ -753,25 +731,8 @@ class HopperRules:
                 if pre is None:
                     raise self.error(f"wgmma operand {buf.name}: its position is not static enough to prove its layout")
                 pres.append(pre + offset)
-        first = pres[0]  # group 0, k step 0: (S, sub*ak)
-        rel = first - first[:, :1]
-        grid = rel[0].reshape(sub, ak)
-        candidates: list[tuple[Major, int, int]] = []
-        if width:
-            candidates.append((Major.K, 16 // itemsize, int(grid[8, 0]) if sub > 8 else 0))
-            c = width // 16
-            candidates.append((Major.MN, int(grid[c * t, 0]) if sub > c * t else 0, int(grid[0, 8]) if ak > 8 else 0))
-        else:
-            candidates.append((Major.K, int(grid[0, t]) if ak > t else 0, int(grid[8, 0]) if sub > 8 else 0))
-            candidates.append((Major.MN, int(grid[0, 8]) if ak > 8 else 0, int(grid[t, 0]) if sub > t else 0))
-        plan = None
-        for mj, lbo, sbo in candidates:
-            if mj is Major.MN and buf.dtype.bits != 16:
-                continue
-            model = _canonical(mj, width, t, mn, kk, lbo, sbo)
-            if all(np.array_equal(p - p[:, :1], np.broadcast_to(model, p.shape)) for p in pres):
-                plan = DescriptorPlan(width, mj, max(lbo * itemsize, 16), max(sbo * itemsize, 16))
-                break
+        match = match_canonical(pres, sub, ak, buf.dtype, width)  # the same for every group, k step and stage
+        plan = None if match is None else DescriptorPlan(width, *match)
         if plan is None:
             raise self.error(
                 f"wgmma operand {operand} ({buf.name}, layout {layout}): no canonical wgmma shared-memory layout "
