@@ -82,6 +82,12 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--dtype", default="bf16", choices=("bf16", "f16"), help="A, B and C (the kernels' IN and OUT)")
     p.add_argument("--json", default="")
+    p.add_argument(
+        "--layout",
+        default="tn",
+        choices=("tn", "nn"),
+        help="tn: B given as (N, K), C = A @ B^T (the kernels' default); nn: B as (K, N), C = A @ B (B_MAJOR='N')",
+    )
     p.add_argument("--shapes", nargs="*", default=None, help="M,N,K triples (default: the issue's seven)")
     p.add_argument("--kernels", default="", help="comma-separated contender labels (default: all)")
     args = p.parse_args()
@@ -98,6 +104,8 @@ def main() -> int:
     for label, name, overrides, switches in chosen:
         entry = get_kernel(name)
         params = {**entry.params, **overrides, "IN": args.dtype, "OUT": args.dtype}
+        if args.layout == "nn":
+            params["B_MAJOR"] = "N"
         saved = {k: getattr(Emitter, k) for k in switches}
         for k, v in switches.items():
             setattr(Emitter, k, v)
@@ -122,9 +130,14 @@ def main() -> int:
                 b = torch.randn(n, k, device="cuda", generator=g).to(dt)
             else:
                 b = (torch.rand(n, k, device="cuda", generator=g) * 2 - 1).to(dt)
-            ref = a.float() @ b.float().T
+            if args.layout == "nn":
+                b = b.T.contiguous()  # the same values, stored as (K, N)
+            ref = a.float() @ (b.float() if args.layout == "nn" else b.float().T)
             outs = {name: torch.full((m, n), float("nan"), device="cuda", dtype=dt) for name in kernels}
-            launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b.T)}
+            if args.layout == "nn":
+                launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b)}
+            else:
+                launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b.T)}
             for name, (kern, _) in loaded.items():
                 prepared = kern.prepare(a, b, outs[name])
                 prepared.launch()
