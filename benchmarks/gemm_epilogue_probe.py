@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import re
-import statistics
 import sys
 from pathlib import Path
 
@@ -38,7 +36,7 @@ except ImportError:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gemm_parity import interleaved_times  # noqa: E402
+from gemm_parity import probe_against_cublas  # noqa: E402
 from gemm_variants import ISSUE_SHAPES, SQUARE, environment  # noqa: E402
 
 HELPERS = r"""
@@ -168,45 +166,9 @@ def main() -> int:
     for name, g in variants.items():
         module = compile_cuda(g.source, g.program_name, cache=False)
         loaded[name] = load(CompiledKernel(g, module))
-    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    rows, failed = [], False
-    print("\n| M×N×K | kernel | ms (median) | cuBLAS ms (median) | ratio of medians | per-round ratio [q1, q3] |")
-    print("|---|---|---|---|---|---|")
-    for m, n, k in [*SQUARE, *ISSUE_SHAPES, (1000, 1000, 1000)]:
-        g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
-        a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
-        b = torch.randn(n, k, device="cuda", generator=g).to(torch.bfloat16)
-        ref = a.float() @ b.float().T
-        launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b.T)}
-        for name, kern in loaded.items():
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-            prepared = kern.prepare(a, b, c)
-            prepared.launch()
-            torch.cuda.synchronize()
-            err = float((c.float() - ref).abs().max() / ref.abs().max())
-            if not err <= 1e-2:
-                print(f"{name} WRONG at {m}x{n}x{k}: relative error {err}")
-                failed = True
-            launches[name] = prepared.launch
-        if (m, n, k) == (1000, 1000, 1000):
-            continue  # a partial-tile correctness check only
-        times = interleaved_times(torch, launches, args.rounds, scratch)
-        base = statistics.median(times["cublas"])
-        for name in loaded:
-            med = statistics.median(times[name])
-            per_round = sorted(c / x for c, x in zip(times["cublas"], times[name], strict=True))
-            q = statistics.quantiles(per_round, n=4)
-            rows.append({"shape": [m, n, k], "kernel": name, "ms": med, "cublas_ms": base, "ratio": base / med})
-            print(
-                f"| {m}×{n}×{k} | {name} | {med:.4f} | {base:.4f} | {base / med:.3f} | "
-                f"{statistics.median(per_round):.3f} [{q[0]:.3f}, {q[2]:.3f}] |",
-                flush=True,
-            )
-    print("\ngeometric mean of the ratios of medians, and the worst shape:")
-    for name in loaded:
-        ratios = [r["ratio"] for r in rows if r["kernel"] == name]
-        gm = math.exp(statistics.fmean(math.log(x) for x in ratios))
-        print(f"  {name:<24} geomean {gm:.3f}  min {min(ratios):.3f}")
+    rows, failed = probe_against_cublas(
+        torch, loaded, [*SQUARE, *ISSUE_SHAPES, (1000, 1000, 1000)], args.rounds, check_only={(1000, 1000, 1000)}
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 1 if failed else 0

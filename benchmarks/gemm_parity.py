@@ -71,6 +71,58 @@ def interleaved_times(torch, launches: dict, rounds: int, scratch) -> dict[str, 
     return times
 
 
+def probe_against_cublas(torch, loaded: dict, shapes, rounds: int, *, check_only=(), skip=None):  # noqa: ANN001, ANN201
+    """The probes' loop: every kernel of `loaded` (label -> loaded kernel of (A (M, K), B (N, K), C) in bf16) at each
+    (M, N, K) of `shapes`, checked against the f32 product (relative max error <= 1e-2), then timed interleaved with
+    cuBLAS (`interleaved_times`); shapes in `check_only` are only checked, and `skip(shape)` may name a reason to
+    leave a shape out. Prints the table and each kernel's geometric mean; returns (rows, whether one was wrong)."""
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    rows, failed = [], False
+    print("\n| M×N×K | kernel | ms (median) | cuBLAS ms (median) | ratio of medians | per-round ratio [q1, q3] |")
+    print("|---|---|---|---|---|---|")
+    for m, n, k in shapes:
+        reason = skip((m, n, k)) if skip else None
+        if reason:
+            print(f"skip {m}x{n}x{k}: {reason}")
+            continue
+        g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
+        a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", generator=g).to(torch.bfloat16)
+        ref = a.float() @ b.float().T
+        launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b.T)}
+        for name, kern in loaded.items():
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            prepared = kern.prepare(a, b, c)
+            prepared.launch()
+            torch.cuda.synchronize()
+            err = float((c.float() - ref).abs().max() / ref.abs().max())
+            if not err <= 1e-2:
+                print(f"{name} WRONG at {m}x{n}x{k}: relative error {err}")
+                failed = True
+            launches[name] = prepared.launch
+        if (m, n, k) in check_only:
+            continue
+        times = interleaved_times(torch, launches, rounds, scratch)
+        base = statistics.median(times["cublas"])
+        for name in loaded:
+            med = statistics.median(times[name])
+            per_round = sorted(c / x for c, x in zip(times["cublas"], times[name], strict=True))
+            q = statistics.quantiles(per_round, n=4)
+            rows.append({"shape": [m, n, k], "kernel": name, "ms": med, "cublas_ms": base, "ratio": base / med})
+            print(
+                f"| {m}×{n}×{k} | {name} | {med:.4f} | {base:.4f} | {base / med:.3f} | "
+                f"{statistics.median(per_round):.3f} [{q[0]:.3f}, {q[2]:.3f}] |",
+                flush=True,
+            )
+    print("\ngeometric mean of the ratios of medians, and the worst shape:")
+    for name in loaded:
+        ratios = [r["ratio"] for r in rows if r["kernel"] == name]
+        if ratios:
+            gm = math.exp(statistics.fmean(math.log(x) for x in ratios))
+            print(f"  {name:<24} geomean {gm:.3f}  min {min(ratios):.3f}")
+    return rows, failed
+
+
 def main() -> int:
     import torch
 
