@@ -151,7 +151,7 @@ def main() -> int:
     for line in environment(torch):
         print(line)
     entry = get_kernel("gemm_hopper_persistent")
-    params = dict(entry.params)
+    params = {**entry.params, "EPILOGUE": "direct"}  # the expert as these probes measured it (session 4's epilogue)
     print(f"kernel gemm_hopper_persistent {params}")
     generated = generate(entry.kernel.trace(**params))
     variants = {"expert": generated}
