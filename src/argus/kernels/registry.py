@@ -188,16 +188,33 @@ def _gemm_hopper(
     attr: str | None = None,
     params: dict[str, Any] | None = None,
     tolerance: float = 1e-3,
+    n_major: bool = False,
 ) -> LibraryKernel:
-    """A GEMM taking B as (N, K), K-major (C = A @ B^T), as TMA + wgmma kernels do."""
+    """A Hopper GEMM taking B as (N, K), K-major (C = A @ B^T), as TMA + wgmma kernels do natively; with `n_major`,
+    B as (K, N) (``B_MAJOR="N"``: C = A @ B, as the task ``gemm`` and ``torch.matmul`` take it) and f32 C, at
+    interpreter sizes whose N fills whole 64-column panels of B (and, partial, one panel in part)."""
     import importlib
 
     kernel = getattr(importlib.import_module(f"argus.kernels.{module_name}"), attr or name)
 
     def make(shape, rng):
         m, n, k = shape["M"], shape["N"], shape["K"]
-        return {"A": _bf16(rng.standard_normal((m, k))), "B": _bf16(rng.uniform(-1, 1, (n, k))), "C": np.zeros((m, n))}
+        b = _bf16(rng.uniform(-1, 1, (k, n) if n_major else (n, k)))
+        return {"A": _bf16(rng.standard_normal((m, k))), "B": b, "C": np.zeros((m, n))}
 
+    if n_major:
+        return LibraryKernel(
+            name,
+            description,
+            kernel,
+            {"M": 256, "N": 256, "K": 256},
+            {"M": 200, "N": 136, "K": 136},
+            make,
+            lambda a: {"C": a["A"] @ a["B"]},
+            tolerance=tolerance,
+            params={**(params or {}), "B_MAJOR": "N", "OUT": "f32"},
+            torch_reference=lambda t: {"C": t["A"] @ t["B"]},
+        )
     return LibraryKernel(
         name,
         description,
@@ -209,31 +226,6 @@ def _gemm_hopper(
         tolerance=tolerance,
         params=dict(params or {}),
         torch_reference=lambda t: {"C": t["A"] @ t["B"].T},
-    )
-
-
-def _gemm_hopper_nn(name: str, description: str, module_name: str, attr: str, params: dict[str, Any]) -> LibraryKernel:
-    """A Hopper GEMM taking B as (K, N), N-major (``B_MAJOR="N"``: C = A @ B, as the task ``gemm`` and
-    ``torch.matmul`` take it), with f32 C."""
-    import importlib
-
-    kernel = getattr(importlib.import_module(f"argus.kernels.{module_name}"), attr)
-
-    def make(shape, rng):
-        m, n, k = shape["M"], shape["N"], shape["K"]
-        return {"A": _bf16(rng.standard_normal((m, k))), "B": _bf16(rng.uniform(-1, 1, (k, n))), "C": np.zeros((m, n))}
-
-    return LibraryKernel(
-        name,
-        description,
-        kernel,
-        {"M": 256, "N": 256, "K": 256},
-        {"M": 200, "N": 136, "K": 136},
-        make,
-        lambda a: {"C": a["A"] @ a["B"]},
-        tolerance=1e-3,
-        params={**params, "B_MAJOR": "N", "OUT": "f32"},
-        torch_reference=lambda t: {"C": t["A"] @ t["B"]},
     )
 
 
@@ -399,7 +391,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         params=GEMM_HOPPER_PERSISTENT_PARAMS,
         tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
     ),
-    "gemm_hopper_nn": lambda: _gemm_hopper_nn(
+    "gemm_hopper_nn": lambda: _gemm_hopper(
         "gemm_hopper_nn",
         "the expert Hopper GEMM with B given as (K, N) (C = A @ B): gemm_wgmma_tma with 128x256x64 tiles, 4 stages, "
         "B staged in four 64-column panels (one TMA box each) and read by wgmma transposed; f32 C",
@@ -407,7 +399,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         "gemm_wgmma_tma",
         GEMM_HOPPER_PARAMS,
     ),
-    "gemm_hopper_persistent_nn": lambda: _gemm_hopper_nn(
+    "gemm_hopper_persistent_nn": lambda: _gemm_hopper(
         "gemm_hopper_persistent_nn",
         "the persistent expert Hopper GEMM with B given as (K, N) (C = A @ B): gemm_wgmma_tma_persistent with the "
         "expert's tiles, blocks, tile order and TMA-store epilogue, B staged in 64-column panels (one TMA box each) "
