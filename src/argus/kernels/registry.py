@@ -398,6 +398,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         "gemm",
         "gemm_wgmma_tma",
         GEMM_HOPPER_PARAMS,
+        n_major=True,
     ),
     "gemm_hopper_persistent_nn": lambda: _gemm_hopper(
         "gemm_hopper_persistent_nn",
@@ -407,6 +408,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         "gemm_persistent_ws",
         "gemm_wgmma_tma_persistent",
         GEMM_HOPPER_PERSISTENT_PARAMS,
+        n_major=True,
     ),
     "gemm_persistent": lambda: _gemm(
         "gemm_persistent",
