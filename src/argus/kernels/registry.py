@@ -230,6 +230,22 @@ def _gemm_hopper_persistent() -> LibraryKernel:
     )
 
 
+def _gemm_tma_store_epilogue() -> LibraryKernel:
+    """The lineage's last rung: `gemm_wgmma_tma_persistent` at its library entry's parameters with one change, C
+    stored through shared memory and TMA stores (EPILOGUE "tma"). The same shapes as the persistent rung: N is a
+    multiple of 8 in both (the staged store needs C's rows 16-byte aligned, which the kernel assumes), and the partial
+    shape still has partial tiles in M, N and K (200 = 128 + 72; 136 = 2 x 64 + 8)."""
+    persistent = _gemm_hopper_persistent()
+    return dataclasses.replace(
+        persistent,
+        name="gemm_tma_store_epilogue",
+        description="gemm_wgmma_tma_persistent with C stored through two 128-byte-swizzled shared-memory chunk "
+        "buffers and TMA stores that drain while the consumers start the block's next tile; 3 blocks here so each "
+        "walks several tiles",
+        params={**persistent.params, "EPILOGUE": "tma"},
+    )
+
+
 #: The expert Hopper GEMM's configuration: the tile shape and stage count measured best on all seven benchmark
 #: shapes of five configurations (benchmarks/results/2026-11-21-gemm-h200.md), bf16 output as cuBLAS writes it.
 GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
@@ -364,6 +380,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
     ),
     "gemm_wgmma_tma_persistent": lambda: _gemm_hopper_persistent(),
+    "gemm_tma_store_epilogue": _gemm_tma_store_epilogue,
     "gemm_hopper_persistent": lambda: _gemm_hopper(
         "gemm_hopper_persistent",
         "the persistent expert Hopper GEMM: gemm_wgmma_tma_persistent with 128x256x64 tiles, 4 stages, one block "
@@ -422,9 +439,11 @@ class LineageStep:
     adds: str
 
 
-#: Kernel lineages, naive first: each rung adds exactly one mechanism to the one before it (docs/gemm.md).
-#: The Hopper rungs after warp specialization (persistent grid with an L2-friendly tile order, epilogue through
-#: TMA stores) are appended here as they are built.
+#: Kernel lineages, naive first: each rung adds exactly one mechanism to the one before it (docs/gemm.md). The
+#: GEMM ladder is the issue's, complete: after warp specialization a persistent grid walking the tiles in grouped
+#: order (`gemm_wgmma_tma_persistent`), then the epilogue through TMA stores (`gemm_tma_store_epilogue`, the same
+#: kernel and parameters with EPILOGUE "tma"). Both run 3 blocks at their library parameters (interpreter sizes); the
+#: persistent expert `gemm_hopper_persistent` is the last rung at the expert's tiles and 132 blocks.
 _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
     "gemm": (
         LineageStep("gemm_naive", "naive_fma", "one thread per output element; A and B from global memory; FMA in f32"),
@@ -447,6 +466,17 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
             "gemm_wgmma_tma",
             "warp_specialization",
             "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+        LineageStep(
+            "gemm_wgmma_tma_persistent",
+            "persistent_grid",
+            "a persistent grid: BLOCKS blocks walk the output tiles in grouped order, the mbarrier pipeline running "
+            "on across each block's tiles",
+        ),
+        LineageStep(
+            "gemm_tma_store_epilogue",
+            "tma_store",
+            "the epilogue through shared memory and TMA stores, which drain while the block's next tile starts",
         ),
     ),
     # Held out from skill mining: the GEMM rungs with a fused residual + ReLU epilogue, one rung per mechanism of
