@@ -44,18 +44,31 @@ def _task_name(name: str) -> str:
 # --- the ladder --------------------------------------------------------------------------------------------------
 
 
-def test_the_family_is_a_lineage_with_the_gemm_mechanisms() -> None:
+#: The GEMM rungs the family does not mirror: it stops at warp specialization. It exists to hold out the skills mined
+#: from the `gemm_hopper` walk, whose steps are the first seven rungs' (and the output cast); the persistent-grid and
+#: TMA-store rungs would need a persistent residual kernel (R's tile loaded inside the consumers' tile loop) and,
+#: for the staged store, relu(acc + R) written into an accumulator-shaped fragment first (`atom="tma.store"` stores a
+#: fragment, not an expression). Not built: skills of those steps have no held-out move (`held_out_moves`).
+GEMM_ONLY = ("persistent_grid", "tma_store")
+
+
+def test_the_family_is_a_lineage_with_the_gemm_mechanisms_up_to_warp_specialization() -> None:
     assert "gemm_residual" in lineages() and "gemm" in lineages()
     steps = lineage("gemm_residual")
     assert tuple(s.kernel for s in steps) == RUNGS
     gemm_steps = lineage("gemm")
-    assert [s.mechanism for s in steps] == [s.mechanism for s in gemm_steps]  # the same moves, by the same names
-    assert [COUNTERPART[s.kernel] for s in steps] == [s.kernel for s in gemm_steps]
+    mirrored = gemm_steps[: len(steps)]
+    assert [s.mechanism for s in steps] == [s.mechanism for s in mirrored]  # the same moves, by the same names
+    assert [COUNTERPART[s.kernel] for s in steps] == [s.kernel for s in mirrored]
+    # where it stops, and that only the rungs named above are GEMM's alone (a rung added to one ladder and not to
+    # the other, or in another order, fails here)
+    assert steps[-1].mechanism == "warp_specialization"
+    assert tuple(s.mechanism for s in gemm_steps[len(steps) :]) == GEMM_ONLY
     assert all(s.mechanism in MECHANISM_ENTRIES for s in steps[1:])  # the agent knows which entry names each move
     assert all(s.adds for s in steps)
 
 
-def test_the_gemm_lineage_is_unchanged() -> None:
+def test_the_gemm_lineage_is_the_issues_ladder() -> None:
     assert [(s.kernel, s.mechanism) for s in lineage("gemm")] == [
         ("gemm_naive", "naive_fma"),
         ("gemm_smem_tiled", "smem_tiling"),
@@ -64,6 +77,8 @@ def test_the_gemm_lineage_is_unchanged() -> None:
         ("gemm_cp_async_swizzled", "smem_swizzle"),
         ("gemm_tma_wgmma", "tma_wgmma"),
         ("gemm_wgmma_tma", "warp_specialization"),
+        ("gemm_wgmma_tma_persistent", "persistent_grid"),
+        ("gemm_tma_store_epilogue", "tma_store"),
     ]
 
 
