@@ -480,7 +480,9 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
         ),
     ),
     # Held out from skill mining: the GEMM rungs with a fused residual + ReLU epilogue, one rung per mechanism of
-    # "gemm" under the same mechanism names (so `argus.agent.arms.MECHANISM_ENTRIES` names its moves).
+    # "gemm" under the same mechanism names (so `argus.agent.arms.MECHANISM_ENTRIES` names its moves), up to warp
+    # specialization: the persistent-grid and TMA-store rungs are not mirrored (a persistent residual kernel, and
+    # relu(acc + R) in a fragment before the staged store, are not built; tests/kernels/test_gemm_residual.py).
     "gemm_residual": (
         LineageStep(
             "gemm_residual_naive",
