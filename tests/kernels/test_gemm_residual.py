@@ -31,10 +31,12 @@ RUNGS = (
     "gemm_residual_cp_async_swizzled",
     "gemm_residual_tma_wgmma",
     "gemm_residual_wgmma_tma",
+    "gemm_residual_wgmma_tma_persistent",
+    "gemm_residual_tma_store_epilogue",
 )
 #: The GEMM rung each mirrors.
 COUNTERPART = {name: name.replace("gemm_residual_", "gemm_") for name in RUNGS}
-NT_RUNGS = ("gemm_residual_tma_wgmma", "gemm_residual_wgmma_tma")  # B given as (N, K)
+NT_RUNGS = RUNGS[5:]  # B given as (N, K): the TMA + wgmma rungs
 
 
 def _task_name(name: str) -> str:
@@ -44,28 +46,19 @@ def _task_name(name: str) -> str:
 # --- the ladder --------------------------------------------------------------------------------------------------
 
 
-#: The GEMM rungs the family does not mirror: it stops at warp specialization. It exists to hold out the skills mined
-#: from the `gemm_hopper` walk, whose steps are the first seven rungs' (and the output cast); the persistent-grid and
-#: TMA-store rungs would need a persistent residual kernel (R's tile loaded inside the consumers' tile loop) and,
-#: for the staged store, relu(acc + R) written into an accumulator-shaped fragment first (`atom="tma.store"` stores a
-#: fragment, not an expression). Not built: skills of those steps have no held-out move (`held_out_moves`).
-GEMM_ONLY = ("persistent_grid", "tma_store")
-
-
-def test_the_family_is_a_lineage_with_the_gemm_mechanisms_up_to_warp_specialization() -> None:
+def test_the_family_is_a_lineage_with_the_gemm_mechanisms() -> None:
     assert "gemm_residual" in lineages() and "gemm" in lineages()
     steps = lineage("gemm_residual")
     assert tuple(s.kernel for s in steps) == RUNGS
     gemm_steps = lineage("gemm")
-    mirrored = gemm_steps[: len(steps)]
-    assert [s.mechanism for s in steps] == [s.mechanism for s in mirrored]  # the same moves, by the same names
-    assert [COUNTERPART[s.kernel] for s in steps] == [s.kernel for s in mirrored]
-    # where it stops, and that only the rungs named above are GEMM's alone (a rung added to one ladder and not to
-    # the other, or in another order, fails here)
-    assert steps[-1].mechanism == "warp_specialization"
-    assert tuple(s.mechanism for s in gemm_steps[len(steps) :]) == GEMM_ONLY
+    assert [s.mechanism for s in steps] == [s.mechanism for s in gemm_steps]  # the same moves, by the same names
+    assert [COUNTERPART[s.kernel] for s in steps] == [s.kernel for s in gemm_steps]
     assert all(s.mechanism in MECHANISM_ENTRIES for s in steps[1:])  # the agent knows which entry names each move
     assert all(s.adds for s in steps)
+    # the last two rungs are one kernel, as in the GEMM ladder: the TMA-store rung changes EPILOGUE and nothing else
+    persistent, staged = get_kernel(RUNGS[-2]), get_kernel(RUNGS[-1])
+    assert staged.kernel is persistent.kernel and staged.params == {**persistent.params, "EPILOGUE": "tma"}
+    assert all(shape["N"] % 8 == 0 for shape in (staged.default_shape, staged.partial_shape, PARTIAL))
 
 
 def test_the_gemm_lineage_is_the_issues_ladder() -> None:
@@ -151,9 +144,14 @@ def test_each_rung_has_its_counterpart_s_mechanisms_and_policies(name: str) -> N
     assert _features(name) == _features(COUNTERPART[name])
     k_mine, k_theirs = mine.kernel.trace(**mine.params), theirs.kernel.trace(**theirs.params)
     assert k_mine.policies == k_theirs.policies
-    # not mirrored: gemm_wgmma_tma's C dtype (f32 here), its operand dtype (IN: bf16 here) and its tile order (ORDER,
-    # GROUP: the 2-D grid by default)
-    defaults = {k: v for k, v in theirs.kernel.defaults.items() if k not in ("OUT", "IN", "ORDER", "GROUP")}
+    assert mine.params == theirs.params and (mine.default_shape, mine.partial_shape) == (
+        theirs.default_shape,
+        theirs.partial_shape,
+    )
+    # not mirrored: the Hopper rungs' C dtype (f32 here), operand dtype (IN: bf16 here) and, on the 2-D grid,
+    # gemm_wgmma_tma's tile order (ORDER, GROUP: the 2-D grid by default; the persistent rungs mirror theirs)
+    skipped = ("OUT", "IN") + (() if "ORDER" in mine.kernel.defaults else ("ORDER", "GROUP"))
+    defaults = {k: v for k, v in theirs.kernel.defaults.items() if k not in skipped}
     assert mine.kernel.defaults == defaults
 
 
@@ -296,6 +294,8 @@ ELEMENTS_PER_THREAD = {
     "gemm_residual_cp_async_swizzled": 64 * 64 // 128,
     "gemm_residual_tma_wgmma": 128 * 128 // 256,
     "gemm_residual_wgmma_tma": 128 * 128 // 256,
+    "gemm_residual_wgmma_tma_persistent": 128 * 128 // 256,
+    "gemm_residual_tma_store_epilogue": 128 * 128 // 256,
 }
 
 
@@ -337,9 +337,14 @@ def test_the_sass_shows_each_rung_s_mechanism(built) -> None:
         detailed, plain = mix(name, True), mix(name)
         assert detailed["HGMMA.64x128x16.F32.BF16"] == 4 and plain["UTMALDG"] >= 2, name
         assert plain["HMMA"] == plain["LDGSTS"] == 0, name
-        assert len(built[name].generated.tensor_maps) == 2, name  # A and B through TMA; R is read by the threads
+        # A and B through TMA, and C on the last rung; R is read by the threads
+        maps = [m.tensor for m in built[name].generated.tensor_maps]
+        assert maps == (["A", "B", "C"] if name == "gemm_residual_tma_store_epilogue" else ["A", "B"]), name
     assert mix("gemm_residual_tma_wgmma")["USETMAXREG"] == 0  # the register split is the next rung's
-    assert mix("gemm_residual_wgmma_tma")["USETMAXREG"] >= 2  # producer dec, consumer inc
+    for name in RUNGS[6:]:
+        assert mix(name)["USETMAXREG"] >= 2, name  # producer dec, consumer inc
+    assert mix("gemm_residual_wgmma_tma_persistent")["UTMASTG"] == 0 < mix("gemm_residual_wgmma_tma_persistent")["STG"]
+    assert mix("gemm_residual_tma_store_epilogue")["UTMASTG"] > 0 == mix("gemm_residual_tma_store_epilogue")["STG"]
 
 
 # --- the GPU -----------------------------------------------------------------------------------------------------

@@ -266,9 +266,12 @@ GEMM_HOPPER_PERSISTENT_PARAMS: dict[str, Any] = {
 }
 
 
-def _gemm_residual(name: str, description: str, nt: bool = False) -> LibraryKernel:
+def _gemm_residual(
+    name: str, description: str, nt: bool = False, attr: str | None = None, params: dict[str, Any] | None = None
+) -> LibraryKernel:
     """A rung of the held-out family C = relu(A @ B + R) (`argus.kernels.gemm_residual`): f32 R (M, N); B is
-    (K, N), or (N, K) with `nt` (C = relu(A @ B^T + R)), at the sizes of the GEMM rung it mirrors."""
+    (K, N), or (N, K) with `nt` (C = relu(A @ B^T + R)), at the sizes and parameters of the GEMM rung it mirrors
+    (`attr`: the kernel, when the entry's name is not its own)."""
     from argus.kernels import gemm_residual
 
     def make(shape, rng):
@@ -296,15 +299,19 @@ def _gemm_residual(name: str, description: str, nt: bool = False) -> LibraryKern
         if nt
         else ({"M": 128, "N": 128, "K": 64}, {"M": 100, "N": 72, "K": 80})
     )
+    if params and "BLOCKS" in params:  # the persistent rungs: the shapes of theirs (blocks walking several tiles)
+        persistent = _gemm_hopper_persistent()
+        default, partial = persistent.default_shape, persistent.partial_shape
     return LibraryKernel(
         name,
         description,
-        getattr(gemm_residual, name),
+        getattr(gemm_residual, attr or name),
         default,
         partial,
         make,
         reference,
         tolerance=1e-3,
+        params=dict(params or {}),
         torch_reference=torch_reference,
     )
 
@@ -426,6 +433,21 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         "relu(A @ B^T + R): producer/consumer warpgroups, TMA, wgmma, setmaxnreg (gemm_wgmma_tma + epilogue)",
         nt=True,
     ),
+    "gemm_residual_wgmma_tma_persistent": lambda: _gemm_residual(
+        "gemm_residual_wgmma_tma_persistent",
+        "relu(A @ B^T + R) on a persistent grid walking the tiles in grouped order (gemm_wgmma_tma_persistent + "
+        "epilogue); 3 blocks here so each walks several tiles",
+        nt=True,
+        params={"BLOCKS": 3},
+    ),
+    "gemm_residual_tma_store_epilogue": lambda: _gemm_residual(
+        "gemm_residual_tma_store_epilogue",
+        "relu(A @ B^T + R) written into the accumulator and stored through shared memory and TMA stores "
+        "(gemm_tma_store_epilogue + epilogue); 3 blocks here so each walks several tiles",
+        nt=True,
+        attr="gemm_residual_wgmma_tma_persistent",
+        params={"BLOCKS": 3, "EPILOGUE": "tma"},
+    ),
 }
 
 
@@ -480,9 +502,7 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
         ),
     ),
     # Held out from skill mining: the GEMM rungs with a fused residual + ReLU epilogue, one rung per mechanism of
-    # "gemm" under the same mechanism names (so `argus.agent.arms.MECHANISM_ENTRIES` names its moves), up to warp
-    # specialization: the persistent-grid and TMA-store rungs are not mirrored (a persistent residual kernel, and
-    # relu(acc + R) in a fragment before the staged store, are not built; tests/kernels/test_gemm_residual.py).
+    # "gemm" under the same mechanism names (so `argus.agent.arms.MECHANISM_ENTRIES` names its moves).
     "gemm_residual": (
         LineageStep(
             "gemm_residual_naive",
@@ -510,6 +530,17 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
             "gemm_residual_wgmma_tma",
             "warp_specialization",
             "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+        LineageStep(
+            "gemm_residual_wgmma_tma_persistent",
+            "persistent_grid",
+            "a persistent grid: BLOCKS blocks walk the output tiles in grouped order, the mbarrier pipeline running "
+            "on across each block's tiles",
+        ),
+        LineageStep(
+            "gemm_residual_tma_store_epilogue",
+            "tma_store",
+            "relu(acc + R) stored through shared memory and TMA stores, which drain while the block's next tile starts",
         ),
     ),
 }
