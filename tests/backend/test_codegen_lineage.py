@@ -1,6 +1,7 @@
 """The GEMM lineage compiled for sm_90a without a GPU: each rung's SASS shows the instructions of the mechanism
 it adds (FFMA for the FMA rungs, LDSM + HMMA and LDGSTS for the mma.sync rungs, UTMALDG + HGMMA without a
-register split for the TMA rung), with no spills and no slower path than the IR asked for."""
+register split for the TMA rung, the persistent rung's stores of C as STG and the last rung's as UTMASTG), with no
+spills and no slower path than the IR asked for."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ from argus.ir.nodes import Alloc, For, Gemm, Kernel, Space, walk, whole
 from argus.kernels.registry import get_kernel
 from tests.interp.kernels_lineage_broken import fma_gemm
 
-RUNGS = ("gemm_naive", "gemm_smem_tiled", "gemm_cp_async_swizzled", "gemm_tma_wgmma")
+RUNGS = (
+    "gemm_naive",
+    "gemm_smem_tiled",
+    "gemm_cp_async_swizzled",
+    "gemm_tma_wgmma",
+    "gemm_wgmma_tma_persistent",
+    "gemm_tma_store_epilogue",
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +84,20 @@ def test_tma_wgmma_without_warp_specialization(built) -> None:
     assert plain["USETMAXREG"] == 0  # no register split: that is the next rung
     assert plain["BAR"] >= 1
     assert len(compiled.generated.tensor_maps) == 2
+
+
+def test_the_last_rung_stores_c_through_tma_and_changes_nothing_else(built) -> None:
+    persistent, staged = built["gemm_wgmma_tma_persistent"], built["gemm_tma_store_epilogue"]
+    before, after = persistent.instruction_mix(), staged.instruction_mix()
+    assert before["UTMASTG"] == 0 and before["STG"] > 0  # the persistent rung stores C from registers
+    assert after["UTMASTG"] > 0 and after["STG"] == 0  # C leaves through TMA only
+    for opcode in ("UTMALDG", "HGMMA", "USETMAXREG"):  # the main loop and the roles are the persistent rung's
+        assert after[opcode] == before[opcode] > 0, opcode
+    # two 128-byte-swizzled chunk buffers of 128 rows x 128 bytes, and a third tensor map (C's)
+    assert staged.generated.shared_bytes - persistent.generated.shared_bytes >= 2 * 128 * 128
+    assert [m.tensor for m in staged.generated.tensor_maps] == [m.tensor for m in persistent.generated.tensor_maps] + [
+        "C"
+    ]
 
 
 def _gemm_reading_shared_memory() -> Kernel:

@@ -71,12 +71,14 @@ GEMM_LINEAGE = [
     "gemm_cp_async_swizzled",
     "gemm_tma_wgmma",
     "gemm_wgmma_tma",
+    "gemm_wgmma_tma_persistent",
+    "gemm_tma_store_epilogue",
 ]
 
 
 def test_gemm_lineage_in_order() -> None:
     steps = lineage("gemm")
-    assert [s.kernel for s in steps][: len(GEMM_LINEAGE)] == GEMM_LINEAGE
+    assert [s.kernel for s in steps] == GEMM_LINEAGE
     assert len({s.mechanism for s in steps}) == len(steps)  # one distinct mechanism per rung
     for step in steps:
         assert get_kernel(step.kernel).kernel is not None and step.adds
@@ -92,14 +94,20 @@ def test_unknown_lineage() -> None:
 def _features(name: str) -> set[str]:
     """The mechanisms a kernel's IR shows."""
     entry = get_kernel(name)
-    body = entry.kernel.trace(**entry.params).body
+    kernel = entry.kernel.trace(**entry.params)
     out: set[str] = set()
-    for s in walk(body):
+    if all(isinstance(extent, int) for extent in kernel.grid):  # a grid of BLOCKS, not of tiles: blocks walk tiles
+        out.add("persistent grid")
+    if kernel.policies.tile_order is not None and kernel.policies.tile_order.value != "row_major":
+        out.add(f"{kernel.policies.tile_order.value} tile order")
+    for s in walk(kernel.body):
         if isinstance(s, Gemm):
             out.add({"fma": "fma", "mma": "mma.sync", "wgmma": "wgmma"}[s.atom.split(".")[0]])
         elif isinstance(s, Copy):
             if s.atom in ("cp.async", "tma") or s.atom.startswith("ldmatrix"):
                 out.add(s.atom.split(".x")[0])
+            elif s.atom == "tma.store":
+                out.add("tma store")
         elif isinstance(s, Alloc) and s.buffer.space == Space.SHARED:
             out.add("shared tiles")
             if isinstance(s.buffer.layout, ComposedLayout):
@@ -121,6 +129,8 @@ STEPS = {
     "gemm_cp_async_swizzled": ({"swizzle"}, set()),
     "gemm_tma_wgmma": ({"tma", "mbarrier", "wgmma"}, {"cp.async", "ldmatrix", "mma.sync"}),
     "gemm_wgmma_tma": ({"warp roles", "setmaxnreg"}, set()),
+    "gemm_wgmma_tma_persistent": ({"persistent grid", "grouped tile order"}, set()),
+    "gemm_tma_store_epilogue": ({"tma store"}, set()),
 }
 
 

@@ -31,10 +31,12 @@ RUNGS = (
     "gemm_residual_cp_async_swizzled",
     "gemm_residual_tma_wgmma",
     "gemm_residual_wgmma_tma",
+    "gemm_residual_wgmma_tma_persistent",
+    "gemm_residual_tma_store_epilogue",
 )
 #: The GEMM rung each mirrors.
 COUNTERPART = {name: name.replace("gemm_residual_", "gemm_") for name in RUNGS}
-NT_RUNGS = ("gemm_residual_tma_wgmma", "gemm_residual_wgmma_tma")  # B given as (N, K)
+NT_RUNGS = RUNGS[5:]  # B given as (N, K): the TMA + wgmma rungs
 
 
 def _task_name(name: str) -> str:
@@ -53,9 +55,13 @@ def test_the_family_is_a_lineage_with_the_gemm_mechanisms() -> None:
     assert [COUNTERPART[s.kernel] for s in steps] == [s.kernel for s in gemm_steps]
     assert all(s.mechanism in MECHANISM_ENTRIES for s in steps[1:])  # the agent knows which entry names each move
     assert all(s.adds for s in steps)
+    # the last two rungs are one kernel, as in the GEMM ladder: the TMA-store rung changes EPILOGUE and nothing else
+    persistent, staged = get_kernel(RUNGS[-2]), get_kernel(RUNGS[-1])
+    assert staged.kernel is persistent.kernel and staged.params == {**persistent.params, "EPILOGUE": "tma"}
+    assert all(shape["N"] % 8 == 0 for shape in (staged.default_shape, staged.partial_shape, PARTIAL))
 
 
-def test_the_gemm_lineage_is_unchanged() -> None:
+def test_the_gemm_lineage_is_the_issues_ladder() -> None:
     assert [(s.kernel, s.mechanism) for s in lineage("gemm")] == [
         ("gemm_naive", "naive_fma"),
         ("gemm_smem_tiled", "smem_tiling"),
@@ -64,6 +70,8 @@ def test_the_gemm_lineage_is_unchanged() -> None:
         ("gemm_cp_async_swizzled", "smem_swizzle"),
         ("gemm_tma_wgmma", "tma_wgmma"),
         ("gemm_wgmma_tma", "warp_specialization"),
+        ("gemm_wgmma_tma_persistent", "persistent_grid"),
+        ("gemm_tma_store_epilogue", "tma_store"),
     ]
 
 
@@ -136,10 +144,15 @@ def test_each_rung_has_its_counterpart_s_mechanisms_and_policies(name: str) -> N
     assert _features(name) == _features(COUNTERPART[name])
     k_mine, k_theirs = mine.kernel.trace(**mine.params), theirs.kernel.trace(**theirs.params)
     assert k_mine.policies == k_theirs.policies
-    # not mirrored: gemm_wgmma_tma's C dtype (f32 here), its operand dtype (IN: bf16 here), its tile order (ORDER,
-    # GROUP: the 2-D grid by default) and its operand layouts (A_MAJOR, B_MAJOR: K-major here)
-    not_mirrored = ("OUT", "IN", "ORDER", "GROUP", "A_MAJOR", "B_MAJOR")
-    defaults = {k: v for k, v in theirs.kernel.defaults.items() if k not in not_mirrored}
+    assert mine.params == theirs.params and (mine.default_shape, mine.partial_shape) == (
+        theirs.default_shape,
+        theirs.partial_shape,
+    )
+    # not mirrored: the Hopper rungs' C dtype (f32 here), operand dtype (IN: bf16 here), operand layouts (A_MAJOR,
+    # B_MAJOR: K-major here) and, on the 2-D grid, gemm_wgmma_tma's tile order (ORDER, GROUP: the 2-D grid by
+    # default; the persistent rungs mirror theirs)
+    skipped = ("OUT", "IN", "A_MAJOR", "B_MAJOR") + (() if "ORDER" in mine.kernel.defaults else ("ORDER", "GROUP"))
+    defaults = {k: v for k, v in theirs.kernel.defaults.items() if k not in skipped}
     assert mine.kernel.defaults == defaults
 
 
@@ -282,6 +295,8 @@ ELEMENTS_PER_THREAD = {
     "gemm_residual_cp_async_swizzled": 64 * 64 // 128,
     "gemm_residual_tma_wgmma": 128 * 128 // 256,
     "gemm_residual_wgmma_tma": 128 * 128 // 256,
+    "gemm_residual_wgmma_tma_persistent": 128 * 128 // 256,
+    "gemm_residual_tma_store_epilogue": 128 * 128 // 256,
 }
 
 
@@ -323,9 +338,14 @@ def test_the_sass_shows_each_rung_s_mechanism(built) -> None:
         detailed, plain = mix(name, True), mix(name)
         assert detailed["HGMMA.64x128x16.F32.BF16"] == 4 and plain["UTMALDG"] >= 2, name
         assert plain["HMMA"] == plain["LDGSTS"] == 0, name
-        assert len(built[name].generated.tensor_maps) == 2, name  # A and B through TMA; R is read by the threads
+        # A and B through TMA, and C on the last rung; R is read by the threads
+        maps = [m.tensor for m in built[name].generated.tensor_maps]
+        assert maps == (["A", "B", "C"] if name == "gemm_residual_tma_store_epilogue" else ["A", "B"]), name
     assert mix("gemm_residual_tma_wgmma")["USETMAXREG"] == 0  # the register split is the next rung's
-    assert mix("gemm_residual_wgmma_tma")["USETMAXREG"] >= 2  # producer dec, consumer inc
+    for name in RUNGS[6:]:
+        assert mix(name)["USETMAXREG"] >= 2, name  # producer dec, consumer inc
+    assert mix("gemm_residual_wgmma_tma_persistent")["UTMASTG"] == 0 < mix("gemm_residual_wgmma_tma_persistent")["STG"]
+    assert mix("gemm_residual_tma_store_epilogue")["UTMASTG"] > 0 == mix("gemm_residual_tma_store_epilogue")["STG"]
 
 
 # --- the GPU -----------------------------------------------------------------------------------------------------

@@ -16,9 +16,11 @@ from tests.kernels.kernels_tma_store import tma_store_tile
 from argus.backend.cuda.codegen import compile_kernel, generate
 from argus.backend.cuda.codegen.errors import CodegenError
 from argus.interp import run_kernel
+from argus.ir.nodes import Copy, walk
 from argus.ir.types import bf16, round_to
 from argus.kernels import get_kernel
 from argus.kernels.gemm_persistent_ws import gemm_wgmma_tma_persistent
+from argus.kernels.registry import check_on_interpreter
 from argus.lang.errors import DSLError
 from argus.verify import verify
 
@@ -74,6 +76,20 @@ def test_the_persistent_expert_uses_it_and_still_verifies() -> None:
     # the same kernel without the assumption: C's rows are not 16-byte aligned for some N
     loose = dataclasses.replace(kernel, assumptions=tuple(a for a in kernel.assumptions if "N %" not in str(a)))
     assert any(f.code == "ALIGN_TMA" for f in verify(loose).findings)
+
+
+def test_the_lineage_rung_is_the_persistent_rung_with_the_tma_epilogue() -> None:
+    rung, persistent = get_kernel("gemm_tma_store_epilogue"), get_kernel("gemm_wgmma_tma_persistent")
+    assert rung.kernel is persistent.kernel
+    assert rung.params == {**persistent.params, "EPILOGUE": "tma"} and persistent.params.get("EPILOGUE") is None
+    assert (rung.default_shape, rung.partial_shape) == (persistent.default_shape, persistent.partial_shape)
+    for shape in (rung.default_shape, rung.partial_shape):
+        assert shape["N"] % 8 == 0  # C's rows 16-byte aligned, as the staged store assumes
+    # the partial shape still has partial tiles in M and N and a partial last K-block
+    assert rung.partial_shape["M"] % 128 and rung.partial_shape["N"] % 128 and rung.partial_shape["K"] % 64
+    kernel = rung.kernel.trace(**rung.params)
+    assert any(s.atom == "tma.store" for s in walk(kernel.body) if isinstance(s, Copy))
+    assert check_on_interpreter(rung, rung.partial_shape) < 1e-5
 
 
 def _operands(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:

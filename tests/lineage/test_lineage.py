@@ -172,3 +172,60 @@ def test_policy_and_grid_operators_on_the_persistent_gemm():
     verdict = check(candidate, grid, "persistent", 1)
     assert verdict.ok, verdict.reason
     assert not check(start, grid, "persistent", 1, code=False).ok  # the tile order would go with it
+
+
+# --- the lineage's last two rungs: the TMA-store epilogue, then the persistent grid's tile order and grid --------
+
+
+@pytest.fixture(scope="module")
+def last_rungs():
+    return walk("gemm_tma_store_epilogue", max_steps=3)  # the ladder's top rung (3 blocks, f32 C), three steps down
+
+
+def test_the_tma_store_epilogue_and_the_persistent_grid_are_peeled_one_step_each(last_rungs):
+    assert [s.operator["id"] for s in last_rungs.steps] == ["tma-store-to-direct", "default-tile-order", "plain-grid"]
+    assert [s.operator["mechanism"] for s in last_rungs.steps] == ["epilogue", "tile_order", "persistent"]
+    for step in last_rungs.steps:
+        assert step.gate["verdict"] == "accepted", step.gate["summary"]
+        assert step.check["ok"] and len(step.check["removed"]) == 1 and not step.check["added"], step.check
+        assert step.check["code"].get("checked") is True and not step.check["code"]["problems"]
+    epilogue = last_rungs.steps[0]
+    assert epilogue.before["params"]["EPILOGUE"] == "tma" and epilogue.after["params"]["EPILOGUE"] == "direct"
+    # the parameter alone changed, and the code check looked for the TMA stores before and not after
+    changed = {k for k in epilogue.before["params"] if epilogue.before["params"][k] != epilogue.after["params"].get(k)}
+    assert changed == {"EPILOGUE"}
+    assert any(s.startswith("epilogue@1: source") and "UTMASTG" in s for s in epilogue.check["code"]["looked_for"])
+    assert epilogue.check["removed"] == ["epilogue (tma store -> direct)"]
+    assert last_rungs.kernels[-1]["library"] == "gemm_wgmma_tma"  # the warp-specialized rung before them
+
+
+def test_the_epilogue_operator_applies_only_to_a_kernel_storing_through_tma():
+    from argus.lineage.mechanisms import MECHANISMS, blockers, state
+    from argus.lineage.operators import features_of, get_operator
+
+    op = get_operator("tma-store-to-direct")
+    staged = library_variant("gemm_tma_store_epilogue")
+    levels = state(features_of(staged))
+    assert levels["epilogue"] == 1 and op.applies(staged, levels)
+    direct = library_variant("gemm_wgmma_tma_persistent")
+    assert state(features_of(direct))["epilogue"] == 0 and not op.applies(direct, state(features_of(direct)))
+    plain = library_variant("gemm_wgmma_tma")  # no EPILOGUE parameter: nothing to set
+    assert not op.candidates(plain)
+    assert blockers(levels, "mma", 1) == ["epilogue (tma store)"]  # the staged store takes a wgmma accumulator
+    assert MECHANISMS["epilogue"].markers[1].sass_any == ("UTMASTG",)
+    # the persistent rung with the TMA store is not the 2-D grid: removing both at once is refused
+    both = check(staged, plain, "persistent", 1, code=False)
+    assert not both.ok and "epilogue" in both.reason
+
+
+def test_the_last_rungs_steps_are_mined_into_skills(last_rungs, tmp_path):
+    write_skills(mine_skills(last_rungs, sizes=SIZES), tmp_path)
+    loaded = {e.provenance.lineage["mechanism"]: e for e in load_entries(tmp_path)}
+    assert set(loaded) == {"epilogue@1", "tile_order@1", "persistent@1"}
+    for entry in loaded.values():
+        assert {p.category for p in entry.preconditions} == set(PRECONDITION_CATEGORIES), entry.id
+        assert entry.provenance.lineage["kernel"] == "gemm_tma_store_epilogue"
+    staged = loaded["epilogue@1"]
+    avoided = {(f["category"], f["stage"]) for f in staged.provenance.lineage["failures_avoided"]}
+    assert ("layout", "gate.correct") in avoided  # N = 74: C's rows not 16-byte aligned, refused by the assumption
+    assert staged.id.startswith("mined-tma-store-epilogue-")

@@ -46,7 +46,8 @@ MECHANISM_ENTRIES: dict[str, str] = {
 #: The single-mechanism steps a lineage rung's mechanism (`LineageStep.mechanism`) is made of, in the vocabulary of
 #: `argus.lineage.mechanisms` (``mechanism@level``, what a mined skill's forward step adds: its
 #: ``provenance.lineage.mechanism``). A rung may add more than one (``tma_wgmma``: TMA loads and ``wgmma``, split by
-#: the bridge kernel ``gemm_cp_async_wgmma``); the first rung adds nothing; ``tma_store`` has no mechanism yet.
+#: the bridge kernel ``gemm_cp_async_wgmma``); the first rung adds nothing; ``tma_store`` is the epilogue's one step
+#: (C through shared memory and TMA stores).
 RUNG_STEPS: dict[str, tuple[str, ...]] = {
     "naive_fma": (),
     "smem_tiling": ("smem_tiling@1",),
@@ -56,7 +57,7 @@ RUNG_STEPS: dict[str, tuple[str, ...]] = {
     "tma_wgmma": ("global_copy@2", "mma@2"),
     "warp_specialization": ("warp_specialization@1", "register_split@1"),
     "persistent_grid": ("persistent@1", "tile_order@1"),
-    "tma_store": (),
+    "tma_store": ("epilogue@1",),
 }
 
 

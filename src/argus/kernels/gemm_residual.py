@@ -10,13 +10,17 @@ at 0 and stored to C. A tag assertion states that the residual added to element 
 R's element (bm * BM + i, bn * BN + j).
 
 All take bf16 A (M, K), f32 R (M, N) and give f32 C (M, N); B is (K, N) up to `gemm_residual_cp_async_swizzled`
-and (N, K), K-major, from `gemm_residual_tma_wgmma` on, as in the GEMM lineage.
+and (N, K), K-major, from `gemm_residual_tma_wgmma` on, as in the GEMM lineage. The last two rungs are one kernel,
+`gemm_residual_wgmma_tma_persistent` (the persistent grid), with EPILOGUE="tma" for the TMA-store epilogue: there
+relu(acc + R) is written into the accumulator, which the staged store takes.
 """
 
 from __future__ import annotations
 
 import argus
 import argus.lang as T
+from argus.atoms.tma import store_chunk_columns
+from argus.lang.errors import DSLError
 from argus.layout import Layout
 
 
@@ -322,3 +326,80 @@ def gemm_residual_wgmma_tma(
             # invariant: the residual added to element (i, j) of the tile is R[bm * BM + i, bn * BN + j]
             T.assert_tag(lambda r: (r[0] == bm * BM + r.coord[0]) & (r[1] == bn * BN + r.coord[1]), rR)
             T.copy(T.maximum(acc + rR, 0.0), C.tile((bm, bn), (BM, BN)))
+
+
+@argus.kernel(
+    policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
+)
+def gemm_residual_wgmma_tma_persistent(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("N", "K"), T.bf16],
+    R: T.Tensor[("M", "N"), T.f32],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 3,
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = 132,
+    ORDER: str = "grouped",
+    GROUP: int = 8,
+    EPILOGUE: str = "direct",
+):
+    """`gemm_wgmma_tma_persistent` plus the epilogue: C = relu(A @ B^T + R) on BLOCKS persistent blocks walking the
+    tiles in ORDER, the mbarrier pipeline running on across each block's tiles; after a tile's main loop the
+    consumers load R's tile in the accumulator's layout. EPILOGUE ``"direct"`` stores relu(acc + R) from registers;
+    ``"tma"`` writes it into the accumulator and stores that through shared memory and TMA stores (C's rows 16-byte
+    aligned: N % 4 == 0 for f32 C)."""
+    T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
+    if EPILOGUE not in ("direct", "tma"):
+        raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
+    if EPILOGUE == "tma":
+        T.assume("N % 4 == 0")  # TMA stores need C's row stride (N f32 elements) in multiples of 16 bytes
+    with T.grid(BLOCKS, threads=384) as (bx,):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
+        sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
+        if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
+            sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
+        tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
+        tiles = tiles_m * tiles_n
+        k_tiles = T.cdiv(K, BK)
+        stage_bytes = (BM + BN) * BK * 2
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+            for it in T.serial(T.cdiv(tiles, BLOCKS)):
+                t = bx + it * BLOCKS
+                with T.if_(t < tiles):
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                        g = k + it * k_tiles  # the block's global pipeline iteration
+                        T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
+                        T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                        T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                        T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
+        with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # 2 warpgroups x 64 rows
+            for it in T.serial(T.cdiv(tiles, BLOCKS)):
+                t = bx + it * BLOCKS
+                with T.if_(t < tiles):
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+                    T.fill(acc, 0.0)
+                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                        g = k + it * k_tiles
+                        T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
+                        # invariant: the stage consumed at iteration k holds K-block k of this tile's A and B
+                        T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), sA[s])
+                        T.assert_tag(lambda b: (b[1] // BK == k) & (b[0] // BN == bn), sB[s])
+                        T.gemm(sA[s], sB[s].T, acc)
+                        T.mbarrier_arrive(empty[s])
+                    rR = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # R's tile, laid out as acc
+                    T.copy(R.tile((bm, bn), (BM, BN)), rR)
+                    # invariant: the residual added to element (i, j) of the tile is R[bm * BM + i, bn * BN + j]
+                    T.assert_tag(lambda r: (r[0] == bm * BM + r.coord[0]) & (r[1] == bn * BN + r.coord[1]), rR)
+                    if EPILOGUE == "tma":
+                        T.copy(T.maximum(acc + rR, 0.0), acc)  # the staged store takes a wgmma accumulator
+                        T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
+                    else:
+                        T.copy(T.maximum(acc + rR, 0.0), C.tile((bm, bn), (BM, BN)))

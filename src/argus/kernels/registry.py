@@ -247,6 +247,22 @@ def _gemm_hopper_persistent() -> LibraryKernel:
     )
 
 
+def _gemm_tma_store_epilogue() -> LibraryKernel:
+    """The lineage's last rung: `gemm_wgmma_tma_persistent` at its library entry's parameters with one change, C
+    stored through shared memory and TMA stores (EPILOGUE "tma"). The same shapes as the persistent rung: N is a
+    multiple of 8 in both (the staged store needs C's rows 16-byte aligned, which the kernel assumes), and the partial
+    shape still has partial tiles in M, N and K (200 = 128 + 72; 136 = 2 x 64 + 8)."""
+    persistent = _gemm_hopper_persistent()
+    return dataclasses.replace(
+        persistent,
+        name="gemm_tma_store_epilogue",
+        description="gemm_wgmma_tma_persistent with C stored through two 128-byte-swizzled shared-memory chunk "
+        "buffers and TMA stores that drain while the consumers start the block's next tile; 3 blocks here so each "
+        "walks several tiles",
+        params={**persistent.params, "EPILOGUE": "tma"},
+    )
+
+
 #: The expert Hopper GEMM's configuration: the tile shape and stage count measured best on all seven benchmark
 #: shapes of five configurations (benchmarks/results/2026-11-21-gemm-h200.md), bf16 output as cuBLAS writes it.
 GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
@@ -267,9 +283,12 @@ GEMM_HOPPER_PERSISTENT_PARAMS: dict[str, Any] = {
 }
 
 
-def _gemm_residual(name: str, description: str, nt: bool = False) -> LibraryKernel:
+def _gemm_residual(
+    name: str, description: str, nt: bool = False, attr: str | None = None, params: dict[str, Any] | None = None
+) -> LibraryKernel:
     """A rung of the held-out family C = relu(A @ B + R) (`argus.kernels.gemm_residual`): f32 R (M, N); B is
-    (K, N), or (N, K) with `nt` (C = relu(A @ B^T + R)), at the sizes of the GEMM rung it mirrors."""
+    (K, N), or (N, K) with `nt` (C = relu(A @ B^T + R)), at the sizes and parameters of the GEMM rung it mirrors
+    (`attr`: the kernel, when the entry's name is not its own)."""
     from argus.kernels import gemm_residual
 
     def make(shape, rng):
@@ -297,15 +316,19 @@ def _gemm_residual(name: str, description: str, nt: bool = False) -> LibraryKern
         if nt
         else ({"M": 128, "N": 128, "K": 64}, {"M": 100, "N": 72, "K": 80})
     )
+    if params and "BLOCKS" in params:  # the persistent rungs: the shapes of theirs (blocks walking several tiles)
+        persistent = _gemm_hopper_persistent()
+        default, partial = persistent.default_shape, persistent.partial_shape
     return LibraryKernel(
         name,
         description,
-        getattr(gemm_residual, name),
+        getattr(gemm_residual, attr or name),
         default,
         partial,
         make,
         reference,
         tolerance=1e-3,
+        params=dict(params or {}),
         torch_reference=torch_reference,
     )
 
@@ -381,6 +404,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
     ),
     "gemm_wgmma_tma_persistent": lambda: _gemm_hopper_persistent(),
+    "gemm_tma_store_epilogue": _gemm_tma_store_epilogue,
     "gemm_hopper_persistent": lambda: _gemm_hopper(
         "gemm_hopper_persistent",
         "the persistent expert Hopper GEMM: gemm_wgmma_tma_persistent with 128x256x64 tiles, 4 stages, one block "
@@ -445,6 +469,21 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
         "relu(A @ B^T + R): producer/consumer warpgroups, TMA, wgmma, setmaxnreg (gemm_wgmma_tma + epilogue)",
         nt=True,
     ),
+    "gemm_residual_wgmma_tma_persistent": lambda: _gemm_residual(
+        "gemm_residual_wgmma_tma_persistent",
+        "relu(A @ B^T + R) on a persistent grid walking the tiles in grouped order (gemm_wgmma_tma_persistent + "
+        "epilogue); 3 blocks here so each walks several tiles",
+        nt=True,
+        params={"BLOCKS": 3},
+    ),
+    "gemm_residual_tma_store_epilogue": lambda: _gemm_residual(
+        "gemm_residual_tma_store_epilogue",
+        "relu(A @ B^T + R) written into the accumulator and stored through shared memory and TMA stores "
+        "(gemm_tma_store_epilogue + epilogue); 3 blocks here so each walks several tiles",
+        nt=True,
+        attr="gemm_residual_wgmma_tma_persistent",
+        params={"BLOCKS": 3, "EPILOGUE": "tma"},
+    ),
 }
 
 
@@ -458,9 +497,11 @@ class LineageStep:
     adds: str
 
 
-#: Kernel lineages, naive first: each rung adds exactly one mechanism to the one before it (docs/gemm.md).
-#: The Hopper rungs after warp specialization (persistent grid with an L2-friendly tile order, epilogue through
-#: TMA stores) are appended here as they are built.
+#: Kernel lineages, naive first: each rung adds exactly one mechanism to the one before it (docs/gemm.md). The
+#: GEMM ladder is the issue's, complete: after warp specialization a persistent grid walking the tiles in grouped
+#: order (`gemm_wgmma_tma_persistent`), then the epilogue through TMA stores (`gemm_tma_store_epilogue`, the same
+#: kernel and parameters with EPILOGUE "tma"). Both run 3 blocks at their library parameters (interpreter sizes); the
+#: persistent expert `gemm_hopper_persistent` is the last rung at the expert's tiles and 132 blocks.
 _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
     "gemm": (
         LineageStep("gemm_naive", "naive_fma", "one thread per output element; A and B from global memory; FMA in f32"),
@@ -483,6 +524,17 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
             "gemm_wgmma_tma",
             "warp_specialization",
             "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+        LineageStep(
+            "gemm_wgmma_tma_persistent",
+            "persistent_grid",
+            "a persistent grid: BLOCKS blocks walk the output tiles in grouped order, the mbarrier pipeline running "
+            "on across each block's tiles",
+        ),
+        LineageStep(
+            "gemm_tma_store_epilogue",
+            "tma_store",
+            "the epilogue through shared memory and TMA stores, which drain while the block's next tile starts",
         ),
     ),
     # Held out from skill mining: the GEMM rungs with a fused residual + ReLU epilogue, one rung per mechanism of
@@ -514,6 +566,17 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
             "gemm_residual_wgmma_tma",
             "warp_specialization",
             "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+        LineageStep(
+            "gemm_residual_wgmma_tma_persistent",
+            "persistent_grid",
+            "a persistent grid: BLOCKS blocks walk the output tiles in grouped order, the mbarrier pipeline running "
+            "on across each block's tiles",
+        ),
+        LineageStep(
+            "gemm_residual_tma_store_epilogue",
+            "tma_store",
+            "relu(acc + R) stored through shared memory and TMA stores, which drain while the block's next tile starts",
         ),
     ),
 }

@@ -5,7 +5,8 @@ Each `Mechanism` has levels (0 = absent; the copy and MMA ladders have two level
 (`argus.kb.features.kernel_features`) to its level, what it requires of the others at each level (so that a
 dependent mechanism is removed before its prerequisite: the register split before the warp roles, the warp
 roles before TMA, the pipeline before its asynchronous copies, ``wgmma`` before the swizzle it reads through,
-every shared-memory user before the shared-memory tiling), and the marks it leaves in the generated code
+the TMA-store epilogue before the ``wgmma`` accumulator it stores, every shared-memory user before the shared-memory
+tiling), and the marks it leaves in the generated code
 (CUDA source text, SASS opcodes) where it leaves any.
 
 `state(features)` gives every mechanism's level; `check` in `argus.lineage.operators` compares two states.
@@ -68,6 +69,14 @@ MECHANISMS: dict[str, Mechanism] = {
             "output converted to a narrower dtype in the epilogue",
             ("accumulator dtype", "cast"),
             lambda f: int(bool(f["dtypes.accumulator"]) and bool(f["dtypes.outputs"] - f["dtypes.accumulator"])),
+        ),
+        Mechanism(
+            "epilogue",
+            "output tile stored through shared-memory staging and TMA stores",
+            ("direct", "tma store"),
+            lambda f: int("tma.store" in f["copy.global_stores"]),
+            {1: (("mma", 2),)},  # the staged store takes a wgmma accumulator (each warpgroup 64 whole rows)
+            {1: Markers(("cp.async.bulk.tensor.2d.global.shared::cta",), ("UTMASTG",))},
         ),
         Mechanism(
             "register_split",

@@ -7,6 +7,9 @@ Three kinds, by what the DSL allows:
 
 * **policy** operators set a policy the kernel declares (``@argus.kernel(policies=...)``) to the value that
   turns the mechanism off: ``stages -> 1`` (remove pipelining), ``tile_order -> row_major``, ``swizzle -> 0``;
+* **param** operators set a trace parameter that switches a mechanism no declared policy names: the output dtype
+  (``OUT`` -> the accumulator's) and the epilogue (``EPILOGUE`` ``"tma"`` -> ``"direct"``: C stored from registers
+  instead of through shared memory and TMA stores);
 * **IR** operators rewrite the traced IR where no policy names the mechanism: the register split
   (``setmaxnreg`` budgets of the warp roles) is dropped, the roles stay (`variants.without_register_split`);
 * **structural** operators map a kernel to its predecessor in a lineage (`argus.kernels.registry.lineage`,
@@ -46,15 +49,17 @@ _RUNG_MECHANISMS: dict[str, tuple[tuple[str, int], ...]] = {
     "smem_swizzle": (("swizzle", 1),),
     "tma_wgmma": (("global_copy", 2), ("mma", 2)),  # split by the bridge gemm_cp_async_wgmma
     "warp_specialization": (("warp_specialization", 1),),  # its register split is an IR rewrite, removed before
-    "persistent_grid": (("persistent", 1),),
+    "persistent_grid": (("persistent", 1),),  # its tile order is the `tile_order` policy, removed before
+    "tma_store": (),  # the EPILOGUE parameter ("tma" -> "direct", operator tma-store-to-direct): no structural edge
 }
 
 _SPLITS = {"gemm_tma_wgmma": ("gemm_cp_async_wgmma",)}
 
 
 def edges() -> tuple[Edge, ...]:
-    """The lineage edges: every library lineage rung to the rung before it (through its bridges), plus
-    `gemm_persistent` -> `gemm_mma_sync` (the persistent grid)."""
+    """The lineage edges: every library lineage rung to the rung before it (through its bridges; a rung whose
+    mechanism a policy or parameter removes has none), plus `gemm_persistent` -> `gemm_mma_sync` (the persistent
+    grid)."""
     from argus.kernels.registry import lineage, lineages
 
     out: list[Edge] = []
@@ -201,6 +206,34 @@ class OutputCastOperator(Operator):
 
 
 @dataclass(frozen=True)
+class ParamOperator(Operator):
+    """Set the trace parameter `param` from `before` to `value` where the kernel takes it and is traced with `before`
+    (a mechanism a parameter switches that no declared policy names; the task stays, the check still reads the
+    levels off the IR)."""
+
+    param: str = ""
+    before: Any = None
+    value: Any = None
+
+    def _current(self, variant: Variant) -> Any:
+        return variant.params.get(self.param, getattr(variant.kernel, "defaults", {}).get(self.param))
+
+    def applies(self, variant: Variant, current: dict[str, int]) -> bool:
+        has = self.param in getattr(variant.kernel, "defaults", {})
+        return super().applies(variant, current) and has and self._current(variant) == self.before
+
+    def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
+        if self.param not in getattr(variant.kernel, "defaults", {}) or self._current(variant) != self.before:
+            return []
+        params = {**variant.params, self.param: self.value}
+        base = variant.library or variant.kernel.name
+        name = display_name(base, params, variant.kernel.defaults, _labels(variant.kernel))
+        task = task_for(variant.kernel, params, prefer=variant.task)
+        note = f"parameter {self.param}={self.before!r}->{self.value!r}"
+        return [(Variant(name, variant.kernel, params, task, variant.library), note)]
+
+
+@dataclass(frozen=True)
 class RegisterSplitOperator(Operator):
     """Drop the ``setmaxnreg`` budgets of the warp roles (an IR rewrite; the roles stay)."""
 
@@ -288,19 +321,31 @@ def _labels(kernel: Any) -> list[str]:
 
 
 def operators() -> tuple[Operator, ...]:
-    """Every operator, in the order the walk tries them (the mechanisms built on others first)."""
+    """Every operator, in the order the walk tries them: the output cast (no rung adds it), then the lineage's
+    mechanisms from its last rung down (the TMA-store epilogue, the persistent grid's tile order and grid, the
+    register split and warp roles, ...), so that the walk from the persistent expert peels the rungs in reverse."""
     return (
         OutputCastOperator("f32-output", "output_cast", 1, "param", "write the output in the accumulator's dtype"),
+        ParamOperator(
+            "tma-store-to-direct",
+            "epilogue",
+            1,
+            "param",
+            "store C from registers instead of through shared memory and TMA stores",
+            "EPILOGUE",
+            "tma",
+            "direct",
+        ),
+        PolicyOperator(
+            "default-tile-order", "tile_order", 1, "policy", "tile order -> row major", "tile_order", "row_major"
+        ),
+        PredecessorOperator("plain-grid", "persistent", 1, "structural", "persistent grid -> one block per tile"),
         RegisterSplitOperator(
             "remove-register-split", "register_split", 1, "ir", "drop the setmaxnreg budgets of the warp roles"
         ),
         PredecessorOperator(
             "merge-warp-roles", "warp_specialization", 1, "structural", "merge producer and consumer roles"
         ),
-        PolicyOperator(
-            "default-tile-order", "tile_order", 1, "policy", "tile order -> row major", "tile_order", "row_major"
-        ),
-        PredecessorOperator("plain-grid", "persistent", 1, "structural", "persistent grid -> one block per tile"),
         PolicyOperator("remove-pipelining", "pipeline", 1, "policy", "stages -> 1", "stages", 1),
         PredecessorOperator("tma-to-cp-async", "global_copy", 2, "structural", "TMA loads -> cp.async"),
         PredecessorOperator("wgmma-to-mma-sync", "mma", 2, "structural", "wgmma -> ldmatrix + mma.sync"),

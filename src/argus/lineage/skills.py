@@ -104,6 +104,118 @@ SPECS: dict[tuple[str, int], SkillSpec] = {
         None,
         ("epilogue", "bf16 output", "conversion"),
     ),
+    ("epilogue", 1): SkillSpec(
+        "tma-store-epilogue",
+        "Store the output tile through shared-memory staging and TMA stores",
+        "epilogue",
+        {
+            "op": "copy",
+            "src": "fragment",
+            "dst": "global",
+            "description": "the epilogue's store of the wgmma accumulator tile",
+        },
+        "Each consumer warpgroup writes its rows of the accumulator, converted to C's dtype, into one of two "
+        "128-byte-swizzled chunk buffers (128 bytes of columns each), fences the async proxy, syncs on a named "
+        "barrier, and one thread hands the chunk to a TMA store: C leaves in whole lines, and the stores drain while "
+        "the warpgroup goes on to the block's next tile (`T.copy(acc, C.tile(...), atom='tma.store', staging=sC)`).",
+        ("store efficiency (whole lines, not the fragment's scattered runs)", "epilogue overlapped by the next tile"),
+        "memory",
+        (
+            (
+                "dtypes.outputs",
+                "subset",
+                ["bf16", "f16", "f32"],
+                "dtypes",
+                "C in 2- or 4-byte elements: a chunk is 64 or 32 columns of 128 bytes",
+            ),
+            (
+                "mma.kind",
+                "eq",
+                "wgmma",
+                "layout",
+                "the staged store takes a wgmma accumulator: each consumer warpgroup holds 64 whole rows of the tile",
+            ),
+            (
+                "smem.bytes",
+                "le",
+                199680,
+                "storage",
+                "two staging chunks of BM x 128 bytes (32 KB at BM = 128) must fit beside the pipeline's stages",
+            ),
+            (
+                "grid.persistent",
+                "eq",
+                True,
+                "pipeline",
+                "a persistent block overlaps the stores of one tile with the next tile's main loop (validated there)",
+            ),
+            ("hardware.tma", "eq", True, "hardware", "TMA stores exist on sm_90 and later"),
+        ),
+        (
+            (
+                "C's rows not 16-byte aligned for an allowed N (the tensor map cannot describe them)",
+                ("ALIGN_TMA",),
+                ("verify",),
+            ),
+            ("a staging buffer rewritten before the TMA store that read it finished", (), ("gate.correct",)),
+        ),  # fmt: skip
+        (
+            Probe("hardware", "arch", "sm_80", "compile for sm_80 (no TMA)"),
+            Probe("layout", "sizes", {"N": 74}, "an N whose rows of C are not 16-byte aligned"),
+        ),
+        (
+            "T.copy(acc, C.tile((bm, bn), (BM, BN)))\n",
+            "sC = T.alloc_shared((2, BM, 128 // C.dtype.itemsize), C.dtype, swizzle=128)\n"
+            'T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)\n',
+        ),
+        None,
+        ("TMA store", "epilogue", "UTMASTG", "staging"),
+    ),
+    ("tile_order", 1): SkillSpec(
+        "tile-order",
+        "Walk a persistent grid's tiles in grouped order",
+        "scheduling",
+        {"op": "kernel", "description": "the persistent grid's map from tile index to tile coordinates"},
+        "Map tile t to (bm, bn) GROUP rows of M-tiles at a time, walked column by column (`T.tile_order(..., "
+        "'grouped', GROUP)`), so that the blocks resident together share A and B panels in L2.",
+        ("L2 reuse of A and B panels",),
+        "memory",
+        (
+            (*_BF16[:3], "dtypes", "validated with bf16 operands (the order does not depend on them)"),
+            ("ops.gemm", "eq", True, "layout", "a 2-D grid of output tiles whose rows share A and columns share B"),
+            ("grid.tile_order", "in", ["row_major", "column_major"], "storage", "tiles are walked in a plain order"),
+            ("grid.persistent", "eq", True, "pipeline", "a persistent grid chooses its own tile order"),
+            ("hardware.sms", "ge", 2, "hardware", "several SMs whose resident blocks share the L2"),
+        ),
+        (("a grouped order that skips or repeats a tile (the last group's rows)", ("TAG_ASSERT",), ("verify",)),),
+        (),
+        ('ORDER = "row_major"\n', 'ORDER = "grouped"  # GROUP = 8 rows of M-tiles at a time\n'),
+        ("tile_order", ("grouped",)),
+        ("tile order", "rasterization", "grouped", "L2"),
+    ),
+    ("persistent", 1): SkillSpec(
+        "persistent-grid",
+        "Run a persistent grid: one block per SM walking the output tiles",
+        "scheduling",
+        {"op": "kernel", "description": "the launch grid"},
+        "Launch BLOCKS blocks (one per SM) that loop over the output tiles, with the warp roles' mbarrier pipeline "
+        "running on across a block's tiles (`T.pipeline(..., start=it * k_tiles)`): the producer fills the next "
+        "tile's stages while the consumers finish this one and store C.",
+        ("prologue paid once per block", "next tile's loads overlapping this tile's epilogue"),
+        "latency",
+        (
+            (*_BF16[:3], "dtypes", "validated with bf16 wgmma operands"),
+            ("ops.gemm", "eq", True, "layout", "a tiled MMA kernel whose blocks each own an output tile"),
+            ("pipeline.mbarriers", "ge", 1, "storage", "stages complete on mbarriers whose phases run on across tiles"),
+            ("roles.warp_specialized", "eq", True, "pipeline", "a producer runs ahead into the next tile's stages"),
+            ("hardware.tma", "eq", True, "hardware", "validated with TMA and wgmma on sm_90a"),
+        ),
+        (("barrier phases restarted per tile instead of carried on", ("MBARRIER_PHASE",), ("verify",)),),
+        (),
+        None,
+        None,
+        ("persistent", "tile scheduler", "grid"),
+    ),
     ("register_split", 1): SkillSpec(
         "register-split",
         "Rebalance registers between warp roles with setmaxnreg",

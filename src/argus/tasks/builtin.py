@@ -325,7 +325,12 @@ def _tasks() -> list[Task]:
             ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
             lambda s: 2 * s["M"] * s["N"] * s["K"] + 2 * s["M"] * s["N"],
             lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + 8 * s["M"] * s["N"],
-            kernels=("gemm_residual_tma_wgmma", "gemm_residual_wgmma_tma"),
+            kernels=(
+                "gemm_residual_tma_wgmma",
+                "gemm_residual_wgmma_tma",
+                "gemm_residual_wgmma_tma_persistent",
+                "gemm_residual_tma_store_epilogue",
+            ),
             baselines={"cublas": _gemm_nt_residual},
             default_baselines=("eager", "compile", "cublas"),
             forbidden=MATMUL_CALLS,
