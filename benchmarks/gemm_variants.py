@@ -300,16 +300,17 @@ def main() -> int:
     if args.lineage:
         print("\n== the GEMM lineage (each rung adds one mechanism), library parameters ==")
         print(HEADER)
-        # after the registry's rungs (warp specialization last), the remaining two, measured as kernels
-        # outside the ladder table: the persistent grid with a grouped tile order at the rung's library tiles
-        # (one block per SM), then the expert's tiles with the bf16 epilogue (lane exchange)
+        # the registry's rungs; the persistent ones at one block per SM (their entries run 3 blocks, for the
+        # interpreter), then the expert (the last rung's mechanisms at the expert's tiles)
         from argus.kernels.registry import GEMM_HOPPER_PERSISTENT_PARAMS
 
-        rungs = [(step.kernel, step.mechanism, None) for step in lineage("gemm")]
-        rungs += [
-            ("gemm_wgmma_tma_persistent", "persistent_grid", {"BLOCKS": 132}),
-            ("gemm_hopper_persistent", "bf16_epilogue", dict(GEMM_HOPPER_PERSISTENT_PARAMS)),
-        ]
+        rungs = []
+        for step in lineage("gemm"):
+            params = dict(get_kernel(step.kernel).params)
+            if "BLOCKS" in params:
+                params["BLOCKS"] = GEMM_HOPPER_PERSISTENT_PARAMS["BLOCKS"]
+            rungs.append((step.kernel, step.mechanism, params))
+        rungs.append(("gemm_hopper_persistent", "expert", dict(GEMM_HOPPER_PERSISTENT_PARAMS)))
         for name, mechanism, params in rungs:
             entry = get_kernel(name)
             params = dict(entry.params) if params is None else params
