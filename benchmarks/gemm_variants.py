@@ -141,7 +141,7 @@ def run_kernel(torch, kernel_fn, params: dict, shape: tuple[int, int, int], flus
         Emitter.lane_exchange_stores = True
     loaded = load(compiled)
     specs = {t.name: t for t in compiled.generated.tensors}
-    b_is_nk = tuple(str(d) for d in kernel_fn.tensor_specs["B"].shape) == ("N", "K")
+    b_is_nk = tuple(str(d) for d in specs["B"].shape) == ("N", "K")  # the traced shape (it may follow B_MAJOR)
     g = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
     a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
     b = (torch.rand((n, k) if b_is_nk else (k, n), device="cuda", generator=g) * 2 - 1).to(torch.bfloat16)
