@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import inspect
 import types
 from collections.abc import Callable, Iterator
@@ -54,6 +55,7 @@ from argus.ir.nodes import (
     Stmt,
     TileOrder,
     TileRef,
+    walk,
     whole,
 )
 from argus.ir.types import DType
@@ -956,18 +958,14 @@ def _tma_store_staging(src: Tile, dst: Tile, staging: Any, pad: float, loc: Any)
 def _check_tma_stores(kernel_name: str, body: tuple) -> None:
     """A ``tma.store``'s staging buffer and destination tensor are the tma.store copies' alone: the stores are
     asynchronous, so any other access to either could race with them."""
-    import dataclasses as _dc
-
-    from argus.ir.nodes import walk as _walk
-
-    stores = [s for s in _walk(body) if isinstance(s, Copy) and s.atom == "tma.store"]
+    stores = [s for s in walk(body) if isinstance(s, Copy) and s.atom == "tma.store"]
     if not stores:
         return
     owned = {s.staging.buffer: "staging buffer" for s in stores} | {s.dst.buffer: "destination" for s in stores}
-    for s in _walk(body):
+    for s in walk(body):
         if isinstance(s, Copy) and s.atom == "tma.store":
             continue
-        for f in _dc.fields(s):
+        for f in dataclasses.fields(s):
             value = getattr(s, f.name)
             for ref in value if isinstance(value, tuple) else (value,):
                 buffer = getattr(ref, "buffer", None)
