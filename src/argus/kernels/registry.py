@@ -229,18 +229,24 @@ def _gemm_hopper(
     )
 
 
+#: Blocks of the persistent library rungs: one per SM of an H100 SXM / H200, as on the GPU they are measured, gated
+#: and walked on (session 5: at the 3 blocks they once had, so that blocks walk several tiles at interpreter sizes, a
+#: GPU and the cost model put the persistent rung ~40x slower at 4096^3 and KLineage mined its step as 0.02x). The
+#: kernel tests walk several tiles per block with explicit small BLOCKS (`tests/kernels/test_gemm_persistent_ws.py`).
+PERSISTENT_BLOCKS = 132
+
+
 def _gemm_hopper_persistent() -> LibraryKernel:
-    """`gemm_wgmma_tma_persistent` at interpreter sizes where blocks walk several tiles: 3 blocks over 2 x 2 tiles
-    of 128x128 (block 0 takes tiles 0 and 3), 4 K-blocks on 3 stages (a tile ends mid-rotation: its successor
-    starts on stage 1, phase 1); the partial shape has 2 x 2 tiles, three of them partial, and 3 K-blocks, the last
-    one partial."""
+    """`gemm_wgmma_tma_persistent` at the ladder's 128x128x64 tiles and 3 stages on one block per SM; at the
+    interpreter sizes the blocks past the 2 x 2 tiles find no tile (4 K-blocks on 3 stages; the partial shape has
+    2 x 2 tiles, three of them partial, and 3 K-blocks, the last one partial)."""
     entry = _gemm_hopper(
         "gemm_wgmma_tma_persistent",
         "persistent Hopper GEMM C = A @ B^T: gemm_wgmma_tma on one block per SM walking the tiles in grouped order, "
         "the mbarrier pipeline running on across each block's tiles (the producer prefetches the next tile during "
-        "the epilogue); 3 blocks here so each walks several tiles",
+        "the epilogue)",
         "gemm_persistent_ws",
-        params={"BLOCKS": 3},
+        params={"BLOCKS": PERSISTENT_BLOCKS},
     )
     return dataclasses.replace(
         entry, default_shape={"M": 256, "N": 256, "K": 256}, partial_shape={"M": 200, "N": 200, "K": 136}
@@ -257,8 +263,7 @@ def _gemm_tma_store_epilogue() -> LibraryKernel:
         persistent,
         name="gemm_tma_store_epilogue",
         description="gemm_wgmma_tma_persistent with C stored through two 128-byte-swizzled shared-memory chunk "
-        "buffers and TMA stores that drain while the consumers start the block's next tile; 3 blocks here so each "
-        "walks several tiles",
+        "buffers and TMA stores that drain while the consumers start the block's next tile",
         params={**persistent.params, "EPILOGUE": "tma"},
     )
 
@@ -268,15 +273,15 @@ def _gemm_tma_store_epilogue() -> LibraryKernel:
 GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
 
 #: The persistent expert (issue #7): the expert's tiles on `gemm_wgmma_tma_persistent`, one block per SM of an
-#: H100/H200 (132), tiles in grouped order 16 M-tiles at a time. GROUP chosen by measurement over {4, 8, 16} at the
-#: seven benchmark shapes on an H200 (`benchmarks/results/2026-11-21-session4.md`); BLOCKS is the SM count (fewer
+#: H100/H200 (`PERSISTENT_BLOCKS`), tiles in grouped order 16 M-tiles at a time. GROUP chosen by measurement over
+#: {4, 8, 16} at the seven benchmark shapes on an H200 (`benchmarks/results/2026-11-21-session4.md`); BLOCKS is the SM count (fewer
 #: SMs, e.g. an H100 PCIe's 114, still compute the right result with some blocks waiting for an SM). C goes out
 #: through shared memory and TMA stores that drain while the consumers start the next tile (EPILOGUE "tma", session 5:
 #: `benchmarks/results/2026-11-21-session5.md`); it needs N % 8 == 0 (C's rows 16-byte aligned), which the kernel
 #: assumes, so the runtime refuses other N with the assumption's message.
 GEMM_HOPPER_PERSISTENT_PARAMS: dict[str, Any] = {
     **GEMM_HOPPER_PARAMS,
-    "BLOCKS": 132,
+    "BLOCKS": PERSISTENT_BLOCKS,
     "ORDER": "grouped",
     "GROUP": 16,
     "EPILOGUE": "tma",
@@ -472,17 +477,17 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
     "gemm_residual_wgmma_tma_persistent": lambda: _gemm_residual(
         "gemm_residual_wgmma_tma_persistent",
         "relu(A @ B^T + R) on a persistent grid walking the tiles in grouped order (gemm_wgmma_tma_persistent + "
-        "epilogue); 3 blocks here so each walks several tiles",
+        "epilogue)",
         nt=True,
-        params={"BLOCKS": 3},
+        params={"BLOCKS": PERSISTENT_BLOCKS},
     ),
     "gemm_residual_tma_store_epilogue": lambda: _gemm_residual(
         "gemm_residual_tma_store_epilogue",
         "relu(A @ B^T + R) written into the accumulator and stored through shared memory and TMA stores "
-        "(gemm_tma_store_epilogue + epilogue); 3 blocks here so each walks several tiles",
+        "(gemm_tma_store_epilogue + epilogue)",
         nt=True,
         attr="gemm_residual_wgmma_tma_persistent",
-        params={"BLOCKS": 3, "EPILOGUE": "tma"},
+        params={"BLOCKS": PERSISTENT_BLOCKS, "EPILOGUE": "tma"},
     ),
 }
 
