@@ -211,8 +211,10 @@ def _consumer_asserts_another_order(
     n = B.shape[0]
     tiles = (T.cdiv(m, BM), T.cdiv(n, BN))
     with T.grid(tiles[0] * tiles[1], threads=384) as (bx,):
-        bm, bn = T.tile_order(bx, tiles, "grouped", 8)
-        cm, cn = T.tile_order(bx, tiles, CONSUMER_ORDER, 8)
+        # clamped, as the library's kernels are: the unclamped grouped order's divisions by symbolic sizes can run the
+        # solver into its timeout on a loaded 2-core machine (UNKNOWN instead of VERIFIED, seen once in CI)
+        bm, bn = T.tile_order(bx, tiles, "grouped", 8, clamp=True)
+        cm, cn = T.tile_order(bx, tiles, CONSUMER_ORDER, 8, clamp=True)
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)
         sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
