@@ -274,8 +274,9 @@ GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 
 
 #: The persistent expert (issue #7): the expert's tiles on `gemm_wgmma_tma_persistent`, one block per SM of an
 #: H100/H200 (`PERSISTENT_BLOCKS`), tiles in grouped order 16 M-tiles at a time. GROUP chosen by measurement over
-#: {4, 8, 16} at the seven benchmark shapes on an H200 (`benchmarks/results/2026-11-21-session4.md`); BLOCKS is the SM count (fewer
-#: SMs, e.g. an H100 PCIe's 114, still compute the right result with some blocks waiting for an SM). C goes out
+#: {4, 8, 16} at the seven benchmark shapes on an H200 (`benchmarks/results/2026-11-21-session4.md`); BLOCKS is
+#: the SM count (fewer SMs, e.g. an H100 PCIe's 114, still compute the right result with some blocks waiting for an
+#: SM). C goes out
 #: through shared memory and TMA stores that drain while the consumers start the next tile (EPILOGUE "tma", session 5:
 #: `benchmarks/results/2026-11-21-session5.md`); it needs N % 8 == 0 (C's rows 16-byte aligned), which the kernel
 #: assumes, so the runtime refuses other N with the assumption's message.
