@@ -120,7 +120,10 @@ def main() -> int:
         b = (torch.rand(n, k, device="cuda") * 2 - 1).to(torch.bfloat16)
         dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[params.get("OUT", "f32")]
         c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
-        ref = a.float() @ b.float().T
+        nn = params.get("B_MAJOR") == "N"  # B given as (K, N): C = A @ B, against torch.matmul(A, B)
+        if nn:
+            b = b.T.contiguous()
+        ref = a.float() @ (b.float() if nn else b.float().T)
         for checked in ("expert", "one producer warp"):
             c.fill_(float("nan"))
             loaded[checked](a, b, c)
@@ -129,7 +132,7 @@ def main() -> int:
             if not err <= 1e-2:
                 print(f"{checked} WRONG at {m}x{n}x{k}: relative error {err}")
                 return 1
-        cublas = time_ms(torch, lambda a=a, b=b: torch.matmul(a, b.T), flush)
+        cublas = time_ms(torch, lambda a=a, b=b, nn=nn: torch.matmul(a, b if nn else b.T), flush)
         base = None
         for name, kern in loaded.items():
             ms = time_ms(torch, kern.prepare(a, b, c).launch, flush)
