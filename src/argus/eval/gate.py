@@ -413,80 +413,66 @@ def time_with_baselines(
     under ``torch.no_grad()`` (entered once: nothing but the call itself sits between a contender's events)."""
     import torch
 
-    with torch.no_grad():
-        return _time_with_baselines(fn, baseline_calls, before_rep, graph_fn, options, device, timer, sync)
-
-
-def _time_with_baselines(
-    fn: Callable[[], Any],
-    baseline_calls: dict[str, Callable[[], Any] | str],
-    before_rep: Callable[[int], None] | None,
-    graph_fn: Callable[[], Any] | None,
-    options: GateOptions,
-    device: str | None,
-    timer: Callable[..., Any] | None,
-    sync: Callable[[], None] | None,
-) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     from argus.eval.timing import Contender, ContenderError, time_interleaved_cuda
 
-    if timer is None:
+    with torch.no_grad():
+        if timer is None:
 
-        def timer(contenders: dict[str, Contender], **kw: Any) -> Any:
-            return time_interleaved_cuda(contenders, device=device, graph=options.graph, **kw)
+            def timer(contenders: dict[str, Contender], **kw: Any) -> Any:
+                return time_interleaved_cuda(contenders, device=device, graph=options.graph, **kw)
 
-    if sync is None and device is not None and str(device).startswith("cuda"):
-        import torch
+        if sync is None and device is not None and str(device).startswith("cuda"):
 
-        def sync() -> None:
-            torch.cuda.synchronize(device)
+            def sync() -> None:
+                torch.cuda.synchronize(device)
 
-    out: dict[str, Any] = {}
-    calls: dict[str, Callable[[], Any]] = {}
-    for name, call in baseline_calls.items():
-        if isinstance(call, str):
-            out[name] = {"skipped": call}
-            continue
-        try:  # a baseline that cannot run here (an SDPA backend this GPU lacks) is said, not timed
-            call()
-            if sync is not None:
-                sync()
-        except Exception as e:  # noqa: BLE001
-            out[name] = {"skipped": f"does not run here: {type(e).__name__}: {_first_line(e)}"}
-            continue
-        calls[name] = call
-    while True:
-        contenders = {CANDIDATE: Contender(fn, before_rep, graph_fn)}
-        contenders.update({name: Contender(call) for name, call in calls.items()})
-        try:
-            result = timer(
-                contenders,
-                rounds=options.reps,
-                warmup=options.warmup,
-                flush_l2=options.flush_l2,
-                reference=CANDIDATE,
-                last=CANDIDATE,
-            )
-            break
-        except ContenderError as e:
-            if e.name == CANDIDATE or e.name not in calls:
-                raise
-            out[e.name] = {"skipped": f"raised while timed: {type(e.error).__name__}: {_first_line(e.error)}"}
-            del calls[e.name]
-    summary: dict[str, Any] = {
-        "method": result.method,
-        "rounds": result.rounds,
-        "order": result.order,
-        "reference": CANDIDATE,
-        "contenders": list(result.timings),
-        "l2_flush": options.flush_l2,
-        "ratios": {},
-    }
-    for name in calls:
-        ratio = result.ratios[name]
-        out[name] = {"timing": result.timings[name].to_json(), "round_ratio": ratio.to_json()}
-        summary["ratios"][name] = {k: v for k, v in ratio.to_json().items() if k != "samples"}
-    ordered = {name: out[name] for name in baseline_calls}
-    return result.timings[CANDIDATE], ordered, summary
+        out: dict[str, Any] = {}
+        calls: dict[str, Callable[[], Any]] = {}
+        for name, call in baseline_calls.items():
+            if isinstance(call, str):
+                out[name] = {"skipped": call}
+                continue
+            try:  # a baseline that cannot run here (an SDPA backend this GPU lacks) is said, not timed
+                call()
+                if sync is not None:
+                    sync()
+            except Exception as e:  # noqa: BLE001
+                out[name] = {"skipped": f"does not run here: {type(e).__name__}: {_first_line(e)}"}
+                continue
+            calls[name] = call
+        while True:
+            contenders = {CANDIDATE: Contender(fn, before_rep, graph_fn)}
+            contenders.update({name: Contender(call) for name, call in calls.items()})
+            try:
+                result = timer(
+                    contenders,
+                    rounds=options.reps,
+                    warmup=options.warmup,
+                    flush_l2=options.flush_l2,
+                    reference=CANDIDATE,
+                    last=CANDIDATE,
+                )
+                break
+            except ContenderError as e:
+                if e.name == CANDIDATE or e.name not in calls:
+                    raise
+                out[e.name] = {"skipped": f"raised while timed: {type(e.error).__name__}: {_first_line(e.error)}"}
+                del calls[e.name]
+        summary: dict[str, Any] = {
+            "method": result.method,
+            "rounds": result.rounds,
+            "order": result.order,
+            "reference": CANDIDATE,
+            "contenders": list(result.timings),
+            "l2_flush": options.flush_l2,
+            "ratios": {},
+        }
+        for name in calls:
+            ratio = result.ratios[name]
+            out[name] = {"timing": result.timings[name].to_json(), "round_ratio": ratio.to_json()}
+            summary["ratios"][name] = {k: v for k, v in ratio.to_json().items() if k != "samples"}
+        ordered = {name: out[name] for name in baseline_calls}
+        return result.timings[CANDIDATE], ordered, summary
 
 
 def _bound_call(fn: Callable[..., Any], args: list[Any]) -> Callable[[], Any]:

@@ -202,30 +202,25 @@ def _gemm_hopper(
         b = _bf16(rng.uniform(-1, 1, (k, n) if n_major else (n, k)))
         return {"A": _bf16(rng.standard_normal((m, k))), "B": b, "C": np.zeros((m, n))}
 
-    if n_major:
-        return LibraryKernel(
-            name,
-            description,
-            kernel,
-            {"M": 256, "N": 256, "K": 256},
-            {"M": 200, "N": 136, "K": 136},
-            make,
-            lambda a: {"C": a["A"] @ a["B"]},
-            tolerance=tolerance,
-            params={**(params or {}), "B_MAJOR": "N", "OUT": "f32"},
-            torch_reference=lambda t: {"C": t["A"] @ t["B"]},
-        )
+    if n_major:  # C = A @ B
+        shapes = ({"M": 256, "N": 256, "K": 256}, {"M": 200, "N": 136, "K": 136})
+        params = {**(params or {}), "B_MAJOR": "N", "OUT": "f32"}
+    else:  # C = A @ B^T
+        shapes = ({"M": 256, "N": 128, "K": 256}, {"M": 200, "N": 72, "K": 136})
+
+    def product(x: dict[str, Any]) -> dict[str, Any]:  # numpy arrays and torch tensors alike
+        return {"C": x["A"] @ (x["B"] if n_major else x["B"].T)}
+
     return LibraryKernel(
         name,
         description,
         kernel,
-        {"M": 256, "N": 128, "K": 256},
-        {"M": 200, "N": 72, "K": 136},
+        *shapes,
         make,
-        lambda a: {"C": a["A"] @ a["B"].T},
+        product,
         tolerance=tolerance,
         params=dict(params or {}),
-        torch_reference=lambda t: {"C": t["A"] @ t["B"].T},
+        torch_reference=product,
     )
 
 

@@ -50,7 +50,7 @@ from argus.ir.nodes import (
     TileRef,
     walk,
 )
-from argus.layout import ComposedLayout, Layout, Swizzle, hopper_swizzle
+from argus.layout import ComposedLayout, Layout, Swizzle
 
 if TYPE_CHECKING:
     from argus.backend.cuda.codegen.emitter import Emitter
@@ -65,10 +65,6 @@ def apply_swizzle(sw: Swizzle, x: np.ndarray) -> np.ndarray:
     """`Swizzle.__call__` on an array of offsets."""
     bits = x & sw.yyy_mask
     return x ^ (bits >> sw.shift if sw.shift >= 0 else bits << -sw.shift)
-
-
-#: The Hopper swizzle mode a `Swizzle` is (`argus.atoms.smem.swizzle_mode_of`).
-swizzle_bytes_of = swizzle_mode_of
 
 
 @dataclass(frozen=True)
@@ -493,16 +489,14 @@ class HopperRules:
         if self.shared[sbuf] % SWIZZLE_REPEAT_BYTES[128]:
             raise self.invalid(f"staging buffer {sbuf.name} is not aligned to the 128-byte swizzle's repeat")
         # each (buffer, warpgroup) box of the staging buffer is laid out as TMA reads a 128-byte-swizzled box
-        box_coords = np.indices((wg_rows, width)).reshape(2, -1)
-        linear = box_coords[0] * width + box_coords[1]
+        box_coords = np.indices((wg_rows, width)).reshape(2, -1)  # row-major: TMA's box order
         for b in range(2):
             for g in range(groups):
-                coords = [np.full_like(linear, b), box_coords[0] + g * wg_rows, box_coords[1]]
+                coords = [np.full_like(box_coords[0], b), box_coords[0] + g * wg_rows, box_coords[1]]
                 offsets = pl.layout_offsets(sbuf.layout, coords)
-                base = int(pl.layout_offsets(sbuf.layout, [np.array([b]), np.array([g * wg_rows]), np.array([0])])[0])
-                want = apply_swizzle(hopper_swizzle(128, sbuf.dtype.bits), linear)
-                if base % (SWIZZLE_REPEAT_BYTES[128] // sbuf.dtype.itemsize) or not np.array_equal(
-                    offsets - base, want
+                base = int(offsets[0])
+                if base % (SWIZZLE_REPEAT_BYTES[128] // sbuf.dtype.itemsize) or (
+                    tma_box_swizzle(offsets - base, (wg_rows, width), sbuf.dtype.bits) != 128
                 ):
                     raise self.invalid(f"staging buffer {sbuf.name} is not laid out as 128-byte-swizzled TMA boxes")
         tmap = self._tensor_map(tensor, (width, wg_rows), 128)
@@ -713,7 +707,7 @@ class HopperRules:
             outer, sw, offset = layout, None, 0
         else:
             raise self.error(f"wgmma operand {buf.name} with layout {layout}")
-        width = swizzle_bytes_of(sw, buf.dtype.bits)
+        width = swizzle_mode_of(sw, buf.dtype.bits)
         if width is None:
             raise self.error(f"wgmma operand {buf.name}: its swizzle {sw} is not a Hopper swizzle mode")
         if width and self.shared[buf] % SWIZZLE_REPEAT_BYTES[width]:
