@@ -45,6 +45,17 @@ from argus.eval.results import StageResult, Status
 from argus.eval.tolerance import NOISE_FACTOR, Tolerance, compare, input_scale, lowest_precision, tolerance_for
 
 
+class CandidateFailure(Exception):
+    """Raised by a candidate callable that runs the candidate elsewhere (`argus.eval.judge.RemoteModule`) to report
+    why the call failed, with the gate code to record (``CORRECT_PRECISION_FLAGS``, ``SANDBOX_CRASHED`` ...)."""
+
+    def __init__(self, code: str, reason: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.details = dict(details or {})
+
+
 @dataclass
 class Reference:
     """What the correctness check needs from a task.
@@ -216,6 +227,14 @@ def check_correctness(
                 raw = candidate(cand_inputs)
             _sync(device)
             outputs = as_outputs(raw)
+        except CandidateFailure as e:
+            before.restore()
+            return _fail(
+                e.code,
+                f"trial {len(done)} ({distribution} inputs): {e.reason}",
+                {**details, **details_trial, **e.details},
+                start,
+            )
         except Exception as e:  # noqa: BLE001 - the candidate's failure is the result
             before.restore()
             return _fail(

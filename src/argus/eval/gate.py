@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.eval.candidates import KernelCandidate, ModuleCandidate, import_file
+from argus.eval.correctness import CandidateFailure
 from argus.eval.flags import Thresholds, speedups, suspicion_flags
 from argus.eval.guards import PrecisionState, poison_, scan_source, strict_precision
 from argus.eval.results import Flag, GateResult, StageResult, Status
@@ -69,6 +70,11 @@ class GateOptions:
         cost_sizes: the problem sizes of the profile: that estimate's without a GPU, and with one the sizes the
             gate runs and times at when it is given none (None: the task's first benchmark sizes). The agent loop
             and the lineage walk set it once, so that every candidate compares at one size across tasks.
+        sandbox: a candidate given as a file (a KernelBench solution, a user's module) runs in a sandbox process
+            and the verdict is decided in this one (`argus.eval.judge`). Candidates given as Python objects are
+            trusted code and run here.
+        sandbox_timeout_s: the time limit of each operation in the sandbox (start, import, one call, one timed
+            repetition); past it the sandbox is killed and the candidate rejected (``SANDBOX_TIMEOUT``).
     """
 
     trials: int = 6
@@ -87,6 +93,8 @@ class GateOptions:
     forbidden_ops: tuple[str, ...] = ()
     cost_model: str | None = "H100-SXM"
     cost_sizes: dict[str, int] | None = None
+    sandbox: bool = True
+    sandbox_timeout_s: float = 600.0
 
     def resolved_device(self) -> str:
         from argus.eval.device import default_device
@@ -399,6 +407,7 @@ def time_with_baselines(
     device: str | None = None,
     timer: Callable[..., Any] | None = None,
     sync: Callable[[], None] | None = None,
+    remote: Any = None,
 ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """Time the candidate `fn` and the baselines interleaved (`argus.eval.timing.time_interleaved_cuda`, or
     `timer` with the same signature, e.g. `measure_interleaved` on a test clock): `options.reps` rounds, the
@@ -409,7 +418,8 @@ def time_with_baselines(
 
     Returns (the candidate's `Timing`, ``{baseline: {"timing": ..., "round_ratio": ...} | {"skipped": ...}}``, a
     summary of the run: method, rounds, order, contenders, and per baseline the ratio of the medians and the
-    per-round ratio's median and quartiles). A ratio is baseline time / candidate time: the speedup. Everything runs
+    per-round ratio's median and quartiles). A ratio is baseline time / candidate time: the speedup. `remote` (a
+    `Contender` with ``timed``) replaces `fn` when the candidate runs in a sandbox (`argus.eval.judge`). Everything runs
     under ``torch.no_grad()`` (entered once: nothing but the call itself sits between a contender's events)."""
     import torch
 
@@ -441,7 +451,7 @@ def time_with_baselines(
                 continue
             calls[name] = call
         while True:
-            contenders = {CANDIDATE: Contender(fn, before_rep, graph_fn)}
+            contenders = {CANDIDATE: remote if remote is not None else Contender(fn, before_rep, graph_fn)}
             contenders.update({name: Contender(call) for name, call in calls.items()})
             try:
                 result = timer(
@@ -499,6 +509,7 @@ def profile_stage(
     extra: dict[str, Any] | None = None,
     graph_fn: Callable[[], Any] | None = None,
     baseline_calls: dict[str, Callable[[], Any] | str] | None = None,
+    remote: Any = None,
 ) -> tuple[StageResult, list[Flag]]:
     """Time `fn` on the GPU and compute the figures (see the module docstring). `validate()` returns None when
     the outputs of the timed calls are right, else the reason.
@@ -506,7 +517,8 @@ def profile_stage(
     `baselines` are baseline timings taken elsewhere (``{name: {"timing": ...} | {"skipped": ...}}``); with
     `baseline_calls` (name -> a call of the baseline on the candidate's input buffers, or why it cannot run) and
     ``options.timing == "interleaved"`` the baselines are instead timed here, interleaved with the candidate
-    (`time_with_baselines`), and their results replace `baselines`."""
+    (`time_with_baselines`), and their results replace `baselines`. `remote`: the candidate as a contender that
+    times itself in its sandbox (`argus.eval.judge`); interleaved timing is then required."""
     from argus.eval.ceilings import ceilings_for_device
     from argus.eval.device import gpu_info, gpu_telemetry
     from argus.eval.timing import ContenderError, fraction_of_ceilings, throughput, time_cuda
@@ -519,7 +531,13 @@ def profile_stage(
     try:
         if baseline_calls is not None and options.timing == "interleaved":
             timing, baselines, interleaved = time_with_baselines(
-                fn, baseline_calls, before_rep=before_rep, graph_fn=graph_fn, options=options, device=device
+                fn,
+                baseline_calls,
+                before_rep=before_rep,
+                graph_fn=graph_fn,
+                options=options,
+                device=device,
+                remote=remote,
             )
         else:
             timing = time_cuda(
@@ -534,6 +552,8 @@ def profile_stage(
             )
     except ContenderError as e:  # the candidate failing under timing rejects it
         error = e.error
+        if isinstance(error, CandidateFailure):  # said by the sandbox, with its code
+            return _stage("profile", Status.FAILED, error.code, error.reason, start, **error.details), []
         return _stage("profile", Status.FAILED, "PROFILE_FAILED", f"{type(error).__name__}: {error}", start), []
     except Exception as e:  # noqa: BLE001 - the candidate failing under timing rejects it
         return _stage("profile", Status.FAILED, "PROFILE_FAILED", f"{type(e).__name__}: {e}", start), []
@@ -857,8 +877,15 @@ def gate_module(
     *,
     baselines: dict[str, Any] | None = None,
 ) -> GateResult:
-    """The gate for a PyTorch module candidate (KernelBench's ``ModelNew``) on a module task."""
+    """The gate for a PyTorch module candidate (KernelBench's ``ModelNew``) on a module task. A candidate given as a
+    file runs in a sandbox (`argus.eval.judge.gate_module_sandboxed`) unless ``options.sandbox`` is off."""
     import torch
+
+    options = options or GateOptions()
+    if options.sandbox and candidate.module_class is None and candidate.path is not None:
+        from argus.eval.judge import gate_module_sandboxed
+
+        return gate_module_sandboxed(task, candidate, options, baselines=baselines)
 
     from argus.eval.correctness import check_correctness, to_device
     from argus.eval.device import environment

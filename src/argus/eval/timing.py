@@ -201,11 +201,18 @@ class Contender:
         before_rep: called with the round number before each timed call (and before each warm-up call), outside
             the timed region: refresh inputs, poison outputs.
         graph_fn: what `time_interleaved_cuda` captures in a CUDA graph (default `fn`).
+        timed: a contender that times itself, in another process (a sandboxed candidate): ``timed(r)`` runs round
+            r's whole repetition there (fresh inputs, L2 flush, events around one call, device sync) and returns the
+            milliseconds; `fn` and `before_rep` are then unused.
+        wall: with `timed`, ``wall(n)``: the device-synchronized wall-clock milliseconds per call of n back-to-back
+            calls, measured there (the side-stream cross-check).
     """
 
     fn: Callable[[], Any]
     before_rep: Callable[[int], None] | None = None
     graph_fn: Callable[[], Any] | None = None
+    timed: Callable[[int], float] | None = None
+    wall: Callable[[int], float] | None = None
 
 
 class ContenderError(Exception):
@@ -344,6 +351,12 @@ def measure_interleaved(
         except Exception as e:  # noqa: BLE001 - said with the contender's name
             raise ContenderError(name, e) from e
 
+    def self_timed(name: str, r: int) -> float:
+        try:
+            return float(contenders[name].timed(r))  # type: ignore[misc]
+        except Exception as e:  # noqa: BLE001 - said with the contender's name
+            raise ContenderError(name, e) from e
+
     def prepare(name: str, i: int) -> None:
         hook = contenders[name].before_rep
         if hook is not None:
@@ -354,11 +367,21 @@ def measure_interleaved(
 
     for i in range(warmup):
         for name in names:
+            if contenders[name].timed is not None:
+                self_timed(name, -1 - i)
+                continue
             prepare(name, i)
             call(name)
     n_wall = wall_reps if wall_reps is not None else max(1, min(rounds, 20))
     walls: dict[str, float] = {}
     for name in names:
+        wall = contenders[name].wall
+        if contenders[name].timed is not None:
+            try:
+                walls[name] = float(wall(n_wall)) if wall is not None else float("nan")
+            except Exception as e:  # noqa: BLE001
+                raise ContenderError(name, e) from e
+            continue
         clock.sync()
         t0 = clock.now()
         for _ in range(n_wall):
@@ -367,9 +390,13 @@ def measure_interleaved(
         walls[name] = (clock.now() - t0) * 1e3 / n_wall
     starts = {name: [clock.event() for _ in range(rounds)] for name in names}
     ends = {name: [clock.event() for _ in range(rounds)] for name in names}
+    remote: dict[str, list[float]] = {name: [0.0] * rounds for name in names if contenders[name].timed is not None}
     for r in range(rounds):
         k = (r + offset) % n
         for name in names[k:] + names[:k]:
+            if name in remote:
+                remote[name][r] = self_timed(name, r)
+                continue
             prepare(name, r)
             if flush_l2:
                 clock.flush()
@@ -377,7 +404,12 @@ def measure_interleaved(
             call(name)
             ends[name][r].record()
             clock.sync()  # every stream: side-stream work finishes inside its own timed call
-    samples = {name: [s.elapsed_ms(e) for s, e in zip(starts[name], ends[name], strict=True)] for name in names}
+    samples = {
+        name: remote[name]
+        if name in remote
+        else [s.elapsed_ms(e) for s, e in zip(starts[name], ends[name], strict=True)]
+        for name in names
+    }
     others = ", ".join(names)
     timings = {
         name: summarize(
@@ -586,8 +618,13 @@ def time_interleaved_cuda(
     methods: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
     for name, c in contenders.items():
-        use_graph = graph is True
         notes[name] = []
+        if c.timed is not None:  # times itself, in its own process, on CUDA events
+            timed[name] = c
+            methods[name] = "cuda-events"
+            notes[name].append("timed in the candidate's sandbox process, by CUDA events around each call")
+            continue
+        use_graph = graph is True
         if graph is None:
             try:
                 probe = measure(

@@ -332,7 +332,8 @@ def evaluate_problem(
         )
         label = "none"
     elif str(solution) == "identity":
-        candidate = ModuleCandidate("identity", module_class=task.model, source=problem.path.read_text())
+        # the problem's own Model, loaded from its file like any solution (in the sandbox)
+        candidate = ModuleCandidate("identity", path=problem.path, attr="Model")
         gate = gate_module(task, candidate, options)
         label = "identity"
     else:

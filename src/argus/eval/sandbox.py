@@ -1,0 +1,676 @@
+"""Untrusted code (a KernelBench solution, an LLM's rewrite, a user's kernel file) runs here: in a fresh process per
+candidate that shares nothing with the process that judges it, and that can send back only plain data.
+
+The judge (the gate, in a process where no candidate code ever runs) starts a `Sandbox` per candidate. What the
+process is started with, in order (`_prepare_child`, between ``fork`` and ``exec``; `docs/eval.md` has the threat
+model):
+
+* **its own session and process group** (``start_new_session``), killed whole when the sandbox closes;
+* **a parent-death signal** (``PR_SET_PDEATHSIG``: SIGKILL when the judge dies, so an interrupted ``argus
+  kernelbench`` leaves nothing running) and ``PR_SET_NO_NEW_PRIVS``;
+* **resource limits**: CPU seconds, file size, open files, no core dumps, processes (``RLIMIT_NPROC``, which the
+  kernel does not apply to root outside a user namespace), and address space where no GPU is used (the CUDA
+  driver reserves far more virtual memory than any limit that would mean something);
+* **new namespaces** where Linux lets this process create them: network (no interface but a downed loopback: no
+  network at all) and PID (every process the candidate starts dies with it, ``setsid`` and double forks included),
+  with a user namespace when not root. Which of these held is read from ``/proc`` by the judge, not taken from the
+  child (`Sandbox.protections`);
+* **a scrubbed environment**: an explicit allowlist (`ENV_ALLOWLIST`) of variables a GPU program needs; ``HOME``,
+  ``TMPDIR`` and the caches point into the sandbox's own directory, removed afterwards. No credential reaches it:
+  nothing outside the allowlist is passed, whatever its name;
+* ``python -I`` (no user site, no ``PYTHON*`` variables), with the judge's ``sys.path`` so that argus and torch
+  import as they do in the judge.
+
+Inside, a small *warden* (``argus/eval/warden.py``, standard library only) forks the *runner*, the only process
+where candidate code runs; the warden is a subreaper, and when the runner ends it kills whatever the runner left
+behind (the fallback where no PID namespace could be made).
+
+The wire (`send_frame`, `recv_frame`): a length-prefixed JSON header, then raw tensor bytes. Tensors travel as
+``{"dtype", "shape"}`` plus exactly ``numel * itemsize`` bytes and are rebuilt by the judge as fresh, contiguous,
+base ``torch.Tensor`` objects from bytes; nothing is ever unpickled, and every size is checked against limits
+before memory is allocated. What comes back from the runner is data about the candidate, never a verdict: the
+judge compares outputs with a reference it computes itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.diagnostics import ArgusError
+
+#: Environment variables a sandboxed process may inherit. Everything else (API keys, tokens, cloud credentials,
+#: ``SSH_AUTH_SOCK``, proxies ...) is dropped, whatever its name.
+ENV_ALLOWLIST = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TERM",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "LD_LIBRARY_PATH",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "ARGUS_INTERPRET",
+    "ARGUS_INTERP_MAX_BYTES",
+)
+
+#: Largest JSON header a frame may carry (bytes).
+MAX_HEADER_BYTES = 16 * 2**20
+#: Dtypes a tensor may have on the wire (names as ``str(torch.dtype)`` without ``torch.``).
+WIRE_DTYPES = (
+    "float64",
+    "float32",
+    "float16",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+    "complex64",
+    "complex128",
+)
+
+#: The sandbox's first process, run as a script (it must fork before anything starts a thread).
+WARDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warden.py")
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+class SandboxError(ArgusError):
+    """The sandboxed candidate broke the protocol, died, or ran out of time. `code`:
+
+    * ``SANDBOX_CRASHED`` — the candidate's process ended while the judge waited for it (`exitcode` says how);
+    * ``SANDBOX_TIMEOUT`` — it did not answer within the time limit (it was killed);
+    * ``SANDBOX_PROTOCOL`` — what it sent is not a well-formed answer (bad frame, size over a limit, bad dtype);
+    * ``SANDBOX_START`` — the process could not be started (a harness problem, not the candidate's).
+    """
+
+    def __init__(self, code: str, message: str, hint: str = "", *, exitcode: int | None = None) -> None:
+        super().__init__(code, message, hint)
+        self.exitcode = exitcode
+
+    @property
+    def external_kill(self) -> bool:
+        """Killed by SIGKILL that the judge did not send (the OOM killer, an operator): worth one retry."""
+        return self.code == "SANDBOX_CRASHED" and self.exitcode == -signal.SIGKILL
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of a sandboxed process (None: not limited).
+
+    Attributes:
+        cpu_s: CPU seconds (``RLIMIT_CPU``; the judge's wall-clock limit is separate).
+        address_space_bytes: ``RLIMIT_AS``; applied only when the process uses no GPU.
+        file_size_bytes: largest file it may write (``RLIMIT_FSIZE``).
+        open_files: ``RLIMIT_NOFILE``.
+        processes: ``RLIMIT_NPROC``. Off by default: the kernel counts every task of the user, in every container
+            and PID namespace, which this process cannot see (a limit computed from ``/proc`` stopped NumPy's
+            threads on a shared machine).
+    """
+
+    cpu_s: int | None = 3600
+    address_space_bytes: int | None = None
+    file_size_bytes: int | None = 4 * 2**30
+    open_files: int | None = 1024
+    processes: int | None = None
+
+    @staticmethod
+    def default(gpu: bool) -> Limits:
+        """The defaults: on a CPU, the address space limited to 3/4 of this machine's memory."""
+        if gpu:
+            return Limits()
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            total = 16 * 2**30
+        return Limits(address_space_bytes=max(4 * 2**30, total * 3 // 4))
+
+
+def scrubbed_environment(workdir: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The sandbox's environment: `ENV_ALLOWLIST` from `env` (default ``os.environ``), and the home, temporary and
+    cache directories inside `workdir`."""
+    env = os.environ if env is None else env
+    out = {k: env[k] for k in ENV_ALLOWLIST if k in env}
+    out.setdefault("PATH", "/usr/bin:/bin")
+    home = os.path.join(workdir, "home")
+    out.update(
+        {
+            "HOME": home,
+            "TMPDIR": os.path.join(workdir, "tmp"),
+            "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+            "TORCH_EXTENSIONS_DIR": os.path.join(home, ".cache", "torch_extensions"),
+            "TRITON_CACHE_DIR": os.path.join(home, ".cache", "triton"),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+        }
+    )
+    return out
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+#: Paths (relative to the judge's home, where not absolute) that hold credentials or other runs' data; in the
+#: sandbox's mount namespace each is covered by an empty, read-only file system (a directory) or ``/dev/null``.
+HIDDEN_PATHS = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".docker",
+    ".kube",
+    ".config",
+    ".cache/argus",
+    ".local/share/argus",
+)
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_KEEP_WRITABLE = ("/proc", "/sys", "/dev")
+
+
+def hidden_paths(env: Mapping[str, str] | None = None) -> list[str]:
+    """The absolute paths `HIDDEN_PATHS` names for this user, plus the argus configuration file and caches that the
+    environment names (``ARGUS_CONFIG``, ``ARGUS_LLM_CACHE_DIR``, ``ARGUS_CACHE_DIR``, ``ARGUS_RUNS``)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    out = [p if os.path.isabs(p) else os.path.join(home, p) for p in HIDDEN_PATHS]
+    out += [env[k] for k in ("ARGUS_CONFIG", "ARGUS_LLM_CACHE_DIR", "ARGUS_CACHE_DIR", "ARGUS_RUNS") if env.get(k)]
+    return [os.path.abspath(p) for p in out if os.path.lexists(p)]
+
+
+def _mount(libc: Any, source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> bool:
+    enc = lambda v: v.encode() if v is not None else None  # noqa: E731
+    return libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)) == 0
+
+
+def _read_only_filesystem(libc: Any, workdir: str, hidden: Sequence[str]) -> None:
+    """In a fresh mount namespace: every mount read-only but ``/proc``, ``/sys``, ``/dev`` and `workdir`; each of
+    `hidden` covered (directories by an empty tmpfs, files by ``/dev/null``)."""
+    if not _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE, None):
+        return
+    _mount(libc, workdir, workdir, None, _MS_BIND | _MS_REC, None)
+    for path in hidden:
+        if os.path.isdir(path):
+            _mount(libc, "tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "size=4k,mode=0555")
+        else:
+            _mount(libc, "/dev/null", path, None, _MS_BIND, None)
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return
+    for fields in mounts:
+        point, options = fields[4].replace("\\040", " "), fields[5].split(",")
+        if point == workdir or point.startswith(workdir.rstrip("/") + "/"):
+            continue
+        if any(point == k or point.startswith(k + "/") for k in _KEEP_WRITABLE):
+            continue
+        keep = sum(flag for name, flag in (("nosuid", _MS_NOSUID), ("nodev", _MS_NODEV), ("noexec", _MS_NOEXEC))
+                   if name in options)  # fmt: skip
+        _mount(libc, None, point, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | keep, None)
+
+
+def _drop_capabilities(libc: Any) -> None:
+    """Empty the bounding and ambient sets, so that even a root process has no capability after ``exec`` (it cannot
+    remount, unshare, trace or signal outside its user)."""
+    for cap in range(64):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+def _prepare_child(limits: Limits, gpu: bool, namespaces: bool, workdir: str, hidden: Sequence[str]) -> None:
+    """Runs in the forked child before ``exec`` (see the module docstring). Must not raise for a missing
+    feature: each protection is tried, and the judge reads from ``/proc`` which ones held."""
+    libc = _libc()
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    def setlimit(which: int, value: int | None) -> None:
+        if value is None:
+            return
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+
+    setlimit(resource.RLIMIT_CORE, 0)
+    setlimit(resource.RLIMIT_CPU, limits.cpu_s)
+    setlimit(resource.RLIMIT_FSIZE, limits.file_size_bytes)
+    setlimit(resource.RLIMIT_NOFILE, limits.open_files)
+    if limits.processes is not None:
+        setlimit(resource.RLIMIT_NPROC, limits.processes)
+    if not gpu:
+        setlimit(resource.RLIMIT_AS, limits.address_space_bytes)
+    if namespaces:
+        user = 0 if os.geteuid() == 0 else _CLONE_NEWUSER
+        if user:  # unprivileged: map ourselves, so that mounts in our namespaces are allowed
+            uid, gid = os.getuid(), os.getgid()
+        unshared = 0
+        for flags in (
+            user | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWNS,
+            user | _CLONE_NEWNET | _CLONE_NEWPID,
+            user | _CLONE_NEWNET,
+            user | _CLONE_NEWPID,
+        ):
+            if libc.unshare(flags) == 0:
+                unshared = flags
+                break
+        if unshared and user:
+            with contextlib.suppress(OSError):
+                with open("/proc/self/setgroups", "w") as f:
+                    f.write("deny")
+                with open("/proc/self/uid_map", "w") as f:
+                    f.write(f"{uid} {uid} 1")
+                with open("/proc/self/gid_map", "w") as f:
+                    f.write(f"{gid} {gid} 1")
+        if unshared & _CLONE_NEWNS:
+            _read_only_filesystem(libc, workdir, hidden)
+    _drop_capabilities(libc)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def namespaces_enabled() -> bool:
+    """Namespaces are tried unless ``ARGUS_SANDBOX_NAMESPACES=0`` (e.g. a container whose seccomp profile logs every
+    refused ``unshare``)."""
+    return os.environ.get("ARGUS_SANDBOX_NAMESPACES", "1") != "0"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the wire
+
+
+def _encode(value: Any, blobs: list[Any]) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        t = value.detach()
+        if t.device.type != "cpu":
+            t = t.to("cpu")
+        t = t.contiguous()
+        blobs.append(t)
+        return {"__tensor__": len(blobs) - 1, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
+    if isinstance(value, dict):
+        return {str(k): _encode(v, blobs) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(v, blobs) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"cannot send a {type(value).__name__} through the sandbox wire")
+
+
+def send_frame(sock: socket.socket, message: Mapping[str, Any]) -> None:
+    """Send `message` (JSON data with tensors anywhere inside) as one frame."""
+    import torch
+
+    blobs: list[Any] = []
+    body = _encode(dict(message), blobs)
+    sizes = [t.numel() * t.element_size() for t in blobs]
+    header = json.dumps({"body": body, "sizes": sizes}).encode()
+    sock.sendall(struct.pack("<Q", len(header)) + header)
+    for t, n in zip(blobs, sizes, strict=True):
+        if n:
+            sock.sendall(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([sock], [], [], left)
+        if not ready:
+            raise TimeoutError
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise EOFError
+        got += k
+    return buf
+
+
+def _itemsize(dtype: str) -> int:
+    import torch
+
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def _decode(value: Any, tensors: list[Any]) -> Any:
+    if isinstance(value, dict):
+        if "__tensor__" in value:
+            index = value["__tensor__"]
+            if not isinstance(index, int) or not 0 <= index < len(tensors):
+                raise SandboxError("SANDBOX_PROTOCOL", f"a tensor reference {index!r} that the frame does not carry")
+            return tensors[index]
+        return {k: _decode(v, tensors) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v, tensors) for v in value]
+    return value
+
+
+def _tensor_specs(value: Any, out: dict[int, tuple[str, list[int]]]) -> None:
+    if isinstance(value, dict):
+        if "__tensor__" in value:
+            out[value["__tensor__"]] = (value.get("dtype"), value.get("shape"))
+            return
+        for v in value.values():
+            _tensor_specs(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _tensor_specs(v, out)
+
+
+def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36, device: Any = None) -> dict[str, Any]:
+    """Receive one frame within `timeout_s`; tensors are rebuilt from bytes as fresh base tensors (on `device` when
+    given). Raises `SandboxError`: ``SANDBOX_TIMEOUT``, ``SANDBOX_CRASHED`` (the peer closed), ``SANDBOX_PROTOCOL``
+    (malformed, a dtype not in `WIRE_DTYPES`, sizes that disagree with shapes, more than `max_bytes` of tensors)."""
+    import torch
+
+    deadline = time.monotonic() + timeout_s
+    try:
+        (length,) = struct.unpack("<Q", bytes(_recv_exact(sock, 8, deadline)))
+        if length > MAX_HEADER_BYTES:
+            raise SandboxError("SANDBOX_PROTOCOL", f"a frame header of {length} bytes (limit {MAX_HEADER_BYTES})")
+        try:
+            header = json.loads(bytes(_recv_exact(sock, length, deadline)))
+        except (ValueError, RecursionError) as e:
+            raise SandboxError("SANDBOX_PROTOCOL", f"a frame header that is not JSON: {e}") from None
+        if not isinstance(header, dict) or not isinstance(header.get("body"), dict):
+            raise SandboxError("SANDBOX_PROTOCOL", "a frame without a body")
+        sizes = header.get("sizes", [])
+        specs: dict[int, tuple[str, list[int]]] = {}
+        _tensor_specs(header["body"], specs)
+        if not isinstance(sizes, list) or sorted(specs) != list(range(len(sizes))):
+            raise SandboxError("SANDBOX_PROTOCOL", "tensor references that do not match the frame's tensors")
+        if sum(int(s) for s in sizes) > max_bytes:
+            raise SandboxError("SANDBOX_PROTOCOL", f"{sum(sizes)} bytes of tensors (limit {max_bytes})")
+        tensors = []
+        for i, size in enumerate(sizes):
+            dtype, shape = specs[i]
+            if dtype not in WIRE_DTYPES:
+                raise SandboxError("SANDBOX_PROTOCOL", f"a tensor of dtype {dtype!r}")
+            if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+                raise SandboxError("SANDBOX_PROTOCOL", f"a tensor of shape {shape!r}")
+            numel = 1
+            for d in shape:
+                numel *= d
+            if not isinstance(size, int) or size != numel * _itemsize(dtype):
+                raise SandboxError("SANDBOX_PROTOCOL", f"a {dtype} tensor of shape {shape} sent as {size} bytes")
+            raw = _recv_exact(sock, size, deadline) if size else bytearray()
+            t = (
+                torch.frombuffer(raw, dtype=getattr(torch, dtype)).reshape(shape)
+                if size
+                else torch.empty(shape, dtype=getattr(torch, dtype))
+            )
+            tensors.append(t.to(device) if device is not None and str(device) != "cpu" else t)
+        return _decode(header["body"], tensors)
+    except TimeoutError:
+        raise SandboxError("SANDBOX_TIMEOUT", f"no answer within {timeout_s:g} s") from None
+    except (EOFError, ConnectionError, OSError) as e:
+        raise SandboxError("SANDBOX_CRASHED", f"the candidate's process closed the connection ({e or 'EOF'})") from None
+    except struct.error as e:
+        raise SandboxError("SANDBOX_PROTOCOL", f"a malformed frame: {e}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the judge's side
+
+
+@dataclass
+class Sandbox:
+    """One sandboxed process for one candidate (see the module docstring). Use as a context manager; `call` sends
+    an operation to the runner and returns its answer (plain data, tensors rebuilt on `device`).
+
+    Attributes:
+        gpu: whether the candidate will use a GPU (no address-space limit then).
+        device: where received tensors are placed (None: the CPU).
+        limits: resource limits (default `Limits.default`).
+        start_timeout_s: how long the runner may take to start (import PyTorch).
+    """
+
+    gpu: bool = False
+    device: Any = None
+    limits: Limits | None = None
+    start_timeout_s: float = 120.0
+    namespaces: bool = field(default_factory=namespaces_enabled)
+
+    def __post_init__(self) -> None:
+        self.process: Any = None
+        self.sock: socket.socket | None = None
+        self.workdir: str | None = None
+        self.protections: dict[str, Any] = {}
+        self.started_s = 0.0
+        self._killed = False
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start the process and wait for the runner's greeting."""
+        import subprocess
+
+        t0 = time.perf_counter()
+        limits = self.limits or Limits.default(self.gpu)
+        self.workdir = tempfile.mkdtemp(prefix="argus-sandbox-")
+        for sub in ("home", "tmp"):
+            os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
+        parent, child = socket.socketpair()
+        hidden = hidden_paths()
+        paths = [p for p in sys.path if p and os.path.isdir(p)]
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", WARDEN, json.dumps(paths), str(child.fileno())],
+                env=scrubbed_environment(self.workdir),
+                cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(child.fileno(),),
+                start_new_session=True,
+                preexec_fn=lambda: _prepare_child(limits, self.gpu, self.namespaces, self.workdir, hidden),
+            )
+        except OSError as e:
+            parent.close()
+            raise SandboxError("SANDBOX_START", f"cannot start the sandbox process: {e}") from None
+        finally:
+            child.close()
+        self.sock = parent
+        try:
+            hello = recv_frame(parent, self.start_timeout_s)
+        except SandboxError as e:
+            stderr = self._stderr_tail()
+            self.close()
+            raise SandboxError("SANDBOX_START", f"the sandbox did not start: {e.message}; {stderr}") from None
+        self.protections = self._read_protections(hello)
+        self.started_s = time.perf_counter() - t0
+
+    def _read_protections(self, hello: dict[str, Any]) -> dict[str, Any]:
+        """What held, read from ``/proc`` by the judge (not the child's word), plus the runner's pid."""
+        pid = self.process.pid
+        out: dict[str, Any] = {"pid": pid}
+        for ns in ("net", "pid", "user", "mnt"):
+            try:
+                mine = os.readlink(f"/proc/self/ns/{ns}")
+                theirs = os.readlink(f"/proc/{pid}/ns/{ns}" if ns != "pid" else f"/proc/{pid}/ns/pid_for_children")
+                out[f"{ns}_namespace"] = mine != theirs
+            except OSError:
+                out[f"{ns}_namespace"] = None
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                out["environment"] = sorted(k.split(b"=", 1)[0].decode() for k in f.read().split(b"\0") if k)
+        except OSError:
+            out["environment"] = None
+        out["process_group"] = True
+        out["filesystem_read_only"] = _root_read_only(pid)
+        out["capabilities"] = _capabilities(pid)
+        out["runner_pid"] = hello.get("pid")
+        return out
+
+    def call(self, op: str, *, timeout_s: float, max_bytes: int = 2**36, **payload: Any) -> dict[str, Any]:
+        """Send ``{"op": op, **payload}`` and return the answer. Raises `SandboxError` (the candidate's failure)."""
+        if self.sock is None:
+            raise SandboxError("SANDBOX_CRASHED", "the sandbox is not running")
+        try:
+            send_frame(self.sock, {"op": op, **payload})
+        except OSError as e:
+            raise SandboxError("SANDBOX_CRASHED", f"the candidate's process is gone ({e})") from None
+        try:
+            return recv_frame(self.sock, timeout_s, max_bytes=max_bytes, device=self.device)
+        except SandboxError as e:
+            if e.code == "SANDBOX_TIMEOUT":
+                self.kill()
+                raise
+            if e.code == "SANDBOX_CRASHED":
+                code = self._wait_exit()
+                raise SandboxError(
+                    "SANDBOX_CRASHED", f"the candidate's process {_describe(code)}", exitcode=code
+                ) from None
+            raise
+
+    def _wait_exit(self, timeout_s: float = 5.0) -> int | None:
+        """The runner's exit status as the warden relays it (negative: killed by that signal)."""
+        if self.process is None:
+            return None
+        try:
+            status = self.process.wait(timeout=timeout_s)
+        except Exception:  # noqa: BLE001 - still running: it is killed
+            self.kill()
+            return None
+        # the warden exits 128 + n when the runner was killed by signal n (a shell's convention)
+        if status is not None and 128 < status < 128 + 65:
+            return -(status - 128)
+        return status
+
+    def _stderr_tail(self) -> str:
+        if self.process is None or self.process.stderr is None:
+            return ""
+        with contextlib.suppress(Exception):
+            if self.process.poll() is not None:
+                return self.process.stderr.read()[-2000:].decode(errors="replace")
+        return ""
+
+    def kill(self) -> None:
+        """Kill the whole process group now (the PID namespace takes everything the runner started with it)."""
+        self._killed = True
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        if self.process is not None:
+            with contextlib.suppress(Exception):
+                self.process.wait(timeout=10)
+
+    def close(self) -> None:
+        """Ask the runner to stop, then kill the process group, and remove the sandbox's directory."""
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                send_frame(self.sock, {"op": "exit"})
+            if self.process is not None:
+                with contextlib.suppress(Exception):
+                    self.process.wait(timeout=2)
+            self.sock.close()
+            self.sock = None
+        if self.process is not None:
+            if self.process.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.process.pid, signal.SIGTERM)  # the warden sweeps what the runner left
+                with contextlib.suppress(Exception):
+                    self.process.wait(timeout=3)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                self.process.wait(timeout=10)
+            if self.process.stderr is not None:
+                self.process.stderr.close()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+
+def _root_read_only(pid: int) -> bool | None:
+    """Whether ``/`` is mounted read-only in `pid`'s mount namespace (None: unreadable)."""
+    try:
+        with open(f"/proc/{pid}/mountinfo") as f:
+            roots = [line.split() for line in f if line.split()[4] == "/"]
+    except (OSError, IndexError):
+        return None
+    return bool(roots) and "ro" in roots[-1][5].split(",")
+
+
+def _capabilities(pid: int) -> dict[str, int] | None:
+    """``CapEff`` and ``CapBnd`` of `pid` (0: none)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            caps = {k: int(v, 16) for k, v in (line.split(":") for line in f if line.startswith(("CapEff", "CapBnd")))}
+    except (OSError, ValueError):
+        return None
+    return {"effective": caps.get("CapEff", -1), "bounding": caps.get("CapBnd", -1)}
+
+
+def _describe(code: int | None) -> str:
+    if code is None:
+        return "did not exit and was killed"
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def describe_protections(protections: Mapping[str, Any]) -> list[str]:
+    """One line per protection that held or did not, for reports."""
+    lines = []
+    for ns in ("net", "pid", "user", "mnt"):
+        held = protections.get(f"{ns}_namespace")
+        lines.append(f"{ns} namespace: {'yes' if held else 'no' if held is False else 'unknown'}")
+    env = protections.get("environment")
+    if env is not None:
+        lines.append(f"environment: {', '.join(env)}")
+    return lines
+
+
+def tensors_nbytes(values: Sequence[Any]) -> int:
+    """Bytes of the tensors in `values` (for frame limits)."""
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))

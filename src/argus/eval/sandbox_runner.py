@@ -1,0 +1,328 @@
+"""What runs inside a sandbox (`argus.eval.sandbox`) after the warden (`argus/eval/warden.py`) forked it: the runner,
+the only process where candidate code runs.
+
+* `runner_main` — a loop over frames from the judge: each is one operation (`OPERATIONS`), answered with one
+  frame of plain data. Any exception in an operation, including ``SystemExit`` and ``KeyboardInterrupt`` raised by
+  candidate code, is answered as ``{"error": {"code", "reason", "traceback"}}``: it is the candidate's failure.
+
+Everything the runner reports besides the outputs (inputs it found modified, precision switches, operators
+dispatched) is the candidate process's own account: a candidate that tampers with this module can make it lie,
+and the only effect is to hide its own misbehaviour. The verdict rests on the outputs, compared by the judge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+from argus.eval.sandbox import recv_frame, send_frame
+
+# ---------------------------------------------------------------------------------------------------------------
+# the runner
+
+
+def _safe_text(e: BaseException) -> str:
+    """``Type: message`` of an exception whose ``__str__`` may itself raise or lie about its size."""
+    try:
+        name = type(e).__name__
+    except BaseException:  # noqa: BLE001
+        name = "Exception"
+    try:
+        text = str(e)
+    except BaseException:  # noqa: BLE001
+        text = "<the exception's message could not be formed>"
+    if not isinstance(text, str):
+        text = "<not a string>"
+    return f"{str(name)[:100]}: {text[:2000]}"
+
+
+def _safe_traceback(e: BaseException) -> str:
+    try:
+        return "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:]
+    except BaseException:  # noqa: BLE001
+        return ""
+
+
+class _State:
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.device = "cpu"
+        self.task: Any = None
+        self.buffers: list[Any] | None = None
+        self.last: list[Any] = []
+        self.clock: Any = None
+
+
+def _op_hello(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    return {"pid": os.getpid()}
+
+
+def _op_load_module(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Import the candidate's file and construct its module class as the reference is constructed."""
+    import torch
+
+    from argus.eval.candidates import import_file
+    from argus.eval.guards import PrecisionState
+
+    state.device = msg.get("device", "cpu")
+    if msg.get("fp32"):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    before = PrecisionState.capture()
+    try:
+        if msg.get("problem_sizes") is not None:  # the problem file itself (the identity solution), sizes as the task's
+            from argus.tasks.kernelbench import load_problem
+
+            module: Any = load_problem(msg["path"], msg["problem_sizes"], strict=False)
+        else:
+            module = import_file(msg["path"], "argus_solution")
+    except BaseException as e:  # noqa: BLE001
+        return {"error": {"code": "COMPILE_IMPORT", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+    cls = getattr(module, str(msg.get("attr", "ModelNew")), None) if msg.get("problem_sizes") is None else module.model
+    if cls is None:
+        return {"error": {"code": "COMPILE_MISSING", "reason": f"{msg['path']} defines no {msg.get('attr')}"}}
+    try:
+        rng = msg.get("rng_state")
+        if isinstance(rng, torch.Tensor):  # the reference's generator state after drawing its init inputs
+            torch.set_rng_state(rng)
+        else:
+            torch.manual_seed(int(msg.get("seed", 0)))
+        model = cls(*msg.get("init_inputs", []))
+        model = model.to(state.device) if hasattr(model, "to") else model
+    except BaseException as e:  # noqa: BLE001
+        return {"error": {"code": "COMPILE_INIT", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+    changed = before.diff(PrecisionState.capture())
+    if changed:
+        shown = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items())
+        return {
+            "error": {
+                "code": "CORRECT_PRECISION_FLAGS",
+                "reason": f"importing or constructing the candidate changed PyTorch's precision settings ({shown})",
+            }
+        }
+    state.model = model
+    return {"class": type(model).__name__}
+
+
+def _op_verify_module(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """The verify stage on the argus kernels the candidate's module uses (`argus.eval.gate.module_verify_stage`)."""
+    from argus.eval.gate import module_verify_stage
+
+    if state.model is None:
+        return {"error": {"code": "SANDBOX_PROTOCOL", "reason": "verify before load"}}
+    return {"stage": module_verify_stage(state.model).to_json()}
+
+
+def _check_outputs(outputs: list[Any], device: str) -> dict[str, Any] | None:
+    """None when every output is a plain tensor on the expected device type, else the error."""
+    import torch
+
+    for i, o in enumerate(outputs):
+        if type(o) is not torch.Tensor:
+            return {
+                "code": "CORRECT_OUTPUT_TYPE",
+                "reason": f"output {i} is a {type(o).__module__}.{type(o).__qualname__}, not a plain torch.Tensor",
+            }
+        if o.device.type != torch.device(device).type:
+            return {
+                "code": "CORRECT_OUTPUT_DEVICE",
+                "reason": f"output {i} is on {o.device.type}, expected {torch.device(device).type}",
+            }
+    return None
+
+
+def _as_plain(outputs: Any) -> list[Any]:
+    import torch
+
+    from argus.eval.correctness import as_outputs
+
+    flat = as_outputs(outputs)
+    return [o.detach() if isinstance(o, torch.nn.Parameter) else o for o in flat]
+
+
+def _call(state: _State, inputs: list[Any]) -> Any:
+    import torch
+
+    with torch.no_grad():
+        return state.model(*inputs)
+
+
+def _op_run(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """One correctness call: the candidate on the judge's inputs, on scrubbed memory, with its outputs copied out
+    and the originals poisoned."""
+    import torch
+
+    from argus.eval.guards import OpRecorder, PrecisionState, changed_inputs, clone_all, poison_, scrub_memory
+
+    if state.model is None:
+        return {"error": {"code": "SANDBOX_PROTOCOL", "reason": "run before load"}}
+    device = state.device
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in msg.get("inputs", [])]
+    pristine = clone_all(inputs)
+    scrub_memory([int(n) for n in msg.get("scrub", [])], device)
+    before = PrecisionState.capture()
+    forbidden = tuple(msg.get("forbidden_ops", ()))
+    torch.manual_seed(int(msg.get("seed", 0)))
+    t0 = time.perf_counter()
+    try:
+        if forbidden:
+            recorder = OpRecorder()
+            with recorder:
+                raw = _call(state, inputs)
+        else:
+            recorder = None
+            raw = _call(state, inputs)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        outputs = _as_plain(raw)
+    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from a candidate included
+        return {"error": {"code": "CORRECT_EXCEPTION", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+    seconds = time.perf_counter() - t0
+    bad = _check_outputs(outputs, device)
+    if bad is not None:
+        return {"error": bad}
+    changed = before.diff(PrecisionState.capture())
+    if changed:
+        before.restore()
+        shown = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items())
+        return {
+            "error": {
+                "code": "CORRECT_PRECISION_FLAGS",
+                "reason": f"the candidate changed PyTorch's precision settings ({shown})",
+            }
+        }
+    hits = recorder.matching(forbidden) if recorder is not None else []
+    modified = changed_inputs(pristine, inputs)
+    copies = [o.detach().clone() for o in outputs]
+    for o in outputs:
+        if not any(o is x for x in inputs):
+            poison_(o)
+    return {
+        "outputs": copies,
+        "modified": {str(i): inputs[i] for i in modified if isinstance(inputs[i], torch.Tensor)},
+        "forbidden": hits,
+        "seconds": seconds,
+    }
+
+
+def _op_prepare_timing(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Load the task's input generator (the problem file, trusted like the reference) for the timed draws, and the
+    clock: ``cuda`` (events, L2 flush) or ``cpu`` (host timestamps: for tests of the protocol)."""
+    from argus.eval.timing import CpuClock, CudaClock
+    from argus.tasks.kernelbench import load_problem
+
+    state.task = load_problem(msg["problem"], msg.get("sizes") or {}, strict=False)
+    state.clock = CudaClock(state.device) if msg.get("clock", "cuda") == "cuda" else CpuClock()
+    state.buffers = None
+    return {}
+
+
+def _draw_into_buffers(state: _State, seed: int) -> None:
+    import torch
+
+    from argus.eval.guards import poison_
+
+    draw = state.task.sample(seed, state.device)
+    draw = [x.to(state.device) if isinstance(x, torch.Tensor) else x for x in draw]
+    if state.buffers is None:
+        state.buffers = draw
+    else:
+        for b, x in zip(state.buffers, draw, strict=True):
+            if isinstance(b, torch.Tensor):
+                b.copy_(x)
+    for o in state.last:
+        if isinstance(o, torch.Tensor) and not any(o is b for b in state.buffers):
+            with contextlib.suppress(Exception):
+                poison_(o)
+
+
+def _op_rep(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """One timed repetition on a fresh draw (seeded by the judge, who sends the seed only now): draw, poison the
+    previous outputs, flush L2, time one call between events, synchronize."""
+    import torch
+
+    seed = int(msg["seed"])
+    _draw_into_buffers(state, seed)
+    torch.manual_seed(seed)
+    clock = state.clock
+    clock.sync()
+    if msg.get("flush", True):
+        clock.flush()
+    start, end = clock.event(), clock.event()
+    try:
+        start.record()
+        raw = _call(state, state.buffers or [])
+        end.record()
+        clock.sync()
+        state.last = _as_plain(raw)
+    except BaseException as e:  # noqa: BLE001
+        return {"error": {"code": "PROFILE_FAILED", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+    return {"ms": float(start.elapsed_ms(end))}
+
+
+def _op_wall(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Back-to-back calls on the current buffers, device-synchronized wall clock (the side-stream cross-check)."""
+    n = max(1, int(msg.get("n", 1)))
+    clock = state.clock
+    try:
+        clock.sync()
+        t0 = clock.now()
+        for _ in range(n):
+            _call(state, state.buffers or [])
+        clock.sync()
+    except BaseException as e:  # noqa: BLE001
+        return {"error": {"code": "PROFILE_FAILED", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+    return {"ms": (clock.now() - t0) * 1e3 / n}
+
+
+def _op_last_outputs(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """The outputs of the last timed call, every element, for the judge to check against its own reference."""
+    bad = _check_outputs(state.last, state.device)
+    if bad is not None:
+        return {"error": bad}
+    return {"outputs": [o.detach().clone() for o in state.last]}
+
+
+OPERATIONS = {
+    "hello": _op_hello,
+    "load_module": _op_load_module,
+    "verify_module": _op_verify_module,
+    "run": _op_run,
+    "prepare_timing": _op_prepare_timing,
+    "rep": _op_rep,
+    "wall": _op_wall,
+    "last_outputs": _op_last_outputs,
+}
+
+
+def runner_main(sock: socket.socket) -> None:
+    """Serve the judge's operations until ``exit`` or the connection closes."""
+    state = _State()
+    send_frame(sock, {"pid": os.getpid(), "python": sys.version.split()[0]})
+    while True:
+        try:
+            msg = recv_frame(sock, timeout_s=1e9)
+        except Exception:  # noqa: BLE001 - the judge is gone
+            return
+        op = msg.get("op")
+        if op == "exit":
+            return
+        handler = OPERATIONS.get(str(op))
+        if handler is None:
+            reply: dict[str, Any] = {"error": {"code": "SANDBOX_PROTOCOL", "reason": f"unknown operation {op!r}"}}
+        else:
+            try:
+                reply = handler(state, msg)
+            except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it raised
+                reply = {
+                    "error": {"code": "CANDIDATE_FAILED", "reason": _safe_text(e), "traceback": _safe_traceback(e)}
+                }
+        try:
+            send_frame(sock, reply)
+        except TypeError as e:  # an answer that cannot go on the wire
+            send_frame(sock, {"error": {"code": "SANDBOX_PROTOCOL", "reason": str(e)}})

@@ -1,0 +1,177 @@
+"""The adversarial corpus (`tests/eval/adversarial/`): every attack on the gate, run through the gate on the CPU.
+
+Each file states what it tries and the verdict the gate must give; this test also checks that nothing escaped:
+no marker file outside the sandbox, no connection to the judge's loopback, no process left behind, argus's own
+source unchanged, and no configured key anywhere in the result."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from argus.eval.candidates import ModuleCandidate
+from argus.eval.gate import GateOptions, gate_module
+from argus.eval.sandbox import Sandbox
+from argus.tasks.kernelbench import load_problem
+
+CORPUS = Path(__file__).parent / "adversarial"
+PROBLEM = CORPUS / "problem_matmul.py"
+ATTACKS = sorted(p for p in CORPUS.glob("*.py") if p.name != PROBLEM.name)
+ARGUS_EVAL = Path(__file__).resolve().parents[2] / "src" / "argus" / "eval"
+
+
+def header(path: Path) -> tuple[str, str, list[str]]:
+    """(category, verdict, allowed codes) from the file's ``# attack:`` and ``# expect:`` lines."""
+    text = path.read_text()
+    attack = re.search(r"^# attack: (\w+):", text, re.M)
+    expect = re.search(r"^# expect: (\w+)(?: (\S+))?", text, re.M)
+    assert attack and expect, f"{path.name} has no '# attack:' / '# expect:' header"
+    return attack.group(1), expect.group(1), (expect.group(2) or "").split("|") if expect.group(2) else []
+
+
+def test_corpus_is_large_and_covers_every_category() -> None:
+    categories = [header(p)[0] for p in ATTACKS]
+    assert len(ATTACKS) >= 30
+    assert {"escape", "tamper", "cache", "secret", "fault", "honest"} <= set(categories)
+
+
+def source_digest() -> str:
+    """The digest of the argus module the corpus tries to rewrite on disk."""
+    return hashlib.sha256((ARGUS_EVAL / "tolerance.py").read_bytes()).hexdigest()
+
+
+def processes_with(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(int(entry))
+    return found
+
+
+class Listener:
+    """A TCP server on the judge's loopback that records every connection."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.stop = True
+        self.thread.join(timeout=2)
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def protections() -> dict:
+    with Sandbox() as sandbox:
+        return dict(sandbox.protections)
+
+
+def test_sandbox_protections_hold_on_this_machine(protections: dict) -> None:
+    # CI's Linux allows all of them; a machine where one does not hold must fail here, not pass the escapes by luck
+    assert protections["net_namespace"] and protections["pid_namespace"] and protections["mnt_namespace"]
+    assert protections["filesystem_read_only"]
+    assert protections["capabilities"] == {"effective": 0, "bounding": 0}
+    allowed = {"HOME", "LANG", "LC_ALL", "LC_CTYPE", "PATH", "TERM", "TMPDIR", "TZ", "XDG_CACHE_HOME",
+               "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+               "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "OMP_NUM_THREADS"}  # fmt: skip
+    assert set(protections["environment"]) <= allowed
+
+
+@pytest.mark.parametrize("path", ATTACKS, ids=[p.stem for p in ATTACKS])
+def test_attack_is_rejected_or_contained(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, protections: dict
+) -> None:
+    category, verdict, codes = header(path)
+    key = "sk-test-LEAK-" + secrets.token_hex(12)
+    home = tmp_path / "home"
+    (home / ".config" / "argus").mkdir(parents=True)
+    (home / ".config" / "argus" / "config.toml").write_text(f'[llm]\napi_key = "{key}"\n')
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ARGUS_LLM_API_KEY", "HF_TOKEN"):
+        monkeypatch.setenv(name, key)
+    monkeypatch.setenv("HOME", str(home))
+    marker = tmp_path / "escaped-marker"
+    sleep = f"{secrets.randbelow(10**6) + 10**6}.25"
+    listener = Listener()
+    source = path.read_text()
+    for name, value in {"@MARKER@": str(marker), "@PORT@": str(listener.port), "@SLEEP@": sleep,
+                        "@JUDGE_HOME@": str(home), "@KEY@": key}.items():  # fmt: skip
+        source = source.replace(name, value)
+    solution = tmp_path / path.name
+    solution.write_text(source)
+    before = source_digest()
+    options = GateOptions(device="cpu", trials=5, sandbox_timeout_s=25.0)
+    task = load_problem(PROBLEM)
+    try:
+        result = gate_module(task, ModuleCandidate(path.stem, path=solution), options)
+    finally:
+        time.sleep(0.2)
+        listener.close()
+    text = json.dumps(result.to_json())
+
+    assert result.verdict == verdict, f"{path.name}: {result.summary()} {[s.reason for s in result.stages]}"
+    if verdict == "rejected":
+        code = result.failed_stage.code
+        assert any(code == c or (c.endswith("_") and code.startswith(c)) for c in codes), (path.name, code)
+    assert not marker.exists(), f"{path.name} wrote outside its sandbox"
+    assert listener.connections == 0, f"{path.name} reached the judge's network"
+    assert processes_with(sleep) == [], f"{path.name} left a process behind"
+    assert source_digest() == before, f"{path.name} changed argus's source"
+    assert key not in text, f"{path.name} got a key into the result"
+    assert result.environment["sandbox"]["net_namespace"]
+
+
+def test_a_tampering_candidate_does_not_change_the_next_verdict(tmp_path: Path) -> None:
+    task = load_problem(PROBLEM)
+    options = GateOptions(device="cpu", trials=5)
+    first = gate_module(task, ModuleCandidate("t", path=CORPUS / "tamper_persist_across_candidates.py"), options)
+    second = gate_module(task, ModuleCandidate("w", path=CORPUS / "fault_wrong_answer.py"), options)
+    honest = gate_module(task, ModuleCandidate("h", path=CORPUS / "honest_matmul.py"), options)
+    assert (first.verdict, second.verdict, honest.verdict) == ("rejected", "rejected", "accepted")
+    assert first.environment["sandbox"]["pid"] != second.environment["sandbox"]["pid"]  # a fresh process each
+
+
+def test_without_the_sandbox_the_tampering_works(tmp_path: Path) -> None:
+    """The attack is real: gated in the judge's own process (``sandbox=False``, the old design), patching the
+    comparison makes a wrong answer pass. (The patch is undone afterwards.)"""
+    import argus.eval.correctness
+    import argus.eval.tolerance
+
+    saved = argus.eval.tolerance.compare, argus.eval.correctness.compare
+    try:
+        task = load_problem(PROBLEM)
+        options = GateOptions(device="cpu", trials=5, sandbox=False)
+        result = gate_module(task, ModuleCandidate("t", path=CORPUS / "tamper_patch_compare.py"), options)
+        assert result.verdict == "accepted"
+    finally:
+        argus.eval.tolerance.compare, argus.eval.correctness.compare = saved
