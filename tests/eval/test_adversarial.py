@@ -20,7 +20,7 @@ import pytest
 
 from argus.eval.candidates import ModuleCandidate
 from argus.eval.gate import GateOptions, gate_module
-from argus.eval.sandbox import Sandbox
+from argus.eval.sandbox import ENV_ALLOWLIST, Sandbox
 from argus.tasks.kernelbench import load_problem
 
 CORPUS = Path(__file__).parent / "adversarial"
@@ -102,10 +102,10 @@ def test_sandbox_protections_hold_on_this_machine(protections: dict) -> None:
     assert protections["net_namespace"] and protections["pid_namespace"] and protections["mnt_namespace"]
     assert protections["filesystem_read_only"]
     assert protections["capabilities"] == {"effective": 0, "bounding": 0}
-    allowed = {"HOME", "LANG", "LC_ALL", "LC_CTYPE", "PATH", "TERM", "TMPDIR", "TZ", "XDG_CACHE_HOME",
-               "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
-               "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "OMP_NUM_THREADS"}  # fmt: skip
+    allowed = set(ENV_ALLOWLIST) | {"HOME", "TMPDIR", "XDG_CACHE_HOME", "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
+                                    "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"}  # fmt: skip
     assert set(protections["environment"]) <= allowed
+    assert not any(k.endswith(("_KEY", "_TOKEN", "_SECRET")) for k in protections["environment"])
 
 
 @pytest.mark.parametrize("path", ATTACKS, ids=[p.stem for p in ATTACKS])
@@ -175,3 +175,67 @@ def test_without_the_sandbox_the_tampering_works(tmp_path: Path) -> None:
         assert result.verdict == "accepted"
     finally:
         argus.eval.tolerance.compare, argus.eval.correctness.compare = saved
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the timed phase, across two processes, on host clocks (the protocol is the GPU's; the clock is the CPU's)
+
+
+def timed_run(path: Path, rounds: int = 12) -> tuple[str | None, object]:
+    """Load `path` in a sandbox and time it interleaved with a baseline here, as the profile stage does, on the
+    CPU clock; returns (the stale-result failure or None, the timing)."""
+    import torch
+
+    from argus.eval.correctness import as_outputs
+    from argus.eval.judge import RemoteTiming, _call, stale_check
+    from argus.eval.timing import Contender, CpuClock, measure_interleaved
+
+    task = load_problem(PROBLEM)
+    reference = task.correctness_reference("cpu", 0)
+    with Sandbox() as sandbox:
+        _call(sandbox, "load_module", 30, path=str(path), attr="ModelNew", init_inputs=[], seed=0, device="cpu")
+        _call(sandbox, "prepare_timing", 30, problem=str(PROBLEM), sizes={}, clock="cpu")
+        check = stale_check(sandbox, task, reference, "cpu", 30)
+        remote = RemoteTiming(sandbox, 30, rounds, check)
+        draw = task.sample(1, "cpu")
+        result = measure_interleaved(
+            {
+                "candidate": Contender(lambda: None, timed=remote.timed, wall=remote.wall),
+                "eager": Contender(lambda: as_outputs(reference.run_native(draw))),
+            },
+            CpuClock(),
+            rounds=rounds,
+            warmup=2,
+            reference="candidate",
+            last="candidate",
+        )
+        failure = remote.failure or check(remote.last_seed, "last timed call")
+        assert torch.is_tensor(draw[0])
+    return failure, result
+
+
+def test_timed_rounds_of_an_honest_candidate_check_out() -> None:
+    failure, result = timed_run(CORPUS / "honest_matmul.py")
+    assert failure is None
+    assert result.timings["candidate"].reps == 12 and result.timings["candidate"].median_ms > 0
+    assert "eager" in result.ratios
+
+
+@pytest.mark.parametrize("name", ["cache_stop_after_warmup.py", "cache_by_shape.py"])
+def test_timed_rounds_catch_a_candidate_that_stops_computing(name: str) -> None:
+    # each timed round draws fresh inputs from a seed chosen at that moment; the last round and randomly chosen
+    # earlier ones come back whole and are compared with the judge's reference for that round's draw
+    failure, _ = timed_run(CORPUS / name)
+    assert failure is not None and ("timed round" in failure or "last timed call" in failure), failure
+
+
+def test_a_reported_time_longer_than_its_round_trip_rejects(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.eval.correctness import CandidateFailure
+    from argus.eval.judge import RemoteTiming
+
+    with Sandbox() as sandbox:
+        remote = RemoteTiming(sandbox, 30, 4, lambda seed, what: None)
+        monkeypatch.setattr("argus.eval.judge._call", lambda *a, **k: {"ms": 1e6})
+        with pytest.raises(CandidateFailure) as caught:
+            remote.timed(0)
+    assert caught.value.code == "PROFILE_TIMING_IMPOSSIBLE"

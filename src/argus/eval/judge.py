@@ -227,7 +227,7 @@ def _stages(
             sandbox,
             "load_module",
             timeout,
-            path=os.path.abspath(candidate.path),
+            path=sandbox.share_file(candidate.path),
             attr=candidate.attr,
             init_inputs=init,
             rng_state=rng,
@@ -369,7 +369,9 @@ def _profile(
             )  # fmt: skip
         )
         return
-    _call(sandbox, "prepare_timing", timeout, problem=os.path.abspath(task.path), sizes=dict(task.sizes), clock="cuda")
+    _call(
+        sandbox, "prepare_timing", timeout, problem=sandbox.share_file(task.path), sizes=dict(task.sizes), clock="cuda"
+    )
 
     check = stale_check(sandbox, task, reference, device, timeout)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import resource
@@ -43,6 +44,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import struct
 import sys
 import tempfile
@@ -71,12 +73,19 @@ ENV_ALLOWLIST = (
     "LD_LIBRARY_PATH",
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
     "ARGUS_INTERPRET",
     "ARGUS_INTERP_MAX_BYTES",
 )
 
 #: Largest JSON header a frame may carry (bytes).
 MAX_HEADER_BYTES = 16 * 2**20
+#: Tensors this large or larger travel in a memory file, not through the socket (bytes).
+SHARED_MEMORY_BYTES = 2**20
+#: Most memory files one frame may carry.
+MAX_SHARED_TENSORS = 64
 #: Dtypes a tensor may have on the wire (names as ``str(torch.dtype)`` without ``torch.``).
 WIRE_DTYPES = (
     "float64",
@@ -132,7 +141,8 @@ class Limits:
     Attributes:
         cpu_s: CPU seconds (``RLIMIT_CPU``; the judge's wall-clock limit is separate).
         address_space_bytes: ``RLIMIT_AS``; applied only when the process uses no GPU.
-        file_size_bytes: largest file it may write (``RLIMIT_FSIZE``).
+        file_size_bytes: largest file it may write (``RLIMIT_FSIZE``; the memory files that carry its outputs count:
+            KernelBench's largest outputs are 6.4 GB).
         open_files: ``RLIMIT_NOFILE``.
         processes: ``RLIMIT_NPROC``. Off by default: the kernel counts every task of the user, in every container
             and PID namespace, which this process cannot see (a limit computed from ``/proc`` stopped NumPy's
@@ -141,7 +151,7 @@ class Limits:
 
     cpu_s: int | None = 3600
     address_space_bytes: int | None = None
-    file_size_bytes: int | None = 4 * 2**30
+    file_size_bytes: int | None = 64 * 2**30
     open_files: int | None = 1024
     processes: int | None = None
 
@@ -201,8 +211,6 @@ HIDDEN_PATHS = (
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_PR_CAPBSET_DROP = 24
-_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _KEEP_WRITABLE = ("/proc", "/sys", "/dev")
 
 
@@ -248,17 +256,17 @@ def _read_only_filesystem(libc: Any, workdir: str, hidden: Sequence[str]) -> Non
         _mount(libc, None, point, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | keep, None)
 
 
-def _drop_capabilities(libc: Any) -> None:
-    """Empty the bounding and ambient sets, so that even a root process has no capability after ``exec`` (it cannot
-    remount, unshare, trace or signal outside its user)."""
-    for cap in range(64):
-        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
-    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-
-
-def _prepare_child(limits: Limits, gpu: bool, namespaces: bool, workdir: str, hidden: Sequence[str]) -> None:
+def _prepare_child(
+    limits: Limits,
+    gpu: bool,
+    namespaces: int,
+    workdir: str,
+    hidden: Sequence[str],
+    user: int | None = None,
+) -> None:
     """Runs in the forked child before ``exec`` (see the module docstring). Must not raise for a missing
-    feature: each protection is tried, and the judge reads from ``/proc`` which ones held."""
+    feature: each protection is tried, and the judge reads from ``/proc`` which ones held. Capabilities are dropped
+    later, by the warden's child before it becomes the runner (it first mounts its PID namespace's /proc)."""
     libc = _libc()
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -277,20 +285,24 @@ def _prepare_child(limits: Limits, gpu: bool, namespaces: bool, workdir: str, hi
     if not gpu:
         setlimit(resource.RLIMIT_AS, limits.address_space_bytes)
     if namespaces:
-        user = 0 if os.geteuid() == 0 else _CLONE_NEWUSER
-        if user:  # unprivileged: map ourselves, so that mounts in our namespaces are allowed
+        userns = 0 if os.geteuid() == 0 else _CLONE_NEWUSER
+        wanted = namespaces
+        if userns:  # unprivileged: map ourselves, so that mounts in our namespaces are allowed
             uid, gid = os.getuid(), os.getgid()
         unshared = 0
+        # all that were asked for, else fewer, the most valuable first
         for flags in (
-            user | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWNS,
-            user | _CLONE_NEWNET | _CLONE_NEWPID,
-            user | _CLONE_NEWNET,
-            user | _CLONE_NEWPID,
+            userns | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWNS,
+            userns | _CLONE_NEWNET | _CLONE_NEWNS,
+            userns | _CLONE_NEWPID | _CLONE_NEWNS,
+            userns | _CLONE_NEWNET,
+            userns | _CLONE_NEWNS,
         ):
-            if libc.unshare(flags) == 0:
+            flags &= wanted | _CLONE_NEWUSER
+            if flags & ~_CLONE_NEWUSER and libc.unshare(flags) == 0:
                 unshared = flags
                 break
-        if unshared and user:
+        if unshared and userns:
             with contextlib.suppress(OSError):
                 with open("/proc/self/setgroups", "w") as f:
                     f.write("deny")
@@ -300,14 +312,40 @@ def _prepare_child(limits: Limits, gpu: bool, namespaces: bool, workdir: str, hi
                     f.write(f"{gid} {gid} 1")
         if unshared & _CLONE_NEWNS:
             _read_only_filesystem(libc, workdir, hidden)
-    _drop_capabilities(libc)
+    if user is not None:  # root: become an unprivileged user (which also empties every capability set but the
+        # bounding set, emptied first while we may)
+        for cap in range(64):
+            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+        os.setgroups([])
+        os.setgid(user)
+        os.setuid(user)
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def namespaces_enabled() -> bool:
-    """Namespaces are tried unless ``ARGUS_SANDBOX_NAMESPACES=0`` (e.g. a container whose seccomp profile logs every
-    refused ``unshare``)."""
-    return os.environ.get("ARGUS_SANDBOX_NAMESPACES", "1") != "0"
+#: The namespaces a sandbox asks for, by name (``ARGUS_SANDBOX_NAMESPACES``: a comma-separated subset, ``none``, or
+#: ``all``, the default).
+NAMESPACES = {"net": _CLONE_NEWNET, "pid": _CLONE_NEWPID, "mnt": _CLONE_NEWNS}
+
+
+def namespaces_enabled() -> int:
+    """The namespaces to ask for, as ``clone`` flags, from ``ARGUS_SANDBOX_NAMESPACES`` (default: all of
+    `NAMESPACES`; ``none`` or ``0``: none, e.g. in a container whose seccomp profile logs every refused
+    ``unshare``)."""
+    value = os.environ.get("ARGUS_SANDBOX_NAMESPACES", "all").strip().lower()
+    if value in ("", "all", "1"):
+        return sum(NAMESPACES.values())
+    if value in ("none", "0"):
+        return 0
+    flags = 0
+    for name in value.split(","):
+        if name.strip() not in NAMESPACES:
+            raise SandboxError(
+                "SANDBOX_CONFIG",
+                f"ARGUS_SANDBOX_NAMESPACES names {name.strip()!r}",
+                f"a comma-separated subset of {', '.join(NAMESPACES)}, or all, or none",
+            )
+        flags |= NAMESPACES[name.strip()]
+    return flags
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -319,7 +357,7 @@ def _encode(value: Any, blobs: list[Any]) -> Any:
 
     if isinstance(value, torch.Tensor):
         t = value.detach()
-        if t.device.type != "cpu":
+        if t.device.type != "cpu" and t.numel() * t.element_size() < SHARED_MEMORY_BYTES:
             t = t.to("cpu")
         t = t.contiguous()
         blobs.append(t)
@@ -334,17 +372,70 @@ def _encode(value: Any, blobs: list[Any]) -> Any:
 
 
 def send_frame(sock: socket.socket, message: Mapping[str, Any]) -> None:
-    """Send `message` (JSON data with tensors anywhere inside) as one frame."""
+    """Send `message` (JSON data with tensors anywhere inside) as one frame. Tensors of `SHARED_MEMORY_BYTES` or
+    more travel in a sealed memory file whose descriptor goes with the frame (copied there straight from the GPU);
+    smaller ones follow the header on the socket."""
     import torch
 
     blobs: list[Any] = []
     body = _encode(dict(message), blobs)
     sizes = [t.numel() * t.element_size() for t in blobs]
-    header = json.dumps({"body": body, "sizes": sizes}).encode()
-    sock.sendall(struct.pack("<Q", len(header)) + header)
-    for t, n in zip(blobs, sizes, strict=True):
-        if n:
+    shared = [i for i, n in enumerate(sizes) if n >= SHARED_MEMORY_BYTES]
+    fds = [_memory_file(blobs[i]) for i in shared]
+    try:
+        header = json.dumps({"body": body, "sizes": sizes, "shared": shared}).encode()
+        data = struct.pack("<Q", len(header)) + header
+        if fds:
+            sent = socket.send_fds(sock, [data], fds)
+            if sent < len(data):
+                sock.sendall(data[sent:])
+        else:
+            sock.sendall(data)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for i, (t, n) in enumerate(zip(blobs, sizes, strict=True)):
+        if n and i not in shared:
             sock.sendall(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
+
+
+def _memory_file(t: Any) -> int:
+    """A sealed (no more writes, no resizing) memory file holding the bytes of the contiguous tensor `t`."""
+    import mmap
+
+    import torch
+
+    n = t.numel() * t.element_size()
+    fd = os.memfd_create("argus-tensor", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, n)
+        with mmap.mmap(fd, n) as mm:
+            torch.frombuffer(mm, dtype=torch.uint8).copy_(t.reshape(-1).view(torch.uint8))
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _from_memory_file(fd: int, size: int, dtype: str, shape: list[int], device: Any) -> Any:
+    """A fresh tensor (on `device`, else the CPU) with the bytes of the memory file `fd`, which must be at least
+    `size` bytes long."""
+    import mmap
+    import warnings
+
+    import torch
+
+    if os.fstat(fd).st_size < size or not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise SandboxError("SANDBOX_PROTOCOL", f"a shared tensor of {size} bytes in a file that does not hold them")
+    with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mm, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a read-only buffer: it is copied at once
+        view = torch.frombuffer(mm, dtype=torch.uint8)
+        target = device if device is not None and str(device) != "cpu" else "cpu"
+        copy = torch.empty(size, dtype=torch.uint8, device=target)
+        copy.copy_(view)
+        del view
+    return copy.view(getattr(torch, dtype)).reshape(shape)
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytearray:
@@ -403,8 +494,10 @@ def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36,
     import torch
 
     deadline = time.monotonic() + timeout_s
+    fds: list[int] = []
     try:
-        (length,) = struct.unpack("<Q", bytes(_recv_exact(sock, 8, deadline)))
+        first = _recv_first(sock, deadline, fds)
+        (length,) = struct.unpack("<Q", bytes(first + _recv_exact(sock, 8 - len(first), deadline)))
         if length > MAX_HEADER_BYTES:
             raise SandboxError("SANDBOX_PROTOCOL", f"a frame header of {length} bytes (limit {MAX_HEADER_BYTES})")
         try:
@@ -418,8 +511,16 @@ def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36,
         _tensor_specs(header["body"], specs)
         if not isinstance(sizes, list) or sorted(specs) != list(range(len(sizes))):
             raise SandboxError("SANDBOX_PROTOCOL", "tensor references that do not match the frame's tensors")
-        if sum(int(s) for s in sizes) > max_bytes:
-            raise SandboxError("SANDBOX_PROTOCOL", f"{sum(sizes)} bytes of tensors (limit {max_bytes})")
+        if not all(isinstance(n, int) and n >= 0 for n in sizes) or sum(sizes) > max_bytes:
+            raise SandboxError("SANDBOX_PROTOCOL", f"tensors of {sizes} bytes (limit {max_bytes} in all)")
+        shared = header.get("shared", [])
+        if (
+            not isinstance(shared, list)
+            or len(shared) != len(fds)
+            or not all(isinstance(i, int) and 0 <= i < len(sizes) for i in shared)
+        ):
+            raise SandboxError("SANDBOX_PROTOCOL", "shared tensors that do not match the descriptors sent")
+        shared_fd = dict(zip(shared, fds, strict=True))
         tensors = []
         for i, size in enumerate(sizes):
             dtype, shape = specs[i]
@@ -432,6 +533,9 @@ def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36,
                 numel *= d
             if not isinstance(size, int) or size != numel * _itemsize(dtype):
                 raise SandboxError("SANDBOX_PROTOCOL", f"a {dtype} tensor of shape {shape} sent as {size} bytes")
+            if i in shared_fd:
+                tensors.append(_from_memory_file(shared_fd[i], size, dtype, shape, device))
+                continue
             raw = _recv_exact(sock, size, deadline) if size else bytearray()
             t = (
                 torch.frombuffer(raw, dtype=getattr(torch, dtype)).reshape(shape)
@@ -446,6 +550,22 @@ def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36,
         raise SandboxError("SANDBOX_CRASHED", f"the candidate's process closed the connection ({e or 'EOF'})") from None
     except struct.error as e:
         raise SandboxError("SANDBOX_PROTOCOL", f"a malformed frame: {e}") from None
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _recv_first(sock: socket.socket, deadline: float, fds: list[int]) -> bytes:
+    """The first bytes of a frame (at most 8), with the descriptors sent along with them appended to `fds`."""
+    left = deadline - time.monotonic()
+    if left <= 0 or not select.select([sock], [], [], left)[0]:
+        raise TimeoutError
+    data, received, _, _ = socket.recv_fds(sock, 8, MAX_SHARED_TENSORS)
+    fds.extend(received)
+    if not data:
+        raise EOFError
+    return data
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -468,7 +588,8 @@ class Sandbox:
     device: Any = None
     limits: Limits | None = None
     start_timeout_s: float = 120.0
-    namespaces: bool = field(default_factory=namespaces_enabled)
+    namespaces: int = field(default_factory=namespaces_enabled)
+    drop_user: bool = True
 
     def __post_init__(self) -> None:
         self.process: Any = None
@@ -492,11 +613,25 @@ class Sandbox:
         t0 = time.perf_counter()
         limits = self.limits or Limits.default(self.gpu)
         self.workdir = tempfile.mkdtemp(prefix="argus-sandbox-")
-        for sub in ("home", "tmp"):
+        for sub in ("home", "tmp", "files"):
             os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
+            os.chmod(os.path.join(self.workdir, sub), 0o700 if sub != "files" else 0o755)
         parent, child = socket.socketpair()
         hidden = hidden_paths()
         paths = [p for p in sys.path if p and os.path.isdir(p)]
+        # a GPU sandbox gets no PID namespace: CUDA's driver does not start in one here (Error 304 on an H100), and
+        # a fresh /proc cannot be mounted in it; a different user then keeps the candidate from signalling ours
+        namespaces = self.namespaces & ~_CLONE_NEWPID if self.gpu else self.namespaces
+        user = None
+        if (
+            os.geteuid() == 0
+            and self.drop_user
+            and all(_accessible_to_others(p) for p in (*paths, os.path.realpath(sys.executable), WARDEN))
+        ):
+            user = sandbox_user()
+            for root, dirs, files in os.walk(self.workdir):
+                for name in (root, *(os.path.join(root, f) for f in dirs + files)):
+                    os.chown(name, user, user)
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", WARDEN, json.dumps(paths), str(child.fileno())],
@@ -507,7 +642,7 @@ class Sandbox:
                 stderr=subprocess.PIPE,
                 pass_fds=(child.fileno(),),
                 start_new_session=True,
-                preexec_fn=lambda: _prepare_child(limits, self.gpu, self.namespaces, self.workdir, hidden),
+                preexec_fn=lambda: _prepare_child(limits, self.gpu, namespaces, self.workdir, hidden, user),
             )
         except OSError as e:
             parent.close()
@@ -524,14 +659,31 @@ class Sandbox:
         self.protections = self._read_protections(hello)
         self.started_s = time.perf_counter() - t0
 
+    def share_file(self, path: str | os.PathLike[str]) -> str:
+        """Copy the file `path` into the sandbox's directory (readable there whatever user it runs as, and not
+        changed under it by anyone outside) and return the path the sandbox sees it at."""
+        if self.workdir is None:
+            raise SandboxError("SANDBOX_CRASHED", "the sandbox is not running")
+        source = os.path.abspath(path)
+        files = os.path.join(self.workdir, "files")
+        folder = os.path.join(files, str(len(os.listdir(files))))
+        os.mkdir(folder)
+        target = os.path.join(folder, os.path.basename(source))
+        shutil.copyfile(source, target)
+        os.chmod(folder, 0o555)
+        os.chmod(target, 0o444)
+        return target
+
     def _read_protections(self, hello: dict[str, Any]) -> dict[str, Any]:
-        """What held, read from ``/proc`` by the judge (not the child's word), plus the runner's pid."""
-        pid = self.process.pid
-        out: dict[str, Any] = {"pid": pid}
+        """What held, read from ``/proc`` by the judge (not the child's word) for the runner (the warden's child),
+        plus the pids."""
+        warden = self.process.pid
+        pid = next(iter(_children_of(warden)), warden)
+        out: dict[str, Any] = {"pid": warden, "runner": pid}
         for ns in ("net", "pid", "user", "mnt"):
             try:
                 mine = os.readlink(f"/proc/self/ns/{ns}")
-                theirs = os.readlink(f"/proc/{pid}/ns/{ns}" if ns != "pid" else f"/proc/{pid}/ns/pid_for_children")
+                theirs = os.readlink(f"/proc/{pid}/ns/{ns}")
                 out[f"{ns}_namespace"] = mine != theirs
             except OSError:
                 out[f"{ns}_namespace"] = None
@@ -541,6 +693,7 @@ class Sandbox:
         except OSError:
             out["environment"] = None
         out["process_group"] = True
+        out["uid"] = _real_uid(pid)
         out["filesystem_read_only"] = _root_read_only(pid)
         out["capabilities"] = _capabilities(pid)
         out["runner_pid"] = hello.get("pid")
@@ -624,6 +777,56 @@ class Sandbox:
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
+
+
+#: A sandbox started by root runs as a user of its own, ``UNPRIVILEGED_USERS + (judge pid % 100000)``, when
+#: everything it must read is readable by others: it can then signal no process but its own (not another worker's
+#: sandbox either), and read only what any user may.
+UNPRIVILEGED_USERS = 200_000
+
+
+def sandbox_user() -> int:
+    """The user id this judge's sandboxes run as (see `UNPRIVILEGED_USERS`)."""
+    return UNPRIVILEGED_USERS + os.getpid() % 100_000
+
+
+def _accessible_to_others(path: str) -> bool:
+    """Whether a user with no relation to the owner can reach `path` (every ancestor searchable by others) and
+    read it (and list it, for a directory)."""
+    path = os.path.realpath(path)
+    try:
+        st = os.stat(path)
+        if not st.st_mode & 0o004 or (os.path.isdir(path) and not st.st_mode & 0o001):
+            return False
+        parent = os.path.dirname(path)
+        while parent and parent != path:
+            if not os.stat(parent).st_mode & 0o001:
+                return False
+            path, parent = parent, os.path.dirname(parent)
+    except OSError:
+        return False
+    return True
+
+
+def _children_of(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def _real_uid(pid: int) -> int | None:
+    """The real user id of `pid` (from ``/proc/PID/status``: the owner of ``/proc/PID`` is root for a process
+    that changed its user)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
 
 
 def _root_read_only(pid: int) -> bool | None:

@@ -288,7 +288,29 @@ def _op_last_outputs(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     return {"outputs": [o.detach().clone() for o in state.last]}
 
 
+def _op_diagnose(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """What this process is and can see of `path` (for reports when the sandbox cannot read what it was given)."""
+    path = str(msg.get("path", "/"))
+    out: dict[str, Any] = {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups()}
+    chain = []
+    while True:
+        try:
+            st = os.stat(path)
+            chain.append([path, oct(st.st_mode), st.st_uid, st.st_gid, os.access(path, os.R_OK)])
+        except OSError as e:
+            chain.append([path, str(e)])
+        if path in ("/", ""):
+            break
+        path = os.path.dirname(path)
+    out["chain"] = chain
+    with contextlib.suppress(OSError):
+        with open("/proc/self/status") as f:
+            out["status"] = [line.strip() for line in f if line.startswith(("Uid", "Gid", "Cap", "NoNewPrivs"))]
+    return out
+
+
 OPERATIONS = {
+    "diagnose": _op_diagnose,
     "hello": _op_hello,
     "load_module": _op_load_module,
     "verify_module": _op_verify_module,

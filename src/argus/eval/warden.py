@@ -2,10 +2,11 @@
 nothing but the standard library is imported before it forks: after ``unshare(CLONE_NEWPID)`` a process may not
 create threads until its first child exists, and NumPy starts threads on import.
 
-It makes itself a subreaper, forks the runner (`argus.eval.sandbox_runner.runner_main`: the only process where
-candidate code runs, and the first process of the sandbox's PID namespace when one could be made), waits for it,
-kills every process the runner left behind, and exits with the runner's status (128 + n when signal n killed it).
-On SIGTERM from the judge it kills the runner first.
+It makes itself a subreaper and forks the runner (`argus.eval.sandbox_runner.runner_main`: the only process where
+candidate code runs, and the first process of the sandbox's PID namespace when one could be made). The runner drops
+every capability before it imports anything. The warden waits for it, kills every process the runner left behind, and
+exits with the runner's status (128 + n when signal n killed it). On SIGTERM from the judge it kills the runner
+first.
 """
 
 from __future__ import annotations
@@ -20,7 +21,29 @@ import sys
 import time
 
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities(libc: ctypes.CDLL) -> None:
+    """Empty the bounding, ambient, effective, permitted and inheritable sets: even a root process can then not
+    remount, unshare, trace or signal outside its user, and ``exec`` gives nothing back."""
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = _CapHeader(CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    libc.capset(ctypes.byref(header), data)
 
 
 def children(pid: int) -> list[int]:
@@ -75,6 +98,7 @@ def main(paths: list[str], fd: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() not in (me, 0):  # the warden died first (0: the warden is outside our PID namespace)
             os._exit(1)
+        drop_capabilities(libc)
         code = 0
         try:
             sys.path[:] = paths
