@@ -20,9 +20,8 @@ DEFAULT = ["honest_matmul", "honest_noncontiguous", "cache_stop_after_warmup", "
 def main() -> None:
     from argus.eval.candidates import ModuleCandidate
     from argus.eval.gate import GateOptions, gate_module
-    from argus.tasks.kernelbench import load_problem
-
     from argus.eval.sandbox import Sandbox
+    from argus.tasks.kernelbench import load_problem
 
     with Sandbox(gpu=True, device="cuda") as probe:
         held = dict(probe.protections)

@@ -37,6 +37,8 @@ def gate_row(problem, sizes, sandbox: bool, device: str, reps: int) -> dict:
     timing = result.timing or {}
     speedup = (profile.details.get("speedup") or {}).get("eager") if profile is not None else None
     info = result.environment.get("sandbox") or {}
+    correct = result.stage("correct")
+    drawn = (correct.details.get("sandbox") or {}).get("inputs_drawn_in_sandbox") if correct is not None else None
     return {
         "verdict": result.verdict,
         "code": result.failed_stage.code if result.failed_stage is not None else None,
@@ -44,6 +46,7 @@ def gate_row(problem, sizes, sandbox: bool, device: str, reps: int) -> dict:
         "seconds": round(seconds, 3),
         "start_s": info.get("start_s"),
         "transfer_s": info.get("transfer_s"),
+        "trials_drawn_in_sandbox": drawn,
         "median_ms": timing.get("median_ms"),
         "speedup_eager": speedup,
         "protections": {
@@ -63,6 +66,9 @@ def main() -> None:
     parser.add_argument("--ids", default=None, help="problem ids (default: the CPU sample's)")
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--fresh", action="store_true", help="each gate in a fresh judge process (as a worker's "
+                        "first job: no memory cached by an earlier gate on the GPU)")  # fmt: skip
+    parser.add_argument("--one", nargs=2, metavar=("ID", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     import torch
@@ -72,6 +78,11 @@ def main() -> None:
     device = "cuda" if args.gpu else "cpu"
     ids = [int(i) for i in args.ids.split(",")] if args.ids else sorted(CPU_SAMPLE[args.level])
     problems = discover(default_kernelbench_dir(), args.level, ids)
+    if args.one:  # a child of --fresh: one row, as JSON on the last line
+        (problem,) = [p for p in problems if p.problem_id == int(args.one[0])]
+        sizes = CPU_SAMPLE[args.level].get(problem.problem_id, {}) if args.cpu_sample else {}
+        print(json.dumps(gate_row(problem, sizes, args.one[1] == "sandbox", device, args.reps)))
+        return
     print(f"# {platform.node()} python {platform.python_version()} torch {torch.__version__}", end="")
     if args.gpu:
         print(f" gpu {torch.cuda.get_device_name(0)} cuda {torch.version.cuda}", end="")
@@ -83,7 +94,21 @@ def main() -> None:
         sizes = CPU_SAMPLE[args.level].get(problem.problem_id, {}) if args.cpu_sample else {}
         order = [True, False] if n % 2 == 0 else [False, True]
         for sandbox in order:
-            row = gate_row(problem, sizes, sandbox, device, args.reps)
+            if args.fresh:
+                import subprocess
+
+                cmd = [sys.executable, __file__, "--one", str(problem.problem_id), "sandbox" if sandbox else "in"]
+                cmd += ["--level", str(args.level), "--ids", str(problem.problem_id), "--reps", str(args.reps)]
+                cmd += ["--gpu"] if args.gpu else ["--cpu-sample"] if args.cpu_sample else []
+                done = subprocess.run(cmd, capture_output=True, text=True)
+                lines = done.stdout.strip().splitlines()
+                row = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {
+                    "verdict": "error", "code": "BENCH_CHILD", "reason": done.stderr[-300:], "seconds": 0.0,
+                    "start_s": None, "transfer_s": None, "median_ms": None, "speedup_eager": None,
+                    "protections": None, "trials_drawn_in_sandbox": None,
+                }  # fmt: skip
+            else:
+                row = gate_row(problem, sizes, sandbox, device, args.reps)
             mode = "sandbox" if sandbox else "in-process"
             totals[mode] += row["seconds"]
             row.update(problem=problem.key, mode=mode)

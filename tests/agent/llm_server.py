@@ -11,13 +11,20 @@ an unexpected extra request fails the test instead of hanging it.
         provider = OpenAICompatibleProvider(..., base_url=server.openai_base_url)
         ...
         assert server.requests[1].body["messages"][0]["content"] == "..."
+
+Two options play a prompt-injected model: `responder` answers every request once the script is spent (a function of
+the `Recorded` request, e.g. one that picks an action from the prompt), and `echo_pattern` makes the server replace
+``{ECHO}`` in a reply's text (and error message) with every match of the pattern in the request it answers — its
+body and its headers, the authorization header included — as a model (or a proxy) that repeats a key it saw would.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -95,8 +102,18 @@ class Recorded:
 class ScriptedLLMServer:
     """The server (see the module docstring). A context manager; `stop()` wakes slow handlers at once."""
 
-    def __init__(self, script: list[Reply] | None = None) -> None:
+    def __init__(
+        self,
+        script: list[Reply] | None = None,
+        *,
+        responder: Callable[[Recorded], Reply] | None = None,
+        echo_pattern: str | None = None,
+    ) -> None:
         self.script: list[Reply] = list(script or [])
+        self.responder = responder
+        self.echo_pattern = re.compile(echo_pattern) if echo_pattern else None
+        #: what `{ECHO}` became in each reply that had it (what the "model" repeated)
+        self.echoed: list[str] = []
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -115,7 +132,10 @@ class ScriptedLLMServer:
                     body: Any = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                reply = server._next(Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                reply = server._next(Recorded("POST", self.path, headers, body))
+                seen = raw.decode("utf-8", "replace") + "\n" + "\n".join(headers.values())
+                reply = server._echo(reply, seen)
                 if reply.delay_s and server._stopping.wait(reply.delay_s):
                     return
                 self._answer(reply, body)
@@ -157,7 +177,19 @@ class ScriptedLLMServer:
             self.requests.append(recorded)
             if self.script:
                 return self.script.pop(0)
+        if self.responder is not None:
+            return self.responder(recorded)
         return Reply(status=500, error_message="script exhausted: the client sent more requests than scripted")
+
+    def _echo(self, reply: Reply, seen: str) -> Reply:
+        """`reply` with ``{ECHO}`` replaced by what `echo_pattern` finds in `seen` (the request)."""
+        if self.echo_pattern is None or "{ECHO}" not in f"{reply.text}{reply.error_message}":
+            return reply
+        found = " ".join(dict.fromkeys(self.echo_pattern.findall(seen))) or "nothing-seen"
+        with self._lock:
+            self.echoed.append(found)
+        text = reply.text.replace("{ECHO}", found) if reply.text is not None else None
+        return replace(reply, text=text, error_message=reply.error_message.replace("{ECHO}", found))
 
     @property
     def port(self) -> int:

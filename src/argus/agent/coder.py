@@ -11,6 +11,9 @@
   run's directory; only the gate's worker processes import it. An answer without a usable code block gets one
   retry; then the arm is materialized by the transform coder when it can be, else the candidate is invalid.
   Tag assertions the model adds (``T.assert_tag``) count only when the gate's verify stage verifies them.
+  Secrets (`argus.agent.providers.secrets.scrub_secrets`) are scrubbed from the prompt (the source, the entry and
+  the gate's feedback), from the answer before its code is extracted, and from every file written: a key a model
+  echoes becomes ``[REDACTED:NAME]`` in the candidate, never the key.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from argus.agent.arms import AgentError, Arm, KernelRef, kernel_source
+from argus.agent.providers.secrets import scrub_secrets
 
 
 class CoderError(AgentError):
@@ -102,7 +106,8 @@ CODER_SYSTEM = (
 
 
 def coder_prompt(arm: Arm, base: KernelRef, source: str, entry: dict[str, Any] | None, feedback: list[str]) -> list:
-    """The messages the LLM coder sends."""
+    """The messages the LLM coder sends, scrubbed of secrets (a key that reached a rejection reason does not go
+    back to the model)."""
     parts = [
         f"Action: {arm.describe()}",
         f"Current kernel ({base.name}, traced with {json.dumps(base.params, sort_keys=True)}):\n```python\n"
@@ -117,7 +122,7 @@ def coder_prompt(arm: Arm, base: KernelRef, source: str, entry: dict[str, Any] |
             + "\n".join(f"- {f}" for f in feedback)
         )
     parts.append("Write the whole rewritten module in one ```python block.")
-    return [{"role": "system", "content": CODER_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "system", "content": CODER_SYSTEM}, {"role": "user", "content": scrub_secrets("\n\n".join(parts))}]
 
 
 def extract_code(text: str) -> str:
@@ -140,7 +145,9 @@ class LLMCoder:
         self.fallback = fallback or TransformCoder()
 
     def write(self, source: str) -> Path:
-        """Write generated `source` to the run's directory (idempotent: the name is the content's hash)."""
+        """Write generated `source`, scrubbed of secrets, to the run's directory (idempotent: the name is the
+        scrubbed content's hash)."""
+        source = scrub_secrets(source)
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"candidate_{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
         if not path.exists():
@@ -177,17 +184,18 @@ class LLMCoder:
             except ProviderError as e:
                 reason = f"provider failed: [{e.code}] {e.message}"
                 break
+            text = scrub_secrets(completion.text)  # a key the model echoes goes no further
             try:
-                code = extract_code(completion.text)
+                code = extract_code(text)
                 names = kernel_functions(code)
                 if not names:
                     raise CoderError("CODER_MALFORMED", "the code defines no @argus.kernel function")
             except (CoderError, SyntaxError) as e:
-                reason = f"malformed answer ({getattr(e, 'message', e)})"
+                reason = scrub_secrets(f"malformed answer ({getattr(e, 'message', e)})")
                 if attempt == 0:
                     messages = [
                         *messages,
-                        {"role": "assistant", "content": completion.text},
+                        {"role": "assistant", "content": text},
                         {"role": "user", "content": f"That answer could not be used: {reason}. Reply with the whole "
                          "module in one ```python block defining an @argus.kernel function."},
                     ]  # fmt: skip

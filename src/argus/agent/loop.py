@@ -23,6 +23,11 @@ One step:
    counterexamples become the next LLM prompt's feedback;
 5. **update** the planner; record everything in the run store (`argus.agent.store`) as it happens.
 
+Secrets: the feedback built from a gate result is scrubbed (`argus.agent.providers.secrets.scrub_secrets`) before
+it reaches a prompt, and the gate's worker processes start with every secret variable of this process (the key
+variables, ``*_API_KEY``, ``*_TOKEN``, ...) set to the empty string
+(`argus.agent.providers.secrets.worker_environment`): generated code that reads ``os.environ`` finds no key there.
+
 The budget (`Budget`) caps gated candidates, wall time, LLM tokens and cost; the run stops at the first cap
 reached, or when no arm is left. ``resume=RUN`` reopens a run: finished candidates are never gated again (their
 rewards replay into the planner), an interrupted or recorded-but-ungated one is gated, and planning continues at
@@ -40,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from argus.agent.arms import START, AgentError, Arm, KernelRef, available_arms, kernel_source, parse_target, task_for
+from argus.agent.providers.secrets import scrub_secrets, worker_environment
 from argus.agent.store import RunStore, RunWriter, candidate_fingerprint
 
 #: Reward of a candidate rejected at each stage (an accepted one gets ln(t_start / t)).
@@ -247,7 +253,8 @@ def _isolation_result(outcome: Any, name: str, task: str) -> dict[str, Any]:
 
 
 class _Gater:
-    """Runs gate jobs in a worker pool (isolate) or in this process (library and transform candidates only)."""
+    """Runs gate jobs in a worker pool (isolate) or in this process (library and transform candidates only). The
+    workers' environment has every secret variable emptied (`worker_environment`)."""
 
     def __init__(self, isolate: bool, timeout_s: float) -> None:
         self.isolate = isolate
@@ -259,10 +266,10 @@ class _Gater:
 
         if not self.isolate and not generated:
             return gate_candidate(ref.to_json(), task, options, name, False)
-        from argus.eval.isolation import Job, WorkerPool
+        from argus.eval.isolation import Job
 
         if self.pool is None:
-            self.pool = WorkerPool(1, self.timeout_s, preload=("torch", "argus.eval.gate", "argus.agent.gatejob"))
+            self.pool = self._pool()
         job = Job(name, "argus.agent.gatejob:gate_candidate", {
             "ref": ref.to_json(), "task": task, "options": options, "name": name, "generated": generated})  # fmt: skip
         outcome = next(iter(self.pool.run([job])))
@@ -273,14 +280,20 @@ class _Gater:
     def job(self, target: str, kwargs: dict[str, Any], name: str = "job") -> Any:
         """Run ``target(**kwargs)`` in the worker (always: it may import generated code); raise `AgentError`
         ``AGENT_WORKER`` when the job fails."""
-        from argus.eval.isolation import Job, WorkerPool
+        from argus.eval.isolation import Job
 
         if self.pool is None:
-            self.pool = WorkerPool(1, self.timeout_s, preload=("torch", "argus.eval.gate", "argus.agent.gatejob"))
+            self.pool = self._pool()
         outcome = next(iter(self.pool.run([Job(name, target, kwargs)])))
         if not outcome.ok:
             raise AgentError("AGENT_WORKER", f"{target} failed in the worker: [{outcome.code}] {outcome.reason}")
         return outcome.value
+
+    def _pool(self) -> Any:
+        from argus.eval.isolation import WorkerPool
+
+        preload = ("torch", "argus.eval.gate", "argus.agent.gatejob")
+        return WorkerPool(1, self.timeout_s, preload=preload, env=worker_environment())
 
     def close(self) -> None:
         if self.pool is not None:
@@ -464,7 +477,7 @@ def optimize(
         generated = bool(p.get("generated"))
         if generated and c.source and not Path(str(ref.file)).exists():
             Path(str(ref.file)).parent.mkdir(parents=True, exist_ok=True)
-            Path(str(ref.file)).write_text(c.source)  # resume on another machine or after cleanup
+            Path(str(ref.file)).write_text(scrub_secrets(c.source))  # resume on another machine or after cleanup
         arm = Arm.from_json(p["arm"]) if p.get("arm") else START
         n = _Node(
             c.id,
@@ -550,7 +563,7 @@ def optimize(
         writer.finish_candidate(n.id, n.status, reward=reward, reward_details=details, summary=summary)
         if n.arm.kind != "start":
             plan.update(n.arm.id, _advantage(n, nodes))
-        feedback = failure_feedback(result) if n.status != "accepted" else []
+        feedback = scrub_secrets(failure_feedback(result)) if n.status != "accepted" else []
         best = best_node()
         trajectory.append(row(n))
         emit(StepEvent("finished", n.step, n.id, n.arm.id, n.status, reward, ms,
@@ -656,7 +669,7 @@ def optimize(
                     n = _Node(cid, step, choice.arm, base.ref, base.task, False, "", "invalid", penalty, parent=base.id)
                     nodes[cid] = n
                     trajectory.append(row(n))
-                    feedback = [f"the candidate could not be built: [{e.code}] {e.message}"]
+                    feedback = [scrub_secrets(f"the candidate could not be built: [{e.code}] {e.message}")]
                     emit(StepEvent("invalid", step, cid, choice.arm.id, "invalid", penalty, message=e.message))
                     step += 1
                     made = False

@@ -5,6 +5,9 @@ parameters, the trajectory table, and optionally a PNG plot of speedup against s
 Without a GPU, times come from the static cost model (`argus.eval.costmodel`) and the report says they are
 estimates. Exit status: 0 when the run finished, 1 when it failed (the starting kernel was rejected), 2 on a usage
 error (unknown kernel, no LLM configured for ``--planner llm`` / ``--coder llm``, unknown run).
+
+What it prints and the ``--json`` file are scrubbed of secrets (`argus.agent.providers.secrets.scrub_secrets`): a
+rationale or an error that quotes a key shows ``[REDACTED:NAME]``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from argus.agent.providers.secrets import scrub_secrets
 
 
 def _fmt(value: Any, spec: str = ".4g", suffix: str = "") -> str:
@@ -115,8 +120,11 @@ def optimize(
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="LLM tokens for the whole run"),
     max_cost: float | None = typer.Option(None, "--max-cost", help="LLM cost in US dollars for the whole run"),
     resume: str | None = typer.Option(None, "--resume", help="continue the run RUN after a crash"),
-    force: bool = typer.Option(False, "--force", help="with --resume: take over a run whose writer is gone (e.g. "
-                               "a process on another machine that was killed)"),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="with --resume: take over a run whose writer is gone (e.g. a process on another machine that was killed)",
+    ),
     store: str | None = typer.Option(None, "--store", help="the run store (default: $ARGUS_RUNS_DB)"),
     plot: str | None = typer.Option(None, "--plot", help="write a PNG of speedup against step"),
     json_out: str | None = typer.Option(None, "--json", help="write the result as JSON"),
@@ -149,7 +157,7 @@ def optimize(
 
             provider = make_provider(model=model) if model else make_provider()
     except ArgusError as e:
-        err.print(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""), markup=False)
+        err.print(scrub_secrets(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else "")), markup=False)
         raise typer.Exit(2) from None
     given = budget is not None or wall_time is not None or max_tokens is not None or max_cost is not None
     if budget is None and resume is None:
@@ -158,6 +166,7 @@ def optimize(
     status: list[Any] = []  # the live "gating ..." spinner, while a gate runs
 
     def on_step(e: StepEvent) -> None:
+        e.rationale, e.message = scrub_secrets(e.rationale), scrub_secrets(e.message)
         if e.kind == "gating":
             if e.step == 0:
                 console.print(f"gating the starting kernel ({e.candidate})", markup=False, highlight=False)
@@ -199,7 +208,7 @@ def optimize(
             isolate=not no_isolate,
         )
     except ArgusError as e:
-        err.print(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""), markup=False)
+        err.print(scrub_secrets(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else "")), markup=False)
         raise typer.Exit(2) from None
     finally:
         while status:
@@ -214,5 +223,5 @@ def optimize(
         except ImportError:
             err.print('--plot needs Pillow: pip install "argus-kernels[viz]"')
     if json_out is not None:
-        Path(json_out).write_text(json.dumps(result.to_json(), indent=1, default=str))
+        Path(json_out).write_text(json.dumps(scrub_secrets(result.to_json()), indent=1, default=str))
     raise typer.Exit(0 if result.status == "finished" else 1)

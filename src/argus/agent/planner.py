@@ -14,6 +14,10 @@
   ``{"action": ARM_ID, "rationale": "..."}``. A malformed or unknown answer gets one retry with the reason; after
   that, or when the provider fails (timeout after its retries), the bandit's choice is taken and the fallback
   recorded in the choice.
+
+Prompts and answers are scrubbed of secrets (`argus.agent.providers.secrets.scrub_secrets`): `planner_prompt` and
+`ask` scrub what is sent (a key quoted by a rejection reason or a counterexample does not go back to the model), and
+the planner scrubs the answer before it reads the rationale from it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.agent.arms import AgentError, Arm
+from argus.agent.providers.secrets import scrub_secrets
 
 Recorder = Callable[..., Any]  # record(messages, completion=None, error=None, purpose=...)
 
@@ -151,7 +156,8 @@ def _table(history: Sequence[Mapping[str, Any]], limit: int = 40) -> str:
 
 
 def planner_prompt(ctx: PlanContext) -> list[dict[str, str]]:
-    """The messages the LLM planner sends (the history table, the arms, the findings, the counterexamples)."""
+    """The messages the LLM planner sends (the history table, the arms, the findings, the counterexamples),
+    scrubbed of secrets."""
     arms = "\n".join(f"- {a.id} (prior {a.prior:.2f}): {a.describe()}" for a in ctx.arms)
     parts = [
         f"Kernel now (the best so far): {ctx.kernel} with parameters {json.dumps(ctx.params, sort_keys=True)}",
@@ -168,7 +174,10 @@ def planner_prompt(ctx: PlanContext) -> list[dict[str, str]]:
             + "\n".join(f"- {f}" for f in ctx.feedback)
         )
     parts.append('Answer with {"action": ..., "rationale": ...} only.')
-    return [{"role": "system", "content": PLANNER_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+    return [
+        {"role": "system", "content": PLANNER_SYSTEM},
+        {"role": "user", "content": scrub_secrets("\n\n".join(parts))},
+    ]
 
 
 def parse_choice(text: str, arms: Sequence[Arm]) -> tuple[Arm, str]:
@@ -197,9 +206,11 @@ def parse_choice(text: str, arms: Sequence[Arm]) -> tuple[Arm, str]:
 
 
 def ask(provider: Any, messages: list[dict[str, str]], record: Recorder | None, purpose: str, **kw: Any) -> Any:
-    """`provider.complete(messages)`, the exchange (or the error) recorded; re-raises provider errors."""
+    """`provider.complete(messages)`, the exchange (or the error) recorded; re-raises provider errors. The messages
+    are scrubbed of secrets first (`scrub_secrets`), whatever built them."""
     from argus.agent.providers.errors import ProviderError
 
+    messages = scrub_secrets(messages)
     try:
         completion = provider.complete(
             messages, max_tokens=kw.get("max_tokens", 1024), temperature=kw.get("temperature", 0.2)
@@ -238,15 +249,16 @@ class LLMPlanner:
             except ProviderError as e:
                 reason = f"provider failed: [{e.code}] {e.message}"
                 break
+            text = scrub_secrets(completion.text)  # a key the model echoes goes no further
             try:
-                arm, rationale = parse_choice(completion.text, ctx.arms)
+                arm, rationale = parse_choice(text, ctx.arms)
                 return Choice(arm, rationale or "(no rationale given)", "llm")
             except AgentError as e:
                 reason = f"malformed answer ({e.message})"
                 if attempt == 0:
                     messages = [
                         *messages,
-                        {"role": "assistant", "content": completion.text},
+                        {"role": "assistant", "content": text},
                         {"role": "user", "content": f"That answer could not be used: {e.message}. Reply with only "
                          '{"action": "<an id from the list>", "rationale": "..."}.'},
                     ]  # fmt: skip

@@ -1,7 +1,8 @@
 """`argus runs list|show|export`: the run store from the command line (a thin shell over `argus.agent.store`).
 
 The store is ``--store FILE``, else ``$ARGUS_RUNS_DB``, else ``~/.local/share/argus/runs.db``. Exit status 2 when
-the run does not exist.
+the run does not exist. ``export`` and what ``show`` prints are scrubbed of every secret known now
+(`argus.agent.providers.secrets.scrub_secrets`), also for a store written before the key was known.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from argus.agent.providers.secrets import scrub_secrets
 
 app = typer.Typer(help="Optimization runs recorded in the run store.", no_args_is_help=True)
 
@@ -123,7 +126,7 @@ def show(
             raise typer.Exit(2) from None
         timings = runs_store.timings(run_id)
         counterexamples = runs_store.counterexamples(run_id)
-    run = state.run
+    run = scrub_secrets(state.run)
     _out().print(
         f"run {run['id']}: {run['target']} — {run['status']}, planner {run['planner'] or '—'}, coder "
         f"{run['coder'] or '—'}, model {run['model'] or '—'}; started {_when(run['started'])}, "
@@ -144,7 +147,7 @@ def show(
     for col in ("step", "candidate", "parent", "action", "params", "status", "gate", "time (ms)", "cex", "reward"):
         table.add_column(col, justify="right" if col in ("step", "time (ms)", "cex", "reward") else "left")
     for c in state.candidates:
-        table.add_row(
+        table.add_row(*scrub_secrets([
             str(c.step),
             c.id,
             c.parent_id or "—",
@@ -155,7 +158,7 @@ def show(
             _num(median.get(c.id)),
             str(cex_count.get(c.id, 0) or "—"),
             _num(c.reward, ".3f"),
-        )
+        ]))  # fmt: skip
     _out().print(table)
     best = state.best()
     if best is not None:

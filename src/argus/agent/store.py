@@ -17,8 +17,14 @@ Schema (JSON columns hold text; times are Unix seconds):
 - ``counterexamples(id, candidate_id, check_code, text, payload JSON, created)``.
 - ``rewards(candidate_id, run_id, step, reward, payload JSON, created)``.
 - ``llm_exchanges(id, run_id, candidate_id, step, purpose, request_hash, provider, model, prompt JSON, response,
-  input_tokens, output_tokens, cost_usd, latency_s, cached, error, created)`` — never a key: configs are scrubbed
-  of secret-named fields and every text passes through `argus.agent.providers.errors.redact`.
+  input_tokens, output_tokens, cost_usd, latency_s, cached, error, created)``.
+
+Never a key: every value a `RunWriter` (or `RunStore.start_run`) writes — sources, JSON payloads, summaries, prompts,
+responses, errors — passes through `argus.agent.providers.secrets.scrub_secrets` (the value of every configured key
+and of every ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` variable becomes ``[REDACTED:NAME]``); configs
+are also scrubbed of secret-named fields (`scrub`), and LLM exchanges of key-shaped tokens
+(`argus.agent.providers.errors.redact`). `RunStore.export` scrubs what it returns again (a store written before a
+key was known, or by an older argus).
 
 Resume: `RunStore.open_run(run_id)` takes the run's writer lease (refused while another live process holds it) and
 returns a `RunWriter` whose `state` says what is done (finished candidates, their rewards — never gated again),
@@ -44,8 +50,10 @@ from pathlib import Path
 from typing import Any
 
 from argus.agent.providers.errors import REDACTED, redact
+from argus.agent.providers.secrets import scrub_secrets
 from argus.diagnostics import ArgusError
 from argus.eval.results import jsonable
+from argus.eval.store import StoreConnection, open_store
 
 SCHEMA_VERSION = 1
 TERMINAL = ("accepted", "rejected", "error", "invalid")
@@ -143,8 +151,9 @@ CREATE INDEX IF NOT EXISTS exchanges_by_run ON llm_exchanges (run_id, id);
 
 
 class StoreError(ArgusError):
-    """A run-store error (``RUN_*``): unknown run or candidate, a run held by another writer, a candidate finished
-    twice, an invalid status."""
+    """A run-store error: ``RUN_*`` (unknown run or candidate, a run held by another writer, a candidate finished
+    twice, an invalid status) or a fault of the store's file, ``STORE_*`` (`argus.eval.store.STORE_CODES`: read-only,
+    corrupt, disk full, locked, I/O), whose message names the file and says what to do."""
 
 
 def default_runs_path(env: Mapping[str, str] | None = None) -> Path:
@@ -167,24 +176,41 @@ _SECRET_NAMES = ("key", "secret", "token", "password", "authorization", "credent
 
 def scrub(value: Any) -> Any:
     """JSON-safe `value` with every field whose name says it is a secret (``api_key``, ``token``, ...) replaced
-    by ``[REDACTED]`` (booleans and key *sources* stay: they say whether, not what), and strings redacted."""
+    by ``[REDACTED]`` (booleans and key *sources* stay: they say whether, not what), strings redacted of key-shaped
+    tokens, and every known secret value replaced (`scrub_secrets`)."""
+    return scrub_secrets(_scrub_named(value))
+
+
+def _scrub_named(value: Any) -> Any:
     value = jsonable(value)
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             name = k.lower()
             secret = any(s in name for s in _SECRET_NAMES) and not name.startswith("has_") and "source" not in name
-            out[k] = REDACTED if secret and v not in (None, "", False) else scrub(v)
+            out[k] = REDACTED if secret and v not in (None, "", False) else _scrub_named(v)
         return out
     if isinstance(value, list):
-        return [scrub(v) for v in value]
+        return [_scrub_named(v) for v in value]
     if isinstance(value, str):
         return redact(value)
     return value
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(jsonable(value))
+    return json.dumps(scrub_secrets(jsonable(value)))
+
+
+class _Scrubbed:
+    """A connection whose `execute` passes every string parameter through `scrub_secrets`: what a run writer
+    writes (sources, JSON already dumped by `_dumps`, texts) cannot hold a key, whichever column it goes to."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        clean = scrub_secrets(dict(parameters) if isinstance(parameters, Mapping) else tuple(parameters))
+        return self._db.execute(sql, clean)  # strings scrubbed, other values as they are
 
 
 def _loads(text: str | None) -> Any:
@@ -297,21 +323,33 @@ class RunState:
         return max(accepted, key=key or (lambda c: c.reward if c.reward is not None else float("-inf")))
 
 
+def _setup(db: StoreConnection) -> None:
+    """A writable store's pragmas and schema (`RunStore`'s constructor). On a store already set up nothing is
+    written, so that opening one never waits for another process's write lock."""
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA foreign_keys=ON")
+    db.executescript(_SCHEMA)
+    if db.execute("SELECT 1 FROM store_meta WHERE key = 'schema_version'").fetchone() is None:
+        db.execute("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
 class RunStore:
     """A SQLite file of optimization runs (module docstring). Reading methods never take a run's lease."""
 
-    def __init__(self, path: Path | str | None = None, *, stale_after_s: float = 600.0) -> None:
+    def __init__(
+        self, path: Path | str | None = None, *, stale_after_s: float = 600.0, read_only: bool = False
+    ) -> None:
+        """Open (or create) the store at `path` (default `default_runs_path`). With `read_only`, or when the file or
+        its directory cannot be written, it is opened read-only (`argus.eval.store.open_store`): `runs`, `read_run`
+        and `export` work, and every write raises ``STORE_READ_ONLY`` (`read_only` says which it is). Faults of
+        the file raise `StoreError` ``STORE_*`` (a corrupted file: ``STORE_CORRUPT``, at once)."""
         self.path = Path(path) if path is not None else default_runs_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.stale_after_s = stale_after_s
-        self._db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)
-        self._db.execute(
-            "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        self._db: StoreConnection = open_store(
+            self.path, _setup, read_only=read_only, timeout_s=30.0, error_type=StoreError, check_same_thread=False
         )
+        self.read_only = self._db.read_only
         self._lock = threading.RLock()
 
     @property
@@ -346,7 +384,7 @@ class RunStore:
         now = time.time()
         with self._lock:
             try:
-                self._db.execute(
+                _Scrubbed(self._db).execute(
                     "INSERT INTO runs (id, target, planner, coder, model, budget, config, status, started, owner, "
                     "heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
                     (
@@ -553,20 +591,23 @@ class RunStore:
         return rows
 
     def export(self, run_id: str) -> dict[str, Any]:
-        """Everything recorded for `run_id`, as JSON-safe data."""
+        """Everything recorded for `run_id`, as JSON-safe data, scrubbed of every secret known now
+        (`scrub_secrets`)."""
         state = self.read_run(run_id)
         run = dict(state.run)
         run.pop("owner", None)
-        return {
-            "format": "argus-run",
-            "schema_version": SCHEMA_VERSION,
-            "run": run,
-            "usage": state.usage,
-            "candidates": [c.to_json() for c in state.candidates],
-            "timings": self.timings(run_id),
-            "counterexamples": self.counterexamples(run_id),
-            "llm_exchanges": self.llm_exchanges(run_id),
-        }
+        return scrub_secrets(
+            {
+                "format": "argus-run",
+                "schema_version": SCHEMA_VERSION,
+                "run": run,
+                "usage": state.usage,
+                "candidates": [c.to_json() for c in state.candidates],
+                "timings": self.timings(run_id),
+                "counterexamples": self.counterexamples(run_id),
+                "llm_exchanges": self.llm_exchanges(run_id),
+            }
+        )
 
 
 def _owner() -> dict[str, Any]:
@@ -601,7 +642,7 @@ class RunWriter:
                         + (f" (process {holder.get('pid')} on {holder.get('host')} does)" if holder else ""),
                         "one writer per run: open the run again to continue it",
                     )
-                result = fn(self._db)
+                result = fn(_Scrubbed(self._db))  # type: ignore[arg-type]  # every write: scrubbed of secrets
                 self._db.execute("UPDATE runs SET heartbeat = ? WHERE id = ?", (time.time(), self.run_id))
                 self._db.execute("COMMIT")
                 return result
@@ -802,9 +843,13 @@ class RunWriter:
         secrets: Iterable[str | None] = (),
     ) -> int:
         """One LLM exchange: the prompt and either the `completion` (an `argus.agent.providers.Completion`) or the
-        `error`. Prompt, response and error are redacted (`secrets` adds strings to remove, e.g. the key)."""
+        `error`. Prompt, response and error are redacted and scrubbed of every known secret (`secrets` adds strings
+        to remove, e.g. a key held elsewhere)."""
         secrets = tuple(secrets)
-        prompt = [{"role": str(m.get("role")), "content": redact(str(m.get("content")), secrets)} for m in messages]
+        prompt = scrub_secrets(
+            [{"role": str(m.get("role")), "content": redact(str(m.get("content")), secrets)} for m in messages],
+            extra=secrets,
+        )
         c = completion
 
         def write(db: sqlite3.Connection) -> int:

@@ -30,7 +30,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from argus.eval.guards import (
     OpRecorder,
@@ -43,6 +43,15 @@ from argus.eval.guards import (
 from argus.eval.inputs import describe, redistribute, trial_distributions
 from argus.eval.results import StageResult, Status
 from argus.eval.tolerance import NOISE_FACTOR, Tolerance, compare, input_scale, lowest_precision, tolerance_for
+
+
+class RemoteCandidate(Protocol):
+    """A candidate that runs in another process (`argus.eval.judge.RemoteModule`): told each trial's seed and
+    distribution before it is called, so that it may draw the same inputs there instead of receiving them."""
+
+    def prepare_trial(self, seed: int, distribution: str) -> None: ...
+
+    def __call__(self, inputs: list[Any]) -> Any: ...
 
 
 class CandidateFailure(Exception):
@@ -208,13 +217,20 @@ def check_correctness(
                 Status.ERROR,
             )
         inputs = redistribute(to_device(native, device), distribution, trial_seed)
+        native = None  # one copy fewer on the device while the candidate runs (KernelBench's inputs reach 8 GB)
         if not first_inputs:
             first_inputs = describe(inputs)
         pristine = clone_all(inputs)
 
-        # 2-3. the candidate, first, on scrubbed memory
-        scrub_memory(scrub_sizes + _nbytes(pristine), device)
-        cand_inputs = clone_all(pristine)
+        # 2-3. the candidate, first, on scrubbed memory (its own process scrubs its own, for a remote candidate,
+        # which may also draw these inputs itself from the same seed: `RemoteCandidate`)
+        remote = getattr(candidate, "prepare_trial", None)
+        if remote is None:
+            scrub_memory(scrub_sizes + _nbytes(pristine), device)
+            cand_inputs = clone_all(pristine)
+        else:  # the candidate works on its own copy in its own process: this one is only written back into
+            remote(trial_seed, distribution)
+            cand_inputs = inputs
         before = PrecisionState.capture()
         torch.manual_seed(trial_seed)
         t0 = time.perf_counter()

@@ -10,9 +10,21 @@ arguments (plain data), so the candidate itself is loaded inside the worker. `Wo
 * the function returned: ``ok`` with its value;
 * it raised: ``WORKER_EXCEPTION`` with the traceback (the worker carries on; after a CUDA error it exits, since
   the CUDA context is unusable, and is replaced);
-* the process died (segfault, ``os._exit``, the OOM killer): ``WORKER_CRASHED`` with the signal or exit status;
-  the worker is replaced and the run continues;
+* the process died by its own doing (a segfault or other fault signal: SIGSEGV, SIGBUS, SIGILL, SIGABRT, ...;
+  ``os._exit`` or any non-zero exit): ``WORKER_CRASHED`` with the signal or exit status, at once; the worker is
+  replaced and the run continues;
+* the process was killed from outside (SIGKILL or SIGTERM that the pool did not send: the OOM killer, an
+  operator's ``kill``): not the candidate's fault as far as anyone can tell, so the job runs once more on a fresh
+  worker before anything is reported; only when that attempt is killed too is it ``WORKER_CRASHED``, with
+  ``details["attempts"] == 2`` and a reason naming the likely cause;
 * it ran past `timeout_s`: the worker is killed (SIGKILL), ``WORKER_TIMEOUT``, replaced.
+
+Every `Outcome` says in ``details["attempts"]`` how many times its job was started (1, or 2 after a retry).
+
+Nothing is left running (`_contain`): each worker starts its own session and process group, and the pool kills
+the whole group (whatever the candidate started included) when it replaces or closes the worker. When the parent
+itself dies (``kill -9`` of ``argus kernelbench``), the worker gets SIGKILL from the kernel (``PR_SET_PDEATHSIG``),
+and a small guard process in the worker's group kills what the worker left behind.
 
 Nothing heavy is imported at module level: the worker sets its environment before importing PyTorch.
 """
@@ -24,8 +36,10 @@ import contextlib
 import importlib
 import multiprocessing
 import os
+import select
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Iterable, Iterator
@@ -44,6 +58,17 @@ FATAL_MARKERS = (
     "RUNTIME_CUDA_",
 )
 
+#: Signals by which a worker is killed from outside (the OOM killer sends SIGKILL, an operator SIGKILL or SIGTERM).
+#: When the pool did not send one, the job is run once more on a fresh worker before the death is reported; any
+#: other signal (SIGSEGV, SIGBUS, SIGILL, SIGABRT, ...) or exit status is the candidate's at once.
+EXTERNAL_KILL_SIGNALS = (signal.SIGKILL, signal.SIGTERM)
+_EXTERNAL_EXIT_CODES = tuple(-int(s) for s in EXTERNAL_KILL_SIGNALS)  # as ``multiprocessing`` reports them
+
+#: How many times a job is started at most (a first attempt and one retry after an external kill).
+MAX_ATTEMPTS = 2
+
+_PR_SET_PDEATHSIG = 1
+
 
 @dataclass(frozen=True)
 class Job:
@@ -56,7 +81,8 @@ class Job:
 
 @dataclass
 class Outcome:
-    """What became of a `Job`."""
+    """What became of a `Job`. ``details["attempts"]`` is how many times it was started (2 when its first worker
+    was killed from outside; then ``details["first_attempt"]`` says how that one ended)."""
 
     key: str
     ok: bool
@@ -71,7 +97,11 @@ class Outcome:
 def failure_status(outcome: Outcome) -> Any:
     """The gate status of a failed job: a crash, a hang or a CUDA error is the candidate's (``FAILED``); an
     ordinary exception raised outside every gate stage is the harness's own (``ERROR``: it could not decide, e.g.
-    it ran out of memory drawing a reference input), never a rejection of the candidate."""
+    it ran out of memory drawing a reference input), never a rejection of the candidate.
+
+    ``WORKER_CRASHED`` is ``FAILED`` however many attempts it took: a single kill from outside never reaches this
+    point (the pool runs the job again), and a job killed on both attempts is most likely the one exhausting the
+    host's memory (the OOM killer picks the largest process); ``details["attempts"]`` and the reason say which."""
     from argus.eval.results import Status
 
     if outcome.code == "WORKER_EXCEPTION" and not any(m in outcome.reason for m in FATAL_MARKERS):
@@ -86,7 +116,69 @@ def _resolve(target: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _worker_main(conn: Any, env: dict[str, str], preload: tuple[str, ...]) -> None:
+def _contain(conn_fd: int, parent_pid: int | None, deathsig: bool) -> None:
+    """The worker's first act, so that nothing it runs outlives the pool:
+
+    * its own session and process group (``setsid``): the pool kills the whole group, whatever the job started in
+      it, when it replaces or closes the worker (a process that starts a session of its own escapes this);
+    * SIGKILL from the kernel when the parent dies (``PR_SET_PDEATHSIG``), armed only when the parent started the
+      worker from its main thread: the signal follows the *thread* that forked, and another thread may end while
+      the pool lives on;
+    * an exit at once when the parent already died before the signal was armed (``getppid`` changed);
+    * a guard process (`_guard`) that kills the group when the worker or the parent is gone.
+    """
+    with contextlib.suppress(OSError):  # EPERM: already a group leader (not when started by the pool)
+        os.setsid()
+    if deathsig and sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(75)  # the parent died before the death signal was armed: nobody wants the result
+    if os.getpgrp() == os.getpid() and hasattr(select, "poll") and hasattr(os, "fork"):
+        _guard(conn_fd)
+
+
+def _guard(conn_fd: int) -> None:
+    """Fork the group's guard: a small process that waits until the worker is gone (the pipe it shares with the
+    worker reads end-of-file: the worker's copy closes when it exits, however it dies) or the parent is (the
+    worker's connection to the parent hangs up), then kills the worker's process group, itself included. It
+    covers what ``PR_SET_PDEATHSIG`` does not: processes the job started, and parents on another thread.
+
+    Runs in the worker before anything is imported (one thread: a safe ``fork``); only for a worker that leads its
+    own process group, so that it can never kill the parent's."""
+    group = os.getpgrp()
+    read_end, write_end = os.pipe()  # not inheritable: the worker's write end closes when it exits or execs
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return
+    if pid:  # the worker: keeps its write end open for life (never closed: its closing is the signal)
+        os.close(read_end)
+        return
+    try:  # the guard: never returns into the worker's code
+        os.close(write_end)
+        keep = sorted({read_end, conn_fd})
+        os.closerange(3, keep[0])  # the multiprocessing sentinel included: the parent sees the worker exit
+        for low, high in zip(keep, [*keep[1:], os.sysconf("SC_OPEN_MAX")], strict=True):
+            os.closerange(low + 1, high)
+        poller = select.poll()
+        poller.register(read_end, select.POLLIN)
+        poller.register(conn_fd, getattr(select, "POLLRDHUP", 0))  # hang-ups (HUP, ERR) are always reported
+        while not poller.poll():
+            pass
+        os.killpg(group, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _worker_main(
+    conn: Any, env: dict[str, str], preload: tuple[str, ...], parent_pid: int | None = None, deathsig: bool = False
+) -> None:
+    _contain(conn.fileno(), parent_pid, deathsig)
     os.environ.update(env)
     for name in preload:
         try:
@@ -149,11 +241,21 @@ def _main_module_hidden() -> Iterator[None]:
             main.__dict__.update(saved)
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    """A job as handed to a worker: which attempt this is, and what became of the first one (on a retry)."""
+
+    job: Job
+    number: int = 1
+    first: dict[str, Any] | None = None
+
+
 class _Worker:
     def __init__(self, ctx: Any, env: dict[str, str], preload: tuple[str, ...]) -> None:
         parent, child = ctx.Pipe()
         self.conn = parent
-        self.process = ctx.Process(target=_worker_main, args=(child, env, preload), daemon=False)
+        deathsig = threading.current_thread() is threading.main_thread()  # see `_contain`
+        self.process = ctx.Process(target=_worker_main, args=(child, env, preload, os.getpid(), deathsig), daemon=False)
         with _main_module_hidden():
             self.process.start()
         child.close()
@@ -161,14 +263,30 @@ class _Worker:
         self.ready = False
         self.pid: int | None = None
         self.started = time.monotonic()
-        self.job: Job | None = None
+        self.attempt: _Attempt | None = None
+        self.retry: _Attempt | None = None  # a job killed from outside on another worker, to run here first
         self.deadline = float("inf")
         self.job_started = 0.0
+        self.killed_by_pool = False
+        self._reaped = False
+
+    @property
+    def job(self) -> Job | None:
+        return self.attempt.job if self.attempt is not None else None
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=10)
+        """Kill the worker and its whole process group (the guard, whatever the job started), then reap it.
+
+        The group is killed before the worker is reaped, and never after: until then the worker's pid (its group's
+        id) cannot be given to another process, so ``killpg`` reaches this worker's group and nobody else's. A
+        worker that has not made its own group yet has none by that id (``ESRCH``); it is killed alone."""
+        self.killed_by_pool = True
+        if not self._reaped and self.process.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.kill()  # signals only a process not reaped yet
+            self.process.join(timeout=10)
+            self._reaped = self.process.exitcode is not None
         self.conn.close()
 
 
@@ -217,7 +335,8 @@ class WorkerPool:
             else [dict(env or {}) for _ in range(max(1, workers))]
         )
         self._workers: list[_Worker] = [_Worker(self._ctx, e, preload) for e in self._envs]
-        self.replaced = 0
+        self.replaced = 0  # workers replaced (crashed, hung, killed, retired after a CUDA error)
+        self.retried = 0  # jobs run again after their worker was killed from outside
         self._startup_failures = 0
 
     def __enter__(self) -> WorkerPool:
@@ -227,36 +346,43 @@ class WorkerPool:
         self.close()
 
     def close(self) -> None:
-        """Stop every worker (politely, then by force)."""
-        for w in self._workers:
-            try:
-                if w.process.is_alive() and w.ready and w.job is None:
-                    w.conn.send(None)
-            except (OSError, ValueError):
-                pass
+        """Stop every worker: an idle one is asked to exit and given up to 5 s, a busy one is not waited for; then
+        each worker's whole process group is killed (what its job started included) and the worker reaped."""
+        idle = [w for w in self._workers if w.ready and w.job is None]
+        for w in idle:
+            with contextlib.suppress(OSError, ValueError):  # already gone
+                w.conn.send(None)
+        pending = [w.process.sentinel for w in idle]
         deadline = time.monotonic() + 5
+        while pending and time.monotonic() < deadline:  # the sentinels say "exited" without reaping
+            done = wait(pending, timeout=max(0.0, deadline - time.monotonic()))
+            pending = [s for s in pending if s not in done]
         for w in self._workers:
-            w.process.join(timeout=max(0.0, deadline - time.monotonic()))
             w.kill()
         self._workers = []
 
     def _replace(self, index: int) -> None:
         old = self._workers[index]
         old.kill()
-        self._workers[index] = _Worker(self._ctx, old.env, self.preload)
+        new = _Worker(self._ctx, old.env, self.preload)
+        new.retry = old.retry  # a retry waiting for a fresh worker keeps waiting for the next one
+        self._workers[index] = new
         self.replaced += 1
 
     def run(self, jobs: Iterable[Job]) -> Iterator[Outcome]:
-        """Run `jobs`; yield each `Outcome` as it finishes (not necessarily in order)."""
-        queue = collections.deque(jobs)
-        while queue or any(w.job is not None for w in self._workers):
+        """Run `jobs`; yield each `Outcome` as it finishes (not necessarily in order). A job whose worker is killed
+        from outside (`EXTERNAL_KILL_SIGNALS`, not sent by the pool) runs once more, first thing on the worker that
+        replaces the killed one, before its outcome is yielded (see the module docstring)."""
+        queue = collections.deque(_Attempt(job) for job in jobs)
+        while queue or any(w.attempt is not None or w.retry is not None for w in self._workers):
             now = time.monotonic()
-            for w in self._workers:  # hand out work
-                if w.ready and w.job is None and queue:
-                    job = queue.popleft()
-                    w.conn.send((job.key, job.target, job.kwargs))
-                    w.job, w.job_started, w.deadline = job, now, now + self.timeout_s
-            deadlines = [w.deadline for w in self._workers if w.job is not None]
+            for w in self._workers:  # hand out work: a retry waiting for this fresh worker first
+                if w.ready and w.attempt is None and (w.retry is not None or queue):
+                    attempt = w.retry if w.retry is not None else queue.popleft()
+                    w.retry = None
+                    w.conn.send((attempt.job.key, attempt.job.target, attempt.job.kwargs))
+                    w.attempt, w.job_started, w.deadline = attempt, now, now + self.timeout_s
+            deadlines = [w.deadline for w in self._workers if w.attempt is not None]
             deadlines += [w.started + self.startup_timeout_s for w in self._workers if not w.ready]
             wait_s = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             objects = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
@@ -265,15 +391,15 @@ class WorkerPool:
                 outcome: Outcome | None = None
                 if w.conn in ready or w.process.sentinel in ready:
                     outcome = self._service(i, w)
-                elif w.job is not None and time.monotonic() >= w.deadline:
-                    job = w.job
+                elif w.attempt is not None and time.monotonic() >= w.deadline:
+                    attempt = w.attempt
                     self._replace(i)
                     outcome = Outcome(
-                        job.key,
+                        attempt.job.key,
                         False,
                         code="WORKER_TIMEOUT",
                         reason=f"ran past its time limit of {self.timeout_s:g} s; the worker was killed and replaced",
-                        details={"timeout_s": self.timeout_s},
+                        details=_attempts({"timeout_s": self.timeout_s}, attempt),
                         seconds=time.monotonic() - w.job_started,
                         worker_pid=w.pid,
                     )
@@ -295,41 +421,82 @@ class WorkerPool:
             else:
                 raise EOFError
         except (EOFError, OSError):
-            w.process.join(timeout=10)
-            status = describe_exit(w.process.exitcode)
-            job = w.job
-            if job is None:  # died while idle or starting
-                self._startup_failed(index, f"worker {status}")
-                return None
-            self._replace(index)
-            return Outcome(
-                job.key,
-                False,
-                code="WORKER_CRASHED",
-                reason=f"the worker process {status} while evaluating; it was replaced",
-                details={"exitcode": w.process.exitcode},
-                seconds=time.monotonic() - w.job_started,
-                worker_pid=w.pid,
-            )
+            return self._died(index, w)
         kind = message[0]
         if kind == "ready":
             w.ready, w.pid = True, message[1]
             return None
-        job = w.job
-        w.job, w.deadline = None, float("inf")
-        key = job.key if job is not None else message[1]
+        attempt = w.attempt
+        w.attempt, w.deadline = None, float("inf")
+        key = attempt.job.key if attempt is not None else message[1]
         if kind == "ok":
-            return Outcome(key, True, value=message[2], seconds=message[3], worker_pid=w.pid)
+            return Outcome(key, True, value=message[2], seconds=message[3], worker_pid=w.pid,
+                           details=_attempts({}, attempt))  # fmt: skip
         outcome = Outcome(
             key,
             False,
             code="WORKER_EXCEPTION",
             reason=message[2],
-            details={"traceback": message[3]},
+            details=_attempts({"traceback": message[3]}, attempt),
             seconds=message[4],
             worker_pid=w.pid,
         )
         if any(m in message[2] for m in FATAL_MARKERS):
-            w.process.join(timeout=10)
+            wait([w.process.sentinel], timeout=10)  # it exits by itself; reaped (after its group) by the replace
             self._replace(index)
         return outcome
+
+    def _died(self, index: int, w: _Worker) -> Outcome | None:
+        """The worker's connection closed: it died (or cut the connection). Kill what is left of its group, read
+        how it ended, replace it; then report the job's death, or queue the job again on the replacement when the
+        worker was killed from outside on the job's first attempt."""
+        exited = bool(wait([w.process.sentinel], timeout=10))  # False: it cut the connection but lives on
+        killed_by_pool = w.killed_by_pool
+        w.kill()  # its group too (the guard, what the job started); reaps it
+        exitcode = w.process.exitcode if exited else None
+        status = describe_exit(exitcode) if exited else "closed its connection to the pool (it was killed)"
+        attempt = w.attempt
+        if attempt is None:  # died while idle or starting
+            self._startup_failed(index, f"worker {status}")
+            return None
+        external = exited and not killed_by_pool and exitcode in _EXTERNAL_EXIT_CODES
+        if external and attempt.number < MAX_ATTEMPTS:
+            first = {"exitcode": exitcode, "reason": f"the worker process {status}", "worker_pid": w.pid}
+            self._replace(index)
+            self._workers[index].retry = _Attempt(attempt.job, attempt.number + 1, first)
+            self.retried += 1
+            return None
+        self._replace(index)
+        if external and attempt.first is not None:  # a first attempt is only ever retried after an external kill
+            first = describe_exit(attempt.first["exitcode"])
+            reason = (
+                f"the worker process was killed from outside on both attempts (first it {first}, then on a fresh "
+                f"worker it {status}); the pool sent no signal. Likely cause: the kernel's OOM killer (the host ran "
+                "out of memory: this candidate, or another process on the machine; `dmesg` shows 'Out of memory', "
+                "/proc/pressure/memory the pressure) or an operator's kill"
+            )
+        elif attempt.first is not None:
+            reason = (
+                f"the worker process {status} while evaluating (attempt {attempt.number}: the first attempt's worker "
+                f"{describe_exit(attempt.first.get('exitcode'))}, a kill from outside, and the job was run again); "
+                "it was replaced"
+            )
+        else:
+            reason = f"the worker process {status} while evaluating; it was replaced"
+        return Outcome(
+            attempt.job.key,
+            False,
+            code="WORKER_CRASHED",
+            reason=reason,
+            details=_attempts({"exitcode": exitcode}, attempt),
+            seconds=time.monotonic() - w.job_started,
+            worker_pid=w.pid,
+        )
+
+
+def _attempts(details: dict[str, Any], attempt: _Attempt | None) -> dict[str, Any]:
+    """`details` with the attempt count (and, after a retry, what became of the first attempt)."""
+    details["attempts"] = attempt.number if attempt is not None else 1
+    if attempt is not None and attempt.first is not None:
+        details["first_attempt"] = attempt.first
+    return details

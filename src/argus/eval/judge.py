@@ -27,6 +27,7 @@ SIGKILL that the judge did not send (the OOM killer, an operator) is retried onc
 
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import time
@@ -51,31 +52,59 @@ class RemoteModule:
     come back as fresh tensors; inputs the sandbox reports modified are copied back into the caller's tensors (so the
     correctness check sees them); every failure there raises `CandidateFailure` with its code."""
 
-    def __init__(self, sandbox: Sandbox, timeout_s: float, forbidden_ops: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, sandbox: Sandbox, timeout_s: float, forbidden_ops: tuple[str, ...] = (), draws: bool = False
+    ) -> None:
         self.sandbox = sandbox
         self.timeout_s = timeout_s
         self.forbidden_ops = forbidden_ops
+        self.draws = draws  # the sandbox has the task's input generator (`load_task`)
         self.scrub: list[int] = []
         self.calls = 0
+        self.drawn_there = 0
         self.transfer_s = 0.0
+        self.trial: tuple[int, str] | None = None
+
+    def prepare_trial(self, seed: int, distribution: str) -> None:
+        """The next call's inputs are the task's draw at `seed`, redrawn from `distribution`."""
+        self.trial = (seed, distribution)
 
     def __call__(self, inputs: list[Any]) -> list[Any]:
         import torch
 
+        from argus.eval.guards import checksums
+
         sizes = [x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)]
+        sums = checksums(inputs) if self.draws and self.trial is not None else None
+        if any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs):
+            gc.collect()  # tensors of earlier work held only by reference cycles
+            torch.cuda.empty_cache()  # what this process keeps cached, the candidate's process cannot have
         t0 = time.perf_counter()
+        common = {
+            "seed": int(torch.initial_seed()),
+            "forbidden_ops": list(self.forbidden_ops),
+            "scrub": sorted(set(self.scrub + sizes)),
+        }
+        limit = 2 * tensors_nbytes(inputs) + 2**30
         try:
-            reply = self.sandbox.call(
-                "run",
-                timeout_s=self.timeout_s,
-                max_bytes=2 * tensors_nbytes(inputs) + 2**30,
-                inputs=list(inputs),
-                seed=int(torch.initial_seed()),
-                forbidden_ops=list(self.forbidden_ops),
-                scrub=sorted(set(self.scrub + sizes)),
-            )
+            reply = None
+            if self.draws and self.trial is not None:  # the sandbox draws the same inputs from the same seed
+                seed, distribution = self.trial
+                reply = self.sandbox.call(
+                    "run", timeout_s=self.timeout_s, max_bytes=limit, draw={"seed": seed, "distribution": distribution},
+                    checksums=sums, **common,
+                )  # fmt: skip
+                if reply.get("draw_differs"):  # not the same bits there (a generator that is not reproducible)
+                    reply = None
+                else:
+                    self.drawn_there += 1
+            if reply is None:
+                reply = self.sandbox.call(
+                    "run", timeout_s=self.timeout_s, max_bytes=limit, inputs=list(inputs), **common
+                )
         except SandboxError as e:
             raise CandidateFailure(e.code, e.message, {"exitcode": e.exitcode}) from None
+        self.trial = None
         self.calls += 1
         error = reply.get("error")
         if error is not None:
@@ -266,9 +295,20 @@ def _stages(
         )
         return
     reference.forbidden_ops = (*reference.forbidden_ops, *options.forbidden_ops)
-    remote = RemoteModule(sandbox, timeout, tuple(reference.forbidden_ops))
+    draws = False
+    if task.path is not None:
+        try:
+            _call(sandbox, "load_task", timeout, problem=sandbox.share_file(task.path), sizes=dict(task.sizes))
+            draws = True
+        except CandidateFailure:
+            draws = False  # the inputs then travel
+    remote = RemoteModule(sandbox, timeout, tuple(reference.forbidden_ops), draws=draws)
     correct = check_correctness(reference, remote, trials=options.trials, seed=options.seed, device=device)
-    correct.details["sandbox"] = {"calls": remote.calls, "transfer_s": round(remote.transfer_s, 4)}
+    correct.details["sandbox"] = {
+        "calls": remote.calls,
+        "inputs_drawn_in_sandbox": remote.drawn_there,
+        "transfer_s": round(remote.transfer_s, 4),
+    }
     result.environment["sandbox"]["transfer_s"] = round(remote.transfer_s, 4)
     result.stages.append(correct)
     if correct.status != Status.PASSED:

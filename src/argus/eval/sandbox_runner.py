@@ -162,7 +162,21 @@ def _op_run(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     if state.model is None:
         return {"error": {"code": "SANDBOX_PROTOCOL", "reason": "run before load"}}
     device = state.device
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in msg.get("inputs", [])]
+    if msg.get("draw") is not None:  # the judge's trial inputs, drawn here from the same seed
+        from argus.eval.correctness import to_device
+        from argus.eval.guards import checksums
+        from argus.eval.inputs import redistribute
+
+        if state.task is None:
+            return {"error": {"code": "SANDBOX_PROTOCOL", "reason": "a draw before load_task"}}
+        seed, distribution = int(msg["draw"]["seed"]), str(msg["draw"]["distribution"])
+        inputs = redistribute(to_device(state.task.sample(seed, device), device), distribution, seed)
+        if checksums(inputs) != msg.get("checksums"):
+            return {"draw_differs": True}
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    else:
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in msg.get("inputs", [])]
     pristine = clone_all(inputs)
     scrub_memory([int(n) for n in msg.get("scrub", [])], device)
     before = PrecisionState.capture()
@@ -202,12 +216,24 @@ def _op_run(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     for o in outputs:
         if not any(o is x for x in inputs):
             poison_(o)
+    del outputs, raw, pristine
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()  # the judge computes its reference next, on the same GPU
     return {
         "outputs": copies,
         "modified": {str(i): inputs[i] for i in modified if isinstance(inputs[i], torch.Tensor)},
         "forbidden": hits,
         "seconds": seconds,
     }
+
+
+def _op_load_task(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Load the task's input generator (the problem file, trusted like the reference), so that correctness trials
+    and timed rounds draw their inputs here from the judge's seeds instead of receiving them."""
+    from argus.tasks.kernelbench import load_problem
+
+    state.task = load_problem(msg["problem"], msg.get("sizes") or {}, strict=False)
+    return {}
 
 
 def _op_prepare_timing(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
@@ -315,6 +341,7 @@ OPERATIONS = {
     "load_module": _op_load_module,
     "verify_module": _op_verify_module,
     "run": _op_run,
+    "load_task": _op_load_task,
     "prepare_timing": _op_prepare_timing,
     "rep": _op_rep,
     "wall": _op_wall,

@@ -3,6 +3,26 @@ thread's registers (fragments as ``(threads, values)`` arrays laid out by their 
 memory in physical (swizzled) order, asynchronous copies that land only at their wait, and MMAs
 that read registers the way the hardware does. For correctness, never for timing."""
 
-from argus.interp.machine import SCHEDULES, InterpError, has_roles, interpret, run_kernel
+from argus.interp.machine import (
+    MAX_BYTES_ENV,
+    SCHEDULES,
+    InterpError,
+    check_memory,
+    has_roles,
+    interpret,
+    memory_budget,
+    memory_needed,
+    run_kernel,
+)
 
-__all__ = ["SCHEDULES", "InterpError", "has_roles", "interpret", "run_kernel"]
+__all__ = [
+    "MAX_BYTES_ENV",
+    "SCHEDULES",
+    "InterpError",
+    "check_memory",
+    "has_roles",
+    "interpret",
+    "memory_budget",
+    "memory_needed",
+    "run_kernel",
+]

@@ -24,12 +24,23 @@ Model (what makes bugs visible):
 
 Not modelled yet (an `InterpError` says so when met): TMA stores, named barriers between roles
 (roles run in lockstep internally), branches whose condition differs between threads.
+
+**Memory.** Every value is held as float64 (or int64), so the interpreter needs 8 bytes per element of every
+tensor (a working copy of each), of one block's shared memory and of its threads' registers. `memory_needed`
+computes that from the kernel and the problem size before anything is allocated, and `run_kernel` (like
+`check_memory`, for a caller about to build the inputs) refuses a size over the memory budget (`memory_budget`:
+``$ARGUS_INTERP_MAX_BYTES`` or a keyword, else 4 GiB or half the memory available, whichever is less) with
+``INTERP_MEMORY_BUDGET``, instead of trying to allocate hundreds of GiB.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import math
+import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +74,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    walk,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag
 from argus.ir.types import DType, round_to
@@ -72,6 +84,175 @@ POISON_INT = -(2**31) + 7
 
 class InterpError(ArgusError, RuntimeError):
     """The interpreter met something it cannot run (code ``INTERP_<DETAIL>``)."""
+
+
+# --- the memory budget ------------------------------------------------------------------------------------------
+
+#: The variable that sets the interpreter's memory budget: bytes, or with a binary unit (``512M``, ``16G``, ``16GiB``).
+MAX_BYTES_ENV = "ARGUS_INTERP_MAX_BYTES"
+#: The budget when neither `MAX_BYTES_ENV` nor the caller sets one (lowered to half the available memory).
+DEFAULT_MAX_BYTES = 4 * 2**30
+#: Bytes per element the interpreter holds: float64 for floats, int64 for integers.
+VALUE_BYTES = 8
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """``"4096"`` -> 4096; ``"512M"`` / ``"512MiB"`` / ``"512 MB"`` -> 512 * 2**20 (units are binary); ``"1.5G"``
+    -> 1.5 * 2**30. Raises `InterpError` ``INTERP_MEMORY_BUDGET_SETTING`` for anything else, or a size below 1."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([KMGT]?)(?:I?B)?\s*", text, flags=re.IGNORECASE)
+    value = float(match.group(1)) * _UNITS[match.group(2).upper()] if match else 0.0
+    if value < 1:
+        raise InterpError(
+            "INTERP_MEMORY_BUDGET_SETTING",
+            f"cannot read {text!r} as a memory budget",
+            f"give bytes or a size with a unit, e.g. {MAX_BYTES_ENV}=16G",
+            requirement="a positive size: 4294967296, 512M, 16G, 16GiB",
+            actual=text,
+        )
+    return int(value)
+
+
+def _available_bytes() -> int | None:
+    """``MemAvailable`` of /proc/meminfo (None where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_budget(max_bytes: int | str | None = None) -> int:
+    """The interpreter's memory budget in bytes: `max_bytes` when given, else ``$ARGUS_INTERP_MAX_BYTES``, else the
+    smaller of `DEFAULT_MAX_BYTES` and half of the memory available now."""
+    if max_bytes is not None:
+        return parse_bytes(str(max_bytes))
+    if os.environ.get(MAX_BYTES_ENV, "").strip():
+        return parse_bytes(os.environ[MAX_BYTES_ENV])
+    available = _available_bytes()
+    return min(DEFAULT_MAX_BYTES, available // 2) if available else DEFAULT_MAX_BYTES
+
+
+def format_bytes(n: int) -> str:
+    """``412316860416`` -> ``"384 GiB"``; ``1536`` -> ``"1.5 KiB"``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} B"
+
+
+def _tensor_elements(kernel: Kernel, env: dict[Var, Any]) -> dict[str, int]:
+    return {t.name: math.prod(_int(d, env) for d in t.shape) for t in kernel.tensors}
+
+
+def memory_needed(
+    kernel: Kernel,
+    sizes: Mapping[str, int] | None = None,
+    *,
+    env: Mapping[Var, Any] | None = None,
+    arguments: bool = False,
+    argument_bytes: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """The bytes the interpreter allocates to run `kernel` at a problem size — `sizes` by shape-variable name
+    (``{"M": 128, "N": 64, "K": 32}``) or `env` by variable — computed before anything is allocated:
+
+    * ``tensors``: the working copy of every tensor (8 bytes an element);
+    * ``write_back``: the largest tensor converted back to its array's type at the end (`argument_bytes` gives the
+      arrays' item sizes by name; 8 when not given);
+    * ``shared``: one block's shared-memory buffers; ``fragments``: its threads' registers (8 bytes a value);
+    * ``arguments`` (with `arguments`): the tensors themselves, as float64 arrays, for a caller that has not
+      built them yet (the library's inputs are float64).
+
+    ``total`` is their sum. Raises `InterpError` ``INTERP_MISSING_SIZE`` when a shape variable has no size."""
+    bound: dict[Var, Any] = dict(env or {})
+    for t in kernel.tensors:
+        for d in t.shape:
+            if isinstance(d, Var) and d not in bound:
+                if sizes is None or d.name not in sizes:
+                    raise InterpError(
+                        "INTERP_MISSING_SIZE",
+                        f"{kernel.name}: no size for {d.name} (the shape of {t.name})",
+                        f"give every shape variable, e.g. --shape {','.join(f'{v}=128' for v in _shape_vars(kernel))}",
+                    )
+                bound[d] = int(sizes[d.name])
+    elements = _tensor_elements(kernel, bound)
+    itemsize = dict(argument_bytes or {})
+    shared = fragments = 0
+    for stmt in walk(kernel.body):
+        if isinstance(stmt, Alloc):
+            b = stmt.buffer
+            if b.space == Space.SHARED:
+                size = b.layout.cosize() if hasattr(b.layout, "cosize") else math.prod(b.static_shape)
+                shared += int(size) * VALUE_BYTES
+            elif b.space == Space.FRAGMENT:
+                fragments += int(b.threads) * int(b.values_per_thread) * VALUE_BYTES
+    needed = {
+        "tensors": sum(elements.values()) * VALUE_BYTES,
+        "write_back": max((n * itemsize.get(name, VALUE_BYTES) for name, n in elements.items()), default=0),
+        "shared": shared,
+        "fragments": fragments,
+    }
+    if arguments:
+        needed["arguments"] = sum(elements.values()) * VALUE_BYTES
+    needed["total"] = sum(needed.values())
+    return needed
+
+
+def _shape_vars(kernel: Kernel) -> list[str]:
+    names: list[str] = []
+    for t in kernel.tensors:
+        names += [d.name for d in t.shape if isinstance(d, Var) and d.name not in names]
+    return names
+
+
+def _refuse_over_budget(kernel: Kernel, needed: dict[str, int], budget: int, size_text: str) -> None:
+    total = needed["total"]
+    if total <= budget:
+        return
+    words = {
+        "tensors": "working copies of the tensors",
+        "write_back": "write-back",
+        "shared": "a block's shared memory",
+        "fragments": "a block's registers",
+        "arguments": "the inputs themselves",
+    }
+    parts = ", ".join(f"{words.get(k, k)} {format_bytes(v)}" for k, v in needed.items() if k != "total" and v)
+    raise InterpError(
+        "INTERP_MEMORY_BUDGET",
+        f"running {kernel.name} at {size_text} on the interpreter needs {format_bytes(total)} ({total} bytes: "
+        f"{parts}; the interpreter holds every value as 8 bytes), more than its memory budget of "
+        f"{format_bytes(budget)} ({budget} bytes)",
+        "the interpreter checks correctness, which small and partial-tile sizes show as well as large ones: use "
+        f"smaller --shape sizes; or raise the budget with {MAX_BYTES_ENV}={_round_up(total)} (or max_bytes=) "
+        "where the machine has that much memory",
+        requirement=f"at most {budget} bytes (the interpreter's memory budget)",
+        actual=f"{total} bytes",
+    )
+
+
+def _round_up(n: int) -> str:
+    """A budget with a unit at least `n` bytes: ``"400G"``."""
+    for unit, size in (("T", 2**40), ("G", 2**30), ("M", 2**20)):
+        if n >= size:
+            return f"{math.ceil(n / size)}{unit}"
+    return str(n)
+
+
+def check_memory(
+    kernel: Kernel, sizes: Mapping[str, int], *, max_bytes: int | str | None = None, arguments: bool = True
+) -> int:
+    """Refuse (`InterpError` ``INTERP_MEMORY_BUDGET``, stating the bytes needed, the budget and how to raise it) to
+    run `kernel` at `sizes` when `memory_needed` (with the inputs a caller is about to build, by default) is over
+    `memory_budget(max_bytes)`; otherwise return the bytes needed. Call it before building the inputs: it allocates
+    nothing."""
+    needed = memory_needed(kernel, sizes, arguments=arguments)
+    size_text = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    _refuse_over_budget(kernel, needed, memory_budget(max_bytes), size_text)
+    return needed["total"]
 
 
 def _poison(dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
@@ -711,10 +892,13 @@ def has_roles(kernel: Kernel) -> bool:
     return any(isinstance(s, Role) for s in walk(kernel.body))
 
 
-def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray], schedule: str = "listed") -> None:
+def run_kernel(
+    kernel: Kernel, arrays: dict[str, np.ndarray], schedule: str = "listed", *, max_bytes: int | str | None = None
+) -> None:
     """Run `kernel` on numpy `arrays` (by parameter name) in place, every block in order. With
     warp roles, `schedule` picks which role runs ahead (see `_Machine.run_roles`); a correct
-    kernel gives the same result under every schedule."""
+    kernel gives the same result under every schedule. Refused before anything is allocated
+    (``INTERP_MEMORY_BUDGET``) when `memory_needed` is over `memory_budget(max_bytes)`."""
     env: dict[Var, Any] = {}
     for t in kernel.tensors:
         if t.name not in arrays:
@@ -749,6 +933,11 @@ def run_kernel(kernel: Kernel, arrays: dict[str, np.ndarray], schedule: str = "l
             elif isinstance(d, int) and d != s:
                 raise InterpError("INTERP_SHAPE_MISMATCH", f"{t.name} must have shape {t.shape}", actual=a.shape)
     machine = _Machine(kernel, arrays, schedule)
+    needed = memory_needed(
+        kernel, env=env, argument_bytes={t.name: arrays[t.name].dtype.itemsize for t in kernel.tensors}
+    )
+    size_text = ", ".join(f"{v.name}={n}" for v, n in env.items()) or "its size"
+    _refuse_over_budget(kernel, needed, memory_budget(max_bytes), size_text)
     work = {t: np.asarray(arrays[t.name], dtype=np.float64).copy() for t in kernel.tensors}
     extents = [_int(g, env) for g in kernel.grid]
     for point in itertools.product(*[range(e) for e in extents]):

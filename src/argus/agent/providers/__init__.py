@@ -8,8 +8,9 @@ vLLM, SGLang, Ollama, llama.cpp server) and Anthropic.
     answer.text, answer.input_tokens, answer.cost_usd, answer.cached, answer.request_hash
     llm.usage                                   # totals: requests, retries, tokens, cost, cache hits
 
-Configuration (`config`), the response cache (`cache`), prices (`pricing`) and errors (`errors`) are documented in
-their modules and in docs/agent.md. The SDKs are imported only when a request is sent.
+Configuration (`config`), the response cache (`cache`), prices (`pricing`), errors (`errors`) and the secret
+scrubber (`secrets`: `scrub_secrets`, applied wherever text leaves the process) are documented in their modules and
+in docs/agent.md. The SDKs are imported only when a request is sent.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from argus.agent.providers.errors import (
 )
 from argus.agent.providers.openai_compat import OpenAICompatibleProvider
 from argus.agent.providers.pricing import DEFAULT_PRICES, Price, cost_usd, price_for
+from argus.agent.providers.secrets import scrub_secrets, secret_values
 
 PROVIDER_CLASSES: dict[str, type[Provider]] = {"openai": OpenAICompatibleProvider, "anthropic": AnthropicProvider}
 
@@ -91,4 +93,6 @@ __all__ = [
     "price_for",
     "redact",
     "request_hash",
+    "scrub_secrets",
+    "secret_values",
 ]

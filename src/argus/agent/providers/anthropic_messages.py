@@ -7,6 +7,7 @@ import inspect
 from typing import Any
 
 from argus.agent.providers.base import Provider, RawReply, Request, token_count
+from argus.agent.providers.config import NO_KEY
 from argus.agent.providers.errors import ProviderError, ProviderRequestError
 from argus.agent.providers.openai_compat import import_sdk
 
@@ -20,7 +21,7 @@ class AnthropicProvider(Provider):
         if self._client is None:
             anthropic = import_sdk("anthropic")
             self._client = anthropic.Anthropic(
-                api_key=self.config.api_key,
+                api_key=NO_KEY,  # a placeholder: the key is given per request (`_send`)
                 base_url=self.config.base_url,
                 max_retries=0,
                 timeout=self.config.timeout_s,
@@ -28,7 +29,7 @@ class AnthropicProvider(Provider):
         return self._client
 
     def _send(self, request: Request, timeout: float) -> RawReply:
-        client = self.client()
+        client = self.client().with_options(api_key=self.api_key_now())  # this request's copy holds the key
         system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
         turns = [dict(m) for m in request.messages if m["role"] != "system"]
         if turns[0]["role"] != "user":

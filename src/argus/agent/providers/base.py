@@ -5,6 +5,12 @@ hash, consult the response cache, retry transient failures with exponential back
 keep usage totals, redact the key from every error and log line — and asks the subclass only to send one request
 (`Provider._send`) and to turn its SDK's exceptions into `ProviderError`s (`classify_sdk_error` serves both SDKs,
 which share their exception hierarchy).
+
+Keys: the provider reads its key when it sends a request (`Provider.api_key_now`) and hands it to the SDK for that
+request only (the long-lived SDK client holds a placeholder). Every message is passed through
+`argus.agent.providers.secrets.scrub_secrets` before it is hashed, cached or sent, and so is every answer as it
+arrives: a key that reached a prompt (e.g. through a rejection reason) never goes to the model, and a key a model
+echoes never reaches the cache, the run store or generated code.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from argus.agent.providers.errors import (
     CacheMissError,
     MalformedResponseError,
     ProviderAuthError,
+    ProviderConfigError,
     ProviderConnectionError,
     ProviderError,
     ProviderRateLimitError,
@@ -32,6 +39,7 @@ from argus.agent.providers.errors import (
     redact,
 )
 from argus.agent.providers.pricing import cost_usd
+from argus.agent.providers.secrets import remember_config, scrub_secrets, secret_values
 
 log = logging.getLogger("argus.agent.providers")
 
@@ -228,6 +236,7 @@ class Provider:
         cache: ResponseCache | None = None,
     ) -> None:
         self.config = config
+        remember_config(config)  # scrub_secrets knows its key from now on
         self.usage = Usage()
         self.cache = cache if cache is not None else ResponseCache(config.cache_dir)
         self._sleep = sleep
@@ -283,6 +292,8 @@ class Provider:
             e.request_hash = key  # so that a failed exchange can be recorded against its request
             raise
         latency = time.monotonic() - started
+        reply = RawReply(scrub_secrets(reply.text), reply.model, reply.input_tokens, reply.output_tokens,
+                         reply.finish_reason)  # fmt: skip
         cost = cost_usd(reply.model or request.model, reply.input_tokens, reply.output_tokens, self.config.prices)
         if cost is None and reply.model != request.model:
             cost = cost_usd(request.model, reply.input_tokens, reply.output_tokens, self.config.prices)
@@ -321,7 +332,8 @@ class Provider:
         temperature: float | None,
         stop: Sequence[str] | None = None,
     ) -> Request:
-        """The normalized request `complete` would send (and hash)."""
+        """The normalized request `complete` would send (and hash); every secret in the messages is replaced by
+        ``[REDACTED:NAME]`` (`scrub_secrets`)."""
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
             raise ProviderRequestError("LLM_BAD_REQUEST", "max_tokens must be a positive int", actual=max_tokens)
         if temperature is not None and not (isinstance(temperature, int | float) and 0 <= temperature <= 2):
@@ -334,7 +346,7 @@ class Provider:
             provider=self.name,
             base_url=self.config.public_base_url,
             model=self.config.model,
-            messages=normalize_messages(messages),
+            messages=scrub_secrets(normalize_messages(messages)),
             max_tokens=max_tokens,
             temperature=float(temperature) if temperature is not None else None,
             stop=tuple(str(s) for s in stop) if stop else None,
@@ -402,8 +414,21 @@ class Provider:
         """Send `request` once; return the reply or raise a `ProviderError` (redacted)."""
         raise NotImplementedError
 
+    def api_key_now(self) -> str:
+        """The key for the request about to be sent, read now (`ProviderConfig.resolve_api_key`); raises
+        `ProviderConfigError` (``LLM_CONFIG_MISSING``) when its variable is no longer set."""
+        key = self.config.resolve_api_key()
+        if key is None:
+            raise ProviderConfigError(
+                "LLM_CONFIG_MISSING",
+                f"the API key variable {self.config.api_key_env} was set when the provider was configured and is not "
+                "set now",
+                f"set {self.config.api_key_env} again",
+            )
+        return key
+
     def _secrets(self) -> tuple[str | None, ...]:
-        return (self.config.api_key,)
+        return (self.config.resolve_api_key(), *secret_values())
 
     def _error_from(self, exc: BaseException) -> ProviderError:
         return classify_sdk_error(exc, provider=self.name, where=self.config.public_base_url, secrets=self._secrets())
@@ -422,7 +447,7 @@ class Provider:
 
     def _from_cache(self, hit: dict[str, Any], key: str, latency: float) -> Completion:
         return Completion(
-            text=str(hit.get("text", "")),
+            text=scrub_secrets(str(hit.get("text", ""))),
             model=str(hit.get("model", self.config.model)),
             input_tokens=hit.get("input_tokens"),
             output_tokens=hit.get("output_tokens"),

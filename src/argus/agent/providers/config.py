@@ -20,8 +20,13 @@ name of a variable holding the key —, ``api_key``, ``timeout``, ``max_retries`
 ``backoff_max``, ``cache``, ``cache_dir``, ``max_tokens_field``) and ``[llm.prices."MODEL"]`` tables with
 ``input_per_mtok`` and ``output_per_mtok``, which override or extend the built-in price table.
 
-A missing required setting raises `ProviderConfigError` naming the variable and the file key to set. The key is
-kept out of ``repr``, `ProviderConfig.describe` and everything derived from them.
+A missing required setting raises `ProviderConfigError` naming the variable and the file key to set.
+
+The key: a `ProviderConfig` keeps the *name* of the variable the key was found in (`ProviderConfig.api_key_env`)
+and reads its value only when a request is sent (`ProviderConfig.resolve_api_key`), so no long-lived object holds
+it. A key given in code (``api_key=``, or found in an ``env=`` mapping given in code) or in the file (``api_key``)
+is held (`ProviderConfig.held_api_key`), out of ``repr`` and `ProviderConfig.describe`; it is never written
+anywhere (`argus.agent.providers.secrets.scrub_secrets` knows it).
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ class CacheMode(StrEnum):
 
 PROVIDERS = ("openai", "anthropic")
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+#: The variable argus reads the key from first, and the providers' own key variables (the fallbacks).
+API_KEY_VARIABLE = "ARGUS_LLM_API_KEY"
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # a placeholder sent to OpenAI-compatible servers that need no key (vLLM, SGLang, Ollama, llama.cpp)
 NO_KEY = "EMPTY"
@@ -77,13 +84,16 @@ def public_url(url: str) -> str:
 
 @dataclass(frozen=True)
 class ProviderConfig:
-    """Everything a provider needs. `api_key` never appears in ``repr`` or `describe`; `sources` says where each
-    setting came from (``"argument"``, ``"env ARGUS_LLM_MODEL"``, ``"file /path [llm] model"``, ``"default"``)."""
+    """Everything a provider needs. The key is not a field: `api_key_env` names the variable it is read from when a
+    request is sent, or `held_api_key` holds a key given in code or in the config file (never in ``repr`` or
+    `describe`). `sources` says where each setting came from (``"argument"``, ``"env ARGUS_LLM_MODEL"``,
+    ``"file /path [llm] model"``, ``"default"``)."""
 
     provider: str
     model: str
     base_url: str
-    api_key: str | None = field(default=None, repr=False)
+    api_key_env: str | None = None
+    held_api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 120.0
     max_retries: int = 5
     backoff_base_s: float = 1.0
@@ -98,14 +108,37 @@ class ProviderConfig:
     def public_base_url(self) -> str:
         return public_url(self.base_url)
 
+    @property
+    def api_key_name(self) -> str:
+        """Where the key comes from, as a name that is not secret: the variable, ``llm.api_key`` (the config
+        file's) or ``api_key`` (given in code)."""
+        if self.api_key_env:
+            return self.api_key_env
+        return "llm.api_key" if "[llm] api_key" in self.sources.get("api_key", "") else "api_key"
+
+    def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The key to send now: the held key, else the current value of `api_key_env` in `env` (default:
+        ``os.environ``), else `NO_KEY` when none is configured. None when `api_key_env` is no longer set."""
+        if self.held_api_key:
+            return self.held_api_key
+        if self.api_key_env:
+            return (os.environ if env is None else env).get(self.api_key_env) or None
+        return NO_KEY
+
+    @property
+    def api_key(self) -> str | None:
+        """`resolve_api_key` now (read at each access: do not keep it)."""
+        return self.resolve_api_key()
+
     def describe(self) -> dict[str, Any]:
         """The configuration as JSON for logs and the run store: no key, only whether there is one and where it
         came from."""
+        key = self.resolve_api_key()
         return {
             "provider": self.provider,
             "model": self.model,
             "base_url": self.public_base_url,
-            "has_api_key": bool(self.api_key) and self.api_key != NO_KEY,
+            "has_api_key": bool(key) and key != NO_KEY,
             "api_key_source": self.sources.get("api_key"),
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
@@ -209,25 +242,36 @@ def load_config(
             actual=public_url(url),
         )
 
-    key = pick("api_key", api_key, "ARGUS_LLM_API_KEY", None)
-    if key is None and file.get("api_key_env"):
-        variable = str(file["api_key_env"])
-        if env.get(variable):
-            key, sources["api_key"] = env[variable], f"env {variable} (file {file_path} [llm] api_key_env)"
-    if key is None and env.get(KEY_VARIABLES[chosen]):
-        key, sources["api_key"] = env[KEY_VARIABLES[chosen]], f"env {KEY_VARIABLES[chosen]}"
-    if key is None and file.get("api_key"):
-        key, sources["api_key"] = str(file["api_key"]), f"file {file_path} [llm] api_key"
+    # the key: its variable's name is kept (the value is read when a request is sent); a key given in code, read
+    # from an `env` mapping given in code, or written in the file is held
+    in_code_env = env is not os.environ
+    key: str | None = None
+    key_variable: str | None = None
+    candidates = [(API_KEY_VARIABLE, f"env {API_KEY_VARIABLE}")]
+    if file.get("api_key_env"):
+        named = str(file["api_key_env"])
+        candidates.append((named, f"env {named} (file {file_path} [llm] api_key_env)"))
+    candidates.append((KEY_VARIABLES[chosen], f"env {KEY_VARIABLES[chosen]}"))
+    if api_key is not None:
+        key, sources["api_key"] = api_key, "argument"
+    else:
+        for variable, source in candidates:
+            if env.get(variable):
+                key_variable, sources["api_key"] = variable, source
+                key = env[variable] if in_code_env else None
+                break
+        if key_variable is None and file.get("api_key"):
+            key, sources["api_key"] = str(file["api_key"]), f"file {file_path} [llm] api_key"
     hosted = public_url(url) == DEFAULT_BASE_URLS[chosen] or chosen == "anthropic"
     mode_text = str(pick("cache", cache, "ARGUS_LLM_CACHE", "cache", CacheMode.USE)).strip().lower()
-    if not key:
+    if not key and key_variable is None:
         if hosted and mode_text not in ("replay", "replay-only", "replay_only"):  # replaying sends nothing
             raise ProviderConfigError(
                 "LLM_CONFIG_MISSING",
                 f"no API key for {chosen} at {public_url(url)}",
                 f'set ARGUS_LLM_API_KEY or {KEY_VARIABLES[chosen]}, or api_key_env = "VARIABLE" under [llm] in {where}',
             )
-        key, sources["api_key"] = NO_KEY, "none (a local endpoint, or replay-only: no key is sent)"
+        key, sources["api_key"] = None, "none (a local endpoint, or replay-only: no key is sent)"
 
     if mode_text in ("replay-only", "replay_only"):
         mode_text = "replay"
@@ -278,7 +322,8 @@ def load_config(
         provider=chosen,
         model=str(chosen_model),
         base_url=url,
-        api_key=key,
+        api_key_env=key_variable,
+        held_api_key=key,
         timeout_s=_number(pick("timeout", timeout, "ARGUS_LLM_TIMEOUT", "timeout", 120.0), "timeout", "config", float),
         max_retries=_number(
             pick("max_retries", max_retries, "ARGUS_LLM_MAX_RETRIES", "max_retries", 5), "max_retries", "config", int

@@ -1,11 +1,14 @@
 """Any OpenAI-compatible chat-completions endpoint — OpenAI, vLLM, SGLang, Ollama, llama.cpp server — through the
-`openai` SDK (imported lazily) with a configurable base URL. The SDK's own retries are off: `Provider` retries."""
+`openai` SDK (imported lazily) with a configurable base URL. The SDK's own retries are off: `Provider` retries.
+The client holds a placeholder key; each request goes through a copy of it (`with_options`) that holds the key read
+at that moment."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from argus.agent.providers.base import Provider, RawReply, Request, token_count
+from argus.agent.providers.config import NO_KEY
 from argus.agent.providers.errors import ProviderError, ProviderUnavailableError
 
 
@@ -32,7 +35,7 @@ class OpenAICompatibleProvider(Provider):
         if self._client is None:
             openai = import_sdk("openai")
             self._client = openai.OpenAI(
-                api_key=self.config.api_key,
+                api_key=NO_KEY,  # a placeholder: the key is given per request (`_send`)
                 base_url=self.config.base_url,
                 max_retries=0,
                 timeout=self.config.timeout_s,
@@ -40,7 +43,7 @@ class OpenAICompatibleProvider(Provider):
         return self._client
 
     def _send(self, request: Request, timeout: float) -> RawReply:
-        client = self.client()
+        client = self.client().with_options(api_key=self.api_key_now())  # this request's copy holds the key
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": [dict(m) for m in request.messages],
