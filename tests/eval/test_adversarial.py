@@ -239,3 +239,32 @@ def test_a_reported_time_longer_than_its_round_trip_rejects(monkeypatch: pytest.
         with pytest.raises(CandidateFailure) as caught:
             remote.timed(0)
     assert caught.value.code == "PROFILE_TIMING_IMPOSSIBLE"
+
+
+def test_the_wire_carries_tensors_tuples_and_memory_files_exactly() -> None:
+    import threading
+
+    import torch
+
+    from argus.eval.sandbox import SHARED_MEMORY_BYTES, SandboxError, recv_frame, send_frame
+
+    a, b = socket.socketpair()
+    big = torch.randn(SHARED_MEMORY_BYTES // 4 + 7)  # through a sealed memory file
+    sent = {"t": (1, (2, 3)), "x": [torch.arange(5), {"b": torch.tensor([True, False])}], "big": big,
+            "h": torch.randn(3, 3).to(torch.bfloat16)}  # fmt: skip
+    thread = threading.Thread(target=send_frame, args=(a, sent))
+    thread.start()
+    got = recv_frame(b, 10)
+    thread.join()
+    assert got["t"] == (1, (2, 3)) and isinstance(got["t"], tuple)
+    assert torch.equal(got["x"][0], sent["x"][0]) and torch.equal(got["x"][1]["b"], sent["x"][1]["b"])
+    assert torch.equal(got["big"], big) and torch.equal(got["h"], sent["h"])
+    # a frame claiming more than the limit is refused before anything is allocated
+    thread = threading.Thread(target=send_frame, args=(a, {"o": torch.zeros(1000)}))
+    thread.start()
+    with pytest.raises(SandboxError) as refused:
+        recv_frame(b, 10, max_bytes=100)
+    thread.join()
+    assert refused.value.code == "SANDBOX_PROTOCOL"
+    a.close()
+    b.close()

@@ -467,3 +467,81 @@ def _with(options: Any, **changes: Any) -> Any:
     import dataclasses
 
     return dataclasses.replace(options, **changes)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# generated DSL kernels: traced in a sandbox, judged here as IR
+
+
+def gate_generated_kernel(
+    task: Any,
+    name: str,
+    path: str | os.PathLike[str],
+    function: str,
+    params: dict[str, Any],
+    source: str,
+    options: Any,
+) -> GateResult:
+    """Gate a kernel file nobody vouches for (an LLM's rewrite): its ``@argus.kernel`` `function` is imported and
+    traced with `params` in a sandbox, which sends back the IR as plain data (`argus.ir.serialize`); every stage
+    (compile, verify, correct on the interpreter or the GPU, profile or cost model) then runs here on that IR, with
+    no line of the file's Python in this process. The program verified is the program compiled and run."""
+    import torch
+
+    from argus.eval.candidates import KernelCandidate
+    from argus.eval.device import environment
+    from argus.eval.gate import gate_kernel, static_stage
+    from argus.ir.serialize import IRSerializeError, kernel_from_data
+    from argus.lang.frontend import TracedKernel
+
+    device = options.resolved_device()
+    fail = GateResult(name, task.name, {}, environment=environment(device))
+    static, flags = static_stage(source, (*task.forbidden, *options.forbidden), task.precision == torch.float32)
+    if static.failed:
+        fail.stages.append(static)
+        fail.flags += flags
+        return fail
+    start = time.perf_counter()
+    try:
+        with Sandbox(start_timeout_s=float(options.sandbox_timeout_s)) as sandbox:
+            protections = {**sandbox.protections, "start_s": round(sandbox.started_s, 4), "traced_here": False}
+            reply = _call(sandbox, "trace_kernel", float(options.sandbox_timeout_s),
+                          path=sandbox.share_file(path), function=function, params=dict(params))  # fmt: skip
+    except SandboxError as e:  # the sandbox could not start: the harness's problem
+        fail.stages += [static, _stage("compile", Status.ERROR, e.code, e.message, start)]
+        return fail
+    except CandidateFailure as e:
+        fail.stages += [static, _stage("compile", Status.FAILED, e.code, e.reason, start, **e.details)]
+        fail.environment["sandbox"] = protections
+        return fail
+    try:
+        kernel = kernel_from_data(reply.get("ir"))
+    except IRSerializeError as e:
+        fail.stages += [static, _stage("compile", Status.FAILED, "SANDBOX_PROTOCOL", f"the traced IR: {e}", start)]
+        fail.environment["sandbox"] = protections
+        return fail
+    candidate = KernelCandidate(name, TracedKernel(kernel, dict(params)), {}, source=source)
+    result = gate_kernel(task, candidate, options=options)
+    result.environment["sandbox"] = {
+        **protections,
+        "traced_in_sandbox": True,
+        "trace_s": round(time.perf_counter() - start, 4),
+    }
+    return result
+
+
+def sandboxed_call(target: str, kwargs: dict[str, Any], timeout_s: float = 600.0) -> Any:
+    """``target(**kwargs)`` (one of `argus.eval.sandbox_runner.CALLABLE`) run in a fresh sandbox; its result, as
+    plain data. For argus's own helpers that must import a file nobody vouches for (the agent's arms and transforms
+    of a generated kernel): a file path in ``kwargs["ref"]["file"]`` is shared into the sandbox first. Raises
+    `CandidateFailure` when the call fails there."""
+    import pickle
+
+    import torch
+
+    with Sandbox(start_timeout_s=timeout_s) as sandbox:
+        ref = kwargs.get("ref")
+        if isinstance(ref, dict) and ref.get("file"):
+            kwargs = {**kwargs, "ref": {**ref, "file": sandbox.share_file(ref["file"])}}
+        blob = torch.frombuffer(bytearray(pickle.dumps(kwargs)), dtype=torch.uint8)
+        return _call(sandbox, "call", timeout_s, target=target, kwargs=blob).get("result")

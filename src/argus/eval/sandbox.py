@@ -364,7 +364,9 @@ def _encode(value: Any, blobs: list[Any]) -> Any:
         return {"__tensor__": len(blobs) - 1, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
     if isinstance(value, dict):
         return {str(k): _encode(v, blobs) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, tuple):  # kept apart from lists: kernel parameters such as tile shapes are tuples
+        return {"__tuple__": [_encode(v, blobs) for v in value]}
+    if isinstance(value, list):
         return [_encode(v, blobs) for v in value]
     if value is None or isinstance(value, bool | int | float | str):
         return value
@@ -469,6 +471,8 @@ def _decode(value: Any, tensors: list[Any]) -> Any:
             if not isinstance(index, int) or not 0 <= index < len(tensors):
                 raise SandboxError("SANDBOX_PROTOCOL", f"a tensor reference {index!r} that the frame does not carry")
             return tensors[index]
+        if set(value) == {"__tuple__"} and isinstance(value["__tuple__"], list):
+            return tuple(_decode(v, tensors) for v in value["__tuple__"])
         return {k: _decode(v, tensors) for k, v in value.items()}
     if isinstance(value, list):
         return [_decode(v, tensors) for v in value]

@@ -335,7 +335,46 @@ def _op_diagnose(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _op_trace_kernel(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Import a kernel file, trace its ``@argus.kernel`` `function` with `params`, and send the IR back as plain
+    data (`argus.ir.serialize`): the judge verifies, compiles and runs that IR without running the file's Python."""
+    from argus.eval.candidates import import_file
+    from argus.ir.serialize import kernel_to_data
+
+    try:
+        module = import_file(msg["path"], "argus_generated")
+        target = getattr(module, str(msg["function"]))
+        fn = getattr(target, "kernel", target)
+        kernel = fn.trace(**dict(msg.get("params") or {}))
+    except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it raised
+        return {"error": {"code": "COMPILE_TRACE", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+    return {"ir": kernel_to_data(kernel), "name": str(getattr(fn, "name", msg["function"]))}
+
+
+#: Functions a judge may run in a sandbox with `_op_call` (argus's own code that imports candidate code).
+CALLABLE = ("argus.agent.gatejob:arms_for_here", "argus.agent.gatejob:transform_params_here")
+
+
+def _op_call(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """Run one of `CALLABLE` with keyword arguments the judge pickled (the judge's own data: only this process
+    unpickles, never the judge); the result must be plain data."""
+    import importlib
+    import pickle
+
+    target = str(msg.get("target"))
+    if target not in CALLABLE:
+        return {"error": {"code": "SANDBOX_PROTOCOL", "reason": f"{target} may not be called in a sandbox"}}
+    module, _, name = target.partition(":")
+    kwargs = pickle.loads(msg["kwargs"].numpy().tobytes())  # noqa: S301 - the judge's data, unpickled here only
+    try:
+        return {"result": getattr(importlib.import_module(module), name)(**kwargs)}
+    except BaseException as e:  # noqa: BLE001
+        return {"error": {"code": "CANDIDATE_FAILED", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+
+
 OPERATIONS = {
+    "trace_kernel": _op_trace_kernel,
+    "call": _op_call,
     "diagnose": _op_diagnose,
     "hello": _op_hello,
     "load_module": _op_load_module,

@@ -1476,26 +1476,7 @@ class KernelFunction:
                 "call it with device='cpu' (or set ARGUS_INTERPRET=1) to run it on the interpreter",
                 loc=_def_loc(self.fn),
             )
-        from argus.interp import run_kernel
-
-        kernel = self.trace(**params)
-        names = [t.name for t in kernel.tensors]
-        if len(tensors) != len(names):
-            raise DSLError(
-                "DSL_CALL_ARGUMENTS",
-                f"kernel {self.name} takes {len(names)} tensors ({', '.join(names)}), got {len(tensors)}",
-                loc=_def_loc(self.fn),
-            )
-        arrays, writeback = {}, []
-        for name, value in zip(names, tensors, strict=True):
-            array, back = _as_numpy(name, value)
-            arrays[name] = array
-            if back is not None:
-                writeback.append((back, array))
-        _check_assumptions(kernel, arrays)
-        run_kernel(kernel, arrays)
-        for back, array in writeback:
-            back(array)
+        run_traced(self.trace(**params), tensors, loc=_def_loc(self.fn))
 
     def trace(self, **params: Any) -> Kernel:
         """The IR of this kernel specialized with `params` (defaults for the rest)."""
@@ -1627,6 +1608,62 @@ def _policies(declared: dict[str, Any], values: dict[str, Any], st: _Trace) -> P
     if "tile_order" in found and isinstance(found["tile_order"], str):
         found["tile_order"] = TileOrder(found["tile_order"])
     return Policies(**found)
+
+
+def run_traced(kernel: Kernel, tensors: tuple[Any, ...] | list[Any], loc: Any = None) -> None:
+    """Run the traced `kernel` on the CPU interpreter with `tensors` (numpy arrays or CPU torch tensors, in
+    parameter order), writing outputs in place; sizes that violate its ``T.assume`` are refused."""
+    from argus.interp import run_kernel
+
+    names = [t.name for t in kernel.tensors]
+    if len(tensors) != len(names):
+        raise DSLError(
+            "DSL_CALL_ARGUMENTS",
+            f"kernel {kernel.name} takes {len(names)} tensors ({', '.join(names)}), got {len(tensors)}",
+            loc=loc,
+        )
+    arrays, writeback = {}, []
+    for name, value in zip(names, tensors, strict=True):
+        array, back = _as_numpy(name, value)
+        arrays[name] = array
+        if back is not None:
+            writeback.append((back, array))
+    _check_assumptions(kernel, arrays)
+    run_kernel(kernel, arrays)
+    for back, array in writeback:
+        back(array)
+
+
+class TracedKernel:
+    """A kernel that is already IR (traced elsewhere, e.g. in a sandbox, and decoded from data): it answers
+    `trace` with that IR (for the parameters it was traced with, and no others) and runs on the CPU interpreter
+    like an ``@argus.kernel`` call, so that the gate, the verifier, the code generator and the cost model take it
+    as they take a kernel function, without running any of its Python."""
+
+    def __init__(self, kernel: Kernel, params: dict[str, Any] | None = None) -> None:
+        self.kernel = kernel
+        self.name = kernel.name
+        self.params = dict(params or {})
+        self.tensor_specs = {t.name: t for t in kernel.tensors}
+
+    def __repr__(self) -> str:
+        return f"<traced argus kernel {self.name}>"
+
+    def trace(self, **params: Any) -> Kernel:
+        """The IR; `params` must be empty or those it was traced with."""
+        differs = {k: v for k, v in params.items() if k not in self.params or self.params[k] != v}
+        if differs:
+            raise DSLError(
+                "DSL_TRACED_PARAMS",
+                f"kernel {self.name} was traced with {self.params}; it cannot be specialized again with {differs}",
+                "trace the kernel function itself with these parameters",
+            )
+        return self.kernel
+
+    def __call__(self, *tensors: Any, device: str | None = None, **params: Any) -> None:
+        if device not in (None, "cpu"):
+            raise DSLError("DSL_NO_GPU_PATH", f"kernel {self.name}: a traced kernel runs on the CPU interpreter")
+        run_traced(self.trace(**params), tensors)
 
 
 def _check_assumptions(kernel: Kernel, arrays: dict[str, Any]) -> None:
