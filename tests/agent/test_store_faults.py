@@ -366,3 +366,15 @@ def test_a_read_only_store_at_a_path_with_uri_characters(tmp_path: Path) -> None
     run_id, candidates = a_store(path)
     with RunStore(path, read_only=True) as store:
         assert [c.id for c in store.read_run(run_id).candidates] == candidates
+
+
+def test_runs_list_on_a_corrupted_store_says_what_to_do_without_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "runs.db"
+    bad.write_bytes(b"not a database " * 400)
+    proc = subprocess.run([sys.executable, "-m", "argus", "runs", "list", "--store", str(bad)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2
+    assert "STORE_CORRUPT" in proc.stdout + proc.stderr and "Traceback" not in proc.stdout + proc.stderr

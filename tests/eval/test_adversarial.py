@@ -44,6 +44,14 @@ def test_corpus_is_large_and_covers_every_category() -> None:
     assert {"escape", "tamper", "cache", "secret", "fault", "honest"} <= set(categories)
 
 
+def test_every_code_the_corpus_expects_is_in_the_catalog() -> None:
+    from argus.eval.codes import CODES
+
+    for path in ATTACKS:
+        for code in header(path)[2]:
+            assert code.endswith("_") or code in CODES, f"{path.name}: {code} is not in argus.eval.codes"
+
+
 def source_digest() -> str:
     """The digest of the argus module the corpus tries to rewrite on disk."""
     return hashlib.sha256((ARGUS_EVAL / "tolerance.py").read_bytes()).hexdigest()

@@ -61,13 +61,17 @@ def _cost(usage: dict[str, Any]) -> str:
 
 
 def _open(store: str | None) -> Any:
-    from argus.agent.store import RunStore
+    from argus.agent.store import RunStore, StoreError
 
     path = _path(store)
     if not path.exists():
         _err().print(f"no run store at {path}", markup=False, highlight=False)
         raise typer.Exit(2)
-    return RunStore(path)
+    try:
+        return RunStore(path)
+    except StoreError as e:  # corrupted, locked, unreadable: the code, the file and what to do, no traceback
+        _err().print(str(e), markup=False, highlight=False)
+        raise typer.Exit(2) from None
 
 
 @app.command("list")

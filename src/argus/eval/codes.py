@@ -161,10 +161,63 @@ _ENTRIES = [
     GateCode(
         "WORKER_CRASHED",
         "isolation",
-        "the worker process died while evaluating the candidate (segfault, illegal memory access, os._exit)",
-        "the details give the exit status or signal",
+        "the worker process died while evaluating the candidate (segfault, illegal memory access, os._exit); one "
+        "killed from outside (SIGKILL or SIGTERM the pool did not send) is retried once first, and "
+        "details['attempts'] says how many runs it took",
+        "the details give the exit status or signal; killed on both attempts points at the OOM killer",
     ),
     GateCode("WORKER_TIMEOUT", "isolation", "the candidate ran past its time limit", "look for a hang"),
+    # the sandbox (a candidate file, or a generated kernel's trace, in a process of its own: argus.eval.judge)
+    GateCode(
+        "SANDBOX_CRASHED",
+        "sandbox",
+        "the candidate's sandbox process ended while the judge waited for it (a crash, os._exit, a signal); a "
+        "SIGKILL the judge did not send is retried once first",
+        "run the solution alone; the reason gives the exit status or signal",
+    ),
+    GateCode(
+        "SANDBOX_TIMEOUT",
+        "sandbox",
+        "the candidate's sandbox did not answer within GateOptions.sandbox_timeout_s; it was killed",
+        "look for a hang, or raise the limit for a large problem",
+    ),
+    GateCode(
+        "SANDBOX_PROTOCOL",
+        "sandbox",
+        "what the candidate's process sent back is not a well-formed answer (bad frame, a size over the limit, a "
+        "dtype not allowed, IR that does not decode): only a process that tampers with the harness sends this",
+        "return plain tensors from forward; do not touch argus's modules",
+    ),
+    GateCode(
+        "SANDBOX_START",
+        "sandbox",
+        "the sandbox process could not be started (the harness's problem: an error, not a rejection)",
+        "run benchmarks/sandbox_diagnose.py; set ARGUS_SANDBOX_NAMESPACES=none where namespaces are refused",
+    ),
+    GateCode(
+        "CANDIDATE_FAILED",
+        "sandbox",
+        "the candidate's process raised outside the operation's own handling (it broke the runner)",
+        "see the traceback",
+    ),
+    GateCode(
+        "CORRECT_OUTPUT_TYPE",
+        "correct",
+        "an output is not a plain torch.Tensor (a subclass, e.g. one whose __torch_function__ changes comparisons)",
+        "return plain tensors",
+    ),
+    GateCode(
+        "CORRECT_OUTPUT_DEVICE",
+        "correct",
+        "an output is on another device than the task's (a meta tensor, or CPU output on a GPU task)",
+        "return outputs on the device of the inputs",
+    ),
+    GateCode(
+        "PROFILE_TIMING_IMPOSSIBLE",
+        "profile",
+        "the sandbox reported a repetition longer than the round trip that carried it: its timer was tampered with",
+        "do not touch the timing functions",
+    ),
     GateCode("WORKER_EXCEPTION", "isolation", "the evaluation raised outside any stage", "see the traceback"),
     # flags: suspicious measurements
     GateCode(
