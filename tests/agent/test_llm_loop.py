@@ -225,3 +225,22 @@ def test_token_cost_and_wall_budgets_stop_the_run(make, server, tmp_path: Path):
     assert priced.stop_reason == "budget: $1 of LLM cost" and len(priced.trajectory) == 2
     timed = optimize("gemm_mma_sync", budget=Budget(candidates=5, wall_s=0.0), store=db, isolate=False)
     assert timed.stop_reason == "budget: 0 s of wall time" and len(timed.trajectory) == 1
+
+
+def test_a_reply_that_would_crash_the_parser_is_refused_by_the_coder(make, server, tmp_path: Path):
+    """A reply of a few thousand characters once escaped the coder as RecursionError (and since replies are cached,
+    every --resume crashed again). Now it is a `CoderError`, which the loop records as an invalid candidate (a
+    terminal status: a resumed run never materializes it again)."""
+    from argus.agent.arms import Arm
+    from argus.agent.coder import CoderError
+
+    nested = "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
+    server.script += [ok(_block(SOURCE + nested)), ok(_block(SOURCE + nested))]  # the answer and the one retry
+    coder = LLMCoder(make(max_retries=0), tmp_path / "gen")
+    try:
+        coder.materialize(Arm("rewrite", "tma-loads"), KernelRef(library="gemm_mma_sync"))
+    except CoderError as e:
+        assert e.code.startswith("CODER_"), e.code
+    else:
+        raise AssertionError("a reply nested 5000 deep was accepted")
+    assert not (tmp_path / "gen").exists()

@@ -144,16 +144,17 @@ class Limits:
         file_size_bytes: largest file it may write (``RLIMIT_FSIZE``; the memory files that carry its outputs count:
             KernelBench's largest outputs are 6.4 GB).
         open_files: ``RLIMIT_NOFILE``.
-        processes: ``RLIMIT_NPROC``. Off by default: the kernel counts every task of the user, in every container
-            and PID namespace, which this process cannot see (a limit computed from ``/proc`` stopped NumPy's
-            threads on a shared machine).
+        processes: ``RLIMIT_NPROC``, applied only when the sandbox runs as a user of its own (`sandbox_user`): the
+            kernel counts every task (threads too) of the user, in every container and PID namespace, so for a
+            shared user no number means anything (one computed from ``/proc`` stopped NumPy's threads on a shared
+            machine), and root is exempt.
     """
 
     cpu_s: int | None = 3600
     address_space_bytes: int | None = None
     file_size_bytes: int | None = 64 * 2**30
     open_files: int | None = 1024
-    processes: int | None = None
+    processes: int | None = 1024
 
     @staticmethod
     def default(gpu: bool) -> Limits:
@@ -280,7 +281,7 @@ def _prepare_child(
     setlimit(resource.RLIMIT_CPU, limits.cpu_s)
     setlimit(resource.RLIMIT_FSIZE, limits.file_size_bytes)
     setlimit(resource.RLIMIT_NOFILE, limits.open_files)
-    if limits.processes is not None:
+    if limits.processes is not None and user is not None:
         setlimit(resource.RLIMIT_NPROC, limits.processes)
     if not gpu:
         setlimit(resource.RLIMIT_AS, limits.address_space_bytes)

@@ -620,8 +620,10 @@ def check_on_interpreter(entry: LibraryKernel, shape: dict[str, int], seed: int 
     """Run `entry` on the interpreter at `shape`; return the largest error relative to the
     reference's scale (0 when exact). Raises nothing for a mismatch: the caller decides."""
     from argus.interp import SCHEDULES, has_roles, run_kernel
+    from argus.interp.machine import check_memory
 
     kernel = entry.kernel.trace(**entry.params)
+    check_memory(kernel, shape)  # before the inputs are built: a size too large is refused, with the bytes needed
     worst = 0.0
     for schedule in SCHEDULES if has_roles(kernel) else SCHEDULES[:1]:  # warp roles: every schedule
         rng = np.random.default_rng(seed)
