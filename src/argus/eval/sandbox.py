@@ -269,7 +269,8 @@ def _prepare_child(
     feature: each protection is tried, and the judge reads from ``/proc`` which ones held. Capabilities are dropped
     later, by the warden's child before it becomes the runner (it first mounts its PID namespace's /proc)."""
     libc = _libc()
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # SIGTERM: the warden kills the runner, sweeps, removes the sandbox's directory and exits
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
     def setlimit(which: int, value: int | None) -> None:
         if value is None:
@@ -617,7 +618,10 @@ class Sandbox:
 
         t0 = time.perf_counter()
         limits = self.limits or Limits.default(self.gpu)
+        remove_stale_workdirs()
         self.workdir = tempfile.mkdtemp(prefix="argus-sandbox-")
+        with open(os.path.join(self.workdir, "judge.pid"), "w") as f:
+            f.write(str(os.getpid()))
         for sub in ("home", "tmp", "files"):
             os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
             os.chmod(os.path.join(self.workdir, sub), 0o700 if sub != "files" else 0o755)
@@ -639,7 +643,7 @@ class Sandbox:
                     os.chown(name, user, user)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", WARDEN, json.dumps(paths), str(child.fileno())],
+                [sys.executable, "-I", WARDEN, json.dumps(paths), str(child.fileno()), self.workdir],
                 env=scrubbed_environment(self.workdir),
                 cwd=self.workdir,
                 stdin=subprocess.DEVNULL,
@@ -811,6 +815,29 @@ def _accessible_to_others(path: str) -> bool:
     except OSError:
         return False
     return True
+
+
+def remove_stale_workdirs(root: str | None = None, min_age_s: float = 60.0) -> int:
+    """Remove sandbox directories (``argus-sandbox-*`` in `root`, default the temporary directory) whose judge
+    (``judge.pid``) is gone: what a judge killed before it could clean up left behind. Returns how many."""
+    root = root or tempfile.gettempdir()
+    removed = 0
+    with contextlib.suppress(OSError):
+        for name in os.listdir(root):
+            path = os.path.join(root, name)
+            if not name.startswith("argus-sandbox-") or time.time() - os.stat(path).st_mtime < min_age_s:
+                continue
+            try:
+                with open(os.path.join(path, "judge.pid")) as f:
+                    os.kill(int(f.read().strip()), 0)
+                continue  # its judge is alive
+            except PermissionError:
+                continue  # alive, another user's
+            except (OSError, ValueError):
+                pass
+            shutil.rmtree(path, ignore_errors=True)
+            removed += not os.path.exists(path)
+    return removed
 
 
 def _children_of(pid: int) -> list[int]:

@@ -89,10 +89,27 @@ def sweep_descendants(timeout_s: float = 5.0) -> int:
     return killed
 
 
-def main(paths: list[str], fd: int) -> None:
+def remove_workdir(workdir: str) -> None:
+    """Empty the sandbox's directory (the judge removes it; this covers a judge that died first: the directory
+    itself, a mount point in this namespace, is left empty for the next judge to remove)."""
+    import shutil
+
+    workdir = os.path.normpath(workdir)
+    if not os.path.basename(workdir).startswith("argus-sandbox-") or not os.path.isdir(os.path.join(workdir, "home")):
+        return
+    for entry in os.listdir(workdir):
+        path = os.path.join(workdir, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def main(paths: list[str], fd: int, workdir: str | None = None) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    me = os.getpid()
+    me, judge = os.getpid(), os.getppid()
     runner = os.fork()
     if runner == 0:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -127,8 +144,10 @@ def main(paths: list[str], fd: int) -> None:
             status = 128 + os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
             break
     sweep_descendants()
+    if workdir and os.getppid() != judge:  # the judge is gone and cannot remove it
+        remove_workdir(workdir)
     os._exit(status)
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]), int(sys.argv[2]))
+    main(json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
