@@ -285,7 +285,10 @@ def test_a_sandbox_whose_judge_died_leaves_nothing_behind(tmp_path: Path) -> Non
     from argus.eval.sandbox import remove_stale_workdirs
 
     script = "from argus.eval.sandbox import Sandbox\nimport os\ns = Sandbox()\ns.start()\nprint(s.workdir, s.protections['runner'], flush=True)\nos._exit(0)\n"  # noqa: E501
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120).stdout.split()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # its sandbox's directory here, so the sweep below sees no other
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    ).stdout.split()
     workdir, runner = out[0], int(out[1])
     deadline = time.time() + 10
     while time.time() < deadline and Path(f"/proc/{runner}").exists():
@@ -294,9 +297,9 @@ def test_a_sandbox_whose_judge_died_leaves_nothing_behind(tmp_path: Path) -> Non
     time.sleep(0.5)
     assert not Path(workdir).exists() or not any(Path(workdir).iterdir())  # emptied by the warden
     # the empty directory (a mount point in the sandbox's namespace) goes with the next judge's sweep
+    assert Path(workdir).parent == tmp_path
     alive = tmp_path / "argus-sandbox-alive"
     (alive / "home").mkdir(parents=True)
     (alive / "judge.pid").write_text(str(os.getpid()))
-    assert remove_stale_workdirs(str(Path(workdir).parent), min_age_s=0) >= 1
-    assert not Path(workdir).exists()
-    assert remove_stale_workdirs(str(tmp_path), min_age_s=0) == 0 and alive.exists()
+    assert remove_stale_workdirs(str(tmp_path), min_age_s=0) == 1
+    assert not Path(workdir).exists() and alive.exists()

@@ -619,12 +619,15 @@ class Sandbox:
         t0 = time.perf_counter()
         limits = self.limits or Limits.default(self.gpu)
         remove_stale_workdirs()
-        self.workdir = tempfile.mkdtemp(prefix="argus-sandbox-")
-        with open(os.path.join(self.workdir, "judge.pid"), "w") as f:
-            f.write(str(os.getpid()))
-        for sub in ("home", "tmp", "files"):
-            os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
-            os.chmod(os.path.join(self.workdir, sub), 0o700 if sub != "files" else 0o755)
+        try:
+            self.workdir = tempfile.mkdtemp(prefix="argus-sandbox-")
+            with open(os.path.join(self.workdir, "judge.pid"), "w") as f:
+                f.write(str(os.getpid()))
+            for sub in ("home", "tmp", "files"):
+                os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
+                os.chmod(os.path.join(self.workdir, sub), 0o700 if sub != "files" else 0o755)
+        except OSError as e:  # a full or read-only temporary directory: the harness's problem, said as such
+            raise SandboxError("SANDBOX_START", f"cannot make the sandbox's directory: {e}") from None
         parent, child = socket.socketpair()
         hidden = hidden_paths()
         paths = [p for p in sys.path if p and os.path.isdir(p)]
