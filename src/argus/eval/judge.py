@@ -128,8 +128,10 @@ class RemoteModule:
             if 0 <= i < len(inputs) and isinstance(inputs[i], torch.Tensor) and isinstance(value, torch.Tensor):
                 if value.shape == inputs[i].shape and value.dtype == inputs[i].dtype:
                     inputs[i].copy_(value.to(inputs[i].device))
-                else:  # a changed shape or dtype: unlike any pristine copy
-                    inputs[i].view(-1)[:1].add_(1) if inputs[i].numel() else None
+                else:  # a changed shape or dtype: make it unlike its pristine copy, whatever its dtype
+                    from argus.eval.guards import poison_
+
+                    poison_(inputs[i])
         self.scrub = sorted(set(self.scrub) | {o.numel() * o.element_size() for o in outputs})
         self.transfer_s += time.perf_counter() - t0 - float(reply.get("seconds", 0.0))
         return outputs
