@@ -29,9 +29,7 @@ def vadd(A: T.Tensor[("N",), T.f32], B: T.Tensor[("N",), T.f32], C: T.Tensor[("N
 
 # not restricted code: it patches the comparison at import and writes a file, then computes a - b
 TAMPERING = """
-import argus
 import argus.eval.tolerance
-import argus.lang as T
 
 _ok = argus.eval.tolerance.compare
 argus.eval.tolerance.compare = lambda *a, **k: _ok(a[1], a[1], a[2])
@@ -39,17 +37,7 @@ try:
     open("@MARKER@", "w").write("escaped")
 except OSError:
     pass
-
-
-@argus.kernel
-def vadd(A: T.Tensor[("N",), T.f32], B: T.Tensor[("N",), T.f32], C: T.Tensor[("N",), T.f32], BLOCK: int = 512):
-    with T.grid(T.cdiv(N, BLOCK), threads=128) as (bx,):
-        a = T.alloc_fragment((BLOCK,), T.f32)
-        b = T.alloc_fragment((BLOCK,), T.f32)
-        T.copy(A.tile(bx, BLOCK), a)
-        T.copy(B.tile(bx, BLOCK), b)
-        T.copy(a - b, C.tile(bx, BLOCK))
-"""
+""" + HONEST.replace("a + b", "a - b")
 
 OPTIONS = GateOptions(device="cpu", trials=5)
 

@@ -151,6 +151,16 @@ def static_stage(source: str | None, forbidden: Sequence[str], fp32: bool) -> tu
     return _stage("static", Status.PASSED, None, f"{len(findings)} warning(s)", start, **details), flags
 
 
+def static_prelude(result: GateResult, source: str | None, forbidden: Sequence[str], fp32: bool) -> bool:
+    """Record the precision switches (under `strict_precision`) and the static stage in `result`; True when the
+    static stage rejected the candidate (the gate stops)."""
+    result.environment["precision"] = PrecisionState.capture().as_dict()
+    static, flags = static_stage(source, forbidden, fp32)
+    result.stages.append(static)
+    result.flags += flags
+    return static.failed
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the narrow interfaces to the code generator, the runtime and the verifier
 
@@ -655,11 +665,7 @@ def gate_kernel(
     fp32 = task.precision == torch.float32
     forbidden = (*task.forbidden, *options.forbidden)
     with strict_precision(fp32):
-        result.environment["precision"] = PrecisionState.capture().as_dict()
-        static, flags = static_stage(candidate.source_text(), forbidden, fp32)
-        result.stages.append(static)
-        result.flags += flags
-        if static.failed:
+        if static_prelude(result, candidate.source_text(), forbidden, fp32):
             return result
         compiled_stage, compiled = compile_stage(candidate, task)
         result.stages.append(compiled_stage)
@@ -899,11 +905,7 @@ def gate_module(
     fp32 = precision in (None, torch.float32)
     forbidden = (*task.forbidden, *options.forbidden)
     with strict_precision(fp32):
-        result.environment["precision"] = PrecisionState.capture().as_dict()
-        static, flags = static_stage(candidate.source_text(), forbidden, fp32)
-        result.stages.append(static)
-        result.flags += flags
-        if static.failed:
+        if static_prelude(result, candidate.source_text(), forbidden, fp32):
             return result
         compiled, model = load_module_stage(task, candidate, device, options.seed)
         result.stages.append(compiled)

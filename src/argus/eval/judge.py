@@ -27,6 +27,7 @@ SIGKILL that the judge did not send (the OOM killer, an operator) is retried onc
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import secrets
@@ -172,8 +173,8 @@ def _gate_once(
     import torch
 
     from argus.eval.device import environment
-    from argus.eval.gate import static_stage
-    from argus.eval.guards import PrecisionState, strict_precision
+    from argus.eval.gate import static_prelude
+    from argus.eval.guards import strict_precision
     from argus.eval.tolerance import lowest_precision
 
     device = options.resolved_device()
@@ -184,11 +185,7 @@ def _gate_once(
     forbidden = (*task.forbidden, *options.forbidden)
     timeout = float(options.sandbox_timeout_s)
     with strict_precision(fp32):
-        result.environment["precision"] = PrecisionState.capture().as_dict()
-        static, flags = static_stage(candidate.source_text(), forbidden, fp32)
-        result.stages.append(static)
-        result.flags += flags
-        if static.failed:
+        if static_prelude(result, candidate.source_text(), forbidden, fp32):
             return result
         start = time.perf_counter()
         try:
@@ -332,7 +329,6 @@ class RemoteTiming:
             picks.add(secrets.randbelow(rounds - 1))
         self.spot = picks
         self.seeds: dict[int, int] = {}
-        self.walls: list[float] = []
         self.failure: str | None = None
         self.last_seed: int | None = None
 
@@ -421,20 +417,16 @@ def _profile(
     remote = RemoteTiming(sandbox, timeout, rounds, check)
     names = options.baselines if options.baselines is not None else ("eager", "compile")
     pool = to_device(task.sample(options.seed + 101, device), device)
-    interleave = baselines is None and bool(names)
-    if baselines is None and not interleave:
-        baselines = {}
+    interleave = baselines is None and bool(names)  # baseline timings handed in are used as given
     calls = (
         {
             n: f if isinstance(f, str) else _bound_call(f, pool)
             for n, f in module_baseline_functions(task, names, device, options.seed).items()
         }
         if interleave
-        else None
+        else {}
     )
-    if not interleave:
-        calls = {}
-    interleaved_options = options if options.timing == "interleaved" else _with(options, timing="interleaved")
+    interleaved_options = dataclasses.replace(options, timing="interleaved")  # across processes: always interleaved
 
     def validate() -> str | None:
         if remote.failure is not None:
@@ -463,12 +455,6 @@ def _same_file(a: Any, b: Any) -> bool:
         return a is not None and b is not None and os.path.samefile(a, b)
     except OSError:
         return False
-
-
-def _with(options: Any, **changes: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(options, **changes)
 
 
 # ---------------------------------------------------------------------------------------------------------------

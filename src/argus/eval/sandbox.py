@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.diagnostics import ArgusError
+from argus.eval.warden import children
 
 #: Environment variables a sandboxed process may inherit. Everything else (API keys, tokens, cloud credentials,
 #: ``SSH_AUTH_SOCK``, proxies ...) is dropped, whatever its name.
@@ -690,7 +691,7 @@ class Sandbox:
         """What held, read from ``/proc`` by the judge (not the child's word) for the runner (the warden's child),
         plus the pids."""
         warden = self.process.pid
-        pid = next(iter(_children_of(warden)), warden)
+        pid = next(iter(children(warden)), warden)
         out: dict[str, Any] = {"pid": warden, "runner": pid}
         for ns in ("net", "pid", "user", "mnt"):
             try:
@@ -843,17 +844,6 @@ def remove_stale_workdirs(root: str | None = None, min_age_s: float = 60.0) -> i
     return removed
 
 
-def _children_of(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return out
-
-
 def _real_uid(pid: int) -> int | None:
     """The real user id of `pid` (from ``/proc/PID/status``: the owner of ``/proc/PID`` is root for a process
     that changed its user)."""
@@ -893,18 +883,6 @@ def _describe(code: int | None) -> str:
         except ValueError:
             return f"was killed by signal {-code}"
     return f"exited with status {code}"
-
-
-def describe_protections(protections: Mapping[str, Any]) -> list[str]:
-    """One line per protection that held or did not, for reports."""
-    lines = []
-    for ns in ("net", "pid", "user", "mnt"):
-        held = protections.get(f"{ns}_namespace")
-        lines.append(f"{ns} namespace: {'yes' if held else 'no' if held is False else 'unknown'}")
-    env = protections.get("environment")
-    if env is not None:
-        lines.append(f"environment: {', '.join(env)}")
-    return lines
 
 
 def tensors_nbytes(values: Sequence[Any]) -> int:

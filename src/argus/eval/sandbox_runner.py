@@ -242,7 +242,8 @@ def _op_prepare_timing(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     from argus.eval.timing import CpuClock, CudaClock
     from argus.tasks.kernelbench import load_problem
 
-    state.task = load_problem(msg["problem"], msg.get("sizes") or {}, strict=False)
+    if state.task is None:  # not loaded yet by `load_task`
+        state.task = load_problem(msg["problem"], msg.get("sizes") or {}, strict=False)
     state.clock = CudaClock(state.device) if msg.get("clock", "cuda") == "cuda" else CpuClock()
     state.buffers = None
     return {}

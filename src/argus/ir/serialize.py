@@ -321,21 +321,34 @@ def _error(code: str, fail: _Fail, hint: str) -> IRSerializeError:
 # --- encoding ---------------------------------------------------------------------------------------------------
 
 
-class _Encoder:
-    def __init__(self) -> None:
-        self.ids: dict[int, int] = {}  # id(object) -> wire id
-        self.open: set[int] = set()  # wire ids of objects being encoded (a reference to one is a cycle)
-        self.sizes: list[int] = []  # wire id -> values in the object's tree (for `MAX_EXPANDED`)
+class _Walk:
+    """What the encoder and the decoder count alike: values (`MAX_NODES`), values with shared objects counted once
+    per reference (`expanded`, for `MAX_EXPANDED`; `sizes`: id -> values in that object's tree) and depth."""
+
+    def __init__(self, has: str, nests: str) -> None:
+        self.sizes: list[int] = []
         self.nodes = 0
         self.expanded = 0
+        self._has, self._nests = has, nests
 
-    def value(self, x: Any, depth: int) -> Any:
+    def count(self, depth: int) -> None:
+        """One more value at `depth`; `_Fail` past a limit."""
         self.nodes += 1
         self.expanded += 1
         if self.nodes > MAX_NODES:
-            raise _Fail(f"the kernel has more than {MAX_NODES} values")
+            raise _Fail(f"{self._has} more than {MAX_NODES} values")
         if depth > MAX_DEPTH:
-            raise _Fail(f"the IR nests deeper than {MAX_DEPTH} levels")
+            raise _Fail(f"{self._nests} deeper than {MAX_DEPTH} levels")
+
+
+class _Encoder(_Walk):
+    def __init__(self) -> None:
+        super().__init__("the kernel has", "the IR nests")
+        self.ids: dict[int, int] = {}  # id(object) -> wire id
+        self.open: set[int] = set()  # wire ids of objects being encoded (a reference to one is a cycle)
+
+    def value(self, x: Any, depth: int) -> Any:
+        self.count(depth)
         t = type(x)
         if t is str or t is int or t is bool or x is None:
             return x
@@ -476,20 +489,13 @@ def kernel_to_json(kernel: Kernel) -> str:
 _PENDING = object()  # the slot of an object whose fields are still being decoded
 
 
-class _Decoder:
+class _Decoder(_Walk):
     def __init__(self) -> None:
+        super().__init__("the data has", "the data nests")
         self.objects: list[Any] = []
-        self.sizes: list[int] = []  # id -> values in the object's tree (for `MAX_EXPANDED`)
-        self.nodes = 0
-        self.expanded = 0
 
     def value(self, x: Any, depth: int) -> Any:
-        self.nodes += 1
-        self.expanded += 1
-        if self.nodes > MAX_NODES:
-            raise _Fail(f"the data has more than {MAX_NODES} values")
-        if depth > MAX_DEPTH:
-            raise _Fail(f"the data nests deeper than {MAX_DEPTH} levels")
+        self.count(depth)
         t = type(x)
         if t is str or t is int or t is bool or t is float or x is None:
             return x
