@@ -147,9 +147,18 @@ def _optimize_step(console: Console, budget: int = 3) -> bool:
     """Run the optimization loop on the naive GEMM for `budget` candidates with the embedded defaults (no GPU, no
     LLM: every candidate goes through the gate, and its time is the cost model's estimate); True when the run
     finished and its best kernel is faster than the start under the estimate."""
+    import importlib.util
     import tempfile
 
     from argus.agent.loop import Budget, StepEvent, optimize
+
+    if importlib.util.find_spec("torch") is None:  # the gate's references are PyTorch functions
+        console.print(
+            "skipped: the gate needs PyTorch, which is not installed here. Install it with the extra "
+            '`pip install -e ".[cuda,torch]"` (a CPU build), or your own CUDA build of PyTorch on a GPU machine',
+            markup=False,
+        )
+        return False
 
     def on_step(e: StepEvent) -> None:
         if e.kind == "gating" and e.step == 0:

@@ -7,10 +7,11 @@ import json
 import typer
 from typer.testing import CliRunner
 
+from argus.cli.output import OptionalValueCommand
 from argus.cli.verify_cmd import verify
 
 app = typer.Typer()
-app.command("verify")(verify)
+app.command("verify", cls=OptionalValueCommand)(verify)  # as argus.cli.main registers it: --json alone is stdout
 
 
 @app.callback()

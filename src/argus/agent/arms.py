@@ -243,10 +243,18 @@ def kernel_source(ref: KernelRef, generated: str | None = None) -> str:
     return header + body
 
 
-def task_for(fn: Any, params: Mapping[str, Any]) -> Any:
-    """The built-in task whose tensors (names, extents, dtypes) are this kernel's parameters."""
-    from argus.tasks.builtin import all_tasks
+def task_for(
+    fn: Any, params: Mapping[str, Any], *, sizes: Mapping[str, int] | None = None, reference: str | None = None
+) -> Any:
+    """The kernel's own task when it has a reference (``@argus.kernel(reference=...)`` or `reference`, a
+    ``FILE.py:function``; at `sizes` or the decorator's: `argus.tasks.user`), else the built-in task whose tensors
+    (names, extents, dtypes) are this kernel's parameters."""
+    from argus.tasks.builtin import all_tasks, get_task
+    from argus.tasks.user import user_task_name
 
+    if reference or getattr(fn, "reference", None) is not None:
+        spec = f"{fn.fn.__code__.co_filename}:{fn.name}"
+        return get_task(user_task_name(spec, reference=reference, sizes=sizes))
     kernel = fn.trace(**params)
     mine = sorted((t.name, tuple(str(s) for s in t.shape), t.dtype.name) for t in kernel.tensors)
     for task in all_tasks():
@@ -256,7 +264,8 @@ def task_for(fn: Any, params: Mapping[str, Any]) -> Any:
     raise AgentError(
         "AGENT_NO_TASK",
         f"no built-in task has the tensors of {kernel.name} ({', '.join(f'{n}{list(s)}:{d}' for n, s, d in mine)})",
-        "optimize a kernel whose parameters match a task of argus.tasks (argus bench lists them)",
+        "give the kernel a reference (@argus.kernel(reference=fn, sizes={...}) or --reference FILE.py:fn), or "
+        "optimize a kernel whose parameters match a built-in task (argus bench lists them)",
     )
 
 
@@ -274,6 +283,11 @@ def next_rung(ref: KernelRef) -> tuple[str, Any] | None:
             if i + 1 < len(steps):
                 return steps[i + 1].kernel, steps[i + 1]
     return None
+
+
+#: The retrieval prior of an arm that only the kernel's declared policies propose (no entry scored it): below
+#: every applicable entry's score, so knowledge goes first and the neighbourhood search fills in.
+DECLARED_PRIOR = 0.5
 
 
 def available_arms(
@@ -296,9 +310,11 @@ def available_arms(
     offers nothing), once, named by the best-scoring applicable one (a tie goes to the curated entry) with its
     score as the prior; when none of them applies to the kernel as it stands, by the curated entry (else the first
     skill) with prior 1.0. A policy action that two entries propose (the same policy and value: a mined pipelining
-    skill beside ``pipeline-stages``) is one arm, named by the better-scoring entry. Mined skills are ranked with
+    skill beside ``pipeline-stages``) is one arm, named by the better-scoring entry. For a kernel that is not a
+    library kernel, a policy it declares that no applicable entry searches is searched one step around its value
+    (`argus.kb.declared_actions`, entry ids ``declared:POLICY``, prior `DECLARED_PRIOR`). Mined skills are ranked with
     the problem sizes of the kernel's task's first benchmark shape (`argus.kb.retrieve(shape=...)`)."""
-    from argus.kb import actions, kernel_features, retrieve
+    from argus.kb import actions, declared_actions, kernel_features, retrieve
 
     fn = ref.load(allow_generated=allow_generated)
     pool = list(entries) if entries is not None else None
@@ -320,6 +336,13 @@ def available_arms(
                     arms.append(arm)
                 elif arm.prior > arms[proposed[key]].prior:
                     arms[proposed[key]] = arm
+    # a kernel of your own: every policy it declares that no applicable entry searches, one step from where it
+    # stands (the library's kernels are searched by the curated entries written for them)
+    searched = {policy for policy, _ in proposed}
+    for action in declared_actions(fn, ref.params) if ref.library is None else ():
+        if action.policy not in searched:
+            arms.append(Arm("policy", action.entry_id, action.policy, action.value, prior=DECLARED_PRIOR,
+                            title=f"the kernel's declared policy {action.policy}"))  # fmt: skip
     rung = next_rung(ref)
     moved: set[str] = set()
     if rung is not None:

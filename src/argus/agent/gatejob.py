@@ -4,6 +4,7 @@ plain data, gate it on its task, return the gate result as JSON.
 A generated candidate (a file the LLM coder wrote) is checked against the restriction here (its syntax tree only),
 then imported and traced only in a sandbox (`argus.eval.judge.gate_generated_kernel`): the worker judges the IR
 the sandbox sends back and never imports generated code, so one candidate cannot change the verdict on the next.
+A kernel of your own (``FILE.py:function``) is traced in a sandbox the same way (without the restriction check).
 The arms and transforms of a generated kernel (which trace it) run in a sandbox too (`arms_for`,
 `transform_params`). ``GateOptions(sandbox=False)`` restores the old in-worker import (for debugging only).
 """
@@ -27,11 +28,12 @@ def gate_candidate(
     kref = KernelRef.from_json(ref)
     gate_options = GateOptions.from_dict(options)
     source = None
-    if generated or kref.generated:
-        from argus.agent.restricted import require_restricted
-
+    if generated or kref.generated or kref.file is not None:  # an LLM's rewrite or a kernel of your own
         source = Path(str(kref.file)).read_text()
-        require_restricted(source)
+        if generated or kref.generated:
+            from argus.agent.restricted import require_restricted
+
+            require_restricted(source)
         if gate_options.sandbox:
             from argus.eval.judge import gate_generated_kernel
 
@@ -49,7 +51,8 @@ def gate_candidate(
 def _sandboxed(ref: dict[str, Any]) -> bool:
     from argus.agent.arms import KernelRef
 
-    return KernelRef.from_json(ref).generated
+    kref = KernelRef.from_json(ref)
+    return kref.generated or kref.file is not None  # code argus did not write is imported only in a sandbox
 
 
 def arms_for(ref: dict[str, Any], profile: Any, findings: Any, rewrites: bool, entries: Any = None) -> list[dict]:

@@ -106,6 +106,20 @@ class StepEvent:
     message: str | None = None
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `optimize`: the run is in the store, unfinished, and `--resume` continues it (gating again
+    only what was interrupted)."""
+
+    def __init__(self, run_id: str, store: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+        self.store = store
+
+    @property
+    def resume_command(self) -> str:
+        return f"argus optimize --resume {self.run_id} --store {self.store}"
+
+
 @dataclass
 class OptimizeResult:
     """A run's outcome. Times are estimates when `metric` is ``cost_model`` (no GPU), measurements when ``gpu``."""
@@ -359,6 +373,8 @@ def optimize(
     candidates_dir: str | Path | None = None,
     entries: Any = None,
     force: bool = False,
+    sizes: Mapping[str, int] | None = None,
+    reference: str | None = None,
 ) -> OptimizeResult:
     """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
     result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
@@ -369,7 +385,8 @@ def optimize(
     knowledge-base entries to plan from (`argus.kb.Entry` objects, e.g. curated + mined skills; default: the shipped
     ones) — retrieval, the arms and the transforms use only these (pass them again on resume). `force`: with
     `resume`, take over a run whose lease is held by a writer that is gone but cannot be checked (a process on
-    another machine)."""
+    another machine). `sizes` and `reference` (a ``FILE.py:function``) define the task of a kernel of your own
+    (`argus.tasks.user`), over the decorator's ``sizes=`` and ``reference=``."""
     from argus.agent.coder import make_coder
     from argus.agent.planner import PlanContext, make_planner
     from argus.eval.gate import GateOptions
@@ -385,6 +402,7 @@ def optimize(
         if on_step is not None:
             on_step(event)
 
+    start_task = None  # a new run's task (a resumed run keeps its candidates' own)
     if resume is not None:
         writer = db.open_run(resume, force=force)
         config = dict(writer.state.run.get("config") or {})
@@ -403,7 +421,7 @@ def optimize(
         planner_kind = planner if isinstance(planner, str) else getattr(planner, "name", "custom")
         coder_kind = coder if isinstance(coder, str) else getattr(coder, "name", "custom")
         start_ref = parse_target(target)
-        start_task = task_for(start_ref.load(), start_ref.params)
+        start_task = task_for(start_ref.load(), start_ref.params, sizes=sizes, reference=reference)
         # rewards compare candidates with the start kernel: no baselines are timed for every candidate
         options = gate_options or GateOptions(trials=5, baselines=())
         if options.cost_sizes is None and start_task.bench_sizes:
@@ -602,8 +620,7 @@ def optimize(
     try:
         if not nodes:  # a new run: gate the starting kernel
             ref = parse_target(str(target))
-            fn = ref.load()
-            task = task_for(fn, ref.params).name
+            task = start_task.name if start_task is not None else task_for(ref.load(), ref.params).name
             source = kernel_source(ref)
             fp = candidate_fingerprint(_identity(ref, source, False), ref.params)
             cid = writer.add_candidate(0, action=START.id, params=_node_params(START, ref, task, False, {}),
@@ -635,6 +652,22 @@ def optimize(
             base = next((n for n in ranked_nodes() if has_untried(n)), None)
             if base is None:
                 stop_reason = "no untried action left on any accepted kernel"
+                start_node = next((n for n in nodes.values() if n.arm.kind == "start"), None)
+                if (
+                    start_node is not None
+                    and start_node.arms == []
+                    and len(nodes) == 1
+                    and start_node.ref.library is None
+                ):
+                    declared = getattr(start_node.ref.load(allow_generated=False), "policy_params", {}) \
+                        if not start_node.generated else {}  # fmt: skip
+                    stop_reason = (
+                        f"nothing to try on {start_node.ref.name}: no knowledge-base entry's transform applies to "
+                        "it, and it declares "
+                        + (f"the policies {', '.join(declared)}, none of whose neighbouring values traces and fits"
+                           if declared else "no policy to search (name the parameters that carry them: "
+                           "@argus.kernel(policies={'tile_shape': ('BM', 'BN'), 'stages': 'STAGES'}))")
+                    )  # fmt: skip
                 break
             findings, lines = perf_findings(base.result or {})
             made = None
@@ -678,7 +711,8 @@ def optimize(
                 if fp in fingerprints:
                     continue  # the same kernel was gated already: plan again, on another arm
                 try:
-                    task = task_for(m.ref.load(), m.ref.params).name if not m.generated else base.task
+                    same = (m.ref.file, m.ref.function) == (base.ref.file, base.ref.function) and m.ref.file
+                    task = base.task if m.generated or same else task_for(m.ref.load(), m.ref.params).name
                 except AgentError:
                     task = base.task
                 extra.update(m.notes and {"notes": m.notes} or {})
@@ -692,11 +726,13 @@ def optimize(
                 step += 1
                 made = True
             # made is None: every arm of this kernel is tried; the next round plans on the next-best kernel
-    except BaseException:
+    except BaseException as e:
         gater.close()
         writer.release()
         if own_store:
             db.close()
+        if isinstance(e, KeyboardInterrupt) and not isinstance(e, RunInterrupted):
+            raise RunInterrupted(run_id, str(db.path)) from None
         raise
     gater.close()
     best = best_node()

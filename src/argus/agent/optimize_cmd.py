@@ -18,9 +18,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from argus.agent.providers.secrets import scrub_secrets
+from argus.cli.output import STDOUT, Column, emit_json, json_option, print_table
 
 
 def _fmt(value: Any, spec: str = ".4g", suffix: str = "") -> str:
@@ -32,20 +32,30 @@ def print_report(result: Any, console: Console) -> None:
     estimated = result.metric == "cost_model"
     unit = "est. ms" if estimated else "ms"
     caption = "est. ms: the static cost model's estimate (no GPU here), not a measurement" if estimated else None
-    table = Table(title=f"run {result.run_id}: {result.target}", caption=caption, show_lines=False)
-    for name in ("step", "action", "kernel", "verdict", "reward", unit, "speedup"):
-        table.add_column(name, justify="right" if name in ("step", "reward", unit, "speedup") else "left")
-    for row in result.trajectory:
-        table.add_row(
-            str(row["step"]),
-            str(row["action"]),
-            f"{row['kernel']} {json.dumps(row['params'], separators=(',', ':'))}" if row["params"] else row["kernel"],
-            str(row["status"]),
+    columns = [
+        Column("step", justify="right", min_width=4),
+        Column("action", identifier=True),
+        Column("kernel", identifier=True),
+        Column("params", optional=True),
+        Column("verdict", min_width=8),
+        Column("reward", justify="right", min_width=7, optional=True),
+        Column(unit, justify="right", min_width=7),
+        Column("speedup", justify="right", min_width=7),
+    ]
+    rows = [
+        [
+            row["step"],
+            row["action"],
+            row["kernel"],
+            json.dumps(row["params"], separators=(",", ":")) if row["params"] else "",
+            row["status"],
             _fmt(row["reward"], "+.3f"),
             _fmt(row["ms"], ".4g"),
             _fmt(row["speedup"], ".2f", "x"),
-        )
-    console.print(table)
+        ]
+        for row in result.trajectory
+    ]
+    print_table(columns, rows, title=f"run {result.run_id}: {result.target}", caption=caption, console=console)
     console.print(f"stopped: {result.stop_reason}", markup=False)
     best = result.best
     if best is None:
@@ -127,16 +137,27 @@ def optimize(
     ),
     store: str | None = typer.Option(None, "--store", help="the run store (default: $ARGUS_RUNS_DB)"),
     plot: str | None = typer.Option(None, "--plot", help="write a PNG of speedup against step"),
-    json_out: str | None = typer.Option(None, "--json", help="write the result as JSON"),
+    json_out: str | None = json_option(
+        '{"run_id", "store", "target", "metric", "start_ms", "best", "speedup", "trajectory", "stop_reason", '
+        '"status"} (alone: the progress and report go to stderr)'
+    ),
     seed: int = typer.Option(0, "--seed", help="the planner's seed"),
+    shape: str = typer.Option(
+        "", "--shape", help="your kernel's problem sizes, e.g. M=100,N=72 (default: its sizes= on @argus.kernel)"
+    ),
+    reference: str = typer.Option(
+        "", "--reference", help="FILE.py:function computing your kernel's outputs (default: its reference=)"
+    ),
     no_isolate: bool = typer.Option(False, "--no-isolate", help="gate library/transform candidates in this process"),
 ) -> None:
     """Optimize a kernel: plan, materialize, gate, reward, repeat until the budget; report the best kernel."""
-    from argus.agent.loop import Budget, StepEvent
+    from argus.agent.loop import Budget, RunInterrupted, StepEvent
     from argus.agent.loop import optimize as run_optimize
+    from argus.cli.errors import user_error
     from argus.diagnostics import ArgusError
+    from argus.kernels.registry import parse_shape
 
-    console = Console(soft_wrap=True)
+    console = Console(stderr=json_out == STDOUT, soft_wrap=True)  # --json alone: stdout holds the JSON only
     err = Console(stderr=True, soft_wrap=True)
     if target is None and resume is None:
         err.print("give a kernel (NAME or FILE.py:function) or --resume RUN")
@@ -157,8 +178,7 @@ def optimize(
 
             provider = make_provider(model=model) if model else make_provider()
     except ArgusError as e:
-        err.print(scrub_secrets(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else "")), markup=False)
-        raise typer.Exit(2) from None
+        user_error(e)
     given = budget is not None or wall_time is not None or max_tokens is not None or max_cost is not None
     if budget is None and resume is None:
         budget = 20
@@ -206,10 +226,20 @@ def optimize(
             seed=seed,
             on_step=on_step,
             isolate=not no_isolate,
+            sizes=parse_shape(shape) or None,
+            reference=reference or None,
         )
     except ArgusError as e:
-        err.print(scrub_secrets(f"[{e.code}] {e.message}" + (f"\n  hint: {e.hint}" if e.hint else "")), markup=False)
-        raise typer.Exit(2) from None
+        user_error(e)
+    except RunInterrupted as e:
+        while status:
+            status.pop().stop()
+        err.print(
+            f"interrupted: run {e.run_id} is saved in {e.store}; continue it with\n  {e.resume_command}",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(130) from None
     finally:
         while status:
             status.pop().stop()
@@ -223,5 +253,5 @@ def optimize(
         except ImportError:
             err.print('--plot needs Pillow: pip install "argus-kernels[viz]"')
     if json_out is not None:
-        Path(json_out).write_text(json.dumps(scrub_secrets(result.to_json()), indent=1, default=str))
+        emit_json(scrub_secrets(result.to_json()), json_out)
     raise typer.Exit(0 if result.status == "finished" else 1)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from argus.cli.errors import user_error
+from argus.cli.output import Column, print_table
 from argus.diagnostics import ArgusError
 
 out = Console(soft_wrap=True)
@@ -40,19 +41,14 @@ def compile_kernel_cli(
         resources = compiled.resources
         mix = compiled.instruction_mix()
     except ArgusError as e:
-        err.print(str(e), markup=False, highlight=False)
-        raise typer.Exit(2) from None
-    table = Table("kernel", "registers", "spill stores", "spill loads", "stack", "static smem", "dynamic smem")
-    table.add_row(
-        compiled.entry,
-        str(resources.registers),
-        str(resources.spill_stores),
-        str(resources.spill_loads),
-        str(resources.stack_frame),
-        str(resources.static_shared),
-        str(compiled.generated.shared_bytes),
-    )
-    out.print(table)
+        user_error(e)
+    columns = [Column("kernel", identifier=True)] + [
+        Column(h, justify="right", min_width=6)
+        for h in ("registers", "spill stores", "spill loads", "stack", "static smem", "dynamic smem")
+    ]
+    row = [compiled.entry, resources.registers, resources.spill_stores, resources.spill_loads, resources.stack_frame,
+           resources.static_shared, compiled.generated.shared_bytes]  # fmt: skip
+    print_table(columns, [row], console=out)
     key = [f"{op} {mix[op]}" for op in KEY_OPCODES if mix.get(op)]
     out.print("SASS: " + (", ".join(key) if key else "none of " + ", ".join(KEY_OPCODES)), markup=False)
     out.print(f"{sum(mix.values())} instructions, {len(mix)} distinct opcodes", markup=False)

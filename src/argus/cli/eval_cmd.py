@@ -1,18 +1,40 @@
 """`argus bench` and `argus kernelbench`: the gate and the benchmark harness from the command line (thin shells
-over `argus.eval.bench.run_bench` and `argus.tasks.kernelbench.run_kernelbench`)."""
+over `argus.eval.bench.run_bench` and `argus.tasks.kernelbench.run_kernelbench`).
+
+Tables follow `argus.cli.output`: kernel names and shapes are never cut; piped, the table is tab-separated. ``--json``
+and ``--markdown`` alone print that document to stdout (the human report then goes to stderr); with a FILE they write
+it there. The documents:
+
+* ``bench --json``: ``{"target", "task", "gpu", "timing", "rows", "baselines", "gates", "environment"}``, a row
+  per kernel and size (`argus.eval.bench.BenchRow`: ``kernel``, ``task``, ``sizes``, ``verdict``, ``correct``,
+  ``max_rel_norm``, ``time_ms``, ``tflops``, ``gbps``, ``fraction_of_ceiling``, ``ratios``, ``flags``, ...);
+* ``kernelbench --json``: ``{"level", "solutions", "summary", "rows", "csv", "store", "run_id"}``, a row per problem
+  (the CSV's columns);
+* ``--markdown``: the table(s) as GitHub markdown under a heading.
+"""
 
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from argus.cli.errors import user_error
+from argus.cli.output import (
+    STDOUT,
+    Column,
+    check_one_stdout,
+    emit_json,
+    emit_text,
+    json_option,
+    markdown_option,
+    markdown_table,
+    print_table,
+)
 from argus.diagnostics import ArgusError
 
 err = Console(stderr=True, soft_wrap=True)
@@ -75,7 +97,10 @@ def bench(
     shapes: str = typer.Option(
         "", "--shapes", help="problem sizes, ';' between shapes: 'M=4096,N=4096,K=4096;M=8192,N=8192,K=8192'"
     ),
-    json_file: str | None = typer.Option(None, "--json", help="write every result (all gate stages) as JSON"),
+    json_file: str | None = json_option(
+        'every result with all its gate stages: {"target", "task", "gpu", "timing", "rows", "baselines", "gates", '
+        '"environment"}'
+    ),
     plot_file: str | None = typer.Option(None, "--plot", help="bar chart of the ratios to the baselines (PNG)"),
     trials: int = typer.Option(6, "--trials", help="correctness trials per kernel and size"),
     reps: int = typer.Option(100, "--reps", help="timed repetitions (GPU); interleaved: rounds"),
@@ -86,19 +111,23 @@ def bench(
         "order rotating (the GPU clock drifts: ratios from separate timings move 5-10 %); sequential: baselines "
         "timed once per size on their own, before the kernels",
     ),
-    markdown_file: str | None = typer.Option(None, "--markdown", help="write the table as markdown"),
+    markdown_file: str | None = markdown_option("the table, headed by the target, device and timing method,"),
     timeout: float = typer.Option(900.0, "--timeout", help="time limit per kernel and size, in seconds"),
     isolate: bool = typer.Option(True, "--isolate/--no-isolate", help="run each kernel in a worker process"),
     store: str | None = typer.Option(None, "--store", help="SQLite file results are written to as they arrive"),
 ) -> None:
     """Library kernels through the gate against their baselines: time, TFLOP/s, % of ceiling, ratios.
 
-    Without a GPU, correctness runs on the CPU interpreter and timing is skipped (said in the table)."""
+    Without a GPU, correctness runs on the CPU interpreter and timing is skipped (said in the table).
+
+    Piped, the table is tab-separated. --json or --markdown alone: the document to stdout, the report to stderr."""
     from argus.eval.bench import parse_shapes, plot_ratios, ratio_cell, run_bench, size_label
     from argus.eval.gate import GateOptions
 
     if timing not in ("interleaved", "sequential"):
         raise typer.BadParameter(f"--timing is 'interleaved' or 'sequential', not {timing!r}")
+    check_one_stdout(json=json_file, markdown=markdown_file)
+    report_to = Console(stderr=STDOUT in (json_file, markdown_file), soft_wrap=True)  # stdout: the document alone
     try:
         shape_list = parse_shapes(shapes) if shapes.strip() else None
         names = [b.strip() for b in baselines.split(",") if b.strip()] or None
@@ -120,35 +149,38 @@ def bench(
                 on_progress=on_progress,
             )
     except ArgusError as e:
-        err.print(str(e), markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        user_error(e)
 
     base_names = list(dict.fromkeys(n for r in report.rows for n in r.ratios)) or (names or [])
     env = report.environment
     device = env.get("gpu", {}).get("name") if report.gpu else "CPU (no CUDA GPU)"
-    table = Table(title=f"argus bench {report.target} — task {report.task} on {device}, torch {env.get('torch')}")
-    timed_cols = ("time (ms)", "TFLOP/s", "GB/s", "% ceiling") if report.gpu else ("timing",)
-    for col in ("kernel", "shape", "verdict", "rel. error", *timed_cols):
-        table.add_column(col, justify="left" if col in ("kernel", "shape", "verdict", "timing") else "right")
-    for b in base_names if report.gpu else []:
-        table.add_column(
-            f"x {b}" + (" [q1, q3]" if report.timing.get("method") == "interleaved" else ""), justify="right"
-        )
+    title = f"argus bench {report.target} — task {report.task} on {device}, torch {env.get('torch')}"
+    columns = [Column("kernel", identifier=True), Column("shape", identifier=True), Column("verdict"),
+               Column("rel. error", justify="right")]  # fmt: skip
+    if report.gpu:  # GB/s and % ceiling last: left out first on a narrow terminal
+        quartiles = " [q1, q3]" if report.timing.get("method") == "interleaved" else ""
+        columns += [Column(c, justify="right") for c in ("time (ms)", "TFLOP/s")]
+        columns += [Column(f"x {b}{quartiles}", justify="right") for b in base_names]
+        columns += [Column(c, justify="right", optional=True) for c in ("GB/s", "% ceiling")]
+    else:
+        columns.append(Column("timing", min_width=24))
+    rows = []
     for r in report.rows:
         verdict = r.verdict if not r.flags else f"{r.verdict} ({', '.join(r.flags)})"
         cells = [r.kernel, size_label(r.sizes), verdict, _fmt(r.max_rel_norm, ".1e")]
         if report.gpu:
             ceiling = r.fraction_of_ceiling * 100 if r.fraction_of_ceiling is not None else None
-            cells += [_fmt(r.time_ms), _fmt(r.tflops, ".1f"), _fmt(r.gbps, ".0f"), _fmt(ceiling, ".0f", "%")]
-            cells += [ratio_cell(r, b) for b in base_names]
+            cells += [_fmt(r.time_ms), _fmt(r.tflops, ".1f"), *[ratio_cell(r, b) for b in base_names]]
+            cells += [_fmt(r.gbps, ".0f"), _fmt(ceiling, ".0f", "%")]
         else:
             cells.append(f"skipped: {r.timing_skipped}" if r.timing_skipped else "—")
-        table.add_row(*cells)
-    out.print(table)
-    out.print(report.timing_line(), markup=False, highlight=False)
+        rows.append(cells)
+    report_to.print(title, markup=False, highlight=False)
+    print_table(columns, rows, console=report_to)
+    report_to.print(report.timing_line(), markup=False, highlight=False)
     for label, b in report.baselines.items():
         if "error" in b:
-            out.print(f"baselines at {label}: {b['error']}")
+            report_to.print(f"baselines at {label}: {b['error']}", markup=False, highlight=False)
             continue
         parts = []
         for name, check in b.get("checks", {}).items():
@@ -172,28 +204,26 @@ def bench(
                 shown = f"{row_ms[0]:.4g}" if min(row_ms) == max(row_ms) else f"{min(row_ms):.4g}–{max(row_ms):.4g}"
                 state += f", {shown} ms (timed with each kernel)"
             parts.append(f"{name}: {state}")
-        out.print(f"baselines at {label}: " + "; ".join(parts))
+        report_to.print(f"baselines at {label}: " + "; ".join(parts), markup=False, highlight=False)
     for r in report.rows:
         if not r.correct:
-            out.print(f"{r.kernel} [{size_label(r.sizes)}]: {r.summary}", markup=False, highlight=False)
+            report_to.print(f"{r.kernel} [{size_label(r.sizes)}]: {r.summary}", markup=False, highlight=False)
     if not report.gpu:
-        out.print("timing skipped: no CUDA GPU here (correctness ran on the CPU interpreter)")
-    if json_file is not None:
-        Path(json_file).write_text(json.dumps(report.to_json(), indent=2))
-        out.print(f"wrote {json_file}")
-    if markdown_file is not None:
-        Path(markdown_file).write_text(report.to_markdown())
-        out.print(f"wrote {markdown_file}")
+        report_to.print("timing skipped: no CUDA GPU here (correctness ran on the CPU interpreter)", highlight=False)
+    if json_file is not None and (written := emit_json(report.to_json(), json_file)) is not None:
+        report_to.print(f"wrote {written}", markup=False, highlight=False)
+    if markdown_file is not None and (written := emit_text(report.to_markdown(), markdown_file)) is not None:
+        report_to.print(f"wrote {written}", markup=False, highlight=False)
     if plot_file is not None:
         try:
-            written = plot_ratios(report, plot_file)
+            plotted = plot_ratios(report, plot_file)
         except ImportError:
             err.print("--plot needs Pillow: pip install 'argus-kernels[viz]'")
             raise typer.Exit(2) from None
-        if written:
-            out.print(f"wrote {plot_file}")
+        if plotted:
+            report_to.print(f"wrote {plot_file}", markup=False, highlight=False)
         else:
-            out.print(f"no ratios to plot (timing skipped): {plot_file} not written")
+            report_to.print(f"no ratios to plot (timing skipped): {plot_file} not written", markup=False)
     raise typer.Exit(0 if all(r.correct for r in report.rows) else 1)
 
 
@@ -219,13 +249,21 @@ def kernelbench(
     baselines: str = typer.Option(
         "eager,compile", "--baselines", help="baselines timed beside each solution (eager, compile; '' for none)"
     ),
+    json_file: str | None = json_option(
+        '{"level", "solutions", "summary", "rows", "csv", "store", "run_id"}, a row per problem (the CSV\'s columns)'
+    ),
+    markdown_file: str | None = markdown_option("the summary and a table of the problems"),
 ) -> None:
     """Evaluate KernelBench solutions: correctness with argus's defences, speedup vs eager and torch.compile,
-    fast_p, geometric mean and median; writes a CSV. Exits 1 when the harness could not decide a problem."""
+    fast_p, geometric mean and median; writes a CSV. Exits 1 when the harness could not decide a problem.
+
+    Piped, the table is tab-separated. --json or --markdown alone: the document to stdout, the report to stderr."""
     from argus.eval.device import has_gpu
     from argus.eval.gate import GateOptions
     from argus.tasks.kernelbench import default_kernelbench_dir, discover, run_kernelbench
 
+    check_one_stdout(json=json_file, markdown=markdown_file)
+    report_to = Console(stderr=STDOUT in (json_file, markdown_file), soft_wrap=True)  # stdout: the document alone
     root = Path(problems_dir) if problems_dir else default_kernelbench_dir()
     try:
         ids = [int(x) for x in only.split(",") if x.strip()] or None
@@ -272,29 +310,43 @@ def kernelbench(
                 on_row=on_row,
             )
     except ArgusError as e:
-        err.print(str(e), markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        user_error(e)
 
     s = report.summary
-    table = Table(title=f"KernelBench level {level}: {solutions_dir} — {s['correct']}/{s['problems']} correct")
-    table.add_column("baseline")
-    for col in ("fast_0", "fast_1", "fast_1.5", "fast_2", "geomean", "median", "timed"):
-        table.add_column(col, justify="right")
-    for baseline in ("eager", "compile"):
-        e = s[baseline]
-        table.add_row(
-            baseline,
-            *[_fmt(e[k], ".2f") for k in ("fast_0", "fast_1", "fast_1.5", "fast_2")],
-            _fmt(e["geomean"], ".3f", "x"),
-            _fmt(e["median"], ".3f", "x"),
-            str(e["timed"]),
-        )
-    out.print(table)
+    title = f"KernelBench level {level}: {solutions_dir} — {s['correct']}/{s['problems']} correct"
+    columns = [Column("baseline", identifier=True)]
+    columns += [Column(c, justify="right") for c in ("fast_0", "fast_1", "fast_1.5", "fast_2", "geomean", "median")]
+    columns.append(Column("timed", justify="right"))
+    rows = [
+        [baseline, *[_fmt(s[baseline][k], ".2f") for k in ("fast_0", "fast_1", "fast_1.5", "fast_2")],
+         _fmt(s[baseline]["geomean"], ".3f", "x"), _fmt(s[baseline]["median"], ".3f", "x"), str(s[baseline]["timed"])]
+        for baseline in ("eager", "compile")
+    ]  # fmt: skip
+    report_to.print(title, markup=False, highlight=False)
+    print_table(columns, rows, console=report_to)
     for r in report.rows:
         if not r.correct:
-            out.print(f"  {r.problem_id}_{r.name}: {r.verdict} [{r.code}] {r.reason}", markup=False, highlight=False)
+            report_to.print(f"  {r.problem_id}_{r.name}: {r.verdict} [{r.code}] {r.reason}", markup=False)
     if s["timed"] == 0:
-        out.print("timing skipped: no CUDA GPU here; fast_p for p > 0 and speedups need a GPU")
-    out.print(f"wrote {report.csv_path}" + (f" and {report.store_path}" if report.store_path else ""))
+        report_to.print("timing skipped: no CUDA GPU here; fast_p for p > 0 and speedups need a GPU", highlight=False)
+    wrote = [str(report.csv_path)] + ([str(report.store_path)] if report.store_path else [])
+    if json_file is not None:
+        doc = {"level": level, "solutions": solutions_dir, "summary": s, "rows": [r.to_json() for r in report.rows],
+               "csv": wrote[0], "store": str(report.store_path) if report.store_path else None,
+               "run_id": report.run_id}  # fmt: skip
+        if (written := emit_json(doc, json_file)) is not None:
+            wrote.append(str(written))
+    if markdown_file is not None:
+        problems = [Column("problem", identifier=True), Column("verdict"), Column("code"),
+                    Column("x eager", justify="right"), Column("x compile", justify="right")]  # fmt: skip
+        problem_rows = [
+            [f"{r.problem_id}_{r.name}", r.verdict, r.code or "—", _fmt(r.speedup_eager, ".3f", "x"),
+             _fmt(r.speedup_compile, ".3f", "x")]
+            for r in report.rows
+        ]  # fmt: skip
+        text = f"### {title}\n\n" + markdown_table(columns, rows) + "\n" + markdown_table(problems, problem_rows)
+        if (written := emit_text(text, markdown_file)) is not None:
+            wrote.append(str(written))
+    report_to.print(f"wrote {', '.join(wrote)}", markup=False, highlight=False)
     # a harness error (not a rejected candidate) is a failure of the run
     raise typer.Exit(1 if any(r.verdict == "error" for r in report.rows) else 0)

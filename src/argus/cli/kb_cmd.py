@@ -1,4 +1,15 @@
-"""`argus kb list | show ID | search WORDS | match KERNEL`: the knowledge base from the command line."""
+"""`argus kb list | show ID | search WORDS | features KERNEL | match KERNEL`: the knowledge base from the command line.
+
+Tables follow `argus.cli.output` (ids never cut; piped: tab-separated). ``--json`` alone prints a document to stdout,
+``--json FILE`` writes it to FILE. The documents:
+
+* ``list``, ``search``: a list of ``{"id", "category", "title", "transform"}`` (transform: the policy the entry's
+  transform sets, or null);
+* ``show``: the entry as its YAML file holds it (`argus.kb.schema` ``to_dict``);
+* ``features``: ``{feature name: value}``;
+* ``match``: a list of ``{"rank", "id", "score", "applicable", "transform", "reasons"}`` (transform: ``"ready"``
+  when a transform can be applied now, else the policy or null; reasons: the ranking's explanations).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +17,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from argus.cli.errors import user_error
+from argus.cli.output import STDOUT, Column, OptionalValueCommand, emit_json, json_option, print_table
 from argus.diagnostics import ArgusError
 
 app = typer.Typer(help="The knowledge base of optimization techniques.", no_args_is_help=True)
@@ -15,21 +27,37 @@ err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
 
+_ENTRY_LIST = 'a list of {"id", "category", "title", "transform"} (transform: the policy it sets, or null)'
+
+
 def _transform_text(entry) -> str:
     t = entry.transform
     return f"{t.policy}" if t.kind == "policy" else "-"
 
 
-def _table(found) -> Table:
-    table = Table("id", "category", "title", "transform")
-    for e in found:
-        table.add_row(e.id, e.category, e.title, _transform_text(e))
-    return table
+def _entry_json(entry) -> dict:
+    return {"id": entry.id, "category": entry.category, "title": entry.title,
+            "transform": entry.transform.policy if entry.transform.kind == "policy" else None}  # fmt: skip
 
 
-@app.command("list")
+def _print_entries(found, json_file: str | None) -> None:
+    """The entries as a table (or, ``--json``, a document), and how many there are (to stderr when piped)."""
+    doc = [_entry_json(e) for e in found]
+    if json_file == STDOUT:
+        emit_json(doc, json_file)
+        return
+    columns = [Column("id", identifier=True), Column("category", identifier=True), Column("title"),
+               Column("transform", identifier=True, optional=True)]  # fmt: skip
+    form = print_table(columns, [(e.id, e.category, e.title, _transform_text(e)) for e in found])
+    (err if form == "tsv" else out).print(f"{len(found)} entries", markup=False, highlight=False)
+    if json_file is not None:
+        err.print(f"wrote {emit_json(doc, json_file)}", markup=False, highlight=False)
+
+
+@app.command("list", cls=OptionalValueCommand)
 def list_entries(
     category: str = typer.Option("", "--category", help="only entries of this category"),
+    json_file: str | None = json_option(_ENTRY_LIST),
 ) -> None:
     """Every entry: id, category, title, and the policy its transform sets (- when none)."""
     from argus.kb import CATEGORIES, entries
@@ -37,19 +65,17 @@ def list_entries(
     try:
         found = [e for e in entries() if not category or e.category == category]
     except ArgusError as e:
-        err.print(str(e), markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        user_error(e)
     if category and category not in CATEGORIES:
         err.print(f"no category {category!r}; one of: {', '.join(CATEGORIES)}", markup=False, highlight=False)
         raise typer.Exit(2)
-    out.print(_table(found))
-    out.print(f"{len(found)} entries", markup=False, highlight=False)
+    _print_entries(found, json_file)
 
 
-@app.command("show")
+@app.command("show", cls=OptionalValueCommand)
 def show(
     entry_id: str = typer.Argument(..., metavar="ID", help="an entry id (argus kb list)"),
-    as_json: bool = typer.Option(False, "--json", help="print the entry as JSON"),
+    json_file: str | None = json_option("the entry as its YAML file holds it"),
 ) -> None:
     """One entry in full: intent, locus, preconditions, signals, effect, risks, transform, example."""
     from argus.kb import get_entry
@@ -57,13 +83,12 @@ def show(
     try:
         e = get_entry(entry_id)
     except ArgusError as x:
-        err.print(str(x), markup=False, highlight=False)
-        raise typer.Exit(2) from None
-    if as_json:
-        import json
-
-        out.print(json.dumps(e.to_dict(), indent=2), markup=False, highlight=False)
-        return
+        user_error(x)
+    if json_file is not None:
+        written = emit_json(e.to_dict(), json_file)
+        if written is None:
+            return
+        err.print(f"wrote {written}", markup=False, highlight=False)
     p = lambda text="": out.print(text, markup=False, highlight=False)  # noqa: E731
     p(f"{e.id} -- {e.title}")
     p(f"category: {e.category}    file: {e.file}")
@@ -72,22 +97,20 @@ def show(
     p()
     p(f"where: {e.locus.description} (locus op={e.locus.op})")
     if e.preconditions:
-        pre = Table("category", "precondition", "reason", title="preconditions")
-        for c in e.preconditions:
-            pre.add_row(c.category or "", c.text(), c.reason)
-        out.print(pre)
+        p("preconditions:")
+        columns = [Column("category"), Column("precondition"), Column("reason")]
+        print_table(columns, [(c.category or "", c.text(), c.reason) for c in e.preconditions])
     if e.signals:
-        sig = Table("signal", "weight", "reason", title="signals")
-        for s in e.signals:
-            sig.add_row(s.text(), f"{s.weight:g}" + (" x log2" if s.scale else ""), s.reason)
-        out.print(sig)
+        p("signals:")
+        columns = [Column("signal"), Column("weight", justify="right"), Column("reason")]
+        rows = [(s.text(), f"{s.weight:g}" + (" x log2" if s.scale else ""), s.reason) for s in e.signals]
+        print_table(columns, rows)
     p(f"effect: improves {', '.join(e.effect.improves)}; {e.effect.magnitude}")
     p(f"  when: {e.effect.when} (relieves the {e.effect.bound} bound)")
-    risks = Table("risk", "caught by", title="risks")
-    for r in e.risks:
-        text = r.risk + (f"\n(invariant: {r.invariant})" if r.invariant else "")
-        risks.add_row(text, ", ".join([*r.codes, *r.caught_by]))
-    out.print(risks)
+    p("risks:")
+    rows = [(r.risk + (f" (invariant: {r.invariant})" if r.invariant else ""), ", ".join([*r.codes, *r.caught_by]))
+            for r in e.risks]  # fmt: skip
+    print_table([Column("risk"), Column("caught by")], rows)
     if e.transform.kind == "policy":
         p(f"transform: policy {e.transform.policy}, candidates {list(e.transform.candidates)}")
     else:
@@ -103,24 +126,35 @@ def show(
     p(f"provenance: {e.provenance.source}; " + "; ".join(e.provenance.references))
 
 
-@app.command("search")
-def search_entries(words: Annotated[list[str], typer.Argument(metavar="WORDS", help="words to look for")]) -> None:
-    """Entries whose id, title, keywords, category or intent contain every word."""
+@app.command("search", cls=OptionalValueCommand)
+def search_entries(
+    words: Annotated[list[str], typer.Argument(metavar="WORDS", help="words to look for")],
+    json_file: str | None = json_option(_ENTRY_LIST),
+) -> None:
+    """Entries whose id, title, keywords, category or intent contain every word; exit 1 when none does."""
     from argus.kb import search
 
     found = search(" ".join(words))
     if not found:
-        out.print(f"no entry matches {' '.join(words)!r}", markup=False, highlight=False)
+        if json_file is not None:
+            emit_json([], json_file)
+        (err if json_file == STDOUT else out).print(
+            f"no entry matches {' '.join(words)!r}", markup=False, highlight=False
+        )
         raise typer.Exit(1)
-    out.print(_table(found))
+    _print_entries(found, json_file)
 
 
-@app.command("match")
+@app.command("match", cls=OptionalValueCommand)
 def match(
     name: str = typer.Argument(..., help="a library kernel, or FILE.py:NAME"),
     k: int = typer.Option(10, "--k", help="how many entries to show"),
     verify_first: bool = typer.Option(True, "--verify/--no-verify", help="feed the verifier's warnings in"),
     all_entries: bool = typer.Option(False, "--all", help="also list entries that do not apply, with why"),
+    json_file: str | None = json_option(
+        'a list of {"rank", "id", "score", "applicable", "transform", "reasons"} (transform: "ready", the policy, '
+        "or null)"
+    ),
 ) -> None:
     """Rank the entries for a kernel by its features (and the verifier's warnings)."""
     from argus.kb import kernel_features, retrieve
@@ -136,23 +170,37 @@ def match(
             findings = verify_kernel(features.kernel)
         matches = retrieve(features, findings=findings, k=None if all_entries else k, include_inapplicable=all_entries)
     except ArgusError as x:
-        err.print(str(x), markup=False, highlight=False)
-        raise typer.Exit(2) from None
-    table = Table("rank", "id", "score", "applies", "transform", "why")
+        user_error(x)
+    doc, rows = [], []
     for i, m in enumerate(matches, 1):
         transform = "ready" if m.transform_ready else _transform_text(m.entry)
         if m.applicable:
             why = next((r for r in m.reasons if r.startswith(("signal", "the kernel is"))), m.reasons[0])
         else:
             why = next((r for r in m.reasons if r.startswith(("fails", "no place"))), m.reasons[0])
-        table.add_row(str(i), m.entry.id, f"{m.score:.2f}", "yes" if m.applicable else "no", transform, why)
-    out.print(table)
+        rows.append((str(i), m.entry.id, f"{m.score:.2f}", "yes" if m.applicable else "no", transform, why))
+        doc.append({"rank": i, "id": m.entry.id, "score": m.score, "applicable": m.applicable,
+                    "transform": None if transform == "-" else transform, "reasons": list(m.reasons)})  # fmt: skip
+    if json_file == STDOUT:
+        emit_json(doc, json_file)
+        return
+    columns = [
+        Column("rank", justify="right"),
+        Column("id", identifier=True),
+        Column("score", justify="right"),
+        Column("applies"),
+        Column("transform", identifier=True, optional=True),
+        Column("why", min_width=24),
+    ]
+    print_table(columns, rows)
+    if json_file is not None:
+        err.print(f"wrote {emit_json(doc, json_file)}", markup=False, highlight=False)
 
 
-@app.command("features")
+@app.command("features", cls=OptionalValueCommand)
 def features_cmd(
     name: str = typer.Argument(..., help="a library kernel, or FILE.py:NAME"),
-    as_json: bool = typer.Option(False, "--json", help="print the features as JSON"),
+    json_file: str | None = json_option("{feature name: value}"),
 ) -> None:
     """The features a kernel has: what entry preconditions and signals test."""
     from argus.kb import FEATURES, kernel_features
@@ -161,15 +209,12 @@ def features_cmd(
     try:
         features = kernel_features(load(name))
     except ArgusError as x:
-        err.print(str(x), markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        user_error(x)
     data = features.to_json()
-    if as_json:
-        import json
-
-        out.print(json.dumps(data, indent=2), markup=False, highlight=False)
+    if json_file == STDOUT:
+        emit_json(data, json_file)
         return
-    table = Table("feature", "value", "meaning")
-    for key, value in data.items():
-        table.add_row(key, str(value), FEATURES[key].description)
-    out.print(table)
+    columns = [Column("feature", identifier=True), Column("value"), Column("meaning")]
+    print_table(columns, [(key, str(value), FEATURES[key].description) for key, value in data.items()])
+    if json_file is not None:
+        err.print(f"wrote {emit_json(data, json_file)}", markup=False, highlight=False)

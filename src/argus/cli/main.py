@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import typer
+from typer.core import TyperGroup
 
 from argus._version import __version__
 from argus.agent import optimize_cmd, runs_cmd
+from argus.agent.providers.secrets import scrub_secrets
 from argus.cli import compile_cmd, eval_cmd, kb_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
+from argus.cli.errors import debugging, user_error
+from argus.cli.output import OptionalValueCommand
+from argus.diagnostics import ArgusError
 from argus.lineage import cli as lineage_cli
+
+
+class ArgusGroup(TyperGroup):
+    """The top-level command: a user error (`ArgusError`) raised by any subcommand is reported as its code, message
+    and hint, exit status 2 (`argus.cli.errors.user_error`), however the command is invoked (tests call the app
+    without `main`)."""
+
+    def invoke(self, ctx: typer.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except ArgusError as e:
+            user_error(e)
+
 
 app = typer.Typer(
     name="argus",
+    cls=ArgusGroup,
     help="argus: verified, agent-driven GPU kernel optimization for NVIDIA Hopper.",
     no_args_is_help=True,
     add_completion=False,
@@ -25,11 +44,11 @@ app.add_typer(lineage_cli.skills_app, name="skills")
 app.command("interpret")(kernels_cmd.interpret)
 app.command("ir")(kernels_cmd.ir)
 app.command("compile")(compile_cmd.compile_kernel_cli)
-app.command("verify")(verify_cmd.verify)
-app.command("bench")(eval_cmd.bench)
-app.command("kernelbench")(eval_cmd.kernelbench)
+app.command("verify", cls=OptionalValueCommand)(verify_cmd.verify)  # --json alone: stdout (argus.cli.output)
+app.command("bench", cls=OptionalValueCommand)(eval_cmd.bench)
+app.command("kernelbench", cls=OptionalValueCommand)(eval_cmd.kernelbench)
 app.command("tour")(tour_cmd.tour)
-app.command("optimize")(optimize_cmd.optimize)
+app.command("optimize", cls=OptionalValueCommand)(optimize_cmd.optimize)
 
 
 def _version(value: bool) -> None:
@@ -43,9 +62,41 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    debug: bool = typer.Option(
+        False, "--debug", help="Show the Python traceback of an error (also anywhere on the line, or ARGUS_DEBUG=1)."
+    ),
 ) -> None:
     """argus: verified, agent-driven GPU kernel optimization for NVIDIA Hopper."""
 
 
 def main() -> None:
-    app()
+    """Run the command. A user error (any `ArgusError`: a code, a message, a hint) is printed without a traceback
+    and exits 2; an unexpected exception says it is argus's bug and exits 3; Ctrl-C exits 130. ``--debug``
+    anywhere on the command line (or ``ARGUS_DEBUG=1``) shows the traceback instead."""
+    import os
+    import sys
+
+    if "--debug" in sys.argv[1:]:
+        sys.argv = [a for a in sys.argv if a != "--debug"]
+        os.environ["ARGUS_DEBUG"] = "1"
+    debug = debugging()
+    try:
+        app()
+    except ArgusError as e:
+        if debug:
+            raise
+        sys.stderr.write(scrub_secrets(str(e)) + "\n")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except Exception as e:
+        if debug:
+            raise
+        sys.stderr.write(
+            f"internal error: {type(e).__name__}: {e}\n"
+            "  this is a bug in argus, not in your input: rerun with --debug for the traceback, and report it\n"
+        )
+        sys.exit(3)

@@ -1,4 +1,8 @@
-"""`argus verify NAME|FILE.py:function [--json] [--shape ...]`: run the verifier on a kernel.
+"""`argus verify NAME|FILE.py:function [--json [FILE]] [--shape ...]`: run the verifier on a kernel.
+
+``--json`` alone prints the result as JSON instead of the text report; ``--json FILE`` writes it to FILE and
+prints the report (`argus.cli.output`). The document: ``{"kernel", "params", "verdict", "seconds", "findings",
+"checks"}`` (`argus.verify.report.Result.to_json`).
 
 Exit status: 0 when everything is verified (warnings allowed), 1 on a violation, 2 when something
 could not be decided (or the kernel could not be loaded or traced).
@@ -6,11 +10,11 @@ could not be decided (or the kernel could not be loaded or traced).
 
 from __future__ import annotations
 
-import json as jsonlib
-
 import typer
 from rich.console import Console
 
+from argus.cli.errors import user_error
+from argus.cli.output import STDOUT, emit_json, json_option
 from argus.diagnostics import ArgusError
 
 err = Console(stderr=True, soft_wrap=True)
@@ -21,7 +25,9 @@ EXIT = {"verified": 0, "violated": 1, "unknown": 2}
 
 def verify(
     name: str = typer.Argument(..., help="a library kernel, or FILE.py:NAME naming an @argus.kernel or LibraryKernel"),
-    json: bool = typer.Option(False, "--json", help="print the result as JSON (for programs and the agent)"),
+    json_file: str | None = json_option(
+        '{"kernel", "params", "verdict", "seconds", "findings", "checks"} (for programs and the agent)'
+    ),
     shape: str = typer.Option("", "--shape", help="pin problem sizes, e.g. K=256 (default: every size allowed)"),
 ) -> None:
     """Prove the kernel's data-flow invariants and built-in checks; exit 0 verified, 1 violated, 2 unknown."""
@@ -35,10 +41,10 @@ def verify(
             raise typer.BadParameter(f"{name} is neither a library kernel nor an @argus.kernel")
         result = run_verifier(entry, shapes=pinned)
     except ArgusError as e:
-        err.print(str(e), markup=False, highlight=False)
-        raise typer.Exit(2) from None
-    if json:
-        out.print(jsonlib.dumps(result.to_json(), indent=2), markup=False, highlight=False)
-    else:
+        user_error(e)
+    written = emit_json(result.to_json(), json_file) if json_file is not None else None
+    if json_file != STDOUT:
         out.print(result.render_text(tables=True), markup=False, highlight=False)
+    if written is not None:
+        err.print(f"wrote {written}", markup=False, highlight=False)
     raise typer.Exit(EXIT[result.verdict.value])

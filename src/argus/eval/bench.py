@@ -165,10 +165,11 @@ def resolve_target(name: str) -> tuple[Any, list[str]]:
     """(task, library kernel names) for a task name or a library kernel name."""
     from argus.tasks.base import TaskError
     from argus.tasks.builtin import get_task, task_of_kernel
+    from argus.tasks.user import is_user_task
 
     try:
         task = get_task(name)
-        return task, list(task.kernels)
+        return task, [name] if is_user_task(name) else list(task.kernels)
     except TaskError as first:
         try:
             return task_of_kernel(name), [name]
@@ -216,14 +217,32 @@ def row_from_gate(gate: GateResult) -> BenchRow:
 def gate_library_kernel_job(
     task: str, kernel: str, sizes: dict[str, int], options: dict[str, Any], baselines: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """Worker job: the gate for library kernel `kernel` on built-in task `task`; returns the `GateResult` JSON."""
+    """Worker job: the gate for library kernel `kernel` on built-in task `task`; returns the `GateResult` JSON.
+    A kernel of your own (``FILE.py:NAME``, on its own task) is traced in a sandbox, like any code argus did not
+    write (`argus.eval.judge.gate_generated_kernel`)."""
     from argus.eval.candidates import library_candidate
     from argus.eval.gate import GateOptions, gate_kernel
     from argus.tasks.builtin import get_task
+    from argus.tasks.user import is_user_task
 
-    result = gate_kernel(
-        get_task(task), library_candidate(kernel), sizes, GateOptions.from_dict(options), baselines=baselines
-    )
+    gate_options = GateOptions.from_dict(options)
+    if is_user_task(kernel):
+        from pathlib import Path
+
+        from argus.eval.judge import gate_generated_kernel
+
+        path, function = kernel.split("[", 1)[0].rsplit(":", 1)
+        if gate_options.sandbox:
+            result = gate_generated_kernel(get_task(task), kernel, path, function, {}, Path(path).read_text(),
+                                           gate_options, sizes=sizes, baselines=baselines)  # fmt: skip
+            return result.to_json()
+        from argus.eval.candidates import KernelCandidate
+        from argus.kernels.registry import load
+
+        fn = load(f"{path}:{function}")
+        result = gate_kernel(get_task(task), KernelCandidate(kernel, fn, {}), sizes, gate_options, baselines=baselines)
+        return result.to_json()
+    result = gate_kernel(get_task(task), library_candidate(kernel), sizes, gate_options, baselines=baselines)
     return result.to_json()
 
 

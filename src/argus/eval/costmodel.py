@@ -9,7 +9,8 @@ What it counts, per block, by walking the IR with the trip count of every loop (
 
 * **FLOPs by instruction kind** — each `Gemm` is ``2 * BM * BN * BK`` FLOPs on the unit its atom names:
   ``wgmma`` (dense bf16 tensor-core peak), ``mma.sync`` (about half of it on Hopper), or the per-thread FMA atom
-  (CUDA-core f32 FMAs); `Map`/`Reduce` elements count one FLOP each on the CUDA cores (``exp``/``exp2``: four).
+  (CUDA-core f32 FMAs); `Map`/`Reduce` elements count one FLOP each on the CUDA cores (``exp``, ``tanh``
+  and the other special functions of `_HEAVY_MAP_OPS`: four).
 * **Global bytes with tile reuse** — a copy from or to global memory moves its tile's bytes once per execution
   (a block reads each tile once, whatever the threads do with it; what the L1 catches of replicated
   per-thread loads is assumed caught), multiplied by the verifier's ``PERF_UNCOALESCED`` degree for that copy
@@ -340,7 +341,7 @@ def _count(kernel: Any, env: dict[Any, int], findings: Any) -> _Counts:
                 if s.b.space == Space.SHARED:
                     counts.smem_bytes += mult * _bytes(s.b) * max(1, min(warpgroups, bm // 64))
             elif isinstance(s, Map):
-                heavy = str(s.op.value if hasattr(s.op, "value") else s.op) in ("exp", "exp2", "log", "rsqrt", "sqrt")
+                heavy = str(s.op.value if hasattr(s.op, "value") else s.op) in _HEAVY_MAP_OPS
                 counts.flops["fma"] += mult * math.prod(s.dst.shape) * (4 if heavy else 1) / 2
             elif isinstance(s, Reduce):
                 counts.flops["fma"] += mult * math.prod(s.src.shape) / 2
@@ -349,6 +350,12 @@ def _count(kernel: Any, env: dict[Any, int], findings: Any) -> _Counts:
     if counts.async_copies and counts.stages == 1:
         counts.stages = int(kernel.policies.stages or 2)
     return counts
+
+
+#: Elementwise operations that run on the special function units or as libdevice sequences (four FLOPs an element).
+_HEAVY_MAP_OPS = frozenset(
+    {"exp", "exp2", "log", "log2", "log1p", "expm1", "rsqrt", "sqrt", "tanh", "erf", "pow", "sigmoid", "sin", "cos"}
+)
 
 
 def _walk(stmts: Any):

@@ -469,11 +469,15 @@ def gate_generated_kernel(
     params: dict[str, Any],
     source: str,
     options: Any,
+    *,
+    sizes: dict[str, int] | None = None,
+    baselines: dict[str, Any] | None = None,
 ) -> GateResult:
-    """Gate a kernel file nobody vouches for (an LLM's rewrite): its ``@argus.kernel`` `function` is imported and
-    traced with `params` in a sandbox, which sends back the IR as plain data (`argus.ir.serialize`); every stage
-    (compile, verify, correct on the interpreter or the GPU, profile or cost model) then runs here on that IR, with
-    no line of the file's Python in this process. The program verified is the program compiled and run."""
+    """Gate a kernel file nobody vouches for (an LLM's rewrite, a kernel of your own): its ``@argus.kernel``
+    `function` is imported and traced with `params` in a sandbox, which sends back the IR as plain data
+    (`argus.ir.serialize`); every stage (compile, verify, correct on the interpreter or the GPU, profile or cost
+    model) then runs here on that IR, with no line of the file's Python in this process. The program verified is
+    the program compiled and run. `sizes` and `baselines` as for `argus.eval.gate.gate_kernel`."""
     import torch
 
     from argus.eval.candidates import KernelCandidate
@@ -509,7 +513,7 @@ def gate_generated_kernel(
         fail.environment["sandbox"] = protections
         return fail
     candidate = KernelCandidate(name, TracedKernel(kernel, dict(params)), {}, source=source)
-    result = gate_kernel(task, candidate, options=options)
+    result = gate_kernel(task, candidate, sizes, options=options, baselines=baselines)
     result.environment["sandbox"] = {
         **protections,
         "traced_in_sandbox": True,

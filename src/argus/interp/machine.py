@@ -48,8 +48,9 @@ import numpy as np
 
 from argus.atoms import Scope, get_atom
 from argus.diagnostics import ArgusError
-from argus.ir.expr import Expr, Var, evaluate
+from argus.ir.expr import Expr, Var, evaluate, free_vars
 from argus.ir.nodes import (
+    FLOAT_MAP_OPS,
     Alloc,
     AsyncCommit,
     AsyncWait,
@@ -74,10 +75,11 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    map_compute_dtype,
     walk,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag
-from argus.ir.types import DType, round_to
+from argus.ir.types import DType, DTypeKind, f32, round_to
 
 POISON_INT = -(2**31) + 7
 
@@ -253,6 +255,25 @@ def check_memory(
     size_text = ", ".join(f"{k}={v}" for k, v in sizes.items())
     _refuse_over_budget(kernel, needed, memory_budget(max_bytes), size_text)
     return needed["total"]
+
+
+def check_assumptions(kernel: Kernel, sizes: Mapping[str, int]) -> None:
+    """Refuse (`InterpError` ``INTERP_ASSUMPTION``, naming the assumption) to run `kernel` at `sizes` that violate
+    one of its assumptions (``T.assume`` and the implicit ``1 <= size``): the kernel is verified and generated for
+    the sizes they allow only, so a run outside them would answer a question nobody can rely on (the GPU runtime
+    refuses the same sizes: ``RUNTIME_ASSUMPTION``)."""
+    env = {v: int(sizes[v.name]) for v in kernel.shape_vars if v.name in sizes}
+    for a in kernel.assumptions:
+        if not free_vars(a) <= set(env):
+            continue  # a size not given: the argument binding reports it
+        if not bool(evaluate(a, env)):
+            given = ", ".join(f"{k}={v}" for k, v in sizes.items())
+            raise InterpError(
+                "INTERP_ASSUMPTION",
+                f"kernel {kernel.name} at {given} violates its assumption {a} (declared with T.assume: the kernel is "
+                "verified and generated for those sizes only)",
+                "pick sizes that satisfy it (pad the tensors), or use a kernel written for these sizes",
+            )
 
 
 def _poison(dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
@@ -531,17 +552,27 @@ class _Machine:
             coords = _tile_coords(dst.static_shape, _indices(dst))
             blk.fragments[dst] = _round(dst.dtype, coords[axis].astype(np.float64))
             return
+        compute = map_compute_dtype(dst.dtype, s.srcs)
         args = []
         for operand in s.srcs:
             if isinstance(operand, Expr):
-                args.append(np.float64(evaluate(operand, blk.env)))
+                value, dtype = np.asarray(evaluate(operand, blk.env)), operand.dtype
             elif isinstance(operand, Broadcast):
-                args.append(self._gather(blk, operand.ref, dst, operand.axes))
+                value, dtype = self._gather(blk, operand.ref, dst, operand.axes), operand.ref.dtype
             else:
-                args.append(self._gather(blk, operand, dst, ()))
+                value, dtype = self._gather(blk, operand, dst, ()), operand.dtype
+            args.append(_to_compute(compute, dtype, value))
+        table = _MAP_FNS if compute.is_float else _INTEGER_MAP_FNS
+        if s.op not in table:
+            raise InterpError(
+                "INTERP_UNSUPPORTED",
+                f"{s.loc}: elementwise {s.op.value} on {compute.kind.value} values",
+                "the tracer refuses this combination; build the IR through argus.lang",
+            )
         with np.errstate(all="ignore"):
-            out = _MAP_FNS[s.op](*args)
-        blk.fragments[dst] = _round(dst.dtype, np.broadcast_to(out, (dst.threads, dst.values_per_thread)).copy())
+            out = table[s.op](*args)
+        out = np.broadcast_to(out, (dst.threads, dst.values_per_thread)).copy()
+        blk.fragments[dst] = _store(dst.dtype, compute, out)
 
     def fill(self, blk: _Block, s: Fill) -> None:
         value = evaluate(s.value, blk.env)
@@ -882,7 +913,86 @@ _MAP_FNS = {
     MapOp.RCP: lambda x: 1.0 / x,
     MapOp.ABS: np.abs,
     MapOp.CAST: lambda x: x,
+    MapOp.TANH: np.tanh,
+    MapOp.ERF: np.vectorize(math.erf, otypes=[np.float64]),
+    MapOp.LOG: np.log,
+    MapOp.LOG1P: np.log1p,
+    MapOp.EXPM1: np.expm1,
+    MapOp.SIGMOID: lambda x: 1.0 / (1.0 + np.exp(-x)),
+    MapOp.SIN: np.sin,
+    MapOp.COS: np.cos,
+    MapOp.FLOOR: np.floor,
+    MapOp.CEIL: np.ceil,
+    MapOp.POW: np.power,
+    MapOp.FMOD: np.fmod,  # C's fmod: the sign of the dividend
+    MapOp.LE: lambda a, b: (a <= b).astype(np.float64),
+    MapOp.EQ: lambda a, b: (a == b).astype(np.float64),
+    MapOp.NE: lambda a, b: (a != b).astype(np.float64),
 }
+
+
+def _shift_count(b: np.ndarray) -> np.ndarray:
+    """PTX's ``shl``/``shr`` read the count as unsigned and clamp it to 32 (C leaves counts outside [0, 31]
+    undefined)."""
+    return np.where((b < 0) | (b > 32), 32, b)
+
+
+def _c_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's integer ``/``: the quotient truncated toward zero."""
+    return np.sign(a) * np.sign(b) * (np.abs(a) // np.where(b == 0, 1, np.abs(b)))
+
+
+#: Integer operations on int64 values of the compute type (the result is wrapped to its width by `_store`).
+_INTEGER_MAP_FNS = {
+    **{op: fn for op, fn in _MAP_FNS.items() if op not in FLOAT_MAP_OPS},
+    MapOp.LT: lambda a, b: (a < b).astype(np.int64),
+    MapOp.LE: lambda a, b: (a <= b).astype(np.int64),
+    MapOp.EQ: lambda a, b: (a == b).astype(np.int64),
+    MapOp.NE: lambda a, b: (a != b).astype(np.int64),
+    MapOp.DIV: _c_div,  # C's / (the tracer refuses / on integers: // is floored)
+    MapOp.FLOORDIV: np.floor_divide,  # Python's //
+    MapOp.MOD: np.remainder,  # Python's %: the sign of the divisor
+    MapOp.FMOD: np.fmod,  # C's %: the sign of the dividend
+    MapOp.AND: np.bitwise_and,
+    MapOp.OR: np.bitwise_or,
+    MapOp.XOR: np.bitwise_xor,
+    MapOp.SHL: lambda a, b: np.left_shift(a, _shift_count(b)),
+    MapOp.SHR: lambda a, b: np.right_shift(a, _shift_count(b)),  # arithmetic on i32 values, logical on u32
+    MapOp.INVERT: np.invert,
+}
+
+
+def _wrap(dtype: DType, x: np.ndarray) -> np.ndarray:
+    """int64 values wrapped to the two's complement range of the integer `dtype` (as 32-bit registers hold them)."""
+    bits = dtype.bits
+    x = np.bitwise_and(x.astype(np.int64), (1 << bits) - 1)
+    if dtype.kind is DTypeKind.INT:
+        x = np.where(x >= 1 << (bits - 1), x - (1 << bits), x)
+    return x
+
+
+def _to_compute(compute: DType, dtype: DType, value: np.ndarray) -> np.ndarray:
+    """An operand's values converted to the compute type, as the generated code converts them: integers that
+    take part in float math become f32 values (rounded above 2**24); integer math works on int64 values wrapped
+    to the compute type's width."""
+    if compute.is_float:
+        value = np.asarray(value, dtype=np.float64)
+        return _round(f32, value) if not dtype.is_float else value
+    return _wrap(compute, np.asarray(value).astype(np.int64))
+
+
+def _store(dtype: DType, compute: DType, out: np.ndarray) -> np.ndarray:
+    """An elementwise result in the compute type converted to the destination's `dtype`: floats round once to
+    nearest even; integer results wrap; float results stored in an integer truncate toward zero and saturate,
+    NaN giving 0 (PTX ``cvt.rzi``); ``bool`` is ``value != 0``."""
+    if dtype.is_float:
+        return _round(dtype, out)
+    if not dtype.is_integer:
+        return (out != 0).astype(np.int64)
+    if not compute.is_float:
+        return _wrap(dtype, out)
+    out = np.nan_to_num(np.trunc(np.asarray(out, dtype=np.float64)), nan=0.0)
+    return np.clip(out, dtype.min_value, dtype.max_value).astype(np.int64)
 
 
 def has_roles(kernel: Kernel) -> bool:
@@ -932,6 +1042,7 @@ def run_kernel(
                 env[d] = s
             elif isinstance(d, int) and d != s:
                 raise InterpError("INTERP_SHAPE_MISMATCH", f"{t.name} must have shape {t.shape}", actual=a.shape)
+    check_assumptions(kernel, {v.name: n for v, n in env.items()})
     machine = _Machine(kernel, arrays, schedule)
     needed = memory_needed(
         kernel, env=env, argument_bytes={t.name: arrays[t.name].dtype.itemsize for t in kernel.tensors}

@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from argus.ir.expr import Expr, SourceLoc, Var
-from argus.ir.types import DType
+from argus.ir.types import DType, f32, i32
 from argus.layout import ComposedLayout, Layout
 
 
@@ -186,6 +186,32 @@ class MapOp(StrEnum):
     SELECT = "select"
     LT = "lt"
     COORD = "coord"  # the element's own tile coordinate along axis srcs[0]
+    # float math (C's f32 functions; the interpreter rounds the exact value once)
+    TANH = "tanh"
+    ERF = "erf"
+    LOG = "log"
+    LOG1P = "log1p"
+    EXPM1 = "expm1"
+    SIGMOID = "sigmoid"  # 1 / (1 + exp(-x))
+    SIN = "sin"
+    COS = "cos"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    POW = "pow"
+    FMOD = "fmod"  # C's fmod (C's % on integers): truncated division's remainder, with the sign of srcs[0]
+    # comparisons: 1 where true, 0 where false (a > b is LT(b, a), a >= b is LE(b, a))
+    LE = "le"
+    EQ = "eq"
+    NE = "ne"
+    # integer (i32/u32) operations
+    FLOORDIV = "floordiv"  # Python's //: rounds toward negative infinity (torch.div(rounding_mode="floor"))
+    MOD = "mod"  # Python's %: the sign of the divisor (torch.remainder), so a == (a // b) * b + a % b
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    SHL = "shl"
+    SHR = "shr"  # arithmetic for i32, logical for u32 (C's >>)
+    INVERT = "invert"  # ~x
 
 
 MAP_ARITY = {
@@ -208,7 +234,60 @@ MAP_ARITY = {
     MapOp.ABS: 1,
     MapOp.CAST: 1,
     MapOp.COORD: 1,
+    MapOp.TANH: 1,
+    MapOp.ERF: 1,
+    MapOp.LOG: 1,
+    MapOp.LOG1P: 1,
+    MapOp.EXPM1: 1,
+    MapOp.SIGMOID: 1,
+    MapOp.SIN: 1,
+    MapOp.COS: 1,
+    MapOp.FLOOR: 1,
+    MapOp.CEIL: 1,
+    MapOp.POW: 2,
+    MapOp.FMOD: 2,
+    MapOp.LE: 2,
+    MapOp.EQ: 2,
+    MapOp.NE: 2,
+    MapOp.FLOORDIV: 2,
+    MapOp.MOD: 2,
+    MapOp.AND: 2,
+    MapOp.OR: 2,
+    MapOp.XOR: 2,
+    MapOp.SHL: 2,
+    MapOp.SHR: 2,
+    MapOp.INVERT: 1,
 }
+
+#: Operations defined on float values only: a `Map` whose values are all integers (an integer
+#: destination and integer operands) may not use them (``/`` is true division; ``//`` is integer division).
+FLOAT_MAP_OPS = frozenset(
+    {
+        MapOp.DIV,
+        MapOp.EXP2,
+        MapOp.EXP,
+        MapOp.LOG2,
+        MapOp.RSQRT,
+        MapOp.SQRT,
+        MapOp.RCP,
+        MapOp.TANH,
+        MapOp.ERF,
+        MapOp.LOG,
+        MapOp.LOG1P,
+        MapOp.EXPM1,
+        MapOp.SIGMOID,
+        MapOp.SIN,
+        MapOp.COS,
+        MapOp.FLOOR,
+        MapOp.CEIL,
+        MapOp.POW,
+    }
+)
+
+#: Operations defined on integer (``i32``/``u32``) values only: every operand and the destination are integers.
+INTEGER_MAP_OPS = frozenset(
+    {MapOp.FLOORDIV, MapOp.MOD, MapOp.AND, MapOp.OR, MapOp.XOR, MapOp.SHL, MapOp.SHR, MapOp.INVERT}
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,6 +300,16 @@ class Broadcast:
 
 
 Operand = TileRef | Broadcast | Expr
+
+
+def map_compute_dtype(dst: DType, operands: tuple[Operand, ...] | list[Operand]) -> DType:
+    """The type an elementwise statement computes in: ``f32`` when the destination or any operand is a float
+    (16-bit floats widen to it), else the destination's integer type (``bool`` computes as ``i32``). The tracer's
+    checks of `FLOAT_MAP_OPS` and `INTEGER_MAP_OPS`, the interpreter and the code generator all read it."""
+    dtypes = [dst] + [(x.ref if isinstance(x, Broadcast) else x).dtype for x in operands]
+    if any(d.is_float for d in dtypes):
+        return f32
+    return dst if dst.is_integer else i32
 
 
 @dataclass(frozen=True, eq=False)
@@ -447,3 +536,10 @@ def walk(stmts: tuple[Stmt, ...]):
         elif isinstance(s, If):
             yield from walk(s.then)
             yield from walk(s.orelse)
+
+
+def written_tensors(kernel: Kernel) -> tuple[Buffer, ...]:
+    """The global tensors `kernel` writes (its outputs), in parameter order: the destinations of its copies,
+    fills and elementwise statements that are kernel parameters."""
+    written = {id(s.dst.buffer) for s in walk(kernel.body) if isinstance(getattr(s, "dst", None), TileRef)}
+    return tuple(t for t in kernel.tensors if id(t) in written)

@@ -19,7 +19,7 @@ from argus.kb.features import FEATURES, Features, kernel_features
 from argus.kb.retrieval import Match, locus_sites, match_entry, retrieve
 from argus.kb.schema import CATEGORIES, PRECONDITION_CATEGORIES, Entry, parse_entry
 from argus.kb.store import entries, get_entry, load_entries, load_file, search, with_skills
-from argus.kb.transforms import Action, actions, apply, ranked_actions
+from argus.kb.transforms import Action, actions, apply, declared_actions, ranked_actions
 
 __all__ = [
     "CATEGORIES",
@@ -34,6 +34,7 @@ __all__ = [
     "SchemaProblem",
     "actions",
     "apply",
+    "declared_actions",
     "entries",
     "get_entry",
     "kernel_features",

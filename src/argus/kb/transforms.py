@@ -83,6 +83,10 @@ def apply(
     library kernel's). Without a value, the first candidate that differs from the current value and
     traces is taken. The result traces, its traced policy equals the value asked for, and (with
     `check_budgets`) it fits the shared-memory and register budgets the verifier checks."""
+    declared = _declared_policy(entry_or_action)
+    if declared is not None:
+        return _apply_declared(declared, kernel_entry, params, value if value is not None else _value(entry_or_action),
+                               check_budgets)  # fmt: skip
     entry, action_value = _entry(entry_or_action)
     if value is None:
         value = action_value
@@ -131,7 +135,7 @@ def _over_budget(kernel: Any) -> list[Any]:
 
 
 def _apply_value(
-    entry: Entry, function: Any, policy: str, start: dict[str, Any], value: Any, check_budgets: bool = True
+    entry: Entry | None, function: Any, policy: str, start: dict[str, Any], value: Any, check_budgets: bool = True
 ) -> dict[str, Any]:
     ref = function.policy_params[policy]
     plain = list(value) if isinstance(value, tuple) else value
@@ -142,7 +146,7 @@ def _apply_value(
         raise KBError(
             "KB_TRANSFORM_VALUE",
             f"invalid value for policy {policy!r} of {function.name}: {wrong}",
-            f"candidates of entry {entry.id!r}: {list(entry.transform.candidates)}",
+            f"candidates of entry {entry.id!r}: {list(entry.transform.candidates)}" if entry is not None else None,
             actual=value,
         )
     new = dict(start)
@@ -239,4 +243,78 @@ def ranked_actions(
     for match in retrieve(features, k=None):
         if match.transform_ready:
             out += [(match, a) for a in actions(match.entry, function, start, check_budgets=check_budgets)]
+    return out
+
+
+#: The entry id of an action on a policy the kernel declares, with no knowledge-base entry behind it
+#: (``declared:stages``): what `declared_actions` offers for a kernel of your own.
+DECLARED = "declared:"
+
+
+def _declared_policy(entry_or_action: Any) -> str | None:
+    ident = entry_or_action.entry_id if isinstance(entry_or_action, Action) else entry_or_action
+    return ident[len(DECLARED) :] if isinstance(ident, str) and ident.startswith(DECLARED) else None
+
+
+def _value(entry_or_action: Any) -> Any:
+    return entry_or_action.value if isinstance(entry_or_action, Action) else None
+
+
+def _apply_declared(
+    policy: str, kernel_entry: Any, params: dict[str, Any] | None, value: Any, check_budgets: bool
+) -> dict[str, Any]:
+    function, start = _function(kernel_entry, params)
+    if policy not in function.policy_params:
+        raise KBError(
+            "KB_TRANSFORM_NO_POLICY",
+            f"kernel {function.name} does not declare the policy {policy!r}",
+            f"declare it: @argus.kernel(policies={{{policy!r}: ...}}) naming the parameter(s) that carry it",
+        )
+    if value is None:
+        raise KBError("KB_TRANSFORM_VALUE", f"setting the declared policy {policy!r} needs a value")
+    return _apply_value(None, function, policy, start, value, check_budgets)
+
+
+def _neighbours(policy: str, current: Any) -> list[Any]:
+    """The values next to `current` a search tries first: halved and doubled sizes (one tile dimension at a
+    time), one pipeline stage more or less, the other swizzles, tile orders and persistence."""
+    from argus.ir.nodes import TileOrder
+
+    if policy == "tile_shape" and isinstance(current, tuple):
+        out = []
+        for i, v in enumerate(current):
+            for w in (v // 2, v * 2):
+                if 1 <= w <= 1024 and w != v:
+                    out.append(tuple(w if j == i else x for j, x in enumerate(current)))
+        return out
+    if policy == "stages" and isinstance(current, int):
+        return [v for v in (current - 1, current + 1) if 1 <= v <= 8]
+    if policy == "unroll" and isinstance(current, int):
+        return [v for v in (current // 2, current * 2) if 1 <= v <= 64 and v != current]
+    if policy == "swizzle":
+        return [v for v in (32, 64, 128) if v != current]
+    if policy == "tile_order":
+        return [o.value for o in TileOrder if o.value != current]
+    if policy == "persistent" and isinstance(current, bool):
+        return [not current]
+    return []  # register splits and warp roles: a knowledge-base entry says which values make sense
+
+
+def declared_actions(kernel_entry: Any, params: dict[str, Any] | None = None) -> list[Action]:
+    """An action for every value next to the current one (`_neighbours`) of every policy the kernel declares
+    (``@argus.kernel(policies=...)``) that traces and fits the budgets: how a kernel of your own is searched
+    when no knowledge-base entry applies to it. Their entry ids are ``declared:POLICY``."""
+    function, start = _function(kernel_entry, params)
+    out = []
+    for policy, ref in function.policy_params.items():
+        names = ref if isinstance(ref, tuple) else (ref,)
+        if not all(isinstance(n, str) and n in function.defaults for n in names):
+            continue  # a policy fixed by the kernel (``"persistent": True``), not carried by a parameter
+        current = current_value(function, policy, start)
+        for value in _neighbours(policy, current):
+            try:
+                _apply_value(None, function, policy, start, list(value) if isinstance(value, tuple) else value)
+            except KBError:
+                continue
+            out.append(Action(f"{DECLARED}{policy}", policy, value))
     return out

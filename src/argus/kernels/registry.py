@@ -620,9 +620,10 @@ def check_on_interpreter(entry: LibraryKernel, shape: dict[str, int], seed: int 
     """Run `entry` on the interpreter at `shape`; return the largest error relative to the
     reference's scale (0 when exact). Raises nothing for a mismatch: the caller decides."""
     from argus.interp import SCHEDULES, has_roles, run_kernel
-    from argus.interp.machine import check_memory
+    from argus.interp.machine import check_assumptions, check_memory
 
     kernel = entry.kernel.trace(**entry.params)
+    check_assumptions(kernel, shape)  # sizes the kernel excludes are refused, with the assumption
     check_memory(kernel, shape)  # before the inputs are built: a size too large is refused, with the bytes needed
     worst = 0.0
     for schedule in SCHEDULES if has_roles(kernel) else SCHEDULES[:1]:  # warp roles: every schedule
@@ -655,7 +656,28 @@ def load(spec: str) -> Any:
     if module_spec is None or module_spec.loader is None:
         raise KernelLookupError("KERNEL_FILE", f"cannot import {path}")
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise KernelLookupError(
+            "KERNEL_FILE_SYNTAX",
+            f"{e.filename or path}:{e.lineno}: {e.msg}\n    {(e.text or '').rstrip()}",
+            "fix the syntax error at that line",
+        ) from None
+    except ArgusError:
+        raise
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:
+        import traceback
+
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == str(path)]
+        where = f"{path}:{frames[-1].lineno}: " if frames else f"{path}: "
+        raise KernelLookupError(
+            "KERNEL_FILE_IMPORT",
+            f"{where}importing the file raised {type(e).__name__}: {e}",
+            "run `python FILE.py` to see the full error",
+        ) from None
     if not hasattr(module, attr):
         raise KernelLookupError("KERNEL_UNKNOWN", f"{path} defines no {attr!r}")
     return getattr(module, attr)

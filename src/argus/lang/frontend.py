@@ -23,9 +23,12 @@ from argus.atoms.common import (
     SHARED_MEMORY_BUDGET,  # Hopper's shared memory per block (re-exported by the DSL)
     shared_budget,
 )
+from argus.diagnostics import ArgusError
 from argus.ir import types as irtypes
 from argus.ir.expr import Const, Expr, Var, VarKind, as_expr, cdiv
 from argus.ir.nodes import (
+    FLOAT_MAP_OPS,
+    INTEGER_MAP_OPS,
     Alloc,
     AsyncCommit,
     AsyncWait,
@@ -55,6 +58,7 @@ from argus.ir.nodes import (
     Stmt,
     TileOrder,
     TileRef,
+    map_compute_dtype,
     walk,
     whole,
 )
@@ -360,16 +364,82 @@ class Fragment(Tile):
     def __truediv__(self, o: Any) -> Fragment:
         return self._binary(MapOp.DIV, o)
 
+    def __rtruediv__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.DIV, o, True)
+
+    def __floordiv__(self, o: Any) -> Fragment:
+        """Integer division rounding toward negative infinity, as Python's ``//`` (integer fragments)."""
+        return self._binary(MapOp.FLOORDIV, o)
+
+    def __rfloordiv__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.FLOORDIV, o, True)
+
+    def __mod__(self, o: Any) -> Fragment:
+        """Python's ``%`` on integer fragments: the result has the divisor's sign. Floats: use `T.fmod`."""
+        return self._binary(MapOp.MOD, o)
+
+    def __rmod__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.MOD, o, True)
+
+    def __pow__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.POW, o)
+
+    def __rpow__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.POW, o, True)
+
+    def __and__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.AND, o)
+
+    def __rand__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.AND, o, True)
+
+    def __or__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.OR, o)
+
+    def __ror__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.OR, o, True)
+
+    def __xor__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.XOR, o)
+
+    def __rxor__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.XOR, o, True)
+
+    def __lshift__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.SHL, o)
+
+    def __rlshift__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.SHL, o, True)
+
+    def __rshift__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.SHR, o)
+
+    def __rrshift__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.SHR, o, True)
+
+    def __invert__(self) -> Fragment:
+        return _map(MapOp.INVERT, (self.ref,), self)
+
     def __neg__(self) -> Fragment:
         return _map(MapOp.NEG, (self.ref,), self)
 
+    def __abs__(self) -> Fragment:
+        return _map(MapOp.ABS, (self.ref,), self)
+
+    # Comparisons give 1 where true and 0 where false, in the left operand's dtype (for `T.where`); ``==`` and
+    # ``!=`` keep Python's identity meaning on fragments: compare values with `T.eq` and `T.ne`.
     def __lt__(self, o: Any) -> Fragment:
         """Elementwise ``self < o`` as 1.0 / 0.0 (for `T.where`)."""
         return self._binary(MapOp.LT, o)
 
+    def __le__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.LE, o)
+
     def __gt__(self, o: Any) -> Fragment:
-        operand = _operand(o, self, "the other operand")
-        return _map(MapOp.LT, (operand, self.ref), self)
+        return self._binary(MapOp.LT, o, True)  # o < self
+
+    def __ge__(self, o: Any) -> Fragment:
+        return self._binary(MapOp.LE, o, True)  # o <= self
 
     def __getitem__(self, key: Any) -> _BroadcastView:
         """``m[:, None]``: use an ``(R,)`` fragment as ``(R, C)``, repeated along the new axis."""
@@ -1041,6 +1111,7 @@ def _coord(idx: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _map(op: MapOp, srcs: tuple, like: Fragment, dtype: DType | None = None) -> Fragment:
     loc = caller_loc()
+    _check_value_kinds(op, srcs, dtype or like.dtype, loc)
     for operand in srcs:
         _check_owned(f"fragment {op.value}", like, operand, loc)
     out = _like(like, dtype=dtype)
@@ -1048,10 +1119,71 @@ def _map(op: MapOp, srcs: tuple, like: Fragment, dtype: DType | None = None) -> 
     return out
 
 
+#: How the user spells an operation that is an operator; the others are ``T.<op>``.
+_SPELLING = {
+    MapOp.DIV: "/",
+    MapOp.POW: "T.pow (**)",
+    MapOp.FLOORDIV: "//",
+    MapOp.MOD: "%",
+    MapOp.AND: "&",
+    MapOp.OR: "|",
+    MapOp.XOR: "^",
+    MapOp.SHL: "<<",
+    MapOp.SHR: ">>",
+    MapOp.INVERT: "~",
+}
+
+_INTEGER_OP_FIX = {
+    MapOp.MOD: "on floats Python's % (floored) and C's fmod differ: use T.fmod(a, b) for C's fmod (the sign of a), "
+    "or T.cast the operands to T.i32",
+    MapOp.FLOORDIV: "use T.floor(a / b) for floats, or T.cast the operands to T.i32",
+}
+
+
+def _check_value_kinds(op: MapOp, srcs: tuple, dtype: DType, loc: Any) -> None:
+    """Integer operations need integer (i32/u32) values throughout; float math needs float values to compute on
+    (`map_compute_dtype`: a float destination or operand)."""
+    kinds = [dtype] + [(x.ref if isinstance(x, Broadcast) else x).dtype for x in srcs]
+    spelling = _SPELLING.get(op, f"T.{op.value}")
+    found = f"operands {', '.join(d.name for d in kinds[1:])}; result {dtype.name}"
+    if op in INTEGER_MAP_OPS and not all(d.is_integer for d in kinds):
+        raise DSLError(
+            "DSL_INTEGER_OP",
+            f"{spelling} works on integer fragments (i32, u32)",
+            _INTEGER_OP_FIX.get(op, "T.cast the fragment to T.i32 or T.u32 first"),
+            requirement="integer operands and an integer result",
+            actual=found,
+            loc=loc,
+        )
+    if op in FLOAT_MAP_OPS and not map_compute_dtype(dtype, srcs).is_float:
+        fix = "use // for integer (floored) division" if op == MapOp.DIV else "T.cast the fragment to T.f32 first"
+        raise DSLError(
+            "DSL_FLOAT_OP",
+            f"{spelling} works on float fragments; every value here is an integer",
+            fix + (" (T.cast(x, T.f32) / y for true division)" if op == MapOp.DIV else ""),
+            requirement="a float operand or result",
+            actual=found,
+            loc=loc,
+        )
+
+
 def _unary(op: MapOp, x: Fragment) -> Fragment:
     if not isinstance(x, Fragment):
         raise DSLError("DSL_NOT_A_FRAGMENT", f"T.{op.value} works on fragments, got {type(x).__name__}")
     return _map(op, (x.ref,), x)
+
+
+def _binary(op: MapOp, a: Any, b: Any) -> Fragment:
+    """``op(a, b)`` where `a` or `b` is a fragment (the other may be a number); the result is like that fragment."""
+    if isinstance(a, Fragment):
+        return a._binary(op, b)
+    if isinstance(b, Fragment):
+        return b._binary(op, a, reverse=True)
+    raise DSLError(
+        "DSL_NOT_A_FRAGMENT",
+        f"T.{op.value} works on fragments, got {type(a).__name__} and {type(b).__name__}",
+        "pass at least one fragment (scalars combine with Python arithmetic)",
+    )
 
 
 def exp2(x: Fragment) -> Fragment:
@@ -1070,25 +1202,119 @@ def sqrt(x: Fragment) -> Fragment:
     return _unary(MapOp.SQRT, x)
 
 
-def maximum(a: Fragment, b: Any) -> Fragment:
-    return a._binary(MapOp.MAX, b)
+def rcp(x: Fragment) -> Fragment:
+    """``1 / x``."""
+    return _unary(MapOp.RCP, x)
 
 
-def minimum(a: Fragment, b: Any) -> Fragment:
-    return a._binary(MapOp.MIN, b)
+def log(x: Fragment) -> Fragment:
+    """The natural logarithm (``logf``)."""
+    return _unary(MapOp.LOG, x)
 
 
-def eq(a: Any, b: Any) -> Expr:
-    """The runtime condition ``a == b`` (Python's ``==`` on expressions compares identity)."""
+def log2(x: Fragment) -> Fragment:
+    return _unary(MapOp.LOG2, x)
+
+
+def log1p(x: Fragment) -> Fragment:
+    """``log(1 + x)``, accurate for small `x` (``log1pf``)."""
+    return _unary(MapOp.LOG1P, x)
+
+
+def expm1(x: Fragment) -> Fragment:
+    """``exp(x) - 1``, accurate for small `x` (``expm1f``)."""
+    return _unary(MapOp.EXPM1, x)
+
+
+def tanh(x: Fragment) -> Fragment:
+    return _unary(MapOp.TANH, x)
+
+
+def erf(x: Fragment) -> Fragment:
+    """The error function (``erff``; GELU is ``0.5 * x * (1 + T.erf(x * 0.7071067811865476))``)."""
+    return _unary(MapOp.ERF, x)
+
+
+def sigmoid(x: Fragment) -> Fragment:
+    """``1 / (1 + exp(-x))``."""
+    return _unary(MapOp.SIGMOID, x)
+
+
+def sin(x: Fragment) -> Fragment:
+    return _unary(MapOp.SIN, x)
+
+
+def cos(x: Fragment) -> Fragment:
+    return _unary(MapOp.COS, x)
+
+
+def floor(x: Fragment) -> Fragment:
+    """The largest integer value not above `x` (a float fragment; cast to get an integer one)."""
+    return _unary(MapOp.FLOOR, x)
+
+
+def ceil(x: Fragment) -> Fragment:
+    """The smallest integer value not below `x` (a float fragment)."""
+    return _unary(MapOp.CEIL, x)
+
+
+def abs(x: Fragment) -> Fragment:  # shadows the builtin in this module, which does not use it
+    """``|x|`` (also Python's ``abs(x)``); for i32, ``abs`` of the smallest value wraps to itself, as in C."""
+    return _unary(MapOp.ABS, x)
+
+
+def pow(a: Any, b: Any) -> Fragment:  # shadows the builtin in this module, which does not use it
+    """``a ** b`` (``powf``; also ``a ** b`` on fragments): float values."""
+    return _binary(MapOp.POW, a, b)
+
+
+def fmod(a: Any, b: Any) -> Fragment:
+    """C's ``fmod``: ``a - trunc(a / b) * b``, with the sign of `a` (``torch.fmod``); on integer fragments C's
+    ``%``. Python's ``%`` (the sign of `b`) is ``a % b`` on integer fragments."""
+    return _binary(MapOp.FMOD, a, b)
+
+
+def _fragment_first(name: str, a: Any, b: Any) -> tuple[Fragment, Any]:
+    """(fragment, other) for a commutative elementwise op given in either order (``T.maximum(0.0, x)``)."""
+    if not isinstance(a, Fragment) and isinstance(b, Fragment):
+        a, b = b, a
+    if not isinstance(a, Fragment):
+        raise DSLError(
+            "DSL_NOT_A_FRAGMENT",
+            f"T.{name} needs a fragment operand, got {type(a).__name__} and {type(b).__name__}",
+            "for two scalars use Python's max and min",
+        )
+    return a, b
+
+
+def maximum(a: Any, b: Any) -> Fragment:
+    """Elementwise maximum of a fragment and a fragment or scalar, in either order."""
+    x, y = _fragment_first("maximum", a, b)
+    return x._binary(MapOp.MAX, y)
+
+
+def minimum(a: Any, b: Any) -> Fragment:
+    """Elementwise minimum of a fragment and a fragment or scalar, in either order."""
+    x, y = _fragment_first("minimum", a, b)
+    return x._binary(MapOp.MIN, y)
+
+
+def eq(a: Any, b: Any) -> Any:
+    """The runtime condition ``a == b`` (Python's ``==`` on expressions and fragments compares identity). With a
+    fragment operand: elementwise, 1 where equal and 0 elsewhere (for `T.where`), in that fragment's dtype."""
     from argus.ir.expr import BinaryOp, binary
 
+    if isinstance(a, Fragment | _BroadcastView) or isinstance(b, Fragment | _BroadcastView):
+        return _binary(MapOp.EQ, a, b)
     return binary(BinaryOp.EQ, as_expr(a), as_expr(b))
 
 
-def ne(a: Any, b: Any) -> Expr:
-    """The runtime condition ``a != b``."""
+def ne(a: Any, b: Any) -> Any:
+    """The runtime condition ``a != b``; elementwise (1 / 0) with a fragment operand, as `eq`."""
     from argus.ir.expr import BinaryOp, binary
 
+    if isinstance(a, Fragment | _BroadcastView) or isinstance(b, Fragment | _BroadcastView):
+        return _binary(MapOp.NE, a, b)
     return binary(BinaryOp.NE, as_expr(a), as_expr(b))
 
 
@@ -1423,6 +1649,9 @@ class KernelFunction:
         self.signature = inspect.signature(fn, eval_str=True)
         self._cache: dict[tuple, Kernel] = {}
         self.policy_params: dict[str, Any] = {}
+        self.reference: Any = None  # `@argus.kernel(reference=...)`: the kernel's own reference (see `kernel`)
+        self.sizes: dict[str, int] = {}
+        self.tolerance: float | None = None
         self.tensor_specs: dict[str, TensorSpec] = {}
         self.defaults: dict[str, Any] = {}
         for p in self.signature.parameters.values():
@@ -1495,6 +1724,15 @@ class KernelFunction:
                 self._cache[key] = self._trace(values)
             except DSLError as err:
                 raise err.with_traceback(None) from None
+            except (ArgusError, KeyboardInterrupt, SystemExit, MemoryError):
+                raise  # a typed error of argus's own (an atom's, a layout's) keeps its code
+            except Exception as err:  # a Python error in the kernel's own code: its line, not the tracer's frames
+                raise DSLError(
+                    "DSL_KERNEL_RAISED",
+                    f"tracing kernel {self.name} raised {type(err).__name__}: {err}",
+                    "fix the kernel's Python at this line (it runs once, while tracing, with the sizes as symbols)",
+                    loc=_raise_loc(err, self.fn),
+                ) from None
         return self._cache[key]
 
     def _trace(self, values: dict[str, Any]) -> Kernel:
@@ -1727,15 +1965,45 @@ def _def_loc(fn: Any):
     return SourceLoc(code.co_filename, line, len(text) - len(text.lstrip()), text)
 
 
+def _raise_loc(err: BaseException, fn: Any):
+    """Where `err` was raised in `fn`'s file (the innermost such frame), else `fn`'s definition."""
+    import linecache
+    import traceback
+
+    from argus.ir.expr import SourceLoc
+
+    file = fn.__code__.co_filename
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == file]
+    if not frames:
+        return _def_loc(fn)
+    frame = frames[-1]
+    text = linecache.getline(file, frame.lineno or 0).rstrip("\n")
+    col = frame.colno if getattr(frame, "colno", None) is not None else len(text) - len(text.lstrip())
+    return SourceLoc(file, frame.lineno or 0, col, text)
+
+
 POLICY_NAMES = ("tile_shape", "stages", "swizzle", "warp_roles", "register_split", "tile_order", "persistent", "unroll")
 
 
-def kernel(fn: types.FunctionType | None = None, *, policies: dict[str, Any] | None = None) -> Any:
+def kernel(
+    fn: types.FunctionType | None = None,
+    *,
+    policies: dict[str, Any] | None = None,
+    reference: Any = None,
+    sizes: dict[str, int] | None = None,
+    tolerance: float | None = None,
+) -> Any:
     """Decorate a Python function as an argus kernel: ``@argus.kernel`` or
     ``@argus.kernel(policies={"stages": "STAGES", "tile_shape": ("BM", "BN", "BK")})``, which names
     the parameters that carry each compiler policy (so a planner can change one at a time). Policies
     the kernel's IR shows (swizzle, warp roles and their register split, persistence and tile
-    order) are recorded from the trace as well."""
+    order) are recorded from the trace as well.
+
+    `reference` makes the kernel self-describing, so ``argus interpret|verify|compile|bench|optimize FILE.py:NAME``
+    need no built-in task: a plain Python/PyTorch function of the kernel's *input* tensors (matched by parameter
+    name) that returns its outputs (one tensor, a tuple in parameter order, or a dict by name).
+    `sizes` gives the problem sizes used when the command line gives none (``{"M": 100, "N": 72}``);
+    `tolerance` the largest error allowed relative to the reference's scale (default: by the tensors' dtypes)."""
     if policies is not None:
         unknown = set(policies) - set(POLICY_NAMES)
         if unknown:
@@ -1748,6 +2016,24 @@ def kernel(fn: types.FunctionType | None = None, *, policies: dict[str, Any] | N
     def wrap(f: types.FunctionType) -> KernelFunction:
         kf = KernelFunction(f)
         kf.policy_params = dict(policies or {})
+        if isinstance(kf.policy_params.get("tile_shape"), str):  # one tiled dimension: a tile shape of one
+            kf.policy_params["tile_shape"] = (kf.policy_params["tile_shape"],)
+        if reference is not None and not callable(reference):
+            raise DSLError(
+                "DSL_KERNEL_REFERENCE",
+                f"reference= of kernel {kf.name} is a {type(reference).__name__}, not a function",
+                "pass a function of the kernel's input tensors that returns its outputs",
+                loc=_def_loc(f),
+            )
+        if sizes is not None and not (
+            isinstance(sizes, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in sizes.values())
+        ):
+            raise DSLError(
+                "DSL_KERNEL_SIZES", f"sizes= of kernel {kf.name} must map size names to ints", loc=_def_loc(f)
+            )
+        kf.reference = reference
+        kf.sizes = dict(sizes or {})
+        kf.tolerance = tolerance
         for name, ref in kf.policy_params.items():
             for p in ref if isinstance(ref, tuple) else (ref,):
                 if isinstance(p, str) and p not in kf.defaults:
@@ -1771,6 +2057,7 @@ __all__ = [
     "TensorSpec",
     "Tile",
     "Mbarriers",
+    "abs",
     "alloc_fragment",
     "alloc_mbarrier",
     "alloc_reduced",
@@ -1783,16 +2070,22 @@ __all__ = [
     "boolean",
     "cast",
     "cdiv",
+    "ceil",
     "copy",
+    "cos",
     "eq",
+    "erf",
     "exp",
     "exp2",
+    "expm1",
     "f16",
     "fence_proxy_async",
     "f32",
     "fill",
+    "floor",
     "fma",
     "fma_atom",
+    "fmod",
     "gemm",
     "grid",
     "i32",
@@ -1801,6 +2094,9 @@ __all__ = [
     "lane_id",
     "persistent_grid",
     "kernel",
+    "log",
+    "log1p",
+    "log2",
     "maximum",
     "mbarrier_arrive",
     "mbarrier_wait",
@@ -1808,12 +2104,17 @@ __all__ = [
     "mma_sync",
     "ne",
     "pipeline",
+    "pow",
     "reduce_max",
     "reduce_sum",
+    "rcp",
     "role",
     "rsqrt",
     "serial",
+    "sigmoid",
+    "sin",
     "sqrt",
+    "tanh",
     "thread_id",
     "tile_order",
     "u32",

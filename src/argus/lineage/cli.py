@@ -1,12 +1,22 @@
 # ruff: noqa: B008 -- typer reads its options from argument defaults
-"""`argus lineage walk|curriculum` and `argus skills list|show|admit`: thin shells over `argus.lineage`."""
+"""`argus lineage walk|curriculum` and `argus skills list|show|admit`: thin shells over `argus.lineage`.
+
+``--json`` alone prints the command's document to stdout; ``--json FILE`` writes it to FILE (`argus.cli.output`):
+
+* ``skills list``: a list of ``{"id", "category", "title", "kernel", "step", "measured"}`` (the lineage step the
+  skill was mined from);
+* ``skills show``: the skill in the knowledge-base schema (``to_dict``);
+* ``skills admit``: the admission record written into the skill;
+* ``lineage curriculum``: a list of per-curriculum results (`argus.lineage.curriculum` ``to_json``).
+"""
 
 from __future__ import annotations
 
-import json
 import pathlib
 
 import typer
+
+from argus.cli.output import STDOUT, Column, OptionalValueCommand, emit_json, json_option, print_table
 
 app = typer.Typer(help="KLineage: walk an expert kernel backward into verified skills.", no_args_is_help=True)
 skills_app = typer.Typer(help="Mined skills (KLineage) in the knowledge-base schema.", no_args_is_help=True)
@@ -66,12 +76,12 @@ def walk_cmd(
         raise typer.Exit(1)
 
 
-@app.command("curriculum")
+@app.command("curriculum", cls=OptionalValueCommand)
 def curriculum_cmd(
     kernel: str = typer.Argument(..., help="start kernel (library name or FILE.py:function)"),
     budget: int = typer.Option(8, "--budget", help="optimizer steps per curriculum"),
     skills: pathlib.Path = typer.Option(None, "--skills", help="mined skills directory"),
-    as_json: bool = typer.Option(False, "--json"),
+    json_file: str | None = json_option("a list of per-curriculum results"),
 ) -> None:
     """Compare curricula (no KB, curated only, curated + mined) on KERNEL with the same budget and agent loop."""
     from argus.lineage.curriculum import AgentUnavailable, agent_runner, compare, curricula
@@ -87,8 +97,7 @@ def curriculum_cmd(
         )
         raise typer.Exit(2) from None
     results = compare(kernel, budget, runner, arms)
-    if as_json:
-        typer.echo(json.dumps([r.to_json() for r in results], indent=2))
+    if json_file is not None and emit_json([r.to_json() for r in results], json_file) is None:
         return
     for r in results:
         best = f"{r.best_ms:.4g} ms" if r.best_ms is not None else "-"
@@ -99,36 +108,54 @@ def curriculum_cmd(
             named = ", ".join(f"{a['step']}: {a['action']} ({a['entry_id']})" for a in r.mined_actions)
             typer.echo(f"{'':14s} named by mined skills: {named}")
     typer.echo("times: the gate's profile stage (the cost model's estimates on a machine without a GPU)")
+    if json_file is not None:
+        typer.echo(f"wrote {json_file}", err=True)
 
 
-@skills_app.command("list")
-def skills_list(directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory")) -> None:
-    """The mined skills: id, category, the lineage step they come from, the measured effect."""
+@skills_app.command("list", cls=OptionalValueCommand)
+def skills_list(
+    directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory"),
+    json_file: str | None = json_option('a list of {"id", "category", "title", "kernel", "step", "measured"}'),
+) -> None:
+    """The mined skills: id, category, the kernel and lineage step they come from, the measured effect. Piped: one
+    tab-separated line per skill after a header line."""
     from argus.lineage.skills import load_skills, skills_dir
 
     found = load_skills(directory)
+    doc = [
+        {"id": e.id, "category": e.category, "title": e.title, "kernel": e.provenance.lineage.get("kernel"),
+         "step": e.provenance.lineage.get("step"), "measured": e.provenance.lineage.get("measured")}
+        for e in found
+    ]  # fmt: skip
+    if json_file == STDOUT:
+        emit_json(doc, json_file)
+        return
     if not found:
         typer.echo(f"no skills in {directory or skills_dir()} (run `argus lineage walk NAME`)")
-        return
-    for e in found:
-        lin = e.provenance.lineage
-        typer.echo(f"{e.id:48s} {e.category:20s} {lin.get('kernel')} step {lin.get('step')}: {lin.get('measured')}")
+    else:
+        columns = [Column("id", identifier=True), Column("kernel", identifier=True), Column("step", justify="right"),
+                   Column("measured", min_width=20), Column("category", identifier=True, optional=True)]  # fmt: skip
+        print_table(columns, [(d["id"], d["kernel"], str(d["step"]), d["measured"], d["category"]) for d in doc])
+    if json_file is not None:
+        typer.echo(f"wrote {emit_json(doc, json_file)}", err=True)
 
 
-@skills_app.command("show")
+@skills_app.command("show", cls=OptionalValueCommand)
 def skills_show(
     skill_id: str = typer.Argument(...),
     directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory"),
-    as_json: bool = typer.Option(False, "--json"),
+    json_file: str | None = json_option("the skill in the knowledge-base schema"),
 ) -> None:
     """One skill in full: preconditions with reasons, failures avoided, evidence."""
     from argus.lineage.skills import load_skills, skills_dir
 
     for e in load_skills(directory):
         if e.id == skill_id:
-            if as_json:
-                typer.echo(json.dumps(e.to_dict(), indent=2, default=str))
-                return
+            if json_file is not None:
+                written = emit_json(e.to_dict(), json_file)
+                if written is None:
+                    return
+                typer.echo(f"wrote {written}", err=True)
             lin = e.provenance.lineage
             typer.echo(f"{e.id}: {e.title}\n  {e.intent.strip()}\n  category {e.category}; locus {e.locus.description}")
             typer.echo("  preconditions:")
@@ -147,13 +174,13 @@ def skills_show(
     raise typer.Exit(1)
 
 
-@skills_app.command("admit")
+@skills_app.command("admit", cls=OptionalValueCommand)
 def skills_admit(
     skill_id: str = typer.Argument(...),
     on: str = typer.Option(..., "--on", help="the library rung to replay the skill's move from (another family's)"),
     directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory"),
     sizes: str = typer.Option(None, "--sizes", help="gate sizes per task, e.g. 'gemm_residual:M=40,N=24,K=40'"),
-    as_json: bool = typer.Option(False, "--json"),
+    json_file: str | None = json_option("the admission record written into the skill"),
 ) -> None:
     """Replay SKILL's forward move on a held-out rung (--on KERNEL: the move KERNEL -> its next rung), gate both
     kernels and record the verdict in the skill (provenance.lineage.admission). Exit status 0 when admitted, 1 when
@@ -171,9 +198,11 @@ def skills_admit(
         typer.echo(str(e), err=True)
         raise typer.Exit(2) from None
     write_admission(skill_id, record, directory or skills_dir())
-    if as_json:
-        typer.echo(json.dumps(record, indent=2, default=str))
-    else:
+    if json_file is not None:
+        written = emit_json(record, json_file)
+        if written is not None:
+            typer.echo(f"wrote {written}", err=True)
+    if json_file != STDOUT:
         verdict = "admitted" if record["admitted"] else "not admitted"
         where = f"{record['kernel']} -> {record['kernel_after']} ({record['family']}"
         where += ", held out)" if record["held_out"] else ", the skill's own family)"

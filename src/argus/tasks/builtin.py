@@ -389,7 +389,12 @@ def all_tasks() -> list[Task]:
 
 
 def get_task(name: str) -> Task:
-    """The built-in task `name` (``TASK_UNKNOWN`` with a suggestion if there is none)."""
+    """The built-in task `name` (``TASK_UNKNOWN`` with a suggestion if there is none), or the task of your own
+    kernel when `name` is a user task name (``FILE.py:NAME[...]``, `argus.tasks.user`)."""
+    from argus.tasks.user import is_user_task, user_task
+
+    if is_user_task(name):
+        return user_task(name)
     tasks = {t.name: t for t in _tasks()}
     if name not in tasks:
         import difflib

@@ -131,7 +131,11 @@ class PinnedShapeError(ArgusError, ValueError):
 
 
 def _check_pinned(kernel: Kernel, shapes: dict[str, int]) -> None:
-    from argus.ir.expr import evaluate, free_vars
+    """Refuse pinned sizes the kernel does not have, or that no problem allowed by its assumptions has: with the
+    pins, the assumptions (`T.assume`) must still be satisfiable, or every query would be vacuously true. An
+    assumption that mentions sizes left free (``K % 8 == 0 and N % 8 == 0`` with only ``K`` pinned) is decided for
+    some value of the free ones, by Z3."""
+    import z3
 
     names = {v.name: v for v in kernel.shape_vars}
     unknown = sorted(set(shapes) - set(names))
@@ -141,9 +145,16 @@ def _check_pinned(kernel: Kernel, shapes: dict[str, int]) -> None:
             f"kernel {kernel.name} has no problem size {unknown[0]!r}",
             requirement=f"one of {', '.join(names) or '(none)'}",
         )
-    env = {names[k]: int(v) for k, v in shapes.items()}
+    terms = {v: z3.BitVec(v.name, smt.WIDTH) for v in kernel.shape_vars}
+    solver = z3.Solver()
+    solver.set("timeout", 10_000)
+    for v, t in terms.items():
+        solver.add(smt.in_range(t, 1, smt.MAX_EXTENT + 1))
+        if v.name in shapes:
+            solver.add(t == int(shapes[v.name]))
     for a in kernel.assumptions:
-        if free_vars(a) <= set(env) and not bool(evaluate(a, env)):
+        solver.add(smt.boolean(smt.evaluate(a, terms)))
+        if solver.check() == z3.unsat:
             raise PinnedShapeError(
                 "VERIFY_PINNED_SHAPE",
                 f"the pinned sizes {shapes} violate kernel {kernel.name}'s assumption {a}: nothing to verify",

@@ -12,6 +12,9 @@ Renderings:
 * `Counterexample.render_table` — Faial's style: a table of launch values (grid point, problem sizes)
   and one of per-thread variables (plain text, or a `rich` table);
 * `Counterexample.to_json` / `Result.to_json` — plain data for the agent.
+
+`Finding.from_json` reads a finding back from its ``to_json()`` (as the run store keeps it), so that a stored
+counterexample is rendered by the same `render_text`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ def _loc_json(loc: SourceLoc | None) -> dict[str, Any] | None:
     if loc is None:
         return None
     return {"file": loc.file, "line": loc.line, "col": loc.col, "text": loc.text.strip()}
+
+
+def _loc_from_json(data: dict[str, Any] | None) -> SourceLoc | None:
+    if not data:
+        return None
+    return SourceLoc(data["file"], data["line"], data.get("col", 0), data.get("text", ""))
 
 
 def _loc_short(loc: SourceLoc | None) -> str:
@@ -73,6 +82,10 @@ class ThreadPoint:
             "role": self.role,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> ThreadPoint | None:
+        return cls(data["thread"], data.get("role")) if data else None
+
 
 @dataclass(frozen=True)
 class Element:
@@ -101,6 +114,13 @@ class Element:
             "value": self.value,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Element | None:
+        if not data:
+            return None
+        coord = tuple(data["coord"]) if data.get("coord") is not None else None
+        return cls(data["buffer"], data["space"], data.get("index"), coord, data.get("value"))
+
 
 @dataclass(frozen=True)
 class TagValue:
@@ -117,6 +137,10 @@ class TagValue:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "coords": list(self.coords), "masked": self.masked}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> TagValue | None:
+        return cls(data["name"], tuple(data.get("coords", ())), data.get("masked", False)) if data else None
 
 
 @dataclass(frozen=True)
@@ -140,6 +164,11 @@ class Access:
             "element": self.element.to_json() if self.element else None,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Access:
+        return cls(data["kind"], data["op"], _loc_from_json(data.get("loc")), ThreadPoint.from_json(data.get("thread")),
+                   dict(data.get("loops") or {}), Element.from_json(data.get("element")))  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ChainStep:
@@ -160,6 +189,10 @@ class ChainStep:
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "loc": _loc_json(self.loc), "detail": self.detail, "loops": dict(self.loops)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ChainStep:
+        return cls(data["op"], _loc_from_json(data.get("loc")), data.get("detail", ""), dict(data.get("loops") or {}))
 
 
 @dataclass(frozen=True)
@@ -296,6 +329,27 @@ class Counterexample:
             "variables": dict(self.variables),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Counterexample:
+        """The inverse of `to_json`."""
+        return cls(
+            code=data["code"],
+            message=data["message"],
+            op_loc=_loc_from_json(data.get("op_loc")),
+            assertion_loc=_loc_from_json(data.get("assertion_loc")),
+            program_point=data.get("program_point", ""),
+            block=dict(data.get("block") or {}),
+            shapes=dict(data.get("shapes") or {}),
+            thread=ThreadPoint.from_json(data.get("thread")),
+            loops=dict(data.get("loops") or {}),
+            element=Element.from_json(data.get("element")),
+            expected=TagValue.from_json(data.get("expected")),
+            actual=TagValue.from_json(data.get("actual")),
+            accesses=tuple(Access.from_json(a) for a in data.get("accesses") or ()),
+            chain=tuple(ChainStep.from_json(c) for c in data.get("chain") or ()),
+            variables=dict(data.get("variables") or {}),
+        )
+
 
 def _kv(d: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items())
@@ -372,6 +426,22 @@ class Finding:
             "hint": self.hint,
             "details": _jsonable(self.details),
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        """The inverse of `to_json` (the derived severity, title and hint come from the catalog again; `details`
+        stay as JSON)."""
+        cex = data.get("counterexample")
+        return cls(
+            code=data["code"],
+            verdict=Verdict(data["verdict"]),
+            message=data["message"],
+            loc=_loc_from_json(data.get("loc")),
+            counterexample=Counterexample.from_json(cex) if cex else None,
+            reason=data.get("reason"),
+            pin=data.get("pin"),
+            details=dict(data.get("details") or {}),
+        )
 
 
 def undecided(out: Any, message: str, *, loc: Any, pin: bool = False, **extra: Any) -> Finding:

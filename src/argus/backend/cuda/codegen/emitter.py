@@ -103,6 +103,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    map_compute_dtype,
 )
 from argus.ir.types import DType, DTypeKind
 
@@ -1097,7 +1098,12 @@ class Emitter(HopperRules):
             self._coordinates(dst, s.srcs[0])
             return
         compute = self._compute_type(dst, s.srcs)
-        fn = _map_function(s.op, compute)
+        try:
+            fn = _map_function(s.op, compute)
+        except ValueError:
+            raise self.invalid(f"elementwise {s.op.value} on {compute} values (the tracer refuses it)") from None
+        if s.op in (MapOp.FLOORDIV, MapOp.MOD) and compute == "int":
+            self.use("floor")  # argus::floordiv / floormod: Python's // and %
         self._elementwise(dst, list(s.srcs), fn, s.op.value, compute)
 
     def _coordinates(self, dst: Buffer, axis_expr: Any) -> None:
@@ -1114,17 +1120,7 @@ class Emitter(HopperRules):
                 self.line(f"{name}[{v}] = {convert(at(v)[axis], 'int', dst_c)};")
 
     def _compute_type(self, dst: Buffer, operands: list[Any] | tuple[Any, ...]) -> str:
-        dtypes = [dst.dtype]
-        for o in operands:
-            if isinstance(o, TileRef):
-                dtypes.append(o.dtype)
-            elif isinstance(o, Broadcast):
-                dtypes.append(o.ref.dtype)
-            elif isinstance(o, Expr) and o.dtype.kind is DTypeKind.FLOAT:
-                dtypes.append(o.dtype)
-        if any(d.kind is DTypeKind.FLOAT for d in dtypes):
-            return "float"
-        return compute_ctype(dst.dtype)
+        return compute_ctype(map_compute_dtype(dst.dtype, operands))
 
     def _elementwise(
         self,
@@ -1563,19 +1559,46 @@ def _register_reader(
     return read
 
 
+def _compare(c_op: str, is_float: bool) -> Callable[[str, str], str]:
+    one, zero = ("1.0f", "0.0f") if is_float else ("1", "0")
+    return lambda a, b: f"({paren(a)} {c_op} {paren(b)} ? {one} : {zero})"
+
+
+def _c_operator(c_op: str) -> Callable[[str, str], str]:
+    return lambda a, b: f"{paren(a)} {c_op} {paren(b)}"
+
+
 def _map_function(op: MapOp, compute: str) -> Callable[[list[str]], str]:
+    """The C text of `op` on operands of C type `compute` (``float``, ``int`` or ``unsigned``): CUDA's f32 math
+    functions for floats, C's operators for integers (Python's ``//`` and ``%`` on ``int`` through
+    ``argus::floordiv`` / ``floormod``; on ``unsigned`` they equal C's). Raises `ValueError` for an operation
+    that has no meaning on `compute` values (a bitwise operation on floats)."""
     is_float = compute == "float"
     binary = {
-        MapOp.ADD: lambda a, b: f"{paren(a)} + {paren(b)}",
-        MapOp.SUB: lambda a, b: f"{paren(a)} - {paren(b)}",
-        MapOp.MUL: lambda a, b: f"{paren(a)} * {paren(b)}",
-        MapOp.DIV: lambda a, b: f"{paren(a)} / {paren(b)}",
+        MapOp.ADD: _c_operator("+"),
+        MapOp.SUB: _c_operator("-"),
+        MapOp.MUL: _c_operator("*"),
+        MapOp.DIV: _c_operator("/"),
         MapOp.MAX: (lambda a, b: f"fmaxf({a}, {b})") if is_float else (lambda a, b: f"max({a}, {b})"),
         MapOp.MIN: (lambda a, b: f"fminf({a}, {b})") if is_float else (lambda a, b: f"min({a}, {b})"),
-        MapOp.LT: (lambda a, b: f"({paren(a)} < {paren(b)} ? 1.0f : 0.0f)")
-        if is_float
-        else (lambda a, b: f"({paren(a)} < {paren(b)} ? 1 : 0)"),
+        MapOp.LT: _compare("<", is_float),
+        MapOp.LE: _compare("<=", is_float),
+        MapOp.EQ: _compare("==", is_float),
+        MapOp.NE: _compare("!=", is_float),
+        MapOp.FMOD: (lambda a, b: f"fmodf({a}, {b})") if is_float else _c_operator("%"),
     }
+    if is_float:
+        binary[MapOp.POW] = lambda a, b: f"powf({a}, {b})"
+    else:
+        binary |= {
+            MapOp.FLOORDIV: (lambda a, b: f"argus::floordiv({a}, {b})") if compute == "int" else _c_operator("/"),
+            MapOp.MOD: (lambda a, b: f"argus::floormod({a}, {b})") if compute == "int" else _c_operator("%"),
+            MapOp.AND: _c_operator("&"),
+            MapOp.OR: _c_operator("|"),
+            MapOp.XOR: _c_operator("^"),
+            MapOp.SHL: _c_operator("<<"),
+            MapOp.SHR: _c_operator(">>"),  # arithmetic on int, logical on unsigned
+        }
     unary = {
         MapOp.NEG: lambda a: f"-{paren(a)}",
         MapOp.EXP2: lambda a: f"exp2f({a})",
@@ -1584,9 +1607,25 @@ def _map_function(op: MapOp, compute: str) -> Callable[[list[str]], str]:
         MapOp.RSQRT: lambda a: f"rsqrtf({a})",
         MapOp.SQRT: lambda a: f"sqrtf({a})",
         MapOp.RCP: lambda a: f"1.0f / {paren(a)}",
-        MapOp.ABS: (lambda a: f"fabsf({a})") if is_float else (lambda a: f"abs({a})"),
+        MapOp.ABS: (lambda a: f"fabsf({a})")
+        if is_float
+        else (lambda a: f"abs({a})")
+        if compute == "int"
+        else (lambda a: a),  # |x| of an unsigned value is itself
         MapOp.CAST: lambda a: a,
+        MapOp.TANH: lambda a: f"tanhf({a})",
+        MapOp.ERF: lambda a: f"erff({a})",
+        MapOp.LOG: lambda a: f"logf({a})",
+        MapOp.LOG1P: lambda a: f"log1pf({a})",
+        MapOp.EXPM1: lambda a: f"expm1f({a})",
+        MapOp.SIGMOID: lambda a: f"1.0f / (1.0f + expf(-{paren(a)}))",
+        MapOp.SIN: lambda a: f"sinf({a})",
+        MapOp.COS: lambda a: f"cosf({a})",
+        MapOp.FLOOR: lambda a: f"floorf({a})",
+        MapOp.CEIL: lambda a: f"ceilf({a})",
     }
+    if not is_float:
+        unary[MapOp.INVERT] = lambda a: f"~{paren(a)}"
     if op in binary:
         return lambda args: binary[op](args[0], args[1])
     if op in unary:
