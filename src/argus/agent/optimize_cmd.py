@@ -55,7 +55,8 @@ def print_report(result: Any, console: Console) -> None:
         ]
         for row in result.trajectory
     ]
-    print_table(columns, rows, title=f"run {result.run_id}: {result.target}", caption=caption, console=console)
+    console.print(f"run {result.run_id}: {result.target}", markup=False, highlight=False)  # piped output keeps it too
+    print_table(columns, rows, caption=caption, console=console)
     console.print(f"stopped: {result.stop_reason}", markup=False)
     best = result.best
     if best is None:

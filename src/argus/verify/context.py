@@ -28,12 +28,20 @@ class Outcome:
     code: str | None = None  # the UNKNOWN_* code
 
 
+#: Z3's budget per query, in its deterministic resource units (``rlimit``): an answer depends on the query, never on
+#: how loaded the machine is. About 30 s of one core here; the heaviest library query (gemm_tma_wgmma) takes ~60M.
+SOLVER_RLIMIT = 300_000_000
+#: A wall-clock backstop only (a machine many times slower than expected); the resource budget decides first.
+SOLVER_TIMEOUT_MS = 600_000
+
+
 @dataclass
 class Context:
     analysis: Analysis
-    timeout_ms: int = 20_000
+    timeout_ms: int = SOLVER_TIMEOUT_MS
     lookback: int = 4
     pinned: dict[str, int] = field(default_factory=dict)
+    rlimit: int = SOLVER_RLIMIT
     records: list[CheckRecord] = field(default_factory=list)
     loop_terms: list[Any] = field(default_factory=list)
 
@@ -86,6 +94,7 @@ class Context:
         that need a tag the verifier could not determine make the outcome unknown, not violated."""
         s = z3.SolverFor("QF_BV")
         s.set("timeout", self.timeout_ms)
+        s.set("rlimit", self.rlimit)
         s.add(*self.base_constraints, *constraints)
         if q is not None:
             s.add(*q.side)

@@ -29,7 +29,7 @@ from argus.verify.checks.pipeline import check_stale_reads
 from argus.verify.checks.races import check_races
 from argus.verify.checks.smem_layout import check_smem_layouts
 from argus.verify.checks.tma_order import check_tma_program_order
-from argus.verify.context import Context
+from argus.verify.context import SOLVER_RLIMIT, SOLVER_TIMEOUT_MS, Context
 from argus.verify.model import analyze
 from argus.verify.program import Unsupported
 from argus.verify.report import Finding, Result, Verdict
@@ -44,17 +44,20 @@ def verify_kernel(
     *,
     checks: tuple[str, ...] = CHECKS,
     lookback: int = 4,
-    timeout_ms: int = 20_000,
+    timeout_ms: int = SOLVER_TIMEOUT_MS,
+    rlimit: int = SOLVER_RLIMIT,
     shapes: dict[str, int] | None = None,
 ) -> Result:
     """Verify a traced kernel: every built-in invariant and tag assertion, for all blocks, threads,
     loop iterations and problem sizes allowed by the kernel's assumptions (or the sizes pinned in
     `shapes`). `lookback` bounds how many loop iterations back a value is traced (each check starts
-    at one and looks further back only while that leaves it undecided)."""
+    at one and looks further back only while that leaves it undecided). Each Z3 query gets `rlimit` resource units
+    (deterministic: the same kernel gets the same answer on a loaded machine) and `timeout_ms` as a backstop; a query
+    that exhausts them is ``UNKNOWN_SOLVER``."""
     start = time.perf_counter()
     _check_pinned(kernel, dict(shapes or {}))
     analysis = analyze(kernel)
-    ctx = Context(analysis, timeout_ms=timeout_ms, lookback=lookback, pinned=dict(shapes or {}))
+    ctx = Context(analysis, timeout_ms=timeout_ms, lookback=lookback, pinned=dict(shapes or {}), rlimit=rlimit)
     findings: list[Finding] = []
     for site, code, reason in analysis.unknown:
         findings.append(Finding(code, Verdict.UNKNOWN, reason, loc=site.loc, reason=reason, pin=entry(code).hint))
@@ -147,7 +150,7 @@ def _check_pinned(kernel: Kernel, shapes: dict[str, int]) -> None:
         )
     terms = {v: z3.BitVec(v.name, smt.WIDTH) for v in kernel.shape_vars}
     solver = z3.Solver()
-    solver.set("timeout", 10_000)
+    solver.set("rlimit", SOLVER_RLIMIT)
     for v, t in terms.items():
         solver.add(smt.in_range(t, 1, smt.MAX_EXTENT + 1))
         if v.name in shapes:
@@ -184,7 +187,7 @@ def verify(target: Any, *, shapes: dict[str, int] | None = None, **options: Any)
     """Verify an ``@argus.kernel`` (traced with `params`), a library kernel (`LibraryKernel`, traced
     with its parameters) or a traced `Kernel`. Keyword options other than those of `verify_kernel`
     are trace-time parameters."""
-    verify_opts = {k: options.pop(k) for k in ("checks", "lookback", "timeout_ms") if k in options}
+    verify_opts = {k: options.pop(k) for k in ("checks", "lookback", "timeout_ms", "rlimit") if k in options}
     kernel = _trace(target, options)
     return verify_kernel(kernel, shapes=shapes, **verify_opts)
 
