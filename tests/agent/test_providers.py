@@ -286,7 +286,7 @@ def test_redact_removes_the_secret_and_key_shaped_tokens() -> None:
 
 def test_importing_the_providers_does_not_import_the_sdks() -> None:
     code = (
-        "import sys, argus.agent.providers, argus.agent.store, argus.agent.runs_cmd\n"
+        "import sys, argus.agent.providers, argus.agent.store, argus.cli.runs_cmd\n"
         "print('openai' in sys.modules, 'anthropic' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

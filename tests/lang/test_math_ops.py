@@ -406,3 +406,52 @@ def test_math_on_plain_numbers_is_refused() -> None:
     with pytest.raises(DSLError) as info:
         T.pow(2.0, 3.0)
     assert info.value.code == "DSL_NOT_A_FRAGMENT"
+
+
+def test_a_float_copied_into_an_integer_fragment_truncates_as_the_gpu_does() -> None:
+    """`T.copy(f32 fragment, i32 fragment)` converts like the generated code (cvt.rzi: toward zero, saturating)."""
+
+    @argus.kernel
+    def to_int(X: T.Tensor[(128,), T.f32], Y: T.Tensor[(128,), T.f32], BLOCK: int = 512):
+        with T.grid(1, threads=128) as (bx,):
+            x = T.alloc_fragment((BLOCK,), T.f32)
+            i = T.alloc_fragment((BLOCK,), T.i32)
+            T.copy(X.tile(0, BLOCK), x)
+            T.copy(x, i)
+            T.copy(T.cast(i, T.f32) + 0.5, Y.tile(0, BLOCK))
+
+    x = np.linspace(-3.7, 3.7, 128)
+    x[0], x[1] = 3e10, -3e10  # saturate at the i32 range
+    y = np.zeros(128)
+    to_int(x, y, device="cpu")
+    want = np.clip(np.trunc(x), -(2**31), 2**31 - 1) + 0.5
+    np.testing.assert_allclose(y, np.asarray(want, dtype=np.float32), rtol=0, atol=0)
+
+
+def test_maximum_and_minimum_take_the_scalar_on_either_side() -> None:
+    @argus.kernel
+    def clamp(X: T.Tensor[(128,), T.f32], Y: T.Tensor[(128,), T.f32], BLOCK: int = 512):
+        with T.grid(1, threads=128) as (bx,):
+            x = T.alloc_fragment((BLOCK,), T.f32)
+            T.copy(X.tile(0, BLOCK), x)
+            T.copy(T.minimum(1.0, T.maximum(-1.0, x)), Y.tile(0, BLOCK))
+
+    x = np.linspace(-3, 3, 128)
+    y = np.zeros(128)
+    clamp(x, y, device="cpu")
+    np.testing.assert_array_equal(y, np.clip(x, -1, 1).astype(np.float32))
+
+
+def test_a_per_thread_scalar_operand_is_the_same_for_each_of_the_threads_values() -> None:
+    @argus.kernel
+    def plus_lane(X: T.Tensor[(512,), T.f32], Y: T.Tensor[(512,), T.f32], BLOCK: int = 512):
+        with T.grid(1, threads=128) as (bx,):
+            x = T.alloc_fragment((BLOCK,), T.f32)
+            T.copy(X.tile(0, BLOCK), x)
+            T.copy(x + T.lane_id(), Y.tile(0, BLOCK))
+
+    x = np.zeros(512)
+    y = np.zeros(512)
+    plus_lane(x, y, device="cpu")
+    # the blocked layout gives thread t elements 4t..4t+3 of the first 512-element vector pass
+    np.testing.assert_array_equal(y, (np.arange(512) // 4) % 32)

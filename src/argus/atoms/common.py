@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from argus.atoms.errors import AtomError
+from argus.atoms.target import DEFAULT_TARGET
 from argus.ir.types import DType, dtype_from_name
 
 
@@ -29,18 +30,21 @@ class Scope(StrEnum):
     WARPGROUP = "warpgroup"
 
 
-WARP_SIZE = 32
-WARPGROUP_SIZE = 128
+# The default target's facts under the names the atoms and checks use (`argus.atoms.target` holds them).
+WARP_SIZE = DEFAULT_TARGET.warp_size
+WARPGROUP_SIZE = DEFAULT_TARGET.warpgroup_size
 
 #: 32-bit registers per SM (a warp-specialized block runs alone on its SM: all of them are the block's).
-REGISTER_FILE = 65536
+REGISTER_FILE = DEFAULT_TARGET.register_file
 #: Registers a thread can address.
-MAX_THREAD_REGISTERS = 255
+MAX_THREAD_REGISTERS = DEFAULT_TARGET.max_thread_registers
 #: Shared memory one Hopper block may use (opt-in maximum, bytes).
-SHARED_MEMORY_BUDGET = 227 * 1024
+SHARED_MEMORY_BUDGET = DEFAULT_TARGET.shared_memory_per_block
 #: Shared memory of one SM, and what the hardware reserves for each resident block (bytes).
-SHARED_MEMORY_PER_SM = 228 * 1024
-SHARED_MEMORY_RESERVED_PER_BLOCK = 1024
+SHARED_MEMORY_PER_SM = DEFAULT_TARGET.shared_memory_per_sm
+SHARED_MEMORY_RESERVED_PER_BLOCK = DEFAULT_TARGET.shared_memory_reserved_per_block
+#: Streaming multiprocessors: a persistent kernel's default number of blocks.
+SMS = DEFAULT_TARGET.sms
 
 
 def shared_budget(blocks_per_sm: int = 1) -> int:

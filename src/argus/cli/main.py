@@ -6,13 +6,22 @@ import typer
 from typer.core import TyperGroup
 
 from argus._version import __version__
-from argus.agent import optimize_cmd, runs_cmd
 from argus.agent.providers.secrets import scrub_secrets
-from argus.cli import compile_cmd, eval_cmd, kb_cmd, kernels_cmd, layout_cmd, tour_cmd, verify_cmd
+from argus.cli import (
+    compile_cmd,
+    eval_cmd,
+    kb_cmd,
+    kernels_cmd,
+    layout_cmd,
+    lineage_cmd,
+    optimize_cmd,
+    runs_cmd,
+    tour_cmd,
+    verify_cmd,
+)
 from argus.cli.errors import debugging, user_error
 from argus.cli.output import OptionalValueCommand
 from argus.diagnostics import ArgusError
-from argus.lineage import cli as lineage_cli
 
 
 class ArgusGroup(TyperGroup):
@@ -39,8 +48,8 @@ app.add_typer(layout_cmd.app, name="layout")
 app.add_typer(kernels_cmd.app, name="kernels")
 app.add_typer(kb_cmd.app, name="kb")
 app.add_typer(runs_cmd.app, name="runs")
-app.add_typer(lineage_cli.app, name="lineage")
-app.add_typer(lineage_cli.skills_app, name="skills")
+app.add_typer(lineage_cmd.app, name="lineage")
+app.add_typer(lineage_cmd.skills_app, name="skills")
 app.command("interpret")(kernels_cmd.interpret)
 app.command("ir")(kernels_cmd.ir)
 app.command("compile")(compile_cmd.compile_kernel_cli)

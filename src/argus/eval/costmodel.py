@@ -21,9 +21,9 @@ What it counts, per block, by walking the IR with the trip count of every loop (
   (``values per thread x threads``: an operand read by several warps is read several times), multiplied by the
   verifier's ``PERF_BANK_CONFLICT`` degree for that access; ``wgmma`` reading its operands from shared memory
   reads A once and B once per warpgroup of 64 rows.
-* **Occupancy and waves** — resident blocks per SM from threads (2048), blocks (32), registers (65536: the
+* **Occupancy and waves** — resident blocks per SM from threads, blocks and registers per SM (the target's: the
   fragments' registers per thread plus `GPUSpec.base_registers`; warp roles with ``setmaxnreg`` count their
-  thread-weighted average) and shared memory (228 KiB); blocks are spread over the SMs in waves, and a last
+  thread-weighted average) and shared memory; blocks are spread over the SMs in waves, and a last
   partial wave leaves SMs idle (the resource times are divided by the wave efficiency).
 * **Pipelining** — the copy and compute times overlap as ``max(T) + (sum(T) - max(T)) / c``: the concurrency
   ``c`` is resident blocks x stages in flight (a main loop with asynchronous copies ``cp.async``/TMA and
@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.atoms.target import DEFAULT_TARGET
 from argus.diagnostics import ArgusError
 
 
@@ -62,7 +63,7 @@ class GPUSpec:
     fraction of a peak a well-written kernel sustains, from published measurements)."""
 
     name: str
-    sms: int = 132
+    sms: int = DEFAULT_TARGET.sms
     clock_ghz: float = 1.83
     wgmma_tflops: float = 989.4  # dense bf16, wgmma
     mma_sync_tflops: float = 494.7  # mma.sync on Hopper: about half of wgmma's rate
@@ -71,10 +72,10 @@ class GPUSpec:
     l2_gbs: float = 12000.0  # L2 -> SM bandwidth, all SMs together
     l2_bytes: int = 50 * 1024 * 1024
     smem_bytes_per_clock: int = 128  # per SM
-    smem_per_sm: int = 228 * 1024
-    registers_per_sm: int = 65536
-    threads_per_sm: int = 2048
-    blocks_per_sm: int = 32
+    smem_per_sm: int = DEFAULT_TARGET.shared_memory_per_sm
+    registers_per_sm: int = DEFAULT_TARGET.register_file
+    threads_per_sm: int = DEFAULT_TARGET.max_threads_per_sm
+    blocks_per_sm: int = DEFAULT_TARGET.max_blocks_per_sm
     base_registers: int = 24  # registers a thread needs beyond its fragments (indices, addresses)
     latency_ns: float = 600.0  # a global load's latency under load
     launch_us: float = 4.0
@@ -173,7 +174,9 @@ class Estimate:
             "bound": self.bound_class,
             "compute_fraction": min(1.0, compute / total),
             "memory_fraction": min(1.0, memory / total),
-            "occupancy": self.occupancy["blocks_per_sm"] * self.occupancy["threads"] / 2048,
+            "occupancy": self.occupancy["blocks_per_sm"]
+            * self.occupancy["threads"]
+            / DEFAULT_TARGET.max_threads_per_sm,
         }
 
     def summary(self) -> str:

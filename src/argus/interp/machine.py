@@ -283,9 +283,16 @@ def _poison(dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _round(dtype: DType, x: np.ndarray) -> np.ndarray:
+    """Values stored into a buffer of `dtype`: floats round to nearest even; float values stored into an integer
+    buffer truncate toward zero and saturate, NaN giving 0 (PTX ``cvt.rzi``, as the generated code converts);
+    integer values (the poison of unwritten elements included) are kept."""
     if dtype.kind.value == "float":
         return np.asarray(round_to(dtype, np.asarray(x, dtype=np.float64)), dtype=np.float64)
-    return np.asarray(x)
+    x = np.asarray(x)
+    if dtype.is_integer and np.issubdtype(x.dtype, np.floating):
+        out = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+        return np.clip(out, dtype.min_value, dtype.max_value).astype(np.int64)
+    return x
 
 
 @dataclass
@@ -557,6 +564,8 @@ class _Machine:
         for operand in s.srcs:
             if isinstance(operand, Expr):
                 value, dtype = np.asarray(evaluate(operand, blk.env)), operand.dtype
+                if value.ndim == 1:  # a per-thread scalar (it reads the thread index): the same for each value
+                    value = value[:, None]
             elif isinstance(operand, Broadcast):
                 value, dtype = self._gather(blk, operand.ref, dst, operand.axes), operand.ref.dtype
             else:
@@ -991,8 +1000,7 @@ def _store(dtype: DType, compute: DType, out: np.ndarray) -> np.ndarray:
         return (out != 0).astype(np.int64)
     if not compute.is_float:
         return _wrap(dtype, out)
-    out = np.nan_to_num(np.trunc(np.asarray(out, dtype=np.float64)), nan=0.0)
-    return np.clip(out, dtype.min_value, dtype.max_value).astype(np.int64)
+    return _round(dtype, np.asarray(out, dtype=np.float64))
 
 
 def has_roles(kernel: Kernel) -> bool:

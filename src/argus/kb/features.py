@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
 from argus.ir.nodes import (
     Alloc,
     AsyncWait,
@@ -179,8 +180,8 @@ PROFILE_KEYS = {
 
 #: What the hardware features are on each target we know.
 HARDWARE = {
-    "sm_90a": {"hardware.tma": True, "hardware.wgmma": True, "hardware.smem_per_block": 227 * 1024},
-    "sm_90": {"hardware.tma": True, "hardware.wgmma": False, "hardware.smem_per_block": 227 * 1024},
+    "sm_90a": {"hardware.tma": True, "hardware.wgmma": True, "hardware.smem_per_block": SHARED_MEMORY_BUDGET},
+    "sm_90": {"hardware.tma": True, "hardware.wgmma": False, "hardware.smem_per_block": SHARED_MEMORY_BUDGET},
     "sm_80": {"hardware.tma": False, "hardware.wgmma": False, "hardware.smem_per_block": 163 * 1024},
 }
 
@@ -596,13 +597,13 @@ def kernel_features(
     findings: Any = None,
     shapes: Mapping[str, int] | None = None,
     arch: str = "sm_90a",
-    sms: int = 132,
+    sms: int = SMS,
     **params: Any,
 ) -> Features:
     """The features of `target` (a `LibraryKernel`, an ``@argus.kernel`` or a traced `Kernel`)
     traced with `params`: IR facts always; profile, verifier and problem-size facts when
     `profile`, `findings` (a verify `Result`, `Finding`s or their JSON) and `shapes` are given.
-    `arch` and `sms` describe the target GPU (default: an H100 SXM, sm_90a, 132 SMs)."""
+    `arch` and `sms` describe the target GPU (default: `argus.atoms.target.DEFAULT_TARGET`)."""
     if arch not in HARDWARE:
         raise KBError("KB_FEATURES_ARCH", f"unknown target {arch!r}", requirement=f"one of {', '.join(HARDWARE)}")
     kernel, function, used = resolve(target, params)

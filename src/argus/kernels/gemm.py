@@ -7,6 +7,7 @@ from typing import Any
 
 import argus
 import argus.lang as T
+from argus.atoms.common import SMS
 from argus.lang.errors import DSLError
 
 # --- operand layouts of the Hopper GEMMs (gemm_wgmma_tma and gemm_wgmma_tma_persistent) -----------------------
@@ -246,7 +247,7 @@ def gemm_persistent(
     BM: int = 64,
     BN: int = 64,
     BK: int = 32,
-    BLOCKS: int = 132,
+    BLOCKS: int = SMS,
     ORDER: str = "grouped",
 ):
     """`gemm_mma_sync` as a persistent kernel: BLOCKS blocks (one per SM) walk the output tiles in

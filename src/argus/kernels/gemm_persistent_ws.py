@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argus
 import argus.lang as T
+from argus.atoms.common import SMS
 from argus.atoms.tma import store_chunk_columns
 from argus.kernels.gemm import (
     a_shape,
@@ -47,7 +48,7 @@ def gemm_wgmma_tma_persistent(
     IN: str = "bf16",
     PRODUCER_REGS: int = 40,
     CONSUMER_REGS: int = 232,
-    BLOCKS: int = 132,
+    BLOCKS: int = SMS,
     ORDER: str = "grouped",
     GROUP: int = 8,
     EPILOGUE: str = "direct",

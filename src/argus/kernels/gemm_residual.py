@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argus
 import argus.lang as T
+from argus.atoms.common import SMS
 from argus.atoms.tma import store_chunk_columns
 from argus.lang.errors import DSLError
 from argus.layout import Layout
@@ -342,7 +343,7 @@ def gemm_residual_wgmma_tma_persistent(
     STAGES: int = 3,
     PRODUCER_REGS: int = 40,
     CONSUMER_REGS: int = 232,
-    BLOCKS: int = 132,
+    BLOCKS: int = SMS,
     ORDER: str = "grouped",
     GROUP: int = 8,
     EPILOGUE: str = "direct",

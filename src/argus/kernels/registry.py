@@ -4,12 +4,14 @@ default small shape, a shape that is not a multiple of the tiles, and an input g
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from argus.atoms.common import SMS
 from argus.diagnostics import ArgusError
 from argus.ir.types import bf16, round_to
 
@@ -228,7 +230,7 @@ def _gemm_hopper(
 #: and walked on (session 5: at the 3 blocks they once had, so that blocks walk several tiles at interpreter sizes, a
 #: GPU and the cost model put the persistent rung ~40x slower at 4096^3 and KLineage mined its step as 0.02x). The
 #: kernel tests walk several tiles per block with explicit small BLOCKS (`tests/kernels/test_gemm_persistent_ws.py`).
-PERSISTENT_BLOCKS = 132
+PERSISTENT_BLOCKS = SMS
 
 
 def _gemm_hopper_persistent() -> LibraryKernel:
@@ -409,7 +411,7 @@ _FACTORIES: dict[str, Callable[[], LibraryKernel]] = {
     "gemm_hopper_persistent": lambda: _gemm_hopper(
         "gemm_hopper_persistent",
         "the persistent expert Hopper GEMM: gemm_wgmma_tma_persistent with 128x256x64 tiles, 4 stages, one block "
-        "per SM (132) walking the tiles 16 M-tiles at a time, the pipeline running on across tiles, bf16 C stored "
+        f"per SM ({SMS}) walking the tiles 16 M-tiles at a time, the pipeline running on across tiles, bf16 C stored "
         "through shared memory by TMA stores that drain while the next tile's MMAs run",
         "gemm_persistent_ws",
         attr="gemm_wgmma_tma_persistent",
@@ -502,7 +504,7 @@ class LineageStep:
 #: GEMM ladder is the issue's, complete: after warp specialization a persistent grid walking the tiles in grouped
 #: order (`gemm_wgmma_tma_persistent`), then the epilogue through TMA stores (`gemm_tma_store_epilogue`, the same
 #: kernel and parameters with EPILOGUE "tma"). Both run 3 blocks at their library parameters (interpreter sizes); the
-#: persistent expert `gemm_hopper_persistent` is the last rung at the expert's tiles and 132 blocks.
+#: persistent expert `gemm_hopper_persistent` is the last rung at the expert's tiles and one block per SM.
 _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
     "gemm": (
         LineageStep("gemm_naive", "naive_fma", "one thread per output element; A and B from global memory; FMA in f32"),
@@ -656,8 +658,13 @@ def load(spec: str) -> Any:
     if module_spec is None or module_spec.loader is None:
         raise KernelLookupError("KERNEL_FILE", f"cannot import {path}")
     module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_spec.name] = module  # as an import does: torch.compile and pickle look modules up by name
     try:
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_spec.name, None)
+            raise
     except SyntaxError as e:
         raise KernelLookupError(
             "KERNEL_FILE_SYNTAX",

@@ -21,8 +21,10 @@ from argus.atoms import MmaAtom, mma_sync_m16n8k16, wgmma
 from argus.atoms import get_atom as get_atom_by_name
 from argus.atoms.common import (
     SHARED_MEMORY_BUDGET,  # Hopper's shared memory per block (re-exported by the DSL)
+    SMS,
     shared_budget,
 )
+from argus.atoms.target import DEFAULT_TARGET
 from argus.diagnostics import ArgusError
 from argus.ir import types as irtypes
 from argus.ir.expr import Const, Expr, Var, VarKind, as_expr, cdiv
@@ -502,18 +504,19 @@ def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1) -> Iterator[
             requirement="a multiple of 32 between 32 and 1024",
             actual=threads,
         )
-    if not isinstance(blocks_per_sm, int) or not 1 <= blocks_per_sm <= 32:
+    most_blocks, most_threads = DEFAULT_TARGET.max_blocks_per_sm, DEFAULT_TARGET.max_threads_per_sm
+    if not isinstance(blocks_per_sm, int) or not 1 <= blocks_per_sm <= most_blocks:
         raise DSLError(
             "DSL_BLOCKS_PER_SM",
             f"blocks_per_sm={blocks_per_sm!r} is not a number of resident blocks",
-            requirement="an int in 1..32 (Hopper holds at most 32 blocks per SM)",
+            requirement=f"an int in 1..{most_blocks} (Hopper holds at most {most_blocks} blocks per SM)",
             actual=blocks_per_sm,
         )
-    if threads * blocks_per_sm > 2048:
+    if threads * blocks_per_sm > most_threads:
         raise DSLError(
             "DSL_BLOCKS_PER_SM",
             f"{blocks_per_sm} blocks of {threads} threads cannot be resident on one SM together",
-            requirement="threads x blocks_per_sm at most 2048 on Hopper",
+            requirement=f"threads x blocks_per_sm at most {most_threads} on Hopper",
             actual=threads * blocks_per_sm,
         )
     st.blocks_per_sm = blocks_per_sm
@@ -587,9 +590,9 @@ def tile_order(
 
 @contextlib.contextmanager
 def persistent_grid(
-    tiles: tuple[Any, Any], blocks: int = 132, threads: int = 128, order: str = "grouped", group: int = 8
+    tiles: tuple[Any, Any], blocks: int = SMS, threads: int = 128, order: str = "grouped", group: int = 8
 ) -> Iterator[tuple[Expr, Expr]]:
-    """``with T.persistent_grid((tiles_m, tiles_n), blocks=132) as (tm, tn):`` a persistent kernel:
+    """``with T.persistent_grid((tiles_m, tiles_n), blocks=SMS) as (tm, tn):`` a persistent kernel:
     `blocks` blocks (one per SM) loop over the tiles in `order`; the body runs once per tile."""
     if order not in TILE_ORDERS:
         choices = ", ".join(TILE_ORDERS)
@@ -1340,7 +1343,8 @@ def fma(a: Fragment, b: Any, c: Any) -> Fragment:
 
 
 def cast(x: Fragment, dtype: DType) -> Fragment:
-    """`x` converted to `dtype` (round to nearest even)."""
+    """`x` converted to `dtype`: to a float type, rounded to nearest even; from a float to an integer type, truncated
+    toward zero and saturated, NaN giving 0 (PTX ``cvt.rzi``); between integer types, wrapped."""
     return _map(MapOp.CAST, (x.ref,), x, dtype=dtype)
 
 

@@ -30,6 +30,7 @@ from argus.atoms.smem import (
     swizzle_mode_of,
     tma_box_swizzle,
 )
+from argus.atoms.target import DEFAULT_TARGET
 from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, TMA_SMEM_ALIGNMENT, store_chunk_columns, tma_load
 from argus.backend.cuda.codegen import prelude
 from argus.backend.cuda.codegen.cexpr import add, convert, layout_at_coords, mul, paren
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 #: Threads in a warpgroup.
 WARPGROUP = 128
 #: Hardware named barriers (0 is ``__syncthreads``'s).
-NAMED_BARRIERS = 16
+NAMED_BARRIERS = DEFAULT_TARGET.named_barriers
 
 
 def apply_swizzle(sw: Swizzle, x: np.ndarray) -> np.ndarray:

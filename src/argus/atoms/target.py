@@ -1,0 +1,47 @@
+"""The GPU a kernel is written for, as data: every hardware limit and count that the DSL, the interpreter, the
+verifier, the code generator, the cost model and the knowledge base need is read from a `Target` here, never
+written as a literal elsewhere (`tests/test_architecture.py` fails on a duplicate)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Target:
+    """One GPU's architectural facts (NVIDIA Hopper; figures of the CUDA programming guide's compute capability 9.0
+    table and the H100/H200 data sheets).
+
+    Attributes:
+        name, arch: how the GPU is called, and the code it runs (``sm_90a``: wgmma, setmaxnreg, TMA multicast).
+        sms: streaming multiprocessors (a persistent kernel's default grid).
+        warp_size, warpgroup_size: threads per warp, and per warpgroup (four consecutive warps: ``wgmma``'s scope).
+        register_file: 32-bit registers per SM; max_thread_registers: registers one thread can address.
+        max_threads_per_sm, max_blocks_per_sm, max_threads_per_block: residency limits.
+        shared_memory_per_sm: bytes of shared memory per SM; shared_memory_per_block: the most one block may opt in
+            to; shared_memory_reserved_per_block: what the hardware keeps for each resident block.
+        named_barriers: hardware barriers per block (``bar.sync`` ids 0..15; 0 is ``__syncthreads``'s).
+        swizzles: the shared-memory swizzle widths TMA and wgmma know (bytes).
+    """
+
+    name: str
+    arch: str = "sm_90a"
+    sms: int = 132
+    warp_size: int = 32
+    warpgroup_size: int = 128
+    register_file: int = 65536
+    max_thread_registers: int = 255
+    max_threads_per_sm: int = 2048
+    max_blocks_per_sm: int = 32
+    max_threads_per_block: int = 1024
+    shared_memory_per_sm: int = 228 * 1024
+    shared_memory_per_block: int = 227 * 1024
+    shared_memory_reserved_per_block: int = 1024
+    named_barriers: int = 16
+    swizzles: tuple[int, ...] = (32, 64, 128)
+
+
+#: An H100 SXM5 (the default target) and an H200 (the same SM; more and faster memory).
+H100_SXM = Target("H100-SXM")
+H200 = Target("H200")
+DEFAULT_TARGET = H100_SXM

@@ -1,0 +1,174 @@
+"""The architecture as tests: layers import only downward, and a hardware fact is written once (`argus.atoms`).
+
+The layers, bottom up (`docs/architecture.md`); a module may import its own package and any package of a lower
+layer; the packages of layers 4 and 8 are peers that do not import each other.
+
+    0  _version, diagnostics, layout
+    1  ir
+    2  atoms
+    3  lang (and the package root `argus`, which re-exports the DSL)
+    4  verify | interp | backend      (peers: each reads the IR, none reads another)
+    5  runtime
+    6  kernels
+    7  tasks
+    8  eval | kb
+    9  lineage
+    10 agent
+    11 cli, tour, __main__
+
+Every import counts, at module level or inside a function. The imports that break the order today are listed in
+`DEBT`, each with the reason it exists; the test fails on any other, and on a listed one that is gone (so the list
+only shrinks). Issue #18 is paying it off.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "argus"
+
+LAYERS: dict[str, int] = {
+    "_version": 0,
+    "diagnostics": 0,
+    "layout": 0,
+    "ir": 1,
+    "atoms": 2,
+    "lang": 3,
+    "argus": 3,
+    "verify": 4,
+    "interp": 4,
+    "backend": 4,
+    "runtime": 5,
+    "kernels": 6,
+    "tasks": 7,
+    "eval": 8,
+    "kb": 8,
+    "lineage": 9,
+    "agent": 10,
+    "cli": 11,
+    "tour": 11,
+    "__main__": 11,
+}
+
+#: Layers whose packages are peers that must not import each other (the others are one package in several files).
+PEER_LAYERS = (4, 8)
+
+#: (importing module, imported module) pairs that break the layer order today, and why.
+DEBT: dict[tuple[str, str], str] = {
+    ("argus.lang.frontend", "argus.interp"): "a kernel call with device='cpu' runs the interpreter",
+    ("argus.lang.frontend", "argus.runtime.errors"): "a kernel call on a GPU reports the launch's errors",
+    ("argus.verify.engine", "argus.kernels.registry"): "verify(LibraryKernel) unwraps a library entry",
+    ("argus.tasks.base", "argus.eval.correctness"): "a task builds its correctness Reference",
+    ("argus.tasks.base", "argus.eval.guards"): "a task's outputs are poisoned by the gate's guard",
+    ("argus.tasks.base", "argus.eval.tolerance"): "a task's precision is the gate's tolerance rule",
+    ("argus.tasks.kernelbench", "argus.eval.candidates"): "the KernelBench runner gates solution files",
+    ("argus.tasks.kernelbench", "argus.eval.gate"): "the KernelBench runner gates solution files",
+    ("argus.tasks.kernelbench", "argus.eval.isolation"): "the KernelBench runner's worker pool",
+    ("argus.tasks.kernelbench", "argus.eval.results"): "the KernelBench runner's results",
+    ("argus.tasks.kernelbench", "argus.eval.store"): "the KernelBench runner's results store",
+    ("argus.lineage.curriculum", "argus.agent.loop"): "the curriculum comparison runs the agent's loop",
+    ("argus.lineage.curriculum", "argus.agent.store"): "the curriculum comparison records its runs",
+    ("argus.lineage.skills", "argus.agent.arms"): "a mined skill is probed with the agent's arms",
+}
+
+
+def _module(path: pathlib.Path) -> str:
+    return ".".join(path.relative_to(SRC.parent).with_suffix("").parts)
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] != "__init__" else "argus"
+
+
+def imports() -> set[tuple[str, str]]:
+    """Every (importing module, imported module) pair inside argus, module level and function level alike."""
+    out = set()
+    for path in SRC.rglob("*.py"):
+        me = _module(path)
+        package = me.rsplit(".", 1)[0] if path.name != "__init__.py" else me.removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: resolve against this package
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join([*base, node.module] if node.module else base)
+                else:
+                    target = node.module or ""
+                names = [target]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            out.update((me, n) for n in names if n == "argus" or n.startswith("argus."))
+    return out
+
+
+def violations() -> set[tuple[str, str]]:
+    bad = set()
+    for me, target in imports():
+        mine, theirs = _package(me), _package(target)
+        if mine == theirs:
+            continue
+        assert mine in LAYERS, f"{me}: package {mine!r} has no layer (add it to LAYERS and docs/architecture.md)"
+        assert theirs in LAYERS, f"{target}: package {theirs!r} has no layer"
+        if LAYERS[theirs] > LAYERS[mine] or (LAYERS[theirs] == LAYERS[mine] and LAYERS[mine] in PEER_LAYERS):
+            bad.add((me, target))
+    return bad
+
+
+def test_layers_import_only_downward() -> None:
+    found = violations()
+    new = sorted(found - set(DEBT))
+    assert not new, "imports against the layer order (move the code, or invert the dependency):\n" + "\n".join(
+        f"  {a} -> {b} ({_package(a)} is layer {LAYERS[_package(a)]}, {_package(b)} is {LAYERS[_package(b)]})"
+        for a, b in new
+    )
+    paid = sorted(set(DEBT) - found)
+    assert not paid, "these imports are gone: remove them from DEBT\n" + "\n".join(f"  {a} -> {b}" for a, b in paid)
+
+
+def test_an_upward_import_is_caught(tmp_path: pathlib.Path) -> None:
+    """The check itself can fail: a lower layer reaching up is a violation, a higher one reaching down is not."""
+    assert LAYERS["layout"] < LAYERS["agent"]
+    probe = SRC / "layout" / "_probe_upward.py"
+    try:
+        probe.write_text("def f():\n    from argus.agent.loop import optimize\n    return optimize\n")
+        assert ("argus.layout._probe_upward", "argus.agent.loop") in violations()
+    finally:
+        probe.unlink()
+    assert not any(a.startswith("argus.cli.") and b.startswith("argus.layout") for a, b in violations())
+
+
+#: Hardware facts that must come from `argus.atoms.target` (a literal elsewhere is a second source of truth).
+HARDWARE_LITERALS = {
+    r"\b132\b": "the SM count (Target.sms)",
+    r"\b22[78] \* 1024\b": "shared memory per block / per SM (Target.shared_memory_per_*)",
+    r"\b23(2448|3472)\b": "shared memory per block / per SM in bytes",
+    r"\b65536\b": "the register file (Target.register_file)",
+}
+
+
+def test_hardware_facts_are_written_only_in_the_hardware_layer() -> None:
+    found = []
+    for path in SRC.rglob("*.py"):
+        if path.is_relative_to(SRC / "atoms"):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for pattern, what in HARDWARE_LITERALS.items():
+                if re.search(pattern, line):
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {what}: {line.strip()}")
+    assert not found, "hardware facts outside argus.atoms (read them from argus.atoms.target):\n" + "\n".join(found)
+
+
+def test_the_target_is_what_the_layers_read() -> None:
+    from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS, WARPGROUP_SIZE
+    from argus.atoms.target import DEFAULT_TARGET
+    from argus.eval.costmodel import GPUSpec
+    from argus.kernels.registry import PERSISTENT_BLOCKS
+
+    assert SMS == PERSISTENT_BLOCKS == GPUSpec("x").sms == DEFAULT_TARGET.sms
+    assert SHARED_MEMORY_BUDGET == DEFAULT_TARGET.shared_memory_per_block
+    assert WARPGROUP_SIZE == DEFAULT_TARGET.warpgroup_size
