@@ -332,3 +332,55 @@ def _require_multiple(extent: int, unit: int, dim: str, dtype: DType, mj: Major,
             hint=f"use a {dim} extent of {max(unit, (max(extent, 1) + unit - 1) // unit * unit)}"
             + ("" if width == 0 else " or a narrower swizzle"),
         )
+
+
+# --- the shared-memory carve --------------------------------------------------------------------------------------
+
+#: Where a shared buffer may start: 128 bytes (TMA boxes and 16-byte vector accesses), 1024 for a swizzled buffer
+#: (the swizzle is computed from address bits 4..9: its pattern repeats every 1024 bytes), 8 for an mbarrier.
+SHARED_ALIGNMENT = 128
+SWIZZLED_ALIGNMENT = 1024
+MBARRIER_BYTES = 8
+
+
+def is_swizzled(layout: object) -> bool:
+    """True when `layout` is a composed layout with a non-identity swizzle."""
+    return isinstance(layout, ComposedLayout) and isinstance(layout.inner, Swizzle) and layout.inner.bits > 0
+
+
+class SharedCarve:
+    """Shared memory as a block lays it out: buffers in allocation order, each at the next offset aligned for it
+    (`SHARED_ALIGNMENT`, `SWIZZLED_ALIGNMENT`, 8 bytes for mbarriers). The tracer's budget check, the verifier's
+    ``BUDGET_SMEM`` and the code generator's offsets all come from this one carve, so the bytes checked against the
+    budget are the bytes launched."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.offsets: dict[object, int] = {}
+
+    @staticmethod
+    def footprint(buffer: object) -> tuple[int, int]:
+        """(bytes, alignment) of a shared buffer or an mbarrier array (`argus.ir.nodes.Buffer`)."""
+        import math
+
+        from argus.ir.nodes import Space
+
+        if buffer.space == Space.MBARRIER:
+            return MBARRIER_BYTES * math.prod(buffer.static_shape), MBARRIER_BYTES
+        layout = buffer.layout
+        has_cosize = layout is not None and hasattr(layout, "cosize")
+        elements = layout.cosize() if has_cosize else math.prod(buffer.static_shape)
+        return elements * buffer.dtype.bits // 8, SWIZZLED_ALIGNMENT if is_swizzled(layout) else SHARED_ALIGNMENT
+
+    def would_need(self, buffer: object) -> int:
+        """The total after placing `buffer` (nothing is placed)."""
+        nbytes, align = self.footprint(buffer)
+        return -(-self.total // align) * align + nbytes
+
+    def place(self, buffer: object) -> int:
+        """Place `buffer` after the ones placed so far; its offset."""
+        nbytes, align = self.footprint(buffer)
+        offset = -(-self.total // align) * align
+        self.offsets[buffer] = offset
+        self.total = offset + nbytes
+        return offset

@@ -31,6 +31,7 @@ import typer
 from rich.console import Console
 
 from argus.agent.providers.secrets import scrub_secrets
+from argus.cli.errors import user_error
 from argus.cli.output import STDOUT, Column, OptionalValueCommand, emit_json, json_option, print_table
 
 app = typer.Typer(help="Optimization runs recorded in the run store.", no_args_is_help=True)
@@ -85,8 +86,7 @@ def _open(store: str | None) -> Any:
     try:
         return RunStore(path)
     except StoreError as e:  # corrupted, locked, unreadable: the code, the file and what to do, no traceback
-        _err().print(str(e), markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        user_error(e)
 
 
 _LIST_KEYS = ("id", "target", "status", "planner", "coder", "model", "candidates", "candidate_statuses",
@@ -262,8 +262,7 @@ def show(
         try:
             state = runs_store.read_run(run_id)
         except StoreError as e:
-            _err().print(str(e), markup=False, highlight=False)
-            raise typer.Exit(2) from None
+            user_error(e)
         timings = runs_store.timings(run_id)
         counterexamples = scrub_secrets(runs_store.counterexamples(run_id))
     run = scrub_secrets(state.run)
@@ -369,8 +368,7 @@ def export(
         try:
             data = runs_store.export(run_id)
         except StoreError as e:
-            _err().print(str(e), markup=False, highlight=False)
-            raise typer.Exit(2) from None
+            user_error(e)
     written = emit_json(data, json_file or STDOUT)
     if written is not None:
         _err().print(f"wrote {written}", markup=False, highlight=False)

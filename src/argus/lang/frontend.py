@@ -24,6 +24,7 @@ from argus.atoms.common import (
     SMS,
     shared_budget,
 )
+from argus.atoms.smem import SharedCarve
 from argus.atoms.target import DEFAULT_TARGET
 from argus.diagnostics import ArgusError
 from argus.ir import types as irtypes
@@ -157,7 +158,7 @@ class _Trace:
         self.threads: int | None = None
         self.blocks_per_sm = 1
         self.thread_var = Var("tid", VarKind.THREAD)
-        self.shared_bytes = 0
+        self.carve = SharedCarve()  # shared memory as the generated code lays it out (argus.atoms.smem)
         self.in_grid = False
         self.role: tuple[str, int] | None = None  # (name, threads) of the warp role being traced
         self.persistent: tuple[str, int] | None = None  # (tile order, group) of a persistent grid
@@ -744,20 +745,21 @@ def alloc_shared(
     if layout is None:
         base = Layout(shape, suffix_product(shape))
         layout = base if swizzle == 0 else ComposedLayout(hopper_swizzle(swizzle, dtype.bits), 0, base)
-    nbytes = _elements(shape) * dtype.bits // 8
+    buffer = Buffer(st.fresh("s"), Space.SHARED, dtype, shape, layout=layout, loc=loc)
+    nbytes = SharedCarve.footprint(buffer)[0]
     budget = shared_budget(st.blocks_per_sm)
-    if st.shared_bytes + nbytes > budget:
+    if st.carve.would_need(buffer) > budget:
         per = "" if st.blocks_per_sm == 1 else f" with {st.blocks_per_sm} blocks per SM"
         raise DSLError(
             "DSL_SMEM_BUDGET",
-            f"shared memory over budget: this buffer needs {nbytes} bytes and {st.shared_bytes} are already in use",
+            f"shared memory over budget: this buffer needs {nbytes} bytes and {st.carve.total} are already in use "
+            "(buffers start aligned: 1024 bytes for a swizzled one, 128 otherwise)",
             "use fewer stages or a smaller tile" + (", or fewer blocks per SM" if st.blocks_per_sm > 1 else ""),
             requirement=f"at most {budget} bytes per block on Hopper{per}",
-            actual=f"{st.shared_bytes + nbytes} bytes",
+            actual=f"{st.carve.would_need(buffer)} bytes",
             loc=loc,
         )
-    st.shared_bytes += nbytes
-    buffer = Buffer(st.fresh("s"), Space.SHARED, dtype, shape, layout=layout, loc=loc)
+    st.carve.place(buffer)
     st.emit(Alloc(buffer, loc=loc))
     return Shared(whole(buffer))
 
@@ -1491,7 +1493,7 @@ def alloc_mbarrier(count: int, arrive_count: int = 1) -> Mbarriers:
     if not isinstance(count, int) or count < 1 or not isinstance(arrive_count, int) or arrive_count < 1:
         raise DSLError("DSL_MBARRIER", f"T.alloc_mbarrier needs positive int counts, got {count}, {arrive_count}")
     buffer = Buffer(st.fresh("bar"), Space.MBARRIER, irtypes.u32, (count,), loc=loc)
-    st.shared_bytes += 8 * count
+    st.carve.place(buffer)
     st.emit(Alloc(buffer, loc=loc))
     st.emit(MbarrierInit(whole(buffer), arrive_count, loc=loc))
     return Mbarriers(buffer)

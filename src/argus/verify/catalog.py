@@ -255,7 +255,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry(
         "BUDGET_SMEM",
         "shared memory over budget",
-        "The shared-memory buffers of one block (their physical extents, padding and mbarriers included) "
+        "The shared-memory buffers of one block, carved as the generated code carves them (physical extents, "
+        "padding, mbarriers and the start alignment of each buffer included), "
         "need more than the 227 KiB a Hopper block may use.",
         Severity.ERROR,
         "use fewer stages, smaller tiles or a tighter layout",

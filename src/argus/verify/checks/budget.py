@@ -15,6 +15,7 @@ import time
 
 from argus.atoms.common import MAX_THREAD_REGISTERS as MAX_REGISTERS
 from argus.atoms.common import shared_budget
+from argus.atoms.smem import SharedCarve
 from argus.ir.nodes import Alloc, Broadcast, Buffer, Space, TileRef
 from argus.verify.context import Context
 from argus.verify.program import Site, user_name
@@ -22,24 +23,22 @@ from argus.verify.report import Finding, Verdict
 
 
 def shared_bytes(buffer: Buffer) -> int:
-    if buffer.space == Space.SHARED:
-        layout = buffer.layout
-        n = layout.cosize() if layout is not None and hasattr(layout, "cosize") else 1
-        if layout is None:
-            for s in buffer.static_shape:
-                n *= s
-        return n * buffer.dtype.bits // 8
-    return 8 * int(buffer.static_shape[0]) if buffer.shape else 8  # an mbarrier array
+    """The bytes of a shared buffer or mbarrier array (`argus.atoms.smem.SharedCarve.footprint`)."""
+    return SharedCarve.footprint(buffer)[0]
 
 
 def check_shared_budget(ctx: Context) -> list[Finding]:
+    """The block's shared memory as the generated code carves it (alignment padding included) against the budget."""
     start = time.perf_counter()
     rows = []
+    carve = SharedCarve()
     for site in ctx.analysis.program.sites:
         s = site.stmt
-        if isinstance(s, Alloc) and s.buffer.space not in (Space.FRAGMENT, Space.GLOBAL):
+        shared = isinstance(s, Alloc) and s.buffer.space not in (Space.FRAGMENT, Space.GLOBAL)
+        if shared and s.buffer not in carve.offsets:
+            carve.place(s.buffer)
             rows.append((user_name(s.buffer), shared_bytes(s.buffer), site))
-    total = sum(b for _, b, _ in rows)
+    total = carve.total
     findings = []
     blocks = getattr(ctx.analysis.kernel, "blocks_per_sm", 1)
     budget = shared_budget(blocks)

@@ -53,6 +53,7 @@ import numpy as np
 
 from argus.atoms import MmaAtom, Scope, get_atom
 from argus.atoms.copy import tile_lane_exchange
+from argus.atoms.smem import SharedCarve
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen import prelude
 from argus.backend.cuda.codegen.cexpr import (
@@ -108,8 +109,6 @@ from argus.ir.nodes import (
 from argus.ir.types import DType, DTypeKind
 
 #: Shared-memory alignment of each buffer, and of swizzled ones (a swizzle pattern repeats every 1024 bytes).
-SHARED_ALIGNMENT = 128
-SWIZZLED_ALIGNMENT = 1024
 #: Most bytes one thread moves in one vector access.
 VECTOR_BYTES = 16
 #: Most combinations of a shared window's dropped (stage) coordinates enumerated to prove a layout fact.
@@ -342,6 +341,7 @@ class Emitter(HopperRules):
         self.written: set[Buffer] = set()
         self.shared: dict[Buffer, int] = {}
         self.shared_bytes = 0
+        self.carve = SharedCarve()
         self.hoisted: set[Buffer] = set()
         self.declared: set[Buffer] = set()
         self.locals: set[str] = set()
@@ -483,19 +483,10 @@ class Emitter(HopperRules):
                     break
 
     def _carve(self, b: Buffer, s: Alloc) -> None:
-        if b.space == Space.MBARRIER:  # one 8-byte word per barrier
-            offset = -(-self.shared_bytes // 8) * 8
-            self.shared[b] = offset
-            self.shared_bytes = offset + 8 * math.prod(b.static_shape)
-            return
-        layout = b.layout
-        if layout is None:
+        if b.space != Space.MBARRIER and b.layout is None:
             raise CodegenError("CODEGEN_INVALID", f"shared buffer {b.name} has no layout", loc=s.loc)
-        cosize = layout.cosize() if hasattr(layout, "cosize") else math.prod(b.static_shape)
-        align = SWIZZLED_ALIGNMENT if uses_swizzle(layout) else SHARED_ALIGNMENT
-        offset = -(-self.shared_bytes // align) * align
-        self.shared[b] = offset
-        self.shared_bytes = offset + cosize * b.dtype.itemsize
+        self.shared[b] = self.carve.place(b)  # the one carve the tracer and the verifier check (argus.atoms.smem)
+        self.shared_bytes = self.carve.total
 
     # --- statements ------------------------------------------------------------------------------------
     def body(self, stmts: tuple[Stmt, ...]) -> None:
