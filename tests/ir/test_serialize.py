@@ -173,7 +173,8 @@ def _corpus_kernel(stem: str) -> tuple[Kernel, dict[str, Any]]:
     """A verifier-corpus kernel traced with its file's PARAMS, and the verifier options among them."""
     params = dict(getattr(importlib.import_module(f"tests.verify.corpus.{stem}"), "PARAMS", {}))
     options = {k: params.pop(k) for k in _VERIFY_OPTIONS if k in params}
-    return importlib.import_module(f"tests.verify.corpus.{stem}").KERNEL.trace(**params), options
+    target = importlib.import_module(f"tests.verify.corpus.{stem}").KERNEL
+    return (target if isinstance(target, Kernel) else target.trace(**params)), options  # IR, or a kernel to trace
 
 
 def _findings(kernel: Kernel, **options: Any) -> tuple[str, list[tuple]]:
