@@ -60,7 +60,6 @@ PEER_LAYERS = (4, 8)
 DEBT: dict[tuple[str, str], str] = {
     ("argus.lang.frontend", "argus.interp"): "a kernel call with device='cpu' runs the interpreter",
     ("argus.lang.frontend", "argus.runtime.errors"): "a kernel call on a GPU reports the launch's errors",
-    ("argus.verify.engine", "argus.kernels.registry"): "verify(LibraryKernel) unwraps a library entry",
     ("argus.tasks.base", "argus.eval.correctness"): "a task builds its correctness Reference",
     ("argus.tasks.base", "argus.eval.guards"): "a task's outputs are poisoned by the gate's guard",
     ("argus.tasks.base", "argus.eval.tolerance"): "a task's precision is the gate's tolerance rule",
