@@ -88,7 +88,9 @@ def parse_assignments(text: str) -> dict[str, Any]:
 
 
 def bench(
-    name_or_task: str = typer.Argument(..., help="a built-in task (all its library kernels) or a library kernel"),
+    name_or_task: str = typer.Argument(
+        ..., help="a built-in task (all its library kernels), a library kernel, or FILE.py:NAME (a kernel of your own)"
+    ),
     baselines: str = typer.Option(
         "",
         "--baselines",
@@ -116,7 +118,8 @@ def bench(
     isolate: bool = typer.Option(True, "--isolate/--no-isolate", help="run each kernel in a worker process"),
     store: str | None = typer.Option(None, "--store", help="SQLite file results are written to as they arrive"),
 ) -> None:
-    """Library kernels through the gate against their baselines: time, TFLOP/s, % of ceiling, ratios.
+    """Kernels through the gate against their baselines (library kernels, or yours): time, TFLOP/s, % of ceiling,
+    ratios.
 
     Without a GPU, correctness runs on the CPU interpreter and timing is skipped (said in the table).
 
