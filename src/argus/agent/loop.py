@@ -659,8 +659,7 @@ def optimize(
                     and len(nodes) == 1
                     and start_node.ref.library is None
                 ):
-                    declared = getattr(start_node.ref.load(allow_generated=False), "policy_params", {}) \
-                        if not start_node.generated else {}  # fmt: skip
+                    declared = getattr(start_node.ref.load(), "policy_params", {})
                     stop_reason = (
                         f"nothing to try on {start_node.ref.name}: no knowledge-base entry's transform applies to "
                         "it, and it declares "

@@ -223,7 +223,7 @@ def gate_library_kernel_job(
     from argus.eval.candidates import library_candidate
     from argus.eval.gate import GateOptions, gate_kernel
     from argus.tasks.builtin import get_task
-    from argus.tasks.user import is_user_task
+    from argus.tasks.user import is_user_task, kernel_of
 
     gate_options = GateOptions.from_dict(options)
     if is_user_task(kernel):
@@ -231,7 +231,7 @@ def gate_library_kernel_job(
 
         from argus.eval.judge import gate_generated_kernel
 
-        path, function = kernel.split("[", 1)[0].rsplit(":", 1)
+        path, function = kernel_of(kernel)
         if gate_options.sandbox:
             result = gate_generated_kernel(get_task(task), kernel, path, function, {}, Path(path).read_text(),
                                            gate_options, sizes=sizes, baselines=baselines)  # fmt: skip

@@ -331,6 +331,21 @@ class _Walk:
         self.expanded = 0
         self._has, self._nests = has, nests
 
+    def value(self, x: Any, depth: int) -> Any:
+        raise NotImplementedError
+
+    def sequence(self, x: tuple | list, depth: int) -> list:
+        """Each element's `value`, a failure naming the element's index in its path."""
+        out = []
+        i = 0
+        try:
+            for i, e in enumerate(x):  # noqa: B007 - `i` names the failing element
+                out.append(self.value(e, depth + 1))
+        except _Fail as fail:
+            fail.path.append(f"[{i}]")
+            raise
+        return out
+
     def count(self, depth: int) -> None:
         """One more value at `depth`; `_Fail` past a limit."""
         self.nodes += 1
@@ -375,17 +390,6 @@ class _Encoder(_Walk):
         if t in _NUMPY_NAME:
             return {"$np": _NUMPY_NAME[t], "value": self.value(x.item(), depth + 1)}
         raise _Fail(_unsupported_reason(x))
-
-    def sequence(self, x: tuple | list, depth: int) -> list:
-        out = []
-        i = 0
-        try:
-            for i, e in enumerate(x):  # noqa: B007 - `i` names the failing element
-                out.append(self.value(e, depth + 1))
-        except _Fail as fail:
-            fail.path.append(f"[{i}]")
-            raise
-        return out
 
     def mapping(self, x: dict, depth: int) -> list:
         out = []
@@ -504,17 +508,6 @@ class _Decoder(_Walk):
         if t is dict:
             return self.tagged(x, depth)
         raise _Fail(f"unexpected value of type {t.__name__}: the data may hold only JSON values")
-
-    def sequence(self, x: list, depth: int) -> list:
-        out = []
-        i = 0
-        try:
-            for i, e in enumerate(x):  # noqa: B007 - `i` names the failing element
-                out.append(self.value(e, depth + 1))
-        except _Fail as fail:
-            fail.path.append(f"[{i}]")
-            raise
-        return out
 
     def tagged(self, x: dict, depth: int) -> Any:
         if "$type" in x:

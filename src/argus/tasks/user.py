@@ -26,6 +26,15 @@ def is_user_task(name: str) -> bool:
     return bool(_NAME.match(name))
 
 
+def kernel_of(name: str) -> tuple[str, str]:
+    """(file, function) of the kernel a user task name names."""
+    match = _NAME.match(name)
+    if match is None:
+        raise TaskError("TASK_UNKNOWN", f"{name!r} is not a user task name", "FILE.py:NAME[ref=FILE.py:fn][M=..,N=..]")
+    path, function = match["kernel"].rsplit(":", 1)
+    return path, function
+
+
 def user_task_name(kernel: str, *, reference: str | None = None, sizes: Mapping[str, int] | None = None) -> str:
     """The name of the task of `kernel` (``FILE.py:NAME``) with an optional reference and sizes."""
     name = kernel
@@ -40,7 +49,7 @@ def user_task(name: str) -> Task:
     """The `Task` a user task name describes (see the module docstring)."""
     from argus.ir.types import dtype_from_name
     from argus.kernels.registry import LibraryKernel, load, parse_shape
-    from argus.kernels.user import call_reference, describe, resolve
+    from argus.kernels.user import call_reference, describe, resolve, resolve_shape
 
     match = _NAME.match(name)
     if match is None:
@@ -56,13 +65,8 @@ def user_task(name: str) -> Task:
     traced = entry.kernel.trace(**entry.params)
     inputs, outputs = describe(traced)
     sizes = dict(entry.default_shape)
-    missing = [v.name for v in traced.shape_vars if v.name not in sizes]
-    if missing:
-        raise TaskError(
-            "TASK_SIZE_MISSING",
-            f"{match['kernel']} needs the problem sizes {', '.join(missing)}",
-            f"give them with --shape {','.join(f'{m}=...' for m in missing)} or sizes= on @argus.kernel",
-        )
+    for t in traced.tensors:
+        resolve_shape(t, traced, sizes)  # every size given (`KERNEL_SIZES` names the missing ones)
 
     def spec(buffer: Any, output: bool) -> TensorSpec:
         shape = tuple(e if isinstance(e, int) else str(e) for e in buffer.shape)
