@@ -16,7 +16,8 @@ The pairing is an assumption that `check_protocol` proves for all iterations (Z3
 copy's bytes are announced on its barrier (`MBARRIER_TX`); the consumer waits on the very barrier the
 copy signals, with the parity of the phase that copy completes (`MBARRIER_PHASE`), before reading
 (`PIPELINE_STALE_READ`); the producer refills a stage only after waiting for the consumer to release
-it, with the right parity, and the consumer releases it after its last read (`PIPELINE_OVERWRITE`).
+it, with the right parity, and the consumer releases it after its last read, or a fixed number of iterations
+``d < S`` later (`PIPELINE_OVERWRITE`; `_check_release`).
 Barrier ``b`` of an array of ``N`` is used by iterations ``i`` with ``i % N == b``, so iteration
 ``i`` completes its phase number ``i // N``.
 
@@ -438,21 +439,22 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
         # (3) a stage is refilled only after the consumer released it
         if p.kind == "loop" and ok:
             assert it is not None
-            ok = _check_release(ctx, p, it, violation, always) and ok
+            ok = _check_release(ctx, p, it, violation, always, findings) and ok
         if ok:
             proved.add(id(p))
     return findings, proved
 
 
-def _access(prog: Program, site: Site, kind: str, buffer: Buffer) -> Any:
-    """An access of `site` to element (0, ..., 0) of its window into `buffer`, at iteration 0."""
+def _access(prog: Program, site: Site, kind: str, buffer: Buffer, loop: For | None = None, value: int = 0) -> Any:
+    """An access of `site` to element (0, ..., 0) of its window into `buffer`, at iteration 0 of every loop
+    (iteration `value` of `loop`)."""
     from argus.ir.expr import evaluate
     from argus.verify.program import loop_name, shared_layout
     from argus.verify.report import Access, Element, ThreadPoint
 
     ref = next(r for r in _refs(site.stmt) if r.buffer is buffer)
     env: dict = {v: 0 for v in prog.kernel.block_vars}
-    env.update({lp.var: 0 for lp in site.loops})
+    env.update({lp.var: (value if lp is loop else 0) for lp in site.loops})
     env.update({v: 1 << 14 for v in prog.kernel.shape_vars})
     coord = tuple(int(evaluate(o, env)) if isinstance(o, Expr) else int(o) for o in ref.origin)
     layout = shared_layout(ref)
@@ -463,7 +465,7 @@ def _access(prog: Program, site: Site, kind: str, buffer: Buffer) -> Any:
         f"copy ({site.stmt.atom})" if isinstance(site.stmt, Copy) else type(site.stmt).__name__.lower(),
         site.loc,
         ThreadPoint(first, site.role.name if site.role else None),
-        {loop_name(lp): 0 for lp in site.loops},
+        {loop_name(lp): (value if lp is loop else 0) for lp in site.loops},
         Element(user_name(buffer), "shared", offset, coord),
     )
 
@@ -495,36 +497,122 @@ def _loops(m: Any, lp: For, t: Any) -> dict:
     return {loop_name(lp): smt.model_int(m, t)}
 
 
-def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always) -> bool:
-    """The producer waits, before refilling a stage, on a barrier the consumer arrives on after its
-    last read of that stage, with the parity of the consumer's release (the first pass through the
-    stages does not wait)."""
+def _arrivals(body: tuple[Stmt, ...], guards: tuple[tuple[If, bool], ...] = (), top: Stmt | None = None) -> list:
+    """The `T.mbarrier_arrive` statements of a loop body, each with the ``T.if_`` branches around it and the
+    body's top-level statement that holds it: ``(arrive, guards, top)``."""
+    out: list = []
+    for s in body:
+        here = top if top is not None else s
+        if isinstance(s, MbarrierArrive):
+            out.append((s, guards, here))
+        elif isinstance(s, If):
+            out += _arrivals(s.then, (*guards, (s, True)), here)
+            out += _arrivals(s.orelse, (*guards, (s, False)), here)
+    return out
+
+
+def _no_release(
+    ctx: Any, p: Pairing, first_write: Site, last_read: Site, early: Any, other: Any, violation, findings: list
+) -> bool:
+    """No arrival the producer waits on releases the stages in a modelled way: a violation where there is a
+    witness (no release at all: the refill of iteration S overwrites what iteration 0 reads; a release before
+    the last read: the same, once the consumer has arrived), else unknown (arrivals the verifier cannot pair)."""
+    from argus.verify.report import Finding, Verdict
+
+    prog = ctx.analysis.program
+    accesses = (
+        _access(prog, first_write, "write", p.buffer, p.loop_p, p.loop_p.stages),
+        _access(prog, last_read, "read", p.buffer, p.loop_c, 0),
+    )
+    stages = p.loop_c.stages
+    if other is not None and early is None:
+        findings.append(
+            Finding(
+                "UNKNOWN_WARP_ROLES",
+                Verdict.UNKNOWN,
+                f"the consumer arrives on {user_name(other.barrier.buffer)}, which the producer waits on before "
+                f"refilling {user_name(p.buffer)}, but not in a release pattern the verifier proves",
+                loc=other.loc,
+                reason=(
+                    f"proved patterns: iteration g arrives on {user_name(other.barrier.buffer)}[(g - d) % {stages}] "
+                    f"exactly when g >= d, for a lag 0 <= d < {stages} (d = 0: after the iteration's last read)"
+                ),
+                pin="release stage s after the read (T.mbarrier_arrive(empty[s])), or one iteration behind "
+                "(with T.if_(k > 0): T.mbarrier_arrive(empty[(k - 1) % STAGES]))",
+            )
+        )
+        return False
+    if early is not None:
+        violation(
+            "PIPELINE_OVERWRITE",
+            prog.site(early),
+            f"the consumer releases the stage on {user_name(early.barrier.buffer)} before its last read of "
+            f"{user_name(p.buffer)} (line {last_read.loc.line if last_read.loc else '?'}): once it has arrived, the "
+            f"producer's refill of iteration {stages} may overwrite the stage iteration 0 is still reading",
+            accesses=accesses,
+        )
+        return False
+    violation(
+        "PIPELINE_OVERWRITE",
+        first_write,
+        f"the producer refills {user_name(p.buffer)} without waiting for the consumer to release the stage (no "
+        f"mbarrier it waits on here is arrived on by the consumer after its last read): its refill of iteration "
+        f"{stages} may overwrite the stage iteration 0 is still reading",
+        accesses=accesses,
+    )
+    return False
+
+
+def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always, findings: list) -> bool:
+    """The producer waits, before refilling a stage, on a barrier the consumer arrives on once it is done with
+    that stage, with the parity of the consumer's release (the first pass through the stages does not wait).
+
+    The consumer may release a stage *d* iterations behind (``0 <= d < S``): iteration ``g`` arrives on
+    ``empty[(g - d) % S]`` exactly when ``g >= d`` (``T.if_(k > 0)`` for d = 1, the CUTLASS way of keeping one
+    MMA in flight); with d = 0 the arrival must come after the iteration's last read of the stage, with d >= 1
+    the reads it releases were all made in earlier iterations. Either way barrier ``b`` receives its arrivals
+    in iteration order, one per pass over the stages, so the producer's refill of iteration ``i`` (``i >= S``)
+    waits for the release of iteration ``i - S`` by waiting on ``empty[i % S]`` for the parity of phase
+    ``i // S - 1``."""
     first_write = min(p.writes, key=lambda s: s.index)
     top_w = _top(p.loop_p.body, first_write)
     waits = [s for s in p.loop_p.body[: p.loop_p.body.index(top_w)] if isinstance(s, MbarrierWait)]
     last_read = max(p.reads, key=lambda s: s.index)
     top_r = _top(p.loop_c.body, last_read)
-    after = p.loop_c.body[p.loop_c.body.index(top_r) + 1 :]
-    arrives = [s for s in after if isinstance(s, MbarrierArrive)]
-    pair = next(((w, a) for w in waits for a in arrives if w.barrier.buffer is a.barrier.buffer), None)
-    if pair is None:
-        violation(
-            "PIPELINE_OVERWRITE",
-            first_write,
-            f"the producer refills {user_name(p.buffer)} without waiting for the consumer to release the stage "
-            f"(no mbarrier it waits on here is arrived on by the consumer after its last read)",
-            accesses=(
-                _access(ctx.analysis.program, first_write, "write", p.buffer),
-                _access(ctx.analysis.program, last_read, "read", p.buffer),
-            ),
-        )
-        return False
-    wait, arrive = pair
-    n = _count(wait.barrier.buffer)
+    after_read = p.loop_c.body.index(top_r)
+    n_stages = p.loop_c.stages
     env_p, env_c, i = it.env_p, it.env_c, it.g
+    early: Any = None  # an arrival on the barrier the producer waits on, placed before the last read
+    pair = None
+    other: Any = None  # an arrival on that barrier, after the read, that releases no stage in a way modelled here
+    for w in waits:
+        for a, guards, top in _arrivals(p.loop_c.body):
+            if w.barrier.buffer is not a.barrier.buffer:
+                continue
+            n = _count(a.barrier.buffer)
+            guard = z3.And(*[_guard(g, env_c) for g in guards]) if guards else z3.BoolVal(True)
+            index = smt.val(smt.evaluate(barrier_element(a.barrier), env_c))
+            for d in range(min(n, n_stages)):
+                if d == 0 and p.loop_c.body.index(top) <= after_read:
+                    early = early or a
+                    continue
+                releases = z3.And(guard == z3.UGE(i, d), z3.Implies(guard, index == smt.mod(i - d, n)))
+                if always(it.cons_c, releases) is None:
+                    pair = (w, a)
+                    break
+            else:
+                if p.loop_c.body.index(top) > after_read or guards:
+                    other = other or a
+            if pair is not None:
+                break
+        if pair is not None:
+            break
+    if pair is None:
+        return _no_release(ctx, p, first_write, last_read, early, other, violation, findings)
+    wait, _arrive = pair
+    n = _count(wait.barrier.buffer)
     claim = z3.And(
         smt.val(smt.evaluate(barrier_element(wait.barrier), env_p)) == smt.mod(i, n),
-        smt.val(smt.evaluate(barrier_element(arrive.barrier), env_c)) == smt.mod(i, n),
         smt.mod(smt.evaluate(wait.phase, env_p), 2) == smt.mod(smt.floordiv(i, n) + 1, 2),
     )
     wrong = always(it.cons_p, claim)
