@@ -19,6 +19,7 @@ CATEGORIES = (
     "MBARRIER",
     "FENCE",
     "OOB",
+    "COVERAGE",
     "ALIGN",
     "LAYOUT",
     "BUDGET",

@@ -197,6 +197,16 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
         "copy with pad equal to the reduction's identity: -inf before a max, +inf before a min, 0 before a sum",
     ),
+    CatalogEntry(
+        "COVERAGE_OUTPUT",
+        "an element of an output is never written",
+        "For some problem size the kernel allows, an element of a tensor the kernel stores into lies in no "
+        "window any block stores: a tile narrower than the row, an epilogue storing the tile of another block, "
+        "a grid of M // BM blocks where cdiv(M, BM) are needed. The element keeps whatever the tensor held.",
+        Severity.ERROR,
+        "cover the whole tensor: a grid of cdiv(size, tile) blocks along every dimension, or a loop over the "
+        "tiles of a row; if larger sizes never occur, declare it (T.assume('N <= 128'))",
+    ),
     # --- alignment and budgets --------------------------------------------------------------------
     CatalogEntry(
         "ALIGN_VECTOR",

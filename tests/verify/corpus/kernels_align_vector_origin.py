@@ -19,6 +19,7 @@ def KERNEL(
     BN: int = 64,
 ):
     T.assume(T.eq(N % 4, 0))
+    T.assume(N <= BN)  # one column tile per row (COVERAGE_OUTPUT otherwise)
     with T.grid(T.cdiv(M, BM), threads=128) as (bm,):
         r = T.alloc_fragment((BM, BN), T.f32)
         T.copy(X.window((bm * BM, 2), (BM, BN)), r, atom="vector")  # <- ALIGN_VECTOR

@@ -12,6 +12,7 @@ import argus.lang as T
 
 @argus.kernel
 def KERNEL(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: int = 4, BN: int = 128):
+    T.assume(N <= BN)  # one column tile per row (COVERAGE_OUTPUT otherwise)
     with T.grid(T.cdiv(M, BM), threads=128) as (bm,):
         x = T.alloc_fragment((BM, BN), T.f32)
         T.copy(X.tile((bm, 0), (BM, BN)), x)  # BUG: pad must be -inf before a maximum

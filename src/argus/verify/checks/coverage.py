@@ -1,0 +1,179 @@
+"""Every element of an output is written (`COVERAGE_OUTPUT`).
+
+A kernel that stores one tile per block proves nothing about the elements no block stores: a softmax whose row
+tile is narrower than the row, an epilogue that stores ``C.tile((bn, bm))`` for ``C.tile((bm, bn))``, a grid of
+``M // BM`` blocks for ``cdiv(M, BM)`` rows. Each leaves elements of the output as they were, and every other
+check still holds.
+
+For each global tensor the kernel writes, the check takes the sites that store into it. Along every dimension,
+a site's window origin must be one of:
+
+* independent of blocks and loops (an expression of the sizes): the site covers ``[o, o + extent)``;
+* ``o0 + v * s`` in exactly one block index or loop variable ``v`` of range ``[0, R)`` that no other dimension of
+  the window uses (proved for every ``v`` and size): the site covers ``[o0, o0 + (R - 1) * s + extent)`` when
+  ``extent >= s``, else the elements whose offset from ``o0`` divided by ``s`` is below ``R`` with remainder
+  below ``extent``.
+
+A site's windows then cover a box, and Z3 looks for a problem size and an element of the tensor inside no box
+(the union over all the sites that store into it). Found: a violation naming the element and the sizes. A site
+whose windows do not have that form (an origin mixing two indices, a store under ``T.if_``, an index the
+persistent tile order computes) leaves the tensor *not checked* (a record, no finding; `docs/verify.md` §7):
+covering is an existential fact, and the check does not guess.
+
+Loops are assumed to run (§7), and a store inside a loop whose variable is not in the origin covers the same box
+in every iteration.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import z3
+
+from argus.ir.expr import Expr, Var
+from argus.ir.nodes import Copy, Fill, Space, TileRef
+from argus.verify import smt
+from argus.verify.context import Context
+from argus.verify.program import Site, depends_on, user_name
+from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
+
+
+def check_output_coverage(ctx: Context) -> list[Finding]:
+    prog = ctx.analysis.program
+    stores: dict[int, list[Site]] = {}
+    tensors = {}
+    for site in prog.sites:
+        s = site.stmt
+        if isinstance(s, Copy | Fill) and isinstance(s.dst, TileRef) and s.dst.buffer.space == Space.GLOBAL:
+            stores.setdefault(id(s.dst.buffer), []).append(site)
+            tensors[id(s.dst.buffer)] = s.dst.buffer
+    findings: list[Finding] = []
+    for key, sites in stores.items():
+        start = time.perf_counter()
+        buffer = tensors[key]
+        finding = _check_tensor(ctx, buffer, sites)
+        if finding is None:
+            continue
+        if isinstance(finding, str):
+            ctx.record("output coverage", f"{user_name(buffer)} (not checked: {finding})", Verdict.UNKNOWN, start)
+            continue
+        findings.append(finding)
+        ctx.record("output coverage", user_name(buffer), finding.verdict, start)
+    return findings
+
+
+def _check_tensor(ctx: Context, buffer: Any, sites: list[Site]) -> Finding | str | None:
+    """None when every element is written, a finding when one is not (or Z3 cannot tell), and the reason when the
+    stores' windows have no form the check reads."""
+    start = time.perf_counter()
+    env = dict(ctx.base_env)
+    dims = [smt.evaluate(d, env) if isinstance(d, Expr) else smt.val(d) for d in buffer.shape]
+    element = [z3.BitVec(f"coverage.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]
+    boxes = []
+    for site in sites:
+        box = _box(ctx, site, element)
+        if isinstance(box, str):
+            return f"{box} ({site.loc})"
+        boxes.append(box)
+    inside = [smt.in_range(e, 0, n) for e, n in zip(element, dims, strict=True)]
+    missed = z3.And(*[z3.Not(b) for b in boxes])
+    out = ctx.solve(inside, missed)
+    if out.verdict == Verdict.VERIFIED:
+        ctx.record("output coverage", user_name(buffer), Verdict.VERIFIED, start)
+        return None
+    first = sites[0]
+    if out.verdict == Verdict.UNKNOWN:
+        return Finding(
+            out.code or "UNKNOWN_SOLVER",
+            Verdict.UNKNOWN,
+            f"whether every element of {user_name(buffer)} is written could not be decided",
+            loc=first.loc,
+            reason=out.reason,
+        )
+    m = out.model
+    coord = tuple(smt.model_int(m, e) for e in element)
+    sizes = ctx.shape_values(m)
+    extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
+    msg = (
+        f"element {coord} of {user_name(buffer)} ({extents}) is never written: no block stores a window that "
+        f"holds it (the stores at {', '.join(str(s.loc) for s in sites)})"
+    )
+    cex = Counterexample(
+        code="COVERAGE_OUTPUT",
+        message=msg,
+        op_loc=first.loc,
+        program_point=str(first.loc),
+        block={},
+        shapes=sizes,
+        thread=ThreadPoint(0, None),
+        loops={},
+        accesses=(),
+        variables={"element": str(coord), f"{user_name(buffer)} extents": extents},
+    )
+    return Finding("COVERAGE_OUTPUT", Verdict.VIOLATED, msg, loc=first.loc, counterexample=cex)
+
+
+def _box(ctx: Context, site: Site, element: list[Any]) -> Any:
+    """The condition that `element` lies in one of the windows `site` stores, or why the windows have no form
+    the check reads."""
+    if site.ifs:
+        return "a store under T.if_"
+    ref: TileRef = site.stmt.dst  # type: ignore[attr-defined]
+    ranges: dict[Var, Any] = {}
+    for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
+        ranges[v] = smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)
+    for lp in site.loops:
+        ranges[lp.var] = smt.evaluate(lp.extent, ctx.base_env) if isinstance(lp.extent, Expr) else smt.val(lp.extent)
+    used: set[Var] = set()
+    conds = []
+    for d, (origin, extent) in enumerate(zip(ref.origin, ref.extent, strict=True)):
+        vs = [v for v in ranges if depends_on(origin, v)]
+        if isinstance(origin, Expr) and _other_vars(origin, set(ranges), ctx):
+            return f"dimension {d}'s origin {origin} depends on values other than the block and loop indices"
+        if len(vs) > 1:
+            return f"dimension {d}'s origin {origin} mixes {', '.join(v.name for v in vs)}"
+        e = element[d]
+        ext = smt.val(extent)
+        if not vs:
+            o = smt.evaluate(origin, ctx.base_env) if isinstance(origin, Expr) else smt.val(origin)
+            conds.append(z3.And(e >= o, e - o < ext))
+            continue
+        v = vs[0]
+        if v in used:
+            return f"{v.name} appears in two dimensions of the window"
+        used.add(v)
+        o0, s = _affine(ctx, origin, v, ranges[v])
+        if o0 is None:
+            return f"dimension {d}'s origin {origin} is not affine in {v.name}"
+        r = ranges[v]
+        rel = e - o0
+        if _always(ctx, [], z3.And(s >= 0, ext >= s)):
+            conds.append(z3.And(e >= o0, r >= 1, rel < (r - 1) * s + ext))
+        else:
+            q = smt.floordiv(rel, s)
+            conds.append(z3.And(e >= o0, s > 0, q < r, rel - q * s < ext))
+    return z3.And(*conds) if conds else z3.BoolVal(True)
+
+
+def _other_vars(origin: Expr, known: set[Var], ctx: Context) -> bool:
+    from argus.ir.expr import free_vars
+
+    shapes = set(ctx.kernel.shape_vars)
+    return any(v not in known and v not in shapes for v in free_vars(origin))
+
+
+def _affine(ctx: Context, origin: Expr, v: Var, r: Any) -> tuple[Any, Any]:
+    """``(o0, s)`` with ``origin == o0 + v * s`` for every ``v`` in ``[0, r)`` and every size, else (None, None)."""
+    t = z3.BitVec(f"coverage.{v.name}", smt.WIDTH)
+    o = smt.val(smt.evaluate(origin, {**ctx.base_env, v: t}))
+    o0 = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(0)}))
+    o1 = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(1)}))
+    s = o1 - o0
+    if not _always(ctx, [smt.in_range(t, 0, r)], o == o0 + t * s):
+        return None, None
+    return o0, s
+
+
+def _always(ctx: Context, cons: list[Any], claim: Any) -> bool:
+    return ctx.solve(cons, z3.Not(claim)).verdict == Verdict.VERIFIED
