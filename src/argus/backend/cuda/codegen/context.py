@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -177,7 +177,24 @@ class Writer:
 
 
 class Context:
-    """The state of one kernel's emission (see the module docstring) and the helpers every rule uses."""
+    """The state of one kernel's emission and the helpers every rule uses.
+
+    Read-only while emitting:
+        kernel: the IR kernel.
+        facts: `analysis.KernelFacts`, computed before the first rule runs.
+        switches: the `Switches` of this run (from `emitter.Emitter`'s class attributes).
+        rules: the rule table (`emitter.Emitter.RULES`), by statement type.
+
+    Written while emitting (and by whom):
+        out: the `Writer` — every rule, through `line`, `block`, `open`/`close`, `local`, `forget`.
+        scope: the current `Scope` — replaced (never mutated) by `within`: `statement` for each statement,
+            `hopper.role_block` inside a role, `hopper.release_loop` inside a deferred-release loop.
+        needs: the `Needs` of the translation unit — any rule, through `use`, `dtype_c`, `require_alignment`,
+            `note`, `tma.tensor_map`; `hopper` and `epilogue` set its flags; `frame.assemble` reads it.
+        names: C identifiers — `analysis.analyse` names the IR objects, `tma.tensor_map` reserves tensor maps.
+        barriers: `sync.NamedBarriers` — advanced by `hopper.role_block` and `epilogue.tma_store`.
+        declared: fragments whose register array is declared — `memory.declare_fragment`.
+    """
 
     def __init__(
         self,
@@ -199,14 +216,13 @@ class Context:
         self.scope = Scope(tid=tid, threads=kernel.threads)
         self.needs = Needs()
         self.barriers = barriers
-        #: fragments whose register array has been declared (a hoisted one is declared once, at the top)
         self.declared: set[Buffer] = set()
 
     # --- writing ---------------------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
         self.out.line(text)
 
-    def block(self, opener: str = "{", closer: str = "}") -> Any:
+    def block(self, opener: str = "{", closer: str = "}") -> AbstractContextManager[None]:
         return self.out.block(opener, closer)
 
     def open(self, text: str | None) -> None:
