@@ -11,11 +11,29 @@ Public API:
   ``sm_90a`` (cached on disk); `argus.runtime.load` takes the result;
 * `CodegenError` (``CODEGEN_UNSUPPORTED`` for constructs not lowered yet, pointing at the DSL line).
 
-Modules: `cexpr` (C expressions, layouts as C), `placement` (per-thread facts derived from layouts by
-enumeration), `prelude` (device helpers), `emitter` (one rule per IR statement), `hopper` (the rules for warp
-roles, mbarriers, TMA loads and ``wgmma``), `source` (the result, with the TMA tensor maps the runtime encodes).
-The generated code's semantics are the interpreter's (`argus.interp`); the emitter's docstring says
-how each IR concept becomes CUDA.
+Modules. The renderer is a table of rules (`emitter.Emitter.RULES`, one line per IR statement kind); each rule
+is a function ``rule(cx, statement)`` of the module that owns its concern, and what the rules share is one
+`context.Context` per kernel:
+
+* `emitter` — the entry point (`Emitter.generate`), its A/B switches and the rule table; its docstring says how
+  each IR concept becomes CUDA;
+* `context` — the emission state: the body's lines and block-local names, the scope (thread index and count,
+  warp role, statement being emitted), what the body needs of the translation unit; errors at the DSL line;
+* `analysis` — the walk before emission: names, the shared-memory carve, written tensors, hoisted fragments;
+* `addressing` — windows of global and shared buffers as C, a thread's fragment coordinates, runs over threads;
+* `memory` — allocations, copies (fragment <-> memory, ``ldmatrix``/``stmatrix``, ``cp.async``), fills;
+* `tma` — TMA loads and the kernel's tensor maps; `epilogue` — lane-exchange and staged TMA stores;
+* `mma` — ``mma.sync``, the per-thread FMA atom, ``wgmma`` and its matrix descriptors;
+* `pointwise` — elementwise math and reductions in registers;
+* `sync` — barriers, fences, ``cp.async`` groups, mbarriers, and the named barriers the generator hands out;
+* `hopper` — warp roles with ``setmaxnreg``, consumer loops with a deferred stage release;
+* `control` — loops and branches; `frame` — the translation unit around the body (signature, launch bounds,
+  prologue, shared-memory carve, prelude);
+* building blocks: `cexpr` (C expressions, layouts as C), `placement` (per-thread facts derived from layouts by
+  enumeration), `prelude` (device helpers), `source` (the result, with the TMA tensor maps the runtime
+  encodes), `errors`.
+
+The generated code's semantics are the interpreter's (`argus.interp`).
 """
 
 from __future__ import annotations

@@ -62,6 +62,14 @@ class Names:
     def has(self, obj: Any) -> bool:
         return id(obj) in self._by_object
 
+    def is_taken(self, ident: str) -> bool:
+        """Whether `ident` is a keyword, a reserved name or the identifier of some object."""
+        return ident in self._taken
+
+    def reserve(self, ident: str) -> None:
+        """Keep `ident` (chosen elsewhere, e.g. a kernel parameter) from being handed out."""
+        self._taken.add(ident)
+
     def fresh(self, base: str) -> str:
         """A new identifier based on `base` (``base``, ``base_1``, ...)."""
         clean = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base) or "v"

@@ -1,0 +1,167 @@
+"""The synchronisation rules: barriers, fences, ``cp.async`` groups and mbarriers, and the named barriers the
+generator hands out.
+
+* `barrier` — ``__syncthreads`` for a block barrier, ``bar.sync id, threads`` for a named one;
+* `async_commit` / `async_wait` — ``cp.async`` commit and wait groups (`prelude`);
+* `fence` — ``fence.proxy.async`` or ``wgmma.fence``;
+* mbarriers are 64-bit words carved from shared memory: initialised by thread 0 (`mbarrier_init`), then
+  ``fence.mbarrier_init`` and ``__syncthreads``; an arrive is made once per scope (as the IR counts it) by the
+  scope's thread 0 (``mbarrier.arrive.expect_tx`` with ``expect_bytes``), after a barrier over the scope when it
+  is a release (no ``expect_bytes``: every thread of the scope must be done with the stage); a wait is a
+  ``try_wait.parity`` loop in every thread (`mbarrier_wait`);
+* `scope_barrier` — the C text that synchronizes the current scope's threads (the role's named barrier, or the
+  block's);
+* `NamedBarriers` — hardware barrier ids for warp roles (upwards, above the kernel's own) and staged TMA
+  stores (downwards, from the top).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from argus.atoms.target import DEFAULT_TARGET
+from argus.backend.cuda.codegen.context import Context
+from argus.ir.nodes import (
+    AsyncCommit,
+    AsyncWait,
+    Barrier,
+    BarrierKind,
+    Fence,
+    FenceKind,
+    Kernel,
+    MbarrierArrive,
+    MbarrierInit,
+    MbarrierWait,
+    Role,
+    Space,
+    TileRef,
+    walk,
+)
+
+#: Hardware named barriers (0 is ``__syncthreads``'s).
+NAMED_BARRIERS = DEFAULT_TARGET.named_barriers
+
+
+class NamedBarriers:
+    """The named barriers the generator takes beyond those the kernel's `Barrier` statements use.
+
+    Warp roles get one each, in emission order, from the lowest id above the kernel's own (`for_role`); staged
+    TMA stores take blocks of consecutive ids from the top down (`for_stores`), so the two never meet. Mutable
+    state: `roles_given` (advanced by `for_role`) and `stores_top` (lowered by `for_stores`)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        used = [b.barrier_id for b in walk(kernel.body) if isinstance(b, Barrier)]
+        #: the lowest id above those the kernel's own barriers use
+        self.first_free = max([0, *used]) + 1
+        #: warp roles in the kernel: each takes one id above `first_free`
+        self.roles = sum(1 for r in walk(kernel.body) if isinstance(r, Role))
+        self.roles_given = 0
+        self.stores_top = NAMED_BARRIERS
+
+    def for_role(self) -> int | None:
+        """The next role's barrier id, or None when the hardware has no more."""
+        self.roles_given += 1
+        barrier_id = self.first_free + self.roles_given - 1
+        return barrier_id if barrier_id < NAMED_BARRIERS else None
+
+    def for_stores(self, count: int) -> int | None:
+        """The first of `count` consecutive ids for a staged TMA store, or None when they would meet the roles'."""
+        first = self.stores_top - count
+        if first < self.first_free + self.roles:
+            return None
+        self.stores_top = first
+        return first
+
+
+def scope_barrier(cx: Context) -> str:
+    """C text that synchronizes the threads of the current scope (the role's, or the block's)."""
+    role = cx.scope.role
+    if role is None:
+        return "__syncthreads();"
+    return (
+        f'asm volatile("bar.sync %0, %1;\\n" :: "r"({cx.scope.role_barrier}), "r"({cx.threads}) : "memory");'
+        f"  // role {role.name}'s threads"
+    )
+
+
+def barrier(cx: Context, s: Barrier) -> None:
+    if s.kind == BarrierKind.BLOCK:
+        cx.line("__syncthreads();")
+        return
+    threads = s.threads if s.threads is not None else cx.kernel.threads
+    cx.line(f'asm volatile("bar.sync %0, %1;\\n" :: "r"({s.barrier_id}), "r"({threads}) : "memory");')
+
+
+def async_commit(cx: Context, s: AsyncCommit) -> None:
+    cx.use("cp_async")
+    cx.line("argus::cp_async_commit();")
+
+
+def async_wait(cx: Context, s: AsyncWait) -> None:
+    cx.use("cp_async")
+    cx.line(f"argus::cp_async_wait<{int(s.pending)}>();")
+
+
+def fence(cx: Context, s: Fence) -> None:
+    if s.kind == FenceKind.PROXY_ASYNC:
+        cx.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");')
+    elif s.kind == FenceKind.WGMMA:
+        cx.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
+    else:
+        raise cx.error(f"fence {s.kind}")
+
+
+# --- mbarriers -------------------------------------------------------------------------------------------
+
+
+def mbarrier_address(cx: Context, ref: TileRef) -> str:
+    """The shared-memory address (``unsigned``) of the mbarrier `ref` points at."""
+    if ref.buffer.space != Space.MBARRIER:
+        raise cx.invalid(f"{ref.buffer.name} is not an mbarrier array")
+    cx.use("mbarrier")
+    index = cx.expr(ref.origin[0]) if ref.origin else "0"
+    return f"argus::smem_u32(&{cx.buffer_name(ref.buffer)}[{index}])"
+
+
+def mbarrier_init(cx: Context, s: MbarrierInit) -> None:
+    """Thread 0 initialises every barrier of the array; a barrier released per warpgroup by a deferred-release
+    loop (`hopper.plan_deferred_releases`) counts one arrival per warpgroup."""
+    if cx.scope.role is not None:
+        raise cx.error("mbarrier initialisation inside a warp role", "initialise mbarriers before the roles")
+    cx.use("mbarrier")
+    b = s.barriers.buffer
+    name = cx.buffer_name(b)
+    count = int(np.prod(b.static_shape))
+    arrivals, why = int(s.arrive_count), ""
+    per_group = {d.warpgroups for d in cx.facts.deferred.values() if d.arrive.barrier.buffer is b}
+    if per_group:
+        (groups,) = per_group
+        arrivals *= groups
+        why = f"  // {s.arrive_count} x {groups}: each warpgroup of the releasing role arrives for itself"
+    with cx.block(f"if ({cx.tid} == 0) {{"):
+        i = cx.local("i")
+        cx.line(
+            f"for (int {i} = 0; {i} < {count}; ++{i}) argus::mbarrier_init(argus::smem_u32(&{name}[{i}]), "
+            f"{arrivals});{why}"
+        )
+        cx.forget(i)
+        cx.line("argus::mbarrier_init_fence();")
+    cx.line("__syncthreads();  // every thread sees the initialised barriers")
+
+
+def mbarrier_arrive(cx: Context, s: MbarrierArrive) -> None:
+    address = mbarrier_address(cx, s.barrier)
+    if s.expect_bytes:
+        cx.line(
+            f"if ({cx.tid} == 0) argus::mbarrier_arrive_expect_tx({address}, {int(s.expect_bytes)});  "
+            "// one arrival for the scope, plus the bytes TMA will deliver"
+        )
+        return
+    if cx.threads > 1:
+        cx.line(scope_barrier(cx) + "  (all of them are done with what the arrival releases)")
+    cx.line(f"if ({cx.tid} == 0) argus::mbarrier_arrive({address});  // one arrival for the scope")
+
+
+def mbarrier_wait(cx: Context, s: MbarrierWait) -> None:
+    address = mbarrier_address(cx, s.barrier)
+    cx.line(f"argus::mbarrier_wait({address}, static_cast<unsigned>({cx.expr(s.phase)}) & 1u);")

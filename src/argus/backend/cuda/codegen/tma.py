@@ -1,0 +1,104 @@
+"""TMA loads and the kernel's TMA tensor maps.
+
+A TMA load (``T.copy(..., atom="tma", mbarrier=...)``) is issued by the scope's thread 0 with a ``CUtensorMap``
+per (tensor, box, swizzle), passed as a ``const __grid_constant__`` parameter (`TensorMapParam`) that the
+runtime encodes before each launch; it completes on the mbarrier. The swizzle is the one under which the
+destination's layout equals TMA's box layout, proven by enumeration over the same `argus.layout` objects the
+interpreter evaluates: TMA writes the box densely in row-major order of the tensor's dimensions, swizzled by
+``hopper_swizzle(W)``, so the destination window's layout, relative to its first element, must be exactly that
+for one ``W`` (`argus.atoms.smem.tma_box_swizzle`). The box, strides and shared address are checked against the
+atom's constraints (`argus.atoms.tma`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from argus.atoms.smem import SWIZZLE_REPEAT_BYTES, tma_box_swizzle
+from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
+from argus.backend.cuda.codegen.addressing import Window, is_row_major
+from argus.backend.cuda.codegen.context import Context
+from argus.backend.cuda.codegen.source import TensorMapParam
+from argus.backend.cuda.codegen.sync import mbarrier_address
+from argus.ir.nodes import Buffer, Copy, Space
+
+
+def tma_copy(cx: Context, s: Copy) -> None:
+    """A TMA load of a global window into shared memory, completing on ``s.mbarrier``."""
+    src, dst = s.src, s.dst
+    if src.space != Space.GLOBAL or dst.space != Space.SHARED:
+        raise cx.error(f"TMA copy from {src.space.value} to {dst.space.value} memory", "only TMA loads are lowered")
+    if s.mbarrier is None:
+        raise cx.invalid("a TMA load needs an mbarrier to complete on (mbarrier=...)")
+    if src.perm is not None or dst.perm is not None or getattr(dst, "layout", None) is not None:
+        raise cx.error("TMA copy through a transposed or re-laid-out view")
+    tensor = src.buffer
+    rank = len(tensor.shape)
+    if rank not in (2, 3):
+        raise cx.error(f"TMA copy of a {rank}-d tensor", "TMA lowering covers 2-d and 3-d tensors")
+    if not is_row_major(tensor.strides, tensor.shape):
+        raise cx.error(f"TMA copy of {tensor.name} with strides that are not row-major")
+    if tuple(src.shape) != tuple(dst.shape):
+        raise cx.invalid(f"copy between windows of shapes {src.shape} and {dst.shape}")
+    box_tensor = tuple(int(e) for e in src.extent)  # tensor order; squeezed dimensions have extent 1
+    box = tuple(reversed(box_tensor))  # TMA order: dimension 0 innermost
+    window = Window(cx, dst)
+    swizzle = _box_swizzle(cx, s, window, box)
+    cx.require_alignment(tensor, 16)
+    tmap = tensor_map(cx, tensor, box, swizzle)
+    cx.use("tma")
+    origin = [cx.expr(o) for o in reversed(src.origin)]
+    target = window.pointer(window.buffer_coords(["0"] * len(dst.shape)))
+    cx.line(
+        f"if ({cx.tid} == 0) argus::tma_load_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
+        f"{', '.join(origin)}, {mbarrier_address(cx, s.mbarrier)});  // box {list(box)} (TMA order), "
+        f"{swizzle}-byte swizzle"
+    )
+
+
+def _box_swizzle(cx: Context, s: Copy, window: Window, box: tuple[int, ...]) -> int:
+    """The swizzle (bytes) under which TMA's box lands where the destination's layout says, for every stage;
+    every box's shared address checked against the TMA atom's constraints."""
+    dst = s.dst
+    rank = len(box)
+    shape = tuple(dst.shape)
+    coords = np.indices(shape).reshape(len(shape), -1).T  # (N, rank): every window element
+    offsets = window.offsets_of(coords)
+    bases = window.offsets_of(np.zeros((1, len(shape)), dtype=np.int64))
+    if offsets is None or bases is None:
+        raise cx.error(f"TMA copy into {dst.buffer.name}: its position is not static enough to prove the box layout")
+    swizzle = tma_box_swizzle(offsets - bases, shape, dst.dtype.bits)  # coords are row-major: TMA's box order
+    if swizzle is None:
+        raise cx.error(
+            f"TMA copy into {dst.buffer.name} with layout {dst.buffer.layout}",
+            "TMA writes its box row-major with a Hopper swizzle (none, 32, 64 or 128 bytes): give the shared "
+            "buffer such a layout (T.alloc_shared(..., swizzle=128) with a 128-byte inner row)",
+        )
+    atom = tma_load(rank)
+    itemsize = dst.dtype.itemsize
+    start = cx.facts.shared[dst.buffer]
+    for base in np.unique(bases):
+        problems = atom.diagnose(
+            dtype=dst.dtype,
+            global_shape=box,
+            global_strides=[16] * (rank - 1),
+            box=box,
+            swizzle=swizzle,
+            smem_address=start + int(base) * itemsize,
+        )
+        if problems:
+            p = problems[0]
+            raise cx.invalid(f"TMA copy into {dst.buffer.name}: [{p.code}] {p.message} ({p.actual})")
+    if start % max(TMA_SMEM_ALIGNMENT, SWIZZLE_REPEAT_BYTES.get(swizzle, 0)):
+        raise cx.invalid(f"shared buffer {dst.buffer.name} is not aligned for TMA")
+    return swizzle
+
+
+def tensor_map(cx: Context, tensor: Buffer, box: tuple[int, ...], swizzle: int) -> TensorMapParam:
+    """The kernel's tensor map of `tensor` with `box` (TMA order) and `swizzle`, made a parameter on first use."""
+    key = (tensor, box, swizzle)
+    if key not in cx.needs.tensor_maps:
+        name = cx.local(f"tmap_{cx.buffer_name(tensor)}")
+        cx.names.reserve(name)
+        cx.needs.tensor_maps[key] = TensorMapParam(name, tensor.name, box, swizzle, tensor.dtype)
+    return cx.needs.tensor_maps[key]
