@@ -10,6 +10,7 @@ from argus.agent.providers.secrets import scrub_secrets
 from argus.cli import (
     compile_cmd,
     eval_cmd,
+    explain_cmd,
     kb_cmd,
     kernels_cmd,
     layout_cmd,
@@ -58,6 +59,7 @@ app.command("bench", cls=OptionalValueCommand)(eval_cmd.bench)
 app.command("kernelbench", cls=OptionalValueCommand)(eval_cmd.kernelbench)
 app.command("tour")(tour_cmd.tour)
 app.command("optimize", cls=OptionalValueCommand)(optimize_cmd.optimize)
+app.command("explain", cls=OptionalValueCommand)(explain_cmd.explain)
 
 
 def _version(value: bool) -> None:

@@ -8,13 +8,16 @@ comes from here — so it trusts no candidate.
     result.to_json()                 # every stage, for the agent
 
 Stages (`argus.eval.gate`): static -> compile -> verify -> correct -> profile, each a `StageResult` with a
-stable code (`argus.eval.codes`). Parts: `correctness` (trials, poisoning, float64 reference), `tolerance`
-(per-dtype element, norm and NaN/Inf checks), `inputs` (distributions that keep the task's structure),
+stable code (`argus.eval.codes`: its stage and meaning; every code's fix is in `argus.diagnostics.Code`).
+Parts: `correctness` (trials, poisoning, float64 reference), `tolerance` (per-dtype element, norm and NaN/Inf
+checks), `inputs` (distributions that keep the task's structure),
 `guards` (precision switches, static scan, operator recording, memory scrubbing), `timing` (CUDA events, L2
 flush, graph replay), `flags` (suspicious timings), `ceilings` (measured copy bandwidth and GEMM rate, cached),
 `device` (environment, SM clock and power), `baselines`, `isolation` (worker processes with time limits),
-`store` (SQLite, WAL), `bench` (``argus bench``). KernelBench lives in `argus.tasks.kernelbench`. See
-``docs/eval.md``.
+`store` (SQLite, WAL), `bench` (``argus bench``), `candidates` and `results` (what is gated, and its result as
+plain data), `costmodel` (the profile stage's estimate without a GPU), and the sandbox for untrusted code
+(`sandbox`, `warden`, `sandbox_runner`) with the judge that decides verdicts outside it (`judge`). KernelBench
+lives in `argus.tasks.kernelbench`. See ``docs/eval.md``.
 """
 
 from argus.eval.candidates import KernelCandidate, ModuleCandidate, library_candidate

@@ -1,6 +1,7 @@
-"""The knowledge base: curated Hopper optimization techniques (and, later, mined skills) as data
-files with one schema, the kernel features their preconditions test, retrieval that ranks them for
-a kernel, and the executable (policy) transforms.
+"""The knowledge base: curated Hopper optimization techniques, and skills mined by KLineage
+(`argus.lineage.skills`, loaded with `with_skills`), as data files with one schema, the kernel
+features their preconditions test, retrieval that ranks them for a kernel, and the executable
+(policy) transforms.
 
     from argus.kb import kernel_features, retrieve, apply
     from argus.kernels import get_kernel

@@ -5,9 +5,11 @@ algebra, built-in checks and user tag assertions proved with Z3, with concrete c
     result = verify(get_kernel("gemm_cp_async"))
     print(result.render_text())
 
-Owns: the catalog of codes (`argus.verify.catalog`), findings and counterexamples and their
-renderings (`argus.verify.report`), tag propagation (`argus.verify.model`) and the checks
-(`argus.verify.checks`). Needs no GPU. See `docs/verify.md`.
+Owns: the catalog of its findings (`argus.verify.catalog`: each code's title, description, severity
+and hint; the codes are entries of `argus.diagnostics.Code` too), findings and counterexamples and
+their renderings (`argus.verify.report`), tag propagation (`argus.verify.model`), warp roles and their
+mbarrier protocol (`argus.verify.roles`), the checks (`argus.verify.checks`) and the entry point that
+runs them (`argus.verify.engine`). Needs no GPU. See `docs/verify.md`.
 """
 
 from argus.verify.catalog import CATALOG, CatalogEntry, Severity, entry

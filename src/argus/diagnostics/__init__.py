@@ -4,6 +4,11 @@ requirement and the actual value where there are such, and a hint on how to fix 
 Every typed error of argus derives from `ArgusError`, except `argus.layout.LayoutError`, which
 has the same attributes but lives in `argus.layout` (that package imports nothing from the rest
 of argus); it is registered here as a virtual subclass, so ``except ArgusError`` catches it too.
+The CUDA backend's `BackendError` is registered the same way (`argus.backend.cuda.errors`).
+
+Every code is an entry of the diagnostics catalog, `Code` (`argus.diagnostics.catalog`): its
+category, a message template and a fix. An `ArgusError` raised without a hint shows the catalog's
+fix as its hint; ``argus explain CODE`` prints an entry; docs/diagnostics.md lists them all.
 """
 
 from __future__ import annotations
@@ -11,18 +16,22 @@ from __future__ import annotations
 from abc import ABCMeta
 from typing import Any
 
+from argus.diagnostics.catalog import Category, Code, fix_for, lookup
 from argus.layout.errors import LayoutError
+
+__all__ = ["ArgusError", "Category", "Code", "LayoutError", "LocatedError", "fix_for", "lookup"]
 
 
 class ArgusError(Exception, metaclass=ABCMeta):
     """Base of argus's typed errors.
 
     Attributes:
-        code: stable identifier ``CATEGORY_DETAIL``, for programs and the agent.
+        code: stable identifier ``CATEGORY_DETAIL`` (a `Code`, or its string), for programs and the agent.
         message: what is wrong, in the user's terms.
         requirement: the rule that was broken, when there is one.
         actual: the value that broke it, when there is one.
-        hint: how to fix it, when there is something useful to say.
+        hint: how to fix it: the raise site's own, else the catalog's fix for the code (`Code.fix`),
+            else None.
     """
 
     def __init__(
@@ -38,7 +47,7 @@ class ArgusError(Exception, metaclass=ABCMeta):
         self.message = message
         self.requirement = requirement
         self.actual = actual
-        self.hint = hint
+        self.hint = hint if hint is not None else fix_for(code)
         super().__init__(self.render())
 
     def render(self) -> str:
