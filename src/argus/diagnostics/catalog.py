@@ -846,6 +846,13 @@ class Code(StrEnum):
         "value {fill}, not the identity of {op}",
         "copy with pad equal to the reduction's identity: -inf before a max, +inf before a min, 0 before a sum",
     )
+    COVERAGE_OUTPUT = _entry(
+        Category.VERIFY,
+        "element {coord} of {tensor} ({extents}) is never written: no block stores a window that holds it (the "
+        "stores at {sites})",
+        "cover the whole tensor: a grid of cdiv(size, tile) blocks along every dimension, or a loop over the "
+        "tiles of a row; if larger sizes never occur, declare it (T.assume('N <= 128'))",
+    )
     ALIGN_VECTOR = _entry(
         Category.VERIFY,
         "T.copy(..., atom={atom!r}) of {tensor} moves {bytes}-byte vectors, but for {sizes} {why}: the vectors are "
