@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from argus.diagnostics.catalog import fix_for
+
 
 class Severity(StrEnum):
     ERROR = "error"
@@ -35,7 +37,12 @@ class CatalogEntry:
     title: str
     description: str
     severity: Severity
-    hint: str
+    reserved_hint: str = ""  # only for a reserved code the diagnostics catalog does not list (never produced)
+
+    @property
+    def hint(self) -> str:
+        """How to fix it: the fix of the code in `argus.diagnostics.Code`, the one catalog of every code."""
+        return fix_for(self.code) or self.reserved_hint
 
     @property
     def category(self) -> str:
@@ -57,7 +64,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "differently from the registers the instruction reads, a writer and a reader that disagree on the "
         "swizzle.",
         Severity.ERROR,
-        "make A's and B's tiles hold the same K block, and lay fragments out with the atom's own layout",
     ),
     CatalogEntry(
         "MMA_ROW_MISMATCH",
@@ -66,7 +72,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "of the A operand tile (e.g. an A fragment whose registers hold rows in another order than the "
         "instruction reads them).",
         Severity.ERROR,
-        "allocate the A fragment with mma=<atom>, operand='A' and the accumulator's groups",
     ),
     CatalogEntry(
         "MMA_COL_MISMATCH",
@@ -74,7 +79,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "Accumulator element (i, j) receives a product whose B factor comes from a column other than "
         "column j of the B operand tile.",
         Severity.ERROR,
-        "allocate the B fragment with mma=<atom>, operand='B' and the accumulator's groups",
     ),
     # --- shared-memory races --------------------------------------------------------------------
     CatalogEntry(
@@ -83,7 +87,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "Two different threads write the same shared-memory location with no barrier between the two "
         "writes, so the value left there depends on timing.",
         Severity.ERROR,
-        "give each element one writer, or separate the writes with T.barrier()",
     ),
     CatalogEntry(
         "RACE_READ_WRITE",
@@ -91,7 +94,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "A thread reads a shared-memory location that another thread writes with no barrier between the "
         "read and the write, so the read may see the old or the new value.",
         Severity.ERROR,
-        "put a T.barrier() between the write and the read (and before the location is overwritten)",
     ),
     CatalogEntry(
         "RACE_BARRIER_THREADS",
@@ -101,8 +103,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "T.barrier(id, threads=n) whose n differs from the threads of the scopes that use that id (more: it "
         "never completes; fewer: it releases before all have arrived, and they are not synchronized).",
         Severity.ERROR,
-        "inside a role use T.barrier(id, threads=<the role's threads>); give a named barrier the number of "
-        "threads of every role that uses its id",
     ),
     # --- pipelines ----------------------------------------------------------------------------------
     CatalogEntry(
@@ -113,8 +113,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "thread issued the copy, no barrier followed that wait); for TMA, the reader did not wait on the "
         "mbarrier the copy completes on. The read sees stale or poisoned data.",
         Severity.ERROR,
-        "cp.async: T.async_wait(n) with n at most the groups committed after the copy, then T.barrier(); "
-        "TMA: T.mbarrier_wait on the copy's barrier before reading",
     ),
     CatalogEntry(
         "PIPELINE_OVERWRITE",
@@ -123,8 +121,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "barrier interval: the refill of the stage and the consumption of its previous contents are not "
         "separated by a barrier, or the prefetch distance makes the refill hit the stage being consumed.",
         Severity.ERROR,
-        "refill a stage only after a barrier that follows its last read; keep the prefetch distance below "
-        "the number of stages",
     ),
     CatalogEntry(
         "MBARRIER_PHASE",
@@ -133,7 +129,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "use: another barrier of the array, or the wrong parity, so the wait returns for an earlier phase (or "
         "never) and the data has not landed (or the stage is refilled while it is still being read).",
         Severity.ERROR,
-        "wait on the barrier of the stage with parity (k // STAGES) % 2 (the producer's first pass: + 1)",
     ),
     CatalogEntry(
         "MBARRIER_TX",
@@ -142,7 +137,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "TMA copies that complete on that barrier: with fewer, the phase completes before all data landed; with "
         "more, it never completes.",
         Severity.ERROR,
-        "announce exactly the sum of the boxes' bytes (elements x element size) of the copies on that barrier",
     ),
     CatalogEntry(
         "MBARRIER_ARRIVE_COUNT",
@@ -154,7 +148,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "never completes (a deadlock); with more, arrivals spill into the next phase, which then completes "
         "before its data has landed or its stage has been released.",
         Severity.ERROR,
-        "give T.alloc_mbarrier the number of T.mbarrier_arrive statements executed on it per phase",
     ),
     # --- proxies ---------------------------------------------------------------------------------------
     CatalogEntry(
@@ -167,7 +160,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "Without the fence the async proxy may read the old contents (or the generic write may land after the "
         "TMA data).",
         Severity.ERROR,
-        "call T.fence_proxy_async() right after the stores, before the barrier that hands the buffer to wgmma/TMA",
     ),
     # --- out of bounds ---------------------------------------------------------------------------------
     CatalogEntry(
@@ -186,7 +178,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "allocated for the buffer (the cosize of its own layout): the view has larger strides or a larger "
         "extent than the memory the buffer was given, so the access reads or writes the next buffer.",
         Severity.ERROR,
-        "allocate the buffer with the view's layout (T.alloc_shared(..., layout=...)), or use a view within it",
     ),
     CatalogEntry(
         "OOB_MASKED_REDUCTION",
@@ -195,7 +186,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "those elements then enter a reduction whose identity is different (0 in a maximum, for example), "
         "so the result depends on elements that do not exist.",
         Severity.ERROR,
-        "copy with pad equal to the reduction's identity: -inf before a max, +inf before a min, 0 before a sum",
     ),
     CatalogEntry(
         "COVERAGE_OUTPUT",
@@ -204,8 +194,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "window any block stores: a tile narrower than the row, an epilogue storing the tile of another block, "
         "a grid of M // BM blocks where cdiv(M, BM) are needed. The element keeps whatever the tensor held.",
         Severity.ERROR,
-        "cover the whole tensor: a grid of cdiv(size, tile) blocks along every dimension, or a loop over the "
-        "tiles of a row; if larger sizes never occur, declare it (T.assume('N <= 128'))",
     ),
     # --- alignment and budgets --------------------------------------------------------------------
     CatalogEntry(
@@ -217,7 +205,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "origin that is not a multiple of the vector width). The generated code then moves those runs "
         "element by element, synchronously: the atom the kernel asked for does not run.",
         Severity.ERROR,
-        "declare the sizes the kernel is for (T.assume(T.eq(K % 8, 0))), align tile origins, or use atom='auto'",
     ),
     CatalogEntry(
         "ALIGN_ASSUMPTION",
@@ -226,7 +213,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "of the vector width; for other problem sizes allowed by the kernel's assumptions the generated code "
         "falls back to element-by-element accesses (correct, but slower).",
         Severity.WARNING,
-        "declare the assumption if other sizes never occur (T.assume(T.eq(K % 8, 0))), or pad the rows",
     ),
     CatalogEntry(
         "ALIGN_TMA",
@@ -236,8 +222,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "bytes (and, with a swizzle, at most the swizzle's width). Otherwise cuTensorMapEncodeTiled rejects "
         "the tensor map and the kernel cannot be launched for those sizes (RUNTIME_ARG_TMA).",
         Severity.ERROR,
-        "declare the sizes the kernel is for (T.assume(T.eq(K % 8, 0)) for a bf16 row of K elements), or "
-        "choose a box whose inner extent is 16-byte aligned and at most 256 elements per dimension",
     ),
     CatalogEntry(
         "LAYOUT_TMA_BOX",
@@ -247,9 +231,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "(relative to its first element, in every stage) is not that, so the code generator refuses the copy; the "
         "interpreter, which writes through the layout, would hide it.",
         Severity.ERROR,
-        "give the buffer a row-major swizzled layout whose rows are one swizzle span wide (T.alloc_shared(..., "
-        "swizzle=128)); for a wider tile, allocate it in panels (panels=True) and load one box per panel with "
-        "stage.window(...)",
     ),
     CatalogEntry(
         "LAYOUT_WGMMA_OPERAND",
@@ -259,8 +240,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "swizzle atoms with one leading and one stride byte offset that hold for every stage and warpgroup. This "
         "operand's layout is none of them, so no descriptor (and no transpose flag) reads it correctly.",
         Severity.ERROR,
-        "allocate the operand K-major with a 128-byte swizzle and 64-element rows, or, for an MN-major 16-bit "
-        "operand, in panels (T.alloc_shared(..., swizzle=128, panels=True)) with the tile (BK, BMN)",
     ),
     CatalogEntry(
         "BUDGET_SMEM",
@@ -269,7 +248,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "padding, mbarriers and the start alignment of each buffer included), "
         "need more than the 227 KiB a Hopper block may use.",
         Severity.ERROR,
-        "use fewer stages, smaller tiles or a tighter layout",
     ),
     CatalogEntry(
         "BUDGET_REGISTERS",
@@ -277,7 +255,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "The fragments live at one program point need more 32-bit registers per thread than the thread "
         "may have (255, or the warp role's setmaxnreg budget), so the compiler must spill.",
         Severity.ERROR,
-        "use smaller fragments, more threads, or a larger setmaxnreg budget for this role",
     ),
     # --- performance warnings ---------------------------------------------------------------------------
     CatalogEntry(
@@ -287,7 +264,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "instruction, which serializes the access into several wavefronts; the degree is the number of "
         "wavefronts per conflict-free wavefront.",
         Severity.WARNING,
-        "swizzle the shared buffer (swizzle=64 or 128) or pad its rows",
     ),
     CatalogEntry(
         "PERF_UNCOALESCED",
@@ -295,7 +271,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "The threads of a warp touch more 32-byte sectors of global memory in one instruction than the "
         "bytes they move need; the degree is sectors touched per sector needed.",
         Severity.WARNING,
-        "let consecutive threads access consecutive 16-byte vectors of the contiguous dimension",
     ),
     # --- user assertions --------------------------------------------------------------------------------
     CatalogEntry(
@@ -303,7 +278,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "tag assertion violated",
         "A T.assert_tag or T.assert_tag_eq does not hold for some block, thread, element or loop iteration.",
         Severity.ERROR,
-        "the counterexample names the element and the chain of operations that brought its tag there",
     ),
     # --- reasons for `unknown` ----------------------------------------------------------------------
     CatalogEntry(
@@ -312,14 +286,12 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "The kernel contains a statement the verifier has no semantics for yet; anything that depends on "
         "it is reported unknown, never verified.",
         Severity.UNKNOWN,
-        "check this part with the interpreter until the verifier supports it",
     ),
     CatalogEntry(
         "UNKNOWN_SOLVER",
         "the SMT solver gave up",
         "Z3 returned unknown (time-out or a non-linear term) for this query.",
         Severity.UNKNOWN,
-        "pin the parameter named in the reason to a constant (e.g. --shape K=256) and verify again",
     ),
     CatalogEntry(
         "UNKNOWN_LOOKBACK",
@@ -327,7 +299,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "The element read may have been written more loop iterations ago than the verifier's look-back "
         "bound, so its tag is not known.",
         Severity.UNKNOWN,
-        "raise the look-back (lookback=...) or write every stage within `stages` iterations",
     ),
     CatalogEntry(
         "UNKNOWN_LAYOUT_INVERSE",
@@ -335,7 +306,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "Reading shared memory means finding which write landed at an offset; this layout's strides "
         "interleave, so the verifier cannot invert it.",
         Severity.UNKNOWN,
-        "use a layout whose modes do not interleave (row-major, column-major, padded, swizzled)",
     ),
     CatalogEntry(
         "UNKNOWN_TAG_AXES",
@@ -343,7 +313,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "The tags of an MMA operand do not follow its tile axes in a way the verifier can track (different "
         "writers disagree, or a user tag mixes coordinates).",
         Severity.UNKNOWN,
-        "tag the operand with T.tag so that one coordinate follows the K axis",
     ),
     CatalogEntry(
         "UNKNOWN_WARP_ROLES",
@@ -351,7 +320,6 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "The value is produced in one warp role and consumed in another, synchronized by mbarriers; the "
         "verifier does not model that synchronization yet.",
         Severity.UNKNOWN,
-        "check the kernel with the interpreter under every schedule (argus interpret)",
     ),
     CatalogEntry(
         "UNKNOWN_MBARRIER_ORDER",
@@ -360,14 +328,12 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "wait's parity is checked against the tile order of a T.pipeline loop only. This wait is not in one, or "
         "not provably on the loop's stage.",
         Severity.UNKNOWN,
-        "wait on stage k % STAGES with parity (k // STAGES) % 2 inside T.pipeline, or use producer/consumer roles",
     ),
     CatalogEntry(
         "UNKNOWN_BRANCH",
         "branch not modelled",
         "A T.if_ whose condition depends on the thread, or that contains a barrier, is not modelled precisely.",
         Severity.UNKNOWN,
-        "make the branch uniform across the block, or move barriers out of it",
     ),
 )
 
