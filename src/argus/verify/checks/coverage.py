@@ -31,7 +31,7 @@ from typing import Any
 
 import z3
 
-from argus.ir.expr import Expr, Var
+from argus.ir.expr import Expr, Var, free_vars
 from argus.ir.nodes import Copy, Fill, Space, TileRef
 from argus.verify import smt
 from argus.verify.context import Context
@@ -123,8 +123,14 @@ def _box(ctx: Context, site: Site, element: list[Any]) -> Any:
     ranges: dict[Var, Any] = {}
     for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
         ranges[v] = smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)
+    shapes = set(ctx.kernel.shape_vars)
     for lp in site.loops:
-        ranges[lp.var] = smt.evaluate(lp.extent, ctx.base_env) if isinstance(lp.extent, Expr) else smt.val(lp.extent)
+        if isinstance(lp.extent, Expr):
+            if not free_vars(lp.extent) <= shapes:  # e.g. a causal loop: its range differs from block to block
+                return f"the extent {lp.extent} of loop {lp.var.name} depends on more than the sizes"
+            ranges[lp.var] = smt.evaluate(lp.extent, ctx.base_env)
+        else:
+            ranges[lp.var] = smt.val(lp.extent)
     used: set[Var] = set()
     conds = []
     for d, (origin, extent) in enumerate(zip(ref.origin, ref.extent, strict=True)):
@@ -157,8 +163,6 @@ def _box(ctx: Context, site: Site, element: list[Any]) -> Any:
 
 
 def _other_vars(origin: Expr, known: set[Var], ctx: Context) -> bool:
-    from argus.ir.expr import free_vars
-
     shapes = set(ctx.kernel.shape_vars)
     return any(v not in known and v not in shapes for v in free_vars(origin))
 
