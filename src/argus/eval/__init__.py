@@ -13,8 +13,8 @@ stable code (`argus.eval.codes`). Parts: `correctness` (trials, poisoning, float
 `guards` (precision switches, static scan, operator recording, memory scrubbing), `timing` (CUDA events, L2
 flush, graph replay), `flags` (suspicious timings), `ceilings` (measured copy bandwidth and GEMM rate, cached),
 `device` (environment, SM clock and power), `baselines`, `isolation` (worker processes with time limits),
-`store` (SQLite, WAL), `bench` (``argus bench``). KernelBench lives in `argus.tasks.kernelbench`. See
-``docs/eval.md``.
+`store` (SQLite, WAL), `bench` (``argus bench``), `kernelbench` (``argus kernelbench``: the runner; the problems
+are loaded by `argus.tasks.kernelbench`). See ``docs/eval.md``.
 """
 
 from argus.eval.candidates import KernelCandidate, ModuleCandidate, library_candidate

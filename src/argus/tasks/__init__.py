@@ -1,6 +1,7 @@
 """Tasks: what a candidate must compute. Built-in workloads (`argus.tasks.builtin`: vector add, softmax, layer
 norm, GEMM, Hopper GEMM, attention, MoE grouped GEMM) and the KernelBench loader (`argus.tasks.kernelbench`),
-which reads problems from a directory and never copies them into the package.
+which reads problems from a directory and never copies them into the package. A task is data: the gate
+(`argus.eval`) builds its reference and poisoned outputs from it, and runs KernelBench (`argus.eval.kernelbench`).
 """
 
 from argus.tasks.base import ModuleTask, Task, TaskError, TensorSpec, torch_dtype
