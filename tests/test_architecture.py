@@ -60,8 +60,6 @@ PEER_LAYERS = (4, 8)
 DEBT: dict[tuple[str, str], str] = {
     ("argus.lang.frontend", "argus.interp"): "a kernel call with device='cpu' runs the interpreter",
     ("argus.lang.frontend", "argus.runtime.errors"): "a kernel call on a GPU reports the launch's errors",
-    ("argus.lineage.curriculum", "argus.agent.loop"): "the curriculum comparison runs the agent's loop",
-    ("argus.lineage.curriculum", "argus.agent.store"): "the curriculum comparison records its runs",
     ("argus.lineage.skills", "argus.agent.arms"): "a mined skill is probed with the agent's arms",
 }
 

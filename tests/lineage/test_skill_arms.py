@@ -253,7 +253,7 @@ def test_skills_admit_command_records_the_verdict(skills_dir):
 
 
 def test_the_curriculum_runner_says_which_steps_a_mined_skill_named(skills, tmp_path):
-    from argus.lineage.curriculum import Trajectory, agent_runner, compare
+    from argus.agent.curriculum import Trajectory, agent_runner, compare
 
     boosted = with_effect(skills[TILING], source="gpu", estimate=False, slowdown=8.0)
     runner = agent_runner(isolate=False, store=tmp_path / "runs.db")

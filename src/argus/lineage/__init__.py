@@ -11,8 +11,8 @@ every accepted step, reversed, into a skill in the knowledge base's schema.
 Parts: `mechanisms` (what a kernel has, read off its features; dependencies; code markers), `operators`
 (policy, IR and structural simplifications; the mechanism check), `bridges` (kernels splitting a lineage rung
 that adds two mechanisms), `walk` (the backward walk and the `Lineage`), `skills` (reversed steps as kb entries,
-with preconditions probed by applying the step where they fail), `curriculum` (no KB / curated / curated +
-mined). See docs/lineage.md.
+with preconditions probed by applying the step where they fail). The curriculum comparison (no KB / curated /
+curated + mined), which runs the agent, is `argus.agent.curriculum`. See docs/lineage.md.
 """
 
 from argus.lineage.errors import LineageError
