@@ -60,7 +60,6 @@ PEER_LAYERS = (4, 8)
 DEBT: dict[tuple[str, str], str] = {
     ("argus.lang.frontend", "argus.interp"): "a kernel call with device='cpu' runs the interpreter",
     ("argus.lang.frontend", "argus.runtime.errors"): "a kernel call on a GPU reports the launch's errors",
-    ("argus.lineage.skills", "argus.agent.arms"): "a mined skill is probed with the agent's arms",
 }
 
 
