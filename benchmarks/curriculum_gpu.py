@@ -1,10 +1,10 @@
 """KLineage's curriculum comparison on a GPU, one curriculum per process (and per GPU), then combined.
 
 Each curriculum — ``none`` (no knowledge base), ``curated`` (the shipped entries), ``curated+mined`` (plus the
-skills of a directory) — runs the same agent loop (bandit planner, transform coder, `argus.lineage.curriculum.
+skills of a directory) — runs the same agent loop (bandit planner, transform coder, `argus.agent.curriculum.
 agent_runner`) from the same start kernel with the same budget; every candidate is gated and timed on the GPU at
 the start task's first benchmark size. ``--combine`` reads the per-curriculum JSON files and prints the comparison
-(`argus.lineage.curriculum.compare`: best time, steps to 90 % of the best any curriculum reached).
+(`argus.agent.curriculum.compare`: best time, steps to 90 % of the best any curriculum reached).
 
 Usage (repository root, on a GPU machine)::
 
@@ -30,7 +30,7 @@ except ImportError:  # run from a checkout without PYTHONPATH=src
 
 def run_arm(args: argparse.Namespace) -> dict:
     from argus.agent.loop import Budget
-    from argus.lineage.curriculum import agent_runner, curricula
+    from argus.agent.curriculum import agent_runner, curricula
 
     entries = curricula(args.skills)[args.arm]
     out = Path(args.out)
@@ -58,7 +58,7 @@ def run_arm(args: argparse.Namespace) -> dict:
 
 
 def combine(files: list[str]) -> None:
-    from argus.lineage.curriculum import compare
+    from argus.agent.curriculum import compare
 
     reports = [json.loads(Path(f).read_text()) for f in files]
     by_arm = {r["arm"]: r for r in reports}

@@ -60,17 +60,6 @@ PEER_LAYERS = (4, 8)
 DEBT: dict[tuple[str, str], str] = {
     ("argus.lang.frontend", "argus.interp"): "a kernel call with device='cpu' runs the interpreter",
     ("argus.lang.frontend", "argus.runtime.errors"): "a kernel call on a GPU reports the launch's errors",
-    ("argus.tasks.base", "argus.eval.correctness"): "a task builds its correctness Reference",
-    ("argus.tasks.base", "argus.eval.guards"): "a task's outputs are poisoned by the gate's guard",
-    ("argus.tasks.base", "argus.eval.tolerance"): "a task's precision is the gate's tolerance rule",
-    ("argus.tasks.kernelbench", "argus.eval.candidates"): "the KernelBench runner gates solution files",
-    ("argus.tasks.kernelbench", "argus.eval.gate"): "the KernelBench runner gates solution files",
-    ("argus.tasks.kernelbench", "argus.eval.isolation"): "the KernelBench runner's worker pool",
-    ("argus.tasks.kernelbench", "argus.eval.results"): "the KernelBench runner's results",
-    ("argus.tasks.kernelbench", "argus.eval.store"): "the KernelBench runner's results store",
-    ("argus.lineage.curriculum", "argus.agent.loop"): "the curriculum comparison runs the agent's loop",
-    ("argus.lineage.curriculum", "argus.agent.store"): "the curriculum comparison records its runs",
-    ("argus.lineage.skills", "argus.agent.arms"): "a mined skill is probed with the agent's arms",
 }
 
 

@@ -194,12 +194,12 @@ def timed_run(path: Path, rounds: int = 12) -> tuple[str | None, object]:
     CPU clock; returns (the stale-result failure or None, the timing)."""
     import torch
 
-    from argus.eval.correctness import as_outputs
+    from argus.eval.correctness import as_outputs, module_reference
     from argus.eval.judge import RemoteTiming, _call, stale_check
     from argus.eval.timing import Contender, CpuClock, measure_interleaved
 
     task = load_problem(PROBLEM)
-    reference = task.correctness_reference("cpu", 0)
+    reference = module_reference(task, "cpu", 0)
     with Sandbox() as sandbox:
         _call(sandbox, "load_module", 30, path=str(path), attr="ModelNew", init_inputs=[], seed=0, device="cpu")
         _call(sandbox, "prepare_timing", 30, problem=str(PROBLEM), sizes={}, clock="cpu")

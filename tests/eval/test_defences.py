@@ -10,7 +10,7 @@ import gc
 import pytest
 import torch
 
-from argus.eval.correctness import Reference, check_correctness
+from argus.eval.correctness import Reference, check_correctness, task_reference
 from argus.eval.guards import PrecisionState
 from argus.eval.results import Status
 from argus.tasks.builtin import get_task
@@ -20,7 +20,7 @@ SIZES = {"M": 8, "N": 300}
 
 def softmax_reference(sizes: dict[str, int] = SIZES) -> Reference:
     # the task forbids aten::_softmax to kernels; these candidates are allowed PyTorch, except where a test says
-    return dataclasses.replace(get_task("softmax").correctness_reference(sizes), forbidden_ops=())
+    return dataclasses.replace(task_reference(get_task("softmax"), sizes), forbidden_ops=())
 
 
 def honest(inputs: list[torch.Tensor]) -> torch.Tensor:
@@ -139,7 +139,7 @@ def test_cpu_matmul_precision_downgrade_is_caught() -> None:
         a, b = inputs
         return torch.matmul(a.float(), b.float())
 
-    ref = dataclasses.replace(gemm.correctness_reference({"M": 16, "N": 16, "K": 16}), forbidden_ops=())
+    ref = dataclasses.replace(task_reference(gemm, {"M": 16, "N": 16, "K": 16}), forbidden_ops=())
     result = check_correctness(ref, downgraded)
     assert result.status == Status.FAILED and result.code == "CORRECT_PRECISION_FLAGS"
     assert torch.backends.mkldnn.matmul.fp32_precision == "none"
@@ -152,7 +152,7 @@ def test_library_fallback_through_an_obfuscated_name_is_caught_at_run_time() -> 
         a, b = inputs
         return getattr(torch, "mat" + "mul")(a.float(), b.float())
 
-    result = check_correctness(gemm.correctness_reference({"M": 16, "N": 16, "K": 16}), fallback)
+    result = check_correctness(task_reference(gemm, {"M": 16, "N": 16, "K": 16}), fallback)
     assert result.status == Status.FAILED and result.code == "CORRECT_FORBIDDEN_OP"
     assert "aten::mm" in result.details["operators"]
 

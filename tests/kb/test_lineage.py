@@ -8,19 +8,11 @@ import pytest
 
 from argus.kb import retrieve
 from argus.kernels.registry import get_kernel, lineage
+from argus.lineage.mechanisms import RUNGS
 from argus.verify import verify
 
-#: Lineage mechanism -> the entry that adds it.
-ENTRY_FOR = {
-    "smem_tiling": "shared-memory-staging",
-    "mma_sync": "tensor-cores-instead-of-fma",
-    "cp_async_pipeline": "cp-async-pipeline",
-    "smem_swizzle": "swizzle-shared-128b",
-    "tma_wgmma": "wgmma-instead-of-mma-sync",
-    "warp_specialization": "warp-specialization",
-    "persistent_grid": "persistent-grid",
-    "tma_store": "tma-store-epilogue",
-}
+#: Lineage rung -> the curated entry that adds it (the vocabulary's, `argus.lineage.mechanisms.RUNGS`).
+ENTRY_FOR = {r.id: r.entry for r in RUNGS.values() if r.entry is not None}
 
 
 @pytest.fixture(scope="module")

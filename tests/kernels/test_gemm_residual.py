@@ -12,7 +12,7 @@ import torch
 
 import argus
 import argus.lang as T
-from argus.agent.arms import MECHANISM_ENTRIES, KernelRef, next_rung, task_for
+from argus.agent.arms import KernelRef, next_rung, task_for
 from argus.backend.cuda.codegen import CompiledKernel, compile_kernel
 from argus.interp import run_kernel
 from argus.ir.nodes import Alloc, Copy, Gemm, Role, Space, walk
@@ -20,6 +20,7 @@ from argus.ir.tags import AssertTag
 from argus.kernels import get_kernel, lineage, lineages
 from argus.lang.errors import DSLError
 from argus.layout import ComposedLayout
+from argus.lineage.mechanisms import RUNGS as MECHANISM_RUNGS
 from argus.tasks import get_task, task_of_kernel
 from argus.verify import Verdict, verify
 
@@ -53,7 +54,7 @@ def test_the_family_is_a_lineage_with_the_gemm_mechanisms() -> None:
     gemm_steps = lineage("gemm")
     assert [s.mechanism for s in steps] == [s.mechanism for s in gemm_steps]  # the same moves, by the same names
     assert [COUNTERPART[s.kernel] for s in steps] == [s.kernel for s in gemm_steps]
-    assert all(s.mechanism in MECHANISM_ENTRIES for s in steps[1:])  # the agent knows which entry names each move
+    assert all(MECHANISM_RUNGS[s.mechanism].entry for s in steps[1:])  # the agent knows which entry names each move
     assert all(s.adds for s in steps)
     # the last two rungs are one kernel, as in the GEMM ladder: the TMA-store rung changes EPILOGUE and nothing else
     persistent, staged = get_kernel(RUNGS[-2]), get_kernel(RUNGS[-1])

@@ -9,7 +9,6 @@ import pytest
 from argus.kb import kernel_features, load_entries, retrieve, with_skills
 from argus.kb.schema import PRECONDITION_CATEGORIES
 from argus.lineage import check, library_variant, walk
-from argus.lineage.curriculum import compare
 from argus.lineage.skills import mine_skills, write_skills
 
 SIZES = {
@@ -137,18 +136,6 @@ def test_skills_load_beside_curated_entries_and_are_retrieved(skills_dir):
     matches = retrieve(kernel_features(target.trace()), entries=pool, k=None)
     assert any(m.entry.id.startswith("mined-wgmma-") for m in matches)
     assert not any(m.entry.id.startswith("mined-smem-tiling-") for m in matches)  # it already has shared tiles
-
-
-def test_curriculum_comparison_reports_quality_and_steps_to_90_percent():
-    trajectories = {0: [None, 4.0, 3.0], 1: [2.0, 1.5, 1.5], 2: [1.2, 1.0, 1.0]}
-
-    def runner(target, entries, budget):
-        return trajectories[len(entries)][:budget]
-
-    arms = {"none": (), "curated": (1,), "curated+mined": (1, 2)}
-    results = {r.curriculum: r for r in compare("gemm_mma_sync", 3, runner, arms)}
-    assert results["curated+mined"].best_ms == 1.0 and results["curated+mined"].steps_to_90 == 1
-    assert results["curated"].steps_to_90 is None and results["none"].best_ms == 3.0
 
 
 def test_policy_and_grid_operators_on_the_persistent_gemm():

@@ -1,7 +1,8 @@
 """Mined skills in the agent's arms: the one mapping between rung mechanisms (`LineageStep.mechanism`) and mined
-steps (``mechanism@level``), checked against the library's ladders and real mined skills; the lineage move named by
-the best-scoring applicable entry (a mined skill, the curated entry, or nothing when the selection is empty); one arm
-per move and per policy action; and admission of a skill by replaying its move on another rung."""
+steps (``mechanism@level``; `argus.lineage.mechanisms.RUNGS`), checked against the library's ladders and real mined
+skills; the lineage move named by the best-scoring applicable entry (a mined skill, the curated entry, or nothing when
+the selection is empty); one arm per move and per policy action; and admission of a skill by replaying its move on
+another rung."""
 
 from __future__ import annotations
 
@@ -9,19 +10,11 @@ import dataclasses
 
 import pytest
 
-from argus.agent.arms import (
-    MECHANISM_ENTRIES,
-    RUNG_STEPS,
-    available_arms,
-    parse_target,
-    rung_entries,
-    rung_of_step,
-    skill_step,
-    task_for,
-)
+from argus.agent.arms import available_arms, parse_target, rung_entries, skill_step, task_for
 from argus.kb import entries, get_entry, kernel_features, load_entries, retrieve
 from argus.kernels.registry import lineage, lineages
 from argus.lineage import MECHANISMS, library_variant, state, walk
+from argus.lineage.mechanisms import RUNGS, rung_of_step
 from argus.lineage.operators import features_of
 from argus.lineage.skills import SPECS, admit, held_out_moves, mine_skills, write_admission, write_skills
 
@@ -62,27 +55,26 @@ def test_rung_steps_are_what_each_rung_adds_to_the_one_before(family):
     """Read off the kernels' features: the mechanisms whose level rises from one rung to the next are exactly
     the steps the mapping names for the next rung's mechanism, at those levels."""
     ladder = lineage(family)
-    assert RUNG_STEPS[ladder[0].mechanism] == ()  # the first rung adds nothing
+    assert RUNGS[ladder[0].mechanism].steps == ()  # the first rung adds nothing
     previous = state(features_of(library_variant(ladder[0].kernel)))
     for rung in ladder[1:]:
         levels = state(features_of(library_variant(rung.kernel)))
         rose = {f"{m}@{levels[m]}" for m in levels if levels[m] > previous[m]}
-        assert rose == set(RUNG_STEPS[rung.mechanism]), (rung.kernel, rung.mechanism, rose)
+        assert rose == set(RUNGS[rung.mechanism].steps), (rung.kernel, rung.mechanism, rose)
         assert all(levels[m] - previous[m] == 1 for m in levels if levels[m] > previous[m]), rung.kernel
-        assert rung.mechanism in MECHANISM_ENTRIES
+        assert RUNGS[rung.mechanism].entry is not None
         previous = levels
 
 
 def test_every_step_names_a_mechanism_level_and_every_mined_kind_has_its_rung():
-    for rung, steps in RUNG_STEPS.items():
-        for step in steps:
+    for rung in RUNGS.values():
+        for step in rung.steps:
             mechanism, _, level = step.partition("@")
             assert mechanism in MECHANISMS and 1 <= int(level) < len(MECHANISMS[mechanism].levels), (rung, step)
-    assert set(MECHANISM_ENTRIES) <= set(RUNG_STEPS)
     # every step the miner can turn into a skill belongs to one rung, except the output cast (no rung adds it)
-    for mechanism, level in SPECS:
-        rung = rung_of_step(f"{mechanism}@{level}")
-        assert (rung is None) == (mechanism == "output_cast"), (mechanism, level, rung)
+    for step in SPECS:
+        rung = rung_of_step(step)
+        assert (rung is None) == (step == "output_cast@1"), (step, rung)
 
 
 def test_mined_skills_name_the_rung_their_forward_step_climbs(skills):
@@ -110,7 +102,7 @@ def test_curated_only_names_the_move_by_the_curated_entry_as_before(kernel):
     assert [(a.id, a.entry_id, a.prior) for a in curated] == [(a.id, a.entry_id, a.prior) for a in default]
     (move,) = lineage_arms(curated)
     step = next(r for r in lineage("gemm") if r.kernel == move.kernel)
-    assert move.entry_id == MECHANISM_ENTRIES[step.mechanism]
+    assert move.entry_id == RUNGS[step.mechanism].entry
     assert available_arms(ref, entries=()) == []  # no knowledge base: nothing, not even the lineage move
 
 
@@ -144,7 +136,8 @@ def test_the_move_is_named_by_a_mined_skill_when_it_scores_best(skills):
 
 def test_only_a_skill_that_applies_and_belongs_to_the_rung_names_the_move(skills):
     boosted = [with_effect(s, source="gpu", estimate=False, slowdown=8.0) for s in skills.values()]
-    pool = [e for e in entries() if e.id not in MECHANISM_ENTRIES.values()] + boosted  # no curated rung entries
+    rung_entries_ = {r.entry for r in RUNGS.values()}
+    pool = [e for e in entries() if e.id not in rung_entries_] + boosted  # no curated rung entries
     moves = {k: lineage_arms(available_arms(parse_target(k), entries=pool)) for k in ("gemm_naive", "gemm_smem_tiled")}
     assert [(a.kernel, a.entry_id) for a in moves["gemm_naive"]] == [("gemm_smem_tiled", TILING)]
     # gemm_smem_tiled's next rung adds mma.sync: its skill names it; the tiling skill is of another rung
@@ -253,7 +246,7 @@ def test_skills_admit_command_records_the_verdict(skills_dir):
 
 
 def test_the_curriculum_runner_says_which_steps_a_mined_skill_named(skills, tmp_path):
-    from argus.lineage.curriculum import Trajectory, agent_runner, compare
+    from argus.agent.curriculum import Trajectory, agent_runner, compare
 
     boosted = with_effect(skills[TILING], source="gpu", estimate=False, slowdown=8.0)
     runner = agent_runner(isolate=False, store=tmp_path / "runs.db")

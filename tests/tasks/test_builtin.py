@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from argus.eval.baselines import check_baselines
+from argus.eval.correctness import allocate_outputs
 from argus.kernels.registry import get_kernel
 from argus.tasks import TaskError, all_tasks, get_task, task_of_kernel, torch_dtype
 
@@ -63,7 +64,7 @@ def test_samples_have_the_declared_shapes_and_dtypes(name: str) -> None:
     inputs = task.sample(task.small_sizes, seed=1)
     for spec, x in zip(task.inputs, inputs, strict=True):
         assert tuple(x.shape) == spec.resolve(task.small_sizes) and x.dtype == torch_dtype(spec.dtype)
-    outs = task.allocate_outputs(task.small_sizes, "cpu")
+    outs = allocate_outputs(task, task.small_sizes, "cpu")
     assert all(bool(torch.isnan(o).all()) for o in outs)  # poisoned
     assert task.flops(task.small_sizes) > 0 and task.moved_bytes(task.small_sizes) > 0
     assert not torch.equal(inputs[0], task.sample(task.small_sizes, seed=2)[0])

@@ -10,23 +10,18 @@ from pathlib import Path
 import pytest
 import torch
 
+from argus.eval.kernelbench import Row, evaluate_problem, read_csv, run_kernelbench, summarize, write_csv
 from argus.eval.store import ResultStore
 from argus.tasks import TaskError
 from argus.tasks.kernelbench import (
     CPU_SAMPLE,
     ENV_DIR,
     ProblemFile,
-    Row,
     default_kernelbench_dir,
     discover,
-    evaluate_problem,
     find_solution,
     load_problem,
     module_assignments,
-    read_csv,
-    run_kernelbench,
-    summarize,
-    write_csv,
 )
 
 

@@ -7,8 +7,9 @@ An `Arm` is one of
   ``pipeline-stages: stages=3``); the transform coder applies it with `argus.kb.transforms.apply`;
 * ``lineage`` — a structural move: switch to the next rung of the kernel's lineage
   (`argus.kernels.registry.lineage`: each rung adds one mechanism, e.g. ``gemm_mma_sync -> gemm_cp_async``), named
-  by the best-scoring applicable entry that describes that mechanism: the curated one (`MECHANISM_ENTRIES`) or a
-  mined skill whose forward step is part of the rung (`RUNG_STEPS`), one arm per move;
+  by the best-scoring applicable entry that describes that mechanism: the curated one (`Rung.entry`) or a mined
+  skill whose forward step is part of the rung (`Rung.steps`), one arm per move — rungs and steps in the vocabulary
+  of `argus.lineage.mechanisms`;
 * ``rewrite`` — an applicable entry with no executable transform (``tma-loads``, ``epilogue-fusion``): only the
   LLM coder can materialize it, by rewriting the DSL source.
 
@@ -29,36 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from argus.diagnostics import ArgusError
-
-#: The knowledge-base entry that describes the mechanism a lineage rung adds (`LineageStep.mechanism`).
-MECHANISM_ENTRIES: dict[str, str] = {
-    "smem_tiling": "shared-memory-staging",
-    "mma_sync": "tensor-cores-instead-of-fma",
-    "cp_async_pipeline": "cp-async-pipeline",
-    "smem_swizzle": "swizzle-shared-128b",
-    "tma_wgmma": "wgmma-instead-of-mma-sync",
-    "warp_specialization": "warp-specialization",
-    "persistent_grid": "persistent-grid",
-    "tma_store": "tma-store-epilogue",
-}
-
-
-#: The single-mechanism steps a lineage rung's mechanism (`LineageStep.mechanism`) is made of, in the vocabulary of
-#: `argus.lineage.mechanisms` (``mechanism@level``, what a mined skill's forward step adds: its
-#: ``provenance.lineage.mechanism``). A rung may add more than one (``tma_wgmma``: TMA loads and ``wgmma``, split by
-#: the bridge kernel ``gemm_cp_async_wgmma``); the first rung adds nothing; ``tma_store`` is the epilogue's one step
-#: (C through shared memory and TMA stores).
-RUNG_STEPS: dict[str, tuple[str, ...]] = {
-    "naive_fma": (),
-    "smem_tiling": ("smem_tiling@1",),
-    "mma_sync": ("mma@1",),
-    "cp_async_pipeline": ("global_copy@1", "pipeline@1"),
-    "smem_swizzle": ("swizzle@1",),
-    "tma_wgmma": ("global_copy@2", "mma@2"),
-    "warp_specialization": ("warp_specialization@1", "register_split@1"),
-    "persistent_grid": ("persistent@1", "tile_order@1"),
-    "tma_store": ("epilogue@1",),
-}
+from argus.lineage.mechanisms import RUNGS
 
 
 def skill_step(entry: Any) -> str | None:
@@ -70,22 +42,20 @@ def skill_step(entry: Any) -> str | None:
     return step if isinstance(step, str) else None
 
 
-def rung_of_step(step: str) -> str | None:
-    """The rung mechanism (`LineageStep.mechanism`) that a ``mechanism@level`` step is part of, if any."""
-    return next((rung for rung, steps in RUNG_STEPS.items() if step in steps), None)
-
-
 def rung_entries(mechanism: str, pool: Iterable[Any] | None) -> list[str]:
-    """The ids of the entries that describe what a rung adds (`mechanism`: a `LineageStep.mechanism`), curated first:
-    the curated entry (`MECHANISM_ENTRIES`) and the mined skills whose forward step is one of the rung's
-    (`RUNG_STEPS`). `pool` None stands for the shipped entries: the curated id only (as named, present or not)."""
-    curated = MECHANISM_ENTRIES.get(mechanism, mechanism)
+    """The ids of the entries that describe what a rung adds (`mechanism`: a `LineageStep.mechanism`, a rung of
+    `argus.lineage.mechanisms.RUNGS`), curated first: the curated entry (`Rung.entry`) and the mined skills whose
+    forward step is one of the rung's (`Rung.steps`). `pool` None stands for the shipped entries: the curated id only
+    (as named, present or not). A rung the vocabulary does not know has no entries."""
+    rung = RUNGS.get(mechanism)
+    if rung is None:
+        return []
+    curated = [rung.entry] if rung.entry is not None else []
     if pool is None:
-        return [curated]
+        return curated
     pool = list(pool)
-    steps = RUNG_STEPS.get(mechanism, ())
-    ids = [curated] if any(getattr(e, "id", None) == curated for e in pool) else []
-    return ids + sorted(e.id for e in pool if skill_step(e) is not None and skill_step(e) in steps)
+    ids = [c for c in curated if any(getattr(e, "id", None) == c for e in pool)]
+    return ids + sorted(e.id for e in pool if skill_step(e) is not None and skill_step(e) in rung.steps)
 
 
 class AgentError(ArgusError):

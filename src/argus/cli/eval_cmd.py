@@ -1,5 +1,5 @@
 """`argus bench` and `argus kernelbench`: the gate and the benchmark harness from the command line (thin shells
-over `argus.eval.bench.run_bench` and `argus.tasks.kernelbench.run_kernelbench`).
+over `argus.eval.bench.run_bench` and `argus.eval.kernelbench.run_kernelbench`).
 
 Tables follow `argus.cli.output`: kernel names and shapes are never cut; piped, the table is tab-separated. ``--json``
 and ``--markdown`` alone print that document to stdout (the human report then goes to stderr); with a FILE they write
@@ -263,7 +263,8 @@ def kernelbench(
     Piped, the table is tab-separated. --json or --markdown alone: the document to stdout, the report to stderr."""
     from argus.eval.device import has_gpu
     from argus.eval.gate import GateOptions
-    from argus.tasks.kernelbench import default_kernelbench_dir, discover, run_kernelbench
+    from argus.eval.kernelbench import run_kernelbench
+    from argus.tasks.kernelbench import default_kernelbench_dir, discover
 
     check_one_stdout(json=json_file, markdown=markdown_file)
     report_to = Console(stderr=STDOUT in (json_file, markdown_file), soft_wrap=True)  # stdout: the document alone

@@ -1,5 +1,6 @@
 # ruff: noqa: B008 -- typer reads its options from argument defaults
-"""`argus lineage walk|curriculum` and `argus skills list|show|admit`: thin shells over `argus.lineage`.
+"""`argus lineage walk|curriculum` and `argus skills list|show|admit`: thin shells over `argus.lineage` (the
+curriculum comparison runs the agent: `argus.agent.curriculum`).
 
 ``--json`` alone prints the command's document to stdout; ``--json FILE`` writes it to FILE (`argus.cli.output`):
 
@@ -7,7 +8,7 @@
   skill was mined from);
 * ``skills show``: the skill in the knowledge-base schema (``to_dict``);
 * ``skills admit``: the admission record written into the skill;
-* ``lineage curriculum``: a list of per-curriculum results (`argus.lineage.curriculum` ``to_json``).
+* ``lineage curriculum``: a list of per-curriculum results (`argus.agent.curriculum` ``to_json``).
 """
 
 from __future__ import annotations
@@ -84,18 +85,10 @@ def curriculum_cmd(
     json_file: str | None = json_option("a list of per-curriculum results"),
 ) -> None:
     """Compare curricula (no KB, curated only, curated + mined) on KERNEL with the same budget and agent loop."""
-    from argus.lineage.curriculum import AgentUnavailable, agent_runner, compare, curricula
+    from argus.agent.curriculum import agent_runner, compare, curricula
 
     arms = curricula(skills)
-    try:
-        runner = agent_runner()
-    except AgentUnavailable as e:
-        typer.echo(f"cannot compare curricula: {e}", err=True)
-        typer.echo(
-            f"(ready: entry sets none=0, curated={len(arms['curated'])}, curated+mined={len(arms['curated+mined'])})",
-            err=True,
-        )
-        raise typer.Exit(2) from None
+    runner = agent_runner()
     results = compare(kernel, budget, runner, arms)
     if json_file is not None and emit_json([r.to_json() for r in results], json_file) is None:
         return

@@ -1797,6 +1797,12 @@ class Code(StrEnum):
         "precondition {feature} {op} {value!r} of skill {skill} does not hold on {kernel} (it has {actual!r})",
         "mine the skill from a step whose simpler kernel satisfies its preconditions, or loosen the precondition",
     )
+    LINEAGE_UNKNOWN_STEP = _entry(
+        Category.LINEAGE,
+        "no mechanism step {name!r} (or lineage rung {rung!r}) in the vocabulary (argus.lineage.mechanisms)",
+        "use a name the vocabulary lists (the error names them all); a new mechanism is added to "
+        "argus.lineage.mechanisms first",
+    )
     LINEAGE_UNKNOWN_OPERATOR = _entry(
         Category.LINEAGE,
         "no operator {operator!r}",

@@ -14,10 +14,10 @@ checks), `inputs` (distributions that keep the task's structure),
 `guards` (precision switches, static scan, operator recording, memory scrubbing), `timing` (CUDA events, L2
 flush, graph replay), `flags` (suspicious timings), `ceilings` (measured copy bandwidth and GEMM rate, cached),
 `device` (environment, SM clock and power), `baselines`, `isolation` (worker processes with time limits),
-`store` (SQLite, WAL), `bench` (``argus bench``), `candidates` and `results` (what is gated, and its result as
-plain data), `costmodel` (the profile stage's estimate without a GPU), and the sandbox for untrusted code
-(`sandbox`, `warden`, `sandbox_runner`) with the judge that decides verdicts outside it (`judge`). KernelBench
-lives in `argus.tasks.kernelbench`. See ``docs/eval.md``.
+`store` (SQLite, WAL), `bench` (``argus bench``), `kernelbench` (``argus kernelbench``: the runner; the problems
+are loaded by `argus.tasks.kernelbench`), `candidates` and `results` (what is gated, and its result as plain data),
+`costmodel` (the profile stage's estimate without a GPU), and the sandbox for untrusted code (`sandbox`, `warden`,
+`sandbox_runner`) with the judge that decides verdicts outside it (`judge`). See ``docs/eval.md``.
 """
 
 from argus.eval.candidates import KernelCandidate, ModuleCandidate, library_candidate

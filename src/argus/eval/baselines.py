@@ -44,10 +44,10 @@ def check_baselines(task: Task, sizes: dict[str, int], names: Sequence[str], dev
     (``torch.compile`` is only checked on a GPU, where it is timed)."""
     import torch
 
-    from argus.eval.correctness import as_outputs, to_device, to_high
+    from argus.eval.correctness import as_outputs, task_precision, to_device, to_high
     from argus.eval.tolerance import compare, input_scale, tolerance_for
 
-    tol = tolerance_for(task.precision or torch.float32)
+    tol = tolerance_for(task_precision(task) or torch.float32)
     inputs = to_device(task.sample(sizes, 12345), device)
     want = [r.detach().to("cpu") for r in as_outputs(task.reference(*to_high(inputs)))]
     results: dict[str, Any] = {}

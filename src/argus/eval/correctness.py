@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -43,6 +43,7 @@ from argus.eval.guards import (
 from argus.eval.inputs import describe, redistribute, trial_distributions
 from argus.eval.results import StageResult, Status
 from argus.eval.tolerance import NOISE_FACTOR, Tolerance, compare, input_scale, lowest_precision, tolerance_for
+from argus.tasks.base import ModuleTask, Task, torch_dtype
 
 
 class RemoteCandidate(Protocol):
@@ -87,6 +88,62 @@ class Reference:
     precision: Any = None
     output_dtypes: Sequence[Any] | None = None
     forbidden_ops: tuple[str, ...] = ()
+
+
+def task_precision(task: Task) -> Any | None:
+    """The least precise floating dtype among a built-in task's tensors: the dtype whose tolerance applies."""
+    return lowest_precision([torch_dtype(t.dtype) for t in task.tensors])
+
+
+def allocate_outputs(task: Task, sizes: Mapping[str, int], device: Any) -> list[Any]:
+    """Fresh output tensors of a built-in task at `sizes` on `device`, NaN-poisoned (an element the candidate
+    never writes fails the comparison)."""
+    import torch
+
+    return [
+        poison_(torch.empty(spec.resolve(sizes), dtype=torch_dtype(spec.dtype), device=device)) for spec in task.outputs
+    ]
+
+
+def task_reference(task: Task, sizes: Mapping[str, int]) -> Reference:
+    """The `Reference` of a built-in task at `sizes`: its PyTorch reference run on float64 copies and in the task's
+    own dtypes, its tolerance (`task_precision`), its outputs' dtypes and forbidden operators."""
+    return Reference(
+        name=task.name,
+        sample=lambda seed: task.sample(sizes, seed),
+        run_high=lambda inputs: task.reference(*inputs),
+        run_native=lambda inputs: task.reference(*inputs),
+        precision=task_precision(task),
+        output_dtypes=[torch_dtype(t.dtype) for t in task.outputs],
+        forbidden_ops=task.forbidden_ops,
+    )
+
+
+def module_reference(task: ModuleTask, device: Any, seed: int = 0) -> Reference:
+    """The `Reference` of a module task (KernelBench's format): the reference module built at `seed` on `device`
+    (`ModuleTask.build`) in its own precision, and a float64 copy of it (same weights)."""
+    import copy
+
+    import torch
+
+    native = task.build(task.model, seed, device)
+    high = copy.deepcopy(native).to(torch.float64)
+
+    def run_native(inputs: list[Any]) -> Any:
+        with torch.no_grad():
+            return native(*inputs)
+
+    def run_high(inputs: list[Any]) -> Any:
+        with torch.no_grad():
+            return high(*inputs)
+
+    return Reference(
+        name=task.name,
+        sample=lambda seed: task.sample(seed, device),
+        run_high=run_high,
+        run_native=run_native,
+        forbidden_ops=task.forbidden_ops,
+    )
 
 
 @dataclass

@@ -654,7 +654,7 @@ def gate_kernel(
     already taken in this run (else the profile stage times `options.baselines`)."""
     import torch
 
-    from argus.eval.correctness import check_correctness, to_device
+    from argus.eval.correctness import allocate_outputs, check_correctness, task_precision, task_reference, to_device
     from argus.eval.device import environment
 
     options = options or GateOptions()
@@ -662,7 +662,8 @@ def gate_kernel(
     gpu = device.startswith("cuda")
     sizes = dict(sizes or ((options.cost_sizes or task.bench_sizes[0]) if gpu else task.small_sizes))
     result = GateResult(candidate.name, task.name, sizes, environment=environment(device))
-    fp32 = task.precision == torch.float32
+    precision = task_precision(task)
+    fp32 = precision == torch.float32
     forbidden = (*task.forbidden, *options.forbidden)
     with strict_precision(fp32):
         if static_prelude(result, candidate.source_text(), forbidden, fp32):
@@ -700,7 +701,7 @@ def gate_kernel(
             note = f"{note}; at the task's CPU sizes {check_sizes}, not {sizes}"
 
         def run(inputs: list[Any], device: str = run_device) -> list[Any]:
-            outs = task.allocate_outputs(check_sizes, device)
+            outs = allocate_outputs(task, check_sizes, device)
             args = task.arrange(inputs, outs, order)
             if dsl_on_cpu:
                 kernel(*args, device="cpu", **candidate.params)
@@ -708,7 +709,7 @@ def gate_kernel(
                 kernel(*args)
             return outs
 
-        reference = task.correctness_reference(check_sizes)
+        reference = task_reference(task, check_sizes)
         if options.forbidden_ops:
             reference.forbidden_ops = (*reference.forbidden_ops, *options.forbidden_ops)
         correct = check_correctness(reference, run, trials=options.trials, seed=options.seed, device=run_device)
@@ -746,12 +747,12 @@ def gate_kernel(
             )
         k = max(1, options.timing_inputs)
         pool = [to_device(task.sample(sizes, options.seed + 101 + i), device) for i in range(k)]
-        tol = tolerance_for(task.precision or torch.float32)
+        tol = tolerance_for(precision or torch.float32)
         seeds = [options.seed + 7 + i for i in range(k)]
         expected, noise = reference_outputs(
             lambda x: task.reference(*x), lambda x: task.reference(*x), pool, tol, seeds
         )
-        outs = task.allocate_outputs(sizes, device)
+        outs = allocate_outputs(task, sizes, device)
         rotating = RotatingInputs(pool, expected, tol, outs, noise, seeds)
         args = task.arrange(rotating.buffers, outs, order)
         plain_call = lambda: kernel(*args)  # noqa: E731 - launches on the current stream (graph capture)
@@ -893,7 +894,7 @@ def gate_module(
 
         return gate_module_sandboxed(task, candidate, options, baselines=baselines)
 
-    from argus.eval.correctness import check_correctness, to_device
+    from argus.eval.correctness import check_correctness, module_reference, to_device
     from argus.eval.device import environment
     from argus.eval.tolerance import lowest_precision, tolerance_for
 
@@ -922,7 +923,7 @@ def gate_module(
                 return model(*inputs)
 
         try:
-            reference = task.correctness_reference(device, options.seed)
+            reference = module_reference(task, device, options.seed)
         except Exception as e:  # noqa: BLE001
             result.stages.append(
                 StageResult("correct", Status.ERROR, "CORRECT_REFERENCE_FAILED", f"building the reference: {e}")

@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 from argus.eval.candidates import ModuleCandidate
-from argus.eval.correctness import CandidateFailure
+from argus.eval.correctness import CandidateFailure, module_reference, task_precision
 from argus.eval.results import GateResult, StageResult, Status
 from argus.eval.sandbox import Sandbox, SandboxError, tensors_nbytes
 from argus.tasks.base import ModuleTask
@@ -287,7 +287,7 @@ def _stages(
 
     # correct: here, with the candidate called through the wire
     try:
-        reference = task.correctness_reference(device, options.seed)
+        reference = module_reference(task, device, options.seed)
     except Exception as e:  # noqa: BLE001
         result.stages.append(
             StageResult("correct", Status.ERROR, "CORRECT_REFERENCE_FAILED", f"building the reference: {e}")
@@ -488,7 +488,8 @@ def gate_generated_kernel(
 
     device = options.resolved_device()
     fail = GateResult(name, task.name, {}, environment=environment(device))
-    static, flags = static_stage(source, (*task.forbidden, *options.forbidden), task.precision == torch.float32)
+    fp32 = task_precision(task) == torch.float32
+    static, flags = static_stage(source, (*task.forbidden, *options.forbidden), fp32)
     if static.failed:
         fail.stages.append(static)
         fail.flags += flags

@@ -541,7 +541,7 @@ _LINEAGES: dict[str, tuple[LineageStep, ...]] = {
         ),
     ),
     # Held out from skill mining: the GEMM rungs with a fused residual + ReLU epilogue, one rung per mechanism of
-    # "gemm" under the same mechanism names (so `argus.agent.arms.MECHANISM_ENTRIES` names its moves).
+    # "gemm" under the same mechanism names (so `argus.lineage.mechanisms.RUNGS` names its moves).
     "gemm_residual": (
         LineageStep(
             "gemm_residual_naive",

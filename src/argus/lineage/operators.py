@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from argus.lineage.mechanisms import MECHANISMS, blockers, state
+from argus.lineage.mechanisms import MECHANISMS, Change, blockers, rung, state, step, step_name
 from argus.lineage.variants import DerivedKernel, Variant, display_name, interface, task_for, without_register_split
 
 
@@ -39,27 +39,21 @@ class Edge:
     interface: tuple[str, ...] = ()  # tensors whose layout or dtype the mechanism itself changes
 
 
-#: How the GEMM lineage's rung mechanisms (argus.kernels.registry) map to ours: rung id -> [(mechanism, level)]
-#: in the order a backward walk removes them (a rung adding two is split by a bridge).
-_RUNG_MECHANISMS: dict[str, tuple[tuple[str, int], ...]] = {
-    "naive_fma": (),
-    "smem_tiling": (("smem_tiling", 1),),
-    "mma_sync": (("mma", 1),),
-    "cp_async_pipeline": (("global_copy", 1),),  # its pipeline is the `stages` policy, removed before
-    "smem_swizzle": (("swizzle", 1),),
-    "tma_wgmma": (("global_copy", 2), ("mma", 2)),  # split by the bridge gemm_cp_async_wgmma
-    "warp_specialization": (("warp_specialization", 1),),  # its register split is an IR rewrite, removed before
-    "persistent_grid": (("persistent", 1),),  # its tile order is the `tile_order` policy, removed before
-    "tma_store": (),  # the EPILOGUE parameter ("tma" -> "direct", operator tma-store-to-direct): no structural edge
-}
-
 _SPLITS = {"gemm_tma_wgmma": ("gemm_cp_async_wgmma",)}
 
 
+def structural_steps(rung_id: str) -> tuple[str, ...]:
+    """The steps of a lineage rung (`argus.lineage.mechanisms.RUNGS`) that only moving to another kernel removes (a
+    structural operator's), in the order the walk removes them; the rung's other steps have a policy, parameter or
+    IR operator that removes them first (the pipeline's stages, the register split, the tile order, the epilogue)."""
+    structural = {step_name(op.mechanism, op.level) for op in operators() if op.kind == "structural"}
+    return tuple(name for name in rung(rung_id).steps if name in structural)
+
+
 def edges() -> tuple[Edge, ...]:
-    """The lineage edges: every library lineage rung to the rung before it (through its bridges; a rung whose
-    mechanism a policy or parameter removes has none), plus `gemm_persistent` -> `gemm_mma_sync` (the persistent
-    grid)."""
+    """The lineage edges: every library lineage rung to the rung before it (through its bridges), one edge per
+    structural step of the rung (`structural_steps`; a rung whose steps a policy or parameter removes has none), plus
+    `gemm_persistent` -> `gemm_mma_sync` (the persistent grid)."""
     from argus.kernels.registry import lineage, lineages
 
     out: list[Edge] = []
@@ -67,16 +61,15 @@ def edges() -> tuple[Edge, ...]:
         rungs = lineage(family)
         for i in range(1, len(rungs)):
             prev, cur = rungs[i - 1], rungs[i]
-            mechs = _RUNG_MECHANISMS.get(cur.mechanism)
-            if not mechs:
+            steps = [step(name) for name in structural_steps(cur.mechanism)]
+            if not steps:
                 continue
             chain = [cur.kernel, *_SPLITS.get(cur.kernel, ()), prev.kernel]
-            if len(chain) - 1 != len(mechs):
+            if len(chain) - 1 != len(steps):
                 continue  # a rung adding several mechanisms without a bridge: no single-mechanism edge
-            for j, (mech, level) in enumerate(mechs):
-                source = f"lineage {family} rung {i + 1} ({cur.mechanism})" + (" via bridge" if len(mechs) > 1 else "")
-                changes = ("B",) if (mech, level) == ("mma", 2) else ()  # wgmma reads B K-major: (N, K)
-                out.append(Edge(chain[j], chain[j + 1], mech, level, source, changes))
+            for j, s in enumerate(steps):
+                source = f"lineage {family} rung {i + 1} ({cur.mechanism})" + (" via bridge" if len(steps) > 1 else "")
+                out.append(Edge(chain[j], chain[j + 1], s.mechanism, s.level, source, s.definition.interface))
     out.append(Edge("gemm_persistent", "gemm_mma_sync", "persistent", 1, "library: gemm_persistent is gemm_mma_sync"))
     return tuple(out)
 
@@ -108,13 +101,17 @@ def library_variant(name: str, params: dict[str, Any] | None = None) -> Variant:
 
 @dataclass(frozen=True)
 class Operator:
-    """A simplification: removes `mechanism` from level `level` (to `level - 1`)."""
+    """A simplification: removes `mechanism` from level `level` (to `level - 1`): the step ``mechanism@level`` of
+    the vocabulary (`argus.lineage.mechanisms.STEPS`; an unknown one is refused when the operator is made)."""
 
     id: str
     mechanism: str
     level: int
-    kind: str  # "policy", "ir" or "structural"
+    kind: str  # "policy", "param", "ir" or "structural"
     description: str
+
+    def __post_init__(self) -> None:
+        step_name(self.mechanism, self.level)
 
     def applies(self, variant: Variant, current: dict[str, int]) -> bool:
         return current.get(self.mechanism) == self.level
@@ -320,42 +317,56 @@ def _labels(kernel: Any) -> list[str]:
     return out[::-1]
 
 
+def _change(name: str, kind: str) -> Change:
+    """The vocabulary's `kind` change of step `name` (the policy or parameter an operator sets back)."""
+    (change,) = [c for c in step(name).changes if c.kind == kind]
+    return change
+
+
+def _policy(operator_id: str, name: str, description: str) -> PolicyOperator:
+    """The operator that sets the policy adding step `name` to the value that removes it (the vocabulary's)."""
+    s, change = step(name), _change(name, "policy")
+    return PolicyOperator(operator_id, s.mechanism, s.level, "policy", description, change.name, change.off)
+
+
+def _param(operator_id: str, name: str, description: str) -> ParamOperator:
+    """The operator that sets the parameter adding step `name` from its value to the one that removes it."""
+    s, change = step(name), _change(name, "param")
+    return ParamOperator(operator_id, s.mechanism, s.level, "param", description, change.name, change.on[0], change.off)
+
+
+def _structural(operator_id: str, name: str, description: str) -> PredecessorOperator:
+    s = step(name)
+    return PredecessorOperator(operator_id, s.mechanism, s.level, "structural", description)
+
+
 def operators() -> tuple[Operator, ...]:
     """Every operator, in the order the walk tries them: the output cast (no rung adds it), then the lineage's
     mechanisms from its last rung down (the TMA-store epilogue, the persistent grid's tile order and grid, the
-    register split and warp roles, ...), so that the walk from the persistent expert peels the rungs in reverse."""
+    register split and warp roles, ...), so that the walk from the persistent expert peels the rungs in reverse.
+    Each removes one step of the vocabulary (`argus.lineage.mechanisms`), and a policy or parameter operator sets
+    the value the vocabulary says removes it."""
     return (
         OutputCastOperator("f32-output", "output_cast", 1, "param", "write the output in the accumulator's dtype"),
-        ParamOperator(
+        _param(
             "tma-store-to-direct",
-            "epilogue",
-            1,
-            "param",
+            "epilogue@1",
             "store C from registers instead of through shared memory and TMA stores",
-            "EPILOGUE",
-            "tma",
-            "direct",
         ),
-        PolicyOperator(
-            "default-tile-order", "tile_order", 1, "policy", "tile order -> row major", "tile_order", "row_major"
-        ),
-        PredecessorOperator("plain-grid", "persistent", 1, "structural", "persistent grid -> one block per tile"),
+        _policy("default-tile-order", "tile_order@1", "tile order -> row major"),
+        _structural("plain-grid", "persistent@1", "persistent grid -> one block per tile"),
         RegisterSplitOperator(
             "remove-register-split", "register_split", 1, "ir", "drop the setmaxnreg budgets of the warp roles"
         ),
-        PredecessorOperator(
-            "merge-warp-roles", "warp_specialization", 1, "structural", "merge producer and consumer roles"
-        ),
-        PolicyOperator("remove-pipelining", "pipeline", 1, "policy", "stages -> 1", "stages", 1),
-        PredecessorOperator("tma-to-cp-async", "global_copy", 2, "structural", "TMA loads -> cp.async"),
-        PredecessorOperator("wgmma-to-mma-sync", "mma", 2, "structural", "wgmma -> ldmatrix + mma.sync"),
-        PolicyOperator("remove-swizzle-policy", "swizzle", 1, "policy", "swizzle -> none", "swizzle", 0),
-        PredecessorOperator("remove-swizzle", "swizzle", 1, "structural", "swizzled shared memory -> plain"),
-        PredecessorOperator("cp-async-to-plain-loads", "global_copy", 1, "structural", "cp.async -> plain loads"),
-        PredecessorOperator("mma-sync-to-fma", "mma", 1, "structural", "mma.sync -> per-thread FMA"),
-        PredecessorOperator(
-            "remove-smem-tiling", "smem_tiling", 1, "structural", "shared-memory tiles -> operands from global"
-        ),
+        _structural("merge-warp-roles", "warp_specialization@1", "merge producer and consumer roles"),
+        _policy("remove-pipelining", "pipeline@1", "stages -> 1"),
+        _structural("tma-to-cp-async", "global_copy@2", "TMA loads -> cp.async"),
+        _structural("wgmma-to-mma-sync", "mma@2", "wgmma -> ldmatrix + mma.sync"),
+        _policy("remove-swizzle-policy", "swizzle@1", "swizzle -> none"),
+        _structural("remove-swizzle", "swizzle@1", "swizzled shared memory -> plain"),
+        _structural("cp-async-to-plain-loads", "global_copy@1", "cp.async -> plain loads"),
+        _structural("mma-sync-to-fma", "mma@1", "mma.sync -> per-thread FMA"),
+        _structural("remove-smem-tiling", "smem_tiling@1", "shared-memory tiles -> operands from global"),
     )
 
 

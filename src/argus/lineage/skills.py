@@ -18,15 +18,37 @@ beside the curated entries for retrieval.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
 import pathlib
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from argus.lineage.variants import DerivedKernel, Variant, rewrite_body
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """A condition under which the forward step was valid: `feature` `op` `value` (`argus.kb.schema.Predicate`), in
+    one of the five `category`s, with its `reason`. Checked to hold on the kernel the forward step starts from."""
+
+    category: str
+    feature: str
+    op: str
+    value: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class Risk:
+    """What can go wrong when the step is applied, the check codes that name it and the stages that catch it."""
+
+    risk: str
+    codes: tuple[str, ...] = ()
+    caught_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,11 +68,29 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class SkillSpec:
-    """What a forward step is, per (mechanism, level): the kb category, locus, intent, what improves and which
-    bound, five precondition predicates (feature, op, value, category, reason), risk codes, example snippets
-    (for steps whose kernels share a source), the policy transform if any, and the probes."""
+class Example:
+    """A sketch of the change (DSL before and after), for a step whose two kernels share their source."""
 
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class PolicyTransform:
+    """The executable transform of a step a declared policy makes: set `policy` to one of `candidates`."""
+
+    policy: str
+    candidates: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class SkillSpec:
+    """What a forward step is, as a skill: the step (``mechanism@level``, `argus.lineage.mechanisms.STEPS`), the
+    mined skill's id stem (`slug`), title, kb category, locus, intent, what improves and which bound, the five
+    preconditions, the risks, the probes, an example (for steps whose kernels share a source), the policy transform
+    if any, and keywords. The specs are data: `skill_specs.toml` beside this module (`load_specs`)."""
+
+    step: str
     slug: str
     title: str
     category: str
@@ -58,533 +98,92 @@ class SkillSpec:
     intent: str
     improves: tuple[str, ...]
     bound: str
-    preconditions: tuple[tuple[str, str, Any, str, str], ...]
-    risks: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
+    preconditions: tuple[Precondition, ...]
+    risks: tuple[Risk, ...]
     probes: tuple[Probe, ...] = ()
-    example: tuple[str, str] | None = None
-    policy: tuple[str, tuple[Any, ...]] | None = None
-    keywords: tuple[str, ...] = field(default_factory=tuple)
+    example: Example | None = None
+    policy: PolicyTransform | None = None
+    keywords: tuple[str, ...] = ()
 
 
-_BF16 = ("dtypes.mma_operands", "subset", ["bf16", "f16"], "dtypes")
-_HOPPER = ["sm_90a"]
-_AMPERE_UP = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"]
+#: The spec file: one ``[[skill]]`` per step.
+SPECS_FILE = pathlib.Path(__file__).with_name("skill_specs.toml")
 
-SPECS: dict[tuple[str, int], SkillSpec] = {
-    ("output_cast", 1): SkillSpec(
-        "output-cast",
-        "Convert the f32 accumulators to the output's narrower dtype in the epilogue",
-        "epilogue",
-        {
-            "op": "copy",
-            "src": "fragment",
-            "dst": "global",
-            "description": "the epilogue's store of the accumulator tile",
-        },
-        "Round the f32 accumulators to bf16 in registers and store half the bytes, instead of writing f32 and "
-        "converting in a second pass: the conversion is fused into the epilogue.",
-        ("bytes stored by the epilogue", "no separate conversion pass"),
-        "memory",
-        (
-            ("dtypes.accumulator", "has", "f32", "dtypes", "f32 accumulators, rounded once to bf16 at the store"),
-            ("dtypes.outputs", "eq", ["f32"], "layout", "the output is still written in the accumulator's dtype"),
-            (
-                "copy.global_store_sources",
-                "has",
-                "fragment",
-                "storage",
-                "the epilogue stores from registers, where the conversion happens",
-            ),
-            ("ops.gemm", "eq", True, "pipeline", "the cast follows the main loop's last MMA"),
-            ("hardware.arch", "in", _AMPERE_UP, "hardware", "cvt to bf16 exists on sm_80 and later"),
-        ),
-        (("a bf16 output that the consumer's tolerance does not accept", (), ("gate.correct",)),),
-        (),
-        ('C: T.Tensor[("M", "N"), T.f32]\n', 'C: T.Tensor[("M", "N"), "OUT"]  # OUT = "bf16"\n'),
-        None,
-        ("epilogue", "bf16 output", "conversion"),
-    ),
-    ("epilogue", 1): SkillSpec(
-        "tma-store-epilogue",
-        "Store the output tile through shared-memory staging and TMA stores",
-        "epilogue",
-        {
-            "op": "copy",
-            "src": "fragment",
-            "dst": "global",
-            "description": "the epilogue's store of the wgmma accumulator tile",
-        },
-        "Each consumer warpgroup writes its rows of the accumulator, converted to C's dtype, into one of two "
-        "128-byte-swizzled chunk buffers (128 bytes of columns each), fences the async proxy, syncs on a named "
-        "barrier, and one thread hands the chunk to a TMA store: C leaves in whole lines, and the stores drain while "
-        "the warpgroup goes on to the block's next tile (`T.copy(acc, C.tile(...), atom='tma.store', staging=sC)`).",
-        ("store efficiency (whole lines, not the fragment's scattered runs)", "epilogue overlapped by the next tile"),
-        "memory",
-        (
-            (
-                "dtypes.outputs",
-                "subset",
-                ["bf16", "f16", "f32"],
-                "dtypes",
-                "C in 2- or 4-byte elements: a chunk is 64 or 32 columns of 128 bytes",
-            ),
-            (
-                "mma.kind",
-                "eq",
-                "wgmma",
-                "layout",
-                "the staged store takes a wgmma accumulator: each consumer warpgroup holds 64 whole rows of the tile",
-            ),
-            (
-                "smem.bytes",
-                "le",
-                199680,
-                "storage",
-                "two staging chunks of BM x 128 bytes (32 KB at BM = 128) must fit beside the pipeline's stages",
-            ),
-            (
-                "grid.persistent",
-                "eq",
-                True,
-                "pipeline",
-                "a persistent block overlaps the stores of one tile with the next tile's main loop (validated there)",
-            ),
-            ("hardware.tma", "eq", True, "hardware", "TMA stores exist on sm_90 and later"),
-        ),
-        (
-            (
-                "C's rows not 16-byte aligned for an allowed N (the tensor map cannot describe them)",
-                ("ALIGN_TMA",),
-                ("verify",),
-            ),
-            ("a staging buffer rewritten before the TMA store that read it finished", (), ("gate.correct",)),
-        ),  # fmt: skip
-        (
-            Probe("hardware", "arch", "sm_80", "compile for sm_80 (no TMA)"),
-            Probe("layout", "sizes", {"N": 74}, "an N whose rows of C are not 16-byte aligned"),
-        ),
-        (
-            "T.copy(acc, C.tile((bm, bn), (BM, BN)))\n",
-            "sC = T.alloc_shared((2, BM, 128 // C.dtype.itemsize), C.dtype, swizzle=128)\n"
-            'T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)\n',
-        ),
-        None,
-        ("TMA store", "epilogue", "UTMASTG", "staging"),
-    ),
-    ("tile_order", 1): SkillSpec(
-        "tile-order",
-        "Walk a persistent grid's tiles in grouped order",
-        "scheduling",
-        {"op": "kernel", "description": "the persistent grid's map from tile index to tile coordinates"},
-        "Map tile t to (bm, bn) GROUP rows of M-tiles at a time, walked column by column (`T.tile_order(..., "
-        "'grouped', GROUP)`), so that the blocks resident together share A and B panels in L2.",
-        ("L2 reuse of A and B panels",),
-        "memory",
-        (
-            (*_BF16[:3], "dtypes", "validated with bf16 operands (the order does not depend on them)"),
-            ("ops.gemm", "eq", True, "layout", "a 2-D grid of output tiles whose rows share A and columns share B"),
-            ("grid.tile_order", "in", ["row_major", "column_major"], "storage", "tiles are walked in a plain order"),
-            ("grid.persistent", "eq", True, "pipeline", "a persistent grid chooses its own tile order"),
-            ("hardware.sms", "ge", 2, "hardware", "several SMs whose resident blocks share the L2"),
-        ),
-        (("a grouped order that skips or repeats a tile (the last group's rows)", ("TAG_ASSERT",), ("verify",)),),
-        (),
-        ('ORDER = "row_major"\n', 'ORDER = "grouped"  # GROUP = 8 rows of M-tiles at a time\n'),
-        ("tile_order", ("grouped",)),
-        ("tile order", "rasterization", "grouped", "L2"),
-    ),
-    ("persistent", 1): SkillSpec(
-        "persistent-grid",
-        "Run a persistent grid: one block per SM walking the output tiles",
-        "scheduling",
-        {"op": "kernel", "description": "the launch grid"},
-        "Launch BLOCKS blocks (one per SM) that loop over the output tiles, with the warp roles' mbarrier pipeline "
-        "running on across a block's tiles (`T.pipeline(..., start=it * k_tiles)`): the producer fills the next "
-        "tile's stages while the consumers finish this one and store C.",
-        ("prologue paid once per block", "next tile's loads overlapping this tile's epilogue"),
-        "latency",
-        (
-            (*_BF16[:3], "dtypes", "validated with bf16 wgmma operands"),
-            ("ops.gemm", "eq", True, "layout", "a tiled MMA kernel whose blocks each own an output tile"),
-            ("pipeline.mbarriers", "ge", 1, "storage", "stages complete on mbarriers whose phases run on across tiles"),
-            ("roles.warp_specialized", "eq", True, "pipeline", "a producer runs ahead into the next tile's stages"),
-            ("hardware.tma", "eq", True, "hardware", "validated with TMA and wgmma on sm_90a"),
-        ),
-        (("barrier phases restarted per tile instead of carried on", ("MBARRIER_PHASE",), ("verify",)),),
-        (),
-        None,
-        None,
-        ("persistent", "tile scheduler", "grid"),
-    ),
-    ("register_split", 1): SkillSpec(
-        "register-split",
-        "Rebalance registers between warp roles with setmaxnreg",
-        "warp-specialization",
-        {"op": "kernel", "description": "a kernel with producer and consumer warp roles"},
-        "Give the consumer warpgroups (which hold the f32 accumulators) more registers and the TMA producer fewer "
-        "with setmaxnreg, so the consumers can hold a larger accumulator tile without spilling.",
-        ("registers available to the MMA warpgroups", "larger accumulator tiles without spills"),
-        "compute",
-        (
-            (*_BF16[:3], "dtypes", "validated with bf16 tensor-core operands and f32 accumulators in the consumers"),
-            ("roles.consumer_warpgroups", "ge", 1, "layout", "the accumulator tile is split over consumer warpgroups"),
-            (
-                "mma.accumulator_registers",
-                "ge",
-                32,
-                "storage",
-                "the consumers' accumulators are what the registers hold",
-            ),
-            ("roles.warp_specialized", "eq", True, "pipeline", "setmaxnreg moves registers between roles: roles first"),
-            ("hardware.arch", "in", _HOPPER, "hardware", "setmaxnreg exists on sm_90a only"),
-        ),
-        (("a budget below what the consumers' fragments need", ("BUDGET_REGISTERS",), ("verify", "gate.compile")),),
-        (
-            Probe("hardware", "arch", "sm_90", "compile for sm_90 (no 'a' features)"),
-            Probe(
-                "storage",
-                "registers",
-                {"consumer": 56},
-                "a consumer budget of 56 registers, below its 64 accumulator registers",
-                attribute=False,
-            ),
-        ),
-        (
-            'with T.role("producer", warpgroups=(0,)):\n    pass\n'
-            'with T.role("consumer", warpgroups=(1, 2)):\n    pass\n',
-            'with T.role("producer", warpgroups=(0,), registers=40):\n    pass\n'
-            'with T.role("consumer", warpgroups=(1, 2), registers=232):\n    pass\n',
-        ),
-        None,
-        ("setmaxnreg", "register split", "warp roles"),
-    ),
-    ("warp_specialization", 1): SkillSpec(
-        "warp-specialization",
-        "Split a TMA + wgmma main loop into a producer warpgroup and consumer warpgroups",
-        "warp-specialization",
-        {"op": "loop", "loop": "pipelined", "description": "the pipelined main loop over K tiles"},
-        "One warpgroup issues the TMA loads, the others run wgmma; full/empty mbarriers hand stages between them, "
-        "so loads for later stages are issued while the consumers compute, without a block barrier per iteration.",
-        ("overlap of TMA issue with MMA", "no block-wide barrier in the main loop"),
-        "latency",
-        (
-            (*_BF16[:3], "dtypes", "validated with bf16 wgmma operands"),
-            (
-                "mma.a_source",
-                "eq",
-                "shared",
-                "layout",
-                "consumers read both operands from shared memory (no registers from the producer)",
-            ),
-            (
-                "pipeline.mbarriers",
-                "ge",
-                1,
-                "storage",
-                "stages complete on mbarriers; the split adds one 'empty' barrier per stage",
-            ),
-            (
-                "copy.global_loads",
-                "has",
-                "tma",
-                "pipeline",
-                "one thread of the producer moves whole tiles only with TMA",
-            ),
-            ("hardware.tma", "eq", True, "hardware", "TMA and wgmma exist on sm_90 and later"),
-        ),
-        (
-            ("a stage refilled before every consumer released it", ("PIPELINE_OVERWRITE",), ("verify",)),
-            ("an 'empty' barrier expecting the wrong number of arrivals", ("MBARRIER_ARRIVE_COUNT",), ("verify",)),
-        ),
-        (
-            Probe(
-                "pipeline", "drop", ("MbarrierWait",), "the producer does not wait for the consumers' release", "empty"
-            ),
-        ),
-        None,
-        None,
-        ("warp specialization", "producer", "consumer", "mbarrier"),
-    ),
-    ("pipeline", 1): SkillSpec(
-        "pipelining",
-        "Pipeline the main loop over several shared-memory stages",
-        "pipelining",
-        {"op": "loop", "description": "the main loop over K tiles"},
-        "Keep STAGES-1 tiles in flight: the asynchronous copies of later K tiles land in their own stages while the "
-        "current stage is multiplied, hiding global-memory latency behind the MMAs.",
-        ("global-memory latency hidden behind the MMA",),
-        "latency",
-        (
-            (*_BF16[:3], "dtypes", "validated with bf16 operands; a stage holds (BM + BN) x BK x 2 bytes"),
-            (
-                "loops.kinds",
-                "intersects",
-                ["serial", "pipelined"],
-                "layout",
-                "a loop over K tiles whose iterations read different tiles",
-            ),
-            (
-                "smem.staged",
-                "eq",
-                True,
-                "storage",
-                "the operand tiles live in shared memory; each stage adds one more copy",
-            ),
-            (
-                "pipeline.async_copies",
-                "eq",
-                True,
-                "pipeline",
-                "only asynchronous copies (cp.async, TMA) run ahead of the compute",
-            ),
-            (
-                "hardware.smem_per_block",
-                "ge",
-                49152,
-                "hardware",
-                "STAGES x stage bytes must fit the shared memory per block",
-            ),
-        ),
-        (
-            ("a stage read before its copy landed", ("PIPELINE_STALE_READ",), ("verify",)),
-            ("a stage overwritten before it was consumed", ("PIPELINE_OVERWRITE",), ("verify",)),
-            ("more stages than shared memory holds", ("BUDGET_SMEM",), ("verify", "gate.compile")),
-        ),
-        (Probe("storage", "params", {"STAGES": 8}, "eight stages of the step's tile", attribute=False),),
-        (
-            "for k, s in T.pipeline(k_tiles, stages=1):\n    pass\n",
-            "for k, s in T.pipeline(k_tiles, stages=3):\n    pass\n",
-        ),
-        ("stages", (2, 3, 4)),
-        ("pipeline", "stages", "multistage", "latency hiding"),
-    ),
-    ("global_copy", 2): SkillSpec(
-        "tma-loads",
-        "Load the operand tiles with TMA instead of cp.async",
-        "async-copy",
-        {
-            "op": "copy",
-            "src": "global",
-            "dst": "shared",
-            "atom": "cp.async",
-            "description": "tile copies from global into shared memory",
-        },
-        "One thread issues cp.async.bulk.tensor per tile with a tensor map; the copy lands swizzled and completes "
-        "on an mbarrier (expect_tx), freeing the other threads' issue slots and registers.",
-        ("issue slots and registers of the copying threads",),
-        "latency",
-        (
-            (*_BF16[:3], "dtypes", "tensor maps of bf16/f16 tiles, validated with bf16"),
-            ("mma.a_source", "eq", "shared", "layout", "the consumer (wgmma) reads the swizzled tile TMA writes"),
-            ("smem.swizzle", "in", [32, 64, 128], "storage", "the shared tile uses a swizzle a tensor map can encode"),
-            ("pipeline.kind", "eq", "cp.async", "pipeline", "copies are already asynchronous and waited on before use"),
-            ("hardware.tma", "eq", True, "hardware", "TMA exists on sm_90 and later"),
-        ),
-        (
-            (
-                "a row stride that is not a multiple of 16 bytes for an allowed size",
-                ("ALIGN_TMA",),
-                ("verify", "gate.correct"),
-            ),
-            ("expect_tx bytes that differ from the boxes' bytes", ("MBARRIER_TX",), ("verify",)),
-            ("the tile read before its bytes arrived", ("PIPELINE_STALE_READ",), ("verify", "gate.correct")),
-        ),
-        (
-            Probe("hardware", "arch", "sm_80", "compile for sm_80 (no TMA)"),
-            Probe("layout", "sizes", {"K": 138}, "a K whose rows are not 16-byte aligned"),
-            Probe("pipeline", "drop", ("MbarrierWait",), "the tile read without waiting on its mbarrier"),
-        ),
-        None,
-        None,
-        ("TMA", "cp.async.bulk.tensor", "tensor map"),
-    ),
-    ("mma", 2): SkillSpec(
-        "wgmma",
-        "Multiply with warpgroup MMAs (wgmma) from swizzled shared memory instead of ldmatrix + mma.sync",
-        "tensor-core",
-        {"op": "gemm", "atom": "mma", "description": "the main loop's matrix multiply"},
-        "Replace ldmatrix + mma.sync by wgmma.mma_async reading both operands from 128-byte-swizzled shared "
-        "memory (B K-major): a warpgroup of 128 threads issues m64nNk16, doubling tensor-core throughput on Hopper "
-        "and freeing the registers the operand fragments took.",
-        ("tensor-core throughput", "registers of operand fragments"),
-        "compute",
-        (
-            (
-                *_BF16[:3],
-                "dtypes",
-                "wgmma takes bf16/f16 (and tf32/fp8) operands; validated with bf16 and f32 accumulators",
-            ),
-            (
-                "copy.shared_to_register",
-                "has",
-                "ldmatrix",
-                "layout",
-                "operands already sit in shared memory in a tensor-core layout; wgmma wants B K-major "
-                "(the task's B becomes (N, K))",
-            ),
-            ("smem.swizzle", "ge", 32, "storage", "wgmma reads canonical swizzled layouts (128-byte here)"),
-            (
-                "pipeline.async_copies",
-                "eq",
-                True,
-                "pipeline",
-                "the tiles arrive by asynchronous copies that a fence.proxy.async makes visible to wgmma",
-            ),
-            ("hardware.wgmma", "eq", True, "hardware", "wgmma exists on sm_90a only"),
-        ),
-        (("generic-proxy writes read by wgmma without fence.proxy.async", ("FENCE_PROXY_ASYNC",), ("verify",)),),
-        (
-            Probe("hardware", "arch", "sm_80", "compile for sm_80 (no wgmma)"),
-            Probe("pipeline", "drop", ("Fence",), "no fence.proxy.async between the copies and wgmma"),
-            Probe("layout", "params", {"BM": 64}, "a 64-row tile over two consumer warpgroups (32 rows each)"),
-        ),
-        None,
-        None,
-        ("wgmma", "warpgroup", "HGMMA"),
-    ),
-    ("swizzle", 1): SkillSpec(
-        "swizzle",
-        "XOR-swizzle the shared-memory operand tiles",
-        "shared-memory",
-        {"op": "alloc", "space": "shared", "description": "the shared-memory operand tiles"},
-        "Permute each row's 16-byte chunks by the 64/128-byte XOR swizzle so the eight rows an ldmatrix phase reads "
-        "fall in eight different bank groups: the verifier's bank-conflict warnings on the tiles disappear.",
-        ("shared-memory bandwidth (no bank conflicts)",),
-        "memory",
-        (
-            (*_BF16[:3], "dtypes", "16-byte chunks of 2-byte elements: 8 elements per chunk"),
-            (
-                "copy.shared_to_register",
-                "has",
-                "ldmatrix",
-                "layout",
-                "ldmatrix reads 8 rows of 16 bytes per phase: the access the swizzle spreads",
-            ),
-            ("smem.buffers", "ge", 1, "storage", "tiles in shared memory whose rows are 32, 64 or 128 bytes"),
-            (
-                "copy.global_loads",
-                "has",
-                "cp.async",
-                "pipeline",
-                "16-byte cp.async writes keep their vectors under the swizzle",
-            ),
-            ("hardware.smem_per_block", "ge", 16384, "hardware", "32 banks of 4 bytes (every NVIDIA GPU since Kepler)"),
-        ),
-        (("a swizzle whose span does not match the rows: conflicts remain", ("PERF_BANK_CONFLICT",), ("verify",)),),
-        (),
-        None,
-        None,
-        ("swizzle", "bank conflicts", "ldmatrix"),
-    ),
-    ("global_copy", 1): SkillSpec(
-        "cp-async-loads",
-        "Copy the operand tiles with cp.async",
-        "async-copy",
-        {"op": "copy", "src": "global", "dst": "shared", "description": "tile copies from global into shared memory"},
-        "Replace register-staged loads by cp.async 16-byte copies straight into shared memory, committed as a group "
-        "and waited on before the tile is read: the prerequisite of a multi-stage pipeline.",
-        ("registers and instructions of the copy", "enables pipelining"),
-        "latency",
-        (
-            (*_BF16[:3], "dtypes", "16-byte vectors of 2-byte elements; cp.async cannot convert dtypes"),
-            (
-                "dtypes.inputs",
-                "subset",
-                ["bf16", "f16", "f32"],
-                "layout",
-                "rows must start 16-byte aligned: the kernel declares T.assume('K % 8 == 0 and N % 8 == 0')",
-            ),
-            ("copy.global_load_targets", "has", "shared", "storage", "the tiles go to shared memory"),
-            (
-                "pipeline.stages",
-                "eq",
-                1,
-                "pipeline",
-                "one stage: the copy is waited on (async_wait) before the barrier",
-            ),
-            ("hardware.arch", "in", _AMPERE_UP, "hardware", "cp.async exists on sm_80 and later"),
-        ),
-        (
-            ("the tile read before the copy completed", ("PIPELINE_STALE_READ",), ("verify",)),
-            ("unaligned 16-byte vectors for some allowed size", ("ALIGN_VECTOR",), ("verify", "gate.correct")),
-        ),
-        (
-            Probe("layout", "sizes", {"K": 83}, "K = 83: rows not 16-byte aligned"),
-            Probe("pipeline", "drop", ("AsyncWait",), "no cp.async.wait_group before the barrier"),
-        ),
-        None,
-        None,
-        ("cp.async", "LDGSTS", "async copy"),
-    ),
-    ("mma", 1): SkillSpec(
-        "mma-sync",
-        "Multiply on tensor cores: ldmatrix + mma.sync instead of per-thread FMAs",
-        "tensor-core",
-        {"op": "gemm", "atom": "fma", "description": "the block tile's matrix multiply"},
-        "Load operand fragments from shared memory with ldmatrix and multiply with mma.sync.m16n8k16 on 2x2 warps "
-        "(f32 accumulators): the tensor cores replace the CUDA-core FMAs.",
-        ("math throughput (tensor cores)",),
-        "compute",
-        (
-            (*_BF16[:3], "dtypes", "mma.sync m16n8k16 takes bf16/f16 operands (f32 accumulators)"),
-            (
-                "kernel.threads",
-                "ge",
-                128,
-                "layout",
-                "whole warps arranged 2x2 over the accumulator tile; tiles multiples of 16x8x16",
-            ),
-            ("smem.buffers", "ge", 1, "storage", "ldmatrix reads operand tiles from shared memory"),
-            ("mma.kind", "eq", "fma", "pipeline", "the multiply is still on CUDA cores, in a loop over shared tiles"),
-            ("hardware.arch", "in", _AMPERE_UP, "hardware", "bf16 mma.sync exists on sm_80 and later"),
-        ),
-        (("operand fragments from different K blocks", ("MMA_K_MISMATCH",), ("verify", "gate.correct")),),
-        (Probe("hardware", "arch", "sm_75", "compile for sm_75 (no bf16 mma.sync)"),),
-        None,
-        None,
-        ("mma.sync", "tensor cores", "ldmatrix", "HMMA"),
-    ),
-    ("smem_tiling", 1): SkillSpec(
-        "smem-tiling",
-        "Stage block tiles of A and B in shared memory",
-        "shared-memory",
-        {
-            "op": "copy",
-            "src": "global",
-            "dst": "fragment",
-            "description": "operand loads from global memory into registers",
-        },
-        "Copy a (BM, BK) tile of A and a (BK, BN) tile of B into shared memory once per block, synchronize, and let "
-        "each thread compute a register micro-tile from them: each element is fetched from global memory once per "
-        "block instead of once per thread.",
-        ("global-memory traffic (reuse across the block)",),
-        "memory",
-        (
-            (*_BF16[:3], "dtypes", "validated with bf16 operands and f32 accumulation"),
-            ("kernel.threads", "ge", 32, "layout", "threads of a block share the tiles; each owns a micro-tile"),
-            (
-                "smem.bytes",
-                "eq",
-                0,
-                "storage",
-                "no shared memory used yet: (BM + BN) x BK x 2 bytes must fit per block",
-            ),
-            (
-                "loops.kinds",
-                "has",
-                "serial",
-                "pipeline",
-                "a loop over K blocks: barriers before and after each tile's use",
-            ),
-            ("hardware.smem_per_block", "ge", 16384, "hardware", "the tiles must fit the shared memory per block"),
-        ),
-        (("a tile read before every thread wrote it, or overwritten while read", ("RACE_READ_WRITE",), ("verify",)),),
-        (Probe("pipeline", "drop", ("Barrier",), "no barrier between writing and reading the tiles"),),
-        None,
-        None,
-        ("shared memory", "tiling", "reuse"),
-    ),
-}
+_PROBE_KINDS = ("arch", "registers", "drop", "params", "sizes")
+_REQUIRED = ("step", "slug", "title", "category", "locus", "intent", "improves", "bound", "preconditions", "risks")
+
+
+def _spec(data: dict[str, Any], where: str) -> SkillSpec:
+    """One ``[[skill]]`` table as a `SkillSpec`, checked: known fields only, the step in the vocabulary, the kb
+    schema's categories, operators, bounds and stages, one precondition per category, known probe kinds and
+    policies. A `ValueError` names the spec and the field."""
+    from argus.kb.schema import BOUNDS, CATEGORIES, CAUGHT_BY, ID_PATTERN, OPERATORS, POLICIES, PRECONDITION_CATEGORIES
+    from argus.lineage.mechanisms import STEPS
+
+    def need(ok: bool, field_name: str, what: str) -> None:
+        if not ok:
+            raise ValueError(f"{where} ({data.get('step', '?')}): {field_name}: {what}")
+
+    fields = {f.name for f in dataclasses.fields(SkillSpec)}
+    need(not set(data) - fields, "fields", f"unknown {sorted(set(data) - fields)}")
+    missing = [f for f in _REQUIRED if f not in data]
+    need(not missing, "fields", f"{', '.join(missing)} missing")
+    need(data["step"] in STEPS, "step", f"{data['step']!r} is not in the vocabulary (argus.lineage.mechanisms)")
+    need(bool(ID_PATTERN.match(data["slug"])), "slug", f"{data['slug']!r} is not an entry id stem")
+    need(data["category"] in CATEGORIES, "category", f"{data['category']!r} not in {CATEGORIES}")
+    need(data["bound"] in BOUNDS, "bound", f"{data['bound']!r} not in {BOUNDS}")
+    preconditions = tuple(Precondition(**p) for p in data.get("preconditions", ()))
+    categories = sorted(p.category for p in preconditions)
+    need(categories == sorted(PRECONDITION_CATEGORIES), "preconditions", f"one per category, not {categories}")
+    for p in preconditions:
+        need(p.op in OPERATORS, "preconditions", f"unknown operator {p.op!r}")
+    risks = tuple(Risk(r["risk"], tuple(r.get("codes", ())), tuple(r.get("caught_by", ()))) for r in data["risks"])
+    for r in risks:
+        need(bool(r.caught_by) and set(r.caught_by) <= set(CAUGHT_BY), "risks", f"{r.risk!r} caught by {r.caught_by}")
+    probes = []
+    for p in data.get("probes", ()):
+        need(p.get("kind") in _PROBE_KINDS and p.get("category") in PRECONDITION_CATEGORIES, "probes", repr(p))
+        arg = tuple(p["arg"]) if p["kind"] == "drop" else p["arg"]  # IR statement classes
+        probes.append(Probe(**{**p, "arg": arg}))
+    policy = data.get("policy")
+    if policy is not None:
+        need(policy.get("policy") in POLICIES, "policy", f"{policy.get('policy')!r} not in {POLICIES}")
+    example = data.get("example")
+    return SkillSpec(
+        step=data["step"],
+        slug=data["slug"],
+        title=data["title"],
+        category=data["category"],
+        locus=dict(data["locus"]),
+        intent=data["intent"],
+        improves=tuple(data["improves"]),
+        bound=data["bound"],
+        preconditions=preconditions,
+        risks=risks,
+        probes=tuple(probes),
+        example=Example(**example) if example is not None else None,
+        policy=PolicyTransform(policy["policy"], tuple(policy["candidates"])) if policy is not None else None,
+        keywords=tuple(data.get("keywords", ())),
+    )
+
+
+def load_specs(path: str | pathlib.Path = SPECS_FILE) -> dict[str, SkillSpec]:
+    """The skill specs of `path` by step name (``"pipeline@1"``), each checked (`ValueError` naming the spec and the
+    field), at most one per step."""
+    import tomllib
+
+    path = pathlib.Path(path)
+    out: dict[str, SkillSpec] = {}
+    for data in tomllib.loads(path.read_text(encoding="utf-8")).get("skill", []):
+        spec = _spec(data, path.name)
+        if spec.step in out:
+            raise ValueError(f"{path.name}: two specs for {spec.step}")
+        out[spec.step] = spec
+    return out
+
+
+#: What each forward step is (`SkillSpec`), by step name: a step without a spec cannot be mined.
+SPECS: dict[str, SkillSpec] = load_specs()
 
 
 # --- probes ------------------------------------------------------------------------------------------------
@@ -731,24 +330,27 @@ def skill_from_step(
     ``LINEAGE_SKILL`` when a declared precondition does not hold on the kernel the forward step starts from."""
     from argus.kb.schema import Predicate
     from argus.lineage.errors import LineageError
+    from argus.lineage.mechanisms import step_name
     from argus.lineage.operators import features_of
 
     step = lineage.steps[index - 1]
     expert_side: Variant = lineage.variants[index - 1]  # the step's `before`: the forward step's result
     simple_side: Variant = lineage.variants[index]  # the step's `after`: where the forward step starts
     mech, level = step.operator["mechanism"], step.operator["level"]
-    spec = SPECS[(mech, level)]
+    spec = SPECS[step_name(mech, level)]
     feats = features_of(simple_side)
     preconditions = []
-    for feature, op, value, category, reason in spec.preconditions:
-        pred = Predicate(feature, op, value, reason, category)
+    for p in spec.preconditions:
+        pred = Predicate(p.feature, p.op, p.value, p.reason, p.category)
         if pred.evaluate(feats) is not True:
             raise LineageError(
                 "LINEAGE_SKILL",
-                f"precondition {feature} {op} {value!r} of skill {spec.slug} does not hold on {simple_side.name} "
-                f"(it has {feats.get(feature)!r})",
+                f"precondition {p.feature} {p.op} {p.value!r} of skill {spec.slug} does not hold on "
+                f"{simple_side.name} (it has {feats.get(p.feature)!r})",
             )
-        preconditions.append({"category": category, "feature": feature, "op": op, "value": value, "reason": reason})
+        preconditions.append(
+            {"category": p.category, "feature": p.feature, "op": p.op, "value": p.value, "reason": p.reason}
+        )
     failures, inherited, probes_run = [], [], []
     for p in spec.probes if probe else ():
         after = run_probe(expert_side, p, sizes)
@@ -766,8 +368,8 @@ def skill_from_step(
         }
         (failures if before["outcome"] != "failed" else inherited).append(row)
     risks = [
-        {"risk": text, **({"codes": list(codes)} if codes else {}), "caught_by": list(caught)}
-        for text, codes, caught in spec.risks
+        {"risk": r.risk, **({"codes": list(r.codes)} if r.codes else {}), "caught_by": list(r.caught_by)}
+        for r in spec.risks
     ]
     from argus.verify.catalog import CATALOG
 
@@ -827,8 +429,8 @@ def skill_from_step(
     before_src, after_src = _source(simple_side), _source(expert_side)
     if spec.example is not None and (before_src is None or after_src is None or before_src == after_src):
         example = {
-            "before": spec.example[0],
-            "after": spec.example[1],
+            "before": spec.example.before,
+            "after": spec.example.after,
             "note": "sketch of the change: both kernels of the step share their source",
         }
     elif before_src and after_src and before_src != after_src:
@@ -842,9 +444,9 @@ def skill_from_step(
     transform = (
         {
             "kind": "policy",
-            "policy": spec.policy[0],
-            "candidates": list(spec.policy[1]),
-            "reason": f"the step set the declared policy {spec.policy[0]}; the forward step sets it back",
+            "policy": spec.policy.policy,
+            "candidates": list(spec.policy.candidates),
+            "reason": f"the step set the declared policy {spec.policy.policy}; the forward step sets it back",
         }
         if spec.policy is not None and step.operator["kind"] == "policy"
         else {
@@ -1039,11 +641,11 @@ def _kernel_names(names: list[str]) -> set[str]:
 
 def held_out_moves(skill: Any) -> list[dict[str, Any]]:
     """Every lineage move (`argus.kernels.registry.lineages()`: a rung and the next one) whose rung adds the skill's
-    mechanism (`argus.agent.arms.RUNG_STEPS`), as {family, kernel (where the move starts), kernel_after, held_out,
+    mechanism (`argus.lineage.mechanisms.RUNGS`), as {family, kernel (where the move starts), kernel_after, held_out,
     steps (all that the rung adds)}; ``held_out`` is False for the family the skill was mined from (its kernels are
     among the family's rungs). Held-out moves first."""
-    from argus.agent.arms import RUNG_STEPS
     from argus.kernels.registry import lineage, lineages
+    from argus.lineage.mechanisms import RUNGS
 
     record = _lineage_record(skill)
     step = record.get("mechanism")
@@ -1053,7 +655,7 @@ def held_out_moves(skill: Any) -> list[dict[str, Any]]:
         ladder = lineage(family)
         held_out = not (own & _kernel_names([r.kernel for r in ladder]))
         for start, rung in zip(ladder, ladder[1:], strict=False):
-            steps = RUNG_STEPS.get(rung.mechanism, ())
+            steps = RUNGS[rung.mechanism].steps if rung.mechanism in RUNGS else ()
             if step in steps:
                 moves.append({"family": family, "kernel": start.kernel, "kernel_after": rung.kernel,
                               "held_out": held_out, "steps": steps})  # fmt: skip

@@ -1,7 +1,8 @@
 """Tasks: what a candidate must compute (`argus.tasks.base`). Built-in workloads (`argus.tasks.builtin`: vector add,
 softmax, layer norm, GEMM, Hopper GEMM, attention, MoE grouped GEMM), the KernelBench loader
 (`argus.tasks.kernelbench`), which reads problems from a directory and never copies them into the package, and the
-task of a kernel of your own (`argus.tasks.user`, named ``FILE.py:NAME[...]``).
+task of a kernel of your own (`argus.tasks.user`, named ``FILE.py:NAME[...]``). A task is data: the gate
+(`argus.eval`) builds its reference and poisoned outputs from it, and runs KernelBench (`argus.eval.kernelbench`).
 """
 
 from argus.tasks.base import ModuleTask, Task, TaskError, TensorSpec, torch_dtype

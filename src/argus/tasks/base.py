@@ -9,12 +9,14 @@ Two kinds:
 * `ModuleTask` — a PyTorch module as reference (KernelBench's format: ``Model``, ``get_inputs``,
   ``get_init_inputs``); a candidate is another module class with the same constructor and ``forward``.
 
-Both turn into an `argus.eval.correctness.Reference` for the ``correct`` stage.
+A task is data: the gate (`argus.eval`) reads it and builds from it what its stages need — the correctness
+`Reference` (`argus.eval.correctness.task_reference`, `module_reference`), the NaN-poisoned outputs
+(`argus.eval.correctness.allocate_outputs`) and the tolerance of its least precise dtype
+(`argus.eval.correctness.task_precision`). Nothing here imports the gate.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,13 +128,6 @@ class Task:
         return tuple(t for t in self.tensors if t.output)
 
     @property
-    def precision(self) -> Any:
-        """The least precise floating dtype among the task's tensors (its tolerance)."""
-        from argus.eval.tolerance import lowest_precision
-
-        return lowest_precision([torch_dtype(t.dtype) for t in self.tensors])
-
-    @property
     def baseline_names(self) -> tuple[str, ...]:
         return ("eager", "compile", *self.baselines)
 
@@ -150,37 +145,12 @@ class Task:
                 out.append(torch.randn(shape, generator=g, dtype=torch.float64).to(torch_dtype(spec.dtype)))
         return out
 
-    def allocate_outputs(self, sizes: Mapping[str, int], device: Any) -> list[Any]:
-        """Fresh output tensors, NaN-poisoned."""
-        import torch
-
-        from argus.eval.guards import poison_
-
-        return [
-            poison_(torch.empty(spec.resolve(sizes), dtype=torch_dtype(spec.dtype), device=device))
-            for spec in self.outputs
-        ]
-
     def arrange(self, inputs: Sequence[Any], outputs: Sequence[Any], order: Sequence[str] | None = None) -> list[Any]:
         """Inputs and outputs as one argument list in parameter order (`order`: the kernel's parameter names,
         default the task's)."""
         by_name = dict(zip([t.name for t in self.inputs], inputs, strict=True))
         by_name.update(zip([t.name for t in self.outputs], outputs, strict=True))
         return [by_name[n] for n in (order or [t.name for t in self.tensors])]
-
-    def correctness_reference(self, sizes: Mapping[str, int]) -> Any:
-        """The `argus.eval.correctness.Reference` of this task at `sizes`."""
-        from argus.eval.correctness import Reference
-
-        return Reference(
-            name=self.name,
-            sample=lambda seed: self.sample(sizes, seed),
-            run_high=lambda inputs: self.reference(*inputs),
-            run_native=lambda inputs: self.reference(*inputs),
-            precision=self.precision,
-            output_dtypes=[torch_dtype(t.dtype) for t in self.outputs],
-            forbidden_ops=self.forbidden_ops,
-        )
 
 
 @dataclass
@@ -247,29 +217,3 @@ class ModuleTask:
         torch.manual_seed(seed)
         module = cls(*self.get_init_inputs())
         return module.to(device) if hasattr(module, "to") else module
-
-    def correctness_reference(self, device: Any, seed: int = 0) -> Any:
-        """The `argus.eval.correctness.Reference`: the reference module in its own precision and a float64
-        copy of it (same weights)."""
-        import torch
-
-        from argus.eval.correctness import Reference
-
-        native = self.build(self.model, seed, device)
-        high = copy.deepcopy(native).to(torch.float64)
-
-        def run_native(inputs: list[Any]) -> Any:
-            with torch.no_grad():
-                return native(*inputs)
-
-        def run_high(inputs: list[Any]) -> Any:
-            with torch.no_grad():
-                return high(*inputs)
-
-        return Reference(
-            name=self.name,
-            sample=lambda seed: self.sample(seed, device),
-            run_high=run_high,
-            run_native=run_native,
-            forbidden_ops=self.forbidden_ops,
-        )

@@ -1,21 +1,26 @@
 """Curricula compared on one task and budget: no knowledge base, the curated entries only, curated entries plus
-mined skills. Each arm runs the same optimizer (a `Runner`) from the same start kernel with the same budget; the
-report gives each arm's final quality (best profile time, from the gate: GPU timing or the cost model's estimate)
-and the steps it took to reach 90 % of the best quality any arm reached.
+mined skills (KLineage, `argus.lineage.skills`). Each arm runs the same optimizer (a `Runner`) from the same start
+kernel with the same budget; the report gives each arm's final quality (best profile time, from the gate: GPU timing
+or the cost model's estimate) and the steps it took to reach 90 % of the best quality any arm reached.
 
 The runner is a small interface: ``runner(target, entries, budget) -> list[float | None]``, the best time (ms)
-after each step (None before any accepted candidate). `agent_runner` adapts `argus.agent.loop.optimize` when it
-can be told which entries to use; when it cannot, `AgentUnavailable` says what is missing. Its trajectories also
-say which entry named each step's action (`Trajectory.actions`), so a report shows where mined skills took part.
+after each step (None before any accepted candidate). `agent_runner` is the agent's loop (`argus.agent.loop.optimize`
+told which entries to plan from) as a runner; its trajectories also say which entry named each step's action
+(`Trajectory.actions`), so a report shows where mined skills took part.
 """
 
 from __future__ import annotations
 
-import inspect
 import pathlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from argus.agent.loop import optimize
+from argus.agent.store import RunStore
+from argus.kb import entries as shipped_entries
+from argus.kb import with_skills
+from argus.lineage.skills import skills_dir
 
 Runner = Callable[[str, tuple[Any, ...], int], Sequence[float | None]]
 
@@ -29,10 +34,6 @@ class Trajectory(list):
     def __init__(self, times: Sequence[float | None], actions: Sequence[dict[str, Any]] = ()) -> None:
         super().__init__(times)
         self.actions = list(actions)
-
-
-class AgentUnavailable(RuntimeError):
-    """The agent loop is missing, or cannot be given a knowledge-base selection (the message says which)."""
 
 
 @dataclass
@@ -56,12 +57,9 @@ class ArmResult:
 def curricula(skills: str | pathlib.Path | None = None) -> dict[str, tuple[Any, ...]]:
     """The three entry sets: ``none`` (empty), ``curated`` (the shipped entries), ``curated+mined`` (plus the
     skills of `skills`, default `argus.lineage.skills.skills_dir()`)."""
-    from argus.kb import entries, with_skills
-    from argus.lineage.skills import skills_dir
-
     return {
         "none": (),
-        "curated": tuple(entries()),
+        "curated": tuple(shipped_entries()),
         "curated+mined": tuple(with_skills(skills if skills is not None else skills_dir())),
     }
 
@@ -87,26 +85,12 @@ def compare(target: str, budget: int, runner: Runner, arms: dict[str, tuple[Any,
 
 
 def agent_runner(**options: Any) -> Runner:
-    """`argus.agent.loop.optimize` as a `Runner`, or `AgentUnavailable` naming what is missing: the loop itself,
-    or a parameter through which it takes the entries to plan from (``entries``, ``kb_entries`` or ``knowledge``)."""
-    try:
-        from argus.agent.loop import optimize
-    except ImportError as e:
-        raise AgentUnavailable(f"the agent loop is not available (argus.agent.loop.optimize: {e})") from None
-    params = inspect.signature(optimize).parameters
-    name = next((n for n in ("entries", "kb_entries", "knowledge") if n in params), None)
-    if name is None:
-        raise AgentUnavailable(
-            "argus.agent.loop.optimize takes no knowledge-base selection (no 'entries' / 'kb_entries' / 'knowledge' "
-            f"parameter; it takes {', '.join(params)}), so the three curricula cannot be run under the same loop"
-        )
+    """`argus.agent.loop.optimize` as a `Runner`: each arm's entries are the loop's ``entries`` (the knowledge base it
+    plans from); `options` are passed on (``store``, ``isolate``, ``seed``, ...)."""
 
-    def run(target: str, entries: tuple[Any, ...], budget: int) -> list[float | None]:
-        result = optimize(target, budget=budget, **{name: entries}, **options)
-        history = getattr(result, "best_ms_by_step", None)
-        if history is None:
-            raise AgentUnavailable("the optimize result has no per-step best time (best_ms_by_step)")
-        return Trajectory(history, _actions(result, entries))
+    def run(target: str, entries: tuple[Any, ...], budget: Any) -> list[float | None]:
+        result = optimize(target, budget=budget, entries=entries, **options)
+        return Trajectory(result.best_ms_by_step, _actions(result, entries))
 
     return run
 
@@ -116,8 +100,6 @@ def _actions(result: Any, entries: tuple[Any, ...]) -> list[dict[str, Any]]:
     candidate records); empty when the store cannot be read."""
     mined = {e.id for e in entries if getattr(getattr(e, "provenance", None), "source", None) == "mined"}
     try:
-        from argus.agent.store import RunStore
-
         candidates = RunStore(result.store).read_run(result.run_id).candidates
     except Exception:  # noqa: BLE001 - the annotation is optional; the times are what the comparison needs
         return []
