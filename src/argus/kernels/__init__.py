@@ -1,5 +1,6 @@
-"""The kernel library, written in the argus DSL. Each kernel comes with a reference, a default
-small shape and an input generator (`argus.kernels.registry`)."""
+"""The kernel library, written in the argus DSL. Each workload is declared once (`argus.kernels.workloads`: its
+kernel, task, reference, shapes, tolerance, parameters and lineage position); the registry
+(`argus.kernels.registry`) and the built-in tasks (`argus.tasks.builtin`) are derived from those declarations."""
 
 from argus.kernels.registry import LibraryKernel, LineageStep, all_kernels, get_kernel, lineage, lineages
 
