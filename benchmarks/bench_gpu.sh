@@ -17,7 +17,7 @@ ATTN_SHAPES=${ATTN_SHAPES:-"BH=32,S=2048;BH=16,S=4096"}
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
 } > "$out/env-bench.txt" 2>&1
-for k in "${@:-gemm_wgmma_tma flash_attention_fwd}"; do
+for k in "${@:-gemm_warp_specialized flash_attention_fwd}"; do
   for name in $k; do
     case $name in
       flash*|*attention*) shapes=$ATTN_SHAPES ;;

@@ -57,35 +57,35 @@ EXPERT_VARIANTS = [
 #: fast as the expert at 4096^3): (label, kernel, params). Two warp-specialized blocks of 384 threads are compiled
 #: within 80 registers a thread, which fits a 128x64 accumulator, not a 128x128 one.
 OCCUPANCY_VARIANTS = [
-    ("expert 128x256 s4 bf16 1/SM", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4, "OUT": "bf16"}),
-    ("expert 128x256 s4 f32 1/SM", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4}),
+    ("expert 128x256 s4 bf16 1/SM", "gemm_warp_specialized", {"BN": 256, "STAGES": 4, "OUT": "bf16"}),
+    ("expert 128x256 s4 f32 1/SM", "gemm_warp_specialized", {"BN": 256, "STAGES": 4}),
     ("program order 128x128 s3 2/SM", "gemm_tma_wgmma", {}),
     ("program order 128x128 s4 1/SM", "gemm_tma_wgmma", {"STAGES": 4}),
-    ("ws 128x128 s3 f32 1/SM", "gemm_wgmma_tma", {}),
-    ("ws 128x64 s3 f32 2/SM", "gemm_wgmma_tma", {"BN": 64, "BLOCKS_PER_SM": 2, "PRODUCER_REGS": 24,
-                                                  "CONSUMER_REGS": 104}),
-    ("ws 128x64 s4 bf16 2/SM", "gemm_wgmma_tma", {"BN": 64, "STAGES": 4, "OUT": "bf16", "BLOCKS_PER_SM": 2,
-                                                   "PRODUCER_REGS": 24, "CONSUMER_REGS": 104}),
+    ("ws 128x128 s3 f32 1/SM", "gemm_warp_specialized", {}),
+    ("ws 128x64 s3 f32 2/SM", "gemm_warp_specialized", {"BN": 64, "BLOCKS_PER_SM": 2, "PRODUCER_REGS": 24,
+                                                         "CONSUMER_REGS": 104}),
+    ("ws 128x64 s4 bf16 2/SM", "gemm_warp_specialized", {"BN": 64, "STAGES": 4, "OUT": "bf16", "BLOCKS_PER_SM": 2,
+                                                          "PRODUCER_REGS": 24, "CONSUMER_REGS": 104}),
 ]
 
 
 #: Session 4: the expert's bf16 epilogue stored as the accumulator holds it (4-byte pairs, half sectors) or widened
 #: to 16-byte runs by a lane exchange (`argus.atoms.copy.lane_exchange`, the code generator's default now).
 EPILOGUE_VARIANTS = [
-    ("expert bf16 lane exchange", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4, "OUT": "bf16"}),
-    ("expert bf16 4-byte pairs", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4, "OUT": "bf16", "_exchange": False}),
-    ("expert f32", "gemm_wgmma_tma", {"BN": 256, "STAGES": 4}),
+    ("expert bf16 lane exchange", "gemm_warp_specialized", {"BN": 256, "STAGES": 4, "OUT": "bf16"}),
+    ("expert bf16 4-byte pairs", "gemm_warp_specialized", {"BN": 256, "STAGES": 4, "OUT": "bf16", "_exchange": False}),
+    ("expert f32", "gemm_warp_specialized", {"BN": 256, "STAGES": 4}),
 ]
 
-#: Session 4: the expert on its 2-D grid against the persistent kernel (`gemm_wgmma_tma_persistent`: one block per SM,
-#: the mbarrier pipeline running on across each block's tiles, tiles in grouped order).
+#: Session 4: the expert on its 2-D grid against the persistent kernel (`gemm_warp_specialized_persistent`: one block
+#: per SM, the mbarrier pipeline running on across each block's tiles, tiles in grouped order).
 _EXPERT = {"BN": 256, "STAGES": 4, "OUT": "bf16"}
 PARITY_VARIANTS = [
-    ("expert 2-D grid", "gemm_wgmma_tma", _EXPERT),
-    ("expert grouped 16", "gemm_wgmma_tma", {**_EXPERT, "ORDER": "grouped", "GROUP": 16}),
-    ("persistent grouped 8", "gemm_wgmma_tma_persistent", {**_EXPERT, "GROUP": 8}),
-    ("persistent grouped 16", "gemm_wgmma_tma_persistent", {**_EXPERT, "GROUP": 16}),
-    ("persistent grouped 4", "gemm_wgmma_tma_persistent", {**_EXPERT, "GROUP": 4}),
+    ("expert 2-D grid", "gemm_warp_specialized", _EXPERT),
+    ("expert grouped 16", "gemm_warp_specialized", {**_EXPERT, "ORDER": "grouped", "GROUP": 16}),
+    ("persistent grouped 8", "gemm_warp_specialized_persistent", {**_EXPERT, "GROUP": 8}),
+    ("persistent grouped 16", "gemm_warp_specialized_persistent", {**_EXPERT, "GROUP": 16}),
+    ("persistent grouped 4", "gemm_warp_specialized_persistent", {**_EXPERT, "GROUP": 4}),
 ]
 
 COMPARE_SETS = {"occupancy": OCCUPANCY_VARIANTS, "epilogue": EPILOGUE_VARIANTS, "parity": PARITY_VARIANTS}
@@ -231,7 +231,7 @@ def main() -> int:
     rows: list[dict] = []
     failed = False
     if args.variants:
-        expert = get_kernel("gemm_wgmma_tma").kernel
+        expert = get_kernel("gemm_warp_specialized").kernel
         print("\n== correctness of the expert variants on partial tiles ==")
         for label, params in EXPERT_VARIANTS:
             for shape in PARTIAL:
@@ -288,8 +288,8 @@ def main() -> int:
             gm = math.exp(statistics.fmean(math.log(r) for r in ratios))
             print(f"  {label:<28} geomean {gm:.3f}  min {min(ratios):.3f}  ({len(ratios)} shapes)")
     if args.ab:
-        expert = get_kernel("gemm_wgmma_tma").kernel
-        print("\n== deferred stage release on/off (gemm_wgmma_tma) ==")
+        expert = get_kernel("gemm_warp_specialized").kernel
+        print("\n== deferred stage release on/off (gemm_warp_specialized) ==")
         print(HEADER)
         for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 7168, 2048)):
             for label, params in AB_VARIANTS:

@@ -11,7 +11,7 @@ registry's ``reference`` (float64) under the registry's tolerance (the largest e
 reference's scale, as ``check_on_interpreter`` measures it), and check the inputs were not modified. Each
 kernel is then timed with CUDA events (median of ``--reps`` after ``--warmup`` launches, the L2 cache
 flushed before each), next to a PyTorch baseline on the same shapes in the same run (``torch.matmul`` for the
-GEMMs, ``A @ B.T`` for ``gemm_wgmma_tma`` whose B is given as (N, K); ``scaled_dot_product_attention`` for
+GEMMs, ``A @ B.T`` for ``gemm_warp_specialized`` whose B is given as (N, K); ``scaled_dot_product_attention`` for
 flash attention, which returns bf16 where argus writes f32), and the ratio printed (baseline time / argus
 time: above 1 means argus is faster).
 
@@ -42,7 +42,7 @@ LARGE_SHAPES = {
     "layer_norm": {"M": 65536, "N": 128},
     "gemm_mma_sync": {"M": 2048, "N": 2048, "K": 2048},
     "gemm_cp_async": {"M": 2048, "N": 2048, "K": 2048},
-    "gemm_wgmma_tma": {"M": 4096, "N": 4096, "K": 4096},
+    "gemm_warp_specialized": {"M": 4096, "N": 4096, "K": 4096},
     "flash_attention_fwd": {"BH": 32, "S": 2048},
 }
 
@@ -95,7 +95,7 @@ def _baseline(torch, name: str, tensors: dict):  # noqa: ANN001
 
     if name.startswith("gemm"):
         a, b = tensors["A"], tensors["B"]
-        if name == "gemm_wgmma_tma":
+        if name == "gemm_warp_specialized":
             return (lambda: torch.matmul(a, b.t())), "torch.matmul bf16 (A @ B^T)"
         return (lambda: torch.matmul(a, b)), "torch.matmul bf16"
     if name == "flash_attention_fwd":

@@ -119,7 +119,7 @@ def staged_transpose(X: T.Tensor[("M", 32), T.f32], Y: T.Tensor[(32, "M"), T.f32
 
 
 def _compile_step(console: Console) -> bool:
-    """Compile gemm_wgmma_tma and show what its SASS holds; False only if compiling fails for a
+    """Compile gemm_warp_specialized and show what its SASS holds; False only if compiling fails for a
     reason other than a missing toolchain (which the tour reports and skips)."""
     from argus.diagnostics import ArgusError
 
@@ -127,7 +127,7 @@ def _compile_step(console: Console) -> bool:
         from argus.backend.cuda.codegen import compile_kernel
         from argus.kernels import get_kernel
 
-        compiled = compile_kernel(get_kernel("gemm_wgmma_tma").kernel)
+        compiled = compile_kernel(get_kernel("gemm_warp_specialized").kernel)
     except ImportError as e:
         console.print(f"skipped: the CUDA toolchain wheels are not installed ({e}); pip install 'argus-kernels[cuda]'")
         return True

@@ -30,9 +30,9 @@ def test_the_gemm_lineage_gets_faster_rung_by_rung_up_to_tensor_cores():
     for before, after in zip(rungs[:upto], rungs[1 : upto + 1], strict=True):
         assert times[after] < times[before], (before, after, times)
     # warp specialization is not slower than the same pipeline without it
-    assert times["gemm_wgmma_tma"] <= times["gemm_tma_wgmma"]
+    assert times["gemm_warp_specialized"] <= times["gemm_tma_wgmma"]
     assert max(ordered) == times["gemm_naive"]
-    assert min(times[r] for r in rungs[: rungs.index("gemm_wgmma_tma") + 1]) == times["gemm_wgmma_tma"]
+    assert min(times[r] for r in rungs[: rungs.index("gemm_warp_specialized") + 1]) == times["gemm_warp_specialized"]
 
 
 def test_the_persistent_rungs_are_estimated_at_their_block_count():
@@ -41,16 +41,16 @@ def test_the_persistent_rungs_are_estimated_at_their_block_count():
     store no value of its own: it does not model the store pattern). At 3 blocks (3 of 132 SMs busy) the estimate
     says so."""
     rungs = [step.kernel for step in lineage("gemm")]
-    assert rungs[-3:] == ["gemm_wgmma_tma", "gemm_wgmma_tma_persistent", "gemm_tma_store_epilogue"]
-    grid = _est("gemm_wgmma_tma").ms
-    assert _est("gemm_wgmma_tma_persistent", BLOCKS=3).ms > 10 * grid
-    persistent = _est("gemm_wgmma_tma_persistent").ms
+    assert rungs[-3:] == ["gemm_warp_specialized", "gemm_warp_specialized_persistent", "gemm_tma_store_epilogue"]
+    grid = _est("gemm_warp_specialized").ms
+    assert _est("gemm_warp_specialized_persistent", BLOCKS=3).ms > 10 * grid
+    persistent = _est("gemm_warp_specialized_persistent").ms
     staged = _est("gemm_tma_store_epilogue").ms
     assert persistent <= grid and staged <= persistent
 
 
 def test_the_bound_and_the_instruction_kinds():
-    naive, wgmma = _est("gemm_naive"), _est("gemm_wgmma_tma")
+    naive, wgmma = _est("gemm_naive"), _est("gemm_warp_specialized")
     assert naive.counts["flops"]["fma"] == pytest.approx(2 * 4096**3)
     assert naive.counts["flops"]["tensor_wgmma"] == 0
     assert wgmma.counts["flops"]["tensor_wgmma"] == pytest.approx(2 * 4096**3)
@@ -91,8 +91,8 @@ def test_larger_tiles_reuse_global_data_more():
 
 
 def test_occupancy_and_the_last_wave():
-    full = _est("gemm_wgmma_tma", sizes={"M": 128 * 132, "N": 128, "K": 4096})  # exactly one wave
-    over = _est("gemm_wgmma_tma", sizes={"M": 128 * 133, "N": 128, "K": 4096})  # one block more
+    full = _est("gemm_warp_specialized", sizes={"M": 128 * 132, "N": 128, "K": 4096})  # exactly one wave
+    over = _est("gemm_warp_specialized", sizes={"M": 128 * 133, "N": 128, "K": 4096})  # one block more
     assert full.occupancy["wave_efficiency"] == 1.0 and over.occupancy["waves"] == 2
     assert over.ms / 133 > full.ms / 132  # the second wave's 131 idle SMs cost time per tile
     # fewer blocks than SMs: the idle SMs' share of the GPU is not available
@@ -115,7 +115,7 @@ def test_a_faster_gpu_is_faster_and_errors_are_typed():
     assert h100.bound == "dram" and h200.ms < h100.ms
     # a streaming kernel reads each byte once, however large; a GEMM whose operands exceed L2 re-reads them
     assert h100.counts["dram_bytes"] == 3 * 4 * (1 << 28) and h100.counts["dram_reread"] == 1.0
-    assert _est("gemm_wgmma_tma").counts["dram_reread"] > 1.0
+    assert _est("gemm_warp_specialized").counts["dram_reread"] > 1.0
     slow = dataclasses.replace(gpu_spec(), name="slow", hbm_gbs=1000.0)
     assert estimate(entry.kernel, {"N": 1 << 28}, gpu=slow).ms > h100.ms
     with pytest.raises(CostModelError) as err:

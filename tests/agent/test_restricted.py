@@ -30,7 +30,7 @@ def scale(X: T.Tensor[("N",), T.f32], Y: T.Tensor[("N",), T.f32], BLOCK: int = 1
 """
 
 
-@pytest.mark.parametrize("name", ["gemm_naive", "gemm_mma_sync", "gemm_cp_async_swizzled", "gemm_wgmma_tma"])
+@pytest.mark.parametrize("name", ["gemm_naive", "gemm_mma_sync", "gemm_cp_async_swizzled", "gemm_warp_specialized"])
 def test_library_kernels_pass(name: str):
     assert check_source(kernel_source(KernelRef(library=name))) == []
 

@@ -11,12 +11,12 @@ import pytest
 from argus.atoms.copy import LaneExchange, lane_exchange, tile_lane_exchange
 from argus.backend.cuda.codegen import placement as pl
 from argus.ir.nodes import Copy, Space, walk
-from argus.kernels.gemm import gemm_wgmma_tma
+from argus.kernels.gemm import gemm_warp_specialized
 from argus.kernels.registry import GEMM_HOPPER_PARAMS
 
 
 def _accumulator(**params):
-    kernel = gemm_wgmma_tma.trace(**params)
+    kernel = gemm_warp_specialized.trace(**params)
     stores = [s for s in walk(kernel.body) if isinstance(s, Copy) and s.src.space == Space.FRAGMENT]
     return kernel, pl.placement(stores[0].src.buffer)
 

@@ -11,10 +11,10 @@ import pytest
 from argus.backend.cuda.codegen import CodegenError, compile_kernel, generate
 from argus.ir.nodes import Alloc, Copy, Gemm, Role, Space, walk
 from argus.kernels.attention import flash_attention_fwd
-from argus.kernels.gemm import gemm_wgmma_tma
+from argus.kernels.gemm import gemm_warp_specialized
 from argus.layout import ComposedLayout, Layout, hopper_swizzle
 
-HOPPER_KERNELS = {"gemm_wgmma_tma": gemm_wgmma_tma, "flash_attention_fwd": flash_attention_fwd}
+HOPPER_KERNELS = {"gemm_warp_specialized": gemm_warp_specialized, "flash_attention_fwd": flash_attention_fwd}
 
 
 @pytest.fixture(scope="module", params=sorted(HOPPER_KERNELS))
@@ -32,7 +32,7 @@ def test_hopper_kernels_use_tma_wgmma_mbarriers_and_setmaxnreg_without_spills(co
 
 
 def test_gemm_wgmma_tma_structure() -> None:
-    g = generate(gemm_wgmma_tma.trace(STAGES=4))
+    g = generate(gemm_warp_specialized.trace(STAGES=4))
     src = g.source
     assert "__launch_bounds__(384, 1)" in src  # fixes the register count at entry for setmaxnreg
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in src and "setmaxnreg.inc.sync.aligned.u32 232;" in src
@@ -60,7 +60,7 @@ def test_gemm_wgmma_tma_structure() -> None:
 
 def test_a_three_stage_pipeline_keeps_the_release_as_written() -> None:
     # with 3 stages a one-iteration-late release would leave the producer one tile of look-ahead (measured slower)
-    src = generate(gemm_wgmma_tma.trace(STAGES=3)).source
+    src = generate(gemm_warp_specialized.trace(STAGES=3)).source
     assert "wgmma_wait<1>" not in src and "argus::wgmma_wait<0>();" in src
     assert '"r"(2), "r"(256)' in src and "if (consumer_tid == 0) argus::mbarrier_arrive(" in src
 
@@ -68,7 +68,7 @@ def test_a_three_stage_pipeline_keeps_the_release_as_written() -> None:
 def test_only_a_wait_gemm_arrive_loop_is_lowered_with_deferred_release() -> None:
     from argus.backend.cuda.codegen.hopper import plan_deferred_releases
 
-    (plan,) = plan_deferred_releases(gemm_wgmma_tma.trace(STAGES=4).body).values()
+    (plan,) = plan_deferred_releases(gemm_warp_specialized.trace(STAGES=4).body).values()
     assert plan.warpgroups == 2 and plan.arrive.barrier.buffer.name != plan.wait.barrier.buffer.name
     # flash attention's consumer loop does more than wait/gemm/arrive (softmax, a second MMA): written order kept
     assert plan_deferred_releases(flash_attention_fwd.trace().body) == {}
@@ -78,7 +78,7 @@ def test_only_a_wait_gemm_arrive_loop_is_lowered_with_deferred_release() -> None
 
 def test_output_dtype_is_a_trace_parameter() -> None:
     for out, ctype in (("bf16", "__nv_bfloat16"), ("f16", "__half"), ("f32", "float")):
-        g = generate(gemm_wgmma_tma.trace(OUT=out))
+        g = generate(gemm_warp_specialized.trace(OUT=out))
         assert f"{ctype}* __restrict__ C" in g.source, out
 
 
@@ -91,7 +91,7 @@ def test_flash_attention_reads_v_mn_major_and_fences_the_p_tile() -> None:
 
 
 def test_a_tma_destination_that_tma_cannot_write_is_refused() -> None:
-    kernel = gemm_wgmma_tma.trace()
+    kernel = gemm_warp_specialized.trace()
     s_a = next(s.buffer for s in walk(kernel.body) if isinstance(s, Alloc) and s.buffer.space == Space.SHARED)
     column_major = dataclasses.replace(
         s_a, layout=ComposedLayout(hopper_swizzle(0), 0, Layout((3, 128, 64), (8192, 1, 128)))
@@ -120,6 +120,6 @@ def test_a_tma_destination_that_tma_cannot_write_is_refused() -> None:
 
 
 def test_roles_are_consecutive_warpgroups() -> None:
-    kernel = gemm_wgmma_tma.trace()
+    kernel = gemm_warp_specialized.trace()
     roles = [s for s in walk(kernel.body) if isinstance(s, Role)]
     assert [r.warpgroups for r in roles] == [(0,), (1, 2)]

@@ -19,7 +19,7 @@ RUNGS = (
     "gemm_smem_tiled",
     "gemm_cp_async_swizzled",
     "gemm_tma_wgmma",
-    "gemm_wgmma_tma_persistent",
+    "gemm_warp_specialized_persistent",
     "gemm_tma_store_epilogue",
 )
 
@@ -87,7 +87,7 @@ def test_tma_wgmma_without_warp_specialization(built) -> None:
 
 
 def test_the_last_rung_stores_c_through_tma_and_changes_nothing_else(built) -> None:
-    persistent, staged = built["gemm_wgmma_tma_persistent"], built["gemm_tma_store_epilogue"]
+    persistent, staged = built["gemm_warp_specialized_persistent"], built["gemm_tma_store_epilogue"]
     before, after = persistent.instruction_mix(), staged.instruction_mix()
     assert before["UTMASTG"] == 0 and before["STG"] > 0  # the persistent rung stores C from registers
     assert after["UTMASTG"] > 0 and after["STG"] == 0  # C leaves through TMA only

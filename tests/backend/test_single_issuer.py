@@ -9,7 +9,7 @@ from argus.backend.cuda.codegen import compile_kernel, generate
 from argus.backend.cuda.codegen.emitter import Emitter
 from argus.backend.cuda.codegen.hopper import single_issuer
 from argus.ir.nodes import Role, walk
-from argus.kernels.gemm import gemm_wgmma_tma
+from argus.kernels.gemm import gemm_warp_specialized
 from argus.kernels.registry import GEMM_HOPPER_PARAMS
 from tests.backend.kernels_single_issuer import two_barriers
 
@@ -21,7 +21,7 @@ def _roles(kernel) -> dict[str, Role]:
 
 
 def test_the_tma_producer_is_a_single_issuer_and_the_consumers_are_not() -> None:
-    roles = _roles(gemm_wgmma_tma.trace(**GEMM_HOPPER_PARAMS))
+    roles = _roles(gemm_warp_specialized.trace(**GEMM_HOPPER_PARAMS))
     assert single_issuer(roles["producer"].body)
     assert not single_issuer(roles["consumer"].body)  # wgmma, fills and stores: every thread's
 
@@ -37,7 +37,7 @@ def test_a_producer_that_also_arrives_without_bytes_runs_in_every_warp(monkeypat
 @pytest.mark.parametrize("single", [True, False])
 def test_the_expert_producer_runs_in_one_warp_when_asked(single: bool, monkeypatch) -> None:
     monkeypatch.setattr(Emitter, "single_warp_issuers", single)
-    kernel = gemm_wgmma_tma.trace(**GEMM_HOPPER_PARAMS)
+    kernel = gemm_warp_specialized.trace(**GEMM_HOPPER_PARAMS)
     source = generate(kernel).source
     assert (NOTE in source) == single
     assert source.count(NOTE) <= 1  # the producer only

@@ -74,5 +74,5 @@ def test_compile_reports_resources_and_sass() -> None:
 
 
 def test_compile_bad_name_exits_two() -> None:
-    result = runner.invoke(app, ["compile", "gemm_wgmma_tm"])
-    assert result.exit_code == 2 and "did you mean 'gemm_wgmma_tma'" in result.output
+    result = runner.invoke(app, ["compile", "gemm_warp_specialised"])
+    assert result.exit_code == 2 and "did you mean 'gemm_warp_specialized'" in result.output

@@ -185,7 +185,7 @@ def make_runs(db: Path) -> tuple[list[str], list[str], list[dict]]:
         run.record_gate_result(racy, gate, label="M=64")
         run.finish_candidate(racy, "rejected", reward=-1.0)
         run.finish()
-        other = store.start_run("gemm_residual_wgmma_tma_persistent", planner="llm", coder="llm", model="gpt-4o")
+        other = store.start_run("gemm_residual_warp_specialized_persistent", planner="llm", coder="llm", model="gpt-4o")
         other.add_candidate(0, action="start", source="s")
         other.release()
         return [run.run_id, other.run_id], [start, racy], store.counterexamples(run.run_id)
@@ -197,13 +197,13 @@ def test_runs_list_fits_80_columns_pipes_as_tsv_and_json(tmp_path: Path) -> None
     code, out, _ = run("runs", "list", "--store", str(db), env=TERMINAL_80)
     assert code == 0 and out.startswith(f"runs in {db}")
     body = out.split("\n", 1)[1]  # the first line names the store, a temporary path of any length
-    assert_fits(body, [*run_ids, "gemm_cp_async", "gemm_residual_wgmma_tma_persistent"])
+    assert_fits(body, [*run_ids, "gemm_cp_async", "gemm_residual_warp_specialized_persistent"])
     code, out, _ = run("runs", "list", "--store", str(db))
     rows = tsv(out)
     assert code == 0 and ELLIPSIS not in out and rows[0][:3] == ["run", "target", "status"]
     assert [r[:2] for r in rows[1:]] == [
         [run_ids[0], "gemm_cp_async"],
-        [run_ids[1], "gemm_residual_wgmma_tma_persistent"],
+        [run_ids[1], "gemm_residual_warp_specialized_persistent"],
     ]
     code, out, _ = run("runs", "list", "--store", str(db), "--json")
     doc = json.loads(out)
@@ -270,7 +270,7 @@ def gpu_report():
     """A bench report as a GPU machine makes it (long kernel names, interleaved ratios), for the layout only."""
     from argus.eval.bench import BenchReport, BenchRow
 
-    names = ["gemm_residual_wgmma_tma_persistent", "gemm_hopper_persistent_nn", "gemm_tma_store_epilogue"]
+    names = ["gemm_residual_warp_specialized_persistent", "gemm_hopper_persistent_nn", "gemm_tma_store_epilogue"]
     rows = [
         BenchRow(n, "gemm_nt", {"M": 8192, "N": 8192, "K": 8192}, "accepted", "", True, max_rel_norm=1e-3,
                  time_ms=1.5, tflops=700.0, gbps=250.0, fraction_of_ceiling=0.71,

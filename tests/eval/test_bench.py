@@ -23,9 +23,9 @@ runner = CliRunner()
 def test_targets_and_shapes() -> None:
     task, kernels = resolve_target("gemm")
     assert task.name == "gemm" and kernels[:3] == ["gemm_naive", "gemm_smem_tiled", "gemm_mma_sync"]
-    assert "gemm_persistent" in kernels and "gemm_wgmma_tma" not in kernels
-    task, kernels = resolve_target("gemm_wgmma_tma")
-    assert task.name == "gemm_nt" and kernels == ["gemm_wgmma_tma"]
+    assert "gemm_persistent" in kernels and "gemm_warp_specialized" not in kernels
+    task, kernels = resolve_target("gemm_warp_specialized")
+    assert task.name == "gemm_nt" and kernels == ["gemm_warp_specialized"]
     task, kernels = resolve_target("gemm_hopper")
     assert task.name == "gemm_nt_bf16" and kernels == ["gemm_hopper"]
     assert parse_shapes("M=64,N=32,K=16; M=8,N=8,K=8") == [{"M": 64, "N": 32, "K": 16}, {"M": 8, "N": 8, "K": 8}]

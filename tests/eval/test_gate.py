@@ -29,7 +29,7 @@ SMALL = {
     "gemm_mma_sync": {"M": 40, "N": 24, "K": 40},
     "gemm_cp_async": {"M": 40, "N": 24, "K": 40},
     "gemm_persistent": {"M": 40, "N": 24, "K": 40},
-    "gemm_wgmma_tma": {"M": 64, "N": 64, "K": 64},
+    "gemm_warp_specialized": {"M": 64, "N": 64, "K": 64},
     "flash_attention_fwd": {"BH": 1, "S": 40},
 }
 

@@ -70,8 +70,8 @@ GEMM_LINEAGE = [
     "gemm_cp_async",
     "gemm_cp_async_swizzled",
     "gemm_tma_wgmma",
-    "gemm_wgmma_tma",
-    "gemm_wgmma_tma_persistent",
+    "gemm_warp_specialized",
+    "gemm_warp_specialized_persistent",
     "gemm_tma_store_epilogue",
 ]
 
@@ -128,8 +128,8 @@ STEPS = {
     "gemm_cp_async": ({"cp.async"}, set()),
     "gemm_cp_async_swizzled": ({"swizzle"}, set()),
     "gemm_tma_wgmma": ({"tma", "mbarrier", "wgmma"}, {"cp.async", "ldmatrix", "mma.sync"}),
-    "gemm_wgmma_tma": ({"warp roles", "setmaxnreg"}, set()),
-    "gemm_wgmma_tma_persistent": ({"persistent grid", "grouped tile order"}, set()),
+    "gemm_warp_specialized": ({"warp roles", "setmaxnreg"}, set()),
+    "gemm_warp_specialized_persistent": ({"persistent grid", "grouped tile order"}, set()),
     "gemm_tma_store_epilogue": ({"tma store"}, set()),
 }
 

@@ -29,7 +29,7 @@ def traced(name: str):
     return entry, entry.kernel.trace(**entry.params)
 
 
-@pytest.mark.parametrize("name", ["gemm_naive", "gemm_wgmma_tma"])
+@pytest.mark.parametrize("name", ["gemm_naive", "gemm_warp_specialized"])
 def test_a_huge_gemm_is_refused_at_once_with_the_bytes_it_needs(name: str) -> None:
     _, kernel = traced(name)
     n = HUGE["M"]

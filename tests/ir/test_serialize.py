@@ -161,7 +161,7 @@ def test_encoding_is_deterministic_and_json_safe() -> None:
 
 
 #: Verified library kernels quick to verify (a few tenths of a second each), from small to a warp-specialized GEMM.
-VERIFIED = ("vector_add", "softmax", "gemm_mma_sync", "gemm_wgmma_tma")
+VERIFIED = ("vector_add", "softmax", "gemm_mma_sync", "gemm_warp_specialized")
 #: Seeded bugs from the verifier's corpus: a race, a tag assertion over -inf padding, an unmasked softmax.
 VIOLATED = ("kernels_race_missing_barrier", "kernels_tag_softmax_wrong_rows", "kernels_oob_softmax_unmasked")
 

@@ -61,7 +61,7 @@ def test_kb_show_json_and_features() -> None:
 
     shown = runner.invoke(app, ["kb", "show", "tile-shape", "--json"])
     assert shown.exit_code == 0 and json.loads(shown.output)["transform"]["policy"] == "tile_shape"
-    result = runner.invoke(app, ["kb", "features", "gemm_wgmma_tma", "--json"])
+    result = runner.invoke(app, ["kb", "features", "gemm_warp_specialized", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["mma.kind"] == "wgmma" and data["pipeline.stages"] == 3 and data["roles.register_split"] == [40, 232]

@@ -23,7 +23,7 @@ def test_every_feature_is_declared_and_well_typed(features) -> None:
 
 
 def test_hopper_gemm(features) -> None:
-    f = features["gemm_wgmma_tma"]
+    f = features["gemm_warp_specialized"]
     assert f["mma.kind"] == "wgmma" and f["mma.a_source"] == "shared" and f["mma.n"] == 128
     assert "tma" in f["copy.global_loads"] and f["pipeline.kind"] == "mbarrier"
     assert f["pipeline.stages"] == 3 and f["pipeline.mbarriers"] == 6
@@ -119,18 +119,18 @@ def test_verifier_findings_become_features() -> None:
     assert f["verify.codes"] == {x.code for x in result.findings}
     as_json = kernel_features(gemm, findings=[x.to_json() for x in result.findings])
     assert as_json["verify.bank_conflict_degree"] == 8.0
-    clean = kernel_features(get_kernel("gemm_wgmma_tma"), findings=verify(get_kernel("gemm_wgmma_tma")))
+    clean = kernel_features(get_kernel("gemm_warp_specialized"), findings=verify(get_kernel("gemm_warp_specialized")))
     assert clean["verify.bank_conflict_degree"] == 1.0 and "PERF_BANK_CONFLICT" not in clean["verify.codes"]
     with pytest.raises(KBError):
         kernel_features(gemm, findings=[{"code": "NOT_A_CODE"}])
 
 
 def test_problem_shape_facts() -> None:
-    f = kernel_features(get_kernel("gemm_wgmma_tma"), shapes={"M": 4096, "N": 4096, "K": 4096})
+    f = kernel_features(get_kernel("gemm_warp_specialized"), shapes={"M": 4096, "N": 4096, "K": 4096})
     assert f["shape.output_tiles"] == 32 * 32 and f["shape.k_tiles"] == 64
     assert f["shape.waves"] == pytest.approx(1024 / 132)
     assert f["shape.wave_efficiency"] == pytest.approx(1024 / (8 * 132))
-    assert kernel_features(get_kernel("gemm_wgmma_tma"), shapes={"G": 8})["shape.groups"] == 8
+    assert kernel_features(get_kernel("gemm_warp_specialized"), shapes={"G": 8})["shape.groups"] == 8
 
 
 def test_hardware_facts() -> None:

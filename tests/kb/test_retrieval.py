@@ -91,7 +91,7 @@ def test_attention_matches(mma_sync) -> None:
 
 
 def test_profile_bound_reorders() -> None:
-    gemm = get_kernel("gemm_wgmma_tma")
+    gemm = get_kernel("gemm_warp_specialized")
     memory = ids(retrieve(gemm, profile={"bound": "memory"}, k=None))
     compute = ids(retrieve(gemm, profile={"bound": "compute"}, k=None))
     assert memory.index("epilogue-fusion") < memory.index("pingpong-consumers")
@@ -101,7 +101,7 @@ def test_profile_bound_reorders() -> None:
 
 
 def test_unknown_preconditions_rank_lower_but_do_not_exclude() -> None:
-    gemm = get_kernel("gemm_wgmma_tma")
+    gemm = get_kernel("gemm_warp_specialized")
     unknown = {m.entry.id: m for m in retrieve(gemm, k=None)}["grouped-gemm-scheduling"]
     assert unknown.applicable and [p.feature for p in unknown.unknown] == ["shape.groups"]
     known = {m.entry.id: m for m in retrieve(kernel_features(gemm, shapes={"G": 8}), k=None)}

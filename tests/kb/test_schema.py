@@ -238,9 +238,9 @@ def test_mined_entries_need_lineage_evidence() -> None:
     mined = GOOD.replace('source = "curated"', 'source = "mined"')
     fields = [f for f, _ in _problems(mined)]
     assert fields == ["provenance.lineage.kernel", "provenance.lineage.step", "provenance.lineage.measured"]
-    with_lineage = mined + '\n[provenance.lineage]\nkernel = "gemm_wgmma_tma"\nstep = 3\nmeasured = "1.4x"\n'
+    with_lineage = mined + '\n[provenance.lineage]\nkernel = "gemm_warp_specialized"\nstep = 3\nmeasured = "1.4x"\n'
     entry = parse_entry(tomllib.loads(with_lineage), "my-entry.toml")
-    assert entry.provenance.lineage["kernel"] == "gemm_wgmma_tma"
+    assert entry.provenance.lineage["kernel"] == "gemm_warp_specialized"
 
 
 def test_every_problem_is_reported_at_once_with_its_file(tmp_path: pathlib.Path) -> None:

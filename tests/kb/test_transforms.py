@@ -19,7 +19,7 @@ def test_stages_on_the_cp_async_gemm() -> None:
 
 
 def test_tile_shape_on_the_hopper_gemm_keeps_other_parameters() -> None:
-    entry = get_kernel("gemm_wgmma_tma")
+    entry = get_kernel("gemm_warp_specialized")
     params = apply(get_entry("tile-shape"), entry, params={"STAGES": 4}, value=(128, 256, 64))
     assert params == {"STAGES": 4, "BM": 128, "BN": 256, "BK": 64}
     kernel = entry.kernel.trace(**params)
@@ -27,7 +27,7 @@ def test_tile_shape_on_the_hopper_gemm_keeps_other_parameters() -> None:
 
 
 def test_a_tile_too_big_for_the_pipeline_keeps_the_deepest_pipeline_that_fits() -> None:
-    entry = get_kernel("gemm_wgmma_tma")
+    entry = get_kernel("gemm_warp_specialized")
     # 6 stages of 128x256x64 need 288 KiB of shared memory; 4 (192 KiB) is the deepest that fits
     params = apply("tile-shape", entry, params={"STAGES": 6}, value=(128, 256, 64))
     assert params == {"STAGES": 4, "BM": 128, "BN": 256, "BK": 64}
@@ -78,10 +78,10 @@ def test_invalid_values() -> None:
 
 def test_a_value_that_does_not_trace() -> None:
     with pytest.raises(KBError) as info:
-        apply("tile-shape", get_kernel("gemm_wgmma_tma"), value=(64, 128, 64))  # 2 warpgroups need 128 rows
+        apply("tile-shape", get_kernel("gemm_warp_specialized"), value=(64, 128, 64))  # 2 warpgroups need 128 rows
     assert info.value.code == "KB_TRANSFORM_TRACE" and "does not trace: [DSL_MMA_TILE]" in info.value.message
     with pytest.raises(KBError) as info:
-        apply("pipeline-stages", get_kernel("gemm_wgmma_tma"), params={"BN": 256}, value=6)
+        apply("pipeline-stages", get_kernel("gemm_warp_specialized"), params={"BN": 256}, value=6)
     assert info.value.code == "KB_TRANSFORM_TRACE" and "DSL_SMEM_BUDGET" in info.value.message
 
 
@@ -100,7 +100,7 @@ def test_an_entry_without_a_transform() -> None:
 
 
 def test_actions_are_the_candidates_that_apply() -> None:
-    hopper = get_kernel("gemm_wgmma_tma")
+    hopper = get_kernel("gemm_warp_specialized")
     stages = actions("pipeline-stages", hopper)
     assert [a.value for a in stages] == [2, 4, 5, 6]  # 3 is current; all fit at 128x128x64
     wide = actions("pipeline-stages", hopper, params={"BN": 256})

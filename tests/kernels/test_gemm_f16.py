@@ -1,5 +1,5 @@
-"""The Hopper GEMMs with fp16 operands (`IN="f16"`): `gemm_wgmma_tma` and the persistent kernel keep f16 in shared
-memory and multiply with the f16 wgmma (f32 accumulation), for f32, bf16 and f16 outputs; the interpreter, the
+"""The Hopper GEMMs with fp16 operands (`IN="f16"`): `gemm_warp_specialized` and the persistent kernel keep f16 in
+shared memory and multiply with the f16 wgmma (f32 accumulation), for f32, bf16 and f16 outputs; the interpreter, the
 verifier and the code generator agree; operands of another dtype are refused with the atom's error."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import pytest
 from argus.atoms.errors import AtomError
 from argus.backend.cuda.codegen import compile_kernel
 from argus.interp import run_kernel
-from argus.kernels.gemm import gemm_wgmma_tma
-from argus.kernels.gemm_persistent_ws import gemm_wgmma_tma_persistent
+from argus.kernels.gemm import gemm_warp_specialized, gemm_warp_specialized_persistent
 from argus.verify import Verdict, verify
 
 
@@ -24,10 +23,10 @@ def _bf16(x: np.ndarray) -> np.ndarray:
 
 
 CASES = [
-    (gemm_wgmma_tma, {"IN": "f16", "BN": 64}),
-    (gemm_wgmma_tma, {"IN": "f16", "BN": 64, "OUT": "f16"}),
-    (gemm_wgmma_tma_persistent, {"IN": "f16", "BN": 64, "BLOCKS": 3}),
-    (gemm_wgmma_tma_persistent, {"IN": "f16", "BN": 64, "BLOCKS": 3, "OUT": "bf16"}),
+    (gemm_warp_specialized, {"IN": "f16", "BN": 64}),
+    (gemm_warp_specialized, {"IN": "f16", "BN": 64, "OUT": "f16"}),
+    (gemm_warp_specialized_persistent, {"IN": "f16", "BN": 64, "BLOCKS": 3}),
+    (gemm_warp_specialized_persistent, {"IN": "f16", "BN": 64, "BLOCKS": 3, "OUT": "bf16"}),
 ]
 
 
@@ -50,11 +49,11 @@ def test_f16_operands_on_the_interpreter_with_partial_tiles(kernel, params: dict
 
 
 def test_the_persistent_expert_configuration_verifies_with_f16_operands() -> None:
-    result = verify(gemm_wgmma_tma_persistent.trace(IN="f16", BN=256, STAGES=4, OUT="f16", GROUP=16))
+    result = verify(gemm_warp_specialized_persistent.trace(IN="f16", BN=256, STAGES=4, OUT="f16", GROUP=16))
     assert result.verdict == Verdict.VERIFIED and not result.errors, result.render_text()
 
 
-@pytest.mark.parametrize("kernel", [gemm_wgmma_tma, gemm_wgmma_tma_persistent], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", [gemm_warp_specialized, gemm_warp_specialized_persistent], ids=lambda k: k.name)
 def test_f16_operands_compile_to_the_f16_wgmma(kernel) -> None:
     compiled = compile_kernel(kernel.trace(IN="f16", BN=256, STAGES=4, OUT="f16"), cache=False)
     mix = compiled.instruction_mix(modifiers=True)
@@ -65,5 +64,5 @@ def test_f16_operands_compile_to_the_f16_wgmma(kernel) -> None:
 
 def test_operands_that_are_not_16_bit_floats_are_refused() -> None:
     with pytest.raises(AtomError) as e:
-        gemm_wgmma_tma.trace(IN="f32")
+        gemm_warp_specialized.trace(IN="f32")
     assert e.value.code == "ATOM_MMA_DTYPE" and "bf16, f16" in str(e.value)

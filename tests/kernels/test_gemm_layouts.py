@@ -1,5 +1,5 @@
 """Operand layouts of the Hopper GEMMs (`A_MAJOR`, `B_MAJOR`): A given as (M, K) or (K, M), B as (N, K) or (K, N),
-on `gemm_wgmma_tma` and the persistent kernel. An MN-major operand is staged in 64-element panels, loaded by one
+on `gemm_warp_specialized` and the persistent kernel. An MN-major operand is staged in 64-element panels, loaded by one
 TMA box per panel on the stage's mbarrier, and read by wgmma transposed (docs/gemm.md, "Operand layouts").
 
 Tiers: interpreter against numpy with partial tiles (a panel entirely past N included); the verifier's verdict for
@@ -20,15 +20,14 @@ from argus.backend.cuda.codegen import compile_kernel, generate
 from argus.diagnostics import ArgusError
 from argus.interp import run_kernel
 from argus.kernels import get_kernel
-from argus.kernels.gemm import gemm_wgmma_tma
-from argus.kernels.gemm_persistent_ws import gemm_wgmma_tma_persistent
+from argus.kernels.gemm import gemm_warp_specialized, gemm_warp_specialized_persistent
 from argus.lang import DSLError
 from argus.lineage.variants import task_for
 from argus.runtime import ArgumentError, load
 from argus.tasks import get_task
 from argus.verify import Verdict, verify
 
-KERNELS = [gemm_wgmma_tma, gemm_wgmma_tma_persistent]
+KERNELS = [gemm_warp_specialized, gemm_warp_specialized_persistent]
 NEW_LAYOUTS = [("K", "N"), ("M", "K"), ("M", "N")]  # (A_MAJOR, B_MAJOR); ("K", "K") is the default "TN"
 EXPERT = {"BN": 256, "STAGES": 4, "OUT": "bf16"}
 
@@ -45,7 +44,7 @@ def _operands(a_major: str, b_major: str, m: int, n: int, k: int, seed: int = 0)
 
 
 def _extra(kernel) -> dict:
-    return {"BLOCKS": 3} if kernel is gemm_wgmma_tma_persistent else {}
+    return {"BLOCKS": 3} if kernel is gemm_warp_specialized_persistent else {}
 
 
 # --- DSL: a panel layout needs whole panels (the atoms tier checks the layout itself: tests/atoms/test_smem.py)
@@ -53,7 +52,7 @@ def _extra(kernel) -> dict:
 
 def test_a_panel_layout_needs_whole_panels() -> None:
     with pytest.raises(DSLError) as e:
-        gemm_wgmma_tma.trace(B_MAJOR="N", BN=96)
+        gemm_warp_specialized.trace(B_MAJOR="N", BN=96)
     assert e.value.code == "DSL_TILE_SHAPE" and "multiple of 64" in str(e.value)
 
 
@@ -80,7 +79,7 @@ def test_the_expert_tiles_with_both_operands_mn_major_under_both_role_schedules(
     a, b, a_in, b_in = _operands("M", "N", m, n, k, seed=3)
     for schedule in ("listed", "reversed"):
         c = np.full((m, n), np.nan)
-        kernel = gemm_wgmma_tma.trace(A_MAJOR="M", B_MAJOR="N", **{**EXPERT, "OUT": "f32"})
+        kernel = gemm_warp_specialized.trace(A_MAJOR="M", B_MAJOR="N", **{**EXPERT, "OUT": "f32"})
         run_kernel(kernel, {"A": a_in, "B": b_in, "C": c}, schedule=schedule)
         assert float(np.abs(c - a @ b).max()) <= 1e-5 * float(np.abs(a @ b).max()), schedule
 
@@ -186,7 +185,7 @@ def test_an_unknown_major_is_refused() -> None:
 
 
 def test_shapes_and_assumptions_follow_the_layout() -> None:
-    k = gemm_wgmma_tma.trace(A_MAJOR="M", B_MAJOR="N")
+    k = gemm_warp_specialized.trace(A_MAJOR="M", B_MAJOR="N")
     shapes = {t.name: tuple(str(d) for d in t.shape) for t in k.tensors}
     assert shapes == {"A": ("K", "M"), "B": ("K", "N"), "C": ("M", "N")}
     # TMA needs the contiguous extents (M and N here, not K) to be 16-byte multiples
@@ -208,7 +207,7 @@ def test_the_runtime_refuses_b_in_the_wrong_orientation() -> None:
         def element_size(self):
             return {"torch.bfloat16": 2, "torch.float32": 4}[self.dtype]
 
-    loaded = load(compile_kernel(gemm_wgmma_tma.trace(B_MAJOR="N"), cache=False))
+    loaded = load(compile_kernel(gemm_warp_specialized.trace(B_MAJOR="N"), cache=False))
     a, c = Fake((256, 192), "torch.bfloat16", 1 << 40), Fake((256, 128), "torch.float32", 3 << 40)
     loaded.bind(a, Fake((192, 128), "torch.bfloat16", 2 << 40), c)  # B as (K, N): fine
     with pytest.raises(ArgumentError) as e:
@@ -222,7 +221,7 @@ def test_the_interpreter_refuses_b_in_the_wrong_orientation() -> None:
 
     a, c = np.zeros((128, 72)), np.zeros((128, 136))
     with pytest.raises(InterpError) as e:
-        gemm_wgmma_tma(a, np.zeros((136, 72)), c, device="cpu", B_MAJOR="N")  # B as (N, K)
+        gemm_warp_specialized(a, np.zeros((136, 72)), c, device="cpu", B_MAJOR="N")  # B as (N, K)
     assert e.value.code == "INTERP_SHAPE_MISMATCH" and "takes B as (K, N)" in str(e.value)
     assert "looks transposed" in e.value.hint
 
@@ -258,7 +257,7 @@ def test_new_layouts_on_the_gpu_match_torch(kernel, a_major: str, b_major: str, 
     b_in = b.T.contiguous() if b_major == "K" else b
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     params = {**EXPERT, "A_MAJOR": a_major, "B_MAJOR": b_major}
-    if kernel is gemm_wgmma_tma_persistent:
+    if kernel is gemm_warp_specialized_persistent:
         params.update(BLOCKS=132, ORDER="grouped", GROUP=16)
     load(compile_kernel(kernel.trace(**params)))(a_in, b_in, c)
     torch.cuda.synchronize()

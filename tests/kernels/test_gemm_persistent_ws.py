@@ -1,4 +1,4 @@
-"""The persistent warp-specialized Hopper GEMM (`argus.kernels.gemm_persistent_ws`): BLOCKS blocks walk the output
+"""The persistent warp-specialized Hopper GEMM (`argus.kernels.gemm`): BLOCKS blocks walk the output
 tiles, each role looping over the block's tiles with a k pipeline whose stages and mbarrier phases run on across
 tiles. It is correct on the interpreter (both role schedules, partial tiles, fewer blocks than tiles, a K-block
 count that is not a multiple of the stages, every tile order), the tile-local phase bugs deadlock there, it is a
@@ -16,7 +16,7 @@ from argus.interp.machine import InterpError
 from argus.ir.nodes import For, LoopKind, Role, walk
 from argus.ir.types import bf16, round_to
 from argus.kernels import all_kernels, get_kernel
-from argus.kernels.gemm_persistent_ws import gemm_wgmma_tma_persistent
+from argus.kernels.gemm import gemm_warp_specialized_persistent
 from argus.kernels.registry import check_on_interpreter
 
 
@@ -51,7 +51,7 @@ def _run(kernel, m: int, n: int, k: int, schedule: str = "listed") -> float:
     ],
 )
 def test_correct_on_the_interpreter(schedule: str, m: int, n: int, k: int, params: dict) -> None:
-    kernel = gemm_wgmma_tma_persistent.trace(**params)
+    kernel = gemm_warp_specialized_persistent.trace(**params)
     tol = 5e-3 if params.get("OUT") == "bf16" else 1e-5  # C rounded to bf16: 2^-9 relative
     assert _run(kernel, m, n, k, schedule) < tol
 
@@ -67,7 +67,7 @@ def test_tile_local_phases_deadlock_on_the_interpreter(bug: str, schedule: str) 
 
 
 def test_roles_stay_at_the_top_with_the_tile_loop_inside_each() -> None:
-    kernel = gemm_wgmma_tma_persistent.trace()
+    kernel = gemm_warp_specialized_persistent.trace()
     roles = [s for s in kernel.body if isinstance(s, Role)]
     assert [r.name for r in roles] == ["producer", "consumer"] and [r.registers for r in roles] == [40, 232]
     for r in roles:
@@ -84,7 +84,7 @@ def test_roles_stay_at_the_top_with_the_tile_loop_inside_each() -> None:
 def test_the_library_kernel_at_one_block_per_sm_and_at_3_blocks_that_walk_several_tiles() -> None:
     import dataclasses
 
-    entry = get_kernel("gemm_wgmma_tma_persistent")
+    entry = get_kernel("gemm_warp_specialized_persistent")
     assert entry in all_kernels() or entry.name in {e.name for e in all_kernels()}
     assert entry.params == {"BLOCKS": 132}  # as it is measured, gated and walked on a GPU
     shape = entry.default_shape
@@ -99,7 +99,7 @@ def test_the_library_kernel_at_one_block_per_sm_and_at_3_blocks_that_walk_severa
 
 @pytest.fixture(scope="module")
 def expert_compiled():
-    return compile_kernel(gemm_wgmma_tma_persistent, BN=256, STAGES=4, OUT="bf16")
+    return compile_kernel(gemm_warp_specialized_persistent, BN=256, STAGES=4, OUT="bf16")
 
 
 def test_compiles_to_tma_wgmma_and_setmaxnreg_without_spills(expert_compiled) -> None:
@@ -112,7 +112,7 @@ def test_compiles_to_tma_wgmma_and_setmaxnreg_without_spills(expert_compiled) ->
 
 
 def test_the_deferred_release_follows_the_global_stage() -> None:
-    src = generate(gemm_wgmma_tma_persistent.trace(BN=256, STAGES=4, OUT="bf16")).source
+    src = generate(gemm_warp_specialized_persistent.trace(BN=256, STAGES=4, OUT="bf16")).source
     assert "__launch_bounds__(384, 1)" in src and "const int bx = blockIdx.x;" in src
     # one wgmma group in flight; stage g - 1 = (start + k - 1) % 4 released once the MMAs of k are issued, the
     # tile's last stage after its loop, before the epilogue (the producer meanwhile fills the next tile's stages)
@@ -129,8 +129,8 @@ def test_the_deferred_release_follows_the_global_stage() -> None:
 def test_the_expert_kernel_generates_the_same_code_as_before() -> None:
     # the pipeline's start is 0 there: no trace of it in the IR printer or the generated source
     from argus.ir.printer import format_stmts
-    from argus.kernels.gemm import gemm_wgmma_tma
+    from argus.kernels.gemm import gemm_warp_specialized
 
-    kernel = gemm_wgmma_tma.trace(STAGES=4)
+    kernel = gemm_warp_specialized.trace(STAGES=4)
     assert "start=" not in "\n".join(format_stmts(kernel.body))
     assert "bar[k % 4]" in generate(kernel).source

@@ -31,8 +31,8 @@ RUNGS = (
     "gemm_residual_cp_async",
     "gemm_residual_cp_async_swizzled",
     "gemm_residual_tma_wgmma",
-    "gemm_residual_wgmma_tma",
-    "gemm_residual_wgmma_tma_persistent",
+    "gemm_residual_warp_specialized",
+    "gemm_residual_warp_specialized_persistent",
     "gemm_residual_tma_store_epilogue",
 )
 #: The GEMM rung each mirrors.
@@ -70,8 +70,8 @@ def test_the_gemm_lineage_is_the_issues_ladder() -> None:
         ("gemm_cp_async", "cp_async_pipeline"),
         ("gemm_cp_async_swizzled", "smem_swizzle"),
         ("gemm_tma_wgmma", "tma_wgmma"),
-        ("gemm_wgmma_tma", "warp_specialization"),
-        ("gemm_wgmma_tma_persistent", "persistent_grid"),
+        ("gemm_warp_specialized", "warp_specialization"),
+        ("gemm_warp_specialized_persistent", "persistent_grid"),
         ("gemm_tma_store_epilogue", "tma_store"),
     ]
 
@@ -150,7 +150,7 @@ def test_each_rung_has_its_counterpart_s_mechanisms_and_policies(name: str) -> N
         theirs.partial_shape,
     )
     # not mirrored: the Hopper rungs' C dtype (f32 here), operand dtype (IN: bf16 here), operand layouts (A_MAJOR,
-    # B_MAJOR: K-major here) and, on the 2-D grid, gemm_wgmma_tma's tile order (ORDER, GROUP: the 2-D grid by
+    # B_MAJOR: K-major here) and, on the 2-D grid, gemm_warp_specialized's tile order (ORDER, GROUP: the 2-D grid by
     # default; the persistent rungs mirror theirs)
     skipped = ("OUT", "IN", "A_MAJOR", "B_MAJOR") + (() if "ORDER" in mine.kernel.defaults else ("ORDER", "GROUP"))
     defaults = {k: v for k, v in theirs.kernel.defaults.items() if k not in skipped}
@@ -295,8 +295,8 @@ ELEMENTS_PER_THREAD = {
     "gemm_residual_cp_async": 64 * 64 // 128,
     "gemm_residual_cp_async_swizzled": 64 * 64 // 128,
     "gemm_residual_tma_wgmma": 128 * 128 // 256,
-    "gemm_residual_wgmma_tma": 128 * 128 // 256,
-    "gemm_residual_wgmma_tma_persistent": 128 * 128 // 256,
+    "gemm_residual_warp_specialized": 128 * 128 // 256,
+    "gemm_residual_warp_specialized_persistent": 128 * 128 // 256,
     "gemm_residual_tma_store_epilogue": 128 * 128 // 256,
 }
 
@@ -345,7 +345,8 @@ def test_the_sass_shows_each_rung_s_mechanism(built) -> None:
     assert mix("gemm_residual_tma_wgmma")["USETMAXREG"] == 0  # the register split is the next rung's
     for name in RUNGS[6:]:
         assert mix(name)["USETMAXREG"] >= 2, name  # producer dec, consumer inc
-    assert mix("gemm_residual_wgmma_tma_persistent")["UTMASTG"] == 0 < mix("gemm_residual_wgmma_tma_persistent")["STG"]
+    persistent = mix("gemm_residual_warp_specialized_persistent")
+    assert persistent["UTMASTG"] == 0 < persistent["STG"]
     assert mix("gemm_residual_tma_store_epilogue")["UTMASTG"] > 0 == mix("gemm_residual_tma_store_epilogue")["STG"]
 
 

@@ -1,5 +1,5 @@
-"""The tile order of the expert Hopper GEMM `gemm_wgmma_tma` (``ORDER``, ``GROUP``): the default ``"grid"`` is the
-2-D grid it always had; ``"grouped"`` (and ``"row_major"`` / ``"column_major"``) launch a 1-D grid whose block
+"""The tile order of the expert Hopper GEMM `gemm_warp_specialized` (``ORDER``, ``GROUP``): the default ``"grid"`` is
+the 2-D grid it always had; ``"grouped"`` (and ``"row_major"`` / ``"column_major"``) launch a 1-D grid whose block
 index `T.tile_order` maps to an output tile. Every order covers each tile exactly once (a wrong mapping is caught),
 is correct on the interpreter with partial tiles and a partial last group, verifies with its tag assertions
 proved (a producer and consumer that disagree on the order are caught), and compiles for sm_90a to HGMMA and
@@ -19,7 +19,7 @@ from argus.backend.cuda.codegen import compile_kernel, generate
 from argus.interp import run_kernel
 from argus.ir.expr import Expr, Var, VarKind, evaluate
 from argus.ir.nodes import Copy, Kernel, walk
-from argus.kernels.gemm import gemm_wgmma_tma
+from argus.kernels.gemm import gemm_warp_specialized
 from argus.lang.errors import DSLError
 from argus.verify import Verdict, smt, verify
 
@@ -96,7 +96,7 @@ def _load_origins(kernel: Kernel) -> tuple[Expr, Expr]:
 
 
 def test_the_default_is_the_two_dimensional_grid() -> None:
-    kernel = gemm_wgmma_tma.trace()
+    kernel = gemm_warp_specialized.trace()
     assert len(kernel.grid) == len(kernel.block_vars) == 2
     a_row, b_row = _load_origins(kernel)
     bx, by = kernel.block_vars
@@ -108,7 +108,7 @@ def test_the_default_is_the_two_dimensional_grid() -> None:
 
 @pytest.mark.parametrize(("order", "group"), [("grouped", 8), ("grouped", 3), ("row_major", 8), ("column_major", 8)])
 def test_the_one_dimensional_launch_walks_the_order(order: str, group: int) -> None:
-    kernel = gemm_wgmma_tma.trace(ORDER=order, GROUP=group)
+    kernel = gemm_warp_specialized.trace(ORDER=order, GROUP=group)
     assert len(kernel.grid) == len(kernel.block_vars) == 1
     (bx,) = kernel.block_vars
     a_row, b_row = _load_origins(kernel)
@@ -128,14 +128,14 @@ def test_the_one_dimensional_launch_walks_the_order(order: str, group: int) -> N
 
 def test_an_unknown_order_is_refused() -> None:
     with pytest.raises(DSLError) as e:
-        gemm_wgmma_tma.trace(ORDER="snake")
+        gemm_warp_specialized.trace(ORDER="snake")
     assert e.value.code == "DSL_TILE_ORDER" and "grouped" in str(e.value)
 
 
 @pytest.mark.parametrize("group", [0, -2, 2.5])
 def test_a_group_that_is_not_a_positive_int_is_refused(group) -> None:
     with pytest.raises(DSLError) as e:
-        gemm_wgmma_tma.trace(ORDER="grouped", GROUP=group)
+        gemm_warp_specialized.trace(ORDER="grouped", GROUP=group)
     assert e.value.code == "DSL_TILE_ORDER" and "positive int" in str(e.value)
 
 
@@ -160,7 +160,7 @@ def test_correct_on_the_interpreter_with_partial_tiles(params: dict) -> None:
     rng = np.random.default_rng(11)
     a, b = _bf16(rng.standard_normal((m, k))), _bf16(rng.uniform(-1, 1, (n, k)))
     c = np.full((m, n), np.nan)  # a tile no block writes stays NaN
-    run_kernel(gemm_wgmma_tma.trace(**params), {"A": a, "B": b, "C": c})
+    run_kernel(gemm_warp_specialized.trace(**params), {"A": a, "B": b, "C": c})
     want = a @ b.T
     tolerance = 5e-3 if params.get("OUT") == "bf16" else 1e-4
     assert not np.isnan(c).any()
@@ -172,7 +172,7 @@ def test_correct_on_the_interpreter_with_partial_tiles(params: dict) -> None:
 
 @pytest.mark.parametrize("params", [EXPERT_GROUPED, {"ORDER": "grouped", "GROUP": 3}, {"ORDER": "row_major"}])
 def test_verifies_with_its_tag_assertions(params: dict) -> None:
-    result = verify(gemm_wgmma_tma.trace(**params))
+    result = verify(gemm_warp_specialized.trace(**params))
     assert result.verdict == Verdict.VERIFIED and not result.errors, result.render_text()
 
 
@@ -204,7 +204,7 @@ def _consumer_asserts_another_order(
     STAGES: int = 2,
     CONSUMER_ORDER: str = "row_major",
 ):
-    """`gemm_wgmma_tma` in grouped order whose consumer states the tile of another order (a seeded bug: the
+    """`gemm_warp_specialized` in grouped order whose consumer states the tile of another order (a seeded bug: the
     producer loads the A tile of its grouped tile, the assertion names the row-major one's)."""
     T.assume("K % 8 == 0")
     m, k_extent = A.shape
@@ -250,7 +250,7 @@ def test_a_consumer_in_another_order_is_caught() -> None:
 
 
 def test_compiles_to_hgmma_and_tma_without_spills() -> None:
-    compiled = compile_kernel(gemm_wgmma_tma.trace(**EXPERT_GROUPED))
+    compiled = compile_kernel(gemm_warp_specialized.trace(**EXPERT_GROUPED))
     assert compiled.module.arch == "sm_90a" and compiled.module.warnings == ()
     mix = compiled.instruction_mix()
     assert mix["HGMMA"] > 0 and mix["UTMALDG"] >= 2 and mix["USETMAXREG"] >= 2

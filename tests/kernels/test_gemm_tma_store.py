@@ -19,7 +19,7 @@ from argus.interp import run_kernel
 from argus.ir.nodes import Copy, walk
 from argus.ir.types import bf16, round_to
 from argus.kernels import get_kernel
-from argus.kernels.gemm_persistent_ws import gemm_wgmma_tma_persistent
+from argus.kernels.gemm import gemm_warp_specialized_persistent
 from argus.kernels.registry import check_on_interpreter
 from argus.lang.errors import DSLError
 from argus.verify import verify
@@ -79,7 +79,7 @@ def test_the_persistent_expert_uses_it_and_still_verifies() -> None:
 
 
 def test_the_lineage_rung_is_the_persistent_rung_with_the_tma_epilogue() -> None:
-    rung, persistent = get_kernel("gemm_tma_store_epilogue"), get_kernel("gemm_wgmma_tma_persistent")
+    rung, persistent = get_kernel("gemm_tma_store_epilogue"), get_kernel("gemm_warp_specialized_persistent")
     assert rung.kernel is persistent.kernel
     assert rung.params == {**persistent.params, "EPILOGUE": "tma"} and persistent.params.get("EPILOGUE") is None
     assert (rung.default_shape, rung.partial_shape) == (persistent.default_shape, persistent.partial_shape)
@@ -111,7 +111,7 @@ def _operands(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 def test_the_persistent_kernel_with_the_tma_epilogue_is_correct_on_the_interpreter(
     m: int, n: int, k: int, params: dict, tol: float
 ) -> None:
-    kernel = gemm_wgmma_tma_persistent.trace(EPILOGUE="tma", **params)
+    kernel = gemm_warp_specialized_persistent.trace(EPILOGUE="tma", **params)
     a, b = _operands(m, n, k)
     arrays = {"A": a, "B": b, "C": np.full((m, n), np.nan)}
     run_kernel(kernel, arrays)
@@ -121,7 +121,7 @@ def test_the_persistent_kernel_with_the_tma_epilogue_is_correct_on_the_interpret
 
 def test_an_unknown_epilogue_is_refused() -> None:
     with pytest.raises(DSLError) as err:
-        gemm_wgmma_tma_persistent.trace(EPILOGUE="stmatrix")
+        gemm_warp_specialized_persistent.trace(EPILOGUE="stmatrix")
     assert err.value.code == "DSL_BAD_PARAM"
 
 
@@ -182,7 +182,8 @@ def test_the_staged_store_is_correct_on_the_gpu(out: str) -> None:
     torch.cuda.synchronize()
     assert torch.equal(c, a.to(dtype))  # every element written, once, with the conversion the interpreter does
     # the persistent kernel: blocks walking several partial tiles (f32: 32-column chunks, each buffer twice a tile)
-    kernel = load(compile_kernel(gemm_wgmma_tma_persistent.trace(EPILOGUE="tma", OUT=out, BN=256, STAGES=4, BLOCKS=5)))
+    traced = gemm_warp_specialized_persistent.trace(EPILOGUE="tma", OUT=out, BN=256, STAGES=4, BLOCKS=5)
+    kernel = load(compile_kernel(traced))
     for m, n, k in ((1000, 1000, 1000), (2048, 776, 264)):
         a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
         b = torch.randn(n, k, device="cuda").to(torch.bfloat16)

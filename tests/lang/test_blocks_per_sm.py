@@ -15,7 +15,7 @@ from argus.diagnostics import ArgusError
 from argus.kernels import get_kernel
 from argus.verify import verify_kernel
 
-HOPPER = get_kernel("gemm_wgmma_tma").kernel
+HOPPER = get_kernel("gemm_warp_specialized").kernel
 
 
 def test_budgets_for_resident_blocks() -> None:

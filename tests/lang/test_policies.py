@@ -16,10 +16,10 @@ from argus.lang import DSLError
 
 
 def test_policies_of_the_hopper_gemm() -> None:
-    p = get_kernel("gemm_wgmma_tma").kernel.trace().policies
+    p = get_kernel("gemm_warp_specialized").kernel.trace().policies
     assert p.tile_shape == (128, 128, 64) and p.stages == 3 and p.swizzle == 128
     assert p.warp_roles == ("producer", "consumer") and p.register_split == (40, 232)
-    assert get_kernel("gemm_wgmma_tma").kernel.trace(STAGES=4).policies.stages == 4
+    assert get_kernel("gemm_warp_specialized").kernel.trace(STAGES=4).policies.stages == 4
 
 
 def test_policies_of_the_persistent_gemm() -> None:

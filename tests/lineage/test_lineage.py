@@ -20,7 +20,7 @@ SIZES = {
 
 @pytest.fixture(scope="module")
 def lineage():
-    return walk("gemm_hopper", sizes=SIZES)  # the library's expert GEMM entry (gemm_wgmma_tma, bf16 C)
+    return walk("gemm_hopper", sizes=SIZES)  # the library's expert GEMM entry (gemm_warp_specialized, bf16 C)
 
 
 @pytest.fixture(scope="module")
@@ -108,14 +108,14 @@ def test_forward_steps_where_preconditions_fail_are_caught_and_recorded(skills_d
 
 
 def test_mechanism_check_rejects_two_mechanisms_or_none():
-    expert, merged = library_variant("gemm_wgmma_tma"), library_variant("gemm_tma_wgmma")
+    expert, merged = library_variant("gemm_warp_specialized"), library_variant("gemm_tma_wgmma")
     two = check(expert, merged, "warp_specialization", 1, code=False)
     assert not two.ok and "removes 2 mechanisms" in two.reason  # roles and the register split at once
     both = check(
         library_variant("gemm_tma_wgmma"), library_variant("gemm_cp_async_swizzled"), "global_copy", 2, code=False
     )
     assert not both.ok and "global_copy" in both.reason and "mma" in both.reason  # the rung without its bridge
-    none = check(expert, library_variant("gemm_wgmma_tma"), "pipeline", 1, code=False)
+    none = check(expert, library_variant("gemm_warp_specialized"), "pipeline", 1, code=False)
     assert not none.ok and "removes no mechanism" in none.reason
     bridge = library_variant("gemm_cp_async_wgmma", {"STAGES": 1})
     mma_sync = library_variant("gemm_cp_async_swizzled", {"STAGES": 1})
@@ -183,7 +183,7 @@ def test_the_tma_store_epilogue_and_the_persistent_grid_are_peeled_one_step_each
     assert changed == {"EPILOGUE"}
     assert any(s.startswith("epilogue@1: source") and "UTMASTG" in s for s in epilogue.check["code"]["looked_for"])
     assert epilogue.check["removed"] == ["epilogue (tma store -> direct)"]
-    assert last_rungs.kernels[-1]["library"] == "gemm_wgmma_tma"  # the warp-specialized rung before them
+    assert last_rungs.kernels[-1]["library"] == "gemm_warp_specialized"  # the warp-specialized rung before them
 
 
 def test_the_epilogue_operator_applies_only_to_a_kernel_storing_through_tma():
@@ -194,9 +194,9 @@ def test_the_epilogue_operator_applies_only_to_a_kernel_storing_through_tma():
     staged = library_variant("gemm_tma_store_epilogue")
     levels = state(features_of(staged))
     assert levels["epilogue"] == 1 and op.applies(staged, levels)
-    direct = library_variant("gemm_wgmma_tma_persistent")
+    direct = library_variant("gemm_warp_specialized_persistent")
     assert state(features_of(direct))["epilogue"] == 0 and not op.applies(direct, state(features_of(direct)))
-    plain = library_variant("gemm_wgmma_tma")  # no EPILOGUE parameter: nothing to set
+    plain = library_variant("gemm_warp_specialized")  # no EPILOGUE parameter: nothing to set
     assert not op.candidates(plain)
     assert blockers(levels, "mma", 1) == ["epilogue (tma store)"]  # the staged store takes a wgmma accumulator
     assert MECHANISMS["epilogue"].markers[1].sass_any == ("UTMASTG",)

@@ -26,9 +26,9 @@ LIBRARY = (
     "layer_norm",
     "gemm_mma_sync",
     "gemm_cp_async",
-    "gemm_wgmma_tma",  # TMA, mbarriers, warp roles with setmaxnreg, wgmma
+    "gemm_warp_specialized",  # TMA, mbarriers, warp roles with setmaxnreg, wgmma
     "gemm_hopper",  # the expert: bf16 C stored in 16-byte runs after a lane exchange (shuffles)
-    "gemm_wgmma_tma_persistent",  # 3 blocks walking the tiles, the pipeline running on across them
+    "gemm_warp_specialized_persistent",  # 3 blocks walking the tiles, the pipeline running on across them
     "gemm_tma_store_epilogue",  # the same with C through shared memory and TMA stores (f32 C, partial tiles)
     "gemm_hopper_persistent",  # the persistent expert at its GPU parameters (132 blocks, grouped order)
     "gemm_hopper_nn",  # B given as (K, N): four TMA boxes per stage into 64-column panels, wgmma with trans-b

@@ -10,7 +10,7 @@ import pytest
 
 from argus.backend.cuda.codegen import compile_kernel
 from argus.kernels.attention import flash_attention_fwd
-from argus.kernels.gemm import gemm_wgmma_tma
+from argus.kernels.gemm import gemm_warp_specialized
 from argus.runtime import ArgumentError, load
 from argus.runtime import driver as drv
 from tests.runtime.test_arguments import FakeTorchTensor
@@ -20,7 +20,7 @@ PA, PB, PC = 1 << 40, 2 << 40, 3 << 40
 
 @pytest.fixture(scope="module")
 def gemm():
-    return load(compile_kernel(gemm_wgmma_tma))
+    return load(compile_kernel(gemm_warp_specialized))
 
 
 def test_bind_plans_one_tensor_map_per_tma_operand(gemm) -> None:

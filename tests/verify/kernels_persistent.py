@@ -1,4 +1,4 @@
-"""A persistent warp-specialized GEMM (`argus.kernels.gemm_persistent_ws`, row-major tile order) with one seeded
+"""A persistent warp-specialized GEMM (`argus.kernels.gemm`, row-major tile order) with one seeded
 bug chosen by BUG, for `test_persistent_pipeline.py` (verifier) and `tests/kernels/test_gemm_persistent_ws.py`
 (interpreter):
 
@@ -31,7 +31,7 @@ def persistent_variant(
     BLOCKS: int = 132,
     BUG: str = "",
 ):
-    """`gemm_wgmma_tma_persistent` (row-major tile order) with one seeded bug, named by BUG."""
+    """`gemm_warp_specialized_persistent` (row-major tile order) with one seeded bug, named by BUG."""
     T.assume("K % 8 == 0")
     with T.grid(BLOCKS, threads=384) as (bx,):
         sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)

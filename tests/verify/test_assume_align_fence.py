@@ -89,7 +89,9 @@ def test_vector_alignment_follows_the_assumptions() -> None:
     assert not verify(_corpus("align_vector_assumed_ok")).findings
 
 
-@pytest.mark.parametrize(("name", "assumption"), [("gemm_wgmma_tma", "((K % 8) == 0)"), ("gemm_cp_async", "K % 8")])
+@pytest.mark.parametrize(
+    ("name", "assumption"), [("gemm_warp_specialized", "((K % 8) == 0)"), ("gemm_cp_async", "K % 8")]
+)
 def test_library_kernels_declare_what_their_copies_need(name: str, assumption: str) -> None:
     entry = get_kernel(name)
     kernel = entry.kernel.trace(**entry.params)
@@ -163,7 +165,7 @@ def test_the_generated_code_keeps_the_ratio_of_arrivals_to_the_count() -> None:
     from argus.backend.cuda.codegen import generate
     from argus.ir.nodes import MbarrierInit
 
-    for name in ("gemm_wgmma_tma", "flash_attention_fwd"):
+    for name in ("gemm_warp_specialized", "flash_attention_fwd"):
         kernel = get_kernel(name).kernel.trace()
         source = generate(kernel).source
         inits = {
@@ -290,10 +292,10 @@ def test_the_interpreter_call_path_refuses_sizes_outside_the_assumptions_too() -
 def test_pinned_sizes_must_be_sizes_the_kernel_allows() -> None:
     from argus.verify.engine import PinnedShapeError
 
-    with pytest.raises(PinnedShapeError, match="violate kernel gemm_wgmma_tma's assumption"):
-        verify(get_kernel("gemm_wgmma_tma"), shapes={"K": 4097})  # would be vacuously verified
+    with pytest.raises(PinnedShapeError, match="violate kernel gemm_warp_specialized's assumption"):
+        verify(get_kernel("gemm_warp_specialized"), shapes={"K": 4097})  # would be vacuously verified
     with pytest.raises(PinnedShapeError, match="no problem size 'Q'"):
-        verify(get_kernel("gemm_wgmma_tma"), shapes={"Q": 4})
+        verify(get_kernel("gemm_warp_specialized"), shapes={"Q": 4})
 
 
 def test_a_block_barrier_inside_one_of_several_roles_is_reported() -> None:

@@ -51,7 +51,7 @@ def test_unknown_exits_2() -> None:
 
 
 def test_hopper_gemm_verifies() -> None:
-    r = _run("gemm_wgmma_tma")
+    r = _run("gemm_warp_specialized")
     assert r.exit_code == 0, r.output
 
 

@@ -78,7 +78,7 @@ def test_forced_ldmatrix_variants_used_rightly_verify() -> None:
     assert verify(broken.gemm_forced_ldmatrix_variants_that_are_right().trace()).verdict == Verdict.VERIFIED
 
 
-@pytest.mark.parametrize("name", ["softmax", "gemm_mma_sync", "gemm_cp_async", "gemm_wgmma_tma"])
+@pytest.mark.parametrize("name", ["softmax", "gemm_mma_sync", "gemm_cp_async", "gemm_warp_specialized"])
 def test_library_kernels_carry_their_invariants(name: str) -> None:
     """The invariants are annotated in the kernels' source (T.assert_tag) and proved above."""
     from argus.ir.nodes import walk

@@ -55,4 +55,4 @@ def test_the_rungs_carry_their_k_block_invariants(name: str) -> None:
 
     entry = get_kernel(name)
     asserts = [s for s in walk(entry.kernel.trace(**entry.params).body) if isinstance(s, AssertTag)]
-    assert len(asserts) == 2 and all(a.loc.file.endswith("gemm_lineage.py") for a in asserts)
+    assert len(asserts) == 2 and all(a.loc.file.endswith("gemm.py") for a in asserts)

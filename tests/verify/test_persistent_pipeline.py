@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from argus.kernels.gemm_persistent_ws import gemm_wgmma_tma_persistent
+from argus.kernels.gemm import gemm_warp_specialized_persistent
 from argus.verify import Verdict, verify
 from tests.verify.kernels_persistent import persistent_variant
 
@@ -20,7 +20,7 @@ def _errors(result) -> set[str]:
 
 @pytest.fixture(scope="module")
 def expert_result():
-    return verify(gemm_wgmma_tma_persistent, BN=256, STAGES=4, OUT="bf16")
+    return verify(gemm_warp_specialized_persistent, BN=256, STAGES=4, OUT="bf16")
 
 
 def test_the_persistent_kernel_verifies(expert_result) -> None:
@@ -86,13 +86,12 @@ def test_an_unprovable_numbering_is_unknown_never_verified(bug: str) -> None:
 def test_pipeline_start_defaults_to_the_plain_rotation() -> None:
     from argus.ir.nodes import For, LoopKind, walk
 
-    pipes = [
-        s for s in walk(gemm_wgmma_tma_persistent.trace().body) if isinstance(s, For) and s.kind == LoopKind.PIPELINED
-    ]
+    body = gemm_warp_specialized_persistent.trace().body
+    pipes = [s for s in walk(body) if isinstance(s, For) and s.kind == LoopKind.PIPELINED]
     assert len(pipes) == 2 and all(str(p.start).startswith("(i") for p in pipes)
-    from argus.kernels.gemm import gemm_wgmma_tma
+    from argus.kernels.gemm import gemm_warp_specialized
 
-    plain = [s for s in walk(gemm_wgmma_tma.trace().body) if isinstance(s, For) and s.kind == LoopKind.PIPELINED]
+    plain = [s for s in walk(gemm_warp_specialized.trace().body) if isinstance(s, For) and s.kind == LoopKind.PIPELINED]
     assert plain and all(p.start == 0 for p in plain)
 
 

@@ -243,13 +243,14 @@ def next_rung(ref: KernelRef) -> tuple[str, Any] | None:
     """(next kernel, its `LineageStep`) when `ref` is a library kernel with a later rung in a lineage."""
     if ref.library is None:
         return None
-    from argus.kernels.registry import lineage, lineages
+    from argus.kernels.registry import canonical_name, lineage, lineages
 
+    library = canonical_name(ref.library)  # a run stored before a rename names the kernel by its old name
     for family in lineages():
         steps = lineage(family)
         names = [s.kernel for s in steps]
-        if ref.library in names:
-            i = names.index(ref.library)
+        if library in names:
+            i = names.index(library)
             if i + 1 < len(steps):
                 return steps[i + 1].kernel, steps[i + 1]
     return None

@@ -1,5 +1,32 @@
-"""GEMMs. `gemm_mma_sync`: shared-memory tiles, `ldmatrix` into operand fragments and
-`mma.sync.m16n8k16` on four warps arranged 2x2 over the accumulator."""
+"""The GEMM ladder: one kernel per rung, in ladder order. Each rung adds one mechanism to the rung before it, and
+its name says which (`argus.kernels.workloads` declares each rung's library entry and its lineage position;
+docs/gemm.md):
+
+1. `gemm_naive` — one thread per output element, operands straight from global memory into registers,
+   ``fma.rn.f32`` on CUDA cores (the per-thread FMA atom, `T.fma_atom`);
+2. `gemm_smem_tiled` — adds shared-memory tiling: the block stages (BM, BK) and (BK, BN) tiles in shared memory
+   between barriers, and each thread computes a (TM, TN) register micro-tile from them;
+3. `gemm_mma_sync` — adds tensor cores: ``ldmatrix`` into operand fragments and ``mma.sync.m16n8k16`` on four
+   warps arranged 2x2 over the accumulator;
+4. `gemm_cp_async` — adds a ``cp.async`` multi-stage pipeline;
+5. `gemm_cp_async_swizzled` — adds XOR-swizzled shared memory, so that ``ldmatrix`` reads are free of bank
+   conflicts;
+6. `gemm_tma_wgmma` — adds Hopper's TMA loads on an mbarrier pipeline and warpgroup MMAs (``wgmma``), every
+   warpgroup both issuing and computing in program order;
+7. `gemm_warp_specialized` — adds warp specialization: a producer warpgroup (TMA) and consumer warpgroups
+   (``wgmma``), with the register split by ``setmaxnreg``;
+8. `gemm_warp_specialized_persistent` — adds a persistent grid: BLOCKS blocks walk the output tiles in grouped
+   order, the mbarrier pipeline running on across each block's tiles;
+9. (`gemm_tma_store_epilogue`, the library entry of rung 8's kernel with ``EPILOGUE="tma"``: the epilogue through
+   shared memory and TMA stores.)
+
+Off the ladder: `gemm_persistent`, `gemm_mma_sync` on a persistent grid.
+
+All take bf16 A (M, K) and give f32 C (M, N) (rungs 7 and 8: C in OUT); B is (K, N) up to `gemm_cp_async_swizzled`
+and (N, K), K-major, from `gemm_tma_wgmma` on (TMA + ``wgmma`` want both operands K-major); rungs 7 and 8 take
+either orientation of A and B (A_MAJOR, B_MAJOR). Rungs 7 and 8 were named ``gemm_wgmma_tma`` and
+``gemm_wgmma_tma_persistent``; those names still resolve (`argus.kernels.workloads.OLD_NAMES`).
+"""
 
 from __future__ import annotations
 
@@ -8,89 +35,85 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS
+from argus.atoms.tma import store_chunk_columns
 from argus.lang.errors import DSLError
+from argus.layout import Layout
 
-# --- operand layouts of the Hopper GEMMs (gemm_wgmma_tma and gemm_wgmma_tma_persistent) -----------------------
-#
-# A_MAJOR / B_MAJOR say which dimension of each operand is contiguous in global memory (docs/gemm.md, "Operand
-# layouts"): A is (M, K) K-major (row-major A) or (K, M) M-major (A^T stored row-major); B is (N, K) K-major
-# (C = A @ B^T, today's "TN") or (K, N) N-major (C = A @ B, torch.matmul's B). A K-major operand is staged as
-# (stages, BMN, BK) tiles loaded by one TMA box each; an MN-major one as (stages, BK, BMN) tiles in swizzle-wide
-# panels (T.alloc_shared(..., panels=True)), loaded by one (BK, 64) box per panel, all on the stage's mbarrier,
-# and read by wgmma as a transposed (MN-major) operand.
-
-_MAJORS = {"A_MAJOR": ("K", "M"), "B_MAJOR": ("K", "N")}
+# --- rung 1: one thread per output element ----------------------------------------------------------------------------
 
 
-def _major(param: str, value: Any) -> str:
-    if value not in _MAJORS[param]:
-        raise DSLError(
-            "DSL_OPERAND_MAJOR",
-            f"{param} = {value!r}: an operand of the Hopper GEMMs is K-major or {_MAJORS[param][1]}-major",
-            f"pass {param}='K' (the default) or {param}={_MAJORS[param][1]!r}",
-            requirement=" or ".join(repr(v) for v in _MAJORS[param]),
-            actual=repr(value),
-        )
-    return value
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
+def gemm_naive(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 1,
+    BN: int = 128,
+    BK: int = 16,
+):
+    """C = A @ B with one thread per element of C: thread t of block (bm, bn) owns element (t % BM, t // BM)
+    of the block's (BM, BN) tile, reads its row of A and its column of B from global memory, BK elements
+    at a time, and accumulates them with FMAs in f32. (With BM = 1, consecutive threads own consecutive
+    columns: B and C accesses coalesce and A's are broadcasts.)"""
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=BM * BN) as (bm, bn):
+        atom = T.fma_atom(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(BM, BN))  # one element per thread
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(BM, BN))  # its row of A
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(BM, BN))  # its column of B
+        T.fill(acc, 0.0)
+        for k in T.serial(T.cdiv(K, BK)):
+            T.copy(A.tile((bm, k), (BM, BK)), rA)  # past K reads 0
+            T.copy(B.tile((k, bn), (BK, BN)), rB)
+            # invariant: the operands multiplied at iteration k are K-block k of this block's rows / columns
+            T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), rA)
+            T.assert_tag(lambda b: (b[0] // BK == k) & (b[1] // BN == bn), rB)
+            T.gemm(rA, rB, acc)
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
 
 
-def a_shape(A_MAJOR: str) -> tuple[str, str]:  # noqa: N803 - named after the kernel parameter
-    """A's global shape: ``(M, K)`` K-major, or ``(K, M)`` M-major (A^T stored row-major)."""
-    return ("M", "K") if _major("A_MAJOR", A_MAJOR) == "K" else ("K", "M")
+# --- rung 2: shared-memory tiling -------------------------------------------------------------------------------------
 
 
-def b_shape(B_MAJOR: str) -> tuple[str, str]:  # noqa: N803
-    """B's global shape: ``(N, K)`` K-major (C = A @ B^T), or ``(K, N)`` N-major (C = A @ B)."""
-    return ("N", "K") if _major("B_MAJOR", B_MAJOR) == "K" else ("K", "N")
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
+def gemm_smem_tiled(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 8,
+    TM: int = 8,
+    TN: int = 8,
+):
+    """`gemm_naive` plus shared-memory tiling: the block's threads copy a (BM, BK) tile of A and a (BK, BN)
+    tile of B into shared memory, synchronize, and each thread computes a (TM, TN) micro-tile of C with
+    FMAs from the TM rows of A and TN columns of B it reads from there (each element fetched from global
+    memory once per block instead of once per thread). The shared tiles are stored transposed to their
+    use (A M-contiguous, B K-contiguous), so that a thread's operand runs are 16-byte shared loads."""
+    groups = (BM // TM, BN // TN)
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=groups[0] * groups[1]) as (bm, bn):
+        sA = T.alloc_shared((BM, BK), T.bf16, layout=Layout((BM, BK), (1, BM)))  # (BM, BK), M-contiguous
+        sB = T.alloc_shared((BK, BN), T.bf16, layout=Layout((BK, BN), (1, BK)))  # (BK, BN), K-contiguous
+        atom = T.fma_atom(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=groups)  # (TM, TN) per thread
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=groups)  # (TM, BK) per thread
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=groups)  # (BK, TN) per thread
+        T.fill(acc, 0.0)
+        for k in T.serial(T.cdiv(K, BK)):
+            T.copy(A.tile((bm, k), (BM, BK)), sA)
+            T.copy(B.tile((k, bn), (BK, BN)), sB)
+            T.barrier()
+            T.copy(sA, rA)
+            T.copy(sB, rB)
+            # invariant: the operands multiplied at iteration k are K-block k of this block's tiles
+            T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), rA)
+            T.assert_tag(lambda b: (b[0] // BK == k) & (b[1] // BN == bn), rB)
+            T.gemm(rA, rB, acc)
+            T.barrier()  # sA and sB may be overwritten from here on
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
 
 
-def operand_assumption(a_major: str, b_major: str) -> str:
-    """The `T.assume` TMA needs: every row stride of A and B (their contiguous extent, in 16-bit elements) a
-    multiple of 16 bytes."""
-    dims = sorted({"K" if a_major == "K" else "M", "K" if b_major == "K" else "N"}, key="KMN".index)
-    return " and ".join(f"{d} % 8 == 0" for d in dims)
-
-
-@T.macro
-def alloc_operand_stages(major: str, stages: int, bmn: int, bk: int, dtype: Any) -> T.Shared:
-    """The shared stages of one operand: ``(stages, bmn, bk)`` 128-byte-swizzled for a K-major operand,
-    ``(stages, bk, bmn)`` in 64-element panels for an MN-major one."""
-    if major == "K":
-        return T.alloc_shared((stages, bmn, bk), dtype, swizzle=128)
-    return T.alloc_shared((stages, bk, bmn), dtype, swizzle=128, panels=True)
-
-
-@T.macro
-def load_operand(tensor: Any, major: str, stage: T.Tile, mn: Any, k: Any, bmn: int, bk: int, bar: Any) -> None:
-    """TMA-load MN-block `mn`, K-block `k` of an operand into `stage` on mbarrier `bar`: one (bmn, bk) box for a
-    K-major operand; for an MN-major one, one (bk, P) box per panel (P = 128 bytes of elements: a box's inner
-    extent may not exceed the swizzle span), panel j at MN-block ``mn * (bmn / P) + j`` of width P."""
-    if major == "K":
-        T.copy(tensor.tile((mn, k), (bmn, bk)), stage, atom="tma", mbarrier=bar)
-        return
-    panel = 128 // tensor.dtype.itemsize
-    for j in range(bmn // panel):
-        T.copy(
-            tensor.tile((k, mn * (bmn // panel) + j), (bk, panel)),
-            stage.window((0, panel * j), (bk, panel)),
-            atom="tma",
-            mbarrier=bar,
-        )
-
-
-@T.macro
-def operand(major: str, stage: T.Tile, contraction_first: bool) -> T.Tile:
-    """A stage as `T.gemm` takes it: A as (BM, BK) (`contraction_first` False), B as (BK, BN) (True)."""
-    k_first = major != "K"
-    return stage if k_first == contraction_first else stage.T
-
-
-@T.macro
-def holds(major: str, block_mn: Any, block_k: Any, bmn: int, bk: int):
-    """The tag predicate "this stage holds MN-block `block_mn`, K-block `block_k`" of an operand whose tags are
-    its global coordinates: ``(mn, k)`` for a K-major operand, ``(k, mn)`` for an MN-major one."""
-    i_mn, i_k = (0, 1) if major == "K" else (1, 0)
-    return lambda x: (x[i_k] // bk == block_k) & (x[i_mn] // bmn == block_mn)
+# --- rung 3: tensor cores (ldmatrix + mma.sync) -----------------------------------------------------------------------
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
@@ -123,6 +146,9 @@ def gemm_mma_sync(
             T.gemm(rA, rB, acc)
             T.barrier()
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+# --- rung 4: a cp.async pipeline --------------------------------------------------------------------------------------
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
@@ -168,8 +194,191 @@ def gemm_cp_async(
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
 
 
+# --- rung 5: swizzled shared memory -----------------------------------------------------------------------------------
+
+
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
-def gemm_wgmma_tma(
+def gemm_cp_async_swizzled(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+):
+    """`gemm_cp_async` with XOR-swizzled shared memory: the 16-byte chunks of each row of sA (BK * 2 bytes)
+    and sB (BN * 2 bytes) are permuted by Hopper's 64- / 128-byte swizzles, so that the eight rows one
+    ``ldmatrix`` phase reads lie in eight different bank groups (and the ``cp.async`` writes stay 16-byte
+    vectors)."""
+    T.assume("K % 8 == 0 and N % 8 == 0")  # rows of A and B start 16-byte aligned: cp.async moves 16-byte vectors
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=BK * 2)  # (stages, BM, BK), rows of BK*2 bytes
+        sB = T.alloc_shared((STAGES, BK, BN), T.bf16, swizzle=min(BN * 2, 128))  # (stages, BK, BN)
+        atom = T.mma_sync(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(2, 2))
+        T.fill(acc, 0.0)
+        k_tiles = T.cdiv(K, BK)
+        for s in range(STAGES - 1):  # prologue: the first STAGES-1 tiles in flight
+            T.copy(A.tile((bm, s), (BM, BK)), sA[s], atom="cp.async")
+            T.copy(B.tile((s, bn), (BK, BN)), sB[s], atom="cp.async")
+            T.async_commit()
+        for k in T.serial(k_tiles):
+            nxt = k + (STAGES - 1)
+            T.copy(A.tile((bm, nxt), (BM, BK)), sA[nxt % STAGES], atom="cp.async")
+            T.copy(B.tile((nxt, bn), (BK, BN)), sB[nxt % STAGES], atom="cp.async")
+            T.async_commit()
+            T.async_wait(STAGES - 1)  # tile k has landed
+            T.barrier()
+            T.copy(sA[k % STAGES], rA, atom="ldmatrix")
+            T.copy(sB[k % STAGES], rB, atom="ldmatrix")
+            # invariant: stage k % STAGES holds K-block k when iteration k consumes it
+            T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), rA)
+            T.assert_tag(lambda b: (b[0] // BK == k) & (b[1] // BN == bn), rB)
+            T.gemm(rA, rB, acc)
+            T.barrier()  # stage k % STAGES may be overwritten from here on
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+# --- rung 6: TMA loads and wgmma, in program order --------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def gemm_tma_wgmma(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("N", "K"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 3,
+):
+    """C = A @ B^T (B given as (N, K), K-major) with Hopper's TMA and ``wgmma``, without warp specialization:
+    TMA loads into 128-byte-swizzled shared memory complete on one mbarrier per stage, STAGES - 1 tiles
+    ahead of the one being multiplied, and both warpgroups (64 rows of the accumulator each) issue and
+    compute in program order — thread 0 issues the loads, everyone waits for the stage, multiplies it with
+    ``wgmma.m64nBNk16``, and a block barrier frees the stage for its next load."""
+    T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=2 * 128) as (bm, bn):
+        sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)  # (stages, BM, BK), K-major
+        sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)  # (stages, BN, BK), K-major
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: one expect_tx arrival + TMA bytes
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))  # 2 warpgroups x 64 rows
+        T.fill(acc, 0.0)
+        k_tiles = T.cdiv(K, BK)
+        stage_bytes = (BM + BN) * BK * 2
+        for s in range(STAGES - 1):  # prologue: the first STAGES-1 tiles in flight
+            with T.if_(k_tiles > s):
+                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                T.copy(A.tile((bm, s), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                T.copy(B.tile((bn, s), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
+        for k, s in T.pipeline(k_tiles, stages=STAGES):
+            nxt = k + (STAGES - 1)  # into the stage iteration k - 1 consumed (freed by its closing barrier)
+            with T.if_(nxt < k_tiles):
+                T.mbarrier_arrive(full[nxt % STAGES], expect_bytes=stage_bytes)
+                T.copy(A.tile((bm, nxt), (BM, BK)), sA[nxt % STAGES], atom="tma", mbarrier=full[nxt % STAGES])
+                T.copy(B.tile((bn, nxt), (BN, BK)), sB[nxt % STAGES], atom="tma", mbarrier=full[nxt % STAGES])
+            T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)  # the stage's (k // STAGES)-th load has landed
+            # invariant: the stage consumed at iteration k holds K-block k of this block's A and B tiles
+            T.assert_tag(lambda a: (a[1] // BK == k) & (a[0] // BM == bm), sA[s])
+            T.assert_tag(lambda b: (b[1] // BK == k) & (b[0] // BN == bn), sB[s])
+            T.gemm(sA[s], sB[s].T, acc)
+            T.barrier()  # every warpgroup is done with stage s: the next iteration may refill it
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+# --- operand layouts of the warp-specialized rungs (gemm_warp_specialized and its persistent grid) --------------------
+#
+# A_MAJOR / B_MAJOR say which dimension of each operand is contiguous in global memory (docs/gemm.md, "Operand
+# layouts"): A is (M, K) K-major (row-major A) or (K, M) M-major (A^T stored row-major); B is (N, K) K-major
+# (C = A @ B^T, today's "TN") or (K, N) N-major (C = A @ B, torch.matmul's B). A K-major operand is staged as
+# (stages, BMN, BK) tiles loaded by one TMA box each; an MN-major one as (stages, BK, BMN) tiles in swizzle-wide
+# panels (T.alloc_shared(..., panels=True)), loaded by one (BK, 64) box per panel, all on the stage's mbarrier,
+# and read by wgmma as a transposed (MN-major) operand.
+
+#: The layouts each operand may take: K-major, or major in its other dimension.
+OPERAND_MAJORS = {"A_MAJOR": ("K", "M"), "B_MAJOR": ("K", "N")}
+
+
+def checked_major(param: str, value: Any) -> str:
+    """`value` if operand `param` (``"A_MAJOR"`` or ``"B_MAJOR"``) may take that layout, else ``DSL_OPERAND_MAJOR``."""
+    if value not in OPERAND_MAJORS[param]:
+        raise DSLError(
+            "DSL_OPERAND_MAJOR",
+            f"{param} = {value!r}: an operand of the Hopper GEMMs is K-major or {OPERAND_MAJORS[param][1]}-major",
+            f"pass {param}='K' (the default) or {param}={OPERAND_MAJORS[param][1]!r}",
+            requirement=" or ".join([repr(v) for v in OPERAND_MAJORS[param]]),
+            actual=repr(value),
+        )
+    return value
+
+
+def a_shape(A_MAJOR: str) -> tuple[str, str]:  # noqa: N803 - named after the kernel parameter
+    """A's global shape: ``(M, K)`` K-major, or ``(K, M)`` M-major (A^T stored row-major)."""
+    return ("M", "K") if checked_major("A_MAJOR", A_MAJOR) == "K" else ("K", "M")
+
+
+def b_shape(B_MAJOR: str) -> tuple[str, str]:  # noqa: N803
+    """B's global shape: ``(N, K)`` K-major (C = A @ B^T), or ``(K, N)`` N-major (C = A @ B)."""
+    return ("N", "K") if checked_major("B_MAJOR", B_MAJOR) == "K" else ("K", "N")
+
+
+def operand_assumption(a_major: str, b_major: str) -> str:
+    """The `T.assume` TMA needs: every row stride of A and B (their contiguous extent, in 16-bit elements) a
+    multiple of 16 bytes."""
+    dims = sorted({"K" if a_major == "K" else "M", "K" if b_major == "K" else "N"}, key="KMN".index)
+    return " and ".join([f"{d} % 8 == 0" for d in dims])
+
+
+@T.macro
+def alloc_operand_stages(major: str, stages: int, bmn: int, bk: int, dtype: Any) -> T.Shared:
+    """The shared stages of one operand: ``(stages, bmn, bk)`` 128-byte-swizzled for a K-major operand,
+    ``(stages, bk, bmn)`` in 64-element panels for an MN-major one."""
+    if major == "K":
+        return T.alloc_shared((stages, bmn, bk), dtype, swizzle=128)
+    return T.alloc_shared((stages, bk, bmn), dtype, swizzle=128, panels=True)
+
+
+@T.macro
+def load_operand(tensor: Any, major: str, stage: T.Tile, mn: Any, k: Any, bmn: int, bk: int, bar: Any) -> None:
+    """TMA-load MN-block `mn`, K-block `k` of an operand into `stage` on mbarrier `bar`: one (bmn, bk) box for a
+    K-major operand; for an MN-major one, one (bk, P) box per panel (P = 128 bytes of elements: a box's inner
+    extent may not exceed the swizzle span), panel j at MN-block ``mn * (bmn / P) + j`` of width P."""
+    if major == "K":
+        T.copy(tensor.tile((mn, k), (bmn, bk)), stage, atom="tma", mbarrier=bar)
+        return
+    panel = 128 // tensor.dtype.itemsize
+    for j in range(bmn // panel):
+        T.copy(
+            tensor.tile((k, mn * (bmn // panel) + j), (bk, panel)),
+            stage.window((0, panel * j), (bk, panel)),
+            atom="tma",
+            mbarrier=bar,
+        )
+
+
+@T.macro
+def operand(major: str, stage: T.Tile, contraction_first: bool) -> T.Tile:
+    """A stage as `T.gemm` takes it: A as (BM, BK) (`contraction_first` False), B as (BK, BN) (True)."""
+    k_first = major != "K"
+    return stage if k_first == contraction_first else stage.T
+
+
+@T.macro
+def holds(major: str, block_mn: Any, block_k: Any, bmn: int, bk: int):
+    """The tag predicate "this stage holds MN-block `block_mn`, K-block `block_k`" of an operand whose tags are
+    its global coordinates: ``(mn, k)`` for a K-major operand, ``(k, mn)`` for an MN-major one."""
+    i_mn, i_k = (0, 1) if major == "K" else (1, 0)
+    return lambda x: (x[i_k] // bk == block_k) & (x[i_mn] // bmn == block_mn)
+
+
+# --- rung 7: warp specialization --------------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def gemm_warp_specialized(
     A: T.Tensor[a_shape, "IN"],
     B: T.Tensor[b_shape, "IN"],
     C: T.Tensor[("M", "N"), "OUT"],
@@ -237,6 +446,110 @@ def gemm_wgmma_tma(
                 T.gemm(operand(A_MAJOR, sA[s], False), operand(B_MAJOR, sB[s], True), acc)
                 T.mbarrier_arrive(empty[s])
             T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+# --- rung 8: the persistent grid --------------------------------------------------------------------------------------
+#
+# `gemm_warp_specialized` on a grid of BLOCKS blocks (one per SM) that walk the output tiles, with one mbarrier
+# pipeline per block running across its tiles. Each warp role loops over the block's tiles (tile
+# ``t = bx + it * BLOCKS``, in `T.tile_order`), and inside it over the K-blocks of the tile with
+# ``T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles)``: iteration k of tile it is global iteration
+# ``g = k + it * k_tiles`` of the block's stage rotation, so it uses stage ``g % STAGES`` and completes phase
+# ``g // STAGES`` of that stage's barriers. The producer therefore runs on into the next tile's stages while the
+# consumers multiply this one's last K-blocks and store C, instead of every tile starting with an empty pipeline and
+# ending with an exposed epilogue.
+#
+# EPILOGUE says how the consumers store C. ``"direct"``: from registers to global memory (16-byte stores after the
+# lane exchange where C is 16-bit), the consumers starting the next tile's MMAs only once the last store has issued.
+# ``"tma"`` (rung 9): through shared memory and TMA stores (``T.copy(..., atom="tma.store")``): each consumer
+# warpgroup writes its rows of C in chunks of 128 bytes of columns into one of two staging buffers and hands each
+# chunk to a TMA store, which drains while the warpgroup goes on to the next tile. The staging buffers take
+# 2 x BM x 128 bytes of shared memory (32 KB at BM = 128), and C's rows must be 16-byte aligned.
+
+
+@argus.kernel(
+    policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
+)
+def gemm_warp_specialized_persistent(
+    A: T.Tensor[a_shape, "IN"],
+    B: T.Tensor[b_shape, "IN"],
+    C: T.Tensor[("M", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 3,
+    OUT: str = "f32",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = SMS,
+    ORDER: str = "grouped",
+    GROUP: int = 8,
+    EPILOGUE: str = "direct",
+    A_MAJOR: str = "K",
+    B_MAJOR: str = "K",
+):
+    """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
+    blocks, each with a producer warpgroup (TMA) and two consumer warpgroups (wgmma, f32 accumulators, C written
+    in OUT), walk the output tiles in ORDER (``grouped``: GROUP rows of tiles at a time, for L2 reuse). The
+    `full`/`empty` mbarrier pipeline of STAGES stages continues across a block's tiles (global iteration
+    ``it * k_tiles + k``). EPILOGUE: ``"direct"`` (registers -> global) or ``"tma"`` (shared-memory staging and
+    TMA stores, overlapping the next tile).
+
+    A_MAJOR, B_MAJOR: the operands' layouts, as in `gemm_warp_specialized`: A (M, K) or, with ``A_MAJOR="M"``, (K, M);
+    B (N, K) (C = A @ B^T) or, with ``B_MAJOR="N"``, (K, N) (C = A @ B). MN-major operands are loaded one TMA
+    box per 64-element panel and read by wgmma transposed (docs/gemm.md, "Operand layouts")."""
+    # TMA needs the row strides of A and B (their contiguous extents, 16-bit elements) to be multiples of 16 bytes
+    T.assume(operand_assumption(A_MAJOR, B_MAJOR))
+    if EPILOGUE not in ("direct", "tma"):
+        raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
+    if EPILOGUE == "tma":
+        T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
+    with T.grid(BLOCKS, threads=384) as (bx,):
+        sA = alloc_operand_stages(A_MAJOR, STAGES, BM, BK, A.dtype)  # (stages, BM, BK) K-major, or (stages, BK, BM)
+        sB = alloc_operand_stages(B_MAJOR, STAGES, BN, BK, B.dtype)  # (stages, BN, BK) K-major, or (stages, BK, BN)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
+        if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
+            sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
+        tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
+        tiles = tiles_m * tiles_n
+        k_tiles = T.cdiv(K, BK)
+        stage_bytes = (BM + BN) * BK * 2  # every box of the stage counts in full, also where it is out of bounds
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+            for it in T.serial(T.cdiv(tiles, BLOCKS)):
+                t = bx + it * BLOCKS
+                with T.if_(t < tiles):
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                        # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
+                        g = k + it * k_tiles
+                        T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
+                        T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                        load_operand(A, A_MAJOR, sA[s], bm, k, BM, BK, full[s])
+                        load_operand(B, B_MAJOR, sB[s], bn, k, BN, BK, full[s])
+        with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # 2 warpgroups x 64 rows
+            for it in T.serial(T.cdiv(tiles, BLOCKS)):
+                t = bx + it * BLOCKS
+                with T.if_(t < tiles):
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+                    T.fill(acc, 0.0)
+                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                        g = k + it * k_tiles
+                        T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
+                        # invariant: the stage consumed at iteration k holds K-block k of this tile's A and B
+                        T.assert_tag(holds(A_MAJOR, bm, k, BM, BK), sA[s])
+                        T.assert_tag(holds(B_MAJOR, bn, k, BN, BK), sB[s])
+                        T.gemm(operand(A_MAJOR, sA[s], False), operand(B_MAJOR, sB[s], True), acc)
+                        T.mbarrier_arrive(empty[s])
+                    if EPILOGUE == "tma":
+                        T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
+                    else:
+                        T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+# --- off the ladder: rung 3 on a persistent grid ----------------------------------------------------------------------
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "tile_order": "ORDER"})

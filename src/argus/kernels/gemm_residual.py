@@ -1,7 +1,7 @@
 """A held-out kernel family: GEMM with a fused residual + ReLU epilogue, C = relu(A @ B + R), as a ladder of rungs
-that mirrors the GEMM lineage (`argus.kernels.gemm_lineage`, `argus.kernels.gemm`) mechanism by mechanism, so that
-the optimization agent can climb it with skills mined from the GEMM lineage without having seen it (lineage family
-``"gemm_residual"`` in `argus.kernels.registry`; docs/gemm.md).
+that mirrors the GEMM ladder (`argus.kernels.gemm`) mechanism by mechanism, rung for rung and in the same order, so
+that the optimization agent can climb it with skills mined from the GEMM lineage without having seen it (lineage
+family ``"gemm_residual"``, declared in `argus.kernels.workloads`; docs/gemm.md).
 
 Every rung is its GEMM counterpart (same tiles, stages, threads, tag assertions and assumptions) plus one
 epilogue: after the main loop, the block's (BM, BN) tile of R (f32, the accumulator's precision) is loaded into a
@@ -11,8 +11,10 @@ R's element (bm * BM + i, bn * BN + j).
 
 All take bf16 A (M, K), f32 R (M, N) and give f32 C (M, N); B is (K, N) up to `gemm_residual_cp_async_swizzled`
 and (N, K), K-major, from `gemm_residual_tma_wgmma` on, as in the GEMM lineage. The last two rungs are one kernel,
-`gemm_residual_wgmma_tma_persistent` (the persistent grid), with EPILOGUE="tma" for the TMA-store epilogue: there
-relu(acc + R) is written into the accumulator, which the staged store takes.
+`gemm_residual_warp_specialized_persistent` (the persistent grid), with EPILOGUE="tma" for the TMA-store epilogue:
+there relu(acc + R) is written into the accumulator, which the staged store takes. Rungs 7 and 8 were named
+``gemm_residual_wgmma_tma`` and ``gemm_residual_wgmma_tma_persistent``; those names still resolve
+(`argus.kernels.workloads.OLD_NAMES`).
 """
 
 from __future__ import annotations
@@ -282,7 +284,7 @@ def gemm_residual_tma_wgmma(
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
-def gemm_residual_wgmma_tma(
+def gemm_residual_warp_specialized(
     A: T.Tensor[("M", "K"), T.bf16],
     B: T.Tensor[("N", "K"), T.bf16],
     R: T.Tensor[("M", "N"), T.f32],
@@ -295,7 +297,7 @@ def gemm_residual_wgmma_tma(
     PRODUCER_REGS: int = 40,
     CONSUMER_REGS: int = 232,
 ):
-    """`gemm_wgmma_tma` plus the epilogue: C = relu(A @ B^T + R) with one producer warpgroup (TMA) and two
+    """`gemm_warp_specialized` plus the epilogue: C = relu(A @ B^T + R) with one producer warpgroup (TMA) and two
     consumer warpgroups (``wgmma``) on ``full``/``empty`` mbarriers and the register split by ``setmaxnreg``; the
     consumers load R in the accumulator's ``wgmma`` layout after their main loop."""
     T.assume("K % 8 == 0")  # TMA needs the row strides of A and B (K bf16 elements) to be multiples of 16 bytes
@@ -332,7 +334,7 @@ def gemm_residual_wgmma_tma(
 @argus.kernel(
     policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
 )
-def gemm_residual_wgmma_tma_persistent(
+def gemm_residual_warp_specialized_persistent(
     A: T.Tensor[("M", "K"), T.bf16],
     B: T.Tensor[("N", "K"), T.bf16],
     R: T.Tensor[("M", "N"), T.f32],
@@ -348,8 +350,8 @@ def gemm_residual_wgmma_tma_persistent(
     GROUP: int = 8,
     EPILOGUE: str = "direct",
 ):
-    """`gemm_wgmma_tma_persistent` plus the epilogue: C = relu(A @ B^T + R) on BLOCKS persistent blocks walking the
-    tiles in ORDER, the mbarrier pipeline running on across each block's tiles; after a tile's main loop the
+    """`gemm_warp_specialized_persistent` plus the epilogue: C = relu(A @ B^T + R) on BLOCKS persistent blocks walking
+    the tiles in ORDER, the mbarrier pipeline running on across each block's tiles; after a tile's main loop the
     consumers load R's tile in the accumulator's layout. EPILOGUE ``"direct"`` stores relu(acc + R) from registers;
     ``"tma"`` writes it into the accumulator and stores that through shared memory and TMA stores (C's rows 16-byte
     aligned: N % 4 == 0 for f32 C)."""

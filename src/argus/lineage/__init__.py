@@ -3,7 +3,7 @@
 every accepted step, reversed, into a skill in the knowledge base's schema.
 
     from argus.lineage import walk, mine_skills, write_skills
-    lineage = walk("gemm_wgmma_tma")            # gemm_wgmma_tma -> ... -> gemm_naive
+    lineage = walk("gemm_warp_specialized")     # gemm_warp_specialized -> ... -> gemm_naive
     print(lineage.table())
     lineage.write("gemm.lineage.json")
     write_skills(mine_skills(lineage), "skills/")   # TOML entries, source = "mined"

@@ -627,7 +627,7 @@ def _library_of(name: str) -> str:
 
 
 def _kernel_names(names: list[str]) -> set[str]:
-    """The `@argus.kernel` function names behind library kernels (``gemm_hopper`` is ``gemm_wgmma_tma``)."""
+    """The `@argus.kernel` function names behind library kernels (``gemm_hopper`` is ``gemm_warp_specialized``)."""
     from argus.kernels.registry import get_kernel
 
     out = set()

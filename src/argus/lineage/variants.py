@@ -75,7 +75,7 @@ class Variant:
     """One kernel of a lineage.
 
     Attributes:
-        name: how tables and skills name it, e.g. ``gemm_wgmma_tma[STAGES=1]``.
+        name: how tables and skills name it, e.g. ``gemm_warp_specialized[STAGES=1]``.
         kernel: an ``@argus.kernel`` function or a `DerivedKernel`.
         params: trace-time parameters (the policies' values among them).
         task: the built-in task (`argus.tasks`) whose reference it must match.

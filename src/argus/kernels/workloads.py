@@ -1,0 +1,823 @@
+"""Every workload of the library, declared once: what it computes (`Problem`: tensors, reference, inputs, sizes,
+work, baselines, what a candidate may not call) and the kernels that compute it (`Workload`: kernel, parameters,
+interpreter shapes, tolerance, lineage position). The shape of a declaration is `argus.kernels.declarations`.
+
+Everything else is derived from these tables: the kernel registry (`argus.kernels.registry`: `get_kernel`,
+`all_kernels`, `lineage`, `lineages`) reads `WORKLOADS`, in their order; the built-in tasks (`argus.tasks.builtin`:
+`get_task`, `all_tasks`, `task_of_kernel`) read `PROBLEMS`, each task's kernels being the workloads on it. A lineage
+is the workloads of one family in declaration order, so the GEMM ladder below is written rung by rung, naive first,
+as its kernels are in `argus.kernels.gemm`.
+
+Each reference is written once, in `argus.kernels.arrays`' operators: on numpy arrays it checks the kernels on the
+interpreter, on torch tensors it is the gate's reference and the PyTorch-eager baseline. `OLD_NAMES` lists the names
+kernels had before they were named for what they add; `get_kernel` and `task_of_kernel` still accept them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from argus.atoms.common import SMS
+from argus.ir.types import bf16, round_to
+from argus.kernels import arrays, attention, elementwise, gemm, gemm_residual, softmax
+from argus.kernels.declarations import Problem, ProblemSizeError, Rung, Shapes, Tensor, Workload
+
+# ---- references: each written once -----------------------------------------------------------------------------------
+
+
+def vector_sum(A: Any, B: Any) -> Any:
+    return A + B
+
+
+def row_softmax(X: Any) -> Any:
+    return arrays.softmax(X, axis=-1)
+
+
+def row_layer_norm(X: Any, W: Any, Bias: Any) -> Any:
+    return arrays.layer_norm(X, W, Bias, eps=1e-5)
+
+
+def product(A: Any, B: Any) -> Any:
+    """C = A @ B (on torch tensors: cuBLAS's GEMM, in the precision of A and B)."""
+    return A @ B
+
+
+def product_nt(A: Any, B: Any) -> Any:
+    """C = A @ B^T, B given as (N, K)."""
+    return A @ B.T
+
+
+def residual_relu(A: Any, B: Any, R: Any) -> Any:
+    """relu(A @ B + R): the product in the precision of A and B (bf16 natively), the epilogue in R's (f32)."""
+    return arrays.relu(A @ B + R)
+
+
+def residual_relu_nt(A: Any, B: Any, R: Any) -> Any:
+    """relu(A @ B^T + R), B given as (N, K)."""
+    return arrays.relu(A @ B.T + R)
+
+
+def attention_forward(Q: Any, K: Any, V: Any) -> Any:
+    """softmax(Q K^T / sqrt(d)) V, written out (the math the kernel computes)."""
+    scores = Q @ arrays.transpose(K) / math.sqrt(Q.shape[-1])
+    return arrays.softmax(scores, axis=-1) @ V
+
+
+def grouped_product(A: Any, B: Any, offs: Any) -> Any:
+    """Row block g of A (rows offs[g-1]..offs[g]) times expert g's matrix B[g]. Torch tensors only: no library
+    kernel computes it, so the interpreter never runs it."""
+    import torch
+
+    out = torch.empty(A.shape[0], B.shape[2], dtype=torch.promote_types(A.dtype, B.dtype), device=A.device)
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        out[start:end] = torch.matmul(A[start:end], B[g])
+        start = end
+    return out
+
+
+# ---- baselines other than PyTorch eager and torch.compile (torch tensors) --------------------------------------------
+
+
+def _sdpa(backend: str) -> Callable[..., Any]:
+    def run(q: Any, k: Any, v: Any) -> Any:
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(getattr(SDPBackend, backend)):
+            out = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])
+        return out[0]
+
+    run.__name__ = f"sdpa_{backend.lower()}"
+    return run
+
+
+def _grouped_mm(a: Any, b: Any, offs: Any) -> Any:
+    import torch
+
+    return torch._grouped_mm(a, b, offs=offs)
+
+
+# ---- the tasks' native draws (torch) ---------------------------------------------------------------------------------
+
+
+def _bf16_normal(shape: tuple[int, ...], sizes: Mapping[str, int], g: Any) -> Any:
+    import torch
+
+    return torch.randn(shape, generator=g, dtype=torch.float64).to(torch.bfloat16)
+
+
+def _uniform(lo: float, hi: float) -> Callable[[tuple[int, ...], Mapping[str, int], Any], Any]:
+    def sample(shape: tuple[int, ...], sizes: Mapping[str, int], g: Any) -> Any:
+        import torch
+
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(torch.float32)
+
+    return sample
+
+
+def _offsets(shape: tuple[int, ...], sizes: Mapping[str, int], g: Any) -> Any:
+    """Cumulative token counts per expert: a random split of T rows into E groups of multiples of 16 rows."""
+    import torch
+
+    (experts,) = shape
+    tokens = int(sizes["T"])
+    if tokens % 16:
+        raise ProblemSizeError("TASK_SIZE", f"grouped_gemm needs T to be a multiple of 16, got {tokens}", "e.g. T=256")
+    blocks = tokens // 16
+    cuts = torch.sort(torch.randint(0, blocks + 1, (experts - 1,), generator=g)).values
+    ends = torch.cat([cuts, torch.tensor([blocks])]) * 16
+    return ends.to(torch.int32)
+
+
+# ---- the interpreter's inputs (numpy, float64; outputs zeroed) -------------------------------------------------------
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    return np.asarray(round_to(bf16, x), dtype=np.float64)
+
+
+def _vector_add_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    n = s["N"]
+    return {"A": rng.standard_normal(n), "B": rng.uniform(-4, 4, n), "C": np.zeros(n)}
+
+
+def _softmax_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    m, n = s["M"], s["N"]
+    return {"X": rng.standard_normal((m, n)) * 4 + rng.uniform(-2, 2, (m, 1)), "Y": np.zeros((m, n))}
+
+
+def _layer_norm_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    m, n = s["M"], s["N"]
+    return {
+        "X": rng.standard_normal((m, n)) * 2 + 1,
+        "W": rng.uniform(0.5, 1.5, n),
+        "Bias": rng.standard_normal(n) * 0.1,
+        "Y": np.zeros((m, n)),
+    }
+
+
+def _gemm_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    m, n, k = s["M"], s["N"], s["K"]
+    return {"A": _bf16(rng.standard_normal((m, k))), "B": _bf16(rng.uniform(-1, 1, (k, n))), "C": np.zeros((m, n))}
+
+
+def _gemm_nt_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    m, n, k = s["M"], s["N"], s["K"]
+    b = _bf16(rng.uniform(-1, 1, (n, k)))
+    return {"A": _bf16(rng.standard_normal((m, k))), "B": b, "C": np.zeros((m, n))}
+
+
+def _residual_inputs(nt: bool) -> Callable[[Mapping[str, int], np.random.Generator], dict[str, np.ndarray]]:
+    def make(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        m, n, k = s["M"], s["N"], s["K"]
+        return {
+            "A": _bf16(rng.standard_normal((m, k))),
+            "B": _bf16(rng.uniform(-1, 1, (n, k) if nt else (k, n))),
+            "R": rng.standard_normal((m, n)).astype(np.float32).astype(np.float64) * 4,  # ReLU clamps about half
+            "C": np.zeros((m, n)),
+        }
+
+    return make
+
+
+def _attention_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    bh, n = s["BH"], s["S"]
+    q = _bf16(rng.standard_normal((bh, n, 64)))
+    k = _bf16(rng.standard_normal((bh, n, 64)))
+    v = _bf16(rng.uniform(-1, 1, (bh, n, 64)))
+    return {"Q": q, "K": k, "V": v, "O": np.zeros((bh, n, 64))}
+
+
+# ---- what candidates may not call ------------------------------------------------------------------------------------
+
+#: What a GEMM candidate may not call: PyTorch's and cuBLAS's matrix products (static check, by name).
+MATMUL_CALLS = (
+    "torch.matmul",
+    "torch.mm",
+    "torch.bmm",
+    "torch.addmm",
+    "torch.baddbmm",
+    "torch.einsum",
+    "torch.tensordot",
+    "torch.inner",
+    "torch.mv",
+    "torch._grouped_mm",
+    "torch.nn.functional.linear",
+    "torch.nn.Linear",
+    "torch.linalg.*",
+)
+#: The same, as dispatched operators (dynamic check).
+MATMUL_OPS = (
+    "aten::mm",
+    "aten::bmm",
+    "aten::addmm",
+    "aten::baddbmm",
+    "aten::matmul",
+    "aten::linear",
+    "aten::mv",
+    "aten::dot",
+    "aten::_grouped_mm",
+    "aten::_scaled_mm",
+    "aten::_int_mm",
+)
+ATTENTION_CALLS = (*MATMUL_CALLS, "torch.nn.functional.*", "torch.softmax", "torch.nn.MultiheadAttention")
+ATTENTION_OPS = (*MATMUL_OPS, "aten::_softmax", "aten::_safe_softmax", "aten::*scaled_dot_product*")
+
+_SQUARE_GEMMS = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192})
+
+
+def _gemm_flops(s: Mapping[str, int]) -> float:
+    return 2 * s["M"] * s["N"] * s["K"]
+
+
+def _residual_flops(s: Mapping[str, int]) -> float:
+    return 2 * s["M"] * s["N"] * s["K"] + 2 * s["M"] * s["N"]
+
+
+def _gemm_bytes(c_bytes: int) -> Callable[[Mapping[str, int]], float]:
+    """bf16 A and B read once, C written once in `c_bytes` per element."""
+    return lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + c_bytes * s["M"] * s["N"]
+
+
+# ---- problems: the built-in tasks ------------------------------------------------------------------------------------
+
+VECTOR_ADD = Problem(
+    "vector_add",
+    "C = A + B (f32)",
+    (Tensor("A", ("N",), "f32"), Tensor("B", ("N",), "f32"), Tensor("C", ("N",), "f32", output=True)),
+    vector_sum,
+    _vector_add_inputs,
+    cpu_sizes={"N": 3000},
+    bench_sizes=({"N": 1 << 26}, {"N": 1 << 20}),
+    flops=lambda s: s["N"],
+    moved_bytes=lambda s: 12 * s["N"],
+)
+
+SOFTMAX = Problem(
+    "softmax",
+    "row softmax of an M x N f32 matrix (rows of up to 128 for the library kernel)",
+    (Tensor("X", ("M", "N"), "f32"), Tensor("Y", ("M", "N"), "f32", output=True)),
+    row_softmax,
+    _softmax_inputs,
+    cpu_sizes={"M": 10, "N": 100},
+    bench_sizes=({"M": 1 << 18, "N": 128},),
+    flops=lambda s: 5 * s["M"] * s["N"],
+    moved_bytes=lambda s: 8 * s["M"] * s["N"],
+    forbidden=("torch.softmax", "torch.nn.functional.softmax", "torch.nn.Softmax", "torch.special.softmax"),
+    forbidden_ops=("aten::_softmax", "aten::_safe_softmax"),
+)
+
+LAYER_NORM = Problem(
+    "layer_norm",
+    "layer norm over the rows of an M x N f32 matrix, with weight and bias (eps 1e-5)",
+    (
+        Tensor("X", ("M", "N"), "f32"),
+        Tensor("W", ("N",), "f32", draw=_uniform(0.5, 1.5)),
+        Tensor("Bias", ("N",), "f32"),
+        Tensor("Y", ("M", "N"), "f32", output=True),
+    ),
+    row_layer_norm,
+    _layer_norm_inputs,
+    cpu_sizes={"M": 10, "N": 100},
+    bench_sizes=({"M": 1 << 18, "N": 128},),
+    flops=lambda s: 8 * s["M"] * s["N"],
+    moved_bytes=lambda s: 8 * s["M"] * s["N"] + 8 * s["N"],
+    forbidden=("torch.nn.functional.layer_norm", "torch.layer_norm", "torch.nn.LayerNorm"),
+    forbidden_ops=("aten::native_layer_norm", "aten::layer_norm"),
+)
+
+GEMM = Problem(
+    "gemm",
+    "C = A @ B: bf16 A (M x K) and B (K x N), f32 C",
+    (
+        Tensor("A", ("M", "K"), "bf16", draw=_bf16_normal),
+        Tensor("B", ("K", "N"), "bf16", draw=_bf16_normal),
+        Tensor("C", ("M", "N"), "f32", output=True),
+    ),
+    product,
+    _gemm_inputs,
+    cpu_sizes={"M": 100, "N": 72, "K": 80},
+    bench_sizes=_SQUARE_GEMMS,
+    flops=_gemm_flops,
+    moved_bytes=_gemm_bytes(4),
+    baselines={"cublas": product},
+    default_baselines=("eager", "compile", "cublas"),
+    forbidden=MATMUL_CALLS,
+    forbidden_ops=MATMUL_OPS,
+)
+
+GEMM_NT = Problem(
+    "gemm_nt",
+    "C = A @ B^T: bf16 A (M x K) and B (N x K), f32 C (the Hopper TMA/wgmma GEMM)",
+    (
+        Tensor("A", ("M", "K"), "bf16", draw=_bf16_normal),
+        Tensor("B", ("N", "K"), "bf16", draw=_bf16_normal),
+        Tensor("C", ("M", "N"), "f32", output=True),
+    ),
+    product_nt,
+    _gemm_nt_inputs,
+    cpu_sizes={"M": 200, "N": 72, "K": 136},
+    bench_sizes=_SQUARE_GEMMS,
+    flops=_gemm_flops,
+    moved_bytes=_gemm_bytes(4),
+    baselines={"cublas": product_nt},
+    default_baselines=("eager", "compile", "cublas"),
+    forbidden=MATMUL_CALLS,
+    forbidden_ops=MATMUL_OPS,
+)
+
+GEMM_NT_BF16 = Problem(
+    "gemm_nt_bf16",
+    "C = A @ B^T: bf16 A (M x K) and B (N x K), bf16 C (cuBLAS's own output type; the expert Hopper GEMM)",
+    (
+        Tensor("A", ("M", "K"), "bf16", draw=_bf16_normal),
+        Tensor("B", ("N", "K"), "bf16", draw=_bf16_normal),
+        Tensor("C", ("M", "N"), "bf16", output=True),
+    ),
+    product_nt,
+    _gemm_nt_inputs,
+    cpu_sizes={"M": 200, "N": 72, "K": 136},
+    bench_sizes=(
+        {"M": 2048, "N": 2048, "K": 2048},
+        {"M": 4096, "N": 4096, "K": 4096},
+        {"M": 8192, "N": 8192, "K": 8192},
+        {"M": 8192, "N": 7168, "K": 2048},
+        {"M": 4096, "N": 14336, "K": 4096},
+        {"M": 16384, "N": 4096, "K": 4096},
+        {"M": 2048, "N": 8192, "K": 28672},
+    ),
+    flops=_gemm_flops,
+    moved_bytes=_gemm_bytes(2),
+    baselines={"cublas": product_nt},
+    default_baselines=("eager", "compile", "cublas"),
+    forbidden=MATMUL_CALLS,
+    forbidden_ops=MATMUL_OPS,
+)
+
+# The held-out family of the lineage curriculum (docs/gemm.md): a GEMM with a fused epilogue. R is f32, the
+# accumulator's and C's precision: the residual stream of a network is kept there, the add needs no conversion, and
+# a C can be the next call's R. Its cuBLAS baseline is cuBLAS's GEMM, then PyTorch's add and ReLU (unfused).
+GEMM_RESIDUAL = Problem(
+    "gemm_residual",
+    "C = relu(A @ B + R): bf16 A (M x K) and B (K x N), f32 residual R (M x N), f32 C",
+    (
+        Tensor("A", ("M", "K"), "bf16", draw=_bf16_normal),
+        Tensor("B", ("K", "N"), "bf16", draw=_bf16_normal),
+        Tensor("R", ("M", "N"), "f32"),
+        Tensor("C", ("M", "N"), "f32", output=True),
+    ),
+    residual_relu,
+    _residual_inputs(nt=False),
+    cpu_sizes={"M": 100, "N": 72, "K": 80},
+    bench_sizes=_SQUARE_GEMMS,
+    flops=_residual_flops,
+    moved_bytes=lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + 8 * s["M"] * s["N"],
+    baselines={"cublas": residual_relu},
+    default_baselines=("eager", "compile", "cublas"),
+    forbidden=MATMUL_CALLS,
+    forbidden_ops=MATMUL_OPS,
+)
+
+GEMM_NT_RESIDUAL = Problem(
+    "gemm_nt_residual",
+    "C = relu(A @ B^T + R): bf16 A (M x K) and B (N x K), f32 residual R (M x N), f32 C (the Hopper rungs)",
+    (
+        Tensor("A", ("M", "K"), "bf16", draw=_bf16_normal),
+        Tensor("B", ("N", "K"), "bf16", draw=_bf16_normal),
+        Tensor("R", ("M", "N"), "f32"),
+        Tensor("C", ("M", "N"), "f32", output=True),
+    ),
+    residual_relu_nt,
+    _residual_inputs(nt=True),
+    cpu_sizes={"M": 200, "N": 72, "K": 136},
+    bench_sizes=_SQUARE_GEMMS,
+    flops=_residual_flops,
+    moved_bytes=lambda s: 2 * s["M"] * s["K"] + 2 * s["K"] * s["N"] + 8 * s["M"] * s["N"],
+    baselines={"cublas": residual_relu_nt},
+    default_baselines=("eager", "compile", "cublas"),
+    forbidden=MATMUL_CALLS,
+    forbidden_ops=MATMUL_OPS,
+)
+
+ATTENTION = Problem(
+    "attention",
+    "attention forward O = softmax(Q K^T / sqrt(64)) V: bf16 Q, K, V (BH x S x 64), f32 O",
+    (
+        Tensor("Q", ("BH", "S", 64), "bf16", draw=_bf16_normal),
+        Tensor("K", ("BH", "S", 64), "bf16", draw=_bf16_normal),
+        Tensor("V", ("BH", "S", 64), "bf16", draw=_bf16_normal),
+        Tensor("O", ("BH", "S", 64), "f32", output=True),
+    ),
+    attention_forward,
+    _attention_inputs,
+    cpu_sizes={"BH": 1, "S": 100},
+    bench_sizes=({"BH": 32, "S": 4096}, {"BH": 64, "S": 1024}),
+    flops=lambda s: 4 * s["BH"] * s["S"] * s["S"] * 64,
+    moved_bytes=lambda s: 3 * 2 * s["BH"] * s["S"] * 64 + 4 * s["BH"] * s["S"] * 64,
+    baselines={
+        "sdpa-flash": _sdpa("FLASH_ATTENTION"),
+        "sdpa-cudnn": _sdpa("CUDNN_ATTENTION"),
+        "sdpa-efficient": _sdpa("EFFICIENT_ATTENTION"),
+        "sdpa-math": _sdpa("MATH"),
+    },
+    default_baselines=("eager", "compile", "sdpa-flash", "sdpa-cudnn"),
+    forbidden=ATTENTION_CALLS,
+    forbidden_ops=ATTENTION_OPS,
+)
+
+GROUPED_GEMM = Problem(
+    "grouped_gemm",
+    "MoE grouped GEMM: rows offs[g-1]..offs[g] of bf16 A (T x K) times bf16 B[g] (K x N), bf16 C",
+    (
+        Tensor("A", ("T", "K"), "bf16", draw=_bf16_normal),
+        Tensor("B", ("E", "K", "N"), "bf16", draw=_bf16_normal),
+        Tensor("offs", ("E",), "i32", draw=_offsets),
+        Tensor("C", ("T", "N"), "bf16", output=True),
+    ),
+    grouped_product,
+    None,  # no library kernel yet
+    cpu_sizes={"T": 96, "E": 4, "K": 32, "N": 24},
+    bench_sizes=({"T": 16384, "E": 8, "K": 4096, "N": 2048},),
+    flops=lambda s: 2 * s["T"] * s["K"] * s["N"],
+    moved_bytes=lambda s: 2 * s["T"] * s["K"] + 2 * s["E"] * s["K"] * s["N"] + 2 * s["T"] * s["N"],
+    baselines={"grouped_mm": _grouped_mm},
+    default_baselines=("eager", "grouped_mm"),
+    forbidden=MATMUL_CALLS,
+    forbidden_ops=MATMUL_OPS,
+)
+
+#: Every problem, in the order `all_tasks` lists them.
+PROBLEMS: tuple[Problem, ...] = (
+    VECTOR_ADD,
+    SOFTMAX,
+    LAYER_NORM,
+    GEMM,
+    GEMM_NT,
+    GEMM_NT_BF16,
+    GEMM_RESIDUAL,
+    GEMM_NT_RESIDUAL,
+    ATTENTION,
+    GROUPED_GEMM,
+)
+
+# ---- interpreter shapes and expert configurations --------------------------------------------------------------------
+
+#: The GEMM rungs on CUDA cores and mma.sync (64x64 tiles and smaller).
+SMALL_TILES = Shapes({"M": 128, "N": 128, "K": 64}, {"M": 100, "N": 72, "K": 80})
+#: The Hopper rungs (128x128x64 tiles and larger): 2 x 1 tiles, 4 K-blocks; partial: 2 x 1 tiles, both partial, and
+#: 3 K-blocks, the last one partial.
+HOPPER_TILES = Shapes({"M": 256, "N": 128, "K": 256}, {"M": 200, "N": 72, "K": 136})
+#: The persistent rungs: 2 x 2 tiles (the blocks past them find no tile), 4 K-blocks on 3 stages; partial: 2 x 2
+#: tiles, three of them partial, and 3 K-blocks, the last one partial. N is a multiple of 8 in both (the TMA-store
+#: epilogue needs C's rows 16-byte aligned, which the kernel assumes).
+PERSISTENT_TILES = Shapes({"M": 256, "N": 256, "K": 256}, {"M": 200, "N": 200, "K": 136})
+#: The Hopper GEMMs with B given as (K, N): N fills whole 64-column panels of B (partial: one panel in part).
+HOPPER_TILES_NN = Shapes({"M": 256, "N": 256, "K": 256}, {"M": 200, "N": 136, "K": 136})
+
+#: Blocks of the persistent library rungs: one per SM of an H100 SXM / H200, as on the GPU they are measured, gated
+#: and walked on (session 5: at the 3 blocks they once had, so that blocks walk several tiles at interpreter sizes, a
+#: GPU and the cost model put the persistent rung ~40x slower at 4096^3 and KLineage mined its step as 0.02x). The
+#: kernel tests walk several tiles per block with explicit small BLOCKS (`tests/kernels/test_gemm_persistent_ws.py`).
+PERSISTENT_BLOCKS = SMS
+
+#: The expert Hopper GEMM's configuration: the tile shape and stage count measured best on all seven benchmark
+#: shapes of five configurations (benchmarks/results/2026-11-21-gemm-h200.md), bf16 output as cuBLAS writes it.
+GEMM_HOPPER_PARAMS: dict[str, Any] = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "OUT": "bf16"}
+
+#: The persistent expert (issue #7): the expert's tiles on `gemm_warp_specialized_persistent`, one block per SM of
+#: an H100/H200 (`PERSISTENT_BLOCKS`), tiles in grouped order 16 M-tiles at a time. GROUP chosen by measurement over
+#: {4, 8, 16} at the seven benchmark shapes on an H200 (`benchmarks/results/2026-11-21-session4.md`); BLOCKS is the
+#: SM count (fewer SMs, e.g. an H100 PCIe's 114, still compute the right result with some blocks waiting for an SM).
+#: C goes out through shared memory and TMA stores that drain while the consumers start the next tile (EPILOGUE
+#: "tma", session 5: `benchmarks/results/2026-11-21-session5.md`); it needs N % 8 == 0 (C's rows 16-byte aligned),
+#: which the kernel assumes, so the runtime refuses other N with the assumption's message.
+GEMM_HOPPER_PERSISTENT_PARAMS: dict[str, Any] = {
+    **GEMM_HOPPER_PARAMS,
+    "BLOCKS": PERSISTENT_BLOCKS,
+    "ORDER": "grouped",
+    "GROUP": 16,
+    "EPILOGUE": "tma",
+}
+
+# ---- workloads: the library's kernels, in registry order -------------------------------------------------------------
+
+_PERSISTENT_RUNG = (
+    "a persistent grid: BLOCKS blocks walk the output tiles in grouped order, the mbarrier pipeline running on across "
+    "each block's tiles"
+)
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload(
+        "vector_add",
+        "C = A + B (f32), one 16-byte vector per thread",
+        VECTOR_ADD,
+        elementwise.vector_add,
+        Shapes({"N": 4096}, {"N": 3000}),
+    ),
+    Workload(
+        "softmax",
+        "row softmax, rows of up to 128 in registers, warp-shuffle row statistics",
+        SOFTMAX,
+        softmax.softmax,
+        Shapes({"M": 16, "N": 128}, {"M": 10, "N": 100}),
+        tolerance=1e-5,
+    ),
+    Workload(
+        "layer_norm",
+        "layer norm over rows of up to 128, statistics by warp shuffles",
+        LAYER_NORM,
+        softmax.layer_norm,
+        Shapes({"M": 16, "N": 128}, {"M": 10, "N": 100}),
+        tolerance=1e-4,
+    ),
+    # -- the GEMM ladder (docs/gemm.md), naive first: each rung adds exactly one mechanism to the one before it ----
+    Workload(
+        "gemm_naive",
+        "bf16 GEMM, one thread per output element: A and B from global memory into registers, FMA in f32",
+        GEMM,
+        gemm.gemm_naive,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung("gemm", "naive_fma", "one thread per output element; A and B from global memory; FMA in f32"),
+    ),
+    Workload(
+        "gemm_smem_tiled",
+        "gemm_naive with shared-memory tiles between barriers and an 8x8 register micro-tile of FMAs per thread",
+        GEMM,
+        gemm.gemm_smem_tiled,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm",
+            "smem_tiling",
+            "block tiles of A and B staged in shared memory between barriers; a register micro-tile per thread",
+        ),
+    ),
+    Workload(
+        "gemm_mma_sync",
+        "bf16 GEMM: shared-memory tiles, ldmatrix, mma.sync.m16n8k16 on 2x2 warps",
+        GEMM,
+        gemm.gemm_mma_sync,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung("gemm", "mma_sync", "tensor cores: ldmatrix into operand fragments and mma.sync"),
+    ),
+    Workload(
+        "gemm_cp_async",
+        "gemm_mma_sync with a 2-stage cp.async pipeline",
+        GEMM,
+        gemm.gemm_cp_async,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung("gemm", "cp_async_pipeline", "a multi-stage cp.async pipeline: the next tiles load during the MMA"),
+    ),
+    Workload(
+        "gemm_cp_async_swizzled",
+        "gemm_cp_async with 64/128-byte swizzled shared memory: ldmatrix free of bank conflicts",
+        GEMM,
+        gemm.gemm_cp_async_swizzled,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung("gemm", "smem_swizzle", "XOR-swizzled shared memory: no bank conflicts"),
+    ),
+    Workload(
+        "gemm_tma_wgmma",
+        "Hopper GEMM C = A @ B^T: TMA into 128B-swizzled stages on mbarriers and wgmma, no warp specialization "
+        "(both warpgroups load and compute in program order)",
+        GEMM_NT,
+        gemm.gemm_tma_wgmma,
+        HOPPER_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm",
+            "tma_wgmma",
+            "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
+        ),
+    ),
+    Workload(
+        "gemm_warp_specialized",
+        "Hopper GEMM C = A @ B^T: gemm_tma_wgmma with warp specialization, a producer warpgroup (TMA) and two "
+        "consumer warpgroups (wgmma) on full/empty mbarriers, the register split by setmaxnreg",
+        GEMM_NT,
+        gemm.gemm_warp_specialized,
+        HOPPER_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm",
+            "warp_specialization",
+            "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+    ),
+    Workload(
+        "gemm_warp_specialized_persistent",
+        "persistent Hopper GEMM C = A @ B^T: gemm_warp_specialized on one block per SM walking the tiles in grouped "
+        "order, the mbarrier pipeline running on across each block's tiles (the producer prefetches the next tile "
+        "during the epilogue)",
+        GEMM_NT,
+        gemm.gemm_warp_specialized_persistent,
+        PERSISTENT_TILES,
+        tolerance=1e-3,
+        params={"BLOCKS": PERSISTENT_BLOCKS},
+        rung=Rung("gemm", "persistent_grid", _PERSISTENT_RUNG),
+    ),
+    Workload(
+        "gemm_tma_store_epilogue",
+        "gemm_warp_specialized_persistent with C stored through two 128-byte-swizzled shared-memory chunk buffers and "
+        "TMA stores that drain while the consumers start the block's next tile",
+        GEMM_NT,
+        gemm.gemm_warp_specialized_persistent,
+        PERSISTENT_TILES,
+        tolerance=1e-3,
+        params={"BLOCKS": PERSISTENT_BLOCKS, "EPILOGUE": "tma"},
+        rung=Rung(
+            "gemm",
+            "tma_store",
+            "the epilogue through shared memory and TMA stores, which drain while the block's next tile starts",
+        ),
+    ),
+    # -- off the ladder: rung 3 on a persistent grid, and the expert configurations of rungs 7 and 8 ---------------
+    Workload(
+        "gemm_persistent",
+        "gemm_mma_sync on a persistent grid (grouped tile order); 3 blocks here so each walks several tiles",
+        GEMM,
+        gemm.gemm_persistent,
+        SMALL_TILES,
+        tolerance=1e-3,
+        params={"BLOCKS": 3},
+    ),
+    Workload(
+        "gemm_hopper",
+        "the expert Hopper GEMM: gemm_warp_specialized with 128x256x64 tiles, 4 stages (one wgmma group kept in "
+        "flight), bf16 C",
+        GEMM_NT_BF16,
+        gemm.gemm_warp_specialized,
+        HOPPER_TILES,
+        tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
+        params=GEMM_HOPPER_PARAMS,
+    ),
+    Workload(
+        "gemm_hopper_persistent",
+        "the persistent expert Hopper GEMM: gemm_warp_specialized_persistent with 128x256x64 tiles, 4 stages, one "
+        f"block per SM ({SMS}) walking the tiles 16 M-tiles at a time, the pipeline running on across tiles, bf16 C "
+        "stored through shared memory by TMA stores that drain while the next tile's MMAs run",
+        GEMM_NT_BF16,
+        gemm.gemm_warp_specialized_persistent,
+        HOPPER_TILES,
+        tolerance=5e-3,  # C rounded to bf16 (2^-9 relative) after f32 accumulation
+        params=GEMM_HOPPER_PERSISTENT_PARAMS,
+    ),
+    Workload(
+        "gemm_hopper_nn",
+        "the expert Hopper GEMM with B given as (K, N) (C = A @ B): gemm_warp_specialized with 128x256x64 tiles, 4 "
+        "stages, B staged in four 64-column panels (one TMA box each) and read by wgmma transposed; f32 C",
+        GEMM,
+        gemm.gemm_warp_specialized,
+        HOPPER_TILES_NN,
+        tolerance=1e-3,
+        params={**GEMM_HOPPER_PARAMS, "B_MAJOR": "N", "OUT": "f32"},
+    ),
+    Workload(
+        "gemm_hopper_persistent_nn",
+        "the persistent expert Hopper GEMM with B given as (K, N) (C = A @ B): gemm_warp_specialized_persistent with "
+        "the expert's tiles, blocks, tile order and TMA-store epilogue, B staged in 64-column panels (one TMA box "
+        "each) and read by wgmma transposed; f32 C",
+        GEMM,
+        gemm.gemm_warp_specialized_persistent,
+        HOPPER_TILES_NN,
+        tolerance=1e-3,
+        params={**GEMM_HOPPER_PERSISTENT_PARAMS, "B_MAJOR": "N", "OUT": "f32"},
+    ),
+    # -- the held-out family C = relu(A @ B + R) (`argus.kernels.gemm_residual`): the GEMM ladder's rungs with a
+    # fused residual + ReLU epilogue, one rung per mechanism of "gemm" under the same mechanism names (so that
+    # `argus.lineage.mechanisms.RUNGS` names its moves); held out from skill mining.
+    Workload(
+        "gemm_residual_naive",
+        "relu(A @ B + R), one thread per output element, FMA in f32 (gemm_naive + epilogue)",
+        GEMM_RESIDUAL,
+        gemm_residual.gemm_residual_naive,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm_residual",
+            "naive_fma",
+            "one thread per output element; A and B from global memory; FMA in f32; R added and ReLU in registers",
+        ),
+    ),
+    Workload(
+        "gemm_residual_smem_tiled",
+        "relu(A @ B + R): shared-memory tiles and an 8x8 FMA micro-tile per thread (gemm_smem_tiled + epilogue)",
+        GEMM_RESIDUAL,
+        gemm_residual.gemm_residual_smem_tiled,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm_residual",
+            "smem_tiling",
+            "block tiles of A and B staged in shared memory between barriers; a register micro-tile per thread",
+        ),
+    ),
+    Workload(
+        "gemm_residual_mma_sync",
+        "relu(A @ B + R): ldmatrix and mma.sync on 2x2 warps (gemm_mma_sync + epilogue)",
+        GEMM_RESIDUAL,
+        gemm_residual.gemm_residual_mma_sync,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung("gemm_residual", "mma_sync", "tensor cores: ldmatrix into operand fragments and mma.sync"),
+    ),
+    Workload(
+        "gemm_residual_cp_async",
+        "relu(A @ B + R): a 2-stage cp.async pipeline (gemm_cp_async + epilogue)",
+        GEMM_RESIDUAL,
+        gemm_residual.gemm_residual_cp_async,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm_residual", "cp_async_pipeline", "a multi-stage cp.async pipeline: the next tiles load during the MMA"
+        ),
+    ),
+    Workload(
+        "gemm_residual_cp_async_swizzled",
+        "relu(A @ B + R): cp.async into swizzled shared memory (gemm_cp_async_swizzled + epilogue)",
+        GEMM_RESIDUAL,
+        gemm_residual.gemm_residual_cp_async_swizzled,
+        SMALL_TILES,
+        tolerance=1e-3,
+        rung=Rung("gemm_residual", "smem_swizzle", "XOR-swizzled shared memory: no bank conflicts"),
+    ),
+    Workload(
+        "gemm_residual_tma_wgmma",
+        "relu(A @ B^T + R): TMA and wgmma in program order (gemm_tma_wgmma + epilogue)",
+        GEMM_NT_RESIDUAL,
+        gemm_residual.gemm_residual_tma_wgmma,
+        HOPPER_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm_residual",
+            "tma_wgmma",
+            "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
+        ),
+    ),
+    Workload(
+        "gemm_residual_warp_specialized",
+        "relu(A @ B^T + R): producer/consumer warpgroups, TMA, wgmma, setmaxnreg (gemm_warp_specialized + epilogue)",
+        GEMM_NT_RESIDUAL,
+        gemm_residual.gemm_residual_warp_specialized,
+        HOPPER_TILES,
+        tolerance=1e-3,
+        rung=Rung(
+            "gemm_residual",
+            "warp_specialization",
+            "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+    ),
+    Workload(
+        "gemm_residual_warp_specialized_persistent",
+        "relu(A @ B^T + R) on a persistent grid walking the tiles in grouped order (gemm_warp_specialized_persistent "
+        "+ epilogue)",
+        GEMM_NT_RESIDUAL,
+        gemm_residual.gemm_residual_warp_specialized_persistent,
+        PERSISTENT_TILES,
+        tolerance=1e-3,
+        params={"BLOCKS": PERSISTENT_BLOCKS},
+        rung=Rung("gemm_residual", "persistent_grid", _PERSISTENT_RUNG),
+    ),
+    Workload(
+        "gemm_residual_tma_store_epilogue",
+        "relu(A @ B^T + R) written into the accumulator and stored through shared memory and TMA stores "
+        "(gemm_tma_store_epilogue + epilogue)",
+        GEMM_NT_RESIDUAL,
+        gemm_residual.gemm_residual_warp_specialized_persistent,
+        PERSISTENT_TILES,
+        tolerance=1e-3,
+        params={"BLOCKS": PERSISTENT_BLOCKS, "EPILOGUE": "tma"},
+        rung=Rung(
+            "gemm_residual",
+            "tma_store",
+            "relu(acc + R) stored through shared memory and TMA stores, which drain while the block's next tile starts",
+        ),
+    ),
+    Workload(
+        "flash_attention_fwd",
+        "flash attention forward (head dim 64): TMA K/V pipeline, wgmma for QK^T and PV, online softmax",
+        ATTENTION,
+        attention.flash_attention_fwd,
+        Shapes({"BH": 2, "S": 128}, {"BH": 1, "S": 100}),
+        tolerance=1e-2,  # P is rounded to bf16 before P @ V, as on the GPU
+    ),
+)
+
+#: Names kernels had before they were named for the mechanism they add, old -> new; `get_kernel` and
+#: `task_of_kernel` accept them. The GEMM ladder's rungs 7 and 8 were named for their instructions, which rung 6
+#: (`gemm_tma_wgmma`) already uses: rung 7 adds warp specialization, rung 8 a persistent grid on top of it.
+OLD_NAMES: dict[str, str] = {
+    "gemm_wgmma_tma": "gemm_warp_specialized",
+    "gemm_wgmma_tma_persistent": "gemm_warp_specialized_persistent",
+    "gemm_residual_wgmma_tma": "gemm_residual_warp_specialized",
+    "gemm_residual_wgmma_tma_persistent": "gemm_residual_warp_specialized_persistent",
+}
