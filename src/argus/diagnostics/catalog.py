@@ -1318,6 +1318,11 @@ class Code(StrEnum):
         "kernel {kernel} needs the problem sizes {missing}",
         "give them with --shape NAME=VALUE,... or sizes= on @argus.kernel",
     )
+    KERNEL_DECLARATION = _entry(
+        Category.KERNEL,
+        "workload {workload}: its problem {problem} declares no interpreter inputs",
+        "give the problem a make function in argus.kernels.workloads (a declaration bug in argus, not your input)",
+    )
     KERNEL_UNKNOWN = _entry(
         Category.KERNEL,
         "no library kernel named {name!r} (or {path} defines no {attr!r})",
