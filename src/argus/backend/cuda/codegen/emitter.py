@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from argus.atoms import MmaAtom, Scope, get_atom
-from argus.atoms.copy import tile_lane_exchange
+from argus.atoms.copy import forced_trans, tile_lane_exchange
 from argus.atoms.smem import SharedCarve
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen import prelude
@@ -113,8 +113,6 @@ from argus.ir.types import DType, DTypeKind
 VECTOR_BYTES = 16
 #: Most combinations of a shared window's dropped (stage) coordinates enumerated to prove a layout fact.
 MAX_STAGE_COMBINATIONS = 256
-#: ``ldmatrix`` variants whose ``.trans`` the DSL user forced (the lane-level escape hatch).
-_FORCED_TRANS = {"ldmatrix.x4": False, "ldmatrix.x4.trans": True}
 #: Statements that only annotate the IR for the verifier; they generate no code.
 ANNOTATIONS = ("Tag", "AssertTag")
 
@@ -833,7 +831,7 @@ class Emitter(HopperRules):
             self.note(f"{op}: the shared window's position is not static enough to prove the row layout")
             return False
         plan = pl.plan_matrix_copy(p, offsets)
-        forced = _FORCED_TRANS.get(s.atom)
+        forced = forced_trans(s.atom)
         if isinstance(plan, str):
             if forced is not None:
                 raise self.error(f"{s.atom} on this fragment and shared layout ({plan})", "use atom='ldmatrix'")

@@ -22,14 +22,8 @@ import numpy as np
 
 from argus.atoms import MmaAtom
 from argus.atoms.common import register_pool, register_split, setmaxnreg_ok
-from argus.atoms.smem import (
-    DESCRIPTOR_SWIZZLE_ENCODING,
-    SWIZZLE_REPEAT_BYTES,
-    Major,
-    match_canonical,
-    swizzle_mode_of,
-    tma_box_swizzle,
-)
+from argus.atoms.smem import Major, match_canonical, swizzle_mode_of, tma_box_swizzle
+from argus.atoms.swizzle import DESCRIPTOR_SWIZZLE_ENCODING, SWIZZLE_REPEAT_BYTES
 from argus.atoms.target import DEFAULT_TARGET
 from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, TMA_SMEM_ALIGNMENT, store_chunk_columns, tma_load
 from argus.backend.cuda.codegen import prelude
