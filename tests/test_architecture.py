@@ -136,6 +136,9 @@ HARDWARE_LITERALS = {
     r"\b22[78] \* 1024\b": "shared memory per block / per SM (Target.shared_memory_per_*)",
     r"\b23(2448|3472)\b": "shared memory per block / per SM in bytes",
     r"\b65536\b": "the register file (Target.register_file)",
+    r"\(32, 64, 128\)": "the swizzle widths (argus.atoms.swizzle.SWIZZLE_WIDTHS, Target.swizzles)",
+    r"\b[123], 4, 3\)": "a byte-level swizzle of Hopper's modes (argus.atoms.swizzle.MODES)",
+    r"CU_TENSOR_MAP_SWIZZLE_": "TMA's swizzle encoding (argus.atoms.swizzle.TENSOR_MAP_SWIZZLE)",
 }
 
 

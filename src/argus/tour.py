@@ -9,7 +9,8 @@ from rich.panel import Panel
 import argus
 import argus.lang as T
 from argus._version import __version__
-from argus.layout import Layout, composition, hopper_swizzle, zipped_divide
+from argus.atoms.swizzle import hopper_swizzle
+from argus.layout import Layout, composition, zipped_divide
 from argus.layout.render import format_layout
 from argus.layout.symbolic import injectivity_counterexample
 

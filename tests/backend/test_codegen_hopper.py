@@ -8,11 +8,12 @@ import dataclasses
 
 import pytest
 
+from argus.atoms.swizzle import hopper_swizzle
 from argus.backend.cuda.codegen import CodegenError, compile_kernel, generate
 from argus.ir.nodes import Alloc, Copy, Gemm, Role, Space, walk
 from argus.kernels.attention import flash_attention_fwd
 from argus.kernels.gemm import gemm_warp_specialized
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.layout import ComposedLayout, Layout
 
 HOPPER_KERNELS = {"gemm_warp_specialized": gemm_warp_specialized, "flash_attention_fwd": flash_attention_fwd}
 

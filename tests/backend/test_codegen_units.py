@@ -10,12 +10,13 @@ import re
 import numpy as np
 import pytest
 
+from argus.atoms.swizzle import hopper_swizzle
 from argus.backend.cuda.codegen import generate
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen.cexpr import Names, c_expr, float_literal, layout_at, layout_at_coords, paren
 from argus.ir.expr import Var, VarKind
 from argus.kernels.registry import get_kernel
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.layout import ComposedLayout, Layout
 from tests.layout.gen import random_layout
 from tests.runtime.kernels_codegen import carve
 

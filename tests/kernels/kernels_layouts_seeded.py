@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argus
 import argus.lang as T
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.atoms.swizzle import hopper_swizzle
+from argus.layout import ComposedLayout, Layout
 
 
 @argus.kernel

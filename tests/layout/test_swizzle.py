@@ -1,4 +1,4 @@
-"""Swizzles and composed layouts: bijectivity, Hopper's modes, pycute's swizzle as an oracle."""
+"""Swizzles and composed layouts: bijectivity, pycute's swizzle as an oracle (Hopper's modes: tests/atoms)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from argus.layout import ComposedLayout, Layout, LayoutError, Swizzle, composition, hopper_swizzle, zipped_divide
+from argus.layout import ComposedLayout, Layout, LayoutError, Swizzle, composition, zipped_divide
 
 
 def test_swizzle_is_a_bijection_and_an_involution() -> None:
@@ -21,22 +21,6 @@ def test_swizzle_is_a_bijection_and_an_involution() -> None:
         assert all((sw(x) ^ x) & ~sw.zzz_mask == 0 for x in range(4 * period))
 
 
-def test_hopper_128_byte_swizzle_of_bf16() -> None:
-    # 8 rows of 64 bf16 (128 bytes): the 16-byte chunk index is XOR-ed with the row index mod 8.
-    sw = hopper_swizzle(128, 16)
-    assert sw == Swizzle(3, 3, 3)
-    for row, col in itertools.product(range(16), range(64)):
-        chunk, within = divmod(col, 8)
-        assert sw(row * 64 + col) == row * 64 + ((chunk ^ (row % 8)) * 8) + within
-    assert hopper_swizzle(64, 16) == Swizzle(2, 3, 3)
-    assert hopper_swizzle(32, 16) == Swizzle(1, 3, 3)
-    assert hopper_swizzle(128, 8) == Swizzle(3, 4, 3)
-    assert hopper_swizzle(128, 32) == Swizzle(3, 2, 3)
-    with pytest.raises(LayoutError) as e:
-        hopper_swizzle(96, 16)
-    assert e.value.code == "LAYOUT_BAD_SWIZZLE" and "96" in str(e.value)
-
-
 def test_bad_swizzle_parameters() -> None:
     with pytest.raises(LayoutError) as e:
         Swizzle(3, 4, 2)
@@ -46,7 +30,7 @@ def test_bad_swizzle_parameters() -> None:
 
 
 def test_composed_layout_evaluation_slicing_and_modes() -> None:
-    sw = hopper_swizzle(128, 16)
+    sw = Swizzle(3, 3, 3)  # a 128-byte swizzle of 16-bit elements
     tile = Layout((8, 64), (64, 1))  # one 128-byte swizzle atom of bf16, row-major
     cl = composition(sw, tile)
     assert isinstance(cl, ComposedLayout) and str(cl) == "Sw<3,3,3> o 0 o (8,64):(64,1)"

@@ -7,7 +7,7 @@ import random
 
 import z3
 
-from argus.layout import Layout, composition, flatten, hopper_swizzle, is_symbolic, size
+from argus.layout import Layout, Swizzle, composition, flatten, is_symbolic, size
 from tests.layout.gen import random_layout
 
 
@@ -50,7 +50,7 @@ def test_hierarchical_symbolic_coordinates() -> None:
 
 
 def test_swizzle_and_composed_layout_on_z3() -> None:
-    sw = hopper_swizzle(128, 16)
+    sw = Swizzle(3, 3, 3)  # a 128-byte swizzle of 16-bit elements
     cl = composition(sw, Layout((8, 64), (64, 1)))
     x_bv = z3.BitVec("x", 32)
     x_int = z3.Int("x")
@@ -70,7 +70,7 @@ def test_swizzle_and_composed_layout_on_z3() -> None:
 def test_solver_proves_swizzled_tile_is_injective() -> None:
     """The kind of query the verifier asks: no two elements of a swizzled 8x64 bf16 tile share
     an offset. Z3 must prove it (unsat), and find a collision once the tile is made too tall."""
-    sw = hopper_swizzle(128, 16)
+    sw = Swizzle(3, 3, 3)  # a 128-byte swizzle of 16-bit elements
     for rows, expect in [(8, z3.unsat), (16, z3.unsat)]:
         cl = composition(sw, Layout((rows, 64), (64, 1)))
         r1, c1, r2, c2 = z3.BitVecs("r1 c1 r2 c2", 32)
@@ -101,7 +101,7 @@ def test_symbolic_terms_stay_small_for_power_of_two_layouts() -> None:
 def test_injectivity_counterexample() -> None:
     from argus.layout.symbolic import injectivity_counterexample
 
-    sw = hopper_swizzle(128, 16)
+    sw = Swizzle(3, 3, 3)  # a 128-byte swizzle of 16-bit elements
     assert injectivity_counterexample(composition(sw, Layout((8, 64), (64, 1)))) is None
     assert injectivity_counterexample(Layout(((2, 4), 8), ((1, 2), 8))) is None
     bad = composition(sw, Layout((8, 64), (32, 1)))

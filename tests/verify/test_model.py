@@ -1,5 +1,6 @@
 """The pieces under the checks: bit-vector arithmetic with Python's semantics, layout inversion,
-the MMA hardware view (against the interpreter's), and tag propagation on small kernels."""
+the MMA hardware view (the verifier's and the interpreter's readings of `argus.atoms.mma.slot_element`), and tag
+propagation on small kernels."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from argus.atoms import mma_sync_m16n8k16, wgmma
+from argus.atoms.mma import slot_count
+from argus.atoms.swizzle import hopper_swizzle
 from argus.interp.machine import _Machine
 from argus.ir.types import bf16, f32
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.layout import ComposedLayout, Layout
 from argus.verify import smt
-from argus.verify.model import hardware_element, hardware_values
+from argus.verify.model import hardware_element
 
 
 @settings(max_examples=200, deadline=None)
@@ -75,7 +78,7 @@ def test_interleaved_layout_is_not_invertible() -> None:
 )
 def test_hardware_view_matches_the_interpreter(atom, operand, sub) -> None:
     rows, cols, _ = _Machine._hardware_slots(atom, operand, sub)
-    values = hardware_values(atom, operand, sub)
+    values = slot_count(atom, operand, sub)
     assert rows.shape == (atom.thread_count, values)
     for lane, v in itertools.product(range(atom.thread_count), range(values)):
         assert hardware_element(atom, operand, sub, lane, v) == (rows[lane, v], cols[lane, v])

@@ -9,6 +9,13 @@ count, operand sources, thread-value (TV) layouts written with `argus.layout`, a
 TV layouts follow CuTe: a layout of shape ``(threads, values)`` maps ``(thread, value)`` to the
 *column-major* index of the element in the atom's tile (``row + rows * col`` for a 2-D tile).
 
+The rules that several layers apply are written here once, with `argus.layout.arith`'s arithmetic so
+that the same function runs on ints, numpy arrays and Z3 terms: the tiled MMA's register-slot rule
+(`argus.atoms.mma.slot_element`: which operand element a fragment register means to the instruction),
+``ldmatrix``'s ``.trans`` (`argus.atoms.copy.ldmatrix_transposes`, `argus.atoms.copy.matrix_transpose`,
+`argus.atoms.copy.matrix_holder`), and Hopper's swizzle modes (`argus.atoms.swizzle`: widths,
+``Swizzle(B, M, S)``, repeats, descriptor and tensor-map encodings).
+
 Value-index conventions (the code generator relies on these):
 
 * ``mma.sync.aligned.m16n8k16`` (32 lanes): value ``i`` of A, B, C is PTX's ``ai``, ``bi``, ``ci``.
@@ -65,14 +72,19 @@ from argus.atoms.mma import FMA_INPUT_DTYPES, WGMMA_N_VALUES, MmaAtom, fma, mma_
 from argus.atoms.registry import all_atoms, atom_names, get_atom
 from argus.atoms.smem import (
     DESCRIPTOR_ALIGNMENT,
-    DESCRIPTOR_SWIZZLE_ENCODING,
-    SWIZZLE_MODES,
-    SWIZZLE_REPEAT_BYTES,
     Major,
     canonical_smem_layout,
     check_swizzle_base,
     descriptor_offsets,
     swizzle_atom,
+)
+from argus.atoms.swizzle import (
+    DESCRIPTOR_SWIZZLE_ENCODING,
+    HOPPER_SWIZZLE_BYTES,
+    SWIZZLE_MODES,
+    SWIZZLE_REPEAT_BYTES,
+    SWIZZLE_WIDTHS,
+    hopper_swizzle,
 )
 from argus.atoms.tma import TMA_RANKS, TmaCopyAtom, tma_load, tma_store
 
@@ -81,9 +93,11 @@ __all__ = [
     "DESCRIPTOR_ALIGNMENT",
     "DESCRIPTOR_SWIZZLE_ENCODING",
     "FMA_INPUT_DTYPES",
+    "HOPPER_SWIZZLE_BYTES",
     "MATRIX_COUNTS",
     "SWIZZLE_MODES",
     "SWIZZLE_REPEAT_BYTES",
+    "SWIZZLE_WIDTHS",
     "TMA_RANKS",
     "WARPGROUP_SIZE",
     "WARP_SIZE",
@@ -110,6 +124,7 @@ __all__ = [
     "get_atom",
     "global_load",
     "global_store",
+    "hopper_swizzle",
     "ldmatrix",
     "matrix_accepts",
     "mma_sync_m16n8k16",

@@ -16,13 +16,21 @@ reads as its value ``v`` on one side is the element it writes as ``v`` on the ot
   ``t/4``, columns ``2*(t%4) + h`` of matrix ``j`` (PTX ISA, "Warp-level matrix load instruction:
   ldmatrix", figure "ldmatrix fragment layout for one 8x8 matrix with 16-bit elements"); with ``.trans`` it holds
   row ``2*(t%4) + h``, column ``t/4`` instead (the matrix transposed on the way).
+
+**The ``.trans`` rule** is written here once: `matrix_transpose` (where an element goes when its 8x8 matrix is
+transposed), `matrix_holder` (which lane and register half hold an element of a matrix, with or without ``.trans``:
+the ``.trans`` fragment layouts are built from it), `ldmatrix_trans` (whether an mma.sync operand fragment needs
+``.trans`` from a given shared layout) and `ldmatrix_transposes` (whether a forced variant, `FORCED_TRANS`, delivers
+every matrix transposed). The interpreter, the verifier and the code generator all decide and apply ``.trans``
+through them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +38,7 @@ from argus.atoms.common import WARP_SIZE, MemorySpace, Scope, supported_dtype
 from argus.atoms.errors import AtomError, raise_first
 from argus.ir.types import DType, dtype_from_name
 from argus.layout import Layout
+from argus.layout.arith import floordiv, mod
 
 
 class CopyKind(StrEnum):
@@ -400,10 +409,15 @@ def _address_layout(num: int) -> Layout:
 
 def _fragment_layout(num: int, trans: bool) -> Layout:
     rows = 8 * num
-    # lane = (lane % 4, lane / 4); value = (half, matrix)
-    if trans:
-        return Layout(((4, 8), (2, num)), ((2, rows), (1, 8)))
-    return Layout(((4, 8), (2, num)), ((2 * rows, 1), (rows, 8)))
+    # (row, col) steps of lane = (lane % 4, lane / 4) and value = (half, matrix): lane t holds row t/4, columns
+    # 2*(t%4) + half of matrix j (rows 8j..); with .trans, every element at its transposed position
+    steps = (((0, 2), (1, 0)), ((0, 1), (8, 0)))
+
+    def index(step: tuple[int, int]) -> int:
+        row, col = matrix_transpose(*step) if trans else step
+        return row + rows * col
+
+    return Layout(((4, 8), (2, num)), tuple(tuple(index(step) for step in mode) for mode in steps))
 
 
 def _matrix_atom(kind: CopyKind, num: int, trans: bool) -> MatrixCopyAtom:
@@ -450,6 +464,52 @@ def matrix_accepts(dtype: DType | str) -> bool:
     """True when `dtype` can be moved by ``ldmatrix``/``stmatrix`` ``.b16`` (any supported 16-bit type)."""
     dt = dtype_from_name(dtype)
     return dt.supported and dt.bits == 16
+
+
+# --- .trans: which variant, and what it does ---------------------------------------------------------------
+
+#: The DSL's ``ldmatrix`` copies that force a variant (the lane-level escape hatch), and the ``.trans`` each
+#: forces. ``"ldmatrix"`` (and ``"stmatrix"``) take the variant the layouts call for.
+FORCED_TRANS: dict[str, bool] = {"ldmatrix.x4": False, "ldmatrix.x4.trans": True}
+
+
+def forced_trans(copy_atom: str) -> bool | None:
+    """The ``.trans`` the DSL copy atom named `copy_atom` forces, or None where the layouts decide."""
+    return FORCED_TRANS.get(copy_atom)
+
+
+def matrix_transpose(row: Any, col: Any) -> tuple[Any, Any]:
+    """The position of element ``(row, col)`` of a tile of 8x8 matrices once its matrix is transposed:
+    ``(8*(row//8) + col%8, 8*(col//8) + row%8)``. An ``ldmatrix`` whose ``.trans`` disagrees with the
+    shared layout delivers, in the slot meant for an element, the element at this position. Ints, numpy
+    arrays and Z3 terms (`argus.layout.arith`)."""
+    return floordiv(row, 8) * 8 + mod(col, 8), floordiv(col, 8) * 8 + mod(row, 8)
+
+
+def matrix_holder(row: Any, col: Any, trans: bool) -> tuple[Any, Any]:
+    """``(lane, half)``: the lane and the half of its register that hold element ``(row, col)`` (``0 <= row, col
+    < 8``) of one 8x8 matrix on the register side of ``ldmatrix``/``stmatrix``: lane ``4*row + col//2``, half
+    ``col % 2`` (PTX ISA figure); with ``.trans``, the holder of the transposed position (`matrix_transpose`)."""
+    if trans:
+        row, col = matrix_transpose(row, col)
+    return 4 * row + floordiv(col, 2), mod(col, 2)
+
+
+def ldmatrix_trans(operand: str, offset: Callable[[tuple[int, int]], int]) -> bool:
+    """Whether ``ldmatrix`` needs ``.trans`` to fill an ``mma.sync`` A or B fragment from a shared tile whose
+    element ``(row, col)`` is at `offset((row, col))` (elements): a fragment register holds two neighbours along
+    K (A ``(M, K)``: along columns; B ``(K, N)``: along rows), which ``ldmatrix`` takes from one 16-byte row (no
+    ``.trans``) only when they are neighbours in memory."""
+    along_k = (0, 1) if operand == "A" else (1, 0)
+    return offset(along_k) - offset((0, 0)) != 1
+
+
+def ldmatrix_transposes(copy_atom: str, operand: str, offset: Callable[[tuple[int, int]], int]) -> bool:
+    """True when the DSL copy `copy_atom` into an ``mma.sync`` `operand` fragment delivers every 8x8 matrix
+    transposed (`matrix_transpose`): a forced variant (`FORCED_TRANS`) whose ``.trans`` disagrees with the one
+    the layouts call for (`ldmatrix_trans`; `offset` is only called for a forced variant)."""
+    forced = forced_trans(copy_atom)
+    return forced is not None and forced != ldmatrix_trans(operand, offset)
 
 
 # --- widening register stores by a lane exchange ---------------------------------------------------------

@@ -14,20 +14,47 @@ fragment's elements in the order the ISA names them: value ``i`` is ``ai``/``bi`
 A shared-memory operand of ``wgmma`` is read by the whole warpgroup through a matrix descriptor; its
 layout ``(128, (rows, K)) : (0, (1, rows))`` says that every thread "holds" the whole tile (stride 0
 over threads), and `argus.atoms.smem` gives the canonical layouts that tile may have in memory.
+
+**The tiled MMA's register-slot rule** (`slot_element`) is written here once: a ``(M, N)`` accumulator is
+split over a grid of thread groups (`group_subtile`, `group_origin`), each group repeats the atom over its
+sub-tile, and register slot ``(lane, value)`` of a group's fragment holds, for the instruction, the sub-tile
+element `slot_element` names. The DSL builds its fragment layouts from it (`argus.lang.fragments.mma_tv`),
+the interpreter reads registers by it and the verifier encodes it; its arithmetic is `argus.layout.arith`'s
+(or a caller's `Arithmetic`), so one definition works on ints, numpy arrays and Z3 bit-vectors.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE, MemorySpace, Scope, memory_space, supported_dtype
 from argus.atoms.errors import AtomError, raise_first
 from argus.atoms.smem import DESCRIPTOR_ALIGNMENT, Major, check_swizzle_base
 from argus.ir.types import DType, bf16, f16, f32
-from argus.layout import Layout
+from argus.layout import Layout, arith
 
 Operand = Literal["A", "B", "C"]
+
+
+def _unchanged(x: Any) -> Any:
+    return x
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """How the register-slot rule divides: ``floordiv(a, b)`` and ``mod(a, b)`` by a positive int ``b``, and `lift`
+    applied to an index the atom's layout returns (a plain int where the layout is constant), so that a caller
+    can keep every term in its own domain. Both must agree with ``//`` and ``%`` on non-negative values."""
+
+    floordiv: Callable[[Any, int], Any]
+    mod: Callable[[Any, int], Any]
+    lift: Callable[[Any], Any] = _unchanged
+
+
+#: `argus.layout.arith`'s operations: ints, numpy arrays (elementwise) and Z3 terms (bit-vectors unsigned).
+LAYOUT_ARITHMETIC = Arithmetic(arith.floordiv, arith.mod)
 
 #: The N extents ``wgmma.mma_async.m64nNk16`` accepts (PTX ISA, wgmma "Matrix Shape").
 WGMMA_N_VALUES = tuple(range(8, 257, 8))
@@ -97,6 +124,22 @@ class MmaAtom:
         """``(rows, cols)`` of an operand's tile: A ``(M, K)``, B ``(N, K)``, C ``(M, N)``."""
         m, n, k = self.shape
         return {"A": (m, k), "B": (n, k), "C": (m, n), "D": (m, n)}[_operand(operand)]
+
+    def operand_tile(self, operand: Operand) -> tuple[int, int]:
+        """``(rows, cols)`` of an operand's tile as the GEMM indexes it: A ``(M, K)``, B ``(K, N)`` (the atom's
+        layouts index B as ``(N, K)``, `tile_shape`), C ``(M, N)``."""
+        rows, cols = self.tile_shape(operand)
+        return (cols, rows) if _operand(operand) == "B" else (rows, cols)
+
+    def operand_element(
+        self, operand: Operand, index: Any, arithmetic: Arithmetic = LAYOUT_ARITHMETIC
+    ) -> tuple[Any, Any]:
+        """``(row, col)`` in `operand_tile` of the element at `index` of the operand's layout (column-major in
+        `tile_shape`: for B, ``n + N*k`` is element ``(k, n)``). `index` is an int, a numpy array or a Z3 term."""
+        op = _operand(operand)
+        rows = self.tile_shape(op)[0]
+        first, second = arithmetic.mod(index, rows), arithmetic.floordiv(index, rows)
+        return (second, first) if op == "B" else (first, second)
 
     def source(self, operand: Operand) -> MemorySpace:
         op = _operand(operand)
@@ -400,3 +443,64 @@ def fma(a_dtype: DType | str = bf16, b_dtype: DType | str | None = None, acc_dty
         b_majors=(),
         arch="sm_80",
     )
+
+
+# --- the tiled MMA: the atom over a thread group's sub-tile, thread groups over the tile ---------------------------
+
+
+def group_subtile(operand: str, tile: tuple[int, int], groups: tuple[int, int]) -> tuple[int, int]:
+    """``(rows, cols)`` of the part of an operand tile one thread group works on, for a ``groups = (GM, GN)`` grid
+    of groups over the ``(M, N)`` accumulator: C ``(M/GM, N/GN)``; A ``(M/GM, K)``, the same for every ``gn``
+    (replicated); B ``(K, N/GN)``, replicated over ``gm``."""
+    rows, cols = tile
+    gm, gn = groups
+    if operand == "C":
+        return rows // gm, cols // gn
+    if operand == "A":
+        return rows // gm, cols
+    return rows, cols // gn
+
+
+def group_origin(operand: str, sub: tuple[int, int], gm: Any, gn: Any) -> tuple[Any, Any]:
+    """``(row, col)`` in the operand tile where group ``(gm, gn)``'s `sub` sub-tile (`group_subtile`) starts: A's
+    row blocks follow ``gm``, B's column blocks ``gn``, C's both. `gm`, `gn`: ints, numpy arrays or Z3 terms."""
+    row = gm * sub[0] if operand in ("A", "C") else 0
+    col = gn * sub[1] if operand in ("B", "C") else 0
+    return row, col
+
+
+def slot_count(atom: MmaAtom, operand: Operand, sub: tuple[int, int]) -> int:
+    """Register slots (values) per thread of one group's fragment of the `sub` sub-tile: the atom's values times
+    the atom's repeats over `sub`."""
+    rows, cols = atom.operand_tile(operand)
+    return atom.layout(operand)[1].size() * (sub[0] // rows) * (sub[1] // cols)
+
+
+def slot_element(
+    atom: MmaAtom,
+    operand: Operand,
+    sub: tuple[int, int],
+    lane: Any,
+    value: Any,
+    arithmetic: Arithmetic = LAYOUT_ARITHMETIC,
+) -> tuple[Any, Any]:
+    """The element ``(row, col)`` of one thread group's `sub` sub-tile of the operand (A ``(M, K)``, B ``(K, N)``,
+    C ``(M, N)``) that register slot ``(lane, value)`` of the group's fragment means to the instruction.
+
+    The atom repeats over the sub-tile along rows first, then columns; ``value = atom value + atom values *
+    (repeat row + repeats along rows * repeat col)``, and atom value ``a`` of lane `lane` is the element the atom's
+    layout gives (`MmaAtom.operand_element`) in repeat ``(repeat row, repeat col)``. This is the one statement of
+    the rule: the DSL's fragment layouts (`argus.lang.fragments.mma_tv`), the interpreter's MMA and the verifier's
+    MMA checks all use it. `lane` and `value` are ints, numpy arrays (broadcast together) or Z3 terms; the
+    divisions are `arithmetic`'s (by default `argus.layout.arith`'s, which works on all three; the verifier passes
+    its own bit-vector operations so that its terms stay exactly as it builds them).
+    """
+    layout = atom.layout(operand)
+    atom_values = layout[1].size()
+    rows, cols = atom.operand_tile(operand)
+    repeats_along_rows = sub[0] // rows
+    atom_value, repeat = arithmetic.mod(value, atom_values), arithmetic.floordiv(value, atom_values)
+    repeat_row, repeat_col = arithmetic.mod(repeat, repeats_along_rows), arithmetic.floordiv(repeat, repeats_along_rows)
+    index = arithmetic.lift(layout((lane, atom_value)))
+    row, col = atom.operand_element(operand, index, arithmetic)
+    return repeat_row * rows + row, repeat_col * cols + col

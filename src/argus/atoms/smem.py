@@ -18,7 +18,8 @@ MN         W bytes     ``((T,c,m),(8,k)):((1,T,LBO),(cT,SBO))``
 
 *K-major* means K is the contiguous dimension (``imm-trans = 0``); *MN-major* means M (for A) or N
 (for B) is (``imm-trans = 1``, allowed for 16-bit types only). The swizzle is ``Swizzle<B,4,3>`` on
-byte offsets (B = 0, 1, 2, 3 for none, 32, 64, 128 bytes), i.e. `hopper_swizzle` in element units.
+byte offsets (B = 0, 1, 2, 3 for none, 32, 64, 128 bytes), i.e. `hopper_swizzle` in element units (the swizzle
+modes, their repeats and their descriptor encoding are `argus.atoms.swizzle`'s table).
 
 `canonical_smem_layout` builds the tile CUTLASS's ``tile_to_shape`` would build from those atoms
 (atoms repeated along MN first, then along K, no padding), which is one instance of the canonical
@@ -39,8 +40,9 @@ from enum import StrEnum
 import numpy as np
 
 from argus.atoms.errors import AtomError
+from argus.atoms.swizzle import SWIZZLE_MODES, SWIZZLE_REPEAT_BYTES, hopper_swizzle
 from argus.ir.types import DType, dtype_from_name
-from argus.layout import ComposedLayout, Layout, Swizzle, hopper_swizzle
+from argus.layout import ComposedLayout, Layout, Swizzle
 
 
 class Major(StrEnum):
@@ -50,19 +52,8 @@ class Major(StrEnum):
     MN = "MN"
 
 
-#: Hopper's swizzle widths in bytes (0: none).
-SWIZZLE_MODES = (0, 32, 64, 128)
-
-#: Bytes after which each swizzle pattern repeats (8 rows of the swizzle width): the alignment at which
-#: a swizzled tile must start for its pattern to start at phase 0.
-SWIZZLE_REPEAT_BYTES = {32: 256, 64: 512, 128: 1024}
-
 #: Alignment of a wgmma matrix descriptor's start address (PTX ISA §9.7.15.5.1).
 DESCRIPTOR_ALIGNMENT = 16
-
-#: wgmma matrix-descriptor swizzle field encoding (PTX ISA §9.7.15.5.1.2.2). Note the order: it is
-#: the reverse of ``CUtensorMapSwizzle``'s.
-DESCRIPTOR_SWIZZLE_ENCODING = {0: 0, 128: 1, 64: 2, 32: 3}
 
 
 def major(value: Major | str) -> Major:
@@ -339,7 +330,7 @@ def _require_multiple(extent: int, unit: int, dim: str, dtype: DType, mj: Major,
 #: Where a shared buffer may start: 128 bytes (TMA boxes and 16-byte vector accesses), 1024 for a swizzled buffer
 #: (the swizzle is computed from address bits 4..9: its pattern repeats every 1024 bytes), 8 for an mbarrier.
 SHARED_ALIGNMENT = 128
-SWIZZLED_ALIGNMENT = 1024
+SWIZZLED_ALIGNMENT = max(SWIZZLE_REPEAT_BYTES.values())
 MBARRIER_BYTES = 8
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from argus.atoms.swizzle import SWIZZLE_WIDTHS
+
 
 @dataclass(frozen=True)
 class Target:
@@ -21,7 +23,7 @@ class Target:
         shared_memory_per_sm: bytes of shared memory per SM; shared_memory_per_block: the most one block may opt in
             to; shared_memory_reserved_per_block: what the hardware keeps for each resident block.
         named_barriers: hardware barriers per block (``bar.sync`` ids 0..15; 0 is ``__syncthreads``'s).
-        swizzles: the shared-memory swizzle widths TMA and wgmma know (bytes).
+        swizzles: the shared-memory swizzle widths TMA and wgmma know (bytes; `argus.atoms.swizzle` is their table).
     """
 
     name: str
@@ -38,7 +40,7 @@ class Target:
     shared_memory_per_block: int = 227 * 1024
     shared_memory_reserved_per_block: int = 1024
     named_barriers: int = 16
-    swizzles: tuple[int, ...] = (32, 64, 128)
+    swizzles: tuple[int, ...] = SWIZZLE_WIDTHS
 
 
 #: An H100 SXM5 (the default target) and an H200 (the same SM; more and faster memory).

@@ -40,9 +40,10 @@ from dataclasses import dataclass
 from argus.atoms.common import MemorySpace, Scope, supported_dtype
 from argus.atoms.copy import CopyAtom, CopyKind
 from argus.atoms.errors import AtomError, raise_first
-from argus.atoms.smem import SWIZZLE_MODES, check_swizzle_base
+from argus.atoms.smem import check_swizzle_base
+from argus.atoms.swizzle import SWIZZLE_MODES, hopper_swizzle
 from argus.ir.types import DType
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.layout import ComposedLayout, Layout
 
 TMA_MAX_RANK = 5
 TMA_MAX_BOX = 256

@@ -6,7 +6,8 @@ Model (what makes bugs visible):
   ``tv(t, v)``; copies and elementwise operations move data through these layouts.
 * **MMA** (`Gemm`) reads operand and accumulator registers the way the instruction does: for
   every atom instance, lane ``l`` value ``a`` of the atom is register slot ``(l + group*atom_threads,
-  a + atom_values * repeat)`` of the fragment, and means the element the *atom's* layout says. A
+  a + atom_values * repeat)`` of the fragment, and means the element the *atom's* layout says
+  (`argus.atoms.mma.slot_element`, the rule the DSL's layouts and the verifier use too). A
   fragment laid out any other way feeds the MMA the wrong elements.
 * **Shared memory** is one flat array per buffer in physical order: every access goes through
   the buffer's layout, swizzle included. It starts poisoned with NaN (floats) or a sentinel.
@@ -47,6 +48,8 @@ from typing import Any
 import numpy as np
 
 from argus.atoms import Scope, get_atom
+from argus.atoms.copy import ldmatrix_transposes, matrix_transpose
+from argus.atoms.mma import group_origin, group_subtile, slot_count, slot_element
 from argus.diagnostics import ArgusError
 from argus.ir.expr import Expr, Var, evaluate, free_vars
 from argus.ir.nodes import (
@@ -493,9 +496,10 @@ class _Machine:
 
         ``ldmatrix`` moves 8x8 matrices whose rows are 16-byte runs of shared memory; without
         ``.trans`` a lane receives two neighbours *along* a row, with ``.trans`` two neighbours
-        *across* rows. The MMA operand wants its register pairs along K (A: the tile's columns,
-        B: its rows), so the right variant depends on which tile dimension is contiguous in shared
-        memory. ``"ldmatrix"`` picks it; a forced variant that disagrees transposes every 8x8 block.
+        *across* rows. The MMA operand wants its register pairs along K, so the right variant depends
+        on which tile dimension is contiguous in shared memory (`argus.atoms.copy.ldmatrix_trans`).
+        ``"ldmatrix"`` picks it; a forced variant that disagrees transposes every 8x8 block
+        (`argus.atoms.copy.ldmatrix_transposes`, `argus.atoms.copy.matrix_transpose`).
         """
         dst = s.dst.buffer
         if dst.operand not in ("A", "B") or not (dst.atom or "").startswith("mma.m16n8k16"):
@@ -503,22 +507,18 @@ class _Machine:
                 "INTERP_LDMATRIX_OPERAND",
                 f"{s.loc}: ldmatrix fills mma.sync A/B operand fragments; {dst.name} is not one",
             )
-        pair_dim = 1 if dst.operand == "A" else 0  # register pairs run along K
         window = s.src
-        zero = [np.zeros(1, dtype=np.int64) for _ in window.shape]
-        base = _shared_offsets(window.buffer, _window_coords(window, zero, blk.env), window.layout)[0]
-        step = [np.zeros(1, dtype=np.int64) for _ in window.shape]
-        step[pair_dim] = np.ones(1, dtype=np.int64)
-        along = _shared_offsets(window.buffer, _window_coords(window, step, blk.env), window.layout)[0]
-        natural_trans = along - base != 1  # pairs are not neighbours in memory: .trans is needed
-        forced = {"ldmatrix": natural_trans, "ldmatrix.x4": False, "ldmatrix.x4.trans": True}[s.atom]
-        if forced == natural_trans:
+
+        def offset(coord: tuple[int, int]) -> int:
+            point = [np.full(1, c, dtype=np.int64) for c in coord]
+            point += [np.zeros(1, dtype=np.int64)] * (len(window.shape) - len(point))
+            return _shared_offsets(window.buffer, _window_coords(window, point, blk.env), window.layout)[0]
+
+        if not ldmatrix_transposes(s.atom, dst.operand, offset):
             return idx
         rows, cols = window.shape
-        r, c = idx % rows, idx // rows
-        r2 = (r // 8) * 8 + c % 8  # the transposed element of the same 8x8 matrix
-        c2 = (c // 8) * 8 + r % 8
-        return r2 + rows * c2
+        r, c = matrix_transpose(idx % rows, idx // rows)
+        return r + rows * c
 
     # --- elementwise ------------------------------------------------------------------------------------
     def _gather(self, blk: _Block, ref: TileRef, like: Buffer, axes: tuple[int, ...]) -> np.ndarray:
@@ -636,8 +636,6 @@ class _Machine:
         """`gemm` with register operands for every thread group at once (the same reads and writes as the
         group-by-group loop, as batched numpy): group ``g``'s slot ``(lane, v)`` is register
         ``(lane + g * atom_threads, v)``, meaning the sub-tile element the atom's layout says."""
-        from argus.lang.fragments import group_subtile
-
         gm, gn = s.groups
         groups = np.arange(gm * gn)
         tiles = {}
@@ -660,8 +658,6 @@ class _Machine:
         regs[threads, np.arange(rows.shape[1])[None, None, :]] = _round(s.acc.buffer.dtype, c[:, rows, cols])
 
     def _group_operand(self, blk, ref, atom, operand, groups, group, gpos) -> np.ndarray:
-        from argus.lang.fragments import group_subtile
-
         full = (ref.shape[0], ref.shape[1])
         sub = group_subtile(operand, full, groups)
         if ref.space == Space.FRAGMENT:
@@ -678,13 +674,10 @@ class _Machine:
             return tile
         n = full[0] * full[1]
         whole_tile = self._read(blk, ref, np.arange(n), 0.0).reshape(full[1], full[0]).T
-        r0 = gpos[0] * sub[0] if operand in ("A", "C") else 0
-        c0 = gpos[1] * sub[1] if operand in ("B", "C") else 0
+        r0, c0 = group_origin(operand, sub, gpos[0], gpos[1])
         return whole_tile[r0 : r0 + sub[0], c0 : c0 + sub[1]]
 
     def _store_group(self, blk, buffer, atom, groups, group, tile) -> None:
-        from argus.lang.fragments import group_subtile
-
         sub = group_subtile("C", buffer.static_shape, groups)
         rows, cols, lanes = self._hardware_slots(atom, "C", sub)
         regs = blk.fragments[buffer]
@@ -695,29 +688,16 @@ class _Machine:
     @staticmethod
     def _hardware_slots(atom: Any, operand: str, sub: tuple[int, int]):
         """For one thread group's sub-tile: arrays (rows, cols, lanes) of shape (lanes, values) giving,
-        for register slot (lane, v), the element the *atom* reads it as (value v = atom value +
-        atom values * repeat, repeats along rows first)."""
+        for register slot (lane, v), the element the *atom* reads it as (`argus.atoms.mma.slot_element`)."""
         key = (atom.name, operand, sub)
         if key in _HW_CACHE:
             return _HW_CACHE[key]
-        layout = atom.layout(operand)
-        at, av = atom.thread_count, layout[1].size()
-        ar, ac = atom.tile_shape(operand)
-        swap = operand == "B"  # the atom stores B as (N, K); the operand tile is (K, N)
-        tr, tc = (ac, ar) if swap else (ar, ac)
-        rep_r, rep_c = sub[0] // tr, sub[1] // tc
-        values = av * rep_r * rep_c
-        rows = np.zeros((at, values), dtype=np.int64)
-        cols = np.zeros((at, values), dtype=np.int64)
-        for lane, v in itertools.product(range(at), range(values)):
-            a_val, rep = v % av, v // av
-            r_r, r_c = rep % rep_r, rep // rep_r
-            idx = layout(lane, a_val)
-            i0, i1 = idx % ar, idx // ar
-            rr, cc = (i1, i0) if swap else (i0, i1)
-            rows[lane, v] = r_r * tr + rr
-            cols[lane, v] = r_c * tc + cc
-        _HW_CACHE[key] = (rows, cols, np.arange(at)[:, None].repeat(values, axis=1))
+        lanes = np.arange(atom.thread_count, dtype=np.int64)[:, None]
+        values = np.arange(slot_count(atom, operand, sub), dtype=np.int64)[None, :]
+        rows, cols = slot_element(atom, operand, sub, lanes, values)
+        shape = (lanes.size, values.size)
+        rows, cols = (np.broadcast_to(np.asarray(x, dtype=np.int64), shape).copy() for x in (rows, cols))
+        _HW_CACHE[key] = (rows, cols, np.broadcast_to(lanes, shape).copy())
         return _HW_CACHE[key]
 
     # --- mbarriers and TMA --------------------------------------------------------------------------------

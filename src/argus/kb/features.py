@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
+from argus.atoms.swizzle import swizzle_width
 from argus.ir.nodes import (
     Alloc,
     AsyncWait,
@@ -321,7 +322,7 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
                 smem_total += shared_bytes(b)
                 smem_buffers += 1
                 if isinstance(b.layout, ComposedLayout):
-                    swizzle = max(swizzle, 16 << b.layout.inner.bits)
+                    swizzle = max(swizzle, swizzle_width(b.layout.inner.bits))
                 elif _is_padded(b):
                     padded = True
                 elif b.dtype.bits == 16 and b.rank >= 2:

@@ -28,6 +28,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.kb.errors import SchemaError, SchemaProblem
 from argus.kb.features import FEATURES
 
@@ -503,8 +504,9 @@ def _policy_value_ok(policy: str, value: Any) -> str | None:
     if policy in ("stages", "swizzle", "unroll"):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             return f"{policy} takes positive integers, found {value!r}"
-        if policy == "swizzle" and value not in (32, 64, 128):
-            return f"swizzle takes 32, 64 or 128 (bytes), found {value!r}"
+        if policy == "swizzle" and value not in SWIZZLE_WIDTHS:
+            *most, last = SWIZZLE_WIDTHS
+            return f"swizzle takes {', '.join(map(str, most))} or {last} (bytes), found {value!r}"
         return None
     if policy == "tile_shape":
         ok = isinstance(value, list) and value and all(isinstance(v, int) and v > 0 for v in value)

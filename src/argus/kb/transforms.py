@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.diagnostics import ArgusError
 from argus.kb.errors import KBError
 from argus.kb.schema import Entry, _policy_value_ok
@@ -292,7 +293,7 @@ def _neighbours(policy: str, current: Any) -> list[Any]:
     if policy == "unroll" and isinstance(current, int):
         return [v for v in (current // 2, current * 2) if 1 <= v <= 64 and v != current]
     if policy == "swizzle":
-        return [v for v in (32, 64, 128) if v != current]
+        return [v for v in SWIZZLE_WIDTHS if v != current]
     if policy == "tile_order":
         return [o.value for o in TileOrder if o.value != current]
     if policy == "persistent" and isinstance(current, bool):

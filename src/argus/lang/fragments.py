@@ -2,14 +2,18 @@
 
 A fragment's TV layout maps ``(thread, value)`` to the column-major index of the element in the
 fragment's tile. These functions tile an atom's layout over the threads of a block: the facts
-about each instruction come from `argus.atoms`; only the tiling is decided here.
+about each instruction, and the tiled MMA's register-slot rule (`argus.atoms.mma.slot_element`),
+come from `argus.atoms`; here they are written as layouts.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from argus.atoms import MmaAtom
-from argus.layout import Layout, composition, size
-from argus.layout.int_tuple import product
+from argus.atoms.mma import group_origin, group_subtile
+from argus.layout import Layout, size
+from argus.layout.int_tuple import is_tuple, product
 
 
 def colmajor_index(coord: tuple[int, ...], shape: tuple[int, ...]) -> int:
@@ -52,54 +56,48 @@ def blocked_tv(shape: tuple[int, ...], threads: int, vector: int) -> Layout | No
 
 def mma_tv(atom: MmaAtom, operand: str, tile: tuple[int, int], groups: tuple[int, int]) -> Layout:
     """The TV layout of an operand tile of a tiled MMA whose thread groups (of the atom's thread
-    count each) form a ``groups = (GM, GN)`` grid over the ``(M, N)`` accumulator.
+    count each) form a ``groups = (GM, GN)`` grid over the ``(M, N)`` accumulator: slot ``(t, v)`` is the
+    element the instruction reads or writes there (`argus.atoms.mma.slot_element`, in the sub-tile at
+    `argus.atoms.mma.group_origin`), so the interpreter's and the verifier's MMA read it as laid out.
 
     Thread ``t = lane + atom_threads * (gm + GM * gn)``. Operand ``"C"`` (tile ``(M, N)``): group
     ``(gm, gn)`` holds the sub-tile at rows ``gm*M/GM``, columns ``gn*N/GN``. ``"A"`` (tile ``(M, K)``):
     rows ``gm*M/GM``, all of K, the same for every ``gn`` (replicated). ``"B"`` (tile ``(K, N)``):
     columns ``gn*N/GN``, all of K, replicated over ``gm``. Inside a sub-tile the atom repeats along
     rows, then columns; value ``v = atom_value + atom_values * (repeat_row + repeats_row * repeat_col)``.
-    The interpreter's MMA reads registers with this same convention (`argus.interp`).
+
+    The rule is linear in the layout's coordinates, so each mode's stride is the tile index of the element
+    one step along it: a step of the atom's layout lands where `MmaAtom.operand_element` puts that index,
+    a step of the repeats one atom tile further, a step of the groups one sub-tile further.
     """
-    rows, cols = tile
+    rows, _ = tile
     gm, gn = groups
-    ar, ac = atom.tile_shape(operand)
-    if operand == "B":
-        # the atom stores B as (N, K); the fragment is the (K, N) tile: swap the roles
-        ar, ac = ac, ar
-        to_tile = Layout((ac, ar), (rows, 1))  # atom index n + N*k  ->  tile index k + rows*n
-    else:
-        to_tile = Layout((ar, ac), (1, rows))
-    sub_r, sub_c = group_subtile(operand, tile, groups)
-    rep_r, rep_c = sub_r // ar, sub_c // ac
-    atom_tv = composition(to_tile, atom.layout(operand))
+    atom_rows, atom_cols = atom.operand_tile(operand)
+    sub = group_subtile(operand, tile, groups)
+    rep_r, rep_c = sub[0] // atom_rows, sub[1] // atom_cols
+
+    def index(element: tuple[int, int]) -> int:
+        return element[0] + rows * element[1]
+
+    def steps(stride: Any) -> Any:  # an atom-layout stride (an index of the atom's tile) as a step in the tile
+        if is_tuple(stride):
+            return tuple(steps(d) for d in stride)
+        return index(atom.operand_element(operand, stride))
+
+    atom_tv = atom.layout(operand)
     thr, val = atom_tv[0], atom_tv[1]
-    stride_m = sub_r if operand in ("A", "C") else 0
-    stride_n = {"C": sub_c * rows, "A": 0, "B": sub_c * rows}[operand]
+    group_steps = (index(group_origin(operand, sub, 1, 0)), index(group_origin(operand, sub, 0, 1)))
     return Layout(
         ((thr.shape, (gm, gn)), (val.shape, (rep_r, rep_c))),
-        ((thr.stride, (stride_m, stride_n)), (val.stride, (ar, ac * rows))),
+        ((steps(thr.stride), group_steps), (steps(val.stride), (index((atom_rows, 0)), index((0, atom_cols))))),
     )
-
-
-def group_subtile(operand: str, tile: tuple[int, int], groups: tuple[int, int]) -> tuple[int, int]:
-    """The part of an operand tile one thread group works on (see `mma_tv`)."""
-    rows, cols = tile
-    gm, gn = groups
-    if operand == "C":
-        return rows // gm, cols // gn
-    if operand == "A":
-        return rows // gm, cols
-    return rows, cols // gn
 
 
 def check_mma_tiling(atom: MmaAtom, operand: str, tile: tuple[int, int], groups: tuple[int, int]) -> str | None:
     """Why `tile` cannot be tiled by `atom` over `groups`, or None when it can."""
     rows, cols = tile
     gm, gn = groups
-    ar, ac = atom.tile_shape(operand)
-    if operand == "B":
-        ar, ac = ac, ar
+    ar, ac = atom.operand_tile(operand)
     split = {"C": (gm, gn), "A": (gm, 1), "B": (1, gn)}[operand]
     if rows % split[0] or cols % split[1]:
         return f"the {operand} tile {tile} does not split over {gm}x{gn} thread groups"

@@ -25,6 +25,7 @@ from argus.atoms.common import (
     shared_budget,
 )
 from argus.atoms.smem import SharedCarve
+from argus.atoms.swizzle import hopper_swizzle, swizzle_width
 from argus.atoms.target import DEFAULT_TARGET
 from argus.diagnostics import ArgusError
 from argus.ir import types as irtypes
@@ -68,7 +69,7 @@ from argus.ir.nodes import (
 from argus.ir.types import DType
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.fragments import blocked_tv, check_mma_tiling, mma_tv
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.layout import ComposedLayout, Layout
 from argus.layout.int_tuple import suffix_product
 
 bf16, f16, f32, i32, u32, boolean = (
@@ -1842,7 +1843,7 @@ def _policies(declared: dict[str, Any], values: dict[str, Any], st: _Trace) -> P
         if isinstance(s, Alloc) and s.buffer.space == Space.SHARED and isinstance(s.buffer.layout, ComposedLayout)
     ]
     if swizzles and "swizzle" not in found:
-        found["swizzle"] = 16 << max(swizzles)  # Swizzle(B, ...) of 16-byte chunks: 32 << (B - 1) bytes
+        found["swizzle"] = swizzle_width(max(swizzles))
     pipelined = [s.stages for s in walk(body) if isinstance(s, ForNode) and s.kind == LoopKind.PIPELINED]
     if pipelined and "stages" not in found:
         found["stages"] = max(pipelined)

@@ -57,10 +57,9 @@ from argus.layout.layout import (
     zipped_divide,
     zipped_product,
 )
-from argus.layout.swizzle import HOPPER_SWIZZLE_BYTES, ComposedLayout, Swizzle, hopper_swizzle
+from argus.layout.swizzle import ComposedLayout, Swizzle
 
 __all__ = [
-    "HOPPER_SWIZZLE_BYTES",
     "ComposedLayout",
     "Layout",
     "LayoutError",
@@ -82,7 +81,6 @@ __all__ = [
     "flat_divide",
     "flatten",
     "has_none",
-    "hopper_swizzle",
     "idx2crd",
     "inner_product",
     "is_int",

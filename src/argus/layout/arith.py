@@ -1,8 +1,10 @@
-"""Integer arithmetic that works the same on Python ints and on Z3 expressions.
+"""Integer arithmetic that works the same on Python ints, numpy integer arrays and Z3 expressions.
 
 Layouts and swizzles are evaluated through these few functions, so the very code that computes
 `L(5) == 40` also turns a Z3 variable ``x`` into the Z3 term for ``L(x)``, which the verifier
-hands to the solver. Z3 is imported only when a Z3 value is actually seen.
+hands to the solver, and a numpy array of coordinates into the array of their indices (elementwise,
+broadcasting as numpy does). Z3 is imported only when a Z3 value is actually seen; numpy is never
+imported here (an array takes the plain-integer path: ``//``, ``%``, ``*``, ``+``).
 
 Sorts: Z3 integers (``Int``) use Z3's integer division and modulus, which agree with Python's
 floor division for the positive divisors that layouts have; Z3 bit-vectors (``BitVec``) use the
@@ -63,11 +65,17 @@ def mul(a: Any, b: int) -> Any:
     return a * b
 
 
+def _is_zero(x: Any) -> bool:
+    """True for a concrete zero: an int or a one-element numpy value equal to 0 (never a Z3 term, never an
+    array of several values, whose comparison has no single truth value)."""
+    return not is_symbolic(x) and getattr(x, "size", 1) == 1 and bool(x == 0)
+
+
 def add(a: Any, b: Any) -> Any:
     """``a + b`` with zero folded away."""
-    if not is_symbolic(a) and a == 0:
+    if _is_zero(a):
         return b
-    if not is_symbolic(b) and b == 0:
+    if _is_zero(b):
         return a
     return a + b
 

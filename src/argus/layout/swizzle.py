@@ -5,11 +5,9 @@ A swizzle permutes offsets by XOR-ing ``B`` bits taken ``S`` positions above bit
 
     offset ^ ((offset & yyy_mask) >> S)      yyy_mask = ((1 << B) - 1) << (M + max(0, S))
 
-(a negative ``S`` shifts left). Hopper's shared-memory swizzles, in *bytes*, are
-``Swizzle(1,4,3)`` (32-byte), ``Swizzle(2,4,3)`` (64-byte) and ``Swizzle(3,4,3)`` (128-byte):
-16-byte chunks are XOR-ed with the row index modulo 2, 4 or 8. `hopper_swizzle` gives them in
-units of elements. A `ComposedLayout` is CuTe's ``ComposedLayout<Swizzle, Offset, Layout>``:
-``c ↦ swizzle(offset + layout(c))``, the layout of a swizzled shared-memory tile.
+(a negative ``S`` shifts left). A `ComposedLayout` is CuTe's ``ComposedLayout<Swizzle, Offset, Layout>``:
+``c ↦ swizzle(offset + layout(c))``, the layout of a swizzled shared-memory tile. Which swizzles a GPU
+has is a hardware fact, not algebra: Hopper's modes are `argus.atoms.swizzle`'s.
 """
 
 from __future__ import annotations
@@ -187,32 +185,6 @@ class ComposedLayout:
 
     def __repr__(self) -> str:
         return str(self)
-
-
-#: Hopper's shared-memory swizzle modes (bytes of one swizzled row) and their byte-level swizzles.
-HOPPER_SWIZZLE_BYTES = {32: (1, 4, 3), 64: (2, 4, 3), 128: (3, 4, 3)}
-
-
-def hopper_swizzle(swizzle_bytes: int, element_bits: int = 16) -> Swizzle:
-    """The swizzle of a Hopper shared-memory swizzle mode (32, 64 or 128 bytes; ``0`` means none:
-    ``Swizzle(0, 4, 3)``, the identity) in units of `element_bits`-bit elements.
-
-    The byte-level swizzle is ``Swizzle(B, 4, 3)`` (16-byte chunks); for elements of ``2**k`` bytes
-    the base ``M`` drops by ``k``: 128-byte swizzle of bf16 is ``Swizzle(3, 3, 3)``.
-    """
-    if swizzle_bytes == 0:
-        return Swizzle(0, 4, 3)
-    if swizzle_bytes not in HOPPER_SWIZZLE_BYTES:
-        raise LayoutError(
-            "LAYOUT_BAD_SWIZZLE",
-            f"Hopper has no {swizzle_bytes}-byte swizzle mode",
-            "use 0 (none), 32, 64 or 128",
-        )
-    if element_bits not in (8, 16, 32, 64, 128):
-        raise LayoutError("LAYOUT_BAD_SWIZZLE", f"element width {element_bits} bits is not 8, 16, 32, 64 or 128")
-    b, m, s = HOPPER_SWIZZLE_BYTES[swizzle_bytes]
-    drop = (element_bits // 8).bit_length() - 1
-    return Swizzle(b, m - drop, s)
 
 
 @functools.lru_cache(maxsize=256)

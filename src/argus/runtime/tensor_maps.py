@@ -15,6 +15,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
+from argus.atoms.swizzle import TENSOR_MAP_SWIZZLE
 from argus.atoms.tma import tma_load
 from argus.backend.cuda.codegen.source import TensorMapParam
 from argus.runtime.errors import ArgumentError
@@ -28,12 +29,6 @@ _DATA_TYPES = {
     "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
     "i32": "CU_TENSOR_MAP_DATA_TYPE_INT32",
     "u32": "CU_TENSOR_MAP_DATA_TYPE_UINT32",
-}
-_SWIZZLES = {
-    0: "CU_TENSOR_MAP_SWIZZLE_NONE",
-    32: "CU_TENSOR_MAP_SWIZZLE_32B",
-    64: "CU_TENSOR_MAP_SWIZZLE_64B",
-    128: "CU_TENSOR_MAP_SWIZZLE_128B",
 }
 
 
@@ -104,7 +99,7 @@ def encode(spec: TensorMapSpec, kernel: str) -> bytes:
         [driver.cuuint32_t(b) for b in spec.box],
         [driver.cuuint32_t(1)] * rank,
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(driver.CUtensorMapSwizzle, _SWIZZLES[spec.swizzle]),
+        getattr(driver.CUtensorMapSwizzle, TENSOR_MAP_SWIZZLE[spec.swizzle]),
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )

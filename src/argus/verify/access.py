@@ -221,7 +221,7 @@ def accesses(prog: Program) -> list[Access]:
             out.append(Access(site, s.dst, "write", "sync", "blocked", nthreads, -(-size // (nthreads * vec)) * vec))
         elif isinstance(s, Gemm):
             from argus.atoms import get_atom
-            from argus.verify.model import group_subtile
+            from argus.atoms.mma import group_subtile
 
             atom = get_atom(s.atom)
             for ref, operand in ((s.a, "A"), (s.b, "B")):

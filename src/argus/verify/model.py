@@ -31,6 +31,8 @@ from typing import Any
 import z3
 
 from argus.atoms import get_atom
+from argus.atoms.copy import ldmatrix_transposes, matrix_transpose
+from argus.atoms.mma import Arithmetic, group_origin, group_subtile, slot_count, slot_element
 from argus.ir.expr import Expr, free_vars
 from argus.ir.nodes import (
     Alloc,
@@ -629,8 +631,7 @@ class Query:
         if isinstance(s, Copy):
             cover, win, wenv = self.dst_window(s.dst, loc, env, site)
             if s.atom.startswith("ldmatrix") and s.dst.buffer.space == Space.FRAGMENT and _ldmatrix_transposes(s):
-                r, c = win  # the forced variant delivers every 8x8 block transposed (as the interpreter does)
-                win = (z3.UDiv(r, 8) * 8 + z3.URem(c, 8), z3.UDiv(c, 8) * 8 + z3.URem(r, 8))
+                win = matrix_transpose(*win)  # the forced variant delivers every 8x8 block transposed
             g = guard if cover is True else z3.And(guard, cover)
             same = None
             if s.dst.buffer.space == Space.FRAGMENT and s.src.buffer.space == Space.FRAGMENT:
@@ -695,7 +696,7 @@ class Query:
         lane = z3.URem(smt.val(t), at)
         gm_count, gn_count = s.groups
         gm, gn = z3.URem(g, gm_count), z3.UDiv(g, gm_count)
-        sub_c = group_subtile("C", s.acc.shape, s.groups)
+        sub_c = group_subtile("C", (s.acc.shape[0], s.acc.shape[1]), s.groups)
         i, j = hardware_element(atom, "C", sub_c, lane, v)
         wenv = dict(env)
         ta = operand_hw(self, w, s, "A", atom, (gm, gn), g, (i, smt.val(0)), wenv, guard)
@@ -751,33 +752,26 @@ def _unmodelled_copy(s: Copy) -> str | None:
 
 
 def _ldmatrix_transposes(s: Copy) -> bool:
-    """True when a forced ``ldmatrix`` variant disagrees with the one the shared layout needs: the
-    MMA operand wants its register pairs along K (A: the tile's columns, B: its rows), which are
-    neighbours in memory (no ``.trans``) or not (``.trans``)."""
+    """True when a forced ``ldmatrix`` variant disagrees with the one the shared layout needs
+    (`argus.atoms.copy.ldmatrix_transposes`), the window's position read with every loop variable at 0."""
     from argus.ir.expr import evaluate
 
-    if s.atom not in ("ldmatrix.x4", "ldmatrix.x4.trans"):
-        return False
     operand = getattr(s.dst.buffer, "operand", None)
     if operand not in ("A", "B"):
         return False
-    pair_dim = 1 if operand == "A" else 0
     src = s.src
-    env: dict = {}
-    from argus.ir.expr import free_vars
 
-    for o in src.origin:
-        if isinstance(o, Expr):
-            env.update({v: 0 for v in free_vars(o)})
-    origin = [int(evaluate(o, env)) if isinstance(o, Expr) else int(o) for o in src.origin]
-    ks = kept(src)
-    layout = shared_layout(src)
-    step = list(origin)
-    step[ks[pair_dim]] += 1
-    base = layout(tuple(origin) if len(origin) > 1 else origin[0])
-    along = layout(tuple(step) if len(step) > 1 else step[0])
-    natural_trans = along - base != 1
-    return (s.atom == "ldmatrix.x4.trans") != natural_trans
+    def offset(coord: tuple[int, int]) -> int:
+        env: dict = {}
+        for o in src.origin:
+            if isinstance(o, Expr):
+                env.update({v: 0 for v in free_vars(o)})
+        point = [int(evaluate(o, env)) if isinstance(o, Expr) else int(o) for o in src.origin]
+        for axis, step in zip(kept(src), coord, strict=False):
+            point[axis] += step
+        return shared_layout(src)(tuple(point) if len(point) > 1 else point[0])
+
+    return ldmatrix_transposes(s.atom, operand, offset)
 
 
 def _written(body: tuple[Stmt, ...]) -> set:
@@ -821,44 +815,18 @@ def _describe_copy(s: Any, loc: Any, win: tuple[Any, ...]):
 # --- MMA hardware view ---------------------------------------------------------------------------------------
 
 
-def group_subtile(operand: str, tile: tuple[int, ...], groups: tuple[int, int]) -> tuple[int, int]:
-    from argus.lang.fragments import group_subtile as gs
-
-    return gs(operand, (tile[0], tile[1]), groups)
+#: The slot rule's divisions on the verifier's bit-vectors: unsigned (coordinates are non-negative), an index of a
+#: constant layout made a bit-vector too.
+BITVECTOR_ARITHMETIC = Arithmetic(z3.UDiv, z3.URem, smt.val)
 
 
 def hardware_element(atom: Any, operand: str, sub: tuple[int, int], lane: Any, v: Any) -> tuple[Any, Any]:
     """The (row, col) of the operand sub-tile that register slot (lane, v) of one thread group means
-    to the instruction (the interpreter's `_hardware_slots` convention: value ``v = atom value +
-    atom values * repeat``, repeats along rows first; B's atom tile is (N, K), the operand (K, N)).
-    Works on ints and on Z3 terms."""
-    layout = atom.layout(operand)
-    av = layout[1].size()
-    ar, ac = atom.tile_shape(operand)
-    swap = operand == "B"
-    tr, tc = (ac, ar) if swap else (ar, ac)
-    rep_r = sub[0] // tr
+    to the instruction: `argus.atoms.mma.slot_element` (the rule the DSL's fragment layouts and the
+    interpreter's MMA use), on ints when both are ints, else on the verifier's bit-vectors."""
     if isinstance(v, int) and isinstance(lane, int):
-        a_val, rep = v % av, v // av
-        r_r, r_c = rep % rep_r, rep // rep_r
-        idx = layout(lane, a_val)
-        i0, i1 = idx % ar, idx // ar
-    else:
-        vv = smt.val(v)
-        a_val, rep = z3.URem(vv, av), z3.UDiv(vv, av)
-        r_r, r_c = z3.URem(rep, rep_r), z3.UDiv(rep, rep_r)
-        idx = smt.val(layout((smt.val(lane), a_val)))
-        i0, i1 = z3.URem(idx, ar), z3.UDiv(idx, ar)
-    rr, cc = (i1, i0) if swap else (i0, i1)
-    return r_r * tr + rr, r_c * tc + cc
-
-
-def hardware_values(atom: Any, operand: str, sub: tuple[int, int]) -> int:
-    layout = atom.layout(operand)
-    av = layout[1].size()
-    ar, ac = atom.tile_shape(operand)
-    tr, tc = (ac, ar) if operand == "B" else (ar, ac)
-    return av * (sub[0] // tr) * (sub[1] // tc)
+        return slot_element(atom, operand, sub, lane, v)
+    return slot_element(atom, operand, sub, smt.val(lane), smt.val(v), BITVECTOR_ARITHMETIC)
 
 
 def operand_hw(
@@ -889,7 +857,7 @@ def operand_hw(
                 guard,
                 z3.And(
                     smt.in_range(lane, 0, at),
-                    smt.in_range(v, 0, hardware_values(atom, operand, sub)),
+                    smt.in_range(v, 0, slot_count(atom, operand, sub)),
                     r == smt.val(element[0]),
                     c == smt.val(element[1]),
                 ),
@@ -900,10 +868,8 @@ def operand_hw(
         env = dict(env)
         env[q.analysis.kernel.thread_var] = absolute_thread(ref.buffer, t, w.site.role)
         return q.read(ref.buffer, w.pre.get(ref.buffer, ()), (t, v), env, guard)
-    gm, gn = gpos
-    r0 = smt.val(gm) * sub[0] if operand == "A" else smt.val(0)
-    c0 = smt.val(gn) * sub[1] if operand == "B" else smt.val(0)
-    win = (r0 + smt.val(element[0]), c0 + smt.val(element[1]))
+    r0, c0 = group_origin(operand, sub, smt.val(gpos[0]), smt.val(gpos[1]))
+    win = (smt.val(r0) + smt.val(element[0]), smt.val(c0) + smt.val(element[1]))
     return q.src_at(ref, win, env, guard, w.pre, w.site)
 
 

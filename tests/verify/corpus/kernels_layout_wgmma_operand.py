@@ -10,7 +10,8 @@ fact: LAYOUT_WGMMA_OPERAND counterexample.element.buffer == 's_1'
 
 import argus
 import argus.lang as T
-from argus.layout import ComposedLayout, Layout, hopper_swizzle
+from argus.atoms.swizzle import hopper_swizzle
+from argus.layout import ComposedLayout, Layout
 
 
 def reversed_panels(stages: int, bk: int, bn: int) -> ComposedLayout:

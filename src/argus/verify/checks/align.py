@@ -38,6 +38,7 @@ import z3
 
 from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.errors import AtomError
+from argus.atoms.swizzle import swizzle_width
 from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, tma_load, tma_store
 from argus.ir.expr import Expr
 from argus.ir.nodes import Buffer, Copy, Space, TileRef
@@ -100,7 +101,7 @@ def _term(e: Expr | int, env: dict) -> Any:
 def _swizzle_bytes(ref: TileRef) -> int:
     layout = ref.layout if ref.layout is not None else ref.buffer.layout
     if isinstance(layout, ComposedLayout) and getattr(layout.inner, "bits", 0):
-        return 16 << layout.inner.bits
+        return swizzle_width(layout.inner.bits)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 For every `Gemm`, for every block, loop iteration, thread group, accumulator register slot and
 contraction step ``k`` of the atom, read the operands the way the instruction does (the atom's
-register convention, `model.hardware_element`, the interpreter's `_hardware_slots`): accumulator
+register convention, `argus.atoms.mma.slot_element`, which the interpreter's MMA reads by too): accumulator
 slot ``(lane, v)`` of group ``g`` is sub-tile element ``(i, j)``; the instruction multiplies the A
 register it reads as ``(i, k)`` with the B register it reads as ``(k, j)``. Then
 
@@ -22,6 +22,7 @@ from typing import Any
 import z3
 
 from argus.atoms import get_atom
+from argus.atoms.mma import group_origin, group_subtile, slot_count
 from argus.ir.nodes import Gemm, Space
 from argus.verify import smt
 from argus.verify.context import Context
@@ -30,9 +31,7 @@ from argus.verify.model import (
     Write,
     axis_map,
     decompose,
-    group_subtile,
     hardware_element,
-    hardware_values,
     operand_hw,
     tag_value,
 )
@@ -51,9 +50,10 @@ def _logical(ref: Any, operand: str, slot: Any, g: Any, at: int, gm: Any, gn: An
         t = smt.val(lane) + smt.val(g) * at
         coord = decompose(smt.val(ref.buffer.tv((t, v))), ref.buffer.static_shape)
         return coord[0] if operand == "A" else coord[1]
+    row, col = group_origin(operand, sub, smt.val(gm), smt.val(gn))
     if operand == "A":
-        return smt.val(gm) * sub[0] + smt.val(element[0])
-    return smt.val(gn) * sub[1] + smt.val(element[1])
+        return row + smt.val(element[0])
+    return col + smt.val(element[1])
 
 
 def _has_havoc(buffer: Any, items: tuple, seen: set | None = None) -> bool:
@@ -114,9 +114,9 @@ def _check_gemm(ctx: Context, site: Site, lookback: int) -> list[Finding]:
     g = smt.fresh("group")
     cons.append(smt.in_range(g, 0, gm_count * gn_count))
     gm, gn = z3.URem(g, gm_count), z3.UDiv(g, gm_count)
-    sub_c = group_subtile("C", s.acc.shape, s.groups)
+    sub_c = group_subtile("C", (s.acc.shape[0], s.acc.shape[1]), s.groups)
     lane_c, v_c = smt.fresh("lane"), smt.fresh("value")
-    cons += [smt.in_range(lane_c, 0, at), smt.in_range(v_c, 0, hardware_values(atom, "C", sub_c))]
+    cons += [smt.in_range(lane_c, 0, at), smt.in_range(v_c, 0, slot_count(atom, "C", sub_c))]
     i, j = hardware_element(atom, "C", sub_c, lane_c, v_c)
     k = smt.fresh("k")
     cons.append(smt.in_range(k, 0, s.a.shape[1]))
@@ -131,7 +131,7 @@ def _check_gemm(ctx: Context, site: Site, lookback: int) -> list[Finding]:
             full = (s.acc.shape[0], ref.shape[1]) if op == "A" else (ref.shape[0], s.acc.shape[1])
             sub = group_subtile(op, full, s.groups)
             hr, hc = hardware_element(atom, op, sub, lane, v)
-            cons += [smt.in_range(lane, 0, at), smt.in_range(v, 0, hardware_values(atom, op, sub)), hr == r, hc == c]
+            cons += [smt.in_range(lane, 0, at), smt.in_range(v, 0, slot_count(atom, op, sub)), hr == r, hc == c]
             slots[op] = (lane, v)
     cons_layout = list(cons)
     n0 = len(q.steps)

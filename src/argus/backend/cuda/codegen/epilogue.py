@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from argus.atoms.copy import tile_lane_exchange
-from argus.atoms.smem import SWIZZLE_REPEAT_BYTES, tma_box_swizzle
+from argus.atoms.smem import tma_box_swizzle
+from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
 from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, store_chunk_columns
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen.addressing import Window, base_coords, is_row_major, uniform_condition

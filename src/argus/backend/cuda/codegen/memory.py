@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from argus.atoms.copy import forced_trans
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen.addressing import (
     Window,
@@ -37,8 +38,6 @@ from argus.ir.types import DType
 
 #: Most bytes one thread moves in one vector access.
 VECTOR_BYTES = 16
-#: ``ldmatrix`` variants whose ``.trans`` the DSL user forced (the lane-level escape hatch).
-_FORCED_TRANS = {"ldmatrix.x4": False, "ldmatrix.x4.trans": True}
 
 
 # --- alloc ----------------------------------------------------------------------------------------------------
@@ -249,7 +248,7 @@ def matrix_copy(cx: Context, s: Copy, load: bool) -> bool:
         cx.note(f"{op}: the shared window's position is not static enough to prove the row layout")
         return False
     plan = pl.plan_matrix_copy(p, offsets)
-    forced = _FORCED_TRANS.get(s.atom)
+    forced = forced_trans(s.atom)
     if isinstance(plan, str):
         if forced is not None:
             raise cx.error(f"{s.atom} on this fragment and shared layout ({plan})", "use atom='ldmatrix'")

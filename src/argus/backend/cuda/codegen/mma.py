@@ -20,13 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from argus.atoms import MmaAtom, Scope, get_atom
-from argus.atoms.smem import (
-    DESCRIPTOR_SWIZZLE_ENCODING,
-    SWIZZLE_REPEAT_BYTES,
-    Major,
-    match_canonical,
-    swizzle_mode_of,
-)
+from argus.atoms.smem import Major, match_canonical, swizzle_mode_of
+from argus.atoms.swizzle import DESCRIPTOR_SWIZZLE_ENCODING, SWIZZLE_REPEAT_BYTES
 from argus.backend.cuda.codegen import prelude
 from argus.backend.cuda.codegen.addressing import Window
 from argus.backend.cuda.codegen.cexpr import add, convert, layout_at_coords, mul, paren

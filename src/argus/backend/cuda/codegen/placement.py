@@ -12,7 +12,8 @@ code evaluates at ``threadIdx.x``:
   of value ``v`` of thread ``t`` (``tv(t, v)`` split column-major), separated, where possible, into a
   per-thread base (one `Fit` per dimension) plus a per-value constant offset.
 * vector runs (`vector_width`), replicated holders (`holder_mask`), register gathers (`gather_slots`),
-  reductions (`reduce_groups`) and the ``ldmatrix``/``stmatrix`` plan (`plan_matrix_copy`): each checks its
+  reductions (`reduce_groups`) and the ``ldmatrix``/``stmatrix`` plan (`plan_matrix_copy`, which lane holds which
+  element of a matrix with or without ``.trans``: `argus.atoms.copy.matrix_holder`): each checks its
   precondition for every thread, so the generated code is correct wherever it is emitted at all.
 """
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from argus.atoms.copy import matrix_holder
 from argus.backend.cuda.codegen.cexpr import add, layout_at
 from argus.ir.nodes import Buffer
 from argus.layout import ComposedLayout, Layout, Swizzle, coalesce, flatten
@@ -326,12 +328,8 @@ def _matrix_ok(offsets: np.ndarray, p: int, trans: bool) -> bool:
     values)`` element offsets in shared memory, for every value of the dropped coordinates)."""
     r = np.arange(8)[:, None]
     e = np.arange(8)[None, :]
-    if trans:
-        lane, half = 4 * e + r // 2, r % 2
-        start_lane, start_half = r // 2 + 0 * e, r % 2 + 0 * e
-    else:
-        lane, half = 4 * r + e // 2, e % 2
-        start_lane, start_half = 4 * r + 0 * e, 0 * e
+    lane, half = matrix_holder(r, e, trans)  # who holds element e of row r
+    start_lane, start_half = matrix_holder(r + 0 * e, 0 * e, trans)  # who holds the row's first element
     threads = offsets.shape[1]
     for w in range(threads // 32):
         warp = offsets[:, 32 * w : 32 * w + 32, 2 * p : 2 * p + 2]  # (S, 32, 2)
@@ -379,8 +377,9 @@ def plan_matrix_copy(p: Placement, offsets: np.ndarray) -> list[MatrixInstructio
         t = np.arange(p.threads)
         lane, warp = t % 32, t // 32
         matrix, row = (lane // 8) % num, lane % 8
-        holder = 32 * warp + (row // 2 if trans else 4 * row)
-        value = 2 * np.array(regs)[matrix] + (row % 2 if trans else 0)
+        first_lane, first_half = matrix_holder(row, 0, trans)  # who holds the first element of the row lane t addresses
+        holder = 32 * warp + first_lane
+        value = 2 * np.array(regs)[matrix] + first_half
         coords = p.coords[holder, value]  # (threads, rank)
         for d in range(coords.shape[1]):
             f = fit(coords[:, d])

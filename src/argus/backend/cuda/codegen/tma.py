@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from argus.atoms.smem import SWIZZLE_REPEAT_BYTES, tma_box_swizzle
+from argus.atoms.smem import tma_box_swizzle
+from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
 from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
 from argus.backend.cuda.codegen.addressing import Window, is_row_major
 from argus.backend.cuda.codegen.context import Context
