@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.lineage.errors import LineageError
 
 
@@ -277,7 +278,7 @@ MECHANISMS: dict[str, Mechanism] = {
                 Level(
                     "swizzled",
                     meaning="shared-memory tiles are XOR-swizzled, so that ldmatrix reads are free of bank conflicts",
-                    changes=(Change("policy", "swizzle", on=(32, 64, 128), off=0),),
+                    changes=(Change("policy", "swizzle", on=SWIZZLE_WIDTHS, off=0),),
                     entry="swizzle-shared-128b",
                     requires=(("smem_tiling", 1),),
                 ),
