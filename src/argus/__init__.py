@@ -5,6 +5,6 @@ DSL, the verifier, the backend, the gate and the agent are built by later issues
 """
 
 from argus._version import __version__
-from argus.lang.frontend import kernel
+from argus.lang.decorator import kernel
 
 __all__ = ["__version__", "kernel"]

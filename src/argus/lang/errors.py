@@ -4,9 +4,11 @@ was expected, what was found and how to fix it, and show no tracer internals."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import linecache
 import os
 import sys
+import traceback
 from typing import Any
 
 from argus.diagnostics import LocatedError
@@ -38,6 +40,30 @@ def _is_internal(filename: str, code: Any = None) -> bool:
     if path == _CONTEXTLIB:
         return True
     return path.startswith(_LANG_DIR + os.sep) or path.startswith(os.path.join(_ARGUS_DIR, "ir") + os.sep)
+
+
+def def_loc(fn: Any) -> SourceLoc:
+    """The ``def`` line of function `fn` (its first line where the source is unavailable)."""
+    code = fn.__code__
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        text = next((ln for ln in lines if ln.lstrip().startswith("def ")), lines[0]).rstrip("\n")
+        line = start + next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("def ")), 0)
+    except (OSError, TypeError):
+        text, line = "", code.co_firstlineno
+    return SourceLoc(code.co_filename, line, len(text) - len(text.lstrip()), text)
+
+
+def raise_loc(err: BaseException, fn: Any) -> SourceLoc:
+    """Where `err` was raised in `fn`'s file (the innermost such frame), else `fn`'s definition."""
+    file = fn.__code__.co_filename
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == file]
+    if not frames:
+        return def_loc(fn)
+    frame = frames[-1]
+    text = linecache.getline(file, frame.lineno or 0).rstrip("\n")
+    col = frame.colno if getattr(frame, "colno", None) is not None else len(text) - len(text.lstrip())
+    return SourceLoc(file, frame.lineno or 0, col, text)
 
 
 def caller_loc() -> SourceLoc | None:
