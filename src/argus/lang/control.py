@@ -69,8 +69,8 @@ def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1) -> Iterator[
             actual=threads * blocks_per_sm,
         )
     st.blocks_per_sm = blocks_per_sm
-    names = ("bx", "by", "bz")
-    st.block_vars = tuple(Var(names[i], VarKind.BLOCK) for i in range(len(extents)))
+    names = st.grid_names(("bx", "by", "bz")[: len(extents)])  # those of `with T.grid(...) as (bm, bn)`
+    st.block_vars = tuple(Var(name, VarKind.BLOCK) for name in names)
     st.grid = tuple(e if isinstance(e, int) else as_expr(e) for e in extents)
     st.threads = threads
     st.in_grid = True
@@ -195,7 +195,7 @@ def role(name: str, warpgroups: tuple[int, ...], registers: int | None = None) -
 def _loop(name: str, extent: Any, kind: LoopKind, stages: int = 1, start: Any = 0) -> Iterator[Var]:
     st = current(f"T.{name}")
     loc = caller_loc()
-    var = Var(st.fresh("k" if kind == LoopKind.PIPELINED else "i"), VarKind.LOOP)
+    var = Var(st.loop_name("k" if kind == LoopKind.PIPELINED else "i"), VarKind.LOOP)
     st.stack.append([])
     try:
         yield var

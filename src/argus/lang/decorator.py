@@ -16,6 +16,7 @@ from argus.ir.nodes import Alloc, Buffer, For, Kernel, LoopKind, Policies, Role,
 from argus.lang.call import run_traced
 from argus.lang.errors import DSLError, def_loc, raise_loc
 from argus.lang.memory import check_tma_stores
+from argus.lang.names import SourceNames
 from argus.lang.tiles import GlobalTensor, TensorSpec
 from argus.lang.trace import CURRENT, Trace
 from argus.layout import ComposedLayout
@@ -30,6 +31,7 @@ class KernelFunction:
         self.__doc__ = fn.__doc__
         self.signature = inspect.signature(fn, eval_str=True)
         self._cache: dict[tuple, Kernel] = {}
+        self._source_names = SourceNames()  # the IR names its source gives (each file parsed once)
         self.policy_params: dict[str, Any] = {}
         self.reference: Any = None  # `@argus.kernel(reference=...)`: the kernel's own reference (see `kernel`)
         self.sizes: dict[str, int] = {}
@@ -119,7 +121,8 @@ class KernelFunction:
         """Run the function once with proxies for its tensors and `values` for its parameters, recording IR."""
         shape_vars: dict[str, Var] = {}
         tensors = [self._tensor(pname, spec, values, shape_vars) for pname, spec in self.tensor_specs.items()]
-        st = Trace(self.name)
+        reserved = tuple(t.name for t in tensors) + tuple(shape_vars)
+        st = Trace(self.name, reserved=reserved, source=self._source_names)
         st.shape_vars = dict(shape_vars)
         fn = types.FunctionType(  # the shape symbols are globals of the kernel's body: `T.cdiv(M, BM)`
             self.fn.__code__,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import itertools
 import linecache
 import os
 import sys
@@ -66,11 +67,29 @@ def raise_loc(err: BaseException, fn: Any) -> SourceLoc:
     return SourceLoc(file, frame.lineno or 0, col, text)
 
 
-def caller_loc() -> SourceLoc | None:
-    """The first frame outside argus's tracer: the user's DSL line that is being traced."""
-    frame = sys._getframe(1)
+def _user_frame() -> Any:
+    """The innermost frame outside argus's tracer (None if there is none)."""
+    frame = sys._getframe(2)
     while frame is not None and _is_internal(frame.f_code.co_filename, frame.f_code):
         frame = frame.f_back  # type: ignore[assignment]
+    return frame
+
+
+def caller_position() -> tuple[str, tuple[int | None, int | None, int | None, int | None]] | None:
+    """The file and span (first line, last line, first column, end column) of what the user's frame is running:
+    the call or operator expression that reached the tracer, or the ``for`` / ``with`` statement whose iteration
+    or entry did (`argus.lang.names` reads what that span binds)."""
+    frame = _user_frame()
+    if frame is None:
+        return None
+    positions = frame.f_code.co_positions()
+    span = next(itertools.islice(positions, frame.f_lasti // 2, None), None)
+    return (frame.f_code.co_filename, span) if span is not None else None
+
+
+def caller_loc() -> SourceLoc | None:
+    """The first frame outside argus's tracer: the user's DSL line that is being traced."""
+    frame = _user_frame()
     if frame is None:
         return None
     filename = frame.f_code.co_filename

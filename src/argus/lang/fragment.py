@@ -175,7 +175,7 @@ def fragment_like(
     st = current("fragment math")
     b = f.buffer
     buffer = Buffer(
-        st.fresh("r"),
+        st.value_name("r"),
         Space.FRAGMENT,
         dtype or b.dtype,
         shape or b.shape,

@@ -61,7 +61,7 @@ def alloc_shared(
     if layout is None:
         base = Layout(shape, suffix_product(shape))
         layout = base if swizzle == 0 else ComposedLayout(hopper_swizzle(swizzle, dtype.bits), 0, base)
-    buffer = Buffer(st.fresh("s"), Space.SHARED, dtype, shape, layout=layout, loc=loc)
+    buffer = Buffer(st.value_name("s"), Space.SHARED, dtype, shape, layout=layout, loc=loc)
     nbytes = SharedCarve.footprint(buffer)[0]
     budget = shared_budget(st.blocks_per_sm)
     if st.carve.would_need(buffer) > budget:
@@ -87,7 +87,7 @@ def alloc_fragment(
     operand: str = "C",
     groups: tuple[int, int] | None = None,
     vector_bytes: int = 16,
-    name: str = "r",
+    name: str | None = None,
     tv: Layout | None = None,
 ) -> Fragment:
     """A register tile spread over the block's threads.
@@ -97,6 +97,8 @@ def alloc_fragment(
     all groups along rows). Without, each thread holds runs of `vector_bytes` of the last dimension.
     Expert escape hatch: `tv` gives the thread–value layout explicitly (with `mma`, the fragment is
     still read by the atom's own register convention, so a `tv` that differs gives other numbers).
+    `name` is its IR name; by default, the variable it is assigned to (``acc`` in ``acc = T.alloc_fragment(...)``),
+    else ``r`` (`argus.lang.names`).
     """
     st = current("T.alloc_fragment")
     loc = caller_loc()
@@ -139,7 +141,7 @@ def alloc_fragment(
                 loc=loc,
             )
     buffer = Buffer(
-        st.fresh(name),
+        st.fresh(name) if name is not None else st.value_name("r"),
         Space.FRAGMENT,
         dtype,
         shape,

@@ -85,7 +85,7 @@ def alloc_mbarrier(count: int, arrive_count: int = 1) -> Mbarriers:
     loc = caller_loc()
     if not isinstance(count, int) or count < 1 or not isinstance(arrive_count, int) or arrive_count < 1:
         raise DSLError("DSL_MBARRIER", f"T.alloc_mbarrier needs positive int counts, got {count}, {arrive_count}")
-    buffer = Buffer(st.fresh("bar"), Space.MBARRIER, irtypes.u32, (count,), loc=loc)
+    buffer = Buffer(st.value_name("bar"), Space.MBARRIER, irtypes.u32, (count,), loc=loc)
     st.carve.place(buffer)
     st.emit(Alloc(buffer, loc=loc))
     st.emit(MbarrierInit(whole(buffer), arrive_count, loc=loc))
