@@ -58,8 +58,6 @@ PEER_LAYERS = (4, 8)
 
 #: (importing module, imported module) pairs that break the layer order today, and why.
 DEBT: dict[tuple[str, str], str] = {
-    ("argus.lang.call", "argus.interp"): "a kernel call with device='cpu' runs the interpreter",
-    ("argus.lang.call", "argus.runtime.errors"): "a kernel call on a GPU reports the launch's errors",
     ("argus.tasks.base", "argus.eval.correctness"): "a task builds its correctness Reference",
     ("argus.tasks.base", "argus.eval.guards"): "a task's outputs are poisoned by the gate's guard",
     ("argus.tasks.base", "argus.eval.tolerance"): "a task's precision is the gate's tolerance rule",

@@ -4,6 +4,7 @@ The tracer is split by concern (`docs/dsl-ir.md` is the model, `docs/dsl-referen
 
 * `decorator` — ``@argus.kernel``, `KernelFunction` (``trace``, the call) and `TracedKernel`;
 * `trace` — the trace in progress (statements, grid, warp role) and the IR names it gives;
+* `names` — the names the kernel's source gives buffers, loop variables and block indices;
 * `tiles` — tensor annotations, global tensors, tiles and shared buffers (views: they emit nothing);
 * `fragment` — register tiles and their operators (elementwise `Map`s);
 * `pointwise` — math on fragments and reductions;
@@ -11,7 +12,7 @@ The tracer is split by concern (`docs/dsl-ir.md` is the model, `docs/dsl-referen
 * `sync` — barriers, fences, ``cp.async`` groups and mbarriers;
 * `control` — the grid, loops, branches, warp roles and ``T.assume``;
 * `mma` — ``T.gemm`` and the MMA atoms;
-* `call` — running a traced kernel on the CPU interpreter;
+* `call` — a kernel call: the device runners' registry (the CPU's is `argus.runtime.cpu`);
 * `tags` — tags and tag assertions; `errors` — `DSLError` and source locations; `fragments` — fragment layouts.
 """
 

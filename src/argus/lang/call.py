@@ -1,20 +1,62 @@
-"""Calling a traced kernel on the CPU: tensors are checked and converted to numpy arrays, the sizes are checked
-against the kernel's assumptions, and the interpreter runs it, writing the outputs back in place."""
+"""Calling a traced kernel: ``kernel(*tensors, device="cpu")`` checks and converts the tensors (numpy arrays or CPU
+torch tensors) to float64 numpy arrays, runs the IR through the runner registered for the device, and writes the
+results back in place.
+
+The DSL owns the contract (`Runner`) and the registry, and imports nothing above its layer: a runner lives with the
+machinery it drives and registers itself (`register_runner`) when its package is imported; the CPU's, which checks
+the sizes against the kernel's assumptions as a launch does and runs the lane-level interpreter, is
+`argus.runtime.cpu`. `DEVICE_PACKAGES` names, as data, the package that registers each device's runner, so that
+``import argus`` alone is enough to call a kernel: the first call on a device imports its package. A device that
+nothing registers is refused with ``DSL_NO_RUNNER``."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from argus.ir.expr import Var
+from argus.ir.expr import SourceLoc
 from argus.ir.nodes import Kernel
 from argus.lang.errors import DSLError
 
+#: Runs `kernel` on its tensors' arrays (by parameter name), writing the outputs into them.
+Runner = Callable[[Kernel, dict[str, Any]], None]
 
-def run_traced(kernel: Kernel, tensors: tuple[Any, ...] | list[Any], loc: Any = None) -> None:
-    """Run the traced `kernel` on the CPU interpreter with `tensors` (numpy arrays or CPU torch tensors, in
-    parameter order), writing outputs in place; sizes that violate its ``T.assume`` are refused."""
-    from argus.interp import run_kernel
+#: The package that registers each device's runner when it is imported.
+DEVICE_PACKAGES: dict[str, str] = {"cpu": "argus.runtime"}
 
+_RUNNERS: dict[str, Runner] = {}
+
+
+def register_runner(device: str, runner: Runner) -> None:
+    """Make `runner` run kernel calls on `device` (a later registration replaces an earlier one)."""
+    _RUNNERS[device] = runner
+
+
+def runner_for(device: str, kernel_name: str = "", loc: SourceLoc | None = None) -> Runner:
+    """The runner registered for `device`, importing the package `DEVICE_PACKAGES` names for it if none is yet;
+    ``DSL_NO_RUNNER`` if there is still none."""
+    failure: ImportError | None = None
+    if device not in _RUNNERS and device in DEVICE_PACKAGES:
+        try:
+            importlib.import_module(DEVICE_PACKAGES[device])
+        except ImportError as err:
+            failure = err
+    if device in _RUNNERS:
+        return _RUNNERS[device]
+    package = DEVICE_PACKAGES.get(device)
+    raise DSLError(
+        "DSL_NO_RUNNER",
+        f"kernel {kernel_name}: nothing runs kernels on device {device!r}"
+        + (f" (importing {package}, which registers its runner, failed: {failure})" if failure else ""),
+        f"import {package}, which registers the runner" if package else f"devices: {', '.join(DEVICE_PACKAGES)}",
+        loc=loc,
+    )
+
+
+def run_traced(kernel: Kernel, tensors: Sequence[Any], device: str = "cpu", loc: SourceLoc | None = None) -> None:
+    """Run the traced `kernel` on `device` with `tensors` (numpy arrays or CPU torch tensors, in parameter order),
+    writing outputs in place; the device's runner refuses sizes that violate the kernel's ``T.assume``."""
     names = [t.name for t in kernel.tensors]
     if len(tensors) != len(names):
         raise DSLError(
@@ -22,42 +64,16 @@ def run_traced(kernel: Kernel, tensors: tuple[Any, ...] | list[Any], loc: Any = 
             f"kernel {kernel.name} takes {len(names)} tensors ({', '.join(names)}), got {len(tensors)}",
             loc=loc,
         )
+    run = runner_for(device, kernel.name, loc)
     arrays, writeback = {}, []
     for name, value in zip(names, tensors, strict=True):
         array, back = _as_numpy(name, value)
         arrays[name] = array
         if back is not None:
             writeback.append((back, array))
-    _check_assumptions(kernel, arrays)
-    run_kernel(kernel, arrays)
+    run(kernel, arrays)
     for back, array in writeback:
         back(array)
-
-
-def _check_assumptions(kernel: Kernel, arrays: dict[str, Any]) -> None:
-    """Refuse a call whose sizes violate the kernel's assumptions (``T.assume``), as the GPU runtime does
-    (`argus.runtime.arguments.bind`, ``RUNTIME_ASSUMPTION``): the kernel is verified for those sizes only."""
-    from argus.ir.expr import evaluate
-    from argus.runtime.errors import ArgumentError
-
-    sizes: dict[Var, int] = {}
-    for t in kernel.tensors:
-        shape = getattr(arrays.get(t.name), "shape", ())
-        for dim, extent in zip(t.shape, shape, strict=False):
-            if isinstance(dim, Var):
-                sizes.setdefault(dim, int(extent))
-    if len(sizes) != len(kernel.shape_vars):
-        return  # the interpreter reports the missing or mismatched tensor itself
-    for assumption in kernel.assumptions[len(kernel.shape_vars) :]:
-        if not bool(evaluate(assumption, sizes)):
-            values = {v.name: n for v, n in sizes.items()}
-            raise ArgumentError(
-                "RUNTIME_ASSUMPTION",
-                f"{kernel.name}: the shapes {values} violate the kernel's assumption {assumption} (declared with "
-                "T.assume: the kernel is verified for those sizes only)",
-                "pass sizes that satisfy it (pad the tensors), or use a kernel written for these sizes",
-                kernel=kernel.name,
-            )
 
 
 def _as_numpy(name: str, value: Any):

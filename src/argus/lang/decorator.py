@@ -87,7 +87,7 @@ class KernelFunction:
                 "call it with device='cpu' (or set ARGUS_INTERPRET=1) to run it on the interpreter",
                 loc=def_loc(self.fn),
             )
-        run_traced(self.trace(**params), tensors, loc=def_loc(self.fn))
+        run_traced(self.trace(**params), tensors, "cpu", loc=def_loc(self.fn))
 
     def trace(self, **params: Any) -> Kernel:
         """The IR of this kernel specialized with `params` (defaults for the rest)."""
@@ -260,7 +260,7 @@ class TracedKernel:
     def __call__(self, *tensors: Any, device: str | None = None, **params: Any) -> None:
         if device not in (None, "cpu"):
             raise DSLError("DSL_NO_GPU_PATH", f"kernel {self.name}: a traced kernel runs on the CPU interpreter")
-        run_traced(self.trace(**params), tensors)
+        run_traced(self.trace(**params), tensors, "cpu")
 
 
 POLICY_NAMES = ("tile_shape", "stages", "swizzle", "warp_roles", "register_split", "tile_order", "persistent", "unroll")
