@@ -9,6 +9,6 @@ layout algebra) and `diagnostics` (the error shape and the catalog of every code
 """
 
 from argus._version import __version__
-from argus.lang.frontend import kernel
+from argus.lang.decorator import kernel
 
 __all__ = ["__version__", "kernel"]

@@ -150,7 +150,7 @@ def test_vector_add_comments_point_at_elementwise_py(built) -> None:
     # the copy of A is the statement right after its comment
     copy_a = next(s for s in _statements("vector_add") if isinstance(s, Copy) and s.src.buffer.name == "A")
     after = source.split(f"// elementwise.py:{copy_a.loc.line}  copy A", 1)[1]
-    assert "argus::load_global<4>(&r[0], A," in after.split("// elementwise.py:", 1)[0]
+    assert "argus::load_global<4>(&a[0], A," in after.split("// elementwise.py:", 1)[0]
 
 
 def test_parameters_are_tensors_then_shape_symbols(built) -> None:

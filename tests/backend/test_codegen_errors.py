@@ -70,9 +70,9 @@ def test_a_warp_role_is_a_branch_on_its_warpgroups_with_role_relative_threads() 
 
 def test_an_mbarrier_is_carved_from_shared_memory_and_waited_on_with_try_wait() -> None:
     generated = generate(with_mbarrier.trace())
-    assert "unsigned long long* const bar = reinterpret_cast<unsigned long long*>(argus_smem + 0)" in generated.source
+    assert "unsigned long long* const bars = reinterpret_cast<unsigned long long*>(argus_smem + 0)" in generated.source
     assert "mbarrier.try_wait.parity.shared::cta.b64" in generated.source
-    assert "argus::mbarrier_wait(argus::smem_u32(&bar[0]), static_cast<unsigned>(0) & 1u);" in generated.source
+    assert "argus::mbarrier_wait(argus::smem_u32(&bars[0]), static_cast<unsigned>(0) & 1u);" in generated.source
     assert generated.shared_bytes == 16
 
 

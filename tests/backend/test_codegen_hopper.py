@@ -52,11 +52,11 @@ def test_gemm_wgmma_tma_structure() -> None:
     assert src.index("const int k_1 = k_1_released;") < src.index("argus::wgmma_wait<0>();  // the last iteration")
     assert "const int k_1 = (K + 63) / 64 - 1;  // the arrival of the last iteration" in src
     # each consumer warpgroup releases for itself: the empty barriers count 1 x 2 arrivals, no bar.sync among them
-    assert src.count("if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&bar_1[k_1 % 4]));") == 2
-    assert "argus::mbarrier_init(argus::smem_u32(&bar_1[i]), 2);" in src
-    assert "argus::mbarrier_init(argus::smem_u32(&bar[i]), 1);" in src
+    assert src.count("if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[k_1 % 4]));") == 2
+    assert "argus::mbarrier_init(argus::smem_u32(&empty[i]), 2);" in src
+    assert "argus::mbarrier_init(argus::smem_u32(&full[i]), 1);" in src
     assert '"r"(256)' not in src
-    assert "if (producer_tid == 0) argus::mbarrier_arrive_expect_tx(argus::smem_u32(&bar[k % 4]), 32768);" in src
+    assert "if (producer_tid == 0) argus::mbarrier_arrive_expect_tx(argus::smem_u32(&full[k % 4]), 32768);" in src
 
 
 def test_a_three_stage_pipeline_keeps_the_release_as_written() -> None:
@@ -86,9 +86,9 @@ def test_output_dtype_is_a_trace_parameter() -> None:
 def test_flash_attention_reads_v_mn_major_and_fences_the_p_tile() -> None:
     src = generate(flash_attention_fwd.trace()).source
     assert src.count("argus::tma_load_3d(") == 3  # Q once, K and V per stage; the head dimension is squeezed
-    assert src.count("<0, 1>(r_1,") == 4  # O += P V: V is (K, N) with N contiguous: MN-major
+    assert src.count("<0, 1>(o,") == 4  # O += P V: V is (K, N) with N contiguous: MN-major
     fence = src.index("fence.proxy.async.shared::cta")
-    assert src.index("argus::store_shared") < fence < src.index("<0, 1>(r_1,")
+    assert src.index("argus::store_shared") < fence < src.index("<0, 1>(o,")
 
 
 def test_a_tma_destination_that_tma_cannot_write_is_refused() -> None:

@@ -29,11 +29,11 @@ def test_conversions_index_select_unroll_and_branch(built) -> None:
     compiled = built["mixed_elementwise"]
     source = compiled.generated.source
     assert "#include <cuda_bf16.h>" in source
-    assert "__float2bfloat16_rn(r_5[v])" in source  # T.cast to bf16 rounds to nearest even
-    assert "static_cast<float>(col + 3)" in source  # T.index: each value's own column
-    assert "(r_2[v] != 0 ? r_3[v] : r_4[v])" in source  # T.where
+    assert "__float2bfloat16_rn(y[v])" in source  # T.cast to bf16 rounds to nearest even
+    assert "static_cast<float>(col1 + 3)" in source  # T.index: each value's own column (the fragment is `col`)
+    assert "(r[v] != 0 ? r_1[v] : r_2[v])" in source  # T.where
     assert "#pragma unroll\n  for (int i = 0; i < 3; ++i) {" in source  # T.unroll
-    assert "if ((bx * 8) < M) {" in source  # T.if_
+    assert "if ((bm * 8) < M) {" in source  # T.if_
     # bf16 stores: four values of 2 bytes per thread move as one 8-byte vector
     assert compiled.instruction_mix(modifiers=True)["STG.E.64"] == 1
 
@@ -84,7 +84,7 @@ def test_narrow_cp_async_runs(built) -> None:
     assert "// note: cp.async needs 4-, 8- or 16-byte runs" in compiled.generated.source
     # the row stride K is a shape symbol: the 4-byte runs are aligned only when K is even
     assert "const bool vector_ok = K % 2 == 0;" in compiled.generated.source
-    assert "argus::store_shared<4>(s_2 + " in compiled.generated.source  # the shared fill, 16 bytes at a time
+    assert "argus::store_shared<4>(sf + " in compiled.generated.source  # the shared fill, 16 bytes at a time
     assert "argus::store_global<4>(G, " in compiled.generated.source  # the global fill, masked per run
 
 

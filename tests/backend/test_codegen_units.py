@@ -108,7 +108,7 @@ def test_vector_width_needs_consecutive_aligned_values() -> None:
 def _gemm_fragments():
     kernel = get_kernel("gemm_mma_sync").kernel.trace()
     buffers = {s.buffer.name: s.buffer for s in kernel.body if type(s).__name__ == "Alloc"}
-    return buffers["r_1"], buffers["r_2"]
+    return buffers["rA"], buffers["rB"]
 
 
 def _offsets(p: pl.Placement, layout: Layout) -> np.ndarray:
@@ -138,17 +138,17 @@ def test_ldmatrix_plan_for_mma_operands() -> None:
 def test_gather_slots_and_reduce_groups_on_softmax() -> None:
     kernel = get_kernel("softmax").kernel.trace()
     allocs = {s.buffer.name: s.buffer for s in kernel.body if type(s).__name__ == "Alloc"}
-    x, row_max = allocs["r"], allocs["r_1"]
+    x, row_max = allocs["x"], allocs["row_max"]
     assert list(pl.gather_slots(x, row_max, (1,))) == [0, 0, 0, 0]  # every value of a row reads the one maximum
     assert pl.reduce_groups(row_max, x, axis=1) == [[0, 1, 2, 3]]
 
 
 def test_holder_mask_of_a_row_statistic() -> None:
     kernel = get_kernel("softmax").kernel.trace()
-    row_max = next(s.buffer for s in kernel.body if type(s).__name__ == "Alloc" and s.buffer.name == "r_1")
+    row_max = next(s.buffer for s in kernel.body if type(s).__name__ == "Alloc" and s.buffer.name == "row_max")
     mask = pl.holder_mask(pl.placement(row_max))
     assert mask is not None and mask.c("tid") == "(tid & 31) == 0"  # lane 0 of each warp holds the row first
-    x = next(s.buffer for s in kernel.body if type(s).__name__ == "Alloc" and s.buffer.name == "r")
+    x = next(s.buffer for s in kernel.body if type(s).__name__ == "Alloc" and s.buffer.name == "x")
     assert pl.holder_mask(pl.placement(x)) is None  # nothing is replicated
 
 

@@ -66,18 +66,18 @@ FLOAT_TEXT = {
     "log1p": r"\blog1pf\(",
     "expm1": r"\bexpm1f\(",
     "abs": r"\bfabsf\(",
-    "sigmoid": r"= 1\.0f / \(1\.0f \+ expf\(-r_?\d*\[v\]\)\);",
+    "sigmoid": r"= 1\.0f / \(1\.0f \+ expf\(-(?:[ab]|r_?\d*)\[v\]\)\);",
     "sin": r"\bsinf\(",
     "cos": r"\bcosf\(",
     "floor": r"\bfloorf\(",
     "ceil": r"\bceilf\(",
-    "rcp": r"= 1\.0f / r_?\d*\[v\];",
+    "rcp": r"= 1\.0f / (?:[ab]|r_?\d*)\[v\];",
     "pow": r"\bpowf\(",
     "fmod": r"\bfmodf\(",
-    "le": r"\(r_?\d*\[v\] <= r_?\d*\[v\] \? 1\.0f : 0\.0f\)",
-    "lt (for >)": r"\(r_?\d*\[v\] < r_?\d*\[v\] \? 1\.0f : 0\.0f\)",
-    "eq": r"\(r_?\d*\[v\] == r_?\d*\[v\] \? 1\.0f : 0\.0f\)",
-    "ne": r"\(r_?\d*\[v\] != 0\.0f \? 1\.0f : 0\.0f\)",
+    "le": r"\((?:[ab]|r_?\d*)\[v\] <= (?:[ab]|r_?\d*)\[v\] \? 1\.0f : 0\.0f\)",
+    "lt (for >)": r"\((?:[ab]|r_?\d*)\[v\] < (?:[ab]|r_?\d*)\[v\] \? 1\.0f : 0\.0f\)",
+    "eq": r"\((?:[ab]|r_?\d*)\[v\] == (?:[ab]|r_?\d*)\[v\] \? 1\.0f : 0\.0f\)",
+    "ne": r"\((?:[ab]|r_?\d*)\[v\] != 0\.0f \? 1\.0f : 0\.0f\)",
 }
 
 
@@ -89,16 +89,16 @@ def test_float_operations_use_cudas_f32_functions(op: str, built) -> None:
 
 
 INTEGER_TEXT = {
-    "floordiv": r"argus::floordiv\(r_?\d*\[v\], r_?\d*\[v\]\)",
-    "mod": r"argus::floormod\(r_?\d*\[v\], r_?\d*\[v\]\)",
-    "and": r"r_?\d*\[v\] & r_?\d*\[v\]",
-    "or": r"r_?\d*\[v\] \| r_?\d*\[v\]",
-    "xor": r"r_?\d*\[v\] \^ r_?\d*\[v\]",
-    "shl": r"r_?\d*\[v\] << 3;",
-    "shr": r"r_?\d*\[v\] >> 2;",
-    "invert": r"= ~r_?\d*\[v\];",
-    "fmod": r"= r_?\d*\[v\] % r_?\d*\[v\];",
-    "le": r"\(r_?\d*\[v\] <= r_?\d*\[v\] \? 1 : 0\)",
+    "floordiv": r"argus::floordiv\((?:[ab]|r_?\d*)\[v\], (?:[ab]|r_?\d*)\[v\]\)",
+    "mod": r"argus::floormod\((?:[ab]|r_?\d*)\[v\], (?:[ab]|r_?\d*)\[v\]\)",
+    "and": r"(?:[ab]|r_?\d*)\[v\] & (?:[ab]|r_?\d*)\[v\]",
+    "or": r"(?:[ab]|r_?\d*)\[v\] \| (?:[ab]|r_?\d*)\[v\]",
+    "xor": r"(?:[ab]|r_?\d*)\[v\] \^ (?:[ab]|r_?\d*)\[v\]",
+    "shl": r"(?:[ab]|r_?\d*)\[v\] << 3;",
+    "shr": r"(?:[ab]|r_?\d*)\[v\] >> 2;",
+    "invert": r"= ~(?:[ab]|r_?\d*)\[v\];",
+    "fmod": r"= (?:[ab]|r_?\d*)\[v\] % (?:[ab]|r_?\d*)\[v\];",
+    "le": r"\((?:[ab]|r_?\d*)\[v\] <= (?:[ab]|r_?\d*)\[v\] \? 1 : 0\)",
 }
 
 
@@ -112,7 +112,8 @@ def test_python_floor_division_brings_its_helpers_and_unsigned_needs_none(built)
     i32, u32 = built["i32"].generated.source, built["u32"].generated.source
     assert "__device__ __forceinline__ int floordiv(int a, int b)" in i32
     assert "argus::floordiv" not in u32 and "argus::floormod" not in u32  # unsigned // and % are C's / and %
-    assert re.search(r"= r_?\d*\[v\] / r_?\d*\[v\];", u32) and re.search(r"= r_?\d*\[v\] % r_?\d*\[v\];", u32)
+    operand = r"(?:[ab]|r_?\d*)\[v\]"  # the kernel's fragments a and b, or a temporary
+    assert re.search(rf"= {operand} / {operand};", u32) and re.search(rf"= {operand} % {operand};", u32)
     assert "unsigned r" in u32
 
 

@@ -371,7 +371,7 @@ def test_valid_data_decodes() -> None:
         "os.system",
         "builtins.eval",
         "subprocess.Popen",
-        "argus.lang.frontend.KernelFunction",
+        "argus.lang.decorator.KernelFunction",
         "argus.ir.serialize.IRSerializeError",
         "argus.ir.nodes.Stmt",  # an abstract base, not a node a trace holds
         "argus.ir.types.DType",  # dtypes come by name only

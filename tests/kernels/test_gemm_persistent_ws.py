@@ -117,13 +117,13 @@ def test_the_deferred_release_follows_the_global_stage() -> None:
     # one wgmma group in flight; stage g - 1 = (start + k - 1) % 4 released once the MMAs of k are issued, the
     # tile's last stage after its loop, before the epilogue (the producer meanwhile fills the next tile's stages)
     assert "argus::wgmma_wait<1>();" in src
-    release = "argus::mbarrier_arrive(argus::smem_u32(&bar_1[(k_1 + (i_1 * ((K + 63) / 64))) % 4]));"
+    release = "argus::mbarrier_arrive(argus::smem_u32(&empty[(k_1 + (it_1 * ((K + 63) / 64))) % 4]));"
     assert src.count("if (consumer_tid % 128 == 0) " + release) == 2
     assert src.index("const int k_1 = k_1_released;") < src.index("argus::wgmma_wait<0>();  // the last iteration")
-    assert "argus::mbarrier_init(argus::smem_u32(&bar_1[i1]), 2);" in src  # each consumer warpgroup arrives
+    assert "argus::mbarrier_init(argus::smem_u32(&empty[i]), 2);" in src  # each consumer warpgroup arrives
     # the waits use the global iteration's parity
-    assert "static_cast<unsigned>(((k_1 + (i_1 * ((K + 63) / 64))) / 4) % 2) & 1u" in src
-    assert "static_cast<unsigned>((((k + (i * ((K + 63) / 64))) / 4) + 1) % 2) & 1u" in src
+    assert "static_cast<unsigned>(((k_1 + (it_1 * ((K + 63) / 64))) / 4) % 2) & 1u" in src
+    assert "static_cast<unsigned>((((k + (it * ((K + 63) / 64))) / 4) + 1) % 2) & 1u" in src
 
 
 def test_the_expert_kernel_generates_the_same_code_as_before() -> None:
@@ -133,4 +133,4 @@ def test_the_expert_kernel_generates_the_same_code_as_before() -> None:
 
     kernel = gemm_warp_specialized.trace(STAGES=4)
     assert "start=" not in "\n".join(format_stmts(kernel.body))
-    assert "bar[k % 4]" in generate(kernel).source
+    assert "full[k % 4]" in generate(kernel).source

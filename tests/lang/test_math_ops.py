@@ -385,7 +385,7 @@ def test_meaningless_combinations_are_refused_at_the_users_line(name, dtype, dsl
     text = str(err)
     assert err.code == code and says in text, text
     assert err.loc is not None and err.loc.file == __file__ and err.loc.line == _line_of(marker)
-    assert "frontend.py" not in text
+    assert "argus/lang" not in text
 
 
 def test_the_interpreter_refuses_ir_the_tracer_would_refuse() -> None:

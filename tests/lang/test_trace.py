@@ -13,13 +13,13 @@ kernel vector_add(A: global f32[N] strides (1), B: global f32[N] strides (1), C:
   params BLOCK=1024
   assume (1 <= N)
   grid (((N + 1023) // 1024)) as (bx), threads 128 as tid
-  alloc r: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads  # elementwise.py:12
-  alloc r_1: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads  # elementwise.py:13
-  copy A[(bx * 1024):+1024] -> r atom=auto  # elementwise.py:14
-  copy B[(bx * 1024):+1024] -> r_1 atom=auto  # elementwise.py:15
-  alloc r_2: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads  # elementwise.py:16
-  r_2 = add(r, r_1)  # elementwise.py:16
-  copy r_2 -> C[(bx * 1024):+1024] atom=auto  # elementwise.py:16"""
+  alloc a: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads  # elementwise.py:12
+  alloc b: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads  # elementwise.py:13
+  copy A[(bx * 1024):+1024] -> a atom=auto  # elementwise.py:14
+  copy B[(bx * 1024):+1024] -> b atom=auto  # elementwise.py:15
+  alloc r: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads  # elementwise.py:16
+  r = add(a, b)  # elementwise.py:16
+  copy r -> C[(bx * 1024):+1024] atom=auto  # elementwise.py:16"""
 
 
 def test_vector_add_golden_ir() -> None:

@@ -61,7 +61,7 @@ def test_assume_rejects_runtime_values() -> None:
         with T.grid(T.cdiv(M, 64), threads=128) as (bm,):  # noqa: F821
             T.assume(bm < 4)
 
-    with pytest.raises(DSLError, match="bx is not one"):
+    with pytest.raises(DSLError, match="bm is not one"):
         k.trace()
 
 

@@ -17,7 +17,7 @@ What a generated module may contain (everything else is a `Violation`):
 * **Modules.** A name bound to a module by an import (``T``, ``argus``, ``math``, ``L``) may only be the root of an
   attribute chain, and the attribute after a module must be one of its public names that is not itself a module:
   ``argus`` offers ``kernel``, ``lang`` and ``layout``; ``argus.lang`` its ``__all__`` (not ``T.errors``,
-  ``T.frontend``, ...); ``argus.layout`` its ``__all__`` (not ``argus.layout.arith``, ...); ``math`` its public
+  ``T.decorator``, ...); ``argus.layout`` its ``__all__`` (not ``argus.layout.arith``, ...); ``math`` its public
   functions and constants. A chain that ends at a module (``x = T``, ``f(argus.lang)``) is refused. The sets are
   read from the modules at check time.
 * **Attributes.** Any attribute of a value (``acc.shape``, ``A.tile(...)``) except one that starts with ``_`` or

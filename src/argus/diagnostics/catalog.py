@@ -598,6 +598,12 @@ class Code(StrEnum):
         "{what} must be inside `with T.grid(...)`",
         "open the grid first, and call it from inside the grid's block",
     )
+    DSL_NO_RUNNER = _entry(
+        Category.DSL,
+        "kernel {kernel}: nothing runs kernels on device {device!r}",
+        "import the package that registers the device's runner (argus.runtime for 'cpu'); if importing it failed, "
+        "the message says why",
+    )
     DSL_OUTSIDE_KERNEL = _entry(
         Category.DSL,
         "{what} can only be used inside an @argus.kernel function while it is traced",

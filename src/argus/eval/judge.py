@@ -484,7 +484,7 @@ def gate_generated_kernel(
     from argus.eval.device import environment
     from argus.eval.gate import gate_kernel, static_stage
     from argus.ir.serialize import IRSerializeError, kernel_from_data
-    from argus.lang.frontend import TracedKernel
+    from argus.lang.decorator import TracedKernel
 
     device = options.resolved_device()
     fail = GateResult(name, task.name, {}, environment=environment(device))

@@ -147,7 +147,7 @@ class Copy(Stmt):
     128-byte-swizzled column chunks that the copy alone uses: each warpgroup writes its rows of a chunk there
     and one of its threads hands the chunk to a TMA store, which drains while the threads go on. Its
     effect on the destination is the plain fragment -> global copy's; the stores complete before the block
-    exits, and the kernel must not read the destination (`argus.lang.frontend.copy` enforces both).
+    exits, and the kernel must not read the destination (`argus.lang.memory.copy` enforces both).
     """
 
     src: TileRef

@@ -4,9 +4,12 @@ was expected, what was found and how to fix it, and show no tracer internals."""
 from __future__ import annotations
 
 import contextlib
+import inspect
+import itertools
 import linecache
 import os
 import sys
+import traceback
 from typing import Any
 
 from argus.diagnostics import LocatedError
@@ -40,11 +43,53 @@ def _is_internal(filename: str, code: Any = None) -> bool:
     return path.startswith(_LANG_DIR + os.sep) or path.startswith(os.path.join(_ARGUS_DIR, "ir") + os.sep)
 
 
-def caller_loc() -> SourceLoc | None:
-    """The first frame outside argus's tracer: the user's DSL line that is being traced."""
-    frame = sys._getframe(1)
+def def_loc(fn: Any) -> SourceLoc:
+    """The ``def`` line of function `fn` (its first line where the source is unavailable)."""
+    code = fn.__code__
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        text = next((ln for ln in lines if ln.lstrip().startswith("def ")), lines[0]).rstrip("\n")
+        line = start + next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("def ")), 0)
+    except (OSError, TypeError):
+        text, line = "", code.co_firstlineno
+    return SourceLoc(code.co_filename, line, len(text) - len(text.lstrip()), text)
+
+
+def raise_loc(err: BaseException, fn: Any) -> SourceLoc:
+    """Where `err` was raised in `fn`'s file (the innermost such frame), else `fn`'s definition."""
+    file = fn.__code__.co_filename
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == file]
+    if not frames:
+        return def_loc(fn)
+    frame = frames[-1]
+    text = linecache.getline(file, frame.lineno or 0).rstrip("\n")
+    col = frame.colno if getattr(frame, "colno", None) is not None else len(text) - len(text.lstrip())
+    return SourceLoc(file, frame.lineno or 0, col, text)
+
+
+def _user_frame() -> Any:
+    """The innermost frame outside argus's tracer (None if there is none)."""
+    frame = sys._getframe(2)
     while frame is not None and _is_internal(frame.f_code.co_filename, frame.f_code):
         frame = frame.f_back  # type: ignore[assignment]
+    return frame
+
+
+def caller_position() -> tuple[str, tuple[int | None, int | None, int | None, int | None]] | None:
+    """The file and span (first line, last line, first column, end column) of what the user's frame is running:
+    the call or operator expression that reached the tracer, or the ``for`` / ``with`` statement whose iteration
+    or entry did (`argus.lang.names` reads what that span binds)."""
+    frame = _user_frame()
+    if frame is None:
+        return None
+    positions = frame.f_code.co_positions()
+    span = next(itertools.islice(positions, frame.f_lasti // 2, None), None)
+    return (frame.f_code.co_filename, span) if span is not None else None
+
+
+def caller_loc() -> SourceLoc | None:
+    """The first frame outside argus's tracer: the user's DSL line that is being traced."""
+    frame = _user_frame()
     if frame is None:
         return None
     filename = frame.f_code.co_filename

@@ -19,7 +19,8 @@ from argus.ir.nodes import Broadcast, Space, TileRef
 from argus.ir.tags import AssertTag, AssertTagEq, Tag, TagNameIs, TagPlaceholder, strip
 from argus.ir.types import boolean
 from argus.lang.errors import DSLError, caller_loc
-from argus.lang.frontend import GlobalTensor, Tile, _state
+from argus.lang.tiles import GlobalTensor, Tile
+from argus.lang.trace import current
 
 
 class _TagName:
@@ -92,7 +93,7 @@ def tag(x: Any, fn: Any, name: str) -> Any:
     `fn` receives one argument per dimension of `x` (its window coordinates) and returns an int,
     an expression or a tuple of them (loop variables and block indices may appear). Tags then flow
     with the data through copies, elementwise operations, reductions and MMAs. Returns `x`."""
-    st = _state("T.tag")
+    st = current("T.tag")
     loc = caller_loc()
     if not isinstance(name, str) or not name:
         raise DSLError("DSL_TAG_NAME", "T.tag needs a non-empty string name", actual=repr(name), loc=loc)
@@ -140,7 +141,7 @@ def _check_shapes(what: str, ops: list[TileRef | Broadcast], loc: Any) -> None:
 def assert_tag_eq(a: Any, b: Any) -> None:
     """Assert that, here, every element of `a` carries the same tag as the element of `b` at the same
     coordinate (read by the same thread, for fragments)."""
-    st = _state("T.assert_tag_eq")
+    st = current("T.assert_tag_eq")
     loc = caller_loc()
     ops = [_operand(a, "T.assert_tag_eq's first operand", allow_broadcast=False), _operand(b, "its second operand")]
     _check_shapes("T.assert_tag_eq", ops, loc)
@@ -151,7 +152,7 @@ def assert_tag(pred: Any, *buffers: Any) -> None:
     """Assert that, here, ``pred(*tags)`` holds for every element of the first buffer, the tags being
     those of the elements at the same coordinate of each buffer (`TagView`: ``t[i]``, ``t.name``,
     ``t.coord``). `pred` returns a comparison (``a[1] // 64 == k``) or several combined with ``&``/``|``."""
-    st = _state("T.assert_tag")
+    st = current("T.assert_tag")
     loc = caller_loc()
     if not buffers:
         raise DSLError("DSL_BAD_OPERAND", "T.assert_tag needs at least one buffer after the predicate", loc=loc)

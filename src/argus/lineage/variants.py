@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.ir.nodes import For, If, Kernel, Role, Stmt
-from argus.lang.frontend import KernelFunction
+from argus.lang.decorator import KernelFunction
 
 
 class DerivedKernel(KernelFunction):

@@ -56,31 +56,31 @@ __device__ __forceinline__ void store_global(T* __restrict__ base, long long off
 extern "C" __global__ void __launch_bounds__(128) vector_add(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int N) {
   const int tid = threadIdx.x;
   const int bx = blockIdx.x;
-  // elementwise.py:12  alloc r: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads
+  // elementwise.py:12  alloc a: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads
+  float a[8];
+  // elementwise.py:13  alloc b: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads
+  float b[8];
+  // elementwise.py:14  copy A[(bx * 1024):+1024] -> a atom=auto
+  {
+    const int i = tid * 4;
+    argus::load_global<4>(&a[0], A, bx * 1024 + i, true, bx * 1024 + i, N, true, 0.0f);
+    argus::load_global<4>(&a[4], A, bx * 1024 + i + 512, true, bx * 1024 + i + 512, N, true, 0.0f);
+  }
+  // elementwise.py:15  copy B[(bx * 1024):+1024] -> b atom=auto
+  {
+    const int i = tid * 4;
+    argus::load_global<4>(&b[0], B, bx * 1024 + i, true, bx * 1024 + i, N, true, 0.0f);
+    argus::load_global<4>(&b[4], B, bx * 1024 + i + 512, true, bx * 1024 + i + 512, N, true, 0.0f);
+  }
+  // elementwise.py:16  alloc r: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads
   float r[8];
-  // elementwise.py:13  alloc r_1: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads
-  float r_1[8];
-  // elementwise.py:14  copy A[(bx * 1024):+1024] -> r atom=auto
-  {
-    const int i = tid * 4;
-    argus::load_global<4>(&r[0], A, bx * 1024 + i, true, bx * 1024 + i, N, true, 0.0f);
-    argus::load_global<4>(&r[4], A, bx * 1024 + i + 512, true, bx * 1024 + i + 512, N, true, 0.0f);
-  }
-  // elementwise.py:15  copy B[(bx * 1024):+1024] -> r_1 atom=auto
-  {
-    const int i = tid * 4;
-    argus::load_global<4>(&r_1[0], B, bx * 1024 + i, true, bx * 1024 + i, N, true, 0.0f);
-    argus::load_global<4>(&r_1[4], B, bx * 1024 + i + 512, true, bx * 1024 + i + 512, N, true, 0.0f);
-  }
-  // elementwise.py:16  alloc r_2: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads
-  float r_2[8];
-  // elementwise.py:16  r_2 = add(r, r_1)
+  // elementwise.py:16  r = add(a, b)
   #pragma unroll
-  for (int v = 0; v < 8; ++v) r_2[v] = r[v] + r_1[v];
-  // elementwise.py:16  copy r_2 -> C[(bx * 1024):+1024] atom=auto
+  for (int v = 0; v < 8; ++v) r[v] = a[v] + b[v];
+  // elementwise.py:16  copy r -> C[(bx * 1024):+1024] atom=auto
   {
     const int i = tid * 4;
-    argus::store_global<4>(C, bx * 1024 + i, true, bx * 1024 + i, N, true, &r_2[0]);
-    argus::store_global<4>(C, bx * 1024 + i + 512, true, bx * 1024 + i + 512, N, true, &r_2[4]);
+    argus::store_global<4>(C, bx * 1024 + i, true, bx * 1024 + i, N, true, &r[0]);
+    argus::store_global<4>(C, bx * 1024 + i + 512, true, bx * 1024 + i + 512, N, true, &r[4]);
   }
 }

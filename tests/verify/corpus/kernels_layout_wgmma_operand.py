@@ -5,7 +5,7 @@ descriptor (K-major or MN-major) reads the operand.
 
 expect: violated
 code: LAYOUT_WGMMA_OPERAND
-fact: LAYOUT_WGMMA_OPERAND counterexample.element.buffer == 's_1'
+fact: LAYOUT_WGMMA_OPERAND counterexample.element.buffer == 'sB'
 """
 
 import argus

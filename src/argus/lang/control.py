@@ -1,0 +1,350 @@
+"""A kernel's structure and control flow: the grid (``T.grid``, ``T.persistent_grid`` and the order it walks tiles
+in, ``T.tile_order``), thread and warp indices, runtime loops (``T.serial``, ``T.unroll``, ``T.pipeline``) and
+branches (``T.if_``), warp roles (``T.role``), and the assumptions on the problem sizes (``T.assume``)."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from argus.atoms.common import SMS
+from argus.atoms.target import DEFAULT_TARGET
+from argus.ir.expr import (
+    COMPARISONS,
+    LOGICAL,
+    BinaryOp,
+    BinOp,
+    Expr,
+    Var,
+    VarKind,
+    as_expr,
+    binary,
+    cdiv,
+    free_vars,
+    maximum,
+    minimum,
+)
+from argus.ir.nodes import For, If, LoopKind, Role
+from argus.lang.errors import DSLError, caller_loc
+from argus.lang.trace import CURRENT, current
+
+
+@contextlib.contextmanager
+def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1) -> Iterator[tuple[Var, ...]]:
+    """``with T.grid(nx[, ny[, nz]], threads=128) as (bx, ...)``: launch one block per grid point.
+
+    `blocks_per_sm`: how many blocks are meant to be resident on an SM together (so that one block's epilogue and
+    pipeline fill overlap another's work). It sets ``__launch_bounds__(threads, blocks_per_sm)``, and the budgets
+    follow: shared memory per block (`argus.atoms.common.shared_budget`) and, with warp roles, the registers their
+    ``setmaxnreg`` budgets may hold together (`argus.atoms.common.register_pool`)."""
+    st = CURRENT.get()
+    if st is None:
+        raise DSLError("DSL_OUTSIDE_KERNEL", "T.grid can only be used inside an @argus.kernel function")
+    if st.grid is not None:
+        raise DSLError("DSL_TWO_GRIDS", "a kernel has exactly one T.grid", "merge the two grids into one kernel")
+    if not 1 <= len(extents) <= 3:
+        raise DSLError("DSL_GRID_RANK", f"T.grid takes 1 to 3 extents, got {len(extents)}")
+    if not isinstance(threads, int) or threads < 1 or threads > 1024 or threads % 32:
+        raise DSLError(
+            "DSL_THREADS",
+            f"threads={threads!r} is not a valid block size",
+            requirement="a multiple of 32 between 32 and 1024",
+            actual=threads,
+        )
+    most_blocks, most_threads = DEFAULT_TARGET.max_blocks_per_sm, DEFAULT_TARGET.max_threads_per_sm
+    if not isinstance(blocks_per_sm, int) or not 1 <= blocks_per_sm <= most_blocks:
+        raise DSLError(
+            "DSL_BLOCKS_PER_SM",
+            f"blocks_per_sm={blocks_per_sm!r} is not a number of resident blocks",
+            requirement=f"an int in 1..{most_blocks} (Hopper holds at most {most_blocks} blocks per SM)",
+            actual=blocks_per_sm,
+        )
+    if threads * blocks_per_sm > most_threads:
+        raise DSLError(
+            "DSL_BLOCKS_PER_SM",
+            f"{blocks_per_sm} blocks of {threads} threads cannot be resident on one SM together",
+            requirement=f"threads x blocks_per_sm at most {most_threads} on Hopper",
+            actual=threads * blocks_per_sm,
+        )
+    st.blocks_per_sm = blocks_per_sm
+    names = st.grid_names(("bx", "by", "bz")[: len(extents)])  # those of `with T.grid(...) as (bm, bn)`
+    st.block_vars = tuple(Var(name, VarKind.BLOCK) for name in names)
+    st.grid = tuple(e if isinstance(e, int) else as_expr(e) for e in extents)
+    st.threads = threads
+    st.in_grid = True
+    try:
+        yield st.block_vars
+    finally:
+        st.in_grid = False
+
+
+def thread_id() -> Var:
+    """The thread's index in its block (``threadIdx.x``)."""
+    return current("T.thread_id").thread_var
+
+
+def warp_id() -> Expr:
+    """The warp's index in its block (``threadIdx.x / 32``)."""
+    return current("T.warp_id").thread_var // 32
+
+
+def lane_id() -> Expr:
+    """The thread's lane in its warp (``threadIdx.x % 32``)."""
+    return current("T.lane_id").thread_var % 32
+
+
+TILE_ORDERS = ("row_major", "column_major", "grouped")
+
+
+def tile_order(
+    t: Any, tiles: tuple[Any, Any], order: str = "row_major", group: int = 8, clamp: bool = False
+) -> tuple[Expr, Expr]:
+    """The (m, n) tile that linear tile number `t` covers among ``tiles = (tiles_m, tiles_n)``:
+    ``row_major`` walks n fastest, ``column_major`` m fastest, ``grouped`` walks `group` rows of
+    tiles at a time, column by column, so that consecutive tiles share A and B panels in L2.
+
+    With `clamp`, each coordinate is clamped into ``0 .. tiles - 1``: a no-op for every existing tile, it states
+    the bound for the verifier, which otherwise has to reason through the grouped order's divisions by symbolic
+    sizes to bound ``bm * BM`` (the Hopper GEMMs' K-block assertions: about a second with it, 16 s to a solver
+    timeout without)."""
+    if clamp:
+        m, n = tile_order(t, tiles, order, group)
+        tm, tn = (as_expr(x) for x in tiles)
+        return minimum(maximum(m, 0), tm - 1), minimum(maximum(n, 0), tn - 1)
+
+    if order == "grouped" and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
+        raise DSLError(
+            "DSL_TILE_ORDER",
+            f"the grouped tile order takes a positive int group (rows of tiles walked together), got {group!r}",
+            requirement="group >= 1",
+        )
+    tm, tn = (as_expr(x) for x in tiles)
+    t = as_expr(t)
+    if order == "row_major":
+        return t // tn, t % tn
+    if order == "column_major":
+        return t % tm, t // tm
+    if order == "grouped":
+        per_group = tn * group
+        first_m = (t // per_group) * group
+        rows = minimum(tm - first_m, group)
+        within = t % per_group
+        return first_m + within % rows, within // rows
+    raise DSLError("DSL_TILE_ORDER", f"unknown tile order {order!r}", requirement=f"one of {', '.join(TILE_ORDERS)}")
+
+
+@contextlib.contextmanager
+def persistent_grid(
+    tiles: tuple[Any, Any], blocks: int = SMS, threads: int = 128, order: str = "grouped", group: int = 8
+) -> Iterator[tuple[Expr, Expr]]:
+    """``with T.persistent_grid((tiles_m, tiles_n), blocks=SMS) as (tm, tn):`` a persistent kernel:
+    `blocks` blocks (one per SM) loop over the tiles in `order`; the body runs once per tile."""
+    if order not in TILE_ORDERS:
+        choices = ", ".join(TILE_ORDERS)
+        raise DSLError("DSL_TILE_ORDER", f"unknown tile order {order!r}", requirement=f"one of {choices}")
+    if not isinstance(blocks, int) or blocks < 1:
+        raise DSLError("DSL_GRID_RANK", f"blocks must be a positive int, got {blocks!r}")
+    with grid(blocks, threads=threads) as (bx,):
+        st = current("T.persistent_grid")
+        st.persistent = (order, group)
+        total = as_expr(tiles[0]) * tiles[1]
+        for it in serial(cdiv(total, blocks)):
+            t = bx + it * blocks
+            with if_(t < total):
+                yield tile_order(t, tiles, order, group)
+
+
+@contextlib.contextmanager
+def role(name: str, warpgroups: tuple[int, ...], registers: int | None = None) -> Iterator[None]:
+    """``with T.role("producer", warpgroups=(0,), registers=40):`` warp specialization: the body
+    runs only in those warpgroups (128 threads each); fragments allocated inside are spread over
+    the role's threads; `registers` is the ``setmaxnreg`` budget per thread."""
+    st = current("T.role")
+    loc = caller_loc()
+    total = (st.threads or 0) // 128
+    warpgroups = tuple(warpgroups)
+    if not warpgroups or any(not isinstance(w, int) or not 0 <= w < total for w in warpgroups):
+        raise DSLError(
+            "DSL_ROLE",
+            f"T.role {name!r}: warpgroups {warpgroups} do not exist in a block of {st.threads} threads",
+            requirement=f"indices in 0..{total - 1}",
+            actual=warpgroups,
+            loc=loc,
+        )
+    if registers is not None and (registers % 8 or not 24 <= registers <= 256):
+        raise DSLError(
+            "DSL_ROLE_REGISTERS",
+            f"T.role {name!r}: setmaxnreg takes a multiple of 8 between 24 and 256",
+            actual=registers,
+            loc=loc,
+        )
+    if st.role is not None:
+        raise DSLError("DSL_ROLE", "warp roles do not nest", loc=loc)
+    st.role = (name, 128 * len(warpgroups))
+    st.stack.append([])
+    try:
+        yield
+    finally:
+        body = tuple(st.stack.pop())
+        st.role = None
+    st.emit(Role(name, warpgroups, body, registers, loc=loc))
+
+
+def _loop(name: str, extent: Any, kind: LoopKind, stages: int = 1, start: Any = 0) -> Iterator[Var]:
+    st = current(f"T.{name}")
+    loc = caller_loc()
+    var = Var(st.loop_name("k" if kind == LoopKind.PIPELINED else "i"), VarKind.LOOP)
+    st.stack.append([])
+    try:
+        yield var
+    finally:
+        body = tuple(st.stack.pop())
+    extent_e = extent if isinstance(extent, int) else as_expr(extent)
+    start_e = start if isinstance(start, int) else as_expr(start)
+    st.emit(For(var, extent_e, body, kind, stages, start_e, loc=loc))
+
+
+def serial(extent: Any) -> Iterator[Var]:
+    """``for i in T.serial(n)``: a loop that runs at kernel run time (its body is traced once)."""
+    return _loop("serial", extent, LoopKind.SERIAL)
+
+
+def unroll(extent: int) -> Iterator[Var]:
+    """A loop the compiler unrolls (its extent must be a Python int)."""
+    if not isinstance(extent, int):
+        raise DSLError("DSL_UNROLL_EXTENT", "T.unroll needs a Python int extent", actual=extent)
+    return _loop("unroll", extent, LoopKind.UNROLLED)
+
+
+def pipeline(extent: Any, stages: int, start: Any = 0) -> Iterator[tuple[Var, Expr]]:
+    """``for k, s in T.pipeline(n, stages=S)``: a software-pipelined loop; `s` is the stage
+    (``k % S``) whose buffers iteration `k` uses.
+
+    ``T.pipeline(n, stages=S, start=g0)`` continues a stage rotation begun earlier: iteration `k` is global
+    iteration ``g = g0 + k``, its stage ``g % S`` and its mbarrier phase ``g // S`` (parity ``(g // S) % 2``).
+    A persistent kernel passes ``start=it * n`` in its tile loop, so that the stages and barrier phases run on
+    across tiles and the producer fills the next tile's stages while the consumers finish this one. `start`
+    must be the number of iterations of this pipeline that ran before (in every role using the stages): the
+    verifier proves it (``start`` 0 for the first tile, and one tile's start the previous one's plus its
+    extent)."""
+    if not isinstance(stages, int) or stages < 1:
+        raise DSLError("DSL_STAGES", f"stages must be a positive int, got {stages!r}")
+    if isinstance(start, bool) or not isinstance(start, int | Expr):
+        raise DSLError("DSL_STAGES", f"start must be an int or a runtime expression, got {start!r}")
+    if isinstance(start, int) and start < 0:
+        raise DSLError("DSL_STAGES", f"start must not be negative, got {start}")
+    for var in _loop("pipeline", extent, LoopKind.PIPELINED, stages, start):
+        yield var, (var + start) % stages if not (isinstance(start, int) and start == 0) else var % stages
+
+
+@contextlib.contextmanager
+def if_(cond: Any) -> Iterator[None]:
+    """``with T.if_(cond):``: a branch taken at run time. Compare runtime values with ``<``,
+    ``<=``, ``>``, ``>=``, or `T.eq` / `T.ne` (Python's ``==`` on expressions compares identity)."""
+    st = current("T.if_")
+    loc = caller_loc()
+    if isinstance(cond, bool):
+        raise DSLError(
+            "DSL_TRACE_TIME_CONDITION",
+            f"T.if_ got the Python bool {cond}: the condition was decided while tracing, not at run time",
+            "compare runtime values with T.eq(a, b) / T.ne(a, b) (== and != on expressions compare identity), "
+            "or use a plain Python `if` for a trace-time choice",
+            loc=loc,
+        )
+    st.stack.append([])
+    try:
+        yield
+    finally:
+        body = tuple(st.stack.pop())
+    st.emit(If(as_expr(cond), body, loc=loc))
+
+
+# --- assumptions on the problem sizes ------------------------------------------------------------------------
+
+
+def assume(condition: Any) -> None:
+    """``T.assume(T.eq(K % 8, 0))`` or ``T.assume("K % 8 == 0")``: declare a condition on the problem sizes
+    (shape symbols) that every launch satisfies. The verifier proves the kernel for the sizes that satisfy
+    the kernel's assumptions only, and the runtime rejects a launch that violates one (``RUNTIME_ASSUMPTION``).
+    A string may use the shape symbols, integers, ``+ - * // %``, comparisons (``==`` included), ``and``,
+    ``or`` and ``not``. (Python's ``==`` between expressions compares identity, so ``T.assume(K % 8 == 0)``
+    is rejected: write it as a string or with `T.eq`.)"""
+    st = CURRENT.get()
+    loc = caller_loc()
+    if st is None:
+        raise DSLError("DSL_OUTSIDE_KERNEL", "T.assume can only be used inside an @argus.kernel function", loc=loc)
+    names = dict(st.shape_vars)
+    if isinstance(condition, str):
+        condition = _parse_assumption(condition, names, loc)
+    if isinstance(condition, bool) or not isinstance(condition, Expr):
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume got {condition!r}, not a condition on the problem sizes",
+            'write T.assume(T.eq(K % 8, 0)) or T.assume("K % 8 == 0") (== between expressions is Python\'s '
+            "identity test and was decided while tracing)",
+            loc=loc,
+        )
+
+    if not (isinstance(condition, BinOp) and (condition.op in COMPARISONS or condition.op in LOGICAL)):
+        raise DSLError("DSL_ASSUME", f"T.assume takes a comparison, got {condition}", loc=loc)
+    bad = [v.name for v in free_vars(condition) if v.kind != VarKind.SHAPE]
+    if bad:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume may only constrain problem sizes (shape symbols); {', '.join(sorted(bad))} is not one",
+            actual=str(condition),
+            loc=loc,
+        )
+    st.assumptions.append(condition)
+
+
+def _parse_assumption(text: str, names: dict[str, Var], loc: Any) -> Expr:
+    """An assumption written as Python source over the shape symbols, as an IR expression."""
+
+    def fail(why: str) -> DSLError:
+        return DSLError("DSL_ASSUME", f"T.assume({text!r}): {why}", loc=loc)
+
+    arith = {ast.Add: BinaryOp.ADD, ast.Sub: BinaryOp.SUB, ast.Mult: BinaryOp.MUL, ast.FloorDiv: BinaryOp.FLOORDIV}
+    arith[ast.Mod] = BinaryOp.MOD
+    compare = {ast.Lt: (BinaryOp.LT, False), ast.LtE: (BinaryOp.LE, False), ast.Eq: (BinaryOp.EQ, False)}
+    compare.update({ast.NotEq: (BinaryOp.NE, False), ast.Gt: (BinaryOp.LT, True), ast.GtE: (BinaryOp.LE, True)})
+
+    def conv(node: ast.AST) -> Expr:
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise fail(f"{node.id!r} is not a shape symbol of this kernel ({', '.join(sorted(names))})")
+            return names[node.id]
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return as_expr(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in arith:
+            return binary(arith[type(node.op)], conv(node.left), conv(node.right))
+        if isinstance(node, ast.Compare):
+            out: Expr | None = None
+            left = conv(node.left)
+            for op, right_node in zip(node.ops, node.comparators, strict=True):
+                if type(op) not in compare:
+                    raise fail(f"the comparison {type(op).__name__} is not supported")
+                right = conv(right_node)
+                kind, swap = compare[type(op)]
+                term = binary(kind, right, left) if swap else binary(kind, left, right)
+                out = term if out is None else binary(BinaryOp.AND, out, term)
+                left = right
+            assert out is not None
+            return out
+        if isinstance(node, ast.BoolOp):
+            kind = BinaryOp.AND if isinstance(node.op, ast.And) else BinaryOp.OR
+            out = conv(node.values[0])
+            for v in node.values[1:]:
+                out = binary(kind, out, conv(v))
+            return out
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return binary(BinaryOp.EQ, conv(node.operand), as_expr(False))
+        raise fail(f"{ast.dump(node)[:60]} is not supported (shape symbols, ints, + - * // %, comparisons, and/or/not)")
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise fail(f"not a Python expression ({err.msg})") from None
+    return conv(tree.body)

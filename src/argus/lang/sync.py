@@ -1,0 +1,109 @@
+"""Synchronisation: ``__syncthreads`` and named barriers, the async-proxy fence, ``cp.async`` groups, and mbarriers
+(``T.alloc_mbarrier``, ``T.mbarrier_arrive``, ``T.mbarrier_wait``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argus.ir import types as irtypes
+from argus.ir.expr import as_expr
+from argus.ir.nodes import (
+    Alloc,
+    AsyncCommit,
+    AsyncWait,
+    Barrier,
+    BarrierKind,
+    Buffer,
+    Fence,
+    FenceKind,
+    MbarrierArrive,
+    MbarrierInit,
+    MbarrierWait,
+    Space,
+    TileRef,
+    whole,
+)
+from argus.lang.errors import DSLError, caller_loc
+from argus.lang.tiles import simplify_origin
+from argus.lang.trace import current
+
+
+def fence_proxy_async() -> None:
+    """``fence.proxy.async``: make this thread's ordinary shared-memory writes visible to the async
+    proxy (TMA stores, wgmma operand reads) — needed before wgmma reads what registers stored."""
+    current("T.fence_proxy_async").emit(Fence(FenceKind.PROXY_ASYNC, loc=caller_loc()))
+
+
+def async_commit() -> None:
+    """``cp.async.commit_group``."""
+    current("T.async_commit").emit(AsyncCommit(loc=caller_loc()))
+
+
+def async_wait(pending: int = 0) -> None:
+    """``cp.async.wait_group pending``: wait until at most `pending` groups are still in flight."""
+    current("T.async_wait").emit(AsyncWait(pending, loc=caller_loc()))
+
+
+def barrier(barrier_id: int = 0, threads: int | None = None) -> None:
+    """``__syncthreads()``; with a `barrier_id` > 0, the named barrier ``bar.sync id, threads``
+    (for example between the consumer warpgroups of a warp-specialized kernel)."""
+    st = current("T.barrier")
+    loc = caller_loc()
+    if barrier_id == 0 and threads is None:
+        st.emit(Barrier(loc=loc))
+        return
+    if not 1 <= barrier_id <= 15 or threads is None or threads % 32 or not 32 <= threads <= (st.threads or 0):
+        raise DSLError(
+            "DSL_NAMED_BARRIER",
+            f"named barrier {barrier_id} for {threads} threads is not valid",
+            requirement=f"an id in 1..15 and a multiple of 32 threads up to {st.threads}",
+            actual=(barrier_id, threads),
+            loc=loc,
+        )
+    st.emit(Barrier(BarrierKind.NAMED, barrier_id, threads, loc=loc))
+
+
+class MbarrierRef:
+    def __init__(self, ref: TileRef) -> None:
+        self.ref = ref
+
+
+class Mbarriers:
+    """An array of mbarriers (`T.alloc_mbarrier`); ``bars[s]`` is barrier `s`."""
+
+    def __init__(self, buffer: Buffer) -> None:
+        self.buffer = buffer
+
+    def __getitem__(self, index: Any) -> MbarrierRef:
+        return MbarrierRef(TileRef(self.buffer, simplify_origin((as_expr(index),)), (1,), dropped=(0,)))
+
+
+def alloc_mbarrier(count: int, arrive_count: int = 1) -> Mbarriers:
+    """`count` mbarriers, each completing a phase after `arrive_count` arrivals (one per arriving
+    warp role) and all the TMA bytes announced for that phase."""
+    st = current("T.alloc_mbarrier")
+    loc = caller_loc()
+    if not isinstance(count, int) or count < 1 or not isinstance(arrive_count, int) or arrive_count < 1:
+        raise DSLError("DSL_MBARRIER", f"T.alloc_mbarrier needs positive int counts, got {count}, {arrive_count}")
+    buffer = Buffer(st.value_name("bar"), Space.MBARRIER, irtypes.u32, (count,), loc=loc)
+    st.carve.place(buffer)
+    st.emit(Alloc(buffer, loc=loc))
+    st.emit(MbarrierInit(whole(buffer), arrive_count, loc=loc))
+    return Mbarriers(buffer)
+
+
+def mbarrier_arrive(bar: MbarrierRef, expect_bytes: int = 0) -> None:
+    """Arrive on `bar` (once for the warp role); with `expect_bytes`, announce that many bytes of
+    TMA traffic for the current phase (``mbarrier.arrive.expect_tx``)."""
+    st = current("T.mbarrier_arrive")
+    if not isinstance(bar, MbarrierRef):
+        raise DSLError("DSL_MBARRIER", "T.mbarrier_arrive takes an element of T.alloc_mbarrier")
+    st.emit(MbarrierArrive(bar.ref, int(expect_bytes), loc=caller_loc()))
+
+
+def mbarrier_wait(bar: MbarrierRef, phase: Any) -> None:
+    """Wait until the phase of `bar` with parity `phase` (0 or 1) has completed."""
+    st = current("T.mbarrier_wait")
+    if not isinstance(bar, MbarrierRef):
+        raise DSLError("DSL_MBARRIER", "T.mbarrier_wait takes an element of T.alloc_mbarrier")
+    st.emit(MbarrierWait(bar.ref, as_expr(phase), loc=caller_loc()))

@@ -1,0 +1,246 @@
+"""What a kernel's Python sees of its memory: the tensor annotation (``T.Tensor[shape, dtype]``), global tensors
+and their tiles (`GlobalTensor`, `Tile`), and shared-memory buffers with their stages (`Shared`). Tiles are views:
+indexing, transposing and windowing one moves no data and emits nothing."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from argus.ir import types as irtypes
+from argus.ir.expr import Const, Expr, as_expr
+from argus.ir.nodes import Buffer, Space, TileRef
+from argus.ir.printer import format_ref
+from argus.ir.types import DType
+from argus.lang.errors import DSLError
+from argus.layout import ComposedLayout, Layout, size
+
+# --- annotations --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The annotation ``T.Tensor[("M", "K"), T.bf16]``: a global tensor parameter, row-major. The dtype may
+    name a trace-time parameter instead (``T.Tensor[("M", "N"), "OUT"]`` with ``OUT: str = "f32"``): the tensor
+    then has the dtype that parameter names when the kernel is traced.
+
+    The shape may be a function of trace-time parameters instead of a tuple: its argument names are parameters
+    of the kernel, and it returns the shape tuple, e.g. ``T.Tensor[lambda B_MAJOR: ("N", "K") if B_MAJOR == "K"
+    else ("K", "N"), "IN"]`` for an operand whose orientation a parameter chooses."""
+
+    shape: tuple[str | int, ...] | Callable[..., tuple[str | int, ...]]
+    dtype: DType | str
+
+    def resolve_dtype(self, values: dict[str, Any]) -> DType:
+        """The dtype, looking a parameter's value up in `values`; `irtypes.DTypeError` if it names none."""
+        if isinstance(self.dtype, DType):
+            return self.dtype
+        return irtypes.dtype_from_name(values[self.dtype])
+
+    @property
+    def shape_params(self) -> tuple[str, ...]:
+        """The trace-time parameters the shape depends on (none for a tuple)."""
+        if not callable(self.shape):
+            return ()
+        return tuple(inspect.signature(self.shape).parameters)
+
+    def resolve_shape(self, values: dict[str, Any]) -> tuple[str | int, ...]:
+        """The shape tuple for the parameter `values` (a tuple shape as it is). Raises `ValueError` when a shape
+        function returns something other than a tuple of dimension names and positive ints."""
+        if not callable(self.shape):
+            return self.shape
+        shape = self.shape(**{name: values[name] for name in self.shape_params})
+        shape = (shape,) if isinstance(shape, (str, int)) else shape
+        if not isinstance(shape, (tuple, list)) or not all(
+            (isinstance(d, str) and d.isidentifier()) or (isinstance(d, int) and d >= 1) for d in shape
+        ):
+            raise ValueError(f"a shape is a tuple of dimension names and positive ints, got {shape!r}")
+        return tuple(shape)
+
+
+class Tensor:
+    """``T.Tensor[shape, dtype]``: annotate a kernel parameter as a global tensor."""
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise TypeError('write T.Tensor[("M", "K"), T.bf16]: a shape tuple and a dtype')
+        shape, dtype = item
+        if isinstance(shape, (str, int)):
+            shape = (shape,)
+        elif not callable(shape):
+            shape = tuple(shape)
+        if not isinstance(dtype, DType):
+            try:
+                dtype = irtypes.dtype_from_name(str(dtype))
+            except irtypes.DTypeError:
+                if not (isinstance(dtype, str) and dtype.isidentifier()):
+                    raise
+                # not a dtype name: a trace-time parameter naming the dtype (checked by @argus.kernel)
+        return TensorSpec(shape, dtype)
+
+
+# --- tiles ---------------------------------------------------------------------------------------------------
+
+
+class Tile:
+    """A window of a buffer as the DSL sees it (global tile, shared stage, or a fragment)."""
+
+    def __init__(self, ref: TileRef) -> None:
+        self.ref = ref
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.ref.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.ref.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.ref.buffer
+
+    def __repr__(self) -> str:
+        return f"<{self.ref.space.value} {format_ref(self.ref)} {self.dtype.name}{list(self.shape)}>"
+
+    @property
+    def T(self) -> Tile:  # noqa: N802 - the transpose, as numpy spells it
+        """The transposed view of a 2-D shared-memory or global tile (no data moves)."""
+        r = self.ref
+        if len(r.shape) != 2 or r.space == Space.FRAGMENT:
+            raise DSLError("DSL_TRANSPOSE", "only 2-D shared or global tiles have a transposed view", actual=r.shape)
+        perm = (1, 0) if r.perm is None else (r.perm[1], r.perm[0])
+        return Tile(TileRef(r.buffer, r.origin, r.extent, r.dropped, layout=r.layout, perm=perm))
+
+    def window(self, origin: Any, shape: Any) -> Tile:
+        """The sub-window of this shared-memory tile at static element `origin` (one per tile dimension) of
+        static `shape`, e.g. ``sB[s].window((0, 64 * j), (BK, 64))``: one TMA box of a tile wider than the
+        swizzle span. It must lie inside the tile; no data moves."""
+        r = self.ref
+        origin = tuple(origin) if isinstance(origin, (tuple, list)) else (origin,)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if r.space != Space.SHARED or r.perm is not None:
+            raise DSLError(
+                "DSL_WINDOW",
+                "sub-windows are taken of shared-memory tiles that are not transposed views",
+                "take the window first, then the transpose (.T)",
+                actual=f"a {r.space.value} tile" + (" (transposed)" if r.perm is not None else ""),
+            )
+        ok = len(origin) == len(shape) == len(r.shape) and all(
+            isinstance(o, int) and isinstance(e, int) and o >= 0 and e >= 1 and o + e <= full
+            for o, e, full in zip(origin, shape, r.shape, strict=False)
+        )
+        if not ok:
+            raise DSLError(
+                "DSL_WINDOW",
+                f"a window of a {list(r.shape)} tile",
+                requirement=f"{len(r.shape)} static origins and extents (Python ints) with origin + extent inside "
+                "the tile",
+                actual=f"origin {origin}, shape {shape}",
+            )
+        new_origin = list(r.origin)
+        new_extent = list(r.extent)
+        for i, d in enumerate(r.kept):
+            base = r.origin[d]
+            if isinstance(base, int):
+                new_origin[d] = base + origin[i]
+            else:
+                new_origin[d] = as_expr(base) + origin[i] if origin[i] else base
+            new_extent[d] = shape[i]
+        return Tile(
+            TileRef(r.buffer, simplify_origin(tuple(new_origin)), tuple(new_extent), r.dropped, layout=r.layout)
+        )
+
+
+class GlobalTensor:
+    """A kernel's global tensor parameter (shape may be symbolic)."""
+
+    def __init__(self, buffer: Buffer) -> None:
+        self.buffer = buffer
+
+    @property
+    def shape(self) -> tuple[Expr | int, ...]:
+        return self.buffer.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
+    def tile(self, index: Any, shape: Any) -> Tile:
+        """The tile number `index` (one entry per dimension) of tiles of `shape`: the window
+        starting at ``index[d] * shape[d]``. Parts past the tensor's end are masked. A ``None``
+        extent fixes that dimension to element ``index[d]`` and drops it from the tile's shape
+        (``Q.tile((bh, bm, 0), (None, BM, D))`` is a (BM, D) tile of head `bh`)."""
+        index = index if isinstance(index, tuple) else (index,)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if len(index) != self.buffer.rank or len(shape) != self.buffer.rank:
+            raise DSLError(
+                "DSL_RANK_MISMATCH",
+                f"{self.buffer.name}.tile: {self.buffer.name} has {self.buffer.rank} dimensions",
+                requirement=f"{self.buffer.rank} tile indices and a {self.buffer.rank}-dimensional tile shape",
+                actual=f"index {index}, shape {shape}",
+            )
+        for s in shape:
+            if s is not None and (not isinstance(s, int) or s < 1):
+                raise DSLError("DSL_TILE_SHAPE", f"tile extents must be positive Python ints or None, got {shape}")
+        origin = tuple(as_expr(i) if s is None else as_expr(i) * s for i, s in zip(index, shape, strict=True))
+        dropped = tuple(d for d, s in enumerate(shape) if s is None)
+        extent = tuple(1 if s is None else s for s in shape)
+        return Tile(TileRef(self.buffer, simplify_origin(origin), extent, dropped=dropped))
+
+    def window(self, origin: Any, shape: Any) -> Tile:
+        """The window at element `origin` (one per dimension) of `shape`."""
+        origin = origin if isinstance(origin, tuple) else (origin,)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        return Tile(TileRef(self.buffer, simplify_origin(tuple(as_expr(o) for o in origin)), shape))
+
+
+def simplify_origin(origin: tuple) -> tuple:
+    return tuple(o.value if isinstance(o, Const) and isinstance(o.value, int) else o for o in origin)
+
+
+def _flat_shape(layout: Any) -> tuple:
+    shape = layout.shape
+    return shape if isinstance(shape, tuple) else (shape,)
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class Shared(Tile):
+    """A shared-memory buffer; ``sA[s]`` is stage `s` of a multi-stage buffer."""
+
+    def view(self, layout: Layout | ComposedLayout) -> Shared:
+        """Expert escape hatch: the same memory seen through an explicit `layout` (coordinate ->
+        element offset) instead of the buffer's own. Its shape must be the buffer's."""
+        if tuple(_flat_shape(layout)) != tuple(self.ref.buffer.static_shape) and size(layout) != _elements(self.shape):
+            raise DSLError("DSL_VIEW_LAYOUT", f"view layout {layout} does not cover the buffer's shape {self.shape}")
+        r = self.ref
+        return Shared(TileRef(r.buffer, r.origin, r.extent, r.dropped, layout=layout))
+
+    def __getitem__(self, stage: Any) -> Tile:
+        ref = self.ref
+        if len(ref.extent) < 2:
+            raise DSLError("DSL_STAGE_INDEX", f"{ref.buffer.name} has one dimension; it has no stages to index")
+        origin = (as_expr(stage),) + tuple(0 for _ in ref.extent[1:])
+        return Tile(
+            TileRef(ref.buffer, simplify_origin(origin), (1,) + tuple(ref.extent[1:]), dropped=(0,), layout=ref.layout)
+        )
+
+
+def check_same_shape(what: str, a: tuple, b: tuple, loc: Any) -> None:
+    if tuple(a) != tuple(b):
+        raise DSLError(
+            "DSL_SHAPE_MISMATCH",
+            f"{what}: shapes differ",
+            "make both tiles the same shape",
+            requirement="the same shape on both sides",
+            actual=f"{tuple(a)} and {tuple(b)}",
+            loc=loc,
+        )
