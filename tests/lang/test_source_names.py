@@ -10,7 +10,7 @@ import argus.lang as T
 from argus.backend.cuda.codegen import generate
 from argus.ir.nodes import Alloc, For, walk
 from argus.ir.printer import format_kernel
-from argus.kernels.gemm_persistent_ws import gemm_wgmma_tma_persistent
+from argus.kernels.gemm import gemm_warp_specialized_persistent
 from argus.lang.names import usable
 
 
@@ -79,7 +79,7 @@ def test_names_are_unique_and_usable_or_fall_back() -> None:
 
 def test_a_macro_call_names_what_it_allocates() -> None:
     # sA = alloc_operand_stages(...): the @T.macro's T.alloc_shared takes the name of the kernel's variable
-    names = _names(gemm_wgmma_tma_persistent)
+    names = _names(gemm_warp_specialized_persistent)
     assert names == ["bx", "sA", "sB", "full", "empty", "it", "k", "acc", "it_1", "k_1"]
 
 

@@ -11,6 +11,7 @@ from argus.atoms import MmaAtom
 from argus.atoms.common import shared_budget
 from argus.atoms.errors import AtomError
 from argus.atoms.smem import SharedCarve, panel_layout
+from argus.atoms.swizzle import hopper_swizzle
 from argus.atoms.tma import store_chunk_columns
 from argus.ir.expr import as_expr
 from argus.ir.nodes import Alloc, Buffer, Copy, Fill, Space, TileRef, walk, whole
@@ -21,7 +22,6 @@ from argus.lang.fragments import blocked_tv, check_mma_tiling, mma_tv, reduced_t
 from argus.lang.sync import MbarrierRef
 from argus.lang.tiles import Shared, Tile, check_same_shape
 from argus.lang.trace import current
-from argus.atoms.swizzle import hopper_swizzle
 from argus.layout import ComposedLayout, Layout
 from argus.layout.int_tuple import suffix_product
 
