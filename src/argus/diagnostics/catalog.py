@@ -852,6 +852,13 @@ class Code(StrEnum):
         "value {fill}, not the identity of {op}",
         "copy with pad equal to the reduction's identity: -inf before a max, +inf before a min, 0 before a sum",
     )
+    COVERAGE_CONTRACTION = _entry(
+        Category.VERIFY,
+        "element {coord} of {tensor} ({extents}) is never loaded, yet it feeds a T.gemm: its products are missing "
+        "from every sum it belongs to (the loads at {sites})",
+        "loop over cdiv(K, BK) blocks of the contraction (the copy masks the partial last one), and give the grid "
+        "cdiv(size, tile) blocks; if sizes are always multiples of the tile, declare it (T.assume('K % 64 == 0'))",
+    )
     COVERAGE_OUTPUT = _entry(
         Category.VERIFY,
         "element {coord} of {tensor} ({extents}) is never written: no block stores a window that holds it (the "

@@ -188,6 +188,14 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
+        "COVERAGE_CONTRACTION",
+        "an element of a matrix-multiply operand is never loaded",
+        "For some problem size the kernel allows, an element of a global tensor that feeds a T.gemm operand lies "
+        "in no window any block loads: a K loop of K // BK iterations that drops the tail, a grid short of the "
+        "last tile. Every element of an operand contributes to some output, so a sum misses terms.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "COVERAGE_OUTPUT",
         "an element of an output is never written",
         "For some problem size the kernel allows, an element of a tensor the kernel stores into lies in no "

@@ -20,7 +20,7 @@ from argus.verify.checks.align import check_alignment
 from argus.verify.checks.asserts import check_assertion
 from argus.verify.checks.barriers import check_barrier_threads
 from argus.verify.checks.budget import check_register_budget, check_shared_budget
-from argus.verify.checks.coverage import check_output_coverage
+from argus.verify.checks.coverage import check_contraction_coverage, check_output_coverage
 from argus.verify.checks.fence import check_proxy_fences
 from argus.verify.checks.mbarrier import check_arrive_counts
 from argus.verify.checks.mma import check_gemm
@@ -111,6 +111,7 @@ def verify_kernel(
         run("shared view bounds", check_shared_views, ctx)
     if "coverage" in checks:
         run("output coverage", check_output_coverage, ctx)
+        run("contraction coverage", check_contraction_coverage, ctx)
     if "align" in checks:
         run("alignment", check_alignment, ctx)
         run("shared-memory layout", check_smem_layouts, ctx)

@@ -2,6 +2,7 @@
 multiplied with V rows of block j+1.
 
 expect: violated
+code: COVERAGE_CONTRACTION
 code: MMA_K_MISMATCH
 fact: MMA_K_MISMATCH counterexample.expected.name == "V"
 """

@@ -1,6 +1,7 @@
 """The producer loads A's K block k+1 with B's block k: the pairing is proved, and MMA alignment fails.
 
 expect: violated
+code: COVERAGE_CONTRACTION
 code: MMA_K_MISMATCH
 """
 

@@ -2,6 +2,7 @@
 from K block bn, not k.
 
 expect: violated
+code: COVERAGE_CONTRACTION
 code: MMA_K_MISMATCH
 """
 

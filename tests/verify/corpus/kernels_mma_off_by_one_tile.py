@@ -1,6 +1,7 @@
 """A/B K-block skew: A's tile is taken one K block ahead of B's.
 
 expect: violated
+code: COVERAGE_CONTRACTION
 code: MMA_K_MISMATCH
 fact: MMA_K_MISMATCH counterexample.thread.thread >= 0
 fact: MMA_K_MISMATCH counterexample.element.buffer == "acc"

@@ -2,6 +2,7 @@
 read, with a copy that has not landed.
 
 expect: violated
+code: COVERAGE_CONTRACTION
 code: PIPELINE_STALE_READ
 """
 

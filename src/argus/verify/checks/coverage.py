@@ -1,4 +1,5 @@
-"""Every element of an output is written (`COVERAGE_OUTPUT`).
+"""Every element of an output is written (`COVERAGE_OUTPUT`), and every element of a matrix-multiply operand is
+loaded (`COVERAGE_CONTRACTION`).
 
 A kernel that stores one tile per block proves nothing about the elements no block stores: a softmax whose row
 tile is narrower than the row, an epilogue that stores ``C.tile((bn, bm))`` for ``C.tile((bm, bn))``, a grid of
@@ -27,12 +28,13 @@ in every iteration.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import z3
 
 from argus.ir.expr import Expr, Var, free_vars
-from argus.ir.nodes import Copy, Fill, Space, TileRef
+from argus.ir.nodes import Copy, Fill, Gemm, Space, TileRef
 from argus.verify import smt
 from argus.verify.context import Context
 from argus.verify.program import Site, depends_on, user_name
@@ -41,85 +43,129 @@ from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
 
 def check_output_coverage(ctx: Context) -> list[Finding]:
     prog = ctx.analysis.program
-    stores: dict[int, list[Site]] = {}
+    stores: dict[int, list[tuple[Site, TileRef]]] = {}
     tensors = {}
     for site in prog.sites:
         s = site.stmt
         if isinstance(s, Copy | Fill) and isinstance(s.dst, TileRef) and s.dst.buffer.space == Space.GLOBAL:
-            stores.setdefault(id(s.dst.buffer), []).append(site)
+            stores.setdefault(id(s.dst.buffer), []).append((site, s.dst))
             tensors[id(s.dst.buffer)] = s.dst.buffer
-    findings: list[Finding] = []
-    for key, sites in stores.items():
-        start = time.perf_counter()
-        buffer = tensors[key]
-        finding = _check_tensor(ctx, buffer, sites)
-        if finding is None:
-            continue
-        if isinstance(finding, str):
-            ctx.record("output coverage", f"{user_name(buffer)} (not checked: {finding})", Verdict.UNKNOWN, start)
-            continue
-        findings.append(finding)
-        ctx.record("output coverage", user_name(buffer), finding.verdict, start)
-    return findings
+    findings = [_check(ctx, tensors[key], sites, _STORED) for key, sites in stores.items()]
+    return [f for f in findings if f is not None]
 
 
-def _check_tensor(ctx: Context, buffer: Any, sites: list[Site]) -> Finding | str | None:
-    """None when every element is written, a finding when one is not (or Z3 cannot tell), and the reason when the
-    stores' windows have no form the check reads."""
+def check_contraction_coverage(ctx: Context) -> list[Finding]:
+    """`COVERAGE_CONTRACTION`: every element of a global tensor that feeds a ``T.gemm`` operand (through copies into
+    shared memory or registers) is loaded by some block and iteration. Each element of a matrix-multiply operand
+    contributes to some output, so one that is never loaded is a term missing from a sum: a ``K // BK`` loop that
+    drops the tail of K, a grid short of the last row tile. (The windows must have the form of §`check_output_coverage`;
+    others are not checked.)"""
+    prog = ctx.analysis.program
+    feeding: set[int] = set()
+    for site in prog.sites:
+        if isinstance(site.stmt, Gemm):
+            feeding |= {id(site.stmt.a.buffer), id(site.stmt.b.buffer)}
+    copies = [site for site in prog.sites if isinstance(site.stmt, Copy) and isinstance(site.stmt.src, TileRef)]
+    grew = True
+    while grew:  # the buffers a gemm operand is copied from, transitively
+        grew = False
+        for site in copies:
+            c: Copy = site.stmt  # type: ignore[assignment]
+            if id(c.dst.buffer) in feeding and id(c.src.buffer) not in feeding:
+                feeding.add(id(c.src.buffer))
+                grew = True
+    loads: dict[int, list[tuple[Site, TileRef]]] = {}
+    tensors = {}
+    for site in copies:
+        src = site.stmt.src  # type: ignore[attr-defined]
+        if src.buffer.space == Space.GLOBAL and id(src.buffer) in feeding:
+            loads.setdefault(id(src.buffer), []).append((site, src))
+            tensors[id(src.buffer)] = src.buffer
+    findings = [_check(ctx, tensors[key], sites, _LOADED) for key, sites in loads.items()]
+    return [f for f in findings if f is not None]
+
+
+@dataclass(frozen=True)
+class _Kind:
+    code: str
+    check: str  # the record's name
+    verb: str  # what no window does to the element
+    what: str  # the accesses, for the message
+
+
+_STORED = _Kind(
+    "COVERAGE_OUTPUT", "output coverage", "is never written: no block stores a window that holds it", "stores"
+)
+_LOADED = _Kind(
+    "COVERAGE_CONTRACTION",
+    "contraction coverage",
+    "is never loaded, yet it feeds a T.gemm: its products are missing from every sum it belongs to",
+    "loads",
+)
+
+
+def _check(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind) -> Finding | None:
     start = time.perf_counter()
+    finding = _check_tensor(ctx, buffer, sites, kind)
+    if isinstance(finding, str):
+        ctx.record(kind.check, f"{user_name(buffer)} (not checked: {finding})", Verdict.UNKNOWN, start)
+        return None
+    ctx.record(kind.check, user_name(buffer), Verdict.VERIFIED if finding is None else finding.verdict, start)
+    return finding
+
+
+def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind) -> Finding | str | None:
+    """None when every element is covered, a finding when one is not (or Z3 cannot tell), and the reason when the
+    windows have no form the check reads."""
     env = dict(ctx.base_env)
     dims = [smt.evaluate(d, env) if isinstance(d, Expr) else smt.val(d) for d in buffer.shape]
     element = [z3.BitVec(f"coverage.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]
     boxes = []
-    for site in sites:
-        box = _box(ctx, site, element)
+    for site, ref in sites:
+        box = _box(ctx, site, ref, element)
         if isinstance(box, str):
             return f"{box} ({site.loc})"
         boxes.append(box)
     inside = [smt.in_range(e, 0, n) for e, n in zip(element, dims, strict=True)]
-    missed = z3.And(*[z3.Not(b) for b in boxes])
-    out = ctx.solve(inside, missed)
+    out = ctx.solve(inside, z3.And(*[z3.Not(b) for b in boxes]))
     if out.verdict == Verdict.VERIFIED:
-        ctx.record("output coverage", user_name(buffer), Verdict.VERIFIED, start)
         return None
-    first = sites[0]
+    first = sites[0][0]
     if out.verdict == Verdict.UNKNOWN:
         return Finding(
             out.code or "UNKNOWN_SOLVER",
             Verdict.UNKNOWN,
-            f"whether every element of {user_name(buffer)} is written could not be decided",
+            f"whether every element of {user_name(buffer)} is covered ({kind.check}) could not be decided",
             loc=first.loc,
             reason=out.reason,
         )
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
-    sizes = ctx.shape_values(m)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
     msg = (
-        f"element {coord} of {user_name(buffer)} ({extents}) is never written: no block stores a window that "
-        f"holds it (the stores at {', '.join(str(s.loc) for s in sites)})"
+        f"element {coord} of {user_name(buffer)} ({extents}) {kind.verb} (the {kind.what} at "
+        f"{', '.join(str(s.loc) for s, _ in sites)})"
     )
     cex = Counterexample(
-        code="COVERAGE_OUTPUT",
+        code=kind.code,
         message=msg,
         op_loc=first.loc,
         program_point=str(first.loc),
         block={},
-        shapes=sizes,
+        shapes=ctx.shape_values(m),
         thread=ThreadPoint(0, None),
         loops={},
         accesses=(),
         variables={"element": str(coord), f"{user_name(buffer)} extents": extents},
     )
-    return Finding("COVERAGE_OUTPUT", Verdict.VIOLATED, msg, loc=first.loc, counterexample=cex)
+    return Finding(kind.code, Verdict.VIOLATED, msg, loc=first.loc, counterexample=cex)
 
 
-def _box(ctx: Context, site: Site, element: list[Any]) -> Any:
-    """The condition that `element` lies in one of the windows `site` stores, or why the windows have no form
-    the check reads."""
+def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any]) -> Any:
+    """The condition that `element` lies in one of the windows `ref` takes at `site`, or why the windows have no
+    form the check reads."""
     if site.ifs:
-        return "a store under T.if_"
-    ref: TileRef = site.stmt.dst  # type: ignore[attr-defined]
+        return "an access under T.if_"
     ranges: dict[Var, Any] = {}
     for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
         ranges[v] = smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)

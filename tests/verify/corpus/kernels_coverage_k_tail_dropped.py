@@ -1,0 +1,31 @@
+"""The K loop runs K // BK blocks: for K not a multiple of BK the tail of the contraction is never loaded and
+C misses its products. Every other check holds (the loads that run are in bounds and aligned).
+
+expect: violated
+code: COVERAGE_CONTRACTION
+"""
+
+import argus
+import argus.lang as T
+
+
+@argus.kernel
+def KERNEL(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 16,
+    BN: int = 16,
+    BK: int = 16,
+):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=BM * BN) as (bm, bn):
+        atom = T.fma_atom(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(BM, BN))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(BM, BN))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(BM, BN))
+        T.fill(acc, 0.0)
+        for k in T.serial(K // BK):  # BUG: T.cdiv(K, BK)
+            T.copy(A.tile((bm, k), (BM, BK)), rA)  # <- COVERAGE_CONTRACTION
+            T.copy(B.tile((k, bn), (BK, BN)), rB)
+            T.gemm(rA, rB, acc)
+        T.copy(acc, C.tile((bm, bn), (BM, BN)))
