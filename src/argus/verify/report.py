@@ -220,7 +220,10 @@ class Counterexample:
         sev = entry(self.code).severity.value
         where = self.assertion_loc or self.op_loc
         lines = [f"{_loc_short(where)}: {sev}[{self.code}]: {self.message}"]
-        lines.append(f"  block ({_kv(self.block)})" + (f", problem size {_kv(self.shapes)}" if self.shapes else ""))
+        if self.block:
+            lines.append(f"  block ({_kv(self.block)})" + (f", problem size {_kv(self.shapes)}" if self.shapes else ""))
+        elif self.shapes:  # a fact about the whole launch (coverage): no block of its own
+            lines.append(f"  problem size {_kv(self.shapes)}")
         if self.accesses:
             for a in self.accesses:
                 lines.append("")

@@ -38,7 +38,7 @@ from argus.ir.nodes import Copy, Fill, Gemm, Space, TileRef
 from argus.verify import smt
 from argus.verify.context import Context
 from argus.verify.program import Site, depends_on, user_name
-from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
+from argus.verify.report import Counterexample, Finding, Verdict
 
 
 def check_output_coverage(ctx: Context) -> list[Finding]:
@@ -153,7 +153,7 @@ def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], 
         program_point=str(first.loc),
         block={},
         shapes=ctx.shape_values(m),
-        thread=ThreadPoint(0, None),
+        thread=None,  # a fact about the whole launch: no thread did it
         loops={},
         accesses=(),
         variables={"element": str(coord), f"{user_name(buffer)} extents": extents},
