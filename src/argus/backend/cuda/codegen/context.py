@@ -39,9 +39,7 @@ from argus.ir.nodes import Buffer, Kernel, Role, Stmt
 from argus.ir.types import DType
 
 if TYPE_CHECKING:
-    from argus.backend.cuda.codegen.analysis import KernelFacts
-    from argus.backend.cuda.codegen.hopper import DeferredRelease
-    from argus.backend.cuda.codegen.sync import NamedBarriers
+    from argus.backend.cuda.codegen.analysis import DeferredRelease, KernelFacts, NamedBarriers
 
 #: Threads in a warpgroup (``wgmma``'s scope; warp roles are whole warpgroups).
 WARPGROUP = DEFAULT_TARGET.warpgroup_size

@@ -45,11 +45,10 @@ The rules are functions ``rule(cx, statement)`` of the modules named above; what
 from __future__ import annotations
 
 from argus.backend.cuda.codegen import control, hopper, memory, mma, pointwise, sync
-from argus.backend.cuda.codegen.analysis import analyse
+from argus.backend.cuda.codegen.analysis import DeferredRelease, NamedBarriers, analyse, plan_deferred_releases
 from argus.backend.cuda.codegen.cexpr import Names
 from argus.backend.cuda.codegen.context import Context, Rule, Switches, where
 from argus.backend.cuda.codegen.frame import assemble
-from argus.backend.cuda.codegen.hopper import DeferredRelease, plan_deferred_releases
 from argus.backend.cuda.codegen.source import GeneratedSource
 from argus.ir.nodes import (
     Alloc,
@@ -133,7 +132,7 @@ class Emitter:
         tid = names.name(k.thread_var, "tid")
         # names every buffer and loop variable before any block-local name is chosen
         facts = analyse(k, names, self.deferred_releases())
-        cx = Context(k, facts, names, tid, switches=self.switches(), rules=self.RULES, barriers=sync.NamedBarriers(k))
+        cx = Context(k, facts, names, tid, switches=self.switches(), rules=self.RULES, barriers=NamedBarriers(k))
         for b in facts.hoisted:
             cx.line(f"// {where(b.loc)}  {b.name}: fragment {b.dtype.name}{list(b.static_shape)} tv {b.tv} (hoisted)")
             memory.declare_fragment(cx, b)

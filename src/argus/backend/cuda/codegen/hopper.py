@@ -3,8 +3,8 @@ group in flight.
 
 * `role_block` — a `Role` becomes ``if (warpgroup in role) { setmaxnreg.{inc,dec}; ... }``; inside it the
   thread index is relative to the role's first thread (its fragments are spread over the role's threads) and
-  the role's threads synchronize on a named barrier of their own (`sync.NamedBarriers`);
-* `plan_deferred_releases` / `release_loop` — a pipelined consumer loop ``wait(full[s]); gemm(sA[s], sB[s]);
+  the role's threads synchronize on a named barrier of their own (`analysis.NamedBarriers`);
+* `release_loop` (planned by `analysis.plan_deferred_releases`, re-exported here) — a pipelined consumer loop ``wait(full[s]); gemm(sA[s], sB[s]);
   arrive(empty[s])`` is lowered with ``wgmma.wait_group 1``, releasing stage k-1 once the MMAs of iteration k
   are issued;
 * `single_issuer` — whether a role's every effect is its thread 0's (a TMA producer), so that its first warp
@@ -14,103 +14,24 @@ group in flight.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from argus.atoms import MmaAtom
 from argus.atoms.common import register_pool, register_split, setmaxnreg_ok
+from argus.backend.cuda.codegen.analysis import (  # noqa: F401 - the plan is read here by name too
+    DEFERRED_RELEASE_MIN_STAGES,
+    DeferredRelease,
+    plan_deferred_releases,
+)
 from argus.backend.cuda.codegen.context import WARPGROUP, Context
 from argus.backend.cuda.codegen.sync import NAMED_BARRIERS, mbarrier_address
 from argus.ir.nodes import (
     Copy,
     For,
-    Gemm,
-    LoopKind,
     MbarrierArrive,
     MbarrierWait,
     Role,
-    Space,
     Stmt,
     walk,
 )
-
-#: The fewest pipeline stages for which `plan_deferred_releases` keeps a wgmma group in flight (see there).
-DEFERRED_RELEASE_MIN_STAGES = 4
-
-#: IR statements that emit no code (annotations for the verifier).
-_SILENT = ("Tag", "AssertTag", "AssertTagEq")
-
-
-@dataclass(frozen=True)
-class DeferredRelease:
-    """A consumer loop lowered with one ``wgmma`` group in flight (see `plan_deferred_releases`)."""
-
-    loop: For
-    wait: MbarrierWait
-    gemm: Gemm
-    arrive: MbarrierArrive
-    warpgroups: int
-
-
-def plan_deferred_releases(body: tuple[Stmt, ...], role: Role | None = None) -> dict[int, DeferredRelease]:
-    """Pipelined consumer loops whose body is, apart from annotations, exactly ``mbarrier_wait(full[s]);
-    T.gemm(sA[s], sB[s], acc)`` with ``wgmma`` from shared memory; ``mbarrier_arrive(empty[s])`` inside a warp
-    role of whole warpgroups, where nothing else arrives on ``empty``. Written that way, the release waits for
-    the MMA to finish, so the tensor cores idle while the next stage's barrier is checked. These loops are
-    lowered instead with ``wgmma.wait_group 1``: iteration k issues its MMAs, waits for those of k-1, and only
-    then releases stage k-1 (the last stage after the loop) — the same order of events for the shared memory,
-    one iteration later, so what the verifier proved of the loop as written still holds. Each warpgroup of the
-    role releases for itself (its own MMAs have finished reading), so the barrier's arrival count is multiplied
-    by the role's warpgroups (the role's one arrival is complete when all its warpgroups arrived) and no barrier
-    among the role's threads is needed. Keyed by ``id(loop)``.
-
-    Only loops of at least `DEFERRED_RELEASE_MIN_STAGES` stages: releasing a stage one iteration later leaves the
-    producer S-2 tiles of look-ahead instead of S-1, which starves a 3-stage pipeline (measured on an H200:
-    128x128 tiles, 3 stages, 4096^3 went from 0.66x to 0.51x cuBLAS with it; 128x256 tiles, 4 stages, from
-    0.79x to 0.84x; benchmarks/results/2026-11-21-gemm-h200.md)."""
-    found: dict[int, DeferredRelease] = {}
-    arrivals: dict[int, int] = {}  # id(barrier buffer) -> number of MbarrierArrive statements on it
-
-    def visit(stmts: tuple[Stmt, ...], role: Role | None) -> None:
-        for st in stmts:
-            if isinstance(st, MbarrierArrive):
-                key = id(st.barrier.buffer)
-                arrivals[key] = arrivals.get(key, 0) + 1
-            if isinstance(st, Role):
-                visit(st.body, st)
-            elif isinstance(st, For):
-                if st.kind == LoopKind.PIPELINED and role is not None and st.stages >= DEFERRED_RELEASE_MIN_STAGES:
-                    hit = _match_release_loop(st, role)
-                    if hit is not None:
-                        found[id(st)] = hit
-                visit(st.body, role)
-            elif hasattr(st, "then"):
-                visit(st.then, role)
-                visit(getattr(st, "orelse", ()), role)
-
-    visit(body, role)
-    return {k: d for k, d in found.items() if arrivals.get(id(d.arrive.barrier.buffer)) == 1}
-
-
-def _match_release_loop(loop: For, role: Role) -> DeferredRelease | None:
-    from argus.atoms import get_atom
-
-    stmts = [st for st in loop.body if type(st).__name__ not in _SILENT]
-    if len(stmts) != 3:
-        return None
-    wait, gemm, arrive = stmts
-    if not (isinstance(wait, MbarrierWait) and isinstance(gemm, Gemm) and isinstance(arrive, MbarrierArrive)):
-        return None
-    if arrive.expect_bytes or arrive.barrier.buffer is wait.barrier.buffer:
-        return None
-    atom = get_atom(gemm.atom)
-    if not (isinstance(atom, MmaAtom) and atom.ptx.startswith("wgmma.")):
-        return None
-    if gemm.a.space != Space.SHARED or gemm.b.space != Space.SHARED:
-        return None
-    warpgroups = len(role.warpgroups)
-    if gemm.groups[0] * gemm.groups[1] != warpgroups:
-        return None
-    return DeferredRelease(loop, wait, gemm, arrive, warpgroups)
 
 
 def single_issuer(body: tuple[Stmt, ...]) -> bool:

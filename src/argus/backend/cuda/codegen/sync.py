@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from argus.atoms.target import DEFAULT_TARGET
+from argus.backend.cuda.codegen.analysis import NAMED_BARRIERS, NamedBarriers  # noqa: F401 - read here by name too
 from argus.backend.cuda.codegen.context import Context
 from argus.ir.nodes import (
     AsyncCommit,
@@ -28,49 +28,12 @@ from argus.ir.nodes import (
     BarrierKind,
     Fence,
     FenceKind,
-    Kernel,
     MbarrierArrive,
     MbarrierInit,
     MbarrierWait,
-    Role,
     Space,
     TileRef,
-    walk,
 )
-
-#: Hardware named barriers (0 is ``__syncthreads``'s).
-NAMED_BARRIERS = DEFAULT_TARGET.named_barriers
-
-
-class NamedBarriers:
-    """The named barriers the generator takes beyond those the kernel's `Barrier` statements use.
-
-    Warp roles get one each, in emission order, from the lowest id above the kernel's own (`for_role`); staged
-    TMA stores take blocks of consecutive ids from the top down (`for_stores`), so the two never meet. Mutable
-    state: `roles_given` (advanced by `for_role`) and `stores_top` (lowered by `for_stores`)."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        used = [b.barrier_id for b in walk(kernel.body) if isinstance(b, Barrier)]
-        #: the lowest id above those the kernel's own barriers use
-        self.first_free = max([0, *used]) + 1
-        #: warp roles in the kernel: each takes one id above `first_free`
-        self.roles = sum(1 for r in walk(kernel.body) if isinstance(r, Role))
-        self.roles_given = 0
-        self.stores_top = NAMED_BARRIERS
-
-    def for_role(self) -> int | None:
-        """The next role's barrier id, or None when the hardware has no more."""
-        self.roles_given += 1
-        barrier_id = self.first_free + self.roles_given - 1
-        return barrier_id if barrier_id < NAMED_BARRIERS else None
-
-    def for_stores(self, count: int) -> int | None:
-        """The first of `count` consecutive ids for a staged TMA store, or None when they would meet the roles'."""
-        first = self.stores_top - count
-        if first < self.first_free + self.roles:
-            return None
-        self.stores_top = first
-        return first
 
 
 def scope_barrier(cx: Context) -> str:
