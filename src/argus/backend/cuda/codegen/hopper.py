@@ -4,9 +4,9 @@ group in flight.
 * `role_block` — a `Role` becomes ``if (warpgroup in role) { setmaxnreg.{inc,dec}; ... }``; inside it the
   thread index is relative to the role's first thread (its fragments are spread over the role's threads) and
   the role's threads synchronize on a named barrier of their own (`analysis.NamedBarriers`);
-* `release_loop` (planned by `analysis.plan_deferred_releases`, re-exported here) — a pipelined consumer loop ``wait(full[s]); gemm(sA[s], sB[s]);
-  arrive(empty[s])`` is lowered with ``wgmma.wait_group 1``, releasing stage k-1 once the MMAs of iteration k
-  are issued;
+* `release_loop` (planned by `analysis.plan_deferred_releases`, re-exported here) — a pipelined consumer loop
+  ``wait(full[s]); gemm(sA[s], sB[s]); arrive(empty[s])`` is lowered with ``wgmma.wait_group 1``, releasing
+  stage k-1 once the MMAs of iteration k are issued;
 * `single_issuer` — whether a role's every effect is its thread 0's (a TMA producer), so that its first warp
   alone can run it (`Emitter.single_warp_issuers`).
 """
