@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argus.diagnostics import ArgusError
+from argus.agent.errors import AgentError  # noqa: F401 - the agent modules import it from here too
 from argus.lineage.mechanisms import RUNGS
 
 
@@ -56,10 +56,6 @@ def rung_entries(mechanism: str, pool: Iterable[Any] | None) -> list[str]:
     pool = list(pool)
     ids = [c for c in curated if any(getattr(e, "id", None) == c for e in pool)]
     return ids + sorted(e.id for e in pool if skill_step(e) is not None and skill_step(e) in rung.steps)
-
-
-class AgentError(ArgusError):
-    """An error of the agent loop, its planners or coders (code ``AGENT_*``, ``CODER_*``, ``PLANNER_*``)."""
 
 
 @dataclass(frozen=True)

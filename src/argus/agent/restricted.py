@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 import argus.lang
 import argus.layout
-from argus.agent.arms import AgentError
+from argus.agent.errors import AgentError
 
 MAX_SOURCE_CHARS = 200_000
 MAX_LINES = 5_000
