@@ -176,3 +176,12 @@ def test_literals_and_parentheses() -> None:
     assert float_literal(float("-inf")) == "__int_as_float(0xff800000)"
     assert paren("r[v]") == "r[v]" and paren("a + b") == "(a + b)" and paren("f(a, b)") == "f(a, b)"
     assert paren("(a) + (b)") == "((a) + (b))" and paren("1e-05f") == "1e-05f"
+
+
+def test_names_never_shadow_what_the_generated_code_calls() -> None:
+    """A user's buffer named like a C++ keyword or a CUDA math function the generated code calls gets another name."""
+    names = Names()
+    for base in ("int", "expf", "fmaxf", "float4", "threadIdx", "argus_smem"):
+        ident = names.fresh(base)
+        assert ident != base and ident.startswith(base)
+    assert names.fresh("acc") == "acc"

@@ -38,6 +38,10 @@ _CPP_KEYWORDS = frozenset(
     static_cast struct switch template this thread_local throw true try typedef typeid typename union unsigned using
     virtual void volatile wchar_t while xor xor_eq min max threadIdx blockIdx blockDim gridDim warpSize argus
     argus_smem main""".split()
+) | frozenset(  # the CUDA math functions and vector types the generated code calls: a user's name must not shadow them
+    """expf exp2f logf log2f log1pf expm1f sqrtf rsqrtf tanhf erff sinf cosf fabsf floorf ceilf powf fmodf fmaxf
+    fminf fmaf truncf roundf rintf float2 float4 int2 int4 uint2 uint4 dim3 size_t int32_t uint32_t int64_t
+    uint64_t""".split()
 )
 
 
