@@ -24,8 +24,10 @@ shrinks if it ever grows again).
 from __future__ import annotations
 
 import ast
+import io
 import pathlib
 import re
+import tokenize
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "argus"
@@ -149,6 +151,49 @@ def test_hardware_facts_are_written_only_in_the_hardware_layer() -> None:
                 if re.search(pattern, line):
                     found.append(f"{path.relative_to(ROOT)}:{n}: {what}: {line.strip()}")
     assert not found, "hardware facts outside argus.atoms (read them from argus.atoms.target):\n" + "\n".join(found)
+
+
+#: Names of code that counts threads by warpgroups: a literal 128 beside one is the warpgroup size written again.
+_WARPGROUP_WORDS = re.compile(r"(?i)^(warpgroups?|wgs?|\w+_wgs?|roles?|tids?|thread|lane|warp)$|warpgroup")
+
+
+def warpgroup_literals(text: str) -> list[int]:
+    """Lines of `text` whose code (not comments or strings) has the number 128 beside a warpgroup, role, thread or
+    lane name, or a ``.threads`` attribute: the warpgroup size, which is `Target.warpgroup_size`
+    (`argus.atoms.common.WARPGROUP_SIZE`)."""
+    lines: dict[int, list[tokenize.TokenInfo]] = {}
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        lines.setdefault(token.start[0], []).append(token)
+    found = []
+    for n, tokens in lines.items():
+        numbers = [t.string for t in tokens if t.type == tokenize.NUMBER]
+        names = [t.string for t in tokens if t.type == tokenize.NAME]
+        attributes = [b.string for a, b in zip(tokens, tokens[1:]) if a.string == "." and b.type == tokenize.NAME]
+        if "128" in numbers and (any(_WARPGROUP_WORDS.search(x) for x in names) or "threads" in attributes):
+            found.append(n)
+    return found
+
+
+def test_the_warpgroup_size_is_written_only_in_the_hardware_layer() -> None:
+    found = []
+    for path in SRC.rglob("*.py"):
+        if path.is_relative_to(SRC / "atoms"):
+            continue
+        text = path.read_text()
+        for n in warpgroup_literals(text):
+            found.append(f"{path.relative_to(ROOT)}:{n}: {text.splitlines()[n - 1].strip()}")
+    assert not found, "the warpgroup size written outside argus.atoms (use WARPGROUP_SIZE):\n" + "\n".join(found)
+
+
+def test_a_warpgroup_literal_is_caught() -> None:
+    """The scan can fail: the shapes the code had before it read the Target are caught; tile sizes and comments
+    are not."""
+    assert warpgroup_literals("tids = np.arange(128) + 128 * wg\n") == [1]
+    assert warpgroup_literals("x = 1\nwarpgroups = max(1, kernel.threads // 128)\n") == [2]
+    assert warpgroup_literals("first = 128 * role.warpgroups[0]\n") == [1]
+    assert warpgroup_literals("total = (st.threads or 0) // 128\n") == [1]
+    assert warpgroup_literals("BM = 128  # a warpgroup's rows\nwith T.grid(n, threads=128) as (bm,):\n    pass\n") == []
+    assert warpgroup_literals('doc = "a warpgroup of 128 threads"\n') == []
 
 
 def test_the_target_is_what_the_layers_read() -> None:

@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.atoms.common import WARPGROUP_SIZE
 from argus.atoms.target import DEFAULT_TARGET
 from argus.diagnostics import ArgusError
 
@@ -283,7 +284,7 @@ def _count(kernel: Any, env: dict[Any, int], findings: Any) -> _Counts:
 
     by_site, by_buffer = _finding_index(findings)
     counts = _Counts()
-    warpgroups = max(1, kernel.threads // 128)
+    warpgroups = max(1, kernel.threads // WARPGROUP_SIZE)
 
     def degree(code: str, buf: Any, stmt: Any) -> float:
         key = f"{code}:{_user_name(buf)}"
@@ -381,8 +382,8 @@ def _registers_per_thread(kernel: Any, spec: GPUSpec) -> int:
         s for s in _walk(kernel.body) if isinstance(s, Role) and s not in kernel.body
     ]
     if roles and all(r.registers for r in roles):
-        threads = sum(128 * len(r.warpgroups) for r in roles)
-        return -(-sum(r.registers * 128 * len(r.warpgroups) for r in roles) // max(1, threads))
+        threads = sum(WARPGROUP_SIZE * len(r.warpgroups) for r in roles)
+        return -(-sum(r.registers * WARPGROUP_SIZE * len(r.warpgroups) for r in roles) // max(1, threads))
     frags = 0
     for s in _walk(kernel.body):
         if isinstance(s, Alloc) and s.buffer.space == Space.FRAGMENT and s.buffer.tv is not None:

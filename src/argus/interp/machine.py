@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from argus.atoms import Scope, get_atom
+from argus.atoms import WARPGROUP_SIZE, Scope, get_atom
 from argus.atoms.copy import ldmatrix_transposes, matrix_transpose
 from argus.atoms.mma import group_origin, group_subtile, slot_count, slot_element
 from argus.diagnostics import ArgusError
@@ -762,7 +762,7 @@ class _Machine:
         ordered = roles if self.schedule == "listed" else tuple(reversed(roles))
         for role in ordered:
             env = dict(base_env)
-            tids = np.concatenate([np.arange(128) + 128 * wg for wg in role.warpgroups])
+            tids = np.concatenate([np.arange(WARPGROUP_SIZE) + WARPGROUP_SIZE * wg for wg in role.warpgroups])
             env[self.kernel.thread_var] = tids
             running.append([role, env, self.run(_with_env(blk, env), role.body), None])
         while running:

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
+from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS, WARPGROUP_SIZE
 from argus.atoms.swizzle import swizzle_width
 from argus.ir.nodes import (
     Alloc,
@@ -398,13 +398,13 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
         if any(isinstance(x, Gemm) for x, _ in walk_with_loops(r.body)):
             consumer_wgs += len(r.warpgroups)
     if not roles:
-        consumer_wgs = -(-kernel.threads // 128) if gemms else 0
+        consumer_wgs = -(-kernel.threads // WARPGROUP_SIZE) if gemms else 0
     pol = kernel.policies
     present = {name for name in pol.__dataclass_fields__ if getattr(pol, name) is not None}
     out: dict[str, Any] = {
         "kernel.name": kernel.name,
         "kernel.threads": kernel.threads,
-        "kernel.warpgroups": -(-kernel.threads // 128),
+        "kernel.warpgroups": -(-kernel.threads // WARPGROUP_SIZE),
         "kernel.grid_dims": len(kernel.grid),
         "dtypes.inputs": frozenset(t.dtype.name for t in kernel.tensors if t.name in tensors_read),
         "dtypes.outputs": frozenset(t.dtype.name for t in kernel.tensors if t.name in tensors_written),

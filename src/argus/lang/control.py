@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from argus.atoms.common import SMS
+from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.atoms.target import DEFAULT_TARGET
 from argus.ir.expr import (
     COMPARISONS,
@@ -163,7 +163,7 @@ def role(name: str, warpgroups: tuple[int, ...], registers: int | None = None) -
     the role's threads; `registers` is the ``setmaxnreg`` budget per thread."""
     st = current("T.role")
     loc = caller_loc()
-    total = (st.threads or 0) // 128
+    total = (st.threads or 0) // WARPGROUP_SIZE
     warpgroups = tuple(warpgroups)
     if not warpgroups or any(not isinstance(w, int) or not 0 <= w < total for w in warpgroups):
         raise DSLError(
@@ -182,7 +182,7 @@ def role(name: str, warpgroups: tuple[int, ...], registers: int | None = None) -
         )
     if st.role is not None:
         raise DSLError("DSL_ROLE", "warp roles do not nest", loc=loc)
-    st.role = (name, 128 * len(warpgroups))
+    st.role = (name, WARPGROUP_SIZE * len(warpgroups))
     st.stack.append([])
     try:
         yield

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import z3
 
+from argus.atoms.common import WARPGROUP_SIZE as WG
 from argus.ir.nodes import Copy, Fill, Gemm, Space, TileRef
 from argus.verify import smt
 from argus.verify.program import Program, Site, absolute_thread, decompose, window_shape
@@ -143,10 +144,10 @@ class Access:
             return t
         wgs = role.warpgroups
         if concrete(t):
-            return np.asarray(wgs)[np.asarray(t) // 128] * 128 + np.asarray(t) % 128
+            return np.asarray(wgs)[np.asarray(t) // WG] * WG + np.asarray(t) % WG
         term = smt.val(0)
         for i, wg in reversed(list(enumerate(wgs))):
-            term = z3.If(z3.UDiv(smt.val(t), 128) == i, z3.URem(smt.val(t), 128) + 128 * wg, term)
+            term = z3.If(z3.UDiv(smt.val(t), WG) == i, z3.URem(smt.val(t), WG) + WG * wg, term)
         return term
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import z3
 
+from argus.atoms.common import WARPGROUP_SIZE as WG
 from argus.ir.expr import Expr, Var, free_vars
 from argus.ir.nodes import Buffer, For, If, Kernel, Role, Space, Stmt, TileRef
 from argus.verify import smt
@@ -89,7 +90,7 @@ class Program:
         """Absolute thread indices that execute statements of `role` (all threads when None)."""
         if role is None:
             return list(range(self.kernel.threads))
-        return [128 * wg + t for wg in role.warpgroups for t in range(128)]
+        return [WG * wg + t for wg in role.warpgroups for t in range(WG)]
 
 
 # --- windows ---------------------------------------------------------------------------------------------------
@@ -200,14 +201,14 @@ def absolute_thread(buffer: Buffer, t: Any, role: Role | None) -> Any:
     if not isinstance(t, int) and type(t).__module__ == "numpy":
         import numpy as np
 
-        return np.asarray(wgs)[t // 128] * 128 + t % 128
+        return np.asarray(wgs)[t // WG] * WG + t % WG
     if list(wgs) == list(range(wgs[0], wgs[0] + len(wgs))):
-        return smt.val(t) + 128 * wgs[0] if not isinstance(t, int) else t + 128 * wgs[0]
+        return smt.val(t) + WG * wgs[0] if not isinstance(t, int) else t + WG * wgs[0]
     if isinstance(t, int):
-        return 128 * wgs[t // 128] + t % 128
+        return WG * wgs[t // WG] + t % WG
     term = smt.val(0)
     for i, wg in reversed(list(enumerate(wgs))):
-        term = z3.If(z3.UDiv(smt.val(t), 128) == i, smt.val(t) % 128 + 128 * wg, term)
+        term = z3.If(z3.UDiv(smt.val(t), WG) == i, smt.val(t) % WG + WG * wg, term)
     return term
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE
 from argus.ir.expr import SourceLoc
 from argus.verify.catalog import Severity, entry
 
@@ -52,22 +53,22 @@ def _loc_short(loc: SourceLoc | None) -> str:
 
 @dataclass(frozen=True)
 class ThreadPoint:
-    """A thread of a block: its index, and where it sits (warpgroup of 128, warp of 32, lane)."""
+    """A thread of a block: its index, and where it sits (its warpgroup, warp and lane)."""
 
     thread: int
     role: str | None = None
 
     @property
     def warpgroup(self) -> int:
-        return self.thread // 128
+        return self.thread // WARPGROUP_SIZE
 
     @property
     def warp(self) -> int:
-        return self.thread // 32
+        return self.thread // WARP_SIZE
 
     @property
     def lane(self) -> int:
-        return self.thread % 32
+        return self.thread % WARP_SIZE
 
     def __str__(self) -> str:
         role = f", role {self.role}" if self.role else ""

@@ -118,7 +118,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm_persistent(const __nv_bfl
             const int q = tid + it * 128;
             const int col = (q % 4) * 8;
             const int row = q / 4;
-            argus::copy_global_to_shared<8>(sA + (row * 32 + col), A, static_cast<long long>(((((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8) + argus::floormod((bx + (i * 3)) % (((N + 63) / 64) * 8), min(((M + 63) / 64) - (((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8), 8))) * 64 + row) * K + k * 32 + col, argus::in_range(((((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8) + argus::floormod((bx + (i * 3)) % (((N + 63) / 64) * 8), min(((M + 63) / 64) - (((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8), 8))) * 64 + row, M), k * 32 + col, K, vector_ok, __float2bfloat16_rn(0.0f));
+            const int a_row = ((((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8) + argus::floormod((bx + (i * 3)) % (((N + 63) / 64) * 8), min(((M + 63) / 64) - (((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8), 8))) * 64 + row;
+            const int a_col = k * 32 + col;
+            argus::copy_global_to_shared<8>(sA + (row * 32 + col), A, static_cast<long long>(a_row) * K + a_col, argus::in_range(a_row, M), a_col, K, vector_ok, __float2bfloat16_rn(0.0f));
           }
         }
         // gemm.py:578  copy B[(k * 32):+32, ((((bx + (i * 3)) % (((N + 63) // 64) * 8)) // min((((M + 63) // 64) - (((bx + (i * 3)) // (((N + 63) // 64) * 8)) * 8)), 8)) * 64):+64] -> sB atom=auto
@@ -129,7 +131,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm_persistent(const __nv_bfl
             const int q = tid + it * 128;
             const int col = (q % 8) * 8;
             const int row = q / 8;
-            argus::copy_global_to_shared<8>(sB + (row * 64 + col), B, static_cast<long long>(k * 32 + row) * N + argus::floordiv((bx + (i * 3)) % (((N + 63) / 64) * 8), min(((M + 63) / 64) - (((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8), 8)) * 64 + col, argus::in_range(k * 32 + row, K), argus::floordiv((bx + (i * 3)) % (((N + 63) / 64) * 8), min(((M + 63) / 64) - (((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8), 8)) * 64 + col, N, vector_ok, __float2bfloat16_rn(0.0f));
+            const int b_row = k * 32 + row;
+            const int b_col = argus::floordiv((bx + (i * 3)) % (((N + 63) / 64) * 8), min(((M + 63) / 64) - (((bx + (i * 3)) / (((N + 63) / 64) * 8)) * 8), 8)) * 64 + col;
+            argus::copy_global_to_shared<8>(sB + (row * 64 + col), B, static_cast<long long>(b_row) * N + b_col, argus::in_range(b_row, K), b_col, N, vector_ok, __float2bfloat16_rn(0.0f));
           }
         }
         // gemm.py:579  barrier

@@ -148,7 +148,8 @@ extern "C" __global__ void __launch_bounds__(128) gemm_residual_cp_async_swizzle
       const int q = tid + it * 128;
       const int col = (q % 4) * 8;
       const int row = q / 4;
-      argus::cp_async<8>(sA + (argus::swizzle<2, 3, 3>(row * 32 + col)), A, static_cast<long long>(bm * 64 + row) * K + col, argus::in_range(bm * 64 + row, M), col, K, vector_ok, __float2bfloat16_rn(0.0f), true);
+      const int a_row = bm * 64 + row;
+      argus::cp_async<8>(sA + (argus::swizzle<2, 3, 3>(row * 32 + col)), A, static_cast<long long>(a_row) * K + col, argus::in_range(a_row, M), col, K, vector_ok, __float2bfloat16_rn(0.0f), true);
     }
   }
   // gemm_residual.py:216  copy B[:32, (bn * 64):+64] -> sB[0, :32, :64] atom=cp.async
@@ -159,7 +160,8 @@ extern "C" __global__ void __launch_bounds__(128) gemm_residual_cp_async_swizzle
       const int q = tid + it * 128;
       const int col = (q % 8) * 8;
       const int row = q / 8;
-      argus::cp_async<8>(sB + (argus::swizzle<3, 3, 3>(row * 64 + col)), B, static_cast<long long>(row) * N + bn * 64 + col, argus::in_range(row, K), bn * 64 + col, N, vector_ok, __float2bfloat16_rn(0.0f), true);
+      const int b_col = bn * 64 + col;
+      argus::cp_async<8>(sB + (argus::swizzle<3, 3, 3>(row * 64 + col)), B, static_cast<long long>(row) * N + b_col, argus::in_range(row, K), b_col, N, vector_ok, __float2bfloat16_rn(0.0f), true);
     }
   }
   // gemm_residual.py:217  cp.async.commit_group
@@ -174,7 +176,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm_residual_cp_async_swizzle
         const int q = tid + it * 128;
         const int col = (q % 4) * 8;
         const int row = q / 4;
-        argus::cp_async<8>(sA + (argus::swizzle<2, 3, 3>(((k + 1) % 2) * 2048 + row * 32 + col)), A, static_cast<long long>(bm * 64 + row) * K + (k + 1) * 32 + col, argus::in_range(bm * 64 + row, M), (k + 1) * 32 + col, K, vector_ok, __float2bfloat16_rn(0.0f), true);
+        const int a_row = bm * 64 + row;
+        const int a_col = (k + 1) * 32 + col;
+        argus::cp_async<8>(sA + (argus::swizzle<2, 3, 3>(((k + 1) % 2) * 2048 + row * 32 + col)), A, static_cast<long long>(a_row) * K + a_col, argus::in_range(a_row, M), a_col, K, vector_ok, __float2bfloat16_rn(0.0f), true);
       }
     }
     // gemm_residual.py:221  copy B[((k + 1) * 32):+32, (bn * 64):+64] -> sB[((k + 1) % 2), :32, :64] atom=cp.async
@@ -185,7 +189,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm_residual_cp_async_swizzle
         const int q = tid + it * 128;
         const int col = (q % 8) * 8;
         const int row = q / 8;
-        argus::cp_async<8>(sB + (argus::swizzle<3, 3, 3>(((k + 1) % 2) * 2048 + row * 64 + col)), B, static_cast<long long>((k + 1) * 32 + row) * N + bn * 64 + col, argus::in_range((k + 1) * 32 + row, K), bn * 64 + col, N, vector_ok, __float2bfloat16_rn(0.0f), true);
+        const int b_row = (k + 1) * 32 + row;
+        const int b_col = bn * 64 + col;
+        argus::cp_async<8>(sB + (argus::swizzle<3, 3, 3>(((k + 1) % 2) * 2048 + row * 64 + col)), B, static_cast<long long>(b_row) * N + b_col, argus::in_range(b_row, K), b_col, N, vector_ok, __float2bfloat16_rn(0.0f), true);
       }
     }
     // gemm_residual.py:222  cp.async.commit_group

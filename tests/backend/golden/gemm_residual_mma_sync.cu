@@ -124,7 +124,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm_residual_mma_sync(const _
         const int q = tid + it * 128;
         const int col = (q % 4) * 8;
         const int row = q / 4;
-        argus::copy_global_to_shared<8>(sA + (row * 32 + col), A, static_cast<long long>(bm * 64 + row) * K + k * 32 + col, argus::in_range(bm * 64 + row, M), k * 32 + col, K, vector_ok, __float2bfloat16_rn(0.0f));
+        const int a_row = bm * 64 + row;
+        const int a_col = k * 32 + col;
+        argus::copy_global_to_shared<8>(sA + (row * 32 + col), A, static_cast<long long>(a_row) * K + a_col, argus::in_range(a_row, M), a_col, K, vector_ok, __float2bfloat16_rn(0.0f));
       }
     }
     // gemm_residual.py:127  copy B[(k * 32):+32, (bn * 64):+64] -> sB atom=auto
@@ -135,7 +137,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm_residual_mma_sync(const _
         const int q = tid + it * 128;
         const int col = (q % 8) * 8;
         const int row = q / 8;
-        argus::copy_global_to_shared<8>(sB + (row * 64 + col), B, static_cast<long long>(k * 32 + row) * N + bn * 64 + col, argus::in_range(k * 32 + row, K), bn * 64 + col, N, vector_ok, __float2bfloat16_rn(0.0f));
+        const int b_row = k * 32 + row;
+        const int b_col = bn * 64 + col;
+        argus::copy_global_to_shared<8>(sB + (row * 64 + col), B, static_cast<long long>(b_row) * N + b_col, argus::in_range(b_row, K), b_col, N, vector_ok, __float2bfloat16_rn(0.0f));
       }
     }
     // gemm_residual.py:128  barrier

@@ -96,7 +96,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm_smem_tiled(const __nv_bfl
         const int q = tid + it * 256;
         const int col = q % 8;
         const int row = q / 8;
-        argus::copy_global_to_shared<1>(sA + (row + col * 128), A, static_cast<long long>(bm * 128 + row) * K + k * 8 + col, argus::in_range(bm * 128 + row, M), k * 8 + col, K, true, __float2bfloat16_rn(0.0f));
+        const int a_row = bm * 128 + row;
+        const int a_col = k * 8 + col;
+        argus::copy_global_to_shared<1>(sA + (row + col * 128), A, static_cast<long long>(a_row) * K + a_col, argus::in_range(a_row, M), a_col, K, true, __float2bfloat16_rn(0.0f));
       }
     }
     // gemm.py:104  copy B[(k * 8):+8, (bn * 128):+128] -> sB atom=auto
@@ -106,7 +108,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm_smem_tiled(const __nv_bfl
         const int q = tid + it * 256;
         const int col = q % 128;
         const int row = q / 128;
-        argus::copy_global_to_shared<1>(sB + (row + col * 8), B, static_cast<long long>(k * 8 + row) * N + bn * 128 + col, argus::in_range(k * 8 + row, K), bn * 128 + col, N, true, __float2bfloat16_rn(0.0f));
+        const int b_row = k * 8 + row;
+        const int b_col = bn * 128 + col;
+        argus::copy_global_to_shared<1>(sB + (row + col * 8), B, static_cast<long long>(b_row) * N + b_col, argus::in_range(b_row, K), b_col, N, true, __float2bfloat16_rn(0.0f));
       }
     }
     // gemm.py:105  barrier

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import z3
 
+from argus.atoms.common import WARPGROUP_SIZE
 from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.errors import AtomError
 from argus.atoms.swizzle import swizzle_width
@@ -77,7 +78,7 @@ def check_alignment(ctx: Context) -> list[Finding]:
 
 def _issuer(site: Site) -> ThreadPoint:
     role = site.role
-    return ThreadPoint(128 * role.warpgroups[0] if role is not None else 0, role.name if role else None)
+    return ThreadPoint(WARPGROUP_SIZE * role.warpgroups[0] if role is not None else 0, role.name if role else None)
 
 
 def _strides(buf: Buffer) -> tuple[Expr | int, ...]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 
+from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.nodes import Barrier, BarrierKind, Role
 from argus.verify.context import Context
 from argus.verify.program import Site
@@ -84,7 +85,7 @@ def check_barrier_threads(ctx: Context) -> list[Finding]:
 
 def _finding(ctx: Context, site: Site, msg: str, wanted: int, executing: int) -> Finding:
     role = site.role
-    first = 128 * role.warpgroups[0] if role is not None else 0
+    first = WARPGROUP_SIZE * role.warpgroups[0] if role is not None else 0
     cex = Counterexample(
         code="RACE_BARRIER_THREADS",
         message=msg,

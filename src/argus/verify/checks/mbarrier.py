@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 
+from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.expr import Expr, free_vars
 from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit
 from argus.verify.context import Context
@@ -117,7 +118,7 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
             f"phase ({who}; one per T.mbarrier_arrive of a role): {effect}"
         )
         first = sites[0]
-        thread = 128 * first.role.warpgroups[0] if first.role is not None else 0
+        thread = WARPGROUP_SIZE * first.role.warpgroups[0] if first.role is not None else 0
         cex = Counterexample(
             code="MBARRIER_ARRIVE_COUNT",
             block={v.name: 0 for v in ctx.kernel.block_vars},  # any block: the same in every one

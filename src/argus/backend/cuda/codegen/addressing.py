@@ -85,6 +85,20 @@ class Window:
             out[d] = add(self.origin_c[d], window[i])
         return out
 
+    def hoist(self, coords: list[str]) -> list[str]:
+        """Name each compound buffer coordinate once (``const int a_row = bm * 64 + row;``) so that the offset and the
+        bounds test of the access that follows read the name instead of repeating the expression."""
+        out = list(coords)
+        prefix = self.cx.buffer_name(self.buffer).lower()
+        dims = ["row", "col"] if len(coords) == 2 else [f"c{d}" for d in range(len(coords))]
+        for d, c in enumerate(coords):
+            if c.isidentifier() or c.lstrip("-").isdigit():
+                continue
+            name = self.cx.local(f"{prefix}_{dims[d]}")
+            self.cx.line(f"const int {name} = {c};")
+            out[d] = name
+        return out
+
     # --- global ---------------------------------------------------------------------------------------
     def run_dim(self) -> int | None:
         """The window dimension runs of consecutive elements go along (the last one, when its buffer

@@ -328,6 +328,7 @@ def block_copy(cx: Context, s: Copy) -> None:
 
     def run(coords: list[str], vec: str) -> None:
         sc, dc = src.buffer_coords(coords), dst.buffer_coords(coords)
+        sc, dc = (src.hoist(sc) if src.is_global else sc), (dst.hoist(dc) if dst.is_global else dc)
         if src.is_global and not dst.is_global:
             _global_to_shared(cx, s, src, dst, sc, dc, width, vec, cp_async)
         elif dst.is_global and not src.is_global:
