@@ -168,7 +168,8 @@ def warpgroup_literals(text: str) -> list[int]:
     for n, tokens in lines.items():
         numbers = [t.string for t in tokens if t.type == tokenize.NUMBER]
         names = [t.string for t in tokens if t.type == tokenize.NAME]
-        attributes = [b.string for a, b in zip(tokens, tokens[1:]) if a.string == "." and b.type == tokenize.NAME]
+        pairs = zip(tokens, tokens[1:], strict=False)
+        attributes = [b.string for a, b in pairs if a.string == "." and b.type == tokenize.NAME]
         if "128" in numbers and (any(_WARPGROUP_WORDS.search(x) for x in names) or "threads" in attributes):
             found.append(n)
     return found
