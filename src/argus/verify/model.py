@@ -423,6 +423,9 @@ class Query:
         self.side: list[Any] = []
         self.steps: list[Step] = []
         self.havoc: list[tuple[Any, str, str]] = []  # (guard, code, reason)
+        # shared-memory offsets this query computed from buffer coordinates, by the offset term's id: a write through
+        # the same layout covers the offset at those coordinates (no inversion of the layout, see `dst_window`)
+        self._offsets: dict[int, list[tuple[Any, Any, tuple[Any, ...]]]] = {}
 
     # --- helpers ----------------------------------------------------------------------------------------
     @property
@@ -575,11 +578,23 @@ class Query:
             layout = shared_layout(ref)
             if not smt.invertible(layout):
                 raise smt.EncodingError(f"UNKNOWN_LAYOUT_INVERSE: the layout {layout} of {user_name(buf)} interleaves")
-            bcoords, ok = smt.invert(layout, loc)
+            known = self._same_layout_coords(layout, loc)
+            bcoords, ok = known if known is not None else smt.invert(layout, loc)
             win, inside = window_of(ref, bcoords, env)
             return z3.And(ok, inside), win, env
         win, inside = window_of(ref, tuple(loc), env)
         return inside, win, env
+
+    def _same_layout_coords(self, layout: Any, loc: Any) -> tuple[tuple[Any, ...], Any] | None:
+        """(coordinates, in domain) of `loc` when this query computed `loc` as ``layout(coordinates)`` itself (a read
+        through the same layout as the write). `layout` is injective (`smt.invertible`), so those are the only
+        coordinates it maps to `loc`: the same answer as `smt.invert`, without making the solver undo a swizzle."""
+        if not z3.is_expr(loc):
+            return None
+        for term, seen, coords in self._offsets.get(loc.get_id(), ()):  # the term is kept: its id is not reused
+            if seen == layout and term.eq(loc):
+                return coords, z3.And(*smt.domain(layout, coords))
+        return None
 
     def src_at(
         self,
@@ -608,7 +623,9 @@ class Query:
             return tag.with_mask(z3.If(inb, tag.mask, smt.val(pad_code(pad))))
         if buf.space == Space.SHARED:
             b = buffer_coords(ref, window, env)
-            off = smt.apply_layout(shared_layout(ref), b)
+            layout = shared_layout(ref)
+            off = smt.apply_layout(layout, b)
+            self._offsets.setdefault(off.get_id(), []).append((off, layout, tuple(smt.val(c) for c in b)))
             return self.read(buf, items, off, env, guard)
         if buf.space == Space.FRAGMENT:
             if not ref.is_whole():

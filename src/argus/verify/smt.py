@@ -329,6 +329,12 @@ def invert(layout: Any, offset: Any) -> tuple[tuple[Any, ...], Any]:
     return coord_t, ok
 
 
+def domain(layout: Any, coord: tuple[Any, ...]) -> list[Any]:
+    """The conditions that `coord` (one term per top-level mode) lies in the domain of `layout` (of its offset
+    layout, for a swizzled one)."""
+    return _domain(layout.outer if isinstance(layout, ComposedLayout) else layout, coord)
+
+
 def _domain(layout: Layout, coord: tuple[Any, ...]) -> list[Any]:
     shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
     from argus.layout.int_tuple import product
