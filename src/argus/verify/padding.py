@@ -38,7 +38,7 @@ REAL, PAD_ZERO, PAD_NEG_INF, PAD_POS_INF, PAD_OTHER = range(5)
 CONST = 6
 PADS = (PAD_ZERO, PAD_NEG_INF, PAD_POS_INF, PAD_OTHER)
 CLASSES = (REAL, PAD_ZERO, PAD_NEG_INF, PAD_POS_INF, PAD_OTHER, CONST)
-TEXT = {PAD_ZERO: "0", PAD_NEG_INF: "-inf", PAD_POS_INF: "+inf", PAD_OTHER: "an unknown value"}
+TEXT = {PAD_ZERO: "0", PAD_NEG_INF: "-inf", PAD_POS_INF: "+inf", PAD_OTHER: "unknown"}
 #: the padding class a reduction may combine without changing its result
 IDENTITY = {ReduceOp.MAX: PAD_NEG_INF, ReduceOp.MIN: PAD_POS_INF, ReduceOp.SUM: PAD_ZERO}
 
@@ -323,9 +323,18 @@ def map_class(q: Any, w: Any, win: tuple, env: dict, guard: Any, loc: Any, opera
         else:
             cond = value != 0
         out = select(cond, ca, cb)
-        q.selects.append((guard, w.site, win, out))
+        q.selects.append((guard, w.site, win, out, _defining_site(cond_ref, w.pre)))
         return out
     return combine(s.op, [cls(x) for x in s.srcs])
+
+
+def _defining_site(ref: Any, pre: dict) -> Any:
+    """The statement that computed a `T.where` condition (its mask expression), when one write did."""
+    from argus.verify.model import Write
+
+    ref = ref.ref if isinstance(ref, Broadcast) else ref
+    items = pre.get(ref.buffer, ()) if isinstance(ref, TileRef) else ()
+    return items[0].site if items and isinstance(items[0], Write) else None
 
 
 # --- values of index fragments (the conditions of T.where) --------------------------------------------------------

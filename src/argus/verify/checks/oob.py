@@ -33,33 +33,44 @@ def check_masked_reductions(ctx: Context) -> list[Finding]:
         if not isinstance(s, Reduce):
             continue
         start = time.perf_counter()
-        src = s.src.buffer
-        pre = ctx.analysis.state_before(site)
-        env, cons = ctx.loop_env(site)
-        q = ctx.query()
-        q.masks = True
-        keep = 1 - s.axis
-        reads = []
-        for name in ("pad", "real"):
-            t, v = smt.fresh(f"t_{name}"), smt.fresh(f"v_{name}")
-            cons += [smt.in_range(t, 0, src.threads), smt.in_range(v, 0, src.values_per_thread)]
-            coord = decompose(smt.val(src.tv((t, v))), src.static_shape)
-            renv = dict(env)
-            renv[ctx.kernel.thread_var] = absolute_thread(src, t, site.role)
-            first = len(q.selects)
-            tag = q.read(src, pre.get(src, ()), (t, v), renv, z3.BoolVal(True))
-            reads.append((t, v, coord, tag, first, len(q.selects)))
-        (t1, v1, c1, tag1, sel0, sel1), (_, _, c2, tag2, _, _) = reads
-        cons.append(c1[keep] == c2[keep])  # the same row (column, for axis 0)
-        identity = padding.IDENTITY[s.op]
-        bad = z3.And(padding.is_pad(tag1.mask), tag1.mask != smt.val(identity))
-        out = ctx.solve(cons, z3.And(bad, tag2.mask == smt.val(padding.REAL)), q)
-        if out.verdict == Verdict.VIOLATED:
-            findings.append(_finding(ctx, q, site, s, out.model, (t1, v1, c1, tag1), q.selects[sel0:sel1], env))
-        elif out.verdict == Verdict.UNKNOWN:
-            findings.append(undecided(out, f"masked-reduction check undecided for T.reduce_{s.op.value}", loc=s.loc))
-        ctx.record("masked reduction", str(s.loc), out.verdict, start)
+        found: list[Finding] = []
+        verdict = Verdict.VERIFIED
+        for lookback in range(1, ctx.lookback + 1):  # as few loop iterations as decide it, as the MMA check
+            found, verdict = _check_reduction(ctx, site, s, lookback)
+            if not any(f.code == "UNKNOWN_LOOKBACK" for f in found):
+                break
+        findings += found
+        ctx.record("masked reduction", str(s.loc), verdict, start)
     return findings
+
+
+def _check_reduction(ctx: Context, site: Any, s: Reduce, lookback: int) -> tuple[list[Finding], Verdict]:
+    src = s.src.buffer
+    pre = ctx.analysis.state_before(site)
+    env, cons = ctx.loop_env(site)
+    q = ctx.query(lookback)
+    q.masks = True
+    keep = 1 - s.axis
+    reads = []
+    for name in ("pad", "real"):
+        t, v = smt.fresh(f"t_{name}"), smt.fresh(f"v_{name}")
+        cons += [smt.in_range(t, 0, src.threads), smt.in_range(v, 0, src.values_per_thread)]
+        coord = decompose(smt.val(src.tv((t, v))), src.static_shape)
+        renv = dict(env)
+        renv[ctx.kernel.thread_var] = absolute_thread(src, t, site.role)
+        first = len(q.selects)
+        tag = q.read(src, pre.get(src, ()), (t, v), renv, z3.BoolVal(True))
+        reads.append((t, v, coord, tag, first, len(q.selects)))
+    (t1, v1, c1, tag1, sel0, sel1), (_, _, c2, tag2, _, _) = reads
+    cons.append(c1[keep] == c2[keep])  # the same row (column, for axis 0)
+    identity = padding.IDENTITY[s.op]
+    bad = z3.And(padding.is_pad(tag1.mask), tag1.mask != smt.val(identity))
+    out = ctx.solve(cons, z3.And(bad, tag2.mask == smt.val(padding.REAL)), q)
+    if out.verdict == Verdict.VIOLATED:
+        return [_finding(ctx, q, site, s, out.model, (t1, v1, c1, tag1), q.selects[sel0:sel1], env)], out.verdict
+    if out.verdict == Verdict.UNKNOWN:
+        return [undecided(out, f"masked-reduction check undecided for T.reduce_{s.op.value}", loc=s.loc)], out.verdict
+    return [], out.verdict
 
 
 def _finding(ctx: Context, q: Query, site: Any, s: Reduce, m: Any, read: tuple, selects: list, env: dict) -> Finding:
@@ -70,18 +81,21 @@ def _finding(ctx: Context, q: Query, site: Any, s: Reduce, m: Any, read: tuple, 
     thread = ThreadPoint(smt.model_int(m, absolute_thread(src, t, site.role)), site.role.name if site.role else None)
     msg = (
         f"T.reduce_{s.op.value} combines element {c} of {user_name(src)}, padding of an element outside the tensor "
-        f"whose value is {padding.TEXT.get(cls, '?')}, not the identity of {s.op.value}, into a row of real data"
+        f"whose value is {padding.TEXT.get(cls, 'unknown')}, not the identity of {s.op.value}, into a row of real data"
     )
     accesses: tuple = ()
-    mask = next((x for x in selects if smt.model_bool(m, x[0]) and padding.PAD_ZERO <= smt.model_int(m, x[3]) <= 4), None)
+    mask = next((x for x in selects if smt.model_bool(m, x[0]) and smt.model_int(m, x[3]) in padding.PADS), None)
     if mask is not None:
-        guard, wsite, win, _ = mask
-        text = wsite.loc.text.strip() if wsite.loc is not None and wsite.loc.text else "T.where"
-        msg += f"; the mask at {wsite.loc} keeps it: {text}"
+        guard, wsite, win, _, csite = mask
+        msite = csite if csite is not None else wsite  # the mask's expression, else the T.where
+        text = msite.loc.text.split("#")[0].strip() if msite.loc is not None and msite.loc.text else "T.where"
+        msg += f"; the mask at {msite.loc} keeps it: {text}"
+        if msite.loc is not None and wsite.loc is not None and msite.loc.line != wsite.loc.line:
+            msg += f" (used by the T.where at {wsite.loc})"
         w = tuple(smt.model_int(m, x) for x in win)
         elem = Element(user_name(wsite.stmt.dst.buffer), "fragment", None, w)
         accesses = (
-            Access("write", "elementwise select (the mask)", wsite.loc, thread, ctx.loop_values(m, wsite, env), elem),
+            Access("write", "T.where mask", msite.loc, thread, ctx.loop_values(m, msite, env), elem),
             Access("read", f"reduce_{s.op.value}", s.loc, thread, ctx.loop_values(m, site, env),
                    Element(user_name(src), "fragment", None, c, smt.model_int(m, v))),
         )  # fmt: skip
