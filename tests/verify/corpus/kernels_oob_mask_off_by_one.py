@@ -3,7 +3,7 @@ load padded with 0, so on a partial tile a 0 wins the maximum of an all-negative
 
 expect: violated
 code: OOB_MASKED_REDUCTION
-fact: OOB_MASKED_REDUCTION counterexample.element.coord.1 == 'counterexample.shapes.N'
+fact: OOB_MASKED_REDUCTION counterexample.element.coord.1 == counterexample.shapes.N
 """
 
 import argus
