@@ -176,7 +176,7 @@ _UNARY: dict[MapOp, Callable[[Num], Num]] = {
     MapOp.LOG2: _unary(lambda x: -INF if x == 0 else math.log2(x), INF, ANY, ANY),
     MapOp.LOG: _unary(lambda x: -INF if x == 0 else math.log(x), INF, ANY, ANY),
     MapOp.SQRT: _unary(math.sqrt, INF, ANY, ANY),
-    MapOp.RSQRT: _unary(lambda x: 1.0 / math.sqrt(x), 0.0, ANY, ANY),
+    MapOp.RSQRT: _unary(lambda x: INF if x == 0 else 1.0 / math.sqrt(x), 0.0, ANY, ANY),
     MapOp.ABS: _unary(abs, INF, INF, FIN),
     MapOp.TANH: _unary(math.tanh, 1.0, -1.0, FIN),
     MapOp.ERF: _unary(math.erf, 1.0, -1.0, FIN),
