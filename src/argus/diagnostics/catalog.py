@@ -848,9 +848,11 @@ class Code(StrEnum):
     )
     OOB_MASKED_REDUCTION = _entry(
         Category.VERIFY,
-        "T.reduce_{op} combines element {coord} of {buffer}, which lies outside the tensor and reads as the fill "
-        "value {fill}, not the identity of {op}",
-        "copy with pad equal to the reduction's identity: -inf before a max, +inf before a min, 0 before a sum",
+        "T.reduce_{op} combines element {coord} of {buffer}, padding of an element outside the tensor whose value "
+        "is {fill}, not the identity of {op}",
+        "make the padding the reduction's identity where it is reduced: pad the copy with it (-inf before a max, 0 "
+        "before a sum) or mask with T.where(T.index(x, axis) + offset < extent, x, identity), the offset being the "
+        "tile's origin",
     )
     COVERAGE_CONTRACTION = _entry(
         Category.VERIFY,

@@ -182,9 +182,10 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry(
         "OOB_MASKED_REDUCTION",
         "masked elements of a partial tile enter a reduction with the wrong fill value",
-        "A copy from global memory fills the out-of-bounds part of a partial tile with its `pad` value, and "
-        "those elements then enter a reduction whose identity is different (0 in a maximum, for example), "
-        "so the result depends on elements that do not exist.",
+        "A copy from global memory fills the out-of-bounds part of a partial tile with its `pad` value; that "
+        "padding, as transformed by the operations after the copy (elementwise maps, T.where masks, MMAs), then "
+        "enters a reduction over real data with a value that is not the reduction's identity (0 in a maximum, "
+        "exp(0 - max) in a sum, for example), so the result depends on elements that do not exist.",
         Severity.ERROR,
     ),
     CatalogEntry(

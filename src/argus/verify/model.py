@@ -60,7 +60,7 @@ from argus.ir.nodes import (
     TileRef,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag, TagExpr, TagPlaceholder
-from argus.verify import smt
+from argus.verify import padding, smt
 from argus.verify.program import (
     Program,
     Site,
@@ -78,18 +78,10 @@ from argus.verify.program import (
 UNINIT = "<uninitialized>"
 HAVOC = "<unknown>"
 
-# mask codes of a tag: what the element is, beyond its tag
+# mask codes of a tag: the padding class of the element (`argus.verify.padding`); MASK_DERIVED is no longer produced
 MASK_NONE, MASK_PAD_ZERO, MASK_PAD_NEG_INF, MASK_PAD_POS_INF, MASK_PAD_OTHER, MASK_DERIVED = range(6)
-
-
-def pad_code(pad: float) -> int:
-    if pad == 0.0:
-        return MASK_PAD_ZERO
-    if pad == float("-inf"):
-        return MASK_PAD_NEG_INF
-    if pad == float("inf"):
-        return MASK_PAD_POS_INF
-    return MASK_PAD_OTHER
+MASK_CONST = padding.CONST
+pad_code = padding.pad_class
 
 
 class Names:
@@ -426,6 +418,12 @@ class Query:
         # shared-memory offsets this query computed from buffer coordinates, by the offset term's id: a write through
         # the same layout covers the offset at those coordinates (no inversion of the layout, see `dst_window`)
         self._offsets: dict[int, list[tuple[Any, Any, tuple[Any, ...]]]] = {}
+        # padding classes (`argus.verify.padding`): computed only when a check asks for them (`masks`), with the
+        # representatives chosen for reductions and MMAs (kept consistent across the reads of one query) and the
+        # `T.where` masks met on the way (for the message)
+        self.masks = False
+        self.reps: dict[int, list[tuple[tuple, tuple]]] = {}
+        self.selects: list[tuple[Any, Site, tuple, Any]] = []
 
     # --- helpers ----------------------------------------------------------------------------------------
     @property
@@ -437,7 +435,8 @@ class Query:
         return self.analysis.rank
 
     def const(self, name: str) -> SymTag:
-        return SymTag(smt.val(self.names.id(name, const=True)), smt.val(0), (smt.val(0),) * self.rank, smt.val(0))
+        mask = smt.val(MASK_CONST if self.masks else MASK_NONE)
+        return SymTag(smt.val(self.names.id(name, const=True)), smt.val(0), (smt.val(0),) * self.rank, mask)
 
     def named(self, name: str, coords: tuple[Any, ...], mask: Any = MASK_NONE) -> SymTag:
         coords = tuple(smt.val(c) for c in coords)
@@ -491,6 +490,10 @@ class Query:
             return self.named(buffer.name, tuple(loc))
         if isinstance(head, Write):
             cover, tag = self.write_at(head, loc, env, guard)
+            if self.masks and isinstance(head.site.stmt, Tag) and buffer.space != Space.GLOBAL:
+                # a tag names the value, it does not change it: the element keeps the padding class it had
+                g = guard if cover is True else z3.And(guard, cover)
+                tag = tag.with_mask(self.read(buffer, rest, loc, env, g, budget).mask)
             if cover is True:
                 return tag
             older = self.read(buffer, rest, loc, env, z3.And(guard, z3.Not(cover)), budget)
@@ -666,6 +669,8 @@ class Query:
                 return cover, self.const("coord" if s.op == MapOp.COORD else "scalar")
             self.step(guard, site, f"elementwise {s.op.value}", _describe_copy(s, loc, win), wenv)
             tag = self.src_at(operand, win, wenv, guard, w.pre, site, same_thread=loc[0])
+            if self.masks:
+                return cover, tag.with_mask(padding.map_class(self, w, win, wenv, guard, loc, operand, tag))
             return cover, tag.derived()
         if isinstance(s, Reduce):
             return True, self.reduce_at(w, s, loc, env, guard)
@@ -692,16 +697,33 @@ class Query:
         t, j = loc
         dst, src = s.dst.buffer, s.src.buffer
         key = smt.val(dst.tv((t, j)))  # the kept coordinate of this result value
-        v = smt.fresh(f"{user_name(src)}_v")
-        src_coord = decompose(smt.val(src.tv((t, v))), src.static_shape)
         keep_axis = 1 - s.axis
-        self.require(guard, z3.And(smt.in_range(v, 0, src.values_per_thread), src_coord[keep_axis] == key))
         wenv = dict(env)
         wenv[self.analysis.kernel.thread_var] = absolute_thread(dst, t, w.site.role)
         self.step(guard, w.site, f"reduce_{s.op.value}", None, wenv)
-        tag = self.read(src, w.pre.get(src, ()), (t, v), wenv, guard)
+        if self.masks:  # the class of the result follows a representative element of the whole row
+            ts, v = padding.representative(self, w.site, (key,), env, ("t", "v"))
+            src_coord = decompose(smt.val(src.tv((ts, v))), src.static_shape)
+            self.require(
+                guard,
+                z3.And(
+                    smt.in_range(ts, 0, src.threads),
+                    smt.in_range(v, 0, src.values_per_thread),
+                    src_coord[keep_axis] == key,
+                ),
+            )
+            renv = dict(env)
+            renv[self.analysis.kernel.thread_var] = absolute_thread(src, ts, w.site.role)
+            tag = self.read(src, w.pre.get(src, ()), (ts, v), renv, guard)
+        else:
+            v = smt.fresh(f"{user_name(src)}_v")
+            src_coord = decompose(smt.val(src.tv((t, v))), src.static_shape)
+            self.require(guard, z3.And(smt.in_range(v, 0, src.values_per_thread), src_coord[keep_axis] == key))
+            tag = self.read(src, w.pre.get(src, ()), (t, v), wenv, guard)
         drop = axis_map(self.analysis, src, w.pre.get(src, ()))
         pos = drop[s.axis] if drop is not None and drop[s.axis] is not None else None
+        if self.masks:
+            return drop_coord(tag, pos, self.rank).with_mask(padding.reduce_class(self, w, s, loc, env, guard, tag))
         return drop_coord(tag, pos, self.rank).derived()
 
     def gemm_at(self, w: Write, s: Gemm, loc: Any, env: dict, guard: Any) -> SymTag:
@@ -716,8 +738,12 @@ class Query:
         sub_c = group_subtile("C", (s.acc.shape[0], s.acc.shape[1]), s.groups)
         i, j = hardware_element(atom, "C", sub_c, lane, v)
         wenv = dict(env)
-        ta = operand_hw(self, w, s, "A", atom, (gm, gn), g, (i, smt.val(0)), wenv, guard)
-        tb = operand_hw(self, w, s, "B", atom, (gm, gn), g, (smt.val(0), j), wenv, guard)
+        k = smt.val(0)
+        if self.masks:  # the class of the element follows a representative product (`padding.mma_class`)
+            (k,) = padding.representative(self, w.site, (smt.val(t), smt.val(v)), env, ("k",))
+            self.require(guard, smt.in_range(k, 0, s.a.shape[1]))
+        ta = operand_hw(self, w, s, "A", atom, (gm, gn), g, (i, k), wenv, guard)
+        tb = operand_hw(self, w, s, "B", atom, (gm, gn), g, (k, j), wenv, guard)
         amap_a = axis_map(self.analysis, s.a.buffer, w.pre.get(s.a.buffer, ()))
         amap_b = axis_map(self.analysis, s.b.buffer, w.pre.get(s.b.buffer, ()))
         ra = _axis_pos(amap_a, s.a, 0, default=-2)
@@ -726,6 +752,8 @@ class Query:
         self.step(guard, w.site, "mma", None, wenv)
         row = ta.coord(ra)
         col = tb.coord(cb)
+        if self.masks:
+            return self.named(name, (row, col), padding.mma_class(ta.mask, tb.mask))
         return self.named(name, (row, col))
 
 

@@ -1,5 +1,6 @@
 """Layer norm whose row copy pads with -inf (as softmax must), then sums the row: on a partial tile
-the masked columns add -inf to the mean.
+the masked columns add -inf to the mean. Since padding is tracked through every operation, the variance's sum is
+reported too: ``(-inf - mean)^2`` is +inf (a second finding).
 
 expect: violated
 code: OOB_MASKED_REDUCTION

@@ -1,5 +1,6 @@
 """Row softmax that copies X with the default pad 0: on a partial tile (N not a multiple of BN) the
-masked columns read 0, which wins the row maximum of an all-negative row.
+masked columns read 0, which wins the row maximum of an all-negative row. Since padding is tracked through every
+operation, the row sum is reported too: it adds ``exp2(0 - max)`` for every padded column (a second finding).
 
 expect: violated
 code: OOB_MASKED_REDUCTION

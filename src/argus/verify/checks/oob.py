@@ -1,35 +1,29 @@
-"""Masked elements in reductions (`OOB_MASKED_REDUCTION`) and shared-memory views past their buffer
-(`OOB_SHARED`, at the end of this module).
+"""Padding in reductions (`OOB_MASKED_REDUCTION`) and shared-memory views past their buffer (`OOB_SHARED`, at the
+end of this module).
 
-Global windows are masked: out-of-bounds elements of a partial tile read as the copy's `pad`. That
-is only harmless if the fill value is the identity of what consumes it. The tags remember, per
-element, whether it is such a fill value and which one; for every reduction, for every thread and
-result value, any element the thread combines that is a fill value other than the reduction's
-identity (0 in a maximum, say) is a violation, with the copy that produced it in the chain.
+Global windows are masked: out-of-bounds elements of a partial tile read as the copy's `pad`. Such an element is
+*padding*, and the tags track its value class through every operation (`argus.verify.padding`: elementwise maps
+and `T.where` masks, casts, copies through shared memory, MMAs, reductions). Padding is harmless where it is dropped
+(stores are masked the same way) and where it enters a reduction as the reduction's identity (-inf in a maximum,
+0 in a sum). For every reduction: two elements of one row, for every thread, value, block, iteration and problem
+size the assumptions allow, the first padding of another class, the second real data: then the padding changes a
+result that is kept, and that is a violation, with the element, the class, and the `T.where` that let it through
+(when one did). A row made only of padding (and constants) is itself padding, and is not checked.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import z3
 
-from argus.ir.nodes import Reduce, ReduceOp, Space
-from argus.verify import smt
+from argus.ir.nodes import Reduce, Space
+from argus.verify import padding, smt
 from argus.verify.context import Context
-from argus.verify.model import (
-    MASK_PAD_NEG_INF,
-    MASK_PAD_OTHER,
-    MASK_PAD_POS_INF,
-    MASK_PAD_ZERO,
-    decompose,
-    tag_value,
-)
+from argus.verify.model import Query, decompose, tag_value
 from argus.verify.program import absolute_thread, user_name
-from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
-
-_IDENTITY = {ReduceOp.MAX: MASK_PAD_NEG_INF, ReduceOp.MIN: MASK_PAD_POS_INF, ReduceOp.SUM: MASK_PAD_ZERO}
-_PAD_TEXT = {MASK_PAD_ZERO: "0", MASK_PAD_NEG_INF: "-inf", MASK_PAD_POS_INF: "+inf", MASK_PAD_OTHER: "another value"}
+from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 
 def check_masked_reductions(ctx: Context) -> list[Finding]:
@@ -39,53 +33,87 @@ def check_masked_reductions(ctx: Context) -> list[Finding]:
         if not isinstance(s, Reduce):
             continue
         start = time.perf_counter()
-        src, dst = s.src.buffer, s.dst.buffer
-        pre = ctx.analysis.state_before(site)
-        env, cons = ctx.loop_env(site)
-        q = ctx.query()
-        t, j, v = smt.fresh("t"), smt.fresh("j"), smt.fresh("v")
-        cons += [
-            smt.in_range(t, 0, dst.threads),
-            smt.in_range(j, 0, dst.values_per_thread),
-            smt.in_range(v, 0, src.values_per_thread),
-        ]
-        key = smt.val(dst.tv((t, j)))
-        coord = decompose(smt.val(src.tv((t, v))), src.static_shape)
-        cons.append(coord[1 - s.axis] == key)
-        env[ctx.kernel.thread_var] = absolute_thread(src, t, site.role)
-        tag = q.read(src, pre.get(src, ()), (t, v), env, z3.BoolVal(True))
-        pads = [MASK_PAD_ZERO, MASK_PAD_NEG_INF, MASK_PAD_POS_INF, MASK_PAD_OTHER]
-        identity = _IDENTITY[s.op]
-        violation = z3.Or(*[tag.mask == p for p in pads if p != identity])
-        out = ctx.solve(cons, violation, q)
-        if out.verdict == Verdict.VIOLATED:
-            m = out.model
-            pad = smt.model_int(m, tag.mask)
-            c = tuple(smt.model_int(m, x) for x in coord)
-            msg = (
-                f"T.reduce_{s.op.value} combines element {c} of {user_name(src)}, which lies outside the tensor and "
-                f"reads as the fill value {_PAD_TEXT.get(pad, '?')}, not the identity of {s.op.value}"
-            )
-            cex = Counterexample(
-                code="OOB_MASKED_REDUCTION",
-                message=msg,
-                op_loc=s.loc,
-                program_point=str(s.loc),
-                block=ctx.block_values(m),
-                shapes=ctx.shape_values(m),
-                thread=ThreadPoint(
-                    smt.model_int(m, absolute_thread(src, t, site.role)), site.role.name if site.role else None
-                ),
-                loops=ctx.loop_values(m, site, env),
-                element=Element(user_name(src), "fragment", None, c, smt.model_int(m, v)),
-                actual=tag_value(q, m, tag),
-                chain=ctx.chain(m, q.steps),
-            )
-            findings.append(Finding("OOB_MASKED_REDUCTION", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
-        elif out.verdict == Verdict.UNKNOWN:
-            findings.append(undecided(out, f"masked-reduction check undecided for T.reduce_{s.op.value}", loc=s.loc))
-        ctx.record("masked reduction", str(s.loc), out.verdict, start)
+        found: list[Finding] = []
+        verdict = Verdict.VERIFIED
+        for lookback in range(1, ctx.lookback + 1):  # as few loop iterations as decide it, as the MMA check
+            found, verdict = _check_reduction(ctx, site, s, lookback)
+            if not any(f.code == "UNKNOWN_LOOKBACK" for f in found):
+                break
+        findings += found
+        ctx.record("masked reduction", str(s.loc), verdict, start)
     return findings
+
+
+def _check_reduction(ctx: Context, site: Any, s: Reduce, lookback: int) -> tuple[list[Finding], Verdict]:
+    src = s.src.buffer
+    pre = ctx.analysis.state_before(site)
+    env, cons = ctx.loop_env(site)
+    q = ctx.query(lookback)
+    q.masks = True
+    keep = 1 - s.axis
+    reads = []
+    for name in ("pad", "real"):
+        t, v = smt.fresh(f"t_{name}"), smt.fresh(f"v_{name}")
+        cons += [smt.in_range(t, 0, src.threads), smt.in_range(v, 0, src.values_per_thread)]
+        coord = decompose(smt.val(src.tv((t, v))), src.static_shape)
+        renv = dict(env)
+        renv[ctx.kernel.thread_var] = absolute_thread(src, t, site.role)
+        first = len(q.selects)
+        tag = q.read(src, pre.get(src, ()), (t, v), renv, z3.BoolVal(True))
+        reads.append((t, v, coord, tag, first, len(q.selects)))
+    (t1, v1, c1, tag1, sel0, sel1), (_, _, c2, tag2, _, _) = reads
+    cons.append(c1[keep] == c2[keep])  # the same row (column, for axis 0)
+    identity = padding.IDENTITY[s.op]
+    bad = z3.And(padding.is_pad(tag1.mask), tag1.mask != smt.val(identity))
+    out = ctx.solve(cons, z3.And(bad, tag2.mask == smt.val(padding.REAL)), q)
+    if out.verdict == Verdict.VIOLATED:
+        return [_finding(ctx, q, site, s, out.model, (t1, v1, c1, tag1), q.selects[sel0:sel1], env)], out.verdict
+    if out.verdict == Verdict.UNKNOWN:
+        return [undecided(out, f"masked-reduction check undecided for T.reduce_{s.op.value}", loc=s.loc)], out.verdict
+    return [], out.verdict
+
+
+def _finding(ctx: Context, q: Query, site: Any, s: Reduce, m: Any, read: tuple, selects: list, env: dict) -> Finding:
+    t, v, coord, tag = read
+    src = s.src.buffer
+    cls = smt.model_int(m, tag.mask)
+    c = tuple(smt.model_int(m, x) for x in coord)
+    thread = ThreadPoint(smt.model_int(m, absolute_thread(src, t, site.role)), site.role.name if site.role else None)
+    msg = (
+        f"T.reduce_{s.op.value} combines element {c} of {user_name(src)}, padding of an element outside the tensor "
+        f"whose value is {padding.TEXT.get(cls, 'unknown')}, not the identity of {s.op.value}, into a row of real data"
+    )
+    accesses: tuple = ()
+    mask = next((x for x in selects if smt.model_bool(m, x[0]) and smt.model_int(m, x[3]) in padding.PADS), None)
+    if mask is not None:
+        guard, wsite, win, _, csite = mask
+        msite = csite if csite is not None else wsite  # the mask's expression, else the T.where
+        text = msite.loc.text.split("#")[0].strip() if msite.loc is not None and msite.loc.text else "T.where"
+        msg += f"; the mask at {msite.loc} keeps it: {text}"
+        if msite.loc is not None and wsite.loc is not None and msite.loc.line != wsite.loc.line:
+            msg += f" (used by the T.where at {wsite.loc})"
+        w = tuple(smt.model_int(m, x) for x in win)
+        elem = Element(user_name(wsite.stmt.dst.buffer), "fragment", None, w)
+        accesses = (
+            Access("write", "T.where mask", msite.loc, thread, ctx.loop_values(m, msite, env), elem),
+            Access("read", f"reduce_{s.op.value}", s.loc, thread, ctx.loop_values(m, site, env),
+                   Element(user_name(src), "fragment", None, c, smt.model_int(m, v))),
+        )  # fmt: skip
+    cex = Counterexample(
+        code="OOB_MASKED_REDUCTION",
+        message=msg,
+        op_loc=s.loc,
+        program_point=str(s.loc),
+        block=ctx.block_values(m),
+        shapes=ctx.shape_values(m),
+        thread=thread,
+        loops=ctx.loop_values(m, site, env),
+        element=Element(user_name(src), "fragment", None, c, smt.model_int(m, v)),
+        actual=tag_value(q, m, tag),
+        chain=ctx.chain(m, q.steps),
+        accesses=accesses,
+    )
+    return Finding("OOB_MASKED_REDUCTION", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex)
 
 
 # --- shared memory through explicit views ---------------------------------------------------------------------

@@ -1,0 +1,77 @@
+"""The padding classes and their transfer functions (`argus.verify.padding`), and the masked-reduction finding's
+report of the mask that let padding through."""
+
+from __future__ import annotations
+
+import importlib
+
+import z3
+
+from argus.ir.expr import Const
+from argus.ir.nodes import MapOp
+from argus.verify import padding as P
+from argus.verify import smt, verify
+
+INF = float("inf")
+
+
+def _class(op: MapOp, *operands: object) -> int:
+    """The class `combine` computes for operands given as classes (ints) or scalar constants (floats)."""
+    args = [smt.val(x) if isinstance(x, int) else Const(x) for x in operands]
+    return z3.simplify(P.combine(op, args)).as_long()
+
+
+def test_transfer_functions_on_padding() -> None:
+    assert _class(MapOp.EXP2, P.PAD_NEG_INF) == P.PAD_ZERO  # exp2(-inf) = 0
+    assert _class(MapOp.SUB, P.PAD_NEG_INF, P.REAL) == P.PAD_NEG_INF  # -inf - finite
+    assert _class(MapOp.MUL, P.PAD_NEG_INF, 1.4426950408889634) == P.PAD_NEG_INF
+    assert _class(MapOp.MUL, P.PAD_NEG_INF, -2.0) == P.PAD_POS_INF
+    assert _class(MapOp.MUL, P.PAD_ZERO, P.REAL) == P.PAD_ZERO  # 0 * finite
+    assert _class(MapOp.MUL, P.PAD_NEG_INF, P.PAD_NEG_INF) == P.PAD_POS_INF
+    assert _class(MapOp.MAX, P.PAD_NEG_INF, P.PAD_ZERO) == P.PAD_ZERO
+    assert _class(MapOp.SUB, P.PAD_ZERO, P.REAL) == P.PAD_OTHER  # 0 - mean: some finite value
+    assert _class(MapOp.EXP2, P.PAD_OTHER) == P.PAD_OTHER
+    assert _class(MapOp.RSQRT, P.PAD_ZERO) == P.PAD_POS_INF
+    assert _class(MapOp.SUB, P.PAD_NEG_INF, P.PAD_NEG_INF) == P.PAD_OTHER  # NaN
+    assert _class(MapOp.ADD, P.REAL, P.CONST) == P.REAL  # no padding in: real if any operand is
+    assert _class(MapOp.ADD, P.CONST, 1.0) == P.CONST
+    assert _class(MapOp.CAST, P.PAD_NEG_INF) == P.PAD_NEG_INF
+
+
+def test_symbolic_operand_classes_are_enumerated() -> None:
+    c = z3.BitVec("c", smt.WIDTH)
+    term = P.combine(MapOp.EXP2, [c])
+    s = z3.Solver()
+    s.add(c == P.PAD_NEG_INF, term != P.PAD_ZERO)
+    assert s.check() == z3.unsat
+    s = z3.Solver()
+    s.add(c == P.REAL, term != P.REAL)
+    assert s.check() == z3.unsat
+
+
+def test_mma_class_tail_and_padded_rows() -> None:
+    def mma(a: int, b: int) -> int:
+        return z3.simplify(P.mma_class(smt.val(a), smt.val(b))).as_long()
+
+    assert mma(P.REAL, P.REAL) == P.REAL
+    assert mma(P.PAD_ZERO, P.PAD_ZERO) == P.CONST  # the contraction's tail: no term
+    assert mma(P.REAL, P.PAD_ZERO) == P.PAD_OTHER  # a K row past the sequence: a padded score column
+    assert mma(P.PAD_ZERO, P.REAL) == P.PAD_OTHER
+
+
+def test_the_finding_names_the_mask_that_let_padding_through() -> None:
+    module = importlib.import_module("tests.verify.corpus.kernels_oob_mask_off_by_one")
+    result = verify(module.KERNEL)
+    f = next(f for f in result.findings if f.code == "OOB_MASKED_REDUCTION")
+    assert "N + 1" in f.message and "value is 0" in f.message
+    write, read = f.counterexample.accesses
+    assert write.op == "T.where mask" and "T.where" in write.loc.text
+    assert read.op == "reduce_max"
+    # the padding element is column N exactly (the one the off-by-one keeps)
+    assert f.counterexample.element.coord[1] == f.counterexample.shapes["N"]
+
+
+def test_without_the_offset_only_later_key_tiles_leak() -> None:
+    module = importlib.import_module("tests.verify.corpus.kernels_oob_attention_key_mask_no_offset")
+    result = verify(module.KERNEL, shapes={"S": 64})  # one key tile: the mask without its offset is right
+    assert not [f for f in result.findings if f.code == "OOB_MASKED_REDUCTION"], result.render_text()
