@@ -542,6 +542,8 @@ class _Walker:
             return _scale(b)
         if not isinstance(b, Val):
             return a.scale
+        if a.uninit or b.uninit:  # reading what was never written is not a question of scale
+            return b.scale if a.uninit else a.scale
         x, y = a.scale, b.scale
         if x.kind == "poison" or y.kind == "poison":
             return POISON
@@ -800,13 +802,14 @@ class _Walker:
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
         done: set = set()
-        for ev in self.events:
-            key = (ev.site.index, ev.code)
-            if key in done:
+        # witnessed mismatches first: a site with one needs no unknown besides
+        events = sorted(self.events, key=lambda e: e.code != "VALUE_SCALE_MISMATCH" or e.state.approx)
+        for ev in events:
+            if ev.site.index in done:
                 continue
             f = self.finding(ev)
             if f is not None:
-                done.add(key)
+                done.add(ev.site.index)
                 out.append(f)
         return out
 
