@@ -25,6 +25,7 @@ CATEGORIES = (
     "BUDGET",
     "PERF",
     "TAG",
+    "VALUE",
     "UNKNOWN",
 )
 

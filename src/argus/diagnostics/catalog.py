@@ -861,6 +861,14 @@ class Code(StrEnum):
         "loop over cdiv(K, BK) blocks of the contraction (the copy masks the partial last one), and give the grid "
         "cdiv(size, tile) blocks; if sizes are always multiples of the tile, declare it (T.assume('K % 64 == 0'))",
     )
+    VALUE_SCALE_MISMATCH = _entry(
+        Category.VERIFY,
+        "{op} combines a value relative to {statistic} with one relative to {other}: partial results scaled by "
+        "different running statistics",
+        "rescale what was accumulated under the old maximum before adding new terms: alpha = exp2(m - m_new), "
+        "o = o * alpha[:, None] and l = l * alpha + reduce_sum(p) (alpha computed before m is updated), and divide "
+        "o by the l of the same maximum",
+    )
     COVERAGE_OUTPUT = _entry(
         Category.VERIFY,
         "element {coord} of {tensor} ({extents}) is never written: no block stores a window that holds it (the "
@@ -949,6 +957,12 @@ class Code(StrEnum):
         Category.VERIFY,
         "cannot tell which tag coordinate of the {operand} operand follows K",
         "tag the operand with T.tag so that one coordinate follows the K axis",
+    )
+    UNKNOWN_VALUE_SCALE = _entry(
+        Category.VERIFY,
+        "the scale of the values combined at {loc} could not be decided: {reason}",
+        "keep the exponent of exp2 linear in the row statistics (exp2(x - m[:, None]), exp2((m_old - m_new) * c)) "
+        "and the rescale in the consumer's own registers; or check the kernel's numbers with the interpreter",
     )
     UNKNOWN_WARP_ROLES = _entry(
         Category.VERIFY,

@@ -189,6 +189,16 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
+        "VALUE_SCALE_MISMATCH",
+        "partial results scaled by different running statistics are combined",
+        "Online softmax keeps its partial results (the output accumulator, the row sum) relative to the running "
+        "row maximum: exp2(x - m). When the maximum grows, every partial result must be rescaled by "
+        "exp2(m_old - m_new) before new terms are added, and the final normalisation must divide values relative "
+        "to the same maximum. Here a sum, an accumulation (T.gemm into o) or a quotient combines two values "
+        "scaled by different versions of the statistic, e.g. o never multiplied by alpha, or l summed without it.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "COVERAGE_CONTRACTION",
         "an element of a matrix-multiply operand is never loaded",
         "For some problem size the kernel allows, an element of a global tensor that feeds a T.gemm operand lies "
@@ -321,6 +331,15 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "cannot tell which tag coordinate is the contraction index",
         "The tags of an MMA operand do not follow its tile axes in a way the verifier can track (different "
         "writers disagree, or a user tag mixes coordinates).",
+        Severity.UNKNOWN,
+    ),
+    CatalogEntry(
+        "UNKNOWN_VALUE_SCALE",
+        "scale of an online-softmax partial result not understood",
+        "A sum or normalisation combines a value whose scale by a running statistic the verifier cannot follow: "
+        "exp2 of a function that is not linear in the row statistics, a B operand scaled along the contraction, a "
+        "scale that does not settle over the loop's iterations, a path through a branch on the thread, or a scaled "
+        "value handed to another warp role.",
         Severity.UNKNOWN,
     ),
     CatalogEntry(

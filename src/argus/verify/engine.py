@@ -2,8 +2,8 @@
 
 Order: statements the verifier does not model become `unknown` findings first (and anything that
 depends on them is unknown, never verified); then the built-in invariants (MMA alignment, races,
-pipeline, mbarrier arrive counts, proxy fences, masked reductions, alignment of vector and TMA copies,
-budgets), the user's tag assertions, and the performance warnings.
+pipeline, mbarrier arrive counts, proxy fences, masked reductions, coverage, the scales of online-softmax
+partial sums, alignment of vector and TMA copies, budgets), the user's tag assertions, and the performance warnings.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from argus.verify.checks.oob import check_masked_reductions, check_shared_views
 from argus.verify.checks.perf import check_performance
 from argus.verify.checks.pipeline import check_stale_reads
 from argus.verify.checks.races import check_races
+from argus.verify.checks.scale import check_value_scales
 from argus.verify.checks.smem_layout import check_smem_layouts
 from argus.verify.checks.tma_order import check_tma_program_order
 from argus.verify.context import SOLVER_RLIMIT, SOLVER_TIMEOUT_MS, Context
@@ -37,7 +38,7 @@ from argus.verify.report import Finding, Result, Verdict
 from argus.verify.roles import check_protocol
 
 #: The checks `verify_kernel` runs, by name.
-CHECKS = ("mma", "races", "pipeline", "fence", "oob", "coverage", "align", "budget", "asserts", "perf")
+CHECKS = ("mma", "races", "pipeline", "fence", "oob", "coverage", "scale", "align", "budget", "asserts", "perf")
 
 
 def verify_kernel(
@@ -112,6 +113,8 @@ def verify_kernel(
     if "coverage" in checks:
         run("output coverage", check_output_coverage, ctx)
         run("contraction coverage", check_contraction_coverage, ctx)
+    if "scale" in checks:
+        run("value scale", check_value_scales, ctx)
     if "align" in checks:
         run("alignment", check_alignment, ctx)
         run("shared-memory layout", check_smem_layouts, ctx)

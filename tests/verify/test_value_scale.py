@@ -1,0 +1,96 @@
+# ruff: noqa: F821, UP037  (the DSL binds shape symbols named in annotations)
+"""The online-softmax scale check (`checks/scale.py`): what makes a finding a witness (the loop must reach the
+iteration), that it is not vacuous on the correct variants, and that what it does not understand is unknown."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import argus
+import argus.lang as T
+from argus.kernels import get_kernel
+from argus.verify import Verdict, verify
+
+CORPUS = pathlib.Path(__file__).parent / "corpus"
+
+
+def _load(path: pathlib.Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module.KERNEL
+
+
+def _mutant(tmp_path: pathlib.Path, name: str, old: str, new: str):
+    text = (CORPUS / f"kernels_{name}.py").read_text()
+    assert old in text
+    path = tmp_path / f"mutant_{name}.py"
+    path.write_text(text.replace(old, new))
+    return _load(path)
+
+
+def _scale_record(result):
+    return [c for c in result.checks if c.check == "value scales"]
+
+
+def test_the_library_attention_and_softmax_are_proved_not_skipped() -> None:
+    for name in ("flash_attention_fwd", "softmax"):
+        result = verify(get_kernel(name))
+        assert result.verdict == Verdict.VERIFIED
+        (record,) = _scale_record(result)
+        assert record.verdict == Verdict.VERIFIED
+    assert _scale_record(verify(get_kernel("layer_norm"))) == []  # no exp: no scales to follow
+
+
+def test_a_missing_rescale_needs_a_second_key_tile() -> None:
+    """With one key tile (S <= BN) `o` never meets a second maximum: no finding; with S = BN + 1 it does."""
+    kernel = _load(CORPUS / "kernels_scale_attention_o_not_rescaled.py")
+    assert "VALUE_SCALE_MISMATCH" not in verify(kernel, shapes={"S": 64}).codes()
+    result = verify(kernel, shapes={"S": 65})
+    assert result.codes() == ["VALUE_SCALE_MISMATCH"]
+    assert result.errors[0].counterexample.loops == {"j": 1}
+
+
+def test_the_stale_row_sum_is_reported_only_when_the_loop_runs_twice() -> None:
+    kernel = _load(CORPUS / "kernels_scale_attention_stale_row_sum.py")
+    assert verify(kernel, shapes={"S": 64}).verdict == Verdict.VERIFIED
+    assert verify(kernel, shapes={"S": 128}).codes() == ["VALUE_SCALE_MISMATCH"]
+
+
+def test_the_folded_scale_is_followed_through_exp(tmp_path: pathlib.Path) -> None:
+    """The folded variant verifies because the factors cancel, not because exp is ignored: drop its rescale of o
+    and the accumulation is a mismatch."""
+    kernel = _mutant(tmp_path, "scale_attention_folded_scale_ok", "                T.copy(o * alpha[:, None], o)\n", "")
+    assert verify(kernel).codes() == ["VALUE_SCALE_MISMATCH"]
+    # rescaling with exp2 where the statistics were taken with exp (a factor of log2(e) off) is a mismatch too
+    kernel = _mutant(
+        tmp_path,
+        "scale_attention_folded_scale_ok",
+        "alpha = T.exp((m - m_new) * sm_scale)",
+        "alpha = T.exp2((m - m_new) * sm_scale)",
+    )
+    assert "VALUE_SCALE_MISMATCH" in verify(kernel).codes()
+
+
+def test_the_rescale_after_the_mma_must_still_use_alpha(tmp_path: pathlib.Path) -> None:
+    kernel = _mutant(tmp_path, "scale_attention_rescale_after_mma_ok", "o * alpha[:, None] + pv", "o + pv")
+    assert verify(kernel).codes() == ["VALUE_SCALE_MISMATCH"]
+
+
+@argus.kernel
+def _nonlinear_softmax(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: int = 4, BN: int = 128):
+    T.assume(N <= BN)
+    with T.grid(T.cdiv(M, BM), threads=128) as (bm,):
+        x = T.alloc_fragment((BM, BN), T.f32)
+        T.copy(X.tile((bm, 0), (BM, BN)), x, pad=float("-inf"))
+        row_max = T.reduce_max(x, axis=1)
+        e = T.exp2(x * row_max[:, None])  # not a shift by the statistic: its scale is not a factor per row
+        T.copy(e / T.reduce_sum(e, axis=1)[:, None], Y.tile((bm, 0), (BM, BN)))
+
+
+def test_an_exponent_that_is_not_linear_in_the_statistic_is_unknown() -> None:
+    result = verify(_nonlinear_softmax)
+    assert result.verdict == Verdict.UNKNOWN
+    assert "UNKNOWN_VALUE_SCALE" in result.codes()
