@@ -81,7 +81,7 @@ def test_the_rescale_after_the_mma_must_still_use_alpha(tmp_path: pathlib.Path) 
 
 @argus.kernel
 def _nonlinear_softmax(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: int = 4, BN: int = 128):
-    T.assume(N <= BN)
+    T.assume(T.eq(N, BN))  # whole rows: no padding (exp2 of padding times the maximum would be a masking finding)
     with T.grid(T.cdiv(M, BM), threads=128) as (bm,):
         x = T.alloc_fragment((BM, BN), T.f32)
         T.copy(X.tile((bm, 0), (BM, BN)), x, pad=float("-inf"))

@@ -46,6 +46,7 @@ from typing import Any
 
 import z3
 
+from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.expr import Const, Expr, free_vars
 from argus.ir.nodes import (
     Alloc,
@@ -991,5 +992,5 @@ def _witness(buf: Buffer, site: Site) -> tuple[int, Element]:
         coord = tuple(int(c) for c in decompose(idx, buf.static_shape))
         t = absolute_thread(buf, 0, site.role)
         return int(t) if isinstance(t, int) else 0, Element(user_name(buf), "fragment", coord=coord, value=0)
-    first = 128 * site.role.warpgroups[0] if site.role is not None else 0
+    first = WARPGROUP_SIZE * site.role.warpgroups[0] if site.role is not None else 0
     return first, Element(user_name(buf), buf.space.value, index=0, coord=tuple(0 for _ in buf.shape))
