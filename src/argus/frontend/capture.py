@@ -21,8 +21,12 @@ crashes on a user's model.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import re
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,8 +109,9 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
     from torch._decomp import core_aten_decompositions
 
     try:
-        program = torch.export.export(model, tuple(args))
-        return program.run_decompositions(core_aten_decompositions())
+        with _quiet():
+            program = torch.export.export(model, tuple(args))
+            return program.run_decompositions(core_aten_decompositions())
     except Exception as e:  # noqa: BLE001 - the user's model: any failure is reported, never a crash
         where = _user_line(e, problem)
         raise FrontendError(
@@ -116,6 +121,21 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
             "argus solve needs a forward that torch.export can trace: no control flow on tensor values, no "
             "operator without a tracing rule; rewrite that part (torch.where, torch.cond) or leave it to PyTorch",
         ) from None
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """PyTorch's own logging, printed graphs and deprecation warnings silenced while exporting: a failure is reported once, as
+    `FrontendError`, not as the graphs torch logs on the way."""
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def _draw(task: ModuleTask) -> tuple[Any, list[Any], list[Any]]:
