@@ -8,7 +8,7 @@ policy. The kernel's reference is the group's FX subgraph, written out as the AT
 
 What a node must be for the template to take it (`unsupported`, which the partitioner asks): an operator of
 `RULES` with its arguments in range; every tensor operand of the output's shape (no broadcasting yet); float32,
-float16 or bfloat16 values (a comparison's boolean result only as the condition of a ``where`` in the same group).
+float16 or bfloat16 values (a comparison's boolean result only inside the group, as 1.0 or 0.0).
 Scalars are literals, or the run-time value of a forward argument when `argus.frontend.capture` bound the constant
 to one (then a float parameter of the kernel, passed at each call).
 """
@@ -172,8 +172,13 @@ RULES: dict[str, Rule] = {
     "_to_copy": (X, lambda x: x.text),
 }
 
-#: Comparisons: their boolean result may only feed a ``where`` condition in the same kernel.
+#: Comparisons: their boolean result stays inside the kernel (1.0 or 0.0 in its operand's dtype).
 COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne"})
+
+
+def _op(node: Any) -> str:
+    packet = getattr(node.target, "_overloadpacket", None)
+    return str(packet.__name__) if packet is not None else ""
 
 
 def _value(node: Any) -> Any:
@@ -210,7 +215,7 @@ def unsupported(node: Any) -> str | None:
     import torch
     import torch.fx
 
-    name = node.target._overloadpacket.__name__ if hasattr(node.target, "_overloadpacket") else ""
+    name = _op(node)
     if name not in RULES:
         return f"the pointwise template has no rule for {node.target}"
     rule_params, _ = RULES[name]
@@ -225,9 +230,8 @@ def unsupported(node: Any) -> str | None:
     if name == "gelu" and args[1] not in ("none", "tanh"):
         return f"gelu approximate={args[1]!r}"
     if name in COMPARISONS:
-        if not all(u.op == "call_function" and getattr(u.target, "_overloadpacket", None) is not None
-                   and u.target._overloadpacket.__name__ == "where" and u.args[0] is node for u in node.users):
-            return "a comparison's boolean result is used other than as a where condition"  # fmt: skip
+        if not all(u.op == "call_function" and _op(u) in RULES for u in node.users):
+            return "a comparison's boolean result leaves the kernel (it is kept as 1.0/0.0 inside it)"
     elif _dtype_name(out) not in DTYPES:
         return f"dtype {out.dtype} (the template takes float32, float16, bfloat16)"
     if name == "_to_copy" and any(k in node.kwargs for k in ("dtype",)) and node.kwargs["dtype"] != out.dtype:
@@ -239,11 +243,11 @@ def unsupported(node: Any) -> str | None:
                 return f"operand {i} is not a tensor"
             if tuple(val.shape) != tuple(out.shape):
                 return f"operand {i} of shape {tuple(val.shape)} broadcasts to {tuple(out.shape)} (not supported yet)"
-            is_cond = name == "where" and i == 0
-            if not is_cond and _dtype_name(val) not in DTYPES:
+            compared = a.op == "call_function" and _op(a) in COMPARISONS
+            if val.dtype == torch.bool and not compared:
+                return f"operand {i} is a boolean tensor not computed by a comparison in the same kernel"
+            if val.dtype != torch.bool and _dtype_name(val) not in DTYPES:
                 return f"operand {i} has dtype {val.dtype}"
-            if is_cond and (a.op != "call_function" or val.dtype != torch.bool):
-                return "a where condition that is not computed in the same kernel"
         elif not (a is None or isinstance(a, bool | int | float | str)):
             return f"argument {i} is a {type(a).__name__}"
     return None
