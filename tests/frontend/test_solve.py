@@ -55,7 +55,9 @@ def test_the_coverage_table_level1(kernelbench_dir: Path, tmp_path: Path, name: 
 
 
 @pytest.mark.parametrize("name", sorted(NOT_COVERED))
-def test_a_problem_outside_the_families_is_reported_not_covered(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+def test_a_problem_outside_the_families_is_reported_not_covered(
+    kernelbench_dir: Path, tmp_path: Path, name: str
+) -> None:
     sizes, ops = NOT_COVERED[name]
     result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=sizes, out=tmp_path / "s.py", judge=False)
     assert [(u["op"], u["family"]) for u in result.uncovered] == ops

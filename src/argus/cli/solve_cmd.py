@@ -69,9 +69,7 @@ def solve(
     report.print(f"{result.problem}{f' [{sized}]' if sized else ''}", markup=False, highlight=False)
     rows = [[k["kernel"], k["family"], " -> ".join(k["ops"])] for k in result.groups]
     rows += [[u["node"], f"not covered: {u['family']}", f"{u['op']}: {u['reason']}"] for u in result.uncovered]
-    print_table(
-        [Column("kernel", identifier=True), Column("family"), Column("operators")], rows, console=report
-    )
+    print_table([Column("kernel", identifier=True), Column("family"), Column("operators")], rows, console=report)
     for k in result.kernels:
         match = "match" if k.interpreter_ok else "MISMATCH"
         report.print(

@@ -125,13 +125,17 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """PyTorch's own logging, printed graphs and deprecation warnings silenced while exporting: a failure is reported once, as
-    `FrontendError`, not as the graphs torch logs on the way."""
+    """PyTorch's own logging, printed graphs and deprecation warnings silenced while exporting: a failure is
+    reported once, as `FrontendError`, not as the graphs torch prints on the way."""
     logger = logging.getLogger("torch")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
             warnings.simplefilter("ignore")
             yield
     finally:

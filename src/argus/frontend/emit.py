@@ -115,9 +115,8 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
     for s in capture.inputs:
         if s.kind == "scalar" and s.name in capture.specialized:
             body.append(f"        if {s.name} != {s.value!r}:  # torch.export folded it into the graph")
-            body.append(
-                f"            raise ValueError(f'this solution was generated for {s.name}={s.value!r}, got {{{s.name}!r}}')"
-            )
+            message = f"this solution was generated for {s.name}={s.value!r}, got {{{s.name}!r}}"
+            body.append(f"            raise ValueError(f{message!r})")
     if capture.state:
         body.append("        state = self.reference.state_dict(keep_vars=True)  # the problem's parameters and buffers")
     names: dict[str, str] = {}  # graph node -> the forward's local variable holding it
@@ -164,7 +163,8 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
     check = [
         "        if CAPTURED_INIT_INPUTS is not None and list(init_inputs) != CAPTURED_INIT_INPUTS:",
         "            raise ValueError(",
-        "                f'this solution was generated for init inputs {CAPTURED_INIT_INPUTS}, got {list(init_inputs)}'",
+        "                f'this solution was generated for init inputs {CAPTURED_INIT_INPUTS}, '",
+        "                f'got {list(init_inputs)}'",
         "            )",
     ]
     state = (

@@ -201,7 +201,9 @@ def partition(capture: Capture, templates: dict[Family, Support] | None = None) 
             sub = submodules[node.target]
             calls = [n for n in sub.graph.nodes if n.op == "call_function"]
             family = classify(calls[0])
-            out.groups.append(Group(f"{family}_{len(out.groups)}", family, node.target, sub, [op_name(n) for n in calls]))
+            out.groups.append(
+                Group(f"{family}_{len(out.groups)}", family, node.target, sub, [op_name(n) for n in calls])
+            )
         elif node.op == "call_function":
             family = classify(node)
             if family is Family.VIEW or op_name(node) == "getitem":

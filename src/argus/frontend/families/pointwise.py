@@ -359,7 +359,7 @@ def kernel_source(
         if single_in and param == f"X{i}":
             param = "X"
         in_params.append(_safe(param, taken))
-    out_params = [_safe("Y" if len(results) == 1 else f"Y{i}", taken) for i in range(len(results))]
+    out_params = [_safe("OUT" if len(results) == 1 else f"OUT{i}", taken) for i in range(len(results))]
     for node in placeholders:
         frag[node.name] = _safe(node.name.lower() if node.name.lower() != node.name else node.name, taken)
     for (_, _), arg in scalar_uses.items():
