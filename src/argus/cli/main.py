@@ -17,6 +17,7 @@ from argus.cli import (
     lineage_cmd,
     optimize_cmd,
     runs_cmd,
+    solve_cmd,
     tour_cmd,
     verify_cmd,
 )
@@ -57,6 +58,7 @@ app.command("compile")(compile_cmd.compile_kernel_cli)
 app.command("verify", cls=OptionalValueCommand)(verify_cmd.verify)  # --json alone: stdout (argus.cli.output)
 app.command("bench", cls=OptionalValueCommand)(eval_cmd.bench)
 app.command("kernelbench", cls=OptionalValueCommand)(eval_cmd.kernelbench)
+app.command("solve", cls=OptionalValueCommand)(solve_cmd.solve)
 app.command("tour")(tour_cmd.tour)
 app.command("optimize", cls=OptionalValueCommand)(optimize_cmd.optimize)
 app.command("explain", cls=OptionalValueCommand)(explain_cmd.explain)

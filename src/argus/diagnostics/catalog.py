@@ -41,6 +41,7 @@ class Category(StrEnum):
     GATE = "GATE"
     KB = "KB"
     LINEAGE = "LINEAGE"
+    FRONTEND = "FRONTEND"
     AGENT = "AGENT"
     CLI = "CLI"
 
@@ -72,6 +73,7 @@ _CATEGORY_TEXT: dict[Category, str] = {
     "(SandboxError, StoreError, CostModelError)",
     Category.KB: "the knowledge base (argus.kb), raised as KBError and SchemaError",
     Category.LINEAGE: "KLineage (argus.lineage), raised as LineageError",
+    Category.FRONTEND: "from a PyTorch module to DSL kernels (argus.frontend, `argus solve`), raised as FrontendError",
     Category.AGENT: "the optimization loop (argus.agent): AgentError, CoderError, the run store's StoreError and the "
     "LLM providers' ProviderError",
     Category.CLI: "the argus command itself (argus.cli)",
@@ -1841,6 +1843,39 @@ class Code(StrEnum):
         Category.LINEAGE,
         "no operator {operator!r}",
         "name one of the operators the hint lists",
+    )
+
+    # --- FRONTEND: from a PyTorch module to DSL kernels (argus solve) ----------------------------------------------
+    SOLVE_EMIT = _entry(
+        Category.FRONTEND,
+        "cannot write {node} ({operator}) as Python: {problem}",
+        "an operator argument that has no Python spelling: report it as a bug in argus, with the problem file",
+    )
+    SOLVE_EXPORT = _entry(
+        Category.FRONTEND,
+        "torch.export cannot capture {problem} ({where}): {exception}",
+        "argus solve needs a forward that torch.export can trace: no control flow on tensor values, no operator "
+        "without a tracing rule; rewrite that part (torch.where, torch.cond) or leave it to PyTorch",
+    )
+    SOLVE_INPUTS = _entry(
+        Category.FRONTEND,
+        "{problem}: building the model or drawing its inputs failed, or an input is not a tensor or a number",
+        "run the problem's get_init_inputs(), Model(...) and get_inputs() on their own; pass tensors and numbers",
+    )
+    SOLVE_OUTPUTS = _entry(
+        Category.FRONTEND,
+        "the forward returns a {type} of outputs; argus solve takes a tensor or a tuple of tensors",
+        "return a tensor or a tuple of tensors",
+    )
+    SOLVE_PROBLEM = _entry(
+        Category.FRONTEND,
+        "no such problem file: {path}",
+        "give the path of a problem .py file (Model, get_inputs, get_init_inputs)",
+    )
+    SOLVE_WRITE = _entry(
+        Category.FRONTEND,
+        "cannot write the solution to {path}: {problem}",
+        "give --out a path in a writable directory",
     )
 
     # --- AGENT: the optimization loop, its run store and LLM providers ----------------------------------------

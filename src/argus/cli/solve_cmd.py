@@ -1,0 +1,91 @@
+"""`argus solve PROBLEM.py`: a PyTorch problem to a solution of verified DSL kernels, judged by the gate (a thin
+shell over `argus.frontend.solve`).
+
+Prints the partition (each kernel: its family and operators; each operator no template covers, with its family and
+why), each kernel's verifier verdict and interpreter check, and the gate's verdict; the last line says whether the
+problem is solved (correct, and every compute operator in an argus kernel). Exit status: 0 solved, 1 not solved
+(incorrect, or operators left to PyTorch), 2 a user error (a file without ``Model``, a model that does not
+export). ``--json`` alone prints `SolveResult.to_json()` to stdout (the report then goes to stderr); ``--json
+FILE`` writes it there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from argus.cli.errors import user_error
+from argus.cli.eval_cmd import parse_assignments
+from argus.cli.output import STDOUT, Column, emit_json, json_option, print_table
+from argus.diagnostics import ArgusError
+
+
+def _fmt_error(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "inf" if value == float("inf") else f"{value:.2g}"
+
+
+def solve(
+    problem: str = typer.Argument(..., help="a KernelBench-style problem file (Model, get_inputs, get_init_inputs)"),
+    out: str | None = typer.Option(None, "--out", help="the solution file (default: PROBLEM_solution.py here)"),
+    shape: list[str] = typer.Option(  # noqa: B008 - typer's idiom
+        [], "--shape", help="module-level size overrides, NAME=VALUE (repeatable; commas allowed: batch_size=8,dim=256)"
+    ),
+    trials: int = typer.Option(5, "--trials", help="the gate's correctness trials"),
+    no_judge: bool = typer.Option(False, "--no-judge", help="generate and check the kernels, skip the gate"),
+    json_file: str | None = json_option(
+        '{"problem", "sizes", "status", "solved", "covered", "groups", "uncovered", "kernels", "solution", '
+        '"specialized", "gate", "seconds"}'
+    ),
+) -> None:
+    """Capture a PyTorch problem, generate verified argus kernels for what the templates cover, emit a ModelNew
+    and judge it with the gate (on the CPU: the interpreter). No LLM.
+
+    Exits 0 when the problem is solved (correct, every compute op in an argus kernel), 1 otherwise."""
+    from argus.eval.gate import GateOptions
+    from argus.frontend import solve as run_solve
+
+    report = Console(stderr=json_file == STDOUT, soft_wrap=True)
+    sizes: dict[str, Any] = {}
+    for item in shape:
+        sizes.update(parse_assignments(item))
+    try:
+        with report.status("capturing") as status:
+            result = run_solve(
+                problem,
+                sizes=sizes,
+                out=out,
+                judge=not no_judge,
+                options=GateOptions(device="cpu", trials=trials),
+                on_step=lambda text: status.update(text),
+            )
+    except ArgusError as e:
+        user_error(e)
+
+    sized = ", ".join(f"{k}={v!r}" for k, v in result.sizes.items())
+    report.print(f"{result.problem}{f' [{sized}]' if sized else ''}", markup=False, highlight=False)
+    rows = [[k["kernel"], k["family"], " -> ".join(k["ops"])] for k in result.groups]
+    rows += [[u["node"], f"not covered: {u['family']}", f"{u['op']}: {u['reason']}"] for u in result.uncovered]
+    print_table([Column("kernel", identifier=True), Column("family"), Column("operators")], rows, console=report)
+    for k in result.kernels:
+        match = "match" if k.interpreter_ok else "MISMATCH"
+        report.print(
+            f"{k.name}: {k.verdict} ({k.verify_summary}); interpreter: {match} "
+            f"(max error {_fmt_error(k.interpreter_error)}, tolerance {k.tolerance:g})",
+            markup=False,
+            highlight=False,
+        )
+    for name in result.specialized:
+        report.print(f"specialized: argument {name} is folded into the graph (other values are refused)", markup=False)
+    if result.gate is not None:
+        report.print(f"gate: {result.gate.summary()}", markup=False, highlight=False)
+    report.print(f"wrote {result.solution}", markup=False, highlight=False)
+    report.print(f"{result.problem}: {result.status()}", markup=False, highlight=False)
+    if json_file is not None:
+        written = emit_json(result.to_json(), json_file)
+        if written is not None:
+            report.print(f"wrote {written}", markup=False, highlight=False)
+    raise typer.Exit(0 if result.solved else 1)

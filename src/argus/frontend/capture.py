@@ -1,0 +1,307 @@
+"""Capture: a KernelBench-style problem (``Model``, ``get_inputs``, ``get_init_inputs``) as one FX graph of core
+ATen operators, with every tensor's shape and dtype known.
+
+`capture` loads the problem (`argus.tasks.kernelbench.load_problem`, module-level sizes overridden by name, so
+that ``get_inputs`` draws smaller tensors on a CPU), builds the model from ``get_init_inputs()`` and draws the
+forward's arguments with PyTorch's generator seeded, then runs ``torch.export.export`` and
+``run_decompositions(core_aten_decompositions())``. Parameters and buffers are lifted to graph inputs by
+``torch.export``; their names are kept (`Capture.state`).
+
+Python scalars among the forward's arguments (``forward(self, A, s)`` with ``s = 3.14``) are specialized by
+``torch.export``: the graph holds the number. To tell which graph constants *are* that argument, the problem is
+exported a second time with the scalar moved; a constant that followed the scalar exactly is bound to it
+(`Capture.scalar_uses`), so a solution takes the value at run time; a scalar that changed the graph in any other
+way (folded into another constant, or into the graph's structure) is reported as specialized
+(`Capture.specialized`), and the solution refuses other values rather than compute something else.
+
+A problem that does not export (data-dependent control flow, an operator ``torch.export`` cannot trace) raises
+`FrontendError` ``SOLVE_EXPORT`` with the reason and the problem's line where PyTorch names one; nothing here
+crashes on a user's model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from argus.frontend.errors import FrontendError
+from argus.tasks.base import ModuleTask
+from argus.tasks.kernelbench import load_problem
+
+#: The seed PyTorch's generator is set to before the model is built and its inputs drawn.
+SEED = 0
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One argument of the forward, in order: a tensor (`shape`, `dtype` a torch dtype) or a Python scalar
+    (`value`)."""
+
+    name: str
+    kind: str  # "tensor" | "scalar"
+    shape: tuple[int, ...] = ()
+    dtype: Any = None
+    value: Any = None
+
+
+@dataclass
+class Capture:
+    """A problem captured as a decomposed FX graph.
+
+    Attributes:
+        problem: the problem file; `sizes` the module-level overrides applied; `task` the loaded problem.
+        program: the exported program after the core ATen decompositions; `graph_module` its graph.
+        inputs: the forward's arguments (`InputSpec`), by graph placeholder name, in order.
+        init_inputs: what ``get_init_inputs()`` returned (the constructor's arguments the graph was built with).
+        state: parameter and buffer placeholders -> their names in the model's state dict.
+        scalar_uses: scalar argument -> the (node name, argument index) positions whose constant is that argument.
+        specialized: scalar arguments the graph depends on in a way a run-time value cannot replace.
+        example: the drawn arguments themselves (tensors and scalars), for checks at the captured shapes.
+    """
+
+    problem: Path
+    sizes: dict[str, Any]
+    task: ModuleTask
+    program: Any
+    graph_module: Any
+    inputs: list[InputSpec]
+    init_inputs: list[Any]
+    state: dict[str, str] = field(default_factory=dict)
+    scalar_uses: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    specialized: list[str] = field(default_factory=list)
+    example: list[Any] = field(default_factory=list)
+    single_output: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+
+def _first_lines(text: str, n: int = 3) -> str:
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    return " / ".join(lines[:n])
+
+
+def _user_line(error: BaseException, problem: Path) -> str:
+    """``FILE:LINE`` of the problem's own frame in `error`'s traceback or message, or ''."""
+    import traceback
+
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if Path(frame.filename).resolve() == problem.resolve():
+            return f"{problem.name}:{frame.lineno}"
+    hit = re.search(re.escape(problem.name) + r"[\"']?, line (\d+)|" + re.escape(problem.name) + r":(\d+)", str(error))
+    if hit:
+        return f"{problem.name}:{hit.group(1) or hit.group(2)}"
+    return ""
+
+
+def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
+    """``torch.export.export(model, args)`` with the core ATen decompositions; `FrontendError` ``SOLVE_EXPORT``
+    when PyTorch cannot capture it."""
+    import torch
+    from torch._decomp import core_aten_decompositions
+
+    try:
+        with _quiet():
+            program = torch.export.export(model, tuple(args))
+            return program.run_decompositions(core_aten_decompositions())
+    except Exception as e:  # noqa: BLE001 - the user's model: any failure is reported, never a crash
+        where = _user_line(e, problem)
+        raise FrontendError(
+            "SOLVE_EXPORT",
+            f"torch.export cannot capture {problem.name}{f' ({where})' if where else ''}: "
+            f"{type(e).__name__}: {_first_lines(str(e))}",
+            "argus solve needs a forward that torch.export can trace: no control flow on tensor values, no "
+            "operator without a tracing rule; rewrite that part (torch.where, torch.cond) or leave it to PyTorch",
+        ) from None
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """PyTorch's own logging, printed graphs and deprecation warnings silenced while exporting: a failure is
+    reported once, as `FrontendError`, not as the graphs torch prints on the way."""
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def _draw(task: ModuleTask) -> tuple[Any, list[Any], list[Any]]:
+    """(model, init inputs, forward arguments), built and drawn with the generator at `SEED`."""
+    import torch
+
+    try:
+        torch.manual_seed(SEED)
+        init = list(task.get_init_inputs())
+        model = task.build(task.model, SEED, "cpu")
+        args = task.sample(SEED)
+    except Exception as e:  # noqa: BLE001 - the problem's own code
+        raise FrontendError(
+            "SOLVE_INPUTS",
+            f"{task.name}: building the model or drawing its inputs raised {type(e).__name__}: {_first_lines(str(e))}",
+            "run the problem's get_init_inputs(), Model(...) and get_inputs() on their own to see why",
+        ) from None
+    if hasattr(model, "eval"):
+        model.eval()
+    return model, init, args
+
+
+def _moved(value: Any) -> Any:
+    """A scalar unlike `value` and unlikely to collide with any constant of the graph."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value + 7919
+    return value * 1.6180339887 + 0.1234567
+
+
+def _call_nodes(graph_module: Any) -> list[Any]:
+    return [n for n in graph_module.graph.nodes if n.op == "call_function"]
+
+
+def _bind_scalars(
+    capture_gm: Any, model: Any, args: list[Any], scalars: list[tuple[int, str]], problem: Path
+) -> tuple[dict[str, list[tuple[str, int]]], list[str]]:
+    """Which graph constants follow each scalar argument (see the module docstring)."""
+    uses: dict[str, list[tuple[str, int]]] = {}
+    specialized: list[str] = []
+    base = _call_nodes(capture_gm)
+    for position, name in scalars:
+        value = args[position]
+        if isinstance(value, bool):
+            specialized.append(name)
+            continue
+        moved = list(args)
+        moved[position] = _moved(value)
+        try:
+            other = _call_nodes(export_model(model, moved, problem).graph_module)
+        except FrontendError:
+            specialized.append(name)
+            continue
+        same_shape = len(other) == len(base) and all(
+            a.target == b.target and len(a.args) == len(b.args) and a.kwargs.keys() == b.kwargs.keys()
+            for a, b in zip(base, other, strict=True)
+        )
+        if not same_shape:
+            specialized.append(name)
+            continue
+        found: list[tuple[str, int]] = []
+        folded = False
+        for a, b in zip(base, other, strict=True):
+            for i, (x, y) in enumerate(zip(a.args, b.args, strict=True)):
+                if _same_constant(x, y):
+                    continue
+                if x == value and y == moved[position]:
+                    found.append((a.name, i))
+                else:
+                    folded = True
+            if any(not _same_constant(a.kwargs[k], b.kwargs[k]) for k in a.kwargs):
+                folded = True
+        if folded:
+            specialized.append(name)
+        elif found:
+            uses[name] = found
+    return uses, specialized
+
+
+def _same_constant(x: Any, y: Any) -> bool:
+    import torch.fx
+
+    if isinstance(x, torch.fx.Node) or isinstance(y, torch.fx.Node):
+        return isinstance(x, torch.fx.Node) and isinstance(y, torch.fx.Node) and x.name == y.name
+    if isinstance(x, list | tuple) and isinstance(y, list | tuple):
+        return len(x) == len(y) and all(_same_constant(a, b) for a, b in zip(x, y, strict=True))
+    return type(x) is type(y) and x == y
+
+
+def capture(
+    problem: Path | str,
+    sizes: Mapping[str, Any] | None = None,
+    *,
+    inputs: Sequence[Any] | None = None,
+) -> Capture:
+    """Capture the problem file `problem` (see the module docstring). `sizes`: module-level overrides by name
+    (``{"batch_size": 8, "dim": 256}``; an unknown name is ``TASK_SIZE_UNKNOWN``). `inputs`: the forward's
+    arguments to capture at, instead of a draw of ``get_inputs()``."""
+    import torch
+    from torch.export.graph_signature import InputKind
+
+    path = Path(problem)
+    task = load_problem(path, dict(sizes or {}), strict=True)
+    model, init, args = _draw(task)
+    if inputs is not None:
+        args = list(inputs)
+    program = export_model(model, args, path)
+    signature = program.graph_signature
+    user = [s.arg.name for s in signature.input_specs if s.kind == InputKind.USER_INPUT]
+    state = {
+        s.arg.name: str(s.target)
+        for s in signature.input_specs
+        if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+    }
+    if len(user) != len(args):
+        raise FrontendError(
+            "SOLVE_INPUTS",
+            f"{task.name}: the exported graph takes {len(user)} argument(s), get_inputs() gives {len(args)}",
+            "the forward should take exactly the arguments get_inputs() returns, in order",
+        )
+    specs: list[InputSpec] = []
+    scalars: list[tuple[int, str]] = []
+    for i, (name, value) in enumerate(zip(user, args, strict=True)):
+        if isinstance(value, torch.Tensor):
+            specs.append(InputSpec(name, "tensor", tuple(value.shape), value.dtype))
+        elif isinstance(value, bool | int | float):
+            specs.append(InputSpec(name, "scalar", value=value))
+            scalars.append((i, name))
+        else:
+            raise FrontendError(
+                "SOLVE_INPUTS",
+                f"{task.name}: forward argument {i} ({name}) is a {type(value).__name__}; argus solve takes tensors "
+                "and Python numbers",
+                "pass tensors (or ints and floats) from get_inputs()",
+            )
+    uses, specialized = _bind_scalars(program.graph_module, model, args, scalars, path) if scalars else ({}, [])
+    return Capture(
+        problem=path,
+        sizes=dict(task.sizes),
+        task=task,
+        program=program,
+        graph_module=program.graph_module,
+        inputs=specs,
+        init_inputs=init,
+        state=state,
+        scalar_uses=uses,
+        specialized=specialized,
+        example=list(args),
+        single_output=_single_output(program),
+    )
+
+
+def _single_output(program: Any) -> bool:
+    """Whether the forward returns one tensor (not a tuple of them); other output structures are refused."""
+    spec = program.call_spec.out_spec
+    if spec is None or spec.is_leaf():
+        return True
+    if spec.type in (tuple, list) and all(child.is_leaf() for child in spec.children_specs):
+        return False
+    raise FrontendError(
+        "SOLVE_OUTPUTS",
+        f"the forward returns a {spec.type.__name__} of outputs; argus solve takes a tensor or a tuple of tensors",
+        "return a tensor or a tuple of tensors",
+    )

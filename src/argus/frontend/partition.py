@@ -1,0 +1,213 @@
+"""Partition: every operator of a captured graph classified into a kernel family, and the operators a family's
+template can take grouped into kernels by FX's own capability-based partitioner.
+
+`classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
+operator, plus the copies that compute nothing new), reduction, normalization, softmax-like, matmul-like,
+convolution, pooling, scan, indexing/gather, view (metadata only: ``view``, ``unsqueeze``, ...), layout (a view
+whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...) or other. `partition` asks each
+family that has a template (only pointwise today, `argus.frontend.families`) which nodes it supports, hands that
+to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges connected supported nodes
+without creating cycles) and fuses each proposed partition into a submodule: each group's own FX subgraph is the
+reference its kernel is checked against. Every compute node left outside a group is listed as not covered, with
+its family and why.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from argus.frontend.capture import Capture
+
+
+class Family(StrEnum):
+    """The kernel family an operator belongs to (the issue's classes, plus the two kinds of views)."""
+
+    POINTWISE = "pointwise"
+    REDUCTION = "reduction"
+    NORMALIZATION = "normalization"
+    SOFTMAX = "softmax-like"
+    MATMUL = "matmul-like"
+    CONVOLUTION = "convolution"
+    POOLING = "pooling"
+    SCAN = "scan"
+    INDEXING = "indexing/gather"
+    VIEW = "view"
+    LAYOUT = "layout"
+    OTHER = "other"
+
+
+#: Operators by family, by the name of their overload packet (``aten.sum.dim_IntList`` -> ``sum``). Pointwise is
+#: PyTorch's own tag; these names come first.
+_NAMED: dict[Family, frozenset[str]] = {
+    Family.REDUCTION: frozenset(
+        "sum mean prod amax amin max min argmax argmin var var_mean std std_mean any all norm linalg_vector_norm "
+        "count_nonzero nansum".split()
+    ),
+    Family.NORMALIZATION: frozenset(
+        "native_batch_norm _native_batch_norm_legit _native_batch_norm_legit_no_training "
+        "_native_batch_norm_legit_functional native_layer_norm native_group_norm batch_norm layer_norm group_norm "
+        "instance_norm rms_norm _fused_rms_norm".split()
+    ),
+    Family.SOFTMAX: frozenset("_softmax _log_softmax softmax log_softmax logsumexp _safe_softmax".split()),
+    Family.MATMUL: frozenset(
+        "mm bmm addmm addbmm baddbmm matmul mv dot vdot linear _scaled_mm _grouped_mm "
+        "_scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention "
+        "_scaled_dot_product_flash_attention scaled_dot_product_attention".split()
+    ),
+    Family.CONVOLUTION: frozenset("convolution _convolution conv1d conv2d conv3d conv_transpose1d".split()),
+    Family.POOLING: frozenset(
+        "max_pool1d max_pool2d max_pool3d max_pool2d_with_indices max_pool3d_with_indices avg_pool1d avg_pool2d "
+        "avg_pool3d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d _adaptive_avg_pool2d "
+        "_adaptive_avg_pool3d adaptive_max_pool2d adaptive_max_pool3d _low_memory_max_pool_with_offsets "
+        "_low_memory_max_pool2d_with_offsets".split()
+    ),
+    Family.SCAN: frozenset("cumsum cumprod cummax cummin logcumsumexp _cummax_helper _cummin_helper".split()),
+    Family.INDEXING: frozenset(
+        "gather index index_select scatter scatter_add scatter_reduce embedding take index_put _unsafe_index "
+        "_unsafe_index_put nll_loss_forward nll_loss2d_forward masked_select sort topk".split()
+    ),
+    Family.VIEW: frozenset("view _unsafe_view reshape alias squeeze unsqueeze flatten lift_fresh_copy".split()),
+    Family.LAYOUT: frozenset(
+        "permute transpose t expand slice select narrow diagonal as_strided unfold flip roll cat stack split "
+        "split_with_sizes constant_pad_nd pad repeat tril triu".split()
+    ),
+}
+
+
+def op_name(node: Any) -> str:
+    """The operator's name without namespace and overload (``aten.add.Tensor`` -> ``add``)."""
+    target = node.target
+    packet = getattr(target, "_overloadpacket", None)
+    if packet is not None:
+        return str(packet.__name__)
+    return str(getattr(target, "__name__", target))
+
+
+def op_label(node: Any) -> str:
+    """How a report names the operator: ``aten.add.Tensor``, or the Python function's name."""
+    target = node.target
+    return str(target) if hasattr(target, "_overloadpacket") else str(getattr(target, "__name__", target))
+
+
+def classify(node: Any) -> Family:
+    """The family of the ``call_function`` node `node` (see the module docstring)."""
+    import torch
+
+    name = op_name(node)
+    for family, names in _NAMED.items():
+        if name in names:
+            return family
+    tags = getattr(node.target, "tags", ())
+    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy"):
+        return Family.POINTWISE
+    return Family.OTHER
+
+
+#: What a family template answers about one node: None when it can take it, else why not.
+Support = Callable[[Any], "str | None"]
+
+
+@dataclass
+class Group:
+    """Operators fused into one kernel: `module` names the submodule of `Partition.fused` that holds its FX
+    subgraph (`subgraph`, its reference); `kernel` is the generated kernel's name."""
+
+    kernel: str
+    family: Family
+    module: str
+    subgraph: Any
+    ops: list[str]
+
+
+@dataclass
+class Uncovered:
+    """A compute node left to PyTorch: its name, operator, family and why no template took it."""
+
+    node: str
+    op: str
+    family: Family
+    reason: str
+
+    def line(self) -> str:
+        return f"not covered: {self.family} ({self.op}): {self.reason}"
+
+
+@dataclass
+class Partition:
+    """The captured graph with every supported group fused into a submodule (`fused`), the groups in execution
+    order, and the compute nodes no template covers."""
+
+    capture: Capture
+    fused: Any
+    groups: list[Group] = field(default_factory=list)
+    uncovered: list[Uncovered] = field(default_factory=list)
+
+    @property
+    def covered(self) -> bool:
+        return not self.uncovered
+
+
+#: Families with a template today, and why the others are not covered yet (the issue that builds each).
+NOT_BUILT: dict[Family, str] = {
+    Family.REDUCTION: "no reduction template yet",
+    Family.NORMALIZATION: "no normalization template yet",
+    Family.SOFTMAX: "no softmax template yet",
+    Family.MATMUL: "no GEMM template wired to solve yet",
+    Family.CONVOLUTION: "no convolution template yet",
+    Family.POOLING: "no pooling template yet",
+    Family.SCAN: "no scan template yet",
+    Family.INDEXING: "no indexing/gather template yet",
+    Family.LAYOUT: "data movement (a copy kernel) is not generated yet",
+    Family.OTHER: "no kernel family for this operator",
+}
+
+
+def partition(capture: Capture, templates: dict[Family, Support] | None = None) -> Partition:
+    """Partition `capture`'s graph (see the module docstring). `templates`: family -> support function (default:
+    `argus.frontend.families.TEMPLATES`)."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    if templates is None:
+        from argus.frontend.families import TEMPLATES
+
+        templates = TEMPLATES
+    reasons: dict[str, str] = {}
+
+    class _Supported(OperatorSupportBase):  # type: ignore[misc]
+        def is_node_supported(self, submodules: Any, node: Any) -> bool:
+            if node.op != "call_function":
+                return False
+            family = classify(node)
+            check = templates.get(family)
+            if check is None:
+                return False
+            why = check(node)
+            if why is not None:
+                reasons[node.name] = why
+            return why is None
+
+    graph_module = copy.deepcopy(capture.graph_module)
+    partitioner = CapabilityBasedPartitioner(graph_module, _Supported(), allows_single_node_partition=True)
+    fused = partitioner.fuse_partitions(partitioner.propose_partitions())
+    out = Partition(capture, fused)
+    submodules = dict(fused.named_children())
+    for node in fused.graph.nodes:
+        if node.op == "call_module" and node.target in submodules:
+            sub = submodules[node.target]
+            calls = [n for n in sub.graph.nodes if n.op == "call_function"]
+            family = classify(calls[0])
+            out.groups.append(
+                Group(f"{family}_{len(out.groups)}", family, node.target, sub, [op_name(n) for n in calls])
+            )
+        elif node.op == "call_function":
+            family = classify(node)
+            if family is Family.VIEW or op_name(node) == "getitem":
+                continue  # metadata: no compute
+            reason = reasons.get(node.name) or NOT_BUILT.get(family, "no template for this family")
+            out.uncovered.append(Uncovered(node.name, op_label(node), family, reason))
+    return out

@@ -1,0 +1,233 @@
+"""`solve`: from a KernelBench-style problem to a judged solution made of verified DSL kernels, with no LLM.
+
+The pipeline, one step per line:
+
+1. `capture` — torch.export of the problem at its (possibly overridden) sizes, core ATen decompositions;
+2. `partition` — every operator classified, pointwise chains grouped by FX's capability-based partitioner;
+3. `families` — each group's kernel generated from its family's template, its reference the group's FX subgraph;
+4. `emit` — the solution file: the kernels and a ``ModelNew`` that launches them (ATen for what is not covered);
+5. per kernel: the verifier (`argus.verify`) on the traced kernel, and the CPU interpreter against the group's FX
+   subgraph on random inputs at the captured shapes (float64 reference; the tolerance of the kernel's dtypes);
+6. the gate — the solution file judged as every KernelBench solution is (`argus.eval.gate.gate_module`: the file
+   runs in the sandbox; on the CPU its kernels run on the interpreter; the judge draws the inputs and compares).
+
+A problem is *solved* when the gate accepts the solution (correct) and every compute operator ran in an argus
+kernel (no operator left uncovered). The solution file is argus's own output, imported here for step 5; the
+gate never trusts it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from argus.frontend.capture import Capture, capture
+from argus.frontend.emit import emit
+from argus.frontend.errors import FrontendError
+from argus.frontend.families.pointwise import KernelSource, kernel_source
+from argus.frontend.partition import Partition, partition
+
+#: Largest error relative to the reference's scale in the interpreter check, by the kernel's least precise dtype.
+TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "bf16": 2e-2}
+
+
+@dataclass
+class KernelReport:
+    """One generated kernel: its operators, the verifier's verdict and the interpreter check."""
+
+    name: str
+    family: str
+    ops: list[str]
+    numel: int
+    verdict: str = "not run"
+    verify_summary: str = ""
+    interpreter_error: float | None = None
+    tolerance: float = 1e-4
+    interpreter_ok: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class SolveResult:
+    """What `solve` did: the partition, each kernel's report, where the solution is, the gate's result and the
+    verdict (`solved`: correct and fully covered)."""
+
+    problem: str
+    sizes: dict[str, Any]
+    groups: list[dict[str, Any]]
+    uncovered: list[dict[str, Any]]
+    kernels: list[KernelReport]
+    solution: str
+    gate: Any = None
+    seconds: float = 0.0
+    specialized: list[str] = field(default_factory=list)
+
+    @property
+    def covered(self) -> bool:
+        return not self.uncovered
+
+    @property
+    def correct(self) -> bool:
+        return self.gate is not None and self.gate.verdict == "accepted"
+
+    @property
+    def kernels_ok(self) -> bool:
+        return all(k.verdict in ("verified", "unknown") and k.interpreter_ok for k in self.kernels)
+
+    @property
+    def solved(self) -> bool:
+        return self.covered and self.correct and self.kernels_ok
+
+    def status(self) -> str:
+        """``solved``, ``not covered`` (correct, but some operators left to PyTorch), ``incorrect`` or
+        ``not judged``."""
+        if self.gate is None:
+            return "not judged"
+        if not self.correct or not self.kernels_ok:
+            return "incorrect"
+        return "solved" if self.covered else "not covered"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "problem": self.problem,
+            "sizes": self.sizes,
+            "status": self.status(),
+            "solved": self.solved,
+            "covered": self.covered,
+            "groups": self.groups,
+            "uncovered": self.uncovered,
+            "kernels": [k.to_json() for k in self.kernels],
+            "solution": self.solution,
+            "specialized": self.specialized,
+            "gate": self.gate.to_json() if self.gate is not None else None,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def generate(cap: Capture) -> tuple[Partition, dict[str, KernelSource]]:
+    """Partition `cap` and generate each group's kernel source."""
+    part = partition(cap)
+    uses = {(node, index): arg for arg, found in cap.scalar_uses.items() for node, index in found}
+    values = {s.name: s.value for s in cap.inputs if s.kind == "scalar"}
+    kernels = {g.kernel: kernel_source(g.kernel, g.subgraph, uses, values) for g in part.groups}
+    return part, kernels
+
+
+def check_kernel(kernel: Any, source: KernelSource, subgraph: Any, seed: int = 0) -> tuple[float, float]:
+    """(largest error relative to the reference's scale, tolerance) of `kernel` on the CPU interpreter against the
+    group's FX `subgraph` run in float64, on standard-normal inputs at the captured shapes. NaN where the
+    reference has NaN is a match; anywhere else an infinite error."""
+    import numpy as np
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    placeholders = [n for n in subgraph.graph.nodes if n.op == "placeholder"]
+    inputs = []
+    for n in placeholders:
+        val = n.meta["val"]
+        inputs.append(torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64).to(val.dtype))
+    with torch.no_grad():
+        want = subgraph(*[x.to(torch.float64) for x in inputs])
+    wants = list(want) if isinstance(want, tuple | list) else [want]
+    outs = [torch.empty(w.shape, dtype=_out_dtype(subgraph, i)) for i, w in enumerate(wants)]
+    kernel(*[x.contiguous().view(-1) for x in inputs], *[o.view(-1) for o in outs], device="cpu")
+    worst = 0.0
+    for got, ref in zip(outs, wants, strict=True):
+        g = got.to(torch.float64).numpy()
+        r = ref.to(torch.float64).numpy()
+        both_nan = np.isnan(g) & np.isnan(r)
+        finite = np.isfinite(r)
+        if np.any(~both_nan & ~finite & (g != r)):
+            return math.inf, 0.0
+        scale = max(1.0, float(np.abs(r[finite]).max()) if finite.any() else 1.0)
+        diff = np.abs(g[finite] - r[finite])
+        worst = max(worst, float(diff.max()) / scale if diff.size else 0.0)
+    dtypes = set(source.dtypes.values())
+    tolerance = max((TOLERANCE[d] for d in dtypes if d in TOLERANCE), default=1e-4)
+    return worst, tolerance
+
+
+def _out_dtype(subgraph: Any, index: int) -> Any:
+    output = next(n for n in subgraph.graph.nodes if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], tuple | list) else (output.args[0],)
+    return results[index].meta["val"].dtype
+
+
+def default_solution_path(problem: Path) -> Path:
+    """``<problem stem>_solution.py`` in the working directory (`argus kernelbench --solutions .` finds it by its
+    id)."""
+    return Path.cwd() / f"{problem.stem}_solution.py"
+
+
+def solve(
+    problem: Path | str,
+    *,
+    sizes: Mapping[str, Any] | None = None,
+    out: Path | str | None = None,
+    judge: bool = True,
+    options: Any = None,
+    on_step: Any = None,
+) -> SolveResult:
+    """Solve `problem` (see the module docstring). `sizes`: module-level overrides; `out`: the solution file
+    (default `default_solution_path`); `judge`: run the gate (off: generate and check the kernels only);
+    `options`: the gate's `GateOptions` (default: on the CPU, 5 trials); `on_step(text)`: progress."""
+    from argus.eval.candidates import ModuleCandidate, import_file
+    from argus.eval.gate import GateOptions, gate_module
+    from argus.verify import verify
+
+    start = time.perf_counter()
+    step = on_step or (lambda text: None)
+    path = Path(problem)
+    if not path.is_file():
+        raise FrontendError("SOLVE_PROBLEM", f"no such problem file: {path}", "give the path of a problem .py file")
+    step("capturing")
+    cap = capture(path, sizes)
+    step("partitioning")
+    part, sources = generate(cap)
+    target = Path(out) if out is not None else default_solution_path(path)
+    text = emit(part, sources)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    except OSError as e:
+        raise FrontendError("SOLVE_WRITE", f"cannot write the solution to {target}: {e}", None) from None
+
+    reports: list[KernelReport] = []
+    module = import_file(target, "argus_solve") if part.groups else None
+    for g in part.groups:
+        src = sources[g.kernel]
+        report = KernelReport(g.kernel, str(g.family), g.ops, src.numel)
+        kernel = getattr(module, g.kernel)
+        step(f"verifying {g.kernel}")
+        result = verify(kernel)
+        report.verdict = str(result.verdict.value)
+        report.verify_summary = (
+            f"{len(result.errors)} error(s), {len(result.warnings)} warning(s), {len(result.unknowns)} unknown"
+        )
+        step(f"checking {g.kernel} on the interpreter")
+        report.interpreter_error, report.tolerance = check_kernel(kernel, src, g.subgraph)
+        report.interpreter_ok = report.interpreter_error <= report.tolerance
+        reports.append(report)
+
+    gate = None
+    if judge:
+        step("judging the solution")
+        options = options or GateOptions(device="cpu", trials=5)
+        gate = gate_module(cap.task, ModuleCandidate(target.name, path=target), options)
+    return SolveResult(
+        problem=cap.name,
+        sizes=dict(cap.sizes),
+        groups=[{"kernel": g.kernel, "family": str(g.family), "ops": g.ops} for g in part.groups],
+        uncovered=[{"node": u.node, "op": u.op, "family": str(u.family), "reason": u.reason} for u in part.uncovered],
+        kernels=reports,
+        solution=str(target),
+        gate=gate,
+        seconds=time.perf_counter() - start,
+        specialized=list(cap.specialized),
+    )

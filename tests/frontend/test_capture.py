@@ -1,0 +1,87 @@
+"""Capture and classification on small modules of our own: shapes and dtypes are known, every operator gets its
+family, pointwise chains are grouped by the partitioner with their own subgraphs, everything else is listed as not
+covered, and bad input gives a code, never a crash."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from argus.diagnostics import ArgusError
+from argus.frontend import Family, FrontendError, capture, classify, partition
+
+
+def _families(path: Path) -> dict[str, Family]:
+    cap = capture(path)
+    return {n.name: classify(n) for n in cap.graph_module.graph.nodes if n.op == "call_function"}
+
+
+def test_capture_knows_shapes_dtypes_and_overrides_sizes(problem: Callable[..., Path]) -> None:
+    path = problem("torch.relu(x) * y", inputs="[torch.randn(size, 8), torch.randn(size, 8)]", args="x, y")
+    cap = capture(path, {"size": 3})
+    assert [(s.name, s.kind, s.shape, s.dtype) for s in cap.inputs] == [
+        ("x", "tensor", (3, 8), torch.float32),
+        ("y", "tensor", (3, 8), torch.float32),
+    ]
+    assert cap.sizes == {"size": 3} and cap.single_output
+    ops = [str(n.target) for n in cap.graph_module.graph.nodes if n.op == "call_function"]
+    assert ops == ["aten.relu.default", "aten.mul.Tensor"]
+
+
+def test_every_operator_is_classified(problem: Callable[..., Path]) -> None:
+    body = "torch.softmax(x @ w, dim=1).cumsum(1).sum(0) + F.max_pool1d(x[None], 2).sum()"
+    path = problem(body, inputs="[torch.randn(4, 8), torch.randn(8, 8)]", args="x, w")
+    families = set(_families(path).values())
+    assert {Family.MATMUL, Family.SOFTMAX, Family.SCAN, Family.REDUCTION, Family.POOLING, Family.POINTWISE} <= families
+
+
+def test_pointwise_chains_are_grouped_and_the_rest_is_not_covered(problem: Callable[..., Path]) -> None:
+    path = problem("torch.relu(torch.softmax(torch.sigmoid(x) * 2.0, dim=1) + 1.0)")
+    part = partition(capture(path))
+    assert [g.ops for g in part.groups] == [["sigmoid", "mul"], ["add", "relu"]]
+    assert [(u.op, u.family) for u in part.uncovered] == [("aten._softmax.default", Family.SOFTMAX)]
+    assert "softmax template" in part.uncovered[0].reason
+    # each group keeps its own subgraph: the reference its kernel is checked against
+    x = torch.randn(4, 8)
+    first = part.groups[0].subgraph
+    assert torch.equal(first(x), torch.sigmoid(x) * 2.0)
+
+
+def test_an_operator_the_template_cannot_take_says_why(problem: Callable[..., Path]) -> None:
+    path = problem("x + b", inputs="[torch.randn(4, 8), torch.randn(8)]", args="x, b")
+    part = partition(capture(path))
+    assert not part.groups
+    assert part.uncovered[0].family is Family.POINTWISE and "broadcasts" in part.uncovered[0].reason
+
+
+def test_a_scalar_argument_is_bound_to_the_constant_it_became(problem: Callable[..., Path]) -> None:
+    path = problem("x * s", inputs="[torch.randn(4, 8), 3.5]", args="x, s")
+    cap = capture(path)
+    assert cap.scalar_uses == {"s": [("mul", 1)]} and not cap.specialized
+    folded = problem("x * (1 - s)", inputs="[torch.randn(4, 8), 0.25]", args="x, s", name="folded")
+    assert capture(folded).specialized == ["s"]
+
+
+def test_a_model_that_does_not_export_is_a_clear_error(problem: Callable[..., Path]) -> None:
+    path = problem("x * 2 if x.sum() > 0 else x")
+    with pytest.raises(FrontendError) as err:
+        capture(path)
+    assert err.value.code == "SOLVE_EXPORT" and "p.py" in err.value.message
+
+
+def test_a_file_without_model_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.py"
+    path.write_text("import torch\n\ndef get_inputs():\n    return [torch.randn(2)]\n")
+    with pytest.raises(ArgusError) as err:
+        capture(path)
+    assert err.value.code == "TASK_KERNELBENCH_FORMAT"
+
+
+def test_inputs_that_cannot_be_drawn_are_a_clear_error(problem: Callable[..., Path]) -> None:
+    path = problem("x", inputs="[torch.randn(-1)]")
+    with pytest.raises(FrontendError) as err:
+        capture(path)
+    assert err.value.code == "SOLVE_INPUTS"

@@ -1,0 +1,104 @@
+"""The pointwise family against PyTorch: chains of elementwise operators at odd sizes (a masked last tile, sizes
+that are not a multiple of anything), each generated kernel checked on the CPU interpreter against its group's FX
+subgraph in float64, and the emitted ModelNew against the problem's own Model on the same inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from argus.eval.candidates import import_file
+from argus.frontend import capture, generate
+from argus.frontend.emit import emit
+from argus.frontend.solve import check_kernel
+from argus.verify import verify
+
+CASES = {
+    "relu": "torch.relu(x)",
+    "leaky_relu": "F.leaky_relu(x, 0.2)",
+    "elu": "F.elu(x, alpha=0.7)",
+    "selu": "torch.selu(x)",
+    "gelu": "F.gelu(x)",
+    "gelu_tanh": "F.gelu(x, approximate='tanh')",
+    "hardtanh": "F.hardtanh(x, -0.5, 2.0)",
+    "clamp": "torch.clamp(x, min=-0.25) * torch.clamp(x, max=0.5)",
+    "softsign": "x / (1 + torch.abs(x))",
+    "silu_softplus": "F.silu(x) + F.softplus(x, beta=2.0, threshold=1.0)",
+    "hardswish": "F.hardswish(x) - F.hardsigmoid(x)",
+    "exp_log": "torch.log(torch.exp(x) + 1.5) - torch.log1p(torch.abs(x))",
+    "erf_tanh": "torch.erf(x) * torch.tanh(x) - torch.sigmoid(-x)",
+    "pow": "torch.pow(x, 3.0) + x ** 2 - torch.sqrt(torch.abs(x))",
+    "where": "torch.where(x > 0.1, x, -x * 0.5) + (x <= -1.0) * 1.0",
+    "two_inputs": "torch.maximum(x, y) * (x - y) / (1.0 + y * y)",
+    "scalar_left": "2.0 - x + 3.0 / (x * x + 1.0)",
+    "rsqrt_reciprocal": "torch.rsqrt(x * x + 1.0) + torch.reciprocal(x * x + 2.0)",
+}
+
+SHAPES = [(1029,), (3, 37)]
+
+
+def _solution(problem: Callable[..., Path], body: str, shape: tuple[int, ...], name: str) -> tuple[object, object]:
+    dims = ", ".join(map(str, shape))
+    path = problem(body, inputs=f"[torch.randn({dims}), torch.randn({dims})]", args="x, y", name=name)
+    cap = capture(path)
+    part, sources = generate(cap)
+    assert part.groups and not part.uncovered, [u.line() for u in part.uncovered]
+    target = path.with_name(f"{name}_solution.py")
+    target.write_text(emit(part, sources))
+    return cap, (part, sources, import_file(target, "argus_test_solution"))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_kernel_matches_its_subgraph_and_the_solution_matches_the_model(
+    problem: Callable[..., Path], case: str, shape: tuple[int, ...]
+) -> None:
+    cap, (part, sources, module) = _solution(problem, CASES[case], shape, case)
+    for g in part.groups:
+        error, tolerance = check_kernel(getattr(module, g.kernel), sources[g.kernel], g.subgraph, seed=3)
+        assert error <= tolerance, (g.kernel, g.ops, error)
+    model = cap.task.build(cap.task.model, 0, "cpu")
+    solution = module.ModelNew()
+    x, y = torch.randn(*shape, dtype=torch.float64), torch.randn(*shape, dtype=torch.float64)
+    want = model.double()(x, y)
+    got = solution(x.float(), y.float())
+    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_bf16_inputs_compute_in_f32_and_round_once_per_operator(problem: Callable[..., Path]) -> None:
+    path = problem(
+        "torch.tanh(x) * y + 1.0", inputs="[torch.randn(5, 33).bfloat16(), torch.randn(5, 33).bfloat16()]", args="x, y"
+    )
+    part, sources = generate(capture(path))
+    target = path.with_name("bf16_solution.py")
+    target.write_text(emit(part, sources))
+    module = import_file(target, "argus_test_solution")
+    (g,) = part.groups
+    assert sources[g.kernel].dtypes["x"] == "bf16"
+    error, tolerance = check_kernel(getattr(module, g.kernel), sources[g.kernel], g.subgraph)
+    assert tolerance == 2e-2 and error <= tolerance
+
+
+def test_a_generated_kernel_verifies_and_names_its_lines(problem: Callable[..., Path]) -> None:
+    cap, (part, sources, module) = _solution(problem, CASES["gelu_tanh"], (3, 37), "verified")
+    (g,) = part.groups
+    result = verify(getattr(module, g.kernel))
+    assert result.verdict.value == "verified", result.render_text()
+    text = sources[g.kernel].kernel
+    assert "T.tanh(" in text and "BLOCK: int = 1024" in text and '"tile_shape": "BLOCK"' in text
+
+
+def test_a_wrong_kernel_is_caught_by_the_subgraph_check(problem: Callable[..., Path]) -> None:
+    cap, (part, sources, module) = _solution(problem, "torch.sigmoid(x) * y", (3, 37), "wrong")
+    (g,) = part.groups
+    src = sources[g.kernel]
+    broken = src.kernel.replace("T.sigmoid(", "T.tanh(")
+    assert broken != src.kernel
+    path = Path(module.__file__)
+    path.write_text(path.read_text().replace(src.kernel, broken))
+    wrong = import_file(path, "argus_test_wrong")
+    error, tolerance = check_kernel(getattr(wrong, g.kernel), src, g.subgraph)
+    assert error > tolerance

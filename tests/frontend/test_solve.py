@@ -1,0 +1,106 @@
+"""`argus solve` end to end on KernelBench's level-1 problems (read from ../shared/kernelbench, never copied) at
+small sizes: the coverage table pins which problems are solved — correct through the gate (the solution file in
+the sandbox, its kernels on the interpreter) and every compute operator in an argus kernel — so it cannot silently
+shrink; problems outside the families built are reported as not covered with their operators; bad input is a
+code, never a crash."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from argus.frontend import solve
+
+#: Level-1 problems `argus solve` solves today, with the small sizes the test runs them at.
+SOLVED: dict[str, dict[str, int]] = {
+    "5_Matrix_scalar_multiplication": {"M": 5, "N": 77},
+    "19_ReLU": {"batch_size": 4, "dim": 300},
+    "20_LeakyReLU": {"batch_size": 4, "dim": 300},
+    "21_Sigmoid": {"batch_size": 4, "dim": 300},
+    "22_Tanh": {"batch_size": 4, "dim": 300},
+    "25_Swish": {"batch_size": 4, "dim": 300},
+    "26_GELU_": {"batch_size": 4, "dim": 300},
+    "27_SELU_": {"batch_size": 4, "dim": 300},
+    "30_Softsign": {"batch_size": 4, "dim": 300},
+    "31_ELU": {"batch_size": 4, "dim": 300},
+    "32_HardTanh": {"batch_size": 4, "dim": 300},
+    "88_MinGPTNewGelu": {"batch_size": 4, "dim": 300},
+}
+
+#: Level-1 problems outside the families built, with the operators reported as not covered.
+NOT_COVERED: dict[str, tuple[dict[str, int], list[tuple[str, str]]]] = {
+    "23_Softmax": ({"batch_size": 4, "dim": 64}, [("aten._softmax.default", "softmax-like")]),
+    "1_Square_matrix_multiplication_": ({"N": 16}, [("aten.mm.default", "matmul-like")]),
+    "47_Sum_reduction_over_a_dimension": (
+        {"batch_size": 2, "dim1": 8, "dim2": 8},
+        [("aten.sum.dim_IntList", "reduction")],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOLVED))
+def test_the_coverage_table_level1(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=SOLVED[name], out=tmp_path / f"{name}.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert result.solved and result.covered and result.groups
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+    assert result.gate.verdict == "accepted" and result.gate.environment["sandbox"]
+    text = Path(result.solution).read_text()
+    forward = text[text.index("    def forward(") :]
+    assert "torch.ops" not in forward and "_launch(" in forward  # every compute op is a kernel launch
+
+
+@pytest.mark.parametrize("name", sorted(NOT_COVERED))
+def test_a_problem_outside_the_families_is_reported_not_covered(
+    kernelbench_dir: Path, tmp_path: Path, name: str
+) -> None:
+    sizes, ops = NOT_COVERED[name]
+    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=sizes, out=tmp_path / "s.py", judge=False)
+    assert [(u["op"], u["family"]) for u in result.uncovered] == ops
+    assert not result.solved and result.status() == "not judged"
+    assert "# not covered: " in Path(result.solution).read_text()
+
+
+def test_a_partial_solution_falls_back_to_aten_and_is_still_correct(kernelbench_dir: Path, tmp_path: Path) -> None:
+    sizes, _ = NOT_COVERED["23_Softmax"]
+    result = solve(kernelbench_dir / "level1" / "23_Softmax.py", sizes=sizes, out=tmp_path / "s.py")
+    assert result.correct and not result.covered and result.status() == "not covered"
+
+
+def _argus(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "argus", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_the_command_prints_the_partition_and_verdicts(kernelbench_dir: Path, tmp_path: Path) -> None:
+    problem = kernelbench_dir / "level1" / "25_Swish.py"
+    run = _argus("solve", str(problem), "--shape", "batch_size=2,dim=100", "--out", "s.py", "--json", "r.json",
+                 cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "pointwise_0\tpointwise\tsigmoid -> mul" in run.stdout
+    assert "pointwise_0: verified" in run.stdout and "level1/25_Swish: solved" in run.stdout
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["solved"] and doc["sizes"] == {"batch_size": 2, "dim": 100} and (tmp_path / "s.py").is_file()
+
+
+def test_the_command_reports_uncovered_operators_and_exits_1(kernelbench_dir: Path, tmp_path: Path) -> None:
+    problem = kernelbench_dir / "level1" / "23_Softmax.py"
+    run = _argus("solve", str(problem), "--shape", "batch_size=2,dim=16", "--no-judge", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert "not covered: softmax-like" in run.stdout and "aten._softmax.default" in run.stdout
+
+
+def test_bad_input_exits_2_with_a_code(tmp_path: Path) -> None:
+    (tmp_path / "no_model.py").write_text("import torch\n\ndef get_inputs():\n    return []\n")
+    (tmp_path / "dynamic.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x * 2 if x.sum() > 0 else x\n\n"
+        "def get_inputs():\n    return [torch.randn(4)]\n\ndef get_init_inputs():\n    return []\n"
+    )
+    for file, code in (("no_model.py", "TASK_KERNELBENCH_FORMAT"), ("dynamic.py", "SOLVE_EXPORT"),
+                       ("missing.py", "SOLVE_PROBLEM")):  # fmt: skip
+        run = _argus("solve", file, cwd=tmp_path)
+        assert run.returncode == 2 and f"[{code}]" in run.stderr and "Traceback" not in run.stderr, run.stderr
