@@ -51,11 +51,17 @@ def _launch(kernel, tensors, **params):
     flat = [t.contiguous().view(-1) for t in tensors]
     if flat[0].is_cuda:
         import argus.runtime
+        from argus.runtime.arguments import MAX_EXTENT
 
         key = (kernel.name, tuple(sorted(params.items())))
         if key not in _COMPILED:
             _COMPILED[key] = argus.runtime.build(kernel, **params)
-        _COMPILED[key](*flat)
+        n = flat[0].numel()
+        # a kernel's extents stay below MAX_EXTENT (its tile coordinates are 32-bit): longer operands of one
+        # length (elementwise) run in chunks, each a contiguous slice starting at a multiple of MAX_EXTENT
+        step = MAX_EXTENT if all(t.numel() == n for t in flat) else max(n, 1)
+        for start in range(0, n, step):
+            _COMPILED[key](*[t[start : start + step] for t in flat])
     else:
         kernel(*flat, device="cpu", **params)
 '''
