@@ -13,6 +13,7 @@ from typing import Any
 
 from argus.diagnostics import ArgusError
 from argus.ir.nodes import Kernel
+from argus.ir.rewrite import inline_lets
 from argus.layout import LayoutError
 from argus.verify import smt
 from argus.verify.catalog import entry
@@ -57,6 +58,7 @@ def verify_kernel(
     that exhausts them is ``UNKNOWN_SOLVER``."""
     start = time.perf_counter()
     _check_pinned(kernel, dict(shapes or {}))
+    kernel = inline_lets(kernel)  # the passes' bindings, as the index expressions they stand for
     analysis = analyze(kernel)
     ctx = Context(analysis, timeout_ms=timeout_ms, lookback=lookback, pinned=dict(shapes or {}), rlimit=rlimit)
     findings: list[Finding] = []
