@@ -72,7 +72,9 @@ def gemm(a: Tile, b: Tile, acc: Fragment, wait_group: int = 0) -> None:
                 loc=loc,
             )
     if not isinstance(wait_group, int) or wait_group < 0:
-        raise DSLError("DSL_GEMM_OPERAND", f"T.gemm: wait_group must be a non-negative int, got {wait_group!r}", loc=loc)
+        raise DSLError(
+            "DSL_GEMM_OPERAND", f"T.gemm: wait_group must be a non-negative int, got {wait_group!r}", loc=loc
+        )
     if wait_group and not atom.ptx.startswith("wgmma."):
         raise DSLError(
             "DSL_GEMM_OPERAND",
