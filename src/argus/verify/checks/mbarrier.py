@@ -3,8 +3,9 @@
 A phase of an mbarrier completes after `arrive_count` arrivals (and the announced TMA bytes). What an
 arrival is follows the lowering: ``T.mbarrier_arrive`` is one arrival of the warp role (or block) that
 executes it — the interpreter counts one arrival per execution, and the generated code lets the scope's
-first thread arrive once (after a barrier over the scope for a release), or, for a release it defers per
-warpgroup, each warpgroup once with the barrier's count multiplied by the warpgroups (the same ratio).
+first thread arrive once (after a barrier over the scope for a release), or, for an arrival made per warpgroup
+(`MbarrierArrive.per_warpgroup`, written by the deferred-release pass, which also multiplies the barrier's count),
+the first thread of each warpgroup: that statement counts once per warpgroup of its role.
 So the arrivals one phase
 of a barrier receives are the ``T.mbarrier_arrive`` statements on it that run once per phase, over all
 roles:
@@ -94,6 +95,11 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
             continue
         same_loop = len({id(_phase_loop(s)) for s in sites}) == 1 and _phase_loop(sites[0]) is not None
         counts = [_per_phase(s, outer_ifs_ok=same_loop) for s in sites]
+        # an arrival made per warpgroup (`MbarrierArrive.per_warpgroup`) is one arrival of each warpgroup of its role
+        counts = [
+            c * len(s.role.warpgroups) if c is not None and s.stmt.per_warpgroup and s.role is not None else c  # type: ignore[attr-defined]
+            for s, c in zip(sites, counts, strict=True)
+        ]
         if any(c is None for c in counts) or len({bool(s.loops) for s in sites}) > 1:
             ctx.record("mbarrier arrive count", f"{user_name(buf)}: not counted", Verdict.VERIFIED, start)
             continue
