@@ -96,7 +96,11 @@ class KernelFunction:
         """The IR of this kernel specialized with `params` (defaults for the rest), after the pass pipeline
         (`argus.ir.passes.run_passes`): the program the verifier proves, the interpreter runs and the code generator
         emits. `trace_as_written` gives the IR before the passes."""
-        return self._passed(self.trace_as_written(**params))
+        try:
+            written = self.trace_as_written(**params)
+        except DSLError as err:  # the traceback cut at this call, as trace_as_written cuts it at its own
+            raise err.with_traceback(None) from None
+        return self._passed(written)
 
     def _passed(self, kernel: Kernel) -> Kernel:
         key = id(kernel)
