@@ -795,6 +795,7 @@ def _check_tails(ctx: Any, p: Pairing, it: _Iteration, arrive: Any, d: int, loca
             f"{gemm.stmt.pending}, and no wgmma wait of 0 comes between the loop and this arrival)",  # type: ignore[attr-defined]
         )
         return False
+    ctx.tail_releases[id(barrier)] = frozenset({id(arrive), id(tail)})
     return True
 
 

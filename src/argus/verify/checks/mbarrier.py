@@ -11,6 +11,9 @@ of a barrier receives are the ``T.mbarrier_arrive`` statements on it that run on
 roles:
 
 * a statement outside loops arrives once (the barrier's one phase);
+* a release one iteration behind under ``k > 0`` plus the last stage's release after the loop (the deferred-release
+  pass's; `roles._check_tails` proves that the two release every iteration exactly once, `Context.tail_releases`)
+  counts as one arrival per iteration of that loop;
 * a statement in a loop arrives once per iteration of the innermost enclosing loop whose variable picks
   the barrier (``full[s]`` with ``s = k % STAGES``: one arrival per phase of each barrier of the array), or
   of its innermost loop when the index is fixed; loops nested inside that one multiply the count by
@@ -93,8 +96,15 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
         if not sites:
             ctx.record("mbarrier arrive count", f"{user_name(buf)}: never arrived on", Verdict.VERIFIED, start)
             continue
+        if ctx.tail_releases.get(id(buf)) == frozenset(id(s.stmt) for s in sites):
+            # one iteration behind plus the last stage after the loop, proved by the protocol check to release each
+            # iteration exactly once: one arrival of the releasing role per phase
+            sites = [max(sites, key=lambda s: len(s.loops))]  # the release inside the pipelined loop
+            counts: list[int | None] = [1]
+        else:
+            counts = []
         same_loop = len({id(_phase_loop(s)) for s in sites}) == 1 and _phase_loop(sites[0]) is not None
-        counts = [_per_phase(s, outer_ifs_ok=same_loop) for s in sites]
+        counts = counts or [_per_phase(s, outer_ifs_ok=same_loop) for s in sites]
         # an arrival made per warpgroup (`MbarrierArrive.per_warpgroup`) is one arrival of each warpgroup of its role
         counts = [
             c * len(s.role.warpgroups) if c is not None and s.stmt.per_warpgroup and s.role is not None else c  # type: ignore[attr-defined]
