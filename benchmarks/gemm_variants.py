@@ -35,7 +35,8 @@ ISSUE_SHAPES = [(8192, 7168, 2048), (4096, 14336, 4096), (16384, 4096, 4096), (2
 PARTIAL = [(200, 72, 136), (4096 + 64, 4096 - 40, 1000)]  # correctness only: tiles cut by the problem edges
 
 #: Variants of the expert kernel: (label, params).
-#: A/B of the deferred stage release (`hopper.plan_deferred_releases`): "as written" turns it off.
+#: A/B of the deferred stage release (the pass `argus.ir.passes.defer_releases`): "as written" compiles the IR
+#: before the passes (`trace_as_written`).
 AB_VARIANTS = [
     ("128x128 s3 f32 deferred", {}),
     ("128x128 s3 f32 as written", {"_deferred": False}),
@@ -62,10 +63,16 @@ OCCUPANCY_VARIANTS = [
     ("program order 128x128 s3 2/SM", "gemm_tma_wgmma", {}),
     ("program order 128x128 s4 1/SM", "gemm_tma_wgmma", {"STAGES": 4}),
     ("ws 128x128 s3 f32 1/SM", "gemm_warp_specialized", {}),
-    ("ws 128x64 s3 f32 2/SM", "gemm_warp_specialized", {"BN": 64, "BLOCKS_PER_SM": 2, "PRODUCER_REGS": 24,
-                                                         "CONSUMER_REGS": 104}),
-    ("ws 128x64 s4 bf16 2/SM", "gemm_warp_specialized", {"BN": 64, "STAGES": 4, "OUT": "bf16", "BLOCKS_PER_SM": 2,
-                                                          "PRODUCER_REGS": 24, "CONSUMER_REGS": 104}),
+    (
+        "ws 128x64 s3 f32 2/SM",
+        "gemm_warp_specialized",
+        {"BN": 64, "BLOCKS_PER_SM": 2, "PRODUCER_REGS": 24, "CONSUMER_REGS": 104},
+    ),
+    (
+        "ws 128x64 s4 bf16 2/SM",
+        "gemm_warp_specialized",
+        {"BN": 64, "STAGES": 4, "OUT": "bf16", "BLOCKS_PER_SM": 2, "PRODUCER_REGS": 24, "CONSUMER_REGS": 104},
+    ),
 ]
 
 
@@ -129,15 +136,12 @@ def run_kernel(torch, kernel_fn, params: dict, shape: tuple[int, int, int], flus
     params = dict(params)
     deferred = params.pop("_deferred", True)
     exchange = params.pop("_exchange", True)
-    traced = kernel_fn.trace(**params)
-    saved = Emitter.deferred_releases
-    if not deferred:  # A/B: the consumer loop as written (wgmma.wait_group 0, a barrier, one arrival)
-        Emitter.deferred_releases = lambda self: {}
+    # A/B: the consumer loop as written (wgmma.wait_group 0, a barrier, one arrival): the IR before the passes
+    traced = kernel_fn.trace(**params) if deferred else kernel_fn.trace_as_written(**params)
     Emitter.lane_exchange_stores = exchange  # A/B: bf16 C stored as the accumulator holds it (4-byte pairs)
     try:
         compiled = compile_kernel(traced)
     finally:
-        Emitter.deferred_releases = saved
         Emitter.lane_exchange_stores = True
     loaded = load(compiled)
     specs = {t.name: t for t in compiled.generated.tensors}

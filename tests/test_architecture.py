@@ -6,6 +6,7 @@ layer; the packages of layers 4, 8 and 9 are peers that do not import each other
     0  _version, diagnostics, layout
     1  ir
     2  atoms
+    2.5  ir.passes                    (the pass pipeline: reads the IR and the atoms; the tracer runs it)
     3  lang (and the package root `argus`, which re-exports the DSL)
     4  verify | interp | backend      (peers: each reads the IR, none reads another)
     5  runtime
@@ -32,12 +33,13 @@ import tokenize
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "argus"
 
-LAYERS: dict[str, int] = {
+LAYERS: dict[str, float] = {
     "_version": 0,
     "diagnostics": 0,
     "layout": 0,
     "ir": 1,
     "atoms": 2,
+    "ir.passes": 2.5,
     "lang": 3,
     "argus": 3,
     "verify": 4,
@@ -67,8 +69,15 @@ def _module(path: pathlib.Path) -> str:
     return ".".join(path.relative_to(SRC.parent).with_suffix("").parts)
 
 
+#: Subpackages that are layers of their own, apart from their package's.
+SUBPACKAGES = ("ir.passes",)
+
+
 def _package(module: str) -> str:
     parts = module.split(".")
+    for sub in SUBPACKAGES:
+        if ".".join(parts[1:]).startswith(sub) and ".".join(parts[1:])[len(sub) :][:1] in ("", "."):
+            return sub
     return parts[1] if len(parts) > 1 and parts[1] != "__init__" else "argus"
 
 

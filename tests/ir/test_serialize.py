@@ -613,6 +613,7 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "Gemm",
                 "If",
                 "Kernel",
+                "Let",
                 "LoopKind",
                 "Map",
                 "MapOp",
@@ -626,6 +627,7 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "Space",
                 "TileOrder",
                 "TileRef",
+                "WgmmaWait",
             )
         ),
         *(f"argus.ir.tags.{n}" for n in ("AssertTag", "AssertTagEq", "Tag", "TagExpr", "TagNameIs", "TagPlaceholder")),

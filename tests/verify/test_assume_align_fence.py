@@ -156,17 +156,23 @@ def test_arrive_counts_agree_with_the_interpreter() -> None:
 
 
 def test_the_generated_code_keeps_the_ratio_of_arrivals_to_the_count() -> None:
-    """The verifier counts one arrival per T.mbarrier_arrive of a role against `arrive_count`. The code generator
-    makes one elected thread of the role arrive (`tid == 0`), or, for a release it defers per warpgroup, one per
-    warpgroup (`tid % 128 == 0`) and then initialises the barrier with `arrive_count` x warpgroups: either way
-    the generated arrivals per phase match the generated count exactly when the IR's do."""
+    """The verifier counts one arrival per T.mbarrier_arrive of a role against `arrive_count` (one per warpgroup for an
+    arrival made per warpgroup). The code generator makes one elected thread of the role arrive (`tid == 0`), or, for
+    an arrival the deferred-release pass made per warpgroup (`MbarrierArrive.per_warpgroup`), one per warpgroup
+    (`tid % 128 == 0`), and initialises the barrier with the IR's count, which that pass multiplied by the
+    warpgroups (`MbarrierInit.warpgroups`): the generated arrivals per phase match the generated count exactly when
+    the IR's do."""
     import re
 
     from argus.backend.cuda.codegen import generate
-    from argus.ir.nodes import MbarrierInit
+    from argus.ir.nodes import MbarrierInit, Role
 
-    for name in ("gemm_warp_specialized", "flash_attention_fwd"):
-        kernel = get_kernel(name).kernel.trace()
+    for name, params in (
+        ("gemm_warp_specialized", {}),
+        ("gemm_warp_specialized", {"STAGES": 4}),
+        ("flash_attention_fwd", {}),
+    ):
+        kernel = get_kernel(name).kernel.trace(**params)
         source = generate(kernel).source
         inits = {
             m[0]: int(m[1]) for m in re.findall(r"mbarrier_init\(argus::smem_u32\(&(\w+)\[\w+\]\), (\d+)\)", source)
@@ -180,13 +186,13 @@ def test_the_generated_code_keeps_the_ratio_of_arrivals_to_the_count() -> None:
                 if re.search(rf"argus::mbarrier_arrive(_expect_tx)?\(argus::smem_u32\(&{buf.name}\[", ln)
             ]
             assert lines, (name, buf.name)
-            per_warpgroup = all("% 128 == 0" in ln for ln in lines)
+            per_warpgroup = all(a.per_warpgroup for a in arrives)
+            assert per_warpgroup == all("% 128 == 0" in ln for ln in lines), lines
             assert per_warpgroup or all("_tid == 0" in ln or "(tid == 0)" in ln for ln in lines), lines
-            roles = [
-                r for r in walk(kernel.body) if hasattr(r, "warpgroups") and any(a in walk(r.body) for a in arrives)
-            ]
+            roles = [r for r in walk(kernel.body) if isinstance(r, Role) and any(a in walk(r.body) for a in arrives)]
             factor = len(roles[0].warpgroups) if per_warpgroup else 1
-            assert inits[buf.name] == init.arrive_count * factor, (name, buf.name, inits[buf.name])
+            assert init.warpgroups == factor and init.arrive_count % factor == 0, (name, buf.name)
+            assert inits[buf.name] == init.arrive_count, (name, buf.name, inits[buf.name])
 
 
 # --- masked global windows ------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ def test_the_persistent_kernel_verifies(expert_result) -> None:
     records = {(c.check, c.target): c.verdict for c in r.checks}
     assert sum(1 for (check, _), v in records.items() if check == "tag assertion" and v == Verdict.VERIFIED) == 2
     assert records[("mbarrier arrive count", "full: 1 per phase")] == Verdict.VERIFIED
-    assert records[("mbarrier arrive count", "empty: 1 per phase")] == Verdict.VERIFIED
+    # empty: released one iteration behind by each of the two consumer warpgroups (the deferred-release pass)
+    assert records[("mbarrier arrive count", "empty: 2 per phase")] == Verdict.VERIFIED
 
 
 @pytest.mark.parametrize("stages", [3, 4])

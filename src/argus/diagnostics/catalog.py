@@ -831,6 +831,12 @@ class Code(StrEnum):
         "the bytes announced on {barrier} ({announced}) are not the bytes of the TMA boxes completing on it ({copied})",
         "announce exactly the sum of the boxes' bytes (elements x element size) of the copies on that barrier",
     )
+    MMA_IN_FLIGHT = _entry(
+        Category.VERIFY,
+        "{buffer} is used while wgmma MMAs that write it may still be in flight: {why}",
+        "wait for the MMAs first: T.wgmma_wait(0) after the loop that issues them with wait_group > 0, before "
+        "anything else reads or writes the accumulator",
+    )
     MBARRIER_ARRIVE_COUNT = _entry(
         Category.VERIFY,
         "{barrier} is initialised with arrive_count={arrive_count}, but {arrivals} arrival(s) reach each phase: "

@@ -67,6 +67,7 @@ from argus.ir.nodes import (
     Gemm,
     If,
     Kernel,
+    Let,
     Map,
     MapOp,
     MbarrierArrive,
@@ -78,6 +79,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    WgmmaWait,
     map_compute_dtype,
     walk,
 )
@@ -310,6 +312,9 @@ class _Block:
     mbarriers: dict[Buffer, list] = field(default_factory=dict)
     events: int = 0  # arrivals and phase completions so far (the scheduler's progress measure)
     concurrent: bool = False  # True while warp roles run
+    # asynchronous MMAs (`Gemm.pending`) issued and not yet complete, oldest first, each with the environment it was
+    # issued in; by id of the issuing role's environment (its warpgroups run in lockstep)
+    wgmma_groups: dict[int, list[tuple[Gemm, dict]]] = field(default_factory=dict)
 
 
 def _int(e: Expr | int, env: dict[Var, Any]) -> int:
@@ -700,6 +705,24 @@ class _Machine:
         _HW_CACHE[key] = (rows, cols, np.broadcast_to(lanes, shape).copy())
         return _HW_CACHE[key]
 
+    def _wgmma_wait(self, blk: _Block, pending: int) -> None:
+        """``wgmma.wait_group pending`` in the current role: its oldest asynchronous MMAs complete, in issue order,
+        until at most `pending` remain. A group reads its shared operands and accumulates when it completes, in the
+        environment it was issued in: a stage overwritten, or an accumulator read, before the wait shows."""
+        queue = blk.wgmma_groups.get(id(blk.env), [])
+        while len(queue) > pending:
+            s, env = queue.pop(0)
+            current, blk.env = blk.env, env
+            try:
+                self.gemm(blk, s)
+            finally:
+                blk.env = current
+
+    def _warpgroups(self, blk: _Block) -> int:
+        """The warpgroups of the current role (of the block, outside roles)."""
+        tids = np.asarray(blk.env.get(self.kernel.thread_var, np.arange(self.kernel.threads)))
+        return int(np.unique(tids // 128).size)
+
     # --- mbarriers and TMA --------------------------------------------------------------------------------
     def _mbarrier(self, blk: _Block, ref: TileRef) -> _Mbarrier:
         if ref.buffer.space != Space.MBARRIER:
@@ -774,6 +797,7 @@ class _Machine:
                 try:
                     entry[3] = next(gen)
                 except StopIteration:
+                    self._wgmma_wait(blk, 0)  # a role's MMAs still in flight complete before its warps exit
                     running.remove(entry)
                     progressed = True
             blk.env = base_env
@@ -806,7 +830,22 @@ class _Machine:
         elif isinstance(s, Reduce):
             self.reduce(blk, s)
         elif isinstance(s, Gemm):
-            self.gemm(blk, s)
+            if s.pending:
+                blk.wgmma_groups.setdefault(id(blk.env), []).append((s, dict(blk.env)))
+                self._wgmma_wait(blk, s.pending)
+            else:
+                self._wgmma_wait(blk, 0)  # wait_group 0 after the commit completes the older groups too
+                self.gemm(blk, s)
+        elif isinstance(s, WgmmaWait):
+            self._wgmma_wait(blk, s.pending)
+        elif isinstance(s, Let):
+            had, old = s.var in blk.env, blk.env.get(s.var)
+            blk.env[s.var] = _int(s.value, blk.env)
+            yield from self.run(blk, s.body)
+            if had:
+                blk.env[s.var] = old
+            else:
+                blk.env.pop(s.var, None)
         elif isinstance(s, For):
             for i in range(_int(s.extent, blk.env)):
                 blk.env[s.var] = i
@@ -829,7 +868,7 @@ class _Machine:
             blk.mbarriers[s.barriers.buffer] = [_Mbarrier(s.arrive_count) for _ in range(count)]
         elif isinstance(s, MbarrierArrive):
             bar = self._mbarrier(blk, s.barrier)
-            bar.arrivals_left -= 1
+            bar.arrivals_left -= self._warpgroups(blk) if s.per_warpgroup else 1
             if bar.arrivals_left < 0:
                 raise InterpError(
                     "INTERP_MBARRIER_OVERARRIVE",
@@ -1046,6 +1085,7 @@ def run_kernel(
         blk = _Block(kernel, benv, work)
         for _ in machine.run(blk, kernel.body):
             raise InterpError("INTERP_INTERNAL", "a wait escaped the warp-role scheduler")
+        machine._wgmma_wait(blk, 0)  # MMAs still in flight complete before the block exits
     for t in kernel.tensors:
         arrays[t.name][...] = work[t].astype(arrays[t.name].dtype)
 

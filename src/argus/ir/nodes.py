@@ -124,7 +124,12 @@ def whole(buffer: Buffer) -> TileRef:
 
 @dataclass(frozen=True, eq=False)
 class Stmt:
+    """A statement. `loc` is the DSL line that made it; `made_by` names the pass (`argus.ir.passes`) that inserted
+    or moved it (None: traced as written). The code generator explains such a statement inline instead of with a
+    ``// file.py:LINE`` comment of its own; findings still point at `loc`."""
+
     loc: SourceLoc | None = field(default=None, kw_only=True)
+    made_by: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -359,6 +364,13 @@ class Gemm(Stmt):
     acc: TileRef
     atom: str
     groups: tuple[int, int] = (1, 1)  # (GM, GN) thread groups of the atom's size over acc
+    #: An asynchronous MMA (``wgmma``) commits its work as one group of the issuing warpgroup and then waits until
+    #: at most `pending` of the warpgroup's groups are still in flight (``wgmma.wait_group pending``). With 0 (the
+    #: default) the statement has finished reading `a` and `b` and writing `acc` when it ends; with ``p > 0`` the
+    #: MMAs of this statement (and of up to ``p - 1`` before it) may still be reading their shared operands and
+    #: writing `acc` afterwards, until a later wait (a `Gemm`'s own, or `WgmmaWait`) leaves fewer groups in flight.
+    #: Set by the deferred-release pass (`argus.ir.passes`), not by the DSL.
+    pending: int = 0
 
 
 class LoopKind(StrEnum):
@@ -390,6 +402,19 @@ class If(Stmt):
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Let(Stmt):
+    """Run `body` with `var` bound to `value` (evaluated once, on entry). `var` may be a variable already bound
+    outside (a loop's): inside `body` it then means `value`, and outside it keeps its own value (a shadowing
+    binding, as C's ``{ const int k = ...; }``). `note` is a comment for readers of the printed IR and the
+    generated code; ``{value}`` in it stands for the value as written there."""
+
+    var: Var
+    value: Expr | int
+    body: tuple[Stmt, ...]
+    note: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -436,6 +461,9 @@ class MbarrierInit(Stmt):
 
     barriers: TileRef
     arrive_count: int
+    #: The count is ``role arrivals x warpgroups``: the releasing role arrives once per warpgroup
+    #: (`MbarrierArrive.per_warpgroup`), so each of its arrivals counts `warpgroups` times (1: arrivals as written).
+    warpgroups: int = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -445,6 +473,10 @@ class MbarrierArrive(Stmt):
 
     barrier: TileRef
     expect_bytes: int = 0
+    #: Each warpgroup of the executing role arrives for itself (one elected thread per warpgroup, no barrier among
+    #: the role's threads first): ``len(role.warpgroups)`` arrivals. Set by the deferred-release pass, where each
+    #: warpgroup releases a stage once its own MMAs have finished reading it.
+    per_warpgroup: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -454,6 +486,16 @@ class MbarrierWait(Stmt):
 
     barrier: TileRef
     phase: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class WgmmaWait(Stmt):
+    """``wgmma.wait_group pending``: wait until at most `pending` of the executing warpgroup's ``wgmma`` groups
+    are in flight (0: every asynchronous `Gemm` before it has finished reading its operands and writing its
+    accumulator). `note` is a comment for readers."""
+
+    pending: int = 0
+    note: str = ""
 
 
 class FenceKind(StrEnum):
@@ -531,7 +573,7 @@ def walk(stmts: tuple[Stmt, ...]):
     """Every statement, depth first, in program order."""
     for s in stmts:
         yield s
-        if isinstance(s, For | Role):
+        if isinstance(s, For | Role | Let):
             yield from walk(s.body)
         elif isinstance(s, If):
             yield from walk(s.then)

@@ -19,6 +19,7 @@ from argus.ir.nodes import (
     Gemm,
     If,
     Kernel,
+    Let,
     Map,
     MbarrierArrive,
     MbarrierInit,
@@ -28,6 +29,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    WgmmaWait,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag
 
@@ -88,7 +90,8 @@ def _line(s: Stmt) -> str:
         lanes = f" shuffle={list(s.shuffle_lanes)}" if s.shuffle_lanes else ""
         return f"{format_ref(s.dst)} = reduce_{s.op.value}({format_ref(s.src)}, axis={s.axis}){acc}{lanes}"
     if isinstance(s, Gemm):
-        return f"gemm {format_ref(s.acc)} += {format_ref(s.a)} @ {format_ref(s.b)} atom={s.atom}"
+        pending = f" wait_group={s.pending}" if s.pending else ""
+        return f"gemm {format_ref(s.acc)} += {format_ref(s.a)} @ {format_ref(s.b)} atom={s.atom}{pending}"
     if isinstance(s, Barrier):
         if s.kind == BarrierKind.BLOCK:
             return "barrier"
@@ -98,14 +101,18 @@ def _line(s: Stmt) -> str:
     if isinstance(s, AsyncWait):
         return f"cp.async.wait_group {s.pending}"
     if isinstance(s, MbarrierInit):
-        return f"mbarrier.init {format_ref(s.barriers)} count={s.arrive_count}"
+        groups = f" ({s.arrive_count // s.warpgroups} x {s.warpgroups} warpgroups)" if s.warpgroups != 1 else ""
+        return f"mbarrier.init {format_ref(s.barriers)} count={s.arrive_count}{groups}"
     if isinstance(s, MbarrierArrive):
         tx = f" expect_tx={s.expect_bytes}" if s.expect_bytes else ""
-        return f"mbarrier.arrive {format_ref(s.barrier)}{tx}"
+        each = " per_warpgroup" if s.per_warpgroup else ""
+        return f"mbarrier.arrive {format_ref(s.barrier)}{tx}{each}"
     if isinstance(s, MbarrierWait):
         return f"mbarrier.wait {format_ref(s.barrier)} phase={s.phase}"
     if isinstance(s, Fence):
         return f"fence {s.kind.value}"
+    if isinstance(s, WgmmaWait):
+        return f"wgmma.wait_group {s.pending}"
     if isinstance(s, Tag):
         return f"tag {format_ref(s.target)} = {s.name}({', '.join(str(c) for c in s.coords)})"
     if isinstance(s, AssertTagEq):
@@ -117,7 +124,9 @@ def _line(s: Stmt) -> str:
 
 
 def _where(s: Stmt) -> str:
-    return f"  # {s.loc}" if s.loc is not None else ""
+    """The statement's DSL line, and the pass that inserted or moved it."""
+    made = f" [{s.made_by}]" if s.made_by else ""
+    return f"  # {s.loc}{made}" if s.loc is not None else (f"  # [{s.made_by}]" if s.made_by else "")
 
 
 def format_stmts(stmts: tuple[Stmt, ...], indent: int = 1) -> list[str]:
@@ -136,6 +145,9 @@ def format_stmts(stmts: tuple[Stmt, ...], indent: int = 1) -> list[str]:
             if s.orelse:
                 out.append(f"{pad}else:")
                 out += format_stmts(s.orelse, indent + 1)
+        elif isinstance(s, Let):
+            out.append(f"{pad}let {s.var} = {s.value}:{_where(s)}")
+            out += format_stmts(s.body, indent + 1)
         elif isinstance(s, Role):
             regs = f", registers={s.registers}" if s.registers is not None else ""
             out.append(f"{pad}role {s.name} warpgroups={list(s.warpgroups)}{regs}:{_where(s)}")

@@ -78,6 +78,7 @@ from argus.lang.sync import (
     fence_proxy_async,
     mbarrier_arrive,
     mbarrier_wait,
+    wgmma_wait,
 )
 from argus.lang.tags import assert_tag, assert_tag_eq, tag
 from argus.lang.tiles import GlobalTensor, Shared, Tensor, TensorSpec, Tile
@@ -161,5 +162,6 @@ __all__ = [
     "unroll",
     "warp_id",
     "wgmma_atom",
+    "wgmma_wait",
     "where",
 ]

@@ -14,6 +14,7 @@ from argus.diagnostics import ArgusError
 from argus.ir import types as irtypes
 from argus.ir.expr import Expr, Var, VarKind
 from argus.ir.nodes import Alloc, Buffer, For, Kernel, LoopKind, Policies, Role, Space, TileOrder, walk
+from argus.ir.passes import run_passes
 from argus.lang.call import run_traced
 from argus.lang.errors import DSLError, def_loc, raise_loc
 from argus.lang.memory import check_tma_stores
@@ -32,6 +33,7 @@ class KernelFunction:
         self.__doc__ = fn.__doc__
         self.signature = inspect.signature(fn, eval_str=True)
         self._cache: dict[tuple, Kernel] = {}
+        self._passed_cache: dict[int, tuple[Kernel, Kernel]] = {}  # id(traced) -> (traced, after the passes)
         self._source_names = SourceNames()  # the IR names its source gives (each file parsed once)
         self.policy_params: dict[str, Any] = {}
         self.reference: Any = None  # `@argus.kernel(reference=...)`: the kernel's own reference (see `kernel`)
@@ -91,7 +93,23 @@ class KernelFunction:
         run_traced(self.trace(**params), tensors, "cpu", loc=def_loc(self.fn))
 
     def trace(self, **params: Any) -> Kernel:
-        """The IR of this kernel specialized with `params` (defaults for the rest)."""
+        """The IR of this kernel specialized with `params` (defaults for the rest), after the pass pipeline
+        (`argus.ir.passes.run_passes`): the program the verifier proves, the interpreter runs and the code generator
+        emits. `trace_as_written` gives the IR before the passes."""
+        try:
+            written = self.trace_as_written(**params)
+        except DSLError as err:  # the traceback cut at this call, as trace_as_written cuts it at its own
+            raise err.with_traceback(None) from None
+        return self._passed(written)
+
+    def _passed(self, kernel: Kernel) -> Kernel:
+        key = id(kernel)
+        if key not in self._passed_cache:
+            self._passed_cache[key] = (kernel, run_passes(kernel))  # the traced kernel stays alive with its key
+        return self._passed_cache[key][1]
+
+    def trace_as_written(self, **params: Any) -> Kernel:
+        """The IR the tracer recorded for `params`, before any pass (`trace` is what everything else reads)."""
         unknown = set(params) - set(self.defaults)
         if unknown:
             raise DSLError(
@@ -239,7 +257,7 @@ class TracedKernel:
     as they take a kernel function, without running any of its Python."""
 
     def __init__(self, kernel: Kernel, params: dict[str, Any] | None = None) -> None:
-        self.kernel = kernel
+        self.kernel = run_passes(kernel)  # a no-op on IR that was traced (and so passed) elsewhere
         self.name = kernel.name
         self.params = dict(params or {})
         self.tensor_specs = {t.name: t for t in kernel.tensors}

@@ -14,8 +14,13 @@ from argus.lang.tiles import Tile
 from argus.lang.trace import current
 
 
-def gemm(a: Tile, b: Tile, acc: Fragment) -> None:
-    """``acc += a @ b`` with the MMA atom `acc` was allocated with: `a` is ``(M, K)``, `b` ``(K, N)``."""
+def gemm(a: Tile, b: Tile, acc: Fragment, wait_group: int = 0) -> None:
+    """``acc += a @ b`` with the MMA atom `acc` was allocated with: `a` is ``(M, K)``, `b` ``(K, N)``.
+
+    `wait_group` (``wgmma`` only): after issuing, wait until at most that many of the warpgroup's MMA groups are in
+    flight (``wgmma.wait_group``); with 1 this statement's MMAs go on reading `a` and `b` and writing `acc` after it,
+    until the next `T.gemm`'s wait or `T.wgmma_wait`. The deferred-release pass (`argus.ir.passes`) writes this
+    itself for the consumer loops it rewrites; write it by hand only with the releases that go with it."""
     st = current("T.gemm")
     loc = caller_loc()
     if not isinstance(acc, Fragment) or acc.buffer.atom is None:
@@ -66,7 +71,17 @@ def gemm(a: Tile, b: Tile, acc: Fragment) -> None:
                 "allocate the operands with the same groups as the accumulator",
                 loc=loc,
             )
-    st.emit(Gemm(a.ref, b.ref, acc.ref, acc.buffer.atom, acc.buffer.groups, loc=loc))
+    if not isinstance(wait_group, int) or wait_group < 0:
+        raise DSLError(
+            "DSL_GEMM_OPERAND", f"T.gemm: wait_group must be a non-negative int, got {wait_group!r}", loc=loc
+        )
+    if wait_group and not atom.ptx.startswith("wgmma."):
+        raise DSLError(
+            "DSL_GEMM_OPERAND",
+            f"T.gemm: wait_group={wait_group} needs an asynchronous MMA (wgmma); {atom.name} completes in order",
+            loc=loc,
+        )
+    st.emit(Gemm(a.ref, b.ref, acc.ref, acc.buffer.atom, acc.buffer.groups, pending=wait_group, loc=loc))
 
 
 def mma_sync(a_dtype: DType = bf16, acc_dtype: DType = f32) -> MmaAtom:

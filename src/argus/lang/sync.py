@@ -21,6 +21,7 @@ from argus.ir.nodes import (
     MbarrierWait,
     Space,
     TileRef,
+    WgmmaWait,
     whole,
 )
 from argus.lang.errors import DSLError, caller_loc
@@ -99,6 +100,14 @@ def mbarrier_arrive(bar: MbarrierRef, expect_bytes: int = 0) -> None:
     if not isinstance(bar, MbarrierRef):
         raise DSLError("DSL_MBARRIER", "T.mbarrier_arrive takes an element of T.alloc_mbarrier")
     st.emit(MbarrierArrive(bar.ref, int(expect_bytes), loc=caller_loc()))
+
+
+def wgmma_wait(pending: int = 0) -> None:
+    """``wgmma.wait_group pending``: wait until at most `pending` of the warpgroup's ``wgmma`` groups (issued by
+    ``T.gemm(..., wait_group=P)``) are in flight; 0 completes every MMA issued before it."""
+    if not isinstance(pending, int) or pending < 0:
+        raise DSLError("DSL_MBARRIER", f"T.wgmma_wait takes a non-negative int, got {pending!r}")
+    current("T.wgmma_wait").emit(WgmmaWait(pending, loc=caller_loc()))
 
 
 def mbarrier_wait(bar: MbarrierRef, phase: Any) -> None:

@@ -123,6 +123,14 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
+        "MMA_IN_FLIGHT",
+        "accumulator used while asynchronous MMAs write it",
+        "A T.gemm issued with wait_group > 0 (an asynchronous wgmma) goes on writing its accumulator after the "
+        "statement, until a wgmma wait leaves fewer groups in flight; a statement other than another wgmma on the "
+        "same accumulator reads or writes it before T.wgmma_wait(0) and sees (or clobbers) partial sums.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "MBARRIER_PHASE",
         "mbarrier wait on the wrong barrier or phase",
         "A warp role waits on an mbarrier for a phase other than the one that signals the data it is about to "

@@ -44,6 +44,10 @@ class Context:
     rlimit: int = SOLVER_RLIMIT
     records: list[CheckRecord] = field(default_factory=list)
     loop_terms: list[Any] = field(default_factory=list)
+    #: releases proved by the protocol check (`roles._check_tails`) as one iteration behind plus the last stage's
+    #: release after the loop: id(barrier buffer) -> the ids of those two arrive statements; each iteration of the
+    #: pipeline is released by exactly one of them (the arrive-count check counts them as one arrival)
+    tail_releases: dict[int, frozenset[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         k = self.kernel

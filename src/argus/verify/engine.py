@@ -13,6 +13,7 @@ from typing import Any
 
 from argus.diagnostics import ArgusError
 from argus.ir.nodes import Kernel
+from argus.ir.rewrite import inline_lets
 from argus.layout import LayoutError
 from argus.verify import smt
 from argus.verify.catalog import entry
@@ -31,6 +32,7 @@ from argus.verify.checks.races import check_races
 from argus.verify.checks.scale import check_value_scales
 from argus.verify.checks.smem_layout import check_smem_layouts
 from argus.verify.checks.tma_order import check_tma_program_order
+from argus.verify.checks.wgmma import check_wgmma_in_flight
 from argus.verify.context import SOLVER_RLIMIT, SOLVER_TIMEOUT_MS, Context
 from argus.verify.model import analyze
 from argus.verify.program import Unsupported
@@ -58,6 +60,7 @@ def verify_kernel(
     that exhausts them is ``UNKNOWN_SOLVER``."""
     start = time.perf_counter()
     _check_pinned(kernel, dict(shapes or {}))
+    kernel = inline_lets(kernel)  # the passes' bindings, as the index expressions they stand for
     analysis = analyze(kernel)
     ctx = Context(analysis, timeout_ms=timeout_ms, lookback=lookback, pinned=dict(shapes or {}), rlimit=rlimit)
     findings: list[Finding] = []
@@ -105,6 +108,7 @@ def verify_kernel(
         run("stale-read", check_stale_reads, ctx)
         run("TMA read order", check_tma_program_order, ctx)
         run("mbarrier arrive count", check_arrive_counts, ctx)
+        run("wgmma in flight", check_wgmma_in_flight, ctx)
     if "fence" in checks:
         run("proxy fence", check_proxy_fences, ctx)
     if "oob" in checks:

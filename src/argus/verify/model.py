@@ -58,6 +58,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    WgmmaWait,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag, TagExpr, TagPlaceholder
 from argus.verify import padding, smt
@@ -232,7 +233,7 @@ class Analysis:
         return self.pre[site.index]
 
 
-_NO_EFFECT = (Barrier, AsyncCommit, AsyncWait, Fence, MbarrierInit, MbarrierArrive, MbarrierWait)
+_NO_EFFECT = (Barrier, AsyncCommit, AsyncWait, Fence, MbarrierInit, MbarrierArrive, MbarrierWait, WgmmaWait)
 
 
 def analyze(kernel: Kernel) -> Analysis:

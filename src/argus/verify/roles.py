@@ -59,6 +59,7 @@ from argus.ir.nodes import (
     Role,
     Stmt,
     TileRef,
+    WgmmaWait,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag
 from argus.verify import smt
@@ -563,6 +564,56 @@ def _no_release(
     return False
 
 
+def _completion_lag(p: Pairing, position: int) -> int | None:
+    """How many iterations behind the consumer's reads of the stage are complete at top-level `position` of its
+    loop body: at that point of iteration ``g`` the reads of iterations ``g - lag`` and earlier have finished
+    (None: the verifier cannot tell).
+
+    An ordinary read has finished when its statement ends (lag 0 after it, 1 before it). A ``wgmma`` issued with
+    ``wait_group P`` (`Gemm.pending`) commits one group per iteration and lets the last ``P`` of them run on: after
+    it, the groups up to iteration ``g - P`` are complete (lag ``P``), before it those up to ``g - 1 - P``; a
+    `WgmmaWait` of 0 in the body completes them all. Only one asynchronous MMA per loop body is modelled (with no
+    other MMA beside it, whose waits would count groups differently)."""
+    body = p.loop_c.body  # type: ignore[union-attr]
+    tops = [body.index(_top(body, r)) for r in p.reads]
+    asynchronous = [(r, t) for r, t in zip(p.reads, tops, strict=True) if isinstance(r.stmt, Gemm) and r.stmt.pending]
+    lag = 0
+    for r, t in zip(p.reads, tops, strict=True):
+        if not (isinstance(r.stmt, Gemm) and r.stmt.pending):
+            lag = max(lag, 0 if t < position else 1)
+    if not asynchronous:
+        return lag
+    gemms = [x for x in walk_all(body) if isinstance(x, Gemm)]
+    waits = [i for i, x in enumerate(body) if isinstance(x, WgmmaWait)]
+    if len(gemms) != 1 or len(asynchronous) != 1 or any(body[i].pending for i in waits):  # type: ignore[attr-defined]
+        return None
+    (r, t), pending = asynchronous[0], asynchronous[0][0].stmt.pending  # type: ignore[attr-defined]
+    if t < position:
+        return max(lag, 0 if any(t < i < position for i in waits) else pending)
+    drained = any(i < position or i > t for i in waits)  # a wait since the previous iteration's MMAs
+    return max(lag, 1 if drained else pending + 1)
+
+
+def _tails(prog: Program, p: Pairing, barrier: Buffer) -> tuple[list, list]:
+    """The consumer's arrivals on `barrier` after its pipelined loop, in the body that holds the loop (the
+    releases of the last iterations, ``(arrive, guards, top)`` as `_arrivals` gives them, with `top` the statement
+    of that body), and every other arrival on it outside the loop (the verifier pairs none of those)."""
+    loop_site = prog.site(p.loop_c)  # type: ignore[arg-type]
+    frame = loop_site.frames[-1]
+    after = frame.body[frame.pos + 1 :]
+    tails = [x for x in _arrivals(after) if x[0].barrier.buffer is barrier]
+    tail_ids = {id(x[0]) for x in tails}
+    stray = [
+        st
+        for st in walk_all(p.consumer.body)
+        if isinstance(st, MbarrierArrive)
+        and st.barrier.buffer is barrier
+        and id(st) not in tail_ids
+        and p.loop_c not in prog.site(st).loops
+    ]
+    return tails, stray
+
+
 def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always, findings: list) -> bool:
     """The producer waits, before refilling a stage, on a barrier the consumer arrives on once it is done with
     that stage, with the parity of the consumer's release (the first pass through the stages does not wait).
@@ -570,10 +621,20 @@ def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always, find
     The consumer may release a stage *d* iterations behind (``0 <= d < S``): iteration ``g`` arrives on
     ``empty[(g - d) % S]`` exactly when ``g >= d`` (``T.if_(k > 0)`` for d = 1, the CUTLASS way of keeping one
     MMA in flight); with d = 0 the arrival must come after the iteration's last read of the stage, with d >= 1
-    the reads it releases were all made in earlier iterations. Either way barrier ``b`` receives its arrivals
-    in iteration order, one per pass over the stages, so the producer's refill of iteration ``i`` (``i >= S``)
-    waits for the release of iteration ``i - S`` by waiting on ``empty[i % S]`` for the parity of phase
-    ``i // S - 1``."""
+    the reads it releases were all made in earlier iterations. A read is *made* when it has completed: a ``wgmma``
+    that waits with ``wait_group P`` is still reading its stage until ``P`` more groups are issued
+    (`_completion_lag`), so releasing its own stage (d = 0) after it is an overwrite, and d = 1 needs ``P <= 1``.
+    Either way barrier ``b`` receives its arrivals in iteration order, one per pass over the stages, so the
+    producer's refill of iteration ``i`` (``i >= S``) waits for the release of iteration ``i - S`` by waiting on
+    ``empty[i % S]`` for the parity of phase ``i // S - 1``.
+
+    With d = 1 the last iteration's stage is released after the loop (the deferred-release pass writes this): an
+    arrival after the loop, in the body that holds it, on ``empty[(start + n - 1) % S]`` exactly when ``n > 0``,
+    once the MMAs have completed (a `WgmmaWait` of 0 between). In a pipeline that runs across tiles the in-loop
+    arrival is then guarded by the tile's own iteration ``k >= 1`` (not the global one): the two together release
+    every global iteration once, in order. Any other arrival on the barrier outside the loop is not paired
+    (unknown)."""
+    prog = ctx.analysis.program
     first_write = min(p.writes, key=lambda s: s.index)
     top_w = _top(p.loop_p.body, first_write)
     waits = [s for s in p.loop_p.body[: p.loop_p.body.index(top_w)] if isinstance(s, MbarrierWait)]
@@ -582,8 +643,11 @@ def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always, find
     after_read = p.loop_c.body.index(top_r)
     n_stages = p.loop_c.stages
     env_p, env_c, i = it.env_p, it.env_c, it.g
+    j = it.terms[-1]
     early: Any = None  # an arrival on the barrier the producer waits on, placed before the last read
+    in_flight: Any = None  # an arrival that releases a stage whose wgmma reads may not have completed: (arrive, d, lag)
     pair = None
+    local = False  # the pair's arrival is guarded by the tile's iteration (a tail must release the last one)
     other: Any = None  # an arrival on that barrier, after the read, that releases no stage in a way modelled here
     for w in waits:
         for a, guards, top in _arrivals(p.loop_c.body):
@@ -592,24 +656,57 @@ def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always, find
             n = _count(a.barrier.buffer)
             guard = z3.And(*[_guard(g, env_c) for g in guards]) if guards else z3.BoolVal(True)
             index = smt.val(smt.evaluate(barrier_element(a.barrier), env_c))
+            position = p.loop_c.body.index(top)
+            lag = _completion_lag(p, position)
+            if lag is None:
+                other = other or a
+                continue
             for d in range(min(n, n_stages)):
-                if d == 0 and p.loop_c.body.index(top) <= after_read:
+                if d == 0 and position <= after_read:
                     early = early or a
                     continue
                 releases = z3.And(guard == z3.UGE(i, d), z3.Implies(guard, index == smt.mod(i - d, n)))
-                if always(it.cons_c, releases) is None:
-                    pair = (w, a)
+                found = always(it.cons_c, releases) is None
+                if not found and d == 1 and it.offset:
+                    releases = z3.And(guard == z3.UGE(j, d), z3.Implies(guard, index == smt.mod(i - d, n)))
+                    found = local = always(it.cons_c, releases) is None
+                if found and d < lag:
+                    in_flight = in_flight or (a, d, lag)
+                    break
+                if found:
+                    pair = (w, a, d)
                     break
             else:
-                if p.loop_c.body.index(top) > after_read or guards:
+                if position > after_read or guards:
                     other = other or a
             if pair is not None:
                 break
         if pair is not None:
             break
+    if pair is None and in_flight is not None:
+        a, d, lag = in_flight
+        gemm = next(r for r in p.reads if isinstance(r.stmt, Gemm) and r.stmt.pending)
+        which = "its own stage" if d == 0 else f"the stage of iteration k - {d}"
+        violation(
+            "PIPELINE_OVERWRITE",
+            prog.site(a),
+            f"the consumer releases {which} on {user_name(a.barrier.buffer)} while the wgmma reading it may still be "
+            f"in flight: the MMAs at line {gemm.loc.line if gemm.loc else '?'} wait with wait_group "
+            f"{gemm.stmt.pending}, so at this arrival the reads of {user_name(p.buffer)} are complete only "  # type: ignore[attr-defined]
+            f"{lag} iteration(s) back; once it has arrived, the producer may overwrite the stage the tensor cores are "
+            "still reading",
+            accesses=(
+                _access(prog, first_write, "write", p.buffer, p.loop_p, p.loop_p.stages),
+                _access(prog, gemm, "read", p.buffer, p.loop_c, 0),
+            ),
+            variables={"release_lag_d": d, "iterations_in_flight": lag},
+        )
+        return False
     if pair is None:
         return _no_release(ctx, p, first_write, last_read, early, other, violation, findings)
-    wait, _arrive = pair
+    wait, arrive, lag_d = pair
+    if not _check_tails(ctx, p, it, arrive, lag_d, local, violation, always, findings):
+        return False
     n = _count(wait.barrier.buffer)
     claim = z3.And(
         smt.val(smt.evaluate(barrier_element(wait.barrier), env_p)) == smt.mod(i, n),
@@ -628,6 +725,77 @@ def _check_release(ctx: Any, p: Pairing, it: _Iteration, violation, always, find
             variables=it.variables(wrong),
         )
         return False
+    return True
+
+
+def _check_tails(ctx: Any, p: Pairing, it: _Iteration, arrive: Any, d: int, local: bool, violation, always, findings):
+    """The arrivals on the release barrier outside the consumer's loop: none, or (d = 1) the release of the last
+    iteration after the loop (see `_check_release`); required when the in-loop release is guarded by the tile's own
+    iteration (`local`). False (with a finding) when they are not that."""
+    from argus.verify.report import Finding, Verdict
+
+    prog = ctx.analysis.program
+    barrier = arrive.barrier.buffer
+    tails, stray = _tails(prog, p, barrier)
+
+    def unknown(loc: Any, why: str) -> bool:
+        findings.append(
+            Finding(
+                "UNKNOWN_WARP_ROLES",
+                Verdict.UNKNOWN,
+                f"the consumer arrives on {user_name(barrier)} outside its pipelined loop in a way the verifier does "
+                "not pair with the stages it releases",
+                loc=loc,
+                reason=why,
+                pin="release the last stage after the loop only as the deferred-release pass does: "
+                "T.wgmma_wait(0), then with T.if_(n > 0): T.mbarrier_arrive(empty[(start + n - 1) % STAGES])",
+            )
+        )
+        return False
+
+    if stray:
+        return unknown(stray[0].loc, f"an arrival on {user_name(barrier)} at {stray[0].loc} outside the loop")
+    if not tails:
+        if local:
+            return unknown(
+                arrive.loc,
+                "the release is guarded by the tile's own iteration, and no arrival after the "
+                "loop releases each tile's last stage",
+            )
+        return True
+    if d != 1 or len(tails) != 1:
+        return unknown(tails[0][0].loc, f"{len(tails)} arrival(s) after a loop that releases {d} iteration(s) behind")
+    tail, guards, top = tails[0]
+    n = _count(barrier)
+    outer = len(it.terms) - 1
+    cons = it.cons_c[:outer] + it.cons_c[outer + 1 :]  # the tile loops and guards: the pipeline may run 0 times
+    env = it.env_c
+    extent = smt.val(smt.evaluate(p.loop_c.extent, env)) if isinstance(p.loop_c.extent, Expr) else p.loop_c.extent
+    start = smt.val(smt.evaluate(p.loop_c.start, env)) if isinstance(p.loop_c.start, Expr) else p.loop_c.start
+    guard = z3.And(*[_guard(g, env) for g in guards]) if guards else z3.BoolVal(True)
+    index = smt.val(smt.evaluate(barrier_element(tail.barrier), env))
+    claim = z3.And(guard == (smt.val(extent) >= 1), z3.Implies(guard, index == smt.mod(start + extent - 1, n)))
+    if always(cons, claim) is not None:
+        return unknown(
+            tail.loc,
+            f"the arrival after the loop is not on {user_name(barrier)}[(start + n - 1) % {n}] "
+            "exactly when the loop ran",
+        )
+    frame = prog.site(p.loop_c).frames[-1]
+    between = frame.body[frame.pos + 1 : frame.body.index(top)]
+    asynchronous = any(isinstance(r.stmt, Gemm) and r.stmt.pending for r in p.reads)
+    if asynchronous and not any(isinstance(x, WgmmaWait) and x.pending == 0 for x in between):
+        gemm = next(r for r in p.reads if isinstance(r.stmt, Gemm) and r.stmt.pending)
+        violation(
+            "PIPELINE_OVERWRITE",
+            prog.site(tail),
+            f"the consumer releases the last stage on {user_name(barrier)} after the loop while the last "
+            f"iteration's wgmma may still be reading it (its MMAs at line {gemm.loc.line if gemm.loc else '?'} wait "
+            "with wait_group "
+            f"{gemm.stmt.pending}, and no wgmma wait of 0 comes between the loop and this arrival)",  # type: ignore[attr-defined]
+        )
+        return False
+    ctx.tail_releases[id(barrier)] = frozenset({id(arrive), id(tail)})
     return True
 
 
@@ -688,6 +856,12 @@ class _Iteration:
         if not self.offset or isinstance(model, str) or model is None:
             return {}
         return {"global iteration g": smt.model_int(model, self.g)}
+
+
+def _after(prog: Program, loop: Any) -> tuple[Stmt, ...]:
+    """The statements after `loop` in the body that holds it."""
+    frame = prog.site(loop).frames[-1]
+    return frame.body[frame.pos + 1 :]
 
 
 def _start_text(loop: For) -> str:
@@ -765,9 +939,10 @@ def _check_numbering(ctx: Any, p: Pairing, it: _Iteration, always) -> str | None
         for st in walk_all(loop.body):  # type: ignore[union-attr]
             if isinstance(st, MbarrierWait | MbarrierArrive):
                 bars.add(id(st.barrier.buffer))
+    tails = {id(x[0]) for x in _arrivals(_after(prog, p.loop_c))}  # a last stage's release: `_check_tails`
     for site in prog.sites:
         st = site.stmt
-        if isinstance(st, MbarrierWait | MbarrierArrive) and id(st.barrier.buffer) in bars:
+        if isinstance(st, MbarrierWait | MbarrierArrive) and id(st.barrier.buffer) in bars and id(st) not in tails:
             if not any(id(lp) in inside for lp in site.loops):
                 return f"{user_name(st.barrier.buffer)} is also used at {st.loc}, outside the paired pipelined loops"
     # (b) start counts the iterations before

@@ -3,13 +3,17 @@
 A phase of an mbarrier completes after `arrive_count` arrivals (and the announced TMA bytes). What an
 arrival is follows the lowering: ``T.mbarrier_arrive`` is one arrival of the warp role (or block) that
 executes it — the interpreter counts one arrival per execution, and the generated code lets the scope's
-first thread arrive once (after a barrier over the scope for a release), or, for a release it defers per
-warpgroup, each warpgroup once with the barrier's count multiplied by the warpgroups (the same ratio).
+first thread arrive once (after a barrier over the scope for a release), or, for an arrival made per warpgroup
+(`MbarrierArrive.per_warpgroup`, written by the deferred-release pass, which also multiplies the barrier's count),
+the first thread of each warpgroup: that statement counts once per warpgroup of its role.
 So the arrivals one phase
 of a barrier receives are the ``T.mbarrier_arrive`` statements on it that run once per phase, over all
 roles:
 
 * a statement outside loops arrives once (the barrier's one phase);
+* a release one iteration behind under ``k > 0`` plus the last stage's release after the loop (the deferred-release
+  pass's; `roles._check_tails` proves that the two release every iteration exactly once, `Context.tail_releases`)
+  counts as one arrival per iteration of that loop;
 * a statement in a loop arrives once per iteration of the innermost enclosing loop whose variable picks
   the barrier (``full[s]`` with ``s = k % STAGES``: one arrival per phase of each barrier of the array), or
   of its innermost loop when the index is fixed; loops nested inside that one multiply the count by
@@ -93,8 +97,20 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
         if not sites:
             ctx.record("mbarrier arrive count", f"{user_name(buf)}: never arrived on", Verdict.VERIFIED, start)
             continue
+        if ctx.tail_releases.get(id(buf)) == frozenset(id(s.stmt) for s in sites):
+            # one iteration behind plus the last stage after the loop, proved by the protocol check to release each
+            # iteration exactly once: one arrival of the releasing role per phase
+            sites = [max(sites, key=lambda s: len(s.loops))]  # the release inside the pipelined loop
+            counts: list[int | None] = [1]
+        else:
+            counts = []
         same_loop = len({id(_phase_loop(s)) for s in sites}) == 1 and _phase_loop(sites[0]) is not None
-        counts = [_per_phase(s, outer_ifs_ok=same_loop) for s in sites]
+        counts = counts or [_per_phase(s, outer_ifs_ok=same_loop) for s in sites]
+        # an arrival made per warpgroup (`MbarrierArrive.per_warpgroup`) is one arrival of each warpgroup of its role
+        counts = [
+            c * len(s.role.warpgroups) if c is not None and s.stmt.per_warpgroup and s.role is not None else c  # type: ignore[attr-defined]
+            for s, c in zip(sites, counts, strict=True)
+        ]
         if any(c is None for c in counts) or len({bool(s.loops) for s in sites}) > 1:
             ctx.record("mbarrier arrive count", f"{user_name(buf)}: not counted", Verdict.VERIFIED, start)
             continue

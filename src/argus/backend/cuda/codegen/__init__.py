@@ -26,9 +26,10 @@ is a function ``rule(cx, statement)`` of the module that owns its concern, and w
 * `mma` — ``mma.sync``, the per-thread FMA atom, ``wgmma`` and its matrix descriptors;
 * `pointwise` — elementwise math and reductions in registers;
 * `sync` — barriers, fences, ``cp.async`` groups, mbarriers, and the named barriers the generator hands out;
-* `hopper` — warp roles with ``setmaxnreg``, consumer loops with a deferred stage release;
-* `control` — loops and branches; `frame` — the translation unit around the body (signature, launch bounds,
-  prologue, shared-memory carve, prelude);
+* `hopper` — warp roles with ``setmaxnreg``;
+* `control` — loops, branches and bindings (a consumer loop with a deferred stage release comes written into
+  the IR by `argus.ir.passes`, and is rendered as written); `frame` — the translation unit around the body
+  (signature, launch bounds, prologue, shared-memory carve, prelude);
 * building blocks: `cexpr` (C expressions, layouts as C), `placement` (per-thread facts derived from layouts by
   enumeration), `prelude` (device helpers), `source` (the result, with the TMA tensor maps the runtime
   encodes), `errors`.
@@ -55,7 +56,8 @@ from argus.ir.nodes import Kernel
 
 
 def generate(kernel: Kernel) -> GeneratedSource:
-    """The CUDA C++ translation unit of `kernel` (a traced `argus.ir.nodes.Kernel`).
+    """The CUDA C++ translation unit of `kernel` (a traced `argus.ir.nodes.Kernel`, after `argus.ir.passes`: the
+    tracer runs them, and the generator renders what they wrote without rewriting anything).
 
     Raises `CodegenError` (``CODEGEN_UNSUPPORTED``) at the first statement the generator cannot lower
     (e.g. TMA stores, ``wgmma`` with A in registers, warp roles over non-consecutive warpgroups), naming the

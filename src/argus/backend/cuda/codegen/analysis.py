@@ -4,11 +4,11 @@ It names every tensor, shape symbol, block index, buffer and loop variable (befo
 block-local name, so that those never take an IR object's name), and returns the `KernelFacts` the rules
 read: the shared-memory carve (`argus.atoms.smem.SharedCarve`, the one the tracer and the verifier
 check), the tensors the kernel writes, the shared buffers written by ordinary stores (``wgmma`` must fence
-them into the async proxy), the fragments declared at the top because they are used outside the scope of
-their allocation, and the loops lowered with a deferred release (`plan_deferred_releases`, here, with the
-`DeferredRelease` it returns). The named barriers the generator hands out during emission are planned here too
-(`NamedBarriers`): both are plans the rules of `hopper`, `sync` and `epilogue` read, kept below them so that no
-two modules of the generator import each other.
+them into the async proxy), and the fragments declared at the top because they are used outside the scope of
+their allocation. The named barriers the generator hands out during emission are planned here too
+(`NamedBarriers`): a plan the rules of `hopper`, `sync` and `epilogue` read, kept below them so that no two modules
+of the generator import each other. (Consumer loops that keep a ``wgmma`` group in flight are not planned here: the
+deferred-release pass of `argus.ir.passes` writes them into the IR, and the rules render what it wrote.)
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from argus.atoms import MmaAtom
 from argus.atoms.smem import SharedCarve
 from argus.atoms.target import DEFAULT_TARGET
 from argus.backend.cuda.codegen.cexpr import Names
@@ -31,11 +30,8 @@ from argus.ir.nodes import (
     Copy,
     Fill,
     For,
-    Gemm,
     Kernel,
-    LoopKind,
-    MbarrierArrive,
-    MbarrierWait,
+    Let,
     Role,
     Space,
     Stmt,
@@ -54,7 +50,6 @@ class KernelFacts:
         written: tensors the kernel stores to (their pointers are not ``const``).
         generic_shared_writes: shared buffers written by ordinary (non-TMA) copies and fills.
         hoisted: fragments used outside the scope of their allocation, in allocation order: declared at the top.
-        deferred: the consumer loops lowered with one ``wgmma`` group in flight, by ``id(loop)``.
     """
 
     shared: Mapping[Buffer, int]
@@ -62,12 +57,11 @@ class KernelFacts:
     written: frozenset[Buffer]
     generic_shared_writes: frozenset[Buffer]
     hoisted: tuple[Buffer, ...]
-    deferred: Mapping[int, DeferredRelease]
 
 
-def analyse(kernel: Kernel, names: Names, deferred: Mapping[int, DeferredRelease]) -> KernelFacts:
+def analyse(kernel: Kernel, names: Names) -> KernelFacts:
     """Name the kernel's objects in `names` (tensors, shape symbols, block indices, then buffers and loop
-    variables in program order) and return its `KernelFacts` (`deferred` as given)."""
+    variables in program order) and return its `KernelFacts`."""
     for t in kernel.tensors:
         names.name(t, t.name)
     for v in kernel.shape_vars:
@@ -84,7 +78,7 @@ def analyse(kernel: Kernel, names: Names, deferred: Mapping[int, DeferredRelease
 
     def visit(stmts: tuple[Stmt, ...], scope: tuple) -> None:
         for s in stmts:
-            if isinstance(s, For):
+            if isinstance(s, For | Let):
                 names.name(s.var, s.var.name)
             if isinstance(s, Alloc):
                 b = s.buffer
@@ -113,7 +107,6 @@ def analyse(kernel: Kernel, names: Names, deferred: Mapping[int, DeferredRelease
         written=frozenset(written),
         generic_shared_writes=frozenset(generic_shared_writes),
         hoisted=tuple(sorted(hoisted, key=lambda b: order.get(b, 0))),
-        deferred=deferred,
     )
 
 
@@ -183,83 +176,3 @@ class NamedBarriers:
             return None
         self.stores_top = first
         return first
-
-
-#: The fewest pipeline stages for which `plan_deferred_releases` keeps a wgmma group in flight (see there).
-DEFERRED_RELEASE_MIN_STAGES = 4
-
-#: IR statements that emit no code (annotations for the verifier).
-_SILENT = ("Tag", "AssertTag", "AssertTagEq")
-
-
-@dataclass(frozen=True)
-class DeferredRelease:
-    """A consumer loop lowered with one ``wgmma`` group in flight (see `plan_deferred_releases`)."""
-
-    loop: For
-    wait: MbarrierWait
-    gemm: Gemm
-    arrive: MbarrierArrive
-    warpgroups: int
-
-
-def plan_deferred_releases(body: tuple[Stmt, ...], role: Role | None = None) -> dict[int, DeferredRelease]:
-    """Pipelined consumer loops whose body is, apart from annotations, exactly ``mbarrier_wait(full[s]);
-    T.gemm(sA[s], sB[s], acc)`` with ``wgmma`` from shared memory; ``mbarrier_arrive(empty[s])`` inside a warp
-    role of whole warpgroups, where nothing else arrives on ``empty``. Written that way, the release waits for
-    the MMA to finish, so the tensor cores idle while the next stage's barrier is checked. These loops are
-    lowered instead with ``wgmma.wait_group 1``: iteration k issues its MMAs, waits for those of k-1, and only
-    then releases stage k-1 (the last stage after the loop) — the same order of events for the shared memory,
-    one iteration later, so what the verifier proved of the loop as written still holds. Each warpgroup of the
-    role releases for itself (its own MMAs have finished reading), so the barrier's arrival count is multiplied
-    by the role's warpgroups (the role's one arrival is complete when all its warpgroups arrived) and no barrier
-    among the role's threads is needed. Keyed by ``id(loop)``.
-
-    Only loops of at least `DEFERRED_RELEASE_MIN_STAGES` stages: releasing a stage one iteration later leaves the
-    producer S-2 tiles of look-ahead instead of S-1, which starves a 3-stage pipeline (measured on an H200:
-    128x128 tiles, 3 stages, 4096^3 went from 0.66x to 0.51x cuBLAS with it; 128x256 tiles, 4 stages, from
-    0.79x to 0.84x; benchmarks/results/2026-11-21-gemm-h200.md)."""
-    found: dict[int, DeferredRelease] = {}
-    arrivals: dict[int, int] = {}  # id(barrier buffer) -> number of MbarrierArrive statements on it
-
-    def visit(stmts: tuple[Stmt, ...], role: Role | None) -> None:
-        for st in stmts:
-            if isinstance(st, MbarrierArrive):
-                key = id(st.barrier.buffer)
-                arrivals[key] = arrivals.get(key, 0) + 1
-            if isinstance(st, Role):
-                visit(st.body, st)
-            elif isinstance(st, For):
-                if st.kind == LoopKind.PIPELINED and role is not None and st.stages >= DEFERRED_RELEASE_MIN_STAGES:
-                    hit = _match_release_loop(st, role)
-                    if hit is not None:
-                        found[id(st)] = hit
-                visit(st.body, role)
-            elif hasattr(st, "then"):
-                visit(st.then, role)
-                visit(getattr(st, "orelse", ()), role)
-
-    visit(body, role)
-    return {k: d for k, d in found.items() if arrivals.get(id(d.arrive.barrier.buffer)) == 1}
-
-
-def _match_release_loop(loop: For, role: Role) -> DeferredRelease | None:
-    from argus.atoms import get_atom
-
-    stmts = [st for st in loop.body if type(st).__name__ not in _SILENT]
-    if len(stmts) != 3:
-        return None
-    wait, gemm, arrive = stmts
-    if not (isinstance(wait, MbarrierWait) and isinstance(gemm, Gemm) and isinstance(arrive, MbarrierArrive)):
-        return None
-    if arrive.expect_bytes or arrive.barrier.buffer is wait.barrier.buffer:
-        return None
-    atom = get_atom(gemm.atom)
-    if not (isinstance(atom, MmaAtom) and atom.ptx.startswith("wgmma.")):
-        return None
-    if gemm.a.space != Space.SHARED or gemm.b.space != Space.SHARED:
-        return None
-    warpgroups = len(role.warpgroups)
-    if gemm.groups[0] * gemm.groups[1] != warpgroups:
-        return None
-    return DeferredRelease(loop, wait, gemm, arrive, warpgroups)

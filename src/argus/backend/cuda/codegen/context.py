@@ -7,8 +7,8 @@ objects with one job each:
 * `Writer` — the body's lines, the indentation depth and the block-local identifiers in scope; every rule
   writes it, through `Context.line`, `Context.block`, `Context.local`, `Context.open` / `Context.close`;
 * `Scope` — where the emitter is, immutable: the scope's thread index and thread count (the block's, or a
-  warp role's), the role and its named barrier, the loop lowered with a deferred release, the statement
-  being emitted. `Context.within` replaces it for a nested part and restores it afterwards;
+  warp role's), the role and its named barrier, the statement being emitted. `Context.within` replaces it
+  for a nested part and restores it afterwards;
 * `Needs` — what the body asks of the translation unit, gathered while it is emitted and read once by
   `frame.assemble`: prelude snippets, headers, notes, tensor alignments, TMA tensor maps, whether TMA
   stores must be drained and whether warp roles set register budgets;
@@ -16,7 +16,7 @@ objects with one job each:
   symbols, buffers and loop variables before any rule runs; rules add the tensor maps (`tma.tensor_map`).
 
 The rest is read-only during emission: the kernel, its `analysis.KernelFacts` (the shared-memory carve,
-written tensors, hoisted fragments, deferred releases), the `Switches`, the rule table, and the named
+written tensors, hoisted fragments), the `Switches`, the rule table, and the named
 barriers (`sync.NamedBarriers`, whose own counters the role and TMA-store rules advance).
 """
 
@@ -39,7 +39,7 @@ from argus.ir.nodes import Buffer, Kernel, Role, Stmt
 from argus.ir.types import DType
 
 if TYPE_CHECKING:
-    from argus.backend.cuda.codegen.analysis import DeferredRelease, KernelFacts, NamedBarriers
+    from argus.backend.cuda.codegen.analysis import KernelFacts, NamedBarriers
 
 #: Threads in a warpgroup (``wgmma``'s scope; warp roles are whole warpgroups).
 WARPGROUP = DEFAULT_TARGET.warpgroup_size
@@ -62,10 +62,17 @@ def where(loc: SourceLoc | None) -> str:
 
 
 def describe(s: Stmt) -> str:
-    """The statement as the IR printer writes it (its first line, without the location)."""
+    """The statement as the IR printer writes it (its first line, without the location). What a rule comments
+    inline where it emits it is left out: a `Gemm`'s ``wgmma.wait_group`` and the per-warpgroup factor of an
+    `MbarrierInit`'s count."""
     try:
+        from argus.ir.nodes import Gemm, MbarrierInit
         from argus.ir.printer import format_stmts
 
+        if isinstance(s, Gemm) and s.pending:
+            s = dataclasses.replace(s, pending=0)
+        elif isinstance(s, MbarrierInit) and s.warpgroups != 1:
+            s = dataclasses.replace(s, arrive_count=s.arrive_count // s.warpgroups, warpgroups=1)
         line = format_stmts((s,), indent=0)[0].strip()
     except Exception:  # noqa: BLE001 - a comment must never stop code generation
         line = type(s).__name__
@@ -90,7 +97,6 @@ class Scope:
         threads: threads of the scope (the block's, or the warp role's).
         role: the warp role being emitted, or None outside roles.
         role_barrier: the named barrier of the role's threads (`sync.scope_barrier`).
-        deferring: the loop being lowered with one ``wgmma`` group in flight (`hopper.release_loop`).
         stmt: the statement being emitted: errors and notes point at its DSL line.
     """
 
@@ -98,7 +104,6 @@ class Scope:
     threads: int
     role: Role | None = None
     role_barrier: int = 0
-    deferring: DeferredRelease | None = None
     stmt: Stmt | None = None
 
 
@@ -186,7 +191,7 @@ class Context:
     Written while emitting (and by whom):
         out: the `Writer` — every rule, through `line`, `block`, `open`/`close`, `local`, `forget`.
         scope: the current `Scope` — replaced (never mutated) by `within`: `statement` for each statement,
-            `hopper.role_block` inside a role, `hopper.release_loop` inside a deferred-release loop.
+            `hopper.role_block` inside a role.
         needs: the `Needs` of the translation unit — any rule, through `use`, `dtype_c`, `require_alignment`,
             `note`, `tma.tensor_map`; `hopper` and `epilogue` set its flags; `frame.assemble` reads it.
         names: C identifiers — `analysis.analyse` names the IR objects, `tma.tensor_map` reserves tensor maps.
@@ -260,12 +265,14 @@ class Context:
             self.statement(s)
 
     def statement(self, s: Stmt) -> None:
-        """A ``// file.py:LINE  statement`` comment, then the statement's rule."""
+        """A ``// file.py:LINE  statement`` comment, then the statement's rule. A statement a pass inserted or moved
+        (`Stmt.made_by`) has no comment line of its own: its rule explains it inline."""
         with self.within(stmt=s):
             rule = self._rule(s)
             if rule is None:
                 return
-            self.line(f"// {where(s.loc)}  {describe(s)}" if s.loc is not None else f"// {describe(s)}")
+            if s.made_by is None:
+                self.line(f"// {where(s.loc)}  {describe(s)}" if s.loc is not None else f"// {describe(s)}")
             rule(self, s)
 
     def _rule(self, s: Stmt) -> Rule | None:

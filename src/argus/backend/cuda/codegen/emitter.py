@@ -45,7 +45,7 @@ The rules are functions ``rule(cx, statement)`` of the modules named above; what
 from __future__ import annotations
 
 from argus.backend.cuda.codegen import control, hopper, memory, mma, pointwise, sync
-from argus.backend.cuda.codegen.analysis import DeferredRelease, NamedBarriers, analyse, plan_deferred_releases
+from argus.backend.cuda.codegen.analysis import NamedBarriers, analyse
 from argus.backend.cuda.codegen.cexpr import Names
 from argus.backend.cuda.codegen.context import Context, Rule, Switches, where
 from argus.backend.cuda.codegen.frame import assemble
@@ -62,12 +62,14 @@ from argus.ir.nodes import (
     Gemm,
     If,
     Kernel,
+    Let,
     Map,
     MbarrierArrive,
     MbarrierInit,
     MbarrierWait,
     Reduce,
     Role,
+    WgmmaWait,
 )
 
 
@@ -99,6 +101,7 @@ class Emitter:
         (Gemm, mma.gemm),  # mma.sync on register operands, per-thread FMA, or wgmma from shared memory
         (For, control.loop),
         (If, control.branch),
+        (Let, control.let),  # a binding (a pass's release of an earlier iteration's stage)
         (Barrier, sync.barrier),
         (AsyncCommit, sync.async_commit),
         (AsyncWait, sync.async_wait),
@@ -107,15 +110,11 @@ class Emitter:
         (MbarrierInit, sync.mbarrier_init),
         (MbarrierArrive, sync.mbarrier_arrive),
         (MbarrierWait, sync.mbarrier_wait),
+        (WgmmaWait, sync.wgmma_wait),
     )
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
-
-    def deferred_releases(self) -> dict[int, DeferredRelease]:
-        """The consumer loops to lower with one ``wgmma`` group in flight (`hopper.plan_deferred_releases`);
-        a benchmark replaces it to measure the loops as written."""
-        return plan_deferred_releases(self.kernel.body)
 
     def switches(self) -> Switches:
         return Switches(
@@ -131,7 +130,7 @@ class Emitter:
         names = Names(reserved=("argus_smem",))
         tid = names.name(k.thread_var, "tid")
         # names every buffer and loop variable before any block-local name is chosen
-        facts = analyse(k, names, self.deferred_releases())
+        facts = analyse(k, names)
         cx = Context(k, facts, names, tid, switches=self.switches(), rules=self.RULES, barriers=NamedBarriers(k))
         for b in facts.hoisted:
             cx.line(f"// {where(b.loc)}  {b.name}: fragment {b.dtype.name}{list(b.static_shape)} tv {b.tv} (hoisted)")

@@ -1,12 +1,8 @@
-"""Warp specialization on Hopper: warp roles, their register budgets, and consumer loops that keep one ``wgmma``
-group in flight.
+"""Warp specialization on Hopper: warp roles and their register budgets.
 
 * `role_block` — a `Role` becomes ``if (warpgroup in role) { setmaxnreg.{inc,dec}; ... }``; inside it the
   thread index is relative to the role's first thread (its fragments are spread over the role's threads) and
   the role's threads synchronize on a named barrier of their own (`analysis.NamedBarriers`);
-* `release_loop` (planned by `analysis.plan_deferred_releases`, re-exported here) — a pipelined consumer loop
-  ``wait(full[s]); gemm(sA[s], sB[s]); arrive(empty[s])`` is lowered with ``wgmma.wait_group 1``, releasing
-  stage k-1 once the MMAs of iteration k are issued;
 * `single_issuer` — whether a role's every effect is its thread 0's (a TMA producer), so that its first warp
   alone can run it (`Emitter.single_warp_issuers`).
 """
@@ -16,13 +12,8 @@ from __future__ import annotations
 import re
 
 from argus.atoms.common import register_pool, register_split, setmaxnreg_ok
-from argus.backend.cuda.codegen.analysis import (  # noqa: F401 - the plan is read here by name too
-    DEFERRED_RELEASE_MIN_STAGES,
-    DeferredRelease,
-    plan_deferred_releases,
-)
 from argus.backend.cuda.codegen.context import WARPGROUP, Context
-from argus.backend.cuda.codegen.sync import NAMED_BARRIERS, mbarrier_address
+from argus.backend.cuda.codegen.sync import NAMED_BARRIERS
 from argus.ir.nodes import (
     Copy,
     For,
@@ -100,35 +91,3 @@ def _setmaxnreg(cx: Context, s: Role) -> str:
     cx.needs.register_roles = True
     op = "dec" if registers < entry else "inc"
     return f'asm volatile("setmaxnreg.{op}.sync.aligned.u32 {registers};\\n" ::: "memory");  // from {entry} at entry'
-
-
-# --- deferred releases ------------------------------------------------------------------------------------------
-
-
-def release_loop(cx: Context, s: For, plan: DeferredRelease) -> None:
-    """A loop of `plan_deferred_releases`: MMAs of iteration k in flight while stage k-1 is released."""
-    var = cx.names.name(s.var, s.var.name)
-    extent = cx.expr(s.extent)
-    cx.line(
-        f"// pipelined loop ({s.stages} stages): one wgmma group stays in flight; stage k-1 is released once "
-        "the MMAs of iteration k are issued"
-    )
-    with cx.within(deferring=plan), cx.block(f"for (int {var} = 0; {var} < {extent}; ++{var}) {{"):
-        cx.body(tuple(st for st in s.body if st is not plan.arrive))
-        with cx.block(f"if ({var} > 0) {{"):
-            cx.line(f"const int {var}_released = {var} - 1;")
-            with cx.block():
-                cx.line(f"const int {var} = {var}_released;  // the arrival of iteration {var} - 1")
-                _release(cx, plan)
-    cx.line("argus::wgmma_wait<0>();  // the last iteration's MMAs")
-    with cx.block(f"if ({extent} > 0) {{"):
-        cx.line(f"const int {var} = {extent} - 1;  // the arrival of the last iteration")
-        _release(cx, plan)
-
-
-def _release(cx: Context, plan: DeferredRelease) -> None:
-    address = mbarrier_address(cx, plan.arrive.barrier)
-    cx.line(
-        f"if ({cx.tid} % {WARPGROUP} == 0) argus::mbarrier_arrive({address});  "
-        "// this warpgroup's MMAs have finished reading the stage"
-    )

@@ -6,7 +6,7 @@
   convention;
 * ``wgmma`` with both operands in shared memory: ``wgmma.fence``, one ``wgmma.mma_async`` per k16 step with
   matrix descriptors fitted (and checked by enumeration) to the buffers' layouts, ``commit_group``,
-  ``wait_group 0`` (``1`` inside a deferred-release loop, `hopper.release_loop`); accumulators are the
+  ``wait_group`` with the `Gemm`'s ``pending`` (1 in a loop the deferred-release pass rewrote); accumulators are the
   fragment's registers in the atom's C order; ``fence.proxy.async`` plus a scope barrier first when an operand
   buffer is written by ordinary stores somewhere in the kernel. An operand sub-tile (one warpgroup's rows, one
   k16 step) must be one of PTX's canonical layouts (`argus.atoms.smem.match_canonical`) with a leading and a
@@ -285,8 +285,7 @@ def wgmma(cx: Context, s: Gemm, atom: MmaAtom) -> None:
                 descs.append(f"argus::wgmma_descriptor({address}, {plan.lbo}, {plan.sbo}, {plan.mode})")
             cx.line(f"argus::{helper}<{plan_a.trans}, {plan_b.trans}>({fname}, {descs[0]}, {descs[1]});")
         cx.line("argus::wgmma_commit();")
-        deferring = cx.scope.deferring
-        pending = 1 if deferring is not None and deferring.gemm is s else 0
+        pending = int(s.pending)
         cx.line(f"argus::wgmma_wait<{pending}>();" + ("  // the previous iteration's MMAs" if pending else ""))
 
 

@@ -7,8 +7,11 @@ generator hands out.
 * mbarriers are 64-bit words carved from shared memory: initialised by thread 0 (`mbarrier_init`), then
   ``fence.mbarrier_init`` and ``__syncthreads``; an arrive is made once per scope (as the IR counts it) by the
   scope's thread 0 (``mbarrier.arrive.expect_tx`` with ``expect_bytes``), after a barrier over the scope when it
-  is a release (no ``expect_bytes``: every thread of the scope must be done with the stage); a wait is a
-  ``try_wait.parity`` loop in every thread (`mbarrier_wait`);
+  is a release (no ``expect_bytes``: every thread of the scope must be done with the stage), or by thread 0 of
+  each warpgroup with no barrier for a release made per warpgroup (`MbarrierArrive.per_warpgroup`, whose barrier
+  the deferred-release pass of `argus.ir.passes` initialised with a count multiplied by the warpgroups); a wait is
+  a ``try_wait.parity`` loop in every thread (`mbarrier_wait`);
+* `wgmma_wait` — ``wgmma.wait_group`` (`WgmmaWait`);
 * `scope_barrier` — the C text that synchronizes the current scope's threads (the role's named barrier, or the
   block's);
 * `NamedBarriers` — hardware barrier ids for warp roles (upwards, above the kernel's own) and staged TMA
@@ -20,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from argus.backend.cuda.codegen.analysis import NAMED_BARRIERS, NamedBarriers  # noqa: F401 - read here by name too
-from argus.backend.cuda.codegen.context import Context
+from argus.backend.cuda.codegen.context import WARPGROUP, Context
 from argus.ir.nodes import (
     AsyncCommit,
     AsyncWait,
@@ -33,6 +36,7 @@ from argus.ir.nodes import (
     MbarrierWait,
     Space,
     TileRef,
+    WgmmaWait,
 )
 
 
@@ -87,8 +91,8 @@ def mbarrier_address(cx: Context, ref: TileRef) -> str:
 
 
 def mbarrier_init(cx: Context, s: MbarrierInit) -> None:
-    """Thread 0 initialises every barrier of the array; a barrier released per warpgroup by a deferred-release
-    loop (`hopper.plan_deferred_releases`) counts one arrival per warpgroup."""
+    """Thread 0 initialises every barrier of the array with the IR's count; a barrier released per warpgroup
+    (`MbarrierInit.warpgroups`, set by the deferred-release pass) counts one arrival per warpgroup."""
     if cx.scope.role is not None:
         raise cx.error("mbarrier initialisation inside a warp role", "initialise mbarriers before the roles")
     cx.use("mbarrier")
@@ -96,11 +100,9 @@ def mbarrier_init(cx: Context, s: MbarrierInit) -> None:
     name = cx.buffer_name(b)
     count = int(np.prod(b.static_shape))
     arrivals, why = int(s.arrive_count), ""
-    per_group = {d.warpgroups for d in cx.facts.deferred.values() if d.arrive.barrier.buffer is b}
-    if per_group:
-        (groups,) = per_group
-        arrivals *= groups
-        why = f"  // {s.arrive_count} x {groups}: each warpgroup of the releasing role arrives for itself"
+    if s.warpgroups != 1:
+        groups = int(s.warpgroups)
+        why = f"  // {arrivals // groups} x {groups}: each warpgroup of the releasing role arrives for itself"
     with cx.block(f"if ({cx.tid} == 0) {{"):
         i = cx.local("i")
         cx.line(
@@ -114,6 +116,14 @@ def mbarrier_init(cx: Context, s: MbarrierInit) -> None:
 
 def mbarrier_arrive(cx: Context, s: MbarrierArrive) -> None:
     address = mbarrier_address(cx, s.barrier)
+    if s.per_warpgroup:
+        if s.expect_bytes:
+            raise cx.invalid("an arrival per warpgroup that announces TMA bytes")
+        cx.line(
+            f"if ({cx.tid} % {WARPGROUP} == 0) argus::mbarrier_arrive({address});  "
+            "// this warpgroup's MMAs have finished reading the stage"
+        )
+        return
     if s.expect_bytes:
         cx.line(
             f"if ({cx.tid} == 0) argus::mbarrier_arrive_expect_tx({address}, {int(s.expect_bytes)});  "
@@ -128,3 +138,9 @@ def mbarrier_arrive(cx: Context, s: MbarrierArrive) -> None:
 def mbarrier_wait(cx: Context, s: MbarrierWait) -> None:
     address = mbarrier_address(cx, s.barrier)
     cx.line(f"argus::mbarrier_wait({address}, static_cast<unsigned>({cx.expr(s.phase)}) & 1u);")
+
+
+def wgmma_wait(cx: Context, s: WgmmaWait) -> None:
+    cx.use("wgmma")
+    note = f"  // {s.note}" if s.note else ""
+    cx.line(f"argus::wgmma_wait<{int(s.pending)}>();{note}")
