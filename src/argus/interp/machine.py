@@ -721,7 +721,7 @@ class _Machine:
     def _warpgroups(self, blk: _Block) -> int:
         """The warpgroups of the current role (of the block, outside roles)."""
         tids = np.asarray(blk.env.get(self.kernel.thread_var, np.arange(self.kernel.threads)))
-        return int(np.unique(tids // 128).size)
+        return int(np.unique(tids // WARPGROUP_SIZE).size)
 
     # --- mbarriers and TMA --------------------------------------------------------------------------------
     def _mbarrier(self, blk: _Block, ref: TileRef) -> _Mbarrier:
