@@ -1,0 +1,292 @@
+"""What a finding blames: the statement that made its fact false, not only where the failure surfaced.
+
+The checks find a failure at a use site (the copy whose stride is misaligned, the read of a stale stage, the
+allocation that is largest); the mistake is often elsewhere. This module owns the search for it, called by the
+checks with what they already know, and returns a `argus.verify.report.Blame`:
+
+* **assumptions** (`assumption_blame`): the ``T.assume`` declarations in effect on the symbols of the failing
+  condition (their lines; or that there is none), and the assumption that makes the proof go through: candidate
+  facts ``S % d == 0`` for each size symbol ``S`` of the condition (and all of them together), smallest ``d``
+  first, each confirmed by Z3 (the violation with the fact added is unsat, and the fact is consistent with the
+  kernel's assumptions). A declared assumption on that symbol is then too weak, and blamed at its line;
+* **declarations** (`smem_blame`, `register_blame`): every shared allocation with its bytes (the carve of
+  `argus.atoms.smem.SharedCarve`, so alignment padding counts) and the allocation at which the running total
+  crosses the budget, or ``blocks_per_sm`` (the ``T.grid`` line) when the block would fit alone on the SM;
+  likewise the fragment allocation at which the registers live at the peak cross the budget;
+* **misplaced statements** (`stale_read_blame`): for a ``cp.async`` read before its copy landed, the latest
+  ``T.async_wait`` before the read when the copy's group was committed there but the wait leaves it pending
+  (a wait count too loose), else the ``T.async_commit`` that closes the copy's group only after that wait (a
+  hoisted or misplaced commit), or the copy itself when no commit follows it;
+* **unknowns** (`pin_blame`): which problem size, pinned to a small value, lets a solver-undecided query be
+  decided (each free symbol pinned in turn, within a small resource budget).
+
+A fix is stated only when Z3 proved it (assumptions) or it is arithmetic on the same numbers the check used
+(budgets); otherwise the blame says what is in effect and no fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import z3
+
+from argus.atoms.smem import SharedCarve
+from argus.ir.expr import SourceLoc, Var, free_vars
+from argus.verify import smt
+from argus.verify.report import Blame, Verdict
+
+#: Candidate divisors for an alignment assumption ``S % d == 0``, smallest first.
+DIVISORS = (2, 4, 8, 16, 32, 64, 128)
+#: Z3's budget for one query of the search for a fix or a pin (the search is advice: it may give up).
+SEARCH_RLIMIT = 5_000_000
+
+
+def _symbols(ctx: Any, terms: list[Any]) -> list[Var]:
+    """The kernel's size symbols that occur in the z3 `terms`, in the kernel's order."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    todo = list(terms)
+    while todo:
+        t = todo.pop()
+        if not z3.is_expr(t) or t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            names.add(t.decl().name())
+        todo.extend(t.children())
+    return [v for v in ctx.kernel.shape_vars if v.name in names and v.name not in ctx.pinned]
+
+
+def declared(ctx: Any, symbols: list[Var]) -> list[tuple[SourceLoc | None, Any]]:
+    """The ``T.assume`` declarations (location, condition) that constrain any of `symbols`."""
+    k = ctx.kernel
+    locs = tuple(getattr(k, "assumption_locs", ())) or (None,) * len(k.assumptions)
+    names = {v.name for v in symbols}
+    out = []
+    for cond, loc in zip(k.assumptions, locs, strict=False):
+        if loc is not None and names & {v.name for v in free_vars(cond)}:
+            out.append((loc, cond))
+    return out
+
+
+def _quiet_solve(ctx: Any, constraints: list[Any], violation: Any) -> Verdict:
+    saved = ctx.rlimit
+    ctx.rlimit = min(saved, SEARCH_RLIMIT)
+    try:
+        return ctx.solve(constraints, violation).verdict
+    finally:
+        ctx.rlimit = saved
+
+
+def assumption_blame(ctx: Any, constraints: list[Any], violation: Any, model: Any, what: str) -> Blame | None:
+    """The blame for a violation that needs a problem size the assumptions allow: the assumptions in effect on
+    its symbols and, where one is found and proved, the assumption that excludes every violating size. None when
+    the violation does not depend on the sizes (it happens for every allowed size, block and iteration)."""
+    symbols = _symbols(ctx, [violation])
+    if not symbols or _quiet_solve(ctx, constraints, z3.Not(violation)) != Verdict.VIOLATED:
+        return None
+    in_effect = declared(ctx, symbols)
+    values = {v.name: smt.model_int(model, ctx.shape_terms[v]) for v in symbols} if model is not None else {}
+    witness = ", ".join(f"{k}={v}" for k, v in values.items())
+    related = tuple((loc, _stmt(loc)) for loc, _ in in_effect)
+    fix, fixed = _search_fix(ctx, constraints, violation, symbols)
+    names = " and ".join(v.name for v in symbols)
+    if fix is None:
+        why = f"the assumptions on {names} allow {witness}, for which {what}; no divisibility fact on them excludes it"
+        return Blame(None, why if in_effect else f"no T.assume on {names}: " + why, None, related)
+    fixed_names = {v.name for v in fixed}
+    # a declared divisibility fact on a symbol of the fix is the assumption that is too weak
+    weak = [(loc, c) for loc, c in in_effect if fixed_names & _mod_symbols(c)]
+    text = f'declare T.assume("{fix}")'
+    if weak:
+        loc = weak[-1][0]
+        why = f"this assumption is too weak: it allows {witness}, for which {what}; {fix} is needed"
+        return Blame(loc, why, text + " instead", related)
+    return Blame(None, f"no T.assume on {' and '.join(sorted(fixed_names))}: {witness} is allowed, for which {what}",
+                 text, related)  # fmt: skip
+
+
+def _mod_symbols(e: Any) -> set[str]:
+    """The size symbols that occur under a ``%`` in the condition `e`."""
+    from argus.ir.expr import BinaryOp, BinOp
+
+    out: set[str] = set()
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, BinOp):
+            if x.op == BinaryOp.MOD:
+                out |= {v.name for v in free_vars(x.lhs)}
+            todo += [x.lhs, x.rhs]
+    return out
+
+
+def _search_fix(ctx: Any, constraints: list[Any], violation: Any, symbols: list[Var]) -> tuple[str | None, list[Var]]:
+    """The weakest candidate ``S % d == 0`` (one symbol, else all of them) proved to exclude the violation."""
+    groups = [[v] for v in symbols] + ([list(symbols)] if len(symbols) > 1 else [])
+    for d in DIVISORS:
+        for group in groups:
+            fact = z3.And(*[smt.mod(ctx.shape_terms[v], d) == 0 for v in group])
+            if _quiet_solve(ctx, constraints + [fact], violation) != Verdict.VERIFIED:
+                continue
+            if _quiet_solve(ctx, [], fact) != Verdict.VIOLATED:  # vacuous: no size satisfies it and the rest
+                continue
+            return " and ".join(f"{v.name} % {d} == 0" for v in group), group
+    return None, []
+
+
+def _stmt(loc: SourceLoc | None) -> str:
+    """The statement at `loc`, without a trailing comment."""
+    if loc is None or not loc.text:
+        return "<no statement>"
+    return loc.text.split("  #")[0].strip()
+
+
+# --- declarations -------------------------------------------------------------------------------------------
+
+
+def smem_blame(kernel: Any, rows: list[tuple[str, int, Any]], budget: int, blocks: int, single: int) -> Blame:
+    """`rows`: (name, bytes, site) of the shared allocations in carve order; `budget` the per-block budget with
+    `blocks` blocks per SM, `single` the budget of one block alone."""
+    carve = SharedCarve()
+    related: list[tuple[SourceLoc | None, str]] = []
+    crossing = None
+    before = 0
+    for name, nbytes, site in rows:
+        start = carve.total
+        carve.place(site.stmt.buffer)
+        related.append((site.loc, f"{name}: {nbytes} B (total {carve.total} B)"))
+        if crossing is None and carve.total > budget:
+            crossing, before = (name, nbytes, site), start
+    total = carve.total
+    grid_loc = getattr(kernel, "grid_loc", None)
+    if blocks > 1 and total <= single:
+        why = (
+            f"blocks_per_sm={blocks} divides the SM's shared memory: each block may use {budget} B, and this one "
+            f"needs {total} B (alone on the SM it may use {single} B)"
+        )
+        fix = f"blocks_per_sm={max(1, single // max(total, 1))}, or free {total - budget} B"
+        return Blame(grid_loc, why, fix, tuple(related))
+    assert crossing is not None
+    name, nbytes, site = crossing
+    why = f"{name} ({nbytes} B) takes the block from {before} B to past the budget of {budget} B"
+    return Blame(site.loc, why, f"free at least {total - budget} B (all allocations: {total} B)", tuple(related))
+
+
+def register_blame(
+    kernel: Any, live: list[tuple[str, int, Any]], budget: int, uncapped: int | None, blocks: int
+) -> Blame:
+    """`live`: (name, registers, allocation site) of the fragments live at the peak, in allocation order."""
+    related = tuple((site.loc, f"{name}: {regs} registers per thread") for name, regs, site in live)
+    total = sum(r for _, r, _ in live)
+    if uncapped is not None and total <= uncapped:
+        why = (
+            f"blocks_per_sm={blocks} caps every thread at {budget} registers (__launch_bounds__); the fragments live "
+            f"here need {total}"
+        )
+        return Blame(getattr(kernel, "grid_loc", None), why, f"blocks_per_sm=1, or free {total - budget}", related)
+    acc = 0
+    for name, regs, site in live:
+        if acc + regs > budget:
+            why = f"{name} ({regs} registers) takes the live fragments from {acc} to past the budget of {budget}"
+            return Blame(site.loc, why, f"free at least {total - budget} registers per thread", related)
+        acc += regs
+    return Blame(None, f"{total} registers live, budget {budget}", None, related)
+
+
+# --- misplaced cp.async statements ----------------------------------------------------------------------------
+
+
+def stale_read_blame(ctx: Any, model: Any, w: Any, r: Any, ew: dict, er: dict, group: Any, same: bool) -> Blame | None:
+    """For a stale read of a ``cp.async`` copy (`w` at `ew`, `r` at `er`, in `model`): the wait or commit that
+    is misplaced. `same`: the reader issued the copy itself (else the wait before the latest barrier counts)."""
+    from argus.ir.nodes import AsyncCommit, AsyncWait
+    from argus.verify.checks.races import is_barrier
+    from argus.verify.program import count_before, latest_before
+
+    prog = ctx.analysis.program
+
+    def active(alternatives: list) -> tuple[Any, dict] | None:
+        for guard, site, env in alternatives:
+            if smt.model_bool(model, guard):
+                return site, env
+        return None
+
+    point = (r.site, er)
+    if not same:
+        bar = active(latest_before(prog, r.site, er, is_barrier))
+        if bar is None:
+            return Blame(
+                r.site.loc,
+                "no T.barrier between the copy's wait and this read: another thread's cp.async is not visible here",
+                "put T.barrier() after the T.async_wait and before the read",
+            )
+        point = bar
+    wait = active(latest_before(prog, point[0], point[1], lambda s: isinstance(s, AsyncWait)))
+    g = smt.model_int(model, group)
+    if wait is not None:
+        wsite, wenv = wait
+        committed = smt.model_int(model, count_before(wsite, wenv, lambda s: isinstance(s, AsyncCommit)))
+        pending = wsite.stmt.pending
+        if g < committed:  # the copy's group was closed before the wait, which lets it stay pending
+            why = (
+                f"T.async_wait({pending}) leaves the newest {pending} group(s) pending; {committed} are committed "
+                f"here and the copy's group {g} is one of the newest, so it may not have landed"
+            )
+            return Blame(wsite.loc, why, f"wait with at most {committed - g - 1} group(s) pending here")
+    commit = _closing_commit(prog, w.site)
+    where = f"the wait at line {wait[0].loc.line}" if wait is not None and wait[0].loc is not None else "the read"
+    if commit is None:
+        return Blame(w.site.loc, f"no T.async_commit after this copy closes its group before {where}",
+                     "T.async_commit() after the copies of a stage")  # fmt: skip
+    why = (
+        f"this commit closes the copy's group (group {g}) only after {where}: the copy is grouped with the "
+        "copies issued after it, so waiting for the earlier groups does not wait for it"
+    )
+    return Blame(commit.loc, why, "T.async_commit() right after the copies it should close, before the wait")
+
+
+def _closing_commit(prog: Any, wsite: Any) -> Any:
+    """The commit that closes the group of the copy at `wsite`: the next commit in program order after it in its
+    own loop body, else the first one of that body (the next iteration's), else the next one after the loop."""
+    from argus.ir.nodes import AsyncCommit
+
+    commits = [s for s in prog.sites if isinstance(s.stmt, AsyncCommit)]
+    loops = list(wsite.loops)
+    after = [s for s in commits if s.index > wsite.index and list(s.loops)[: len(loops)] == loops]
+    if after:
+        return after[0]
+    while loops:
+        inner = loops[-1]
+        body = [s for s in commits if inner in s.loops]
+        if body:
+            return body[0]
+        loops.pop()
+        later = [s for s in commits if s.index > wsite.index and list(s.loops)[: len(loops)] == loops]
+        if later:
+            return later[0]
+    return None
+
+
+# --- unknowns ---------------------------------------------------------------------------------------------------
+
+
+def pin_blame(ctx: Any, constraints: list[Any], violation: Any, small: tuple[int, ...] = (64, 128)) -> Blame | None:
+    """For a query the solver could not decide: the size symbols of the query that, pinned to a small value with
+    ``--shape``, let it be decided (each tried alone, within `SEARCH_RLIMIT`)."""
+    symbols = _symbols(ctx, [violation, *constraints])
+    decided = []
+    for v in symbols:
+        for n in small:
+            got = _quiet_solve(ctx, [*constraints, ctx.shape_terms[v] == n], violation)
+            if got != Verdict.UNKNOWN:
+                decided.append(f"{v.name}={n} ({got.value})")
+                break
+    names = ", ".join(v.name for v in symbols) or "none"
+    if not decided:
+        return Blame(None, f"free size symbols of the query: {names}; pinning one of them alone does not decide it")
+    return Blame(
+        None,
+        f"free size symbols of the query: {names}; pinned alone, these decide it: {', '.join(decided)}",
+        "verify with --shape " + decided[0].split(" ")[0] + " (a proof for that size only)",
+    )
