@@ -198,10 +198,10 @@ def register_blame(
 
 
 def stale_read_blame(ctx: Any, model: Any, w: Any, r: Any, ew: dict, er: dict, group: Any, same: bool) -> Blame | None:
-    """For a stale read of a ``cp.async`` copy (`w` at `ew`, `r` at `er`, in `model`): the wait or commit that
-    is misplaced. `same`: the reader issued the copy itself (else the wait before the latest barrier counts)."""
+    """For a stale read of a ``cp.async`` copy (`w` at `ew`, `r` at `er`, in `model`): the wait, commit or copy
+    that is misplaced. `same`: the reader issued the copy itself (else the wait before the latest barrier counts)."""
     from argus.ir.nodes import AsyncCommit, AsyncWait
-    from argus.verify.checks.races import is_barrier
+    from argus.verify.checks.races import common_loops, is_barrier
     from argus.verify.program import count_before, latest_before
 
     prog = ctx.analysis.program
@@ -212,38 +212,60 @@ def stale_read_blame(ctx: Any, model: Any, w: Any, r: Any, ew: dict, er: dict, g
                 return site, env
         return None
 
+    def is_wait(s: Any) -> bool:
+        return isinstance(s, AsyncWait)
+
     point = (r.site, er)
     if not same:
         bar = active(latest_before(prog, r.site, er, is_barrier))
         if bar is None:
-            return Blame(
-                r.site.loc,
-                "no T.barrier between the copy's wait and this read: another thread's cp.async is not visible here",
-                "put T.barrier() after the T.async_wait and before the read",
-            )
+            own = active(latest_before(prog, r.site, er, is_wait))
+            why = "no T.barrier between the wait and the read: it lands this thread's copies, not the other threads'"
+            if own is None:
+                why = "no T.async_wait and T.barrier before this read: other threads' cp.async copies are not visible"
+            return Blame((own[0] if own else r.site).loc, why, "T.barrier() after the T.async_wait, before the read")
         point = bar
-    wait = active(latest_before(prog, point[0], point[1], lambda s: isinstance(s, AsyncWait)))
-    g = smt.model_int(model, group)
-    if wait is not None:
-        wsite, wenv = wait
-        committed = smt.model_int(model, count_before(wsite, wenv, lambda s: isinstance(s, AsyncCommit)))
-        pending = wsite.stmt.pending
-        if g < committed:  # the copy's group was closed before the wait, which lets it stay pending
-            why = (
-                f"T.async_wait({pending}) leaves the newest {pending} group(s) pending; {committed} are committed "
-                f"here and the copy's group {g} is one of the newest, so it may not have landed"
-            )
-            return Blame(wsite.loc, why, f"wait with at most {committed - g - 1} group(s) pending here")
     commit = _closing_commit(prog, w.site)
-    where = f"the wait at line {wait[0].loc.line}" if wait is not None and wait[0].loc is not None else "the read"
     if commit is None:
-        return Blame(w.site.loc, f"no T.async_commit after this copy closes its group before {where}",
-                     "T.async_commit() after the copies of a stage")  # fmt: skip
-    why = (
-        f"this commit closes the copy's group (group {g}) only after {where}: the copy is grouped with the "
-        "copies issued after it, so waiting for the earlier groups does not wait for it"
+        why = "no T.async_commit follows this copy: its group is never closed, so no T.async_wait waits for it"
+        return Blame(w.site.loc, why, "T.async_commit() after the copies of a stage")
+    if commit.index < w.site.index and w.site.loops and w.site.loops[-1] in commit.loops:
+        why = (
+            "this commit comes before the copies of its loop body, so each iteration's copies are closed only by the "
+            "next iteration's commit: their group is one later than the T.async_wait's count assumes"
+        )
+        return Blame(commit.loc, why, "T.async_commit() right after the copies it should close")
+    wait = active(latest_before(prog, point[0], point[1], is_wait))
+    if wait is None:
+        if point[0] is r.site:  # the wait belongs before the barrier that precedes the read, if there is one
+            point = active(latest_before(prog, r.site, er, is_barrier)) or point
+        where = "this barrier" if point[0] is not r.site else "this read"
+        return Blame(point[0].loc, f"no T.async_wait before {where} after the copy was committed",
+                     "T.async_wait(n) (n: the groups committed after the copy's) then T.barrier() before the read")  # fmt: skip
+    wsite, wenv = wait
+    g = smt.model_int(model, group)
+    committed = smt.model_int(model, count_before(wsite, wenv, lambda s: isinstance(s, AsyncCommit)))
+    if g >= committed:
+        why = (
+            f"this commit closes the copy's group (group {g}) only after the T.async_wait at line "
+            f"{wsite.loc.line if wsite.loc else '?'}, which therefore cannot wait for it"
+        )
+        return Blame(commit.loc, why, "T.async_commit() between the copies and the wait")
+    pending = wsite.stmt.pending
+    same_iteration = all(
+        smt.model_int(model, ew[lp.var]) == smt.model_int(model, er[lp.var]) for lp in common_loops(w.site, r.site)
     )
-    return Blame(commit.loc, why, "T.async_commit() right after the copies it should close, before the wait")
+    if committed - g - 1 == 0 and same_iteration and w.site.index < r.site.index:
+        why = (
+            "this copy fills the stage that the same iteration reads: only waiting for every group (T.async_wait(0)) "
+            "would land it, which leaves nothing in flight; the copy's tile or stage (the prefetch distance) is wrong"
+        )
+        return Blame(w.site.loc, why, None)
+    why = (
+        f"T.async_wait({pending}) leaves the newest {pending} group(s) pending; {committed} are committed here and "
+        f"the copy's group {g} is one of them, so it may not have landed"
+    )
+    return Blame(wsite.loc, why, f"T.async_wait({committed - g - 1}) here (the groups committed after the copy's)")
 
 
 def _closing_commit(prog: Any, wsite: Any) -> Any:
