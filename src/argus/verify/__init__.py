@@ -7,7 +7,8 @@ algebra, built-in checks and user tag assertions proved with Z3, with concrete c
 
 Owns: the catalog of its findings (`argus.verify.catalog`: each code's title, description, severity
 and hint; the codes are entries of `argus.diagnostics.Code` too), findings and counterexamples and
-their renderings (`argus.verify.report`), what a finding blames (`argus.verify.blame`), tag propagation (`argus.verify.model`), warp roles and their
+their renderings (`argus.verify.report`), what a finding blames (`argus.verify.blame`), tag propagation
+(`argus.verify.model`), warp roles and their
 mbarrier protocol (`argus.verify.roles`), the checks (`argus.verify.checks`) and the entry point that
 runs them (`argus.verify.engine`). Needs no GPU. See `docs/verify.md`.
 """

@@ -240,8 +240,8 @@ def stale_read_blame(ctx: Any, model: Any, w: Any, r: Any, ew: dict, er: dict, g
         if point[0] is r.site:  # the wait belongs before the barrier that precedes the read, if there is one
             point = active(latest_before(prog, r.site, er, is_barrier)) or point
         where = "this barrier" if point[0] is not r.site else "this read"
-        return Blame(point[0].loc, f"no T.async_wait before {where} after the copy was committed",
-                     "T.async_wait(n) (n: the groups committed after the copy's) then T.barrier() before the read")  # fmt: skip
+        fix = "T.async_wait(n) (n: the groups committed after the copy's) then T.barrier() before the read"
+        return Blame(point[0].loc, f"no T.async_wait before {where} after the copy was committed", fix)
     wsite, wenv = wait
     g = smt.model_int(model, group)
     committed = smt.model_int(model, count_before(wsite, wenv, lambda s: isinstance(s, AsyncCommit)))
@@ -293,22 +293,70 @@ def _closing_commit(prog: Any, wsite: Any) -> Any:
 # --- unknowns ---------------------------------------------------------------------------------------------------
 
 
-def pin_blame(ctx: Any, constraints: list[Any], violation: Any, small: tuple[int, ...] = (64, 128)) -> Blame | None:
-    """For a query the solver could not decide: the size symbols of the query that, pinned to a small value with
-    ``--shape``, let it be decided (each tried alone, within `SEARCH_RLIMIT`)."""
-    symbols = _symbols(ctx, [violation, *constraints])
-    decided = []
-    for v in symbols:
-        for n in small:
-            got = _quiet_solve(ctx, [*constraints, ctx.shape_terms[v] == n], violation)
-            if got != Verdict.UNKNOWN:
-                decided.append(f"{v.name}={n} ({got.value})")
-                break
+#: At most this many solver-undecided queries of one kernel are searched for a deciding pin, each trying at most
+#: `PIN_SYMBOLS` size symbols at `PIN_VALUES`; each try gets the kernel's own resource budget, capped at `PIN_RLIMIT`.
+PIN_SEARCHES = 3
+PIN_SYMBOLS = 4
+PIN_VALUES = (128,)
+PIN_RLIMIT = 50_000_000
+
+
+def pin_blame(ctx: Any, constraints: list[Any], violation: Any, q: Any = None) -> Blame | None:
+    """For a query the solver could not decide: the size symbols of the query that, pinned to a small value (with
+    ``--shape``), let the same query be decided within the same budget (each pinned alone). None once the kernel's
+    `PIN_SEARCHES` searches are spent."""
+    if ctx.pin_searches >= PIN_SEARCHES:
+        return None
+    ctx.pin_searches += 1
+    symbols = _symbols(ctx, [violation, *constraints, *(q.side if q is not None else [])])
+    decided: list[tuple[str, int, Verdict]] = []
+    saved = ctx.rlimit
+    ctx.rlimit = min(saved, PIN_RLIMIT)
+    try:
+        for v in symbols[:PIN_SYMBOLS]:
+            for n in PIN_VALUES:
+                pinned = ctx.shape_terms[v] == n
+                if ctx.solve([], pinned).verdict != Verdict.VIOLATED:  # the assumptions exclude that size
+                    continue
+                got = ctx.solve([*constraints, pinned], violation, q)
+                if got.verdict != Verdict.UNKNOWN:
+                    decided.append((v.name, n, got.verdict))
+                    break
+    finally:
+        ctx.rlimit = saved
     names = ", ".join(v.name for v in symbols) or "none"
     if not decided:
-        return Blame(None, f"free size symbols of the query: {names}; pinning one of them alone does not decide it")
-    return Blame(
-        None,
-        f"free size symbols of the query: {names}; pinned alone, these decide it: {', '.join(decided)}",
-        "verify with --shape " + decided[0].split(" ")[0] + " (a proof for that size only)",
-    )
+        why = f"the query's free size symbols are {names}; pinning one of them alone ({PIN_VALUES}) does not decide it"
+        return Blame(None, why)
+    found = ", ".join(f"{name}={n} ({verdict.value})" for name, n, verdict in decided)
+    name, n, _ = decided[0]
+    why = f"the query's free size symbols are {names}; pinned alone, these decide it: {found}"
+    return Blame(None, why, f"verify with --shape {name}={n} (a proof for that size only)")
+
+
+def lookback_blame(ctx: Any, finding: Any, rerun: Any, most: int = 8) -> Blame | None:
+    """For an ``UNKNOWN_LOOKBACK`` finding: the loop it looked back along and the smallest look-back (up to `most`)
+    with which `rerun(lookback)` (the same check, run again) no longer reports it at the same place."""
+    import re
+
+    from argus.ir.nodes import For
+
+    m = re.search(r"iterations of loop (\w+)", finding.reason or "")
+    loop = None
+    if m:
+        loops = [s for s in ctx.analysis.program.sites if isinstance(s.stmt, For) and s.stmt.var.name == m.group(1)]
+        loop = loops[0] if loops else None
+    loc = loop.loc if loop is not None else None
+    for n in range(ctx.lookback + 1, most + 1):
+        found = rerun(n)
+        if not [f for f in found if f.code == finding.code and f.loc == finding.loc]:
+            what = f"loop {m.group(1)}" if m else "the loop"
+            violated = [f.code for f in found if f.verdict == Verdict.VIOLATED and f.loc == finding.loc]
+            verdict = f"violated ({', '.join(violated)})" if violated else "proved"
+            why = (
+                f"the value was written more than {ctx.lookback} iteration(s) of {what} back; with a look-back of {n} "
+                f"the same check is decided: {verdict}"
+            )
+            return Blame(loc, why, f"verify with lookback={n}")
+    why = f"still undecided with a look-back of {most}: the value may come from any earlier iteration"
+    return Blame(loc, why, None)

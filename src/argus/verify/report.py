@@ -525,6 +525,9 @@ def undecided(out: Any, message: str, *, loc: Any, pin: bool = False, **extra: A
     code = out.code or "UNKNOWN_SOLVER"
     if pin:
         extra["pin"] = entry(code).hint
+    explain = getattr(out, "explain", None)
+    if explain is not None and "blame" not in extra:
+        extra["blame"] = explain()
     return Finding(code, Verdict.UNKNOWN, message, loc=loc, reason=out.reason, **extra)
 
 

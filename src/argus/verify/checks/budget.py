@@ -146,13 +146,7 @@ def check_register_budget(ctx: Context) -> list[Finding]:
                     msg,
                     loc=site.loc,
                     details={"registers": regs, "budget": budget},
-                    blame=register_blame(
-                        kernel,
-                        [(user_name(b), registers_of(b), first[b]) for b in sorted(peak_live[key], key=lambda b: first[b].index)],
-                        budget,
-                        uncapped,
-                        blocks,
-                    ),
+                    blame=register_blame(kernel, _live_rows(peak_live[key], first), budget, uncapped, blocks),
                 )
             )
     findings += _register_split(ctx)
@@ -163,6 +157,11 @@ def check_register_budget(ctx: Context) -> list[Finding]:
         start,
     )
     return findings
+
+
+def _live_rows(live: list[Buffer], first: dict[Buffer, Site]) -> list[tuple[str, int, Site]]:
+    """(name, registers, allocation site) of the `live` fragments, in allocation order."""
+    return [(user_name(b), registers_of(b), first[b]) for b in sorted(live, key=lambda b: first[b].index)]
 
 
 def _register_split(ctx: Context) -> list[Finding]:
