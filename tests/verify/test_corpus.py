@@ -1,6 +1,7 @@
 """The verifier corpus: every file in corpus/ is one kernel whose docstring states the expected
 verdict, the codes it must be reported with, and facts about the counterexample; lines marked
-``# <- CODE`` are where that finding must point (its source line, or one of its accesses' lines).
+``# <- CODE`` are where that finding must point (its source line, one of its accesses' lines, or the statement
+its blame names).
 
 Header lines (inside the module docstring):
 
@@ -72,6 +73,8 @@ def _lines(finding) -> set[int]:
     cex = finding.counterexample
     if cex is not None:
         lines |= {a.loc.line for a in cex.accesses if a.loc is not None}
+    if finding.blame is not None and finding.blame.loc is not None:  # the statement that made the fact false
+        lines.add(finding.blame.loc.line)
     return lines
 
 

@@ -559,6 +559,9 @@ class Kernel:
     params: tuple[tuple[str, Any], ...] = ()
     policies: Policies = Policies()
     assumptions: tuple[Expr, ...] = ()
+    # where each of `assumptions` was declared (``T.assume``), parallel to it; None for the implicit ``size >= 1``
+    assumption_locs: tuple[SourceLoc | None, ...] = ()
+    grid_loc: SourceLoc | None = None  # the ``with T.grid(...)`` statement (grid, threads, blocks_per_sm)
     loc: SourceLoc | None = None
     blocks_per_sm: int = 1  # blocks meant to be resident on an SM together (launch bounds, budgets)
 

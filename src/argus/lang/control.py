@@ -69,6 +69,7 @@ def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1) -> Iterator[
             actual=threads * blocks_per_sm,
         )
     st.blocks_per_sm = blocks_per_sm
+    st.grid_loc = caller_loc()
     names = st.grid_names(("bx", "by", "bz")[: len(extents)])  # those of `with T.grid(...) as (bm, bn)`
     st.block_vars = tuple(Var(name, VarKind.BLOCK) for name in names)
     st.grid = tuple(e if isinstance(e, int) else as_expr(e) for e in extents)
@@ -298,6 +299,7 @@ def assume(condition: Any) -> None:
             loc=loc,
         )
     st.assumptions.append(condition)
+    st.assumption_locs.append(loc)
 
 
 def _parse_assumption(text: str, names: dict[str, Var], loc: Any) -> Expr:

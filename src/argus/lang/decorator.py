@@ -177,6 +177,8 @@ class KernelFunction:
             assumptions=tuple(v >= 1 for v in shape_vars.values()) + tuple(st.assumptions),
             loc=def_loc(self.fn),
             blocks_per_sm=st.blocks_per_sm,
+            assumption_locs=(None,) * len(shape_vars) + tuple(st.assumption_locs),
+            grid_loc=st.grid_loc,
         )
 
     def _tensor(self, pname: str, spec: TensorSpec, values: dict[str, Any], shape_vars: dict[str, Var]) -> Buffer:

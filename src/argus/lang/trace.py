@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextvars
 
 from argus.atoms.smem import SharedCarve
-from argus.ir.expr import Expr, Var, VarKind
+from argus.ir.expr import Expr, SourceLoc, Var, VarKind
 from argus.ir.nodes import Stmt
 from argus.lang.errors import DSLError, caller_position
 from argus.lang.names import SourceNames
@@ -34,6 +34,8 @@ class Trace:
         self.role: tuple[str, int] | None = None  # (name, threads) of the warp role being traced
         self.persistent: tuple[str, int] | None = None  # (tile order, group) of a persistent grid
         self.assumptions: list[Expr] = []  # declared with T.assume: conditions on the shape symbols
+        self.assumption_locs: list[SourceLoc | None] = []  # where each was declared
+        self.grid_loc: SourceLoc | None = None  # the `with T.grid(...)` statement
         self.shape_vars: dict[str, Var] = {}  # the kernel's shape symbols by name
 
     def emit(self, stmt: Stmt) -> None:

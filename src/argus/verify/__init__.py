@@ -7,7 +7,8 @@ algebra, built-in checks and user tag assertions proved with Z3, with concrete c
 
 Owns: the catalog of its findings (`argus.verify.catalog`: each code's title, description, severity
 and hint; the codes are entries of `argus.diagnostics.Code` too), findings and counterexamples and
-their renderings (`argus.verify.report`), tag propagation (`argus.verify.model`), warp roles and their
+their renderings (`argus.verify.report`), what a finding blames (`argus.verify.blame`), tag propagation
+(`argus.verify.model`), warp roles and their
 mbarrier protocol (`argus.verify.roles`), the checks (`argus.verify.checks`) and the entry point that
 runs them (`argus.verify.engine`). Needs no GPU. See `docs/verify.md`.
 """
@@ -16,6 +17,7 @@ from argus.verify.catalog import CATALOG, CatalogEntry, Severity, entry
 from argus.verify.engine import CHECKS, verify, verify_kernel
 from argus.verify.report import (
     Access,
+    Blame,
     ChainStep,
     Counterexample,
     Element,
@@ -30,6 +32,7 @@ __all__ = [
     "CATALOG",
     "CHECKS",
     "Access",
+    "Blame",
     "CatalogEntry",
     "ChainStep",
     "Counterexample",

@@ -26,6 +26,7 @@ class Outcome:
     model: Any = None
     reason: str | None = None
     code: str | None = None  # the UNKNOWN_* code
+    explain: Any = None  # UNKNOWN_SOLVER: a function giving the `Blame` that says which pinned size decides it
 
 
 #: Z3's budget per query, in its deterministic resource units (``rlimit``): an answer depends on the query, never on
@@ -48,6 +49,7 @@ class Context:
     #: release after the loop: id(barrier buffer) -> the ids of those two arrive statements; each iteration of the
     #: pipeline is released by exactly one of them (the arrive-count check counts them as one arrival)
     tail_releases: dict[int, frozenset[int]] = field(default_factory=dict)
+    pin_searches: int = 0  # solver-undecided queries searched for a deciding pin so far (`argus.verify.blame`)
 
     def __post_init__(self) -> None:
         k = self.kernel
@@ -110,14 +112,14 @@ class Context:
             if r == z3.sat:
                 return Outcome(Verdict.VIOLATED, self._small_model(s))
             if r == z3.unknown:
-                return Outcome(Verdict.UNKNOWN, reason=f"Z3: {s.reason_unknown()}", code="UNKNOWN_SOLVER")
+                return self._solver_unknown(s, constraints, violation, q)
             return Outcome(Verdict.VERIFIED)
         # Tags the verifier could not determine (`havoc`) are free: no violation even with them free is a proof, in
         # one query (the usual answer). Otherwise a violation that needs none of them is real; one that needs one is
         # unknown, for the reason of the undetermined tag it needs.
         r = s.check()
         if r == z3.unknown:
-            return Outcome(Verdict.UNKNOWN, reason=f"Z3: {s.reason_unknown()}", code="UNKNOWN_SOLVER")
+            return self._solver_unknown(s, constraints, violation, q)
         if r == z3.unsat:
             return Outcome(Verdict.VERIFIED)
         free = s.model()
@@ -127,12 +129,21 @@ class Context:
         if r == z3.sat:
             return Outcome(Verdict.VIOLATED, self._small_model(s))
         if r == z3.unknown:
-            return Outcome(Verdict.UNKNOWN, reason=f"Z3: {s.reason_unknown()}", code="UNKNOWN_SOLVER")
+            return self._solver_unknown(s, constraints, violation, q)
         s.pop()
         for g, code, reason in havoc:
             if smt.model_bool(free, g):
                 return Outcome(Verdict.UNKNOWN, model=free, reason=reason, code=code)
         return Outcome(Verdict.UNKNOWN, model=free, reason=havoc[0][2], code=havoc[0][1])
+
+    def _solver_unknown(self, s: z3.Solver, constraints: list[Any], violation: Any, q: Query | None) -> Outcome:
+        """UNKNOWN_SOLVER, with the search for a size whose pinning decides the query (run when reported)."""
+        from argus.verify.blame import pin_blame
+
+        def explain() -> Any:
+            return pin_blame(self, constraints, violation, q)
+
+        return Outcome(Verdict.UNKNOWN, reason=f"Z3: {s.reason_unknown()}", code="UNKNOWN_SOLVER", explain=explain)
 
     def _small_model(self, s: z3.Solver) -> Any:
         """A model of the satisfiable `s`, preferring small problem sizes and the first blocks (easier

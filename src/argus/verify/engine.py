@@ -8,6 +8,7 @@ partial sums, alignment of vector and TMA copies, budgets), the user's tag asser
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from argus.ir.nodes import Kernel
 from argus.ir.rewrite import inline_lets
 from argus.layout import LayoutError
 from argus.verify import smt
+from argus.verify.blame import lookback_blame
 from argus.verify.catalog import entry
 from argus.verify.checks.align import check_alignment
 from argus.verify.checks.asserts import check_assertion
@@ -70,7 +72,8 @@ def verify_kernel(
     def run(check: str, fn: Any, *args: Any, loc: Any = None) -> None:
         """Run one check; what the encoding cannot express makes it unknown, never verified."""
         try:
-            findings.extend(fn(*args))
+            got = fn(*args)
+            findings.extend(_explain_lookback(ctx, got, fn, args))
         except (smt.EncodingError, Unsupported, LayoutError) as err:
             text = str(err)
             code = "UNKNOWN_LAYOUT_INVERSE" if text.startswith("UNKNOWN_LAYOUT_INVERSE") else "UNKNOWN_STATEMENT"
@@ -137,6 +140,24 @@ def verify_kernel(
         tuple(ctx.records),
         time.perf_counter() - start,
     )
+
+
+def _explain_lookback(ctx: Context, got: list[Finding], fn: Any, args: tuple) -> list[Finding]:
+    """`got`, each ``UNKNOWN_LOOKBACK`` finding with the blame that names its loop and the look-back that decides it
+    (the same check run again with larger look-backs, `argus.verify.blame.lookback_blame`)."""
+    if not any(f.code == "UNKNOWN_LOOKBACK" and f.blame is None for f in got):
+        return got
+
+    def rerun(n: int) -> list[Finding]:
+        again = dataclasses.replace(ctx, lookback=n, records=[], loop_terms=[])
+        return list(fn(again, *args[1:]))
+
+    out = []
+    for f in got:
+        if f.code == "UNKNOWN_LOOKBACK" and f.blame is None and args and args[0] is ctx:
+            f = dataclasses.replace(f, blame=lookback_blame(ctx, f, rerun))
+        out.append(f)
+    return out
 
 
 class PinnedShapeError(ArgusError, ValueError):

@@ -13,6 +13,11 @@ Renderings:
   and one of per-thread variables (plain text, or a `rich` table);
 * `Counterexample.to_json` / `Result.to_json` — plain data for the agent.
 
+A finding may carry a `Blame`: the statement that made the fact false (a ``T.assume`` too weak, an allocation
+that crosses the budget, a misplaced commit or wait), which is not always where the failure surfaced, with the
+statements in effect (every allocation with its bytes, the assumptions on a symbol) and, where the verifier
+proved one, the change that makes the proof go through (`argus.verify.blame` computes them).
+
 `Finding.from_json` reads a finding back from its ``to_json()`` (as the run store keeps it), so that a stored
 counterexample is rendered by the same `render_text`.
 """
@@ -375,6 +380,67 @@ def _plain_tables(launch: list[tuple[str, str]], titles: list[str], rows: list[t
 
 
 @dataclass(frozen=True)
+class Blame:
+    """The statement that made a finding's fact false, and why; `fix`: a change proved (or, for an unknown,
+    found) to decide the fact; `related`: other statements in effect, each ``(loc, what)``."""
+
+    loc: SourceLoc | None
+    why: str
+    fix: str | None = None
+    related: tuple[tuple[SourceLoc | None, str], ...] = ()
+
+    def render_text(self) -> str:
+        stmt = f" {self.loc.text.split('  #')[0].strip()}" if self.loc is not None and self.loc.text else ""
+        where = _loc_short(self.loc) if self.loc is not None else "<no statement>"
+        lines = [f"  caused by: {where}{stmt} — {self.why}"]
+        for loc, what in self.related:
+            lines.append(f"    {_loc_short(loc) if loc is not None else '<no statement>'}: {what}")
+        if self.fix:
+            lines.append(f"  fix: {self.fix}")
+        return "\n".join(lines)
+
+    def table_rows(self) -> list[tuple[str, str, str]]:
+        """(role, line, statement or note) rows: the blamed statement, then the related ones, then the fix."""
+        rows = [("caused by", _loc_short(self.loc) if self.loc else "-", self.why)]
+        rows += [("related", _loc_short(loc) if loc else "-", what) for loc, what in self.related]
+        if self.fix:
+            rows.append(("fix", "-", self.fix))
+        return rows
+
+    def render_table(self, rich: bool = False) -> Any:
+        rows = self.table_rows()
+        if rich:
+            from rich.table import Table
+
+            t = Table(title="blame", show_header=True)
+            for c in ("", "line", "what"):
+                t.add_column(c)
+            for r in rows:
+                t.add_row(*r)
+            return t
+        widths = [max(len(r[i]) for r in [("", "line", "what"), *rows]) for i in range(3)]
+        sep = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+        fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"  # noqa: E731
+        return "\n".join(["~~~~ blame ~~~~", sep, fmt(("", "line", "what")), sep, *[fmt(r) for r in rows], sep])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "loc": _loc_json(self.loc),
+            "line": self.loc.line if self.loc is not None else None,
+            "why": self.why,
+            "fix": self.fix,
+            "related": [{"loc": _loc_json(loc), "what": what} for loc, what in self.related],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Blame | None:
+        if not data:
+            return None
+        related = tuple((_loc_from_json(r.get("loc")), r["what"]) for r in data.get("related") or ())
+        return cls(_loc_from_json(data.get("loc")), data["why"], data.get("fix"), related)
+
+
+@dataclass(frozen=True)
 class Finding:
     """One outcome of one check at one place: `verdict` violated (with a counterexample), unknown
     (with the reason and what to pin), or a warning (verdict violated, severity warning)."""
@@ -387,6 +453,7 @@ class Finding:
     reason: str | None = None  # unknown: why
     pin: str | None = None  # unknown: what to pin or change so that it can be decided
     details: dict[str, Any] = field(default_factory=dict)
+    blame: Blame | None = None  # the statement that made the fact false (or, unknown: what would decide it)
 
     @property
     def severity(self) -> Severity:
@@ -412,6 +479,8 @@ class Finding:
             text += f"\n  reason: {self.reason}"
         if self.pin:
             text += f"\n  to decide it: {self.pin}"
+        if self.blame is not None:
+            text += "\n" + self.blame.render_text()
         if self.verdict == Verdict.VIOLATED:
             text += f"\n  hint: {self.hint}"
         return text
@@ -429,6 +498,7 @@ class Finding:
             "pin": self.pin,
             "hint": self.hint,
             "details": _jsonable(self.details),
+            "blame": self.blame.to_json() if self.blame is not None else None,
         }
 
     @classmethod
@@ -445,6 +515,7 @@ class Finding:
             reason=data.get("reason"),
             pin=data.get("pin"),
             details=dict(data.get("details") or {}),
+            blame=Blame.from_json(data.get("blame")),
         )
 
 
@@ -454,6 +525,9 @@ def undecided(out: Any, message: str, *, loc: Any, pin: bool = False, **extra: A
     code = out.code or "UNKNOWN_SOLVER"
     if pin:
         extra["pin"] = entry(code).hint
+    explain = getattr(out, "explain", None)
+    if explain is not None and "blame" not in extra:
+        extra["blame"] = explain()
     return Finding(code, Verdict.UNKNOWN, message, loc=loc, reason=out.reason, **extra)
 
 
@@ -525,6 +599,8 @@ class Result:
             parts.append(f.render_text())
             if tables and f.counterexample is not None:
                 parts.append(f.counterexample.render_table())
+            if tables and f.blame is not None:
+                parts.append(f.blame.render_table())
         return "\n".join(parts)
 
     def to_json(self) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """T.async_wait(STAGES) leaves one group too many in flight: tile k's group may still be pending.
+The read surfaces it; the blame names the wait.
 
 expect: violated
 code: PIPELINE_STALE_READ
+fact: PIPELINE_STALE_READ blame.fix == "T.async_wait(2) here (the groups committed after the copy's)"
 """
 
 import argus
@@ -36,7 +38,7 @@ def KERNEL(
             T.copy(A.tile((bm, nxt), (BM, BK)), sA[nxt % STAGES], atom="cp.async")
             T.copy(B.tile((nxt, bn), (BK, BN)), sB[nxt % STAGES], atom="cp.async")
             T.async_commit()
-            T.async_wait(STAGES)  # BUG: STAGES - 1
+            T.async_wait(STAGES)  # BUG: STAGES - 1  # <- PIPELINE_STALE_READ
             T.barrier()
             T.copy(sA[k % STAGES], rA, atom="ldmatrix")  # <- PIPELINE_STALE_READ
             T.copy(sB[k % STAGES], rB, atom="ldmatrix")

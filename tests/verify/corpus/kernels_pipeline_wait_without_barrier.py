@@ -40,7 +40,7 @@ def KERNEL(
             T.copy(A.tile((bm, nxt), (BM, BK)), sA[nxt % STAGES], atom="cp.async")
             T.copy(B.tile((nxt, bn), (BK, BN)), sB[nxt % STAGES], atom="cp.async")
             T.async_commit()
-            T.async_wait(STAGES - 1)
+            T.async_wait(STAGES - 1)  # <- PIPELINE_STALE_READ
             # BUG: no T.barrier()
             T.copy(sA[k % STAGES], rA, atom="ldmatrix")  # <- PIPELINE_STALE_READ
             T.copy(sB[k % STAGES], rB, atom="ldmatrix")

@@ -46,9 +46,10 @@ from argus.ir.nodes import Buffer, Copy, Space, TileRef
 from argus.layout import ComposedLayout
 from argus.verify import smt
 from argus.verify.access import np_layout
+from argus.verify.blame import assumption_blame
 from argus.verify.context import Context
 from argus.verify.program import Site, kept
-from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
+from argus.verify.report import Blame, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 VECTOR_BYTES = 16
 TMA_STRIDE_BYTES = 16
@@ -148,7 +149,8 @@ def _check_tma(ctx: Context, site: Site, s: Copy) -> list[Finding]:
     itemsize = g.dtype.itemsize
     for d in range(rank - 1):
         stride_bytes = _term(strides[d], env) * itemsize
-        out = ctx.solve([], smt.mod(stride_bytes, TMA_STRIDE_BYTES) != 0)
+        violation = smt.mod(stride_bytes, TMA_STRIDE_BYTES) != 0
+        out = ctx.solve([], violation)
         if out.verdict == Verdict.UNKNOWN:
             findings.append(undecided(out, f"TMA stride check of {g.name} undecided", loc=s.loc))
             continue
@@ -174,7 +176,9 @@ def _check_tma(ctx: Context, site: Site, s: Copy) -> list[Finding]:
             element=Element(g.name, "global", None, None),
             variables={"dimension": d, "stride_bytes": value},
         )
-        findings.append(Finding("ALIGN_TMA", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
+        what = f"{g.name}'s stride {strides[d]} is {value} bytes, not a multiple of {TMA_STRIDE_BYTES}"
+        blame = assumption_blame(ctx, [], violation, m, what)
+        findings.append(Finding("ALIGN_TMA", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex, blame=blame))
         break
     return findings
 
@@ -282,7 +286,8 @@ def _check_vector(ctx: Context, site: Site, s: Copy) -> list[Finding]:
             width //= 2
         if width == 1:
             return []
-    out = ctx.solve(cons, z3.Not(z3.And(*conditions(width))))
+    violation = z3.Not(z3.And(*conditions(width)))
+    out = ctx.solve(cons, violation)
     if out.verdict == Verdict.UNKNOWN:
         return [undecided(out, f"vector alignment of the copy of {g.name} undecided", loc=s.loc)]
     if out.verdict != Verdict.VIOLATED:
@@ -311,7 +316,8 @@ def _check_vector(ctx: Context, site: Site, s: Copy) -> list[Finding]:
         f"{sizes} {why} is not a multiple of {width}: the vectors are misaligned and the copy runs {fallback}"
     )
     coord = tuple(smt.model_int(m, _term(o, env)) if isinstance(o, Expr) else int(o) for o in g_ref.origin)
-    return [_vector_finding(ctx, site, s, g, msg, m, values, width, coord, explicit, env)]
+    blame = assumption_blame(ctx, cons, violation, m, f"{why} is not a multiple of {width}")
+    return [_vector_finding(ctx, site, s, g, msg, m, values, width, coord, explicit, env, blame)]
 
 
 def _vector_finding(
@@ -326,6 +332,7 @@ def _vector_finding(
     coord: tuple[int, ...] | None = None,
     explicit: bool = True,
     env: dict | None = None,
+    blame: Blame | None = None,
 ) -> Finding:
     code = "ALIGN_VECTOR" if explicit else "ALIGN_ASSUMPTION"
     cex = Counterexample(
@@ -340,4 +347,4 @@ def _vector_finding(
         element=Element(g.name, "global", None, coord),
         variables=values,
     )
-    return Finding(code, Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex)
+    return Finding(code, Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex, blame=blame)

@@ -17,6 +17,7 @@ from argus.atoms.common import MAX_THREAD_REGISTERS as MAX_REGISTERS
 from argus.atoms.common import shared_budget
 from argus.atoms.smem import SharedCarve
 from argus.ir.nodes import Alloc, Broadcast, Buffer, Space, TileRef
+from argus.verify.blame import register_blame, smem_blame
 from argus.verify.context import Context
 from argus.verify.program import Site, user_name
 from argus.verify.report import Finding, Verdict
@@ -59,6 +60,7 @@ def check_shared_budget(ctx: Context) -> list[Finding]:
                     "blocks_per_sm": blocks,
                     "buffers": {n: b for n, b, _ in rows},
                 },
+                blame=smem_blame(ctx.analysis.kernel, rows, budget, blocks, shared_budget(1)),
             )
         )
     ctx.record("shared-memory budget", f"{total} B", Verdict.VIOLATED if findings else Verdict.VERIFIED, start)
@@ -103,6 +105,7 @@ def check_register_budget(ctx: Context) -> list[Finding]:
                 last[b] = max(last[b], end)
     findings = []
     peak_by_role: dict[str, tuple[int, int, list[str]]] = {}
+    peak_live: dict[str, list[Buffer]] = {}
     for site in prog.sites:
         role = site.role
         key = role.name if role is not None else ""
@@ -110,6 +113,7 @@ def check_register_budget(ctx: Context) -> list[Finding]:
         regs = sum(registers_of(b) for b in live)
         if regs > peak_by_role.get(key, (0, 0, []))[0]:
             peak_by_role[key] = (regs, site.index, [f"{user_name(b)} {registers_of(b)}" for b in live])
+            peak_live[key] = live
     kernel = ctx.analysis.kernel
     blocks = getattr(kernel, "blocks_per_sm", 1)
     cap = None
@@ -121,6 +125,7 @@ def check_register_budget(ctx: Context) -> list[Finding]:
         site = prog.sites[index]
         budget = site.role.registers if site.role is not None and site.role.registers else MAX_REGISTERS
         capped = cap is not None and cap < budget
+        uncapped = budget if capped else None
         budget = min(budget, cap) if cap is not None else budget
         if regs > budget:
             where = f"warp role {key!r}" if key else "each thread"
@@ -141,6 +146,7 @@ def check_register_budget(ctx: Context) -> list[Finding]:
                     msg,
                     loc=site.loc,
                     details={"registers": regs, "budget": budget},
+                    blame=register_blame(kernel, _live_rows(peak_live[key], first), budget, uncapped, blocks),
                 )
             )
     findings += _register_split(ctx)
@@ -151,6 +157,11 @@ def check_register_budget(ctx: Context) -> list[Finding]:
         start,
     )
     return findings
+
+
+def _live_rows(live: list[Buffer], first: dict[Buffer, Site]) -> list[tuple[str, int, Site]]:
+    """(name, registers, allocation site) of the `live` fragments, in allocation order."""
+    return [(user_name(b), registers_of(b), first[b]) for b in sorted(live, key=lambda b: first[b].index)]
 
 
 def _register_split(ctx: Context) -> list[Finding]:

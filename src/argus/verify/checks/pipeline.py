@@ -24,6 +24,7 @@ import z3
 from argus.ir.nodes import AsyncCommit, AsyncWait, Space
 from argus.verify import smt
 from argus.verify.access import accesses
+from argus.verify.blame import stale_read_blame
 from argus.verify.checks.races import access_report, common_loops, instance, is_barrier
 from argus.verify.context import Context
 from argus.verify.program import Site, Unsupported, count_before, latest_before, user_name
@@ -134,8 +135,11 @@ def check_stale_reads(ctx: Context) -> list[Finding]:
                     accesses=(rw, rr),
                     variables={"copy's group": g, "groups landed at the read": max(need, 0)},
                 )
+                blame = stale_read_blame(ctx, m, w, r, ew, er, group, same)
                 findings.append(
-                    Finding("PIPELINE_STALE_READ", Verdict.VIOLATED, msg, loc=r.site.loc, counterexample=cex)
+                    Finding(
+                        "PIPELINE_STALE_READ", Verdict.VIOLATED, msg, loc=r.site.loc, counterexample=cex, blame=blame
+                    )
                 )
                 verdict = Verdict.VIOLATED
                 break
