@@ -52,6 +52,11 @@ from argus.verify.report import Access, Counterexample, Element, Finding, Thread
 #: order never maps two (block, iteration) pairs to one tile takes Z3 far more than this (divisions by symbolic
 #: sizes); such a tensor is left not checked within a second or two rather than slowing every verification down.
 ONCE_RLIMIT = 8_000_000
+#: The budget of a query whose windows divide by a problem size (a tile order, ``bm % cdiv(M, BM)``): a finding
+#: comes quickly where there is one; a proof that needs more is left not checked.
+HARD_RLIMIT = 1_500_000
+#: Problem sizes (every size symbol at once) at which such a query then looks for a witness.
+WITNESS_SIZES = (1000, 333)
 
 
 # --- shared pieces -----------------------------------------------------------------------------------------------
@@ -277,15 +282,25 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
             moved = z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in moving])
             twice = z3.Or(blocks_differ, z3.And(same_block, moved))
     cons = [*bcons, *cons_a, *cons_b, *inside, _inside(ra, element, env_a), _inside(rb, element, env_b)]
-    if _divides_by_size(cons):
-        return (
-            "a window origin divides by a problem size (a tile order): that no two blocks or iterations map to one "
-            "tile is beyond the solver's budget"
-        )
-    out = _solve(ctx, cons, twice)
+    hard = _divides_by_size(cons)
+    out = _solve(ctx, cons, twice, HARD_RLIMIT if hard else ONCE_RLIMIT)
     if out.verdict == Verdict.VERIFIED:
         return None
+    if out.verdict == Verdict.UNKNOWN and hard:
+        # with the sizes fixed, the divisions are by constants: look for a witness at a few sizes (sound: a model
+        # found there is one), though no proof for all sizes
+        for size in WITNESS_SIZES:
+            pins = [t == size for v, t in ctx.shape_terms.items() if v.name not in ctx.pinned]
+            at = _solve(ctx, [*cons, *pins], twice, 2 * HARD_RLIMIT)
+            if at.verdict == Verdict.VIOLATED:
+                out = at
+                break
     if out.verdict == Verdict.UNKNOWN:
+        if hard:
+            return (
+                "a window origin divides by a problem size (a tile order): that no two blocks or iterations map to "
+                f"one tile was not decided within the solver's budget ({out.reason})"
+            )
         return f"the solver could not decide within its budget whether two stores overlap ({out.reason})"
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
@@ -402,7 +417,9 @@ def check_contraction_once(ctx: Context, proved: set[int] | None = None) -> list
             for loads in _feeding_loads(prog.sites, operand.buffer).values():
                 start = time.perf_counter()
                 out = _contraction_once(ctx, gemm, outer, loads, proved or set())
-                label = f"{user_name(loads[0][1].buffer)} into {user_name(acc)} (line {gemm.loc.line if gemm.loc else '?'})"
+                label = (
+                    f"{user_name(loads[0][1].buffer)} into {user_name(acc)} (line {gemm.loc.line if gemm.loc else '?'})"
+                )
                 if isinstance(out, str):
                     ctx.record("contraction accumulated once", f"{label} (not checked: {out})", Verdict.UNKNOWN, start)
                     continue
@@ -488,7 +505,14 @@ def _contraction_once(
             distinct = z3.BoolVal(True) if sa is not sb else z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in free_a])
             element, dims, inside = _element(ctx, ra.buffer, "once")
             oa, ob = _origins(ra, env_a), _origins(rb, env_b)
-            cons = [*shared_cons, *cons_a, *cons_b, *inside, _inside(ra, element, env_a, oa), _inside(rb, element, env_b, ob)]
+            cons = [
+                *shared_cons,
+                *cons_a,
+                *cons_b,
+                *inside,
+                _inside(ra, element, env_a, oa),
+                _inside(rb, element, env_b, ob),
+            ]
             # Terms built only from what both instances share (the block, the tile loop, the sizes) cannot separate
             # them; a persistent tile order's divisions by symbolic sizes are such terms. Abstracting each by a free
             # value is a cheap over-approximation: unsat is a proof, and only a model of it is checked exactly.
@@ -679,7 +703,9 @@ def _reset_finding(
             coord = None
     element = Element(name, "fragment", 0, coord, 0)
     tile = loop_name(lp)
-    fills = [s for s in ctx.analysis.program.sites if _is_reset(s, acc) and not _within(ctx.analysis.program.site(lp), s)]
+    fills = [
+        s for s in ctx.analysis.program.sites if _is_reset(s, acc) and not _within(ctx.analysis.program.site(lp), s)
+    ]
     where = f"; its reset at line {fills[0].loc.line} runs once, before the loop" if fills and fills[0].loc else ""
     if resets:
         where = f"; the reset at line {resets[0].loc.line if resets[0].loc else '?'} does not run in that iteration"
@@ -703,4 +729,3 @@ def _reset_finding(
         ),
     )
     return Finding("MMA_ACC_NOT_RESET", Verdict.VIOLATED, msg, loc=gemm.loc, counterexample=cex)
-
