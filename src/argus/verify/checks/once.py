@@ -503,6 +503,7 @@ def _contraction_once(
             env_a, cons_a = _instance(ctx, sa, env0, ".a", fa)
             env_b, cons_b = _instance(ctx, sb, env0, ".b", fb)
             distinct = z3.BoolVal(True) if sa is not sb else z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in free_a])
+            distinct = z3.And(distinct, _consumed_between(gemm, sa, env_a, sb, env_b))
             element, dims, inside = _element(ctx, ra.buffer, "once")
             oa, ob = _origins(ra, env_a), _origins(rb, env_b)
             cons = [
@@ -527,6 +528,22 @@ def _contraction_once(
                 return f"the solver could not decide within its budget whether two loads overlap ({out.reason})"
             return _contraction_finding(ctx, gemm, out.model, ra.buffer, element, dims, (sa, env_a), (sb, env_b))
     return None
+
+
+def _consumed_between(gemm: Site, sa: Site, env_a: dict, sb: Site, env_b: dict) -> Any:
+    """The condition that the second load does not just overwrite the first one's data before the T.gemm read it:
+    they write different places, or they run in different iterations of a loop around the T.gemm, or the T.gemm sits
+    between them in program order (two loads into one place in one iteration, the first unread, are a wasted load,
+    not a double accumulation)."""
+    da: TileRef = sa.stmt.dst  # type: ignore[attr-defined]
+    db: TileRef = sb.stmt.dst  # type: ignore[attr-defined]
+    if da.buffer is not db.buffer or da.extent != db.extent:
+        return z3.BoolVal(True)
+    places = [o1 != o2 for o1, o2 in zip(_origins(da, env_a), _origins(db, env_b), strict=True)]
+    loops = [lp for lp in gemm.loops if lp in sa.loops and lp in sb.loops]
+    iterations = [env_a[lp.var] != env_b[lp.var] for lp in loops]
+    between = min(sa.index, sb.index) < gemm.index < max(sa.index, sb.index)
+    return z3.Or(*places, *iterations, z3.BoolVal(between))
 
 
 def _contraction_finding(
