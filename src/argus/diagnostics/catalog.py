@@ -793,6 +793,11 @@ class Code(StrEnum):
         "{column} of the B operand, not column {want} (k={k} of the tile)",
         "allocate the B fragment with mma=<atom>, operand='B' and the accumulator's groups",
     )
+    MMA_ACC_NOT_RESET = _entry(
+        Category.VERIFY,
+        "the T.gemm accumulates tile {tile} into {acc}, which still holds the products of the previous tile",
+        "reset the accumulator at the top of each tile, inside the tile loop and before its K loop: T.fill(acc, 0.0)",
+    )
     RACE_WRITE_WRITE = _entry(
         Category.VERIFY,
         "possible write-write race on {buffer}[{index}] ({relation}, no barrier between)",
@@ -883,6 +888,21 @@ class Code(StrEnum):
         "stores at {sites})",
         "cover the whole tensor: a grid of cdiv(size, tile) blocks along every dimension, or a loop over the "
         "tiles of a row; if larger sizes never occur, declare it (T.assume('N <= 128'))",
+    )
+    COVERAGE_OUTPUT_TWICE = _entry(
+        Category.VERIFY,
+        "element {coord} of {tensor} ({extents}) is stored twice, by {first} and by {second}: the value left is "
+        "whichever store lands last",
+        "give every output tile exactly one block: a grid of cdiv(size, tile) blocks with tile indices that differ "
+        "from block to block; for split-K, reduce the partial sums (a second pass or an atomic epilogue) instead of "
+        "storing each into the tile",
+    )
+    COVERAGE_CONTRACTION_TWICE = _entry(
+        Category.VERIFY,
+        "element {coord} of {tensor} ({extents}) is loaded twice for one accumulation of {acc} ({first} and "
+        "{second}): its products enter the sum twice",
+        "visit each K block once: a loop of cdiv(K, BK) iterations whose block index is the loop variable (the copy "
+        "masks the partial last block; no clamping of the index, no separate tail iteration that repeats a block)",
     )
     ALIGN_VECTOR = _entry(
         Category.VERIFY,

@@ -82,6 +82,15 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     ),
     # --- shared-memory races --------------------------------------------------------------------
     CatalogEntry(
+        "MMA_ACC_NOT_RESET",
+        "an accumulator carries one tile's products into the next",
+        "A loop computes a different output tile in each iteration (it stores the accumulator to a window that moves "
+        "with the loop) into one accumulator fragment, but for some iteration nothing rewrites the accumulator "
+        "between the previous tile's MMAs and this tile's first MMA: the tile's result includes the previous "
+        "tile's sums.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "RACE_WRITE_WRITE",
         "write-write race on shared memory",
         "Two different threads write the same shared-memory location with no barrier between the two "
@@ -220,6 +229,24 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "For some problem size the kernel allows, an element of a tensor the kernel stores into lies in no "
         "window any block stores: a tile narrower than the row, an epilogue storing the tile of another block, "
         "a grid of M // BM blocks where cdiv(M, BM) are needed. The element keeps whatever the tensor held.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
+        "COVERAGE_OUTPUT_TWICE",
+        "an element of an output is written twice",
+        "For some problem size the kernel allows, an element of a tensor the kernel stores into lies in the "
+        "windows of two different blocks (more blocks than tiles, a split-K grid storing partial sums to one tile, an "
+        "epilogue that also stores the neighbouring tile), or in the windows one store writes in two iterations of a "
+        "loop its window moves with. The element ends up with whichever value is stored last.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
+        "COVERAGE_CONTRACTION_TWICE",
+        "an element of a matrix-multiply operand enters one accumulation twice",
+        "Within one block and one accumulation (the iterations between resets of the accumulator), two different "
+        "loads that feed a T.gemm operand read the same element of the tensor: a K loop of cdiv(K, BK) + 1 "
+        "iterations with a clamped block index, a block index k // 2. Its products are added to the sum twice. "
+        "(Windows past the end of the tensor read padding and do not count.)",
         Severity.ERROR,
     ),
     # --- alignment and budgets --------------------------------------------------------------------

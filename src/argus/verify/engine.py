@@ -27,6 +27,7 @@ from argus.verify.checks.coverage import check_contraction_coverage, check_outpu
 from argus.verify.checks.fence import check_proxy_fences
 from argus.verify.checks.mbarrier import check_arrive_counts
 from argus.verify.checks.mma import check_gemm
+from argus.verify.checks.once import check_accumulator_reset, check_contraction_once, check_output_once
 from argus.verify.checks.oob import check_masked_reductions, check_shared_views
 from argus.verify.checks.perf import check_performance
 from argus.verify.checks.pipeline import check_stale_reads
@@ -120,6 +121,9 @@ def verify_kernel(
     if "coverage" in checks:
         run("output coverage", check_output_coverage, ctx)
         run("contraction coverage", check_contraction_coverage, ctx)
+        run("output written once", check_output_once, ctx)
+        run("contraction accumulated once", check_contraction_once, ctx, proved)
+        run("accumulator reset per tile", check_accumulator_reset, ctx)
     if "scale" in checks:
         run("value scale", check_value_scales, ctx)
     if "align" in checks:

@@ -1,0 +1,748 @@
+"""Exactly once: no element of an output is written by two blocks (`COVERAGE_OUTPUT_TWICE`), no element of a
+matrix-multiply operand enters one accumulation twice (`COVERAGE_CONTRACTION_TWICE`), and an accumulator that
+computes several output tiles is reset before each tile's first MMA (`MMA_ACC_NOT_RESET`).
+
+`checks/coverage.py` proves that every element is written (loaded) *at least* once; this module proves *at most*
+once where that matters. Unlike coverage, these are universal facts over pairs of instances ("no two instances
+touch one element"), so the window origins may be any expression of the sizes, block indices and loop variables
+(a persistent kernel's `T.tile_order` included) and a store under ``T.if_`` counts only where its condition holds.
+What the check cannot read (an origin or a condition that depends on the thread or on values loaded at run time,
+a solver budget exhausted on a tile order's divisions) leaves the tensor *not checked*: a record, never a finding
+(`docs/verify.md` §7).
+
+* **Output, between blocks.** Two store instances (any sites, any iterations) of two different blocks whose windows
+  share an element inside the tensor: the element's final value is whichever block stored last.
+* **Output, within a block.** A store site whose window moves with a loop variable (its origin depends on it) must
+  not write one element in two iterations that differ in such a variable (``Y.tile((bm, j // 2))``: iterations 2i
+  and 2i + 1 write one tile, the first value is lost). A window that does not move with a loop is an overwrite by
+  the same threads in program order, the last value wins and is the one meant: the accumulator stored after every
+  K step (a wasteful, correct epilogue) is *not* a finding. Two different sites of one block writing one element
+  are ordered by program order for the same thread, and a race for different threads, which is the race check's
+  domain (it covers shared memory only; global write-write races within a block are not checked, §7).
+* **Contraction.** For each ``T.gemm`` and each operand, the global loads feeding that operand (through copies and
+  elementwise ops) are paired within one block and one *accumulation*: the iterations of the loops around the
+  ``T.gemm`` that reset the accumulator (they enclose a ``T.fill`` of it) or store it as a new tile (a tile loop,
+  below) are the same in both instances; the others (the K loop) are free. Two different instances that load one
+  element inside the tensor put its products into one sum twice. A window past the end of the tensor reads padding
+  (zero), which is harmless and not counted. A producer role's loads are paired with the consumer's loops through
+  the proved `roles.Pairing` (its tile loop is the consumer's).
+* **Reset.** A loop ``L`` around a ``T.gemm`` is a *tile loop* when it also holds a store of the accumulator (or of
+  a value computed from it) to global memory whose window moves with ``L``: each iteration produces a different
+  tile. Before the first MMA of each iteration the accumulator must be rewritten whole (``T.fill``, a copy into
+  it). Proved from the structure (a reset that runs whenever the ``T.gemm`` does, before it in the iteration, or
+  after it at the end of the iteration), else by Z3 over the guards; a witness is an iteration ``it >= 1`` where the
+  ``T.gemm`` ran in ``it - 1`` and runs again in ``it`` with no reset in between.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import z3
+
+from argus.ir.expr import Expr, Var, free_vars
+from argus.ir.nodes import Broadcast, Buffer, Copy, Fill, For, Gemm, Map, Reduce, Space, TileRef
+from argus.verify import smt
+from argus.verify.context import Context, Outcome
+from argus.verify.program import Site, depends_on, loop_name, user_name
+from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict
+
+#: The Z3 budget of one exactly-once query (deterministic units). Proving that a persistent kernel's grouped tile
+#: order never maps two (block, iteration) pairs to one tile takes Z3 far more than this (divisions by symbolic
+#: sizes); such a tensor is left not checked within a second or two rather than slowing every verification down.
+ONCE_RLIMIT = 8_000_000
+#: The budget of a query whose windows divide by a problem size (a tile order, ``bm % cdiv(M, BM)``): a finding
+#: comes quickly where there is one; a proof that needs more is left not checked.
+HARD_RLIMIT = 1_500_000
+#: Problem sizes (every size symbol at once) at which such a query then looks for a witness.
+WITNESS_SIZES = (1000, 333)
+
+
+# --- shared pieces -----------------------------------------------------------------------------------------------
+
+
+def _solve(ctx: Context, cons: list[Any], violation: Any, rlimit: int = ONCE_RLIMIT) -> Outcome:
+    saved = ctx.rlimit
+    ctx.rlimit = min(saved, rlimit)
+    try:
+        return ctx.solve(cons, violation)
+    finally:
+        ctx.rlimit = saved
+
+
+def _unreadable(ctx: Context, site: Site, exprs: list[Any]) -> str | None:
+    """Why `exprs` (origins, conditions, extents at `site`) cannot be encoded per block and iteration, else None."""
+    known = set(ctx.kernel.shape_vars) | set(ctx.kernel.block_vars) | {lp.var for lp in site.loops}
+    for e in exprs:
+        if not isinstance(e, Expr):
+            continue
+        other = [v for v in free_vars(e) if v not in known]
+        if other:
+            what = "the thread index" if ctx.kernel.thread_var in other else f"run-time value {other[0].name}"
+            return f"{e} depends on {what}"
+    return None
+
+
+def _site_exprs(site: Site, ref: TileRef) -> list[Any]:
+    out: list[Any] = list(ref.origin)
+    out += [branch.cond for branch, _ in site.ifs]
+    out += [lp.extent for lp in site.loops]
+    return out
+
+
+def _blocks(ctx: Context, suffix: str) -> tuple[dict, list[Any], dict[Var, Any]]:
+    """The base environment with a second, independent block (its indices in the grid)."""
+    env = dict(ctx.base_env)
+    cons = []
+    terms = {}
+    for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
+        t = z3.BitVec(f"{v.name}{suffix}", smt.WIDTH)
+        ext = smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)
+        cons.append(smt.in_range(t, 0, ext))
+        env[v] = t
+        terms[v] = t
+    return env, cons, terms
+
+
+def _instance(
+    ctx: Context, site: Site, env: dict, suffix: str, fixed: dict[Var, Any] | None = None
+) -> tuple[dict, list[Any]]:
+    """`env` extended with the loop variables of one instance of `site` (fresh, in range, unless `fixed` gives
+    the term) and the conditions of its branches."""
+    env = dict(env)
+    cons: list[Any] = []
+    for lp in site.loops:
+        if fixed is not None and lp.var in fixed:
+            env[lp.var] = fixed[lp.var]
+        else:
+            t = z3.BitVec(f"once.{lp.var.name}{suffix}", smt.WIDTH)
+            ctx.loop_terms.append(t)
+            env[lp.var] = t
+        cons.append(ctx.loop_range(lp, env[lp.var], env))
+    for branch, taken in site.ifs:
+        cond = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(cond if taken else z3.Not(cond))
+    return env, cons
+
+
+def _origins(ref: TileRef, env: dict) -> list[Any]:
+    return [smt.val(smt.evaluate(o, env) if isinstance(o, Expr) else o) for o in ref.origin]
+
+
+def _inside(ref: TileRef, element: list[Any], env: dict, origins: list[Any] | None = None) -> Any:
+    conds = []
+    for e, origin, ext in zip(element, _origins(ref, env) if origins is None else origins, ref.extent, strict=True):
+        conds.append(z3.And(e >= origin, e - origin < ext))
+    return z3.And(*conds)
+
+
+def _element(ctx: Context, buffer: Buffer, name: str) -> tuple[list[Any], list[Any], list[Any]]:
+    dims = [smt.evaluate(d, ctx.base_env) if isinstance(d, Expr) else smt.val(d) for d in buffer.shape]
+    element = [z3.BitVec(f"{name}.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]
+    return element, dims, [smt.in_range(e, 0, n) for e, n in zip(element, dims, strict=True)]
+
+
+def _loops(m: Any, site: Site, env: dict) -> dict[str, int]:
+    return {loop_name(lp): smt.model_int(m, env[lp.var]) for lp in site.loops if lp.var in env}
+
+
+def _text(d: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items())
+
+
+_HARD = {
+    z3.Z3_OP_BSDIV,
+    z3.Z3_OP_BUDIV,
+    z3.Z3_OP_BSREM,
+    z3.Z3_OP_BUREM,
+    z3.Z3_OP_BSMOD,
+    z3.Z3_OP_BSDIV_I,
+    z3.Z3_OP_BUDIV_I,
+    z3.Z3_OP_BSREM_I,
+    z3.Z3_OP_BUREM_I,
+    z3.Z3_OP_BSMOD_I,
+}
+
+
+def _abstract(terms: list[Any], fixed: list[Any]) -> list[Any] | None:
+    """`terms` with every outermost division (quotient or remainder) by a non-constant that depends only on `fixed`
+    constants replaced by one fresh constant (the same subterm by the same constant), or None when there is none."""
+    fixed_ids = {t.get_id() for t in fixed}
+    consts: dict[int, bool] = {}  # term id -> depends only on fixed constants (and numerals)
+
+    def only_fixed(t: Any) -> bool:
+        k = t.get_id()
+        if k not in consts:
+            if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                consts[k] = k in fixed_ids
+            else:
+                consts[k] = all(only_fixed(c) for c in t.children())
+        return consts[k]
+
+    subs: dict[int, tuple[Any, Any]] = {}
+
+    def collect(t: Any) -> None:
+        if t.get_id() in subs:
+            return
+        divides = z3.is_app(t) and t.decl().kind() in _HARD and not z3.is_bv_value(t.children()[1])
+        if divides and only_fixed(t):
+            subs[t.get_id()] = (t, smt.fresh("once.abstract"))
+            return
+        for c in t.children():
+            collect(c)
+
+    for t in terms:
+        collect(t)
+    if not subs:
+        return None
+    pairs = list(subs.values())
+    return [z3.substitute(t, *pairs) for t in terms]
+
+
+def _divides_by_size(terms: list[Any]) -> bool:
+    """Whether a term divides (quotient or remainder) by a non-constant."""
+    seen: set[int] = set()
+    todo = list(terms)
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.decl().kind() in _HARD and not z3.is_bv_value(t.children()[1]):
+            return True
+        todo.extend(t.children())
+    return False
+
+
+def _reads(s: Any) -> list[Buffer]:
+    if isinstance(s, Copy | Reduce):
+        return [s.src.buffer]
+    if isinstance(s, Map):
+        return [(x.ref if isinstance(x, Broadcast) else x).buffer for x in s.srcs if isinstance(x, TileRef | Broadcast)]
+    return []
+
+
+def _within(outer: Site, site: Site) -> bool:
+    return outer.index < site.index <= outer.end
+
+
+# --- output written once -----------------------------------------------------------------------------------------
+
+
+def check_output_once(ctx: Context) -> list[Finding]:
+    """`COVERAGE_OUTPUT_TWICE`: no element of a global tensor is stored by two different blocks, nor twice by one
+    store site whose window moves with a loop (module docstring)."""
+    stores: dict[int, list[tuple[Site, TileRef]]] = {}
+    tensors: dict[int, Buffer] = {}
+    for site in ctx.analysis.program.sites:
+        s = site.stmt
+        if isinstance(s, Copy | Fill) and isinstance(s.dst, TileRef) and s.dst.buffer.space == Space.GLOBAL:
+            stores.setdefault(id(s.dst.buffer), []).append((site, s.dst))
+            tensors[id(s.dst.buffer)] = s.dst.buffer
+    findings = []
+    for key, sites in stores.items():
+        start = time.perf_counter()
+        buffer = tensors[key]
+        out = _output_once(ctx, buffer, sites)
+        if isinstance(out, str):
+            ctx.record("output written once", f"{user_name(buffer)} (not checked: {out})", Verdict.UNKNOWN, start)
+            continue
+        ctx.record("output written once", user_name(buffer), Verdict.VERIFIED if out is None else out.verdict, start)
+        if out is not None:
+            findings.append(out)
+    return findings
+
+
+def _output_once(ctx: Context, buffer: Buffer, sites: list[tuple[Site, TileRef]]) -> Finding | str | None:
+    for site, ref in sites:
+        why = _unreadable(ctx, site, _site_exprs(site, ref))
+        if why is not None:
+            return f"{why} ({site.loc})"
+    for i, (sa, ra) in enumerate(sites):
+        for sb, rb in sites[i:]:
+            out = _output_pair(ctx, buffer, sa, ra, sb, rb)
+            if out is not None:
+                return out
+    return None
+
+
+def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, rb: TileRef) -> Finding | str | None:
+    env_a, cons_a = _instance(ctx, sa, ctx.base_env, ".a")
+    benv, bcons, bterms = _blocks(ctx, ".b")
+    env_b, cons_b = _instance(ctx, sb, benv, ".b")
+    element, dims, inside = _element(ctx, buffer, "once")
+    blocks_differ = z3.Or(*[ctx.block_terms[v] != t for v, t in bterms.items()]) if bterms else z3.BoolVal(False)
+    twice = blocks_differ
+    moving: list[For] = []
+    if sa is sb:
+        moving = [lp for lp in sa.loops if any(depends_on(o, lp.var) for o in ra.origin)]
+        if moving:
+            same_block = z3.And(*[ctx.block_terms[v] == t for v, t in bterms.items()])
+            moved = z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in moving])
+            twice = z3.Or(blocks_differ, z3.And(same_block, moved))
+    cons = [*bcons, *cons_a, *cons_b, *inside, _inside(ra, element, env_a), _inside(rb, element, env_b)]
+    hard = _divides_by_size(cons)
+    out = _solve(ctx, cons, twice, HARD_RLIMIT if hard else ONCE_RLIMIT)
+    if out.verdict == Verdict.VERIFIED:
+        return None
+    if out.verdict == Verdict.UNKNOWN and hard:
+        # with the sizes fixed, the divisions are by constants: look for a witness at a few sizes (sound: a model
+        # found there is one), though no proof for all sizes
+        for size in WITNESS_SIZES:
+            pins = [t == size for v, t in ctx.shape_terms.items() if v.name not in ctx.pinned]
+            at = _solve(ctx, [*cons, *pins], twice, 2 * HARD_RLIMIT)
+            if at.verdict == Verdict.VIOLATED:
+                out = at
+                break
+    if out.verdict == Verdict.UNKNOWN:
+        if hard:
+            return (
+                "a window origin divides by a problem size (a tile order): that no two blocks or iterations map to "
+                f"one tile was not decided within the solver's budget ({out.reason})"
+            )
+        return f"the solver could not decide within its budget whether two stores overlap ({out.reason})"
+    m = out.model
+    coord = tuple(smt.model_int(m, e) for e in element)
+    extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
+    block_a = ctx.block_values(m)
+    block_b = {v.name: smt.model_int(m, t) for v, t in bterms.items()}
+    loops_a, loops_b = _loops(m, sa, env_a), _loops(m, sb, env_b)
+    name = user_name(buffer)
+
+    def where(block: dict[str, int], loops: dict[str, int], site: Site) -> str:
+        it = f", {_text(loops)}" if loops else ""
+        return f"block ({_text(block)}){it} at line {site.loc.line if site.loc else '?'}"
+
+    same = block_a == block_b
+    first = where(block_a, loops_a, sa)
+    second = where(block_b, loops_b, sb)
+    if same:
+        why = "one block writes it in two iterations of a loop its window moves with: the first value is lost"
+    else:
+        why = "two blocks write it, and the value left is whichever store lands last"
+    msg = f"element {coord} of {name} ({extents}) is stored twice, by {first} and by {second}: {why}"
+    cex = Counterexample(
+        code="COVERAGE_OUTPUT_TWICE",
+        message=msg,
+        op_loc=sb.loc,
+        program_point=str(sb.loc),
+        block=block_a,
+        shapes=ctx.shape_values(m),
+        thread=None,  # a fact about blocks and iterations: every thread holding the element's value stores it
+        loops=loops_a,
+        accesses=(
+            Access("write", "store", sa.loc, None, loops_a, Element(name, "global", None, coord)),
+            Access("write", "store", sb.loc, None, loops_b, Element(name, "global", None, coord)),
+        ),
+        variables={
+            "element": str(coord),
+            f"{name} extents": extents,
+            "first block": _text(block_a),
+            "second block": _text(block_b),
+        },
+    )
+    return Finding("COVERAGE_OUTPUT_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
+
+
+# --- the accumulator's tiles ---------------------------------------------------------------------------------
+
+
+def _acc_stores(ctx: Context, loop_site: Site, acc: Buffer) -> list[tuple[Site, TileRef]]:
+    """The global stores inside `loop_site` of the accumulator or of values computed from it there."""
+    derived = {id(acc)}
+    inner = [s for s in ctx.analysis.program.sites if _within(loop_site, s)]
+    grew = True
+    while grew:
+        grew = False
+        for site in inner:
+            s = site.stmt
+            if isinstance(s, Copy | Map | Reduce) and any(id(b) in derived for b in _reads(s)):
+                if id(s.dst.buffer) not in derived and s.dst.buffer.space != Space.GLOBAL:
+                    derived.add(id(s.dst.buffer))
+                    grew = True
+    return [
+        (site, site.stmt.dst)  # type: ignore[attr-defined]
+        for site in inner
+        if isinstance(site.stmt, Copy)
+        and site.stmt.dst.buffer.space == Space.GLOBAL
+        and id(site.stmt.src.buffer) in derived
+    ]
+
+
+def tile_loops(ctx: Context, gemm: Site) -> list[For]:
+    """The loops around `gemm` that are tile loops: each iteration stores its accumulator (or a value computed from
+    it) to a window of global memory that moves with the loop's variable."""
+    prog = ctx.analysis.program
+    acc = gemm.stmt.acc.buffer  # type: ignore[attr-defined]
+    out = []
+    for lp in gemm.loops:
+        site = prog.site(lp)
+        if any(any(depends_on(o, lp.var) for o in ref.origin) for _, ref in _acc_stores(ctx, site, acc)):
+            out.append(lp)
+    return out
+
+
+def _writes_acc(site: Site, acc: Buffer) -> bool:
+    s = site.stmt
+    return isinstance(s, Copy | Fill | Map | Reduce) and s.dst.buffer is acc
+
+
+def _is_reset(site: Site, acc: Buffer) -> bool:
+    """A write of the accumulator that does not read it (a fill, a copy or elementwise op from other data)."""
+    s = site.stmt
+    if not _writes_acc(site, acc):
+        return False
+    if isinstance(s, Reduce) and s.accumulate:
+        return False
+    return all(b is not acc for b in _reads(s))
+
+
+# --- contraction accumulated once ---------------------------------------------------------------------------
+
+
+def check_contraction_once(ctx: Context, proved: set[int] | None = None) -> list[Finding]:
+    """`COVERAGE_CONTRACTION_TWICE`: within one block and one accumulation of a ``T.gemm``, no element of a global
+    tensor feeding an operand is loaded by two different instances (module docstring). `proved`: the ids of the
+    role pairings the mbarrier protocol proved (a producer's loops are paired with the consumer's only then)."""
+    findings = []
+    prog = ctx.analysis.program
+    for gemm in ctx.analysis.gemms:
+        g: Gemm = gemm.stmt  # type: ignore[assignment]
+        acc = g.acc.buffer
+        resets = [s for s in prog.sites if _is_reset(s, acc)]
+        outer = {id(lp) for lp in gemm.loops if any(lp in r.loops for r in resets)}
+        outer |= {id(lp) for lp in tile_loops(ctx, gemm)}
+        for operand in (g.a, g.b):
+            for loads in _feeding_loads(prog.sites, operand.buffer).values():
+                start = time.perf_counter()
+                out = _contraction_once(ctx, gemm, outer, loads, proved or set())
+                label = (
+                    f"{user_name(loads[0][1].buffer)} into {user_name(acc)} (line {gemm.loc.line if gemm.loc else '?'})"
+                )
+                if isinstance(out, str):
+                    ctx.record("contraction accumulated once", f"{label} (not checked: {out})", Verdict.UNKNOWN, start)
+                    continue
+                verdict = Verdict.VERIFIED if out is None else out.verdict
+                ctx.record("contraction accumulated once", label, verdict, start)
+                if out is not None:
+                    findings.append(out)
+    return findings
+
+
+def _feeding_loads(sites: list[Site], buffer: Buffer) -> dict[int, list[tuple[Site, TileRef]]]:
+    """The copies from global memory whose data reaches `buffer` through copies and elementwise ops, by tensor."""
+    feeding = {id(buffer)}
+    grew = True
+    while grew:
+        grew = False
+        for site in sites:
+            s = site.stmt
+            if isinstance(s, Copy | Map) and id(s.dst.buffer) in feeding:
+                for b in _reads(s):
+                    if b.space != Space.GLOBAL and id(b) not in feeding:
+                        feeding.add(id(b))
+                        grew = True
+    out: dict[int, list[tuple[Site, TileRef]]] = {}
+    for site in sites:
+        s = site.stmt
+        if isinstance(s, Copy) and id(s.dst.buffer) in feeding and s.src.buffer.space == Space.GLOBAL:
+            out.setdefault(id(s.src.buffer), []).append((site, s.src))
+    return out
+
+
+def _paired_loops(ctx: Context, load: Site, gemm: Site, proved: set[int]) -> dict[int, For]:
+    """Loops of a producer's `load` paired (by a proved pairing) with loops of the consumer holding `gemm`."""
+    out: dict[int, For] = {}
+    for p in ctx.analysis.pairings:
+        if id(p) not in proved or p.kind != "loop" or p.producer is not load.role or p.consumer is not gemm.role:
+            continue
+        for lp_p, lp_c in p.loop_map():
+            if lp_p is not None and lp_c is not None:
+                out.setdefault(id(lp_p), lp_c)
+    return out
+
+
+def _contraction_once(
+    ctx: Context, gemm: Site, outer: set[int], loads: list[tuple[Site, TileRef]], proved: set[int]
+) -> Finding | str | None:
+    for site, ref in loads:
+        why = _unreadable(ctx, site, _site_exprs(site, ref))
+        if why is not None:
+            return f"{why} ({site.loc})"
+    # one term per loop that stays the same across the accumulation (the gemm's reset and tile loops)
+    shared: dict[int, Any] = {}
+    plans: list[tuple[Site, TileRef, dict[Var, Any], list[For]]] = []
+    shared_cons: list[Any] = []
+    env0 = dict(ctx.base_env)
+    for lp in gemm.loops:
+        if id(lp) in outer:
+            t = z3.BitVec(f"once.{lp.var.name}.tile", smt.WIDTH)
+            ctx.loop_terms.append(t)
+            shared[id(lp)] = t
+    for site, ref in loads:
+        fixed: dict[Var, Any] = {}
+        free: list[For] = []
+        paired = _paired_loops(ctx, site, gemm, proved) if site.role is not gemm.role else {}
+        for lp in site.loops:
+            twin = lp if lp in gemm.loops else paired.get(id(lp))
+            if twin is not None and id(twin) in shared:
+                fixed[lp.var] = shared[id(twin)]
+            elif twin is None and site.role is not gemm.role and outer:
+                return (
+                    f"the load at {site.loc} runs in another role, in loop {loop_name(lp)} that no proved pairing "
+                    "ties to the accumulator's tile"
+                )
+            else:
+                free.append(lp)
+        plans.append((site, ref, fixed, free))
+    for i, (sa, ra, fa, free_a) in enumerate(plans):
+        for sb, rb, fb, _ in plans[i:]:
+            if sa is sb and not free_a:
+                continue
+            env_a, cons_a = _instance(ctx, sa, env0, ".a", fa)
+            env_b, cons_b = _instance(ctx, sb, env0, ".b", fb)
+            distinct = z3.BoolVal(True) if sa is not sb else z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in free_a])
+            distinct = z3.And(distinct, _consumed_between(gemm, sa, env_a, sb, env_b))
+            element, dims, inside = _element(ctx, ra.buffer, "once")
+            oa, ob = _origins(ra, env_a), _origins(rb, env_b)
+            cons = [
+                *shared_cons,
+                *cons_a,
+                *cons_b,
+                *inside,
+                _inside(ra, element, env_a, oa),
+                _inside(rb, element, env_b, ob),
+            ]
+            # Terms built only from what both instances share (the block, the tile loop, the sizes) cannot separate
+            # them; a persistent tile order's divisions by symbolic sizes are such terms. Abstracting each by a free
+            # value is a cheap over-approximation: unsat is a proof, and only a model of it is checked exactly.
+            fixed_terms = [*ctx.block_terms.values(), *ctx.shape_terms.values(), *shared.values()]
+            abstract = _abstract(cons, fixed_terms)
+            if abstract is not None and _solve(ctx, abstract, distinct).verdict == Verdict.VERIFIED:
+                continue
+            out = _solve(ctx, cons, distinct)
+            if out.verdict == Verdict.VERIFIED:
+                continue
+            if out.verdict == Verdict.UNKNOWN:
+                return f"the solver could not decide within its budget whether two loads overlap ({out.reason})"
+            return _contraction_finding(ctx, gemm, out.model, ra.buffer, element, dims, (sa, env_a), (sb, env_b))
+    return None
+
+
+def _consumed_between(gemm: Site, sa: Site, env_a: dict, sb: Site, env_b: dict) -> Any:
+    """The condition that the second load does not just overwrite the first one's data before the T.gemm read it:
+    they write different places, or they run in different iterations of a loop around the T.gemm, or the T.gemm sits
+    between them in program order (two loads into one place in one iteration, the first unread, are a wasted load,
+    not a double accumulation)."""
+    da: TileRef = sa.stmt.dst  # type: ignore[attr-defined]
+    db: TileRef = sb.stmt.dst  # type: ignore[attr-defined]
+    if da.buffer is not db.buffer or da.extent != db.extent:
+        return z3.BoolVal(True)
+    places = [o1 != o2 for o1, o2 in zip(_origins(da, env_a), _origins(db, env_b), strict=True)]
+    loops = [lp for lp in gemm.loops if lp in sa.loops and lp in sb.loops]
+    iterations = [env_a[lp.var] != env_b[lp.var] for lp in loops]
+    between = min(sa.index, sb.index) < gemm.index < max(sa.index, sb.index)
+    return z3.Or(*places, *iterations, z3.BoolVal(between))
+
+
+def _contraction_finding(
+    ctx: Context,
+    gemm: Site,
+    m: Any,
+    tensor: Buffer,
+    element: list[Any],
+    dims: list[Any],
+    a: tuple[Site, dict],
+    b: tuple[Site, dict],
+) -> Finding:
+    (sa, env_a), (sb, env_b) = a, b
+    coord = tuple(smt.model_int(m, e) for e in element)
+    extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
+    loops_a, loops_b = _loops(m, sa, env_a), _loops(m, sb, env_b)
+    name = user_name(tensor)
+    acc = user_name(gemm.stmt.acc.buffer)  # type: ignore[attr-defined]
+    block = ctx.block_values(m)
+
+    def where(loops: dict[str, int], site: Site) -> str:
+        it = f" ({_text(loops)})" if loops else ""
+        return f"line {site.loc.line if site.loc else '?'}{it}"
+
+    msg = (
+        f"element {coord} of {name} ({extents}) is loaded twice for one accumulation of {acc} in block "
+        f"({_text(block)}), at {where(loops_a, sa)} and at {where(loops_b, sb)}, and both feed the T.gemm at line "
+        f"{gemm.loc.line if gemm.loc else '?'}: its products enter the sum twice"
+    )
+    cex = Counterexample(
+        code="COVERAGE_CONTRACTION_TWICE",
+        message=msg,
+        op_loc=sb.loc,
+        program_point=str(gemm.loc),
+        block=block,
+        shapes=ctx.shape_values(m),
+        thread=None,  # the whole block loads the window
+        loops=loops_b,
+        accesses=(
+            Access("read", "load", sa.loc, None, loops_a, Element(name, "global", None, coord)),
+            Access("read", "load", sb.loc, None, loops_b, Element(name, "global", None, coord)),
+        ),
+        variables={"element": str(coord), f"{name} extents": extents},
+    )
+    return Finding("COVERAGE_CONTRACTION_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
+
+
+# --- accumulator reset per tile ----------------------------------------------------------------------------
+
+
+def check_accumulator_reset(ctx: Context) -> list[Finding]:
+    """`MMA_ACC_NOT_RESET`: in every tile loop around a ``T.gemm`` (module docstring), the accumulator is rewritten
+    whole before the first MMA of each tile."""
+    findings = []
+    for gemm in ctx.analysis.gemms:
+        for lp in tile_loops(ctx, gemm):
+            start = time.perf_counter()
+            acc = gemm.stmt.acc.buffer  # type: ignore[attr-defined]
+            label = f"{user_name(acc)} in loop {loop_name(lp)} (line {gemm.loc.line if gemm.loc else '?'})"
+            out = _reset(ctx, gemm, lp)
+            if isinstance(out, str):
+                ctx.record("accumulator reset per tile", f"{label} (not checked: {out})", Verdict.UNKNOWN, start)
+                continue
+            ctx.record("accumulator reset per tile", label, Verdict.VERIFIED if out is None else out.verdict, start)
+            if out is not None:
+                findings.append(out)
+                break
+    return findings
+
+
+def _inner(site: Site, lp: For) -> tuple[tuple[For, ...], tuple[Any, ...]]:
+    """`site`'s loops and branches inside loop `lp`."""
+    frames = site.frames
+    pos = next(i for i, f in enumerate(frames) if f.owner is lp)
+    inner = frames[pos + 1 :]
+    loops = tuple(f.owner for f in inner if isinstance(f.owner, For))
+    ifs = tuple((id(f.owner), f.branch) for f in inner if f.owner is not None and not isinstance(f.owner, For))
+    return loops, ifs  # type: ignore[return-value]
+
+
+def _reset(ctx: Context, gemm: Site, lp: For) -> Finding | str | None:
+    prog = ctx.analysis.program
+    acc = gemm.stmt.acc.buffer  # type: ignore[attr-defined]
+    loop_site = prog.site(lp)
+    g_loops, g_ifs = _inner(gemm, lp)
+    before: list[Site] = []
+    after: list[Site] = []
+    for site in prog.sites:
+        if not _within(loop_site, site) or not _writes_acc(site, acc):
+            continue
+        if not _is_reset(site, acc):
+            continue
+        if not site.stmt.dst.is_whole():  # type: ignore[attr-defined]
+            return f"the accumulator is rewritten in part at {site.loc}"
+        r_loops, r_ifs = _inner(site, lp)
+        if site.index < gemm.index and g_loops[: len(r_loops)] == r_loops:
+            if set(r_ifs) <= set(g_ifs):
+                return None  # runs before the gemm in every iteration that runs the gemm
+            before.append(site)
+        elif site.index > gemm.end and not r_loops:
+            if set(r_ifs) <= set(g_ifs):
+                return None  # runs after the gemm in every iteration that ran it
+            after.append(site)
+        else:
+            return f"the reset at {site.loc} is neither before the T.gemm in its loops nor after the tile's loops"
+    for site in [gemm, *before, *after]:
+        why = _unreadable(ctx, site, [b.cond for b, _ in site.ifs] + [x.extent for x in site.loops])
+        if why is not None:
+            return f"{why} ({site.loc})"
+    # two consecutive tiles, it - 1 and it, that both run the gemm (its first instance: inner loops at 0)
+    it = z3.BitVec(f"once.{lp.var.name}.tile", smt.WIDTH)
+    ctx.loop_terms.append(it)
+    env_prev: dict[Any, Any] = dict(ctx.base_env)
+    env_now: dict[Any, Any] = dict(ctx.base_env)
+    cons: list[Any] = []
+    for x in gemm.loops:
+        if x is lp:
+            env_prev[x.var], env_now[x.var] = it - 1, it
+            cons += [it >= 1, ctx.loop_range(x, it, env_now)]
+        elif x in g_loops:
+            env_prev[x.var], env_now[x.var] = smt.val(0), smt.val(0)
+            cons += [ctx.loop_range(x, smt.val(0), env_prev), ctx.loop_range(x, smt.val(0), env_now)]
+        else:  # loops around the tile loop: the same iteration for both tiles
+            t = z3.BitVec(f"once.{x.var.name}", smt.WIDTH)
+            ctx.loop_terms.append(t)
+            env_prev[x.var] = env_now[x.var] = t
+            cons.append(ctx.loop_range(x, t, env_now))
+
+    def runs(site: Site, env: dict) -> Any:
+        conds = []
+        for x in site.loops:
+            if x.var not in env:
+                env = {**env, x.var: smt.val(0)}
+        for branch, taken in site.ifs:
+            c = smt.boolean(smt.evaluate(branch.cond, env))
+            conds.append(c if taken else z3.Not(c))
+        return z3.And(*conds) if conds else z3.BoolVal(True)
+
+    cons += [runs(gemm, env_prev), runs(gemm, env_now)]
+    cons += [z3.Not(runs(s, env_now)) for s in before] + [z3.Not(runs(s, env_prev)) for s in after]
+    out = _solve(ctx, cons, z3.BoolVal(True))
+    if out.verdict == Verdict.UNKNOWN:
+        return f"the solver could not decide within its budget whether the accumulator is reset ({out.reason})"
+    if out.verdict == Verdict.VIOLATED:
+        return _reset_finding(ctx, gemm, lp, out.model, env_prev, env_now, before + after)
+    if before or after:
+        return "the resets are conditional; only consecutive tiles were checked"
+    # no reset at all: the gemm never runs in two consecutive tiles; that it never runs in two tiles at all is the
+    # proof (a guard that skips a tile would otherwise carry products over the gap)
+    j = z3.BitVec(f"once.{lp.var.name}.earlier", smt.WIDTH)
+    env_j = {**env_prev, lp.var: j}
+    out = _solve(ctx, [*cons[:-2], smt.in_range(j, 0, it), runs(gemm, env_j), runs(gemm, env_now)], z3.BoolVal(True))
+    if out.verdict == Verdict.VERIFIED:
+        return None
+    return "the T.gemm runs in two tiles that are not consecutive, with no reset in between; not decided"
+
+
+def _reset_finding(
+    ctx: Context, gemm: Site, lp: For, m: Any, env_prev: dict, env_now: dict, resets: list[Site]
+) -> Finding:
+    acc = gemm.stmt.acc.buffer  # type: ignore[attr-defined]
+    name = user_name(acc)
+    loops_prev = {loop_name(x): smt.model_int(m, smt.val(env_prev[x.var])) for x in gemm.loops}
+    loops_now = {loop_name(x): smt.model_int(m, smt.val(env_now[x.var])) for x in gemm.loops}
+    first_thread = 128 * gemm.role.warpgroups[0] if gemm.role is not None else 0
+    thread = ThreadPoint(first_thread, gemm.role.name if gemm.role else None)
+    coord = None
+    if acc.tv is not None:
+        try:
+            coord_index = int(acc.tv(0, 0))
+            shape = tuple(int(d) for d in acc.shape)
+            coord = (coord_index % shape[0], coord_index // shape[0]) if len(shape) == 2 else None
+        except Exception:  # noqa: BLE001 - the coordinate only decorates the report
+            coord = None
+    element = Element(name, "fragment", 0, coord, 0)
+    tile = loop_name(lp)
+    fills = [
+        s for s in ctx.analysis.program.sites if _is_reset(s, acc) and not _within(ctx.analysis.program.site(lp), s)
+    ]
+    where = f"; its reset at line {fills[0].loc.line} runs once, before the loop" if fills and fills[0].loc else ""
+    if resets:
+        where = f"; the reset at line {resets[0].loc.line if resets[0].loc else '?'} does not run in that iteration"
+    msg = (
+        f"the T.gemm accumulates tile {tile}={loops_now[tile]} into {name}, which still holds the products of tile "
+        f"{tile}={loops_prev[tile]}: nothing rewrites {name} between them{where}"
+    )
+    cex = Counterexample(
+        code="MMA_ACC_NOT_RESET",
+        message=msg,
+        op_loc=gemm.loc,
+        program_point=str(gemm.loc),
+        block=ctx.block_values(m),
+        shapes=ctx.shape_values(m),
+        thread=thread,
+        loops=loops_now,
+        element=element,
+        accesses=(
+            Access("write", "mma (accumulate)", gemm.loc, thread, loops_prev, element),
+            Access("read", "mma (accumulate)", gemm.loc, thread, loops_now, element),
+        ),
+    )
+    return Finding("MMA_ACC_NOT_RESET", Verdict.VIOLATED, msg, loc=gemm.loc, counterexample=cex)

@@ -1,0 +1,33 @@
+"""Each block computes two neighbouring column tiles of C in a loop, zeroing the accumulator at the top of each tile,
+and stores the running accumulator after every K step (a wasteful epilogue whose last store is the right one: an
+overwrite by the same threads, not a second writer).
+
+expect: verified
+"""
+
+import argus
+import argus.lang as T
+
+
+@argus.kernel
+def KERNEL(
+    A: T.Tensor[("M", "K"), T.bf16],
+    B: T.Tensor[("K", "N"), T.bf16],
+    C: T.Tensor[("M", "N"), T.f32],
+    BM: int = 16,
+    BN: int = 16,
+    BK: int = 16,
+):
+    with T.grid(T.cdiv(M, BM), T.cdiv(N, 2 * BN), threads=BM * BN) as (bm, bn2):
+        atom = T.fma_atom(T.bf16, T.f32)
+        acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(BM, BN))
+        rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(BM, BN))
+        rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(BM, BN))
+        for t in T.serial(2):
+            bn = bn2 * 2 + t
+            T.fill(acc, 0.0)
+            for k in T.serial(T.cdiv(K, BK)):
+                T.copy(A.tile((bm, k), (BM, BK)), rA)
+                T.copy(B.tile((k, bn), (BK, BN)), rB)
+                T.gemm(rA, rB, acc)
+                T.copy(acc, C.tile((bm, bn), (BM, BN)))
