@@ -41,6 +41,7 @@ from typing import Any
 
 import z3
 
+from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.expr import Expr, Var, free_vars
 from argus.ir.nodes import Broadcast, Buffer, Copy, Fill, For, Gemm, Map, Reduce, Space, TileRef
 from argus.verify import smt
@@ -708,7 +709,7 @@ def _reset_finding(
     name = user_name(acc)
     loops_prev = {loop_name(x): smt.model_int(m, smt.val(env_prev[x.var])) for x in gemm.loops}
     loops_now = {loop_name(x): smt.model_int(m, smt.val(env_now[x.var])) for x in gemm.loops}
-    first_thread = 128 * gemm.role.warpgroups[0] if gemm.role is not None else 0
+    first_thread = WARPGROUP_SIZE * gemm.role.warpgroups[0] if gemm.role is not None else 0
     thread = ThreadPoint(first_thread, gemm.role.name if gemm.role else None)
     coord = None
     if acc.tv is not None:
