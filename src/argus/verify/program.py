@@ -165,6 +165,12 @@ def loop_name(loop: For) -> str:
     return loop.var.name
 
 
+def first_thread(role: Role | None) -> int:
+    """The block's thread index of the first thread of `role` (its first warpgroup's first thread; 0 outside roles):
+    the thread a finding names when the whole role is at fault."""
+    return WG * role.warpgroups[0] if role is not None else 0
+
+
 def shared_layout(ref: TileRef) -> Any:
     return ref.layout if ref.layout is not None else ref.buffer.layout
 

@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 import z3
 
-from argus.atoms.common import WARPGROUP_SIZE
 from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.errors import AtomError
 from argus.atoms.swizzle import swizzle_width
@@ -48,7 +47,7 @@ from argus.verify import smt
 from argus.verify.access import np_layout
 from argus.verify.blame import assumption_blame
 from argus.verify.context import Context
-from argus.verify.program import Site, kept
+from argus.verify.program import Site, first_thread, kept
 from argus.verify.report import Blame, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 VECTOR_BYTES = 16
@@ -79,7 +78,7 @@ def check_alignment(ctx: Context) -> list[Finding]:
 
 def _issuer(site: Site) -> ThreadPoint:
     role = site.role
-    return ThreadPoint(WARPGROUP_SIZE * role.warpgroups[0] if role is not None else 0, role.name if role else None)
+    return ThreadPoint(first_thread(role), role.name if role else None)
 
 
 def _strides(buf: Buffer) -> tuple[Expr | int, ...]:

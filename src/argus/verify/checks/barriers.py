@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import time
 
-from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.nodes import Barrier, BarrierKind, Role
 from argus.verify.context import Context
-from argus.verify.program import Site
+from argus.verify.program import Site, first_thread
 from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
 
 
@@ -85,7 +84,7 @@ def check_barrier_threads(ctx: Context) -> list[Finding]:
 
 def _finding(ctx: Context, site: Site, msg: str, wanted: int, executing: int) -> Finding:
     role = site.role
-    first = WARPGROUP_SIZE * role.warpgroups[0] if role is not None else 0
+    first = first_thread(role)
     cex = Counterexample(
         code="RACE_BARRIER_THREADS",
         message=msg,

@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import time
 
-from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.expr import Expr, free_vars
 from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit
 from argus.verify.context import Context
-from argus.verify.program import Site, barrier_element, user_name
+from argus.verify.program import Site, barrier_element, first_thread, user_name
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
 
 
@@ -134,7 +133,7 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
             f"phase ({who}; one per T.mbarrier_arrive of a role): {effect}"
         )
         first = sites[0]
-        thread = WARPGROUP_SIZE * first.role.warpgroups[0] if first.role is not None else 0
+        thread = first_thread(first.role)
         cex = Counterexample(
             code="MBARRIER_ARRIVE_COUNT",
             block={v.name: 0 for v in ctx.kernel.block_vars},  # any block: the same in every one

@@ -41,12 +41,11 @@ from typing import Any
 
 import z3
 
-from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.expr import Expr, Var, free_vars
 from argus.ir.nodes import Broadcast, Buffer, Copy, Fill, For, Gemm, Map, Reduce, Space, TileRef
 from argus.verify import smt
 from argus.verify.context import Context, Outcome
-from argus.verify.program import Site, depends_on, loop_name, user_name
+from argus.verify.program import Site, depends_on, first_thread, loop_name, user_name
 from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict
 
 #: The Z3 budget of one exactly-once query (deterministic units). Proving that a persistent kernel's grouped tile
@@ -713,8 +712,7 @@ def _reset_finding(
     name = user_name(acc)
     loops_prev = {loop_name(x): smt.model_int(m, smt.val(env_prev[x.var])) for x in gemm.loops}
     loops_now = {loop_name(x): smt.model_int(m, smt.val(env_now[x.var])) for x in gemm.loops}
-    first_thread = WARPGROUP_SIZE * gemm.role.warpgroups[0] if gemm.role is not None else 0
-    thread = ThreadPoint(first_thread, gemm.role.name if gemm.role else None)
+    thread = ThreadPoint(first_thread(gemm.role), gemm.role.name if gemm.role else None)
     coord = None
     if acc.tv is not None:
         try:

@@ -46,7 +46,6 @@ from typing import Any
 
 import z3
 
-from argus.atoms.common import WARPGROUP_SIZE
 from argus.ir.expr import Const, Expr, free_vars
 from argus.ir.nodes import (
     Alloc,
@@ -67,7 +66,7 @@ from argus.ir.nodes import (
 )
 from argus.verify import smt
 from argus.verify.context import Context
-from argus.verify.program import Site, absolute_thread, decompose, loop_name, user_name, walk_all
+from argus.verify.program import Site, absolute_thread, decompose, first_thread, loop_name, user_name, walk_all
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
 
 LOG2E = 1.4426950408889634
@@ -992,5 +991,5 @@ def _witness(buf: Buffer, site: Site) -> tuple[int, Element]:
         coord = tuple(int(c) for c in decompose(idx, buf.static_shape))
         t = absolute_thread(buf, 0, site.role)
         return int(t) if isinstance(t, int) else 0, Element(user_name(buf), "fragment", coord=coord, value=0)
-    first = WARPGROUP_SIZE * site.role.warpgroups[0] if site.role is not None else 0
+    first = first_thread(site.role)
     return first, Element(user_name(buf), buf.space.value, index=0, coord=tuple(0 for _ in buf.shape))

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from argus.atoms import MmaAtom, get_atom
-from argus.atoms.common import WARPGROUP_SIZE
 from argus.atoms.smem import match_canonical, swizzle_mode_of, tma_box_swizzle
 from argus.ir.nodes import Copy, Gemm, Space, TileRef
 from argus.layout import ComposedLayout, Layout, Swizzle
 from argus.verify.access import np_layout
 from argus.verify.context import Context
+from argus.verify.program import first_thread
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
 
 #: Most stage assignments enumerated per window.
@@ -96,7 +96,7 @@ def _finding(ctx: Context, site: Any, s: Any, code: str, buffer: str, message: s
         op_loc=s.loc,
         program_point=str(s.loc),
         block={v.name: 0 for v in ctx.kernel.block_vars},  # any block: shared layouts are the same in every one
-        thread=ThreadPoint(WARPGROUP_SIZE * role.warpgroups[0] if role is not None else 0, role.name if role else None),
+        thread=ThreadPoint(first_thread(role), role.name if role else None),
         element=Element(buffer, "shared"),
         variables=dict(variables),
     )

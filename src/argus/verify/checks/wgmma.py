@@ -17,10 +17,10 @@ finding holds for every block and iteration (block 0, the first iteration is sho
 
 from __future__ import annotations
 
-from argus.atoms import WARPGROUP_SIZE, MmaAtom, get_atom
+from argus.atoms import MmaAtom, get_atom
 from argus.ir.nodes import Buffer, For, Gemm, Role, Stmt, WgmmaWait
 from argus.verify.context import Context
-from argus.verify.program import Site, user_name, walk_all
+from argus.verify.program import Site, first_thread, user_name, walk_all
 from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
 from argus.verify.roles import reads_of, writes_of
 
@@ -55,7 +55,7 @@ def check_wgmma_in_flight(ctx: Context) -> list[Finding]:
         site = prog.site(use)
         acc = gemm.stmt.acc.buffer  # type: ignore[attr-defined]
         msg = f"{user_name(acc)} is used while wgmma MMAs that write it may still be in flight: {why}"
-        first = WARPGROUP_SIZE * site.role.warpgroups[0] if site.role is not None else 0
+        first = first_thread(site.role)
         cex = Counterexample(
             code="MMA_IN_FLIGHT",
             message=msg,
