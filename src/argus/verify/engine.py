@@ -60,7 +60,20 @@ def verify_kernel(
     `shapes`). `lookback` bounds how many loop iterations back a value is traced (each check starts
     at one and looks further back only while that leaves it undecided). Each Z3 query gets `rlimit` resource units
     (deterministic: the same kernel gets the same answer on a loaded machine) and `timeout_ms` as a backstop; a query
-    that exhausts them is ``UNKNOWN_SOLVER``."""
+    that exhausts them is ``UNKNOWN_SOLVER``. The verification runs on a Z3 state of its own (`smt.isolated`), so
+    its answers do not depend on what this process verified before."""
+    with smt.isolated():
+        return _verify_kernel(kernel, checks, lookback, timeout_ms, rlimit, shapes)
+
+
+def _verify_kernel(
+    kernel: Kernel,
+    checks: tuple[str, ...],
+    lookback: int,
+    timeout_ms: int,
+    rlimit: int,
+    shapes: dict[str, int] | None,
+) -> Result:
     start = time.perf_counter()
     _check_pinned(kernel, dict(shapes or {}))
     kernel = inline_lets(kernel)  # the passes' bindings, as the index expressions they stand for

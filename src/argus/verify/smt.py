@@ -9,7 +9,9 @@ any divisor, and by shifts and masks for powers of two.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import z3
@@ -24,6 +26,24 @@ WIDTH = 32
 MAX_EXTENT = 1 << 20
 
 _counter = itertools.count()
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Run the enclosed verification on a Z3 state of its own: a fresh default context, variable counter and
+    division table, as if it were the process's first. Z3's answer to a query depends on the ids of its terms
+    (it orders commutative arguments and bit-blasts by id, and reuses the ids of freed terms), so in a shared
+    context a query's cost, and whether it fits its resource budget, depended on what the process had verified
+    before: a tag assertion that took 49M units alone exceeded 300M after other test modules. Isolated, the same
+    kernel costs the same units in any process. Terms made inside must not be mixed with terms made outside."""
+    global _counter, _DIVISIONS
+    saved = (z3.z3._main_ctx, _counter, _DIVISIONS)
+    z3.z3._main_ctx = z3.Context()
+    _counter, _DIVISIONS = itertools.count(), {}
+    try:
+        yield
+    finally:
+        z3.z3._main_ctx, _counter, _DIVISIONS = saved
 
 
 class EncodingError(Exception):
