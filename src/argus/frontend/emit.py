@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from argus.frontend.errors import FrontendError
-from argus.frontend.families.pointwise import KernelSource, _format_arg, aten_call
+from argus.frontend.families.base import KernelSource, aten_call, format_arg
 from argus.frontend.partition import Partition
 
 
@@ -36,8 +36,8 @@ def _call_with(node: Any, rebinds: dict[int, str], names: dict[str, str]) -> str
     """`aten_call(node)` with the positional arguments in `rebinds` replaced by names, and every node operand by
     the local variable that holds it (`names`)."""
     fn = aten_call(node).split("(", 1)[0].replace("_operator.", "operator.")
-    parts = [rebinds[i] if i in rebinds else _format_arg(a, names) for i, a in enumerate(node.args)]
-    parts += [f"{k}={_format_arg(v, names)}" for k, v in node.kwargs.items()]
+    parts = [rebinds[i] if i in rebinds else format_arg(a, names) for i, a in enumerate(node.args)]
+    parts += [f"{k}={format_arg(v, names)}" for k, v in node.kwargs.items()]
     return f"{fn}({', '.join(parts)})"
 
 
@@ -45,10 +45,11 @@ LAUNCH = '''
 _COMPILED: dict = {}
 
 
-def _launch(kernel, tensors, **params):
-    """Run `kernel` on `tensors` (inputs, then outputs, each flattened; outputs are fresh contiguous tensors, so the
-    kernel writes them in place): compiled once per parameter set on CUDA tensors, the CPU interpreter otherwise."""
-    flat = [t.contiguous().view(-1) for t in tensors]
+def _launch(kernel, tensors, shapes=None, **params):
+    """Run `kernel` on `tensors` (inputs, then outputs; outputs are fresh contiguous tensors, so the kernel writes
+    them in place), each viewed as its entry of `shapes` (default: flattened): compiled once per parameter set on
+    CUDA tensors, the CPU interpreter otherwise."""
+    flat = [t.contiguous().view(s) for t, s in zip(tensors, shapes or [(-1,)] * len(tensors), strict=True)]
     if flat[0].is_cuda:
         import argus.runtime
         from argus.runtime.arguments import MAX_EXTENT
@@ -59,7 +60,7 @@ def _launch(kernel, tensors, **params):
         n = flat[0].numel()
         # a kernel's extents stay below MAX_EXTENT (its tile coordinates are 32-bit): longer operands of one
         # length (elementwise) run in chunks, each a contiguous slice starting at a multiple of MAX_EXTENT
-        step = MAX_EXTENT if all(t.numel() == n for t in flat) else max(n, 1)
+        step = MAX_EXTENT if shapes is None and all(t.numel() == n for t in flat) else max(n, 1)
         for start in range(0, n, step):
             _COMPILED[key](*[t[start : start + step] for t in flat])
     else:
@@ -137,12 +138,13 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
             src = kernels[g.kernel]
             inputs = [names[a.name] for a in node.args]
             for out_name in src.outputs:
-                dtype = next(n.meta["val"].dtype for n in g.subgraph.graph.nodes if n.name == out_name)
-                body.append(
-                    f"        {out_name} = torch.empty({inputs[0]}.shape, dtype={dtype}, device={inputs[0]}.device)"
-                )
+                val = next(n.meta["val"] for n in g.subgraph.graph.nodes if n.name == out_name)
+                shape, device = tuple(val.shape), f"{inputs[0]}.device"
+                body.append(f"        {out_name} = torch.empty({shape}, dtype={val.dtype}, device={device})")
             scalars = "".join(f", {p}=float({a})" for p, a in src.scalars.items())
-            body.append(f"        _launch({g.kernel}, [{', '.join(inputs + src.outputs)}]{scalars})")
+            placeholders = [n.name for n in g.subgraph.graph.nodes if n.op == "placeholder"]
+            shaped = "" if not src.shapes else f", {[src.shapes.get(n, (-1,)) for n in placeholders + src.outputs]!r}"
+            body.append(f"        _launch({g.kernel}, [{', '.join(inputs + src.outputs)}]{shaped}{scalars})")
             names[node.name] = src.outputs[0]
             for i, out_name in enumerate(src.outputs):
                 names[f"{node.name}[{i}]"] = out_name

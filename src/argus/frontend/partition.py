@@ -15,7 +15,6 @@ its family and why.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -107,10 +106,6 @@ def classify(node: Any) -> Family:
     return Family.OTHER
 
 
-#: What a family template answers about one node: None when it can take it, else why not.
-Support = Callable[[Any], "str | None"]
-
-
 @dataclass
 class Group:
     """Operators fused into one kernel: `module` names the submodule of `Partition.fused` that holds its FX
@@ -166,34 +161,54 @@ NOT_BUILT: dict[Family, str] = {
 }
 
 
-def partition(capture: Capture, templates: dict[Family, Support] | None = None) -> Partition:
-    """Partition `capture`'s graph (see the module docstring). `templates`: family -> support function (default:
-    `argus.frontend.families.TEMPLATES`)."""
+def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> Partition:
+    """Partition `capture`'s graph (see the module docstring). `templates`: family -> its
+    `argus.frontend.families.base.Template` (default: `argus.frontend.families.TEMPLATES`).
+
+    Each family's nodes are proposed separately, so no kernel mixes families: a fusing family's connected nodes by
+    FX's capability-based partitioner (which never merges nodes whose path leaves the group, so no two groups form
+    a cycle), every other family's nodes one per group. All proposals are fused into submodules at once."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.infra.partitioner import Partition as Proposal
     from torch.fx.passes.operator_support import OperatorSupportBase
+    from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
     if templates is None:
         from argus.frontend.families import TEMPLATES
 
         templates = TEMPLATES
     reasons: dict[str, str] = {}
-
-    class _Supported(OperatorSupportBase):  # type: ignore[misc]
-        def is_node_supported(self, submodules: Any, node: Any) -> bool:
-            if node.op != "call_function":
-                return False
-            family = classify(node)
-            check = templates.get(family)
-            if check is None:
-                return False
-            why = check(node)
-            if why is not None:
-                reasons[node.name] = why
-            return why is None
-
     graph_module = copy.deepcopy(capture.graph_module)
-    partitioner = CapabilityBasedPartitioner(graph_module, _Supported(), allows_single_node_partition=True)
-    fused = partitioner.fuse_partitions(partitioner.propose_partitions())
+    supported: dict[Family, list[Any]] = {}
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function":
+            continue
+        family = classify(node)
+        template = templates.get(family)
+        if template is None:
+            continue
+        why = template.unsupported(node)
+        if why is not None:
+            reasons[node.name] = why
+        else:
+            supported.setdefault(family, []).append(node)
+
+    proposals: list[Any] = []
+    for family, nodes in supported.items():
+        if templates[family].fuses:
+            members = {n.name for n in nodes}
+
+            class _Family(OperatorSupportBase):  # type: ignore[misc]
+                def is_node_supported(self, submodules: Any, node: Any, members: set[str] = members) -> bool:
+                    return node.op == "call_function" and node.name in members
+
+            found = CapabilityBasedPartitioner(
+                graph_module, _Family(), allows_single_node_partition=True
+            ).propose_partitions()
+            proposals += [Proposal(id=len(proposals) + i, nodes=list(p.nodes)) for i, p in enumerate(found)]
+        else:
+            proposals += [Proposal(id=len(proposals) + i, nodes=[n]) for i, n in enumerate(nodes)]
+    fused = fuse_by_partitions(graph_module, [p.nodes for p in proposals], prefix="fused_")
     out = Partition(capture, fused)
     submodules = dict(fused.named_children())
     for node in fused.graph.nodes:
@@ -202,7 +217,7 @@ def partition(capture: Capture, templates: dict[Family, Support] | None = None) 
             calls = [n for n in sub.graph.nodes if n.op == "call_function"]
             family = classify(calls[0])
             out.groups.append(
-                Group(f"{family}_{len(out.groups)}", family, node.target, sub, [op_name(n) for n in calls])
+                Group(f"{family.name.lower()}_{len(out.groups)}", family, node.target, sub, [op_name(n) for n in calls])
             )
         elif node.op == "call_function":
             family = classify(node)

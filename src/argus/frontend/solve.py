@@ -28,7 +28,7 @@ from typing import Any
 from argus.frontend.capture import Capture, capture
 from argus.frontend.emit import emit
 from argus.frontend.errors import FrontendError
-from argus.frontend.families.pointwise import KernelSource, kernel_source
+from argus.frontend.families.base import KernelSource
 from argus.frontend.partition import Partition, partition
 
 #: Largest error relative to the reference's scale in the interpreter check, by the kernel's least precise dtype.
@@ -115,7 +115,9 @@ def generate(cap: Capture) -> tuple[Partition, dict[str, KernelSource]]:
     part = partition(cap)
     uses = {(node, index): arg for arg, found in cap.scalar_uses.items() for node, index in found}
     values = {s.name: s.value for s in cap.inputs if s.kind == "scalar"}
-    kernels = {g.kernel: kernel_source(g.kernel, g.subgraph, uses, values) for g in part.groups}
+    from argus.frontend.families import TEMPLATES
+
+    kernels = {g.kernel: TEMPLATES[g.family].source(g.kernel, g.subgraph, uses, values) for g in part.groups}
     return part, kernels
 
 
@@ -136,7 +138,11 @@ def check_kernel(kernel: Any, source: KernelSource, subgraph: Any, seed: int = 0
         want = subgraph(*[x.to(torch.float64) for x in inputs])
     wants = list(want) if isinstance(want, tuple | list) else [want]
     outs = [torch.empty(w.shape, dtype=_out_dtype(subgraph, i)) for i, w in enumerate(wants)]
-    kernel(*[x.contiguous().view(-1) for x in inputs], *[o.view(-1) for o in outs], device="cpu")
+    names = [n.name for n in placeholders] + list(source.outputs)
+    tensors = [*inputs, *outs]
+    kernel(
+        *[t.contiguous().view(source.shape_of(n, t.numel())) for n, t in zip(names, tensors, strict=True)], device="cpu"
+    )
     worst = 0.0
     for got, ref in zip(outs, wants, strict=True):
         g = got.to(torch.float64).numpy()

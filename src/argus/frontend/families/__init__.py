@@ -1,12 +1,19 @@
-"""Kernel-family templates: for each family that has one, the function the partitioner asks whether a node fits
-(`TEMPLATES`: family -> support, None when it fits, else why not) and the template that writes the kernel.
+"""Kernel-family templates, one module per family, each a `Template` (`families.base`): the function the
+partitioner asks whether a node fits, and the writer of the group's DSL kernel.
 
-Only the pointwise family is built (`families.pointwise`); reductions, normalizations, softmax, scans, pooling and
-the GEMM/convolution templates plug in here through the same interface."""
+`TEMPLATES` maps each family that has a template to it; a family without one is reported as not covered
+(`argus.frontend.partition.NOT_BUILT`). Pointwise fuses connected nodes into one kernel; the other families take
+one node per kernel until their prologue/epilogue fusion is built.
+"""
 
 from __future__ import annotations
 
 from argus.frontend.families import pointwise
-from argus.frontend.partition import Family, Support
+from argus.frontend.families.base import KernelSource, Template
+from argus.frontend.partition import Family
 
-TEMPLATES: dict[Family, Support] = {Family.POINTWISE: pointwise.unsupported}
+TEMPLATES: dict[Family, Template] = {
+    Family.POINTWISE: Template(pointwise.unsupported, pointwise.kernel_source, fuses=True),
+}
+
+__all__ = ["TEMPLATES", "KernelSource", "Template"]

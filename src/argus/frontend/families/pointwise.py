@@ -20,8 +20,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-#: torch dtype name -> the DSL's dtype name.
-DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+from argus.frontend.families.base import (
+    DTYPES,
+    RESERVED,
+    KernelSource,
+    aten_call,
+    dtype_name,
+    format_arg,
+    node_value,
+    reference_source,
+    safe_name,
+)
 
 
 @dataclass(frozen=True)
@@ -181,14 +190,6 @@ def _op(node: Any) -> str:
     return str(packet.__name__) if packet is not None else ""
 
 
-def _value(node: Any) -> Any:
-    return node.meta.get("val") if hasattr(node, "meta") else None
-
-
-def _dtype_name(value: Any) -> str:
-    return str(value.dtype).removeprefix("torch.")
-
-
 def _arguments(node: Any, params: tuple[tuple[str, Any], ...]) -> list[Any] | str:
     """The node's arguments in schema order with defaults filled in, or why they cannot be read."""
     args = list(node.args)
@@ -222,7 +223,7 @@ def unsupported(node: Any) -> str | None:
     args = _arguments(node, rule_params)
     if isinstance(args, str):
         return args
-    out = _value(node)
+    out = node_value(node)
     if not isinstance(out, torch.Tensor):
         return "its result is not a tensor"
     if name == "div" and node.kwargs.get("rounding_mode") is not None:
@@ -232,13 +233,13 @@ def unsupported(node: Any) -> str | None:
     if name in COMPARISONS:
         if not all(u.op == "call_function" and _op(u) in RULES for u in node.users):
             return "a comparison's boolean result leaves the kernel (it is kept as 1.0/0.0 inside it)"
-    elif _dtype_name(out) not in DTYPES:
+    elif dtype_name(out) not in DTYPES:
         return f"dtype {out.dtype} (the template takes float32, float16, bfloat16)"
     if name == "_to_copy" and any(k in node.kwargs for k in ("dtype",)) and node.kwargs["dtype"] != out.dtype:
         return "a dtype conversion"
     for i, a in enumerate(args):
         if isinstance(a, torch.fx.Node):
-            val = _value(a)
+            val = node_value(a)
             if not isinstance(val, torch.Tensor):
                 return f"operand {i} is not a tensor"
             if tuple(val.shape) != tuple(out.shape):
@@ -246,7 +247,7 @@ def unsupported(node: Any) -> str | None:
             compared = a.op == "call_function" and _op(a) in COMPARISONS
             if val.dtype == torch.bool and not compared:
                 return f"operand {i} is a boolean tensor not computed by a comparison in the same kernel"
-            if val.dtype != torch.bool and _dtype_name(val) not in DTYPES:
+            if val.dtype != torch.bool and dtype_name(val) not in DTYPES:
                 return f"operand {i} has dtype {val.dtype}"
         elif not (a is None or isinstance(a, bool | int | float | str)):
             return f"argument {i} is a {type(a).__name__}"
@@ -256,81 +257,8 @@ def unsupported(node: Any) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 # source text
 
+
 #: Names the generated kernel uses itself; a graph name equal to one of these gets a suffix.
-RESERVED = frozenset({"T", "N", "BLOCK", "bx", "argus", "torch", "math", "float", "reference"})
-
-
-def _safe(name: str, taken: set[str]) -> str:
-    out = name if name.isidentifier() and name not in RESERVED else f"{name}_v"
-    while out in taken:
-        out += "_"
-    taken.add(out)
-    return out
-
-
-@dataclass
-class KernelSource:
-    """A generated kernel: its name, the source of its reference and of the kernel, the group's tensor inputs
-    and outputs (graph names, in the kernel's parameter order), and the scalar parameters it takes (kernel
-    parameter -> forward argument)."""
-
-    name: str
-    reference: str
-    kernel: str
-    inputs: list[str]
-    outputs: list[str]
-    scalars: dict[str, str]
-    numel: int
-    dtypes: dict[str, str]
-
-
-def _format_arg(value: Any, names: Mapping[str, str] | None = None) -> str:
-    """`value` (an FX argument) as Python source; a node as its name (or the name `names` gives it)."""
-    import torch
-    import torch.fx
-
-    if isinstance(value, torch.fx.Node):
-        return names.get(value.name, value.name) if names else value.name
-    if isinstance(value, list | tuple):
-        inner = ", ".join(_format_arg(v, names) for v in value)
-        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
-    if isinstance(value, torch.dtype):
-        return str(value)
-    if isinstance(value, torch.device):
-        return f"torch.device({str(value)!r})"
-    if isinstance(value, torch.memory_format | torch.layout):
-        return str(value)
-    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
-        return f"float({str(value)!r})"
-    return repr(value)
-
-
-def aten_call(node: Any) -> str:
-    """`node` as the Python call it is: ``torch.ops.aten.sigmoid.default(x)``."""
-    target = node.target
-    if hasattr(target, "_overloadpacket"):
-        fn = f"torch.ops.{target.namespace}.{target._overloadpacket.__name__}.{target._overloadname}"
-    else:
-        fn = f"{target.__module__}.{target.__name__}"
-    parts = [_format_arg(a) for a in node.args]
-    parts += [f"{k}={_format_arg(v)}" for k, v in node.kwargs.items()]
-    return f"{fn}({', '.join(parts)})"
-
-
-def reference_source(name: str, subgraph: Any, title: str) -> str:
-    """The group's FX subgraph as a Python function of its inputs (the kernel's reference)."""
-    nodes = list(subgraph.graph.nodes)
-    inputs = [n.name for n in nodes if n.op == "placeholder"]
-    lines = [f"def {name}({', '.join(inputs)}):", f'    """{title}"""']
-    for n in nodes:
-        if n.op == "call_function":
-            lines.append(f"    {n.name} = {aten_call(n)}")
-        elif n.op == "output":
-            result = n.args[0]
-            lines.append(f"    return {_format_arg(result)}")
-    return "\n".join(lines) + "\n"
-
-
 def kernel_source(
     name: str, subgraph: Any, scalar_uses: Mapping[tuple[str, int], str], scalar_values: Mapping[str, Any]
 ) -> KernelSource:
@@ -343,7 +271,7 @@ def kernel_source(
     placeholders = [n for n in nodes if n.op == "placeholder"]
     output = next(n for n in nodes if n.op == "output")
     results = output.args[0] if isinstance(output.args[0], tuple | list) else (output.args[0],)
-    shape = tuple(_value(results[0]).shape)
+    shape = tuple(node_value(results[0]).shape)
     numel = math.prod(shape)
     taken: set[str] = set()
     frag: dict[str, str] = {}
@@ -351,20 +279,20 @@ def kernel_source(
     in_params: list[str] = []
     scalars: dict[str, str] = {}
     for node in placeholders:
-        dtypes[node.name] = DTYPES[_dtype_name(_value(node))]
+        dtypes[node.name] = DTYPES[dtype_name(node_value(node))]
     single_in = len(placeholders) == 1
     for i, node in enumerate(placeholders):
         upper = node.name.upper()
         param = upper if upper.isidentifier() and upper not in RESERVED and upper != node.name else f"X{i}"
         if single_in and param == f"X{i}":
             param = "X"
-        in_params.append(_safe(param, taken))
-    out_params = [_safe("OUT" if len(results) == 1 else f"OUT{i}", taken) for i in range(len(results))]
+        in_params.append(safe_name(param, taken))
+    out_params = [safe_name("OUT" if len(results) == 1 else f"OUT{i}", taken) for i in range(len(results))]
     for node in placeholders:
-        frag[node.name] = _safe(node.name.lower() if node.name.lower() != node.name else node.name, taken)
+        frag[node.name] = safe_name(node.name.lower() if node.name.lower() != node.name else node.name, taken)
     for (_, _), arg in scalar_uses.items():
         if arg not in scalars.values():
-            scalars[_safe(arg, taken)] = arg
+            scalars[safe_name(arg, taken)] = arg
 
     body: list[str] = []
     ops: list[str] = []
@@ -393,12 +321,12 @@ def kernel_source(
             text = render(operands[0], *(None if o is None else o for o in operands[1:]))
         else:
             text = render(*operands)
-        var = _safe(node.name, taken)
-        val = _value(node)
+        var = safe_name(node.name, taken)
+        val = node_value(node)
         # the DSL's result has the dtype of its first fragment operand; a node of another float dtype is converted
         first = next((o for o in operands if o is not None and o.fragment), None)
         have = next((dtypes[k] for k, f in frag.items() if first is not None and f == first.text), None)
-        want = DTYPES.get(_dtype_name(val))
+        want = DTYPES.get(dtype_name(val))
         if want is not None and have is not None and want != have:
             text = f"T.cast({text}, T.{want})"
         dtypes[node.name] = want or have or "f32"
@@ -406,7 +334,7 @@ def kernel_source(
         body.append(f"        {var} = {text}")
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
-    out_dtypes = [DTYPES[_dtype_name(_value(r))] for r in results]
+    out_dtypes = [DTYPES[dtype_name(node_value(r))] for r in results]
     signature = [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(in_params, in_dtypes, strict=True)]
     signature += [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(out_params, out_dtypes, strict=True)]
     signature.append("BLOCK: int = 1024")
@@ -457,8 +385,8 @@ def _rebind(source: str, subgraph: Any, node_name: str, index: int, arg: str) ->
     before = f"    {node.name} = {aten_call(node)}"
     args = list(node.args)
     args[index] = _Name(arg)
-    parts = [a.name if isinstance(a, _Name) else _format_arg(a) for a in args]
-    parts += [f"{k}={_format_arg(v)}" for k, v in node.kwargs.items()]
+    parts = [a.name if isinstance(a, _Name) else format_arg(a) for a in args]
+    parts += [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]
     fn = aten_call(node).split("(", 1)[0]
     return source.replace(before, f"    {node.name} = {fn}({', '.join(parts)})")
 

@@ -1,0 +1,125 @@
+"""What every kernel-family template shares: the generated kernel's description (`KernelSource`), the
+`Template` interface the partitioner and the pipeline call, and the FX graph written back out as Python (the
+reference every generated kernel is checked against).
+
+A template is two functions: `Template.unsupported(node)` (None when the template can take the ``call_function``
+node, else why not; the partitioner asks it) and `Template.source(name, subgraph, scalar_uses, scalar_values)`,
+which writes the DSL kernel of a group (a ``torch.fx.GraphModule`` holding the group's nodes). With
+`Template.fuses`, connected nodes the template takes are grouped into one kernel (FX's capability-based
+partitioner); otherwise every node is its own kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: torch dtype name -> the DSL's dtype name.
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+#: Names a generated kernel's parameters and locals never take.
+RESERVED = frozenset({"T", "N", "BLOCK", "bx", "argus", "torch", "math", "float", "reference"})
+
+
+def safe_name(name: str, taken: set[str]) -> str:
+    """`name` as a new identifier of the generated source: not reserved, not taken (then added to `taken`)."""
+    out = name if name.isidentifier() and name not in RESERVED else f"{name}_v"
+    while out in taken:
+        out += "_"
+    taken.add(out)
+    return out
+
+
+def node_value(node: Any) -> Any:
+    """The fake tensor (or value) the capture recorded for `node`."""
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def dtype_name(value: Any) -> str:
+    return str(value.dtype).removeprefix("torch.")
+
+
+@dataclass
+class KernelSource:
+    """A generated kernel: its name, the source of its reference and of the kernel, the group's tensor inputs
+    and outputs (graph names, in the kernel's parameter order), the scalar parameters it takes (kernel
+    parameter -> forward argument), the elements of its (first) output, the DSL dtype of every graph value it
+    reads or makes, and the shape each tensor is passed as (`shapes`; flattened when absent)."""
+
+    name: str
+    reference: str
+    kernel: str
+    inputs: list[str]
+    outputs: list[str]
+    scalars: dict[str, str]
+    numel: int
+    dtypes: dict[str, str]
+    #: the shape each tensor (graph name) is passed to the kernel as; a tensor not named is flattened
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def shape_of(self, name: str, numel: int) -> tuple[int, ...]:
+        return self.shapes.get(name, (numel,))
+
+
+def format_arg(value: Any, names: Mapping[str, str] | None = None) -> str:
+    """`value` (an FX argument) as Python source; a node as its name (or the name `names` gives it)."""
+    import torch
+    import torch.fx
+
+    if isinstance(value, torch.fx.Node):
+        return names.get(value.name, value.name) if names else value.name
+    if isinstance(value, list | tuple):
+        inner = ", ".join(format_arg(v, names) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if isinstance(value, torch.device):
+        return f"torch.device({str(value)!r})"
+    if isinstance(value, torch.memory_format | torch.layout):
+        return str(value)
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return f"float({str(value)!r})"
+    return repr(value)
+
+
+def aten_call(node: Any) -> str:
+    """`node` as the Python call it is: ``torch.ops.aten.sigmoid.default(x)``."""
+    target = node.target
+    if hasattr(target, "_overloadpacket"):
+        fn = f"torch.ops.{target.namespace}.{target._overloadpacket.__name__}.{target._overloadname}"
+    else:
+        fn = f"{target.__module__}.{target.__name__}"
+    parts = [format_arg(a) for a in node.args]
+    parts += [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]
+    return f"{fn}({', '.join(parts)})"
+
+
+def reference_source(name: str, subgraph: Any, title: str) -> str:
+    """The group's FX subgraph as a Python function of its inputs (the kernel's reference)."""
+    nodes = list(subgraph.graph.nodes)
+    inputs = [n.name for n in nodes if n.op == "placeholder"]
+    lines = [f"def {name}({', '.join(inputs)}):", f'    """{title}"""']
+    for n in nodes:
+        if n.op == "call_function":
+            lines.append(f"    {n.name} = {aten_call(n)}")
+        elif n.op == "output":
+            result = n.args[0]
+            lines.append(f"    return {format_arg(result)}")
+    return "\n".join(lines) + "\n"
+
+
+#: A template's answer about one node: None when it can take it, else why not.
+Support = Callable[[Any], "str | None"]
+#: A template's kernel writer: (kernel name, group subgraph, scalar uses, scalar values) -> the kernel.
+Writer = Callable[[str, Any, Mapping[tuple[str, int], str], Mapping[str, Any]], KernelSource]
+
+
+@dataclass(frozen=True)
+class Template:
+    """A kernel family's template (see the module docstring)."""
+
+    unsupported: Support
+    source: Writer
+    fuses: bool = False
