@@ -74,6 +74,8 @@ OPERATORS: dict[str, tuple[str, int, tuple[tuple[str, Any], ...]]] = {
 
 #: threads per block of the generated kernel
 THREADS = 128
+#: elements each thread moves per staging copy (one copy's loads are issued together: a whole span at once spills)
+COPY_ELEMENTS = 8
 
 
 @dataclass(frozen=True)
@@ -318,6 +320,7 @@ def kernel_source(
         "    # reach in strides), stored phase-major so that each window offset reads one contiguous slice",
         f"    QH, QW = BH + {(kh - 1) * dh // sh}, BW + {(kw - 1) * dw // sw}",
         f"    ROWS, COLS = {sh} * QH, {sw} * QW",
+        f"    CHUNK = max(1, {THREADS * COPY_ELEMENTS} // COLS)  # rows per staging copy: a few elements per thread",
         f"    phase_major = argus.layout.Layout((1, {(kd - 1) * dd + 1}, ({sh}, QH), ({sw}, QW)), "
         "(0, ROWS * COLS, (QH * COLS, COLS), (QW, 1)))",
         f"    by_offset = argus.layout.Layout((1, {(kd - 1) * dd + 1}, (QH, {sh}), (QW, {sw})), "
@@ -337,8 +340,12 @@ def kernel_source(
     else:
         depth, od = "0", "0"
     lines += [
-        f"{indent}T.copy({x}.window((p, {depth}, bh * (BH * {sh}){_plus(-ph)}, bw * (BW * {sw}){_plus(-pw)}), "
-        f"(1, {(kd - 1) * dd + 1}, ROWS, COLS)), sx, pad={pad})  # padding and past the end read {pad}",
+        f"{indent}for z in range({(kd - 1) * dd + 1}):  # the span, a few rows per copy (padding and past the end "
+        f"read {pad})",
+        f"{indent}    for r in range(0, ROWS, CHUNK):",
+        f"{indent}        n = min(CHUNK, ROWS - r)",
+        f"{indent}        T.copy({x}.window((p, {depth} + z, bh * (BH * {sh}){_plus(-ph)} + r, "
+        f"bw * (BW * {sw}){_plus(-pw)}), (1, 1, n, COLS)), sx.window((0, z, r, 0), (1, 1, n, COLS)), pad={pad})",
         f"{indent}T.barrier()",
         f"{indent}T.fill(acc, {pad})",
         f"{indent}for kd in range({kd}):",
