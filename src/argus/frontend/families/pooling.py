@@ -329,7 +329,7 @@ def kernel_source(
         f"        sx = T.alloc_shared((1, {(kd - 1) * dd + 1}, ROWS, COLS), T.{pool.dtype}, layout=phase_major)",
         "        window = sx.view(by_offset)  # element (r * QH + q) of a row is input row q * stride + r",
         "        acc = T.alloc_fragment((1, 1, BH, BW), T.f32, vector_bytes=4)  # one output element per thread",
-        f"        v = T.alloc_fragment((1, 1, BH, BW), T.{pool.dtype}, vector_bytes=4)",
+        "        v = T.alloc_fragment((1, 1, BH, BW), T.f32, vector_bytes=4)  # one window offset, widened to f32",
     ]
     indent = "        "
     if three:
