@@ -304,8 +304,7 @@ def kernel_source(
     extra = "" if is_max else f", count_include_pad={pool.count_include_pad}, divisor_override={pool.divisor_override}"
     shape = tuple(node_value(placeholder).shape)
     lines = [
-        f"@argus.kernel(reference={name}_reference, sizes={sizes!r}, "
-        'policies={"tile_shape": ("BH", "BW")})',
+        f'@argus.kernel(reference={name}_reference, sizes={sizes!r}, policies={{"tile_shape": ("BH", "BW")}})',
         f"def {name}(",
         f"    {x}: T.Tensor[({', '.join(in_shape)}), T.{pool.dtype}],",
         f"    {out}: T.Tensor[({', '.join(out_shape)}), T.{pool.dtype}],",
