@@ -150,7 +150,6 @@ class Partition:
 NOT_BUILT: dict[Family, str] = {
     Family.REDUCTION: "no reduction template yet",
     Family.NORMALIZATION: "no normalization template yet",
-    Family.SOFTMAX: "no softmax template yet",
     Family.MATMUL: "no GEMM template wired to solve yet",
     Family.CONVOLUTION: "no convolution template yet",
     Family.POOLING: "no pooling template yet",
