@@ -153,7 +153,6 @@ NOT_BUILT: dict[Family, str] = {
     Family.MATMUL: "no GEMM template wired to solve yet",
     Family.CONVOLUTION: "no convolution template yet",
     Family.POOLING: "no pooling template yet",
-    Family.SCAN: "no scan template yet",
     Family.INDEXING: "no indexing/gather template yet",
     Family.LAYOUT: "data movement (a copy kernel) is not generated yet",
     Family.OTHER: "no kernel family for this operator",
