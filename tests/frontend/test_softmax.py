@@ -143,7 +143,8 @@ def test_logsumexp_over_one_dimension(tmp_path: Path) -> None:
         assert softmax.unsupported(node) is None
         src = softmax.kernel_source("lse", graph, {}, {})
         path = tmp_path / f"lse_{i}.py"
-        path.write_text("import torch\n\nimport argus\nimport argus.lang as T\n\n\n" + src.reference + "\n\n" + src.kernel)
+        header = "import torch\n\nimport argus\nimport argus.lang as T\n\n\n"
+        path.write_text(header + src.reference + "\n\n" + src.kernel)
         kernel = import_file(path, f"argus_test_lse_{i}").lse
         result = verify(kernel)
         assert result.verdict.value == "verified" and not result.unknowns, result.render_text()
