@@ -150,10 +150,8 @@ class Partition:
 NOT_BUILT: dict[Family, str] = {
     Family.REDUCTION: "no reduction template yet",
     Family.NORMALIZATION: "no normalization template yet",
-    Family.SOFTMAX: "no softmax template yet",
     Family.MATMUL: "no GEMM template wired to solve yet",
     Family.CONVOLUTION: "no convolution template yet",
-    Family.SCAN: "no scan template yet",
     Family.INDEXING: "no indexing/gather template yet",
     Family.LAYOUT: "data movement (a copy kernel) is not generated yet",
     Family.OTHER: "no kernel family for this operator",

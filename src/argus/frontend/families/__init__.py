@@ -8,13 +8,15 @@ one node per kernel until their prologue/epilogue fusion is built.
 
 from __future__ import annotations
 
-from argus.frontend.families import pointwise, pooling
+from argus.frontend.families import pointwise, pooling, scan, softmax
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
 TEMPLATES: dict[Family, Template] = {
     Family.POINTWISE: Template(pointwise.unsupported, pointwise.kernel_source, fuses=True),
     Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),
+    Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
+    Family.SCAN: Template(scan.unsupported, scan.kernel_source),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]
