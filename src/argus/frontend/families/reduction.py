@@ -1,8 +1,8 @@
 """The reduction family: one ATen reduction over an axis, an axis set or the whole tensor as one DSL kernel.
 
 Operators (`unsupported` says why any other is refused): ``sum`` and ``mean`` (``.dim_IntList`` / ``.dim`` and the
-full ``.default``), ``amax`` and ``amin``, ``max.dim`` and ``min.dim`` (values and int64 indices; only the outputs
-the graph reads are written), ``max.default`` / ``min.default`` (the whole tensor), ``argmax`` and ``argmin``
+full ``.default``), ``amax`` and ``amin``, ``max.dim`` and ``min.dim`` (values, and int64 indices when the graph
+reads them), ``max.default`` / ``min.default`` (the whole tensor), ``argmax`` and ``argmin``
 (int64; ``dim=None`` is the flattened tensor). Inputs are float32, float16 or bfloat16; every kernel accumulates
 in float32 and rounds once into the output's dtype. Indices are the first occurrence of the extremum, as torch's.
 
@@ -53,6 +53,9 @@ VECTOR = 4
 #: The default tile sizes (the `tile_shape` policy): (BR, BN) for a middle axis, (BM, BN) for the last one.
 MIDDLE_TILE = (8, 512)
 LAST_TILE = (4, 128)
+
+#: The node's meta key holding whether the captured graph reads the indices of a max.dim / min.dim.
+READS = "argus_reduction_reads"
 
 #: Operator name -> (the reduction, whether it returns indices).
 OPS = {
@@ -150,8 +153,11 @@ def parse(node: Any) -> Reduction | str:
         elif overload == "dim":
             dims = [_arg(node, 1, "dim", None)]
             read = _getitems(node)
-            indices = bool(read.get(1))
-            values = bool(read.get(0)) or not indices
+            if read:  # in the captured graph: remembered for the group's subgraph, where the readers are gone
+                indices = bool(read.get(1))  # the values are written in any case: the tuple keeps its positions
+                node.meta[READS] = indices
+            else:
+                indices = node.meta.get(READS, True)
         else:
             return f"{node.target}: only max/min over one axis (.dim) or the whole tensor (.default)"
     else:  # argmax, argmin
