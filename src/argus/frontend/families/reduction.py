@@ -342,7 +342,9 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
     signature += [f"{p}: T.Tensor[{out_dims}, T.{d}]" for p, _, d in params]
     signature += [f"{tile_names[0]}: int = {defaults[0]}", f"{tile_names[1]}: int = {defaults[1]}"]
     policies = f'{{"tile_shape": ("{tile_names[0]}", "{tile_names[1]}")}}'
-    view = f"(OUTER, R, INNER) = ({spec.outer}, {spec.r}, {spec.inner})" if middle else f"(OUTER, R) = ({spec.outer}, {spec.r})"
+    view = f"(OUTER, R, INNER) = ({spec.outer}, {spec.r}, {spec.inner})"
+    if not middle:
+        view = f"(OUTER, R) = ({spec.outer}, {spec.r})"
     lines = [
         f"@argus.kernel(reference={name}_reference, sizes={sizes}, policies={policies})",
         f"def {name}(",
