@@ -6,6 +6,7 @@ matched on the interpreter, first occurrences on ties, and the reductions it ref
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -13,13 +14,15 @@ import torch
 from argus.eval.candidates import import_file
 from argus.frontend import solve
 
-#: Level-1 reductions `argus solve` solves, with the small sizes the test runs them at (odd: no tile divides them).
-SOLVED: dict[str, dict[str, int]] = {
+#: Level-1 problems the reduction family completes, with the small sizes the test runs them at (odd: no tile divides
+#: them). 94_MSELoss is a pointwise kernel and a full mean.
+SOLVED: dict[str, dict[str, Any]] = {
     "47_Sum_reduction_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
     "48_Mean_reduction_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
     "49_Max_reduction_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
     "51_Argmax_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
     "52_Argmin_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
+    "94_MSELoss": {"batch_size": 4, "input_shape": (33,)},
 }
 
 
@@ -27,7 +30,7 @@ SOLVED: dict[str, dict[str, int]] = {
 def test_the_coverage_table_level1(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
     result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=SOLVED[name], out=tmp_path / f"{name}.py")
     assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
-    assert [g["family"] for g in result.groups] == ["reduction"]
+    assert "reduction" in [g["family"] for g in result.groups]
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
     assert result.gate.verdict == "accepted" and result.gate.environment["sandbox"]
     text = Path(result.solution).read_text()
