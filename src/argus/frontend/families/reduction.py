@@ -19,10 +19,13 @@ kernel takes the input in that view and the output as ``(OUTER, INNER)`` (or ``(
   ``(BM, BN)`` tile along R (a warp per row), the row's lanes combined with warp shuffles.
 
 The last tile is masked: elements past R read the reduction's identity (``pad=``: 0 for a sum, -inf for a
-maximum, +inf for a minimum). Arg-reductions keep, per lane, the best value and the position where it was first
-seen (a later element replaces it only when strictly better), then take the smallest position among the lanes
-holding the row's extremum. Positions are float32 values, exact below 2^24, so R is at most 2^24 (assumed by the
-kernel, refused by `unsupported`). Tile sizes are the kernel's ``tile_shape`` policy.
+maximum, +inf for a minimum). Sums, means, maxima and minima reduce each tile and fold it into a running value per
+output element (folding the padded tile elementwise into a tile-shaped accumulator instead is the same work, but
+the verifier classes a real partial sum plus 0-padding as padding of unknown value: ``OOB_MASKED_REDUCTION``).
+Arg-reductions keep, per lane, the best value and the position where it was first seen (a later element replaces
+it only when strictly better), then take the smallest position among the lanes holding the row's extremum.
+Positions are float32 values, exact below 2^24, so R is at most 2^24 (assumed by the kernel, refused by
+`unsupported`). Tile sizes are the kernel's ``tile_shape`` policy.
 
 Not taken: ``prod`` (the DSL reduces with sums and maxima only), ``var``/``std`` and the norms (their own
 templates), reduced axes that are not contiguous (a permute first), integer or boolean inputs. NaN inputs
