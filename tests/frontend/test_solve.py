@@ -39,9 +39,9 @@ NOT_COVERED: dict[str, tuple[dict[str, int], list[tuple[str, str]]]] = {
         [("aten.bmm.default", "matmul-like")],
     ),
     "1_Square_matrix_multiplication_": ({"N": 16}, [("aten.mm.default", "matmul-like")]),
-    "47_Sum_reduction_over_a_dimension": (
-        {"batch_size": 2, "dim1": 8, "dim2": 8},
-        [("aten.sum.dim_IntList", "reduction")],
+    "54_conv_standard_3D__square_input__square_kernel": (
+        {"batch_size": 1, "in_channels": 2, "out_channels": 3, "kernel_size": 3, "depth": 5, "width": 5, "height": 5},
+        [("aten.convolution.default", "convolution")],
     ),
 }
 

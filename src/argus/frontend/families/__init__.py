@@ -8,7 +8,7 @@ one node per kernel until their prologue/epilogue fusion is built.
 
 from __future__ import annotations
 
-from argus.frontend.families import pointwise, pooling, scan, softmax
+from argus.frontend.families import pointwise, pooling, reduction, scan, softmax
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
@@ -17,6 +17,7 @@ TEMPLATES: dict[Family, Template] = {
     Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),
     Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
     Family.SCAN: Template(scan.unsupported, scan.kernel_source),
+    Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]
