@@ -5,11 +5,12 @@ template can take grouped into kernels by FX's own capability-based partitioner.
 operator, plus the copies that compute nothing new), reduction, normalization, softmax-like, matmul-like,
 convolution, pooling, scan, indexing/gather, view (metadata only: ``view``, ``unsqueeze``, ...), layout (a view
 whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...) or other. `partition` asks each
-family that has a template (only pointwise today, `argus.frontend.families`) which nodes it supports, hands that
-to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges connected supported nodes
-without creating cycles) and fuses each proposed partition into a submodule: each group's own FX subgraph is the
-reference its kernel is checked against. Every compute node left outside a group is listed as not covered, with
-its family and why.
+family that has a template (`argus.frontend.families.TEMPLATES`) which nodes it supports; a fusing family's
+supported nodes go to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges connected
+ones without creating cycles), every other family's are one group each (with the ``getitem`` nodes that pick a
+multi-result node's outputs); all proposals are fused into submodules at once, and each group's own FX subgraph is
+the reference its kernel is checked against. Every compute node left outside a group is listed as not covered,
+with its family and why.
 """
 
 from __future__ import annotations
