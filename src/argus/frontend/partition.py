@@ -2,12 +2,13 @@
 template can take grouped into kernels by FX's own capability-based partitioner.
 
 `classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
-operator, plus the copies that compute nothing new), reduction, normalization, softmax-like, matmul-like,
-convolution, pooling, scan, indexing/gather, view (metadata only: ``view``, ``unsqueeze``, ...), layout (a view
+operator, plus the copies that compute nothing new and ``scalar_tensor``, a constant), reduction, normalization,
+softmax-like, matmul-like, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``, ``unsqueeze``, ...), layout (a view
 whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...) or other. `partition` asks each
 family that has a template (only pointwise today, `argus.frontend.families`) which nodes it supports, hands that
 to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges connected supported nodes
-without creating cycles) and fuses each proposed partition into a submodule: each group's own FX subgraph is the
+without creating cycles), lets the template refuse a proposed group as a whole (its nodes are then not covered,
+with the template's reason), and fuses each accepted partition into a submodule: each group's own FX subgraph is the
 reference its kernel is checked against. Every compute node left outside a group is listed as not covered, with
 its family and why.
 """
@@ -101,7 +102,7 @@ def classify(node: Any) -> Family:
         if name in names:
             return family
     tags = getattr(node.target, "tags", ())
-    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy"):
+    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy", "scalar_tensor"):
         return Family.POINTWISE
     return Family.OTHER
 
@@ -205,7 +206,13 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             found = CapabilityBasedPartitioner(
                 graph_module, _Family(), allows_single_node_partition=True
             ).propose_partitions()
-            proposals += [Proposal(id=len(proposals) + i, nodes=list(p.nodes)) for i, p in enumerate(found)]
+            check = templates[family].group_unsupported
+            for p in found:
+                why = check(list(p.nodes)) if check is not None else None
+                if why is not None:  # the group's nodes stay uncovered, with the template's reason
+                    reasons.update({n.name: why for n in p.nodes})
+                else:
+                    proposals.append(Proposal(id=len(proposals), nodes=list(p.nodes)))
         else:
             proposals += [Proposal(id=len(proposals) + i, nodes=[n]) for i, n in enumerate(nodes)]
     fused = fuse_by_partitions(graph_module, [p.nodes for p in proposals], prefix="fused_")

@@ -13,7 +13,9 @@ from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
 TEMPLATES: dict[Family, Template] = {
-    Family.POINTWISE: Template(pointwise.unsupported, pointwise.kernel_source, fuses=True),
+    Family.POINTWISE: Template(
+        pointwise.unsupported, pointwise.kernel_source, fuses=True, group_unsupported=pointwise.group_unsupported
+    ),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]
