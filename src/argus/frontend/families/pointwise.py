@@ -668,7 +668,7 @@ def _tiled_kernel(
     ]
     middle = []
     if size["N"] % found.vector == 0:  # rows start on a vector boundary: the copies move whole vectors
-        middle.append(f"    T.assume(N % {found.vector} == 0)")
+        middle.append(f'    T.assume("N % {found.vector} == 0")')
     middle += [
         f"    with T.grid({', '.join(extents[r] for r in order)}, threads=128) as "
         f"({', '.join(ROLE_NAMES[r][1] for r in order)},):",
