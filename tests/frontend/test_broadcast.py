@@ -36,6 +36,8 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]], list[str]]] = {
     "promote_bf16_f32": ("x * y + x", [(5, 37), (37,)], ["bfloat16", "float32"]),
     "promote_f16_bf16": ("x - y", [(6, 19), (6, 19)], ["float16", "bfloat16"]),
     "bf16_row": ("x / y", [(5, 40), (5, 1)], ["bfloat16", "bfloat16"]),
+    "one_element": ("x * y - y", [(5, 37), (1,)], ["float32", "float32"]),
+    "zero_dim_and_row": ("(x - y) * z", [(5, 37), (), (5, 1)], ["float32"] * 3),
 }
 
 
@@ -97,7 +99,7 @@ def test_each_broadcast_kernel_verifies_matches_its_subgraph_and_the_model(
     torch.testing.assert_close(got.double(), want.double(), rtol=tolerance, atol=tolerance)
 
 
-@pytest.mark.parametrize("name", ["row", "column", "channel_nd", "batch_scalar_nd", "promote_bf16_f32"])
+@pytest.mark.parametrize("name", ["row", "column", "channel_nd", "batch_scalar_nd", "promote_bf16_f32", "one_element"])
 def test_small_tiles_cover_both_axes_with_masked_edges(problem: Callable[..., Path], name: str) -> None:
     """BM, BN below the problem's rows and columns: many blocks along both axes, the last ones masked."""
     _, part, sources, module = _solution(problem, name)
@@ -138,32 +140,50 @@ def test_a_wrong_broadcast_axis_is_caught(problem: Callable[..., Path]) -> None:
 @pytest.mark.parametrize(
     ("body", "shapes", "reason"),
     [
-        ("x * y", [(5, 37), (1,)], "one element, broadcast over all 185"),
-        ("x * y", [(5, 37), ()], "one-element tensor operand is not supported"),
         ("x + y", [(2, 3, 4, 5), (1, 3, 1, 5)], "the broadcast needs 4 dimensions"),
+        ("x + y * z", [(3, 4, 9), (3, 1, 1), (1, 4, 1)], "y repeats along both dimensions of every tile"),
     ],
 )
 def test_what_the_template_refuses_is_reported_with_its_reason(
     problem: Callable[..., Path], body: str, shapes: list[tuple[int, ...]], reason: str
 ) -> None:
-    path = problem(body, inputs=_inputs(shapes, ["float32", "float32"]), args="x, y")
+    path = problem(body, inputs=_inputs(shapes, ["float32"] * len(shapes)), args=", ".join("xyz"[: len(shapes)]))
     part, _ = generate(capture(path))
-    assert not part.groups
-    (u,) = part.uncovered
-    assert u.family == "pointwise" and reason in u.reason, u.reason
+    assert not part.groups and part.uncovered
+    assert all(u.family == "pointwise" and reason in u.reason for u in part.uncovered), part.uncovered
 
 
-def test_a_group_whose_nodes_do_not_make_one_kernel_is_refused_as_a_whole(problem: Callable[..., Path]) -> None:
+def test_a_group_whose_nodes_do_not_make_one_kernel_becomes_one_kernel_per_node(problem: Callable[..., Path]) -> None:
     """x * a and (x * a) * b each broadcast in three dimensions, together in four: the partitioner's proposed group
-    is refused (not a crash), and its operators are reported with the group's reason."""
+    is refused as a whole (not a crash), and each operator is a kernel of its own, all correct."""
     path = problem(
         "x * a * b",
         inputs=_inputs([(2, 3, 4, 5), (1, 3, 1, 1), (1, 1, 1, 5)], ["float32"] * 3),
         args="x, a, b",
     )
+    cap = capture(path)
+    part, sources = generate(cap)
+    assert not part.uncovered and [g.ops for g in part.groups] == [["mul"], ["mul"]]
+    target = path.with_name("split_solution.py")
+    target.write_text(emit(part, sources))
+    module = import_file(target, "argus_test_broadcast_split")
+    for g in part.groups:
+        error, tolerance = check_kernel(getattr(module, g.kernel), sources[g.kernel], g.subgraph)
+        assert error <= tolerance
+
+
+def test_a_comparison_is_never_split_from_its_consumer(problem: Callable[..., Path]) -> None:
+    """A group refused as a whole whose comparison would leave its kernel as a boolean: the comparison and its
+    consumer stay uncovered (with the group's reason), the other operators are kernels of their own."""
+    path = problem(
+        "torch.where(x * a > 0.0, x, -x) * b",
+        inputs=_inputs([(2, 3, 4, 5), (1, 3, 1, 1), (1, 1, 1, 5)], ["float32"] * 3),
+        args="x, a, b",
+    )
     part, _ = generate(capture(path))
-    assert not part.groups and len(part.uncovered) == 2
+    assert sorted(u.op for u in part.uncovered) == ["aten.gt.Scalar", "aten.where.self"]
     assert all("the fused group: the broadcast needs 4 dimensions" in u.reason for u in part.uncovered)
+    assert sorted(op for g in part.groups for op in g.ops) == ["mul", "mul", "neg"]
 
 
 def test_the_plan_collapses_to_the_canonical_form() -> None:
@@ -179,6 +199,9 @@ def test_the_plan_collapses_to_the_canonical_form() -> None:
     same = plan((4, 1, 6), {"x": (4, 1, 6), "y": (1, 4, 1, 6)}, [2, 2])
     assert not isinstance(same, str) and same.flat and same.dims == (24,) and same.vector == 8
     assert plan((4, 6), {"x": (4, 6), "y": (5,)}, [4]) == "y of shape (5,) does not broadcast to (4, 6)"
+    scalar = plan((5, 37), {"x": (5, 37), "s": (), "r": (5, 1)}, [4, 4, 4])
+    assert not isinstance(scalar, str) and scalar.dims == (5, 1, 37) and scalar.roles == ("G", "M", "N")
+    assert scalar.tile_bits("s") == (1, 0) and scalar.tile_bits("r") == (1, 0) and scalar.tile == (1, 1024)
     wide = plan((2**20, 2), {"x": (2**20, 2), "y": (2**20, 1)}, [4])
     assert not isinstance(wide, str) and math.prod(wide.tile) == 1024
 

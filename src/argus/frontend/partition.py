@@ -3,14 +3,15 @@ template can take grouped into kernels by FX's own capability-based partitioner.
 
 `classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
 operator, plus the copies that compute nothing new and ``scalar_tensor``, a constant), reduction, normalization,
-softmax-like, matmul-like, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``, ``unsqueeze``, ...), layout (a view
-whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...) or other. `partition` asks each
-family that has a template (only pointwise today, `argus.frontend.families`) which nodes it supports, hands that
-to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges connected supported nodes
-without creating cycles), lets the template refuse a proposed group as a whole (its nodes are then not covered,
-with the template's reason), and fuses each accepted partition into a submodule: each group's own FX subgraph is the
-reference its kernel is checked against. Every compute node left outside a group is listed as not covered, with
-its family and why.
+softmax-like, matmul-like, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``,
+``unsqueeze``, ...), layout (a view whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...)
+or other. `partition` asks each family that has a template (only pointwise today, `argus.frontend.families`) which
+nodes it supports, hands that to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges
+connected supported nodes without creating cycles), lets the template refuse a proposed group as a whole (its
+nodes are then one kernel each where the template takes them alone, else not covered with the template's reason),
+and fuses each accepted partition into a submodule: each
+group's own FX subgraph is the reference its kernel is checked against. Every compute node left outside a group is
+listed as not covered, with its family and why.
 """
 
 from __future__ import annotations
@@ -206,13 +207,16 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             found = CapabilityBasedPartitioner(
                 graph_module, _Family(), allows_single_node_partition=True
             ).propose_partitions()
-            check = templates[family].group_unsupported
+            check = templates[family].group_unsupported or (lambda group: None)
             for p in found:
-                why = check(list(p.nodes)) if check is not None else None
-                if why is not None:  # the group's nodes stay uncovered, with the template's reason
-                    reasons.update({n.name: why for n in p.nodes})
-                else:
-                    proposals.append(Proposal(id=len(proposals), nodes=list(p.nodes)))
+                why = check(list(p.nodes))
+                # a group the template refuses as a whole: each node its own kernel where the template takes it
+                # alone, the others uncovered with the group's reason
+                for group in [list(p.nodes)] if why is None else [[n] for n in p.nodes]:
+                    if why is None or (len(p.nodes) > 1 and check(group) is None):
+                        proposals.append(Proposal(id=len(proposals), nodes=group))
+                    else:
+                        reasons[group[0].name] = why
         else:
             proposals += [Proposal(id=len(proposals) + i, nodes=[n]) for i, n in enumerate(nodes)]
     fused = fuse_by_partitions(graph_module, [p.nodes for p in proposals], prefix="fused_")

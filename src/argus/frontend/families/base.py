@@ -7,8 +7,8 @@ node, else why not; the partitioner asks it) and `Template.source(name, subgraph
 which writes the DSL kernel of a group (a ``torch.fx.GraphModule`` holding the group's nodes). With
 `Template.fuses`, connected nodes the template takes are grouped into one kernel (FX's capability-based
 partitioner); otherwise every node is its own kernel. A fusing template may also refuse a proposed group as a
-whole (`Template.group_unsupported`, e.g. when its nodes do not broadcast to one shape): its nodes are then left
-uncovered with that reason.
+whole (`Template.group_unsupported`, e.g. when its nodes do not broadcast to one shape): its nodes are then one
+kernel each where the template takes them alone, else left uncovered with that reason.
 """
 
 from __future__ import annotations

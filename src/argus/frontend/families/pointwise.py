@@ -282,7 +282,8 @@ def unsupported(node: Any) -> str | None:
 def group_unsupported(nodes: list[Any]) -> str | None:
     """None when the nodes the partitioner proposes as one group make one kernel, else why not: the group's
     outputs (its nodes used outside it) must all have one shape, which every value of the group broadcasts to in
-    a form `plan` takes, and be float tensors (a comparison or a constant stays inside)."""
+    a form `plan` takes, and be float tensors (a comparison or a constant stays inside its kernel: it may neither
+    leave the group nor come from another)."""
     import torch
 
     members = {n.name for n in nodes}
@@ -298,6 +299,8 @@ def group_unsupported(nodes: list[Any]) -> str | None:
     for n in nodes:
         for value in [n, *(a for a in n.all_input_nodes if a.name not in members)]:
             val = node_value(value)
+            if value is not n and (_is_literal(value) or getattr(val, "dtype", None) == torch.bool):
+                return f"{value.name} ({_op(value)}), a boolean or a constant tensor, comes from another kernel"
             if _is_literal(value) or not isinstance(val, torch.Tensor):
                 continue
             shapes[value.name] = tuple(val.shape)
@@ -324,6 +327,7 @@ class Plan:
     canonical dimensions it varies along). `flat` when every value is the whole output (one dimension): the 1-d
     kernel over the flattened elements. Otherwise the kernel tiles the last canonical dimension (columns, ``N``)
     and one other (rows, ``M``); a third is walked by the grid alone (``G``): `roles` names each dimension's part.
+    A one-element operand makes the rows a dimension of size 1 (tiles of one row, the operand a per-row value).
     `tile` is the default (BM, BN); `vector` the elements of one vector copy every fragment uses (one for all
     dtypes, so that fragments of different dtypes share a thread-value layout)."""
 
@@ -386,32 +390,33 @@ def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsiz
     bits = {n: tuple(c[i] for c in columns) for i, n in enumerate(names)}
     if all(all(b) for b in bits.values()):
         return Plan(tuple(dims), bits, flat=True, vector=vector)
-    if len(dims) == 1:
-        lone = next(n for n, b in bits.items() if not any(b))
-        return (
-            f"{lone} has one element, broadcast over all {dims[0]} (the kernel reads its operands as tiles; a "
-            "one-element tensor operand is not supported, only Python scalars)"
-        )
     if len(dims) > 3:
         return (
             f"the broadcast needs {len(dims)} dimensions ({' x '.join(map(str, dims))} after merging; the template "
             "takes at most 3: rows and columns of a tile and one dimension walked by the grid)"
         )
     rank = len(dims)
-    options = [("M", "N")] if rank == 2 else [("G", "M", "N"), ("M", "G", "N")]
+    options = {1: [], 2: [("M", "N")], 3: [("G", "M", "N"), ("M", "G", "N")]}[rank]
     roles: tuple[str, ...] | None = None
     for candidate in options:
         tiled = [i for i, r in enumerate(candidate) if r != "G"]
         if all(any(b[i] for i in tiled) for b in bits.values()):
             roles = candidate
             break
-    if roles is None:
-        lone = next(n for n, b in bits.items() if not any(b[i] for i in (1, 2)) or not any(b[i] for i in (0, 2)))
+    tile = _default_tile(dims[-1], vector)
+    if roles is None and rank == 3:
+        lone = next(n for n, b in bits.items() if not (b[1] or b[2]))
         return (
             f"{lone} repeats along both dimensions of every tile of the {' x '.join(map(str, dims))} broadcast "
             "(one value per block: not supported)"
         )
-    tile = _default_tile(dims[-1], vector)
+    if roles is None:
+        # a one-element operand: tiles of one row (a dimension of size 1 every value varies along), so that it is
+        # a per-row value; the rows of a 2-d form are walked by the grid
+        dims = [1, dims[0]] if rank == 1 else [dims[0], 1, dims[1]]
+        bits = {n: (1, b[0]) if rank == 1 else (b[0], 1, b[1]) for n, b in bits.items()}
+        roles = ("M", "N") if rank == 1 else ("G", "M", "N")
+        tile = (1, 1024)
     extents = {"N": -(-dims[-1] // tile[1]), "M": -(-dims[roles.index("M")] // tile[0])}
     if "G" in roles:
         extents["G"] = dims[roles.index("G")]
