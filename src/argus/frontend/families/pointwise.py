@@ -482,20 +482,25 @@ def kernel_source(
     setup: list[str] = []
     body: list[str] = []
     ones: dict[str, str] = {}
-    lifted: dict[str, str] = {}
+    lifted: dict[tuple[str, str], str] = {}
 
-    def full(value: str) -> str:
-        """Value `value` (a per-row or per-column fragment) repeated over the whole (BM, BN) tile."""
-        if value not in lifted:
-            dt = dtypes[value]
+    def full(value: str, dt: str) -> str:
+        """Value `value` (a per-row or per-column fragment) in dtype `dt`, repeated over the whole (BM, BN) tile."""
+        if (value, dt) not in lifted:
+            source = frag[value]
+            if dt != dtypes[value]:  # converted at its own size, before it is repeated
+                source = safe_name(f"{frag[value]}_{dt}", taken)
+                body.append(f"        {source} = T.cast({frag[value]}, T.{dt})")
             if dt not in ones:
                 ones[dt] = safe_name(f"ones_{dt}", taken)
                 setup.append(f"        {ones[dt]} = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})")
                 setup.append(f"        T.fill({ones[dt]}, 1.0)  # selects every element of a repeated value")
-            view = f"{frag[value]}[:, None]" if found.tile_bits(value) == (1, 0) else f"{frag[value]}[None, :]"
-            lifted[value] = safe_name(f"{frag[value]}_tile", taken)
-            body.append(f"        {lifted[value]} = T.where({ones[dt]}, {view}, {view})  # repeated over the tile")
-        return lifted[value]
+            view = f"{source}[:, None]" if found.tile_bits(value) == (1, 0) else f"{source}[None, :]"
+            lifted[(value, dt)] = safe_name(f"{source}_tile", taken)
+            body.append(
+                f"        {lifted[(value, dt)]} = T.where({ones[dt]}, {view}, {view})  # repeated over the tile"
+            )
+        return lifted[(value, dt)]
 
     ops: list[str] = []
     for node in calls:
@@ -517,13 +522,13 @@ def kernel_source(
             if isinstance(v, torch.fx.Node) and v.name in literal:
                 operands.append(Operand(frag[v.name], False))
             elif isinstance(v, torch.fx.Node):
-                text = frag[v.name]
-                if tiled and found.tile_bits(v.name) != bits:
-                    text = full(v.name)
                 # torch computes in the promoted dtype: an operand of another float dtype is converted first
-                kinds[i] = dtypes[v.name]
-                if want is not None and dtypes[v.name] != want and not (op == "where" and i == 0):
-                    text, kinds[i] = f"T.cast({text}, T.{want})", want
+                convert = want is not None and dtypes[v.name] != want and not (op == "where" and i == 0)
+                kinds[i] = want if convert else dtypes[v.name]
+                if tiled and found.tile_bits(v.name) != bits:
+                    text = full(v.name, kinds[i])
+                else:
+                    text = f"T.cast({frag[v.name]}, T.{want})" if convert else frag[v.name]
                 operands.append(Operand(text, True))
             elif (node.name, i) in scalar_uses:
                 param = next(p for p, a in scalars.items() if a == scalar_uses[(node.name, i)])
