@@ -112,6 +112,22 @@ def test_small_tiles_cover_both_axes_with_masked_edges(problem: Callable[..., Pa
         assert _run_at(kernel, src, g.subgraph, seed=bm, BM=bm, BN=bn) <= tolerance, (bm, bn)
 
 
+@pytest.mark.parametrize("name", ["vector_on_the_left", "batch_scalar_nd", "promote_bf16_f32", "zero_dim_and_row"])
+def test_the_tiled_kernels_compile_for_hopper_with_vector_copies_and_no_spills(
+    problem: Callable[..., Path], name: str
+) -> None:
+    """NVRTC for sm_90a, no GPU needed: the tiled kernel loads and stores global memory (LDG/STG) in 16-byte vectors
+    and keeps everything in registers."""
+    from argus.backend.cuda.codegen import compile_kernel
+
+    _, part, _, module = _solution(problem, name)
+    (g,) = part.groups
+    compiled = compile_kernel(getattr(module, g.kernel), cache=False)
+    mix = compiled.instruction_mix()
+    assert mix.get("LDG") and mix.get("STG") and compiled.resources.spill_stores == 0
+    assert "LDG.E.128" in compiled.module.sass  # whole vectors where the rows are aligned (checked at run time)
+
+
 def test_mixed_dtypes_compute_in_the_promoted_dtype(problem: Callable[..., Path]) -> None:
     """bf16 * f32 is computed in f32 as torch does: the bf16 operand converted first, never the product rounded to
     bf16 (which the f32 tolerance would catch)."""
@@ -203,6 +219,10 @@ def test_the_plan_collapses_to_the_canonical_form() -> None:
     scalar = plan((5, 37), {"x": (5, 37), "s": (), "r": (5, 1)}, [4, 4, 4])
     assert not isinstance(scalar, str) and scalar.dims == (5, 1, 37) and scalar.roles == ("G", "M", "N")
     assert scalar.tile_bits("s") == (1, 0) and scalar.tile_bits("r") == (1, 0) and scalar.tile == (1, 1024)
+    huge = plan((4096, 393216), {"x": (4096, 393216), "s": ()}, [4, 4])  # KernelBench's size: 1.6e9 elements
+    assert not isinstance(huge, str) and huge.dims == (4096, 1, 393216) and huge.roles == ("G", "M", "N")
+    long_rows = plan((2, 2**30 + 2, 2), {"x": (2, 2**30 + 2, 2), "r": (2, 2**30 + 2, 1)}, [4, 4])
+    assert isinstance(long_rows, str) and "longer than a kernel's largest extent" in long_rows
     wide = plan((2**20, 2), {"x": (2**20, 2), "y": (2**20, 1)}, [4])
     assert not isinstance(wide, str) and math.prod(wide.tile) == 1024
 

@@ -1,14 +1,23 @@
-"""The pointwise family: a chain of elementwise ATen operators as one DSL kernel over the flattened elements.
+"""The pointwise family: a chain of elementwise ATen operators as one DSL kernel, its tensor operands broadcast to
+its output as torch broadcasts them.
 
-The template (`kernel_source`) is `argus.kernels.elementwise`'s shape: a 1-d grid of ``BLOCK``-element tiles over
-``N`` elements (the tensors flattened), 128 threads, every input tile copied into a fragment, one line of DSL math
-per operator, every output copied back (the last tile masked). ``BLOCK`` is the kernel's declared ``tile_shape``
-policy. The kernel's reference is the group's FX subgraph, written out as the ATen calls it holds
-(`reference_source`), so ``argus interpret FILE.py:fused_0`` checks the kernel against exactly what was captured.
+`plan` collapses the output's shape to its canonical form (size-1 dimensions dropped, neighbours merged where every
+value of the group varies or repeats alike). When every value is the whole output, the kernel (`kernel_source`) is
+`argus.kernels.elementwise`'s shape: a 1-d grid of ``BLOCK``-element tiles over ``N`` elements (the tensors
+flattened), 128 threads, every input tile copied into a fragment, one line of DSL math per operator, every output
+copied back (the last tile masked); ``BLOCK`` is the declared ``tile_shape`` policy. Otherwise (`_tiled_kernel`) a
+2-d or 3-d grid of ``(BM, BN)`` tiles of the canonical rows and (contiguous) columns, a third dimension walked by
+the grid; each operand is loaded as a whole tile, a per-row or a per-column fragment (``T.alloc_reduced``), math on
+per-row or per-column values stays at that size, and such a value is repeated over the tile where it meets a whole
+tile; ``("BM", "BN")`` is the ``tile_shape`` policy. The kernel's reference is the group's FX subgraph, written out
+as the ATen calls it holds (`reference_source`), so ``argus interpret FILE.py:fused_0`` checks the kernel against
+exactly what was captured.
 
 What a node must be for the template to take it (`unsupported`, which the partitioner asks): an operator of
-`RULES` with its arguments in range; every tensor operand of the output's shape (no broadcasting yet); float32,
-float16 or bfloat16 values (a comparison's boolean result only inside the group, as 1.0 or 0.0).
+`RULES` with its arguments in range; tensor operands that broadcast to its output in a form `plan` takes; float32,
+float16 or bfloat16 values (a comparison's boolean result, or a ``scalar_tensor`` constant, only inside the group);
+operands of different float dtypes are converted to the node's dtype (torch's promotion) before it computes. The
+partitioner also asks `group_unsupported` of each proposed group (one output shape, one plan for all its values).
 Scalars are literals, or the run-time value of a forward argument when `argus.frontend.capture` bound the constant
 to one (then a float parameter of the kernel, passed at each call).
 """
@@ -322,7 +331,8 @@ class Plan:
     """How a group's kernel walks its output and reads each value (graph name -> `bits`).
 
     The output's shape is collapsed to its *canonical form*: size-1 dimensions dropped, and neighbouring
-    dimensions merged where every value of the group varies along both or repeats along both. `dims` are the
+    dimensions merged where every value of the group varies along both or repeats along both (while the product
+    stays within `argus.runtime.arguments.MAX_EXTENT`). `dims` are the
     canonical sizes; `bits[name]` says along which of them a value varies (its elements, row-major, are the
     canonical dimensions it varies along). `flat` when every value is the whole output (one dimension): the 1-d
     kernel over the flattened elements. Otherwise the kernel tiles the last canonical dimension (columns, ``N``)
@@ -368,6 +378,7 @@ def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsiz
     shape), with dtypes of `itemsizes` bytes; a string saying why no kernel of this template can when it cannot
     (see `Plan`)."""
     from argus.backend.cuda.codegen.source import MAX_GRID
+    from argus.runtime.arguments import MAX_EXTENT
 
     vector = min((16 // s for s in itemsizes), default=4)
     raw: dict[str, Bits] = {}
@@ -381,7 +392,8 @@ def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsiz
     columns: list[tuple[int, ...]] = []
     for d in kept:
         column = tuple(raw[n][d] for n in shapes)
-        if columns and columns[-1] == column:
+        # merged only while the kernel's 32-bit tile coordinates hold the product (the flat kernel runs in chunks)
+        if columns and columns[-1] == column and dims[-1] * domain[d] <= MAX_EXTENT:
             dims[-1] *= domain[d]
         else:
             dims.append(domain[d])
@@ -390,6 +402,8 @@ def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsiz
     bits = {n: tuple(c[i] for c in columns) for i, n in enumerate(names)}
     if all(all(b) for b in bits.values()):
         return Plan(tuple(dims), bits, flat=True, vector=vector)
+    if max(dims) > MAX_EXTENT:
+        return f"a dimension of {max(dims)} elements is longer than a kernel's largest extent {MAX_EXTENT}"
     if len(dims) > 3:
         return (
             f"the broadcast needs {len(dims)} dimensions ({' x '.join(map(str, dims))} after merging; the template "
