@@ -9,14 +9,17 @@ of such values is only meaningful when every term carries the same factor.
 This module tracks that factor for every buffer, by a second abstract interpretation of the IR (no Z3 until a
 finding needs a witness):
 
-* a value's *scale* is a product ``exp2(c1*t1 + c2*t2 + ...)`` over *row terms*: per-row values (a row maximum of
-  iteration ``j``, the running maximum at the start of iteration ``j``, ...), identified by the statement and loop
-  iteration that produced them, with exact coefficients (a folded softmax scale or ``exp``'s ``log2(e)`` included);
-  a value with no factor has the empty scale, a value known to be 0 (``T.fill(o, 0)``) has every scale;
-* ``exp2(e)`` / ``exp(e)`` of an argument that is linear in row terms (``x - m_new[:, None]``, ``(m - m_new) *
+* a value's *scale* is a product ``exp2(c1*t1 + c2*t2 + ...)`` over *per-axis terms*: values per index of one axis
+  of the tile (a row maximum of iteration ``j``, the running maximum at the start of iteration ``j``, a column
+  maximum, ...), identified by the statement and loop iteration that produced them and by the axis of the tile they
+  are indexed by (``m[:, None]``: per row, axis 0; ``m[None, :]``: per column, axis 1; a vector's own index: its
+  axis 0), with exact coefficients (a folded softmax scale or ``exp``'s ``log2(e)`` included); a value with no
+  factor has the empty scale, a value known to be 0 (``T.fill(o, 0)``) has every scale;
+* ``exp2(e)`` / ``exp(e)`` of an argument that is linear in per-axis terms (``x - m_new[:, None]``, ``(m - m_new) *
   c``) has the scale of those terms; products add scales, quotients subtract them (``alpha`` moves ``o`` from the
-  old maximum to the new one: ``exp2(-m) * exp2(m - m_new) = exp2(-m_new)``), ``log2`` turns a scale back into row
-  terms; a row reduction keeps the scale, and ``T.gemm`` gives its accumulator the scale of its A operand's rows;
+  old maximum to the new one: ``exp2(-m) * exp2(m - m_new) = exp2(-m_new)``), ``log2`` turns a scale back into
+  per-axis terms; a reduction along axis ``a`` keeps the factors on the other axes (moved onto the result's axes),
+  a transposed view swaps axes, and ``T.gemm`` gives its accumulator A's factors per row and B's per column;
 * a sum (``+``, ``-``, ``max``, ``min``, ``where``, an ``fma``'s addend, ``T.gemm``'s accumulation, an accumulating
   reduction) of two values whose scales differ is `VALUE_SCALE_MISMATCH`, and so is a quotient of two scaled values
   whose scales differ (the final ``o / l``: a normalisation divides values relative to the same statistic).
@@ -30,12 +33,14 @@ describes, so the first iteration (``o`` still zero, ``m`` still ``-inf``) does 
 names that iteration; Z3 then confirms that the loop runs that long for some size the assumptions allow (else there
 is no finding) and supplies the sizes, block and iteration of the counterexample.
 
-Soundness: where the scale is not understood and matters (an ``exp2`` of a non-linear function of a row
-statistic, a scaled B operand, a scale that does not settle within 8 head states or refers to more than 3
-iterations back, branches on the thread, values scaled per row crossing warp roles), the answer is
+Soundness: where the scale is not understood and matters (an ``exp2`` of a non-linear function of a statistic, an
+MMA operand scaled along the contraction, a value reduced along an axis it is scaled along, a scale that does not
+settle within 8 head states or refers to more than 3 iterations back, branches on the thread, scaled values
+crossing warp roles), the answer is
 `UNKNOWN_VALUE_SCALE`, never verified; a finding on a path through a branch whose condition could not be carried
-across the back edge is unknown too. Additive constants (``l + eps``) and comparisons are not checked. Rows are
-taken to line up (row ``r`` of ``o`` is combined with row ``r`` of ``alpha``): that is what the tag assertions prove.
+across the back edge is unknown too. Additive constants (``l + eps``) and comparisons are not checked. Indices are
+taken to line up (row ``r`` of ``o`` is combined with row ``r`` of ``alpha``): that is what the tag assertions prove;
+axes are checked (a statistic per column combined with one per row is a mismatch).
 """
 
 from __future__ import annotations
