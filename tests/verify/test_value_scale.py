@@ -111,3 +111,24 @@ def test_a_statistic_broadcast_along_the_wrong_axis_is_the_only_difference(tmp_p
     assert result.verdict == Verdict.VERIFIED
     (record,) = _scale_record(result)
     assert record.verdict == Verdict.VERIFIED
+
+
+@argus.kernel
+def _elementwise_exp(
+    X: T.Tensor[("N",), T.f32], Y: T.Tensor[("N",), T.f32], OUT: T.Tensor[("N",), T.f32], BLOCK: int = 1024
+):
+    """OUT = X * Y + exp(X): elementwise math on loaded data, no running statistic anywhere."""
+    with T.grid(T.cdiv(N, BLOCK), threads=128) as (bx,):
+        x = T.alloc_fragment((BLOCK,), T.f32)
+        y = T.alloc_fragment((BLOCK,), T.f32)
+        T.copy(X.tile(bx, BLOCK), x)
+        T.copy(Y.tile(bx, BLOCK), y)
+        T.copy(x * y + T.exp(x), OUT.tile(bx, BLOCK))
+
+
+def test_exp_of_loaded_data_is_not_a_scaled_partial_result() -> None:
+    """What global memory holds is data, not one of the kernel's running statistics, whatever its shape: a 1-d
+    tile's ``exp(x)`` added to ``x * y`` is elementwise math (reported VALUE_SCALE_MISMATCH before: a loaded 1-d
+    tile was taken for a per-row statistic)."""
+    result = verify(_elementwise_exp)
+    assert result.verdict == Verdict.VERIFIED, result.render_text()

@@ -375,12 +375,15 @@ class _Walker:
         return self.resolve(v, site, st, ref)
 
     def resolve(self, v: Val, site: Site, st: State, ref: TileRef) -> Val:
-        """Data from memory gets the identity of the read."""
+        """Data from memory gets the identity of the read. What global memory holds is the kernel's input data, never
+        one of its running statistics, whatever its shape: a 1-d tile of an elementwise kernel (``exp(x)`` of a
+        loaded ``x``) is payload, not a per-row value (statistics are what the kernel's own reductions compute)."""
         if v.term is not None:
             return v
         term = self.leaf(site, st)
         self.names[term] = (site, user_name(ref.buffer))
-        return Val(term, frozenset({((self.kind_of(ref), term), 1.0)}), v.scale)
+        kind = PAYLOAD if ref.buffer.space == Space.GLOBAL else self.kind_of(ref)
+        return Val(term, frozenset({((kind, term), 1.0)}), v.scale)
 
     def write(self, ref: TileRef, v: Val, site: Site, st: State) -> State:
         b = ref.buffer
