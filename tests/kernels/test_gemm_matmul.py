@@ -192,6 +192,16 @@ def test_the_heuristic_answers_the_regimes_it_must() -> None:
     assert mm.estimate(mm.GemmProblem(8192, 8192, 8192), big) > mm.estimate(mm.GemmProblem(4096, 4096, 4096), big)
 
 
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (2048, 4096, 8192), (256, 256, 524288), (2048, 1, 1048576)])
+def test_an_f32_problem_never_accumulates_more_than_the_chain_in_the_tensor_cores(shape) -> None:
+    problem = mm.GemmProblem(*shape, "f32", "f32", "K", "N")
+    plan = mm.plan(problem)
+    k_blocks = -(-plan.padded.K // mm.BK)
+    assert -(-k_blocks // plan.config.SPLITS) * mm.BK <= mm.F32_CHAIN, plan.config
+    # the same shape in bf16 has no such bound: it splits only where the model finds it faster
+    assert mm.choose(mm.GemmProblem(*shape[:2], 3 * shape[2], "bf16", "f32", "K", "N")).SPLITS <= plan.config.SPLITS
+
+
 def test_padding_is_planned_only_where_tma_needs_it() -> None:
     assert mm.padded_extent(mm.GemmProblem(100, 100, 64)) == mm.GemmProblem(100, 100, 64)
     assert mm.padded_extent(mm.GemmProblem(100, 100, 4097)).K == 4104

@@ -49,6 +49,15 @@ BK = 64
 MAX_STAGES = 8
 #: Split counts the heuristic considers.
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+#: The longest run of K (elements of the split-precision K' = 3P) one unit accumulates in the tensor cores for an
+#: f32 problem. ``wgmma`` adds each k16 step's products into its f32 accumulator with the smaller terms' bits past
+#: the accumulator's precision dropped, so the error grows with the run (measured on an H200, uniform [0, 1)
+#: inputs: 4.2e-5 of the largest element at K' = 12288, 8.7e-5 at 24576, 2.8e-4 at 16384 x 3 per split x 32 splits
+#: of K = 524288; KernelBench's fp32 tolerance is 1e-4): longer K is split (`SPLITS`), each split's partial
+#: product summed in f32 by `gemm_split_reduce`.
+F32_CHAIN = 3 * 4096
+#: Split counts beyond `SPLITS` that the f32 chain may need (K up to millions).
+CHAIN_SPLITS = (48, 64, 96, 128, 192, 256, 384, 512)
 #: The fewest K-blocks a split may get: below this the pipeline never fills.
 MIN_K_BLOCKS_PER_SPLIT = 4
 #: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
@@ -209,7 +218,7 @@ def kernel_problem(problem: GemmProblem) -> GemmProblem:
     if problem.dtype != "f32":
         return problem
     m = _up(problem.M, 8) if problem.a_major == "M" else problem.M
-    n = _up(problem.N, 8) if problem.b_major == "N" else problem.N
+    n = _up(problem.N, 8)  # B's rows or columns: TMA's alignment, and split-K's workspace rows (`F32_CHAIN`)
     return replace(problem, M=m, N=n, K=3 * _up(problem.K, BK), dtype="bf16")
 
 
@@ -231,14 +240,14 @@ def split_steps(problem: GemmProblem) -> list[SplitStep]:
         return []
     p = _up(problem.K, BK)
     steps = []
-    for name, major, other in (("A", problem.a_major, problem.M), ("B", problem.b_major, problem.N)):
-        if major == "K":  # stored (other, K): split along its columns
+    q = kernel_problem(problem)
+    for name, major, other, padded in (("A", problem.a_major, problem.M, q.M), ("B", problem.b_major, problem.N, q.N)):
+        if major == "K":  # stored (other, K): split along its columns, rows of zeros up to the padded extent
             stored, axis = (other, problem.K), 1
-            y_shape, gemm_shape = (other, 3, p), (other, 3 * p)
-        else:  # stored (K, other): split along its rows, the columns padded to 8
-            d = _up(other, 8)
+            y_shape, gemm_shape = (padded, 3, p), (padded, 3 * p)
+        else:  # stored (K, other): split along its rows, the columns padded
             stored, axis = (problem.K, other), 0
-            y_shape, gemm_shape = (3, p, d), (3 * p, d)
+            y_shape, gemm_shape = (3, p, padded), (3 * p, padded)
         vec = 4 if stored[1] % 4 == 0 else 2 if stored[1] % 2 == 0 else 1
         steps.append(SplitStep(name, stored, {"AXIS": axis, "OPERAND": name, "VEC": vec}, y_shape, gemm_shape))
     return steps
@@ -253,16 +262,21 @@ def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     return stages + staging + 2 * config.STAGES * 8 + 1024  # mbarriers, and the alignment pad of the carve
 
 
-def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> list[GemmConfig]:
+def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: int | None = None) -> list[GemmConfig]:
     """Every configuration the heuristic may pick for `problem`: each tile shape with the deepest pipeline that
     fits, each split count that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks, and the TMA-store epilogue
-    where it applies."""
+    where it applies. `chain`: the most K elements one unit may accumulate in the tensor cores (f32 accuracy:
+    `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added."""
     out = dtype_of(problem.out)
     k_tiles = -(-problem.K // BK)
     tma_store = problem.N * out.itemsize % 16 == 0
+    counts = SPLITS
+    if chain is not None:
+        least = _cdiv(k_tiles, max(1, chain // BK))  # the fewest splits that keep every unit within the chain
+        counts = tuple(sorted({least, *[s for s in (*SPLITS, *CHAIN_SPLITS) if s >= least]}))
     found = []
     for bm, bn, consumers in TILES:
-        for splits in SPLITS:
+        for splits in counts:
             if splits > 1 and (-(-k_tiles // splits) < MIN_K_BLOCKS_PER_SPLIT or problem.N % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
             epilogue = "tma" if tma_store and splits == 1 else "direct"
@@ -319,8 +333,9 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
 def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemmConfig:
     """The configuration the model ranks first for `problem`; among those within `TIE` of the best, the one with the
     fewest splits (no workspace, one launch)."""
+    chain = F32_CHAIN if problem.dtype == "f32" else None
     problem = kernel_problem(problem)
-    found = candidates(padded_extent(problem), target)
+    found = candidates(padded_extent(problem), target, chain=chain)
     if not found:
         raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
     times = {c: estimate(problem, c, target) for c in found}
