@@ -468,7 +468,10 @@ def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
     """The `GemmProblem` of ``a @ b`` for torch tensors a (M, K) and b (K, N), each row-major or a transposed view of
     a row-major tensor; `out_dtype` (a torch dtype) defaults to the inputs'."""
     if a.dim() != 2 or b.dim() != 2:
-        raise GemmError(f"matmul takes 2-D a (M, K) and b (K, N), got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        raise GemmError(
+            f"matmul takes 2-D a (M, K) and b (K, N) (or a contiguous a of higher rank times a matrix b), got shapes "
+            f"{tuple(a.shape)} and {tuple(b.shape)}; batched matrices on both sides (bmm) are not built"
+        )
     if a.shape[1] != b.shape[0]:
         raise GemmError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's columns must equal b's rows")
     if a.dtype != b.dtype:
@@ -539,13 +542,22 @@ def prepare(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None 
 
 def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None) -> Any:
     """``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
-    `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). f32 inputs run at
-    f32 accuracy on bf16 tensor cores by split precision (`kernel_problem`). Launches on the current stream and
-    returns without synchronizing, as torch does."""
+    `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). A contiguous
+    a (..., M, K) of any rank times a matrix b is one GEMM over all of a's rows (C (..., M, N)); a batch of matrices
+    on both sides (``bmm``) is not built. f32 inputs run at f32 accuracy on bf16 tensor cores by split precision
+    (`kernel_problem`). Launches on the current stream and returns without synchronizing, as torch does."""
+    lead = tuple(a.shape[:-1])
+    if a.dim() > 2 and b.dim() == 2:  # a tensor times a matrix: its rows are the rows of one GEMM
+        if not a.is_contiguous():
+            raise GemmError(
+                f"a {a.dim()}-d a of shape {tuple(a.shape)} times a matrix is one GEMM over a's rows only when a is "
+                "contiguous: pass a.contiguous()"
+            )
+        a = a.reshape(-1, a.shape[-1])
     C, launches = prepare(a, b, out_dtype=out_dtype, config=config)
     for launch in launches:
         launch.launch()
-    return C
+    return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C
 
 
 __all__ = [
