@@ -170,7 +170,7 @@ class GemmConfig:
             "SPLITS": self.SPLITS,
         }
         if self.CONSUMERS == 1:  # one consumer warpgroup: the registers two would share
-            params["CONSUMER_REGS"] = consumer_registers(1)
+            params.update(CONSUMER_REGS=consumer_registers(1))
         return params
 
     def reduce_params(self, problem: GemmProblem) -> dict[str, Any] | None:
