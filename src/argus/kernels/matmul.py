@@ -560,11 +560,76 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None =
     return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C
 
 
+class LibraryGemm:
+    """The GEMM as one step of a generated solution (`argus solve`'s matmul-like groups): ``c = op(a) @ op(b)``,
+    op the transpose where the group took one (`transpose_a`, `transpose_b`), on the CPU interpreter for CPU tensors
+    (`GemmPlan.run_on_interpreter`: small sizes) and with `matmul` for CUDA tensors. `problem` is the captured
+    problem (as the operands arrive untransposed, contiguous): `kernels` are the traced kernels of its plan, which
+    the pipeline verifies; a call plans for the tensors it is given."""
+
+    library = True
+
+    def __init__(
+        self,
+        name: str,
+        problem: GemmProblem,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        order: tuple[int, int] = (0, 1),
+    ):
+        self.name = name
+        self.problem = problem
+        self.transpose_a = transpose_a
+        self.transpose_b = transpose_b
+        self.order = tuple(order)  # the positions of a and b among the call's inputs (one tensor may be both)
+
+    def __repr__(self) -> str:
+        flags = f"transpose_a={self.transpose_a}, transpose_b={self.transpose_b}, order={self.order}"
+        return f"LibraryGemm({self.name!r}, {self.problem}, {flags})"
+
+    def plan(self) -> GemmPlan:
+        return plan(self.problem)
+
+    def kernels(self) -> list[Any]:
+        """The traced kernels the captured problem's plan launches, in order: the splits (f32), the GEMM, the
+        split-K reduction."""
+        the_plan = self.plan()
+        found = [_traced_split(tuple(sorted(step.params.items()))) for step in the_plan.splits]
+        found.append(the_plan.main_kernel())
+        reduce = the_plan.reduce_kernel()
+        return [*found, reduce] if reduce is not None else found
+
+    def __call__(self, *tensors: Any, device: Any = None) -> None:
+        """Compute into the last of `tensors` from the inputs before it (a and b at `order`)."""
+        import torch
+
+        *inputs, c = tensors
+        a, b = inputs[self.order[0]], inputs[self.order[1]]
+        a = _gemm_operand(a.T if self.transpose_a else a)
+        b = _gemm_operand(b.T if self.transpose_b else b)
+        if c.is_cuda:
+            c.copy_(matmul(a, b, out_dtype=c.dtype))
+            return
+        the_plan = plan(problem_of(a, b, c.dtype))
+        result = the_plan.run_on_interpreter(a.double().numpy(), b.double().numpy())
+        c.copy_(torch.from_numpy(result).to(c.dtype))
+
+
+def _gemm_operand(x: Any) -> Any:
+    """`x`, or a contiguous copy when it is neither row-major nor a transposed row-major tensor."""
+    try:
+        _major(x, "K", "M")
+    except GemmError:
+        return x.contiguous()
+    return x
+
+
 __all__ = [
     "GemmConfig",
     "GemmError",
     "GemmPlan",
     "GemmProblem",
+    "LibraryGemm",
     "SplitStep",
     "candidates",
     "choose",
