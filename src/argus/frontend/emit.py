@@ -5,7 +5,8 @@ call, marked ``# not covered`` (a solution is *solved* only when there is none).
 
 The file imports argus and torch only. ``_launch`` runs a kernel on the lane-level CPU interpreter for CPU tensors
 and, for CUDA tensors, compiles it once per parameter set (`argus.runtime.build`) and launches it. The solution is
-specialized as the capture was: its constructor refuses init inputs other than the captured ones, a scalar
+specialized as the capture was (a call of argus's kernel library excepted: it plans for the tensors it is given):
+its constructor refuses init inputs other than the captured ones, a scalar
 argument the graph folded refuses other values, and a model with parameters or buffers rebuilds the problem's own
 ``Model`` from its file (same seed, so the same weights, as KernelBench constructs both) to take them. A flattened
 kernel whose outputs have its first input's shape (a pointwise group) takes any size; any other kernel's views and
@@ -158,6 +159,13 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
             # a flattened kernel whose outputs have its first input's shape takes any size; any other kernel was
             # written for the captured shapes (its views and output shapes), and refuses others
             generic = not src.shapes and all(tuple(v.shape) == first for v in outs)
+            if src.library:  # a library call plans for the tensors it is given: any size, its output sized by it
+                (out_name,) = src.outputs
+                body.append(f"        {out_name} = {g.kernel}.empty_output({', '.join(inputs)})")
+                body.append(f"        _launch({g.kernel}, [{', '.join([*inputs, out_name])}])")
+                names[node.name] = out_name
+                names[f"{node.name}[0]"] = out_name
+                continue
             if not generic:
                 for arg, ph in zip(inputs, placeholders, strict=True):
                     shape = tuple(ph.meta["val"].shape)

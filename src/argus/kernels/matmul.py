@@ -599,6 +599,15 @@ class LibraryGemm:
         reduce = the_plan.reduce_kernel()
         return [*found, reduce] if reduce is not None else found
 
+    def empty_output(self, *inputs: Any) -> Any:
+        """An uninitialized C for these inputs: (rows of op(a), columns of op(b)) in the inputs' dtype."""
+        import torch
+
+        a, b = inputs[self.order[0]], inputs[self.order[1]]
+        rows = a.shape[1] if self.transpose_a else a.shape[0]
+        cols = b.shape[0] if self.transpose_b else b.shape[1]
+        return torch.empty((rows, cols), dtype=a.dtype, device=a.device)
+
     def __call__(self, *tensors: Any, device: Any = None) -> None:
         """Compute into the last of `tensors` from the inputs before it (a and b at `order`)."""
         import torch
