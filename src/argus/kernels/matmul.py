@@ -509,18 +509,26 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     return load(compile_kernel(traced))
 
 
+class Launches(list):
+    """The prepared launches of one GEMM call, in order, holding every tensor they address (`keep`: the operands,
+    the split passes' outputs, the workspace, C): the launches carry raw addresses only."""
+
+    keep: list[Any]
+
+
 def prepare(
     a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None, out: Any = None
 ) -> tuple[Any, list[Any]]:
     """(C, the prepared launches that compute it): `matmul` without the launch, for timing loops that relaunch the
-    same call (each launch may be repeated; C is overwritten). `out`: a contiguous (M, N) tensor of the output dtype
-    to write C into, where the plan's C needs no padding (else a fresh C)."""
+    same call (each launch may be repeated; C is overwritten; the launches hold the operands and workspaces they
+    address, `Launches.keep`, so they stay valid as long as the list lives). `out`: a contiguous (M, N) tensor of
+    the output dtype to write C into, where the plan's C needs no padding (else a fresh C)."""
     import torch
 
     problem = problem_of(a, b, out_dtype)
     the_plan = plan(problem, config)
     q = the_plan.padded
-    launches = []
+    launches = Launches()
     if problem.dtype == "f32":  # split precision: each operand's hi and lo parts first (`split_bf16x3`)
         operands = {}
         for step, x in zip(the_plan.splits, the_plan.stored_operands(a, b), strict=True):
@@ -543,6 +551,7 @@ def prepare(
         launches.append(_loaded("reduce", reduce_params).prepare(W, C))
     if (q.M, q.N) != (problem.M, problem.N):
         C = C[: problem.M, : problem.N]
+    launches.keep = [a, b, A, B, C] + ([W] if the_plan.config.SPLITS > 1 else [])
     return C, launches
 
 
