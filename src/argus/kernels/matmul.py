@@ -640,7 +640,8 @@ class LibraryGemm:
             found = self._prepared.pop(key, None)
             if found is None:
                 found = prepare(a, b, out_dtype=c.dtype, out=c)
-            self._prepared[key] = found  # most recent last
+            if _workspace_bytes(found[1], (a, b, c)) <= PREPARED_BYTES:  # most recent last
+                self._prepared[key] = found
             while len(self._prepared) > PREPARED_CALLS:
                 self._prepared.pop(next(iter(self._prepared)))
             result, launches = found
@@ -654,8 +655,18 @@ class LibraryGemm:
         c.copy_(torch.from_numpy(result).to(c.dtype))
 
 
-#: How many recent calls' prepared launches a `LibraryGemm` keeps (each holds its split and split-K workspaces).
-PREPARED_CALLS = 4
+#: How many recent calls' prepared launches a `LibraryGemm` keeps (each holds its split and split-K workspaces), and
+#: the most workspace one kept call may hold: a larger plan is prepared again on every call (its binding's 0.3 ms is
+#: small next to a GEMM that large, and holding its workspace would take memory the caller may need; KernelBench's
+#: matrix-vector problem splits a 2048 x 1048576 f32 operand into 12.9 GB of bf16 parts).
+PREPARED_CALLS = 2
+PREPARED_BYTES = 1 << 30
+
+
+def _workspace_bytes(launches: Launches, callers: tuple[Any, ...]) -> int:
+    """Bytes `launches` hold beyond the caller's own tensors."""
+    owned = {t.data_ptr() for t in callers}
+    return sum(t.numel() * t.element_size() for t in launches.keep if t.data_ptr() not in owned)
 
 
 def _tensor_key(t: Any) -> tuple:
