@@ -15,7 +15,9 @@ this module:
 Elementwise operations combine classes through an abstract number per operand (an exact float, ``FIN``: some
 finite number, ``ANY``: any value, inf and NaN included): padding in, padding out, its class the abstract result
 (``exp2(-inf) = 0``, ``-inf - x = -inf`` for finite x, ``max(-inf, x) = x``, ``0 * x = 0`` for finite x, anything
-unknown is ``PAD_OTHER``); no padding in: ``REAL`` if any operand is real, else ``CONST``. `T.where(c, a, b)` is
+unknown is ``PAD_OTHER``); no padding in: ``REAL`` if any operand is real, else ``CONST``. An in-place fold into an
+accumulator (`accumulation_step`: ``T.copy(acc + x, acc)``, ``T.copy(T.maximum(acc, x), acc)``) of a term that is
+padding of the op's identity leaves the element unchanged, so it keeps the accumulator's class. `T.where(c, a, b)` is
 ``If(c, class(a), class(b))`` with `c` evaluated symbolically at the element (`fragment_value`: `T.index`, scalar
 expressions, comparisons, arithmetic), so a mask written ``col < N + 1`` keeps the padding of column ``N``.
 Reductions and MMAs are in `model.Query` (they need the histories); the check is `checks.oob`.

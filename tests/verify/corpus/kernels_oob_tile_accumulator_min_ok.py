@@ -1,7 +1,7 @@
 """Row minimum over any number of column tiles, folding each tile elementwise into a tile-shaped accumulator
 (`T.minimum`) and reducing once after the loop: the last tile pads with +inf, the identity of the minimum, so
-the accumulator's padded lanes keep what they held (the minimum of real elements, or the fill's +inf). The row minimum is the
-negated maximum of the negation.
+the accumulator's padded lanes keep what they held (the minimum of real elements, or the fill's +inf). The row
+minimum is the negated maximum of the negation.
 
 expect: verified
 """
