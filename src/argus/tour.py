@@ -24,9 +24,9 @@ NOT_YET = [
     "a GEMM for every shape and dtype (away from its seven tuned shapes the expert GEMM measured 0.36-0.95x cuBLAS; "
     "no split-K, small-M path, TF32 or FP8 yet)",
     "convolution, the MoE grouped GEMM, and `argus solve` beyond its families (it turns a PyTorch module's "
-    "pointwise, reduction, softmax, scan, pooling and normalization operators into verified kernels, one kernel "
-    "per non-pointwise operator; GEMM, convolution, gathers and data movement are reported as not covered, and "
-    "the generated kernels are not yet timed at KernelBench's sizes: docs/solve.md)",
+    "pointwise, reduction, softmax, scan and pooling operators into verified kernels, one kernel "
+    "per non-pointwise operator; normalizations, GEMM, convolution, gathers and data movement are reported as "
+    "not covered, and the new kernels are not yet timed on a GPU: docs/solve.md)",
 ]
 
 

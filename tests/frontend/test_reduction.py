@@ -23,6 +23,11 @@ SOLVED: dict[str, dict[str, Any]] = {
     "51_Argmax_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
     "52_Argmin_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
     "94_MSELoss": {"batch_size": 4, "input_shape": (33,)},
+    "38_L1Norm_": {"batch_size": 4, "dim": 37},
+    "39_L2Norm_": {"batch_size": 4, "dim": 37},
+    "98_KLDivLoss": {"batch_size": 4, "input_shape": (33,)},
+    "99_TripletMarginLoss": {"batch_size": 4, "input_shape": (33,)},
+    "100_HingeLoss": {"batch_size": 33, "input_shape": (33,)},  # its targets (B,) broadcast along the last axis
 }
 
 
@@ -57,6 +62,12 @@ CASES: dict[str, tuple[str, str, str]] = {
     "sum_f16_middle": ("x.sum(1)", "[torch.randn(2, 11, 6).half()]", "middle"),
     "mean_bf16_last": ("x.mean(-1)", "[torch.randn(3, 70).bfloat16()]", "last"),
     "argmax_bf16_middle": ("x.argmax(1)", "[torch.randn(2, 17, 5).bfloat16()]", "middle"),
+    "norm2_last_keepdim": ("torch.linalg.vector_norm(x, dim=1, keepdim=True)", "[torch.randn(4, 140)]", "last"),
+    "norm1_middle": ("torch.linalg.vector_norm(x, ord=1, dim=1)", "[torch.randn(2, 13, 6)]", "middle"),
+    "norm_inf_middle": ("torch.linalg.vector_norm(x, ord=float('inf'), dim=1)", "[torch.randn(2, 13, 6)]", "middle"),
+    "norm_neg_inf_last": ("torch.linalg.vector_norm(x, ord=float('-inf'), dim=-1)", "[torch.randn(3, 37)]", "last"),
+    "norm2_full": ("torch.linalg.vector_norm(x)", "[torch.randn(5, 19)]", "last"),
+    "norm_inf_last": ("torch.linalg.vector_norm(x, ord=float('inf'), dim=-1)", "[torch.randn(3, 133)]", "last"),
 }
 
 
@@ -103,6 +114,7 @@ def test_the_first_occurrence_wins_on_ties(problem, tmp_path: Path) -> None:
 REFUSED: dict[str, tuple[str, str, str]] = {
     "axes_not_contiguous": ("x.sum(dim=(0, 2))", "[torch.randn(3, 4, 5)]", "not contiguous"),
     "product": ("torch.prod(x, 1)", "[torch.randn(3, 4)]", "product reduction"),
+    "norm_of_order_3": ("torch.linalg.vector_norm(x, ord=3, dim=1)", "[torch.randn(3, 4)]", "order 3"),
     "integer_input": ("x.sum(1)", "[torch.randint(0, 5, (3, 4))]", "input dtype torch.int64"),
 }
 

@@ -112,3 +112,29 @@ def test_bad_input_exits_2_with_a_code(tmp_path: Path) -> None:
                        ("missing.py", "SOLVE_PROBLEM")):  # fmt: skip
         run = _argus("solve", file, cwd=tmp_path)
         assert run.returncode == 2 and f"[{code}]" in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_a_solution_takes_other_sizes_only_where_its_kernels_do(problem, tmp_path: Path) -> None:
+    """A pointwise kernel runs on the flattened tensors, so its solution takes any size; a reduction's kernel views
+    its input as the captured (outer, reduced, inner), so its solution refuses another shape with a clear error
+    instead of reducing over wrong views."""
+    import importlib.util
+
+    import torch
+
+    def load(path: str):
+        spec = importlib.util.spec_from_file_location(f"sol_{Path(path).stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.ModelNew()
+
+    pointwise = solve(problem("torch.tanh(x) * 2.0", name="pw"), out=tmp_path / "pw.py", judge=False)
+    x = torch.randn(3, 5)  # captured at (4, 8)
+    torch.testing.assert_close(load(pointwise.solution)(x), torch.tanh(x) * 2.0)
+
+    reduced = solve(problem("torch.sum(x, dim=1)", name="red"), out=tmp_path / "red.py", judge=False)
+    model = load(reduced.solution)
+    y = torch.randn(4, 8)
+    torch.testing.assert_close(model(y), torch.sum(y, dim=1))
+    with pytest.raises(ValueError, match=r"generated for x of shape \(4, 8\), got \(3, 5\)"):
+        model(x)

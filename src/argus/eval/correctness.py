@@ -277,7 +277,8 @@ def check_correctness(
 
     `host_copies`: keep the judge's own copies of each trial (pristine inputs, the candidate's outputs, the
     references once computed) in host memory, the device holding only what runs; None decides per trial
-    (`copies_on_host`). The references still run on `device`; the comparisons then run on the host."""
+    (`copies_on_host`). The references still run on `device`; the comparisons then read host tensors, chunk by chunk
+    on the GPU when there is one (`argus.eval.tolerance`)."""
     import torch
 
     start = time.perf_counter()

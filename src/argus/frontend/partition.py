@@ -2,15 +2,17 @@
 template can take grouped into kernels by FX's own capability-based partitioner.
 
 `classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
-operator, plus the copies that compute nothing new), reduction, normalization, softmax-like, matmul-like,
-convolution, pooling, scan, indexing/gather, view (metadata only: ``view``, ``unsqueeze``, ...), layout (a view
-whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...) or other. `partition` asks each
-family that has a template (`argus.frontend.families.TEMPLATES`) which nodes it supports; a fusing family's
-supported nodes go to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges connected
-ones without creating cycles), every other family's are one group each (with the ``getitem`` nodes that pick a
-multi-result node's outputs); all proposals are fused into submodules at once, and each group's own FX subgraph is
-the reference its kernel is checked against. Every compute node left outside a group is listed as not covered,
-with its family and why.
+operator, plus the copies that compute nothing new and ``scalar_tensor``, a constant), reduction, normalization,
+softmax-like, matmul-like, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``,
+``unsqueeze``, ...), layout (a view whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...)
+or other. `partition` asks each family that has a template (`argus.frontend.families.TEMPLATES`) which nodes it
+supports. A fusing family's supported nodes go to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner``
+(which merges connected ones without creating cycles), and the template may refuse a proposed group as a whole
+(its nodes are then one kernel each where the template takes them alone, else not covered with the template's
+reason); every other family's nodes are one group each (with the ``getitem`` nodes that pick a multi-result node's
+outputs). All proposals are fused into submodules at once, and each group's own FX subgraph is the reference its
+kernel is checked against. Every compute node left outside a group is listed as not covered, with its family and
+why.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def classify(node: Any) -> Family:
         if name in names:
             return family
     tags = getattr(node.target, "tags", ())
-    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy"):
+    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy", "scalar_tensor"):
         return Family.POINTWISE
     return Family.OTHER
 
@@ -202,7 +204,16 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             found = CapabilityBasedPartitioner(
                 graph_module, _Family(), allows_single_node_partition=True
             ).propose_partitions()
-            proposals += [Proposal(id=len(proposals) + i, nodes=list(p.nodes)) for i, p in enumerate(found)]
+            check = templates[family].group_unsupported or (lambda group: None)
+            for p in found:
+                why = check(list(p.nodes))
+                # a group the template refuses as a whole: each node its own kernel where the template takes it
+                # alone, the others uncovered with the group's reason
+                for group in [list(p.nodes)] if why is None else [[n] for n in p.nodes]:
+                    if why is None or (len(p.nodes) > 1 and check(group) is None):
+                        proposals.append(Proposal(id=len(proposals), nodes=group))
+                    else:
+                        reasons[group[0].name] = why
         else:
             # a node with several results (max_pool2d_with_indices) takes the getitems that pick them: its kernel
             # makes the tensors they read, and its subgraph returns those tensors

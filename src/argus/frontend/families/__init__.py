@@ -13,7 +13,9 @@ from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
 TEMPLATES: dict[Family, Template] = {
-    Family.POINTWISE: Template(pointwise.unsupported, pointwise.kernel_source, fuses=True),
+    Family.POINTWISE: Template(
+        pointwise.unsupported, pointwise.kernel_source, fuses=True, group_unsupported=pointwise.group_unsupported
+    ),
     Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),
     Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
     Family.SCAN: Template(scan.unsupported, scan.kernel_source),

@@ -3,7 +3,10 @@
 Operators (`unsupported` says why any other is refused): ``sum`` and ``mean`` (``.dim_IntList`` / ``.dim`` and the
 full ``.default``), ``amax`` and ``amin``, ``max.dim`` and ``min.dim`` (values, and int64 indices when the graph
 reads them), ``max.default`` / ``min.default`` (the whole tensor), ``argmax`` and ``argmin``
-(int64; ``dim=None`` is the flattened tensor). Inputs are float32, float16 or bfloat16; every kernel accumulates
+(int64; ``dim=None`` is the flattened tensor), and ``linalg_vector_norm`` of order 2 (a sum of squares, then its
+square root), 1 (a sum of magnitudes), inf and -inf (a maximum / minimum of magnitudes; before a maximum, the
+elements past R are masked to -inf after the magnitude, which would otherwise turn the -inf padding into +inf).
+Inputs are float32, float16 or bfloat16; every kernel accumulates
 in float32 and rounds once into the output's dtype. Indices are the first occurrence of the extremum, as torch's.
 
 The reduced axes must be contiguous in the shape (axes of extent 1 are ignored), so the input is the 3-d view
@@ -27,8 +30,8 @@ it only when strictly better), then take the smallest position among the lanes h
 Positions are float32 values, exact below 2^24, so R is at most 2^24 (assumed by the kernel, refused by
 `unsupported`). Tile sizes are the kernel's ``tile_shape`` policy.
 
-Not taken: ``prod`` (the DSL reduces with sums and maxima only), ``var``/``std`` and the norms (their own
-templates), reduced axes that are not contiguous (a permute first), integer or boolean inputs. NaN inputs
+Not taken: ``prod`` (the DSL reduces with sums and maxima only), ``var``/``std`` (a Welford template), vector
+norms of other orders, reduced axes that are not contiguous (a permute first), integer or boolean inputs. NaN inputs
 follow the DSL's maximum (on the GPU ``fmaxf``, which drops NaN), not torch's NaN propagation.
 
 The group's subgraph is the kernel's reference (written out for ``argus interpret``, taking the tensors in the
@@ -45,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from argus.frontend.families.base import DTYPES, KernelSource, aten_call, dtype_name, format_arg, node_value
+from argus.frontend.families.base import DTYPES, KernelSource, aten_call, aten_name, dtype_name, format_arg, node_value
 
 #: The kernel's extents are 32-bit (`argus.runtime.arguments.MAX_EXTENT`).
 MAX_EXTENT = 2**30
@@ -70,6 +73,15 @@ OPS = {
     "min": ("min", True),
     "argmax": ("max", True),
     "argmin": ("min", True),
+    "linalg_vector_norm": ("sum", False),  # the order decides (`NORMS`)
+}
+
+#: A vector norm's order -> (the reduction, the map applied to each element first, the map applied to the result).
+NORMS: dict[float, tuple[str, str, str]] = {
+    2.0: ("sum", "square", "sqrt"),
+    1.0: ("sum", "abs", ""),
+    float("inf"): ("max", "abs", ""),
+    float("-inf"): ("min", "abs", ""),
 }
 
 REFUSED = {
@@ -93,11 +105,8 @@ class Reduction:
     outer: int
     r: int
     inner: int
-
-
-def _op(node: Any) -> str:
-    packet = getattr(node.target, "_overloadpacket", None)
-    return str(packet.__name__) if packet is not None else ""
+    pre: str = ""  # "square" | "abs": applied to each element before it is reduced (vector norms)
+    post: str = ""  # "sqrt": applied to the reduced value (the 2-norm)
 
 
 def _overload(node: Any) -> str:
@@ -124,7 +133,7 @@ def parse(node: Any) -> Reduction | str:
     import torch
     import torch.fx
 
-    name, overload = _op(node), _overload(node)
+    name, overload = aten_name(node), _overload(node)
     if name in REFUSED:
         return REFUSED[name]
     if name not in OPS:
@@ -138,13 +147,23 @@ def parse(node: Any) -> Reduction | str:
         return f"input dtype {value.dtype} (the template takes float32, float16, bfloat16)"
     shape = tuple(int(s) for s in value.shape)
     rank = len(shape)
-    keyword = set(node.kwargs) - {"dim", "keepdim", "dtype"}
+    keyword = set(node.kwargs) - {"dim", "keepdim", "dtype", "ord"}
     if keyword:
         return f"keyword argument(s) {', '.join(sorted(keyword))} not supported"
 
     dims: Any
     values, indices = True, False
-    if name in ("sum", "mean"):
+    pre = post = ""
+    if name == "linalg_vector_norm":
+        order = _arg(node, 1, "ord", 2)
+        if _arg(node, 4, "dtype", None) is not None:
+            return f"{node.target} with a dtype argument"
+        if not isinstance(order, int | float) or float(order) not in NORMS:
+            return f"a vector norm of order {order!r} (the template takes 1, 2, inf and -inf)"
+        op, pre, post = NORMS[float(order)]
+        dims = _arg(node, 2, "dim", None)
+        dims = [dims] if isinstance(dims, int) else dims
+    elif name in ("sum", "mean"):
         if overload not in ("dim_IntList", "dim", "default"):
             return f"{node.target}: only the overloads over axes or the whole tensor"
         dims = _arg(node, 1, "dim", None) if overload != "default" else None
@@ -211,7 +230,7 @@ def parse(node: Any) -> Reduction | str:
         return f"an index reduction over {r} elements (positions are float32 in the kernel: at most 2^24)"
     if max(outer, r, inner) >= MAX_EXTENT:
         return f"an extent of the view ({outer}, {r}, {inner}) reaches 2^30 (the kernel's extents are 32-bit)"
-    return Reduction(op, values, indices, shape, normalized, outer, r, inner)
+    return Reduction(op, values, indices, shape, normalized, outer, r, inner, pre, post)
 
 
 def unsupported(node: Any) -> str | None:
@@ -299,7 +318,7 @@ def kernel_source(
 
 
 def _describe(node: Any, spec: Reduction) -> str:
-    target = f"{_op(node)}.{_overload(node)}"
+    target = f"{aten_name(node)}.{_overload(node)}"
     axes = "all axes" if len(spec.dims) == len(spec.shape) else f"axes {list(spec.dims)}"
     return f"{target} over {axes} of {spec.shape}"
 
@@ -387,11 +406,15 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
                 lines.append(f"        T.copy(extremum, {store.format(param=p)})")
     else:
         identity = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}[spec.op]
+        element = {"": "x", "square": "x * x", "abs": "T.abs(x)"}[spec.pre]
+        if spec.pre == "abs" and spec.op == "max":
+            # |-inf| would win a maximum of magnitudes: the elements past R are masked to -inf after the map
+            element = f"T.where(T.index(x, {axis}) + r * {step} < R, T.abs(x), float('-inf'))"
         tile_reduced = {
-            "sum": f"T.reduce_sum(x, axis={axis})",
-            "mean": f"T.reduce_sum(x, axis={axis})",
-            "max": f"T.reduce_max(x, axis={axis})",
-            "min": f"-T.reduce_max(-x, axis={axis})",
+            "sum": f"T.reduce_sum({element}, axis={axis})",
+            "mean": f"T.reduce_sum({element}, axis={axis})",
+            "max": f"T.reduce_max({element}, axis={axis})",
+            "min": f"-T.reduce_max(-{element}, axis={axis})",
         }[spec.op]
         combine = {
             "sum": f"acc + {tile_reduced}",
@@ -399,7 +422,7 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
             "max": f"T.maximum(acc, {tile_reduced})",
             "min": f"T.minimum(acc, {tile_reduced})",
         }[spec.op]
-        final = "acc / R" if spec.op == "mean" else "acc"
+        final = "acc / R" if spec.op == "mean" else ("T.sqrt(acc)" if spec.post == "sqrt" else "acc")
         held = "in each thread's registers" if middle else "by the row's lanes (warp shuffles)"
         lines += [
             f"        acc = T.alloc_reduced(x, axis={axis})  # the running {spec.op}, held {held}",
