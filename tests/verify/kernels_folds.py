@@ -22,6 +22,11 @@ def FOLDS(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: in
         T.copy(acc * x, acc)  # not: a product
         T.copy(acc + 1.0, acc)  # not: a scalar term
         T.copy(acc + x, other)  # not: the result lands in another buffer
+        t = acc + x  # fold: a temporary copied whole into acc by the next statement
+        T.copy(t, acc)
+        u = T.maximum(acc, x)  # not: another statement comes before the copy back
+        T.copy(x, other)
+        T.copy(u, acc)
         y = acc + x  # not: no copy back
         T.copy(y, Y.tile((bm, 0), (BM, BN)))
 

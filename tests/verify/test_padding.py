@@ -102,6 +102,8 @@ def test_accumulation_steps_are_recognized_only_in_place() -> None:
         "T.copy(acc * x, acc)": None,
         "T.copy(acc + 1.0, acc)": None,
         "T.copy(acc + x, other)": None,
+        "t = acc + x": (0, P.PAD_ZERO),
+        "u = T.maximum(acc, x)": None,
         "y = acc + x": None,
     }
 

@@ -17,7 +17,8 @@ finite number, ``ANY``: any value, inf and NaN included): padding in, padding ou
 (``exp2(-inf) = 0``, ``-inf - x = -inf`` for finite x, ``max(-inf, x) = x``, ``0 * x = 0`` for finite x, anything
 unknown is ``PAD_OTHER``); no padding in: ``REAL`` if any operand is real, else ``CONST``. An in-place fold into an
 accumulator (`accumulation_step`: ``T.copy(acc + x, acc)``, ``T.copy(T.maximum(acc, x), acc)``) of a term that is
-padding of the op's identity leaves the element unchanged, so it keeps the accumulator's class. `T.where(c, a, b)` is
+padding of the op's identity leaves the element unchanged, so it keeps the accumulator's class (a lane that held
+only a constant, its fill, becomes padding of the identity: it has seen no column). `T.where(c, a, b)` is
 ``If(c, class(a), class(b))`` with `c` evaluated symbolically at the element (`fragment_value`: `T.index`, scalar
 expressions, comparisons, arithmetic), so a mask written ``col < N + 1`` keeps the padding of column ``N``.
 Reductions and MMAs are in `model.Query` (they need the histories); the check is `checks.oob`.
@@ -312,8 +313,12 @@ def map_class(q: Any, w: Any, win: tuple, env: dict, guard: Any, loc: Any, opera
     if step is not None:
         i, identity = step  # srcs[i] is the accumulator, the other operand the term folded into it
         classes = [cls(x) for x in s.srcs]
-        incoming = classes[1 - i]
-        return z3.If(incoming == bv(identity), classes[i], combine(s.op, classes))
+        acc, incoming = classes[i], classes[1 - i]
+        # identity padding folded in leaves the element unchanged; a lane that held only a constant (its fill) and
+        # has seen no column yet stays padding (of the identity: the value a correct fill has), so a later operation
+        # that puts something else there (``acc + b[:, None]`` after the loop) is still caught at the reduction
+        kept = z3.If(acc == bv(CONST), bv(identity), acc)
+        return z3.If(incoming == bv(identity), kept, combine(s.op, classes))
     if s.op == MapOp.SELECT:
         cond_ref, a, b = s.srcs
         ca, cb = cls(a), cls(b)
@@ -356,7 +361,8 @@ def accumulation_step(site: Any) -> tuple[int, int] | None:
     Where the term is padding of the op's identity class, such a step leaves `acc`'s element unchanged, so the
     element keeps `acc`'s class (`map_class`): the padding adds nothing. The lanes of an accumulator are the
     kernel's own, not columns of the tensor, so the value it held before (a fill, a partial result) is not the
-    padding's doing. An elementwise result written anywhere else gets the class of its padding operands (``x + b``
+    padding's doing; a lane that held only a constant (the fill) has seen no column and stays padding of the
+    identity, so what a later statement puts there (``acc + b[:, None]`` after the loop) is still judged. An elementwise result written anywhere else gets the class of its padding operands (``x + b``
     over a padded `x` puts `b` where no column is: padding of unknown value)."""
     from argus.ir.nodes import Buffer
 
