@@ -362,8 +362,9 @@ def accumulation_step(site: Any) -> tuple[int, int] | None:
     element keeps `acc`'s class (`map_class`): the padding adds nothing. The lanes of an accumulator are the
     kernel's own, not columns of the tensor, so the value it held before (a fill, a partial result) is not the
     padding's doing; a lane that held only a constant (the fill) has seen no column and stays padding of the
-    identity, so what a later statement puts there (``acc + b[:, None]`` after the loop) is still judged. An elementwise result written anywhere else gets the class of its padding operands (``x + b``
-    over a padded `x` puts `b` where no column is: padding of unknown value)."""
+    identity, so what a later statement puts there (``acc + b[:, None]`` after the loop) is still judged. An
+    elementwise result written anywhere else gets the class of its padding operands (``x + b`` over a padded `x`
+    puts `b` where no column is: padding of unknown value)."""
     from argus.ir.nodes import Buffer
 
     s = site.stmt
