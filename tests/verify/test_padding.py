@@ -11,6 +11,7 @@ from argus.ir.expr import Const
 from argus.ir.nodes import MapOp
 from argus.verify import padding as P
 from argus.verify import smt, verify
+from tests.verify import kernels_folds
 
 INF = float("inf")
 
@@ -75,3 +76,40 @@ def test_without_the_offset_only_later_key_tiles_leak() -> None:
     module = importlib.import_module("tests.verify.corpus.kernels_oob_attention_key_mask_no_offset")
     result = verify(module.KERNEL, shapes={"S": 64})  # one key tile: the mask without its offset is right
     assert not [f for f in result.findings if f.code == "OOB_MASKED_REDUCTION"], result.render_text()
+
+
+def test_identity_padding_outside_a_fold_stays_padding() -> None:
+    # only an in-place fold (`accumulation_step`) absorbs identity padding: `x + b` over a padded `x` puts `b`
+    # where there is no column
+    assert _class(MapOp.ADD, P.REAL, P.PAD_ZERO) == P.PAD_OTHER
+    assert _class(MapOp.ADD, P.CONST, P.PAD_ZERO) == P.PAD_OTHER
+    assert _class(MapOp.MAX, P.REAL, P.PAD_NEG_INF) == P.PAD_OTHER
+
+
+def test_accumulation_steps_are_recognized_only_in_place() -> None:
+    from argus.ir.nodes import Map
+    from argus.verify.program import Program
+
+    prog = Program.build(kernels_folds.FOLDS.trace())
+    found = {s.loc.text.split("#")[0].strip(): P.accumulation_step(s) for s in prog.sites if isinstance(s.stmt, Map)}
+    assert found == {
+        "T.copy(acc + x, acc)": (0, P.PAD_ZERO),
+        "T.copy(x + acc, acc)": (1, P.PAD_ZERO),
+        "T.copy(acc - x, acc)": (0, P.PAD_ZERO),
+        "T.copy(T.maximum(acc, x), acc)": (0, P.PAD_NEG_INF),
+        "T.copy(T.minimum(x, acc), acc)": (1, P.PAD_POS_INF),
+        "T.copy(x - acc, acc)": None,
+        "T.copy(acc * x, acc)": None,
+        "T.copy(acc + 1.0, acc)": None,
+        "T.copy(acc + x, other)": None,
+        "t = acc + x": (0, P.PAD_ZERO),
+        "u = T.maximum(acc, x)": None,
+        "y = acc + x": None,
+    }
+
+
+def test_a_fold_into_another_buffer_is_an_ordinary_elementwise_result() -> None:
+    findings = verify(kernels_folds.FOLD_INTO_ANOTHER_BUFFER).findings
+    assert [f.code for f in findings if f.severity.name == "ERROR"] == ["OOB_MASKED_REDUCTION"]
+    folded = importlib.import_module("tests.verify.corpus.kernels_oob_tile_accumulator_sum_ok")
+    assert not [f for f in verify(folded.KERNEL).findings if f.code == "OOB_MASKED_REDUCTION"]

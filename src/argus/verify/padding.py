@@ -15,7 +15,10 @@ this module:
 Elementwise operations combine classes through an abstract number per operand (an exact float, ``FIN``: some
 finite number, ``ANY``: any value, inf and NaN included): padding in, padding out, its class the abstract result
 (``exp2(-inf) = 0``, ``-inf - x = -inf`` for finite x, ``max(-inf, x) = x``, ``0 * x = 0`` for finite x, anything
-unknown is ``PAD_OTHER``); no padding in: ``REAL`` if any operand is real, else ``CONST``. `T.where(c, a, b)` is
+unknown is ``PAD_OTHER``); no padding in: ``REAL`` if any operand is real, else ``CONST``. An in-place fold into an
+accumulator (`accumulation_step`: ``T.copy(acc + x, acc)``, ``T.copy(T.maximum(acc, x), acc)``) of a term that is
+padding of the op's identity leaves the element unchanged, so it keeps the accumulator's class (a lane that held
+only a constant, its fill, becomes padding of the identity: it has seen no column). `T.where(c, a, b)` is
 ``If(c, class(a), class(b))`` with `c` evaluated symbolically at the element (`fragment_value`: `T.index`, scalar
 expressions, comparisons, arithmetic), so a mask written ``col < N + 1`` keeps the padding of column ``N``.
 Reductions and MMAs are in `model.Query` (they need the histories); the check is `checks.oob`.
@@ -306,6 +309,16 @@ def map_class(q: Any, w: Any, win: tuple, env: dict, guard: Any, loc: Any, opera
             return q.src_at(x, win, env, guard, w.pre, w.site, same_thread=t).mask
         return x
 
+    step = accumulation_step(w.site)
+    if step is not None:
+        i, identity = step  # srcs[i] is the accumulator, the other operand the term folded into it
+        classes = [cls(x) for x in s.srcs]
+        acc, incoming = classes[i], classes[1 - i]
+        # identity padding folded in leaves the element unchanged; a lane that held only a constant (its fill) and
+        # has seen no column yet stays padding (of the identity: the value a correct fill has), so a later operation
+        # that puts something else there (``acc + b[:, None]`` after the loop) is still caught at the reduction
+        kept = z3.If(acc == bv(CONST), bv(identity), acc)
+        return z3.If(incoming == bv(identity), kept, combine(s.op, classes))
     if s.op == MapOp.SELECT:
         cond_ref, a, b = s.srcs
         ca, cb = cls(a), cls(b)
@@ -326,6 +339,56 @@ def map_class(q: Any, w: Any, win: tuple, env: dict, guard: Any, loc: Any, opera
         q.selects.append((guard, w.site, win, out, _defining_site(cond_ref, w.pre)))
         return out
     return combine(s.op, [cls(x) for x in s.srcs])
+
+
+#: the elementwise ops that fold a term into an accumulator, with the padding class that leaves it unchanged
+#: (``acc + 0``, ``0 + acc``, ``acc - 0``, ``max(acc, -inf)``, ``min(acc, +inf)``) and the operand positions the
+#: accumulator may take (a difference only subtracts from it)
+_FOLDS: dict[MapOp, tuple[int, tuple[int, ...]]] = {
+    MapOp.ADD: (PAD_ZERO, (0, 1)),
+    MapOp.SUB: (PAD_ZERO, (0,)),
+    MapOp.MAX: (PAD_NEG_INF, (0, 1)),
+    MapOp.MIN: (PAD_POS_INF, (0, 1)),
+}
+
+
+def accumulation_step(site: Any) -> tuple[int, int] | None:
+    """(position of the accumulator among the operands, identity class) when the `Map` at `site` folds a term
+    into an accumulator in place: a binary add, subtract, maximum or minimum of a whole fragment `acc` and another
+    fragment operand whose result is `acc` itself, or a whole temporary that the very next statement copies whole
+    into `acc` (the DSL's ``T.copy(acc + x, acc)``, ``T.copy(T.maximum(acc, x), acc)``). None otherwise.
+
+    Where the term is padding of the op's identity class, such a step leaves `acc`'s element unchanged, so the
+    element keeps `acc`'s class (`map_class`): the padding adds nothing. The lanes of an accumulator are the
+    kernel's own, not columns of the tensor, so the value it held before (a fill, a partial result) is not the
+    padding's doing; a lane that held only a constant (the fill) has seen no column and stays padding of the
+    identity, so what a later statement puts there (``acc + b[:, None]`` after the loop) is still judged. An
+    elementwise result written anywhere else gets the class of its padding operands (``x + b`` over a padded `x`
+    puts `b` where no column is: padding of unknown value)."""
+    from argus.ir.nodes import Buffer
+
+    s = site.stmt
+    fold = _FOLDS.get(s.op) if isinstance(s, Map) else None
+    if fold is None or len(s.srcs) != 2 or not s.dst.is_whole() or s.dst.buffer.space != Space.FRAGMENT:
+        return None
+    identity, positions = fold
+
+    def whole(x: Any) -> Buffer | None:
+        ok = isinstance(x, TileRef) and x.is_whole() and x.buffer.space == Space.FRAGMENT
+        return x.buffer if ok and tuple(x.buffer.static_shape) == tuple(s.dst.buffer.static_shape) else None
+
+    if not isinstance(s.srcs[0], TileRef | Broadcast) or not isinstance(s.srcs[1], TileRef | Broadcast):
+        return None  # a scalar term: `combine` already knows its value
+    target = s.dst.buffer
+    frame = site.frames[-1]
+    if not any(whole(s.srcs[i]) is target for i in positions) and frame.pos + 1 < len(frame.body):
+        nxt = frame.body[frame.pos + 1]
+        if isinstance(nxt, Copy) and nxt.src.buffer is target and nxt.src.is_whole() and whole(nxt.dst) is not None:
+            target = nxt.dst.buffer
+    for i in positions:
+        if whole(s.srcs[i]) is target:
+            return i, identity
+    return None
 
 
 def _defining_site(ref: Any, pre: dict) -> Any:
