@@ -34,10 +34,6 @@ SOLVED: dict[str, dict[str, int]] = {
 
 #: Level-1 problems outside the families built, with the operators reported as not covered.
 NOT_COVERED: dict[str, tuple[dict[str, int], list[tuple[str, str]]]] = {
-    "3_Batched_matrix_multiplication": (
-        {"batch_size": 2, "m": 4, "k": 5, "n": 3},
-        [("aten.bmm.default", "matmul-like")],
-    ),
     "54_conv_standard_3D__square_input__square_kernel": (
         {"batch_size": 1, "in_channels": 2, "out_channels": 3, "kernel_size": 3, "depth": 5, "width": 5, "height": 5},
         [("aten.convolution.default", "convolution")],
@@ -71,10 +67,14 @@ def test_a_problem_outside_the_families_is_reported_not_covered(
 def test_a_partial_solution_falls_back_to_aten_and_is_still_correct(
     problem: Callable[..., Path], tmp_path: Path
 ) -> None:
-    path = problem("torch.relu(torch.bmm(x, y))", inputs="[torch.randn(2, 4, 5), torch.randn(2, 5, 3)]", args="x, y")
+    path = problem(
+        "torch.relu(torch.addmm(b, x, y))",
+        inputs="[torch.randn(3), torch.randn(4, 5), torch.randn(5, 3)]",
+        args="b, x, y",
+    )
     result = solve(path, out=tmp_path / "s.py")
     assert [g["family"] for g in result.groups] == ["pointwise"] and result.kernels[0].interpreter_ok
-    assert [(u["op"], u["family"]) for u in result.uncovered] == [("aten.bmm.default", "matmul-like")]
+    assert [(u["op"], u["family"]) for u in result.uncovered] == [("aten.addmm.default", "matmul-like")]
     assert result.correct and not result.covered and result.status() == "not covered"
 
 
@@ -94,10 +94,10 @@ def test_the_command_prints_the_partition_and_verdicts(kernelbench_dir: Path, tm
 
 
 def test_the_command_reports_uncovered_operators_and_exits_1(kernelbench_dir: Path, tmp_path: Path) -> None:
-    problem = kernelbench_dir / "level1" / "3_Batched_matrix_multiplication.py"
-    run = _argus("solve", str(problem), "--shape", "batch_size=2,m=4,k=5,n=3", "--no-judge", cwd=tmp_path)
+    problem = kernelbench_dir / "level1" / "14_Matmul_for_upper_triangular_matrices.py"
+    run = _argus("solve", str(problem), "--shape", "N=16", "--no-judge", cwd=tmp_path)
     assert run.returncode == 1, run.stderr
-    assert "not covered: matmul-like" in run.stdout and "aten.bmm.default" in run.stdout
+    assert "not covered: pointwise" in run.stdout and "aten.where.self" in run.stdout
 
 
 def test_bad_input_exits_2_with_a_code(tmp_path: Path) -> None:

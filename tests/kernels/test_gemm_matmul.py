@@ -130,6 +130,30 @@ def test_f32_operands_reach_f32_accuracy_through_the_split(shape, majors, config
     assert float(np.max(np.abs(one_product - ref)) / np.sqrt(np.mean(ref**2))) > 1e-3  # the check can tell
 
 
+@pytest.mark.parametrize(
+    ("dtype", "majors"), [("bf16", ("K", "N")), ("bf16", ("M", "K")), ("f32", ("K", "N")), ("f32", ("M", "K"))]
+)
+def test_a_batched_gemm_is_correct_on_the_interpreter(dtype: str, majors: tuple[str, str]) -> None:
+    # bmm: three products, each block walking its matrix's tiles; f32 through batched split passes
+    problem = mm.GemmProblem(70, 40, 100, dtype, "f32", *majors, batch=3)
+    plan = mm.plan(problem)
+    assert plan.config.SPLITS == 1 and len(plan.main_kernel().grid) == 2  # (BLOCKS, L)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 70, 100)).astype(np.float32).astype(np.float64)
+    b = rng.standard_normal((3, 100, 40)).astype(np.float32).astype(np.float64)
+    if dtype == "bf16":
+        a, b = np.asarray(round_to(bf16, a), np.float64), np.asarray(round_to(bf16, b), np.float64)
+    c = plan.run_on_interpreter(a, b)
+    ref = a @ b
+    assert c.shape == (3, 70, 40)
+    assert float(np.max(np.abs(c - ref)) / np.sqrt(np.mean(ref**2))) < 4e-5
+
+
+def test_a_batched_f32_gemm_past_the_chain_is_refused_with_the_reason() -> None:
+    with pytest.raises(mm.GemmError, match="batched f32 GEMM with K = 8192"):
+        mm.plan(mm.GemmProblem(64, 64, 8192, "f32", "f32", batch=2))
+
+
 @pytest.mark.parametrize(("axis", "operand", "vec"), [(1, "A", 4), (0, "B", 1), (1, "B", 2), (0, "A", 4)])
 def test_the_split_writes_hi_and_lo_exactly_and_verifies(axis: int, operand: str, vec: int) -> None:
     from argus.interp import run_kernel
@@ -246,12 +270,18 @@ def test_matmul_refuses_what_it_cannot_run_with_a_reason() -> None:
         mm.problem_of(a, torch.zeros(32, 8, dtype=torch.float16))
     with pytest.raises(mm.GemmError, match="2-D"):
         mm.problem_of(a[None], torch.zeros(32, 8, dtype=torch.bfloat16))
+    batched = mm.problem_of(torch.zeros(3, 48, 32, dtype=torch.bfloat16), torch.zeros(3, 32, 8, dtype=torch.bfloat16))
+    assert (batched.batch, batched.M, batched.N, batched.K, batched.layout) == (3, 48, 8, 32, "NN")
+    with pytest.raises(mm.GemmError, match="neither row-major"):  # matrices not one after another
+        mm.problem_of(
+            torch.zeros(3, 48, 64, dtype=torch.bfloat16)[:, :, :32], torch.zeros(3, 32, 8, dtype=torch.bfloat16)
+        )
     with pytest.raises(mm.GemmError, match="neither row-major nor a transposed"):
         mm.problem_of(a[:, ::2], torch.zeros(16, 8, dtype=torch.bfloat16))
     four = torch.zeros(2, 3, 5, 32, dtype=torch.bfloat16)
     with pytest.raises(mm.GemmError, match="only when a is contiguous"):
         mm.matmul(four.transpose(1, 2), torch.zeros(32, 8, dtype=torch.bfloat16))
-    with pytest.raises(mm.GemmError, match="bmm"):
+    with pytest.raises(mm.GemmError, match="a batch of both"):
         mm.matmul(four, four.transpose(-1, -2))
     with pytest.raises(mm.GemmError, match="bf16, f16 or f32"):
         mm.problem_of(a.double(), torch.zeros(32, 8, dtype=torch.float64))
@@ -288,7 +318,7 @@ def test_a_tensor_times_a_matrix_is_one_gemm_on_the_gpu() -> None:
     assert c.shape == (4, 3, 100, 72) and float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2
     with pytest.raises(mm.GemmError, match="contiguous"):
         mm.matmul(a.transpose(1, 2), b)
-    with pytest.raises(mm.GemmError, match="bmm"):
+    with pytest.raises(mm.GemmError, match="a batch of both"):
         mm.matmul(a, a.transpose(-1, -2))
 
 

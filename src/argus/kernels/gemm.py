@@ -325,6 +325,16 @@ def b_shape(B_MAJOR: str) -> tuple[str, str]:  # noqa: N803
     return ("N", "K") if checked_major("B_MAJOR", B_MAJOR) == "K" else ("K", "N")
 
 
+def batched_a_shape(A_MAJOR: str, BATCH: bool) -> tuple[str, ...]:  # noqa: N803
+    """A's global shape in the persistent GEMM: `a_shape`, after a batch extent ``L`` when BATCH."""
+    return (("L",) if BATCH else ()) + a_shape(A_MAJOR)
+
+
+def batched_b_shape(B_MAJOR: str, BATCH: bool) -> tuple[str, ...]:  # noqa: N803
+    """B's global shape in the persistent GEMM: `b_shape`, after a batch extent ``L`` when BATCH."""
+    return (("L",) if BATCH else ()) + b_shape(B_MAJOR)
+
+
 def operand_assumption(a_major: str, b_major: str) -> str:
     """The `T.assume` TMA needs: every row stride of A and B (their contiguous extent, in 16-bit elements) a
     multiple of 16 bytes."""
@@ -342,17 +352,21 @@ def alloc_operand_stages(major: str, stages: int, bmn: int, bk: int, dtype: Any)
 
 
 @T.macro
-def load_operand(tensor: Any, major: str, stage: T.Tile, mn: Any, k: Any, bmn: int, bk: int, bar: Any) -> None:
+def load_operand(
+    tensor: Any, major: str, stage: T.Tile, mn: Any, k: Any, bmn: int, bk: int, bar: Any, batch: Any = None
+) -> None:
     """TMA-load MN-block `mn`, K-block `k` of an operand into `stage` on mbarrier `bar`: one (bmn, bk) box for a
     K-major operand; for an MN-major one, one (bk, P) box per panel (P = 128 bytes of elements: a box's inner
-    extent may not exceed the swizzle span), panel j at MN-block ``mn * (bmn / P) + j`` of width P."""
+    extent may not exceed the swizzle span), panel j at MN-block ``mn * (bmn / P) + j`` of width P. `batch`: the
+    matrix of a batched operand (its first extent) the box is in."""
+    lead, one = ((batch,), (None,)) if batch is not None else ((), ())
     if major == "K":
-        T.copy(tensor.tile((mn, k), (bmn, bk)), stage, atom="tma", mbarrier=bar)
+        T.copy(tensor.tile((*lead, mn, k), (*one, bmn, bk)), stage, atom="tma", mbarrier=bar)
         return
     panel = 128 // tensor.dtype.itemsize
     for j in range(bmn // panel):
         T.copy(
-            tensor.tile((k, mn * (bmn // panel) + j), (bk, panel)),
+            tensor.tile((*lead, k, mn * (bmn // panel) + j), (*one, bk, panel)),
             stage.window((0, panel * j), (bk, panel)),
             atom="tma",
             mbarrier=bar,
@@ -367,11 +381,14 @@ def operand(major: str, stage: T.Tile, contraction_first: bool) -> T.Tile:
 
 
 @T.macro
-def holds(major: str, block_mn: Any, block_k: Any, bmn: int, bk: int):
+def holds(major: str, block_mn: Any, block_k: Any, bmn: int, bk: int, batch: Any = None):
     """The tag predicate "this stage holds MN-block `block_mn`, K-block `block_k`" of an operand whose tags are
-    its global coordinates: ``(mn, k)`` for a K-major operand, ``(k, mn)`` for an MN-major one."""
+    its global coordinates: ``(mn, k)`` for a K-major operand, ``(k, mn)`` for an MN-major one; with `batch`, after
+    the matrix index, which must be `batch`."""
     i_mn, i_k = (0, 1) if major == "K" else (1, 0)
-    return lambda x: (x[i_k] // bk == block_k) & (x[i_mn] // bmn == block_mn)
+    if batch is None:
+        return lambda x: (x[i_k] // bk == block_k) & (x[i_mn] // bmn == block_mn)
+    return lambda x: (x[0] == batch) & (x[1 + i_k] // bk == block_k) & (x[1 + i_mn] // bmn == block_mn)
 
 
 # --- rung 7: warp specialization --------------------------------------------------------------------------------------
@@ -467,11 +484,13 @@ def gemm_warp_specialized(
 # 2 x BM x 128 bytes of shared memory (32 KB at BM = 128), and C's rows must be 16-byte aligned.
 
 
-def c_shape(SPLITS: int) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameter
+def c_shape(SPLITS: int, BATCH: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameters
     """C's global shape: ``(M, N)``; with split-K (SPLITS > 1) the f32 workspace ``(S, M, N)`` of the partial
-    products, one (M, N) slice per split, that `gemm_split_reduce` sums into C."""
+    products, one (M, N) slice per split, that `gemm_split_reduce` sums into C; batched, ``(L, M, N)``."""
     if not isinstance(SPLITS, int) or SPLITS < 1:
         raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive int, not {SPLITS!r}")
+    if BATCH:
+        return ("L", "M", "N")
     return ("M", "N") if SPLITS == 1 else ("S", "M", "N")
 
 
@@ -479,8 +498,8 @@ def c_shape(SPLITS: int) -> tuple[str, ...]:  # noqa: N803 - named after the ker
     policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
 )
 def gemm_warp_specialized_persistent(
-    A: T.Tensor[a_shape, "IN"],
-    B: T.Tensor[b_shape, "IN"],
+    A: T.Tensor[batched_a_shape, "IN"],
+    B: T.Tensor[batched_b_shape, "IN"],
     C: T.Tensor[c_shape, "OUT"],
     BM: int = 128,
     BN: int = 128,
@@ -498,6 +517,7 @@ def gemm_warp_specialized_persistent(
     B_MAJOR: str = "K",
     CONSUMERS: int = 2,
     SPLITS: int = 1,
+    BATCH: bool = False,
 ):
     """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
     blocks, each with a producer warpgroup (TMA) and CONSUMERS consumer warpgroups (wgmma, f32 accumulators, C
@@ -515,11 +535,19 @@ def gemm_warp_specialized_persistent(
     f32 workspace C (S, M, N), S = SPLITS (N a multiple of 4: the rows in whole 16-byte vectors). `gemm_split_reduce`
     then sums the slices into the result.
 
+    BATCH: L independent products (``bmm``): A, B and C get a leading extent L, the grid is (BLOCKS, L) and the
+    BLOCKS blocks of matrix l walk its tiles (no split, direct stores: TMA stores are 2-D).
+
     A_MAJOR, B_MAJOR: the operands' layouts, as in `gemm_warp_specialized`: A (M, K) or, with ``A_MAJOR="M"``, (K, M);
     B (N, K) (C = A @ B^T) or, with ``B_MAJOR="N"``, (K, N) (C = A @ B). MN-major operands are loaded one TMA
     box per 64-element panel and read by wgmma transposed (docs/gemm.md, "Operand layouts")."""
     # TMA needs the row strides of A and B (their contiguous extents, 16-bit elements) to be multiples of 16 bytes
     T.assume(operand_assumption(A_MAJOR, B_MAJOR))
+    if BATCH and (SPLITS > 1 or EPILOGUE != "direct"):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"a batched GEMM (BATCH) stores C directly and does not split K: SPLITS={SPLITS}, EPILOGUE={EPILOGUE!r}",
+        )
     if EPILOGUE not in ("direct", "tma"):
         raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
     if CONSUMERS not in (1, 2):
@@ -536,7 +564,10 @@ def gemm_warp_specialized_persistent(
         T.assume("N % 4 == 0")  # the workspace's rows in whole 16-byte vectors of f32
     if EPILOGUE == "tma":
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
-    with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
+    extents = (BLOCKS, L) if BATCH else (BLOCKS,)  # noqa: F821 - L: the batch extent, a shape symbol when BATCH
+    with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
+        bx = blocks[0]
+        batch = blocks[1] if BATCH else None  # the matrix this block multiplies
         sA = alloc_operand_stages(A_MAJOR, STAGES, BM, BK, A.dtype)  # (stages, BM, BK) K-major, or (stages, BK, BM)
         sB = alloc_operand_stages(B_MAJOR, STAGES, BN, BK, B.dtype)  # (stages, BN, BK) K-major, or (stages, BK, BN)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
@@ -561,8 +592,8 @@ def gemm_warp_specialized_persistent(
                         kb = k + split * k_split if SPLITS > 1 else k  # the K-block this iteration loads
                         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
                         T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                        load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s])
-                        load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s])
+                        load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s], batch)
+                        load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s], batch)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
             for it in T.serial(T.cdiv(units, BLOCKS)):
@@ -576,11 +607,13 @@ def gemm_warp_specialized_persistent(
                         kb = k + split * k_split if SPLITS > 1 else k
                         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
                         # invariant: the stage consumed at iteration k holds K-block kb of this unit's A and B
-                        T.assert_tag(holds(A_MAJOR, bm, kb, BM, BK), sA[s])
-                        T.assert_tag(holds(B_MAJOR, bn, kb, BN, BK), sB[s])
+                        T.assert_tag(holds(A_MAJOR, bm, kb, BM, BK, batch), sA[s])
+                        T.assert_tag(holds(B_MAJOR, bn, kb, BN, BK, batch), sB[s])
                         T.gemm(operand(A_MAJOR, sA[s], False), operand(B_MAJOR, sB[s], True), acc)
                         T.mbarrier_arrive(empty[s])
-                    if SPLITS > 1:
+                    if BATCH:
+                        T.copy(acc, C.tile((batch, bm, bn), (None, BM, BN)))
+                    elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
                     elif EPILOGUE == "tma":
                         T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
@@ -662,20 +695,24 @@ SPLIT_PATTERNS = {"A": ("hi", "hi", "lo"), "B": ("hi", "lo", "hi")}
 
 @argus.kernel(policies={"tile_shape": ("BR", "BC")})
 def split_bf16x3(
-    X: T.Tensor[("R", "C"), T.f32],
-    Y: T.Tensor[lambda AXIS: ("D", 3, "P") if AXIS == 1 else (3, "P", "D"), T.bf16],
+    X: T.Tensor[lambda BATCH: (("L",) if BATCH else ()) + ("R", "C"), T.f32],
+    Y: T.Tensor[
+        lambda AXIS, BATCH: (("L",) if BATCH else ()) + (("D", 3, "P") if AXIS == 1 else (3, "P", "D")), T.bf16
+    ],
     AXIS: int = 1,
     OPERAND: str = "A",
     VEC: int = 4,
     BR: int = 16,
     BC: int = 64,
+    BATCH: bool = False,
 ):
     """Y = the three bf16 segments of X (`SPLIT_PATTERNS[OPERAND]`: hi = bf16(x), lo = bf16(x - hi)) along AXIS, the
     contraction axis of X. AXIS = 1: X is (R, K), Y (D, 3, P), read as (D, 3P) by the GEMM, D >= R (rows of zeros
     past R); AXIS = 0: X is (K, C), Y (3, P, D), read as (3P, D), D >= C (the rows padded for TMA). Each segment is
     P long, P a multiple of the tile along AXIS and at least X's extent along it; zeros past X's end. One block per
     Y tile of one segment: it reads the X tile once (VEC f32 per thread and load: 4 needs X's rows 16-byte aligned)
-    and writes the three segments' tiles."""
+    and writes the three segments' tiles. BATCH: X and Y get a leading extent L (a batch of matrices, split alike).
+    """
     if AXIS not in (0, 1) or OPERAND not in SPLIT_PATTERNS or VEC not in (1, 2, 4):
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -688,13 +725,16 @@ def split_bf16x3(
     else:
         T.assume(f"P % {BR} == 0 and P >= R and D >= C and D % {VEC} == 0")
         blocks = (P // BR, T.cdiv(D, BC))
-    with T.grid(*blocks, threads=BR * BC // VEC) as (br, bc):
+    blocks = (*blocks, L) if BATCH else blocks  # noqa: F821 - L: the batch extent, a shape symbol when BATCH
+    with T.grid(*blocks, threads=BR * BC // VEC) as grid:
+        br, bc = grid[0], grid[1]
+        lead, one = ((grid[2],), (None,)) if BATCH else ((), ())  # the matrix of a batched X
         x = T.alloc_fragment((BR, BC), T.f32, vector_bytes=4 * VEC)
-        T.copy(X.tile((br, bc), (BR, BC)), x)  # zeros past X's end
+        T.copy(X.tile((*lead, br, bc), (*one, BR, BC)), x)  # zeros past X's end
         hi = T.cast(x, T.bf16)
         parts = {"hi": hi, "lo": T.cast(x - T.cast(hi, T.f32), T.bf16)}
         for s, part in enumerate(SPLIT_PATTERNS[OPERAND]):
             if AXIS == 1:
-                T.copy(parts[part], Y.tile((br, s, bc), (BR, None, BC)))
+                T.copy(parts[part], Y.tile((*lead, br, s, bc), (*one, BR, None, BC)))
             else:
-                T.copy(parts[part], Y.tile((s, br, bc), (None, BR, BC)))
+                T.copy(parts[part], Y.tile((*lead, s, br, bc), (*one, None, BR, BC)))

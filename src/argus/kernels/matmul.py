@@ -104,9 +104,11 @@ class GemmProblem:
     out: str = "bf16"
     a_major: str = "K"
     b_major: str = "K"
+    #: independent products of the same shape (``bmm``): A (L, M, K), B (L, K, N), C (L, M, N)
+    batch: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("M", "N", "K"):
+        for name in ("M", "N", "K", "batch"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise GemmError(f"GEMM {name} must be a positive int, got {v!r}")
@@ -124,7 +126,7 @@ class GemmProblem:
 
     @property
     def flops(self) -> int:
-        return 2 * self.M * self.N * self.K
+        return 2 * self.M * self.N * self.K * self.batch
 
     @property
     def layout(self) -> str:
@@ -163,12 +165,14 @@ class GemmConfig:
             "OUT": "f32" if self.SPLITS > 1 else problem.out,
             "A_MAJOR": problem.a_major,
             "B_MAJOR": problem.b_major,
-            "BLOCKS": target.sms,
+            "BLOCKS": max(1, target.sms // problem.batch),  # batched: per matrix, about one per SM in all
             "ORDER": "grouped",
             "GROUP": self.GROUP,
             "EPILOGUE": self.EPILOGUE,
             "SPLITS": self.SPLITS,
         }
+        if problem.batch > 1:
+            params["BATCH"] = True
         if self.CONSUMERS == 1:  # one consumer warpgroup: the registers two would share
             params.update(CONSUMER_REGS=consumer_registers(1))
         return params
@@ -228,10 +232,10 @@ class SplitStep:
     shape), the split's parameters, and Y's shape (3-D, as the split writes it) and the 2-D view the GEMM reads."""
 
     name: str
-    stored: tuple[int, int]
+    stored: tuple[int, ...]
     params: dict[str, Any]
-    y_shape: tuple[int, int, int]
-    gemm_shape: tuple[int, int]
+    y_shape: tuple[int, ...]
+    gemm_shape: tuple[int, ...]
 
 
 def split_steps(problem: GemmProblem) -> list[SplitStep]:
@@ -249,7 +253,12 @@ def split_steps(problem: GemmProblem) -> list[SplitStep]:
             stored, axis = (problem.K, other), 0
             y_shape, gemm_shape = (3, p, padded), (3 * p, padded)
         vec = 4 if stored[1] % 4 == 0 else 2 if stored[1] % 2 == 0 else 1
-        steps.append(SplitStep(name, stored, {"AXIS": axis, "OPERAND": name, "VEC": vec}, y_shape, gemm_shape))
+        params = {"AXIS": axis, "OPERAND": name, "VEC": vec}
+        if problem.batch > 1:  # a batch of matrices, split alike
+            lead = (problem.batch,)
+            stored, y_shape, gemm_shape = (*lead, *stored), (*lead, *y_shape), (*lead, *gemm_shape)
+            params["BATCH"] = True
+        steps.append(SplitStep(name, stored, params, y_shape, gemm_shape))
     return steps
 
 
@@ -269,11 +278,19 @@ def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: 
     `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added."""
     out = dtype_of(problem.out)
     k_tiles = -(-problem.K // BK)
-    tma_store = problem.N * out.itemsize % 16 == 0
+    tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1  # TMA stores are 2-D
     counts = SPLITS
     if chain is not None:
         least = _cdiv(k_tiles, max(1, chain // BK))  # the fewest splits that keep every unit within the chain
         counts = tuple(sorted({least, *[s for s in (*SPLITS, *CHAIN_SPLITS) if s >= least]}))
+    if problem.batch > 1:  # a batched GEMM does not split K
+        if counts[0] > 1:
+            raise GemmError(
+                f"a batched f32 GEMM with K = {problem.K // 3} would accumulate more than {F32_CHAIN // 3} elements "
+                "of K in one tensor-core accumulator (f32 accuracy needs split-K, which the batched GEMM does not "
+                "have yet)"
+            )
+        counts = (1,)
     found = []
     for bm, bn, consumers in TILES:
         for splits in counts:
@@ -301,7 +318,7 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     out_bytes = dtype_of(problem.out).itemsize
     m, n, k = problem.M, problem.N, problem.K
     splits = config.SPLITS
-    tiles = -(-m // config.BM) * -(-n // config.BN)
+    tiles = -(-m // config.BM) * -(-n // config.BN) * problem.batch
     units = tiles * splits
     k_split = _cdiv(_cdiv(k, config.BK), splits) * config.BK  # K elements per unit
     waves = -(-units // sms)
@@ -311,7 +328,7 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     rows, cols = min(config.BM, m), min(config.BN, n)  # what TMA fetches: nothing past the operands' ends
     stored = 4 if splits > 1 else out_bytes  # bytes per element of what the main kernel stores
     unit_bytes = (rows + cols) * k_split * in_bytes
-    operands = (m * k + n * k) * in_bytes
+    operands = (m * k + n * k) * in_bytes * problem.batch
     from_hbm = min(1.0, operands / (units * unit_bytes))
     in_flight = config.STAGES * (rows + cols) * config.BK * in_bytes
     per_sm_hbm = min(per_sm_l2, in_flight / HBM_LATENCY_S)
@@ -320,7 +337,7 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     unit_store = rows * cols * stored / per_sm_l2
     if config.EPILOGUE != "direct":
         unit_store *= EPILOGUE_OVERLAP
-    unique = operands + m * n * stored * splits
+    unique = operands + m * n * stored * splits * problem.batch
     busiest, floor = waves * (max(unit_compute, unit_stream) + unit_store), unique / hbm
     # near the memory floor the SMs contend for it: a soft maximum, not a hard one, so that the configuration with
     # more headroom below the floor ranks first
@@ -389,15 +406,16 @@ class GemmPlan:
     def stored_operands(self, a: Any, b: Any) -> tuple[Any, Any]:
         """a (M, K) and b (K, N) as they are stored: A (M, K) or (K, M), B (N, K) or (K, N) (views, no copies)."""
         p = self.problem
-        return (a if p.a_major == "K" else a.T), (b.T if p.b_major == "K" else b)
+        return (a if p.a_major == "K" else _t(a)), (_t(b) if p.b_major == "K" else b)
 
     def operands_for_kernel(self, a: Any, b: Any, xp: Any) -> tuple[Any, Any]:
         """16-bit a (M, K) and b (K, N) (numpy or torch, `xp` their module) as the GEMM kernel takes them: A (M, K)
         or (K, M), B (N, K) or (K, N), zero-padded where needed (copies)."""
         q = self.padded
         a_stored, b_stored = self.stored_operands(a, b)
-        a_shape = (q.M, q.K) if self.problem.a_major == "K" else (q.K, q.M)
-        b_shape = (q.N, q.K) if self.problem.b_major == "K" else (q.K, q.N)
+        lead = (q.batch,) if q.batch > 1 else ()
+        a_shape = (*lead, q.M, q.K) if self.problem.a_major == "K" else (*lead, q.K, q.M)
+        b_shape = (*lead, q.N, q.K) if self.problem.b_major == "K" else (*lead, q.K, q.N)
         return _pad(a_stored, a_shape, xp), _pad(b_stored, b_shape, xp)
 
     def run_on_interpreter(self, a: Any, b: Any, *, target: Target | None = None) -> Any:
@@ -421,24 +439,31 @@ class GemmPlan:
             A, B = self.operands_for_kernel(a, b, np)
         q = self.padded
         splits = self.config.SPLITS
-        C = np.full((q.M, q.N) if splits == 1 else (splits, q.M, q.N), np.nan)
+        lead = (q.batch,) if q.batch > 1 else ()
+        C = np.full((*lead, q.M, q.N) if splits == 1 else (splits, q.M, q.N), np.nan)
         run_kernel(self.main_kernel(target), {"A": A, "B": B, "C": C})
         if splits > 1:
             out = np.full((q.M, q.N), np.nan)
             run_kernel(self.reduce_kernel(), {"W": C, "C": out})
             C = out
-        return C[: self.problem.M, : self.problem.N]
+        return C[..., : self.problem.M, : self.problem.N]
 
 
-def _pad(x: Any, shape: tuple[int, int], xp: Any) -> Any:
+def _pad(x: Any, shape: tuple[int, ...], xp: Any) -> Any:
+    """`x` in a zero-padded buffer of `shape` (its last two extents larger), or `x` when it has that shape."""
     if tuple(x.shape) == shape:
         return x
     if xp.__name__ == "numpy":
         out = xp.zeros(shape, dtype=x.dtype)
     else:
         out = xp.zeros(shape, dtype=x.dtype, device=x.device)
-    out[: x.shape[0], : x.shape[1]] = x
+    out[..., : x.shape[-2], : x.shape[-1]] = x
     return out
+
+
+def _t(x: Any) -> Any:
+    """`x` with its last two extents swapped (a view)."""
+    return x.swapaxes(-1, -2) if hasattr(x, "swapaxes") else x.transpose(-1, -2)
 
 
 @functools.lru_cache(maxsize=256)
@@ -468,13 +493,15 @@ _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
 
 def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
     """The `GemmProblem` of ``a @ b`` for torch tensors a (M, K) and b (K, N), each row-major or a transposed view of
-    a row-major tensor; `out_dtype` (a torch dtype) defaults to the inputs'."""
-    if a.dim() != 2 or b.dim() != 2:
+    a row-major tensor, or a batch of such matrices each (``bmm``: a (L, M, K), b (L, K, N), every matrix's elements
+    together); `out_dtype` (a torch dtype) defaults to the inputs'."""
+    if not (a.dim() == b.dim() == 2 or (a.dim() == b.dim() == 3 and a.shape[0] == b.shape[0])):
         raise GemmError(
-            f"matmul takes 2-D a (M, K) and b (K, N) (or a contiguous a of higher rank times a matrix b), got shapes "
-            f"{tuple(a.shape)} and {tuple(b.shape)}; batched matrices on both sides (bmm) are not built"
+            f"matmul takes 2-D a (M, K) and b (K, N), a batch of both (L, M, K) and (L, K, N), or a contiguous a of "
+            f"higher rank times a matrix b; got shapes {tuple(a.shape)} and {tuple(b.shape)}"
         )
-    if a.shape[1] != b.shape[0]:
+    batch = a.shape[0] if a.dim() == 3 else 1
+    if a.shape[-1] != b.shape[-2]:
         raise GemmError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's columns must equal b's rows")
     if a.dtype != b.dtype:
         raise GemmError(f"a is {a.dtype} and b is {b.dtype}: matmul takes two tensors of one dtype")
@@ -484,15 +511,19 @@ def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
         raise GemmError(
             f"matmul takes bf16, f16 or f32 tensors (and writes bf16, f16 or f32), got {a.dtype} -> {out_dtype}"
         )
-    return GemmProblem(a.shape[0], b.shape[1], a.shape[1], dtype, out, _major(a, "K", "M"), _major(b, "N", "K"))
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    return GemmProblem(m, n, k, dtype, out, _major(a, "K", "M"), _major(b, "N", "K"), batch)
 
 
 def _major(x: Any, rows_major: str, cols_major: str) -> str:
-    """The name of x's contiguous extent: `rows_major` when x is row-major (its columns are contiguous),
-    `cols_major` when x is a transposed view of a row-major tensor (its rows are)."""
-    if x.stride(1) == 1 and (x.stride(0) == x.shape[1] or x.shape[0] == 1):
+    """The name of x's contiguous extent: `rows_major` when x (or each matrix of a batched x) is row-major (its
+    columns are contiguous), `cols_major` when it is a transposed view of a row-major tensor (its rows are)."""
+    r, c = x.shape[-2], x.shape[-1]
+    sr, sc = x.stride(-2), x.stride(-1)
+    whole = x.dim() == 2 or x.shape[0] == 1 or x.stride(0) == r * c  # a batch's matrices one after another
+    if whole and sc == 1 and (sr == c or r == 1):
         return rows_major
-    if x.stride(0) == 1 and (x.stride(1) == x.shape[0] or x.shape[1] == 1):
+    if whole and sr == 1 and (sc == r or c == 1):
         return cols_major
     raise GemmError(
         f"an operand of shape {tuple(x.shape)} with strides {tuple(x.stride())} is neither row-major nor a transposed "
@@ -539,8 +570,10 @@ def prepare(
     else:
         A, B = the_plan.operands_for_kernel(a, b, torch)
     out_torch = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[problem.out]
-    fits = out is not None and tuple(out.shape) == (q.M, q.N) and out.dtype == out_torch and out.is_contiguous()
-    C = out if fits else torch.empty((q.M, q.N), dtype=out_torch, device=a.device)
+    lead = (q.batch,) if q.batch > 1 else ()
+    shape = (*lead, q.M, q.N)
+    fits = out is not None and tuple(out.shape) == shape and out.dtype == out_torch and out.is_contiguous()
+    C = out if fits else torch.empty(shape, dtype=out_torch, device=a.device)
     main_params = tuple(sorted(the_plan.config.kernel_params(q).items()))
     if the_plan.config.SPLITS == 1:
         launches.append(_loaded("main", main_params).prepare(A, B, C))
@@ -550,7 +583,7 @@ def prepare(
         reduce_params = tuple(sorted(the_plan.config.reduce_params(q).items()))
         launches.append(_loaded("reduce", reduce_params).prepare(W, C))
     if (q.M, q.N) != (problem.M, problem.N):
-        C = C[: problem.M, : problem.N]
+        C = C[..., : problem.M, : problem.N]
     launches.keep = [a, b, A, B, C] + ([W] if the_plan.config.SPLITS > 1 else [])
     return C, launches
 
@@ -558,10 +591,11 @@ def prepare(
 def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None) -> Any:
     """``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
     `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). A contiguous
-    a (..., M, K) of any rank times a matrix b is one GEMM over all of a's rows (C (..., M, N)); a batch of matrices
-    on both sides (``bmm``) is not built. f32 inputs run at f32 accuracy on bf16 tensor cores by split precision
-    (`kernel_problem`). Launches on the current stream and returns without synchronizing, as torch does."""
-    lead = tuple(a.shape[:-1])
+    a (..., M, K) of any rank times a matrix b is one GEMM over all of a's rows (C (..., M, N)); a (L, M, K) times
+    b (L, K, N) is a batched GEMM (``bmm``, C (L, M, N)). f32 inputs run at f32 accuracy on bf16 tensor cores by
+    split precision (`kernel_problem`). Launches on the current stream and returns without synchronizing, as torch
+    does."""
+    lead = tuple(a.shape[:-1]) if b.dim() == 2 else ()
     if a.dim() > 2 and b.dim() == 2:  # a tensor times a matrix: its rows are the rows of one GEMM
         if not a.is_contiguous():
             raise GemmError(
@@ -623,9 +657,9 @@ class LibraryGemm:
         import torch
 
         a, b = inputs[self.order[0]], inputs[self.order[1]]
-        rows = a.shape[1] if self.transpose_a else a.shape[0]
-        cols = b.shape[0] if self.transpose_b else b.shape[1]
-        return torch.empty((rows, cols), dtype=a.dtype, device=a.device)
+        rows = a.shape[-1] if self.transpose_a else a.shape[-2]
+        cols = b.shape[-2] if self.transpose_b else b.shape[-1]
+        return torch.empty((*a.shape[:-2], rows, cols), dtype=a.dtype, device=a.device)
 
     def __call__(self, *tensors: Any, device: Any = None) -> None:
         """Compute into the last of `tensors` from the inputs before it (a and b at `order`)."""
@@ -633,8 +667,8 @@ class LibraryGemm:
 
         *inputs, c = tensors
         a, b = inputs[self.order[0]], inputs[self.order[1]]
-        a = _gemm_operand(a.T if self.transpose_a else a)
-        b = _gemm_operand(b.T if self.transpose_b else b)
+        a = _gemm_operand(_t(a) if self.transpose_a else a)
+        b = _gemm_operand(_t(b) if self.transpose_b else b)
         if c.is_cuda:
             key = tuple(_tensor_key(t) for t in (a, b, c))
             found = self._prepared.pop(key, None)

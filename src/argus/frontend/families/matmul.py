@@ -7,12 +7,13 @@ plan for the captured problem (`argus.kernels.matmul.plan`): for f32 operands th
 verifies every kernel of that plan (`LibraryGemm.kernels`) and checks the call on the CPU interpreter against the
 group's FX subgraph, as for any other group.
 
-Taken: ``aten.mm`` of float32, float16 or bfloat16 operands of one dtype (its output in the same dtype); an
-operand produced by a 2-D transpose (``permute(x, [1, 0])``, ``t``, ``transpose(x, 0, 1)``) that only the ``mm``
-reads is taken into the group, and the GEMM reads the untransposed tensor in the other layout (KernelBench's
-``A.T @ B``). A 3-d or 4-d tensor times a matrix reaches the graph as views around an ``mm`` (views compute
-nothing). Not taken: ``bmm`` and the batched ``matmul`` (no batched GEMM yet), ``addmm``/``linear`` (the bias is an
-epilogue, and the fused epilogue interface is not built), ``mv``/``dot``, integer operands.
+Taken: ``aten.mm`` and ``aten.bmm`` of float32, float16 or bfloat16 operands of one dtype (the output in the same
+dtype; ``bmm`` as the library's batched GEMM, at most 4096 of K for float32); an operand produced by a transpose of
+its last two extents (``permute``, ``t``, ``transpose``) that only the product reads is taken into the group, and
+the GEMM reads the untransposed tensor in the other layout (KernelBench's ``A.T @ B``). A 3-d or 4-d tensor times a
+matrix reaches the graph as views around an ``mm`` (views compute nothing). Not taken: ``addmm``/``linear``/
+``baddbmm`` (the bias is an epilogue, and the fused epilogue interface is not built), ``mv``/``dot``, integer
+operands.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
+from argus.kernels.matmul import F32_CHAIN
 
 #: The 2-D transposes an ``mm`` operand may come through (taken into the group).
 TRANSPOSES = frozenset({"permute", "t", "transpose"})
@@ -32,17 +34,21 @@ def unsupported(node: Any) -> str | None:
     import torch
 
     name = aten_name(node)
-    if name in ("bmm", "baddbmm", "addbmm"):
-        return "batched GEMM (bmm) is not built yet"
-    if name in ("addmm", "linear"):
-        return "the bias of addmm is an epilogue: the fused GEMM epilogue interface is not built yet"
-    if name != "mm":
-        return f"the matmul template takes mm only, not {node.target}"
+    if name in ("baddbmm", "addbmm", "addmm", "linear"):
+        return f"the bias of {name} is an epilogue: the fused GEMM epilogue interface is not built yet"
+    if name not in ("mm", "bmm"):
+        return f"the matmul template takes mm and bmm only, not {node.target}"
     a, b, out = node_value(node.args[0]), node_value(node.args[1]), node_value(node)
     if not all(isinstance(t, torch.Tensor) for t in (a, b, out)):
         return "an operand is not a tensor"
-    if a.dim() != 2 or b.dim() != 2:
-        return "operands that are not 2-D"
+    rank = 2 if name == "mm" else 3
+    if a.dim() != rank or b.dim() != rank:
+        return f"operands that are not {rank}-D"
+    if name == "bmm" and dtype_name(a) == "float32" and a.shape[-1] > F32_CHAIN // 3:
+        return (
+            f"a float32 bmm with K = {a.shape[-1]} needs split-K for float32 accuracy (more than {F32_CHAIN // 3} "
+            "of K in one tensor-core accumulator), which the batched GEMM does not have yet"
+        )
     if a.dtype != b.dtype or dtype_name(a) not in DTYPES or out.dtype != a.dtype:
         return f"operands in {a.dtype} and {b.dtype} (the template takes two float32, float16 or bfloat16 operands)"
     if 0 in (*a.shape, *b.shape):
@@ -51,19 +57,20 @@ def unsupported(node: Any) -> str | None:
 
 
 def is_transpose(node: Any) -> bool:
-    """Whether `node` is a 2-D transpose (see `TRANSPOSES`)."""
+    """Whether `node` swaps the last two extents of a 2-D or 3-D tensor and nothing else (see `TRANSPOSES`)."""
     import torch
 
     if getattr(node, "op", None) != "call_function" or aten_name(node) not in TRANSPOSES:
         return False
     x = node_value(node.args[0])
-    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+    if not isinstance(x, torch.Tensor) or x.dim() not in (2, 3):
         return False
+    r = x.dim()
     if aten_name(node) == "permute":
-        return list(node.args[1]) == [1, 0]
+        return [d % r for d in node.args[1]] == [*range(r - 2), r - 1, r - 2]
     if aten_name(node) == "transpose":
-        return sorted(d % 2 for d in node.args[1:3]) == [0, 1]
-    return True
+        return sorted(d % r for d in node.args[1:3]) == [r - 2, r - 1]
+    return r == 2
 
 
 def absorbs(node: Any) -> list[Any]:
@@ -79,26 +86,28 @@ def kernel_source(
 
     nodes = list(subgraph.graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
-    (mm,) = [n for n in nodes if n.op == "call_function" and aten_name(n) == "mm"]
+    (mm,) = [n for n in nodes if n.op == "call_function" and aten_name(n) in ("mm", "bmm")]
     operands, flags = [], []
     for arg in mm.args[:2]:
         flags.append(is_transpose(arg))
         operands.append(arg.args[0] if flags[-1] else arg)
-    a, b = (node_value(mm.args[0]), node_value(mm.args[1]))  # as the product reads them: (M, K), (K, N)
-    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    a, b = (node_value(mm.args[0]), node_value(mm.args[1]))  # as the product reads them: ([L,] M, K), ([L,] K, N)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = int(a.shape[0]) if a.dim() == 3 else 1
     dt = DTYPES[dtype_name(a)]
     problem = GemmProblem(
-        int(m), int(n), int(k), dt, dt, "M" if flags[0] else "K", "K" if flags[1] else "N"
+        int(m), int(n), int(k), dt, dt, "M" if flags[0] else "K", "K" if flags[1] else "N", batch
     )  # the operands as the group receives them, contiguous: A^T stored (K, M) is M-major, B^T stored (N, K) K-major
     order = tuple(placeholders.index(o) for o in operands)  # which of the group's inputs each operand is
-    title = f"mm of {tuple(a.shape)} and {tuple(b.shape)} ({dt}), the GEMM library's plan"
-    ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} (mm).")
+    op = aten_name(mm)
+    title = f"{op} of {tuple(a.shape)} and {tuple(b.shape)} ({dt}), the GEMM library's plan"
+    ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} ({op}).")
     kernel = "\n".join(
         [
             f"# {title}",
             f"{name} = LibraryGemm(",
             f"    {name!r},",
-            f"    GemmProblem({m}, {n}, {k}, {dt!r}, {dt!r}, {problem.a_major!r}, {problem.b_major!r}),",
+            f"    GemmProblem({m}, {n}, {k}, {dt!r}, {dt!r}, {problem.a_major!r}, {problem.b_major!r}, {batch}),",
             f"    transpose_a={flags[0]},",
             f"    transpose_b={flags[1]},",
             f"    order={order!r},",
@@ -106,7 +115,7 @@ def kernel_source(
         ]
     )
     shapes = {p.name: tuple(node_value(p).shape) for p in placeholders}
-    shapes[mm.name] = (int(m), int(n))
+    shapes[mm.name] = tuple(int(d) for d in node_value(mm).shape)
     return KernelSource(
         name,
         ref,
