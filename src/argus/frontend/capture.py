@@ -111,7 +111,7 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
     try:
         with _quiet():
             program = torch.export.export(model, tuple(args))
-            return program.run_decompositions(core_aten_decompositions())
+            program = program.run_decompositions(core_aten_decompositions())
     except Exception as e:  # noqa: BLE001 - the user's model: any failure is reported, never a crash
         where = _user_line(e, problem)
         raise FrontendError(
@@ -121,6 +121,27 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
             "argus solve needs a forward that torch.export can trace: no control flow on tensor values, no "
             "operator without a tracing rule; rewrite that part (torch.where, torch.cond) or leave it to PyTorch",
         ) from None
+    _drop_buffer_mutations(program)
+    return program
+
+
+def _drop_buffer_mutations(program: Any) -> None:
+    """Keep only the forward's own outputs in `program`'s graph (in place): a module in training mode returns its
+    buffers' updates too (BatchNorm's running statistics), which the forward's result does not depend on and a
+    KernelBench judge does not compare. The operators that only fed them go with them."""
+    from torch.export.graph_signature import OutputKind
+
+    graph_module = program.graph_module
+    output = next(n for n in graph_module.graph.nodes if n.op == "output")
+    specs = program.graph_signature.output_specs
+    values = list(output.args[0])
+    keep = [v for v, spec in zip(values, specs, strict=True) if spec.kind == OutputKind.USER_OUTPUT]
+    if len(keep) == len(values):
+        return
+    output.args = (tuple(keep),)
+    graph_module.graph.eliminate_dead_code()
+    graph_module.recompile()
+
 
 
 @contextlib.contextmanager
@@ -157,8 +178,8 @@ def _draw(task: ModuleTask) -> tuple[Any, list[Any], list[Any]]:
             f"{task.name}: building the model or drawing its inputs raised {type(e).__name__}: {_first_lines(str(e))}",
             "run the problem's get_init_inputs(), Model(...) and get_inputs() on their own to see why",
         ) from None
-    if hasattr(model, "eval"):
-        model.eval()
+    # the model stays in the mode its constructor left it in (training): KernelBench's reference runs so, and
+    # BatchNorm normalizes with the batch's statistics there (with its running statistics in eval mode)
     return model, init, args
 
 

@@ -149,7 +149,6 @@ class Partition:
 #: Families with a template today, and why the others are not covered yet (the issue that builds each).
 NOT_BUILT: dict[Family, str] = {
     Family.REDUCTION: "no reduction template yet",
-    Family.NORMALIZATION: "no normalization template yet",
     Family.SOFTMAX: "no softmax template yet",
     Family.MATMUL: "no GEMM template wired to solve yet",
     Family.CONVOLUTION: "no convolution template yet",
@@ -207,7 +206,12 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             ).propose_partitions()
             proposals += [Proposal(id=len(proposals) + i, nodes=list(p.nodes)) for i, p in enumerate(found)]
         else:
-            proposals += [Proposal(id=len(proposals) + i, nodes=[n]) for i, n in enumerate(nodes)]
+            # an operator with several results (native_group_norm's output, mean and rstd) takes the getitems that
+            # select them, so its group's outputs are the results the graph uses
+            proposals += [
+                Proposal(id=len(proposals) + i, nodes=[n, *(u for u in n.users if op_name(u) == "getitem")])
+                for i, n in enumerate(nodes)
+            ]
     fused = fuse_by_partitions(graph_module, [p.nodes for p in proposals], prefix="fused_")
     out = Partition(capture, fused)
     submodules = dict(fused.named_children())
@@ -217,7 +221,13 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             calls = [n for n in sub.graph.nodes if n.op == "call_function"]
             family = classify(calls[0])
             out.groups.append(
-                Group(f"{family.name.lower()}_{len(out.groups)}", family, node.target, sub, [op_name(n) for n in calls])
+                Group(
+                    f"{family.name.lower()}_{len(out.groups)}",
+                    family,
+                    node.target,
+                    sub,
+                    [op_name(n) for n in calls if op_name(n) != "getitem"],
+                )
             )
         elif node.op == "call_function":
             family = classify(node)

@@ -8,12 +8,13 @@ one node per kernel until their prologue/epilogue fusion is built.
 
 from __future__ import annotations
 
-from argus.frontend.families import pointwise
+from argus.frontend.families import normalization, pointwise
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
 TEMPLATES: dict[Family, Template] = {
     Family.POINTWISE: Template(pointwise.unsupported, pointwise.kernel_source, fuses=True),
+    Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]
