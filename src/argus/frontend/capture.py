@@ -143,7 +143,6 @@ def _drop_buffer_mutations(program: Any) -> None:
     graph_module.recompile()
 
 
-
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """PyTorch's own logging, printed graphs and deprecation warnings silenced while exporting: a failure is

@@ -1,5 +1,5 @@
 """The normalization family: layer norm, group norm, instance norm and batch norm (training mode) as one DSL kernel
-per operator, statistics by Welford's method in float32 and a normalize pass applying the affine parameters.
+per operator, statistics by shifted sums in float32 and a normalize pass applying the affine parameters.
 
 Every operator is seen as the same problem on its input viewed as ``(A, R, K, S)``: statistics rows ``r`` (one
 mean and one variance each), each reduced over ``(K, S)`` — and over ``A`` too for batch norm, where ``A`` is the
@@ -15,12 +15,16 @@ batch; otherwise ``A`` is a grid dimension (group norm's samples). ``S`` is the 
 The kernel (`kernel_source`): a grid over ``A`` (unless reduced) and ``R / BR`` blocks of 128 threads; each block
 holds ``(BR, BS)`` tiles, one warp per statistics row (a row's partial results are combined with shuffles, so a
 row spans at most one warp: ``BS`` at most 32 threads x 4 values). Pass 1 loops over the reduced extent in
-``BS``-element tiles along ``S`` (coalesced 16-byte loads), keeping a per-lane Welford state (count, mean, sum of
-squared deviations) with the tail masked; the lanes' states are then merged exactly by
-``mean = sum(n_i m_i) / n`` and ``M2 = sum(M2_i) + sum(n_i (m_i - mean)^2)``: no ``E[x^2] - E[x]^2``
-cancellation. Pass 2 reads the tiles again and writes ``x * scale + shift`` with ``scale = rstd * weight`` and
-``shift = bias - mean * scale``. The op's mean and rstd results are written when the graph uses them, batch norm's
-new running statistics too (``(1 - momentum) * running + momentum * batch``, the variance unbiased).
+``BS``-element tiles along ``S`` (coalesced 16-byte loads) and keeps, per lane, the sums of ``x - shift`` and of its
+square in float32 (the tail masked), where ``shift`` is the row's first element: shifted sums, so
+``var = E[(x - shift)^2] - E[x - shift]^2`` does not cancel catastrophically as the unshifted ``E[x^2] - E[x]^2``
+does when the mean is large against the spread. The outer reduced extent (a group's channels ``K``, or batch
+norm's ``A``) is unrolled while tracing, one serial loop over ``S`` per slice: the verifier traces a carried
+accumulator through one loop at a time, and a nest of two serial loops carrying one did not finish. Pass 2 reads
+the tiles again and writes ``x * scale + offset`` with ``scale = rstd * weight`` and
+``offset = bias - mean * scale`` (per column for layer norm). The op's mean and rstd results are written when the
+graph uses them, batch norm's new running statistics too (``(1 - momentum) * running + momentum * batch``, the
+variance unbiased) — though `argus.frontend.capture` drops those buffer updates from the graph today.
 ``(BR, BS)`` is the kernel's declared ``tile_shape`` policy.
 
 Not taken (`unsupported` says why): eval-mode batch norm (``_native_batch_norm_legit_no_training``: running
@@ -160,7 +164,8 @@ def unsupported(node: Any) -> str | None:
             return f"{role.lower()} is a {type(operand).__name__}, not a tensor"
         val = node_value(operand)
         if not isinstance(val, torch.Tensor) or dtype_name(val) not in DTYPES:
-            return f"{role.lower()} has dtype {getattr(val, 'dtype', None)} (the template takes float32, float16, bfloat16)"
+            dtype = getattr(val, "dtype", None)
+            return f"{role.lower()} has dtype {dtype} (the template takes float32, float16, bfloat16)"
         if operand.name in seen:
             return f"{role.lower()} is the same tensor as another operand"
         seen.add(operand.name)
@@ -236,13 +241,14 @@ def kernel_source(
     x_tile = f"({a_index}, br, k, j), (None, BR, None, BS)"
     row_tile = "br, BR" if spec.batch else "(ba, br), (None, BR)"
     lines = [
-        f"@argus.kernel(reference={name}_reference, sizes={sizes!r}, policies={{\"tile_shape\": (\"BR\", \"BS\")}})",
+        f'@argus.kernel(reference={name}_reference, sizes={sizes!r}, policies={{"tile_shape": ("BR", "BS")}})',
         f"def {name}(",
         *[f"    {p}," for p in signature],
         "):",
         f'    """{spec.op} of {tuple(node_value(spec.x).shape)} viewed as (A, R, K, S) = {spec.view}: the statistics '
         f"of each row r over {'(A, K, S)' if spec.batch else '(K, S)'} by shifted sums, then x * scale + shift."
         '"""',
+        f"    T.assume(T.eq({'A' if spec.batch else 'K'}, {a if spec.batch else k}))  # the unrolled extent",
         f"    with T.grid({grid}:",
         "        # each row's first element: the shift that keeps the sums below free of cancellation",
         "        first = T.alloc_fragment((BR, BS), T.f32)",
@@ -253,15 +259,16 @@ def kernel_source(
         "        T.fill(s1, 0.0)",
         "        T.fill(s2, 0.0)",
     ]
+    # the outer reduced extent (the batch, or a group's channels) is unrolled while tracing: one serial loop per
+    # slice, so the accumulators are carried through one loop at a time (the verifier's cost grows with the nest)
+    outer, extent = ("a", a) if spec.batch else ("k", k)
+    inner = "a, br, 0, j" if spec.batch else "ba, br, k, j"
     indent = "        "
-    if spec.batch:
-        lines.append(f"{indent}for a in T.serial(A):")
-        indent += "    "
     lines += [
-        f"{indent}for k in T.serial(K):",
+        f"{indent}for {outer} in range({extent}):  # unrolled: {'A' if spec.batch else 'K'} = {extent}",
         f"{indent}    for j in T.serial(T.cdiv(S, BS)):",
         f"{indent}        x = T.alloc_fragment((BR, BS), T.f32)",
-        f"{indent}        T.copy(X.tile({x_tile}), x)",
+        f"{indent}        T.copy(X.tile(({inner}), (None, BR, None, BS)), x)",
         f"{indent}        d = T.where(T.index(x, 1) + j * BS < S, x - shift[:, None], 0.0)  # the tail masked",
         f"{indent}        T.copy(s1 + d, s1)",
         f"{indent}        T.copy(s2 + d * d, s2)",
@@ -321,12 +328,12 @@ def _normalize_pass(spec: Spec, x_tile: str) -> list[str]:
                 ]
         scale = "rstd * w" if has_w else "rstd"
         shift = "b - mu * scale" if has_b else "-(mu * scale)"
-        lines += [f"{body}scale = {scale}", f"{body}shift = {shift}"]
+        lines += [f"{body}scale = {scale}", f"{body}offset = {shift}"]
         lines += [
             f"{body}for j in T.serial(T.cdiv(S, BS)):",
             f"{body}    x = T.alloc_fragment((BR, BS), T.f32)",
             f"{body}    T.copy(X.tile({x_tile}), x)",
-            f"{body}    T.copy(x * scale[:, None] + shift[:, None], OUT.tile({x_tile}))",
+            f"{body}    T.copy(x * scale[:, None] + offset[:, None], OUT.tile({x_tile}))",
         ]
         return lines
     body = indent + "    "
