@@ -23,9 +23,10 @@ NOT_YET = [
     "by the static cost model's estimates)",
     "a GEMM for every shape and dtype (away from its seven tuned shapes the expert GEMM measured 0.36-0.95x cuBLAS; "
     "no split-K, small-M path, TF32 or FP8 yet)",
-    "convolution, the MoE grouped GEMM, and `argus solve` beyond pointwise operators (it turns a PyTorch "
-    "module's pointwise groups into verified kernels today; reductions, norms, softmax, GEMM and convolution "
-    "groups are reported as not covered: docs/solve.md)",
+    "convolution, the MoE grouped GEMM, and `argus solve` beyond its families (it turns a PyTorch module's "
+    "pointwise, reduction, softmax, scan and pooling operators into verified kernels, one kernel "
+    "per non-pointwise operator; normalizations, GEMM, convolution, gathers and data movement are reported as "
+    "not covered, and the new kernels are not yet timed on a GPU: docs/solve.md)",
 ]
 
 

@@ -20,6 +20,7 @@ from argus.ir.types import (
     f16,
     f32,
     i32,
+    i64,
     round_to,
     u32,
 )
@@ -30,12 +31,14 @@ def test_instances():
     assert (f16.bits, f16.exponent_bits, f16.mantissa_bits) == (16, 5, 10)
     assert (f32.bits, f32.exponent_bits, f32.mantissa_bits) == (32, 8, 23)
     assert (i32.bits, i32.kind, u32.kind) == (32, DTypeKind.INT, DTypeKind.UINT)
+    assert (i64.bits, i64.kind, i64.itemsize, i64.max_value) == (64, DTypeKind.INT, 8, 2**63 - 1)
+    assert i64.numpy_dtype() == np.int64 and dtype_from_name("int64") is i64 and dtype_from_name("torch.int64") is i64
     assert boolean.name == "bool" and boolean.kind is DTypeKind.BOOL and boolean.itemsize == 1
     assert (e4m3.exponent_bits, e4m3.mantissa_bits, e5m2.exponent_bits, e5m2.mantissa_bits) == (4, 3, 5, 2)
     assert not e4m3.supported and not e5m2.supported
-    assert all(d.supported for d in (bf16, f16, f32, i32, u32, boolean))
+    assert all(d.supported for d in (bf16, f16, f32, i32, i64, u32, boolean))
     assert str(bf16) == "bf16" and bf16.itemsize == 2
-    assert set(all_dtypes()) == {bf16, f16, f32, i32, u32, boolean, e4m3, e5m2}
+    assert set(all_dtypes()) == {bf16, f16, f32, i32, i64, u32, boolean, e4m3, e5m2}
 
 
 def test_float_properties():

@@ -243,3 +243,42 @@ def test_random_references_are_reproduced_for_the_candidate() -> None:
     )
     assert check_correctness(ref, dropout).status == Status.PASSED  # the same seed before each run
     assert check_correctness(ref, lambda inputs: inputs[0] * 2.0).code == "CORRECT_MISMATCH"
+
+
+def test_the_judge_s_copies_on_the_host_keep_every_defence() -> None:
+    """With the judge's copies in host memory (as on a GPU when a trial's tensors are large), the same candidates
+    get the same verdicts: honest passes, caching, writing into inputs and returning garbage are caught, and an
+    input changed exactly as the reference changes it is allowed."""
+    passed = check_correctness(softmax_reference(), honest, host_copies=True)
+    assert passed.status == Status.PASSED and passed.details["judge_copies"] == "host"
+    assert check_correctness(softmax_reference(), Caching(), host_copies=True).code == "CORRECT_MISMATCH"
+
+    def in_place(inputs: list[torch.Tensor]) -> torch.Tensor:
+        x = inputs[0]
+        x.copy_(torch.softmax(x, dim=1))
+        return x
+
+    assert check_correctness(softmax_reference(), in_place, host_copies=True).code == "CORRECT_INPUT_MODIFIED"
+    zeros = check_correctness(softmax_reference(), lambda inputs: torch.zeros_like(inputs[0]), host_copies=True)
+    assert zeros.code == "CORRECT_MISMATCH"
+
+    def reference_fn(inputs: list[torch.Tensor]) -> torch.Tensor:
+        x = inputs[0]
+        x.mul_(2)
+        return x + 1
+
+    ref = Reference(
+        "in_place_task",
+        sample=lambda seed: [torch.randn(16, generator=torch.Generator().manual_seed(seed))],
+        run_high=reference_fn,
+        run_native=reference_fn,
+    )
+    assert check_correctness(ref, reference_fn, host_copies=True).status == Status.PASSED
+
+    def different(inputs: list[torch.Tensor]) -> torch.Tensor:
+        x = inputs[0]
+        out = x * 2 + 1
+        x.zero_()
+        return out
+
+    assert check_correctness(ref, different, host_copies=True).code == "CORRECT_INPUT_MODIFIED"

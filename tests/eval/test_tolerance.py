@@ -148,3 +148,17 @@ def test_large_outputs_are_compared_in_chunks(monkeypatch: pytest.MonkeyPatch) -
     out[7_777] = ref[7_777]
     c = compare(out, ref, tolerance_for(torch.float32))
     assert c.code == "CORRECT_MISMATCH" and c.details["index"] == [9_001] and c.details["mismatched"] == 1
+
+
+def test_large_host_comparisons_go_to_the_gpu_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host tensors of more than one chunk are compared on the GPU when there is one (the judge's copies of a large
+    trial live on the host); small ones, and any without a GPU, stay on the host; a GPU tensor decides alone."""
+    from argus.eval import tolerance
+
+    big, small = torch.empty(tolerance.CHUNK + 1, dtype=torch.uint8), torch.zeros(8)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert tolerance._work_device(big, small).type == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert tolerance._work_device(big, small) == torch.device("cuda", 0)
+    assert tolerance._work_device(small, small).type == "cpu"

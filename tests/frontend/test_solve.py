@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,11 +34,14 @@ SOLVED: dict[str, dict[str, int]] = {
 
 #: Level-1 problems outside the families built, with the operators reported as not covered.
 NOT_COVERED: dict[str, tuple[dict[str, int], list[tuple[str, str]]]] = {
-    "23_Softmax": ({"batch_size": 4, "dim": 64}, [("aten._softmax.default", "softmax-like")]),
+    "3_Batched_matrix_multiplication": (
+        {"batch_size": 2, "m": 4, "k": 5, "n": 3},
+        [("aten.bmm.default", "matmul-like")],
+    ),
     "1_Square_matrix_multiplication_": ({"N": 16}, [("aten.mm.default", "matmul-like")]),
-    "47_Sum_reduction_over_a_dimension": (
-        {"batch_size": 2, "dim1": 8, "dim2": 8},
-        [("aten.sum.dim_IntList", "reduction")],
+    "54_conv_standard_3D__square_input__square_kernel": (
+        {"batch_size": 1, "in_channels": 2, "out_channels": 3, "kernel_size": 3, "depth": 5, "width": 5, "height": 5},
+        [("aten.convolution.default", "convolution")],
     ),
 }
 
@@ -65,9 +69,13 @@ def test_a_problem_outside_the_families_is_reported_not_covered(
     assert "# not covered: " in Path(result.solution).read_text()
 
 
-def test_a_partial_solution_falls_back_to_aten_and_is_still_correct(kernelbench_dir: Path, tmp_path: Path) -> None:
-    sizes, _ = NOT_COVERED["23_Softmax"]
-    result = solve(kernelbench_dir / "level1" / "23_Softmax.py", sizes=sizes, out=tmp_path / "s.py")
+def test_a_partial_solution_falls_back_to_aten_and_is_still_correct(
+    problem: Callable[..., Path], tmp_path: Path
+) -> None:
+    path = problem("torch.relu(torch.bmm(x, y))", inputs="[torch.randn(2, 4, 5), torch.randn(2, 5, 3)]", args="x, y")
+    result = solve(path, out=tmp_path / "s.py")
+    assert [g["family"] for g in result.groups] == ["pointwise"] and result.kernels[0].interpreter_ok
+    assert [(u["op"], u["family"]) for u in result.uncovered] == [("aten.bmm.default", "matmul-like")]
     assert result.correct and not result.covered and result.status() == "not covered"
 
 
@@ -87,10 +95,10 @@ def test_the_command_prints_the_partition_and_verdicts(kernelbench_dir: Path, tm
 
 
 def test_the_command_reports_uncovered_operators_and_exits_1(kernelbench_dir: Path, tmp_path: Path) -> None:
-    problem = kernelbench_dir / "level1" / "23_Softmax.py"
-    run = _argus("solve", str(problem), "--shape", "batch_size=2,dim=16", "--no-judge", cwd=tmp_path)
+    problem = kernelbench_dir / "level1" / "3_Batched_matrix_multiplication.py"
+    run = _argus("solve", str(problem), "--shape", "batch_size=2,m=4,k=5,n=3", "--no-judge", cwd=tmp_path)
     assert run.returncode == 1, run.stderr
-    assert "not covered: softmax-like" in run.stdout and "aten._softmax.default" in run.stdout
+    assert "not covered: matmul-like" in run.stdout and "aten.bmm.default" in run.stdout
 
 
 def test_bad_input_exits_2_with_a_code(tmp_path: Path) -> None:
@@ -104,3 +112,29 @@ def test_bad_input_exits_2_with_a_code(tmp_path: Path) -> None:
                        ("missing.py", "SOLVE_PROBLEM")):  # fmt: skip
         run = _argus("solve", file, cwd=tmp_path)
         assert run.returncode == 2 and f"[{code}]" in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_a_solution_takes_other_sizes_only_where_its_kernels_do(problem, tmp_path: Path) -> None:
+    """A pointwise kernel runs on the flattened tensors, so its solution takes any size; a reduction's kernel views
+    its input as the captured (outer, reduced, inner), so its solution refuses another shape with a clear error
+    instead of reducing over wrong views."""
+    import importlib.util
+
+    import torch
+
+    def load(path: str):
+        spec = importlib.util.spec_from_file_location(f"sol_{Path(path).stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.ModelNew()
+
+    pointwise = solve(problem("torch.tanh(x) * 2.0", name="pw"), out=tmp_path / "pw.py", judge=False)
+    x = torch.randn(3, 5)  # captured at (4, 8)
+    torch.testing.assert_close(load(pointwise.solution)(x), torch.tanh(x) * 2.0)
+
+    reduced = solve(problem("torch.sum(x, dim=1)", name="red"), out=tmp_path / "red.py", judge=False)
+    model = load(reduced.solution)
+    y = torch.randn(4, 8)
+    torch.testing.assert_close(model(y), torch.sum(y, dim=1))
+    with pytest.raises(ValueError, match=r"generated for x of shape \(4, 8\), got \(3, 5\)"):
+        model(x)

@@ -94,3 +94,41 @@ def test_an_exponent_that_is_not_linear_in_the_statistic_is_unknown() -> None:
     result = verify(_nonlinear_softmax)
     assert result.verdict == Verdict.UNKNOWN
     assert "UNKNOWN_VALUE_SCALE" in result.codes()
+
+
+def test_column_statistics_are_followed_per_column(tmp_path: pathlib.Path) -> None:
+    """Statistics reduced along axis 0 and broadcast with [None, :] scale each column: the column-wise online softmax
+    verifies because its rescale matches, not because columns are ignored (an inverted rescale is a mismatch)."""
+    assert verify(_load(CORPUS / "kernels_scale_softmax_columns_ok.py")).verdict == Verdict.VERIFIED
+    kernel = _mutant(tmp_path, "scale_softmax_columns_ok", "T.exp2((m - m_new) * LOG2E)", "T.exp2((m_new - m) * LOG2E)")
+    assert verify(kernel).codes() == ["VALUE_SCALE_MISMATCH"]
+
+
+def test_a_statistic_broadcast_along_the_wrong_axis_is_the_only_difference(tmp_path: pathlib.Path) -> None:
+    """The wrong-axis kernel is reported because of the axis alone: broadcast the sums per column and it verifies."""
+    kernel = _mutant(tmp_path, "scale_softmax_columns_wrong_axis", "e / l_all[:, None]", "e / l_all[None, :]")
+    result = verify(kernel)
+    assert result.verdict == Verdict.VERIFIED
+    (record,) = _scale_record(result)
+    assert record.verdict == Verdict.VERIFIED
+
+
+@argus.kernel
+def _elementwise_exp(
+    X: T.Tensor[("N",), T.f32], Y: T.Tensor[("N",), T.f32], OUT: T.Tensor[("N",), T.f32], BLOCK: int = 1024
+):
+    """OUT = X * Y + exp(X): elementwise math on loaded data, no running statistic anywhere."""
+    with T.grid(T.cdiv(N, BLOCK), threads=128) as (bx,):
+        x = T.alloc_fragment((BLOCK,), T.f32)
+        y = T.alloc_fragment((BLOCK,), T.f32)
+        T.copy(X.tile(bx, BLOCK), x)
+        T.copy(Y.tile(bx, BLOCK), y)
+        T.copy(x * y + T.exp(x), OUT.tile(bx, BLOCK))
+
+
+def test_exp_of_loaded_data_is_not_a_scaled_partial_result() -> None:
+    """What global memory holds is data, not one of the kernel's running statistics, whatever its shape: a 1-d
+    tile's ``exp(x)`` added to ``x * y`` is elementwise math (reported VALUE_SCALE_MISMATCH before: a loaded 1-d
+    tile was taken for a per-row statistic)."""
+    result = verify(_elementwise_exp)
+    assert result.verdict == Verdict.VERIFIED, result.render_text()

@@ -199,6 +199,38 @@ def to_high(inputs: Sequence[Any]) -> list[Any]:
     ]
 
 
+#: The judge's own copies of a trial (pristine inputs, the candidate's outputs, the references) move to the host when
+#: this many times the trial's input bytes would not fit in the device memory left free: kept on the device, a trial
+#: holds about eight such copies at its peak (inputs, pristine, the candidate's outputs and their copy, the float64
+#: inputs and outputs, the native run's), which at KernelBench's full sizes (6.4 GB a tensor) exceeded an H100.
+HOST_COPIES_FACTOR = 8
+
+
+def copies_on_host(inputs: Sequence[Any], device: Any) -> bool:
+    """Whether the judge keeps its copies of a trial on `inputs` on the host (see `HOST_COPIES_FACTOR`)."""
+    import torch
+
+    d = torch.device(device)
+    if d.type != "cuda":
+        return False
+    free, _total = torch.cuda.mem_get_info(d)
+    return HOST_COPIES_FACTOR * sum(_nbytes(inputs)) > free
+
+
+def to_host(values: Sequence[Any]) -> list[Any]:
+    """Copies of the tensors in `values` in host memory (always copies); the rest as they are."""
+    import torch
+
+    return [v.detach().to("cpu", copy=True) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def copy_to(values: Sequence[Any], device: Any) -> list[Any]:
+    """Copies of the tensors in `values` on `device` (always copies, even where they already are); the rest as is."""
+    import torch
+
+    return [v.detach().to(device, copy=True) if isinstance(v, torch.Tensor) else v for v in values]
+
+
 def to_device(inputs: Sequence[Any], device: Any) -> list[Any]:
     import torch
 
@@ -235,12 +267,18 @@ def check_correctness(
     seed: int = 0,
     device: Any = "cpu",
     max_attempts: int | None = None,
+    host_copies: bool | None = None,
 ) -> StageResult:
     """Run the ``correct`` stage (see the module docstring) and return its `StageResult`.
 
     `candidate(inputs)` runs the candidate on a list of inputs (on `device`) and returns its outputs. Passes
     when `trials` trials (at least 5 recommended; KernelBench uses 5) on fresh inputs all match; stops at the
-    first failing trial, whose distribution, seed, element and numbers the details give."""
+    first failing trial, whose distribution, seed, element and numbers the details give.
+
+    `host_copies`: keep the judge's own copies of each trial (pristine inputs, the candidate's outputs, the
+    references once computed) in host memory, the device holding only what runs; None decides per trial
+    (`copies_on_host`). The references still run on `device`; the comparisons then read host tensors, chunk by chunk
+    on the GPU when there is one (`argus.eval.tolerance`)."""
     import torch
 
     start = time.perf_counter()
@@ -277,14 +315,18 @@ def check_correctness(
         native = None  # one copy fewer on the device while the candidate runs (KernelBench's inputs reach 8 GB)
         if not first_inputs:
             first_inputs = describe(inputs)
-        pristine = clone_all(inputs)
+        host = copies_on_host(inputs, device) if host_copies is None else host_copies
+        if host:
+            details["judge_copies"] = "host"
+        pristine = to_host(inputs) if host else clone_all(inputs)
 
         # 2-3. the candidate, first, on scrubbed memory (its own process scrubs its own, for a remote candidate,
         # which may also draw these inputs itself from the same seed: `RemoteCandidate`)
         remote = getattr(candidate, "prepare_trial", None)
         if remote is None:
             scrub_memory(scrub_sizes + _nbytes(pristine), device)
-            cand_inputs = clone_all(pristine)
+            cand_inputs = copy_to(pristine, device) if host else clone_all(pristine)
+            inputs = None
         else:  # the candidate works on its own copy in its own process: this one is only written back into
             remote(trial_seed, distribution)
             cand_inputs = inputs
@@ -340,24 +382,37 @@ def check_correctness(
                     {**details, **details_trial, "operators": hits, "patterns": list(reference.forbidden_ops)},
                     start,
                 )
-        modified = changed_inputs(pristine, cand_inputs)
-        cand_final = {i: cand_inputs[i].detach().clone() for i in modified}
-        # the candidate's outputs, copied (on the device) out of whatever memory it returned
-        cand_outputs = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
+        modified = changed_inputs(pristine, to_host(cand_inputs) if host else cand_inputs)
+        cand_final = {
+            i: cand_inputs[i].detach().to("cpu" if host else cand_inputs[i].device, copy=True) for i in modified
+        }
+        # the candidate's outputs, copied (on the device, or to the host) out of whatever memory it returned
+        cand_outputs = (
+            to_host(outputs) if host else [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
+        )
         scrub_sizes = sorted(set(scrub_sizes) | set(_nbytes(cand_outputs)))
         for o in outputs:
             if isinstance(o, torch.Tensor) and not any(o is x for x in cand_inputs):
                 poison_(o)
         del outputs, cand_inputs
+        inputs = None  # the pristine copy is what the reference runs on
 
         # 5. the reference, in float64 and in the task's precision
         t0 = time.perf_counter()
         try:
             torch.manual_seed(trial_seed)
-            ref_high = [r.detach() for r in as_outputs(reference.run_high(to_high(pristine)))]
-            torch.manual_seed(trial_seed)
-            native_in = clone_all(pristine)
-            ref_native = [r.detach() for r in as_outputs(reference.run_native(native_in))]
+            if host:  # each reference runs on the device, one at a time, and its outputs move to the host
+                ref_high = to_host(as_outputs(reference.run_high(to_high(copy_to(pristine, device)))))
+                torch.manual_seed(trial_seed)
+                native_dev = copy_to(pristine, device)
+                ref_native = to_host(as_outputs(reference.run_native(native_dev)))
+                native_in = to_host(native_dev)
+                del native_dev
+            else:
+                ref_high = [r.detach() for r in as_outputs(reference.run_high(to_high(pristine)))]
+                torch.manual_seed(trial_seed)
+                native_in = clone_all(pristine)
+                ref_native = [r.detach() for r in as_outputs(reference.run_native(native_in))]
             _sync(device)
         except Exception as e:  # noqa: BLE001
             if distribution != "native":

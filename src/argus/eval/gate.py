@@ -378,18 +378,22 @@ def reference_outputs(
     task with random draws (dropout) is reproduced exactly."""
     import torch
 
-    from argus.eval.correctness import as_outputs, reference_choice, to_high
+    from argus.eval.correctness import as_outputs, copies_on_host, reference_choice, to_high, to_host
     from argus.eval.guards import clone_all
     from argus.eval.tolerance import input_scale
 
     expected, noise = [], []
     for j, draw in enumerate(pool):
+        # large draws: each reference's outputs move to the host as soon as they are computed (`copies_on_host`)
+        devices = {x.device for x in draw if isinstance(x, torch.Tensor)}
+        host = bool(devices) and copies_on_host(draw, next(iter(devices)))
+        keep = to_host if host else (lambda values: [r.detach() for r in values])
         if seeds is not None:
             torch.manual_seed(seeds[j])
-        high = [r.detach() for r in as_outputs(run_high(to_high(draw)))]
+        high = keep(as_outputs(run_high(to_high(draw))))
         if seeds is not None:
             torch.manual_seed(seeds[j])
-        native = [r.detach() for r in as_outputs(run_native(clone_all(draw)))]
+        native = keep(as_outputs(run_native(clone_all(draw))))
         kind, want, z, why = reference_choice(native, high, tol, input_scale(draw))
         expected.append([w.to("cpu") for w in want])
         noise.append([None if t is None else t.to("cpu") for t in z] if z is not None else [None] * len(want))

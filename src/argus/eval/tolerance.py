@@ -103,12 +103,19 @@ def input_scale(inputs: Any) -> float | None:
 CHUNK = 1 << 24
 
 
-def _work_device(out: Any, ref: Any) -> Any:
-    """Compare where the data is: on the GPU if either tensor is there."""
-    for t in (out, ref):
+def _work_device(*tensors: Any) -> Any:
+    """Where to compute over `tensors`, chunk by chunk: on the GPU if any of them is there; tensors in host memory
+    of more than one chunk (the judge keeps a large trial's copies on the host, `argus.eval.correctness`) on the
+    GPU too when there is one, each chunk copied over (a pass over 1.6e9 float64 elements on the host takes
+    seconds, on the GPU milliseconds); small host tensors on the host."""
+    import torch
+
+    for t in tensors:
         if t.device.type != "cpu":
             return t.device
-    return ref.device
+    if max(t.numel() for t in tensors) > CHUNK and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return tensors[-1].device
 
 
 def _chunks(t: Any, device: Any) -> Any:
@@ -124,12 +131,12 @@ def _paired_chunks(a: Any, b: Any, device: Any) -> Any:
 
 
 def finite_stats(t: Any) -> tuple[float, float, float, int]:
-    """(min, max, sum of squares, count) of the finite elements of a floating tensor, in float64, by chunks on
-    the tensor's own device."""
+    """(min, max, sum of squares, count) of the finite elements of a floating tensor, in float64, by chunks
+    (`_work_device`)."""
     import torch
 
     lo, hi, sq, count = float("inf"), float("-inf"), 0.0, 0
-    for _, chunk in _chunks(t, t.device):
+    for _, chunk in _chunks(t, _work_device(t)):
         v = chunk.to(torch.float64)
         v = v[torch.isfinite(v)]
         if v.numel():

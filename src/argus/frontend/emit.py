@@ -1,13 +1,16 @@
 """Assembly: a partitioned graph as a readable solution file — the generated kernels with their references, and
-a ``ModelNew`` whose ``forward`` walks the captured graph: each group is one kernel launch on flattened tensors,
-each operator no template covers is its ATen call, marked ``# not covered`` (a solution is *solved* only when
+a ``ModelNew`` whose ``forward`` walks the captured graph: each group is one kernel launch on its tensors viewed as
+its template says (`KernelSource.shapes`; flattened by default), each operator no template covers is its ATen call, marked ``# not covered`` (a solution is *solved* only when
 there is none).
 
 The file imports argus and torch only. ``_launch`` runs a kernel on the lane-level CPU interpreter for CPU tensors
 and, for CUDA tensors, compiles it once per parameter set (`argus.runtime.build`) and launches it. The solution is
 specialized as the capture was: its constructor refuses init inputs other than the captured ones, a scalar
 argument the graph folded refuses other values, and a model with parameters or buffers rebuilds the problem's own
-``Model`` from its file (same seed, so the same weights, as KernelBench constructs both) to take them.
+``Model`` from its file (same seed, so the same weights, as KernelBench constructs both) to take them. A flattened
+kernel whose outputs have its first input's shape (a pointwise group) takes any size; any other kernel's views and
+output shapes are the captured ones, and the solution refuses other input shapes with a clear error
+(``_expect_shape``) rather than computing on wrong views.
 """
 
 from __future__ import annotations
@@ -43,6 +46,15 @@ def _call_with(node: Any, rebinds: dict[int, str], names: dict[str, str]) -> str
 
 LAUNCH = '''
 _COMPILED: dict = {}
+
+
+def _expect_shape(tensor, shape, kernel, name):
+    """Refuse a tensor of another shape than the one `kernel` was generated for (its views are the captured ones)."""
+    if tuple(tensor.shape) != shape:
+        raise ValueError(
+            f"{kernel} was generated for {name} of shape {shape}, got {tuple(tensor.shape)}: "
+            "run argus solve at these sizes (--shape)"
+        )
 
 
 def _launch(kernel, tensors, shapes=None, **params):
@@ -137,13 +149,22 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
             g = groups[node.target]
             src = kernels[g.kernel]
             inputs = [names[a.name] for a in node.args]
-            for out_name in src.outputs:
-                val = next(n.meta["val"] for n in g.subgraph.graph.nodes if n.name == out_name)
-                shape, device = tuple(val.shape), f"{inputs[0]}.device"
-                body.append(f"        {out_name} = torch.empty({shape}, dtype={val.dtype}, device={device})")
+            placeholders = [n for n in g.subgraph.graph.nodes if n.op == "placeholder"]
+            outs = [next(n.meta["val"] for n in g.subgraph.graph.nodes if n.name == o) for o in src.outputs]
+            first = tuple(placeholders[0].meta["val"].shape) if placeholders else None
+            # a flattened kernel whose outputs have its first input's shape takes any size; any other kernel was
+            # written for the captured shapes (its views and output shapes), and refuses others
+            generic = not src.shapes and all(tuple(v.shape) == first for v in outs)
+            if not generic:
+                for arg, ph in zip(inputs, placeholders, strict=True):
+                    shape = tuple(ph.meta["val"].shape)
+                    body.append(f"        _expect_shape({arg}, {shape!r}, {g.kernel.__repr__()}, {arg!r})")
+            for out_name, val in zip(src.outputs, outs, strict=True):
+                shape = f"{inputs[0]}.shape" if generic else repr(tuple(val.shape))
+                body.append(f"        {out_name} = torch.empty({shape}, dtype={val.dtype}, device={inputs[0]}.device)")
             scalars = "".join(f", {p}=float({a})" for p, a in src.scalars.items())
-            placeholders = [n.name for n in g.subgraph.graph.nodes if n.op == "placeholder"]
-            shaped = "" if not src.shapes else f", {[src.shapes.get(n, (-1,)) for n in placeholders + src.outputs]!r}"
+            views = [src.shapes.get(n, (-1,)) for n in [p.name for p in placeholders] + src.outputs]
+            shaped = "" if not src.shapes else f", {views!r}"
             body.append(f"        _launch({g.kernel}, [{', '.join(inputs + src.outputs)}]{shaped}{scalars})")
             names[node.name] = src.outputs[0]
             for i, out_name in enumerate(src.outputs):

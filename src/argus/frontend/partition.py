@@ -2,14 +2,17 @@
 template can take grouped into kernels by FX's own capability-based partitioner.
 
 `classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
-operator, plus the copies that compute nothing new), reduction, normalization, softmax-like, matmul-like,
-convolution, pooling, scan, indexing/gather, view (metadata only: ``view``, ``unsqueeze``, ...), layout (a view
-whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...) or other. `partition` asks each
-family that has a template (only pointwise today, `argus.frontend.families`) which nodes it supports, hands that
-to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner`` (which merges connected supported nodes
-without creating cycles) and fuses each proposed partition into a submodule: each group's own FX subgraph is the
-reference its kernel is checked against. Every compute node left outside a group is listed as not covered, with
-its family and why.
+operator, plus the copies that compute nothing new and ``scalar_tensor``, a constant), reduction, normalization,
+softmax-like, matmul-like, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``,
+``unsqueeze``, ...), layout (a view whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...)
+or other. `partition` asks each family that has a template (`argus.frontend.families.TEMPLATES`) which nodes it
+supports. A fusing family's supported nodes go to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner``
+(which merges connected ones without creating cycles), and the template may refuse a proposed group as a whole
+(its nodes are then one kernel each where the template takes them alone, else not covered with the template's
+reason); every other family's nodes are one group each (with the ``getitem`` nodes that pick a multi-result node's
+outputs). All proposals are fused into submodules at once, and each group's own FX subgraph is the reference its
+kernel is checked against. Every compute node left outside a group is listed as not covered, with its family and
+why.
 """
 
 from __future__ import annotations
@@ -101,7 +104,7 @@ def classify(node: Any) -> Family:
         if name in names:
             return family
     tags = getattr(node.target, "tags", ())
-    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy"):
+    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy", "scalar_tensor"):
         return Family.POINTWISE
     return Family.OTHER
 
@@ -148,12 +151,8 @@ class Partition:
 
 #: Families with a template today, and why the others are not covered yet (the issue that builds each).
 NOT_BUILT: dict[Family, str] = {
-    Family.REDUCTION: "no reduction template yet",
-    Family.SOFTMAX: "no softmax template yet",
     Family.MATMUL: "no GEMM template wired to solve yet",
     Family.CONVOLUTION: "no convolution template yet",
-    Family.POOLING: "no pooling template yet",
-    Family.SCAN: "no scan template yet",
     Family.INDEXING: "no indexing/gather template yet",
     Family.LAYOUT: "data movement (a copy kernel) is not generated yet",
     Family.OTHER: "no kernel family for this operator",
@@ -204,10 +203,19 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             found = CapabilityBasedPartitioner(
                 graph_module, _Family(), allows_single_node_partition=True
             ).propose_partitions()
-            proposals += [Proposal(id=len(proposals) + i, nodes=list(p.nodes)) for i, p in enumerate(found)]
+            check = templates[family].group_unsupported or (lambda group: None)
+            for p in found:
+                why = check(list(p.nodes))
+                # a group the template refuses as a whole: each node its own kernel where the template takes it
+                # alone, the others uncovered with the group's reason
+                for group in [list(p.nodes)] if why is None else [[n] for n in p.nodes]:
+                    if why is None or (len(p.nodes) > 1 and check(group) is None):
+                        proposals.append(Proposal(id=len(proposals), nodes=group))
+                    else:
+                        reasons[group[0].name] = why
         else:
-            # an operator with several results (native_group_norm's output, mean and rstd) takes the getitems that
-            # select them, so its group's outputs are the results the graph uses
+            # a node with several results (max_pool2d_with_indices) takes the getitems that pick them: its kernel
+            # makes the tensors they read, and its subgraph returns those tensors
             proposals += [
                 Proposal(id=len(proposals) + i, nodes=[n, *(u for u in n.users if op_name(u) == "getitem")])
                 for i, n in enumerate(nodes)

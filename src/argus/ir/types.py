@@ -4,7 +4,7 @@ Owns the one description of every scalar type argus knows: its name, width, kind
 its exponent and mantissa widths. Atoms (`argus.atoms`), the interpreter and the code generator all
 read dtypes from here.
 
-Instances: `bf16`, `f16`, `f32`, `i32`, `u32`, `boolean` (named ``"bool"``), and the 8-bit floats
+Instances: `bf16`, `f16`, `f32`, `i32`, `i64`, `u32`, `boolean` (named ``"bool"``), and the 8-bit floats
 `e4m3` and `e5m2`, which are *known* (they parse, print and round) but not yet *supported*: no atom
 accepts them (``DType.supported`` is False). A new float format is one line, as ``e5m2``'s is::
 
@@ -13,7 +13,7 @@ accepts them (``DType.supported`` is False). A new float format is one line, as 
 (formats with IEEE-style infinities and NaNs, or, with ``finite_only=True``, E4M3FN-style ones whose
 only NaN is all ones; a format with neither, such as FP6, would need one more flag).
 
-numpy representation (`DType.numpy_dtype`): ``f16``, ``f32``, ``i32``, ``u32`` and ``bool`` map to the
+numpy representation (`DType.numpy_dtype`): ``f16``, ``f32``, ``i32``, ``i64``, ``u32`` and ``bool`` map to the
 numpy type of the same name. numpy has no ``bfloat16`` (nor fp8): a ``bf16`` array is a ``float32``
 array whose every value is exactly representable in ``bf16``. `round_to` makes an array so, rounding
 to nearest, ties to even, as the hardware's ``cvt.rn`` does; values that merely sit in a ``float32``
@@ -167,6 +167,7 @@ _NUMPY: dict[str, Any] = {
     "f16": np.float16,
     "f32": np.float32,
     "i32": np.int32,
+    "i64": np.int64,
     "u32": np.uint32,
     "bool": np.bool_,
 }
@@ -183,6 +184,7 @@ bf16 = _register(DType("bf16", 16, DTypeKind.FLOAT, exponent_bits=8, mantissa_bi
 f16 = _register(DType("f16", 16, DTypeKind.FLOAT, exponent_bits=5, mantissa_bits=10))
 f32 = _register(DType("f32", 32, DTypeKind.FLOAT, exponent_bits=8, mantissa_bits=23))
 i32 = _register(DType("i32", 32, DTypeKind.INT))
+i64 = _register(DType("i64", 64, DTypeKind.INT))  # indices (torch's argmax returns int64)
 u32 = _register(DType("u32", 32, DTypeKind.UINT))
 boolean = _register(DType("bool", 8, DTypeKind.BOOL))
 # 8-bit floats (OCP FP8): known, not yet supported by any atom.
@@ -198,6 +200,9 @@ _ALIASES = {
     "float": "f32",
     "int32": "i32",
     "s32": "i32",
+    "int64": "i64",
+    "long": "i64",
+    "s64": "i64",
     "uint32": "u32",
     "boolean": "bool",
     "float8_e4m3fn": "e4m3",

@@ -18,7 +18,7 @@ The tracer is split by concern (`docs/dsl-ir.md` is the model, `docs/dsl-referen
 
 from argus.atoms.common import SHARED_MEMORY_BUDGET  # Hopper's shared memory per block
 from argus.ir.expr import cdiv
-from argus.ir.types import bf16, boolean, f16, f32, i32, u32
+from argus.ir.types import bf16, boolean, f16, f32, i32, i64, u32
 from argus.lang.control import (
     assume,
     grid,
@@ -128,6 +128,7 @@ __all__ = [
     "gemm",
     "grid",
     "i32",
+    "i64",
     "if_",
     "index",
     "kernel",

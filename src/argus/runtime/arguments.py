@@ -26,6 +26,7 @@ _TYPESTRS = {
     "<f4": "f32",
     "<f2": "f16",
     "<i4": "i32",
+    "<i8": "i64",
     "<u4": "u32",
     "|b1": "bool",
     "<V2": None,  # two opaque bytes: bfloat16 when the object's own dtype says so
@@ -266,7 +267,7 @@ def _check_tensor(p: TensorParam, info: TensorInfo, fail: Any) -> None:
 
 
 def _torch_name(dtype: DType) -> str:
-    return {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32", "bool": "bool"}.get(
+    return {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32", "i64": "int64", "bool": "bool"}.get(
         dtype.name, dtype.name
     )
 

@@ -8,12 +8,18 @@ one node per kernel until their prologue/epilogue fusion is built.
 
 from __future__ import annotations
 
-from argus.frontend.families import normalization, pointwise
+from argus.frontend.families import normalization, pointwise, pooling, reduction, scan, softmax
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
 TEMPLATES: dict[Family, Template] = {
-    Family.POINTWISE: Template(pointwise.unsupported, pointwise.kernel_source, fuses=True),
+    Family.POINTWISE: Template(
+        pointwise.unsupported, pointwise.kernel_source, fuses=True, group_unsupported=pointwise.group_unsupported
+    ),
+    Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),
+    Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
+    Family.SCAN: Template(scan.unsupported, scan.kernel_source),
+    Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source),
     Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
 }
 

@@ -6,7 +6,9 @@ A template is two functions: `Template.unsupported(node)` (None when the templat
 node, else why not; the partitioner asks it) and `Template.source(name, subgraph, scalar_uses, scalar_values)`,
 which writes the DSL kernel of a group (a ``torch.fx.GraphModule`` holding the group's nodes). With
 `Template.fuses`, connected nodes the template takes are grouped into one kernel (FX's capability-based
-partitioner); otherwise every node is its own kernel.
+partitioner); otherwise every node is its own kernel. A fusing template may also refuse a proposed group as a
+whole (`Template.group_unsupported`, e.g. when its nodes do not broadcast to one shape): its nodes are then one
+kernel each where the template takes them alone, else left uncovered with that reason.
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ def reference_source(name: str, subgraph: Any, title: str) -> str:
 
 #: A template's answer about one node: None when it can take it, else why not.
 Support = Callable[[Any], "str | None"]
+#: A template's answer about a proposed group (its nodes): None when they make one kernel, else why not.
+GroupSupport = Callable[[list[Any]], "str | None"]
 #: A template's kernel writer: (kernel name, group subgraph, scalar uses, scalar values) -> the kernel.
 Writer = Callable[[str, Any, Mapping[tuple[str, int], str], Mapping[str, Any]], KernelSource]
 
@@ -123,3 +127,4 @@ class Template:
     unsupported: Support
     source: Writer
     fuses: bool = False
+    group_unsupported: GroupSupport | None = None

@@ -1,14 +1,23 @@
-"""The pointwise family: a chain of elementwise ATen operators as one DSL kernel over the flattened elements.
+"""The pointwise family: a chain of elementwise ATen operators as one DSL kernel, its tensor operands broadcast to
+its output as torch broadcasts them.
 
-The template (`kernel_source`) is `argus.kernels.elementwise`'s shape: a 1-d grid of ``BLOCK``-element tiles over
-``N`` elements (the tensors flattened), 128 threads, every input tile copied into a fragment, one line of DSL math
-per operator, every output copied back (the last tile masked). ``BLOCK`` is the kernel's declared ``tile_shape``
-policy. The kernel's reference is the group's FX subgraph, written out as the ATen calls it holds
-(`reference_source`), so ``argus interpret FILE.py:fused_0`` checks the kernel against exactly what was captured.
+`plan` collapses the output's shape to its canonical form (size-1 dimensions dropped, neighbours merged where every
+value of the group varies or repeats alike). When every value is the whole output, the kernel (`kernel_source`) is
+`argus.kernels.elementwise`'s shape: a 1-d grid of ``BLOCK``-element tiles over ``N`` elements (the tensors
+flattened), 128 threads, every input tile copied into a fragment, one line of DSL math per operator, every output
+copied back (the last tile masked); ``BLOCK`` is the declared ``tile_shape`` policy. Otherwise (`_tiled_kernel`) a
+2-d or 3-d grid of ``(BM, BN)`` tiles of the canonical rows and (contiguous) columns, a third dimension walked by
+the grid; each operand is loaded as a whole tile, a per-row or a per-column fragment (``T.alloc_reduced``), math on
+per-row or per-column values stays at that size, and such a value is repeated over the tile where it meets a whole
+tile; ``("BM", "BN")`` is the ``tile_shape`` policy. The kernel's reference is the group's FX subgraph, written out
+as the ATen calls it holds (`reference_source`), so ``argus interpret FILE.py:fused_0`` checks the kernel against
+exactly what was captured.
 
 What a node must be for the template to take it (`unsupported`, which the partitioner asks): an operator of
-`RULES` with its arguments in range; every tensor operand of the output's shape (no broadcasting yet); float32,
-float16 or bfloat16 values (a comparison's boolean result only inside the group, as 1.0 or 0.0).
+`RULES` with its arguments in range; tensor operands that broadcast to its output in a form `plan` takes; float32,
+float16 or bfloat16 values (a comparison's boolean result, or a ``scalar_tensor`` constant, only inside the group);
+operands of different float dtypes are converted to the node's dtype (torch's promotion) before it computes. The
+partitioner also asks `group_unsupported` of each proposed group (one output shape, one plan for all its values).
 Scalars are literals, or the run-time value of a forward argument when `argus.frontend.capture` bound the constant
 to one (then a float parameter of the kernel, passed at each call).
 """
@@ -20,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from argus.frontend.errors import FrontendError
 from argus.frontend.families.base import (
     DTYPES,
     RESERVED,
@@ -45,6 +55,8 @@ def _lit(value: Any) -> str:
     if isinstance(value, bool):
         return "1.0" if value else "0.0"
     if isinstance(value, float):
+        if math.isnan(value):
+            return "float('nan')"
         if math.isinf(value):
             return "float('inf')" if value > 0 else "float('-inf')"
         return repr(value)
@@ -177,12 +189,17 @@ RULES: dict[str, Rule] = {
     "le": (XY, lambda a, b: f"({a.text} <= {b.text})"),
     "eq": (XY, lambda a, b: f"T.eq({a.text}, {b.text})"),
     "ne": (XY, lambda a, b: f"T.ne({a.text}, {b.text})"),
+    "isnan": (X, lambda x: f"T.ne({x.text}, {x.text})"),
     "clone": (X, lambda x: x.text),
+    "scalar_tensor": ((("s", REQUIRED),), lambda s: s.text),
     "_to_copy": (X, lambda x: x.text),
 }
 
 #: Comparisons: their boolean result stays inside the kernel (1.0 or 0.0 in its operand's dtype).
-COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne"})
+COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne", "isnan"})
+
+#: Bytes per element of each DSL dtype.
+_DT_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
 
 def _op(node: Any) -> str:
@@ -211,6 +228,15 @@ def _arguments(node: Any, params: tuple[tuple[str, Any], ...]) -> list[Any] | st
     return out
 
 
+def _is_literal(node: Any) -> bool:
+    """A ``scalar_tensor`` node: a constant the kernel writes as a literal."""
+    return getattr(node, "op", None) == "call_function" and _op(node) == "scalar_tensor"
+
+
+def _itemsize(value: Any) -> int:
+    return int(value.element_size())
+
+
 def unsupported(node: Any) -> str | None:
     """None when the pointwise template can take `node`, else why not (see the module docstring)."""
     import torch
@@ -230,35 +256,197 @@ def unsupported(node: Any) -> str | None:
         return "division with a rounding mode"
     if name == "gelu" and args[1] not in ("none", "tanh"):
         return f"gelu approximate={args[1]!r}"
-    if name in COMPARISONS:
-        if not all(u.op == "call_function" and _op(u) in RULES for u in node.users):
-            return "a comparison's boolean result leaves the kernel (it is kept as 1.0/0.0 inside it)"
-    elif dtype_name(out) not in DTYPES:
+    if name in COMPARISONS or name == "scalar_tensor":
+        what = "a comparison's boolean result" if name in COMPARISONS else "a constant tensor"
+        inside = "it is kept as 1.0/0.0 inside it" if name in COMPARISONS else "it is a literal inside it"
+        if not node.users or not all(u.op == "call_function" and unsupported(u) is None for u in node.users):
+            return f"{what} leaves the kernel ({inside}), or feeds an operator the template does not take"
+    if name not in COMPARISONS and dtype_name(out) not in DTYPES:
         return f"dtype {out.dtype} (the template takes float32, float16, bfloat16)"
-    if name == "_to_copy" and any(k in node.kwargs for k in ("dtype",)) and node.kwargs["dtype"] != out.dtype:
-        return "a dtype conversion"
+    if name == "scalar_tensor":
+        return None if isinstance(args[0], bool | int | float) else "a constant tensor of a value that is not a number"
+    shapes: dict[str, tuple[int, ...]] = {node.name: tuple(out.shape)}
+    itemsizes = [_itemsize(out)] if out.dtype != torch.bool else []
     for i, a in enumerate(args):
         if isinstance(a, torch.fx.Node):
             val = node_value(a)
             if not isinstance(val, torch.Tensor):
                 return f"operand {i} is not a tensor"
-            if tuple(val.shape) != tuple(out.shape):
-                return f"operand {i} of shape {tuple(val.shape)} broadcasts to {tuple(out.shape)} (not supported yet)"
+            if _is_literal(a):
+                continue
             compared = a.op == "call_function" and _op(a) in COMPARISONS
             if val.dtype == torch.bool and not compared:
                 return f"operand {i} is a boolean tensor not computed by a comparison in the same kernel"
             if val.dtype != torch.bool and dtype_name(val) not in DTYPES:
                 return f"operand {i} has dtype {val.dtype}"
+            shapes[a.name] = tuple(val.shape)
+            if val.dtype != torch.bool:
+                itemsizes.append(_itemsize(val))
         elif not (a is None or isinstance(a, bool | int | float | str)):
             return f"argument {i} is a {type(a).__name__}"
-    return None
+    found = plan(tuple(out.shape), shapes, itemsizes)
+    return found if isinstance(found, str) else None
+
+
+def group_unsupported(nodes: list[Any]) -> str | None:
+    """None when the nodes the partitioner proposes as one group make one kernel, else why not: the group's
+    outputs (its nodes used outside it) must all have one shape, which every value of the group broadcasts to in
+    a form `plan` takes, and be float tensors (a comparison or a constant stays inside its kernel: it may neither
+    leave the group nor come from another)."""
+    import torch
+
+    members = {n.name for n in nodes}
+    outputs = [n for n in nodes if any(u.name not in members for u in n.users)]
+    for n in outputs:
+        if _is_literal(n) or node_value(n).dtype == torch.bool:
+            return f"{n.name} ({_op(n)}) would leave its kernel as a boolean or a constant tensor"
+    out_shapes = {tuple(node_value(n).shape) for n in outputs}
+    if len(out_shapes) != 1:
+        return f"the fused group's outputs have shapes {sorted(out_shapes)} (one kernel writes one shape)"
+    shapes: dict[str, tuple[int, ...]] = {}
+    itemsizes: list[int] = []
+    for n in nodes:
+        for value in [n, *(a for a in n.all_input_nodes if a.name not in members)]:
+            val = node_value(value)
+            if value is not n and (_is_literal(value) or getattr(val, "dtype", None) == torch.bool):
+                return f"{value.name} ({_op(value)}), a boolean or a constant tensor, comes from another kernel"
+            if _is_literal(value) or not isinstance(val, torch.Tensor):
+                continue
+            shapes[value.name] = tuple(val.shape)
+            if val.dtype != torch.bool:
+                itemsizes.append(_itemsize(val))
+    found = plan(out_shapes.pop(), shapes, itemsizes)
+    return f"the fused group: {found}" if isinstance(found, str) else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# broadcasting: the group's values on the output's canonical form
+
+#: A value's pattern: for each canonical dimension, whether the value varies along it (1) or repeats (0).
+Bits = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a group's kernel walks its output and reads each value (graph name -> `bits`).
+
+    The output's shape is collapsed to its *canonical form*: size-1 dimensions dropped, and neighbouring
+    dimensions merged where every value of the group varies along both or repeats along both (while the product
+    stays within `argus.runtime.arguments.MAX_EXTENT`). `dims` are the
+    canonical sizes; `bits[name]` says along which of them a value varies (its elements, row-major, are the
+    canonical dimensions it varies along). `flat` when every value is the whole output (one dimension): the 1-d
+    kernel over the flattened elements. Otherwise the kernel tiles the last canonical dimension (columns, ``N``)
+    and one other (rows, ``M``); a third is walked by the grid alone (``G``): `roles` names each dimension's part.
+    A one-element operand makes the rows a dimension of size 1 (tiles of one row, the operand a per-row value).
+    `tile` is the default (BM, BN); `vector` the elements of one vector copy every fragment uses (one for all
+    dtypes, so that fragments of different dtypes share a thread-value layout)."""
+
+    dims: tuple[int, ...]
+    bits: dict[str, Bits]
+    flat: bool
+    roles: tuple[str, ...] = ()
+    tile: tuple[int, int] = (1, 1)
+    vector: int = 4
+
+    def tile_bits(self, name: str) -> tuple[int, int]:
+        """(varies along the tile's rows, varies along its columns) of value `name`."""
+        b = dict(zip(self.roles, self.bits[name], strict=True))
+        return b.get("M", 0), b.get("N", 0)
+
+
+def _aligned_bits(shape: tuple[int, ...], domain: tuple[int, ...]) -> Bits | None:
+    """For each dimension of `domain`, whether `shape` (right-aligned, as torch broadcasts) varies along it; None
+    when `shape` does not broadcast to `domain`."""
+    if len(shape) > len(domain):
+        if any(s != 1 for s in shape[: len(shape) - len(domain)]):
+            return None
+        shape = shape[len(shape) - len(domain) :]
+    padded = (1,) * (len(domain) - len(shape)) + tuple(shape)
+    if any(s not in (1, d) for s, d in zip(padded, domain, strict=True)):
+        return None
+    return tuple(int(s == d and d > 1) for s, d in zip(padded, domain, strict=True))
+
+
+def _default_tile(cols: int, vector: int) -> tuple[int, int]:
+    """(BM, BN): BN the columns rounded up to a power of two, between one vector and 128; BM * BN = 1024."""
+    bn = max(vector, min(128, 1 << max(0, (cols - 1).bit_length())))
+    return 1024 // bn, bn
+
+
+def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsizes: list[int]) -> Plan | str:
+    """The kernel plan of a group writing `domain` and reading (or making) the values of `shapes` (graph name ->
+    shape), with dtypes of `itemsizes` bytes; a string saying why no kernel of this template can when it cannot
+    (see `Plan`)."""
+    from argus.backend.cuda.codegen.source import MAX_GRID
+    from argus.runtime.arguments import MAX_EXTENT
+
+    vector = min((16 // s for s in itemsizes), default=4)
+    raw: dict[str, Bits] = {}
+    for name, shape in shapes.items():
+        bits = _aligned_bits(tuple(shape), tuple(domain))
+        if bits is None:
+            return f"{name} of shape {tuple(shape)} does not broadcast to {tuple(domain)}"
+        raw[name] = bits
+    kept = [d for d, size in enumerate(domain) if size > 1]
+    dims: list[int] = []
+    columns: list[tuple[int, ...]] = []
+    for d in kept:
+        column = tuple(raw[n][d] for n in shapes)
+        # merged only while the kernel's 32-bit tile coordinates hold the product (the flat kernel runs in chunks)
+        if columns and columns[-1] == column and dims[-1] * domain[d] <= MAX_EXTENT:
+            dims[-1] *= domain[d]
+        else:
+            dims.append(domain[d])
+            columns.append(column)
+    names = list(shapes)
+    bits = {n: tuple(c[i] for c in columns) for i, n in enumerate(names)}
+    if all(all(b) for b in bits.values()):
+        return Plan(tuple(dims), bits, flat=True, vector=vector)
+    if max(dims) > MAX_EXTENT:
+        return f"a dimension of {max(dims)} elements is longer than a kernel's largest extent {MAX_EXTENT}"
+    if len(dims) > 3:
+        return (
+            f"the broadcast needs {len(dims)} dimensions ({' x '.join(map(str, dims))} after merging; the template "
+            "takes at most 3: rows and columns of a tile and one dimension walked by the grid)"
+        )
+    rank = len(dims)
+    options = {1: [], 2: [("M", "N")], 3: [("G", "M", "N"), ("M", "G", "N")]}[rank]
+    roles: tuple[str, ...] | None = None
+    for candidate in options:
+        tiled = [i for i, r in enumerate(candidate) if r != "G"]
+        if all(any(b[i] for i in tiled) for b in bits.values()):
+            roles = candidate
+            break
+    tile = _default_tile(dims[-1], vector)
+    if roles is None and rank == 3:
+        lone = next(n for n, b in bits.items() if not (b[1] or b[2]))
+        return (
+            f"{lone} repeats along both dimensions of every tile of the {' x '.join(map(str, dims))} broadcast "
+            "(one value per block: not supported)"
+        )
+    if roles is None:
+        # a one-element operand: tiles of one row (a dimension of size 1 every value varies along), so that it is
+        # a per-row value; the rows of a 2-d form are walked by the grid
+        dims = [1, dims[0]] if rank == 1 else [dims[0], 1, dims[1]]
+        bits = {n: (1, b[0]) if rank == 1 else (b[0], 1, b[1]) for n, b in bits.items()}
+        roles = ("M", "N") if rank == 1 else ("G", "M", "N")
+        tile = (1, 1024)
+    extents = {"N": -(-dims[-1] // tile[1]), "M": -(-dims[roles.index("M")] // tile[0])}
+    if "G" in roles:
+        extents["G"] = dims[roles.index("G")]
+    counts = sorted(extents.values(), reverse=True)
+    if len(counts) > 1 and counts[1] > MAX_GRID[1]:
+        return f"its grid of {' x '.join(map(str, counts))} blocks exceeds CUDA's grid limits {MAX_GRID}"
+    return Plan(tuple(dims), bits, flat=False, roles=roles, tile=tile, vector=vector)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # source text
 
+#: What each canonical dimension's part of the kernel is called: (size symbol, block index, tile extent).
+ROLE_NAMES = {"M": ("M", "bm", "BM"), "N": ("N", "bn", "BN"), "G": ("G", "bg", None)}
 
-#: Names the generated kernel uses itself; a graph name equal to one of these gets a suffix.
+
 def kernel_source(
     name: str, subgraph: Any, scalar_uses: Mapping[tuple[str, int], str], scalar_values: Mapping[str, Any]
 ) -> KernelSource:
@@ -269,12 +457,23 @@ def kernel_source(
 
     nodes = list(subgraph.graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
+    calls = [n for n in nodes if n.op == "call_function"]
     output = next(n for n in nodes if n.op == "output")
     results = output.args[0] if isinstance(output.args[0], tuple | list) else (output.args[0],)
     shape = tuple(node_value(results[0]).shape)
     numel = math.prod(shape)
-    taken: set[str] = set()
+    values = {n.name: node_value(n) for n in placeholders + calls if not _is_literal(n)}
+    found = plan(
+        shape,
+        {k: tuple(v.shape) for k, v in values.items()},
+        [_itemsize(v) for v in values.values() if v.dtype != torch.bool],
+    )
+    if isinstance(found, str):  # group_unsupported() was asked first
+        raise FrontendError("SOLVE_POINTWISE_PLAN", f"{name}: no pointwise kernel for this group: {found}", None)
+    tiled = not found.flat
+    taken: set[str] = {"M", "N", "G", "BM", "BN", "bm", "bn", "bg", "tile"} if tiled else set()
     frag: dict[str, str] = {}
+    literal: set[str] = set()
     dtypes: dict[str, str] = {}
     in_params: list[str] = []
     scalars: dict[str, str] = {}
@@ -294,25 +493,62 @@ def kernel_source(
         if arg not in scalars.values():
             scalars[safe_name(arg, taken)] = arg
 
+    setup: list[str] = []
     body: list[str] = []
+    ones: dict[str, str] = {}
+    lifted: dict[tuple[str, str], str] = {}
+
+    def full(value: str, dt: str) -> str:
+        """Value `value` (a per-row or per-column fragment) in dtype `dt`, repeated over the whole (BM, BN) tile."""
+        if (value, dt) not in lifted:
+            source = frag[value]
+            if dt != dtypes[value]:  # converted at its own size, before it is repeated
+                source = safe_name(f"{frag[value]}_{dt}", taken)
+                body.append(f"        {source} = T.cast({frag[value]}, T.{dt})")
+            if dt not in ones:
+                ones[dt] = safe_name(f"ones_{dt}", taken)
+                setup.append(f"        {ones[dt]} = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})")
+                setup.append(f"        T.fill({ones[dt]}, 1.0)  # selects every element of a repeated value")
+            view = f"{source}[:, None]" if found.tile_bits(value) == (1, 0) else f"{source}[None, :]"
+            lifted[(value, dt)] = safe_name(f"{source}_tile", taken)
+            body.append(
+                f"        {lifted[(value, dt)]} = T.where({ones[dt]}, {view}, {view})  # repeated over the tile"
+            )
+        return lifted[(value, dt)]
+
     ops: list[str] = []
-    for node in nodes:
-        if node.op != "call_function":
-            continue
+    for node in calls:
         op = node.target._overloadpacket.__name__
         ops.append(op)
         params, render = RULES[op]
-        values = _arguments(node, params)
-        assert not isinstance(values, str)  # unsupported() was asked first
-        operands = []
-        for i, v in enumerate(values):
-            if isinstance(v, torch.fx.Node):
-                operands.append(Operand(frag[v.name], True))
+        args = _arguments(node, params)
+        assert not isinstance(args, str)  # unsupported() was asked first
+        if op == "scalar_tensor":
+            frag[node.name] = _lit(float(args[0]))
+            literal.add(node.name)
+            continue
+        val = node_value(node)
+        want = DTYPES.get(dtype_name(val))
+        bits = found.tile_bits(node.name) if tiled else None
+        operands: list[Operand | None] = []
+        kinds: dict[int, str] = {}  # operand index -> the dtype of its fragment
+        for i, v in enumerate(args):
+            if isinstance(v, torch.fx.Node) and v.name in literal:
+                operands.append(Operand(frag[v.name], False))
+            elif isinstance(v, torch.fx.Node):
+                # torch computes in the promoted dtype: an operand of another float dtype is converted first
+                convert = want is not None and dtypes[v.name] != want and not (op == "where" and i == 0)
+                kinds[i] = want if convert else dtypes[v.name]
+                if tiled and found.tile_bits(v.name) != bits:
+                    text = full(v.name, kinds[i])
+                else:
+                    text = f"T.cast({frag[v.name]}, T.{want})" if convert else frag[v.name]
+                operands.append(Operand(text, True))
             elif (node.name, i) in scalar_uses:
                 param = next(p for p, a in scalars.items() if a == scalar_uses[(node.name, i)])
                 operands.append(Operand(param, False))
             elif v is None:
-                operands.append(None)  # type: ignore[arg-type]
+                operands.append(None)
             elif isinstance(v, str):
                 operands.append(Operand(repr(v), False))
             else:
@@ -322,11 +558,11 @@ def kernel_source(
         else:
             text = render(*operands)
         var = safe_name(node.name, taken)
-        val = node_value(node)
-        # the DSL's result has the dtype of its first fragment operand; a node of another float dtype is converted
-        first = next((o for o in operands if o is not None and o.fragment), None)
-        have = next((dtypes[k] for k, f in frag.items() if first is not None and f == first.text), None)
-        want = DTYPES.get(dtype_name(val))
+        # the DSL's result has the dtype of the fragment it is computed like: T.where's first value, else the first
+        # fragment operand; a node of another float dtype is converted
+        like = [i for i in kinds if i > 0] if op == "where" else []
+        like += list(kinds)
+        have = kinds[like[0]] if like else None
         if want is not None and have is not None and want != have:
             text = f"T.cast({text}, T.{want})"
         dtypes[node.name] = want or have or "f32"
@@ -335,28 +571,11 @@ def kernel_source(
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
     out_dtypes = [DTYPES[dtype_name(node_value(r))] for r in results]
-    signature = [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(in_params, in_dtypes, strict=True)]
-    signature += [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(out_params, out_dtypes, strict=True)]
-    signature.append("BLOCK: int = 1024")
-    signature += [f"{p}: float = {_lit(float(scalar_values[a]))}" for p, a in scalars.items()]
     chain = " -> ".join(ops)
-    lines = [
-        f'@argus.kernel(reference={name}_reference, sizes={{"N": {numel}}}, policies={{"tile_shape": "BLOCK"}})',
-        f"def {name}(",
-        *[f"    {s}," for s in signature],
-        "):",
-        f'    """{chain}, elementwise over the N elements of {shape} (flattened)."""',
-        "    with T.grid(T.cdiv(N, BLOCK), threads=128) as (bx,):",
-    ]
-    for node, param, dt in zip(placeholders, in_params, in_dtypes, strict=True):
-        lines.append(f"        {frag[node.name]} = T.alloc_fragment((BLOCK,), T.{dt})")
-        lines.append(f"        T.copy({param}.tile(bx, BLOCK), {frag[node.name]})  # the last tile is masked")
-    lines += body
-    for r, param in zip(results, out_params, strict=True):
-        lines.append(f"        T.copy({frag[r.name]}, {param}.tile(bx, BLOCK))")
-    reference_args = ", ".join(n.name for n in placeholders)
     ref = reference_source(
-        f"{name}_reference", subgraph, f"The captured FX subgraph of {name} ({chain}) on {reference_args}."
+        f"{name}_reference",
+        subgraph,
+        f"The captured FX subgraph of {name} ({chain}) on {', '.join(n.name for n in placeholders)}.",
     )
     if scalars:
         # the reference takes the scalar too: by default the captured value, as the kernel's parameter does
@@ -365,6 +584,33 @@ def kernel_source(
         ref = f"{head}, {defaults}):\n{rest}"
         for (node_name, index), arg in scalar_uses.items():
             ref = _rebind(ref, subgraph, node_name, index, arg)
+    scalar_params = [f"{p}: float = {_lit(float(scalar_values[a]))}" for p, a in scalars.items()]
+    if tiled:
+        seen = ", ".join(f"{r} = {d}" for r, d in zip(found.roles, found.dims, strict=True))
+        docstring = f"{chain}, elementwise over {shape}, its operands broadcast\n    ({seen}), in BM x BN tiles."
+        kernel = _tiled_kernel(name, found, placeholders, results, (in_params, out_params, scalar_params), frag, dtypes)
+        lines = kernel.before + [f'    """{docstring}"""'] + kernel.middle + setup + body + kernel.after
+        shapes = kernel.shapes
+    else:
+        shapes = {}
+        signature = [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(in_params, in_dtypes, strict=True)]
+        signature += [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(out_params, out_dtypes, strict=True)]
+        signature.append("BLOCK: int = 1024")
+        signature += scalar_params
+        lines = [
+            f'@argus.kernel(reference={name}_reference, sizes={{"N": {numel}}}, policies={{"tile_shape": "BLOCK"}})',
+            f"def {name}(",
+            *[f"    {s}," for s in signature],
+            "):",
+            f'    """{chain}, elementwise over the N elements of {shape} (flattened)."""',
+            "    with T.grid(T.cdiv(N, BLOCK), threads=128) as (bx,):",
+        ]
+        for node, param, dt in zip(placeholders, in_params, in_dtypes, strict=True):
+            lines.append(f"        {frag[node.name]} = T.alloc_fragment((BLOCK,), T.{dt}{_vector_bytes(found, dt)})")
+            lines.append(f"        T.copy({param}.tile(bx, BLOCK), {frag[node.name]})  # the last tile is masked")
+        lines += body
+        for r, param in zip(results, out_params, strict=True):
+            lines.append(f"        T.copy({frag[r.name]}, {param}.tile(bx, BLOCK))")
     return KernelSource(
         name,
         ref,
@@ -374,7 +620,98 @@ def kernel_source(
         scalars,
         numel,
         dtypes,
+        shapes,
     )
+
+
+@dataclass
+class _Tiled:
+    """A broadcasting group's kernel around its math: the lines before the docstring, those between it and the
+    math (grid, loads), those after (stores), and the shape each tensor is passed as."""
+
+    before: list[str]
+    middle: list[str]
+    after: list[str]
+    shapes: dict[str, tuple[int, ...]]
+
+
+def _vector_bytes(found: Plan, dt: str) -> str:
+    """``, vector_bytes=W`` when a fragment of `dt` copies vectors of other than the default 16 bytes (every
+    fragment of a kernel copies vectors of `Plan.vector` elements, so that they share a thread layout)."""
+    width = found.vector * _DT_BYTES[dt]
+    return "" if width == 16 else f", vector_bytes={width}"
+
+
+def _tiled_kernel(
+    name: str,
+    found: Plan,
+    placeholders: list[Any],
+    results: Any,
+    params: tuple[list[str], list[str], list[str]],
+    frag: dict[str, str],
+    dtypes: dict[str, str],
+) -> _Tiled:
+    """The kernel of a broadcasting group (`Plan` not flat): a grid over (BM, BN) tiles of the canonical rows and
+    columns (and the grid dimension), every operand loaded as a whole tile, a per-row or a per-column fragment;
+    each tensor passed as the canonical dimensions it varies along."""
+    in_params, out_params, scalar_params = params
+    size = dict(zip(found.roles, found.dims, strict=True))
+
+    def kept(bits: Bits) -> list[tuple[str, str, str | None]]:
+        return [ROLE_NAMES[r] for r, b in zip(found.roles, bits, strict=True) if b]
+
+    def annotation(bits: Bits, dt: str) -> str:
+        names = ", ".join(f'"{k[0]}"' for k in kept(bits))
+        return f"T.Tensor[({names}{',' if len(kept(bits)) == 1 else ''}), T.{dt}]"
+
+    def tile(param: str, bits: Bits) -> str:
+        parts = kept(bits)
+        if len(parts) == 1:
+            return f"{param}.tile({parts[0][1]}, {parts[0][2]})"
+        return f"{param}.tile(({', '.join(p[1] for p in parts)}), ({', '.join(p[2] or 'None' for p in parts)}))"
+
+    everything = (1,) * len(found.dims)
+    out_dtypes = [DTYPES[dtype_name(node_value(r))] for r in results]
+    signature = [
+        f"{p}: {annotation(found.bits[n.name], dtypes[n.name])}" for n, p in zip(placeholders, in_params, strict=True)
+    ]
+    signature += [f"{p}: {annotation(everything, d)}" for p, d in zip(out_params, out_dtypes, strict=True)]
+    signature += [f"BM: int = {found.tile[0]}", f"BN: int = {found.tile[1]}", *scalar_params]
+    # the largest number of blocks goes on the grid's x dimension (CUDA allows 2**31 - 1 there, 65535 on y and z)
+    counts = {"N": -(-size["N"] // found.tile[1]), "M": -(-size["M"] // found.tile[0])}
+    if "G" in size:
+        counts["G"] = size["G"]
+    order = sorted(counts, key=lambda r: -counts[r])
+    extents = {"N": "T.cdiv(N, BN)", "M": "T.cdiv(M, BM)", "G": "G"}
+    sizes = ", ".join(f'"{ROLE_NAMES[r][0]}": {d}' for r, d in zip(found.roles, found.dims, strict=True))
+    before = [
+        f'@argus.kernel(reference={name}_reference, sizes={{{sizes}}}, policies={{"tile_shape": ("BM", "BN")}})',
+        f"def {name}(",
+        *[f"    {s}," for s in signature],
+        "):",
+    ]
+    middle = []
+    if size["N"] % found.vector == 0:  # rows start on a vector boundary: the copies move whole vectors
+        middle.append(f'    T.assume("N % {found.vector} == 0")')
+    middle += [
+        f"    with T.grid({', '.join(extents[r] for r in order)}, threads=128) as "
+        f"({', '.join(ROLE_NAMES[r][1] for r in order)},):",
+    ]
+    if any(found.tile_bits(n.name) != (1, 1) for n in placeholders):
+        dt = out_dtypes[0]
+        middle.append(f"        tile = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})  # its layout")
+    for node, param in zip(placeholders, in_params, strict=True):
+        dt, bits = dtypes[node.name], found.tile_bits(node.name)
+        if bits == (1, 1):
+            middle.append(f"        {frag[node.name]} = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})")
+        else:
+            axis, what = (1, "one value per row") if bits == (1, 0) else (0, "one value per column")
+            middle.append(f"        {frag[node.name]} = T.alloc_reduced(tile, axis={axis}, dtype=T.{dt})  # {what}")
+        middle.append(f"        T.copy({tile(param, found.bits[node.name])}, {frag[node.name]})  # masked at the edges")
+    after = [f"        T.copy({frag[r.name]}, {tile(p, everything)})" for r, p in zip(results, out_params, strict=True)]
+    shapes = {n.name: tuple(d for d, b in zip(found.dims, found.bits[n.name], strict=True) if b) for n in placeholders}
+    shapes |= {r.name: tuple(found.dims) for r in results}
+    return _Tiled(before, middle, after, shapes)
 
 
 def _rebind(source: str, subgraph: Any, node_name: str, index: int, arg: str) -> str:

@@ -9,14 +9,17 @@ of such values is only meaningful when every term carries the same factor.
 This module tracks that factor for every buffer, by a second abstract interpretation of the IR (no Z3 until a
 finding needs a witness):
 
-* a value's *scale* is a product ``exp2(c1*t1 + c2*t2 + ...)`` over *row terms*: per-row values (a row maximum of
-  iteration ``j``, the running maximum at the start of iteration ``j``, ...), identified by the statement and loop
-  iteration that produced them, with exact coefficients (a folded softmax scale or ``exp``'s ``log2(e)`` included);
-  a value with no factor has the empty scale, a value known to be 0 (``T.fill(o, 0)``) has every scale;
-* ``exp2(e)`` / ``exp(e)`` of an argument that is linear in row terms (``x - m_new[:, None]``, ``(m - m_new) *
+* a value's *scale* is a product ``exp2(c1*t1 + c2*t2 + ...)`` over *per-axis terms*: values per index of one axis
+  of the tile (a row maximum of iteration ``j``, the running maximum at the start of iteration ``j``, a column
+  maximum, ...), identified by the statement and loop iteration that produced them and by the axis of the tile they
+  are indexed by (``m[:, None]``: per row, axis 0; ``m[None, :]``: per column, axis 1; a vector's own index: its
+  axis 0), with exact coefficients (a folded softmax scale or ``exp``'s ``log2(e)`` included); a value with no
+  factor has the empty scale, a value known to be 0 (``T.fill(o, 0)``) has every scale;
+* ``exp2(e)`` / ``exp(e)`` of an argument that is linear in per-axis terms (``x - m_new[:, None]``, ``(m - m_new) *
   c``) has the scale of those terms; products add scales, quotients subtract them (``alpha`` moves ``o`` from the
-  old maximum to the new one: ``exp2(-m) * exp2(m - m_new) = exp2(-m_new)``), ``log2`` turns a scale back into row
-  terms; a row reduction keeps the scale, and ``T.gemm`` gives its accumulator the scale of its A operand's rows;
+  old maximum to the new one: ``exp2(-m) * exp2(m - m_new) = exp2(-m_new)``), ``log2`` turns a scale back into
+  per-axis terms; a reduction along axis ``a`` keeps the factors on the other axes (moved onto the result's axes),
+  a transposed view swaps axes, and ``T.gemm`` gives its accumulator A's factors per row and B's per column;
 * a sum (``+``, ``-``, ``max``, ``min``, ``where``, an ``fma``'s addend, ``T.gemm``'s accumulation, an accumulating
   reduction) of two values whose scales differ is `VALUE_SCALE_MISMATCH`, and so is a quotient of two scaled values
   whose scales differ (the final ``o / l``: a normalisation divides values relative to the same statistic).
@@ -30,12 +33,14 @@ describes, so the first iteration (``o`` still zero, ``m`` still ``-inf``) does 
 names that iteration; Z3 then confirms that the loop runs that long for some size the assumptions allow (else there
 is no finding) and supplies the sizes, block and iteration of the counterexample.
 
-Soundness: where the scale is not understood and matters (an ``exp2`` of a non-linear function of a row
-statistic, a scaled B operand, a scale that does not settle within 8 head states or refers to more than 3
-iterations back, branches on the thread, values scaled per row crossing warp roles), the answer is
+Soundness: where the scale is not understood and matters (an ``exp2`` of a non-linear function of a statistic, an
+MMA operand scaled along the contraction, a value reduced along an axis it is scaled along, a scale that does not
+settle within 8 head states or refers to more than 3 iterations back, branches on the thread, scaled values
+crossing warp roles), the answer is
 `UNKNOWN_VALUE_SCALE`, never verified; a finding on a path through a branch whose condition could not be carried
-across the back edge is unknown too. Additive constants (``l + eps``) and comparisons are not checked. Rows are
-taken to line up (row ``r`` of ``o`` is combined with row ``r`` of ``alpha``): that is what the tag assertions prove.
+across the back edge is unknown too. Additive constants (``l + eps``) and comparisons are not checked. Indices are
+taken to line up (row ``r`` of ``o`` is combined with row ``r`` of ``alpha``): that is what the tag assertions prove;
+axes are checked (a statistic per column combined with one per row is a mismatch).
 """
 
 from __future__ import annotations
@@ -79,8 +84,20 @@ MAX_AGE = 3
 #: states carried side by side at one program point (branches, several head states) before they are merged
 MAX_STATES = 32
 
-# kinds of the terms of a linear form: per-row values, data that varies along the row, a non-linear mix of both
-ROW, PAYLOAD, MIXED = "row", "payload", "mixed"
+# kinds of the terms of a linear form and of the factors of a scale: an int ``a`` is a value per index of axis ``a``
+# of the tile that holds it (a statistic of row r of a 2-D tile is axis 0, of column c axis 1; a 1-D vector's own
+# index is its axis 0); then data that varies along several axes, and a non-linear mix of per-axis values and data
+ROW, COL = 0, 1
+PAYLOAD, MIXED = "payload", "mixed"
+
+
+def _per_axis(kind: Any) -> bool:
+    """Whether terms of `kind` are values per index of one axis (``kind`` that axis)."""
+    return isinstance(kind, int)
+
+
+def _axis_text(kind: Any) -> str:
+    return {ROW: "per row", COL: "per column"}.get(kind, f"per index of axis {kind}")
 
 
 # --- scales -------------------------------------------------------------------------------------------------------
@@ -93,7 +110,8 @@ def _coef(c: float) -> float:
 
 @dataclass(frozen=True)
 class Scale:
-    """The factor ``exp2(sum c * t)`` a value carries. `kind`: ``known`` (`factors`: (term, c) pairs), ``zero``
+    """The factor ``exp2(sum c * t)`` a value carries. `kind`: ``known`` (`factors`: ((axis, term), c) pairs: the
+    term is a value per index of that axis of the tile, see `_per_axis`), ``zero``
     (the value is 0: any scale), ``top`` (not understood: `reason`, at `loc`), ``poison`` (derived from a value
     already reported; nothing more is said about it)."""
 
@@ -336,24 +354,42 @@ class _Walker:
         self.names[term] = (site, user_name(buffer))
         if len(ref.shape) == 1:
             kind = ROW
-        elif any(k in (ROW, MIXED) for v in operands for (k, _), _ in v.lin):
+        elif any(_per_axis(k) or k == MIXED for v in operands for (k, _), _ in v.lin):
             kind = MIXED
         else:
             kind = PAYLOAD
         return Val(term, frozenset({((kind, term), 1.0)}), PLAIN)
 
     # --- statements -------------------------------------------------------------------------------------------------
+    def read(self, ref: TileRef, site: Site, st: State, fresh: bool = False) -> Val:
+        """What window `ref` holds, its per-axis terms on the window's axes (a buffer's value keeps them on the
+        buffer's dimensions: a transposed view swaps them; one on a dimension the window drops is not understood).
+        `fresh`: the value gets the identity of this read."""
+        v = st.get(ref.buffer)
+        if fresh:
+            v = replace(v, term=None)
+        kept = ref.kept
+        if kept != tuple(range(len(ref.buffer.shape))):
+            what = f"{user_name(ref.buffer)}, scaled {{axis}} of its buffer, read through a window that drops it"
+            v = _moved(v, {d: i for i, d in enumerate(kept)}, what, site.loc)
+        return self.resolve(v, site, st, ref)
+
     def resolve(self, v: Val, site: Site, st: State, ref: TileRef) -> Val:
-        """Data from memory gets the identity of the read."""
+        """Data from memory gets the identity of the read. What global memory holds is the kernel's input data, never
+        one of its running statistics, whatever its shape: a 1-d tile of an elementwise kernel (``exp(x)`` of a
+        loaded ``x``) is payload, not a per-row value (statistics are what the kernel's own reductions compute)."""
         if v.term is not None:
             return v
         term = self.leaf(site, st)
         self.names[term] = (site, user_name(ref.buffer))
-        return Val(term, frozenset({((self.kind_of(ref), term), 1.0)}), v.scale)
+        kind = PAYLOAD if ref.buffer.space == Space.GLOBAL else self.kind_of(ref)
+        return Val(term, frozenset({((kind, term), 1.0)}), v.scale)
 
     def write(self, ref: TileRef, v: Val, site: Site, st: State) -> State:
         b = ref.buffer
         self.buffers[id(b)] = b
+        if ref.kept != tuple(range(len(b.shape))):  # the window's axes are the buffer's dimensions ref.kept
+            v = _moved(v, dict(enumerate(ref.kept)), f"{user_name(b)}, scaled {{axis}}", site.loc)
         if site.role is not None and b.space != Space.FRAGMENT:
             self.role_scales.setdefault(id(b), []).append((site.role, v.scale))
         if ref.is_whole() or b.space == Space.FRAGMENT:
@@ -368,25 +404,21 @@ class _Walker:
         return st.set(b, Val(term, frozenset({((kind, term), 1.0)}), scale))
 
     def copy(self, s: Copy, site: Site, st: State) -> State:
-        v = st.get(s.src.buffer)
-        if v.term is None or s.src.buffer.space == Space.GLOBAL:
-            v = self.resolve(replace(v, term=None), site, st, s.dst)
-        if s.src.perm is not None and v.scale.known and not v.scale.empty:
-            v = replace(v, scale=_top(f"a transposed copy of {user_name(s.src.buffer)}, scaled per row", site.loc))
+        # data from memory is identified by this read; a transposed source swaps the axes of its per-axis terms
+        v = self.read(s.src, site, st, fresh=s.src.buffer.space == Space.GLOBAL)
         return self.write(s.dst, v, site, st)
 
     def operand(self, x: Any, dst: TileRef, site: Site, st: State) -> Val | Expr:
         if isinstance(x, Expr):
             return x
         ref = x.ref if isinstance(x, Broadcast) else x
-        v = self.resolve(st.get(ref.buffer), site, st, ref)
-        if isinstance(x, Broadcast) and tuple(x.axes) != (len(dst.shape) - 1,):
-            # a per-row vector spread along the rows (a column vector): its row terms vary along the row now
-            lin = frozenset(((PAYLOAD if k == ROW else k, t), c) for (k, t), c in v.lin)
-            scale = v.scale
-            if scale.known and not scale.empty:
-                scale = _top(f"{user_name(ref.buffer)}, scaled per row, broadcast along the rows", site.loc)
-            v = Val(v.term, lin, scale)
+        v = self.read(ref, site, st)
+        if isinstance(x, Broadcast):
+            # axis i of the operand is the i-th axis of the destination that is not a broadcast axis: m[:, None]
+            # keeps a per-row vector per row, m[None, :] makes it per column (its terms depend on the column index)
+            kept = [i for i in range(len(dst.shape)) if i not in x.axes]
+            to = dict(enumerate(kept)) if len(kept) == len(ref.shape) else {}
+            v = _moved(v, to, f"{user_name(ref.buffer)}, scaled {{axis}}, broadcast to another rank", site.loc)
         return v
 
     def map(self, s: Map, site: Site, st: State) -> State:
@@ -477,7 +509,7 @@ class _Walker:
             payload = base(PLAIN)
             sc = _scale(a)
             if sc.known:
-                lin = _add(_lin(payload), {(ROW, t): c * k for t, c in sc.factors})
+                lin = _add(_lin(payload), {key: c * k for key, c in sc.factors})  # keys: (axis, term)
                 v = replace(payload, lin=frozenset((t, _coef(c)) for t, c in lin.items() if _coef(c) != 0.0))
             elif sc.kind == "top":
                 v = Val(payload.term, frozenset({((MIXED, payload.term), 1.0)}), PLAIN)
@@ -504,17 +536,19 @@ class _Walker:
         for (kind, t), c in a.lin:
             if kind == MIXED:
                 return _top("exp2 of a value that is not linear in the row statistics it uses", site.loc)
-            if kind == ROW:
-                factors[t] = factors.get(t, 0.0) + c * k
+            if _per_axis(kind):  # a factor per index of that axis (per row, per column)
+                factors[(kind, t)] = factors.get((kind, t), 0.0) + c * k
         return Scale.of(factors)
 
     def reduce(self, s: Reduce, site: Site, st: State) -> State:
-        src = self.resolve(st.get(s.src.buffer), site, st, s.src)
-        scale = src.scale
-        if s.axis != len(s.src.shape) - 1 and scale.known and not scale.empty:
-            scale = _top(f"a reduction of {user_name(s.src.buffer)} across its rows, scaled per row", site.loc)
+        src = self.read(s.src, site, st)
+        # a factor per index of another axis is common to the reduced elements: it stays, on that axis of the
+        # result; a factor per index of the reduced axis differs between them: not understood
+        to = {a: a - (a > s.axis) for a in range(len(s.src.shape)) if a != s.axis}
+        what = f"a reduction of {user_name(s.src.buffer)} along axis {s.axis}, scaled {{axis}}"
+        scale = _moved(Val(None, frozenset(), src.scale), to, what, site.loc).scale
         if s.accumulate:
-            old = self.resolve(st.get(s.dst.buffer), site, st, s.dst)
+            old = self.read(s.dst, site, st)
             scale = self.combine(old, Val(None, frozenset(), scale), site, st, s.dst, f"reduce_{s.op.value}s")
         term = self.leaf(site, st)
         self.names[term] = (site, user_name(s.dst.buffer))
@@ -522,14 +556,19 @@ class _Walker:
         return self.write(s.dst, Val(term, frozenset({((kind, term), 1.0)}), scale), site, st)
 
     def gemm(self, s: Gemm, site: Site, st: State) -> State:
-        a = self.resolve(st.get(s.a.buffer), site, st, s.a)
-        b = self.resolve(st.get(s.b.buffer), site, st, s.b)
-        acc = self.resolve(st.get(s.acc.buffer), site, st, s.acc)
-        prod = _times(a.scale, b.scale)
-        if b.scale.known and not b.scale.empty:
-            prod = _top(f"B operand {user_name(s.b.buffer)} is scaled per row of the contraction", site.loc)
-        elif s.a.perm is not None and a.scale.known and not a.scale.empty:
-            prod = _top(f"A operand {user_name(s.a.buffer)} is transposed and scaled per row", site.loc)
+        a = self.read(s.a, site, st)  # (M, K) as the atom reads it: a transposed view's axes are swapped
+        b = self.read(s.b, site, st)  # (K, N)
+        acc = self.read(s.acc, site, st)
+        # a factor per row of A is one per row of the product, one per column of B one per column; a factor per
+        # index of the contraction differs between the terms of the dot product: not understood
+        contraction = "scaled {axis}, the contraction axis"
+        a_scale = _moved(
+            Val(None, frozenset(), a.scale), {0: 0}, f"A operand {user_name(s.a.buffer)} {contraction}", site.loc
+        )
+        b_scale = _moved(
+            Val(None, frozenset(), b.scale), {1: 1}, f"B operand {user_name(s.b.buffer)} {contraction}", site.loc
+        )
+        prod = _times(a_scale.scale, b_scale.scale)
         scale = self.combine(acc, Val(None, frozenset(), prod), site, st, s.acc, "accumulates", gemm=True)
         term = self.leaf(site, st)
         self.names[term] = (site, user_name(s.acc.buffer))
@@ -558,16 +597,19 @@ class _Walker:
         if x == y:
             return x
 
+        axes = _shows_axes(dst.buffer, x, y)
+
         def message(iters: dict) -> str:
             if gemm:
                 return (
-                    f"{_op_text(site)} accumulates products {self.describe(y, iters)} into "
-                    f"{user_name(dst.buffer)}, which holds values {self.describe(x, iters)}: partial results scaled "
-                    "by different running statistics are summed (the accumulator was not rescaled by "
+                    f"{_op_text(site)} accumulates products {self.describe(y, iters, axes)} into "
+                    f"{user_name(dst.buffer)}, which holds values {self.describe(x, iters, axes)}: partial results "
+                    "scaled by different running statistics are summed (the accumulator was not rescaled by "
                     "exp2(old - new))"
                 )
             return (
-                f"{_op_text(site)} {verb} a value {self.describe(x, iters)} and one {self.describe(y, iters)}: "
+                f"{_op_text(site)} {verb} a value {self.describe(x, iters, axes)} and one "
+                f"{self.describe(y, iters, axes)}: "
                 "partial results scaled by different running statistics are combined (the older one was not "
                 "rescaled by exp2(old - new))"
             )
@@ -588,9 +630,12 @@ class _Walker:
         if x.empty or y.empty or x == y:
             return
 
+        axes = _shows_axes(dst.buffer, x, y)
+
         def message(iters: dict) -> str:
             return (
-                f"{_op_text(site)} divides a value {self.describe(x, iters)} by one {self.describe(y, iters)}: a "
+                f"{_op_text(site)} divides a value {self.describe(x, iters, axes)} by one "
+                f"{self.describe(y, iters, axes)}: a "
                 "normalisation divides values scaled by the same running statistic"
             )
 
@@ -601,21 +646,28 @@ class _Walker:
         self.events.append(Event(code, site, st, message, buffer, reason))
 
     # --- descriptions -----------------------------------------------------------------------------------------------
-    def describe(self, scale: Scale, iters: dict) -> str:
+    def describe(self, scale: Scale, iters: dict, axes: bool = False) -> str:
+        """`scale` in words; `axes`: name the axis each statistic is taken per (a 2-D value whose statistics are
+        not all per row)."""
         if not scale.known:
             return "of unknown scale"
         if not scale.factors:
             return "that no running statistic scales"
+
+        def term(key: tuple) -> str:
+            kind, t = key
+            return self.term_text(t, iters) + (f" {_axis_text(kind)}" if axes else "")
+
         parts = []
-        for t, c in sorted(scale.factors, key=lambda tc: str(tc[0])):
-            parts.append(f"{_num(c)}*{self.term_text(t, iters)}")
+        for key, c in sorted(scale.factors, key=lambda tc: str(tc[0][1]) + str(tc[0][0])):
+            parts.append(f"{_num(c)}*{term(key)}")
         text = " + ".join(parts).replace("+ -", "- ")
         if len(scale.factors) == 1:
-            t, c = next(iter(scale.factors))
+            key, c = next(iter(scale.factors))
             if c == -1.0:
-                return f"relative to {self.term_text(t, iters)}"
+                return f"relative to {term(key)}"
             if c < 0:
-                return f"relative to {self.term_text(t, iters)} (scaled by exp2({text}))"
+                return f"relative to {term(key)} (scaled by exp2({text}))"
         return f"scaled by exp2({text})"
 
     def term_text(self, t: Any, iters: dict, shift: dict | None = None) -> str:
@@ -732,7 +784,9 @@ class _Walker:
                 pass
             if v.scale.known:
                 try:
-                    scale = Scale("known", frozenset((_shift(t, subst, idx), c) for t, c in v.scale.factors))
+                    scale = Scale(
+                        "known", frozenset(((kd, _shift(t, subst, idx)), c) for (kd, t), c in v.scale.factors)
+                    )
                 except _TooOld:
                     scale = _top(
                         f"the scale of {phi[1]} refers to a statistic more than {MAX_AGE} iterations back", s.loc
@@ -888,6 +942,36 @@ def _shift(t: Any, subst: dict, idx: int) -> Any:
             raise _TooOld
         return ("phi", t[1], t[2], deltas)
     return t
+
+
+def _shows_axes(buffer: Buffer, *scales: Scale) -> bool:
+    """Whether a message about `scales` of a value of `buffer` names the axis of each statistic: a tile whose
+    statistics are not all per row."""
+    return len(buffer.shape) >= 2 and any(k != ROW for sc in scales if sc.known for (k, _), _ in sc.factors)
+
+
+def _moved(v: Val, to: dict, what: str, loc: Any) -> Val:
+    """`v` in other coordinates: a term per index of axis ``a`` becomes one per index of axis ``to[a]`` (a broadcast
+    `m[None, :]` turns the vector's axis 0 into the tile's axis 1; a reduction along axis 0 turns the tile's axis 1
+    into the vector's axis 0). A term on an axis `to` does not map varies along a coordinate that is gone (reduced,
+    contracted, dropped): in the linear form it is mixed, in the scale it is not understood (`what`, with
+    ``{axis}`` naming the axis)."""
+    if all(to.get(k) == k for (k, _), _ in v.lin if _per_axis(k)) and (
+        not v.scale.known or all(to.get(k) == k for (k, _), _ in v.scale.factors)
+    ):
+        return v
+    lin: dict = {}
+    for (k, t), c in v.lin:
+        key = (to.get(k, MIXED) if _per_axis(k) else k, t)
+        lin[key] = lin.get(key, 0.0) + c
+    scale = v.scale
+    if scale.known:
+        lost = sorted({k for (k, _), _ in scale.factors if k not in to})
+        if lost:
+            scale = _top(what.format(axis=_axis_text(lost[0])), loc)
+        else:
+            scale = Scale.of({(to[k], t): c for (k, t), c in scale.factors})
+    return Val(v.term, frozenset((k, _coef(c)) for k, c in lin.items() if _coef(c) != 0.0), scale, v.uninit)
 
 
 def _lin(x: Any) -> dict:

@@ -96,6 +96,7 @@ _CTYPES = {
     "bf16": "__nv_bfloat16",
     "f16": "__half",
     "i32": "int",
+    "i64": "long long",
     "u32": "unsigned",
     "bool": "bool",
 }
