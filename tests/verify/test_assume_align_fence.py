@@ -354,3 +354,52 @@ def test_vector_findings_are_the_generated_codes_run_time_guards(name: str) -> N
     assert all(guards.get(line) == width for line, width in findings.items()), (findings, guards)
     if len(kernel.assumptions) == len(kernel.shape_vars):  # nothing declared beyond sizes >= 1
         assert findings and set(findings) == set(guards), (findings, guards)
+
+
+# --- assumptions with divisors that are not powers of two ----------------------------------------------------------
+
+
+@argus.kernel
+def _whole_tiles_of_96(X: T.Tensor[("N",), T.f32], Y: T.Tensor[("N",), T.f32], ASSUME: bool = True):  # noqa: F821
+    """Y = X in tiles of 32 elements, one block per tile, N // 32 blocks: every element is written only where N is a
+    multiple of 32, which ``N % 96 == 0`` implies (96 is not a power of two: the remainder is a variable of the
+    encoding with a defining constraint, where N // 32 is a shift)."""
+    if ASSUME:
+        T.assume("N % 96 == 0")
+    with T.grid(N // 32, threads=32) as (b,):  # noqa: F821
+        x = T.alloc_fragment((32,), T.f32, vector_bytes=4)
+        T.copy(X.tile(b, 32), x)
+        T.copy(x, Y.tile(b, 32))
+
+
+def test_an_assumption_with_a_divisor_that_is_not_a_power_of_two_constrains_every_check() -> None:
+    # the remainder in ``N % 96 == 0`` is a fresh variable with a defining constraint; the assumption used to reach
+    # the solver without that definition and constrained nothing, so the last partial tile was reported unwritten
+    assert verify(_whole_tiles_of_96).verdict == Verdict.VERIFIED
+    found = verify(_whole_tiles_of_96, ASSUME=False)  # without it the bug is real, and still found
+    assert [f.code for f in found.findings] == ["COVERAGE_OUTPUT"]
+    assert found.findings[0].counterexample.shapes["N"] % 32 != 0
+
+
+def test_pinned_sizes_are_checked_against_an_assumption_with_any_divisor() -> None:
+    from argus.verify.engine import PinnedShapeError
+
+    assert verify(_whole_tiles_of_96, shapes={"N": 192}).verdict == Verdict.VERIFIED
+    with pytest.raises(PinnedShapeError, match="violate"):
+        verify(_whole_tiles_of_96, shapes={"N": 200})
+
+
+def test_the_coalescing_counts_use_sizes_the_assumptions_allow() -> None:
+    # the windows start at multiples of Q // 3, 16-byte aligned for every Q the assumption allows; counted at the
+    # plain 2^14 (which the assumption excludes) they were not, and the copy was reported uncoalesced
+    @argus.kernel
+    def thirds(X: T.Tensor[("Q",), T.f32], Y: T.Tensor[("Q",), T.f32]):  # noqa: F821
+        T.assume("Q % 192 == 0")
+        with T.grid(Q // 192, threads=32) as (b,):  # noqa: F821
+            for s in T.serial(3):
+                x = T.alloc_fragment((64,), T.f32, vector_bytes=8)
+                T.copy(X.window(s * (Q // 3) + b * 64, 64), x)  # noqa: F821 - 8-byte runs: Q // 3 % 64 == 0
+                T.copy(x, Y.window(s * (Q // 3) + b * 64, 64))  # noqa: F821
+
+    result = verify(thirds)
+    assert not [f for f in result.findings if f.code == "PERF_UNCOALESCED"], result.findings

@@ -24,6 +24,9 @@ class Target:
             to; shared_memory_reserved_per_block: what the hardware keeps for each resident block.
         named_barriers: hardware barriers per block (``bar.sync`` ids 0..15; 0 is ``__syncthreads``'s).
         swizzles: the shared-memory swizzle widths TMA and wgmma know (bytes; `argus.atoms.swizzle` is their table).
+        dense_tensor_tflops: the data sheet's dense bf16/f16 tensor-core peak (``wgmma``), TFLOP/s, at the boost clock.
+        hbm_gbs: the data sheet's device-memory bandwidth, GB/s.
+        l2_gbs: the bandwidth from L2 to all SMs together, GB/s (published microbenchmarks; no data-sheet figure).
     """
 
     name: str
@@ -41,9 +44,12 @@ class Target:
     shared_memory_reserved_per_block: int = 1024
     named_barriers: int = 16
     swizzles: tuple[int, ...] = SWIZZLE_WIDTHS
+    dense_tensor_tflops: float = 989.4
+    hbm_gbs: float = 3350.0
+    l2_gbs: float = 12000.0
 
 
 #: An H100 SXM5 (the default target) and an H200 (the same SM; more and faster memory).
 H100_SXM = Target("H100-SXM")
-H200 = Target("H200")
+H200 = Target("H200", hbm_gbs=4800.0)
 DEFAULT_TARGET = H100_SXM

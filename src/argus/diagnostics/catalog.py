@@ -1883,6 +1883,12 @@ class Code(StrEnum):
         "argus solve needs a forward that torch.export can trace: no control flow on tensor values, no operator "
         "without a tracing rule; rewrite that part (torch.where, torch.cond) or leave it to PyTorch",
     )
+    SOLVE_POINTWISE_PLAN = _entry(
+        Category.FRONTEND,
+        "{kernel}: no pointwise kernel for this group: {reason}",
+        "a bug in argus (the partitioner asks the template about a group before it writes it): report it with the "
+        "problem file",
+    )
     SOLVE_INPUTS = _entry(
         Category.FRONTEND,
         "{problem}: building the model or drawing its inputs failed, or an input is not a tensor or a number",

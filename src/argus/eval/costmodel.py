@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.atoms.common import WARPGROUP_SIZE
-from argus.atoms.target import DEFAULT_TARGET
+from argus.atoms.target import DEFAULT_TARGET, H200
 from argus.diagnostics import ArgusError
 
 
@@ -66,11 +66,11 @@ class GPUSpec:
     name: str
     sms: int = DEFAULT_TARGET.sms
     clock_ghz: float = 1.83
-    wgmma_tflops: float = 989.4  # dense bf16, wgmma
+    wgmma_tflops: float = DEFAULT_TARGET.dense_tensor_tflops  # dense bf16, wgmma
     mma_sync_tflops: float = 494.7  # mma.sync on Hopper: about half of wgmma's rate
     fma_tflops: float = 66.9  # f32 FMA on CUDA cores (2 FLOPs per FMA)
-    hbm_gbs: float = 3350.0
-    l2_gbs: float = 12000.0  # L2 -> SM bandwidth, all SMs together
+    hbm_gbs: float = DEFAULT_TARGET.hbm_gbs
+    l2_gbs: float = DEFAULT_TARGET.l2_gbs  # L2 -> SM bandwidth, all SMs together
     l2_bytes: int = 50 * 1024 * 1024
     smem_bytes_per_clock: int = 128  # per SM
     smem_per_sm: int = DEFAULT_TARGET.shared_memory_per_sm
@@ -98,7 +98,7 @@ class GPUSpec:
 #: The GPUs the cost model knows, by name (``H100-SXM`` is the default).
 GPUS: dict[str, GPUSpec] = {
     "H100-SXM": GPUSpec("H100-SXM"),
-    "H200": GPUSpec("H200", hbm_gbs=4800.0),
+    "H200": GPUSpec("H200", hbm_gbs=H200.hbm_gbs),
     "H100-PCIe": GPUSpec(
         "H100-PCIe",
         sms=114,

@@ -1,7 +1,7 @@
 """Assembly: a partitioned graph as a readable solution file — the generated kernels with their references, and
 a ``ModelNew`` whose ``forward`` walks the captured graph: each group is one kernel launch on its tensors viewed as
-its template says (`KernelSource.shapes`; flattened by default), each operator no template covers is its ATen call, marked ``# not covered`` (a solution is *solved* only when
-there is none).
+its template says (`KernelSource.shapes`; flattened by default), each operator no template covers is its ATen
+call, marked ``# not covered`` (a solution is *solved* only when there is none).
 
 The file imports argus and torch only. ``_launch`` runs a kernel on the lane-level CPU interpreter for CPU tensors
 and, for CUDA tensors, compiles it once per parameter set (`argus.runtime.build`) and launches it. The solution is

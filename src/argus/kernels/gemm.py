@@ -34,7 +34,7 @@ from typing import Any
 
 import argus
 import argus.lang as T
-from argus.atoms.common import SMS
+from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.atoms.tma import store_chunk_columns
 from argus.lang.errors import DSLError
 from argus.layout import Layout
@@ -467,13 +467,21 @@ def gemm_warp_specialized(
 # 2 x BM x 128 bytes of shared memory (32 KB at BM = 128), and C's rows must be 16-byte aligned.
 
 
+def c_shape(SPLITS: int) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameter
+    """C's global shape: ``(M, N)``; with split-K (SPLITS > 1) the f32 workspace ``(S, M, N)`` of the partial
+    products, one (M, N) slice per split, that `gemm_split_reduce` sums into C."""
+    if not isinstance(SPLITS, int) or SPLITS < 1:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive int, not {SPLITS!r}")
+    return ("M", "N") if SPLITS == 1 else ("S", "M", "N")
+
+
 @argus.kernel(
     policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
 )
 def gemm_warp_specialized_persistent(
     A: T.Tensor[a_shape, "IN"],
     B: T.Tensor[b_shape, "IN"],
-    C: T.Tensor[("M", "N"), "OUT"],
+    C: T.Tensor[c_shape, "OUT"],
     BM: int = 128,
     BN: int = 128,
     BK: int = 64,
@@ -488,13 +496,24 @@ def gemm_warp_specialized_persistent(
     EPILOGUE: str = "direct",
     A_MAJOR: str = "K",
     B_MAJOR: str = "K",
+    CONSUMERS: int = 2,
+    SPLITS: int = 1,
 ):
     """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
-    blocks, each with a producer warpgroup (TMA) and two consumer warpgroups (wgmma, f32 accumulators, C written
-    in OUT), walk the output tiles in ORDER (``grouped``: GROUP rows of tiles at a time, for L2 reuse). The
+    blocks, each with a producer warpgroup (TMA) and CONSUMERS consumer warpgroups (wgmma, f32 accumulators, C
+    written in OUT), walk the output tiles in ORDER (``grouped``: GROUP rows of tiles at a time, for L2 reuse). The
     `full`/`empty` mbarrier pipeline of STAGES stages continues across a block's tiles (global iteration
     ``it * k_tiles + k``). EPILOGUE: ``"direct"`` (registers -> global) or ``"tma"`` (shared-memory staging and
     TMA stores, overlapping the next tile).
+
+    CONSUMERS: 2 (the default) or 1 consumer warpgroups; the accumulator's rows are spread over them, BM / CONSUMERS
+    rows each (a multiple of wgmma's 64). One consumer with BM = 64 is the small-M tile.
+
+    SPLITS > 1 is split-K: the work units are (tile, split) pairs, unit ``u`` computing tile ``u // SPLITS`` over
+    the K-blocks ``split * k_split ... + k_split`` (``split = u % SPLITS``, ``k_split = cdiv(k_tiles, SPLITS)``;
+    the last split's K-blocks past K load as zeros), and storing its partial product into slice ``split`` of the
+    f32 workspace C (S, M, N), S = SPLITS (N a multiple of 4: the rows in whole 16-byte vectors). `gemm_split_reduce`
+    then sums the slices into the result.
 
     A_MAJOR, B_MAJOR: the operands' layouts, as in `gemm_warp_specialized`: A (M, K) or, with ``A_MAJOR="M"``, (K, M);
     B (N, K) (C = A @ B^T) or, with ``B_MAJOR="N"``, (K, N) (C = A @ B). MN-major operands are loaded one TMA
@@ -503,9 +522,21 @@ def gemm_warp_specialized_persistent(
     T.assume(operand_assumption(A_MAJOR, B_MAJOR))
     if EPILOGUE not in ("direct", "tma"):
         raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
+    if CONSUMERS not in (1, 2):
+        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
+    if SPLITS > 1:
+        if OUT != "f32" or EPILOGUE != "direct":
+            raise DSLError(
+                "DSL_BAD_PARAM",
+                f"split-K (SPLITS = {SPLITS}) stores f32 partial products directly, not OUT = {OUT!r} through "
+                f"EPILOGUE = {EPILOGUE!r}",
+                "pass OUT='f32' and EPILOGUE='direct', and reduce the slices with gemm_split_reduce",
+            )
+        T.assume(f"S == {SPLITS}")
+        T.assume("N % 4 == 0")  # the workspace's rows in whole 16-byte vectors of f32
     if EPILOGUE == "tma":
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
-    with T.grid(BLOCKS, threads=384) as (bx,):
+    with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
         sA = alloc_operand_stages(A_MAJOR, STAGES, BM, BK, A.dtype)  # (stages, BM, BK) K-major, or (stages, BK, BM)
         sB = alloc_operand_stages(B_MAJOR, STAGES, BN, BK, B.dtype)  # (stages, BN, BK) K-major, or (stages, BK, BN)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
@@ -513,40 +544,72 @@ def gemm_warp_specialized_persistent(
         if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
             sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
-        tiles = tiles_m * tiles_n
+        units = tiles_m * tiles_n * SPLITS  # (tile, split) pairs; tiles when SPLITS = 1
         k_tiles = T.cdiv(K, BK)
+        k_split = T.cdiv(k_tiles, SPLITS) if SPLITS > 1 else k_tiles  # K-blocks per unit
         stage_bytes = (BM + BN) * BK * 2  # every box of the stage counts in full, also where it is out of bounds
+        consumers = tuple(range(1, 1 + CONSUMERS))
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-            for it in T.serial(T.cdiv(tiles, BLOCKS)):
-                t = bx + it * BLOCKS
-                with T.if_(t < tiles):
+            for it in T.serial(T.cdiv(units, BLOCKS)):
+                u = bx + it * BLOCKS
+                with T.if_(u < units):
+                    t, split = (u // SPLITS, u % SPLITS) if SPLITS > 1 else (u, 0)
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
-                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                    for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
                         # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
-                        g = k + it * k_tiles
+                        g = k + it * k_split
+                        kb = k + split * k_split if SPLITS > 1 else k  # the K-block this iteration loads
                         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
                         T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                        load_operand(A, A_MAJOR, sA[s], bm, k, BM, BK, full[s])
-                        load_operand(B, B_MAJOR, sB[s], bn, k, BN, BK, full[s])
-        with T.role("consumer", warpgroups=(1, 2), registers=CONSUMER_REGS):
-            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # 2 warpgroups x 64 rows
-            for it in T.serial(T.cdiv(tiles, BLOCKS)):
-                t = bx + it * BLOCKS
-                with T.if_(t < tiles):
+                        load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s])
+                        load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s])
+        with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
+            for it in T.serial(T.cdiv(units, BLOCKS)):
+                u = bx + it * BLOCKS
+                with T.if_(u < units):
+                    t, split = (u // SPLITS, u % SPLITS) if SPLITS > 1 else (u, 0)
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
                     T.fill(acc, 0.0)
-                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                        g = k + it * k_tiles
+                    for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
+                        g = k + it * k_split
+                        kb = k + split * k_split if SPLITS > 1 else k
                         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
-                        # invariant: the stage consumed at iteration k holds K-block k of this tile's A and B
-                        T.assert_tag(holds(A_MAJOR, bm, k, BM, BK), sA[s])
-                        T.assert_tag(holds(B_MAJOR, bn, k, BN, BK), sB[s])
+                        # invariant: the stage consumed at iteration k holds K-block kb of this unit's A and B
+                        T.assert_tag(holds(A_MAJOR, bm, kb, BM, BK), sA[s])
+                        T.assert_tag(holds(B_MAJOR, bn, kb, BN, BK), sB[s])
                         T.gemm(operand(A_MAJOR, sA[s], False), operand(B_MAJOR, sB[s], True), acc)
                         T.mbarrier_arrive(empty[s])
-                    if EPILOGUE == "tma":
+                    if SPLITS > 1:
+                        T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
+                    elif EPILOGUE == "tma":
                         T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
                     else:
                         T.copy(acc, C.tile((bm, bn), (BM, BN)))
+
+
+@argus.kernel(policies={"tile_shape": ("BN",)})
+def gemm_split_reduce(
+    W: T.Tensor[("S", "M", "N"), T.f32],
+    C: T.Tensor[("M", "N"), "OUT"],
+    SPLITS: int = 2,
+    BN: int = 512,
+    OUT: str = "f32",
+):
+    """The second half of split-K: C = sum over s of W[s], in f32, converted to OUT. One block of BN / 4 threads
+    per (row, BN columns), each thread adding its four columns of every slice (16-byte loads)."""
+    T.assume(f"S == {SPLITS}")
+    T.assume("N % 4 == 0")  # rows in whole vectors of four elements: 16-byte loads of W, 4-element stores of C
+    with T.grid(M, T.cdiv(N, BN), threads=BN // 4) as (m, bn):
+        acc = T.alloc_fragment((BN,), T.f32)
+        T.copy(W.tile((0, m, bn), (None, None, BN)), acc)
+        for s in range(1, SPLITS):  # unrolled at trace time: SPLITS is a constant
+            part = T.alloc_fragment((BN,), T.f32)
+            T.copy(W.tile((s, m, bn), (None, None, BN)), part)
+            # invariant: what is added is slice s's partial product of the same elements of C
+            T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] == m) & (w[2] // BN == bn), part)
+            acc = acc + part
+        T.copy(acc, C.tile((m, bn), (None, BN)))
 
 
 # --- off the ladder: rung 3 on a persistent grid ----------------------------------------------------------------------

@@ -105,7 +105,9 @@ class Context:
         if q is not None:
             s.add(*q.side)
         s.add(violation)
-        s.add(*smt.definitions([*constraints, violation, *(q.side if q is not None else [])]))
+        # the quotient and remainder variables of every term, the assumptions' included: an assumption such as
+        # ``Q % 192 == 0`` is a remainder variable, and without its definition it would constrain nothing
+        s.add(*smt.definitions([*self.base_constraints, *constraints, violation, *(q.side if q is not None else [])]))
         havoc = q.havoc if q is not None else []
         if not havoc:
             r = s.check()

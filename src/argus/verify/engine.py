@@ -205,7 +205,8 @@ def _check_pinned(kernel: Kernel, shapes: dict[str, int]) -> None:
         if v.name in shapes:
             solver.add(t == int(shapes[v.name]))
     for a in kernel.assumptions:
-        solver.add(smt.boolean(smt.evaluate(a, terms)))
+        condition = smt.boolean(smt.evaluate(a, terms))
+        solver.add(condition, *smt.definitions([condition]))  # a division's quotient and remainder, defined
         if solver.check() == z3.unsat:
             raise PinnedShapeError(
                 "VERIFY_PINNED_SHAPE",

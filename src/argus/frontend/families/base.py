@@ -39,6 +39,13 @@ def node_value(node: Any) -> Any:
     return node.meta.get("val") if hasattr(node, "meta") else None
 
 
+def aten_name(node: Any) -> str:
+    """The ATen operator's name without namespace and overload (``aten.sum.dim_IntList`` -> ``sum``); "" for a
+    node whose target is not an ATen operator."""
+    packet = getattr(node.target, "_overloadpacket", None)
+    return str(packet.__name__) if packet is not None else ""
+
+
 def dtype_name(value: Any) -> str:
     return str(value.dtype).removeprefix("torch.")
 

@@ -35,6 +35,7 @@ from argus.frontend.families.base import (
     RESERVED,
     KernelSource,
     aten_call,
+    aten_name,
     dtype_name,
     format_arg,
     node_value,
@@ -202,11 +203,6 @@ COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne", "isnan"})
 _DT_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
 
-def _op(node: Any) -> str:
-    packet = getattr(node.target, "_overloadpacket", None)
-    return str(packet.__name__) if packet is not None else ""
-
-
 def _arguments(node: Any, params: tuple[tuple[str, Any], ...]) -> list[Any] | str:
     """The node's arguments in schema order with defaults filled in, or why they cannot be read."""
     args = list(node.args)
@@ -230,7 +226,7 @@ def _arguments(node: Any, params: tuple[tuple[str, Any], ...]) -> list[Any] | st
 
 def _is_literal(node: Any) -> bool:
     """A ``scalar_tensor`` node: a constant the kernel writes as a literal."""
-    return getattr(node, "op", None) == "call_function" and _op(node) == "scalar_tensor"
+    return getattr(node, "op", None) == "call_function" and aten_name(node) == "scalar_tensor"
 
 
 def _itemsize(value: Any) -> int:
@@ -242,7 +238,7 @@ def unsupported(node: Any) -> str | None:
     import torch
     import torch.fx
 
-    name = _op(node)
+    name = aten_name(node)
     if name not in RULES:
         return f"the pointwise template has no rule for {node.target}"
     rule_params, _ = RULES[name]
@@ -274,7 +270,7 @@ def unsupported(node: Any) -> str | None:
                 return f"operand {i} is not a tensor"
             if _is_literal(a):
                 continue
-            compared = a.op == "call_function" and _op(a) in COMPARISONS
+            compared = a.op == "call_function" and aten_name(a) in COMPARISONS
             if val.dtype == torch.bool and not compared:
                 return f"operand {i} is a boolean tensor not computed by a comparison in the same kernel"
             if val.dtype != torch.bool and dtype_name(val) not in DTYPES:
@@ -299,7 +295,7 @@ def group_unsupported(nodes: list[Any]) -> str | None:
     outputs = [n for n in nodes if any(u.name not in members for u in n.users)]
     for n in outputs:
         if _is_literal(n) or node_value(n).dtype == torch.bool:
-            return f"{n.name} ({_op(n)}) would leave its kernel as a boolean or a constant tensor"
+            return f"{n.name} ({aten_name(n)}) would leave its kernel as a boolean or a constant tensor"
     out_shapes = {tuple(node_value(n).shape) for n in outputs}
     if len(out_shapes) != 1:
         return f"the fused group's outputs have shapes {sorted(out_shapes)} (one kernel writes one shape)"
@@ -309,7 +305,7 @@ def group_unsupported(nodes: list[Any]) -> str | None:
         for value in [n, *(a for a in n.all_input_nodes if a.name not in members)]:
             val = node_value(value)
             if value is not n and (_is_literal(value) or getattr(val, "dtype", None) == torch.bool):
-                return f"{value.name} ({_op(value)}), a boolean or a constant tensor, comes from another kernel"
+                return f"{value.name} ({aten_name(value)}), a boolean or a constant tensor, comes from another kernel"
             if _is_literal(value) or not isinstance(val, torch.Tensor):
                 continue
             shapes[value.name] = tuple(val.shape)

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from argus.frontend.families.base import DTYPES, KernelSource, aten_call, dtype_name, format_arg, node_value
+from argus.frontend.families.base import DTYPES, KernelSource, aten_call, aten_name, dtype_name, format_arg, node_value
 
 #: The kernel's extents are 32-bit (`argus.runtime.arguments.MAX_EXTENT`).
 MAX_EXTENT = 2**30
@@ -109,11 +109,6 @@ class Reduction:
     post: str = ""  # "sqrt": applied to the reduced value (the 2-norm)
 
 
-def _op(node: Any) -> str:
-    packet = getattr(node.target, "_overloadpacket", None)
-    return str(packet.__name__) if packet is not None else ""
-
-
 def _overload(node: Any) -> str:
     return str(getattr(node.target, "_overloadname", ""))
 
@@ -138,7 +133,7 @@ def parse(node: Any) -> Reduction | str:
     import torch
     import torch.fx
 
-    name, overload = _op(node), _overload(node)
+    name, overload = aten_name(node), _overload(node)
     if name in REFUSED:
         return REFUSED[name]
     if name not in OPS:
@@ -323,7 +318,7 @@ def kernel_source(
 
 
 def _describe(node: Any, spec: Reduction) -> str:
-    target = f"{_op(node)}.{_overload(node)}"
+    target = f"{aten_name(node)}.{_overload(node)}"
     axes = "all axes" if len(spec.dims) == len(spec.shape) else f"axes {list(spec.dims)}"
     return f"{target} over {axes} of {spec.shape}"
 

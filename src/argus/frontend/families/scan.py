@@ -30,17 +30,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE
-from argus.frontend.families.base import DTYPES, KernelSource, dtype_name, node_value, reference_source
+from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
 
 #: Row tile of the last-dimension kernel: BM rows of BN columns (a row of BN f32 values spread over one warp).
 ROWS_TILE = (4, 128)
 #: Threads of the other kernel: one warpgroup at most (fewer, rounded up to whole warps, where INNER is smaller).
 COLUMNS_THREADS = WARPGROUP_SIZE
-
-
-def _op(node: Any) -> str:
-    packet = getattr(node.target, "_overloadpacket", None)
-    return str(packet.__name__) if packet is not None else ""
 
 
 def _dim(node: Any) -> int | str:
@@ -61,7 +56,7 @@ def unsupported(node: Any) -> str | None:
     """None when the template can take `node`, else why not (see the module docstring)."""
     import torch
 
-    name = _op(node)
+    name = aten_name(node)
     if name != "cumsum":
         return f"the scan template takes cumsum only, not {node.target}"
     dim = _dim(node)

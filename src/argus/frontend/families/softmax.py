@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE
-from argus.frontend.families.base import DTYPES, KernelSource, dtype_name, node_value, reference_source
+from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
 
 #: log2(e): exp(v) is written exp2(v * LOG2E), the literal value in the kernel text.
 LOG2E = 1.4426950408889634
@@ -46,11 +46,6 @@ ROWS_TILE = (4, 128)
 #: (fewer, rounded up to whole warps, where INNER is smaller).
 COLUMNS_ROWS = 8
 COLUMNS_THREADS = WARPGROUP_SIZE
-
-
-def _op(node: Any) -> str:
-    packet = getattr(node.target, "_overloadpacket", None)
-    return str(packet.__name__) if packet is not None else ""
 
 
 def _dim(node: Any) -> int | str:
@@ -84,7 +79,7 @@ def unsupported(node: Any) -> str | None:
     """None when the template can take `node`, else why not (see the module docstring)."""
     import torch
 
-    name = _op(node)
+    name = aten_name(node)
     if name not in OPERATORS:
         return f"the softmax template has no rule for {node.target} (it takes {', '.join(OPERATORS)})"
     dim = _dim(node)
@@ -113,7 +108,7 @@ def kernel_source(
     nodes = list(subgraph.graph.nodes)
     (placeholder,) = [n for n in nodes if n.op == "placeholder"]
     (node,) = [n for n in nodes if n.op == "call_function"]
-    op = _op(node)
+    op = aten_name(node)
     dim = _dim(node)
     assert isinstance(dim, int)  # unsupported() was asked first
     x, out = node_value(placeholder), node_value(node)

@@ -3,7 +3,7 @@ accesses (`PERF_UNCOALESCED`). Warnings only, never errors.
 
 Both are counted exactly, by enumerating the threads of every warp at representative values of the
 loop variables (every stage a loop variable selects, up to `SAMPLES`), block 0 and problem sizes
-large enough that no tile is partial. An instruction is a group of one thread's values: the
+large enough that no tile is partial, and allowed by the kernel's assumptions (`representative_sizes`). An instruction is a group of one thread's values: the
 largest power-of-two run (at most 16 bytes) that is contiguous and aligned for every thread, as a
 vectorizing lowering would emit; `ldmatrix` reads 16-byte rows, eight rows (one 8x8 matrix) per
 phase.
@@ -36,6 +36,33 @@ SAMPLES = 4
 REPRESENTATIVE_EXTENT = 1 << 14
 
 
+def representative_sizes(ctx: Context) -> dict[Any, int]:
+    """The problem sizes the counts use: every shape symbol at least `REPRESENTATIVE_EXTENT` (no tile is partial)
+    and a multiple of as large a power of two as the kernel's assumptions allow together (Z3 picks them, so that
+    ``Q % 192 == 0 and Q // 3 >= C`` gets Q = 3 * 2^14, C = 2^14); the plain extent for every symbol when no such
+    sizes are found within the solver's budget."""
+    import z3
+
+    from argus.verify import smt
+
+    plain = {v: REPRESENTATIVE_EXTENT for v in ctx.kernel.shape_vars}
+    terms = ctx.shape_terms
+    if not terms:
+        return plain
+    solver = z3.SolverFor("QF_BV")
+    solver.set("rlimit", 5_000_000)
+    solver.add(*ctx.base_constraints, *smt.definitions(ctx.base_constraints))
+    solver.add(*[z3.And(t >= REPRESENTATIVE_EXTENT, t <= 64 * REPRESENTATIVE_EXTENT) for t in terms.values()])
+    for bits in (14, 10, 7, 4, 0):
+        solver.push()
+        solver.add(*[t & ((1 << bits) - 1) == 0 for t in terms.values()])
+        if solver.check() == z3.sat:
+            model = solver.model()
+            return {v: smt.model_int(model, t) for v, t in terms.items()}
+        solver.pop()
+    return plain
+
+
 def _int(e: Any, env: dict) -> int:
     if isinstance(e, int):
         return e
@@ -55,7 +82,7 @@ def _envs(ctx: Context, acc: Access) -> list[dict]:
     from argus.ir.expr import free_vars
 
     k = ctx.kernel
-    base: dict = {v: REPRESENTATIVE_EXTENT for v in k.shape_vars}
+    base: dict = dict(representative_sizes(ctx))
     base.update({v: 0 for v in k.block_vars})
     deps: set = set()
     for o in acc.ref.origin:

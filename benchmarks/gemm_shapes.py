@@ -1,0 +1,235 @@
+"""GEMM for any shape (issue #20): `argus.kernels.matmul`'s heuristic configuration against cuBLAS, and a sweep of
+the candidate configurations around it (which one was fastest: what an autotuner would pick, and where the
+heuristic's model is wrong).
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/gemm_shapes.py [--suite issue|table|layouts|all] [--sweep 6] [--json F]
+
+For every shape: A (M, K) and B as nn.Linear stores its weight (N, K), both bf16 and normal; C = A @ B^T in bf16
+(layout "NT"; `--suite layouts` runs the four layouts at two shapes). Every contender is checked first against the
+f32 product (relative max error <= 1e-2; the script exits 1 if one is wrong), then timed with
+`gemm_parity.interleaved_times` (each round flushes L2 and times one launch of every contender, CUDA events, the
+order rotating): cuBLAS (``torch.matmul(a, b.T)``), argus's heuristic configuration ("heuristic"), and the `--sweep`
+configurations the model ranks next (prepared launches: the host's per-call cost of `argus.kernels.matmul.matmul`
+is not in the time; a split-K configuration is both of its kernels launched back to back). Compiles run in a
+process pool before any timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_parity import interleaved_times  # noqa: E402
+from gemm_variants import environment  # noqa: E402
+
+#: The bf16 suite of issue #20 (M, N, K).
+ISSUE = [
+    (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 7168, 2048), (4096, 14336, 4096),
+    (16384, 4096, 4096), (2048, 8192, 28672), (1024, 1024, 1024), (16384, 16384, 16384), (1, 4096, 4096),
+    (8, 8192, 8192), (16, 14336, 4096), (32, 4096, 14336), (96, 7168, 7168), (2048, 2048, 32768),
+    (512, 512, 65536), (1000, 1000, 1000), (2049, 3071, 4097), (8205, 5921, 2949), (4096, 6144, 4096),
+    (8192, 28672, 8192), (6000, 6000, 3000),
+]  # fmt: skip
+#: The shapes of the issue's opening table that the suite does not repeat.
+TABLE = [(1024, 1024, 16384), (128, 4096, 4096), (64, 8192, 8192), (256, 7168, 2048), (3000, 5000, 4000),
+         (4000, 4000, 4000), (6144, 5120, 3072), (12288, 12288, 12288)]  # fmt: skip
+#: Shapes the heuristic's constants were not fitted on (LLM projections at decode and prefill sizes, odd sizes).
+HELDOUT = [(4, 11008, 4096), (24, 5120, 13824), (200, 3072, 768), (768, 768, 3072), (3072, 1536, 6144),
+           (777, 1999, 3001), (12000, 512, 1024), (48, 1024, 65536), (2500, 10000, 1500), (5120, 5120, 640),
+           (160, 12288, 1536), (40, 40, 40)]  # fmt: skip
+#: (M, N, K, layout) rows of the layout suite.
+LAYOUTS = [(m, n, k, lay) for (m, n, k) in [(4096, 4096, 4096), (64, 8192, 8192)] for lay in ("NN", "NT", "TN", "TT")]
+
+
+def _compile(job: tuple[str, tuple]) -> tuple[str, tuple, str | None]:
+    """Trace and compile one kernel into the on-disk cache (in a pool worker)."""
+    kind, params = job
+    try:
+        from argus.backend.cuda.codegen import compile_kernel
+        from argus.kernels import matmul as mm
+
+        traced = mm._traced_main(params) if kind == "main" else mm._traced_reduce(params)
+        compile_kernel(traced)
+        return kind, params, None
+    except Exception as err:  # noqa: BLE001 - reported per kernel
+        return kind, params, f"{type(err).__name__}: {err}"
+
+
+def _operands(torch, m: int, n: int, k: int, layout: str):  # noqa: ANN001, ANN202
+    """a (M, K) and b (K, N) in `layout` (N: stored as read; T: a transposed view of a row-major tensor)."""
+    g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", generator=g).to(torch.bfloat16)
+    if layout[0] == "T":
+        a = a.T.contiguous().T
+    if layout[1] == "T":
+        b = b.T.contiguous().T
+    return a, b
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--suite", default="all", choices=["issue", "table", "heldout", "layouts", "all"])
+    parser.add_argument("--sweep", type=int, default=6, help="configurations timed besides the heuristic's")
+    parser.add_argument("--budget", type=float, default=0.6, help="seconds of timed launches per shape (rounds)")
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--shapes", nargs="*", help="M,N,K[,LAYOUT] instead of a suite")
+    args = parser.parse_args()
+
+    import torch
+
+    from argus.atoms.target import DEFAULT_TARGET
+    from argus.kernels import matmul as mm
+
+    for line in environment(torch):
+        print(line)
+    rows_in: list[tuple[int, int, int, str, str]] = []  # (M, N, K, layout, suite)
+    if args.shapes:
+        for s in args.shapes:
+            parts = s.split(",")
+            rows_in.append((int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else "NT", "cli"))
+    else:
+        for name, shapes in (("issue", ISSUE), ("table", TABLE), ("heldout", HELDOUT)):
+            if args.suite in (name, "all"):
+                rows_in += [(m, n, k, "NT", name) for m, n, k in shapes]
+        if args.suite in ("layouts", "all"):
+            rows_in += [(*row, "layouts") for row in LAYOUTS]
+
+    # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
+    plans = []
+    for m, n, k, layout, suite in rows_in:
+        problem = mm.GemmProblem(
+            m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
+        )
+        chosen = mm.choose(problem)
+        padded = mm.padded_extent(problem)
+        ranked = sorted(mm.candidates(padded), key=lambda c: mm.estimate(problem, c))
+        others = [c for c in ranked if c != chosen][: args.sweep]
+        plans.append((problem, layout, suite, [("heuristic", chosen)] + [(c.label, c) for c in others]))
+    jobs = set()
+    for problem, _, _, configs in plans:
+        q = mm.padded_extent(problem)
+        for _, c in configs:
+            jobs.add(("main", tuple(sorted(c.kernel_params(q).items()))))
+            if c.SPLITS > 1:
+                jobs.add(("reduce", tuple(sorted(c.reduce_params(q).items()))))
+    t0 = time.time()
+    failed_compile = {}
+    with ProcessPoolExecutor(args.workers) as pool:
+        for kind, params, err in pool.map(_compile, sorted(jobs)):
+            if err:
+                failed_compile[(kind, params)] = err
+                print(f"compile failed: {kind} {dict(params)}: {err[:300]}")
+    print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s ({len(failed_compile)} failed)")
+
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    out_rows, wrong = [], False
+    print(f"{'shape':>20} {'lay':>3} {'cuBLAS ms':>9} {'heur ms':>9} {'x cuBLAS':>8} {'best x':>7}  heuristic / best")
+    for problem, layout, suite, configs in plans:
+        m, n, k = problem.M, problem.N, problem.K
+        a, b = _operands(torch, m, n, k, layout)
+        ref = a.float() @ b.float()
+        scale = float(ref.abs().max())
+        launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b)}
+        errs, params_of = {}, {}
+        for label, config in configs:
+            try:
+                c, prepared = mm.prepare(a, b, config=config)
+            except Exception as err:  # noqa: BLE001 - reported per contender
+                print(f"  {label}: {type(err).__name__}: {str(err)[:300]}")
+                errs[label] = float("nan")
+                if label == "heuristic":
+                    wrong = True
+                continue
+            for p in prepared:
+                p.launch()
+            torch.cuda.synchronize()
+            err = float((c.float() - ref).abs().max()) / scale
+            errs[label] = err
+            params_of[label] = config
+            if not err <= 1e-2:
+                wrong = True
+                print(f"  WRONG {label} at {m}x{n}x{k} {layout}: relative error {err}")
+                continue
+            launches[label] = lambda prepared=prepared: [p.launch() for p in prepared]
+        # rounds: about `budget` seconds of launches
+        t = time.time()
+        for fn in launches.values():
+            fn()
+        torch.cuda.synchronize()
+        per_round = max(time.time() - t, 1e-5)
+        rounds = int(min(200, max(10, args.budget / per_round)))
+        times = interleaved_times(torch, launches, rounds, scratch)
+        med = {name: statistics.median(v) for name, v in times.items()}
+        cublas = med["cublas"]
+        timed = {name: t for name, t in med.items() if name != "cublas"}
+        best = min(timed, key=timed.get) if timed else None
+        heur = timed.get("heuristic")
+        row = {
+            "shape": [m, n, k],
+            "layout": layout,
+            "suite": suite,
+            "cublas_ms": cublas,
+            "cublas_tflops": problem.flops / cublas / 1e9,
+            "rounds": rounds,
+            "heuristic": params_of["heuristic"].label if "heuristic" in params_of else None,
+            "heuristic_ms": heur,
+            "ratio": cublas / heur if heur else None,
+            "best": params_of[best].label if best else None,
+            "best_ms": timed.get(best),
+            "best_ratio": cublas / timed[best] if best else None,
+            "padded": mm.padded_extent(problem) != problem,
+            "contenders": {
+                params_of[name].label if name in params_of else name: {
+                    "ms": v,
+                    "ratio": cublas / v,
+                    "err": errs.get(name),
+                    "estimate_ms": mm.estimate(problem, params_of[name]) * 1e3 if name in params_of else None,
+                }
+                for name, v in timed.items()
+            },
+        }
+        out_rows.append(row)
+        shape = f"{m}x{n}x{k}"
+        ratio = f"{row['ratio']:.3f}" if row["ratio"] else "  -  "
+        best_ratio = f"{row['best_ratio']:.3f}" if row["best_ratio"] else "  -  "
+        print(
+            f"{shape:>20} {layout:>3} {cublas:9.4f} {heur or float('nan'):9.4f} {ratio:>8} {best_ratio:>7}  "
+            f"{row['heuristic']} / {row['best']}",
+            flush=True,
+        )
+    for suite_name in ("issue", "table", "heldout", "layouts"):
+        sel = [r for r in out_rows if r["suite"] == suite_name and r["ratio"]]
+        if sel:
+            gm = math.exp(statistics.fmean(math.log(r["ratio"]) for r in sel))
+            gb = math.exp(statistics.fmean(math.log(r["best_ratio"]) for r in sel))
+            worst = min(sel, key=lambda r: r["ratio"])
+            print(
+                f"{suite_name}: {len(sel)} shapes, geometric mean x cuBLAS: heuristic {gm:.3f}, best of sweep "
+                f"{gb:.3f}; lowest heuristic {worst['ratio']:.3f} at {'x'.join(map(str, worst['shape']))}"
+            )
+    if args.json:
+        args.json.write_text(
+            json.dumps({"environment": environment(torch), "target": DEFAULT_TARGET.name, "rows": out_rows}, indent=1)
+        )
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,460 @@
+"""GEMM for any shape: a configuration chosen by shape, without tuning, and `matmul`, the call a user makes.
+
+``argus.kernels.matmul.matmul(a, b)`` computes ``a @ b`` for 16-bit CUDA tensors a (M, K) and b (K, N), in any of
+the four layouts (each operand row-major or a transposed view: NN, NT, TN, TT), with the persistent warp-specialized
+Hopper GEMM (`argus.kernels.gemm.gemm_warp_specialized_persistent`). Its configuration comes from `choose`: a small
+analytic model (`estimate`) ranks the candidate configurations (`candidates`) for the problem and the target GPU,
+and the cheapest wins. The mechanisms it chooses between:
+
+* **tile shape**: 128x256 and 128x128 (two consumer warpgroups of 64 rows each) for large problems; 64x256, 64x128
+  and 64x64 (one consumer warpgroup) for small M, where a 128-row tile would compute mostly padding;
+* **split-K**: SPLITS > 1 when the output has too few tiles to fill the GPU (large K, small M x N): each (tile,
+  split) unit multiplies a K-range into an f32 workspace slice, and `gemm_split_reduce` sums the slices (a second,
+  verified kernel: deterministic, no atomics);
+* **pipeline depth**: as many stages as the shared memory holds (at most `MAX_STAGES`);
+* **epilogue**: TMA stores through shared memory where C's rows are 16-byte aligned and there is no split, else
+  direct stores.
+
+Where TMA cannot address an operand (its contiguous extent, K for a K-major operand, not a multiple of 8 elements),
+`matmul` copies the operands into zero-padded buffers first (`padded_extent`): correct, and costs one extra pass
+over A and B; a main loop that reads such operands directly is not built yet.
+
+`GemmPlan` is what a call runs: the configuration, the kernels' parameters, and on the CPU `run_on_interpreter`,
+which is how the tests check every mechanism at small and odd shapes. Nothing here needs a GPU except `matmul`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from argus.atoms.common import SHARED_MEMORY_BUDGET, WARPGROUP_SIZE
+from argus.atoms.target import DEFAULT_TARGET, Target
+from argus.atoms.tma import store_chunk_columns
+from argus.ir.types import dtype_from_name as dtype_of
+from argus.kernels import gemm
+
+#: Input dtypes the tensor-core path takes, and the output dtypes it writes.
+INPUTS = ("bf16", "f16")
+OUTPUTS = ("bf16", "f16", "f32")
+#: The K-block of every configuration: 64 16-bit elements, one 128-byte swizzle span.
+BK = 64
+#: The deepest pipeline the heuristic asks for (deeper gains nothing measurable once the loads are covered).
+MAX_STAGES = 8
+#: Split counts the heuristic considers.
+SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+#: The fewest K-blocks a split may get: below this the pipeline never fills.
+MIN_K_BLOCKS_PER_SPLIT = 4
+#: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
+TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
+#: Fraction of the tensor-core peak a block of each tile shape sustains in its main loop (wider wgmma reads less
+#: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do): measured on an H200 at
+#: 4096^3 (64x64: 2048^3) with `benchmarks/gemm_shapes.py` (docs/gemm.md, "Configuration by shape").
+MMA_EFFICIENCY = {(128, 256): 0.76, (64, 256): 0.58, (128, 128): 0.48, (64, 128): 0.32, (64, 64): 0.17}
+#: Fraction of the memory bandwidth a streaming GEMM sustains (H200, the decode shapes: 2.4-2.9 TB/s of 4.8).
+HBM_EFFICIENCY = 0.6
+#: Latency of a TMA load from device memory under load, seconds: one SM streams at most its pipeline's bytes in
+#: flight per this (fitted to the decode shapes' per-SM rates, 13-38 GB/s).
+HBM_LATENCY_S = 4e-6
+#: Fixed costs, seconds: the persistent kernel's launch and prologue (fitted at 1024^3), and the split's
+#: reduction kernel's launch.
+LAUNCH_S = 5e-6
+REDUCE_LAUNCH_S = 3e-6
+#: The exponent of the soft maximum of the busiest SM's time and the memory floor (large: a hard maximum).
+CONTENTION = 3.0
+#: The share of a TMA-store epilogue's time that the next unit's main loop does not hide.
+EPILOGUE_OVERLAP = 0.25
+#: Configurations whose estimates are within this fraction of the best count as equal: the simpler one wins
+#: (fewer splits, then the larger tile).
+TIE = 0.02
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class GemmError(ValueError):
+    """A GEMM that `matmul` cannot run, with the reason and what to do instead."""
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """One GEMM: C (M, N) = A (M, K) @ B (K, N); `a_major` / `b_major` say which extent of each operand is
+    contiguous in memory (``"K"``, or ``"M"`` / ``"N"``)."""
+
+    M: int
+    N: int
+    K: int
+    dtype: str = "bf16"
+    out: str = "bf16"
+    a_major: str = "K"
+    b_major: str = "K"
+
+    def __post_init__(self) -> None:
+        for name in ("M", "N", "K"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise GemmError(f"GEMM {name} must be a positive int, got {v!r}")
+        if self.dtype not in INPUTS:
+            raise GemmError(
+                f"GEMM inputs in {self.dtype!r} are not built: the tensor-core GEMM takes {' or '.join(INPUTS)} "
+                "(fp32 inputs on tensor cores, TF32 and split precision, and FP8 are open work of issue #20)"
+            )
+        if self.out not in OUTPUTS:
+            raise GemmError(f"GEMM output dtype {self.out!r}: choose one of {', '.join(OUTPUTS)}")
+        if self.a_major not in ("K", "M") or self.b_major not in ("K", "N"):
+            raise GemmError(
+                f"operand layouts: a_major is 'K' or 'M', b_major 'K' or 'N'; got {self.a_major!r}, {self.b_major!r}"
+            )
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def layout(self) -> str:
+        """The BLAS name of the layout: N where the operand is stored as the product reads it (A M-by-K row-major,
+        B K-by-N row-major), T where it is stored transposed."""
+        return ("N" if self.a_major == "K" else "T") + ("N" if self.b_major == "N" else "T")
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """A configuration of the persistent Hopper GEMM (the kernel's parameters of the same names)."""
+
+    BM: int
+    BN: int
+    CONSUMERS: int
+    STAGES: int
+    SPLITS: int = 1
+    EPILOGUE: str = "direct"
+    GROUP: int = 8
+    BK: int = BK
+
+    @property
+    def label(self) -> str:
+        split = f" split{self.SPLITS}" if self.SPLITS > 1 else ""
+        return f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split} {self.EPILOGUE}"
+
+    def kernel_params(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> dict[str, Any]:
+        """The main kernel's trace parameters for `problem`."""
+        params: dict[str, Any] = {
+            "BM": self.BM,
+            "BN": self.BN,
+            "BK": self.BK,
+            "STAGES": self.STAGES,
+            "CONSUMERS": self.CONSUMERS,
+            "IN": problem.dtype,
+            "OUT": "f32" if self.SPLITS > 1 else problem.out,
+            "A_MAJOR": problem.a_major,
+            "B_MAJOR": problem.b_major,
+            "BLOCKS": target.sms,
+            "ORDER": "grouped",
+            "GROUP": self.GROUP,
+            "EPILOGUE": self.EPILOGUE,
+            "SPLITS": self.SPLITS,
+        }
+        if self.CONSUMERS == 1:  # one consumer warpgroup: the registers two would share
+            params["CONSUMER_REGS"] = consumer_registers(1)
+        return params
+
+    def reduce_params(self, problem: GemmProblem) -> dict[str, Any] | None:
+        """`gemm_split_reduce`'s parameters, or None without a split."""
+        if self.SPLITS == 1:
+            return None
+        return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
+
+
+#: Columns per block of the split-K reduction (4 per thread).
+REDUCE_BN = 512
+
+
+def consumer_registers(consumers: int) -> int:
+    """The consumer warpgroups' ``setmaxnreg`` budget: what the register file leaves after the producer's 40 per
+    thread, split over the consumers, rounded down to a multiple of 8 and capped at what one thread can address."""
+    from argus.atoms.common import MAX_THREAD_REGISTERS, REGISTER_FILE
+
+    per_thread = (REGISTER_FILE // WARPGROUP_SIZE - 40) // consumers
+    return min(per_thread, MAX_THREAD_REGISTERS) // 8 * 8
+
+
+def padded_extent(problem: GemmProblem) -> GemmProblem:
+    """The problem TMA can address: every operand's contiguous extent rounded up to a multiple of 8 elements
+    (16 bytes). Equal to `problem` when no padding is needed."""
+
+    def up(x: int) -> int:
+        return -(-x // 8) * 8
+
+    k = up(problem.K) if "K" in (problem.a_major, problem.b_major) else problem.K
+    m = up(problem.M) if problem.a_major == "M" else problem.M
+    n = up(problem.N) if problem.b_major == "N" else problem.N
+    return replace(problem, M=m, N=n, K=k)
+
+
+def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
+    """Shared memory a configuration takes: its operand stages, the TMA-store staging buffers, the barriers."""
+    in_bytes = dtype_of(problem.dtype).itemsize
+    stages = config.STAGES * (config.BM + config.BN) * config.BK * in_bytes
+    out = dtype_of(problem.out)
+    staging = 2 * config.BM * store_chunk_columns(out) * out.itemsize if config.EPILOGUE == "tma" else 0
+    return stages + staging + 2 * config.STAGES * 8 + 1024  # mbarriers, and the alignment pad of the carve
+
+
+def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> list[GemmConfig]:
+    """Every configuration the heuristic may pick for `problem`: each tile shape with the deepest pipeline that
+    fits, each split count that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks, and the TMA-store epilogue
+    where it applies."""
+    out = dtype_of(problem.out)
+    k_tiles = -(-problem.K // BK)
+    tma_store = problem.N * out.itemsize % 16 == 0
+    found = []
+    for bm, bn, consumers in TILES:
+        for splits in SPLITS:
+            if splits > 1 and (-(-k_tiles // splits) < MIN_K_BLOCKS_PER_SPLIT or problem.N % 4):
+                continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
+            epilogue = "tma" if tma_store and splits == 1 else "direct"
+            for stages in range(MAX_STAGES, 1, -1):
+                config = GemmConfig(bm, bn, consumers, stages, splits, epilogue)
+                if shared_bytes(config, problem) <= SHARED_MEMORY_BUDGET:
+                    found.append(config)
+                    break
+    return found
+
+
+def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> float:
+    """Seconds `config` is expected to take on `target` (a model for ranking configurations, not a prediction to
+    report). The main kernel takes the longer of the time its busiest SM needs (whole waves of units, each unit the
+    longer of its tensor-core time and the time to stream its operands, plus its stores where they are not
+    overlapped) and the time to move what must cross device memory at least once. A unit's operands come from
+    device memory in the share `unique / streamed` (the rest hits in L2), at the rate one SM's pipeline can keep
+    in flight (Little's law: the bytes of its stages over `HBM_LATENCY_S`), and from L2 at the SM's share of the
+    L2 bandwidth. A split adds the reduction kernel: the workspace read once, C written once, and a launch."""
+    sms = target.sms
+    in_bytes = dtype_of(problem.dtype).itemsize
+    out_bytes = dtype_of(problem.out).itemsize
+    m, n, k = problem.M, problem.N, problem.K
+    splits = config.SPLITS
+    tiles = -(-m // config.BM) * -(-n // config.BN)
+    units = tiles * splits
+    k_split = _cdiv(_cdiv(k, config.BK), splits) * config.BK  # K elements per unit
+    waves = -(-units // sms)
+    per_sm_flops = target.dense_tensor_tflops * 1e12 / sms * MMA_EFFICIENCY[(config.BM, config.BN)]
+    per_sm_l2 = target.l2_gbs * 1e9 / sms
+    hbm = target.hbm_gbs * 1e9 * HBM_EFFICIENCY
+    rows, cols = min(config.BM, m), min(config.BN, n)  # what TMA fetches: nothing past the operands' ends
+    stored = 4 if splits > 1 else out_bytes  # bytes per element of what the main kernel stores
+    unit_bytes = (rows + cols) * k_split * in_bytes
+    operands = (m * k + n * k) * in_bytes
+    from_hbm = min(1.0, operands / (units * unit_bytes))
+    in_flight = config.STAGES * (rows + cols) * config.BK * in_bytes
+    per_sm_hbm = min(per_sm_l2, in_flight / HBM_LATENCY_S)
+    unit_stream = unit_bytes * (from_hbm / per_sm_hbm + (1 - from_hbm) / per_sm_l2)
+    unit_compute = 2 * config.BM * config.BN * k_split / per_sm_flops
+    unit_store = rows * cols * stored / per_sm_l2
+    if config.EPILOGUE != "direct":
+        unit_store *= EPILOGUE_OVERLAP
+    unique = operands + m * n * stored * splits
+    busiest, floor = waves * (max(unit_compute, unit_stream) + unit_store), unique / hbm
+    # near the memory floor the SMs contend for it: a soft maximum, not a hard one, so that the configuration with
+    # more headroom below the floor ranks first
+    main = (busiest**CONTENTION + floor**CONTENTION) ** (1 / CONTENTION) + LAUNCH_S
+    if splits == 1:
+        return main
+    return main + (m * n * (4 * splits + out_bytes)) / hbm + REDUCE_LAUNCH_S
+
+
+def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemmConfig:
+    """The configuration the model ranks first for `problem`; among those within `TIE` of the best, the one with the
+    fewest splits (no workspace, one launch)."""
+    found = candidates(padded_extent(problem), target)
+    if not found:
+        raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
+    times = {c: estimate(problem, c, target) for c in found}
+    best = min(times.values())
+    near = [c for c in found if times[c] <= best * (1 + TIE)]
+    return min(near, key=lambda c: (c.SPLITS, times[c], -c.BM * c.BN))
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """What a GEMM call runs: the problem as the kernels see it (padded where TMA needs it), the configuration,
+    and why. `run_on_interpreter` executes it on the CPU."""
+
+    problem: GemmProblem
+    config: GemmConfig
+    padded: GemmProblem = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "padded", padded_extent(self.problem))
+
+    @property
+    def needs_padding(self) -> bool:
+        return self.padded != self.problem
+
+    def describe(self) -> dict[str, Any]:
+        """The plan as data (a benchmark row records it)."""
+        return {
+            "config": self.config.label,
+            "params": asdict(self.config),
+            "layout": self.problem.layout,
+            "padded": self.needs_padding,
+            "estimate_us": round(estimate(self.problem, self.config) * 1e6, 2),
+        }
+
+    def main_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
+        return _traced_main(tuple(sorted(self.config.kernel_params(self.padded, target).items())))
+
+    def reduce_kernel(self) -> Any:
+        params = self.config.reduce_params(self.padded)
+        return None if params is None else _traced_reduce(tuple(sorted(params.items())))
+
+    def operands_for_kernel(self, a: Any, b: Any, xp: Any) -> tuple[Any, Any]:
+        """A and B (given as the product reads them: a (M, K), b (K, N); numpy or torch, `xp` their module) as the
+        kernel takes them: A (M, K) or (K, M), B (N, K) or (K, N), zero-padded where needed (copies)."""
+        p, q = self.problem, self.padded
+        a_stored = a if p.a_major == "K" else a.T
+        b_stored = b.T if p.b_major == "K" else b
+        a_shape = (q.M, q.K) if p.a_major == "K" else (q.K, q.M)
+        b_shape = (q.N, q.K) if p.b_major == "K" else (q.K, q.N)
+        return _pad(a_stored, a_shape, xp), _pad(b_stored, b_shape, xp)
+
+    def run_on_interpreter(self, a: Any, b: Any, *, target: Target | None = None) -> Any:
+        """C = a @ b on the lane-level interpreter (numpy float arrays a (M, K), b (K, N); small shapes only), through
+        exactly the kernels and parameters a GPU call launches, with a grid of `target`'s SMs (default: 4 blocks, so
+        that every block walks several units)."""
+        import numpy as np
+
+        from argus.interp import run_kernel
+
+        target = target or replace(DEFAULT_TARGET, sms=4)
+        A, B = self.operands_for_kernel(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), np)
+        q = self.padded
+        splits = self.config.SPLITS
+        C = np.full((q.M, q.N) if splits == 1 else (splits, q.M, q.N), np.nan)
+        run_kernel(self.main_kernel(target), {"A": A, "B": B, "C": C})
+        if splits > 1:
+            out = np.full((q.M, q.N), np.nan)
+            run_kernel(self.reduce_kernel(), {"W": C, "C": out})
+            C = out
+        return C[: self.problem.M, : self.problem.N]
+
+
+def _pad(x: Any, shape: tuple[int, int], xp: Any) -> Any:
+    if tuple(x.shape) == shape:
+        return x
+    if xp.__name__ == "numpy":
+        out = xp.zeros(shape, dtype=x.dtype)
+    else:
+        out = xp.zeros(shape, dtype=x.dtype, device=x.device)
+    out[: x.shape[0], : x.shape[1]] = x
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _traced_main(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.gemm_warp_specialized_persistent.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_reduce(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.gemm_split_reduce.trace(**dict(params))
+
+
+def plan(problem: GemmProblem, config: GemmConfig | None = None, target: Target = DEFAULT_TARGET) -> GemmPlan:
+    """The plan for `problem`: `config`, or the one `choose` picks."""
+    return GemmPlan(problem, config or choose(problem, target))
+
+
+# ---- the GPU call ----------------------------------------------------------------------------------------------------
+
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+
+
+def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
+    """The `GemmProblem` of ``a @ b`` for torch tensors a (M, K) and b (K, N), each row-major or a transposed view of
+    a row-major tensor; `out_dtype` (a torch dtype) defaults to the inputs'."""
+    if a.dim() != 2 or b.dim() != 2:
+        raise GemmError(f"matmul takes 2-D a (M, K) and b (K, N), got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise GemmError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's columns must equal b's rows")
+    if a.dtype != b.dtype:
+        raise GemmError(f"a is {a.dtype} and b is {b.dtype}: matmul takes two tensors of one dtype")
+    dtype = _TORCH_DTYPES.get(str(a.dtype).removeprefix("torch."))
+    out = _TORCH_DTYPES.get(str(out_dtype or a.dtype).removeprefix("torch."))
+    if dtype is None or out is None:
+        raise GemmError(f"matmul takes bf16 or f16 tensors (and writes bf16, f16 or f32), got {a.dtype} -> {out_dtype}")
+    return GemmProblem(a.shape[0], b.shape[1], a.shape[1], dtype, out, _major(a, "K", "M"), _major(b, "N", "K"))
+
+
+def _major(x: Any, rows_major: str, cols_major: str) -> str:
+    """The name of x's contiguous extent: `rows_major` when x is row-major (its columns are contiguous),
+    `cols_major` when x is a transposed view of a row-major tensor (its rows are)."""
+    if x.stride(1) == 1 and (x.stride(0) == x.shape[1] or x.shape[0] == 1):
+        return rows_major
+    if x.stride(0) == 1 and (x.stride(1) == x.shape[0] or x.shape[1] == 1):
+        return cols_major
+    raise GemmError(
+        f"an operand of shape {tuple(x.shape)} with strides {tuple(x.stride())} is neither row-major nor a transposed "
+        "row-major tensor: pass x.contiguous()"
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.runtime import load
+
+    traced = _traced_main(params) if kind == "main" else _traced_reduce(params)
+    return load(compile_kernel(traced))
+
+
+def prepare(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None) -> tuple[Any, list[Any]]:
+    """(C, the prepared launches that compute it): `matmul` without the launch, for timing loops that relaunch the
+    same call (each launch may be repeated; C is overwritten)."""
+    import torch
+
+    problem = problem_of(a, b, out_dtype)
+    the_plan = plan(problem, config)
+    q = the_plan.padded
+    A, B = the_plan.operands_for_kernel(a, b, torch)
+    out_torch = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[problem.out]
+    C = torch.empty((q.M, q.N), dtype=out_torch, device=a.device)
+    main_params = tuple(sorted(the_plan.config.kernel_params(q).items()))
+    launches = []
+    if the_plan.config.SPLITS == 1:
+        launches.append(_loaded("main", main_params).prepare(A, B, C))
+    else:
+        W = torch.empty((the_plan.config.SPLITS, q.M, q.N), dtype=torch.float32, device=a.device)
+        launches.append(_loaded("main", main_params).prepare(A, B, W))
+        reduce_params = tuple(sorted(the_plan.config.reduce_params(q).items()))
+        launches.append(_loaded("reduce", reduce_params).prepare(W, C))
+    if the_plan.needs_padding:
+        C = C[: problem.M, : problem.N]
+    return C, launches
+
+
+def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None) -> Any:
+    """``a @ b`` for bf16 or f16 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
+    `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). Launches on the
+    current stream and returns without synchronizing, as torch does."""
+    C, launches = prepare(a, b, out_dtype=out_dtype, config=config)
+    for launch in launches:
+        launch.launch()
+    return C
+
+
+__all__ = [
+    "GemmConfig",
+    "GemmError",
+    "GemmPlan",
+    "GemmProblem",
+    "candidates",
+    "choose",
+    "estimate",
+    "matmul",
+    "padded_extent",
+    "plan",
+    "prepare",
+    "problem_of",
+]

@@ -1,0 +1,207 @@
+"""GEMM for any shape (`argus.kernels.matmul`, issue #20): the persistent Hopper GEMM's new mechanisms (one consumer
+warpgroup with 64-row tiles, split-K into an f32 workspace reduced by `gemm_split_reduce`) are correct on the
+interpreter at small and odd shapes, through exactly the plan a GPU call launches (every layout, padding where TMA
+cannot address an operand); the split's kernels are verified; they compile to HGMMA and TMA; the configuration
+heuristic picks configurations that fit and answers the shapes it must; `matmul` reads a torch call's layout and
+refuses what it cannot run with a reason. On a GPU, `matmul` matches torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from argus.atoms.common import SHARED_MEMORY_BUDGET
+from argus.backend.cuda.codegen import compile_kernel
+from argus.ir.types import bf16, round_to
+from argus.kernels import matmul as mm
+from argus.kernels.gemm import gemm_split_reduce, gemm_warp_specialized_persistent
+from argus.lang.errors import DSLError
+
+
+def _rel_err(plan: mm.GemmPlan, seed: int = 0) -> float:
+    p = plan.problem
+    rng = np.random.default_rng(seed)
+    a = round_to(bf16, rng.standard_normal((p.M, p.K)))
+    b = round_to(bf16, rng.uniform(-1, 1, (p.K, p.N)))
+    c = plan.run_on_interpreter(a, b)
+    assert c.shape == (p.M, p.N)
+    ref = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+    return float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))  # NaN (an element never written) fails below
+
+
+@pytest.mark.parametrize(
+    ("shape", "majors", "config"),
+    [
+        # split-K: 5 K-blocks in 3 splits of 2 (the last split's second K-block is past K: TMA reads zeros); 64-row
+        # tiles on one consumer warpgroup; 4 blocks walk 2 x 2 x 3 units
+        ((100, 72, 300), ("K", "K"), mm.GemmConfig(64, 64, 1, 4, SPLITS=3)),
+        # a split that gets no K-block at all (4 K-blocks, 3 splits of 2: split 2 multiplies zeros only)
+        ((70, 64, 256), ("K", "K"), mm.GemmConfig(64, 64, 1, 2, SPLITS=3)),
+        # split-K on two consumer warpgroups, B given (K, N) (the NN layout), M-major A (TN)
+        ((130, 136, 512), ("M", "N"), mm.GemmConfig(128, 128, 2, 3, SPLITS=2)),
+        # K % 8 != 0: the operands are zero-padded to K = 104; NT layout (nn.Linear's weight)
+        ((70, 136, 101), ("K", "K"), mm.GemmConfig(64, 128, 1, 3)),
+        # M-major A with M % 8 != 0 (padded to 72), N-major B: the TT layout
+        ((67, 64, 128), ("M", "K"), mm.GemmConfig(64, 64, 1, 2, EPILOGUE="tma")),
+        # two consumer warpgroups, TMA-store epilogue, partial tiles
+        ((130, 200, 64), ("K", "N"), mm.GemmConfig(128, 128, 2, 2, EPILOGUE="tma")),
+    ],
+)
+def test_every_mechanism_is_correct_on_the_interpreter(shape, majors, config) -> None:
+    problem = mm.GemmProblem(*shape, "bf16", "f32", *majors)
+    assert _rel_err(mm.plan(problem, config)) < 1e-6
+
+
+def test_the_heuristic_s_own_plans_are_correct_on_the_interpreter() -> None:
+    # decode-like and odd shapes: whatever the heuristic picks runs correctly (C in bf16: 2^-9 relative)
+    for shape in ((5, 64, 333), (1, 136, 1024), (200, 40, 96)):
+        problem = mm.GemmProblem(*shape, "bf16", "bf16", "K", "K")
+        plan = mm.plan(problem)
+        assert _rel_err(plan) < 5e-3, (shape, plan.config)
+
+
+def test_the_split_kernels_are_verified() -> None:
+    from argus.verify import verify_kernel
+
+    reduce = verify_kernel(gemm_split_reduce.trace(SPLITS=4, OUT="bf16"))
+    assert not reduce.findings, reduce.findings
+    tags = [c for c in reduce.checks if c.check == "tag assertion"]
+    assert len(tags) == 3 and all(c.verdict.value == "verified" for c in tags)
+    assert {c.verdict.value for c in reduce.checks if c.check in ("output coverage", "output written once")} == {
+        "verified"
+    }
+    main = verify_kernel(gemm_warp_specialized_persistent.trace(BM=128, BN=256, STAGES=4, SPLITS=4))
+    assert not main.findings, main.findings
+    verdicts = {(c.check, c.target): c.verdict.value for c in main.checks}
+    # the stage consumed at iteration k holds K-block split * k_split + k of the unit's tile
+    assert [v for (check, _), v in verdicts.items() if check == "tag assertion"] == ["verified", "verified"]
+    assert all(v == "verified" for (check, _), v in verdicts.items() if check == "contraction accumulated once")
+
+
+def test_split_k_and_one_consumer_compile_to_hgmma_and_tma() -> None:
+    split = compile_kernel(gemm_warp_specialized_persistent, BM=128, BN=256, STAGES=4, SPLITS=4)
+    small = compile_kernel(
+        gemm_warp_specialized_persistent, BM=64, BN=128, STAGES=8, CONSUMERS=1, CONSUMER_REGS=240, OUT="bf16",
+        EPILOGUE="tma",
+    )  # fmt: skip
+    for compiled in (split, small):
+        mix = compiled.instruction_mix()
+        assert mix.get("HGMMA", 0) > 0 and mix.get("UTMALDG", 0) > 0, mix
+        assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+    assert "__launch_bounds__(256, 1)" in small.generated.source  # a producer and one consumer warpgroup
+    assert small.instruction_mix().get("UTMASTG", 0) > 0
+    reduce = compile_kernel(gemm_split_reduce, SPLITS=3, OUT="bf16")
+    assert reduce.resources.spill_stores == 0
+
+
+def test_the_kernel_refuses_what_its_mechanisms_cannot_do() -> None:
+    with pytest.raises(DSLError, match="SPLITS must be a positive int"):
+        gemm_warp_specialized_persistent.trace(SPLITS=0)
+    with pytest.raises(DSLError, match="split-K .* stores f32 partial products"):
+        gemm_warp_specialized_persistent.trace(SPLITS=2, OUT="bf16")
+    with pytest.raises(DSLError, match="CONSUMERS must be 1 or 2"):
+        gemm_warp_specialized_persistent.trace(CONSUMERS=3)
+
+
+# --- the heuristic ----------------------------------------------------------------------------------------------------
+
+SHAPES = [
+    (4096, 4096, 4096), (1, 4096, 4096), (16, 14336, 4096), (64, 8192, 8192), (1024, 1024, 16384),
+    (512, 512, 65536), (2049, 3071, 4097), (1000, 1000, 1000), (8192, 28672, 8192), (3, 5, 7), (1, 1, 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_heuristic_s_configuration_fits_and_is_one_the_kernel_takes(shape) -> None:
+    problem = mm.GemmProblem(*shape)
+    config = mm.choose(problem)
+    assert config in mm.candidates(mm.padded_extent(problem))
+    assert mm.shared_bytes(config, problem) <= SHARED_MEMORY_BUDGET
+    if config.SPLITS > 1:
+        assert problem.N % 4 == 0 and config.EPILOGUE == "direct"
+        k_blocks = -(-mm.padded_extent(problem).K // config.BK)
+        assert -(-k_blocks // config.SPLITS) >= mm.MIN_K_BLOCKS_PER_SPLIT
+    params = config.kernel_params(mm.padded_extent(problem))
+    gemm_warp_specialized_persistent.trace(**params)  # traces: every parameter is one the kernel takes
+
+
+def test_the_heuristic_answers_the_regimes_it_must() -> None:
+    # a large square: the expert's 128x256 tiles, 4 stages, TMA stores, no split
+    big = mm.choose(mm.GemmProblem(8192, 8192, 8192))
+    assert (big.BM, big.BN, big.STAGES, big.SPLITS, big.EPILOGUE) == (128, 256, 4, 1, "tma")
+    # few output tiles and a long K: split-K fills the GPU
+    assert mm.choose(mm.GemmProblem(1024, 1024, 16384)).SPLITS > 1
+    assert mm.choose(mm.GemmProblem(512, 512, 65536)).SPLITS > 1
+    # decode batches: 64-row tiles on one consumer warpgroup
+    for m in (1, 8, 16, 32, 64):
+        assert mm.choose(mm.GemmProblem(m, 8192, 8192)).BM == 64, m
+    # the estimate grows with the work
+    assert mm.estimate(mm.GemmProblem(8192, 8192, 8192), big) > mm.estimate(mm.GemmProblem(4096, 4096, 4096), big)
+
+
+def test_padding_is_planned_only_where_tma_needs_it() -> None:
+    assert mm.padded_extent(mm.GemmProblem(100, 100, 64)) == mm.GemmProblem(100, 100, 64)
+    assert mm.padded_extent(mm.GemmProblem(100, 100, 4097)).K == 4104
+    # M-major A pads M, N-major B pads N; K-major operands pad K
+    p = mm.padded_extent(mm.GemmProblem(67, 13, 64, a_major="M", b_major="N"))
+    assert (p.M, p.N, p.K) == (72, 16, 64)
+
+
+def test_bad_problems_get_a_reason() -> None:
+    with pytest.raises(mm.GemmError, match="TF32 and split precision, and FP8 are open work"):
+        mm.GemmProblem(64, 64, 64, dtype="f32")
+    with pytest.raises(mm.GemmError, match="positive int"):
+        mm.GemmProblem(0, 64, 64)
+    with pytest.raises(mm.GemmError, match="output dtype"):
+        mm.GemmProblem(64, 64, 64, out="f8")
+
+
+# --- the torch call ---------------------------------------------------------------------------------------------------
+
+
+def test_matmul_reads_the_layout_of_a_torch_call() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(48, 32, dtype=torch.bfloat16)
+    b = torch.zeros(32, 24, dtype=torch.bfloat16)
+    assert mm.problem_of(a, b).layout == "NN"
+    assert (mm.problem_of(a, b).M, mm.problem_of(a, b).N, mm.problem_of(a, b).K) == (48, 24, 32)
+    w = torch.zeros(24, 32, dtype=torch.bfloat16)  # nn.Linear's weight (out, in): x @ w.T
+    assert mm.problem_of(a, w.T).layout == "NT" and mm.problem_of(a, w.T).b_major == "K"
+    at = torch.zeros(32, 48, dtype=torch.bfloat16)
+    assert mm.problem_of(at.T, b).layout == "TN" and mm.problem_of(at.T, w.T).layout == "TT"
+    assert mm.problem_of(a, b, torch.float32).out == "f32"
+    assert mm.problem_of(a.half(), b.half()).dtype == "f16"
+
+
+def test_matmul_refuses_what_it_cannot_run_with_a_reason() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(48, 32, dtype=torch.bfloat16)
+    with pytest.raises(mm.GemmError, match="a's columns must equal b's rows"):
+        mm.problem_of(a, torch.zeros(31, 8, dtype=torch.bfloat16))
+    with pytest.raises(mm.GemmError, match="one dtype"):
+        mm.problem_of(a, torch.zeros(32, 8, dtype=torch.float16))
+    with pytest.raises(mm.GemmError, match="2-D"):
+        mm.problem_of(a[None], torch.zeros(32, 8, dtype=torch.bfloat16))
+    with pytest.raises(mm.GemmError, match="neither row-major nor a transposed"):
+        mm.problem_of(a[:, ::2], torch.zeros(16, 8, dtype=torch.bfloat16))
+    with pytest.raises(mm.GemmError, match="bf16 or f16"):
+        mm.problem_of(a.float(), torch.zeros(32, 8))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_matmul_matches_torch_on_the_gpu(layout: str) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    for m, n, k in ((1, 4096, 4096), (64, 8192, 1024), (1000, 1000, 1000), (2049, 3071, 4097), (512, 512, 16384)):
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = torch.randn(k, n, device="cuda").to(torch.bfloat16)
+        if layout[0] == "T":
+            a = a.T.contiguous().T
+        if layout[1] == "T":
+            b = b.T.contiguous().T
+        c = mm.matmul(a, b)
+        ref = a.float() @ b.float()
+        assert c.shape == (m, n) and c.dtype == torch.bfloat16
+        assert float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2, (layout, m, n, k)
