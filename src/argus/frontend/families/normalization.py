@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from argus.frontend.families.base import DTYPES, KernelSource, dtype_name, node_value, reference_source
+from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
 
 #: The DSL names of the four extents of the view.
 DIMS = ("A", "R", "K", "S")
@@ -74,11 +74,6 @@ class Spec:
         return (a if self.batch else 1) * k * s
 
 
-def _op(node: Any) -> str:
-    packet = getattr(node.target, "_overloadpacket", None)
-    return str(packet.__name__) if packet is not None else ""
-
-
 def _arg(node: Any, index: int, name: str, default: Any = None) -> Any:
     if index < len(node.args):
         return node.args[index]
@@ -90,7 +85,7 @@ def read(node: Any) -> Spec | str:
     import torch
     import torch.fx
 
-    name = _op(node)
+    name = aten_name(node)
     overload = getattr(node.target, "_overloadname", "")
     x = _arg(node, 0, "input")
     if not isinstance(x, torch.fx.Node) or not isinstance(node_value(x), torch.Tensor):
@@ -147,7 +142,7 @@ def read(node: Any) -> Spec | str:
 
 
 def _index(user: Any) -> int | None:
-    return user.args[1] if _op(user) == "" and getattr(user.target, "__name__", "") == "getitem" else None
+    return user.args[1] if aten_name(user) == "" and getattr(user.target, "__name__", "") == "getitem" else None
 
 
 def unsupported(node: Any) -> str | None:
@@ -193,7 +188,7 @@ def unsupported(node: Any) -> str | None:
 
 
 def _norm_node(subgraph: Any) -> Any:
-    return next(n for n in subgraph.graph.nodes if n.op == "call_function" and _op(n))
+    return next(n for n in subgraph.graph.nodes if n.op == "call_function" and aten_name(n))
 
 
 def kernel_source(
