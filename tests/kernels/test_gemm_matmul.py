@@ -103,6 +103,59 @@ def test_the_kernel_refuses_what_its_mechanisms_cannot_do() -> None:
         gemm_warp_specialized_persistent.trace(CONSUMERS=3)
 
 
+# --- f32 operands: split precision -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "majors", "config"),
+    [
+        ((70, 72, 300), ("K", "K"), mm.GemmConfig(64, 64, 1, 4, SPLITS=3)),  # split-K over K' = 3 * 320
+        ((67, 36, 101), ("M", "N"), None),  # TN: A's and B's contiguous extents padded to 72 and 40 by the splits
+        ((33, 40, 70), ("K", "N"), None),  # NN, K not a multiple of 4 (scalar loads in the split)
+        ((20, 24, 17), ("M", "K"), None),  # TT
+    ],
+)
+def test_f32_operands_reach_f32_accuracy_through_the_split(shape, majors, config) -> None:
+    m, n, k = shape
+    plan = mm.plan(mm.GemmProblem(m, n, k, "f32", "f32", *majors), config)
+    assert plan.padded.dtype == "bf16" and plan.padded.K == 3 * -(-k // mm.BK) * mm.BK and not plan.needs_padding
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k)).astype(np.float32).astype(np.float64)
+    b = rng.standard_normal((k, n)).astype(np.float32).astype(np.float64)
+    c = plan.run_on_interpreter(a, b)
+    ref = a @ b
+    err = float(np.max(np.abs(c - ref)) / np.sqrt(np.mean(ref**2)))
+    assert err < 4e-5  # KernelBench's fp32 tolerance is 1e-4; one bf16 product (no split) is ~1e-2
+    one_product = np.asarray(round_to(bf16, a), np.float64) @ np.asarray(round_to(bf16, b), np.float64)
+    assert float(np.max(np.abs(one_product - ref)) / np.sqrt(np.mean(ref**2))) > 1e-3  # the check can tell
+
+
+@pytest.mark.parametrize(("axis", "operand", "vec"), [(1, "A", 4), (0, "B", 1), (1, "B", 2), (0, "A", 4)])
+def test_the_split_writes_hi_and_lo_exactly_and_verifies(axis: int, operand: str, vec: int) -> None:
+    from argus.interp import run_kernel
+    from argus.kernels.gemm import SPLIT_PATTERNS, split_bf16x3
+    from argus.verify import verify_kernel
+
+    kernel = split_bf16x3.trace(AXIS=axis, OPERAND=operand, VEC=vec)
+    result = verify_kernel(kernel)
+    assert not result.findings and all(c.verdict.value == "verified" for c in result.checks), result.findings
+    rng = np.random.default_rng(2)
+    r, c = (9, 36) if axis == 1 else (40, 12)
+    x = rng.standard_normal((r, c)).astype(np.float32).astype(np.float64)
+    p = 64 if axis == 1 else 48
+    y = np.full((r, 3, p) if axis == 1 else (3, p, 16), np.nan)
+    run_kernel(kernel, {"X": x, "Y": y})
+    hi = np.asarray(round_to(bf16, x), np.float64)
+    lo = np.asarray(round_to(bf16, (x - hi).astype(np.float32)), np.float64)
+    parts = {"hi": hi, "lo": lo}
+    for s, name in enumerate(SPLIT_PATTERNS[operand]):
+        seg = y[:, s, :] if axis == 1 else y[s]
+        assert np.array_equal(seg[:r, :c], parts[name]), (s, name)
+        rest = seg.copy()
+        rest[:r, :c] = 0
+        assert not rest.any()  # zeros past X's end, in both directions
+
+
 # --- the heuristic ----------------------------------------------------------------------------------------------------
 
 SHAPES = [
@@ -148,8 +201,8 @@ def test_padding_is_planned_only_where_tma_needs_it() -> None:
 
 
 def test_bad_problems_get_a_reason() -> None:
-    with pytest.raises(mm.GemmError, match="TF32 and split precision, and FP8 are open work"):
-        mm.GemmProblem(64, 64, 64, dtype="f32")
+    with pytest.raises(mm.GemmError, match="FP8 inputs and a TF32 atom are open work"):
+        mm.GemmProblem(64, 64, 64, dtype="f8e4m3")
     with pytest.raises(mm.GemmError, match="positive int"):
         mm.GemmProblem(0, 64, 64)
     with pytest.raises(mm.GemmError, match="output dtype"):
@@ -171,6 +224,7 @@ def test_matmul_reads_the_layout_of_a_torch_call() -> None:
     assert mm.problem_of(at.T, b).layout == "TN" and mm.problem_of(at.T, w.T).layout == "TT"
     assert mm.problem_of(a, b, torch.float32).out == "f32"
     assert mm.problem_of(a.half(), b.half()).dtype == "f16"
+    assert mm.problem_of(a.float(), b.float()).dtype == "f32" and mm.problem_of(a.float(), b.float()).out == "f32"
 
 
 def test_matmul_refuses_what_it_cannot_run_with_a_reason() -> None:
@@ -184,8 +238,8 @@ def test_matmul_refuses_what_it_cannot_run_with_a_reason() -> None:
         mm.problem_of(a[None], torch.zeros(32, 8, dtype=torch.bfloat16))
     with pytest.raises(mm.GemmError, match="neither row-major nor a transposed"):
         mm.problem_of(a[:, ::2], torch.zeros(16, 8, dtype=torch.bfloat16))
-    with pytest.raises(mm.GemmError, match="bf16 or f16"):
-        mm.problem_of(a.float(), torch.zeros(32, 8))
+    with pytest.raises(mm.GemmError, match="bf16, f16 or f32"):
+        mm.problem_of(a.double(), torch.zeros(32, 8, dtype=torch.float64))
 
 
 @pytest.mark.gpu
@@ -205,3 +259,21 @@ def test_matmul_matches_torch_on_the_gpu(layout: str) -> None:
         ref = a.float() @ b.float()
         assert c.shape == (m, n) and c.dtype == torch.bfloat16
         assert float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2, (layout, m, n, k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_f32_matmul_passes_the_gate_s_fp32_tolerance_on_the_gpu(layout: str) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from argus.eval.tolerance import compare, input_scale, tolerance_for
+
+    for m, n, k in ((1000, 1000, 1000), (256, 256, 65536), (2048, 1, 4096), (77, 4096, 333)):
+        a = torch.rand(m, k, device="cuda") if layout[0] == "N" else torch.rand(k, m, device="cuda").T
+        b = torch.rand(k, n, device="cuda") if layout[1] == "N" else torch.rand(n, k, device="cuda").T
+        c = mm.matmul(a, b)
+        assert c.dtype == torch.float32 and c.shape == (m, n)
+        ref = a.double() @ b.double()
+        verdict = compare(c, ref, tolerance_for(torch.float32), input_scale=input_scale([a, b]))
+        assert verdict.ok, (layout, m, n, k, verdict.reason)

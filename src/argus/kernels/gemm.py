@@ -645,3 +645,56 @@ def gemm_persistent(
             T.gemm(rA, rB, acc)
             T.barrier()
         T.copy(acc, C.tile((tm, tn), (BM, BN)))
+
+
+# --- off the ladder: fp32 operands at fp32 accuracy on bf16 tensor cores ---------------------------------------------
+#
+# An f32 value x is the sum hi + lo of two bf16 values (hi = bf16(x), lo = bf16(x - hi)) up to 2^-17 |x|, so
+# A @ B = A_hi B_hi + A_hi B_lo + A_lo B_hi up to terms of 2^-16 |A| |B| (the dropped A_lo B_lo, and the rounding of
+# lo). The three products are one bf16 GEMM over a K three times as long: A3 = [A_hi | A_hi | A_lo] and
+# B3 = [B_hi | B_lo | B_hi], concatenated along K, each segment P = K rounded up to BK elements (zeros past K).
+# `split_bf16x3` writes one operand's A3 or B3 from its f32 values in one pass; `argus.kernels.matmul` runs it on
+# both operands and then the persistent GEMM with f32 C.
+
+#: The segments of A3 and B3: which part of the f32 operand each of the three holds.
+SPLIT_PATTERNS = {"A": ("hi", "hi", "lo"), "B": ("hi", "lo", "hi")}
+
+
+@argus.kernel(policies={"tile_shape": ("BR", "BC")})
+def split_bf16x3(
+    X: T.Tensor[("R", "C"), T.f32],
+    Y: T.Tensor[lambda AXIS: ("R", 3, "P") if AXIS == 1 else (3, "P", "D"), T.bf16],
+    AXIS: int = 1,
+    OPERAND: str = "A",
+    VEC: int = 4,
+    BR: int = 16,
+    BC: int = 64,
+):
+    """Y = the three bf16 segments of X (`SPLIT_PATTERNS[OPERAND]`: hi = bf16(x), lo = bf16(x - hi)) along AXIS, the
+    contraction axis of X. AXIS = 1: X is (R, K), Y (R, 3, P), read as (R, 3P) by the GEMM; AXIS = 0: X is (K, C),
+    Y (3, P, D), read as (3P, D), D >= C (the rows padded for TMA). Each segment is P long, P a multiple of the tile
+    along AXIS and at least X's extent along it; zeros past X's end. One block per Y tile of one segment: it reads
+    the X tile once (VEC f32 per thread and load: 4 needs X's rows 16-byte aligned) and writes the three segments'
+    tiles."""
+    if AXIS not in (0, 1) or OPERAND not in SPLIT_PATTERNS or VEC not in (1, 2, 4):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"split_bf16x3: AXIS is 0 or 1, OPERAND 'A' or 'B' and VEC 1, 2 or 4; got {AXIS}, {OPERAND!r}, {VEC}",
+        )
+    T.assume(f"C % {VEC} == 0")  # X's rows in whole VEC-element vectors
+    if AXIS == 1:
+        T.assume(f"P % {BC} == 0 and P >= C")
+        blocks = (T.cdiv(R, BR), P // BC)
+    else:
+        T.assume(f"P % {BR} == 0 and P >= R and D >= C and D % {VEC} == 0")
+        blocks = (P // BR, T.cdiv(D, BC))
+    with T.grid(*blocks, threads=BR * BC // VEC) as (br, bc):
+        x = T.alloc_fragment((BR, BC), T.f32, vector_bytes=4 * VEC)
+        T.copy(X.tile((br, bc), (BR, BC)), x)  # zeros past X's end
+        hi = T.cast(x, T.bf16)
+        parts = {"hi": hi, "lo": T.cast(x - T.cast(hi, T.f32), T.bf16)}
+        for s, part in enumerate(SPLIT_PATTERNS[OPERAND]):
+            if AXIS == 1:
+                T.copy(parts[part], Y.tile((br, s, bc), (BR, None, BC)))
+            else:
+                T.copy(parts[part], Y.tile((s, br, bc), (None, BR, BC)))

@@ -1,10 +1,10 @@
 """GEMM for any shape: a configuration chosen by shape, without tuning, and `matmul`, the call a user makes.
 
-``argus.kernels.matmul.matmul(a, b)`` computes ``a @ b`` for 16-bit CUDA tensors a (M, K) and b (K, N), in any of
-the four layouts (each operand row-major or a transposed view: NN, NT, TN, TT), with the persistent warp-specialized
-Hopper GEMM (`argus.kernels.gemm.gemm_warp_specialized_persistent`). Its configuration comes from `choose`: a small
-analytic model (`estimate`) ranks the candidate configurations (`candidates`) for the problem and the target GPU,
-and the cheapest wins. The mechanisms it chooses between:
+``argus.kernels.matmul.matmul(a, b)`` computes ``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N),
+in any of the four layouts (each operand row-major or a transposed view: NN, NT, TN, TT), with the persistent
+warp-specialized Hopper GEMM (`argus.kernels.gemm.gemm_warp_specialized_persistent`). Its configuration comes from
+`choose`: a small analytic model (`estimate`) ranks the candidate configurations (`candidates`) for the problem and
+the target GPU, and the cheapest wins. The mechanisms it chooses between:
 
 * **tile shape**: 128x256 and 128x128 (two consumer warpgroups of 64 rows each) for large problems; 64x256, 64x128
   and 64x64 (one consumer warpgroup) for small M, where a 128-row tile would compute mostly padding;
@@ -18,6 +18,11 @@ and the cheapest wins. The mechanisms it chooses between:
 Where TMA cannot address an operand (its contiguous extent, K for a K-major operand, not a multiple of 8 elements),
 `matmul` copies the operands into zero-padded buffers first (`padded_extent`): correct, and costs one extra pass
 over A and B; a main loop that reads such operands directly is not built yet.
+
+f32 inputs run at f32 accuracy on bf16 tensor cores by split precision (`kernel_problem`): `split_bf16x3` writes
+each operand's hi and lo bf16 parts in one pass, and one bf16 GEMM over a K three times as long sums
+A_hi B_hi + A_hi B_lo + A_lo B_hi in f32 (the dropped A_lo B_lo and the rounding of lo are below 2^-16 of |A| |B|
+per product). A TF32 ``wgmma`` atom, the other route, is not built.
 
 `GemmPlan` is what a call runs: the configuration, the kernels' parameters, and on the CPU `run_on_interpreter`,
 which is how the tests check every mechanism at small and odd shapes. Nothing here needs a GPU except `matmul`.
@@ -35,8 +40,8 @@ from argus.atoms.tma import store_chunk_columns
 from argus.ir.types import dtype_from_name as dtype_of
 from argus.kernels import gemm
 
-#: Input dtypes the tensor-core path takes, and the output dtypes it writes.
-INPUTS = ("bf16", "f16")
+#: Input dtypes `matmul` takes (f32 by split precision, `kernel_problem`), and the output dtypes it writes.
+INPUTS = ("bf16", "f16", "f32")
 OUTPUTS = ("bf16", "f16", "f32")
 #: The K-block of every configuration: 64 16-bit elements, one 128-byte swizzle span.
 BK = 64
@@ -98,8 +103,8 @@ class GemmProblem:
                 raise GemmError(f"GEMM {name} must be a positive int, got {v!r}")
         if self.dtype not in INPUTS:
             raise GemmError(
-                f"GEMM inputs in {self.dtype!r} are not built: the tensor-core GEMM takes {' or '.join(INPUTS)} "
-                "(fp32 inputs on tensor cores, TF32 and split precision, and FP8 are open work of issue #20)"
+                f"GEMM inputs in {self.dtype!r} are not built: the tensor-core GEMM takes {', '.join(INPUTS)} "
+                "(FP8 inputs and a TF32 atom are open work of issue #20)"
             )
         if self.out not in OUTPUTS:
             raise GemmError(f"GEMM output dtype {self.out!r}: choose one of {', '.join(OUTPUTS)}")
@@ -192,6 +197,53 @@ def padded_extent(problem: GemmProblem) -> GemmProblem:
     return replace(problem, M=m, N=n, K=k)
 
 
+def _up(x: int, m: int) -> int:
+    return _cdiv(x, m) * m
+
+
+def kernel_problem(problem: GemmProblem) -> GemmProblem:
+    """The 16-bit GEMM the persistent kernel runs for `problem`: `problem` itself for bf16 and f16 inputs; for f32
+    inputs, split precision (`argus.kernels.gemm.split_bf16x3`): a bf16 GEMM over K' = 3P, P = K rounded up to the
+    K-block, each operand's hi and lo parts concatenated along K, C in f32 (or the problem's output dtype). An M- or
+    N-major operand's contiguous extent is rounded up to 8 there (the split writes the padding)."""
+    if problem.dtype != "f32":
+        return problem
+    m = _up(problem.M, 8) if problem.a_major == "M" else problem.M
+    n = _up(problem.N, 8) if problem.b_major == "N" else problem.N
+    return replace(problem, M=m, N=n, K=3 * _up(problem.K, BK), dtype="bf16")
+
+
+@dataclass(frozen=True)
+class SplitStep:
+    """One `split_bf16x3` launch of an f32 plan: operand `name` (``"A"`` or ``"B"``) as stored (`stored`: its
+    shape), the split's parameters, and Y's shape (3-D, as the split writes it) and the 2-D view the GEMM reads."""
+
+    name: str
+    stored: tuple[int, int]
+    params: dict[str, Any]
+    y_shape: tuple[int, int, int]
+    gemm_shape: tuple[int, int]
+
+
+def split_steps(problem: GemmProblem) -> list[SplitStep]:
+    """The split launches of an f32 problem (none for 16-bit inputs)."""
+    if problem.dtype != "f32":
+        return []
+    p = _up(problem.K, BK)
+    steps = []
+    for name, major, other in (("A", problem.a_major, problem.M), ("B", problem.b_major, problem.N)):
+        if major == "K":  # stored (other, K): split along its columns
+            stored, axis = (other, problem.K), 1
+            y_shape, gemm_shape = (other, 3, p), (other, 3 * p)
+        else:  # stored (K, other): split along its rows, the columns padded to 8
+            d = _up(other, 8)
+            stored, axis = (problem.K, other), 0
+            y_shape, gemm_shape = (3, p, d), (3 * p, d)
+        vec = 4 if stored[1] % 4 == 0 else 2 if stored[1] % 2 == 0 else 1
+        steps.append(SplitStep(name, stored, {"AXIS": axis, "OPERAND": name, "VEC": vec}, y_shape, gemm_shape))
+    return steps
+
+
 def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     """Shared memory a configuration takes: its operand stages, the TMA-store staging buffers, the barriers."""
     in_bytes = dtype_of(problem.dtype).itemsize
@@ -267,6 +319,7 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
 def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemmConfig:
     """The configuration the model ranks first for `problem`; among those within `TIE` of the best, the one with the
     fewest splits (no workspace, one launch)."""
+    problem = kernel_problem(problem)
     found = candidates(padded_extent(problem), target)
     if not found:
         raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
@@ -278,19 +331,25 @@ def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemmConfig:
 
 @dataclass(frozen=True)
 class GemmPlan:
-    """What a GEMM call runs: the problem as the kernels see it (padded where TMA needs it), the configuration,
-    and why. `run_on_interpreter` executes it on the CPU."""
+    """What a GEMM call runs: the user's problem, the 16-bit problem the GEMM kernel runs (`kernel_problem`, padded
+    where TMA needs it: `padded`), the configuration, and for f32 inputs the splits that come first
+    (`split_steps`). `run_on_interpreter` executes it on the CPU."""
 
     problem: GemmProblem
     config: GemmConfig
     padded: GemmProblem = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "padded", padded_extent(self.problem))
+        object.__setattr__(self, "padded", padded_extent(kernel_problem(self.problem)))
 
     @property
     def needs_padding(self) -> bool:
-        return self.padded != self.problem
+        """Whether the operands are copied into zero-padded buffers first (16-bit inputs TMA cannot address)."""
+        return self.problem.dtype != "f32" and self.padded != self.problem
+
+    @property
+    def splits(self) -> list[SplitStep]:
+        return split_steps(self.problem)
 
     def describe(self) -> dict[str, Any]:
         """The plan as data (a benchmark row records it)."""
@@ -299,7 +358,8 @@ class GemmPlan:
             "params": asdict(self.config),
             "layout": self.problem.layout,
             "padded": self.needs_padding,
-            "estimate_us": round(estimate(self.problem, self.config) * 1e6, 2),
+            "precision": "bf16x3" if self.problem.dtype == "f32" else self.problem.dtype,
+            "estimate_us": round(estimate(kernel_problem(self.problem), self.config) * 1e6, 2),
         }
 
     def main_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
@@ -309,14 +369,18 @@ class GemmPlan:
         params = self.config.reduce_params(self.padded)
         return None if params is None else _traced_reduce(tuple(sorted(params.items())))
 
+    def stored_operands(self, a: Any, b: Any) -> tuple[Any, Any]:
+        """a (M, K) and b (K, N) as they are stored: A (M, K) or (K, M), B (N, K) or (K, N) (views, no copies)."""
+        p = self.problem
+        return (a if p.a_major == "K" else a.T), (b.T if p.b_major == "K" else b)
+
     def operands_for_kernel(self, a: Any, b: Any, xp: Any) -> tuple[Any, Any]:
-        """A and B (given as the product reads them: a (M, K), b (K, N); numpy or torch, `xp` their module) as the
-        kernel takes them: A (M, K) or (K, M), B (N, K) or (K, N), zero-padded where needed (copies)."""
-        p, q = self.problem, self.padded
-        a_stored = a if p.a_major == "K" else a.T
-        b_stored = b.T if p.b_major == "K" else b
-        a_shape = (q.M, q.K) if p.a_major == "K" else (q.K, q.M)
-        b_shape = (q.N, q.K) if p.b_major == "K" else (q.K, q.N)
+        """16-bit a (M, K) and b (K, N) (numpy or torch, `xp` their module) as the GEMM kernel takes them: A (M, K)
+        or (K, M), B (N, K) or (K, N), zero-padded where needed (copies)."""
+        q = self.padded
+        a_stored, b_stored = self.stored_operands(a, b)
+        a_shape = (q.M, q.K) if self.problem.a_major == "K" else (q.K, q.M)
+        b_shape = (q.N, q.K) if self.problem.b_major == "K" else (q.K, q.N)
         return _pad(a_stored, a_shape, xp), _pad(b_stored, b_shape, xp)
 
     def run_on_interpreter(self, a: Any, b: Any, *, target: Target | None = None) -> Any:
@@ -328,7 +392,16 @@ class GemmPlan:
         from argus.interp import run_kernel
 
         target = target or replace(DEFAULT_TARGET, sms=4)
-        A, B = self.operands_for_kernel(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), np)
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if self.problem.dtype == "f32":
+            operands = {}
+            for step, x in zip(self.splits, self.stored_operands(a, b), strict=True):
+                y = np.full(step.y_shape, np.nan)
+                run_kernel(_traced_split(tuple(sorted(step.params.items()))), {"X": x, "Y": y})
+                operands[step.name] = y.reshape(step.gemm_shape)
+            A, B = operands["A"], operands["B"]
+        else:
+            A, B = self.operands_for_kernel(a, b, np)
         q = self.padded
         splits = self.config.SPLITS
         C = np.full((q.M, q.N) if splits == 1 else (splits, q.M, q.N), np.nan)
@@ -361,6 +434,11 @@ def _traced_reduce(params: tuple[tuple[str, Any], ...]) -> Any:
     return gemm.gemm_split_reduce.trace(**dict(params))
 
 
+@functools.lru_cache(maxsize=64)
+def _traced_split(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.split_bf16x3.trace(**dict(params))
+
+
 def plan(problem: GemmProblem, config: GemmConfig | None = None, target: Target = DEFAULT_TARGET) -> GemmPlan:
     """The plan for `problem`: `config`, or the one `choose` picks."""
     return GemmPlan(problem, config or choose(problem, target))
@@ -383,7 +461,9 @@ def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
     dtype = _TORCH_DTYPES.get(str(a.dtype).removeprefix("torch."))
     out = _TORCH_DTYPES.get(str(out_dtype or a.dtype).removeprefix("torch."))
     if dtype is None or out is None:
-        raise GemmError(f"matmul takes bf16 or f16 tensors (and writes bf16, f16 or f32), got {a.dtype} -> {out_dtype}")
+        raise GemmError(
+            f"matmul takes bf16, f16 or f32 tensors (and writes bf16, f16 or f32), got {a.dtype} -> {out_dtype}"
+        )
     return GemmProblem(a.shape[0], b.shape[1], a.shape[1], dtype, out, _major(a, "K", "M"), _major(b, "N", "K"))
 
 
@@ -405,7 +485,7 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    traced = _traced_main(params) if kind == "main" else _traced_reduce(params)
+    traced = {"main": _traced_main, "reduce": _traced_reduce, "split": _traced_split}[kind](params)
     return load(compile_kernel(traced))
 
 
@@ -417,11 +497,19 @@ def prepare(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None 
     problem = problem_of(a, b, out_dtype)
     the_plan = plan(problem, config)
     q = the_plan.padded
-    A, B = the_plan.operands_for_kernel(a, b, torch)
+    launches = []
+    if problem.dtype == "f32":  # split precision: each operand's hi and lo parts first (`split_bf16x3`)
+        operands = {}
+        for step, x in zip(the_plan.splits, the_plan.stored_operands(a, b), strict=True):
+            y = torch.empty(step.y_shape, dtype=torch.bfloat16, device=a.device)
+            launches.append(_loaded("split", tuple(sorted(step.params.items()))).prepare(x, y))
+            operands[step.name] = y.view(step.gemm_shape)
+        A, B = operands["A"], operands["B"]
+    else:
+        A, B = the_plan.operands_for_kernel(a, b, torch)
     out_torch = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[problem.out]
     C = torch.empty((q.M, q.N), dtype=out_torch, device=a.device)
     main_params = tuple(sorted(the_plan.config.kernel_params(q).items()))
-    launches = []
     if the_plan.config.SPLITS == 1:
         launches.append(_loaded("main", main_params).prepare(A, B, C))
     else:
@@ -429,15 +517,16 @@ def prepare(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None 
         launches.append(_loaded("main", main_params).prepare(A, B, W))
         reduce_params = tuple(sorted(the_plan.config.reduce_params(q).items()))
         launches.append(_loaded("reduce", reduce_params).prepare(W, C))
-    if the_plan.needs_padding:
+    if (q.M, q.N) != (problem.M, problem.N):
         C = C[: problem.M, : problem.N]
     return C, launches
 
 
 def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None) -> Any:
-    """``a @ b`` for bf16 or f16 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
-    `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). Launches on the
-    current stream and returns without synchronizing, as torch does."""
+    """``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
+    `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). f32 inputs run at
+    f32 accuracy on bf16 tensor cores by split precision (`kernel_problem`). Launches on the current stream and
+    returns without synchronizing, as torch does."""
     C, launches = prepare(a, b, out_dtype=out_dtype, config=config)
     for launch in launches:
         launch.launch()
@@ -449,12 +538,15 @@ __all__ = [
     "GemmError",
     "GemmPlan",
     "GemmProblem",
+    "SplitStep",
     "candidates",
     "choose",
     "estimate",
+    "kernel_problem",
     "matmul",
     "padded_extent",
     "plan",
     "prepare",
     "problem_of",
+    "split_steps",
 ]
