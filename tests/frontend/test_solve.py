@@ -38,7 +38,6 @@ NOT_COVERED: dict[str, tuple[dict[str, int], list[tuple[str, str]]]] = {
         {"batch_size": 2, "m": 4, "k": 5, "n": 3},
         [("aten.bmm.default", "matmul-like")],
     ),
-    "1_Square_matrix_multiplication_": ({"N": 16}, [("aten.mm.default", "matmul-like")]),
     "54_conv_standard_3D__square_input__square_kernel": (
         {"batch_size": 1, "in_channels": 2, "out_channels": 3, "kernel_size": 3, "depth": 5, "width": 5, "height": 5},
         [("aten.convolution.default", "convolution")],

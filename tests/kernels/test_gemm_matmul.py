@@ -192,6 +192,16 @@ def test_the_heuristic_answers_the_regimes_it_must() -> None:
     assert mm.estimate(mm.GemmProblem(8192, 8192, 8192), big) > mm.estimate(mm.GemmProblem(4096, 4096, 4096), big)
 
 
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (2048, 4096, 8192), (256, 256, 524288), (2048, 1, 1048576)])
+def test_an_f32_problem_never_accumulates_more_than_the_chain_in_the_tensor_cores(shape) -> None:
+    problem = mm.GemmProblem(*shape, "f32", "f32", "K", "N")
+    plan = mm.plan(problem)
+    k_blocks = -(-plan.padded.K // mm.BK)
+    assert -(-k_blocks // plan.config.SPLITS) * mm.BK <= mm.F32_CHAIN, plan.config
+    # the same shape in bf16 has no such bound: it splits only where the model finds it faster
+    assert mm.choose(mm.GemmProblem(*shape[:2], 3 * shape[2], "bf16", "f32", "K", "N")).SPLITS <= plan.config.SPLITS
+
+
 def test_padding_is_planned_only_where_tma_needs_it() -> None:
     assert mm.padded_extent(mm.GemmProblem(100, 100, 64)) == mm.GemmProblem(100, 100, 64)
     assert mm.padded_extent(mm.GemmProblem(100, 100, 4097)).K == 4104
@@ -238,6 +248,11 @@ def test_matmul_refuses_what_it_cannot_run_with_a_reason() -> None:
         mm.problem_of(a[None], torch.zeros(32, 8, dtype=torch.bfloat16))
     with pytest.raises(mm.GemmError, match="neither row-major nor a transposed"):
         mm.problem_of(a[:, ::2], torch.zeros(16, 8, dtype=torch.bfloat16))
+    four = torch.zeros(2, 3, 5, 32, dtype=torch.bfloat16)
+    with pytest.raises(mm.GemmError, match="only when a is contiguous"):
+        mm.matmul(four.transpose(1, 2), torch.zeros(32, 8, dtype=torch.bfloat16))
+    with pytest.raises(mm.GemmError, match="bmm"):
+        mm.matmul(four, four.transpose(-1, -2))
     with pytest.raises(mm.GemmError, match="bf16, f16 or f32"):
         mm.problem_of(a.double(), torch.zeros(32, 8, dtype=torch.float64))
 
@@ -259,6 +274,22 @@ def test_matmul_matches_torch_on_the_gpu(layout: str) -> None:
         ref = a.float() @ b.float()
         assert c.shape == (m, n) and c.dtype == torch.bfloat16
         assert float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2, (layout, m, n, k)
+
+
+@pytest.mark.gpu
+def test_a_tensor_times_a_matrix_is_one_gemm_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    a = torch.randn(4, 3, 100, 256, device="cuda").to(torch.bfloat16)  # KernelBench's 3-d and 4-d tensor x matrix
+    b = torch.randn(256, 72, device="cuda").to(torch.bfloat16)
+    c = mm.matmul(a, b)
+    ref = a.float() @ b.float()
+    assert c.shape == (4, 3, 100, 72) and float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2
+    with pytest.raises(mm.GemmError, match="contiguous"):
+        mm.matmul(a.transpose(1, 2), b)
+    with pytest.raises(mm.GemmError, match="bmm"):
+        mm.matmul(a, a.transpose(-1, -2))
 
 
 @pytest.mark.gpu

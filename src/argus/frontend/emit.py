@@ -60,7 +60,10 @@ def _expect_shape(tensor, shape, kernel, name):
 def _launch(kernel, tensors, shapes=None, **params):
     """Run `kernel` on `tensors` (inputs, then outputs; outputs are fresh contiguous tensors, so the kernel writes
     them in place), each viewed as its entry of `shapes` (default: flattened): compiled once per parameter set on
-    CUDA tensors, the CPU interpreter otherwise."""
+    CUDA tensors, the CPU interpreter otherwise. A call of argus's kernel library takes the tensors as they are."""
+    if getattr(kernel, "library", False):
+        kernel(*tensors)
+        return
     flat = [t.contiguous().view(s) for t, s in zip(tensors, shapes or [(-1,)] * len(tensors), strict=True)]
     if flat[0].is_cuda:
         import argus.runtime

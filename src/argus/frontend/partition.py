@@ -151,7 +151,6 @@ class Partition:
 
 #: Families with a template today, and why the others are not covered yet (the issue that builds each).
 NOT_BUILT: dict[Family, str] = {
-    Family.MATMUL: "no GEMM template wired to solve yet",
     Family.CONVOLUTION: "no convolution template yet",
     Family.INDEXING: "no indexing/gather template yet",
     Family.LAYOUT: "data movement (a copy kernel) is not generated yet",
@@ -216,8 +215,12 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
         else:
             # a node with several results (max_pool2d_with_indices) takes the getitems that pick them: its kernel
             # makes the tensors they read, and its subgraph returns those tensors
+            absorbs = templates[family].absorbs or (lambda node: [])
             proposals += [
-                Proposal(id=len(proposals) + i, nodes=[n, *(u for u in n.users if op_name(u) == "getitem")])
+                Proposal(
+                    id=len(proposals) + i,
+                    nodes=[*absorbs(n), n, *(u for u in n.users if op_name(u) == "getitem")],
+                )
                 for i, n in enumerate(nodes)
             ]
     fused = fuse_by_partitions(graph_module, [p.nodes for p in proposals], prefix="fused_")
@@ -227,7 +230,10 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
         if node.op == "call_module" and node.target in submodules:
             sub = submodules[node.target]
             calls = [n for n in sub.graph.nodes if n.op == "call_function"]
-            family = classify(calls[0])
+            # the group's family is its computing node's: a template's absorbed producers are views or layouts
+            family = next(
+                (f for f in map(classify, calls) if f not in (Family.VIEW, Family.LAYOUT)), classify(calls[0])
+            )
             out.groups.append(
                 Group(
                     f"{family.name.lower()}_{len(out.groups)}",

@@ -663,7 +663,7 @@ SPLIT_PATTERNS = {"A": ("hi", "hi", "lo"), "B": ("hi", "lo", "hi")}
 @argus.kernel(policies={"tile_shape": ("BR", "BC")})
 def split_bf16x3(
     X: T.Tensor[("R", "C"), T.f32],
-    Y: T.Tensor[lambda AXIS: ("R", 3, "P") if AXIS == 1 else (3, "P", "D"), T.bf16],
+    Y: T.Tensor[lambda AXIS: ("D", 3, "P") if AXIS == 1 else (3, "P", "D"), T.bf16],
     AXIS: int = 1,
     OPERAND: str = "A",
     VEC: int = 4,
@@ -671,11 +671,11 @@ def split_bf16x3(
     BC: int = 64,
 ):
     """Y = the three bf16 segments of X (`SPLIT_PATTERNS[OPERAND]`: hi = bf16(x), lo = bf16(x - hi)) along AXIS, the
-    contraction axis of X. AXIS = 1: X is (R, K), Y (R, 3, P), read as (R, 3P) by the GEMM; AXIS = 0: X is (K, C),
-    Y (3, P, D), read as (3P, D), D >= C (the rows padded for TMA). Each segment is P long, P a multiple of the tile
-    along AXIS and at least X's extent along it; zeros past X's end. One block per Y tile of one segment: it reads
-    the X tile once (VEC f32 per thread and load: 4 needs X's rows 16-byte aligned) and writes the three segments'
-    tiles."""
+    contraction axis of X. AXIS = 1: X is (R, K), Y (D, 3, P), read as (D, 3P) by the GEMM, D >= R (rows of zeros
+    past R); AXIS = 0: X is (K, C), Y (3, P, D), read as (3P, D), D >= C (the rows padded for TMA). Each segment is
+    P long, P a multiple of the tile along AXIS and at least X's extent along it; zeros past X's end. One block per
+    Y tile of one segment: it reads the X tile once (VEC f32 per thread and load: 4 needs X's rows 16-byte aligned)
+    and writes the three segments' tiles."""
     if AXIS not in (0, 1) or OPERAND not in SPLIT_PATTERNS or VEC not in (1, 2, 4):
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -683,8 +683,8 @@ def split_bf16x3(
         )
     T.assume(f"C % {VEC} == 0")  # X's rows in whole VEC-element vectors
     if AXIS == 1:
-        T.assume(f"P % {BC} == 0 and P >= C")
-        blocks = (T.cdiv(R, BR), P // BC)
+        T.assume(f"P % {BC} == 0 and P >= C and D >= R")
+        blocks = (T.cdiv(D, BR), P // BC)
     else:
         T.assume(f"P % {BR} == 0 and P >= R and D >= C and D % {VEC} == 0")
         blocks = (P // BR, T.cdiv(D, BC))

@@ -49,6 +49,15 @@ BK = 64
 MAX_STAGES = 8
 #: Split counts the heuristic considers.
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+#: The longest run of K (elements of the split-precision K' = 3P) one unit accumulates in the tensor cores for an
+#: f32 problem. ``wgmma`` adds each k16 step's products into its f32 accumulator with the smaller terms' bits past
+#: the accumulator's precision dropped, so the error grows with the run (measured on an H200, uniform [0, 1)
+#: inputs: 4.2e-5 of the largest element at K' = 12288, 8.7e-5 at 24576, 2.8e-4 at 16384 x 3 per split x 32 splits
+#: of K = 524288; KernelBench's fp32 tolerance is 1e-4): longer K is split (`SPLITS`), each split's partial
+#: product summed in f32 by `gemm_split_reduce`.
+F32_CHAIN = 3 * 4096
+#: Split counts beyond `SPLITS` that the f32 chain may need (K up to millions).
+CHAIN_SPLITS = (48, 64, 96, 128, 192, 256, 384, 512)
 #: The fewest K-blocks a split may get: below this the pipeline never fills.
 MIN_K_BLOCKS_PER_SPLIT = 4
 #: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
@@ -161,7 +170,7 @@ class GemmConfig:
             "SPLITS": self.SPLITS,
         }
         if self.CONSUMERS == 1:  # one consumer warpgroup: the registers two would share
-            params["CONSUMER_REGS"] = consumer_registers(1)
+            params.update(CONSUMER_REGS=consumer_registers(1))
         return params
 
     def reduce_params(self, problem: GemmProblem) -> dict[str, Any] | None:
@@ -209,7 +218,7 @@ def kernel_problem(problem: GemmProblem) -> GemmProblem:
     if problem.dtype != "f32":
         return problem
     m = _up(problem.M, 8) if problem.a_major == "M" else problem.M
-    n = _up(problem.N, 8) if problem.b_major == "N" else problem.N
+    n = _up(problem.N, 8)  # B's rows or columns: TMA's alignment, and split-K's workspace rows (`F32_CHAIN`)
     return replace(problem, M=m, N=n, K=3 * _up(problem.K, BK), dtype="bf16")
 
 
@@ -231,14 +240,14 @@ def split_steps(problem: GemmProblem) -> list[SplitStep]:
         return []
     p = _up(problem.K, BK)
     steps = []
-    for name, major, other in (("A", problem.a_major, problem.M), ("B", problem.b_major, problem.N)):
-        if major == "K":  # stored (other, K): split along its columns
+    q = kernel_problem(problem)
+    for name, major, other, padded in (("A", problem.a_major, problem.M, q.M), ("B", problem.b_major, problem.N, q.N)):
+        if major == "K":  # stored (other, K): split along its columns, rows of zeros up to the padded extent
             stored, axis = (other, problem.K), 1
-            y_shape, gemm_shape = (other, 3, p), (other, 3 * p)
-        else:  # stored (K, other): split along its rows, the columns padded to 8
-            d = _up(other, 8)
+            y_shape, gemm_shape = (padded, 3, p), (padded, 3 * p)
+        else:  # stored (K, other): split along its rows, the columns padded
             stored, axis = (problem.K, other), 0
-            y_shape, gemm_shape = (3, p, d), (3 * p, d)
+            y_shape, gemm_shape = (3, p, padded), (3 * p, padded)
         vec = 4 if stored[1] % 4 == 0 else 2 if stored[1] % 2 == 0 else 1
         steps.append(SplitStep(name, stored, {"AXIS": axis, "OPERAND": name, "VEC": vec}, y_shape, gemm_shape))
     return steps
@@ -253,16 +262,21 @@ def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     return stages + staging + 2 * config.STAGES * 8 + 1024  # mbarriers, and the alignment pad of the carve
 
 
-def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> list[GemmConfig]:
+def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: int | None = None) -> list[GemmConfig]:
     """Every configuration the heuristic may pick for `problem`: each tile shape with the deepest pipeline that
     fits, each split count that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks, and the TMA-store epilogue
-    where it applies."""
+    where it applies. `chain`: the most K elements one unit may accumulate in the tensor cores (f32 accuracy:
+    `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added."""
     out = dtype_of(problem.out)
     k_tiles = -(-problem.K // BK)
     tma_store = problem.N * out.itemsize % 16 == 0
+    counts = SPLITS
+    if chain is not None:
+        least = _cdiv(k_tiles, max(1, chain // BK))  # the fewest splits that keep every unit within the chain
+        counts = tuple(sorted({least, *[s for s in (*SPLITS, *CHAIN_SPLITS) if s >= least]}))
     found = []
     for bm, bn, consumers in TILES:
-        for splits in SPLITS:
+        for splits in counts:
             if splits > 1 and (-(-k_tiles // splits) < MIN_K_BLOCKS_PER_SPLIT or problem.N % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
             epilogue = "tma" if tma_store and splits == 1 else "direct"
@@ -319,8 +333,9 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
 def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemmConfig:
     """The configuration the model ranks first for `problem`; among those within `TIE` of the best, the one with the
     fewest splits (no workspace, one launch)."""
+    chain = F32_CHAIN if problem.dtype == "f32" else None
     problem = kernel_problem(problem)
-    found = candidates(padded_extent(problem), target)
+    found = candidates(padded_extent(problem), target, chain=chain)
     if not found:
         raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
     times = {c: estimate(problem, c, target) for c in found}
@@ -453,7 +468,10 @@ def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
     """The `GemmProblem` of ``a @ b`` for torch tensors a (M, K) and b (K, N), each row-major or a transposed view of
     a row-major tensor; `out_dtype` (a torch dtype) defaults to the inputs'."""
     if a.dim() != 2 or b.dim() != 2:
-        raise GemmError(f"matmul takes 2-D a (M, K) and b (K, N), got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        raise GemmError(
+            f"matmul takes 2-D a (M, K) and b (K, N) (or a contiguous a of higher rank times a matrix b), got shapes "
+            f"{tuple(a.shape)} and {tuple(b.shape)}; batched matrices on both sides (bmm) are not built"
+        )
     if a.shape[1] != b.shape[0]:
         raise GemmError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's columns must equal b's rows")
     if a.dtype != b.dtype:
@@ -524,13 +542,86 @@ def prepare(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None 
 
 def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None) -> Any:
     """``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
-    `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). f32 inputs run at
-    f32 accuracy on bf16 tensor cores by split precision (`kernel_problem`). Launches on the current stream and
-    returns without synchronizing, as torch does."""
+    `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). A contiguous
+    a (..., M, K) of any rank times a matrix b is one GEMM over all of a's rows (C (..., M, N)); a batch of matrices
+    on both sides (``bmm``) is not built. f32 inputs run at f32 accuracy on bf16 tensor cores by split precision
+    (`kernel_problem`). Launches on the current stream and returns without synchronizing, as torch does."""
+    lead = tuple(a.shape[:-1])
+    if a.dim() > 2 and b.dim() == 2:  # a tensor times a matrix: its rows are the rows of one GEMM
+        if not a.is_contiguous():
+            raise GemmError(
+                f"a {a.dim()}-d a of shape {tuple(a.shape)} times a matrix is one GEMM over a's rows only when a is "
+                "contiguous: pass a.contiguous()"
+            )
+        a = a.reshape(-1, a.shape[-1])
     C, launches = prepare(a, b, out_dtype=out_dtype, config=config)
     for launch in launches:
         launch.launch()
-    return C
+    return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C
+
+
+class LibraryGemm:
+    """The GEMM as one step of a generated solution (`argus solve`'s matmul-like groups): ``c = op(a) @ op(b)``,
+    op the transpose where the group took one (`transpose_a`, `transpose_b`), on the CPU interpreter for CPU tensors
+    (`GemmPlan.run_on_interpreter`: small sizes) and with `matmul` for CUDA tensors. `problem` is the captured
+    problem (as the operands arrive untransposed, contiguous): `kernels` are the traced kernels of its plan, which
+    the pipeline verifies; a call plans for the tensors it is given."""
+
+    library = True
+
+    def __init__(
+        self,
+        name: str,
+        problem: GemmProblem,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        order: tuple[int, int] = (0, 1),
+    ):
+        self.name = name
+        self.problem = problem
+        self.transpose_a = transpose_a
+        self.transpose_b = transpose_b
+        self.order = tuple(order)  # the positions of a and b among the call's inputs (one tensor may be both)
+
+    def __repr__(self) -> str:
+        flags = f"transpose_a={self.transpose_a}, transpose_b={self.transpose_b}, order={self.order}"
+        return f"LibraryGemm({self.name!r}, {self.problem}, {flags})"
+
+    def plan(self) -> GemmPlan:
+        return plan(self.problem)
+
+    def kernels(self) -> list[Any]:
+        """The traced kernels the captured problem's plan launches, in order: the splits (f32), the GEMM, the
+        split-K reduction."""
+        the_plan = self.plan()
+        found = [_traced_split(tuple(sorted(step.params.items()))) for step in the_plan.splits]
+        found.append(the_plan.main_kernel())
+        reduce = the_plan.reduce_kernel()
+        return [*found, reduce] if reduce is not None else found
+
+    def __call__(self, *tensors: Any, device: Any = None) -> None:
+        """Compute into the last of `tensors` from the inputs before it (a and b at `order`)."""
+        import torch
+
+        *inputs, c = tensors
+        a, b = inputs[self.order[0]], inputs[self.order[1]]
+        a = _gemm_operand(a.T if self.transpose_a else a)
+        b = _gemm_operand(b.T if self.transpose_b else b)
+        if c.is_cuda:
+            c.copy_(matmul(a, b, out_dtype=c.dtype))
+            return
+        the_plan = plan(problem_of(a, b, c.dtype))
+        result = the_plan.run_on_interpreter(a.double().numpy(), b.double().numpy())
+        c.copy_(torch.from_numpy(result).to(c.dtype))
+
+
+def _gemm_operand(x: Any) -> Any:
+    """`x`, or a contiguous copy when it is neither row-major nor a transposed row-major tensor."""
+    try:
+        _major(x, "K", "M")
+    except GemmError:
+        return x.contiguous()
+    return x
 
 
 __all__ = [
@@ -538,6 +629,7 @@ __all__ = [
     "GemmError",
     "GemmPlan",
     "GemmProblem",
+    "LibraryGemm",
     "SplitStep",
     "candidates",
     "choose",

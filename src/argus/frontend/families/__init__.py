@@ -3,12 +3,13 @@ partitioner asks whether a node fits, and the writer of the group's DSL kernel.
 
 `TEMPLATES` maps each family that has a template to it; a family without one is reported as not covered
 (`argus.frontend.partition.NOT_BUILT`). Pointwise fuses connected nodes into one kernel; the other families take
-one node per kernel until their prologue/epilogue fusion is built.
+one node per kernel until their prologue/epilogue fusion is built (the matmul template takes its operands'
+transposes in with it, `Template.absorbs`, and its kernel is a call of the GEMM library).
 """
 
 from __future__ import annotations
 
-from argus.frontend.families import normalization, pointwise, pooling, reduction, scan, softmax
+from argus.frontend.families import matmul, normalization, pointwise, pooling, reduction, scan, softmax
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
@@ -21,6 +22,7 @@ TEMPLATES: dict[Family, Template] = {
     Family.SCAN: Template(scan.unsupported, scan.kernel_source),
     Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source),
     Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
+    Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]

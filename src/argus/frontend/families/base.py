@@ -67,6 +67,9 @@ class KernelSource:
     dtypes: dict[str, str]
     #: the shape each tensor (graph name) is passed to the kernel as; a tensor not named is flattened
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: the kernel is a call of argus's kernel library (`argus.kernels.matmul.LibraryGemm`), not one DSL kernel: it
+    #: takes its tensors as they are (views included) and the pipeline verifies each kernel of its plan
+    library: bool = False
 
     def shape_of(self, name: str, numel: int) -> tuple[int, ...]:
         return self.shapes.get(name, (numel,))
@@ -129,9 +132,11 @@ Writer = Callable[[str, Any, Mapping[tuple[str, int], str], Mapping[str, Any]], 
 
 @dataclass(frozen=True)
 class Template:
-    """A kernel family's template (see the module docstring)."""
+    """A kernel family's template (see the module docstring). `absorbs` (a template that does not fuse): the
+    producers of a node that its group takes in with it (the matmul template's operand transposes)."""
 
     unsupported: Support
     source: Writer
     fuses: bool = False
     group_unsupported: GroupSupport | None = None
+    absorbs: Callable[[Any], list[Any]] | None = None

@@ -3,10 +3,10 @@ accesses (`PERF_UNCOALESCED`). Warnings only, never errors.
 
 Both are counted exactly, by enumerating the threads of every warp at representative values of the
 loop variables (every stage a loop variable selects, up to `SAMPLES`), block 0 and problem sizes
-large enough that no tile is partial, and allowed by the kernel's assumptions (`representative_sizes`).
-An instruction is a group of one thread's values: the largest power-of-two run (at most 16 bytes) that
-is contiguous and aligned for every thread, as a vectorizing lowering would emit; `ldmatrix` reads
-16-byte rows, eight rows (one 8x8 matrix) per phase.
+large enough that no tile is partial and allowed by the kernel's assumptions (`representative_sizes`).
+An instruction is a group of one thread's values: the largest power-of-two run (at most 16 bytes) that is
+contiguous and aligned for every thread, as a vectorizing lowering would emit; `ldmatrix` reads 16-byte rows,
+eight rows (one 8x8 matrix) per phase.
 
 * Bank conflicts: shared memory has 32 banks of 4 bytes; a warp's access of ``w``-byte vectors is
   served in phases of ``128 / w`` threads, and a phase needs as many wavefronts as the largest number
