@@ -43,7 +43,7 @@ def test_pointwise_chains_are_grouped_and_the_rest_is_not_covered(problem: Calla
     part = partition(capture(path))
     assert [g.ops for g in part.groups] == [["sigmoid", "mul"], ["add", "relu"]]
     assert [(u.op, u.family) for u in part.uncovered] == [("aten.bmm.default", Family.MATMUL)]
-    assert "GEMM template" in part.uncovered[0].reason
+    assert "batched GEMM" in part.uncovered[0].reason
     # each group keeps its own subgraph: the reference its kernel is checked against
     x = torch.randn(2, 4, 4)
     first = part.groups[0].subgraph
