@@ -55,6 +55,8 @@ NOT_CODES = {
     "EFFICIENT_ATTENTION": "an SDPA backend a task forbids",
     "FLASH_ATTENTION": "an SDPA backend a task forbids",
     "QF_BV": "a Z3 logic",
+    "RUNNING_MEAN": "an operand of the normalization template's batch-norm kernels",
+    "RUNNING_VAR": "an operand of the normalization template's batch-norm kernels",
 }
 
 #: Codes that the verifier's catalog lists and nothing reports (argus.verify.catalog.NOT_PRODUCED says why), and

@@ -85,3 +85,27 @@ def test_inputs_that_cannot_be_drawn_are_a_clear_error(problem: Callable[..., Pa
     with pytest.raises(FrontendError) as err:
         capture(path)
     assert err.value.code == "SOLVE_INPUTS"
+
+
+def test_the_model_is_captured_as_the_judge_runs_its_reference(problem: Callable[..., Path]) -> None:
+    """The judge's reference (`argus.eval.correctness.module_reference`, as KernelBench's) is the model as its
+    constructor leaves it, in training mode, called under ``torch.no_grad()``: the captured graph computes what that
+    reference computes, however the forward depends on the mode."""
+    from argus.eval.correctness import module_reference
+
+    path = problem("x * 2.0 if self.training else x * 3.0")
+    cap = capture(path)
+    x = torch.randn(4, 8)
+    (captured,) = cap.graph_module(x)
+    assert torch.equal(captured, module_reference(cap.task, "cpu").run_native([x]))
+    assert torch.equal(captured, x * 2.0)
+
+
+def test_a_dropout_stays_a_dropout_left_to_pytorch(problem: Callable[..., Path]) -> None:
+    """In training mode (the judge's) a dropout with p > 0 is random: it is captured as one, not as the identity it
+    is in eval mode, and no template takes it; with p = 0 it is a copy, and the pointwise chain takes it."""
+    part = partition(capture(problem("torch.relu(F.dropout(x, 0.5, training=self.training))")))
+    assert [u.op for u in part.uncovered] == ["aten.native_dropout.default"]
+    assert [g.ops for g in part.groups] == [["relu"]]
+    identity = partition(capture(problem("torch.relu(F.dropout(x, 0.0, training=self.training))", name="p0")))
+    assert not identity.uncovered and [g.ops for g in identity.groups] == [["clone", "relu"]]

@@ -3,7 +3,7 @@
 * `capture` — ``torch.export`` of a KernelBench-style problem with the core ATen decompositions;
 * `partition` — operators classified into kernel families; pointwise chains grouped by FX's capability-based
   partitioner, each group with its own FX subgraph as reference;
-* `families` — kernel-family templates (pointwise, reduction, softmax-like, scan, pooling);
+* `families` — kernel-family templates (pointwise, reduction, softmax-like, scan, pooling, normalization);
 * `emit` — the solution file: the generated kernels and a ``ModelNew`` that launches them;
 * `solve` — the pipeline: capture, partition, generate, verify, check on the interpreter, judge with the gate.
 

@@ -7,6 +7,12 @@ forward's arguments with PyTorch's generator seeded, then runs ``torch.export.ex
 ``run_decompositions(core_aten_decompositions())``. Parameters and buffers are lifted to graph inputs by
 ``torch.export``; their names are kept (`Capture.state`).
 
+The model is captured as the judge runs its reference (`argus.eval.correctness.module_reference`, like
+KernelBench's): built by `ModuleTask.build` and left in the training mode its constructor sets, called under
+``torch.no_grad()``. So BatchNorm normalizes with the batch's statistics and a dropout stays a (random) dropout;
+the buffer updates a module makes in training mode (BatchNorm's running statistics) are dropped from the graph's
+outputs, which the forward's result does not depend on and a judge does not compare.
+
 Python scalars among the forward's arguments (``forward(self, A, s)`` with ``s = 3.14``) are specialized by
 ``torch.export``: the graph holds the number. To tell which graph constants *are* that argument, the problem is
 exported a second time with the scalar moved; a constant that followed the scalar exactly is bound to it
@@ -103,15 +109,15 @@ def _user_line(error: BaseException, problem: Path) -> str:
 
 
 def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
-    """``torch.export.export(model, args)`` with the core ATen decompositions; `FrontendError` ``SOLVE_EXPORT``
-    when PyTorch cannot capture it."""
+    """``torch.export.export(model, args)`` with the core ATen decompositions, under ``torch.no_grad()`` as the
+    judge calls its reference; `FrontendError` ``SOLVE_EXPORT`` when PyTorch cannot capture it."""
     import torch
     from torch._decomp import core_aten_decompositions
 
     try:
-        with _quiet():
+        with _quiet(), torch.no_grad():
             program = torch.export.export(model, tuple(args))
-            return program.run_decompositions(core_aten_decompositions())
+            program = program.run_decompositions(core_aten_decompositions())
     except Exception as e:  # noqa: BLE001 - the user's model: any failure is reported, never a crash
         where = _user_line(e, problem)
         raise FrontendError(
@@ -121,6 +127,26 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
             "argus solve needs a forward that torch.export can trace: no control flow on tensor values, no "
             "operator without a tracing rule; rewrite that part (torch.where, torch.cond) or leave it to PyTorch",
         ) from None
+    _drop_buffer_mutations(program)
+    return program
+
+
+def _drop_buffer_mutations(program: Any) -> None:
+    """Keep only the forward's own outputs in `program`'s graph (in place): a module in training mode returns its
+    buffers' updates too (BatchNorm's running statistics), which the forward's result does not depend on and a
+    KernelBench judge does not compare. The operators that only fed them go with them."""
+    from torch.export.graph_signature import OutputKind
+
+    graph_module = program.graph_module
+    output = next(n for n in graph_module.graph.nodes if n.op == "output")
+    specs = program.graph_signature.output_specs
+    values = list(output.args[0])
+    keep = [v for v, spec in zip(values, specs, strict=True) if spec.kind == OutputKind.USER_OUTPUT]
+    if len(keep) == len(values):
+        return
+    output.args = (tuple(keep),)
+    graph_module.graph.eliminate_dead_code()
+    graph_module.recompile()
 
 
 @contextlib.contextmanager
@@ -157,8 +183,9 @@ def _draw(task: ModuleTask) -> tuple[Any, list[Any], list[Any]]:
             f"{task.name}: building the model or drawing its inputs raised {type(e).__name__}: {_first_lines(str(e))}",
             "run the problem's get_init_inputs(), Model(...) and get_inputs() on their own to see why",
         ) from None
-    if hasattr(model, "eval"):
-        model.eval()
+    # the model stays in the mode its constructor left it in (training), built as the judge builds its reference
+    # (`ModuleTask.build`, `argus.eval.correctness.module_reference`) and as KernelBench runs it: BatchNorm
+    # normalizes with the batch's statistics there and a dropout drops (both differ in eval mode)
     return model, init, args
 
 

@@ -9,7 +9,7 @@ transposes in with it, `Template.absorbs`, and its kernel is a call of the GEMM 
 
 from __future__ import annotations
 
-from argus.frontend.families import matmul, pointwise, pooling, reduction, scan, softmax
+from argus.frontend.families import matmul, normalization, pointwise, pooling, reduction, scan, softmax
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
@@ -21,6 +21,7 @@ TEMPLATES: dict[Family, Template] = {
     Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
     Family.SCAN: Template(scan.unsupported, scan.kernel_source),
     Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source),
+    Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
     Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
 }
 
