@@ -26,9 +26,9 @@ NOT_YET = [
     "small and wave-quantized shapes; f32 by split precision at 2.7-4.3x strict fp32 cuBLAS; no batched GEMM, "
     "stream-K, GEMV or FP8 yet: benchmarks/results/2026-11-28-gemm-shapes.md)",
     "convolution, the MoE grouped GEMM, and `argus solve` beyond its families (it turns a PyTorch module's "
-    "pointwise, reduction, softmax, scan, pooling and mm operators into verified kernels, one kernel "
-    "per non-pointwise operator; normalizations, bmm and GEMM epilogues, convolution, gathers and data movement are "
-    "reported as not covered, and the new kernels are not yet timed on a GPU: docs/solve.md)",
+    "pointwise, reduction, softmax, scan, pooling, normalization, mm and bmm operators into verified kernels, one "
+    "kernel per non-pointwise operator; GEMM epilogues, convolution, gathers and data movement are reported as not "
+    "covered, and most of the new kernels are not yet timed on a GPU: docs/solve.md)",
 ]
 
 
