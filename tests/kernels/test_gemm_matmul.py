@@ -338,3 +338,22 @@ def test_f32_matmul_passes_the_gate_s_fp32_tolerance_on_the_gpu(layout: str) -> 
         ref = a.double() @ b.double()
         verdict = compare(c, ref, tolerance_for(torch.float32), input_scale=input_scale([a, b]))
         assert verdict.ok, (layout, m, n, k, verdict.reason)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_bmm_matches_torch_on_the_gpu(dtype: str) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from argus.eval.tolerance import compare, input_scale, tolerance_for
+
+    torch_dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    for batch, m, n, k in ((3, 100, 72, 136), (128, 512, 2048, 1024), (2, 1, 4096, 4096)):
+        a = torch.rand(batch, m, k, device="cuda").to(torch_dtype)
+        b = torch.rand(batch, k, n, device="cuda").to(torch_dtype)
+        c = mm.matmul(a, b)
+        ref = a.double() @ b.double()
+        assert c.shape == (batch, m, n) and c.dtype == torch_dtype
+        verdict = compare(c, ref, tolerance_for(torch_dtype), input_scale=input_scale([a, b]))
+        assert verdict.ok, (dtype, batch, m, n, k, verdict.reason)
