@@ -1,0 +1,52 @@
+"""Batched GEMM (issue #20): `argus.kernels.matmul` on (L, M, K) x (L, K, N) against ``torch.bmm`` (strict fp32 for
+the f32 rows), interleaved (`gemm_parity.interleaved_times`: L2 flushed, CUDA events, 30 rounds), the configuration
+of each row printed.
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/gemm_bmm.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_parity import interleaved_times  # noqa: E402
+
+SHAPES = ((128, 512, 2048, 1024), (32, 1024, 1024, 1024), (8, 4096, 4096, 512))
+
+
+def main() -> int:
+    import torch
+
+    from argus.kernels import matmul as mm
+
+    print(torch.cuda.get_device_name(), torch.__version__)
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for dt in (torch.bfloat16, torch.float32):
+        for batch, m, n, k in SHAPES:
+            a = torch.rand(batch, m, k, device="cuda").to(dt)
+            b = torch.rand(batch, k, n, device="cuda").to(dt)
+            _, launches = mm.prepare(a, b)
+            fns = {"torch.bmm": lambda a=a, b=b: torch.bmm(a, b), "argus": lambda p=launches: [x.launch() for x in p]}
+            med = {name: statistics.median(v) for name, v in interleaved_times(torch, fns, 30, scratch).items()}
+            label = mm.plan(mm.problem_of(a, b)).config.label
+            print(
+                f"{str(dt)[6:]:>8} bmm {batch}x{m}x{n}x{k}: torch.bmm {med['torch.bmm']:.3f} ms, argus "
+                f"{med['argus']:.3f} ms, x {med['torch.bmm'] / med['argus']:.2f}  config {label}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
