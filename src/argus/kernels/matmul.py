@@ -34,7 +34,7 @@ import functools
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from argus.atoms.common import SHARED_MEMORY_BUDGET, WARPGROUP_SIZE
+from argus.atoms.common import MAX_THREAD_REGISTERS, REGISTER_FILE, SHARED_MEMORY_BUDGET, WARPGROUP_SIZE
 from argus.atoms.target import DEFAULT_TARGET, Target
 from argus.atoms.tma import store_chunk_columns
 from argus.ir.types import dtype_from_name as dtype_of
@@ -86,6 +86,11 @@ TIE = 0.02
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _up(x: int, m: int) -> int:
+    """`x` rounded up to a multiple of `m`."""
+    return _cdiv(x, m) * m
 
 
 class GemmError(ValueError):
@@ -189,29 +194,21 @@ REDUCE_BN = 512
 
 
 def consumer_registers(consumers: int) -> int:
-    """The consumer warpgroups' ``setmaxnreg`` budget: what the register file leaves after the producer's 40 per
-    thread, split over the consumers, rounded down to a multiple of 8 and capped at what one thread can address."""
-    from argus.atoms.common import MAX_THREAD_REGISTERS, REGISTER_FILE
-
-    per_thread = (REGISTER_FILE // WARPGROUP_SIZE - 40) // consumers
+    """The consumer warpgroups' ``setmaxnreg`` budget: what the register file leaves after the producer's (the
+    kernel's PRODUCER_REGS per thread), split over the consumers, rounded down to a multiple of 8 and capped at what
+    one thread can address."""
+    producer = gemm.gemm_warp_specialized_persistent.defaults["PRODUCER_REGS"]
+    per_thread = (REGISTER_FILE // WARPGROUP_SIZE - producer) // consumers
     return min(per_thread, MAX_THREAD_REGISTERS) // 8 * 8
 
 
 def padded_extent(problem: GemmProblem) -> GemmProblem:
     """The problem TMA can address: every operand's contiguous extent rounded up to a multiple of 8 elements
     (16 bytes). Equal to `problem` when no padding is needed."""
-
-    def up(x: int) -> int:
-        return -(-x // 8) * 8
-
-    k = up(problem.K) if "K" in (problem.a_major, problem.b_major) else problem.K
-    m = up(problem.M) if problem.a_major == "M" else problem.M
-    n = up(problem.N) if problem.b_major == "N" else problem.N
+    k = _up(problem.K, 8) if "K" in (problem.a_major, problem.b_major) else problem.K
+    m = _up(problem.M, 8) if problem.a_major == "M" else problem.M
+    n = _up(problem.N, 8) if problem.b_major == "N" else problem.N
     return replace(problem, M=m, N=n, K=k)
-
-
-def _up(x: int, m: int) -> int:
-    return _cdiv(x, m) * m
 
 
 def kernel_problem(problem: GemmProblem) -> GemmProblem:
@@ -277,7 +274,7 @@ def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: 
     where it applies. `chain`: the most K elements one unit may accumulate in the tensor cores (f32 accuracy:
     `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added."""
     out = dtype_of(problem.out)
-    k_tiles = -(-problem.K // BK)
+    k_tiles = _cdiv(problem.K, BK)
     tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1  # TMA stores are 2-D
     counts = SPLITS
     if chain is not None:
@@ -294,7 +291,7 @@ def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: 
     found = []
     for bm, bn, consumers in TILES:
         for splits in counts:
-            if splits > 1 and (-(-k_tiles // splits) < MIN_K_BLOCKS_PER_SPLIT or problem.N % 4):
+            if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.N % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
             epilogue = "tma" if tma_store and splits == 1 else "direct"
             for stages in range(MAX_STAGES, 1, -1):
@@ -318,10 +315,10 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     out_bytes = dtype_of(problem.out).itemsize
     m, n, k = problem.M, problem.N, problem.K
     splits = config.SPLITS
-    tiles = -(-m // config.BM) * -(-n // config.BN) * problem.batch
+    tiles = _cdiv(m, config.BM) * _cdiv(n, config.BN) * problem.batch
     units = tiles * splits
     k_split = _cdiv(_cdiv(k, config.BK), splits) * config.BK  # K elements per unit
-    waves = -(-units // sms)
+    waves = _cdiv(units, sms)
     per_sm_flops = target.dense_tensor_tflops * 1e12 / sms * MMA_EFFICIENCY[(config.BM, config.BN)]
     per_sm_l2 = target.l2_gbs * 1e9 / sms
     hbm = target.hbm_gbs * 1e9 * HBM_EFFICIENCY
