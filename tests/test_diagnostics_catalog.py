@@ -54,6 +54,7 @@ NOT_CODES = {
     "CUDNN_ATTENTION": "an SDPA backend a task forbids",
     "EFFICIENT_ATTENTION": "an SDPA backend a task forbids",
     "FLASH_ATTENTION": "an SDPA backend a task forbids",
+    "PRODUCER_REGS": "a parameter of the Hopper persistent GEMM (the producer's register budget)",
     "QF_BV": "a Z3 logic",
     "RUNNING_MEAN": "an operand of the normalization template's batch-norm kernels",
     "RUNNING_VAR": "an operand of the normalization template's batch-norm kernels",
