@@ -37,6 +37,7 @@ import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.atoms.tma import store_chunk_columns
 from argus.lang.errors import DSLError
+from argus.lang.fragment import fragment_like
 from argus.layout import Layout
 
 # --- rung 1: one thread per output element ----------------------------------------------------------------------------
@@ -484,6 +485,45 @@ def gemm_warp_specialized(
 # 2 x BM x 128 bytes of shared memory (32 KB at BM = 128), and C's rows must be 16-byte aligned.
 
 
+class EpilogueTile:
+    """What a fused epilogue reads for one tile of C: the tile at tile coordinates (`bm`, `bn`) of (`rows`, `cols`)
+    elements, computed in the f32 fragment `acc`. Each loader returns its operand in f32, in `acc`'s layout, with a
+    tag assertion that element (i, j) of the tile is given the operand's element of row ``bm * rows + i`` and column
+    ``bn * cols + j`` (elements past the tensor's end are masked, as C's are)."""
+
+    def __init__(self, acc: Any, bm: Any, bn: Any, rows: int, cols: int) -> None:
+        self.acc, self.bm, self.bn, self.rows, self.cols = acc, bm, bn, rows, cols
+
+    @T.macro
+    def columns(self, V: Any) -> Any:
+        """A per-column vector V (N,), repeated over the tile's rows: ``V[None, :]``."""
+        v = T.alloc_reduced(self.acc, axis=0, dtype=V.dtype)
+        T.copy(V.tile(self.bn, self.cols), v)
+        # invariant: column j of the tile is given V[bn * cols + j]
+        T.assert_tag(lambda x: x[0] == self.bn * self.cols + x.coord[0], v)
+        return (v if V.dtype == T.f32 else T.cast(v, T.f32))[None, :]
+
+    @T.macro
+    def rows_of(self, U: Any) -> Any:
+        """A per-row vector U (M,), repeated over the tile's columns: ``U[:, None]``."""
+        u = T.alloc_reduced(self.acc, axis=1, dtype=U.dtype)
+        T.copy(U.tile(self.bm, self.rows), u)
+        # invariant: row i of the tile is given U[bm * rows + i]
+        T.assert_tag(lambda x: x[0] == self.bm * self.rows + x.coord[0], u)
+        return (u if U.dtype == T.f32 else T.cast(u, T.f32))[:, None]
+
+    @T.macro
+    def tile(self, R: Any) -> Any:
+        """A tensor R (M, N) of C's shape (a residual)."""
+        r = fragment_like(self.acc, dtype=R.dtype)  # the accumulator's layout
+        T.copy(R.tile((self.bm, self.bn), (self.rows, self.cols)), r)
+        # invariant: element (i, j) of the tile is given R[bm * rows + i, bn * cols + j]
+        T.assert_tag(
+            lambda x: (x[0] == self.bm * self.rows + x.coord[0]) & (x[1] == self.bn * self.cols + x.coord[1]), r
+        )
+        return r if R.dtype == T.f32 else T.cast(r, T.f32)
+
+
 def c_shape(SPLITS: int, BATCH: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameters
     """C's global shape: ``(M, N)``; with split-K (SPLITS > 1) the f32 workspace ``(S, M, N)`` of the partial
     products, one (M, N) slice per split, that `gemm_split_reduce` sums into C; batched, ``(L, M, N)``."""
@@ -541,6 +581,64 @@ def gemm_warp_specialized_persistent(
     A_MAJOR, B_MAJOR: the operands' layouts, as in `gemm_warp_specialized`: A (M, K) or, with ``A_MAJOR="M"``, (K, M);
     B (N, K) (C = A @ B^T) or, with ``B_MAJOR="N"``, (K, N) (C = A @ B). MN-major operands are loaded one TMA
     box per 64-element panel and read by wgmma transposed (docs/gemm.md, "Operand layouts")."""
+    persistent_gemm(
+        A,
+        B,
+        C,
+        BM=BM,
+        BN=BN,
+        BK=BK,
+        STAGES=STAGES,
+        PRODUCER_REGS=PRODUCER_REGS,
+        CONSUMER_REGS=CONSUMER_REGS,
+        BLOCKS=BLOCKS,
+        ORDER=ORDER,
+        GROUP=GROUP,
+        EPILOGUE=EPILOGUE,
+        A_MAJOR=A_MAJOR,
+        B_MAJOR=B_MAJOR,
+        CONSUMERS=CONSUMERS,
+        SPLITS=SPLITS,
+        BATCH=BATCH,
+    )
+
+
+def persistent_gemm(
+    A: Any,
+    B: Any,
+    C: Any,
+    *,
+    BM: int,
+    BN: int,
+    BK: int,
+    STAGES: int,
+    PRODUCER_REGS: int,
+    CONSUMER_REGS: int,
+    BLOCKS: int,
+    ORDER: str,
+    GROUP: int,
+    EPILOGUE: str,
+    A_MAJOR: str,
+    B_MAJOR: str,
+    CONSUMERS: int,
+    SPLITS: int,
+    BATCH: bool,
+    epilogue: Any = None,
+) -> None:
+    """The body of `gemm_warp_specialized_persistent` (see its docstring for the parameters), which kernels with
+    a fused epilogue share (`argus.kernels.epilogue`): `epilogue(acc, tile)`, when given, is the value stored for
+    a tile, computed from the f32 accumulator `acc` and an `EpilogueTile` `tile` that loads the epilogue's
+    operands for that tile (unsplit, unbatched GEMMs: split-K applies it in `split_reduce`)."""
+    M, N = C.shape[-2], C.shape[-1]  # noqa: N806 - the kernel's shape symbols
+    K = A.shape[-1] if A_MAJOR == "K" else A.shape[-2]  # noqa: N806
+    L = C.shape[0] if BATCH else None  # noqa: N806
+    if epilogue is not None and (BATCH or SPLITS > 1):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"a fused epilogue is applied by the store of an unsplit, unbatched GEMM, not with BATCH={BATCH}, "
+            f"SPLITS={SPLITS}",
+            "split-K applies the epilogue in gemm_split_reduce",
+        )
     # TMA needs the row strides of A and B (their contiguous extents, 16-bit elements) to be multiples of 16 bytes
     T.assume(operand_assumption(A_MAJOR, B_MAJOR))
     if BATCH and (SPLITS > 1 or EPILOGUE != "direct"):
@@ -564,7 +662,7 @@ def gemm_warp_specialized_persistent(
         T.assume("N % 4 == 0")  # the workspace's rows in whole 16-byte vectors of f32
     if EPILOGUE == "tma":
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
-    extents = (BLOCKS, L) if BATCH else (BLOCKS,)  # noqa: F821 - L: the batch extent, a shape symbol when BATCH
+    extents = (BLOCKS, L) if BATCH else (BLOCKS,)
     with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
         bx = blocks[0]
         batch = blocks[1] if BATCH else None  # the matrix this block multiplies
@@ -615,10 +713,12 @@ def gemm_warp_specialized_persistent(
                         T.copy(acc, C.tile((batch, bm, bn), (None, BM, BN)))
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
-                    elif EPILOGUE == "tma":
-                        T.copy(acc, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
                     else:
-                        T.copy(acc, C.tile((bm, bn), (BM, BN)))
+                        value = acc if epilogue is None else epilogue(acc, EpilogueTile(acc, bm, bn, BM, BN))
+                        if EPILOGUE == "tma":
+                            T.copy(value, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
+                        else:
+                            T.copy(value, C.tile((bm, bn), (BM, BN)))
 
 
 @argus.kernel(policies={"tile_shape": ("BN",)})
@@ -631,18 +731,26 @@ def gemm_split_reduce(
 ):
     """The second half of split-K: C = sum over s of W[s], in f32, converted to OUT. One block of BN / 4 threads
     per (row, BN columns), each thread adding its four columns of every slice (16-byte loads)."""
+    split_reduce(W, C, SPLITS=SPLITS, BN=BN)
+
+
+def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None) -> None:
+    """The body of `gemm_split_reduce`, which kernels with a fused epilogue share (`argus.kernels.epilogue`):
+    `epilogue(acc, tile)`, when given, is the value stored for the (1, BN) tile of row m, as in `persistent_gemm`."""
     T.assume(f"S == {SPLITS}")
     T.assume("N % 4 == 0")  # rows in whole vectors of four elements: 16-byte loads of W, 4-element stores of C
+    M, N = C.shape  # noqa: N806 - the kernel's shape symbols
     with T.grid(M, T.cdiv(N, BN), threads=BN // 4) as (m, bn):
-        acc = T.alloc_fragment((BN,), T.f32)
-        T.copy(W.tile((0, m, bn), (None, None, BN)), acc)
+        acc = T.alloc_fragment((1, BN), T.f32)
+        T.copy(W.tile((0, m, bn), (None, 1, BN)), acc)
         for s in range(1, SPLITS):  # unrolled at trace time: SPLITS is a constant
-            part = T.alloc_fragment((BN,), T.f32)
-            T.copy(W.tile((s, m, bn), (None, None, BN)), part)
+            part = T.alloc_fragment((1, BN), T.f32)
+            T.copy(W.tile((s, m, bn), (None, 1, BN)), part)
             # invariant: what is added is slice s's partial product of the same elements of C
             T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] == m) & (w[2] // BN == bn), part)
             acc = acc + part
-        T.copy(acc, C.tile((m, bn), (None, BN)))
+        value = acc if epilogue is None else epilogue(acc, EpilogueTile(acc, m, bn, 1, BN))
+        T.copy(value, C.tile((m, bn), (1, BN)))
 
 
 # --- off the ladder: rung 3 on a persistent grid ----------------------------------------------------------------------

@@ -1,0 +1,193 @@
+"""Fused GEMM epilogues: ``C = f(A @ B, operands)`` for any elementwise `f` of the f32 accumulator with per-column
+vectors (a bias), per-row vectors, tensors of C's shape (a residual) and constants, computed in registers before
+C is stored, so that the product never makes a round trip through memory.
+
+An `Epilogue` is data: the DSL statements of `f`, over the name ``acc`` (the accumulator tile) and the names of
+its operands (each an `EpilogueOperand`: a per-column vector ``(N,)``, a per-row vector ``(M,)`` or a tile
+``(M, N)``), and the name of the result. `fused_kernels` writes the two kernels that apply it, as source text:
+
+* ``gemm_fused_<key>``: `argus.kernels.gemm.persistent_gemm` (the persistent warp-specialized Hopper GEMM) whose
+  consumers apply `f` to each tile's accumulator before the store; every operand is one more tensor parameter
+  (``E_<name>``), loaded for the tile in the accumulator's layout by `argus.kernels.gemm.EpilogueTile`, with a tag
+  assertion that element (i, j) of the tile is given the operand's element of the tile's row i and column j.
+* ``gemm_split_reduce_fused_<key>``: `argus.kernels.gemm.split_reduce` applying `f` to the summed slices of a
+  split-K product (split-K stores f32 partial products; the epilogue runs once, on the sum).
+
+The kernels are ordinary DSL kernels: traced, verified, interpreted and compiled like the library's own, their
+source registered with `linecache` under ``<argus epilogue KEY>`` so that errors, the IR's names and the
+verifier's counterexamples point at the epilogue's own lines. `key` is a hash of the epilogue, so one epilogue
+always gives the same kernels (and kernel names).
+
+The statements are trusted code, run when the kernels are traced: an `Epilogue` comes from argus's own front end
+(`argus solve`) or from the user's program, never from a candidate under judgement.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import keyword
+import linecache
+from dataclasses import dataclass
+from typing import Any
+
+from argus.kernels.gemm import gemm_split_reduce, gemm_warp_specialized_persistent
+
+#: operand kind -> (its global shape, the `EpilogueTile` loader that reads it)
+KINDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "columns": (("N",), "columns"),
+    "rows": (("M",), "rows_of"),
+    "tile": (("M", "N"), "tile"),
+}
+DTYPES = ("f32", "bf16", "f16")
+
+#: Names an epilogue may not give its values: the kernels' own parameters and shape symbols, and the DSL.
+RESERVED = frozenset(
+    {"acc", "tile", "epilogue", "T", "argus", "A", "B", "C", "W", "M", "N", "K", "S", "L"}
+    | set(gemm_warp_specialized_persistent.defaults)
+    | set(gemm_split_reduce.defaults)
+)
+
+
+class EpilogueError(ValueError):
+    """An epilogue that cannot be built, with the reason."""
+
+
+@dataclass(frozen=True)
+class EpilogueOperand:
+    """A tensor the epilogue reads: `name` (the value's name in the statements), `kind` (``"columns"`` (N,),
+    ``"rows"`` (M,) or ``"tile"`` (M, N)) and `dtype` (``"f32"``, ``"bf16"`` or ``"f16"``; read as f32)."""
+
+    name: str
+    kind: str
+    dtype: str = "f32"
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """``C = result`` after `statements` (DSL lines such as ``"y = T.maximum(acc + bias, 0.0)"``) over ``acc`` (the
+    f32 accumulator tile) and the `operands`' names. `Epilogue.of` builds one from a single expression."""
+
+    statements: tuple[str, ...]
+    result: str
+    operands: tuple[EpilogueOperand, ...] = ()
+
+    @classmethod
+    def of(cls, expression: str, **operands: str | tuple[str, str]) -> Epilogue:
+        """The epilogue ``C = expression``; each keyword names an operand and gives its kind, or (kind, dtype):
+        ``Epilogue.of("T.maximum(acc + bias, 0.0)", bias="columns")``."""
+        found = tuple(
+            EpilogueOperand(name, *((spec,) if isinstance(spec, str) else spec)) for name, spec in operands.items()
+        )
+        return cls((f"out = {expression}",), "out", found)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "statements", tuple(self.statements))
+        object.__setattr__(self, "operands", tuple(self.operands))
+        names = [o.name for o in self.operands]
+        for o in self.operands:
+            if not (o.name.isidentifier() and not keyword.iskeyword(o.name)) or o.name in RESERVED:
+                raise EpilogueError(
+                    f"epilogue operand name {o.name!r} is not a usable identifier "
+                    f"(reserved: {', '.join(sorted(RESERVED))})"
+                )
+            if o.kind not in KINDS:
+                raise EpilogueError(f"epilogue operand {o.name!r}: kind {o.kind!r} is not one of {', '.join(KINDS)}")
+            if o.dtype not in DTYPES:
+                raise EpilogueError(f"epilogue operand {o.name!r}: dtype {o.dtype!r} is not one of {', '.join(DTYPES)}")
+        if len(set(names)) != len(names):
+            raise EpilogueError(f"epilogue operands named twice: {names}")
+        if not self.result.isidentifier():
+            raise EpilogueError(f"the epilogue's result {self.result!r} is not a name")
+        for line in self.statements:
+            if "\n" in line:
+                raise EpilogueError(f"an epilogue statement is one line: {line!r}")
+            try:
+                compile(line, "<epilogue>", "exec")
+            except SyntaxError as e:
+                raise EpilogueError(f"epilogue statement {line!r} is not Python: {e.msg}") from None
+
+    @property
+    def key(self) -> str:
+        """A short hash of the epilogue: the suffix of its kernels' names."""
+        text = repr((self.statements, self.result, self.operands))
+        return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+    @property
+    def params(self) -> list[str]:
+        """The kernels' tensor parameters of the operands, in order."""
+        return [f"E_{o.name}" for o in self.operands]
+
+
+def _signature(ep: Epilogue) -> list[str]:
+    return [f"    E_{o.name}: T.Tensor[{KINDS[o.kind][0]!r}, T.{o.dtype}]," for o in ep.operands]
+
+
+def _function(ep: Epilogue) -> list[str]:
+    lines = ["    def epilogue(acc, tile):"]
+    lines += [f"        {o.name} = tile.{KINDS[o.kind][1]}(E_{o.name})" for o in ep.operands]
+    lines += [f"        {line}" for line in ep.statements]
+    lines.append(f"        return {ep.result}")
+    return lines
+
+
+def source(ep: Epilogue) -> str:
+    """The module text of `ep`'s two kernels (see the module docstring)."""
+    main_defaults = {
+        k: v for k, v in gemm_warp_specialized_persistent.defaults.items() if k not in ("SPLITS", "BATCH", "EPILOGUE")
+    }
+    main = [
+        '@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, '
+        '"tile_order": "ORDER"})',
+        f"def gemm_fused_{ep.key}(",
+        '    A: T.Tensor[gemm.a_shape, "IN"],',
+        '    B: T.Tensor[gemm.b_shape, "IN"],',
+        '    C: T.Tensor[("M", "N"), "OUT"],',
+        *_signature(ep),
+        *[f"    {k}: {type(v).__name__} = {v!r}," for k, v in main_defaults.items()],
+        '    EPILOGUE: str = "direct",',
+        "):",
+        '    """The persistent Hopper GEMM with the fused epilogue below (argus.kernels.epilogue)."""',
+        *_function(ep),
+        "",
+        "    gemm.persistent_gemm(",
+        "        A, B, C, SPLITS=1, BATCH=False, epilogue=epilogue, EPILOGUE=EPILOGUE,",
+        *[f"        {k}={k}," for k in main_defaults if k not in ("IN", "OUT")],  # dtypes: the tensors carry them
+        "    )",
+    ]
+    reduce = [
+        '@argus.kernel(policies={"tile_shape": ("BN",)})',
+        f"def gemm_split_reduce_fused_{ep.key}(",
+        '    W: T.Tensor[("S", "M", "N"), T.f32],',
+        '    C: T.Tensor[("M", "N"), "OUT"],',
+        *_signature(ep),
+        *[f"    {k}: {type(v).__name__} = {v!r}," for k, v in gemm_split_reduce.defaults.items()],
+        "):",
+        '    """The split-K reduction with the fused epilogue below (argus.kernels.epilogue)."""',
+        *_function(ep),
+        "",
+        "    gemm.split_reduce(W, C, SPLITS=SPLITS, BN=BN, epilogue=epilogue)",
+    ]
+    head = [
+        f'"""The fused epilogue {ep.key}: {" ; ".join(ep.statements)} -> {ep.result}."""',
+        "import argus",
+        "import argus.lang as T",
+        "from argus.kernels import gemm",
+        "",
+    ]
+    return "\n".join([*head, "", *main, "", "", *reduce, ""])
+
+
+@functools.lru_cache(maxsize=128)
+def fused_kernels(ep: Epilogue) -> tuple[Any, Any]:
+    """(the fused GEMM, the fused split-K reduction) of `ep`, as `@argus.kernel` functions."""
+    text = source(ep)
+    filename = f"<argus epilogue {ep.key}>"
+    lines = text.splitlines(keepends=True)
+    linecache.cache[filename] = (len(text), None, lines, filename)  # no mtime: never checked against a file
+    namespace: dict[str, Any] = {"__name__": f"argus_epilogue_{ep.key}"}
+    exec(compile(text, filename, "exec"), namespace)  # noqa: S102 - argus's own generated kernel text
+    return namespace[f"gemm_fused_{ep.key}"], namespace[f"gemm_split_reduce_fused_{ep.key}"]
+
+
+__all__ = ["Epilogue", "EpilogueError", "EpilogueOperand", "fused_kernels", "source"]
