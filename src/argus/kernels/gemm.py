@@ -651,10 +651,10 @@ def persistent_gemm(
     if CONSUMERS not in (1, 2):
         raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
     if SPLITS > 1:
-        if OUT != "f32" or EPILOGUE != "direct":
+        if C.dtype != T.f32 or EPILOGUE != "direct":
             raise DSLError(
                 "DSL_BAD_PARAM",
-                f"split-K (SPLITS = {SPLITS}) stores f32 partial products directly, not OUT = {OUT!r} through "
+                f"split-K (SPLITS = {SPLITS}) stores f32 partial products directly, not OUT = {C.dtype.name!r} through "
                 f"EPILOGUE = {EPILOGUE!r}",
                 "pass OUT='f32' and EPILOGUE='direct', and reduce the slices with gemm_split_reduce",
             )

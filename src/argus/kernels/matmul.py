@@ -31,6 +31,7 @@ which is how the tests check every mechanism at small and odd shapes. Nothing he
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -39,6 +40,7 @@ from argus.atoms.target import DEFAULT_TARGET, Target
 from argus.atoms.tma import store_chunk_columns
 from argus.ir.types import dtype_from_name as dtype_of
 from argus.kernels import gemm
+from argus.kernels.epilogue import Epilogue, EpilogueError, fused_kernels
 
 #: Input dtypes `matmul` takes (f32 by split precision, `kernel_problem`), and the output dtypes it writes.
 INPUTS = ("bf16", "f16", "f32")
@@ -62,6 +64,10 @@ CHAIN_SPLITS = (48, 64, 96, 128, 192, 256, 384, 512)
 MIN_K_BLOCKS_PER_SPLIT = 4
 #: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
 TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
+#: The tile shapes for an epilogue that reads a tile of C's shape (a residual): its fragment takes as many registers
+#: as the accumulator, and at BN = 256 the consumers spill (ptxas: 588 spill stores for ``acc + res`` at 128x256,
+#: none at 128x128; per-row and per-column vectors fit at every tile).
+EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128)
 #: Fraction of the tensor-core peak a block of each tile shape sustains in its main loop (wider wgmma reads less
 #: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do): measured on an H200 at
 #: 4096^3 (64x64: 2048^3) with `benchmarks/gemm_shapes.py` (docs/gemm.md, "Configuration by shape").
@@ -268,11 +274,14 @@ def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     return stages + staging + 2 * config.STAGES * 8 + 1024  # mbarriers, and the alignment pad of the carve
 
 
-def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: int | None = None) -> list[GemmConfig]:
+def candidates(
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: int | None = None, tiles: tuple = TILES
+) -> list[GemmConfig]:
     """Every configuration the heuristic may pick for `problem`: each tile shape with the deepest pipeline that
     fits, each split count that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks, and the TMA-store epilogue
     where it applies. `chain`: the most K elements one unit may accumulate in the tensor cores (f32 accuracy:
-    `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added."""
+    `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added. `tiles`:
+    the tile shapes to consider (default `TILES`)."""
     out = dtype_of(problem.out)
     k_tiles = _cdiv(problem.K, BK)
     tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1  # TMA stores are 2-D
@@ -289,7 +298,7 @@ def candidates(problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: 
             )
         counts = (1,)
     found = []
-    for bm, bn, consumers in TILES:
+    for bm, bn, consumers in tiles:
         for splits in counts:
             if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.N % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
@@ -345,13 +354,13 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
 
 
 @functools.lru_cache(maxsize=1024)
-def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemmConfig:
-    """The configuration the model ranks first for `problem`; among those within `TIE` of the best, the one with the
-    fewest splits (no workspace, one launch). Remembered per (problem, target): a call site that repeats a shape
-    pays the ranking once."""
+def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> GemmConfig:
+    """The configuration the model ranks first for `problem` among `tiles` (default `TILES`); among those within
+    `TIE` of the best, the one with the fewest splits (no workspace, one launch). Remembered per (problem, target,
+    tiles): a call site that repeats a shape pays the ranking once."""
     chain = F32_CHAIN if problem.dtype == "f32" else None
     problem = kernel_problem(problem)
-    found = candidates(padded_extent(problem), target, chain=chain)
+    found = candidates(padded_extent(problem), target, chain=chain, tiles=tiles)
     if not found:
         raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
     times = {c: estimate(problem, c, target) for c in found}
@@ -368,10 +377,14 @@ class GemmPlan:
 
     problem: GemmProblem
     config: GemmConfig
+    #: the fused epilogue (`argus.kernels.epilogue`): applied by the GEMM's store, or by the split-K reduction
+    epilogue: Epilogue | None = None
     padded: GemmProblem = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "padded", padded_extent(kernel_problem(self.problem)))
+        if self.epilogue is not None and self.problem.batch > 1:
+            raise GemmError("a fused epilogue on a batched GEMM is not built (its operands have no batch index)")
 
     @property
     def needs_padding(self) -> bool:
@@ -393,12 +406,52 @@ class GemmPlan:
             "estimate_us": round(estimate(kernel_problem(self.problem), self.config) * 1e6, 2),
         }
 
+    def main_params(self, target: Target = DEFAULT_TARGET) -> tuple[tuple[str, Any], ...]:
+        """The GEMM kernel's trace parameters (without the fused kernel's fixed SPLITS = 1, BATCH = False)."""
+        params = self.config.kernel_params(self.padded, target)
+        if self.fused_main:
+            del params["SPLITS"]
+        return tuple(sorted(params.items()))
+
+    @property
+    def fused_main(self) -> bool:
+        """Whether the GEMM kernel applies the epilogue (no split; with a split the reduction does)."""
+        return self.epilogue is not None and self.config.SPLITS == 1
+
     def main_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
-        return _traced_main(tuple(sorted(self.config.kernel_params(self.padded, target).items())))
+        params = self.main_params(target)
+        return _traced_fused(self.epilogue, "main", params) if self.fused_main else _traced_main(params)
 
     def reduce_kernel(self) -> Any:
         params = self.config.reduce_params(self.padded)
-        return None if params is None else _traced_reduce(tuple(sorted(params.items())))
+        if params is None:
+            return None
+        if self.epilogue is not None:
+            return _traced_fused(self.epilogue, "reduce", tuple(sorted(params.items())))
+        return _traced_reduce(tuple(sorted(params.items())))
+
+    def epilogue_operands(self, operands: Any, xp: Any) -> dict[str, Any]:
+        """The epilogue's tensors by kernel parameter (``E_<name>``), checked against the problem's shape and
+        zero-padded to the kernel's (M, N) where the plan pads C. `operands`: name -> array or tensor."""
+        ep = self.epilogue
+        if ep is None:
+            if operands:
+                raise GemmError(f"epilogue operands {sorted(operands)} given without an epilogue")
+            return {}
+        given = dict(operands or {})
+        names = [o.name for o in ep.operands]
+        if sorted(given) != sorted(names):
+            raise GemmError(f"the epilogue reads {names}; given {sorted(given)}")
+        p, q = self.problem, self.padded
+        out = {}
+        for o, param in zip(ep.operands, ep.params, strict=True):
+            x = given[o.name]
+            want = {"columns": (p.N,), "rows": (p.M,), "tile": (p.M, p.N)}[o.kind]
+            if tuple(x.shape) != want:
+                raise GemmError(f"epilogue operand {o.name!r} ({o.kind}) must have shape {want}, not {tuple(x.shape)}")
+            padded = {"columns": (q.N,), "rows": (q.M,), "tile": (q.M, q.N)}[o.kind]
+            out[param] = x if padded == want else _pad_any(x, padded, xp)
+        return out
 
     def stored_operands(self, a: Any, b: Any) -> tuple[Any, Any]:
         """a (M, K) and b (K, N) as they are stored: A (M, K) or (K, M), B (N, K) or (K, N) (views, no copies)."""
@@ -415,10 +468,13 @@ class GemmPlan:
         b_shape = (*lead, q.N, q.K) if self.problem.b_major == "K" else (*lead, q.K, q.N)
         return _pad(a_stored, a_shape, xp), _pad(b_stored, b_shape, xp)
 
-    def run_on_interpreter(self, a: Any, b: Any, *, target: Target | None = None) -> Any:
-        """C = a @ b on the lane-level interpreter (numpy float arrays a (M, K), b (K, N); small shapes only), through
-        exactly the kernels and parameters a GPU call launches, with a grid of `target`'s SMs (default: 4 blocks, so
-        that every block walks several units)."""
+    def run_on_interpreter(
+        self, a: Any, b: Any, *, target: Target | None = None, operands: dict[str, Any] | None = None
+    ) -> Any:
+        """C = a @ b (through the epilogue, whose tensors `operands` gives by name) on the lane-level interpreter
+        (numpy float arrays a (M, K), b (K, N); small shapes only), through exactly the kernels and parameters a GPU
+        call launches, with a grid of `target`'s SMs (default: 4 blocks, so that every block walks several
+        units)."""
         import numpy as np
 
         from argus.interp import run_kernel
@@ -426,22 +482,23 @@ class GemmPlan:
         target = target or replace(DEFAULT_TARGET, sms=4)
         a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         if self.problem.dtype == "f32":
-            operands = {}
+            parts = {}
             for step, x in zip(self.splits, self.stored_operands(a, b), strict=True):
                 y = np.full(step.y_shape, np.nan)
                 run_kernel(_traced_split(tuple(sorted(step.params.items()))), {"X": x, "Y": y})
-                operands[step.name] = y.reshape(step.gemm_shape)
-            A, B = operands["A"], operands["B"]
+                parts[step.name] = y.reshape(step.gemm_shape)
+            A, B = parts["A"], parts["B"]
         else:
             A, B = self.operands_for_kernel(a, b, np)
         q = self.padded
         splits = self.config.SPLITS
         lead = (q.batch,) if q.batch > 1 else ()
+        extra = {k: np.asarray(v, np.float64) for k, v in self.epilogue_operands(operands, np).items()}
         C = np.full((*lead, q.M, q.N) if splits == 1 else (splits, q.M, q.N), np.nan)
-        run_kernel(self.main_kernel(target), {"A": A, "B": B, "C": C})
+        run_kernel(self.main_kernel(target), {"A": A, "B": B, "C": C, **(extra if self.fused_main else {})})
         if splits > 1:
             out = np.full((q.M, q.N), np.nan)
-            run_kernel(self.reduce_kernel(), {"W": C, "C": out})
+            run_kernel(self.reduce_kernel(), {"W": C, "C": out, **extra})
             C = out
         return C[..., : self.problem.M, : self.problem.N]
 
@@ -455,6 +512,16 @@ def _pad(x: Any, shape: tuple[int, ...], xp: Any) -> Any:
     else:
         out = xp.zeros(shape, dtype=x.dtype, device=x.device)
     out[..., : x.shape[-2], : x.shape[-1]] = x
+    return out
+
+
+def _pad_any(x: Any, shape: tuple[int, ...], xp: Any) -> Any:
+    """`x` (any rank) in a zero-padded buffer of `shape` (each extent at least x's)."""
+    if xp.__name__ == "numpy":
+        out = xp.zeros(shape, dtype=x.dtype)
+    else:
+        out = xp.zeros(shape, dtype=x.dtype, device=x.device)
+    out[tuple(slice(0, n) for n in x.shape)] = x
     return out
 
 
@@ -474,13 +541,26 @@ def _traced_reduce(params: tuple[tuple[str, Any], ...]) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
+def _traced_fused(ep: Epilogue, kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    main, reduce = fused_kernels(ep)
+    return (main if kind == "main" else reduce).trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
 def _traced_split(params: tuple[tuple[str, Any], ...]) -> Any:
     return gemm.split_bf16x3.trace(**dict(params))
 
 
-def plan(problem: GemmProblem, config: GemmConfig | None = None, target: Target = DEFAULT_TARGET) -> GemmPlan:
-    """The plan for `problem`: `config`, or the one `choose` picks."""
-    return GemmPlan(problem, config or choose(problem, target))
+def plan(
+    problem: GemmProblem,
+    config: GemmConfig | None = None,
+    target: Target = DEFAULT_TARGET,
+    epilogue: Epilogue | None = None,
+) -> GemmPlan:
+    """The plan for `problem` (with the fused `epilogue`): `config`, or the one `choose` picks (among
+    `EPILOGUE_TILES` when the epilogue reads a tile of C's shape)."""
+    tiles = EPILOGUE_TILES if epilogue is not None and any(o.kind == "tile" for o in epilogue.operands) else TILES
+    return GemmPlan(problem, config or choose(problem, target, tiles), epilogue)
 
 
 # ---- the GPU call ----------------------------------------------------------------------------------------------------
@@ -529,11 +609,14 @@ def _major(x: Any, rows_major: str, cols_major: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+def _loaded(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilogue | None = None) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    traced = {"main": _traced_main, "reduce": _traced_reduce, "split": _traced_split}[kind](params)
+    if epilogue is not None:
+        traced = _traced_fused(epilogue, kind, params)
+    else:
+        traced = {"main": _traced_main, "reduce": _traced_reduce, "split": _traced_split}[kind](params)
     return load(compile_kernel(traced))
 
 
@@ -545,16 +628,32 @@ class Launches(list):
 
 
 def prepare(
-    a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None, out: Any = None
+    a: Any,
+    b: Any,
+    *,
+    out_dtype: Any = None,
+    config: GemmConfig | None = None,
+    out: Any = None,
+    epilogue: Epilogue | None = None,
+    operands: dict[str, Any] | None = None,
 ) -> tuple[Any, list[Any]]:
     """(C, the prepared launches that compute it): `matmul` without the launch, for timing loops that relaunch the
     same call (each launch may be repeated; C is overwritten; the launches hold the operands and workspaces they
     address, `Launches.keep`, so they stay valid as long as the list lives). `out`: a contiguous (M, N) tensor of
-    the output dtype to write C into, where the plan's C needs no padding (else a fresh C)."""
+    the output dtype to write C into, where the plan's C needs no padding (else a fresh C). `epilogue`, `operands`:
+    a fused epilogue and its tensors by name (see `matmul`)."""
     import torch
 
     problem = problem_of(a, b, out_dtype)
-    the_plan = plan(problem, config)
+    the_plan = plan(problem, config, epilogue=epilogue)
+    extra = the_plan.epilogue_operands(operands, torch)
+    for param, x in extra.items():
+        want = _torch_dtype(next(o.dtype for o in epilogue.operands if f"E_{o.name}" == param))
+        if x.dtype != want or not x.is_contiguous() or x.device != a.device:
+            raise GemmError(
+                f"epilogue operand {param[2:]!r} must be a contiguous {want} tensor on {a.device}, not a "
+                f"{'contiguous' if x.is_contiguous() else 'strided'} {x.dtype} tensor on {x.device}"
+            )
     q = the_plan.padded
     launches = Launches()
     if problem.dtype == "f32":  # split precision: each operand's hi and lo parts first (`split_bf16x3`)
@@ -566,32 +665,54 @@ def prepare(
         A, B = operands["A"], operands["B"]
     else:
         A, B = the_plan.operands_for_kernel(a, b, torch)
-    out_torch = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[problem.out]
+    out_torch = _torch_dtype(problem.out)
     lead = (q.batch,) if q.batch > 1 else ()
     shape = (*lead, q.M, q.N)
     fits = out is not None and tuple(out.shape) == shape and out.dtype == out_torch and out.is_contiguous()
     C = out if fits else torch.empty(shape, dtype=out_torch, device=a.device)
-    main_params = tuple(sorted(the_plan.config.kernel_params(q).items()))
+    main_params = the_plan.main_params()
+    tensors = [extra[p] for p in epilogue.params] if epilogue is not None else []
     if the_plan.config.SPLITS == 1:
-        launches.append(_loaded("main", main_params).prepare(A, B, C))
+        launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors))
     else:
         W = torch.empty((the_plan.config.SPLITS, q.M, q.N), dtype=torch.float32, device=a.device)
         launches.append(_loaded("main", main_params).prepare(A, B, W))
         reduce_params = tuple(sorted(the_plan.config.reduce_params(q).items()))
-        launches.append(_loaded("reduce", reduce_params).prepare(W, C))
+        launches.append(_loaded("reduce", reduce_params, epilogue).prepare(W, C, *tensors))
     if (q.M, q.N) != (problem.M, problem.N):
         C = C[..., : problem.M, : problem.N]
-    launches.keep = [a, b, A, B, C] + ([W] if the_plan.config.SPLITS > 1 else [])
+    launches.keep = [a, b, A, B, C, *tensors] + ([W] if the_plan.config.SPLITS > 1 else [])
     return C, launches
 
 
-def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None = None) -> Any:
+def _torch_dtype(name: str) -> Any:
+    """The torch dtype of a dtype name (``"bf16"``, ``"f16"``, ``"f32"``)."""
+    import torch
+
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
+
+
+def matmul(
+    a: Any,
+    b: Any,
+    *,
+    out_dtype: Any = None,
+    config: GemmConfig | None = None,
+    epilogue: Epilogue | str | None = None,
+    **operands: Any,
+) -> Any:
     """``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
     `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). A contiguous
     a (..., M, K) of any rank times a matrix b is one GEMM over all of a's rows (C (..., M, N)); a (L, M, K) times
     b (L, K, N) is a batched GEMM (``bmm``, C (L, M, N)). f32 inputs run at f32 accuracy on bf16 tensor cores by
     split precision (`kernel_problem`). Launches on the current stream and returns without synchronizing, as torch
-    does."""
+    does.
+
+    `epilogue`: a fused epilogue (`argus.kernels.epilogue.Epilogue`, or one expression over ``acc``, the f32
+    product, and the keyword `operands`), applied in registers before C is stored:
+    ``matmul(x, w.T, epilogue="T.maximum(acc + bias, 0.0)", bias=b)``. With an expression, an operand's kind is
+    read off its shape: (N,) a per-column vector, (M,) a per-row one (M != N), (M, N) a tile (a residual; for an
+    `a` of higher rank, its leading extents flattened like a's)."""
     lead = tuple(a.shape[:-1]) if b.dim() == 2 else ()
     if a.dim() > 2 and b.dim() == 2:  # a tensor times a matrix: its rows are the rows of one GEMM
         if not a.is_contiguous():
@@ -600,10 +721,31 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, config: GemmConfig | None =
                 "contiguous: pass a.contiguous()"
             )
         a = a.reshape(-1, a.shape[-1])
-    C, launches = prepare(a, b, out_dtype=out_dtype, config=config)
+        operands = {k: v.reshape(-1, v.shape[-1]) if v.dim() > 2 else v for k, v in operands.items()}
+    if isinstance(epilogue, str):
+        epilogue = _epilogue_of(epilogue, a.shape[-2], b.shape[-1], operands)
+    C, launches = prepare(a, b, out_dtype=out_dtype, config=config, epilogue=epilogue, operands=operands)
     for launch in launches:
         launch.launch()
     return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C
+
+
+def _epilogue_of(expression: str, m: int, n: int, operands: dict[str, Any]) -> Epilogue:
+    """The `Epilogue` of one expression, each operand's kind read off its shape (see `matmul`)."""
+    kinds: dict[str, tuple[str, str]] = {}
+    for name, x in operands.items():
+        shape = tuple(x.shape)
+        kind = {(n,): "columns", (m,): "rows", (m, n): "tile"}.get(shape)
+        if kind is None or (shape == (n,) and m == n):
+            raise GemmError(
+                f"epilogue operand {name!r} of shape {shape}: give an (N,) = ({n},) per-column vector, an (M,) = "
+                f"({m},) per-row vector or an (M, N) tile (with M == N, pass an Epilogue to say which a vector is)"
+            )
+        kinds[name] = (kind, _TORCH_DTYPES.get(str(x.dtype).removeprefix("torch."), str(x.dtype)))
+    try:
+        return Epilogue.of(expression, **kinds)
+    except EpilogueError as e:
+        raise GemmError(str(e)) from None
 
 
 class LibraryGemm:
@@ -622,12 +764,20 @@ class LibraryGemm:
         transpose_a: bool = False,
         transpose_b: bool = False,
         order: tuple[int, int] = (0, 1),
+        epilogue: Epilogue | None = None,
+        epilogue_order: tuple[int, ...] = (),
     ):
         self.name = name
         self.problem = problem
         self.transpose_a = transpose_a
         self.transpose_b = transpose_b
         self.order = tuple(order)  # the positions of a and b among the call's inputs (one tensor may be both)
+        #: the fused epilogue, and the positions of its operands (in `Epilogue.operands` order) among the inputs:
+        #: each given in any shape with its elements in order ((N,) or (1, N) columns, (M, 1) rows, ...)
+        self.epilogue = epilogue
+        self.epilogue_order = tuple(epilogue_order)
+        if len(self.epilogue_order) != len(epilogue.operands if epilogue else ()):
+            raise GemmError(f"{name}: one input position per epilogue operand, got {self.epilogue_order}")
         #: prepared launches of recent calls, by the (address, shape, strides, dtype, device) of a, b and c: a call
         #: on the same tensors again (a model's forward, a timing loop) skips the binding (argument checks, TMA
         #: descriptors: about 0.3 ms of host time), which depends on nothing else
@@ -635,10 +785,27 @@ class LibraryGemm:
 
     def __repr__(self) -> str:
         flags = f"transpose_a={self.transpose_a}, transpose_b={self.transpose_b}, order={self.order}"
+        if self.epilogue is not None:
+            flags += f", epilogue={self.epilogue}, epilogue_order={self.epilogue_order}"
         return f"LibraryGemm({self.name!r}, {self.problem}, {flags})"
 
     def plan(self) -> GemmPlan:
-        return plan(self.problem)
+        return plan(self.problem, epilogue=self.epilogue)
+
+    def _operands(self, inputs: list[Any], m: int, n: int) -> dict[str, Any]:
+        """The epilogue's tensors by name, in the shapes it reads them: (N,), (M,) or (M, N), contiguous."""
+        if self.epilogue is None:
+            return {}
+        shapes = {"columns": (n,), "rows": (m,), "tile": (m, n)}
+        found = {}
+        for o, i in zip(self.epilogue.operands, self.epilogue_order, strict=True):
+            x = inputs[i]
+            if x.numel() != math.prod(shapes[o.kind]):
+                raise GemmError(
+                    f"{self.name}: epilogue operand {o.name!r} ({o.kind}) has {tuple(x.shape)}, not {shapes[o.kind]}"
+                )
+            found[o.name] = x.contiguous().reshape(shapes[o.kind])
+        return found
 
     def kernels(self) -> list[Any]:
         """The traced kernels the captured problem's plan launches, in order: the splits (f32), the GEMM, the
@@ -666,12 +833,16 @@ class LibraryGemm:
         a, b = inputs[self.order[0]], inputs[self.order[1]]
         a = _gemm_operand(_t(a) if self.transpose_a else a)
         b = _gemm_operand(_t(b) if self.transpose_b else b)
+        if a.dim() > 2 and b.dim() == 2:  # a tensor times a matrix (a linear layer on a batch of sequences)
+            a = a.reshape(-1, a.shape[-1]) if a.is_contiguous() else a.contiguous().reshape(-1, a.shape[-1])
+        operands = self._operands(inputs, a.shape[-2], b.shape[-1])
         if c.is_cuda:
-            key = tuple(_tensor_key(t) for t in (a, b, c))
+            key = tuple(_tensor_key(t) for t in (a, b, c, *operands.values()))
             found = self._prepared.pop(key, None)
             if found is None:
-                found = prepare(a, b, out_dtype=c.dtype, out=c)
-            if _workspace_bytes(found[1], (a, b, c)) <= PREPARED_BYTES:  # most recent last
+                c2 = c.view(-1, c.shape[-1]) if c.dim() > 2 and b.dim() == 2 else c
+                found = prepare(a, b, out_dtype=c.dtype, out=c2, epilogue=self.epilogue, operands=operands)
+            if _workspace_bytes(found[1], (a, b, c, *operands.values())) <= PREPARED_BYTES:  # most recent last
                 self._prepared[key] = found
             while len(self._prepared) > PREPARED_CALLS:
                 self._prepared.pop(next(iter(self._prepared)))
@@ -679,11 +850,12 @@ class LibraryGemm:
             for launch in launches:
                 launch.launch()
             if result.data_ptr() != c.data_ptr():  # a padded plan: C came out larger, then sliced
-                c.copy_(result)
+                c.copy_(result.reshape(c.shape))
             return
-        the_plan = plan(problem_of(a, b, c.dtype))
-        result = the_plan.run_on_interpreter(a.double().numpy(), b.double().numpy())
-        c.copy_(torch.from_numpy(result).to(c.dtype))
+        the_plan = plan(problem_of(a, b, c.dtype), epilogue=self.epilogue)
+        extra = {k: v.double().numpy() for k, v in operands.items()}
+        result = the_plan.run_on_interpreter(a.double().numpy(), b.double().numpy(), operands=extra)
+        c.copy_(torch.from_numpy(result).to(c.dtype).reshape(c.shape))
 
 
 #: How many recent calls' prepared launches a `LibraryGemm` keeps (each holds its split and split-K workspaces), and

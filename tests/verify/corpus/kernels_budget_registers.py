@@ -14,5 +14,5 @@ import argus.lang as T
 def KERNEL(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: int = 128, BN: int = 256):
     with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=128) as (bm, bn):
         x = T.alloc_fragment((BM, BN), T.f32)
-        T.copy(X.tile((bm, bn), (BM, BN)), x)
-        T.copy(x * 2.0, Y.tile((bm, bn), (BM, BN)))  # <- BUDGET_REGISTERS
+        T.copy(X.tile((bm, bn), (BM, BN)), x)  # <- BUDGET_REGISTERS
+        T.copy(x * 2.0, Y.tile((bm, bn), (BM, BN)))

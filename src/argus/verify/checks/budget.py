@@ -3,20 +3,26 @@
 * Shared memory: every shared buffer's *physical* extent (its layout's cosize, so padding and
   swizzle footprints count) times its element size, plus 8 bytes per mbarrier, against the 227 KiB
   a Hopper block may use.
-* Registers: the fragments live at each program point (from allocation to last use; a fragment used
-  inside a loop it was allocated outside of is live for the whole loop), in 32-bit registers per
-  thread, against 255 or the warp role's ``setmaxnreg`` budget. Addresses and indices need registers
-  too, so this is a lower bound: exceeding it means the compiler must spill.
+* Registers: the fragments live at each program point, in 32-bit registers per thread, against 255 or
+  the warp role's ``setmaxnreg`` budget. A fragment is live from the first statement that writes it to
+  its last use; one used inside a loop it was allocated outside of is live for the whole loop, unless
+  every iteration overwrites all of it before any use (a ``T.fill`` or whole copy that comes first in
+  the iteration and encloses the uses: the value is not carried to the next iteration, e.g. a
+  persistent kernel's accumulator, reset per tile). An elementwise statement whose fragment operands
+  die there may write its result over them element by element: there it counts the larger of the
+  result and those operands, not both. Addresses and indices need registers too, so this is a lower
+  bound on what the fragments as written take: exceeding it means the compiler must spill.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from argus.atoms.common import MAX_THREAD_REGISTERS as MAX_REGISTERS
 from argus.atoms.common import shared_budget
 from argus.atoms.smem import SharedCarve
-from argus.ir.nodes import Alloc, Broadcast, Buffer, Space, TileRef
+from argus.ir.nodes import Alloc, Broadcast, Buffer, Copy, Fill, Map, Reduce, Space, TileRef
 from argus.verify.blame import register_blame, smem_blame
 from argus.verify.context import Context
 from argus.verify.program import Site, user_name
@@ -83,34 +89,82 @@ def registers_of(buffer: Buffer) -> int:
     return -(-buffer.values_per_thread * buffer.dtype.bits // 32)
 
 
+def _overwrites(stmt: Any) -> Buffer | None:
+    """The fragment `stmt` writes whole without reading it (a fill, a whole copy, elementwise or reduction
+    result), else None."""
+    if isinstance(stmt, (Fill, Copy, Map, Reduce)) and stmt.dst.space == Space.FRAGMENT and stmt.dst.is_whole():
+        if isinstance(stmt, Fill) or stmt.dst.buffer not in _reads(stmt):
+            return stmt.dst.buffer
+    return None
+
+
+def _reads(stmt: Any) -> list[Buffer]:
+    srcs = stmt.srcs if isinstance(stmt, Map) else (stmt.src,) if isinstance(stmt, (Copy, Reduce)) else ()
+    return [(x.ref if isinstance(x, Broadcast) else x).buffer for x in srcs if isinstance(x, (TileRef, Broadcast))]
+
+
+def _encloses(outer: Site, inner: Site) -> bool:
+    """Whether `outer` comes first and every block holding it holds `inner` too (it runs whenever `inner` does,
+    before it, in the same iteration of every loop around it)."""
+    blocks = [(f.owner, f.branch) for f in outer.frames]
+    return outer.index < inner.index and blocks == [(f.owner, f.branch) for f in inner.frames[: len(blocks)]]
+
+
 def check_register_budget(ctx: Context) -> list[Finding]:
     start = time.perf_counter()
     prog = ctx.analysis.program
-    first: dict[Buffer, Site] = {}
+    first: dict[Buffer, Site] = {}  # the allocation
+    born: dict[Buffer, int] = {}  # the first statement that writes it
     last: dict[Buffer, int] = {}
+    kills: dict[Buffer, list[Site]] = {}  # statements that overwrite it whole
     for site in prog.sites:
         s = site.stmt
         if isinstance(s, Alloc) and s.buffer.space == Space.FRAGMENT:
             first[s.buffer] = site
-            last[s.buffer] = site.index
             continue
+        killed = _overwrites(s)
+        if killed in first:
+            kills.setdefault(killed, []).append(site)
         for b in _refs(s):
             if b in first:
-                end = site.index
+                begin = end = site.index
                 alloc = first[b]
-                for lp in site.loops:  # used in a loop that does not contain the allocation
-                    if lp not in alloc.loops:
-                        end = max(end, prog.site(lp).end)
-                        break
-                last[b] = max(last[b], end)
+                for lp in site.loops:  # used in a loop that does not contain the allocation: carried around it
+                    loop = prog.site(lp)
+                    if lp in alloc.loops or killed is b:  # (overwriting it whole reads nothing carried)
+                        continue
+                    if any(loop.index < k.index <= loop.end and _encloses(k, site) for k in kills.get(b, ())):
+                        continue  # ... unless each iteration overwrites it before this use
+                    begin, end = min(begin, loop.index), max(end, loop.end)
+                born[b] = min(born.get(b, begin), begin)
+                last[b] = max(last.get(b, end), end)
+    elementwise = {site.index: site.stmt for site in prog.sites if isinstance(site.stmt, Map)}
     findings = []
     peak_by_role: dict[str, tuple[int, int, list[str]]] = {}
     peak_live: dict[str, list[Buffer]] = {}
     for site in prog.sites:
         role = site.role
         key = role.name if role is not None else ""
-        live = [b for b, a in first.items() if a.index <= site.index <= last[b] and (a.role is role or a.role is None)]
+        live = [
+            b
+            for b, a in first.items()
+            if b in born and born[b] <= site.index <= last[b] and (a.role is role or a.role is None)
+        ]
         regs = sum(registers_of(b) for b in live)
+        stmt = elementwise.get(site.index)
+        if stmt is not None and stmt.dst.buffer in live and born[stmt.dst.buffer] == site.index:
+            # written over the operands that die here, element by element: the larger of the two, not both
+            dying = {
+                x.buffer
+                for x in stmt.srcs
+                if isinstance(x, TileRef) and x.buffer in live and last[x.buffer] == site.index
+                and x.buffer.tv == stmt.dst.buffer.tv
+            }  # fmt: skip
+            if dying:
+                result, operands = registers_of(stmt.dst.buffer), sum(registers_of(b) for b in dying)
+                regs -= min(result, operands)
+                live = [b for b in live if b is not stmt.dst.buffer] if result <= operands else live
+                live = live if result <= operands else [b for b in live if b not in dying]
         if regs > peak_by_role.get(key, (0, 0, []))[0]:
             peak_by_role[key] = (regs, site.index, [f"{user_name(b)} {registers_of(b)}" for b in live])
             peak_live[key] = live
