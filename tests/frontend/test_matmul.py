@@ -3,7 +3,9 @@ passes for float32, the persistent Hopper GEMM, the split-K reduction where the 
 plan verified, the call checked on the CPU interpreter against the group's FX subgraph, and the emitted ModelNew
 judged by the gate. The level-1 problems are pinned: `SOLVED` end to end at small sizes (transposed operands taken
 into the group, a 3-d tensor times a matrix through views, a matrix-vector product whose plan splits K), `PARTIAL`
-with what the template does not take reported."""
+with what the template does not take reported. ``addmm`` (``nn.Linear``) and the elementwise operators after a
+product become the GEMM's fused epilogue: the level-2 problems of `SOLVED_L2` are solved with the whole chain in the
+GEMM's call; the group's growth stops where a value is used outside it or an operator is not elementwise."""
 
 from __future__ import annotations
 
@@ -83,11 +85,13 @@ def test_x_times_its_own_transpose_reads_one_input_twice(problem: Callable[..., 
 
 def test_the_template_says_why_it_does_not_take_a_node(problem: Callable[..., Path], tmp_path: Path) -> None:
     path = problem(
-        "torch.addmm(b, x, y)", inputs="[torch.randn(3), torch.randn(4, 5), torch.randn(5, 3)]", args="b, x, y"
+        "torch.addmm(b, x, y, beta=0.5)",
+        inputs="[torch.randn(3), torch.randn(4, 5), torch.randn(5, 3)]",
+        args="b, x, y",
     )
     result = solve(path, out=tmp_path / "s.py", judge=False)
     (u,) = result.uncovered
-    assert u["op"] == "aten.addmm.default" and "epilogue" in u["reason"]
+    assert u["op"] == "aten.addmm.default" and "beta != 1" in u["reason"]
     assert matmul.TRANSPOSES == {"permute", "t", "transpose"}
     # a float32 bmm whose K passes the accuracy chain: the batched GEMM cannot split K yet
     path = problem("torch.bmm(x, y)", inputs="[torch.randn(2, 3, 5000), torch.randn(2, 5000, 4)]", args="x, y")
@@ -103,3 +107,61 @@ def test_a_batched_transpose_is_taken_into_the_group(problem: Callable[..., Path
     assert [g["ops"] for g in result.groups] == [["transpose", "bmm"]] or [g["ops"] for g in result.groups] == [
         ["permute", "bmm"]
     ]
+
+
+#: Level-2 problems solved with the product and its elementwise tail in one GEMM call, at small sizes.
+SOLVED_L2: dict[str, dict[str, Any]] = {
+    "9_Matmul_Subtract_Multiply_ReLU": {"batch_size": 33, "in_features": 40, "out_features": 24},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOLVED_L2))
+def test_level2_gemm_chains_are_one_fused_gemm(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+    result = solve(kernelbench_dir / "level2" / f"{name}.py", sizes=SOLVED_L2[name], out=tmp_path / f"{name}.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    (report,) = result.kernels
+    assert report.family == "matmul-like" and report.verdict == "verified" and report.interpreter_ok
+    text = Path(result.solution).read_text()
+    assert "epilogue=Epilogue(" in text
+    forward = text[text.index("    def forward(") :]
+    assert "torch.ops.aten" not in forward  # every operator in the GEMM's call
+
+
+def test_an_elementwise_tail_with_vectors_and_a_residual_is_fused(problem: Callable[..., Path], tmp_path: Path) -> None:
+    # bias (N,), a per-row scale (M, 1), a residual (M, N), a value used twice (swish), a comparison inside
+    body = "(lambda y: torch.where(y > 0, y * torch.sigmoid(y), y * 0.1) * r + s)(F.linear(x, w, b) * 0.5)"
+    inputs = "[torch.randn(37, 20), torch.randn(24, 20), torch.randn(24), torch.randn(37, 24), torch.randn(37, 1)]"
+    path = problem(body, inputs=inputs, args="x, w, b, r, s")
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    (group,) = result.groups
+    assert group["family"] == "matmul-like" and group["ops"][:2] == ["permute", "addmm"]
+    text = Path(result.solution).read_text()
+    assert "'columns'" in text and "'rows'" in text and "'tile'" in text
+
+
+def test_the_epilogue_stops_where_a_value_leaves_the_group(problem: Callable[..., Path], tmp_path: Path) -> None:
+    # y is used by the relu and returned: the epilogue ends at y (one result); the relu is its own kernel
+    path = problem(
+        "(lambda y: (y, torch.relu(y) + 1.0))((x @ w) * 2.0)", inputs="[torch.randn(9, 5), torch.randn(5, 7)]",
+        args="x, w",
+    )  # fmt: skip
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert sorted(g["ops"] for g in result.groups) == [["mm", "mul"], ["relu", "add"]]
+    # a reduction is not elementwise: the sum stays outside, the chain before it is fused
+    path = problem(
+        "torch.sigmoid(x @ w + 1.0).sum(dim=1)", inputs="[torch.randn(9, 5), torch.randn(5, 7)]", args="x, w"
+    )
+    result = solve(path, out=tmp_path / "t.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert sorted(g["ops"] for g in result.groups) == [["mm", "add", "sigmoid"], ["sum"]]
+
+
+def test_a_constant_given_at_run_time_is_not_baked_into_the_epilogue(
+    problem: Callable[..., Path], tmp_path: Path
+) -> None:
+    path = problem("(x @ w) * s", inputs="[torch.randn(9, 5), torch.randn(5, 7), 3.0]", args="x, w, s")
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert sorted(g["ops"] for g in result.groups) == [["mm"], ["mul"]]

@@ -103,7 +103,7 @@ def _bias_of_the_next_tile(
     A: T.Tensor[("M", "K"), T.bf16],
     B: T.Tensor[("N", "K"), T.bf16],
     C: T.Tensor[("M", "N"), T.f32],
-    E_bias: T.Tensor[("N",), T.f32],
+    epi_bias: T.Tensor[("N",), T.f32],
     BM: int = 64,
     BN: int = 64,
 ):
@@ -111,7 +111,7 @@ def _bias_of_the_next_tile(
 
     def epilogue(acc, tile):
         v = T.alloc_reduced(acc, axis=0)
-        T.copy(E_bias.tile(tile.bn + 1, tile.cols), v)  # <- the wrong tile
+        T.copy(epi_bias.tile(tile.bn + 1, tile.cols), v)  # <- the wrong tile
         T.assert_tag(lambda x: x[0] == tile.bn * tile.cols + x.coord[0], v)
         return acc + v[None, :]
 

@@ -190,6 +190,17 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
         else:
             supported.setdefault(family, []).append(node)
 
+    # a non-fusing template's group takes nodes of other families in with it (the matmul template's operand
+    # transposes and fused epilogue): those are proposed with it, and by no other family
+    bound = frozenset(node for uses in capture.scalar_uses.values() for node, _ in uses)
+    absorbed: dict[Any, list[Any]] = {}
+    for family, nodes in supported.items():
+        if not templates[family].fuses and templates[family].absorbs is not None:
+            for n in nodes:
+                absorbed[n] = templates[family].absorbs(n, bound)
+    taken = {a for found in absorbed.values() for a in found}
+    supported = {family: [n for n in nodes if n not in taken] for family, nodes in supported.items()}
+
     proposals: list[Any] = []
     for family, nodes in supported.items():
         if templates[family].fuses:
@@ -215,11 +226,10 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
         else:
             # a node with several results (max_pool2d_with_indices) takes the getitems that pick them: its kernel
             # makes the tensors they read, and its subgraph returns those tensors
-            absorbs = templates[family].absorbs or (lambda node: [])
             proposals += [
                 Proposal(
                     id=len(proposals) + i,
-                    nodes=[*absorbs(n), n, *(u for u in n.users if op_name(u) == "getitem")],
+                    nodes=[*absorbed.get(n, []), n, *(u for u in n.users if op_name(u) == "getitem")],
                 )
                 for i, n in enumerate(nodes)
             ]
@@ -230,10 +240,11 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
         if node.op == "call_module" and node.target in submodules:
             sub = submodules[node.target]
             calls = [n for n in sub.graph.nodes if n.op == "call_function"]
-            # the group's family is its computing node's: a template's absorbed producers are views or layouts
-            family = next(
-                (f for f in map(classify, calls) if f not in (Family.VIEW, Family.LAYOUT)), classify(calls[0])
-            )
+            # the group's family is its computing node's: what a template absorbs are views and layouts (operand
+            # transposes) or pointwise nodes (an epilogue), so the first node of another family names it
+            families = [f for f in map(classify, calls) if f not in (Family.VIEW, Family.LAYOUT)]
+            family = next((f for f in families if f is not Family.POINTWISE), families[0] if families else None)
+            family = family or classify(calls[0])
             out.groups.append(
                 Group(
                     f"{family.name.lower()}_{len(out.groups)}",

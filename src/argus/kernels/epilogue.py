@@ -8,7 +8,7 @@ its operands (each an `EpilogueOperand`: a per-column vector ``(N,)``, a per-row
 
 * ``gemm_fused_<key>``: `argus.kernels.gemm.persistent_gemm` (the persistent warp-specialized Hopper GEMM) whose
   consumers apply `f` to each tile's accumulator before the store; every operand is one more tensor parameter
-  (``E_<name>``), loaded for the tile in the accumulator's layout by `argus.kernels.gemm.EpilogueTile`, with a tag
+  (``epi_<name>``), loaded for the tile in the accumulator's layout by `argus.kernels.gemm.EpilogueTile`, with a tag
   assertion that element (i, j) of the tile is given the operand's element of the tile's row i and column j.
 * ``gemm_split_reduce_fused_<key>``: `argus.kernels.gemm.split_reduce` applying `f` to the summed slices of a
   split-K product (split-K stores f32 partial products; the epilogue runs once, on the sum).
@@ -28,6 +28,7 @@ import functools
 import hashlib
 import keyword
 import linecache
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +109,21 @@ class Epilogue:
                 raise EpilogueError(f"epilogue statement {line!r} is not Python: {e.msg}") from None
 
     @property
+    def holds_tiles(self) -> bool:
+        """Whether a second tile-sized value must stay live beside the one being computed: a tile operand (a
+        residual), or a value used by two later statements or twice in one (``y * T.sigmoid(y)``). Such
+        epilogues take twice the accumulator's registers (`argus.kernels.matmul.EPILOGUE_TILES`)."""
+        if any(o.kind == "tile" for o in self.operands):
+            return True
+        names = ["acc"] + [line.split("=", 1)[0].strip() for line in self.statements]
+        later = [line.split("=", 1)[1] if "=" in line else line for line in self.statements]
+        for i, name in enumerate(names):
+            pattern = re.compile(rf"\b{re.escape(name)}\b")
+            if sum(len(pattern.findall(text)) for text in later[i:]) > 1:
+                return True
+        return False
+
+    @property
     def key(self) -> str:
         """A short hash of the epilogue: the suffix of its kernels' names."""
         text = repr((self.statements, self.result, self.operands))
@@ -116,17 +132,24 @@ class Epilogue:
     @property
     def params(self) -> list[str]:
         """The kernels' tensor parameters of the operands, in order."""
-        return [f"E_{o.name}" for o in self.operands]
+        return [f"epi_{o.name}" for o in self.operands]
 
 
 def _signature(ep: Epilogue) -> list[str]:
-    return [f"    E_{o.name}: T.Tensor[{KINDS[o.kind][0]!r}, T.{o.dtype}]," for o in ep.operands]
+    return [f"    epi_{o.name}: T.Tensor[{KINDS[o.kind][0]!r}, T.{o.dtype}]," for o in ep.operands]
 
 
 def _function(ep: Epilogue) -> list[str]:
+    """``epilogue(acc, tile)``: each operand loaded just before the first statement that reads it (a residual tile
+    loaded first would hold its registers through the whole chain)."""
     lines = ["    def epilogue(acc, tile):"]
-    lines += [f"        {o.name} = tile.{KINDS[o.kind][1]}(E_{o.name})" for o in ep.operands]
-    lines += [f"        {line}" for line in ep.statements]
+    pending = list(ep.operands)
+    for line in [*ep.statements, ep.result]:
+        for o in [o for o in pending if re.search(rf"\b{re.escape(o.name)}\b", line)]:
+            lines.append(f"        {o.name} = tile.{KINDS[o.kind][1]}(epi_{o.name})")
+            pending.remove(o)
+        if line is not ep.result:
+            lines.append(f"        {line}")
     lines.append(f"        return {ep.result}")
     return lines
 

@@ -64,9 +64,10 @@ CHAIN_SPLITS = (48, 64, 96, 128, 192, 256, 384, 512)
 MIN_K_BLOCKS_PER_SPLIT = 4
 #: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
 TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
-#: The tile shapes for an epilogue that reads a tile of C's shape (a residual): its fragment takes as many registers
-#: as the accumulator, and at BN = 256 the consumers spill (ptxas: 588 spill stores for ``acc + res`` at 128x256,
-#: none at 128x128; per-row and per-column vectors fit at every tile).
+#: The tile shapes for an epilogue that holds a second tile-sized value (a residual, or a value used twice:
+#: `Epilogue.holds_tiles`): it takes as many registers as the accumulator, and at BN = 256 the consumers spill
+#: (ptxas: 588 spill stores for ``acc + res`` at 128x256, none at 128x128; chains over per-row and per-column
+#: vectors fit at every tile).
 EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128)
 #: Fraction of the tensor-core peak a block of each tile shape sustains in its main loop (wider wgmma reads less
 #: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do): measured on an H200 at
@@ -431,7 +432,7 @@ class GemmPlan:
         return _traced_reduce(tuple(sorted(params.items())))
 
     def epilogue_operands(self, operands: Any, xp: Any) -> dict[str, Any]:
-        """The epilogue's tensors by kernel parameter (``E_<name>``), checked against the problem's shape and
+        """The epilogue's tensors by kernel parameter (``epi_<name>``), checked against the problem's shape and
         zero-padded to the kernel's (M, N) where the plan pads C. `operands`: name -> array or tensor."""
         ep = self.epilogue
         if ep is None:
@@ -558,8 +559,8 @@ def plan(
     epilogue: Epilogue | None = None,
 ) -> GemmPlan:
     """The plan for `problem` (with the fused `epilogue`): `config`, or the one `choose` picks (among
-    `EPILOGUE_TILES` when the epilogue reads a tile of C's shape)."""
-    tiles = EPILOGUE_TILES if epilogue is not None and any(o.kind == "tile" for o in epilogue.operands) else TILES
+    `EPILOGUE_TILES` when the epilogue holds a second tile-sized value, `Epilogue.holds_tiles`)."""
+    tiles = EPILOGUE_TILES if epilogue is not None and epilogue.holds_tiles else TILES
     return GemmPlan(problem, config or choose(problem, target, tiles), epilogue)
 
 
@@ -648,10 +649,10 @@ def prepare(
     the_plan = plan(problem, config, epilogue=epilogue)
     extra = the_plan.epilogue_operands(operands, torch)
     for param, x in extra.items():
-        want = _torch_dtype(next(o.dtype for o in epilogue.operands if f"E_{o.name}" == param))
+        want = _torch_dtype(next(o.dtype for o in epilogue.operands if f"epi_{o.name}" == param))
         if x.dtype != want or not x.is_contiguous() or x.device != a.device:
             raise GemmError(
-                f"epilogue operand {param[2:]!r} must be a contiguous {want} tensor on {a.device}, not a "
+                f"epilogue operand {param[4:]!r} must be a contiguous {want} tensor on {a.device}, not a "
                 f"{'contiguous' if x.is_contiguous() else 'strided'} {x.dtype} tensor on {x.device}"
             )
     q = the_plan.padded

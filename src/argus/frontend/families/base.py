@@ -132,11 +132,13 @@ Writer = Callable[[str, Any, Mapping[tuple[str, int], str], Mapping[str, Any]], 
 
 @dataclass(frozen=True)
 class Template:
-    """A kernel family's template (see the module docstring). `absorbs` (a template that does not fuse): the
-    producers of a node that its group takes in with it (the matmul template's operand transposes)."""
+    """A kernel family's template (see the module docstring). `absorbs` (a template that does not fuse):
+    ``absorbs(node, bound)``, the nodes of other families that `node`'s group takes in with it (the matmul
+    template's operand transposes and fused epilogue), `bound` the names of nodes with a constant that a forward
+    argument gives at run time; no other family proposes them."""
 
     unsupported: Support
     source: Writer
     fuses: bool = False
     group_unsupported: GroupSupport | None = None
-    absorbs: Callable[[Any], list[Any]] | None = None
+    absorbs: Callable[[Any, frozenset[str]], list[Any]] | None = None

@@ -7,13 +7,22 @@ plan for the captured problem (`argus.kernels.matmul.plan`): for f32 operands th
 verifies every kernel of that plan (`LibraryGemm.kernels`) and checks the call on the CPU interpreter against the
 group's FX subgraph, as for any other group.
 
-Taken: ``aten.mm`` and ``aten.bmm`` of float32, float16 or bfloat16 operands of one dtype (the output in the same
-dtype; ``bmm`` as the library's batched GEMM, at most 4096 of K for float32); an operand produced by a transpose of
-its last two extents (``permute``, ``t``, ``transpose``) that only the product reads is taken into the group, and
-the GEMM reads the untransposed tensor in the other layout (KernelBench's ``A.T @ B``). A 3-d or 4-d tensor times a
-matrix reaches the graph as views around an ``mm`` (views compute nothing). Not taken: ``addmm``/``linear``/
-``baddbmm`` (the bias is an epilogue, and the fused epilogue interface is not built), ``mv``/``dot``, integer
-operands.
+Taken: ``aten.mm``, ``aten.addmm`` and ``aten.bmm`` of float32, float16 or bfloat16 operands of one dtype (the
+output in the same dtype; ``bmm`` as the library's batched GEMM, at most 4096 of K for float32); an operand produced
+by a transpose of its last two extents (``permute``, ``t``, ``transpose``) that only the product reads is taken into
+the group, and the GEMM reads the untransposed tensor in the other layout (KernelBench's ``A.T @ B``, and
+``nn.Linear``, which core ATen presents as ``addmm(bias, x, permute(weight))``). A 3-d or 4-d tensor times a matrix
+reaches the graph as views around an ``mm`` (views compute nothing).
+
+**Epilogues** (`epilogue_nodes`): ``addmm``'s bias, and the elementwise operators that follow a 2-d product (those
+the pointwise template has rules for), become the GEMM's fused epilogue (`argus.kernels.epilogue`): computed on the
+f32 accumulator in registers before C is stored. The group grows over the product's users in graph order while
+every value it computes is used only inside it except one, the group's result, of the product's shape and dtype;
+an operator's other tensor operands must broadcast to the product as a per-column vector ((N,) or (1, N)), a
+per-row vector ((M, 1)) or a tile of its shape ((M, N)), and must not depend on the group; a constant bound to a
+forward argument at run time stops the growth (the library call has no scalar parameters). Not taken:
+``baddbmm``/``addbmm`` (an epilogue on a batched GEMM is not built), ``mv``/``dot``, integer operands, casts and
+reductions in the epilogue.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from argus.frontend.families import pointwise
 from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
 from argus.kernels.matmul import F32_CHAIN
 
@@ -34,14 +44,30 @@ def unsupported(node: Any) -> str | None:
     import torch
 
     name = aten_name(node)
-    if name in ("baddbmm", "addbmm", "addmm", "linear"):
-        return f"the bias of {name} is an epilogue: the fused GEMM epilogue interface is not built yet"
-    if name not in ("mm", "bmm"):
-        return f"the matmul template takes mm and bmm only, not {node.target}"
-    a, b, out = node_value(node.args[0]), node_value(node.args[1]), node_value(node)
+    if name in ("baddbmm", "addbmm"):
+        return f"the bias of {name} is an epilogue on a batched GEMM, which is not built"
+    if name not in ("mm", "bmm", "addmm"):
+        return f"the matmul template takes mm, addmm and bmm only, not {node.target}"
+    if name == "addmm":
+        bias = node_value(node.args[0])
+        out = node_value(node)
+        if not isinstance(bias, torch.Tensor) or not isinstance(out, torch.Tensor):
+            return "addmm's bias is not a tensor"
+        if _kind(tuple(bias.shape), tuple(out.shape)) is None:
+            return f"addmm's bias of shape {tuple(bias.shape)} (taken: (N,), (1, N), (M, 1), (M, N))"
+        if dtype_name(bias) not in DTYPES:
+            return f"addmm's bias in {bias.dtype}"
+        if node.kwargs.get("beta", 1) != 1:
+            return "addmm with beta != 1 (the epilogue reads its bias as it is)"
+        if not isinstance(node.kwargs.get("alpha", 1), int | float):
+            return "addmm's alpha is not a number"
+        node_args = node.args[1:3]
+    else:
+        node_args = node.args[:2]
+    a, b, out = node_value(node_args[0]), node_value(node_args[1]), node_value(node)
     if not all(isinstance(t, torch.Tensor) for t in (a, b, out)):
         return "an operand is not a tensor"
-    rank = 2 if name == "mm" else 3
+    rank = 3 if name == "bmm" else 2
     if a.dim() != rank or b.dim() != rank:
         return f"operands that are not {rank}-D"
     if name == "bmm" and dtype_name(a) == "float32" and a.shape[-1] > F32_CHAIN // 3:
@@ -73,25 +99,115 @@ def is_transpose(node: Any) -> bool:
     return r == 2
 
 
-def absorbs(node: Any) -> list[Any]:
-    """The producers of `node`'s operands taken into its group: 2-D transposes that only `node` reads."""
-    return [a for a in node.args[:2] if is_transpose(a) and len(a.users) == 1]
+def _operands(node: Any) -> tuple[Any, Any]:
+    """The product's two operand nodes (``addmm``: after its bias)."""
+    return tuple(node.args[1:3]) if aten_name(node) == "addmm" else tuple(node.args[:2])
+
+
+def _kind(shape: tuple[int, ...], out: tuple[int, ...]) -> str | None:
+    """How a tensor of `shape` broadcasts to the 2-d product's `out` (M, N): as the epilogue operand kind
+    (`argus.kernels.epilogue`), or None."""
+    m, n = out
+    if shape in ((n,), (1, n)):
+        return "columns"
+    if shape == (m, 1):
+        return "rows"
+    if shape == (m, n):
+        return "tile"
+    return None
+
+
+def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
+    """The nodes taken into `node`'s group with it: the 2-D transposes of its operands that only `node` reads, and
+    its epilogue (`epilogue_nodes`). `bound`: names of nodes with a constant bound to a forward argument."""
+    return [a for a in _operands(node) if is_transpose(a) and len(a.users) == 1] + epilogue_nodes(node, bound)
+
+
+def epilogue_nodes(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
+    """The elementwise nodes after a 2-d product that its fused epilogue computes (see the module docstring), in
+    graph order: the longest prefix of the product's elementwise users, in graph order, after which exactly one
+    value of the group is used outside it."""
+    if aten_name(node) not in ("mm", "addmm"):
+        return []
+    out = node_value(node)
+    shape, dtype = tuple(out.shape), out.dtype
+    group: dict[Any, None] = {node: None}
+    tainted: set[Any] = set()  # nodes outside the group that depend on it
+    best: list[Any] = []
+    started = False
+    for n in node.graph.nodes:
+        if n is node:
+            started = True
+            continue
+        if not started or n.op != "call_function":
+            continue
+        inputs = [a for a in n.all_input_nodes]
+        if not any(a in group or a in tainted for a in inputs):
+            continue
+        if _takes(n, group, tainted, shape, dtype, bound):
+            group[n] = None
+            for a in inputs:  # constants it reads become literals of the epilogue
+                if pointwise._is_literal(a):
+                    group[a] = None
+            used_outside = [g for g in group if any(u not in group for u in g.users)]
+            if len(used_outside) == 1 and used_outside[0] is not node and node_value(used_outside[0]).dtype == dtype:
+                best = [g for g in group if g is not node]
+            elif not used_outside:
+                break
+        else:
+            tainted.add(n)
+    return best
+
+
+def _takes(n: Any, group: dict, tainted: set, shape: tuple, dtype: Any, bound: frozenset[str]) -> bool:
+    """Whether the epilogue can take elementwise node `n`, whose inputs include a value of the group."""
+    import torch
+    import torch.fx
+
+    op = aten_name(n)
+    if op not in pointwise.RULES or op in ("scalar_tensor", "_to_copy", "clone") or n.name in bound:
+        return False
+    params, _ = pointwise.RULES[op]
+    args = pointwise._arguments(n, params)
+    if isinstance(args, str):
+        return False
+    val = node_value(n)
+    compared = op in pointwise.COMPARISONS
+    if not isinstance(val, torch.Tensor) or tuple(val.shape) != shape or (val.dtype != dtype and not compared):
+        return False
+    if op == "div" and n.kwargs.get("rounding_mode") is not None:
+        return False
+    if op == "gelu" and args[1] not in ("none", "tanh"):
+        return False
+    for a in args:
+        if isinstance(a, torch.fx.Node):
+            if a in group or pointwise._is_literal(a):
+                continue
+            v = node_value(a)
+            external = isinstance(v, torch.Tensor) and a not in tainted and dtype_name(v) in DTYPES
+            if not external or _kind(tuple(v.shape), shape) is None:
+                return False
+        elif not (a is None or isinstance(a, bool | int | float | str)):
+            return False
+    return True
 
 
 def kernel_source(
     name: str, subgraph: Any, scalar_uses: Mapping[tuple[str, int], str], scalar_values: Mapping[str, Any]
 ) -> KernelSource:
-    """The library call of an ``mm`` group (see the module docstring)."""
+    """The library call of a product's group: the GEMM, with its epilogue when the group has one (see the module
+    docstring)."""
     from argus.kernels.matmul import GemmProblem
 
     nodes = list(subgraph.graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
-    (mm,) = [n for n in nodes if n.op == "call_function" and aten_name(n) in ("mm", "bmm")]
+    (mm,) = [n for n in nodes if n.op == "call_function" and aten_name(n) in ("mm", "bmm", "addmm")]
+    (result,) = [n for n in nodes if n.op == "output"][0].all_input_nodes
     operands, flags = [], []
-    for arg in mm.args[:2]:
-        flags.append(is_transpose(arg))
+    for arg in _operands(mm):
+        flags.append(is_transpose(arg) and arg.op == "call_function")
         operands.append(arg.args[0] if flags[-1] else arg)
-    a, b = (node_value(mm.args[0]), node_value(mm.args[1]))  # as the product reads them: ([L,] M, K), ([L,] K, N)
+    a, b = (node_value(x) for x in _operands(mm))  # as the product reads them: ([L,] M, K), ([L,] K, N)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = int(a.shape[0]) if a.dim() == 3 else 1
     dt = DTYPES[dtype_name(a)]
@@ -99,32 +215,101 @@ def kernel_source(
         int(m), int(n), int(k), dt, dt, "M" if flags[0] else "K", "K" if flags[1] else "N", batch
     )  # the operands as the group receives them, contiguous: A^T stored (K, M) is M-major, B^T stored (N, K) K-major
     order = tuple(placeholders.index(o) for o in operands)  # which of the group's inputs each operand is
-    op = aten_name(mm)
+    epilogue = _epilogue(mm, nodes, placeholders, (int(m), int(n)))
+    chain = [aten_name(x) for x in nodes if x.op == "call_function" and x is not mm and not is_transpose(x)]
+    op = " -> ".join([aten_name(mm), *chain])
     title = f"{op} of {tuple(a.shape)} and {tuple(b.shape)} ({dt}), the GEMM library's plan"
     ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} ({op}).")
-    kernel = "\n".join(
-        [
-            f"# {title}",
-            f"{name} = LibraryGemm(",
-            f"    {name!r},",
-            f"    GemmProblem({m}, {n}, {k}, {dt!r}, {dt!r}, {problem.a_major!r}, {problem.b_major!r}, {batch}),",
-            f"    transpose_a={flags[0]},",
-            f"    transpose_b={flags[1]},",
-            f"    order={order!r},",
-            ")",
+    lines = [
+        f"# {title}",
+        f"{name} = LibraryGemm(",
+        f"    {name!r},",
+        f"    GemmProblem({m}, {n}, {k}, {dt!r}, {dt!r}, {problem.a_major!r}, {problem.b_major!r}, {batch}),",
+        f"    transpose_a={flags[0]},",
+        f"    transpose_b={flags[1]},",
+        f"    order={order!r},",
+    ]
+    imports = "from argus.kernels.matmul import GemmProblem, LibraryGemm  # noqa: E402\n"
+    if epilogue is not None:
+        ep, positions = epilogue
+        imports += "from argus.kernels.epilogue import Epilogue, EpilogueOperand  # noqa: E402\n"
+        lines += [
+            "    epilogue=Epilogue(",
+            "        (",
+            *[f"            {line!r}," for line in ep.statements],
+            "        ),",
+            f"        {ep.result!r},",
+            f"        ({''.join(f'EpilogueOperand({o.name!r}, {o.kind!r}, {o.dtype!r}), ' for o in ep.operands)}),",
+            "    ),",
+            f"    epilogue_order={positions!r},",
         ]
-    )
+    lines.append(")")
     shapes = {p.name: tuple(node_value(p).shape) for p in placeholders}
-    shapes[mm.name] = tuple(int(d) for d in node_value(mm).shape)
+    shapes[result.name] = tuple(int(d) for d in node_value(result).shape)
     return KernelSource(
         name,
         ref,
-        "from argus.kernels.matmul import GemmProblem, LibraryGemm  # noqa: E402\n\n" + kernel + "\n",
+        imports + "\n" + "\n".join(lines) + "\n",
         [p.name for p in placeholders],
-        [mm.name],
+        [result.name],
         {},
-        math.prod(tuple(node_value(mm).shape)),
-        {**{p.name: dt for p in placeholders}, mm.name: dt},
+        math.prod(tuple(node_value(result).shape)),
+        {**{p.name: DTYPES[dtype_name(node_value(p))] for p in placeholders}, result.name: dt},
         shapes,
         library=True,
     )
+
+
+def _epilogue(mm: Any, nodes: list[Any], placeholders: list[Any], out: tuple[int, int]) -> tuple[Any, tuple] | None:
+    """The group's `Epilogue` and the positions of its operands among the group's inputs, or None (a bare product):
+    addmm's bias, then one statement per elementwise node (rendered by the pointwise template's rules)."""
+    import torch.fx
+
+    from argus.kernels.epilogue import Epilogue, EpilogueOperand
+
+    chain = [x for x in nodes if x.op == "call_function" and x is not mm and not is_transpose(x)]
+    if aten_name(mm) != "addmm" and not chain:
+        return None
+    operands: dict[str, EpilogueOperand] = {}
+    positions: list[int] = []
+    text: dict[Any, str] = {mm: "acc"}
+    statements: list[str] = []
+
+    def operand(node: Any) -> str:
+        if node in text:
+            return text[node]
+        value = node_value(node)
+        if pointwise._is_literal(node):
+            return pointwise._lit(float(node.args[0]))
+        name = f"e_{node.name}"
+        kind = _kind(tuple(value.shape), out)
+        operands[name] = EpilogueOperand(name, kind, DTYPES[dtype_name(value)])
+        positions.append(placeholders.index(node))
+        text[node] = name
+        return name
+
+    if aten_name(mm) == "addmm":  # beta is 1 (`unsupported`)
+        alpha = mm.kwargs.get("alpha", 1)
+        scaled_acc = "acc" if alpha == 1 else f"acc * {pointwise._lit(float(alpha))}"
+        statements.append(f"v_{mm.name} = {scaled_acc} + {operand(mm.args[0])}")
+        text[mm] = f"v_{mm.name}"
+    for node in chain:
+        if pointwise._is_literal(node):
+            continue
+        op = aten_name(node)
+        params, render = pointwise.RULES[op]
+        args = pointwise._arguments(node, params)
+        rendered = []
+        for v in args:
+            if isinstance(v, torch.fx.Node):
+                rendered.append(pointwise.Operand(operand(v), v in text and not pointwise._is_literal(v)))
+            elif v is None:
+                rendered.append(None)
+            elif isinstance(v, str):
+                rendered.append(pointwise.Operand(repr(v), False))
+            else:
+                rendered.append(pointwise.Operand(pointwise._lit(v), False))
+        statements.append(f"v_{node.name} = {render(*rendered)}")
+        text[node] = f"v_{node.name}"
+    result = text[chain[-1]] if chain else text[mm]
+    return Epilogue(tuple(statements), result, tuple(operands.values())), tuple(positions)
