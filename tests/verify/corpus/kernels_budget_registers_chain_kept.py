@@ -1,5 +1,6 @@
 """The elementwise chain of `budget_registers_chain_in_place`, except that the input tile is used again at the end:
-x and y stay live while z is computed, so three (64, 256) f32 tiles (384 registers per thread) are live there, more than the 255 a thread can have. Only operands that die at a step may be overwritten by its result.
+x and y stay live while z is computed, so three (64, 256) f32 tiles (384 registers per thread) are live there,
+more than the 255 a thread can have. Only operands that die at a step may be overwritten by its result.
 expect: violated
 code: BUDGET_REGISTERS
 fact: BUDGET_REGISTERS details.registers >= 256
