@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import argus
@@ -93,7 +93,7 @@ class Conv:
     dilation: tuple[int, int, int]
     bias: bool
     dtype: str
-    out: tuple[int, int, int] = (0, 0, 0)
+    out: tuple[int, int, int] = field(init=False, default=(0, 0, 0))
 
     def __post_init__(self) -> None:
         if self.dtype not in ITEMSIZE:
@@ -376,13 +376,17 @@ class LibraryConv:
 
     library = True
 
-    def __init__(self, name: str, conv: Conv, budget: int = COLUMN_BUDGET):
+    def __init__(self, name: str, conv: Conv, order: tuple[int, ...] | None = None, budget: int = COLUMN_BUDGET):
         self.name = name
         self.conv = conv
+        #: the positions of x, the weight and (when the convolution has one) the bias among the call's inputs
+        self.order = tuple(order) if order is not None else tuple(range(3 if conv.bias else 2))
+        if len(self.order) != 2 + int(conv.bias):
+            raise ConvError("CONV_ARGUMENTS", f"order {self.order}: x, the weight{' and the bias' if conv.bias else ''}")
         self.budget = budget
 
     def __repr__(self) -> str:
-        return f"LibraryConv({self.name!r}, {self.conv})"
+        return f"LibraryConv({self.name!r}, {self.conv}, order={self.order})"
 
     def plan(self) -> ConvPlan:
         return conv_plan(self.conv, self.budget)
@@ -400,7 +404,7 @@ class LibraryConv:
         """An uninitialized output for these inputs: (N, F, *the output's spatial extents), the input's dtype."""
         import torch
 
-        x = inputs[0]
+        x = inputs[self.order[0]]
         conv = self.conv_for(x)
         spatial = conv.out[3 - conv.rank :]
         return torch.empty((conv.batch, conv.filters, *spatial), dtype=x.dtype, device=x.device)
@@ -410,11 +414,10 @@ class LibraryConv:
         convolution has one."""
         import torch
 
-        x, w, *rest = tensors
-        *bias, out = rest
+        *inputs, out = tensors
+        x, w = inputs[self.order[0]], inputs[self.order[1]]
+        bias = [inputs[self.order[2]]] if self.conv.bias else []
         conv = self.conv_for(x)
-        if len(bias) != int(conv.bias):
-            raise ConvError("CONV_ARGUMENTS", f"{self.name} takes x, weight{', bias' if conv.bias else ''} and out")
         if x.is_cuda:
             self._run_on_gpu(conv, x, w, bias[0] if bias else None, out)
             return
