@@ -143,11 +143,11 @@ def test_the_output_pass_verifies(kernel: Any, dtype: str) -> None:
 
 @pytest.mark.parametrize("pad", [0, 1, 2])
 def test_the_column_matrix_is_torch_unfold(pad: int) -> None:
-    # the gather alone: its column matrix (C, window, N, OH, OW) against F.unfold's (N, C * window, OH * OW)
+    # the gather alone: its column matrix (C, KD, KH * KW, N, OD, OH, OW) against F.unfold's (N, C * window, OH * OW)
     conv = _conv(2, 2, 3, 1, 1, (5, 7), (3, 2), (2, 1), (pad,), (1, 2))
     x, _, _ = _operands(conv)
     want = F.unfold(x.double(), (3, 2), dilation=(1, 2), padding=pad, stride=(2, 1)).numpy()
-    cols = np.full((3, 6, 2, *conv.out), np.nan)
+    cols = np.full((3, 1, 6, 2, *conv.out), np.nan)  # (C, KD, KH * KW, N, OD, OH, OW)
     im2col(x.double().numpy().reshape(2, 3, 1, 5, 7), cols, device="cpu", **conv.gather_params())
     got = cols.reshape(18, 2, -1).transpose(1, 0, 2)
     assert got.shape == want.shape and np.array_equal(got, want)

@@ -135,8 +135,10 @@ class Conv:
         n = self.batch if images is None else images
         return self.channels * self.window * n * self.positions * ITEMSIZE[self.dtype]
 
-    def chunk(self, budget: int = COLUMN_BUDGET) -> int:
-        """Images per chunk: the largest divisor of the batch whose column matrix fits `budget`."""
+    def chunk(self, budget: int | None = None) -> int:
+        """Images per chunk: the largest divisor of the batch whose column matrix fits `budget` (default
+        `COLUMN_BUDGET`)."""
+        budget = COLUMN_BUDGET if budget is None else budget
         if self.column_bytes(1) > budget:
             raise ConvError(
                 "CONV_COLUMNS_OVER_BUDGET",
@@ -200,7 +202,7 @@ def _output_size(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
 @argus.kernel(policies={"tile_shape": ("BH", "BW")})
 def im2col(
     X: T.Tensor[("N", "C", "D", "H", "W"), "DT"],
-    COLS: T.Tensor[lambda KD, KH, KW: ("C", KD * KH * KW, "N", "OD", "OH", "OW"), "DT"],
+    COLS: T.Tensor[lambda KD, KH, KW: ("C", KD, KH * KW, "N", "OD", "OH", "OW"), "DT"],
     KD: int = 1,
     KH: int = 3,
     KW: int = 3,
@@ -237,15 +239,17 @@ def im2col(
     QH, QW = BH + (KH - 1) * LH // SH, BW + (KW - 1) * LW // SW
     ROWS, COLUMNS = SH * QH, SW * QW
     CHUNK = max(1, THREADS * COPY_ELEMENTS // COLUMNS)  # span rows per staging copy: a few elements per thread
+    # the span of one output depth: `depth` planes (the first dimension, so that a window offset's plane is a
+    # stage index, not an unrolled site), each stored phase-major
     phase_major = Layout(
-        (1, 1, depth, (SH, QH), (SW, QW)), (0, 0, ROWS * COLUMNS, (QH * COLUMNS, COLUMNS), (QW, 1))
+        (depth, 1, 1, (SH, QH), (SW, QW)), (ROWS * COLUMNS, 0, 0, (QH * COLUMNS, COLUMNS), (QW, 1))
     )
-    by_offset = Layout((1, 1, depth, (QH, SH), (QW, SW)), (0, 0, ROWS * COLUMNS, (COLUMNS, QH * COLUMNS), (1, QW)))
+    by_offset = Layout((depth, 1, 1, (QH, SH), (QW, SW)), (ROWS * COLUMNS, 0, 0, (COLUMNS, QH * COLUMNS), (1, QW)))
     itemsize, dtype = ITEMSIZE[DT], getattr(T, DT)
     with T.grid(T.cdiv(OW, BW), T.cdiv(OH, BH), N, threads=THREADS) as (bw, bh, n):
-        sx = T.alloc_shared((1, 1, depth, ROWS, COLUMNS), dtype, layout=phase_major)
+        sx = T.alloc_shared((depth, 1, 1, ROWS, COLUMNS), dtype, layout=phase_major)
         span = sx.view(by_offset)  # element (r * QH + q) of a row is span row q * stride + r
-        v = T.alloc_fragment((1, 1, 1, BH, BW), dtype, vector_bytes=itemsize)  # one output position per thread
+        v = T.alloc_fragment((1, 1, BH, BW), dtype, vector_bytes=itemsize)  # one output position per thread
         for c in T.serial(C):
             for od in T.serial(OD):
                 for z in range(depth):  # the span, a few rows per copy (padding and past the end read 0)
@@ -256,18 +260,19 @@ def im2col(
                                 (n, c, od * SD - PD + z, bh * (BH * SH) - PH + r, bw * (BW * SW) - PW),
                                 (1, 1, 1, rows, COLUMNS),
                             ),
-                            sx.window((0, 0, z, r, 0), (1, 1, 1, rows, COLUMNS)),
+                            sx.window((z, 0, 0, r, 0), (1, 1, 1, rows, COLUMNS)),
                             pad=0.0,
                         )
                 T.barrier()
-                for kd in range(KD):
+                # the window offsets: the plane a loop (one store site per (kh, kw), so that the verifier's
+                # pairwise checks grow with KH * KW, not with the whole window), rows and columns unrolled
+                for kd in T.serial(KD) if KD > 1 else range(1):
                     for kh in range(KH):
                         for kw in range(KW):
                             rh, rw = kh * LH, kw * LW  # the offset's distance from the window's start
-                            origin = (0, 0, kd * LD, (rh % SH) * QH + rh // SH, (rw % SW) * QW + rw // SW)
-                            T.copy(span.window(origin, (1, 1, 1, BH, BW)), v)
-                            offset = (kd * KH + kh) * KW + kw
-                            T.copy(v, COLS.tile((c, offset, n, od, bh, bw), (None, 1, 1, 1, BH, BW)))
+                            origin = (0, 0, (rh % SH) * QH + rh // SH, (rw % SW) * QW + rw // SW)
+                            T.copy(span[kd * LD].window(origin, (1, 1, BH, BW)), v)
+                            T.copy(v, COLS.tile((c, kd, kh * KW + kw, n, od, bh, bw), (None, None, None, 1, 1, BH, BW)))
                 T.barrier()  # every thread is done with sx before the next span overwrites it
 
 
@@ -351,8 +356,9 @@ def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
 
 
-def conv_plan(conv: Conv, budget: int = COLUMN_BUDGET) -> ConvPlan:
-    """The plan of `conv` (see the module docstring); `ConvError` when it cannot run."""
+def conv_plan(conv: Conv, budget: int | None = None) -> ConvPlan:
+    """The plan of `conv` (see the module docstring), its batch in chunks whose column matrix fits `budget`
+    (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
     check_shared(conv)
     images = conv.chunk(budget)
     g = conv.groups
@@ -376,7 +382,7 @@ class LibraryConv:
 
     library = True
 
-    def __init__(self, name: str, conv: Conv, order: tuple[int, ...] | None = None, budget: int = COLUMN_BUDGET):
+    def __init__(self, name: str, conv: Conv, order: tuple[int, ...] | None = None, budget: int | None = None):
         self.name = name
         self.conv = conv
         #: the positions of x, the weight and (when the convolution has one) the bias among the call's inputs
@@ -437,7 +443,9 @@ class LibraryConv:
         x5 = x.contiguous().view(n_, c_, *conv.size)
         out3 = out.view(n_, f_, p_)
         a = w.contiguous().view(g_, f_ // g_, conv.k)
-        cols = torch.empty((c_, conv.window, images, *conv.out), dtype=x.dtype, device=x.device)
+        cols = torch.empty(
+            (c_, conv.kernel[0], conv.window // conv.kernel[0], images, *conv.out), dtype=x.dtype, device=x.device
+        )
         b = cols.view(g_, conv.k, images * p_)
         gather = _loaded("im2col", _key(conv.gather_params()))
         output = _loaded("output_bias" if conv.bias else "output", _key(conv.output_params()))
@@ -462,7 +470,7 @@ def _gpu_gemm(prepare: Any, a: Any, b: Any) -> Any:
 
 
 def run_on_interpreter(
-    conv: Conv, x: Any, w: Any, bias: Any = None, budget: int = COLUMN_BUDGET, *, target: Any = None
+    conv: Conv, x: Any, w: Any, bias: Any = None, budget: int | None = None, *, target: Any = None
 ) -> Any:
     """The convolution of numpy arrays x (N, C, *spatial), w (F, C/g, *window) and bias (F,) on the lane-level
     interpreter (small sizes only), through exactly the kernels and parameters a GPU call launches: the output
@@ -481,7 +489,7 @@ def run_on_interpreter(
     output = _traced("output_bias" if conv.bias else "output", _key(conv.output_params()))
     out = np.full((n_, f_, p_), np.nan)
     for first in range(0, n_, images):
-        cols = np.full((c_, conv.window, images, *conv.out), np.nan)
+        cols = np.full((c_, conv.kernel[0], conv.window // conv.kernel[0], images, *conv.out), np.nan)
         run_kernel(gather, {"X": np.ascontiguousarray(x5[first : first + images]), "COLS": cols})
         b = cols.reshape(g_, conv.k, images * p_)
         if the_plan.per_group:
