@@ -196,7 +196,8 @@ def check_shared(conv: Conv) -> None:
 def _output_size(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
     """PyTorch's output extent of one convolved dimension as a condition on the shape symbols."""
     reach = 2 * p - d * (k - 1) - 1
-    return f"({out} == ({length} + {reach}) // {s} + 1)" if reach >= 0 else f"({out} == ({length} - {-reach}) // {s} + 1)"
+    shifted = f"{length} + {reach}" if reach >= 0 else f"{length} - {-reach}"
+    return f"({out} == ({shifted}) // {s} + 1)"
 
 
 @argus.kernel(policies={"tile_shape": ("BH", "BW")})
@@ -241,9 +242,7 @@ def im2col(
     CHUNK = max(1, THREADS * COPY_ELEMENTS // COLUMNS)  # span rows per staging copy: a few elements per thread
     # the span of one output depth: `depth` planes (the first dimension, so that a window offset's plane is a
     # stage index, not an unrolled site), each stored phase-major
-    phase_major = Layout(
-        (depth, 1, 1, (SH, QH), (SW, QW)), (ROWS * COLUMNS, 0, 0, (QH * COLUMNS, COLUMNS), (QW, 1))
-    )
+    phase_major = Layout((depth, 1, 1, (SH, QH), (SW, QW)), (ROWS * COLUMNS, 0, 0, (QH * COLUMNS, COLUMNS), (QW, 1)))
     by_offset = Layout((depth, 1, 1, (QH, SH), (QW, SW)), (ROWS * COLUMNS, 0, 0, (COLUMNS, QH * COLUMNS), (1, QW)))
     itemsize, dtype = ITEMSIZE[DT], getattr(T, DT)
     with T.grid(T.cdiv(OW, BW), T.cdiv(OH, BH), N, threads=THREADS) as (bw, bh, n):
@@ -388,7 +387,8 @@ class LibraryConv:
         #: the positions of x, the weight and (when the convolution has one) the bias among the call's inputs
         self.order = tuple(order) if order is not None else tuple(range(3 if conv.bias else 2))
         if len(self.order) != 2 + int(conv.bias):
-            raise ConvError("CONV_ARGUMENTS", f"order {self.order}: x, the weight{' and the bias' if conv.bias else ''}")
+            operands = "x, the weight and the bias" if conv.bias else "x and the weight"
+            raise ConvError("CONV_ARGUMENTS", f"order {self.order}: the positions of {operands}")
         self.budget = budget
 
     def __repr__(self) -> str:

@@ -71,8 +71,9 @@ def read_conv(node: Any) -> Conv | str:
             "the convolution family)"
         )
     x, w, out = node_value(args[0]), node_value(args[1]), node_value(node)
-    b = node_value(args[2]) if len(args) > 2 and args[2] is not None else None
-    if not all(isinstance(t, torch.Tensor) for t in (x, w, out)) or (len(args) > 2 and args[2] is not None and b is None):
+    has_bias = len(args) > 2 and args[2] is not None
+    b = node_value(args[2]) if has_bias else None
+    if not all(isinstance(t, torch.Tensor) for t in (x, w, out, *([b] if has_bias else []))):
         return "convolution: the capture recorded no tensor for an operand"
     rank = x.dim() - 2
     if rank not in (1, 2, 3) or w.dim() != x.dim():
@@ -107,7 +108,7 @@ def read_conv(node: Any) -> Conv | str:
         if int(w.shape[1]) * groups != conv.channels:
             return f"a weight of {tuple(w.shape)} for {conv.channels} channels in {groups} groups"
         if tuple(int(d) for d in out.shape[2:]) != conv.out[3 - rank :]:
-            return f"the captured output {tuple(out.shape)} is not the convolution's {conv.out[3 - rank:]}"
+            return f"the captured output {tuple(out.shape)} is not the convolution's {conv.out[3 - rank :]}"
         conv_plan(conv)
     except (ConvError, GemmError) as e:
         return f"convolution: {e}"
