@@ -93,6 +93,8 @@ class Conv:
     dilation: tuple[int, int, int]
     bias: bool
     dtype: str
+    #: a transposed convolution (the gradient of a convolution's input): the weight is (C, F/g, KD, KH, KW)
+    transposed: bool = False
     out: tuple[int, int, int] = field(init=False, default=(0, 0, 0))
 
     def __post_init__(self) -> None:
@@ -107,13 +109,37 @@ class Conv:
             raise ConvError(
                 "CONV_SHAPE", f"{self.channels} channels and {self.filters} filters in {self.groups} groups"
             )
+        if self.transposed and max(self.stride) > 1:
+            raise ConvError(
+                "CONV_TRANSPOSED_STRIDE",
+                f"a transposed convolution with stride {self.stride}: only stride 1 is built (a stride inserts zeros "
+                "between the input's elements, which the gather's address map does not do yet)",
+            )
+        if min(self.gather_padding) < 0:
+            raise ConvError(
+                "CONV_TRANSPOSED_PADDING",
+                f"a transposed convolution with padding {self.padding} larger than its window's reach, dilation * "
+                "(kernel - 1): "
+                "its output crops the input, which the gather does not do",
+            )
         out = tuple(
             (n + 2 * p - d * (k - 1) - 1) // s + 1
-            for n, k, s, p, d in zip(self.size, self.kernel, self.stride, self.padding, self.dilation, strict=True)
+            for n, k, s, p, d in zip(
+                self.size, self.kernel, self.stride, self.gather_padding, self.dilation, strict=True
+            )
         )
         if min(out) < 1:
             raise ConvError("CONV_SHAPE", f"the window is larger than the padded input: output extents {out}")
         object.__setattr__(self, "out", (out[0], out[1], out[2]))
+
+    @property
+    def gather_padding(self) -> tuple[int, int, int]:
+        """The padding of the forward convolution the gather computes: the convolution's own, or for a transposed
+        convolution (stride 1) dilation * (kernel - 1) - padding, its window flipped."""
+        if not self.transposed:
+            return self.padding
+        p = tuple(d * (k - 1) - q for k, d, q in zip(self.kernel, self.dilation, self.padding, strict=True))
+        return p[0], p[1], p[2]
 
     @property
     def window(self) -> int:
@@ -173,12 +199,23 @@ class Conv:
         """`im2col`'s trace parameters."""
         bh, bw = self.tile()
         params: dict[str, Any] = {"DT": self.dtype, "BH": bh, "BW": bw}
-        for prefix, values in (("K", self.kernel), ("S", self.stride), ("P", self.padding), ("L", self.dilation)):
+        if self.transposed:
+            params["FLIP"] = True
+        parts = (("K", self.kernel), ("S", self.stride), ("P", self.gather_padding), ("L", self.dilation))
+        for prefix, values in parts:
             params.update({f"{prefix}{axis}": v for axis, v in zip("DHW", values, strict=True)})
         return params
 
     def output_params(self) -> dict[str, Any]:
         return {"DT": self.dtype}
+
+    def weight_params(self) -> dict[str, Any]:
+        """`conv_transpose_weight`'s trace parameters: a (BF, BK) tile of 128 elements, BK the window's elements
+        rounded up to a power of two (at most 32)."""
+        bk = 1
+        while bk < min(self.window, 32):
+            bk *= 2
+        return {"DT": self.dtype, "BF": THREADS // bk, "BK": bk}
 
 
 def check_shared(conv: Conv) -> None:
@@ -219,13 +256,16 @@ def im2col(
     BH: int = 4,
     BW: int = 32,
     DT: str = "f32",
+    FLIP: bool = False,
 ):
     """COLS[(c, kd, kh, kw), n, od, oh, ow] = X[n, c, od*SD - PD + kd*LD, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW]
     (0 where that is padding): the column matrix (C * KD * KH * KW, N * OD * OH * OW) of the convolution with
     kernel (KD, KH, KW), stride (SD, SH, SW), padding (PD, PH, PW) and dilation (LD, LH, LW). One (BH, BW) tile of
     output rows and columns of one image per block; for each channel and output depth the block stages the input
     span the tile's windows read (phase-major: each window offset is one contiguous slice of a view) and stores
-    one tile of the column matrix per window offset."""
+    one tile of the column matrix per window offset. FLIP: the window's offsets in reverse order (row
+    (c, KD-1-kd, KH-1-kh, KW-1-kw)): a transposed convolution of stride 1 is this gather's product with its weight
+    flipped."""
     T.assume(
         " and ".join(
             _output_size(n, o, k, s, p, d)
@@ -271,7 +311,10 @@ def im2col(
                             rh, rw = kh * LH, kw * LW  # the offset's distance from the window's start
                             origin = (0, 0, (rh % SH) * QH + rh // SH, (rw % SW) * QW + rw // SW)
                             T.copy(span[kd * LD].window(origin, (1, 1, BH, BW)), v)
-                            T.copy(v, COLS.tile((c, kd, kh * KW + kw, n, od, bh, bw), (None, None, None, 1, 1, BH, BW)))
+                            plane, offset = (
+                                (KD - 1 - kd, (KH - 1 - kh) * KW + KW - 1 - kw) if FLIP else (kd, kh * KW + kw)
+                            )
+                            T.copy(v, COLS.tile((c, plane, offset, n, od, bh, bw), (None, None, None, 1, 1, BH, BW)))
                 T.barrier()  # every thread is done with sx before the next span overwrites it
 
 
@@ -314,9 +357,29 @@ def conv_output_bias(
     _output_pass(Y, OUT, BIAS, BF, BP, DT)
 
 
+@argus.kernel(policies={"tile_shape": ("BF", "BK")})
+def conv_transpose_weight(
+    W: T.Tensor[("G", "CG", "FG", "KV"), "DT"],
+    A: T.Tensor[("G", "FG", "CG", "KV"), "DT"],
+    BF: int = 4,
+    BK: int = 32,
+    DT: str = "f32",
+):
+    """A[g, f, c, k] = W[g, c, f, k]: a transposed convolution's weight (C, F/g, window), per group (C/g, F/g,
+    window), as the GEMM's (F/g, K) operand, K = (c, window). One (BF, BK) tile of one (group, channel) per block,
+    the window's elements in BK-wide steps (contiguous on both sides)."""
+    with T.grid(T.cdiv(FG, BF), CG, G, threads=THREADS) as (bf, c, g):
+        w = T.alloc_fragment((BF, BK), getattr(T, DT), vector_bytes=ITEMSIZE[DT])
+        for k in T.serial(T.cdiv(KV, BK)):
+            T.copy(W.tile((g, c, bf, k), (None, None, BF, BK)), w)
+            T.copy(w, A.tile((g, bf, c, k), (None, BF, None, BK)))
+
+
 @functools.lru_cache(maxsize=64)
 def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    fn = {"im2col": im2col, "output": conv_output, "output_bias": conv_output_bias}[kind]
+    fn = {"im2col": im2col, "output": conv_output, "output_bias": conv_output_bias, "weight": conv_transpose_weight}[
+        kind
+    ]
     return fn.trace(**dict(params))
 
 
@@ -345,7 +408,8 @@ class ConvPlan:
     def kernels(self) -> list[Any]:
         """The traced kernels a call launches, in order: the gather, the GEMM plan's (splits for f32, the GEMM,
         a split-K reduction), the output pass."""
-        found = [_traced("im2col", _key(self.conv.gather_params()))]
+        found = [_traced("weight", _key(self.conv.weight_params()))] if self.conv.transposed else []
+        found.append(_traced("im2col", _key(self.conv.gather_params())))
         found += LibraryGemm("gemm", self.gemm).kernels()
         found.append(_traced("output_bias" if self.conv.bias else "output", _key(self.conv.output_params())))
         return found
@@ -442,7 +506,13 @@ class LibraryConv:
         images = the_plan.images
         x5 = x.contiguous().view(n_, c_, *conv.size)
         out3 = out.view(n_, f_, p_)
-        a = w.contiguous().view(g_, f_ // g_, conv.k)
+        if conv.transposed:  # the weight (C, F/g, window) as (g, F/g, C/g, window)
+            stored = w.contiguous().view(g_, c_ // g_, f_ // g_, conv.window)
+            a = torch.empty((g_, f_ // g_, c_ // g_, conv.window), dtype=w.dtype, device=w.device)
+            _loaded("weight", _key(conv.weight_params()))(stored, a)
+            a = a.view(g_, f_ // g_, conv.k)
+        else:
+            a = w.contiguous().view(g_, f_ // g_, conv.k)
         cols = torch.empty(
             (c_, conv.kernel[0], conv.window // conv.kernel[0], images, *conv.out), dtype=x.dtype, device=x.device
         )
@@ -484,6 +554,11 @@ def run_on_interpreter(
     p_, images = conv.positions, the_plan.images
     x5 = np.asarray(x, dtype=np.float64).reshape(n_, c_, *conv.size)
     a = np.asarray(w, dtype=np.float64).reshape(g_, f_ // g_, conv.k)
+    if conv.transposed:  # the weight (C, F/g, window) as (g, F/g, C/g, window)
+        stored = np.asarray(w, dtype=np.float64).reshape(g_, c_ // g_, f_ // g_, conv.window)
+        a = np.full((g_, f_ // g_, c_ // g_, conv.window), np.nan)
+        run_kernel(_traced("weight", _key(conv.weight_params())), {"W": stored, "A": a})
+        a = a.reshape(g_, f_ // g_, conv.k)
     gemm_plan = the_plan.gemm_plan
     gather = _traced("im2col", _key(conv.gather_params()))
     output = _traced("output_bias" if conv.bias else "output", _key(conv.output_params()))
@@ -515,6 +590,7 @@ __all__ = [
     "conv_output",
     "conv_output_bias",
     "conv_plan",
+    "conv_transpose_weight",
     "im2col",
     "run_on_interpreter",
 ]
