@@ -1,20 +1,21 @@
 """The convolution family: forward convolution (1-d, 2-d, 3-d; any stride, padding, dilation and groups; with or
-without a bias) as a call of argus's convolution library (`argus.kernels.conv.LibraryConv`).
+without a bias) and transposed convolution of stride 1, as a call of argus's convolution library
+(`argus.kernels.conv.LibraryConv`).
 
-torch.export with core ATen decompositions presents every ``nn.Conv1d/2d/3d`` and ``F.conv*d`` as
-``aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`` on the
-input's own rank (a 1-d convolution on (N, C, L), no views around it); a padding mode other than zeros arrives as
-an explicit pad before a convolution with no padding (the pad is another family's node). As with the matmul
-template, the group's kernel is not one DSL kernel written for the group: it is the library's plan for the
-captured convolution (`argus.kernels.conv.conv_plan`): the im2col gather, the GEMM library's kernels (the split
-passes for f32, the batched GEMM over the groups, a split-K reduction where it splits), and the output pass that
-writes NCHW and adds the bias. The pipeline verifies every kernel of that plan and checks the call on the CPU
-interpreter against the group's FX subgraph.
+torch.export with core ATen decompositions presents every ``nn.Conv1d/2d/3d``, ``nn.ConvTranspose1d/2d/3d`` and
+``F.conv*d`` as ``aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+groups)`` on the input's own rank (a 1-d convolution on (N, C, L), no views around it); a padding mode other than
+zeros arrives as an explicit pad before a convolution with no padding (the pad is another family's node). As with
+the matmul template, the group's kernel is not one DSL kernel written for the group: it is the library's plan for
+the captured convolution (`argus.kernels.conv.conv_plan`): for a transposed convolution the weight's permutation,
+the im2col gather, the GEMM library's kernels (the split passes for f32, the batched GEMM over the groups, a split-K
+reduction where it splits), and the output pass that writes NCHW and adds the bias. The pipeline verifies every
+kernel of that plan and checks the call on the CPU interpreter against the group's FX subgraph.
 
-Refused (`unsupported`), each with its reason: transposed convolutions (not built: a later slice of the family),
-operands other than float32/float16/bfloat16 of one dtype, and what the library refuses at the captured sizes
-(`argus.kernels.conv.ConvError`): a column matrix of one image over the library's memory budget, a window whose
-input span does not fit in shared memory.
+Refused (`unsupported`), each with its reason: transposed convolutions with a stride above 1 or an output_padding
+(not built), operands other than float32/float16/bfloat16 of one dtype, and what the library refuses at the
+captured sizes (`argus.kernels.conv.ConvError`): a column matrix of one image over the library's memory budget, a
+window whose input span does not fit in shared memory, a transposed convolution whose padding crops the input.
 """
 
 from __future__ import annotations
@@ -65,11 +66,7 @@ def read_conv(node: Any) -> Conv | str:
     if len(args) < 2:
         return "convolution: fewer than two operands"
     values = {k: (args[i + 3] if i + 3 < len(args) else node.kwargs.get(k, d)) for i, (k, d) in enumerate(SCHEMA)}
-    if values["transposed"]:
-        return (
-            "transposed convolution is not built (the gather with the transposed address map is a later slice of "
-            "the convolution family)"
-        )
+    transposed = bool(values["transposed"])
     x, w, out = node_value(args[0]), node_value(args[1]), node_value(node)
     has_bias = len(args) > 2 and args[2] is not None
     b = node_value(args[2]) if has_bias else None
@@ -81,7 +78,7 @@ def read_conv(node: Any) -> Conv | str:
     dtypes = {dtype_name(t) for t in (x, w, out, *([b] if b is not None else []))}
     if len(dtypes) != 1 or next(iter(dtypes)) not in DTYPES:
         return f"operands in {', '.join(sorted(dtypes))} (the template takes one dtype: float32, float16 or bfloat16)"
-    parts = {k: _spatial(values[k], rank, k) for k in ("stride", "padding", "dilation")}
+    parts = {k: _spatial(values[k], rank, k) for k in ("stride", "padding", "dilation", "output_padding")}
     for part in parts.values():
         if isinstance(part, str):
             return f"convolution: {part}"
@@ -90,12 +87,14 @@ def read_conv(node: Any) -> Conv | str:
         return f"convolution: groups {groups!r} is not a positive int"
     if 0 in (*x.shape, *w.shape):
         return "an empty operand"
+    if transposed and any(parts["output_padding"]):  # type: ignore[arg-type]
+        return f"a transposed convolution with output_padding {values['output_padding']} (not built)"
     try:
         conv = Conv(
             rank=rank,
             batch=int(x.shape[0]),
             channels=int(x.shape[1]),
-            filters=int(w.shape[0]),
+            filters=int(w.shape[1]) * groups if transposed else int(w.shape[0]),
             groups=groups,
             size=_triple(tuple(int(d) for d in x.shape[2:]), 1),
             kernel=_triple(tuple(int(d) for d in w.shape[2:]), 1),
@@ -104,8 +103,9 @@ def read_conv(node: Any) -> Conv | str:
             dilation=_triple(parts["dilation"], 1),  # type: ignore[arg-type]
             bias=b is not None,
             dtype=DTYPES[dtype_name(x)],
+            transposed=transposed,
         )
-        if int(w.shape[1]) * groups != conv.channels:
+        if (int(w.shape[0]) if transposed else int(w.shape[1]) * groups) != conv.channels:
             return f"a weight of {tuple(w.shape)} for {conv.channels} channels in {groups} groups"
         if tuple(int(d) for d in out.shape[2:]) != conv.out[3 - rank :]:
             return f"the captured output {tuple(out.shape)} is not the convolution's {conv.out[3 - rank :]}"
@@ -138,11 +138,12 @@ def kernel_source(
         f"{k}={getattr(conv, k)!r}"
         for k in (
             "rank", "batch", "channels", "filters", "groups", "size", "kernel", "stride", "padding", "dilation",
-            "bias", "dtype",
+            "bias", "dtype", "transposed",
         )
     )  # fmt: skip
+    kind = "transposed convolution" if conv.transposed else "convolution"
     title = (
-        f"{conv.rank}-d convolution of {tuple(x.shape)} by {tuple(w.shape)} ({dt}, groups={conv.groups}, "
+        f"{conv.rank}-d {kind} of {tuple(x.shape)} by {tuple(w.shape)} ({dt}, groups={conv.groups}, "
         f"{'with' if conv.bias else 'no'} bias): the im2col gather, the GEMM library's plan, the output pass"
     )
     ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} (convolution).")
