@@ -19,18 +19,20 @@ from argus.kernels.conv import (
     conv_output,
     conv_output_bias,
     conv_plan,
+    conv_transpose_weight,
     im2col,
     run_on_interpreter,
 )
 from argus.verify import verify
 
 FUNCTIONS = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+TRANSPOSED = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 TORCH = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 TOLERANCE = {"f32": 1e-4, "bf16": 2e-2, "f16": 5e-3}
 
 
 def _conv(rank: int, n: int, c: int, f: int, g: int, size: tuple, k: tuple, s: tuple = (1,), p: tuple = (0,),
-          d: tuple = (1,), bias: bool = False, dtype: str = "f32") -> Conv:  # fmt: skip
+          d: tuple = (1,), bias: bool = False, dtype: str = "f32", transposed: bool = False) -> Conv:  # fmt: skip
     """A `Conv` from the rank's own spatial tuples (a single entry repeated)."""
 
     def three(v: tuple, fill: int) -> tuple[int, int, int]:
@@ -38,7 +40,9 @@ def _conv(rank: int, n: int, c: int, f: int, g: int, size: tuple, k: tuple, s: t
         full = (fill,) * (3 - rank) + tuple(v)
         return full[0], full[1], full[2]
 
-    return Conv(rank, n, c, f, g, three(size, 1), three(k, 1), three(s, 1), three(p, 0), three(d, 1), bias, dtype)
+    return Conv(
+        rank, n, c, f, g, three(size, 1), three(k, 1), three(s, 1), three(p, 0), three(d, 1), bias, dtype, transposed
+    )
 
 
 def _operands(conv: Conv, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -51,11 +55,17 @@ def _operands(conv: Conv, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, to
         return torch.randn(shape, generator=gen, dtype=torch.float64).to(TORCH[conv.dtype])
 
     b = draw(conv.filters) if conv.bias else None
+    if conv.transposed:  # the weight (C, F/g, window)
+        return draw(conv.batch, conv.channels, *spatial), draw(conv.channels, conv.filters // conv.groups, *window), b
     return draw(conv.batch, conv.channels, *spatial), draw(conv.filters, conv.channels // conv.groups, *window), b
 
 
 def _reference(conv: Conv, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> np.ndarray:
     r = 3 - conv.rank
+    if conv.transposed:
+        b64 = None if b is None else b.double()
+        out = TRANSPOSED[conv.rank](x.double(), w.double(), b64, 1, conv.padding[r:], 0, conv.groups, conv.dilation[r:])
+        return out.numpy()
     out = FUNCTIONS[conv.rank](
         x.double(), w.double(), None if b is None else b.double(), conv.stride[r:], conv.padding[r:],
         conv.dilation[r:], conv.groups,
@@ -83,7 +93,11 @@ CASES = [
     ("3d-stride-pad-dilation-bias", _conv(3, 1, 2, 3, 1, (3, 4, 5), (2, 2, 3), (1, 2, 1), (1, 0, 1), (2, 1, 1), True)),
     ("2d-bf16-bias", _conv(2, 1, 3, 5, 1, (5, 7), (3,), p=(1,), bias=True, dtype="bf16")),
     ("3d-bf16-groups", _conv(3, 1, 4, 2, 2, (3, 3, 4), (2,), (1, 1, 2), (0, 1, 1), dtype="bf16")),
-]
+    ("transposed-1d-dilation-groups", _conv(1, 2, 4, 6, 2, (7,), (3,), p=(1,), d=(3,), transposed=True)),
+    ("transposed-2d-pad-bias", _conv(2, 1, 2, 3, 1, (4, 5), (3,), p=(0, 1), bias=True, transposed=True)),
+    ("transposed-3d-bf16", _conv(3, 1, 2, 3, 1, (2, 3, 4), (2, 3, 2), p=(0, 1, 0), d=(1, 1, 2), dtype="bf16",
+                                 transposed=True)),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("conv", [c for _, c in CASES], ids=[i for i, _ in CASES])
@@ -122,19 +136,20 @@ def test_the_16_bit_plan_has_no_split_passes_and_an_output_pass_without_bias() -
 #: im2col parameter sets: a 2-d 3x3, a strided dilated 1-d row, a 3-d window with every parameter set, bf16.
 GATHERS = [
     {},
+    {"KD": 2, "KH": 3, "KW": 2, "PD": 1, "PH": 2, "PW": 1, "LW": 2, "FLIP": True},
     {"KD": 1, "KH": 1, "KW": 3, "SW": 3, "PW": 1, "LW": 4, "BH": 1, "BW": 128},
     {"KD": 2, "KH": 2, "KW": 3, "SD": 2, "SH": 2, "SW": 1, "PD": 1, "PH": 0, "PW": 1, "LD": 2, "LH": 1, "LW": 2},
     {"KH": 3, "KW": 2, "SH": 2, "LW": 2, "BH": 8, "BW": 16, "DT": "bf16"},
 ]
 
 
-@pytest.mark.parametrize("params", GATHERS, ids=["2d", "1d", "3d", "2d-bf16"])
+@pytest.mark.parametrize("params", GATHERS, ids=["2d", "3d-flipped", "1d", "3d", "2d-bf16"])
 def test_the_gather_verifies(params: dict[str, Any]) -> None:
     result = verify(im2col.trace(**params))
     assert result.verdict.value == "verified" and not result.unknowns and not result.errors, result.codes()
 
 
-@pytest.mark.parametrize("kernel", [conv_output, conv_output_bias])
+@pytest.mark.parametrize("kernel", [conv_output, conv_output_bias, conv_transpose_weight])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_the_output_pass_verifies(kernel: Any, dtype: str) -> None:
     result = verify(kernel.trace(DT=dtype))
@@ -170,6 +185,12 @@ def test_refusals_carry_their_codes() -> None:
     with pytest.raises(ConvError) as e:
         _conv(2, 1, 2, 2, 1, (5, 7), (3,), dtype="f64")
     assert e.value.code == "CONV_DTYPE"
+    with pytest.raises(ConvError) as e:
+        _conv(2, 1, 2, 2, 1, (5, 7), (3,), s=(2,), transposed=True)
+    assert e.value.code == "CONV_TRANSPOSED_STRIDE"
+    with pytest.raises(ConvError) as e:
+        _conv(2, 1, 2, 2, 1, (5, 7), (3,), p=(3,), transposed=True)  # padding 3 > the window's reach 2
+    assert e.value.code == "CONV_TRANSPOSED_PADDING"
 
 
 def test_a_batched_f32_product_past_the_chain_runs_one_gemm_per_group() -> None:
@@ -178,3 +199,10 @@ def test_a_batched_f32_product_past_the_chain_runs_one_gemm_per_group() -> None:
     assert wide.per_group and wide.gemm.batch == 1 and wide.gemm.K == 4140
     narrow = conv_plan(_conv(2, 1, 920, 4, 2, (3, 3), (3,), dtype="bf16"))
     assert not narrow.per_group and narrow.gemm.batch == 2
+
+
+def test_a_transposed_plan_permutes_the_weight_first() -> None:
+    conv = _conv(2, 1, 2, 3, 1, (4, 5), (3,), transposed=True)
+    names = [k.name for k in LibraryConv("t", conv).kernels()]
+    assert names[:2] == ["conv_transpose_weight", "im2col"] and names[-1] == "conv_output"
+    assert conv.gather_params()["FLIP"] and conv.out == (1, 6, 7)
