@@ -1,7 +1,8 @@
 """The convolution family against PyTorch: ``aten.convolution`` groups become calls of argus's convolution library
 (the im2col gather, the GEMM library's plan, the output pass), every kernel of the plan verified, the call checked
 on the CPU interpreter against the group's FX subgraph, and the emitted ModelNew judged by the gate. The level-1
-problems are pinned: `SOLVED` end to end at small odd sizes, `REFUSED` with the reason the template gives."""
+problems are pinned: `SOLVED` (forward) and `SOLVED_TRANSPOSED` (stride 1) end to end at small odd sizes, `REFUSED`
+(transposed with a stride above 1) with the reason the template gives."""
 
 from __future__ import annotations
 
@@ -47,18 +48,60 @@ SOLVED: dict[str, dict[str, Any]] = {
     "86_conv_depthwise_separable_2D": {"batch_size": 1, "in_channels": 3, "out_channels": 5, "width": 6, "height": 5},
 }  # fmt: skip
 
-#: Level-1 convolutions the template refuses (transposed: not built), with the sizes captured.
-REFUSED: dict[str, dict[str, Any]] = {
+#: Level-1 transposed convolutions (stride 1) solved end to end: the weight permuted, the flipped gather.
+SOLVED_TRANSPOSED: dict[str, dict[str, Any]] = {
     "57_conv_transposed_2D__square_input__square_kernel": {
-        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 5, "width": 5,
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 5, "width": 4,
     },
-    "64_conv_transposed_1D": {"batch_size": 1, "in_channels": 2, "out_channels": 3, "length": 7},
+    "58_conv_transposed_3D__asymmetric_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth_in": 2, "height_in": 3, "width_in": 4,
+    },
+    "61_conv_transposed_3D__square_input__square_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth": 2, "height": 3, "width": 3,
+    },
+    "64_conv_transposed_1D": {"batch_size": 2, "in_channels": 3, "out_channels": 2, "length": 7},
+    "65_conv_transposed_2D__square_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 4, "width": 3,
+    },
+    "69_conv_transposed_2D__asymmetric_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height_in": 3, "width_in": 4,
+    },
+    "71_conv_transposed_2D__asymmetric_input__square_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height_in": 4, "width_in": 5,
+    },
+    "74_conv_transposed_1D_dilated": {"batch_size": 2, "in_channels": 3, "out_channels": 2, "length": 6},
+    "78_conv_transposed_2D_asymmetric_input_asymmetric_kernel___padded__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 4, "width": 5,
+    },
+}  # fmt: skip
+
+#: Level-1 transposed convolutions with a stride above 1, refused (not built), with the sizes captured.
+REFUSED: dict[str, dict[str, Any]] = {
+    "72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped_": {
+        "batch_size": 1, "in_channels": 4, "out_channels": 4, "depth": 2, "height": 3, "width": 4,
+    },
+    "73_conv_transposed_3D_asymmetric_input_square_kernel__strided_padded__grouped": {
+        "batch_size": 1, "in_channels": 4, "out_channels": 4, "depth": 2, "height": 3, "width": 4,
+    },
+    "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____dilated__": {
+        "batch_size": 1, "in_channels": 4, "out_channels": 4, "height": 3, "width": 4,
+    },
+    "77_conv_transposed_3D_square_input_square_kernel___padded____dilated____strided__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth": 2, "height": 3, "width": 3,
+    },
+    "79_conv_transposed_1D_asymmetric_input_square_kernel___padded____strided____dilated__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "length": 7,
+    },
+    "81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height_in": 3, "width_in": 4,
+    },
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(SOLVED))
+@pytest.mark.parametrize("name", sorted(SOLVED) + sorted(SOLVED_TRANSPOSED))
 def test_the_level1_convolution_problems_are_solved(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
-    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=SOLVED[name], out=tmp_path / f"{name}.py")
+    sizes = SOLVED.get(name) or SOLVED_TRANSPOSED[name]
+    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=sizes, out=tmp_path / f"{name}.py")
     assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
     assert {g["family"] for g in result.groups} == {"convolution"}
     for report in result.kernels:
@@ -69,15 +112,18 @@ def test_the_level1_convolution_problems_are_solved(kernelbench_dir: Path, tmp_p
     forward = text[text.index("    def forward(") :]
     assert "torch.ops.aten.convolution" not in forward and "_launch(convolution_0" in forward
     assert "LibraryConv(" in text
+    assert ("transposed=True" in text) == (name in SOLVED_TRANSPOSED)
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_transposed_convolutions_are_reported_not_covered(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+def test_strided_transposed_convolutions_are_reported_not_covered(
+    kernelbench_dir: Path, tmp_path: Path, name: str
+) -> None:
     result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=REFUSED[name], out=tmp_path / "s.py", judge=False)
     assert not result.groups
     (u,) = result.uncovered
     assert u["op"] == "aten.convolution.default" and u["family"] == "convolution"
-    assert "transposed convolution is not built" in u["reason"]
+    assert "CONV_TRANSPOSED_STRIDE" in u["reason"] and "only stride 1 is built" in u["reason"]
 
 
 def test_a_column_matrix_over_the_budget_is_refused(

@@ -87,8 +87,6 @@ def read_conv(node: Any) -> Conv | str:
         return f"convolution: groups {groups!r} is not a positive int"
     if 0 in (*x.shape, *w.shape):
         return "an empty operand"
-    if transposed and any(parts["output_padding"]):  # type: ignore[arg-type]
-        return f"a transposed convolution with output_padding {values['output_padding']} (not built)"
     try:
         conv = Conv(
             rank=rank,
@@ -105,6 +103,8 @@ def read_conv(node: Any) -> Conv | str:
             dtype=DTYPES[dtype_name(x)],
             transposed=transposed,
         )
+        if transposed and any(parts["output_padding"]):  # type: ignore[arg-type]
+            return f"a transposed convolution with output_padding {values['output_padding']} (not built)"
         if (int(w.shape[0]) if transposed else int(w.shape[1]) * groups) != conv.channels:
             return f"a weight of {tuple(w.shape)} for {conv.channels} channels in {groups} groups"
         if tuple(int(d) for d in out.shape[2:]) != conv.out[3 - rank :]:
