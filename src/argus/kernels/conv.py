@@ -33,8 +33,14 @@ largest divisor of N that fits, so that every chunk is one problem with one plan
 image's column matrix is over the budget is refused (`ConvError`, ``CONV_COLUMNS_OVER_BUDGET``). Implicit GEMM
 (the gather inside the GEMM's producer, no column matrix) is the next slice (docs/conv.md).
 
-Refused (`ConvError`): dtypes other than f32/f16/bf16, padding modes other than zeros (the frontend sees those
-as explicit pads), transposed convolutions, and shapes that are not a convolution's.
+A transposed convolution of stride 1 (``transposed=True``) is the forward one with its window flipped and padding
+dilation * (kernel - 1) - padding: `conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the
+GEMM's (F/g, C/g * window) per group, and the gather runs with ``FLIP``.
+
+Refused (`ConvError`, each with a stable code): dtypes other than f32/f16/bf16, transposed convolutions with a
+stride above 1 (`CONV_TRANSPOSED_STRIDE`) or a padding past the window's reach (`CONV_TRANSPOSED_PADDING`), one
+image's column matrix over the budget, a window whose staged span does not fit in shared memory, and shapes that
+are not a convolution's. Padding modes other than zeros reach argus as explicit pads before a convolution.
 """
 
 from __future__ import annotations
