@@ -200,6 +200,7 @@ class Conv:
         dd, dh, dw = self.dilation
         qh = bh + (kh - 1) * dh // sh
         qw = bw + (kw - 1) * dw // sw
+        qw = -(-qw // (32 // math.gcd(32, sw))) * (32 // math.gcd(32, sw))  # as `im2col` rounds it
         return (kd - 1) * dd + 1, sh * qh, sw * qw, qh, qw
 
     def gather_params(self) -> dict[str, Any]:
@@ -285,6 +286,10 @@ def im2col(
     )
     depth = (KD - 1) * LD + 1  # input planes one output depth's windows read
     QH, QW = BH + (KH - 1) * LH // SH, BW + (KW - 1) * LW // SW
+    # a span row is a whole number of 32-element runs (QW rounded up; the extra columns are read, never used): the
+    # staging copy's threads then share rows (32 or more per row) and read them coalesced, where a row of an odd
+    # width would give each thread a row of its own
+    QW = -(-QW // (32 // math.gcd(32, SW))) * (32 // math.gcd(32, SW))
     ROWS, COLUMNS = SH * QH, SW * QW
     CHUNK = max(1, THREADS * COPY_ELEMENTS // COLUMNS)  # span rows per staging copy: a few elements per thread
     # the span of one output depth: `depth` planes (the first dimension, so that a window offset's plane is a
