@@ -149,3 +149,17 @@ def test_a_functional_conv_with_bias_and_groups_reads_its_operands_in_graph_orde
     )
     result = solve(path, out=tmp_path / "s.py")
     assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+
+
+def test_a_local_never_shadows_a_kernel_of_the_same_name(problem: Callable[..., Path], tmp_path: Path) -> None:
+    # graph nodes convolution, convolution_1 (a strided transposed convolution, left to PyTorch), convolution_2;
+    # kernels convolution_0 and convolution_1: the uncovered node's local must not rebind the kernel
+    path = problem(
+        "F.conv1d(F.conv_transpose1d(F.conv1d(x, a), b, stride=2), c)",
+        inputs="[torch.randn(1, 2, 6), torch.randn(3, 2, 2), torch.randn(3, 2, 2), torch.randn(2, 2, 3)]",
+        args="x, a, b, c",
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert [g["kernel"] for g in result.groups] == ["convolution_0", "convolution_1"]
+    assert [u["op"] for u in result.uncovered] == ["aten.convolution.default"]
+    assert result.status() == "not covered", (result.gate, [k.to_json() for k in result.kernels])
