@@ -390,10 +390,13 @@ def conv_transpose_weight(
 
 @functools.lru_cache(maxsize=64)
 def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    fn = {"im2col": im2col, "output": conv_output, "output_bias": conv_output_bias, "weight": conv_transpose_weight}[
-        kind
-    ]
-    return fn.trace(**dict(params))
+    kernels = {
+        "im2col": im2col,
+        "output": conv_output,
+        "output_bias": conv_output_bias,
+        "weight": conv_transpose_weight,
+    }
+    return kernels[kind].trace(**dict(params))
 
 
 @functools.lru_cache(maxsize=64)
