@@ -206,3 +206,29 @@ def test_a_transposed_plan_permutes_the_weight_first() -> None:
     names = [k.name for k in LibraryConv("t", conv).kernels()]
     assert names[:2] == ["conv_transpose_weight", "im2col"] and names[-1] == "conv_output"
     assert conv.gather_params()["FLIP"] and conv.out == (1, 6, 7)
+
+
+#: GPU checks at moderate sizes: (id, convolution) — chunked batches, groups, a 1-d row, a transposed 3-d one.
+GPU_CASES = [
+    ("2d-bias-chunks", _conv(2, 4, 16, 32, 1, (37, 61), (3,), p=(1,), bias=True)),
+    ("2d-depthwise", _conv(2, 2, 32, 32, 32, (40, 50), (3,), (2,), (1,))),
+    ("1d-stride-dilation", _conv(1, 3, 8, 16, 1, (1001,), (3,), (3,), (0,), (4,))),
+    ("3d-bf16", _conv(3, 2, 4, 8, 1, (9, 10, 11), (3, 5, 7), p=(1, 2, 3), dtype="bf16")),
+    ("transposed-2d", _conv(2, 2, 8, 12, 1, (30, 31), (3, 5), p=(1, 2), bias=True, transposed=True)),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("conv", [c for _, c in GPU_CASES], ids=[i for i, _ in GPU_CASES])
+def test_library_conv_matches_torch_on_the_gpu(conv: Conv) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    x, w, b = (t.cuda() if t is not None else None for t in _operands(conv))
+    call = LibraryConv("conv", conv, budget=conv.column_bytes(1) if conv.batch > 1 else None)  # chunks of 1 image
+    inputs = [x, w] + ([b] if b is not None else [])
+    out = call.empty_output(*inputs)
+    call(*inputs, out)
+    torch.cuda.synchronize()
+    want = _reference(conv, x.cpu(), w.cpu(), None if b is None else b.cpu())
+    err = float(np.abs(out.double().cpu().numpy() - want).max() / max(1.0, np.abs(want).max()))
+    assert err <= TOLERANCE[conv.dtype] / 4, err
