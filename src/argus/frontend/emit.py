@@ -143,6 +143,14 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
     if capture.state:
         body.append("        state = self.reference.state_dict(keep_vars=True)  # the problem's parameters and buffers")
     names: dict[str, str] = {}  # graph node -> the forward's local variable holding it
+    # a local must not shadow a kernel (graph nodes ``convolution_1`` and kernels ``convolution_1`` both occur)
+    kernel_names = {g.kernel for g in partition.groups}
+
+    def local(name: str) -> str:
+        while name in kernel_names:
+            name += "_v"
+        return name
+
     for node in graph.nodes:
         if node.op == "placeholder":
             names[node.name] = node.name
@@ -160,7 +168,7 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
             # written for the captured shapes (its views and output shapes), and refuses others
             generic = not src.shapes and all(tuple(v.shape) == first for v in outs)
             if src.library:  # a library call plans for the tensors it is given: any size, its output sized by it
-                (out_name,) = src.outputs
+                (out_name,) = map(local, src.outputs)
                 body.append(f"        {out_name} = {g.kernel}.empty_output({', '.join(inputs)})")
                 body.append(f"        _launch({g.kernel}, [{', '.join([*inputs, out_name])}])")
                 names[node.name] = out_name
@@ -170,15 +178,16 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
                 for arg, ph in zip(inputs, placeholders, strict=True):
                     shape = tuple(ph.meta["val"].shape)
                     body.append(f"        _expect_shape({arg}, {shape!r}, {g.kernel.__repr__()}, {arg!r})")
-            for out_name, val in zip(src.outputs, outs, strict=True):
+            outputs = [local(o) for o in src.outputs]
+            for out_name, val in zip(outputs, outs, strict=True):
                 shape = f"{inputs[0]}.shape" if generic else repr(tuple(val.shape))
                 body.append(f"        {out_name} = torch.empty({shape}, dtype={val.dtype}, device={inputs[0]}.device)")
             scalars = "".join(f", {p}=float({a})" for p, a in src.scalars.items())
             views = [src.shapes.get(n, (-1,)) for n in [p.name for p in placeholders] + src.outputs]
             shaped = "" if not src.shapes else f", {views!r}"
-            body.append(f"        _launch({g.kernel}, [{', '.join(inputs + src.outputs)}]{shaped}{scalars})")
-            names[node.name] = src.outputs[0]
-            for i, out_name in enumerate(src.outputs):
+            body.append(f"        _launch({g.kernel}, [{', '.join(inputs + outputs)}]{shaped}{scalars})")
+            names[node.name] = outputs[0]
+            for i, out_name in enumerate(outputs):
                 names[f"{node.name}[{i}]"] = out_name
             continue
         if node.op == "call_function":
@@ -192,8 +201,8 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
                     "SOLVE_EMIT", f"cannot write {node.name} ({node.target}) as Python: {e}", None
                 ) from None
             note = f"  # {uncovered[node.name].line()}" if node.name in uncovered else "  # view: no compute"
-            body.append(f"        {node.name} = {call}{note}")
-            names[node.name] = node.name
+            body.append(f"        {local(node.name)} = {call}{note}")
+            names[node.name] = local(node.name)
             continue
         if node.op == "output":
             results = [names[n.name] for n in node.args[0]]

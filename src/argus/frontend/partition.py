@@ -151,7 +151,6 @@ class Partition:
 
 #: Families with a template today, and why the others are not covered yet (the issue that builds each).
 NOT_BUILT: dict[Family, str] = {
-    Family.CONVOLUTION: "no convolution template yet",
     Family.INDEXING: "no indexing/gather template yet",
     Family.LAYOUT: "data movement (a copy kernel) is not generated yet",
     Family.OTHER: "no kernel family for this operator",

@@ -1,0 +1,164 @@
+"""The convolution family: forward convolution (1-d, 2-d, 3-d; any stride, padding, dilation and groups; with or
+without a bias) and transposed convolution of stride 1, as a call of argus's convolution library
+(`argus.kernels.conv.LibraryConv`).
+
+torch.export with core ATen decompositions presents every ``nn.Conv1d/2d/3d``, ``nn.ConvTranspose1d/2d/3d`` and
+``F.conv*d`` as ``aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+groups)`` on the input's own rank (a 1-d convolution on (N, C, L), no views around it); a padding mode other than
+zeros arrives as an explicit pad before a convolution with no padding (the pad is another family's node). As with
+the matmul template, the group's kernel is not one DSL kernel written for the group: it is the library's plan for
+the captured convolution (`argus.kernels.conv.conv_plan`): for a transposed convolution the weight's permutation,
+the im2col gather, the GEMM library's kernels (the split passes for f32, the batched GEMM over the groups, a split-K
+reduction where it splits), and the output pass that writes NCHW and adds the bias. The pipeline verifies every
+kernel of that plan and checks the call on the CPU interpreter against the group's FX subgraph.
+
+Refused (`unsupported`), each with its reason: transposed convolutions with a stride above 1 or an output_padding
+(not built), operands other than float32/float16/bfloat16 of one dtype, and what the library refuses at the
+captured sizes (`argus.kernels.conv.ConvError`): a column matrix of one image over the library's memory budget, a
+window whose input span does not fit in shared memory, a transposed convolution whose padding crops the input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
+from argus.kernels.conv import Conv, ConvError, conv_plan
+from argus.kernels.matmul import GemmError
+
+#: aten.convolution's arguments after input, weight and bias, with their defaults.
+SCHEMA = (
+    ("stride", [1]),
+    ("padding", [0]),
+    ("dilation", [1]),
+    ("transposed", False),
+    ("output_padding", [0]),
+    ("groups", 1),
+)
+
+
+def _spatial(value: Any, rank: int, name: str) -> tuple[int, ...] | str:
+    items = [value] if isinstance(value, int) else list(value)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return f"{name} {value!r} is not a list of ints"
+    if len(items) == 1:
+        items = items * rank
+    if len(items) != rank:
+        return f"{name} {value!r} has {len(items)} entries, the {rank}-d convolution needs {rank}"
+    return tuple(items)
+
+
+def _triple(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
+    full = (fill,) * (3 - len(values)) + tuple(values)
+    return full[0], full[1], full[2]
+
+
+def read_conv(node: Any) -> Conv | str:
+    """`node` (an ``aten.convolution``) as the library's `Conv`, or why the template cannot take it."""
+    import torch
+
+    name = aten_name(node)
+    if name != "convolution":
+        return f"{name or node.target}: the convolution template takes aten.convolution"
+    args = list(node.args)
+    if len(args) < 2:
+        return "convolution: fewer than two operands"
+    values = {k: (args[i + 3] if i + 3 < len(args) else node.kwargs.get(k, d)) for i, (k, d) in enumerate(SCHEMA)}
+    transposed = bool(values["transposed"])
+    x, w, out = node_value(args[0]), node_value(args[1]), node_value(node)
+    has_bias = len(args) > 2 and args[2] is not None
+    b = node_value(args[2]) if has_bias else None
+    if not all(isinstance(t, torch.Tensor) for t in (x, w, out, *([b] if has_bias else []))):
+        return "convolution: the capture recorded no tensor for an operand"
+    rank = x.dim() - 2
+    if rank not in (1, 2, 3) or w.dim() != x.dim():
+        return f"convolution of a {x.dim()}-d input by a {w.dim()}-d weight (1-d, 2-d and 3-d convolutions are built)"
+    dtypes = {dtype_name(t) for t in (x, w, out, *([b] if b is not None else []))}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in DTYPES:
+        return f"operands in {', '.join(sorted(dtypes))} (the template takes one dtype: float32, float16 or bfloat16)"
+    parts = {k: _spatial(values[k], rank, k) for k in ("stride", "padding", "dilation", "output_padding")}
+    for part in parts.values():
+        if isinstance(part, str):
+            return f"convolution: {part}"
+    groups = values["groups"]
+    if not isinstance(groups, int) or groups < 1:
+        return f"convolution: groups {groups!r} is not a positive int"
+    if 0 in (*x.shape, *w.shape):
+        return "an empty operand"
+    try:
+        conv = Conv(
+            rank=rank,
+            batch=int(x.shape[0]),
+            channels=int(x.shape[1]),
+            filters=int(w.shape[1]) * groups if transposed else int(w.shape[0]),
+            groups=groups,
+            size=_triple(tuple(int(d) for d in x.shape[2:]), 1),
+            kernel=_triple(tuple(int(d) for d in w.shape[2:]), 1),
+            stride=_triple(parts["stride"], 1),  # type: ignore[arg-type]
+            padding=_triple(parts["padding"], 0),  # type: ignore[arg-type]
+            dilation=_triple(parts["dilation"], 1),  # type: ignore[arg-type]
+            bias=b is not None,
+            dtype=DTYPES[dtype_name(x)],
+            transposed=transposed,
+        )
+        if transposed and any(parts["output_padding"]):  # type: ignore[arg-type]
+            return f"a transposed convolution with output_padding {values['output_padding']} (not built)"
+        if (int(w.shape[0]) if transposed else int(w.shape[1]) * groups) != conv.channels:
+            return f"a weight of {tuple(w.shape)} for {conv.channels} channels in {groups} groups"
+        if tuple(int(d) for d in out.shape[2:]) != conv.out[3 - rank :]:
+            return f"the captured output {tuple(out.shape)} is not the convolution's {conv.out[3 - rank :]}"
+        conv_plan(conv)
+    except (ConvError, GemmError) as e:
+        return f"convolution: {e}"
+    return conv
+
+
+def unsupported(node: Any) -> str | None:
+    """None when the template can take `node`, else why not (see the module docstring)."""
+    found = read_conv(node)
+    return found if isinstance(found, str) else None
+
+
+def kernel_source(
+    name: str, subgraph: Any, scalar_uses: Mapping[tuple[str, int], str], scalar_values: Mapping[str, Any]
+) -> KernelSource:
+    """The library call of a convolution group (see the module docstring)."""
+    nodes = list(subgraph.graph.nodes)
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    (node,) = [n for n in nodes if n.op == "call_function" and aten_name(n) == "convolution"]
+    conv = read_conv(node)
+    assert not isinstance(conv, str)  # unsupported() was asked first
+    operands = list(node.args[:2]) + ([node.args[2]] if conv.bias else [])
+    order = tuple(placeholders.index(o) for o in operands)
+    x, w = node_value(node.args[0]), node_value(node.args[1])
+    dt = conv.dtype
+    fields = ", ".join(
+        f"{k}={getattr(conv, k)!r}"
+        for k in (
+            "rank", "batch", "channels", "filters", "groups", "size", "kernel", "stride", "padding", "dilation",
+            "bias", "dtype", "transposed",
+        )
+    )  # fmt: skip
+    kind = "transposed convolution" if conv.transposed else "convolution"
+    title = (
+        f"{conv.rank}-d {kind} of {tuple(x.shape)} by {tuple(w.shape)} ({dt}, groups={conv.groups}, "
+        f"{'with' if conv.bias else 'no'} bias): the im2col gather, the GEMM library's plan, the output pass"
+    )
+    ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} (convolution).")
+    kernel = "\n".join([f"# {title}", f"{name} = LibraryConv({name!r}, Conv({fields}), order={order!r})"])
+    shapes = {p.name: tuple(int(d) for d in node_value(p).shape) for p in placeholders}
+    shapes[node.name] = tuple(int(d) for d in node_value(node).shape)
+    return KernelSource(
+        name,
+        ref,
+        "from argus.kernels.conv import Conv, LibraryConv  # noqa: E402\n\n" + kernel + "\n",
+        [p.name for p in placeholders],
+        [node.name],
+        {},
+        math.prod(shapes[node.name]),
+        {**{p.name: dt for p in placeholders}, node.name: dt},
+        shapes,
+        library=True,
+    )

@@ -1,0 +1,612 @@
+"""Forward convolution through the GEMM library: an explicit im2col gather, argus's GEMM, and an output pass.
+
+A convolution of an input X (N, C, D, H, W) with a weight (F, C/g, KD, KH, KW) (1-d and 2-d convolutions are the
+3-d one with extents of one, as the pooling family reads them) is, per group, the product of the weight viewed as
+a matrix (F/g, K), K = C/g * KD * KH * KW, and the *column matrix* (K, M) whose column m = (n, od, oh, ow) holds
+the input window that output position reads, row k = (c, kd, kh, kw) the input element at offset (kd, kh, kw) of
+that window in channel c (zero where the window reads padding). Three steps (`LibraryConv`):
+
+1. `im2col` (a DSL kernel) writes the column matrix. A block takes one (BH, BW) tile of output rows and columns
+   of one image; for each channel and output depth it stages the input span the tile's windows read into shared
+   memory with one masked copy (the padding reads 0), stored *phase-major* (element ``q * s + r`` of a row at
+   ``[r][q]``, as `argus.frontend.families.pooling` does), so that every window offset is one contiguous slice of
+   a view; it then stores that slice as the tile of row (c, kd, kh, kw). Stores run along the output width, the
+   column matrix's contiguous axis; no thread computes an address.
+2. The GEMM library (`argus.kernels.matmul`): Y (F/g, M) = W (F/g, K) @ cols (K, M) for every group at once, the
+   batched GEMM with ``batch = groups`` (one launch, however many groups: a depthwise convolution has as many
+   groups as channels, and one GEMM per group would be that many launches). The weight as stored is K-major
+   (``a_major="K"``), the column matrix N-major (``b_major="N"``); Y comes out in f32 (``out="f32"``), so that
+   the bias is added before the one rounding to the output's dtype. f32 inputs run the library's split-precision
+   passes. A batched f32 product with K over the library's accumulation chain (`F32_CHAIN`) is refused by the
+   batched GEMM (it has no split-K): those convolutions run one GEMM per group instead.
+3. `conv_output` / `conv_output_bias` (DSL kernels) write Y, which is (F, N, OD*OH*OW) for all groups together,
+   as the NCHW output (N, F, OD, OH, OW), adding the bias per channel. Both sides are contiguous along the output
+   positions, so loads and stores coalesce.
+
+The product is written the transposed way round (the weight on the left, Y = (F, M) rather than (M, F)) so that
+both the column matrix and Y are contiguous along the output positions, the axis the input and the output are
+contiguous along: the gather and the output pass then move rows, never transpose tiles.
+
+The column matrix is K x M elements, K times the output's positions: at KernelBench's sizes it reaches tens of
+gigabytes. A call runs the batch in chunks of images whose column matrix fits `COLUMN_BUDGET` (the chunk is the
+largest divisor of N that fits, so that every chunk is one problem with one plan); a convolution of which one
+image's column matrix is over the budget is refused (`ConvError`, ``CONV_COLUMNS_OVER_BUDGET``). Implicit GEMM
+(the gather inside the GEMM's producer, no column matrix) is the next slice (docs/conv.md).
+
+A transposed convolution of stride 1 (``transposed=True``) is the forward one with its window flipped and padding
+dilation * (kernel - 1) - padding: `conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the
+GEMM's (F/g, C/g * window) per group, and the gather runs with ``FLIP``.
+
+Refused (`ConvError`, each with a stable code): dtypes other than f32/f16/bf16, transposed convolutions with a
+stride above 1 (`CONV_TRANSPOSED_STRIDE`) or a padding past the window's reach (`CONV_TRANSPOSED_PADDING`), one
+image's column matrix over the budget, a window whose staged span does not fit in shared memory, and shapes that
+are not a convolution's. Padding modes other than zeros reach argus as explicit pads before a convolution.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import argus
+import argus.lang as T
+from argus.atoms.common import shared_budget
+from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan
+from argus.layout import Layout
+
+#: The dtypes a convolution takes (the DSL's names), and their sizes in bytes.
+ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2}
+#: The most bytes of column matrix one chunk of the batch may take (a call runs the batch in chunks that fit): 4 GiB,
+#: and for f32 inputs 6 GiB more of its split bf16 parts; KernelBench's largest image (57, transposed) needs 2.3 GiB.
+COLUMN_BUDGET = 4 << 30
+#: Threads per block of the gather and the output pass.
+THREADS = 128
+#: Elements each thread moves per staging copy of the gather (one copy's loads are issued together).
+COPY_ELEMENTS = 8
+
+
+class ConvError(ValueError):
+    """A convolution this library cannot run; `code` is stable, the message says why and what to do."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.reason = message
+
+
+def _triple(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
+    full = (fill,) * (3 - len(values)) + tuple(values)
+    return full[0], full[1], full[2]
+
+
+@dataclass(frozen=True)
+class Conv:
+    """One forward convolution read as a 3-d one over (depth, height, width): a 1-d or 2-d convolution has
+    extents of one (and no padding) in the leading spatial dimensions. `rank`: its own spatial dimensions (1, 2, 3).
+    `size` is the input's (D, H, W), `out` the output's (OD, OH, OW); `kernel`, `stride`, `padding`, `dilation`
+    are (d, h, w). `dtype`: the DSL dtype of input, weight, bias and output."""
+
+    rank: int
+    batch: int
+    channels: int
+    filters: int
+    groups: int
+    size: tuple[int, int, int]
+    kernel: tuple[int, int, int]
+    stride: tuple[int, int, int]
+    padding: tuple[int, int, int]
+    dilation: tuple[int, int, int]
+    bias: bool
+    dtype: str
+    #: a transposed convolution (the gradient of a convolution's input): the weight is (C, F/g, KD, KH, KW)
+    transposed: bool = False
+    out: tuple[int, int, int] = field(init=False, default=(0, 0, 0))
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ITEMSIZE:
+            raise ConvError("CONV_DTYPE", f"{self.dtype} values: a convolution takes {', '.join(ITEMSIZE)}")
+        if self.rank not in (1, 2, 3):
+            raise ConvError("CONV_RANK", f"a {self.rank}-d convolution: 1-d, 2-d and 3-d are built")
+        ints = (self.batch, self.channels, self.filters, self.groups, *self.size, *self.kernel, *self.stride)
+        if min(ints) < 1 or min(self.dilation) < 1 or min(self.padding) < 0:
+            raise ConvError("CONV_SHAPE", f"extents, strides and dilations must be positive, padding >= 0: {self}")
+        if self.channels % self.groups or self.filters % self.groups:
+            raise ConvError(
+                "CONV_SHAPE", f"{self.channels} channels and {self.filters} filters in {self.groups} groups"
+            )
+        if self.transposed and max(self.stride) > 1:
+            raise ConvError(
+                "CONV_TRANSPOSED_STRIDE",
+                f"a transposed convolution with stride {self.stride}: only stride 1 is built (a stride inserts zeros "
+                "between the input's elements, which the gather's address map does not do yet)",
+            )
+        if min(self.gather_padding) < 0:
+            raise ConvError(
+                "CONV_TRANSPOSED_PADDING",
+                f"a transposed convolution with padding {self.padding} larger than its window's reach, dilation * "
+                "(kernel - 1): "
+                "its output crops the input, which the gather does not do",
+            )
+        out = tuple(
+            (n + 2 * p - d * (k - 1) - 1) // s + 1
+            for n, k, s, p, d in zip(
+                self.size, self.kernel, self.stride, self.gather_padding, self.dilation, strict=True
+            )
+        )
+        if min(out) < 1:
+            raise ConvError("CONV_SHAPE", f"the window is larger than the padded input: output extents {out}")
+        object.__setattr__(self, "out", (out[0], out[1], out[2]))
+
+    @property
+    def gather_padding(self) -> tuple[int, int, int]:
+        """The padding of the forward convolution the gather computes: the convolution's own, or for a transposed
+        convolution (stride 1) dilation * (kernel - 1) - padding, its window flipped."""
+        if not self.transposed:
+            return self.padding
+        p = tuple(d * (k - 1) - q for k, d, q in zip(self.kernel, self.dilation, self.padding, strict=True))
+        return p[0], p[1], p[2]
+
+    @property
+    def window(self) -> int:
+        """Elements of one window per channel: KD * KH * KW."""
+        return math.prod(self.kernel)
+
+    @property
+    def positions(self) -> int:
+        """Output positions per image: OD * OH * OW."""
+        return math.prod(self.out)
+
+    @property
+    def k(self) -> int:
+        """The GEMM's K per group: C/g * KD * KH * KW."""
+        return self.channels // self.groups * self.window
+
+    def column_bytes(self, images: int | None = None) -> int:
+        """Bytes of the column matrix of `images` images (default: the whole batch)."""
+        n = self.batch if images is None else images
+        return self.channels * self.window * n * self.positions * ITEMSIZE[self.dtype]
+
+    def chunk(self, budget: int | None = None) -> int:
+        """Images per chunk: the largest divisor of the batch whose column matrix fits `budget` (default
+        `COLUMN_BUDGET`)."""
+        budget = COLUMN_BUDGET if budget is None else budget
+        if self.column_bytes(1) > budget:
+            raise ConvError(
+                "CONV_COLUMNS_OVER_BUDGET",
+                f"one image's column matrix is {self.column_bytes(1)} bytes ({self.channels * self.window} x "
+                f"{self.positions} elements), over the {budget} bytes of COLUMN_BUDGET: this convolution needs "
+                "implicit GEMM (the gather inside the GEMM), which is not built",
+            )
+        return max(d for d in range(1, self.batch + 1) if self.batch % d == 0 and self.column_bytes(d) <= budget)
+
+    def tile(self) -> tuple[int, int]:
+        """The gather's default output tile (BH, BW), one element per thread: a row of THREADS for a 1-d
+        convolution; else 32 columns (a warp's coalesced row) by THREADS / 32 rows, narrower (and taller) where
+        the output is narrower than 32."""
+        if self.out[1] == 1 and self.size[1] == 1:
+            return 1, THREADS
+        bw = 32
+        while bw > 4 and bw // 2 >= self.out[2]:
+            bw //= 2
+        return THREADS // bw, bw
+
+    def span(self, bh: int, bw: int) -> tuple[int, int, int, int, int]:
+        """(depth planes, rows, columns, row phases QH, column phases QW) of the input span one (bh, bw) tile of
+        outputs reads for one output depth: rows = stride_h * QH, QH = bh + the window's reach in strides."""
+        kd, kh, kw = self.kernel
+        _, sh, sw = self.stride
+        dd, dh, dw = self.dilation
+        qh = bh + (kh - 1) * dh // sh
+        qw = bw + (kw - 1) * dw // sw
+        qw = -(-qw // (32 // math.gcd(32, sw))) * (32 // math.gcd(32, sw))  # as `im2col` rounds it
+        return (kd - 1) * dd + 1, sh * qh, sw * qw, qh, qw
+
+    def gather_params(self) -> dict[str, Any]:
+        """`im2col`'s trace parameters."""
+        bh, bw = self.tile()
+        params: dict[str, Any] = {"DT": self.dtype, "BH": bh, "BW": bw}
+        if self.transposed:
+            params["FLIP"] = True
+        parts = (("K", self.kernel), ("S", self.stride), ("P", self.gather_padding), ("L", self.dilation))
+        for prefix, values in parts:
+            params.update({f"{prefix}{axis}": v for axis, v in zip("DHW", values, strict=True)})
+        return params
+
+    def output_params(self) -> dict[str, Any]:
+        return {"DT": self.dtype}
+
+    def weight_params(self) -> dict[str, Any]:
+        """`conv_transpose_weight`'s trace parameters: a (BF, BK) tile of 128 elements, BK the window's elements
+        rounded up to a power of two (at most 32)."""
+        bk = 1
+        while bk < min(self.window, 32):
+            bk *= 2
+        return {"DT": self.dtype, "BF": THREADS // bk, "BK": bk}
+
+
+def check_shared(conv: Conv) -> None:
+    """Refuse a window whose input span does not fit in one block's shared memory."""
+    planes, rows, cols, _, _ = conv.span(*conv.tile())
+    need, budget = planes * rows * cols * ITEMSIZE[conv.dtype], shared_budget(1)
+    if need > budget:
+        raise ConvError(
+            "CONV_SPAN_OVER_SHARED",
+            f"the input span of one {conv.tile()} tile of outputs needs {need} bytes of shared memory, more than the "
+            f"{budget} a block has (a window this wide is not built)",
+        )
+
+
+def _output_size(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
+    """PyTorch's output extent of one convolved dimension as a condition on the shape symbols."""
+    reach = 2 * p - d * (k - 1) - 1
+    shifted = f"{length} + {reach}" if reach >= 0 else f"{length} - {-reach}"
+    return f"({out} == ({shifted}) // {s} + 1)"
+
+
+@argus.kernel(policies={"tile_shape": ("BH", "BW")})
+def im2col(
+    X: T.Tensor[("N", "C", "D", "H", "W"), "DT"],
+    COLS: T.Tensor[lambda KD, KH, KW: ("C", KD, KH * KW, "N", "OD", "OH", "OW"), "DT"],
+    KD: int = 1,
+    KH: int = 3,
+    KW: int = 3,
+    SD: int = 1,
+    SH: int = 1,
+    SW: int = 1,
+    PD: int = 0,
+    PH: int = 0,
+    PW: int = 0,
+    LD: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    BH: int = 4,
+    BW: int = 32,
+    DT: str = "f32",
+    FLIP: bool = False,
+):
+    """COLS[(c, kd, kh, kw), n, od, oh, ow] = X[n, c, od*SD - PD + kd*LD, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW]
+    (0 where that is padding): the column matrix (C * KD * KH * KW, N * OD * OH * OW) of the convolution with
+    kernel (KD, KH, KW), stride (SD, SH, SW), padding (PD, PH, PW) and dilation (LD, LH, LW). One (BH, BW) tile of
+    output rows and columns of one image per block; for each channel and output depth the block stages the input
+    span the tile's windows read (phase-major: each window offset is one contiguous slice of a view) and stores
+    one tile of the column matrix per window offset. FLIP: the window's offsets in reverse order (row
+    (c, KD-1-kd, KH-1-kh, KW-1-kw)): a transposed convolution of stride 1 is this gather's product with its weight
+    flipped."""
+    T.assume(
+        " and ".join(
+            _output_size(n, o, k, s, p, d)
+            for n, o, k, s, p, d in (
+                ("D", "OD", KD, SD, PD, LD),
+                ("H", "OH", KH, SH, PH, LH),
+                ("W", "OW", KW, SW, PW, LW),
+            )
+        )
+    )
+    depth = (KD - 1) * LD + 1  # input planes one output depth's windows read
+    QH, QW = BH + (KH - 1) * LH // SH, BW + (KW - 1) * LW // SW
+    # a span row is a whole number of 32-element runs (QW rounded up; the extra columns are read, never used): the
+    # staging copy's threads then share rows (32 or more per row) and read them coalesced, where a row of an odd
+    # width would give each thread a row of its own
+    QW = -(-QW // (32 // math.gcd(32, SW))) * (32 // math.gcd(32, SW))
+    ROWS, COLUMNS = SH * QH, SW * QW
+    CHUNK = max(1, THREADS * COPY_ELEMENTS // COLUMNS)  # span rows per staging copy: a few elements per thread
+    # the span of one output depth: `depth` planes (the first dimension, so that a window offset's plane is a
+    # stage index, not an unrolled site), each stored phase-major
+    phase_major = Layout((depth, 1, 1, (SH, QH), (SW, QW)), (ROWS * COLUMNS, 0, 0, (QH * COLUMNS, COLUMNS), (QW, 1)))
+    by_offset = Layout((depth, 1, 1, (QH, SH), (QW, SW)), (ROWS * COLUMNS, 0, 0, (COLUMNS, QH * COLUMNS), (1, QW)))
+    itemsize, dtype = ITEMSIZE[DT], getattr(T, DT)
+    with T.grid(T.cdiv(OW, BW), T.cdiv(OH, BH), N, threads=THREADS) as (bw, bh, n):
+        sx = T.alloc_shared((depth, 1, 1, ROWS, COLUMNS), dtype, layout=phase_major)
+        span = sx.view(by_offset)  # element (r * QH + q) of a row is span row q * stride + r
+        v = T.alloc_fragment((1, 1, BH, BW), dtype, vector_bytes=itemsize)  # one output position per thread
+        for c in T.serial(C):
+            for od in T.serial(OD):
+                for z in range(depth):  # the span, a few rows per copy (padding and past the end read 0)
+                    for r in range(0, ROWS, CHUNK):
+                        rows = min(CHUNK, ROWS - r)
+                        T.copy(
+                            X.window(
+                                (n, c, od * SD - PD + z, bh * (BH * SH) - PH + r, bw * (BW * SW) - PW),
+                                (1, 1, 1, rows, COLUMNS),
+                            ),
+                            sx.window((z, 0, 0, r, 0), (1, 1, 1, rows, COLUMNS)),
+                            pad=0.0,
+                        )
+                T.barrier()
+                # the window offsets: the plane a loop (one store site per (kh, kw), so that the verifier's
+                # pairwise checks grow with KH * KW, not with the whole window), rows and columns unrolled
+                for plane in T.serial(KD) if KD > 1 else range(1):  # the column matrix's plane of the window
+                    # the window offset's plane; flipped, the loop still runs over the stored plane (a store whose
+                    # origin falls as the loop rises reads as uncovered to the verifier's coverage check)
+                    kd = KD - 1 - plane if FLIP else plane
+                    for kh in range(KH):
+                        for kw in range(KW):
+                            rh, rw = kh * LH, kw * LW  # the offset's distance from the window's start
+                            origin = (0, 0, (rh % SH) * QH + rh // SH, (rw % SW) * QW + rw // SW)
+                            T.copy(span[kd * LD].window(origin, (1, 1, BH, BW)), v)
+                            offset = (KH - 1 - kh) * KW + KW - 1 - kw if FLIP else kh * KW + kw
+                            T.copy(v, COLS.tile((c, plane, offset, n, od, bh, bw), (None, None, None, 1, 1, BH, BW)))
+                T.barrier()  # every thread is done with sx before the next span overwrites it
+
+
+@T.macro
+def _output_pass(Y: Any, OUT: Any, bias: Any, BF: int, BP: int, DT: str) -> None:
+    filters, images, positions = Y.shape  # the shape symbols F, N, P
+    with T.grid(T.cdiv(positions, BP), T.cdiv(filters, BF), images, threads=THREADS) as (bp, bf, n):
+        y = T.alloc_fragment((BF, BP), T.f32, vector_bytes=4)
+        T.copy(Y.tile((bf, n, bp), (BF, None, BP)), y)
+        if bias is not None:
+            b = T.alloc_reduced(y, axis=1)  # (BF,): one value per output channel, held by its row's threads
+            T.copy(bias.tile(bf, BF), b)
+            y = y + b[:, None]
+        T.copy(y if DT == "f32" else T.cast(y, getattr(T, DT)), OUT.tile((n, bf, bp), (None, BF, BP)))
+
+
+@argus.kernel(policies={"tile_shape": ("BF", "BP")})
+def conv_output(
+    Y: T.Tensor[("F", "N", "P"), T.f32],
+    OUT: T.Tensor[("N", "F", "P"), "DT"],
+    BF: int = 4,
+    BP: int = 128,
+    DT: str = "f32",
+):
+    """OUT[n, f, p] = Y[f, n, p]: the product (F, N * P) of the convolution's GEMM as its NCHW output (P the
+    output positions of one image), one (BF, BP) tile of one image per block, rounded once to DT."""
+    _output_pass(Y, OUT, None, BF, BP, DT)
+
+
+@argus.kernel(policies={"tile_shape": ("BF", "BP")})
+def conv_output_bias(
+    Y: T.Tensor[("F", "N", "P"), T.f32],
+    BIAS: T.Tensor[("F",), "DT"],
+    OUT: T.Tensor[("N", "F", "P"), "DT"],
+    BF: int = 4,
+    BP: int = 128,
+    DT: str = "f32",
+):
+    """OUT[n, f, p] = Y[f, n, p] + BIAS[f]: `conv_output` with the convolution's bias added in f32."""
+    _output_pass(Y, OUT, BIAS, BF, BP, DT)
+
+
+@argus.kernel(policies={"tile_shape": ("BF", "BK")})
+def conv_transpose_weight(
+    W: T.Tensor[("G", "CG", "FG", "KV"), "DT"],
+    A: T.Tensor[("G", "FG", "CG", "KV"), "DT"],
+    BF: int = 4,
+    BK: int = 32,
+    DT: str = "f32",
+):
+    """A[g, f, c, k] = W[g, c, f, k]: a transposed convolution's weight (C, F/g, window), per group (C/g, F/g,
+    window), as the GEMM's (F/g, K) operand, K = (c, window). One (BF, BK) tile of one (group, channel) per block,
+    the window's elements in BK-wide steps (contiguous on both sides)."""
+    with T.grid(T.cdiv(FG, BF), CG, G, threads=THREADS) as (bf, c, g):
+        w = T.alloc_fragment((BF, BK), getattr(T, DT), vector_bytes=ITEMSIZE[DT])
+        for k in T.serial(T.cdiv(KV, BK)):
+            T.copy(W.tile((g, c, bf, k), (None, None, BF, BK)), w)
+            T.copy(w, A.tile((g, bf, c, k), (None, BF, None, BK)))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    kernels = {
+        "im2col": im2col,
+        "output": conv_output,
+        "output_bias": conv_output_bias,
+        "weight": conv_transpose_weight,
+    }
+    return kernels[kind].trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.runtime import load
+
+    return load(compile_kernel(_traced(kind, params)))
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """What one convolution call runs: the convolution, the images per chunk of the batch, the GEMM problem of
+    one chunk (batched over the groups, or one group's when `per_group`), and its plan."""
+
+    conv: Conv
+    images: int
+    gemm: GemmProblem
+    per_group: bool
+
+    @property
+    def gemm_plan(self) -> Any:
+        return plan(self.gemm)
+
+    def kernels(self) -> list[Any]:
+        """The traced kernels a call launches, in order: the gather, the GEMM plan's (splits for f32, the GEMM,
+        a split-K reduction), the output pass."""
+        found = [_traced("weight", _key(self.conv.weight_params()))] if self.conv.transposed else []
+        found.append(_traced("im2col", _key(self.conv.gather_params())))
+        found += LibraryGemm("gemm", self.gemm).kernels()
+        found.append(_traced("output_bias" if self.conv.bias else "output", _key(self.conv.output_params())))
+        return found
+
+
+def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+def conv_plan(conv: Conv, budget: int | None = None) -> ConvPlan:
+    """The plan of `conv` (see the module docstring), its batch in chunks whose column matrix fits `budget`
+    (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
+    check_shared(conv)
+    images = conv.chunk(budget)
+    g = conv.groups
+    m = images * conv.positions
+    batched = GemmProblem(conv.filters // g, m, conv.k, conv.dtype, "f32", "K", "N", g)
+    try:
+        plan(batched)
+        return ConvPlan(conv, images, batched, per_group=False)
+    except GemmError:
+        if g == 1:
+            raise
+    return ConvPlan(conv, images, replace(batched, batch=1), per_group=True)  # f32 with K past the batched chain
+
+
+class LibraryConv:
+    """A forward convolution as one step of a generated solution (`argus solve`'s convolution groups): ``out =
+    conv(x, weight) (+ bias)``, NCHW, on the CPU interpreter for CPU tensors (`run_on_interpreter`: small sizes)
+    and on the GPU for CUDA tensors. `conv` is the captured convolution; `kernels` are the traced kernels of its
+    plan, which the pipeline verifies. A call plans for the tensors it is given (their batch and spatial extents
+    may differ from the captured ones)."""
+
+    library = True
+
+    def __init__(self, name: str, conv: Conv, order: tuple[int, ...] | None = None, budget: int | None = None):
+        self.name = name
+        self.conv = conv
+        #: the positions of x, the weight and (when the convolution has one) the bias among the call's inputs
+        self.order = tuple(order) if order is not None else tuple(range(3 if conv.bias else 2))
+        if len(self.order) != 2 + int(conv.bias):
+            operands = "x, the weight and the bias" if conv.bias else "x and the weight"
+            raise ConvError("CONV_ARGUMENTS", f"order {self.order}: the positions of {operands}")
+        self.budget = budget
+
+    def __repr__(self) -> str:
+        return f"LibraryConv({self.name!r}, {self.conv}, order={self.order})"
+
+    def plan(self) -> ConvPlan:
+        return conv_plan(self.conv, self.budget)
+
+    def kernels(self) -> list[Any]:
+        return self.plan().kernels()
+
+    def conv_for(self, x: Any) -> Conv:
+        """The captured convolution at `x`'s batch and spatial extents."""
+        rank = self.conv.rank
+        size = _triple(tuple(int(d) for d in x.shape[2:]), 1)
+        return replace(self.conv, batch=int(x.shape[0]), size=size, rank=rank)
+
+    def empty_output(self, *inputs: Any) -> Any:
+        """An uninitialized output for these inputs: (N, F, *the output's spatial extents), the input's dtype."""
+        import torch
+
+        x = inputs[self.order[0]]
+        conv = self.conv_for(x)
+        spatial = conv.out[3 - conv.rank :]
+        return torch.empty((conv.batch, conv.filters, *spatial), dtype=x.dtype, device=x.device)
+
+    def __call__(self, *tensors: Any, device: Any = None) -> None:
+        """Compute into the last of `tensors` from the inputs before it: x, the weight, and the bias when the
+        convolution has one."""
+        import torch
+
+        *inputs, out = tensors
+        x, w = inputs[self.order[0]], inputs[self.order[1]]
+        bias = [inputs[self.order[2]]] if self.conv.bias else []
+        conv = self.conv_for(x)
+        if x.is_cuda:
+            self._run_on_gpu(conv, x, w, bias[0] if bias else None, out)
+            return
+        result = run_on_interpreter(
+            conv, x.double().numpy(), w.double().numpy(), bias[0].double().numpy() if bias else None, self.budget
+        )
+        out.copy_(torch.from_numpy(result).reshape(out.shape).to(out.dtype))
+
+    def _run_on_gpu(self, conv: Conv, x: Any, w: Any, bias: Any, out: Any) -> None:
+        import torch
+
+        from argus.kernels.matmul import prepare
+
+        the_plan = conv_plan(conv, self.budget)
+        (n_, c_, f_, g_), p_ = (conv.batch, conv.channels, conv.filters, conv.groups), conv.positions
+        images = the_plan.images
+        x5 = x.contiguous().view(n_, c_, *conv.size)
+        out3 = out.view(n_, f_, p_)
+        if conv.transposed:  # the weight (C, F/g, window) as (g, F/g, C/g, window)
+            stored = w.contiguous().view(g_, c_ // g_, f_ // g_, conv.window)
+            a = torch.empty((g_, f_ // g_, c_ // g_, conv.window), dtype=w.dtype, device=w.device)
+            _loaded("weight", _key(conv.weight_params()))(stored, a)
+            a = a.view(g_, f_ // g_, conv.k)
+        else:
+            a = w.contiguous().view(g_, f_ // g_, conv.k)
+        cols = torch.empty(
+            (c_, conv.kernel[0], conv.window // conv.kernel[0], images, *conv.out), dtype=x.dtype, device=x.device
+        )
+        b = cols.view(g_, conv.k, images * p_)
+        gather = _loaded("im2col", _key(conv.gather_params()))
+        output = _loaded("output_bias" if conv.bias else "output", _key(conv.output_params()))
+        for first in range(0, n_, images):
+            gather(x5[first : first + images], cols)
+            if the_plan.per_group:
+                y = torch.cat([_gpu_gemm(prepare, a[i], b[i]) for i in range(g_)])
+            else:
+                y = _gpu_gemm(prepare, a, b)
+            y = y.reshape(f_, images, p_)
+            chunk = out3[first : first + images]
+            output(*([y, bias.contiguous(), chunk] if conv.bias else [y, chunk]))
+
+
+def _gpu_gemm(prepare: Any, a: Any, b: Any) -> Any:
+    import torch
+
+    y, launches = prepare(a, b, out_dtype=torch.float32)
+    for launch in launches:
+        launch.launch()
+    return y.contiguous()
+
+
+def run_on_interpreter(
+    conv: Conv, x: Any, w: Any, bias: Any = None, budget: int | None = None, *, target: Any = None
+) -> Any:
+    """The convolution of numpy arrays x (N, C, *spatial), w (F, C/g, *window) and bias (F,) on the lane-level
+    interpreter (small sizes only), through exactly the kernels and parameters a GPU call launches: the output
+    (N, F, OD * OH * OW) in float64 (values of the output's dtype)."""
+    import numpy as np
+
+    from argus.interp import run_kernel
+
+    the_plan = conv_plan(conv, budget)
+    n_, c_, f_, g_ = conv.batch, conv.channels, conv.filters, conv.groups
+    p_, images = conv.positions, the_plan.images
+    x5 = np.asarray(x, dtype=np.float64).reshape(n_, c_, *conv.size)
+    a = np.asarray(w, dtype=np.float64).reshape(g_, f_ // g_, conv.k)
+    if conv.transposed:  # the weight (C, F/g, window) as (g, F/g, C/g, window)
+        stored = np.asarray(w, dtype=np.float64).reshape(g_, c_ // g_, f_ // g_, conv.window)
+        a = np.full((g_, f_ // g_, c_ // g_, conv.window), np.nan)
+        run_kernel(_traced("weight", _key(conv.weight_params())), {"W": stored, "A": a})
+        a = a.reshape(g_, f_ // g_, conv.k)
+    gemm_plan = the_plan.gemm_plan
+    gather = _traced("im2col", _key(conv.gather_params()))
+    output = _traced("output_bias" if conv.bias else "output", _key(conv.output_params()))
+    out = np.full((n_, f_, p_), np.nan)
+    for first in range(0, n_, images):
+        cols = np.full((c_, conv.kernel[0], conv.window // conv.kernel[0], images, *conv.out), np.nan)
+        run_kernel(gather, {"X": np.ascontiguousarray(x5[first : first + images]), "COLS": cols})
+        b = cols.reshape(g_, conv.k, images * p_)
+        if the_plan.per_group:
+            y = np.concatenate([gemm_plan.run_on_interpreter(a[i], b[i], target=target) for i in range(g_)])
+        else:
+            y = gemm_plan.run_on_interpreter(a if g_ > 1 else a[0], b if g_ > 1 else b[0], target=target)
+        y = np.ascontiguousarray(y).reshape(f_, images, p_)
+        chunk = np.full((images, f_, p_), np.nan)
+        arrays = {"Y": y, "OUT": chunk}
+        if conv.bias:
+            arrays["BIAS"] = np.asarray(bias, dtype=np.float64).reshape(f_)
+        run_kernel(output, arrays)
+        out[first : first + images] = chunk
+    return out
+
+
+__all__ = [
+    "COLUMN_BUDGET",
+    "Conv",
+    "ConvError",
+    "ConvPlan",
+    "LibraryConv",
+    "conv_output",
+    "conv_output_bias",
+    "conv_plan",
+    "conv_transpose_weight",
+    "im2col",
+    "run_on_interpreter",
+]

@@ -1,0 +1,165 @@
+"""The convolution family against PyTorch: ``aten.convolution`` groups become calls of argus's convolution library
+(the im2col gather, the GEMM library's plan, the output pass), every kernel of the plan verified, the call checked
+on the CPU interpreter against the group's FX subgraph, and the emitted ModelNew judged by the gate. The level-1
+problems are pinned: `SOLVED` (forward) and `SOLVED_TRANSPOSED` (stride 1) end to end at small odd sizes, `REFUSED`
+(transposed with a stride above 1) with the reason the template gives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from argus.frontend import solve
+
+#: Level-1 forward convolutions solved end to end, at small sizes (odd extents: the gather's tiles are masked).
+SOLVED: dict[str, dict[str, Any]] = {
+    "54_conv_standard_3D__square_input__square_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth": 4, "width": 6, "height": 5,
+    },
+    "55_conv_standard_2D__asymmetric_input__square_kernel": {
+        "batch_size": 2, "in_channels": 3, "out_channels": 5, "height": 5, "width": 9,
+    },
+    "56_conv_standard_2D__asymmetric_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 7, "width": 9,
+    },
+    "59_conv_standard_3D__asymmetric_input__square_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "width": 6, "height": 5, "depth": 3,
+    },
+    "60_conv_standard_3D__square_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "width": 4, "height": 6, "depth": 9,
+    },
+    "66_conv_standard_3D__asymmetric_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth": 4, "height": 6, "width": 9,
+    },
+    "76_conv_standard_1D_dilated_strided__": {"batch_size": 2, "in_channels": 3, "out_channels": 5, "length": 29},
+    "82_conv_depthwise_2D_square_input_square_kernel": {"batch_size": 2, "in_channels": 3, "width": 7, "height": 5},
+    "83_conv_depthwise_2D_square_input_asymmetric_kernel": {
+        "batch_size": 2, "in_channels": 3, "width": 5, "height": 7,
+    },
+    "84_conv_depthwise_2D_asymmetric_input_square_kernel": {
+        "batch_size": 1, "in_channels": 3, "out_channels": 3, "width_in": 7, "height_in": 5,
+    },
+    "85_conv_depthwise_2D_asymmetric_input_asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 3, "out_channels": 3, "width": 9, "height": 5,
+    },
+    "86_conv_depthwise_separable_2D": {"batch_size": 1, "in_channels": 3, "out_channels": 5, "width": 6, "height": 5},
+}  # fmt: skip
+
+#: Level-1 transposed convolutions (stride 1) solved end to end: the weight permuted, the flipped gather.
+SOLVED_TRANSPOSED: dict[str, dict[str, Any]] = {
+    "57_conv_transposed_2D__square_input__square_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 5, "width": 4,
+    },
+    "58_conv_transposed_3D__asymmetric_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth_in": 2, "height_in": 3, "width_in": 4,
+    },
+    "61_conv_transposed_3D__square_input__square_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth": 2, "height": 3, "width": 3,
+    },
+    "64_conv_transposed_1D": {"batch_size": 2, "in_channels": 3, "out_channels": 2, "length": 7},
+    "65_conv_transposed_2D__square_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 4, "width": 3,
+    },
+    "69_conv_transposed_2D__asymmetric_input__asymmetric_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height_in": 3, "width_in": 4,
+    },
+    "71_conv_transposed_2D__asymmetric_input__square_kernel": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height_in": 4, "width_in": 5,
+    },
+    "74_conv_transposed_1D_dilated": {"batch_size": 2, "in_channels": 3, "out_channels": 2, "length": 6},
+    "78_conv_transposed_2D_asymmetric_input_asymmetric_kernel___padded__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 4, "width": 5,
+    },
+}  # fmt: skip
+
+#: Level-1 transposed convolutions with a stride above 1, refused (not built), with the sizes captured.
+REFUSED: dict[str, dict[str, Any]] = {
+    "72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped_": {
+        "batch_size": 1, "in_channels": 4, "out_channels": 4, "depth": 2, "height": 3, "width": 4,
+    },
+    "73_conv_transposed_3D_asymmetric_input_square_kernel__strided_padded__grouped": {
+        "batch_size": 1, "in_channels": 4, "out_channels": 4, "depth": 2, "height": 3, "width": 4,
+    },
+    "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____dilated__": {
+        "batch_size": 1, "in_channels": 4, "out_channels": 4, "height": 3, "width": 4,
+    },
+    "77_conv_transposed_3D_square_input_square_kernel___padded____dilated____strided__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "depth": 2, "height": 3, "width": 3,
+    },
+    "79_conv_transposed_1D_asymmetric_input_square_kernel___padded____strided____dilated__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "length": 7,
+    },
+    "81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__": {
+        "batch_size": 1, "in_channels": 2, "out_channels": 3, "height_in": 3, "width_in": 4,
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SOLVED) + sorted(SOLVED_TRANSPOSED))
+def test_the_level1_convolution_problems_are_solved(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+    sizes = SOLVED.get(name) or SOLVED_TRANSPOSED[name]
+    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=sizes, out=tmp_path / f"{name}.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert {g["family"] for g in result.groups} == {"convolution"}
+    for report in result.kernels:
+        assert report.verdict == "verified" and report.interpreter_ok, report.to_json()
+        assert "kernels of its plan" in report.verify_summary
+    assert result.gate.verdict == "accepted"
+    text = Path(result.solution).read_text()
+    forward = text[text.index("    def forward(") :]
+    assert "torch.ops.aten.convolution" not in forward and "_launch(convolution_0" in forward
+    assert "LibraryConv(" in text
+    assert ("transposed=True" in text) == (name in SOLVED_TRANSPOSED)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_strided_transposed_convolutions_are_reported_not_covered(
+    kernelbench_dir: Path, tmp_path: Path, name: str
+) -> None:
+    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=REFUSED[name], out=tmp_path / "s.py", judge=False)
+    assert not result.groups
+    (u,) = result.uncovered
+    assert u["op"] == "aten.convolution.default" and u["family"] == "convolution"
+    assert "CONV_TRANSPOSED_STRIDE" in u["reason"] and "only stride 1 is built" in u["reason"]
+
+
+def test_a_column_matrix_over_the_budget_is_refused(
+    problem: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argus.kernels.conv as conv
+
+    monkeypatch.setattr(conv, "COLUMN_BUDGET", 64)  # bytes: one image of this conv needs 2 * 9 * 15 * 4 = 1080
+    path = problem("F.conv2d(x, w)", inputs="[torch.randn(1, 2, 5, 7), torch.randn(3, 2, 3, 3)]", args="x, w")
+    result = solve(path, out=tmp_path / "s.py", judge=False)
+    (u,) = result.uncovered
+    assert "CONV_COLUMNS_OVER_BUDGET" in u["reason"] and "implicit GEMM" in u["reason"]
+
+
+def test_a_functional_conv_with_bias_and_groups_reads_its_operands_in_graph_order(
+    problem: Callable[..., Path], tmp_path: Path
+) -> None:
+    # the inputs arrive as (bias, x, w): the library call picks x, the weight and the bias by position
+    path = problem(
+        "F.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2)",
+        inputs="[torch.randn(6), torch.randn(2, 4, 11), torch.randn(6, 2, 3)]",
+        args="b, x, w",
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+
+
+def test_a_local_never_shadows_a_kernel_of_the_same_name(problem: Callable[..., Path], tmp_path: Path) -> None:
+    # graph nodes convolution, convolution_1 (a strided transposed convolution, left to PyTorch), convolution_2;
+    # kernels convolution_0 and convolution_1: the uncovered node's local must not rebind the kernel
+    path = problem(
+        "F.conv1d(F.conv_transpose1d(F.conv1d(x, a), b, stride=2), c)",
+        inputs="[torch.randn(1, 2, 6), torch.randn(3, 2, 2), torch.randn(3, 2, 2), torch.randn(2, 2, 3)]",
+        args="x, a, b, c",
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert [g["kernel"] for g in result.groups] == ["convolution_0", "convolution_1"]
+    assert [u["op"] for u in result.uncovered] == ["aten.convolution.default"]
+    assert result.status() == "not covered", (result.gate, [k.to_json() for k in result.kernels])
