@@ -3,7 +3,7 @@
 # (on the CPU, at small sizes: the kernels take any size) judged by `argus kernelbench`: correctness with argus's
 # defences, then timed interleaved with PyTorch eager and torch.compile in the same process.
 #
-#   bash benchmarks/solve_gpu.sh SOLUTIONS_DIR OUT_DIR
+#   [ARGUS_LEVEL=2] bash benchmarks/solve_gpu.sh SOLUTIONS_DIR OUT_DIR   (level 1 by default)
 set -uo pipefail
 solutions="${1:?usage: solve_gpu.sh SOLUTIONS_DIR OUT_DIR}"
 out="${2:?usage: solve_gpu.sh SOLUTIONS_DIR OUT_DIR}"
@@ -16,7 +16,7 @@ mkdir -p "$out"
 } > "$out/env.txt" 2>&1
 export PYTHONPATH="$PWD/src:${PYTHONPATH:-}"
 only="$(ls "$solutions" | sed -E 's/^([0-9]+)_.*/\1/' | sort -n | paste -sd, -)"
-timeout 560 python3 -m argus kernelbench --level 1 --problems "${ARGUS_KERNELBENCH_DIR:-.kbdata/kernelbench}" --solutions "$solutions" \
+timeout 560 python3 -m argus kernelbench --level "${ARGUS_LEVEL:-1}" --problems "${ARGUS_KERNELBENCH_DIR:-.kbdata/kernelbench}" --solutions "$solutions" \
   --only "$only" --trials 3 --reps 30 --baselines eager,compile --csv "$out/kernelbench.csv" \
   --markdown "$out/kernelbench.md" > "$out/kernelbench.log" 2>&1
 echo "kernelbench: exit $?" | tee -a "$out/summary.txt"

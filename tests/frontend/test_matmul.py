@@ -112,6 +112,7 @@ def test_a_batched_transpose_is_taken_into_the_group(problem: Callable[..., Path
 #: Level-2 problems solved with the product and its elementwise tail in one GEMM call, at small sizes.
 SOLVED_L2: dict[str, dict[str, Any]] = {
     "9_Matmul_Subtract_Multiply_ReLU": {"batch_size": 33, "in_features": 40, "out_features": 24},
+    "63_Gemm_ReLU_Divide": {"batch_size": 33, "in_features": 40, "out_features": 24},
 }
 
 

@@ -1325,6 +1325,47 @@ class Code(StrEnum):
     )
 
     # --- KERNEL: the library and kernels of your own ----------------------------------------------------------
+    CONV_ARGUMENTS = _entry(
+        Category.KERNEL,
+        "{kernel}: order {order}: the positions of the input, weight and bias among the call's tensors",
+        "give one position per operand, each naming one of the call's input tensors",
+    )
+    CONV_COLUMNS_OVER_BUDGET = _entry(
+        Category.KERNEL,
+        "one image's column matrix is {bytes} bytes, over the {budget} bytes of COLUMN_BUDGET",
+        "the im2col convolution needs the column matrix of at least one image in memory; implicit GEMM (no column "
+        "matrix) is not built: use PyTorch for this convolution, or pass a larger budget where the memory exists",
+    )
+    CONV_DTYPE = _entry(
+        Category.KERNEL,
+        "{dtype} values: a convolution takes f32, f16 and bf16",
+        "convert the input and the weight to one of those dtypes",
+    )
+    CONV_RANK = _entry(
+        Category.KERNEL,
+        "a {rank}-d convolution: 1-d, 2-d and 3-d are built",
+        "use PyTorch for this convolution",
+    )
+    CONV_SHAPE = _entry(
+        Category.KERNEL,
+        "{problem}",
+        "check the convolution's extents, groups, strides, padding and dilation against its input",
+    )
+    CONV_SPAN_OVER_SHARED = _entry(
+        Category.KERNEL,
+        "the input span of one tile of outputs needs {bytes} bytes of shared memory, over the {budget} a block has",
+        "a window this wide is not built: use PyTorch for this convolution",
+    )
+    CONV_TRANSPOSED_PADDING = _entry(
+        Category.KERNEL,
+        "a transposed convolution with padding {padding} larger than its window's reach, dilation * (kernel - 1)",
+        "use PyTorch for this transposed convolution",
+    )
+    CONV_TRANSPOSED_STRIDE = _entry(
+        Category.KERNEL,
+        "a transposed convolution with stride {stride}: only stride 1 is built",
+        "use PyTorch for this transposed convolution (the stride-phase decomposition is the next slice)",
+    )
     KERNEL_BAD_SHAPE = _entry(
         Category.KERNEL,
         "cannot read {part!r} in shape {text!r}",
