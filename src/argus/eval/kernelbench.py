@@ -358,6 +358,9 @@ def _run(
     summary["executor"] = {
         **described,
         "jobs_per_worker": dict(collections.Counter(r.worker for r in rows if r.worker)),
+        "jobs_per_gpu": dict(
+            collections.Counter(f"{w['host']}/gpu {w['gpu']}" for w in ran_on.values() if w["gpu"] is not None)
+        ),
         "ran_on": ran_on,
     }
     if store is not None and run_id is not None:

@@ -10,9 +10,10 @@ auto|ADDRESS|local`` or ``$ARGUS_RAY_ADDRESS``). What runs where:
 * **a Ray task** per job, with ``num_gpus=1`` for a GPU job (Ray pins the task to one device through
   ``CUDA_VISIBLE_DEVICES``; it takes a CPU too) or ``num_cpus=1`` for a CPU job. The task is a thin shell
   (`run_in_ray_worker`): it records who it is (host, pid, node, GPU) and runs the job in a one-worker
-  `argus.eval.isolation.WorkerPool` — a fresh spawned process with the pool's time limit, containment and fault
-  handling, so a hang, a crash or a broken CUDA context never reaches the Ray worker, and the Ray worker's own state
-  never reaches the job;
+  `argus.eval.isolation.WorkerPool` — a spawned process with the pool's time limit, containment and fault handling,
+  so a hang, a crash or a broken CUDA context never reaches the Ray worker, and the Ray worker's own state never
+  reaches the job. The Ray worker keeps that process for its next task on the same GPU (PyTorch is imported once
+  per Ray worker, as in the local pool's workers);
 * **the sandbox**: a job that runs candidate code (the gate of a KernelBench solution) starts its own sandbox
   (`argus.eval.sandbox`: a fresh process per candidate, scrubbed environment, limits) inside that process, as it
   does locally. Ray is the scheduler, never the isolation boundary: nothing of the Ray worker's environment
@@ -33,7 +34,9 @@ connection first, so a wrong address fails in seconds rather than after Ray's lo
 from __future__ import annotations
 
 import os
+import re
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,26 +62,45 @@ LOST_WORKER_ERRORS = (
 )
 
 
+#: This Ray worker's job process: (its CUDA_VISIBLE_DEVICES, its time limit, the one-worker pool). Kept between the
+#: tasks this Ray worker runs, so that PyTorch is imported once per Ray worker rather than once per job; replaced
+#: when Ray gives the worker a task on another GPU.
+_JOB_POOL: tuple[str | None, float, Any] | None = None
+
+
+def _job_pool(device: str | None, timeout_s: float) -> Any:
+    global _JOB_POOL
+    from argus.eval.isolation import WorkerPool
+
+    if _JOB_POOL is not None and _JOB_POOL[:2] == (device, timeout_s):
+        return _JOB_POOL[2]
+    if _JOB_POOL is not None:
+        _JOB_POOL[2].close()
+    env = {"CUDA_VISIBLE_DEVICES": device} if device is not None else {}
+    _JOB_POOL = (device, timeout_s, WorkerPool(workers=1, timeout_s=timeout_s, env=env))
+    return _JOB_POOL[2]
+
+
 def run_in_ray_worker(target: str, kwargs: dict[str, Any], timeout_s: float) -> tuple[Any, dict[str, Any]]:
-    """The body of every Ray task: run ``target(**kwargs)`` in a one-worker `WorkerPool` (a fresh process with the
-    job's time limit) and return the pool's `Outcome` with this worker's identity. Runs in the Ray worker; never
-    raises for what the job does (the outcome says it)."""
+    """The body of every Ray task: run ``target(**kwargs)`` in this Ray worker's one-worker `WorkerPool` (a process
+    of its own, pinned to the GPU Ray gave this task, with the job's time limit; the pool replaces it after a
+    crash, a hang or a CUDA error) and return the pool's `Outcome` with this worker's identity. Runs in the Ray
+    worker; never raises for what the job does (the outcome says it)."""
     import ray
 
-    from argus.eval.isolation import Job, WorkerPool
+    from argus.eval.isolation import Job
 
-    context = ray.get_runtime_context()
+    device = os.environ.get("CUDA_VISIBLE_DEVICES")  # set by Ray for this task ("" for a CPU task on a GPU node)
     identity = {
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "gpu": os.environ.get("CUDA_VISIBLE_DEVICES") or None,
-        "node": context.get_node_id(),
+        "gpu": device or None,
+        "node": ray.get_runtime_context().get_node_id(),
+        "job_pid": None,
     }
-    with WorkerPool(workers=1, timeout_s=timeout_s) as pool:
-        identity["job_pid"] = None
-        for outcome in pool.run([Job("job", target, kwargs)]):
-            identity["job_pid"] = outcome.worker_pid
-            return outcome, identity
+    for outcome in _job_pool(device, timeout_s).run([Job("job", target, kwargs)]):
+        identity["job_pid"] = outcome.worker_pid
+        return outcome, identity
     raise RuntimeError("the worker pool returned no outcome")  # pragma: no cover - the pool yields one per job
 
 
@@ -149,6 +171,9 @@ class RayExecutor(Executor):
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, **(init_kwargs or {})}
             if address != "local":
                 kwargs["address"] = address
+            elif "runtime_env" not in kwargs:  # a private instance: its workers import what this process imports
+                path = os.pathsep.join(p for p in sys.path if p)
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
             try:
                 ray.init(**kwargs)
             except Exception as e:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ValueError ...
@@ -229,12 +254,13 @@ class RayExecutor(Executor):
                 seconds=time.monotonic() - pending.started,
             )
         except ray.exceptions.RayError as e:  # the task itself failed before it could run the job
+            text = _ANSI.sub("", str(e))
             return JobResult(
                 job.key,
                 False,
                 code="WORKER_EXCEPTION",
-                reason=f"the Ray task failed: {type(e).__name__}: {_first_line(e)}",
-                details={"attempts": pending.attempt, "traceback": str(e)[-6000:]},
+                reason=_task_failure(text),
+                details={"attempts": pending.attempt, "traceback": text[-6000:]},
                 seconds=time.monotonic() - pending.started,
             )
         details = dict(outcome.details)
@@ -264,6 +290,22 @@ class RayExecutor(Executor):
         if self._owned and self._ray.is_initialized():
             self._ray.shutdown()
         self._owned = False
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _task_failure(text: str) -> str:
+    """A one-line reason for a Ray task that failed before it ran the job: the exception's last line (Ray's text
+    starts with the task's name and pid), with the likely cause when the worker could not import argus."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("^")]
+    reason = f"the Ray task failed on its worker: {lines[-1] if lines else text}"
+    if "failed to import on the worker" in text or "No module named 'argus" in text:
+        reason += (
+            "; the Ray workers import a different argus (or none): install argus at the driver's version on every "
+            "node (docs/scale-out.md)"
+        )
+    return reason
 
 
 def _first_line(error: BaseException) -> str:
