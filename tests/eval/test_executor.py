@@ -254,3 +254,27 @@ def test_the_ray_address_comes_from_the_option_then_the_environment(monkeypatch:
     monkeypatch.setenv("ARGUS_RAY_ADDRESS", "head:6379")
     assert ray_address(None) == "head:6379" and ray_address("10.0.0.1:6379") == "10.0.0.1:6379"
     assert ray_address("") is None and ray_address("off") is None  # an explicit "no" beats the environment
+
+
+def test_a_short_optimize_through_ray_follows_the_local_trajectory(ray_session: Any, tmp_path: Path) -> None:
+    """`argus optimize`'s gate jobs through the executor: the same candidates, verdicts and (cost-model) times as
+    with the loop's own local worker process, each gated on a Ray worker."""
+    from argus.agent.loop import Budget, optimize
+    from argus.agent.providers.secrets import worker_environment
+    from argus.agent.store import RunStore
+    from argus.eval.ray_executor import RayExecutor
+
+    def trajectory(result: Any) -> list[tuple[Any, ...]]:
+        return [(row["step"], row["action"], row["status"], row["ms"]) for row in result.trajectory]
+
+    local = optimize("gemm_naive", budget=Budget(candidates=2), store=tmp_path / "local.db", isolate=True)
+    with RayExecutor(job_env=worker_environment()) as executor:
+        through_ray = optimize(
+            "gemm_naive", budget=Budget(candidates=2), store=tmp_path / "ray.db", isolate=True, executor=executor
+        )
+        assert executor.finished >= 3  # the three gates (and the loop's other jobs) ran as Ray tasks
+    assert local.status == through_ray.status == "finished"
+    assert trajectory(through_ray) == trajectory(local) and len(local.trajectory) == 3
+    assert through_ray.trajectory[1]["status"] == "accepted"
+    with RunStore(tmp_path / "ray.db") as store:  # the driver wrote every candidate
+        assert len(store.read_run(through_ray.run_id).done) == 3

@@ -158,10 +158,13 @@ class LocalExecutor(Executor):
         *,
         devices: list[int] | None = None,
         timeout_s: float = 600.0,
+        job_env: dict[str, str] | None = None,
         pool: WorkerPool | None = None,
     ) -> None:
         self.devices = list(devices) if devices else []
-        self.pool = pool if pool is not None else WorkerPool(workers=workers, devices=devices, timeout_s=timeout_s)
+        self.pool = (
+            pool if pool is not None else WorkerPool(workers=workers, devices=devices, timeout_s=timeout_s, env=job_env)
+        )
         self.host = socket.gethostname()
 
     def submit(self, job: GateJob) -> None:
@@ -212,13 +215,15 @@ def open_executor(
     workers: int = 1,
     devices: list[int] | None = None,
     timeout_s: float = 600.0,
+    job_env: dict[str, str] | None = None,
 ) -> Executor:
     """The executor a run asks for: Ray at `ray` (see `ray_address`: ``auto``, ``HOST:PORT``, ``ray://HOST:PORT``,
     or ``local`` to start a private Ray instance on this machine), else the local pool with `workers` or `devices`.
-    Raises `ExecutorError` when Ray is asked for and cannot be used."""
+    `job_env` is set in every job's process (e.g. secret variables emptied). Raises `ExecutorError` when Ray is
+    asked for and cannot be used."""
     address = ray_address(ray)
     if address is None:
-        return LocalExecutor(workers, devices=devices, timeout_s=timeout_s)
+        return LocalExecutor(workers, devices=devices, timeout_s=timeout_s, job_env=job_env)
     from argus.eval.ray_executor import RayExecutor  # the only path that may import Ray
 
-    return RayExecutor(address, timeout_s=timeout_s)
+    return RayExecutor(address, timeout_s=timeout_s, job_env=job_env)

@@ -62,30 +62,31 @@ LOST_WORKER_ERRORS = (
 )
 
 
-#: This Ray worker's job process: (its CUDA_VISIBLE_DEVICES, its time limit, the one-worker pool). Kept between the
-#: tasks this Ray worker runs, so that PyTorch is imported once per Ray worker rather than once per job; replaced
-#: when Ray gives the worker a task on another GPU.
-_JOB_POOL: tuple[str | None, float, Any] | None = None
+#: This Ray worker's job process: (the environment it was started with, its time limit, the one-worker pool). Kept
+#: between the tasks this Ray worker runs, so that PyTorch is imported once per Ray worker rather than once per job;
+#: replaced when Ray gives the worker a task on another GPU (or the caller another environment).
+_JOB_POOL: tuple[dict[str, str], float, Any] | None = None
 
 
-def _job_pool(device: str | None, timeout_s: float) -> Any:
+def _job_pool(env: dict[str, str], timeout_s: float) -> Any:
     global _JOB_POOL
     from argus.eval.isolation import WorkerPool
 
-    if _JOB_POOL is not None and _JOB_POOL[:2] == (device, timeout_s):
+    if _JOB_POOL is not None and _JOB_POOL[:2] == (env, timeout_s):
         return _JOB_POOL[2]
     if _JOB_POOL is not None:
         _JOB_POOL[2].close()
-    env = {"CUDA_VISIBLE_DEVICES": device} if device is not None else {}
-    _JOB_POOL = (device, timeout_s, WorkerPool(workers=1, timeout_s=timeout_s, env=env))
+    _JOB_POOL = (env, timeout_s, WorkerPool(workers=1, timeout_s=timeout_s, env=env))
     return _JOB_POOL[2]
 
 
-def run_in_ray_worker(target: str, kwargs: dict[str, Any], timeout_s: float) -> tuple[Any, dict[str, Any]]:
+def run_in_ray_worker(
+    target: str, kwargs: dict[str, Any], timeout_s: float, job_env: dict[str, str] | None = None
+) -> tuple[Any, dict[str, Any]]:
     """The body of every Ray task: run ``target(**kwargs)`` in this Ray worker's one-worker `WorkerPool` (a process
     of its own, pinned to the GPU Ray gave this task, with the job's time limit; the pool replaces it after a
     crash, a hang or a CUDA error) and return the pool's `Outcome` with this worker's identity. Runs in the Ray
-    worker; never raises for what the job does (the outcome says it)."""
+    worker; never raises for what the job does (the outcome says it). `job_env` is set in the job's process."""
     import ray
 
     from argus.eval.isolation import Job
@@ -98,7 +99,8 @@ def run_in_ray_worker(target: str, kwargs: dict[str, Any], timeout_s: float) -> 
         "node": ray.get_runtime_context().get_node_id(),
         "job_pid": None,
     }
-    for outcome in _job_pool(device, timeout_s).run([Job("job", target, kwargs)]):
+    env = {**(job_env or {}), **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
+    for outcome in _job_pool(env, timeout_s).run([Job("job", target, kwargs)]):
         identity["job_pid"] = outcome.worker_pid
         return outcome, identity
     raise RuntimeError("the worker pool returned no outcome")  # pragma: no cover - the pool yields one per job
@@ -145,12 +147,19 @@ class RayExecutor(Executor):
             None: use the Ray session this process already started (``ray.init`` by the caller), else ``auto``.
         timeout_s: the time limit of one job, from when its process starts (the worker pool's limit).
         init_kwargs: extra arguments for ``ray.init`` (e.g. ``num_cpus`` for ``local``, a ``runtime_env``).
+        job_env: environment variables set in every job's process (e.g. secret variables emptied), over the Ray
+            worker's own.
     """
 
     backend = "ray"
 
     def __init__(
-        self, address: str | None = None, *, timeout_s: float = 600.0, init_kwargs: dict[str, Any] | None = None
+        self,
+        address: str | None = None,
+        *,
+        timeout_s: float = 600.0,
+        init_kwargs: dict[str, Any] | None = None,
+        job_env: dict[str, str] | None = None,
     ) -> None:
         try:
             import ray
@@ -163,6 +172,7 @@ class RayExecutor(Executor):
             ) from None
         self._ray = ray
         self.timeout_s = timeout_s
+        self.job_env = dict(job_env or {})
         self.address = address
         self._owned = False
         if not ray.is_initialized():
@@ -188,6 +198,7 @@ class RayExecutor(Executor):
         self._lost = tuple(getattr(ray.exceptions, n) for n in LOST_WORKER_ERRORS if hasattr(ray.exceptions, n))
         self._pending: dict[Any, _Pending] = {}  # object ref -> its job
         self.retried = 0  # jobs submitted again after their worker or node was lost
+        self.finished = 0  # results handed back
 
     def gpus(self) -> int:
         return int(self._ray.cluster_resources().get("GPU", 0))
@@ -216,7 +227,9 @@ class RayExecutor(Executor):
         # a GPU job also takes one CPU: the judge and the candidate's sandbox drive the GPU from the host
         resources = {"num_gpus": 1, "num_cpus": 1} if pending.job.resource == Resource.GPU else {"num_cpus": 1}
         options = {**resources, "max_retries": 0, "retry_exceptions": False}
-        ref = self._remote.options(**options).remote(pending.job.target, pending.job.kwargs, self.timeout_s)
+        ref = self._remote.options(**options).remote(
+            pending.job.target, pending.job.kwargs, self.timeout_s, self.job_env
+        )
         self._pending[ref] = pending
 
     def as_completed(self) -> Iterator[JobResult]:
@@ -227,6 +240,7 @@ class RayExecutor(Executor):
                 pending = self._pending.pop(ref)
                 result = self._collect(ref, pending)
                 if result is not None:
+                    self.finished += 1
                     yield result
 
     def _collect(self, ref: Any, pending: _Pending) -> JobResult | None:
