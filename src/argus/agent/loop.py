@@ -267,26 +267,23 @@ def _isolation_result(outcome: Any, name: str, task: str) -> dict[str, Any]:
 
 
 class _Gater:
-    """Runs gate jobs in a worker pool (isolate) or in this process (library and transform candidates only). The
-    workers' environment has every secret variable emptied (`worker_environment`)."""
+    """Runs gate jobs in a worker pool (isolate) or in this process (library and transform candidates only), or
+    through an executor when one is given (`argus.eval.executor`: e.g. a Ray cluster). The workers' environment has
+    every secret variable emptied (`worker_environment`; an executor's job processes get it from its caller)."""
 
-    def __init__(self, isolate: bool, timeout_s: float) -> None:
+    def __init__(self, isolate: bool, timeout_s: float, executor: Any = None) -> None:
         self.isolate = isolate
         self.timeout_s = timeout_s
         self.pool: Any = None
+        self.executor = executor
 
     def __call__(self, ref: KernelRef, task: str, options: dict[str, Any], name: str, generated: bool) -> dict:
         from argus.agent.gatejob import gate_candidate
 
-        if not self.isolate and not generated:
+        if not self.isolate and not generated and self.executor is None:
             return gate_candidate(ref.to_json(), task, options, name, False)
-        from argus.eval.isolation import Job
-
-        if self.pool is None:
-            self.pool = self._pool()
-        job = Job(name, "argus.agent.gatejob:gate_candidate", {
-            "ref": ref.to_json(), "task": task, "options": options, "name": name, "generated": generated})  # fmt: skip
-        outcome = next(iter(self.pool.run([job])))
+        kwargs = {"ref": ref.to_json(), "task": task, "options": options, "name": name, "generated": generated}
+        outcome = self._run(name, "argus.agent.gatejob:gate_candidate", kwargs, gpu=True)
         if outcome.ok:
             return outcome.value
         return _isolation_result(outcome, name, task)
@@ -294,14 +291,24 @@ class _Gater:
     def job(self, target: str, kwargs: dict[str, Any], name: str = "job") -> Any:
         """Run ``target(**kwargs)`` in the worker (always: it may import generated code); raise `AgentError`
         ``AGENT_WORKER`` when the job fails."""
+        outcome = self._run(name, target, kwargs, gpu=False)
+        if not outcome.ok:
+            raise AgentError("AGENT_WORKER", f"{target} failed in the worker: [{outcome.code}] {outcome.reason}")
+        return outcome.value
+
+    def _run(self, name: str, target: str, kwargs: dict[str, Any], gpu: bool) -> Any:
+        """One job's outcome: through the executor (a gate on a GPU when it has any), else in the worker pool."""
+        if self.executor is not None:
+            from argus.eval.executor import GateJob, Resource
+
+            resource = Resource.GPU if gpu and self.executor.gpus() > 0 else Resource.CPU
+            self.executor.submit(GateJob(name, target, kwargs, resource))
+            return next(iter(self.executor.as_completed()))
         from argus.eval.isolation import Job
 
         if self.pool is None:
             self.pool = self._pool()
-        outcome = next(iter(self.pool.run([Job(name, target, kwargs)])))
-        if not outcome.ok:
-            raise AgentError("AGENT_WORKER", f"{target} failed in the worker: [{outcome.code}] {outcome.reason}")
-        return outcome.value
+        return next(iter(self.pool.run([Job(name, target, kwargs)])))
 
     def _pool(self) -> Any:
         from argus.eval.isolation import WorkerPool
@@ -375,6 +382,7 @@ def optimize(
     force: bool = False,
     sizes: Mapping[str, int] | None = None,
     reference: str | None = None,
+    executor: Any = None,
 ) -> OptimizeResult:
     """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
     result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
@@ -386,7 +394,9 @@ def optimize(
     ones) — retrieval, the arms and the transforms use only these (pass them again on resume). `force`: with
     `resume`, take over a run whose lease is held by a writer that is gone but cannot be checked (a process on
     another machine). `sizes` and `reference` (a ``FILE.py:function``) define the task of a kernel of your own
-    (`argus.tasks.user`), over the decorator's ``sizes=`` and ``reference=``."""
+    (`argus.tasks.user`), over the decorator's ``sizes=`` and ``reference=``. `executor`: gate every candidate
+    through it (`argus.eval.executor`, e.g. a Ray cluster; the caller's, not closed here) instead of a local worker
+    process; give its job processes `worker_environment()`."""
     from argus.agent.coder import make_coder
     from argus.agent.planner import PlanContext, make_planner
     from argus.eval.gate import GateOptions
@@ -457,7 +467,7 @@ def optimize(
         if not isinstance(coder, str)
         else make_coder(coder_kind, provider=provider, directory=candidates_dir, entries=entries)
     )
-    gater = _Gater(isolate, timeout_s)
+    gater = _Gater(isolate, timeout_s, executor)
     options_dict = options.to_dict()
 
     def remote_transform(arm: Arm, base_ref: KernelRef) -> dict[str, Any]:

@@ -252,6 +252,12 @@ def kernelbench(
     baselines: str = typer.Option(
         "eager,compile", "--baselines", help="baselines timed beside each solution (eager, compile; '' for none)"
     ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        help="run the problems on a Ray cluster: auto, HOST:PORT, ray://HOST:PORT, or local (a private instance); "
+        "default: $ARGUS_RAY_ADDRESS, else the local worker pool (docs/scale-out.md)",
+    ),
     json_file: str | None = json_option(
         '{"level", "solutions", "summary", "rows", "csv", "store", "run_id"}, a row per problem (the CSV\'s columns)'
     ),
@@ -262,6 +268,7 @@ def kernelbench(
 
     Piped, the table is tab-separated. --json or --markdown alone: the document to stdout, the report to stderr."""
     from argus.eval.device import has_gpu
+    from argus.eval.executor import open_executor
     from argus.eval.gate import GateOptions
     from argus.eval.kernelbench import run_kernelbench
     from argus.tasks.kernelbench import default_kernelbench_dir, discover
@@ -292,7 +299,10 @@ def kernelbench(
             from argus.tasks.kernelbench import CPU_SAMPLE
 
             total = len(ids) if ids is not None else len(CPU_SAMPLE.get(level, {}))
-        with _progress() as progress:
+        with (
+            open_executor(ray, workers=workers, devices=devices, timeout_s=timeout) as executor,
+            _progress() as progress,
+        ):
             bar = progress.add_task(f"level {level}", total=total)
 
             def on_row(row: Any) -> None:
@@ -312,6 +322,7 @@ def kernelbench(
                 csv_path=csv_file,
                 options=GateOptions(trials=trials, reps=reps, baselines=chosen),
                 on_row=on_row,
+                executor=executor,
             )
     except ArgusError as e:
         user_error(e)

@@ -150,6 +150,12 @@ def optimize(
         "", "--reference", help="FILE.py:function computing your kernel's outputs (default: its reference=)"
     ),
     no_isolate: bool = typer.Option(False, "--no-isolate", help="gate library/transform candidates in this process"),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        help="gate the candidates on a Ray cluster: auto, HOST:PORT, ray://HOST:PORT, or local; default: "
+        "$ARGUS_RAY_ADDRESS, else a local worker process (docs/scale-out.md)",
+    ),
 ) -> None:
     """Optimize a kernel: plan, materialize, gate, reward, repeat until the budget; report the best kernel."""
     from argus.agent.loop import Budget, RunInterrupted, StepEvent
@@ -212,7 +218,15 @@ def optimize(
         elif e.kind == "invalid":
             console.print(f"  {e.candidate}: invalid — {e.message}", markup=False, highlight=False)
 
+    executor = None
     try:
+        from argus.eval.executor import ray_address
+
+        if ray_address(ray) is not None:  # else the loop's own worker process, as before
+            from argus.agent.providers.secrets import worker_environment
+            from argus.eval.executor import open_executor
+
+            executor = open_executor(ray, timeout_s=600.0, job_env=worker_environment())
         result = run_optimize(
             target,
             planner=planner,
@@ -229,6 +243,7 @@ def optimize(
             isolate=not no_isolate,
             sizes=parse_shape(shape) or None,
             reference=reference or None,
+            executor=executor,
         )
     except ArgusError as e:
         user_error(e)
@@ -246,6 +261,8 @@ def optimize(
             status.pop().stop()
         if provider is not None:
             provider.close()
+        if executor is not None:
+            executor.close()
     print_report(result, console)
     if plot is not None:
         try:

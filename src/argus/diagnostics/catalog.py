@@ -69,8 +69,8 @@ _CATEGORY_TEXT: dict[Category, str] = {
     "UserKernelError",
     Category.TASK: "tasks: built-in, KernelBench and your kernel's (argus.tasks), raised as TaskError",
     Category.GATE: "the gate (argus.eval): the outcome code of a stage (StageResult.code; stage and meaning in "
-    "argus.eval.codes, docs/eval.md), timing flags, and the errors of its sandbox, results store and cost model "
-    "(SandboxError, StoreError, CostModelError)",
+    "argus.eval.codes, docs/eval.md), timing flags, and the errors of its sandbox, results store, executor and cost "
+    "model (SandboxError, StoreError, ExecutorError, CostModelError)",
     Category.KB: "the knowledge base (argus.kb), raised as KBError and SchemaError",
     Category.LINEAGE: "KLineage (argus.lineage), raised as LineageError",
     Category.FRONTEND: "from a PyTorch module to DSL kernels (argus.frontend, `argus solve`), raised as FrontendError",
@@ -1674,6 +1674,12 @@ class Code(StrEnum):
         "the details give the exit status or signal (a segfault or illegal memory access: run the candidate alone "
         "under compute-sanitizer); killed on both attempts points at the OOM killer",
     )
+    WORKER_LOST = _entry(
+        Category.GATE,
+        "the job's worker was lost on both attempts: {reason}",
+        "not a verdict on the candidate: the executor lost the worker or node running the job twice (a Ray worker "
+        "or node that died, Ray's out-of-memory kill); check the cluster (ray status, the raylet logs) and run again",
+    )
     WORKER_TIMEOUT = _entry(
         Category.GATE,
         "ran past its time limit of {timeout_s} s; the worker was killed and replaced",
@@ -1683,6 +1689,23 @@ class Code(StrEnum):
         Category.GATE,
         "the evaluation raised outside any stage: {exception}",
         "the evaluation raised outside any stage: the traceback is in the details; report it if it is argus's own",
+    )
+    EXECUTOR_RAY_MISSING = _entry(
+        Category.GATE,
+        "Ray was asked for ({address}) but cannot be imported: {error}",
+        "install the optional extra: pip install 'argus-kernels[ray]'; or leave out --ray and $ARGUS_RAY_ADDRESS to "
+        "use the local worker pool",
+    )
+    EXECUTOR_RAY_CONNECT = _entry(
+        Category.GATE,
+        "no Ray cluster answers at {address}: {error}",
+        "start one (ray start --head) or give the head node's address: --ray HOST:6379, ray://HOST:10001, or auto on "
+        "a node of the cluster; --ray local starts a private instance on this machine (docs/scale-out.md)",
+    )
+    EXECUTOR_NO_GPU = _entry(
+        Category.GATE,
+        "job {key!r} needs a GPU, and the executor has none",
+        "run on a machine or Ray cluster with GPUs (ray start --num-gpus N), or let the caller submit CPU jobs",
     )
     SANDBOX_CONFIG = _entry(
         Category.GATE,

@@ -154,6 +154,12 @@ _ENTRIES = [
         "details['attempts'] says how many runs it took",
     ),
     GateCode("WORKER_TIMEOUT", "isolation", "the candidate ran past its time limit"),
+    GateCode(
+        "WORKER_LOST",
+        "isolation",
+        "the executor lost the job's worker or node (a Ray worker or node that died) on both attempts; an error of "
+        "the harness, not a verdict on the candidate",
+    ),
     # the sandbox (a candidate file, or a generated kernel's trace, in a process of its own: argus.eval.judge)
     GateCode(
         "SANDBOX_CRASHED",

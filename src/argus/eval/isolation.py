@@ -92,6 +92,8 @@ class Outcome:
     details: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     worker_pid: int | None = None
+    #: The ``CUDA_VISIBLE_DEVICES`` of the worker that ran the job (None: the worker saw whatever the pool saw).
+    worker_device: str | None = None
 
 
 def failure_status(outcome: Outcome) -> Any:
@@ -105,6 +107,8 @@ def failure_status(outcome: Outcome) -> Any:
     from argus.eval.results import Status
 
     if outcome.code == "WORKER_EXCEPTION" and not any(m in outcome.reason for m in FATAL_MARKERS):
+        return Status.ERROR
+    if outcome.code == "WORKER_LOST":  # an executor lost the job's worker twice (argus.eval.executor): undecided
         return Status.ERROR
     return Status.FAILED
 
@@ -337,6 +341,7 @@ class WorkerPool:
         self._workers: list[_Worker] = [_Worker(self._ctx, e, preload) for e in self._envs]
         self.replaced = 0  # workers replaced (crashed, hung, killed, retired after a CUDA error)
         self.retried = 0  # jobs run again after their worker was killed from outside
+        self._queue: collections.deque[_Attempt] = collections.deque()  # jobs not yet handed to a worker
         self._startup_failures = 0
 
     def __enter__(self) -> WorkerPool:
@@ -369,11 +374,18 @@ class WorkerPool:
         self._workers[index] = new
         self.replaced += 1
 
-    def run(self, jobs: Iterable[Job]) -> Iterator[Outcome]:
-        """Run `jobs`; yield each `Outcome` as it finishes (not necessarily in order). A job whose worker is killed
-        from outside (`EXTERNAL_KILL_SIGNALS`, not sent by the pool) runs once more, first thing on the worker that
-        replaces the killed one, before its outcome is yielded (see the module docstring)."""
-        queue = collections.deque(_Attempt(job) for job in jobs)
+    def submit(self, job: Job) -> None:
+        """Queue `job` behind those already queued; a `run` in progress (or the next one) runs it and yields its
+        outcome. Lets a caller add work while it consumes outcomes (k candidates in flight)."""
+        self._queue.append(_Attempt(job))
+
+    def run(self, jobs: Iterable[Job] = ()) -> Iterator[Outcome]:
+        """Run `jobs` (and whatever `submit` queues meanwhile); yield each `Outcome` as it finishes (not necessarily
+        in order). A job whose worker is killed from outside (`EXTERNAL_KILL_SIGNALS`, not sent by the pool) runs
+        once more, first thing on the worker that replaces the killed one, before its outcome is yielded (see the
+        module docstring)."""
+        queue = self._queue
+        queue.extend(_Attempt(job) for job in jobs)
         while queue or any(w.attempt is not None or w.retry is not None for w in self._workers):
             now = time.monotonic()
             for w in self._workers:  # hand out work: a retry waiting for this fresh worker first
@@ -406,6 +418,7 @@ class WorkerPool:
                 elif not w.ready and time.monotonic() >= w.started + self.startup_timeout_s:
                     self._startup_failed(i, f"did not start within {self.startup_timeout_s:g} s")
                 if outcome is not None:
+                    outcome.worker_device = self._envs[i].get("CUDA_VISIBLE_DEVICES")
                     yield outcome
 
     def _startup_failed(self, index: int, why: str) -> None:

@@ -21,6 +21,7 @@ Problem sizes: `argus.tasks.kernelbench.load_problem` overrides module-level siz
 
 from __future__ import annotations
 
+import collections
 import csv
 import math
 import statistics
@@ -31,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from argus.eval.candidates import ModuleCandidate
+from argus.eval.executor import Executor, GateJob, LocalExecutor, Resource
 from argus.eval.gate import GateOptions, gate_module
-from argus.eval.isolation import Job, WorkerPool, failure_status
+from argus.eval.isolation import failure_status
 from argus.eval.results import GateResult, StageResult, Status
 from argus.eval.store import ResultStore
 from argus.tasks.kernelbench import CPU_SAMPLE, ProblemFile, discover, find_solution, load_problem
@@ -70,6 +72,7 @@ class Row:
     flags: str = ""
     sizes: str = ""
     seconds: float = 0.0
+    worker: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -242,6 +245,7 @@ def run_kernelbench(
     csv_path: Path | str | None = None,
     options: Any = None,
     on_row: Callable[[Row], None] | None = None,
+    executor: Executor | None = None,
 ) -> KernelBenchReport:
     """Evaluate the solutions for the problems of `level` (see the module docstring).
 
@@ -252,6 +256,9 @@ def run_kernelbench(
         small: use `CPU_SAMPLE`'s sizes (and its problems, unless `problems` is given).
         workers, devices, timeout_s, isolate: worker processes (`argus.eval.isolation`): `workers` of them, or one
             per GPU index in `devices`; ``isolate=False`` runs in this process (no containment; for debugging).
+        executor: where the jobs run (`argus.eval.executor`: a `LocalExecutor`, a Ray executor); the caller's, not
+            closed here. None: a local pool from `workers`, `devices` and `timeout_s`. Each problem is one job,
+            on a GPU when the executor has any, else on a CPU; the row and the store record which worker ran it.
         store_path: SQLite file the results are written to as they arrive (`argus.eval.store`).
         csv_path: where to write the CSV.
         on_row: called with each row as it arrives (progress).
@@ -260,12 +267,35 @@ def run_kernelbench(
     sample = CPU_SAMPLE.get(level, {})
     ids = list(problems) if problems is not None else (sorted(sample) if small else None)
     found = discover(problems_dir, level, ids)
+    owned = executor is None and isolate
+    if owned:
+        executor = LocalExecutor(workers, devices=devices, timeout_s=timeout_s)
+    try:
+        return _run(found, level, solutions, small, sample, sizes, store_path, csv_path, options, on_row, executor)
+    finally:
+        if owned and executor is not None:
+            executor.close()
+
+
+def _run(
+    found: list[ProblemFile],
+    level: int,
+    solutions: str | Path,
+    small: bool,
+    sample: Mapping[int, dict[str, Any]],
+    sizes: Mapping[str, Any] | None,
+    store_path: Path | str | None,
+    csv_path: Path | str | None,
+    options: Any,
+    on_row: Callable[[Row], None] | None,
+    executor: Executor | None,
+) -> KernelBenchReport:
+    """`run_kernelbench`'s body: the jobs through `executor` (None: in this process), the rows, the store."""
+    described = executor.describe() if executor is not None else {"backend": "in-process"}
+    resource = Resource.GPU if executor is not None and executor.gpus() > 0 else Resource.CPU
     store = ResultStore(store_path) if store_path else None
-    run_id = (
-        store.start_run("kernelbench", {"level": level, "solutions": str(solutions), "problems": len(found)})
-        if store
-        else None
-    )
+    meta = {"level": level, "solutions": str(solutions), "problems": len(found), "executor": described}
+    run_id = store.start_run("kernelbench", meta) if store else None
     option_fields = options.to_dict()
     jobs = []
     for p in found:
@@ -285,39 +315,54 @@ def run_kernelbench(
             "strict_sizes": False,
             "options": option_fields,
         }
-        jobs.append((p, solution, Job(p.key, "argus.eval.kernelbench:evaluate_problem_job", kwargs)))
+        jobs.append((p, solution, GateJob(p.key, "argus.eval.kernelbench:evaluate_problem_job", kwargs, resource)))
 
     rows: list[Row] = []
     gates: list[dict[str, Any]] = []
+    ran_on: dict[str, dict[str, Any]] = {}
 
-    def accept(p: ProblemFile, solution: str | None, payload: dict[str, Any] | None, failure: Any) -> None:
+    def accept(p: ProblemFile, solution: str | None, payload: dict[str, Any] | None, result: Any) -> None:
+        """Record one problem: its gate's payload, or (None) the executor's `JobResult` that says why there is none;
+        `result` also names the worker (None when run in this process)."""
         if payload is not None:
             row = Row(**payload["row"])
             gate = payload["gate"]
         else:
             g = GateResult(Path(solution).name if solution else "none", p.key)
-            status = failure_status(failure)
-            g.stages.append(StageResult("isolation", status, failure.code, failure.reason, failure.details))
+            status = failure_status(result)
+            g.stages.append(StageResult("isolation", status, result.code, result.reason, result.details))
             gate = g.to_json()
-            row = row_from_gate(p, Path(solution).name if solution else "none", g, failure.seconds)
+            row = row_from_gate(p, Path(solution).name if solution else "none", g, result.seconds)
+        entry: dict[str, Any] = {"gate": gate}
+        if result is not None and result.worker is not None:
+            row.worker = result.worker.label()
+            ran_on[p.key] = entry["worker"] = {**result.worker.to_json(), "attempts": result.attempts}
+        entry["row"] = row.to_json()
         rows.append(row)
         gates.append(gate)
-        if store is not None and run_id is not None:
-            store.put(run_id, p.key, row.verdict, {"row": row.to_json(), "gate": gate})
+        if store is not None and run_id is not None:  # the driver alone writes the store, as results arrive
+            store.put(run_id, p.key, row.verdict, entry)
         if on_row is not None:
             on_row(row)
 
-    if isolate:
-        with WorkerPool(workers=workers, devices=devices, timeout_s=timeout_s) as pool:
-            by_key = {job.key: (p, s) for p, s, job in jobs}
-            for outcome in pool.run([job for _, _, job in jobs]):
-                p, s = by_key[outcome.key]
-                accept(p, s, outcome.value if outcome.ok else None, outcome)
+    if executor is not None:
+        by_key = {job.key: (p, s) for p, s, job in jobs}
+        for result in executor.run([job for _, _, job in jobs]):
+            p, s = by_key[result.key]
+            accept(p, s, result.value if result.ok else None, result)
     else:
         for p, s, job in jobs:
             accept(p, s, evaluate_problem_job(**job.kwargs), None)
     rows.sort(key=lambda r: r.problem_id)
     summary = summarize(rows)
+    summary["executor"] = {
+        **described,
+        "jobs_per_worker": dict(collections.Counter(r.worker for r in rows if r.worker)),
+        "jobs_per_gpu": dict(
+            collections.Counter(f"{w['host']}/gpu {w['gpu']}" for w in ran_on.values() if w["gpu"] is not None)
+        ),
+        "ran_on": ran_on,
+    }
     if store is not None and run_id is not None:
         store.finish_run(run_id, summary)
     written = write_csv(rows, csv_path) if csv_path else None
