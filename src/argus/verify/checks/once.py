@@ -398,7 +398,23 @@ def _by_tile_number(
         ctx.tile_lemmas[key] = tiles.prove(ctx.kernel, buffer, dims, (split_a, ra), (split_b, rb))
     proved, why = ctx.tile_lemmas[key]
     if not proved:
-        return None, f"that the tile order gives distinct tiles for distinct tile numbers was not proved: {why}"
+        why = f"that the tile order gives distinct tiles for distinct tile numbers was not proved: {why}"
+        hit = tiles.collision(ctx.kernel, buffer, dims, (split_a, ra), (split_b, rb))
+        if hit is None:
+            return None, why
+        # two tile numbers give one tile at sample sizes: the instances that have them, if the launch has them
+        sizes, n1, n2 = hit
+        ta = smt.val(smt.evaluate(split_a.number, env_a))
+        tb = smt.val(smt.evaluate(split_b.number, env_b))
+        pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
+        exact = [*base, _inside(ra, element, env_a), _inside(rb, element, env_b), *pins, ta == n1, tb == n2]
+        witness = _solve(ctx, exact, twice)
+        if witness.verdict == Verdict.VIOLATED:
+            return witness, "two tile numbers give one tile"
+        return (
+            None,
+            f"{why} (tile numbers {n1} and {n2} give one tile at {_text({v.name: n for v, n in sizes.items()})})",
+        )
     moving = [lp.var for lp in sa.loops if any(depends_on(o, lp.var) for o in ra.origin)] if sa is sb else []
     proved, why = tiles.one_number_only(ctx.kernel, buffer, dims, (sa, ra, split_a), (sb, rb, split_b), moving)
     if proved:

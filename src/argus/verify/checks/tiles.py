@@ -558,3 +558,44 @@ def one_number_only(
     if r == z3.sat:
         return False, "two instances may have one tile number"
     return False, f"whether two instances have one tile number was not decided (Z3: {s.reason_unknown()})"
+
+
+#: Sample values of every problem size, and the tile numbers tried at each, when a lemma is not proved.
+SAMPLE_SIZES = (1, 100, 333, 897, 1000)
+SAMPLE_NUMBERS = 400
+
+
+def collision(
+    kernel: Kernel, buffer: Buffer, dims: list[int], a: tuple[Split, TileRef], b: tuple[Split, TileRef]
+) -> tuple[dict[Var, int], int, int] | None:
+    """Sizes and two distinct tile numbers of the sites whose windows start at one place inside `buffer` in `dims`,
+    found by evaluating the origins at sample sizes (a lemma that is false usually fails at small ones), or None."""
+    (sa, ra), (sb, rb) = a, b
+    names = list(kernel.shape_vars)
+    for values in itertools.product(SAMPLE_SIZES, repeat=len(names)):
+        env: dict[Var, Any] = dict(zip(names, values, strict=True))
+        try:
+            if not all(bool(_value(x, env, {})) for x in kernel.assumptions):
+                continue
+            shape = [_value(buffer.shape[d], env, {}) for d in dims]
+            seen: dict[tuple[int, ...], int] = {}
+            for split, ref, first in ((sa, ra, True), (sb, rb, False)):
+                for t in range(SAMPLE_NUMBERS):
+                    memo: dict[int, Any] = {}
+                    point = {**env, split.tau: t}
+                    if not all(bool(_value(c, point, memo)) == taken for c, taken in split.guards):
+                        continue
+                    at = tuple(_value(split.origins[d], point, memo) for d in dims)
+                    if not all(o < n and o + ref.extent[d] > 0 for o, n, d in zip(at, shape, dims, strict=True)):
+                        continue
+                    if first:
+                        if at in seen and sa is sb:
+                            return env, seen[at], t
+                        seen.setdefault(at, t)
+                    elif at in seen and seen[at] != t:
+                        return env, seen[at], t
+                if sa is sb:
+                    break
+        except (ZeroDivisionError, KeyError, TypeError):
+            continue
+    return None
