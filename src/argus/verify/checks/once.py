@@ -313,6 +313,8 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
         if by_number is not None and by_number.verdict == Verdict.VERIFIED:
             return None
     out = by_number if by_number is not None else _solve(ctx, cons, twice, HARD_RLIMIT if hard else ONCE_RLIMIT)
+    if out.verdict == Verdict.VERIFIED:
+        return None
     if out.verdict == Verdict.UNKNOWN and hard:
         # with the sizes fixed, the divisions are by constants: look for a witness at a few sizes (sound: a model
         # found there is one), though no proof for all sizes
