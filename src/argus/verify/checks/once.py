@@ -418,7 +418,8 @@ def _by_tile_number(
             f"{why} (tile numbers {n1} and {n2} give one tile at {_text({v.name: n for v, n in sizes.items()})})",
         )
     moving = [lp.var for lp in sa.loops if any(depends_on(o, lp.var) for o in ra.origin)] if sa is sb else []
-    proved, why = tiles.one_number_only(ctx.kernel, buffer, dims, (sa, ra, split_a), (sb, rb, split_b), moving)
+    pair = (sa, ra, split_a), (sb, rb, split_b)
+    proved, why, _ = tiles.one_number_only(ctx.kernel, buffer, dims, *pair, moving)
     if proved:
         return Outcome(Verdict.VERIFIED), "proved by the tile order's lemma"
     if why != "two instances may have one tile number":
@@ -426,10 +427,19 @@ def _by_tile_number(
     ta = smt.val(smt.evaluate(split_a.number, env_a))
     tb = smt.val(smt.evaluate(split_b.number, env_b))
     # one tile number for two instances: a real witness once the exact windows share an element inside the tensor
+    # (the integers' witness, its sizes, blocks and iterations pinned; else the verifier's encoding at any sizes)
     exact = [*base, _inside(ra, element, env_a), _inside(rb, element, env_b), ta == tb]
-    witness = _solve(ctx, exact, twice, HARD_RLIMIT)
-    if witness.verdict == Verdict.VIOLATED:
-        return witness, "two instances have one tile number"
+    _, _, values = tiles.one_number_only(ctx.kernel, buffer, dims, *pair, moving, exact=True)
+    tries: list[list[Any]] = [[]]
+    if values is not None:
+        pins = [ctx.shape_terms[v] == n for v, n in values["a"].items() if v in ctx.shape_terms]
+        pins += [smt.val(env_a[v]) == n for v, n in values["a"].items() if v not in ctx.shape_terms and v in env_a]
+        pins += [smt.val(env_b[v]) == n for v, n in values["b"].items() if v not in ctx.shape_terms and v in env_b]
+        tries.insert(0, pins)
+    for pins in tries:
+        witness = _solve(ctx, [*exact, *pins], twice, HARD_RLIMIT)
+        if witness.verdict == Verdict.VIOLATED:
+            return witness, "two instances have one tile number"
     return None, f"two instances may have one tile number, and no element both write was found ({witness.reason})"
 
 

@@ -498,14 +498,19 @@ def one_number_only(
     a: tuple[Site, TileRef, Split],
     b: tuple[Site, TileRef, Split],
     moving: list[Var],
-) -> tuple[bool, str]:
+    exact: bool = False,
+) -> tuple[bool, str, dict[str, dict[Var, int]] | None]:
     """The query that follows the lemma, over the integers: no two distinct instances of the two store sites (two
     blocks, or one block in two iterations of the loops `moving` when the sites are one) have one tile number, both
     tile numbers non-negative, and windows that share an element in the dimensions outside the lemma's `dims`.
     Products of two non-constants are an uninterpreted function (an over-approximation: the tile number ``bx + it *
-    BLOCKS`` is linear). True when proved; else the reason."""
+    BLOCKS`` is linear). True when proved; else the reason.
+
+    With `exact`, a witness search instead: real multiplication, the windows meeting in every dimension; the values
+    of the sizes and of each instance's block and loop indices when found (to be confirmed on the verifier's own
+    encoding)."""
     (sa, ra, pa), (sb, rb, pb) = a, b
-    mul = z3.Function("once.mul", z3.IntSort(), z3.IntSort(), z3.IntSort())
+    mul = None if exact else z3.Function("once.mul", z3.IntSort(), z3.IntSort(), z3.IntSort())
     lemma = _Lemma(kernel, mul)
     cons = list(lemma.cons)
     encs = []
@@ -528,7 +533,7 @@ def one_number_only(
         (ea, env_a), (eb, env_b) = encs
         ta, tb = ea.int_(pa.number), eb.int_(pb.number)
         for d in range(len(buffer.shape)):
-            if d in dims:
+            if d in dims and not exact:
                 continue
             element = z3.Int(f"once.element.{d}")
             cons += [element >= 0, element < lemma.ints.int_(buffer.shape[d])]
@@ -541,23 +546,29 @@ def one_number_only(
             differ = z3.Or(differ, z3.And(same, z3.Or(*[env_a[v] != env_b[v] for v in moving])))
         cons += lemma.ints.cons + ea.cons + eb.cons
     except smt.EncodingError as err:
-        return False, f"the stores could not be stated over the integers ({err})"
+        return False, f"the stores could not be stated over the integers ({err})", None
     s = z3.Solver()
     s.set("rlimit", LEMMA_RLIMIT)
     s.add(*cons)
-    s.push()
-    s.add(z3.Or(ta < 0, tb < 0))
-    r = s.check()
-    if r != z3.unsat:
-        return False, "the lemma holds for non-negative tile numbers, and these were not proved to be"
-    s.pop()
+    if not exact:
+        s.push()
+        s.add(z3.Or(ta < 0, tb < 0))
+        r = s.check()
+        if r != z3.unsat:
+            return False, "the lemma holds for non-negative tile numbers, and these were not proved to be", None
+        s.pop()
     s.add(differ, ta == tb)
     r = s.check()
     if r == z3.unsat:
-        return True, "proved"
+        return True, "proved", None
     if r == z3.sat:
-        return False, "two instances may have one tile number"
-    return False, f"whether two instances have one tile number was not decided (Z3: {s.reason_unknown()})"
+        m = s.model()
+        values = {
+            name: {v: m.eval(t, model_completion=True).as_long() for v, t in env.items()}
+            for name, env in (("a", env_a), ("b", env_b))
+        }
+        return False, "two instances may have one tile number", values
+    return False, f"whether two instances have one tile number was not decided (Z3: {s.reason_unknown()})", None
 
 
 #: Sample values of every problem size, and the tile numbers tried at each, when a lemma is not proved.
