@@ -12,6 +12,10 @@ a solver budget exhausted on a tile order's divisions) leaves the tensor *not ch
 
 * **Output, between blocks.** Two store instances (any sites, any iterations) of two different blocks whose windows
   share an element inside the tensor: the element's final value is whichever block stored last.
+* **Tile orders.** Where a window origin divides by a problem size (a persistent kernel's `T.tile_order`), the pair
+  query goes through the tile-order lemma (`checks/tiles.py`): distinct tile numbers give windows that share no
+  element in the dividing dimensions (proved once per store site), so two instances writing one element have one
+  tile number, a linear question. An unproved lemma is never assumed (a sampled collision is the witness).
 * **Output, within a block.** A store site whose window moves with a loop variable (its origin depends on it) must
   not write one element in two iterations that differ in such a variable (``Y.tile((bm, j // 2))``: iterations 2i
   and 2i + 1 write one tile, the first value is lost). A window that does not move with a loop is an overwrite by
@@ -49,16 +53,15 @@ from argus.verify.context import Context, Outcome
 from argus.verify.program import Site, depends_on, first_thread, loop_name, user_name
 from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict
 
-#: The Z3 budget of one exactly-once query (deterministic units). Proving that a persistent kernel's grouped tile
-#: order never maps two (block, iteration) pairs to one tile takes Z3 far more than this (divisions by symbolic
-#: sizes); such a tensor is left not checked within a second or two rather than slowing every verification down.
-#: The library's proofs take at most 2.6M units (gemm_tma_wgmma's contraction query), but the accumulator-reset
-#: witness of a persistent kernel (corpus `once_persistent_fill_hoisted`) was missed at 3M in one process history
-#: (Z3's search depends on the terms built before): 8M keeps the seeded bug caught, at 10-20 s on the four kernels
-#: whose queries stay undecided.
+#: The Z3 budget of one exactly-once query (deterministic units). A persistent kernel's grouped tile order is not
+#: decided by one query through its divisions by symbolic sizes but through its lemma (`checks/tiles.py`: proved once
+#: per store site over the integers, then one linear query over tile numbers); the contraction queries over such an
+#: order abstract what the block and tile share. The library's proofs take at most 2.6M units (gemm_tma_wgmma's
+#: contraction query); the accumulator-reset witness of a persistent kernel (corpus `once_persistent_fill_hoisted`)
+#: was missed at 3M in one process history (Z3's search depends on the terms built before): 8M keeps it caught.
 ONCE_RLIMIT = 8_000_000
-#: The budget of a query whose windows divide by a problem size (a tile order, ``bm % cdiv(M, BM)``): a finding
-#: comes quickly where there is one; a proof that needs more is left not checked.
+#: The budget of a query whose windows divide by a problem size where the tile-order lemma did not decide it (a
+#: direct query through the divisions): a finding comes quickly where there is one; a proof is not expected.
 HARD_RLIMIT = 1_500_000
 #: Problem sizes (every size symbol at once) at which such a query then looks for a witness.
 WITNESS_SIZES = (1000, 333)
