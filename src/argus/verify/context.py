@@ -49,6 +49,8 @@ class Context:
     #: release after the loop: id(barrier buffer) -> the ids of those two arrive statements; each iteration of the
     #: pipeline is released by exactly one of them (the arrive-count check counts them as one arrival)
     tail_releases: dict[int, frozenset[int]] = field(default_factory=dict)
+    #: the tile-order lemmas of exactly-once (`checks/tiles.py`), by (id(site), id(site), id(tensor)): (proved, why)
+    tile_lemmas: dict[tuple[int, int, int], tuple[bool, str]] = field(default_factory=dict)
     pin_searches: int = 0  # solver-undecided queries searched for a deciding pin so far (`argus.verify.blame`)
 
     def __post_init__(self) -> None:

@@ -134,9 +134,6 @@ def _verify_kernel(
     if "coverage" in checks:
         run("output coverage", check_output_coverage, ctx)
         run("contraction coverage", check_contraction_coverage, ctx)
-        run("output written once", check_output_once, ctx)
-        run("contraction accumulated once", check_contraction_once, ctx, proved)
-        run("accumulator reset per tile", check_accumulator_reset, ctx)
     if "scale" in checks:
         run("value scale", check_value_scales, ctx)
     if "align" in checks:
@@ -148,6 +145,13 @@ def _verify_kernel(
     if "asserts" in checks:
         for site in analysis.asserts:
             run("tag assertion", check_assertion, ctx, site, loc=site.loc)
+    if "coverage" in checks:
+        # after the tag assertions: Z3's time on a query moves with the terms built before it in the process, and the
+        # exactly-once checks build many (a tile order's lemma, its witness searches); the assertions were measured
+        # and budgeted without them
+        run("output written once", check_output_once, ctx)
+        run("contraction accumulated once", check_contraction_once, ctx, proved)
+        run("accumulator reset per tile", check_accumulator_reset, ctx)
     if "perf" in checks:
         run("performance", check_performance, ctx)
     return Result(

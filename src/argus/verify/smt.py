@@ -112,6 +112,12 @@ def _divmod_const(a: Any, b: int) -> tuple[Any, Any]:
     return got[1]
 
 
+def division_variables() -> list[tuple[Any, Any, Any]]:
+    """(dividend, quotient, remainder) of every division by a constant introduced so far (`_divmod_const`): the
+    quotient and remainder are functions of the dividend (the divisor is a constant)."""
+    return [(a, q, r) for a, (q, r), _ in _DIVISIONS.values()]
+
+
 def definitions(terms: list[Any]) -> list[Any]:
     """The defining constraints of the quotient/remainder variables that occur in `terms`."""
     if not _DIVISIONS:

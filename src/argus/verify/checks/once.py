@@ -12,6 +12,10 @@ a solver budget exhausted on a tile order's divisions) leaves the tensor *not ch
 
 * **Output, between blocks.** Two store instances (any sites, any iterations) of two different blocks whose windows
   share an element inside the tensor: the element's final value is whichever block stored last.
+* **Tile orders.** Where a window origin divides by a problem size (a persistent kernel's `T.tile_order`), the pair
+  query goes through the tile-order lemma (`checks/tiles.py`): distinct tile numbers give windows that share no
+  element in the dividing dimensions (proved once per store site), so two instances writing one element have one
+  tile number, a linear question. An unproved lemma is never assumed (a sampled collision is the witness).
 * **Output, within a block.** A store site whose window moves with a loop variable (its origin depends on it) must
   not write one element in two iterations that differ in such a variable (``Y.tile((bm, j // 2))``: iterations 2i
   and 2i + 1 write one tile, the first value is lost). A window that does not move with a loop is an overwrite by
@@ -44,20 +48,20 @@ import z3
 from argus.ir.expr import Expr, Var, free_vars
 from argus.ir.nodes import Broadcast, Buffer, Copy, Fill, For, Gemm, Map, Reduce, Space, TileRef
 from argus.verify import smt
+from argus.verify.checks import tiles
 from argus.verify.context import Context, Outcome
 from argus.verify.program import Site, depends_on, first_thread, loop_name, user_name
 from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict
 
-#: The Z3 budget of one exactly-once query (deterministic units). Proving that a persistent kernel's grouped tile
-#: order never maps two (block, iteration) pairs to one tile takes Z3 far more than this (divisions by symbolic
-#: sizes); such a tensor is left not checked within a second or two rather than slowing every verification down.
-#: The library's proofs take at most 2.6M units (gemm_tma_wgmma's contraction query), but the accumulator-reset
-#: witness of a persistent kernel (corpus `once_persistent_fill_hoisted`) was missed at 3M in one process history
-#: (Z3's search depends on the terms built before): 8M keeps the seeded bug caught, at 10-20 s on the four kernels
-#: whose queries stay undecided.
+#: The Z3 budget of one exactly-once query (deterministic units). A persistent kernel's grouped tile order is not
+#: decided by one query through its divisions by symbolic sizes but through its lemma (`checks/tiles.py`: proved once
+#: per store site over the integers, then one linear query over tile numbers); the contraction queries over such an
+#: order abstract what the block and tile share. The library's proofs take at most 2.6M units (gemm_tma_wgmma's
+#: contraction query); the accumulator-reset witness of a persistent kernel (corpus `once_persistent_fill_hoisted`)
+#: was missed at 3M in one process history (Z3's search depends on the terms built before): 8M keeps it caught.
 ONCE_RLIMIT = 8_000_000
-#: The budget of a query whose windows divide by a problem size (a tile order, ``bm % cdiv(M, BM)``): a finding
-#: comes quickly where there is one; a proof that needs more is left not checked.
+#: The budget of a query whose windows divide by a problem size where the tile-order lemma did not decide it (a
+#: direct query through the divisions): a finding comes quickly where there is one; a proof is not expected.
 HARD_RLIMIT = 1_500_000
 #: Problem sizes (every size symbol at once) at which such a query then looks for a witness.
 WITNESS_SIZES = (1000, 333)
@@ -184,13 +188,29 @@ def _abstract(terms: list[Any], fixed: list[Any]) -> list[Any] | None:
                 consts[k] = all(only_fixed(c) for c in t.children())
         return consts[k]
 
+    # the quotient and remainder of a division by a constant are functions of their dividend: fixed with it
+    # (``tiles_n = cdiv(N, BN)`` is such a quotient, and a tile order divides by it)
+    grew = True
+    while grew:
+        grew = False
+        for a, q, r in smt.division_variables():
+            if q.get_id() not in fixed_ids and only_fixed(a):
+                fixed_ids |= {q.get_id(), r.get_id()}
+                consts.clear()
+                grew = True
+
     subs: dict[int, tuple[Any, Any]] = {}
+
+    def heavy(t: Any) -> bool:
+        divides = z3.is_app(t) and t.decl().kind() in _HARD and not z3.is_bv_value(t.children()[1])
+        # a product of two non-constants (``tiles_m * tiles_n``) bit-blasts to a multiplier just as large
+        product = z3.is_app(t) and t.decl().kind() == z3.Z3_OP_BMUL and not any(map(z3.is_bv_value, t.children()))
+        return divides or product
 
     def collect(t: Any) -> None:
         if t.get_id() in subs:
             return
-        divides = z3.is_app(t) and t.decl().kind() in _HARD and not z3.is_bv_value(t.children()[1])
-        if divides and only_fixed(t):
+        if heavy(t) and only_fixed(t):
             subs[t.get_id()] = (t, smt.fresh("once.abstract"))
             return
         for c in t.children():
@@ -287,7 +307,15 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
             twice = z3.Or(blocks_differ, z3.And(same_block, moved))
     cons = [*bcons, *cons_a, *cons_b, *inside, _inside(ra, element, env_a), _inside(rb, element, env_b)]
     hard = _divides_by_size(cons)
-    out = _solve(ctx, cons, twice, HARD_RLIMIT if hard else ONCE_RLIMIT)
+    lemma = ""
+    by_number: Outcome | None = None
+    if hard:
+        # a tile order: decided through its lemma (distinct tile numbers, distinct tiles) and the tile numbers
+        base = [*bcons, *cons_a, *cons_b, *inside]
+        by_number, lemma = _by_tile_number(ctx, buffer, (sa, ra, env_a), (sb, rb, env_b), base, element, twice)
+        if by_number is not None and by_number.verdict == Verdict.VERIFIED:
+            return None
+    out = by_number if by_number is not None else _solve(ctx, cons, twice, HARD_RLIMIT if hard else ONCE_RLIMIT)
     if out.verdict == Verdict.VERIFIED:
         return None
     if out.verdict == Verdict.UNKNOWN and hard:
@@ -303,7 +331,7 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
         if hard:
             return (
                 "a window origin divides by a problem size (a tile order): that no two blocks or iterations map to "
-                f"one tile was not decided within the solver's budget ({out.reason})"
+                f"one tile was not decided ({lemma}; the direct query: {out.reason})"
             )
         return f"the solver could not decide within its budget whether two stores overlap ({out.reason})"
     m = out.model
@@ -347,6 +375,75 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
         },
     )
     return Finding("COVERAGE_OUTPUT_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
+
+
+def _by_tile_number(
+    ctx: Context,
+    buffer: Buffer,
+    a: tuple[Site, TileRef, dict],
+    b: tuple[Site, TileRef, dict],
+    base: list[Any],
+    element: list[Any],
+    twice: Any,
+) -> tuple[Outcome | None, str]:
+    """Two store instances writing one element, decided over their tile numbers (`checks/tiles.py`): with the
+    lemma that distinct tile numbers give windows sharing no element in the dimensions that divide by a size, the
+    instances must have one tile number (a linear query). The outcome: verified (proved), violated (a witness, checked
+    against the exact windows), or None with the reason the caller falls back to the direct query."""
+    (sa, ra, env_a), (sb, rb, env_b) = a, b
+    split_a = tiles.split(ctx.kernel, sa, ra)
+    split_b = split_a if sb is sa and rb is ra else tiles.split(ctx.kernel, sb, rb)
+    if split_a is None or split_b is None:
+        return None, "no tile number of the block and loop indices gives the dividing window origins"
+    dims = sorted(set(split_a.origins) & set(split_b.origins))
+    if not tiles.hard_dims(ra) | tiles.hard_dims(rb) <= set(dims):
+        return None, "the two stores' dividing window origins are not functions of their tile numbers"
+    key = (id(sa), id(sb), id(buffer))
+    if key not in ctx.tile_lemmas:
+        ctx.tile_lemmas[key] = tiles.prove(ctx.kernel, buffer, dims, (split_a, ra), (split_b, rb))
+    proved, why = ctx.tile_lemmas[key]
+    if not proved:
+        why = f"that the tile order gives distinct tiles for distinct tile numbers was not proved: {why}"
+        hit = tiles.collision(ctx.kernel, buffer, dims, (split_a, ra), (split_b, rb))
+        if hit is None:
+            return None, why
+        # two tile numbers give one tile at sample sizes: the instances that have them, if the launch has them
+        sizes, n1, n2 = hit
+        ta = smt.val(smt.evaluate(split_a.number, env_a))
+        tb = smt.val(smt.evaluate(split_b.number, env_b))
+        pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
+        exact = [*base, _inside(ra, element, env_a), _inside(rb, element, env_b), *pins, ta == n1, tb == n2]
+        witness = _solve(ctx, exact, twice)
+        if witness.verdict == Verdict.VIOLATED:
+            return witness, "two tile numbers give one tile"
+        return (
+            None,
+            f"{why} (tile numbers {n1} and {n2} give one tile at {_text({v.name: n for v, n in sizes.items()})})",
+        )
+    moving = [lp.var for lp in sa.loops if any(depends_on(o, lp.var) for o in ra.origin)] if sa is sb else []
+    pair = (sa, ra, split_a), (sb, rb, split_b)
+    proved, why, _ = tiles.one_number_only(ctx.kernel, buffer, dims, *pair, moving)
+    if proved:
+        return Outcome(Verdict.VERIFIED), "proved by the tile order's lemma"
+    if why != "two instances may have one tile number":
+        return None, why
+    ta = smt.val(smt.evaluate(split_a.number, env_a))
+    tb = smt.val(smt.evaluate(split_b.number, env_b))
+    # one tile number for two instances: a real witness once the exact windows share an element inside the tensor
+    # (the integers' witness, its sizes, blocks and iterations pinned; else the verifier's encoding at any sizes)
+    exact = [*base, _inside(ra, element, env_a), _inside(rb, element, env_b), ta == tb]
+    _, _, values = tiles.one_number_only(ctx.kernel, buffer, dims, *pair, moving, exact=True)
+    tries: list[list[Any]] = [[]]
+    if values is not None:
+        pins = [ctx.shape_terms[v] == n for v, n in values["a"].items() if v in ctx.shape_terms]
+        pins += [smt.val(env_a[v]) == n for v, n in values["a"].items() if v not in ctx.shape_terms and v in env_a]
+        pins += [smt.val(env_b[v]) == n for v, n in values["b"].items() if v not in ctx.shape_terms and v in env_b]
+        tries.insert(0, pins)
+    for pins in tries:
+        witness = _solve(ctx, [*exact, *pins], twice, HARD_RLIMIT)
+        if witness.verdict == Verdict.VIOLATED:
+            return witness, "two instances have one tile number"
+    return None, f"two instances may have one tile number, and no element both write was found ({witness.reason})"
 
 
 # --- the accumulator's tiles ---------------------------------------------------------------------------------
@@ -506,8 +603,8 @@ def _contraction_once(
                 continue
             env_a, cons_a = _instance(ctx, sa, env0, ".a", fa)
             env_b, cons_b = _instance(ctx, sb, env0, ".b", fb)
-            distinct = z3.BoolVal(True) if sa is not sb else z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in free_a])
-            distinct = z3.And(distinct, _consumed_between(gemm, sa, env_a, sb, env_b))
+            apart = z3.BoolVal(True) if sa is not sb else z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in free_a])
+            distinct = z3.And(apart, _consumed_between(gemm, sa, env_a, sb, env_b))
             element, dims, inside = _element(ctx, ra.buffer, "once")
             oa, ob = _origins(ra, env_a), _origins(rb, env_b)
             cons = [
@@ -520,10 +617,13 @@ def _contraction_once(
             ]
             # Terms built only from what both instances share (the block, the tile loop, the sizes) cannot separate
             # them; a persistent tile order's divisions by symbolic sizes are such terms. Abstracting each by a free
-            # value is a cheap over-approximation: unsat is a proof, and only a model of it is checked exactly.
+            # value is a cheap over-approximation: unsat is a proof, and only a model of it is checked exactly. The
+            # over-approximation also leaves out that the first load was consumed before the second (`apart` for
+            # `distinct`): that condition reads the stage index, whose definition multiplies the tile loop's
+            # variable by the K-block count.
             fixed_terms = [*ctx.block_terms.values(), *ctx.shape_terms.values(), *shared.values()]
             abstract = _abstract(cons, fixed_terms)
-            if abstract is not None and _solve(ctx, abstract, distinct).verdict == Verdict.VERIFIED:
+            if abstract is not None and _solve(ctx, abstract, apart).verdict == Verdict.VERIFIED:
                 continue
             out = _solve(ctx, cons, distinct)
             if out.verdict == Verdict.VERIFIED:

@@ -1,0 +1,612 @@
+"""The tile-order lemma: a store's tile coordinates, computed from one *tile number* by divisions by problem sizes
+(`T.tile_order`'s grouped, row- and column-major orders), never give one tile for two tile numbers.
+
+The exactly-once check of an output (`checks/once.py`) asks whether two store instances (two blocks, or two
+iterations of a persistent loop) write one element. Asked directly, Z3 must see through the tile order's divisions
+by symbolic sizes (bit-vector dividers of the block and loop indices), and it does not within any useful budget. The
+question splits in two:
+
+* **The lemma, once per store site.** The window origins of the dimensions that divide by a size are functions of a
+  tile number ``t`` (an expression of the block and loop indices that itself divides by no size: ``bx + it *
+  BLOCKS``) and of the sizes alone. Stated over a free ``τ`` for ``t``: for all sizes the kernel allows and all
+  ``τ1 != τ2``, both non-negative and both satisfying the store's branch conditions that read only ``τ`` (the
+  ``t < tiles`` guard of a persistent loop), the two windows share no element of the tensor in those dimensions.
+  It is proved over the integers, with every quotient and remainder a fresh integer bound by its definition
+  (``a == q * b + r``, ``0 <= r < b`` for a positive divisor): no block, loop or thread index, no bit-vector divider;
+  Z3's nonlinear arithmetic decides it in a fraction of a second for the library's orders.
+* **The query, per pair of store instances, over tile numbers.** By the lemma, two instances that write one element
+  have equal tile numbers, so "two instances write one element" becomes "two distinct instances have one tile number
+  (and overlap in the other dimensions)", linear in the block and loop indices.
+
+The integers stand for the verifier's 32-bit values under its stated bound (problem sizes up to 2^20, every
+intermediate value below 2^30, `docs/verify.md` §7): there the two agree. Where no tile number is found, or the lemma
+is not proved (unknown, or false: a tile order that maps two numbers to one tile), the caller falls back to the direct
+query and its witness search; the lemma is never assumed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from argus.ir.expr import BinaryOp, BinOp, Const, Expr, Select, Var, VarKind, free_vars
+from argus.ir.nodes import Buffer, Kernel, TileRef
+from argus.verify import smt
+from argus.verify.program import Site
+
+#: Z3's budget (deterministic units) for one lemma; the library's orders take well under a tenth of it.
+LEMMA_RLIMIT = 5_000_000
+
+
+@dataclass(frozen=True)
+class Split:
+    """A store site's window origins as a function of its tile number."""
+
+    number: Expr  # the tile number t, as the site computes it from its block and loop indices
+    tau: Var  # the free tile number standing for t
+    origins: dict[int, Expr | int]  # dimension -> its origin with tau for t, where that reads only tau and the sizes
+    guards: tuple[tuple[Expr, bool], ...]  # the site's branch conditions that read only tau and the sizes
+
+
+def hard_dims(ref: TileRef) -> set[int]:
+    """The dimensions whose window origin divides by a non-constant (a problem size, a tile count)."""
+    return {d for d, o in enumerate(ref.origin) if _hard(o)}
+
+
+def _hard(e: Any) -> bool:
+    """Whether `e` divides (quotient or remainder) by a non-constant."""
+    if isinstance(e, BinOp):
+        if e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD) and not isinstance(e.rhs, Const):
+            return True
+        return _hard(e.lhs) or _hard(e.rhs)
+    if isinstance(e, Select):
+        return _hard(e.cond) or _hard(e.if_true) or _hard(e.if_false)
+    return False
+
+
+class _Keys:
+    """Structural keys of expressions (the IR compares by identity; one subexpression built twice is one here)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, Any] = {}
+        self.keep: list[Any] = []  # keeps the keyed nodes alive, so that their ids stay theirs
+
+    def __call__(self, e: Any) -> Any:
+        if not isinstance(e, Expr):
+            return ("int", e)
+        k = self.memo.get(id(e))
+        if k is None:
+            if isinstance(e, Const):
+                k = ("const", e.value)
+            elif isinstance(e, Var):
+                k = ("var", id(e))
+            elif isinstance(e, BinOp):
+                k = ("bin", e.op, self(e.lhs), self(e.rhs))
+            elif isinstance(e, Select):
+                k = ("sel", self(e.cond), self(e.if_true), self(e.if_false))
+            else:
+                k = ("other", id(e))
+            self.memo[id(e)] = k
+            self.keep.append(e)
+        return k
+
+
+def _subexprs(e: Any, out: dict[int, Expr]) -> None:
+    if not isinstance(e, Expr) or id(e) in out:
+        return
+    out[id(e)] = e
+    if isinstance(e, BinOp):
+        _subexprs(e.lhs, out)
+        _subexprs(e.rhs, out)
+    elif isinstance(e, Select):
+        for c in (e.cond, e.if_true, e.if_false):
+            _subexprs(c, out)
+
+
+def _size(e: Any, memo: dict[int, int]) -> int:
+    if not isinstance(e, Expr):
+        return 1
+    if id(e) not in memo:
+        kids = (
+            (e.lhs, e.rhs) if isinstance(e, BinOp) else (e.cond, e.if_true, e.if_false) if isinstance(e, Select) else ()
+        )
+        memo[id(e)] = 1 + sum(_size(c, memo) for c in kids)
+    return memo[id(e)]
+
+
+def _replace(e: Any, key: Any, by: Var, keys: _Keys, memo: dict[int, Any]) -> Any:
+    """`e` with every subexpression whose structural key is `key` replaced by `by`."""
+    if not isinstance(e, Expr):
+        return e
+    if id(e) in memo:
+        return memo[id(e)]
+    if keys(e) == key:
+        out: Any = by
+    elif isinstance(e, BinOp):
+        lhs, rhs = _replace(e.lhs, key, by, keys, memo), _replace(e.rhs, key, by, keys, memo)
+        out = e if lhs is e.lhs and rhs is e.rhs else BinOp(e.op, lhs, rhs, e.dtype)
+    elif isinstance(e, Select):
+        parts = [_replace(c, key, by, keys, memo) for c in (e.cond, e.if_true, e.if_false)]
+        same = all(p is c for p, c in zip(parts, (e.cond, e.if_true, e.if_false), strict=True))
+        out = e if same else Select(*parts, dtype=e.dtype)
+    else:
+        out = e
+    memo[id(e)] = out
+    return out
+
+
+def split(kernel: Kernel, site: Site, ref: TileRef) -> Split | None:
+    """The site's tile number and the origins that are functions of it and the sizes alone, or None when no
+    expression of the block and loop indices that divides by no size leaves every dividing origin (`hard_dims`) free
+    of the indices. The smallest such expression is taken: it leaves the most origins and branch conditions free."""
+    indices = set(kernel.block_vars) | {lp.var for lp in site.loops}
+    allowed = set(kernel.shape_vars)
+    hard = hard_dims(ref)
+    if not hard:
+        return None
+    found: dict[int, Expr] = {}
+    for d in hard:
+        _subexprs(ref.origin[d], found)
+    keys = _Keys()
+    sizes_memo: dict[int, int] = {}
+    candidates: dict[Any, Expr] = {}
+    for e in found.values():
+        if free_vars(e) & indices and not _hard(e):
+            candidates.setdefault(keys(e), e)
+    tau = Var("tile_number", VarKind.LOOP)
+    free = allowed | {tau}
+    for key, number in sorted(candidates.items(), key=lambda kv: _size(kv[1], sizes_memo)):
+        memo: dict[int, Any] = {}
+        origins = {d: _replace(o, key, tau, keys, memo) for d, o in enumerate(ref.origin)}
+        origins = {d: o for d, o in origins.items() if not isinstance(o, Expr) or free_vars(o) <= free}
+        if not hard <= set(origins):
+            continue
+        guards = []
+        for branch, taken in site.ifs:
+            cond = _replace(branch.cond, key, tau, keys, memo)
+            if isinstance(cond, Expr) and free_vars(cond) <= free:
+                guards.append((cond, taken))
+        return Split(number, tau, origins, tuple(guards))
+    return None
+
+
+# --- the integer encoding ------------------------------------------------------------------------------------------
+
+
+class _Ints:
+    """IR expressions as Z3 integers; each quotient and remainder a fresh integer with its definition (`cons`)."""
+
+    def __init__(
+        self, env: dict[Var, Any], prefix: str, shared: _Ints | None = None, local: Var | None = None, uf: Any = None
+    ) -> None:
+        self.env = env
+        self.uf = uf  # when given, the product of two non-constants is this uninterpreted function of them
+        self.shared = shared  # encodes what does not read `local` (the sizes' terms, one variable for both copies)
+        self.local = local
+        self.cons: list[Any] = []
+        self.prefix = prefix
+        self.memo: dict[int, Any] = {}
+        self.keep: list[Any] = []
+        self.count = itertools.count()
+
+    def int_(self, e: Any) -> Any:
+        t = self(e)
+        if z3.is_bool(t):
+            return z3.If(t, z3.IntVal(1), z3.IntVal(0))
+        return t
+
+    def bool_(self, e: Any) -> Any:
+        t = self(e)
+        return t if z3.is_bool(t) else t != 0
+
+    def __call__(self, e: Any) -> Any:
+        if isinstance(e, bool):
+            return z3.BoolVal(e)
+        if isinstance(e, int):
+            return z3.IntVal(e)
+        if id(e) in self.memo:
+            return self.memo[id(e)]
+        if self.shared is not None and isinstance(e, Expr) and self.local not in free_vars(e):
+            return self.shared(e)
+        out = self._encode(e)
+        self.memo[id(e)] = out
+        self.keep.append(e)
+        return out
+
+    def _encode(self, e: Any) -> Any:
+        if isinstance(e, Const):
+            if isinstance(e.value, bool):
+                return z3.BoolVal(e.value)
+            if isinstance(e.value, int):
+                return z3.IntVal(e.value)
+            raise smt.EncodingError(f"the floating-point constant {e.value} has no integer encoding")
+        if isinstance(e, Var):
+            if e not in self.env:
+                raise smt.EncodingError(f"variable {e.name} is not bound in the tile-order lemma")
+            return self.env[e]
+        if isinstance(e, Select):
+            c = self.bool_(e.cond)
+            x, y = self(e.if_true), self(e.if_false)
+            if z3.is_bool(x) != z3.is_bool(y):
+                x, y = self.int_(e.if_true), self.int_(e.if_false)
+            return z3.If(c, x, y)
+        if not isinstance(e, BinOp):
+            raise smt.EncodingError(f"cannot encode {e!r} in the tile-order lemma")
+        op = e.op
+        if op in (BinaryOp.AND, BinaryOp.OR):
+            a, b = self(e.lhs), self(e.rhs)
+            if z3.is_bool(a) or z3.is_bool(b):
+                return (z3.And if op == BinaryOp.AND else z3.Or)(self.bool_(e.lhs), self.bool_(e.rhs))
+            raise smt.EncodingError("bitwise and/or in the tile-order lemma")
+        if op in (BinaryOp.EQ, BinaryOp.NE):
+            a, b = self(e.lhs), self(e.rhs)
+            if z3.is_bool(a) != z3.is_bool(b):
+                a, b = self.int_(e.lhs), self.int_(e.rhs)
+            return a == b if op == BinaryOp.EQ else a != b
+        a, b = self.int_(e.lhs), self.int_(e.rhs)
+        if op == BinaryOp.ADD:
+            return a + b
+        if op == BinaryOp.SUB:
+            return a - b
+        if op == BinaryOp.MUL:
+            return self._mul(a, b)
+        if op in (BinaryOp.FLOORDIV, BinaryOp.MOD):
+            q, r = self._divmod(e, a, b)
+            return q if op == BinaryOp.FLOORDIV else r
+        if op == BinaryOp.MIN:
+            return z3.If(a <= b, a, b)
+        if op == BinaryOp.MAX:
+            return z3.If(a >= b, a, b)
+        if op == BinaryOp.LT:
+            return a < b
+        if op == BinaryOp.LE:
+            return a <= b
+        raise smt.EncodingError(f"operator {op} in the tile-order lemma")
+
+    def _mul(self, a: Any, b: Any) -> Any:
+        if self.uf is None or z3.is_int_value(a) or z3.is_int_value(b):
+            return a * b
+        return self.uf(a, b)
+
+    def _divmod(self, e: BinOp, a: Any, b: Any) -> tuple[Any, Any]:
+        # one pair per (dividend, divisor) as terms: ``t // d`` and ``t % d`` share their quotient and remainder
+        key = ("divmod", a.get_id(), b.get_id())
+        got = self.memo.get(key)  # type: ignore[call-overload]
+        if got is None:
+            n = next(self.count)
+            q, r = z3.Int(f"{self.prefix}.q{n}"), z3.Int(f"{self.prefix}.r{n}")
+            # Python's floor division: the remainder takes the divisor's sign; by zero nothing is said of q
+            self.cons += [
+                a == self._mul(q, b) + r,
+                z3.Implies(b > 0, z3.And(r >= 0, r < b)),
+                z3.Implies(b < 0, z3.And(r <= 0, r > b)),
+            ]
+            got = (q, r)
+            self.memo[key] = got  # type: ignore[index]
+        return got
+
+
+#: Z3's budget for one fact about one tile number (a clamp that never clamps), in nonlinear arithmetic; the library's
+#: hardest (the grouped order's last group: ``within // rows < tiles_n``) takes under 1M.
+FACT_RLIMIT = 5_000_000
+#: The budget of the same fact tried first with products as free functions (linear consequences of known facts).
+QUICK_RLIMIT = 300_000
+
+
+_PY = {
+    BinaryOp.ADD: lambda a, b: a + b,
+    BinaryOp.SUB: lambda a, b: a - b,
+    BinaryOp.MUL: lambda a, b: a * b,
+    BinaryOp.FLOORDIV: lambda a, b: a // b,
+    BinaryOp.MOD: lambda a, b: a % b,
+    BinaryOp.MIN: min,
+    BinaryOp.MAX: max,
+    BinaryOp.LT: lambda a, b: a < b,
+    BinaryOp.LE: lambda a, b: a <= b,
+    BinaryOp.EQ: lambda a, b: a == b,
+    BinaryOp.NE: lambda a, b: a != b,
+    BinaryOp.AND: lambda a, b: a and b,
+    BinaryOp.OR: lambda a, b: a or b,
+}
+
+
+def _value(e: Any, env: dict[Var, int], memo: dict[int, Any]) -> Any:
+    """`e` at integer values of its variables (shared subterms once); KeyError for an operator it does not know."""
+    if not isinstance(e, Expr):
+        return e
+    if id(e) in memo:
+        return memo[id(e)]
+    if isinstance(e, Const):
+        out = e.value
+    elif isinstance(e, Var):
+        out = env[e]
+    elif isinstance(e, BinOp):
+        out = _PY[e.op](_value(e.lhs, env, memo), _value(e.rhs, env, memo))
+    elif isinstance(e, Select):
+        out = _value(e.if_true if _value(e.cond, env, memo) else e.if_false, env, memo)
+    else:
+        raise KeyError(type(e).__name__)
+    memo[id(e)] = out
+    return out
+
+
+class _Lemma:
+    """The sizes (integers, with the kernel's bounds and assumptions) and one site's tile number, for the facts about
+    one tile number that the lemma is proved from."""
+
+    def __init__(self, kernel: Kernel, uf: Any = None) -> None:
+        self.uf = uf
+        self.kernel = kernel
+        self.quick: _Lemma | None = None
+        self.sizes = {v: z3.Int(v.name) for v in kernel.shape_vars}
+        self.ints = _Ints(dict(self.sizes), "lemma", uf=uf)
+        self.cons: list[Any] = []
+        for t in self.sizes.values():
+            self.cons += [t >= 1, t <= smt.MAX_EXTENT]
+        for assumption in kernel.assumptions:
+            try:
+                self.cons.append(self.ints.bool_(assumption))
+            except smt.EncodingError:
+                pass  # an assumption the integers do not express is left out: a weaker hypothesis
+
+    def number(self, split: Split, name: str) -> tuple[Any, _Ints, list[Any]]:
+        """A tile number of `split` as an integer, its encoder, and its hypotheses (non-negative, the guards)."""
+        t = z3.Int(f"tile_number.{name}")
+        enc = _Ints({**self.sizes, split.tau: t}, f"lemma.{name}", self.ints, split.tau, self.uf)
+        hyp = [t >= 0]
+        for cond, taken in split.guards:
+            c = enc.bool_(cond)
+            hyp.append(c if taken else z3.Not(c))
+        return t, enc, hyp
+
+    def refuted(self, split: Split, cond: Expr) -> bool:
+        """Whether `cond` is false at one of a few sample sizes and tile numbers that the kernel and the site allow
+        (a quick answer for a ``min`` that picks either side, such as the last group's row count)."""
+        names = list(self.sizes)
+        for values in itertools.product((1, 129, 1000, 4097), repeat=min(len(names), 3)):
+            env: dict[Var, Any] = {v: values[i % len(values)] for i, v in enumerate(names)}
+            try:
+                if not all(bool(_value(a, env, {})) for a in self.kernel.assumptions):
+                    continue
+                for t in (0, 1, 9, 100, 1000):
+                    env[split.tau] = t
+                    memo: dict[int, Any] = {}
+                    if not all(bool(_value(c, env, memo)) == taken for c, taken in split.guards):
+                        continue
+                    if not bool(_value(cond, env, memo)):
+                        return True
+            except (ZeroDivisionError, KeyError, TypeError):
+                continue
+        return False
+
+    def holds(self, split: Split, cond: Expr, known: list[Expr]) -> bool:
+        """Whether `cond` (of the split's tile number and the sizes) holds for every tile number the site has, given
+        the facts already proved of it (`known`)."""
+        if self.refuted(split, cond):
+            return False
+        if self.uf is None:
+            # first with products as free functions (what follows from the known facts linearly, at once)
+            if self.quick is None:
+                self.quick = _Lemma(self.kernel, z3.Function("lemma.mul", z3.IntSort(), z3.IntSort(), z3.IntSort()))
+            if self.quick.proves(split, cond, known, QUICK_RLIMIT):
+                return True
+        return self.proves(split, cond, known, FACT_RLIMIT)
+
+    def proves(self, split: Split, cond: Expr, known: list[Expr], rlimit: int) -> bool:
+        _, enc, hyp = self.number(split, "fact")
+        c = enc.bool_(cond)
+        facts = [enc.bool_(k) for k in known]
+        s = z3.Solver()
+        s.set("rlimit", rlimit)
+        s.add(*self.cons, *hyp, *facts, z3.Not(c), *self.ints.cons, *enc.cons)
+        return s.check() == z3.unsat
+
+    def settle(self, split: Split, e: Any, memo: dict[int, Any], known: list[Expr]) -> Any:
+        """`e` with every ``min``/``max`` that always picks one side replaced by that side (a clamp of a tile
+        coordinate into the grid that never clamps): equal to `e` for every tile number of the site. Inner terms
+        first, and each division of a non-negative term by a positive one adds to `known` that its quotient and
+        remainder are non-negative and the quotient at most the dividend (facts the outer terms are proved with)."""
+        if not isinstance(e, Expr) or id(e) in memo:
+            return memo.get(id(e), e)
+        out: Any = e
+        if isinstance(e, BinOp):
+            lhs, rhs = self.settle(split, e.lhs, memo, known), self.settle(split, e.rhs, memo, known)
+            out = e if lhs is e.lhs and rhs is e.rhs else BinOp(e.op, lhs, rhs, e.dtype)
+            reads = split.tau in free_vars(out)
+            if e.op in (BinaryOp.MIN, BinaryOp.MAX) and reads:
+                smaller = e.op == BinaryOp.MIN
+                if self.holds(split, BinOp(BinaryOp.LE, lhs, rhs), known):
+                    out = lhs if smaller else rhs
+                elif self.holds(split, BinOp(BinaryOp.LE, rhs, lhs), known):
+                    out = rhs if smaller else lhs
+            elif e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD) and reads and not isinstance(rhs, Const):
+                positive = BinOp(BinaryOp.LT, Const(0), rhs)
+                if self.holds(split, positive, known) and self.holds(split, BinOp(BinaryOp.LE, Const(0), lhs), known):
+                    q, r = BinOp(BinaryOp.FLOORDIV, lhs, rhs), BinOp(BinaryOp.MOD, lhs, rhs)
+                    zero = Const(0)
+                    known += [positive, BinOp(BinaryOp.LE, zero, q), BinOp(BinaryOp.LE, q, lhs)]
+                    known += [BinOp(BinaryOp.LE, zero, r), BinOp(BinaryOp.LE, r, lhs)]
+        memo[id(e)] = out
+        return out
+
+
+def prove(
+    kernel: Kernel, buffer: Buffer, dims: list[int], a: tuple[Split, TileRef], b: tuple[Split, TileRef]
+) -> tuple[bool, str]:
+    """Whether, for all sizes the kernel allows, two distinct tile numbers of the two sites (`a`, `b`) never give
+    windows that share an element of `buffer` in dimensions `dims` (whose origins both splits give); with a reason
+    when not proved.
+
+    First the facts about one tile number, in nonlinear integer arithmetic: each clamp that never clamps is dropped
+    (``min(max(m, 0), tiles_m - 1)`` is ``m`` for every tile number the site has), and each division of a
+    non-negative term by a positive one gets its bounds (`_Lemma.settle`).
+    Then the pair, with those facts and every product of two non-constants an uninterpreted function (an
+    over-approximation: a proof with it is a proof with multiplication): what is left is linear arithmetic and
+    congruence (equal quotients and divisors give equal products)."""
+    (sa, ra), (sb, rb) = a, b
+    try:
+        facts = _Lemma(kernel)
+        origins = []
+        known: list[list[Expr]] = []
+        for split in (sa, sb):
+            if split is sa and sb is sa and origins:
+                origins.append(origins[0])
+                known.append(known[0])
+                continue
+            memo: dict[int, Any] = {}
+            facts_of: list[Expr] = []
+            got = {d: facts.settle(split, split.origins[d], memo, facts_of) for d in dims}
+            origins.append(got)
+            known.append(facts_of)
+        lemma = _Lemma(kernel, z3.Function("lemma.mul", z3.IntSort(), z3.IntSort(), z3.IntSort()))
+        t1, one, hyp1 = lemma.number(sa, "a")
+        t2, two, hyp2 = lemma.number(sb, "b")
+        cons = [*lemma.cons, *hyp1, *hyp2, t1 != t2]
+        cons += [one.bool_(k) for k in known[0]] + [two.bool_(k) for k in known[1]]
+        for d in dims:
+            element = z3.Int(f"lemma.element.{d}")
+            cons += [element >= 0, element < lemma.ints.int_(buffer.shape[d])]
+            for enc, got, ref in ((one, origins[0], ra), (two, origins[1], rb)):
+                origin = enc.int_(got[d])
+                cons += [element >= origin, element < origin + ref.extent[d]]
+        cons += lemma.ints.cons + one.cons + two.cons
+    except smt.EncodingError as err:
+        return False, f"the tile order could not be stated over the integers ({err})"
+    s = z3.Solver()
+    s.set("rlimit", LEMMA_RLIMIT)
+    s.add(*cons)
+    r = s.check()
+    if r == z3.unsat:
+        return True, "proved"
+    if r == z3.sat:
+        m = s.model()
+        values = ", ".join(f"{v.name}={m.eval(t, model_completion=True)}" for v, t in lemma.sizes.items())
+        return False, (
+            f"not proved; with products as free functions, tile numbers {m.eval(t1, model_completion=True)} and "
+            f"{m.eval(t2, model_completion=True)} may give one tile at {values}"
+        )
+    return False, f"not decided within the solver's budget (Z3: {s.reason_unknown()})"
+
+
+def one_number_only(
+    kernel: Kernel,
+    buffer: Buffer,
+    dims: list[int],
+    a: tuple[Site, TileRef, Split],
+    b: tuple[Site, TileRef, Split],
+    moving: list[Var],
+    exact: bool = False,
+) -> tuple[bool, str, dict[str, dict[Var, int]] | None]:
+    """The query that follows the lemma, over the integers: no two distinct instances of the two store sites (two
+    blocks, or one block in two iterations of the loops `moving` when the sites are one) have one tile number, both
+    tile numbers non-negative, and windows that share an element in the dimensions outside the lemma's `dims`.
+    Products of two non-constants are an uninterpreted function (an over-approximation: the tile number ``bx + it *
+    BLOCKS`` is linear). True when proved; else the reason.
+
+    With `exact`, a witness search instead: real multiplication, the windows meeting in every dimension; the values
+    of the sizes and of each instance's block and loop indices when found (to be confirmed on the verifier's own
+    encoding)."""
+    (sa, ra, pa), (sb, rb, pb) = a, b
+    mul = None if exact else z3.Function("once.mul", z3.IntSort(), z3.IntSort(), z3.IntSort())
+    lemma = _Lemma(kernel, mul)
+    cons = list(lemma.cons)
+    encs = []
+    try:
+        for name, site in (("a", sa), ("b", sb)):
+            env: dict[Var, Any] = dict(lemma.sizes)
+            for v in kernel.block_vars:
+                env[v] = z3.Int(f"once.{v.name}.{name}")
+            for lp in site.loops:
+                env[lp.var] = z3.Int(f"once.{lp.var.name}.{name}")
+            enc = _Ints(env, f"once.{name}", uf=mul)
+            for v, g in zip(kernel.block_vars, kernel.grid, strict=True):
+                cons += [env[v] >= 0, env[v] < enc.int_(g)]
+            for lp in site.loops:
+                cons += [env[lp.var] >= 0, env[lp.var] < enc.int_(lp.extent)]
+            for branch, taken in site.ifs:
+                c = enc.bool_(branch.cond)
+                cons.append(c if taken else z3.Not(c))
+            encs.append((enc, env))
+        (ea, env_a), (eb, env_b) = encs
+        ta, tb = ea.int_(pa.number), eb.int_(pb.number)
+        for d in range(len(buffer.shape)):
+            if d in dims and not exact:
+                continue
+            element = z3.Int(f"once.element.{d}")
+            cons += [element >= 0, element < lemma.ints.int_(buffer.shape[d])]
+            for enc, ref in ((ea, ra), (eb, rb)):
+                origin = enc.int_(ref.origin[d])
+                cons += [element >= origin, element < origin + ref.extent[d]]
+        differ = z3.Or(*[env_a[v] != env_b[v] for v in kernel.block_vars]) if kernel.block_vars else z3.BoolVal(False)
+        if sa is sb and moving:
+            same = z3.And(*[env_a[v] == env_b[v] for v in kernel.block_vars])
+            differ = z3.Or(differ, z3.And(same, z3.Or(*[env_a[v] != env_b[v] for v in moving])))
+        cons += lemma.ints.cons + ea.cons + eb.cons
+    except smt.EncodingError as err:
+        return False, f"the stores could not be stated over the integers ({err})", None
+    s = z3.Solver()
+    s.set("rlimit", LEMMA_RLIMIT)
+    s.add(*cons)
+    if not exact:
+        s.push()
+        s.add(z3.Or(ta < 0, tb < 0))
+        r = s.check()
+        if r != z3.unsat:
+            return False, "the lemma holds for non-negative tile numbers, and these were not proved to be", None
+        s.pop()
+    s.add(differ, ta == tb)
+    r = s.check()
+    if r == z3.unsat:
+        return True, "proved", None
+    if r == z3.sat:
+        m = s.model()
+        values = {
+            name: {v: m.eval(t, model_completion=True).as_long() for v, t in env.items()}
+            for name, env in (("a", env_a), ("b", env_b))
+        }
+        return False, "two instances may have one tile number", values
+    return False, f"whether two instances have one tile number was not decided (Z3: {s.reason_unknown()})", None
+
+
+#: Sample values of every problem size, and the tile numbers tried at each, when a lemma is not proved.
+SAMPLE_SIZES = (1, 100, 333, 897, 1000)
+SAMPLE_NUMBERS = 400
+
+
+def collision(
+    kernel: Kernel, buffer: Buffer, dims: list[int], a: tuple[Split, TileRef], b: tuple[Split, TileRef]
+) -> tuple[dict[Var, int], int, int] | None:
+    """Sizes and two distinct tile numbers of the sites whose windows start at one place inside `buffer` in `dims`,
+    found by evaluating the origins at sample sizes (a lemma that is false usually fails at small ones), or None."""
+    (sa, ra), (sb, rb) = a, b
+    names = list(kernel.shape_vars)
+    for values in itertools.product(SAMPLE_SIZES, repeat=len(names)):
+        env: dict[Var, Any] = dict(zip(names, values, strict=True))
+        try:
+            if not all(bool(_value(x, env, {})) for x in kernel.assumptions):
+                continue
+            shape = [_value(buffer.shape[d], env, {}) for d in dims]
+            seen: dict[tuple[int, ...], int] = {}
+            for split, ref, first in ((sa, ra, True), (sb, rb, False)):
+                for t in range(SAMPLE_NUMBERS):
+                    memo: dict[int, Any] = {}
+                    point = {**env, split.tau: t}
+                    if not all(bool(_value(c, point, memo)) == taken for c, taken in split.guards):
+                        continue
+                    at = tuple(_value(split.origins[d], point, memo) for d in dims)
+                    if not all(o < n and o + ref.extent[d] > 0 for o, n, d in zip(at, shape, dims, strict=True)):
+                        continue
+                    if first:
+                        if at in seen and sa is sb:
+                            return env, seen[at], t
+                        seen.setdefault(at, t)
+                    elif at in seen and seen[at] != t:
+                        return env, seen[at], t
+                if sa is sb:
+                    break
+        except (ZeroDivisionError, KeyError, TypeError):
+            continue
+    return None
