@@ -110,9 +110,10 @@ def _bias_of_the_next_tile(
     """A seeded bug: the epilogue adds the bias of the next column tile, under the assertion of its own."""
 
     def epilogue(acc, tile):
+        bm, bn, rows, cols = tile
         v = T.alloc_reduced(acc, axis=0)
-        T.copy(epi_bias.tile(tile.bn + 1, tile.cols), v)  # <- the wrong tile
-        T.assert_tag(lambda x: x[0] == tile.bn * tile.cols + x.coord[0], v)
+        T.copy(epi_bias.tile(bn + 1, cols), v)  # <- the wrong tile
+        T.assert_tag(lambda x: x[0] == bn * cols + x.coord[0], v)
         return acc + v[None, :]
 
     gemm.persistent_gemm(

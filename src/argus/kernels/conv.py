@@ -37,6 +37,8 @@ A transposed convolution of stride 1 (``transposed=True``) is the forward one wi
 dilation * (kernel - 1) - padding: `conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the
 GEMM's (F/g, C/g * window) per group, and the gather runs with ``FLIP``.
 
+The DSL kernels live in `argus.kernels.conv_kernels` (a module of kernels only); this module plans and calls them.
+
 Refused (`ConvError`, each with a stable code): dtypes other than f32/f16/bf16, transposed convolutions with a
 stride above 1 (`CONV_TRANSPOSED_STRIDE`) or a padding past the window's reach (`CONV_TRANSPOSED_PADDING`), one
 image's column matrix over the budget, a window whose staged span does not fit in shared memory, and shapes that
@@ -50,21 +52,20 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import argus
-import argus.lang as T
 from argus.atoms.common import shared_budget
+from argus.kernels.conv_kernels import (
+    ITEMSIZE,
+    THREADS,
+    conv_output,
+    conv_output_bias,
+    conv_transpose_weight,
+    im2col,
+)
 from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan
-from argus.layout import Layout
 
-#: The dtypes a convolution takes (the DSL's names), and their sizes in bytes.
-ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2}
 #: The most bytes of column matrix one chunk of the batch may take (a call runs the batch in chunks that fit): 4 GiB,
 #: and for f32 inputs 6 GiB more of its split bf16 parts; KernelBench's largest image (57, transposed) needs 2.3 GiB.
 COLUMN_BUDGET = 4 << 30
-#: Threads per block of the gather and the output pass.
-THREADS = 128
-#: Elements each thread moves per staging copy of the gather (one copy's loads are issued together).
-COPY_ELEMENTS = 8
 
 
 class ConvError(ValueError):
@@ -236,156 +237,6 @@ def check_shared(conv: Conv) -> None:
             f"the input span of one {conv.tile()} tile of outputs needs {need} bytes of shared memory, more than the "
             f"{budget} a block has (a window this wide is not built)",
         )
-
-
-def _output_size(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
-    """PyTorch's output extent of one convolved dimension as a condition on the shape symbols."""
-    reach = 2 * p - d * (k - 1) - 1
-    shifted = f"{length} + {reach}" if reach >= 0 else f"{length} - {-reach}"
-    return f"({out} == ({shifted}) // {s} + 1)"
-
-
-@argus.kernel(policies={"tile_shape": ("BH", "BW")})
-def im2col(
-    X: T.Tensor[("N", "C", "D", "H", "W"), "DT"],
-    COLS: T.Tensor[lambda KD, KH, KW: ("C", KD, KH * KW, "N", "OD", "OH", "OW"), "DT"],
-    KD: int = 1,
-    KH: int = 3,
-    KW: int = 3,
-    SD: int = 1,
-    SH: int = 1,
-    SW: int = 1,
-    PD: int = 0,
-    PH: int = 0,
-    PW: int = 0,
-    LD: int = 1,
-    LH: int = 1,
-    LW: int = 1,
-    BH: int = 4,
-    BW: int = 32,
-    DT: str = "f32",
-    FLIP: bool = False,
-):
-    """COLS[(c, kd, kh, kw), n, od, oh, ow] = X[n, c, od*SD - PD + kd*LD, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW]
-    (0 where that is padding): the column matrix (C * KD * KH * KW, N * OD * OH * OW) of the convolution with
-    kernel (KD, KH, KW), stride (SD, SH, SW), padding (PD, PH, PW) and dilation (LD, LH, LW). One (BH, BW) tile of
-    output rows and columns of one image per block; for each channel and output depth the block stages the input
-    span the tile's windows read (phase-major: each window offset is one contiguous slice of a view) and stores
-    one tile of the column matrix per window offset. FLIP: the window's offsets in reverse order (row
-    (c, KD-1-kd, KH-1-kh, KW-1-kw)): a transposed convolution of stride 1 is this gather's product with its weight
-    flipped."""
-    T.assume(
-        " and ".join(
-            _output_size(n, o, k, s, p, d)
-            for n, o, k, s, p, d in (
-                ("D", "OD", KD, SD, PD, LD),
-                ("H", "OH", KH, SH, PH, LH),
-                ("W", "OW", KW, SW, PW, LW),
-            )
-        )
-    )
-    depth = (KD - 1) * LD + 1  # input planes one output depth's windows read
-    QH, QW = BH + (KH - 1) * LH // SH, BW + (KW - 1) * LW // SW
-    # a span row is a whole number of 32-element runs (QW rounded up; the extra columns are read, never used): the
-    # staging copy's threads then share rows (32 or more per row) and read them coalesced, where a row of an odd
-    # width would give each thread a row of its own
-    QW = -(-QW // (32 // math.gcd(32, SW))) * (32 // math.gcd(32, SW))
-    ROWS, COLUMNS = SH * QH, SW * QW
-    CHUNK = max(1, THREADS * COPY_ELEMENTS // COLUMNS)  # span rows per staging copy: a few elements per thread
-    # the span of one output depth: `depth` planes (the first dimension, so that a window offset's plane is a
-    # stage index, not an unrolled site), each stored phase-major
-    phase_major = Layout((depth, 1, 1, (SH, QH), (SW, QW)), (ROWS * COLUMNS, 0, 0, (QH * COLUMNS, COLUMNS), (QW, 1)))
-    by_offset = Layout((depth, 1, 1, (QH, SH), (QW, SW)), (ROWS * COLUMNS, 0, 0, (COLUMNS, QH * COLUMNS), (1, QW)))
-    itemsize, dtype = ITEMSIZE[DT], getattr(T, DT)
-    with T.grid(T.cdiv(OW, BW), T.cdiv(OH, BH), N, threads=THREADS) as (bw, bh, n):
-        sx = T.alloc_shared((depth, 1, 1, ROWS, COLUMNS), dtype, layout=phase_major)
-        span = sx.view(by_offset)  # element (r * QH + q) of a row is span row q * stride + r
-        v = T.alloc_fragment((1, 1, BH, BW), dtype, vector_bytes=itemsize)  # one output position per thread
-        for c in T.serial(C):
-            for od in T.serial(OD):
-                for z in range(depth):  # the span, a few rows per copy (padding and past the end read 0)
-                    for r in range(0, ROWS, CHUNK):
-                        rows = min(CHUNK, ROWS - r)
-                        T.copy(
-                            X.window(
-                                (n, c, od * SD - PD + z, bh * (BH * SH) - PH + r, bw * (BW * SW) - PW),
-                                (1, 1, 1, rows, COLUMNS),
-                            ),
-                            sx.window((z, 0, 0, r, 0), (1, 1, 1, rows, COLUMNS)),
-                            pad=0.0,
-                        )
-                T.barrier()
-                # the window offsets: the plane a loop (one store site per (kh, kw), so that the verifier's
-                # pairwise checks grow with KH * KW, not with the whole window), rows and columns unrolled
-                for plane in T.serial(KD) if KD > 1 else range(1):  # the column matrix's plane of the window
-                    # the window offset's plane; flipped, the loop still runs over the stored plane (a store whose
-                    # origin falls as the loop rises reads as uncovered to the verifier's coverage check)
-                    kd = KD - 1 - plane if FLIP else plane
-                    for kh in range(KH):
-                        for kw in range(KW):
-                            rh, rw = kh * LH, kw * LW  # the offset's distance from the window's start
-                            origin = (0, 0, (rh % SH) * QH + rh // SH, (rw % SW) * QW + rw // SW)
-                            T.copy(span[kd * LD].window(origin, (1, 1, BH, BW)), v)
-                            offset = (KH - 1 - kh) * KW + KW - 1 - kw if FLIP else kh * KW + kw
-                            T.copy(v, COLS.tile((c, plane, offset, n, od, bh, bw), (None, None, None, 1, 1, BH, BW)))
-                T.barrier()  # every thread is done with sx before the next span overwrites it
-
-
-@T.macro
-def _output_pass(Y: Any, OUT: Any, bias: Any, BF: int, BP: int, DT: str) -> None:
-    filters, images, positions = Y.shape  # the shape symbols F, N, P
-    with T.grid(T.cdiv(positions, BP), T.cdiv(filters, BF), images, threads=THREADS) as (bp, bf, n):
-        y = T.alloc_fragment((BF, BP), T.f32, vector_bytes=4)
-        T.copy(Y.tile((bf, n, bp), (BF, None, BP)), y)
-        if bias is not None:
-            b = T.alloc_reduced(y, axis=1)  # (BF,): one value per output channel, held by its row's threads
-            T.copy(bias.tile(bf, BF), b)
-            y = y + b[:, None]
-        T.copy(y if DT == "f32" else T.cast(y, getattr(T, DT)), OUT.tile((n, bf, bp), (None, BF, BP)))
-
-
-@argus.kernel(policies={"tile_shape": ("BF", "BP")})
-def conv_output(
-    Y: T.Tensor[("F", "N", "P"), T.f32],
-    OUT: T.Tensor[("N", "F", "P"), "DT"],
-    BF: int = 4,
-    BP: int = 128,
-    DT: str = "f32",
-):
-    """OUT[n, f, p] = Y[f, n, p]: the product (F, N * P) of the convolution's GEMM as its NCHW output (P the
-    output positions of one image), one (BF, BP) tile of one image per block, rounded once to DT."""
-    _output_pass(Y, OUT, None, BF, BP, DT)
-
-
-@argus.kernel(policies={"tile_shape": ("BF", "BP")})
-def conv_output_bias(
-    Y: T.Tensor[("F", "N", "P"), T.f32],
-    BIAS: T.Tensor[("F",), "DT"],
-    OUT: T.Tensor[("N", "F", "P"), "DT"],
-    BF: int = 4,
-    BP: int = 128,
-    DT: str = "f32",
-):
-    """OUT[n, f, p] = Y[f, n, p] + BIAS[f]: `conv_output` with the convolution's bias added in f32."""
-    _output_pass(Y, OUT, BIAS, BF, BP, DT)
-
-
-@argus.kernel(policies={"tile_shape": ("BF", "BK")})
-def conv_transpose_weight(
-    W: T.Tensor[("G", "CG", "FG", "KV"), "DT"],
-    A: T.Tensor[("G", "FG", "CG", "KV"), "DT"],
-    BF: int = 4,
-    BK: int = 32,
-    DT: str = "f32",
-):
-    """A[g, f, c, k] = W[g, c, f, k]: a transposed convolution's weight (C, F/g, window), per group (C/g, F/g,
-    window), as the GEMM's (F/g, K) operand, K = (c, window). One (BF, BK) tile of one (group, channel) per block,
-    the window's elements in BK-wide steps (contiguous on both sides)."""
-    with T.grid(T.cdiv(FG, BF), CG, G, threads=THREADS) as (bf, c, g):
-        w = T.alloc_fragment((BF, BK), getattr(T, DT), vector_bytes=ITEMSIZE[DT])
-        for k in T.serial(T.cdiv(KV, BK)):
-            T.copy(W.tile((g, c, bf, k), (None, None, BF, BK)), w)
-            T.copy(w, A.tile((g, bf, c, k), (None, BF, None, BK)))
 
 
 @functools.lru_cache(maxsize=64)

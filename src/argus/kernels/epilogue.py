@@ -8,7 +8,8 @@ its operands (each an `EpilogueOperand`: a per-column vector ``(N,)``, a per-row
 
 * ``gemm_fused_<key>``: `argus.kernels.gemm.persistent_gemm` (the persistent warp-specialized Hopper GEMM) whose
   consumers apply `f` to each tile's accumulator before the store; every operand is one more tensor parameter
-  (``epi_<name>``), loaded for the tile in the accumulator's layout by `argus.kernels.gemm.EpilogueTile`, with a tag
+  (``epi_<name>``), loaded for the tile in the accumulator's layout by `argus.kernels.gemm.epilogue_columns` and its
+  two siblings, with a tag
   assertion that element (i, j) of the tile is given the operand's element of the tile's row i and column j.
 * ``gemm_split_reduce_fused_<key>``: `argus.kernels.gemm.split_reduce` applying `f` to the summed slices of a
   split-K product (split-K stores f32 partial products; the epilogue runs once, on the sum).
@@ -34,11 +35,11 @@ from typing import Any
 
 from argus.kernels.gemm import gemm_split_reduce, gemm_warp_specialized_persistent
 
-#: operand kind -> (its global shape, the `EpilogueTile` loader that reads it)
+#: operand kind -> (its global shape, the loader in `argus.kernels.gemm` that reads it)
 KINDS: dict[str, tuple[tuple[str, ...], str]] = {
-    "columns": (("N",), "columns"),
-    "rows": (("M",), "rows_of"),
-    "tile": (("M", "N"), "tile"),
+    "columns": (("N",), "epilogue_columns"),
+    "rows": (("M",), "epilogue_rows"),
+    "tile": (("M", "N"), "epilogue_tile"),
 }
 DTYPES = ("f32", "bf16", "f16")
 
@@ -146,7 +147,7 @@ def _function(ep: Epilogue) -> list[str]:
     pending = list(ep.operands)
     for line in [*ep.statements, ep.result]:
         for o in [o for o in pending if re.search(rf"\b{re.escape(o.name)}\b", line)]:
-            lines.append(f"        {o.name} = tile.{KINDS[o.kind][1]}(epi_{o.name})")
+            lines.append(f"        {o.name} = gemm.{KINDS[o.kind][1]}(acc, tile, epi_{o.name})")
             pending.remove(o)
         if line is not ep.result:
             lines.append(f"        {line}")

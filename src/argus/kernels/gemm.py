@@ -485,43 +485,43 @@ def gemm_warp_specialized(
 # 2 x BM x 128 bytes of shared memory (32 KB at BM = 128), and C's rows must be 16-byte aligned.
 
 
-class EpilogueTile:
-    """What a fused epilogue reads for one tile of C: the tile at tile coordinates (`bm`, `bn`) of (`rows`, `cols`)
-    elements, computed in the f32 fragment `acc`. Each loader returns its operand in f32, in `acc`'s layout, with a
-    tag assertion that element (i, j) of the tile is given the operand's element of row ``bm * rows + i`` and column
-    ``bn * cols + j`` (elements past the tensor's end are masked, as C's are)."""
+# A fused epilogue (`argus.kernels.epilogue`) reads its operands for one tile of C through these loaders. The tile
+# is the tuple (bm, bn, rows, cols): tile coordinates and extents. Each loader returns its operand in f32, in the
+# accumulator `acc`'s layout, with a tag assertion that element (i, j) of the tile is given the operand's element of
+# row ``bm * rows + i`` and column ``bn * cols + j`` (elements past the tensor's end are masked, as C's are).
 
-    def __init__(self, acc: Any, bm: Any, bn: Any, rows: int, cols: int) -> None:
-        self.acc, self.bm, self.bn, self.rows, self.cols = acc, bm, bn, rows, cols
 
-    @T.macro
-    def columns(self, V: Any) -> Any:
-        """A per-column vector V (N,), repeated over the tile's rows: ``V[None, :]``."""
-        v = T.alloc_reduced(self.acc, axis=0, dtype=V.dtype)
-        T.copy(V.tile(self.bn, self.cols), v)
-        # invariant: column j of the tile is given V[bn * cols + j]
-        T.assert_tag(lambda x: x[0] == self.bn * self.cols + x.coord[0], v)
-        return (v if V.dtype == T.f32 else T.cast(v, T.f32))[None, :]
+@T.macro
+def epilogue_columns(acc: Any, tile: tuple, V: Any) -> Any:
+    """A per-column vector V (N,), repeated over the tile's rows: ``V[None, :]``."""
+    bm, bn, rows, cols = tile
+    v = T.alloc_reduced(acc, axis=0, dtype=V.dtype)
+    T.copy(V.tile(bn, cols), v)
+    # invariant: column j of the tile is given V[bn * cols + j]
+    T.assert_tag(lambda x: x[0] == bn * cols + x.coord[0], v)
+    return (v if V.dtype == T.f32 else T.cast(v, T.f32))[None, :]
 
-    @T.macro
-    def rows_of(self, U: Any) -> Any:
-        """A per-row vector U (M,), repeated over the tile's columns: ``U[:, None]``."""
-        u = T.alloc_reduced(self.acc, axis=1, dtype=U.dtype)
-        T.copy(U.tile(self.bm, self.rows), u)
-        # invariant: row i of the tile is given U[bm * rows + i]
-        T.assert_tag(lambda x: x[0] == self.bm * self.rows + x.coord[0], u)
-        return (u if U.dtype == T.f32 else T.cast(u, T.f32))[:, None]
 
-    @T.macro
-    def tile(self, R: Any) -> Any:
-        """A tensor R (M, N) of C's shape (a residual)."""
-        r = fragment_like(self.acc, dtype=R.dtype)  # the accumulator's layout
-        T.copy(R.tile((self.bm, self.bn), (self.rows, self.cols)), r)
-        # invariant: element (i, j) of the tile is given R[bm * rows + i, bn * cols + j]
-        T.assert_tag(
-            lambda x: (x[0] == self.bm * self.rows + x.coord[0]) & (x[1] == self.bn * self.cols + x.coord[1]), r
-        )
-        return r if R.dtype == T.f32 else T.cast(r, T.f32)
+@T.macro
+def epilogue_rows(acc: Any, tile: tuple, U: Any) -> Any:
+    """A per-row vector U (M,), repeated over the tile's columns: ``U[:, None]``."""
+    bm, bn, rows, cols = tile
+    u = T.alloc_reduced(acc, axis=1, dtype=U.dtype)
+    T.copy(U.tile(bm, rows), u)
+    # invariant: row i of the tile is given U[bm * rows + i]
+    T.assert_tag(lambda x: x[0] == bm * rows + x.coord[0], u)
+    return (u if U.dtype == T.f32 else T.cast(u, T.f32))[:, None]
+
+
+@T.macro
+def epilogue_tile(acc: Any, tile: tuple, R: Any) -> Any:
+    """A tensor R (M, N) of C's shape (a residual), in the accumulator's layout."""
+    bm, bn, rows, cols = tile
+    r = fragment_like(acc, dtype=R.dtype)
+    T.copy(R.tile((bm, bn), (rows, cols)), r)
+    # invariant: element (i, j) of the tile is given R[bm * rows + i, bn * cols + j]
+    T.assert_tag(lambda x: (x[0] == bm * rows + x.coord[0]) & (x[1] == bn * cols + x.coord[1]), r)
+    return r if R.dtype == T.f32 else T.cast(r, T.f32)
 
 
 def c_shape(SPLITS: int, BATCH: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameters
@@ -627,8 +627,9 @@ def persistent_gemm(
 ) -> None:
     """The body of `gemm_warp_specialized_persistent` (see its docstring for the parameters), which kernels with
     a fused epilogue share (`argus.kernels.epilogue`): `epilogue(acc, tile)`, when given, is the value stored for
-    a tile, computed from the f32 accumulator `acc` and an `EpilogueTile` `tile` that loads the epilogue's
-    operands for that tile (unsplit, unbatched GEMMs: split-K applies it in `split_reduce`)."""
+    a tile, computed from the f32 accumulator `acc` and the tile (bm, bn, BM, BN), through which the epilogue loads
+    its operands (`epilogue_columns`, `epilogue_rows`, `epilogue_tile`; unsplit, unbatched GEMMs: split-K applies
+    it in `split_reduce`)."""
     M, N = C.shape[-2], C.shape[-1]  # noqa: N806 - the kernel's shape symbols
     K = A.shape[-1] if A_MAJOR == "K" else A.shape[-2]  # noqa: N806
     L = C.shape[0] if BATCH else None  # noqa: N806
@@ -714,7 +715,7 @@ def persistent_gemm(
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
                     else:
-                        value = acc if epilogue is None else epilogue(acc, EpilogueTile(acc, bm, bn, BM, BN))
+                        value = acc if epilogue is None else epilogue(acc, (bm, bn, BM, BN))
                         if EPILOGUE == "tma":
                             T.copy(value, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
                         else:
@@ -749,7 +750,7 @@ def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None) 
             # invariant: what is added is slice s's partial product of the same elements of C
             T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] == m) & (w[2] // BN == bn), part)
             acc = acc + part
-        value = acc if epilogue is None else epilogue(acc, EpilogueTile(acc, m, bn, 1, BN))
+        value = acc if epilogue is None else epilogue(acc, (m, bn, 1, BN))
         T.copy(value, C.tile((m, bn), (1, BN)))
 
 
