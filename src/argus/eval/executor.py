@@ -104,6 +104,23 @@ class JobResult:
     def attempts(self) -> int:
         return int(self.details.get("attempts", 1))
 
+    @classmethod
+    def of(
+        cls, outcome: Any, worker: WorkerIdentity, *, key: str | None = None, details: dict[str, Any] | None = None
+    ) -> JobResult:
+        """The result of a pool's `Outcome`, run by `worker` (`key`, `details`: where they differ from the
+        outcome's: a job run under another name, details amended)."""
+        return cls(
+            outcome.key if key is None else key,
+            outcome.ok,
+            value=outcome.value,
+            code=outcome.code,
+            reason=outcome.reason,
+            details=outcome.details if details is None else details,
+            seconds=outcome.seconds,
+            worker=worker,
+        )
+
 
 class Executor:
     """Runs `GateJob`\\ s and streams their `JobResult`\\ s back as they finish (see the module docstring).
@@ -179,16 +196,7 @@ class LocalExecutor(Executor):
 
     def as_completed(self) -> Iterator[JobResult]:
         for outcome in self.pool.run():
-            yield JobResult(
-                outcome.key,
-                outcome.ok,
-                value=outcome.value,
-                code=outcome.code,
-                reason=outcome.reason,
-                details=outcome.details,
-                seconds=outcome.seconds,
-                worker=WorkerIdentity("local", self.host, outcome.worker_pid, outcome.worker_device),
-            )
+            yield JobResult.of(outcome, WorkerIdentity("local", self.host, outcome.worker_pid, outcome.worker_device))
 
     def gpus(self) -> int:
         return len(self.devices)

@@ -283,16 +283,7 @@ class RayExecutor(Executor):
             details["first_attempt"] = pending.first
         worker = WorkerIdentity("ray", who["host"], who.get("job_pid"), who.get("gpu"), who.get("node"))
         details["ray_worker_pid"] = who.get("pid")
-        return JobResult(
-            job.key,
-            outcome.ok,
-            value=outcome.value,
-            code=outcome.code,
-            reason=outcome.reason,
-            details=details,
-            seconds=outcome.seconds,
-            worker=worker,
-        )
+        return JobResult.of(outcome, worker, key=job.key, details=details)
 
     def close(self) -> None:
         for ref in list(self._pending):

@@ -198,7 +198,8 @@ def as_expr(x: Any) -> Expr:
     raise TypeError(f"expected an argus expression or a Python number, got {type(x).__name__} {x!r}")
 
 
-_FOLD = {
+#: The Python meaning of each binary operator on constants (folding, evaluation).
+FOLD = {
     BinaryOp.ADD: lambda a, b: a + b,
     BinaryOp.SUB: lambda a, b: a - b,
     BinaryOp.MUL: lambda a, b: a * b,
@@ -227,7 +228,7 @@ def binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr:
     if isinstance(lhs, Const) and isinstance(rhs, Const):
         if op in (BinaryOp.FLOORDIV, BinaryOp.MOD) and rhs.value == 0:
             raise ZeroDivisionError(f"division by zero in {lhs} {op.value} {rhs}")
-        value = _FOLD[op](lhs.value, rhs.value)
+        value = FOLD[op](lhs.value, rhs.value)
         return as_expr(value)
     if op == BinaryOp.ADD:
         if _is_const(lhs, 0):
@@ -294,7 +295,7 @@ def evaluate(e: Expr, env: dict[Var, Any]) -> Any:
             return a & b
         if e.op == BinaryOp.OR:
             return a | b
-        return _FOLD[e.op](a, b)
+        return FOLD[e.op](a, b)
     if isinstance(e, Select):
         import numpy as np
 

@@ -34,6 +34,27 @@ def safe_name(name: str, taken: set[str]) -> str:
     return out
 
 
+def int_list(value: Any, rank: int, name: str, what: str) -> tuple[int, ...] | str:
+    """An int-list argument of an operator over `rank` spatial dimensions (a pooling's window, a convolution's
+    stride) as `rank` ints (a single int, or a list of one, is repeated), or why not; `what` names the operator in
+    the reason (``"pool"``, ``"convolution"``)."""
+    items = [value] if isinstance(value, int) else list(value)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return f"{name} {value!r} is not a list of ints"
+    if len(items) == 1:
+        items = items * rank
+    if len(items) != rank:
+        return f"{name} {value!r} has {len(items)} entries, the {rank}-d {what} needs {rank}"
+    return tuple(items)
+
+
+def three(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
+    """1, 2 or 3 spatial values as three (depth, height, width), `fill` in front for the dimensions a 1-d or 2-d
+    operator does not have."""
+    full = (fill,) * (3 - len(values)) + tuple(values)
+    return full[0], full[1], full[2]
+
+
 def node_value(node: Any) -> Any:
     """The fake tensor (or value) the capture recorded for `node`."""
     return node.meta.get("val") if hasattr(node, "meta") else None

@@ -24,7 +24,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
+from argus.frontend.families.base import (
+    DTYPES,
+    KernelSource,
+    aten_name,
+    dtype_name,
+    int_list,
+    node_value,
+    reference_source,
+    three,
+)
 from argus.kernels.conv import Conv, ConvError, conv_plan
 from argus.kernels.matmul import GemmError
 
@@ -37,22 +46,6 @@ SCHEMA = (
     ("output_padding", [0]),
     ("groups", 1),
 )
-
-
-def _spatial(value: Any, rank: int, name: str) -> tuple[int, ...] | str:
-    items = [value] if isinstance(value, int) else list(value)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        return f"{name} {value!r} is not a list of ints"
-    if len(items) == 1:
-        items = items * rank
-    if len(items) != rank:
-        return f"{name} {value!r} has {len(items)} entries, the {rank}-d convolution needs {rank}"
-    return tuple(items)
-
-
-def _triple(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
-    full = (fill,) * (3 - len(values)) + tuple(values)
-    return full[0], full[1], full[2]
 
 
 def read_conv(node: Any) -> Conv | str:
@@ -78,7 +71,8 @@ def read_conv(node: Any) -> Conv | str:
     dtypes = {dtype_name(t) for t in (x, w, out, *([b] if b is not None else []))}
     if len(dtypes) != 1 or next(iter(dtypes)) not in DTYPES:
         return f"operands in {', '.join(sorted(dtypes))} (the template takes one dtype: float32, float16 or bfloat16)"
-    parts = {k: _spatial(values[k], rank, k) for k in ("stride", "padding", "dilation", "output_padding")}
+    names = ("stride", "padding", "dilation", "output_padding")
+    parts = {k: int_list(values[k], rank, k, "convolution") for k in names}
     for part in parts.values():
         if isinstance(part, str):
             return f"convolution: {part}"
@@ -94,11 +88,11 @@ def read_conv(node: Any) -> Conv | str:
             channels=int(x.shape[1]),
             filters=int(w.shape[1]) * groups if transposed else int(w.shape[0]),
             groups=groups,
-            size=_triple(tuple(int(d) for d in x.shape[2:]), 1),
-            kernel=_triple(tuple(int(d) for d in w.shape[2:]), 1),
-            stride=_triple(parts["stride"], 1),  # type: ignore[arg-type]
-            padding=_triple(parts["padding"], 0),  # type: ignore[arg-type]
-            dilation=_triple(parts["dilation"], 1),  # type: ignore[arg-type]
+            size=three(tuple(int(d) for d in x.shape[2:]), 1),
+            kernel=three(tuple(int(d) for d in w.shape[2:]), 1),
+            stride=three(parts["stride"], 1),  # type: ignore[arg-type]
+            padding=three(parts["padding"], 0),  # type: ignore[arg-type]
+            dilation=three(parts["dilation"], 1),  # type: ignore[arg-type]
             bias=b is not None,
             dtype=DTYPES[dtype_name(x)],
             transposed=transposed,

@@ -32,7 +32,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus.atoms.common import shared_budget
-from argus.frontend.families.base import DTYPES, KernelSource, aten_call, dtype_name, node_value, safe_name
+from argus.frontend.families.base import (
+    DTYPES,
+    KernelSource,
+    aten_call,
+    dtype_name,
+    int_list,
+    node_value,
+    safe_name,
+    three,
+)
 
 #: operator -> (pool kind, spatial rank, the schema's arguments after ``self`` with their defaults)
 OPERATORS: dict[str, tuple[str, int, tuple[tuple[str, Any], ...]]] = {
@@ -127,23 +136,6 @@ def _op(node: Any) -> str:
     return str(packet.__name__) if packet is not None else str(getattr(node.target, "__name__", ""))
 
 
-def _spatial(value: Any, rank: int, name: str) -> tuple[int, ...] | str:
-    """An int-list argument as `rank` ints (a single int, or a list of one, is repeated)."""
-    items = [value] if isinstance(value, int) else list(value)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        return f"{name} {value!r} is not a list of ints"
-    if len(items) == 1:
-        items = items * rank
-    if len(items) != rank:
-        return f"{name} {value!r} has {len(items)} entries, the {rank}-d pool needs {rank}"
-    return tuple(items)
-
-
-def _three(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
-    full = (fill,) * (3 - len(values)) + tuple(values)
-    return full[0], full[1], full[2]
-
-
 def read_pool(node: Any) -> Pool | str:
     """`node` as a `Pool`, or why the template cannot take it."""
     op = _op(node)
@@ -160,10 +152,10 @@ def read_pool(node: Any) -> Pool | str:
         values[name] = args[i + 1] if i + 1 < len(args) else node.kwargs.get(name, default)
     if values["kernel_size"] is None:
         return f"{op}: kernel_size missing"
-    kernel = _spatial(values["kernel_size"], rank, "kernel_size")
-    stride = _spatial(values["stride"], rank, "stride") if values["stride"] else kernel
-    padding = _spatial(values["padding"], rank, "padding")
-    dilation = _spatial(values.get("dilation", 1), rank, "dilation")
+    kernel = int_list(values["kernel_size"], rank, "kernel_size", "pool")
+    stride = int_list(values["stride"], rank, "stride", "pool") if values["stride"] else kernel
+    padding = int_list(values["padding"], rank, "padding", "pool")
+    dilation = int_list(values.get("dilation", 1), rank, "dilation", "pool")
     for part in (kernel, stride, padding, dilation):
         if isinstance(part, str):
             return f"{op}: {part}"
@@ -193,16 +185,16 @@ def read_pool(node: Any) -> Pool | str:
         op=op,
         kind=kind,
         rank=rank,
-        kernel=_three(kernel, 1),
-        stride=_three(stride, 1),
-        padding=_three(padding, 0),
-        dilation=_three(dilation, 1),
+        kernel=three(kernel, 1),
+        stride=three(stride, 1),
+        padding=three(padding, 0),
+        dilation=three(dilation, 1),
         ceil_mode=bool(values["ceil_mode"]),
         count_include_pad=bool(values.get("count_include_pad", True)),
         divisor_override=divisor,
         planes=math.prod(lead),
-        size=_three(tuple(int(d) for d in val.shape[-rank:]), 1),
-        out=_three(tuple(int(d) for d in out.shape[-rank:]), 1),
+        size=three(tuple(int(d) for d in val.shape[-rank:]), 1),
+        out=three(tuple(int(d) for d in out.shape[-rank:]), 1),
         dtype=DTYPES[dtype_name(val)],
     )
     need, budget = pool.shared_bytes(*pool.tile()), shared_budget(1)

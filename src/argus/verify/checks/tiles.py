@@ -32,7 +32,7 @@ from typing import Any
 
 import z3
 
-from argus.ir.expr import BinaryOp, BinOp, Const, Expr, Select, Var, VarKind, free_vars
+from argus.ir.expr import FOLD, BinaryOp, BinOp, Const, Expr, Select, Var, VarKind, free_vars
 from argus.ir.nodes import Buffer, Kernel, TileRef
 from argus.verify import smt
 from argus.verify.program import Site
@@ -296,23 +296,6 @@ FACT_RLIMIT = 5_000_000
 QUICK_RLIMIT = 300_000
 
 
-_PY = {
-    BinaryOp.ADD: lambda a, b: a + b,
-    BinaryOp.SUB: lambda a, b: a - b,
-    BinaryOp.MUL: lambda a, b: a * b,
-    BinaryOp.FLOORDIV: lambda a, b: a // b,
-    BinaryOp.MOD: lambda a, b: a % b,
-    BinaryOp.MIN: min,
-    BinaryOp.MAX: max,
-    BinaryOp.LT: lambda a, b: a < b,
-    BinaryOp.LE: lambda a, b: a <= b,
-    BinaryOp.EQ: lambda a, b: a == b,
-    BinaryOp.NE: lambda a, b: a != b,
-    BinaryOp.AND: lambda a, b: a and b,
-    BinaryOp.OR: lambda a, b: a or b,
-}
-
-
 def _value(e: Any, env: dict[Var, int], memo: dict[int, Any]) -> Any:
     """`e` at integer values of its variables (shared subterms once); KeyError for an operator it does not know."""
     if not isinstance(e, Expr):
@@ -324,7 +307,7 @@ def _value(e: Any, env: dict[Var, int], memo: dict[int, Any]) -> Any:
     elif isinstance(e, Var):
         out = env[e]
     elif isinstance(e, BinOp):
-        out = _PY[e.op](_value(e.lhs, env, memo), _value(e.rhs, env, memo))
+        out = FOLD[e.op](_value(e.lhs, env, memo), _value(e.rhs, env, memo))
     elif isinstance(e, Select):
         out = _value(e.if_true if _value(e.cond, env, memo) else e.if_false, env, memo)
     else:
