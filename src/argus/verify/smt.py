@@ -10,6 +10,7 @@ any divisor, and by shifts and masks for powers of two.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 from collections.abc import Iterator
 from typing import Any
@@ -35,15 +36,25 @@ def isolated() -> Iterator[None]:
     (it orders commutative arguments and bit-blasts by id, and reuses the ids of freed terms), so in a shared
     context a query's cost, and whether it fits its resource budget, depended on what the process had verified
     before: a tag assertion that took 49M units alone exceeded 300M after other test modules. Isolated, the same
-    kernel costs the same units in any process. Terms made inside must not be mixed with terms made outside."""
+    kernel costs the same units in any process. Terms made inside must not be mixed with terms made outside.
+
+    Python's cyclic garbage collector is off inside: a Z3 term is freed (and its id reused) when its Python object
+    is, and a collection runs when the process's allocation count says so, so the ids of later terms, and with them
+    a query's cost, depended on what the process had allocated before (a split-K contraction query took 7.6M units
+    after one trace and more than its 8M budget after another, in CI). Reference counting alone frees terms at the
+    same points in every process."""
     global _counter, _DIVISIONS
     saved = (z3.z3._main_ctx, _counter, _DIVISIONS)
+    collecting = gc.isenabled()
+    gc.disable()
     z3.z3._main_ctx = z3.Context()
     _counter, _DIVISIONS = itertools.count(), {}
     try:
         yield
     finally:
         z3.z3._main_ctx, _counter, _DIVISIONS = saved
+        if collecting:
+            gc.enable()
 
 
 class EncodingError(Exception):
