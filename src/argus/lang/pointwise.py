@@ -121,6 +121,10 @@ def fmod(a: Any, b: Any) -> Fragment:
     return _binary(MapOp.FMOD, a, b)
 
 
+def _has_fragment(*xs: Any) -> bool:
+    return any(isinstance(x, Fragment | BroadcastView) for x in xs)
+
+
 def _fragment_first(name: str, a: Any, b: Any) -> tuple[Fragment, Any]:
     """(fragment, other) for a commutative elementwise op given in either order (``T.maximum(0.0, x)``)."""
     if not isinstance(a, Fragment) and isinstance(b, Fragment):
@@ -134,14 +138,20 @@ def _fragment_first(name: str, a: Any, b: Any) -> tuple[Fragment, Any]:
     return a, b
 
 
-def maximum(a: Any, b: Any) -> Fragment:
-    """Elementwise maximum of a fragment and a fragment or scalar, in either order."""
+def maximum(a: Any, b: Any) -> Any:
+    """Elementwise maximum of a fragment and a fragment or scalar, in either order; of two scalars (run-time
+    integers such as a loop's extent), the scalar expression ``max(a, b)``."""
+    if not _has_fragment(a, b):
+        return binary(BinaryOp.MAX, as_expr(a), as_expr(b))
     x, y = _fragment_first("maximum", a, b)
     return x._binary(MapOp.MAX, y)
 
 
-def minimum(a: Any, b: Any) -> Fragment:
-    """Elementwise minimum of a fragment and a fragment or scalar, in either order."""
+def minimum(a: Any, b: Any) -> Any:
+    """Elementwise minimum of a fragment and a fragment or scalar, in either order; of two scalars (run-time
+    integers such as a loop's extent), the scalar expression ``min(a, b)``."""
+    if not _has_fragment(a, b):
+        return binary(BinaryOp.MIN, as_expr(a), as_expr(b))
     x, y = _fragment_first("minimum", a, b)
     return x._binary(MapOp.MIN, y)
 

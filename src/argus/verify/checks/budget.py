@@ -8,9 +8,10 @@
   its last use; one used inside a loop it was allocated outside of is live for the whole loop, unless
   every iteration overwrites all of it before any use (a ``T.fill`` or whole copy that comes first in
   the iteration and encloses the uses: the value is not carried to the next iteration, e.g. a
-  persistent kernel's accumulator, reset per tile). An elementwise statement whose fragment operands
-  die there may write its result over them element by element: there it counts the larger of the
-  result and those operands, not both. Addresses and indices need registers too, so this is a lower
+  persistent kernel's accumulator, reset per tile). An elementwise statement or copy whose fragment
+  operands die there (their last use, or the next statement that refers to one, in the same block,
+  overwrites it whole) may write its result over them element by element: there it counts the larger
+  of the result and those operands, not both (``T.copy(o * alpha[:, None], o)`` rescales o in place). Addresses and indices need registers too, so this is a lower
   bound on what the fragments as written take: exceeding it means the compiler must spill.
 """
 
@@ -138,7 +139,25 @@ def check_register_budget(ctx: Context) -> list[Finding]:
                     begin, end = min(begin, loop.index), max(end, loop.end)
                 born[b] = min(born.get(b, begin), begin)
                 last[b] = max(last.get(b, end), end)
-    elementwise = {site.index: site.stmt for site in prog.sites if isinstance(site.stmt, Map)}
+    elementwise = {site.index: site.stmt for site in prog.sites if isinstance(site.stmt, Map | Copy)}
+    refs: dict[Buffer, list[int]] = {}  # the statements that refer to each fragment, in program order
+    for site in prog.sites:
+        for b in _refs(site.stmt):
+            if b in first and not isinstance(site.stmt, Alloc):
+                refs.setdefault(b, []).append(site.index)
+
+    def dies(b: Buffer, site: Site) -> bool:
+        """Whether the value of `b` read at `site` is read nowhere after it: its last use, or the next statement
+        that refers to it, in the same block (straight-line code after `site`), overwrites it whole."""
+        if last[b] == site.index:
+            return True
+        later = [i for i in refs.get(b, ()) if i > site.index]
+        if not later:
+            return False
+        nxt = prog.sites[later[0]]
+        same_block = [(f.owner, f.branch) for f in nxt.frames] == [(f.owner, f.branch) for f in site.frames]
+        return same_block and _overwrites(nxt.stmt) is b
+
     findings = []
     peak_by_role: dict[str, tuple[int, int, list[str]]] = {}
     peak_live: dict[str, list[Buffer]] = {}
@@ -152,13 +171,16 @@ def check_register_budget(ctx: Context) -> list[Finding]:
         ]
         regs = sum(registers_of(b) for b in live)
         stmt = elementwise.get(site.index)
-        if stmt is not None and stmt.dst.buffer in live and born[stmt.dst.buffer] == site.index:
-            # written over the operands that die here, element by element: the larger of the two, not both
+        fresh = stmt is not None and stmt.dst.buffer in live and born[stmt.dst.buffer] == site.index
+        if fresh or (stmt is not None and stmt.dst.buffer in live and _overwrites(stmt) is stmt.dst.buffer):
+            # written over the operands that die here, element by element: the larger of the two, not both (also
+            # where the result overwrites a fragment whose old value is dead: ``T.copy(o * alpha[:, None], o)``)
+            srcs = stmt.srcs if isinstance(stmt, Map) else (stmt.src,)
             dying = {
                 x.buffer
-                for x in stmt.srcs
-                if isinstance(x, TileRef) and x.buffer in live and last[x.buffer] == site.index
-                and x.buffer.tv == stmt.dst.buffer.tv
+                for x in srcs
+                if isinstance(x, TileRef) and x.buffer in live and x.buffer is not stmt.dst.buffer
+                and x.buffer.tv == stmt.dst.buffer.tv and dies(x.buffer, site)
             }  # fmt: skip
             if dying:
                 result, operands = registers_of(stmt.dst.buffer), sum(registers_of(b) for b in dying)
