@@ -2,10 +2,15 @@
 mbarrier pipeline (producer warpgroup), S = Q K^T and O += P V with wgmma (consumer warpgroup),
 online softmax with exp2 and the scale folded in, row statistics by warp shuffles."""
 
+from typing import Any
+
 import argus
 import argus.lang as T
+from argus.atoms.common import WARPGROUP_SIZE
+from argus.lang.errors import DSLError
 
 LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
 
 
 @argus.kernel
@@ -68,3 +73,147 @@ def flash_attention_fwd(
                 T.gemm(sP, sV[s], o)  # O += P V
                 T.mbarrier_arrive(empty[s])
             T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))
+
+
+# --- the general forward kernel: head dims, causal, GQA, output dtype, log-sum-exp ---------------------------------
+
+
+def q_shape(D: int) -> tuple[Any, ...]:  # noqa: N803 - named after the kernel parameter
+    """Q's and O's global shape: (batch * query heads, query length, head dim)."""
+    return ("BH", "SQ", D)
+
+
+def k_shape(D: int) -> tuple[Any, ...]:  # noqa: N803
+    """K's global shape: (batch * key/value heads, key length, head dim)."""
+    return ("BHK", "SK", D)
+
+
+def v_shape(DV: int) -> tuple[Any, ...]:  # noqa: N803
+    """V's global shape: (batch * key/value heads, key length, value head dim)."""
+    return ("BHK", "SK", DV)
+
+
+def o_shape(DV: int) -> tuple[Any, ...]:  # noqa: N803
+    """O's global shape: (batch * query heads, query length, value head dim)."""
+    return ("BH", "SQ", DV)
+
+
+#: Elements of a 16-bit operand in one 128-byte swizzle span: the width of one TMA box and one panel of a tile.
+PANEL = 64
+
+
+@T.macro
+def load_panels(tensor: Any, row: Any, block: Any, rows: int, width: int, dst: T.Tile, bar: Any) -> None:
+    """TMA-load rows ``block * rows ...`` of matrix `row` of `tensor` (all `width` columns) into `dst`, one box per
+    64-column panel (a box's inner extent may not exceed the swizzle span)."""
+    for c in range(width // PANEL):
+        T.copy(
+            tensor.tile((row, block, c), (None, rows, PANEL)),
+            dst.window((0, PANEL * c), (rows, PANEL)),
+            atom="tma",
+            mbarrier=bar,
+        )
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN")})
+def flash_attention(
+    Q: T.Tensor[q_shape, "IN"],
+    K: T.Tensor[k_shape, "IN"],
+    V: T.Tensor[v_shape, "IN"],
+    O: T.Tensor[o_shape, "OUT"],
+    LSE: T.Tensor[("BH", "SQ"), T.f32],
+    D: int = 128,
+    DV: int = 128,
+    BM: int = 128,
+    BN: int = 128,
+    STAGES: int = 2,
+    CONSUMERS: int = 2,
+    CAUSAL: bool = False,
+    GROUP: int = 1,
+    SCALE: float = 0.0,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 240,
+):
+    """O = softmax(Q K^T * SCALE) V for every (batch, query head), and LSE, each row's log-sum-exp of the scaled
+    scores (natural log; -inf and O = 0 for a row that sees no key). Q (BH, SQ, D), K (BHK, SK, D), V (BHK, SK, DV)
+    in IN (bf16 or f16), O in OUT; query head ``h`` reads key/value head ``h // GROUP`` (GQA, MQA: BH = BHK *
+    GROUP for heads numbered batch-major). SCALE 0 means 1/sqrt(D). CAUSAL: query i sees keys j <= i + SK - SQ
+    (the mask aligned at the bottom right, as in FlashAttention; for SQ = SK, torch's ``is_causal``), and a
+    block skips the key tiles past its last row's diagonal. Sequences of any length: tails are masked.
+
+    One block per (BM query rows, head): a producer warpgroup loads Q once and K/V tiles through a STAGES-deep
+    mbarrier pipeline (TMA, one box per 64-column panel), CONSUMERS warpgroups (BM / CONSUMERS rows each) compute
+    S = Q K^T and O += P V with wgmma, the online softmax in registers (exp2, the scale folded in), P through
+    shared memory as wgmma's A operand."""
+    if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
+        raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
+    if BM != 64 * CONSUMERS * (BM // (64 * CONSUMERS)) or BM // CONSUMERS not in (64, 128):
+        raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 or 128 rows each")
+    T.assume(f"BH == BHK * {GROUP}")
+    scale_log2 = LOG2E * (SCALE if SCALE else 1.0 / D**0.5)
+    consumers = tuple(range(1, 1 + CONSUMERS))
+    with T.grid(T.cdiv(SQ, BM), BH, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bm, bh):
+        kv = bh // GROUP  # the key/value head of query head bh
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
+        sP = T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # probabilities: P @ V's A operand
+        q_ready = T.alloc_mbarrier(1, arrive_count=1)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # one arrival per role (every consumer warpgroup)
+        n_tiles = T.cdiv(SK, BN)
+        if CAUSAL:  # the key tiles up to the block's last row's diagonal, none where it is above the first key
+            n_tiles = T.minimum(n_tiles, T.cdiv(T.maximum((bm + 1) * BM + SK - SQ, 0), BN))
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
+            load_panels(Q, bh, bm, BM, D, sQ, q_ready[0])
+            for j, s in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
+                load_panels(K, kv, j, BN, D, sK[s], full[s])
+                load_panels(V, kv, j, BN, DV, sV[s], full[s])
+        with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
+            scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
+            o = T.alloc_fragment((BM, DV), T.f32, mma=T.wgmma_atom(DV, Q.dtype))
+            m = T.alloc_reduced(scores, axis=1)  # running row maximum (log2 domain)
+            l = T.alloc_reduced(scores, axis=1)  # running row sum
+            T.fill(o, 0.0)
+            T.fill(m, float("-inf"))
+            T.fill(l, 0.0)
+            T.mbarrier_wait(q_ready[0], phase=0)
+            for j, s in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
+                # invariant: the stage holds key tile j of this head's key/value head
+                T.assert_tag(lambda k: (k[0] == kv) & (k[1] // BN == j), sK[s])
+                T.assert_tag(lambda v: (v[0] == kv) & (v[1] // BN == j), sV[s])
+                T.fill(scores, 0.0)
+                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
+                    # of the query, SK - 1 at most: that masks the keys past the sequence too)
+                    diagonal = T.index(scores, 1) - T.index(scores, 0)
+                    x = T.where(diagonal <= bm * BM + (SK - SQ) - j * BN, scores * scale_log2, float("-inf"))
+                else:  # key positions past the sequence
+                    x = T.where(T.index(scores, 1) < SK - j * BN, scores * scale_log2, float("-inf"))
+                m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows
+                # a row that has seen no key yet keeps -inf: subtract 0 from it instead (exp2(-inf) = 0)
+                m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
+                p = T.exp2(x - m_safe[:, None])
+                alpha = T.exp2(m - m_safe)  # rescales what was accumulated with the old maximum
+                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
+                T.assert_tag(lambda pv, mv: (pv[0] == mv[0]) & (pv[0] // BM == bm), p, m_new[:, None])
+                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+                T.copy(o * alpha[:, None], o)
+                T.copy(m_new, m)
+                T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # the previous P @ V has finished reading sP
+                T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
+                T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
+                T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
+                T.gemm(sP, sV[s], o)  # O += P V
+                T.mbarrier_arrive(empty[s])
+            seen = l > 0.0
+            inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
+            T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
+            lse = T.where(seen, (m + T.log2(l)) * LN2, float("-inf"))
+            T.copy(lse, LSE.tile((bh, bm), (None, BM)))

@@ -3,16 +3,18 @@
 * Shared memory: every shared buffer's *physical* extent (its layout's cosize, so padding and
   swizzle footprints count) times its element size, plus 8 bytes per mbarrier, against the 227 KiB
   a Hopper block may use.
-* Registers: the fragments live at each program point, in 32-bit registers per thread, against 255 or
-  the warp role's ``setmaxnreg`` budget. A fragment is live from the first statement that writes it to
-  its last use; one used inside a loop it was allocated outside of is live for the whole loop, unless
-  every iteration overwrites all of it before any use (a ``T.fill`` or whole copy that comes first in
-  the iteration and encloses the uses: the value is not carried to the next iteration, e.g. a
-  persistent kernel's accumulator, reset per tile). An elementwise statement or copy whose fragment
-  operands die there (their last use, or the next statement that refers to one, in the same block,
-  overwrites it whole) may write its result over them element by element: there it counts the larger
-  of the result and those operands, not both (``T.copy(o * alpha[:, None], o)`` rescales o in place). Addresses and indices need registers too, so this is a lower
-  bound on what the fragments as written take: exceeding it means the compiler must spill.
+* Registers: the fragments live at each program point, in 32-bit registers per thread, against 255 or the warp
+  role's ``setmaxnreg`` budget. A fragment is live from the first statement that writes it to its last use;
+  one used inside a loop it was allocated outside of is live for the whole loop, unless every iteration
+  overwrites all of it before any use (a ``T.fill`` or whole copy that comes first in the iteration and
+  encloses the uses: the value is not carried to the next iteration, e.g. a persistent kernel's accumulator,
+  reset per tile). An elementwise statement or copy whose fragment operands die there (their last use, or the
+  next statement that refers to one, in the same block, overwrites it whole) may write its result over them
+  element by element: there it counts the larger of the result and those operands, not both (``T.copy(o *
+  alpha[:, None], o)`` rescales o in place). A fragment holding only its elements' coordinates (``T.index``)
+  counts nothing: the compiler folds those values (functions of the thread and element index) into the
+  instructions that use them. Addresses and indices need registers too, so this is a lower bound on what the
+  fragments as written take: exceeding it means the compiler must spill.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from argus.atoms.common import MAX_THREAD_REGISTERS as MAX_REGISTERS
 from argus.atoms.common import shared_budget
 from argus.atoms.smem import SharedCarve
-from argus.ir.nodes import Alloc, Broadcast, Buffer, Copy, Fill, Map, Reduce, Space, TileRef
+from argus.ir.nodes import Alloc, Broadcast, Buffer, Copy, Fill, Map, MapOp, Reduce, Space, TileRef
 from argus.verify.blame import register_blame, smem_blame
 from argus.verify.context import Context
 from argus.verify.program import Site, user_name
@@ -118,9 +120,16 @@ def check_register_budget(ctx: Context) -> list[Finding]:
     born: dict[Buffer, int] = {}  # the first statement that writes it
     last: dict[Buffer, int] = {}
     kills: dict[Buffer, list[Site]] = {}  # statements that overwrite it whole
+    # a fragment that holds only its elements' coordinates (`T.index`) counts nothing: each value is a function of
+    # the thread and element index that the compiler folds into the instructions that use it
+    writes: dict[Buffer, set[Any]] = {}
+    for site in prog.sites:
+        if isinstance(site.stmt, Fill | Copy | Map | Reduce) and site.stmt.dst.space == Space.FRAGMENT:
+            writes.setdefault(site.stmt.dst.buffer, set()).add(site.stmt.op if isinstance(site.stmt, Map) else None)
+    coordinates = {b for b, ops in writes.items() if ops == {MapOp.COORD}}
     for site in prog.sites:
         s = site.stmt
-        if isinstance(s, Alloc) and s.buffer.space == Space.FRAGMENT:
+        if isinstance(s, Alloc) and s.buffer.space == Space.FRAGMENT and s.buffer not in coordinates:
             first[s.buffer] = site
             continue
         killed = _overwrites(s)

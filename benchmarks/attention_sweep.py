@@ -1,0 +1,140 @@
+"""Attention (issue #22): `argus.kernels.sdpa.sdpa` against torch's SDPA with the cuDNN and FlashAttention-2
+backends, interleaved in one process, L2 flushed before every launch, CUDA events (`gemm_parity.interleaved_times`).
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/attention_sweep.py [--json F] [--rounds 20] [--quick]
+
+Rows: bf16, (B, H, S, D) with B * H * S = 65536 (H = 16, fewer where S is long), S in 1k..16k, head dims 64, 128
+and 256, non-causal and causal (SQ = SK, so the bottom-right mask is torch's ``is_causal``); then grouped-query
+attention (32 query heads over 8 key/value heads) and decoding (one query token against a long KV). Every output
+is checked against torch's SDPA math backend in f32 before it is timed (max abs error <= 2e-2). TFLOP/s count
+4 * B * H * (kept query-key pairs) * D (causal: about half the pairs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_parity import interleaved_times  # noqa: E402
+from gemm_variants import environment  # noqa: E402
+
+TOKENS = 65536  # B * H * S of every sweep row
+
+
+def sweep_rows(quick: bool) -> list[tuple[str, int, int, int, int, int, int, bool]]:
+    """(label, B, H, HK, SQ, SK, D, causal)."""
+    rows = []
+    lengths = (1024, 4096, 16384) if quick else (1024, 2048, 4096, 8192, 16384)
+    for d in (64, 128, 256):
+        for causal in (False, True):
+            for s in lengths:
+                h = min(16, TOKENS // s)
+                b = TOKENS // (s * h)
+                rows.append((f"d{d} {'causal' if causal else 'full'} S={s}", b, h, h, s, s, d, causal))
+    rows.append(("GQA 32/8 d128 S=4096", 2, 32, 8, 4096, 4096, 128, False))
+    rows.append(("GQA 32/8 d128 causal S=4096", 2, 32, 8, 4096, 4096, 128, True))
+    for b, sk in ((1, 8192), (16, 8192), (64, 4096), (4, 65536)):
+        rows.append((f"decode B={b} 32/8 d128 SK={sk}", b, 32, 8, 1, sk, 128, False))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    from argus.kernels import sdpa as S
+
+    for line in environment(torch):
+        print(line)
+    print(f"cuDNN {torch.backends.cudnn.version()}")
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    results = []
+    print("\n| row | config | argus ms | TFLOP/s | cuDNN ms | TFLOP/s | FA2 ms | TFLOP/s | ×cuDNN | ×FA2 | err |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, b, h, hk, sq, sk, d, causal in sweep_rows(args.quick):
+        g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sq + sk + d)
+        q = torch.randn(b, h, sq, d, device="cuda", generator=g).to(torch.bfloat16)
+        k = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
+        v = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
+        problem = S.problem_of(q, k, v, causal=causal)
+        row = {"row": label, "shape": [b, h, hk, sq, sk, d], "causal": causal}
+        try:
+            o, lse, launch = S.prepare(q, k, v, causal=causal)
+            launch.launch()
+            with sdpa_kernel([SDPBackend.MATH]):
+                kk, vv = (x.float().repeat_interleave(h // hk, dim=1) for x in (k, v))
+                ref = torch_sdpa(q.float(), kk, vv, is_causal=causal)
+            torch.cuda.synchronize()
+            err = (o.float() - ref).abs().max().item()
+            del kk, vv, ref
+        except Exception as e:  # noqa: BLE001 - a row that fails is reported, the sweep goes on
+            print(f"| {label} | — | FAILED: {type(e).__name__}: {str(e)[:200]} |")
+            row["error"] = f"{type(e).__name__}: {e}"
+            results.append(row)
+            continue
+        row.update(config=S.choose(problem).label(), err=err, ok=err <= 2e-2)
+        gqa = hk != h
+        launches = {"argus": launch.launch}
+        for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+
+            def run(backend=backend, q=q, k=k, v=v, causal=causal, gqa=gqa) -> None:  # noqa: ANN001
+                with sdpa_kernel([backend]):
+                    torch_sdpa(q, k, v, is_causal=causal, enable_gqa=gqa)
+
+            try:
+                run()
+                torch.cuda.synchronize()
+                launches[name] = run
+            except Exception as e:  # noqa: BLE001 - a backend that does not take the row is left out
+                row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:120]}"
+        times = interleaved_times(torch, launches, args.rounds, scratch)
+        flops = problem.flops()
+        cells = []
+        for name in ("argus", "cudnn", "fa2"):
+            if name in times:
+                ms = statistics.median(times[name])
+                row[f"{name}_ms"] = ms
+                row[f"{name}_tflops"] = flops / ms / 1e9
+                cells += [f"{ms:.4f}", f"{flops / ms / 1e9:.0f}"]
+            else:
+                cells += ["—", "—"]
+        ratios = []
+        for name in ("cudnn", "fa2"):
+            if name in times:
+                row[f"x_{name}"] = row[f"{name}_ms"] / row["argus_ms"]
+                ratios.append(f"{row[f'x_{name}']:.2f}")
+            else:
+                ratios.append("—")
+        verdict = "" if row["ok"] else " WRONG"
+        print(f"| {label} | {row['config']} | {' | '.join(cells)} | {' | '.join(ratios)} | {err:.1e}{verdict} |")
+        results.append(row)
+        del o, lse, launch, launches
+        torch.cuda.empty_cache()
+    for line in environment(torch):
+        print("after:", line)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0 if all(r.get("ok") for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
