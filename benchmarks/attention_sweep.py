@@ -78,8 +78,13 @@ def main() -> int:
         problem = S.problem_of(q, k, v, causal=causal)
         row = {"row": label, "shape": [b, h, hk, sq, sk, d], "causal": causal}
         try:
-            o, lse, launch = S.prepare(q, k, v, causal=causal)
-            launch.launch()
+            o, lse, prepared = S.prepare(q, k, v, causal=causal)
+
+            def launch(prepared=prepared) -> None:  # noqa: ANN001
+                for one in prepared:
+                    one.launch()
+
+            launch()
             with sdpa_kernel([SDPBackend.MATH]):
                 kk, vv = (x.float().repeat_interleave(h // hk, dim=1) for x in (k, v))
                 ref = torch_sdpa(q.float(), kk, vv, is_causal=causal)
@@ -93,7 +98,7 @@ def main() -> int:
             continue
         row.update(config=S.choose(problem).label(), err=err, ok=err <= 2e-2)
         gqa = hk != h
-        launches = {"argus": launch.launch}
+        launches = {"argus": launch}
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
 
             def run(backend=backend, q=q, k=k, v=v, causal=causal, gqa=gqa) -> None:  # noqa: ANN001
@@ -127,7 +132,7 @@ def main() -> int:
         verdict = "" if row["ok"] else " WRONG"
         print(f"| {label} | {row['config']} | {' | '.join(cells)} | {' | '.join(ratios)} | {err:.1e}{verdict} |")
         results.append(row)
-        del o, lse, launch, launches
+        del o, lse, prepared, launch, launches
         torch.cuda.empty_cache()
     for line in environment(torch):
         print("after:", line)

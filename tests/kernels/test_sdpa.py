@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from argus.atoms.common import SHARED_MEMORY_BUDGET
+from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
 from argus.backend.cuda.codegen import compile_kernel
 from argus.ir.types import bf16, f16, round_to
 from argus.kernels import sdpa as S
@@ -52,6 +52,50 @@ def test_attention_matches_the_definition_on_the_interpreter(case: str) -> None:
         assert (o[:, :, : sq - sk] == 0).all() and np.isneginf(lse[:, :, : sq - sk]).all()
 
 
+#: Decoding: (problem, config or None for `choose`'s): packed query heads, split keys and their combine.
+DECODE = {
+    # one token, four query heads over one key/value head: packed into one tile, the keys split 3 ways
+    "mqa_token_split": (S.AttentionProblem(1, 4, 1, 1, 700, 64, 64, False, "bf16", "f32"), None),
+    # causal one-token decode, packed: the bottom-right mask of one token keeps every key (the kernel gets none)
+    "causal_token_packed": (S.AttentionProblem(2, 4, 2, 1, 300, 128, 64, True, "bf16", "f32"), None),
+    # a short non-causal query with grouped heads, packed, not split (a GPU of one SM would be full)
+    "short_query_packed": (S.AttentionProblem(1, 4, 2, 20, 200, 64, 64, False, "bf16", "f32"), "one sm"),
+    # causal with more than one token: not packed (the mask depends on the row), split 2 ways, bf16 out
+    "causal_split_unpacked": (
+        S.AttentionProblem(1, 2, 1, 20, 520, 64, 64, True, "bf16", "bf16"),
+        S.AttentionConfig(64, 128, 2, 1, SPLITS=2),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DECODE))
+def test_decoding_packs_heads_and_splits_keys_on_the_interpreter(case: str) -> None:
+    problem, config = DECODE[case]
+    if config == "one sm":
+        config = S.choose(problem, sms=1)
+    the_plan = S.plan(problem, config)
+    assert the_plan.config.PACK == S.packable(problem)
+    q, k, v = _inputs(problem, seed=5)
+    o, lse = the_plan.run_on_interpreter(q, k, v)
+    ref_o, ref_lse = S.reference(q, k, v, causal=problem.causal)
+    np.testing.assert_allclose(o, ref_o, atol=1e-2 if problem.out == "f32" else 2e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+
+
+def test_the_chooser_packs_and_splits_only_where_they_apply() -> None:
+    decode = S.choose(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128))
+    assert decode.PACK and decode.CONSUMERS == 1 and decode.SPLITS > 1  # 32 blocks on 132 SMs
+    assert S.plan(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128), decode).extents() == (32, 4, 1)
+    assert not S.choose(S.AttentionProblem(4, 32, 8, 4, 8192, 128, 128, causal=True)).PACK  # the mask needs rows
+    assert S.choose(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128, causal=True)).PACK  # one token: every key
+    prefill = S.choose(S.AttentionProblem(4, 32, 8, 4096, 4096, 128, 128))
+    assert not prefill.PACK and prefill.SPLITS == 1  # 1024 blocks fill the GPU
+    short = S.choose(S.AttentionProblem(1, 1, 1, 1, 300, 128, 128))
+    assert short.SPLITS == 1  # three key tiles: too few to split
+    assert S.choose(S.AttentionProblem(1, 8, 8, 1, 1 << 20, 64, 64)).SPLITS == -(-SMS // 8)  # about one wave
+    assert S.choose(S.AttentionProblem(1, 1, 1, 1, 1 << 20, 64, 64)).SPLITS == S.MAX_SPLITS
+
+
 def test_an_explicit_scale_and_bf16_output() -> None:
     p = S.AttentionProblem(1, 1, 1, 40, 90, 64, 64, False, "bf16", "bf16", scale=0.3)
     q, k, v = _inputs(p, seed=3)
@@ -70,7 +114,8 @@ CONFIGS = [
     S.AttentionProblem(4, 16, 4, 4096, 4096, 256, 256, True),
     S.AttentionProblem(4, 32, 8, 2048, 2048, 128, 128, False, "f16", "f16"),
     S.AttentionProblem(4, 16, 16, 1000, 3000, 64, 128, True),
-    S.AttentionProblem(64, 32, 8, 1, 8192, 128, 128, False),
+    S.AttentionProblem(64, 32, 8, 1, 8192, 128, 128, False),  # packed decode, 64 x 8 blocks fill the GPU
+    S.AttentionProblem(2, 32, 8, 1, 32768, 128, 128, True),  # packed decode, split keys and the combine
 ]
 
 
@@ -85,6 +130,12 @@ def test_every_chosen_configuration_verifies_and_compiles(problem: S.AttentionPr
     tags = [c for c in report.checks if c.check == "tag assertion"]
     assert len(tags) == 3 and all(c.verdict.value == "verified" for c in tags)
     assert not [c for c in report.checks if c.verdict.value == "violated"]
+    if the_plan.config.SPLITS > 1:  # the combine: verified, each split's partial result of the same rows proved
+        combine = verify_kernel(the_plan.kernels()[1])
+        assert not combine.findings, combine.findings
+        tags = [c for c in combine.checks if c.check == "tag assertion"]
+        assert len(tags) == the_plan.config.SPLITS and all(c.verdict.value == "verified" for c in tags)
+        assert compile_kernel(the_plan.kernels()[1]).resources.spill_stores == 0
     compiled = compile_kernel(the_plan.kernel())
     mix = compiled.instruction_mix()
     assert mix.get("HGMMA", 0) > 0 and mix.get("UTMALDG", 0) > 0, mix
@@ -147,7 +198,9 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
         (2, 8, 8, 1024, 1024, 128, 128, True, torch.bfloat16),
         (1, 8, 2, 777, 777, 128, 128, True, torch.float16),
         (1, 4, 4, 333, 333, 256, 256, False, torch.bfloat16),
-        (4, 8, 1, 1, 5000, 128, 128, False, torch.bfloat16),
+        (4, 8, 1, 1, 5000, 128, 128, False, torch.bfloat16),  # packed, split keys
+        (2, 32, 8, 1, 30000, 128, 128, True, torch.bfloat16),  # packed causal token, split keys
+        (1, 4, 4, 16, 20000, 64, 64, True, torch.float16),  # split keys, causal, unpacked
     ]:
         q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype)
         k = torch.randn(b, hk, sk, d, device="cuda", dtype=dtype)

@@ -93,9 +93,15 @@ def v_shape(DV: int) -> tuple[Any, ...]:  # noqa: N803
     return ("BHK", "SK", DV)
 
 
-def o_shape(DV: int) -> tuple[Any, ...]:  # noqa: N803
-    """O's global shape: (batch * query heads, query length, value head dim)."""
-    return ("BH", "SQ", DV)
+def o_shape(DV: int, SPLITS: int) -> tuple[Any, ...]:  # noqa: N803
+    """O's global shape: (batch * query heads, query length, value head dim); with SPLITS > 1, one such partial
+    result per split of the keys first (``P`` = SPLITS)."""
+    return ("P", "BH", "SQ", DV) if SPLITS > 1 else ("BH", "SQ", DV)
+
+
+def lse_shape(SPLITS: int) -> tuple[Any, ...]:  # noqa: N803
+    """LSE's global shape: (batch * query heads, query length), after the split with SPLITS > 1."""
+    return ("P", "BH", "SQ") if SPLITS > 1 else ("BH", "SQ")
 
 
 #: Elements of a 16-bit operand in one 128-byte swizzle span: the width of one TMA box and one panel of a tile.
@@ -121,7 +127,7 @@ def flash_attention(
     K: T.Tensor[k_shape, "IN"],
     V: T.Tensor[v_shape, "IN"],
     O: T.Tensor[o_shape, "OUT"],
-    LSE: T.Tensor[("BH", "SQ"), T.f32],
+    LSE: T.Tensor[lse_shape, T.f32],
     D: int = 128,
     DV: int = 128,
     BM: int = 128,
@@ -131,6 +137,7 @@ def flash_attention(
     CAUSAL: bool = False,
     GROUP: int = 1,
     SCALE: float = 0.0,
+    SPLITS: int = 1,
     IN: str = "bf16",
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
@@ -146,15 +153,26 @@ def flash_attention(
     One block per (BM query rows, head): a producer warpgroup loads Q once and K/V tiles through a STAGES-deep
     mbarrier pipeline (TMA, one box per 64-column panel), CONSUMERS warpgroups (BM / CONSUMERS rows each) compute
     S = Q K^T and O += P V with wgmma, the online softmax in registers (exp2, the scale folded in), P through
-    shared memory as wgmma's A operand."""
+    shared memory as wgmma's A operand.
+
+    SPLITS > 1 splits the keys (flash-decoding, for short queries against long keys): block (bm, bh, split) attends
+    to the split's ``cdiv(n_tiles, SPLITS)`` key tiles only and writes that partial result, normalized by its own
+    row sums, into slice ``split`` of O and LSE (P = SPLITS, f32); `attention_combine` merges the slices."""
     if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
         raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
     if BM != 64 * CONSUMERS * (BM // (64 * CONSUMERS)) or BM // CONSUMERS not in (64, 128):
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 or 128 rows each")
     T.assume(f"BH == BHK * {GROUP}")
+    if SPLITS > 1:
+        if O.dtype != T.f32:
+            raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
+        T.assume(f"P == {SPLITS}")
     scale_log2 = LOG2E * (SCALE if SCALE else 1.0 / D**0.5)
     consumers = tuple(range(1, 1 + CONSUMERS))
-    with T.grid(T.cdiv(SQ, BM), BH, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bm, bh):
+    extents = (T.cdiv(SQ, BM), BH, SPLITS) if SPLITS > 1 else (T.cdiv(SQ, BM), BH)
+    with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
+        bm, bh = blocks[0], blocks[1]
+        split = blocks[2] if SPLITS > 1 else 0
         kv = bh // GROUP  # the key/value head of query head bh
         sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
         sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
@@ -166,14 +184,19 @@ def flash_attention(
         n_tiles = T.cdiv(SK, BN)
         if CAUSAL:  # the key tiles up to the block's last row's diagonal, none where it is above the first key
             n_tiles = T.minimum(n_tiles, T.cdiv(T.maximum((bm + 1) * BM + SK - SQ, 0), BN))
+        first = 0  # the block's first key tile
+        if SPLITS > 1:  # the split's share of them
+            share = T.cdiv(n_tiles, SPLITS)
+            first = split * share
+            n_tiles = T.maximum(T.minimum(share, n_tiles - first), 0)
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
             load_panels(Q, bh, bm, BM, D, sQ, q_ready[0])
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
                 T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
-                load_panels(K, kv, j, BN, D, sK[s], full[s])
-                load_panels(V, kv, j, BN, DV, sV[s], full[s])
+                load_panels(K, kv, first + j, BN, D, sK[s], full[s])
+                load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
             o = T.alloc_fragment((BM, DV), T.f32, mma=T.wgmma_atom(DV, Q.dtype))
@@ -185,17 +208,18 @@ def flash_attention(
             T.mbarrier_wait(q_ready[0], phase=0)
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
-                # invariant: the stage holds key tile j of this head's key/value head
-                T.assert_tag(lambda k: (k[0] == kv) & (k[1] // BN == j), sK[s])
-                T.assert_tag(lambda v: (v[0] == kv) & (v[1] // BN == j), sV[s])
+                # invariant: the stage holds key tile first + j of this head's key/value head
+                T.assert_tag(lambda k: (k[0] == kv) & (k[1] // BN == first + j), sK[s])
+                T.assert_tag(lambda v: (v[0] == kv) & (v[1] // BN == first + j), sV[s])
                 T.fill(scores, 0.0)
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
                 if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
                     # of the query, SK - 1 at most: that masks the keys past the sequence too)
                     diagonal = T.index(scores, 1) - T.index(scores, 0)
-                    x = T.where(diagonal <= bm * BM + (SK - SQ) - j * BN, scores * scale_log2, float("-inf"))
+                    limit = bm * BM + (SK - SQ) - (first + j) * BN
+                    x = T.where(diagonal <= limit, scores * scale_log2, float("-inf"))
                 else:  # key positions past the sequence
-                    x = T.where(T.index(scores, 1) < SK - j * BN, scores * scale_log2, float("-inf"))
+                    x = T.where(T.index(scores, 1) < SK - (first + j) * BN, scores * scale_log2, float("-inf"))
                 m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows
                 # a row that has seen no key yet keeps -inf: subtract 0 from it instead (exp2(-inf) = 0)
                 m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
@@ -214,6 +238,54 @@ def flash_attention(
                 T.mbarrier_arrive(empty[s])
             seen = l > 0.0
             inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
-            T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
             lse = T.where(seen, (m + T.log2(l)) * LN2, float("-inf"))
-            T.copy(lse, LSE.tile((bh, bm), (None, BM)))
+            if SPLITS > 1:
+                T.copy(o * inv[:, None], O.tile((split, bh, bm, 0), (None, None, BM, DV)))
+                T.copy(lse, LSE.tile((split, bh, bm), (None, None, BM)))
+            else:
+                T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
+                T.copy(lse, LSE.tile((bh, bm), (None, BM)))
+
+
+@argus.kernel(policies={"tile_shape": ("BR",)})
+def attention_combine(
+    OP: T.Tensor[("P", "BH", "SQ", "DV"), T.f32],
+    LP: T.Tensor[("P", "BH", "SQ"), T.f32],
+    O: T.Tensor[("BH", "SQ", "DV"), "OUT"],
+    LSE: T.Tensor[("BH", "SQ"), T.f32],
+    SPLITS: int = 2,
+    BR: int = 16,
+    BD: int = 64,
+    OUT: str = "bf16",
+):
+    """The second half of split-key attention: for each row, LSE = log(sum over splits s of exp(LP[s])) and
+    O = sum over s of exp(LP[s] - LSE) OP[s], from the SPLITS partial results `flash_attention` writes with
+    SPLITS > 1 (each normalized by its own row sum; a split that saw no key has LP = -inf and weighs nothing).
+    One block per (BR rows, BD value columns, head)."""
+    T.assume(f"P == {SPLITS}")
+    T.assume("DV % 4 == 0")  # 16-byte rows of f32
+    with T.grid(T.cdiv(SQ, BR), T.cdiv(DV, BD), BH, threads=WARPGROUP_SIZE) as (br, bd, bh):
+        acc = T.alloc_fragment((BR, BD), T.f32)
+        top = T.alloc_reduced(acc, axis=1)  # the largest partial log-sum-exp of each row
+        total = T.alloc_reduced(acc, axis=1)  # sum over s of exp(LP[s] - top)
+        part = T.alloc_reduced(acc, axis=1)
+        T.fill(top, float("-inf"))
+        for s in range(SPLITS):  # unrolled at trace time: SPLITS is a constant
+            T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
+            T.copy(T.maximum(part, top), top)
+        safe = T.where(top > float("-inf"), top, 0.0)  # rows no split saw: every weight exp2(-inf) = 0
+        T.fill(acc, 0.0)
+        T.fill(total, 0.0)
+        for s in range(SPLITS):
+            o = T.alloc_fragment((BR, BD), T.f32)
+            T.copy(OP.tile((s, bh, br, bd), (None, None, BR, BD)), o)
+            T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
+            # invariant: what is added is split s's partial result of the same rows and columns
+            T.assert_tag(lambda x, s=s: (x[0] == s) & (x[1] == bh) & (x[2] // BR == br) & (x[3] // BD == bd), o)
+            w = T.exp2((part - safe) * LOG2E)
+            T.copy(total + w, total)
+            T.copy(acc + o * w[:, None], acc)
+        seen = total > 0.0
+        T.copy(acc * T.where(seen, T.rcp(total), 0.0)[:, None], O.tile((bh, br, bd), (None, BR, BD)))
+        with T.if_(T.eq(bd, 0)):  # one column block writes the rows' LSE
+            T.copy(T.where(seen, safe + T.log(total), float("-inf")), LSE.tile((bh, br), (None, BR)))

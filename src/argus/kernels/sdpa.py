@@ -11,12 +11,22 @@ with SQ > SK) gets O = 0 and LSE = -inf.
 `choose` picks the tile shape and pipeline depth: 128 query rows per block over two consumer warpgroups (64 rows
 when the query is that short: one warpgroup), 128 keys per tile up to head dim 128 and 64 beyond (the output
 accumulator then takes 128 registers per thread), and the deepest pipeline the shared memory holds (at most
-`MAX_STAGES`). `AttentionPlan.run_on_interpreter` runs the same kernel and parameters on the CPU interpreter
-(small shapes), which is how the tests check every mechanism without a GPU.
+`MAX_STAGES`). Two mechanisms serve decoding (a short query against a long key sequence):
+
+* **packed query heads**: with grouped-query heads and a short query that is not causal (or one token, whose
+  bottom-right mask keeps every key), the GROUP query heads of one key/value head are rows of one tile (q viewed as
+  (B * HK, GROUP * SQ, D), a free view of the contiguous (B, H, SQ, D)): each key/value tile is read once for the
+  group instead of once per query head;
+* **split keys** (flash-decoding): when the blocks would not fill the GPU, the keys are split SPLITS ways, each
+  block computes its share's partial result and log-sum-exp into an f32 workspace, and `attention_combine` (a
+  second, verified kernel) merges them.
+
+`AttentionPlan.run_on_interpreter` runs the same kernels and parameters on the CPU interpreter (small shapes),
+which is how the tests check every mechanism without a GPU.
 
 Not built yet (issue 22): P fed to the second GEMM from registers (the register-A ``wgmma``), ping-pong between the
 consumer warpgroups, intra-warpgroup overlap of softmax with the next QK^T, a persistent scheduler, variable-length
-batches, the (B, S, H, D) layout without a copy, and split-KV decoding.
+batches, the (B, S, H, D) layout without a copy, and paged KV.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from argus.atoms.common import SHARED_MEMORY_BUDGET
+from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
 from argus.kernels import attention
 
 #: Input dtypes (Q, K, V) and output dtypes `sdpa` takes.
@@ -36,6 +46,11 @@ OUTPUTS = ("bf16", "f16", "f32")
 MAX_STAGES = 4
 #: Head dims: multiples of one 64-element panel, up to what one TMA box row and wgmma's N take.
 MAX_HEAD_DIM = 256
+#: The most ways the keys are split, and the fewest key tiles a split gets.
+MAX_SPLITS = 32
+MIN_TILES_PER_SPLIT = 2
+#: The combine kernel's tile: rows, value columns.
+COMBINE_TILE = (16, 64)
 
 
 class AttentionError(ValueError):
@@ -98,9 +113,26 @@ class AttentionConfig:
     BN: int
     STAGES: int
     CONSUMERS: int
+    SPLITS: int = 1  # ways the keys are split (then `attention_combine` merges the partial results)
+    PACK: bool = False  # the GROUP query heads of a key/value head as rows of one tile
 
     def label(self) -> str:
-        return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}"
+        extra = (f" split{self.SPLITS}" if self.SPLITS > 1 else "") + (" packed" if self.PACK else "")
+        return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
+
+
+def packable(problem: AttentionProblem) -> bool:
+    """Whether the query heads of one key/value head may be rows of one tile: grouped heads, a short query, and no
+    mask that depends on the row (causal with more than one query token)."""
+    return problem.group > 1 and problem.sq * problem.group <= 128 and (not problem.causal or problem.sq == 1)
+
+
+def kernel_extents(problem: AttentionProblem, pack: bool) -> tuple[int, int, int]:
+    """(matrices, rows per matrix, group) as the kernel sees the problem: packed, B * HK matrices of GROUP * SQ rows
+    and one query head per key/value head."""
+    if pack:
+        return problem.batch * problem.kv_heads, problem.group * problem.sq, 1
+    return problem.batch * problem.heads, problem.sq, problem.group
 
 
 def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
@@ -109,13 +141,20 @@ def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
     return 2 * elements + 8 * (1 + 2 * config.STAGES)
 
 
-def choose(problem: AttentionProblem) -> AttentionConfig:
-    """The configuration `sdpa` runs `problem` on (see the module docstring)."""
-    consumers = 1 if problem.sq <= 64 else 2
+def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
+    """The configuration `sdpa` runs `problem` on (see the module docstring), for a GPU of `sms` SMs."""
+    pack = packable(problem)
+    matrices, rows, _ = kernel_extents(problem, pack)
+    consumers = 1 if rows <= 64 else 2
     bm = 64 * consumers
     bn = 128 if max(problem.d, problem.dv) <= 128 else 64
+    blocks = -(-rows // bm) * matrices
+    key_tiles = -(-problem.sk // bn)
+    splits = 1
+    if blocks < sms:  # too few blocks for the GPU: split the keys, each split at least MIN_TILES_PER_SPLIT tiles
+        splits = max(1, min(-(-sms // blocks), key_tiles // MIN_TILES_PER_SPLIT, MAX_SPLITS))
     for stages in range(MAX_STAGES, 1, -1):
-        config = AttentionConfig(bm, bn, stages, consumers)
+        config = AttentionConfig(bm, bn, stages, consumers, splits, pack)
         if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:
             return config
     raise AttentionError(f"no configuration of {problem} fits the shared memory")  # unreachable for d, dv <= 256
@@ -126,26 +165,46 @@ class AttentionPlan:
     problem: AttentionProblem
     config: AttentionConfig
 
+    def extents(self) -> tuple[int, int, int]:
+        """(matrices, rows per matrix, group) of the kernel's Q (`kernel_extents`)."""
+        return kernel_extents(self.problem, self.config.PACK)
+
     def params(self) -> tuple[tuple[str, Any], ...]:
-        p = self.problem
+        p, c = self.problem, self.config
         return tuple(
             sorted(
                 {
-                    **asdict(self.config),
+                    "BM": c.BM,
+                    "BN": c.BN,
+                    "STAGES": c.STAGES,
+                    "CONSUMERS": c.CONSUMERS,
+                    "SPLITS": c.SPLITS,
                     "D": p.d,
                     "DV": p.dv,
-                    "CAUSAL": p.causal,
-                    "GROUP": p.group,
+                    "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
+                    "GROUP": self.extents()[2],
                     "SCALE": p.scale if p.scale is not None else 0.0,
                     "IN": p.dtype,
-                    "OUT": p.out,
+                    "OUT": p.out if c.SPLITS == 1 else "f32",
                 }.items()
             )
         )
 
+    def combine_params(self) -> tuple[tuple[str, Any], ...] | None:
+        """The parameters of `attention_combine` where the keys are split, else None."""
+        if self.config.SPLITS == 1:
+            return None
+        br, bd = COMBINE_TILE
+        return tuple(sorted({"SPLITS": self.config.SPLITS, "BR": br, "BD": bd, "OUT": self.problem.out}.items()))
+
     def kernel(self) -> Any:
-        """The traced kernel this plan launches."""
+        """The traced attention kernel this plan launches."""
         return _traced(self.params())
+
+    def kernels(self) -> list[Any]:
+        """Every traced kernel this plan launches, in order (the attention kernel, then the combine)."""
+        combine = self.combine_params()
+        return [self.kernel()] + ([_traced_combine(combine)] if combine is not None else [])
 
     def describe(self) -> dict[str, Any]:
         return {"problem": asdict(self.problem), "config": self.config.label(), "params": dict(self.params())}
@@ -159,16 +218,23 @@ class AttentionPlan:
 
         p = self.problem
         q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-        o = np.full((p.batch * p.heads, p.sq, p.dv), np.nan)
-        lse = np.full((p.batch * p.heads, p.sq), np.nan)
+        matrices, rows, _ = self.extents()
+        splits = self.config.SPLITS
+        o = np.full((matrices, rows, p.dv), np.nan)
+        lse = np.full((matrices, rows), np.nan)
+        lead = (splits,) if splits > 1 else ()
+        part_o = np.full((*lead, matrices, rows, p.dv), np.nan) if splits > 1 else o
+        part_lse = np.full((*lead, matrices, rows), np.nan) if splits > 1 else lse
         tensors = {
-            "Q": q.reshape(-1, p.sq, p.d),
+            "Q": q.reshape(matrices, rows, p.d),
             "K": k.reshape(-1, p.sk, p.d),
             "V": v.reshape(-1, p.sk, p.dv),
-            "O": o,
-            "LSE": lse,
+            "O": part_o,
+            "LSE": part_lse,
         }
         run_kernel(self.kernel(), tensors)
+        if splits > 1:
+            run_kernel(self.kernels()[1], {"OP": part_o, "LP": part_lse, "O": o, "LSE": lse})
         return o.reshape(p.batch, p.heads, p.sq, p.dv), lse.reshape(p.batch, p.heads, p.sq)
 
 
@@ -182,11 +248,16 @@ def _traced(params: tuple[tuple[str, Any], ...]) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _loaded(params: tuple[tuple[str, Any], ...]) -> Any:
+def _traced_combine(params: tuple[tuple[str, Any], ...]) -> Any:
+    return attention.attention_combine.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel(_traced(params)))
+    return load(compile_kernel((_traced if kind == "attention" else _traced_combine)(params)))
 
 
 _NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
@@ -230,9 +301,10 @@ def prepare(
     scale: float | None = None,
     out_dtype: Any = None,
     config: AttentionConfig | None = None,
-) -> tuple[Any, Any, Any]:
-    """(O, LSE, the prepared launch that computes them): `sdpa` without the launch, for timing loops. The launch
-    holds raw addresses: keep q, k, v and the results alive while it is used."""
+) -> tuple[Any, Any, list[Any]]:
+    """(O, LSE, the prepared launches that compute them, in order): `sdpa` without the launches, for timing loops.
+    The launches hold raw addresses: keep q, k, v, the results and the list (it holds the split workspace) alive
+    while they are used."""
     import torch
 
     problem = problem_of(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype)
@@ -241,14 +313,32 @@ def prepare(
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[problem.out]
     o = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
     lse = torch.empty((problem.batch, problem.heads, problem.sq), dtype=torch.float32, device=q.device)
+    matrices, rows, _ = the_plan.extents()
+    splits = the_plan.config.SPLITS
+    out_views = (o.view(matrices, rows, problem.dv), lse.view(matrices, rows))
+    if splits > 1:
+        part_o = torch.empty((splits, matrices, rows, problem.dv), dtype=torch.float32, device=q.device)
+        part_lse = torch.empty((splits, matrices, rows), dtype=torch.float32, device=q.device)
+        first_out = (part_o, part_lse)
+    else:
+        first_out = out_views
     views = (
-        q.view(-1, problem.sq, problem.d),
+        q.view(matrices, rows, problem.d),
         k.view(-1, problem.sk, problem.d),
         v.view(-1, problem.sk, problem.dv),
-        o.view(-1, problem.sq, problem.dv),
-        lse.view(-1, problem.sq),
+        *first_out,
     )
-    return o, lse, _loaded(the_plan.params()).prepare(*views)
+    launches = _Launches([_loaded("attention", the_plan.params()).prepare(*views)])
+    if splits > 1:
+        launches.append(_loaded("combine", the_plan.combine_params()).prepare(part_o, part_lse, *out_views))
+    launches.keep = [q, k, v, o, lse, *first_out]
+    return o, lse, launches
+
+
+class _Launches(list):
+    """Prepared launches, holding the tensors whose addresses they carry (`keep`)."""
+
+    keep: list[Any]
 
 
 def sdpa(
@@ -263,8 +353,9 @@ def sdpa(
 ) -> Any:
     """softmax(q k^T * scale) v (scale: 1/sqrt(D) by default) for CUDA tensors (see the module docstring); with
     `return_lse`, (O, LSE). Launches on the current stream and returns without synchronizing, as torch does."""
-    o, lse, launch = prepare(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype)
-    launch.launch()
+    o, lse, launches = prepare(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype)
+    for launch in launches:
+        launch.launch()
     return (o, lse) if return_lse else o
 
 
@@ -296,6 +387,8 @@ __all__ = [
     "AttentionPlan",
     "AttentionProblem",
     "choose",
+    "kernel_extents",
+    "packable",
     "plan",
     "prepare",
     "problem_of",
