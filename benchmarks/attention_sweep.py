@@ -7,7 +7,7 @@ Usage (from the repository root on a GPU machine)::
 
 Rows: bf16, (B, H, S, D) with B * H * S = 65536 (H = 16, fewer where S is long), S in 1k..16k, head dims 64, 128
 and 256, non-causal and causal (SQ = SK, so the bottom-right mask is torch's ``is_causal``); then grouped-query
-attention (32 query heads over 8 key/value heads) and decoding (one query token against a long KV). Every output
+attention (32 query heads over 8 key/value heads), the (B, S, H, D) layout read in place, and decoding (one query token against a long KV). Every output
 is checked against torch's SDPA math backend in f32 before it is timed (max abs error <= 2e-2). TFLOP/s count
 4 * B * H * (kept query-key pairs) * D (causal: about half the pairs).
 """
@@ -44,10 +44,16 @@ def sweep_rows(quick: bool) -> list[tuple[str, int, int, int, int, int, int, boo
                 b = TOKENS // (s * h)
                 rows.append((f"d{d} {'causal' if causal else 'full'} S={s}", b, h, h, s, s, d, causal))
     rows.append(("GQA 32/8 d128 S=4096", 2, 32, 8, 4096, 4096, 128, False))
+    rows.append(("bshd d128 causal S=4096", 4, 16, 16, 4096, 4096, 128, True))
     rows.append(("GQA 32/8 d128 causal S=4096", 2, 32, 8, 4096, 4096, 128, True))
     for b, sk in ((1, 8192), (16, 8192), (64, 4096), (4, 65536)):
         rows.append((f"decode B={b} 32/8 d128 SK={sk}", b, 32, 8, 1, sk, 128, False))
     return rows
+
+
+def _ours(q, k, v, layout: str):  # noqa: ANN001, ANN202
+    """q, k, v as `sdpa` takes them: (B, H, S, D), or for "bshd" the (B, S, H, D) tensors under the views."""
+    return (q, k, v) if layout == "bhsd" else tuple(x.transpose(1, 2) for x in (q, k, v))
 
 
 def main() -> int:
@@ -75,10 +81,15 @@ def main() -> int:
         q = torch.randn(b, h, sq, d, device="cuda", generator=g).to(torch.bfloat16)
         k = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
         v = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
-        problem = S.problem_of(q, k, v, causal=causal)
+        layout = "bshd" if label.startswith("bshd") else "bhsd"
+        if layout == "bshd":  # the tensors (B, S, H, D); torch's SDPA gets their (B, H, S, D) views, no copy
+            q, k, v = (x.transpose(1, 2).contiguous().transpose(1, 2) for x in (q, k, v))
+        problem = S.problem_of(*_ours(q, k, v, layout), causal=causal, layout=layout)
         row = {"row": label, "shape": [b, h, hk, sq, sk, d], "causal": causal}
         try:
-            o, lse, prepared = S.prepare(q, k, v, causal=causal)
+            o, lse, prepared = S.prepare(*_ours(q, k, v, layout), causal=causal, layout=layout)
+            if layout == "bshd":
+                o = o.transpose(1, 2)
 
             def launch(prepared=prepared) -> None:  # noqa: ANN001
                 for one in prepared:

@@ -82,6 +82,36 @@ def test_decoding_packs_heads_and_splits_keys_on_the_interpreter(case: str) -> N
     np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize(
+    "problem",
+    [
+        S.AttentionProblem(2, 4, 2, 70, 90, 64, 64, True, "bf16", "f32", layout="bshd"),
+        S.AttentionProblem(1, 2, 2, 65, 130, 128, 64, False, "f16", "f16", layout="bshd"),
+    ],
+    ids=["gqa-causal", "dv-narrower-f16"],
+)
+def test_the_bshd_layout_is_read_and_written_in_place_on_the_interpreter(problem: S.AttentionProblem) -> None:
+    q, k, v = _inputs(problem, seed=7)  # (B, heads, S, dim): the definition's layout
+    o, lse = S.plan(problem).run_on_interpreter(*(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in (q, k, v)))
+    assert o.shape == (problem.batch, problem.sq, problem.heads, problem.dv)
+    ref_o, ref_lse = S.reference(q, k, v, causal=problem.causal)
+    np.testing.assert_allclose(o.transpose(0, 2, 1, 3), ref_o, atol=1e-2 if problem.out == "f32" else 2e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+
+
+def test_problems_in_the_bshd_layout_are_read_off_their_shapes() -> None:
+    q = np.zeros((2, 100, 8, 64), dtype=np.float16)
+    kv = np.zeros((2, 300, 2, 64), dtype=np.float16)
+    p = S.problem_of(q, kv, kv, layout="bshd")
+    assert (p.batch, p.heads, p.kv_heads, p.sq, p.sk, p.d, p.layout) == (2, 8, 2, 100, 300, 64, "bshd")
+    with pytest.raises(S.AttentionError, match="one \\(heads, length\\)"):
+        S.problem_of(q, kv, np.zeros((2, 2, 300, 64), dtype=np.float16), layout="bshd")
+    with pytest.raises(S.AttentionError, match="layout"):
+        S.AttentionProblem(1, 1, 1, 8, 8, 64, 64, layout="sbhd")
+    decode = S.choose(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128, layout="bshd"))
+    assert not decode.PACK and decode.SPLITS == 1  # both need (B, H, S, D) views: not built for bshd
+
+
 def test_the_chooser_packs_and_splits_only_where_they_apply() -> None:
     decode = S.choose(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128))
     assert decode.PACK and decode.CONSUMERS == 1 and decode.SPLITS > 1  # 32 blocks on 132 SMs
@@ -116,10 +146,13 @@ CONFIGS = [
     S.AttentionProblem(4, 16, 16, 1000, 3000, 64, 128, True),
     S.AttentionProblem(64, 32, 8, 1, 8192, 128, 128, False),  # packed decode, 64 x 8 blocks fill the GPU
     S.AttentionProblem(2, 32, 8, 1, 32768, 128, 128, True),  # packed decode, split keys and the combine
+    S.AttentionProblem(2, 32, 8, 2048, 2048, 128, 128, True, layout="bshd"),  # 4-d TMA boxes of one head
 ]
 
 
-@pytest.mark.parametrize("problem", CONFIGS, ids=lambda p: f"d{p.d}-{p.dv}-g{p.group}-c{int(p.causal)}-sq{p.sq}")
+@pytest.mark.parametrize(
+    "problem", CONFIGS, ids=lambda p: f"d{p.d}-{p.dv}-g{p.group}-c{int(p.causal)}-sq{p.sq}-{p.layout}"
+)
 def test_every_chosen_configuration_verifies_and_compiles(problem: S.AttentionProblem) -> None:
     from argus.verify import verify_kernel
 
@@ -215,3 +248,10 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
         torch.cuda.synchronize()
         assert (o.float() - ref).abs().max().item() < 2e-2, (b, h, hk, sq, sk, d, causal)
         assert (lse - ref_lse).abs().max().item() < 1e-3, (b, h, hk, sq, sk, d, causal)
+        if sq > 1:  # the same problem in the (B, S, H, D) layout, in place
+            o2, lse2 = S.sdpa(
+                *(x.transpose(1, 2).contiguous() for x in (q, k, v)), causal=causal, return_lse=True, layout="bshd"
+            )
+            torch.cuda.synchronize()
+            assert (o2.transpose(1, 2).float() - ref).abs().max().item() < 2e-2, ("bshd", b, h, sq, d, causal)
+            assert (lse2 - ref_lse).abs().max().item() < 1e-3, ("bshd", b, h, sq, d, causal)

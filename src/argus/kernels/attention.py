@@ -78,30 +78,42 @@ def flash_attention_fwd(
 # --- the general forward kernel: head dims, causal, GQA, output dtype, log-sum-exp ---------------------------------
 
 
-def q_shape(D: int) -> tuple[Any, ...]:  # noqa: N803 - named after the kernel parameter
-    """Q's and O's global shape: (batch * query heads, query length, head dim)."""
-    return ("BH", "SQ", D)
+#: The layouts `flash_attention` reads and writes: (batch * heads, length, head dim), or torch's (batch, length,
+#: heads, head dim) of FlashAttention and most KV caches.
+LAYOUTS = ("bhsd", "bshd")
 
 
-def k_shape(D: int) -> tuple[Any, ...]:  # noqa: N803
-    """K's global shape: (batch * key/value heads, key length, head dim)."""
-    return ("BHK", "SK", D)
+def q_shape(D: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803 - named after the kernel parameters
+    """Q's global shape: (batch * query heads, query length, head dim), or (batch, query length, query heads, head
+    dim) for "bshd"."""
+    return ("B", "SQ", "H", D) if LAYOUT == "bshd" else ("BH", "SQ", D)
 
 
-def v_shape(DV: int) -> tuple[Any, ...]:  # noqa: N803
-    """V's global shape: (batch * key/value heads, key length, value head dim)."""
-    return ("BHK", "SK", DV)
+def k_shape(D: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
+    """K's global shape: (batch * key/value heads, key length, head dim), or (batch, key length, key/value heads,
+    head dim) for "bshd"."""
+    return ("B", "SK", "HK", D) if LAYOUT == "bshd" else ("BHK", "SK", D)
 
 
-def o_shape(DV: int, SPLITS: int) -> tuple[Any, ...]:  # noqa: N803
-    """O's global shape: (batch * query heads, query length, value head dim); with SPLITS > 1, one such partial
-    result per split of the keys first (``P`` = SPLITS)."""
-    return ("P", "BH", "SQ", DV) if SPLITS > 1 else ("BH", "SQ", DV)
+def v_shape(DV: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
+    """V's global shape: K's, with the value head dim."""
+    return ("B", "SK", "HK", DV) if LAYOUT == "bshd" else ("BHK", "SK", DV)
 
 
-def lse_shape(SPLITS: int) -> tuple[Any, ...]:  # noqa: N803
-    """LSE's global shape: (batch * query heads, query length), after the split with SPLITS > 1."""
-    return ("P", "BH", "SQ") if SPLITS > 1 else ("BH", "SQ")
+def o_shape(DV: int, SPLITS: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
+    """O's global shape: Q's, with the value head dim; with SPLITS > 1, one (batch * query heads, query length,
+    value head dim) partial result per split of the keys (``P`` = SPLITS)."""
+    if SPLITS > 1:
+        return ("P", "BH", "SQ", DV)
+    return ("B", "SQ", "H", DV) if LAYOUT == "bshd" else ("BH", "SQ", DV)
+
+
+def lse_shape(SPLITS: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
+    """LSE's global shape: (batch * query heads, query length), or (batch, query heads, query length) for "bshd";
+    after the split with SPLITS > 1."""
+    if SPLITS > 1:
+        return ("P", "BH", "SQ")
+    return ("B", "H", "SQ") if LAYOUT == "bshd" else ("BH", "SQ")
 
 
 #: Elements of a 16-bit operand in one 128-byte swizzle span: the width of one TMA box and one panel of a tile.
@@ -109,16 +121,29 @@ PANEL = 64
 
 
 @T.macro
-def load_panels(tensor: Any, row: Any, block: Any, rows: int, width: int, dst: T.Tile, bar: Any) -> None:
-    """TMA-load rows ``block * rows ...`` of matrix `row` of `tensor` (all `width` columns) into `dst`, one box per
-    64-column panel (a box's inner extent may not exceed the swizzle span)."""
+def load_panels(tensor: Any, head: tuple, block: Any, rows: int, width: int, dst: T.Tile, bar: Any) -> None:
+    """TMA-load rows ``block * rows ...`` of one head of `tensor` (all `width` columns) into `dst`, one box per
+    64-column panel (a box's inner extent may not exceed the swizzle span). `head`: (matrix,) for a (heads, length,
+    dim) tensor; (batch, head) for a (batch, length, heads, dim) one."""
     for c in range(width // PANEL):
+        if len(head) == 1:
+            box = tensor.tile((head[0], block, c), (None, rows, PANEL))
+        else:
+            box = tensor.tile((head[0], block, head[1], c), (None, rows, None, PANEL))
         T.copy(
-            tensor.tile((row, block, c), (None, rows, PANEL)),
+            box,
             dst.window((0, PANEL * c), (rows, PANEL)),
             atom="tma",
             mbarrier=bar,
         )
+
+
+@T.macro
+def holds_head(head: tuple, block: Any, rows: int):
+    """The tag predicate "this stage holds rows block * rows ... of `head`" (as in `load_panels`)."""
+    if len(head) == 1:
+        return lambda x: (x[0] == head[0]) & (x[1] // rows == block)
+    return lambda x: (x[0] == head[0]) & (x[2] == head[1]) & (x[1] // rows == block)
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN")})
@@ -138,6 +163,7 @@ def flash_attention(
     GROUP: int = 1,
     SCALE: float = 0.0,
     SPLITS: int = 1,
+    LAYOUT: str = "bhsd",
     IN: str = "bf16",
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
@@ -157,23 +183,41 @@ def flash_attention(
 
     SPLITS > 1 splits the keys (flash-decoding, for short queries against long keys): block (bm, bh, split) attends
     to the split's ``cdiv(n_tiles, SPLITS)`` key tiles only and writes that partial result, normalized by its own
-    row sums, into slice ``split`` of O and LSE (P = SPLITS, f32); `attention_combine` merges the slices."""
+    row sums, into slice ``split`` of O and LSE (P = SPLITS, f32); `attention_combine` merges the slices.
+
+    LAYOUT "bshd" reads and writes torch's (batch, length, heads, head dim) tensors of FlashAttention and most KV
+    caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
+    grid is (query blocks, H, B), and one head's rows are 4-d TMA boxes. (Split keys write (B * H, SQ) partial
+    results: "bhsd" only.)"""
     if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
         raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
     if BM != 64 * CONSUMERS * (BM // (64 * CONSUMERS)) or BM // CONSUMERS not in (64, 128):
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 or 128 rows each")
-    T.assume(f"BH == BHK * {GROUP}")
+    if LAYOUT not in LAYOUTS:
+        raise DSLError("DSL_BAD_PARAM", f"LAYOUT={LAYOUT!r}: one of {', '.join(LAYOUTS)}")
+    bshd = LAYOUT == "bshd"
+    if SPLITS > 1 and bshd:
+        raise DSLError("DSL_BAD_PARAM", "split keys write (B * H, SQ) partial results: LAYOUT must be 'bhsd'")
+    if bshd:  # H query heads of D (and DV) columns each, H / GROUP key/value heads
+        T.assume(f"H == HK * {GROUP}")
+    else:
+        T.assume(f"BH == BHK * {GROUP}")
     if SPLITS > 1:
         if O.dtype != T.f32:
             raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
         T.assume(f"P == {SPLITS}")
     scale_log2 = LOG2E * (SCALE if SCALE else 1.0 / D**0.5)
     consumers = tuple(range(1, 1 + CONSUMERS))
-    extents = (T.cdiv(SQ, BM), BH, SPLITS) if SPLITS > 1 else (T.cdiv(SQ, BM), BH)
+    if bshd:
+        extents = (T.cdiv(SQ, BM), H, B)
+    else:
+        extents = (T.cdiv(SQ, BM), BH, SPLITS) if SPLITS > 1 else (T.cdiv(SQ, BM), BH)
     with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
-        bm, bh = blocks[0], blocks[1]
+        bm, bh = blocks[0], blocks[1]  # bshd: bh is the query head within batch b
         split = blocks[2] if SPLITS > 1 else 0
-        kv = bh // GROUP  # the key/value head of query head bh
+        # the query head and its key/value head: (matrix,), or (batch, head) in "bshd"
+        head = (blocks[2], bh) if bshd else (bh,)
+        kv = (blocks[2], bh // GROUP) if bshd else (bh // GROUP,)
         sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
         sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
         sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
@@ -191,7 +235,7 @@ def flash_attention(
             n_tiles = T.maximum(T.minimum(share, n_tiles - first), 0)
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
-            load_panels(Q, bh, bm, BM, D, sQ, q_ready[0])
+            load_panels(Q, head, bm, BM, D, sQ, q_ready[0])
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
                 T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
@@ -209,8 +253,8 @@ def flash_attention(
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
                 # invariant: the stage holds key tile first + j of this head's key/value head
-                T.assert_tag(lambda k: (k[0] == kv) & (k[1] // BN == first + j), sK[s])
-                T.assert_tag(lambda v: (v[0] == kv) & (v[1] // BN == first + j), sV[s])
+                T.assert_tag(holds_head(kv, first + j, BN), sK[s])
+                T.assert_tag(holds_head(kv, first + j, BN), sV[s])
                 T.fill(scores, 0.0)
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
                 if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
@@ -242,6 +286,9 @@ def flash_attention(
             if SPLITS > 1:
                 T.copy(o * inv[:, None], O.tile((split, bh, bm, 0), (None, None, BM, DV)))
                 T.copy(lse, LSE.tile((split, bh, bm), (None, None, BM)))
+            elif bshd:
+                T.copy(o * inv[:, None], O.tile((head[0], bm, bh, 0), (None, BM, None, DV)))
+                T.copy(lse, LSE.tile((head[0], bh, bm), (None, None, BM)))
             else:
                 T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
                 T.copy(lse, LSE.tile((bh, bm), (None, BM)))

@@ -3,7 +3,9 @@ configuration chosen by the problem's head dims and lengths.
 
 ``sdpa(q, k, v, causal=..., scale=...)`` takes bf16 or f16 CUDA tensors q (B, H, SQ, D), k (B, HK, SK, D) and
 v (B, HK, SK, DV) (H a multiple of HK: grouped-query and multi-query attention), and returns O (B, H, SQ, DV) in
-the inputs' dtype (or `out_dtype`) and, with ``return_lse=True``, each row's log-sum-exp (B, H, SQ) in f32.
+the inputs' dtype (or `out_dtype`) and, with ``return_lse=True``, each row's log-sum-exp (B, H, SQ) in f32. With
+``layout="bshd"`` the tensors are torch's (batch, length, heads, head dim) of FlashAttention and most KV caches,
+q (B, SQ, H, D), k and v (B, SK, HK, D), O (B, SQ, H, DV) (LSE stays (B, H, SQ)), read and written in place.
 ``causal=True`` aligns the mask at the bottom right (query i sees keys j <= i + SK - SQ), as FlashAttention does;
 for SQ = SK that is torch's ``is_causal``. Head dims are multiples of 64 up to 256. A row that sees no key (causal
 with SQ > SK) gets O = 0 and LSE = -inf.
@@ -26,7 +28,7 @@ which is how the tests check every mechanism without a GPU.
 
 Not built yet (issue 22): P fed to the second GEMM from registers (the register-A ``wgmma``), ping-pong between the
 consumer warpgroups, intra-warpgroup overlap of softmax with the next QK^T, a persistent scheduler, variable-length
-batches, the (B, S, H, D) layout without a copy, and paged KV.
+batches, and paged KV.
 """
 
 from __future__ import annotations
@@ -73,8 +75,11 @@ class AttentionProblem:
     dtype: str = "bf16"
     out: str = "bf16"
     scale: float | None = None
+    layout: str = "bhsd"  # or "bshd": (batch, length, heads, head dim)
 
     def __post_init__(self) -> None:
+        if self.layout not in attention.LAYOUTS:
+            raise AttentionError(f"layout {self.layout!r}: sdpa takes {', '.join(attention.LAYOUTS)}")
         if self.dtype not in INPUTS:
             raise AttentionError(f"inputs in {self.dtype}: sdpa takes {', '.join(INPUTS)}")
         if self.out not in OUTPUTS:
@@ -122,9 +127,10 @@ class AttentionConfig:
 
 
 def packable(problem: AttentionProblem) -> bool:
-    """Whether the query heads of one key/value head may be rows of one tile: grouped heads, a short query, and no
-    mask that depends on the row (causal with more than one query token)."""
-    return problem.group > 1 and problem.sq * problem.group <= 128 and (not problem.causal or problem.sq == 1)
+    """Whether the query heads of one key/value head may be rows of one tile: grouped heads, a short query, no mask
+    that depends on the row (causal with more than one query token), and the (B, H, SQ, D) layout."""
+    short = problem.group > 1 and problem.sq * problem.group <= 128
+    return short and (not problem.causal or problem.sq == 1) and problem.layout == "bhsd"
 
 
 def kernel_extents(problem: AttentionProblem, pack: bool) -> tuple[int, int, int]:
@@ -151,7 +157,7 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     blocks = -(-rows // bm) * matrices
     key_tiles = -(-problem.sk // bn)
     splits = 1
-    if blocks < sms:  # too few blocks for the GPU: split the keys, each split at least MIN_TILES_PER_SPLIT tiles
+    if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = max(1, min(-(-sms // blocks), key_tiles // MIN_TILES_PER_SPLIT, MAX_SPLITS))
     for stages in range(MAX_STAGES, 1, -1):
         config = AttentionConfig(bm, bn, stages, consumers, splits, pack)
@@ -179,6 +185,7 @@ class AttentionPlan:
                     "STAGES": c.STAGES,
                     "CONSUMERS": c.CONSUMERS,
                     "SPLITS": c.SPLITS,
+                    "LAYOUT": p.layout,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
@@ -210,14 +217,20 @@ class AttentionPlan:
         return {"problem": asdict(self.problem), "config": self.config.label(), "params": dict(self.params())}
 
     def run_on_interpreter(self, q: Any, k: Any, v: Any) -> tuple[Any, Any]:
-        """(O, LSE) on the lane-level interpreter for numpy arrays q (B, H, SQ, D), k (B, HK, SK, D), v (B, HK,
-        SK, DV), through the kernel and parameters a GPU call launches (small shapes only)."""
+        """(O, LSE) on the lane-level interpreter for numpy arrays q, k, v in the problem's layout (q (B, H, SQ, D),
+        k (B, HK, SK, D), v (B, HK, SK, DV), or (B, S, heads, dim) each for "bshd"), through the kernels and
+        parameters a GPU call launches (small shapes only)."""
         import numpy as np
 
         from argus.interp import run_kernel
 
         p = self.problem
         q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+        if p.layout == "bshd":
+            o = np.full((p.batch, p.sq, p.heads, p.dv), np.nan)
+            lse = np.full((p.batch, p.heads, p.sq), np.nan)
+            run_kernel(self.kernel(), {"Q": q, "K": k, "V": v, "O": o, "LSE": lse})
+            return o, lse
         matrices, rows, _ = self.extents()
         splits = self.config.SPLITS
         o = np.full((matrices, rows, p.dv), np.nan)
@@ -271,25 +284,34 @@ def _name(dtype: Any) -> str:
 
 
 def problem_of(
-    q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None, out_dtype: Any = None
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    out_dtype: Any = None,
+    layout: str = "bhsd",
 ) -> AttentionProblem:
-    """The problem of q (B, H, SQ, D), k (B, HK, SK, D), v (B, HK, SK, DV) (torch tensors or numpy arrays with a
-    dtype name), checked for consistency."""
+    """The problem of q, k, v in `layout` (torch tensors or numpy arrays with a dtype name), checked for
+    consistency: "bhsd" q (B, H, SQ, D), k (B, HK, SK, D), v (B, HK, SK, DV); "bshd" the length before the heads."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if len(x.shape) != 4:
             raise AttentionError(f"{name} has shape {tuple(x.shape)}: sdpa takes (batch, heads, length, head dim)")
-    b, h, sq, d = q.shape
-    bk, hk, sk, dk = k.shape
-    if (bk, hk, sk) != tuple(v.shape[:3]) or bk != b or dk != d:
+    if layout == "bshd":
+        (b, sq, h, d), (bk, sk, hk, dk), (bv, skv, hkv, dv) = q.shape, k.shape, v.shape
+    else:
+        (b, h, sq, d), (bk, hk, sk, dk), (bv, hkv, skv, dv) = q.shape, k.shape, v.shape
+    if (bk, hk, sk) != (bv, hkv, skv) or bk != b or dk != d:
         raise AttentionError(
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: k and v need q's batch and head dim "
-            "(k's), and one (heads, length) between them"
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} ({layout}): k and v need q's batch and "
+            "head dim (k's), and one (heads, length) between them"
         )
     dtype = _name(q.dtype)
     if _name(k.dtype) != dtype or _name(v.dtype) != dtype:
         raise AttentionError(f"q, k, v in {q.dtype}, {k.dtype}, {v.dtype}: one dtype for all three")
     out = dtype if out_dtype is None else _name(out_dtype)
-    return AttentionProblem(b, h, hk, sq, sk, d, v.shape[3], causal, dtype, out, scale)
+    return AttentionProblem(b, h, hk, sq, sk, d, dv, causal, dtype, out, scale, layout)
 
 
 def prepare(
@@ -300,6 +322,7 @@ def prepare(
     causal: bool = False,
     scale: float | None = None,
     out_dtype: Any = None,
+    layout: str = "bhsd",
     config: AttentionConfig | None = None,
 ) -> tuple[Any, Any, list[Any]]:
     """(O, LSE, the prepared launches that compute them, in order): `sdpa` without the launches, for timing loops.
@@ -307,12 +330,17 @@ def prepare(
     while they are used."""
     import torch
 
-    problem = problem_of(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype)
+    problem = problem_of(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout)
     the_plan = plan(problem, config)
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[problem.out]
-    o = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
     lse = torch.empty((problem.batch, problem.heads, problem.sq), dtype=torch.float32, device=q.device)
+    if layout == "bshd":  # the tensors as they are: 4-d TMA boxes of one head's rows
+        o = torch.empty((problem.batch, problem.sq, problem.heads, problem.dv), dtype=dtype, device=q.device)
+        launches = _Launches([_loaded("attention", the_plan.params()).prepare(q, k, v, o, lse)])
+        launches.keep = [q, k, v, o, lse]
+        return o, lse, launches
+    o = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
     matrices, rows, _ = the_plan.extents()
     splits = the_plan.config.SPLITS
     out_views = (o.view(matrices, rows, problem.dv), lse.view(matrices, rows))
@@ -350,10 +378,11 @@ def sdpa(
     scale: float | None = None,
     out_dtype: Any = None,
     return_lse: bool = False,
+    layout: str = "bhsd",
 ) -> Any:
     """softmax(q k^T * scale) v (scale: 1/sqrt(D) by default) for CUDA tensors (see the module docstring); with
     `return_lse`, (O, LSE). Launches on the current stream and returns without synchronizing, as torch does."""
-    o, lse, launches = prepare(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype)
+    o, lse, launches = prepare(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout)
     for launch in launches:
         launch.launch()
     return (o, lse) if return_lse else o

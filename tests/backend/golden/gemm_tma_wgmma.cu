@@ -100,6 +100,20 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
       "[%5];\n" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(mbarrier)
       : "memory");
 }
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap* map, int c0, int c1, int c2, int c3,
+                                            unsigned mbarrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6];\n" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(mbarrier)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_5d(unsigned dst, const TensorMap* map, int c0, int c1, int c2, int c3,
+                                            int c4, unsigned mbarrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5, %6}], [%7];\n" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(mbarrier)
+      : "memory");
+}
 
 // wgmma bookkeeping and the shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
 // start address >> 4 in bits 0-13, leading-dimension byte offset >> 4 in 16-29, stride-dimension byte

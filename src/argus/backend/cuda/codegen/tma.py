@@ -35,8 +35,8 @@ def tma_copy(cx: Context, s: Copy) -> None:
         raise cx.error("TMA copy through a transposed or re-laid-out view")
     tensor = src.buffer
     rank = len(tensor.shape)
-    if rank not in (2, 3):
-        raise cx.error(f"TMA copy of a {rank}-d tensor", "TMA lowering covers 2-d and 3-d tensors")
+    if rank not in (2, 3, 4, 5):
+        raise cx.error(f"TMA copy of a {rank}-d tensor", "TMA lowering covers 2-d to 5-d tensors")
     if not is_row_major(tensor.strides, tensor.shape):
         raise cx.error(f"TMA copy of {tensor.name} with strides that are not row-major")
     if tuple(src.shape) != tuple(dst.shape):
