@@ -6,6 +6,9 @@ HGMMA and TMA without spills; on a GPU (skipped without one), against torch's SD
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -124,6 +127,40 @@ def test_the_chooser_packs_and_splits_only_where_they_apply() -> None:
     assert short.SPLITS == 1  # three key tiles: too few to split
     assert S.choose(S.AttentionProblem(1, 8, 8, 1, 1 << 20, 64, 64)).SPLITS == -(-SMS // 8)  # about one wave
     assert S.choose(S.AttentionProblem(1, 1, 1, 1, 1 << 20, 64, 64)).SPLITS == S.MAX_SPLITS
+
+
+@pytest.mark.parametrize(
+    "problem, config",
+    [
+        (S.AttentionProblem(1, 2, 2, 100, 150, 64, 64, True, "bf16", "f32"), S.AttentionConfig(128, 64, 2, 2)),
+        (S.AttentionProblem(1, 2, 1, 70, 90, 128, 256, False, "f16", "f32"), S.AttentionConfig(64, 64, 2, 1)),
+    ],
+    ids=["causal-two-warpgroups", "gqa-d128-dv256-f16"],
+)
+def test_p_in_registers_matches_the_definition_on_the_interpreter(problem, config) -> None:  # noqa: ANN001
+    the_plan = S.plan(problem, replace(config, P_REGISTERS=True))
+    q, k, v = _inputs(problem, seed=11)
+    o, lse = the_plan.run_on_interpreter(q, k, v)
+    ref_o, ref_lse = S.reference(q, k, v, causal=problem.causal)
+    np.testing.assert_allclose(o, ref_o, atol=1e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("d, bn", [(64, 128), (128, 128), (256, 64)])
+def test_p_in_registers_verifies_and_compiles_to_a_register_a_wgmma(d: int, bn: int) -> None:
+    from argus.verify import verify_kernel
+
+    problem = S.AttentionProblem(4, 16, 16, 4096, 4096, d, d, causal=d == 64)
+    kernel = S.plan(problem, replace(S.choose(problem), P_REGISTERS=True)).kernel()
+    report = verify_kernel(kernel)
+    assert not report.findings, report.findings
+    assert not [c for c in report.checks if c.verdict.value == "violated"]
+    compiled = compile_kernel(kernel)
+    sass = compiled.module.sass
+    # P @ V: HGMMA with a register A operand (``R88, R24, gdesc[...]``), and no shared-memory store of P
+    assert re.search(r"HGMMA\.64x\d+x16\.F32\.BF16 R\d+, R\d+, gdesc", sass), "no register-A HGMMA"
+    assert "BAR.SYNC.DEFER_BLOCKING 0x1" not in sass  # the consumer warpgroups' barrier around sP is gone
+    assert compiled.resources.spill_stores <= (8 if problem.causal else 0)
 
 
 def test_an_explicit_scale_and_bf16_output() -> None:
@@ -255,3 +292,21 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
             torch.cuda.synchronize()
             assert (o2.transpose(1, 2).float() - ref).abs().max().item() < 2e-2, ("bshd", b, h, sq, d, causal)
             assert (lse2 - ref_lse).abs().max().item() < 1e-3, ("bshd", b, h, sq, d, causal)
+
+
+def test_p_in_registers_matches_torch_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    for b, h, sq, d, causal in [(2, 8, 1000, 64, True), (2, 8, 1024, 128, False), (1, 4, 333, 256, True)]:
+        q, k, v = (torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        problem = S.problem_of(q, k, v, causal=causal)
+        config = replace(S.choose(problem), P_REGISTERS=True)
+        o, lse, launches = S.prepare(q, k, v, causal=causal, config=config)
+        for launch in launches:
+            launch.launch()
+        ref = torch_sdpa(q.float(), k.float(), v.float(), is_causal=causal)
+        torch.cuda.synchronize()
+        assert (o.float() - ref).abs().max().item() < 2e-2, (b, h, sq, d, causal)

@@ -164,6 +164,7 @@ def flash_attention(
     SCALE: float = 0.0,
     SPLITS: int = 1,
     LAYOUT: str = "bhsd",
+    P_REGISTERS: bool = False,
     IN: str = "bf16",
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
@@ -184,6 +185,10 @@ def flash_attention(
     SPLITS > 1 splits the keys (flash-decoding, for short queries against long keys): block (bm, bh, split) attends
     to the split's ``cdiv(n_tiles, SPLITS)`` key tiles only and writes that partial result, normalized by its own
     row sums, into slice ``split`` of O and LSE (P = SPLITS, f32); `attention_combine` merges the slices.
+
+    P_REGISTERS keeps P in registers as the A operand of O += P V (the ``.rs`` wgmma): S's accumulator layout is
+    the A register layout thread for thread, so P is converted in place, with no shared-memory round trip and no
+    barriers between the consumer warpgroups.
 
     LAYOUT "bshd" reads and writes torch's (batch, length, heads, head dim) tensors of FlashAttention and most KV
     caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
@@ -243,7 +248,8 @@ def flash_attention(
                 load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
-            o = T.alloc_fragment((BM, DV), T.f32, mma=T.wgmma_atom(DV, Q.dtype))
+            pv = T.wgmma_atom(DV, Q.dtype, a_source="registers" if P_REGISTERS else "shared")
+            o = T.alloc_fragment((BM, DV), T.f32, mma=pv)
             m = T.alloc_reduced(scores, axis=1)  # running row maximum (log2 domain)
             l = T.alloc_reduced(scores, axis=1)  # running row sum
             T.fill(o, 0.0)
@@ -274,11 +280,16 @@ def flash_attention(
                 T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
                 T.copy(o * alpha[:, None], o)
                 T.copy(m_new, m)
-                T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # the previous P @ V has finished reading sP
-                T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
-                T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
-                T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
-                T.gemm(sP, sV[s], o)  # O += P V
+                if P_REGISTERS:  # P stays in registers: S's accumulator layout is wgmma's A register layout
+                    pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
+                    T.copy(p, pa)
+                    T.gemm(pa, sV[s], o)  # O += P V
+                else:
+                    T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # the previous P @ V has finished reading sP
+                    T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
+                    T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
+                    T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
+                    T.gemm(sP, sV[s], o)  # O += P V
                 T.mbarrier_arrive(empty[s])
             seen = l > 0.0
             inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0

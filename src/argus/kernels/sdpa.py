@@ -120,9 +120,13 @@ class AttentionConfig:
     CONSUMERS: int
     SPLITS: int = 1  # ways the keys are split (then `attention_combine` merges the partial results)
     PACK: bool = False  # the GROUP query heads of a key/value head as rows of one tile
+    #: P kept in registers as P @ V's A operand (the ``.rs`` wgmma) instead of going through shared memory: built,
+    #: verified and compiled, not yet run on a GPU, so `choose` leaves it off until a GPU run has checked it
+    P_REGISTERS: bool = False
 
     def label(self) -> str:
         extra = (f" split{self.SPLITS}" if self.SPLITS > 1 else "") + (" packed" if self.PACK else "")
+        extra += " regP" if self.P_REGISTERS else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -186,6 +190,7 @@ class AttentionPlan:
                     "CONSUMERS": c.CONSUMERS,
                     "SPLITS": c.SPLITS,
                     "LAYOUT": p.layout,
+                    "P_REGISTERS": c.P_REGISTERS,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key

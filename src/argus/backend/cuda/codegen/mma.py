@@ -10,7 +10,9 @@
   fragment's registers in the atom's C order; ``fence.proxy.async`` plus a scope barrier first when an operand
   buffer is written by ordinary stores somewhere in the kernel. An operand sub-tile (one warpgroup's rows, one
   k16 step) must be one of PTX's canonical layouts (`argus.atoms.smem.match_canonical`) with a leading and a
-  stride byte offset (`DescriptorPlan`), for every stage.
+  stride byte offset (`DescriptorPlan`), for every stage;
+* ``wgmma`` with A from registers (the ``.rs`` atoms): A is a fragment laid out for the atom, passed as four 32-bit
+  registers per k16 step in the atom's register order (as ``mma.sync`` reads its fragments), B as above.
 """
 
 from __future__ import annotations
@@ -206,8 +208,13 @@ class DescriptorPlan:
 
 def _wgmma_tiling(cx: Context, s: Gemm, atom: MmaAtom) -> tuple[int, int, int]:
     """The warpgroup's sub-tile (m, n) and the number of k steps; checks operands, shapes and the accumulator."""
-    if s.a.space != Space.SHARED or s.b.space != Space.SHARED:
-        raise cx.error(f"{atom.name} with an operand in registers", "keep A and B in shared memory")
+    registers = atom.a_source.value == "registers"
+    if s.b.space != Space.SHARED or s.a.space != (Space.FRAGMENT if registers else Space.SHARED):
+        where = "A in a fragment and B" if registers else "A and B"
+        raise cx.error(
+            f"{atom.name} with operands A in {s.a.space.value}, B in {s.b.space.value}",
+            f"keep {where} in shared memory",
+        )
     if s.acc.space != Space.FRAGMENT or not s.acc.is_whole():
         raise cx.error(f"{atom.name} accumulating into something other than a whole fragment")
     acc = s.acc.buffer
@@ -232,12 +239,24 @@ def _wgmma_tiling(cx: Context, s: Gemm, atom: MmaAtom) -> tuple[int, int, int]:
             f"{acc.name} holds {acc.values_per_thread} values per thread; {atom.name} writes "
             f"{atom.values_per_thread('C')}"
         )
+    if registers:
+        a = s.a.buffer
+        if not s.a.is_whole() or a.atom != atom.name or a.dtype != atom.a_dtype or tuple(s.groups) != (gm, 1):
+            raise cx.invalid(f"{atom.name}: A must be a whole {atom.a_dtype.name} fragment laid out for the atom")
+        if a.values_per_thread != atom.values_per_thread("A") * (k // ak):
+            raise cx.invalid(
+                f"{a.name} holds {a.values_per_thread} values per thread; {atom.name} reads "
+                f"{atom.values_per_thread('A')} per k step"
+            )
     return sub_m, sub_n, k // ak
 
 
 def wgmma(cx: Context, s: Gemm, atom: MmaAtom) -> None:
     """One ``wgmma.mma_async`` per k step on descriptors of the operands' sub-tiles, then commit and wait."""
     sub_m, sub_n, k_steps = _wgmma_tiling(cx, s, atom)
+    if atom.a_source.value == "registers":
+        _wgmma_registers(cx, s, atom, sub_n, k_steps)
+        return
     ak = atom.shape[2]
     gm, gn = s.groups
     wa, wb = Window(cx, s.a), Window(cx, s.b)
@@ -284,6 +303,47 @@ def wgmma(cx: Context, s: Gemm, atom: MmaAtom) -> None:
                 address = add(var, steps[kk]) if steps[kk] else var
                 descs.append(f"argus::wgmma_descriptor({address}, {plan.lbo}, {plan.sbo}, {plan.mode})")
             cx.line(f"argus::{helper}<{plan_a.trans}, {plan_b.trans}>({fname}, {descs[0]}, {descs[1]});")
+        cx.line("argus::wgmma_commit();")
+        pending = int(s.pending)
+        cx.line(f"argus::wgmma_wait<{pending}>();" + ("  // the previous iteration's MMAs" if pending else ""))
+
+
+def _wgmma_registers(cx: Context, s: Gemm, atom: MmaAtom, sub_n: int, k_steps: int) -> None:
+    """``wgmma`` with A from registers (``.rs``): each thread passes the four 32-bit registers of its warpgroup's
+    A fragment for k step kk (values ``8 kk ...``, the atom's register order, as `mma_sync` reads operand
+    fragments), B from a descriptor of its sub-tile, as in the shared-memory form. The A registers must stay
+    unchanged until the MMAs complete: ``wgmma.wait_group`` follows at once unless the `Gemm` defers it."""
+    ak = atom.shape[2]
+    wb = Window(cx, s.b)
+    plan_b, steps_b = _descriptor_plan(cx, wb, "B", mn_dim=1, k_dim=0, sub=sub_n, groups=1, k_steps=k_steps, ak=ak)
+    helper = prelude.wgmma_function_name(atom)
+    cx.needs.extra_snippets[helper] = prelude.wgmma_snippet(atom)
+    cx.use("wgmma")
+    cx.use("smem_address")
+    cx.use("registers")
+    for ref in (s.b,):
+        if ref.buffer in cx.facts.generic_shared_writes:
+            cx.line(f"// {ref.buffer.name} is written by ordinary stores: make them visible to the async proxy")
+            cx.line('asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");')
+            cx.line(scope_barrier(cx))
+            break
+    per_step = atom.values_per_thread("A") * atom.a_dtype.bits // 32  # 32-bit registers per k step
+    a_name, fname = cx.buffer_name(s.a.buffer), cx.buffer_name(s.acc.buffer)
+    with cx.block():
+        var = cx.local("b_base")
+        base = cx.buffer_name(wb.buffer)
+        pre = _pre_swizzle_c(wb, ["0", "0"])
+        cx.line(
+            f"const unsigned {var} = argus::smem_u32({base}) + {wb.buffer.dtype.itemsize} * {paren(pre)};  "
+            f"// B: {plan_b.major}-major, {plan_b.swizzle}-byte swizzle, LBO {plan_b.lbo}, SBO {plan_b.sbo}; "
+            f"A: this warpgroup's rows of {a_name}, in registers"
+        )
+        cx.line("argus::wgmma_fence();  // the A and accumulator registers written before are visible to wgmma")
+        for kk in range(k_steps):
+            address = add(var, steps_b[kk]) if steps_b[kk] else var
+            desc = f"argus::wgmma_descriptor({address}, {plan_b.lbo}, {plan_b.sbo}, {plan_b.mode})"
+            regs = [f"argus::reg({a_name}, {kk * per_step + i})" for i in range(per_step)]
+            cx.line(f"argus::{helper}<{plan_b.trans}>({fname}, {', '.join(regs)}, {desc});")
         cx.line("argus::wgmma_commit();")
         pending = int(s.pending)
         cx.line(f"argus::wgmma_wait<{pending}>();" + ("  // the previous iteration's MMAs" if pending else ""))

@@ -413,18 +413,24 @@ __device__ __forceinline__ void wgmma_wait() {
 
 
 def wgmma_function_name(atom: MmaAtom) -> str:
-    """The helper that issues one ``wgmma.mma_async`` with both operands in shared memory."""
-    return "wgmma_" + "".join(
-        ch if ch.isalnum() else "_" for ch in atom.ptx.removeprefix("wgmma.mma_async.sync.aligned.")
+    """The helper that issues one ``wgmma.mma_async`` of `atom` (A from shared memory, or from registers: ``_rs``)."""
+    registers = atom.a_source.value == "registers"
+    return (
+        "wgmma_"
+        + "".join(ch if ch.isalnum() else "_" for ch in atom.ptx.removeprefix("wgmma.mma_async.sync.aligned."))
+        + ("_rs" if registers else "")
     )
 
 
 def wgmma_snippet(atom: MmaAtom) -> Snippet:
     """``wgmma.mma_async`` with A and B from shared-memory descriptors and f32 accumulators ``d[0..]`` in
-    place (scale-d = 1: D = A * B + D); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b (1: MN-major)."""
+    place (scale-d = 1: D = A * B + D); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b (1: MN-major). For an atom that
+    reads A from registers (``.rs``), `wgmma_rs_snippet`."""
     c_regs = atom.values_per_thread("C")
     if atom.acc_dtype.bits != 32:
         raise ValueError(f"{atom.name}: only f32 accumulators are lowered")
+    if atom.a_source.value == "registers":
+        return wgmma_rs_snippet(atom)
     regs = ", ".join(f"%{i}" for i in range(c_regs))
     da, db, one, ta, tb = c_regs, c_regs + 1, c_regs + 2, c_regs + 3, c_regs + 4
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(c_regs))
@@ -438,6 +444,34 @@ __device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, unsi
       "{atom.ptx} {{{regs}}}, %{da}, %{db}, p, 1, 1, %{ta}, %{tb};\\n}}\\n"
       : {outs}
       : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B)
+      : "memory");
+}}
+"""
+    return Snippet(name, text.strip("\n"))
+
+
+def wgmma_rs_snippet(atom: MmaAtom) -> Snippet:
+    """``wgmma.mma_async`` with A from registers (four 32-bit registers of packed 16-bit values per thread, the
+    atom's A register layout: K-major, no imm-trans-a) and B from a shared-memory descriptor; f32 accumulators
+    ``d[0..]`` in place (D = A * B + D); ``TRANS_B`` is imm-trans-b (1: MN-major)."""
+    c_regs = atom.values_per_thread("C")
+    a_regs = atom.values_per_thread("A") * atom.a_dtype.bits // 32
+    regs = ", ".join(f"%{i}" for i in range(c_regs))
+    a_list = ", ".join(f"%{c_regs + i}" for i in range(a_regs))
+    db, one, tb = c_regs + a_regs, c_regs + a_regs + 1, c_regs + a_regs + 2
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(c_regs))
+    ins = ", ".join(f'"r"(a{i})' for i in range(a_regs))
+    params = ", ".join(f"unsigned a{i}" for i in range(a_regs))
+    name = wgmma_function_name(atom)
+    text = f"""
+// {atom.ptx} (A from registers, B from shared memory): D = A * B + D, in place.
+template <int TRANS_B>
+__device__ __forceinline__ void {name}(float* d, {params}, unsigned long long desc_b) {{
+  asm volatile(
+      "{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"
+      "{atom.ptx} {{{regs}}}, {{{a_list}}}, %{db}, p, 1, 1, %{tb};\\n}}\\n"
+      : {outs}
+      : {ins}, "l"(desc_b), "r"(1), "n"(TRANS_B)
       : "memory");
 }}
 """
