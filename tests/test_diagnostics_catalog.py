@@ -55,6 +55,7 @@ NOT_CODES = {
     "EFFICIENT_ATTENTION": "an SDPA backend a task forbids",
     "FLASH_ATTENTION": "an SDPA backend a task forbids",
     "PRODUCER_REGS": "a parameter of the Hopper persistent GEMM (the producer's register budget)",
+    "P_REGISTERS": "a parameter of flash_attention (P kept in registers)",
     "QF_BV": "a Z3 logic",
     "RUNNING_MEAN": "an operand of the normalization template's batch-norm kernels",
     "RUNNING_VAR": "an operand of the normalization template's batch-norm kernels",

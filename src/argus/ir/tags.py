@@ -124,11 +124,17 @@ class Tag(Stmt):
     """From here on, the element at window coordinate ``c`` of `target` carries the tag
     ``(name, *coords)``, where `coords` are expressions over ``TagPlaceholder(0, i, "coord")`` (the
     element's coordinates) and the kernel's variables. A global tensor may be tagged as a whole
-    (its extents may then be symbolic)."""
+    (its extents may then be symbolic).
+
+    With `exclude` (``T.exclude``), the tags are unchanged and `name`, `coords` are unused: the elements where
+    `exclude` (a condition over the same placeholders) holds are marked as data that must not contribute, like the
+    padding of an element outside a tensor: the verifier then proves that no reduction, MMA or store takes them in
+    (``OOB_*``)."""
 
     target: TileRef
     name: str
     coords: tuple[Expr, ...]
+    exclude: Expr | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -265,8 +265,11 @@ def flash_attention(
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
                 if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
                     # of the query, SK - 1 at most: that masks the keys past the sequence too)
-                    diagonal = T.index(scores, 1) - T.index(scores, 0)
+                    # invariant: key (first + j) * BN + c past row bm * BM + r's diagonal does not contribute,
+                    # written on its own (not through `limit`), so that the verifier checks the mask against it
+                    T.exclude(scores, lambda r, c: c - r > bm * BM + (SK - SQ) - (first + j) * BN)
                     limit = bm * BM + (SK - SQ) - (first + j) * BN
+                    diagonal = T.index(scores, 1) - T.index(scores, 0)
                     x = T.where(diagonal <= limit, scores * scale_log2, float("-inf"))
                 else:  # key positions past the sequence
                     x = T.where(T.index(scores, 1) < SK - (first + j) * BN, scores * scale_log2, float("-inf"))

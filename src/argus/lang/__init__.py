@@ -80,7 +80,7 @@ from argus.lang.sync import (
     mbarrier_wait,
     wgmma_wait,
 )
-from argus.lang.tags import assert_tag, assert_tag_eq, tag
+from argus.lang.tags import assert_tag, assert_tag_eq, exclude, tag
 from argus.lang.tiles import GlobalTensor, Shared, Tensor, TensorSpec, Tile
 
 __all__ = [
@@ -114,6 +114,7 @@ __all__ = [
     "cos",
     "eq",
     "erf",
+    "exclude",
     "exp",
     "exp2",
     "expm1",

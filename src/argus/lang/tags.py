@@ -115,6 +115,34 @@ def tag(x: Any, fn: Any, name: str) -> Any:
     return x
 
 
+def exclude(x: Any, fn: Any) -> Any:
+    """Declare that the elements of fragment `x` where ``fn(*c)`` holds (``c`` the element's window coordinates;
+    block indices, loop variables and sizes may appear) must not contribute to anything computed from `x`: the
+    verifier treats them as it treats the padding of an element outside a tensor, and proves that a mask removes
+    them before every reduction, MMA and store (``OOB_MASKED_REDUCTION``, ``OOB_MMA_PADDING``, ...). Values are
+    unchanged; the interpreter and the generated code do nothing. Attention's causal mask:
+    ``T.exclude(scores, lambda r, c: c + j * BN > r + bm * BM + SK - SQ)``. Returns `x`."""
+    st = current("T.exclude")
+    loc = caller_loc()
+    ref = _operand(x, "T.exclude's first argument", allow_broadcast=False)
+    if ref.buffer.space.value != "fragment":
+        raise DSLError(
+            "DSL_BAD_OPERAND", "T.exclude marks elements of a fragment", actual=ref.buffer.space.value, loc=loc
+        )
+    rank = len(_shape(ref))
+    cond = fn(*[TagPlaceholder(0, i, "coord") for i in range(rank)])
+    if isinstance(cond, bool) or not isinstance(cond, Expr) or strip(as_expr(cond)).dtype != boolean:
+        raise DSLError(
+            "DSL_TAG_PREDICATE",
+            "T.exclude's function must return a comparison over the element's coordinates",
+            "compare with <, <=, >, >=, T.eq, T.ne; combine with & and |",
+            actual=repr(cond),
+            loc=loc,
+        )
+    st.emit(Tag(ref, "excluded", (), exclude=strip(as_expr(cond)), loc=loc))
+    return x
+
+
 def _check_shapes(what: str, ops: list[TileRef | Broadcast], loc: Any) -> None:
     first = ops[0]
     if isinstance(first, Broadcast):
@@ -173,4 +201,4 @@ def assert_tag(pred: Any, *buffers: Any) -> None:
     st.emit(AssertTag(strip(result), tuple(ops), text=text, loc=loc))
 
 
-__all__ = ["TagView", "assert_tag", "assert_tag_eq", "tag"]
+__all__ = ["TagView", "assert_tag", "assert_tag_eq", "exclude", "tag"]

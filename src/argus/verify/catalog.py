@@ -202,7 +202,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "A copy from global memory fills the out-of-bounds part of a partial tile with its `pad` value; that "
         "padding, as transformed by the operations after the copy (elementwise maps, T.where masks, MMAs), then "
         "enters a reduction over real data with a value that is not the reduction's identity (0 in a maximum, "
-        "exp(0 - max) in a sum, for example), so the result depends on elements that do not exist.",
+        "exp(0 - max) in a sum, for example), so the result depends on elements that do not exist. Elements a "
+        "kernel declares excluded with T.exclude (attention's keys past the causal diagonal) count as such padding.",
         Severity.ERROR,
     ),
     CatalogEntry(

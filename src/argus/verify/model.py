@@ -490,6 +490,8 @@ class Query:
         if isinstance(head, Init):
             return self.named(buffer.name, tuple(loc))
         if isinstance(head, Write):
+            if isinstance(head.site.stmt, Tag) and head.site.stmt.exclude is not None:
+                return self._excluded(head, buffer, rest, loc, env, guard, budget)
             cover, tag = self.write_at(head, loc, env, guard)
             if self.masks and isinstance(head.site.stmt, Tag) and buffer.space != Space.GLOBAL:
                 # a tag names the value, it does not change it: the element keeps the padding class it had
@@ -693,6 +695,28 @@ class Query:
             self.step(guard if cover is True else z3.And(guard, cover), site, f"tag {s.name!r}", None, wenv)
             return cover, self.named(s.name, coords)
         raise smt.EncodingError(f"{type(s).__name__} writes are not modelled")
+
+    def _excluded(self, head: Write, buffer: Buffer, rest: tuple, loc: Any, env: dict, guard: Any, budget: dict):
+        """The element through a `T.exclude` (a `Tag` with `exclude`): its tag unchanged; where the condition holds
+        at the element, its padding class becomes `padding.PAD_OTHER` (a value that must not contribute)."""
+        s = head.site.stmt
+        older = self.read(buffer, rest, loc, env, guard, budget)
+        if not self.masks:
+            return older
+        cover, win, wenv = self.dst_window(s.target, loc, env, head.site)
+
+        def leaf(e: Any) -> Any:
+            if isinstance(e, TagPlaceholder) and e.kind == "coord":
+                return smt.val(win[e.index])
+            if isinstance(e, TagExpr):
+                return smt.evaluate(e.expr, wenv, leaf)
+            return None
+
+        inside = smt.boolean(smt.evaluate(s.exclude, wenv, leaf))
+        if cover is not True:
+            inside = z3.And(cover, inside)
+        self.step(z3.And(guard, inside), head.site, "excluded (T.exclude)", None, wenv)
+        return older.with_mask(z3.If(inside, padding.bv(padding.PAD_OTHER), older.mask))
 
     def reduce_at(self, w: Write, s: Reduce, loc: Any, env: dict, guard: Any) -> SymTag:
         t, j = loc
@@ -951,6 +975,8 @@ def _axis_maps(analysis: Analysis, buffer: Buffer, items: tuple, seen: set, dept
             if ("w", id(it)) in seen:
                 continue
             seen.add(("w", id(it)))
+            if isinstance(it.site.stmt, Tag) and it.site.stmt.exclude is not None:
+                continue  # T.exclude keeps every tag: the writes before it decide
             yield _write_axis_map(analysis, it, depth)
         elif isinstance(it, (LoopHead, LoopDone)):
             info = it.info

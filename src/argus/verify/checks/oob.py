@@ -80,8 +80,9 @@ def _finding(ctx: Context, q: Query, site: Any, s: Reduce, m: Any, read: tuple, 
     c = tuple(smt.model_int(m, x) for x in coord)
     thread = ThreadPoint(smt.model_int(m, absolute_thread(src, t, site.role)), site.role.name if site.role else None)
     msg = (
-        f"T.reduce_{s.op.value} combines element {c} of {user_name(src)}, padding of an element outside the tensor "
-        f"whose value is {padding.TEXT.get(cls, 'unknown')}, not the identity of {s.op.value}, into a row of real data"
+        f"T.reduce_{s.op.value} combines element {c} of {user_name(src)}, padding (of an element outside the tensor, "
+        f"or one T.exclude excludes) whose value is {padding.TEXT.get(cls, 'unknown')}, not the identity of "
+        f"{s.op.value}, into a row of real data"
     )
     accesses: tuple = ()
     mask = next((x for x in selects if smt.model_bool(m, x[0]) and smt.model_int(m, x[3]) in padding.PADS), None)
