@@ -310,3 +310,23 @@ def test_p_in_registers_matches_torch_on_the_gpu() -> None:
         ref = torch_sdpa(q.float(), k.float(), v.float(), is_causal=causal)
         torch.cuda.synchronize()
         assert (o.float() - ref).abs().max().item() < 2e-2, (b, h, sq, d, causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_reference_is_one_definition_on_numpy_and_torch(causal: bool) -> None:
+    torch = pytest.importorskip("torch")
+    from argus.kernels import arrays
+
+    rng = np.random.default_rng(3)
+    q, k, v = rng.standard_normal((2, 4, 9, 8)), rng.standard_normal((2, 2, 5, 8)), rng.standard_normal((2, 2, 5, 6))
+    o, lse = arrays.attention(q, k, v, causal=causal, scale=0.5)
+    to, tlse = arrays.attention(*(torch.from_numpy(x) for x in (q, k, v)), causal=causal, scale=0.5)
+    np.testing.assert_allclose(to.numpy(), o, atol=1e-12)
+    np.testing.assert_array_equal(np.isneginf(tlse.numpy()), np.isneginf(lse))  # SQ > SK causal: rows see no key
+    finite = np.isfinite(lse)
+    np.testing.assert_allclose(tlse.numpy()[finite], lse[finite], atol=1e-12)
+    if not causal:  # torch's own SDPA agrees where its top-left mask is not involved
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            torch.from_numpy(q), *(torch.from_numpy(x).repeat_interleave(2, dim=1) for x in (k, v)), scale=0.5
+        )
+        np.testing.assert_allclose(ref.numpy(), o, atol=1e-12)

@@ -50,3 +50,36 @@ def transpose(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return np.swapaxes(x, -1, -2)
     return x.transpose(-1, -2)
+
+
+def attention(q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
+    """(O, LSE) of ``softmax(q kᵀ · scale) v`` for q (B, H, SQ, D), k (B, HK, SK, D), v (B, HK, SK, DV), H a multiple
+    of HK (query head h reads key/value head h // (H / HK)); LSE is each row's log-sum-exp of the scaled scores.
+    `scale` defaults to 1/sqrt(D). `causal`: query i sees keys j <= i + SK - SQ (the mask aligned at the bottom right,
+    as FlashAttention aligns it). A row that sees no key gets O = 0 and LSE = -inf."""
+    group = q.shape[1] // k.shape[1]
+    sq, sk = q.shape[2], k.shape[2]
+    scale = scale if scale is not None else 1.0 / float(q.shape[-1]) ** 0.5
+    if isinstance(q, np.ndarray):
+        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+        s = q @ np.swapaxes(k, -1, -2) * scale
+        if causal:
+            s = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None] + sk - sq, s, -np.inf)
+        top = s.max(axis=-1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        e = np.exp(s - top)
+        total = e.sum(axis=-1, keepdims=True)
+        seen = total > 0
+        o = np.where(seen, (e @ v) / np.where(seen, total, 1.0), 0.0)
+        lse = np.where(seen[..., 0], np.log(np.where(seen, total, 1.0))[..., 0] + top[..., 0], -np.inf)
+        return o, lse
+    import torch
+
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    s = q @ k.transpose(-1, -2) * scale
+    if causal:
+        keep = torch.arange(sk, device=q.device)[None, :] <= torch.arange(sq, device=q.device)[:, None] + sk - sq
+        s = s.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse[..., None].clamp(min=torch.finfo(s.dtype).min))
+    return torch.nan_to_num(p) @ v, lse

@@ -34,12 +34,11 @@ batches, and paged KV.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
-from argus.kernels import attention
+from argus.kernels import arrays, attention
 
 #: Input dtypes (Q, K, V) and output dtypes `sdpa` takes.
 INPUTS = ("bf16", "f16")
@@ -394,25 +393,11 @@ def sdpa(
 
 
 def reference(q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
-    """(O, LSE) in float64 numpy for numpy q, k, v in `sdpa`'s shapes: the definition the kernel is checked
-    against (rows that see no key: O = 0, LSE = -inf)."""
+    """(O, LSE) in float64 numpy for numpy q, k, v in `sdpa`'s (B, H, S, D) shapes: the definition the kernels are
+    checked against (`argus.kernels.arrays.attention`; rows that see no key: O = 0, LSE = -inf)."""
     import numpy as np
 
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    sq, sk = q.shape[2], k.shape[2]
-    s = q @ np.swapaxes(k, -1, -2) * (scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
-    if causal:
-        s = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None] + sk - sq, s, -np.inf)
-    top = s.max(axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    e = np.exp(s - top)
-    total = e.sum(axis=-1, keepdims=True)
-    seen = total > 0
-    o = np.where(seen, (e @ v) / np.where(seen, total, 1.0), 0.0)
-    lse = np.where(seen[..., 0], np.log(np.where(seen, total, 1.0))[..., 0] + top[..., 0], -np.inf)
-    return o, lse
+    return arrays.attention(*(np.asarray(x, dtype=np.float64) for x in (q, k, v)), causal=causal, scale=scale)
 
 
 __all__ = [
