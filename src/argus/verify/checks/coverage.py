@@ -11,9 +11,11 @@ a site's window origin must be one of:
 
 * independent of blocks and loops (an expression of the sizes): the site covers ``[o, o + extent)``;
 * ``o0 + v * s`` in exactly one block index or loop variable ``v`` of range ``[0, R)`` that no other dimension of
-  the window uses (proved for every ``v`` and size): the site covers ``[o0, o0 + (R - 1) * s + extent)`` when
-  ``extent >= s``, else the elements whose offset from ``o0`` divided by ``s`` is below ``R`` with remainder
-  below ``extent``.
+  the window uses (proved for every ``v`` and size), with ``s`` of either sign: the windows start at
+  ``lo + u * |s|`` for ``u < R``, where ``lo`` is the lowest origin (``o0``, or ``o0 + (R - 1) * s`` when the
+  origin falls as ``v`` rises, e.g. ``Y.tile((3 - i, b))``), and the site covers ``[lo, lo + (R - 1) * |s| +
+  extent)`` when ``extent >= |s|``, else the elements whose offset from ``lo`` divided by ``|s|`` is below ``R``
+  with remainder below ``extent``.
 
 A site's windows then cover a box, and Z3 looks for a problem size and an element of the tensor inside no box
 (the union over all the sites that store into it). Found: a violation naming the element and the sizes. A site
