@@ -11,9 +11,11 @@ a site's window origin must be one of:
 
 * independent of blocks and loops (an expression of the sizes): the site covers ``[o, o + extent)``;
 * ``o0 + v * s`` in exactly one block index or loop variable ``v`` of range ``[0, R)`` that no other dimension of
-  the window uses (proved for every ``v`` and size): the site covers ``[o0, o0 + (R - 1) * s + extent)`` when
-  ``extent >= s``, else the elements whose offset from ``o0`` divided by ``s`` is below ``R`` with remainder
-  below ``extent``.
+  the window uses (proved for every ``v`` and size), with ``s`` of either sign: the windows start at
+  ``lo + u * |s|`` for ``u < R``, where ``lo`` is the lowest origin (``o0``, or ``o0 + (R - 1) * s`` when the
+  origin falls as ``v`` rises, e.g. ``Y.tile((3 - i, b))``), and the site covers ``[lo, lo + (R - 1) * |s| +
+  extent)`` when ``extent >= |s|``, else the elements whose offset from ``lo`` divided by ``|s|`` is below ``R``
+  with remainder below ``extent``.
 
 A site's windows then cover a box, and Z3 looks for a problem size and an element of the tensor inside no box
 (the union over all the sites that store into it). Found: a violation naming the element and the sizes. A site
@@ -198,14 +200,33 @@ def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any]) -> Any:
         o0, s = _affine(ctx, origin, v, ranges[v])
         if o0 is None:
             return f"dimension {d}'s origin {origin} is not affine in {v.name}"
-        r = ranges[v]
-        rel = e - o0
-        if _always(ctx, [], z3.And(s >= 0, ext >= s)):
-            conds.append(z3.And(e >= o0, r >= 1, rel < (r - 1) * s + ext))
-        else:
-            q = smt.floordiv(rel, s)
-            conds.append(z3.And(e >= o0, s > 0, q < r, rel - q * s < ext))
+        conds.append(_progression(ctx, e, o0, s, ranges[v], ext))
     return z3.And(*conds) if conds else z3.BoolVal(True)
+
+
+def _progression(ctx: Context, e: Any, o0: Any, s: Any, r: Any, ext: Any) -> Any:
+    """The condition that `e` lies in one of the windows ``[o0 + v * s, o0 + v * s + ext)`` for ``v`` in
+    ``[0, r)``, whatever the sign of ``s``.
+
+    The windows of a falling origin (``s < 0``) are those of a rising one read backwards: ``v' = r - 1 - v`` starts
+    them at ``lo + v' * |s|`` with ``lo = o0 + (r - 1) * s``, the origin of the last iteration. With ``lo`` and
+    ``|s|`` the windows are a rising progression: they cover ``[lo, lo + (r - 1) * |s| + ext)`` when they overlap or
+    touch (``ext >= |s|``), else the elements whose offset from ``lo`` divided by ``|s|`` is below ``r`` with
+    remainder below ``ext``. The sign of ``s``, and whether the windows touch, are decided once for every size where
+    they can be, and left to Z3 (as a case split) where they depend on the sizes."""
+    if _always(ctx, [], s >= 0):
+        lo, step = o0, s
+    elif _always(ctx, [], s <= 0):
+        lo, step = o0 + (r - 1) * s, -s
+    else:
+        lo, step = z3.If(s >= 0, o0, o0 + (r - 1) * s), z3.If(s >= 0, s, -s)
+    rel = e - lo
+    touching = z3.And(e >= lo, r >= 1, rel < (r - 1) * step + ext)
+    if _always(ctx, [], ext >= step):
+        return touching
+    q = smt.floordiv(rel, step)
+    apart = z3.And(e >= lo, step > 0, q < r, rel - q * step < ext)
+    return z3.Or(z3.And(ext >= step, touching), apart)
 
 
 def _other_vars(origin: Expr, known: set[Var], ctx: Context) -> bool:
