@@ -178,9 +178,7 @@ class AttentionStepPlan:
         if self.fused is not None:
             return self.fused.run_on_interpreter(q, k, v)[0]
         lb, rows = a.batch * a.kv_heads, a.group * a.sq  # the GEMMs' batch and rows: a group's heads stacked
-        s = _gemm_on_interpreter(
-            self.scores, q.reshape(lb, rows, a.d), np.swapaxes(k.reshape(lb, a.sk, a.d), -1, -2)
-        )
+        s = _gemm_on_interpreter(self.scores, q.reshape(lb, rows, a.d), np.swapaxes(k.reshape(lb, a.sk, a.d), -1, -2))
         p = np.full((a.batch * a.heads, a.sq, a.sk), np.nan)
         run_kernel(_traced_softmax(self.softmax), {"S": s.reshape(a.batch * a.heads, a.sq, a.sk), "P": p})
         o = _gemm_on_interpreter(self.output, p.reshape(lb, rows, a.sk), v.reshape(lb, a.sk, a.dv))
