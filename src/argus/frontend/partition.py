@@ -56,9 +56,7 @@ _NAMED: dict[Family, frozenset[str]] = {
         "instance_norm rms_norm _fused_rms_norm".split()
     ),
     Family.SOFTMAX: frozenset("_softmax _log_softmax softmax log_softmax logsumexp _safe_softmax".split()),
-    Family.MATMUL: frozenset(
-        "mm bmm addmm addbmm baddbmm matmul mv dot vdot linear _scaled_mm _grouped_mm".split()
-    ),
+    Family.MATMUL: frozenset("mm bmm addmm addbmm baddbmm matmul mv dot vdot linear _scaled_mm _grouped_mm".split()),
     Family.ATTENTION: frozenset(
         "_scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention "
         "_scaled_dot_product_flash_attention scaled_dot_product_attention".split()
