@@ -4,7 +4,8 @@ ATen operators, with every tensor's shape and dtype known.
 `capture` loads the problem (`argus.tasks.kernelbench.load_problem`, module-level sizes overridden by name, so
 that ``get_inputs`` draws smaller tensors on a CPU), builds the model from ``get_init_inputs()`` and draws the
 forward's arguments with PyTorch's generator seeded, then runs ``torch.export.export`` and
-``run_decompositions(core_aten_decompositions())``. Parameters and buffers are lifted to graph inputs by
+``run_decompositions(core_aten_decompositions())``, except that ``aten.scaled_dot_product_attention`` stays one
+node (the attention family takes it whole). Parameters and buffers are lifted to graph inputs by
 ``torch.export``; their names are kept (`Capture.state`).
 
 The model is captured as the judge runs its reference (`argus.eval.correctness.module_reference`, like
@@ -117,7 +118,9 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
     try:
         with _quiet(), torch.no_grad():
             program = torch.export.export(model, tuple(args))
-            program = program.run_decompositions(core_aten_decompositions())
+            table = core_aten_decompositions()
+            table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)  # kept whole: the attention family
+            program = program.run_decompositions(table)
     except Exception as e:  # noqa: BLE001 - the user's model: any failure is reported, never a crash
         where = _user_line(e, problem)
         raise FrontendError(

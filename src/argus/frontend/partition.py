@@ -3,7 +3,7 @@ template can take grouped into kernels by FX's own capability-based partitioner.
 
 `classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
 operator, plus the copies that compute nothing new and ``scalar_tensor``, a constant), reduction, normalization,
-softmax-like, matmul-like, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``,
+softmax-like, matmul-like, attention, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``,
 ``unsqueeze``, ...), layout (a view whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...)
 or other. `partition` asks each family that has a template (`argus.frontend.families.TEMPLATES`) which nodes it
 supports. A fusing family's supported nodes go to ``torch.fx.passes.infra.partitioner.CapabilityBasedPartitioner``
@@ -33,6 +33,7 @@ class Family(StrEnum):
     NORMALIZATION = "normalization"
     SOFTMAX = "softmax-like"
     MATMUL = "matmul-like"
+    ATTENTION = "attention"
     CONVOLUTION = "convolution"
     POOLING = "pooling"
     SCAN = "scan"
@@ -55,8 +56,8 @@ _NAMED: dict[Family, frozenset[str]] = {
         "instance_norm rms_norm _fused_rms_norm".split()
     ),
     Family.SOFTMAX: frozenset("_softmax _log_softmax softmax log_softmax logsumexp _safe_softmax".split()),
-    Family.MATMUL: frozenset(
-        "mm bmm addmm addbmm baddbmm matmul mv dot vdot linear _scaled_mm _grouped_mm "
+    Family.MATMUL: frozenset("mm bmm addmm addbmm baddbmm matmul mv dot vdot linear _scaled_mm _grouped_mm".split()),
+    Family.ATTENTION: frozenset(
         "_scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention "
         "_scaled_dot_product_flash_attention scaled_dot_product_attention".split()
     ),

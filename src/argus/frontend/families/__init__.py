@@ -9,6 +9,7 @@ transposes in with it, `Template.absorbs`, and its kernel is a call of the GEMM 
 
 from __future__ import annotations
 
+from argus.frontend.families import attention as attention_family
 from argus.frontend.families import convolution, matmul, normalization, pointwise, pooling, reduction, scan, softmax
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
@@ -24,6 +25,7 @@ TEMPLATES: dict[Family, Template] = {
     Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
     Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
     Family.CONVOLUTION: Template(convolution.unsupported, convolution.kernel_source),
+    Family.ATTENTION: Template(attention_family.unsupported, attention_family.kernel_source),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]
