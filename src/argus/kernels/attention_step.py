@@ -33,12 +33,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import argus
-import argus.lang as T
 from argus.kernels import matmul, sdpa
-
-#: log2(e): exp(v) is computed as exp2(v · LOG2E), the scale folded into the same multiply.
-LOG2E = 1.4426950408889634
+from argus.kernels.attention import attention_softmax
 
 #: Input dtypes an attention step takes (f32 only on the composed plan).
 DTYPES = ("f32", "bf16", "f16")
@@ -49,54 +45,6 @@ SOFTMAX_TILE = (4, 128)
 
 class AttentionStepError(ValueError):
     """A call the attention step cannot run, with the reason."""
-
-
-@argus.kernel(policies={"tile_shape": ("BM", "BN")})
-def attention_softmax(
-    S: T.Tensor[("L", "SQ", "SK"), T.f32],
-    P: T.Tensor[("L", "SQ", "SK"), "DT"],
-    BM: int = 4,
-    BN: int = 128,
-    SCALE: float = 1.0,
-    CAUSAL: bool = False,
-    DT: str = "f32",
-    ALIGNED: bool = False,
-):
-    """P[l, i, :] = softmax(S[l, i, :] · SCALE) over the keys, keys j > i masked when CAUSAL (torch's top-left
-    alignment); rounded once to DT. One block per BM query rows of one (batch, head); each row streamed in BN-key
-    tiles twice: an online pass (running maximum, rescaled running sum, in the log2 domain with SCALE · log2(e)
-    folded into one multiply), then a pass that writes exp2(t - m) / l. Key 0 is never masked, so every real row
-    has a finite maximum after its first tile. ALIGNED: SK is a multiple of 4 (rows of 16-byte vectors); otherwise
-    the copies run element by element."""
-    if ALIGNED:
-        T.assume("SK % 4 == 0")
-    with T.grid(L, T.cdiv(SQ, BM), threads=128) as (b, bm):
-        x = T.alloc_fragment((BM, BN), T.f32)  # (BM, BN), 16-byte vectors along the row
-        m = T.alloc_reduced(x, axis=1)  # running maximum of each row (log2 domain)
-        total = T.alloc_reduced(x, axis=1)  # running sum of exp2(t - m)
-        T.fill(m, float("-inf"))
-        T.fill(total, 0.0)
-        for j in T.serial(T.cdiv(SK, BN)):
-            T.copy(S.tile((b, bm, j), (None, BM, BN)), x)
-            t = _logits(x, bm, j, BM, BN, SK, SCALE, CAUSAL)
-            m_new = T.maximum(T.reduce_max(t, axis=1), m)
-            p = T.exp2(t - m_new[:, None])
-            # what was summed under the old maximum is rescaled to the new one
-            T.copy(total * T.exp2(m - m_new) + T.reduce_sum(p, axis=1), total)
-            T.copy(m_new, m)
-        r = T.rcp(total)
-        for j in T.serial(T.cdiv(SK, BN)):
-            T.copy(S.tile((b, bm, j), (None, BM, BN)), x)
-            t = _logits(x, bm, j, BM, BN, SK, SCALE, CAUSAL)
-            T.copy(T.exp2(t - m[:, None]) * r[:, None], P.tile((b, bm, j), (None, BM, BN)))
-
-
-def _logits(x: Any, bm: Any, j: Any, BM: int, BN: int, SK: Any, SCALE: float, CAUSAL: bool) -> Any:  # noqa: N803
-    """x · SCALE · log2(e), -inf at the keys past SK and (CAUSAL) at the keys after the row's query."""
-    t = T.where(T.index(x, 1) < SK - j * BN, x * (SCALE * LOG2E), float("-inf"))
-    if CAUSAL:  # key j * BN + c sees query bm * BM + r when c - r <= bm * BM - j * BN
-        t = T.where(T.index(x, 1) - T.index(x, 0) <= bm * BM - j * BN, t, float("-inf"))
-    return t
 
 
 @dataclass(frozen=True)

@@ -102,8 +102,8 @@ def im2col(
                 # the window offsets: the plane a loop (one store site per (kh, kw), so that the verifier's
                 # pairwise checks grow with KH * KW, not with the whole window), rows and columns unrolled
                 for plane in T.serial(KD) if KD > 1 else range(1):  # the column matrix's plane of the window
-                    # the window offset's plane; flipped, the loop still runs over the stored plane (a store whose
-                    # origin falls as the loop rises reads as uncovered to the verifier's coverage check)
+                    # the window offset's plane; flipped, the loop runs over the stored plane and reads the flipped
+                    # one (written before the coverage check took origins that fall as the loop rises)
                     kd = KD - 1 - plane if FLIP else plane
                     for kh in range(KH):
                         for kw in range(KW):
