@@ -235,12 +235,19 @@ def test_the_chooser_fills_shared_memory_and_shrinks_tiles_for_wide_heads() -> N
         ({"heads": 6, "kv_heads": 4}, "multiple"),
         ({"dtype": "f32"}, "sdpa takes"),
         ({"sk": 0}, "positive"),
+        ({"scale": 0.0}, "nonzero scale"),
     ],
 )
 def test_problems_sdpa_does_not_take_are_refused_with_the_reason(kwargs: dict, message: str) -> None:
     base = {"batch": 1, "heads": 4, "kv_heads": 4, "sq": 128, "sk": 128, "d": 64, "dv": 64}
     with pytest.raises(S.AttentionError, match=message):
         S.AttentionProblem(**{**base, **kwargs})
+
+
+def test_a_packed_configuration_is_refused_where_the_mask_depends_on_the_row() -> None:
+    causal = S.AttentionProblem(1, 4, 2, 8, 100, 64, 64, causal=True)  # 8 query tokens: the mask needs the row
+    with pytest.raises(S.AttentionError, match="packs query heads"):
+        S.plan(causal, S.AttentionConfig(64, 128, 2, 1, PACK=True))
 
 
 def test_the_kernel_refuses_head_dims_it_cannot_tile() -> None:

@@ -86,6 +86,8 @@ class AttentionProblem:
         for name in ("batch", "heads", "kv_heads", "sq", "sk", "d", "dv"):
             if getattr(self, name) < 1:
                 raise AttentionError(f"{name} = {getattr(self, name)}: every extent must be positive")
+        if self.scale == 0.0:
+            raise AttentionError("scale = 0: the kernels read 0 as 'the default, 1/sqrt(D)'; pass a nonzero scale")
         if self.heads % self.kv_heads:
             raise AttentionError(
                 f"{self.heads} query heads over {self.kv_heads} key/value heads: the query heads must be a multiple"
@@ -256,6 +258,12 @@ class AttentionPlan:
 
 
 def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> AttentionPlan:
+    """What `sdpa` runs for `problem`: `config`, checked against the problem, or `choose`'s."""
+    if config is not None and config.PACK and not packable(problem):
+        raise AttentionError(
+            f"{config.label()} packs query heads, which {problem} does not allow (packing needs grouped heads, a "
+            "short query, no row-dependent mask and the (B, H, S, D) layout)"
+        )
     return AttentionPlan(problem, config or choose(problem))
 
 
