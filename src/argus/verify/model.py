@@ -684,13 +684,7 @@ class Query:
             if s.target.buffer.space == Space.GLOBAL and s.target.is_whole():
                 cover = True  # a tag function of a whole tensor is total: padding elements are tagged too
 
-            def leaf(e: Any) -> Any:
-                if isinstance(e, TagPlaceholder) and e.kind == "coord":
-                    return smt.val(win[e.index])
-                if isinstance(e, TagExpr):
-                    return smt.evaluate(e.expr, wenv, leaf)
-                return None
-
+            leaf = _coordinate_leaf(win, wenv)
             coords = tuple(smt.val(smt.evaluate(c, wenv, leaf)) for c in s.coords)
             self.step(guard if cover is True else z3.And(guard, cover), site, f"tag {s.name!r}", None, wenv)
             return cover, self.named(s.name, coords)
@@ -704,15 +698,7 @@ class Query:
         if not self.masks:
             return older
         cover, win, wenv = self.dst_window(s.target, loc, env, head.site)
-
-        def leaf(e: Any) -> Any:
-            if isinstance(e, TagPlaceholder) and e.kind == "coord":
-                return smt.val(win[e.index])
-            if isinstance(e, TagExpr):
-                return smt.evaluate(e.expr, wenv, leaf)
-            return None
-
-        inside = smt.boolean(smt.evaluate(s.exclude, wenv, leaf))
+        inside = smt.boolean(smt.evaluate(s.exclude, wenv, _coordinate_leaf(win, wenv)))
         if cover is not True:
             inside = z3.And(cover, inside)
         self.step(z3.And(guard, inside), head.site, "excluded (T.exclude)", None, wenv)
@@ -1054,6 +1040,20 @@ def _write_axis_map(analysis: Analysis, w: Write, depth: int) -> Any:
             win.append(pos)
         return from_window(s.target, win)
     return None
+
+
+def _coordinate_leaf(win: tuple[Any, ...], wenv: dict) -> Any:
+    """The leaf evaluator of a tag function or `T.exclude` condition at window coordinate `win`: an element
+    coordinate placeholder is that coordinate, a tag expression is evaluated in `wenv`."""
+
+    def leaf(e: Any) -> Any:
+        if isinstance(e, TagPlaceholder) and e.kind == "coord":
+            return smt.val(win[e.index])
+        if isinstance(e, TagExpr):
+            return smt.evaluate(e.expr, wenv, leaf)
+        return None
+
+    return leaf
 
 
 def _placeholders(e: Any):
