@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from argus.ir.types import DTypeError, dtype_from_name
 from argus.kernels import matmul, sdpa
 from argus.kernels.attention import attention_softmax
 
@@ -184,9 +185,6 @@ def _loaded_softmax(params: tuple[tuple[str, Any], ...]) -> Any:
     return load(compile_kernel(_traced_softmax(params)))
 
 
-_TORCH = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
-
-
 def _four(x: Any) -> Any:
     """A rank-3 (N, L, E) tensor as (N, 1, L, E): one head per batch entry; a rank-4 tensor as it is."""
     return x.unsqueeze(-3) if x.dim() == 3 else x
@@ -227,8 +225,11 @@ class LibraryAttention:
             raise AttentionStepError(
                 f"{self.name}: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} do not agree"
             )
-        dtype = _TORCH.get(str(q.dtype).removeprefix("torch."))
-        if dtype is None or not q.dtype == k.dtype == v.dtype:
+        try:
+            dtype = dtype_from_name(str(q.dtype).removeprefix("torch.")).name
+        except DTypeError:
+            dtype = None
+        if dtype not in DTYPES or not q.dtype == k.dtype == v.dtype:
             raise AttentionStepError(f"{self.name}: q, k, v in {q.dtype}, {k.dtype}, {v.dtype}")
         a = self.attention
         return Attention(b, h, hk, sq, sk, d, int(v.shape[3]), a.causal, a.scale, dtype)

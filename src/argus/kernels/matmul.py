@@ -649,7 +649,7 @@ def prepare(
     the_plan = plan(problem, config, epilogue=epilogue)
     extra = the_plan.epilogue_operands(operands, torch)
     for param, x in extra.items():
-        want = _torch_dtype(next(o.dtype for o in epilogue.operands if f"epi_{o.name}" == param))
+        want = torch_dtype(next(o.dtype for o in epilogue.operands if f"epi_{o.name}" == param))
         if x.dtype != want or not x.is_contiguous() or x.device != a.device:
             raise GemmError(
                 f"epilogue operand {param[4:]!r} must be a contiguous {want} tensor on {a.device}, not a "
@@ -666,7 +666,7 @@ def prepare(
         A, B = operands["A"], operands["B"]
     else:
         A, B = the_plan.operands_for_kernel(a, b, torch)
-    out_torch = _torch_dtype(problem.out)
+    out_torch = torch_dtype(problem.out)
     lead = (q.batch,) if q.batch > 1 else ()
     shape = (*lead, q.M, q.N)
     fits = out is not None and tuple(out.shape) == shape and out.dtype == out_torch and out.is_contiguous()
@@ -686,7 +686,7 @@ def prepare(
     return C, launches
 
 
-def _torch_dtype(name: str) -> Any:
+def torch_dtype(name: str) -> Any:
     """The torch dtype of a dtype name (``"bf16"``, ``"f16"``, ``"f32"``)."""
     import torch
 
@@ -903,4 +903,5 @@ __all__ = [
     "prepare",
     "problem_of",
     "split_steps",
+    "torch_dtype",
 ]

@@ -38,7 +38,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
-from argus.kernels import arrays, attention
+from argus.ir.types import DTypeError, dtype_from_name
+from argus.kernels import arrays, attention, matmul
 
 #: Input dtypes (Q, K, V) and output dtypes `sdpa` takes.
 INPUTS = ("bf16", "f16")
@@ -285,14 +286,12 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     return load(compile_kernel((_traced if kind == "attention" else _traced_combine)(params)))
 
 
-_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
-
-
 def _name(dtype: Any) -> str:
-    name = str(dtype).removeprefix("torch.")
-    if name not in _NAMES:
-        raise AttentionError(f"tensors of {dtype}: sdpa takes bf16 or f16 inputs")
-    return _NAMES[name]
+    """The DSL name (``"bf16"``) of a torch or numpy dtype, or AttentionError."""
+    try:
+        return dtype_from_name(str(dtype).removeprefix("torch.")).name
+    except DTypeError:
+        raise AttentionError(f"tensors of {dtype}: sdpa takes bf16 or f16 inputs") from None
 
 
 def problem_of(
@@ -345,11 +344,11 @@ def prepare(
     problem = problem_of(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout)
     the_plan = plan(problem, config)
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
-    dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[problem.out]
+    dtype = matmul.torch_dtype(problem.out)
     lse = torch.empty((problem.batch, problem.heads, problem.sq), dtype=torch.float32, device=q.device)
     if layout == "bshd":  # the tensors as they are: 4-d TMA boxes of one head's rows
         o = torch.empty((problem.batch, problem.sq, problem.heads, problem.dv), dtype=dtype, device=q.device)
-        launches = _Launches([_loaded("attention", the_plan.params()).prepare(q, k, v, o, lse)])
+        launches = matmul.Launches([_loaded("attention", the_plan.params()).prepare(q, k, v, o, lse)])
         launches.keep = [q, k, v, o, lse]
         return o, lse, launches
     o = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
@@ -368,17 +367,11 @@ def prepare(
         v.view(-1, problem.sk, problem.dv),
         *first_out,
     )
-    launches = _Launches([_loaded("attention", the_plan.params()).prepare(*views)])
+    launches = matmul.Launches([_loaded("attention", the_plan.params()).prepare(*views)])
     if splits > 1:
         launches.append(_loaded("combine", the_plan.combine_params()).prepare(part_o, part_lse, *out_views))
     launches.keep = [q, k, v, o, lse, *first_out]
     return o, lse, launches
-
-
-class _Launches(list):
-    """Prepared launches, holding the tensors whose addresses they carry (`keep`)."""
-
-    keep: list[Any]
 
 
 def sdpa(
