@@ -44,7 +44,8 @@ def test_gemm_wgmma_tma_structure() -> None:
     assert "const __grid_constant__ argus::TensorMap tmap_A" in src
     # four k16 steps, both operands K-major (B given as (N, K) through the transposed view), 128-byte swizzle
     assert src.count("argus::wgmma_m64n128k16_f32_bf16_bf16<0, 0>(") == 4
-    assert "argus::wgmma_descriptor(a_base + 96, 16, 1024, 1)" in src
+    assert "const unsigned long long a_desc = argus::wgmma_descriptor(a_base, 16, 1024, 1);" in src
+    assert "argus::wgmma_m64n128k16_f32_bf16_bf16<0, 0>(acc, a_desc + 6ull, b_desc + 6ull);" in src  # 96 bytes on
     assert "const int warpgroup = consumer_tid / 128;" in src
     # one wgmma group in flight: iteration k waits for k-1's MMAs, then releases stage k-1; the last after the loop
     commit = src.index("argus::wgmma_commit();")

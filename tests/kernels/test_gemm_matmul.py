@@ -149,6 +149,19 @@ def test_a_batched_gemm_is_correct_on_the_interpreter(dtype: str, majors: tuple[
     assert float(np.max(np.abs(c - ref)) / np.sqrt(np.mean(ref**2))) < 4e-5
 
 
+def test_a_batch_of_one_f32_product_runs_as_one_matrix() -> None:
+    # a (1, M, K) @ (1, K, N), as a convolution with one group passes it: the split passes take the matrix (a GPU
+    # run found them handed the 3-d tensor)
+    problem = mm.GemmProblem(32, 24, 40, "f32", "f32", "K", "N", batch=1)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((1, 32, 40)).astype(np.float32).astype(np.float64)
+    b = rng.standard_normal((1, 40, 24)).astype(np.float32).astype(np.float64)
+    c = mm.plan(problem).run_on_interpreter(a, b)
+    ref = (a @ b)[0]
+    assert c.shape == (32, 24)
+    assert float(np.max(np.abs(c - ref)) / np.sqrt(np.mean(ref**2))) < 4e-5
+
+
 def test_a_batched_f32_gemm_past_the_chain_is_refused_with_the_reason() -> None:
     with pytest.raises(mm.GemmError, match="batched f32 GEMM with K = 8192"):
         mm.plan(mm.GemmProblem(64, 64, 8192, "f32", "f32", batch=2))

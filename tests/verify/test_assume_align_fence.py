@@ -153,6 +153,11 @@ def test_arrive_counts_agree_with_the_interpreter() -> None:
     with pytest.raises(InterpError) as info:
         run_kernel(_corpus("mbarrier_double_arrive").trace(), dict(arrays))
     assert info.value.code in ("INTERP_MBARRIER_OVERARRIVE", "INTERP_DEADLOCK", "INTERP_STALE_READ")
+    # an arrival per warpgroup: two per phase, right against a count of 2, one too many against a count of 1
+    run_kernel(_corpus("mbarrier_per_warpgroup_ok").trace(), dict(arrays))
+    with pytest.raises(InterpError) as info:
+        run_kernel(_corpus("mbarrier_per_warpgroup_one_count").trace(), dict(arrays))
+    assert info.value.code in ("INTERP_MBARRIER_OVERARRIVE", "INTERP_STALE_READ")
 
 
 def test_the_generated_code_keeps_the_ratio_of_arrivals_to_the_count() -> None:

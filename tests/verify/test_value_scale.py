@@ -74,6 +74,29 @@ def test_the_folded_scale_is_followed_through_exp(tmp_path: pathlib.Path) -> Non
     assert "VALUE_SCALE_MISMATCH" in verify(kernel).codes()
 
 
+def test_an_exponent_written_as_one_fma_is_followed_too(tmp_path: pathlib.Path) -> None:
+    """``exp(fma(x, c, -c * m_new))`` (the library attention's form, one FFMA per score) is linear in the statistic:
+    it verifies with the rescale and is a mismatch without it."""
+    fma = "p = T.exp(T.fma(x, sm_scale, (m_new * -sm_scale)[:, None]))"
+    kernel = _mutant(tmp_path, "scale_attention_folded_scale_ok", "p = T.exp((x - m_new[:, None]) * sm_scale)", fma)
+    (record,) = _scale_record(verify(kernel))
+    assert record.verdict == Verdict.VERIFIED
+    text = (CORPUS / "kernels_scale_attention_folded_scale_ok.py").read_text()
+    text = text.replace("p = T.exp((x - m_new[:, None]) * sm_scale)", fma)
+    text = text.replace("                T.copy(o * alpha[:, None], o)\n", "")
+    path = tmp_path / "mutant_fma_not_rescaled.py"
+    path.write_text(text)
+    assert verify(_load(path)).codes() == ["VALUE_SCALE_MISMATCH"]
+    # a coefficient off (exp2 against statistics taken with exp) is a mismatch in the fma form as well
+    kernel = _mutant(
+        tmp_path,
+        "scale_attention_folded_scale_ok",
+        "p = T.exp((x - m_new[:, None]) * sm_scale)",
+        fma.replace("exp", "exp2"),
+    )
+    assert "VALUE_SCALE_MISMATCH" in verify(kernel).codes()
+
+
 def test_the_rescale_after_the_mma_must_still_use_alpha(tmp_path: pathlib.Path) -> None:
     kernel = _mutant(tmp_path, "scale_attention_rescale_after_mma_ok", "o * alpha[:, None] + pv", "o + pv")
     assert verify(kernel).codes() == ["VALUE_SCALE_MISMATCH"]

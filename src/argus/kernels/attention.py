@@ -179,7 +179,7 @@ def flash_attention(
 
     One block per (BM query rows, head): a producer warpgroup loads Q once and K/V tiles through a STAGES-deep
     mbarrier pipeline (TMA, one box per 64-column panel), CONSUMERS warpgroups (BM / CONSUMERS rows each) compute
-    S = Q K^T and O += P V with wgmma, the online softmax in registers (exp2, the scale folded in), P through
+    S = Q K^T and O += P V with wgmma, the online softmax in registers (exp2 of one fma per score), P through
     shared memory as wgmma's A operand.
 
     SPLITS > 1 splits the keys (flash-decoding, for short queries against long keys): block (bm, bh, split) attends
@@ -211,7 +211,10 @@ def flash_attention(
         if O.dtype != T.f32:
             raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
         T.assume(f"P == {SPLITS}")
-    scale_log2 = LOG2E * (SCALE if SCALE else 1.0 / D**0.5)
+    scale = SCALE if SCALE else 1.0 / D**0.5
+    # the softmax runs on the raw scores, times the sign of the scale: its maximum is the scaled scores' maximum,
+    # and each exponent is one fma, s * |scale| log2(e) - m * |scale| log2(e)
+    scale_log2, sign = LOG2E * abs(scale), (1.0 if scale > 0 else -1.0)
     consumers = tuple(range(1, 1 + CONSUMERS))
     if bshd:
         extents = (T.cdiv(SQ, BM), H, B)
@@ -226,10 +229,10 @@ def flash_attention(
         sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
         sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
         sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
-        sP = T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # probabilities: P @ V's A operand
+        sP = None if P_REGISTERS else T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # P @ V's A
         q_ready = T.alloc_mbarrier(1, arrive_count=1)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
-        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # one arrival per role (every consumer warpgroup)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)  # one arrival per consumer warpgroup
         n_tiles = T.cdiv(SK, BN)
         if CAUSAL:  # the key tiles up to the block's last row's diagonal, none where it is above the first key
             n_tiles = T.minimum(n_tiles, T.cdiv(T.maximum((bm + 1) * BM + SK - SQ, 0), BN))
@@ -250,7 +253,7 @@ def flash_attention(
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
             pv = T.wgmma_atom(DV, Q.dtype, a_source="registers" if P_REGISTERS else "shared")
             o = T.alloc_fragment((BM, DV), T.f32, mma=pv)
-            m = T.alloc_reduced(scores, axis=1)  # running row maximum (log2 domain)
+            m = T.alloc_reduced(scores, axis=1)  # running row maximum of the raw scores (times the sign of the scale)
             l = T.alloc_reduced(scores, axis=1)  # running row sum
             T.fill(o, 0.0)
             T.fill(m, float("-inf"))
@@ -263,6 +266,7 @@ def flash_attention(
                 T.assert_tag(holds_head(kv, first + j, BN), sV[s])
                 T.fill(scores, 0.0)
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                raw = scores if sign > 0 else -scores
                 if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
                     # of the query, SK - 1 at most: that masks the keys past the sequence too)
                     # invariant: key (first + j) * BN + c past row bm * BM + r's diagonal does not contribute,
@@ -270,14 +274,15 @@ def flash_attention(
                     T.exclude(scores, lambda r, c: c - r > bm * BM + (SK - SQ) - (first + j) * BN)
                     limit = bm * BM + (SK - SQ) - (first + j) * BN
                     diagonal = T.index(scores, 1) - T.index(scores, 0)
-                    x = T.where(diagonal <= limit, scores * scale_log2, float("-inf"))
+                    x = T.where(diagonal <= limit, raw, float("-inf"))
                 else:  # key positions past the sequence
-                    x = T.where(T.index(scores, 1) < SK - (first + j) * BN, scores * scale_log2, float("-inf"))
+                    x = T.where(T.index(scores, 1) < SK - (first + j) * BN, raw, float("-inf"))
                 m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows
                 # a row that has seen no key yet keeps -inf: subtract 0 from it instead (exp2(-inf) = 0)
                 m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
-                p = T.exp2(x - m_safe[:, None])
-                alpha = T.exp2(m - m_safe)  # rescales what was accumulated with the old maximum
+                shift = m_safe * -scale_log2
+                p = T.exp2(T.fma(x, scale_log2, shift[:, None]))
+                alpha = T.exp2((m - m_safe) * scale_log2)  # rescales what was accumulated with the old maximum
                 # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
                 T.assert_tag(lambda pv, mv: (pv[0] == mv[0]) & (pv[0] // BM == bm), p, m_new[:, None])
                 T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
@@ -293,10 +298,10 @@ def flash_attention(
                     T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
                     T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
                     T.gemm(sP, sV[s], o)  # O += P V
-                T.mbarrier_arrive(empty[s])
+                T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
             seen = l > 0.0
             inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
-            lse = T.where(seen, (m + T.log2(l)) * LN2, float("-inf"))
+            lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
             if SPLITS > 1:
                 T.copy(o * inv[:, None], O.tile((split, bh, bm, 0), (None, None, BM, DV)))
                 T.copy(lse, LSE.tile((split, bh, bm), (None, None, BM)))

@@ -457,6 +457,8 @@ class GemmPlan:
     def stored_operands(self, a: Any, b: Any) -> tuple[Any, Any]:
         """a (M, K) and b (K, N) as they are stored: A (M, K) or (K, M), B (N, K) or (K, N) (views, no copies)."""
         p = self.problem
+        if p.batch == 1:  # a batch of one (a leading extent 1): its matrix, as the 2-d kernels take it
+            a, b = a.reshape(a.shape[-2:]), b.reshape(b.shape[-2:])
         return (a if p.a_major == "K" else _t(a)), (_t(b) if p.b_major == "K" else b)
 
     def operands_for_kernel(self, a: Any, b: Any, xp: Any) -> tuple[Any, Any]:

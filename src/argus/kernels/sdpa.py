@@ -44,8 +44,10 @@ from argus.kernels import arrays, attention, matmul
 #: Input dtypes (Q, K, V) and output dtypes `sdpa` takes.
 INPUTS = ("bf16", "f16")
 OUTPUTS = ("bf16", "f16", "f32")
-#: The deepest K/V pipeline a configuration gets.
-MAX_STAGES = 4
+#: The deepest K/V pipeline a configuration gets. Two: on an H200 a third or fourth stage was never faster and up
+#: to 6 % slower (d128 causal), for prefill and decode alike, with P in registers and the warpgroups releasing
+#: stages for themselves (benchmarks/results/2026-11-28-attention-gpu2, the "2 stages" column).
+MAX_STAGES = 2
 #: Head dims: multiples of one 64-element panel, up to what one TMA box row and wgmma's N take.
 MAX_HEAD_DIM = 256
 #: The most ways the keys are split, and the fewest key tiles a split gets.
@@ -122,8 +124,9 @@ class AttentionConfig:
     CONSUMERS: int
     SPLITS: int = 1  # ways the keys are split (then `attention_combine` merges the partial results)
     PACK: bool = False  # the GROUP query heads of a key/value head as rows of one tile
-    #: P kept in registers as P @ V's A operand (the ``.rs`` wgmma) instead of going through shared memory: built,
-    #: verified and compiled, not yet run on a GPU, so `choose` leaves it off until a GPU run has checked it
+    #: P kept in registers as P @ V's A operand (the ``.rs`` wgmma) instead of going through shared memory (which it
+    #: then does not take): `choose` turns it on (correct and 1.0-1.37x faster on an H200,
+    #: benchmarks/results/2026-11-28-attention-gpu.md)
     P_REGISTERS: bool = False
 
     def label(self) -> str:
@@ -148,8 +151,10 @@ def kernel_extents(problem: AttentionProblem, pack: bool) -> tuple[int, int, int
 
 
 def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
-    """The shared memory a configuration takes: Q, the K/V stages and P (16-bit), and the mbarriers."""
-    elements = config.BM * problem.d + config.STAGES * config.BN * (problem.d + problem.dv) + config.BM * config.BN
+    """The shared memory a configuration takes: Q, the K/V stages and P (16-bit; none where P stays in registers),
+    and the mbarriers."""
+    elements = config.BM * problem.d + config.STAGES * config.BN * (problem.d + problem.dv)
+    elements += 0 if config.P_REGISTERS else config.BM * config.BN
     return 2 * elements + 8 * (1 + 2 * config.STAGES)
 
 
@@ -166,7 +171,7 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = max(1, min(-(-sms // blocks), key_tiles // MIN_TILES_PER_SPLIT, MAX_SPLITS))
     for stages in range(MAX_STAGES, 1, -1):
-        config = AttentionConfig(bm, bn, stages, consumers, splits, pack)
+        config = AttentionConfig(bm, bn, stages, consumers, splits, pack, P_REGISTERS=True)
         if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:
             return config
     raise AttentionError(f"no configuration of {problem} fits the shared memory")  # unreachable for d, dv <= 256

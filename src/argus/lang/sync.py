@@ -93,13 +93,26 @@ def alloc_mbarrier(count: int, arrive_count: int = 1) -> Mbarriers:
     return Mbarriers(buffer)
 
 
-def mbarrier_arrive(bar: MbarrierRef, expect_bytes: int = 0) -> None:
+def mbarrier_arrive(bar: MbarrierRef, expect_bytes: int = 0, per_warpgroup: bool = False) -> None:
     """Arrive on `bar` (once for the warp role); with `expect_bytes`, announce that many bytes of
-    TMA traffic for the current phase (``mbarrier.arrive.expect_tx``)."""
+    TMA traffic for the current phase (``mbarrier.arrive.expect_tx``).
+
+    `per_warpgroup`: each warpgroup of the role arrives for itself, as soon as its own threads get here (one
+    elected thread per warpgroup, no barrier across the role first): ``len(warpgroups)`` arrivals, so the barrier's
+    `arrive_count` counts them. A release then waits for no other warpgroup, and the warpgroups run free of each
+    other (a role-wide barrier before every release keeps them in lockstep)."""
     st = current("T.mbarrier_arrive")
+    loc = caller_loc()
     if not isinstance(bar, MbarrierRef):
         raise DSLError("DSL_MBARRIER", "T.mbarrier_arrive takes an element of T.alloc_mbarrier")
-    st.emit(MbarrierArrive(bar.ref, int(expect_bytes), loc=caller_loc()))
+    if per_warpgroup and expect_bytes:
+        raise DSLError(
+            "DSL_MBARRIER",
+            "T.mbarrier_arrive: an arrival per warpgroup cannot announce TMA bytes",
+            "announce the bytes in a single arrival (per_warpgroup=False)",
+            loc=loc,
+        )
+    st.emit(MbarrierArrive(bar.ref, int(expect_bytes), per_warpgroup=bool(per_warpgroup), loc=loc))
 
 
 def wgmma_wait(pending: int = 0) -> None:

@@ -222,12 +222,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_warp_specialized_persi
           {
             const int warpgroup = consumer_tid / 128;
             const unsigned a_base = argus::smem_u32(sA) + 2 * (((k_1 + (it_1 * ((K + 63) / 64))) % 4) * 8192 + (warpgroup * 64) * 64);  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
+            const unsigned long long a_desc = argus::wgmma_descriptor(a_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
             const unsigned b_base = argus::smem_u32(sB) + 2 * (((k_1 + (it_1 * ((K + 63) / 64))) % 4) * 16384);  // B: K-major, 128-byte swizzle, LBO 16, SBO 1024
+            const unsigned long long b_desc = argus::wgmma_descriptor(b_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
             argus::wgmma_fence();
-            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, argus::wgmma_descriptor(a_base, 16, 1024, 1), argus::wgmma_descriptor(b_base, 16, 1024, 1));
-            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, argus::wgmma_descriptor(a_base + 32, 16, 1024, 1), argus::wgmma_descriptor(b_base + 32, 16, 1024, 1));
-            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, argus::wgmma_descriptor(a_base + 64, 16, 1024, 1), argus::wgmma_descriptor(b_base + 64, 16, 1024, 1));
-            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, argus::wgmma_descriptor(a_base + 96, 16, 1024, 1), argus::wgmma_descriptor(b_base + 96, 16, 1024, 1));
+            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc, b_desc);
+            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 2ull, b_desc + 2ull);
+            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 4ull, b_desc + 4ull);
+            argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 6ull, b_desc + 6ull);
             argus::wgmma_commit();
             argus::wgmma_wait<1>();  // the previous iteration's MMAs
           }

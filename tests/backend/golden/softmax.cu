@@ -51,6 +51,15 @@ __device__ __forceinline__ void store_global(T* __restrict__ base, long long off
   }
 }
 
+// 2^x on the special-function unit: ex2.approx.ftz.f32 (at most 2 ulp; subnormal inputs and results flush to 0).
+// exp2f wraps the same instruction in a range reduction (a compare and two multiplies per element) that keeps
+// subnormal results, which no kernel's tolerance can see.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 }  // namespace argus
 
 extern "C" __global__ void __launch_bounds__(128) softmax(const float* __restrict__ X, float* __restrict__ Y, int M, int N) {
@@ -90,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const float* __restric
   float e[4];
   // softmax.py:20  e = exp2(r_1)
   #pragma unroll
-  for (int v = 0; v < 4; ++v) e[v] = exp2f(r_1[v]);
+  for (int v = 0; v < 4; ++v) e[v] = argus::exp2_approx(r_1[v]);
   // softmax.py:21  alloc row_sum: fragment f32[4] tv ((32,4),(1)):((0,1),(0)) over 128 threads
   float row_sum[1];
   // softmax.py:21  row_sum = reduce_sum(e, axis=1) shuffle=[1, 2, 4, 8, 16]

@@ -16,10 +16,11 @@ finding needs a witness):
   axis 0), with exact coefficients (a folded softmax scale or ``exp``'s ``log2(e)`` included); a value with no
   factor has the empty scale, a value known to be 0 (``T.fill(o, 0)``) has every scale;
 * ``exp2(e)`` / ``exp(e)`` of an argument that is linear in per-axis terms (``x - m_new[:, None]``, ``(m - m_new) *
-  c``) has the scale of those terms; products add scales, quotients subtract them (``alpha`` moves ``o`` from the
-  old maximum to the new one: ``exp2(-m) * exp2(m - m_new) = exp2(-m_new)``), ``log2`` turns a scale back into
-  per-axis terms; a reduction along axis ``a`` keeps the factors on the other axes (moved onto the result's axes),
-  a transposed view swaps axes, and ``T.gemm`` gives its accumulator A's factors per row and B's per column;
+  c``, ``T.fma(x, c, -c * m_new[:, None])`` with a constant ``c``) has the scale of those terms; products add
+  scales, quotients subtract them (``alpha`` moves ``o`` from the old maximum to the new one: ``exp2(-m) * exp2(m -
+  m_new) = exp2(-m_new)``), ``log2`` turns a scale back into per-axis terms; a reduction along axis ``a`` keeps the
+  factors on the other axes (moved onto the result's axes), a transposed view swaps axes, and ``T.gemm`` gives its
+  accumulator A's factors per row and B's per column;
 * a sum (``+``, ``-``, ``max``, ``min``, ``where``, an ``fma``'s addend, ``T.gemm``'s accumulation, an accumulating
   reduction) of two values whose scales differ is `VALUE_SCALE_MISMATCH`, and so is a quotient of two scaled values
   whose scales differ (the final ``o / l``: a normalisation divides values relative to the same statistic).
@@ -498,9 +499,15 @@ class _Walker:
                 v = base(PLAIN)
         elif op == MapOp.FMA:
             a, b, c = ops
-            prod = _times(_scale(a), _scale(b))
-            scale = self.combine(Val(None, frozenset(), prod), c, site, st, s.dst, "adds")
-            v = base(scale)
+            data, k = (b, a) if isinstance(a, Expr) else (a, b)
+            num = _number(k) if isinstance(k, Expr) else None
+            if isinstance(data, Val) and num:  # a * k + c with a constant k: linear, as a product and a sum
+                scale = self.combine(Val(None, frozenset(), data.scale), c, site, st, s.dst, "adds")
+                v = linear(_add({t: x * num for t, x in data.lin}, _lin(c)), scale)
+            else:
+                prod = _times(_scale(a), _scale(b))
+                scale = self.combine(Val(None, frozenset(), prod), c, site, st, s.dst, "adds")
+                v = base(scale)
         elif op in (MapOp.EXP2, MapOp.EXP):
             v = base(self.exponent(ops[0], 1.0 if op == MapOp.EXP2 else LOG2E, site))
         elif op in (MapOp.LOG2, MapOp.LOG):

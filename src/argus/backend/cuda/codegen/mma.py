@@ -293,15 +293,16 @@ def wgmma(cx: Context, s: Gemm, atom: MmaAtom) -> None:
                 f"// {name.upper()}: {plan.major}-major, {plan.swizzle}-byte swizzle, "
                 f"LBO {plan.lbo}, SBO {plan.sbo}"
             )
-            starts[name] = (var, plan, steps_a if name == "a" else steps_b)
+            desc = cx.local(f"{name}_desc")
+            cx.line(
+                f"const unsigned long long {desc} = argus::wgmma_descriptor({var}, {plan.lbo}, {plan.sbo}, "
+                f"{plan.mode});  // k step kk: + its byte offset / 16 (the start address field)"
+            )
+            starts[name] = (desc, steps_a if name == "a" else steps_b)
         cx.line("argus::wgmma_fence();")
         fname = cx.buffer_name(s.acc.buffer)
         for kk in range(k_steps):
-            descs = []
-            for name in ("a", "b"):
-                var, plan, steps = starts[name]
-                address = add(var, steps[kk]) if steps[kk] else var
-                descs.append(f"argus::wgmma_descriptor({address}, {plan.lbo}, {plan.sbo}, {plan.mode})")
+            descs = [_step_descriptor(*starts[name], kk) for name in ("a", "b")]
             cx.line(f"argus::{helper}<{plan_a.trans}, {plan_b.trans}>({fname}, {descs[0]}, {descs[1]});")
         cx.line("argus::wgmma_commit();")
         pending = int(s.pending)
@@ -338,15 +339,29 @@ def _wgmma_registers(cx: Context, s: Gemm, atom: MmaAtom, sub_n: int, k_steps: i
             f"// B: {plan_b.major}-major, {plan_b.swizzle}-byte swizzle, LBO {plan_b.lbo}, SBO {plan_b.sbo}; "
             f"A: this warpgroup's rows of {a_name}, in registers"
         )
+        b_desc = cx.local("b_desc")
+        cx.line(
+            f"const unsigned long long {b_desc} = argus::wgmma_descriptor({var}, {plan_b.lbo}, {plan_b.sbo}, "
+            f"{plan_b.mode});  // k step kk: + its byte offset / 16 (the start address field)"
+        )
         cx.line("argus::wgmma_fence();  // the A and accumulator registers written before are visible to wgmma")
         for kk in range(k_steps):
-            address = add(var, steps_b[kk]) if steps_b[kk] else var
-            desc = f"argus::wgmma_descriptor({address}, {plan_b.lbo}, {plan_b.sbo}, {plan_b.mode})"
+            desc = _step_descriptor(b_desc, steps_b, kk)
             regs = [f"argus::reg({a_name}, {kk * per_step + i})" for i in range(per_step)]
             cx.line(f"argus::{helper}<{plan_b.trans}>({fname}, {', '.join(regs)}, {desc});")
         cx.line("argus::wgmma_commit();")
         pending = int(s.pending)
         cx.line(f"argus::wgmma_wait<{pending}>();" + ("  // the previous iteration's MMAs" if pending else ""))
+
+
+def _step_descriptor(desc: str, steps: list[int], kk: int) -> str:
+    """The descriptor of k step `kk`: the operand's first descriptor plus the step's byte offset in units of 16 bytes,
+    added to the start address field (bits 0-13). Exact: the offset is a multiple of 16 and the step's address stays
+    inside shared memory (below 2^18 bytes), so the field does not overflow into the next. One 64-bit add of a
+    constant per step, instead of the descriptor's shifts and masks of a new address."""
+    if steps[kk] % 16:
+        raise ValueError(f"a wgmma k step {steps[kk]} bytes into its tile: descriptors address 16-byte units")
+    return f"{desc} + {steps[kk] // 16}ull" if steps[kk] else desc
 
 
 def _pre_swizzle_c(w: Window, window_coords: list[str]) -> str:

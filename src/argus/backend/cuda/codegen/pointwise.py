@@ -40,6 +40,8 @@ def map_rule(cx: Context, s: Map) -> None:
         raise cx.invalid(f"elementwise {s.op.value} on {compute} values (the tracer refuses it)") from None
     if s.op in (MapOp.FLOORDIV, MapOp.MOD) and compute == "int":
         cx.use("floor")  # argus::floordiv / floormod: Python's // and %
+    if s.op == MapOp.EXP2:
+        cx.use("exp2")  # argus::exp2_approx
     elementwise(cx, dst, list(s.srcs), fn, s.op.value, compute)
 
 
@@ -232,7 +234,7 @@ def _map_function(op: MapOp, compute: str) -> Callable[[list[str]], str]:
         }
     unary = {
         MapOp.NEG: lambda a: f"-{paren(a)}",
-        MapOp.EXP2: lambda a: f"exp2f({a})",
+        MapOp.EXP2: lambda a: f"argus::exp2_approx({a})",
         MapOp.EXP: lambda a: f"expf({a})",
         MapOp.LOG2: lambda a: f"log2f({a})",
         MapOp.RSQRT: lambda a: f"rsqrtf({a})",

@@ -412,6 +412,21 @@ __device__ __forceinline__ void wgmma_wait() {
 )
 
 
+_snippet(
+    "exp2",
+    """
+// 2^x on the special-function unit: ex2.approx.ftz.f32 (at most 2 ulp; subnormal inputs and results flush to 0).
+// exp2f wraps the same instruction in a range reduction (a compare and two multiplies per element) that keeps
+// subnormal results, which no kernel's tolerance can see.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+""",
+)
+
+
 def wgmma_function_name(atom: MmaAtom) -> str:
     """The helper that issues one ``wgmma.mma_async`` of `atom` (A from shared memory, or from registers: ``_rs``)."""
     registers = atom.a_source.value == "registers"
