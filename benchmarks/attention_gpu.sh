@@ -4,7 +4,7 @@
 # a profile of one d=128 call under Nsight Compute (benchmarks/attention_profile.py); the GEMM parity probe on two
 # shapes (the code generator's wgmma descriptors are shared with the GEMMs). At most 9.5 minutes on an H200.
 #
-#   bash benchmarks/attention_gpu.sh OUT_DIR
+#   [ALT=PINGPONG=1] bash benchmarks/attention_gpu.sh OUT_DIR     (ALT: a variant timed beside the chosen one)
 #
 # On the lent GPU machine z3 travels as a wheel (.whl, see the device README) and PYTHONPATH must hold it.
 set -uo pipefail
@@ -21,7 +21,8 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider -o addopts="" -k "gpu" test
   tests/kernels/test_conv.py tests/kernels/test_gemm_epilogue.py tests/kernels/test_gemm_matmul.py > "$out/gpu_tests.log" 2>&1
 echo "gpu tests: exit $?" | tee -a "$out/summary.txt"
 tail -8 "$out/gpu_tests.log"
-timeout 200 python3 benchmarks/attention_sweep.py --quick --rounds 15 --json "$out/attention.json" > "$out/attention.md" 2>&1
+timeout 200 python3 benchmarks/attention_sweep.py --quick --rounds 15 ${ALT:+--alt "$ALT"} --json "$out/attention.json" \
+  > "$out/attention.md" 2>&1
 echo "attention sweep: exit $?" | tee -a "$out/summary.txt"
 cat "$out/attention.md"
 timeout 90 ncu --kernel-name flash_attention --launch-skip 3 --launch-count 1 --section SpeedOfLight \

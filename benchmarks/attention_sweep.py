@@ -9,8 +9,8 @@ Rows: bf16, (B, H, S, D) with B * H * S = 65536 (H = 16, fewer where S is long),
 256, non-causal and causal (SQ = SK, so the bottom-right mask is torch's ``is_causal``); then grouped-query
 attention (32 query heads over 8 key/value heads), the (B, S, H, D) layout read in place, and decoding (one query
 token against a long KV). Every output is checked against torch's SDPA math backend in f32 before it is timed (max
-abs error <= 2e-2). argus runs the configuration `choose` picks and, where that pipeline is deeper than two stages,
-the same with two ("argus 2 stages": does the depth pay?); the ratios are the chosen configuration's. TFLOP/s count
+abs error <= 2e-2). argus runs the configuration `choose` picks and, with ``--alt FIELD=VALUE,...``, a variant of it
+beside it ("alt": e.g. ``--alt PINGPONG=1``); the ratios are the chosen configuration's. TFLOP/s count
 4 * B * H * (kept query-key pairs) * D (causal: about half the pairs).
 """
 
@@ -59,11 +59,26 @@ def _ours(q, k, v, layout: str):  # noqa: ANN001, ANN202
     return (q, k, v) if layout == "bhsd" else tuple(x.transpose(1, 2) for x in (q, k, v))
 
 
+def _fields(text: str) -> dict[str, int]:
+    """``"PINGPONG=1,STAGES=3"`` -> {"PINGPONG": 1, "STAGES": 3} (booleans as 0/1)."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        out[key.strip()] = int(value)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--alt",
+        type=_fields,
+        default={},
+        help="time a second variant beside the chosen one: AttentionConfig fields, e.g. PINGPONG=1 or STAGES=3,BN=64",
+    )
     args = parser.parse_args()
 
     import torch
@@ -78,7 +93,7 @@ def main() -> int:
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     results = []
     print(
-        "\n| row | config | argus ms | TFLOP/s | argus 2 stages ms | TFLOP/s | cuDNN ms | TFLOP/s | FA2 ms | TFLOP/s "
+        "\n| row | config | argus ms | TFLOP/s | alt ms | TFLOP/s | cuDNN ms | TFLOP/s | FA2 ms | TFLOP/s "
         "| ×cuDNN | ×FA2 | err |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -93,10 +108,11 @@ def main() -> int:
         problem = S.problem_of(*_ours(q, k, v, layout), causal=causal, layout=layout)
         row = {"row": label, "shape": [b, h, hk, sq, sk, d], "causal": causal}
         chosen = S.choose(problem)
-        # the second variant: the same with two stages where `choose` takes more (does the deeper pipeline pay?)
         variants = {"argus": chosen}
-        if chosen.STAGES > 2:
-            variants["argus-s2"] = replace(chosen, STAGES=2)
+        if args.alt:  # the second variant: `choose`'s configuration with the fields --alt sets (where they apply)
+            alt = replace(chosen, **args.alt)
+            if alt != chosen and (not alt.PINGPONG or alt.CONSUMERS > 1):
+                variants["argus-alt"] = alt
         launches, errors, kept = {}, {}, []
         with sdpa_kernel([SDPBackend.MATH]):
             kk, vv = (x.float().repeat_interleave(h // hk, dim=1) for x in (k, v))
@@ -141,7 +157,7 @@ def main() -> int:
         times = interleaved_times(torch, launches, args.rounds, scratch)
         flops = problem.flops()
         cells = []
-        for name in ("argus", "argus-s2", "cudnn", "fa2"):
+        for name in ("argus", "argus-alt", "cudnn", "fa2"):
             if name in times:
                 ms = statistics.median(times[name])
                 row[f"{name}_ms"] = ms

@@ -146,6 +146,25 @@ def test_p_in_registers_matches_the_definition_on_the_interpreter(problem, confi
     np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
 
 
+def test_ping_pong_verifies_compiles_and_matches_the_definition_on_the_interpreter() -> None:
+    from argus.verify import verify_kernel
+
+    problem = S.AttentionProblem(1, 2, 2, 100, 150, 64, 64, True, "bf16", "f32")
+    the_plan = S.plan(problem, S.AttentionConfig(128, 64, 2, 2, P_REGISTERS=True, PINGPONG=True))
+    q, k, v = _inputs(problem, seed=12)
+    o, lse = the_plan.run_on_interpreter(q, k, v)
+    ref_o, ref_lse = S.reference(q, k, v, causal=True)
+    np.testing.assert_allclose(o, ref_o, atol=1e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+    big = S.AttentionProblem(4, 16, 16, 4096, 4096, 128, 128)
+    kernel = S.plan(big, replace(S.choose(big), PINGPONG=True)).kernel()
+    report = verify_kernel(kernel)
+    assert not report.findings and not [c for c in report.checks if c.verdict.value != "verified"]
+    compiled = compile_kernel(kernel)
+    assert compiled.resources.spill_stores == 0
+    assert compiled.instruction_mix().get("BAR", 0) >= 4  # the turns: bar.sync and bar.arrive on the ring
+
+
 @pytest.mark.parametrize("d, bn", [(64, 128), (128, 128), (256, 64)])
 def test_p_in_registers_verifies_and_compiles_to_a_register_a_wgmma(d: int, bn: int) -> None:
     from argus.verify import verify_kernel

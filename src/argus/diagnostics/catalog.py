@@ -737,6 +737,12 @@ class Code(StrEnum):
         "only 2-D shared or global tiles have a transposed view; got shape {shape}",
         "transpose a 2-D tile (take a window first for a higher-rank buffer)",
     )
+    DSL_TURN = _entry(
+        Category.DSL,
+        "the turns of role {role} could deadlock: {problem}",
+        "take the turn with T.turn_wait() and hand it on with T.turn_pass(), alternately, inside a role of two or "
+        "more warpgroups, in code every warpgroup of the role runs the same number of times",
+    )
     DSL_TWO_GRIDS = _entry(
         Category.DSL,
         "a kernel has exactly one T.grid",

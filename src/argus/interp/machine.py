@@ -79,6 +79,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    WarpgroupTurn,
     WgmmaWait,
     map_compute_dtype,
     walk,
@@ -889,8 +890,8 @@ class _Machine:
                     )
                 while bar.phase % 2 == parity:
                     yield f"{s.loc} ({s.barrier.buffer.name}, parity {parity})"
-        elif isinstance(s, (Barrier, Fence)):
-            pass  # lockstep execution: all threads of a role reach it together
+        elif isinstance(s, (Barrier, Fence, WarpgroupTurn)):
+            pass  # lockstep execution: all threads of a role reach it together (turns only schedule issue)
         elif isinstance(s, (Tag, AssertTag, AssertTagEq)):
             pass  # invariants are the verifier's: they cost nothing at run time
         else:

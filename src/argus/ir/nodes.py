@@ -498,6 +498,24 @@ class WgmmaWait(Stmt):
     note: str = ""
 
 
+class TurnKind(StrEnum):
+    WAIT = "wait"  # bar.sync on this warpgroup's turn barrier: until the previous warpgroup passes the turn
+    PASS = "pass"  # bar.arrive on the next warpgroup's turn barrier: hand the turn on
+
+
+@dataclass(frozen=True, eq=False)
+class WarpgroupTurn(Stmt):
+    """Turn-taking among the warpgroups of a warp role (FlashAttention-3's ping-pong): the warpgroups hold one turn in
+    a ring, and what one does between taking the turn (`TurnKind.WAIT`) and handing it on (`TurnKind.PASS`) is issued
+    while the others wait (their MMAs queue behind its, their softmax overlaps them). Scheduling only: no data moves
+    and no access is ordered that the mbarriers and waits do not already order, so the verifier and the interpreter
+    treat it as doing nothing; the tracer proves the protocol cannot deadlock (`argus.lang.sync.check_turns`). The
+    code generator gives the role one named barrier per warpgroup, passes the first turn to warpgroup 0 at the role's
+    start and collects the ring's last pass at its end."""
+
+    kind: TurnKind = TurnKind.WAIT
+
+
 class FenceKind(StrEnum):
     PROXY_ASYNC = "proxy_async"  # fence.proxy.async: generic-proxy writes visible to TMA/wgmma
     WGMMA = "wgmma"  # wgmma.fence: registers/shared memory ready for wgmma

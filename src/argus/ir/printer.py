@@ -29,6 +29,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    WarpgroupTurn,
     WgmmaWait,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag
@@ -113,6 +114,8 @@ def _line(s: Stmt) -> str:
         return f"fence {s.kind.value}"
     if isinstance(s, WgmmaWait):
         return f"wgmma.wait_group {s.pending}"
+    if isinstance(s, WarpgroupTurn):
+        return f"turn {s.kind.value}"
     if isinstance(s, Tag):
         return f"tag {format_ref(s.target)} = {s.name}({', '.join(str(c) for c in s.coords)})"
     if isinstance(s, AssertTagEq):

@@ -165,6 +165,7 @@ def flash_attention(
     SPLITS: int = 1,
     LAYOUT: str = "bhsd",
     P_REGISTERS: bool = False,
+    PINGPONG: bool = False,
     IN: str = "bf16",
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
@@ -190,6 +191,10 @@ def flash_attention(
     the A register layout thread for thread, so P is converted in place, with no shared-memory round trip and no
     barriers between the consumer warpgroups.
 
+    PINGPONG (two or more consumer warpgroups) makes them take turns (FlashAttention-3's ping-pong): a warpgroup
+    issues O += P V of one key tile and S = Q K^T of the next while it holds the turn, and passes it on for its
+    softmax, so that one warpgroup's softmax runs while the other's MMAs do.
+
     LAYOUT "bshd" reads and writes torch's (batch, length, heads, head dim) tensors of FlashAttention and most KV
     caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
     grid is (query blocks, H, B), and one head's rows are 4-d TMA boxes. (Split keys write (B * H, SQ) partial
@@ -200,6 +205,8 @@ def flash_attention(
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 or 128 rows each")
     if LAYOUT not in LAYOUTS:
         raise DSLError("DSL_BAD_PARAM", f"LAYOUT={LAYOUT!r}: one of {', '.join(LAYOUTS)}")
+    if PINGPONG and CONSUMERS < 2:
+        raise DSLError("DSL_BAD_PARAM", "PINGPONG takes turns between consumer warpgroups: CONSUMERS must be 2")
     bshd = LAYOUT == "bshd"
     if SPLITS > 1 and bshd:
         raise DSLError("DSL_BAD_PARAM", "split keys write (B * H, SQ) partial results: LAYOUT must be 'bhsd'")
@@ -259,6 +266,8 @@ def flash_attention(
             T.fill(m, float("-inf"))
             T.fill(l, 0.0)
             T.mbarrier_wait(q_ready[0], phase=0)
+            if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j
+                T.turn_wait()
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
                 # invariant: the stage holds key tile first + j of this head's key/value head
@@ -266,6 +275,8 @@ def flash_attention(
                 T.assert_tag(holds_head(kv, first + j, BN), sV[s])
                 T.fill(scores, 0.0)
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
+                    T.turn_pass()
                 raw = scores if sign > 0 else -scores
                 if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
                     # of the query, SK - 1 at most: that masks the keys past the sequence too)
@@ -291,14 +302,20 @@ def flash_attention(
                 if P_REGISTERS:  # P stays in registers: S's accumulator layout is wgmma's A register layout
                     pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                     T.copy(p, pa)
+                    if PINGPONG:
+                        T.turn_wait()
                     T.gemm(pa, sV[s], o)  # O += P V
                 else:
                     T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # the previous P @ V has finished reading sP
                     T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
                     T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
                     T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
+                    if PINGPONG:
+                        T.turn_wait()
                     T.gemm(sP, sV[s], o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
+            if PINGPONG:
+                T.turn_pass()
             seen = l > 0.0
             inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
             lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))

@@ -128,10 +128,15 @@ class AttentionConfig:
     #: then does not take): `choose` turns it on (correct and 1.0-1.37x faster on an H200,
     #: benchmarks/results/2026-11-28-attention-gpu.md)
     P_REGISTERS: bool = False
+    #: the consumer warpgroups take turns (FA3's ping-pong, `flash_attention`'s PINGPONG): two consumers only. Off:
+    #: 0.70-0.85x the speed of free-running warpgroups on an H200 (each warpgroup's softmax is longer than the
+    #: other's MMAs, so the strict alternation idles the tensor cores; benchmarks/results/2026-11-28-attention-gpu3)
+    PINGPONG: bool = False
 
     def label(self) -> str:
         extra = (f" split{self.SPLITS}" if self.SPLITS > 1 else "") + (" packed" if self.PACK else "")
         extra += " regP" if self.P_REGISTERS else ""
+        extra += " pingpong" if self.PINGPONG else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -198,6 +203,7 @@ class AttentionPlan:
                     "SPLITS": c.SPLITS,
                     "LAYOUT": p.layout,
                     "P_REGISTERS": c.P_REGISTERS,
+                    "PINGPONG": c.PINGPONG,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
@@ -270,6 +276,8 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
             f"{config.label()} packs query heads, which {problem} does not allow (packing needs grouped heads, a "
             "short query, no row-dependent mask and the (B, H, S, D) layout)"
         )
+    if config is not None and config.PINGPONG and config.CONSUMERS < 2:
+        raise AttentionError(f"{config.label()}: ping-pong takes turns between two consumer warpgroups, not one")
     return AttentionPlan(problem, config or choose(problem))
 
 

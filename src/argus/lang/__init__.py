@@ -78,6 +78,8 @@ from argus.lang.sync import (
     fence_proxy_async,
     mbarrier_arrive,
     mbarrier_wait,
+    turn_pass,
+    turn_wait,
     wgmma_wait,
 )
 from argus.lang.tags import assert_tag, assert_tag_eq, exclude, tag
@@ -164,6 +166,8 @@ __all__ = [
     "unroll",
     "warp_id",
     "wgmma_atom",
+    "turn_pass",
+    "turn_wait",
     "wgmma_wait",
     "where",
 ]

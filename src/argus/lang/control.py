@@ -28,6 +28,7 @@ from argus.ir.expr import (
 )
 from argus.ir.nodes import For, If, LoopKind, Role
 from argus.lang.errors import DSLError, caller_loc
+from argus.lang.sync import check_turns
 from argus.lang.trace import CURRENT, current
 
 
@@ -190,6 +191,7 @@ def role(name: str, warpgroups: tuple[int, ...], registers: int | None = None) -
     finally:
         body = tuple(st.stack.pop())
         st.role = None
+    check_turns(body, name, st.thread_var)
     st.emit(Role(name, warpgroups, body, registers, loc=loc))
 
 

@@ -1,12 +1,14 @@
-"""Synchronisation: ``__syncthreads`` and named barriers, the async-proxy fence, ``cp.async`` groups, and mbarriers
-(``T.alloc_mbarrier``, ``T.mbarrier_arrive``, ``T.mbarrier_wait``)."""
+"""Synchronisation: ``__syncthreads`` and named barriers, the async-proxy fence, ``cp.async`` groups, mbarriers
+(``T.alloc_mbarrier``, ``T.mbarrier_arrive``, ``T.mbarrier_wait``), and the warpgroups' turns (``T.turn_wait``,
+``T.turn_pass``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from argus.atoms.common import WARPGROUP_SIZE as WARPGROUP_THREADS
 from argus.ir import types as irtypes
-from argus.ir.expr import as_expr
+from argus.ir.expr import as_expr, free_vars
 from argus.ir.nodes import (
     Alloc,
     AsyncCommit,
@@ -16,12 +18,19 @@ from argus.ir.nodes import (
     Buffer,
     Fence,
     FenceKind,
+    For,
+    If,
+    Let,
     MbarrierArrive,
     MbarrierInit,
     MbarrierWait,
     Space,
+    Stmt,
     TileRef,
+    TurnKind,
+    WarpgroupTurn,
     WgmmaWait,
+    walk,
     whole,
 )
 from argus.lang.errors import DSLError, caller_loc
@@ -129,3 +138,80 @@ def mbarrier_wait(bar: MbarrierRef, phase: Any) -> None:
     if not isinstance(bar, MbarrierRef):
         raise DSLError("DSL_MBARRIER", "T.mbarrier_wait takes an element of T.alloc_mbarrier")
     st.emit(MbarrierWait(bar.ref, as_expr(phase), loc=caller_loc()))
+
+
+# --- turns among the warpgroups of a role (ping-pong) ---------------------------------------------------------------
+
+
+def turn_wait() -> None:
+    """Take the role's turn: wait until the previous warpgroup of the role (in a ring: warpgroup 0 first) passes it
+    (``bar.sync`` on this warpgroup's turn barrier). What a warpgroup issues while it holds the turn (its MMAs) goes
+    to the tensor cores before the next warpgroup's, whose softmax runs meanwhile: FlashAttention-3's ping-pong.
+
+    Scheduling only: it orders no data access (the verifier and the interpreter ignore it). The tracer proves the
+    protocol: every warpgroup takes and passes the turn alternately, starting with `T.turn_wait` and ending with
+    `T.turn_pass`, the same number of times (loop bodies and branches leave it as they found it, and their extents
+    and conditions do not depend on the thread), so no warpgroup waits for a pass that never comes."""
+    _turn(TurnKind.WAIT, "T.turn_wait")
+
+
+def turn_pass() -> None:
+    """Hand the turn to the next warpgroup of the role (``bar.arrive`` on its turn barrier); see `turn_wait`."""
+    _turn(TurnKind.PASS, "T.turn_pass")
+
+
+def _turn(kind: TurnKind, what: str) -> None:
+    st = current(what)
+    loc = caller_loc()
+    if st.role is None or st.role[1] // WARPGROUP_THREADS < 2:
+        raise DSLError(
+            "DSL_TURN",
+            f"{what}: turns are taken among the warpgroups of one warp role",
+            "call it inside T.role(..., warpgroups=(w1, w2, ...)) with two or more warpgroups",
+            loc=loc,
+        )
+    st.emit(WarpgroupTurn(kind, loc=loc))
+
+
+def check_turns(body: tuple[Stmt, ...], role: str, thread: Any) -> None:
+    """Raise `DSLError` ``DSL_TURN`` unless every warpgroup of the role takes and passes its turn alternately, the
+    same number of times, beginning by taking it and ending having passed it (`turn_wait`)."""
+    if not any(isinstance(s, WarpgroupTurn) for s in walk(body)):
+        return
+
+    def fail(why: str, s: Any) -> DSLError:
+        return DSLError(
+            "DSL_TURN",
+            f"the turns of role {role!r} could deadlock: {why}",
+            "take the turn with T.turn_wait() and hand it on with T.turn_pass(), alternately, in code every "
+            "warpgroup of the role runs the same number of times",
+            loc=getattr(s, "loc", None),
+        )
+
+    def run(stmts: tuple[Stmt, ...], held: bool) -> bool:
+        for s in stmts:
+            if isinstance(s, WarpgroupTurn):
+                if s.kind == TurnKind.WAIT and held:
+                    raise fail("T.turn_wait while the warpgroup holds the turn", s)
+                if s.kind == TurnKind.PASS and not held:
+                    raise fail("T.turn_pass of a turn the warpgroup does not hold", s)
+                held = s.kind == TurnKind.WAIT
+                continue
+            if not any(isinstance(x, WarpgroupTurn) for x in walk((s,))):
+                continue
+            if isinstance(s, For):
+                if thread in free_vars(as_expr(s.extent)):
+                    raise fail("a loop whose trip count depends on the thread takes turns", s)
+                if run(s.body, held) != held:
+                    raise fail("a loop body that takes turns does not leave the turn as it found it", s)
+            elif isinstance(s, If):
+                if thread in free_vars(as_expr(s.cond)):
+                    raise fail("a branch on the thread takes turns", s)
+                if run(s.then, held) != held or run(s.orelse, held) != held:
+                    raise fail("a branch that takes turns does not leave the turn as it found it", s)
+            elif isinstance(s, Let):
+                held = run(s.body, held)
+        return held
+
+    if run(body, False):
+        raise fail("the role ends holding the turn (end with T.turn_pass)", body[-1] if body else None)

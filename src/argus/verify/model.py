@@ -58,6 +58,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    WarpgroupTurn,
     WgmmaWait,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag, TagExpr, TagPlaceholder
@@ -233,7 +234,19 @@ class Analysis:
         return self.pre[site.index]
 
 
-_NO_EFFECT = (Barrier, AsyncCommit, AsyncWait, Fence, MbarrierInit, MbarrierArrive, MbarrierWait, WgmmaWait)
+#: Statements with no effect on the values buffers hold. A `WarpgroupTurn` orders only when MMAs are issued, never an
+#: access the mbarriers and waits do not order already: ignoring it can only make a race look possible, not hide one.
+_NO_EFFECT = (
+    Barrier,
+    AsyncCommit,
+    AsyncWait,
+    Fence,
+    MbarrierInit,
+    MbarrierArrive,
+    MbarrierWait,
+    WgmmaWait,
+    WarpgroupTurn,
+)
 
 
 def analyze(kernel: Kernel) -> Analysis:

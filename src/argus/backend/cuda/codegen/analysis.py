@@ -36,6 +36,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    WarpgroupTurn,
     walk,
 )
 
@@ -147,20 +148,31 @@ def _children(s: Stmt) -> list[tuple[str, tuple[Stmt, ...]]]:
 NAMED_BARRIERS = DEFAULT_TARGET.named_barriers
 
 
+def takes_turns(role: Role) -> bool:
+    """Whether `role`'s warpgroups take turns (`WarpgroupTurn` in its body)."""
+    return any(isinstance(s, WarpgroupTurn) for s in walk(role.body))
+
+
 class NamedBarriers:
     """The named barriers the generator takes beyond those the kernel's `Barrier` statements use.
 
-    Warp roles get one each, in emission order, from the lowest id above the kernel's own (`for_role`); staged
-    TMA stores take blocks of consecutive ids from the top down (`for_stores`), so the two never meet. Mutable
-    state: `roles_given` (advanced by `for_role`) and `stores_top` (lowered by `for_stores`)."""
+    Warp roles get one each, in emission order, from the lowest id above the kernel's own (`for_role`), and a role
+    that takes turns (`WarpgroupTurn`) one more per warpgroup, right after the roles' (`for_turns`); staged TMA
+    stores take blocks of consecutive ids from the top down (`for_stores`), so they never meet. Mutable state:
+    `roles_given` (advanced by `for_role`), `turns_given` (by `for_turns`) and `stores_top` (lowered by
+    `for_stores`)."""
 
     def __init__(self, kernel: Kernel) -> None:
         used = [b.barrier_id for b in walk(kernel.body) if isinstance(b, Barrier)]
         #: the lowest id above those the kernel's own barriers use
         self.first_free = max([0, *used]) + 1
+        roles = [r for r in walk(kernel.body) if isinstance(r, Role)]
         #: warp roles in the kernel: each takes one id above `first_free`
-        self.roles = sum(1 for r in walk(kernel.body) if isinstance(r, Role))
+        self.roles = len(roles)
         self.roles_given = 0
+        #: the turn barriers: one per warpgroup of each role that takes turns, after the roles' ids
+        self.turns = sum(len(r.warpgroups) for r in roles if takes_turns(r))
+        self.turns_given = 0
         self.stores_top = NAMED_BARRIERS
 
     def for_role(self) -> int | None:
@@ -169,10 +181,17 @@ class NamedBarriers:
         barrier_id = self.first_free + self.roles_given - 1
         return barrier_id if barrier_id < NAMED_BARRIERS else None
 
+    def for_turns(self, warpgroups: int) -> int | None:
+        """The first of a turn-taking role's `warpgroups` consecutive turn barriers, or None when the hardware has no
+        more."""
+        first = self.first_free + self.roles + self.turns_given
+        self.turns_given += warpgroups
+        return first if first + warpgroups <= NAMED_BARRIERS else None
+
     def for_stores(self, count: int) -> int | None:
         """The first of `count` consecutive ids for a staged TMA store, or None when they would meet the roles'."""
         first = self.stores_top - count
-        if first < self.first_free + self.roles:
+        if first < self.first_free + self.roles + self.turns:
             return None
         self.stores_top = first
         return first

@@ -97,6 +97,7 @@ class Scope:
         threads: threads of the scope (the block's, or the warp role's).
         role: the warp role being emitted, or None outside roles.
         role_barrier: the named barrier of the role's threads (`sync.scope_barrier`).
+        turn_barrier: the first of the role's turn barriers, one per warpgroup (`sync.warpgroup_turn`), or -1.
         stmt: the statement being emitted: errors and notes point at its DSL line.
     """
 
@@ -104,6 +105,7 @@ class Scope:
     threads: int
     role: Role | None = None
     role_barrier: int = 0
+    turn_barrier: int = -1
     stmt: Stmt | None = None
 
 

@@ -69,6 +69,7 @@ from argus.ir.nodes import (
     MbarrierWait,
     Reduce,
     Role,
+    WarpgroupTurn,
     WgmmaWait,
 )
 
@@ -111,6 +112,7 @@ class Emitter:
         (MbarrierArrive, sync.mbarrier_arrive),
         (MbarrierWait, sync.mbarrier_wait),
         (WgmmaWait, sync.wgmma_wait),
+        (WarpgroupTurn, hopper.warpgroup_turn),  # ping-pong: bar.sync / bar.arrive on the role's turn barriers
     )
 
     def __init__(self, kernel: Kernel) -> None:

@@ -4,7 +4,11 @@
   thread index is relative to the role's first thread (its fragments are spread over the role's threads) and
   the role's threads synchronize on a named barrier of their own (`analysis.NamedBarriers`);
 * `single_issuer` — whether a role's every effect is its thread 0's (a TMA producer), so that its first warp
-  alone can run it (`Emitter.single_warp_issuers`).
+  alone can run it (`Emitter.single_warp_issuers`);
+* `warpgroup_turn` — `T.turn_wait` / `T.turn_pass` (a `WarpgroupTurn`): ``bar.sync`` on the warpgroup's own turn
+  barrier, ``bar.arrive`` on the next one's; a role that takes turns gets one barrier per warpgroup
+  (`analysis.NamedBarriers.for_turns`), hands the first turn to warpgroup 0 at its start and collects the ring's
+  last pass at its end.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import re
 
 from argus.atoms.common import register_pool, register_split, setmaxnreg_ok
+from argus.backend.cuda.codegen.analysis import takes_turns
 from argus.backend.cuda.codegen.context import WARPGROUP, Context
 from argus.backend.cuda.codegen.sync import NAMED_BARRIERS
 from argus.ir.nodes import (
@@ -21,6 +26,8 @@ from argus.ir.nodes import (
     MbarrierWait,
     Role,
     Stmt,
+    TurnKind,
+    WarpgroupTurn,
     walk,
 )
 
@@ -67,13 +74,48 @@ def role_block(cx: Context, s: Role) -> None:
         barrier_id = cx.barriers.for_role()
         if barrier_id is None:
             raise cx.error(f"more than {NAMED_BARRIERS - 1} named barriers (one per warp role)")
-        with cx.within(tid=role_tid, threads=threads, role=s, role_barrier=barrier_id):
+        turns = -1
+        if takes_turns(s):
+            turns = cx.barriers.for_turns(len(groups))
+            if turns is None:
+                raise cx.error(f"more than {NAMED_BARRIERS - 1} named barriers (roles, and turns per warpgroup)")
+            cx.line(
+                f"if ({role_tid} / {WARPGROUP} == {len(groups) - 1}) {turn_ring(turns, 0, 'arrive')}  "
+                "// the first turn goes to warpgroup 0"
+            )
+        with cx.within(tid=role_tid, threads=threads, role=s, role_barrier=barrier_id, turn_barrier=turns):
             if cx.switches.single_warp_issuers and len(groups) == 1 and single_issuer(s.body):
                 note = "every effect of this role is its thread 0's: one warp runs it, the others rest"
                 with cx.block(f"if ({role_tid} < 32) {{  // {note}"):
                     cx.body(s.body)
             else:
                 cx.body(s.body)
+        if turns >= 0:
+            cx.line(
+                f"if ({role_tid} / {WARPGROUP} == 0) {turn_ring(turns, 0, 'sync')}  "
+                "// the ring's last pass: no arrival is left on a barrier"
+            )
+
+
+def turn_ring(first: int, index: str | int, op: str) -> str:
+    """``bar.sync`` / ``bar.arrive`` on turn barrier `first + index` for the two warpgroups that meet there (the one
+    whose turn it is, and the one passing it)."""
+    barrier = f"{first} + {index}" if index != 0 else str(first)
+    return f'asm volatile("bar.{op} %0, %1;\\n" :: "r"({barrier}), "n"({2 * WARPGROUP}) : "memory");'
+
+
+def warpgroup_turn(cx: Context, s: WarpgroupTurn) -> None:
+    """`T.turn_wait`: ``bar.sync`` on this warpgroup's turn barrier; `T.turn_pass`: ``bar.arrive`` on the next
+    warpgroup's (a ring). Each barrier counts the waiting warpgroup and the passing one: 256 threads."""
+    role = cx.scope.role
+    if role is None or cx.scope.turn_barrier < 0:
+        raise cx.error("a warpgroup turn outside a role that takes turns")
+    n = len(role.warpgroups)
+    wg = f"{cx.tid} / {WARPGROUP}"
+    if s.kind == TurnKind.WAIT:
+        cx.line(turn_ring(cx.scope.turn_barrier, wg, "sync") + "  // take this warpgroup's turn")
+    else:
+        cx.line(turn_ring(cx.scope.turn_barrier, f"({wg} + 1) % {n}", "arrive") + "  // pass the turn on")
 
 
 def _setmaxnreg(cx: Context, s: Role) -> str:
