@@ -146,6 +146,25 @@ def test_p_in_registers_matches_the_definition_on_the_interpreter(problem, confi
     np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize(
+    "problem, config",
+    [
+        (S.AttentionProblem(1, 2, 2, 100, 350, 64, 64, True, "bf16", "f32"), S.AttentionConfig(128, 64, 2, 2)),
+        (S.AttentionProblem(1, 2, 1, 30, 200, 128, 64, False, "f16", "f16"), S.AttentionConfig(64, 64, 2, 1)),
+        (S.AttentionProblem(1, 1, 1, 40, 60, 64, 64, False, "bf16", "f32"), S.AttentionConfig(64, 64, 2, 1)),
+    ],
+    ids=["causal-two-warpgroups", "gqa-one-warpgroup-f16", "one-key-tile"],
+)
+def test_the_overlapped_loop_matches_the_definition_on_the_interpreter(problem, config) -> None:  # noqa: ANN001
+    # OVERLAP: tile 0 peeled, then O += P V of tile j - 1 issued behind S of tile j; the last P V after the loop
+    the_plan = S.plan(problem, replace(config, P_REGISTERS=True, OVERLAP=True))
+    q, k, v = _inputs(problem, seed=13)
+    o, lse = the_plan.run_on_interpreter(q, k, v)
+    ref_o, ref_lse = S.reference(q, k, v, causal=problem.causal)
+    np.testing.assert_allclose(o, ref_o, atol=1e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+
+
 def test_ping_pong_verifies_compiles_and_matches_the_definition_on_the_interpreter() -> None:
     from argus.verify import verify_kernel
 

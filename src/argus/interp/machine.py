@@ -76,6 +76,7 @@ from argus.ir.nodes import (
     Reduce,
     ReduceOp,
     Role,
+    ScheduleFence,
     Space,
     Stmt,
     TileRef,
@@ -890,7 +891,7 @@ class _Machine:
                     )
                 while bar.phase % 2 == parity:
                     yield f"{s.loc} ({s.barrier.buffer.name}, parity {parity})"
-        elif isinstance(s, (Barrier, Fence, WarpgroupTurn)):
+        elif isinstance(s, (Barrier, Fence, WarpgroupTurn, ScheduleFence)):
             pass  # lockstep execution: all threads of a role reach it together (turns only schedule issue)
         elif isinstance(s, (Tag, AssertTag, AssertTagEq)):
             pass  # invariants are the verifier's: they cost nothing at run time

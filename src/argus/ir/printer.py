@@ -26,6 +26,7 @@ from argus.ir.nodes import (
     MbarrierWait,
     Reduce,
     Role,
+    ScheduleFence,
     Space,
     Stmt,
     TileRef,
@@ -116,6 +117,8 @@ def _line(s: Stmt) -> str:
         return f"wgmma.wait_group {s.pending}"
     if isinstance(s, WarpgroupTurn):
         return f"turn {s.kind.value}"
+    if isinstance(s, ScheduleFence):
+        return f"schedule_fence {format_ref(s.fragment)}"
     if isinstance(s, Tag):
         return f"tag {format_ref(s.target)} = {s.name}({', '.join(str(c) for c in s.coords)})"
     if isinstance(s, AssertTagEq):

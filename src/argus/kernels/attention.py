@@ -166,6 +166,7 @@ def flash_attention(
     LAYOUT: str = "bhsd",
     P_REGISTERS: bool = False,
     PINGPONG: bool = False,
+    OVERLAP: bool = False,
     IN: str = "bf16",
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
@@ -195,6 +196,11 @@ def flash_attention(
     issues O += P V of one key tile and S = Q K^T of the next while it holds the turn, and passes it on for its
     softmax, so that one warpgroup's softmax runs while the other's MMAs do.
 
+    OVERLAP (with P_REGISTERS) pipelines each warpgroup against itself (FlashAttention-3's intra-warpgroup overlap):
+    iteration j issues S_j = Q K_j^T, then O += P_{j-1} V_{j-1} asynchronously, and runs tile j's softmax while
+    that MMA runs; it waits for it before rescaling O and overwriting P, and releases stage j - 1 then. The last
+    tile's P V follows the loop.
+
     LAYOUT "bshd" reads and writes torch's (batch, length, heads, head dim) tensors of FlashAttention and most KV
     caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
     grid is (query blocks, H, B), and one head's rows are 4-d TMA boxes. (Split keys write (B * H, SQ) partial
@@ -207,6 +213,8 @@ def flash_attention(
         raise DSLError("DSL_BAD_PARAM", f"LAYOUT={LAYOUT!r}: one of {', '.join(LAYOUTS)}")
     if PINGPONG and CONSUMERS < 2:
         raise DSLError("DSL_BAD_PARAM", "PINGPONG takes turns between consumer warpgroups: CONSUMERS must be 2")
+    if OVERLAP and (not P_REGISTERS or PINGPONG):
+        raise DSLError("DSL_BAD_PARAM", "OVERLAP keeps P of the previous tile in registers: P_REGISTERS, no PINGPONG")
     bshd = LAYOUT == "bshd"
     if SPLITS > 1 and bshd:
         raise DSLError("DSL_BAD_PARAM", "split keys write (B * H, SQ) partial results: LAYOUT must be 'bhsd'")
@@ -266,17 +274,8 @@ def flash_attention(
             T.fill(m, float("-inf"))
             T.fill(l, 0.0)
             T.mbarrier_wait(q_ready[0], phase=0)
-            if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j
-                T.turn_wait()
-            for j, s in T.pipeline(n_tiles, stages=STAGES):
-                T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
-                # invariant: the stage holds key tile first + j of this head's key/value head
-                T.assert_tag(holds_head(kv, first + j, BN), sK[s])
-                T.assert_tag(holds_head(kv, first + j, BN), sV[s])
-                T.fill(scores, 0.0)
-                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
-                if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
-                    T.turn_pass()
+
+            def online_softmax(j):  # noqa: ANN001, ANN202 - tile j's statistics and probabilities; l updated
                 raw = scores if sign > 0 else -scores
                 if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
                     # of the query, SK - 1 at most: that masks the keys past the sequence too)
@@ -297,6 +296,56 @@ def flash_attention(
                 # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
                 T.assert_tag(lambda pv, mv: (pv[0] == mv[0]) & (pv[0] // BM == bm), p, m_new[:, None])
                 T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+                return m_new, p, alpha
+
+            def overlapped():  # noqa: ANN202 - OVERLAP's loop: tile j's softmax runs while P V of tile j - 1 does
+                pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # P of the previous tile
+                with T.if_(n_tiles > 0):  # tile 0, peeled: S and its softmax (O is still 0)
+                    T.mbarrier_wait(full[0], phase=0)
+                    T.assert_tag(holds_head(kv, first, BN), sK[0])
+                    T.fill(scores, 0.0)
+                    T.gemm(sQ, sK[0].T, scores)
+                    m_first, p_first, _ = online_softmax(0)
+                    T.copy(m_first, m)
+                    T.copy(p_first, pa)
+                for i, s in T.pipeline(n_tiles - 1, stages=STAGES, start=1):  # tile j = i + 1, stage s
+                    j = i + 1
+                    T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
+                    T.assert_tag(holds_head(kv, first + j, BN), sK[s])
+                    T.fill(scores, 0.0)
+                    T.gemm(sQ, sK[s].T, scores, wait_group=1)  # S = Q K^T of tile j, issued
+                    # O += P V of tile j - 1 (stage i % STAGES), issued behind it; its wait leaves it running (and
+                    # completes S): the softmax of tile j, which reads S, runs while it does. No branch around it
+                    # (ptxas waits for every MMA in flight where a branch ends), and S waited for only here (else
+                    # ptxas schedules the softmax above this MMA's issue: it depends on nothing the MMA writes)
+                    T.assert_tag(holds_head(kv, first + j - 1, BN), sV[i % STAGES])
+                    T.gemm(pa, sV[i % STAGES], o, wait_group=1)
+                    m_new, p, alpha = online_softmax(j)
+                    T.wgmma_wait(0)  # tile j - 1's P V: o and pa are free again, and its stage is read
+                    T.mbarrier_arrive(empty[i % STAGES], per_warpgroup=True)
+                    T.copy(o * alpha[:, None], o)
+                    T.copy(m_new, m)
+                    T.copy(p, pa)
+                with T.if_(n_tiles > 0):  # the last tile's O += P V, and the release of its stage
+                    last = (n_tiles - 1) % STAGES
+                    T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
+                    T.gemm(pa, sV[last], o)
+                    T.mbarrier_arrive(empty[last], per_warpgroup=True)
+
+            if OVERLAP:
+                overlapped()
+            if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j
+                T.turn_wait()
+            for j, s in T.pipeline(0 if OVERLAP else n_tiles, stages=STAGES):
+                T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
+                # invariant: the stage holds key tile first + j of this head's key/value head
+                T.assert_tag(holds_head(kv, first + j, BN), sK[s])
+                T.assert_tag(holds_head(kv, first + j, BN), sV[s])
+                T.fill(scores, 0.0)
+                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
+                    T.turn_pass()
+                m_new, p, alpha = online_softmax(j)
                 T.copy(o * alpha[:, None], o)
                 T.copy(m_new, m)
                 if P_REGISTERS:  # P stays in registers: S's accumulator layout is wgmma's A register layout

@@ -132,11 +132,16 @@ class AttentionConfig:
     #: 0.70-0.85x the speed of free-running warpgroups on an H200 (each warpgroup's softmax is longer than the
     #: other's MMAs, so the strict alternation idles the tensor cores; benchmarks/results/2026-11-28-attention-gpu3)
     PINGPONG: bool = False
+    #: O += P V of the previous tile overlapped with this tile's softmax (`flash_attention`'s OVERLAP; P in registers).
+    #: Off: correct, but 0.63-0.99x the speed of the plain loop on an H200, and its warp roles verify `unknown`
+    #: (benchmarks/results/2026-11-28-attention-gpu5.md)
+    OVERLAP: bool = False
 
     def label(self) -> str:
         extra = (f" split{self.SPLITS}" if self.SPLITS > 1 else "") + (" packed" if self.PACK else "")
         extra += " regP" if self.P_REGISTERS else ""
         extra += " pingpong" if self.PINGPONG else ""
+        extra += " overlap" if self.OVERLAP else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -204,6 +209,7 @@ class AttentionPlan:
                     "LAYOUT": p.layout,
                     "P_REGISTERS": c.P_REGISTERS,
                     "PINGPONG": c.PINGPONG,
+                    "OVERLAP": c.OVERLAP,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
@@ -278,6 +284,8 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
         )
     if config is not None and config.PINGPONG and config.CONSUMERS < 2:
         raise AttentionError(f"{config.label()}: ping-pong takes turns between two consumer warpgroups, not one")
+    if config is not None and config.OVERLAP and (not config.P_REGISTERS or config.PINGPONG):
+        raise AttentionError(f"{config.label()}: the overlapped loop keeps P in registers (P_REGISTERS), no ping-pong")
     return AttentionPlan(problem, config or choose(problem))
 
 

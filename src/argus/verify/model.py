@@ -55,6 +55,7 @@ from argus.ir.nodes import (
     MbarrierWait,
     Reduce,
     Role,
+    ScheduleFence,
     Space,
     Stmt,
     TileRef,
@@ -246,6 +247,7 @@ _NO_EFFECT = (
     MbarrierWait,
     WgmmaWait,
     WarpgroupTurn,
+    ScheduleFence,
 )
 
 

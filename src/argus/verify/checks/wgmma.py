@@ -6,7 +6,13 @@ flight. The check proves, by structure, that nothing but another ``wgmma`` on th
 hardware orders after the MMAs in flight) touches the accumulator while such MMAs may run:
 
 * inside the loop that issues them, no other statement reads or writes the accumulator (each iteration leaves a
-  group in flight across the loop's back edge);
+  group in flight across the loop's back edge), unless a statement at the top level of the loop's body completes
+  them after the MMA: a wait for at most ``P`` groups in flight (``T.wgmma_wait(P)``, or a later wgmma's own
+  ``wait_group=P``) once ``P`` or more groups were issued after theirs. Then only the statements between the MMA
+  and that wait may not touch the accumulator (the intra-warpgroup overlap of attention: S of this tile completes
+  at the issue of O += P V of the previous tile, which runs on while this tile's softmax does);
+* a ``.rs`` wgmma reads its A operand from registers until its MMAs complete: writing those registers counts as
+  touching the accumulator (reading them does not);
 * after the loop, a `WgmmaWait` of 0 in the body that holds the loop, outside any branch, comes before the first
   statement that touches the accumulator there; with no such wait, any use of the accumulator elsewhere in the role
   (after the loop, or before it in the next iteration of an enclosing loop) is reported.
@@ -18,7 +24,7 @@ finding holds for every block and iteration (block 0, the first iteration is sho
 from __future__ import annotations
 
 from argus.atoms import MmaAtom, get_atom
-from argus.ir.nodes import Buffer, For, Gemm, Role, Stmt, WgmmaWait
+from argus.ir.nodes import Buffer, For, Gemm, Role, Space, Stmt, WgmmaWait
 from argus.verify.context import Context
 from argus.verify.program import Site, first_thread, user_name, walk_all
 from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
@@ -39,10 +45,36 @@ def _touches(s: Stmt, acc: Buffer) -> bool:
     return acc in reads_of(s) or acc in writes_of(s)
 
 
-def _first_touch(stmts: tuple[Stmt, ...], acc: Buffer) -> Stmt | None:
+def _first_touch(stmts: tuple[Stmt, ...], acc: Buffer, a_regs: Buffer | None = None) -> Stmt | None:
+    """The first statement of `stmts` that reads or writes the accumulator `acc`, or writes `a_regs` (the registers
+    a ``.rs`` wgmma reads its A operand from, which must stay unchanged until its MMAs complete)."""
     for s in walk_all(stmts):
-        if _touches(s, acc):
+        if _touches(s, acc) or (a_regs is not None and not _is_wgmma(s) and a_regs in writes_of(s)):
             return s
+    return None
+
+
+def _waited_in_body(loop: For, gemm: Stmt) -> tuple[int, int] | None:
+    """(i, w): the top-level statement `i` of the loop's body that holds `gemm`, and the first unconditional
+    statement `w > i` of the body after it that completes its MMAs, if there is one: then they complete within the
+    iteration that issues them (none crosses the back edge or leaves the loop). A wait for at most ``P`` groups in
+    flight (``T.wgmma_wait(P)``, or a later wgmma's own ``wait_group=P``) completes them once ``P`` or more wgmma
+    groups have been issued after theirs (groups complete in issue order): ``T.gemm(S, wait_group=1)`` followed by
+    ``T.gemm(O, wait_group=1)`` completes S at the second statement and leaves O running."""
+    for i, top in enumerate(loop.body):
+        if any(x is gemm for x in walk_all((top,))):
+            later = 0  # wgmma groups issued after the MMA's, at the body's top level
+            for w in range(i + 1, len(loop.body)):
+                x = loop.body[w]
+                if _is_wgmma(x):
+                    later += 1
+                    if later >= x.pending:  # type: ignore[attr-defined]
+                        return i, w
+                elif isinstance(x, WgmmaWait) and later >= x.pending:
+                    return i, w
+                elif any(_is_wgmma(y) for y in walk_all((x,))):
+                    return None  # a conditional MMA: the count of groups after it is not known
+            return None
     return None
 
 
@@ -73,10 +105,28 @@ def check_wgmma_in_flight(ctx: Context) -> list[Finding]:
             continue
         seen.add(id(s))
         acc = s.acc.buffer
+        a_regs = s.a.buffer if s.a.space == Space.FRAGMENT else None
         line = s.loc.line if s.loc else "?"
         holder: Stmt = site.loops[-1] if site.loops else s
+        if isinstance(holder, For) and (span := _waited_in_body(holder, s)) is not None:
+            # completed by a wait in the same iteration: only what runs between the issue and that wait matters
+            i, w = span
+            rest: list[Stmt] = []  # what follows the MMA in the branches (blocks) that hold it inside the loop body
+            for frame in reversed(site.frames):
+                if frame.owner is holder:
+                    break
+                rest += frame.body[frame.pos + 1 :]
+            use = _first_touch(tuple(rest) + tuple(holder.body[i + 1 : w]), acc, a_regs)
+            if use is not None:
+                report(
+                    use,
+                    site,
+                    f"the MMAs issued at line {line} with wait_group {s.pending} complete only at line "
+                    f"{holder.body[w].loc.line if holder.body[w].loc else '?'}, after it",
+                )
+            continue
         if isinstance(holder, For):
-            use = _first_touch(holder.body, acc)
+            use = _first_touch(holder.body, acc, a_regs)
             if use is not None:
                 report(
                     use,

@@ -69,6 +69,7 @@ from argus.ir.nodes import (
     MbarrierWait,
     Reduce,
     Role,
+    ScheduleFence,
     WarpgroupTurn,
     WgmmaWait,
 )
@@ -113,6 +114,7 @@ class Emitter:
         (MbarrierWait, sync.mbarrier_wait),
         (WgmmaWait, sync.wgmma_wait),
         (WarpgroupTurn, hopper.warpgroup_turn),  # ping-pong: bar.sync / bar.arrive on the role's turn barriers
+        (ScheduleFence, sync.schedule_fence),  # ordering for ptxas's scheduler: "+f" on each register
     )
 
     def __init__(self, kernel: Kernel) -> None:
