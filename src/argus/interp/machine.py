@@ -76,7 +76,6 @@ from argus.ir.nodes import (
     Reduce,
     ReduceOp,
     Role,
-    ScheduleFence,
     Space,
     Stmt,
     TileRef,
@@ -891,7 +890,7 @@ class _Machine:
                     )
                 while bar.phase % 2 == parity:
                     yield f"{s.loc} ({s.barrier.buffer.name}, parity {parity})"
-        elif isinstance(s, (Barrier, Fence, WarpgroupTurn, ScheduleFence)):
+        elif isinstance(s, (Barrier, Fence, WarpgroupTurn)):
             pass  # lockstep execution: all threads of a role reach it together (turns only schedule issue)
         elif isinstance(s, (Tag, AssertTag, AssertTagEq)):
             pass  # invariants are the verifier's: they cost nothing at run time

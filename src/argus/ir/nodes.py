@@ -498,16 +498,6 @@ class WgmmaWait(Stmt):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False)
-class ScheduleFence(Stmt):
-    """A fence for the compiler's instruction scheduling, not for memory: the registers of `fragment` count as
-    rewritten here, so no computation that reads them moves above this point. ptxas otherwise hoists register
-    arithmetic above an asynchronous wgmma's issue (it depends on nothing the MMA writes), which leaves nothing to
-    overlap with the MMA. No effect on values: the verifier and the interpreter ignore it."""
-
-    fragment: TileRef
-
-
 class TurnKind(StrEnum):
     WAIT = "wait"  # bar.sync on this warpgroup's turn barrier: until the previous warpgroup passes the turn
     PASS = "pass"  # bar.arrive on the next warpgroup's turn barrier: hand the turn on

@@ -26,7 +26,6 @@ from argus.ir.nodes import (
     MbarrierWait,
     Reduce,
     Role,
-    ScheduleFence,
     Space,
     Stmt,
     TileRef,
@@ -117,8 +116,6 @@ def _line(s: Stmt) -> str:
         return f"wgmma.wait_group {s.pending}"
     if isinstance(s, WarpgroupTurn):
         return f"turn {s.kind.value}"
-    if isinstance(s, ScheduleFence):
-        return f"schedule_fence {format_ref(s.fragment)}"
     if isinstance(s, Tag):
         return f"tag {format_ref(s.target)} = {s.name}({', '.join(str(c) for c in s.coords)})"
     if isinstance(s, AssertTagEq):

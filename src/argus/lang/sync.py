@@ -24,7 +24,6 @@ from argus.ir.nodes import (
     MbarrierArrive,
     MbarrierInit,
     MbarrierWait,
-    ScheduleFence,
     Space,
     Stmt,
     TileRef,
@@ -142,21 +141,6 @@ def mbarrier_wait(bar: MbarrierRef, phase: Any) -> None:
 
 
 # --- turns among the warpgroups of a role (ping-pong) ---------------------------------------------------------------
-
-
-def schedule_fence(fragment: Any) -> None:
-    """Keep the compiler from moving computations on `fragment`'s registers above this point (`ScheduleFence`): put
-    it right after an asynchronous ``T.gemm(..., wait_group=1)`` so that the work meant to overlap the MMA (a
-    softmax reading `fragment`) is issued after the MMA, not before it. Scheduling only: no effect on values."""
-    from argus.lang.fragment import Fragment
-
-    if not isinstance(fragment, Fragment) or fragment.buffer.dtype != irtypes.f32:
-        raise DSLError(
-            "DSL_NOT_A_FRAGMENT",
-            f"T.schedule_fence works on f32 fragments (registers); got {type(fragment).__name__}",
-            loc=caller_loc(),
-        )
-    current("T.schedule_fence").emit(ScheduleFence(fragment.ref, loc=caller_loc()))
 
 
 def turn_wait() -> None:

@@ -55,7 +55,6 @@ from argus.ir.nodes import (
     MbarrierWait,
     Reduce,
     Role,
-    ScheduleFence,
     Space,
     Stmt,
     TileRef,
@@ -247,7 +246,6 @@ _NO_EFFECT = (
     MbarrierWait,
     WgmmaWait,
     WarpgroupTurn,
-    ScheduleFence,
 )
 
 

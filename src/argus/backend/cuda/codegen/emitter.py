@@ -69,7 +69,6 @@ from argus.ir.nodes import (
     MbarrierWait,
     Reduce,
     Role,
-    ScheduleFence,
     WarpgroupTurn,
     WgmmaWait,
 )
@@ -114,7 +113,6 @@ class Emitter:
         (MbarrierWait, sync.mbarrier_wait),
         (WgmmaWait, sync.wgmma_wait),
         (WarpgroupTurn, hopper.warpgroup_turn),  # ping-pong: bar.sync / bar.arrive on the role's turn barriers
-        (ScheduleFence, sync.schedule_fence),  # ordering for ptxas's scheduler: "+f" on each register
     )
 
     def __init__(self, kernel: Kernel) -> None:

@@ -34,7 +34,6 @@ from argus.ir.nodes import (
     MbarrierArrive,
     MbarrierInit,
     MbarrierWait,
-    ScheduleFence,
     Space,
     TileRef,
     WgmmaWait,
@@ -68,21 +67,6 @@ def async_commit(cx: Context, s: AsyncCommit) -> None:
 def async_wait(cx: Context, s: AsyncWait) -> None:
     cx.use("cp_async")
     cx.line(f"argus::cp_async_wait<{int(s.pending)}>();")
-
-
-def schedule_fence(cx: Context, s: ScheduleFence) -> None:
-    """`T.schedule_fence`: an empty ``asm volatile`` per register that reads and writes it (``"+f"``), ordered with
-    the wgmma asm around it, so that ptxas cannot move arithmetic on those registers above this point."""
-    buf = s.fragment.buffer
-    if buf.space != Space.FRAGMENT or buf.dtype.name != "f32":
-        raise cx.invalid(f"a schedule fence on {buf.name}: f32 fragments only")
-    name, v = cx.buffer_name(buf), cx.local("v")
-    cx.line("#pragma unroll")
-    cx.line(
-        f'for (int {v} = 0; {v} < {buf.values_per_thread}; ++{v}) asm volatile("" : "+f"({name}[{v}])::"memory");'
-        "  // scheduling only: nothing on these registers moves above this point"
-    )
-    cx.forget(v)
 
 
 def fence(cx: Context, s: Fence) -> None:
