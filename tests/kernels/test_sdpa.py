@@ -165,6 +165,24 @@ def test_the_overlapped_loop_matches_the_definition_on_the_interpreter(problem, 
     np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
 
 
+def test_whole_key_tiles_are_read_unmasked_and_the_unmasked_kernel_refuses_a_tail() -> None:
+    from argus.interp import InterpError, run_kernel
+
+    whole, tail = S.AttentionProblem(1, 2, 2, 70, 256, 64, 64), S.AttentionProblem(1, 2, 2, 70, 250, 64, 64)
+    assert dict(S.plan(whole).params())["MASK_TAIL"] is False  # SK % BN == 0: no tile has a tail
+    assert dict(S.plan(tail).params())["MASK_TAIL"] is True
+    q, k, v = _inputs(whole, seed=14)
+    o, lse = S.plan(whole).run_on_interpreter(q, k, v)
+    ref_o, ref_lse = S.reference(q, k, v)
+    np.testing.assert_allclose(o, ref_o, atol=1e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+    # the unmasked kernel at a length with a tail: refused by its assumption, never run unmasked
+    arrays = {"Q": q[0], "K": k[0, :, :250], "V": v[0, :, :250], "O": np.zeros((2, 70, 64)), "LSE": np.zeros((2, 70))}
+    with pytest.raises(InterpError, match=r"\(SK % 128\) == 0") as info:
+        run_kernel(S.plan(whole).kernel(), arrays)
+    assert info.value.code == "INTERP_ASSUMPTION"
+
+
 def test_ping_pong_verifies_compiles_and_matches_the_definition_on_the_interpreter() -> None:
     from argus.verify import verify_kernel
 
@@ -310,6 +328,7 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
 
     for b, h, hk, sq, sk, d, dv, causal, dtype in [
         (2, 8, 8, 1000, 1000, 64, 64, False, torch.bfloat16),
+        (2, 8, 8, 500, 1024, 128, 128, False, torch.bfloat16),  # whole key tiles: the unmasked softmax
         (2, 8, 8, 1024, 1024, 128, 128, True, torch.bfloat16),
         (1, 8, 2, 777, 777, 128, 128, True, torch.float16),
         (1, 4, 4, 333, 333, 256, 256, False, torch.bfloat16),

@@ -167,6 +167,7 @@ def flash_attention(
     P_REGISTERS: bool = False,
     PINGPONG: bool = False,
     OVERLAP: bool = False,
+    MASK_TAIL: bool = True,
     IN: str = "bf16",
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
@@ -196,6 +197,9 @@ def flash_attention(
     issues O += P V of one key tile and S = Q K^T of the next while it holds the turn, and passes it on for its
     softmax, so that one warpgroup's softmax runs while the other's MMAs do.
 
+    MASK_TAIL=False (non-causal) declares SK a multiple of BN (`T.assume`, checked at every launch): no key tile has
+    a tail, and the softmax reads the scores unmasked.
+
     OVERLAP (with P_REGISTERS) pipelines each warpgroup against itself (FlashAttention-3's intra-warpgroup overlap):
     iteration j issues S_j = Q K_j^T, then O += P_{j-1} V_{j-1} asynchronously, and runs tile j's softmax while
     that MMA runs; it waits for it before rescaling O and overwriting P, and releases stage j - 1 then. The last
@@ -213,6 +217,8 @@ def flash_attention(
         raise DSLError("DSL_BAD_PARAM", f"LAYOUT={LAYOUT!r}: one of {', '.join(LAYOUTS)}")
     if PINGPONG and CONSUMERS < 2:
         raise DSLError("DSL_BAD_PARAM", "PINGPONG takes turns between consumer warpgroups: CONSUMERS must be 2")
+    if not MASK_TAIL and not CAUSAL:  # no key tile has a tail: the softmax needs no mask (two instructions a score)
+        T.assume(f"SK % {BN} == 0")
     if OVERLAP and (not P_REGISTERS or PINGPONG):
         raise DSLError("DSL_BAD_PARAM", "OVERLAP keeps P of the previous tile in registers: P_REGISTERS, no PINGPONG")
     bshd = LAYOUT == "bshd"
@@ -285,8 +291,10 @@ def flash_attention(
                     limit = bm * BM + (SK - SQ) - (first + j) * BN
                     diagonal = T.index(scores, 1) - T.index(scores, 0)
                     x = T.where(diagonal <= limit, raw, float("-inf"))
-                else:  # key positions past the sequence
+                elif MASK_TAIL:  # key positions past the sequence
                     x = T.where(T.index(scores, 1) < SK - (first + j) * BN, raw, float("-inf"))
+                else:  # SK is a multiple of BN: every key of every tile is real
+                    x = raw
                 m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows
                 # a row that has seen no key yet keeps -inf: subtract 0 from it instead (exp2(-inf) = 0)
                 m_safe = T.where(m_new > float("-inf"), m_new, 0.0)

@@ -213,6 +213,7 @@ class AttentionPlan:
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
+                    "MASK_TAIL": p.sk % c.BN != 0,  # else every key tile is whole (a causal mask masks tails itself)
                     "GROUP": self.extents()[2],
                     "SCALE": p.scale if p.scale is not None else 0.0,
                     "IN": p.dtype,
