@@ -56,6 +56,7 @@ NOT_CODES = {
     "FLASH_ATTENTION": "an SDPA backend a task forbids",
     "PRODUCER_REGS": "a parameter of the Hopper persistent GEMM (the producer's register budget)",
     "P_REGISTERS": "a parameter of flash_attention (P kept in registers)",
+    "MASK_TAIL": "a parameter of flash_attention (whether a key tile may have a tail)",
     "QF_BV": "a Z3 logic",
     "RUNNING_MEAN": "an operand of the normalization template's batch-norm kernels",
     "RUNNING_VAR": "an operand of the normalization template's batch-norm kernels",
