@@ -152,6 +152,21 @@ def test_library_kernel_round_trips_through_json(name: str) -> None:
                 assert any(d is v for v in back.shape_vars)
 
 
+def test_a_kernel_that_takes_turns_round_trips() -> None:
+    from dataclasses import replace as with_fields
+
+    from argus.ir.nodes import WarpgroupTurn
+    from argus.kernels import sdpa
+
+    problem = sdpa.AttentionProblem(2, 4, 4, 256, 256, 64, 64)
+    kernel = sdpa.plan(problem, with_fields(sdpa.choose(problem), PINGPONG=True)).kernel()
+    data, back = _through_json(kernel)
+    assert [s.kind for s in walk(back.body) if isinstance(s, WarpgroupTurn)] == [
+        s.kind for s in walk(kernel.body) if isinstance(s, WarpgroupTurn)
+    ]
+    assert _generated(back) == _generated(kernel) and kernel_to_data(back) == data
+
+
 def test_encoding_is_deterministic_and_json_safe() -> None:
     kernel = _traced("flash_attention_fwd")
     text = kernel_to_json(kernel)
@@ -627,6 +642,8 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "Space",
                 "TileOrder",
                 "TileRef",
+                "TurnKind",
+                "WarpgroupTurn",
                 "WgmmaWait",
             )
         ),
