@@ -104,6 +104,7 @@ def test_repeated_calls_reuse_the_checked_launch_but_still_check_new_arguments()
         loaded(a, b, c)
     torch.cuda.synchronize()
     assert torch.equal(c, a + 1) and len(loaded._prepared) == 1
+    assert loaded.prepare(a, b, c) is loaded.prepare(a, b, c)  # prepare shares the cache: bound once
     c2 = torch.zeros(999, device="cuda")  # same pointers are not enough: the shape changed
     with pytest.raises(ArgumentError):
         loaded(a, b, c2)
