@@ -340,39 +340,43 @@ def flash_attention(
                     T.gemm(pa, sV[last], o)
                     T.mbarrier_arrive(empty[last], per_warpgroup=True)
 
+            def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile
+                if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j
+                    T.turn_wait()
+                for j, s in T.pipeline(n_tiles, stages=STAGES):
+                    T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
+                    # invariant: the stage holds key tile first + j of this head's key/value head
+                    T.assert_tag(holds_head(kv, first + j, BN), sK[s])
+                    T.assert_tag(holds_head(kv, first + j, BN), sV[s])
+                    T.fill(scores, 0.0)
+                    T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                    if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
+                        T.turn_pass()
+                    m_new, p, alpha = online_softmax(j)
+                    T.copy(o * alpha[:, None], o)
+                    T.copy(m_new, m)
+                    if P_REGISTERS:  # P stays in registers: S's accumulator layout is wgmma's A register layout
+                        pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
+                        T.copy(p, pa)
+                        if PINGPONG:
+                            T.turn_wait()
+                        T.gemm(pa, sV[s], o)  # O += P V
+                    else:
+                        T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # the previous P @ V has finished reading sP
+                        T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
+                        T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
+                        T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
+                        if PINGPONG:
+                            T.turn_wait()
+                        T.gemm(sP, sV[s], o)  # O += P V
+                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
+                if PINGPONG:
+                    T.turn_pass()
+
             if OVERLAP:
                 overlapped()
-            if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j
-                T.turn_wait()
-            for j, s in T.pipeline(0 if OVERLAP else n_tiles, stages=STAGES):
-                T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
-                # invariant: the stage holds key tile first + j of this head's key/value head
-                T.assert_tag(holds_head(kv, first + j, BN), sK[s])
-                T.assert_tag(holds_head(kv, first + j, BN), sV[s])
-                T.fill(scores, 0.0)
-                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
-                if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
-                    T.turn_pass()
-                m_new, p, alpha = online_softmax(j)
-                T.copy(o * alpha[:, None], o)
-                T.copy(m_new, m)
-                if P_REGISTERS:  # P stays in registers: S's accumulator layout is wgmma's A register layout
-                    pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
-                    T.copy(p, pa)
-                    if PINGPONG:
-                        T.turn_wait()
-                    T.gemm(pa, sV[s], o)  # O += P V
-                else:
-                    T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # the previous P @ V has finished reading sP
-                    T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
-                    T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
-                    T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
-                    if PINGPONG:
-                        T.turn_wait()
-                    T.gemm(sP, sV[s], o)  # O += P V
-                T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
-            if PINGPONG:
-                T.turn_pass()
+            else:
+                plain()
             seen = l > 0.0
             inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
             lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
