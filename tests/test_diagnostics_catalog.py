@@ -49,6 +49,7 @@ NOT_CODE_FAMILIES = re.compile(
     r"^(ARGUS|CUDA|CU|NVRTC|EIATTR|XDG|LC|SC|LD|OMP|MKL|NCCL|NVSHMEM|NVIDIA|TORCH|TRITON|OPENAI|ANTHROPIC)_"
 )
 NOT_CODES = {
+    "READ_ELEMENT": "the key of the element reader in an expression environment (argus.ir.expr)",
     "A_MAJOR": "a parameter of the Hopper GEMMs",
     "B_MAJOR": "a parameter of the Hopper GEMMs",
     "CUDNN_ATTENTION": "an SDPA backend a task forbids",

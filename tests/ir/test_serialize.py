@@ -609,7 +609,10 @@ def test_decoding_does_not_mutate_its_input() -> None:
 
 def test_allowlist_is_the_ir_classes() -> None:
     assert set(serialize.ALLOWED_CLASSES) == {
-        *(f"argus.ir.expr.{n}" for n in ("BinOp", "BinaryOp", "Const", "Select", "SourceLoc", "Var", "VarKind")),
+        *(
+            f"argus.ir.expr.{n}"
+            for n in ("BinOp", "BinaryOp", "Const", "Element", "Select", "SourceLoc", "Var", "VarKind")
+        ),
         *(
             f"argus.ir.nodes.{n}"
             for n in (

@@ -732,6 +732,18 @@ class Code(StrEnum):
         "compare runtime values with T.eq(a, b) / T.ne(a, b) (== and != on expressions compare identity), or use a "
         "plain Python `if` for a trace-time choice",
     )
+    DSL_ELEMENT = _entry(
+        Category.DSL,
+        "{tensor}[...]: {problem}",
+        "read elements of an integer tensor the kernel does not write (offsets, counts), with one integer index "
+        "per dimension",
+    )
+    DSL_LET = _entry(
+        Category.DSL,
+        "T.let: {problem}",
+        "bind an integer expression every thread of the block agrees on (sizes, block and loop indices, tensor "
+        "elements), under an identifier",
+    )
     DSL_TRANSPOSE = _entry(
         Category.DSL,
         "only 2-D shared or global tiles have a transposed view; got shape {shape}",
@@ -1042,6 +1054,11 @@ class Code(StrEnum):
         "{expression} differs between threads where one value is needed",
         "make the value uniform across the threads that use it (a loop bound, a barrier's count, a TMA "
         "coordinate): compute it from block indices and sizes, not the thread index",
+    )
+    INTERP_ELEMENT_OOB = _entry(
+        Category.INTERP,
+        "{tensor}[...] read index {index} of dimension {dim}, outside its extent {extent}",
+        "guard the read with T.if_ or clamp the index (T.minimum / T.maximum)",
     )
     INTERP_FRAGMENT_MISMATCH = _entry(
         Category.INTERP,

@@ -36,6 +36,7 @@ computes that from the kernel and the problem size before anything is allocated,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -51,7 +52,7 @@ from argus.atoms import WARPGROUP_SIZE, Scope, get_atom
 from argus.atoms.copy import ldmatrix_transposes, matrix_transpose
 from argus.atoms.mma import group_origin, group_subtile, slot_count, slot_element
 from argus.diagnostics import ArgusError
-from argus.ir.expr import Expr, Var, evaluate, free_vars
+from argus.ir.expr import READ_ELEMENT, Expr, Var, evaluate, free_vars
 from argus.ir.nodes import (
     FLOAT_MAP_OPS,
     Alloc,
@@ -389,16 +390,42 @@ def _window_coords(ref: TileRef, tile_coords: list[np.ndarray], env: dict[Var, A
     return out
 
 
-def _global_access(buf: Buffer, coords: list[np.ndarray], env: dict[Var, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(in-bounds mask, flat element index into the row-major global array)."""
+def _global_access(
+    buf: Buffer, coords: list[np.ndarray], env: dict[Var, Any], bound: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(in-bounds mask, flat element index into the row-major global array); `bound` (a window's) masks the
+    coordinates at or past it too."""
     shape = [_int(s, env) for s in buf.shape]
     mask = np.ones(coords[0].shape, dtype=bool)
     flat = np.zeros(coords[0].shape, dtype=np.int64)
     for c, s in zip(coords, shape, strict=True):
         mask &= (c >= 0) & (c < s)
+    for c, b in zip(coords, bound or (), strict=False):
+        if b is not None:
+            mask &= c < _int(b, env)
     for c, s in zip(coords, shape, strict=True):
         flat = flat * s + np.where(mask, c, 0)
     return mask, flat
+
+
+def _read_element(globals_: dict[Buffer, np.ndarray], buf: Buffer, index: tuple) -> Any:
+    """The value of element `index` of global tensor `buf` (``offs[g]``): one value, or one per thread where an
+    index differs between threads; an index outside the tensor is an error (`INTERP_ELEMENT_OOB`), as the
+    generated code would read memory that is not the tensor's."""
+    data = globals_[buf]
+    idx = [np.asarray(i, dtype=np.int64) for i in index]
+    for d, (i, n) in enumerate(zip(idx, data.shape, strict=True)):
+        if np.any((i < 0) | (i >= n)):
+            bad = int(np.asarray(i).ravel()[np.argmax(((i < 0) | (i >= n)).ravel())])
+            raise InterpError(
+                "INTERP_ELEMENT_OOB",
+                f"{buf.name}[...] read index {bad} of dimension {d}, outside its extent {n}",
+                "guard the read with T.if_ or clamp the index (T.minimum / T.maximum)",
+            )
+    value = data[tuple(idx)]
+    if np.ndim(value) == 0:
+        return int(value)
+    return value.astype(np.int64)
 
 
 def _shared_offsets(buf: Buffer, coords: list[np.ndarray], view: Any = None) -> np.ndarray:
@@ -438,7 +465,7 @@ class _Machine:
         coords = _tile_coords(ref.shape, tile_idx)
         if buf.space == Space.GLOBAL:
             bcoords = _window_coords(ref, coords, blk.env)
-            mask, flat = _global_access(buf, bcoords, blk.env)
+            mask, flat = _global_access(buf, bcoords, blk.env, ref.bound)
             data = blk.globals_[buf].reshape(-1)
             return np.where(mask, data[flat], pad)
         if buf.space == Space.SHARED:
@@ -452,7 +479,7 @@ class _Machine:
         values = _round(buf.dtype, values)
         if buf.space == Space.GLOBAL:
             bcoords = _window_coords(ref, coords, blk.env)
-            mask, flat = _global_access(buf, bcoords, blk.env)
+            mask, flat = _global_access(buf, bcoords, blk.env, ref.bound)
             data = blk.globals_[buf].reshape(-1)
             data[flat[mask]] = values[mask]
             return
@@ -1083,6 +1110,7 @@ def run_kernel(
         benv = dict(env)
         benv.update(zip(kernel.block_vars, point, strict=True))
         benv[kernel.thread_var] = np.arange(kernel.threads)
+        benv[READ_ELEMENT] = functools.partial(_read_element, work)
         blk = _Block(kernel, benv, work)
         for _ in machine.run(blk, kernel.body):
             raise InterpError("INTERP_INTERNAL", "a wait escaped the warp-role scheduler")

@@ -37,6 +37,7 @@ class VarKind(StrEnum):
     BLOCK = "block"  # a block index (blockIdx) or a persistent tile index
     THREAD = "thread"  # the thread index within the block
     LOOP = "loop"  # a loop induction variable
+    LET = "let"  # a value bound once by ``T.let`` (uniform over the block; any sign)
 
 
 class BinaryOp(StrEnum):
@@ -185,6 +186,47 @@ class Select(Expr):
         return f"select({self.cond}, {self.if_true}, {self.if_false})"
 
 
+@dataclass(frozen=True, eq=False)
+class Element(Expr):
+    """The value of one element of a global integer tensor that the kernel only reads (``offs[g]``): data, not
+    a size or an index the kernel computes, known only when the kernel runs. `buffer` is the tensor (an
+    `argus.ir.nodes.Buffer`), `index` one coordinate per dimension. The interpreter reads the element (an index
+    outside the tensor is an error); the generated code loads it; the verifier encodes it as an uninterpreted
+    function of the index (the same index gives the same value; nothing else is known of it)."""
+
+    buffer: Any
+    index: tuple[Expr, ...]
+    dtype: DType = i32
+
+    def __str__(self) -> str:
+        return f"{self.buffer.name}[{', '.join(str(i) for i in self.index)}]"
+
+
+class _ElementReader:
+    """The key under which an environment passed to `evaluate` holds the reader of `Element` values: a function
+    ``(buffer, index values) -> value`` (the interpreter's global memory)."""
+
+    def __repr__(self) -> str:
+        return "READ_ELEMENT"
+
+
+READ_ELEMENT: Any = _ElementReader()
+
+
+def elements(e: Any) -> list[Element]:
+    """The `Element` reads in `e` (an expression or an int), outermost first."""
+    if isinstance(e, Element):
+        out = [e]
+        for i in e.index:
+            out += elements(i)
+        return out
+    if isinstance(e, BinOp):
+        return elements(e.lhs) + elements(e.rhs)
+    if isinstance(e, Select):
+        return elements(e.cond) + elements(e.if_true) + elements(e.if_false)
+    return []
+
+
 def as_expr(x: Any) -> Expr:
     """An `Expr` for an expression, a Python int/float/bool (a `Const`)."""
     if isinstance(x, Expr):
@@ -273,6 +315,8 @@ def free_vars(e: Expr) -> set[Var]:
         return free_vars(e.lhs) | free_vars(e.rhs)
     if isinstance(e, Select):
         return free_vars(e.cond) | free_vars(e.if_true) | free_vars(e.if_false)
+    if isinstance(e, Element):
+        return set().union(*(free_vars(i) for i in e.index))
     return set()
 
 
@@ -300,4 +344,9 @@ def evaluate(e: Expr, env: dict[Var, Any]) -> Any:
         import numpy as np
 
         return np.where(evaluate(e.cond, env), evaluate(e.if_true, env), evaluate(e.if_false, env))
+    if isinstance(e, Element):
+        reader = env.get(READ_ELEMENT)
+        if reader is None:
+            raise KeyError(f"{e} reads tensor {e.buffer.name}, whose data is not bound here")
+        return reader(e.buffer, tuple(evaluate(i, env) for i in e.index))
     raise TypeError(f"cannot evaluate {e!r}")

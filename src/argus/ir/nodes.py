@@ -85,6 +85,9 @@ class TileRef:
     dropped: tuple[int, ...] = ()
     layout: Layout | ComposedLayout | None = None  # shared: an explicit view layout (expert escape hatch)
     perm: tuple[int, ...] | None = None  # window dimension i is the buffer's kept dimension perm[i] (a transpose)
+    # global: per buffer dimension, an exclusive upper limit on the coordinates accessed (None: the tensor's extent),
+    # e.g. the end of an expert's rows; elements at or past it are masked like those past the tensor's end
+    bound: tuple[Expr | int | None, ...] | None = None
 
     @property
     def kept(self) -> tuple[int, ...]:

@@ -71,6 +71,8 @@ def format_ref(r: TileRef | Broadcast | Expr) -> str:
         text += ".T" if len(r.perm) == 2 else f".permute{tuple(r.perm)}"
     if r.layout is not None:
         text += f" as {r.layout}"
+    if r.bound is not None:
+        text += " below (" + ", ".join("_" if b is None else str(b) for b in r.bound) + ")"
     return text
 
 

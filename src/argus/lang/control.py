@@ -26,7 +26,7 @@ from argus.ir.expr import (
     maximum,
     minimum,
 )
-from argus.ir.nodes import For, If, LoopKind, Role
+from argus.ir.nodes import For, If, Let, LoopKind, Role
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.sync import check_turns
 from argus.lang.trace import CURRENT, current
@@ -262,6 +262,44 @@ def if_(cond: Any) -> Iterator[None]:
     finally:
         body = tuple(st.stack.pop())
     st.emit(If(as_expr(cond), body, loc=loc))
+
+
+@contextlib.contextmanager
+def let(value: Any, name: str = "v") -> Iterator[Var]:
+    """``with T.let(value, "row0") as row0:``: bind `value` (an integer expression every thread of the block
+    agrees on: sizes, block and loop indices, tensor elements such as ``offs[g]``) once to a variable for the
+    statements of the block, which read the variable instead of repeating the expression (the generated code
+    declares ``const int row0 = ...;``; the verifier reads the value itself). A search built at trace time
+    (``lo = T.let(T.select(...))`` step after step) stays linear in size this way."""
+    st = current("T.let")
+    loc = caller_loc()
+    if isinstance(value, bool | float) or not isinstance(value, int | Expr):
+        raise DSLError(
+            "DSL_LET",
+            f"T.let binds an integer expression, not {value!r}",
+            "pass an int or an integer expression",
+            loc=loc,
+        )
+    e = as_expr(value)
+    if not e.dtype.is_integer:
+        raise DSLError("DSL_LET", f"T.let binds an integer expression, got one of dtype {e.dtype.name}", loc=loc)
+    per_thread = [v.name for v in free_vars(e) if v.kind == VarKind.THREAD]
+    if per_thread:
+        raise DSLError(
+            "DSL_LET",
+            f"T.let binds a value the whole block agrees on; {value} depends on the thread index",
+            "compute per-thread values in fragments (T.coord, elementwise operations)",
+            loc=loc,
+        )
+    if not isinstance(name, str) or not name.isidentifier():
+        raise DSLError("DSL_LET", f"T.let's name must be an identifier, got {name!r}", loc=loc)
+    var = Var(name, VarKind.LET)
+    st.stack.append([])
+    try:
+        yield var
+    finally:
+        body = tuple(st.stack.pop())
+    st.emit(Let(var, e, body, loc=loc))
 
 
 # --- assumptions on the problem sizes ------------------------------------------------------------------------

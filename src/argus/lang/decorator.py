@@ -17,7 +17,7 @@ from argus.ir.nodes import Alloc, Buffer, For, Kernel, LoopKind, Policies, Role,
 from argus.ir.passes import run_passes
 from argus.lang.call import run_traced
 from argus.lang.errors import DSLError, def_loc, raise_loc
-from argus.lang.memory import check_tma_stores
+from argus.lang.memory import check_elements, check_tma_stores
 from argus.lang.names import SourceNames
 from argus.lang.tiles import GlobalTensor, TensorSpec
 from argus.lang.trace import CURRENT, Trace
@@ -163,6 +163,7 @@ class KernelFunction:
                 loc=def_loc(self.fn),
             )
         check_tma_stores(self.name, tuple(st.stack[0]))
+        check_elements(self.name, tuple(st.stack[0]))
         return Kernel(
             name=self.name,
             tensors=tuple(tensors),

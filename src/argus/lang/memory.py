@@ -5,6 +5,7 @@ TMA stores through a staging buffer) and ``T.fill``."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 from argus.atoms import MmaAtom
@@ -13,7 +14,7 @@ from argus.atoms.errors import AtomError
 from argus.atoms.smem import SharedCarve, panel_layout
 from argus.atoms.swizzle import hopper_swizzle
 from argus.atoms.tma import store_chunk_columns
-from argus.ir.expr import as_expr
+from argus.ir.expr import Expr, as_expr, elements
 from argus.ir.nodes import Alloc, Buffer, Copy, Fill, Space, TileRef, walk, whole
 from argus.ir.types import DType
 from argus.lang.errors import DSLError, caller_loc
@@ -327,6 +328,61 @@ def check_tma_stores(kernel_name: str, body: tuple) -> None:
                         "give the statement its own buffer, or store with a synchronous copy",
                         loc=s.loc,
                     )
+
+
+def _field_values(x: Any) -> Iterator[Any]:
+    """Every expression and tile reference one statement field holds (tuples and broadcasts opened; a
+    reference's origin, extent and bound expressions included)."""
+    if isinstance(x, tuple):
+        for y in x:
+            yield from _field_values(y)
+    elif isinstance(x, TileRef):
+        yield x
+        yield from _field_values(x.origin)
+        yield from _field_values(x.bound or ())
+    elif isinstance(x, Expr):
+        yield x
+    elif dataclasses.is_dataclass(x) and hasattr(x, "ref"):  # a broadcast view of a fragment
+        yield from _field_values(x.ref)
+
+
+def check_elements(kernel_name: str, body: tuple) -> None:
+    """A tensor read element by element (``offs[g]``) is not written by the kernel (its elements are read anywhere,
+    at any time, so a write could race with every read); a bounded window (``bound=``) is the destination of a
+    synchronous store only (loads and TMA boxes are masked at the tensor's end, not at a bound)."""
+    read: dict[Any, Any] = {}
+    for s in walk(body):
+        for f in dataclasses.fields(s):
+            if f.name in ("loc", "made_by"):
+                continue
+            for x in _field_values(getattr(s, f.name)):
+                if isinstance(x, Expr):
+                    for e in elements(x):
+                        read.setdefault(e.buffer, s.loc)
+                elif isinstance(x, TileRef) and x.bound is not None:
+                    store = isinstance(s, Copy) and x is s.dst and s.atom != "tma.store"
+                    if not store:
+                        what = type(s).__name__ + (
+                            " (tma.store)" if isinstance(s, Copy) and s.atom == "tma.store" else ""
+                        )
+                        raise DSLError(
+                            "DSL_WINDOW",
+                            f"kernel {kernel_name}: a window of {x.buffer.name} with a bound is used by a {what}",
+                            "a bound masks the elements of a synchronous store (T.copy from a fragment or shared "
+                            "memory into the window); load the whole window (it is masked at the tensor's end) "
+                            "and store through a bounded one",
+                            loc=s.loc,
+                        )
+    for s in walk(body):
+        dst = getattr(s, "dst", None)
+        if isinstance(dst, TileRef) and dst.buffer in read:
+            raise DSLError(
+                "DSL_ELEMENT",
+                f"kernel {kernel_name}: {dst.buffer.name} is read element by element ({dst.buffer.name}[...]) and "
+                "written by this statement",
+                "read device-side metadata from a tensor the kernel does not write",
+                loc=s.loc,
+            )
 
 
 def fill(dst: Tile, value: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from argus.ir.expr import BinaryOp, as_expr, binary
+from argus.ir.expr import BinaryOp, Expr, Select, as_expr, binary
 from argus.ir.nodes import MapOp, Reduce, ReduceOp
 from argus.ir.types import DType, f32
 from argus.lang.errors import DSLError, caller_loc
@@ -180,7 +180,11 @@ def index(x: Fragment, axis: int) -> Fragment:
 
 
 def where(cond: Fragment, a: Any, b: Any) -> Fragment:
-    """Elementwise ``a if cond else b`` (`cond` nonzero means true)."""
+    """Elementwise ``a if cond else b`` (`cond` nonzero means true). With a run-time scalar condition and scalar
+    operands (block or loop indices, tensor elements, sizes), the scalar expression ``a if cond else b``."""
+    if isinstance(cond, Expr) and not _has_fragment(a, b):
+        a_e, b_e = as_expr(a), as_expr(b)
+        return Select(cond, a_e, b_e, a_e.dtype)
     if not isinstance(cond, Fragment):
         raise DSLError("DSL_NOT_A_FRAGMENT", "T.where: the condition must be a fragment (e.g. from a comparison)")
     like = a if isinstance(a, Fragment) else b if isinstance(b, Fragment) else cond

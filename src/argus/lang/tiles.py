@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus.ir import types as irtypes
-from argus.ir.expr import Const, Expr, as_expr
+from argus.ir.expr import Const, Element, Expr, as_expr
 from argus.ir.nodes import Buffer, Space, TileRef
 from argus.ir.printer import format_ref
 from argus.ir.types import DType
@@ -190,11 +190,49 @@ class GlobalTensor:
         extent = tuple(1 if s is None else s for s in shape)
         return Tile(TileRef(self.buffer, simplify_origin(origin), extent, dropped=dropped))
 
-    def window(self, origin: Any, shape: Any) -> Tile:
-        """The window at element `origin` (one per dimension) of `shape`."""
+    def window(self, origin: Any, shape: Any, bound: Any = None) -> Tile:
+        """The window at element `origin` (one per dimension) of `shape`. `bound`, one entry per dimension (an
+        int, an expression or None), limits the elements accessed to coordinates below it, as the tensor's end
+        does: ``C.window((row0, bn * BN), (BM, BN), bound=(row_end, None))`` stores the rows of one expert only.
+        A bounded window is the destination of a store (not a TMA store: a TMA box is masked at the tensor's
+        end only)."""
         origin = origin if isinstance(origin, tuple) else (origin,)
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-        return Tile(TileRef(self.buffer, simplify_origin(tuple(as_expr(o) for o in origin)), shape))
+        if bound is not None:
+            bound = tuple(bound) if isinstance(bound, (tuple, list)) else (bound,)
+            if len(bound) != self.buffer.rank or any(
+                b is not None and (isinstance(b, bool | float) or not isinstance(b, int | Expr)) for b in bound
+            ):
+                raise DSLError(
+                    "DSL_WINDOW",
+                    f"{self.buffer.name}.window: bound takes one int, integer expression or None per dimension",
+                    actual=repr(bound),
+                )
+            bound = tuple(None if b is None else simplify_origin((as_expr(b),))[0] for b in bound)
+            if all(b is None for b in bound):
+                bound = None
+        return Tile(TileRef(self.buffer, simplify_origin(tuple(as_expr(o) for o in origin)), shape, bound=bound))
+
+    def __getitem__(self, index: Any) -> Expr:
+        """``offs[g]``: the value of one element of an integer tensor the kernel only reads, as an integer
+        expression (known when the kernel runs: device-side offsets, counts, indices). Use it in tile origins,
+        bounds, loop extents and conditions. The index must lie inside the tensor (the interpreter checks it; the
+        kernel's own guards or `T.assume` must ensure it); the kernel must not write the tensor."""
+        index = index if isinstance(index, tuple) else (index,)
+        b = self.buffer
+        if not b.dtype.is_integer:
+            raise DSLError(
+                "DSL_ELEMENT",
+                f"{b.name}[...] reads an element as an integer; {b.name} holds {b.dtype.name}",
+                "only integer tensors (offsets, counts, indices) are read as scalars",
+            )
+        if len(index) != b.rank or any(isinstance(i, bool | float) or not isinstance(i, int | Expr) for i in index):
+            raise DSLError(
+                "DSL_ELEMENT",
+                f"{b.name}[...] takes {b.rank} integer indices",
+                actual=repr(index),
+            )
+        return Element(b, tuple(as_expr(i) for i in index), b.dtype)
 
 
 def simplify_origin(origin: tuple) -> tuple:

@@ -639,6 +639,9 @@ class Query:
             tag = self.read(buf, items, g, env, guard)
             shape = [smt.evaluate(s, env) if isinstance(s, Expr) else smt.val(s) for s in buf.shape]
             inb = z3.And(*[smt.in_range(c, 0, s) for c, s in zip(g, shape, strict=True)])
+            for c, b in zip(g, ref.bound or (), strict=False):  # a bounded window reads pad at and past its bound
+                if b is not None:
+                    inb = z3.And(inb, smt.val(c) < smt.val(smt.evaluate(b, env) if isinstance(b, Expr) else b))
             return tag.with_mask(z3.If(inb, tag.mask, smt.val(pad_code(pad))))
         if buf.space == Space.SHARED:
             b = buffer_coords(ref, window, env)

@@ -132,6 +132,9 @@ def window_of(ref: TileRef, bcoords: tuple[Any, ...], env: dict) -> tuple[tuple[
             conds.append(smt.in_range(c, 0, smt.evaluate(ext, env) if isinstance(ext, Expr) else ext))
         else:
             conds.append(smt.val(bcoords[d]) == smt.val(origin))
+        limit = ref.bound[d] if ref.bound is not None else None
+        if limit is not None:  # a bounded window holds no element at or past its bound
+            conds.append(smt.val(bcoords[d]) < smt.val(smt.evaluate(limit, env) if isinstance(limit, Expr) else limit))
     by_dim = dict(window)
     return tuple(by_dim[d] for d in ks), z3.And(*conds) if conds else z3.BoolVal(True)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import z3
 
-from argus.ir.expr import BinaryOp, BinOp, Const, Expr, Select, Var
+from argus.ir.expr import BinaryOp, BinOp, Const, Element, Expr, Select, Var
 from argus.layout import ComposedLayout, Layout, Swizzle
 from argus.layout.int_tuple import flatten
 
@@ -43,16 +43,16 @@ def isolated() -> Iterator[None]:
     a query's cost, depended on what the process had allocated before (a split-K contraction query took 7.6M units
     after one trace and more than its 8M budget after another, in CI). Reference counting alone frees terms at the
     same points in every process."""
-    global _counter, _DIVISIONS
-    saved = (z3.z3._main_ctx, _counter, _DIVISIONS)
+    global _counter, _DIVISIONS, _ELEMENTS
+    saved = (z3.z3._main_ctx, _counter, _DIVISIONS, _ELEMENTS)
     collecting = gc.isenabled()
     gc.disable()
     z3.z3._main_ctx = z3.Context()
-    _counter, _DIVISIONS = itertools.count(), {}
+    _counter, _DIVISIONS, _ELEMENTS = itertools.count(), {}, {}
     try:
         yield
     finally:
-        z3.z3._main_ctx, _counter, _DIVISIONS = saved
+        z3.z3._main_ctx, _counter, _DIVISIONS, _ELEMENTS = saved
         if collecting:
             gc.enable()
 
@@ -270,7 +270,26 @@ def evaluate(e: Expr | int, env: dict[Any, Any], leaf: Any = None) -> Any:
         if z3.is_bool(x) and z3.is_bool(y):
             return z3.If(c, x, y)
         return z3.If(c, val(x), val(y))
+    if isinstance(e, Element):
+        return element(e.buffer, tuple(evaluate(i, env, leaf) for i in e.index))
     raise EncodingError(f"cannot encode the expression {e!r}")
+
+
+def element(buffer: Any, index: tuple[Any, ...]) -> Any:
+    """The value of element `index` of global tensor `buffer` (``offs[g]``): an uninterpreted function of the index,
+    one per tensor (in the isolated Z3 context of the query), so that the same index read twice is the same value
+    and nothing else is assumed of the data: a proof over it holds for every content of the tensor."""
+    key = id(buffer)
+    got = _ELEMENTS.get(key)
+    if got is None or got[0] is not buffer:
+        sort = z3.BitVecSort(WIDTH)
+        got = (buffer, z3.Function(f"{buffer.name}!data!{next(_counter)}", *([sort] * len(index)), sort))
+        _ELEMENTS[key] = got
+    return got[1](*[val(i) for i in index])
+
+
+#: The uninterpreted function standing for each tensor read element by element (`element`), by id of the buffer.
+_ELEMENTS: dict[int, tuple[Any, Any]] = {}
 
 
 def _const_int(e: Any) -> int | None:

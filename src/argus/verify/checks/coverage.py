@@ -119,6 +119,9 @@ def _check(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _
 def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind) -> Finding | str | None:
     """None when every element is covered, a finding when one is not (or Z3 cannot tell), and the reason when the
     windows have no form the check reads."""
+    for site, ref in sites:
+        if ref.bound is not None:
+            return f"the window stored at {site.loc} has a bound, which this check does not read"
     env = dict(ctx.base_env)
     dims = [smt.evaluate(d, env) if isinstance(d, Expr) else smt.val(d) for d in buffer.shape]
     element = [z3.BitVec(f"coverage.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]

@@ -72,6 +72,9 @@ class Window:
             strides = buf.strides if buf.strides is not None else row_major(buf.shape)
             self.strides = tuple(strides)
             self.shape_c = [cx.expr(s) for s in buf.shape]
+            for d, b in enumerate(ref.bound or ()):  # a bounded window masks at min(extent, bound)
+                if b is not None:
+                    self.shape_c[d] = f"min({self.shape_c[d]}, {cx.expr(b)})"
             self.strides_c = [cx.expr(s) for s in self.strides]
         self.layout = ref.layout if getattr(ref, "layout", None) is not None else ref.buffer.layout
 
@@ -126,7 +129,8 @@ class Window:
     def dim_in_bounds(self, d: int, coord: str) -> str | None:
         """C condition that `coord` is inside buffer dimension `d`, or None when statically true."""
         extent = self.buffer.shape[d]
-        if isinstance(extent, int):
+        bounded = self.ref.bound is not None and self.ref.bound[d] is not None
+        if isinstance(extent, int) and not bounded:
             origin = self.origin[d]
             window_extent = self.ref.extent[d]
             if isinstance(origin, int) and 0 <= origin and origin + window_extent <= extent:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from argus.ir.expr import BinaryOp, BinOp, Const, Expr, Select, Var, VarKind
+from argus.ir.expr import BinaryOp, BinOp, Const, Element, Expr, Select, Var, VarKind
 from argus.ir.types import DType, DTypeKind
 from argus.layout import ComposedLayout, Layout, Swizzle, flatten
 
@@ -278,6 +278,24 @@ def c_expr(e: Expr | int, names: Names) -> str:
         return (
             f"{paren(c_expr(e.cond, names))} ? {paren(c_expr(e.if_true, names))} : {paren(c_expr(e.if_false, names))}"
         )
+    if isinstance(e, Element):
+        buf = e.buffer
+        strides = buf.strides
+        if strides is None:  # row-major
+            acc: Any = 1
+            rows = []
+            for d in reversed(buf.shape):
+                rows.append(acc)
+                acc = acc * d
+            strides = tuple(reversed(rows))
+        terms = []
+        for i, st in zip(e.index, strides, strict=True):
+            i_c, st_c = c_expr(i, names), c_expr(st, names)
+            if i_c == "0" or st_c == "0":
+                continue
+            terms.append(i_c if st_c == "1" else f"{paren(i_c)} * {paren(st_c)}")
+        offset = add(*terms) if terms else "0"
+        return f"static_cast<int>(__ldg({names.name(buf, buf.name)} + {paren(offset)}))"
     raise TypeError(f"cannot write {e!r} as C")
 
 
@@ -289,6 +307,8 @@ def uses_floor_helpers(e: Expr | int) -> bool:
         return uses_floor_helpers(e.lhs) or uses_floor_helpers(e.rhs)
     if isinstance(e, Select):
         return any(uses_floor_helpers(x) for x in (e.cond, e.if_true, e.if_false))
+    if isinstance(e, Element):
+        return any(uses_floor_helpers(x) for x in e.index)
     return False
 
 

@@ -1,0 +1,154 @@
+"""The MoE grouped GEMM (`argus.kernels.grouped`): on the interpreter with empty, tiny, skewed and tile-straddling
+groups; verified (every check but the two that do not read bounded stores, which say so); compiled for sm_90a with
+the wgmma and TMA instructions it needs; its library call's refusals; and, on a GPU, against torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from argus.backend.cuda.codegen import compile_kernel
+from argus.interp.machine import interpret
+from argus.ir.types import bf16, round_to
+from argus.kernels import grouped
+from argus.kernels.grouped import grouped_gemm_persistent, search_steps, tile_counts
+from argus.verify import verify
+from argus.verify.report import Verdict
+
+
+def _reference(a: np.ndarray, b: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    out = np.zeros((a.shape[0], b.shape[2]))
+    start = 0
+    for g, end in enumerate(offs):
+        out[start:end] = a[start:end] @ b[g]
+        start = int(end)
+    return out
+
+
+def _run(offs: list[int], rows: int, k: int, n: int, **params: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(len(offs) * 1000 + rows)
+    experts = len(offs)
+    a = round_to(bf16, rng.standard_normal((rows, k)))
+    b = round_to(bf16, rng.standard_normal((experts, k, n)))
+    ends = np.asarray(offs, dtype=np.int64)
+    c = np.full((rows, n), 12345.0)  # poison: rows no expert owns keep it
+    cfg = {"BM": 128, "BN": 128, "BK": 64, "STAGES": 3, "BLOCKS": 3, "SEARCH": search_steps(experts)} | params
+    interpret(grouped_gemm_persistent, a, b, ends, tile_counts(ends, cfg["BM"]), c, **cfg)
+    return c, _reference(a, b, ends)
+
+
+@pytest.mark.parametrize(
+    ("offs", "rows"),
+    [
+        ([0, 70, 70, 250, 290], 300),  # empty first and third experts, groups straddling row tiles, rows past the end
+        ([300], 300),  # one expert: a dense GEMM with a partial last tile
+        ([1, 2, 3, 3, 131, 260, 261, 300], 300),  # tiny groups (one row), skew, eight experts (SEARCH = 3)
+    ],
+)
+def test_every_expert_s_rows_are_its_product_and_no_other_row_is_written(offs: list[int], rows: int) -> None:
+    c, ref = _run(offs, rows, 128, 256)
+    last = offs[-1]
+    scale = np.abs(ref[:last]).max()
+    assert np.abs(c[:last] - ref[:last]).max() / scale < 1e-2  # bf16 output
+    assert np.all(c[last:] == 12345.0)  # rows past offs[E-1] belong to no expert: never written
+
+
+def test_one_consumer_and_64_row_tiles_agree() -> None:
+    c, ref = _run([10, 10, 150, 200], 200, 64, 128, BM=64, BN=64, CONSUMERS=1, STAGES=2)
+    assert np.abs(c[:200] - ref[:200]).max() / np.abs(ref).max() < 1e-2
+
+
+def test_tile_counts_on_numpy_and_torch_agree() -> None:
+    ends = np.array([0, 70, 70, 250, 290, 290, 1000])
+    assert tile_counts(ends, 128).tolist() == [0, 1, 1, 3, 4, 4, 10]
+    torch = pytest.importorskip("torch")
+    got = tile_counts(torch.tensor(ends, dtype=torch.int32), 128)
+    assert got.dtype == torch.int32 and got.tolist() == [0, 1, 1, 3, 4, 4, 10]
+    assert [search_steps(e) for e in (1, 2, 3, 8, 9, 128, 256, 257)] == [1, 1, 2, 3, 4, 7, 8, 9]
+
+
+def test_the_grouped_gemm_verifies_and_says_which_checks_it_could_not_make() -> None:
+    report = verify(grouped_gemm_persistent.trace(BLOCKS=3, STAGES=3, SEARCH=3))
+    assert not report.findings, [f.message for f in report.findings]
+    unknown = {c.check for c in report.checks if c.verdict == Verdict.UNKNOWN}
+    # bounded stores are not read by these two; the rest (tags, pipeline, races, wgmma, TMA) are proved
+    assert {"output coverage", "output written once"} <= unknown
+    proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
+    assert {"tag assertion", "race", "mbarrier arrive count", "wgmma operand layout", "TMA alignment"} <= proved
+
+
+def test_a_wrong_expert_for_b_is_caught_by_the_tag_assertion() -> None:
+    """Seeded bug: B's box loaded from the expert after the right one (an off-by-one group index)."""
+    import argus.lang as T
+    from argus.kernels import gemm
+
+    original = gemm.load_operand
+
+    def shifted(tensor, major, stage, mn, k, bmn, bk, bar, batch=None):  # noqa: ANN001, ANN202
+        return original(tensor, major, stage, mn, k, bmn, bk, bar, None if batch is None else batch + 1)
+
+    grouped.load_operand = T.macro(shifted)
+    grouped_gemm_persistent._cache.clear()  # traces are cached by parameters: trace the seeded kernel afresh
+    try:
+        report = verify(grouped_gemm_persistent.trace(BLOCKS=3, STAGES=3, SEARCH=3))
+    finally:
+        grouped.load_operand = original
+        grouped_gemm_persistent._cache.clear()
+    assert any(f.code == "TAG_ASSERT" and f.verdict == Verdict.VIOLATED for f in report.findings)
+
+
+def test_the_grouped_gemm_compiles_for_hopper() -> None:
+    compiled = compile_kernel(grouped_gemm_persistent.trace())
+    sass_or_ptx = compiled.generated.source
+    assert "wgmma" in sass_or_ptx and "tma_load" in sass_or_ptx and "__ldg(offs" in sass_or_ptx
+    assert "min(R, row_end" in sass_or_ptx  # the store is masked at the expert's end
+
+
+def test_the_library_call_refuses_what_the_kernel_does_not_take() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(64, 32, dtype=torch.bfloat16)
+    b = torch.zeros(4, 32, 24, dtype=torch.bfloat16)
+    offs = torch.tensor([16, 32, 48, 64], dtype=torch.int32)
+    with pytest.raises(grouped.GroupedError, match="int32"):
+        grouped.prepare(a, b, offs.long())
+    with pytest.raises(grouped.GroupedError, match="must both be bf16"):
+        grouped.prepare(a.float(), b, offs)
+    with pytest.raises(grouped.GroupedError, match="K and N must be multiples of 8"):
+        grouped.prepare(torch.zeros(64, 30, dtype=torch.bfloat16), torch.zeros(4, 30, 24, dtype=torch.bfloat16), offs)
+    with pytest.raises(grouped.GroupedError, match="one end per expert"):
+        grouped.prepare(a, b, offs[:3])
+    with pytest.raises(grouped.GroupedError, match="CUDA"):
+        grouped.prepare(a, b, offs)
+
+
+@pytest.mark.gpu
+def test_grouped_mm_matches_torch_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    for experts, rows, k, n in ((8, 4096, 1024, 2048), (37, 3000, 264, 1032)):
+        sizes = torch.randint(0, 2 * rows // experts, (experts,))
+        sizes[0] = 0
+        offs = sizes.cumsum(0).clamp_max(rows).to("cuda", torch.int32)
+        a = torch.randn(rows, k, device="cuda").to(torch.bfloat16)
+        b = (torch.randn(experts, k, n, device="cuda") * k**-0.5).to(torch.bfloat16)
+        c = grouped.grouped_mm(a, b, offs)
+        ref = torch.zeros(rows, n, device="cuda")
+        start = 0
+        for g, end in enumerate(offs.tolist()):
+            ref[start:end] = a[start:end].float() @ b[g].float()
+            start = end
+        last = int(offs[-1])
+        assert float((c[:last].float() - ref[:last]).abs().max() / ref[:last].abs().max()) < 1e-2
+
+
+def test_element_reads_and_bounded_windows_cross_the_wire() -> None:
+    """The IR of a kernel that reads tensor elements and stores through a bounded window serializes and comes back
+    the same (the judge receives a candidate's IR this way)."""
+    from argus.ir import serialize
+    from argus.ir.printer import format_kernel
+
+    kernel = grouped_gemm_persistent.trace(SEARCH=3, BLOCKS=3, STAGES=3)
+    back = serialize.kernel_from_data(serialize.kernel_to_data(kernel))
+    assert format_kernel(back) == format_kernel(kernel)
+    assert "offs[" in format_kernel(back) and "below (row_end, _)" in format_kernel(back)
