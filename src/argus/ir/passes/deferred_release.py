@@ -139,6 +139,9 @@ def defer_releases(kernel: Kernel) -> Kernel:
                 then, orelse = visit(st.then, role), visit(st.orelse, role)
                 if then is not st.then or orelse is not st.orelse:
                     new = (dataclasses.replace(st, then=then, orelse=orelse),)
+            elif isinstance(st, Let):  # a loop under T.let bindings (the grouped GEMM's unit decode)
+                body = visit(st.body, role)
+                new = (st,) if body is st.body else (dataclasses.replace(st, body=body),)
             changed = changed or new != (st,)
             out.extend(new)
         return tuple(out) if changed else stmts
