@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grouped_sweep import interleaved  # noqa: E402
 
-from argus.kernels import grouped  # noqa: E402
 from argus.kernels import matmul as mm  # noqa: E402
+from argus.kernels import moe as grouped  # noqa: E402
 
 
 def main() -> int:

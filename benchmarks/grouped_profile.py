@@ -15,8 +15,8 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from argus.kernels import grouped  # noqa: E402
 from argus.kernels import matmul as mm  # noqa: E402
+from argus.kernels import moe as grouped  # noqa: E402
 
 
 def main() -> int:

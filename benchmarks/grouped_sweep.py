@@ -28,7 +28,7 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from argus.kernels import grouped  # noqa: E402
+from argus.kernels import moe as grouped  # noqa: E402
 
 SHAPES = (  # (label, E, R, K, N)
     ("Mixtral up", 8, 8192, 4096, 28672),

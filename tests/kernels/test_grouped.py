@@ -10,8 +10,9 @@ import pytest
 from argus.backend.cuda.codegen import compile_kernel
 from argus.interp.machine import interpret
 from argus.ir.types import bf16, round_to
-from argus.kernels import grouped
-from argus.kernels.grouped import grouped_gemm_persistent, search_steps, tile_counts
+from argus.kernels import grouped, moe
+from argus.kernels.grouped import grouped_gemm_persistent, search_steps
+from argus.kernels.moe import tile_counts
 from argus.verify import verify
 from argus.verify.report import Verdict
 
@@ -113,16 +114,16 @@ def test_the_library_call_refuses_what_the_kernel_does_not_take() -> None:
     a = torch.zeros(64, 32, dtype=torch.bfloat16)
     b = torch.zeros(4, 32, 24, dtype=torch.bfloat16)
     offs = torch.tensor([16, 32, 48, 64], dtype=torch.int32)
-    with pytest.raises(grouped.GroupedError, match="int32"):
-        grouped.prepare(a, b, offs.long())
-    with pytest.raises(grouped.GroupedError, match="must both be bf16"):
-        grouped.prepare(a.float(), b, offs)
-    with pytest.raises(grouped.GroupedError, match="K and N must be multiples of 8"):
-        grouped.prepare(torch.zeros(64, 30, dtype=torch.bfloat16), torch.zeros(4, 30, 24, dtype=torch.bfloat16), offs)
-    with pytest.raises(grouped.GroupedError, match="one end per expert"):
-        grouped.prepare(a, b, offs[:3])
-    with pytest.raises(grouped.GroupedError, match="CUDA"):
-        grouped.prepare(a, b, offs)
+    with pytest.raises(moe.GroupedError, match="int32"):
+        moe.prepare(a, b, offs.long())
+    with pytest.raises(moe.GroupedError, match="must both be bf16"):
+        moe.prepare(a.float(), b, offs)
+    with pytest.raises(moe.GroupedError, match="K and N must be multiples of 8"):
+        moe.prepare(torch.zeros(64, 30, dtype=torch.bfloat16), torch.zeros(4, 30, 24, dtype=torch.bfloat16), offs)
+    with pytest.raises(moe.GroupedError, match="one end per expert"):
+        moe.prepare(a, b, offs[:3])
+    with pytest.raises(moe.GroupedError, match="CUDA"):
+        moe.prepare(a, b, offs)
 
 
 @pytest.mark.gpu
@@ -136,7 +137,7 @@ def test_grouped_mm_matches_torch_on_the_gpu() -> None:
         offs = sizes.cumsum(0).clamp_max(rows).to("cuda", torch.int32)
         a = torch.randn(rows, k, device="cuda").to(torch.bfloat16)
         b = (torch.randn(experts, k, n, device="cuda") * k**-0.5).to(torch.bfloat16)
-        c = grouped.grouped_mm(a, b, offs)
+        c = moe.grouped_mm(a, b, offs)
         ref = torch.zeros(rows, n, device="cuda")
         start = 0
         for g, end in enumerate(offs.tolist()):

@@ -84,13 +84,16 @@ def test_baselines_compute_the_task(name: str) -> None:
 
 def test_grouped_gemm_offsets_split_the_rows() -> None:
     task = get_task("grouped_gemm")
-    sizes = {"T": 128, "E": 5, "K": 16, "N": 8}
+    sizes = {"R": 128, "E": 5, "K": 16, "N": 8}
     for seed in range(5):
-        offs = task.sample(sizes, seed)[2]
+        offs, tiles = task.sample(sizes, seed)[2:4]
         assert offs.dtype == torch.int32 and int(offs[-1]) == 128
+        # the row-tile counts are derived from the offsets (128-row tiles), not drawn
+        rows = torch.diff(offs.long(), prepend=torch.zeros(1, dtype=torch.long))
+        assert tiles.dtype == torch.int32 and tiles.tolist() == torch.cumsum((rows + 127) // 128, 0).tolist()
         assert bool((offs % 16 == 0).all()) and bool((offs[1:] >= offs[:-1]).all())
     with pytest.raises(TaskError, match="multiple of 16"):
-        task.sample({**sizes, "T": 100}, 0)
+        task.sample({**sizes, "R": 100}, 0)
 
 
 def test_missing_size_is_named() -> None:

@@ -1484,7 +1484,7 @@ class Code(StrEnum):
     TASK_SIZE = _entry(
         Category.TASK,
         "{task} needs {requirement}, got {value}",
-        "choose sizes the task allows (grouped_gemm: T a multiple of 16, e.g. T=256)",
+        "choose sizes the task allows (grouped_gemm: R a multiple of 16, e.g. R=256)",
     )
     TASK_SIZE_MISSING = _entry(
         Category.TASK,

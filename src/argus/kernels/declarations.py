@@ -42,6 +42,9 @@ class Tensor:
     dtype: str
     output: bool = False
     draw: Draw | None = None
+    # an input computed from the inputs before it (by name; torch tensors), not drawn: metadata a problem states
+    # along with its data (the grouped GEMM's row-tile counts, derived from its offsets)
+    derive: Callable[[Mapping[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True)

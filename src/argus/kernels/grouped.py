@@ -11,15 +11,13 @@ before ``offs[g]`` are stored (a bounded window). A's box is loaded at any row (
 coordinates); the rows past the expert's end belong to the next expert or lie past A's end (zeros) and are
 computed and not stored.
 
-``tiles`` (E,) holds ``sum over h <= g of cdiv(offs[h] - offs[h-1], BM)``: `tile_counts` computes it from ``offs``
-on the device (three elementwise torch operations, no synchronization) or on numpy arrays for the interpreter.
+``tiles`` (E,) holds ``sum over h <= g of cdiv(offs[h] - offs[h-1], BM)``: `argus.kernels.moe.tile_counts` computes
+it from ``offs`` on the device (three elementwise torch operations, no synchronization) or on numpy arrays for the
+interpreter. `argus.kernels.moe` is the library call (`grouped_mm`), its configuration and its launch.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-from dataclasses import dataclass
 from typing import Any
 
 import argus
@@ -27,24 +25,6 @@ import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.kernels.gemm import alloc_operand_stages, load_operand, operand, operand_assumption
 from argus.lang import DSLError
-
-
-def tile_counts(offs: Any, block_m: int) -> Any:
-    """``tiles[g] = sum over h <= g of cdiv(rows of expert h, block_m)`` from the cumulative row ends `offs` (a torch
-    tensor on any device, computed there without a host synchronization, or a numpy array), as int32."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency; numpy arrays need no torch
-        torch = None
-    if torch is not None and isinstance(offs, torch.Tensor):
-        ends = offs.to(torch.int64)
-        rows = torch.diff(ends, prepend=ends.new_zeros(1))
-        return torch.cumsum((rows + (block_m - 1)) // block_m, 0).to(torch.int32)
-    import numpy as np
-
-    ends = np.asarray(offs, dtype=np.int64)
-    rows = np.diff(ends, prepend=0)
-    return np.cumsum((rows + (block_m - 1)) // block_m).astype(np.int64)
 
 
 def search_steps(experts: int) -> int:
@@ -96,128 +76,57 @@ def grouped_gemm_persistent(
         stage_bytes = (BM + BN) * BK * 2
         consumers = tuple(range(1, 1 + CONSUMERS))
 
-        @contextlib.contextmanager
-        def unit(it: Any):
-            """The unit of iteration `it` of this block, when there is one: (expert, first row, row end, column
-            tile)."""
+        def search(t: Any, g: Any, step: int, then: Any) -> None:
+            """`then(expert)` with the expert of row tile `t`: how many experts' cumulative row-tile counts are <= t,
+            found step by step from the highest power of two down, each step one `T.let`."""
+            if step < 0:
+                then(g)
+                return
+            cand = g + (1 << step)
+            inside = (cand <= E) & (tiles[T.minimum(cand - 1, E - 1)] <= t)
+            with T.let(T.where(inside, cand, g), f"g{step}") as found:
+                search(t, found, step - 1, then)
+
+        def unit(it: Any, body: Any) -> None:
+            """`body(expert, first row, row end, column tile)` for the unit of iteration `it` of this block, when
+            there is one."""
             u = bx + it * BLOCKS
-            with T.let(tiles[E - 1] * tiles_n, "units") as units, T.if_(u < units):
-                with T.let(u // tiles_n, "t") as t, contextlib.ExitStack() as stack:
-                    g: Any = 0  # how many experts' cumulative row-tile counts are <= t: the expert of row tile t
-                    for step in reversed(range(SEARCH)):
-                        cand = g + (1 << step)
-                        inside = (cand <= E) & (tiles[T.minimum(cand - 1, E - 1)] <= t)
-                        g = stack.enter_context(T.let(T.where(inside, cand, g), f"g{step}"))
-                    first = stack.enter_context(T.let(T.where(g > 0, tiles[T.maximum(g - 1, 0)], 0), "first"))
-                    start = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)
-                    # the expert's units are contiguous: walk them GROUP row tiles at a time, column by column,
-                    # so that consecutive units share B[g]'s column panels in L2 (row-tile order streamed all of
-                    # B[g] from memory once per row tile)
-                    local_m, bn = T.tile_order(u - first * tiles_n, (tiles[g] - first, tiles_n), "grouped", GROUP)
-                    row0 = stack.enter_context(T.let(start + local_m * BM, "row0"))
-                    end = stack.enter_context(T.let(offs[g], "row_end"))
-                    col = stack.enter_context(T.let(bn, "bn"))
-                    yield g, row0, end, col
+            with T.let(tiles[E - 1] * tiles_n, "units") as units, T.if_(u < units), T.let(u // tiles_n, "t") as t:
+                search(t, 0, SEARCH - 1, lambda g: place(u, g, body))
+
+        def place(u: Any, g: Any, body: Any) -> None:
+            """The rows and column tile of unit `u` of expert `g`: the expert's units are contiguous; they are walked
+            GROUP row tiles at a time, column by column, so that consecutive units share B[g]'s column panels in L2
+            (row-tile order streamed all of B[g] from memory once per row tile)."""
+            with T.let(T.where(g > 0, tiles[T.maximum(g - 1, 0)], 0), "first") as first:
+                start = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)
+                local_m, bn = T.tile_order(u - first * tiles_n, (tiles[g] - first, tiles_n), "grouped", GROUP)
+                with T.let(start + local_m * BM, "row0") as row0, T.let(offs[g], "row_end") as end:
+                    with T.let(bn, "bn") as col:
+                        body(g, row0, end, col)
+
+        def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                T.copy(A.window((row0, k * BK), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                load_operand(B, "N", sB[s], bn, k, BN, BK, full[s], g)
+
+        def consume(acc: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            T.fill(acc, 0.0)
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(full[s], phase=((k + it * k_tiles) // STAGES) % 2)
+                # invariant: the stages hold rows row0.. of A and expert g's B, at K-block k
+                T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), sA[s])
+                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sB[s])
+                T.gemm(operand("K", sA[s], False), operand("N", sB[s], True), acc)
+                T.mbarrier_arrive(empty[s])
+            T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
 
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                with unit(it) as (g, row0, _end, bn):
-                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                        T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
-                        T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                        T.copy(A.window((row0, k * BK), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
-                        load_operand(B, "N", sB[s], bn, k, BN, BK, full[s], g)
+                unit(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
             for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                with unit(it) as (g, row0, end, bn):
-                    T.fill(acc, 0.0)
-                    for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                        T.mbarrier_wait(full[s], phase=((k + it * k_tiles) // STAGES) % 2)
-                        # invariant: the stages hold rows row0.. of A and expert g's B, at K-block k
-                        T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), sA[s])
-                        T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sB[s])
-                        T.gemm(operand("K", sA[s], False), operand("N", sB[s], True), acc)
-                        T.mbarrier_arrive(empty[s])
-                    T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
-
-
-# --- the library call -------------------------------------------------------------------------------------------------
-
-
-class GroupedError(ValueError):
-    """A grouped GEMM call the kernel does not take (shapes, dtypes, layouts, devices), with what to pass instead."""
-
-
-#: The configurations `choose` picks from: (BM, BN, BK, STAGES), each within the shared-memory budget.
-CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 64, 4), (128, 128, 64, 5))
-
-
-def choose(rows: int, n: int, k: int, experts: int) -> dict[str, Any]:
-    """The kernel parameters for a grouped product of `rows` routed rows, `experts` experts, (K, N) = (k, n), without
-    tuning: 128 x 256 tiles where N fills them (fewer, larger tiles: each B[g] panel is read by fewer blocks), else
-    128 x 128."""
-    bm, bn, bk, stages = CONFIGS[0] if n % 256 == 0 and n >= 1024 else CONFIGS[1]
-    return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "SEARCH": search_steps(experts)}
-
-
-@functools.lru_cache(maxsize=64)
-def _loaded(params: tuple[tuple[str, Any], ...]) -> Any:
-    from argus.backend.cuda.codegen import compile_kernel
-    from argus.runtime import load
-
-    return load(compile_kernel(grouped_gemm_persistent.trace(**dict(params))))
-
-
-def prepare(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = None, out: Any = None) -> tuple[Any, Any]:
-    """(C, the prepared launch): `grouped_mm` without launching, for timing loops (the launch holds raw addresses:
-    keep `a`, `b`, `offs` and C alive while it is used). The row-tile counts are computed on the device when the
-    launch is prepared; a new `offs` needs a new prepare."""
-    import torch
-
-    if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1:
-        raise GroupedError(
-            f"grouped_mm takes a (R, K), b (E, K, N) and offs (E,); got {tuple(a.shape)}, {tuple(b.shape)}, "
-            f"{tuple(offs.shape)}"
-        )
-    (rows, k), (experts, kb, n) = a.shape, b.shape
-    if kb != k or offs.shape[0] != experts:
-        raise GroupedError(f"a's K ({k}) must be b's ({kb}) and offs must have one end per expert ({experts})")
-    if a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
-        raise GroupedError(f"a and b must both be bf16 or both f16, got {a.dtype} and {b.dtype}")
-    if offs.dtype != torch.int32:
-        raise GroupedError(f"offs must be int32 (cumulative row ends, as torch._grouped_mm takes), got {offs.dtype}")
-    if not (a.is_contiguous() and b.is_contiguous() and offs.is_contiguous()):
-        raise GroupedError("a, b (E, K, N) and offs must be contiguous row-major tensors: pass .contiguous()")
-    if k % 8 or n % 8:
-        raise GroupedError(f"K and N must be multiples of 8 (16-byte TMA rows), got K={k}, N={n}")
-    if len({a.device, b.device, offs.device}) != 1 or a.device.type != "cuda":
-        raise GroupedError("a, b and offs must be on one CUDA device")
-    params = dict(choose(rows, n, k, experts) if config is None else config)
-    params.setdefault("SEARCH", search_steps(experts))
-    params["OUT"] = params["IN"] = "bf16" if a.dtype == torch.bfloat16 else "f16"
-    tiles = tile_counts(offs, params["BM"])
-    c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
-    prepared = _loaded(tuple(sorted(params.items()))).prepare(a, b, offs, tiles, c)
-    return c, GroupedLaunch(prepared, (a, b, offs, tiles, c))
-
-
-@dataclass(frozen=True)
-class GroupedLaunch:
-    """A prepared grouped GEMM launch and the tensors it addresses (kept alive with it)."""
-
-    prepared: Any
-    keep: tuple[Any, ...]
-
-    def launch(self) -> None:
-        self.prepared.launch()
-
-
-def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = None) -> Any:
-    """``torch._grouped_mm(a, b, offs=offs)`` for a 2-d `a` (R, K) and a 3-d `b` (E, K, N), bf16 or f16 on a CUDA
-    device: rows ``offs[g-1] .. offs[g]`` of a times b[g], in one launch of `grouped_gemm_persistent` on the
-    current stream, without a host synchronization. Rows past ``offs[E-1]`` of the result are left unwritten (as
-    torch leaves them undefined)."""
-    c, launch = prepare(a, b, offs, config=config)
-    launch.launch()
-    return c
+                unit(it, lambda g, row0, end, bn, it=it: consume(acc, g, row0, end, bn, it))

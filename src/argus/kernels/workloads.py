@@ -23,7 +23,7 @@ import numpy as np
 
 from argus.atoms.common import SMS
 from argus.ir.types import bf16, round_to
-from argus.kernels import arrays, attention, elementwise, gemm, gemm_residual, softmax
+from argus.kernels import arrays, attention, elementwise, gemm, gemm_residual, grouped, moe, softmax
 from argus.kernels.declarations import Problem, ProblemSizeError, Rung, Shapes, Tensor, Workload
 
 # ---- references: each written once -----------------------------------------------------------------------------------
@@ -67,15 +67,22 @@ def attention_forward(Q: Any, K: Any, V: Any) -> Any:
     return arrays.softmax(scores, axis=-1) @ V
 
 
-def grouped_product(A: Any, B: Any, offs: Any) -> Any:
-    """Row block g of A (rows offs[g-1]..offs[g]) times expert g's matrix B[g]. Torch tensors only: no library
-    kernel computes it, so the interpreter never runs it."""
-    import torch
+def grouped_product(A: Any, B: Any, offs: Any, tiles: Any = None) -> Any:
+    """Row block g of A (rows offs[g-1]..offs[g]) times expert g's matrix B[g] (`tiles`, the row-tile counts the
+    kernel schedules by, does not change the result); rows past offs[E-1] are zero. On torch tensors or numpy
+    arrays."""
+    if isinstance(A, np.ndarray):
+        out = np.zeros((A.shape[0], B.shape[2]))
+        ends = [int(x) for x in np.asarray(offs)]
+    else:
+        import torch
 
-    out = torch.empty(A.shape[0], B.shape[2], dtype=torch.promote_types(A.dtype, B.dtype), device=A.device)
+        dtype = torch.promote_types(A.dtype, B.dtype)
+        out = torch.zeros(A.shape[0], B.shape[2], dtype=dtype, device=A.device)
+        ends = offs.tolist()
     start = 0
-    for g, end in enumerate(offs.tolist()):
-        out[start:end] = torch.matmul(A[start:end], B[g])
+    for g, end in enumerate(ends):
+        out[start:end] = A[start:end] @ B[g]
         start = end
     return out
 
@@ -96,10 +103,20 @@ def _sdpa(backend: str) -> Callable[..., Any]:
     return run
 
 
-def _grouped_mm(a: Any, b: Any, offs: Any) -> Any:
+def _grouped_mm(a: Any, b: Any, offs: Any, tiles: Any = None) -> Any:
     import torch
 
     return torch._grouped_mm(a, b, offs=offs)
+
+
+#: The grouped GEMM task's row tile: its `tiles` input counts each expert's rows in tiles of this many rows, as the
+#: library's kernel (`argus.kernels.grouped`, BM) schedules them.
+GROUPED_TILE_ROWS = 128
+
+
+def _tile_counts(inputs: Mapping[str, Any]) -> Any:
+    """The grouped GEMM task's derived input: the cumulative row-tile counts of its offsets."""
+    return moe.tile_counts(inputs["offs"], GROUPED_TILE_ROWS)
 
 
 # ---- the tasks' native draws (torch) ---------------------------------------------------------------------------------
@@ -121,13 +138,13 @@ def _uniform(lo: float, hi: float) -> Callable[[tuple[int, ...], Mapping[str, in
 
 
 def _offsets(shape: tuple[int, ...], sizes: Mapping[str, int], g: Any) -> Any:
-    """Cumulative token counts per expert: a random split of T rows into E groups of multiples of 16 rows."""
+    """Cumulative row counts per expert: a random split of R rows into E groups of multiples of 16 rows."""
     import torch
 
     (experts,) = shape
-    tokens = int(sizes["T"])
+    tokens = int(sizes["R"])
     if tokens % 16:
-        raise ProblemSizeError("TASK_SIZE", f"grouped_gemm needs T to be a multiple of 16, got {tokens}", "e.g. T=256")
+        raise ProblemSizeError("TASK_SIZE", f"grouped_gemm needs R to be a multiple of 16, got {tokens}", "e.g. R=256")
     blocks = tokens // 16
     cuts = torch.sort(torch.randint(0, blocks + 1, (experts - 1,), generator=g)).values
     ends = torch.cat([cuts, torch.tensor([blocks])]) * 16
@@ -191,6 +208,22 @@ def _attention_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[st
     k = _bf16(rng.standard_normal((bh, n, 64)))
     v = _bf16(rng.uniform(-1, 1, (bh, n, 64)))
     return {"Q": q, "K": k, "V": v, "O": np.zeros((bh, n, 64))}
+
+
+def _grouped_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Every row routed, in groups of any size (not multiples of 16: the kernel takes any), one expert empty."""
+    rows, experts, k, n = s["R"], s["E"], s["K"], s["N"]
+    cuts = np.sort(rng.integers(0, rows + 1, experts - 1))
+    if experts > 2:
+        cuts[1] = cuts[0]  # expert 1 gets no rows
+    offs = np.concatenate([cuts, [rows]]).astype(np.int64)
+    return {
+        "A": _bf16(rng.standard_normal((rows, k))),
+        "B": _bf16(rng.uniform(-1, 1, (experts, k, n))),
+        "offs": offs,
+        "tiles": moe.tile_counts(offs, GROUPED_TILE_ROWS),
+        "C": np.zeros((rows, n)),
+    }
 
 
 # ---- what candidates may not call ------------------------------------------------------------------------------------
@@ -432,19 +465,26 @@ ATTENTION = Problem(
 
 GROUPED_GEMM = Problem(
     "grouped_gemm",
-    "MoE grouped GEMM: rows offs[g-1]..offs[g] of bf16 A (T x K) times bf16 B[g] (K x N), bf16 C",
+    "MoE grouped GEMM: rows offs[g-1]..offs[g] of bf16 A (R x K) times bf16 B[g] (K x N), bf16 C; tiles: the "
+    "cumulative 128-row tile counts of offs (routing metadata, derived)",
     (
-        Tensor("A", ("T", "K"), "bf16", draw=_bf16_normal),
+        Tensor("A", ("R", "K"), "bf16", draw=_bf16_normal),
         Tensor("B", ("E", "K", "N"), "bf16", draw=_bf16_normal),
         Tensor("offs", ("E",), "i32", draw=_offsets),
-        Tensor("C", ("T", "N"), "bf16", output=True),
+        Tensor("tiles", ("E",), "i32", derive=_tile_counts),
+        Tensor("C", ("R", "N"), "bf16", output=True),
     ),
     grouped_product,
-    None,  # no library kernel yet
-    cpu_sizes={"T": 96, "E": 4, "K": 32, "N": 24},
-    bench_sizes=({"T": 16384, "E": 8, "K": 4096, "N": 2048},),
-    flops=lambda s: 2 * s["T"] * s["K"] * s["N"],
-    moved_bytes=lambda s: 2 * s["T"] * s["K"] + 2 * s["E"] * s["K"] * s["N"] + 2 * s["T"] * s["N"],
+    _grouped_inputs,
+    cpu_sizes={"R": 96, "E": 4, "K": 32, "N": 24},
+    # the issue's MoE up-projections (#23): Mixtral, Qwen3-30B-A3B, DeepSeek-V3
+    bench_sizes=(
+        {"R": 8192, "E": 8, "K": 4096, "N": 28672},
+        {"R": 65536, "E": 128, "K": 2048, "N": 1536},
+        {"R": 32768, "E": 256, "K": 7168, "N": 4096},
+    ),
+    flops=lambda s: 2 * s["R"] * s["K"] * s["N"],
+    moved_bytes=lambda s: 2 * s["R"] * s["K"] + 2 * s["E"] * s["K"] * s["N"] + 2 * s["R"] * s["N"],
     baselines={"grouped_mm": _grouped_mm},
     default_baselines=("eager", "grouped_mm"),
     forbidden=MATMUL_CALLS,
@@ -809,6 +849,19 @@ WORKLOADS: tuple[Workload, ...] = (
         attention.flash_attention_fwd,
         Shapes({"BH": 2, "S": 128}, {"BH": 1, "S": 100}),
         tolerance=1e-2,  # P is rounded to bf16 before P @ V, as on the GPU
+    ),
+    Workload(
+        "grouped_gemm_persistent",
+        "MoE grouped GEMM: every expert's tiles in one persistent launch (TMA producer, wgmma consumers), experts "
+        "found from device-side row-tile counts by a binary search, each expert's rows stored through a bounded "
+        "window",
+        GROUPED_GEMM,
+        grouped.grouped_gemm_persistent,
+        # 2 row tiles (an expert straddling them, one empty) x 2 column tiles, 2 K-blocks; partial: every extent
+        # partial
+        Shapes({"R": 256, "E": 4, "K": 128, "N": 256}, {"R": 200, "E": 5, "K": 136, "N": 200}),
+        tolerance=1e-2,  # bf16 output
+        params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4, "BLOCKS": PERSISTENT_BLOCKS},
     ),
 )
 

@@ -60,6 +60,8 @@ class TensorSpec:
         output: written by the kernel (allocated and NaN-poisoned by the harness).
         sampler: ``sampler(shape, sizes, generator)`` -> the native draw of an input that needs structure
             (e.g. group offsets); default: standard normal rounded to `dtype`.
+        derive: ``derive(inputs)`` -> an input computed from the inputs before it (a dict by name), not drawn
+            (e.g. the row-tile counts of group offsets).
     """
 
     name: str
@@ -67,6 +69,7 @@ class TensorSpec:
     dtype: str
     output: bool = False
     sampler: Callable[[tuple[int, ...], Mapping[str, int], Any], Any] | None = None
+    derive: Callable[[Mapping[str, Any]], Any] | None = None
 
     def resolve(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
         out = []
@@ -139,7 +142,10 @@ class Task:
         out = []
         for spec in self.inputs:
             shape = spec.resolve(sizes)
-            if spec.sampler is not None:
+            if spec.derive is not None:
+                before = dict(zip([t.name for t in self.inputs], out, strict=False))
+                out.append(spec.derive(before))
+            elif spec.sampler is not None:
                 out.append(spec.sampler(shape, sizes, g))
             else:
                 out.append(torch.randn(shape, generator=g, dtype=torch.float64).to(torch_dtype(spec.dtype)))

@@ -49,7 +49,7 @@ def task_from_problem(problem: Problem) -> Task:
     return Task(
         problem.name,
         problem.description,
-        tuple(TensorSpec(t.name, t.shape, t.dtype, t.output, _sampler(t.draw)) for t in problem.tensors),
+        tuple(TensorSpec(t.name, t.shape, t.dtype, t.output, _sampler(t.draw), t.derive) for t in problem.tensors),
         problem.reference,
         dict(problem.cpu_sizes),
         tuple(dict(s) for s in problem.bench_sizes),
