@@ -16,45 +16,61 @@ from argus.ir.expr import BinOp, Expr, Select, Var, binary
 from argus.ir.nodes import Broadcast, Buffer, Kernel, Let, Stmt, TileRef
 
 
-def substitute(e: Any, mapping: Mapping[Var, Expr | int]) -> Any:
-    """`e` with every variable in `mapping` replaced by its value (`e` itself when none occurs)."""
+def substitute(e: Any, mapping: Mapping[Var, Expr | int], memo: dict[int, Any] | None = None) -> Any:
+    """`e` with every variable in `mapping` replaced by its value (`e` itself when none occurs). `memo` (by node
+    identity) keeps a shared sub-expression shared: a chain of `T.let` bindings each reading the previous one
+    several times (a binary search) is a DAG, linear in size, that a tree walk would expand exponentially."""
+    if memo is None:
+        memo = {}
     if isinstance(e, Var):
         return mapping.get(e, e)
+    if not isinstance(e, Expr):
+        return e
+    key = id(e)
+    got = memo.get(key)
+    if got is not None and got[0] is e:
+        return got[1]
+    out = _substitute(e, mapping, memo)
+    memo[key] = (e, out)  # the node is kept alive with its entry, so its id is not reused
+    return out
+
+
+def _substitute(e: Expr, mapping: Mapping[Var, Expr | int], memo: dict[int, Any]) -> Any:
     if isinstance(e, BinOp):
-        lhs, rhs = substitute(e.lhs, mapping), substitute(e.rhs, mapping)
+        lhs, rhs = substitute(e.lhs, mapping, memo), substitute(e.rhs, mapping, memo)
         if lhs is e.lhs and rhs is e.rhs:
             return e
         from argus.ir.expr import as_expr
 
         return binary(e.op, as_expr(lhs), as_expr(rhs))
     if isinstance(e, Select):
-        parts = [substitute(x, mapping) for x in (e.cond, e.if_true, e.if_false)]
+        parts = [substitute(x, mapping, memo) for x in (e.cond, e.if_true, e.if_false)]
         if all(a is b for a, b in zip(parts, (e.cond, e.if_true, e.if_false), strict=True)):
             return e
         return dataclasses.replace(e, cond=parts[0], if_true=parts[1], if_false=parts[2])
-    if isinstance(e, Expr) and dataclasses.is_dataclass(e):
-        return _fields(e, mapping)
+    if dataclasses.is_dataclass(e):
+        return _fields(e, mapping, memo)
     return e
 
 
-def _value(x: Any, mapping: Mapping[Var, Expr | int]) -> Any:
+def _value(x: Any, mapping: Mapping[Var, Expr | int], memo: dict[int, Any]) -> Any:
     if isinstance(x, Buffer):
         return x
     if isinstance(x, Expr):
-        return substitute(x, mapping)
+        return substitute(x, mapping, memo)
     if isinstance(x, tuple):
-        items = tuple(_value(v, mapping) for v in x)
+        items = tuple(_value(v, mapping, memo) for v in x)
         return x if all(a is b for a, b in zip(items, x, strict=True)) else items
     if isinstance(x, Stmt | TileRef | Broadcast):
-        return _fields(x, mapping)
+        return _fields(x, mapping, memo)
     return x
 
 
-def _fields(x: Any, mapping: Mapping[Var, Expr | int]) -> Any:
+def _fields(x: Any, mapping: Mapping[Var, Expr | int], memo: dict[int, Any]) -> Any:
     changes = {}
     for f in dataclasses.fields(x):
         old = getattr(x, f.name)
-        new = _value(old, mapping)
+        new = _value(old, mapping, memo)
         if new is not old:
             changes[f.name] = new
     return dataclasses.replace(x, **changes) if changes else x
@@ -62,7 +78,7 @@ def _fields(x: Any, mapping: Mapping[Var, Expr | int]) -> Any:
 
 def substitute_stmts(stmts: tuple[Stmt, ...], mapping: Mapping[Var, Expr | int]) -> tuple[Stmt, ...]:
     """The statements with the variables of `mapping` replaced in every expression they hold (nested ones too)."""
-    return _value(stmts, mapping)  # type: ignore[no-any-return]
+    return _value(stmts, mapping, {})  # type: ignore[no-any-return]
 
 
 def _inline(stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:

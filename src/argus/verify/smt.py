@@ -205,12 +205,27 @@ def maximum(a: Any, b: Any) -> Any:
     return z3.If(a >= b, a, b)
 
 
-def evaluate(e: Expr | int, env: dict[Any, Any], leaf: Any = None) -> Any:
+def evaluate(e: Expr | int, env: dict[Any, Any], leaf: Any = None, memo: dict[int, Any] | None = None) -> Any:
     """The Z3 term of IR expression `e`, variables bound by `env` (Var -> term). `leaf(e)` may
     give the term of leaves this module does not know (tag placeholders); it returns None to decline.
-    Comparisons and logic give Z3 booleans, arithmetic gives bit-vectors."""
+    Comparisons and logic give Z3 booleans, arithmetic gives bit-vectors. A sub-expression shared within `e` (a
+    chain of inlined `T.let` bindings that each read the previous one several times) is encoded once (`memo`, by
+    node identity, for this call)."""
     if isinstance(e, int):
         return val(e)
+    if memo is None:
+        memo = {}
+    if isinstance(e, BinOp | Select | Element):
+        got = memo.get(id(e))
+        if got is not None and got[0] is e:
+            return got[1]
+        out = _evaluate(e, env, leaf, memo)
+        memo[id(e)] = (e, out)
+        return out
+    return _evaluate(e, env, leaf, memo)
+
+
+def _evaluate(e: Expr, env: dict[Any, Any], leaf: Any, memo: dict[int, Any]) -> Any:
     if leaf is not None:
         got = leaf(e)
         if got is not None:
@@ -226,8 +241,8 @@ def evaluate(e: Expr | int, env: dict[Any, Any], leaf: Any = None) -> Any:
             raise EncodingError(f"variable {e.name} ({e.kind}) is not bound here")
         return env[e]
     if isinstance(e, BinOp):
-        a = evaluate(e.lhs, env, leaf)
-        b = evaluate(e.rhs, env, leaf)
+        a = evaluate(e.lhs, env, leaf, memo)
+        b = evaluate(e.rhs, env, leaf, memo)
         op = e.op
         if op in (BinaryOp.AND, BinaryOp.OR):
             if z3.is_bool(a) or z3.is_bool(b):
@@ -265,13 +280,13 @@ def evaluate(e: Expr | int, env: dict[Any, Any], leaf: Any = None) -> Any:
             return val(a) >> val(b)
         raise EncodingError(f"operator {op} is not encoded")
     if isinstance(e, Select):
-        c = boolean(evaluate(e.cond, env, leaf))
-        x, y = evaluate(e.if_true, env, leaf), evaluate(e.if_false, env, leaf)
+        c = boolean(evaluate(e.cond, env, leaf, memo))
+        x, y = evaluate(e.if_true, env, leaf, memo), evaluate(e.if_false, env, leaf, memo)
         if z3.is_bool(x) and z3.is_bool(y):
             return z3.If(c, x, y)
         return z3.If(c, val(x), val(y))
     if isinstance(e, Element):
-        return element(e.buffer, tuple(evaluate(i, env, leaf) for i in e.index))
+        return element(e.buffer, tuple(evaluate(i, env, leaf, memo) for i in e.index))
     raise EncodingError(f"cannot encode the expression {e!r}")
 
 

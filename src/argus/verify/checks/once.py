@@ -207,9 +207,12 @@ def _abstract(terms: list[Any], fixed: list[Any]) -> list[Any] | None:
         product = z3.is_app(t) and t.decl().kind() == z3.Z3_OP_BMUL and not any(map(z3.is_bv_value, t.children()))
         return divides or product
 
+    seen: set[int] = set()  # a term is a DAG (inlined T.let chains share subterms): visit each node once
+
     def collect(t: Any) -> None:
-        if t.get_id() in subs:
+        if t.get_id() in subs or t.get_id() in seen:
             return
+        seen.add(t.get_id())
         if heavy(t) and only_fixed(t):
             subs[t.get_id()] = (t, smt.fresh("once.abstract"))
             return
