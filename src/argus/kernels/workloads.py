@@ -480,7 +480,7 @@ GROUPED_GEMM = Problem(
     # the MoE up-projections (#23): Mixtral, Qwen3-30B-A3B, DeepSeek-V3
     bench_sizes=(
         {"R": 8192, "E": 8, "K": 4096, "N": 28672},
-        {"R": 65536, "E": 128, "K": 2048, "N": 1536},
+        {"R": 64 * 1024, "E": 128, "K": 2048, "N": 1536},
         {"R": 32768, "E": 256, "K": 7168, "N": 4096},
     ),
     flops=lambda s: 2 * s["R"] * s["K"] * s["N"],
