@@ -9,6 +9,7 @@ import torch
 
 from argus.eval.baselines import check_baselines
 from argus.eval.correctness import allocate_outputs
+from argus.kernels import moe
 from argus.kernels.registry import get_kernel
 from argus.tasks import TaskError, all_tasks, get_task, task_of_kernel, torch_dtype
 
@@ -94,6 +95,31 @@ def test_grouped_gemm_offsets_split_the_rows() -> None:
         assert bool((offs % 16 == 0).all()) and bool((offs[1:] >= offs[:-1]).all())
     with pytest.raises(TaskError, match="multiple of 16"):
         task.sample({**sizes, "R": 100}, 0)
+
+
+def test_a_cpu_device_draws_as_before() -> None:
+    # the CPU draw (float64 rounded to the dtype) is the one every recorded CPU result was made with
+    task = get_task("grouped_gemm")
+    sizes = {"R": 64, "E": 3, "K": 16, "N": 8}
+    for a, b in zip(task.sample(sizes, 3), task.sample(sizes, 3, "cpu"), strict=True):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["grouped_gemm", "layer_norm"])
+def test_a_gpu_draw_is_made_on_the_gpu(name: str) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    task = get_task(name)
+    sizes = dict(task.small_sizes)
+    draw = task.sample(sizes, 5, "cuda")
+    again = task.sample(sizes, 5, "cuda")
+    for spec, x, y, cpu in zip(task.inputs, draw, again, task.sample(sizes, 5), strict=True):
+        assert x.device.type == "cuda" and x.dtype == cpu.dtype and x.shape == cpu.shape, spec.name
+        assert torch.equal(x, y), spec.name  # reproducible from the seed
+    if name == "grouped_gemm":
+        offs, tiles = draw[2:4]
+        assert int(offs[-1]) == sizes["R"] and torch.equal(tiles.cpu(), moe.tile_counts(offs.cpu(), 128))
 
 
 def test_missing_size_is_named() -> None:

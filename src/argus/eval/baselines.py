@@ -48,7 +48,7 @@ def check_baselines(task: Task, sizes: dict[str, int], names: Sequence[str], dev
     from argus.eval.tolerance import compare, input_scale, tolerance_for
 
     tol = tolerance_for(task_precision(task) or torch.float32)
-    inputs = to_device(task.sample(sizes, 12345), device)
+    inputs = to_device(task.sample(sizes, 12345, device), device)
     want = [r.detach().to("cpu") for r in as_outputs(task.reference(*to_high(inputs)))]
     results: dict[str, Any] = {}
     for name, fn in baseline_functions(task, names, device).items():
@@ -90,7 +90,7 @@ def time_baselines(
     from argus.eval.correctness import to_device
     from argus.eval.timing import time_cuda
 
-    inputs = to_device(task.sample(sizes, seed), device)
+    inputs = to_device(task.sample(sizes, seed, device), device)
     out: dict[str, Any] = {}
     for name, fn in baseline_functions(task, names, device).items():
         if isinstance(fn, str):

@@ -105,12 +105,13 @@ def allocate_outputs(task: Task, sizes: Mapping[str, int], device: Any) -> list[
     ]
 
 
-def task_reference(task: Task, sizes: Mapping[str, int]) -> Reference:
+def task_reference(task: Task, sizes: Mapping[str, int], device: Any = None) -> Reference:
     """The `Reference` of a built-in task at `sizes`: its PyTorch reference run on float64 copies and in the task's
-    own dtypes, its tolerance (`task_precision`), its outputs' dtypes and forbidden operators."""
+    own dtypes, its tolerance (`task_precision`), its outputs' dtypes and forbidden operators; inputs drawn on
+    `device` when it is a GPU (`Task.sample`)."""
     return Reference(
         name=task.name,
-        sample=lambda seed: task.sample(sizes, seed),
+        sample=lambda seed: task.sample(sizes, seed, device),
         run_high=lambda inputs: task.reference(*inputs),
         run_native=lambda inputs: task.reference(*inputs),
         precision=task_precision(task),

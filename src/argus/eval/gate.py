@@ -713,7 +713,7 @@ def gate_kernel(
                 kernel(*args)
             return outs
 
-        reference = task_reference(task, check_sizes)
+        reference = task_reference(task, check_sizes, run_device)
         if options.forbidden_ops:
             reference.forbidden_ops = (*reference.forbidden_ops, *options.forbidden_ops)
         correct = check_correctness(reference, run, trials=options.trials, seed=options.seed, device=run_device)
@@ -750,7 +750,7 @@ def gate_kernel(
                 seed=options.seed,
             )
         k = max(1, options.timing_inputs)
-        pool = [to_device(task.sample(sizes, options.seed + 101 + i), device) for i in range(k)]
+        pool = [to_device(task.sample(sizes, options.seed + 101 + i, device), device) for i in range(k)]
         tol = tolerance_for(precision or torch.float32)
         seeds = [options.seed + 7 + i for i in range(k)]
         expected, noise = reference_outputs(

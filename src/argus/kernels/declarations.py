@@ -27,6 +27,17 @@ class ProblemSizeError(ArgusError, ValueError):
 
 #: ``draw(shape, sizes, generator)`` -> a torch tensor: the task's native draw of an input that needs structure.
 Draw = Callable[[tuple[int, ...], Mapping[str, int], Any], Any]
+
+
+def draw_dtype(generator: Any, dtype: Any) -> Any:
+    """The dtype a native draw of a floating `dtype` is made in: float64 on a CPU generator (rounded to `dtype`
+    after, the draw every recorded CPU result was made with), `dtype` itself on a device's generator (a bench
+    size's weights reach 15 GB: a float64 draw there would hold four times that)."""
+    import torch
+
+    return torch.float64 if generator.device.type == "cpu" else dtype
+
+
 #: ``make(sizes, rng)`` -> every tensor of the problem by name, numpy float64, outputs zeroed: the interpreter's inputs.
 Make = Callable[[Mapping[str, int], np.random.Generator], dict[str, np.ndarray]]
 

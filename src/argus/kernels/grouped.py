@@ -32,6 +32,68 @@ def search_steps(experts: int) -> int:
     return max(1, (int(experts) - 1).bit_length())
 
 
+@T.macro
+def expert_search(tiles: Any, experts: Any, t: Any, g: Any, step: int, then: Any) -> None:
+    """`then(expert)` with the expert of row tile `t`: how many experts' cumulative row-tile counts ``tiles`` are
+    <= t, found step by step from the highest power of two `step` down, each step one `T.let`."""
+    if step < 0:
+        then(g)
+        return
+    cand = g + (1 << step)
+    inside = (cand <= experts) & (tiles[T.minimum(cand - 1, experts - 1)] <= t)
+    with T.let(T.where(inside, cand, g), f"g{step}") as found:
+        expert_search(tiles, experts, t, found, step - 1, then)
+
+
+@T.macro
+def each_unit(
+    it: Any,
+    bx: Any,
+    blocks: int,
+    offs: Any,
+    tiles: Any,
+    experts: Any,
+    tiles_n: Any,
+    search: int,
+    group: int,
+    bm: int,
+    body: Any,
+) -> None:
+    """`body(expert, first row, row end, column tile)` for the unit of iteration `it` of block `bx`, when there is
+    one: unit ``bx + it * blocks`` of all experts' units (row tile ``u // tiles_n`` of all experts' row tiles). An
+    expert's units are contiguous; they are walked `group` row tiles at a time, column by column, so that
+    consecutive units share B[g]'s column panels in L2 (row-tile order streamed all of B[g] from memory once per
+    row tile)."""
+    u = bx + it * blocks
+    with T.let(tiles[experts - 1] * tiles_n, "units") as units, T.if_(u < units), T.let(u // tiles_n, "t") as t:
+        expert_search(tiles, experts, t, 0, search - 1, lambda g: _place(u, g, offs, tiles, tiles_n, group, bm, body))
+
+
+@T.macro
+def _place(u: Any, g: Any, offs: Any, tiles: Any, tiles_n: Any, group: int, bm: int, body: Any) -> None:
+    with T.let(T.where(g > 0, tiles[T.maximum(g - 1, 0)], 0), "first") as first:
+        start = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)
+        local_m, bn = T.tile_order(u - first * tiles_n, (tiles[g] - first, tiles_n), "grouped", group)
+        with T.let(start + local_m * bm, "row0") as row0, T.let(offs[g], "row_end") as end:
+            with T.let(bn, "bn") as col:
+                body(g, row0, end, col)
+
+
+@T.macro
+def load_columns(tensor: Any, stage: T.Tile, g: Any, k: Any, col0: Any, bn: int, bk: int, bar: Any) -> None:
+    """TMA-load K-block `k` of expert `g`'s row-major (K, N) matrix, the `bn` columns from column `col0` on (any
+    column: a TMA box starts at an element coordinate), into `stage` (bk, bn) in 128-byte panels, on mbarrier
+    `bar` (`argus.kernels.gemm.load_operand` at a column instead of a tile)."""
+    panel = 128 // tensor.dtype.itemsize
+    for j in range(bn // panel):
+        T.copy(
+            tensor.window((g, k * bk, col0 + panel * j), (None, bk, panel)),
+            stage.window((0, panel * j), (bk, panel)),
+            atom="tma",
+            mbarrier=bar,
+        )
+
+
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
 def grouped_gemm_persistent(
     A: T.Tensor[("R", "K"), "IN"],
@@ -76,35 +138,6 @@ def grouped_gemm_persistent(
         stage_bytes = (BM + BN) * BK * 2
         consumers = tuple(range(1, 1 + CONSUMERS))
 
-        def search(t: Any, g: Any, step: int, then: Any) -> None:
-            """`then(expert)` with the expert of row tile `t`: how many experts' cumulative row-tile counts are <= t,
-            found step by step from the highest power of two down, each step one `T.let`."""
-            if step < 0:
-                then(g)
-                return
-            cand = g + (1 << step)
-            inside = (cand <= E) & (tiles[T.minimum(cand - 1, E - 1)] <= t)
-            with T.let(T.where(inside, cand, g), f"g{step}") as found:
-                search(t, found, step - 1, then)
-
-        def unit(it: Any, body: Any) -> None:
-            """`body(expert, first row, row end, column tile)` for the unit of iteration `it` of this block, when
-            there is one."""
-            u = bx + it * BLOCKS
-            with T.let(tiles[E - 1] * tiles_n, "units") as units, T.if_(u < units), T.let(u // tiles_n, "t") as t:
-                search(t, 0, SEARCH - 1, lambda g: place(u, g, body))
-
-        def place(u: Any, g: Any, body: Any) -> None:
-            """The rows and column tile of unit `u` of expert `g`: the expert's units are contiguous; they are walked
-            GROUP row tiles at a time, column by column, so that consecutive units share B[g]'s column panels in L2
-            (row-tile order streamed all of B[g] from memory once per row tile)."""
-            with T.let(T.where(g > 0, tiles[T.maximum(g - 1, 0)], 0), "first") as first:
-                start = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)
-                local_m, bn = T.tile_order(u - first * tiles_n, (tiles[g] - first, tiles_n), "grouped", GROUP)
-                with T.let(start + local_m * BM, "row0") as row0, T.let(offs[g], "row_end") as end:
-                    with T.let(bn, "bn") as col:
-                        body(g, row0, end, col)
-
         def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
             for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
                 T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
@@ -123,10 +156,100 @@ def grouped_gemm_persistent(
                 T.mbarrier_arrive(empty[s])
             T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
 
+        def units(it: Any, body: Any) -> None:
+            each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
+
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                unit(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
+                units(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
             for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                unit(it, lambda g, row0, end, bn, it=it: consume(acc, g, row0, end, bn, it))
+                units(it, lambda g, row0, end, bn, it=it: consume(acc, g, row0, end, bn, it))
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def grouped_gemm_swiglu(
+    A: T.Tensor[("R", "K"), "IN"],
+    B: T.Tensor[("E", "K", "N2"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = SMS,
+    CONSUMERS: int = 2,
+    SEARCH: int = 8,
+    GROUP: int = 8,
+):
+    """The MoE up-projection with SwiGLU in its epilogue: ``C[rows of g] = silu(A_g @ B[g][:, :N]) * (A_g @
+    B[g][:, N:])``, B (E, K, 2N) holding each expert's gate columns then its up columns (the fused ``gate_up``
+    weight), C (R, N). Scheduled as `grouped_gemm_persistent` (the same units over C's column tiles); each stage
+    holds A's (BM, BK) box and the gate and up (BK, BN) boxes at the same columns, two accumulators per consumer
+    take one wgmma each per K-block, and the epilogue stores ``g * sigmoid(g) * u`` from the f32 accumulators (the
+    (R, 2N) intermediate is never written). Assumes K and N multiples of 8 (TMA row strides of 16 bytes) and what
+    `grouped_gemm_persistent` assumes of ``offs`` and ``tiles``; N need not be a multiple of BN (the up boxes
+    start at column N + bn * BN: a TMA box starts at any element)."""
+    R, K = A.shape  # noqa: N806 - the kernel's shape symbols
+    E, _, N2 = B.shape  # noqa: N806
+    _, N = C.shape  # noqa: N806
+    panel = 128 // B.dtype.itemsize
+    if CONSUMERS not in (1, 2) or SEARCH < 1 or BN % panel:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"CONSUMERS is 1 or 2, SEARCH >= 1, BN a multiple of {panel}; got {CONSUMERS}, {SEARCH}, {BN}",
+        )
+    T.assume(operand_assumption("K", "N"))
+    T.assume("N2 == 2 * N")
+    T.assume(f"E <= {1 << SEARCH}")
+    with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
+        sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major
+        sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels
+        sU = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # up columns, N further on
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+        tiles_n = T.cdiv(N, BN)
+        k_tiles = T.cdiv(K, BK)
+        most_units = (T.cdiv(R, BM) + E) * tiles_n
+        stage_bytes = (BM + 2 * BN) * BK * 2
+        consumers = tuple(range(1, 1 + CONSUMERS))
+
+        def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                T.copy(A.window((row0, k * BK), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                load_columns(B, sG[s], g, k, bn * BN, BN, BK, full[s])
+                load_columns(B, sU[s], g, k, N + bn * BN, BN, BK, full[s])
+
+        def consume(gate: Any, up: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            T.fill(gate, 0.0)
+            T.fill(up, 0.0)
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(full[s], phase=((k + it * k_tiles) // STAGES) % 2)
+                # invariant: rows row0.. of A, expert g's gate and up columns of tile bn, K-block k
+                T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), sA[s])
+                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sG[s])
+                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & ((x[2] - N) // BN == bn), sU[s])
+                T.gemm(operand("K", sA[s], False), operand("N", sG[s], True), gate)
+                T.gemm(operand("K", sA[s], False), operand("N", sU[s], True), up)
+                T.mbarrier_arrive(empty[s])
+            T.copy(gate * T.sigmoid(gate) * up, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+
+        def units(it: Any, body: Any) -> None:
+            each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
+
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+            for it in T.serial(T.cdiv(most_units, BLOCKS)):
+                units(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
+        with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
+            gate = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
+            up = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
+            for it in T.serial(T.cdiv(most_units, BLOCKS)):
+                units(it, lambda g, row0, end, bn, it=it: consume(gate, up, g, row0, end, bn, it))

@@ -1,7 +1,8 @@
-"""The MoE library call: `grouped_mm` (``torch._grouped_mm`` for a 2-d ``a`` and a 3-d ``b``) on the kernel of
-`argus.kernels.grouped`, with its configuration by shape (`choose`), the row-tile counts it schedules by
-(`tile_counts`, computed on the device without a host synchronization) and its prepared launch (`prepare`).
-docs/moe.md says what is built, verified and measured."""
+"""The MoE library calls on the kernels of `argus.kernels.grouped`: `grouped_mm` (``torch._grouped_mm`` for a 2-d
+``a`` and a 3-d ``b``), `grouped_swiglu` (the up-projection with SwiGLU in its epilogue) and `moe_layer` (a MoE
+layer's forward: routing, the two grouped GEMMs, the weighted combine), with their configuration by shape
+(`choose`), the row-tile counts they schedule by (`tile_counts`, computed on the device without a host
+synchronization) and their prepared launches (`prepare`). docs/moe.md says what is built, verified and measured."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from argus.kernels.grouped import grouped_gemm_persistent, search_steps
+from argus.kernels.grouped import grouped_gemm_persistent, grouped_gemm_swiglu, search_steps
+
+#: The kernels `prepare` launches, by name.
+KERNELS = {"plain": grouped_gemm_persistent, "swiglu": grouped_gemm_swiglu}
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -38,28 +42,44 @@ class GroupedError(ValueError):
 CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 64, 4), (128, 128, 64, 5))
 
 
-def choose(rows: int, n: int, k: int, experts: int) -> dict[str, Any]:
-    """The kernel parameters for a grouped product of `rows` routed rows, `experts` experts, (K, N) = (k, n), without
-    tuning: 128 x 256 tiles where N fills them (fewer, larger tiles: each B[g] panel is read by fewer blocks), else
-    128 x 128."""
-    bm, bn, bk, stages = CONFIGS[0] if n % 256 == 0 and n >= 1024 else CONFIGS[1]
+def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> dict[str, Any]:
+    """The kernel parameters for a grouped product of `rows` routed rows, `experts` experts, (K, N) = (k, n) (N:
+    the output's columns), without tuning: 128 x 256 tiles where N fills them (fewer, larger tiles: each B[g]
+    panel is read by fewer blocks), else 128 x 128; with the SwiGLU epilogue 128 x 128 x 2 (a gate and an up
+    accumulator) and 4 stages."""
+    if epilogue == "swiglu":
+        bm, bn, bk, stages = 128, 128, 64, 4
+    else:
+        bm, bn, bk, stages = CONFIGS[0] if n % 256 == 0 and n >= 1024 else CONFIGS[1]
     return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "SEARCH": search_steps(experts)}
 
 
 @functools.lru_cache(maxsize=64)
-def _loaded(params: tuple[tuple[str, Any], ...]) -> Any:
+def _loaded(epilogue: str, params: tuple[tuple[str, Any], ...]) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel(grouped_gemm_persistent.trace(**dict(params))))
+    return load(compile_kernel(KERNELS[epilogue].trace(**dict(params))))
 
 
-def prepare(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = None, out: Any = None) -> tuple[Any, Any]:
-    """(C, the prepared launch): `grouped_mm` without launching, for timing loops (the launch holds raw addresses:
-    keep `a`, `b`, `offs` and C alive while it is used). The row-tile counts are computed on the device when the
-    launch is prepared; a new `offs` needs a new prepare."""
+def prepare(
+    a: Any,
+    b: Any,
+    offs: Any,
+    *,
+    config: dict[str, Any] | None = None,
+    out: Any = None,
+    epilogue: str = "plain",
+    tiles: Any = None,
+) -> tuple[Any, Any]:
+    """(C, the prepared launch): `grouped_mm` (`epilogue` "plain") or `grouped_swiglu` ("swiglu") without
+    launching, for timing loops (the launch holds raw addresses: keep `a`, `b`, `offs` and C alive while it is
+    used). The row-tile counts are computed on the device when the launch is prepared (or passed as `tiles`, from
+    `tile_counts(offs, BM)`); a new `offs` needs a new prepare."""
     import torch
 
+    if epilogue not in KERNELS:
+        raise GroupedError(f"epilogue is one of {sorted(KERNELS)}, got {epilogue!r}")
     if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1:
         raise GroupedError(
             f"grouped_mm takes a (R, K), b (E, K, N) and offs (E,); got {tuple(a.shape)}, {tuple(b.shape)}, "
@@ -74,16 +94,22 @@ def prepare(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = None, 
         raise GroupedError(f"offs must be int32 (cumulative row ends, as torch._grouped_mm takes), got {offs.dtype}")
     if not (a.is_contiguous() and b.is_contiguous() and offs.is_contiguous()):
         raise GroupedError("a, b (E, K, N) and offs must be contiguous row-major tensors: pass .contiguous()")
+    if epilogue == "swiglu":
+        if n % 2:
+            raise GroupedError(
+                f"the SwiGLU weight (E, K, 2I) holds the gate then the up columns: 2I must be even, got {n}"
+            )
+        n //= 2
     if k % 8 or n % 8:
         raise GroupedError(f"K and N must be multiples of 8 (16-byte TMA rows), got K={k}, N={n}")
     if len({a.device, b.device, offs.device}) != 1 or a.device.type != "cuda":
         raise GroupedError("a, b and offs must be on one CUDA device")
-    params = dict(choose(rows, n, k, experts) if config is None else config)
+    params = dict(choose(rows, n, k, experts, epilogue) if config is None else config)
     params.setdefault("SEARCH", search_steps(experts))
     params["OUT"] = params["IN"] = "bf16" if a.dtype == torch.bfloat16 else "f16"
-    tiles = tile_counts(offs, params["BM"])
+    tiles = tile_counts(offs, params["BM"]) if tiles is None else tiles
     c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
-    prepared = _loaded(tuple(sorted(params.items()))).prepare(a, b, offs, tiles, c)
+    prepared = _loaded(epilogue, tuple(sorted(params.items()))).prepare(a, b, offs, tiles, c)
     return c, GroupedLaunch(prepared, (a, b, offs, tiles, c))
 
 
@@ -106,3 +132,110 @@ def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = Non
     c, launch = prepare(a, b, offs, config=config)
     launch.launch()
     return c
+
+
+def grouped_swiglu(a: Any, w: Any, offs: Any, *, config: dict[str, Any] | None = None) -> Any:
+    """``silu(g) * u`` where ``[g | u] = torch._grouped_mm(a, w, offs=offs)``: `a` (R, K), `w` (E, K, 2I) holding
+    each expert's gate columns then its up columns, bf16 or f16 on a CUDA device; returns (R, I). One launch of
+    `grouped_gemm_swiglu` (the (R, 2I) product is never written; SwiGLU is computed from the f32 accumulators and
+    rounded once), no host synchronization. Rows past ``offs[E-1]`` are left unwritten."""
+    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu")
+    launch.launch()
+    return c
+
+
+@dataclass(frozen=True)
+class Routing:
+    """A top-k routing of T tokens over E experts, sorted by expert: the routed rows are the T * k (token, choice)
+    pairs in expert order; row r is token ``token[r]``'s choice, weighted by ``weight[r]``; expert g owns rows
+    ``offs[g-1] .. offs[g]``. All on the device, computed without a host synchronization."""
+
+    token: Any  # (T * k,) int64: the token of each routed row
+    weight: Any  # (T * k,) float32: its router weight
+    offs: Any  # (E,) int32: cumulative row ends per expert
+    order: Any  # (T * k,) int64: the flat (token * k + choice) index of each routed row
+
+
+def route(x: Any, router: Any, top_k: int, *, renormalize: bool = True, bias: Any = None) -> Routing:
+    """The top-k softmax routing of tokens `x` (T, H) by the router weight `router` (H, E): logits ``x @ router``
+    in f32 (plus `bias` (T, E) when given), softmax, the k largest, renormalized to sum 1 when `renormalize`; the
+    routed rows sorted by expert (a stable sort: within an expert, token order)."""
+    import torch
+
+    experts = router.shape[1]
+    logits = x.float() @ router.float()
+    if bias is not None:
+        logits = logits + bias
+    weights, chosen = torch.softmax(logits, dim=-1).topk(top_k, dim=-1)
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    flat = chosen.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    # counts by scatter-add: torch.bincount would synchronize to size its output
+    counts = torch.zeros(experts, dtype=torch.int64, device=x.device).index_add_(0, flat, torch.ones_like(flat))
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    return Routing(order // top_k, weights.reshape(-1)[order], offs, order)
+
+
+def moe_layer(
+    x: Any,
+    router: Any,
+    w1: Any,
+    w2: Any,
+    top_k: int,
+    *,
+    renormalize: bool = True,
+    bias: Any = None,
+) -> Any:
+    """A MoE layer's forward on a CUDA device: tokens `x` (T, H) bf16, router weight `router` (H, E), expert
+    weights `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` softmax routing (`route`);
+    returns (T, H) in x's dtype: for each token, the sum over its k experts of ``weight * (silu(x @ gate) * (x @
+    up)) @ w2[e]``. Steps: routing (PyTorch operators, no host synchronization); the routed rows gathered in expert
+    order (``index_select``); `grouped_gemm_swiglu` (SwiGLU in the epilogue); `grouped_gemm_persistent` for the
+    down-projection; the weighted sum of each token's k rows (PyTorch operators, in f32, deterministic).
+    Not fused yet: the gather into the first GEMM's operand load and the weighted combine into the second's
+    epilogue (docs/moe.md)."""
+
+    if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
+        raise GroupedError(
+            "moe_layer takes x (T, H), router (H, E), w1 (E, H, 2I), w2 (E, I, H); got "
+            f"{tuple(x.shape)}, {tuple(router.shape)}, {tuple(w1.shape)}, {tuple(w2.shape)}"
+        )
+    (tokens, hidden), experts = x.shape, router.shape[1]
+    inter = w2.shape[1]
+    if (
+        router.shape[0] != hidden
+        or tuple(w1.shape) != (experts, hidden, 2 * inter)
+        or w2.shape
+        != (
+            experts,
+            inter,
+            hidden,
+        )
+    ):
+        raise GroupedError(
+            f"with x (T, {hidden}) and router (H, E={router.shape[1]}): w1 must be (E, H, 2I) and w2 (E, I, H); got "
+            f"router {tuple(router.shape)}, w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}"
+        )
+    if not 1 <= top_k <= experts:
+        raise GroupedError(f"top_k must be between 1 and the number of experts ({experts}), got {top_k}")
+    if bias is not None and tuple(bias.shape) != (tokens, experts):
+        raise GroupedError(f"bias must be (T, E) = ({tokens}, {experts}), got {tuple(bias.shape)}")
+    routing = route(x, router, top_k, renormalize=renormalize, bias=bias)
+    rows = x.index_select(0, routing.token)
+    h = grouped_swiglu(rows, w1, routing.offs)
+    y = grouped_mm(h, w2, routing.offs)
+    return combine(y, routing, tokens, top_k).to(x.dtype)
+
+
+def combine(y: Any, routing: Routing, tokens: int, top_k: int) -> Any:
+    """Each token's output (f32, (tokens, H)): the sum over its k routed rows of `y` (rows in expert order, as the
+    grouped GEMMs produce them) times their router weights; the rows are put back in (token, choice) order first,
+    so the sum is taken in the same order every run (no atomics)."""
+    import torch
+
+    unsorted = torch.empty_like(y)
+    unsorted[routing.order] = y
+    weights = torch.empty_like(routing.weight)
+    weights[routing.order] = routing.weight
+    return (unsorted.view(tokens, top_k, -1).float() * weights.view(tokens, top_k, 1)).sum(dim=1)

@@ -24,7 +24,7 @@ import numpy as np
 from argus.atoms.common import SMS
 from argus.ir.types import bf16, round_to
 from argus.kernels import arrays, attention, elementwise, gemm, gemm_residual, grouped, moe, softmax
-from argus.kernels.declarations import Problem, ProblemSizeError, Rung, Shapes, Tensor, Workload
+from argus.kernels.declarations import Problem, ProblemSizeError, Rung, Shapes, Tensor, Workload, draw_dtype
 
 # ---- references: each written once -----------------------------------------------------------------------------------
 
@@ -125,14 +125,14 @@ def _tile_counts(inputs: Mapping[str, Any]) -> Any:
 def _bf16_normal(shape: tuple[int, ...], sizes: Mapping[str, int], g: Any) -> Any:
     import torch
 
-    return torch.randn(shape, generator=g, dtype=torch.float64).to(torch.bfloat16)
+    return torch.randn(shape, generator=g, dtype=draw_dtype(g, torch.bfloat16)).to(torch.bfloat16)
 
 
 def _uniform(lo: float, hi: float) -> Callable[[tuple[int, ...], Mapping[str, int], Any], Any]:
     def sample(shape: tuple[int, ...], sizes: Mapping[str, int], g: Any) -> Any:
         import torch
 
-        return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(torch.float32)
+        return (torch.rand(shape, generator=g, dtype=draw_dtype(g, torch.float32)) * (hi - lo) + lo).to(torch.float32)
 
     return sample
 

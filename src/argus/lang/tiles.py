@@ -195,9 +195,12 @@ class GlobalTensor:
         int, an expression or None), limits the elements accessed to coordinates below it, as the tensor's end
         does: ``C.window((row0, bn * BN), (BM, BN), bound=(row_end, None))`` stores the rows of one expert only.
         A bounded window is the destination of a store (not a TMA store: a TMA box is masked at the tensor's
-        end only)."""
+        end only). A ``None`` extent fixes that dimension to element ``origin[d]`` and drops it from the window's
+        shape, as in `tile` (``B.window((g, k0, col), (None, BK, 64))`` is a (BK, 64) window of matrix g)."""
         origin = origin if isinstance(origin, tuple) else (origin,)
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        dropped = tuple(d for d, e in enumerate(shape) if e is None)
+        shape = tuple(1 if e is None else e for e in shape)
         if bound is not None:
             bound = tuple(bound) if isinstance(bound, (tuple, list)) else (bound,)
             if len(bound) != self.buffer.rank or any(
@@ -211,7 +214,11 @@ class GlobalTensor:
             bound = tuple(None if b is None else simplify_origin((as_expr(b),))[0] for b in bound)
             if all(b is None for b in bound):
                 bound = None
-        return Tile(TileRef(self.buffer, simplify_origin(tuple(as_expr(o) for o in origin)), shape, bound=bound))
+        return Tile(
+            TileRef(
+                self.buffer, simplify_origin(tuple(as_expr(o) for o in origin)), shape, bound=bound, dropped=dropped
+            )
+        )
 
     def __getitem__(self, index: Any) -> Expr:
         """``offs[g]``: the value of one element of an integer tensor the kernel only reads, as an integer

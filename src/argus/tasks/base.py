@@ -17,12 +17,14 @@ A task is data: the gate (`argus.eval`) reads it and builds from it what its sta
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from argus.diagnostics import ArgusError
+from argus.kernels.declarations import draw_dtype
 
 
 class TaskError(ArgusError, ValueError):
@@ -134,21 +136,27 @@ class Task:
     def baseline_names(self) -> tuple[str, ...]:
         return ("eager", "compile", *self.baselines)
 
-    def sample(self, sizes: Mapping[str, int], seed: int) -> list[Any]:
-        """The native draw of the inputs (CPU tensors), in parameter order."""
+    def sample(self, sizes: Mapping[str, int], seed: int, device: Any = None) -> list[Any]:
+        """The native draw of the inputs, in parameter order: CPU tensors, or with a CUDA `device` tensors drawn
+        there by a generator of that device (a bench size's inputs reach 15 GB: drawn on the CPU in float64 they
+        took minutes a trial and four times their size in host memory). The two draws of one seed differ; each is
+        reproducible. A sampler sees the generator and draws on its device (`draw_dtype` says in which dtype)."""
         import torch
 
-        g = torch.Generator().manual_seed(seed)
+        cuda = device is not None and torch.device(device).type == "cuda"
+        g = torch.Generator(device=device).manual_seed(seed) if cuda else torch.Generator().manual_seed(seed)
         out = []
-        for spec in self.inputs:
-            shape = spec.resolve(sizes)
-            if spec.derive is not None:
-                before = dict(zip([t.name for t in self.inputs], out, strict=False))
-                out.append(spec.derive(before))
-            elif spec.sampler is not None:
-                out.append(spec.sampler(shape, sizes, g))
-            else:
-                out.append(torch.randn(shape, generator=g, dtype=torch.float64).to(torch_dtype(spec.dtype)))
+        with torch.device(device) if cuda else contextlib.nullcontext():
+            for spec in self.inputs:
+                shape = spec.resolve(sizes)
+                if spec.derive is not None:
+                    before = dict(zip([t.name for t in self.inputs], out, strict=False))
+                    out.append(spec.derive(before))
+                elif spec.sampler is not None:
+                    out.append(spec.sampler(shape, sizes, g))
+                else:
+                    dtype = torch_dtype(spec.dtype)
+                    out.append(torch.randn(shape, generator=g, dtype=draw_dtype(g, dtype)).to(dtype))
         return out
 
     def arrange(self, inputs: Sequence[Any], outputs: Sequence[Any], order: Sequence[str] | None = None) -> list[Any]:

@@ -569,11 +569,15 @@ def _completion_lag(p: Pairing, position: int) -> int | None:
     loop body: at that point of iteration ``g`` the reads of iterations ``g - lag`` and earlier have finished
     (None: the verifier cannot tell).
 
-    An ordinary read has finished when its statement ends (lag 0 after it, 1 before it). A ``wgmma`` issued with
-    ``wait_group P`` (`Gemm.pending`) commits one group per iteration and lets the last ``P`` of them run on: after
-    it, the groups up to iteration ``g - P`` are complete (lag ``P``), before it those up to ``g - 1 - P``; a
-    `WgmmaWait` of 0 in the body completes them all. Only one asynchronous MMA per loop body is modelled (with no
-    other MMA beside it, whose waits would count groups differently)."""
+    An ordinary read has finished when its statement ends (lag 0 after it, 1 before it). Asynchronous MMAs: the
+    body's n ``wgmma`` statements, each at its top level (unconditional) with ``wait_group P`` (`Gemm.pending`),
+    commit one group each per iteration, in order: group ``g * n + i`` is statement i's (1-based) of iteration g.
+    Groups complete in issue order, so after statement j's wait the groups up to ``g * n + j - P_j`` are complete,
+    and after a `WgmmaWait` of 0 every group issued so far; before the body's first MMA statement, what the
+    previous iteration's last wait left. The stage's reads of iteration g' are complete once its latest-issued
+    reading group is: the lag is ``ceil((i_max - c) / n)`` with ``g * n + c`` the last complete group. One
+    statement with ``wait_group 1`` gives the deferred-release loop's lag of 1 after it; a SwiGLU loop's two
+    (gate and up, ``wait_group 2`` each) also 1 after the second."""
     body = p.loop_c.body  # type: ignore[union-attr]
     tops = [body.index(_top(body, r)) for r in p.reads]
     asynchronous = [(r, t) for r, t in zip(p.reads, tops, strict=True) if isinstance(r.stmt, Gemm) and r.stmt.pending]
@@ -584,14 +588,23 @@ def _completion_lag(p: Pairing, position: int) -> int | None:
     if not asynchronous:
         return lag
     gemms = [x for x in walk_all(body) if isinstance(x, Gemm)]
+    issue = [i for i, x in enumerate(body) if isinstance(x, Gemm)]  # top-level MMA statements, in issue order
     waits = [i for i, x in enumerate(body) if isinstance(x, WgmmaWait)]
-    if len(gemms) != 1 or len(asynchronous) != 1 or any(body[i].pending for i in waits):  # type: ignore[attr-defined]
+    if len(issue) != len(gemms) or any(not body[i].pending for i in issue):  # type: ignore[attr-defined]
+        return None  # a conditional or synchronous MMA beside them: the groups are not counted here
+    if any(body[i].pending for i in waits):  # type: ignore[attr-defined]
         return None
-    (r, t), pending = asynchronous[0], asynchronous[0][0].stmt.pending  # type: ignore[attr-defined]
-    if t < position:
-        return max(lag, 0 if any(t < i < position for i in waits) else pending)
-    drained = any(i < position or i > t for i in waits)  # a wait since the previous iteration's MMAs
-    return max(lag, 1 if drained else pending + 1)
+    n = len(issue)
+    latest = max(issue.index(t) + 1 for _, t in asynchronous)  # the stage's latest-issued reading statement
+    before = [j for j, i in enumerate(issue, start=1) if i < position]
+    if before:
+        j = before[-1]
+        drained = any(issue[j - 1] < w < position for w in waits)
+        c = j if drained else j - body[issue[j - 1]].pending  # type: ignore[attr-defined]
+    else:  # the previous iteration's last wait: after its last MMA statement, or a wait of 0 since
+        drained = any(w < position or w > issue[-1] for w in waits)
+        c = 0 if drained else -body[issue[-1]].pending  # type: ignore[attr-defined]
+    return max(lag, -((c - latest) // n))
 
 
 def _tails(prog: Program, p: Pairing, barrier: Buffer) -> tuple[list, list]:

@@ -4,7 +4,8 @@ A pipelined consumer loop written ::
 
     for k in T.pipeline(n, stages=S):                  # S >= DEFERRED_RELEASE_MIN_STAGES, in a warp role
         T.mbarrier_wait(full[s], phase)
-        T.gemm(sA[s], sB[s], acc)                      # wgmma, both operands from shared memory
+        T.gemm(sA[s], sB[s], acc)                      # wgmma, both operands from shared memory (one or more
+                                                       # such statements: a SwiGLU GEMM's gate and up)
         T.mbarrier_arrive(empty[s])                    # the only arrival on `empty` in the kernel
 
 waits for its MMAs to finish before it releases the stage, so the tensor cores idle while the next stage's barrier is
@@ -13,6 +14,7 @@ checked. The pass rewrites it into the loop the hardware should run (and that th
     for k in T.pipeline(n, stages=S):
         T.mbarrier_wait(full[s], phase)
         gemm(sA[s], sB[s], acc) wait_group=1           # issue k's MMAs; wait for those of k - 1 only
+                                                       # (n statements: wait_group=n each)
         if k > 0:
             let k = k - 1:                             # the stage of iteration k - 1 (same expression as written)
                 mbarrier.arrive empty[s] per_warpgroup # its MMAs have finished reading it
@@ -79,23 +81,26 @@ def defer_releases(kernel: Kernel) -> Kernel:
         if st.kind != LoopKind.PIPELINED or st.stages < DEFERRED_RELEASE_MIN_STAGES:
             return None
         live = [x for x in st.body if not isinstance(x, _ANNOTATIONS)]
-        if len(live) != 3:
+        if len(live) < 3:
             return None
-        wait, gemm, arrive = live
-        if not (isinstance(wait, MbarrierWait) and isinstance(gemm, Gemm) and isinstance(arrive, MbarrierArrive)):
+        wait, gemms, arrive = live[0], live[1:-1], live[-1]
+        if not (isinstance(wait, MbarrierWait) and isinstance(arrive, MbarrierArrive)):
             return None
         if arrive.expect_bytes or arrive.per_warpgroup or arrive.barrier.buffer is wait.barrier.buffer:
             return None
-        if arrivals.get(id(arrive.barrier.buffer)) != 1 or gemm.pending:
-            return None
-        atom = get_atom(gemm.atom)
-        if not (isinstance(atom, MmaAtom) and atom.ptx.startswith("wgmma.")):
-            return None
-        if gemm.a.space != Space.SHARED or gemm.b.space != Space.SHARED:
+        if arrivals.get(id(arrive.barrier.buffer)) != 1:
             return None
         warpgroups = len(role.warpgroups)
-        if gemm.groups[0] * gemm.groups[1] != warpgroups:
-            return None
+        for gemm in gemms:
+            if not isinstance(gemm, Gemm) or gemm.pending:
+                return None
+            atom = get_atom(gemm.atom)
+            if not (isinstance(atom, MmaAtom) and atom.ptx.startswith("wgmma.")):
+                return None
+            if gemm.a.space != Space.SHARED or gemm.b.space != Space.SHARED:
+                return None
+            if gemm.groups[0] * gemm.groups[1] != warpgroups:
+                return None
         scaled[id(arrive.barrier.buffer)] = warpgroups
         made = {"loc": arrive.loc, "made_by": DEFERRED_RELEASE}
         release = MbarrierArrive(arrive.barrier, per_warpgroup=True, **made)  # type: ignore[arg-type]
@@ -104,10 +109,14 @@ def defer_releases(kernel: Kernel) -> Kernel:
             (Let(st.var, st.var - 1, (release,), note="the arrival of iteration {value}", **made),),  # type: ignore[arg-type]
             **made,  # type: ignore[arg-type]
         )
+        # each MMA statement commits one group; after the iteration's last, the iteration's own groups may stay in
+        # flight (groups complete in issue order, so those of the iteration before have finished): a statement
+        # before the last waits no longer than that either
+        in_flight = len(gemms)
         body = []
         for x in st.body:
-            if x is gemm:
-                body.append(dataclasses.replace(gemm, pending=1))
+            if any(x is g for g in gemms):
+                body.append(dataclasses.replace(x, pending=in_flight))
             elif x is arrive:
                 body.append(behind)
             else:
@@ -117,7 +126,7 @@ def defer_releases(kernel: Kernel) -> Kernel:
             (Let(st.var, _minus_one(st.extent), (release,), note="the arrival of the last iteration", **made),),  # type: ignore[arg-type]
             **made,  # type: ignore[arg-type]
         )
-        drain = WgmmaWait(0, note="the last iteration's MMAs", loc=gemm.loc, made_by=DEFERRED_RELEASE)
+        drain = WgmmaWait(0, note="the last iteration's MMAs", loc=gemms[-1].loc, made_by=DEFERRED_RELEASE)
         return (dataclasses.replace(st, body=tuple(body)), drain, last)
 
     def visit(stmts: tuple[Stmt, ...], role: Role | None) -> tuple[Stmt, ...]:
