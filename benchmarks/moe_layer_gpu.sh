@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The MoE layer on a GPU (issue #23, second slice), in one call: the GPU tests of the grouped kernels, the layer
 # and the device-side task draw; the SwiGLU grouped GEMM against torch (benchmarks/swiglu_sweep.py); the layer
-# against the composed PyTorch layer and its torch.compile (benchmarks/moe_layer.py); with BENCH=1 `argus bench
-# grouped_gemm` at the issue's three shapes. STEPS picks steps (default "tests swiglu layer").
+# against the composed PyTorch layer and its torch.compile (benchmarks/moe_layer_bench.py); with BENCH=1 `argus bench
+# $BENCH_TASK` (grouped_gemm or grouped_swiglu) at the issue's three shapes. STEPS picks steps (default "tests swiglu
+# layer").
 #
-#   [BENCH=1] [STEPS="tests swiglu layer"] bash benchmarks/moe_layer_gpu.sh OUT_DIR [layer arguments]
+#   [BENCH=1 [BENCH_TASK=grouped_swiglu]] [STEPS="tests swiglu layer"] bash benchmarks/moe_layer_gpu.sh OUT_DIR [layer arguments]
 #
 # On the lent GPU machine z3 travels as a wheel (.whl, see the device README) and PYTHONPATH must hold it.
 set -uo pipefail
@@ -33,14 +34,19 @@ if [[ " $steps " == *" swiglu "* ]]; then
   cat "$out/swiglu.md"
 fi
 if [[ " $steps " == *" layer "* ]]; then
-  timeout 300 python3 benchmarks/moe_layer.py --json "$out/layer.json" "$@" > "$out/layer.md" 2>&1
+  timeout 420 python3 benchmarks/moe_layer_bench.py --json "$out/layer.json" "$@" > "$out/layer.md" 2>&1
   echo "layer: exit $?" | tee -a "$out/summary.txt"
   cat "$out/layer.md"
 fi
 if [ "${BENCH:-0}" = 1 ]; then
-  timeout 540 python3 -m argus bench grouped_gemm --trials 2 --reps 20 \
-    --shapes "R=8192,E=8,K=4096,N=28672;R=65536,E=128,K=2048,N=1536;R=32768,E=256,K=7168,N=4096" \
-    --json "$out/bench-grouped.json" --markdown "$out/bench-grouped.md" > "$out/bench-grouped.log" 2>&1
-  echo "argus bench: exit $?" | tee -a "$out/summary.txt"
-  grep -v Warning "$out/bench-grouped.log" | tail -20
+  task="${BENCH_TASK:-grouped_gemm}"
+  if [ "$task" = grouped_swiglu ]; then
+    shapes="R=8192,E=8,K=4096,N=14336,N2=28672;R=65536,E=128,K=2048,N=768,N2=1536;R=32768,E=256,K=7168,N=2048,N2=4096"
+  else
+    shapes="R=8192,E=8,K=4096,N=28672;R=65536,E=128,K=2048,N=1536;R=32768,E=256,K=7168,N=4096"
+  fi
+  timeout 540 python3 -m argus bench "$task" --trials 2 --reps 20 --shapes "$shapes" \
+    --json "$out/bench-$task.json" --markdown "$out/bench-$task.md" > "$out/bench-$task.log" 2>&1
+  echo "argus bench $task: exit $?" | tee -a "$out/summary.txt"
+  grep -v Warning "$out/bench-$task.log" | tail -20
 fi

@@ -29,8 +29,10 @@ def test_registry() -> None:
         "gemm_nt_residual",
         "attention",
         "grouped_gemm",
+        "grouped_swiglu",
     }
     assert task_of_kernel("flash_attention_fwd").name == "attention"
+    assert task_of_kernel("grouped_gemm_swiglu").name == "grouped_swiglu"
     assert task_of_kernel("gemm_hopper").name == "gemm_nt_bf16" and task_of_kernel("gemm_naive").name == "gemm"
     with pytest.raises(TaskError) as e:
         get_task("gem")

@@ -174,6 +174,7 @@ def grouped_gemm_swiglu(
     B: T.Tensor[("E", "K", "N2"), "IN"],
     offs: T.Tensor[("E",), T.i32],
     tiles: T.Tensor[("E",), T.i32],
+    scale: T.Tensor[("R",), T.f32],
     C: T.Tensor[("R", "N"), "OUT"],
     BM: int = 128,
     BN: int = 128,
@@ -188,12 +189,14 @@ def grouped_gemm_swiglu(
     SEARCH: int = 8,
     GROUP: int = 8,
 ):
-    """The MoE up-projection with SwiGLU in its epilogue: ``C[rows of g] = silu(A_g @ B[g][:, :N]) * (A_g @
-    B[g][:, N:])``, B (E, K, 2N) holding each expert's gate columns then its up columns (the fused ``gate_up``
-    weight), C (R, N). Scheduled as `grouped_gemm_persistent` (the same units over C's column tiles); each stage
-    holds A's (BM, BK) box and the gate and up (BK, BN) boxes at the same columns, two accumulators per consumer
-    take one wgmma each per K-block, and the epilogue stores ``g * sigmoid(g) * u`` from the f32 accumulators (the
-    (R, 2N) intermediate is never written). Assumes K and N multiples of 8 (TMA row strides of 16 bytes) and what
+    """The MoE up-projection with SwiGLU in its epilogue: ``C[r] = scale[r] * silu(A_g[r] @ B[g][:, :N]) *
+    (A_g[r] @ B[g][:, N:])`` for the rows r of each expert g, B (E, K, 2N) holding each expert's gate columns then
+    its up columns (the fused ``gate_up`` weight), C (R, N); `scale` is a per-row factor (a MoE layer's router
+    weight of each routed row: the down-projection is linear, so weighting its input weights its output).
+    Scheduled as `grouped_gemm_persistent` (the same units over C's column tiles); each stage holds A's (BM, BK)
+    box and the gate and up (BK, BN) boxes at the same columns, two accumulators per consumer take one wgmma each
+    per K-block, and the epilogue stores ``scale * g * sigmoid(g) * u`` from the f32 accumulators (the (R, 2N)
+    intermediate is never written). Assumes K and N multiples of 8 (TMA row strides of 16 bytes) and what
     `grouped_gemm_persistent` assumes of ``offs`` and ``tiles``; N need not be a multiple of BN (the up boxes
     start at column N + bn * BN: a TMA box starts at any element)."""
     R, K = A.shape  # noqa: N806 - the kernel's shape symbols
@@ -228,7 +231,7 @@ def grouped_gemm_swiglu(
                 load_columns(B, sG[s], g, k, bn * BN, BN, BK, full[s])
                 load_columns(B, sU[s], g, k, N + bn * BN, BN, BK, full[s])
 
-        def consume(gate: Any, up: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+        def consume(gate: Any, up: Any, weight: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
             T.fill(gate, 0.0)
             T.fill(up, 0.0)
             for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
@@ -240,7 +243,9 @@ def grouped_gemm_swiglu(
                 T.gemm(operand("K", sA[s], False), operand("N", sG[s], True), gate)
                 T.gemm(operand("K", sA[s], False), operand("N", sU[s], True), up)
                 T.mbarrier_arrive(empty[s])
-            T.copy(gate * T.sigmoid(gate) * up, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+            T.copy(scale.window((row0,), (BM,)), weight)  # rows past R read 0 (they are not stored)
+            out = gate * T.sigmoid(gate) * up * weight[:, None]
+            T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
 
         def units(it: Any, body: Any) -> None:
             each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
@@ -251,5 +256,6 @@ def grouped_gemm_swiglu(
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             gate = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
             up = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
+            weight = T.alloc_reduced(gate, axis=1)  # (BM,): each row's scale, held by the threads of its row
             for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                units(it, lambda g, row0, end, bn, it=it: consume(gate, up, g, row0, end, bn, it))
+                units(it, lambda g, row0, end, bn, it=it: consume(gate, up, weight, g, row0, end, bn, it))

@@ -71,15 +71,19 @@ def prepare(
     out: Any = None,
     epilogue: str = "plain",
     tiles: Any = None,
+    scale: Any = None,
 ) -> tuple[Any, Any]:
-    """(C, the prepared launch): `grouped_mm` (`epilogue` "plain") or `grouped_swiglu` ("swiglu") without
-    launching, for timing loops (the launch holds raw addresses: keep `a`, `b`, `offs` and C alive while it is
-    used). The row-tile counts are computed on the device when the launch is prepared (or passed as `tiles`, from
-    `tile_counts(offs, BM)`); a new `offs` needs a new prepare."""
+    """(C, the prepared launch): `grouped_mm` (`epilogue` "plain") or `grouped_swiglu` ("swiglu", with `scale`,
+    one f32 factor per row of `a`, default 1) without launching, for timing loops (the launch holds raw addresses:
+    keep `a`, `b`, `offs`, `scale` and C alive while it is used). The row-tile counts are computed on the device
+    when the launch is prepared (or passed as `tiles`, from `tile_counts(offs, BM)`); a new `offs` needs a new
+    prepare."""
     import torch
 
     if epilogue not in KERNELS:
         raise GroupedError(f"epilogue is one of {sorted(KERNELS)}, got {epilogue!r}")
+    if epilogue == "plain" and scale is not None:
+        raise GroupedError("scale is the SwiGLU epilogue's per-row factor: pass epilogue='swiglu'")
     if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1:
         raise GroupedError(
             f"grouped_mm takes a (R, K), b (E, K, N) and offs (E,); got {tuple(a.shape)}, {tuple(b.shape)}, "
@@ -109,8 +113,19 @@ def prepare(
     params["OUT"] = params["IN"] = "bf16" if a.dtype == torch.bfloat16 else "f16"
     tiles = tile_counts(offs, params["BM"]) if tiles is None else tiles
     c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
-    prepared = _loaded(epilogue, tuple(sorted(params.items()))).prepare(a, b, offs, tiles, c)
-    return c, GroupedLaunch(prepared, (a, b, offs, tiles, c))
+    kernel = _loaded(epilogue, tuple(sorted(params.items())))
+    if epilogue == "plain":
+        return c, GroupedLaunch(kernel.prepare(a, b, offs, tiles, c), (a, b, offs, tiles, c))
+    if scale is None:
+        scale = torch.ones(rows, dtype=torch.float32, device=a.device)
+    if scale.shape != (rows,) or scale.dtype != torch.float32 or not scale.is_contiguous():
+        raise GroupedError(
+            f"scale must be a contiguous f32 tensor of one factor per row ({rows},), got "
+            f"{scale.dtype} {tuple(scale.shape)}"
+        )
+    if scale.device != a.device:
+        raise GroupedError("scale must be on a's device")
+    return c, GroupedLaunch(kernel.prepare(a, b, offs, tiles, scale, c), (a, b, offs, tiles, scale, c))
 
 
 @dataclass(frozen=True)
@@ -134,12 +149,13 @@ def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = Non
     return c
 
 
-def grouped_swiglu(a: Any, w: Any, offs: Any, *, config: dict[str, Any] | None = None) -> Any:
-    """``silu(g) * u`` where ``[g | u] = torch._grouped_mm(a, w, offs=offs)``: `a` (R, K), `w` (E, K, 2I) holding
-    each expert's gate columns then its up columns, bf16 or f16 on a CUDA device; returns (R, I). One launch of
-    `grouped_gemm_swiglu` (the (R, 2I) product is never written; SwiGLU is computed from the f32 accumulators and
-    rounded once), no host synchronization. Rows past ``offs[E-1]`` are left unwritten."""
-    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu")
+def grouped_swiglu(a: Any, w: Any, offs: Any, *, scale: Any = None, config: dict[str, Any] | None = None) -> Any:
+    """``silu(g) * u`` where ``[g | u] = torch._grouped_mm(a, w, offs=offs)``, times ``scale[:, None]`` when given
+    (f32, one factor per row): `a` (R, K), `w` (E, K, 2I) holding each expert's gate columns then its up columns,
+    bf16 or f16 on a CUDA device; returns (R, I). One launch of `grouped_gemm_swiglu` (the (R, 2I) product is
+    never written; SwiGLU and the scale are computed from the f32 accumulators and rounded once), no host
+    synchronization. Rows past ``offs[E-1]`` are left unwritten."""
+    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu", scale=scale)
     launch.launch()
     return c
 
@@ -166,7 +182,7 @@ def route(x: Any, router: Any, top_k: int, *, renormalize: bool = True, bias: An
     logits = x.float() @ router.float()
     if bias is not None:
         logits = logits + bias
-    weights, chosen = torch.softmax(logits, dim=-1).topk(top_k, dim=-1)
+    weights, chosen = logits.softmax(dim=-1).topk(top_k, dim=-1)
     if renormalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
     flat = chosen.reshape(-1)
@@ -191,10 +207,10 @@ def moe_layer(
     weights `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` softmax routing (`route`);
     returns (T, H) in x's dtype: for each token, the sum over its k experts of ``weight * (silu(x @ gate) * (x @
     up)) @ w2[e]``. Steps: routing (PyTorch operators, no host synchronization); the routed rows gathered in expert
-    order (``index_select``); `grouped_gemm_swiglu` (SwiGLU in the epilogue); `grouped_gemm_persistent` for the
-    down-projection; the weighted sum of each token's k rows (PyTorch operators, in f32, deterministic).
-    Not fused yet: the gather into the first GEMM's operand load and the weighted combine into the second's
-    epilogue (docs/moe.md)."""
+    order (``index_select``); `grouped_gemm_swiglu` (SwiGLU and each row's router weight in the epilogue: the
+    down-projection is linear, so its input rows may carry the weights); `grouped_gemm_persistent` for the
+    down-projection; the sum of each token's k rows (`combine`, PyTorch operators, deterministic). Not fused yet:
+    the gather into the first GEMM's operand load and the combine into the second's epilogue (docs/moe.md)."""
 
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
         raise GroupedError(
@@ -223,19 +239,17 @@ def moe_layer(
         raise GroupedError(f"bias must be (T, E) = ({tokens}, {experts}), got {tuple(bias.shape)}")
     routing = route(x, router, top_k, renormalize=renormalize, bias=bias)
     rows = x.index_select(0, routing.token)
-    h = grouped_swiglu(rows, w1, routing.offs)
+    h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight)
     y = grouped_mm(h, w2, routing.offs)
-    return combine(y, routing, tokens, top_k).to(x.dtype)
+    return combine(y, routing, tokens, top_k)
 
 
 def combine(y: Any, routing: Routing, tokens: int, top_k: int) -> Any:
-    """Each token's output (f32, (tokens, H)): the sum over its k routed rows of `y` (rows in expert order, as the
-    grouped GEMMs produce them) times their router weights; the rows are put back in (token, choice) order first,
-    so the sum is taken in the same order every run (no atomics)."""
+    """Each token's output ((tokens, H), y's dtype): the sum of its k routed rows of `y` (rows in expert order, as
+    the grouped GEMMs produce them, already weighted); the rows are put back in (token, choice) order first, so
+    the sum (accumulated in f32 by ``torch.sum``) is taken in the same order every run (no atomics)."""
     import torch
 
     unsorted = torch.empty_like(y)
     unsorted[routing.order] = y
-    weights = torch.empty_like(routing.weight)
-    weights[routing.order] = routing.weight
-    return (unsorted.view(tokens, top_k, -1).float() * weights.view(tokens, top_k, 1)).sum(dim=1)
+    return unsorted.view(tokens, top_k, -1).sum(dim=1)

@@ -1,0 +1,184 @@
+"""A MoE layer's forward (prefill) on one GPU: `argus.kernels.moe.moe_layer` against the layer composed from PyTorch
+operators and its ``torch.compile``, interleaved in one process (issue #23).
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/moe_layer_bench.py [--rounds 10] [--tokens 4096 16384] [--json F]
+
+The composed layer (`composed`): f32 router logits, softmax, top-k renormalized; routing metadata without a host
+synchronization (stable argsort of the chosen experts, per-expert counts by scatter-add, cumulative offsets); the
+routed rows gathered (``index_select``); ``torch._grouped_mm`` on the fused gate-and-up weight (E, H, 2I); silu(gate)
+* up; ``torch._grouped_mm`` on the down weight (E, I, H); the rows weighted and added back to their tokens
+(``index_add_`` in f32). ``compiled`` is ``torch.compile`` of the same function. Shapes: Mixtral (H 4096, I 14336,
+E 8, top 2), Qwen3-30B-A3B (2048, 768, 128, top 8), DeepSeek-V3 (7168, 2048, 256, top 8: routed experts only, no
+shared expert, softmax routing); routings: balanced (the router as drawn), Zipf-skewed and one expert taking most
+tokens (a bias added to the logits, the same for every contender). Each contender is checked first against an f32
+per-expert reference (relative max error <= 2e-2), then timed by `grouped_sweep.interleaved` (L2 flushed before each
+launch, CUDA events, order rotated every round, medians). TFLOP/s counts 6 T k H I.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from grouped_sweep import interleaved  # noqa: E402
+
+from argus.kernels import moe  # noqa: E402
+
+SHAPES = (  # (label, H, I, E, k)
+    ("Mixtral", 4096, 14336, 8, 2),
+    ("Qwen3-30B-A3B", 2048, 768, 128, 8),
+    ("DeepSeek-V3", 7168, 2048, 256, 8),
+)
+ROUTINGS = ("balanced", "zipf", "hot")
+
+
+def composed(x, router, bias, w1, w2, top_k: int):  # noqa: ANN001, ANN201 - torch tensors
+    import torch
+
+    tokens, experts, inter = x.shape[0], router.shape[1], w2.shape[1]
+    logits = x.float() @ router.float() + bias
+    weights, chosen = torch.softmax(logits, dim=-1).topk(top_k, dim=-1)
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    flat = chosen.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    counts = torch.zeros(experts, dtype=torch.int64, device=x.device).index_add_(0, flat, torch.ones_like(flat))
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    token = order // top_k
+    h = torch._grouped_mm(x.index_select(0, token), w1, offs=offs)
+    a = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+    y = torch._grouped_mm(a, w2, offs=offs)
+    out = torch.zeros(tokens, x.shape[1], dtype=torch.float32, device=x.device)
+    out.index_add_(0, token, y.float() * weights.reshape(-1)[order][:, None])
+    return out.to(x.dtype)
+
+
+def reference(x, router, bias, w1, w2, top_k: int):  # noqa: ANN001, ANN201
+    """f32, per expert: each expert's tokens through its FFN, weighted, summed."""
+    import torch
+
+    inter = w2.shape[1]
+    logits = x.float() @ router.float() + bias
+    weights, chosen = torch.softmax(logits, dim=-1).topk(top_k, dim=-1)
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+    for e in range(router.shape[1]):
+        tok, slot = (chosen == e).nonzero(as_tuple=True)
+        if tok.numel() == 0:
+            continue
+        h = x[tok].float() @ w1[e].float()
+        y = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]) @ w2[e].float()
+        out.index_add_(0, tok, y * weights[tok, slot][:, None])
+    return out
+
+
+def routing_bias(torch, kind: str, tokens: int, experts: int, dev):  # noqa: ANN001, ANN201
+    g = torch.Generator(device="cpu").manual_seed(7)
+    if kind == "balanced":
+        bias = torch.zeros(tokens, experts)
+    elif kind == "zipf":
+        ranks = torch.randperm(experts, generator=g).float()
+        bias = (-1.2 * torch.log(ranks + 1)).expand(tokens, experts).clone()
+    else:  # one expert first for ~70 % of the tokens
+        bias = torch.zeros(tokens, experts)
+        bias[torch.rand(tokens, generator=g) < 0.7, 0] = 20.0
+    return bias.to(dev)
+
+
+def main() -> int:
+    import torch
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--tokens", type=int, nargs="+", default=[4096, 16384])
+    p.add_argument("--shapes", nargs="+", default=[s[0] for s in SHAPES])
+    p.add_argument("--routings", nargs="+", default=list(ROUTINGS))
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--json")
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        print("needs a CUDA GPU")
+        return 2
+    dev = torch.device("cuda")
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    compiled = None if args.no_compile else torch.compile(composed)
+    rows, failed = [], False
+    print("| shape | T | routing | contender | ms | TFLOP/s | x composed | x compiled | err |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, hidden, inter, experts, top_k in SHAPES:
+        if label not in args.shapes:
+            continue
+        torch.manual_seed(0)
+        w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
+        w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
+        router = torch.randn(hidden, experts, device=dev) * hidden**-0.5
+        for tokens in args.tokens:
+            x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
+            for kind in args.routings:
+                bias = routing_bias(torch, kind, tokens, experts, dev)
+                ref = reference(x, router, bias, w1, w2, top_k)
+                contenders = {
+                    "composed": partial(composed, x, router, bias, w1, w2, top_k),
+                    "argus": partial(moe.moe_layer, x, router, w1, w2, top_k, bias=bias),
+                }
+                if compiled is not None:
+                    contenders["compiled"] = partial(compiled, x, router, bias, w1, w2, top_k)
+                errs, launches = {}, {}
+                for name, fn in contenders.items():
+                    try:
+                        got = fn().float()
+                        torch.cuda.synchronize()
+                    except Exception as e:  # noqa: BLE001 - report, time the others
+                        print(f"| {label} | {tokens} | {kind} | {name} | failed: {type(e).__name__}: {e} |")
+                        continue
+                    err = float((got - ref).abs().max() / ref.abs().max())
+                    errs[name] = err
+                    if err <= 2e-2:
+                        launches[name] = fn
+                    else:
+                        failed |= name == "argus"
+                times = interleaved(torch, launches, args.rounds, scratch)
+                med = {n: statistics.median(t) for n, t in times.items()}
+                flops = 6.0 * tokens * top_k * hidden * inter
+                for name in contenders:
+                    if name not in errs:
+                        continue
+                    ms = med.get(name)
+                    row = dict(
+                        shape=label, H=hidden, I=inter, E=experts, k=top_k, T=tokens, routing=kind, contender=name,
+                        ms=ms, err=errs[name], tflops=None if ms is None else flops / ms / 1e9,
+                        x_composed=None if ms is None else med.get("composed", float("nan")) / ms,
+                        x_compiled=None if ms is None or "compiled" not in med else med["compiled"] / ms,
+                    )  # fmt: skip
+                    rows.append(row)
+                    if ms is None:
+                        print(f"| {label} | {tokens} | {kind} | {name} | WRONG | | | | {errs[name]:.1e} |")
+                        continue
+                    xc = "" if row["x_compiled"] is None else f"{row['x_compiled']:.3f}"
+                    print(
+                        f"| {label} H={hidden} I={inter} E={experts} k={top_k} | {tokens} | {kind} | {name} | "
+                        f"{ms:.3f} | {row['tflops']:.0f} | {row['x_composed']:.3f} | {xc} | {errs[name]:.1e} |",
+                        flush=True,
+                    )
+            del x
+        del w1, w2, router
+        torch.cuda.empty_cache()
+    if args.json:
+        env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda}
+        Path(args.json).write_text(json.dumps({"env": env, "argv": sys.argv, "rows": rows}, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
