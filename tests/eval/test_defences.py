@@ -231,6 +231,33 @@ def test_a_float64_reference_that_computes_something_else_defers_to_the_task_s_p
     assert check_correctness(ref, lambda inputs: inputs[0] * 2.0).code == "CORRECT_MISMATCH"
 
 
+def test_a_reference_that_only_rounds_worse_accepts_a_more_precise_candidate() -> None:
+    """The task's reference in its own precision misses the elementwise tolerance on a few elements (rounding that
+    compounds: a bf16 SwiGLU rounds at every step) while its error norm is within it: a candidate matching float64
+    passes, one rounding as the reference does passes, a wrong one fails. Before, the gate judged against the
+    native run only and rejected the precise candidate (the MoE SwiGLU kernel, docs/moe.md)."""
+
+    def rounds_badly(inputs: list[torch.Tensor]) -> torch.Tensor:
+        x = inputs[0]
+        if x.dtype == torch.float64:
+            return x * 3.0
+        bump = (torch.arange(x.numel()) % 97 == 0).to(x.dtype).reshape(x.shape)
+        return x * 3.0 * (1.0 + 0.03 * bump)  # 3 % off on one element in 97
+
+    ref = Reference(
+        "rounds_badly",
+        sample=lambda seed: [torch.randn(1024, generator=torch.Generator().manual_seed(seed)).to(torch.bfloat16)],
+        run_high=rounds_badly,
+        run_native=rounds_badly,
+    )
+    precise = check_correctness(ref, lambda inputs: (inputs[0].double() * 3.0).to(torch.bfloat16))
+    assert precise.status == Status.PASSED, precise.reason
+    assert "float64 or native" in {t["reference"] for t in precise.details["trials"]}
+    assert check_correctness(ref, lambda inputs: rounds_badly(inputs)).status == Status.PASSED
+    wrong = check_correctness(ref, lambda inputs: inputs[0] * 3.1)
+    assert wrong.code == "CORRECT_MISMATCH"
+
+
 def test_random_references_are_reproduced_for_the_candidate() -> None:
     def dropout(inputs: list[torch.Tensor]) -> torch.Tensor:
         return torch.nn.functional.dropout(inputs[0], p=0.5, training=True)

@@ -13,17 +13,9 @@ from argus.ir.types import bf16, round_to
 from argus.kernels import grouped, moe
 from argus.kernels.grouped import grouped_gemm_persistent, search_steps
 from argus.kernels.moe import tile_counts
+from argus.kernels.workloads import grouped_product
 from argus.verify import verify
 from argus.verify.report import Verdict
-
-
-def _reference(a: np.ndarray, b: np.ndarray, offs: np.ndarray) -> np.ndarray:
-    out = np.zeros((a.shape[0], b.shape[2]))
-    start = 0
-    for g, end in enumerate(offs):
-        out[start:end] = a[start:end] @ b[g]
-        start = int(end)
-    return out
 
 
 def _run(offs: list[int], rows: int, k: int, n: int, **params: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,7 +27,7 @@ def _run(offs: list[int], rows: int, k: int, n: int, **params: int) -> tuple[np.
     c = np.full((rows, n), 12345.0)  # poison: rows no expert owns keep it
     cfg = {"BM": 128, "BN": 128, "BK": 64, "STAGES": 3, "BLOCKS": 3, "SEARCH": search_steps(experts)} | params
     interpret(grouped_gemm_persistent, a, b, ends, tile_counts(ends, cfg["BM"]), c, **cfg)
-    return c, _reference(a, b, ends)
+    return c, grouped_product(a, b, ends)
 
 
 @pytest.mark.parametrize(

@@ -359,7 +359,7 @@ def stale_check(sandbox: Sandbox, task: ModuleTask, reference: Any, device: str,
 
     from argus.eval.correctness import to_device
     from argus.eval.gate import reference_outputs
-    from argus.eval.tolerance import compare, input_scale, lowest_precision, tolerance_for
+    from argus.eval.tolerance import compare_any, input_scale, lowest_precision, tolerance_for
 
     def check(seed: int, what: str) -> str | None:
         draw = to_device(task.sample(seed, device), device)
@@ -372,7 +372,8 @@ def stale_check(sandbox: Sandbox, task: ModuleTask, reference: Any, device: str,
             return f"{what}: {len(got)} output(s), expected {len(want)}"
         scale = input_scale(draw)
         for i, (g, w, z) in enumerate(zip(got, want, noise[0], strict=True)):
-            c = compare(g.to(w.device), w, tol, name=f"output {i}", input_scale=scale, noise=z)
+            where = (w[0] if isinstance(w, tuple) else w).device
+            c = compare_any(g.to(where), w, tol, name=f"output {i}", input_scale=scale, noise=z)
             if not c.ok:
                 return f"{what}: {c.reason}"
         return None
