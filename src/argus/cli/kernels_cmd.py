@@ -36,7 +36,7 @@ def list_kernels(
     columns = [
         Column("name", identifier=True),
         Column("description"),
-        Column("default shape", identifier=True),
+        Column("default shape", identifier=True, optional=True),
         Column("partial-tile shape", identifier=True, optional=True),
     ]
     shape = lambda sizes: ",".join(f"{n}={v}" for n, v in sizes.items())  # noqa: E731

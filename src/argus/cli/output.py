@@ -28,6 +28,7 @@ fixed keys.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from io import StringIO
@@ -157,6 +158,7 @@ def print_table(
             note = (
                 f"left out to fit {width} columns: {', '.join(left_out)} (--json has every field)" if left_out else None
             )
+            note = textwrap.fill(note, width) if note else None  # rich does not wrap a caption wider than the table
             full_caption = "\n".join(x for x in (caption, note) if x) or None
             table = _rich_table(columns, rows, keep, title, full_caption)
             probe = Console(width=width, file=StringIO(), color_system=None, soft_wrap=False)
