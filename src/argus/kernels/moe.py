@@ -211,7 +211,6 @@ def moe_layer(
     down-projection is linear, so its input rows may carry the weights); `grouped_gemm_persistent` for the
     down-projection; the sum of each token's k rows (`combine`, PyTorch operators, deterministic). Not fused yet:
     the gather into the first GEMM's operand load and the combine into the second's epilogue (docs/moe.md)."""
-
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
         raise GroupedError(
             "moe_layer takes x (T, H), router (H, E), w1 (E, H, 2I), w2 (E, I, H); got "
@@ -219,16 +218,8 @@ def moe_layer(
         )
     (tokens, hidden), experts = x.shape, router.shape[1]
     inter = w2.shape[1]
-    if (
-        router.shape[0] != hidden
-        or tuple(w1.shape) != (experts, hidden, 2 * inter)
-        or w2.shape
-        != (
-            experts,
-            inter,
-            hidden,
-        )
-    ):
+    want_w1, want_w2 = (experts, hidden, 2 * inter), (experts, inter, hidden)
+    if router.shape[0] != hidden or tuple(w1.shape) != want_w1 or tuple(w2.shape) != want_w2:
         raise GroupedError(
             f"with x (T, {hidden}) and router (H, E={router.shape[1]}): w1 must be (E, H, 2I) and w2 (E, I, H); got "
             f"router {tuple(router.shape)}, w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}"
