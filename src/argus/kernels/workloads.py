@@ -252,10 +252,15 @@ def _grouped_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str,
     }
 
 
-def _grouped_swiglu_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """As `_grouped_inputs`, with B holding each expert's gate and up columns (E, K, 2N) and C (R, N)."""
+def _check_swiglu_sizes(s: Mapping[str, int]) -> None:
+    """The grouped_swiglu task's B holds 2N columns: sizes with N2 != 2N are a size error."""
     if s["N2"] != 2 * s["N"]:
         raise ProblemSizeError("TASK_SIZE", f"grouped_swiglu needs N2 = 2 * N, got N={s['N']}, N2={s['N2']}")
+
+
+def _grouped_swiglu_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """As `_grouped_inputs`, with B holding each expert's gate and up columns (E, K, 2N) and C (R, N)."""
+    _check_swiglu_sizes(s)
     out = _grouped_inputs({**s, "N": s["N2"]}, rng)
     out["B"] = _bf16(rng.uniform(-1, 1, out["B"].shape) / np.sqrt(s["K"]))
     out["scale"] = rng.uniform(0.0, 1.0, s["R"])
@@ -266,8 +271,7 @@ def _grouped_swiglu_inputs(s: Mapping[str, int], rng: np.random.Generator) -> di
 def _swiglu_weight(shape: tuple[int, ...], sizes: Mapping[str, int], g: Any) -> Any:
     """The gate-and-up weight (E, K, 2N), scaled by K^-1/2 so that the gate's values stay O(1) (silu of a
     standard normal draw's K-term sum would saturate)."""
-    if sizes["N2"] != 2 * sizes["N"]:
-        raise ProblemSizeError("TASK_SIZE", f"grouped_swiglu needs N2 = 2 * N, got N={sizes['N']}, N2={sizes['N2']}")
+    _check_swiglu_sizes(sizes)
     import torch
 
     return (_bf16_normal(shape, sizes, g).float() * sizes["K"] ** -0.5).to(torch.bfloat16)
