@@ -48,3 +48,14 @@ def test_evaluate_on_ints_arrays_and_z3() -> None:
 
 def test_source_loc_prints_file_and_line() -> None:
     assert str(SourceLoc("gemm.py", 12, 4, "T.copy(a, b)")) == "gemm.py:12"
+
+
+def test_free_vars_walks_a_shared_expression_once() -> None:
+    """A chain of `T.let`s substituted into one another shares its sub-expressions: 64 doublings are a DAG of 64
+    nodes and a tree of 2**64 (walked as a tree, free_vars never returned; the grouped GEMM's binary search of eight
+    steps took tens of millions of visits)."""
+    x, n = Var("x", VarKind.BLOCK), Var("N", VarKind.SHAPE)
+    e = x + n
+    for _ in range(64):
+        e = e * 2 + e
+    assert free_vars(e) == {x, n}

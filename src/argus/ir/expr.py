@@ -308,16 +308,26 @@ def cdiv(a: Any, b: Any) -> Expr | int:
 
 
 def free_vars(e: Expr) -> set[Var]:
-    """The variables an expression depends on."""
-    if isinstance(e, Var):
-        return {e}
-    if isinstance(e, BinOp):
-        return free_vars(e.lhs) | free_vars(e.rhs)
-    if isinstance(e, Select):
-        return free_vars(e.cond) | free_vars(e.if_true) | free_vars(e.if_false)
-    if isinstance(e, Element):
-        return set().union(*(free_vars(i) for i in e.index))
-    return set()
+    """The variables an expression depends on. Walks the expression as the DAG it is: each shared sub-expression
+    once (a chain of `T.let`s substituted into one another shares its sub-expressions; walked as a tree, a binary
+    search of eight steps made tens of millions of visits)."""
+    out: set[Var] = set()
+    seen: set[int] = set()
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Var):
+            out.add(x)
+        elif isinstance(x, BinOp):
+            todo += (x.lhs, x.rhs)
+        elif isinstance(x, Select):
+            todo += (x.cond, x.if_true, x.if_false)
+        elif isinstance(x, Element):
+            todo.extend(x.index)
+    return out
 
 
 def evaluate(e: Expr, env: dict[Var, Any]) -> Any:

@@ -416,6 +416,11 @@ class Step:
     loops: dict[str, Any]
 
 
+#: Z3's budget for deciding one write's cover while a history is read (`Query.decide`): a fraction of a second; a
+#: cover not decided within it stays a condition of the query.
+DECIDE_RLIMIT = 2_000_000
+
+
 class Query:
     """Side conditions, recorded steps and unknown-markers of one SMT query."""
 
@@ -438,6 +443,17 @@ class Query:
         self.masks = False
         self.reps: dict[int, list[tuple[tuple, tuple]]] = {}
         self.selects: list[tuple[Any, Site, tuple, Any]] = []
+        # facts every model of the final query satisfies (the launch, the loops' ranges, the element's coordinates),
+        # given by the check (`assume`): with them a write's cover is decided while the history is read (`decide`),
+        # so a write that certainly covers the element ends the read there instead of putting every older write
+        # into the query under a condition the solver would have to decide among all the others
+        self.facts: list[Any] | None = None
+        self._decided: dict[tuple[int, int], tuple[Any, Any, bool | None]] = {}
+
+    def assume(self, facts: list[Any]) -> None:
+        """Take `facts` as true in every model this query is solved over: the check must pass them (or stronger
+        constraints) to `Context.solve`. Until called, no cover is decided early."""
+        self.facts = [*(self.facts or []), *facts]
 
     # --- helpers ----------------------------------------------------------------------------------------
     @property
@@ -505,7 +521,11 @@ class Query:
         if isinstance(head, Write):
             if isinstance(head.site.stmt, Tag) and head.site.stmt.exclude is not None:
                 return self._excluded(head, buffer, rest, loc, env, guard, budget)
+            if self.facts is not None and self.decide(self.cover(head, loc, env), guard) is False:
+                return self.read(buffer, rest, loc, env, guard, budget)  # this write never lands on the element
             cover, tag = self.write_at(head, loc, env, guard)
+            if cover is not True and self.decide(cover, guard) is True:
+                cover = True
             if self.masks and isinstance(head.site.stmt, Tag) and buffer.space != Space.GLOBAL:
                 # a tag names the value, it does not change it: the element keeps the padding class it had
                 g = guard if cover is True else z3.And(guard, cover)
@@ -663,6 +683,44 @@ class Query:
             self.require(guard, z3.And(smt.in_range(v, 0, vals), smt.val(buf.tv((t, v))) == idx))
             return self.read(buf, items, (t, v), env, guard)
         raise smt.EncodingError(f"reading {buf.space} buffer {user_name(buf)} is not modelled")
+
+    def cover(self, w: Write, loc: Any, env: dict) -> Any:
+        """Whether write `w` lands on the element at `loc` (`write_at`'s cover, without reading what it wrote)."""
+        s = w.site.stmt
+        if isinstance(s, (Reduce, Gemm)):
+            return True
+        ref = s.target if isinstance(s, Tag) else s.dst
+        cover = self.dst_window(ref, loc, env, w.site)[0]
+        if isinstance(s, Tag) and s.target.buffer.space == Space.GLOBAL and s.target.is_whole():
+            return True
+        return cover
+
+    def decide(self, cond: Any, guard: Any) -> bool | None:
+        """True when `cond` holds wherever `guard` does, False when it holds nowhere there, under the query's facts
+        (`assume`); None when not decided within a small budget (then the query keeps the condition). Sound for a
+        value read under `guard`: where `guard` is false the value is never used."""
+        if cond is True or cond is False or self.facts is None:
+            return cond if isinstance(cond, bool) else None
+        key = (cond.get_id(), guard.get_id() if z3.is_expr(guard) else -1)
+        if key in self._decided:
+            return self._decided[key][2]
+        answer: bool | None = None
+        simple = z3.simplify(cond)
+        if z3.is_true(simple):
+            answer = True
+        elif z3.is_false(simple):
+            answer = False
+        else:
+            for claim, value in ((z3.Not(cond), True), (cond, False)):
+                s = z3.SolverFor("QF_BV")
+                s.set("rlimit", DECIDE_RLIMIT)
+                terms = [*self.facts, guard, claim]
+                s.add(*terms, *smt.definitions(terms))
+                if s.check() == z3.unsat:
+                    answer = value
+                    break
+        self._decided[key] = (cond, guard, answer)  # the terms are kept: a freed term's id is reused
+        return answer
 
     def write_at(self, w: Write, loc: Any, env: dict, guard: Any) -> tuple[Any, SymTag]:
         s = w.site.stmt

@@ -25,6 +25,10 @@ from argus.layout.int_tuple import flatten
 WIDTH = 32
 #: Problem sizes (shape symbols) range over 1 .. MAX_EXTENT.
 MAX_EXTENT = 1 << 20
+#: Every intermediate value a kernel computes (an origin, an offset, a product of sizes) is taken to lie in
+#: ``-VALUE_BOUND .. VALUE_BOUND - 1`` (docs/verify.md section 7, "Bounds"): the divisions' definitions rest on it,
+#: and an over-approximation that replaces a term by a free value bounds what it builds from that value by it.
+VALUE_BOUND = 1 << 30
 
 _counter = itertools.count()
 

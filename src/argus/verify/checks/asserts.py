@@ -61,18 +61,21 @@ def _check_assertion(ctx: Context, site: Site, lookback: int) -> tuple[list[Find
         window = decompose(smt.val(fbuf.tv((t, v))), fbuf.static_shape)
         thread = absolute_thread(fbuf, t, site.role)
         env[ctx.kernel.thread_var] = thread
-        tags = [q.read(fbuf, pre.get(fbuf, ()), (t, v), env, guard)]
     else:
         shape = window_shape(first)
         window = tuple(smt.fresh(f"c{i}") for i in range(len(shape)))
         cons += [smt.in_range(c, 0, e) for c, e in zip(window, shape, strict=True)]
-        tags = [q.src_at(first, window, env, guard, pre, site)]
         v = None
     for branch, taken in site.ifs:  # the assertion holds where it runs: inside its branches (a tile loop's guard)
         if not free_vars(branch.cond) <= set(env):
             continue  # a condition on the thread, for a shared or global operand: not used (weaker, still sound)
         cond = smt.boolean(smt.evaluate(branch.cond, env))
         cons.append(cond if taken else z3.Not(cond))
+    q.assume([*ctx.base_constraints, *cons])  # all of them go to `ctx.solve` below
+    if fbuf.space == Space.FRAGMENT:
+        tags = [q.read(fbuf, pre.get(fbuf, ()), (t, v), env, guard)]
+    else:
+        tags = [q.src_at(first, window, env, guard, pre, site)]
     for op in operands[1:]:
         same = t if fbuf.space == Space.FRAGMENT and _ref(op).buffer.space == Space.FRAGMENT else None
         tags.append(q.src_at(op, window, env, guard, pre, site, same_thread=same))

@@ -627,8 +627,12 @@ def _contraction_once(
             # over-approximation also leaves out that the first load was consumed before the second (`apart` for
             # `distinct`): that condition reads the stage index, whose definition multiplies the tile loop's
             # variable by the K-block count.
+            # The abstracted values are free 32-bit numbers, so an origin built from one could wrap around and make a
+            # window hold every element; the origins are bounded as every intermediate value of a kernel is
+            # (`smt.VALUE_BOUND`), which keeps the over-approximation one of the exact query.
             fixed_terms = [*ctx.block_terms.values(), *ctx.shape_terms.values(), *shared.values()]
-            abstract = _abstract(cons, fixed_terms)
+            bounded = [smt.in_range(o, -smt.VALUE_BOUND, smt.VALUE_BOUND) for o in (*oa, *ob)]
+            abstract = _abstract([*cons, *bounded], fixed_terms)
             if abstract is not None and _solve(ctx, abstract, apart).verdict == Verdict.VERIFIED:
                 continue
             out = _solve(ctx, cons, distinct)
