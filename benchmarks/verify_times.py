@@ -46,7 +46,12 @@ def verify_one(kind: str, name: str) -> dict:
         module = importlib.import_module(f"tests.verify.corpus.kernels_{name}")
         result = verify(module.KERNEL, **getattr(module, "PARAMS", {}))
     data = result.to_json()
-    return {"verdict": data["verdict"], "seconds": data["seconds"], "checks": data.get("checks", [])}
+    return {
+        "verdict": data["verdict"],
+        "seconds": data["seconds"],
+        "checks": data.get("checks", []),
+        "not_checked": data.get("not_checked", []),
+    }
 
 
 def run_one(kind: str, name: str, timeout: float) -> dict:
@@ -61,14 +66,19 @@ def run_one(kind: str, name: str, timeout: float) -> dict:
             env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
         )
     except subprocess.TimeoutExpired:
-        return {"verdict": "timeout", "seconds": None, "slowest": None}
+        return {"verdict": "timeout", "seconds": None, "slowest": None, "not_checked": []}
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {"verdict": f"error: {tail[0][:80]}", "seconds": None, "slowest": None}
+        return {"verdict": f"error: {tail[0][:80]}", "seconds": None, "slowest": None, "not_checked": []}
     data = json.loads(proc.stdout)
     checks = sorted(data["checks"], key=lambda c: -c.get("seconds", 0.0))
     slowest = f"{checks[0]['check']} ({checks[0]['seconds']:.1f} s)" if checks else None
-    return {"verdict": data["verdict"], "seconds": data["seconds"], "slowest": slowest}
+    return {
+        "verdict": data["verdict"],
+        "seconds": data["seconds"],
+        "slowest": slowest,
+        "not_checked": data["not_checked"],
+    }
 
 
 def main() -> None:
@@ -88,13 +98,14 @@ def main() -> None:
         r = run_one(kind, name, args.timeout)
         rows.append({"kind": kind, "name": name, **r})
         print(f"{kind:8} {name:50} {r['verdict']:9} {r['seconds']}", file=sys.stderr, flush=True)
-    print("| kind | kernel | verdict | seconds | slowest check |")
-    print("|---|---|---|---|---|")
+    print("| kind | kernel | verdict | seconds | slowest check | not checked |")
+    print("|---|---|---|---|---|---|")
     for r in sorted(rows, key=lambda r: -(r["seconds"] or 0.0)):
         secs = "—" if r["seconds"] is None else f"{r['seconds']:.1f}"
         if r["seconds"] is not None and r["seconds"] >= TARGET_S:
             secs = f"**{secs}**"
-        print(f"| {r['kind']} | `{r['name']}` | {r['verdict']} | {secs} | {r['slowest'] or '—'} |")
+        skipped = ", ".join(sorted({c["check"] for c in r["not_checked"]})) or "—"
+        print(f"| {r['kind']} | `{r['name']}` | {r['verdict']} | {secs} | {r['slowest'] or '—'} | {skipped} |")
     over = [r for r in rows if r["seconds"] is None or r["seconds"] >= TARGET_S]
     total = sum(r["seconds"] or 0.0 for r in rows)
     print(f"\n{len(rows)} kernels, {total:.0f} s in all; {len(over)} at or over {TARGET_S:.0f} s (load {load:.2f}).")

@@ -2,7 +2,8 @@
 
 ``--json`` alone prints the result as JSON instead of the text report; ``--json FILE`` writes it to FILE and
 prints the report (`argus.cli.output`). The document: ``{"kernel", "params", "verdict", "seconds", "findings",
-"checks"}`` (`argus.verify.report.Result.to_json`).
+"not_checked", "checks"}`` (`argus.verify.report.Result.to_json`; ``not_checked``: the checks not made, which a
+`verified` verdict does not cover).
 
 Exit status: 0 when everything is verified (warnings allowed), 1 on a violation, 2 when something
 could not be decided (or the kernel could not be loaded or traced).
@@ -26,7 +27,7 @@ EXIT = {"verified": 0, "violated": 1, "unknown": 2}
 def verify(
     name: str = typer.Argument(..., help="a library kernel, or FILE.py:NAME naming an @argus.kernel or LibraryKernel"),
     json_file: str | None = json_option(
-        '{"kernel", "params", "verdict", "seconds", "findings", "checks"} (for programs and the agent)'
+        '{"kernel", "params", "verdict", "seconds", "findings", "not_checked", "checks"} (for programs and the agent)'
     ),
     shape: str = typer.Option("", "--shape", help="pin problem sizes, e.g. K=256 (default: every size allowed)"),
 ) -> None:

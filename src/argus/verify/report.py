@@ -583,15 +583,25 @@ class Result:
             return Verdict.UNKNOWN
         return Verdict.VERIFIED
 
+    @property
+    def not_checked(self) -> list[CheckRecord]:
+        """Checks that were not made, each with its reason in its target: a property outside what a check covers
+        (an output coverage through a window bounded by tensor data, addresses that depend on data for the
+        performance check) is recorded so, never as a finding. A `verified` verdict does not cover these;
+        `render_text` and `to_json` list them (docs/verify.md, "What verified means")."""
+        return [c for c in self.checks if c.verdict == Verdict.UNKNOWN]
+
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
 
     def render_text(self, tables: bool = False) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())
         head = f"{self.kernel}({params}): {self.verdict.value}"
+        skipped = self.not_checked
         head += (
             f" — {len(self.errors)} error(s), {len(self.warnings)} warning(s), {len(self.unknowns)} unknown"
-            f" [{len(self.checks)} checks, {self.seconds:.2f} s]"
+            + (f", {len(skipped)} not checked" if skipped else "")
+            + f" [{len(self.checks)} checks, {self.seconds:.2f} s]"
         )
         parts = [head]
         for f in sorted(self.findings, key=_finding_order):
@@ -601,6 +611,9 @@ class Result:
                 parts.append(f.counterexample.render_table())
             if tables and f.blame is not None:
                 parts.append(f.blame.render_table())
+        if skipped:
+            parts += ["", "not checked (the verdict does not cover these):"]
+            parts += [f"  - {c.check}: {c.target}" for c in skipped]
         return "\n".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -610,6 +623,7 @@ class Result:
             "verdict": self.verdict.value,
             "seconds": round(self.seconds, 3),
             "findings": [f.to_json() for f in self.findings],
+            "not_checked": [{"check": c.check, "target": c.target} for c in self.not_checked],
             "checks": [
                 {"check": c.check, "target": c.target, "verdict": c.verdict.value, "seconds": round(c.seconds, 4)}
                 for c in self.checks

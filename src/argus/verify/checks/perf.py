@@ -232,8 +232,9 @@ def check_performance(ctx: Context) -> list[Finding]:
                 else:
                     got = uncoalesced(as_stored(acc, addr, elem), elem)
                 worst = max(worst, got)
-        except (KeyError, TypeError, ValueError, ZeroDivisionError):
-            ctx.record("performance", str(acc.site.loc), Verdict.UNKNOWN, start)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+            why = f"the addresses could not be enumerated: {type(err).__name__} {err}".strip()
+            ctx.record("performance", f"{acc.site.loc} (not checked: {why})", Verdict.UNKNOWN, start)
             continue
         degree, instr = worst
         code = "PERF_BANK_CONFLICT" if buf.space == Space.SHARED else "PERF_UNCOALESCED"
