@@ -232,7 +232,10 @@ def test_the_heuristic_answers_the_regimes_it_must() -> None:
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (2048, 4096, 8192), (256, 256, 524288), (2048, 1, 1048576)])
 def test_an_f32_problem_never_accumulates_more_than_the_chain_in_the_tensor_cores(shape) -> None:
     problem = mm.GemmProblem(*shape, "f32", "f32", "K", "N")
-    plan = mm.plan(problem)
+    # a matrix-vector product is planned on the GEMV kernels (f32 FMAs, no tensor cores); its tensor-core plan, an
+    # explicit configuration, must keep the bound all the same
+    assert mm.plan(problem).is_gemv == (shape[1] == 1)
+    plan = mm.plan(problem, mm.choose(problem))
     k_blocks = -(-plan.padded.K // mm.BK)
     assert -(-k_blocks // plan.config.SPLITS) * mm.BK <= mm.F32_CHAIN, plan.config
     # the same shape in bf16 has no such bound: it splits only where the model finds it faster

@@ -24,6 +24,12 @@ each operand's hi and lo bf16 parts in one pass, and one bf16 GEMM over a K thre
 A_hi B_hi + A_hi B_lo + A_lo B_hi in f32 (the dropped A_lo B_lo and the rounding of lo are below 2^-16 of |A| |B|
 per product). A TF32 ``wgmma`` atom, the other route, is not built.
 
+**GEMV-class products** (at most `GEMV_ROWS` rows of A, a decode batch; or one column of B, a matrix-vector
+product) are bound by streaming the matrix, not by the tensor cores: for f32 inputs (`GEMV_DTYPES`) `gemv_config`
+plans them on `argus.kernels.gemv` (CUDA-core FMAs in f32, 16-byte loads of the matrix as it lies in memory,
+split-K over enough blocks to keep the memory busy) and `gemm_split_reduce`, multiplied in f32 (no split
+precision). bf16 and f16 stay on the tensor cores (measured faster there, so far).
+
 `GemmPlan` is what a call runs: the configuration, the kernels' parameters, and on the CPU `run_on_interpreter`,
 which is how the tests check every mechanism at small and odd shapes. Nothing here needs a GPU except `matmul`.
 """
@@ -39,7 +45,7 @@ from argus.atoms.common import MAX_THREAD_REGISTERS, REGISTER_FILE, SHARED_MEMOR
 from argus.atoms.target import DEFAULT_TARGET, Target
 from argus.atoms.tma import store_chunk_columns
 from argus.ir.types import dtype_from_name as dtype_of
-from argus.kernels import gemm
+from argus.kernels import gemm, gemv
 from argus.kernels.epilogue import Epilogue, EpilogueError, fused_kernels
 
 #: Input dtypes `matmul` takes (f32 by split precision, `kernel_problem`), and the output dtypes it writes.
@@ -89,6 +95,80 @@ EPILOGUE_OVERLAP = 0.25
 #: Configurations whose estimates are within this fraction of the best count as equal: the simpler one wins
 #: (fewer splits, then the larger tile).
 TIE = 0.02
+#: The most rows of A (a decode batch) the GEMV kernels take; above, the tensor-core GEMM. A GEMV does 2 R FLOPs per
+#: matrix element it streams, on the CUDA cores (f32 FMA): at 8 rows that is well under what they sustain at the
+#: memory's rate, at 16 it is near it.
+GEMV_ROWS = 8
+#: Blocks of 128 threads per SM a GEMV launch aims at (split-K makes up the difference): each thread keeps one
+#: 16-byte load per row of its K-block in flight, and this many blocks cover the memory's latency.
+GEMV_BLOCKS_PER_SM = 4
+#: The fewest K-blocks a GEMV split may get.
+GEMV_MIN_K_BLOCKS = 4
+#: The most splits a GEMV takes (its f32 workspace is S x R x N).
+GEMV_MAX_SPLITS = 64
+#: The input dtypes the plan takes to the GEMV kernels. f32: they multiply in f32 (exact where the tensor-core plan
+#: splits each operand in three bf16 parts) and ran 1.9-3.9x faster than that plan on an H200 (benchmarks/results/
+#: 2026-11-29-gemv.md). bf16 and f16 stay on the tensor cores: there the GEMV kernels ran at 0.22-0.99x the
+#: tensor-core plan (15-44 % of the memory's bandwidth; not yet profiled), and `gemv_config(..., dtypes=INPUTS)`
+#: plans them only on request.
+GEMV_DTYPES = ("f32",)
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    """A GEMV-class plan (`argus.kernels.gemv`): KERNEL ``"columns"`` (the matrix row-major (K, cols)) or ``"rows"``
+    (the matrix as (cols, K) row-major), SWAP when the small side is B (one column: ``C^T = B^T A^T``), ROWS the rows
+    of the small side, and the kernel's BK, BN and SPLITS."""
+
+    KERNEL: str
+    SWAP: bool
+    ROWS: int
+    SPLITS: int
+    BK: int
+    BN: int
+
+    @property
+    def label(self) -> str:
+        swap = " swap" if self.SWAP else ""
+        return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} split{self.SPLITS}"
+
+    def kernel_params(self, problem: GemmProblem) -> dict[str, Any]:
+        return {"ROWS": self.ROWS, "BK": self.BK, "BN": self.BN, "SPLITS": self.SPLITS, "IN": problem.dtype}
+
+    def reduce_params(self, problem: GemmProblem) -> dict[str, Any]:
+        return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
+
+
+def gemv_config(
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, dtypes: tuple[str, ...] = GEMV_DTYPES
+) -> GemvConfig | None:
+    """The GEMV plan for `problem`, or None where the tensor-core GEMM takes it: a product of one matrix (no batch)
+    in one of `dtypes` with at most `GEMV_ROWS` rows of A, or with one column of B, whose matrix rows are whole
+    16-byte vectors (N for a row-major matrix, K for one stored transposed; the GEMM pads the others). A row-major
+    (cols, K) matrix (``x @ W.T``) with more than 4 rows of A stays on the tensor cores (measured slower there)."""
+    if problem.batch != 1 or problem.dtype not in dtypes:
+        return None
+    if problem.M <= GEMV_ROWS:
+        swap, rows, cols = False, problem.M, problem.N
+        kernel = "columns" if problem.b_major == "N" else "rows"  # B stored (K, N), or (N, K)
+    elif problem.N == 1:
+        swap, rows, cols = True, 1, problem.M
+        kernel = "columns" if problem.a_major == "M" else "rows"  # A stored (K, M), or (M, K)
+    else:
+        return None
+    vec = 16 // dtype_of(problem.dtype).itemsize
+    if (cols if kernel == "columns" else problem.K) % vec or (kernel == "rows" and rows > 4):
+        return None
+    threads = 128
+    if kernel == "columns":
+        bk, bn = 8, threads * vec
+    else:
+        bk, bn = 32 * vec, threads // 32
+    tiles = _cdiv(cols, bn)
+    k_blocks = _cdiv(problem.K, bk)
+    want = _cdiv(GEMV_BLOCKS_PER_SM * target.sms, tiles)
+    splits = max(1, min(want, k_blocks // GEMV_MIN_K_BLOCKS, GEMV_MAX_SPLITS))
+    return GemvConfig(kernel, swap, rows, splits, bk, bn)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -377,27 +457,45 @@ class GemmPlan:
     (`split_steps`). `run_on_interpreter` executes it on the CPU."""
 
     problem: GemmProblem
-    config: GemmConfig
+    #: the tensor-core GEMM's configuration, or a GEMV plan (`gemv_config`)
+    config: GemmConfig | GemvConfig
     #: the fused epilogue (`argus.kernels.epilogue`): applied by the GEMM's store, or by the split-K reduction
     epilogue: Epilogue | None = None
     padded: GemmProblem = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.is_gemv:
+            object.__setattr__(self, "padded", self.problem)
+            if self.epilogue is not None:
+                raise GemmError("a fused epilogue on the GEMV kernels is not built: plan it on the tensor-core GEMM")
+            return
         object.__setattr__(self, "padded", padded_extent(kernel_problem(self.problem)))
         if self.epilogue is not None and self.problem.batch > 1:
             raise GemmError("a fused epilogue on a batched GEMM is not built (its operands have no batch index)")
 
     @property
+    def is_gemv(self) -> bool:
+        return isinstance(self.config, GemvConfig)
+
+    @property
     def needs_padding(self) -> bool:
         """Whether the operands are copied into zero-padded buffers first (16-bit inputs TMA cannot address)."""
-        return self.problem.dtype != "f32" and self.padded != self.problem
+        return not self.is_gemv and self.problem.dtype != "f32" and self.padded != self.problem
 
     @property
     def splits(self) -> list[SplitStep]:
-        return split_steps(self.problem)
+        return [] if self.is_gemv else split_steps(self.problem)
 
     def describe(self) -> dict[str, Any]:
         """The plan as data (a benchmark row records it)."""
+        if self.is_gemv:
+            return {
+                "config": self.config.label,
+                "params": asdict(self.config),
+                "layout": self.problem.layout,
+                "padded": False,
+                "precision": self.problem.dtype,
+            }
         return {
             "config": self.config.label,
             "params": asdict(self.config),
@@ -409,6 +507,8 @@ class GemmPlan:
 
     def main_params(self, target: Target = DEFAULT_TARGET) -> tuple[tuple[str, Any], ...]:
         """The GEMM kernel's trace parameters (without the fused kernel's fixed SPLITS = 1, BATCH = False)."""
+        if self.is_gemv:
+            return tuple(sorted(self.config.kernel_params(self.problem).items()))
         params = self.config.kernel_params(self.padded, target)
         if self.fused_main:
             del params["SPLITS"]
@@ -419,8 +519,15 @@ class GemmPlan:
         """Whether the GEMM kernel applies the epilogue (no split; with a split the reduction does)."""
         return self.epilogue is not None and self.config.SPLITS == 1
 
+    @property
+    def main_kind(self) -> str:
+        """Which kernel the plan's main launch is (`_loaded`'s kind)."""
+        return f"gemv_{self.config.KERNEL}" if self.is_gemv else "main"
+
     def main_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
         params = self.main_params(target)
+        if self.is_gemv:
+            return _traced_gemv(self.config.KERNEL, params)
         return _traced_fused(self.epilogue, "main", params) if self.fused_main else _traced_main(params)
 
     def reduce_kernel(self) -> Any:
@@ -454,6 +561,24 @@ class GemmPlan:
             out[param] = x if padded == want else _pad_any(x, padded, xp)
         return out
 
+    def gemv_operands(self, a: Any, b: Any, xp: Any) -> tuple[Any, Any, int]:
+        """(V, the matrix as the GEMV kernel takes it, its columns) for a (M, K) and b (K, N): V (rows, K) row-major
+        (a copy where the small side is not: it is at most `GEMV_ROWS` x K), the matrix as stored (no copy): (K,
+        cols) for the ``columns`` kernel, (cols, K) for ``rows``."""
+        g, p = self.config, self.problem
+        if g.SWAP:  # C^T (1, M) = b^T (1, K) @ a^T (K, M)
+            v, mat = b.reshape(1, p.K), (_t(a) if g.KERNEL == "columns" else a)
+        else:
+            v, mat = a, (b if g.KERNEL == "columns" else _t(b))
+        contiguous = xp.ascontiguousarray(v) if xp.__name__ == "numpy" else v.contiguous()
+        return contiguous, mat, (p.M if g.SWAP else p.N)
+
+    def gemv_result(self, c: Any) -> Any:
+        """The product (M, N) from the reduction's output (rows, cols padded to whole 16-byte vectors of f32)."""
+        p = self.problem
+        c = c[:, : p.M if self.config.SWAP else p.N]
+        return c.reshape(p.M, 1) if self.config.SWAP else c
+
     def stored_operands(self, a: Any, b: Any) -> tuple[Any, Any]:
         """a (M, K) and b (K, N) as they are stored: A (M, K) or (K, M), B (N, K) or (K, N) (views, no copies)."""
         p = self.problem
@@ -484,6 +609,14 @@ class GemmPlan:
 
         target = target or replace(DEFAULT_TARGET, sms=4)
         a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if self.is_gemv:
+            v, mat, cols = self.gemv_operands(a, b, np)
+            g, padded = self.config, _up(cols, 4)
+            work = np.full((g.SPLITS, g.ROWS, padded), np.nan)
+            run_kernel(self.main_kernel(), {"V": v, "Mat" if g.KERNEL == "columns" else "MT": mat, "P": work})
+            out = np.full((g.ROWS, padded), np.nan)
+            run_kernel(self.reduce_kernel(), {"W": work, "C": out})
+            return self.gemv_result(out)
         if self.problem.dtype == "f32":
             parts = {}
             for step, x in zip(self.splits, self.stored_operands(a, b), strict=True):
@@ -539,6 +672,11 @@ def _traced_main(params: tuple[tuple[str, Any], ...]) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
+def _traced_gemv(kernel: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    return {"columns": gemv.gemv_columns, "rows": gemv.gemv_rows}[kernel].trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
 def _traced_reduce(params: tuple[tuple[str, Any], ...]) -> Any:
     return gemm.gemm_split_reduce.trace(**dict(params))
 
@@ -562,6 +700,10 @@ def plan(
 ) -> GemmPlan:
     """The plan for `problem` (with the fused `epilogue`): `config`, or the one `choose` picks (among
     `EPILOGUE_TILES` when the epilogue holds a second tile-sized value, `Epilogue.holds_tiles`)."""
+    if config is None and epilogue is None:
+        small = gemv_config(problem, target)
+        if small is not None:
+            return GemmPlan(problem, small)
     tiles = EPILOGUE_TILES if epilogue is not None and epilogue.holds_tiles else TILES
     return GemmPlan(problem, config or choose(problem, target, tiles), epilogue)
 
@@ -618,6 +760,8 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilogue |
 
     if epilogue is not None:
         traced = _traced_fused(epilogue, kind, params)
+    elif kind.startswith("gemv_"):
+        traced = _traced_gemv(kind.removeprefix("gemv_"), params)
     else:
         traced = {"main": _traced_main, "reduce": _traced_reduce, "split": _traced_split}[kind](params)
     return load(compile_kernel(traced))
@@ -659,6 +803,8 @@ def prepare(
             )
     q = the_plan.padded
     launches = Launches()
+    if the_plan.is_gemv:
+        return _prepare_gemv(the_plan, a, b, out, launches)
     if problem.dtype == "f32":  # split precision: each operand's hi and lo parts first (`split_bf16x3`)
         operands = {}
         for step, x in zip(the_plan.splits, the_plan.stored_operands(a, b), strict=True):
@@ -686,6 +832,30 @@ def prepare(
         C = C[..., : problem.M, : problem.N]
     launches.keep = [a, b, A, B, C, *tensors] + ([W] if the_plan.config.SPLITS > 1 else [])
     return C, launches
+
+
+def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launches) -> tuple[Any, Launches]:
+    """`prepare` for a GEMV plan: the GEMV kernel into an f32 workspace (splits, rows, columns padded to whole
+    16-byte vectors), then `gemm_split_reduce` into C."""
+    import torch
+
+    g, p = the_plan.config, the_plan.problem
+    v, mat, cols = the_plan.gemv_operands(a, b, torch)
+    padded = _up(cols, 4)
+    work = torch.empty((g.SPLITS, g.ROWS, padded), dtype=torch.float32, device=a.device)
+    out_torch = torch_dtype(p.out)
+    fits = (
+        out is not None
+        and padded == cols
+        and tuple(out.shape) == (p.M, p.N)
+        and out.dtype == out_torch
+        and out.is_contiguous()
+    )
+    c = out.view(g.ROWS, padded) if fits else torch.empty((g.ROWS, padded), dtype=out_torch, device=a.device)
+    launches.append(_loaded(the_plan.main_kind, the_plan.main_params()).prepare(v, mat, work))
+    launches.append(_loaded("reduce", tuple(sorted(g.reduce_params(p).items()))).prepare(work, c))
+    launches.keep = [a, b, v, mat, work, c]
+    return the_plan.gemv_result(c), launches
 
 
 def torch_dtype(name: str) -> Any:
@@ -889,6 +1059,7 @@ def _gemm_operand(x: Any) -> Any:
 
 
 __all__ = [
+    "GemvConfig",
     "GemmConfig",
     "GemmError",
     "GemmPlan",
@@ -897,6 +1068,7 @@ __all__ = [
     "SplitStep",
     "candidates",
     "choose",
+    "gemv_config",
     "estimate",
     "kernel_problem",
     "matmul",
