@@ -117,7 +117,7 @@ def test_a_gemv_that_pairs_the_wrong_k_is_caught() -> None:
 
 
 def test_the_gemv_kernels_compile_to_vector_loads_without_spills() -> None:
-    for kernel, params in ((gemv_columns, {"ROWS": 4, "BK": 8}), (gemv_rows, {"ROWS": 4})):
+    for kernel, params in ((gemv_columns, {"ROWS": 4, "BK": 8, "UNROLL": 2}), (gemv_rows, {"ROWS": 4})):
         compiled = compile_kernel(kernel.trace(**params))
         assert compiled.resources.spill_stores == 0, compiled.resources
         mix = compiled.instruction_mix(modifiers=True)
@@ -162,3 +162,23 @@ def test_gemv_matches_torch_on_the_gpu(shape) -> None:
             # f32: FMAs in f32 on the GEMV, split precision (the gate's 1e-4) on the tensor cores
             bound = (1e-5 if gemv else 1e-4) if dtype == torch.float32 else 1e-2
             assert err < bound, (shape, dtype, gemv, err)
+
+
+def _planned_gemv_kernels() -> list[tuple[str, tuple]]:
+    """The distinct GEMV kernels the plan launches for 1..8 rows, both matrix layouts, bf16 and f32."""
+    found = {}
+    for rows in (1, 2, 3, 4, 8):
+        for dtype in ("bf16", "f32"):
+            for b_major in ("N", "K"):
+                g = mm.gemv_config(mm.GemmProblem(rows, 4096, 4096, dtype, dtype, "K", b_major), dtypes=mm.INPUTS)
+                if g is not None:
+                    params = mm.GemmPlan(mm.GemmProblem(rows, 4096, 4096, dtype, dtype, "K", b_major), g).main_params()
+                    found[(g.KERNEL, params)] = None
+    return list(found)
+
+
+@pytest.mark.parametrize(("kernel", "params"), _planned_gemv_kernels())
+def test_every_gemv_kernel_the_plan_launches_verifies(kernel, params) -> None:
+    """The registers the verifier counts (`BUDGET_REGISTERS`) bound the blocks loaded ahead (UNROLL) per row count."""
+    report = verify(mm._traced_gemv(kernel, params))
+    assert report.verdict == Verdict.VERIFIED, report.render_text()

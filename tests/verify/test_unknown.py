@@ -76,3 +76,17 @@ def test_else_branch_condition_is_negated() -> None:
     unguarded = dataclasses.replace(branch, cond=branch.cond.lhs >= 0)  # every thread stores
     body = tuple(unguarded if st is branch else st for st in kernel.body)
     assert verify(dataclasses.replace(kernel, body=body), checks=("races",)).codes() == ["RACE_WRITE_WRITE"]
+
+
+def test_an_exactly_once_query_the_solver_does_not_decide_is_unknown_not_unchecked() -> None:
+    """With no budget, the exactly-once queries are attempted proofs that did not complete: `UNKNOWN_SOLVER` findings
+    at the loads and the store that make the verdict unknown (they were records that a `verified` verdict did not
+    cover), not entries of `not_checked` (what a check does not cover at all: here the persistent kernel's guarded
+    windows)."""
+    for name, sites in (("gemm_smem_tiled", 3), ("gemm_persistent", 2)):
+        result = verify(get_kernel(name), checks=("coverage",), rlimit=1)
+        assert result.verdict == Verdict.UNKNOWN
+        once = [f for f in result.unknowns if "could not decide within its budget" in f.message]
+        assert len(once) == sites and all(f.code == "UNKNOWN_SOLVER" and f.loc for f in once), result.render_text()
+        assert all("not checked: " in c.target for c in result.not_checked)
+        assert not [c for c in result.not_checked if c.check.endswith("once")]

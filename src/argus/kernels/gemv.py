@@ -32,7 +32,7 @@ def gemv_columns(
     BK: int = 8,
     BN: int = 1024,
     SPLITS: int = 8,
-    UNROLL: int = 4,
+    UNROLL: int = 2,
     IN: str = "bf16",
 ):
     """P[s, r, n] = sum over the K-blocks of split s of V[r, k] * Mat[k, n]: blocks (column tile bn of BN columns,
@@ -57,10 +57,13 @@ def gemv_columns(
         for acc in accs:
             T.fill(acc, 0.0)
         for k in T.serial(k_steps):
-            for u in T.unroll(UNROLL):  # UNROLL blocks' loads in flight at once
+            blocks = []
+            for u in range(UNROLL):  # every load of the step first: UNROLL blocks in flight at once
                 kb = (s * k_steps + k) * UNROLL + u
                 w = T.alloc_fragment((BK, BN), Mat.dtype)
                 T.copy(Mat.tile((kb, bn), (BK, BN)), w)
+                blocks.append((kb, w))
+            for kb, w in blocks:
                 wf = T.cast(w, T.f32)  # products and sums in f32
                 v = T.alloc_reduced(w, axis=1, dtype=T.f32)  # (BK,): V's chunk, held whole by every thread
                 for r, acc in enumerate(accs):
@@ -109,14 +112,20 @@ def gemv_rows(
         for part in parts:
             T.fill(part, 0.0)
         for k in T.serial(k_steps):
-            for u in T.unroll(UNROLL):  # UNROLL blocks' loads in flight at once
+            blocks = []
+            for u in range(UNROLL):  # every load of the step first: UNROLL blocks in flight at once
                 kb = (s * k_steps + k) * UNROLL + u
                 w = T.alloc_fragment((BN, BK), MT.dtype)  # each lane: one 16-byte run of one row's K-block
                 T.copy(MT.tile((bn, kb), (BN, BK)), w)
-                wf = T.cast(w, T.f32)  # products and sums in f32
-                v = T.alloc_reduced(w, axis=0, dtype=T.f32)  # (BK,): V's chunk, each lane its own run
-                for r, part in enumerate(parts):
+                vs = []
+                for r in range(ROWS):
+                    v = T.alloc_reduced(w, axis=0, dtype=T.f32)  # (BK,): V's chunk, each lane its own run
                     T.copy(V.window((r, kb * BK), (None, BK)), v)
+                    vs.append(v)
+                blocks.append((w, vs))
+            for w, vs in blocks:
+                wf = T.cast(w, T.f32)  # products and sums in f32
+                for part, v in zip(parts, vs, strict=True):
                     # invariant: the products summed pair V's element k with MT's column k, in row tile bn
                     T.assert_tag(lambda y, x: (x[1] == y[1]) & (y[0] // BN == bn), wf, v[None, :])
                     T.copy(part + wf * v[None, :], part)

@@ -107,10 +107,10 @@ GEMV_MIN_K_BLOCKS = 4
 #: The most splits a GEMV takes (its f32 workspace is S x R x N).
 GEMV_MAX_SPLITS = 64
 #: The input dtypes the plan takes to the GEMV kernels. f32: they multiply in f32 (exact where the tensor-core plan
-#: splits each operand in three bf16 parts) and ran 1.9-3.9x faster than that plan on an H200 (benchmarks/results/
-#: 2026-11-29-gemv.md). bf16 and f16 stay on the tensor cores: there the GEMV kernels ran at 0.22-0.99x the
-#: tensor-core plan (15-44 % of the memory's bandwidth; not yet profiled), and `gemv_config(..., dtypes=INPUTS)`
-#: plans them only on request.
+#: splits each operand in three bf16 parts) and ran 2.2-4.7x faster than that plan on an H200, 1.045x strict-fp32
+#: cuBLAS in geometric mean (benchmarks/results/2026-11-29-gemv/, run 5). bf16 and f16 stay on the tensor cores:
+#: there the GEMV kernels ran at 0.23-0.88x the tensor-core plan (8-34 % of the memory's bandwidth; not yet
+#: profiled), and `gemv_config(..., dtypes=INPUTS)` plans them only on request.
 GEMV_DTYPES = ("f32",)
 
 
@@ -126,14 +126,22 @@ class GemvConfig:
     SPLITS: int
     BK: int
     BN: int
+    UNROLL: int = 4
 
     @property
     def label(self) -> str:
         swap = " swap" if self.SWAP else ""
-        return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} split{self.SPLITS}"
+        return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} u{self.UNROLL} split{self.SPLITS}"
 
     def kernel_params(self, problem: GemmProblem) -> dict[str, Any]:
-        return {"ROWS": self.ROWS, "BK": self.BK, "BN": self.BN, "SPLITS": self.SPLITS, "IN": problem.dtype}
+        return {
+            "ROWS": self.ROWS,
+            "BK": self.BK,
+            "BN": self.BN,
+            "SPLITS": self.SPLITS,
+            "UNROLL": self.UNROLL,
+            "IN": problem.dtype,
+        }
 
     def reduce_params(self, problem: GemmProblem) -> dict[str, Any]:
         return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
@@ -160,15 +168,15 @@ def gemv_config(
     if (cols if kernel == "columns" else problem.K) % vec or (kernel == "rows" and rows > 4):
         return None
     threads = 128
-    if kernel == "columns":
-        bk, bn = 8, threads * vec
+    if kernel == "columns":  # each thread loads BK rows per block already: fewer blocks ahead with more rows of V
+        bk, bn, unroll = 8, threads * vec, (4 if rows == 1 else 2 if rows <= 4 else 1)
     else:
-        bk, bn = 32 * vec, threads // 32
+        bk, bn, unroll = 32 * vec, threads // 32, 4
     tiles = _cdiv(cols, bn)
     k_blocks = _cdiv(problem.K, bk)
     want = _cdiv(GEMV_BLOCKS_PER_SM * target.sms, tiles)
-    splits = max(1, min(want, k_blocks // GEMV_MIN_K_BLOCKS, GEMV_MAX_SPLITS))
-    return GemvConfig(kernel, swap, rows, splits, bk, bn)
+    splits = max(1, min(want, k_blocks // (GEMV_MIN_K_BLOCKS * unroll), GEMV_MAX_SPLITS))
+    return GemvConfig(kernel, swap, rows, splits, bk, bn, unroll)
 
 
 def _cdiv(a: int, b: int) -> int:

@@ -6,9 +6,10 @@ computes several output tiles is reset before each tile's first MMA (`MMA_ACC_NO
 once where that matters. Unlike coverage, these are universal facts over pairs of instances ("no two instances
 touch one element"), so the window origins may be any expression of the sizes, block indices and loop variables
 (a persistent kernel's `T.tile_order` included) and a store under ``T.if_`` counts only where its condition holds.
-What the check cannot read (an origin or a condition that depends on the thread or on values loaded at run time,
-a solver budget exhausted on a tile order's divisions) leaves the tensor *not checked*: a record, never a finding
-(`docs/verify.md` §7).
+What the check cannot read (an origin or a condition that depends on the thread or on values loaded at run time)
+leaves the tensor *not checked*: a record, never a finding (`docs/verify.md` §7). A query the solver does not decide
+within its budget (a tile order's divisions the lemma does not settle, and no witness at the sample sizes) is an
+`UNKNOWN_SOLVER` finding: an attempted proof that did not complete makes the verdict unknown.
 
 * **Output, between blocks.** Two store instances (any sites, any iterations) of two different blocks whose windows
   share an element inside the tensor: the element's final value is whichever block stored last.
@@ -51,7 +52,7 @@ from argus.verify import smt
 from argus.verify.checks import tiles
 from argus.verify.context import Context, Outcome
 from argus.verify.program import Site, depends_on, first_thread, loop_name, user_name
-from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict
+from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 #: The Z3 budget of one exactly-once query (deterministic units). A persistent kernel's grouped tile order is not
 #: decided by one query through its divisions by symbolic sizes but through its lemma (`checks/tiles.py`: proved once
@@ -333,13 +334,15 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
             if at.verdict == Verdict.VIOLATED:
                 out = at
                 break
-    if out.verdict == Verdict.UNKNOWN:
+    if out.verdict == Verdict.UNKNOWN:  # an attempted proof that did not complete: unknown, never "not checked"
         if hard:
-            return (
-                "a window origin divides by a problem size (a tile order): that no two blocks or iterations map to "
-                f"one tile was not decided ({lemma}; the direct query: {out.reason})"
+            why = (
+                f"{user_name(buffer)}: a window origin divides by a problem size (a tile order), and that no two "
+                f"blocks or iterations map to one tile was not decided ({lemma})"
             )
-        return f"the solver could not decide within its budget whether two stores overlap ({out.reason})"
+        else:
+            why = f"{user_name(buffer)}: the solver could not decide within its budget whether two stores overlap"
+        return undecided(out, why, loc=sb.loc, pin=True)
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
@@ -638,8 +641,12 @@ def _contraction_once(
             out = _solve(ctx, cons, distinct)
             if out.verdict == Verdict.VERIFIED:
                 continue
-            if out.verdict == Verdict.UNKNOWN:
-                return f"the solver could not decide within its budget whether two loads overlap ({out.reason})"
+            if out.verdict == Verdict.UNKNOWN:  # an attempted proof that did not complete: unknown
+                why = (
+                    f"{user_name(ra.buffer)}: the solver could not decide within its budget whether two loads feeding "
+                    f"the T.gemm at line {gemm.loc.line if gemm.loc else '?'} overlap"
+                )
+                return undecided(out, why, loc=sb.loc, pin=True)
             return _contraction_finding(ctx, gemm, out.model, ra.buffer, element, dims, (sa, env_a), (sb, env_b))
     return None
 
@@ -799,8 +806,9 @@ def _reset(ctx: Context, gemm: Site, lp: For) -> Finding | str | None:
     cons += [runs(gemm, env_prev), runs(gemm, env_now)]
     cons += [z3.Not(runs(s, env_now)) for s in before] + [z3.Not(runs(s, env_prev)) for s in after]
     out = _solve(ctx, cons, z3.BoolVal(True))
-    if out.verdict == Verdict.UNKNOWN:
-        return f"the solver could not decide within its budget whether the accumulator is reset ({out.reason})"
+    if out.verdict == Verdict.UNKNOWN:  # an attempted proof that did not complete: unknown
+        why = f"the solver could not decide within its budget whether {user_name(gemm.stmt.acc.buffer)} is reset"
+        return undecided(out, f"{why} before each tile's first MMA", loc=gemm.loc, pin=True)
     if out.verdict == Verdict.VIOLATED:
         return _reset_finding(ctx, gemm, lp, out.model, env_prev, env_now, before + after)
     if before or after:
