@@ -107,10 +107,10 @@ GEMV_MIN_K_BLOCKS = 4
 #: The most splits a GEMV takes (its f32 workspace is S x R x N).
 GEMV_MAX_SPLITS = 64
 #: The input dtypes the plan takes to the GEMV kernels. f32: they multiply in f32 (exact where the tensor-core plan
-#: splits each operand in three bf16 parts) and ran 2.2-4.7x faster than that plan on an H200, 1.045x strict-fp32
-#: cuBLAS in geometric mean (benchmarks/results/2026-11-29-gemv/, run 5). bf16 and f16 stay on the tensor cores:
-#: there the GEMV kernels ran at 0.23-0.88x the tensor-core plan (8-34 % of the memory's bandwidth; not yet
-#: profiled), and `gemv_config(..., dtypes=INPUTS)` plans them only on request.
+#: splits each operand in three bf16 parts) and ran 2.2-4.7x faster than that plan on an H200, 1.057x strict-fp32
+#: cuBLAS in geometric mean (benchmarks/results/2026-11-29-gemv/, run 7). bf16 and f16 stay on the tensor cores:
+#: there the GEMV kernels ran at 0.25-0.86x the tensor-core plan (13-34 % of the memory's bandwidth: registers and
+#: too few loads in flight per thread), and `gemv_config(..., dtypes=INPUTS)` plans them only on request.
 GEMV_DTYPES = ("f32",)
 
 
@@ -168,10 +168,13 @@ def gemv_config(
     if (cols if kernel == "columns" else problem.K) % vec or (kernel == "rows" and rows > 4):
         return None
     threads = 128
-    if kernel == "columns":  # each thread loads BK rows per block already: fewer blocks ahead with more rows of V
-        bk, bn, unroll = 8, threads * vec, (4 if rows == 1 else 2 if rows <= 4 else 1)
+    # blocks loaded ahead per step (UNROLL): the fastest of 1, 2, 4, 8 on an H200 in f32 (benchmarks/results/
+    # 2026-11-29-gemv/, runs 5 and 6); a columns thread loads BK rows per block already, and more rows of V hold more
+    # registers (with 4 blocks ahead, 2 rows of V pass the 255 the verifier allows)
+    if kernel == "columns":
+        bk, bn, unroll = 8, threads * vec, (2 if rows == 1 else 1)
     else:
-        bk, bn, unroll = 32 * vec, threads // 32, 4
+        bk, bn, unroll = 32 * vec, threads // 32, (4 if rows == 1 else 2)
     tiles = _cdiv(cols, bn)
     k_blocks = _cdiv(problem.K, bk)
     want = _cdiv(GEMV_BLOCKS_PER_SM * target.sms, tiles)
