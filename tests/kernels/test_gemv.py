@@ -41,6 +41,9 @@ def test_a_gemv_plan_is_correct_on_the_interpreter(m, n, k, dtype, majors, kerne
     plan = mm.GemmPlan(problem, mm.gemv_config(problem, dtypes=mm.INPUTS))  # 16-bit ones on request (see below)
     assert plan.is_gemv and plan.config.label.startswith(kernel), plan.config.label
     assert mm.plan(problem).is_gemv == (dtype == "f32")
+    # one split: the GEMV kernel writes C in its dtype, no reduction launch; more: an f32 workspace and the reduction
+    assert (plan.reduce_kernel() is None) == (plan.config.SPLITS == 1)
+    assert dict(plan.main_params())["OUT"] == (dtype if plan.config.SPLITS == 1 else "f32")
     a, b = _operands(m, n, k, dtype)
     c = plan.run_on_interpreter(a, b)
     ref = a @ b

@@ -13,7 +13,9 @@ Two kernels, by how the matrix lies in memory:
   warp's lanes with shuffles.
 
 Both multiply in f32 (a bf16/f16 value widens exactly) and read V's chunk once per K-block into a fragment every
-thread holds whole (a broadcast load). The library call and the choice of kernel are `argus.kernels.matmul`.
+thread holds whole (a broadcast load). P is f32 (OUT) for a split to be summed; with one split (S = 1) it is the
+result itself, in its own dtype, rounded once, and no reduction runs. The library call and the choice of kernel are
+`argus.kernels.matmul`.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from argus.lang import DSLError
 def gemv_columns(
     V: T.Tensor[("R", "K"), "IN"],
     Mat: T.Tensor[("K", "N"), "IN"],
-    P: T.Tensor[("S", "R", "NP"), T.f32],
+    P: T.Tensor[("S", "R", "NP"), "OUT"],
     ROWS: int = 1,
     BK: int = 8,
     BN: int = 1024,
     SPLITS: int = 8,
     UNROLL: int = 2,
     IN: str = "bf16",
+    OUT: str = "f32",
 ):
     """P[s, r, n] = sum over the K-blocks of split s of V[r, k] * Mat[k, n]: blocks (column tile bn of BN columns,
     split s), BN / (16 / itemsize) threads each holding one 16-byte run of the tile's columns for BK rows of K;
@@ -79,13 +82,14 @@ def gemv_columns(
 def gemv_rows(
     V: T.Tensor[("R", "K"), "IN"],
     MT: T.Tensor[("N", "K"), "IN"],
-    P: T.Tensor[("S", "R", "NP"), T.f32],
+    P: T.Tensor[("S", "R", "NP"), "OUT"],
     ROWS: int = 1,
     BN: int = 4,
     BK: int = 256,
     SPLITS: int = 8,
     UNROLL: int = 4,
     IN: str = "bf16",
+    OUT: str = "f32",
 ):
     """P[s, r, n] = sum over the K-blocks of split s of V[r, k] * MT[n, k]: blocks (tile bn of BN rows of MT,
     split s), BN * BK / (16 / itemsize) threads: the BK / (16 / itemsize) lanes of a row of the tile each hold one

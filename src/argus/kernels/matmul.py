@@ -107,9 +107,9 @@ GEMV_MIN_K_BLOCKS = 4
 #: The most splits a GEMV takes (its f32 workspace is S x R x N).
 GEMV_MAX_SPLITS = 64
 #: The input dtypes the plan takes to the GEMV kernels. f32: they multiply in f32 (exact where the tensor-core plan
-#: splits each operand in three bf16 parts) and ran 2.2-4.7x faster than that plan on an H200, 1.057x strict-fp32
-#: cuBLAS in geometric mean (benchmarks/results/2026-11-29-gemv/, run 7). bf16 and f16 stay on the tensor cores:
-#: there the GEMV kernels ran at 0.25-0.86x the tensor-core plan (13-34 % of the memory's bandwidth: registers and
+#: splits each operand in three bf16 parts) and ran 2.2-4.9x faster than that plan on an H200, 1.092x strict-fp32
+#: cuBLAS in geometric mean (benchmarks/results/2026-11-29-gemv/, run 8). bf16 and f16 stay on the tensor cores:
+#: there the GEMV kernels ran at 0.25-0.85x the tensor-core plan (13-35 % of the memory's bandwidth: registers and
 #: too few loads in flight per thread), and `gemv_config(..., dtypes=INPUTS)` plans them only on request.
 GEMV_DTYPES = ("f32",)
 
@@ -141,9 +141,13 @@ class GemvConfig:
             "SPLITS": self.SPLITS,
             "UNROLL": self.UNROLL,
             "IN": problem.dtype,
+            "OUT": "f32" if self.SPLITS > 1 else problem.out,  # one split: the result itself, no reduction
         }
 
-    def reduce_params(self, problem: GemmProblem) -> dict[str, Any]:
+    def reduce_params(self, problem: GemmProblem) -> dict[str, Any] | None:
+        """`gemm_split_reduce`'s parameters, or None with one split (the GEMV kernel writes the result)."""
+        if self.SPLITS == 1:
+            return None
         return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
 
 
@@ -625,6 +629,8 @@ class GemmPlan:
             g, padded = self.config, _up(cols, 4)
             work = np.full((g.SPLITS, g.ROWS, padded), np.nan)
             run_kernel(self.main_kernel(), {"V": v, "Mat" if g.KERNEL == "columns" else "MT": mat, "P": work})
+            if g.SPLITS == 1:
+                return self.gemv_result(work[0])
             out = np.full((g.ROWS, padded), np.nan)
             run_kernel(self.reduce_kernel(), {"W": work, "C": out})
             return self.gemv_result(out)
@@ -853,7 +859,6 @@ def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launch
     g, p = the_plan.config, the_plan.problem
     v, mat, cols = the_plan.gemv_operands(a, b, torch)
     padded = _up(cols, 4)
-    work = torch.empty((g.SPLITS, g.ROWS, padded), dtype=torch.float32, device=a.device)
     out_torch = torch_dtype(p.out)
     fits = (
         out is not None
@@ -863,8 +868,14 @@ def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launch
         and out.is_contiguous()
     )
     c = out.view(g.ROWS, padded) if fits else torch.empty((g.ROWS, padded), dtype=out_torch, device=a.device)
+    reduce = g.reduce_params(p)
+    if reduce is None:  # one split: the GEMV kernel writes C, in its dtype
+        launches.append(_loaded(the_plan.main_kind, the_plan.main_params()).prepare(v, mat, c.view(1, *c.shape)))
+        launches.keep = [a, b, v, mat, c]
+        return the_plan.gemv_result(c), launches
+    work = torch.empty((g.SPLITS, g.ROWS, padded), dtype=torch.float32, device=a.device)
     launches.append(_loaded(the_plan.main_kind, the_plan.main_params()).prepare(v, mat, work))
-    launches.append(_loaded("reduce", tuple(sorted(g.reduce_params(p).items()))).prepare(work, c))
+    launches.append(_loaded("reduce", tuple(sorted(reduce.items()))).prepare(work, c))
     launches.keep = [a, b, v, mat, work, c]
     return the_plan.gemv_result(c), launches
 
