@@ -1,7 +1,7 @@
 """GEMV-class kernels: a product with at most a few rows on one side (a decode batch, a matrix-vector product), which
 is bound by streaming the matrix from memory, not by the tensor cores. ``P[s] = V @ Mat`` over K-split s, for V
-(R, K) with R <= ROWS rows and a matrix Mat of (K, N) elements; `argus.kernels.gemm.gemm_split_reduce` then sums
-the S slices of the f32 workspace P (S, R, N) into the result, in its dtype.
+(R, K) with R <= ROWS rows and a matrix Mat of (K, N) elements; with S > 1 splits `argus.kernels.gemm.
+gemm_split_reduce` then sums the slices of the f32 workspace P (S, R, N) into the result, in its dtype.
 
 Two kernels, by how the matrix lies in memory:
 
@@ -41,7 +41,7 @@ def gemv_columns(
     """P[s, r, n] = sum over the K-blocks of split s of V[r, k] * Mat[k, n]: blocks (column tile bn of BN columns,
     split s), BN / (16 / itemsize) threads each holding one 16-byte run of the tile's columns for BK rows of K;
     split s takes K-blocks ``s * k_split ...`` (``k_split = UNROLL * cdiv(cdiv(K, BK), SPLITS * UNROLL)``, UNROLL
-    blocks per step of its loop, unrolled; blocks past K read zeros).
+    blocks per step of its loop, all loaded before any is used; blocks past K read zeros).
     Rows of V past R read zeros and are not stored. P's columns may run on past N to NP (a row of whole 16-byte
     vectors for the reduction): those are zeros."""
     R, K = V.shape  # noqa: N806 - the kernel's shape symbols
