@@ -6,10 +6,11 @@ computes several output tiles is reset before each tile's first MMA (`MMA_ACC_NO
 once where that matters. Unlike coverage, these are universal facts over pairs of instances ("no two instances
 touch one element"), so the window origins may be any expression of the sizes, block indices and loop variables
 (a persistent kernel's `T.tile_order` included) and a store under ``T.if_`` counts only where its condition holds.
-What the check cannot read (an origin or a condition that depends on the thread or on values loaded at run time)
-leaves the tensor *not checked*: a record, never a finding (`docs/verify.md` §7). A query the solver does not decide
-within its budget (a tile order's divisions the lemma does not settle, and no witness at the sample sizes) is an
-`UNKNOWN_SOLVER` finding: an attempted proof that did not complete makes the verdict unknown.
+What the check cannot read (an origin or a condition that depends on the thread or on values loaded at run time, a
+tile order whose divisions the tile-order lemma does not settle, with no witness at the sample sizes) leaves the
+tensor *not checked*: a record, never a finding (`docs/verify.md` §7). Any other query the solver does not decide
+within its budget is an `UNKNOWN_SOLVER` finding: an attempted proof that did not complete makes the verdict
+unknown.
 
 * **Output, between blocks.** Two store instances (any sites, any iterations) of two different blocks whose windows
   share an element inside the tensor: the element's final value is whichever block stored last.
@@ -334,14 +335,14 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
             if at.verdict == Verdict.VIOLATED:
                 out = at
                 break
-    if out.verdict == Verdict.UNKNOWN:  # an attempted proof that did not complete: unknown, never "not checked"
-        if hard:
-            why = (
-                f"{user_name(buffer)}: a window origin divides by a problem size (a tile order), and that no two "
-                f"blocks or iterations map to one tile was not decided ({lemma})"
+    if out.verdict == Verdict.UNKNOWN:
+        if hard:  # a tile order the lemma does not take (outside the check's scope, like a window it cannot read)
+            return (
+                "a window origin divides by a problem size (a tile order): that no two blocks or iterations map to "
+                f"one tile was not decided ({lemma}; the direct query: {out.reason})"
             )
-        else:
-            why = f"{user_name(buffer)}: the solver could not decide within its budget whether two stores overlap"
+        # an attempted proof that did not complete: unknown, never "not checked"
+        why = f"{user_name(buffer)}: the solver could not decide within its budget whether two stores overlap"
         return undecided(out, why, loc=sb.loc, pin=True)
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
