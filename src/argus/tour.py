@@ -24,10 +24,12 @@ NOT_YET = [
     "a GEMM at cuBLAS parity on every shape (argus.kernels.matmul chooses tiles, split-K and 64-row tiles by shape: "
     "1.02x cuBLAS geometric mean over the 22 bf16 shapes of issue #20 on an H200, but 0.59-0.92x on decode, "
     "small and wave-quantized shapes; f32 by split precision at 2.7-4.3x strict fp32 cuBLAS; fused epilogues of "
-    "vectors free, of residual tiles at 0.46-0.71x; an untuned batched GEMM; no stream-K, GEMV or FP8 yet: "
-    "benchmarks/results/2026-11-28-gemm-shapes.md, 2026-11-28-gemm-epilogue.md)",
+    "vectors free, of residual tiles at 0.46-0.71x; an untuned batched GEMM; f32 decode and matrix-vector products "
+    "on the CUDA-core GEMV at 1.09x strict fp32 cuBLAS, but no bf16 GEMV, stream-K or FP8 yet: "
+    "benchmarks/results/2026-11-28-gemm-shapes.md, 2026-11-28-gemm-epilogue.md, 2026-11-29-gemv/)",
     "convolution at cuDNN speed (argus.kernels.conv runs it as an explicit im2col and the GEMM library, verified "
-    "and correct on the interpreter, never yet run on a GPU: docs/conv.md), the MoE grouped GEMM, and `argus solve` "
+    "and correct, but at 0.05-0.43x cuDNN on an H200: docs/conv.md), a fully fused MoE layer (the grouped GEMM and its "
+    "SwiGLU epilogue exist; the gather and the combine are PyTorch's: docs/moe.md), and `argus solve` "
     "beyond its families (pointwise, reduction, softmax, scan, pooling, normalization, mm/addmm/bmm with their "
     "elementwise tails fused, and convolution; gathers and data movement are reported as not covered, and most of "
     "the new kernels are not yet timed on a GPU: docs/solve.md)",
