@@ -577,19 +577,21 @@ class GemmPlan:
         return out
 
     def gemv_operands(self, a: Any, b: Any, xp: Any) -> tuple[Any, Any, int]:
-        """(V, the matrix as the GEMV kernel takes it, its columns) for a (M, K) and b (K, N): V (rows, K) row-major
-        (a copy where the small side is not: it is at most `GEMV_ROWS` x K), the matrix as stored (no copy): (K,
-        cols) for the ``columns`` kernel, (cols, K) for ``rows``."""
+        """(V, the matrix as the GEMV kernel takes it, the columns of its output rows) for a (M, K) and b (K, N): V
+        (rows, K) row-major (a copy where the small side is not: it is at most `GEMV_ROWS` x K), the matrix as stored
+        (no copy): (K, cols) for the ``columns`` kernel, (cols, K) for ``rows``; the output's rows padded to whole
+        16-byte vectors of f32 (what the reduction takes; `gemv_result` drops the padding)."""
         g, p = self.config, self.problem
         if g.SWAP:  # C^T (1, M) = b^T (1, K) @ a^T (K, M)
             v, mat = b.reshape(1, p.K), (_t(a) if g.KERNEL == "columns" else a)
         else:
             v, mat = a, (b if g.KERNEL == "columns" else _t(b))
         contiguous = xp.ascontiguousarray(v) if xp.__name__ == "numpy" else v.contiguous()
-        return contiguous, mat, (p.M if g.SWAP else p.N)
+        return contiguous, mat, _up(p.M if g.SWAP else p.N, 4)
 
     def gemv_result(self, c: Any) -> Any:
-        """The product (M, N) from the reduction's output (rows, cols padded to whole 16-byte vectors of f32)."""
+        """The product (M, N) from the GEMV's output (the kernel's with one split, else the reduction's): (rows,
+        columns padded as `gemv_operands` says)."""
         p = self.problem
         c = c[:, : p.M if self.config.SWAP else p.N]
         return c.reshape(p.M, 1) if self.config.SWAP else c
@@ -625,8 +627,8 @@ class GemmPlan:
         target = target or replace(DEFAULT_TARGET, sms=4)
         a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         if self.is_gemv:
-            v, mat, cols = self.gemv_operands(a, b, np)
-            g, padded = self.config, _up(cols, 4)
+            v, mat, padded = self.gemv_operands(a, b, np)
+            g = self.config
             work = np.full((g.SPLITS, g.ROWS, padded), np.nan)
             run_kernel(self.main_kernel(), {"V": v, "Mat" if g.KERNEL == "columns" else "MT": mat, "P": work})
             if g.SPLITS == 1:
@@ -852,17 +854,16 @@ def prepare(
 
 
 def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launches) -> tuple[Any, Launches]:
-    """`prepare` for a GEMV plan: the GEMV kernel into an f32 workspace (splits, rows, columns padded to whole
-    16-byte vectors), then `gemm_split_reduce` into C."""
+    """`prepare` for a GEMV plan: with one split the GEMV kernel writes C; else it writes an f32 workspace (splits,
+    rows, padded columns) and `gemm_split_reduce` sums it into C."""
     import torch
 
     g, p = the_plan.config, the_plan.problem
-    v, mat, cols = the_plan.gemv_operands(a, b, torch)
-    padded = _up(cols, 4)
+    v, mat, padded = the_plan.gemv_operands(a, b, torch)
     out_torch = torch_dtype(p.out)
     fits = (
         out is not None
-        and padded == cols
+        and padded == (p.M if g.SWAP else p.N)
         and tuple(out.shape) == (p.M, p.N)
         and out.dtype == out_torch
         and out.is_contiguous()

@@ -169,6 +169,12 @@ class Context:
     def record(self, check: str, target: str, verdict: Verdict, start: float) -> None:
         self.records.append(CheckRecord(check, target, verdict, time.perf_counter() - start))
 
+    def record_not_checked(self, check: str, target: str, why: str, start: float) -> None:
+        """A check outside its scope at `target` (`Result.not_checked`): recorded with the reason, never a finding."""
+        self.records.append(
+            CheckRecord(check, f"{target} (not checked: {why})", Verdict.UNKNOWN, time.perf_counter() - start, True)
+        )
+
     # --- models -> counterexample pieces -------------------------------------------------------------------------
     def block_values(self, model: Any) -> dict[str, int]:
         return {v.name: smt.model_int(model, t) for v, t in self.block_terms.items()}

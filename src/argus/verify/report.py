@@ -549,6 +549,8 @@ class CheckRecord:
     target: str
     verdict: Verdict
     seconds: float
+    #: outside the check's scope (`Context.record_not_checked`): listed in `Result.not_checked`, no finding
+    not_checked: bool = False
 
 
 @dataclass(frozen=True)
@@ -587,10 +589,10 @@ class Result:
     def not_checked(self) -> list[CheckRecord]:
         """Checks that were not made, each with its reason in its target: a property outside what a check covers
         (an output coverage through a window bounded by tensor data, addresses that depend on data for the
-        performance check) is recorded so, never as a finding (its target says "not checked: " and why). A
-        `verified` verdict does not cover these; `render_text` and `to_json` list them (docs/verify.md, "What verified
-        means"). A check that was attempted and not decided is an unknown finding instead, not listed here."""
-        return [c for c in self.checks if c.verdict == Verdict.UNKNOWN and "not checked: " in c.target]
+        performance check) is recorded so (`Context.record_not_checked`, its target saying why), never as a finding.
+        A `verified` verdict does not cover these; `render_text` and `to_json` list them (docs/verify.md, "What
+        verified means"). A check that was attempted and not decided is an unknown finding instead, not listed here."""
+        return [c for c in self.checks if c.not_checked]
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]

@@ -110,7 +110,7 @@ def _check(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _
     start = time.perf_counter()
     finding = _check_tensor(ctx, buffer, sites, kind)
     if isinstance(finding, str):
-        ctx.record(kind.check, f"{user_name(buffer)} (not checked: {finding})", Verdict.UNKNOWN, start)
+        ctx.record_not_checked(kind.check, user_name(buffer), finding, start)
         return None
     ctx.record(kind.check, user_name(buffer), Verdict.VERIFIED if finding is None else finding.verdict, start)
     return finding

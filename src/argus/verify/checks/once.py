@@ -275,7 +275,7 @@ def check_output_once(ctx: Context) -> list[Finding]:
         buffer = tensors[key]
         out = _output_once(ctx, buffer, sites)
         if isinstance(out, str):
-            ctx.record("output written once", f"{user_name(buffer)} (not checked: {out})", Verdict.UNKNOWN, start)
+            ctx.record_not_checked("output written once", user_name(buffer), out, start)
             continue
         ctx.record("output written once", user_name(buffer), Verdict.VERIFIED if out is None else out.verdict, start)
         if out is not None:
@@ -532,7 +532,7 @@ def check_contraction_once(ctx: Context, proved: set[int] | None = None) -> list
                     f"{user_name(loads[0][1].buffer)} into {user_name(acc)} (line {gemm.loc.line if gemm.loc else '?'})"
                 )
                 if isinstance(out, str):
-                    ctx.record("contraction accumulated once", f"{label} (not checked: {out})", Verdict.UNKNOWN, start)
+                    ctx.record_not_checked("contraction accumulated once", label, out, start)
                     continue
                 verdict = Verdict.VERIFIED if out is None else out.verdict
                 ctx.record("contraction accumulated once", label, verdict, start)
@@ -727,7 +727,7 @@ def check_accumulator_reset(ctx: Context) -> list[Finding]:
             label = f"{user_name(acc)} in loop {loop_name(lp)} (line {gemm.loc.line if gemm.loc else '?'})"
             out = _reset(ctx, gemm, lp)
             if isinstance(out, str):
-                ctx.record("accumulator reset per tile", f"{label} (not checked: {out})", Verdict.UNKNOWN, start)
+                ctx.record_not_checked("accumulator reset per tile", label, out, start)
                 continue
             ctx.record("accumulator reset per tile", label, Verdict.VERIFIED if out is None else out.verdict, start)
             if out is not None:

@@ -234,7 +234,7 @@ def check_performance(ctx: Context) -> list[Finding]:
                 worst = max(worst, got)
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
             why = f"the addresses could not be enumerated: {type(err).__name__} {err}".strip()
-            ctx.record("performance", f"{acc.site.loc} (not checked: {why})", Verdict.UNKNOWN, start)
+            ctx.record_not_checked("performance", str(acc.site.loc), why, start)
             continue
         degree, instr = worst
         code = "PERF_BANK_CONFLICT" if buf.space == Space.SHARED else "PERF_UNCOALESCED"
