@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from argus.atoms.common import shared_budget
+from argus.kernels.conv_implicit import conv_implicit_gemm
 from argus.kernels.conv_kernels import (
     ITEMSIZE,
     THREADS,
@@ -227,6 +228,110 @@ class Conv:
         return {"DT": self.dtype, "BF": THREADS // bk, "BK": bk}
 
 
+#: The implicit-GEMM kernel's K step: 128 bytes of channels (the 128-byte swizzle's row).
+IMPLICIT_BK = 64
+#: Shared memory the implicit kernel may take (bytes): the stages, the output tile, the barriers.
+IMPLICIT_SHARED = 227 * 1024 - 1024
+#: The most stages the implicit kernel pipelines.
+IMPLICIT_MAX_STAGES = 4
+
+
+@dataclass(frozen=True)
+class ImplicitConfig:
+    """The implicit-GEMM kernel's tile (`argus.kernels.conv_implicit`): BH output rows by BW output columns (BH * BW =
+    64 * CONSUMERS positions) by BN output channels, STAGES-deep pipeline."""
+
+    BH: int
+    BW: int
+    BN: int
+    STAGES: int
+    CONSUMERS: int
+
+    @property
+    def blocks_per_sm(self) -> int:
+        """Resident blocks per SM: two with one consumer warpgroup (its tile is half as large), else one."""
+        return 2 if self.CONSUMERS == 1 else 1
+
+    def label(self) -> str:
+        return f"{self.BH}x{self.BW}x{self.BN} s{self.STAGES} c{self.CONSUMERS}"
+
+
+def implicit_refusal(conv: Conv) -> str | None:
+    """Why `conv` does not run on the implicit-GEMM kernel (None: it does). The kernel takes forward 1-d and 2-d
+    convolutions without groups in bf16 or f16, channels and filters multiples of 8 (TMA's 16-byte strides), and an
+    input width that is a multiple of the column stride, with channels in whole 64-channel blocks where that stride
+    is above 1 (`conv_implicit_gemm`'s view of the input)."""
+    _, sh, sw = conv.stride
+    if conv.transposed:
+        return "a transposed convolution"
+    if conv.rank == 3:
+        return "a 3-d convolution"
+    if conv.groups != 1:
+        return f"{conv.groups} groups"
+    if conv.dtype not in ("bf16", "f16"):
+        return f"{conv.dtype} values (the kernel multiplies bf16 or f16 on the tensor cores)"
+    if conv.channels % 8 or conv.filters % 8:
+        return f"{conv.channels} channels and {conv.filters} filters: both must be multiples of 8"
+    if conv.size[2] % sw:
+        return f"column stride {sw} with width {conv.size[2]}: the width must be a multiple of the stride"
+    if sw > 1 and conv.channels % IMPLICIT_BK:
+        return f"column stride {sw} with {conv.channels} channels: a multiple of {IMPLICIT_BK} is needed"
+    return None
+
+
+def is_pointwise(conv: Conv) -> bool:
+    """A 1x1 convolution of stride 1 without padding or bias, which is one GEMM of the channels-last input viewed as
+    (N * H * W, C) by the weight (F, C): the GEMM library runs it (measured faster than the implicit kernel on such
+    shapes, `benchmarks/results/2026-11-29-conv-implicit.md`). With a bias the implicit kernel, which adds it in its
+    epilogue, runs it."""
+    return conv.kernel == (1, 1, 1) and conv.stride == (1, 1, 1) and conv.padding == (0, 0, 0) and not conv.bias
+
+
+def implicit_config(conv: Conv) -> ImplicitConfig:
+    """The tile of `conv` on the implicit kernel: of the (BH, BW) shapes with BW a multiple of 8, the one that computes
+    the fewest positions past the output's edges (two consumer warpgroups before one, then wider rows: fewer boxes);
+    BN 128 output channels (64 where there are at most 64); as many stages as shared memory holds, up to
+    `IMPLICIT_MAX_STAGES`."""
+    _, oh, ow = conv.out
+    best: tuple[float, ImplicitConfig] | None = None
+    for consumers in (2, 1):
+        for bw in (128, 64, 32, 16, 8):
+            bh = 64 * consumers // bw
+            if bh < 1:
+                continue
+            if conv.rank == 1 and bh != 1:
+                continue
+            computed = -(-ow // bw) * bw * (-(-oh // bh) * bh)
+            waste = computed / (oh * ow)
+            # a tile of one consumer warpgroup counts as 5 % more work: half the MMAs per barrier round
+            score = waste * (1.0 if consumers == 2 else 1.05)
+            if best is None or score < best[0] - 1e-9:
+                best = (score, ImplicitConfig(bh, bw, 64, 1, consumers))
+    assert best is not None
+    return with_stages(conv, replace(best[1], BN=128 if conv.filters > 64 else 64))
+
+
+def with_stages(conv: Conv, config: ImplicitConfig, most: int = IMPLICIT_MAX_STAGES) -> ImplicitConfig:
+    """`config` with as many stages as its share of an SM's shared memory holds, up to `most` (at least 2)."""
+    bm = config.BH * config.BW
+    stage = (bm + config.BN) * IMPLICIT_BK * ITEMSIZE[conv.dtype]
+    budget = IMPLICIT_SHARED // config.blocks_per_sm - bm * config.BN * ITEMSIZE[conv.dtype] - 1024
+    return replace(config, STAGES=max(2, min(most, budget // stage)))
+
+
+def implicit_params(conv: Conv, config: ImplicitConfig) -> dict[str, Any]:
+    """`conv_implicit_gemm`'s trace parameters for `conv` (a 1-d convolution as a 2-d one of height 1)."""
+    _, kh, kw = conv.kernel
+    _, sh, sw = conv.stride
+    _, ph, pw = conv.padding
+    _, lh, lw = conv.dilation
+    return {
+        "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
+        "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": IMPLICIT_BK, "STAGES": config.STAGES,
+        "CONSUMERS": config.CONSUMERS, "BLOCKS_PER_SM": config.blocks_per_sm, "BIAS": conv.bias, "IN": conv.dtype,
+    }  # fmt: skip
+
+
 def check_shared(conv: Conv) -> None:
     """Refuse a window whose input span does not fit in one block's shared memory."""
     planes, rows, cols, _, _ = conv.span(*conv.tile())
@@ -246,6 +351,7 @@ def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
         "output": conv_output,
         "output_bias": conv_output_bias,
         "weight": conv_transpose_weight,
+        "implicit": conv_implicit_gemm,
     }
     return kernels[kind].trace(**dict(params))
 
@@ -260,21 +366,31 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
 
 @dataclass(frozen=True)
 class ConvPlan:
-    """What one convolution call runs: the convolution, the images per chunk of the batch, the GEMM problem of
-    one chunk (batched over the groups, or one group's when `per_group`), and its plan."""
+    """What one convolution call runs: either the implicit-GEMM kernel (`implicit`: its tile; one launch, channels
+    last), or the gather path: the images per chunk of the batch, the GEMM problem of one chunk (batched over the
+    groups, or one group's when `per_group`), and its plan."""
 
     conv: Conv
     images: int
-    gemm: GemmProblem
+    gemm: GemmProblem | None
     per_group: bool
+    implicit: ImplicitConfig | None = None
+    #: a pointwise (1x1, stride 1, unpadded) convolution without a bias, channels last: one GEMM (N*H*W, C) x (C, F)
+    pointwise: bool = False
 
     @property
     def gemm_plan(self) -> Any:
+        if self.gemm is None:
+            raise ConvError("CONV_NO_GEMM", "this convolution runs on the implicit-GEMM kernel, without a GEMM plan")
         return plan(self.gemm)
 
     def kernels(self) -> list[Any]:
         """The traced kernels a call launches, in order: the gather, the GEMM plan's (splits for f32, the GEMM,
-        a split-K reduction), the output pass."""
+        a split-K reduction), the output pass; or the implicit kernel alone."""
+        if self.implicit is not None:
+            return [_traced("implicit", _key(implicit_params(self.conv, self.implicit)))]
+        if self.pointwise:
+            return LibraryGemm("gemm", self.gemm).kernels()
         found = [_traced("weight", _key(self.conv.weight_params()))] if self.conv.transposed else []
         found.append(_traced("im2col", _key(self.conv.gather_params())))
         found += LibraryGemm("gemm", self.gemm).kernels()
@@ -286,9 +402,16 @@ def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
 
 
-def conv_plan(conv: Conv, budget: int | None = None) -> ConvPlan:
-    """The plan of `conv` (see the module docstring), its batch in chunks whose column matrix fits `budget`
-    (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
+def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> ConvPlan:
+    """The plan of `conv` (see the module docstring): the implicit-GEMM kernel where it takes the convolution
+    (`implicit_refusal`; `implicit=False` asks for the gather path), else the gather path with the batch in chunks
+    whose column matrix fits `budget` (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
+    if implicit and implicit_refusal(conv) is None:
+        if is_pointwise(conv):
+            m = conv.batch * conv.positions
+            gemm = GemmProblem(m, conv.filters, conv.channels, conv.dtype, conv.dtype, "K", "K")
+            return ConvPlan(conv, conv.batch, gemm, per_group=False, pointwise=True)
+        return ConvPlan(conv, conv.batch, None, per_group=False, implicit=implicit_config(conv))
     check_shared(conv)
     images = conv.chunk(budget)
     g = conv.groups
@@ -369,6 +492,12 @@ class LibraryConv:
         from argus.kernels.matmul import prepare
 
         the_plan = conv_plan(conv, self.budget)
+        if the_plan.implicit is not None:
+            run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out)
+            return
+        if the_plan.pointwise:
+            run_pointwise_on_gpu(conv, x, w, out)
+            return
         (n_, c_, f_, g_), p_ = (conv.batch, conv.channels, conv.filters, conv.groups), conv.positions
         images = the_plan.images
         x5 = x.contiguous().view(n_, c_, *conv.size)
@@ -407,16 +536,31 @@ def _gpu_gemm(prepare: Any, a: Any, b: Any) -> Any:
 
 
 def run_on_interpreter(
-    conv: Conv, x: Any, w: Any, bias: Any = None, budget: int | None = None, *, target: Any = None
+    conv: Conv,
+    x: Any,
+    w: Any,
+    bias: Any = None,
+    budget: int | None = None,
+    *,
+    target: Any = None,
+    implicit: bool = True,
 ) -> Any:
     """The convolution of numpy arrays x (N, C, *spatial), w (F, C/g, *window) and bias (F,) on the lane-level
     interpreter (small sizes only), through exactly the kernels and parameters a GPU call launches: the output
-    (N, F, OD * OH * OW) in float64 (values of the output's dtype)."""
+    (N, F, OD * OH * OW) in float64 (values of the output's dtype). `implicit=False`: the gather path, as
+    `conv_plan` takes it."""
     import numpy as np
 
     from argus.interp import run_kernel
 
-    the_plan = conv_plan(conv, budget)
+    the_plan = conv_plan(conv, budget, implicit)
+    if the_plan.implicit is not None:
+        return _implicit_on_interpreter(conv, the_plan.implicit, x, w, bias)
+    if the_plan.pointwise:
+        rows = np.asarray(x, dtype=np.float64).reshape(conv.batch, conv.channels, -1).transpose(0, 2, 1)
+        weight = np.asarray(w, dtype=np.float64).reshape(conv.filters, conv.channels)
+        y = the_plan.gemm_plan.run_on_interpreter(rows.reshape(-1, conv.channels), weight.T, target=target)
+        return np.asarray(y).reshape(conv.batch, conv.positions, conv.filters).transpose(0, 2, 1)
     n_, c_, f_, g_ = conv.batch, conv.channels, conv.filters, conv.groups
     p_, images = conv.positions, the_plan.images
     x5 = np.asarray(x, dtype=np.float64).reshape(n_, c_, *conv.size)
@@ -448,16 +592,117 @@ def run_on_interpreter(
     return out
 
 
+def _implicit_shapes(conv: Conv) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The implicit kernel's X view (N, H, W / SW, SW * C), weight (F, KH * KW, C) and output (N, OH, OW, F)."""
+    _, h, w = conv.size
+    _, kh, kw = conv.kernel
+    _, sw = conv.stride[1:]
+    n, c, f = conv.batch, conv.channels, conv.filters
+    return (n, h, w // sw, sw * c), (f, kh * kw, c), (n, conv.out[1], conv.out[2], f)
+
+
+def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any) -> Any:
+    """`run_on_interpreter` through the implicit kernel: the output (N, F, positions) in float64."""
+    import numpy as np
+
+    from argus.interp import run_kernel
+
+    xs, ws, ys = _implicit_shapes(conv)
+    n, c, f = conv.batch, conv.channels, conv.filters
+    x4 = np.asarray(x, dtype=np.float64).reshape(n, c, conv.size[1], conv.size[2])
+    arrays = {
+        "X": np.ascontiguousarray(x4.transpose(0, 2, 3, 1)).reshape(xs),
+        "WT": np.ascontiguousarray(np.asarray(w, dtype=np.float64).reshape(f, c, -1).transpose(0, 2, 1)).reshape(ws),
+        "B": np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1),
+        "Y": np.full(ys, np.nan),
+    }
+    run_kernel(_traced("implicit", _key(implicit_params(conv, config))), arrays)
+    return arrays["Y"].reshape(n, -1, f).transpose(0, 2, 1)
+
+
+def _channels_last(conv: Conv, x: Any, out: Any) -> tuple[Any, Any, bool]:
+    """(x as (N, H, W, C), the output as (N, OH, OW, F) where `out` is channels last in memory, else a fresh tensor,
+    whether it is `out`'s memory): the channels-last views the implicit kernel and the pointwise GEMM work on."""
+    import torch
+
+    n, c, f = conv.batch, conv.channels, conv.filters
+    xv = x.reshape(n, c, conv.size[1], conv.size[2]).permute(0, 2, 3, 1)
+    xv = xv if xv.is_contiguous() else xv.contiguous()
+    o4 = out.view(n, f, conv.out[1], conv.out[2]) if out.is_contiguous() else out.reshape(n, f, *conv.out[1:])
+    yv = o4.permute(0, 2, 3, 1)
+    in_place = yv.is_contiguous() and o4.data_ptr() == out.data_ptr()
+    y = yv if in_place else torch.empty((n, conv.out[1], conv.out[2], f), dtype=out.dtype, device=out.device)
+    return xv, y, in_place
+
+
+def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any) -> None:
+    """A pointwise convolution (`is_pointwise`) as one GEMM of the library on the channels-last views."""
+    from argus.kernels.matmul import prepare
+
+    xv, y, in_place = _channels_last(conv, x, out)
+    m = conv.batch * conv.positions
+    c, launches = prepare(xv.view(m, conv.channels), w.reshape(conv.filters, conv.channels).t(), out=y.view(m, -1))
+    for launch in launches:
+        launch.launch()
+    if c.data_ptr() != y.data_ptr():
+        y.view(m, -1).copy_(c)
+    if not in_place:
+        out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
+
+
+#: Channels-last copies of weights and the bias placeholders the implicit kernel was given, so that repeated calls
+#: pass the same tensors (the prepared-launch cache is keyed by the tensors' addresses); a weight changed in place
+#: has another version and is copied again.
+_STAGED: dict[tuple, Any] = {}
+_STAGED_MAX = 32
+
+
+def _staged(key: tuple, make: Any) -> Any:
+    if key not in _STAGED:
+        if len(_STAGED) >= _STAGED_MAX:
+            _STAGED.pop(next(iter(_STAGED)))
+        _STAGED[key] = make()
+    return _STAGED[key]
+
+
+def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any, out: Any) -> None:
+    """The implicit kernel on CUDA tensors x (N, C, *spatial), w (F, C, *window), bias (F,) or None, into `out`
+    (N, F, *output spatial). x and out are read and written in place where they are channels last
+    (``torch.channels_last`` for 2-d: NHWC in memory); otherwise x is copied to NHWC first and the result copied
+    into `out` after."""
+    import torch
+
+    xs, ws, _ = _implicit_shapes(conv)
+    c, f = conv.channels, conv.filters
+    xv, y, in_place = _channels_last(conv, x, out)
+    wkey = ("weight", w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype, str(w.device))
+    wv = _staged(wkey, lambda: w.reshape(f, c, -1).permute(0, 2, 1).contiguous().view(ws))
+    if conv.bias:
+        b = bias.contiguous()
+    else:
+        b = _staged(("bias", x.dtype, str(x.device)), lambda: torch.zeros(1, dtype=x.dtype, device=x.device))
+    _loaded("implicit", _key(implicit_params(conv, config)))(xv.view(xs), wv, b, y)
+    if not in_place:
+        out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
+
+
 __all__ = [
     "COLUMN_BUDGET",
     "Conv",
     "ConvError",
     "ConvPlan",
+    "ImplicitConfig",
     "LibraryConv",
     "conv_output",
     "conv_output_bias",
     "conv_plan",
     "conv_transpose_weight",
     "im2col",
+    "implicit_config",
+    "implicit_params",
+    "implicit_refusal",
+    "is_pointwise",
+    "run_implicit_on_gpu",
+    "run_pointwise_on_gpu",
     "run_on_interpreter",
 ]

@@ -524,10 +524,10 @@ def check_contraction_once(ctx: Context, proved: set[int] | None = None) -> list
         resets = [s for s in prog.sites if _is_reset(s, acc)]
         outer = {id(lp) for lp in gemm.loops if any(lp in r.loops for r in resets)}
         outer |= {id(lp) for lp in tile_loops(ctx, gemm)}
-        for operand in (g.a, g.b):
+        for operand, free in ((g.a, 0), (g.b, 1)):
             for loads in _feeding_loads(prog.sites, operand.buffer).values():
                 start = time.perf_counter()
-                out = _contraction_once(ctx, gemm, outer, loads, proved or set())
+                out = _contraction_once(ctx, gemm, outer, loads, proved or set(), (operand, free))
                 label = (
                     f"{user_name(loads[0][1].buffer)} into {user_name(acc)} (line {gemm.loc.line if gemm.loc else '?'})"
                 )
@@ -574,8 +574,29 @@ def _paired_loops(ctx: Context, load: Site, gemm: Site, proved: set[int]) -> dic
     return out
 
 
+def _operand_row(site: Site, src: TileRef, element: list[Any], origins: list[Any], env: dict, operand: tuple) -> Any:
+    """Where a load that writes the T.gemm's operand buffer itself puts `element`: its coordinate along the operand's
+    free axis (A's rows, B's columns), or None for a load that reaches the operand through other buffers."""
+    ref, free = operand
+    dst: TileRef = site.stmt.dst  # type: ignore[attr-defined]
+    if dst.buffer is not ref.buffer or dst.layout is not None or len(ref.kept) != 2:
+        return None
+    axis = ref.kept[free]  # the buffer dimension that is the operand's free axis
+    at = _origins(dst, env)[axis]
+    if axis in dst.dropped:
+        return at
+    i = dst.kept.index(axis)
+    d = src.kept[i]  # the source dimension copied along it (a copy's windows correspond dimension by dimension)
+    return at + (element[d] - origins[d])
+
+
 def _contraction_once(
-    ctx: Context, gemm: Site, outer: set[int], loads: list[tuple[Site, TileRef]], proved: set[int]
+    ctx: Context,
+    gemm: Site,
+    outer: set[int],
+    loads: list[tuple[Site, TileRef]],
+    proved: set[int],
+    operand: tuple[TileRef, int],
 ) -> Finding | str | None:
     for site, ref in loads:
         why = _unreadable(ctx, site, _site_exprs(site, ref))
@@ -625,6 +646,14 @@ def _contraction_once(
                 _inside(ra, element, env_a, oa),
                 _inside(rb, element, env_b, ob),
             ]
+            # An element loaded into two different rows of A (columns of B) meets different elements of the other
+            # operand: two products, each summed once (an implicit-GEMM convolution loads one input element for
+            # several output positions, one per tap). Twice into one row is the same product twice.
+            row_a, row_b = (
+                _operand_row(s, r, element, o, e, operand) for s, r, o, e in ((sa, ra, oa, env_a), (sb, rb, ob, env_b))
+            )
+            if row_a is not None and row_b is not None:
+                cons.append(row_a == row_b)
             # Terms built only from what both instances share (the block, the tile loop, the sizes) cannot separate
             # them; a persistent tile order's divisions by symbolic sizes are such terms. Abstracting each by a free
             # value is a cheap over-approximation: unsat is a proof, and only a model of it is checked exactly. The

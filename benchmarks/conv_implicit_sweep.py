@@ -1,0 +1,196 @@
+"""Implicit-GEMM convolution (issue #21): `argus.kernels.conv_implicit.conv_implicit_gemm` against cuDNN
+(`torch.nn.functional.conv2d` on channels-last tensors), interleaved in one process, L2 flushed before every launch,
+CUDA events (`gemm_parity.interleaved_times`).
+
+    PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants]
+
+Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-50's convolutions in bf16 at batch 32
+(the 1x1, 3x3 and strided 3x3 of each stage, and the strided 1x1 projections). Columns:
+- ``kernel``: the implicit kernel's launch alone on NHWC tensors (the tile `implicit_config` chooses);
+- ``call``: `LibraryConv` on channels-last tensors, a whole user call (weight permuted per call, host work);
+- ``gemm`` (1x1, stride 1 only): argus's GEMM library on the same data viewed as (N*H*W, C) x (F, C);
+- with ``--variants``, other tiles and stage counts of the kernel.
+Every output is checked against conv2d in float64 on the GPU first (relative max error <= 2e-2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_parity import interleaved_times  # noqa: E402
+from gemm_variants import environment  # noqa: E402
+
+#: (label, N, C, F, H, W, kernel, stride, padding, dtype)
+ROWS = [
+    ("KLineage 3x3 64->128 56 f16", 8, 64, 128, 56, 56, 3, 1, 1, "f16"),
+    ("r50 1x1 64->64 56", 32, 64, 64, 56, 56, 1, 1, 0, "bf16"),
+    ("r50 3x3 64->64 56", 32, 64, 64, 56, 56, 3, 1, 1, "bf16"),
+    ("r50 1x1 64->256 56", 32, 64, 256, 56, 56, 1, 1, 0, "bf16"),
+    ("r50 1x1 256->64 56", 32, 256, 64, 56, 56, 1, 1, 0, "bf16"),
+    ("r50 1x1 256->128 56", 32, 256, 128, 56, 56, 1, 1, 0, "bf16"),
+    ("r50 3x3/2 128 56->28", 32, 128, 128, 56, 56, 3, 2, 1, "bf16"),
+    ("r50 1x1/2 256->512 56->28", 32, 256, 512, 56, 56, 1, 2, 0, "bf16"),
+    ("r50 3x3 128->128 28", 32, 128, 128, 28, 28, 3, 1, 1, "bf16"),
+    ("r50 1x1 128->512 28", 32, 128, 512, 28, 28, 1, 1, 0, "bf16"),
+    ("r50 3x3/2 256 28->14", 32, 256, 256, 28, 28, 3, 2, 1, "bf16"),
+    ("r50 3x3 256->256 14", 32, 256, 256, 14, 14, 3, 1, 1, "bf16"),
+    ("r50 1x1 1024->256 14", 32, 1024, 256, 14, 14, 1, 1, 0, "bf16"),
+    ("r50 3x3/2 512 14->7", 32, 512, 512, 14, 14, 3, 2, 1, "bf16"),
+    ("r50 3x3 512->512 7", 32, 512, 512, 7, 7, 3, 1, 1, "bf16"),
+    ("r50 1x1 512->2048 7", 32, 512, 2048, 7, 7, 1, 1, 0, "bf16"),
+]
+
+
+def _variants(conv, config):  # noqa: ANN001, ANN202
+    """Other tiles worth timing beside the chosen one: more stages, BN 64, and the best tile of the other consumer
+    count (two warpgroups' 2 x 64 rows, or one warpgroup's 8 x 8 at two blocks per SM)."""
+    from argus.kernels.conv import with_stages
+
+    out = {"s6": with_stages(conv, config, 6)}
+    if config.BN == 128:
+        out["bn64"] = with_stages(conv, replace(config, BN=64), 6)
+    ow = conv.out[2]
+    if config.CONSUMERS == 1:
+        bw = 128 if ow > 64 else 64 if ow > 32 else 32 if ow > 16 else 16
+        out["c2"] = with_stages(conv, replace(config, BH=128 // bw, BW=bw, CONSUMERS=2))
+    else:
+        out["c1"] = with_stages(conv, replace(config, BH=8, BW=8, CONSUMERS=1))
+    return {k: v for k, v in out.items() if v != config}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--variants", action="store_true")
+    args = parser.parse_args()
+
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    from argus.kernels.conv import (
+        Conv,
+        LibraryConv,
+        _implicit_shapes,
+        _key,
+        _loaded,
+        implicit_config,
+        implicit_params,
+        implicit_refusal,
+    )
+    from argus.kernels.matmul import prepare as gemm_prepare
+
+    for line in environment(torch):
+        print(line)
+    print(f"cuDNN {torch.backends.cudnn.version()}")
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
+    results = []
+    print(
+        "\n| row | tile | kernel ms | call ms | cuDNN ms | kernel × cuDNN | call × cuDNN | kernel TFLOP/s | cuDNN "
+        "TFLOP/s | err | other |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    ratios = []
+    for label, n, c, f, h, w, k, s, p, dt in ROWS:
+        conv = Conv(2, n, c, f, 1, (1, h, w), (1, k, k), (1, s, s), (0, p, p), (1, 1, 1), False, dt)
+        row: dict = {"row": label}
+        why = implicit_refusal(conv)
+        if why is not None:
+            print(f"| {label} | refused: {why} |")
+            row["refused"] = why
+            results.append(row)
+            continue
+        gen = torch.Generator(device="cuda").manual_seed(n + c + f + h + k)
+        x = torch.randn(n, c, h, w, device="cuda", generator=gen).to(dtypes[dt])
+        wt = (torch.randn(f, c, k, k, device="cuda", generator=gen) / math.sqrt(c * k * k)).to(dtypes[dt])
+        x_cl = x.to(memory_format=torch.channels_last)
+        w_cl = wt.to(memory_format=torch.channels_last)
+        ref = F.conv2d(x.double(), wt.double(), stride=s, padding=p)
+        scale = ref.abs().max().clamp_min(1.0)
+        config = implicit_config(conv)
+        xs, ws, ys = _implicit_shapes(conv)
+        xv = x_cl.permute(0, 2, 3, 1).view(xs)
+        wv = wt.reshape(f, c, -1).permute(0, 2, 1).contiguous().view(ws)
+        bias = torch.zeros(1, dtype=x.dtype, device="cuda")
+        launches, errors = {}, {}
+        tiles = {"kernel": config} | (_variants(conv, config) if args.variants else {})
+        for name, cfg in tiles.items():
+            try:
+                loaded = _loaded("implicit", _key(implicit_params(conv, cfg)))
+                y = torch.empty(ys, dtype=x.dtype, device="cuda")
+                prepared = loaded.prepare(xv, wv, bias, y)
+                prepared.launch()
+                torch.cuda.synchronize()
+                errors[name] = ((y.permute(0, 3, 1, 2).double() - ref).abs().max() / scale).item()
+                launches[name] = prepared.launch
+            except Exception as e:  # noqa: BLE001 - a variant that fails is reported, the sweep goes on
+                row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                print(f"| {label} | {name} FAILED: {row[f'{name}_error']} |")
+        if "kernel" not in launches:
+            results.append(row)
+            continue
+        call = LibraryConv("conv", conv)
+        out = torch.empty(ys, dtype=x.dtype, device="cuda").permute(0, 3, 1, 2)  # channels last
+        call(x_cl, w_cl, out)
+        torch.cuda.synchronize()
+        errors["call"] = ((out.double() - ref).abs().max() / scale).item()
+        launches["call"] = lambda call=call, x_cl=x_cl, w_cl=w_cl, out=out: call(x_cl, w_cl, out)
+        if k == 1 and s == 1:
+            a2 = xv.view(n * h * w, c)
+            b2 = wt.view(f, c)
+            y2, gl = gemm_prepare(a2, b2.t(), out_dtype=x.dtype)
+
+            def gemm(gl=gl) -> None:  # noqa: ANN001
+                for launch in gl:
+                    launch.launch()
+
+            gemm()
+            torch.cuda.synchronize()
+            errors["gemm"] = ((y2.view(n, h, w, f).permute(0, 3, 1, 2).double() - ref).abs().max() / scale).item()
+            launches["gemm"] = gemm
+        launches["cudnn"] = lambda x_cl=x_cl, w_cl=w_cl, s=s, p=p: F.conv2d(x_cl, w_cl, stride=s, padding=p)
+        times = interleaved_times(torch, launches, args.rounds, scratch)
+        ms = {name: statistics.median(t) for name, t in times.items()}
+        flops = 2.0 * n * f * conv.positions * c * k * k
+        row.update(tile=config.label(), ms=ms, errors=errors, flops=flops, shape=[n, c, f, h, w, k, s, p], dtype=dt)
+        bad = [name for name, e in errors.items() if e > 2e-2]
+        row["wrong"] = bad
+        other = ", ".join(
+            f"{name} {ms[name]:.4f} ({ms['cudnn'] / ms[name]:.2f}x)"
+            for name in ms
+            if name not in ("kernel", "call", "cudnn")
+        )
+        ratios.append(ms["cudnn"] / ms["kernel"])
+        print(
+            f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
+            f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "
+            f"{flops / ms['cudnn'] / 1e9:.0f} | {max(errors.values()):.1e}{' WRONG ' + str(bad) if bad else ''} | "
+            f"{other} |"
+        )
+        results.append(row)
+    if ratios:
+        print(
+            f"\ngeomean kernel x cuDNN over {len(ratios)} rows: {math.exp(statistics.mean(map(math.log, ratios))):.3f}"
+        )
+    for line in environment(torch):
+        print(f"after: {line}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,174 @@
+"""Implicit-GEMM convolution on Hopper (issue #21): the column matrix is never written. A block computes one tile of
+output positions (BH output rows by BW output columns of one image) by BN output channels; the K loop walks the
+window's taps and the input's channel blocks, and the producer warpgroup TMA-loads each tap's input rows straight
+from the channels-last input (one (BW, BK) box per output row of the tile, the padding zero-filled by TMA), the
+weight's (BN, BK) block beside them. Kept apart from the planning code: this module holds DSL kernels only."""
+
+from __future__ import annotations
+
+import argus
+import argus.lang as T
+from argus.atoms.common import WARPGROUP_SIZE
+from argus.lang.errors import DSLError
+
+
+def _output_extent(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
+    """PyTorch's output extent of one convolved dimension as a condition on the shape symbols."""
+    reach = 2 * p - d * (k - 1) - 1
+    shifted = f"{length} + {reach}" if reach >= 0 else f"{length} - {-reach}"
+    return f"({out} == ({shifted}) // {s} + 1)"
+
+
+def _bias_shape(BIAS: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameter
+    """The bias's shape: one value per output channel (a one-element placeholder without a bias)."""
+    return ("F",) if BIAS else (1,)
+
+
+@argus.kernel(policies={"tile_shape": ("BH", "BW", "BN", "BK"), "stages": "STAGES"})
+def conv_implicit_gemm(
+    X: T.Tensor[("N", "H", "WQ", "CQ"), "IN"],
+    WT: T.Tensor[("F", "TAPS", "C"), "IN"],
+    B: T.Tensor[_bias_shape, "IN"],
+    Y: T.Tensor[("N", "OH", "OW", "F"), "IN"],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    SW: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    BH: int = 2,
+    BW: int = 64,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    CONSUMERS: int = 2,
+    BLOCKS_PER_SM: int = 1,
+    BIAS: bool = False,
+    IN: str = "bf16",
+):
+    """Y[n, oh, ow, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * W[f, kh, kw, c]
+    (+ B[f] with BIAS), channels last, for a 2-d convolution with window (KH, KW), stride (SH, SW), padding (PH, PW)
+    and dilation (LH, LW); a 1-d one is a 2-d one of height 1.
+
+    Operands: the input (N, H, W, C) is passed as its free view (N, H, W / SW, SW * C): input column
+    ``q * SW + phase`` is element (q, phase * C + c) of a row, so that the columns one tap reads for consecutive
+    output columns are consecutive in the view (W must be a multiple of SW, and with SW > 1 C a multiple of BK: a
+    box of channels past C would read the next phase's); the weight (F, C, KH, KW) as
+    (F, KH * KW, C), channels last; the output (N, OH, OW, F) in the input's dtype, rounded once from the f32
+    accumulator (the bias added before).
+
+    The GEMM view: M = the BH x BW output positions of a tile (BM = BH * BW = 64 * CONSUMERS), N = BN output
+    channels, K = KH * KW * C in steps of BK channels of one tap. K-step k is tap ``k // CB`` (CB = C / BK rounded
+    up), channel block ``k % CB``; its A stage is BH TMA boxes, one per output row of the tile: (BW, BK) elements
+    of the input row that row's tap reads, at the column where the tile's first output column's tap is. Row h of
+    the tile lands at stage rows h * BW ... (BW a multiple of 8, so that each box starts on the 128-byte swizzle's
+    1024-byte period). Input rows and columns outside the input (the padding) are out of the tensor's bounds and
+    TMA fills them with zeros; channels past C likewise (their weights are zero-filled too). Output positions
+    past OH or OW are computed from whatever the boxes hold and never stored.
+
+    BLOCKS_PER_SM = 2 (one consumer warpgroup) asks for two resident blocks per SM, so that one block's epilogue and
+    pipeline fill overlap the other's MMAs: 40 producer and 216 consumer registers per thread instead of 40 and 232,
+    and the shared memory of half an SM.
+
+    The epilogue goes through shared memory: the consumers store the tile (BM, BN), rounded, into one buffer and,
+    after a barrier of the consumer warpgroups, copy it out one output row at a time (rows of BN channels,
+    contiguous in the output)."""
+    if not isinstance(CONSUMERS, int) or CONSUMERS not in (1, 2):
+        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
+    if BH * BW != 64 * CONSUMERS or BW % 8:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"the tile's BH x BW = {BH} x {BW} output positions must be the consumers' {64 * CONSUMERS} rows, with BW "
+            "a multiple of 8 (each row's box starts on the swizzle's period)",
+        )
+    if BLOCKS_PER_SM not in (1, 2) or (BLOCKS_PER_SM == 2 and CONSUMERS != 1):
+        raise DSLError("DSL_BAD_PARAM", f"BLOCKS_PER_SM = {BLOCKS_PER_SM}: 1, or 2 with one consumer warpgroup")
+    if BK * X.dtype.itemsize != 128:
+        raise DSLError("DSL_BAD_PARAM", f"BK must be 128 bytes of channels ({128 // X.dtype.itemsize}), not {BK}")
+    T.assume(
+        f"TAPS == {KH * KW} and CQ == {SW} * C and C % 8 == 0 and F % 8 == 0 and "
+        + _output_extent("H", "OH", KH, SH, PH, LH)
+        + " and "
+        + _output_extent(f"WQ * {SW}", "OW", KW, SW, PW, LW)
+        + (f" and C % {BK} == 0" if SW > 1 else "")
+    )
+    PWU = -(-PW // SW)  # the padding in whole view columns, rounded up: keeps the tap's column offsets non-negative
+    threads = WARPGROUP_SIZE * (1 + CONSUMERS)
+    with T.grid(T.cdiv(OW, BW) * T.cdiv(OH, BH), T.cdiv(F, BN), N, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as (
+        t,
+        bf,
+        n,
+    ):
+        tiles_w = T.cdiv(OW, BW)
+        bw, bh = t % tiles_w, t // tiles_w
+        BM = BH * BW  # noqa: N806 - the GEMM's M tile
+        sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=128)  # (stages, positions, channels)
+        sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=128)  # (stages, output channels, channels)
+        sC = T.alloc_shared((BM, BN), Y.dtype, swizzle=128, panels=True)  # the rounded tile, on its way out
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+        CB = T.cdiv(C, BK)  # noqa: N806 - channel blocks per tap
+        k_tiles = KH * KW * CB
+        consumers = tuple(range(1, 1 + CONSUMERS))
+        with T.role("producer", warpgroups=(0,), registers=40):
+            for k, s in T.pipeline(k_tiles, stages=STAGES):
+                T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
+                tap, cb = k // CB, k % CB
+                kh, kw = tap // KW, tap % KW
+                u = kw * LW + SW * PWU - PW  # the tap's input column, relative to the output column times SW, + PWU*SW
+                q = bw * BW + u // SW - PWU  # the view column of the tile's first output column's tap
+                for h in range(BH):
+                    ih = (bh * BH + h) * SH + kh * LH - PH
+                    T.copy(
+                        X.window((n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK)),
+                        sA[s].window((h * BW, 0), (BW, BK)),
+                        atom="tma",
+                        mbarrier=full[s],
+                    )
+                T.copy(WT.window((bf * BN, tap, cb * BK), (BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
+        with T.role("consumer", warpgroups=consumers, registers=232 if BLOCKS_PER_SM == 1 else 216):
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+            T.fill(acc, 0.0)
+            for k, s in T.pipeline(k_tiles, stages=STAGES):
+                T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
+                tap, cb = k // CB, k % CB
+                kh, kw = tap // KW, tap % KW
+                u = kw * LW + SW * PWU - PW
+                # invariant: position row m of the A stage holds the input element tap (kh, kw) reads for output
+                # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb
+                T.assert_tag(
+                    lambda x: (
+                        (x[0] == n)
+                        & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
+                        & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
+                        & (x[3] == (u % SW) * C + cb * BK + x.coord[1])
+                    ),
+                    sA[s],
+                )
+                # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb
+                T.assert_tag(
+                    lambda x: (x[0] == bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),
+                    sB[s],
+                )
+                T.gemm(sA[s], sB[s].T, acc)
+                T.mbarrier_arrive(empty[s])
+            if BIAS:
+                b = T.alloc_reduced(acc, axis=0, dtype=B.dtype)
+                T.copy(B.tile(bf, BN), b)
+                T.assert_tag(lambda x: x[0] == bf * BN + x.coord[0], b)
+                value = acc + T.cast(b, T.f32)[None, :]
+            else:
+                value = acc
+            T.copy(T.cast(value, Y.dtype), sC)
+            T.barrier(1, WARPGROUP_SIZE * CONSUMERS)
+            for h in range(BH):
+                T.copy(
+                    sC.window((h * BW, 0), (BW, BN)),
+                    Y.window((n, bh * BH + h, bw * BW, bf * BN), (None, None, BW, BN)),
+                )
+
+
+__all__ = ["conv_implicit_gemm"]

@@ -1,0 +1,197 @@
+"""Implicit-GEMM convolution (`argus.kernels.conv_implicit`, planned by `argus.kernels.conv`): which convolutions
+take it, its tile choice, its result on the CPU interpreter against ``torch.nn.functional`` at small odd shapes
+(padding, stride, dilation, asymmetric windows, bias, 1-d, f16, several channel and filter tiles), the pointwise
+route through the GEMM library, its verification (the tag assertions prove that every position row of the A stage
+holds the input element its tap reads), its SASS, and the same call on a GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from argus.kernels.conv import (
+    Conv,
+    ImplicitConfig,
+    LibraryConv,
+    conv_plan,
+    implicit_config,
+    implicit_params,
+    implicit_refusal,
+    is_pointwise,
+    run_on_interpreter,
+)
+from argus.kernels.conv_implicit import conv_implicit_gemm
+from argus.lang.errors import DSLError
+from argus.verify import verify
+
+TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def _conv2(n: int, c: int, f: int, h: int, w: int, k: tuple, s: tuple = (1, 1), p: tuple = (0, 0),
+           d: tuple = (1, 1), bias: bool = False, dtype: str = "bf16", groups: int = 1) -> Conv:  # fmt: skip
+    return Conv(2, n, c, f, groups, (1, h, w), (1, *k), (1, *s), (0, *p), (1, *d), bias, dtype)
+
+
+def _error(conv: Conv) -> float:
+    """The relative max error of the planned convolution on the interpreter against F.conv in float64 (the
+    operands drawn in float64 and rounded to the convolution's dtype)."""
+    gen = torch.Generator().manual_seed(conv.channels + conv.filters)
+    rank = conv.rank
+    spatial, window = conv.size[3 - rank :], conv.kernel[3 - rank :]
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=gen, dtype=torch.float64).to(TORCH[conv.dtype]).double()
+
+    x, w = draw(conv.batch, conv.channels, *spatial), draw(conv.filters, conv.channels, *window)
+    b = draw(conv.filters) if conv.bias else None
+    fn = F.conv1d if rank == 1 else F.conv2d
+    r = 3 - rank
+    want = fn(x, w, b, conv.stride[r:], conv.padding[r:], conv.dilation[r:]).numpy()
+    got = run_on_interpreter(conv, x.numpy(), w.numpy(), None if b is None else b.numpy())
+    got = np.asarray(got).reshape(want.shape)
+    assert not np.isnan(got).any(), "an output element was never written"
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1.0))
+
+
+CASES = {
+    "3x3 pad 1, bias, two F tiles": _conv2(2, 16, 72, 5, 7, (3, 3), p=(1, 1), bias=True),
+    "3x3 stride 2 (column phases), f16": _conv2(1, 64, 16, 7, 10, (3, 3), s=(2, 2), p=(1, 1), dtype="f16"),
+    "3x5 stride 2, padding (2, 1), dilation (1, 2)": _conv2(1, 128, 16, 9, 8, (3, 5), s=(2, 2), p=(2, 1), d=(1, 2)),
+    "7x7 dilated columns, channels past BK": _conv2(1, 72, 8, 9, 13, (7, 7), p=(3, 3), d=(1, 2)),
+    "1x1 with a bias (the implicit kernel)": _conv2(1, 16, 24, 3, 11, (1, 1), bias=True),
+    "1x1 stride 2 (a projection)": _conv2(2, 64, 8, 6, 6, (1, 1), s=(2, 2)),
+    "5x3, no padding, stride (1, 3)": _conv2(1, 64, 8, 9, 12, (5, 3), s=(1, 3)),
+    "1-d, padding 2, bias": Conv(1, 2, 16, 24, 1, (1, 1, 37), (1, 1, 5), (1, 1, 1), (0, 0, 2), (1, 1, 1), True, "bf16"),
+    "1x1 without a bias (the pointwise GEMM)": _conv2(2, 24, 16, 3, 5, (1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_torch_on_the_interpreter(name: str) -> None:
+    conv = CASES[name]
+    assert implicit_refusal(conv) is None
+    the_plan = conv_plan(conv)
+    assert (the_plan.implicit is None) == is_pointwise(conv)
+    assert _error(conv) < 1e-2
+
+
+def test_the_implicit_path_and_the_gather_path_agree() -> None:
+    conv = CASES["3x3 pad 1, bias, two F tiles"]
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 16, 5, 7, generator=gen, dtype=torch.float64).to(torch.bfloat16).double().numpy()
+    w = torch.randn(72, 16, 3, 3, generator=gen, dtype=torch.float64).to(torch.bfloat16).double().numpy()
+    b = torch.randn(72, generator=gen, dtype=torch.float64).to(torch.bfloat16).double().numpy()
+    implicit = run_on_interpreter(conv, x, w, b)
+    assert conv_plan(conv, implicit=False).implicit is None
+    gathered = run_on_interpreter(conv, x, w, b, implicit=False)
+    assert np.abs(np.asarray(implicit) - np.asarray(gathered)).max() <= 1e-2 * np.abs(gathered).max()
+
+
+@pytest.mark.parametrize(
+    ("conv", "why"),
+    [
+        (_conv2(1, 16, 16, 5, 5, (3, 3), groups=2), "2 groups"),
+        (_conv2(1, 16, 16, 5, 5, (3, 3), dtype="f32"), "f32 values"),
+        (_conv2(1, 12, 16, 5, 5, (3, 3)), "12 channels"),
+        (_conv2(1, 64, 16, 5, 7, (3, 3), s=(2, 2)), "column stride 2 with width 7"),
+        (_conv2(1, 32, 16, 5, 8, (3, 3), s=(2, 2)), "column stride 2 with 32 channels"),
+        (Conv(3, 1, 16, 16, 1, (3, 5, 5), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), False, "bf16"), "a 3-d"),
+    ],
+)
+def test_what_the_implicit_kernel_refuses_runs_on_the_gather_path(conv: Conv, why: str) -> None:
+    assert why in (implicit_refusal(conv) or "")
+    the_plan = conv_plan(conv)
+    assert the_plan.implicit is None and not the_plan.pointwise
+    assert the_plan.gemm is not None
+
+
+def test_tile_choice() -> None:
+    # 56 columns: 7 tiles of 8 columns by 8 rows waste nothing; one consumer warpgroup, two blocks per SM
+    c56 = implicit_config(_conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1)))
+    assert (c56.BH, c56.BW, c56.CONSUMERS, c56.BN, c56.blocks_per_sm) == (8, 8, 1, 128, 2)
+    # 28 columns: 4 rows of 32 (28 of them used), two consumer warpgroups
+    c28 = implicit_config(_conv2(8, 128, 128, 28, 28, (3, 3), p=(1, 1)))
+    assert (c28.BH, c28.BW, c28.CONSUMERS) == (4, 32, 2)
+    # a 1-d convolution: one output row, 128 columns
+    c1 = implicit_config(Conv(1, 2, 16, 64, 1, (1, 1, 500), (1, 1, 3), (1, 1, 1), (0, 0, 1), (1, 1, 1), False, "bf16"))
+    assert (c1.BH, c1.BW, c1.BN) == (1, 128, 64)
+    for cfg in (c56, c28, c1):
+        assert 2 <= cfg.STAGES <= 4
+
+
+def test_bad_tiles_are_refused() -> None:
+    with pytest.raises(DSLError, match="BH x BW"):
+        conv_implicit_gemm.trace(BH=3, BW=16)
+    with pytest.raises(DSLError, match="BLOCKS_PER_SM"):
+        conv_implicit_gemm.trace(BH=2, BW=64, CONSUMERS=2, BLOCKS_PER_SM=2)
+    with pytest.raises(DSLError, match="BK"):
+        conv_implicit_gemm.trace(BK=32)
+
+
+VERIFIED = {
+    "3x3 56 (8x8, one consumer)": _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1), bias=True),
+    "3x3 28 (4x32, two consumers)": _conv2(8, 128, 128, 28, 28, (3, 3), p=(1, 1)),
+    "1-d, dilation 2": Conv(1, 2, 64, 64, 1, (1, 1, 300), (1, 1, 3), (1, 1, 1), (0, 0, 2), (1, 1, 2), False, "f16"),
+}
+
+
+@pytest.mark.parametrize("name", list(VERIFIED))
+def test_planned_configurations_verify(name: str) -> None:
+    conv = VERIFIED[name]
+    kernel = conv_plan(conv).kernels()[0]
+    result = verify(kernel)
+    assert not result.findings, [f.message for f in result.findings]
+    tags = [c for c in result.checks if c.check == "tag assertion"]
+    assert len(tags) == 2 + int(conv.bias) and all(c.verdict.value == "verified" for c in tags)
+    once = [c for c in result.checks if c.check == "contraction accumulated once"]
+    assert once and all(c.verdict.value == "verified" for c in once)
+
+
+def test_sass_has_wgmma_and_tma() -> None:
+    from argus.backend.cuda.codegen import compile_kernel
+
+    conv = _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1))
+    compiled = compile_kernel(conv_plan(conv).kernels()[0])
+    mix = compiled.instruction_mix()
+    assert mix["HGMMA"] > 0 and mix["UTMALDG"] > 0
+    assert "0 B spill stores" in str(compiled.resources)
+
+
+def test_params_are_the_kernels() -> None:
+    conv = _conv2(8, 64, 128, 56, 56, (3, 5), s=(1, 2), p=(1, 2), d=(2, 1), bias=True, dtype="f16")
+    cfg = ImplicitConfig(8, 8, 128, 3, 1)
+    params = implicit_params(conv, cfg)
+    assert params["KH"] == 3 and params["KW"] == 5 and params["SW"] == 2 and params["PW"] == 2 and params["LH"] == 2
+    assert params["BIAS"] is True and params["IN"] == "f16" and params["BLOCKS_PER_SM"] == 2
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to torch")
+
+
+@gpu
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_library_conv_matches_torch_on_the_gpu(channels_last: bool) -> None:
+    rows = [
+        _conv2(4, 64, 96, 23, 29, (3, 3), p=(1, 1), bias=True),
+        _conv2(2, 128, 64, 30, 30, (3, 3), s=(2, 2), p=(1, 1)),
+        _conv2(2, 64, 128, 17, 9, (1, 1)),
+        Conv(1, 3, 64, 72, 1, (1, 1, 301), (1, 1, 5), (1, 1, 1), (0, 0, 2), (1, 1, 1), True, "f16"),
+    ]
+    for conv in rows:
+        rank = conv.rank
+        dt = TORCH[conv.dtype]
+        x = torch.randn(conv.batch, conv.channels, *conv.size[3 - rank :], device="cuda").to(dt)
+        w = (torch.randn(conv.filters, conv.channels, *conv.kernel[3 - rank :], device="cuda") / 8).to(dt)
+        b = torch.randn(conv.filters, device="cuda").to(dt) if conv.bias else None
+        if channels_last and rank == 2:
+            x = x.to(memory_format=torch.channels_last)
+        call = LibraryConv("conv", conv)
+        out = call.empty_output(x, w, *([b] if conv.bias else []))
+        call(x, w, *([b] if conv.bias else []), out)
+        fn = F.conv1d if rank == 1 else F.conv2d
+        r = 3 - rank
+        want = fn(x.double(), w.double(), None if b is None else b.double(), conv.stride[r:], conv.padding[r:])
+        err = ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item()
+        assert err < 1e-2, (conv, err)
