@@ -195,3 +195,19 @@ def test_library_conv_matches_torch_on_the_gpu(channels_last: bool) -> None:
         want = fn(x.double(), w.double(), None if b is None else b.double(), conv.stride[r:], conv.padding[r:])
         err = ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item()
         assert err < 1e-2, (conv, err)
+
+
+@gpu
+def test_a_weight_changed_in_place_or_replaced_is_read_again_on_the_gpu() -> None:
+    conv = _conv2(2, 64, 64, 9, 9, (3, 3), p=(1, 1))
+    call = LibraryConv("conv", conv)
+    x = torch.randn(2, 64, 9, 9, device="cuda").to(torch.bfloat16)
+    for _ in range(3):
+        w = (torch.randn(64, 64, 3, 3, device="cuda") / 8).to(torch.bfloat16)
+        for _ in range(2):
+            out = call.empty_output(x, w)
+            call(x, w, out)
+            want = F.conv2d(x.double(), w.double(), padding=1)
+            assert ((out.double() - want).abs().max() / want.abs().max()).item() < 1e-2
+            w.mul_(-1.0)  # in place: a new version of the same tensor
+        del w

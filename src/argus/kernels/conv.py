@@ -651,18 +651,19 @@ def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any) -> None:
 
 
 #: Channels-last copies of weights and the bias placeholders the implicit kernel was given, so that repeated calls
-#: pass the same tensors (the prepared-launch cache is keyed by the tensors' addresses); a weight changed in place
+#: pass the same tensors (the prepared-launch cache is keyed by the tensors' addresses). An entry keeps its source
+#: tensor alive, so that no other tensor can take its address while the entry stands; a weight changed in place
 #: has another version and is copied again.
-_STAGED: dict[tuple, Any] = {}
+_STAGED: dict[tuple, tuple[Any, Any]] = {}
 _STAGED_MAX = 32
 
 
-def _staged(key: tuple, make: Any) -> Any:
+def _staged(key: tuple, make: Any, source: Any = None) -> Any:
     if key not in _STAGED:
         if len(_STAGED) >= _STAGED_MAX:
             _STAGED.pop(next(iter(_STAGED)))
-        _STAGED[key] = make()
-    return _STAGED[key]
+        _STAGED[key] = (source, make())
+    return _STAGED[key][1]
 
 
 def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any, out: Any) -> None:
@@ -676,7 +677,7 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
     c, f = conv.channels, conv.filters
     xv, y, in_place = _channels_last(conv, x, out)
     wkey = ("weight", w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype, str(w.device))
-    wv = _staged(wkey, lambda: w.reshape(f, c, -1).permute(0, 2, 1).contiguous().view(ws))
+    wv = _staged(wkey, lambda: w.reshape(f, c, -1).permute(0, 2, 1).contiguous().view(ws), source=w)
     if conv.bias:
         b = bias.contiguous()
     else:
