@@ -59,7 +59,8 @@ def _variants(conv, config):  # noqa: ANN001, ANN202
     count (two warpgroups' 2 x 64 rows, or one warpgroup's 8 x 8 at two blocks per SM)."""
     from argus.kernels.conv import with_stages
 
-    out = {"s6": with_stages(conv, config, 6)}
+    sms = 132
+    out = {"s6": with_stages(conv, config, 6), "persistent": replace(config, BLOCKS=sms * config.blocks_per_sm)}
     if config.BN == 128:
         out["bn64"] = with_stages(conv, replace(config, BN=64), 6)
     ow = conv.out[2]
@@ -68,6 +69,8 @@ def _variants(conv, config):  # noqa: ANN001, ANN202
         out["c2"] = with_stages(conv, replace(config, BH=128 // bw, BW=bw, CONSUMERS=2))
     else:
         out["c1"] = with_stages(conv, replace(config, BH=8, BW=8, CONSUMERS=1))
+    alt = "c2" if "c2" in out else "c1"
+    out[f"{alt} persistent"] = replace(out[alt], BLOCKS=sms * out[alt].blocks_per_sm)
     return {k: v for k, v in out.items() if v != config}
 
 

@@ -108,12 +108,19 @@ def test_what_the_implicit_kernel_refuses_runs_on_the_gather_path(conv: Conv, wh
 
 
 def test_tile_choice() -> None:
-    # 56 columns: 7 tiles of 8 columns by 8 rows waste nothing; one consumer warpgroup, two blocks per SM
-    c56 = implicit_config(_conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1)))
-    assert (c56.BH, c56.BW, c56.CONSUMERS, c56.BN, c56.blocks_per_sm) == (8, 8, 1, 128, 2)
+    # 56 columns, a long K loop: 7 tiles of 8 columns by 8 rows waste nothing; one consumer warpgroup, two blocks
+    # per SM, one block per tile
+    c56 = implicit_config(_conv2(8, 256, 128, 56, 56, (3, 3), p=(1, 1)))
+    assert (c56.BH, c56.BW, c56.CONSUMERS, c56.BN, c56.blocks_per_sm, c56.BLOCKS) == (8, 8, 1, 128, 2, 0)
+    # the same with 64 channels: 9 K-steps, persistent, on two consumer warpgroups (2 rows of 64, 56 used)
+    short = implicit_config(_conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1)), sms=132)
+    assert (short.BH, short.BW, short.CONSUMERS, short.BLOCKS) == (2, 64, 2, 132)
+    # a 1x1 of 4 K-steps stays on the least wasteful tile, persistent at two blocks per SM
+    pointwise = implicit_config(_conv2(8, 256, 64, 56, 56, (1, 1), bias=True), sms=132)
+    assert (pointwise.BH, pointwise.BW, pointwise.BLOCKS) == (8, 8, 264)
     # 28 columns: 4 rows of 32 (28 of them used), two consumer warpgroups
     c28 = implicit_config(_conv2(8, 128, 128, 28, 28, (3, 3), p=(1, 1)))
-    assert (c28.BH, c28.BW, c28.CONSUMERS) == (4, 32, 2)
+    assert (c28.BH, c28.BW, c28.CONSUMERS, c28.BLOCKS) == (4, 32, 2, 0)
     # a 1-d convolution: one output row, 128 columns
     c1 = implicit_config(Conv(1, 2, 16, 64, 1, (1, 1, 500), (1, 1, 3), (1, 1, 1), (0, 0, 1), (1, 1, 1), False, "bf16"))
     assert (c1.BH, c1.BW, c1.BN) == (1, 128, 64)
@@ -131,7 +138,9 @@ def test_bad_tiles_are_refused() -> None:
 
 
 VERIFIED = {
-    "3x3 56 (8x8, one consumer)": _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1), bias=True),
+    "3x3 56, persistent (2x64, two consumers)": _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1), bias=True),
+    "1x1/2, persistent (8x8, one consumer)": _conv2(8, 64, 64, 16, 16, (1, 1), s=(2, 2)),
+    "3x3 7 (8x8, one consumer)": _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1)),
     "3x3 28 (4x32, two consumers)": _conv2(8, 128, 128, 28, 28, (3, 3), p=(1, 1)),
     "1-d, dilation 2": Conv(1, 2, 64, 64, 1, (1, 1, 300), (1, 1, 3), (1, 1, 1), (0, 0, 2), (1, 1, 2), False, "f16"),
 }
@@ -161,10 +170,11 @@ def test_sass_has_wgmma_and_tma() -> None:
 
 def test_params_are_the_kernels() -> None:
     conv = _conv2(8, 64, 128, 56, 56, (3, 5), s=(1, 2), p=(1, 2), d=(2, 1), bias=True, dtype="f16")
-    cfg = ImplicitConfig(8, 8, 128, 3, 1)
+    cfg = ImplicitConfig(8, 8, 128, 3, 1, BLOCKS=264)
     params = implicit_params(conv, cfg)
     assert params["KH"] == 3 and params["KW"] == 5 and params["SW"] == 2 and params["PW"] == 2 and params["LH"] == 2
     assert params["BIAS"] is True and params["IN"] == "f16" and params["BLOCKS_PER_SM"] == 2
+    assert params["BLOCKS"] == 264 and params["CB"] == 1
 
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to torch")

@@ -6,6 +6,8 @@ weight's (BN, BK) block beside them. Kept apart from the planning code: this mod
 
 from __future__ import annotations
 
+from typing import Any
+
 import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
@@ -45,6 +47,8 @@ def conv_implicit_gemm(
     STAGES: int = 4,
     CONSUMERS: int = 2,
     BLOCKS_PER_SM: int = 1,
+    BLOCKS: int = 0,
+    CB: int = 0,
     BIAS: bool = False,
     IN: str = "bf16",
 ):
@@ -72,6 +76,14 @@ def conv_implicit_gemm(
     pipeline fill overlap the other's MMAs: 40 producer and 216 consumer registers per thread instead of 40 and 232,
     and the shared memory of half an SM.
 
+    CB > 0 fixes the channel blocks per tap, C / BK rounded up, when the kernel is built (asserted at launch): the K
+    loop is then one loop whose tap and channel block are divisions by constants, which the verifier's proofs
+    handle more easily than quotients by a size.
+
+    BLOCKS > 0 makes the kernel persistent: BLOCKS blocks walk the work units (output-channel tile fastest, then
+    the spatial tiles, then the images), with one mbarrier pipeline across a block's units, so that the producer
+    loads the next unit's first stages while the consumers store this one. BLOCKS = 0: one block per unit.
+
     The epilogue goes through shared memory: the consumers store the tile (BM, BN), rounded, into one buffer and,
     after a barrier of the consumer warpgroups, copy it out one output row at a time (rows of BN channels,
     contiguous in the output)."""
@@ -96,79 +108,140 @@ def conv_implicit_gemm(
     )
     PWU = -(-PW // SW)  # the padding in whole view columns, rounded up: keeps the tap's column offsets non-negative
     threads = WARPGROUP_SIZE * (1 + CONSUMERS)
-    with T.grid(T.cdiv(OW, BW) * T.cdiv(OH, BH), T.cdiv(F, BN), N, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as (
-        t,
-        bf,
-        n,
-    ):
-        tiles_w = T.cdiv(OW, BW)
-        bw, bh = t % tiles_w, t // tiles_w
-        BM = BH * BW  # noqa: N806 - the GEMM's M tile
+    BM = BH * BW  # noqa: N806 - the GEMM's M tile
+    tiles_w, tiles_h, tiles_f = T.cdiv(OW, BW), T.cdiv(OH, BH), T.cdiv(F, BN)
+    if CB:  # the channel blocks per tap, fixed when the kernel is built: one K loop, its divisions by constants
+        T.assume(f"(C + {BK - 1}) // {BK} == {CB}")
+    else:
+        CB = T.cdiv(C, BK)  # noqa: N806 - channel blocks per tap
+    static_cb = isinstance(CB, int)
+    k_tiles = KH * KW * CB
+    consumers = tuple(range(1, 1 + CONSUMERS))
+
+    def tap_of(tap: Any) -> tuple[Any, Any, Any]:
+        """(kh, kw, u) of a tap; u: the tap's input column relative to the output column times SW, plus PWU * SW
+        (non-negative)."""
+        kh, kw = tap // KW, tap % KW
+        return kh, kw, kw * LW + SW * PWU - PW
+
+    def steps(start: Any, body: Any) -> None:
+        """The tile's K loop, the block's pipeline iteration ``start + tap * CB + cb``. With CB fixed, one loop over
+        the K-steps (tap and channel block are quotient and remainder by a constant); else the taps, and in each
+        the channel blocks, pipelined across the taps (two loops: the tap and the channel block are then loop
+        variables, not quotients by the symbolic CB)."""
+        if static_cb:
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=start):
+                body(k // CB, k % CB, s, start + k)
+            return
+        for tap in T.serial(KH * KW):
+            for cb, s in T.pipeline(CB, stages=STAGES, start=start + tap * CB):
+                body(tap, cb, s, start + tap * CB + cb)
+
+    def produce(tile: tuple, tap: Any, cb: Any, s: Any, g: Any) -> None:
+        """Load channel block cb of `tile` (bw, bh, bf, n)'s tap into stage s, the block's pipeline iteration g."""
+        bw, bh, bf, n = tile
+        T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
+        T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
+        kh, kw, u = tap_of(tap)
+        q = bw * BW + u // SW - PWU  # the view column of the tile's first output column's tap
+        for h in range(BH):
+            ih = (bh * BH + h) * SH + kh * LH - PH
+            T.copy(
+                X.window((n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK)),
+                sA[s].window((h * BW, 0), (BW, BK)),
+                atom="tma",
+                mbarrier=full[s],
+            )
+        T.copy(WT.window((bf * BN, tap, cb * BK), (BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
+
+    def consume(tile: tuple, tap: Any, cb: Any, s: Any, g: Any) -> None:
+        """Multiply channel block cb of `tile`'s tap from stage s into the accumulator."""
+        bw, bh, bf, n = tile
+        T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
+        kh, kw, u = tap_of(tap)
+        # invariant: position row m of the A stage holds the input element tap (kh, kw) reads for output
+        # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb
+        T.assert_tag(
+            lambda x: (
+                (x[0] == n)
+                & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
+                & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
+                & (x[3] == (u % SW) * C + cb * BK + x.coord[1])
+            ),
+            sA[s],
+        )
+        # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb
+        T.assert_tag(
+            lambda x: (x[0] == bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),
+            sB[s],
+        )
+        T.gemm(sA[s], sB[s].T, acc)
+        T.mbarrier_arrive(empty[s])
+
+    def store(tile: tuple) -> None:
+        """The tile's epilogue: bias, rounding, through sC to the output one output row at a time."""
+        bw, bh, bf, n = tile
+        if BIAS:
+            b = T.alloc_reduced(acc, axis=0, dtype=B.dtype)
+            T.copy(B.tile(bf, BN), b)
+            T.assert_tag(lambda x: x[0] == bf * BN + x.coord[0], b)
+            value = acc + T.cast(b, T.f32)[None, :]
+        else:
+            value = acc
+        if BLOCKS:
+            T.barrier(1, WARPGROUP_SIZE * CONSUMERS)  # every consumer is done copying the previous tile out of sC
+        T.copy(T.cast(value, Y.dtype), sC)
+        T.barrier(1, WARPGROUP_SIZE * CONSUMERS)
+        for h in range(BH):
+            T.copy(
+                sC.window((h * BW, 0), (BW, BN)),
+                Y.window((n, bh * BH + h, bw * BW, bf * BN), (None, None, BW, BN)),
+            )
+
+    def unit_tile(u: Any) -> tuple:
+        """Work unit u of the persistent grid as (bw, bh, bf, n): output-channel tiles fastest (consecutive units
+        read the same input rows), then the spatial tiles, then the images."""
+        bf, rest = u % tiles_f, u // tiles_f
+        t, n = rest % (tiles_w * tiles_h), rest // (tiles_w * tiles_h)
+        return t % tiles_w, t // tiles_w, bf, n
+
+    extents = (BLOCKS,) if BLOCKS else (tiles_w * tiles_h, tiles_f, N)
+    with T.grid(*extents, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as blocks:
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=128)  # (stages, positions, channels)
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=128)  # (stages, output channels, channels)
         sC = T.alloc_shared((BM, BN), Y.dtype, swizzle=128, panels=True)  # the rounded tile, on its way out
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-        CB = T.cdiv(C, BK)  # noqa: N806 - channel blocks per tap
-        k_tiles = KH * KW * CB
-        consumers = tuple(range(1, 1 + CONSUMERS))
+        if not BLOCKS:
+            t, bf, n = blocks
+            tile = (t % tiles_w, t // tiles_w, bf, n)
+            with T.role("producer", warpgroups=(0,), registers=40):
+                steps(0, lambda tap, cb, s, g: produce(tile, tap, cb, s, g))
+            with T.role("consumer", warpgroups=consumers, registers=232 if BLOCKS_PER_SM == 1 else 216):
+                acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+                T.fill(acc, 0.0)
+                steps(0, lambda tap, cb, s, g: consume(tile, tap, cb, s, g))
+                store(tile)
+            return
+        # persistent: BLOCKS blocks walk the units; one mbarrier pipeline runs across a block's units (global
+        # iteration g = it * k_tiles + k), so the producer loads the next unit while the consumers store this one
+        bx = blocks[0]
+        units = tiles_w * tiles_h * tiles_f * N
         with T.role("producer", warpgroups=(0,), registers=40):
-            for k, s in T.pipeline(k_tiles, stages=STAGES):
-                T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
-                T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
-                tap, cb = k // CB, k % CB
-                kh, kw = tap // KW, tap % KW
-                u = kw * LW + SW * PWU - PW  # the tap's input column, relative to the output column times SW, + PWU*SW
-                q = bw * BW + u // SW - PWU  # the view column of the tile's first output column's tap
-                for h in range(BH):
-                    ih = (bh * BH + h) * SH + kh * LH - PH
-                    T.copy(
-                        X.window((n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK)),
-                        sA[s].window((h * BW, 0), (BW, BK)),
-                        atom="tma",
-                        mbarrier=full[s],
-                    )
-                T.copy(WT.window((bf * BN, tap, cb * BK), (BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
+            for it in T.serial(T.cdiv(units, BLOCKS)):
+                u = bx + it * BLOCKS
+                with T.if_(u < units):
+                    tile = unit_tile(u)
+                    steps(it * k_tiles, lambda tap, cb, s, g, tile=tile: produce(tile, tap, cb, s, g))
         with T.role("consumer", warpgroups=consumers, registers=232 if BLOCKS_PER_SM == 1 else 216):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
-            T.fill(acc, 0.0)
-            for k, s in T.pipeline(k_tiles, stages=STAGES):
-                T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
-                tap, cb = k // CB, k % CB
-                kh, kw = tap // KW, tap % KW
-                u = kw * LW + SW * PWU - PW
-                # invariant: position row m of the A stage holds the input element tap (kh, kw) reads for output
-                # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb
-                T.assert_tag(
-                    lambda x: (
-                        (x[0] == n)
-                        & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
-                        & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
-                        & (x[3] == (u % SW) * C + cb * BK + x.coord[1])
-                    ),
-                    sA[s],
-                )
-                # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb
-                T.assert_tag(
-                    lambda x: (x[0] == bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),
-                    sB[s],
-                )
-                T.gemm(sA[s], sB[s].T, acc)
-                T.mbarrier_arrive(empty[s])
-            if BIAS:
-                b = T.alloc_reduced(acc, axis=0, dtype=B.dtype)
-                T.copy(B.tile(bf, BN), b)
-                T.assert_tag(lambda x: x[0] == bf * BN + x.coord[0], b)
-                value = acc + T.cast(b, T.f32)[None, :]
-            else:
-                value = acc
-            T.copy(T.cast(value, Y.dtype), sC)
-            T.barrier(1, WARPGROUP_SIZE * CONSUMERS)
-            for h in range(BH):
-                T.copy(
-                    sC.window((h * BW, 0), (BW, BN)),
-                    Y.window((n, bh * BH + h, bw * BW, bf * BN), (None, None, BW, BN)),
-                )
+            for it in T.serial(T.cdiv(units, BLOCKS)):
+                u = bx + it * BLOCKS
+                with T.if_(u < units):
+                    tile = unit_tile(u)
+                    T.fill(acc, 0.0)
+                    steps(it * k_tiles, lambda tap, cb, s, g, tile=tile: consume(tile, tap, cb, s, g))
+                    store(tile)
 
 
 __all__ = ["conv_implicit_gemm"]
