@@ -54,6 +54,94 @@ ROWS = [
 ]
 
 
+#: f32 rows, NCHW as KernelBench gives them: (label, rank, N, C, F, spatial, kernel, stride, padding, dilation, bias)
+F32_ROWS = [
+    ("KB L1-55 3x3 64->128 512x1024", 2, 8, 64, 128, (512, 1024), (3, 3), (1, 1), (0, 0), (1, 1), False),
+    ("KB L1-56 5x7 64->128 512x256", 2, 8, 64, 128, (512, 256), (5, 7), (1, 1), (0, 0), (1, 1), False),
+    ("KB L1-76 1-d k3 s3 d4 64->128 524280", 1, 64, 64, 128, (524280,), (3,), (3,), (0,), (4,), False),
+    ("L2-like 3x3 3->16 32x32 N=128 bias", 2, 128, 3, 16, (32, 32), (3, 3), (1, 1), (0, 0), (1, 1), True),
+    ("L2-like 3x3 64->128 32x32 N=128 bias", 2, 128, 64, 128, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1), True),
+]
+
+
+def _pad3(v: tuple, fill: int) -> tuple:
+    return (fill,) * (3 - len(v)) + tuple(v)
+
+
+def f32_rows(args, torch, scratch) -> list:  # noqa: ANN001
+    """The f32 table: a whole `LibraryConv` call on NCHW tensors (the permute to NHWC, the split planes, the kernel,
+    the permute back) against cuDNN on the same NCHW tensors, with TF32 (torch's default for convolutions) and
+    strict fp32 (``torch.backends.cudnn.allow_tf32 = False``). Ours is bf16x3 split precision."""
+    import torch.nn.functional as F  # noqa: N812
+
+    from argus.kernels.conv import Conv, LibraryConv, implicit_config, implicit_refusal
+
+    print(
+        "\n| f32 row | tile | call ms | cuDNN TF32 ms | cuDNN fp32 ms | × TF32 | × fp32 | call TFLOP/s | err | "
+        "err TF32 |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
+    out_rows = []
+    for label, rank, n, c, f, size, k, st, p, d, has_bias in F32_ROWS:
+        conv = Conv(
+            rank, n, c, f, 1, _pad3(size, 1), _pad3(k, 1), _pad3(st, 1), _pad3(p, 0), _pad3(d, 1), has_bias, "f32"
+        )
+        row: dict = {"row": label, "dtype": "f32"}
+        why = implicit_refusal(conv)
+        if why is not None:
+            print(f"| {label} | refused: {why} |")
+            row["refused"] = why
+            out_rows.append(row)
+            continue
+        gen = torch.Generator(device="cuda").manual_seed(n + c + f)
+        x = torch.rand(n, c, *size, device="cuda", generator=gen)
+        w = (torch.rand(f, c, *k, device="cuda", generator=gen) - 0.5) / math.sqrt(c * math.prod(k))
+        b = torch.rand(f, device="cuda", generator=gen) if has_bias else None
+        fn = F.conv1d if rank == 1 else F.conv2d
+        call = LibraryConv("conv", conv)
+        inputs = [x, w] + ([b] if has_bias else [])
+        try:
+            out = call.empty_output(*inputs)
+            call(*inputs, out)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a row that fails is reported, the sweep goes on
+            row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            print(f"| {label} | FAILED: {row['error']} |")
+            out_rows.append(row)
+            continue
+        ref = fn(x.double(), w.double(), None if b is None else b.double(), st, p, d)
+        scale = ref.abs().max().clamp_min(1.0)
+        err = ((out.double() - ref).abs().max() / scale).item()
+        tf32 = fn(x, w, b, st, p, d)
+        err_tf32 = ((tf32.double() - ref).abs().max() / scale).item()
+        del ref, tf32
+
+        def strict(x=x, w=w, b=b, fn=fn, st=st, p=p, d=d) -> None:  # noqa: ANN001
+            torch.backends.cudnn.allow_tf32 = False
+            fn(x, w, b, st, p, d)
+            torch.backends.cudnn.allow_tf32 = True
+
+        launches = {
+            "call": lambda call=call, inputs=inputs, out=out: call(*inputs, out),
+            "tf32": lambda x=x, w=w, b=b, fn=fn, st=st, p=p, d=d: fn(x, w, b, st, p, d),
+            "fp32": strict,
+        }
+        times = interleaved_times(torch, launches, max(5, args.rounds // 2), scratch)
+        ms = {name: statistics.median(t) for name, t in times.items()}
+        flops = 2.0 * n * f * conv.positions * c * math.prod(k)
+        cfg = implicit_config(conv)
+        row.update(tile=cfg.label(), ms=ms, err=err, err_tf32=err_tf32, flops=flops)
+        ok = "" if err <= 1e-4 else " WRONG"
+        print(
+            f"| {label} | {cfg.label()} | {ms['call']:.3f} | {ms['tf32']:.3f} | {ms['fp32']:.3f} | "
+            f"{ms['tf32'] / ms['call']:.2f} | {ms['fp32'] / ms['call']:.2f} | {flops / ms['call'] / 1e9:.0f} | "
+            f"{err:.1e}{ok} | {err_tf32:.1e} |"
+        )
+        out_rows.append(row)
+        del x, w, b, out, inputs, call, launches
+        torch.cuda.empty_cache()
+    return out_rows
+
+
 def _variants(conv, config):  # noqa: ANN001, ANN202
     """Other tiles worth timing beside the chosen one: more stages, BN 64, and the best tile of the other consumer
     count (two warpgroups' 2 x 64 rows, or one warpgroup's 8 x 8 at two blocks per SM)."""
@@ -79,6 +167,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--f32", action="store_true", help="also the f32 table (KernelBench's convolutions)")
+    parser.add_argument("--only-f32", action="store_true", help="only the f32 table")
     args = parser.parse_args()
 
     import torch
@@ -107,7 +197,8 @@ def main() -> int:
         "TFLOP/s | err | other |\n|---|---|---|---|---|---|---|---|---|---|---|"
     )
     ratios = []
-    for label, n, c, f, h, w, k, s, p, dt in ROWS:
+    args.f32 = args.f32 or args.only_f32
+    for label, n, c, f, h, w, k, s, p, dt in [] if args.only_f32 else ROWS:
         conv = Conv(2, n, c, f, 1, (1, h, w), (1, k, k), (1, s, s), (0, p, p), (1, 1, 1), False, dt)
         row: dict = {"row": label}
         why = implicit_refusal(conv)
@@ -184,6 +275,8 @@ def main() -> int:
             f"{other} |"
         )
         results.append(row)
+    if args.f32:
+        results += f32_rows(args, torch, scratch)
     if ratios:
         print(
             f"\ngeomean kernel x cuDNN over {len(ratios)} rows: {math.exp(statistics.mean(map(math.log, ratios))):.3f}"

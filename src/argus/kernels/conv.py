@@ -1,4 +1,10 @@
-"""Forward convolution through the GEMM library: an explicit im2col gather, argus's GEMM, and an output pass.
+"""Forward convolution: the implicit-GEMM kernel where it applies, else an explicit im2col gather, argus's GEMM, and
+an output pass.
+
+`conv_plan` takes the implicit-GEMM kernel (`argus.kernels.conv_implicit.conv_implicit_gemm`: one launch, channels
+last, no column matrix) for forward 1-d and 2-d bf16/f16 convolutions without groups whose channel counts TMA can
+address (`implicit_refusal` says why not), a pointwise one (1x1, stride 1, no padding or bias) as one GEMM of the
+library on the channels-last input (`is_pointwise`), and everything else as follows (the *gather path*).
 
 A convolution of an input X (N, C, D, H, W) with a weight (F, C/g, KD, KH, KW) (1-d and 2-d convolutions are the
 3-d one with extents of one, as the pooling family reads them) is, per group, the product of the weight viewed as
@@ -30,8 +36,8 @@ contiguous along: the gather and the output pass then move rows, never transpose
 The column matrix is K x M elements, K times the output's positions: at KernelBench's sizes it reaches tens of
 gigabytes. A call runs the batch in chunks of images whose column matrix fits `COLUMN_BUDGET` (the chunk is the
 largest divisor of N that fits, so that every chunk is one problem with one plan); a convolution of which one
-image's column matrix is over the budget is refused (`ConvError`, ``CONV_COLUMNS_OVER_BUDGET``). Implicit GEMM
-(the gather inside the GEMM's producer, no column matrix) is the next slice (docs/conv.md).
+image's column matrix is over the budget is refused (`ConvError`, ``CONV_COLUMNS_OVER_BUDGET``); the implicit kernel
+has no such budget, but does not take f32, groups, 3-d or transposed convolutions yet (docs/conv.md).
 
 A transposed convolution of stride 1 (``transposed=True``) is the forward one with its window flipped and padding
 dilation * (kernel - 1) - padding: `conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the
@@ -62,6 +68,7 @@ from argus.kernels.conv_kernels import (
     conv_transpose_weight,
     im2col,
 )
+from argus.kernels.gemm import split_bf16x3
 from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan
 
 #: The most bytes of column matrix one chunk of the batch may take (a call runs the batch in chunks that fit): 4 GiB,
@@ -179,7 +186,8 @@ class Conv:
                 "CONV_COLUMNS_OVER_BUDGET",
                 f"one image's column matrix is {self.column_bytes(1)} bytes ({self.channels * self.window} x "
                 f"{self.positions} elements), over the {budget} bytes of COLUMN_BUDGET: this convolution needs "
-                "implicit GEMM (the gather inside the GEMM), which is not built",
+                "the implicit-GEMM kernel, which does not take this convolution: "
+                f"{implicit_refusal(self) or 'it was not asked for'}",
             )
         return max(d for d in range(1, self.batch + 1) if self.batch % d == 0 and self.column_bytes(d) <= budget)
 
@@ -260,9 +268,20 @@ class ImplicitConfig:
         )
 
 
+def implicit_channels(conv: Conv) -> int:
+    """The channels the implicit kernel reads: the convolution's own, or for f32 its split planes', which the split
+    pads with zeros to a multiple of 8 (TMA's 16-byte row strides), of 64 with a column stride (the kernel's view
+    of a strided row takes whole channel blocks)."""
+    if conv.dtype != "f32":
+        return conv.channels
+    step = IMPLICIT_BK if conv.stride[2] > 1 else 8
+    return -(-conv.channels // step) * step
+
+
 def implicit_refusal(conv: Conv) -> str | None:
     """Why `conv` does not run on the implicit-GEMM kernel (None: it does). The kernel takes forward 1-d and 2-d
-    convolutions without groups in bf16 or f16, channels and filters multiples of 8 (TMA's 16-byte strides), and an
+    convolutions without groups in bf16 or f16 (channels a multiple of 8: TMA's 16-byte strides) and in f32 (split
+    precision: the split planes' channels are padded), filters whose output rows are whole 16-byte vectors, and an
     input width that is a multiple of the column stride, with channels in whole 64-channel blocks where that stride
     is above 1 (`conv_implicit_gemm`'s view of the input)."""
     _, sh, sw = conv.stride
@@ -272,13 +291,15 @@ def implicit_refusal(conv: Conv) -> str | None:
         return "a 3-d convolution"
     if conv.groups != 1:
         return f"{conv.groups} groups"
-    if conv.dtype not in ("bf16", "f16"):
-        return f"{conv.dtype} values (the kernel multiplies bf16 or f16 on the tensor cores)"
-    if conv.channels % 8 or conv.filters % 8:
-        return f"{conv.channels} channels and {conv.filters} filters: both must be multiples of 8"
+    if conv.dtype not in ("bf16", "f16", "f32"):
+        return f"{conv.dtype} values"
+    if implicit_channels(conv) % 8:
+        return f"{conv.channels} channels: a multiple of 8 is needed for {conv.dtype}"
+    if conv.filters % (16 // ITEMSIZE[conv.dtype]):
+        return f"{conv.filters} filters: a multiple of {16 // ITEMSIZE[conv.dtype]} is needed for {conv.dtype} outputs"
     if conv.size[2] % sw:
         return f"column stride {sw} with width {conv.size[2]}: the width must be a multiple of the stride"
-    if sw > 1 and conv.channels % IMPLICIT_BK:
+    if sw > 1 and implicit_channels(conv) % IMPLICIT_BK:
         return f"column stride {sw} with {conv.channels} channels: a multiple of {IMPLICIT_BK} is needed"
     return None
 
@@ -286,14 +307,14 @@ def implicit_refusal(conv: Conv) -> str | None:
 def is_pointwise(conv: Conv) -> bool:
     """A 1x1 convolution of stride 1 without padding or bias, which is one GEMM of the channels-last input viewed as
     (N * H * W, C) by the weight (F, C): the GEMM library runs it (measured faster than the implicit kernel on such
-    shapes, `benchmarks/results/2026-11-29-conv-implicit.md`). With a bias the implicit kernel, which adds it in its
+    shapes, `benchmarks/results/2026-11-29-conv-implicit/`). With a bias the implicit kernel, which adds it in its
     epilogue, runs it."""
     return conv.kernel == (1, 1, 1) and conv.stride == (1, 1, 1) and conv.padding == (0, 0, 0) and not conv.bias
 
 
 #: A K loop this short (K-steps per tile) runs persistent (`ImplicitConfig.BLOCKS`): each tile's pipeline fill and
 #: epilogue are then hidden behind the next tile's loads; longer loops hide them themselves and ran slower
-#: persistent (`benchmarks/results/2026-11-29-conv-implicit.md`, run 4).
+#: persistent (`benchmarks/results/2026-11-29-conv-implicit/`, run 4).
 PERSISTENT_K_STEPS = 9
 
 
@@ -316,7 +337,8 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
                 best[consumers] = (waste, ImplicitConfig(bh, bw, 64, 1, consumers))
     # a tile of one consumer warpgroup counts as 5 % more work: half the MMAs per barrier round
     pick = best[1][1] if 1 in best and (2 not in best or best[1][0] * 1.05 < best[2][0] - 1e-9) else best[2][1]
-    k_steps = conv.kernel[1] * conv.kernel[2] * -(-conv.channels // IMPLICIT_BK)
+    terms = 3 if conv.dtype == "f32" else 1
+    k_steps = terms * conv.kernel[1] * conv.kernel[2] * -(-implicit_channels(conv) // IMPLICIT_BK)
     if 4 < k_steps <= PERSISTENT_K_STEPS and 2 in best and best[2][0] <= 1.2 * best[pick.CONSUMERS][0]:
         pick = best[2][1]
     pick = replace(pick, BN=128 if conv.filters > 64 else 64)
@@ -328,8 +350,9 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
 def with_stages(conv: Conv, config: ImplicitConfig, most: int = IMPLICIT_MAX_STAGES) -> ImplicitConfig:
     """`config` with as many stages as its share of an SM's shared memory holds, up to `most` (at least 2)."""
     bm = config.BH * config.BW
-    stage = (bm + config.BN) * IMPLICIT_BK * ITEMSIZE[conv.dtype]
-    budget = IMPLICIT_SHARED // config.blocks_per_sm - bm * config.BN * ITEMSIZE[conv.dtype] - 1024
+    stage = (bm + config.BN) * IMPLICIT_BK * 2  # 16-bit operands (an f32 convolution's split planes are bf16)
+    out = bm * (config.BN + (8 if conv.dtype == "f32" else 0)) * ITEMSIZE[conv.dtype]  # f32 rows are padded
+    budget = IMPLICIT_SHARED // config.blocks_per_sm - out - 1024
     return replace(config, STAGES=max(2, min(most, budget // stage)))
 
 
@@ -344,7 +367,9 @@ def implicit_params(conv: Conv, config: ImplicitConfig) -> dict[str, Any]:
         "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
         "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": IMPLICIT_BK, "STAGES": config.STAGES,
         "CONSUMERS": config.CONSUMERS, "BLOCKS_PER_SM": config.blocks_per_sm, "BLOCKS": config.BLOCKS,
-        "CB": -(-conv.channels // IMPLICIT_BK), "BIAS": conv.bias, "IN": conv.dtype,
+        "CB": -(-implicit_channels(conv) // IMPLICIT_BK), "BIAS": conv.bias,
+        "IN": "bf16" if conv.dtype == "f32" else conv.dtype, "OUT": conv.dtype,
+        "TERMS": 3 if conv.dtype == "f32" else 1,
     }  # fmt: skip
 
 
@@ -368,6 +393,7 @@ def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
         "output_bias": conv_output_bias,
         "weight": conv_transpose_weight,
         "implicit": conv_implicit_gemm,
+        "split": split_bf16x3,
     }
     return kernels[kind].trace(**dict(params))
 
@@ -404,7 +430,13 @@ class ConvPlan:
         """The traced kernels a call launches, in order: the gather, the GEMM plan's (splits for f32, the GEMM,
         a split-K reduction), the output pass; or the implicit kernel alone."""
         if self.implicit is not None:
-            return [_traced("implicit", _key(implicit_params(self.conv, self.implicit)))]
+            conv = self.conv
+            found = []
+            if conv.dtype == "f32":  # the split planes of the input and of the weight first
+                _, ws, _ = _implicit_shapes(conv)
+                for rows, name in ((conv.batch * conv.size[1] * conv.size[2], "A"), (ws[0] // 3 * ws[1], "B")):
+                    found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
+            return [*found, _traced("implicit", _key(implicit_params(conv, self.implicit)))]
         if self.pointwise:
             return LibraryGemm("gemm", self.gemm).kernels()
         found = [_traced("weight", _key(self.conv.weight_params()))] if self.conv.transposed else []
@@ -609,16 +641,29 @@ def run_on_interpreter(
 
 
 def _implicit_shapes(conv: Conv) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """The implicit kernel's X view (N, H, W / SW, SW * C), weight (F, KH * KW, C) and output (N, OH, OW, F)."""
+    """The implicit kernel's X view (T·N, H, W / SW, SW * C), weight (T·F, KH * KW, C) and output (N, OH, OW, F),
+    T the split planes (3 for f32, else 1) and C `implicit_channels`."""
     _, h, w = conv.size
     _, kh, kw = conv.kernel
     _, sw = conv.stride[1:]
-    n, c, f = conv.batch, conv.channels, conv.filters
-    return (n, h, w // sw, sw * c), (f, kh * kw, c), (n, conv.out[1], conv.out[2], f)
+    n, c, f = conv.batch, implicit_channels(conv), conv.filters
+    t = 3 if conv.dtype == "f32" else 1
+    return (t * n, h, w // sw, sw * c), (t * f, kh * kw, c), (n, conv.out[1], conv.out[2], f)
+
+
+def split_params(rows: int, channels: int, operand: str) -> dict[str, Any]:
+    """`split_bf16x3`'s parameters for an f32 operand stored (rows, channels), channels last, split along its rows
+    (AXIS 0) into three bf16 planes (3, rows, channels padded to 8): BR divides the rows (so that plane t starts at
+    row t * rows and the planes are one (3 * rows, ...) tensor), at least 32 threads a block."""
+    br = next(d for d in (16, 8, 4, 2, 1) if rows % d == 0)
+    vec = 4 if channels % 4 == 0 else 2 if channels % 2 == 0 else 1
+    bc = max(64, 32 * vec // br)
+    return {"AXIS": 0, "OPERAND": operand, "VEC": vec, "BR": br, "BC": bc}
 
 
 def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any) -> Any:
-    """`run_on_interpreter` through the implicit kernel: the output (N, F, positions) in float64."""
+    """`run_on_interpreter` through the implicit kernel (and for f32 the splits first): the output (N, F, positions)
+    in float64."""
     import numpy as np
 
     from argus.interp import run_kernel
@@ -626,9 +671,19 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
     xs, ws, ys = _implicit_shapes(conv)
     n, c, f = conv.batch, conv.channels, conv.filters
     x4 = np.asarray(x, dtype=np.float64).reshape(n, c, conv.size[1], conv.size[2])
+    xl = np.ascontiguousarray(x4.transpose(0, 2, 3, 1))  # (N, H, W, C)
+    wl = np.ascontiguousarray(np.asarray(w, dtype=np.float64).reshape(f, c, -1).transpose(0, 2, 1))  # (F, taps, C)
+    if conv.dtype == "f32":
+        planes = []
+        for name, v in (("A", xl), ("B", wl)):
+            rows = v.size // c
+            out = np.full((3, rows, implicit_channels(conv)), np.nan)
+            run_kernel(_traced("split", _key(split_params(rows, c, name))), {"X": v.reshape(rows, c), "Y": out})
+            planes.append(out)
+        xl, wl = planes
     arrays = {
-        "X": np.ascontiguousarray(x4.transpose(0, 2, 3, 1)).reshape(xs),
-        "WT": np.ascontiguousarray(np.asarray(w, dtype=np.float64).reshape(f, c, -1).transpose(0, 2, 1)).reshape(ws),
+        "X": xl.reshape(xs),
+        "WT": wl.reshape(ws),
         "B": np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1),
         "Y": np.full(ys, np.nan),
     }
@@ -686,21 +741,38 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
     """The implicit kernel on CUDA tensors x (N, C, *spatial), w (F, C, *window), bias (F,) or None, into `out`
     (N, F, *output spatial). x and out are read and written in place where they are channels last
     (``torch.channels_last`` for 2-d: NHWC in memory); otherwise x is copied to NHWC first and the result copied
-    into `out` after."""
+    into `out` after. f32: the input's and the weight's split planes are written first (`split_bf16x3`)."""
     import torch
 
     xs, ws, _ = _implicit_shapes(conv)
     c, f = conv.channels, conv.filters
     xv, y, in_place = _channels_last(conv, x, out)
+
+    def weight() -> Any:
+        wl = w.reshape(f, c, -1).permute(0, 2, 1).contiguous()
+        return _split_on_gpu(wl.view(-1, c), c, "B", implicit_channels(conv)).view(ws) if conv.dtype == "f32" else wl
+
     wkey = ("weight", w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype, str(w.device))
-    wv = _staged(wkey, lambda: w.reshape(f, c, -1).permute(0, 2, 1).contiguous().view(ws), source=w)
+    wv = _staged(wkey, weight, source=w).view(ws)
+    if conv.dtype == "f32":
+        xv = _split_on_gpu(xv.reshape(-1, c), c, "A", implicit_channels(conv))
     if conv.bias:
         b = bias.contiguous()
     else:
-        b = _staged(("bias", x.dtype, str(x.device)), lambda: torch.zeros(1, dtype=x.dtype, device=x.device))
-    _loaded("implicit", _key(implicit_params(conv, config)))(xv.view(xs), wv, b, y)
+        b = _staged(("bias", out.dtype, str(x.device)), lambda: torch.zeros(1, dtype=out.dtype, device=x.device))
+    _loaded("implicit", _key(implicit_params(conv, config)))(xv.reshape(xs), wv, b, y)
     if not in_place:
         out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
+
+
+def _split_on_gpu(v: Any, channels: int, operand: str, padded: int) -> Any:
+    """The three bf16 planes (3, rows, padded) of an f32 operand (rows, channels), by `split_bf16x3`."""
+    import torch
+
+    rows = v.shape[0]
+    planes = torch.empty((3, rows, padded), dtype=torch.bfloat16, device=v.device)
+    _loaded("split", _key(split_params(rows, channels, operand)))(v, planes)
+    return planes
 
 
 __all__ = [
@@ -715,11 +787,13 @@ __all__ = [
     "conv_plan",
     "conv_transpose_weight",
     "im2col",
+    "implicit_channels",
     "implicit_config",
     "implicit_params",
     "implicit_refusal",
     "is_pointwise",
     "run_implicit_on_gpu",
     "run_pointwise_on_gpu",
+    "split_params",
     "run_on_interpreter",
 ]

@@ -12,6 +12,7 @@ import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
 from argus.lang.errors import DSLError
+from argus.layout import Layout
 
 
 def _output_extent(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
@@ -28,10 +29,10 @@ def _bias_shape(BIAS: bool) -> tuple[str, ...]:  # noqa: N803 - named after the 
 
 @argus.kernel(policies={"tile_shape": ("BH", "BW", "BN", "BK"), "stages": "STAGES"})
 def conv_implicit_gemm(
-    X: T.Tensor[("N", "H", "WQ", "CQ"), "IN"],
-    WT: T.Tensor[("F", "TAPS", "C"), "IN"],
-    B: T.Tensor[_bias_shape, "IN"],
-    Y: T.Tensor[("N", "OH", "OW", "F"), "IN"],
+    X: T.Tensor[("NX", "H", "WQ", "CQ"), "IN"],
+    WT: T.Tensor[("FX", "TAPS", "C"), "IN"],
+    B: T.Tensor[_bias_shape, "OUT"],
+    Y: T.Tensor[("N", "OH", "OW", "F"), "OUT"],
     KH: int = 3,
     KW: int = 3,
     SH: int = 1,
@@ -51,6 +52,8 @@ def conv_implicit_gemm(
     CB: int = 0,
     BIAS: bool = False,
     IN: str = "bf16",
+    OUT: str = "bf16",
+    TERMS: int = 1,
 ):
     """Y[n, oh, ow, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * W[f, kh, kw, c]
     (+ B[f] with BIAS), channels last, for a 2-d convolution with window (KH, KW), stride (SH, SW), padding (PH, PW)
@@ -60,8 +63,13 @@ def conv_implicit_gemm(
     ``q * SW + phase`` is element (q, phase * C + c) of a row, so that the columns one tap reads for consecutive
     output columns are consecutive in the view (W must be a multiple of SW, and with SW > 1 C a multiple of BK: a
     box of channels past C would read the next phase's); the weight (F, C, KH, KW) as
-    (F, KH * KW, C), channels last; the output (N, OH, OW, F) in the input's dtype, rounded once from the f32
-    accumulator (the bias added before).
+    (F, KH * KW, C), channels last; the output (N, OH, OW, F) in OUT, rounded once from the f32 accumulator (the
+    bias, in OUT, added before).
+
+    TERMS = 3 is an f32 convolution by split precision: X holds three bf16 planes of the input (NX = 3N: hi, hi, lo,
+    plane t at images t * N ...) and WT three of the weight (FX = 3F: hi, lo, hi), and the K loop runs over the
+    three products x_hi w_hi + x_hi w_lo + x_lo w_hi (`argus.kernels.gemm.split_bf16x3` writes the planes). TERMS =
+    1: NX = N, FX = F.
 
     The GEMM view: M = the BH x BW output positions of a tile (BM = BH * BW = 64 * CONSUMERS), N = BN output
     channels, K = KH * KW * C in steps of BK channels of one tap. K-step k is tap ``k // CB`` (CB = C / BK rounded
@@ -97,10 +105,13 @@ def conv_implicit_gemm(
         )
     if BLOCKS_PER_SM not in (1, 2) or (BLOCKS_PER_SM == 2 and CONSUMERS != 1):
         raise DSLError("DSL_BAD_PARAM", f"BLOCKS_PER_SM = {BLOCKS_PER_SM}: 1, or 2 with one consumer warpgroup")
+    if TERMS not in (1, 3) or (TERMS == 3 and (IN != "bf16" or OUT != "f32")):
+        raise DSLError("DSL_BAD_PARAM", f"TERMS = {TERMS}: 1, or 3 (split precision) with IN='bf16' and OUT='f32'")
     if BK * X.dtype.itemsize != 128:
         raise DSLError("DSL_BAD_PARAM", f"BK must be 128 bytes of channels ({128 // X.dtype.itemsize}), not {BK}")
     T.assume(
-        f"TAPS == {KH * KW} and CQ == {SW} * C and C % 8 == 0 and F % 8 == 0 and "
+        f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {SW} * C and C % 8 == 0 and "
+        f"F % {16 // Y.dtype.itemsize} == 0 and "
         + _output_extent("H", "OH", KH, SH, PH, LH)
         + " and "
         + _output_extent(f"WQ * {SW}", "OW", KW, SW, PW, LW)
@@ -115,7 +126,7 @@ def conv_implicit_gemm(
     else:
         CB = T.cdiv(C, BK)  # noqa: N806 - channel blocks per tap
     static_cb = isinstance(CB, int)
-    k_tiles = KH * KW * CB
+    k_tiles = TERMS * KH * KW * CB
     consumers = tuple(range(1, 1 + CONSUMERS))
 
     def tap_of(tap: Any) -> tuple[Any, Any, Any]:
@@ -125,19 +136,23 @@ def conv_implicit_gemm(
         return kh, kw, kw * LW + SW * PWU - PW
 
     def steps(start: Any, body: Any) -> None:
-        """The tile's K loop, the block's pipeline iteration ``start + tap * CB + cb``. With CB fixed, one loop over
-        the K-steps (tap and channel block are quotient and remainder by a constant); else the taps, and in each
-        the channel blocks, pipelined across the taps (two loops: the tap and the channel block are then loop
-        variables, not quotients by the symbolic CB)."""
+        """The tile's K loop over (term, tap, channel block), the block's pipeline iteration ``start + (term * KH *
+        KW + tap) * CB + cb``. With CB fixed, one loop over the K-steps (term, tap and channel block are quotients
+        and remainders by constants); else the terms and taps, and in each the channel blocks, pipelined across them
+        (the tap and the channel block are then loop variables, not quotients by the symbolic CB)."""
+        taps = KH * KW
         if static_cb:
             for k, s in T.pipeline(k_tiles, stages=STAGES, start=start):
-                body(k // CB, k % CB, s, start + k)
+                term, r = (k // (taps * CB), k % (taps * CB)) if TERMS > 1 else (0, k)
+                body(term, r // CB, r % CB, s, start + k)
             return
-        for tap in T.serial(KH * KW):
-            for cb, s in T.pipeline(CB, stages=STAGES, start=start + tap * CB):
-                body(tap, cb, s, start + tap * CB + cb)
+        for term in T.serial(TERMS) if TERMS > 1 else range(1):
+            for tap in T.serial(taps):
+                first = start + (term * taps + tap) * CB
+                for cb, s in T.pipeline(CB, stages=STAGES, start=first):
+                    body(term, tap, cb, s, first + cb)
 
-    def produce(tile: tuple, tap: Any, cb: Any, s: Any, g: Any) -> None:
+    def produce(tile: tuple, term: Any, tap: Any, cb: Any, s: Any, g: Any) -> None:
         """Load channel block cb of `tile` (bw, bh, bf, n)'s tap into stage s, the block's pipeline iteration g."""
         bw, bh, bf, n = tile
         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
@@ -147,32 +162,32 @@ def conv_implicit_gemm(
         for h in range(BH):
             ih = (bh * BH + h) * SH + kh * LH - PH
             T.copy(
-                X.window((n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK)),
+                X.window((term * N + n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK)),
                 sA[s].window((h * BW, 0), (BW, BK)),
                 atom="tma",
                 mbarrier=full[s],
             )
-        T.copy(WT.window((bf * BN, tap, cb * BK), (BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
+        T.copy(WT.window((term * F + bf * BN, tap, cb * BK), (BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
 
-    def consume(tile: tuple, tap: Any, cb: Any, s: Any, g: Any) -> None:
+    def consume(tile: tuple, term: Any, tap: Any, cb: Any, s: Any, g: Any) -> None:
         """Multiply channel block cb of `tile`'s tap from stage s into the accumulator."""
         bw, bh, bf, n = tile
         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
         kh, kw, u = tap_of(tap)
         # invariant: position row m of the A stage holds the input element tap (kh, kw) reads for output
-        # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb
+        # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb (of plane term)
         T.assert_tag(
             lambda x: (
-                (x[0] == n)
+                (x[0] == term * N + n)
                 & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
                 & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
                 & (x[3] == (u % SW) * C + cb * BK + x.coord[1])
             ),
             sA[s],
         )
-        # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb
+        # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb (of plane term)
         T.assert_tag(
-            lambda x: (x[0] == bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),
+            lambda x: (x[0] == term * F + bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),
             sB[s],
         )
         T.gemm(sA[s], sB[s].T, acc)
@@ -209,18 +224,21 @@ def conv_implicit_gemm(
     with T.grid(*extents, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as blocks:
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=128)  # (stages, positions, channels)
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=128)  # (stages, output channels, channels)
-        sC = T.alloc_shared((BM, BN), Y.dtype, swizzle=128, panels=True)  # the rounded tile, on its way out
+        if Y.dtype.itemsize == 2:  # the rounded tile, on its way out: 128-byte-swizzled panels
+            sC = T.alloc_shared((BM, BN), Y.dtype, swizzle=128, panels=True)
+        else:  # f32: rows padded by 8 values, so that the accumulator's 8 rows per store land in distinct banks
+            sC = T.alloc_shared((BM, BN), Y.dtype, layout=Layout((BM, BN), (BN + 8, 1)))
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         if not BLOCKS:
             t, bf, n = blocks
             tile = (t % tiles_w, t // tiles_w, bf, n)
             with T.role("producer", warpgroups=(0,), registers=40):
-                steps(0, lambda tap, cb, s, g: produce(tile, tap, cb, s, g))
+                steps(0, lambda *step: produce(tile, *step))
             with T.role("consumer", warpgroups=consumers, registers=232 if BLOCKS_PER_SM == 1 else 216):
                 acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
                 T.fill(acc, 0.0)
-                steps(0, lambda tap, cb, s, g: consume(tile, tap, cb, s, g))
+                steps(0, lambda *step: consume(tile, *step))
                 store(tile)
             return
         # persistent: BLOCKS blocks walk the units; one mbarrier pipeline runs across a block's units (global
@@ -232,7 +250,7 @@ def conv_implicit_gemm(
                 u = bx + it * BLOCKS
                 with T.if_(u < units):
                     tile = unit_tile(u)
-                    steps(it * k_tiles, lambda tap, cb, s, g, tile=tile: produce(tile, tap, cb, s, g))
+                    steps(it * k_tiles, lambda *step, tile=tile: produce(tile, *step))
         with T.role("consumer", warpgroups=consumers, registers=232 if BLOCKS_PER_SM == 1 else 216):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
             for it in T.serial(T.cdiv(units, BLOCKS)):
@@ -240,7 +258,7 @@ def conv_implicit_gemm(
                 with T.if_(u < units):
                     tile = unit_tile(u)
                     T.fill(acc, 0.0)
-                    steps(it * k_tiles, lambda tap, cb, s, g, tile=tile: consume(tile, tap, cb, s, g))
+                    steps(it * k_tiles, lambda *step, tile=tile: consume(tile, *step))
                     store(tile)
 
 
