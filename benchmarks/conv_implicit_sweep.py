@@ -78,7 +78,7 @@ def f32_rows(args, torch, scratch) -> list:  # noqa: ANN001
 
     print(
         "\n| f32 row | tile | call ms | cuDNN TF32 ms | cuDNN fp32 ms | × TF32 | × fp32 | call TFLOP/s | err | "
-        "err TF32 |\n|---|---|---|---|---|---|---|---|---|---|"
+        "err TF32 | gather path ms |\n|---|---|---|---|---|---|---|---|---|---|---|"
     )
     out_rows = []
     for label, rank, n, c, f, size, k, st, p, d, has_bias in F32_ROWS:
@@ -120,11 +120,22 @@ def f32_rows(args, torch, scratch) -> list:  # noqa: ANN001
             fn(x, w, b, st, p, d)
             torch.backends.cudnn.allow_tf32 = True
 
+        gather = LibraryConv("conv", conv, implicit=False)
+        try:
+            gathered = gather.empty_output(*inputs)
+            gather(*inputs, gathered)
+            torch.cuda.synchronize()
+            err_gather = ((gathered.double() - out.double()).abs().max() / scale).item()
+        except Exception as e:  # noqa: BLE001 - the gather path may refuse (memory): reported, not timed
+            gather, err_gather = None, f"{type(e).__name__}: {str(e)[:120]}"
+        row["err_gather_vs_implicit"] = err_gather
         launches = {
             "call": lambda call=call, inputs=inputs, out=out: call(*inputs, out),
             "tf32": lambda x=x, w=w, b=b, fn=fn, st=st, p=p, d=d: fn(x, w, b, st, p, d),
             "fp32": strict,
         }
+        if gather is not None:
+            launches["gather"] = lambda gather=gather, inputs=inputs, out=gathered: gather(*inputs, out)
         times = interleaved_times(torch, launches, max(5, args.rounds // 2), scratch)
         ms = {name: statistics.median(t) for name, t in times.items()}
         flops = 2.0 * n * f * conv.positions * c * math.prod(k)
@@ -134,10 +145,13 @@ def f32_rows(args, torch, scratch) -> list:  # noqa: ANN001
         print(
             f"| {label} | {cfg.label()} | {ms['call']:.3f} | {ms['tf32']:.3f} | {ms['fp32']:.3f} | "
             f"{ms['tf32'] / ms['call']:.2f} | {ms['fp32'] / ms['call']:.2f} | {flops / ms['call'] / 1e9:.0f} | "
-            f"{err:.1e}{ok} | {err_tf32:.1e} |"
+            f"{err:.1e}{ok} | {err_tf32:.1e} | "
+            + (f"{ms['gather']:.3f} ({ms['fp32'] / ms['gather']:.2f}x fp32) |" if "gather" in ms else f"{err_gather} |")
         )
         out_rows.append(row)
-        del x, w, b, out, inputs, call, launches
+        del x, w, b, out, inputs, call, launches, gather
+        if "gathered" in locals():
+            del gathered
         torch.cuda.empty_cache()
     return out_rows
 

@@ -1356,8 +1356,9 @@ class Code(StrEnum):
     CONV_COLUMNS_OVER_BUDGET = _entry(
         Category.KERNEL,
         "one image's column matrix is {bytes} bytes, over the {budget} bytes of COLUMN_BUDGET",
-        "the im2col convolution needs the column matrix of at least one image in memory; implicit GEMM (no column "
-        "matrix) is not built: use PyTorch for this convolution, or pass a larger budget where the memory exists",
+        "the im2col convolution needs the column matrix of at least one image in memory; the implicit-GEMM kernel "
+        "(no column matrix) does not take this convolution (implicit_refusal says why): use PyTorch for it, or pass "
+        "a larger budget where the memory exists",
     )
     CONV_DTYPE = _entry(
         Category.KERNEL,
@@ -1383,6 +1384,12 @@ class Code(StrEnum):
         Category.KERNEL,
         "a transposed convolution with padding {padding} larger than its window's reach, dilation * (kernel - 1)",
         "use PyTorch for this transposed convolution",
+    )
+    CONV_NO_GEMM = _entry(
+        Category.KERNEL,
+        "this convolution runs on the implicit-GEMM kernel, without a GEMM plan",
+        "read ConvPlan.implicit (the kernel's tile) or ConvPlan.kernels(); ask conv_plan(conv, implicit=False) for "
+        "the gather path and its GEMM",
     )
     CONV_TRANSPOSED_STRIDE = _entry(
         Category.KERNEL,

@@ -238,8 +238,6 @@ class Conv:
 
 #: The implicit-GEMM kernel's K step: 128 bytes of channels (the 128-byte swizzle's row).
 IMPLICIT_BK = 64
-#: Shared memory the implicit kernel may take (bytes): the stages, the output tile, the barriers.
-IMPLICIT_SHARED = 227 * 1024 - 1024
 #: The most stages the implicit kernel pipelines.
 IMPLICIT_MAX_STAGES = 4
 
@@ -352,7 +350,7 @@ def with_stages(conv: Conv, config: ImplicitConfig, most: int = IMPLICIT_MAX_STA
     bm = config.BH * config.BW
     stage = (bm + config.BN) * IMPLICIT_BK * 2  # 16-bit operands (an f32 convolution's split planes are bf16)
     out = bm * (config.BN + (8 if conv.dtype == "f32" else 0)) * ITEMSIZE[conv.dtype]  # f32 rows are padded
-    budget = IMPLICIT_SHARED // config.blocks_per_sm - out - 1024
+    budget = shared_budget(config.blocks_per_sm) - out - 1024  # the barriers and the carve's alignment
     return replace(config, STAGES=max(2, min(most, budget // stage)))
 
 
@@ -423,7 +421,9 @@ class ConvPlan:
     @property
     def gemm_plan(self) -> Any:
         if self.gemm is None:
-            raise ConvError("CONV_NO_GEMM", "this convolution runs on the implicit-GEMM kernel, without a GEMM plan")
+            raise ConvError(
+                "CONV_NO_GEMM", "this convolution runs on the implicit-GEMM kernel (ConvPlan.implicit), without a GEMM"
+            )
         return plan(self.gemm)
 
     def kernels(self) -> list[Any]:
@@ -483,9 +483,18 @@ class LibraryConv:
 
     library = True
 
-    def __init__(self, name: str, conv: Conv, order: tuple[int, ...] | None = None, budget: int | None = None):
+    def __init__(
+        self,
+        name: str,
+        conv: Conv,
+        order: tuple[int, ...] | None = None,
+        budget: int | None = None,
+        implicit: bool = True,
+    ):
         self.name = name
         self.conv = conv
+        #: False: the gather path even where the implicit kernel applies (`conv_plan`'s `implicit`)
+        self.implicit = implicit
         #: the positions of x, the weight and (when the convolution has one) the bias among the call's inputs
         self.order = tuple(order) if order is not None else tuple(range(3 if conv.bias else 2))
         if len(self.order) != 2 + int(conv.bias):
@@ -497,7 +506,7 @@ class LibraryConv:
         return f"LibraryConv({self.name!r}, {self.conv}, order={self.order})"
 
     def plan(self) -> ConvPlan:
-        return conv_plan(self.conv, self.budget)
+        return conv_plan(self.conv, self.budget, self.implicit)
 
     def kernels(self) -> list[Any]:
         return self.plan().kernels()
@@ -530,7 +539,12 @@ class LibraryConv:
             self._run_on_gpu(conv, x, w, bias[0] if bias else None, out)
             return
         result = run_on_interpreter(
-            conv, x.double().numpy(), w.double().numpy(), bias[0].double().numpy() if bias else None, self.budget
+            conv,
+            x.double().numpy(),
+            w.double().numpy(),
+            bias[0].double().numpy() if bias else None,
+            self.budget,
+            implicit=self.implicit,
         )
         out.copy_(torch.from_numpy(result).reshape(out.shape).to(out.dtype))
 
@@ -539,7 +553,7 @@ class LibraryConv:
 
         from argus.kernels.matmul import prepare
 
-        the_plan = conv_plan(conv, self.budget)
+        the_plan = conv_plan(conv, self.budget, self.implicit)
         if the_plan.implicit is not None:
             run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out)
             return
