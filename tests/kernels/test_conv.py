@@ -171,8 +171,10 @@ def test_the_column_matrix_is_torch_unfold(pad: int) -> None:
 def test_refusals_carry_their_codes() -> None:
     conv = _conv(2, 2, 3, 4, 1, (5, 7), (3,))
     with pytest.raises(ConvError) as e:
-        conv_plan(conv, budget=conv.column_bytes(1) - 1)
-    assert e.value.code == "CONV_COLUMNS_OVER_BUDGET" and "implicit GEMM" in e.value.reason
+        conv_plan(conv, budget=conv.column_bytes(1) - 1, implicit=False)
+    assert e.value.code == "CONV_COLUMNS_OVER_BUDGET" and "implicit-GEMM kernel" in e.value.reason
+    # the implicit kernel (f32 by split planes) has no column budget
+    assert conv_plan(conv, budget=conv.column_bytes(1) - 1).implicit is not None
     with pytest.raises(ConvError) as e:
         conv_plan(_conv(2, 1, 1, 1, 1, (1200, 1200), (40,), d=(30,)), budget=1 << 40)
     assert e.value.code == "CONV_SPAN_OVER_SHARED"

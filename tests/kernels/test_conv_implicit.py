@@ -164,7 +164,16 @@ def test_planned_configurations_verify(name: str) -> None:
     for split in splits:
         assert not verify(split).findings
     result = verify(kernel)
-    assert not result.findings, [f.message for f in result.findings]
+    # the NCHW copy-out (channels first) has performance warnings, each true: a tile row narrower than a 32-byte
+    # sector may straddle two (PERF_UNCOALESCED), rows of a width that is not a multiple of the 16-byte vector store
+    # narrower vectors (ALIGN_ASSUMPTION), and narrow tiles read the channel-major buffer with 2-way bank conflicts
+    allowed = {"PERF_UNCOALESCED", "ALIGN_ASSUMPTION", "PERF_BANK_CONFLICT"}
+    assert not [f.message for f in result.findings if f.code not in allowed], result.findings
+    assert all(f.severity.value == "warning" for f in result.findings)
+    channels_last = verify(
+        conv_implicit_gemm.trace(**{**implicit_params(conv, conv_plan(conv).implicit), "NCHW": False})
+    )
+    assert not channels_last.findings, [f.message for f in channels_last.findings]
     tags = [c for c in result.checks if c.check == "tag assertion"]
     assert len(tags) == 2 + int(conv.bias) and all(c.verdict.value == "verified" for c in tags)
     once = [c for c in result.checks if c.check == "contraction accumulated once"]

@@ -349,14 +349,16 @@ def with_stages(conv: Conv, config: ImplicitConfig, most: int = IMPLICIT_MAX_STA
     """`config` with as many stages as its share of an SM's shared memory holds, up to `most` (at least 2)."""
     bm = config.BH * config.BW
     stage = (bm + config.BN) * IMPLICIT_BK * 2  # 16-bit operands (an f32 convolution's split planes are bf16)
-    out = bm * (config.BN + (8 if conv.dtype == "f32" else 0)) * ITEMSIZE[conv.dtype]  # f32 rows are padded
+    item = ITEMSIZE[conv.dtype]  # the output tile's buffer, padded as the larger of its two layouts needs:
+    out = max(bm * (config.BN + (8 if item == 4 else 0)), (bm + 16 // item) * config.BN) * item  # NHWC, NCHW
     budget = shared_budget(config.blocks_per_sm) - out - 1024  # the barriers and the carve's alignment
     return replace(config, STAGES=max(2, min(most, budget // stage)))
 
 
-def implicit_params(conv: Conv, config: ImplicitConfig) -> dict[str, Any]:
+def implicit_params(conv: Conv, config: ImplicitConfig, nchw: bool = True) -> dict[str, Any]:
     """`conv_implicit_gemm`'s trace parameters for `conv` (a 1-d convolution as a 2-d one of height 1), the channel
-    blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest)."""
+    blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest). `nchw`: the output channels first
+    (PyTorch's default layout, what `ConvPlan.kernels` lists), else channels last."""
     _, kh, kw = conv.kernel
     _, sh, sw = conv.stride
     _, ph, pw = conv.padding
@@ -367,7 +369,7 @@ def implicit_params(conv: Conv, config: ImplicitConfig) -> dict[str, Any]:
         "CONSUMERS": config.CONSUMERS, "BLOCKS_PER_SM": config.blocks_per_sm, "BLOCKS": config.BLOCKS,
         "CB": -(-implicit_channels(conv) // IMPLICIT_BK), "BIAS": conv.bias,
         "IN": "bf16" if conv.dtype == "f32" else conv.dtype, "OUT": conv.dtype,
-        "TERMS": 3 if conv.dtype == "f32" else 1,
+        "TERMS": 3 if conv.dtype == "f32" else 1, "NCHW": nchw,
     }  # fmt: skip
 
 
@@ -654,15 +656,16 @@ def run_on_interpreter(
     return out
 
 
-def _implicit_shapes(conv: Conv) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """The implicit kernel's X view (T·N, H, W / SW, SW * C), weight (T·F, KH * KW, C) and output (N, OH, OW, F),
-    T the split planes (3 for f32, else 1) and C `implicit_channels`."""
+def _implicit_shapes(conv: Conv, nchw: bool = False) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The implicit kernel's X view (T·N, H, W / SW, SW * C), weight (T·F, KH * KW, C) and output (N, OH, OW, F), or
+    (N, F, OH, OW) with `nchw`; T the split planes (3 for f32, else 1) and C `implicit_channels`."""
     _, h, w = conv.size
     _, kh, kw = conv.kernel
     _, sw = conv.stride[1:]
     n, c, f = conv.batch, implicit_channels(conv), conv.filters
     t = 3 if conv.dtype == "f32" else 1
-    return (t * n, h, w // sw, sw * c), (t * f, kh * kw, c), (n, conv.out[1], conv.out[2], f)
+    out = (n, f, conv.out[1], conv.out[2]) if nchw else (n, conv.out[1], conv.out[2], f)
+    return (t * n, h, w // sw, sw * c), (t * f, kh * kw, c), out
 
 
 def split_params(rows: int, channels: int, operand: str) -> dict[str, Any]:
@@ -682,7 +685,7 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
 
     from argus.interp import run_kernel
 
-    xs, ws, ys = _implicit_shapes(conv)
+    xs, ws, ys = _implicit_shapes(conv, nchw=True)
     n, c, f = conv.batch, conv.channels, conv.filters
     x4 = np.asarray(x, dtype=np.float64).reshape(n, c, conv.size[1], conv.size[2])
     xl = np.ascontiguousarray(x4.transpose(0, 2, 3, 1))  # (N, H, W, C)
@@ -701,13 +704,14 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
         "B": np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1),
         "Y": np.full(ys, np.nan),
     }
-    run_kernel(_traced("implicit", _key(implicit_params(conv, config))), arrays)
-    return arrays["Y"].reshape(n, -1, f).transpose(0, 2, 1)
+    run_kernel(_traced("implicit", _key(implicit_params(conv, config, nchw=True))), arrays)
+    return arrays["Y"].reshape(n, f, -1)
 
 
-def _channels_last(conv: Conv, x: Any, out: Any) -> tuple[Any, Any, bool]:
-    """(x as (N, H, W, C), the output as (N, OH, OW, F) where `out` is channels last in memory, else a fresh tensor,
-    whether it is `out`'s memory): the channels-last views the implicit kernel and the pointwise GEMM work on."""
+def _channels_last(conv: Conv, x: Any, out: Any, allocate: bool = True) -> tuple[Any, Any, bool]:
+    """(x as (N, H, W, C), the output as (N, OH, OW, F) where `out` is channels last in memory, else a fresh tensor
+    (None without `allocate`), whether it is `out`'s memory): the channels-last views the implicit kernel and the
+    pointwise GEMM work on."""
     import torch
 
     n, c, f = conv.batch, conv.channels, conv.filters
@@ -716,8 +720,9 @@ def _channels_last(conv: Conv, x: Any, out: Any) -> tuple[Any, Any, bool]:
     o4 = out.view(n, f, conv.out[1], conv.out[2]) if out.is_contiguous() else out.reshape(n, f, *conv.out[1:])
     yv = o4.permute(0, 2, 3, 1)
     in_place = yv.is_contiguous() and o4.data_ptr() == out.data_ptr()
-    y = yv if in_place else torch.empty((n, conv.out[1], conv.out[2], f), dtype=out.dtype, device=out.device)
-    return xv, y, in_place
+    if in_place or not allocate:
+        return xv, yv if in_place else None, in_place
+    return xv, torch.empty((n, conv.out[1], conv.out[2], f), dtype=out.dtype, device=out.device), False
 
 
 def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any) -> None:
@@ -753,14 +758,18 @@ def _staged(key: tuple, make: Any, source: Any = None) -> Any:
 
 def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any, out: Any) -> None:
     """The implicit kernel on CUDA tensors x (N, C, *spatial), w (F, C, *window), bias (F,) or None, into `out`
-    (N, F, *output spatial). x and out are read and written in place where they are channels last
-    (``torch.channels_last`` for 2-d: NHWC in memory); otherwise x is copied to NHWC first and the result copied
-    into `out` after. f32: the input's and the weight's split planes are written first (`split_bf16x3`)."""
+    (N, F, *output spatial). x is read in place where it is channels last (``torch.channels_last`` for 2-d: NHWC
+    in memory), else copied to NHWC first; the kernel writes `out` in place where it is contiguous (channels first:
+    the kernel's NCHW epilogue) or channels last, else a fresh NHWC tensor that is copied into `out` after. f32: the
+    input's and the weight's split planes are written first (`split_bf16x3`)."""
     import torch
 
     xs, ws, _ = _implicit_shapes(conv)
     c, f = conv.channels, conv.filters
-    xv, y, in_place = _channels_last(conv, x, out)
+    nchw = out.is_contiguous()
+    xv, y, in_place = _channels_last(conv, x, out, allocate=not nchw)
+    if nchw:
+        y, in_place = out.view(_implicit_shapes(conv, nchw=True)[2]), True
 
     def weight() -> Any:
         wl = w.reshape(f, c, -1).permute(0, 2, 1).contiguous()
@@ -774,7 +783,7 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
         b = bias.contiguous()
     else:
         b = _staged(("bias", out.dtype, str(x.device)), lambda: torch.zeros(1, dtype=out.dtype, device=x.device))
-    _loaded("implicit", _key(implicit_params(conv, config)))(xv.reshape(xs), wv, b, y)
+    _loaded("implicit", _key(implicit_params(conv, config, nchw=nchw)))(xv.reshape(xs), wv, b, y)
     if not in_place:
         out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
 

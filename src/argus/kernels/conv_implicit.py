@@ -32,7 +32,7 @@ def conv_implicit_gemm(
     X: T.Tensor[("NX", "H", "WQ", "CQ"), "IN"],
     WT: T.Tensor[("FX", "TAPS", "C"), "IN"],
     B: T.Tensor[_bias_shape, "OUT"],
-    Y: T.Tensor[("N", "OH", "OW", "F"), "OUT"],
+    Y: T.Tensor[lambda NCHW: ("N", "F", "OH", "OW") if NCHW else ("N", "OH", "OW", "F"), "OUT"],
     KH: int = 3,
     KW: int = 3,
     SH: int = 1,
@@ -54,6 +54,7 @@ def conv_implicit_gemm(
     IN: str = "bf16",
     OUT: str = "bf16",
     TERMS: int = 1,
+    NCHW: bool = False,
 ):
     """Y[n, oh, ow, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * W[f, kh, kw, c]
     (+ B[f] with BIAS), channels last, for a 2-d convolution with window (KH, KW), stride (SH, SW), padding (PH, PW)
@@ -65,6 +66,12 @@ def conv_implicit_gemm(
     box of channels past C would read the next phase's); the weight (F, C, KH, KW) as
     (F, KH * KW, C), channels last; the output (N, OH, OW, F) in OUT, rounded once from the f32 accumulator (the
     bias, in OUT, added before).
+
+    NCHW: the output is (N, F, OH, OW), channels first (PyTorch's default layout): the tile is stored in shared
+    memory channel by channel (16 bytes apart: conflict-free for the accumulator's stores) and copied out one
+    output row at a time, as rows of BW positions per channel. Where OW is not a multiple of the 16-byte vector,
+    those stores fall back to narrower ones (the verifier's ALIGN_ASSUMPTION warning says for which sizes;
+    declaring OW's alignment instead made the contraction proof of X undecidable within its budget).
 
     TERMS = 3 is an f32 convolution by split precision: X holds three bf16 planes of the input (NX = 3N: hi, hi, lo,
     plane t at images t * N ...) and WT three of the weight (FX = 3F: hi, lo, hi), and the K loop runs over the
@@ -111,7 +118,7 @@ def conv_implicit_gemm(
         raise DSLError("DSL_BAD_PARAM", f"BK must be 128 bytes of channels ({128 // X.dtype.itemsize}), not {BK}")
     T.assume(
         f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {SW} * C and C % 8 == 0 and "
-        f"F % {16 // Y.dtype.itemsize} == 0 and "
+        + ("" if NCHW else f"F % {16 // Y.dtype.itemsize} == 0 and ")
         + _output_extent("H", "OH", KH, SH, PH, LH)
         + " and "
         + _output_extent(f"WQ * {SW}", "OW", KW, SW, PW, LW)
@@ -208,10 +215,11 @@ def conv_implicit_gemm(
         T.copy(T.cast(value, Y.dtype), sC)
         T.barrier(1, WARPGROUP_SIZE * CONSUMERS)
         for h in range(BH):
-            T.copy(
-                sC.window((h * BW, 0), (BW, BN)),
-                Y.window((n, bh * BH + h, bw * BW, bf * BN), (None, None, BW, BN)),
-            )
+            rows = sC.window((h * BW, 0), (BW, BN))
+            if NCHW:
+                T.copy(rows.T, Y.window((n, bf * BN, bh * BH + h, bw * BW), (None, BN, None, BW)))
+            else:
+                T.copy(rows, Y.window((n, bh * BH + h, bw * BW, bf * BN), (None, None, BW, BN)))
 
     def unit_tile(u: Any) -> tuple:
         """Work unit u of the persistent grid as (bw, bh, bf, n): output-channel tiles fastest (consecutive units
@@ -224,7 +232,9 @@ def conv_implicit_gemm(
     with T.grid(*extents, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as blocks:
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=128)  # (stages, positions, channels)
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=128)  # (stages, output channels, channels)
-        if Y.dtype.itemsize == 2:  # the rounded tile, on its way out: 128-byte-swizzled panels
+        if NCHW:  # stored channel by channel (positions contiguous, as the output rows are), SC_PAD values apart
+            sC = T.alloc_shared((BM, BN), Y.dtype, layout=Layout((BM, BN), (1, BM + 16 // Y.dtype.itemsize)))
+        elif Y.dtype.itemsize == 2:  # the rounded tile, on its way out: 128-byte-swizzled panels
             sC = T.alloc_shared((BM, BN), Y.dtype, swizzle=128, panels=True)
         else:  # f32: rows padded by 8 values, so that the accumulator's 8 rows per store land in distinct banks
             sC = T.alloc_shared((BM, BN), Y.dtype, layout=Layout((BM, BN), (BN + 8, 1)))
