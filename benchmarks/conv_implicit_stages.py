@@ -37,7 +37,7 @@ def _row(torch, C, row: tuple, rounds: int) -> tuple[str, dict[str, float]]:  # 
     out = call.empty_output(*inputs)
     config = C.implicit_config(conv)
     xs, ws, ys = C._implicit_shapes(conv)
-    loaded = C._loaded("implicit", C._key(C.implicit_params(conv, config)))
+    loaded = C._loaded("implicit", C._key(C.implicit_params(conv, config, nchw=False)))
     split = C._loaded("split", C._key(C.split_params(n * conv.size[1] * conv.size[2], c, "A")))
     wl = w.reshape(f, c, -1).permute(0, 2, 1).contiguous().view(-1, c)
     wv = C._split_on_gpu(wl, c, "B", C.implicit_channels(conv)).view(ws)

@@ -237,7 +237,7 @@ def main() -> int:
         tiles = {"kernel": config} | (_variants(conv, config) if args.variants else {})
         for name, cfg in tiles.items():
             try:
-                loaded = _loaded("implicit", _key(implicit_params(conv, cfg)))
+                loaded = _loaded("implicit", _key(implicit_params(conv, cfg, nchw=False)))
                 y = torch.empty(ys, dtype=x.dtype, device="cuda")
                 prepared = loaded.prepare(xv, wv, bias, y)
                 prepared.launch()

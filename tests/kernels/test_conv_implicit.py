@@ -170,9 +170,7 @@ def test_planned_configurations_verify(name: str) -> None:
     allowed = {"PERF_UNCOALESCED", "ALIGN_ASSUMPTION", "PERF_BANK_CONFLICT"}
     assert not [f.message for f in result.findings if f.code not in allowed], result.findings
     assert all(f.severity.value == "warning" for f in result.findings)
-    channels_last = verify(
-        conv_implicit_gemm.trace(**{**implicit_params(conv, conv_plan(conv).implicit), "NCHW": False})
-    )
+    channels_last = verify(conv_implicit_gemm.trace(**implicit_params(conv, conv_plan(conv).implicit, nchw=False)))
     assert not channels_last.findings, [f.message for f in channels_last.findings]
     tags = [c for c in result.checks if c.check == "tag assertion"]
     assert len(tags) == 2 + int(conv.bias) and all(c.verdict.value == "verified" for c in tags)
@@ -193,7 +191,7 @@ def test_sass_has_wgmma_and_tma() -> None:
 def test_params_are_the_kernels() -> None:
     conv = _conv2(8, 64, 128, 56, 56, (3, 5), s=(1, 2), p=(1, 2), d=(2, 1), bias=True, dtype="f16")
     cfg = ImplicitConfig(8, 8, 128, 3, 1, BLOCKS=264)
-    params = implicit_params(conv, cfg)
+    params = implicit_params(conv, cfg, nchw=False)
     assert params["KH"] == 3 and params["KW"] == 5 and params["SW"] == 2 and params["PW"] == 2 and params["LH"] == 2
     assert params["BIAS"] is True and params["IN"] == "f16" and params["BLOCKS_PER_SM"] == 2
     assert params["BLOCKS"] == 264 and params["CB"] == 1
@@ -245,3 +243,25 @@ def test_a_weight_changed_in_place_or_replaced_is_read_again_on_the_gpu() -> Non
             assert ((out.double() - want).abs().max() / want.abs().max()).item() < 1e-2
             w.mul_(-1.0)  # in place: a new version of the same tensor
         del w
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_the_nchw_epilogue_on_the_interpreter(dtype: str) -> None:
+    """The kernel's channels-first copy-out (NCHW=True) on a 2-d tile of 8 x 8 positions with a tail in both
+    directions, against the channels-last one's result transposed (the same accumulators)."""
+    from argus.interp import run_kernel
+
+    n, c, f, h, w = 2, 16, 24, 5, 11
+    gen = np.random.default_rng(0)
+    terms = 3 if dtype == "f32" else 1
+    x = gen.standard_normal((terms * n, h, w, c)).astype(np.float32).astype(np.float64)
+    wt = gen.standard_normal((terms * f, 9, c)).astype(np.float32).astype(np.float64)
+    b = gen.standard_normal(f)
+    params = dict(KH=3, KW=3, PH=1, PW=1, BH=8, BW=8, BN=64, STAGES=2, CONSUMERS=1, BLOCKS_PER_SM=2, CB=1, BIAS=True,
+                  IN="bf16", OUT=dtype, TERMS=terms)  # fmt: skip
+    nhwc = np.full((n, h, w, f), np.nan)
+    run_kernel(conv_implicit_gemm.trace(**params, NCHW=False), {"X": x, "WT": wt, "B": b, "Y": nhwc})
+    nchw = np.full((n, f, h, w), np.nan)
+    run_kernel(conv_implicit_gemm.trace(**params, NCHW=True), {"X": x, "WT": wt, "B": b, "Y": nchw})
+    assert not np.isnan(nchw).any()
+    np.testing.assert_array_equal(nchw, nhwc.transpose(0, 3, 1, 2))

@@ -355,10 +355,17 @@ def with_stages(conv: Conv, config: ImplicitConfig, most: int = IMPLICIT_MAX_STA
     return replace(config, STAGES=max(2, min(most, budget // stage)))
 
 
-def implicit_params(conv: Conv, config: ImplicitConfig, nchw: bool = True) -> dict[str, Any]:
+def writes_nchw(conv: Conv, config: ImplicitConfig) -> bool:
+    """Whether a call with a channels-first (NCHW) output has the kernel write it itself (`conv_implicit_gemm`'s
+    NCHW): where a tile row holds at least 128 bytes of positions per channel. Narrower rows store in pieces of a
+    sector (16 bytes for 8 bf16 positions), which ran slower than the NHWC tile and a permuted copy (run 9)."""
+    return config.BW * ITEMSIZE[conv.dtype] >= 128
+
+
+def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[str, Any]:
     """`conv_implicit_gemm`'s trace parameters for `conv` (a 1-d convolution as a 2-d one of height 1), the channel
-    blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest). `nchw`: the output channels first
-    (PyTorch's default layout, what `ConvPlan.kernels` lists), else channels last."""
+    blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest). `nchw`: the kernel writes the
+    output channels first (`writes_nchw`), else channels last."""
     _, kh, kw = conv.kernel
     _, sh, sw = conv.stride
     _, ph, pw = conv.padding
@@ -438,7 +445,8 @@ class ConvPlan:
                 _, ws, _ = _implicit_shapes(conv)
                 for rows, name in ((conv.batch * conv.size[1] * conv.size[2], "A"), (ws[0] // 3 * ws[1], "B")):
                     found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
-            return [*found, _traced("implicit", _key(implicit_params(conv, self.implicit)))]
+            nchw = writes_nchw(conv, self.implicit)  # what a call on PyTorch's default (NCHW) tensors launches
+            return [*found, _traced("implicit", _key(implicit_params(conv, self.implicit, nchw=nchw)))]
         if self.pointwise:
             return LibraryGemm("gemm", self.gemm).kernels()
         found = [_traced("weight", _key(self.conv.weight_params()))] if self.conv.transposed else []
@@ -685,7 +693,8 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
 
     from argus.interp import run_kernel
 
-    xs, ws, ys = _implicit_shapes(conv, nchw=True)
+    nchw = writes_nchw(conv, config)  # as a call on NCHW tensors
+    xs, ws, ys = _implicit_shapes(conv, nchw=nchw)
     n, c, f = conv.batch, conv.channels, conv.filters
     x4 = np.asarray(x, dtype=np.float64).reshape(n, c, conv.size[1], conv.size[2])
     xl = np.ascontiguousarray(x4.transpose(0, 2, 3, 1))  # (N, H, W, C)
@@ -704,8 +713,8 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
         "B": np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1),
         "Y": np.full(ys, np.nan),
     }
-    run_kernel(_traced("implicit", _key(implicit_params(conv, config, nchw=True))), arrays)
-    return arrays["Y"].reshape(n, f, -1)
+    run_kernel(_traced("implicit", _key(implicit_params(conv, config, nchw=nchw))), arrays)
+    return arrays["Y"].reshape(n, f, -1) if nchw else arrays["Y"].reshape(n, -1, f).transpose(0, 2, 1)
 
 
 def _channels_last(conv: Conv, x: Any, out: Any, allocate: bool = True) -> tuple[Any, Any, bool]:
@@ -766,7 +775,7 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
 
     xs, ws, _ = _implicit_shapes(conv)
     c, f = conv.channels, conv.filters
-    nchw = out.is_contiguous()
+    nchw = out.is_contiguous() and writes_nchw(conv, config)
     xv, y, in_place = _channels_last(conv, x, out, allocate=not nchw)
     if nchw:
         y, in_place = out.view(_implicit_shapes(conv, nchw=True)[2]), True
@@ -814,6 +823,7 @@ __all__ = [
     "implicit_config",
     "implicit_params",
     "implicit_refusal",
+    "writes_nchw",
     "is_pointwise",
     "run_implicit_on_gpu",
     "run_pointwise_on_gpu",
