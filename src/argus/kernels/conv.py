@@ -460,6 +460,7 @@ def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
 
 
+@functools.lru_cache(maxsize=256)
 def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> ConvPlan:
     """The plan of `conv` (see the module docstring): the implicit-GEMM kernel where it takes the convolution
     (`implicit_refusal`; `implicit=False` asks for the gather path), else the gather path with the batch in chunks
@@ -505,6 +506,7 @@ class LibraryConv:
         self.conv = conv
         #: False: the gather path even where the implicit kernel applies (`conv_plan`'s `implicit`)
         self.implicit = implicit
+        self._at_shape: dict[tuple, Conv] = {}
         #: the positions of x, the weight and (when the convolution has one) the bias among the call's inputs
         self.order = tuple(order) if order is not None else tuple(range(3 if conv.bias else 2))
         if len(self.order) != 2 + int(conv.bias):
@@ -522,10 +524,15 @@ class LibraryConv:
         return self.plan().kernels()
 
     def conv_for(self, x: Any) -> Conv:
-        """The captured convolution at `x`'s batch and spatial extents."""
-        rank = self.conv.rank
-        size = _triple(tuple(int(d) for d in x.shape[2:]), 1)
-        return replace(self.conv, batch=int(x.shape[0]), size=size, rank=rank)
+        """The captured convolution at `x`'s batch and spatial extents (kept per shape: a call's host time counts)."""
+        shape = tuple(x.shape)
+        found = self._at_shape.get(shape)
+        if found is None:
+            size = _triple(tuple(int(d) for d in shape[2:]), 1)
+            found = replace(self.conv, batch=int(shape[0]), size=size, rank=self.conv.rank)
+            if len(self._at_shape) < 64:
+                self._at_shape[shape] = found
+        return found
 
     def empty_output(self, *inputs: Any) -> Any:
         """An uninitialized output for these inputs: (N, F, *the output's spatial extents), the input's dtype."""
@@ -563,7 +570,7 @@ class LibraryConv:
 
         from argus.kernels.matmul import prepare
 
-        the_plan = conv_plan(conv, self.budget, self.implicit)
+        the_plan = conv_plan(conv, self.budget, self.implicit)  # cached: a call's host time counts
         if the_plan.implicit is not None:
             run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out)
             return
