@@ -135,7 +135,7 @@ def test_a_column_matrix_over_the_budget_is_refused(
     path = problem("F.conv2d(x, w)", inputs="[torch.randn(1, 2, 5, 7), torch.randn(3, 2, 3, 3)]", args="x, w")
     result = solve(path, out=tmp_path / "s.py", judge=False)
     (u,) = result.uncovered
-    assert "CONV_COLUMNS_OVER_BUDGET" in u["reason"] and "implicit GEMM" in u["reason"]
+    assert "CONV_COLUMNS_OVER_BUDGET" in u["reason"] and "implicit-GEMM kernel" in u["reason"]
 
 
 def test_a_functional_conv_with_bias_and_groups_reads_its_operands_in_graph_order(
