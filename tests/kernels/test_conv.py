@@ -173,8 +173,12 @@ def test_refusals_carry_their_codes() -> None:
     with pytest.raises(ConvError) as e:
         conv_plan(conv, budget=conv.column_bytes(1) - 1, implicit=False)
     assert e.value.code == "CONV_COLUMNS_OVER_BUDGET" and "implicit-GEMM kernel" in e.value.reason
-    # the implicit kernel (f32 by split planes) has no column budget
-    assert conv_plan(conv, budget=conv.column_bytes(1) - 1).implicit is not None
+    # the implicit kernel (f32 by split planes) has no column budget; with 3 channels it is not asked (FEW_CHANNELS)
+    wide = _conv(2, 2, 16, 4, 1, (5, 7), (3,))
+    assert conv_plan(wide, budget=wide.column_bytes(1) - 1).implicit is not None
+    with pytest.raises(ConvError) as e:
+        conv_plan(conv, budget=conv.column_bytes(1) - 1)
+    assert "f32 with 3 channels" in e.value.reason
     with pytest.raises(ConvError) as e:
         conv_plan(_conv(2, 1, 1, 1, 1, (1200, 1200), (40,), d=(30,)), budget=1 << 40)
     assert e.value.code == "CONV_SPAN_OVER_SHARED"

@@ -67,9 +67,10 @@ CASES = {
     "5x3, no padding, stride (1, 3)": _conv2(1, 64, 8, 9, 12, (5, 3), s=(1, 3)),
     "1-d, padding 2, bias": Conv(1, 2, 16, 24, 1, (1, 1, 37), (1, 1, 5), (1, 1, 1), (0, 0, 2), (1, 1, 1), True, "bf16"),
     "1x1 without a bias (the pointwise GEMM)": _conv2(2, 24, 16, 3, 5, (1, 1)),
-    "f32, 3 channels (split planes, padded channels), bias": _conv2(
-        2, 3, 12, 7, 9, (3, 3), p=(1, 1), bias=True, dtype="f32"
+    "f32, 12 channels (split planes, padded channels), bias": _conv2(
+        2, 12, 12, 7, 9, (3, 3), p=(1, 1), bias=True, dtype="f32"
     ),
+    "f32 1x1 of 3 channels (padded), bias": _conv2(2, 3, 8, 4, 5, (1, 1), bias=True, dtype="f32"),
     "f32 3x3 stride 2, 64 channels": _conv2(1, 64, 8, 6, 8, (3, 3), s=(2, 2), p=(1, 1), dtype="f32"),
     "f32 1-d, dilation 3": Conv(1, 2, 20, 8, 1, (1, 1, 40), (1, 1, 3), (1, 1, 2), (0, 0, 1), (1, 1, 3), False, "f32"),
 }
@@ -102,6 +103,7 @@ def test_the_implicit_path_and_the_gather_path_agree() -> None:
         (_conv2(1, 16, 16, 5, 5, (3, 3), groups=2), "2 groups"),
         (_conv2(1, 12, 16, 5, 5, (3, 3)), "12 channels"),
         (_conv2(1, 16, 6, 5, 5, (3, 3), dtype="f32"), "6 filters"),
+        (_conv2(1, 8, 16, 5, 5, (3, 3), dtype="f32"), "f32 with 8 channels"),
         (_conv2(1, 64, 16, 5, 7, (3, 3), s=(2, 2)), "column stride 2 with width 7"),
         (_conv2(1, 32, 16, 5, 8, (3, 3), s=(2, 2)), "column stride 2 with 32 channels"),
         (Conv(3, 1, 16, 16, 1, (3, 5, 5), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), False, "bf16"), "a 3-d"),
@@ -150,8 +152,8 @@ VERIFIED = {
     "3x3 7 (8x8, one consumer)": _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1)),
     "3x3 28 (4x32, two consumers)": _conv2(8, 128, 128, 28, 28, (3, 3), p=(1, 1)),
     "1-d, dilation 2": Conv(1, 2, 64, 64, 1, (1, 1, 300), (1, 1, 3), (1, 1, 1), (0, 0, 2), (1, 1, 2), False, "f16"),
-    "f32, 3 channels, persistent (three split planes)": _conv2(
-        8, 3, 64, 32, 32, (3, 3), p=(1, 1), bias=True, dtype="f32"
+    "f32, 12 channels, persistent (three split planes)": _conv2(
+        8, 12, 64, 32, 32, (3, 3), p=(1, 1), bias=True, dtype="f32"
     ),
 }
 
@@ -208,7 +210,7 @@ def test_library_conv_matches_torch_on_the_gpu(channels_last: bool) -> None:
         _conv2(2, 128, 64, 30, 30, (3, 3), s=(2, 2), p=(1, 1)),
         _conv2(2, 64, 128, 17, 9, (1, 1)),
         Conv(1, 3, 64, 72, 1, (1, 1, 301), (1, 1, 5), (1, 1, 1), (0, 0, 2), (1, 1, 1), True, "f16"),
-        _conv2(2, 3, 16, 19, 21, (3, 3), p=(1, 1), bias=True, dtype="f32"),
+        _conv2(2, 12, 16, 19, 21, (3, 3), p=(1, 1), bias=True, dtype="f32"),
         _conv2(2, 64, 24, 20, 22, (3, 5), s=(2, 2), p=(1, 2), dtype="f32"),
     ]
     for conv in rows:

@@ -238,6 +238,10 @@ class Conv:
 
 #: The implicit-GEMM kernel's K step: 128 bytes of channels (the 128-byte swizzle's row).
 IMPLICIT_BK = 64
+#: An f32 convolution with this many channels or fewer (and a window of more than one tap) takes the gather path:
+#: measured faster there at 3 and 8 channels, slower at 16 and more (`benchmarks/results/2026-11-29-conv-implicit/`,
+#: run 12).
+FEW_CHANNELS = 8
 #: The most stages the implicit kernel pipelines.
 IMPLICIT_MAX_STAGES = 4
 
@@ -291,6 +295,11 @@ def implicit_refusal(conv: Conv) -> str | None:
         return f"{conv.groups} groups"
     if conv.dtype not in ("bf16", "f16", "f32"):
         return f"{conv.dtype} values"
+    if conv.dtype == "f32" and conv.channels <= FEW_CHANNELS and conv.window > 1:
+        return (
+            f"f32 with {conv.channels} channels: each tap's K step of {IMPLICIT_BK} channels would be mostly padding, "
+            "and the gather path, which packs the window's taps, ran faster"
+        )
     if implicit_channels(conv) % 8:
         return f"{conv.channels} channels: a multiple of 8 is needed for {conv.dtype}"
     if conv.filters % (16 // ITEMSIZE[conv.dtype]):
