@@ -212,6 +212,8 @@ def test_library_conv_matches_torch_on_the_gpu(channels_last: bool) -> None:
         Conv(1, 3, 64, 72, 1, (1, 1, 301), (1, 1, 5), (1, 1, 1), (0, 0, 2), (1, 1, 1), True, "f16"),
         _conv2(2, 12, 16, 19, 21, (3, 3), p=(1, 1), bias=True, dtype="f32"),
         _conv2(2, 64, 24, 20, 22, (3, 5), s=(2, 2), p=(1, 2), dtype="f32"),
+        _conv2(2, 5, 8, 9, 13, (1, 1), dtype="f32"),  # the pointwise GEMM in f32 (K = 5)
+        _conv2(2, 3, 16, 17, 15, (3, 3), p=(1, 1), bias=True, dtype="f32"),  # few channels: the gather path
     ]
     for conv in rows:
         rank = conv.rank
