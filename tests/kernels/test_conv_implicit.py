@@ -27,8 +27,9 @@ from argus.lang.errors import DSLError
 from argus.verify import verify
 
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-#: the relative max error allowed: 16-bit outputs round once; f32 is split precision (bf16x3)
-TOLERANCE = {"bf16": 1e-2, "f16": 1e-2, "f32": 1e-5}
+#: the relative max error allowed: 16-bit outputs round once; f32 is split precision (bf16x3: 3e-6 to 1.2e-5 measured
+#: at KernelBench's sizes, and 1.1e-5 for the GEMM library's f32 1x1 on the GPU; cuDNN's TF32 is at 2.8e-4)
+TOLERANCE = {"bf16": 1e-2, "f16": 1e-2, "f32": 1e-4}
 
 
 def _conv2(n: int, c: int, f: int, h: int, w: int, k: tuple, s: tuple = (1, 1), p: tuple = (0, 0),
