@@ -800,7 +800,10 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
         wl = w.reshape(f, c, -1).permute(0, 2, 1).contiguous()
         return _split_on_gpu(wl.view(-1, c), c, "B", implicit_channels(conv)).view(ws) if conv.dtype == "f32" else wl
 
-    wkey = ("weight", w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype, str(w.device))
+    wkey = (  # the staged form depends on the padded channels too (f32's split planes: 8 or, with a stride, 64)
+        "weight", w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype, str(w.device),
+        implicit_channels(conv),
+    )  # fmt: skip
     wv = _staged(wkey, weight, source=w).view(ws)
     if conv.dtype == "f32":
         xv = _split_on_gpu(xv.reshape(-1, c), c, "A", implicit_channels(conv))
