@@ -69,7 +69,7 @@ from argus.kernels.conv_kernels import (
     im2col,
 )
 from argus.kernels.gemm import split_bf16x3
-from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan
+from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan, split_vector
 
 #: The most bytes of column matrix one chunk of the batch may take (a call runs the batch in chunks that fit): 4 GiB,
 #: and for f32 inputs 6 GiB more of its split bf16 parts; KernelBench's largest image (57, transposed) needs 2.3 GiB.
@@ -451,8 +451,7 @@ class ConvPlan:
             conv = self.conv
             found = []
             if conv.dtype == "f32":  # the split planes of the input and of the weight first
-                _, ws, _ = _implicit_shapes(conv)
-                for rows, name in ((conv.batch * conv.size[1] * conv.size[2], "A"), (ws[0] // 3 * ws[1], "B")):
+                for rows, name in split_rows(conv):
                     found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
             nchw = writes_nchw(conv, self.implicit)  # what a call on PyTorch's default (NCHW) tensors launches
             return [*found, _traced("implicit", _key(implicit_params(conv, self.implicit, nchw=nchw)))]
@@ -692,12 +691,17 @@ def _implicit_shapes(conv: Conv, nchw: bool = False) -> tuple[tuple[int, ...], t
     return (t * n, h, w // sw, sw * c), (t * f, kh * kw, c), out
 
 
+def split_rows(conv: Conv) -> tuple[tuple[int, str], tuple[int, str]]:
+    """The f32 splits' (rows, operand) of the channels-last input (N·H·W, C) and weight (F·KH·KW, C)."""
+    return (conv.batch * conv.size[1] * conv.size[2], "A"), (conv.filters * conv.kernel[1] * conv.kernel[2], "B")
+
+
 def split_params(rows: int, channels: int, operand: str) -> dict[str, Any]:
     """`split_bf16x3`'s parameters for an f32 operand stored (rows, channels), channels last, split along its rows
     (AXIS 0) into three bf16 planes (3, rows, channels padded to 8): BR divides the rows (so that plane t starts at
     row t * rows and the planes are one (3 * rows, ...) tensor), at least 32 threads a block."""
     br = next(d for d in (16, 8, 4, 2, 1) if rows % d == 0)
-    vec = 4 if channels % 4 == 0 else 2 if channels % 2 == 0 else 1
+    vec = split_vector(channels)
     bc = max(64, 32 * vec // br)
     return {"AXIS": 0, "OPERAND": operand, "VEC": vec, "BR": br, "BC": bc}
 
@@ -717,8 +721,7 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
     wl = np.ascontiguousarray(np.asarray(w, dtype=np.float64).reshape(f, c, -1).transpose(0, 2, 1))  # (F, taps, C)
     if conv.dtype == "f32":
         planes = []
-        for name, v in (("A", xl), ("B", wl)):
-            rows = v.size // c
+        for (rows, name), v in zip(split_rows(conv), (xl, wl), strict=True):
             out = np.full((3, rows, implicit_channels(conv)), np.nan)
             run_kernel(_traced("split", _key(split_params(rows, c, name))), {"X": v.reshape(rows, c), "Y": out})
             planes.append(out)
@@ -847,5 +850,6 @@ __all__ = [
     "run_implicit_on_gpu",
     "run_pointwise_on_gpu",
     "split_params",
+    "split_rows",
     "run_on_interpreter",
 ]

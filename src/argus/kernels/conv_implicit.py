@@ -11,15 +11,9 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
+from argus.kernels.conv_kernels import output_size
 from argus.lang.errors import DSLError
 from argus.layout import Layout
-
-
-def _output_extent(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
-    """PyTorch's output extent of one convolved dimension as a condition on the shape symbols."""
-    reach = 2 * p - d * (k - 1) - 1
-    shifted = f"{length} + {reach}" if reach >= 0 else f"{length} - {-reach}"
-    return f"({out} == ({shifted}) // {s} + 1)"
 
 
 def _bias_shape(BIAS: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameter
@@ -119,9 +113,9 @@ def conv_implicit_gemm(
     T.assume(
         f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {SW} * C and C % 8 == 0 and "
         + ("" if NCHW else f"F % {16 // Y.dtype.itemsize} == 0 and ")
-        + _output_extent("H", "OH", KH, SH, PH, LH)
+        + output_size("H", "OH", KH, SH, PH, LH)
         + " and "
-        + _output_extent(f"WQ * {SW}", "OW", KW, SW, PW, LW)
+        + output_size(f"WQ * {SW}", "OW", KW, SW, PW, LW)
         + (f" and C % {BK} == 0" if SW > 1 else "")
     )
     PWU = -(-PW // SW)  # the padding in whole view columns, rounded up: keeps the tap's column offsets non-negative

@@ -22,7 +22,7 @@ THREADS = 128
 COPY_ELEMENTS = 8
 
 
-def _output_size(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
+def output_size(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
     """PyTorch's output extent of one convolved dimension as a condition on the shape symbols."""
     reach = 2 * p - d * (k - 1) - 1
     shifted = f"{length} + {reach}" if reach >= 0 else f"{length} - {-reach}"
@@ -60,7 +60,7 @@ def im2col(
     flipped."""
     T.assume(
         " and ".join(
-            _output_size(n, o, k, s, p, d)
+            output_size(n, o, k, s, p, d)
             for n, o, k, s, p, d in (
                 ("D", "OD", KD, SD, PD, LD),
                 ("H", "OH", KH, SH, PH, LH),

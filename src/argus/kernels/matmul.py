@@ -337,6 +337,12 @@ class SplitStep:
     gemm_shape: tuple[int, ...]
 
 
+def split_vector(columns: int) -> int:
+    """`split_bf16x3`'s VEC for an operand stored with `columns` columns: the widest load (4, 2 or 1 f32) its rows'
+    alignment allows."""
+    return 4 if columns % 4 == 0 else 2 if columns % 2 == 0 else 1
+
+
 def split_steps(problem: GemmProblem) -> list[SplitStep]:
     """The split launches of an f32 problem (none for 16-bit inputs)."""
     if problem.dtype != "f32":
@@ -351,7 +357,7 @@ def split_steps(problem: GemmProblem) -> list[SplitStep]:
         else:  # stored (K, other): split along its rows, the columns padded
             stored, axis = (problem.K, other), 0
             y_shape, gemm_shape = (3, p, padded), (3 * p, padded)
-        vec = 4 if stored[1] % 4 == 0 else 2 if stored[1] % 2 == 0 else 1
+        vec = split_vector(stored[1])
         params = {"AXIS": axis, "OPERAND": name, "VEC": vec}
         if problem.batch > 1:  # a batch of matrices, split alike
             lead = (problem.batch,)
