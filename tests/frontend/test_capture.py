@@ -109,3 +109,21 @@ def test_a_dropout_stays_a_dropout_left_to_pytorch(problem: Callable[..., Path])
     assert [g.ops for g in part.groups] == [["relu"]]
     identity = partition(capture(problem("torch.relu(F.dropout(x, 0.0, training=self.training))", name="p0")))
     assert not identity.uncovered and [g.ops for g in identity.groups] == [["clone", "relu"]]
+
+
+def test_a_problem_at_kernelbench_size_is_captured_without_data(kernelbench_dir: Path) -> None:
+    """17 GB of input (level 1's 2-d average pooling) and a parameterized module with a scalar argument: captured
+    under the fake-tensor mode, shapes and dtypes exact, nothing allocated, the scalar still bound."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cap = capture(kernelbench_dir / "level1" / "45_Average_Pooling_2D.py")
+    assert cap.fake and not cap.example
+    assert [(s.shape, s.dtype) for s in cap.inputs] == [((16, 64, 2048, 2048), torch.float32)]
+    bn = capture(kernelbench_dir / "level1" / "33_BatchNorm.py")
+    assert bn.fake and "bn.weight" in bn.state.values()
+    scaled = capture(kernelbench_dir / "level1" / "5_Matrix_scalar_multiplication.py")
+    assert scaled.fake and scaled.scalar_uses == {"s": [("mul", 1)]} and not scaled.specialized
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 2 << 20  # KiB: under 2 GiB grown
+    small = capture(kernelbench_dir / "level1" / "19_ReLU.py", {"batch_size": 2, "dim": 8})
+    assert not small.fake and small.example

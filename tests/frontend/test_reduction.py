@@ -126,3 +126,81 @@ def test_a_reduction_the_template_refuses_is_reported_with_its_reason(problem, t
     reductions = [u for u in result.uncovered if u["family"] == "reduction"]
     assert reductions and why in reductions[0]["reason"], result.uncovered
     assert not result.solved
+
+
+# -- two stages: a reduction of many elements into few outputs ---------------------------------------------------
+
+
+@pytest.fixture
+def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split thresholds scaled down to interpreter sizes: two blocks are enough, R of 64 is long."""
+    import argus.frontend.families.reduction as red
+
+    monkeypatch.setattr(red, "min_blocks", lambda: 2)
+    monkeypatch.setattr(red, "SPLIT_MIN_R", 64)
+
+
+def test_a_whole_tensor_reduction_at_kernelbench_size_is_split_over_many_blocks() -> None:
+    """98_KLDivLoss's sum over 16384 x 16384 elements: one kernel would run in one block (983 ms on an H200, 0.003x
+    eager); split, the first stage's blocks reach two waves and the extents stay 32-bit."""
+    from argus.frontend.families.reduction import Reduction, blocks, min_blocks, split_of
+
+    whole = Reduction("sum", True, False, (16384, 16384), (0, 1), 1, 16384 * 16384, 1)
+    assert blocks(whole) == 1
+    s, c = split_of(whole)
+    assert s * c == 16384 * 16384 and s >= 64
+    first = Reduction("sum", True, False, (1, s, c), (1,), 1, s, c)
+    assert blocks(first) >= min_blocks()
+    # 94_MSELoss's 2^30 elements: refused as one kernel (an extent of 2^30), taken split
+    mse = Reduction("mean", True, False, (32768, 32768), (0, 1), 1, 1 << 30, 1)
+    assert split_of(mse) is not None
+    # enough blocks already (a row per block over 32768 rows), an index reduction, a short R: one kernel
+    assert split_of(Reduction("sum", True, False, (32768, 65535), (1,), 32768, 65535, 1)) is None
+    assert split_of(Reduction("max", False, True, (1, 1 << 20), (1,), 1, 1 << 20, 1)) is None
+    assert split_of(Reduction("sum", True, False, (1, 4096), (1,), 1, 4096, 1)) is None
+    # a prime R has no divisor: one kernel
+    assert split_of(Reduction("sum", True, False, (1, 1000003), (1,), 1, 1000003, 1)) is None
+
+
+SPLIT: dict[str, tuple[str, str]] = {
+    "sum_all": ("x.sum()", "[torch.randn(4, 16384)]"),
+    "mean_all": ("torch.mean(x)", "[torch.randn(4, 16384)]"),
+    "max_middle": ("torch.amax(x, dim=1)", "[torch.randn(1, 65536, 3)]"),
+    "min_last": ("torch.amin(x, dim=-1)", "[torch.randn(2, 65536)]"),
+    "l2_rows": ("torch.linalg.vector_norm(x, 2, dim=1)", "[torch.randn(2, 65536)]"),
+    "l1_all": ("torch.linalg.vector_norm(x, 1)", "[torch.randn(4, 16384)]"),
+    "inf_all": ("torch.linalg.vector_norm(x, float('inf'))", "[torch.randn(4, 16384)]"),
+    "sum_bf16": ("x.sum(dim=(0, 1))", "[torch.randn(4, 16384, dtype=torch.bfloat16)]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPLIT))
+def test_split_reductions_match_on_the_interpreter(problem, tmp_path: Path, small_split: None, case: str) -> None:
+    body, inputs = SPLIT[case]
+    result = solve(problem(body, inputs=inputs), out=tmp_path / "s.py", judge=False)
+    assert not result.uncovered, result.uncovered
+    (report,) = result.kernels
+    assert report.verdict == "verified" and report.interpreter_ok, report.to_json()
+    text = (tmp_path / "s.py").read_text()
+    assert "Stages(" in text and "_partial" in text and "_total" in text
+    assert "over the 2 kernels of its plan" in report.verify_summary
+
+
+def test_a_split_reduction_is_judged_correct_end_to_end(kernelbench_dir: Path, tmp_path: Path, small_split: None):
+    name = "98_KLDivLoss"
+    result = solve(
+        kernelbench_dir / "level1" / f"{name}.py",
+        sizes={"batch_size": 4, "input_shape": (16384,)},
+        out=tmp_path / "s.py",
+    )
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert "Stages(" in (tmp_path / "s.py").read_text()
+
+
+def test_stages_refuse_tensors_of_other_sizes(problem, tmp_path: Path, small_split: None) -> None:
+    from argus.kernels.stages import StagesError
+
+    solve(problem("x.sum()", inputs="[torch.randn(4, 16384)]"), out=tmp_path / "s.py", judge=False)
+    module = import_file(tmp_path / "s.py", "split_solution")
+    with pytest.raises(StagesError, match="generated for an input of shape"):
+        module.ModelNew()(torch.randn(4, 100))

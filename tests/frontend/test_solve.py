@@ -13,7 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
+from argus.eval.candidates import ModuleCandidate
+from argus.eval.gate import GateOptions
 from argus.frontend import solve
 
 #: Level-1 problems `argus solve` solves today, with the small sizes the test runs them at.
@@ -138,3 +141,77 @@ def test_a_solution_takes_other_sizes_only_where_its_kernels_do(problem, tmp_pat
     torch.testing.assert_close(model(y), torch.sum(y, dim=1))
     with pytest.raises(ValueError, match=r"generated for x of shape \(4, 8\), got \(3, 5\)"):
         model(x)
+
+
+def test_at_kernelbench_size_on_a_cpu_the_kernels_are_verified_and_the_check_is_skipped_and_said(
+    kernelbench_dir: Path, tmp_path: Path
+) -> None:
+    from argus.frontend.solve import INTERPRETER_ELEMENTS
+
+    result = solve(
+        kernelbench_dir / "level1" / "23_Softmax.py", out=tmp_path / "s.py", options=GateOptions(device="cpu")
+    )
+    (report,) = result.kernels
+    assert report.verdict == "verified" and not report.checked_on and report.interpreter_error is None
+    assert "not checked on the interpreter" in report.skipped and f"{INTERPRETER_ELEMENTS:.3g}" in report.skipped
+    assert result.gate is None and "judge the solution on a GPU" in result.not_judged
+    assert result.status() == "not judged" and not result.solved and result.kernels_ok
+    assert result.to_json()["not_judged"] == result.not_judged
+
+
+def test_the_kernel_check_catches_an_element_never_written(problem, tmp_path: Path) -> None:
+    """The check's outputs start as NaN (integers: their least value): a kernel that leaves an element unwritten
+    fails, as one that writes a wrong value does."""
+    from argus.eval.candidates import import_file
+    from argus.frontend.capture import capture
+    from argus.frontend.solve import check_kernel, generate
+
+    path = problem("torch.softmax(x, dim=-1)", inputs="[torch.randn(3, 40)]")
+    result = solve(path, out=tmp_path / "s.py", judge=False)
+    assert result.kernels[0].interpreter_ok
+    module = import_file(tmp_path / "s.py", "unwritten")
+    part, sources = generate(capture(path))
+    (group,) = part.groups
+    kernel = getattr(module, group.kernel)
+
+    def skips_last_row(x: torch.Tensor, out: torch.Tensor, device: str) -> None:
+        full = torch.empty_like(out)
+        kernel(x, full, device=device)
+        out[:-1] = full[:-1]
+
+    error, _ = check_kernel(skips_last_row, sources[group.kernel], group.subgraph)
+    assert error == float("inf")
+    error, tol = check_kernel(kernel, sources[group.kernel], group.subgraph)
+    assert error <= tol
+
+
+def test_a_solution_finds_its_problem_where_the_judge_names_it(tmp_path: Path, kernelbench_dir: Path, monkeypatch):
+    """A solution that rebuilds the problem's Model for its parameters (batch norm) runs on a machine where the
+    problem is not at the path it was captured from: the judge names the problem's copy (`PROBLEM_ENV`)."""
+    import shutil
+
+    from argus.tasks.kernelbench import PROBLEM_ENV
+
+    moved = tmp_path / "here" / "33_BatchNorm.py"
+    moved.parent.mkdir()
+    shutil.copyfile(kernelbench_dir / "level1" / "33_BatchNorm.py", moved)
+    sizes = {"batch_size": 2, "features": 3, "dim1": 5, "dim2": 7}
+    solve(moved, sizes=sizes, out=tmp_path / "s.py", judge=False)
+    elsewhere = tmp_path / "elsewhere" / "33_BatchNorm.py"
+    moved.parent.rename(elsewhere.parent)
+    from argus.eval.candidates import import_file
+
+    module = import_file(tmp_path / "s.py", "moved_problem")
+    monkeypatch.delenv(PROBLEM_ENV, raising=False)
+    with pytest.raises(FileNotFoundError, match=PROBLEM_ENV):
+        module.ModelNew(3)
+    monkeypatch.setenv(PROBLEM_ENV, str(elsewhere))
+    assert module.ModelNew(3).reference is not None
+    # through the gate (the sandbox is told the problem's path): correct
+    from argus.eval.gate import gate_module
+    from argus.tasks.kernelbench import load_problem
+
+    task = load_problem(elsewhere, sizes)
+    monkeypatch.delenv(PROBLEM_ENV)
+    gate = gate_module(task, ModuleCandidate("s.py", path=tmp_path / "s.py"), GateOptions(device="cpu", trials=2))
+    assert gate.verdict == "accepted", gate.summary()

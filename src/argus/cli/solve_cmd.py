@@ -36,13 +36,18 @@ def solve(
     ),
     trials: int = typer.Option(5, "--trials", help="the gate's correctness trials"),
     no_judge: bool = typer.Option(False, "--no-judge", help="generate and check the kernels, skip the gate"),
+    device: str | None = typer.Option(
+        None, "--device", help="where the kernels are checked and the solution judged: cuda, cuda:N or cpu "
+        "(default: the GPU when there is one)"
+    ),
     json_file: str | None = json_option(
         '{"problem", "sizes", "status", "solved", "covered", "groups", "uncovered", "kernels", "solution", '
         '"specialized", "gate", "seconds"}'
     ),
 ) -> None:
     """Capture a PyTorch problem, generate verified argus kernels for what the templates cover, emit a ModelNew
-    and judge it with the gate (on the CPU: the interpreter). No LLM.
+    and judge it with the gate (on a GPU: compiled and timed against eager and torch.compile; on the CPU: the
+    interpreter). No LLM.
 
     Exits 0 when the problem is solved (correct, every compute op in an argus kernel), 1 otherwise."""
     from argus.eval.gate import GateOptions
@@ -59,7 +64,7 @@ def solve(
                 sizes=sizes,
                 out=out,
                 judge=not no_judge,
-                options=GateOptions(device="cpu", trials=trials),
+                options=GateOptions(device=device, trials=trials),
                 on_step=lambda text: status.update(text),
             )
     except ArgusError as e:
@@ -71,17 +76,23 @@ def solve(
     rows += [[u["node"], f"not covered: {u['family']}", f"{u['op']}: {u['reason']}"] for u in result.uncovered]
     print_table([Column("kernel", identifier=True), Column("family"), Column("operators")], rows, console=report)
     for k in result.kernels:
+        where = "interpreter" if k.checked_on == "cpu" else k.checked_on
         match = "match" if k.interpreter_ok else "MISMATCH"
-        report.print(
-            f"{k.name}: {k.verdict} ({k.verify_summary}); interpreter: {match} "
-            f"(max error {_fmt_error(k.interpreter_error)}, tolerance {k.tolerance:g})",
-            markup=False,
-            highlight=False,
+        check = k.skipped or (
+            f"{where}: {match} (max error {_fmt_error(k.interpreter_error)}, tolerance {k.tolerance:g})"
         )
+        report.print(f"{k.name}: {k.verdict} ({k.verify_summary}); {check}", markup=False, highlight=False)
     for name in result.specialized:
         report.print(f"specialized: argument {name} is folded into the graph (other values are refused)", markup=False)
     if result.gate is not None:
         report.print(f"gate: {result.gate.summary()}", markup=False, highlight=False)
+        profile = result.gate.stage("profile")
+        speedup = profile.details.get("speedup", {}) if profile is not None else {}
+        if speedup:
+            ratios = ", ".join(f"{v:.3g}x {k}" for k, v in speedup.items() if v is not None)
+            report.print(f"speedup (interleaved, same process): {ratios}", markup=False, highlight=False)
+    elif result.not_judged and result.not_judged != "--no-judge":
+        report.print(f"not judged: {result.not_judged}", markup=False, highlight=False)
     report.print(f"wrote {result.solution}", markup=False, highlight=False)
     report.print(f"{result.problem}: {result.status()}", markup=False, highlight=False)
     if json_file is not None:

@@ -223,6 +223,8 @@ def copies_on_host(inputs: Sequence[Any], device: Any) -> bool:
     if d.type != "cuda":
         return False
     free, _total = torch.cuda.mem_get_info(d)
+    # what this process's caching allocator holds and does not use is free to it, though not to the driver's count
+    free += torch.cuda.memory_reserved(d) - torch.cuda.memory_allocated(d)
     return HOST_COPIES_FACTOR * sum(_nbytes(inputs)) > free
 
 

@@ -372,11 +372,15 @@ def reference_outputs(
     pool: list[list[Any]],
     tol: Any,
     seeds: list[int] | None = None,
+    *,
+    keep_on_device: bool = False,
 ) -> tuple[list[list[Any]], list[list[Any]]]:
-    """For each draw in `pool`, what the timed outputs are compared with (on the CPU) and the noise floor, chosen
-    as in the correct stage (`argus.eval.correctness.reference_choice`). PyTorch's generator is seeded with
-    ``seeds[j]`` before each reference run (and `RotatingInputs` seeds it the same before each timed call), so a
-    task with random draws (dropout) is reproduced exactly."""
+    """For each draw in `pool`, what the timed outputs are compared with and the noise floor, chosen as in the
+    correct stage (`argus.eval.correctness.reference_choice`): on the CPU (a pool kept through the whole timing),
+    or with `keep_on_device` (a check made and dropped at once) where they were computed, unless the draw is too
+    large for the device (`copies_on_host`). PyTorch's generator is seeded with ``seeds[j]`` before each reference
+    run (and `RotatingInputs` seeds it the same before each timed call), so a task with random draws (dropout) is
+    reproduced exactly."""
     import torch
 
     from argus.eval.correctness import as_outputs, copies_on_host, reference_choice, to_high, to_host
@@ -396,8 +400,9 @@ def reference_outputs(
             torch.manual_seed(seeds[j])
         native = keep(as_outputs(run_native(clone_all(draw))))
         kind, want, z, why = reference_choice(native, high, tol, input_scale(draw))
-        expected.append([tuple(x.to("cpu") for x in w) if isinstance(w, tuple) else w.to("cpu") for w in want])
-        noise.append([None if t is None else t.to("cpu") for t in z] if z is not None else [None] * len(want))
+        where = None if keep_on_device and not host else "cpu"
+        expected.append([tuple(x.to(where) for x in w) if isinstance(w, tuple) else w.to(where) for w in want])
+        noise.append([None if t is None else t.to(where) for t in z] if z is not None else [None] * len(want))
     return expected, noise
 
 

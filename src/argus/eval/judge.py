@@ -260,6 +260,7 @@ def _stages(
             init_inputs=init,
             rng_state=rng,
             problem_sizes=dict(task.sizes) if _same_file(candidate.path, task.path) else None,
+            problem=sandbox.share_file(task.path) if task.path is not None else None,
             device=device,
             fp32=fp32,
         )
@@ -365,7 +366,9 @@ def stale_check(sandbox: Sandbox, task: ModuleTask, reference: Any, device: str,
         draw = to_device(task.sample(seed, device), device)
         precision = lowest_precision([x.dtype for x in draw if isinstance(x, torch.Tensor)]) or torch.float32
         tol = tolerance_for(precision)
-        expected, noise = reference_outputs(reference.run_high, reference.run_native, [draw], tol, [seed])
+        expected, noise = reference_outputs(
+            reference.run_high, reference.run_native, [draw], tol, [seed], keep_on_device=True
+        )
         got = _call(sandbox, "last_outputs", timeout, max_bytes=2**34)["outputs"]
         want = expected[0]
         if len(got) != len(want):

@@ -21,6 +21,7 @@ import traceback
 from typing import Any
 
 from argus.eval.sandbox import recv_frame, send_frame
+from argus.tasks.kernelbench import PROBLEM_ENV
 
 # ---------------------------------------------------------------------------------------------------------------
 # the runner
@@ -70,6 +71,8 @@ def _op_load_module(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     from argus.eval.guards import PrecisionState
 
     state.device = msg.get("device", "cpu")
+    if isinstance(msg.get("problem"), str):  # the problem file it is judged against (`PROBLEM_ENV`)
+        os.environ[PROBLEM_ENV] = msg["problem"]
     if msg.get("fp32"):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False

@@ -70,7 +70,10 @@ class Capture:
         state: parameter and buffer placeholders -> their names in the model's state dict.
         scalar_uses: scalar argument -> the (node name, argument index) positions whose constant is that argument.
         specialized: scalar arguments the graph depends on in a way a run-time value cannot replace.
-        example: the drawn arguments themselves (tensors and scalars), for checks at the captured shapes.
+        example: the drawn arguments themselves (tensors and scalars), for checks at the captured shapes; empty
+            when `fake`.
+        fake: captured without data (`REAL_CAPTURE_ELEMENTS`): the shapes and dtypes are the problem's, no tensor
+            was allocated.
     """
 
     problem: Path
@@ -85,6 +88,7 @@ class Capture:
     specialized: list[str] = field(default_factory=list)
     example: list[Any] = field(default_factory=list)
     single_output: bool = True
+    fake: bool = False
 
     @property
     def name(self) -> str:
@@ -171,14 +175,45 @@ def _quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _draw(task: ModuleTask) -> tuple[Any, list[Any], list[Any]]:
-    """(model, init inputs, forward arguments), built and drawn with the generator at `SEED`."""
+#: Forward arguments of more elements than this (all tensors together) are captured without data: the model is
+#: built and its inputs drawn under PyTorch's fake-tensor mode (shapes and dtypes only), so a problem at
+#: KernelBench's own sizes (1.6e9 elements, 6.4 GB a tensor, 17 GB for level 1's 2-d average pooling) is captured
+#: in a second on any machine.
+REAL_CAPTURE_ELEMENTS = 1 << 24
+
+
+def _fake_mode() -> Any:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def _input_elements(task: ModuleTask) -> int | None:
+    """The elements of the forward's tensor arguments, drawn without data; None when the draw cannot run so."""
+    import torch
+
+    try:
+        with _quiet(), _fake_mode():
+            torch.manual_seed(SEED)
+            args = task.sample(SEED)
+    except Exception:  # noqa: BLE001 - a generator that needs real values: draw it for real
+        return None
+    return sum(a.numel() for a in args if isinstance(a, torch.Tensor))
+
+
+def _draw(task: ModuleTask, fake: bool = False) -> tuple[Any, list[Any], list[Any]]:
+    """(model, init inputs, forward arguments), built and drawn with the generator at `SEED` (`fake`: under the
+    fake-tensor mode, where a module is built in place, not moved)."""
     import torch
 
     try:
         torch.manual_seed(SEED)
         init = list(task.get_init_inputs())
-        model = task.build(task.model, SEED, "cpu")
+        if fake:
+            torch.manual_seed(SEED)
+            model = task.model(*task.get_init_inputs())
+        else:
+            model = task.build(task.model, SEED, "cpu")
         args = task.sample(SEED)
     except Exception as e:  # noqa: BLE001 - the problem's own code
         raise FrontendError(
@@ -268,45 +303,49 @@ def capture(
 ) -> Capture:
     """Capture the problem file `problem` (see the module docstring). `sizes`: module-level overrides by name
     (``{"batch_size": 8, "dim": 256}``; an unknown name is ``TASK_SIZE_UNKNOWN``). `inputs`: the forward's
-    arguments to capture at, instead of a draw of ``get_inputs()``."""
+    arguments to capture at, instead of a draw of ``get_inputs()``. Large inputs are captured without data
+    (`REAL_CAPTURE_ELEMENTS`)."""
     import torch
     from torch.export.graph_signature import InputKind
 
     path = Path(problem)
     task = load_problem(path, dict(sizes or {}), strict=True)
-    model, init, args = _draw(task)
-    if inputs is not None:
-        args = list(inputs)
-    program = export_model(model, args, path)
-    signature = program.graph_signature
-    user = [s.arg.name for s in signature.input_specs if s.kind == InputKind.USER_INPUT]
+    elements = _input_elements(task) if inputs is None else None
+    fake = elements is not None and elements > REAL_CAPTURE_ELEMENTS
+    with _fake_mode() if fake else contextlib.nullcontext():
+        model, init, args = _draw(task, fake)
+        if inputs is not None:
+            args = list(inputs)
+        program = export_model(model, args, path)
+        signature = program.graph_signature
+        user = [s.arg.name for s in signature.input_specs if s.kind == InputKind.USER_INPUT]
+        if len(user) != len(args):
+            raise FrontendError(
+                "SOLVE_INPUTS",
+                f"{task.name}: the exported graph takes {len(user)} argument(s), get_inputs() gives {len(args)}",
+                "the forward should take exactly the arguments get_inputs() returns, in order",
+            )
+        specs: list[InputSpec] = []
+        scalars: list[tuple[int, str]] = []
+        for i, (name, value) in enumerate(zip(user, args, strict=True)):
+            if isinstance(value, torch.Tensor):
+                specs.append(InputSpec(name, "tensor", tuple(value.shape), value.dtype))
+            elif isinstance(value, bool | int | float):
+                specs.append(InputSpec(name, "scalar", value=value))
+                scalars.append((i, name))
+            else:
+                raise FrontendError(
+                    "SOLVE_INPUTS",
+                    f"{task.name}: forward argument {i} ({name}) is a {type(value).__name__}; argus solve takes "
+                    "tensors and Python numbers",
+                    "pass tensors (or ints and floats) from get_inputs()",
+                )
+        uses, specialized = _bind_scalars(program.graph_module, model, args, scalars, path) if scalars else ({}, [])
     state = {
         s.arg.name: str(s.target)
         for s in signature.input_specs
         if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
     }
-    if len(user) != len(args):
-        raise FrontendError(
-            "SOLVE_INPUTS",
-            f"{task.name}: the exported graph takes {len(user)} argument(s), get_inputs() gives {len(args)}",
-            "the forward should take exactly the arguments get_inputs() returns, in order",
-        )
-    specs: list[InputSpec] = []
-    scalars: list[tuple[int, str]] = []
-    for i, (name, value) in enumerate(zip(user, args, strict=True)):
-        if isinstance(value, torch.Tensor):
-            specs.append(InputSpec(name, "tensor", tuple(value.shape), value.dtype))
-        elif isinstance(value, bool | int | float):
-            specs.append(InputSpec(name, "scalar", value=value))
-            scalars.append((i, name))
-        else:
-            raise FrontendError(
-                "SOLVE_INPUTS",
-                f"{task.name}: forward argument {i} ({name}) is a {type(value).__name__}; argus solve takes tensors "
-                "and Python numbers",
-                "pass tensors (or ints and floats) from get_inputs()",
-            )
-    uses, specialized = _bind_scalars(program.graph_module, model, args, scalars, path) if scalars else ({}, [])
     return Capture(
         problem=path,
         sizes=dict(task.sizes),
@@ -318,8 +357,9 @@ def capture(
         state=state,
         scalar_uses=uses,
         specialized=specialized,
-        example=list(args),
+        example=[] if fake else list(args),
         single_output=_single_output(program),
+        fake=fake,
     )
 
 

@@ -6,10 +6,14 @@ The pipeline, one step per line:
 2. `partition` — every operator classified, pointwise chains grouped by FX's capability-based partitioner;
 3. `families` — each group's kernel generated from its family's template, its reference the group's FX subgraph;
 4. `emit` — the solution file: the kernels and a ``ModelNew`` that launches them (ATen for what is not covered);
-5. per kernel: the verifier (`argus.verify`) on the traced kernel, and the CPU interpreter against the group's FX
-   subgraph on random inputs at the captured shapes (float64 reference; the tolerance of the kernel's dtypes);
+5. per kernel: the verifier (`argus.verify`) on the traced kernel, and a check against the group's FX subgraph on
+   random inputs at the captured shapes (float64 reference; the tolerance of the kernel's dtypes): the compiled
+   kernel on a GPU, else the CPU interpreter, which is skipped past `INTERPRETER_ELEMENTS` (KernelBench's own sizes
+   reach 4e9 elements; the interpreter runs about 2e6 a second);
 6. the gate — the solution file judged as every KernelBench solution is (`argus.eval.gate.gate_module`: the file
-   runs in the sandbox; on the CPU its kernels run on the interpreter; the judge draws the inputs and compares).
+   runs in the sandbox; on a GPU its kernels are compiled and timed against eager and ``torch.compile``, on the CPU
+   they run on the interpreter; the judge draws the inputs and compares). On the CPU, a solution whose kernel check
+   was skipped for size is not judged either (the gate would run the same interpreter at the same size).
 
 A problem is *solved* when the gate accepts the solution (correct) and every compute operator ran in an argus
 kernel (no operator left uncovered). The solution file is argus's own output, imported here for step 5; the
@@ -31,13 +35,18 @@ from argus.frontend.errors import FrontendError
 from argus.frontend.families.base import KernelSource
 from argus.frontend.partition import Partition, partition
 
-#: Largest error relative to the reference's scale in the interpreter check, by the kernel's least precise dtype.
+#: Largest error relative to the reference's scale in the kernel check, by the kernel's least precise dtype.
 TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "bf16": 2e-2}
+
+#: The CPU interpreter checks a kernel whose tensors hold at most this many elements together (it runs about 2e6
+#: elements a second); past it the check is skipped, and said so, and the solution is judged on a GPU.
+INTERPRETER_ELEMENTS = 1 << 24
 
 
 @dataclass
 class KernelReport:
-    """One generated kernel: its operators, the verifier's verdict and the interpreter check."""
+    """One generated kernel: its operators, the verifier's verdict and the check against its reference (on the CPU
+    interpreter, or compiled on a GPU: `checked_on`; "" when the check was skipped, `skipped` says why)."""
 
     name: str
     family: str
@@ -48,6 +57,8 @@ class KernelReport:
     interpreter_error: float | None = None
     tolerance: float = 1e-4
     interpreter_ok: bool = False
+    checked_on: str = ""
+    skipped: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -67,6 +78,8 @@ class SolveResult:
     gate: Any = None
     seconds: float = 0.0
     specialized: list[str] = field(default_factory=list)
+    #: why the gate did not run (empty when it did)
+    not_judged: str = ""
 
     @property
     def covered(self) -> bool:
@@ -78,7 +91,8 @@ class SolveResult:
 
     @property
     def kernels_ok(self) -> bool:
-        return all(k.verdict in ("verified", "unknown") and k.interpreter_ok for k in self.kernels)
+        """Every kernel verified (or `unknown`) and, where it was checked, within its tolerance."""
+        return all(k.verdict in ("verified", "unknown") and (k.interpreter_ok or k.skipped) for k in self.kernels)
 
     @property
     def solved(self) -> bool:
@@ -87,9 +101,11 @@ class SolveResult:
     def status(self) -> str:
         """``solved``, ``not covered`` (correct, but some operators left to PyTorch), ``incorrect`` or
         ``not judged``."""
+        if not self.kernels_ok:
+            return "incorrect"
         if self.gate is None:
             return "not judged"
-        if not self.correct or not self.kernels_ok:
+        if not self.correct:
             return "incorrect"
         return "solved" if self.covered else "not covered"
 
@@ -106,6 +122,7 @@ class SolveResult:
             "solution": self.solution,
             "specialized": self.specialized,
             "gate": self.gate.to_json() if self.gate is not None else None,
+            "not_judged": self.not_judged,
             "seconds": round(self.seconds, 3),
         }
 
@@ -121,42 +138,77 @@ def generate(cap: Capture) -> tuple[Partition, dict[str, KernelSource]]:
     return part, kernels
 
 
-def check_kernel(kernel: Any, source: KernelSource, subgraph: Any, seed: int = 0) -> tuple[float, float]:
-    """(largest error relative to the reference's scale, tolerance) of `kernel` on the CPU interpreter against the
-    group's FX `subgraph` run in float64, on standard-normal inputs at the captured shapes. NaN where the
-    reference has NaN is a match; anywhere else an infinite error."""
-    import numpy as np
+def group_elements(subgraph: Any) -> int:
+    """The elements of a group's tensors: its inputs and outputs together."""
+    nodes = [n for n in subgraph.graph.nodes if n.op == "placeholder"]
+    output = next(n for n in subgraph.graph.nodes if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], tuple | list) else (output.args[0],)
+    values = [n.meta.get("val") for n in [*nodes, *results] if hasattr(n, "meta")]
+    return sum(int(v.numel()) for v in values if hasattr(v, "numel"))
+
+
+def check_kernel(
+    kernel: Any, source: KernelSource, subgraph: Any, seed: int = 0, device: str = "cpu", launch: Any = None
+) -> tuple[float, float]:
+    """(largest error relative to the reference's scale, tolerance) of `kernel` against the group's FX `subgraph`
+    run in float64, on standard-normal inputs at the captured shapes: on the CPU interpreter, or on a CUDA `device`
+    through `launch` (the solution's own ``_launch``: compiled, in chunks past a kernel's largest extent; default:
+    `argus.runtime.build` once). NaN where the reference has NaN is a match; anywhere else an infinite error."""
     import torch
 
-    generator = torch.Generator().manual_seed(seed)
+    cuda = torch.device(device).type == "cuda"
+    generator = torch.Generator(device=device).manual_seed(seed)
     placeholders = [n for n in subgraph.graph.nodes if n.op == "placeholder"]
     inputs = []
     for n in placeholders:
         val = n.meta["val"]
-        inputs.append(torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64).to(val.dtype))
+        x = torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64, device=device)
+        inputs.append(x.to(val.dtype))
     with torch.no_grad():
         want = subgraph(*[x.to(torch.float64) for x in inputs])
     wants = list(want) if isinstance(want, tuple | list) else [want]
-    outs = [torch.empty(w.shape, dtype=_out_dtype(subgraph, i)) for i, w in enumerate(wants)]
+    outs = [_poisoned(w.shape, _out_dtype(subgraph, i), device) for i, w in enumerate(wants)]
     names = [n.name for n in placeholders] + list(source.outputs)
     tensors = [*inputs, *outs]
-    kernel(
-        *[t.contiguous().view(source.shape_of(n, t.numel())) for n, t in zip(names, tensors, strict=True)], device="cpu"
-    )
+    views = [t.contiguous().view(source.shape_of(n, t.numel())) for n, t in zip(names, tensors, strict=True)]
+    if not cuda:
+        kernel(*views, device="cpu")
+    elif launch is not None:
+        launch(kernel, tensors, [tuple(v.shape) for v in views] if source.shapes else None)
+    elif source.library:
+        kernel(*views)
+    else:
+        from argus.runtime import build
+
+        build(kernel)(*views)
+    if cuda:
+        torch.cuda.synchronize()
     worst = 0.0
     for got, ref in zip(outs, wants, strict=True):
-        g = got.to(torch.float64).numpy()
-        r = ref.to(torch.float64).numpy()
-        both_nan = np.isnan(g) & np.isnan(r)
-        finite = np.isfinite(r)
-        if np.any(~both_nan & ~finite & (g != r)):
+        g = got.to(torch.float64)
+        r = ref.to(torch.float64)
+        both_nan = torch.isnan(g) & torch.isnan(r)
+        finite = torch.isfinite(r)
+        if bool((~both_nan & ~finite & (g != r)).any()):
             return math.inf, 0.0
-        scale = max(1.0, float(np.abs(r[finite]).max()) if finite.any() else 1.0)
-        diff = np.abs(g[finite] - r[finite])
-        worst = max(worst, float(diff.max()) / scale if diff.size else 0.0)
+        scale = max(1.0, float(r[finite].abs().max()) if bool(finite.any()) else 1.0)
+        if bool(torch.isnan(g[finite]).any()):  # an element never written, or computed as NaN
+            return math.inf, 0.0
+        diff = (g[finite] - r[finite]).abs()
+        worst = max(worst, float(diff.max()) / scale if diff.numel() else 0.0)
     dtypes = set(source.dtypes.values())
     tolerance = max((TOLERANCE[d] for d in dtypes if d in TOLERANCE), default=1e-4)
     return worst, tolerance
+
+
+def _poisoned(shape: Any, dtype: Any, device: str) -> Any:
+    """An output tensor filled with what no kernel computes on its own: NaN, or an integer type's least value."""
+    import torch
+
+    if dtype == torch.bool:
+        return torch.zeros(tuple(shape), dtype=dtype, device=device)
+    fill = math.nan if dtype.is_floating_point else torch.iinfo(dtype).min
+    return torch.full(tuple(shape), fill, dtype=dtype, device=device)
 
 
 def _out_dtype(subgraph: Any, index: int) -> Any:
@@ -182,10 +234,14 @@ def solve(
 ) -> SolveResult:
     """Solve `problem` (see the module docstring). `sizes`: module-level overrides; `out`: the solution file
     (default `default_solution_path`); `judge`: run the gate (off: generate and check the kernels only);
-    `options`: the gate's `GateOptions` (default: on the CPU, 5 trials); `on_step(text)`: progress."""
+    `options`: the gate's `GateOptions` (default: 5 trials on the GPU when there is one, else on the CPU; its
+    `device` is also where the kernels are checked); `on_step(text)`: progress."""
     from argus.eval.candidates import ModuleCandidate, import_file
     from argus.eval.gate import GateOptions, gate_module
     from argus.verify import verify
+
+    options = options or GateOptions(trials=5)
+    device = options.resolved_device()
 
     start = time.perf_counter()
     step = on_step or (lambda text: None)
@@ -221,15 +277,27 @@ def solve(
         report.verify_summary = f"{errors} error(s), {warnings} warning(s), {unknowns} unknown" + (
             f" over the {len(results)} kernels of its plan" if src.library else ""
         )
-        step(f"checking {g.kernel} on the interpreter")
-        report.interpreter_error, report.tolerance = check_kernel(kernel, src, g.subgraph)
-        report.interpreter_ok = report.interpreter_error <= report.tolerance
+        elements = group_elements(g.subgraph)
+        if device == "cpu" and elements > INTERPRETER_ELEMENTS:
+            report.skipped = (
+                f"not checked on the interpreter: {elements:.3g} elements (at most {INTERPRETER_ELEMENTS:.3g}); "
+                "judge the solution on a GPU"
+            )
+        else:
+            step(f"checking {g.kernel} on the {'interpreter' if device == 'cpu' else device}")
+            report.interpreter_error, report.tolerance = check_kernel(
+                kernel, src, g.subgraph, device=device, launch=module._launch
+            )
+            report.interpreter_ok = report.interpreter_error <= report.tolerance
+            report.checked_on = device
         reports.append(report)
 
     gate = None
-    if judge:
+    not_judged = "" if judge else "--no-judge"
+    if judge and any(r.skipped for r in reports):
+        not_judged = "a kernel is too large for the interpreter: judge the solution on a GPU (argus kernelbench)"
+    elif judge:
         step("judging the solution")
-        options = options or GateOptions(device="cpu", trials=5)
         gate = gate_module(cap.task, ModuleCandidate(target.name, path=target), options)
     return SolveResult(
         problem=cap.name,
@@ -241,4 +309,5 @@ def solve(
         gate=gate,
         seconds=time.perf_counter() - start,
         specialized=list(cap.specialized),
+        not_judged=not_judged,
     )

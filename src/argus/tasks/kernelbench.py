@@ -30,6 +30,11 @@ from argus.tasks.base import ModuleTask, TaskError
 
 ENV_DIR = "ARGUS_KERNELBENCH_DIR"
 
+#: The environment variable a judge sets, in the process where a solution runs, to the problem file the solution is
+#: judged against (a copy of it there): a solution that rebuilds the problem's own Model to take its parameters
+#: (`argus solve`'s, `argus.frontend.emit`) finds it there on any machine, not only at the path it was written at.
+PROBLEM_ENV = "ARGUS_PROBLEM"
+
 #: A sample of problems with sizes small enough for a CPU: ``{level: {problem id: size overrides}}``.
 CPU_SAMPLE: dict[int, dict[int, dict[str, Any]]] = {
     1: {

@@ -228,9 +228,48 @@ def parse(node: Any) -> Reduction | str:
         return f"an empty tensor {shape}"
     if indices and r > MAX_ARG_EXTENT:
         return f"an index reduction over {r} elements (positions are float32 in the kernel: at most 2^24)"
-    if max(outer, r, inner) >= MAX_EXTENT:
+    found = Reduction(op, values, indices, shape, normalized, outer, r, inner, pre, post)
+    split = split_of(found)
+    extents = (outer, r, inner) if split is None else (outer, split[0], split[1] * inner)
+    if max(extents) >= MAX_EXTENT:
         return f"an extent of the view ({outer}, {r}, {inner}) reaches 2^30 (the kernel's extents are 32-bit)"
-    return Reduction(op, values, indices, shape, normalized, outer, r, inner, pre, post)
+    return found
+
+
+#: A reduction launches at least this many blocks, or it is split in two stages (`split_of`): two waves of a GPU
+#: of `argus.atoms.target.DEFAULT_TARGET`'s SMs.
+def min_blocks() -> int:
+    from argus.atoms.target import DEFAULT_TARGET
+
+    return 2 * DEFAULT_TARGET.sms
+
+
+#: Reduced extents below this are not split: one pass of few blocks reads them in microseconds.
+SPLIT_MIN_R = 1 << 16
+
+
+def blocks(spec: Reduction) -> int:
+    """The blocks one kernel launches for `spec` at the default tiles."""
+    if spec.inner > 1:
+        return spec.outer * -(-spec.inner // MIDDLE_TILE[1])
+    return -(-spec.outer // LAST_TILE[0])
+
+
+def split_of(spec: Reduction) -> tuple[int, int] | None:
+    """(S, C) with S * C = R when the reduction runs in two stages, else None: a value reduction whose one kernel
+    would launch fewer than `min_blocks` blocks over a long R (a whole-tensor sum reads 2.7e8 elements in one block
+    otherwise: 1 s on an H200). The first stage reduces the input viewed (OUTER, S, C * INNER) over S into an f32
+    buffer (OUTER, C * INNER), many blocks wide; the second reduces the buffer viewed (OUTER, C, INNER) over C. S
+    and C divide R exactly, so a mean of equal-count means is the mean; C is the smallest divisor of R that gives
+    the first stage `min_blocks` blocks, S at least 64 rows."""
+    if spec.indices or spec.r < SPLIT_MIN_R or blocks(spec) >= min_blocks():
+        return None
+    # the first stage's blocks, outer * cdiv(C * INNER, BN), reach min_blocks from this C on
+    least = -(-MIDDLE_TILE[1] * -(-min_blocks() // spec.outer) // spec.inner)
+    for c in range(least, 16 * least + 1):  # a divisor near it: the buffer stays small
+        if spec.r % c == 0 and spec.r // c >= 64:
+            return spec.r // c, c
+    return None
 
 
 def unsupported(node: Any) -> str | None:
@@ -302,6 +341,9 @@ def kernel_source(
     shapes = {placeholder.name: in_shape, **{n.name: out_shape for _, n, _ in params}}
 
     what = _describe(node, spec)
+    split = split_of(spec)
+    if split is not None:
+        return _split_source(name, spec, split, placeholder, node, results, in_dtype, params[0][2], what)
     kernel = _kernel_text(name, spec, in_dtype, params, what)
     reference = _reference_text(name, placeholder, node, results, spec, in_shape, out_shape, what)
     return KernelSource(
@@ -315,6 +357,75 @@ def kernel_source(
         dtypes,
         shapes,
     )
+
+
+def _split_source(
+    name: str,
+    spec: Reduction,
+    split: tuple[int, int],
+    placeholder: Any,
+    node: Any,
+    results: list[Any],
+    in_dtype: str,
+    out_dtype: str,
+    what: str,
+) -> KernelSource:
+    """The two-stage form of a value reduction (`split_of`): a partial reduction into an f32 buffer, the buffer's
+    reduction, and the `argus.kernels.stages.Stages` that runs them; the group takes its tensors in their captured
+    shapes."""
+    s, c = split
+    outer, inner = spec.outer, spec.inner
+    first = Reduction(spec.op, True, False, (outer, s, c * inner), (1,), outer, s, c * inner, spec.pre, "")
+    second_in = (outer, c, inner) if inner > 1 else (outer, c)
+    second = Reduction(spec.op, True, False, second_in, (1,), outer, c, inner, "", spec.post)
+    first_out = (outer, c * inner)
+    second_out = (outer, inner) if inner > 1 else (outer,)
+    out_shape = tuple(int(d) for d in node_value(results[0]).shape)
+    torch_dtype = str(node_value(results[0]).dtype).removeprefix("torch.")
+    texts = []
+    for suffix, stage, dtype, in_shape, stage_out, words in (
+        ("partial", first, in_dtype, (outer, s, c * inner), first_out, f"the partial {spec.op}s of {s} rows each"),
+        ("total", second, "f32", second_in, second_out, f"the {c} partial results combined"),
+    ):
+        stage_what = f"{what}, stage {1 if suffix == 'partial' else 2} of 2: {words}"
+        stage_dtype = "f32" if suffix == "partial" else out_dtype
+        texts.append(_stage_reference(f"{name}_{suffix}", stage, in_shape, stage_what))
+        texts.append(_kernel_text(f"{name}_{suffix}", stage, dtype, [("OUT", None, stage_dtype)], stage_what))
+    texts += [
+        "from argus.kernels.stages import Stage, Stages  # noqa: E402",
+        "",
+        f"{name} = Stages(",
+        f"    {name!r},",
+        "    [",
+        f"        Stage({name}_partial, {(outer, s, c * inner)!r}, {first_out!r}),",
+        f"        Stage({name}_total, {second_in!r}, {second_out!r}),",
+        "    ],",
+        f"    {spec.shape!r},",
+        f"    {out_shape!r},",
+        f"    {torch_dtype!r},",
+        ")",
+    ]
+    reference = _reference_text(name, placeholder, node, results, spec, spec.shape, out_shape, what)
+    return KernelSource(
+        name,
+        reference,
+        "\n\n".join(texts[:4]) + "\n\n" + "\n".join(texts[4:]) + "\n",
+        [placeholder.name],
+        [results[0].name],
+        {},
+        math.prod(out_shape),
+        {placeholder.name: in_dtype, results[0].name: out_dtype},
+        {placeholder.name: spec.shape, results[0].name: out_shape},
+        library=True,
+    )
+
+
+def _stage_reference(name: str, stage: Reduction, in_shape: tuple[int, ...], what: str) -> str:
+    """A stage kernel's reference: its reduction over axis 1 of its input view, in PyTorch."""
+    x = {"": "X", "square": "(X * X)", "abs": "X.abs()"}[stage.pre]
+    reduced = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin"}[stage.op]
+    post = ".sqrt()" if stage.post == "sqrt" else ""
+    return f'def {name}_reference(X):\n    """{what}, on X viewed {in_shape}."""\n    return {x}.{reduced}(1){post}\n'
 
 
 def _describe(node: Any, spec: Reduction) -> str:
