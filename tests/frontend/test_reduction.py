@@ -204,3 +204,13 @@ def test_stages_refuse_tensors_of_other_sizes(problem, tmp_path: Path, small_spl
     module = import_file(tmp_path / "s.py", "split_solution")
     with pytest.raises(StagesError, match="generated for an input of shape"):
         module.ModelNew()(torch.randn(4, 100))
+
+
+def test_a_mid_sized_whole_reduction_is_split_too_and_a_prime_one_is_not() -> None:
+    """2^21 elements into one: eight rows a block in the first stage rather than one block for everything."""
+    from argus.frontend.families.reduction import Reduction, blocks, split_of
+
+    mid = Reduction("sum", True, False, (512, 4096), (0, 1), 1, 1 << 21, 1)
+    s, c = split_of(mid)
+    assert s * c == 1 << 21 and s >= 8 and blocks(Reduction("sum", True, False, (1, s, c), (1,), 1, s, c)) > 1
+    assert split_of(Reduction("sum", True, False, (3, 65537), (0, 1), 1, 3 * 65537, 1)) is None

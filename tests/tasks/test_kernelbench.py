@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -223,6 +224,12 @@ def test_crashing_and_hanging_solutions_are_contained(tmp_path: Path) -> None:
     for name, body in SOLUTIONS.items():
         (solutions / name).write_text(body)
     arrived = []
+    written: list[int] = []  # the CSV's rows each time a row arrives: a run stopped from outside leaves them
+
+    def arrive(row: Any) -> None:
+        arrived.append(row.problem_id)
+        written.append(len(read_csv(tmp_path / "kb.csv")))
+
     report = run_kernelbench(
         problems,
         1,
@@ -233,10 +240,11 @@ def test_crashing_and_hanging_solutions_are_contained(tmp_path: Path) -> None:
         timeout_s=60.0,
         store_path=tmp_path / "runs.db",
         csv_path=tmp_path / "kb.csv",
-        on_row=lambda r: arrived.append(r.problem_id),
+        on_row=arrive,
     )
     by_id = {r.problem_id: r for r in report.rows}
     assert sorted(arrived) == [1, 2, 3, 4, 5, 6]
+    assert written == [1, 2, 3, 4, 5, 6]
     # the solution runs in its sandbox, so its crash is that sandbox's, said by the correct stage
     assert (by_id[1].code, by_id[1].failed_stage) == ("SANDBOX_CRASHED", "correct")
     assert "status 3" in by_id[1].reason

@@ -260,7 +260,8 @@ def run_kernelbench(
             closed here. None: a local pool from `workers`, `devices` and `timeout_s`. Each problem is one job,
             on a GPU when the executor has any, else on a CPU; the row and the store record which worker ran it.
         store_path: SQLite file the results are written to as they arrive (`argus.eval.store`).
-        csv_path: where to write the CSV.
+        csv_path: where to write the CSV: rewritten as each row arrives, so that a run stopped from outside leaves
+            the rows it finished.
         on_row: called with each row as it arrives (progress).
     """
     options = options or GateOptions()
@@ -342,6 +343,8 @@ def _run(
         gates.append(gate)
         if store is not None and run_id is not None:  # the driver alone writes the store, as results arrive
             store.put(run_id, p.key, row.verdict, entry)
+        if csv_path:  # the rows so far: a run stopped from outside (a time limit) leaves what it finished
+            write_csv(sorted(rows, key=lambda r: r.problem_id), csv_path)
         if on_row is not None:
             on_row(row)
 

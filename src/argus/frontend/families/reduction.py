@@ -260,16 +260,39 @@ def split_of(spec: Reduction) -> tuple[int, int] | None:
     would launch fewer than `min_blocks` blocks over a long R (a whole-tensor sum reads 2.7e8 elements in one block
     otherwise: 1 s on an H200). The first stage reduces the input viewed (OUTER, S, C * INNER) over S into an f32
     buffer (OUTER, C * INNER), many blocks wide; the second reduces the buffer viewed (OUTER, C, INNER) over C. S
-    and C divide R exactly, so a mean of equal-count means is the mean; C is the smallest divisor of R that gives
-    the first stage `min_blocks` blocks, S at least 64 rows."""
+    and C divide R exactly, so a mean of equal-count means is the mean. C is the smallest divisor of R that gives
+    the first stage `min_blocks` blocks (S as long as it can be), else the one that gives it the most; S is at least
+    `SPLIT_MIN_ROWS` and C * INNER at least one tile's columns. None too where no divisor gives more blocks than one
+    kernel (a prime R)."""
     if spec.indices or spec.r < SPLIT_MIN_R or blocks(spec) >= min_blocks():
         return None
-    # the first stage's blocks, outer * cdiv(C * INNER, BN), reach min_blocks from this C on
-    least = -(-MIDDLE_TILE[1] * -(-min_blocks() // spec.outer) // spec.inner)
-    for c in range(least, 16 * least + 1):  # a divisor near it: the buffer stays small
-        if spec.r % c == 0 and spec.r // c >= 64:
-            return spec.r // c, c
-    return None
+
+    def first_blocks(c: int) -> int:
+        return spec.outer * -(-(c * spec.inner) // MIDDLE_TILE[1])
+
+    usable = [c for c in _divisors(spec.r) if spec.r // c >= SPLIT_MIN_ROWS and c * spec.inner >= MIDDLE_TILE[1]]
+    if not usable:
+        return None
+    enough = [c for c in usable if first_blocks(c) >= min_blocks()]
+    c = enough[0] if enough else usable[-1]
+    return (spec.r // c, c) if first_blocks(c) > blocks(spec) else None
+
+
+#: The first stage of a split reduction reduces at least this many rows (one tile's worth: `MIDDLE_TILE`'s BR).
+SPLIT_MIN_ROWS = MIDDLE_TILE[0]
+
+
+def _divisors(n: int) -> list[int]:
+    """The divisors of `n`, ascending."""
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
 
 
 def unsupported(node: Any) -> str | None:
@@ -383,9 +406,9 @@ def _split_source(
     out_shape = tuple(int(d) for d in node_value(results[0]).shape)
     torch_dtype = str(node_value(results[0]).dtype).removeprefix("torch.")
     texts = []
-    for suffix, stage, dtype, in_shape, stage_out, words in (
-        ("partial", first, in_dtype, (outer, s, c * inner), first_out, f"the partial {spec.op}s of {s} rows each"),
-        ("total", second, "f32", second_in, second_out, f"the {c} partial results combined"),
+    for suffix, stage, dtype, in_shape, words in (
+        ("partial", first, in_dtype, (outer, s, c * inner), f"the partial {spec.op}s of {s} rows each"),
+        ("total", second, "f32", second_in, f"the {c} partial results combined"),
     ):
         stage_what = f"{what}, stage {1 if suffix == 'partial' else 2} of 2: {words}"
         stage_dtype = "f32" if suffix == "partial" else out_dtype

@@ -1,0 +1,48 @@
+"""`argus solve` on a GPU: every kernel family's solution checked compiled on the device (through the solution's
+own `_launch`), then judged there with timing against eager and `torch.compile` — the path a user with a GPU takes
+by default. Sizes a little larger than the CPU tests' (grids of many blocks, rows past one tile) and small enough to
+run in seconds; KernelBench's own sizes are measured in `benchmarks/results/2026-11-29-solve-families/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from argus.eval.gate import GateOptions
+from argus.frontend import solve
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to torch"),
+]
+
+#: One or two problems per family, at sizes of many blocks.
+PROBLEMS: dict[str, dict[str, Any]] = {
+    "21_Sigmoid": {"batch_size": 64, "dim": 4099},
+    "23_Softmax": {"batch_size": 64, "dim": 4099},
+    "89_cumsum": {"batch_size": 64, "input_shape": (4099,)},
+    "47_Sum_reduction_over_a_dimension": {"batch_size": 16, "dim1": 257, "dim2": 255},
+    "51_Argmax_over_a_dimension": {"batch_size": 16, "dim1": 257, "dim2": 255},
+    "98_KLDivLoss": {"batch_size": 4096, "input_shape": (4096,)},  # a whole-tensor sum of 2^24: two stages
+    "42_Max_Pooling_2D": {"batch_size": 4, "channels": 8, "height": 67, "width": 65},
+    "46_Average_Pooling_3D": {"batch_size": 2, "channels": 4, "depth": 17, "height": 18, "width": 19},
+    "34_InstanceNorm": {"batch_size": 4, "features": 8, "dim1": 67, "dim2": 65},
+    "33_BatchNorm": {"batch_size": 4, "features": 8, "dim1": 67, "dim2": 65},  # its parameters from the problem
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_solve_checks_and_judges_on_the_gpu(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+    options = GateOptions(device="cuda", trials=2, reps=5, baselines=("eager",))
+    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=PROBLEMS[name], out=tmp_path / "s.py",
+                   options=options)  # fmt: skip
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    for k in result.kernels:
+        assert k.checked_on == "cuda" and k.interpreter_ok and not k.skipped, k.to_json()
+    profile = result.gate.stage("profile")
+    assert profile is not None and profile.details.get("speedup", {}).get("eager") is not None
+    if name == "98_KLDivLoss":
+        assert "Stages(" in (tmp_path / "s.py").read_text()
