@@ -37,8 +37,10 @@ def solve(
     trials: int = typer.Option(5, "--trials", help="the gate's correctness trials"),
     no_judge: bool = typer.Option(False, "--no-judge", help="generate and check the kernels, skip the gate"),
     device: str | None = typer.Option(
-        None, "--device", help="where the kernels are checked and the solution judged: cuda, cuda:N or cpu "
-        "(default: the GPU when there is one)"
+        None,
+        "--device",
+        help="where the kernels are checked and the solution judged: cuda, cuda:N or cpu "
+        "(default: the GPU when there is one)",
     ),
     json_file: str | None = json_option(
         '{"problem", "sizes", "status", "solved", "covered", "groups", "uncovered", "kernels", "solution", '
