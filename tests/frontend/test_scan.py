@@ -26,18 +26,29 @@ from argus.verify import verify
 #: Level-1 problems the scan family solves, at small sizes (rows longer than one tile, not a multiple of it).
 SOLVED: dict[str, dict[str, Any]] = {
     "89_cumsum": {"batch_size": 3, "input_shape": (301,)},
+    "91_cumsum_reverse": {"batch_size": 3, "input_shape": (301,)},  # flip, cumsum, flip: one reverse scan
+    "92_cumsum_exclusive": {"batch_size": 3, "input_shape": (301,)},  # narrow, cumsum, cat with zeros: one kernel
 }
 
 #: Level-1 scans whose cumsum is an argus kernel while other operators stay with PyTorch, and those operators.
 PARTIAL: dict[str, list[tuple[str, str]]] = {
-    "91_cumsum_reverse": [("aten.flip.default", "layout"), ("aten.flip.default", "layout")],
-    "92_cumsum_exclusive": [
-        ("aten.slice.Tensor", "layout"),
-        ("aten.select.int", "layout"),
-        ("aten.full_like.default", "other"),
-        ("aten.cat.default", "layout"),
-    ],
     "93_masked_cumsum": [("aten.mul.Tensor", "pointwise")],  # x * mask: a boolean input the pointwise kernel refuses
+}
+
+#: Reverse and exclusive scans (the layout operators around the cumsum absorbed), on both kernels.
+PATTERNS: dict[str, tuple[str, tuple[int, ...]]] = {
+    "reverse_last": ("torch.cumsum(x.flip(1), dim=1).flip(1)", (5, 301)),
+    "reverse_last_negative": ("torch.cumsum(x.flip(-1), dim=-1).flip(-1)", (2, 3, 133)),
+    "reverse_middle": ("torch.cumsum(x.flip(1), dim=1).flip(1)", (2, 19, 5)),
+    "reverse_first": ("torch.cumsum(x.flip(0), dim=0).flip(0)", (13, 40)),
+    "exclusive_last": (
+        "torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), torch.cumsum(x.narrow(1, 0, x.size(1) - 1), 1)), 1)",
+        (5, 300),
+    ),
+    "exclusive_middle": (
+        "torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), torch.cumsum(x.narrow(1, 0, x.size(1) - 1), 1)), 1)",
+        (2, 19, 5),
+    ),
 }
 
 CASES: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -154,3 +165,28 @@ def test_the_other_scans_run_their_cumsum_in_a_kernel(kernelbench_dir: Path, tmp
     assert [g["ops"] for g in result.groups] == [["cumsum"]]
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
     assert [(u["op"], u["family"]) for u in result.uncovered] == PARTIAL[name]
+
+
+@pytest.mark.parametrize("case", sorted(PATTERNS))
+def test_reverse_and_exclusive_scans_are_one_kernel(problem: Callable[..., Path], case: str) -> None:
+    body, shape = PATTERNS[case]
+    (src,) = _check(problem, body, torch.randn(*shape), case, 1e-5)
+    assert ("reverse" if case.startswith("reverse") else "exclusive") in src.kernel
+
+
+def test_flips_and_slices_that_do_not_make_the_pattern_stay_with_pytorch(problem: Callable[..., Path]) -> None:
+    """A flip on another axis than the scan's, one flip only, and a narrow that drops more than the last element:
+    the cumsum is a plain scan kernel and the layout operators are left to PyTorch (never a wrong absorption)."""
+    bodies = {
+        "other_axis": "torch.cumsum(x.flip(0), dim=1).flip(0)",
+        "one_flip": "torch.cumsum(x.flip(1), dim=1)",
+        "short_narrow": "torch.cat((torch.zeros_like(x.narrow(1, 0, 2)), "
+        "torch.cumsum(x.narrow(1, 0, x.size(1) - 2), 1)), 1)",
+    }
+    for name, body in bodies.items():
+        path = problem(body, inputs="[torch.randn(3, 8)]", name=name)
+        part, sources = generate(capture(path))
+        (g,) = [g for g in part.groups if g.family is Family.SCAN]
+        assert g.ops == ["cumsum"], (name, g.ops)
+        assert "reverse" not in sources[g.kernel].kernel and "exclusive" not in sources[g.kernel].kernel
+        assert part.uncovered and all(u.family is not Family.SCAN for u in part.uncovered), name

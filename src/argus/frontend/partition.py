@@ -241,8 +241,9 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             sub = submodules[node.target]
             calls = [n for n in sub.graph.nodes if n.op == "call_function"]
             # the group's family is its computing node's: what a template absorbs are views and layouts (operand
-            # transposes) or pointwise nodes (an epilogue), so the first node of another family names it
-            families = [f for f in map(classify, calls) if f not in (Family.VIEW, Family.LAYOUT)]
+            # transposes, a scan's flips), pointwise nodes (an epilogue) or nodes no template takes alone (an
+            # exclusive scan's zeros), so the first node of another family with a template names it
+            families = [f for f in map(classify, calls) if f not in (Family.VIEW, Family.LAYOUT) and f in templates]
             family = next((f for f in families if f is not Family.POINTWISE), families[0] if families else None)
             family = family or classify(calls[0])
             out.groups.append(

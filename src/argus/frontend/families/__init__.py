@@ -4,7 +4,8 @@ partitioner asks whether a node fits, and the writer of the group's DSL kernel.
 `TEMPLATES` maps each family that has a template to it; a family without one is reported as not covered
 (`argus.frontend.partition.NOT_BUILT`). Pointwise fuses connected nodes into one kernel; the other families take
 one node per kernel until their prologue/epilogue fusion is built (the matmul template takes its operands'
-transposes in with it, `Template.absorbs`, and its kernel is a call of the GEMM library).
+transposes in with it, `Template.absorbs`, and its kernel is a call of the GEMM library; the scan template takes
+the flips of a reverse scan and the slice, zeros and cat of an exclusive one).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ TEMPLATES: dict[Family, Template] = {
     ),
     Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),
     Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
-    Family.SCAN: Template(scan.unsupported, scan.kernel_source),
+    Family.SCAN: Template(scan.unsupported, scan.kernel_source, absorbs=scan.absorbs),
     Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source),
     Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
     Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
