@@ -102,3 +102,58 @@ def test_a_wrong_kernel_is_caught_by_the_subgraph_check(problem: Callable[..., P
     wrong = import_file(path, "argus_test_wrong")
     error, tolerance = check_kernel(getattr(wrong, g.kernel), src, g.subgraph)
     assert error > tolerance
+
+
+#: A boolean mask the model is given: read as 1.0/0.0 (flat, and broadcast per row in the tiled kernel).
+MASKS = {
+    "multiply": ("x * mask", "[torch.randn(3, 37), torch.rand(3, 37) < 0.5]"),
+    "where": ("torch.where(mask, x, -2.0 * x)", "[torch.randn(3, 37), torch.rand(3, 37) < 0.5]"),
+    "per_row": ("x * mask + 1.0", "[torch.randn(3, 37), torch.rand(3, 1) < 0.5]"),
+    "bf16": ("x * mask", "[torch.randn(3, 37).bfloat16(), torch.rand(3, 37) < 0.5]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MASKS))
+def test_a_boolean_input_is_read_as_one_and_zero(problem: Callable[..., Path], case: str) -> None:
+    body, inputs = MASKS[case]
+    path = problem(body, inputs=inputs, args="x, mask", name=f"mask_{case}")
+    cap = capture(path)
+    part, sources = generate(cap)
+    assert [g.family.value for g in part.groups] == ["pointwise"] and not part.uncovered, part.uncovered
+    (g,) = part.groups
+    src = sources[g.kernel]
+    assert src.dtypes["mask"] == "boolean" and "T.boolean]" in src.kernel
+    target = path.with_name(f"mask_{case}_solution.py")
+    target.write_text(emit(part, sources))
+    module = import_file(target, f"argus_test_mask_{case}")
+    kernel = getattr(module, g.kernel)
+    assert verify(kernel).verdict.value == "verified"
+    error, tolerance = check_kernel(kernel, src, g.subgraph, seed=5)
+    assert error <= tolerance
+    x, mask = cap.example
+    want = cap.task.build(cap.task.model, 0, "cpu")(x.double(), mask)
+    got = module.ModelNew()(x, mask)
+    assert got.dtype == x.dtype  # bf16 * bool is bf16, as in PyTorch
+    torch.testing.assert_close(got.double(), want.double(), rtol=1e-2 if case == "bf16" else 1e-6, atol=1e-5)
+
+
+def test_a_boolean_input_compiles_for_hopper(problem: Callable[..., Path]) -> None:
+    """NVRTC for sm_90a, no GPU needed: the mask is read as bytes and converted."""
+    from argus.backend.cuda.codegen import compile_kernel
+
+    path = problem("x * mask", inputs="[torch.randn(3, 37), torch.rand(3, 37) < 0.5]", args="x, mask", name="mask_sass")
+    part, sources = generate(capture(path))
+    target = path.with_name("mask_sass_solution.py")
+    target.write_text(emit(part, sources))
+    (g,) = part.groups
+    compiled = compile_kernel(getattr(import_file(target, "argus_test_mask_sass"), g.kernel), cache=False)
+    mix = compiled.instruction_mix()
+    assert mix.get("LDG") and mix.get("STG") and compiled.resources.spill_stores == 0
+
+
+def test_a_boolean_computed_by_pytorch_is_not_read_as_a_mask(problem: Callable[..., Path]) -> None:
+    """Only a boolean the model is given is read into a kernel; one computed outside the kernel (here by an operator
+    no template takes) keeps the refusal, with its reason."""
+    path = problem("x * torch.isin(x, y)", inputs="[torch.randn(3, 8), torch.randn(3, 8)]", args="x, y", name="isin")
+    part, _ = generate(capture(path))
+    assert any("boolean" in u.reason for u in part.uncovered), [u.line() for u in part.uncovered]

@@ -162,10 +162,13 @@ def check_kernel(
     inputs = []
     for n in placeholders:
         val = n.meta["val"]
+        if val.dtype == torch.bool:  # a mask: both values, about half each
+            inputs.append(torch.rand(tuple(val.shape), generator=generator, device=device) < 0.5)
+            continue
         x = torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64, device=device)
         inputs.append(x.to(val.dtype))
     with torch.no_grad():
-        want = subgraph(*[x.to(torch.float64) for x in inputs])
+        want = subgraph(*[x.to(torch.float64) if x.is_floating_point() else x for x in inputs])
     wants = list(want) if isinstance(want, tuple | list) else [want]
     outs = [_poisoned(w.shape, _out_dtype(subgraph, i), device) for i, w in enumerate(wants)]
     names = [n.name for n in placeholders] + list(source.outputs)

@@ -15,7 +15,8 @@ exactly what was captured.
 
 What a node must be for the template to take it (`unsupported`, which the partitioner asks): an operator of
 `RULES` with its arguments in range; tensor operands that broadcast to its output in a form `plan` takes; float32,
-float16 or bfloat16 values (a comparison's boolean result, or a ``scalar_tensor`` constant, only inside the group);
+float16 or bfloat16 values (a comparison's boolean result, or a ``scalar_tensor`` constant, only inside the group;
+a boolean tensor the model is given, a mask, is read as 1.0/0.0 into an f32 fragment);
 operands of different float dtypes are converted to the node's dtype (torch's promotion) before it computes. The
 partitioner also asks `group_unsupported` of each proposed group (one output shape, one plan for all its values).
 Scalars are literals, or the run-time value of a forward argument when `argus.frontend.capture` bound the constant
@@ -271,8 +272,8 @@ def unsupported(node: Any) -> str | None:
             if _is_literal(a):
                 continue
             compared = a.op == "call_function" and aten_name(a) in COMPARISONS
-            if val.dtype == torch.bool and not compared:
-                return f"operand {i} is a boolean tensor not computed by a comparison in the same kernel"
+            if val.dtype == torch.bool and not compared and a.op != "placeholder":
+                return f"operand {i} is a boolean tensor neither given to the model nor computed in the same kernel"
             if val.dtype != torch.bool and dtype_name(val) not in DTYPES:
                 return f"operand {i} has dtype {val.dtype}"
             shapes[a.name] = tuple(val.shape)
@@ -304,7 +305,8 @@ def group_unsupported(nodes: list[Any]) -> str | None:
     for n in nodes:
         for value in [n, *(a for a in n.all_input_nodes if a.name not in members)]:
             val = node_value(value)
-            if value is not n and (_is_literal(value) or getattr(val, "dtype", None) == torch.bool):
+            given = value.op == "placeholder"  # a boolean the model is given: read as 1.0/0.0
+            if value is not n and (_is_literal(value) or (getattr(val, "dtype", None) == torch.bool and not given)):
                 return f"{value.name} ({aten_name(value)}), a boolean or a constant tensor, comes from another kernel"
             if _is_literal(value) or not isinstance(val, torch.Tensor):
                 continue
@@ -473,8 +475,10 @@ def kernel_source(
     dtypes: dict[str, str] = {}
     in_params: list[str] = []
     scalars: dict[str, str] = {}
+    # a boolean input (a mask the model is given) is read into an f32 fragment as 1.0/0.0, as a comparison's result
+    booleans = {n.name for n in placeholders if node_value(n).dtype == torch.bool}
     for node in placeholders:
-        dtypes[node.name] = DTYPES[dtype_name(node_value(node))]
+        dtypes[node.name] = "f32" if node.name in booleans else DTYPES[dtype_name(node_value(node))]
     single_in = len(placeholders) == 1
     for i, node in enumerate(placeholders):
         upper = node.name.upper()
@@ -566,6 +570,7 @@ def kernel_source(
         body.append(f"        {var} = {text}")
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
+    tensor_dtypes = ["boolean" if n.name in booleans else dtypes[n.name] for n in placeholders]
     out_dtypes = [DTYPES[dtype_name(node_value(r))] for r in results]
     chain = " -> ".join(ops)
     ref = reference_source(
@@ -584,12 +589,14 @@ def kernel_source(
     if tiled:
         seen = ", ".join(f"{r} = {d}" for r, d in zip(found.roles, found.dims, strict=True))
         docstring = f"{chain}, elementwise over {shape}, its operands broadcast\n    ({seen}), in BM x BN tiles."
-        kernel = _tiled_kernel(name, found, placeholders, results, (in_params, out_params, scalar_params), frag, dtypes)
+        kernel = _tiled_kernel(
+            name, found, placeholders, results, (in_params, out_params, scalar_params), frag, dtypes, booleans
+        )
         lines = kernel.before + [f'    """{docstring}"""'] + kernel.middle + setup + body + kernel.after
         shapes = kernel.shapes
     else:
         shapes = {}
-        signature = [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(in_params, in_dtypes, strict=True)]
+        signature = [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(in_params, tensor_dtypes, strict=True)]
         signature += [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(out_params, out_dtypes, strict=True)]
         signature.append("BLOCK: int = 1024")
         signature += scalar_params
@@ -615,7 +622,7 @@ def kernel_source(
         [r.name for r in results],
         scalars,
         numel,
-        dtypes,
+        {**dtypes, **dict.fromkeys(booleans, "boolean")},
         shapes,
     )
 
@@ -646,6 +653,7 @@ def _tiled_kernel(
     params: tuple[list[str], list[str], list[str]],
     frag: dict[str, str],
     dtypes: dict[str, str],
+    booleans: set[str] | frozenset[str] = frozenset(),
 ) -> _Tiled:
     """The kernel of a broadcasting group (`Plan` not flat): a grid over (BM, BN) tiles of the canonical rows and
     columns (and the grid dimension), every operand loaded as a whole tile, a per-row or a per-column fragment;
@@ -669,7 +677,8 @@ def _tiled_kernel(
     everything = (1,) * len(found.dims)
     out_dtypes = [DTYPES[dtype_name(node_value(r))] for r in results]
     signature = [
-        f"{p}: {annotation(found.bits[n.name], dtypes[n.name])}" for n, p in zip(placeholders, in_params, strict=True)
+        f"{p}: {annotation(found.bits[n.name], 'boolean' if n.name in booleans else dtypes[n.name])}"
+        for n, p in zip(placeholders, in_params, strict=True)
     ]
     signature += [f"{p}: {annotation(everything, d)}" for p, d in zip(out_params, out_dtypes, strict=True)]
     signature += [f"BM: int = {found.tile[0]}", f"BN: int = {found.tile[1]}", *scalar_params]
