@@ -127,3 +127,24 @@ def test_a_problem_at_kernelbench_size_is_captured_without_data(kernelbench_dir:
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 2 << 20  # KiB: under 2 GiB grown
     small = capture(kernelbench_dir / "level1" / "19_ReLU.py", {"batch_size": 2, "dim": 8})
     assert not small.fake and small.example
+
+
+def test_a_large_model_that_needs_real_values_is_captured_with_data(tmp_path: Path) -> None:
+    """A constructor that reads a value (``.item()``) cannot run under the fake-tensor mode: the capture falls back
+    to a real draw rather than fail."""
+    path = tmp_path / "item.py"
+    path.write_text(
+        "import torch\n\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.k = float(torch.randn(1).abs().item()) + 1.0\n\n"
+        "    def forward(self, x):\n"
+        "        return x * self.k\n\n\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(4097, 4096)]\n\n\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    cap = capture(path)
+    assert not cap.fake and cap.example and cap.inputs[0].shape == (4097, 4096)

@@ -295,23 +295,12 @@ def _same_constant(x: Any, y: Any) -> bool:
     return type(x) is type(y) and x == y
 
 
-def capture(
-    problem: Path | str,
-    sizes: Mapping[str, Any] | None = None,
-    *,
-    inputs: Sequence[Any] | None = None,
-) -> Capture:
-    """Capture the problem file `problem` (see the module docstring). `sizes`: module-level overrides by name
-    (``{"batch_size": 8, "dim": 256}``; an unknown name is ``TASK_SIZE_UNKNOWN``). `inputs`: the forward's
-    arguments to capture at, instead of a draw of ``get_inputs()``. Large inputs are captured without data
-    (`REAL_CAPTURE_ELEMENTS`)."""
+def _export(task: ModuleTask, path: Path, inputs: Sequence[Any] | None, fake: bool) -> tuple[Any, ...]:
+    """(model, init inputs, arguments, exported program, input specs, scalar uses, specialized scalars) of `task`,
+    drawn and exported with data or, `fake`, under the fake-tensor mode."""
     import torch
     from torch.export.graph_signature import InputKind
 
-    path = Path(problem)
-    task = load_problem(path, dict(sizes or {}), strict=True)
-    elements = _input_elements(task) if inputs is None else None
-    fake = elements is not None and elements > REAL_CAPTURE_ELEMENTS
     with _fake_mode() if fake else contextlib.nullcontext():
         model, init, args = _draw(task, fake)
         if inputs is not None:
@@ -341,6 +330,35 @@ def capture(
                     "pass tensors (or ints and floats) from get_inputs()",
                 )
         uses, specialized = _bind_scalars(program.graph_module, model, args, scalars, path) if scalars else ({}, [])
+    return model, init, args, program, specs, uses, specialized
+
+
+def capture(
+    problem: Path | str,
+    sizes: Mapping[str, Any] | None = None,
+    *,
+    inputs: Sequence[Any] | None = None,
+) -> Capture:
+    """Capture the problem file `problem` (see the module docstring). `sizes`: module-level overrides by name
+    (``{"batch_size": 8, "dim": 256}``; an unknown name is ``TASK_SIZE_UNKNOWN``). `inputs`: the forward's
+    arguments to capture at, instead of a draw of ``get_inputs()``. Large inputs are captured without data
+    (`REAL_CAPTURE_ELEMENTS`)."""
+    from torch.export.graph_signature import InputKind
+
+    path = Path(problem)
+    task = load_problem(path, dict(sizes or {}), strict=True)
+    elements = _input_elements(task) if inputs is None else None
+    fake = elements is not None and elements > REAL_CAPTURE_ELEMENTS
+    try:
+        model, init, args, program, specs, uses, specialized = _export(task, path, inputs, fake)
+    except FrontendError:
+        if not fake:
+            raise
+        # a model that needs real values to be built or traced (an .item() in its constructor, say): captured with
+        # data after all, as slowly as its size makes it
+        fake = False
+        model, init, args, program, specs, uses, specialized = _export(task, path, inputs, fake)
+    signature = program.graph_signature
     state = {
         s.arg.name: str(s.target)
         for s in signature.input_specs
