@@ -138,6 +138,7 @@ def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(red, "min_blocks", lambda: 2)
     monkeypatch.setattr(red, "SPLIT_MIN_R", 64)
+    monkeypatch.setattr(red, "SPLIT_MIN_ELEMENTS", 64)
 
 
 def test_a_whole_tensor_reduction_at_kernelbench_size_is_split_over_many_blocks() -> None:
@@ -158,6 +159,7 @@ def test_a_whole_tensor_reduction_at_kernelbench_size_is_split_over_many_blocks(
     assert split_of(Reduction("sum", True, False, (32768, 65535), (1,), 32768, 65535, 1)) is None
     assert split_of(Reduction("max", False, True, (1, 1 << 20), (1,), 1, 1 << 20, 1)) is None
     assert split_of(Reduction("sum", True, False, (1, 4096), (1,), 1, 4096, 1)) is None
+    assert split_of(Reduction("sum", True, False, (16, 65536), (1,), 16, 65536, 1)) is None  # 4 MB: one kernel
     # a prime R has no divisor: one kernel
     assert split_of(Reduction("sum", True, False, (1, 1000003), (1,), 1, 1000003, 1)) is None
 

@@ -244,8 +244,11 @@ def min_blocks() -> int:
     return 2 * DEFAULT_TARGET.sms
 
 
-#: Reduced extents below this are not split: one pass of few blocks reads them in microseconds.
-SPLIT_MIN_R = 1 << 16
+#: Reduced extents below this are not split.
+SPLIT_MIN_R = 1 << 12
+#: Nor reductions of fewer elements than this (8 MB of f32): one block reads them in tens of microseconds, about what
+#: a second launch costs a solution on the host.
+SPLIT_MIN_ELEMENTS = 1 << 21
 
 
 def blocks(spec: Reduction) -> int:
@@ -256,15 +259,16 @@ def blocks(spec: Reduction) -> int:
 
 
 def split_of(spec: Reduction) -> tuple[int, int] | None:
-    """(S, C) with S * C = R when the reduction runs in two stages, else None: a value reduction whose one kernel
-    would launch fewer than `min_blocks` blocks over a long R (a whole-tensor sum reads 2.7e8 elements in one block
-    otherwise: 1 s on an H200). The first stage reduces the input viewed (OUTER, S, C * INNER) over S into an f32
-    buffer (OUTER, C * INNER), many blocks wide; the second reduces the buffer viewed (OUTER, C, INNER) over C. S
-    and C divide R exactly, so a mean of equal-count means is the mean. C is the smallest divisor of R that gives
-    the first stage `min_blocks` blocks (S as long as it can be), else the one that gives it the most; S is at least
-    `SPLIT_MIN_ROWS` and C * INNER at least one tile's columns. None too where no divisor gives more blocks than one
-    kernel (a prime R)."""
-    if spec.indices or spec.r < SPLIT_MIN_R or blocks(spec) >= min_blocks():
+    """(S, C) with S * C = R when the reduction runs in two stages, else None: a value reduction of at least
+    `SPLIT_MIN_ELEMENTS` whose one kernel would launch fewer than `min_blocks` blocks over a long R (a whole-tensor
+    sum reads 2.7e8 elements in one block otherwise: 1 s on an H200). The first stage reduces the input viewed
+    (OUTER, S, C * INNER) over S into an f32 buffer (OUTER, C * INNER), many blocks wide; the second reduces the
+    buffer viewed (OUTER, C, INNER) over C. S and C divide R exactly, so a mean of equal-count means is the mean. C
+    is the smallest divisor of R that gives the first stage `min_blocks` blocks (S as long as it can be), else the
+    one that gives it the most; S is at least `SPLIT_MIN_ROWS` and C * INNER at least one tile's columns. None too
+    where no divisor gives more blocks than one kernel (a prime R)."""
+    small = spec.r < SPLIT_MIN_R or spec.outer * spec.r * spec.inner < SPLIT_MIN_ELEMENTS
+    if spec.indices or small or blocks(spec) >= min_blocks():
         return None
 
     def first_blocks(c: int) -> int:
