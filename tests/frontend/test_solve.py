@@ -215,3 +215,21 @@ def test_a_solution_finds_its_problem_where_the_judge_names_it(tmp_path: Path, k
     monkeypatch.delenv(PROBLEM_ENV)
     gate = gate_module(task, ModuleCandidate("s.py", path=tmp_path / "s.py"), GateOptions(device="cpu", trials=2))
     assert gate.verdict == "accepted", gate.summary()
+
+
+def test_a_check_out_of_device_memory_is_said_not_a_crash(problem, tmp_path: Path, monkeypatch) -> None:
+    """The GPU check holds float64 copies: where they do not fit, the kernel is reported not checked (the judge
+    keeps large copies on the host) and the rest of the pipeline goes on."""
+    import importlib
+
+    solve_module = importlib.import_module("argus.frontend.solve")  # the module (the package exports the function)
+
+    def no_memory(*args: object, **kwargs: object) -> None:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 14.00 GiB.")
+
+    monkeypatch.setattr(solve_module, "check_kernel", no_memory)
+    path = problem("torch.softmax(x, dim=-1)", inputs="[torch.randn(3, 40)]")
+    result = solve(path, out=tmp_path / "s.py", judge=False, options=GateOptions(device="cuda"))
+    (report,) = result.kernels
+    assert report.skipped.startswith("not checked on cuda: out of memory (CUDA out of memory")
+    assert report.verdict == "verified" and result.kernels_ok and result.status() == "not judged"

@@ -204,6 +204,20 @@ def check_kernel(
     return worst, tolerance
 
 
+def _out_of_memory() -> type[BaseException]:
+    import torch
+
+    return torch.cuda.OutOfMemoryError
+
+
+def _release(device: str) -> None:
+    """Return the check's memory to the device before the next kernel's check (or the judge) runs."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()
+
+
 def _poisoned(shape: Any, dtype: Any, device: str) -> Any:
     """An output tensor filled with what no kernel computes on its own: NaN, or an integer type's least value."""
     import torch
@@ -288,16 +302,22 @@ def solve(
             )
         else:
             step(f"checking {g.kernel} on the {'interpreter' if device == 'cpu' else device}")
-            report.interpreter_error, report.tolerance = check_kernel(
-                kernel, src, g.subgraph, device=device, launch=module._launch
-            )
-            report.interpreter_ok = report.interpreter_error <= report.tolerance
-            report.checked_on = device
+            try:
+                report.interpreter_error, report.tolerance = check_kernel(
+                    kernel, src, g.subgraph, device=device, launch=module._launch
+                )
+            except _out_of_memory() as e:  # the check's float64 copies: the judge keeps large ones on the host
+                report.skipped = f"not checked on {device}: out of memory ({str(e).splitlines()[0][:160]})"
+            else:
+                report.interpreter_ok = report.interpreter_error <= report.tolerance
+                report.checked_on = device
+            finally:
+                _release(device)
         reports.append(report)
 
     gate = None
     not_judged = "" if judge else "--no-judge"
-    if judge and any(r.skipped for r in reports):
+    if judge and device == "cpu" and any(r.skipped for r in reports):
         not_judged = "a kernel is too large for the interpreter: judge the solution on a GPU (argus kernelbench)"
     elif judge:
         step("judging the solution")
