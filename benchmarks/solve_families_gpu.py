@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import math
 import os
 import sys
 import time
@@ -28,32 +27,11 @@ def _load(path: Path, name: str):
     return module
 
 
-def _error(got, want) -> float:
-    """Largest error relative to the reference's scale, by chunks (the float64 copies of a 7.5 GB output do not fit
-    beside the rest)."""
-    import torch
-
-    g, w = got.reshape(-1), want.reshape(-1)
-    worst, scale, chunk = 0.0, 1.0, 1 << 26
-    for i in range(0, w.numel(), chunk):
-        b = w[i : i + chunk].double()
-        finite = torch.isfinite(b)
-        if bool(finite.any()):
-            scale = max(scale, float(b[finite].abs().max()))
-    for i in range(0, w.numel(), chunk):
-        a, b = g[i : i + chunk].double(), w[i : i + chunk].double()
-        finite = torch.isfinite(b)
-        if bool((torch.isnan(a) & finite).any()) or bool((~finite & (a != b) & ~(a.isnan() & b.isnan())).any()):
-            return math.inf
-        if bool(finite.any()):
-            worst = max(worst, float((a[finite] - b[finite]).abs().max()))
-    return worst / scale
-
-
 def _one(problem: Path, sol: Path, pid: int, args) -> list[str]:
     import torch
 
     from argus.eval.timing import Contender, time_interleaved_cuda
+    from argus.frontend.solve import relative_error
     from argus.tasks.kernelbench import PROBLEM_ENV
 
     os.environ[PROBLEM_ENV] = str(problem)  # where a solution that rebuilds the problem's Model finds it
@@ -77,7 +55,7 @@ def _one(problem: Path, sol: Path, pid: int, args) -> list[str]:
         high = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
         want = model.double()(*high)
         model.float()
-        err = _error(out, want)
+        err = relative_error(out, want)
         del want, high, out
         torch.cuda.empty_cache()
         contenders = {"argus": Contender(lambda: new(*inputs)), "eager": Contender(lambda: model(*inputs))}

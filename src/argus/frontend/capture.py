@@ -296,7 +296,7 @@ def _same_constant(x: Any, y: Any) -> bool:
 
 
 def _export(task: ModuleTask, path: Path, inputs: Sequence[Any] | None, fake: bool) -> tuple[Any, ...]:
-    """(model, init inputs, arguments, exported program, input specs, scalar uses, specialized scalars) of `task`,
+    """(init inputs, arguments, exported program, input specs, scalar uses, specialized scalars) of `task`,
     drawn and exported with data or, `fake`, under the fake-tensor mode."""
     import torch
     from torch.export.graph_signature import InputKind
@@ -330,7 +330,7 @@ def _export(task: ModuleTask, path: Path, inputs: Sequence[Any] | None, fake: bo
                     "pass tensors (or ints and floats) from get_inputs()",
                 )
         uses, specialized = _bind_scalars(program.graph_module, model, args, scalars, path) if scalars else ({}, [])
-    return model, init, args, program, specs, uses, specialized
+    return init, args, program, specs, uses, specialized
 
 
 def capture(
@@ -350,14 +350,14 @@ def capture(
     elements = _input_elements(task) if inputs is None else None
     fake = elements is not None and elements > REAL_CAPTURE_ELEMENTS
     try:
-        model, init, args, program, specs, uses, specialized = _export(task, path, inputs, fake)
+        init, args, program, specs, uses, specialized = _export(task, path, inputs, fake)
     except FrontendError:
         if not fake:
             raise
         # a model that needs real values to be built or traced (an .item() in its constructor, say): captured with
         # data after all, as slowly as its size makes it
         fake = False
-        model, init, args, program, specs, uses, specialized = _export(task, path, inputs, fake)
+        init, args, program, specs, uses, specialized = _export(task, path, inputs, fake)
     signature = program.graph_signature
     state = {
         s.arg.name: str(s.target)
