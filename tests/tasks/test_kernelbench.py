@@ -270,3 +270,33 @@ def test_identity_speedup_is_about_one_on_a_gpu(kernelbench_dir: Path) -> None:
     for row in report.rows:
         assert row.correct, row.reason
         assert row.speedup_eager is not None and 0.8 < row.speedup_eager < 1.25
+
+
+def test_a_run_resumes_from_its_store(tmp_path: Path) -> None:
+    problems, solutions = tmp_path / "problems", tmp_path / "solutions"
+    (problems / "level1").mkdir(parents=True)
+    solutions.mkdir()
+    for name in ("5_Good.py", "6_Missing.py", "7_Good.py"):
+        (problems / "level1" / name).write_text(PROBLEM)
+    (problems / "level2").mkdir()
+    (problems / "level2" / "5_Good.py").write_text(PROBLEM)
+    (solutions / "5_Good.py").write_text(SOLUTIONS["5_Good.py"])
+    (solutions / "7_Good.py").write_text(SOLUTIONS["5_Good.py"])
+    store = tmp_path / "runs.db"
+    first = run_kernelbench(problems, 1, solutions, problems=[5, 6], isolate=False, store_path=store)
+    assert [r.problem_id for r in first.rows] == [5, 6] and first.run_id is not None
+    arrived: list[int] = []
+    again = run_kernelbench(
+        problems, 1, solutions, isolate=False, store_path=store, resume=first.run_id,
+        on_row=lambda row: arrived.append(row.problem_id), csv_path=tmp_path / "kb.csv",
+    )  # fmt: skip
+    assert arrived == [7]  # 5 and 6 have rows in the run: kept, not judged again
+    assert [(r.problem_id, r.correct) for r in again.rows] == [(5, True), (6, False), (7, True)]
+    assert [r["problem_id"] for r in read_csv(tmp_path / "kb.csv")] == ["5", "6", "7"]
+    with ResultStore(store) as s:
+        (run,) = s.runs()
+        assert run["summary"]["correct"] == 2
+    for run_id, level, says in (("nope", 1, "has no KernelBench run 'nope'"), (first.run_id, 2, "not level 2")):
+        with pytest.raises(TaskError) as e:
+            run_kernelbench(problems, level, solutions, isolate=False, store_path=store, resume=run_id)
+        assert e.value.code == "TASK_KERNELBENCH_RESUME" and says in str(e.value)

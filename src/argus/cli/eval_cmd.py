@@ -237,16 +237,26 @@ def kernelbench(
         help="KernelBench problems directory (default: $ARGUS_KERNELBENCH_DIR or ../shared/kernelbench)",
     ),
     level: int = typer.Option(1, "--level", help="problem level (1, 2, 3)"),
-    solutions_dir: str = typer.Option(
-        "identity", "--solutions", help="directory of solution files (defining ModelNew), or 'identity'"
+    solutions_dir: str | None = typer.Option(
+        None,
+        "--solutions",
+        help="directory of solution files (defining ModelNew), or 'identity' (the default); with --generate, where "
+        "the solutions are written (default: argus-solutions/levelN)",
     ),
+    generate: bool = typer.Option(
+        False, "--generate", help="write the solutions with argus solve (no LLM), then judge them; adds 'covered'"
+    ),
+    no_judge: bool = typer.Option(False, "--no-judge", help="with --generate: write the solutions, judge nothing"),
     csv_file: str = typer.Option("kernelbench.csv", "--csv", help="where to write one row per problem"),
     only: str = typer.Option("", "--only", help="comma-separated problem ids (default: all of the level)"),
     small: bool = typer.Option(False, "--small", help="the CPU sample with its small sizes (argus.tasks.kernelbench)"),
     sizes: str = typer.Option("", "--sizes", help="module-level overrides for every problem, e.g. batch_size=2"),
     workers: int = typer.Option(0, "--workers", help="worker processes (0: one per GPU, or 1 without a GPU)"),
-    timeout: float = typer.Option(600.0, "--timeout", help="time limit per problem, in seconds"),
+    timeout: float = typer.Option(600.0, "--timeout", help="time limit per problem (and per solve), in seconds"),
     store: str | None = typer.Option(None, "--store", help="SQLite file results are written to as they arrive"),
+    resume: str | None = typer.Option(
+        None, "--resume", help="continue run RUN of --store: problems with a row there are not run again"
+    ),
     trials: int = typer.Option(6, "--trials", help="correctness trials per problem (KernelBench: 5)"),
     reps: int = typer.Option(100, "--reps", help="timed repetitions (GPU)"),
     baselines: str = typer.Option(
@@ -259,18 +269,21 @@ def kernelbench(
         "default: $ARGUS_RAY_ADDRESS, else the local worker pool (docs/scale-out.md)",
     ),
     json_file: str | None = json_option(
-        '{"level", "solutions", "summary", "rows", "csv", "store", "run_id"}, a row per problem (the CSV\'s columns)'
+        '{"level", "solutions", "summary", "rows", "csv", "store", "run_id"}, a row per problem (the CSV\'s columns; '
+        'with --generate also "generated": each problem\'s argus solve result)'
     ),
     markdown_file: str | None = markdown_option("the summary and a table of the problems"),
 ) -> None:
     """Evaluate KernelBench solutions: correctness with argus's defences, speedup vs eager and torch.compile,
-    fast_p, geometric mean and median; writes a CSV. Exits 1 when the harness could not decide a problem.
+    fast_p, geometric mean and median; writes a CSV. With --generate, argus solve writes the solutions first (no
+    LLM) and each row says whether every compute operator ran in an argus kernel. Exits 1 when the harness could
+    not decide a problem.
 
     Piped, the table is tab-separated. --json or --markdown alone: the document to stdout, the report to stderr."""
     from argus.eval.device import has_gpu
     from argus.eval.executor import open_executor
     from argus.eval.gate import GateOptions
-    from argus.eval.kernelbench import run_kernelbench
+    from argus.eval.kernelbench import run_kernelbench, start_run
     from argus.tasks.kernelbench import default_kernelbench_dir, discover
 
     check_one_stdout(json=json_file, markdown=markdown_file)
@@ -280,6 +293,13 @@ def kernelbench(
         ids = [int(x) for x in only.split(",") if x.strip()] or None
     except ValueError:
         raise typer.BadParameter(f"--only takes comma-separated problem ids, got {only!r}") from None
+    if no_judge and not generate:
+        raise typer.BadParameter("--no-judge goes with --generate (without it there is nothing but the judging)")
+    if resume and not store:
+        raise typer.BadParameter("--resume RUN needs --store FILE, the run store RUN was written to")
+    if generate and solutions_dir == "identity":
+        raise typer.BadParameter("--generate writes solutions: --solutions names a directory, not 'identity'")
+    solutions = solutions_dir or (f"argus-solutions/level{level}" if generate else "identity")
     overrides = parse_assignments(sizes)
     chosen = tuple(b.strip() for b in baselines.split(",") if b.strip())
     unknown = sorted(set(chosen) - {"eager", "compile"})
@@ -292,6 +312,8 @@ def kernelbench(
 
             devices = list(range(torch.cuda.device_count()))
         workers = 1
+    options = GateOptions(trials=trials, reps=reps, baselines=chosen)
+    level_report = None
     try:
         if ids is None and not small:
             total = len(discover(root, level))
@@ -303,32 +325,82 @@ def kernelbench(
             open_executor(ray, workers=workers, devices=devices, timeout_s=timeout) as executor,
             _progress() as progress,
         ):
-            bar = progress.add_task(f"level {level}", total=total)
+            judge_bar = progress.add_task(f"level {level}", total=total, visible=not generate)
+
+            def started(run_id: str) -> None:
+                progress.console.print(
+                    f"run {run_id} in {store} (continue it with --store {store} --resume {run_id})",
+                    markup=False,
+                    highlight=False,
+                )
 
             def on_row(row: Any) -> None:
-                progress.update(bar, advance=1, description=f"level {level}: {row.problem_id}_{row.name}")
+                progress.update(
+                    judge_bar, advance=1, visible=True, description=f"level {level}: {row.problem_id}_{row.name}"
+                )
 
-            report = run_kernelbench(
-                root,
-                level,
-                solutions_dir,
-                problems=ids,
-                sizes=overrides,
-                small=small,
-                workers=workers,
-                devices=devices,
-                timeout_s=timeout,
-                store_path=store,
-                csv_path=csv_file,
-                options=GateOptions(trials=trials, reps=reps, baselines=chosen),
-                on_row=on_row,
-                executor=executor,
-            )
+            if generate:
+                from argus.frontend.level import solve_level
+
+                solve_bar = progress.add_task(f"solving level {level}", total=total)
+
+                def on_solved(problem: Any, payload: dict[str, Any]) -> None:
+                    status = payload.get("status") or f"not solved ({payload['error']['code']})"
+                    progress.update(solve_bar, advance=1, description=f"solved {problem.key}: {status}")
+
+                level_report = solve_level(
+                    root,
+                    level,
+                    solutions,
+                    executor=executor,
+                    problems=ids,
+                    sizes=overrides,
+                    small=small,
+                    judge=not no_judge,
+                    options=options,
+                    store_path=store,
+                    resume=resume,
+                    csv_path=csv_file,
+                    on_solved=on_solved,
+                    on_row=on_row,
+                    on_start=started,
+                )
+                report = level_report.kernelbench
+            else:
+                run_id = resume
+                if store and run_id is None:
+                    run_id = start_run(store, level, solutions, total)
+                if run_id is not None:
+                    started(run_id)
+                report = run_kernelbench(
+                    root,
+                    level,
+                    solutions,
+                    problems=ids,
+                    sizes=overrides,
+                    small=small,
+                    workers=workers,
+                    devices=devices,
+                    timeout_s=timeout,
+                    store_path=store,
+                    csv_path=csv_file,
+                    options=options,
+                    on_row=on_row,
+                    executor=executor,
+                    resume=run_id,
+                )
     except ArgusError as e:
         user_error(e)
 
+    if report is None:  # --generate --no-judge: the solutions and their coverage
+        assert level_report is not None
+        _print_generated(level_report, solutions, report_to, json_file)
+        raise typer.Exit(0)
+
     s = report.summary
-    title = f"KernelBench level {level}: {solutions_dir} — {s['correct']}/{s['problems']} correct"
+    title = f"KernelBench level {level}: {solutions} — {s['correct']}/{s['problems']} correct"
+    if "solved" in s:
+        title += f", {s['solved']} solved (correct, every compute operator in an argus kernel)"
     columns = [Column("baseline", identifier=True)]
     columns += [Column(c, justify="right") for c in ("fast_0", "fast_1", "fast_1.5", "fast_2", "geomean", "median")]
     columns.append(Column("timed", justify="right"))
@@ -342,13 +414,17 @@ def kernelbench(
     for r in report.rows:
         if not r.correct:
             report_to.print(f"  {r.problem_id}_{r.name}: {r.verdict} [{r.code}] {r.reason}", markup=False)
+        elif r.covered is False:
+            report_to.print(f"  {r.problem_id}_{r.name}: correct, not covered: {r.uncovered}", markup=False)
     if s["timed"] == 0:
         report_to.print("timing skipped: no CUDA GPU here; fast_p for p > 0 and speedups need a GPU", highlight=False)
     wrote = [str(report.csv_path)] + ([str(report.store_path)] if report.store_path else [])
     if json_file is not None:
-        doc = {"level": level, "solutions": solutions_dir, "summary": s, "rows": [r.to_json() for r in report.rows],
+        doc = {"level": level, "solutions": solutions, "summary": s, "rows": [r.to_json() for r in report.rows],
                "csv": wrote[0], "store": str(report.store_path) if report.store_path else None,
                "run_id": report.run_id}  # fmt: skip
+        if level_report is not None:
+            doc["generated"] = {str(k): v for k, v in sorted(level_report.solved.items())}
         if (written := emit_json(doc, json_file)) is not None:
             wrote.append(str(written))
     if markdown_file is not None:
@@ -359,9 +435,34 @@ def kernelbench(
              _fmt(r.speedup_compile, ".3f", "x")]
             for r in report.rows
         ]  # fmt: skip
+        if level_report is not None:
+            problems.append(Column("covered"))
+            for line, r in zip(problem_rows, report.rows, strict=True):
+                line.append("—" if r.covered is None else ("yes" if r.covered else f"no: {r.uncovered}"))
         text = f"### {title}\n\n" + markdown_table(columns, rows) + "\n" + markdown_table(problems, problem_rows)
         if (written := emit_text(text, markdown_file)) is not None:
             wrote.append(str(written))
     report_to.print(f"wrote {', '.join(wrote)}", markup=False, highlight=False)
     # a harness error (not a rejected candidate) is a failure of the run
     raise typer.Exit(1 if any(r.verdict == "error" for r in report.rows) else 0)
+
+
+def _print_generated(level_report: Any, solutions: str, console: Console, json_file: str | None) -> None:
+    """`--generate --no-judge`'s report: each problem's solve status, coverage and kernels' check."""
+    columns = [Column("problem", identifier=True), Column("status"), Column("kernels", justify="right"),
+               Column("not covered")]  # fmt: skip
+    rows = []
+    for pid, payload in sorted(level_report.solved.items()):
+        name = Path(payload.get("solution") or f"{pid}").stem if "error" not in payload else str(pid)
+        if "error" in payload:
+            rows.append([name, f"not solved: {payload['error']['code']}", "—", payload["error"]["reason"]])
+            continue
+        uncovered = "; ".join(f"{u['op']}: {u['reason']}" for u in payload.get("uncovered", []))
+        rows.append([name, payload["status"], str(len(payload.get("kernels", []))), uncovered or "—"])
+    print_table(columns, rows, console=console)
+    console.print(f"solutions in {solutions}; judge them with argus kernelbench --solutions {solutions}", markup=False)
+    if json_file is not None:
+        doc = {"solutions": solutions, "run_id": level_report.run_id,
+               "generated": {str(k): v for k, v in sorted(level_report.solved.items())}}  # fmt: skip
+        if (written := emit_json(doc, json_file)) is not None:
+            console.print(f"wrote {written}", markup=False, highlight=False)

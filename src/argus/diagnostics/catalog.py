@@ -1483,6 +1483,12 @@ class Code(StrEnum):
         "level {level} has no problem(s) {missing} in {root}",
         "name problems that exist in that level (list the directory), or point at a complete KernelBench checkout",
     )
+    TASK_KERNELBENCH_RESUME = _entry(
+        Category.TASK,
+        "cannot resume KernelBench run {run}: {problem}",
+        "pass --store with the file the run was written to and a KernelBench run of the same level in it "
+        "(its id is printed when the run starts and stored with its rows)",
+    )
     TASK_NO_REFERENCE = _entry(
         Category.TASK,
         "{kernel} has no reference, so it defines no task",

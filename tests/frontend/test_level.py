@@ -1,0 +1,127 @@
+"""`argus kernelbench --generate` (`argus.frontend.level`): argus solve over a level's problems in worker processes,
+then the judge; the rows say what was covered, a problem solve refuses is a rejected row with solve's code (never
+judged from an older file), hand-written solutions are never overwritten, and a run resumes from its store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from argus.cli.main import app
+from argus.diagnostics import ArgusError
+from argus.eval.executor import LocalExecutor
+from argus.eval.gate import GateOptions
+from argus.eval.kernelbench import read_csv
+from argus.eval.store import ResultStore
+from argus.frontend.emit import GENERATED_MARK
+from argus.frontend.level import SOLVE_KEY, solve_level, written_by_solve
+
+_HEAD = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+)
+_TAIL = (
+    "\n\nrows = 6\ncols = 40\n\n\ndef get_inputs():\n    return [torch.randn(rows, cols)]\n\n\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+PROBLEMS = {
+    # every operator in the pointwise family: solved
+    "1_Swishy.py": _HEAD + "    def forward(self, x):\n        return x * torch.sigmoid(x) + 1.5" + _TAIL,
+    # a sort is in no family: correct, not covered
+    "2_Sorted.py": _HEAD + "    def forward(self, x):\n        return torch.sort(x, dim=1)[0] * 2.0" + _TAIL,
+    # data-dependent control flow: torch.export refuses it, so solve writes no solution
+    "3_Branchy.py": _HEAD
+    + "    def forward(self, x):\n        if x.sum() > 0:\n            return x * 2.0\n        return x - 1.0"
+    + _TAIL,
+}
+
+
+@pytest.fixture
+def problems(tmp_path: Path) -> Path:
+    root = tmp_path / "problems"
+    (root / "level1").mkdir(parents=True)
+    for name, text in PROBLEMS.items():
+        (root / "level1" / name).write_text(text)
+    return root
+
+
+def _solve(problems: Path, out: Path, tmp_path: Path, ids: list[int], **kw: Any) -> Any:
+    solved: list[str] = []
+    with LocalExecutor(1, timeout_s=300.0) as executor:
+        report = solve_level(
+            problems,
+            1,
+            out,
+            executor=executor,
+            problems=ids,
+            options=GateOptions(trials=2, device="cpu"),
+            store_path=tmp_path / "kb.sqlite",
+            csv_path=tmp_path / "kb.csv",
+            on_solved=lambda p, payload: solved.append(p.key),
+            **kw,
+        )
+    report.solved_now = solved
+    return report
+
+
+def test_generate_judge_and_resume(problems: Path, tmp_path: Path) -> None:
+    out = tmp_path / "solutions"
+    out.mkdir()
+    # an earlier run's solution of the problem solve now refuses: removed, never judged for this run
+    (out / "3_Branchy.py").write_text(f'"""ModelNew for old, {GENERATED_MARK} long ago."""\nclass ModelNew: pass\n')
+    report = _solve(problems, out, tmp_path, [1, 2, 3])
+    assert sorted(report.solved_now) == ["level1/1_Swishy", "level1/2_Sorted", "level1/3_Branchy"]
+    rows = {r.problem_id: r for r in report.kernelbench.rows}
+    assert rows[1].correct and rows[1].covered is True and rows[1].uncovered == ""
+    assert rows[2].correct and rows[2].covered is False and "sort" in rows[2].uncovered
+    assert rows[3].verdict == "rejected" and rows[3].code == "SOLVE_EXPORT" and rows[3].covered is None
+    assert "no solution was generated" in rows[3].reason
+    assert not (out / "3_Branchy.py").exists()
+    assert written_by_solve(out / "1_Swishy.py") and written_by_solve(out / "2_Sorted.py")
+    assert report.kernelbench.summary["solved"] == 1 and report.kernelbench.summary["correct"] == 2
+    csv = {int(r["problem_id"]): r for r in read_csv(tmp_path / "kb.csv")}
+    assert (csv[1]["covered"], csv[2]["covered"], csv[3]["covered"]) == ("True", "False", "")
+    with ResultStore(tmp_path / "kb.sqlite") as store:
+        keys = {r["key"] for r in store.results(report.run_id)}
+    assert {SOLVE_KEY + "level1/1_Swishy", "level1/1_Swishy", "level1/3_Branchy"} <= keys
+
+    # resumed: nothing is solved or judged again; a solution file that went away is solved again
+    (out / "2_Sorted.py").unlink()
+    again = _solve(problems, out, tmp_path, [1, 2, 3], resume=report.run_id)
+    assert again.solved_now == ["level1/2_Sorted"]
+    assert [r.problem_id for r in again.kernelbench.rows] == [1, 2, 3]
+    assert again.kernelbench.summary["solved"] == 1
+
+
+def test_hand_written_solutions_are_never_overwritten(problems: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    mine = "class ModelNew:  # written by hand\n    pass\n"
+    (out / "1_Swishy.py").write_text(mine)
+    with pytest.raises(ArgusError) as e, LocalExecutor(1, timeout_s=60.0) as executor:
+        solve_level(problems, 1, out, executor=executor, problems=[1, 2])
+    assert e.value.code == "SOLVE_WRITE" and "1_Swishy.py" in str(e.value)
+    assert (out / "1_Swishy.py").read_text() == mine and sorted(p.name for p in out.iterdir()) == ["1_Swishy.py"]
+
+
+def test_cli_generate_without_judging_and_bad_flags(problems: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "sol"
+    base = ["kernelbench", "--problems", str(problems), "--only", "1,2"]
+    result = runner.invoke(app, [*base, "--generate", "--no-judge", "--solutions", str(out), "--json", "-"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["generated"]["1"]["covered"] is True and doc["generated"]["2"]["covered"] is False
+    assert sorted(p.name for p in out.iterdir()) == ["1_Swishy.py", "2_Sorted.py"]
+    for bad, says in (
+        (["--no-judge"], "--no-judge goes with --generate"),
+        (["--resume", "abc"], "--resume RUN needs --store"),
+        (["--generate", "--solutions", "identity"], "not 'identity'"),
+    ):
+        result = runner.invoke(app, [*base, *bad])
+        assert result.exit_code == 2 and says in result.output, result.output
