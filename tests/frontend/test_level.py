@@ -97,6 +97,15 @@ def test_generate_judge_and_resume(problems: Path, tmp_path: Path) -> None:
     assert [r.problem_id for r in again.kernelbench.rows] == [1, 2, 3]
     assert again.kernelbench.summary["solved"] == 1
 
+    # the directory moved (another machine): its solutions are found there by name, and judged from there
+    moved = tmp_path / "moved"
+    out.rename(moved)
+    with ResultStore(tmp_path / "kb.sqlite") as store:
+        store.put(report.run_id, "level1/1_Swishy", "gone", {"note": "no row: judged again"})
+    third = _solve(problems, moved, tmp_path, [1, 2], resume=report.run_id)
+    assert third.solved_now == [] and third.generated[1].solution == str(moved.resolve() / "1_Swishy.py")
+    assert third.kernelbench.rows[0].correct and third.kernelbench.rows[0].covered is True
+
 
 def test_hand_written_solutions_are_never_overwritten(problems: Path, tmp_path: Path) -> None:
     out = tmp_path / "mine"

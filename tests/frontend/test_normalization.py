@@ -149,3 +149,68 @@ def test_batch_norm_is_captured_in_training_mode_as_kernelbench_runs_it(kernelbe
     # the running statistics' updates are not outputs of the captured graph (KernelBench compares the output)
     output = next(n for n in cap.graph_module.graph.nodes if n.op == "output")
     assert len(output.args[0]) == 1
+
+
+@pytest.fixture
+def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The three-stage thresholds scaled down to interpreter sizes: eight blocks are enough, chunks of 128."""
+    import argus.frontend.families.normalization as norm
+    import argus.frontend.families.reduction as red
+
+    monkeypatch.setattr(red, "min_blocks", lambda: 8)
+    monkeypatch.setattr(norm, "SPLIT_MIN_ELEMENTS", 64)
+    monkeypatch.setattr(norm, "CHUNK_QUANTUM", 128)
+
+
+#: (forward body, its arguments, inputs, the chunks (C) each slice's S is cut into)
+SPLIT = {
+    "batch_norm": ("F.batch_norm(x, None, None, w, b, training=True)", "x, w, b",
+                   "[torch.randn(3, 5, 7, 9) * 2.0 + 1.0, torch.rand(5) + 0.5, torch.randn(5)]", 1),
+    "batch_norm_chunks": ("F.batch_norm(x, None, None, w, b, training=True)", "x, w, b",
+                          "[torch.randn(3, 5, 20, 20) + 3.0, torch.rand(5) + 0.5, torch.randn(5)]", 2),
+    "group_norm_chunks": ("F.group_norm(x, 2, w, b)", "x, w, b",
+                          "[torch.randn(1, 4, 300) - 2.0, torch.rand(4) + 0.5, torch.randn(4)]", 3),
+    "group_norm_plain": ("F.group_norm(x, 3)", "x", "[torch.rand(5, 6, 3, 50) * 4.0]", 1),
+    "layer_norm_chunks": ("F.layer_norm(x, [3, 100], w, b)", "x, w, b",
+                          "[torch.randn(5, 3, 100) * 3.0, torch.rand(3, 100) + 0.5, torch.randn(3, 100)]", 3),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(SPLIT))
+def test_three_stage_normalizations_verify_and_match(
+    problem: Callable[..., Path], tmp_path: Path, small_split: None, case: str
+) -> None:
+    body, args, inputs, chunks = SPLIT[case]
+    result = _checked(problem(body, inputs=inputs, args=args), tmp_path)
+    (report,) = result.kernels
+    assert "over the 3 kernels of its plan" in report.verify_summary
+    text = Path(result.solution).read_text()
+    assert "Stages(" in text and "_partial(" in text and "_stats(" in text and "_normalize(" in text
+    assert ("kc % " in text) == (chunks > 1 and "group" in case)
+    assert (f"c = kc % {chunks}" in text or f"k = kc // {chunks}" in text or "        c = kc\n" in text) == (chunks > 1)
+
+
+def test_kernelbench_batch_norm_in_three_stages_is_solved_end_to_end(
+    kernelbench_dir: Path, tmp_path: Path, small_split: None
+) -> None:
+    sizes = {"batch_size": 3, "features": 5, "dim1": 20, "dim2": 20}
+    result = solve(kernelbench_dir / "level1" / "33_BatchNorm.py", sizes=sizes, out=tmp_path / "bn.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert "Stages(" in Path(result.solution).read_text()
+
+
+def test_kernelbench_sized_batch_and_group_norm_take_three_stages_over_many_blocks() -> None:
+    """At KernelBench's sizes one kernel ran 16 blocks for batch norm's 64 channels (0.07x eager on an H200)."""
+    from argus.frontend.families.normalization import Spec, split_of
+    from argus.frontend.families.reduction import min_blocks
+
+    batch = Spec("_native_batch_norm_legit_functional", None, (64, 64, 1, 512 * 512), True, "row", 1e-5)
+    group = Spec("native_group_norm", None, (112, 8, 8, 512 * 512), False, "row", 1e-5)
+    layer = Spec("native_layer_norm", None, (1, 16, 1, 64 * 256 * 256), False, "column", 1e-5)
+    instance = Spec("_native_batch_norm_legit", None, (112 * 64, 1, 1, 512 * 512), False, "row", 1e-5)
+    assert split_of(batch, ["out"]) == (1, 512 * 512)  # 64 x 16 row tiles: 1024 blocks, no chunks
+    assert split_of(group, ["out"]) == (1, 512 * 512)
+    c, sc = split_of(layer, ["out"])  # 16 rows of 4M: 4 row tiles, cut into chunks
+    assert 4 * c >= min_blocks() and sc % 1024 == 0 and (c - 1) * sc < 64 * 256 * 256 <= c * sc
+    assert split_of(instance, ["out"]) is None  # its rows are many blocks already
+    assert split_of(batch, ["out", "mean", "rstd"]) is None  # the statistics results stay with one kernel

@@ -204,7 +204,7 @@ def test_stages_refuse_tensors_of_other_sizes(problem, tmp_path: Path, small_spl
 
     solve(problem("x.sum()", inputs="[torch.randn(4, 16384)]"), out=tmp_path / "s.py", judge=False)
     module = import_file(tmp_path / "s.py", "split_solution")
-    with pytest.raises(StagesError, match="generated for an input of shape"):
+    with pytest.raises(StagesError, match="generated for X of shape"):
         module.ModelNew()(torch.randn(4, 100))
 
 

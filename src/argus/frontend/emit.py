@@ -187,12 +187,16 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
             # a flattened kernel whose outputs have its first input's shape takes any size; any other kernel was
             # written for the captured shapes (its views and output shapes), and refuses others
             generic = not src.shapes and all(tuple(v.shape) == first for v in outs)
-            if src.library:  # a library call plans for the tensors it is given: any size, its output sized by it
-                (out_name,) = map(local, src.outputs)
-                body.append(f"        {out_name} = {g.kernel}.empty_output({', '.join(inputs)})")
-                body.append(f"        _launch({g.kernel}, [{', '.join([*inputs, out_name])}])")
-                names[node.name] = out_name
-                names[f"{node.name}[0]"] = out_name
+            if src.library:  # a library call plans for the tensors it is given: any size, its outputs sized by it
+                out_names = [local(o) for o in src.outputs]
+                if len(out_names) == 1:
+                    body.append(f"        {out_names[0]} = {g.kernel}.empty_output({', '.join(inputs)})")
+                else:
+                    body.append(f"        {', '.join(out_names)} = {g.kernel}.empty_outputs({', '.join(inputs)})")
+                body.append(f"        _launch({g.kernel}, [{', '.join([*inputs, *out_names])}])")
+                names[node.name] = out_names[0]
+                for i, out_name in enumerate(out_names):
+                    names[f"{node.name}[{i}]"] = out_name
                 continue
             if not generic:
                 for arg, ph in zip(inputs, placeholders, strict=True):

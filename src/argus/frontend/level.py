@@ -15,8 +15,9 @@ overwritten. A solution left from an earlier run is removed before its problem i
 `solve` fails on this time is not judged by an old file.
 
 Resume: with a run store, every problem's `solve` result is recorded as it arrives (key ``solve:<problem>``) and
-every judged row as usual; `resume` continues that run, solving only the problems without a recorded result whose
-solution file is still there and judging only the problems without a row.
+every judged row as usual; `resume` continues that run, solving only the problems without a recorded result or
+whose solution file is not in `solutions_dir` (looked for by its name there: the store and the directory may have
+moved to another machine, solved on a CPU and judged on a GPU) and judging only the problems without a row.
 """
 
 from __future__ import annotations
@@ -155,9 +156,15 @@ def solve_level(
                 if not key.startswith(SOLVE_KEY) or not isinstance(payload, dict) or "solve" not in payload:
                     continue
                 pid = next((p.problem_id for p in found if p.key == key[len(SOLVE_KEY) :]), None)
-                solved = payload["solve"]
-                if pid is None or ("error" not in solved and not Path(solved["solution"]).is_file()):
-                    continue  # not asked for now, or its solution file is gone: solved again
+                solved = dict(payload["solve"])
+                if pid is None:
+                    continue  # not asked for now
+                if "error" not in solved:
+                    # the solution is looked for in this run's directory (the run may have moved: solved on one
+                    # machine, judged on another); gone, it is solved again
+                    if not targets[pid].is_file():
+                        continue
+                    solved["solution"] = str(targets[pid])
                 report.solved[pid] = solved
         elif store_path is not None:
             report.run_id = start_run(store_path, level, out_dir, len(found), generate=True)

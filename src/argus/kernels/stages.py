@@ -2,99 +2,130 @@
 
 `Stages` is what `argus solve` emits for a group that one kernel launch does not compute well: a reduction of many
 elements into few outputs runs as a partial reduction over many blocks into an f32 buffer, then a reduction of that
-buffer (`argus.frontend.families.reduction`). Each stage is a DSL kernel taking one input and writing one output,
-each viewed as the stage declares; the first stage reads the group's input, the last writes the group's output, and
-the buffers between them are allocated per call. On CUDA tensors each kernel is compiled once (`argus.runtime.build`)
-and launched; on CPU tensors it runs on the lane-level interpreter. The pipeline verifies every kernel of the
-sequence (`kernels()`), and checks the sequence as a whole against the group's reference.
+buffer (`argus.frontend.families.reduction`); a normalization whose statistics rows are few and long runs as partial
+sums, their totals, and the normalizing pass (`argus.frontend.families.normalization`).
+
+A sequence has named tensors: its inputs, its outputs, and buffers it allocates per call (f32 unless declared
+otherwise). Each `Stage` is a DSL kernel with the names of the tensors it takes, in its parameter order, each with
+the shape that kernel views it as (any shape of the tensor's element count: one stage may see a buffer as
+``(R, A, C)`` and the next as ``(1, R, A * C)``). On CUDA tensors each kernel is compiled once
+(`argus.runtime.build`) and launched; on CPU tensors it runs on the lane-level interpreter. The pipeline verifies
+every kernel of the sequence (`kernels()`), and checks the sequence as a whole against the group's reference.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 
 class StagesError(ValueError):
-    """A `Stages` call on tensors it was not generated for."""
+    """A `Stages` built inconsistently, or called on tensors it was not generated for."""
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One kernel of a sequence: the shape it reads its input as, the shape of the output it writes, and that
-    output's dtype when it is a buffer (a torch dtype name; the last stage writes the sequence's output)."""
+    """One kernel of a sequence: ``args``, the tensors it takes in its parameter order, each ``(name, shape)``: a
+    tensor of the sequence (input, output or buffer) and the shape this kernel views it as."""
 
     kernel: Any
-    in_shape: tuple[int, ...]
-    out_shape: tuple[int, ...]
-    buffer_dtype: str = "float32"
+    args: tuple[tuple[str, tuple[int, ...]], ...]
 
 
 class Stages:
-    """A sequence of single-input, single-output kernels (see the module docstring). `in_shape` and `out_shape` are
-    the group's own tensors' shapes (the captured ones); a call on tensors of other element counts is refused."""
+    """A sequence of kernels over named tensors (see the module docstring). `inputs`: name -> captured shape;
+    `outputs` and `buffers`: name -> (shape, torch dtype name). A call takes the inputs then the outputs, in the
+    order given, of the captured element counts; other tensors are refused."""
 
     library = True
 
     def __init__(
-        self, name: str, stages: list[Stage], in_shape: tuple[int, ...], out_shape: tuple[int, ...], out_dtype: str
+        self,
+        name: str,
+        stages: list[Stage],
+        inputs: Mapping[str, tuple[int, ...]],
+        outputs: Mapping[str, tuple[tuple[int, ...], str]],
+        buffers: Mapping[str, tuple[tuple[int, ...], str]] | None = None,
     ) -> None:
         if not stages:
             raise StagesError(f"{name}: a sequence of no kernels")
-        for a, b in zip(stages, stages[1:], strict=False):
-            if math.prod(a.out_shape) != math.prod(b.in_shape):
-                raise StagesError(f"{name}: a stage writes {a.out_shape} and the next reads {b.in_shape}")
-        if math.prod(stages[0].in_shape) != math.prod(in_shape):
-            raise StagesError(f"{name}: the first stage reads {stages[0].in_shape}, the input is {in_shape}")
-        if math.prod(stages[-1].out_shape) != math.prod(out_shape):
-            raise StagesError(f"{name}: the last stage writes {stages[-1].out_shape}, the output is {out_shape}")
+        if not outputs:
+            raise StagesError(f"{name}: a sequence with no output")
+        buffers = dict(buffers or {})
+        shapes: dict[str, tuple[int, ...]] = {k: tuple(v) for k, v in inputs.items()}
+        for group in (outputs, buffers):
+            for k, (shape, _) in group.items():
+                if k in shapes:
+                    raise StagesError(f"{name}: two tensors named {k!r}")
+                shapes[k] = tuple(shape)
+        used: set[str] = set()
+        for i, stage in enumerate(stages):
+            for arg, view in stage.args:
+                if arg not in shapes:
+                    raise StagesError(f"{name}: stage {i} takes {arg!r}, which is no input, output or buffer")
+                if math.prod(view) != math.prod(shapes[arg]):
+                    raise StagesError(f"{name}: stage {i} views {arg!r} of shape {shapes[arg]} as {tuple(view)}")
+                used.add(arg)
+        unused = [k for k in (*outputs, *buffers) if k not in used]
+        if unused:
+            raise StagesError(f"{name}: no stage takes {', '.join(unused)}")
         self.name = name
         self.stages = list(stages)
-        self.in_shape = tuple(in_shape)
-        self.out_shape = tuple(out_shape)
-        self.out_dtype = out_dtype
+        self.inputs = {k: tuple(v) for k, v in inputs.items()}
+        self.outputs = {k: (tuple(s), d) for k, (s, d) in outputs.items()}
+        self.buffers = {k: (tuple(s), d) for k, (s, d) in buffers.items()}
         self._compiled: dict[int, Any] = {}
 
     def __repr__(self) -> str:
-        return f"Stages({self.name!r}, {len(self.stages)} kernels, {self.in_shape} -> {self.out_shape})"
+        return f"Stages({self.name!r}, {len(self.stages)} kernels, {list(self.inputs)} -> {list(self.outputs)})"
 
     def kernels(self) -> list[Any]:
         """The kernels, in launch order (the pipeline verifies each)."""
         return [s.kernel for s in self.stages]
 
-    def empty_output(self, x: Any) -> Any:
-        """An uninitialized output for the input `x`: the captured output shape, on `x`'s device."""
+    def empty_outputs(self, *inputs: Any) -> tuple[Any, ...]:
+        """Uninitialized outputs, of the captured shapes and dtypes, on the first input's device."""
         import torch
 
-        return torch.empty(self.out_shape, dtype=getattr(torch, self.out_dtype), device=x.device)
+        device = inputs[0].device if inputs else None
+        return tuple(torch.empty(s, dtype=getattr(torch, d), device=device) for s, d in self.outputs.values())
 
-    def __call__(self, x: Any, out: Any, device: Any = None) -> None:
-        """Compute into `out` from `x` (both of the captured element counts; `out` contiguous)."""
+    def empty_output(self, *inputs: Any) -> Any:
+        """The one output (`empty_outputs`) of a single-output sequence."""
+        if len(self.outputs) != 1:
+            raise StagesError(f"{self.name} has {len(self.outputs)} outputs: use empty_outputs")
+        return self.empty_outputs(*inputs)[0]
+
+    def __call__(self, *tensors: Any, device: Any = None) -> None:
+        """Compute the outputs (written in place) from the inputs: ``self(*inputs, *outputs)``."""
         import torch
 
-        if x.numel() != math.prod(self.in_shape) or out.numel() != math.prod(self.out_shape):
-            raise StagesError(
-                f"{self.name} was generated for an input of shape {self.in_shape} and an output of "
-                f"{self.out_shape}, got {tuple(x.shape)} and {tuple(out.shape)}: run argus solve at these sizes"
-            )
-        if not out.is_contiguous():
-            raise StagesError(f"{self.name}: the output must be contiguous")
-        current = x.contiguous()
+        names = [*self.inputs, *self.outputs]
+        if len(tensors) != len(names):
+            raise StagesError(f"{self.name} takes {len(names)} tensors ({', '.join(names)}), got {len(tensors)}")
+        shapes = {**self.inputs, **{k: s for k, (s, _) in self.outputs.items()}}
+        for name, t in zip(names, tensors, strict=True):
+            if t.numel() != math.prod(shapes[name]):
+                raise StagesError(
+                    f"{self.name} was generated for {name} of shape {shapes[name]}, got {tuple(t.shape)}: "
+                    "run argus solve at these sizes"
+                )
+        for name in self.outputs:
+            if not tensors[names.index(name)].is_contiguous():
+                raise StagesError(f"{self.name}: the output {name} must be contiguous")
+        where = tensors[0].device
+        held = {name: (t.contiguous() if name in self.inputs else t) for name, t in zip(names, tensors, strict=True)}
+        for k, (shape, dtype) in self.buffers.items():
+            held[k] = torch.empty(shape, dtype=getattr(torch, dtype), device=where)
         for i, stage in enumerate(self.stages):
-            last = i == len(self.stages) - 1
-            target = (
-                out.view(stage.out_shape)
-                if last
-                else torch.empty(stage.out_shape, dtype=getattr(torch, stage.buffer_dtype), device=x.device)
-            )
-            source = current.view(stage.in_shape)
-            if x.is_cuda:
+            views = [held[arg].view(view) for arg, view in stage.args]
+            if where.type == "cuda":
                 if i not in self._compiled:
                     from argus.runtime import build
 
                     self._compiled[i] = build(stage.kernel)
-                self._compiled[i](source, target)
+                self._compiled[i](*views)
             else:
-                stage.kernel(source, target, device="cpu")
-            current = target
+                stage.kernel(*views, device="cpu")

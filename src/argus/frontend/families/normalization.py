@@ -203,6 +203,9 @@ def kernel_source(
     placeholders = [n for n in subgraph.graph.nodes if n.op == "placeholder"]
     output = next(n for n in subgraph.graph.nodes if n.op == "output")
     results = output.args[0] if isinstance(output.args[0], tuple | list) else (output.args[0],)
+    chunks = split_of(spec, [RESULTS[res.args[1]] for res in results])
+    if chunks is not None:
+        return _split_source(name, subgraph, spec, chunks, placeholders, results)
     role_of = {v.name: role for role, v in spec.operands.items()}
     dtypes = {n.name: DTYPES[dtype_name(node_value(n))] for n in placeholders}
     row_view = ("R",) if spec.batch else ("A", "R")
@@ -347,3 +350,325 @@ def _normalize_pass(spec: Spec, x_tile: str) -> list[str]:
             ]
     lines.append(f"{body}    T.copy(y, OUT.tile({x_tile}))")
     return lines
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the three-stage form: partial sums over many blocks, their totals, the normalizing pass
+
+#: Normalizations of fewer elements than this stay one kernel (`split_of`), as reductions do.
+SPLIT_MIN_ELEMENTS = 1 << 21
+#: A chunk of a slice's S (when one slice per block leaves too few blocks) is a multiple of this many elements: of
+#: every power-of-two BS up to it, so that a chunk is whole tiles whatever the tile policy.
+CHUNK_QUANTUM = 1024
+
+
+def split_of(spec: Spec, results: list[str], br: int = 4, bs: int = 128) -> tuple[int, int] | None:
+    """``(C, SC)`` when the operator runs in three stages, else None. The one-kernel form runs one block per ``BR``
+    statistics rows, which reads the whole ``(A, K, S)`` or ``(K, S)`` extent of its rows alone and unrolls the
+    outer reduced extent (batch norm's batch, group norm's channels) while tracing: 16 blocks for KernelBench's
+    batch norm of 64 channels. Three stages instead (`_split_source`): partial sums per (``a``, row tile, ``k``,
+    chunk), one block each; their totals into each row's mean and rstd; the normalizing pass over the same blocks.
+    Taken for operators of at least `SPLIT_MIN_ELEMENTS` elements whose only used result is the output (the mean,
+    rstd and running statistics stay with the one kernel) and whose outer reduced extent is more than one or whose
+    one kernel would launch fewer than `argus.frontend.families.reduction.min_blocks` blocks. Each slice's S is cut
+    into ``C`` chunks of ``SC`` elements (``C = 1``, ``SC = S`` unless the slices alone are fewer blocks than that):
+    ``SC`` a multiple of `CHUNK_QUANTUM`, ``C = ceil(S / SC)``."""
+    from argus.frontend.families.reduction import min_blocks
+
+    a, r, k, s = spec.view
+    if results != ["out"] or a * r * k * s < SPLIT_MIN_ELEMENTS:
+        return None
+    outer = a if spec.batch else k
+    one_kernel = (1 if spec.batch else a) * -(-r // br)
+    if outer == 1 and one_kernel >= min_blocks():
+        return None
+    slices = a * -(-r // br) * k
+    if slices >= min_blocks() or s <= CHUNK_QUANTUM:
+        return 1, s
+    want = -(-min_blocks() // slices)
+    per_chunk = -(-s // want)
+    sc = max(CHUNK_QUANTUM, -(-per_chunk // CHUNK_QUANTUM) * CHUNK_QUANTUM)
+    c = -(-s // sc)
+    return (1, s) if c == 1 else (c, sc)
+
+
+def _split_source(
+    name: str, subgraph: Any, spec: Spec, chunks: tuple[int, int], placeholders: list[Any], results: Any
+) -> KernelSource:
+    """The three kernels of `split_of` and the `argus.kernels.stages.Stages` that runs them (buffers: the partial
+    sums ``S1``, ``S2`` and each row's ``MU`` and ``RSTD``, all f32)."""
+    a, r, k, s = spec.view
+    c, sc = chunks
+    q = 1 if spec.batch else a  # statistics rows per r: one (batch norm) or one per a
+    m = (a if spec.batch else 1) * k * c  # partial sums per statistics row
+    role_of = {v.name: role for role, v in spec.operands.items()}
+    (out,) = results
+    dtypes = {n.name: DTYPES[dtype_name(node_value(n))] for n in placeholders}
+    dtypes[out.name] = DTYPES[dtype_name(node_value(out))]
+    x_dtype = dtypes[spec.x.name]
+    view = spec.view
+    partial_view = (r, a, k * c) if spec.batch else (a, r, k * c)
+    sizes = {"A": a, "R": r, "K": k, "S": s, "KC": k * c, "Q": q, "M": m}
+    count = float(spec.count)
+    wb = [role for role in ("WEIGHT", "BIAS") if role in spec.operands]
+    affine_view = (k, s) if spec.affine == "column" else (r, k)
+    affine_dims = ("K", "S") if spec.affine == "column" else ("R", "K")
+    what = f"{spec.op} of {tuple(node_value(spec.x).shape)} viewed as (A, R, K, S) = {spec.view}"
+    tiles = "T.cdiv(S, BS)" if c == 1 else f"{sc} // BS"
+    q_rule = "Q == 1" if spec.batch else "Q == A"
+    m_rule = f"M == A * K * {c}" if spec.batch else f"M == K * {c}"
+    chunk_check = (
+        []
+        if c == 1
+        else [
+            f"    if {sc} % BS:",
+            f'        raise ValueError("a chunk of {sc} elements is whole tiles only for BS dividing it, not %d" % BS)',
+        ]
+    )
+    # the block's slice (a, row tile, k) and chunk of S, from the grid's third index kc = k * C + chunk
+    locate = [
+        f"        k = kc // {c}" if c > 1 and k > 1 else ("        k = kc" if c == 1 else "        k = 0"),
+        f"        c = kc % {c}" if c > 1 and k > 1 else ("        c = kc" if c > 1 else "        c = 0"),
+        f"        tiles = {tiles}  # tiles of BS elements per chunk",
+    ]
+    x_at = "X.tile((ba, br, k, c * tiles + j), (None, BR, None, BS))"
+    grid = f"    with T.grid(A, T.cdiv(R, BR), K * {c}, threads=128) as (ba, br, kc):"
+    row_first = f"X.tile(({'0' if spec.batch else 'ba'}, br, 0, 0), (None, BR, None, BS))"
+    p_at = "S{i}.tile((br, ba, kc), (BR, None, None))" if spec.batch else "S{i}.tile((ba, br, kc), (None, BR, None))"
+    decorator = '@argus.kernel(reference={ref}, sizes={sizes!r}, policies={{"tile_shape": ("BR", "BS")}})'
+    partial_dims = ("R", "A", "KC") if spec.batch else ("A", "R", "KC")
+    texts: list[str] = []
+
+    # stage 1: partial shifted sums
+    texts.append(
+        "\n".join(
+            [
+                f"def {name}_partial_reference(X):",
+                f'    """{what}, stage 1 of 3: per (a, row, k, chunk of {sc}) the sums of x - shift and of its square '
+                '(shift: the row\'s first element)."""',
+                "    A, R, K, S = X.shape",
+                "    x = X.float()",
+                f"    d = x - x[{':1' if spec.batch else ':'}, :, :1, :1]",
+                f"    d = torch.nn.functional.pad(d, (0, {c * sc} - S)).view(A, R, K, {c}, {sc})",
+                f"    s1, s2 = d.sum(-1).reshape(A, R, K * {c}), (d * d).sum(-1).reshape(A, R, K * {c})",
+                "    return (s1.transpose(0, 1).contiguous(), s2.transpose(0, 1).contiguous())"
+                if spec.batch
+                else "    return s1, s2",
+            ]
+        )
+        + "\n"
+    )
+    texts.append(
+        "\n".join(
+            [
+                decorator.format(ref=f"{name}_partial_reference", sizes=sizes),
+                f"def {name}_partial(",
+                f"    X: T.Tensor[{DIMS!r}, T.{x_dtype}],",
+                f"    S1: T.Tensor[{partial_dims!r}, T.f32],",
+                f"    S2: T.Tensor[{partial_dims!r}, T.f32],",
+                "    BR: int = 4,",
+                "    BS: int = 128,",
+                "):",
+                f'    """{what}, stage 1 of 3: one block per (a, BR rows, k, chunk of S), the sums of x - shift and of '
+                'its square over its tiles (shift: the row\'s first element, as every stage takes it)."""',
+                *chunk_check,
+                f'    T.assume("KC == K * {c}")  # the partial sums: {c} chunk(s) of each slice',
+                grid,
+                *locate,
+                "        first = T.alloc_fragment((BR, BS), T.f32)",
+                f"        T.copy({row_first}, first)",
+                "        shift = T.reduce_sum(T.where(T.index(first, 1) < 1, first, 0.0), axis=1)",
+                "        s1 = T.alloc_fragment((BR, BS), T.f32)",
+                "        s2 = T.alloc_fragment((BR, BS), T.f32)",
+                "        T.fill(s1, 0.0)",
+                "        T.fill(s2, 0.0)",
+                "        for j in T.serial(tiles):",
+                "            x = T.alloc_fragment((BR, BS), T.f32)",
+                f"            T.copy({x_at}, x)",
+                "            d = T.where(T.index(x, 1) + (c * tiles + j) * BS < S, x - shift[:, None], 0.0)",
+                "            T.copy(s1 + d, s1)",
+                "            T.copy(s2 + d * d, s2)",
+                f"        T.copy(T.reduce_sum(s1, axis=1), {p_at.format(i=1)})",
+                f"        T.copy(T.reduce_sum(s2, axis=1), {p_at.format(i=2)})",
+            ]
+        )
+        + "\n"
+    )
+
+    # stage 2: each row's totals, mean and rstd
+    texts.append(
+        "\n".join(
+            [
+                f"def {name}_stats_reference(X, S1, S2):",
+                f'    """{what}, stage 2 of 3: each statistics row\'s mean and rstd from its {m} partial sums."""',
+                "    Q = S1.shape[0]",
+                "    shift = X.float()[:Q, :, 0, 0]",
+                f"    m1 = S1.sum(-1) / {count!r}",
+                f"    var = (S2.sum(-1) / {count!r} - m1 * m1).clamp_min(0.0)",
+                f"    return shift + m1, torch.rsqrt(var + {spec.eps!r})",
+            ]
+        )
+        + "\n"
+    )
+    texts.append(
+        "\n".join(
+            [
+                decorator.format(ref=f"{name}_stats_reference", sizes=sizes),
+                f"def {name}_stats(",
+                f"    X: T.Tensor[{DIMS!r}, T.{x_dtype}],",
+                "    S1: T.Tensor[('Q', 'R', 'M'), T.f32],",
+                "    S2: T.Tensor[('Q', 'R', 'M'), T.f32],",
+                "    MU: T.Tensor[('Q', 'R'), T.f32],",
+                "    RSTD: T.Tensor[('Q', 'R'), T.f32],",
+                "    BR: int = 4,",
+                "    BS: int = 128,",
+                "):",
+                f'    """{what}, stage 2 of 3: per BR statistics rows, the totals of their {m} partial sums, then '
+                f'mean = shift + S1 / n and rstd = 1 / sqrt(S2 / n - (S1 / n)^2 + eps), n = {spec.count}."""',
+                f'    T.assume("{q_rule}")  # statistics rows per channel',
+                f'    T.assume("{m_rule}")  # partial sums per statistics row',
+                "    with T.grid(Q, T.cdiv(R, BR), threads=128) as (bq, br):",
+                "        first = T.alloc_fragment((BR, BS), T.f32)",
+                "        T.copy(X.tile((bq, br, 0, 0), (None, BR, None, BS)), first)",
+                "        shift = T.reduce_sum(T.where(T.index(first, 1) < 1, first, 0.0), axis=1)",
+                "        t1 = T.alloc_fragment((BR, BS), T.f32)",
+                "        t2 = T.alloc_fragment((BR, BS), T.f32)",
+                "        T.fill(t1, 0.0)",
+                "        T.fill(t2, 0.0)",
+                "        for j in T.serial(T.cdiv(M, BS)):",
+                "            p1 = T.alloc_fragment((BR, BS), T.f32)",
+                "            p2 = T.alloc_fragment((BR, BS), T.f32)",
+                "            T.copy(S1.tile((bq, br, j), (None, BR, BS)), p1)",
+                "            T.copy(S2.tile((bq, br, j), (None, BR, BS)), p2)",
+                "            T.copy(t1 + T.where(T.index(p1, 1) + j * BS < M, p1, 0.0), t1)",
+                "            T.copy(t2 + T.where(T.index(p2, 1) + j * BS < M, p2, 0.0), t2)",
+                f"        m1 = T.reduce_sum(t1, axis=1) / {count!r}",
+                f"        var = T.maximum(T.reduce_sum(t2, axis=1) / {count!r} - m1 * m1, 0.0)",
+                "        T.copy(shift + m1, MU.tile((bq, br), (None, BR)))",
+                f"        T.copy(T.rsqrt(var + {spec.eps!r}), RSTD.tile((bq, br), (None, BR)))",
+            ]
+        )
+        + "\n"
+    )
+
+    # stage 3: the normalizing pass
+    affine_ref = {"WEIGHT": "*", "BIAS": "+"}
+    bshape = "(1, 1, K, S)" if spec.affine == "column" else "(1, R, K, 1)"
+    texts.append(
+        "\n".join(
+            [
+                f"def {name}_normalize_reference(X, MU, RSTD{''.join(', ' + w for w in wb)}):",
+                f'    """{what}, stage 3 of 3: (x - mean) * rstd, then the affine parameters."""',
+                "    A, R, K, S = X.shape",
+                "    y = (X.float() - MU.view(-1, R, 1, 1)) * RSTD.view(-1, R, 1, 1)",
+                *[f"    y = y {affine_ref[w]} {w}.float().reshape{bshape}" for w in wb],
+                f"    return y.to(torch.{str(node_value(out).dtype).removeprefix('torch.')})",
+            ]
+        )
+        + "\n"
+    )
+    q_at = "(0, br)" if spec.batch else "(ba, br)"
+    body = [
+        decorator.format(ref=f"{name}_normalize_reference", sizes=sizes),
+        f"def {name}_normalize(",
+        f"    X: T.Tensor[{DIMS!r}, T.{x_dtype}],",
+        "    MU: T.Tensor[('Q', 'R'), T.f32],",
+        "    RSTD: T.Tensor[('Q', 'R'), T.f32],",
+        *[f"    {w}: T.Tensor[{affine_dims!r}, T.{dtypes[spec.operands[w].name]}]," for w in wb],
+        f"    OUT: T.Tensor[{DIMS!r}, T.{dtypes[out.name]}],",
+        "    BR: int = 4,",
+        "    BS: int = 128,",
+        "):",
+        f'    """{what}, stage 3 of 3: one block per (a, BR rows, k, chunk of S), as stage 1; every tile written as '
+        '(x - mean) * rstd with the affine parameters."""',
+        *chunk_check,
+        f'    T.assume("{q_rule}")  # statistics rows per channel',
+        grid,
+        *locate,
+        "        row = T.alloc_fragment((BR, BS), T.f32)  # the layout of a tile's rows",
+        "        mu = T.alloc_reduced(row, axis=1)",
+        "        rstd = T.alloc_reduced(row, axis=1)",
+        f"        T.copy(MU.tile({q_at}, (None, BR)), mu)",
+        f"        T.copy(RSTD.tile({q_at}, (None, BR)), rstd)",
+    ]
+    if spec.affine == "row":
+        for w, var in (("WEIGHT", "w"), ("BIAS", "b")):
+            if w in wb:
+                body += [
+                    f"        {var} = T.alloc_reduced(row, axis=1)  # one per row, channel k",
+                    f"        T.copy({w}.tile((br, k), (BR, None)), {var})",
+                ]
+        body += [
+            f"        scale = {'rstd * w' if 'WEIGHT' in wb else 'rstd'}",
+            f"        offset = {'b - mu * scale' if 'BIAS' in wb else '-(mu * scale)'}",
+            "        for j in T.serial(tiles):",
+            "            x = T.alloc_fragment((BR, BS), T.f32)",
+            f"            T.copy({x_at}, x)",
+            "            T.copy(x * scale[:, None] + offset[:, None], OUT.tile((ba, br, k, c * tiles + j), "
+            "(None, BR, None, BS)))",
+        ]
+    else:
+        body += [
+            "        for j in T.serial(tiles):",
+            "            x = T.alloc_fragment((BR, BS), T.f32)",
+            f"            T.copy({x_at}, x)",
+            "            y = (x - mu[:, None]) * rstd[:, None]",
+        ]
+        for w, var, op in (("WEIGHT", "w", "*"), ("BIAS", "b", "+")):
+            if w in wb:
+                body += [
+                    f"            {var} = T.alloc_reduced(x, axis=0)  # one per column",
+                    f"            T.copy({w}.tile((k, c * tiles + j), (None, BS)), {var})",
+                    f"            y = y {op} {var}[None, :]",
+                ]
+        body.append("            T.copy(y, OUT.tile((ba, br, k, c * tiles + j), (None, BR, None, BS)))")
+    texts.append("\n".join(body) + "\n")
+
+    buffers = {"S1": (partial_view, "float32"), "S2": (partial_view, "float32"), "MU": ((q, r), "float32"),
+               "RSTD": ((q, r), "float32")}  # fmt: skip
+    inputs = {role_of[n.name]: tuple(int(d) for d in node_value(n).shape) for n in placeholders}
+    out_shape = tuple(int(d) for d in node_value(out).shape)
+    out_dtype = str(node_value(out).dtype).removeprefix("torch.")
+    stages = [
+        f"        Stage({name}_partial, (('X', {view!r}), ('S1', {partial_view!r}), ('S2', {partial_view!r}))),",
+        f"        Stage({name}_stats, (('X', {view!r}), ('S1', {(q, r, m)!r}), ('S2', {(q, r, m)!r}), "
+        f"('MU', {(q, r)!r}), ('RSTD', {(q, r)!r}))),",
+        f"        Stage({name}_normalize, (('X', {view!r}), ('MU', {(q, r)!r}), ('RSTD', {(q, r)!r}), "
+        + "".join(f"('{w}', {affine_view!r}), " for w in wb)
+        + f"('OUT', {view!r}))),",
+    ]
+    texts.append(
+        "\n".join(
+            [
+                "from argus.kernels.stages import Stage, Stages  # noqa: E402",
+                "",
+                f"{name} = Stages(",
+                f"    {name!r},",
+                "    [",
+                *stages,
+                "    ],",
+                f"    {inputs!r},",
+                f"    {{'OUT': ({out_shape!r}, {out_dtype!r})}},",
+                f"    {buffers!r},",
+                ")",
+            ]
+        )
+        + "\n"
+    )
+    ref = reference_source(
+        f"{name}_reference", subgraph, f"The captured FX subgraph of {name} ({spec.op}), the results the graph uses."
+    )
+    shapes = {n.name: tuple(int(d) for d in node_value(n).shape) for n in placeholders}
+    shapes[out.name] = out_shape
+    return KernelSource(
+        name,
+        ref,
+        "\n\n".join(texts),
+        [n.name for n in placeholders],
+        [out.name],
+        {},
+        math.prod(out_shape),
+        dtypes,
+        shapes,
+        library=True,
+    )

@@ -424,12 +424,12 @@ def _split_source(
         f"{name} = Stages(",
         f"    {name!r},",
         "    [",
-        f"        Stage({name}_partial, {(outer, s, c * inner)!r}, {first_out!r}),",
-        f"        Stage({name}_total, {second_in!r}, {second_out!r}),",
+        f"        Stage({name}_partial, (('X', {(outer, s, c * inner)!r}), ('PARTIAL', {first_out!r}))),",
+        f"        Stage({name}_total, (('PARTIAL', {second_in!r}), ('OUT', {second_out!r}))),",
         "    ],",
-        f"    {spec.shape!r},",
-        f"    {out_shape!r},",
-        f"    {torch_dtype!r},",
+        f"    {{'X': {spec.shape!r}}},",
+        f"    {{'OUT': ({out_shape!r}, {torch_dtype!r})}},",
+        f"    {{'PARTIAL': ({first_out!r}, 'float32')}},",
         ")",
     ]
     reference = _reference_text(name, placeholder, node, results, spec, spec.shape, out_shape, what)
