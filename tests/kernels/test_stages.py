@@ -48,8 +48,13 @@ def test_stages_run_through_their_buffer_on_the_interpreter() -> None:
         ([], {"X": (4,)}, {"OUT": ((4,), "float32")}, {}, "no kernels"),
         ([Stage(_double, (("X", (4,)), ("Y", (4,))))], {"X": (4,)}, {"OUT": ((4,), "float32")}, {}, "'Y', which is"),
         ([Stage(_double, (("X", (5,)), ("OUT", (4,))))], {"X": (4,)}, {"OUT": ((4,), "float32")}, {}, "views 'X'"),
-        ([Stage(_double, (("X", (4,)), ("OUT", (4,))))], {"X": (4,)}, {"OUT": ((4,), "float32")},
-         {"B": ((4,), "float32")}, "no stage takes B"),  # fmt: skip
+        (
+            [Stage(_double, (("X", (4,)), ("OUT", (4,))))],
+            {"X": (4,)},
+            {"OUT": ((4,), "float32")},
+            {"B": ((4,), "float32")},
+            "no stage takes B",
+        ),  # fmt: skip
         ([Stage(_double, (("X", (4,)), ("X", (4,))))], {"X": (4,)}, {"X": ((4,), "float32")}, {}, "two tensors"),
     ],
 )
