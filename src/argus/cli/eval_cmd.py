@@ -394,7 +394,7 @@ def kernelbench(
 
     if report is None:  # --generate --no-judge: the solutions and their coverage
         assert level_report is not None
-        _print_generated(level_report, solutions, report_to, json_file)
+        _print_generated(level_report, solutions, report_to, json_file, store)
         raise typer.Exit(0)
 
     s = report.summary
@@ -447,7 +447,9 @@ def kernelbench(
     raise typer.Exit(1 if any(r.verdict == "error" for r in report.rows) else 0)
 
 
-def _print_generated(level_report: Any, solutions: str, console: Console, json_file: str | None) -> None:
+def _print_generated(
+    level_report: Any, solutions: str, console: Console, json_file: str | None, store: str | None
+) -> None:
     """`--generate --no-judge`'s report: each problem's solve status, coverage and kernels' check."""
     columns = [Column("problem", identifier=True), Column("status"), Column("kernels", justify="right"),
                Column("not covered")]  # fmt: skip
@@ -460,7 +462,10 @@ def _print_generated(level_report: Any, solutions: str, console: Console, json_f
         uncovered = "; ".join(f"{u['op']}: {u['reason']}" for u in payload.get("uncovered", []))
         rows.append([name, payload["status"], str(len(payload.get("kernels", []))), uncovered or "—"])
     print_table(columns, rows, console=console)
-    console.print(f"solutions in {solutions}; judge them with argus kernelbench --solutions {solutions}", markup=False)
+    judge = f"argus kernelbench --solutions {solutions}"
+    if level_report.run_id is not None:  # the same run, its coverage kept: --generate solves nothing solved already
+        judge = f"argus kernelbench --generate --solutions {solutions} --store {store} --resume {level_report.run_id}"
+    console.print(f"solutions in {solutions}; judge them (on a GPU at full size) with {judge}", markup=False)
     if json_file is not None:
         doc = {"solutions": solutions, "run_id": level_report.run_id,
                "generated": {str(k): v for k, v in sorted(level_report.solved.items())}}  # fmt: skip

@@ -414,6 +414,13 @@ def _profile(
     _call(
         sandbox, "prepare_timing", timeout, problem=sandbox.share_file(task.path), sizes=dict(task.sizes), clock="cuda"
     )
+    if str(device).startswith("cuda"):  # the correct stage's cache here, as the sandbox drops its own
+        import gc
+
+        import torch
+
+        gc.collect()
+        torch.cuda.empty_cache()
 
     check = stale_check(sandbox, task, reference, device, timeout)
 

@@ -249,6 +249,16 @@ def _op_prepare_timing(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
         state.task = load_problem(msg["problem"], msg.get("sizes") or {}, strict=False)
     state.clock = CudaClock(state.device) if msg.get("clock", "cuda") == "cuda" else CpuClock()
     state.buffers = None
+    state.last = []
+    if str(state.device).startswith("cuda"):
+        import gc
+
+        import torch
+
+        # what the correctness trials left cached here, the judge's process (on the same GPU: the baselines, the
+        # spot checks' references) cannot have: at KernelBench's sizes two trials' cache starved it (8 GB short)
+        gc.collect()
+        torch.cuda.empty_cache()
     return {}
 
 
