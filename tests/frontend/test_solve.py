@@ -82,6 +82,20 @@ def test_a_partial_solution_falls_back_to_aten_and_is_still_correct(
     assert result.correct and not result.covered and result.status() == "not covered"
 
 
+def test_operators_left_to_aten_run_where_the_inputs_are_not_on_the_capture_device(
+    kernelbench_dir: Path, tmp_path: Path
+) -> None:
+    """Cross-entropy's ATen calls create tensors (``scalar_tensor``) and copy one (``_to_copy``) with a device
+    argument: the capture's, the CPU. Written as captured, the solution fed a CPU tensor to an argus kernel on the
+    GPU (RUNTIME_ARG_DEVICE in the judge on an H200); every device argument is the inputs' device instead."""
+    sizes = {"batch_size": 8, "num_classes": 10}
+    result = solve(kernelbench_dir / "level1" / "95_CrossEntropyLoss.py", sizes=sizes, out=tmp_path / "s.py")
+    assert result.correct and not result.covered
+    forward = (tmp_path / "s.py").read_text().split("    def forward(", 1)[1]
+    assert "torch.device(" not in forward
+    assert "_device = predictions.device" in forward and "device=_device)" in forward
+
+
 def _argus(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "argus", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 

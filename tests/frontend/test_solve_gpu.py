@@ -50,3 +50,13 @@ def test_solve_checks_and_judges_on_the_gpu(kernelbench_dir: Path, tmp_path: Pat
     profile = result.gate.stage("profile")
     assert profile is not None and profile.details.get("speedup", {}).get("eager") is not None
     assert ("Stages(" in (tmp_path / "s.py").read_text()) == (name in STAGED)
+
+
+def test_a_partial_solution_runs_its_aten_calls_on_the_gpu(kernelbench_dir: Path, tmp_path: Path) -> None:
+    """95_CrossEntropyLoss keeps ATen calls with a device argument (captured on the CPU): on the GPU they must
+    make their tensors there (RUNTIME_ARG_DEVICE before the fix)."""
+    options = GateOptions(device="cuda", trials=2, reps=5, baselines=("eager",))
+    sizes = {"batch_size": 4096, "num_classes": 1000}
+    result = solve(kernelbench_dir / "level1" / "95_CrossEntropyLoss.py", sizes=sizes, out=tmp_path / "s.py",
+                   options=options)  # fmt: skip
+    assert result.correct and result.status() == "not covered", result.gate

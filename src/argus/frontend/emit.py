@@ -39,12 +39,23 @@ def _literal(values: Sequence[Any]) -> str | None:
     return text
 
 
+#: The forward's local holding the device its inputs are on (`_call_with`).
+DEVICE = "_device"
+
+
 def _call_with(node: Any, rebinds: dict[int, str], names: dict[str, str]) -> str:
-    """`aten_call(node)` with the positional arguments in `rebinds` replaced by names, and every node operand by
-    the local variable that holds it (`names`)."""
+    """`aten_call(node)` with the positional arguments in `rebinds` replaced by names, every node operand by the
+    local variable that holds it (`names`), and a device argument by `DEVICE`: the graph was captured on the CPU
+    (or without data), so a device in it (a constant's, a copy's target) is the capture's, and the solution runs
+    it where its inputs are."""
+    import torch
+
+    def arg(value: Any) -> str:
+        return DEVICE if isinstance(value, torch.device) else format_arg(value, names)
+
     fn = aten_call(node).split("(", 1)[0].replace("_operator.", "operator.")
-    parts = [rebinds[i] if i in rebinds else format_arg(a, names) for i, a in enumerate(node.args)]
-    parts += [f"{k}={format_arg(v, names)}" for k, v in node.kwargs.items()]
+    parts = [rebinds[i] if i in rebinds else arg(a) for i, a in enumerate(node.args)]
+    parts += [f"{k}={arg(v)}" for k, v in node.kwargs.items()]
     return f"{fn}({', '.join(parts)})"
 
 
@@ -118,6 +129,8 @@ def _problem_model(init_inputs):
 
 def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
     """The solution file's text (see the module docstring). `kernels`: group kernel name -> its source."""
+    import torch
+
     capture = partition.capture
     graph = partition.fused.graph
     groups = {g.module: g for g in partition.groups}
@@ -247,6 +260,14 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
         if capture.state
         else []
     )
+    if any(f"{DEVICE})" in line or f"{DEVICE}," in line for line in body):
+        tensors = [
+            n.name
+            for n in graph.nodes
+            if n.op == "placeholder" and n.name not in capture.state and isinstance(n.meta.get("val"), torch.Tensor)
+        ]
+        where = f"{names[tensors[0]]}.device" if tensors else "torch.device('cpu')"
+        body.insert(0, f"        {DEVICE} = {where}  # where the inputs are: the captured graph's device stands for it")
     lines += [
         "",
         "",
