@@ -22,7 +22,6 @@ A `KernelRef` names a kernel the loop can rebuild in any process: a library kern
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -195,18 +194,14 @@ def parse_target(target: str) -> KernelRef:
 
 
 def kernel_source(ref: KernelRef, generated: str | None = None) -> str:
-    """The DSL source the LLM coder is shown and the run store keeps: a generated module as is; else the kernel
-    function's own source with the imports a self-contained module needs."""
+    """The DSL source the LLM coder is shown and the run store keeps: a generated module as is; else the kernel as
+    a self-contained module (`argus.kernels.source.module_source`: with the constants, helpers and macros it
+    uses)."""
     if generated is not None:
         return generated
-    fn = ref.load()
-    target = getattr(fn, "fn", fn)
-    try:
-        body = inspect.getsource(target)
-    except (OSError, TypeError):
-        return f"# source of {ref.name} is not available\n"
-    header = "import argus\nimport argus.lang as T\nfrom argus.layout import Layout\n\n\n"
-    return header + body
+    from argus.kernels.source import module_source
+
+    return module_source(ref.load())
 
 
 def task_for(

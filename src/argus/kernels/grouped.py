@@ -66,11 +66,12 @@ def each_unit(
     row tile)."""
     u = bx + it * blocks
     with T.let(tiles[experts - 1] * tiles_n, "units") as units, T.if_(u < units), T.let(u // tiles_n, "t") as t:
-        expert_search(tiles, experts, t, 0, search - 1, lambda g: _place(u, g, offs, tiles, tiles_n, group, bm, body))
+        place = lambda g: place_unit(u, g, offs, tiles, tiles_n, group, bm, body)  # noqa: E731
+        expert_search(tiles, experts, t, 0, search - 1, place)
 
 
 @T.macro
-def _place(u: Any, g: Any, offs: Any, tiles: Any, tiles_n: Any, group: int, bm: int, body: Any) -> None:
+def place_unit(u: Any, g: Any, offs: Any, tiles: Any, tiles_n: Any, group: int, bm: int, body: Any) -> None:
     with T.let(T.where(g > 0, tiles[T.maximum(g - 1, 0)], 0), "first") as first:
         start = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)
         local_m, bn = T.tile_order(u - first * tiles_n, (tiles[g] - first, tiles_n), "grouped", group)
