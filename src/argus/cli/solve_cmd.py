@@ -36,6 +36,13 @@ def solve(
     ),
     trials: int = typer.Option(5, "--trials", help="the gate's correctness trials"),
     no_judge: bool = typer.Option(False, "--no-judge", help="generate and check the kernels, skip the gate"),
+    tune: int = typer.Option(
+        0,
+        "--tune",
+        help="tune each generated kernel's policies with the agent's bandit, N candidates a kernel, timed on the GPU "
+        "(cached per kernel, sizes and GPU; without a GPU the defaults are kept and said)",
+    ),
+    store: str = typer.Option("argus-runs.db", "--store", help="with --tune: the run store of the tuning runs"),
     device: str | None = typer.Option(
         None,
         "--device",
@@ -56,6 +63,13 @@ def solve(
     from argus.frontend import solve as run_solve
 
     report = Console(stderr=json_file == STDOUT, soft_wrap=True)
+    if tune < 0:
+        raise typer.BadParameter("--tune takes a number of candidates per kernel (0: no tuning)")
+    tuner = None
+    if tune:
+        from argus.agent.tune import Tuner
+
+        tuner = Tuner(tune, store=store)
     sizes: dict[str, Any] = {}
     for item in shape:
         sizes.update(parse_assignments(item))
@@ -68,6 +82,7 @@ def solve(
                 judge=not no_judge,
                 options=GateOptions(device=device, trials=trials),
                 on_step=lambda text: status.update(text),
+                tune=tuner,
             )
     except ArgusError as e:
         user_error(e)
@@ -84,6 +99,10 @@ def solve(
             f"{where}: {match} (max error {_fmt_error(k.interpreter_error)}, tolerance {k.tolerance:g})"
         )
         report.print(f"{k.name}: {k.verdict} ({k.verify_summary}); {check}", markup=False, highlight=False)
+    for t in tuner.outcomes if tuner is not None else []:
+        chosen = ", ".join(f"{k}={v!r}" for k, v in t.params.items()) or "its defaults"
+        timing = f" ({t.start_ms:.4g} -> {t.best_ms:.4g} ms)" if t.start_ms and t.best_ms else ""
+        report.print(f"tuned {t.kernel}: {chosen}{timing}; {t.note}", markup=False, highlight=False)
     for name in result.specialized:
         report.print(f"specialized: argument {name} is folded into the graph (other values are refused)", markup=False)
     if result.gate is not None:
@@ -98,7 +117,10 @@ def solve(
     report.print(f"wrote {result.solution}", markup=False, highlight=False)
     report.print(f"{result.problem}: {result.status()}", markup=False, highlight=False)
     if json_file is not None:
-        written = emit_json(result.to_json(), json_file)
+        doc = result.to_json()
+        if tuner is not None:
+            doc["tuned"] = [t.to_json() for t in tuner.outcomes]
+        written = emit_json(doc, json_file)
         if written is not None:
             report.print(f"wrote {written}", markup=False, highlight=False)
     raise typer.Exit(0 if result.solved else 1)

@@ -16,7 +16,7 @@ output shapes are the captured ones, and the solution refuses other input shapes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from argus.frontend.errors import FrontendError
@@ -127,8 +127,13 @@ def _problem_model(init_inputs):
 '''
 
 
-def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
-    """The solution file's text (see the module docstring). `kernels`: group kernel name -> its source."""
+def emit(
+    partition: Partition, kernels: dict[str, KernelSource], params: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """The solution file's text (see the module docstring). `kernels`: group kernel name -> its source; `params`:
+    kernel name -> the trace-time parameters its launches pass (tuned policies; a kernel not named takes its
+    defaults)."""
+    tuned_params = params or {}
     import torch
 
     capture = partition.capture
@@ -222,7 +227,8 @@ def emit(partition: Partition, kernels: dict[str, KernelSource]) -> str:
             scalars = "".join(f", {p}=float({a})" for p, a in src.scalars.items())
             views = [src.shapes.get(n, (-1,)) for n in [p.name for p in placeholders] + src.outputs]
             shaped = "" if not src.shapes else f", {views!r}"
-            body.append(f"        _launch({g.kernel}, [{', '.join(inputs + outputs)}]{shaped}{scalars})")
+            tuned = "".join(f", {k}={v!r}" for k, v in sorted(tuned_params.get(g.kernel, {}).items()))
+            body.append(f"        _launch({g.kernel}, [{', '.join(inputs + outputs)}]{shaped}{scalars}{tuned})")
             names[node.name] = outputs[0]
             for i, out_name in enumerate(outputs):
                 names[f"{node.name}[{i}]"] = out_name

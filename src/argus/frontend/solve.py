@@ -59,6 +59,8 @@ class KernelReport:
     interpreter_ok: bool = False
     checked_on: str = ""
     skipped: str = ""
+    #: the trace-time parameters its launches pass (tuned policies; empty: the template's defaults)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -148,7 +150,13 @@ def group_elements(subgraph: Any) -> int:
 
 
 def check_kernel(
-    kernel: Any, source: KernelSource, subgraph: Any, seed: int = 0, device: str = "cpu", launch: Any = None
+    kernel: Any,
+    source: KernelSource,
+    subgraph: Any,
+    seed: int = 0,
+    device: str = "cpu",
+    launch: Any = None,
+    params: Mapping[str, Any] | None = None,
 ) -> tuple[float, float]:
     """(largest error relative to the reference's scale, tolerance) of `kernel` against the group's FX `subgraph`
     run in float64, on standard-normal inputs at the captured shapes: on the CPU interpreter, or on a CUDA `device`
@@ -174,16 +182,17 @@ def check_kernel(
     names = [n.name for n in placeholders] + list(source.outputs)
     tensors = [*inputs, *outs]
     views = [t.contiguous().view(source.shape_of(n, t.numel())) for n, t in zip(names, tensors, strict=True)]
+    params = dict(params or {})
     if not cuda:
-        kernel(*views, device="cpu")
+        kernel(*views, device="cpu", **params)
     elif launch is not None:
-        launch(kernel, tensors, [tuple(v.shape) for v in views] if source.shapes else None)
+        launch(kernel, tensors, [tuple(v.shape) for v in views] if source.shapes else None, **params)
     elif source.library:
         kernel(*views)
     else:
         from argus.runtime import build
 
-        build(kernel)(*views)
+        build(kernel, **params)(*views)
     if cuda:
         torch.cuda.synchronize()
     worst = max((relative_error(got, ref) for got, ref in zip(outs, wants, strict=True)), default=0.0)
@@ -264,11 +273,15 @@ def solve(
     judge: bool = True,
     options: Any = None,
     on_step: Any = None,
+    tune: Any = None,
 ) -> SolveResult:
     """Solve `problem` (see the module docstring). `sizes`: module-level overrides; `out`: the solution file
     (default `default_solution_path`); `judge`: run the gate (off: generate and check the kernels only);
     `options`: the gate's `GateOptions` (default: 5 trials on the GPU when there is one, else on the CPU; its
-    `device` is also where the kernels are checked); `on_step(text)`: progress."""
+    `device` is also where the kernels are checked); `on_step(text)`: progress; `tune(solution, kernels)`: the
+    trace-time parameters to launch each of the solution's own DSL kernels with (kernel -> params; the agent's
+    tuner, `argus.agent.tune.Tuner`, which times them on a GPU), asked once the solution is written: the solution
+    is written again with them, and the kernels are verified and checked as tuned."""
     from argus.eval.candidates import ModuleCandidate, import_file
     from argus.eval.gate import GateOptions, gate_module
     from argus.verify import verify
@@ -286,22 +299,32 @@ def solve(
     step("partitioning")
     part, sources = generate(cap)
     target = Path(out) if out is not None else default_solution_path(path)
-    text = emit(part, sources)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    except OSError as e:
-        raise FrontendError("SOLVE_WRITE", f"cannot write the solution to {target}: {e}", None) from None
+
+    def write(text: str) -> None:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        except OSError as e:
+            raise FrontendError("SOLVE_WRITE", f"cannot write the solution to {target}: {e}", None) from None
+
+    write(emit(part, sources))
+    params: dict[str, dict[str, Any]] = {}
+    if tune is not None:
+        step("tuning the kernels' policies")
+        own = [g.kernel for g in part.groups if not sources[g.kernel].library]
+        params = {k: dict(v) for k, v in (tune(target, own) or {}).items() if k in own and v}
+        if params:
+            write(emit(part, sources, params))
 
     reports: list[KernelReport] = []
     module = import_file(target, "argus_solve") if part.groups else None
     for g in part.groups:
         src = sources[g.kernel]
-        report = KernelReport(g.kernel, str(g.family), g.ops, src.numel)
+        report = KernelReport(g.kernel, str(g.family), g.ops, src.numel, params=params.get(g.kernel, {}))
         kernel = getattr(module, g.kernel)
         step(f"verifying {g.kernel}")
         # a library call (the GEMM) is the kernels of its plan, each verified; the worst verdict is the group's
-        results = [verify(k) for k in kernel.kernels()] if src.library else [verify(kernel)]
+        results = [verify(k) for k in kernel.kernels()] if src.library else [verify(kernel, **report.params)]
         verdicts = [r.verdict.value for r in results]
         report.verdict = next((v for v in ("violated", "unknown") if v in verdicts), verdicts[0])
         errors, warnings, unknowns = (
@@ -320,7 +343,7 @@ def solve(
             step(f"checking {g.kernel} on the {'interpreter' if device == 'cpu' else device}")
             try:
                 report.interpreter_error, report.tolerance = check_kernel(
-                    kernel, src, g.subgraph, device=device, launch=module._launch
+                    kernel, src, g.subgraph, device=device, launch=module._launch, params=report.params
                 )
             except _out_of_memory() as e:  # the check's float64 copies: the judge keeps large ones on the host
                 report.skipped = f"not checked on {device}: out of memory ({str(e).splitlines()[0][:160]})"
