@@ -60,3 +60,24 @@ def test_a_partial_solution_runs_its_aten_calls_on_the_gpu(kernelbench_dir: Path
     result = solve(kernelbench_dir / "level1" / "95_CrossEntropyLoss.py", sizes=sizes, out=tmp_path / "s.py",
                    options=options)  # fmt: skip
     assert result.correct and result.status() == "not covered", result.gate
+
+
+def test_tuning_times_the_candidates_on_the_gpu_and_caches_them(
+    kernelbench_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from argus.agent.tune import Tuner
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+    options = GateOptions(device="cuda", trials=2, reps=5, baselines=("eager",))
+    sizes = {"batch_size": 64, "dim": 4099}
+    tuner = Tuner(3, store=tmp_path / "runs.db")
+    result = solve(kernelbench_dir / "level1" / "21_Sigmoid.py", sizes=sizes, out=tmp_path / "s.py", options=options,
+                   tune=tuner)  # fmt: skip
+    assert result.status() == "solved", result.gate
+    (outcome,) = tuner.outcomes
+    assert outcome.metric == "gpu" and outcome.start_ms is not None, outcome
+    assert list((tmp_path / "cache" / "tuned").glob("*.json"))
+    again = Tuner(3, store=tmp_path / "runs.db")
+    solve(kernelbench_dir / "level1" / "21_Sigmoid.py", sizes=sizes, out=tmp_path / "s2.py", options=options,
+          judge=False, tune=again)  # fmt: skip
+    assert again.outcomes[0].cached
