@@ -93,3 +93,59 @@ def test_the_sheet_is_read_from_the_dsl() -> None:
     assert "T.reduce_sum(x, axis=1): Sum along `axis` of a 2-D fragment" in sheet
     assert sum(1 for line in sheet.splitlines() if line.startswith("T.")) >= 0.6 * len(public)
     json.dumps(sheet)  # plain text
+
+
+INT_PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 3  # int32: no template takes it
+
+
+def get_inputs():
+    return [torch.randint(-50, 50, (1200,), dtype=torch.int32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+INT_KERNEL = """
+import argus
+import argus.lang as T
+
+
+@argus.kernel
+def written_0(IN0: T.Tensor[(1200,), T.i32], OUT: T.Tensor[(1200,), T.i32], BLOCK: int = 512):
+    with T.grid(T.cdiv(1200, BLOCK), threads=128) as (b,):
+        x = T.alloc_fragment((BLOCK,), T.i32)
+        T.copy(IN0.tile(b, BLOCK), x)
+        T.copy(x * {factor}, OUT.tile(b, BLOCK))
+"""
+
+
+def test_solve_with_the_llm_path_repairs_a_counterexample_and_solves(server, make, tmp_path: Path) -> None:
+    """The issue's end-to-end case: argus solve asks the model for the operator no template covers, the first
+    kernel is wrong, the mismatch goes back, the second is accepted and the problem is solved by the gate."""
+    from argus.agent.writer import solve_writer
+    from argus.frontend import solve
+
+    problem = tmp_path / "ints.py"
+    problem.write_text(INT_PROBLEM)
+    server.script += [
+        ok(f"```python\n{INT_KERNEL.format(factor=2)}```"),
+        ok(f"Fixed.\n```python\n{INT_KERNEL.format(factor=3)}```"),
+    ]
+    options = GateOptions(trials=2, device="cpu")
+    writer = solve_writer(make(), tmp_path / "written", turns=3, options=options)
+    result = solve(problem, out=tmp_path / "s.py", options=options, writer=writer)
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    (kernel,) = result.kernels
+    assert kernel.family == "written" and "after 2 answer(s)" in kernel.verify_summary
+    first = server.requests[0].body["messages"][1]["content"]
+    assert "torch.ops.aten.mul.Tensor(IN0, 3)" in first and "- IN0: i32 (1200,), input" in first
+    repair = server.requests[1].body["messages"][-1]["content"]
+    assert "CORRECT_MISMATCH" in repair and "first at [0]: 2 != 3" in repair  # where, and the values
+    assert "T.copy(x * 3, OUT.tile(b, BLOCK))" in (tmp_path / "s.py").read_text()

@@ -263,3 +263,30 @@ def _gate(task: Any, name: str, path: Path, function: str, source: str, options:
 
     options = options or GateOptions(trials=2, baselines=())
     return gate_generated_kernel(task, name, path, function, {}, source, options)
+
+
+def solve_writer(
+    provider: Any, directory: Path | str, *, turns: int = 3, options: Any = None, record: Any = None
+) -> Callable[[Any], Any]:
+    """The ``writer`` hook of `argus.frontend.solve.solve` (``argus solve --llm``): each
+    `argus.frontend.written.KernelRequest` written by a `KernelWriter`, returned as the `WrittenKernel` its gate
+    accepted, or the reason there is none."""
+    from argus.frontend.written import WrittenKernel
+
+    writer = KernelWriter(provider, directory, turns=turns, options=options, record=record)
+
+    def write(request: Any) -> Any:
+        tensors = [TensorArg(n, tuple(s), d, o) for n, s, d, o in request.tensors]
+        out = writer.write(WriteRequest(request.name, request.reference_source, request.reference, tensors,
+                                        what=request.op))  # fmt: skip
+        if not out.ok:
+            return f"no accepted kernel in {out.turns} answer(s): {out.reason}"
+        stages = {s.get("stage"): s for s in (out.gate or {}).get("stages", [])}
+        verify = stages.get("verify") or {}
+        verdict = (verify.get("details") or {}).get("report", {}).get("verdict") or "verified"
+        correct = stages.get("correct") or {}
+        where = (out.gate or {}).get("environment", {}).get("device") or "cpu"
+        summary = f"gated after {out.turns} answer(s): verify {verify.get('status')}, correct {correct.get('status')}"
+        return WrittenKernel(out.source or "", out.function or request.name, verdict, summary, str(where))
+
+    return write

@@ -11,6 +11,7 @@ FILE`` writes it there.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -43,6 +44,14 @@ def solve(
         "(cached per kernel, sizes and GPU; without a GPU the defaults are kept and said)",
     ),
     store: str = typer.Option("argus-runs.db", "--store", help="with --tune: the run store of the tuning runs"),
+    llm: bool = typer.Option(
+        False,
+        "--llm",
+        help="have the configured LLM (ARGUS_LLM_*) write a kernel for each operator no template covers; each is "
+        "gated in a sandbox and repaired over --turns answers",
+    ),
+    turns: int = typer.Option(3, "--turns", help="with --llm: answers per operator (the first and the repairs)"),
+    model: str | None = typer.Option(None, "--model", help="with --llm: the model (else ARGUS_LLM_MODEL)"),
     device: str | None = typer.Option(
         None,
         "--device",
@@ -65,6 +74,20 @@ def solve(
     report = Console(stderr=json_file == STDOUT, soft_wrap=True)
     if tune < 0:
         raise typer.BadParameter("--tune takes a number of candidates per kernel (0: no tuning)")
+    if turns < 1:
+        raise typer.BadParameter("--turns is at least 1")
+    writer = None
+    provider = None
+    if llm:
+        from argus.agent.providers import make_provider
+        from argus.agent.writer import solve_writer
+
+        try:
+            provider = make_provider(model=model) if model else make_provider()
+        except ArgusError as e:
+            user_error(e)
+        writer = solve_writer(provider, Path(out).parent / "argus-written" if out else Path("argus-written"),
+                              turns=turns, options=GateOptions(device=device, trials=2, baselines=()))  # fmt: skip
     tuner = None
     if tune:
         from argus.agent.tune import Tuner
@@ -83,9 +106,13 @@ def solve(
                 options=GateOptions(device=device, trials=trials),
                 on_step=lambda text: status.update(text),
                 tune=tuner,
+                writer=writer,
             )
     except ArgusError as e:
         user_error(e)
+    finally:
+        if provider is not None:
+            provider.close()
 
     sized = ", ".join(f"{k}={v!r}" for k, v in result.sizes.items())
     report.print(f"{result.problem}{f' [{sized}]' if sized else ''}", markup=False, highlight=False)
@@ -103,6 +130,9 @@ def solve(
         chosen = ", ".join(f"{k}={v!r}" for k, v in t.params.items()) or "its defaults"
         timing = f" ({t.start_ms:.4g} -> {t.best_ms:.4g} ms)" if t.start_ms and t.best_ms else ""
         report.print(f"tuned {t.kernel}: {chosen}{timing}; {t.note}", markup=False, highlight=False)
+    for u in result.uncovered:
+        if u.get("writer"):
+            report.print(f"{u['node']}: no written kernel: {u['writer']}", markup=False, highlight=False)
     for name in result.specialized:
         report.print(f"specialized: argument {name} is folded into the graph (other values are refused)", markup=False)
     if result.gate is not None:

@@ -128,13 +128,20 @@ def _problem_model(init_inputs):
 
 
 def emit(
-    partition: Partition, kernels: dict[str, KernelSource], params: Mapping[str, Mapping[str, Any]] | None = None
+    partition: Partition,
+    kernels: dict[str, KernelSource],
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    written: Mapping[str, tuple[Any, Any]] | None = None,
 ) -> str:
     """The solution file's text (see the module docstring). `kernels`: group kernel name -> its source; `params`:
     kernel name -> the trace-time parameters its launches pass (tuned policies; a kernel not named takes its
-    defaults)."""
+    defaults); `written`: uncovered node -> (its `argus.frontend.written.KernelRequest`, the accepted
+    `WrittenKernel`): the node runs that kernel (embedded under the request's name) instead of its ATen call."""
     tuned_params = params or {}
+    written = written or {}
     import torch
+
+    from argus.frontend.written import embedded
 
     capture = partition.capture
     graph = partition.fused.graph
@@ -154,7 +161,10 @@ def emit(
     for g in partition.groups:
         header.append(f"  {g.kernel}: {g.family} ({' -> '.join(g.ops)})")
     for u in partition.uncovered:
-        header.append(f"  {u.node}: {u.line()}")
+        if u.node in written:
+            header.append(f"  {written[u.node][0].name}: written ({u.op}): a kernel no template gave, gated")
+        else:
+            header.append(f"  {u.node}: {u.line()}")
     if capture.sizes:
         header.append("")
         header.append("Captured at " + ", ".join(f"{k}={v!r}" for k, v in capture.sizes.items()) + ".")
@@ -170,6 +180,9 @@ def emit(
     for g in partition.groups:
         src = kernels[g.kernel]
         lines += ["", "", src.reference.rstrip("\n"), "", "", src.kernel.rstrip("\n")]
+    for request, kernel in written.values():
+        lines += ["", "", f"# {request.name}: written for {request.op} (no template covers it); gated before it was "
+                  "placed here", embedded(request.name, kernel).rstrip("\n")]  # fmt: skip
 
     params = [s.name for s in capture.inputs]
     body: list[str] = []
@@ -182,7 +195,7 @@ def emit(
         body.append("        state = self.reference.state_dict(keep_vars=True)  # the problem's parameters and buffers")
     names: dict[str, str] = {}  # graph node -> the forward's local variable holding it
     # a local must not shadow a kernel (graph nodes ``convolution_1`` and kernels ``convolution_1`` both occur)
-    kernel_names = {g.kernel for g in partition.groups}
+    kernel_names = {g.kernel for g in partition.groups} | {request.name for request, _ in written.values()}
 
     def local(name: str) -> str:
         while name in kernel_names:
@@ -236,6 +249,22 @@ def emit(
         if node.op == "call_function":
             if getattr(node.target, "__name__", "") == "getitem" and f"{node.args[0].name}[0]" in names:
                 names[node.name] = names[f"{node.args[0].name}[{node.args[1]}]"]
+                continue
+            if node.name in written:
+                request, _ = written[node.name]
+                operands = list(dict.fromkeys(node.all_input_nodes))
+                inputs = [names[a.name] for a in operands]
+                shapes = [t[1] for t in request.tensors]
+                for arg, shape in zip(inputs, shapes, strict=False):
+                    body.append(f"        _expect_shape({arg}, {shape!r}, {request.name!r}, {arg!r})")
+                val = node.meta["val"]
+                out_name = local(node.name)
+                body.append(
+                    f"        {out_name} = torch.empty({tuple(val.shape)!r}, dtype={val.dtype}, "
+                    f"device={inputs[0]}.device)"
+                )
+                body.append(f"        _launch({request.name}, [{', '.join([*inputs, out_name])}], {shapes!r})")
+                names[node.name] = out_name
                 continue
             try:
                 call = _call_with(node, scalar_rebinds.get(node.name, {}), names)

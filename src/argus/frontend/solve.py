@@ -274,6 +274,7 @@ def solve(
     options: Any = None,
     on_step: Any = None,
     tune: Any = None,
+    writer: Any = None,
 ) -> SolveResult:
     """Solve `problem` (see the module docstring). `sizes`: module-level overrides; `out`: the solution file
     (default `default_solution_path`); `judge`: run the gate (off: generate and check the kernels only);
@@ -281,7 +282,10 @@ def solve(
     `device` is also where the kernels are checked); `on_step(text)`: progress; `tune(solution, kernels)`: the
     trace-time parameters to launch each of the solution's own DSL kernels with (kernel -> params; the agent's
     tuner, `argus.agent.tune.Tuner`, which times them on a GPU), asked once the solution is written: the solution
-    is written again with them, and the kernels are verified and checked as tuned."""
+    is written again with them, and the kernels are verified and checked as tuned; `writer(request)`: for each
+    uncovered operator (`argus.frontend.written.requests`), a `WrittenKernel` it has gated, or why none (the LLM
+    path: `argus.agent.writer`); an accepted one runs in the solution instead of the ATen call, and the solution
+    is not imported here once it holds one."""
     from argus.eval.candidates import ModuleCandidate, import_file
     from argus.eval.gate import GateOptions, gate_module
     from argus.verify import verify
@@ -307,7 +311,20 @@ def solve(
         except OSError as e:
             raise FrontendError("SOLVE_WRITE", f"cannot write the solution to {target}: {e}", None) from None
 
-    write(emit(part, sources))
+    written: dict[str, tuple[Any, Any]] = {}  # uncovered node -> (request, accepted kernel)
+    not_written: dict[str, str] = {}
+    if writer is not None:
+        from argus.frontend.written import WrittenKernel, requests
+
+        asks, not_written = requests(part)
+        for request in asks:
+            step(f"writing a kernel for {request.op}")
+            got = writer(request)
+            if isinstance(got, WrittenKernel):
+                written[request.node] = (request, got)
+            else:
+                not_written[request.node] = str(got)
+    write(emit(part, sources))  # the template kernels only: this version is imported here for their checks
     params: dict[str, dict[str, Any]] = {}
     if tune is not None:
         step("tuning the kernels' policies")
@@ -354,6 +371,16 @@ def solve(
                 _release(device)
         reports.append(report)
 
+    for request, got in written.values():
+        reports.append(
+            KernelReport(
+                request.name, "written", [request.op], math.prod(request.tensors[-1][1]), verdict=got.verdict,
+                verify_summary=got.summary, interpreter_ok=True, checked_on=got.checked_on,
+            )
+        )  # fmt: skip
+    if written:  # the solution with the written kernels, judged in the sandbox, never imported here
+        write(emit(part, sources, params, written))
+
     gate = None
     not_judged = "" if judge else "--no-judge"
     if judge and device == "cpu" and any(r.skipped for r in reports):
@@ -364,8 +391,14 @@ def solve(
     return SolveResult(
         problem=cap.name,
         sizes=dict(cap.sizes),
-        groups=[{"kernel": g.kernel, "family": str(g.family), "ops": g.ops} for g in part.groups],
-        uncovered=[{"node": u.node, "op": u.op, "family": str(u.family), "reason": u.reason} for u in part.uncovered],
+        groups=[{"kernel": g.kernel, "family": str(g.family), "ops": g.ops} for g in part.groups]
+        + [{"kernel": r.name, "family": "written", "ops": [r.op]} for r, _ in written.values()],
+        uncovered=[
+            {"node": u.node, "op": u.op, "family": str(u.family), "reason": u.reason}
+            | ({"writer": not_written.get(u.node, "")} if writer is not None else {})
+            for u in part.uncovered
+            if u.node not in written
+        ],
         kernels=reports,
         solution=str(target),
         gate=gate,
