@@ -149,3 +149,25 @@ def test_solve_with_the_llm_path_repairs_a_counterexample_and_solves(server, mak
     repair = server.requests[1].body["messages"][-1]["content"]
     assert "CORRECT_MISMATCH" in repair and "first at [0]: 2 != 3" in repair  # where, and the values
     assert "T.copy(x * 3, OUT.tile(b, BLOCK))" in (tmp_path / "s.py").read_text()
+
+
+def test_the_command_takes_the_configured_llm(server, tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from argus.cli.main import app
+    from tests.agent.conftest import KEY
+
+    problem = tmp_path / "ints.py"
+    problem.write_text(INT_PROBLEM)
+    for name, value in (("PROVIDER", "openai"), ("BASE_URL", server.openai_base_url), ("MODEL", "gpt-4o"),
+                        ("API_KEY", KEY), ("CACHE", "off")):  # fmt: skip
+        monkeypatch.setenv(f"ARGUS_LLM_{name}", value)
+    monkeypatch.chdir(tmp_path)
+    server.script += [ok(f"```python\n{INT_KERNEL.format(factor=3)}```")]
+    args = ["solve", str(problem), "--llm", "--device", "cpu", "--trials", "2", "--out", "s.py"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "written_0" in result.output and "written" in result.output and ": solved" in result.output
+    assert KEY not in result.output
+    bad = CliRunner().invoke(app, ["solve", str(problem), "--llm", "--turns", "0"])
+    assert bad.exit_code == 2 and "--turns is at least 1" in bad.output
