@@ -40,6 +40,7 @@ def solve(
     tune: int = typer.Option(
         0,
         "--tune",
+        "--budget",
         help="tune each generated kernel's policies with the agent's bandit, N candidates a kernel, timed on the GPU "
         "(cached per kernel, sizes and GPU; without a GPU the defaults are kept and said)",
     ),
