@@ -369,7 +369,7 @@ def kernelbench(
             else:
                 run_id = resume
                 if store and run_id is None:
-                    run_id = start_run(store, level, solutions, total)
+                    run_id = start_run(store, level, solutions, total, executor=executor.describe())
                 if run_id is not None:
                     started(run_id)
                 report = run_kernelbench(

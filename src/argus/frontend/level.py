@@ -167,7 +167,9 @@ def solve_level(
                     solved["solution"] = str(targets[pid])
                 report.solved[pid] = solved
         elif store_path is not None:
-            report.run_id = start_run(store_path, level, out_dir, len(found), generate=True)
+            report.run_id = start_run(
+                store_path, level, out_dir, len(found), generate=True, executor=executor.describe()
+            )
         if report.run_id is not None and on_start is not None:
             on_start(report.run_id)
 
