@@ -283,7 +283,10 @@ def solve_writer(
             return f"no accepted kernel in {out.turns} answer(s): {out.reason}"
         stages = {s.get("stage"): s for s in (out.gate or {}).get("stages", [])}
         verify = stages.get("verify") or {}
-        verdict = (verify.get("details") or {}).get("report", {}).get("verdict") or "verified"
+        status = verify.get("status")
+        verdict = (verify.get("details") or {}).get("report", {}).get("verdict") or {
+            "passed": "verified", "unknown": "unknown"
+        }.get(status, f"not verified ({status})")  # fmt: skip
         correct = stages.get("correct") or {}
         where = (out.gate or {}).get("environment", {}).get("device") or "cpu"
         summary = f"gated after {out.turns} answer(s): verify {verify.get('status')}, correct {correct.get('status')}"
