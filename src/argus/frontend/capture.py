@@ -113,6 +113,24 @@ def _user_line(error: BaseException, problem: Path) -> str:
     return ""
 
 
+def kept_whole(graph_module: Any) -> list[Any]:
+    """The operators of the exported (not yet decomposed) graph that stay whole: scaled dot-product attention (the
+    attention family takes it), and logsumexp when the softmax family takes every one of them (decomposed,
+    logsumexp is amax, a guard for infinities, exp, sum and log: a pointwise group of two output shapes, which no
+    kernel takes; one over several dimensions, which the softmax family refuses, is decomposed for the reduction
+    and pointwise families)."""
+    import torch
+
+    from argus.frontend.families import softmax
+
+    kept = [torch.ops.aten.scaled_dot_product_attention.default]
+    lse = torch.ops.aten.logsumexp.default
+    found = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is lse]
+    if found and all(softmax.unsupported(n) is None for n in found):
+        kept.append(lse)
+    return kept
+
+
 def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
     """``torch.export.export(model, args)`` with the core ATen decompositions, under ``torch.no_grad()`` as the
     judge calls its reference; `FrontendError` ``SOLVE_EXPORT`` when PyTorch cannot capture it."""
@@ -123,7 +141,8 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
         with _quiet(), torch.no_grad():
             program = torch.export.export(model, tuple(args))
             table = core_aten_decompositions()
-            table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)  # kept whole: the attention family
+            for op in kept_whole(program.graph_module):
+                table.pop(op, None)
             program = program.run_decompositions(table)
     except Exception as e:  # noqa: BLE001 - the user's model: any failure is reported, never a crash
         where = _user_line(e, problem)
