@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +25,9 @@ from typing import Any
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("ARGUS_CACHE_DIR")
-    if root:
-        return Path(root).expanduser() / "tuned"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "argus" / "tuned"
+    from argus.backend.cuda.cache import cache_root
+
+    return cache_root("tuned")
 
 
 @dataclass

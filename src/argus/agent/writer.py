@@ -241,10 +241,10 @@ class KernelWriter:
 
 def _task(request: WriteRequest) -> Any:
     """The gate's task of a request: its tensors at their fixed extents, its reference, no symbolic sizes."""
+    from argus.ir.types import dtype_from_name
     from argus.tasks.base import Task, TensorSpec
 
-    itemsize = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}
-    moved = float(sum(math.prod(t.shape) * itemsize.get(t.dtype, 4) for t in request.tensors))
+    moved = float(sum(math.prod(t.shape) * dtype_from_name(t.dtype).itemsize for t in request.tensors))
     return Task(
         name=f"solve:{request.name}",
         description=request.what or f"{request.name}: an operator no template covers",

@@ -451,6 +451,8 @@ def _print_generated(
     level_report: Any, solutions: str, console: Console, json_file: str | None, store: str | None
 ) -> None:
     """`--generate --no-judge`'s report: each problem's solve status, coverage and kernels' check."""
+    from argus.frontend.level import generated_from
+
     columns = [Column("problem", identifier=True), Column("status"), Column("kernels", justify="right"),
                Column("not covered")]  # fmt: skip
     rows = []
@@ -459,7 +461,7 @@ def _print_generated(
         if "error" in payload:
             rows.append([name, f"not solved: {payload['error']['code']}", "—", payload["error"]["reason"]])
             continue
-        uncovered = "; ".join(f"{u['op']}: {u['reason']}" for u in payload.get("uncovered", []))
+        uncovered = generated_from(payload).uncovered
         rows.append([name, payload["status"], str(len(payload.get("kernels", []))), uncovered or "—"])
     print_table(columns, rows, console=console)
     judge = f"argus kernelbench --solutions {solutions}"

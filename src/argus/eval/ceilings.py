@@ -22,11 +22,9 @@ ENV_CACHE_DIR = "ARGUS_CACHE_DIR"
 
 
 def default_dir() -> Path:
-    root = os.environ.get(ENV_CACHE_DIR)
-    if root:
-        return Path(root).expanduser() / "ceilings"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "argus" / "ceilings"
+    from argus.backend.cuda.cache import cache_root
+
+    return cache_root("ceilings")
 
 
 def device_key(index: int = 0) -> str:

@@ -42,14 +42,21 @@ _DIGEST_SIZE = hashlib.sha256().digest_size
 _logger = logging.getLogger(__name__)
 
 
-def default_cache_dir() -> Path:
-    """The cubin cache directory the environment selects (see the module docstring)."""
+def cache_root(part: str) -> Path:
+    """The directory of one part of the argus cache: ``$ARGUS_CACHE_DIR/<part>`` when that is set, else
+    ``$XDG_CACHE_HOME/argus/<part>``, else ``~/.cache/argus/<part>`` (the cubins, the measured ceilings, the tuned
+    policies all live under the same root)."""
     root = os.environ.get(ENV_CACHE_DIR)
     if root:
-        return Path(root).expanduser() / "cubin"
+        return Path(root).expanduser() / part
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "argus" / "cubin"
+    return base / "argus" / part
+
+
+def default_cache_dir() -> Path:
+    """The cubin cache directory the environment selects (see the module docstring)."""
+    return cache_root("cubin")
 
 
 @dataclass(frozen=True)
