@@ -15,7 +15,7 @@ from argus.eval.candidates import import_file
 from argus.frontend import solve
 
 #: Level-1 problems the reduction family completes, with the small sizes the test runs them at (odd: no tile divides
-#: them). 94_MSELoss is a pointwise kernel and a full mean.
+#: them). 94_MSELoss is one kernel: a whole-tensor mean with the difference and its square fused before it.
 SOLVED: dict[str, dict[str, Any]] = {
     "47_Sum_reduction_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
     "48_Mean_reduction_over_a_dimension": {"batch_size": 3, "dim1": 13, "dim2": 7},
@@ -216,3 +216,86 @@ def test_a_mid_sized_whole_reduction_is_split_too_and_a_prime_one_is_not() -> No
     s, c = split_of(mid)
     assert s * c == 1 << 21 and s >= 8 and blocks(Reduction("sum", True, False, (1, s, c), (1,), 1, s, c)) > 1
     assert split_of(Reduction("sum", True, False, (3, 65537), (0, 1), 1, 3 * 65537, 1)) is None
+
+
+# -- a fused prologue: elementwise operators computed on each loaded element ----------------------------------------
+
+#: (forward body, inputs, args, the reduction group's operators, the other groups' operators).
+PROLOGUES: dict[str, tuple[str, str, str, list[str], list[list[str]]]] = {
+    # exp(0) = 1: the padding past R must be masked after the map, or each odd-length row gains the padding's count
+    "exp_sum_last_odd": ("torch.exp(x).sum(-1)", "[torch.randn(4, 37)]", "x", ["exp", "sum"], []),
+    "sigmoid_mean_middle": ("torch.sigmoid(x).mean(1)", "[torch.randn(2, 13, 5)]", "x", ["sigmoid", "mean"], []),
+    "relu_square_norm": (
+        "torch.linalg.vector_norm(torch.relu(x) + 1.0, dim=1)",
+        "[torch.randn(3, 45)]",
+        "x",
+        ["relu", "add", "linalg_vector_norm"],
+        [],
+    ),
+    "neg_amax_middle": ("torch.amax(-x * 2.0, dim=0)", "[torch.randn(9, 6)]", "x", ["neg", "mul", "amax"], []),
+    "f16_cube_sum": ("(x * x * x).sum(1)", "[torch.randn(3, 40).half()]", "x", ["mul", "mul", "sum"], []),
+    # two tensors read, each loaded tile by tile: the whole loss is one kernel
+    "mse": ("((x - y) ** 2).mean()", "[torch.randn(4, 33), torch.randn(4, 33)]", "x, y", ["sub", "pow", "mean"], []),
+    "three_inputs_mixed_dtypes": (
+        "(x * y - z).abs().sum(0)",  # y promoted to float32 by the product, as torch does
+        "[torch.randn(7, 5), torch.randn(7, 5).half(), torch.randn(7, 5)]",
+        "x, y, z",
+        ["mul", "sub", "abs", "sum"],
+        [],
+    ),
+    # `.float()`: a conversion (fused) and export's `_assert_tensor_metadata` (a check that computes nothing)
+    "converted_input": ("(x.float() * 2.0).sum(1)", "[torch.randn(5, 9).half()]", "x", ["_to_copy", "mul", "sum"], []),
+    # a broadcast operand is not loaded like the input: the product stays a pointwise kernel
+    "broadcast_operand": (
+        "torch.clamp(1 - x * y, min=0).mean()",
+        "[torch.randn(6, 5), torch.randn(6, 1)]",
+        "x, y",
+        ["sub", "clamp", "mean"],
+        [["mul"]],
+    ),
+    # the map's result is read elsewhere too: written by its own kernel, read by the reduction
+    "shared_map": (
+        "(lambda a: (a.sum(1, keepdim=True), a * 2.0))(torch.abs(x))",
+        "[torch.randn(4, 33)]",
+        "x",
+        ["sum"],
+        [["abs", "mul"]],
+    ),
+    # an arg-reduction takes no prologue (its positions are compared on the loaded elements)
+    "argmax_of_map": ("torch.argmax(torch.abs(x), dim=1)", "[torch.randn(4, 33)]", "x", ["argmax"], [["abs"]]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROLOGUES))
+def test_a_pointwise_prologue_is_fused_into_its_reduction(problem, tmp_path: Path, case: str) -> None:
+    body, inputs, args, fused, others = PROLOGUES[case]
+    result = solve(problem(body, inputs=inputs, args=args, name=case), out=tmp_path / "s.py", judge=False)
+    assert result.covered, result.uncovered
+    assert [g["ops"] for g in result.groups if g["family"] == "reduction"] == [fused], result.groups
+    assert sorted(g["ops"] for g in result.groups if g["family"] != "reduction") == others
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels), [
+        k.to_json() for k in result.kernels
+    ]
+    if len(fused) > 1:
+        assert "(fused)" in Path(result.solution).read_text()
+
+
+SPLIT_PROLOGUES: dict[str, tuple[str, str, str]] = {
+    "exp_sum_all": ("torch.exp(x).sum()", "[torch.randn(4, 16383)]", "x"),
+    "abs_max_all": ("torch.abs(x - 0.5).amax()", "[torch.randn(4, 16384)]", "x"),
+    "mse_all": ("((x - y) ** 2).mean()", "[torch.randn(4, 16384), torch.randn(4, 16384)]", "x, y"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPLIT_PROLOGUES))
+def test_a_split_reduction_computes_its_prologue_in_the_first_stage(
+    problem, tmp_path: Path, small_split: None, case: str
+) -> None:
+    body, inputs, args = SPLIT_PROLOGUES[case]
+    result = solve(problem(body, inputs=inputs, args=args, name=case), out=tmp_path / "s.py", judge=False)
+    assert result.covered and len(result.groups) == 1, (result.uncovered, result.groups)
+    (report,) = result.kernels
+    assert report.verdict == "verified" and report.interpreter_ok, report.to_json()
+    text = (tmp_path / "s.py").read_text()
+    partial = text[text.index("def reduction_0_partial_reference") : text.index("def reduction_0_total_reference")]
+    assert "torch.ops.aten" in partial and "element = T.where(" in partial

@@ -73,7 +73,10 @@ _NAMED: dict[Family, frozenset[str]] = {
         "gather index index_select scatter scatter_add scatter_reduce embedding take index_put _unsafe_index "
         "_unsafe_index_put nll_loss_forward nll_loss2d_forward masked_select sort topk".split()
     ),
-    Family.VIEW: frozenset("view _unsafe_view reshape alias squeeze unsqueeze flatten lift_fresh_copy".split()),
+    # _assert_tensor_metadata: a dtype check export puts after a conversion (`.float()`), computing nothing
+    Family.VIEW: frozenset(
+        "view _unsafe_view reshape alias squeeze unsqueeze flatten lift_fresh_copy _assert_tensor_metadata".split()
+    ),
     Family.LAYOUT: frozenset(
         "permute transpose t expand slice select narrow diagonal as_strided unfold flip roll cat stack split "
         "split_with_sizes constant_pad_nd pad repeat tril triu".split()

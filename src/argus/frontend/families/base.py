@@ -55,6 +55,14 @@ def three(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
     return full[0], full[1], full[2]
 
 
+def min_blocks() -> int:
+    """The fewest blocks a generated kernel should launch: two waves of a GPU of `argus.atoms.target.DEFAULT_TARGET`'s
+    SMs (a reduction launching fewer is split in two stages; a pointwise kernel's default tile shrinks)."""
+    from argus.atoms.target import DEFAULT_TARGET
+
+    return 2 * DEFAULT_TARGET.sms
+
+
 def node_value(node: Any) -> Any:
     """The fake tensor (or value) the capture recorded for `node`."""
     return node.meta.get("val") if hasattr(node, "meta") else None

@@ -26,7 +26,7 @@ to one (then a float parameter of the kernel, passed at each call).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from argus.frontend.families.base import (
     aten_name,
     dtype_name,
     format_arg,
+    min_blocks,
     node_value,
     reference_source,
     safe_name,
@@ -313,7 +314,8 @@ def group_unsupported(nodes: list[Any]) -> str | None:
             shapes[value.name] = tuple(val.shape)
             if val.dtype != torch.bool:
                 itemsizes.append(_itemsize(val))
-    found = plan(out_shapes.pop(), shapes, itemsizes)
+    external = {a.name for n in nodes for a in n.all_input_nodes if a.name not in members}
+    found = plan(out_shapes.pop(), shapes, itemsizes, external)
     return f"the fused group: {found}" if isinstance(found, str) else None
 
 
@@ -365,16 +367,44 @@ def _aligned_bits(shape: tuple[int, ...], domain: tuple[int, ...]) -> Bits | Non
     return tuple(int(s == d and d > 1) for s, d in zip(padded, domain, strict=True))
 
 
-def _default_tile(cols: int, vector: int) -> tuple[int, int]:
-    """(BM, BN): BN the columns rounded up to a power of two, between one vector and 128; BM * BN = 1024."""
-    bn = max(vector, min(128, 1 << max(0, (cols - 1).bit_length())))
-    return 1024 // bn, bn
+#: Elements of a (BM, BN) tile by default: 64 per thread of the 128 when the kernel moves at most two whole tiles
+#: (its inputs and outputs that vary along both), fewer when it holds more at once. Measured on an H200 at
+#: KernelBench's 39_L2Norm_ (a (32768, 65535) division by a per-row value: (8, 128) tiles 0.97x eager, (8, 1024)
+#: 1.18x; benchmarks/results/2026-11-29-solve-policies/).
+TILE_ELEMENTS = {2: 8192, 4: 4096}
+#: The fewest elements of a default tile (so that every thread holds whole vectors).
+MIN_TILE_ELEMENTS = 1024
 
 
-def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsizes: list[int]) -> Plan | str:
+def _default_tile(rows: int, cols: int, others: int, vector: int, full: int) -> tuple[int, int]:
+    """(BM, BN) for `rows` x `cols` tiles walked `others` times more by the grid, in a kernel moving `full` whole
+    tiles: BN the columns rounded up to a power of two, between one vector and 1024; BM * BN `TILE_ELEMENTS`, halved
+    (down to `MIN_TILE_ELEMENTS`) while the grid would launch fewer than two waves of blocks, BM at most the rows
+    rounded up to a power of two."""
+    bn = max(vector, min(1024, 1 << max(0, (cols - 1).bit_length())))
+    elements = next((e for f, e in sorted(TILE_ELEMENTS.items()) if full <= f), 2048)
+
+    def blocks(e: int) -> int:
+        return -(-cols // bn) * -(-rows // max(1, e // bn)) * others
+
+    while elements > MIN_TILE_ELEMENTS and blocks(elements) < min_blocks():
+        elements //= 2
+    bm = max(1, min(elements // bn, 1 << max(0, (rows - 1).bit_length())))
+    while bm * bn < MIN_TILE_ELEMENTS:
+        bm *= 2
+    return bm, bn
+
+
+def plan(
+    domain: tuple[int, ...],
+    shapes: Mapping[str, tuple[int, ...]],
+    itemsizes: list[int],
+    io: Collection[str] | None = None,
+) -> Plan | str:
     """The kernel plan of a group writing `domain` and reading (or making) the values of `shapes` (graph name ->
     shape), with dtypes of `itemsizes` bytes; a string saying why no kernel of this template can when it cannot
-    (see `Plan`)."""
+    (see `Plan`). `io`: the names of the kernel's inputs (its outputs are whole tiles), which size its default
+    tile (`_default_tile`); None counts one whole input."""
     from argus.backend.cuda.codegen.source import MAX_GRID
     from argus.runtime.arguments import MAX_EXTENT
 
@@ -415,7 +445,7 @@ def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsiz
         if all(any(b[i] for i in tiled) for b in bits.values()):
             roles = candidate
             break
-    tile = _default_tile(dims[-1], vector)
+    tile = (1, 1)  # chosen below, once the rows are known
     if roles is None and rank == 3:
         lone = next(n for n, b in bits.items() if not (b[1] or b[2]))
         return (
@@ -429,6 +459,10 @@ def plan(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]], itemsiz
         bits = {n: (1, b[0]) if rank == 1 else (b[0], 1, b[1]) for n, b in bits.items()}
         roles = ("M", "N") if rank == 1 else ("G", "M", "N")
         tile = (1, 1024)
+    if tile == (1, 1):
+        whole = 1 if io is None else sum(1 for n in io if n in bits and all(bits[n]))
+        others = dims[roles.index("G")] if "G" in roles else 1
+        tile = _default_tile(dims[roles.index("M")], dims[-1], others, vector, whole + 1)
     extents = {"N": -(-dims[-1] // tile[1]), "M": -(-dims[roles.index("M")] // tile[0])}
     if "G" in roles:
         extents["G"] = dims[roles.index("G")]
@@ -465,6 +499,7 @@ def kernel_source(
         shape,
         {k: tuple(v.shape) for k, v in values.items()},
         [_itemsize(v) for v in values.values() if v.dtype != torch.bool],
+        [n.name for n in placeholders],
     )
     if isinstance(found, str):  # group_unsupported() was asked first
         raise FrontendError("SOLVE_POINTWISE_PLAN", f"{name}: no pointwise kernel for this group: {found}", None)
@@ -516,58 +551,17 @@ def kernel_source(
             )
         return lifted[(value, dt)]
 
-    ops: list[str] = []
-    for node in calls:
-        op = node.target._overloadpacket.__name__
-        ops.append(op)
-        params, render = RULES[op]
-        args = _arguments(node, params)
-        assert not isinstance(args, str)  # unsupported() was asked first
-        if op == "scalar_tensor":
-            frag[node.name] = _lit(float(args[0]))
-            literal.add(node.name)
-            continue
-        val = node_value(node)
-        want = DTYPES.get(dtype_name(val))
-        bits = found.tile_bits(node.name) if tiled else None
-        operands: list[Operand | None] = []
-        kinds: dict[int, str] = {}  # operand index -> the dtype of its fragment
-        for i, v in enumerate(args):
-            if isinstance(v, torch.fx.Node) and v.name in literal:
-                operands.append(Operand(frag[v.name], False))
-            elif isinstance(v, torch.fx.Node):
-                # torch computes in the promoted dtype: an operand of another float dtype is converted first
-                convert = want is not None and dtypes[v.name] != want and not (op == "where" and i == 0)
-                kinds[i] = want if convert else dtypes[v.name]
-                if tiled and found.tile_bits(v.name) != bits:
-                    text = full(v.name, kinds[i])
-                else:
-                    text = f"T.cast({frag[v.name]}, T.{want})" if convert else frag[v.name]
-                operands.append(Operand(text, True))
-            elif (node.name, i) in scalar_uses:
-                param = next(p for p, a in scalars.items() if a == scalar_uses[(node.name, i)])
-                operands.append(Operand(param, False))
-            elif v is None:
-                operands.append(None)
-            elif isinstance(v, str):
-                operands.append(Operand(repr(v), False))
-            else:
-                operands.append(Operand(_lit(v), False))
-        if op in ("clamp", "hardtanh"):
-            text = render(operands[0], *(None if o is None else o for o in operands[1:]))
-        else:
-            text = render(*operands)
-        var = safe_name(node.name, taken)
-        # the DSL's result has the dtype of the fragment it is computed like: T.where's first value, else the first
-        # fragment operand; a node of another float dtype is converted
-        like = [i for i in kinds if i > 0] if op == "where" else []
-        like += list(kinds)
-        have = kinds[like[0]] if like else None
-        if want is not None and have is not None and want != have:
-            text = f"T.cast({text}, T.{want})"
-        dtypes[node.name] = want or have or "f32"
-        frag[node.name] = var
-        body.append(f"        {var} = {text}")
+    def scalar_param(node_name: str, index: int) -> str | None:
+        if (node_name, index) not in scalar_uses:
+            return None
+        return next(p for p, a in scalars.items() if a == scalar_uses[(node_name, index)])
+
+    def lift(operand: str, node_name: str, dt: str) -> str | None:
+        if tiled and found.tile_bits(operand) != found.tile_bits(node_name):
+            return full(operand, dt)
+        return None
+
+    ops = render_calls(calls, frag, dtypes, literal, taken, body, scalar_param, lift)
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
     tensor_dtypes = ["boolean" if n.name in booleans else dtypes[n.name] for n in placeholders]
@@ -625,6 +619,79 @@ def kernel_source(
         {**dtypes, **dict.fromkeys(booleans, "boolean")},
         shapes,
     )
+
+
+def render_calls(
+    calls: list[Any],
+    frag: dict[str, str],
+    dtypes: dict[str, str],
+    literal: set[str],
+    taken: set[str],
+    body: list[str],
+    scalar_param: Callable[[str, int], str | None] = lambda node, index: None,
+    lift: Callable[[str, str, str], str | None] = lambda operand, node, dt: None,
+    indent: str = "        ",
+) -> list[str]:
+    """One line of DSL math per elementwise node of `calls` (in order), appended to `body`; returns the operators'
+    names. `frag` maps a graph value to its fragment's expression and `dtypes` to its DSL dtype (both extended with
+    every node computed; the inputs must be there); a ``scalar_tensor`` becomes a literal (its name added to
+    `literal`). `scalar_param(node, index)` names the kernel parameter a constant argument is bound to (None: the
+    captured literal); `lift(operand, node, dt)` the expression of an operand repeated over the tile where it varies
+    along fewer dimensions than the node (None: the fragment as it is). New local names are taken from `taken`."""
+    import torch.fx
+
+    ops: list[str] = []
+    for node in calls:
+        op = node.target._overloadpacket.__name__
+        ops.append(op)
+        params, render = RULES[op]
+        args = _arguments(node, params)
+        assert not isinstance(args, str)  # unsupported() was asked first
+        if op == "scalar_tensor":
+            frag[node.name] = _lit(float(args[0]))
+            literal.add(node.name)
+            continue
+        val = node_value(node)
+        want = DTYPES.get(dtype_name(val))
+        operands: list[Operand | None] = []
+        kinds: dict[int, str] = {}  # operand index -> the dtype of its fragment
+        for i, v in enumerate(args):
+            if isinstance(v, torch.fx.Node) and v.name in literal:
+                operands.append(Operand(frag[v.name], False))
+            elif isinstance(v, torch.fx.Node):
+                # torch computes in the promoted dtype: an operand of another float dtype is converted first
+                convert = want is not None and dtypes[v.name] != want and not (op == "where" and i == 0)
+                kinds[i] = want if convert else dtypes[v.name]
+                lifted = lift(v.name, node.name, kinds[i])
+                if lifted is not None:
+                    text = lifted
+                else:
+                    text = f"T.cast({frag[v.name]}, T.{want})" if convert else frag[v.name]
+                operands.append(Operand(text, True))
+            elif (param := scalar_param(node.name, i)) is not None:
+                operands.append(Operand(param, False))
+            elif v is None:
+                operands.append(None)
+            elif isinstance(v, str):
+                operands.append(Operand(repr(v), False))
+            else:
+                operands.append(Operand(_lit(v), False))
+        if op in ("clamp", "hardtanh"):
+            text = render(operands[0], *(None if o is None else o for o in operands[1:]))
+        else:
+            text = render(*operands)
+        var = safe_name(node.name, taken)
+        # the DSL's result has the dtype of the fragment it is computed like: T.where's first value, else the first
+        # fragment operand; a node of another float dtype is converted
+        like = [i for i in kinds if i > 0] if op == "where" else []
+        like += list(kinds)
+        have = kinds[like[0]] if like else None
+        if want is not None and have is not None and want != have:
+            text = f"T.cast({text}, T.{want})"
+        dtypes[node.name] = want or have or "f32"
+        frag[node.name] = var
+        body.append(f"{indent}{var} = {text}")
+    return ops
 
 
 @dataclass

@@ -34,6 +34,12 @@ Not taken: ``prod`` (the DSL reduces with sums and maxima only), ``var``/``std``
 norms of other orders, reduced axes that are not contiguous (a permute first), integer or boolean inputs. NaN inputs
 follow the DSL's maximum (on the GPU ``fmaxf``, which drops NaN), not torch's NaN propagation.
 
+A value reduction takes in its **prologue** (`prologue_nodes`, the template's ``absorbs``): the elementwise nodes
+before it that only feed it and together read at most four tensors of its input's shape. The kernel loads those
+tensors tile by tile and computes them on each element (the pointwise family's math,
+`argus.frontend.families.pointwise.render_calls`); the elements past R, loaded as the identity, are masked back to
+it after the map. Split in two stages, the first computes it.
+
 The group's subgraph is the kernel's reference (written out for ``argus interpret``, taking the tensors in the
 kernel's views). A ``max.dim`` / ``min.dim`` node returns a tuple: its group's subgraph is given explicit
 ``getitem`` outputs (values, and indices when the graph reads them), so each kernel output is a node of the
@@ -48,7 +54,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from argus.frontend.families.base import DTYPES, KernelSource, aten_call, aten_name, dtype_name, format_arg, node_value
+from argus.frontend.families.base import (
+    DTYPES,
+    KernelSource,
+    aten_call,
+    aten_name,
+    dtype_name,
+    format_arg,
+    min_blocks,
+    node_value,
+)
 
 #: The kernel's extents are 32-bit (`argus.runtime.arguments.MAX_EXTENT`).
 MAX_EXTENT = 2**30
@@ -236,14 +251,6 @@ def parse(node: Any) -> Reduction | str:
     return found
 
 
-#: A reduction launches at least this many blocks, or it is split in two stages (`split_of`): two waves of a GPU
-#: of `argus.atoms.target.DEFAULT_TARGET`'s SMs.
-def min_blocks() -> int:
-    from argus.atoms.target import DEFAULT_TARGET
-
-    return 2 * DEFAULT_TARGET.sms
-
-
 #: Reduced extents below this are not split.
 SPLIT_MIN_R = 1 << 12
 #: Nor reductions of fewer elements than this (8 MB of f32): one block reads them in tens of microseconds, about what
@@ -305,6 +312,76 @@ def unsupported(node: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
+#: The most elementwise operators a reduction kernel computes on each element it loads (its fused prologue), and
+#: the most tensors they read (each loaded tile by tile like the input of a plain reduction).
+MAX_PROLOGUE = 16
+MAX_PROLOGUE_INPUTS = 4
+
+
+def prologue_nodes(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
+    """The elementwise nodes before reduction `node` that its kernel computes on each element it loads (its fused
+    prologue), in graph order; [] when none. They are the largest set, walking the graph backwards from the reduced
+    input, of nodes the pointwise template takes (none with a constant a forward argument gives, `bound`), each of
+    the reduced input's shape, each read only by the set or by `node`, that together read at most
+    `MAX_PROLOGUE_INPUTS` tensors from outside (float tensors of that shape: no broadcasting) and constants
+    (``scalar_tensor`` nodes only the set reads); the earliest nodes are left out until they do. An arg-reduction
+    takes none (its positions are compared on the loaded elements)."""
+    import torch
+
+    from argus.frontend.families import pointwise
+
+    spec = parse(node)
+    if isinstance(spec, str) or spec.indices:
+        return []
+    source = node.args[0]
+    shape = tuple(node_value(source).shape)
+    taken: dict[Any, None] = {}
+    wanted = {source}
+    nodes = list(node.graph.nodes)
+    for n in reversed(nodes[: nodes.index(node)]):
+        if n not in wanted or len(taken) >= MAX_PROLOGUE:
+            continue
+        if not all(u in taken or u is node for u in n.users):
+            continue
+        if pointwise._is_literal(n):
+            taken[n] = None
+            continue
+        val = node_value(n)
+        if (
+            n.op != "call_function"
+            or n.name in bound
+            or aten_name(n) not in pointwise.RULES
+            or pointwise.unsupported(n) is not None
+            or not isinstance(val, torch.Tensor)
+            or tuple(val.shape) != shape
+            or not (dtype_name(val) in DTYPES or val.dtype == torch.bool)
+        ):
+            continue
+        taken[n] = None
+        wanted.update(n.all_input_nodes)
+
+    # what the set reads from outside: a few float tensors of the reduced input's shape, else no prologue
+    def readable(x: Any) -> bool:
+        val = node_value(x)
+        return isinstance(val, torch.Tensor) and tuple(val.shape) == shape and dtype_name(val) in DTYPES
+
+    while taken:
+        outside = {a for n in taken for a in n.all_input_nodes if a not in taken}
+        if len(outside) <= MAX_PROLOGUE_INPUTS and all(readable(x) for x in outside):
+            break
+        # drop the earliest node (no other reads it, and what it read is outside already): the rest may still
+        # read tensors the kernel can load
+        del taken[min(taken, key=nodes.index)]
+    if source not in taken:
+        return []
+    return sorted(taken, key=nodes.index)
+
+
+def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
+    """The nodes a reduction's group takes in with it: its fused prologue (`prologue_nodes`)."""
+    return prologue_nodes(node, bound)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # source text
 
@@ -339,6 +416,46 @@ def _outputs(subgraph: Any, node: Any, spec: Reduction) -> list[Any]:
     return items
 
 
+@dataclass(frozen=True)
+class Prologue:
+    """A reduction's fused prologue (`prologue_nodes`): the group's input placeholders (in the kernel's parameter
+    order), the reduced value, and the elementwise nodes computing it from the inputs, in graph order."""
+
+    inputs: list[str]
+    result: str
+    nodes: list[Any]
+
+
+#: The names a reduction kernel's own locals and parameters take (a prologue's values are named around them).
+_KERNEL_NAMES = frozenset(
+    "x acc r bo bn bm element best seen_at better extremum first X OUT VALUES INDICES OUTER R INNER BR BN BM".split()
+    + [f"x{i}" for i in range(1, MAX_PROLOGUE_INPUTS)]
+    + [f"X{i}" for i in range(1, MAX_PROLOGUE_INPUTS)]
+)
+
+
+def _fragment(i: int) -> str:
+    """The loaded tile of the kernel's `i`-th input."""
+    return "x" if i == 0 else f"x{i}"
+
+
+def _param(i: int) -> str:
+    """The kernel's `i`-th input parameter."""
+    return "X" if i == 0 else f"X{i}"
+
+
+def _render_prologue(prologue: Prologue, lines: list[str]) -> str:
+    """The prologue's math on the loaded f32 tiles (``x``, ``x1``, ... for its inputs in order), one line per
+    operator appended to `lines` (inside the kernel's loop); returns the f32 expression of the reduced value."""
+    from argus.frontend.families.pointwise import render_calls
+
+    frag = {name: _fragment(i) for i, name in enumerate(prologue.inputs)}
+    dtypes = dict.fromkeys(prologue.inputs, "f32")
+    render_calls(prologue.nodes, frag, dtypes, set(), set(_KERNEL_NAMES), lines, indent=" " * 12)
+    value = frag[prologue.result]
+    return value if dtypes[prologue.result] == "f32" else f"T.cast({value}, T.f32)"
+
+
 def _literal(value: float) -> str:
     return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
 
@@ -348,12 +465,13 @@ def kernel_source(
 ) -> KernelSource:
     """The DSL kernel of a reduction group: one reduction node (see the module docstring)."""
     nodes = list(subgraph.graph.nodes)
-    placeholder = next(n for n in nodes if n.op == "placeholder")
-    node = next(n for n in nodes if n.op == "call_function")
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    node = next(n for n in nodes if n.op == "call_function" and aten_name(n) in OPS)
+    prologue = [n for n in nodes[: nodes.index(node)] if n.op == "call_function"]
     spec = parse(node)
     assert not isinstance(spec, str)  # unsupported() was asked first
     results = _outputs(subgraph, node, spec)
-    in_dtype = DTYPES[dtype_name(node_value(placeholder))]
+    in_dtypes = [DTYPES[dtype_name(node_value(p))] for p in placeholders]
     middle = spec.inner > 1
     out_shape = (spec.outer, spec.inner) if middle else (spec.outer,)
     in_shape = (spec.outer, spec.r, spec.inner) if middle else (spec.outer, spec.r)
@@ -364,20 +482,24 @@ def kernel_source(
         params.append(("VALUES" if spec.indices else "OUT", value_node, DTYPES[dtype_name(node_value(value_node))]))
     if spec.indices:
         params.append(("INDICES" if spec.values else "OUT", results[-1], "i64"))
-    dtypes = {placeholder.name: in_dtype, **{n.name: d for _, n, d in params}}
-    shapes = {placeholder.name: in_shape, **{n.name: out_shape for _, n, _ in params}}
+    dtypes = {**{p.name: d for p, d in zip(placeholders, in_dtypes, strict=True)}, **{n.name: d for _, n, d in params}}
+    shapes = {**{p.name: in_shape for p in placeholders}, **{n.name: out_shape for _, n, _ in params}}
 
     what = _describe(node, spec)
+    if prologue:
+        ops = [aten_name(n) for n in prologue if aten_name(n) != "scalar_tensor"]
+        what += f" of {' -> '.join(ops)} on each element (fused)"
+    fused = Prologue([p.name for p in placeholders], node.args[0].name, prologue)
     split = split_of(spec)
     if split is not None:
-        return _split_source(name, spec, split, placeholder, node, results, in_dtype, params[0][2], what)
-    kernel = _kernel_text(name, spec, in_dtype, params, what)
-    reference = _reference_text(name, placeholder, node, results, spec, in_shape, out_shape, what)
+        return _split_source(name, spec, split, placeholders, node, results, in_dtypes, params[0][2], what, fused)
+    kernel = _kernel_text(name, spec, in_dtypes, params, what, fused)
+    reference = _reference_text(name, placeholders, node, results, spec, in_shape, out_shape, what, fused)
     return KernelSource(
         name,
         reference,
         kernel,
-        [placeholder.name],
+        [p.name for p in placeholders],
         [n.name for _, n, _ in params],
         {},
         math.prod(out_shape),
@@ -390,12 +512,13 @@ def _split_source(
     name: str,
     spec: Reduction,
     split: tuple[int, int],
-    placeholder: Any,
+    placeholders: list[Any],
     node: Any,
     results: list[Any],
-    in_dtype: str,
+    in_dtypes: list[str],
     out_dtype: str,
     what: str,
+    prologue: Prologue | None = None,
 ) -> KernelSource:
     """The two-stage form of a value reduction (`split_of`): a partial reduction into an f32 buffer, the buffer's
     reduction, and the `argus.kernels.stages.Stages` that runs them; the group takes its tensors in their captured
@@ -411,48 +534,63 @@ def _split_source(
     torch_dtype = str(node_value(results[0]).dtype).removeprefix("torch.")
     texts = []
     for suffix, stage, dtype, in_shape, words in (
-        ("partial", first, in_dtype, (outer, s, c * inner), f"the partial {spec.op}s of {s} rows each"),
-        ("total", second, "f32", second_in, f"the {c} partial results combined"),
+        ("partial", first, in_dtypes, (outer, s, c * inner), f"the partial {spec.op}s of {s} rows each"),
+        ("total", second, ["f32"], second_in, f"the {c} partial results combined"),
     ):
         stage_what = f"{what}, stage {1 if suffix == 'partial' else 2} of 2: {words}"
         stage_dtype = "f32" if suffix == "partial" else out_dtype
-        texts.append(_stage_reference(f"{name}_{suffix}", stage, in_shape, stage_what))
-        texts.append(_kernel_text(f"{name}_{suffix}", stage, dtype, [("OUT", None, stage_dtype)], stage_what))
+        fused = prologue if suffix == "partial" else None
+        texts.append(_stage_reference(f"{name}_{suffix}", stage, in_shape, stage_what, fused))
+        texts.append(_kernel_text(f"{name}_{suffix}", stage, dtype, [("OUT", None, stage_dtype)], stage_what, fused))
+    inputs_view = "".join(f"({_param(i)!r}, {(outer, s, c * inner)!r}), " for i in range(len(placeholders)))
+    inputs_shape = ", ".join(f"{_param(i)!r}: {spec.shape!r}" for i in range(len(placeholders)))
     texts += [
         "from argus.kernels.stages import Stage, Stages  # noqa: E402",
         "",
         f"{name} = Stages(",
         f"    {name!r},",
         "    [",
-        f"        Stage({name}_partial, (('X', {(outer, s, c * inner)!r}), ('PARTIAL', {first_out!r}))),",
+        f"        Stage({name}_partial, ({inputs_view} ('PARTIAL', {first_out!r}))),",
         f"        Stage({name}_total, (('PARTIAL', {second_in!r}), ('OUT', {second_out!r}))),",
         "    ],",
-        f"    {{'X': {spec.shape!r}}},",
+        f"    {{{inputs_shape}}},",
         f"    {{'OUT': ({out_shape!r}, {torch_dtype!r})}},",
         f"    {{'PARTIAL': ({first_out!r}, 'float32')}},",
         ")",
     ]
-    reference = _reference_text(name, placeholder, node, results, spec, spec.shape, out_shape, what)
+    reference = _reference_text(name, placeholders, node, results, spec, spec.shape, out_shape, what, prologue)
     return KernelSource(
         name,
         reference,
         "\n\n".join(texts[:4]) + "\n\n" + "\n".join(texts[4:]) + "\n",
-        [placeholder.name],
+        [p.name for p in placeholders],
         [results[0].name],
         {},
         math.prod(out_shape),
-        {placeholder.name: in_dtype, results[0].name: out_dtype},
-        {placeholder.name: spec.shape, results[0].name: out_shape},
+        {**{p.name: d for p, d in zip(placeholders, in_dtypes, strict=True)}, results[0].name: out_dtype},
+        {**{p.name: spec.shape for p in placeholders}, results[0].name: out_shape},
         library=True,
     )
 
 
-def _stage_reference(name: str, stage: Reduction, in_shape: tuple[int, ...], what: str) -> str:
-    """A stage kernel's reference: its reduction over axis 1 of its input view, in PyTorch."""
-    x = {"": "X", "square": "(X * X)", "abs": "X.abs()"}[stage.pre]
+def _stage_reference(
+    name: str, stage: Reduction, in_shape: tuple[int, ...], what: str, prologue: Prologue | None = None
+) -> str:
+    """A stage kernel's reference: its reduction over axis 1 of its input view (after the fused prologue, which is
+    elementwise, so the view does not matter to it), in PyTorch."""
+    count = len(prologue.inputs) if prologue is not None and prologue.nodes else 1
+    args = ", ".join(_param(i) for i in range(count))
+    lines = [f"def {name}_reference({args}):", f'    """{what}, on {args} viewed {in_shape}."""']
+    v = "X"
+    if prologue is not None and prologue.nodes:
+        lines += [f"    {p} = {_param(i)}" for i, p in enumerate(prologue.inputs)]
+        lines += [f"    {n.name} = {aten_call(n)}" for n in prologue.nodes]
+        v = prologue.result
+    x = {"": v, "square": f"({v} * {v})", "abs": f"{v}.abs()"}[stage.pre]
     reduced = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin"}[stage.op]
     post = ".sqrt()" if stage.post == "sqrt" else ""
-    return f'def {name}_reference(X):\n    """{what}, on X viewed {in_shape}."""\n    return {x}.{reduced}(1){post}\n'
+    lines.append(f"    return {x}.{reduced}(1){post}")
+    return "\n".join(lines) + "\n"
 
 
 def _describe(node: Any, spec: Reduction) -> str:
@@ -461,7 +599,15 @@ def _describe(node: Any, spec: Reduction) -> str:
     return f"{target} over {axes} of {spec.shape}"
 
 
-def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[str, Any, str]], what: str) -> str:
+def _kernel_text(
+    name: str,
+    spec: Reduction,
+    in_dtypes: list[str],
+    params: list[tuple[str, Any, str]],
+    what: str,
+    prologue: Prologue | None = None,
+) -> str:
+    in_dtype = in_dtypes[0]
     middle = spec.inner > 1
     if middle:
         sizes = f'{{"OUTER": {spec.outer}, "R": {spec.r}, "INNER": {spec.inner}}}'
@@ -498,7 +644,7 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
         )
         tile = "(BM, BN)"
     bcast = "[None, :]" if axis == 0 else "[:, None]"
-    signature = [f"X: T.Tensor[{in_dims}, T.{in_dtype}]"]
+    signature = [f"{_param(i)}: T.Tensor[{in_dims}, T.{d}]" for i, d in enumerate(in_dtypes)]
     signature += [f"{p}: T.Tensor[{out_dims}, T.{d}]" for p, _, d in params]
     signature += [f"{tile_names[0]}: int = {defaults[0]}", f"{tile_names[1]}: int = {defaults[1]}"]
     policies = f'{{"tile_shape": ("{tile_names[0]}", "{tile_names[1]}")}}'
@@ -515,6 +661,9 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
     if spec.indices:
         lines.append(f"    T.assume(R <= {MAX_ARG_EXTENT})  # positions are float32: exact integers below 2^24")
     lines += [grid, f"        x = T.alloc_fragment({tile}, T.f32)  # {in_dtype} in, float32 accumulation"]
+    lines += [
+        f"        {_fragment(i)} = T.alloc_fragment({tile}, T.f32)  # {d} in" for i, d in enumerate(in_dtypes) if i
+    ]
     if spec.indices:
         identity = float("-inf") if spec.op == "max" else float("inf")
         better = ">" if spec.op == "max" else "<"
@@ -544,10 +693,18 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
                 lines.append(f"        T.copy(extremum, {store.format(param=p)})")
     else:
         identity = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}[spec.op]
-        element = {"": "x", "square": "x * x", "abs": "T.abs(x)"}[spec.pre]
-        if spec.pre == "abs" and spec.op == "max":
-            # |-inf| would win a maximum of magnitudes: the elements past R are masked to -inf after the map
-            element = f"T.where(T.index(x, {axis}) + r * {step} < R, T.abs(x), float('-inf'))"
+        computed: list[str] = []
+        v = "x"
+        if prologue is not None and prologue.nodes:
+            v = _render_prologue(prologue, computed)
+        element = {"": v, "square": f"{v} * {v}", "abs": f"T.abs({v})"}[spec.pre]
+        if computed or (spec.pre == "abs" and spec.op == "max"):
+            # the padding past R is the identity when loaded, not after a map (|-inf| would win a maximum of
+            # magnitudes, exp(0) a sum): the elements past R are masked to the identity after it
+            computed.append(
+                f"            element = T.where(T.index(x, {axis}) + r * {step} < R, {element}, {_literal(identity)})"
+            )
+            element = "element"
         tile_reduced = {
             "sum": f"T.reduce_sum({element}, axis={axis})",
             "mean": f"T.reduce_sum({element}, axis={axis})",
@@ -567,6 +724,11 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
             f"        T.fill(acc, {_literal(identity)})",
             loop,
             f"            T.copy({load}, x, pad={_literal(identity)})  # past R: the identity",
+            *[
+                f"            T.copy({load.replace('X.tile', f'{_param(i)}.tile')}, {_fragment(i)}, pad=0.0)"
+                for i in range(1, len(in_dtypes))
+            ],
+            *computed,
             f"            T.copy({combine}, acc)",
         ]
         (p, _, _) = params[0]
@@ -576,20 +738,22 @@ def _kernel_text(name: str, spec: Reduction, in_dtype: str, params: list[tuple[s
 
 def _reference_text(
     name: str,
-    placeholder: Any,
+    placeholders: list[Any],
     node: Any,
     results: list[Any],
     spec: Reduction,
     in_shape: tuple[int, ...],
     out_shape: tuple[int, ...],
     what: str,
+    prologue: Prologue | None = None,
 ) -> str:
-    """The group's subgraph as Python, taking the input in the kernel's view and returning the outputs in theirs."""
-    x = placeholder.name
+    """The group's subgraph as Python, taking the inputs in the kernel's view and returning the outputs in theirs."""
+    x = ", ".join(p.name for p in placeholders)
     lines = [
         f"def {name}_reference({x}):",
         f'    """The captured FX subgraph of {name} ({what}), on {x} in the kernel\'s view {in_shape}."""',
-        f"    {x} = {x}.reshape({format_arg(spec.shape)})",
+        *[f"    {p.name} = {p.name}.reshape({format_arg(spec.shape)})" for p in placeholders],
+        *[f"    {n.name} = {aten_call(n)}" for n in (prologue.nodes if prologue is not None else [])],
         f"    {node.name} = {aten_call(node)}",
     ]
     if results == [node]:
