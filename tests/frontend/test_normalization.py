@@ -214,3 +214,31 @@ def test_kernelbench_sized_batch_and_group_norm_take_three_stages_over_many_bloc
     assert 4 * c >= min_blocks() and sc % 1024 == 0 and (c - 1) * sc < 64 * 256 * 256 <= c * sc
     assert split_of(instance, ["out"]) is None  # its rows are many blocks already
     assert split_of(batch, ["out", "mean", "rstd"]) is None  # the statistics results stay with one kernel
+
+
+def test_chunked_stages_state_what_they_rely_on(
+    problem: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch norm's chunked stages index a chunk by the grid's third index alone (one k) in 32-bit tile
+    coordinates: without ``K == 1`` and ``S <= C * SC`` assumed, the verifier (which proves a kernel over every size
+    its assumptions allow) found two blocks storing one element, the coordinate wrapping past 2^32, and the gate
+    rejected 33_BatchNorm's solution at 8 x 8 x 181 x 183 on an H200. With them nothing is violated; the first
+    stage's masked sums over a chunk's 8 tiles need a look-back of 8 loop iterations to be proved (the default 4
+    leaves them unknown)."""
+    import argus.frontend.families.normalization as norm
+    import argus.frontend.families.reduction as red
+    from argus.eval.candidates import import_file
+    from argus.verify import verify
+
+    monkeypatch.setattr(red, "min_blocks", lambda: 8)
+    monkeypatch.setattr(norm, "SPLIT_MIN_ELEMENTS", 64)
+    body, args = "F.batch_norm(x, None, None, w, b, training=True)", "x, w, b"
+    inputs = "[torch.randn(1, 2, 48, 48) + 3.0, torch.rand(2) + 0.5, torch.randn(2)]"  # S = 2304: 3 chunks of 1024
+    result = solve(problem(body, inputs=inputs, args=args), out=tmp_path / "s.py", judge=False)
+    (report,) = result.kernels
+    assert report.verdict != "violated" and report.interpreter_ok, report.to_json()
+    text = Path(result.solution).read_text()
+    assert text.count('T.assume("K == 1")') == 3 and text.count('T.assume("S <= 3072")') == 3
+    module = import_file(result.solution)
+    for stage in ("partial", "stats", "normalize"):
+        assert str(verify(getattr(module, f"normalization_0_{stage}"), lookback=8).verdict.value) == "verified"

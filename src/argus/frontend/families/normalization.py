@@ -425,6 +425,14 @@ def _split_source(
             f'        raise ValueError("a chunk of {sc} elements is whole tiles only for BS dividing it, not %d" % BS)',
         ]
     )
+    # what the chunked stages rely on, stated for the verifier (which proves a kernel over all sizes its
+    # assumptions allow): a single k when the grid index is the chunk alone, and C chunks covering S
+    chunked = (
+        []
+        if c == 1
+        else (['    T.assume("K == 1")  # the grid\'s third index is the chunk alone'] if k == 1 else [])
+        + [f'    T.assume("S <= {c * sc}")  # {c} chunks of {sc} cover S']
+    )
     # the block's slice (a, row tile, k) and chunk of S, from the grid's third index kc = k * C + chunk
     locate = [
         f"        k = kc // {c}" if c > 1 and k > 1 else ("        k = kc" if c == 1 else "        k = 0"),
@@ -473,6 +481,7 @@ def _split_source(
                 'its square over its tiles (shift: the row\'s first element, as every stage takes it)."""',
                 *chunk_check,
                 f'    T.assume("KC == K * {c}")  # the partial sums: {c} chunk(s) of each slice',
+                *chunked,
                 grid,
                 *locate,
                 "        first = T.alloc_fragment((BR, BS), T.f32)",
@@ -527,6 +536,7 @@ def _split_source(
                 f'mean = shift + S1 / n and rstd = 1 / sqrt(S2 / n - (S1 / n)^2 + eps), n = {spec.count}."""',
                 f'    T.assume("{q_rule}")  # statistics rows per channel',
                 f'    T.assume("{m_rule}")  # partial sums per statistics row',
+                *chunked,
                 "    with T.grid(Q, T.cdiv(R, BR), threads=128) as (bq, br):",
                 "        first = T.alloc_fragment((BR, BS), T.f32)",
                 "        T.copy(X.tile((bq, br, 0, 0), (None, BR, None, BS)), first)",
@@ -583,6 +593,7 @@ def _split_source(
         '(x - mean) * rstd with the affine parameters."""',
         *chunk_check,
         f'    T.assume("{q_rule}")  # statistics rows per channel',
+        *chunked,
         grid,
         *locate,
         "        row = T.alloc_fragment((BR, BS), T.f32)  # the layout of a tile's rows",
