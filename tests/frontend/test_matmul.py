@@ -75,6 +75,19 @@ def test_a_transpose_read_elsewhere_stays_outside_the_group(problem: Callable[..
     assert [u["op"] for u in result.uncovered] == ["aten.permute.default"]
 
 
+def test_permutes_that_stay_strided_views_are_not_compute(problem: Callable[..., Path], tmp_path: Path) -> None:
+    """An einsum's decomposition permutes size-1 dimensions and transposes the weight twice around views: every
+    value leaving those permutes is contiguous, so they are strided views (no copy anywhere) and the problem is
+    covered by its one batched GEMM."""
+    path = problem(
+        "torch.einsum('bijl,lk->bijk', x, y)", inputs="[torch.randn(2, 3, 5, 16), torch.randn(16, 24)]", args="x, y"
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert [g["family"] for g in result.groups] == ["matmul-like"]
+    assert "torch.ops.aten.permute.default" in Path(result.solution).read_text()  # run by PyTorch, as a view
+
+
 def test_x_times_its_own_transpose_reads_one_input_twice(problem: Callable[..., Path], tmp_path: Path) -> None:
     path = problem("x @ x.T", inputs="[torch.randn(9, 13)]", args="x")
     result = solve(path, out=tmp_path / "s.py")

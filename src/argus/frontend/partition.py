@@ -161,6 +161,37 @@ NOT_BUILT: dict[Family, str] = {
 }
 
 
+#: Layout operators that are strided views in PyTorch: they move data only where a consumer needs it contiguous.
+_STRIDED_VIEWS = frozenset({"permute", "transpose", "t"})
+
+
+def metadata_only(node: Any) -> bool:
+    """Whether layout node `node` (a permute or transpose) computes nothing in the solution: every value that leaves
+    the chain of views and layout views it starts — read by a compute node, or returned — is contiguous, so PyTorch
+    runs it as a strided view and no kernel needs a copy (a permute that moves only dimensions of extent 1, or two
+    that undo each other around views, as an ``einsum``'s decomposition makes)."""
+    import torch
+
+    if node.op != "call_function" or op_name(node) not in _STRIDED_VIEWS:
+        return False
+    seen: set[Any] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for user in n.users:
+            through = user.op == "call_function" and (classify(user) is Family.VIEW or op_name(user) in _STRIDED_VIEWS)
+            if through:
+                stack.append(user)
+                continue
+            value = n.meta.get("val") if hasattr(n, "meta") else None
+            if not isinstance(value, torch.Tensor) or not value.is_contiguous():
+                return False
+    return True
+
+
 def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> Partition:
     """Partition `capture`'s graph (see the module docstring). `templates`: family -> its
     `argus.frontend.families.base.Template` (default: `argus.frontend.families.TEMPLATES`).
@@ -196,12 +227,17 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
     # a non-fusing template's group takes nodes of other families in with it (the matmul template's operand
     # transposes and fused epilogue): those are proposed with it, and by no other family
     bound = frozenset(node for uses in capture.scalar_uses.values() for node, _ in uses)
+    # in a fixed order, the reduction's prologue last (a GEMM's epilogue first): a node one group takes in is one
+    # the next may not take (passed as bound, like a constant a forward argument gives)
     absorbed: dict[Any, list[Any]] = {}
-    for family, nodes in supported.items():
+    taken: set[Any] = set()
+    order = sorted(supported, key=lambda f: f is Family.REDUCTION)
+    for family in order:
         if not templates[family].fuses and templates[family].absorbs is not None:
-            for n in nodes:
-                absorbed[n] = templates[family].absorbs(n, bound)
-    taken = {a for found in absorbed.values() for a in found}
+            for n in supported[family]:
+                found = templates[family].absorbs(n, bound | {t.name for t in taken})
+                absorbed[n] = [a for a in found if a not in taken]
+                taken.update(absorbed[n])
     supported = {family: [n for n in nodes if n not in taken] for family, nodes in supported.items()}
 
     proposals: list[Any] = []
@@ -260,7 +296,7 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             )
         elif node.op == "call_function":
             family = classify(node)
-            if family is Family.VIEW or op_name(node) == "getitem":
+            if family is Family.VIEW or op_name(node) == "getitem" or metadata_only(node):
                 continue  # metadata: no compute
             reason = reasons.get(node.name) or NOT_BUILT.get(family, "no template for this family")
             out.uncovered.append(Uncovered(node.name, op_label(node), family, reason))

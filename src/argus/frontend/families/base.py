@@ -163,8 +163,9 @@ Writer = Callable[[str, Any, Mapping[tuple[str, int], str], Mapping[str, Any]], 
 class Template:
     """A kernel family's template (see the module docstring). `absorbs` (a template that does not fuse):
     ``absorbs(node, bound)``, the nodes of other families that `node`'s group takes in with it (the matmul
-    template's operand transposes and fused epilogue), `bound` the names of nodes with a constant that a forward
-    argument gives at run time; no other family proposes them."""
+    template's operand transposes and fused epilogue, the reduction's prologue), `bound` the names of nodes it may
+    not take (one with a constant that a forward argument gives at run time, or one an earlier group took: the
+    partitioner asks the reduction template last); no other family proposes them."""
 
     unsupported: Support
     source: Writer
