@@ -70,6 +70,9 @@ def test_a_model_that_does_not_export_is_a_clear_error(problem: Callable[..., Pa
     with pytest.raises(FrontendError) as err:
         capture(path)
     assert err.value.code == "SOLVE_EXPORT" and "p.py" in err.value.message
+    # torch._dynamo's view: where the graph breaks, on the problem's line, and why in words
+    assert "torch._dynamo breaks its graph at p.py:" in err.value.message
+    assert "a branch on a tensor's value" in err.value.message
 
 
 def test_a_file_without_model_is_a_clear_error(tmp_path: Path) -> None:

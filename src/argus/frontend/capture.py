@@ -5,7 +5,8 @@ ATen operators, with every tensor's shape and dtype known.
 that ``get_inputs`` draws smaller tensors on a CPU), builds the model from ``get_init_inputs()`` and draws the
 forward's arguments with PyTorch's generator seeded, then runs ``torch.export.export`` and
 ``run_decompositions(core_aten_decompositions())``, except that ``aten.scaled_dot_product_attention`` stays one
-node (the attention family takes it whole). Parameters and buffers are lifted to graph inputs by
+node (the attention family takes it whole), with argus's own decompositions added (`argus.frontend.decompositions`:
+float products and cumulative products as sums of logarithms). Parameters and buffers are lifted to graph inputs by
 ``torch.export``; their names are kept (`Capture.state`).
 
 The model is captured as the judge runs its reference (`argus.eval.correctness.module_reference`, like
@@ -137,24 +138,66 @@ def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:
     import torch
     from torch._decomp import core_aten_decompositions
 
+    from argus.frontend.decompositions import argus_decompositions
+
     try:
         with _quiet(), torch.no_grad():
             program = torch.export.export(model, tuple(args))
             table = core_aten_decompositions()
             for op in kept_whole(program.graph_module):
                 table.pop(op, None)
+            table.update(argus_decompositions(program.graph_module))
             program = program.run_decompositions(table)
     except Exception as e:  # noqa: BLE001 - the user's model: any failure is reported, never a crash
         where = _user_line(e, problem)
+        breaks = graph_breaks(model, args, problem)
         raise FrontendError(
             "SOLVE_EXPORT",
             f"torch.export cannot capture {problem.name}{f' ({where})' if where else ''}: "
-            f"{type(e).__name__}: {_first_lines(str(e))}",
+            f"{type(e).__name__}: {_first_lines(str(e))}{f'; {breaks}' if breaks else ''}",
             "argus solve needs a forward that torch.export can trace: no control flow on tensor values, no "
             "operator without a tracing rule; rewrite that part (torch.where, torch.cond) or leave it to PyTorch",
         ) from None
     _drop_buffer_mutations(program)
     return program
+
+
+#: What torch._dynamo's graph-break reasons mean, by a prefix of the reason.
+_BREAKS = {
+    "generic_jump": "a branch on a tensor's value",
+    "data dependent": "an operator whose output shape depends on the data",
+    "call_function": "a call dynamo cannot trace",
+}
+
+
+def graph_breaks(model: Any, args: Sequence[Any], problem: Path) -> str:
+    """Where ``torch._dynamo`` (which, unlike ``torch.export``, may split a forward into several graphs) breaks
+    `model`'s forward, as a sentence naming each break's line of `problem` and its reason; "" when it cannot say
+    (it ran into another error, or found no break). The per-graph report a model that does not export gets; the
+    graphs themselves are not turned into kernels yet (docs/solve.md, "Not built yet")."""
+    import torch
+
+    try:
+        with _quiet(), torch.no_grad():
+            import torch._dynamo
+
+            torch._dynamo.reset()
+            out = torch._dynamo.explain(model)(*args)
+    except Exception:  # noqa: BLE001 - a report of a report: nothing more to say
+        return ""
+    finally:
+        with contextlib.suppress(Exception):
+            torch._dynamo.reset()
+    found = []
+    for b in getattr(out, "break_reasons", []) or []:
+        lines = [f.lineno for f in getattr(b, "user_stack", []) or [] if Path(f.filename).name == problem.name]
+        reason = _first_lines(str(getattr(b, "reason", "")), 1)
+        meaning = next((m for k, m in _BREAKS.items() if reason.startswith(k)), "")
+        at = f"{problem.name}:{lines[-1]}" if lines else "outside the problem's file"
+        found.append(f"{at} ({meaning}: {reason})" if meaning else f"{at} ({reason})")
+    if not found:
+        return ""
+    return "torch._dynamo breaks its graph at " + ", ".join(dict.fromkeys(found))
 
 
 def _drop_buffer_mutations(program: Any) -> None:

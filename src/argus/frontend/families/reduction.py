@@ -100,7 +100,9 @@ NORMS: dict[float, tuple[str, str, str]] = {
 }
 
 REFUSED = {
-    "prod": "a product reduction (the DSL reduces with T.reduce_sum and T.reduce_max only)",
+    # float products arrive as sums of logarithms (argus.frontend.decompositions); what stays whole is this
+    "prod": "an integer product, or one with a dtype argument (float products are taken as exponentiated sums of "
+    "logarithms; the DSL reduces with T.reduce_sum and T.reduce_max only)",
     "var": "a variance (a two-pass or Welford template, not built)",
     "var_mean": "a variance (a two-pass or Welford template, not built)",
     "std": "a standard deviation (a two-pass or Welford template, not built)",
