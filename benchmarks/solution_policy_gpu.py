@@ -15,18 +15,8 @@ diagnostic for choosing a template's defaults, not the judge.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
-import sys
 from pathlib import Path
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _grid(text: str) -> list[dict[str, int]]:
@@ -44,6 +34,7 @@ def _grid(text: str) -> list[dict[str, int]]:
 def main() -> None:
     import torch
 
+    from argus.eval.candidates import import_file
     from argus.eval.timing import Contender, time_interleaved_cuda
 
     ap = argparse.ArgumentParser()
@@ -54,7 +45,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--alone", action="store_true")
     args = ap.parse_args()
-    problem, solution = _load(Path(args.problem), "problem"), _load(Path(args.solution), "solution")
+    problem, solution = import_file(Path(args.problem), "problem"), import_file(Path(args.solution), "solution")
     torch.manual_seed(0)
     model = problem.Model(*problem.get_init_inputs()).cuda()
     new = solution.ModelNew(*problem.get_init_inputs()).cuda()

@@ -10,29 +10,21 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
-import sys
 import time
 from pathlib import Path
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> None:
     import torch
+
+    from argus.eval.candidates import import_file
 
     ap = argparse.ArgumentParser()
     ap.add_argument("problem")
     ap.add_argument("solution")
     ap.add_argument("--calls", type=int, default=10)
     args = ap.parse_args()
-    problem, solution = _load(Path(args.problem), "problem"), _load(Path(args.solution), "solution")
+    problem, solution = import_file(Path(args.problem), "problem"), import_file(Path(args.solution), "solution")
     torch.manual_seed(0)
     new = solution.ModelNew(*problem.get_init_inputs()).cuda()
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
