@@ -585,7 +585,8 @@ def _stage_reference(
     lines = [f"def {name}_reference({args}):", f'    """{what}, on {args} viewed {in_shape}."""']
     v = "X"
     if prologue is not None and prologue.nodes:
-        lines += [f"    {p} = {_param(i)}" for i, p in enumerate(prologue.inputs)]
+        # one assignment: a placeholder named like another parameter (X1) cannot take a value before it is read
+        lines.append(f"    {', '.join(prologue.inputs)}, = {', '.join(_param(i) for i in range(count))},")
         lines += [f"    {n.name} = {aten_call(n)}" for n in prologue.nodes]
         v = prologue.result
     x = {"": v, "square": f"({v} * {v})", "abs": f"{v}.abs()"}[stage.pre]
