@@ -445,7 +445,7 @@ def plan(
         if all(any(b[i] for i in tiled) for b in bits.values()):
             roles = candidate
             break
-    tile = (1, 1)  # chosen below, once the rows are known
+    tile: tuple[int, int] | None = None  # the default, chosen below once the rows are known
     if roles is None and rank == 3:
         lone = next(n for n, b in bits.items() if not (b[1] or b[2]))
         return (
@@ -459,7 +459,7 @@ def plan(
         bits = {n: (1, b[0]) if rank == 1 else (b[0], 1, b[1]) for n, b in bits.items()}
         roles = ("M", "N") if rank == 1 else ("G", "M", "N")
         tile = (1, 1024)
-    if tile == (1, 1):
+    if tile is None:
         whole = 1 if io is None else sum(1 for n in io if n in bits and all(bits[n]))
         others = dims[roles.index("G")] if "G" in roles else 1
         tile = _default_tile(dims[roles.index("M")], dims[-1], others, vector, whole + 1)
