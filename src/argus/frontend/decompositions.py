@@ -80,7 +80,7 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
 def _takes(node: Any) -> bool:
     import torch
 
-    value = node.args[0].meta.get("val") if node.args and hasattr(node.args[0], "meta") else None
-    if not isinstance(value, torch.Tensor) or value.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-        return False
-    return node.kwargs.get("dtype") is None
+    from argus.frontend.families.base import DTYPES, dtype_name, node_value
+
+    value = node_value(node.args[0]) if node.args else None
+    return isinstance(value, torch.Tensor) and dtype_name(value) in DTYPES and node.kwargs.get("dtype") is None

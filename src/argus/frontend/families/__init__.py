@@ -22,7 +22,7 @@ TEMPLATES: dict[Family, Template] = {
     Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),
     Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
     Family.SCAN: Template(scan.unsupported, scan.kernel_source, absorbs=scan.absorbs),
-    Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source, absorbs=reduction.absorbs),
+    Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source, absorbs=reduction.prologue_nodes),
     Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
     Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
     Family.CONVOLUTION: Template(convolution.unsupported, convolution.kernel_source),

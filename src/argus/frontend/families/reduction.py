@@ -379,11 +379,6 @@ def prologue_nodes(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
     return sorted(taken, key=nodes.index)
 
 
-def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
-    """The nodes a reduction's group takes in with it: its fused prologue (`prologue_nodes`)."""
-    return prologue_nodes(node, bound)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # source text
 
@@ -420,8 +415,9 @@ def _outputs(subgraph: Any, node: Any, spec: Reduction) -> list[Any]:
 
 @dataclass(frozen=True)
 class Prologue:
-    """A reduction's fused prologue (`prologue_nodes`): the group's input placeholders (in the kernel's parameter
-    order), the reduced value, and the elementwise nodes computing it from the inputs, in graph order."""
+    """A reduction's fused prologue (`prologue_nodes`; None where there is none): the group's input placeholders
+    (in the kernel's parameter order), the reduced value, and the elementwise nodes computing it from the inputs, in
+    graph order."""
 
     inputs: list[str]
     result: str
@@ -491,7 +487,7 @@ def kernel_source(
     if prologue:
         ops = [aten_name(n) for n in prologue if aten_name(n) != "scalar_tensor"]
         what += f" of {' -> '.join(ops)} on each element (fused)"
-    fused = Prologue([p.name for p in placeholders], node.args[0].name, prologue)
+    fused = Prologue([p.name for p in placeholders], node.args[0].name, prologue) if prologue else None
     split = split_of(spec)
     if split is not None:
         return _split_source(name, spec, split, placeholders, node, results, in_dtypes, params[0][2], what, fused)
@@ -580,11 +576,11 @@ def _stage_reference(
 ) -> str:
     """A stage kernel's reference: its reduction over axis 1 of its input view (after the fused prologue, which is
     elementwise, so the view does not matter to it), in PyTorch."""
-    count = len(prologue.inputs) if prologue is not None and prologue.nodes else 1
+    count = len(prologue.inputs) if prologue is not None else 1
     args = ", ".join(_param(i) for i in range(count))
     lines = [f"def {name}_reference({args}):", f'    """{what}, on {args} viewed {in_shape}."""']
     v = "X"
-    if prologue is not None and prologue.nodes:
+    if prologue is not None:
         # one assignment: a placeholder named like another parameter (X1) cannot take a value before it is read
         lines.append(f"    {', '.join(prologue.inputs)}, = {', '.join(_param(i) for i in range(count))},")
         lines += [f"    {n.name} = {aten_call(n)}" for n in prologue.nodes]
@@ -698,7 +694,7 @@ def _kernel_text(
         identity = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}[spec.op]
         computed: list[str] = []
         v = "x"
-        if prologue is not None and prologue.nodes:
+        if prologue is not None:
             v = _render_prologue(prologue, computed)
         element = {"": v, "square": f"{v} * {v}", "abs": f"T.abs({v})"}[spec.pre]
         if computed or (spec.pre == "abs" and spec.op == "max"):
