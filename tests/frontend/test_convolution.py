@@ -1,8 +1,8 @@
 """The convolution family against PyTorch: ``aten.convolution`` groups become calls of argus's convolution library
 (the im2col gather, the GEMM library's plan, the output pass), every kernel of the plan verified, the call checked
 on the CPU interpreter against the group's FX subgraph, and the emitted ModelNew judged by the gate. The level-1
-problems are pinned: `SOLVED` (forward) and `SOLVED_TRANSPOSED` (stride 1) end to end at small odd sizes, `REFUSED`
-(transposed with a stride above 1) with the reason the template gives."""
+problems are pinned: `SOLVED` (forward) and `SOLVED_TRANSPOSED` (stride 1, and with a stride: the input upsampled
+first) end to end at small odd sizes."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ SOLVED: dict[str, dict[str, Any]] = {
     "86_conv_depthwise_separable_2D": {"batch_size": 1, "in_channels": 3, "out_channels": 5, "width": 6, "height": 5},
 }  # fmt: skip
 
-#: Level-1 transposed convolutions (stride 1) solved end to end: the weight permuted, the flipped gather.
+#: Level-1 transposed convolutions solved end to end: the weight permuted, the flipped gather; with a stride (72, 73,
+#: 75, 77, 79, 81) the input upsampled (its zeros inserted) before the gather.
 SOLVED_TRANSPOSED: dict[str, dict[str, Any]] = {
     "57_conv_transposed_2D__square_input__square_kernel": {
         "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 5, "width": 4,
@@ -73,10 +74,6 @@ SOLVED_TRANSPOSED: dict[str, dict[str, Any]] = {
     "78_conv_transposed_2D_asymmetric_input_asymmetric_kernel___padded__": {
         "batch_size": 1, "in_channels": 2, "out_channels": 3, "height": 4, "width": 5,
     },
-}  # fmt: skip
-
-#: Level-1 transposed convolutions with a stride above 1, refused (not built), with the sizes captured.
-REFUSED: dict[str, dict[str, Any]] = {
     "72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped_": {
         "batch_size": 1, "in_channels": 4, "out_channels": 4, "depth": 2, "height": 3, "width": 4,
     },
@@ -115,15 +112,20 @@ def test_the_level1_convolution_problems_are_solved(kernelbench_dir: Path, tmp_p
     assert ("transposed=True" in text) == (name in SOLVED_TRANSPOSED)
 
 
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_strided_transposed_convolutions_are_reported_not_covered(
-    kernelbench_dir: Path, tmp_path: Path, name: str
+def test_a_transposed_convolution_that_crops_is_reported_not_covered(
+    problem: Callable[..., Path], tmp_path: Path
 ) -> None:
-    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=REFUSED[name], out=tmp_path / "s.py", judge=False)
+    # padding 2 past the window's reach 1: the output crops the input, which the gather does not do
+    path = problem(
+        "F.conv_transpose1d(x, w, stride=2, padding=2)",
+        inputs="[torch.randn(1, 2, 6), torch.randn(2, 3, 2)]",
+        args="x, w",
+    )
+    result = solve(path, out=tmp_path / "s.py", judge=False)
     assert not result.groups
     (u,) = result.uncovered
     assert u["op"] == "aten.convolution.default" and u["family"] == "convolution"
-    assert "CONV_TRANSPOSED_STRIDE" in u["reason"] and "only stride 1 is built" in u["reason"]
+    assert "CONV_TRANSPOSED_PADDING" in u["reason"]
 
 
 def test_a_column_matrix_over_the_budget_is_refused(
@@ -152,10 +154,10 @@ def test_a_functional_conv_with_bias_and_groups_reads_its_operands_in_graph_orde
 
 
 def test_a_local_never_shadows_a_kernel_of_the_same_name(problem: Callable[..., Path], tmp_path: Path) -> None:
-    # graph nodes convolution, convolution_1 (a strided transposed convolution, left to PyTorch), convolution_2;
+    # graph nodes convolution, convolution_1 (a transposed convolution that crops, left to PyTorch), convolution_2;
     # kernels convolution_0 and convolution_1: the uncovered node's local must not rebind the kernel
     path = problem(
-        "F.conv1d(F.conv_transpose1d(F.conv1d(x, a), b, stride=2), c)",
+        "F.conv1d(F.conv_transpose1d(F.conv1d(x, a), b, stride=2, padding=2), c)",
         inputs="[torch.randn(1, 2, 6), torch.randn(3, 2, 2), torch.randn(3, 2, 2), torch.randn(2, 2, 3)]",
         args="x, a, b, c",
     )

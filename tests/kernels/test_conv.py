@@ -20,6 +20,7 @@ from argus.kernels.conv import (
     conv_output_bias,
     conv_plan,
     conv_transpose_weight,
+    conv_upsample,
     im2col,
     run_on_interpreter,
 )
@@ -32,8 +33,9 @@ TOLERANCE = {"f32": 1e-4, "bf16": 2e-2, "f16": 5e-3}
 
 
 def _conv(rank: int, n: int, c: int, f: int, g: int, size: tuple, k: tuple, s: tuple = (1,), p: tuple = (0,),
-          d: tuple = (1,), bias: bool = False, dtype: str = "f32", transposed: bool = False) -> Conv:  # fmt: skip
-    """A `Conv` from the rank's own spatial tuples (a single entry repeated)."""
+          d: tuple = (1,), bias: bool = False, dtype: str = "f32", transposed: bool = False,
+          op: tuple = (0,)) -> Conv:  # fmt: skip
+    """A `Conv` from the rank's own spatial tuples (a single entry repeated); `op`: the output padding."""
 
     def three(v: tuple, fill: int) -> tuple[int, int, int]:
         v = v * rank if len(v) == 1 else v
@@ -41,7 +43,20 @@ def _conv(rank: int, n: int, c: int, f: int, g: int, size: tuple, k: tuple, s: t
         return full[0], full[1], full[2]
 
     return Conv(
-        rank, n, c, f, g, three(size, 1), three(k, 1), three(s, 1), three(p, 0), three(d, 1), bias, dtype, transposed
+        rank,
+        n,
+        c,
+        f,
+        g,
+        three(size, 1),
+        three(k, 1),
+        three(s, 1),
+        three(p, 0),
+        three(d, 1),
+        bias,
+        dtype,
+        transposed,
+        three(op, 0),
     )
 
 
@@ -64,7 +79,10 @@ def _reference(conv: Conv, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | N
     r = 3 - conv.rank
     if conv.transposed:
         b64 = None if b is None else b.double()
-        out = TRANSPOSED[conv.rank](x.double(), w.double(), b64, 1, conv.padding[r:], 0, conv.groups, conv.dilation[r:])
+        out = TRANSPOSED[conv.rank](
+            x.double(), w.double(), b64, conv.stride[r:], conv.padding[r:], conv.output_padding[r:], conv.groups,
+            conv.dilation[r:],
+        )  # fmt: skip
         return out.numpy()
     out = FUNCTIONS[conv.rank](
         x.double(), w.double(), None if b is None else b.double(), conv.stride[r:], conv.padding[r:],
@@ -97,6 +115,15 @@ CASES = [
     ("transposed-2d-pad-bias", _conv(2, 1, 2, 3, 1, (4, 5), (3,), p=(0, 1), bias=True, transposed=True)),
     ("transposed-3d-bf16", _conv(3, 1, 2, 3, 1, (2, 3, 4), (2, 3, 2), p=(0, 1, 0), d=(1, 1, 2), dtype="bf16",
                                  transposed=True)),
+    # with a stride: the input upsampled (zeros inserted) first, output padding at the ends
+    ("transposed-1d-stride-dilation", _conv(1, 2, 3, 4, 1, (9,), (3,), (2,), (1,), (2,), transposed=True)),
+    ("transposed-2d-stride-output-padding-groups", _conv(2, 2, 4, 6, 2, (5, 4), (3, 4), (2, 3), (1, 2), bias=True,
+                                                         transposed=True, op=(1, 2))),
+    ("transposed-2d-stride-5", _conv(2, 1, 2, 3, 1, (3, 4), (3,), (5,), (1,), (2,), transposed=True)),
+    ("transposed-3d-stride-output-padding-bf16", _conv(3, 1, 2, 3, 1, (2, 3, 3), (3,), (2,), (1,), dtype="bf16",
+                                                       transposed=True, op=(1, 0, 1))),
+    ("transposed-2d-output-padding-by-dilation", _conv(2, 1, 2, 2, 1, (4, 5), (2,), p=(1,), d=(3,), transposed=True,
+                                                       op=(2, 1))),
 ]  # fmt: skip
 
 
@@ -140,10 +167,11 @@ GATHERS = [
     {"KD": 1, "KH": 1, "KW": 3, "SW": 3, "PW": 1, "LW": 4, "BH": 1, "BW": 128},
     {"KD": 2, "KH": 2, "KW": 3, "SD": 2, "SH": 2, "SW": 1, "PD": 1, "PH": 0, "PW": 1, "LD": 2, "LH": 1, "LW": 2},
     {"KH": 3, "KW": 2, "SH": 2, "LW": 2, "BH": 8, "BW": 16, "DT": "bf16"},
+    {"KH": 3, "KW": 4, "PH": 2, "PW": 3, "PHE": 0, "PWE": -1, "FLIP": True},  # an upsampled input's end padding
 ]
 
 
-@pytest.mark.parametrize("params", GATHERS, ids=["2d", "3d-flipped", "1d", "3d", "2d-bf16"])
+@pytest.mark.parametrize("params", GATHERS, ids=["2d", "3d-flipped", "1d", "3d", "2d-bf16", "2d-end-padding"])
 def test_the_gather_verifies(params: dict[str, Any]) -> None:
     result = verify(im2col.trace(**params))
     assert result.verdict.value == "verified" and not result.unknowns and not result.errors, result.codes()
@@ -192,8 +220,11 @@ def test_refusals_carry_their_codes() -> None:
         _conv(2, 1, 2, 2, 1, (5, 7), (3,), dtype="f64")
     assert e.value.code == "CONV_DTYPE"
     with pytest.raises(ConvError) as e:
-        _conv(2, 1, 2, 2, 1, (5, 7), (3,), s=(2,), transposed=True)
-    assert e.value.code == "CONV_TRANSPOSED_STRIDE"
+        _conv(2, 1, 2, 2, 1, (5, 7), (3,), s=(2,), transposed=True, op=(2,))  # output padding 2 >= stride 2
+    assert e.value.code == "CONV_SHAPE" and "smaller than" in e.value.reason
+    with pytest.raises(ConvError) as e:
+        _conv(2, 1, 2, 2, 1, (5, 7), (3,), s=(2,), op=(1,))  # output padding on a forward convolution
+    assert e.value.code == "CONV_SHAPE"
     with pytest.raises(ConvError) as e:
         _conv(2, 1, 2, 2, 1, (5, 7), (3,), p=(3,), transposed=True)  # padding 3 > the window's reach 2
     assert e.value.code == "CONV_TRANSPOSED_PADDING"
@@ -214,6 +245,44 @@ def test_a_transposed_plan_permutes_the_weight_first() -> None:
     assert conv.gather_params()["FLIP"] and conv.out == (1, 6, 7)
 
 
+def test_a_strided_transposed_plan_upsamples_the_input_first() -> None:
+    conv = _conv(2, 2, 4, 6, 2, (5, 4), (3, 4), (2, 3), (1, 2), transposed=True, op=(0, 2))
+    names = [k.name for k in LibraryConv("t", conv).kernels()]
+    assert names[:3] == ["conv_transpose_weight", "conv_upsample", "im2col"]
+    # (n - 1) * s - 2p + (k - 1) + op + 1: (5 - 1) * 2 - 2 + 2 + 0 + 1 = 9, (4 - 1) * 3 - 4 + 3 + 2 + 1 = 11
+    assert conv.out == (1, 9, 11)
+    # upsampled: 5 * 2 = 10 rows, of which the last (a zero past (5 - 1) * 2 + 1) is cut by the end padding, one
+    # less than the start's; 4 * 3 = 12 columns, the output padding's two zeros the stride's own
+    assert conv.gather_size == (1, 10, 12) and conv.upsample_extra == (0, 0, 0)
+    params = conv.gather_params()
+    assert (params["PH"], params["PHE"], params["PW"], params["PWE"]) == (1, 0, 1, 1)
+    # an output padding by the dilation (stride 1): two more columns than the input's, a whole element of zeros each
+    wide = _conv(1, 1, 2, 2, 1, (6,), (2,), d=(3,), transposed=True, op=(2,))
+    assert wide.upsampled and wide.upsample_extra == (0, 0, 2) and wide.gather_size == (1, 1, 8)
+    with pytest.raises(ConvError) as e:  # an output padding must be below the stride or the dilation
+        _conv(2, 1, 2, 2, 1, (5, 7), (3,), s=(2,), transposed=True, op=(2,))
+    assert e.value.code == "CONV_SHAPE"
+
+
+#: conv_upsample parameter sets (SD, SH, SW, QH, QW): a 1-d row, 2-d strides 2 x 3 and 5 x 5, 3-d.
+UPSAMPLES = [(1, 1, 2, 1, 128), (1, 2, 3, 4, 32), (1, 5, 5, 4, 32), (2, 2, 2, 4, 32), (3, 1, 2, 2, 64)]
+
+
+@pytest.mark.parametrize("strides", UPSAMPLES, ids=["1d", "2x3", "5x5", "3d", "3d-3"])
+def test_the_upsampling_verifies_and_inserts_the_zeros(strides: tuple[int, ...]) -> None:
+    sd, sh, sw, qh, qw = strides
+    kernel = conv_upsample.trace(SD=sd, SH=sh, SW=sw, QH=qh, QW=qw, DT="f32")
+    result = verify(kernel)
+    assert result.verdict.value == "verified" and not result.unknowns and not result.errors, result.codes()
+    m, d, h, w = 3, 2, 5, 37  # tiles partly masked; one more plane, row and column of zeros than the input has
+    x = np.random.default_rng(0).standard_normal((m, d, 1, h, 1, w, 1)).astype(np.float32).astype(np.float64)
+    xu = np.full((m, d + 1, sd, h + 1, sh, w + 1, sw), np.nan)
+    conv_upsample(x, xu, device="cpu", SD=sd, SH=sh, SW=sw, QH=qh, QW=qw)
+    want = np.zeros((m, (d + 1) * sd, (h + 1) * sh, (w + 1) * sw))
+    want[:, : d * sd : sd, : h * sh : sh, : w * sw : sw] = x.reshape(m, d, h, w)
+    assert np.array_equal(xu.reshape(want.shape), want)
+
+
 #: GPU checks at moderate sizes: (id, convolution) — chunked batches, groups, a 1-d row, a transposed 3-d one.
 GPU_CASES = [
     ("2d-bias-chunks", _conv(2, 4, 16, 32, 1, (37, 61), (3,), p=(1,), bias=True)),
@@ -221,7 +290,10 @@ GPU_CASES = [
     ("1d-stride-dilation", _conv(1, 3, 8, 16, 1, (1001,), (3,), (3,), (0,), (4,))),
     ("3d-bf16", _conv(3, 2, 4, 8, 1, (9, 10, 11), (3, 5, 7), p=(1, 2, 3), dtype="bf16")),
     ("transposed-2d", _conv(2, 2, 8, 12, 1, (30, 31), (3, 5), p=(1, 2), bias=True, transposed=True)),
-]
+    ("transposed-3d-stride-output-padding", _conv(3, 2, 8, 12, 4, (5, 9, 17), (3,), (2,), (1,), bias=True,
+                                                  transposed=True, op=(1,))),
+    ("transposed-2d-stride-5-dilation", _conv(2, 2, 8, 16, 1, (13, 29), (3,), (5,), (1,), (2,), transposed=True)),
+]  # fmt: skip
 
 
 @pytest.mark.gpu

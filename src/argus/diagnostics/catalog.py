@@ -1391,11 +1391,6 @@ class Code(StrEnum):
         "read ConvPlan.implicit (the kernel's tile) or ConvPlan.kernels(); ask conv_plan(conv, implicit=False) for "
         "the gather path and its GEMM",
     )
-    CONV_TRANSPOSED_STRIDE = _entry(
-        Category.KERNEL,
-        "a transposed convolution with stride {stride}: only stride 1 is built",
-        "use PyTorch for this transposed convolution (the stride-phase decomposition is the next slice)",
-    )
     KERNEL_BAD_SHAPE = _entry(
         Category.KERNEL,
         "cannot read {part!r} in shape {text!r}",

@@ -39,14 +39,18 @@ largest divisor of N that fits, so that every chunk is one problem with one plan
 image's column matrix is over the budget is refused (`ConvError`, ``CONV_COLUMNS_OVER_BUDGET``); the implicit kernel
 has no such budget, but does not take f32, groups, 3-d or transposed convolutions yet (docs/conv.md).
 
-A transposed convolution of stride 1 (``transposed=True``) is the forward one with its window flipped and padding
+A transposed convolution (``transposed=True``) of stride 1 is the forward one with its window flipped and padding
 dilation * (kernel - 1) - padding: `conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the
-GEMM's (F/g, C/g * window) per group, and the gather runs with ``FLIP``.
+GEMM's (F/g, C/g * window) per group, and the gather runs with ``FLIP``. With a stride s (or an output padding),
+`conv_upsample` (DSL) first writes the input with s - 1 zeros inserted between its elements along each dimension
+(and the output padding's zeros at the end: extent (n - 1) * s + 1 + output_padding), and the same flipped
+gather of stride 1 reads that. Correct for every stride, but the GEMM multiplies the inserted zeros too (s^rank
+times the work of the stride-phase decomposition, which is not built).
 
 The DSL kernels live in `argus.kernels.conv_kernels` (a module of kernels only); this module plans and calls them.
 
 Refused (`ConvError`, each with a stable code): dtypes other than f32/f16/bf16, transposed convolutions with a
-stride above 1 (`CONV_TRANSPOSED_STRIDE`) or a padding past the window's reach (`CONV_TRANSPOSED_PADDING`), one
+padding past the window's reach (`CONV_TRANSPOSED_PADDING`), one
 image's column matrix over the budget, a window whose staged span does not fit in shared memory, and shapes that
 are not a convolution's. Padding modes other than zeros reach argus as explicit pads before a convolution.
 """
@@ -66,6 +70,7 @@ from argus.kernels.conv_kernels import (
     conv_output,
     conv_output_bias,
     conv_transpose_weight,
+    conv_upsample,
     im2col,
 )
 from argus.kernels.gemm import split_bf16x3
@@ -111,6 +116,9 @@ class Conv:
     dtype: str
     #: a transposed convolution (the gradient of a convolution's input): the weight is (C, F/g, KD, KH, KW)
     transposed: bool = False
+    #: a transposed convolution's extra output extent at the end of each dimension, (d, h, w): each below its
+    #: dimension's stride or dilation (as PyTorch requires)
+    output_padding: tuple[int, int, int] = (0, 0, 0)
     out: tuple[int, int, int] = field(init=False, default=(0, 0, 0))
 
     def __post_init__(self) -> None:
@@ -125,11 +133,16 @@ class Conv:
             raise ConvError(
                 "CONV_SHAPE", f"{self.channels} channels and {self.filters} filters in {self.groups} groups"
             )
-        if self.transposed and max(self.stride) > 1:
+        ops = tuple(self.output_padding)
+        if len(ops) != 3 or min(ops) < 0 or (any(ops) and not self.transposed):
             raise ConvError(
-                "CONV_TRANSPOSED_STRIDE",
-                f"a transposed convolution with stride {self.stride}: only stride 1 is built (a stride inserts zeros "
-                "between the input's elements, which the gather's address map does not do yet)",
+                "CONV_SHAPE", f"output padding {self.output_padding}: three extents >= 0, for a transposed convolution"
+            )
+        if any(op >= max(s, d) for op, s, d in zip(ops, self.stride, self.dilation, strict=True)):
+            raise ConvError(
+                "CONV_SHAPE",
+                f"output padding {self.output_padding} with stride {self.stride} and dilation {self.dilation}: each "
+                "must be smaller than its dimension's stride or dilation",
             )
         if min(self.gather_padding) < 0:
             raise ConvError(
@@ -139,23 +152,68 @@ class Conv:
                 "its output crops the input, which the gather does not do",
             )
         out = tuple(
-            (n + 2 * p - d * (k - 1) - 1) // s + 1
-            for n, k, s, p, d in zip(
-                self.size, self.kernel, self.stride, self.gather_padding, self.dilation, strict=True
+            (n + p + e - d * (k - 1) - 1) // s + 1
+            for n, k, s, p, e, d in zip(
+                self.gather_size, self.kernel, self.gather_stride, self.gather_padding, self.gather_padding_end,
+                self.dilation, strict=True,
             )
-        )
+        )  # fmt: skip
         if min(out) < 1:
             raise ConvError("CONV_SHAPE", f"the window is larger than the padded input: output extents {out}")
         object.__setattr__(self, "out", (out[0], out[1], out[2]))
 
     @property
+    def upsampled(self) -> bool:
+        """Whether the gather reads the input with zeros inserted (`conv_upsample`): a transposed convolution with a
+        stride above 1 or an output padding."""
+        return self.transposed and (max(self.stride) > 1 or any(self.output_padding))
+
+    @property
+    def upsample_extra(self) -> tuple[int, int, int]:
+        """The whole input elements of zeros `conv_upsample` appends per dimension so that its output ends with the
+        output padding: cdiv(1 + output_padding, stride) - 1 (0 unless the output padding reaches a stride)."""
+        e = tuple(-(-(1 + op) // s) - 1 for op, s in zip(self.output_padding, self.stride, strict=True))
+        return e[0], e[1], e[2]
+
+    @property
+    def gather_size(self) -> tuple[int, int, int]:
+        """The (D, H, W) of the input the gather reads: the input's own, or for an upsampled transposed convolution
+        (n + extra) * stride per dimension (`conv_upsample`'s output: each element followed by stride - 1 zeros);
+        the zeros past (n - 1) * stride + 1 + output_padding are cut by `gather_padding_end`."""
+        if not self.upsampled:
+            return self.size
+        u = tuple((n + e) * s for n, e, s in zip(self.size, self.upsample_extra, self.stride, strict=True))
+        return u[0], u[1], u[2]
+
+    @property
+    def gather_stride(self) -> tuple[int, int, int]:
+        """The stride of the forward convolution the gather computes: the convolution's own; 1 for a transposed one
+        (its stride is in the zeros `conv_upsample` inserts)."""
+        return (1, 1, 1) if self.transposed else self.stride
+
+    @property
     def gather_padding(self) -> tuple[int, int, int]:
         """The padding of the forward convolution the gather computes: the convolution's own, or for a transposed
-        convolution (stride 1) dilation * (kernel - 1) - padding, its window flipped."""
+        convolution dilation * (kernel - 1) - padding, its window flipped."""
         if not self.transposed:
             return self.padding
         p = tuple(d * (k - 1) - q for k, d, q in zip(self.kernel, self.dilation, self.padding, strict=True))
         return p[0], p[1], p[2]
+
+    @property
+    def gather_padding_end(self) -> tuple[int, int, int]:
+        """The gather's padding at the end of each dimension: `gather_padding`, less (for an upsampled transposed
+        convolution) the zeros `conv_upsample` writes past (n - 1) * stride + 1 + output_padding (possibly negative:
+        those last elements are never read)."""
+        if not self.upsampled:
+            return self.gather_padding
+        e = tuple(
+            p - (u - ((n - 1) * s + 1 + op))
+            for p, u, n, s, op in zip(
+                self.gather_padding, self.gather_size, self.size, self.stride, self.output_padding, strict=True
+            )
+        )
+        return e[0], e[1], e[2]
 
     @property
     def window(self) -> int:
@@ -195,7 +253,7 @@ class Conv:
         """The gather's default output tile (BH, BW), one element per thread: a row of THREADS for a 1-d
         convolution; else 32 columns (a warp's coalesced row) by THREADS / 32 rows, narrower (and taller) where
         the output is narrower than 32."""
-        if self.out[1] == 1 and self.size[1] == 1:
+        if self.out[1] == 1 and self.gather_size[1] == 1:
             return 1, THREADS
         bw = 32
         while bw > 4 and bw // 2 >= self.out[2]:
@@ -206,7 +264,7 @@ class Conv:
         """(depth planes, rows, columns, row phases QH, column phases QW) of the input span one (bh, bw) tile of
         outputs reads for one output depth: rows = stride_h * QH, QH = bh + the window's reach in strides."""
         kd, kh, kw = self.kernel
-        _, sh, sw = self.stride
+        _, sh, sw = self.gather_stride
         dd, dh, dw = self.dilation
         qh = bh + (kh - 1) * dh // sh
         qw = bw + (kw - 1) * dw // sw
@@ -219,10 +277,27 @@ class Conv:
         params: dict[str, Any] = {"DT": self.dtype, "BH": bh, "BW": bw}
         if self.transposed:
             params["FLIP"] = True
-        parts = (("K", self.kernel), ("S", self.stride), ("P", self.gather_padding), ("L", self.dilation))
+        if self.gather_padding_end != self.gather_padding:
+            params.update({f"P{axis}E": e for axis, e in zip("DHW", self.gather_padding_end, strict=True)})
+        parts = (("K", self.kernel), ("S", self.gather_stride), ("P", self.gather_padding), ("L", self.dilation))
         for prefix, values in parts:
             params.update({f"{prefix}{axis}": v for axis, v in zip("DHW", values, strict=True)})
         return params
+
+    def upsample_params(self) -> dict[str, Any]:
+        """`conv_upsample`'s trace parameters: the strides, and an input tile (QH, QW) of 128 elements: a row of
+        128 for a 1-d convolution, else 4 x 32."""
+        qh, qw = (1, THREADS) if self.size[1] == 1 else (4, THREADS // 4)
+        sd, sh, sw = self.stride
+        return {"DT": self.dtype, "SD": sd, "SH": sh, "SW": sw, "QH": qh, "QW": qw}
+
+    def upsample_shapes(self, images: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """`conv_upsample`'s X and XU shapes for `images` images: (M, D, 1, H, 1, W, 1) and (M, DD, SD, HH, SH, WW,
+        SW), M = images * C, DD = D + extra (`upsample_extra`)."""
+        m = images * self.channels
+        (d, h, w), (sd, sh, sw) = self.size, self.stride
+        ed, eh, ew = self.upsample_extra
+        return (m, d, 1, h, 1, w, 1), (m, d + ed, sd, h + eh, sh, w + ew, sw)
 
     def output_params(self) -> dict[str, Any]:
         return {"DT": self.dtype}
@@ -405,6 +480,7 @@ def check_shared(conv: Conv) -> None:
 def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     kernels = {
         "im2col": im2col,
+        "upsample": conv_upsample,
         "output": conv_output,
         "output_bias": conv_output_bias,
         "weight": conv_transpose_weight,
@@ -445,8 +521,9 @@ class ConvPlan:
         return plan(self.gemm)
 
     def kernels(self) -> list[Any]:
-        """The traced kernels a call launches, in order: the gather, the GEMM plan's (splits for f32, the GEMM,
-        a split-K reduction), the output pass; or the implicit kernel alone."""
+        """The traced kernels a call launches, in order: for a transposed convolution the weight's permutation and
+        (with a stride or output padding) the upsampling, the gather, the GEMM plan's (splits for f32, the GEMM, a
+        split-K reduction), the output pass; or the implicit kernel alone."""
         if self.implicit is not None:
             conv = self.conv
             found = []
@@ -458,6 +535,8 @@ class ConvPlan:
         if self.pointwise:
             return LibraryGemm("gemm", self.gemm).kernels()
         found = [_traced("weight", _key(self.conv.weight_params()))] if self.conv.transposed else []
+        if self.conv.upsampled:
+            found.append(_traced("upsample", _key(self.conv.upsample_params())))
         found.append(_traced("im2col", _key(self.conv.gather_params())))
         found += LibraryGemm("gemm", self.gemm).kernels()
         found.append(_traced("output_bias" if self.conv.bias else "output", _key(self.conv.output_params())))
@@ -602,8 +681,16 @@ class LibraryConv:
         b = cols.view(g_, conv.k, images * p_)
         gather = _loaded("im2col", _key(conv.gather_params()))
         output = _loaded("output_bias" if conv.bias else "output", _key(conv.output_params()))
+        if conv.upsampled:  # the chunk's input with the stride's zeros inserted, which the gather reads
+            x_shape, xu_shape = conv.upsample_shapes(images)
+            xu = torch.empty(xu_shape, dtype=x.dtype, device=x.device)
+            upsample = _loaded("upsample", _key(conv.upsample_params()))
         for first in range(0, n_, images):
-            gather(x5[first : first + images], cols)
+            if conv.upsampled:
+                upsample(x5[first : first + images].reshape(x_shape), xu)
+                gather(xu.view(images, c_, *conv.gather_size), cols)
+            else:
+                gather(x5[first : first + images], cols)
             if the_plan.per_group:
                 y = torch.cat([_gpu_gemm(prepare, a[i], b[i]) for i in range(g_)])
             else:
@@ -663,7 +750,13 @@ def run_on_interpreter(
     out = np.full((n_, f_, p_), np.nan)
     for first in range(0, n_, images):
         cols = np.full((c_, conv.kernel[0], conv.window // conv.kernel[0], images, *conv.out), np.nan)
-        run_kernel(gather, {"X": np.ascontiguousarray(x5[first : first + images]), "COLS": cols})
+        chunk_x = np.ascontiguousarray(x5[first : first + images])
+        if conv.upsampled:  # the stride's zeros inserted first (`conv_upsample`)
+            x_shape, xu_shape = conv.upsample_shapes(images)
+            xu = np.full(xu_shape, np.nan)
+            run_kernel(_traced("upsample", _key(conv.upsample_params())), {"X": chunk_x.reshape(x_shape), "XU": xu})
+            chunk_x = xu.reshape(images, c_, *conv.gather_size)
+        run_kernel(gather, {"X": chunk_x, "COLS": cols})
         b = cols.reshape(g_, conv.k, images * p_)
         if the_plan.per_group:
             y = np.concatenate([gemm_plan.run_on_interpreter(a[i], b[i], target=target) for i in range(g_)])
@@ -840,6 +933,7 @@ __all__ = [
     "conv_output_bias",
     "conv_plan",
     "conv_transpose_weight",
+    "conv_upsample",
     "im2col",
     "implicit_channels",
     "implicit_config",

@@ -22,9 +22,10 @@ THREADS = 128
 COPY_ELEMENTS = 8
 
 
-def output_size(length: str, out: str, k: int, s: int, p: int, d: int) -> str:
-    """PyTorch's output extent of one convolved dimension as a condition on the shape symbols."""
-    reach = 2 * p - d * (k - 1) - 1
+def output_size(length: str, out: str, k: int, s: int, p: int, d: int, end: int | None = None) -> str:
+    """PyTorch's output extent of one convolved dimension as a condition on the shape symbols: padding `p` at the
+    start and `end` (default `p`; may be negative: the last elements are never read) at the end."""
+    reach = p + (p if end is None else end) - d * (k - 1) - 1
     shifted = f"{length} + {reach}" if reach >= 0 else f"{length} - {-reach}"
     return f"({out} == ({shifted}) // {s} + 1)"
 
@@ -49,10 +50,15 @@ def im2col(
     BW: int = 32,
     DT: str = "f32",
     FLIP: bool = False,
+    PDE: int | None = None,
+    PHE: int | None = None,
+    PWE: int | None = None,
 ):
     """COLS[(c, kd, kh, kw), n, od, oh, ow] = X[n, c, od*SD - PD + kd*LD, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW]
     (0 where that is padding): the column matrix (C * KD * KH * KW, N * OD * OH * OW) of the convolution with
-    kernel (KD, KH, KW), stride (SD, SH, SW), padding (PD, PH, PW) and dilation (LD, LH, LW). One (BH, BW) tile of
+    kernel (KD, KH, KW), stride (SD, SH, SW), padding (PD, PH, PW) and dilation (LD, LH, LW); PDE, PHE, PWE: the
+    padding at the end of each dimension where it differs from the start's (negative: the input's last elements are
+    never read; a transposed convolution's upsampled input has zeros past its extent). One (BH, BW) tile of
     output rows and columns of one image per block; for each channel and output depth the block stages the input
     span the tile's windows read (phase-major: each window offset is one contiguous slice of a view) and stores
     one tile of the column matrix per window offset. FLIP: the window's offsets in reverse order (row
@@ -60,11 +66,11 @@ def im2col(
     flipped."""
     T.assume(
         " and ".join(
-            output_size(n, o, k, s, p, d)
-            for n, o, k, s, p, d in (
-                ("D", "OD", KD, SD, PD, LD),
-                ("H", "OH", KH, SH, PH, LH),
-                ("W", "OW", KW, SW, PW, LW),
+            output_size(n, o, k, s, p, d, e)
+            for n, o, k, s, p, d, e in (
+                ("D", "OD", KD, SD, PD, LD, PDE),
+                ("H", "OH", KH, SH, PH, LH, PHE),
+                ("W", "OW", KW, SW, PW, LW, PWE),
             )
         )
     )
@@ -170,3 +176,41 @@ def conv_transpose_weight(
         for k in T.serial(T.cdiv(KV, BK)):
             T.copy(W.tile((g, c, bf, k), (None, None, BF, BK)), w)
             T.copy(w, A.tile((g, bf, c, k), (None, BF, None, BK)))
+
+
+@argus.kernel(policies={"tile_shape": ("QH", "QW")})
+def conv_upsample(
+    X: T.Tensor[("M", "D", 1, "H", 1, "W", 1), "DT"],
+    XU: T.Tensor[lambda SD, SH, SW: ("M", "DD", SD, "HH", SH, "WW", SW), "DT"],
+    SD: int = 1,
+    SH: int = 1,
+    SW: int = 1,
+    QH: int = 4,
+    QW: int = 32,
+    DT: str = "f32",
+):
+    """XU[m, d, 0, h, 0, w, 0] = X[m, d, 0, h, 0, w, 0] and zero elsewhere: viewed as (M, DD * SD, HH * SH, WW * SW),
+    XU is the input (M, D, H, W) with SD - 1, SH - 1, SW - 1 zeros inserted after each plane, row and element (and
+    whole zero planes, rows and columns past D, H, W up to DD, HH, WW): the input of a transposed convolution of
+    stride (SD, SH, SW), which a stride-1 (flipped) convolution then reads. The phases are dimensions of their own,
+    so that every tile origin is a block or loop index times a power of two or one (the verifier's exactly-once
+    queries stay linear in them).
+
+    One (QH, QW) tile of input rows and columns of one m per block, for each plane d: the tile of XU it lands in,
+    (SD, QH, SH, QW, SW) with every phase, is staged in shared memory, zeroed once, the input written into its
+    phase (0, 0, 0), and stored whole."""
+    T.assume("DD >= D and HH >= H and WW >= W")
+    dtype = DTYPES[DT]
+    shape = (1, 1, SD, QH, SH, QW, SW)
+    with T.grid(T.cdiv(WW, QW), T.cdiv(HH, QH), M, threads=THREADS) as (bw, bh, m):
+        s = T.alloc_shared(shape, dtype)
+        v = T.alloc_fragment(shape, dtype, vector_bytes=ITEMSIZE[DT])
+        T.fill(s, 0.0)  # the phases other than (0, 0, 0) stay zero
+        T.barrier()
+        for d in T.serial(DD):  # past D (and H, W) the input reads as zeros
+            src = X.window((m, d, 0, bh * QH, 0, bw * QW, 0), (1, 1, 1, QH, 1, QW, 1))
+            T.copy(src, s.window((0, 0, 0, 0, 0, 0, 0), (1, 1, 1, QH, 1, QW, 1)), pad=0.0)
+            T.barrier()
+            T.copy(s, v)
+            T.copy(v, XU.tile((m, d, 0, bh, 0, bw, 0), shape))
+            T.barrier()  # every thread has read s before the next plane overwrites its phase (0, 0, 0)

@@ -1,5 +1,5 @@
-"""The convolution family: forward convolution (1-d, 2-d, 3-d; any stride, padding, dilation and groups; with or
-without a bias) and transposed convolution of stride 1, as a call of argus's convolution library
+"""The convolution family: forward and transposed convolution (1-d, 2-d, 3-d; any stride, padding, dilation and
+groups, a transposed one's output padding; with or without a bias), as a call of argus's convolution library
 (`argus.kernels.conv.LibraryConv`).
 
 torch.export with core ATen decompositions presents every ``nn.Conv1d/2d/3d``, ``nn.ConvTranspose1d/2d/3d`` and
@@ -7,15 +7,16 @@ torch.export with core ATen decompositions presents every ``nn.Conv1d/2d/3d``, `
 groups)`` on the input's own rank (a 1-d convolution on (N, C, L), no views around it); a padding mode other than
 zeros arrives as an explicit pad before a convolution with no padding (the pad is another family's node). As with
 the matmul template, the group's kernel is not one DSL kernel written for the group: it is the library's plan for
-the captured convolution (`argus.kernels.conv.conv_plan`): for a transposed convolution the weight's permutation,
-the im2col gather, the GEMM library's kernels (the split passes for f32, the batched GEMM over the groups, a split-K
-reduction where it splits), and the output pass that writes NCHW and adds the bias. The pipeline verifies every
-kernel of that plan and checks the call on the CPU interpreter against the group's FX subgraph.
+the captured convolution (`argus.kernels.conv.conv_plan`): for a transposed convolution the weight's permutation
+(and with a stride or output padding the input with zeros inserted), the im2col gather, the GEMM library's kernels
+(the split passes for f32, the batched GEMM over the groups, a split-K reduction where it splits), and the output
+pass that writes NCHW and adds the bias. The pipeline verifies every kernel of that plan and checks the call on the
+CPU interpreter against the group's FX subgraph.
 
-Refused (`unsupported`), each with its reason: transposed convolutions with a stride above 1 or an output_padding
-(not built), operands other than float32/float16/bfloat16 of one dtype, and what the library refuses at the
-captured sizes (`argus.kernels.conv.ConvError`): a column matrix of one image over the library's memory budget, a
-window whose input span does not fit in shared memory, a transposed convolution whose padding crops the input.
+Refused (`unsupported`), each with its reason: operands other than float32/float16/bfloat16 of one dtype, and
+what the library refuses at the captured sizes (`argus.kernels.conv.ConvError`): a column matrix of one image over
+the library's memory budget, a window whose input span does not fit in shared memory, a transposed convolution
+whose padding crops the input.
 """
 
 from __future__ import annotations
@@ -96,9 +97,8 @@ def read_conv(node: Any) -> Conv | str:
             bias=b is not None,
             dtype=DTYPES[dtype_name(x)],
             transposed=transposed,
+            output_padding=three(parts["output_padding"], 0) if transposed else (0, 0, 0),  # type: ignore[arg-type]
         )
-        if transposed and any(parts["output_padding"]):  # type: ignore[arg-type]
-            return f"a transposed convolution with output_padding {values['output_padding']} (not built)"
         if (int(w.shape[0]) if transposed else int(w.shape[1]) * groups) != conv.channels:
             return f"a weight of {tuple(w.shape)} for {conv.channels} channels in {groups} groups"
         if tuple(int(d) for d in out.shape[2:]) != conv.out[3 - rank :]:
@@ -132,7 +132,7 @@ def kernel_source(
         f"{k}={getattr(conv, k)!r}"
         for k in (
             "rank", "batch", "channels", "filters", "groups", "size", "kernel", "stride", "padding", "dilation",
-            "bias", "dtype", "transposed",
+            "bias", "dtype", "transposed", *(("output_padding",) if conv.upsampled else ()),
         )
     )  # fmt: skip
     kind = "transposed convolution" if conv.transposed else "convolution"
