@@ -102,3 +102,22 @@ def test_negative_origins_and_floor_semantics(built) -> None:
     assert "const bool vector_ok = ((bx * 512) - 3) % 4 == 0;" in source
     assert "argus::floormod(bx - 1, 2)" in source and "argus::floordiv(bx - 3, 2)" in source
     assert "bx / 2" in source  # non-negative operands keep C's division
+
+
+def test_global_offsets_are_computed_in_64_bits() -> None:
+    """A batched split of (8, 3, 16.7M) f32 (level 1's 83: a depthwise convolution's column matrix) writes Y (8, 3,
+    64, 16.7M): the batch stride P * D * 3 is 3.2e9 elements. Computed in int it wrapped around and the launch
+    faulted (CUDA_ERROR_ILLEGAL_ADDRESS on an H200); every stride that is a product of sizes, and every product of a
+    coordinate with a stride, is computed in long long."""
+    import re
+
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.kernels.gemm import split_bf16x3
+    from argus.kernels.matmul import GemmProblem, split_steps
+
+    (step,) = [s for s in split_steps(GemmProblem(1, 16711680, 3, "f32", "f32", "K", "N", 8)) if s.name == "B"]
+    source = compile_kernel(split_bf16x3.trace(**step.params)).generated.source
+    stores = [line for line in source.splitlines() if "argus::store_global<" in line]
+    assert stores and all("static_cast<long long>(bz) * (static_cast<long long>(D) * P * 3)" in s for s in stores)
+    assert all("static_cast<long long>(bx * 16 + row) * D" in line for line in stores)  # the row term too
+    assert not [line for line in stores if re.search(r"[^>]\((\w+) \* (\w+)\)", line)]  # no int product of sizes

@@ -193,6 +193,21 @@ def test_the_split_writes_hi_and_lo_exactly_and_verifies(axis: int, operand: str
         assert not rest.any()  # zeros past X's end, in both directions
 
 
+@pytest.mark.parametrize("columns", [4194688, 4194689, 4194690])
+def test_a_split_of_millions_of_columns_stays_within_the_grid_and_verifies(columns: int) -> None:
+    # a transposed 1-d convolution's column matrix (KernelBench level 1's 74 and 79): B (K, N) with N past 65535 * 64,
+    # whose column blocks are the split's grid y: wider blocks keep it within CUDA's 65535
+    from argus.kernels.gemm import split_bf16x3
+    from argus.verify import verify_kernel
+
+    (step,) = [s for s in mm.split_steps(mm.GemmProblem(64, columns, 96, "f32", "f32", "K", "N")) if s.name == "B"]
+    padded = step.y_shape[-1]
+    assert -(-padded // step.params.get("BC", 64)) <= mm.MAX_GRID_Y
+    assert step.params.get("BR", 16) * step.params.get("BC", 64) // step.params["VEC"] <= 1024
+    result = verify_kernel(split_bf16x3.trace(**step.params))
+    assert not result.findings and all(c.verdict.value == "verified" for c in result.checks), result.findings
+
+
 # --- the heuristic ----------------------------------------------------------------------------------------------------
 
 SHAPES = [

@@ -337,6 +337,10 @@ class SplitStep:
     gemm_shape: tuple[int, ...]
 
 
+#: The most blocks a launch's grid has along y (CUDA's limit): `split_bf16x3` along K puts its column blocks there.
+MAX_GRID_Y = 65535
+
+
 def split_vector(columns: int) -> int:
     """`split_bf16x3`'s VEC for an operand stored with `columns` columns: the widest load (4, 2 or 1 f32) its rows'
     alignment allows."""
@@ -359,6 +363,13 @@ def split_steps(problem: GemmProblem) -> list[SplitStep]:
             y_shape, gemm_shape = (3, p, padded), (3 * p, padded)
         vec = split_vector(stored[1])
         params = {"AXIS": axis, "OPERAND": name, "VEC": vec}
+        if axis == 0 and -(-padded // 64) > MAX_GRID_Y:  # the column blocks are the grid's y axis: wider blocks
+            bc, br = 64, 16
+            while -(-padded // bc) > MAX_GRID_Y:
+                bc *= 2
+            while br * bc // vec > 1024:
+                br //= 2
+            params.update({"BC": bc, "BR": br})
         if problem.batch > 1:  # a batch of matrices, split alike
             lead = (problem.batch,)
             stored, y_shape, gemm_shape = (*lead, *stored), (*lead, *y_shape), (*lead, *gemm_shape)

@@ -26,7 +26,7 @@ import numpy as np
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen.cexpr import add, divisor, layout_at_coords, mul, paren, uses_swizzle
 from argus.backend.cuda.codegen.context import Context
-from argus.ir.expr import Const, Expr
+from argus.ir.expr import BinaryOp, BinOp, Const, Expr
 from argus.ir.nodes import Space, TileRef
 
 #: Most combinations of a shared window's dropped (stage) coordinates enumerated to prove a layout fact.
@@ -39,6 +39,24 @@ def kept(ref: TileRef) -> tuple[int, ...]:
     if dims is not None:
         return tuple(dims)
     return tuple(d for d in range(len(ref.extent)) if d not in ref.dropped)
+
+
+def wide_product(e: Expr | int, cx: Context, rendered: str) -> str:
+    """`e` (a stride: a product of sizes and constants), rendered as `rendered`, as C evaluated in 64 bits: the
+    leftmost factor of a product chain cast to ``long long`` (C++ then widens every multiplication after it); a
+    constant or a single size as it is (its product with a ``long long`` coordinate is 64-bit already)."""
+    if not (isinstance(e, BinOp) and e.op == BinaryOp.MUL):
+        return rendered
+    factors: list[Expr | int] = []
+    stack: list[Expr | int] = [e]
+    while stack:  # the product's factors, left to right
+        f = stack.pop()
+        if isinstance(f, BinOp) and f.op == BinaryOp.MUL:
+            stack += [f.rhs, f.lhs]
+        else:
+            factors.append(f)
+    first, *rest = (cx.expr(f) for f in factors)
+    return " * ".join([f"static_cast<long long>({first})", *(paren(r) for r in rest)])
 
 
 def row_major(shape: tuple[Expr | int, ...]) -> tuple[Expr | int, ...]:
@@ -114,14 +132,18 @@ class Window:
         return len(self.kept) - 1 if unit else None
 
     def offset(self, coords: list[str]) -> str:
+        """The element offset of buffer coordinates `coords`, in 64 bits: every product of a coordinate and a stride,
+        and every stride that is a product of sizes (`wide_product`), is computed in ``long long``, so that a tensor
+        of more than 2^31 elements is addressed whole (a stride such as ``P * D * 3`` of 3.2e9 elements, computed in
+        ``int``, wrapped around and faulted; level 1's problem 83, 2026-11-29)."""
         terms = []
-        for c, s in zip(coords, self.strides_c, strict=True):
+        for c, s, e in zip(coords, self.strides_c, self.strides, strict=True):
             if s == "0" or c == "0":
                 continue
             if s == "1":
                 terms.append(c)
             else:
-                terms.append(f"static_cast<long long>({c}) * {paren(s)}" if not terms else f"{paren(c)} * {paren(s)}")
+                terms.append(f"static_cast<long long>({c}) * {paren(wide_product(e, self.cx, s))}")
         if len(terms) > 1 and not terms[0].startswith("static_cast"):
             terms[0] = f"static_cast<long long>({terms[0]})"
         return add(*terms) if terms else "0"
