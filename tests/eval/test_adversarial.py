@@ -303,3 +303,16 @@ def test_a_sandbox_whose_judge_died_leaves_nothing_behind(tmp_path: Path) -> Non
     (alive / "judge.pid").write_text(str(os.getpid()))
     assert remove_stale_workdirs(str(tmp_path), min_age_s=0) == 1
     assert not Path(workdir).exists() and alive.exists()
+
+
+def test_a_reply_may_carry_outputs_much_larger_than_its_inputs() -> None:
+    """KernelBench level 1's 59 (a 3-d convolution from 3 to 64 channels) answers 126 MB of input with 2.6 GB of
+    output: its reply is within the limit, while one past twice the inputs plus the allowance is not."""
+    import torch
+
+    from argus.eval.judge import OUTPUT_ALLOWANCE, reply_limit
+
+    x = torch.empty((16, 3, 256, 256, 10), device="meta")  # 126 MB, never allocated
+    inputs_bytes = x.numel() * x.element_size()
+    assert reply_limit([x]) >= 16 * 64 * 254 * 254 * 10 * 4  # 59's output
+    assert reply_limit([x]) == 2 * inputs_bytes + OUTPUT_ALLOWANCE

@@ -48,6 +48,18 @@ def _stage(stage: str, status: Status, code: str | None, reason: str, start: flo
     return StageResult(stage, status, code, reason, details, time.perf_counter() - start)
 
 
+#: Bytes of outputs a candidate's reply may carry beyond twice its inputs' (a reply past `reply_limit` is a protocol
+#: violation, not a transfer the judge makes). It was 1 GiB, which rejected a correct solution of KernelBench level 1's
+#: 59 (a 3-d convolution from 3 to 64 channels: 126 MB of input, 2.6 GB of output; H200, 2026-11-29).
+OUTPUT_ALLOWANCE = 2**34
+
+
+def reply_limit(inputs: list[Any]) -> int:
+    """The most bytes of tensors a candidate's reply to `inputs` may carry: twice the inputs (they may come back
+    modified) plus `OUTPUT_ALLOWANCE`."""
+    return 2 * tensors_nbytes(inputs) + OUTPUT_ALLOWANCE
+
+
 class RemoteModule:
     """A candidate callable for `check_correctness` whose calls run in `sandbox`: inputs go out as bytes, outputs
     come back as fresh tensors; inputs the sandbox reports modified are copied back into the caller's tensors (so the
@@ -86,7 +98,7 @@ class RemoteModule:
             "forbidden_ops": list(self.forbidden_ops),
             "scrub": sorted(set(self.scrub + sizes)),
         }
-        limit = 2 * tensors_nbytes(inputs) + 2**30
+        limit = reply_limit(inputs)
         try:
             reply = None
             if self.draws and self.trial is not None:  # the sandbox draws the same inputs from the same seed
