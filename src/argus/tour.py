@@ -28,15 +28,14 @@ NOT_YET = [
     "on the CUDA-core GEMV at 1.09x strict fp32 cuBLAS, but no bf16 GEMV, stream-K or FP8 yet: "
     "benchmarks/results/2026-11-28-gemm-shapes.md, 2026-11-28-gemm-epilogue.md, 2026-11-29-gemv/)",
     "convolution at cuDNN speed everywhere (1-d and 2-d convolutions without groups run on the verified implicit-GEMM"
-    " kernel: bf16 at 0.53-1.11x cuDNN on an H200, geometric mean 0.80 on ResNet-50's layers, measured while its "
-    "strided 3x3 layers still ran there; f32 by split precision at 0.06-1.01x cuDNN's TF32 and 0.06-7.6x its strict "
-    "fp32; grouped, depthwise, 3-d, strided with a window wider than a column (their view does not verify yet) and "
-    "transposed ones take the im2col path; level 1's 27 convolutions judged on an H200: 26 solved, 0.37x eager: "
-    "docs/conv.md), a fully fused MoE layer (the grouped GEMM and its SwiGLU epilogue exist; the gather and the "
-    "combine are PyTorch's: docs/moe.md), and `argus solve` beyond its families (pointwise, reduction, softmax, scan,"
-    " pooling, normalization, mm/addmm/bmm with their elementwise tails and reductions with their elementwise "
-    "prologues fused, and convolution; gathers and data movement are reported as not covered; level 1's 39 problems "
-    "of these families judged on an H200: fast_1 over eager 0.62, 1.39x eager: docs/solve.md)",
+    " kernel: bf16 at 0.53-1.11x cuDNN on an H200, geometric mean 0.80 on ResNet-50's layers (the strided ones timed "
+    "on an earlier view of the input); f32 by split precision at 0.06-1.01x cuDNN's TF32 and 0.06-7.6x its strict "
+    "fp32; grouped, depthwise, 3-d and transposed ones take the im2col path; level 1's 27 convolutions judged on an "
+    "H200: 26 solved, 0.37x eager: docs/conv.md), a fully fused MoE layer (the grouped GEMM and its SwiGLU epilogue "
+    "exist; the gather and the combine are PyTorch's: docs/moe.md), and `argus solve` beyond its families (pointwise,"
+    " reduction, softmax, scan, pooling, normalization, mm/addmm/bmm with their elementwise tails and reductions with"
+    " their elementwise prologues fused, and convolution; gathers and data movement are reported as not covered; "
+    "level 1's 39 problems of these families judged on an H200: fast_1 over eager 0.62, 1.39x eager: docs/solve.md)",
 ]
 
 

@@ -23,7 +23,7 @@ def _bias_shape(BIAS: bool) -> tuple[str, ...]:  # noqa: N803 - named after the 
 
 @argus.kernel(policies={"tile_shape": ("BH", "BW", "BN", "BK"), "stages": "STAGES"})
 def conv_implicit_gemm(
-    X: T.Tensor[("NX", "H", "WQ", "CQ"), "IN"],
+    X: T.Tensor[lambda SW: ("NX", "H", "WQ", "C") if SW == 1 else ("NX", "H", "WQ", SW, "C"), "IN"],
     WT: T.Tensor[("FX", "TAPS", "C"), "IN"],
     B: T.Tensor[_bias_shape, "OUT"],
     Y: T.Tensor[lambda NCHW: ("N", "F", "OH", "OW") if NCHW else ("N", "OH", "OW", "F"), "OUT"],
@@ -54,10 +54,12 @@ def conv_implicit_gemm(
     (+ B[f] with BIAS), channels last, for a 2-d convolution with window (KH, KW), stride (SH, SW), padding (PH, PW)
     and dilation (LH, LW); a 1-d one is a 2-d one of height 1.
 
-    Operands: the input (N, H, W, C) is passed as its free view (N, H, W / SW, SW * C): input column
-    ``q * SW + phase`` is element (q, phase * C + c) of a row, so that the columns one tap reads for consecutive
-    output columns are consecutive in the view (W must be a multiple of SW, and with SW > 1 C a multiple of BK: a
-    box of channels past C would read the next phase's); the weight (F, C, KH, KW) as
+    Operands: the input (N, H, W, C), and with a column stride SW > 1 its free view (N, H, W / SW, SW, C): input
+    column ``q * SW + phase`` is element (q, phase, c) of a row, so that the columns one tap reads for consecutive
+    output columns are consecutive in the view (W must be a multiple of SW); the phase is a dimension of its own,
+    so that a box's channels past C are zeros and the tag's last coordinate is the channel, the contraction index
+    the weight's tag has too (an earlier view packed (phase, channel) into one axis, and the verifier's MMA check
+    rightly could not pair phase * C + c with c); the weight (F, C, KH, KW) as
     (F, KH * KW, C), channels last; the output (N, OH, OW, F) in OUT, rounded once from the f32 accumulator (the
     bias, in OUT, added before).
 
@@ -111,12 +113,11 @@ def conv_implicit_gemm(
     if BK * X.dtype.itemsize != 128:
         raise DSLError("DSL_BAD_PARAM", f"BK must be 128 bytes of channels ({128 // X.dtype.itemsize}), not {BK}")
     T.assume(
-        f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {SW} * C and C % 8 == 0 and "
+        f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and C % 8 == 0 and "
         + ("" if NCHW else f"F % {16 // Y.dtype.itemsize} == 0 and ")
         + output_size("H", "OH", KH, SH, PH, LH)
         + " and "
         + output_size(f"WQ * {SW}", "OW", KW, SW, PW, LW)
-        + (f" and C % {BK} == 0" if SW > 1 else "")
     )
     PWU = -(-PW // SW)  # the padding in whole view columns, rounded up: keeps the tap's column offsets non-negative
     threads = WARPGROUP_SIZE * (1 + CONSUMERS)
@@ -162,8 +163,12 @@ def conv_implicit_gemm(
         q = bw * BW + u // SW - PWU  # the view column of the tile's first output column's tap
         for h in range(BH):
             ih = (bh * BH + h) * SH + kh * LH - PH
+            if SW == 1:
+                src = X.window((term * N + n, ih, q, cb * BK), (None, None, BW, BK))
+            else:
+                src = X.window((term * N + n, ih, q, u % SW, cb * BK), (None, None, BW, None, BK))
             T.copy(
-                X.window((term * N + n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK)),
+                src,
                 sA[s].window((h * BW, 0), (BW, BK)),
                 atom="tma",
                 mbarrier=full[s],
@@ -182,7 +187,8 @@ def conv_implicit_gemm(
                 (x[0] == term * N + n)
                 & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
                 & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
-                & (x[3] == (u % SW) * C + cb * BK + x.coord[1])
+                & (x[-1] == cb * BK + x.coord[1])
+                & ((x[3] == u % SW) if SW > 1 else (x[0] == x[0]))  # the tap's column phase
             ),
             sA[s],
         )
