@@ -137,6 +137,11 @@ def test_tile_choice() -> None:
     assert (c1.BH, c1.BW, c1.BN) == (1, 128, 64)
     for cfg in (c56, c28, c1):
         assert 2 <= cfg.STAGES <= 4
+    # a short K loop runs persistent unless a column tap is off the stride's phase 0 (that proof did not complete)
+    projection = implicit_config(_conv2(8, 64, 64, 16, 16, (1, 1), s=(2, 2)), sms=132)
+    assert projection.BLOCKS == 264
+    phases = implicit_config(_conv2(8, 64, 64, 16, 16, (3, 3), s=(2, 2), p=(1, 1)), sms=132)
+    assert phases.BLOCKS == 0
 
 
 def test_bad_tiles_are_refused() -> None:
@@ -150,7 +155,7 @@ def test_bad_tiles_are_refused() -> None:
 
 VERIFIED = {
     "3x3 56, persistent (2x64, two consumers)": _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1), bias=True),
-    "1x1/2 (8x8, one consumer; a column stride is never persistent)": _conv2(8, 64, 64, 16, 16, (1, 1), s=(2, 2)),
+    "1x1/2, persistent (8x8, one consumer; phase 0 only)": _conv2(8, 64, 64, 16, 16, (1, 1), s=(2, 2)),
     "3x3 7 (8x8, one consumer)": _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1)),
     "3x3 28 (4x32, two consumers)": _conv2(8, 128, 128, 28, 28, (3, 3), p=(1, 1)),
     "1-d, dilation 2": Conv(1, 2, 64, 64, 1, (1, 1, 300), (1, 1, 3), (1, 1, 1), (0, 0, 2), (1, 1, 2), False, "f16"),
@@ -159,8 +164,9 @@ VERIFIED = {
     ),
     # column strides: taps in every column phase, read through the (N, H, W / SW, SW, C) view (level 1's 76, and a
     # ResNet-like 3x3/2 of 32 channels, which the packed view refused and its taps off phase 0 did not verify)
-    "1-d f32, stride 3, dilation 4": Conv(1, 2, 64, 128, 1, (1, 1, 600), (1, 1, 3), (1, 1, 3), (0, 0, 0), (1, 1, 4),
-                                          False, "f32"),
+    "1-d f32, stride 3, dilation 4 (taps in every phase: one block per tile)": Conv(
+        1, 2, 64, 128, 1, (1, 1, 600), (1, 1, 3), (1, 1, 3), (0, 0, 0), (1, 1, 4), False, "f32"
+    ),
     "3x3/2 of 32 channels": _conv2(2, 32, 64, 28, 28, (3, 3), s=(2, 2), p=(1, 1)),
 }  # fmt: skip
 

@@ -23,7 +23,7 @@ def _bias_shape(BIAS: bool) -> tuple[str, ...]:  # noqa: N803 - named after the 
 
 @argus.kernel(policies={"tile_shape": ("BH", "BW", "BN", "BK"), "stages": "STAGES"})
 def conv_implicit_gemm(
-    X: T.Tensor[lambda SW: ("NX", "H", "WQ", "C") if SW == 1 else ("NX", "H", "WQ", SW, "C"), "IN"],
+    X: T.Tensor[lambda SW: ("NX", "H", "WQ", "CQ") if SW == 1 else ("NX", "H", "WQ", SW, "CQ"), "IN"],
     WT: T.Tensor[("FX", "TAPS", "C"), "IN"],
     B: T.Tensor[_bias_shape, "OUT"],
     Y: T.Tensor[lambda NCHW: ("N", "F", "OH", "OW") if NCHW else ("N", "OH", "OW", "F"), "OUT"],
@@ -113,7 +113,8 @@ def conv_implicit_gemm(
     if BK * X.dtype.itemsize != 128:
         raise DSLError("DSL_BAD_PARAM", f"BK must be 128 bytes of channels ({128 // X.dtype.itemsize}), not {BK}")
     T.assume(
-        f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and C % 8 == 0 and "
+        f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {1 if SW > 1 else SW} * C and "
+        "C % 8 == 0 and "
         + ("" if NCHW else f"F % {16 // Y.dtype.itemsize} == 0 and ")
         + output_size("H", "OH", KH, SH, PH, LH)
         + " and "
@@ -164,7 +165,7 @@ def conv_implicit_gemm(
         for h in range(BH):
             ih = (bh * BH + h) * SH + kh * LH - PH
             if SW == 1:
-                src = X.window((term * N + n, ih, q, cb * BK), (None, None, BW, BK))
+                src = X.window((term * N + n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK))
             else:
                 src = X.window((term * N + n, ih, q, u % SW, cb * BK), (None, None, BW, None, BK))
             T.copy(
@@ -182,16 +183,27 @@ def conv_implicit_gemm(
         kh, kw, u = tap_of(tap)
         # invariant: position row m of the A stage holds the input element tap (kh, kw) reads for output
         # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb (of plane term)
-        T.assert_tag(
-            lambda x: (
-                (x[0] == term * N + n)
-                & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
-                & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
-                & (x[-1] == cb * BK + x.coord[1])
-                & ((x[3] == u % SW) if SW > 1 else (x[0] == x[0]))  # the tap's column phase
-            ),
-            sA[s],
-        )
+        if SW == 1:
+            T.assert_tag(
+                lambda x: (
+                    (x[0] == term * N + n)
+                    & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
+                    & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
+                    & (x[3] == (u % SW) * C + cb * BK + x.coord[1])
+                ),
+                sA[s],
+            )
+        else:  # the strided view: the tap's column phase, then the channel
+            T.assert_tag(
+                lambda x: (
+                    (x[0] == term * N + n)
+                    & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
+                    & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
+                    & (x[3] == u % SW)
+                    & (x[4] == cb * BK + x.coord[1])
+                ),
+                sA[s],
+            )
         # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb (of plane term)
         T.assert_tag(
             lambda x: (x[0] == term * F + bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),
