@@ -37,7 +37,7 @@ The column matrix is K x M elements, K times the output's positions: at KernelBe
 gigabytes. A call runs the batch in chunks of images whose column matrix fits `COLUMN_BUDGET` (the chunk is the
 largest divisor of N that fits, so that every chunk is one problem with one plan); a convolution of which one
 image's column matrix is over the budget is refused (`ConvError`, ``CONV_COLUMNS_OVER_BUDGET``); the implicit kernel
-has no such budget, but does not take f32, groups, 3-d or transposed convolutions yet (docs/conv.md).
+has no such budget, but does not take groups, 3-d or transposed convolutions yet (docs/conv.md).
 
 A transposed convolution (``transposed=True``) of stride 1 is the forward one with its window flipped and padding
 dilation * (kernel - 1) - padding: `conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the
