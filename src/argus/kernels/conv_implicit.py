@@ -181,29 +181,20 @@ def conv_implicit_gemm(
         bw, bh, bf, n = tile
         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
         kh, kw, u = tap_of(tap)
+
         # invariant: position row m of the A stage holds the input element tap (kh, kw) reads for output
         # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb (of plane term)
+        def position(x: Any) -> Any:  # the image, row and column of position row m of the stage
+            return (
+                (x[0] == term * N + n)
+                & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
+                & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
+            )
+
         if SW == 1:
-            T.assert_tag(
-                lambda x: (
-                    (x[0] == term * N + n)
-                    & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
-                    & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
-                    & (x[3] == (u % SW) * C + cb * BK + x.coord[1])
-                ),
-                sA[s],
-            )
+            T.assert_tag(lambda x: position(x) & (x[3] == (u % SW) * C + cb * BK + x.coord[1]), sA[s])
         else:  # the strided view: the tap's column phase, then the channel
-            T.assert_tag(
-                lambda x: (
-                    (x[0] == term * N + n)
-                    & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
-                    & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
-                    & (x[3] == u % SW)
-                    & (x[4] == cb * BK + x.coord[1])
-                ),
-                sA[s],
-            )
+            T.assert_tag(lambda x: position(x) & (x[3] == u % SW) & (x[4] == cb * BK + x.coord[1]), sA[s])
         # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb (of plane term)
         T.assert_tag(
             lambda x: (x[0] == term * F + bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),

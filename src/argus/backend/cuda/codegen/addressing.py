@@ -41,12 +41,12 @@ def kept(ref: TileRef) -> tuple[int, ...]:
     return tuple(d for d in range(len(ref.extent)) if d not in ref.dropped)
 
 
-def wide_product(e: Expr | int, cx: Context, rendered: str) -> str:
-    """`e` (a stride: a product of sizes and constants), rendered as `rendered`, as C evaluated in 64 bits: the
-    leftmost factor of a product chain cast to ``long long`` (C++ then widens every multiplication after it); a
-    constant or a single size as it is (its product with a ``long long`` coordinate is 64-bit already)."""
+def wide_product(e: Expr | int, cx: Context) -> str:
+    """`e` (a stride: a product of sizes and constants) as C evaluated in 64 bits: the leftmost factor of a product
+    chain cast to ``long long`` (C++ then widens every multiplication after it); a constant or a single size as it
+    is (its product with a ``long long`` coordinate is 64-bit already)."""
     if not (isinstance(e, BinOp) and e.op == BinaryOp.MUL):
-        return rendered
+        return cx.expr(e)
     factors: list[Expr | int] = []
     stack: list[Expr | int] = [e]
     while stack:  # the product's factors, left to right
@@ -143,7 +143,7 @@ class Window:
             if s == "1":
                 terms.append(c)
             else:
-                terms.append(f"static_cast<long long>({c}) * {paren(wide_product(e, self.cx, s))}")
+                terms.append(f"static_cast<long long>({c}) * {paren(wide_product(e, self.cx))}")
         if len(terms) > 1 and not terms[0].startswith("static_cast"):
             terms[0] = f"static_cast<long long>({terms[0]})"
         return add(*terms) if terms else "0"
