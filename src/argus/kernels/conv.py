@@ -62,11 +62,12 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from argus.atoms.common import SMS, shared_budget
+from argus.atoms.common import MAX_GRID_Y, MAX_GRID_Z, SMS, shared_budget
 from argus.kernels.conv_implicit import conv_implicit_gemm
 from argus.kernels.conv_kernels import (
     ITEMSIZE,
     THREADS,
+    conv_depthwise,
     conv_output,
     conv_output_bias,
     conv_transpose_weight,
@@ -465,6 +466,108 @@ def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[s
     }  # fmt: skip
 
 
+#: The most window offsets the direct depthwise kernel takes: it holds one weight per offset (and channel of its
+#: block) in registers.
+DEPTHWISE_MAX_TAPS = 64
+
+
+@dataclass(frozen=True)
+class DepthwiseConfig:
+    """The direct depthwise kernel's tile (`argus.kernels.conv_kernels.conv_depthwise`): CB channels by BH output
+    rows, walking the columns BW at a time (CB * BW = THREADS: one output per thread and row)."""
+
+    CB: int
+    BH: int
+    BW: int
+
+    def label(self) -> str:
+        return f"depthwise {self.CB}x{self.BH}x{self.BW}"
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def depthwise_config(conv: Conv) -> DepthwiseConfig:
+    """The tile of `conv` on the direct depthwise kernel: BH 8 output rows (1 for a 1-d convolution, the output's
+    height rounded up to a power of two where it is shorter), and of the (CB, BW) splits of THREADS with CB
+    dividing the channels (BW from 8 to 128 columns), the one of least `depthwise_cost` (on a tie the wider
+    rows). Measured on an H200 (`benchmarks/results/2026-11-29-conv-depthwise/`, call 1, every tile of each row
+    timed): the model's choice was the fastest tile, or within 2 % of it, on every row but the two f32 ones of
+    56x56 images (within 3 % and 8 %)."""
+    _, oh, _ = conv.out
+    bh = 1 if oh == 1 else min(8, _pow2_at_least(oh))
+    best: tuple[float, DepthwiseConfig] | None = None
+    for bw in (128, 64, 32, 16, 8):
+        if conv.channels % (THREADS // bw):
+            continue
+        config = DepthwiseConfig(THREADS // bw, bh, bw)
+        cost = depthwise_cost(conv, config)
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, config)
+    assert best is not None  # CB = 1 divides every channel count
+    return best[1]
+
+
+def depthwise_cost(conv: Conv, config: DepthwiseConfig) -> float:
+    """The work of `conv` on the direct kernel with tile `config`, per output it keeps: the elements staged (the
+    span, its rows and columns rounded as the kernel stores them, over the tile's outputs) plus a quarter of the
+    window's multiply-adds (each a shared load and an FMA; a staged element moves four to a vector), both scaled
+    by the outputs computed past the output's edges (whole tiles)."""
+    _, oh, ow = conv.out
+    staged = depthwise_span_bytes(conv, config) / ITEMSIZE[conv.dtype] / config.CB / (config.BH * config.BW)
+    waste = (-(-ow // config.BW) * config.BW / ow) * (-(-oh // config.BH) * config.BH / oh)
+    return (staged + conv.window / 4) * waste
+
+
+def depthwise_span_bytes(conv: Conv, config: DepthwiseConfig) -> int:
+    """Shared memory of the direct kernel's staged span: CB channels of (depth, rows, columns), as `conv_depthwise`
+    lays it out."""
+    kd, kh, kw = conv.kernel
+    sd, sh, sw = conv.stride
+    ld, lh, lw = conv.dilation
+    qh = config.BH + (kh - 1) * lh // sh
+    qw = config.BW + (kw - 1) * lw // sw
+    run = 32 // math.gcd(32, sw)
+    qw = -(-qw // run) * run
+    return config.CB * ((kd - 1) * ld + 1) * sh * qh * sw * qw * ITEMSIZE[conv.dtype]
+
+
+def depthwise_refusal(conv: Conv) -> str | None:
+    """Why `conv` does not run on the direct depthwise kernel (None: it does). The kernel takes forward convolutions
+    of one input channel per group (groups = channels: depthwise, any number of output channels per input channel;
+    or a single input channel), any rank, stride, padding and dilation, whose window has at most
+    `DEPTHWISE_MAX_TAPS` offsets and whose staged span fits in shared memory."""
+    if conv.transposed:
+        return "a transposed convolution"
+    if conv.channels != conv.groups:
+        return f"{conv.channels // conv.groups} input channels per group (the direct kernel takes one)"
+    if conv.window > DEPTHWISE_MAX_TAPS:
+        return f"a window of {conv.window} offsets (the direct kernel holds at most {DEPTHWISE_MAX_TAPS} weights)"
+    config = depthwise_config(conv)
+    need, budget = depthwise_span_bytes(conv, config), shared_budget(1)
+    if need > budget:
+        return f"its staged span needs {need} bytes of shared memory, more than the {budget} a block has"
+    if -(-conv.out[1] // config.BH) > MAX_GRID_Y or conv.batch > MAX_GRID_Z:
+        return f"{conv.out[1]} output rows and a batch of {conv.batch}: over the grid's limits"
+    return None
+
+
+def depthwise_params(conv: Conv, config: DepthwiseConfig) -> dict[str, Any]:
+    """`conv_depthwise`'s trace parameters for `conv`."""
+    params: dict[str, Any] = {
+        "MULT": conv.filters // conv.channels, "CB": config.CB, "BH": config.BH, "BW": config.BW,
+        "BIAS": conv.bias, "DT": conv.dtype,
+    }  # fmt: skip
+    parts = (("K", conv.kernel), ("S", conv.stride), ("P", conv.padding), ("L", conv.dilation))
+    for prefix, values in parts:
+        params.update({f"{prefix}{axis}": v for axis, v in zip("DHW", values, strict=True)})
+    return params
+
+
 def check_shared(conv: Conv) -> None:
     """Refuse a window whose input span does not fit in one block's shared memory."""
     planes, rows, cols, _, _ = conv.span(*conv.tile())
@@ -487,6 +590,7 @@ def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
         "weight": conv_transpose_weight,
         "implicit": conv_implicit_gemm,
         "split": split_bf16x3,
+        "depthwise": conv_depthwise,
     }
     return kernels[kind].trace(**dict(params))
 
@@ -512,6 +616,8 @@ class ConvPlan:
     implicit: ImplicitConfig | None = None
     #: a pointwise (1x1, stride 1, unpadded) convolution without a bias, channels last: one GEMM (N*H*W, C) x (C, F)
     pointwise: bool = False
+    #: a depthwise convolution on the direct kernel (`conv_depthwise`): its tile; one launch, NCHW, no GEMM
+    depthwise: DepthwiseConfig | None = None
 
     @property
     def gemm_plan(self) -> Any:
@@ -521,10 +627,24 @@ class ConvPlan:
             )
         return plan(self.gemm)
 
+    def describe(self) -> str:
+        """Which path the plan takes, in words (a generated solution's comment, a benchmark's row)."""
+        if self.depthwise is not None:
+            return f"the direct depthwise kernel ({self.depthwise.label()})"
+        if self.implicit is not None:
+            return f"the implicit-GEMM kernel ({self.implicit.label()})"
+        if self.pointwise:
+            return "one GEMM of the library on the channels-last input"
+        steps = ["the weight's permutation"] if self.conv.transposed else []
+        steps += ["the upsampling"] if self.conv.upsampled else []
+        return ", ".join([*steps, "the im2col gather", "the GEMM library's plan", "the output pass"])
+
     def kernels(self) -> list[Any]:
         """The traced kernels a call launches, in order: for a transposed convolution the weight's permutation and
         (with a stride or output padding) the upsampling, the gather, the GEMM plan's (splits for f32, the GEMM, a
-        split-K reduction), the output pass; or the implicit kernel alone."""
+        split-K reduction), the output pass; or the implicit kernel, or the depthwise kernel, alone."""
+        if self.depthwise is not None:
+            return [_traced("depthwise", _key(depthwise_params(self.conv, self.depthwise)))]
         if self.implicit is not None:
             conv = self.conv
             found = []
@@ -550,9 +670,12 @@ def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 @functools.lru_cache(maxsize=256)
 def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> ConvPlan:
-    """The plan of `conv` (see the module docstring): the implicit-GEMM kernel where it takes the convolution
-    (`implicit_refusal`; `implicit=False` asks for the gather path), else the gather path with the batch in chunks
-    whose column matrix fits `budget` (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
+    """The plan of `conv` (see the module docstring): the direct depthwise kernel where it takes the convolution
+    (`depthwise_refusal`), the implicit-GEMM kernel where it does (`implicit_refusal`; `implicit=False` asks for the
+    gather path instead of either), else the gather path with the batch in chunks whose column matrix fits `budget`
+    (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
+    if implicit and depthwise_refusal(conv) is None:
+        return ConvPlan(conv, conv.batch, None, per_group=False, depthwise=depthwise_config(conv))
     if implicit and implicit_refusal(conv) is None:
         if is_pointwise(conv):
             m = conv.batch * conv.positions
@@ -659,6 +782,9 @@ class LibraryConv:
         from argus.kernels.matmul import prepare
 
         the_plan = conv_plan(conv, self.budget, self.implicit)  # cached: a call's host time counts
+        if the_plan.depthwise is not None:
+            run_depthwise_on_gpu(conv, the_plan.depthwise, x, w, bias, out)
+            return
         if the_plan.implicit is not None:
             run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out)
             return
@@ -729,6 +855,8 @@ def run_on_interpreter(
     from argus.interp import run_kernel
 
     the_plan = conv_plan(conv, budget, implicit)
+    if the_plan.depthwise is not None:
+        return _depthwise_on_interpreter(conv, the_plan.depthwise, x, w, bias)
     if the_plan.implicit is not None:
         return _implicit_on_interpreter(conv, the_plan.implicit, x, w, bias)
     if the_plan.pointwise:
@@ -832,6 +960,52 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
     return arrays["Y"].reshape(n, f, -1) if nchw else arrays["Y"].reshape(n, -1, f).transpose(0, 2, 1)
 
 
+def _depthwise_shapes(conv: Conv, config: DepthwiseConfig) -> dict[str, tuple[int, ...]]:
+    """`conv_depthwise`'s views of the NCHW tensors: X (N, C/CB, CB, D, H, W), WT (C/CB, CB, MULT, window), B
+    (C/CB, CB, MULT) or the one-element placeholder, OUT (N, C/CB, CB, MULT, OD, OH, OW)."""
+    cg, mult = conv.channels // config.CB, conv.filters // conv.channels
+    return {
+        "X": (conv.batch, cg, config.CB, *conv.size),
+        "WT": (cg, config.CB, mult, conv.window),
+        "B": (cg, config.CB, mult) if conv.bias else (1,),
+        "OUT": (conv.batch, cg, config.CB, mult, *conv.out),
+    }
+
+
+def _depthwise_on_interpreter(conv: Conv, config: DepthwiseConfig, x: Any, w: Any, bias: Any) -> Any:
+    """`run_on_interpreter` through the direct depthwise kernel: the output (N, F, positions) in float64."""
+    import numpy as np
+
+    from argus.interp import run_kernel
+
+    shapes = _depthwise_shapes(conv, config)
+    arrays = {
+        "X": np.asarray(x, dtype=np.float64).reshape(shapes["X"]),
+        "WT": np.asarray(w, dtype=np.float64).reshape(shapes["WT"]),
+        "B": np.asarray(bias, dtype=np.float64).reshape(shapes["B"]) if conv.bias else np.zeros(1),
+        "OUT": np.full(shapes["OUT"], np.nan),
+    }
+    run_kernel(_traced("depthwise", _key(depthwise_params(conv, config))), arrays)
+    return arrays["OUT"].reshape(conv.batch, conv.filters, conv.positions)
+
+
+def run_depthwise_on_gpu(conv: Conv, config: DepthwiseConfig, x: Any, w: Any, bias: Any, out: Any) -> None:
+    """The direct depthwise kernel on CUDA tensors x (N, C, *spatial), w (F, 1, *window), bias (F,) or None, into
+    `out` (N, F, *output spatial): NCHW views of the tensors, no copies where they are contiguous."""
+    import torch
+
+    shapes = _depthwise_shapes(conv, config)
+    if conv.bias:
+        b = bias.contiguous().view(shapes["B"])
+    else:
+        b = _staged(("bias", out.dtype, str(x.device)), lambda: torch.zeros(1, dtype=out.dtype, device=x.device))
+    y = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    kernel = _loaded("depthwise", _key(depthwise_params(conv, config)))
+    kernel(x.contiguous().view(shapes["X"]), w.contiguous().view(shapes["WT"]), b, y.view(shapes["OUT"]))
+    if y is not out:
+        out.copy_(y)
+
+
 def _channels_last(conv: Conv, x: Any, out: Any, allocate: bool = True) -> tuple[Any, Any, bool]:
     """(x as (N, H, W, C), the output as (N, OH, OW, F) where `out` is channels last in memory, else a fresh tensor
     (None without `allocate`), whether it is `out`'s memory): the channels-last views the implicit kernel and the
@@ -930,13 +1104,19 @@ __all__ = [
     "Conv",
     "ConvError",
     "ConvPlan",
+    "DepthwiseConfig",
     "ImplicitConfig",
     "LibraryConv",
     "conv_output",
     "conv_output_bias",
+    "conv_depthwise",
     "conv_plan",
     "conv_transpose_weight",
     "conv_upsample",
+    "depthwise_config",
+    "depthwise_cost",
+    "depthwise_params",
+    "depthwise_refusal",
     "im2col",
     "implicit_channels",
     "implicit_config",
@@ -944,6 +1124,7 @@ __all__ = [
     "implicit_refusal",
     "writes_nchw",
     "is_pointwise",
+    "run_depthwise_on_gpu",
     "run_implicit_on_gpu",
     "run_pointwise_on_gpu",
     "split_params",

@@ -214,3 +214,144 @@ def conv_upsample(
             T.copy(s, v)
             T.copy(v, XU.tile((m, d, 0, bh, 0, bw, 0), shape))
             T.barrier()  # every thread has read s before the next plane overwrites its phase (0, 0, 0)
+
+
+def _depthwise_bias_shape(BIAS: bool, CB: int, MULT: int) -> tuple[Any, ...]:  # noqa: N803 - the parameters
+    """The depthwise kernel's bias: one value per output channel as (CG, CB, MULT), or a one-element placeholder."""
+    return ("CG", CB, MULT) if BIAS else (1,)
+
+
+@argus.kernel(policies={"tile_shape": ("CB", "BH", "BW")})
+def conv_depthwise(
+    X: T.Tensor[lambda CB: ("N", "CG", CB, "D", "H", "W"), "DT"],
+    WT: T.Tensor[lambda CB, MULT, KD, KH, KW: ("CG", CB, MULT, KD * KH * KW), "DT"],
+    B: T.Tensor[_depthwise_bias_shape, "DT"],
+    OUT: T.Tensor[lambda CB, MULT: ("N", "CG", CB, MULT, "OD", "OH", "OW"), "DT"],
+    KD: int = 1,
+    KH: int = 3,
+    KW: int = 3,
+    SD: int = 1,
+    SH: int = 1,
+    SW: int = 1,
+    PD: int = 0,
+    PH: int = 0,
+    PW: int = 0,
+    LD: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    MULT: int = 1,
+    CB: int = 4,
+    BH: int = 8,
+    BW: int = 32,
+    BIAS: bool = False,
+    DT: str = "f32",
+):
+    """OUT[n, c, m, od, oh, ow] = sum over (kd, kh, kw) of X[n, c, od*SD - PD + kd*LD, oh*SH - PH + kh*LH,
+    ow*SW - PW + kw*LW] * WT[c, m, (kd, kh, kw)] (+ B[c, m] with BIAS), 0 where the window reads padding: a
+    depthwise convolution (groups = channels, MULT output channels per input channel; output channel c * MULT + m),
+    computed directly on the CUDA cores in f32, with no column matrix. The channels are viewed as (CG, CB): a block
+    takes CB channels of one image and BH output rows (a row tile of the grid), and walks the output's columns BW
+    at a time. For each column tile and output depth it stages the input span those outputs read, CB channels
+    deep, in shared memory (padding and past the input's end read 0), stored phase-major in rows and columns as
+    `im2col` stores it, so that every window offset of every output row is one (CB, BW) slice of a view; each
+    thread then accumulates one output of each (channel, column) with one shared load and one FMA per window
+    offset, the offset's weights held in registers (one per channel of the block)."""
+    T.assume(
+        " and ".join(
+            output_size(n, o, k, s, p, d)
+            for n, o, k, s, p, d in (
+                ("D", "OD", KD, SD, PD, LD),
+                ("H", "OH", KH, SH, PH, LH),
+                ("W", "OW", KW, SW, PW, LW),
+            )
+        )
+    )
+    depth = (KD - 1) * LD + 1  # input planes one output depth's windows read
+    QH, QW = BH + (KH - 1) * LH // SH, BW + (KW - 1) * LW // SW
+    QW = -(-QW // (32 // math.gcd(32, SW))) * (32 // math.gcd(32, SW))  # whole 32-element runs per row (`im2col`)
+    ROWS, COLUMNS = SH * QH, SW * QW
+    CHUNK = max(1, THREADS * COPY_ELEMENTS // (CB * COLUMNS))  # span rows per staging copy
+    # the span (CB, depth * ROWS, COLUMNS) in natural coordinates, stored with the (plane, row) pair first and both
+    # rows and columns phase-major (row q * SH + r of plane z at [z][r][q], element q * SW + r of a row at [r][q])
+    plane = CB * COLUMNS
+    phase_major = Layout((CB, (SH, QH, depth), (SW, QW)), (COLUMNS, (QH * plane, plane, ROWS * plane), (QW, 1)))
+    # the same memory with (row, phase, plane) as one leading index, a stage: stage (z * SH + r) * QH + q is input
+    # row q * SH + r of plane z, and its (CB, COLUMNS) tile holds column q * SW + r at r * QW + q
+    by_offset = Layout(((QH, SH, depth), CB, (QW, SW)), ((plane, QH * plane, ROWS * plane), COLUMNS, (1, QW)))
+    taps = KD * KH * KW
+    dtype = DTYPES[DT]
+    with T.grid(CG, T.cdiv(OH, BH), N, threads=THREADS) as (cg, bh, n):
+        sx = T.alloc_shared((CB, depth * ROWS, COLUMNS), dtype, layout=phase_major)
+        span = sx.view(by_offset)
+        acc = T.alloc_fragment((CB, BW), T.f32, vector_bytes=4)  # one output per thread: (channel, column)
+        v = T.alloc_fragment((CB, BW), dtype, vector_bytes=ITEMSIZE[DT])
+
+        def weights(m: Any) -> tuple[list[Any], Any]:
+            """Output channel m's weight of each window offset and its bias, one value per channel, in f32."""
+            w = [T.alloc_reduced(acc, axis=1) for _ in range(taps)]
+            for t in range(taps):
+                T.copy(WT.window((cg, 0, m, t), (None, CB, None, None)), w[t])
+            b = None
+            if BIAS:
+                b = T.alloc_reduced(acc, axis=1)
+                T.copy(B.window((cg, 0, m), (None, CB, None)), b)
+                # invariant: the bias of row c is output channel (cg * CB + c, m)'s
+                T.assert_tag(lambda x: (x[0] == cg) & (x[1] == x.coord[0]) & (x[2] == m), b)
+            return w, b
+
+        if MULT == 1:  # one output channel per input channel: its weights are loaded once
+            w, b = weights(0)
+        for bw in T.serial(T.cdiv(OW, BW)):
+            for od in T.serial(OD):
+                for z in range(depth):  # the span, a few rows per copy
+                    for r in range(0, ROWS, CHUNK):
+                        rows = min(CHUNK, ROWS - r)
+                        T.copy(
+                            X.window(
+                                (n, cg, 0, od * SD - PD + z, bh * (BH * SH) - PH + r, bw * (BW * SW) - PW),
+                                (None, None, CB, None, rows, COLUMNS),
+                            ),
+                            sx.window((0, z * ROWS + r, 0), (CB, rows, COLUMNS)),
+                            pad=0.0,
+                        )
+                T.barrier()
+                for m in T.serial(MULT) if MULT > 1 else range(1):  # the output channels of each input channel
+                    if MULT > 1:
+                        w, b = weights(m)
+                    for o in T.serial(BH):  # the tile's output rows
+                        T.fill(acc, 0.0)
+                        if BIAS:
+                            T.copy(acc + b[:, None], acc)
+                        for kd in range(KD):
+                            for kh in range(KH):
+                                for kw in range(KW):
+                                    rh, rw = kh * LH, kw * LW  # the offset's distance from the window's start
+                                    stage = o + (rh % SH) * QH + rh // SH + kd * LD * ROWS
+                                    column = (rw % SW) * QW + rw // SW
+                                    T.copy(span[stage].window((0, column), (CB, BW)), v)
+                                    t = (kd * KH + kh) * KW + kw
+                                    # invariant: element (c, j) of v is the input element offset (kd, kh, kw) of
+                                    # output (n, cg * CB + c, od, bh * BH + o, bw * BW + j) reads, and it is
+                                    # multiplied by that channel's (and output channel m's) weight of the offset
+                                    T.assert_tag(
+                                        lambda x, y: (
+                                            (x[0] == n)
+                                            & (x[1] == cg)
+                                            & (x[2] == x.coord[0])
+                                            & (x[3] == od * SD - PD + kd * LD)
+                                            & (x[4] == (bh * BH + o) * SH - PH + kh * LH)
+                                            & (x[5] == (bw * BW + x.coord[1]) * SW - PW + kw * LW)
+                                            & (y[0] == cg)
+                                            & (y[1] == x.coord[0])
+                                            & (y[2] == m)
+                                            & (y[3] == t)
+                                        ),
+                                        v,
+                                        w[t][:, None],
+                                    )
+                                    T.copy(acc + v * w[t][:, None], acc)
+                        T.copy(
+                            acc if DT == "f32" else T.cast(acc, dtype),
+                            OUT.window((n, cg, 0, m, od, bh * BH + o, bw * BW), (None, None, CB, None, None, None, BW)),
+                        )
+                T.barrier()  # every thread is done with sx before the next span overwrites it

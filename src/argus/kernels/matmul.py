@@ -41,7 +41,13 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from argus.atoms.common import MAX_THREAD_REGISTERS, REGISTER_FILE, SHARED_MEMORY_BUDGET, WARPGROUP_SIZE
+from argus.atoms.common import (
+    MAX_GRID_Y,
+    MAX_THREAD_REGISTERS,
+    REGISTER_FILE,
+    SHARED_MEMORY_BUDGET,
+    WARPGROUP_SIZE,
+)
 from argus.atoms.target import DEFAULT_TARGET, Target
 from argus.atoms.tma import store_chunk_columns
 from argus.ir.types import dtype_from_name as dtype_of
@@ -335,10 +341,6 @@ class SplitStep:
     params: dict[str, Any]
     y_shape: tuple[int, ...]
     gemm_shape: tuple[int, ...]
-
-
-#: The most blocks a launch's grid has along y (CUDA's limit): `split_bf16x3` along K puts its column blocks there.
-MAX_GRID_Y = 65535
 
 
 def split_vector(columns: int) -> int:

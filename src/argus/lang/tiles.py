@@ -263,11 +263,23 @@ class Shared(Tile):
 
     def view(self, layout: Layout | ComposedLayout) -> Shared:
         """Expert escape hatch: the same memory seen through an explicit `layout` (coordinate ->
-        element offset) instead of the buffer's own. Its shape must be the buffer's."""
-        if tuple(_flat_shape(layout)) != tuple(self.ref.buffer.static_shape) and size(layout) != _elements(self.shape):
-            raise DSLError("DSL_VIEW_LAYOUT", f"view layout {layout} does not cover the buffer's shape {self.shape}")
+        element offset) instead of the buffer's own. The view's shape is the layout's (one extent per top-level
+        mode): the buffer's own shape, or, of a whole buffer, any shape of as many elements (a (R, C, W) buffer
+        seen as (C, R, W), so that a stage index `view[s]` picks what was its second dimension)."""
         r = self.ref
-        return Shared(TileRef(r.buffer, r.origin, r.extent, r.dropped, layout=layout))
+        modes = tuple(size(m) for m in _flat_shape(layout))
+        if size(layout) != _elements(self.shape):
+            raise DSLError("DSL_VIEW_LAYOUT", f"view layout {layout} does not cover the buffer's shape {self.shape}")
+        if modes == tuple(r.extent):
+            return Shared(TileRef(r.buffer, r.origin, r.extent, r.dropped, layout=layout))
+        if not r.is_whole():
+            raise DSLError(
+                "DSL_VIEW_LAYOUT",
+                f"view layout {layout} reshapes {r.buffer.name} to {modes}",
+                "reshape a whole buffer only (take windows and stages of the view)",
+                actual=f"a window {list(self.shape)} of {list(r.buffer.static_shape)}",
+            )
+        return Shared(TileRef(r.buffer, tuple(0 for _ in modes), modes, layout=layout))
 
     def __getitem__(self, stage: Any) -> Tile:
         ref = self.ref

@@ -7,7 +7,8 @@ torch.export with core ATen decompositions presents every ``nn.Conv1d/2d/3d``, `
 groups)`` on the input's own rank (a 1-d convolution on (N, C, L), no views around it); a padding mode other than
 zeros arrives as an explicit pad before a convolution with no padding (the pad is another family's node). As with
 the matmul template, the group's kernel is not one DSL kernel written for the group: it is the library's plan for
-the captured convolution (`argus.kernels.conv.conv_plan`): for a transposed convolution the weight's permutation
+the captured convolution (`argus.kernels.conv.conv_plan`): the direct depthwise kernel for one input channel per
+group, the implicit-GEMM kernel where it applies, else for a transposed convolution the weight's permutation
 (and with a stride or output padding the input with zeros inserted), the im2col gather, the GEMM library's kernels
 (the split passes for f32, the batched GEMM over the groups, a split-K reduction where it splits), and the output
 pass that writes NCHW and adds the bias. The pipeline verifies every kernel of that plan and checks the call on the
@@ -138,7 +139,7 @@ def kernel_source(
     kind = "transposed convolution" if conv.transposed else "convolution"
     title = (
         f"{conv.rank}-d {kind} of {tuple(x.shape)} by {tuple(w.shape)} ({dt}, groups={conv.groups}, "
-        f"{'with' if conv.bias else 'no'} bias): the im2col gather, the GEMM library's plan, the output pass"
+        f"{'with' if conv.bias else 'no'} bias): {conv_plan(conv).describe()}"
     )
     ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} (convolution).")
     kernel = "\n".join([f"# {title}", f"{name} = LibraryConv({name!r}, Conv({fields}), order={order!r})"])

@@ -145,10 +145,8 @@ def check_shared_views(ctx: Context) -> list[Finding]:
         kept_dims = [d for d in range(len(ref.extent)) if d not in ref.dropped]
         if ref.perm is not None:
             kept_dims = [kept_dims[i] for i in ref.perm]
-        stages = [
-            range(int(buf.static_shape[d])) if not isinstance(ref.origin[d], int) else [ref.origin[d]]
-            for d in ref.dropped
-        ]
+        modes = _view_shape(ref.layout)  # the view's own shape (a view may reshape its buffer)
+        stages = [range(modes[d]) if not isinstance(ref.origin[d], int) else [ref.origin[d]] for d in ref.dropped]
         found = None
         for stage in np.ndindex(*[len(s) for s in stages]) if stages else [()]:
             coords: list = [None] * len(ref.extent)
@@ -197,3 +195,11 @@ def _first_per_site(findings: list[Finding]) -> list[Finding]:
             seen.add(key)
             out.append(f)
     return out
+
+
+def _view_shape(layout: Any) -> tuple[int, ...]:
+    """The extent of each top-level mode of a shared view's layout: the view's shape."""
+    from argus.layout import size
+
+    shape = layout.shape
+    return tuple(int(size(m)) for m in (shape if isinstance(shape, tuple) else (shape,)))
