@@ -282,3 +282,28 @@ def test_the_nchw_epilogue_on_the_interpreter(dtype: str) -> None:
     run_kernel(conv_implicit_gemm.trace(**params, NCHW=True), {"X": x, "WT": wt, "B": b, "Y": nchw})
     assert not np.isnan(nchw).any()
     np.testing.assert_array_equal(nchw, nhwc.transpose(0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_a_pointwise_plan_runs_a_product_per_image_on_nchw_tensors(dtype: str) -> None:
+    conv = _conv2(3, 16, 24, 9, 15, (1, 1), dtype=dtype)
+    the_plan = conv_plan(conv)
+    assert the_plan.pointwise and the_plan.nchw_gemm is not None
+    problem = the_plan.nchw_gemm
+    assert (problem.M, problem.N, problem.K, problem.batch) == (24, 135, 16, 3)
+    assert "per image" in the_plan.describe()
+    # both products are verified: the per-image one (NCHW calls) and the channels-last one
+    from argus.kernels.matmul import LibraryGemm
+
+    kernels = the_plan.kernels()
+    for problem in (the_plan.gemm, the_plan.nchw_gemm):
+        assert all(any(k is j for j in kernels) for k in LibraryGemm("gemm", problem).kernels())
+    assert _error(conv) <= TOLERANCE[dtype] / 2
+
+
+def test_a_pointwise_plan_of_small_images_keeps_the_channels_last_product() -> None:
+    conv = _conv2(4, 64, 128, 7, 7, (1, 1))  # 49 positions an image: one short tile row per image
+    the_plan = conv_plan(conv)
+    assert the_plan.pointwise and the_plan.nchw_gemm is None
+    assert "channels last" in the_plan.describe()
+    assert _error(conv) <= TOLERANCE["bf16"] / 2

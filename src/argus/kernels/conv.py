@@ -4,7 +4,9 @@ an output pass.
 `conv_plan` takes the implicit-GEMM kernel (`argus.kernels.conv_implicit.conv_implicit_gemm`: one launch, channels
 last, no column matrix) for forward 1-d and 2-d bf16/f16 convolutions without groups whose channel counts TMA can
 address (`implicit_refusal` says why not), a pointwise one (1x1, stride 1, no padding or bias) as one GEMM of the
-library on the channels-last input (`is_pointwise`), and everything else as follows (the *gather path*).
+library (`is_pointwise`: on NCHW tensors a product per image, W (F, C) @ X[n] (C, H*W), batched over the images, which
+writes NCHW with no layout change; on channels-last ones (N*H*W, C) @ (C, F)), and everything else as follows (the
+*gather path*).
 
 A convolution of an input X (N, C, D, H, W) with a weight (F, C/g, KD, KH, KW) (1-d and 2-d convolutions are the
 3-d one with extents of one, as the pooling family reads them) is, per group, the product of the weight viewed as
@@ -390,6 +392,13 @@ def is_pointwise(conv: Conv) -> bool:
     return conv.kernel == (1, 1, 1) and conv.stride == (1, 1, 1) and conv.padding == (0, 0, 0) and not conv.bias
 
 
+#: A pointwise convolution on NCHW tensors runs a product per image where each image has this many positions or
+#: more (its product's N): measured faster than the channels-last product with its permutes at 3136 positions
+#: (2.2-4.3x) and at 196 in bf16 (1.21x; 0.96x in f32), slower at 49 (0.87x): each image's product is one tile row
+#: (`benchmarks/results/2026-11-29-conv-depthwise/`, call 5).
+POINTWISE_PER_IMAGE_POSITIONS = 128
+
+
 #: A K loop this short (K-steps per tile) runs persistent (`ImplicitConfig.BLOCKS`): each tile's pipeline fill and
 #: epilogue are then hidden behind the next tile's loads; longer loops hide them themselves and ran slower
 #: persistent (`benchmarks/results/2026-11-29-conv-implicit/`, run 4).
@@ -614,8 +623,11 @@ class ConvPlan:
     gemm: GemmProblem | None
     per_group: bool
     implicit: ImplicitConfig | None = None
-    #: a pointwise (1x1, stride 1, unpadded) convolution without a bias, channels last: one GEMM (N*H*W, C) x (C, F)
+    #: a pointwise (1x1, stride 1, unpadded) convolution without a bias: `gemm` is its channels-last product (N*H*W,
+    #: C) x (C, F), `nchw_gemm` the product per image (F, C) x (C, H*W) batched over the images (None where the library
+    #: has no batched plan for it), which a call on NCHW tensors runs
     pointwise: bool = False
+    nchw_gemm: GemmProblem | None = None
     #: a depthwise convolution on the direct kernel (`conv_depthwise`): its tile; one launch, NCHW, no GEMM
     depthwise: DepthwiseConfig | None = None
 
@@ -634,7 +646,7 @@ class ConvPlan:
         if self.implicit is not None:
             return f"the implicit-GEMM kernel ({self.implicit.label()})"
         if self.pointwise:
-            return "one GEMM of the library on the channels-last input"
+            return "one GEMM of the library" + (": a product per image, NCHW" if self.nchw_gemm else ", channels last")
         steps = ["the weight's permutation"] if self.conv.transposed else []
         steps += ["the upsampling"] if self.conv.upsampled else []
         return ", ".join([*steps, "the im2col gather", "the GEMM library's plan", "the output pass"])
@@ -653,8 +665,11 @@ class ConvPlan:
                     found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
             nchw = writes_nchw(conv, self.implicit)  # what a call on PyTorch's default (NCHW) tensors launches
             return [*found, _traced("implicit", _key(implicit_params(conv, self.implicit, nchw=nchw)))]
-        if self.pointwise:
-            return LibraryGemm("gemm", self.gemm).kernels()
+        if self.pointwise:  # both products: a call runs the one its tensors' layout takes
+            found = LibraryGemm("gemm", self.gemm).kernels()
+            if self.nchw_gemm is not None:
+                found += [k for k in LibraryGemm("gemm", self.nchw_gemm).kernels() if all(k is not j for j in found)]
+            return found
         found = [_traced("weight", _key(self.conv.weight_params()))] if self.conv.transposed else []
         if self.conv.upsampled:
             found.append(_traced("upsample", _key(self.conv.upsample_params())))
@@ -680,7 +695,16 @@ def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> C
         if is_pointwise(conv):
             m = conv.batch * conv.positions
             gemm = GemmProblem(m, conv.filters, conv.channels, conv.dtype, conv.dtype, "K", "K")
-            return ConvPlan(conv, conv.batch, gemm, per_group=False, pointwise=True)
+            per_image: GemmProblem | None = None
+            if conv.positions >= POINTWISE_PER_IMAGE_POSITIONS:
+                per_image = GemmProblem(
+                    conv.filters, conv.positions, conv.channels, conv.dtype, conv.dtype, "K", "N", conv.batch
+                )
+                try:
+                    plan(per_image)
+                except GemmError:  # e.g. an f32 K past the batched chain: the channels-last product only
+                    per_image = None
+            return ConvPlan(conv, conv.batch, gemm, per_group=False, pointwise=True, nchw_gemm=per_image)
         return ConvPlan(conv, conv.batch, None, per_group=False, implicit=implicit_config(conv))
     check_shared(conv)
     images = conv.chunk(budget)
@@ -789,7 +813,7 @@ class LibraryConv:
             run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out)
             return
         if the_plan.pointwise:
-            run_pointwise_on_gpu(conv, x, w, out)
+            run_pointwise_on_gpu(conv, x, w, out, the_plan.nchw_gemm is not None)
             return
         (n_, c_, f_, g_), p_ = (conv.batch, conv.channels, conv.filters, conv.groups), conv.positions
         images = the_plan.images
@@ -860,8 +884,13 @@ def run_on_interpreter(
     if the_plan.implicit is not None:
         return _implicit_on_interpreter(conv, the_plan.implicit, x, w, bias)
     if the_plan.pointwise:
-        rows = np.asarray(x, dtype=np.float64).reshape(conv.batch, conv.channels, -1).transpose(0, 2, 1)
         weight = np.asarray(w, dtype=np.float64).reshape(conv.filters, conv.channels)
+        if the_plan.nchw_gemm is not None:  # as a call on NCHW tensors: a product per image
+            images = np.asarray(x, dtype=np.float64).reshape(conv.batch, conv.channels, conv.positions)
+            weights = np.ascontiguousarray(np.broadcast_to(weight, (conv.batch, *weight.shape)))
+            y = plan(the_plan.nchw_gemm).run_on_interpreter(weights, images, target=target)
+            return np.asarray(y).reshape(conv.batch, conv.filters, conv.positions)
+        rows = np.asarray(x, dtype=np.float64).reshape(conv.batch, conv.channels, -1).transpose(0, 2, 1)
         y = the_plan.gemm_plan.run_on_interpreter(rows.reshape(-1, conv.channels), weight.T, target=target)
         return np.asarray(y).reshape(conv.batch, conv.positions, conv.filters).transpose(0, 2, 1)
     n_, c_, f_, g_ = conv.batch, conv.channels, conv.filters, conv.groups
@@ -1023,9 +1052,32 @@ def _channels_last(conv: Conv, x: Any, out: Any, allocate: bool = True) -> tuple
     return xv, torch.empty((n, conv.out[1], conv.out[2], f), dtype=out.dtype, device=out.device), False
 
 
-def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any) -> None:
-    """A pointwise convolution (`is_pointwise`) as one GEMM of the library on the channels-last views."""
+def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool = False) -> None:
+    """A pointwise convolution (`is_pointwise`) as one GEMM of the library: with `per_image` (the plan has the
+    batched product) and NCHW tensors, W (F, C) @ X[n] (C, H*W) for every image n in one batched launch, written
+    into `out` as it is (the weight repeated per image once and kept, as the implicit kernel's weights are);
+    otherwise on the channels-last views."""
     from argus.kernels.matmul import prepare
+
+    if per_image and x.is_contiguous() and out.is_contiguous():
+        n, c, f, p = conv.batch, conv.channels, conv.filters, conv.positions
+        wkey = (
+            "per-image weight",
+            w.data_ptr(),
+            w._version,
+            tuple(w.shape),
+            tuple(w.stride()),
+            w.dtype,
+            str(w.device),
+            n,
+        )
+        a = _staged(wkey, lambda: w.reshape(1, f, c).expand(n, f, c).contiguous(), source=w)
+        y, launches = prepare(a, x.view(n, c, p), out=out.view(n, f, p))
+        for launch in launches:
+            launch.launch()
+        if y.data_ptr() != out.data_ptr():
+            out.view(n, f, p).copy_(y)
+        return
 
     xv, y, in_place = _channels_last(conv, x, out)
     m = conv.batch * conv.positions
