@@ -253,3 +253,27 @@ def test_a_check_out_of_device_memory_is_said_not_a_crash(problem, tmp_path: Pat
     (report,) = result.kernels
     assert report.skipped.startswith("not checked on cuda: out of memory (CUDA out of memory")
     assert report.verdict == "verified" and result.kernels_ok and result.status() == "not judged"
+
+
+def test_a_kernel_over_the_register_budget_gets_a_smaller_tile(problem, tmp_path: Path) -> None:
+    """Level 2's 7_Conv3d_..._BiasAdd at its own sizes: a chain of five activations and a per-channel bias held in a
+    default tile of 64 values per thread needs more than 255 registers (`BUDGET_REGISTERS`). The solve halves the
+    tile until the kernel verifies, writes the solution with that tile, and checks it on the interpreter."""
+    import importlib.util
+
+    import torch
+
+    body = "torch.sigmoid(F.gelu(F.leaky_relu(torch.relu(x), 0.01))) + b.view(1, -1, 1)"
+    path = problem(body, inputs="[torch.randn(8, 32, 16384), torch.randn(32)]", args="x, b", name="chain")
+    result = solve(path, out=tmp_path / "chain.py", judge=False)
+    (report,) = result.kernels
+    assert report.verdict == "verified" and report.interpreter_ok
+    assert report.params and report.params["BN"] * report.params.get("BM", 1) < 8 * 1024, report.params
+    spec = importlib.util.spec_from_file_location("sol_chain", result.solution)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, b = torch.randn(8, 32, 16384), torch.randn(32)
+    want = torch.sigmoid(torch.nn.functional.gelu(torch.nn.functional.leaky_relu(torch.relu(x), 0.01))) + b.view(
+        1, -1, 1
+    )
+    torch.testing.assert_close(module.ModelNew()(x, b), want)

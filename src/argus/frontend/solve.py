@@ -259,6 +259,49 @@ def _out_dtype(subgraph: Any, index: int) -> Any:
     return results[index].meta["val"].dtype
 
 
+def _over_the_register_budget(result: Any) -> bool:
+    """Whether a verification failed for its register budget alone (`BUDGET_REGISTERS`): a tile too large for the
+    chain of values it holds, which a smaller tile fixes."""
+    return result.verdict.value == "violated" and {f.code for f in result.errors} == {"BUDGET_REGISTERS"}
+
+
+#: The most times a template kernel's tile is halved to fit the register budget.
+REFIT_HALVINGS = 4
+
+
+def _within_the_register_budget(kernel: Any, params: Mapping[str, Any]) -> tuple[dict[str, Any], Any] | None:
+    """(the trace-time parameters, the verification) of `kernel` with its `tile_shape` policy's largest extent
+    halved until it verifies within the register budget (at most `REFIT_HALVINGS` times), or None. A template's
+    default tile is sized for a few values per element; a long chain of elementwise operations (KernelBench
+    level 2's activation chains) holds more of them at once. A tile the kernel refuses (too few elements for its
+    threads) ends the search."""
+    from argus.lang.errors import DSLError
+    from argus.verify import verify
+
+    names = getattr(kernel, "policy_params", {}).get("tile_shape")
+    if names is None:
+        return None
+    names = (names,) if isinstance(names, str) else tuple(names)
+    current = {n: params.get(n, kernel.defaults.get(n)) for n in names}
+    if not all(isinstance(v, int) and v > 0 for v in current.values()):
+        return None
+    for _ in range(REFIT_HALVINGS):
+        largest = max(names, key=lambda n: current[n])
+        if current[largest] < 2:
+            return None
+        current[largest] //= 2
+        candidate = {**params, **current}
+        try:
+            result = verify(kernel, **candidate)
+        except DSLError:
+            return None
+        if result.verdict.value != "violated":
+            return candidate, result
+        if not _over_the_register_budget(result):
+            return None
+    return None
+
+
 def default_solution_path(problem: Path) -> Path:
     """``<problem stem>_solution.py`` in the working directory (`argus kernelbench --solutions .` finds it by its
     id)."""
@@ -334,6 +377,7 @@ def solve(
             write(emit(part, sources, params))
 
     reports: list[KernelReport] = []
+    refit = False  # a kernel's tile was made smaller to fit the register budget: the solution is written again
     module = import_file(target, "argus_solve") if part.groups else None
     for g in part.groups:
         src = sources[g.kernel]
@@ -342,6 +386,14 @@ def solve(
         step(f"verifying {g.kernel}")
         # a library call (the GEMM) is the kernels of its plan, each verified; the worst verdict is the group's
         results = [verify(k) for k in kernel.kernels()] if src.library else [verify(kernel, **report.params)]
+        if not src.library and _over_the_register_budget(results[0]):
+            step(f"{g.kernel}: over the register budget, smaller tiles")
+            smaller = _within_the_register_budget(kernel, report.params)
+            if smaller is not None:
+                report.params, result = smaller
+                results = [result]
+                params[g.kernel] = dict(report.params)
+                refit = True
         verdicts = [r.verdict.value for r in results]
         report.verdict = next((v for v in ("violated", "unknown") if v in verdicts), verdicts[0])
         errors, warnings, unknowns = (
@@ -380,6 +432,8 @@ def solve(
         )  # fmt: skip
     if written:  # the solution with the written kernels, judged in the sandbox, never imported here
         write(emit(part, sources, params, written))
+    elif refit:
+        write(emit(part, sources, params))
 
     gate = None
     not_judged = "" if judge else "--no-judge"
