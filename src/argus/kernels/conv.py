@@ -538,8 +538,10 @@ def depthwise_span_bytes(conv: Conv, config: DepthwiseConfig) -> int:
     kd, kh, kw = conv.kernel
     sd, sh, sw = conv.stride
     ld, lh, lw = conv.dilation
+    vector = 16 // ITEMSIZE[conv.dtype]
+    align = -(-conv.padding[2] // vector) * vector  # the span starts at a whole vector (`conv_depthwise`'s ALIGN)
     qh = config.BH + (kh - 1) * lh // sh
-    qw = config.BW + (kw - 1) * lw // sw
+    qw = config.BW + ((kw - 1) * lw + align - conv.padding[2]) // sw
     run = 32 // math.gcd(32, sw)
     qw = -(-qw // run) * run
     return config.CB * ((kd - 1) * ld + 1) * sh * qh * sw * qw * ITEMSIZE[conv.dtype]
