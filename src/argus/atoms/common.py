@@ -45,9 +45,9 @@ SHARED_MEMORY_PER_SM = DEFAULT_TARGET.shared_memory_per_sm
 SHARED_MEMORY_RESERVED_PER_BLOCK = DEFAULT_TARGET.shared_memory_reserved_per_block
 #: Streaming multiprocessors: a persistent kernel's default number of blocks.
 SMS = DEFAULT_TARGET.sms
-#: The most blocks a launch's grid has along y and along z (CUDA's limits; x takes 2**31 - 1).
-MAX_GRID_Y = 65535
-MAX_GRID_Z = 65535
+#: The most blocks a launch's grid has along x, y and z (CUDA's limits).
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_GRID_Y, MAX_GRID_Z = MAX_GRID[1], MAX_GRID[2]
 
 
 def shared_budget(blocks_per_sm: int = 1) -> int:

@@ -25,6 +25,26 @@ DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 RESERVED = frozenset({"T", "N", "BLOCK", "bx", "argus", "torch", "math", "float", "reference"})
 
 
+def grid_axes(extents: list[tuple[str, str, int]]) -> tuple[str, str] | str:
+    """A template kernel's ``T.grid`` arguments and index names for `extents`, each (its DSL text, its index's
+    name, its extent at the captured sizes), in the kernel's own order where every extent fits its axis (CUDA takes
+    2**31 - 1 blocks along x, 65535 along y and z), else largest first (a layer norm of 4M rows in row tiles of 4
+    has a million along one axis); or why no order fits. The names come back as the ``as (...)`` tuple's text."""
+    from argus.atoms.common import MAX_GRID
+
+    def fits(order: list[tuple[str, str, int]]) -> bool:
+        return all(n <= limit for (_, _, n), limit in zip(order, MAX_GRID, strict=False))
+
+    order = list(extents)
+    if not fits(order):
+        order = sorted(order, key=lambda e: -e[2])
+        if not fits(order):
+            counts = " x ".join(str(n) for _, _, n in order)
+            return f"its grid of {counts} blocks exceeds CUDA's grid limits {MAX_GRID}"
+    names = ", ".join(name for _, name, _ in order)
+    return ", ".join(text for text, _, _ in order), names + ("," if len(order) == 1 else "")
+
+
 def safe_name(name: str, taken: set[str]) -> str:
     """`name` as a new identifier of the generated source: not reserved, not taken (then added to `taken`)."""
     out = name if name.isidentifier() and name not in RESERVED else f"{name}_v"

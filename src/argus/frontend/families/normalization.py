@@ -40,7 +40,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
+from argus.frontend.families.base import (
+    DTYPES,
+    KernelSource,
+    aten_name,
+    dtype_name,
+    grid_axes,
+    node_value,
+    reference_source,
+)
 
 #: The DSL names of the four extents of the view.
 DIMS = ("A", "R", "K", "S")
@@ -153,6 +161,9 @@ def unsupported(node: Any) -> str | None:
     spec = read(node)
     if isinstance(spec, str):
         return spec
+    grid = _grid_refusal(spec)
+    if grid is not None:
+        return f"{spec.op}: {grid}"
     seen: set[str] = set()
     for role, operand in spec.operands.items():
         if not isinstance(operand, torch.fx.Node):
@@ -185,6 +196,22 @@ def unsupported(node: Any) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------------------
 # source text
+
+
+def _axes(extents: list[tuple[str, str, int]]) -> tuple[str, str]:
+    """`grid_axes` of one of the template's kernels (`unsupported` refused the grids no order fits)."""
+    axes = grid_axes(extents)
+    if isinstance(axes, str):
+        raise ValueError(f"normalization: {axes}")
+    return axes
+
+
+def _grid_refusal(spec: Spec) -> str | None:
+    """Why the template's kernels cannot launch at the captured sizes (their grids of A and R / BR blocks, BR = 4,
+    past CUDA's limits in every order), or None."""
+    a, r, _, _ = spec.view
+    found = grid_axes([("", "", a), ("", "", -(-r // 4))])
+    return found if isinstance(found, str) else None
 
 
 def _norm_node(subgraph: Any) -> Any:
@@ -234,7 +261,9 @@ def kernel_source(
         out_roles.append(role)
     signature += ["BR: int = 4", "BS: int = 128"]
 
-    grid = "T.cdiv(R, BR), threads=128) as (br,)" if spec.batch else "A, T.cdiv(R, BR), threads=128) as (ba, br)"
+    rows = ("T.cdiv(R, BR)", "br", -(-r // 4))  # BR's default
+    axes = _axes([rows] if spec.batch else [("A", "ba", a), rows])
+    grid = f"{axes[0]}, threads=128) as ({axes[1]})"
     a_index = "a" if spec.batch else "ba"
     x_tile = f"({a_index}, br, k, j), (None, BR, None, BS)"
     row_tile = "br, BR" if spec.batch else "(ba, br), (None, BR)"
@@ -440,7 +469,9 @@ def _split_source(
         f"        tiles = {tiles}  # tiles of BS elements per chunk",
     ]
     x_at = "X.tile((ba, br, k, c * tiles + j), (None, BR, None, BS))"
-    grid = f"    with T.grid(A, T.cdiv(R, BR), K * {c}, threads=128) as (ba, br, kc):"
+    axes = _axes([("A", "ba", a), ("T.cdiv(R, BR)", "br", -(-r // 4)), (f"K * {c}", "kc", k * c)])
+    grid = f"    with T.grid({axes[0]}, threads=128) as ({axes[1]}):"
+    stats_axes = _axes([("Q", "bq", q), ("T.cdiv(R, BR)", "br", -(-r // 4))])
     row_first = f"X.tile(({'0' if spec.batch else 'ba'}, br, 0, 0), (None, BR, None, BS))"
     p_at = "S{i}.tile((br, ba, kc), (BR, None, None))" if spec.batch else "S{i}.tile((ba, br, kc), (None, BR, None))"
     decorator = '@argus.kernel(reference={ref}, sizes={sizes!r}, policies={{"tile_shape": ("BR", "BS")}})'
@@ -537,7 +568,7 @@ def _split_source(
                 f'    T.assume("{q_rule}")  # statistics rows per channel',
                 f'    T.assume("{m_rule}")  # partial sums per statistics row',
                 *chunked,
-                "    with T.grid(Q, T.cdiv(R, BR), threads=128) as (bq, br):",
+                f"    with T.grid({stats_axes[0]}, threads=128) as ({stats_axes[1]}):",
                 "        first = T.alloc_fragment((BR, BS), T.f32)",
                 "        T.copy(X.tile((bq, br, 0, 0), (None, BR, None, BS)), first)",
                 "        shift = T.reduce_sum(T.where(T.index(first, 1) < 1, first, 0.0), axis=1)",

@@ -37,6 +37,7 @@ from argus.frontend.families.base import (
     KernelSource,
     aten_call,
     dtype_name,
+    grid_axes,
     int_list,
     node_value,
     safe_name,
@@ -197,6 +198,10 @@ def read_pool(node: Any) -> Pool | str:
         out=three(tuple(int(d) for d in out.shape[-rank:]), 1),
         dtype=DTYPES[dtype_name(val)],
     )
+    bh, bw = pool.tile()
+    axes = grid_axes([("", "", -(-pool.out[2] // bw)), ("", "", -(-pool.out[1] // bh)), ("", "", pool.planes)])
+    if isinstance(axes, str):
+        return f"{op}: {axes}"
     need, budget = pool.shared_bytes(*pool.tile()), shared_budget(1)
     if need > budget:
         return (
@@ -295,6 +300,15 @@ def kernel_source(
     )
     extra = "" if is_max else f", count_include_pad={pool.count_include_pad}, divisor_override={pool.divisor_override}"
     shape = tuple(node_value(placeholder).shape)
+    axes = grid_axes(
+        [
+            ("T.cdiv(OW, BW)", "bw", -(-pool.out[2] // bw)),
+            ("T.cdiv(OH, BH)", "bh", -(-pool.out[1] // bh)),
+            ("P", "p", pool.planes),
+        ]
+    )
+    assert not isinstance(axes, str)  # unsupported() asked read_pool, which refuses a grid past the limits
+    grid_args, grid_names = axes
     lines = [
         f'@argus.kernel(reference={name}_reference, sizes={sizes!r}, policies={{"tile_shape": ("BH", "BW")}})',
         f"def {name}(",
@@ -316,7 +330,7 @@ def kernel_source(
         "(0, ROWS * COLS, (QH * COLS, COLS), (QW, 1)))",
         f"    by_offset = argus.layout.Layout((1, {(kd - 1) * dd + 1}, (QH, {sh}), (QW, {sw})), "
         "(0, ROWS * COLS, (COLS, QH * COLS), (1, QW)))",
-        f"    with T.grid(T.cdiv(OW, BW), T.cdiv(OH, BH), P, threads={THREADS}) as (bw, bh, p):",
+        f"    with T.grid({grid_args}, threads={THREADS}) as ({grid_names}):",
         f"        sx = T.alloc_shared((1, {(kd - 1) * dd + 1}, ROWS, COLS), T.{pool.dtype}, layout=phase_major)",
         "        window = sx.view(by_offset)  # element (r * QH + q) of a row is input row q * stride + r",
         "        acc = T.alloc_fragment((1, 1, BH, BW), T.f32, vector_bytes=4)  # one output element per thread",

@@ -61,6 +61,7 @@ from argus.frontend.families.base import (
     aten_name,
     dtype_name,
     format_arg,
+    grid_axes,
     min_blocks,
     node_value,
 )
@@ -615,7 +616,10 @@ def _kernel_text(
         in_dims = '("OUTER", "R", "INNER")'
         out_dims = '("OUTER", "INNER")'
         axis = 0
-        grid = "    with T.grid(OUTER, T.cdiv(INNER, BN), threads=128) as (bo, bn):"
+        axes = grid_axes([("OUTER", "bo", spec.outer), ("T.cdiv(INNER, BN)", "bn", -(-spec.inner // defaults[1]))])
+        if isinstance(axes, str):
+            raise ValueError(f"reduction: {axes}")
+        grid = f"    with T.grid({axes[0]}, threads=128) as ({axes[1]}):"
         load = "X.tile((bo, r, bn), (None, BR, BN))"
         store = "{param}.tile((bo, bn), (None, BN))"
         loop = "        for r in T.serial(T.cdiv(R, BR)):"

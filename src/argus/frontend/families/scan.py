@@ -41,7 +41,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE
-from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
+from argus.frontend.families.base import (
+    DTYPES,
+    KernelSource,
+    aten_name,
+    dtype_name,
+    grid_axes,
+    node_value,
+    reference_source,
+)
 
 #: Row tile of the last-dimension kernel: BM rows of BN columns (a row of BN f32 values spread over one warp).
 ROWS_TILE = (4, 128)
@@ -252,6 +260,9 @@ def _rows(name: str, in_dt: str, out_dt: str, title: str, m: int, n: int, mode: 
 def _columns(name: str, in_dt: str, out_dt: str, title: str, o: int, r: int, i: int, mode: str = "") -> list[str]:
     bi = min(COLUMNS_THREADS, WARP_SIZE * -(-i // WARP_SIZE))
     tile = f"(o, {'R - 1 - j' if mode == 'reverse' else 'j'}, bi), (None, 1, BI)"
+    axes = grid_axes([("O", "o", o), ("T.cdiv(I, BI)", "bi", -(-i // bi))])
+    if isinstance(axes, str):
+        raise ValueError(axes)
     return [
         f'@argus.kernel(reference={name}_reference, sizes={{"O": {o}, "R": {r}, "I": {i}}}, '
         'policies={"tile_shape": ("BI",)})',
@@ -263,7 +274,7 @@ def _columns(name: str, in_dt: str, out_dt: str, title: str, o: int, r: int, i: 
         f'    """{title}: (O, R, I) scanned along R;',
         "    a block of BI threads per BI inner indices of one outer index, thread t carrying the running sum of",
         '    inner index t along R."""',
-        "    with T.grid(O, T.cdiv(I, BI), threads=BI) as (o, bi):",
+        f"    with T.grid({axes[0]}, threads=BI) as ({axes[1]}):",
         "        # (BI, 1): thread t holds inner index bi * BI + t, so a warp reads consecutive addresses",
         "        x = T.alloc_fragment((BI, 1), T.f32, tv=argus.layout.Layout((BI, 1), (1, BI)))",
         "        total = T.alloc_fragment((BI, 1), T.f32, tv=argus.layout.Layout((BI, 1), (1, BI)))",

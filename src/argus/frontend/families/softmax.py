@@ -32,7 +32,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE
-from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
+from argus.frontend.families.base import (
+    DTYPES,
+    KernelSource,
+    aten_name,
+    dtype_name,
+    grid_axes,
+    node_value,
+    reference_source,
+)
 
 #: log2(e): exp(v) is written exp2(v * LOG2E), the literal value in the kernel text.
 LOG2E = 1.4426950408889634
@@ -200,6 +208,9 @@ def _rows(name: str, op: str, in_dt: str, out_dt: str, title: str, m: int, n: in
 def _columns(name: str, op: str, in_dt: str, out_dt: str, title: str, o: int, r: int, i: int) -> list[str]:
     bi = min(COLUMNS_THREADS, WARP_SIZE * -(-i // WARP_SIZE))
     out_shape = '("O", "I")' if op == "logsumexp" else '("O", "R", "I")'
+    axes = grid_axes([("O", "o", o), ("T.cdiv(I, BI)", "bi", -(-i // bi))])
+    if isinstance(axes, str):
+        raise ValueError(axes)
     tile = "X.tile((o, j, bi), (None, BR, BI)).T"
     lines = [
         f'@argus.kernel(reference={name}_reference, sizes={{"O": {o}, "R": {r}, "I": {i}}}, '
@@ -213,7 +224,7 @@ def _columns(name: str, op: str, in_dt: str, out_dt: str, title: str, o: int, r:
         f'    """{title}: (O, R, I) reduced along R;',
         "    a block of BI threads per BI inner indices of one outer index, thread t holding inner index t, the",
         '    reduced axis streamed in BR-element tiles."""',
-        "    with T.grid(O, T.cdiv(I, BI), threads=BI) as (o, bi):",
+        f"    with T.grid({axes[0]}, threads=BI) as ({axes[1]}):",
         "        # (BI, BR): thread t holds row t (inner index bi * BI + t) and its BR elements along R, so a warp",
         "        # reads consecutive inner indices (coalesced) and reduces its rows in registers",
         "        x = T.alloc_fragment((BI, BR), T.f32, tv=argus.layout.Layout((BI, BR), (1, BI)))",

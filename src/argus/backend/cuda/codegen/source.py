@@ -13,13 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.atoms.common import MAX_GRID  # the largest grid extents CUDA accepts, per dimension
 from argus.ir.expr import Expr, Var, evaluate
 from argus.ir.types import DType
 
 #: Dynamic shared memory a kernel may use without opting in (``cudaFuncAttributeMaxDynamicSharedMemorySize``).
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
-#: The largest grid extents CUDA accepts, per dimension.
-MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
 @dataclass(frozen=True)
