@@ -41,9 +41,11 @@ def test_a_pool_of_more_than_65535_planes_runs(problem, tmp_path: Path) -> None:
     assert "with T.grid(P, " in Path(result.solution).read_text()
 
 
-def test_a_layer_norm_of_more_than_65535_row_tiles_runs(problem, tmp_path: Path) -> None:
-    path = problem("F.layer_norm(x, (8,))", inputs="[torch.randn(270000, 8)]", name="rows")
+def test_a_layer_norm_of_more_than_65535_row_tiles_verifies(problem, tmp_path: Path) -> None:
+    # 270000 rows of 64: 67500 row tiles of 4, over 65535 (17.3M elements: past the interpreter's limit, so the
+    # kernel is verified and its check left to a GPU; the reordered grid's result is checked in the pool test)
+    path = problem("F.layer_norm(x, (64,))", inputs="[torch.randn(270000, 64)]", name="rows")
     result = solve(path, out=tmp_path / "rows.py", judge=False)
     (report,) = result.kernels
-    assert report.verdict == "verified" and report.interpreter_ok, report
+    assert report.verdict == "verified" and report.skipped, report
     assert "with T.grid(T.cdiv(R, BR), A" in Path(result.solution).read_text()
