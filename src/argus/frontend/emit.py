@@ -127,6 +127,28 @@ def _problem_model(init_inputs):
 '''
 
 
+def _with_defaults(text: str, name: str, params: Mapping[str, Any]) -> str:
+    """`text` (a template kernel's source) with the defaults of kernel `name`'s trace-time parameters set to
+    `params` (tuned or refit policies): what a solution launches is then the kernel as declared, the program the
+    judge's gate verifies (it traces every kernel with its defaults). A parameter whose default line is not found
+    is left as it is (its launches still pass it)."""
+    if not params:
+        return text
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"def {name}(")), None)
+    if start is None:
+        return text
+    for i in range(start + 1, len(lines)):
+        line = lines[i]
+        if line.startswith("):"):
+            break
+        head, sep, _ = line.partition(" = ")
+        key = head.strip().split(":")[0]
+        if sep and key in params and line.rstrip().endswith(","):
+            lines[i] = f"{head}{sep}{params[key]!r},"
+    return "\n".join(lines)
+
+
 def emit(
     partition: Partition,
     kernels: dict[str, KernelSource],
@@ -179,7 +201,8 @@ def emit(
         lines.append(STATE.rstrip("\n"))
     for g in partition.groups:
         src = kernels[g.kernel]
-        lines += ["", "", src.reference.rstrip("\n"), "", "", src.kernel.rstrip("\n")]
+        text = _with_defaults(src.kernel, g.kernel, tuned_params.get(g.kernel, {}))
+        lines += ["", "", src.reference.rstrip("\n"), "", "", text.rstrip("\n")]
     for request, kernel in written.values():
         lines += ["", "", f"# {request.name}: written for {request.op} (no template covers it); gated before it was "
                   "placed here", embedded(request.name, kernel).rstrip("\n")]  # fmt: skip
