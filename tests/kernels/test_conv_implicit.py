@@ -21,6 +21,7 @@ from argus.kernels.conv import (
     implicit_refusal,
     is_pointwise,
     run_on_interpreter,
+    writes_nchw,
 )
 from argus.kernels.conv_implicit import conv_implicit_gemm
 from argus.lang.errors import DSLError
@@ -174,8 +175,11 @@ VERIFIED = {
 @pytest.mark.parametrize("name", list(VERIFIED))
 def test_planned_configurations_verify(name: str) -> None:
     conv = VERIFIED[name]
-    *splits, kernel = conv_plan(conv).kernels()
-    assert len(splits) == (2 if conv.dtype == "f32" else 0)
+    found = conv_plan(conv).kernels()
+    splits, kernel = found[: 2 if conv.dtype == "f32" else 0], found[2 if conv.dtype == "f32" else 0]
+    # both layouts a call may take are listed (and verified by argus solve): NCHW where the plan writes it, then NHWC
+    nchw = writes_nchw(conv, conv_plan(conv).implicit)
+    assert len(found) == len(splits) + (2 if nchw else 1)
     for split in splits:
         assert not verify(split).findings
     result = verify(kernel)

@@ -656,7 +656,8 @@ class ConvPlan:
     def kernels(self) -> list[Any]:
         """The traced kernels a call launches, in order: for a transposed convolution the weight's permutation and
         (with a stride or output padding) the upsampling, the gather, the GEMM plan's (splits for f32, the GEMM, a
-        split-K reduction), the output pass; or the implicit kernel, or the depthwise kernel, alone."""
+        split-K reduction), the output pass; or the implicit kernel (both of its forms where a call's layout picks
+        one: the NCHW epilogue and the channels-last one), or the depthwise kernel, alone."""
         if self.depthwise is not None:
             return [_traced("depthwise", _key(depthwise_params(self.conv, self.depthwise)))]
         if self.implicit is not None:
@@ -665,8 +666,9 @@ class ConvPlan:
             if conv.dtype == "f32":  # the split planes of the input and of the weight first
                 for rows, name in split_rows(conv):
                     found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
-            nchw = writes_nchw(conv, self.implicit)  # what a call on PyTorch's default (NCHW) tensors launches
-            return [*found, _traced("implicit", _key(implicit_params(conv, self.implicit, nchw=nchw)))]
+            # what a call on PyTorch's default (NCHW) tensors launches, then what a channels-last call does
+            layouts = (True, False) if writes_nchw(conv, self.implicit) else (False,)
+            return [*found, *(_traced("implicit", _key(implicit_params(conv, self.implicit, nchw=v))) for v in layouts)]
         if self.pointwise:  # both products: a call runs the one its tensors' layout takes
             found = LibraryGemm("gemm", self.gemm).kernels()
             if self.nchw_gemm is not None:
