@@ -74,6 +74,7 @@ from argus.kernels.conv_kernels import (
     conv_output_bias,
     conv_transpose_weight,
     conv_upsample,
+    depthwise_span,
     im2col,
 )
 from argus.kernels.gemm import split_bf16x3
@@ -96,6 +97,12 @@ class ConvError(ValueError):
 def _triple(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
     full = (fill,) * (3 - len(values)) + tuple(values)
     return full[0], full[1], full[2]
+
+
+def window_params(kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> dict[str, int]:
+    """A window's trace parameters as the convolution kernels name them: KD, KH, KW, SD, ..., LW (each (d, h, w))."""
+    parts = (("K", kernel), ("S", stride), ("P", padding), ("L", dilation))
+    return {f"{prefix}{axis}": v for prefix, values in parts for axis, v in zip("DHW", values, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -282,10 +289,7 @@ class Conv:
             params["FLIP"] = True
         if self.gather_padding_end != self.gather_padding:
             params.update({f"P{axis}E": e for axis, e in zip("DHW", self.gather_padding_end, strict=True)})
-        parts = (("K", self.kernel), ("S", self.gather_stride), ("P", self.gather_padding), ("L", self.dilation))
-        for prefix, values in parts:
-            params.update({f"{prefix}{axis}": v for axis, v in zip("DHW", values, strict=True)})
-        return params
+        return params | window_params(self.kernel, self.gather_stride, self.gather_padding, self.dilation)
 
     def upsample_params(self) -> dict[str, Any]:
         """`conv_upsample`'s trace parameters: the strides, and an input tile (QH, QW) of 128 elements: a row of
@@ -535,16 +539,9 @@ def depthwise_cost(conv: Conv, config: DepthwiseConfig) -> float:
 def depthwise_span_bytes(conv: Conv, config: DepthwiseConfig) -> int:
     """Shared memory of the direct kernel's staged span: CB channels of (depth, rows, columns), as `conv_depthwise`
     lays it out."""
-    kd, kh, kw = conv.kernel
-    sd, sh, sw = conv.stride
-    ld, lh, lw = conv.dilation
-    vector = 16 // ITEMSIZE[conv.dtype]
-    align = -(-conv.padding[2] // vector) * vector  # the span starts at a whole vector (`conv_depthwise`'s ALIGN)
-    qh = config.BH + (kh - 1) * lh // sh
-    qw = config.BW + ((kw - 1) * lw + align - conv.padding[2]) // sw
-    run = 32 // math.gcd(32, sw)
-    qw = -(-qw // run) * run
-    return config.CB * ((kd - 1) * ld + 1) * sh * qh * sw * qw * ITEMSIZE[conv.dtype]
+    (kd, kh, kw), (_, sh, sw), (ld, lh, lw) = conv.kernel, conv.stride, conv.dilation
+    depth, qh, qw, _ = depthwise_span(kd, kh, kw, sh, sw, ld, lh, lw, conv.padding[2], config.BH, config.BW, conv.dtype)
+    return config.CB * depth * sh * qh * sw * qw * ITEMSIZE[conv.dtype]
 
 
 def depthwise_refusal(conv: Conv) -> str | None:
@@ -573,10 +570,7 @@ def depthwise_params(conv: Conv, config: DepthwiseConfig) -> dict[str, Any]:
         "MULT": conv.filters // conv.channels, "CB": config.CB, "BH": config.BH, "BW": config.BW,
         "BIAS": conv.bias, "DT": conv.dtype,
     }  # fmt: skip
-    parts = (("K", conv.kernel), ("S", conv.stride), ("P", conv.padding), ("L", conv.dilation))
-    for prefix, values in parts:
-        params.update({f"{prefix}{axis}": v for axis, v in zip("DHW", values, strict=True)})
-    return params
+    return params | window_params(conv.kernel, conv.stride, conv.padding, conv.dilation)
 
 
 def check_shared(conv: Conv) -> None:
@@ -1031,7 +1025,7 @@ def run_depthwise_on_gpu(conv: Conv, config: DepthwiseConfig, x: Any, w: Any, bi
     if conv.bias:
         b = bias.contiguous().view(shapes["B"])
     else:
-        b = _staged(("bias", out.dtype, str(x.device)), lambda: torch.zeros(1, dtype=out.dtype, device=x.device))
+        b = _zero_bias(out)
     y = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     kernel = _loaded("depthwise", _key(depthwise_params(conv, config)))
     kernel(x.contiguous().view(shapes["X"]), w.contiguous().view(shapes["WT"]), b, y.view(shapes["OUT"]))
@@ -1065,17 +1059,7 @@ def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool =
 
     if per_image and x.is_contiguous() and out.is_contiguous():
         n, c, f, p = conv.batch, conv.channels, conv.filters, conv.positions
-        wkey = (
-            "per-image weight",
-            w.data_ptr(),
-            w._version,
-            tuple(w.shape),
-            tuple(w.stride()),
-            w.dtype,
-            str(w.device),
-            n,
-        )
-        a = _staged(wkey, lambda: w.reshape(1, f, c).expand(n, f, c).contiguous(), source=w)
+        a = _staged(_weight_key("per-image weight", w, n), lambda: w.reshape(1, f, c).expand(n, f, c).contiguous(), w)
         y, launches = prepare(a, x.view(n, c, p), out=out.view(n, f, p))
         for launch in launches:
             launch.launch()
@@ -1102,6 +1086,19 @@ _STAGED: dict[tuple, tuple[Any, Any]] = {}
 _STAGED_MAX = 32
 
 
+def _weight_key(kind: str, w: Any, *extra: Any) -> tuple:
+    """A staged form of weight `w`: its memory, version (a weight changed in place is staged again) and layout, and
+    what else the form depends on."""
+    return (kind, w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype, str(w.device), *extra)
+
+
+def _zero_bias(out: Any) -> Any:
+    """The one-element bias placeholder a kernel without a bias is given (the same tensor every call)."""
+    import torch
+
+    return _staged(("bias", out.dtype, str(out.device)), lambda: torch.zeros(1, dtype=out.dtype, device=out.device))
+
+
 def _staged(key: tuple, make: Any, source: Any = None) -> Any:
     if key not in _STAGED:
         if len(_STAGED) >= _STAGED_MAX:
@@ -1116,7 +1113,6 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
     in memory), else copied to NHWC first; the kernel writes `out` in place where it is contiguous (channels first:
     the kernel's NCHW epilogue) or channels last, else a fresh NHWC tensor that is copied into `out` after. f32: the
     input's and the weight's split planes are written first (`split_bf16x3`)."""
-    import torch
 
     xs, ws, _ = _implicit_shapes(conv)
     c, f = conv.channels, conv.filters
@@ -1129,17 +1125,14 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
         wl = w.reshape(f, c, -1).permute(0, 2, 1).contiguous()
         return _split_on_gpu(wl.view(-1, c), c, "B", implicit_channels(conv)).view(ws) if conv.dtype == "f32" else wl
 
-    wkey = (  # the staged form depends on the padded channels too (f32's split planes: 8 or, with a stride, 64)
-        "weight", w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype, str(w.device),
-        implicit_channels(conv),
-    )  # fmt: skip
-    wv = _staged(wkey, weight, source=w).view(ws)
+    # the staged form depends on the padded channels too (f32's split planes: 8 or, with a stride, 64)
+    wv = _staged(_weight_key("weight", w, implicit_channels(conv)), weight, source=w).view(ws)
     if conv.dtype == "f32":
         xv = _split_on_gpu(xv.reshape(-1, c), c, "A", implicit_channels(conv))
     if conv.bias:
         b = bias.contiguous()
     else:
-        b = _staged(("bias", out.dtype, str(x.device)), lambda: torch.zeros(1, dtype=out.dtype, device=x.device))
+        b = _zero_bias(out)
     _loaded("implicit", _key(implicit_params(conv, config, nchw=nchw)))(xv.reshape(xs), wv, b, y)
     if not in_place:
         out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))

@@ -216,6 +216,20 @@ def conv_upsample(
             T.barrier()  # every thread has read s before the next plane overwrites its phase (0, 0, 0)
 
 
+def depthwise_span(
+    KD: int, KH: int, KW: int, SH: int, SW: int, LD: int, LH: int, LW: int, PW: int, BH: int, BW: int, DT: str
+) -> tuple[int, int, int, int]:  # noqa: N803 - the kernel's parameter names
+    """(input planes, row phases QH, column phases QW, ALIGN) of the span `conv_depthwise` stages for a (BH, BW)
+    tile of outputs: SH * QH rows and SW * QW columns per plane. The span starts ALIGN - PW columns before the
+    padding's start, so that its first column is a whole 16-byte vector of the row (a staging copy of aligned rows
+    then moves vectors, not single elements); QW is rounded up so that a row is whole 32-element runs (`im2col`)."""
+    vector = 16 // ITEMSIZE[DT]
+    align = -(-PW // vector) * vector
+    run = 32 // math.gcd(32, SW)
+    qw = BW + ((KW - 1) * LW + align - PW) // SW
+    return (KD - 1) * LD + 1, BH + (KH - 1) * LH // SH, -(-qw // run) * run, align
+
+
 def _depthwise_bias_shape(BIAS: bool, CB: int, MULT: int) -> tuple[Any, ...]:  # noqa: N803 - the parameters
     """The depthwise kernel's bias: one value per output channel as (CG, CB, MULT), or a one-element placeholder."""
     return ("CG", CB, MULT) if BIAS else (1,)
@@ -267,12 +281,7 @@ def conv_depthwise(
             )
         )
     )
-    depth = (KD - 1) * LD + 1  # input planes one output depth's windows read
-    # the span starts ALIGN - PW columns before the padding's start, so that its first column is a whole 16-byte
-    # vector of the row (a staging copy of aligned rows then moves vectors, not single elements)
-    ALIGN = -(-PW // (16 // ITEMSIZE[DT])) * (16 // ITEMSIZE[DT])
-    QH, QW = BH + (KH - 1) * LH // SH, BW + ((KW - 1) * LW + ALIGN - PW) // SW
-    QW = -(-QW // (32 // math.gcd(32, SW))) * (32 // math.gcd(32, SW))  # whole 32-element runs per row (`im2col`)
+    depth, QH, QW, ALIGN = depthwise_span(KD, KH, KW, SH, SW, LD, LH, LW, PW, BH, BW, DT)
     ROWS, COLUMNS = SH * QH, SW * QW
     CHUNK = max(1, THREADS * COPY_ELEMENTS // (CB * COLUMNS))  # span rows per staging copy
     # the span (CB, depth * ROWS, COLUMNS) in natural coordinates, stored with the (plane, row) pair first, rows

@@ -15,7 +15,7 @@ from argus.ir.nodes import Buffer, Space, TileRef
 from argus.ir.printer import format_ref
 from argus.ir.types import DType
 from argus.lang.errors import DSLError
-from argus.layout import ComposedLayout, Layout, size
+from argus.layout import ComposedLayout, Layout, mode_sizes, size
 
 # --- annotations --------------------------------------------------------------------------------------
 
@@ -246,11 +246,6 @@ def simplify_origin(origin: tuple) -> tuple:
     return tuple(o.value if isinstance(o, Const) and isinstance(o.value, int) else o for o in origin)
 
 
-def _flat_shape(layout: Any) -> tuple:
-    shape = layout.shape
-    return shape if isinstance(shape, tuple) else (shape,)
-
-
 def _elements(shape: tuple[int, ...]) -> int:
     n = 1
     for s in shape:
@@ -267,7 +262,7 @@ class Shared(Tile):
         mode): the buffer's own shape, or, of a whole buffer, any shape of as many elements (a (R, C, W) buffer
         seen as (C, R, W), so that a stage index `view[s]` picks what was its second dimension)."""
         r = self.ref
-        modes = tuple(size(m) for m in _flat_shape(layout))
+        modes = mode_sizes(layout)
         if size(layout) != _elements(self.shape):
             raise DSLError("DSL_VIEW_LAYOUT", f"view layout {layout} does not cover the buffer's shape {self.shape}")
         if modes == tuple(r.extent):

@@ -144,6 +144,13 @@ def size(x: Any) -> int:
     return product(x)
 
 
+def mode_sizes(layout: Any) -> tuple[int, ...]:
+    """The number of coordinates of each top-level mode: the shape a layout gives a view, ``(4, 8, 64)`` for
+    ``((4, 1, 1), 8, (32, 2))`` (a layout of one mode: a one-tuple)."""
+    shape = layout.shape
+    return tuple(int(product(m)) for m in (shape if is_tuple(shape) else (shape,)))
+
+
 def cosize(layout: Any) -> int:
     """Size of the codomain: ``L(size(L) - 1) + 1``, i.e. one past the largest offset for
     non-negative strides."""

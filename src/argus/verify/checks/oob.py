@@ -19,6 +19,7 @@ from typing import Any
 import z3
 
 from argus.ir.nodes import Reduce, Space
+from argus.layout import mode_sizes
 from argus.verify import padding, smt
 from argus.verify.context import Context
 from argus.verify.model import Query, decompose, tag_value
@@ -145,7 +146,7 @@ def check_shared_views(ctx: Context) -> list[Finding]:
         kept_dims = [d for d in range(len(ref.extent)) if d not in ref.dropped]
         if ref.perm is not None:
             kept_dims = [kept_dims[i] for i in ref.perm]
-        modes = _view_shape(ref.layout)  # the view's own shape (a view may reshape its buffer)
+        modes = mode_sizes(ref.layout)  # the view's own shape (a view may reshape its buffer)
         stages = [range(modes[d]) if not isinstance(ref.origin[d], int) else [ref.origin[d]] for d in ref.dropped]
         found = None
         for stage in np.ndindex(*[len(s) for s in stages]) if stages else [()]:
@@ -195,11 +196,3 @@ def _first_per_site(findings: list[Finding]) -> list[Finding]:
             seen.add(key)
             out.append(f)
     return out
-
-
-def _view_shape(layout: Any) -> tuple[int, ...]:
-    """The extent of each top-level mode of a shared view's layout: the view's shape."""
-    from argus.layout import size
-
-    shape = layout.shape
-    return tuple(int(size(m)) for m in (shape if isinstance(shape, tuple) else (shape,)))
