@@ -340,3 +340,33 @@ def test_time_interleaved_cuda_probes_each_contender_and_keeps_events_when_captu
     with pytest.raises(ContenderError) as info:
         time_interleaved_cuda({"big": big, "broken": Contender(broken)}, clock=gpu, rounds=3, graph=None)  # type: ignore[arg-type]
     assert info.value.name == "broken"
+
+
+def test_a_remote_contender_s_wall_clock_does_not_share_the_device_with_this_process_s_queued_work() -> None:
+    # the judge's warm-up calls of its baselines are not synchronized; a candidate timed in its sandbox process shares
+    # the device with whatever of them is still queued. Its wall clock must start on an idle device, else an honest
+    # candidate faster than its baseline reads as FLAG_UNSYNCED_WORK (level 2's 1, 4, 17, 61, 72 ... in session 22)
+    gpu = SimulatedGPU()
+
+    def remote_rep(r: int) -> float:
+        gpu.sync()  # the sandbox's repetition synchronizes its own process; the judge waits on it
+        return 2.0
+
+    def remote_wall(n: int) -> float:
+        queued = max(0.0, gpu.stream - gpu.host)  # this process's work the device still has to run
+        gpu.sync()
+        return 2.0 + queued / n
+
+    result = measure_interleaved(
+        {
+            "candidate": Contender(lambda: None, timed=remote_rep, wall=remote_wall),
+            "eager": Contender(lambda: gpu.run(9.0)),
+        },
+        gpu,
+        rounds=6,
+        warmup=4,
+        reference="eager",
+    )
+    candidate = result.timings["candidate"]
+    assert candidate.median_ms == pytest.approx(2.0) and candidate.wall_ms == pytest.approx(2.0)
+    assert suspicion_flags(candidate.to_json()) == []

@@ -376,13 +376,16 @@ def measure_interleaved(
     walls: dict[str, float] = {}
     for name in names:
         wall = contenders[name].wall
+        # this process's queued work (the warm-up calls above are not synchronized) finishes first: a contender timed
+        # in another process shares the device with it, and its wall clock took up to 2x its event time until this
+        # sync (every solution faster than eager was flagged FLAG_UNSYNCED_WORK; benchmarks/results/2026-11-29-unsynced/)
+        clock.sync()
         if contenders[name].timed is not None:
             try:
                 walls[name] = float(wall(n_wall)) if wall is not None else float("nan")
             except Exception as e:  # noqa: BLE001
                 raise ContenderError(name, e) from e
             continue
-        clock.sync()
         t0 = clock.now()
         for _ in range(n_wall):
             call(name)
