@@ -378,7 +378,7 @@ def measure_interleaved(
         wall = contenders[name].wall
         # this process's queued work (the warm-up calls above are not synchronized) finishes first: a contender timed
         # in another process shares the device with it, and its wall clock took up to 2x its event time until this
-        # sync (every solution faster than eager was flagged FLAG_UNSYNCED_WORK; benchmarks/results/2026-11-29-unsynced/)
+        # sync (solutions faster than eager were flagged FLAG_UNSYNCED_WORK: benchmarks/results/2026-11-29-unsynced/)
         clock.sync()
         if contenders[name].timed is not None:
             try:

@@ -60,6 +60,7 @@ are not a convolution's. Padding modes other than zeros reach argus as explicit 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -129,6 +130,11 @@ class Conv:
     #: a transposed convolution's extra output extent at the end of each dimension, (d, h, w): each below its
     #: dimension's stride or dilation (as PyTorch requires)
     output_padding: tuple[int, int, int] = (0, 0, 0)
+    #: a forward convolution's padding at the end of each dimension, (d, h, w) (None: `padding`); may be negative
+    #: (the last input elements are never read). The stride-phase convolutions of a transposed one
+    #: (`transposed_phases`) have it, and only they: with it, `padding` may be negative too (the first input
+    #: elements are never read), which only the implicit kernel takes.
+    padding_end: tuple[int, int, int] | None = None
     out: tuple[int, int, int] = field(init=False, default=(0, 0, 0))
 
     def __post_init__(self) -> None:
@@ -137,7 +143,7 @@ class Conv:
         if self.rank not in (1, 2, 3):
             raise ConvError("CONV_RANK", f"a {self.rank}-d convolution: 1-d, 2-d and 3-d are built")
         ints = (self.batch, self.channels, self.filters, self.groups, *self.size, *self.kernel, *self.stride)
-        if min(ints) < 1 or min(self.dilation) < 1 or min(self.padding) < 0:
+        if min(ints) < 1 or min(self.dilation) < 1 or (min(self.padding) < 0 and self.padding_end is None):
             raise ConvError("CONV_SHAPE", f"extents, strides and dilations must be positive, padding >= 0: {self}")
         if self.channels % self.groups or self.filters % self.groups:
             raise ConvError(
@@ -148,13 +154,17 @@ class Conv:
             raise ConvError(
                 "CONV_SHAPE", f"output padding {self.output_padding}: three extents >= 0, for a transposed convolution"
             )
+        if self.padding_end is not None and (self.transposed or len(tuple(self.padding_end)) != 3):
+            raise ConvError(
+                "CONV_SHAPE", f"padding at the end {self.padding_end}: three extents, for a forward convolution"
+            )
         if any(op >= max(s, d) for op, s, d in zip(ops, self.stride, self.dilation, strict=True)):
             raise ConvError(
                 "CONV_SHAPE",
                 f"output padding {self.output_padding} with stride {self.stride} and dilation {self.dilation}: each "
                 "must be smaller than its dimension's stride or dilation",
             )
-        if min(self.gather_padding) < 0:
+        if self.transposed and min(self.gather_padding) < 0:
             raise ConvError(
                 "CONV_TRANSPOSED_PADDING",
                 f"a transposed convolution with padding {self.padding} larger than its window's reach, dilation * "
@@ -215,6 +225,8 @@ class Conv:
         """The gather's padding at the end of each dimension: `gather_padding`, less (for an upsampled transposed
         convolution) the zeros `conv_upsample` writes past (n - 1) * stride + 1 + output_padding (possibly negative:
         those last elements are never read)."""
+        if self.padding_end is not None:
+            return (self.padding_end[0], self.padding_end[1], self.padding_end[2])
         if not self.upsampled:
             return self.gather_padding
         e = tuple(
@@ -393,7 +405,13 @@ def is_pointwise(conv: Conv) -> bool:
     (N * H * W, C) by the weight (F, C): the GEMM library runs it (measured faster than the implicit kernel on such
     shapes, `benchmarks/results/2026-11-29-conv-implicit/`). With a bias the implicit kernel, which adds it in its
     epilogue, runs it."""
-    return conv.kernel == (1, 1, 1) and conv.stride == (1, 1, 1) and conv.padding == (0, 0, 0) and not conv.bias
+    return (
+        conv.kernel == (1, 1, 1)
+        and conv.stride == (1, 1, 1)
+        and conv.padding == (0, 0, 0)
+        and conv.padding_end is None
+        and not conv.bias
+    )
 
 
 #: A pointwise convolution on NCHW tensors runs a product per image where each image has this many positions or
@@ -469,7 +487,9 @@ def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[s
     _, sh, sw = conv.stride
     _, ph, pw = conv.padding
     _, lh, lw = conv.dilation
-    return {
+    _, eh, ew = conv.gather_padding_end
+    ends = {"PHE": eh, "PWE": ew} if conv.padding_end is not None else {}
+    return ends | {
         "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
         "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": IMPLICIT_BK, "STAGES": config.STAGES,
         "CONSUMERS": config.CONSUMERS, "BLOCKS_PER_SM": config.blocks_per_sm, "BLOCKS": config.BLOCKS,
@@ -477,6 +497,97 @@ def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[s
         "IN": "bf16" if conv.dtype == "f32" else conv.dtype, "OUT": conv.dtype,
         "TERMS": 3 if conv.dtype == "f32" else 1, "NCHW": nchw,
     }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TransposedPhase:
+    """One output phase of a transposed convolution (`transposed_phases`): the outputs at (od * SD + RD, oh * SH + RH,
+    ow * SW + RW), `offset` = (RD, RH, RW), of extents `out`, are the forward convolution `conv` (stride 1) of the
+    input with the transposed weight's offsets `taps` (per dimension, in the order the phase's window reads them:
+    its input offsets rising), or the bias alone (zero without one) where no offset of the window reaches them
+    (`conv` None). `config`: the phase's tile on the implicit kernel."""
+
+    offset: tuple[int, int, int]
+    taps: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    conv: Conv | None
+    out: tuple[int, int, int]
+    config: ImplicitConfig | None = None
+
+
+def _dimension_phase(
+    n: int, out: int, k: int, s: int, p: int, d: int, r: int
+) -> tuple[tuple[int, ...], int, int, int, int]:
+    """One dimension of a transposed convolution's output phase r (extent n in, `out` out, window k, stride s,
+    padding p, dilation d): (the window offsets that reach it, in the order of their input offsets, rising; the
+    forward convolution's padding at the start and at the end; its dilation; the phase's extent). Output o = q * s +
+    r reads input (o + p - t * d) / s for each window offset t where that is whole: input q + (r + p - t * d) / s,
+    offsets t = t0, t0 - s / g, ... (g = gcd(s, d)) at input offsets rising by d / g."""
+    extent = -(-(out - r) // s)
+    taps = tuple(sorted((t for t in range(k) if (r + p - t * d) % s == 0), reverse=True))
+    if not taps:
+        return (), 0, 0, 1, extent
+    start = -((r + p - taps[0] * d) // s)
+    step = d // math.gcd(s, d) if len(taps) > 1 else 1
+    return taps, start, extent - n - start + step * (len(taps) - 1), step, extent
+
+
+def transposed_phases(conv: Conv) -> tuple[TransposedPhase, ...]:
+    """The stride-phase decomposition of transposed convolution `conv` (without groups): one forward convolution of
+    stride 1 per output phase (offset in [0, stride) per dimension), each with only the window offsets that reach
+    its outputs, on the input as it is: stride^rank times less work than the upsampled input's convolution, and no
+    zeros multiplied. A stride of 1 is one phase: the window flipped, padding dilation * (kernel - 1) - padding (and
+    the output padding at the end). A phase's padding may be negative at either end (its first or last input
+    elements are never read)."""
+    if not conv.transposed or conv.groups != 1:
+        raise ConvError("CONV_PHASES", f"the stride phases of a transposed convolution without groups, not {conv}")
+    per_axis = []
+    for axis in range(3):
+        n, out, k = conv.size[axis], conv.out[axis], conv.kernel[axis]
+        s, p, d = conv.stride[axis], conv.padding[axis], conv.dilation[axis]
+        per_axis.append([(r, _dimension_phase(n, out, k, s, p, d, r)) for r in range(min(s, out))])
+    phases = []
+    for (rd, dd), (rh, dh), (rw, dw) in itertools.product(*per_axis):
+        taps = (dd[0], dh[0], dw[0])
+        extents = (dd[4], dh[4], dw[4])
+        if not all(taps):
+            phases.append(TransposedPhase((rd, rh, rw), taps, None, extents))
+            continue
+        start, end, step = (dd[1], dh[1], dw[1]), (dd[2], dh[2], dw[2]), (dd[3], dh[3], dw[3])
+        forward = Conv(
+            conv.rank, conv.batch, conv.channels, conv.filters, 1, conv.size,
+            (len(dd[0]), len(dh[0]), len(dw[0])), (1, 1, 1), start, step, conv.bias, conv.dtype, padding_end=end,
+        )  # fmt: skip
+        if forward.out != extents:  # the arithmetic above, checked where it is cheap
+            raise ConvError("CONV_PHASES", f"phase {(rd, rh, rw)} of {conv}: {forward.out} outputs, not {extents}")
+        phases.append(TransposedPhase((rd, rh, rw), taps, forward, extents))
+    return tuple(phases)
+
+
+def transposed_refusal(conv: Conv) -> str | None:
+    """Why transposed convolution `conv` does not run as stride phases on the implicit kernel (None: it does)."""
+    if not conv.transposed:
+        return "not a transposed convolution"
+    if conv.groups != 1:
+        return f"{conv.groups} groups"
+    try:
+        phases = transposed_phases(conv)
+    except ConvError as e:
+        return e.reason
+    for phase in phases:
+        why = implicit_refusal(phase.conv) if phase.conv is not None else None
+        if why is not None:
+            return f"phase {phase.offset}: {why}"
+    return None
+
+
+def _phased(conv: Conv) -> tuple[TransposedPhase, ...]:
+    """`transposed_phases` with each phase's implicit tile, one block per tile: the persistent form's contraction-once
+    proof with the phases' end padding did not complete within the verifier's budget (a 2x1 phase: `unknown` after
+    19 s, one block per tile verified in 2 s), as for strided convolutions (`implicit_config`)."""
+    return tuple(
+        replace(phase, config=replace(implicit_config(phase.conv), BLOCKS=0)) if phase.conv is not None else phase
+        for phase in transposed_phases(conv)
+    )
 
 
 #: The most window offsets the direct depthwise kernel takes: it holds one weight per offset (and channel of its
@@ -551,6 +662,8 @@ def depthwise_refusal(conv: Conv) -> str | None:
     `DEPTHWISE_MAX_TAPS` offsets and whose staged span fits in shared memory."""
     if conv.transposed:
         return "a transposed convolution"
+    if conv.padding_end is not None:
+        return "a stride phase of a transposed convolution (padding given at both ends)"
     if conv.channels != conv.groups:
         return f"{conv.channels // conv.groups} input channels per group (the direct kernel takes one)"
     if conv.window > DEPTHWISE_MAX_TAPS:
@@ -626,6 +739,8 @@ class ConvPlan:
     nchw_gemm: GemmProblem | None = None
     #: a depthwise convolution on the direct kernel (`conv_depthwise`): its tile; one launch, NCHW, no GEMM
     depthwise: DepthwiseConfig | None = None
+    #: a transposed convolution as stride phases on the implicit kernel (`transposed_phases`, each with its tile)
+    phases: tuple[TransposedPhase, ...] | None = None
 
     @property
     def gemm_plan(self) -> Any:
@@ -639,6 +754,13 @@ class ConvPlan:
         """Which path the plan takes, in words (a generated solution's comment, a benchmark's row)."""
         if self.depthwise is not None:
             return f"the direct depthwise kernel ({self.depthwise.label()})"
+        if self.phases is not None:
+            run = [p for p in self.phases if p.conv is not None]
+            tiles = sorted({p.config.label() for p in run if p.config is not None})
+            what = "the flipped window" if len(self.phases) == 1 else f"{len(self.phases)} stride phases"
+            return f"the implicit-GEMM kernel on {what} ({', '.join(tiles)})" + (
+                f", {len(self.phases) - len(run)} phase(s) the bias alone" if len(run) < len(self.phases) else ""
+            )
         if self.implicit is not None:
             return f"the implicit-GEMM kernel ({self.implicit.label()})"
         if self.pointwise:
@@ -654,15 +776,19 @@ class ConvPlan:
         one: the NCHW epilogue and the channels-last one), or the depthwise kernel, alone."""
         if self.depthwise is not None:
             return [_traced("depthwise", _key(depthwise_params(self.conv, self.depthwise)))]
-        if self.implicit is not None:
-            conv = self.conv
+        if self.phases is not None:
             found = []
-            if conv.dtype == "f32":  # the split planes of the input and of the weight first
-                for rows, name in split_rows(conv):
-                    found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
-            # what a call on PyTorch's default (NCHW) tensors launches, then what a channels-last call does
-            layouts = (True, False) if writes_nchw(conv, self.implicit) else (False,)
-            return [*found, *(_traced("implicit", _key(implicit_params(conv, self.implicit, nchw=v))) for v in layouts)]
+            for phase in self.phases:
+                if phase.conv is None or phase.config is None:
+                    continue
+                # several phases: each writes a fresh NCHW tensor (one layout); one phase writes the call's output
+                layouts = None if len(self.phases) == 1 else (writes_nchw(phase.conv, phase.config),)
+                for k in _implicit_kernels(phase.conv, phase.config, layouts):
+                    if all(k is not j for j in found):
+                        found.append(k)
+            return found
+        if self.implicit is not None:
+            return _implicit_kernels(self.conv, self.implicit)
         if self.pointwise:  # both products: a call runs the one its tensors' layout takes
             found = LibraryGemm("gemm", self.gemm).kernels()
             if self.nchw_gemm is not None:
@@ -677,6 +803,19 @@ class ConvPlan:
         return found
 
 
+def _implicit_kernels(conv: Conv, config: ImplicitConfig, layouts: tuple[bool, ...] | None = None) -> list[Any]:
+    """The traced kernels an implicit-kernel call of `conv` launches: for f32 the splits of the input and of the
+    weight, then the implicit kernel in each of `layouts` (NCHW or not; default: what a call on PyTorch's default
+    (NCHW) tensors launches, then what a channels-last call does)."""
+    found = []
+    if conv.dtype == "f32":  # the split planes of the input and of the weight first
+        for rows, name in split_rows(conv):
+            found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
+    if layouts is None:
+        layouts = (True, False) if writes_nchw(conv, config) else (False,)
+    return [*found, *(_traced("implicit", _key(implicit_params(conv, config, nchw=v))) for v in layouts)]
+
+
 def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
 
@@ -689,6 +828,8 @@ def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> C
     (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
     if implicit and depthwise_refusal(conv) is None:
         return ConvPlan(conv, conv.batch, None, per_group=False, depthwise=depthwise_config(conv))
+    if implicit and conv.transposed and transposed_refusal(conv) is None:
+        return ConvPlan(conv, conv.batch, None, per_group=False, phases=_phased(conv))
     if implicit and implicit_refusal(conv) is None:
         if is_pointwise(conv):
             m = conv.batch * conv.positions
@@ -704,6 +845,12 @@ def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> C
                     per_image = None
             return ConvPlan(conv, conv.batch, gemm, per_group=False, pointwise=True, nchw_gemm=per_image)
         return ConvPlan(conv, conv.batch, None, per_group=False, implicit=implicit_config(conv))
+    if conv.padding_end is not None:
+        raise ConvError(
+            "CONV_PHASE_GATHER",
+            f"{conv} is a stride phase of a transposed convolution (padding given at both ends), which only the "
+            f"implicit kernel takes, and it does not: {implicit_refusal(conv) if implicit else 'it was not asked for'}",
+        )
     check_shared(conv)
     images = conv.chunk(budget)
     g = conv.groups
@@ -807,6 +954,9 @@ class LibraryConv:
         if the_plan.depthwise is not None:
             run_depthwise_on_gpu(conv, the_plan.depthwise, x, w, bias, out)
             return
+        if the_plan.phases is not None:
+            run_transposed_on_gpu(conv, the_plan.phases, x, w, bias, out)
+            return
         if the_plan.implicit is not None:
             run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out)
             return
@@ -879,6 +1029,8 @@ def run_on_interpreter(
     the_plan = conv_plan(conv, budget, implicit)
     if the_plan.depthwise is not None:
         return _depthwise_on_interpreter(conv, the_plan.depthwise, x, w, bias)
+    if the_plan.phases is not None:
+        return _transposed_on_interpreter(conv, the_plan.phases, x, w, bias)
     if the_plan.implicit is not None:
         return _implicit_on_interpreter(conv, the_plan.implicit, x, w, bias)
     if the_plan.pointwise:
@@ -987,6 +1139,24 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
     return arrays["Y"].reshape(n, f, -1) if nchw else arrays["Y"].reshape(n, -1, f).transpose(0, 2, 1)
 
 
+def _transposed_on_interpreter(conv: Conv, phases: tuple[TransposedPhase, ...], x: Any, w: Any, bias: Any) -> Any:
+    """`run_on_interpreter` through the stride phases (`run_transposed_on_gpu`): each phase on the implicit kernel,
+    its outputs placed at their interleaved positions; the output (N, F, positions) in float64."""
+    import numpy as np
+
+    n, f = conv.batch, conv.filters
+    out = np.full((n, f, *conv.out), np.nan)
+    weight = np.asarray(w, dtype=np.float64)
+    for phase in phases:
+        at = (slice(None), slice(None), *(slice(r, None, s) for r, s in zip(phase.offset, conv.stride, strict=True)))
+        if phase.conv is None or phase.config is None:
+            out[at] = np.asarray(bias, dtype=np.float64).reshape(1, f, 1, 1, 1) if conv.bias else 0.0
+            continue
+        y = _implicit_on_interpreter(phase.conv, phase.config, x, phase_weight(weight, phase), bias)
+        out[at] = y.reshape(n, f, *phase.out)
+    return out.reshape(n, f, -1)
+
+
 def _depthwise_shapes(conv: Conv, config: DepthwiseConfig) -> dict[str, tuple[int, ...]]:
     """`conv_depthwise`'s views of the NCHW tensors: X (N, C/CB, CB, D, H, W), WT (C/CB, CB, MULT, window), B
     (C/CB, CB, MULT) or the one-element placeholder, OUT (N, C/CB, CB, MULT, OD, OH, OW)."""
@@ -1033,21 +1203,23 @@ def run_depthwise_on_gpu(conv: Conv, config: DepthwiseConfig, x: Any, w: Any, bi
         out.copy_(y)
 
 
-def _channels_last(conv: Conv, x: Any, out: Any, allocate: bool = True) -> tuple[Any, Any, bool]:
-    """(x as (N, H, W, C), the output as (N, OH, OW, F) where `out` is channels last in memory, else a fresh tensor
-    (None without `allocate`), whether it is `out`'s memory): the channels-last views the implicit kernel and the
-    pointwise GEMM work on."""
+def _channels_last(conv: Conv, x: Any) -> Any:
+    """x as (N, H, W, C): read in place where x is channels last in memory, else copied."""
+    xv = x.reshape(conv.batch, conv.channels, conv.size[1], conv.size[2]).permute(0, 2, 3, 1)
+    return xv if xv.is_contiguous() else xv.contiguous()
+
+
+def _channels_last_output(conv: Conv, out: Any) -> tuple[Any, bool]:
+    """(the output as (N, OH, OW, F): `out` where it is channels last in memory, else a fresh tensor; whether it is
+    `out`'s memory): the channels-last output the implicit kernel and the pointwise GEMM write."""
     import torch
 
-    n, c, f = conv.batch, conv.channels, conv.filters
-    xv = x.reshape(n, c, conv.size[1], conv.size[2]).permute(0, 2, 3, 1)
-    xv = xv if xv.is_contiguous() else xv.contiguous()
+    n, f = conv.batch, conv.filters
     o4 = out.view(n, f, conv.out[1], conv.out[2]) if out.is_contiguous() else out.reshape(n, f, *conv.out[1:])
     yv = o4.permute(0, 2, 3, 1)
-    in_place = yv.is_contiguous() and o4.data_ptr() == out.data_ptr()
-    if in_place or not allocate:
-        return xv, yv if in_place else None, in_place
-    return xv, torch.empty((n, conv.out[1], conv.out[2], f), dtype=out.dtype, device=out.device), False
+    if yv.is_contiguous() and o4.data_ptr() == out.data_ptr():
+        return yv, True
+    return torch.empty((n, conv.out[1], conv.out[2], f), dtype=out.dtype, device=out.device), False
 
 
 def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool = False) -> None:
@@ -1067,7 +1239,8 @@ def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool =
             out.view(n, f, p).copy_(y)
         return
 
-    xv, y, in_place = _channels_last(conv, x, out)
+    xv = _channels_last(conv, x)
+    y, in_place = _channels_last_output(conv, out)
     m = conv.batch * conv.positions
     c, launches = prepare(xv.view(m, conv.channels), w.reshape(conv.filters, conv.channels).t(), out=y.view(m, -1))
     for launch in launches:
@@ -1107,19 +1280,32 @@ def _staged(key: tuple, make: Any, source: Any = None) -> Any:
     return _STAGED[key][1]
 
 
-def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any, out: Any) -> None:
+def implicit_input(conv: Conv, x: Any) -> Any:
+    """x (N, C, *spatial) as the implicit kernel reads it (`_implicit_shapes`' X): channels last (read in place where
+    x is, else copied), for f32 its three split planes (`split_bf16x3`)."""
+    c = conv.channels
+    xv = _channels_last(conv, x)
+    if conv.dtype == "f32":
+        xv = _split_on_gpu(xv.reshape(-1, c), c, "A", implicit_channels(conv))
+    return xv.reshape(_implicit_shapes(conv)[0])
+
+
+def run_implicit_on_gpu(
+    conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any, out: Any, xv: Any = None
+) -> None:
     """The implicit kernel on CUDA tensors x (N, C, *spatial), w (F, C, *window), bias (F,) or None, into `out`
     (N, F, *output spatial). x is read in place where it is channels last (``torch.channels_last`` for 2-d: NHWC
     in memory), else copied to NHWC first; the kernel writes `out` in place where it is contiguous (channels first:
     the kernel's NCHW epilogue) or channels last, else a fresh NHWC tensor that is copied into `out` after. f32: the
-    input's and the weight's split planes are written first (`split_bf16x3`)."""
-
+    input's and the weight's split planes are written first (`split_bf16x3`). `xv`: the input as `implicit_input`
+    gives it, where the caller has it already (x is then not read)."""
     xs, ws, _ = _implicit_shapes(conv)
     c, f = conv.channels, conv.filters
     nchw = out.is_contiguous() and writes_nchw(conv, config)
-    xv, y, in_place = _channels_last(conv, x, out, allocate=not nchw)
     if nchw:
         y, in_place = out.view(_implicit_shapes(conv, nchw=True)[2]), True
+    else:
+        y, in_place = _channels_last_output(conv, out)
 
     def weight() -> Any:
         wl = w.reshape(f, c, -1).permute(0, 2, 1).contiguous()
@@ -1127,8 +1313,8 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
 
     # the staged form depends on the padded channels too (f32's split planes: 8 or, with a stride, 64)
     wv = _staged(_weight_key("weight", w, implicit_channels(conv)), weight, source=w).view(ws)
-    if conv.dtype == "f32":
-        xv = _split_on_gpu(xv.reshape(-1, c), c, "A", implicit_channels(conv))
+    if xv is None:
+        xv = implicit_input(conv, x)
     if conv.bias:
         b = bias.contiguous()
     else:
@@ -1136,6 +1322,51 @@ def run_implicit_on_gpu(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias
     _loaded("implicit", _key(implicit_params(conv, config, nchw=nchw)))(xv.reshape(xs), wv, b, y)
     if not in_place:
         out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
+
+
+def phase_weight(w: Any, phase: TransposedPhase) -> Any:
+    """The forward weight (F, C, *the phase's window) of a stride phase, from the transposed convolution's weight w
+    (C, F, *window): its offsets `phase.taps` in their order (numpy or torch)."""
+    conv = phase.conv
+    assert conv is not None
+    w5 = w.reshape(w.shape[0], w.shape[1], *(1,) * (5 - w.ndim), *w.shape[2:])
+    td, th, tw = (list(t) for t in phase.taps)
+    picked = w5[:, :, td][:, :, :, th][:, :, :, :, tw]
+    moved = picked.transpose(1, 0, 2, 3, 4) if hasattr(picked, "__array_interface__") else picked.permute(1, 0, 2, 3, 4)
+    return moved.reshape(conv.filters, conv.channels, *conv.kernel[3 - conv.rank :])
+
+
+def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: Any, w: Any, bias: Any, out: Any) -> None:
+    """A transposed convolution as its stride phases on the implicit kernel (`transposed_phases`): one phase (stride
+    1) writes `out` itself; several share the input as the kernel reads it (`implicit_input`, split once for f32),
+    each writes a fresh NCHW tensor that is copied into its interleaved positions of `out`, and a phase no window
+    offset reaches is the bias (or zero). The phases' weights are gathered once and kept (as the implicit kernel's
+    are)."""
+    import torch
+
+    def weight(phase: TransposedPhase) -> Any:
+        return _staged(
+            _weight_key("phase weight", w, phase.offset), lambda: phase_weight(w, phase).contiguous(), source=w
+        )
+
+    if len(phases) == 1 and phases[0].conv is not None and phases[0].config is not None:
+        run_implicit_on_gpu(phases[0].conv, phases[0].config, x, weight(phases[0]), bias, out)
+        return
+    n, f = conv.batch, conv.filters
+    whole = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    o5 = whole.view(n, f, *conv.out)
+    first = next(p.conv for p in phases if p.conv is not None)
+    xv = implicit_input(first, x) if first is not None else None
+    for phase in phases:
+        at = (slice(None), slice(None), *(slice(r, None, s) for r, s in zip(phase.offset, conv.stride, strict=True)))
+        if phase.conv is None or phase.config is None:
+            o5[at] = bias.view(1, f, 1, 1, 1) if bias is not None else 0
+            continue
+        y = torch.empty((n, f, *phase.out[3 - conv.rank :]), dtype=out.dtype, device=out.device)
+        run_implicit_on_gpu(phase.conv, phase.config, x, weight(phase), bias, y, xv=xv)
+        o5[at] = y.view(n, f, *phase.out)
+    if whole is not out:
+        out.copy_(whole)
 
 
 def _split_on_gpu(v: Any, channels: int, operand: str, padded: int) -> Any:
@@ -1156,6 +1387,7 @@ __all__ = [
     "DepthwiseConfig",
     "ImplicitConfig",
     "LibraryConv",
+    "TransposedPhase",
     "conv_output",
     "conv_output_bias",
     "conv_depthwise",
@@ -1174,8 +1406,13 @@ __all__ = [
     "writes_nchw",
     "is_pointwise",
     "run_depthwise_on_gpu",
+    "implicit_input",
+    "phase_weight",
     "run_implicit_on_gpu",
     "run_pointwise_on_gpu",
+    "run_transposed_on_gpu",
+    "transposed_phases",
+    "transposed_refusal",
     "split_params",
     "split_rows",
     "run_on_interpreter",

@@ -35,6 +35,8 @@ def conv_implicit_gemm(
     PW: int = 1,
     LH: int = 1,
     LW: int = 1,
+    PHE: int | None = None,
+    PWE: int | None = None,
     BH: int = 2,
     BW: int = 64,
     BN: int = 128,
@@ -52,7 +54,9 @@ def conv_implicit_gemm(
 ):
     """Y[n, oh, ow, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * W[f, kh, kw, c]
     (+ B[f] with BIAS), channels last, for a 2-d convolution with window (KH, KW), stride (SH, SW), padding (PH, PW)
-    and dilation (LH, LW); a 1-d one is a 2-d one of height 1.
+    and dilation (LH, LW); a 1-d one is a 2-d one of height 1. PHE, PWE: the padding at the end of H and W where it
+    differs from PH, PW (a stride phase of a transposed convolution; may be negative): only the output's extents
+    depend on it, since every read past the input's end is TMA's zero fill.
 
     Operands: the input (N, H, W, C), and with a column stride SW > 1 its free view (N, H, W / SW, SW, C): input
     column ``q * SW + phase`` is element (q, phase, c) of a row, so that the columns one tap reads for consecutive
@@ -116,9 +120,9 @@ def conv_implicit_gemm(
         f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {1 if SW > 1 else SW} * C and "
         "C % 8 == 0 and "
         + ("" if NCHW else f"F % {16 // Y.dtype.itemsize} == 0 and ")
-        + output_size("H", "OH", KH, SH, PH, LH)
+        + output_size("H", "OH", KH, SH, PH, LH, PHE)
         + " and "
-        + output_size(f"WQ * {SW}", "OW", KW, SW, PW, LW)
+        + output_size(f"WQ * {SW}", "OW", KW, SW, PW, LW, PWE)
     )
     PWU = -(-PW // SW)  # the padding in whole view columns, rounded up: keeps the tap's column offsets non-negative
     threads = WARPGROUP_SIZE * (1 + CONSUMERS)
