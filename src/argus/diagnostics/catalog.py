@@ -1370,6 +1370,17 @@ class Code(StrEnum):
         "a {rank}-d convolution: 1-d, 2-d and 3-d are built",
         "use PyTorch for this convolution",
     )
+    CONV_PHASES = _entry(
+        Category.KERNEL,
+        "the stride phases of a transposed convolution without groups, not {conv}",
+        "ask transposed_refusal(conv) first; conv_plan takes the gather path for what the phases do not take",
+    )
+    CONV_PHASE_GATHER = _entry(
+        Category.KERNEL,
+        "{conv} is a stride phase of a transposed convolution (padding given at both ends), which only the implicit "
+        "kernel takes, and it does not: {reason}",
+        "plan the transposed convolution itself (conv_plan takes its phases or the gather path), not one phase",
+    )
     CONV_SHAPE = _entry(
         Category.KERNEL,
         "{problem}",
@@ -1988,6 +1999,12 @@ class Code(StrEnum):
         Category.FRONTEND,
         "{problem}: building the model or drawing its inputs failed, or an input is not a tensor or a number",
         "run the problem's get_init_inputs(), Model(...) and get_inputs() on their own; pass tensors and numbers",
+    )
+    SOLVE_CONSTANT = _entry(
+        Category.FRONTEND,
+        "the forward creates a constant tensor of {elements} elements ({target}); a solution carries such constants "
+        "as literals, at most {limit} elements",
+        "make it a buffer of the model (register_buffer), which the solution reads from the problem's Model",
     )
     SOLVE_OUTPUTS = _entry(
         Category.FRONTEND,
