@@ -2,11 +2,12 @@
 an output pass.
 
 `conv_plan` takes the implicit-GEMM kernel (`argus.kernels.conv_implicit.conv_implicit_gemm`: one launch, channels
-last, no column matrix) for forward 1-d and 2-d bf16/f16 convolutions without groups whose channel counts TMA can
-address (`implicit_refusal` says why not), a pointwise one (1x1, stride 1, no padding or bias) as one GEMM of the
-library (`is_pointwise`: on NCHW tensors a product per image, W (F, C) @ X[n] (C, H*W), batched over the images, which
-writes NCHW with no layout change; on channels-last ones (N*H*W, C) @ (C, F)), and everything else as follows (the
-*gather path*).
+last, no column matrix) for forward 1-d and 2-d bf16/f16/f32 convolutions without groups whose channel counts TMA
+can address (`implicit_refusal` says why not; 3-d ones too where `IMPLICIT_3D` is set), and for the stride phases
+of transposed ones (below), a pointwise one (1x1, stride 1, no padding or bias) as one GEMM of the library
+(`is_pointwise`: on NCHW tensors a product per image, W (F, C) @ X[n] (C, H*W), batched over the images, which writes
+NCHW with no layout change; on channels-last ones (N*H*W, C) @ (C, F)), and everything else as follows (the *gather
+path*).
 
 A convolution of an input X (N, C, D, H, W) with a weight (F, C/g, KD, KH, KW) (1-d and 2-d convolutions are the
 3-d one with extents of one, as the pooling family reads them) is, per group, the product of the weight viewed as
@@ -39,15 +40,23 @@ The column matrix is K x M elements, K times the output's positions: at KernelBe
 gigabytes. A call runs the batch in chunks of images whose column matrix fits `COLUMN_BUDGET` (the chunk is the
 largest divisor of N that fits, so that every chunk is one problem with one plan); a convolution of which one
 image's column matrix is over the budget is refused (`ConvError`, ``CONV_COLUMNS_OVER_BUDGET``); the implicit kernel
-has no such budget, but does not take groups, 3-d or transposed convolutions yet (docs/conv.md).
+has no such budget, but does not take groups or 3-d convolutions yet (docs/conv.md).
 
-A transposed convolution (``transposed=True``) of stride 1 is the forward one with its window flipped and padding
-dilation * (kernel - 1) - padding: `conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the
-GEMM's (F/g, C/g * window) per group, and the gather runs with ``FLIP``. With a stride s (or an output padding),
-`conv_upsample` (DSL) first writes the input with s - 1 zeros inserted between its elements along each dimension
-(and the output padding's zeros at the end: extent (n - 1) * s + 1 + output_padding), and the same flipped
-gather of stride 1 reads that. Correct for every stride, but the GEMM multiplies the inserted zeros too (s^rank
-times the work of the stride-phase decomposition, which is not built).
+A transposed convolution (``transposed=True``) without groups, 1-d or 2-d, runs as its *stride phases* on the
+implicit kernel (`transposed_phases`, `ConvPlan.phases`): output position o = q * s + r of phase r reads input q +
+(r + p - t * d) / s through each window offset t for which that is whole, so each phase is a forward convolution of
+stride 1 over the input as it is, with only those offsets (every s / gcd(s, d)-th, flipped; dilation d / gcd(s, d))
+and its own padding at each end (possibly negative: input rows it never reads); a phase no offset reaches is the
+bias alone. One phase (stride 1) writes the output itself; several share the input's channels-last (for f32 split)
+form and each writes a fresh NCHW tensor that is copied into its interleaved positions. No zeros are multiplied.
+
+Other transposed convolutions (groups, 3-d, or a phase the implicit kernel refuses) take the gather path: of stride 1
+it is the forward one with its window flipped and padding dilation * (kernel - 1) - padding:
+`conv_transpose_weight` (DSL) first permutes its weight (C, F/g, window) to the GEMM's (F/g, C/g * window) per group,
+and the gather runs with ``FLIP``. With a stride s (or an output padding), `conv_upsample` (DSL) first writes the
+input with s - 1 zeros inserted between its elements along each dimension (and the output padding's zeros at the
+end: extent (n - 1) * s + 1 + output_padding), and the same flipped gather of stride 1 reads that: correct for every
+stride, but the GEMM multiplies the inserted zeros too (s^rank times the phases' work).
 
 The DSL kernels live in `argus.kernels.conv_kernels` (a module of kernels only); this module plans and calls them.
 
@@ -336,6 +345,9 @@ IMPLICIT_BK = 64
 #: measured faster there at 3 and 8 channels, slower at 16 and more (`benchmarks/results/2026-11-29-conv-implicit/`,
 #: run 12).
 FEW_CHANNELS = 8
+#: Whether 3-d convolutions take the implicit kernel's 3-d form (``DEPTH``): verified and matching torch on the
+#: interpreter, off until it has been measured on a GPU (session 23 had no device time left for it).
+IMPLICIT_3D = False
 #: The most stages the implicit kernel pipelines.
 IMPLICIT_MAX_STAGES = 4
 
@@ -380,8 +392,13 @@ def implicit_refusal(conv: Conv) -> str | None:
     _, sh, sw = conv.stride
     if conv.transposed:
         return "a transposed convolution"
-    if conv.rank == 3:
-        return "a 3-d convolution"
+    if conv.rank == 3 and not IMPLICIT_3D:
+        return (
+            "a 3-d convolution (the kernel's 3-d form is built, verified and checked on the interpreter, not yet "
+            "measured on a GPU: argus.kernels.conv.IMPLICIT_3D)"
+        )
+    if conv.rank == 3 and sw != 1:
+        return f"a 3-d convolution with column stride {sw} (its view of the input would be 6-d)"
     if conv.groups != 1:
         return f"{conv.groups} groups"
     if conv.dtype not in ("bf16", "f16", "f32"):
@@ -448,7 +465,7 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     # a tile of one consumer warpgroup counts as 5 % more work: half the MMAs per barrier round
     pick = best[1][1] if 1 in best and (2 not in best or best[1][0] * 1.05 < best[2][0] - 1e-9) else best[2][1]
     terms = 3 if conv.dtype == "f32" else 1
-    k_steps = terms * conv.kernel[1] * conv.kernel[2] * -(-implicit_channels(conv) // IMPLICIT_BK)
+    k_steps = terms * conv.window * -(-implicit_channels(conv) // IMPLICIT_BK)
     if 4 < k_steps <= PERSISTENT_K_STEPS and 2 in best and best[2][0] <= 1.2 * best[pick.CONSUMERS][0]:
         pick = best[2][1]
     pick = replace(pick, BN=128 if conv.filters > 64 else 64)
@@ -483,12 +500,15 @@ def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[s
     """`conv_implicit_gemm`'s trace parameters for `conv` (a 1-d convolution as a 2-d one of height 1), the channel
     blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest). `nchw`: the kernel writes the
     output channels first (`writes_nchw`), else channels last."""
-    _, kh, kw = conv.kernel
-    _, sh, sw = conv.stride
-    _, ph, pw = conv.padding
-    _, lh, lw = conv.dilation
-    _, eh, ew = conv.gather_padding_end
+    kd, kh, kw = conv.kernel
+    sd, sh, sw = conv.stride
+    pd, ph, pw = conv.padding
+    ld, lh, lw = conv.dilation
+    ed, eh, ew = conv.gather_padding_end
     ends = {"PHE": eh, "PWE": ew} if conv.padding_end is not None else {}
+    if conv.rank == 3:
+        ends |= {"DEPTH": True, "KD": kd, "SD": sd, "PD": pd, "LD": ld}
+        ends |= {"PDE": ed} if conv.padding_end is not None else {}
     return ends | {
         "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
         "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": IMPLICIT_BK, "STAGES": config.STAGES,
@@ -1084,19 +1104,21 @@ def _implicit_shapes(conv: Conv, nchw: bool = False) -> tuple[tuple[int, ...], t
     """The implicit kernel's X view (T·N, H, W, C), with a column stride SW > 1 (T·N, H, W / SW, SW, C), weight (T·F,
     KH * KW, C) and output (N, OH, OW, F), or (N, F, OH, OW) with `nchw`; T the split planes (3 for f32, else 1) and
     C `implicit_channels`."""
-    _, h, w = conv.size
-    _, kh, kw = conv.kernel
+    d, h, w = conv.size
     _, sw = conv.stride[1:]
     n, c, f = conv.batch, implicit_channels(conv), conv.filters
     t = 3 if conv.dtype == "f32" else 1
+    if conv.rank == 3:  # the 3-d form: depth after the image (a column stride of 1)
+        out3 = conv.out
+        return (t * n, d, h, w, c), (t * f, conv.window, c), (n, f, *out3) if nchw else (n, *out3, f)
     out = (n, f, conv.out[1], conv.out[2]) if nchw else (n, conv.out[1], conv.out[2], f)
     x = (t * n, h, w // sw, sw, c) if sw > 1 else (t * n, h, w, c)
-    return x, (t * f, kh * kw, c), out
+    return x, (t * f, conv.window, c), out
 
 
 def split_rows(conv: Conv) -> tuple[tuple[int, str], tuple[int, str]]:
-    """The f32 splits' (rows, operand) of the channels-last input (N·H·W, C) and weight (F·KH·KW, C)."""
-    return (conv.batch * conv.size[1] * conv.size[2], "A"), (conv.filters * conv.kernel[1] * conv.kernel[2], "B")
+    """The f32 splits' (rows, operand) of the channels-last input (N·D·H·W, C) and weight (F·KD·KH·KW, C)."""
+    return (conv.batch * math.prod(conv.size), "A"), (conv.filters * conv.window, "B")
 
 
 def split_params(rows: int, channels: int, operand: str) -> dict[str, Any]:
@@ -1119,8 +1141,8 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
     nchw = writes_nchw(conv, config)  # as a call on NCHW tensors
     xs, ws, ys = _implicit_shapes(conv, nchw=nchw)
     n, c, f = conv.batch, conv.channels, conv.filters
-    x4 = np.asarray(x, dtype=np.float64).reshape(n, c, conv.size[1], conv.size[2])
-    xl = np.ascontiguousarray(x4.transpose(0, 2, 3, 1))  # (N, H, W, C)
+    x5 = np.asarray(x, dtype=np.float64).reshape(n, c, *conv.size)
+    xl = np.ascontiguousarray(x5.transpose(0, 2, 3, 4, 1))  # (N, D, H, W, C)
     wl = np.ascontiguousarray(np.asarray(w, dtype=np.float64).reshape(f, c, -1).transpose(0, 2, 1))  # (F, taps, C)
     if conv.dtype == "f32":
         planes = []
@@ -1204,9 +1226,17 @@ def run_depthwise_on_gpu(conv: Conv, config: DepthwiseConfig, x: Any, w: Any, bi
 
 
 def _channels_last(conv: Conv, x: Any) -> Any:
-    """x as (N, H, W, C): read in place where x is channels last in memory, else copied."""
-    xv = x.reshape(conv.batch, conv.channels, conv.size[1], conv.size[2]).permute(0, 2, 3, 1)
+    """x as (N, H, W, C), 3-d (N, D, H, W, C): read in place where x is channels last in memory, else copied."""
+    if conv.rank == 3:
+        xv = x.reshape(conv.batch, conv.channels, *conv.size).permute(0, 2, 3, 4, 1)
+    else:
+        xv = x.reshape(conv.batch, conv.channels, conv.size[1], conv.size[2]).permute(0, 2, 3, 1)
     return xv if xv.is_contiguous() else xv.contiguous()
+
+
+def _to_channels_first(conv: Conv, y: Any) -> Any:
+    """A channels-last output (N, [OD,] OH, OW, F) as (N, F, [OD,] OH, OW) (a view)."""
+    return y.permute(0, 4, 1, 2, 3) if conv.rank == 3 else y.permute(0, 3, 1, 2)
 
 
 def _channels_last_output(conv: Conv, out: Any) -> tuple[Any, bool]:
@@ -1215,11 +1245,12 @@ def _channels_last_output(conv: Conv, out: Any) -> tuple[Any, bool]:
     import torch
 
     n, f = conv.batch, conv.filters
-    o4 = out.view(n, f, conv.out[1], conv.out[2]) if out.is_contiguous() else out.reshape(n, f, *conv.out[1:])
-    yv = o4.permute(0, 2, 3, 1)
+    spatial = conv.out if conv.rank == 3 else conv.out[1:]
+    o4 = out.view(n, f, *spatial) if out.is_contiguous() else out.reshape(n, f, *spatial)
+    yv = o4.permute(0, *range(2, 2 + len(spatial)), 1)
     if yv.is_contiguous() and o4.data_ptr() == out.data_ptr():
         return yv, True
-    return torch.empty((n, conv.out[1], conv.out[2], f), dtype=out.dtype, device=out.device), False
+    return torch.empty((n, *spatial, f), dtype=out.dtype, device=out.device), False
 
 
 def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool = False) -> None:
@@ -1321,7 +1352,7 @@ def run_implicit_on_gpu(
         b = _zero_bias(out)
     _loaded("implicit", _key(implicit_params(conv, config, nchw=nchw)))(xv.reshape(xs), wv, b, y)
     if not in_place:
-        out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
+        out.copy_(_to_channels_first(conv, y).reshape(out.shape))
 
 
 def phase_weight(w: Any, phase: TransposedPhase) -> Any:

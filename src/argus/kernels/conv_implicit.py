@@ -21,12 +21,25 @@ def _bias_shape(BIAS: bool) -> tuple[str, ...]:  # noqa: N803 - named after the 
     return ("F",) if BIAS else (1,)
 
 
+def _input_shape(SW: int, DEPTH: bool) -> tuple[Any, ...]:  # noqa: N803 - named after the kernel parameters
+    """The input's view: (NX, H, WQ, CQ); with a column stride (NX, H, WQ, SW, CQ); 3-d (NX, D, H, WQ, CQ)."""
+    if DEPTH:
+        return ("NX", "D", "H", "WQ", "CQ")
+    return ("NX", "H", "WQ", "CQ") if SW == 1 else ("NX", "H", "WQ", SW, "CQ")
+
+
+def _output_shape(NCHW: bool, DEPTH: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameters
+    """The output: channels last (N, OH, OW, F) or first (N, F, OH, OW), with OD after N (or F) when 3-d."""
+    depth = ("OD",) if DEPTH else ()
+    return ("N", "F", *depth, "OH", "OW") if NCHW else ("N", *depth, "OH", "OW", "F")
+
+
 @argus.kernel(policies={"tile_shape": ("BH", "BW", "BN", "BK"), "stages": "STAGES"})
 def conv_implicit_gemm(
-    X: T.Tensor[lambda SW: ("NX", "H", "WQ", "CQ") if SW == 1 else ("NX", "H", "WQ", SW, "CQ"), "IN"],
+    X: T.Tensor[_input_shape, "IN"],
     WT: T.Tensor[("FX", "TAPS", "C"), "IN"],
     B: T.Tensor[_bias_shape, "OUT"],
-    Y: T.Tensor[lambda NCHW: ("N", "F", "OH", "OW") if NCHW else ("N", "OH", "OW", "F"), "OUT"],
+    Y: T.Tensor[_output_shape, "OUT"],
     KH: int = 3,
     KW: int = 3,
     SH: int = 1,
@@ -37,6 +50,12 @@ def conv_implicit_gemm(
     LW: int = 1,
     PHE: int | None = None,
     PWE: int | None = None,
+    DEPTH: bool = False,
+    KD: int = 1,
+    SD: int = 1,
+    PD: int = 0,
+    LD: int = 1,
+    PDE: int | None = None,
     BH: int = 2,
     BW: int = 64,
     BN: int = 128,
@@ -66,6 +85,13 @@ def conv_implicit_gemm(
     rightly could not pair phase * C + c with c); the weight (F, C, KH, KW) as
     (F, KH * KW, C), channels last; the output (N, OH, OW, F) in OUT, rounded once from the f32 accumulator (the
     bias, in OUT, added before).
+
+    DEPTH: a 3-d convolution, window (KD, KH, KW), stride (SD, SH, SW), padding (PD, PH, PW), dilation (LD, LH, LW),
+    PDE the padding at the end of D: the input is (NX, D, H, W, C) (a column stride of 1), the output (N, OD, OH,
+    OW, F) or with NCHW (N, F, OD, OH, OW); a tile is BH x BW positions of one output depth plane od, its K loop walks
+    the KD * KH * KW taps (depth slowest), and each row's box is the 5-d (1, 1, 1, BW, BK) at input plane od * SD -
+    PD + kd * LD (TMA's zeros outside it, as for rows and columns). The work units walk the depth planes after the
+    images.
 
     NCHW: the output is (N, F, OH, OW), channels first (PyTorch's default layout): the tile is stored in shared
     memory channel by channel (16 bytes apart: conflict-free for the accumulator's stores) and copied out one
@@ -116,9 +142,14 @@ def conv_implicit_gemm(
         raise DSLError("DSL_BAD_PARAM", f"TERMS = {TERMS}: 1, or 3 (split precision) with IN='bf16' and OUT='f32'")
     if BK * X.dtype.itemsize != 128:
         raise DSLError("DSL_BAD_PARAM", f"BK must be 128 bytes of channels ({128 // X.dtype.itemsize}), not {BK}")
+    if DEPTH and SW != 1:
+        raise DSLError("DSL_BAD_PARAM", f"a 3-d convolution takes column stride 1 (the view would be 6-d), not {SW}")
+    if not DEPTH and (KD, SD, PD, LD, PDE) != (1, 1, 0, 1, None):
+        raise DSLError("DSL_BAD_PARAM", "KD, SD, PD, LD and PDE are a 3-d convolution's (DEPTH=True)")
     T.assume(
-        f"TAPS == {KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {1 if SW > 1 else SW} * C and "
+        f"TAPS == {KD * KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {1 if SW > 1 else SW} * C and "
         "C % 8 == 0 and "
+        + (output_size("D", "OD", KD, SD, PD, LD, PDE) + " and " if DEPTH else "")
         + ("" if NCHW else f"F % {16 // Y.dtype.itemsize} == 0 and ")
         + output_size("H", "OH", KH, SH, PH, LH, PHE)
         + " and "
@@ -128,26 +159,27 @@ def conv_implicit_gemm(
     threads = WARPGROUP_SIZE * (1 + CONSUMERS)
     BM = BH * BW  # noqa: N806 - the GEMM's M tile
     tiles_w, tiles_h, tiles_f = T.cdiv(OW, BW), T.cdiv(OH, BH), T.cdiv(F, BN)
+    planes = OD if DEPTH else 1  # output depth planes: a tile is BH x BW positions of one plane of one image
     if CB:  # the channel blocks per tap, fixed when the kernel is built: one K loop, its divisions by constants
         T.assume(f"(C + {BK - 1}) // {BK} == {CB}")
     else:
         CB = T.cdiv(C, BK)  # noqa: N806 - channel blocks per tap
     static_cb = isinstance(CB, int)
-    k_tiles = TERMS * KH * KW * CB
+    k_tiles = TERMS * KD * KH * KW * CB
     consumers = tuple(range(1, 1 + CONSUMERS))
 
-    def tap_of(tap: Any) -> tuple[Any, Any, Any]:
-        """(kh, kw, u) of a tap; u: the tap's input column relative to the output column times SW, plus PWU * SW
-        (non-negative)."""
-        kh, kw = tap // KW, tap % KW
-        return kh, kw, kw * LW + SW * PWU - PW
+    def tap_of(tap: Any) -> tuple[Any, Any, Any, Any]:
+        """(kd, kh, kw, u) of a tap (KD * KH * KW of them, depth slowest); u: the tap's input column relative to the
+        output column times SW, plus PWU * SW (non-negative)."""
+        kd, kh, kw = (tap // (KH * KW), (tap // KW) % KH, tap % KW) if DEPTH else (0, tap // KW, tap % KW)
+        return kd, kh, kw, kw * LW + SW * PWU - PW
 
     def steps(start: Any, body: Any) -> None:
         """The tile's K loop over (term, tap, channel block), the block's pipeline iteration ``start + (term * KH *
         KW + tap) * CB + cb``. With CB fixed, one loop over the K-steps (term, tap and channel block are quotients
         and remainders by constants); else the terms and taps, and in each the channel blocks, pipelined across them
         (the tap and the channel block are then loop variables, not quotients by the symbolic CB)."""
-        taps = KH * KW
+        taps = KD * KH * KW
         if static_cb:
             for k, s in T.pipeline(k_tiles, stages=STAGES, start=start):
                 term, r = (k // (taps * CB), k % (taps * CB)) if TERMS > 1 else (0, k)
@@ -160,15 +192,19 @@ def conv_implicit_gemm(
                     body(term, tap, cb, s, first + cb)
 
     def produce(tile: tuple, term: Any, tap: Any, cb: Any, s: Any, g: Any) -> None:
-        """Load channel block cb of `tile` (bw, bh, bf, n)'s tap into stage s, the block's pipeline iteration g."""
-        bw, bh, bf, n = tile
+        """Load channel block cb of `tile` (bw, bh, bf, n, od)'s tap into stage s, the block's pipeline iteration
+        g."""
+        bw, bh, bf, n, od = tile
         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
         T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
-        kh, kw, u = tap_of(tap)
+        kd, kh, kw, u = tap_of(tap)
         q = bw * BW + u // SW - PWU  # the view column of the tile's first output column's tap
         for h in range(BH):
             ih = (bh * BH + h) * SH + kh * LH - PH
-            if SW == 1:
+            if DEPTH:
+                idp = od * SD + kd * LD - PD
+                src = X.window((term * N + n, idp, ih, q, cb * BK), (None, None, None, BW, BK))
+            elif SW == 1:
                 src = X.window((term * N + n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK))
             else:
                 src = X.window((term * N + n, ih, q, u % SW, cb * BK), (None, None, BW, None, BK))
@@ -182,12 +218,12 @@ def conv_implicit_gemm(
 
     def consume(tile: tuple, term: Any, tap: Any, cb: Any, s: Any, g: Any) -> None:
         """Multiply channel block cb of `tile`'s tap from stage s into the accumulator."""
-        bw, bh, bf, n = tile
+        bw, bh, bf, n, od = tile
         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
-        kh, kw, u = tap_of(tap)
+        kd, kh, kw, u = tap_of(tap)
 
-        # invariant: position row m of the A stage holds the input element tap (kh, kw) reads for output
-        # position (bh * BH + m // BW, bw * BW + m % BW), channel block cb (of plane term)
+        # invariant: position row m of the A stage holds the input element tap (kd, kh, kw) reads for output
+        # position (od, bh * BH + m // BW, bw * BW + m % BW), channel block cb (of plane term)
         def position(x: Any) -> Any:  # the image, row and column of position row m of the stage
             return (
                 (x[0] == term * N + n)
@@ -195,7 +231,18 @@ def conv_implicit_gemm(
                 & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
             )
 
-        if SW == 1:
+        if DEPTH:  # the depth plane, then as in 2-d one axis on
+            T.assert_tag(
+                lambda x: (
+                    (x[0] == term * N + n)
+                    & (x[1] == od * SD + kd * LD - PD)
+                    & (x[2] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
+                    & (x[3] == bw * BW + x.coord[0] % BW + u // SW - PWU)
+                    & (x[4] == cb * BK + x.coord[1])
+                ),
+                sA[s],
+            )
+        elif SW == 1:
             T.assert_tag(lambda x: position(x) & (x[3] == (u % SW) * C + cb * BK + x.coord[1]), sA[s])
         else:  # the strided view: the tap's column phase, then the channel
             T.assert_tag(lambda x: position(x) & (x[3] == u % SW) & (x[4] == cb * BK + x.coord[1]), sA[s])
@@ -209,7 +256,7 @@ def conv_implicit_gemm(
 
     def store(tile: tuple) -> None:
         """The tile's epilogue: bias, rounding, through sC to the output one output row at a time."""
-        bw, bh, bf, n = tile
+        bw, bh, bf, n, od = tile
         if BIAS:
             b = T.alloc_reduced(acc, axis=0, dtype=B.dtype)
             T.copy(B.tile(bf, BN), b)
@@ -223,19 +270,24 @@ def conv_implicit_gemm(
         T.barrier(1, WARPGROUP_SIZE * CONSUMERS)
         for h in range(BH):
             rows = sC.window((h * BW, 0), (BW, BN))
-            if NCHW:
+            if NCHW and DEPTH:
+                T.copy(rows.T, Y.window((n, bf * BN, od, bh * BH + h, bw * BW), (None, BN, None, None, BW)))
+            elif NCHW:
                 T.copy(rows.T, Y.window((n, bf * BN, bh * BH + h, bw * BW), (None, BN, None, BW)))
+            elif DEPTH:
+                T.copy(rows, Y.window((n, od, bh * BH + h, bw * BW, bf * BN), (None, None, None, BW, BN)))
             else:
                 T.copy(rows, Y.window((n, bh * BH + h, bw * BW, bf * BN), (None, None, BW, BN)))
 
     def unit_tile(u: Any) -> tuple:
-        """Work unit u of the persistent grid as (bw, bh, bf, n): output-channel tiles fastest (consecutive units
-        read the same input rows), then the spatial tiles, then the images."""
+        """Work unit u of the persistent grid as (bw, bh, bf, n, od): output-channel tiles fastest (consecutive
+        units read the same input rows), then the spatial tiles, then the images (3-d: then the depth planes)."""
         bf, rest = u % tiles_f, u // tiles_f
-        t, n = rest % (tiles_w * tiles_h), rest // (tiles_w * tiles_h)
-        return t % tiles_w, t // tiles_w, bf, n
+        t, z = rest % (tiles_w * tiles_h), rest // (tiles_w * tiles_h)
+        n, od = (z % N, z // N) if DEPTH else (z, 0)
+        return t % tiles_w, t // tiles_w, bf, n, od
 
-    extents = (BLOCKS,) if BLOCKS else (tiles_w * tiles_h, tiles_f, N)
+    extents = (BLOCKS,) if BLOCKS else (tiles_w * tiles_h * planes, tiles_f, N)
     with T.grid(*extents, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as blocks:
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=128)  # (stages, positions, channels)
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=128)  # (stages, output channels, channels)
@@ -249,7 +301,11 @@ def conv_implicit_gemm(
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         if not BLOCKS:
             t, bf, n = blocks
-            tile = (t % tiles_w, t // tiles_w, bf, n)
+            if DEPTH:  # x walks the plane's tiles, then the depth planes
+                plane, t = t // (tiles_w * tiles_h), t % (tiles_w * tiles_h)
+                tile = (t % tiles_w, t // tiles_w, bf, n, plane)
+            else:
+                tile = (t % tiles_w, t // tiles_w, bf, n, 0)
             with T.role("producer", warpgroups=(0,), registers=40):
                 steps(0, lambda *step: produce(tile, *step))
             with T.role("consumer", warpgroups=consumers, registers=232 if BLOCKS_PER_SM == 1 else 216):
@@ -261,7 +317,7 @@ def conv_implicit_gemm(
         # persistent: BLOCKS blocks walk the units; one mbarrier pipeline runs across a block's units (global
         # iteration g = it * k_tiles + k), so the producer loads the next unit while the consumers store this one
         bx = blocks[0]
-        units = tiles_w * tiles_h * tiles_f * N
+        units = tiles_w * tiles_h * tiles_f * N * planes
         with T.role("producer", warpgroups=(0,), registers=40):
             for it in T.serial(T.cdiv(units, BLOCKS)):
                 u = bx + it * BLOCKS
