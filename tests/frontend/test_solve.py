@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -288,3 +289,36 @@ def test_a_kernel_over_the_register_budget_gets_a_smaller_tile(problem, tmp_path
 
     sys.modules["sol_chain"] = module  # as the gate finds a candidate's module
     assert module_verify_stage(model).status.value == "passed"
+
+
+def test_constants_and_tensors_outside_the_state_dict_reach_the_solution(tmp_path: Path) -> None:
+    # a constant the forward creates from a literal (torch.export lifts it to an input, lifted_tensor_0), a buffer
+    # that is not persistent and a plain tensor attribute: none is in the model's state dict (level 2's 93 failed
+    # on the GPU with KeyError: 'lifted_tensor_0')
+    path = tmp_path / "consts.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            class Model(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("shift", torch.randn(8), persistent=False)
+                    self.scale = torch.randn(8)
+
+                def forward(self, x):
+                    return torch.minimum(x * self.scale + self.shift, torch.tensor(0.25))
+
+            def get_inputs():
+                return [torch.randn(4, 8)]
+
+            def get_init_inputs():
+                return []
+            """
+        )
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    text = (tmp_path / "s.py").read_text()
+    assert "_CONSTANTS = {" in text and "torch.tensor(0.25" in text
+    assert result.correct and result.covered and result.status() == "solved", result.status()

@@ -68,7 +68,9 @@ class Capture:
         program: the exported program after the core ATen decompositions; `graph_module` its graph.
         inputs: the forward's arguments (`InputSpec`), by graph placeholder name, in order.
         init_inputs: what ``get_init_inputs()`` returned (the constructor's arguments the graph was built with).
-        state: parameter and buffer placeholders -> their names in the model's state dict.
+        state: parameter, buffer and tensor-attribute placeholders -> their paths on the model.
+        constants: placeholders of tensors the forward itself creates from literals (``torch.tensor(0.0)``, which
+            ``torch.export`` lifts to graph inputs named ``lifted_tensor_*``) -> their values (CPU tensors).
         scalar_uses: scalar argument -> the (node name, argument index) positions whose constant is that argument.
         specialized: scalar arguments the graph depends on in a way a run-time value cannot replace.
         example: the drawn arguments themselves (tensors and scalars), for checks at the captured shapes; empty
@@ -85,6 +87,7 @@ class Capture:
     inputs: list[InputSpec]
     init_inputs: list[Any]
     state: dict[str, str] = field(default_factory=dict)
+    constants: dict[str, Any] = field(default_factory=dict)
     scalar_uses: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     specialized: list[str] = field(default_factory=list)
     example: list[Any] = field(default_factory=list)
@@ -421,11 +424,12 @@ def capture(
         fake = False
         init, args, program, specs, uses, specialized = _export(task, path, inputs, fake)
     signature = program.graph_signature
-    state = {
-        s.arg.name: str(s.target)
-        for s in signature.input_specs
-        if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
-    }
+    state, constants = {}, {}
+    for s in signature.input_specs:
+        if s.kind == InputKind.CONSTANT_TENSOR and str(s.target).startswith("lifted_"):
+            constants[s.arg.name] = _lifted_constant(program, str(s.target))
+        elif s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            state[s.arg.name] = str(s.target)
     return Capture(
         problem=path,
         sizes=dict(task.sizes),
@@ -435,12 +439,31 @@ def capture(
         inputs=specs,
         init_inputs=init,
         state=state,
+        constants=constants,
         scalar_uses=uses,
         specialized=specialized,
         example=[] if fake else list(args),
         single_output=_single_output(program),
         fake=fake,
     )
+
+
+#: The most elements of a constant the forward creates from literals that a solution carries as a literal.
+CONSTANT_ELEMENTS = 4096
+
+
+def _lifted_constant(program: Any, target: str) -> Any:
+    """The value of a constant the forward creates from literals (lifted by ``torch.export``), as a CPU tensor; a
+    larger one than `CONSTANT_ELEMENTS` is refused (a solution carries it as a literal)."""
+    value = program.constants[target]
+    if value.numel() > CONSTANT_ELEMENTS:
+        raise FrontendError(
+            "SOLVE_CONSTANT",
+            f"the forward creates a constant tensor of {value.numel()} elements ({target}); a solution carries such "
+            f"constants as literals, at most {CONSTANT_ELEMENTS} elements",
+            "make it a buffer of the model (register_buffer), which the solution reads from the problem's Model",
+        )
+    return value.detach().cpu().clone()
 
 
 def _single_output(program: Any) -> bool:

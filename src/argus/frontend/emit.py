@@ -116,6 +116,13 @@ def _problem_file():
     )
 
 
+def _reference_tensor(model, path):
+    """The tensor at attribute path `path` of the problem's Model (a parameter, a buffer, or a tensor attribute)."""
+    for name in path.split("."):
+        model = getattr(model, name)
+    return model
+
+
 def _problem_model(init_inputs):
     """The problem's own Model, built from its file: the parameters and buffers the captured graph reads."""
     import importlib.util
@@ -199,6 +206,13 @@ def emit(
     lines.append(LAUNCH.rstrip("\n"))
     if capture.state:
         lines.append(STATE.rstrip("\n"))
+    if capture.constants:
+        lines += ["", "", "# the constants the forward creates from literals (lifted by torch.export), as captured"]
+        lines.append("_CONSTANTS = {")
+        for name, value in capture.constants.items():
+            dtype = str(value.dtype).replace("torch.", "")
+            lines.append(f"    {name!r}: torch.tensor({value.tolist()!r}, dtype=torch.{dtype}),")
+        lines.append("}")
     for g in partition.groups:
         src = kernels[g.kernel]
         text = _with_defaults(src.kernel, g.kernel, tuned_params.get(g.kernel, {}))
@@ -214,8 +228,6 @@ def emit(
             body.append(f"        if {s.name} != {s.value!r}:  # torch.export folded it into the graph")
             message = f"this solution was generated for {s.name}={s.value!r}, got {{{s.name}!r}}"
             body.append(f"            raise ValueError(f{message!r})")
-    if capture.state:
-        body.append("        state = self.reference.state_dict(keep_vars=True)  # the problem's parameters and buffers")
     names: dict[str, str] = {}  # graph node -> the forward's local variable holding it
     # a local must not shadow a kernel (graph nodes ``convolution_1`` and kernels ``convolution_1`` both occur)
     kernel_names = {g.kernel for g in partition.groups} | {request.name for request, _ in written.values()}
@@ -228,8 +240,10 @@ def emit(
     for node in graph.nodes:
         if node.op == "placeholder":
             names[node.name] = node.name
-            if node.name in capture.state:
-                body.append(f"        {node.name} = state[{capture.state[node.name]!r}]")
+            if node.name in capture.state:  # the problem's parameter, buffer or tensor attribute
+                body.append(f"        {node.name} = _reference_tensor(self.reference, {capture.state[node.name]!r})")
+            elif node.name in capture.constants:  # a constant the forward creates from literals
+                body.append(f"        {node.name} = _CONSTANTS[{node.name!r}].to({DEVICE})")
             continue
         if node.op == "call_module" and node.target in groups:
             g = groups[node.target]
@@ -322,7 +336,10 @@ def emit(
         tensors = [
             n.name
             for n in graph.nodes
-            if n.op == "placeholder" and n.name not in capture.state and isinstance(n.meta.get("val"), torch.Tensor)
+            if n.op == "placeholder"
+            and n.name not in capture.state
+            and n.name not in capture.constants
+            and isinstance(n.meta.get("val"), torch.Tensor)
         ]
         where = f"{names[tensors[0]]}.device" if tensors else "torch.device('cpu')"
         body.insert(0, f"        {DEVICE} = {where}  # where the inputs are: the captured graph's device stands for it")
