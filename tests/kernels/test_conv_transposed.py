@@ -304,3 +304,21 @@ def test_3d_kernels_verify_and_compile(implicit_3d: None) -> None:
         assert result.verdict.value == "verified" and not result.unknowns, result.codes()
     mix = compile_kernel(kernels[0]).instruction_mix()
     assert mix["HGMMA"] > 0 and mix["UTMALDG"] > 0
+
+
+def test_staged_weights_are_kept_least_recently_used_first_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argus.kernels.conv as lib
+
+    monkeypatch.setattr(lib, "_STAGED", {})
+    monkeypatch.setattr(lib, "_STAGED_MAX", 3)
+    made: list[str] = []
+
+    def stage(key: str) -> str:
+        return lib._staged((key,), lambda: made.append(key) or key.upper())
+
+    assert [stage(k) for k in "abc"] == ["A", "B", "C"]
+    assert stage("a") == "A"  # a hit: not made again, and now the most recently used
+    stage("d")  # b, the least recently used, goes
+    assert stage("a") == "A" and stage("c") == "C" and made == list("abcd")
+    stage("b")
+    assert made == list("abcdb") and list(lib._STAGED) == [("a",), ("c",), ("b",)]  # d was the least recent

@@ -1287,7 +1287,9 @@ def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool =
 #: tensor alive, so that no other tensor can take its address while the entry stands; a weight changed in place
 #: has another version and is copied again.
 _STAGED: dict[tuple, tuple[Any, Any]] = {}
-_STAGED_MAX = 32
+#: Entries kept, the least recently used dropped first: a transposed convolution's phases take two each (the phase's
+#: weight and its channels-last or split form), so a model of a few such layers holds dozens.
+_STAGED_MAX = 128
 
 
 def _weight_key(kind: str, w: Any, *extra: Any) -> tuple:
@@ -1304,11 +1306,15 @@ def _zero_bias(out: Any) -> Any:
 
 
 def _staged(key: tuple, make: Any, source: Any = None) -> Any:
-    if key not in _STAGED:
-        if len(_STAGED) >= _STAGED_MAX:
+    """The staged form under `key`, made by `make()` the first time (kept with `source`, least recently used
+    first out)."""
+    found = _STAGED.pop(key, None)
+    if found is None:
+        while len(_STAGED) >= _STAGED_MAX:
             _STAGED.pop(next(iter(_STAGED)))
-        _STAGED[key] = (source, make())
-    return _STAGED[key][1]
+        found = (source, make())
+    _STAGED[key] = found  # the most recently used last
+    return found[1]
 
 
 def implicit_input(conv: Conv, x: Any) -> Any:
