@@ -46,12 +46,14 @@ LAYERS = [
 ]
 
 
-def _kernelbench_rows(torch, only):  # noqa: ANN001, ANN202
-    """(label, module, x) of each problem's first transposed convolution without groups, at the problem's sizes."""
+def kernelbench_rows(torch, only, problems=None, kinds=None):  # noqa: ANN001, ANN201
+    """(label, module, x) of each problem's first convolution of `kinds` (default: transposed 1-d and 2-d) without
+    groups, at the problem's own sizes (`problems`: (level, id) pairs, default `PROBLEMS`)."""
     from argus.tasks.kernelbench import default_kernelbench_dir, discover, load_problem
 
+    kinds = kinds or (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d)
     root = default_kernelbench_dir()
-    for level, pid in PROBLEMS:
+    for level, pid in problems or PROBLEMS:
         found = discover(root, level, [pid])
         if not found:
             print(f"| L{level}/{pid} | not found under {root} |")
@@ -62,17 +64,21 @@ def _kernelbench_rows(torch, only):  # noqa: ANN001, ANN202
             continue
         torch.manual_seed(0)
         model = task.model(*task.get_init_inputs())
-        convs = [m for m in model.modules() if isinstance(m, (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d))]
+        convs = [m for m in model.modules() if isinstance(m, kinds)]
         if not convs or convs[0].groups != 1:
-            print(f"| {label} | no transposed 1-d/2-d convolution without groups |")
+            print(f"| {label} | no {'/'.join(k.__name__ for k in kinds)} without groups |")
             continue
         x = task.get_inputs()[0]
         yield label, convs[0].cuda(), x.cuda()
 
 
-def _conv_of(m, x, dtype: str):  # noqa: ANN001, ANN202
+def conv_of(m, x, dtype: str):  # noqa: ANN001, ANN201
+    """The `Conv` of module m (a torch convolution, forward or transposed, without groups) applied to x."""
+    import torch
+
     from argus.kernels.conv import Conv
 
+    transposed = isinstance(m, torch.nn.modules.conv._ConvTransposeNd)
     rank = x.dim() - 2
     pre = 3 - rank
 
@@ -81,8 +87,8 @@ def _conv_of(m, x, dtype: str):  # noqa: ANN001, ANN202
 
     return Conv(
         rank, x.shape[0], x.shape[1], m.out_channels, 1, three(x.shape[2:], 1), three(m.kernel_size, 1),
-        three(m.stride, 1), three(m.padding, 0), three(m.dilation, 1), m.bias is not None, dtype, transposed=True,
-        output_padding=three(m.output_padding, 0),
+        three(m.stride, 1), three(m.padding, 0), three(m.dilation, 1), m.bias is not None, dtype,
+        transposed=transposed, output_padding=three(m.output_padding, 0) if transposed else (0, 0, 0),
     )  # fmt: skip
 
 
@@ -104,7 +110,7 @@ def main() -> int:
         print(line)
     print(f"cuDNN {torch.backends.cudnn.version()}")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    rows = list(_kernelbench_rows(torch, only))
+    rows = list(kernelbench_rows(torch, only))
     for label, n, c, f, h, w, k, s, p, op in LAYERS:
         if only and not any(o in label for o in only):
             continue
@@ -117,7 +123,7 @@ def main() -> int:
     )
     for label, m, x in rows:
         dt = "bf16" if x.dtype == torch.bfloat16 else "f32"
-        conv = _conv_of(m, x, dt)
+        conv = conv_of(m, x, dt)
         wt, b = m.weight.detach(), (m.bias.detach() if m.bias is not None else None)
         fn = F.conv_transpose1d if x.dim() == 3 else F.conv_transpose2d
         kw = {"stride": m.stride, "padding": m.padding, "output_padding": m.output_padding, "dilation": m.dilation}
