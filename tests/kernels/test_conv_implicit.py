@@ -276,7 +276,7 @@ def test_the_nchw_epilogue_on_the_interpreter(dtype: str) -> None:
     gen = np.random.default_rng(0)
     terms = 3 if dtype == "f32" else 1
     x = gen.standard_normal((terms * n, h, w, c)).astype(np.float32).astype(np.float64)
-    wt = gen.standard_normal((terms * f, 9, c)).astype(np.float32).astype(np.float64)
+    wt = gen.standard_normal((terms, f, 9, c)).astype(np.float32).astype(np.float64)
     b = gen.standard_normal(f)
     params = dict(KH=3, KW=3, PH=1, PW=1, BH=8, BW=8, BN=64, STAGES=2, CONSUMERS=1, BLOCKS_PER_SM=2, CB=1, BIAS=True,
                   IN="bf16", OUT=dtype, TERMS=terms)  # fmt: skip

@@ -160,6 +160,9 @@ PLANS = {
     "4x4/2 bf16": _conv(2, 2, 64, 128, (9, 9), (4,), (2,), (1,), op=(1,), dtype="bf16"),
     "3x3/1 f32 (one phase)": _conv(2, 2, 64, 64, (9, 9), (3,), (1,), (1,), bias=True),
     "1-d k3/3 d2 f32": _conv(1, 2, 32, 64, (17,), (3,), (3,), (2,), d=(2,)),
+    # KernelBench level 1's 69: a 3x5 window on the 8x16 two-consumer tile, `unknown` until the split planes were
+    # indexed linearly (image n's plane t at 3n + t, the weight's planes an axis of their own)
+    "3x5 f32 (level 1's 69)": _conv(2, 64, 64, 128, (128, 256), (3, 5), (1,), (0,)),
 }
 
 
@@ -294,11 +297,13 @@ def test_the_3d_form_is_off_until_measured() -> None:
 def test_3d_kernels_verify_and_compile(implicit_3d: None) -> None:
     from argus.backend.cuda.codegen import compile_kernel
 
-    # a bf16 3x3x3 convolution (its tile's proofs complete; the f32 forward 3x3x3's 4x16 tile is unknown within the
-    # verifier's budget, docs/conv.md) and the phases of a strided 3-d transposed one
+    # an f32 3x3x3 convolution (81 K-steps: `unknown` with the split planes at t * N + n), a bf16 one, and a phase
+    # of a strided 3-d transposed one
+    f32 = conv_plan(_forward3(2, 64, 64, (5, 9, 9), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), True))
     forward = conv_plan(_forward3(2, 64, 128, (5, 9, 9), (3, 3, 3), (1, 1, 1), (0, 0, 0), (1, 1, 1), False, "bf16"))
     phased = conv_plan(_conv(3, 2, 32, 64, (5, 9, 9), (3,), (2,), (1,), op=(1,)))
-    kernels = [forward.kernels()[-1], phased.kernels()[2]]
+    assert f32.implicit is not None and f32.implicit.BLOCKS == 0  # 3-d is not persistent
+    kernels = [forward.kernels()[-1], f32.kernels()[-1], phased.kernels()[2]]
     for kernel in kernels:
         result = verify(kernel)
         assert result.verdict.value == "verified" and not result.unknowns, result.codes()

@@ -403,6 +403,8 @@ def implicit_refusal(conv: Conv) -> str | None:
         return f"{conv.groups} groups"
     if conv.dtype not in ("bf16", "f16", "f32"):
         return f"{conv.dtype} values"
+    if conv.dtype == "f32" and conv.batch > MAX_GRID_Z:
+        return f"f32 with a batch of {conv.batch}: the input's split takes a grid plane an image, {MAX_GRID_Z} at most"
     if conv.dtype == "f32" and conv.channels <= FEW_CHANNELS and conv.window > 1:
         return (
             f"f32 with {conv.channels} channels: each tap's K step of {IMPLICIT_BK} channels would be mostly padding, "
@@ -471,7 +473,8 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     pick = replace(pick, BN=128 if conv.filters > 64 else 64)
     _, _, sw = conv.stride
     off_phase = any((kw * conv.dilation[2] - conv.padding[2]) % sw for kw in range(conv.kernel[2]))
-    if k_steps <= PERSISTENT_K_STEPS and not off_phase:
+    if k_steps <= PERSISTENT_K_STEPS and not off_phase and conv.rank != 3:
+        # (3-d: the persistent form's contraction-once proof did not complete within the verifier's budget either)
         # with column taps off the stride's phase 0 the persistent form's contraction-once proof of X (through the
         # strided view) did not complete within the verifier's budget (level 1's 76: unknown); one block per tile
         # verifies in seconds. A strided 1x1 (a projection) reads phase 0 only, and its persistent form verifies
@@ -829,8 +832,8 @@ def _implicit_kernels(conv: Conv, config: ImplicitConfig, layouts: tuple[bool, .
     (NCHW) tensors launches, then what a channels-last call does)."""
     found = []
     if conv.dtype == "f32":  # the split planes of the input and of the weight first
-        for rows, name in split_rows(conv):
-            found.append(_traced("split", _key(split_params(rows, conv.channels, name))))
+        for rows, name, batch in split_rows(conv):
+            found.append(_traced("split", _key(split_params(rows, conv.channels, name, bool(batch)))))
     if layouts is None:
         layouts = (True, False) if writes_nchw(conv, config) else (False,)
     return [*found, *(_traced("implicit", _key(implicit_params(conv, config, nchw=v))) for v in layouts)]
@@ -1101,34 +1104,37 @@ def run_on_interpreter(
 
 
 def _implicit_shapes(conv: Conv, nchw: bool = False) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """The implicit kernel's X view (T·N, H, W, C), with a column stride SW > 1 (T·N, H, W / SW, SW, C), weight (T·F,
-    KH * KW, C) and output (N, OH, OW, F), or (N, F, OH, OW) with `nchw`; T the split planes (3 for f32, else 1) and
-    C `implicit_channels`."""
+    """The implicit kernel's X view (N·T, H, W, C) (image n's planes at n·T ... n·T + T - 1), with a column stride
+    SW > 1 (N·T, H, W / SW, SW, C), 3-d (N·T, D, H, W, C), weight (T, F, taps, C) and output (N, OH, OW, F), or (N,
+    F, OH, OW) with `nchw` (3-d: OD after N or F); T the split planes (3 for f32, else 1) and C
+    `implicit_channels`."""
     d, h, w = conv.size
     _, sw = conv.stride[1:]
     n, c, f = conv.batch, implicit_channels(conv), conv.filters
     t = 3 if conv.dtype == "f32" else 1
     if conv.rank == 3:  # the 3-d form: depth after the image (a column stride of 1)
         out3 = conv.out
-        return (t * n, d, h, w, c), (t * f, conv.window, c), (n, f, *out3) if nchw else (n, *out3, f)
+        return (t * n, d, h, w, c), (t, f, conv.window, c), (n, f, *out3) if nchw else (n, *out3, f)
     out = (n, f, conv.out[1], conv.out[2]) if nchw else (n, conv.out[1], conv.out[2], f)
     x = (t * n, h, w // sw, sw, c) if sw > 1 else (t * n, h, w, c)
-    return x, (t * f, conv.window, c), out
+    return x, (t, f, conv.window, c), out
 
 
-def split_rows(conv: Conv) -> tuple[tuple[int, str], tuple[int, str]]:
-    """The f32 splits' (rows, operand) of the channels-last input (N·D·H·W, C) and weight (F·KD·KH·KW, C)."""
-    return (conv.batch * math.prod(conv.size), "A"), (conv.filters * conv.window, "B")
+def split_rows(conv: Conv) -> tuple[tuple[int, str, int], tuple[int, str, int]]:
+    """The f32 splits' (rows, operand, batch) of the channels-last input, N images of (D·H·W, C) each (its planes
+    image by image: (N, 3, D·H·W, C)), and of the weight (F·KD·KH·KW, C), not batched (its planes (3, F·taps, C))."""
+    return (math.prod(conv.size), "A", conv.batch), (conv.filters * conv.window, "B", 0)
 
 
-def split_params(rows: int, channels: int, operand: str) -> dict[str, Any]:
+def split_params(rows: int, channels: int, operand: str, batch: bool = False) -> dict[str, Any]:
     """`split_bf16x3`'s parameters for an f32 operand stored (rows, channels), channels last, split along its rows
     (AXIS 0) into three bf16 planes (3, rows, channels padded to 8): BR divides the rows (so that plane t starts at
-    row t * rows and the planes are one (3 * rows, ...) tensor), at least 32 threads a block."""
+    row t * rows and the planes are one (3 * rows, ...) tensor), at least 32 threads a block. `batch`: a batch of
+    such operands (L, rows, channels) into (L, 3, rows, padded), each image's three planes together."""
     br = next(d for d in (16, 8, 4, 2, 1) if rows % d == 0)
     vec = split_vector(channels)
     bc = max(64, 32 * vec // br)
-    return {"AXIS": 0, "OPERAND": operand, "VEC": vec, "BR": br, "BC": bc}
+    return {"AXIS": 0, "OPERAND": operand, "VEC": vec, "BR": br, "BC": bc} | ({"BATCH": True} if batch else {})
 
 
 def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any) -> Any:
@@ -1146,9 +1152,11 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
     wl = np.ascontiguousarray(np.asarray(w, dtype=np.float64).reshape(f, c, -1).transpose(0, 2, 1))  # (F, taps, C)
     if conv.dtype == "f32":
         planes = []
-        for (rows, name), v in zip(split_rows(conv), (xl, wl), strict=True):
-            out = np.full((3, rows, implicit_channels(conv)), np.nan)
-            run_kernel(_traced("split", _key(split_params(rows, c, name))), {"X": v.reshape(rows, c), "Y": out})
+        for (rows, name, batch), v in zip(split_rows(conv), (xl, wl), strict=True):
+            lead = (batch,) if batch else ()
+            out = np.full((*lead, 3, rows, implicit_channels(conv)), np.nan)
+            kernel = _traced("split", _key(split_params(rows, c, name, bool(batch))))
+            run_kernel(kernel, {"X": v.reshape(*lead, rows, c), "Y": out})
             planes.append(out)
         xl, wl = planes
     arrays = {
@@ -1322,8 +1330,8 @@ def implicit_input(conv: Conv, x: Any) -> Any:
     x is, else copied), for f32 its three split planes (`split_bf16x3`)."""
     c = conv.channels
     xv = _channels_last(conv, x)
-    if conv.dtype == "f32":
-        xv = _split_on_gpu(xv.reshape(-1, c), c, "A", implicit_channels(conv))
+    if conv.dtype == "f32":  # each image's three planes together: plane t of image n is X's image 3n + t
+        xv = _split_on_gpu(xv.reshape(conv.batch, -1, c), c, "A", implicit_channels(conv))
     return xv.reshape(_implicit_shapes(conv)[0])
 
 
@@ -1407,12 +1415,13 @@ def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: An
 
 
 def _split_on_gpu(v: Any, channels: int, operand: str, padded: int) -> Any:
-    """The three bf16 planes (3, rows, padded) of an f32 operand (rows, channels), by `split_bf16x3`."""
+    """The three bf16 planes (3, rows, padded) of an f32 operand (rows, channels), or of a batch of them (L, rows,
+    channels) into (L, 3, rows, padded), by `split_bf16x3`."""
     import torch
 
-    rows = v.shape[0]
-    planes = torch.empty((3, rows, padded), dtype=torch.bfloat16, device=v.device)
-    _loaded("split", _key(split_params(rows, channels, operand)))(v, planes)
+    lead, rows = tuple(v.shape[:-2]), v.shape[-2]
+    planes = torch.empty((*lead, 3, rows, padded), dtype=torch.bfloat16, device=v.device)
+    _loaded("split", _key(split_params(rows, channels, operand, bool(lead))))(v, planes)
     return planes
 
 

@@ -37,7 +37,7 @@ def _output_shape(NCHW: bool, DEPTH: bool) -> tuple[str, ...]:  # noqa: N803 - n
 @argus.kernel(policies={"tile_shape": ("BH", "BW", "BN", "BK"), "stages": "STAGES"})
 def conv_implicit_gemm(
     X: T.Tensor[_input_shape, "IN"],
-    WT: T.Tensor[("FX", "TAPS", "C"), "IN"],
+    WT: T.Tensor[("TX", "F", "TAPS", "C"), "IN"],
     B: T.Tensor[_bias_shape, "OUT"],
     Y: T.Tensor[_output_shape, "OUT"],
     KH: int = 3,
@@ -83,8 +83,8 @@ def conv_implicit_gemm(
     so that a box's channels past C are zeros and the tag's last coordinate is the channel, the contraction index
     the weight's tag has too (an earlier view packed (phase, channel) into one axis, and the verifier's MMA check
     rightly could not pair phase * C + c with c); the weight (F, C, KH, KW) as
-    (F, KH * KW, C), channels last; the output (N, OH, OW, F) in OUT, rounded once from the f32 accumulator (the
-    bias, in OUT, added before).
+    (1, F, KH * KW, C), channels last (TERMS of them: below); the output (N, OH, OW, F) in OUT, rounded once from
+    the f32 accumulator (the bias, in OUT, added before).
 
     DEPTH: a 3-d convolution, window (KD, KH, KW), stride (SD, SH, SW), padding (PD, PH, PW), dilation (LD, LH, LW),
     PDE the padding at the end of D: the input is (NX, D, H, W, C) (a column stride of 1), the output (N, OD, OH,
@@ -99,10 +99,13 @@ def conv_implicit_gemm(
     those stores fall back to narrower ones (the verifier's ALIGN_ASSUMPTION warning says for which sizes;
     declaring OW's alignment instead made the contraction proof of X undecidable within its budget).
 
-    TERMS = 3 is an f32 convolution by split precision: X holds three bf16 planes of the input (NX = 3N: hi, hi, lo,
-    plane t at images t * N ...) and WT three of the weight (FX = 3F: hi, lo, hi), and the K loop runs over the
-    three products x_hi w_hi + x_hi w_lo + x_lo w_hi (`argus.kernels.gemm.split_bf16x3` writes the planes). TERMS =
-    1: NX = N, FX = F.
+    TERMS = 3 is an f32 convolution by split precision: X holds three bf16 planes of the input (NX = 3N: hi, hi, lo;
+    image n's plane t at X's image 3n + t) and WT three of the weight ((TX, F, TAPS, C), TX = 3: hi, lo, hi), and the
+    K loop runs over the three products x_hi w_hi + x_hi w_lo + x_lo w_hi (`argus.kernels.gemm.split_bf16x3` writes
+    the planes, the input's batched by image). TERMS = 1: NX = N, TX = 1. Both indexings are linear in the plane
+    (n * TERMS + term, and the plane its own axis of WT): with the planes at t * N + n and t * F + f (until session
+    23) the products of a plane and a size made the contraction-once proofs of long K loops undecidable within the
+    verifier's budget (a 3x5 f32 window on the 8x16 two-consumer tile, 3x3x3 in 3-d); now they verify in 11-13 s.
 
     The GEMM view: M = the BH x BW output positions of a tile (BM = BH * BW = 64 * CONSUMERS), N = BN output
     channels, K = KH * KW * C in steps of BK channels of one tap. K-step k is tap ``k // CB`` (CB = C / BK rounded
@@ -147,7 +150,7 @@ def conv_implicit_gemm(
     if not DEPTH and (KD, SD, PD, LD, PDE) != (1, 1, 0, 1, None):
         raise DSLError("DSL_BAD_PARAM", "KD, SD, PD, LD and PDE are a 3-d convolution's (DEPTH=True)")
     T.assume(
-        f"TAPS == {KD * KH * KW} and NX == {TERMS} * N and FX == {TERMS} * F and CQ == {1 if SW > 1 else SW} * C and "
+        f"TAPS == {KD * KH * KW} and NX == {TERMS} * N and TX == {TERMS} and CQ == {1 if SW > 1 else SW} * C and "
         "C % 8 == 0 and "
         + (output_size("D", "OD", KD, SD, PD, LD, PDE) + " and " if DEPTH else "")
         + ("" if NCHW else f"F % {16 // Y.dtype.itemsize} == 0 and ")
@@ -203,18 +206,18 @@ def conv_implicit_gemm(
             ih = (bh * BH + h) * SH + kh * LH - PH
             if DEPTH:
                 idp = od * SD + kd * LD - PD
-                src = X.window((term * N + n, idp, ih, q, cb * BK), (None, None, None, BW, BK))
+                src = X.window((n * TERMS + term, idp, ih, q, cb * BK), (None, None, None, BW, BK))
             elif SW == 1:
-                src = X.window((term * N + n, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK))
+                src = X.window((n * TERMS + term, ih, q, (u % SW) * C + cb * BK), (None, None, BW, BK))
             else:
-                src = X.window((term * N + n, ih, q, u % SW, cb * BK), (None, None, BW, None, BK))
+                src = X.window((n * TERMS + term, ih, q, u % SW, cb * BK), (None, None, BW, None, BK))
             T.copy(
                 src,
                 sA[s].window((h * BW, 0), (BW, BK)),
                 atom="tma",
                 mbarrier=full[s],
             )
-        T.copy(WT.window((term * F + bf * BN, tap, cb * BK), (BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
+        T.copy(WT.window((term, bf * BN, tap, cb * BK), (None, BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
 
     def consume(tile: tuple, term: Any, tap: Any, cb: Any, s: Any, g: Any) -> None:
         """Multiply channel block cb of `tile`'s tap from stage s into the accumulator."""
@@ -226,7 +229,7 @@ def conv_implicit_gemm(
         # position (od, bh * BH + m // BW, bw * BW + m % BW), channel block cb (of plane term)
         def position(x: Any) -> Any:  # the image, row and column of position row m of the stage
             return (
-                (x[0] == term * N + n)
+                (x[0] == n * TERMS + term)
                 & (x[1] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
                 & (x[2] == bw * BW + x.coord[0] % BW + u // SW - PWU)
             )
@@ -234,7 +237,7 @@ def conv_implicit_gemm(
         if DEPTH:  # the depth plane, then as in 2-d one axis on
             T.assert_tag(
                 lambda x: (
-                    (x[0] == term * N + n)
+                    (x[0] == n * TERMS + term)
                     & (x[1] == od * SD + kd * LD - PD)
                     & (x[2] == (bh * BH + x.coord[0] // BW) * SH + kh * LH - PH)
                     & (x[3] == bw * BW + x.coord[0] % BW + u // SW - PWU)
@@ -248,7 +251,7 @@ def conv_implicit_gemm(
             T.assert_tag(lambda x: position(x) & (x[3] == u % SW) & (x[4] == cb * BK + x.coord[1]), sA[s])
         # invariant: the B stage holds output channels bf * BN ... of tap (kh, kw), channel block cb (of plane term)
         T.assert_tag(
-            lambda x: (x[0] == term * F + bf * BN + x.coord[0]) & (x[1] == tap) & (x[2] == cb * BK + x.coord[1]),
+            lambda x: (x[0] == term) & (x[1] == bf * BN + x.coord[0]) & (x[2] == tap) & (x[3] == cb * BK + x.coord[1]),
             sB[s],
         )
         T.gemm(sA[s], sB[s].T, acc)
