@@ -1400,7 +1400,7 @@ def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: An
     n, f = conv.batch, conv.filters
     whole = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     o5 = whole.view(n, f, *conv.out)
-    first = next(p.conv for p in phases if p.conv is not None)
+    first = next((p.conv for p in phases if p.conv is not None), None)  # every phase shares the input's form
     xv = implicit_input(first, x) if first is not None else None
     for phase in phases:
         at = (slice(None), slice(None), *(slice(r, None, s) for r, s in zip(phase.offset, conv.stride, strict=True)))
