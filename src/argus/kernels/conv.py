@@ -1391,7 +1391,7 @@ def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: An
 
     def weight(phase: TransposedPhase) -> Any:
         return _staged(
-            _weight_key("phase weight", w, phase.offset), lambda: phase_weight(w, phase).contiguous(), source=w
+            _weight_key("phase weight", w, phase.taps), lambda: phase_weight(w, phase).contiguous(), source=w
         )
 
     if len(phases) == 1 and phases[0].conv is not None and phases[0].config is not None:
