@@ -308,7 +308,8 @@ def test_constants_and_tensors_outside_the_state_dict_reach_the_solution(tmp_pat
                     self.scale = torch.randn(8)
 
                 def forward(self, x):
-                    return torch.minimum(x * self.scale + self.shift, torch.tensor(0.25))
+                    y = torch.minimum(x * self.scale + self.shift, torch.tensor(0.25))
+                    return torch.maximum(y, torch.tensor(float("-inf")))
 
             def get_inputs():
                 return [torch.randn(4, 8)]
@@ -320,5 +321,5 @@ def test_constants_and_tensors_outside_the_state_dict_reach_the_solution(tmp_pat
     )
     result = solve(path, out=tmp_path / "s.py")
     text = (tmp_path / "s.py").read_text()
-    assert "_CONSTANTS = {" in text and "torch.tensor(0.25" in text
+    assert "_CONSTANTS = {" in text and "torch.tensor(0.25" in text and "float('-inf')" in text
     assert result.correct and result.covered and result.status() == "solved", result.status()

@@ -16,6 +16,7 @@ output shapes are the captured ones, and the solution refuses other input shapes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -134,6 +135,15 @@ def _problem_model(init_inputs):
 '''
 
 
+def _values_literal(values: Any) -> str:
+    """Python source for a (nested) list of numbers, the non-finite ones as ``float('inf')`` and the like."""
+    if isinstance(values, list):
+        return "[" + ", ".join(_values_literal(v) for v in values) + "]"
+    if isinstance(values, float) and not math.isfinite(values):
+        return f"float({str(values)!r})"
+    return repr(values)
+
+
 def _with_defaults(text: str, name: str, params: Mapping[str, Any]) -> str:
     """`text` (a template kernel's source) with the defaults of kernel `name`'s trace-time parameters set to
     `params` (tuned or refit policies): what a solution launches is then the kernel as declared, the program the
@@ -211,7 +221,7 @@ def emit(
         lines.append("_CONSTANTS = {")
         for name, value in capture.constants.items():
             dtype = str(value.dtype).replace("torch.", "")
-            lines.append(f"    {name!r}: torch.tensor({value.tolist()!r}, dtype=torch.{dtype}),")
+            lines.append(f"    {name!r}: torch.tensor({_values_literal(value.tolist())}, dtype=torch.{dtype}),")
         lines.append("}")
     for g in partition.groups:
         src = kernels[g.kernel]
