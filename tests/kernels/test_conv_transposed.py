@@ -57,7 +57,7 @@ def _phases_by_torch(conv: Conv, x: torch.Tensor, w: torch.Tensor, b: torch.Tens
     out = torch.full((n, f, *conv.out), float("nan"), dtype=torch.float64)
     x5 = x.reshape(n, conv.channels, *conv.size)
     for phase in transposed_phases(conv):
-        at = (slice(None), slice(None), *(slice(r, None, s) for r, s in zip(phase.offset, conv.stride, strict=True)))
+        at = phase.positions(conv.stride)
         if phase.conv is None:
             out[at] = b.view(1, f, 1, 1, 1)
             continue

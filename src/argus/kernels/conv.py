@@ -508,11 +508,11 @@ def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[s
     pd, ph, pw = conv.padding
     ld, lh, lw = conv.dilation
     ed, eh, ew = conv.gather_padding_end
-    ends = {"PHE": eh, "PWE": ew} if conv.padding_end is not None else {}
+    extra = {"PHE": eh, "PWE": ew} if conv.padding_end is not None else {}  # a stride phase's ends
     if conv.rank == 3:
-        ends |= {"DEPTH": True, "KD": kd, "SD": sd, "PD": pd, "LD": ld}
-        ends |= {"PDE": ed} if conv.padding_end is not None else {}
-    return ends | {
+        extra |= {"DEPTH": True, "KD": kd, "SD": sd, "PD": pd, "LD": ld}
+        extra |= {"PDE": ed} if conv.padding_end is not None else {}
+    return extra | {
         "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
         "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": IMPLICIT_BK, "STAGES": config.STAGES,
         "CONSUMERS": config.CONSUMERS, "BLOCKS_PER_SM": config.blocks_per_sm, "BLOCKS": config.BLOCKS,
@@ -535,6 +535,11 @@ class TransposedPhase:
     conv: Conv | None
     out: tuple[int, int, int]
     config: ImplicitConfig | None = None
+
+    def positions(self, stride: tuple[int, int, int]) -> tuple[slice, ...]:
+        """The index of this phase's outputs in the whole output (N, F, OD, OH, OW) of the transposed convolution of
+        `stride`: every stride-th position from the phase's offset, per dimension."""
+        return (slice(None), slice(None), *(slice(r, None, s) for r, s in zip(self.offset, stride, strict=True)))
 
 
 def _dimension_phase(
@@ -1178,7 +1183,7 @@ def _transposed_on_interpreter(conv: Conv, phases: tuple[TransposedPhase, ...], 
     out = np.full((n, f, *conv.out), np.nan)
     weight = np.asarray(w, dtype=np.float64)
     for phase in phases:
-        at = (slice(None), slice(None), *(slice(r, None, s) for r, s in zip(phase.offset, conv.stride, strict=True)))
+        at = phase.positions(conv.stride)
         if phase.conv is None or phase.config is None:
             out[at] = np.asarray(bias, dtype=np.float64).reshape(1, f, 1, 1, 1) if conv.bias else 0.0
             continue
@@ -1403,7 +1408,7 @@ def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: An
     first = next((p.conv for p in phases if p.conv is not None), None)  # every phase shares the input's form
     xv = implicit_input(first, x) if first is not None else None
     for phase in phases:
-        at = (slice(None), slice(None), *(slice(r, None, s) for r, s in zip(phase.offset, conv.stride, strict=True)))
+        at = phase.positions(conv.stride)
         if phase.conv is None or phase.config is None:
             o5[at] = bias.view(1, f, 1, 1, 1) if bias is not None else 0
             continue
