@@ -15,7 +15,6 @@ whether its kernels verify are printed per row (`--verify`: the verifier on each
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -27,9 +26,8 @@ except ImportError:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conv_transposed_sweep import conv_of, kernelbench_rows  # noqa: E402
+from conv_transposed_sweep import conv_of, cudnn, finish, kernelbench_rows, start  # noqa: E402
 from gemm_parity import interleaved_times  # noqa: E402
-from gemm_variants import environment  # noqa: E402
 
 #: (level, problem id): KernelBench's 3-d convolutions without groups
 PROBLEMS = [
@@ -54,10 +52,7 @@ def main() -> int:
     import argus.kernels.conv as lib
     from argus.kernels.conv import LibraryConv, conv_plan, run_implicit_on_gpu, run_transposed_on_gpu
 
-    for line in environment(torch):
-        print(line)
-    print(f"cuDNN {torch.backends.cudnn.version()}")
-    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    scratch = start(torch)
     kinds = (torch.nn.Conv3d, torch.nn.ConvTranspose3d)
     results = []
     print(
@@ -119,15 +114,11 @@ def main() -> int:
             results.append(row)
             continue
 
-        def cudnn(tf32: bool, x=x, wt=wt, b=b, fn=fn, kw=kw) -> None:  # noqa: ANN001
-            torch.backends.cudnn.allow_tf32 = tf32
-            fn(x, wt, b, **kw)
-
         launches = {
             "argus": lambda ours=ours, out=out: ours(out=out),
             "gather": lambda gather=gather, inputs=inputs, o2=o2: gather(*inputs, o2),
-            "fp32": lambda: cudnn(False),
-            "tf32": lambda: cudnn(True),
+            "fp32": lambda x=x, wt=wt, b=b, fn=fn, kw=kw: cudnn(torch, fn, False, x, wt, b, **kw),
+            "tf32": lambda x=x, wt=wt, b=b, fn=fn, kw=kw: cudnn(torch, fn, True, x, wt, b, **kw),
         }
         times = interleaved_times(torch, launches, args.rounds, scratch)
         torch.backends.cudnn.allow_tf32 = True
@@ -136,11 +127,7 @@ def main() -> int:
         cells = [f"{ms[k]:.3f} | {ms[k] / ms['argus']:.2f}" for k in ("gather", "fp32", "tf32")]
         print(f"| {label} | {row['plan']} | {ms['argus']:.3f} | {' | '.join(cells)} | {err:.1e} |")
         results.append(row)
-    for line in environment(torch):
-        print(f"after: {line}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    return 0
+    return finish(torch, results, args.json)
 
 
 if __name__ == "__main__":

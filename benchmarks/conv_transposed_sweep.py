@@ -92,6 +92,29 @@ def conv_of(m, x, dtype: str):  # noqa: ANN001, ANN201
     )  # fmt: skip
 
 
+def start(torch):  # noqa: ANN001, ANN201
+    """Print the environment and cuDNN's version; the L2-flush buffer `interleaved_times` zeroes."""
+    for line in environment(torch):
+        print(line)
+    print(f"cuDNN {torch.backends.cudnn.version()}")
+    return torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+
+
+def finish(torch, results: list, path: Path | None) -> int:  # noqa: ANN001
+    """Print the environment after the sweep and write the rows to `path` (JSON) where given."""
+    for line in environment(torch):
+        print(f"after: {line}")
+    if path:
+        path.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def cudnn(torch, fn, tf32: bool, *args, **kw) -> None:  # noqa: ANN001
+    """torch's convolution `fn` with cuDNN's TF32 switch as given (the strict fp32 or the TF32 baseline)."""
+    torch.backends.cudnn.allow_tf32 = tf32
+    fn(*args, **kw)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=10)
@@ -106,10 +129,7 @@ def main() -> int:
 
     from argus.kernels.conv import LibraryConv, conv_plan
 
-    for line in environment(torch):
-        print(line)
-    print(f"cuDNN {torch.backends.cudnn.version()}")
-    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    scratch = start(torch)
     rows = list(kernelbench_rows(torch, only))
     for label, n, c, f, h, w, k, s, p, op in LAYERS:
         if only and not any(o in label for o in only):
@@ -150,13 +170,12 @@ def main() -> int:
         def ours(call=call, inputs=inputs, out=out) -> None:  # noqa: ANN001
             call(*inputs, out)
 
-        def cudnn(tf32: bool, x=x, wt=wt, b=b, fn=fn, kw=kw) -> None:  # noqa: ANN001
-            torch.backends.cudnn.allow_tf32 = tf32
-            fn(x, wt, b, **kw)
-
-        launches = {"argus": ours, "fp32": lambda: cudnn(False)}
+        launches = {
+            "argus": ours,
+            "fp32": lambda x=x, wt=wt, b=b, fn=fn, kw=kw: cudnn(torch, fn, False, x, wt, b, **kw),
+        }
         if dt == "f32":
-            launches["tf32"] = lambda: cudnn(True)
+            launches["tf32"] = lambda x=x, wt=wt, b=b, fn=fn, kw=kw: cudnn(torch, fn, True, x, wt, b, **kw)
         if not args.no_gather:
             gather = LibraryConv("conv", conv, implicit=False)
             o2 = torch.empty_like(out)
@@ -169,11 +188,7 @@ def main() -> int:
         cells = [f"{ms[k]:.3f} | {ms[k] / ms['argus']:.2f}" if k in ms else "— | —" for k in ("fp32", "tf32", "gather")]
         print(f"| {label} | {row['plan']} | {ms['argus']:.3f} | {' | '.join(cells)} | {err:.1e} |")
         results.append(row)
-    for line in environment(torch):
-        print(f"after: {line}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    return 0
+    return finish(torch, results, args.json)
 
 
 if __name__ == "__main__":
