@@ -212,3 +212,21 @@ def test_panel_layout_errors():
         with pytest.raises(AtomError) as e:
             panel_layout(*args)
         assert e.value.code == "ATOM_SMEM_TILE"
+
+
+def test_a_box_inside_one_period_matches_several_modes_and_the_preferred_one_wins():
+    """8 rows of 32 bytes land alike under the 32- and the 128-byte swizzle (both XOR offset bit 7 into bit 4; the
+    wider one's other bits are 0 inside 256 bytes): without a preference the widest is named, with one the buffer's
+    own mode (the hardware anchors the pattern at the absolute address, so the choice matters where the box starts
+    inside a wider period). A box of a whole 128-byte period matches its own mode only."""
+    import numpy as np
+
+    from argus.atoms.smem import _swizzled, tma_box_swizzle
+    from argus.atoms.swizzle import hopper_swizzle
+
+    small = _swizzled(hopper_swizzle(32, 16), np.arange(8 * 16))[None, :]  # 8 rows x 16 bf16
+    assert tma_box_swizzle(small, (8, 16), 16) == 128
+    assert tma_box_swizzle(small, (8, 16), 16, prefer=32) == 32
+    assert tma_box_swizzle(small, (8, 16), 16, prefer=64) == 64  # also the same offsets inside 256 bytes
+    large = _swizzled(hopper_swizzle(128, 16), np.arange(8 * 64))[None, :]
+    assert tma_box_swizzle(large, (8, 64), 16, prefer=32) == 128  # 32 does not match: the next that does

@@ -277,13 +277,21 @@ def _swizzled(sw: Swizzle, x: np.ndarray) -> np.ndarray:
     return x ^ (bits >> sw.shift if sw.shift >= 0 else bits << -sw.shift)
 
 
-def tma_box_swizzle(relative: np.ndarray, box_shape: tuple[int, ...], element_bits: int) -> int | None:
+def tma_box_swizzle(
+    relative: np.ndarray, box_shape: tuple[int, ...], element_bits: int, prefer: int | None = None
+) -> int | None:
     """The swizzle mode (128, 64, 32 or 0 bytes) under which a TMA box of `box_shape` (tensor order) lands at
     `relative`: element offsets of the box's elements, row-major over `box_shape`, relative to the box's first
     element (an array ``(S, size)`` for S placements). TMA writes a box densely, row-major, swizzled by
-    ``hopper_swizzle(W)``; None when no mode gives these offsets."""
+    ``hopper_swizzle(W)``; None when no mode gives these offsets.
+
+    A box smaller than a pattern's period can match several modes (8 rows of 32 bytes land alike under the 32- and
+    the 128-byte swizzle: both XOR bit 7 of the offset into bit 4, and the wider one's other bits are 0 inside the
+    box), but the hardware applies the mode to the absolute shared address, so only the destination buffer's own
+    mode is right where the box starts inside a wider period: `prefer` (the buffer's mode) is tried first."""
     linear = np.arange(int(np.prod(box_shape)), dtype=np.int64)
-    for width in (128, 64, 32, 0):
+    order = (128, 64, 32, 0)
+    for width in (prefer,) + order if prefer in order else order:
         want = _swizzled(hopper_swizzle(width, element_bits), linear)
         if np.array_equal(relative, np.broadcast_to(want, relative.shape)):
             return width

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from argus.atoms.smem import tma_box_swizzle
+from argus.atoms.smem import swizzle_mode_of, tma_box_swizzle
 from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
 from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
 from argus.backend.cuda.codegen.addressing import Window, is_row_major
@@ -22,6 +22,7 @@ from argus.backend.cuda.codegen.context import Context
 from argus.backend.cuda.codegen.source import TensorMapParam
 from argus.backend.cuda.codegen.sync import mbarrier_address
 from argus.ir.nodes import Buffer, Copy, Space
+from argus.layout import Swizzle
 
 
 def tma_copy(cx: Context, s: Copy) -> None:
@@ -68,7 +69,10 @@ def _box_swizzle(cx: Context, s: Copy, window: Window, box: tuple[int, ...]) -> 
     bases = window.offsets_of(np.zeros((1, len(shape)), dtype=np.int64))
     if offsets is None or bases is None:
         raise cx.error(f"TMA copy into {dst.buffer.name}: its position is not static enough to prove the box layout")
-    swizzle = tma_box_swizzle(offsets - bases, shape, dst.dtype.bits)  # coords are row-major: TMA's box order
+    layout = dst.buffer.layout  # the buffer's own swizzle mode, where its layout has one
+    own = swizzle_mode_of(layout.inner, dst.dtype.bits) if isinstance(getattr(layout, "inner", None), Swizzle) else 0
+    # coords are row-major: TMA's box order
+    swizzle = tma_box_swizzle(offsets - bases, shape, dst.dtype.bits, prefer=own)
     if swizzle is None:
         raise cx.error(
             f"TMA copy into {dst.buffer.name} with layout {dst.buffer.layout}",
