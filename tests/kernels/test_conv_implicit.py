@@ -16,6 +16,8 @@ from argus.kernels.conv import (
     ImplicitConfig,
     LibraryConv,
     conv_plan,
+    implicit_bk,
+    implicit_bn,
     implicit_config,
     implicit_params,
     implicit_refusal,
@@ -107,9 +109,12 @@ def test_the_implicit_path_and_the_gather_path_agree() -> None:
         (_conv2(1, 16, 16, 5, 5, (3, 3), groups=2), "2 groups"),
         (_conv2(1, 12, 16, 5, 5, (3, 3)), "12 channels"),
         (_conv2(1, 16, 6, 5, 5, (3, 3), dtype="f32"), "6 filters"),
-        (_conv2(1, 8, 16, 5, 5, (3, 3), dtype="f32"), "f32 with 8 channels"),
+        (_conv2(1, 3, 16, 5, 5, (3, 3), dtype="f32"), "f32 with 3 channels"),
         (_conv2(1, 64, 16, 5, 7, (3, 3), s=(2, 2)), "column stride 2 with width 7"),
-        (Conv(3, 1, 16, 16, 1, (3, 5, 5), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), False, "bf16"), "a 3-d"),
+        (
+            Conv(3, 1, 16, 16, 1, (3, 5, 6), (3, 3, 3), (1, 2, 2), (1, 1, 1), (1, 1, 1), False, "bf16"),
+            "a 3-d convolution with column stride 2",
+        ),
     ],
 )
 def test_what_the_implicit_kernel_refuses_runs_on_the_gather_path(conv: Conv, why: str) -> None:
@@ -135,9 +140,41 @@ def test_tile_choice() -> None:
     assert (c28.BH, c28.BW, c28.CONSUMERS, c28.BLOCKS) == (4, 32, 2, 0)
     # a 1-d convolution: one output row, 128 columns
     c1 = implicit_config(Conv(1, 2, 16, 64, 1, (1, 1, 500), (1, 1, 3), (1, 1, 1), (0, 0, 1), (1, 1, 1), False, "bf16"))
-    assert (c1.BH, c1.BW, c1.BN) == (1, 128, 64)
-    for cfg in (c56, c28, c1):
-        assert 2 <= cfg.STAGES <= 4
+    assert (c1.BH, c1.BW, c1.BN, c1.BK) == (1, 128, 64, 16)
+    for cfg in (c56, c28):
+        assert 2 <= cfg.STAGES <= 4 and cfg.BK == 64
+    assert 2 <= c1.STAGES <= 8  # a K step of 16 channels: stages a quarter as large, up to twice as many
+
+
+def test_narrow_k_steps_and_output_tiles_for_few_channels() -> None:
+    """A K step (`implicit_bk`) holds the channels and no more than needed: 16 for the split planes of 3 or 8 f32
+    channels (padded to 8) and for 16, 32 up to 32, 64 from 33 on; f32 outputs of few filters take a narrow
+    output-channel tile (`implicit_bn`), 16-bit ones 64 (their epilogue's panels)."""
+    for c, bk in ((5, 16), (8, 16), (12, 16), (16, 16), (24, 32), (32, 32), (40, 64), (64, 64), (256, 64)):
+        assert implicit_bk(_conv2(1, c, 16, 9, 9, (3, 3), dtype="f32")) == bk, c
+    for f, bn in ((8, 16), (16, 16), (24, 32), (48, 64), (64, 64), (96, 128)):
+        assert implicit_bn(_conv2(1, 16, f, 9, 9, (3, 3), dtype="f32")) == bn, f
+    assert implicit_bn(_conv2(1, 16, 16, 9, 9, (3, 3))) == 64  # bf16
+    cfg = implicit_config(_conv2(2, 8, 16, 20, 20, (3, 3), dtype="f32"))
+    assert (cfg.BK, cfg.BN) == (16, 16) and "k16" in cfg.label()
+    assert implicit_params(_conv2(2, 8, 16, 20, 20, (3, 3), dtype="f32"), cfg, nchw=False)["BK"] == 16
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_a_box_smaller_than_its_swizzle_period_compiles_with_the_buffer_s_own_mode(dtype: str) -> None:
+    """Rows of 8 positions by 16 (or 32) channels are 256 (512) bytes: under the 128-byte swizzle such a box's
+    offsets are those of the 32- (64-) byte one, and the code generator took the wider mode, whose pattern is
+    anchored at 1024 bytes (CODEGEN_INVALID on the GPU, session 24's call 4); it now takes the buffer's own."""
+    from argus.backend.cuda.codegen import compile_kernel
+
+    # K steps of 16 and of 32 channels, on tiles of 8 x 8 positions
+    conv = _conv2(2, 12, 16, 19, 21, (3, 3), p=(1, 1), bias=True, dtype="f32")
+    if dtype == "bf16":
+        conv = _conv2(2, 32, 16, 7, 7, (3, 3), p=(1, 1), bias=True, dtype="bf16")
+    plan = conv_plan(conv)
+    assert plan.implicit is not None and plan.implicit.BW == 8 and plan.implicit.BK < 64, plan.describe()
+    mix = compile_kernel(plan.kernels()[-1]).instruction_mix()
+    assert mix["HGMMA"] > 0 and mix["UTMALDG"] > 0
     # a short K loop runs persistent unless a column tap is off the stride's phase 0 (that proof did not complete)
     projection = implicit_config(_conv2(8, 64, 64, 16, 16, (1, 1), s=(2, 2)), sms=132)
     assert projection.BLOCKS == 264
@@ -151,7 +188,7 @@ def test_bad_tiles_are_refused() -> None:
     with pytest.raises(DSLError, match="BLOCKS_PER_SM"):
         conv_implicit_gemm.trace(BH=2, BW=64, CONSUMERS=2, BLOCKS_PER_SM=2)
     with pytest.raises(DSLError, match="BK"):
-        conv_implicit_gemm.trace(BK=32)
+        conv_implicit_gemm.trace(BK=24)
 
 
 VERIFIED = {
@@ -230,7 +267,8 @@ def test_library_conv_matches_torch_on_the_gpu(channels_last: bool) -> None:
         _conv2(2, 12, 16, 19, 21, (3, 3), p=(1, 1), bias=True, dtype="f32"),
         _conv2(2, 64, 24, 20, 22, (3, 5), s=(2, 2), p=(1, 2), dtype="f32"),
         _conv2(2, 5, 8, 9, 13, (1, 1), dtype="f32"),  # the pointwise GEMM in f32 (K = 5)
-        _conv2(2, 3, 16, 17, 15, (3, 3), p=(1, 1), bias=True, dtype="f32"),  # few channels: the gather path
+        _conv2(2, 3, 16, 17, 15, (3, 3), p=(1, 1), bias=True, dtype="f32"),  # 3 channels: the gather path
+        _conv2(2, 8, 16, 17, 15, (3, 3), p=(1, 1), bias=True, dtype="f32"),  # 8: K steps of 16 channels
     ]
     for conv in rows:
         rank = conv.rank

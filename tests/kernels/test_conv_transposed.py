@@ -181,15 +181,75 @@ def test_every_kernel_of_a_plan_verifies(name: str) -> None:
 @pytest.mark.parametrize(
     ("conv", "why"),
     [
-        (_conv(2, 1, 16, 8, (5, 5), (3,), (2,), (1,), groups=2), "2 groups"),
-        (_conv(3, 1, 16, 8, (3, 4, 5), (3,), (2,), (1,)), "a 3-d convolution"),
-        (_conv(2, 1, 3, 8, (5, 5), (3,), (2,), (1,)), "f32 with 3 channels"),
+        (_conv(2, 1, 24, 8, (5, 5), (3,), (2,), (1,), groups=2, dtype="bf16"), "2 groups (one group's"),
+        (_conv(3, 1, 12, 8, (3, 4, 5), (3,), (2,), (1,), dtype="bf16"), "12 channels"),
+        (_conv(2, 1, 12, 8, (5, 5), (3,), (2,), (1,), dtype="bf16"), "12 channels"),
     ],
 )
 def test_what_the_phases_do_not_take_runs_on_the_gather_path(conv: Conv, why: str) -> None:
     assert why in (transposed_refusal(conv) or "")
     plan = conv_plan(conv)
     assert plan.phases is None and plan.gemm is not None and plan.conv.upsampled
+
+
+def _grouped_torch(conv: Conv, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    return TRANSPOSED[conv.rank](
+        x, w, b, stride=_spatial(conv, conv.stride), padding=_spatial(conv, conv.padding),
+        output_padding=_spatial(conv, conv.output_padding), dilation=_spatial(conv, conv.dilation), groups=conv.groups,
+    )  # fmt: skip
+
+
+def _grouped_operands(conv: Conv, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    tdt = {"f32": torch.float32, "bf16": torch.bfloat16}[conv.dtype]
+    gen = torch.Generator(device=device).manual_seed(5)
+    x = torch.randn(conv.batch, conv.channels, *_spatial(conv, conv.size), generator=gen, device=device).to(tdt)
+    shape = (conv.channels, conv.filters // conv.groups, *_spatial(conv, conv.kernel))
+    w = torch.randn(*shape, generator=gen, device=device).to(tdt)
+    b = torch.randn(conv.filters, generator=gen, device=device).to(tdt) if conv.bias else None
+    return x, w, b
+
+
+GROUPED = {
+    # level 1's 75: strided, dilated, padded, 2-d; level 1's 72: a strided 3-d one with output padding; stride 1
+    "2d-strided-dilated": _conv(2, 2, 16, 32, (5, 7), (3, 5), (2, 3), (1, 2), d=(2, 1), groups=2, bias=True),
+    "3d-strided-output-padding": _conv(3, 1, 16, 16, (3, 4, 5), (3,), (2,), (1,), op=(1,), groups=2, bias=True),
+    "2d-stride-1-bf16": _conv(2, 1, 32, 32, (5, 6), (3,), (1,), (1,), groups=4, dtype="bf16"),
+}
+
+
+@pytest.fixture
+def grouped_phases(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """Grouped transposed convolutions on each group's stride phases (`GROUPED_PHASES`, off until measured)."""
+    import argus.kernels.conv as lib
+
+    monkeypatch.setattr(lib, "GROUPED_PHASES", True)
+    conv_plan.cache_clear()
+    yield
+    conv_plan.cache_clear()
+
+
+@pytest.mark.parametrize("name", list(GROUPED))
+def test_a_grouped_transposed_convolution_runs_as_each_group_s_phases(name: str, grouped_phases: None) -> None:
+    conv = GROUPED[name]
+    plan = conv_plan(conv)
+    assert plan.phases is not None and f"of each of {conv.groups} groups" in plan.describe()
+    assert all(p.conv is None or (p.conv.channels, p.conv.groups) == (conv.channels // conv.groups, 1)
+               for p in plan.phases)  # fmt: skip
+    x, w, b = (t.double() if t is not None else None for t in _grouped_operands(conv))
+    want = _grouped_torch(conv, x, w, b).numpy()
+    got = run_on_interpreter(conv, x.numpy(), w.numpy(), None if b is None else b.numpy())
+    tolerance = {"f32": 2e-5, "bf16": 1e-2}[conv.dtype]
+    assert np.abs(got.reshape(want.shape) - want).max() <= tolerance * max(1.0, np.abs(want).max())
+
+
+def test_grouped_phases_run_where_the_gather_path_cannot_and_else_when_switched_on() -> None:
+    conv = GROUPED["3d-strided-output-padding"]
+    conv_plan.cache_clear()
+    assert transposed_refusal(conv) is None
+    assert conv_plan(conv).phases is None  # GROUPED_PHASES off: the gather path, which fits
+    over = conv_plan(conv, budget=conv.column_bytes(1) - 1)  # one image's columns over the budget
+    assert over.phases is not None and over.gemm is None
+    conv_plan.cache_clear()
 
 
 def test_a_phase_convolution_is_refused_off_the_implicit_kernel() -> None:
@@ -216,6 +276,20 @@ def test_a_phase_kernel_compiles_with_wgmma_and_tma() -> None:
 
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to torch")
+
+
+@gpu
+@pytest.mark.parametrize("name", list(GROUPED))
+def test_grouped_phases_match_torch_on_the_gpu(name: str, grouped_phases: None) -> None:
+    conv = GROUPED[name]
+    x, w, b = _grouped_operands(conv, "cuda")
+    call = LibraryConv("conv", conv)
+    inputs = [x, w] + ([b] if b is not None else [])
+    out = call.empty_output(*inputs)
+    call(*inputs, out)
+    want = _grouped_torch(conv, x.double(), w.double(), None if b is None else b.double())
+    err = ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item()
+    assert err <= (2e-5 if conv.dtype == "f32" else 1e-2), (conv, err)
 
 
 @gpu
@@ -247,7 +321,7 @@ def test_library_conv_matches_torch_on_the_gpu(dtype: str, channels_last: bool) 
 
 @pytest.fixture
 def implicit_3d(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    """The implicit kernel's 3-d form switched on (`IMPLICIT_3D`, off by default until measured on a GPU)."""
+    """The implicit kernel's 3-d form switched on (`IMPLICIT_3D`, the default), whatever another test left."""
     import argus.kernels.conv as lib
 
     monkeypatch.setattr(lib, "IMPLICIT_3D", True)
@@ -287,11 +361,19 @@ def test_the_3d_form_matches_torch_on_the_interpreter(conv: Conv, implicit_3d: N
     assert np.abs(got.reshape(want.shape) - want).max() <= tolerance * max(1.0, np.abs(want).max())
 
 
-def test_the_3d_form_is_off_until_measured() -> None:
-    conv_plan.cache_clear()
+def test_the_3d_form_is_the_default_and_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argus.kernels.conv as lib
+
     conv = THREE_D[0][1]
-    assert "IMPLICIT_3D" in (implicit_refusal(conv) or "")
-    assert conv_plan(conv).gemm is not None  # the gather path
+    conv_plan.cache_clear()
+    assert implicit_refusal(conv) is None and conv_plan(conv).implicit is not None
+    monkeypatch.setattr(lib, "IMPLICIT_3D", False)
+    conv_plan.cache_clear()
+    try:
+        assert "IMPLICIT_3D" in (implicit_refusal(conv) or "")
+        assert conv_plan(conv).gemm is not None  # the gather path
+    finally:
+        conv_plan.cache_clear()
 
 
 def test_3d_kernels_verify_and_compile(implicit_3d: None) -> None:
@@ -327,3 +409,15 @@ def test_staged_weights_are_kept_least_recently_used_first_out(monkeypatch: pyte
     assert stage("a") == "A" and stage("c") == "C" and made == list("abcd")
     stage("b")
     assert made == list("abcdb") and list(lib._STAGED) == [("a",), ("c",), ("b",)]  # d was the least recent
+
+
+def test_a_transposed_convolution_of_3_f32_channels_takes_the_phases() -> None:
+    """FEW_CHANNELS sends a forward f32 convolution of 3 channels to the gather path, not a stride phase (the gather
+    path of a transposed convolution upsamples: level 2's 96 ran 1.83x faster on the phases, session 24)."""
+    conv = _conv(3, 1, 3, 16, (3, 4, 5), (3,), (2,), (1,))
+    assert transposed_refusal(conv) is None
+    plan = conv_plan(conv)
+    assert plan.phases is not None and {p.config.BK for p in plan.phases if p.config is not None} == {16}
+    forward = max((p.conv for p in plan.phases if p.conv is not None), key=lambda c: c.window)  # 2x2x2 taps
+    assert "f32 with 3 channels" in (implicit_refusal(forward) or "")
+    assert implicit_refusal(forward, phase=True) is None

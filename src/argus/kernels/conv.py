@@ -339,15 +339,25 @@ class Conv:
         return {"DT": self.dtype, "BF": THREADS // bk, "BK": bk}
 
 
-#: The implicit-GEMM kernel's K step: 128 bytes of channels (the 128-byte swizzle's row).
+#: The implicit-GEMM kernel's widest K step: 128 bytes of channels (the 128-byte swizzle's row); convolutions of
+#: fewer channels take a narrower one (`implicit_bk`).
 IMPLICIT_BK = 64
-#: An f32 convolution with this many channels or fewer (and a window of more than one tap) takes the gather path:
-#: measured faster there at 3 and 8 channels, slower at 16 and more (`benchmarks/results/2026-11-29-conv-implicit/`,
-#: run 12).
-FEW_CHANNELS = 8
-#: Whether 3-d convolutions take the implicit kernel's 3-d form (``DEPTH``): verified and matching torch on the
-#: interpreter, off until it has been measured on a GPU (session 23 had no device time left for it).
-IMPLICIT_3D = False
+#: A forward f32 convolution of this many channels or fewer (and a window of more than one tap) takes the gather
+#: path: its K step of 16 channels is more than four times the channels it holds, and the gather, which packs the
+#: window's taps, ran 2.2-5.7x faster on KernelBench's 3-channel 3-d convolutions (level 1's 54, 59, 60, 66, level
+#: 2's 6, 23, 24, 27, 48); with 8 channels the implicit kernel ran 1.14-1.20x faster (level 2's 7, 8, 90), and the
+#: stride phases of a transposed 3-channel one 1.83x (level 2's 96: the gather path upsamples). Session 24, call 3
+#: of `benchmarks/results/2026-11-30-conv3d/`.
+FEW_CHANNELS = 4
+#: Whether 3-d convolutions take the implicit kernel's 3-d form (``DEPTH``; off: the gather path). On since it was
+#: measured on an H200: 1.2-25x faster than the gather path on every KernelBench 3-d convolution that takes it
+#: (`benchmarks/results/2026-11-30-conv3d/`).
+IMPLICIT_3D = True
+#: Whether a grouped transposed convolution runs as its groups' stride phases (`group_conv`, each group's phases on
+#: the implicit kernel) where the gather path could run it too. Off until measured on a GPU (session 24 had no
+#: device time left); where the gather path cannot run it (one image's column matrix over `COLUMN_BUDGET`) the
+#: groups' phases run regardless.
+GROUPED_PHASES = False
 #: The most stages the implicit kernel pipelines.
 IMPLICIT_MAX_STAGES = 4
 
@@ -364,6 +374,8 @@ class ImplicitConfig:
     CONSUMERS: int
     #: persistent blocks (0: one block per work unit)
     BLOCKS: int = 0
+    #: channels per K step (one tap's): 64, 32 or 16 (`implicit_bk`)
+    BK: int = IMPLICIT_BK
 
     @property
     def blocks_per_sm(self) -> int:
@@ -371,8 +383,10 @@ class ImplicitConfig:
         return 2 if self.CONSUMERS == 1 else 1
 
     def label(self) -> str:
-        return f"{self.BH}x{self.BW}x{self.BN} s{self.STAGES} c{self.CONSUMERS}" + (
-            f" p{self.BLOCKS}" if self.BLOCKS else ""
+        return (
+            f"{self.BH}x{self.BW}x{self.BN} s{self.STAGES} c{self.CONSUMERS}"
+            + (f" p{self.BLOCKS}" if self.BLOCKS else "")
+            + (f" k{self.BK}" if self.BK != IMPLICIT_BK else "")
         )
 
 
@@ -384,8 +398,31 @@ def implicit_channels(conv: Conv) -> int:
     return -(-conv.channels // 8) * 8
 
 
-def implicit_refusal(conv: Conv) -> str | None:
-    """Why `conv` does not run on the implicit-GEMM kernel (None: it does). The kernel takes forward 1-d and 2-d
+def implicit_bk(conv: Conv) -> int:
+    """The implicit kernel's K step for `conv`: the narrowest of 16, 32 and 64 channels (32, 64 or 128 bytes, each
+    a Hopper swizzle's row) that holds its channels (`implicit_channels`), 64 from 64 channels on. A K step of 64
+    channels over 8 would multiply 56 zeros in every tap; the narrow steps are as many (one per tap and channel
+    block) and carry less."""
+    channels = implicit_channels(conv)
+    return next((bk for bk in (16, 32) if channels <= bk), IMPLICIT_BK)
+
+
+def implicit_bn(conv: Conv) -> int:
+    """The implicit kernel's output-channel tile for `conv`: 128 over 64 filters, else for f32 outputs the narrowest
+    of 16, 32 and 64 that holds them (level 2's 3-d convolutions of 16 filters would compute 48 zero columns on a
+    tile of 64), for 16-bit ones 64 (their epilogue stages the tile in 128-byte-swizzled panels of 64 columns). The
+    f32 tile of 16 reads its staged rows with a 2-way bank conflict (the verifier's PERF_BANK_CONFLICT warning; the
+    epilogue's copy-out, small beside the K loop)."""
+    if conv.filters > 64:
+        return 128
+    if conv.dtype != "f32":
+        return 64
+    return next(bn for bn in (16, 32, 64) if conv.filters <= bn)
+
+
+def implicit_refusal(conv: Conv, *, phase: bool = False) -> str | None:
+    """Why `conv` does not run on the implicit-GEMM kernel (None: it does; `phase`: `conv` is a stride phase of a
+    transposed convolution, which `FEW_CHANNELS` does not send to the gather path). The kernel takes forward 1-d and 2-d
     convolutions without groups in bf16 or f16 (channels a multiple of 8: TMA's 16-byte strides) and in f32 (split
     precision: the split planes' channels are padded), filters whose output rows are whole 16-byte vectors, and an
     input width that is a multiple of the column stride (`conv_implicit_gemm`'s view of the input)."""
@@ -393,10 +430,7 @@ def implicit_refusal(conv: Conv) -> str | None:
     if conv.transposed:
         return "a transposed convolution"
     if conv.rank == 3 and not IMPLICIT_3D:
-        return (
-            "a 3-d convolution (the kernel's 3-d form is built, verified and checked on the interpreter, not yet "
-            "measured on a GPU: argus.kernels.conv.IMPLICIT_3D)"
-        )
+        return "a 3-d convolution (the kernel's 3-d form is switched off: argus.kernels.conv.IMPLICIT_3D)"
     if conv.rank == 3 and sw != 1:
         return f"a 3-d convolution with column stride {sw} (its view of the input would be 6-d)"
     if conv.groups != 1:
@@ -405,10 +439,10 @@ def implicit_refusal(conv: Conv) -> str | None:
         return f"{conv.dtype} values"
     if conv.dtype == "f32" and conv.batch > MAX_GRID_Z:
         return f"f32 with a batch of {conv.batch}: the input's split takes a grid plane an image, {MAX_GRID_Z} at most"
-    if conv.dtype == "f32" and conv.channels <= FEW_CHANNELS and conv.window > 1:
+    if not phase and conv.dtype == "f32" and conv.channels <= FEW_CHANNELS and conv.window > 1:
         return (
-            f"f32 with {conv.channels} channels: each tap's K step of {IMPLICIT_BK} channels would be mostly padding, "
-            "and the gather path, which packs the window's taps, ran faster"
+            f"f32 with {conv.channels} channels: each tap's K step of 16 channels would be mostly padding, and the "
+            "gather path, which packs the window's taps, ran faster"
         )
     if implicit_channels(conv) % 8:
         return f"{conv.channels} channels: a multiple of 8 is needed for {conv.dtype}"
@@ -467,10 +501,11 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     # a tile of one consumer warpgroup counts as 5 % more work: half the MMAs per barrier round
     pick = best[1][1] if 1 in best and (2 not in best or best[1][0] * 1.05 < best[2][0] - 1e-9) else best[2][1]
     terms = 3 if conv.dtype == "f32" else 1
-    k_steps = terms * conv.window * -(-implicit_channels(conv) // IMPLICIT_BK)
+    bk = implicit_bk(conv)
+    k_steps = terms * conv.window * -(-implicit_channels(conv) // bk)
     if 4 < k_steps <= PERSISTENT_K_STEPS and 2 in best and best[2][0] <= 1.2 * best[pick.CONSUMERS][0]:
         pick = best[2][1]
-    pick = replace(pick, BN=128 if conv.filters > 64 else 64)
+    pick = replace(pick, BN=implicit_bn(conv), BK=bk)
     _, _, sw = conv.stride
     off_phase = any((kw * conv.dilation[2] - conv.padding[2]) % sw for kw in range(conv.kernel[2]))
     if k_steps <= PERSISTENT_K_STEPS and not off_phase and conv.rank != 3:
@@ -482,10 +517,14 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     return with_stages(conv, pick)
 
 
-def with_stages(conv: Conv, config: ImplicitConfig, most: int = IMPLICIT_MAX_STAGES) -> ImplicitConfig:
-    """`config` with as many stages as its share of an SM's shared memory holds, up to `most` (at least 2)."""
+def with_stages(conv: Conv, config: ImplicitConfig, most: int | None = None) -> ImplicitConfig:
+    """`config` with as many stages as its share of an SM's shared memory holds, up to `most` (at least 2; by
+    default `IMPLICIT_MAX_STAGES`, twice that for a K step of 32 or fewer channels, whose stages are a quarter
+    as large: more of them keep as many bytes in flight)."""
+    if most is None:
+        most = IMPLICIT_MAX_STAGES * (2 if config.BK < IMPLICIT_BK else 1)
     bm = config.BH * config.BW
-    stage = (bm + config.BN) * IMPLICIT_BK * 2  # 16-bit operands (an f32 convolution's split planes are bf16)
+    stage = (bm + config.BN) * config.BK * 2  # 16-bit operands (an f32 convolution's split planes are bf16)
     item = ITEMSIZE[conv.dtype]  # the output tile's buffer, padded as the larger of its two layouts needs:
     out = max(bm * (config.BN + (8 if item == 4 else 0)), (bm + 16 // item) * config.BN) * item  # NHWC, NCHW
     budget = shared_budget(config.blocks_per_sm) - out - 1024  # the barriers and the carve's alignment
@@ -514,9 +553,9 @@ def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[s
         extra |= {"PDE": ed} if conv.padding_end is not None else {}
     return extra | {
         "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
-        "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": IMPLICIT_BK, "STAGES": config.STAGES,
+        "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": config.BK, "STAGES": config.STAGES,
         "CONSUMERS": config.CONSUMERS, "BLOCKS_PER_SM": config.blocks_per_sm, "BLOCKS": config.BLOCKS,
-        "CB": -(-implicit_channels(conv) // IMPLICIT_BK), "BIAS": conv.bias,
+        "CB": -(-implicit_channels(conv) // config.BK), "BIAS": conv.bias,
         "IN": "bf16" if conv.dtype == "f32" else conv.dtype, "OUT": conv.dtype,
         "TERMS": 3 if conv.dtype == "f32" else 1, "NCHW": nchw,
     }  # fmt: skip
@@ -591,18 +630,27 @@ def transposed_phases(conv: Conv) -> tuple[TransposedPhase, ...]:
     return tuple(phases)
 
 
+def group_conv(conv: Conv) -> Conv:
+    """One group of a grouped convolution as a convolution of its own: C/g input channels, F/g filters, no groups
+    (every group is this convolution of its own channels with its own weights)."""
+    g = conv.groups
+    return replace(conv, groups=1, channels=conv.channels // g, filters=conv.filters // g)
+
+
 def transposed_refusal(conv: Conv) -> str | None:
-    """Why transposed convolution `conv` does not run as stride phases on the implicit kernel (None: it does)."""
+    """Why transposed convolution `conv` does not run as stride phases on the implicit kernel (None: it does; a
+    grouped one runs as each group's phases, `group_conv`)."""
     if not conv.transposed:
         return "not a transposed convolution"
     if conv.groups != 1:
-        return f"{conv.groups} groups"
+        why = transposed_refusal(group_conv(conv))
+        return None if why is None else f"{conv.groups} groups (one group's convolution: {why})"
     try:
         phases = transposed_phases(conv)
     except ConvError as e:
         return e.reason
     for phase in phases:
-        why = implicit_refusal(phase.conv) if phase.conv is not None else None
+        why = implicit_refusal(phase.conv, phase=True) if phase.conv is not None else None
         if why is not None:
             return f"phase {phase.offset}: {why}"
     return None
@@ -767,7 +815,8 @@ class ConvPlan:
     nchw_gemm: GemmProblem | None = None
     #: a depthwise convolution on the direct kernel (`conv_depthwise`): its tile; one launch, NCHW, no GEMM
     depthwise: DepthwiseConfig | None = None
-    #: a transposed convolution as stride phases on the implicit kernel (`transposed_phases`, each with its tile)
+    #: a transposed convolution as stride phases on the implicit kernel (`transposed_phases`, each with its tile);
+    #: of a grouped one, the phases of one group's convolution (`group_conv`), which every group runs
     phases: tuple[TransposedPhase, ...] | None = None
 
     @property
@@ -786,7 +835,8 @@ class ConvPlan:
             run = [p for p in self.phases if p.conv is not None]
             tiles = sorted({p.config.label() for p in run if p.config is not None})
             what = "the flipped window" if len(self.phases) == 1 else f"{len(self.phases)} stride phases"
-            return f"the implicit-GEMM kernel on {what} ({', '.join(tiles)})" + (
+            groups = f" of each of {self.conv.groups} groups" if self.conv.groups > 1 else ""
+            return f"the implicit-GEMM kernel on {what}{groups} ({', '.join(tiles)})" + (
                 f", {len(self.phases) - len(run)} phase(s) the bias alone" if len(run) < len(self.phases) else ""
             )
         if self.implicit is not None:
@@ -857,7 +907,10 @@ def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> C
     if implicit and depthwise_refusal(conv) is None:
         return ConvPlan(conv, conv.batch, None, per_group=False, depthwise=depthwise_config(conv))
     if implicit and conv.transposed and transposed_refusal(conv) is None:
-        return ConvPlan(conv, conv.batch, None, per_group=False, phases=_phased(conv))
+        if conv.groups == 1:
+            return ConvPlan(conv, conv.batch, None, per_group=False, phases=_phased(conv))
+        if GROUPED_PHASES or conv.column_bytes(1) > (COLUMN_BUDGET if budget is None else budget):
+            return ConvPlan(conv, conv.batch, None, per_group=False, phases=_phased(group_conv(conv)))
     if implicit and implicit_refusal(conv) is None:
         if is_pointwise(conv):
             m = conv.batch * conv.positions
@@ -982,6 +1035,19 @@ class LibraryConv:
         if the_plan.depthwise is not None:
             run_depthwise_on_gpu(conv, the_plan.depthwise, x, w, bias, out)
             return
+        if the_plan.phases is not None and conv.groups > 1:  # each group's phases on its slices of x, w, bias, out
+            one = group_conv(conv)
+            cg, fg = one.channels, one.filters
+            for i in range(conv.groups):
+                run_transposed_on_gpu(
+                    one,
+                    the_plan.phases,
+                    x[:, i * cg : (i + 1) * cg],
+                    w[i * cg : (i + 1) * cg],
+                    None if bias is None else bias[i * fg : (i + 1) * fg],
+                    out[:, i * fg : (i + 1) * fg],
+                )
+            return
         if the_plan.phases is not None:
             run_transposed_on_gpu(conv, the_plan.phases, x, w, bias, out)
             return
@@ -1057,6 +1123,23 @@ def run_on_interpreter(
     the_plan = conv_plan(conv, budget, implicit)
     if the_plan.depthwise is not None:
         return _depthwise_on_interpreter(conv, the_plan.depthwise, x, w, bias)
+    if the_plan.phases is not None and conv.groups > 1:  # each group's phases, its channels, weights and bias
+        one, g = group_conv(conv), conv.groups
+        cg, fg = one.channels, one.filters
+        x = np.asarray(x, dtype=np.float64).reshape(conv.batch, conv.channels, -1)
+        return np.concatenate(
+            [
+                _transposed_on_interpreter(
+                    one,
+                    the_plan.phases,
+                    x[:, i * cg : (i + 1) * cg].reshape(conv.batch, cg, *conv.size[3 - conv.rank :]),
+                    np.asarray(w)[i * cg : (i + 1) * cg],
+                    None if bias is None else np.asarray(bias).reshape(-1)[i * fg : (i + 1) * fg],
+                )
+                for i in range(g)
+            ],
+            axis=1,
+        )
     if the_plan.phases is not None:
         return _transposed_on_interpreter(conv, the_plan.phases, x, w, bias)
     if the_plan.implicit is not None:

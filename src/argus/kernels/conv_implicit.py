@@ -111,8 +111,11 @@ def conv_implicit_gemm(
     channels, K = KH * KW * C in steps of BK channels of one tap. K-step k is tap ``k // CB`` (CB = C / BK rounded
     up), channel block ``k % CB``; its A stage is BH TMA boxes, one per output row of the tile: (BW, BK) elements
     of the input row that row's tap reads, at the column where the tile's first output column's tap is. Row h of
-    the tile lands at stage rows h * BW ... (BW a multiple of 8, so that each box starts on the 128-byte swizzle's
-    1024-byte period). Input rows and columns outside the input (the padding) are out of the tensor's bounds and
+    the tile lands at stage rows h * BW ... (BW a multiple of 8, so that each box starts on the swizzle's period:
+    8 rows). BK is 128, 64 or 32 bytes of channels (64, 32 or 16 bf16 values), swizzled by as many bytes: a
+    convolution of few channels (f32 with 8, its split planes padded to 8) takes the narrowest K step that
+    holds them, so that its taps are not mostly zeros (`argus.kernels.conv.implicit_bk`). Input rows and columns
+    outside the input (the padding) are out of the tensor's bounds and
     TMA fills them with zeros; channels past C likewise (their weights are zero-filled too). Output positions
     past OH or OW are computed from whatever the boxes hold and never stored.
 
@@ -143,8 +146,12 @@ def conv_implicit_gemm(
         raise DSLError("DSL_BAD_PARAM", f"BLOCKS_PER_SM = {BLOCKS_PER_SM}: 1, or 2 with one consumer warpgroup")
     if TERMS not in (1, 3) or (TERMS == 3 and (IN != "bf16" or OUT != "f32")):
         raise DSLError("DSL_BAD_PARAM", f"TERMS = {TERMS}: 1, or 3 (split precision) with IN='bf16' and OUT='f32'")
-    if BK * X.dtype.itemsize != 128:
-        raise DSLError("DSL_BAD_PARAM", f"BK must be 128 bytes of channels ({128 // X.dtype.itemsize}), not {BK}")
+    if BK * X.dtype.itemsize not in (32, 64, 128):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"BK must be 32, 64 or 128 bytes of channels (a Hopper swizzle's row: {32 // X.dtype.itemsize}, "
+            f"{64 // X.dtype.itemsize} or {128 // X.dtype.itemsize}), not {BK}",
+        )
     if DEPTH and SW != 1:
         raise DSLError("DSL_BAD_PARAM", f"a 3-d convolution takes column stride 1 (the view would be 6-d), not {SW}")
     if not DEPTH and (KD, SD, PD, LD, PDE) != (1, 1, 0, 1, None):
@@ -292,8 +299,9 @@ def conv_implicit_gemm(
 
     extents = (BLOCKS,) if BLOCKS else (tiles_w * tiles_h * planes, tiles_f, N)
     with T.grid(*extents, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as blocks:
-        sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=128)  # (stages, positions, channels)
-        sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=128)  # (stages, output channels, channels)
+        swizzle = BK * X.dtype.itemsize  # a K step's row of channels is one swizzle row
+        sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=swizzle)  # (stages, positions, channels)
+        sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=swizzle)  # (stages, output channels, channels)
         if NCHW:  # stored channel by channel (positions contiguous, as the output rows are), SC_PAD values apart
             sC = T.alloc_shared((BM, BN), Y.dtype, layout=Layout((BM, BN), (1, BM + 16 // Y.dtype.itemsize)))
         elif Y.dtype.itemsize == 2:  # the rounded tile, on its way out: 128-byte-swizzled panels
