@@ -160,6 +160,17 @@ def test_narrow_k_steps_and_output_tiles_for_few_channels() -> None:
     assert implicit_params(_conv2(2, 8, 16, 20, 20, (3, 3), dtype="f32"), cfg, nchw=False)["BK"] == 16
 
 
+def test_channels_that_do_not_fill_their_k_steps_run_one_block_per_tile() -> None:
+    """24 channels in K steps of 32 (40 in steps of 64): the persistent form's contraction-once proof came back
+    `unknown` (81-128 s), one block per tile verifies; 32 channels fill their steps and stay persistent."""
+    partial = conv_plan(_conv2(2, 24, 64, 9, 9, (3, 3), p=(1, 1)))
+    assert partial.implicit is not None and partial.implicit.BK == 32 and partial.implicit.BLOCKS == 0
+    result = verify(partial.kernels()[-1])
+    assert result.verdict.value == "verified" and not result.unknowns, result.codes()
+    full = implicit_config(_conv2(2, 32, 64, 9, 9, (3, 3), p=(1, 1)))
+    assert full.BK == 32 and full.BLOCKS > 0
+
+
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_a_box_smaller_than_its_swizzle_period_compiles_with_the_buffer_s_own_mode(dtype: str) -> None:
     """Rows of 8 positions by 16 (or 32) channels are 256 (512) bytes: under the 128-byte swizzle such a box's
