@@ -217,15 +217,20 @@ GROUPED = {
 }
 
 
-@pytest.fixture
-def grouped_phases(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    """Grouped transposed convolutions on each group's stride phases (`GROUPED_PHASES`, off until measured)."""
+def _switched(monkeypatch: pytest.MonkeyPatch, name: str, value: bool):  # noqa: ANN202
+    """`argus.kernels.conv`'s switch `name` set to `value` for one test, the plan cache cleared around it."""
     import argus.kernels.conv as lib
 
-    monkeypatch.setattr(lib, "GROUPED_PHASES", True)
+    monkeypatch.setattr(lib, name, value)
     conv_plan.cache_clear()
     yield
     conv_plan.cache_clear()
+
+
+@pytest.fixture
+def grouped_phases(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """Grouped transposed convolutions on each group's stride phases (`GROUPED_PHASES`, off until measured)."""
+    yield from _switched(monkeypatch, "GROUPED_PHASES", True)
 
 
 @pytest.mark.parametrize("name", list(GROUPED))
@@ -322,12 +327,7 @@ def test_library_conv_matches_torch_on_the_gpu(dtype: str, channels_last: bool) 
 @pytest.fixture
 def implicit_3d(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     """The implicit kernel's 3-d form switched on (`IMPLICIT_3D`, the default), whatever another test left."""
-    import argus.kernels.conv as lib
-
-    monkeypatch.setattr(lib, "IMPLICIT_3D", True)
-    conv_plan.cache_clear()
-    yield
-    conv_plan.cache_clear()
+    yield from _switched(monkeypatch, "IMPLICIT_3D", True)
 
 
 def _forward3(n: int, c: int, f: int, size: tuple, k: tuple, s: tuple, p: tuple, d: tuple, bias: bool,
