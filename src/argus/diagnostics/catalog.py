@@ -1375,6 +1375,12 @@ class Code(StrEnum):
         "the stride phases of a transposed convolution without groups, not {conv}",
         "ask transposed_refusal(conv) first; conv_plan takes the gather path for what the phases do not take",
     )
+    CONV_EPILOGUE_PATH = _entry(
+        Category.KERNEL,
+        "a fused epilogue runs in the implicit kernel's store, and {conv} takes {path}",
+        "leave the elementwise operations after this convolution to kernels of their own (conv_plan(conv).describe() "
+        "says which path it takes)",
+    )
     CONV_PHASE_GATHER = _entry(
         Category.KERNEL,
         "{conv} is a stride phase of a transposed convolution (padding given at both ends), which only the implicit "

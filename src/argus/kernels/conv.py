@@ -87,6 +87,7 @@ from argus.kernels.conv_kernels import (
     depthwise_span,
     im2col,
 )
+from argus.kernels.epilogue import Epilogue
 from argus.kernels.gemm import split_bf16x3
 from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan, split_vector
 
@@ -543,7 +544,9 @@ def writes_nchw(conv: Conv, config: ImplicitConfig) -> bool:
     return config.BW * ITEMSIZE[conv.dtype] >= 128
 
 
-def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[str, Any]:
+def implicit_params(
+    conv: Conv, config: ImplicitConfig, *, nchw: bool, epilogue: Epilogue | None = None
+) -> dict[str, Any]:
     """`conv_implicit_gemm`'s trace parameters for `conv` (a 1-d convolution as a 2-d one of height 1), the channel
     blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest). `nchw`: the kernel writes the
     output channels first (`writes_nchw`), else channels last."""
@@ -563,7 +566,7 @@ def implicit_params(conv: Conv, config: ImplicitConfig, *, nchw: bool) -> dict[s
         "CB": -(-implicit_channels(conv) // config.BK), "BIAS": conv.bias,
         "IN": "bf16" if conv.dtype == "f32" else conv.dtype, "OUT": conv.dtype,
         "TERMS": 3 if conv.dtype == "f32" else 1, "NCHW": nchw,
-    }  # fmt: skip
+    } | ({"EPILOGUE": epilogue} if epilogue is not None else {})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -823,6 +826,8 @@ class ConvPlan:
     #: a transposed convolution as stride phases on the implicit kernel (`transposed_phases`, each with its tile);
     #: of a grouped one, the phases of one group's convolution (`group_conv`), which every group runs
     phases: tuple[TransposedPhase, ...] | None = None
+    #: a fused epilogue applied in the implicit kernel's store (`conv_implicit_gemm`'s EPILOGUE; `conv_plan`)
+    epilogue: Epilogue | None = None
 
     @property
     def gemm_plan(self) -> Any:
@@ -866,12 +871,12 @@ class ConvPlan:
                     continue
                 # several phases: each writes a fresh NCHW tensor (one layout); one phase writes the call's output
                 layouts = None if len(self.phases) == 1 else (writes_nchw(phase.conv, phase.config),)
-                for k in _implicit_kernels(phase.conv, phase.config, layouts):
+                for k in _implicit_kernels(phase.conv, phase.config, layouts, self.epilogue):
                     if all(k is not j for j in found):
                         found.append(k)
             return found
         if self.implicit is not None:
-            return _implicit_kernels(self.conv, self.implicit)
+            return _implicit_kernels(self.conv, self.implicit, epilogue=self.epilogue)
         if self.pointwise:  # both products: a call runs the one its tensors' layout takes
             found = LibraryGemm("gemm", self.gemm).kernels()
             if self.nchw_gemm is not None:
@@ -886,7 +891,9 @@ class ConvPlan:
         return found
 
 
-def _implicit_kernels(conv: Conv, config: ImplicitConfig, layouts: tuple[bool, ...] | None = None) -> list[Any]:
+def _implicit_kernels(
+    conv: Conv, config: ImplicitConfig, layouts: tuple[bool, ...] | None = None, epilogue: Epilogue | None = None
+) -> list[Any]:
     """The traced kernels an implicit-kernel call of `conv` launches: for f32 the splits of the input and of the
     weight, then the implicit kernel in each of `layouts` (NCHW or not; default: what a call on PyTorch's default
     (NCHW) tensors launches, then what a channels-last call does)."""
@@ -896,7 +903,8 @@ def _implicit_kernels(conv: Conv, config: ImplicitConfig, layouts: tuple[bool, .
             found.append(_traced("split", _key(split_params(rows, conv.channels, name, bool(batch)))))
     if layouts is None:
         layouts = (True, False) if writes_nchw(conv, config) else (False,)
-    return [*found, *(_traced("implicit", _key(implicit_params(conv, config, nchw=v))) for v in layouts)]
+    params = (implicit_params(conv, config, nchw=v, epilogue=epilogue) for v in layouts)
+    return [*found, *(_traced("implicit", _key(p)) for p in params)]
 
 
 def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -904,11 +912,25 @@ def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 @functools.lru_cache(maxsize=256)
-def conv_plan(conv: Conv, budget: int | None = None, implicit: bool = True) -> ConvPlan:
+def conv_plan(
+    conv: Conv, budget: int | None = None, implicit: bool = True, epilogue: Epilogue | None = None
+) -> ConvPlan:
     """The plan of `conv` (see the module docstring): the direct depthwise kernel where it takes the convolution
     (`depthwise_refusal`), the implicit-GEMM kernel where it does (`implicit_refusal`; `implicit=False` asks for the
     gather path instead of either), else the gather path with the batch in chunks whose column matrix fits `budget`
-    (default `COLUMN_BUDGET`); `ConvError` when it cannot run."""
+    (default `COLUMN_BUDGET`); `ConvError` when it cannot run. `epilogue`: a fused epilogue, which only the implicit
+    kernel applies (in its store; a 1x1 then takes it rather than the pointwise GEMM, and a transposed
+    convolution's phases take it where every phase runs a kernel): `CONV_EPILOGUE_PATH` for other paths."""
+    if epilogue is not None:
+        if conv.groups == 1 and implicit_refusal(conv) is None and not conv.transposed:
+            return ConvPlan(conv, conv.batch, None, per_group=False, implicit=implicit_config(conv), epilogue=epilogue)
+        found = conv_plan(conv, budget, implicit)
+        if found.phases is not None and all(p.conv is not None for p in found.phases):
+            return replace(found, epilogue=epilogue)
+        raise ConvError(
+            "CONV_EPILOGUE_PATH",
+            f"a fused epilogue runs in the implicit kernel's store, and {conv} takes {found.describe()}",
+        )
     if implicit and depthwise_refusal(conv) is None:
         return ConvPlan(conv, conv.batch, None, per_group=False, depthwise=depthwise_config(conv))
     if implicit and conv.transposed and transposed_refusal(conv) is None:
@@ -967,9 +989,21 @@ class LibraryConv:
         order: tuple[int, ...] | None = None,
         budget: int | None = None,
         implicit: bool = True,
+        epilogue: Epilogue | None = None,
+        epilogue_order: tuple[int, ...] = (),
     ):
         self.name = name
         self.conv = conv
+        #: a fused epilogue over the convolution's value (`conv_plan`), its operands the call's inputs at
+        #: `epilogue_order`, one vector per output channel each
+        self.epilogue = epilogue
+        self.epilogue_order = tuple(epilogue_order)
+        if epilogue is not None and len(self.epilogue_order) != len(epilogue.operands):
+            raise ConvError(
+                "CONV_ARGUMENTS",
+                f"epilogue_order {self.epilogue_order}: the positions of the epilogue's {len(epilogue.operands)} "
+                "operands",
+            )
         #: False: the gather path even where the implicit kernel applies (`conv_plan`'s `implicit`)
         self.implicit = implicit
         self._at_shape: dict[tuple, Conv] = {}
@@ -984,7 +1018,7 @@ class LibraryConv:
         return f"LibraryConv({self.name!r}, {self.conv}, order={self.order})"
 
     def plan(self) -> ConvPlan:
-        return conv_plan(self.conv, self.budget, self.implicit)
+        return conv_plan(self.conv, self.budget, self.implicit, self.epilogue)
 
     def kernels(self) -> list[Any]:
         return self.plan().kernels()
@@ -1017,9 +1051,10 @@ class LibraryConv:
         *inputs, out = tensors
         x, w = inputs[self.order[0]], inputs[self.order[1]]
         bias = [inputs[self.order[2]]] if self.conv.bias else []
+        operands = [inputs[i] for i in self.epilogue_order]
         conv = self.conv_for(x)
         if x.is_cuda:
-            self._run_on_gpu(conv, x, w, bias[0] if bias else None, out)
+            self._run_on_gpu(conv, x, w, bias[0] if bias else None, out, operands)
             return
         result = run_on_interpreter(
             conv,
@@ -1028,15 +1063,18 @@ class LibraryConv:
             bias[0].double().numpy() if bias else None,
             self.budget,
             implicit=self.implicit,
+            epilogue=self.epilogue,
+            operands=[o.double().numpy() for o in operands],
         )
         out.copy_(torch.from_numpy(result).reshape(out.shape).to(out.dtype))
 
-    def _run_on_gpu(self, conv: Conv, x: Any, w: Any, bias: Any, out: Any) -> None:
+    def _run_on_gpu(self, conv: Conv, x: Any, w: Any, bias: Any, out: Any, operands: Any = ()) -> None:
         import torch
 
         from argus.kernels.matmul import prepare
 
-        the_plan = conv_plan(conv, self.budget, self.implicit)  # cached: a call's host time counts
+        epilogue = self.epilogue
+        the_plan = conv_plan(conv, self.budget, self.implicit, epilogue)  # cached: a call's host time counts
         if the_plan.depthwise is not None:
             run_depthwise_on_gpu(conv, the_plan.depthwise, x, w, bias, out)
             return
@@ -1051,13 +1089,15 @@ class LibraryConv:
                     w[i * cg : (i + 1) * cg],
                     None if bias is None else bias[i * fg : (i + 1) * fg],
                     out[:, i * fg : (i + 1) * fg],
+                    epilogue,
+                    [o.reshape(-1)[i * fg : (i + 1) * fg] for o in operands],
                 )
             return
         if the_plan.phases is not None:
-            run_transposed_on_gpu(conv, the_plan.phases, x, w, bias, out)
+            run_transposed_on_gpu(conv, the_plan.phases, x, w, bias, out, epilogue, operands)
             return
         if the_plan.implicit is not None:
-            run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out)
+            run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out, epilogue=epilogue, operands=operands)
             return
         if the_plan.pointwise:
             run_pointwise_on_gpu(conv, x, w, out, the_plan.nchw_gemm is not None)
@@ -1116,16 +1156,19 @@ def run_on_interpreter(
     *,
     target: Any = None,
     implicit: bool = True,
+    epilogue: Epilogue | None = None,
+    operands: Any = (),
 ) -> Any:
     """The convolution of numpy arrays x (N, C, *spatial), w (F, C/g, *window) and bias (F,) on the lane-level
     interpreter (small sizes only), through exactly the kernels and parameters a GPU call launches: the output
     (N, F, OD * OH * OW) in float64 (values of the output's dtype). `implicit=False`: the gather path, as
-    `conv_plan` takes it."""
+    `conv_plan` takes it. `epilogue`: a fused epilogue over the convolution's value, its `operands` one vector per
+    output channel each (`conv_plan`, `epilogue_rows`)."""
     import numpy as np
 
     from argus.interp import run_kernel
 
-    the_plan = conv_plan(conv, budget, implicit)
+    the_plan = conv_plan(conv, budget, implicit, epilogue)
     if the_plan.depthwise is not None:
         return _depthwise_on_interpreter(conv, the_plan.depthwise, x, w, bias)
     if the_plan.phases is not None and conv.groups > 1:  # each group's phases, its channels, weights and bias
@@ -1140,15 +1183,17 @@ def run_on_interpreter(
                     x[:, i * cg : (i + 1) * cg].reshape(conv.batch, cg, *conv.size[3 - conv.rank :]),
                     np.asarray(w)[i * cg : (i + 1) * cg],
                     None if bias is None else np.asarray(bias).reshape(-1)[i * fg : (i + 1) * fg],
+                    epilogue,
+                    [np.asarray(o).reshape(-1)[i * fg : (i + 1) * fg] for o in operands],
                 )
                 for i in range(g)
             ],
             axis=1,
         )
     if the_plan.phases is not None:
-        return _transposed_on_interpreter(conv, the_plan.phases, x, w, bias)
+        return _transposed_on_interpreter(conv, the_plan.phases, x, w, bias, epilogue, operands)
     if the_plan.implicit is not None:
-        return _implicit_on_interpreter(conv, the_plan.implicit, x, w, bias)
+        return _implicit_on_interpreter(conv, the_plan.implicit, x, w, bias, epilogue, operands)
     if the_plan.pointwise:
         weight = np.asarray(w, dtype=np.float64).reshape(conv.filters, conv.channels)
         if the_plan.nchw_gemm is not None:  # as a call on NCHW tensors: a product per image
@@ -1230,9 +1275,11 @@ def split_params(rows: int, channels: int, operand: str, batch: bool = False) ->
     return {"AXIS": 0, "OPERAND": operand, "VEC": vec, "BR": br, "BC": bc} | ({"BATCH": True} if batch else {})
 
 
-def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any) -> Any:
+def _implicit_on_interpreter(
+    conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any, epilogue: Epilogue | None = None, operands: Any = ()
+) -> Any:
     """`run_on_interpreter` through the implicit kernel (and for f32 the splits first): the output (N, F, positions)
-    in float64."""
+    in float64. `epilogue`, `operands`: a fused epilogue and its per-output-channel vectors (`epilogue_rows`)."""
     import numpy as np
 
     from argus.interp import run_kernel
@@ -1255,14 +1302,40 @@ def _implicit_on_interpreter(conv: Conv, config: ImplicitConfig, x: Any, w: Any,
     arrays = {
         "X": xl.reshape(xs),
         "WT": wl.reshape(ws),
-        "B": np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1),
+        "B": epilogue_rows(conv, bias, operands, np)
+        if epilogue is not None and epilogue.operands
+        else (np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1)),
         "Y": np.full(ys, np.nan),
     }
-    run_kernel(_traced("implicit", _key(implicit_params(conv, config, nchw=nchw))), arrays)
+    run_kernel(_traced("implicit", _key(implicit_params(conv, config, nchw=nchw, epilogue=epilogue))), arrays)
     return arrays["Y"].reshape(n, f, -1) if nchw else arrays["Y"].reshape(n, -1, f).transpose(0, 2, 1)
 
 
-def _transposed_on_interpreter(conv: Conv, phases: tuple[TransposedPhase, ...], x: Any, w: Any, bias: Any) -> Any:
+def epilogue_rows(conv: Conv, bias: Any, operands: Any, xp: Any, dtype: Any = None) -> Any:
+    """The implicit kernel's B with a fused epilogue: (rows, F), the bias (where the convolution has one) then each
+    operand, a per-output-channel vector of F values in any broadcastable shape ((F,), (F, 1, 1), (1, F, 1, 1), ...);
+    `xp` numpy (float64) or torch (on the operands' device, in `dtype`: the output's)."""
+    rows = ([bias] if conv.bias else []) + list(operands)
+    for r in rows:
+        if int(math.prod(r.shape)) != conv.filters:
+            raise ConvError(
+                "CONV_ARGUMENTS",
+                f"an epilogue operand of shape {tuple(r.shape)}: one value per output channel ({conv.filters}) is read",
+            )
+    if xp.__name__ == "numpy":
+        return xp.stack([xp.asarray(r, dtype=xp.float64).reshape(conv.filters) for r in rows])
+    return xp.stack([r.reshape(conv.filters).to(dtype) for r in rows]).contiguous()
+
+
+def _transposed_on_interpreter(
+    conv: Conv,
+    phases: tuple[TransposedPhase, ...],
+    x: Any,
+    w: Any,
+    bias: Any,
+    epilogue: Epilogue | None = None,
+    operands: Any = (),
+) -> Any:
     """`run_on_interpreter` through the stride phases (`run_transposed_on_gpu`): each phase on the implicit kernel,
     its outputs placed at their interleaved positions; the output (N, F, positions) in float64."""
     import numpy as np
@@ -1275,7 +1348,7 @@ def _transposed_on_interpreter(conv: Conv, phases: tuple[TransposedPhase, ...], 
         if phase.conv is None or phase.config is None:
             out[at] = np.asarray(bias, dtype=np.float64).reshape(1, f, 1, 1, 1) if conv.bias else 0.0
             continue
-        y = _implicit_on_interpreter(phase.conv, phase.config, x, phase_weight(weight, phase), bias)
+        y = _implicit_on_interpreter(phase.conv, phase.config, x, phase_weight(weight, phase), bias, epilogue, operands)
         out[at] = y.reshape(n, f, *phase.out)
     return out.reshape(n, f, -1)
 
@@ -1429,14 +1502,25 @@ def implicit_input(conv: Conv, x: Any) -> Any:
 
 
 def run_implicit_on_gpu(
-    conv: Conv, config: ImplicitConfig, x: Any, w: Any, bias: Any, out: Any, xv: Any = None
+    conv: Conv,
+    config: ImplicitConfig,
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    xv: Any = None,
+    epilogue: Epilogue | None = None,
+    operands: Any = (),
 ) -> None:
     """The implicit kernel on CUDA tensors x (N, C, *spatial), w (F, C, *window), bias (F,) or None, into `out`
     (N, F, *output spatial). x is read in place where it is channels last (``torch.channels_last`` for 2-d: NHWC
     in memory), else copied to NHWC first; the kernel writes `out` in place where it is contiguous (channels first:
     the kernel's NCHW epilogue) or channels last, else a fresh NHWC tensor that is copied into `out` after. f32: the
     input's and the weight's split planes are written first (`split_bf16x3`). `xv`: the input as `implicit_input`
-    gives it, where the caller has it already (x is then not read)."""
+    gives it, where the caller has it already (x is then not read). `epilogue`, `operands`: a fused epilogue and its
+    per-output-channel vectors (`epilogue_rows`)."""
+    import torch
+
     xs, ws, _ = _implicit_shapes(conv)
     c, f = conv.channels, conv.filters
     nchw = out.is_contiguous() and writes_nchw(conv, config)
@@ -1453,11 +1537,13 @@ def run_implicit_on_gpu(
     wv = _staged(_weight_key("weight", w, implicit_channels(conv)), weight, source=w).view(ws)
     if xv is None:
         xv = implicit_input(conv, x)
-    if conv.bias:
+    if epilogue is not None and epilogue.operands:  # the bias, then each operand: one row per vector
+        b = epilogue_rows(conv, bias, operands, torch, out.dtype)
+    elif conv.bias:
         b = bias.contiguous()
     else:
         b = _zero_bias(out)
-    _loaded("implicit", _key(implicit_params(conv, config, nchw=nchw)))(xv.reshape(xs), wv, b, y)
+    _loaded("implicit", _key(implicit_params(conv, config, nchw=nchw, epilogue=epilogue)))(xv.reshape(xs), wv, b, y)
     if not in_place:
         out.copy_(_to_channels_first(conv, y).reshape(out.shape))
 
@@ -1474,7 +1560,16 @@ def phase_weight(w: Any, phase: TransposedPhase) -> Any:
     return moved.reshape(conv.filters, conv.channels, *conv.kernel[3 - conv.rank :])
 
 
-def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: Any, w: Any, bias: Any, out: Any) -> None:
+def run_transposed_on_gpu(
+    conv: Conv,
+    phases: tuple[TransposedPhase, ...],
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    epilogue: Epilogue | None = None,
+    operands: Any = (),
+) -> None:
     """A transposed convolution as its stride phases on the implicit kernel (`transposed_phases`): one phase (stride
     1) writes `out` itself; several share the input as the kernel reads it (`implicit_input`, split once for f32),
     each writes a fresh NCHW tensor that is copied into its interleaved positions of `out`, and a phase no window
@@ -1488,7 +1583,9 @@ def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: An
         )
 
     if len(phases) == 1 and phases[0].conv is not None and phases[0].config is not None:
-        run_implicit_on_gpu(phases[0].conv, phases[0].config, x, weight(phases[0]), bias, out)
+        run_implicit_on_gpu(
+            phases[0].conv, phases[0].config, x, weight(phases[0]), bias, out, epilogue=epilogue, operands=operands
+        )
         return
     n, f = conv.batch, conv.filters
     whole = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
@@ -1501,7 +1598,7 @@ def run_transposed_on_gpu(conv: Conv, phases: tuple[TransposedPhase, ...], x: An
             o5[at] = bias.view(1, f, 1, 1, 1) if bias is not None else 0
             continue
         y = torch.empty((n, f, *phase.out[3 - conv.rank :]), dtype=out.dtype, device=out.device)
-        run_implicit_on_gpu(phase.conv, phase.config, x, weight(phase), bias, y, xv=xv)
+        run_implicit_on_gpu(phase.conv, phase.config, x, weight(phase), bias, y, xv, epilogue, operands)
         o5[at] = y.view(n, f, *phase.out)
     if whole is not out:
         out.copy_(whole)

@@ -12,12 +12,17 @@ import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
 from argus.kernels.conv_kernels import output_size
+from argus.kernels.epilogue import Epilogue
 from argus.lang.errors import DSLError
 from argus.layout import Layout
 
 
-def _bias_shape(BIAS: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameter
-    """The bias's shape: one value per output channel (a one-element placeholder without a bias)."""
+def _bias_shape(BIAS: bool, EPILOGUE: Epilogue | None = None) -> tuple[Any, ...]:  # noqa: N803 - kernel parameters
+    """The bias's shape: one value per output channel (a one-element placeholder without a bias); with a fused
+    epilogue that has operands, (rows, F): the bias (with BIAS) then each operand, one row per output channel
+    vector."""
+    if EPILOGUE is not None and EPILOGUE.operands:
+        return (int(BIAS) + len(EPILOGUE.operands), "F")
     return ("F",) if BIAS else (1,)
 
 
@@ -70,6 +75,7 @@ def conv_implicit_gemm(
     OUT: str = "bf16",
     TERMS: int = 1,
     NCHW: bool = False,
+    EPILOGUE: Epilogue | None = None,
 ):
     """Y[n, oh, ow, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * W[f, kh, kw, c]
     (+ B[f] with BIAS), channels last, for a 2-d convolution with window (KH, KW), stride (SH, SW), padding (PH, PW)
@@ -133,7 +139,12 @@ def conv_implicit_gemm(
 
     The epilogue goes through shared memory: the consumers store the tile (BM, BN), rounded, into one buffer and,
     after a barrier of the consumer warpgroups, copy it out one output row at a time (rows of BN channels,
-    contiguous in the output)."""
+    contiguous in the output).
+
+    EPILOGUE: a fused epilogue (`argus.kernels.epilogue.Epilogue`) applied to the f32 tile (the convolution's value,
+    its bias added) before it is rounded: its statements over ``acc`` and its operands, each a per-output-channel
+    vector (kind ``"columns"``), which B then carries as rows after the bias ((rows, F), in OUT: `_bias_shape`),
+    each loaded for the tile's output channels with a tag assertion."""
     if not isinstance(CONSUMERS, int) or CONSUMERS not in (1, 2):
         raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
     if BH * BW != 64 * CONSUMERS or BW % 8:
@@ -154,6 +165,12 @@ def conv_implicit_gemm(
         )
     if DEPTH and SW != 1:
         raise DSLError("DSL_BAD_PARAM", f"a 3-d convolution takes column stride 1 (the view would be 6-d), not {SW}")
+    if EPILOGUE is not None and any(o.kind != "columns" for o in EPILOGUE.operands):
+        kinds = sorted({o.kind for o in EPILOGUE.operands} - {"columns"})
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"a convolution's fused epilogue reads per-output-channel vectors (kind 'columns'), not {kinds}",
+        )
     if not DEPTH and (KD, SD, PD, LD, PDE) != (1, 1, 0, 1, None):
         raise DSLError("DSL_BAD_PARAM", "KD, SD, PD, LD and PDE are a 3-d convolution's (DEPTH=True)")
     T.assume(
@@ -267,13 +284,25 @@ def conv_implicit_gemm(
     def store(tile: tuple) -> None:
         """The tile's epilogue: bias, rounding, through sC to the output one output row at a time."""
         bw, bh, bf, n, od = tile
-        if BIAS:
+
+        def column(row: int) -> Any:
+            """Row `row` of B (the bias, or an epilogue operand) for the tile's output channels, as f32 (1, BN)."""
             b = T.alloc_reduced(acc, axis=0, dtype=B.dtype)
-            T.copy(B.tile(bf, BN), b)
-            T.assert_tag(lambda x: x[0] == bf * BN + x.coord[0], b)
-            value = acc + T.cast(b, T.f32)[None, :]
-        else:
-            value = acc
+            if EPILOGUE is None or not EPILOGUE.operands:
+                T.copy(B.tile(bf, BN), b)
+                T.assert_tag(lambda x: x[0] == bf * BN + x.coord[0], b)
+            else:
+                T.copy(B.window((row, bf * BN), (None, BN)), b)
+                T.assert_tag(lambda x: (x[0] == row) & (x[1] == bf * BN + x.coord[0]), b)
+            return T.cast(b, T.f32)[None, :]
+
+        value = acc + column(0) if BIAS else acc
+        if EPILOGUE is not None:  # the epilogue's statements at trace time, over the tile and its operands
+            scope: dict[str, Any] = {"T": T, "acc": value}
+            scope |= {o.name: column(int(BIAS) + i) for i, o in enumerate(EPILOGUE.operands)}
+            for line in EPILOGUE.statements:
+                exec(line, scope)  # noqa: S102 - an Epilogue's statements are argus's or the user's, never a candidate's
+            value = scope[EPILOGUE.result]
         if BLOCKS:
             T.barrier(1, WARPGROUP_SIZE * CONSUMERS)  # every consumer is done copying the previous tile out of sC
         T.copy(T.cast(value, Y.dtype), sC)
