@@ -165,3 +165,65 @@ def test_a_local_never_shadows_a_kernel_of_the_same_name(problem: Callable[..., 
     assert [g["kernel"] for g in result.groups] == ["convolution_0", "convolution_1"]
     assert [u["op"] for u in result.uncovered] == ["aten.convolution.default"]
     assert result.status() == "not covered", (result.gate, [k.to_json() for k in result.kernels])
+
+
+@pytest.fixture
+def fused_epilogues(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The convolution family's fused epilogues switched on (`FUSE_EPILOGUES`, off until run on a GPU)."""
+    import argus.frontend.families.convolution as family
+
+    monkeypatch.setattr(family, "FUSE_EPILOGUES", True)
+
+
+#: F.conv2d then relu, a per-channel scale (F, 1, 1) and shift (1, F, 1, 1), a clamp and a constant factor
+CHAIN = "torch.clamp(torch.relu(F.conv2d(x, w, b, padding=1)) * s + t, min=-2.0) * 0.5"
+CHAIN_INPUTS = (
+    "[torch.randn(2, 16, 7, 9), torch.randn(24, 16, 3, 3), torch.randn(24), torch.randn(24, 1, 1), "
+    "torch.randn(1, 24, 1, 1)]"
+)
+
+
+def test_a_convolution_s_elementwise_tail_is_its_fused_epilogue(
+    problem: Callable[..., Path], tmp_path: Path, fused_epilogues: None
+) -> None:
+    path = problem(CHAIN, inputs=CHAIN_INPUTS, args="x, w, b, s, t")
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert [g["ops"] for g in result.groups] == [["convolution", "relu", "mul", "add", "clamp", "mul"]]
+    (report,) = result.kernels
+    assert report.verdict == "verified" and report.interpreter_ok
+    text = Path(result.solution).read_text()
+    assert "epilogue=Epilogue(" in text and "epilogue_order=(3, 4)" in text and "'columns'" in text
+    forward = text[text.index("    def forward(") :]
+    assert "torch.ops.aten" not in forward  # every operator in the convolution's call
+
+
+def test_without_fusion_the_tail_is_a_kernel_of_its_own(problem: Callable[..., Path], tmp_path: Path) -> None:
+    path = problem(CHAIN, inputs=CHAIN_INPUTS, args="x, w, b, s, t")
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert [g["ops"] for g in result.groups] == [["convolution"], ["relu", "mul", "add", "clamp", "mul"]]
+
+
+def test_the_epilogue_takes_per_channel_operands_and_implicit_plans_only(
+    problem: Callable[..., Path], tmp_path: Path, fused_epilogues: None
+) -> None:
+    # a residual of the output's shape is not a per-channel vector: the chain stops before it
+    path = problem(
+        "torch.relu(F.conv2d(x, w, padding=1)) + r",
+        inputs="[torch.randn(1, 16, 5, 6), torch.randn(8, 16, 3, 3), torch.randn(1, 8, 5, 6)]",
+        args="x, w, r",
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert sorted(g["ops"] for g in result.groups) == [["add"], ["convolution", "relu"]]
+    # a depthwise convolution runs on the direct kernel, which applies no epilogue: the chain is its own kernel
+    path = problem(
+        "torch.relu(F.conv2d(x, w, padding=1, groups=16))",
+        inputs="[torch.randn(1, 16, 5, 6), torch.randn(16, 1, 3, 3)]",
+        args="x, w",
+        name="q",
+    )
+    result = solve(path, out=tmp_path / "t.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert sorted(g["ops"] for g in result.groups) == [["convolution"], ["relu"]]

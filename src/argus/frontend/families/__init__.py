@@ -25,7 +25,7 @@ TEMPLATES: dict[Family, Template] = {
     Family.REDUCTION: Template(reduction.unsupported, reduction.kernel_source, absorbs=reduction.prologue_nodes),
     Family.NORMALIZATION: Template(normalization.unsupported, normalization.kernel_source),
     Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
-    Family.CONVOLUTION: Template(convolution.unsupported, convolution.kernel_source),
+    Family.CONVOLUTION: Template(convolution.unsupported, convolution.kernel_source, absorbs=convolution.absorbs),
     Family.ATTENTION: Template(attention_family.unsupported, attention_family.kernel_source),
 }
 

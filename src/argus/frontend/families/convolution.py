@@ -14,6 +14,11 @@ group, the implicit-GEMM kernel where it applies, else for a transposed convolut
 pass that writes NCHW and adds the bias. The pipeline verifies every kernel of that plan and checks the call on the
 CPU interpreter against the group's FX subgraph.
 
+**Epilogues** (`absorbs`, with `FUSE_EPILOGUES`): the elementwise operators after a convolution whose plan runs on
+the implicit kernel become its fused epilogue (`argus.kernels.conv`'s `conv_plan(..., epilogue=)`), grown as the
+matmul family grows a product's (`argus.frontend.families.chains`); their tensor operands must hold one value per
+output channel ((F, 1, ...), (1, F, 1, ...): a per-channel bias or scale). Off by default until it has run on a GPU.
+
 Refused (`unsupported`), each with its reason: operands other than float32/float16/bfloat16 of one dtype, and
 what the library refuses at the captured sizes (`argus.kernels.conv.ConvError`): a column matrix of one image over
 the library's memory budget, a window whose input span does not fit in shared memory, a transposed convolution
@@ -26,6 +31,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from argus.frontend.families import chains
 from argus.frontend.families.base import (
     DTYPES,
     KernelSource,
@@ -37,7 +43,12 @@ from argus.frontend.families.base import (
     three,
 )
 from argus.kernels.conv import Conv, ConvError, conv_plan
+from argus.kernels.epilogue import Epilogue
 from argus.kernels.matmul import GemmError
+
+#: Whether the elementwise chain after a convolution becomes its fused epilogue where its plan runs on the implicit
+#: kernel (`absorbs`). Off until the fused kernel has run on a GPU (session 24 had no device time left for it).
+FUSE_EPILOGUES = False
 
 #: aten.convolution's arguments after input, weight and bias, with their defaults.
 SCHEMA = (
@@ -110,6 +121,33 @@ def read_conv(node: Any) -> Conv | str:
     return conv
 
 
+def _channels(out: tuple[int, ...]) -> chains.Kind:
+    """The epilogue operand kind of a tensor read with a convolution's output (N, F, *spatial): ``"columns"`` for
+    one value per output channel ((F, 1, ...) or (1, F, 1, ...), right-aligned), else None."""
+    filters, spatial = out[1], len(out) - 2
+
+    def kind(shape: tuple[int, ...]) -> str | None:
+        trimmed = shape[1:] if len(shape) == len(out) and shape[0] == 1 else shape
+        return "columns" if trimmed == (filters, *(1,) * spatial) else None
+
+    return kind
+
+
+def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
+    """The elementwise nodes after convolution `node` that its group takes in as its fused epilogue (see the module
+    docstring): none unless `FUSE_EPILOGUES` and the convolution's plan can apply one."""
+    if not FUSE_EPILOGUES:
+        return []
+    conv = read_conv(node)
+    if isinstance(conv, str):
+        return []
+    try:
+        conv_plan(conv, epilogue=Epilogue(("y = acc",), "y"))
+    except (ConvError, GemmError):
+        return []
+    return chains.chain_nodes(node, bound, _channels(tuple(int(d) for d in node_value(node).shape)))
+
+
 def unsupported(node: Any) -> str | None:
     """None when the template can take `node`, else why not (see the module docstring)."""
     found = read_conv(node)
@@ -123,8 +161,14 @@ def kernel_source(
     nodes = list(subgraph.graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
     (node,) = [n for n in nodes if n.op == "call_function" and aten_name(n) == "convolution"]
+    (result,) = [n for n in nodes if n.op == "output"][0].all_input_nodes
     conv = read_conv(node)
     assert not isinstance(conv, str)  # unsupported() was asked first
+    chain = [n for n in nodes if n.op == "call_function" and n is not node]
+    epilogue = None
+    if chain:  # the elementwise chain `absorbs` took: the fused epilogue, its operands by position
+        out = tuple(int(d) for d in node_value(node).shape)
+        epilogue = chains.epilogue_of(node, chain, placeholders, _channels(out))
     operands = list(node.args[:2]) + ([node.args[2]] if conv.bias else [])
     order = tuple(placeholders.index(o) for o in operands)
     x, w = node_value(node.args[0]), node_value(node.args[1])
@@ -137,23 +181,45 @@ def kernel_source(
         )
     )  # fmt: skip
     kind = "transposed convolution" if conv.transposed else "convolution"
+    ops = " -> ".join(["convolution", *(aten_name(n) for n in chain if aten_name(n))])
+    plan = conv_plan(conv, epilogue=epilogue[0] if epilogue else None)
     title = (
         f"{conv.rank}-d {kind} of {tuple(x.shape)} by {tuple(w.shape)} ({dt}, groups={conv.groups}, "
-        f"{'with' if conv.bias else 'no'} bias): {conv_plan(conv).describe()}"
+        f"{'with' if conv.bias else 'no'} bias{', a fused epilogue' if epilogue else ''}): {plan.describe()}"
     )
-    ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} (convolution).")
-    kernel = "\n".join([f"# {title}", f"{name} = LibraryConv({name!r}, Conv({fields}), order={order!r})"])
+    ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} ({ops}).")
+    imports = "from argus.kernels.conv import Conv, LibraryConv  # noqa: E402\n"
+    call = [f"{name} = LibraryConv({name!r}, Conv({fields}), order={order!r})"]
+    if epilogue is not None:
+        ep, positions = epilogue
+        imports += "from argus.kernels.epilogue import Epilogue, EpilogueOperand  # noqa: E402\n"
+        call = [
+            f"{name} = LibraryConv(",
+            f"    {name!r},",
+            f"    Conv({fields}),",
+            f"    order={order!r},",
+            "    epilogue=Epilogue(",
+            "        (",
+            *[f"            {line!r}," for line in ep.statements],
+            "        ),",
+            f"        {ep.result!r},",
+            f"        ({''.join(f'EpilogueOperand({o.name!r}, {o.kind!r}, {o.dtype!r}), ' for o in ep.operands)}),",
+            "    ),",
+            f"    epilogue_order={positions!r},",
+            ")",
+        ]
+    kernel = "\n".join([f"# {title}", *call])
     shapes = {p.name: tuple(int(d) for d in node_value(p).shape) for p in placeholders}
-    shapes[node.name] = tuple(int(d) for d in node_value(node).shape)
+    shapes[result.name] = tuple(int(d) for d in node_value(result).shape)
     return KernelSource(
         name,
         ref,
-        "from argus.kernels.conv import Conv, LibraryConv  # noqa: E402\n\n" + kernel + "\n",
+        imports + "\n" + kernel + "\n",
         [p.name for p in placeholders],
-        [node.name],
+        [result.name],
         {},
-        math.prod(shapes[node.name]),
-        {**{p.name: dt for p in placeholders}, node.name: dt},
+        math.prod(shapes[result.name]),
+        {**{p.name: dt for p in placeholders}, result.name: dt},
         shapes,
         library=True,
     )

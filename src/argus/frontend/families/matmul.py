@@ -31,7 +31,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from argus.frontend.families import pointwise
+from argus.frontend.families import chains, pointwise
 from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
 from argus.kernels.matmul import F32_CHAIN
 
@@ -125,71 +125,11 @@ def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
 
 def epilogue_nodes(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
     """The elementwise nodes after a 2-d product that its fused epilogue computes (see the module docstring), in
-    graph order: the longest prefix of the product's elementwise users, in graph order, after which exactly one
-    value of the group is used outside it."""
+    graph order (`chains.chain_nodes`)."""
     if aten_name(node) not in ("mm", "addmm"):
         return []
-    out = node_value(node)
-    shape, dtype = tuple(out.shape), out.dtype
-    group: dict[Any, None] = {node: None}
-    tainted: set[Any] = set()  # nodes outside the group that depend on it
-    best: list[Any] = []
-    started = False
-    for n in node.graph.nodes:
-        if n is node:
-            started = True
-            continue
-        if not started or n.op != "call_function":
-            continue
-        inputs = [a for a in n.all_input_nodes]
-        if not any(a in group or a in tainted for a in inputs):
-            continue
-        if _takes(n, group, tainted, shape, dtype, bound):
-            group[n] = None
-            for a in inputs:  # constants it reads become literals of the epilogue
-                if pointwise._is_literal(a):
-                    group[a] = None
-            used_outside = [g for g in group if any(u not in group for u in g.users)]
-            if len(used_outside) == 1 and used_outside[0] is not node and node_value(used_outside[0]).dtype == dtype:
-                best = [g for g in group if g is not node]
-            elif not used_outside:
-                break
-        else:
-            tainted.add(n)
-    return best
-
-
-def _takes(n: Any, group: dict, tainted: set, shape: tuple, dtype: Any, bound: frozenset[str]) -> bool:
-    """Whether the epilogue can take elementwise node `n`, whose inputs include a value of the group."""
-    import torch
-    import torch.fx
-
-    op = aten_name(n)
-    if op not in pointwise.RULES or op in ("scalar_tensor", "_to_copy", "clone") or n.name in bound:
-        return False
-    params, _ = pointwise.RULES[op]
-    args = pointwise._arguments(n, params)
-    if isinstance(args, str):
-        return False
-    val = node_value(n)
-    compared = op in pointwise.COMPARISONS
-    if not isinstance(val, torch.Tensor) or tuple(val.shape) != shape or (val.dtype != dtype and not compared):
-        return False
-    if op == "div" and n.kwargs.get("rounding_mode") is not None:
-        return False
-    if op == "gelu" and args[1] not in ("none", "tanh"):
-        return False
-    for a in args:
-        if isinstance(a, torch.fx.Node):
-            if a in group or pointwise._is_literal(a):
-                continue
-            v = node_value(a)
-            external = isinstance(v, torch.Tensor) and a not in tainted and dtype_name(v) in DTYPES
-            if not external or _kind(tuple(v.shape), shape) is None:
-                return False
-        elif not (a is None or isinstance(a, bool | int | float | str)):
-            return False
-    return True
+    out = tuple(node_value(node).shape)
+    return chains.chain_nodes(node, bound, lambda shape: _kind(shape, out))
 
 
 def kernel_source(
@@ -262,54 +202,12 @@ def kernel_source(
 
 def _epilogue(mm: Any, nodes: list[Any], placeholders: list[Any], out: tuple[int, int]) -> tuple[Any, tuple] | None:
     """The group's `Epilogue` and the positions of its operands among the group's inputs, or None (a bare product):
-    addmm's bias, then one statement per elementwise node (rendered by the pointwise template's rules)."""
-    import torch.fx
-
-    from argus.kernels.epilogue import Epilogue, EpilogueOperand
-
+    addmm's bias, then one statement per elementwise node (`chains.epilogue_of`)."""
     chain = [x for x in nodes if x.op == "call_function" and x is not mm and not is_transpose(x)]
     if aten_name(mm) != "addmm" and not chain:
         return None
-    operands: dict[str, EpilogueOperand] = {}
-    positions: list[int] = []
-    text: dict[Any, str] = {mm: "acc"}
-    statements: list[str] = []
-
-    def operand(node: Any) -> str:
-        if node in text:
-            return text[node]
-        value = node_value(node)
-        if pointwise._is_literal(node):
-            return pointwise._lit(float(node.args[0]))
-        name = f"e_{node.name}"
-        kind = _kind(tuple(value.shape), out)
-        operands[name] = EpilogueOperand(name, kind, DTYPES[dtype_name(value)])
-        positions.append(placeholders.index(node))
-        text[node] = name
-        return name
-
+    head: list[str] = []
     if aten_name(mm) == "addmm":  # beta is 1 (`unsupported`)
         alpha = mm.kwargs.get("alpha", 1)
-        scaled_acc = "acc" if alpha == 1 else f"acc * {pointwise._lit(float(alpha))}"
-        statements.append(f"v_{mm.name} = {scaled_acc} + {operand(mm.args[0])}")
-        text[mm] = f"v_{mm.name}"
-    for node in chain:
-        if pointwise._is_literal(node):
-            continue
-        op = aten_name(node)
-        params, render = pointwise.RULES[op]
-        args = pointwise._arguments(node, params)
-        rendered = []
-        for v in args:
-            if isinstance(v, torch.fx.Node):
-                rendered.append(pointwise.Operand(operand(v), v in text and not pointwise._is_literal(v)))
-            elif v is None:
-                rendered.append(None)
-            elif isinstance(v, str):
-                rendered.append(pointwise.Operand(repr(v), False))
-            else:
-                rendered.append(pointwise.Operand(pointwise._lit(v), False))
-        statements.append(f"v_{node.name} = {render(*rendered)}")
-        text[node] = f"v_{node.name}"
-    result = text[chain[-1]] if chain else text[mm]
-    return Epilogue(tuple(statements), result, tuple(operands.values())), tuple(positions)
+        head.append("acc" if alpha == 1 else f"acc * {pointwise._lit(float(alpha))}")
+    return chains.epilogue_of(mm, chain, placeholders, lambda shape: _kind(shape, out), head, mm.args[0])
