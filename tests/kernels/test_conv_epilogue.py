@@ -44,16 +44,15 @@ CASES = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_fused_epilogue_matches_torch_on_the_interpreter(name: str) -> None:
+def _check(name: str, device: str) -> None:
     conv, ep = CASES[name]
-    gen = torch.Generator().manual_seed(7)
+    gen = torch.Generator(device=device).manual_seed(7)
     dt = TORCH[conv.dtype]
-    x = torch.randn(conv.batch, conv.channels, *conv.size[1:], generator=gen).to(dt)
+    x = torch.randn(conv.batch, conv.channels, *conv.size[1:], generator=gen, device=device).to(dt)
     shape = (conv.channels, conv.filters) if conv.transposed else (conv.filters, conv.channels)
-    w = (torch.randn(*shape, *conv.kernel[1:], generator=gen) / 4).to(dt)
-    b = torch.randn(conv.filters, generator=gen).to(dt) if conv.bias else None
-    operands = [torch.randn(conv.filters, 1, 1, generator=gen).to(dt) for _ in ep.operands]
+    w = (torch.randn(*shape, *conv.kernel[1:], generator=gen, device=device) / 4).to(dt)
+    b = torch.randn(conv.filters, generator=gen, device=device).to(dt) if conv.bias else None
+    operands = [torch.randn(conv.filters, 1, 1, generator=gen, device=device).to(dt) for _ in ep.operands]
     inputs = [x, w, *([b] if b is not None else []), *operands]
     call = LibraryConv("conv", conv, epilogue=ep, epilogue_order=tuple(range(len(inputs) - len(operands), len(inputs))))
     plan = call.plan()
@@ -72,6 +71,17 @@ def test_a_fused_epilogue_matches_torch_on_the_interpreter(name: str) -> None:
     tolerance = {"f32": 2e-5, "bf16": 1e-2}[conv.dtype]
     err = float((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0))
     assert err <= tolerance, err
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_fused_epilogue_matches_torch_on_the_interpreter(name: str) -> None:
+    _check(name, "cpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to torch")
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_fused_epilogue_matches_torch_on_the_gpu(name: str) -> None:
+    _check(name, "cuda")
 
 
 def test_the_fused_kernel_verifies_and_reads_each_operand_for_its_channels() -> None:
