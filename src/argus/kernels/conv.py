@@ -75,6 +75,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from argus.atoms.common import MAX_GRID_Y, MAX_GRID_Z, SMS, shared_budget
+from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.kernels.conv_implicit import conv_implicit_gemm
 from argus.kernels.conv_kernels import (
     ITEMSIZE,
@@ -405,7 +406,8 @@ def implicit_bk(conv: Conv) -> int:
     channels over 8 would multiply 56 zeros in every tap; the narrow steps are as many (one per tap and channel
     block) and carry less."""
     channels = implicit_channels(conv)
-    return next((bk for bk in (16, 32) if channels <= bk), IMPLICIT_BK)
+    steps = sorted(w // 2 for w in SWIZZLE_WIDTHS if w)  # a swizzle row of 16-bit values (the split planes are bf16)
+    return next((bk for bk in steps if channels <= bk), IMPLICIT_BK)
 
 
 def implicit_bn(conv: Conv) -> int:

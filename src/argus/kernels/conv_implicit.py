@@ -11,6 +11,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
+from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.kernels.conv_kernels import output_size
 from argus.kernels.epilogue import Epilogue
 from argus.lang.errors import DSLError
@@ -157,11 +158,12 @@ def conv_implicit_gemm(
         raise DSLError("DSL_BAD_PARAM", f"BLOCKS_PER_SM = {BLOCKS_PER_SM}: 1, or 2 with one consumer warpgroup")
     if TERMS not in (1, 3) or (TERMS == 3 and (IN != "bf16" or OUT != "f32")):
         raise DSLError("DSL_BAD_PARAM", f"TERMS = {TERMS}: 1, or 3 (split precision) with IN='bf16' and OUT='f32'")
-    if BK * X.dtype.itemsize not in (32, 64, 128):
+    rows = sorted(w for w in SWIZZLE_WIDTHS if w)  # a K step's row of channels is one swizzle row
+    if BK * X.dtype.itemsize not in rows:
         raise DSLError(
             "DSL_BAD_PARAM",
-            f"BK must be 32, 64 or 128 bytes of channels (a Hopper swizzle's row: {32 // X.dtype.itemsize}, "
-            f"{64 // X.dtype.itemsize} or {128 // X.dtype.itemsize}), not {BK}",
+            f"BK must be {', '.join(map(str, rows))} bytes of channels (a Hopper swizzle's row: "
+            f"{', '.join(str(r // X.dtype.itemsize) for r in rows)} values), not {BK}",
         )
     if DEPTH and SW != 1:
         raise DSLError("DSL_BAD_PARAM", f"a 3-d convolution takes column stride 1 (the view would be 6-d), not {SW}")
