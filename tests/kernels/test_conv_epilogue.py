@@ -103,6 +103,9 @@ def test_paths_without_the_implicit_kernel_refuse_an_epilogue() -> None:
     few = _conv(3, 16, (6, 6), (3, 3))  # f32 of 3 channels: the gather path
     with pytest.raises(ConvError, match="CONV_EPILOGUE_PATH.*im2col"):
         conv_plan(few, epilogue=CLAMP_TANH)
+    # the gather path asked for: no implicit kernel to apply it
+    with pytest.raises(ConvError, match="CONV_EPILOGUE_PATH.*im2col"):
+        conv_plan(CASES["3x3 f32, affine + relu"][0], implicit=False, epilogue=CLAMP_TANH)
     # a stride wider than the window leaves phases that are the bias alone: no kernel to apply the epilogue there
     sparse = _conv(16, 8, (4, 5), (1, 1), (2, 2), transposed=True)
     with pytest.raises(ConvError, match="CONV_EPILOGUE_PATH"):

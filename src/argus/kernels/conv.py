@@ -486,8 +486,8 @@ PERSISTENT_K_STEPS = 9
 def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     """The tile of `conv` on the implicit kernel. Of the (BH, BW) shapes with BW a multiple of 8, the one that
     computes the fewest positions past the output's edges (two consumer warpgroups before one, then wider rows:
-    fewer boxes); BN 128 output channels (64 where there are at most 64); as many stages as shared memory holds, up
-    to `IMPLICIT_MAX_STAGES`. A K loop of at most `PERSISTENT_K_STEPS` steps runs persistent on `sms` SMs (not
+    fewer boxes); BN and BK by `implicit_bn` and `implicit_bk`; as many stages as shared memory holds
+    (`with_stages`). A K loop of at most `PERSISTENT_K_STEPS` steps runs persistent on `sms` SMs (not
     with column taps off a stride's phase 0, nor with channels that do not fill the K steps: those proofs did not
     complete, see below), and
     from 5 steps on with two consumer warpgroups where their tile wastes at most 20 % more (measured faster on
@@ -924,7 +924,7 @@ def conv_plan(
     kernel applies (in its store; a 1x1 then takes it rather than the pointwise GEMM, and a transposed
     convolution's phases take it where every phase runs a kernel): `CONV_EPILOGUE_PATH` for other paths."""
     if epilogue is not None:
-        if conv.groups == 1 and implicit_refusal(conv) is None and not conv.transposed:
+        if implicit and conv.groups == 1 and implicit_refusal(conv) is None and not conv.transposed:
             return ConvPlan(conv, conv.batch, None, per_group=False, implicit=implicit_config(conv), epilogue=epilogue)
         found = conv_plan(conv, budget, implicit)
         if found.phases is not None and all(p.conv is not None for p in found.phases):
