@@ -134,3 +134,23 @@ def epilogue_of(
         text[n] = f"v_{n.name}"
     result = text[chain[-1]] if chain else text[node]
     return Epilogue(tuple(statements), result, tuple(operands.values())), tuple(positions)
+
+
+#: The import a generated call with a fused epilogue needs.
+EPILOGUE_IMPORT = "from argus.kernels.epilogue import Epilogue, EpilogueOperand  # noqa: E402\n"
+
+
+def epilogue_arguments(ep: Any, positions: tuple[int, ...]) -> list[str]:
+    """The keyword arguments ``epilogue=Epilogue(...)`` and ``epilogue_order=...`` of a generated library call,
+    one line each (indented for the call's body)."""
+    operands = "".join(f"EpilogueOperand({o.name!r}, {o.kind!r}, {o.dtype!r}), " for o in ep.operands)
+    return [
+        "    epilogue=Epilogue(",
+        "        (",
+        *[f"            {line!r}," for line in ep.statements],
+        "        ),",
+        f"        {ep.result!r},",
+        f"        ({operands}),",
+        "    ),",
+        f"    epilogue_order={positions!r},",
+    ]

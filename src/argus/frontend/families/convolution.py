@@ -191,23 +191,9 @@ def kernel_source(
     imports = "from argus.kernels.conv import Conv, LibraryConv  # noqa: E402\n"
     call = [f"{name} = LibraryConv({name!r}, Conv({fields}), order={order!r})"]
     if epilogue is not None:
-        ep, positions = epilogue
-        imports += "from argus.kernels.epilogue import Epilogue, EpilogueOperand  # noqa: E402\n"
-        call = [
-            f"{name} = LibraryConv(",
-            f"    {name!r},",
-            f"    Conv({fields}),",
-            f"    order={order!r},",
-            "    epilogue=Epilogue(",
-            "        (",
-            *[f"            {line!r}," for line in ep.statements],
-            "        ),",
-            f"        {ep.result!r},",
-            f"        ({''.join(f'EpilogueOperand({o.name!r}, {o.kind!r}, {o.dtype!r}), ' for o in ep.operands)}),",
-            "    ),",
-            f"    epilogue_order={positions!r},",
-            ")",
-        ]
+        imports += chains.EPILOGUE_IMPORT
+        head = [f"{name} = LibraryConv(", f"    {name!r},", f"    Conv({fields}),", f"    order={order!r},"]
+        call = [*head, *chains.epilogue_arguments(*epilogue), ")"]
     kernel = "\n".join([f"# {title}", *call])
     shapes = {p.name: tuple(int(d) for d in node_value(p).shape) for p in placeholders}
     shapes[result.name] = tuple(int(d) for d in node_value(result).shape)

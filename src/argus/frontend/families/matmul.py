@@ -171,18 +171,8 @@ def kernel_source(
     ]
     imports = "from argus.kernels.matmul import GemmProblem, LibraryGemm  # noqa: E402\n"
     if epilogue is not None:
-        ep, positions = epilogue
-        imports += "from argus.kernels.epilogue import Epilogue, EpilogueOperand  # noqa: E402\n"
-        lines += [
-            "    epilogue=Epilogue(",
-            "        (",
-            *[f"            {line!r}," for line in ep.statements],
-            "        ),",
-            f"        {ep.result!r},",
-            f"        ({''.join(f'EpilogueOperand({o.name!r}, {o.kind!r}, {o.dtype!r}), ' for o in ep.operands)}),",
-            "    ),",
-            f"    epilogue_order={positions!r},",
-        ]
+        imports += chains.EPILOGUE_IMPORT
+        lines += chains.epilogue_arguments(*epilogue)
     lines.append(")")
     shapes = {p.name: tuple(node_value(p).shape) for p in placeholders}
     shapes[result.name] = tuple(int(d) for d in node_value(result).shape)
