@@ -13,7 +13,7 @@ import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.kernels.conv_kernels import output_size
-from argus.kernels.epilogue import Epilogue
+from argus.kernels.epilogue import Epilogue, applied
 from argus.lang.errors import DSLError
 from argus.layout import Layout
 
@@ -300,11 +300,8 @@ def conv_implicit_gemm(
 
         value = acc + column(0) if BIAS else acc
         if EPILOGUE is not None:  # the epilogue's statements at trace time, over the tile and its operands
-            scope: dict[str, Any] = {"T": T, "acc": value}
-            scope |= {o.name: column(int(BIAS) + i) for i, o in enumerate(EPILOGUE.operands)}
-            for line in EPILOGUE.statements:
-                exec(line, scope)  # noqa: S102 - an Epilogue's statements are argus's or the user's, never a candidate's
-            value = scope[EPILOGUE.result]
+            operands = {o.name: column(int(BIAS) + i) for i, o in enumerate(EPILOGUE.operands)}
+            value = applied(EPILOGUE, value, operands)
         if BLOCKS:
             T.barrier(1, WARPGROUP_SIZE * CONSUMERS)  # every consumer is done copying the previous tile out of sC
         T.copy(T.cast(value, Y.dtype), sC)

@@ -202,6 +202,18 @@ def source(ep: Epilogue) -> str:
     return "\n".join([*head, "", *main, "", "", *reduce, ""])
 
 
+def applied(ep: Epilogue, acc: Any, operands: dict[str, Any]) -> Any:
+    """`ep`'s result over the tile value `acc` and its `operands` (values by name), its statements run at trace
+    time: for a kernel that applies an epilogue in its own body (`argus.kernels.conv_implicit.conv_implicit_gemm`)
+    rather than through generated source. The statements are trusted code (the module docstring)."""
+    import argus.lang as T  # noqa: N812 - the DSL's name in the statements
+
+    scope: dict[str, Any] = {"T": T, "acc": acc, **operands}
+    for line in ep.statements:
+        exec(line, scope)  # noqa: S102 - an Epilogue's statements are argus's or the user's, never a candidate's
+    return scope[ep.result]
+
+
 @functools.lru_cache(maxsize=128)
 def fused_kernels(ep: Epilogue) -> tuple[Any, Any]:
     """(the fused GEMM, the fused split-K reduction) of `ep`, as `@argus.kernel` functions."""
@@ -214,4 +226,4 @@ def fused_kernels(ep: Epilogue) -> tuple[Any, Any]:
     return namespace[f"gemm_fused_{ep.key}"], namespace[f"gemm_split_reduce_fused_{ep.key}"]
 
 
-__all__ = ["Epilogue", "EpilogueError", "EpilogueOperand", "fused_kernels", "source"]
+__all__ = ["Epilogue", "EpilogueError", "EpilogueOperand", "applied", "fused_kernels", "source"]
