@@ -647,6 +647,15 @@ def group_conv(conv: Conv) -> Conv:
     return replace(conv, groups=1, channels=conv.channels // g, filters=conv.filters // g)
 
 
+def group_slices(conv: Conv) -> list[tuple[slice, slice]]:
+    """Each group's (input channels, filters) of a grouped convolution, as slices of the channel axes: the slices of
+    x, a transposed weight (C, F/g, ...), the bias, the epilogue's operands and the output one group reads and
+    writes (`group_conv`)."""
+    one = group_conv(conv)
+    cg, fg = one.channels, one.filters
+    return [(slice(i * cg, (i + 1) * cg), slice(i * fg, (i + 1) * fg)) for i in range(conv.groups)]
+
+
 def transposed_refusal(conv: Conv) -> str | None:
     """Why transposed convolution `conv` does not run as stride phases on the implicit kernel (None: it does; a
     grouped one runs as each group's phases, `group_conv`)."""
@@ -1082,17 +1091,16 @@ class LibraryConv:
             return
         if the_plan.phases is not None and conv.groups > 1:  # each group's phases on its slices of x, w, bias, out
             one = group_conv(conv)
-            cg, fg = one.channels, one.filters
-            for i in range(conv.groups):
+            for cs, fs in group_slices(conv):
                 run_transposed_on_gpu(
                     one,
                     the_plan.phases,
-                    x[:, i * cg : (i + 1) * cg],
-                    w[i * cg : (i + 1) * cg],
-                    None if bias is None else bias[i * fg : (i + 1) * fg],
-                    out[:, i * fg : (i + 1) * fg],
+                    x[:, cs],
+                    w[cs],
+                    None if bias is None else bias[fs],
+                    out[:, fs],
                     epilogue,
-                    [o.reshape(-1)[i * fg : (i + 1) * fg] for o in operands],
+                    [o.reshape(-1)[fs] for o in operands],
                 )
             return
         if the_plan.phases is not None:
@@ -1174,21 +1182,20 @@ def run_on_interpreter(
     if the_plan.depthwise is not None:
         return _depthwise_on_interpreter(conv, the_plan.depthwise, x, w, bias)
     if the_plan.phases is not None and conv.groups > 1:  # each group's phases, its channels, weights and bias
-        one, g = group_conv(conv), conv.groups
-        cg, fg = one.channels, one.filters
-        x = np.asarray(x, dtype=np.float64).reshape(conv.batch, conv.channels, -1)
+        one = group_conv(conv)
+        x = np.asarray(x, dtype=np.float64).reshape(conv.batch, conv.channels, *conv.size[3 - conv.rank :])
         return np.concatenate(
             [
                 _transposed_on_interpreter(
                     one,
                     the_plan.phases,
-                    x[:, i * cg : (i + 1) * cg].reshape(conv.batch, cg, *conv.size[3 - conv.rank :]),
-                    np.asarray(w)[i * cg : (i + 1) * cg],
-                    None if bias is None else np.asarray(bias).reshape(-1)[i * fg : (i + 1) * fg],
+                    x[:, cs],
+                    np.asarray(w)[cs],
+                    None if bias is None else np.asarray(bias).reshape(-1)[fs],
                     epilogue,
-                    [np.asarray(o).reshape(-1)[i * fg : (i + 1) * fg] for o in operands],
+                    [np.asarray(o).reshape(-1)[fs] for o in operands],
                 )
-                for i in range(g)
+                for cs, fs in group_slices(conv)
             ],
             axis=1,
         )
