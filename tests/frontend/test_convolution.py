@@ -169,10 +169,18 @@ def test_a_local_never_shadows_a_kernel_of_the_same_name(problem: Callable[..., 
 
 @pytest.fixture
 def fused_epilogues(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The convolution family's fused epilogues switched on (`FUSE_EPILOGUES`, off until run on a GPU)."""
+    """The convolution family's fused epilogues switched on (`FUSE_EPILOGUES`, the default; kept explicit)."""
     import argus.frontend.families.convolution as family
 
     monkeypatch.setattr(family, "FUSE_EPILOGUES", True)
+
+
+@pytest.fixture
+def no_fusion(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The convolution family's fused epilogues switched off."""
+    import argus.frontend.families.convolution as family
+
+    monkeypatch.setattr(family, "FUSE_EPILOGUES", False)
 
 
 #: F.conv2d then relu, a per-channel scale (F, 1, 1) and shift (1, F, 1, 1), a clamp and a constant factor
@@ -198,11 +206,28 @@ def test_a_convolution_s_elementwise_tail_is_its_fused_epilogue(
     assert "torch.ops.aten" not in forward  # every operator in the convolution's call
 
 
-def test_without_fusion_the_tail_is_a_kernel_of_its_own(problem: Callable[..., Path], tmp_path: Path) -> None:
+def test_without_fusion_the_tail_is_a_kernel_of_its_own(
+    problem: Callable[..., Path], tmp_path: Path, no_fusion: None
+) -> None:
     path = problem(CHAIN, inputs=CHAIN_INPUTS, args="x, w, b, s, t")
     result = solve(path, out=tmp_path / "s.py")
     assert result.status() == "solved", (result.uncovered, result.gate)
     assert [g["ops"] for g in result.groups] == [["convolution"], ["relu", "mul", "add", "clamp", "mul"]]
+
+
+def test_a_tail_of_many_transcendentals_stays_a_kernel_of_its_own(
+    problem: Callable[..., Path], tmp_path: Path, fused_epilogues: None
+) -> None:
+    """Level 2's 4 (two Mish: exp, log1p, tanh twice) ran slower fused on an H200: over
+    `EPILOGUE_TRANSCENDENTALS`, the chain is a pointwise kernel; one Mish (three) is fused."""
+    inputs = "[torch.randn(1, 8, 5, 6), torch.randn(16, 8, 3, 3)]"
+    path = problem("F.mish(F.mish(F.conv2d(x, w, padding=1)))", inputs=inputs, args="x, w")
+    result = solve(path, out=tmp_path / "s.py", judge=False)
+    assert [g["ops"][0] for g in result.groups] == ["convolution", "exp"] and len(result.groups[0]["ops"]) == 1
+    path = problem("F.mish(F.conv2d(x, w, padding=1))", inputs=inputs, args="x, w", name="one")
+    result = solve(path, out=tmp_path / "t.py", judge=False)
+    assert [g["ops"][:2] for g in result.groups] == [["convolution", "exp"]]
+    assert all(k.interpreter_ok for k in result.kernels), [k.to_json() for k in result.kernels]
 
 
 def test_the_epilogue_takes_per_channel_operands_and_implicit_plans_only(

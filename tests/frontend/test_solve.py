@@ -323,3 +323,38 @@ def test_constants_and_tensors_outside_the_state_dict_reach_the_solution(tmp_pat
     text = (tmp_path / "s.py").read_text()
     assert "_CONSTANTS = {" in text and "torch.tensor(0.25" in text and "float('-inf')" in text
     assert result.correct and result.covered and result.status() == "solved", result.status()
+
+
+def test_a_fused_contraction_s_rounding_is_carried_through_its_tail_element_by_element() -> None:
+    """A GEMM or convolution with a saturating tail fused in (``tanh(x @ w)``) rounds on the contraction's scale, not
+    the output's: `contraction_slack` gives each output element the change the contraction's allowed rounding
+    makes through the tail; a group without a contraction before its output gets none, and a tail's own mistake
+    (O(1) where the tail is flat) still fails."""
+    import torch.fx
+
+    from argus.frontend.solve import contraction_slack, relative_error
+
+    class Fused(torch.nn.Module):
+        def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(torch.mm(x, w))
+
+    class Alone(torch.nn.Module):
+        def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return torch.mm(torch.tanh(x), w)
+
+    gen = torch.Generator().manual_seed(0)
+    x, w = (torch.randn(*shape, generator=gen, dtype=torch.float64) * 30 for shape in ((16, 64), (64, 8)))
+    w[:, 0] *= 1e-4  # one column of outputs where tanh does not saturate
+    y = x @ w
+    scale = float(y.abs().max())
+    want, (slack,) = contraction_slack(torch.fx.symbolic_trace(Fused()), [x, w], 1e-4)
+    assert torch.equal(want, torch.tanh(y)) and scale > 1000
+    assert float(slack[:, 0].max()) > 0.1  # steep: up to 1e-4 * scale through a slope near 1
+    assert float(slack[:, 1:].max()) < 1e-12  # saturated: tanh does not move
+    rounded = torch.tanh(y + 5e-5 * scale)  # the contraction off by half its tolerance, relative to its scale
+    assert relative_error(rounded, want) > 1e-4 >= relative_error(rounded, want, slack=slack)
+    wrong = torch.tanh(y)
+    wrong[:, 1] = 0.0  # the tail's mistake where it is flat
+    assert relative_error(wrong, want, slack=slack) > 1e-4
+    out, none = contraction_slack(torch.fx.symbolic_trace(Alone()), [x, w], 1e-4)
+    assert none is None and torch.equal(out, torch.tanh(x) @ w)

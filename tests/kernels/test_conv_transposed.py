@@ -229,7 +229,7 @@ def _switched(monkeypatch: pytest.MonkeyPatch, name: str, value: bool):  # noqa:
 
 @pytest.fixture
 def grouped_phases(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    """Grouped transposed convolutions on each group's stride phases (`GROUPED_PHASES`, off until measured)."""
+    """Grouped transposed convolutions on each group's stride phases (`GROUPED_PHASES`, the default; kept explicit)."""
     yield from _switched(monkeypatch, "GROUPED_PHASES", True)
 
 
@@ -247,13 +247,22 @@ def test_a_grouped_transposed_convolution_runs_as_each_group_s_phases(name: str,
     assert np.abs(got.reshape(want.shape) - want).max() <= tolerance * max(1.0, np.abs(want).max())
 
 
-def test_grouped_phases_run_where_the_gather_path_cannot_and_else_when_switched_on() -> None:
+def test_grouped_phases_run_for_few_groups_and_where_the_gather_path_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argus.kernels.conv as lib
+
     conv = GROUPED["3d-strided-output-padding"]
     conv_plan.cache_clear()
     assert transposed_refusal(conv) is None
-    assert conv_plan(conv).phases is None  # GROUPED_PHASES off: the gather path, which fits
+    assert lib.GROUPED_PHASES and conv.groups <= lib.GROUPED_PHASES_MAX_GROUPS
+    assert conv_plan(conv).phases is not None  # few groups: their phases, by choice
+    monkeypatch.setattr(lib, "GROUPED_PHASES_MAX_GROUPS", conv.groups - 1)
+    conv_plan.cache_clear()
+    assert conv_plan(conv).phases is None  # more groups than chosen: the gather path, which fits
     over = conv_plan(conv, budget=conv.column_bytes(1) - 1)  # one image's columns over the budget
     assert over.phases is not None and over.gemm is None
+    monkeypatch.setattr(lib, "GROUPED_PHASES", False)
+    conv_plan.cache_clear()
+    assert conv_plan(conv).phases is None
     conv_plan.cache_clear()
 
 

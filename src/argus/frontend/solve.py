@@ -159,9 +159,10 @@ def check_kernel(
     params: Mapping[str, Any] | None = None,
 ) -> tuple[float, float]:
     """(largest error relative to the reference's scale, tolerance) of `kernel` against the group's FX `subgraph`
-    run in float64, on standard-normal inputs at the captured shapes: on the CPU interpreter, or on a CUDA `device`
-    through `launch` (the solution's own ``_launch``: compiled, in chunks past a kernel's largest extent; default:
-    `argus.runtime.build` once). NaN where the reference has NaN is a match; anywhere else an infinite error."""
+    run in float64 (with the slack a fused contraction's rounding makes, `contraction_slack`), on standard-normal
+    inputs at the captured shapes: on the CPU interpreter, or on a CUDA `device` through `launch` (the solution's
+    own ``_launch``: compiled, in chunks past a kernel's largest extent; default: `argus.runtime.build` once). NaN where
+    the reference has NaN is a match; anywhere else an infinite error."""
     import torch
 
     cuda = torch.device(device).type == "cuda"
@@ -176,7 +177,8 @@ def check_kernel(
         x = torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64, device=device)
         inputs.append(x.to(val.dtype))
     with torch.no_grad():
-        want = subgraph(*[x.to(torch.float64) if x.is_floating_point() else x for x in inputs])
+        high = [x.to(torch.float64) if x.is_floating_point() else x for x in inputs]
+        want, slacks = contraction_slack(subgraph, high, _tolerance(source))
     wants = list(want) if isinstance(want, tuple | list) else [want]
     outs = [_poisoned(w.shape, _out_dtype(subgraph, i), device) for i, w in enumerate(wants)]
     names = [n.name for n in placeholders] + list(source.outputs)
@@ -195,28 +197,93 @@ def check_kernel(
         build(kernel, **params)(*views)
     if cuda:
         torch.cuda.synchronize()
-    worst = max((relative_error(got, ref) for got, ref in zip(outs, wants, strict=True)), default=0.0)
+    tolerance = _tolerance(source)
+    slacks = slacks or [None] * len(wants)
+    pairs = zip(outs, wants, slacks, strict=True)
+    worst = max((relative_error(got, ref, slack=s) for got, ref, s in pairs), default=0.0)
     if worst == math.inf:
         return math.inf, 0.0
-    dtypes = set(source.dtypes.values())
-    tolerance = max((TOLERANCE[d] for d in dtypes if d in TOLERANCE), default=1e-4)
     return worst, tolerance
 
 
-def relative_error(got: Any, want: Any, chunk: int = 1 << 26) -> float:
+def _tolerance(source: KernelSource) -> float:
+    """The check's tolerance for a kernel: the loosest of its dtypes'."""
+    return max((TOLERANCE[d] for d in set(source.dtypes.values()) if d in TOLERANCE), default=1e-4)
+
+
+def contraction_slack(subgraph: Any, inputs: list[Any], relative: float) -> tuple[Any, list[Any] | None]:
+    """(the FX `subgraph`'s outputs on `inputs`, per output the change a fused contraction's own rounding can make
+    to it, or None where the group fuses nothing after a contraction).
+
+    A group that fuses an epilogue into a contraction (a GEMM's or a convolution's elementwise tail) applies the
+    epilogue to a value computed with the contraction's rounding error, which is relative to the contraction's own
+    scale; a saturating tail (``tanh``, ``sigmoid``, a clamp) shrinks the output's scale but not that error where
+    the tail is steep. So the subgraph runs twice more with every contraction's value moved by ``±relative`` times
+    its largest magnitude, and each output element may differ from the reference by as much as that moved it:
+    what the same contraction is allowed as a kernel of its own, carried through the tail element by element. An
+    epilogue's own mistakes are not covered by that slack (it is the tail's slope times the contraction's
+    rounding) and still fail."""
+    import torch
+
+    from argus.frontend.partition import Family, classify
+
+    def contraction(n: Any) -> bool:
+        return n.op == "call_function" and classify(n) in (Family.MATMUL, Family.CONVOLUTION)
+
+    outputs: set[Any] = set()
+    for n in subgraph.graph.nodes:
+        if n.op == "output":
+            torch.fx.node.map_arg(n.args, outputs.add)
+    if not any(contraction(n) and n not in outputs for n in subgraph.graph.nodes):
+        return subgraph(*inputs), None
+
+    class _Moved(torch.fx.Interpreter):
+        def __init__(self, sign: float) -> None:
+            super().__init__(subgraph)
+            self.sign = sign
+
+        def run_node(self, n: Any) -> Any:
+            out = super().run_node(n)
+            if self.sign and contraction(n) and isinstance(out, torch.Tensor) and out.is_floating_point():
+                out = out + self.sign * relative * max(1.0, _finite_max(out))
+            return out
+
+    def listed(out: Any) -> list[Any]:
+        return list(out) if isinstance(out, tuple | list) else [out]
+
+    want = _Moved(0.0).run(*inputs)
+    slack = [torch.zeros_like(w) for w in listed(want)]
+    for sign in (1.0, -1.0):
+        for s, moved, w in zip(slack, listed(_Moved(sign).run(*inputs)), listed(want), strict=True):
+            s.copy_(torch.maximum(s, (moved - w).abs().nan_to_num(nan=0.0, posinf=0.0)))
+    return want, slack
+
+
+def _finite_max(t: Any, chunk: int = 1 << 26) -> float:
+    """The largest finite magnitude in `t` (0 if none), `chunk` elements at a time in float64."""
+    import torch
+
+    flat, top = t.reshape(-1), 0.0
+    for i in range(0, flat.numel(), chunk):
+        r = flat[i : i + chunk].to(torch.float64)
+        finite = torch.isfinite(r)
+        if bool(finite.any()):
+            top = max(top, float(r[finite].abs().max()))
+    return top
+
+
+def relative_error(got: Any, want: Any, chunk: int = 1 << 26, slack: Any = None) -> float:
     """The largest difference of `got` from the reference `want` where `want` is finite, over the reference's
     largest finite magnitude (at least 1), in float64, `chunk` elements at a time (a 7.5 GB output's float64 copies
-    do not fit beside the rest). NaN where `want` has NaN is a match; any other disagreement on a non-finite
+    do not fit beside the rest). With `slack` (per element, `contraction_slack`), each element's difference is
+    first reduced by its slack (not below 0): an element within its slack counts as exact. NaN where `want` has NaN is a
+    match; any other disagreement on a non-finite
     reference element, or a NaN where it is finite (an element never written), is an infinite error."""
     import torch
 
     g, w = got.reshape(-1), want.reshape(-1)
-    scale, worst = 1.0, 0.0
-    for i in range(0, w.numel(), chunk):
-        r = w[i : i + chunk].to(torch.float64)
-        finite = torch.isfinite(r)
-        if bool(finite.any()):
-            scale = max(scale, float(r[finite].abs().max()))
+    z = slack.reshape(-1) if slack is not None else None
+    scale, worst = max(1.0, _finite_max(w, chunk)), 0.0
     for i in range(0, w.numel(), chunk):
         a, r = g[i : i + chunk].to(torch.float64), w[i : i + chunk].to(torch.float64)
         finite = torch.isfinite(r)
@@ -225,7 +292,10 @@ def relative_error(got: Any, want: Any, chunk: int = 1 << 26) -> float:
         if bool(torch.isnan(a[finite]).any()):
             return math.inf
         if bool(finite.any()):
-            worst = max(worst, float((a[finite] - r[finite]).abs().max()))
+            d = (a[finite] - r[finite]).abs()
+            if z is not None:
+                d = (d - z[i : i + chunk].to(d.device, torch.float64)[finite]).clamp_min(0.0)
+            worst = max(worst, float(d.max()))
     return worst / scale
 
 

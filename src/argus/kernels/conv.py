@@ -355,11 +355,17 @@ FEW_CHANNELS = 4
 #: measured on an H200: 1.2-25x faster than the gather path on every KernelBench 3-d convolution that takes it
 #: (`benchmarks/results/2026-11-30-conv3d/`).
 IMPLICIT_3D = True
-#: Whether a grouped transposed convolution runs as its groups' stride phases (`group_conv`, each group's phases on
-#: the implicit kernel) where the gather path could run it too. Off until measured on a GPU (session 24 had no
-#: device time left); where the gather path cannot run it (one image's column matrix over `COLUMN_BUDGET`) the
-#: groups' phases run regardless.
-GROUPED_PHASES = False
+#: Whether a grouped transposed convolution of at most `GROUPED_PHASES_MAX_GROUPS` groups runs as its groups' stride
+#: phases (`group_conv`, each group's phases on the implicit kernel) where the gather path could run it too. On
+#: since measured on an H200 (session 25, `benchmarks/results/2026-11-30-conv-epilogue/` call 1): level 1's 72 (3-d,
+#: 4 groups, 8 phases each) 19.2 -> 6.8 ms, 75 (2-d, 4 groups, 6 phases) 13.4 -> 5.0 ms against the gather path.
+#: Where the gather path cannot run it (one image's column matrix over `COLUMN_BUDGET`) the groups' phases run
+#: regardless of both.
+GROUPED_PHASES = True
+#: The most groups whose phases a grouped transposed convolution takes by choice: each group's phases are launches of
+#: their own (groups x phases launches), so a convolution of many small groups stays on the gather path's one
+#: batched GEMM. Measured only at 4 groups (above); 8 is a guess, not a measured crossover.
+GROUPED_PHASES_MAX_GROUPS = 8
 #: The most stages the implicit kernel pipelines.
 IMPLICIT_MAX_STAGES = 4
 
@@ -947,7 +953,8 @@ def conv_plan(
     if implicit and conv.transposed and transposed_refusal(conv) is None:
         if conv.groups == 1:
             return ConvPlan(conv, conv.batch, None, per_group=False, phases=_phased(conv))
-        if GROUPED_PHASES or conv.column_bytes(1) > (COLUMN_BUDGET if budget is None else budget):
+        chosen = GROUPED_PHASES and conv.groups <= GROUPED_PHASES_MAX_GROUPS
+        if chosen or conv.column_bytes(1) > (COLUMN_BUDGET if budget is None else budget):
             return ConvPlan(conv, conv.batch, None, per_group=False, phases=_phased(group_conv(conv)))
     if implicit and implicit_refusal(conv) is None:
         if is_pointwise(conv):

@@ -17,7 +17,8 @@ CPU interpreter against the group's FX subgraph.
 **Epilogues** (`absorbs`, with `FUSE_EPILOGUES`): the elementwise operators after a convolution whose plan runs on
 the implicit kernel become its fused epilogue (`argus.kernels.conv`'s `conv_plan(..., epilogue=)`), grown as the
 matmul family grows a product's (`argus.frontend.families.chains`); their tensor operands must hold one value per
-output channel ((F, 1, ...), (1, F, 1, ...): a per-channel bias or scale). Off by default until it has run on a GPU.
+output channel ((F, 1, ...), (1, F, 1, ...): a per-channel bias or scale). On by default since it was judged on a
+GPU; a chain of more than `EPILOGUE_TRANSCENDENTALS` transcendental operators stays a kernel of its own.
 
 Refused (`unsupported`), each with its reason: operands other than float32/float16/bfloat16 of one dtype, and
 what the library refuses at the captured sizes (`argus.kernels.conv.ConvError`): a column matrix of one image over
@@ -47,8 +48,20 @@ from argus.kernels.epilogue import Epilogue
 from argus.kernels.matmul import GemmError
 
 #: Whether the elementwise chain after a convolution becomes its fused epilogue where its plan runs on the implicit
-#: kernel (`absorbs`). Off until the fused kernel has run on a GPU (session 24 had no device time left for it).
-FUSE_EPILOGUES = False
+#: kernel (`absorbs`). On since judged on an H200 (session 25, `benchmarks/results/2026-11-30-conv-epilogue/`): the
+#: 21 level-2 problems that take one all correct, 1.04-1.20x faster than the chain as a kernel of its own on 15,
+#: within 2 % on 5; one slower (below).
+FUSE_EPILOGUES = True
+#: The most transcendental operators (`TRANSCENDENTAL`) a fused epilogue takes; a longer chain stays a pointwise
+#: kernel of its own. The epilogue runs in the consumer warpgroups after the K loop, not overlapped with it, while
+#: a pointwise kernel runs the same math at memory speed on every SM: level 2's 4 (two Mish: six) ran 17 % slower
+#: fused (7.67 -> 9.30 ms); 47 (Mish, tanh: four) 4 % faster. The crossover between four and six is not measured.
+EPILOGUE_TRANSCENDENTALS = 4
+#: The operators counted against `EPILOGUE_TRANSCENDENTALS` (ATen names; Mish arrives as exp, log1p, tanh).
+TRANSCENDENTAL = frozenset(
+    "exp exp2 expm1 log log1p log2 log10 tanh sigmoid erf erfc gelu silu mish softplus elu selu celu sin cos tan "
+    "asin acos atan sinh cosh asinh acosh atanh pow rsqrt sqrt".split()
+)
 
 #: aten.convolution's arguments after input, weight and bias, with their defaults.
 SCHEMA = (
@@ -135,7 +148,8 @@ def _channels(out: tuple[int, ...]) -> chains.Kind:
 
 def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
     """The elementwise nodes after convolution `node` that its group takes in as its fused epilogue (see the module
-    docstring): none unless `FUSE_EPILOGUES` and the convolution's plan can apply one."""
+    docstring): none unless `FUSE_EPILOGUES`, the convolution's plan can apply one, and the chain has at most
+    `EPILOGUE_TRANSCENDENTALS` transcendental operators."""
     if not FUSE_EPILOGUES:
         return []
     conv = read_conv(node)
@@ -145,7 +159,10 @@ def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
         conv_plan(conv, epilogue=Epilogue(("y = acc",), "y"))
     except (ConvError, GemmError):
         return []
-    return chains.chain_nodes(node, bound, _channels(tuple(int(d) for d in node_value(node).shape)))
+    chain = chains.chain_nodes(node, bound, _channels(tuple(int(d) for d in node_value(node).shape)))
+    if sum(aten_name(n) in TRANSCENDENTAL for n in chain) > EPILOGUE_TRANSCENDENTALS:
+        return []  # slower fused than as a pointwise kernel (see EPILOGUE_TRANSCENDENTALS)
+    return chain
 
 
 def unsupported(node: Any) -> str | None:
