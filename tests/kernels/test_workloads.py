@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from argus.kernels import all_kernels, get_kernel, lineage, lineages
+from argus.kernels import conv_lineage as conv_lineage_module
 from argus.kernels import gemm as gemm_module
 from argus.kernels import gemm_residual as gemm_residual_module
 from argus.kernels.registry import KernelLookupError, canonical_name, library_kernel, load
@@ -99,8 +100,9 @@ def test_the_ladders_are_in_registry_order() -> None:
     """Each lineage is one run of consecutive registry entries, in lineage order, and its kernels are defined in
     their module in the same order."""
     names = [e.name for e in all_kernels()]
-    assert lineages() == ("gemm", "gemm_residual")
-    for family, module in (("gemm", gemm_module), ("gemm_residual", gemm_residual_module)):
+    assert lineages() == ("gemm", "gemm_residual", "conv")
+    families = (("gemm", gemm_module), ("gemm_residual", gemm_residual_module), ("conv", conv_lineage_module))
+    for family, module in families:
         rungs = [s.kernel for s in lineage(family)]
         start = names.index(rungs[0])
         assert names[start : start + len(rungs)] == rungs

@@ -30,8 +30,10 @@ def test_registry() -> None:
         "attention",
         "grouped_gemm",
         "grouped_swiglu",
+        "conv2d_nhwc",
     }
     assert task_of_kernel("flash_attention_fwd").name == "attention"
+    assert task_of_kernel("conv_cp_async").name == "conv2d_nhwc"
     assert task_of_kernel("grouped_gemm_swiglu").name == "grouped_swiglu"
     assert task_of_kernel("gemm_hopper").name == "gemm_nt_bf16" and task_of_kernel("gemm_naive").name == "gemm"
     with pytest.raises(TaskError) as e:

@@ -45,6 +45,26 @@ def relu(x: Any) -> Any:
     return torch.relu(x)
 
 
+def conv2d_nhwc(x: Any, w: Any, kernel: tuple[int, int], padding: int) -> Any:
+    """The convolution of stride 1 of channels-last `x` (N, H, W, C) with `w` (taps, C, F) (tap kh * KW + kw) of
+    window `kernel` and zero `padding` on every side, channels last (N, OH, OW, F): on numpy arrays the sum of the
+    taps' products, on torch tensors PyTorch's convolution of the channels-last memory (cuDNN on a GPU), in the
+    inputs' precision."""
+    kh_, kw_ = kernel
+    if isinstance(x, np.ndarray):
+        n, h, wd, _ = x.shape
+        oh, ow = h + 2 * padding - kh_ + 1, wd + 2 * padding - kw_ + 1
+        padded = np.pad(x, ((0, 0), (padding, padding), (padding, padding), (0, 0)))
+        taps = [(kh, kw) for kh in range(kh_) for kw in range(kw_)]
+        return sum(padded[:, kh : kh + oh, kw : kw + ow, :] @ w[kh * kw_ + kw] for kh, kw in taps)
+    import torch
+
+    weight = w.reshape(kh_, kw_, w.shape[1], w.shape[2]).permute(3, 2, 0, 1)  # (F, C, KH, KW)
+    weight = weight.contiguous(memory_format=torch.channels_last)
+    out = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2), weight, padding=padding)  # NCHW view of channels last
+    return out.permute(0, 2, 3, 1)
+
+
 def transpose(x: Any) -> Any:
     """`x` with its last two axes swapped (a batch of matrices, each transposed)."""
     if isinstance(x, np.ndarray):

@@ -23,7 +23,7 @@ import numpy as np
 
 from argus.atoms.common import SMS
 from argus.ir.types import bf16, round_to
-from argus.kernels import arrays, attention, elementwise, gemm, gemm_residual, grouped, moe, softmax
+from argus.kernels import arrays, attention, conv_lineage, elementwise, gemm, gemm_residual, grouped, moe, softmax
 from argus.kernels.declarations import Problem, ProblemSizeError, Rung, Shapes, Tensor, Workload, draw_dtype
 
 # ---- references: each written once -----------------------------------------------------------------------------------
@@ -59,6 +59,12 @@ def residual_relu(A: Any, B: Any, R: Any) -> Any:
 def residual_relu_nt(A: Any, B: Any, R: Any) -> Any:
     """relu(A @ B^T + R), B given as (N, K)."""
     return arrays.relu(A @ B.T + R)
+
+
+def conv3x3_nhwc(X: Any, WT: Any) -> Any:
+    """The 3x3 convolution of stride 1 and padding 1 of channels-last X (N, H, W, C) with WT (9, C, F) (tap kh * 3
+    + kw, channel, output channel), channels last (N, H, W, F)."""
+    return arrays.conv2d_nhwc(X, WT, (3, 3), padding=1)
 
 
 def attention_forward(Q: Any, K: Any, V: Any) -> Any:
@@ -207,6 +213,15 @@ def _layer_norm_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[s
 def _gemm_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
     m, n, k = s["M"], s["N"], s["K"]
     return {"A": _bf16(rng.standard_normal((m, k))), "B": _bf16(rng.uniform(-1, 1, (k, n))), "C": np.zeros((m, n))}
+
+
+def _conv_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    n, h, w, c, f = s["N"], s["H"], s["W"], CONV_CHANNELS, s["F"]
+    return {
+        "X": _bf16(rng.standard_normal((n, h, w, c))),
+        "WT": _bf16(rng.uniform(-1, 1, (9, c, f))),
+        "Y": np.zeros((n, s["OH"], s["OW"], f)),
+    }
 
 
 def _gemm_nt_inputs(s: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -393,6 +408,43 @@ GEMM = Problem(
     default_baselines=("eager", "compile", "cublas"),
     forbidden=MATMUL_CALLS,
     forbidden_ops=MATMUL_OPS,
+)
+
+#: The input channels of the `CONV` task (KLineage's convolution workload's, and ResNet's first stage's): the
+#: lineage's rungs take the channels as a parameter fixed when they are built (`argus.kernels.conv_lineage`), so C
+#: is part of the task, not one of its sizes.
+CONV_CHANNELS = 64
+
+
+def _conv_sizes(n: int, h: int, w: int, f: int) -> dict[str, int]:
+    """The `CONV` task's sizes: the 3x3 convolution of padding 1 keeps H and W (OH = H, OW = W)."""
+    return {"N": n, "H": h, "W": w, "OH": h, "OW": w, "F": f}
+
+
+CONV = Problem(
+    "conv2d_nhwc",
+    f"Y = conv2d(X, W), 3x3, stride 1, padding 1, channels last: bf16 X (N x H x W x {CONV_CHANNELS}) and W (9 taps x "
+    f"{CONV_CHANNELS} x F), f32 Y (N x OH x OW x F, OH = H, OW = W); KLineage's convolution workload (the convolution "
+    "lineage's task)",
+    (
+        Tensor("X", ("N", "H", "W", CONV_CHANNELS), "bf16", draw=_bf16_normal),
+        Tensor("WT", (9, CONV_CHANNELS, "F"), "bf16", draw=_bf16_normal),
+        Tensor("Y", ("N", "OH", "OW", "F"), "f32", output=True),
+    ),
+    conv3x3_nhwc,
+    _conv_inputs,
+    cpu_sizes=_conv_sizes(1, 3, 67, 72),
+    bench_sizes=(_conv_sizes(8, 56, 56, 128), _conv_sizes(32, 56, 56, 64)),
+    flops=lambda s: 2 * s["N"] * s["OH"] * s["OW"] * s["F"] * 9 * CONV_CHANNELS,
+    moved_bytes=lambda s: (
+        2 * s["N"] * s["H"] * s["W"] * CONV_CHANNELS
+        + 18 * CONV_CHANNELS * s["F"]
+        + 4 * s["N"] * s["OH"] * s["OW"] * s["F"]
+    ),
+    baselines={"cudnn": conv3x3_nhwc},
+    default_baselines=("eager", "compile", "cudnn"),
+    forbidden=(*MATMUL_CALLS, "torch.nn.functional.conv2d", "torch.conv2d", "torch.nn.Conv2d", "torch.convolution"),
+    forbidden_ops=(*MATMUL_OPS, "aten::convolution", "aten::_convolution", "aten::conv2d", "aten::cudnn_convolution"),
 )
 
 GEMM_NT = Problem(
@@ -585,6 +637,7 @@ PROBLEMS: tuple[Problem, ...] = (
     ATTENTION,
     GROUPED_GEMM,
     GROUPED_SWIGLU,
+    CONV,
 )
 
 # ---- interpreter shapes and expert configurations --------------------------------------------------------------------
@@ -598,6 +651,8 @@ HOPPER_TILES = Shapes({"M": 256, "N": 128, "K": 256}, {"M": 200, "N": 72, "K": 1
 #: tiles, three of them partial, and 3 K-blocks, the last one partial. N is a multiple of 8 in both (the TMA-store
 #: epilogue needs C's rows 16-byte aligned, which the kernel assumes).
 PERSISTENT_TILES = Shapes({"M": 256, "N": 256, "K": 256}, {"M": 200, "N": 200, "K": 136})
+#: The convolution lineage's rungs: one row tile of 64 output columns by 64 output channels; partial: both partial.
+CONV_TILES = Shapes(_conv_sizes(1, 3, 64, 64), _conv_sizes(1, 3, 67, 72))
 #: The Hopper GEMMs with B given as (K, N): N fills whole 64-column panels of B (partial: one panel in part).
 HOPPER_TILES_NN = Shapes({"M": 256, "N": 256, "K": 256}, {"M": 200, "N": 136, "K": 136})
 
@@ -955,6 +1010,59 @@ WORKLOADS: tuple[Workload, ...] = (
         Shapes({"R": 256, "E": 4, "K": 128, "N": 128, "N2": 256}, {"R": 200, "E": 5, "K": 136, "N": 72, "N2": 144}),
         tolerance=1e-2,  # bf16 output
         params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4, "BLOCKS": PERSISTENT_BLOCKS},
+    ),
+    # -- the convolution lineage (docs/conv.md, "The lineage"): the GEMM ladder's first rungs as implicit GEMMs over
+    # a channels-last 3x3 convolution of 64 channels, each adding one mechanism to the one before it
+    Workload(
+        "conv_naive",
+        "3x3 convolution (NHWC, bf16 in, f32 out), one thread per output element: each K step's input window row and "
+        "weight column from global memory into registers, FMA in f32",
+        CONV,
+        conv_lineage.conv_naive,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung(
+            "conv",
+            "naive_fma",
+            "one thread per output element; input window and weights from global memory; FMA in f32",
+        ),
+    ),
+    Workload(
+        "conv_smem_tiled",
+        "conv_naive with the K step's input window and weight block staged in shared memory between barriers and a "
+        "4x8 register micro-tile of FMAs per thread",
+        CONV,
+        conv_lineage.conv_smem_tiled,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung(
+            "conv",
+            "smem_tiling",
+            "the input window and weight block staged in shared memory between barriers; register micro-tiles",
+        ),
+    ),
+    Workload(
+        "conv_mma_sync",
+        "3x3 convolution as an implicit GEMM on tensor cores: shared-memory windows, ldmatrix, mma.sync.m16n8k16 on "
+        "2x2 warps",
+        CONV,
+        conv_lineage.conv_mma_sync,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung("conv", "mma_sync", "tensor cores: ldmatrix into operand fragments and mma.sync"),
+    ),
+    Workload(
+        "conv_cp_async",
+        "conv_mma_sync with a 2-stage cp.async pipeline: the next K step's windows load during the MMAs",
+        CONV,
+        conv_lineage.conv_cp_async,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung("conv", "cp_async_pipeline", "a multi-stage cp.async pipeline: the next K steps load during the MMA"),
     ),
 )
 

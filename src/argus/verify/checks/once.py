@@ -574,20 +574,41 @@ def _paired_loops(ctx: Context, load: Site, gemm: Site, proved: set[int]) -> dic
     return out
 
 
-def _operand_row(site: Site, src: TileRef, element: list[Any], origins: list[Any], env: dict, operand: tuple) -> Any:
-    """Where a load that writes the T.gemm's operand buffer itself puts `element`: its coordinate along the operand's
-    free axis (A's rows, B's columns), or None for a load that reaches the operand through other buffers."""
+def _operand_row(
+    site: Site, src: TileRef, element: list[Any], origins: list[Any], env: dict, operand: tuple, sites: list[Site]
+) -> Any:
+    """Where a load that writes the T.gemm's operand buffer puts `element`: its coordinate along the operand's free
+    axis (A's rows, B's columns), or None where that is not read off the copies. The load writes the operand itself,
+    or a buffer that one copy site moves into the operand with the free axis at a constant offset (a shared stage
+    read into an mma.sync fragment by ldmatrix: row m of the stage is row m of the fragment)."""
     ref, free = operand
     dst: TileRef = site.stmt.dst  # type: ignore[attr-defined]
-    if dst.buffer is not ref.buffer or dst.layout is not None or len(ref.kept) != 2:
+    if len(ref.kept) != 2 or dst.layout is not None:
         return None
     axis = ref.kept[free]  # the buffer dimension that is the operand's free axis
+    shift: Any = 0
+    if dst.buffer is not ref.buffer:
+        moves = [
+            t.stmt
+            for t in sites
+            if isinstance(t.stmt, Copy) and t.stmt.src.buffer is dst.buffer and t.stmt.dst.buffer is ref.buffer
+        ]
+        if len(moves) != 1:
+            return None
+        move: Copy = moves[0]
+        if move.src.layout is not None or move.dst.layout is not None or axis not in move.dst.kept:
+            return None
+        staged = move.src.kept[move.dst.kept.index(axis)]  # the staged buffer's dimension copied along the axis
+        offsets = (move.dst.origin[axis], move.src.origin[staged])
+        if not all(isinstance(o, int) for o in offsets):  # an offset that moves with a loop: not read off here
+            return None
+        shift, axis = offsets[0] - offsets[1], staged
     at = _origins(dst, env)[axis]
     if axis in dst.dropped:
-        return at
+        return at + shift
     i = dst.kept.index(axis)
     d = src.kept[i]  # the source dimension copied along it (a copy's windows correspond dimension by dimension)
-    return at + (element[d] - origins[d])
+    return at + (element[d] - origins[d]) + shift
 
 
 def _contraction_once(
@@ -650,7 +671,8 @@ def _contraction_once(
             # operand: two products, each summed once (an implicit-GEMM convolution loads one input element for
             # several output positions, one per tap). Twice into one row is the same product twice.
             row_a, row_b = (
-                _operand_row(s, r, element, o, e, operand) for s, r, o, e in ((sa, ra, oa, env_a), (sb, rb, ob, env_b))
+                _operand_row(s, r, element, o, e, operand, ctx.analysis.program.sites)
+                for s, r, o, e in ((sa, ra, oa, env_a), (sb, rb, ob, env_b))
             )
             if row_a is not None and row_b is not None:
                 cons.append(row_a == row_b)

@@ -1,0 +1,305 @@
+"""The 2-d convolution's lineage (issue #21, docs/conv.md "The lineage"): rungs of one channels-last convolution, each
+a verified library kernel adding one mechanism to the rung before it, as the GEMM ladder's first rungs do
+(`argus.kernels.gemm`), so that KLineage can walk it and mine convolution skills. Every rung computes
+
+    Y[n, oh, ow, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow - PW + kw*LW, c] * WT[kh*KW + kw, c, f]
+
+(input (N, H, W, C) and output (N, OH, OW, F) channels last, the weight as (taps, C, F): the GEMM's B with K = (tap,
+channel)), in f32 from bf16 or f16 inputs, any row stride SH, padding (PH, PW) and dilation (LH, LW), column stride
+1 (a column stride makes a tap's columns every SW-th element, which a window copy does not express: the implicit
+kernel's strided view does). A block takes BW output positions of one output row (the GEMM's M tile) and walks the
+output channels BN at a time; its K loop walks the taps and the input's channel blocks of BK, one loop of KH*KW*CB
+steps whose tap and block are divisions by constants (the channels C are a parameter of the kernel, fixed when it is
+built, as the window is; CB = C / BK rounded up). The im2col addressing is each K step's window of the input: the
+tap's input row, the tile's columns shifted by the tap, the channel block; rows and columns outside the input (the
+padding) and channels past C read 0 (as do the weight's).
+
+1. `conv_naive` — one thread per output element, A and B from global memory into registers, FMA in f32;
+2. `conv_smem_tiled` — the block's A and B tiles staged in shared memory between barriers, a register micro-tile of
+   FMAs per thread;
+3. `conv_mma_sync` — tensor cores: ldmatrix into operand fragments and mma.sync on 2x2 warps;
+4. `conv_cp_async` — a multi-stage cp.async pipeline: the next K steps' windows load during the MMAs.
+
+The Hopper rungs above these (TMA and wgmma, warp specialization, persistence, a fused epilogue) are
+`argus.kernels.conv_implicit.conv_implicit_gemm`, whose every mechanism is there at once: splitting it into rungs is
+the lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import argus
+import argus.lang as T
+from argus.kernels.conv_kernels import output_size
+from argus.lang.errors import DSLError
+from argus.layout import Layout
+
+X_SHAPE = lambda C: ("N", "H", "W", C)  # noqa: E731 - channels last, C channels
+W_SHAPE = lambda KH, KW, C: (KH * KW, C, "F")  # noqa: E731 - the taps, the channels, the output channels
+Y_SHAPE = ("N", "OH", "OW", "F")
+
+
+def channel_blocks(KH: int, KW: int, SH: int, PH: int, PW: int, LH: int, LW: int, C: int, BK: int) -> int:  # noqa: N803
+    """Assume PyTorch's output extents; the channel blocks per tap, C / BK rounded up. The channels are a parameter
+    of the kernel (fixed when it is built, as the window is), so that the K step's tap and block are divisions by
+    constants: with C a size, the contraction proofs came back unknown (about 2 minutes each)."""
+    if not isinstance(C, int) or C < 1:
+        raise DSLError("DSL_BAD_PARAM", f"C (the input channels) must be a positive int, not {C!r}")
+    T.assume(output_size("H", "OH", KH, SH, PH, LH) + " and " + output_size("W", "OW", KW, 1, PW, LW))
+    return -(-C // BK)
+
+
+def step_of(k: Any, KW: int, CB: int) -> tuple[Any, Any, Any, Any]:  # noqa: N803
+    """(tap, kh, kw, cb) of K step `k` (taps slowest)."""
+    tap, cb = k // CB, k % CB
+    return tap, tap // KW, tap % KW, cb
+
+
+def window_of(X: Any, n: Any, oh: Any, bw: Any, kh: Any, kw: Any, cb: Any, p: tuple, BW: int, BK: int) -> Any:  # noqa: N803
+    """The (BW, BK) window of the input a K step reads for the tile's BW output positions (see the module
+    docstring); `p` = (SH, PH, PW, LH, LW)."""
+    SH, PH, PW, LH, LW = p  # noqa: N806
+    return X.window((n, oh * SH - PH + kh * LH, bw * BW - PW + kw * LW, cb * BK), (None, None, BW, BK))
+
+
+def step_tags(
+    a: Any,
+    b: Any,
+    n: Any,
+    oh: Any,
+    bw: Any,
+    bf: Any,
+    k: Any,
+    p: tuple,
+    KW: int,
+    CB: int,
+    tile: tuple,  # noqa: N803
+) -> None:
+    """The invariants of one K step's operands: A's row m holds the input element the step's tap reads for output
+    position (n, oh, bw * BW + m), channel block cb; B's rows are that tap's channels of block cb for the output
+    channels bf * BN ...; `tile` = (BW, BN, BK)."""
+    SH, PH, PW, LH, LW = p  # noqa: N806
+    BW, BN, BK = tile  # noqa: N806
+    tap, kh, kw, cb = step_of(k, KW, CB)
+    T.assert_tag(
+        lambda x: (
+            (x[0] == n)
+            & (x[1] == oh * SH - PH + kh * LH)
+            & (x[2] == bw * BW + x.coord[0] - PW + kw * LW)
+            & (x[3] == cb * BK + x.coord[1])
+        ),
+        a,
+    )
+    T.assert_tag(lambda x: (x[0] == tap) & (x[1] == cb * BK + x.coord[0]) & (x[2] == bf * BN + x.coord[1]), b)
+
+
+# --- rung 1: one thread per output element ---------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK")})
+def conv_naive(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 1,
+    BN: int = 128,
+    BK: int = 16,
+    IN: str = "bf16",
+):
+    """Rung 1 (see the module docstring): thread t of a block owns output channel t % BN of position t // BN of the
+    block's BW positions; for every K step it reads its position's window row and its output channel's weight
+    column from global memory (BK elements each) and accumulates them with FMAs in f32."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    p = (SH, PH, PW, LH, LW)
+    with T.grid(T.cdiv(OW, BW), OH, N, threads=BW * BN) as (bw, oh, n):
+        atom = T.fma_atom(X.dtype, T.f32)
+        acc = T.alloc_fragment((BW, BN), T.f32, mma=atom, groups=(BW, BN))  # one element per thread
+        rA = T.alloc_fragment((BW, BK), X.dtype, mma=atom, operand="A", groups=(BW, BN))  # its window row
+        rB = T.alloc_fragment((BK, BN), X.dtype, mma=atom, operand="B", groups=(BW, BN))  # its weight column
+        for bf in T.serial(T.cdiv(F, BN)):
+            T.fill(acc, 0.0)
+            for k in T.serial(KH * KW * CB):
+                tap, kh, kw, cb = step_of(k, KW, CB)
+                T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), rA)  # the padding reads 0
+                T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), rB)
+                # invariant: the operands multiplied at step k are its tap's window and weights, channel block cb
+                step_tags(rA, rB, n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                T.gemm(rA, rB, acc)
+            T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
+# --- rung 2: shared-memory tiling -------------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK")})
+def conv_smem_tiled(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 8,
+    TM: int = 4,
+    TN: int = 8,
+    IN: str = "bf16",
+):
+    """`conv_naive` plus shared-memory tiling: the block's threads copy the K step's (BW, BK) window and (BK, BN)
+    weight block into shared memory, synchronize, and each thread computes a (TM, TN) micro-tile of the output with
+    FMAs from the TM positions and TN output channels it reads there (each input element fetched from global
+    memory once per block and step instead of once per thread). The shared tiles are stored transposed to their
+    use (A position-contiguous, B channel-contiguous), so that a thread's operand runs are vector loads."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    p = (SH, PH, PW, LH, LW)
+    groups = (BW // TM, BN // TN)
+    with T.grid(T.cdiv(OW, BW), OH, N, threads=groups[0] * groups[1]) as (bw, oh, n):
+        sA = T.alloc_shared((BW, BK), X.dtype, layout=Layout((BW, BK), (1, BW)))  # (BW, BK), position-contiguous
+        sB = T.alloc_shared((BK, BN), X.dtype, layout=Layout((BK, BN), (1, BK)))  # (BK, BN), channel-contiguous
+        atom = T.fma_atom(X.dtype, T.f32)
+        acc = T.alloc_fragment((BW, BN), T.f32, mma=atom, groups=groups)  # (TM, TN) per thread
+        rA = T.alloc_fragment((BW, BK), X.dtype, mma=atom, operand="A", groups=groups)
+        rB = T.alloc_fragment((BK, BN), X.dtype, mma=atom, operand="B", groups=groups)
+        for bf in T.serial(T.cdiv(F, BN)):
+            T.fill(acc, 0.0)
+            for k in T.serial(KH * KW * CB):
+                tap, kh, kw, cb = step_of(k, KW, CB)
+                T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA)
+                T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB)
+                T.barrier()
+                T.copy(sA, rA)
+                T.copy(sB, rB)
+                # invariant: the operands multiplied at step k are its tap's window and weights, channel block cb
+                step_tags(rA, rB, n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                T.gemm(rA, rB, acc)
+                T.barrier()  # sA and sB may be overwritten from here on
+            T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
+# --- rung 3: tensor cores (ldmatrix + mma.sync) -----------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK")})
+def conv_mma_sync(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    IN: str = "bf16",
+):
+    """`conv_smem_tiled` on tensor cores: the staged window and weight block go to operand fragments by ldmatrix
+    and are multiplied by mma.sync on 2x2 warps; partial tiles are masked."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    p = (SH, PH, PW, LH, LW)
+    with T.grid(T.cdiv(OW, BW), OH, N, threads=128) as (bw, oh, n):
+        sA = T.alloc_shared((BW, BK), X.dtype)  # (BW, BK)
+        sB = T.alloc_shared((BK, BN), X.dtype)  # (BK, BN)
+        atom = T.mma_sync(X.dtype, T.f32)
+        acc = T.alloc_fragment((BW, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BW, BK), X.dtype, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), X.dtype, mma=atom, operand="B", groups=(2, 2))
+        for bf in T.serial(T.cdiv(F, BN)):
+            T.fill(acc, 0.0)
+            for k in T.serial(KH * KW * CB):
+                tap, kh, kw, cb = step_of(k, KW, CB)
+                T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA)
+                T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB)
+                T.barrier()
+                T.copy(sA, rA, atom="ldmatrix")
+                T.copy(sB, rB, atom="ldmatrix")
+                # invariant: the operands multiplied at step k are its tap's window and weights, channel block cb
+                step_tags(rA, rB, n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                T.gemm(rA, rB, acc)
+                T.barrier()
+            T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
+# --- rung 4: a cp.async pipeline --------------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK"), "stages": "STAGES"})
+def conv_cp_async(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`conv_mma_sync` with a `cp.async` multi-stage pipeline: the windows of K step k + STAGES - 1 are in flight
+    while step k is multiplied."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    if C % 8:
+        raise DSLError("DSL_BAD_PARAM", f"C must be a multiple of 8 (rows of X start 16-byte aligned), not {C}")
+    T.assume("F % 8 == 0")  # rows of WT start 16-byte aligned: cp.async moves 16-byte vectors
+    p = (SH, PH, PW, LH, LW)
+    steps = KH * KW * CB
+    with T.grid(T.cdiv(OW, BW), OH, N, threads=128) as (bw, oh, n):
+        sA = T.alloc_shared((STAGES, BW, BK), X.dtype)  # (stages, BW, BK)
+        sB = T.alloc_shared((STAGES, BK, BN), X.dtype)
+        atom = T.mma_sync(X.dtype, T.f32)
+        acc = T.alloc_fragment((BW, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BW, BK), X.dtype, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), X.dtype, mma=atom, operand="B", groups=(2, 2))
+
+        def load(bf: Any, k: Any, s: Any) -> None:
+            """K step k's window and weight block into stage s (a step past the last reads whatever is there and is
+            never multiplied)."""
+            tap, kh, kw, cb = step_of(k, KW, CB)
+            T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="cp.async")
+            T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="cp.async")
+
+        for bf in T.serial(T.cdiv(F, BN)):
+            T.fill(acc, 0.0)
+            for s in range(STAGES - 1):  # prologue: the first STAGES-1 steps in flight
+                load(bf, s, s)
+                T.async_commit()
+            for k in T.serial(steps):
+                nxt = k + (STAGES - 1)
+                load(bf, nxt, nxt % STAGES)
+                T.async_commit()
+                T.async_wait(STAGES - 1)  # step k has landed
+                T.barrier()
+                T.copy(sA[k % STAGES], rA, atom="ldmatrix")
+                T.copy(sB[k % STAGES], rB, atom="ldmatrix")
+                # invariant: stage k % STAGES holds K step k's window and weights when iteration k consumes it
+                step_tags(rA, rB, n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                T.gemm(rA, rB, acc)
+                T.barrier()  # stage k % STAGES may be overwritten from here on
+            T.async_wait(0)  # the steps past the last, loaded and never read, land before the stages are reused
+            T.barrier()
+            T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
