@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def _one(torch, args, root, pid: int) -> None:  # noqa: ANN001
     if not files:
         print(f"## L{args.level}/{pid}: no solution in {args.solutions}")
         return
+    os.environ["ARGUS_PROBLEM"] = str(found.path)  # where a solution finds its problem's Model, as the judge says
     spec = importlib.util.spec_from_file_location(f"solution_{pid}", files[0])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -316,6 +316,8 @@ def test_library_conv_matches_torch_on_the_gpu(dtype: str, channels_last: bool) 
         _conv(2, 2, 64, 128, (20, 24), (4,), (2,), (1,), dtype=dtype),
         _conv(2, 2, 32, 64, (33, 17), (3,), (1,), (1,), bias=True, dtype=dtype),
         _conv(1, 4, 32, 64, (301,), (3,), (3,), (2,), d=(2,), op=(1,), dtype=dtype),
+        # level 1's 81's form: 16 of 25 phases the bias alone (one fill of the whole output, then the other 9)
+        _conv(2, 2, 32, 64, (13, 11), (3,), (5,), (2,), d=(2,), bias=True, dtype=dtype),
     ):
         gen = torch.Generator(device="cuda").manual_seed(3)
         x = torch.randn(conv.batch, conv.channels, *_spatial(conv, conv.size), device="cuda", generator=gen).to(tdt)

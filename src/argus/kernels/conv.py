@@ -1589,8 +1589,9 @@ def run_transposed_on_gpu(
     """A transposed convolution as its stride phases on the implicit kernel (`transposed_phases`): one phase (stride
     1) writes `out` itself; several share the input as the kernel reads it (`implicit_input`, split once for f32),
     each writes a fresh NCHW tensor that is copied into its interleaved positions of `out`, and a phase no window
-    offset reaches is the bias (or zero). The phases' weights are gathered once and kept (as the implicit kernel's
-    are)."""
+    offset reaches is the bias (or zero): where several are, one fill of the whole output first (level 1's 81: 16 of
+    25 phases; 16 strided fills took 1.64 ms of its 2.92, one fill and the rest 2.02 ms in all). The phases' weights
+    are gathered once and kept (as the implicit kernel's are)."""
     import torch
 
     def weight(phase: TransposedPhase) -> Any:
@@ -1608,10 +1609,14 @@ def run_transposed_on_gpu(
     o5 = whole.view(n, f, *conv.out)
     first = next((p.conv for p in phases if p.conv is not None), None)  # every phase shares the input's form
     xv = implicit_input(first, x) if first is not None else None
+    alone = [p for p in phases if p.conv is None or p.config is None]  # phases no window offset reaches
+    if len(alone) > 1:  # one contiguous fill of the whole output, not a strided fill per phase (the others overwrite)
+        o5.copy_((bias.view(1, f, 1, 1, 1) if bias is not None else o5.new_zeros(())).expand_as(o5))
     for phase in phases:
         at = phase.positions(conv.stride)
         if phase.conv is None or phase.config is None:
-            o5[at] = bias.view(1, f, 1, 1, 1) if bias is not None else 0
+            if len(alone) == 1:
+                o5[at] = bias.view(1, f, 1, 1, 1) if bias is not None else 0
             continue
         y = torch.empty((n, f, *phase.out[3 - conv.rank :]), dtype=out.dtype, device=out.device)
         run_implicit_on_gpu(phase.conv, phase.config, x, weight(phase), bias, y, xv, epilogue, operands)
