@@ -161,8 +161,8 @@ def check_kernel(
     """(largest error relative to the reference's scale, tolerance) of `kernel` against the group's FX `subgraph`
     run in float64 (with the slack a fused contraction's rounding makes, `contraction_slack`), on standard-normal
     inputs at the captured shapes: on the CPU interpreter, or on a CUDA `device` through `launch` (the solution's
-    own ``_launch``: compiled, in chunks past a kernel's largest extent; default: `argus.runtime.build` once). NaN where
-    the reference has NaN is a match; anywhere else an infinite error."""
+    own ``_launch``: compiled, in chunks past a kernel's largest extent; default: `argus.runtime.build` once). NaN
+    where the reference has NaN is a match; anywhere else an infinite error."""
     import torch
 
     cuda = torch.device(device).type == "cuda"
@@ -276,9 +276,9 @@ def relative_error(got: Any, want: Any, chunk: int = 1 << 26, slack: Any = None)
     """The largest difference of `got` from the reference `want` where `want` is finite, over the reference's
     largest finite magnitude (at least 1), in float64, `chunk` elements at a time (a 7.5 GB output's float64 copies
     do not fit beside the rest). With `slack` (per element, `contraction_slack`), each element's difference is
-    first reduced by its slack (not below 0): an element within its slack counts as exact. NaN where `want` has NaN is a
-    match; any other disagreement on a non-finite
-    reference element, or a NaN where it is finite (an element never written), is an infinite error."""
+    first reduced by its slack (not below 0): an element within its slack counts as exact. NaN where `want` has NaN
+    is a match; any other disagreement on a non-finite reference element, or a NaN where it is finite (an element
+    never written), is an infinite error."""
     import torch
 
     g, w = got.reshape(-1), want.reshape(-1)
