@@ -176,9 +176,10 @@ def check_kernel(
             continue
         x = torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64, device=device)
         inputs.append(x.to(val.dtype))
+    tolerance = _tolerance(source)
     with torch.no_grad():
         high = [x.to(torch.float64) if x.is_floating_point() else x for x in inputs]
-        want, slacks = contraction_slack(subgraph, high, _tolerance(source))
+        want, slacks = contraction_slack(subgraph, high, tolerance)
     wants = list(want) if isinstance(want, tuple | list) else [want]
     outs = [_poisoned(w.shape, _out_dtype(subgraph, i), device) for i, w in enumerate(wants)]
     names = [n.name for n in placeholders] + list(source.outputs)
@@ -197,7 +198,6 @@ def check_kernel(
         build(kernel, **params)(*views)
     if cuda:
         torch.cuda.synchronize()
-    tolerance = _tolerance(source)
     slacks = slacks or [None] * len(wants)
     pairs = zip(outs, wants, slacks, strict=True)
     worst = max((relative_error(got, ref, slack=s) for got, ref, s in pairs), default=0.0)
