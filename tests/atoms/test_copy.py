@@ -18,7 +18,7 @@ from argus.atoms import (
     matrix_accepts,
     stmatrix,
 )
-from argus.ir.types import bf16, boolean, e4m3, f16, f32, i32
+from argus.ir.types import DType, DTypeKind, bf16, boolean, e4m3, f16, f32, i32
 from argus.layout import Layout
 
 # --- 16-byte global vectors -------------------------------------------------------------------------
@@ -54,7 +54,9 @@ def test_global_vector_alignment():
 def test_vector_accepts_by_width():
     atom = global_load(16)
     assert atom.accepts(bf16) and atom.accepts("f16") and not atom.accepts(f32)
-    assert not global_load(8).accepts(e4m3)  # known but not supported yet
+    assert global_load(8).accepts(e4m3) and not global_load(16).accepts(e4m3)
+    e3m4 = DType("e3m4", 8, DTypeKind.FLOAT, exponent_bits=3, mantissa_bits=4, supported=False)
+    assert not global_load(8).accepts(e3m4)  # known but not supported
 
 
 def test_vector_element_width_errors():
@@ -62,7 +64,7 @@ def test_vector_element_width_errors():
         global_load(64)
     assert err.value.code == "ATOM_ELEMENT_BITS"
     with pytest.raises(AtomError) as err:
-        global_load(e4m3)
+        global_load(DType("e3m4", 8, DTypeKind.FLOAT, exponent_bits=3, mantissa_bits=4, supported=False))
     assert err.value.code == "ATOM_DTYPE_UNSUPPORTED"
 
 

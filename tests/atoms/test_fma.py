@@ -36,7 +36,7 @@ def test_registered_for_every_input_dtype(dtype) -> None:
         ((i32,), "ATOM_MMA_DTYPE"),
         ((bf16, f16), "ATOM_MMA_DTYPE"),
         ((f16, f16, f16), "ATOM_MMA_ACC_DTYPE"),
-        ((e4m3,), "ATOM_DTYPE_UNSUPPORTED"),
+        ((e4m3,), "ATOM_MMA_DTYPE"),
     ],
     ids=["integer inputs", "A and B differ", "f16 accumulator", "fp8"],
 )

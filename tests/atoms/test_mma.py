@@ -8,6 +8,7 @@ import itertools
 import pytest
 
 from argus.atoms import WGMMA_N_VALUES, AtomError, Major, MemorySpace, Scope, mma_sync_m16n8k16, wgmma
+from argus.atoms.mma import wgmma_k
 from argus.ir.types import bf16, e4m3, e5m2, f16, f32, i32
 from argus.layout import Layout
 
@@ -138,8 +139,6 @@ def test_wgmma_accepts_every_valid_n(n):
         (dict(a_dtype=bf16, acc_dtype=f16), "ATOM_MMA_ACC_DTYPE"),
         (dict(a_dtype=bf16, acc_dtype=bf16), "ATOM_MMA_ACC_DTYPE"),
         (dict(a_dtype=f16, acc_dtype=i32), "ATOM_MMA_ACC_DTYPE"),
-        (dict(a_dtype=e4m3), "ATOM_DTYPE_UNSUPPORTED"),
-        (dict(a_dtype=e5m2), "ATOM_DTYPE_UNSUPPORTED"),
     ],
 )
 def test_dtype_errors(kwargs, code):
@@ -148,6 +147,29 @@ def test_dtype_errors(kwargs, code):
             make(**kwargs)
         assert err.value.code == code
         assert err.value.actual is not None
+
+
+def test_fp8_is_wgmma_at_k32_only() -> None:
+    atom = wgmma(256, e4m3)
+    assert atom.shape == (64, 256, 32) and atom.ptx == "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"
+    assert atom.a_layout == Layout((128, (64, 32)), (0, (1, 64))) and atom.c_layout == wgmma(256).c_layout
+    assert atom.a_majors == atom.b_majors == (Major.K,)  # no transposed 8-bit operands
+    assert wgmma_k(e4m3) == wgmma_k(e5m2) == 32 and wgmma_k(bf16) == wgmma_k(f16) == 16
+    mixed = wgmma(64, e5m2, e4m3, f16)
+    assert mixed.ptx.endswith("k32.f16.e5m2.e4m3") and mixed.acc_dtype == f16
+    for kwargs, code in (
+        (dict(a_dtype=e4m3, b_dtype=bf16), "ATOM_MMA_DTYPE"),
+        (dict(a_dtype=bf16, b_dtype=e4m3), "ATOM_MMA_DTYPE"),
+        (dict(a_dtype=e4m3, acc_dtype=bf16), "ATOM_MMA_ACC_DTYPE"),
+        (dict(a_dtype=e4m3, a_source="registers"), "ATOM_OPERAND_SOURCE"),
+    ):
+        with pytest.raises(AtomError) as err:
+            wgmma(64, **kwargs)
+        assert err.value.code == code, kwargs
+    for kwargs in (dict(a_dtype=e4m3), dict(a_dtype=e5m2)):
+        with pytest.raises(AtomError) as err:
+            mma_sync_m16n8k16(**kwargs)
+        assert err.value.code == "ATOM_MMA_DTYPE"
 
 
 def test_dtype_names_are_accepted():

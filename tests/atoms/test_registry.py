@@ -29,7 +29,8 @@ def test_names_are_unique_and_complete():
     assert len(names) == len(set(names)) == len(atom_names())
     assert all(isinstance(a, (MmaAtom, CopyAtom)) for a in atoms)
     wgmmas = [a for a in atoms if a.name.startswith("wgmma.")]
-    assert len(wgmmas) == len(WGMMA_N_VALUES) * 3 * 2  # N x (bf16/f32, f16/f32, f16/f16) x (ss, rs)
+    # N x (bf16/f32, f16/f32, f16/f16) x (ss, rs), and N x (e4m3, e5m2)^2 with f32 accumulators from shared memory
+    assert len(wgmmas) == len(WGMMA_N_VALUES) * (3 * 2 + 4)
 
 
 def test_every_atom_round_trips():
@@ -44,6 +45,7 @@ def test_every_atom_round_trips():
         ("mma.m16n8k16.f16.f16.f16.f16", lambda: mma_sync_m16n8k16("f16", acc_dtype="f16")),
         ("wgmma.m64n256k16.f32.bf16.bf16.ss", lambda: wgmma(256)),
         ("wgmma.m64n8k16.f32.f16.f16.rs", lambda: wgmma(8, "f16", a_source="registers")),
+        ("wgmma.m64n128k32.f32.e4m3.e5m2.ss", lambda: wgmma(128, "e4m3", "e5m2")),
         ("ldg.128.b16", lambda: global_load("bf16")),
         ("cp.async.cg.16.b32", lambda: cp_async(16, "cg", "f32")),
         ("cp.async.ca.4.b8", lambda: cp_async(4, "ca", 8)),

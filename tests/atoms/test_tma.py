@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from argus.atoms import AtomError, CopyKind, MemorySpace, Scope, tma_load, tma_store
-from argus.ir.types import bf16, e4m3, f16, f32
+from argus.ir.types import DType, DTypeKind, bf16, e4m3, f16, f32
 from argus.layout import Layout
 
 # A legal 2-d load: a 4096 x 4096 bf16 row-major matrix, boxes of 64 (inner, 128 bytes) x 128 rows.
@@ -166,9 +166,14 @@ def test_bad_rank(rank):
     assert err.value.code == "ATOM_TMA_RANK"
 
 
-def test_fp8_not_yet_supported():
+def test_fp8_boxes_count_bytes():
+    # FP8 elements are one byte: a 128-element inner box is the 128-byte swizzle span, 129 elements exceed it
+    assert tma_load(2).diagnose(**dict(LEGAL_2D, dtype=e4m3, box=(128, 64), swizzle=128)) == ()
+    codes = {p.code for p in tma_load(2).diagnose(**dict(LEGAL_2D, dtype=e4m3, box=(136, 64), swizzle=128))}
+    assert codes, "a 136-byte inner box under a 128-byte swizzle must be refused"
+    e3m4 = DType("e3m4", 8, DTypeKind.FLOAT, exponent_bits=3, mantissa_bits=4, supported=False)
     with pytest.raises(AtomError) as err:
-        tma_load(2).diagnose(**dict(LEGAL_2D, dtype=e4m3))
+        tma_load(2).diagnose(**dict(LEGAL_2D, dtype=e3m4))
     assert err.value.code == "ATOM_DTYPE_UNSUPPORTED"
 
 

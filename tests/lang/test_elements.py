@@ -100,7 +100,29 @@ def test_the_tracer_refuses_misuse() -> None:
             T.copy(X.window((0,), (128,), bound=(5,)), y)
             T.copy(y, Y.window((0,), (128,)))
 
-    assert _code(float_element) == "DSL_ELEMENT"
+    @argus.kernel
+    def float_extent(X: T.Tensor[("N",), T.f32], Y: T.Tensor[("N",), T.f32]):
+        with T.grid(1, threads=32) as (b,):
+            for i in T.serial(X[b] + 1):
+                y = T.alloc_fragment((128,), T.f32)
+                T.fill(y, 0.0)
+                T.copy(y, Y.window((i * 128,), (128,)))
+
+    @argus.kernel
+    def float_scale(X: T.Tensor[("N",), T.f32], S: T.Tensor[(1,), T.f32], Y: T.Tensor[("N",), T.f32]):
+        with T.grid(1, threads=32) as (b,):
+            y = T.alloc_fragment((128,), T.f32)
+            T.copy(X.window((0,), (128,)), y)
+            T.copy(y * S[0], Y.window((0,), (128,)))
+
+    assert _code(float_element) == "DSL_ELEMENT"  # a float tensor's element is never an index
+    assert _code(float_extent) == "DSL_ELEMENT"
+    assert _code(float_scale) == "traced"  # but is a value for fragment math (a scale held on the device)
+    source = generate(float_scale.trace()).source
+    assert "y[v] * __ldg(S + 0)" in source and "static_cast<int>" not in source  # read as a float, not truncated
+    x, s, y = np.arange(128.0), np.array([0.375]), np.zeros(128)
+    interpret(float_scale, x, s, y)
+    assert np.array_equal(y, x * 0.375)
     assert _code(writes_what_it_reads) == "DSL_ELEMENT"
     assert _code(per_thread_let) == "DSL_LET"
     assert _code(bounded_load) == "DSL_WINDOW"

@@ -1,5 +1,6 @@
-"""MMA atoms: ``mma.sync.aligned.m16n8k16`` (one warp), ``wgmma.mma_async.m64nNk16`` (one warpgroup),
-and the per-thread FMA atom (`fma`: one thread, ``1x1x1``, CUDA-core ``fma.rn.f32``).
+"""MMA atoms: ``mma.sync.aligned.m16n8k16`` (one warp), ``wgmma.mma_async.m64nNk16`` (one warpgroup; 16-bit
+inputs) and ``wgmma.mma_async.m64nNk32`` (8-bit floats, FP8 e4m3/e5m2), and the per-thread FMA atom (`fma`: one
+thread, ``1x1x1``, CUDA-core ``fma.rn.f32``).
 
 An `MmaAtom` computes ``C[M,N] += A[M,K] * B[K,N]``. Its operand layouts map ``(thread, value)`` to
 the column-major index of the element in the operand's tile:
@@ -32,7 +33,7 @@ from typing import Any, Literal
 from argus.atoms.common import WARP_SIZE, WARPGROUP_SIZE, MemorySpace, Scope, memory_space, supported_dtype
 from argus.atoms.errors import AtomError, raise_first
 from argus.atoms.smem import DESCRIPTOR_ALIGNMENT, Major, check_swizzle_base
-from argus.ir.types import DType, bf16, f16, f32
+from argus.ir.types import DType, bf16, e4m3, e5m2, f16, f32
 from argus.layout import Layout, arith
 
 Operand = Literal["A", "B", "C"]
@@ -62,6 +63,20 @@ WGMMA_N_VALUES = tuple(range(8, 257, 8))
 #: Input dtypes of the k16 shapes and the accumulators each allows (PTX ISA §9.7.14.5.8 "mma" and the
 #: wgmma "Matrix Shape" table).
 _K16_ACCUMULATORS: dict[str, tuple[DType, ...]] = {"bf16": (f32,), "f16": (f32, f16)}
+
+#: Input dtypes of the k32 ``wgmma`` shapes (8-bit floats; A and B may differ: ``.e4m3.e5m2`` is legal) and their
+#: accumulators (PTX ISA, wgmma "Matrix Shape": ``.m64nNk32`` for ``.e4m3``/``.e5m2`` with ``.f32`` or ``.f16``).
+_K32_ACCUMULATORS: dict[str, tuple[DType, ...]] = {"e4m3": (f32, f16), "e5m2": (f32, f16)}
+
+#: Input dtypes the FP8 ``wgmma`` atoms take.
+FP8_DTYPES: tuple[DType, ...] = (e4m3, e5m2)
+
+
+def wgmma_k(dtype: DType | str) -> int:
+    """The K extent of one ``wgmma`` for inputs of `dtype`: 32 bytes of each operand's row, 16 elements of a 16-bit
+    type, 32 of an 8-bit one."""
+    dt = supported_dtype(dtype, "wgmma.mma_async", "A dtype")
+    return 256 // dt.bits
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,7 +247,7 @@ def _input_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, 
             f"{atom} multiplies 16-bit floats",
             requirement="A and B dtypes in {bf16, f16}",
             actual=f"A dtype {a.name}",
-            hint="convert the operand to bf16 or f16 first",
+            hint="convert the operand to bf16 or f16 first (wgmma also multiplies e4m3/e5m2, at k32)",
         )
     b = a if b_dtype is None else supported_dtype(b_dtype, atom, "B dtype")
     if b != a:
@@ -325,12 +340,14 @@ def wgmma(
     acc_dtype: DType | str = f32,
     a_source: MemorySpace | Literal["shared", "registers"] = "shared",
 ) -> MmaAtom:
-    """The warpgroup-wide ``wgmma.mma_async.sync.aligned.m64nNk16`` atom.
+    """The warpgroup-wide ``wgmma.mma_async`` atom: ``m64nNk16`` for 16-bit inputs, ``m64nNk32`` for FP8.
 
-    `n` must be a multiple of 8 in [8, 256]; inputs bf16 (f32 accumulators) or f16 (f32 or f16);
-    B always comes from shared memory, A from shared memory (``"shared"``, the ``.ss`` form) or
-    registers (``"registers"``, the ``.rs`` form, which must be K-major). Raises `AtomError`
-    (``ATOM_WGMMA_N``, ``ATOM_MMA_DTYPE``, ``ATOM_MMA_ACC_DTYPE``, ``ATOM_OPERAND_SOURCE``).
+    `n` must be a multiple of 8 in [8, 256]; inputs bf16 (f32 accumulators), f16 (f32 or f16), or the 8-bit floats
+    e4m3 and e5m2 (f32 or f16; A and B may be of different FP8 types); B always comes from shared memory, A from
+    shared memory (``"shared"``, the ``.ss`` form) or, for 16-bit inputs, registers (``"registers"``, the ``.rs``
+    form, which must be K-major). FP8 operands in shared memory are K-major (PTX: transposition exists for 16-bit
+    types only). Raises `AtomError` (``ATOM_WGMMA_N``, ``ATOM_MMA_DTYPE``, ``ATOM_MMA_ACC_DTYPE``,
+    ``ATOM_OPERAND_SOURCE``).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n not in WGMMA_N_VALUES:
         lower = max(8, min(256, (n // 8) * 8)) if isinstance(n, int) and not isinstance(n, bool) else 8
@@ -342,7 +359,12 @@ def wgmma(
             actual=f"N = {n!r}",
             hint=hint + ", and cover a wider tile with several instructions",
         )
-    a, b, acc, allowed = _input_dtypes(f"wgmma.mma_async.m64n{n}k16", a_dtype, b_dtype, acc_dtype)
+    fp8 = supported_dtype(a_dtype, "wgmma.mma_async", "A dtype") in FP8_DTYPES
+    if fp8:
+        a, b, acc, allowed = _fp8_dtypes(f"wgmma.mma_async.m64n{n}k32", a_dtype, b_dtype, acc_dtype)
+    else:
+        a, b, acc, allowed = _input_dtypes(f"wgmma.mma_async.m64n{n}k16", a_dtype, b_dtype, acc_dtype)
+    k = 32 if fp8 else 16
     source = memory_space(a_source, "wgmma's A operand source")
     if source not in (MemorySpace.SHARED, MemorySpace.REGISTERS):
         raise AtomError(
@@ -352,27 +374,59 @@ def wgmma(
             hint="stage global data in shared memory first (TMA or cp.async)",
         )
     from_registers = source is MemorySpace.REGISTERS
+    if from_registers and fp8:
+        raise AtomError(
+            "ATOM_OPERAND_SOURCE",
+            f"wgmma.mma_async.m64n{n}k32 with A in registers (the .rs form for FP8) is not built: its register "
+            "fragment (four 8-bit values per register) has no layout in argus.atoms yet",
+            actual=f"A dtype {a.name} from registers",
+            hint="read A from shared memory (a_source='shared')",
+        )
     types = f"{acc.name}.{a.name}.{b.name}"
     return MmaAtom(
-        name=f"wgmma.m64n{n}k16.{types}.{'rs' if from_registers else 'ss'}",
-        ptx=f"wgmma.mma_async.sync.aligned.m64n{n}k16.{types}",
-        shape=(64, n, 16),
+        name=f"wgmma.m64n{n}k{k}.{types}.{'rs' if from_registers else 'ss'}",
+        ptx=f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types}",
+        shape=(64, n, k),
         a_dtype=a,
         b_dtype=b,
         acc_dtype=acc,
-        ab_dtypes=(bf16, f16),
+        ab_dtypes=FP8_DTYPES if fp8 else (bf16, f16),
         acc_dtypes=allowed,
         thread_count=WARPGROUP_SIZE,
         scope=Scope.WARPGROUP,
         a_source=source,
         b_source=MemorySpace.SHARED,
-        a_layout=_WGMMA_A_REGISTERS if from_registers else _collective(64, 16),
-        b_layout=_collective(n, 16),
+        a_layout=_WGMMA_A_REGISTERS if from_registers else _collective(64, k),
+        b_layout=_collective(n, k),
         c_layout=_wgmma_c(n),
-        a_majors=() if from_registers else (Major.K, Major.MN),
-        b_majors=(Major.K, Major.MN),
+        a_majors=() if from_registers else ((Major.K,) if fp8 else (Major.K, Major.MN)),
+        b_majors=(Major.K,) if fp8 else (Major.K, Major.MN),
         arch="sm_90a",
     )
+
+
+def _fp8_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, acc_dtype: DType | str) -> tuple:
+    a = supported_dtype(a_dtype, atom, "A dtype")
+    b = a if b_dtype is None else supported_dtype(b_dtype, atom, "B dtype")
+    if b not in FP8_DTYPES:
+        raise AtomError(
+            "ATOM_MMA_DTYPE",
+            f"{atom} multiplies 8-bit floats",
+            requirement="B dtype in {e4m3, e5m2} when A is",
+            actual=f"A dtype {a.name}, B dtype {b.name}",
+            hint="convert B to e4m3 or e5m2",
+        )
+    acc = supported_dtype(acc_dtype, atom, "accumulator dtype")
+    allowed = _K32_ACCUMULATORS[a.name]
+    if acc not in allowed:
+        raise AtomError(
+            "ATOM_MMA_ACC_DTYPE",
+            f"{atom} with {a.name} inputs accumulates in {' or '.join(d.name for d in allowed)}",
+            requirement=f"accumulator dtype in {{{', '.join(d.name for d in allowed)}}}",
+            actual=f"accumulator dtype {acc.name}",
+            hint="accumulate in f32",
+        )
+    return a, b, acc, allowed
 
 
 # --- fma.rn.f32: the per-thread ("universal") FMA atom ---------------------------------------------------

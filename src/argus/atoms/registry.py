@@ -1,7 +1,8 @@
 """The registry of atoms: every concrete atom instance by its unique name.
 
 Registered: ``mma.sync.m16n8k16`` for each legal dtype combination; ``wgmma.m64nNk16`` for every N,
-dtype combination and A source; the per-thread FMA atom (``fma.f32.*``) for bf16, f16 and f32 inputs;
+dtype combination and A source; ``wgmma.m64nNk32`` (FP8, A from shared memory) for every N and e4m3/e5m2 pair with
+an f32 accumulator; the per-thread FMA atom (``fma.f32.*``) for bf16, f16 and f32 inputs;
 16-byte global loads and stores and ``cp.async`` (every legal size and cache operator) for 8-, 16- and
 32-bit elements; ``ldmatrix``/``stmatrix`` ``.x1/.x2/.x4`` with
 and without ``.trans``; TMA loads and stores of rank 2 and 3. Constructors (`wgmma`, `cp_async`,
@@ -26,7 +27,7 @@ from argus.atoms.copy import (
     stmatrix,
 )
 from argus.atoms.errors import AtomError
-from argus.atoms.mma import FMA_INPUT_DTYPES, WGMMA_N_VALUES, fma, mma_sync_m16n8k16, wgmma
+from argus.atoms.mma import FMA_INPUT_DTYPES, FP8_DTYPES, WGMMA_N_VALUES, fma, mma_sync_m16n8k16, wgmma
 from argus.atoms.tma import TMA_RANKS, tma_load, tma_store
 from argus.ir.types import bf16, f16, f32
 
@@ -42,6 +43,10 @@ def _build() -> list[Any]:
         for source in ("shared", "registers"):
             for n in WGMMA_N_VALUES:
                 atoms.append(wgmma(n, ab, ab, acc, a_source=source))
+    for a in FP8_DTYPES:
+        for b in FP8_DTYPES:
+            for n in WGMMA_N_VALUES:
+                atoms.append(wgmma(n, a, b, f32))
     for ab in FMA_INPUT_DTYPES:
         atoms.append(fma(ab, ab, f32))
     for bits in VECTOR_ELEMENT_BITS:

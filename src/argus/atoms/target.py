@@ -25,6 +25,7 @@ class Target:
         named_barriers: hardware barriers per block (``bar.sync`` ids 0..15; 0 is ``__syncthreads``'s).
         swizzles: the shared-memory swizzle widths TMA and wgmma know (bytes; `argus.atoms.swizzle` is their table).
         dense_tensor_tflops: the data sheet's dense bf16/f16 tensor-core peak (``wgmma``), TFLOP/s, at the boost clock.
+        dense_fp8_tensor_tflops: the same for FP8 inputs (``wgmma``'s k32 form: twice the 16-bit rate).
         hbm_gbs: the data sheet's device-memory bandwidth, GB/s.
         l2_gbs: the bandwidth from L2 to all SMs together, GB/s (published microbenchmarks; no data-sheet figure).
     """
@@ -45,6 +46,7 @@ class Target:
     named_barriers: int = 16
     swizzles: tuple[int, ...] = SWIZZLE_WIDTHS
     dense_tensor_tflops: float = 989.4
+    dense_fp8_tensor_tflops: float = 1978.9
     hbm_gbs: float = 3350.0
     l2_gbs: float = 12000.0
 

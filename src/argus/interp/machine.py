@@ -423,6 +423,8 @@ def _read_element(globals_: dict[Buffer, np.ndarray], buf: Buffer, index: tuple)
                 "guard the read with T.if_ or clamp the index (T.minimum / T.maximum)",
             )
     value = data[tuple(idx)]
+    if buf.dtype.is_float:  # a scale held on the device: a value for fragment math
+        return float(value) if np.ndim(value) == 0 else value.astype(np.float64)
     if np.ndim(value) == 0:
         return int(value)
     return value.astype(np.int64)

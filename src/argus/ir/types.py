@@ -4,11 +4,12 @@ Owns the one description of every scalar type argus knows: its name, width, kind
 its exponent and mantissa widths. Atoms (`argus.atoms`), the interpreter and the code generator all
 read dtypes from here.
 
-Instances: `bf16`, `f16`, `f32`, `i32`, `i64`, `u32`, `boolean` (named ``"bool"``), and the 8-bit floats
-`e4m3` and `e5m2`, which are *known* (they parse, print and round) but not yet *supported*: no atom
-accepts them (``DType.supported`` is False). A new float format is one line, as ``e5m2``'s is::
+Instances: `bf16`, `f16`, `f32`, `i32`, `i64`, `u32`, `boolean` (named ``"bool"``), and the 8-bit floats (OCP
+FP8) `e4m3` and `e5m2`, which the FP8 ``wgmma`` atoms (``m64nNk32``), TMA and the vector copies take. A type can be
+*known* (it parses, prints and rounds) but not yet *supported* (``DType.supported`` False: no atom accepts it). A
+new float format is one line, as ``e5m2``'s is::
 
-    e5m2 = _register(DType("e5m2", 8, DTypeKind.FLOAT, exponent_bits=5, mantissa_bits=2, supported=False))
+    e5m2 = _register(DType("e5m2", 8, DTypeKind.FLOAT, exponent_bits=5, mantissa_bits=2))
 
 (formats with IEEE-style infinities and NaNs, or, with ``finite_only=True``, E4M3FN-style ones whose
 only NaN is all ones; a format with neither, such as FP6, would need one more flag).
@@ -187,9 +188,9 @@ i32 = _register(DType("i32", 32, DTypeKind.INT))
 i64 = _register(DType("i64", 64, DTypeKind.INT))  # indices (torch's argmax returns int64)
 u32 = _register(DType("u32", 32, DTypeKind.UINT))
 boolean = _register(DType("bool", 8, DTypeKind.BOOL))
-# 8-bit floats (OCP FP8): known, not yet supported by any atom.
-e4m3 = _register(DType("e4m3", 8, DTypeKind.FLOAT, exponent_bits=4, mantissa_bits=3, supported=False, finite_only=True))
-e5m2 = _register(DType("e5m2", 8, DTypeKind.FLOAT, exponent_bits=5, mantissa_bits=2, supported=False))
+# 8-bit floats (OCP FP8): the FP8 wgmma atoms' inputs.
+e4m3 = _register(DType("e4m3", 8, DTypeKind.FLOAT, exponent_bits=4, mantissa_bits=3, finite_only=True))
+e5m2 = _register(DType("e5m2", 8, DTypeKind.FLOAT, exponent_bits=5, mantissa_bits=2))
 
 #: Other spellings accepted by `dtype_from_name` (numpy's, torch's and PTX's names).
 _ALIASES = {

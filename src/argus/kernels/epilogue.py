@@ -40,6 +40,7 @@ KINDS: dict[str, tuple[tuple[str, ...], str]] = {
     "columns": (("N",), "epilogue_columns"),
     "rows": (("M",), "epilogue_rows"),
     "tile": (("M", "N"), "epilogue_tile"),
+    "scalar": ((1,), "epilogue_scalar"),
 }
 DTYPES = ("f32", "bf16", "f16")
 

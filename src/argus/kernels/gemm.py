@@ -336,11 +336,11 @@ def batched_b_shape(B_MAJOR: str, BATCH: bool) -> tuple[str, ...]:  # noqa: N803
     return (("L",) if BATCH else ()) + b_shape(B_MAJOR)
 
 
-def operand_assumption(a_major: str, b_major: str) -> str:
-    """The `T.assume` TMA needs: every row stride of A and B (their contiguous extent, in 16-bit elements) a
-    multiple of 16 bytes."""
+def operand_assumption(a_major: str, b_major: str, itemsize: int = 2) -> str:
+    """The `T.assume` TMA needs: every row stride of A and B (their contiguous extent, in elements of `itemsize`
+    bytes: 16-bit by default, 1 for FP8) a multiple of 16 bytes."""
     dims = sorted({"K" if a_major == "K" else "M", "K" if b_major == "K" else "N"}, key="KMN".index)
-    return " and ".join([f"{d} % 8 == 0" for d in dims])
+    return " and ".join([f"{d} % {16 // itemsize} == 0" for d in dims])
 
 
 @T.macro
@@ -434,8 +434,8 @@ def gemm_warp_specialized(
     (default): B is (N, K) row-major and C = A @ B^T; ``"N"``: B is (K, N) row-major and C = A @ B. An MN-major
     operand (BM or BN a multiple of 64) is staged in 64-element panels, loaded by one TMA box per panel, and read
     by wgmma transposed (imm-trans = 1)."""
-    # TMA needs the row strides of A and B (their contiguous extents, 16-bit elements) to be multiples of 16 bytes
-    T.assume(operand_assumption(A_MAJOR, B_MAJOR))
+    # TMA needs the row strides of A and B (their contiguous extents) to be multiples of 16 bytes
+    T.assume(operand_assumption(A_MAJOR, B_MAJOR, A.dtype.itemsize))
     tiles = (T.cdiv(M, BM), T.cdiv(N, BN))  # (tiles_m, tiles_n)
     extents = tiles if ORDER == "grid" else (tiles[0] * tiles[1],)
     with T.grid(*extents, threads=384, blocks_per_sm=BLOCKS_PER_SM) as blocks:
@@ -522,6 +522,13 @@ def epilogue_tile(acc: Any, tile: tuple, R: Any) -> Any:
     # invariant: element (i, j) of the tile is given R[bm * rows + i, bn * cols + j]
     T.assert_tag(lambda x: (x[0] == bm * rows + x.coord[0]) & (x[1] == bn * cols + x.coord[1]), r)
     return r if R.dtype == T.f32 else T.cast(r, T.f32)
+
+
+@T.macro
+def epilogue_scalar(acc: Any, tile: tuple, S: Any) -> Any:
+    """A one-element tensor S (1,) (a per-tensor scale held on the device): its value, the same for every element of
+    the tile, read when the kernel runs (no host synchronization, nothing baked into the kernel)."""
+    return S[0]
 
 
 def c_shape(SPLITS: int, BATCH: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameters
@@ -640,8 +647,8 @@ def persistent_gemm(
             f"SPLITS={SPLITS}",
             "split-K applies the epilogue in gemm_split_reduce",
         )
-    # TMA needs the row strides of A and B (their contiguous extents, 16-bit elements) to be multiples of 16 bytes
-    T.assume(operand_assumption(A_MAJOR, B_MAJOR))
+    # TMA needs the row strides of A and B (their contiguous extents) to be multiples of 16 bytes
+    T.assume(operand_assumption(A_MAJOR, B_MAJOR, A.dtype.itemsize))
     if BATCH and (SPLITS > 1 or EPILOGUE != "direct"):
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -677,7 +684,8 @@ def persistent_gemm(
         units = tiles_m * tiles_n * SPLITS  # (tile, split) pairs; tiles when SPLITS = 1
         k_tiles = T.cdiv(K, BK)
         k_split = T.cdiv(k_tiles, SPLITS) if SPLITS > 1 else k_tiles  # K-blocks per unit
-        stage_bytes = (BM + BN) * BK * 2  # every box of the stage counts in full, also where it is out of bounds
+        # every box of the stage counts in full, also where it is out of bounds
+        stage_bytes = (BM + BN) * BK * A.dtype.itemsize
         consumers = tuple(range(1, 1 + CONSUMERS))
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for it in T.serial(T.cdiv(units, BLOCKS)):

@@ -54,8 +54,10 @@ from argus.ir.types import dtype_from_name as dtype_of
 from argus.kernels import gemm, gemv
 from argus.kernels.epilogue import Epilogue, EpilogueError, fused_kernels
 
-#: Input dtypes `matmul` takes (f32 by split precision, `kernel_problem`), and the output dtypes it writes.
-INPUTS = ("bf16", "f16", "f32")
+#: Input dtypes `matmul` takes (f32 by split precision, `kernel_problem`; the FP8 types on ``wgmma``'s k32 form,
+#: `FP8_INPUTS`), and the output dtypes it writes.
+FP8_INPUTS = ("e4m3", "e5m2")
+INPUTS = ("bf16", "f16", "f32", *FP8_INPUTS)
 OUTPUTS = ("bf16", "f16", "f32")
 #: The K-block of every configuration: 64 16-bit elements, one 128-byte swizzle span.
 BK = 64
@@ -228,7 +230,7 @@ class GemmProblem:
         if self.dtype not in INPUTS:
             raise GemmError(
                 f"GEMM inputs in {self.dtype!r} are not built: the tensor-core GEMM takes {', '.join(INPUTS)} "
-                "(FP8 inputs and a TF32 atom are open work of issue #20)"
+                "(a TF32 atom is open work of issue #20)"
             )
         if self.out not in OUTPUTS:
             raise GemmError(f"GEMM output dtype {self.out!r}: choose one of {', '.join(OUTPUTS)}")
@@ -236,10 +238,27 @@ class GemmProblem:
             raise GemmError(
                 f"operand layouts: a_major is 'K' or 'M', b_major 'K' or 'N'; got {self.a_major!r}, {self.b_major!r}"
             )
+        if self.dtype in FP8_INPUTS and (self.a_major, self.b_major) != ("K", "K"):
+            raise GemmError(
+                f"an FP8 GEMM reads both operands K-major (wgmma transposes 16-bit operands only): A (M, K) row-major "
+                f"and B stored (N, K) row-major, b = w.T (the layout torch._scaled_mm takes); got the {self.layout} "
+                "layout: pass a.contiguous() and b.t().contiguous().t()"
+            )
 
     @property
     def flops(self) -> int:
         return 2 * self.M * self.N * self.K * self.batch
+
+    @property
+    def block_k(self) -> int:
+        """The K-block of the kernel that runs this problem: one 128-byte swizzle span of its operands' elements (64
+        of a 16-bit type, and of f32's split-precision bf16 parts; 128 of FP8)."""
+        return 128 // (2 if self.dtype == "f32" else dtype_of(self.dtype).itemsize)
+
+    @property
+    def alignment(self) -> int:
+        """Elements per 16 bytes of an operand as TMA reads it (TMA's row strides are multiples of 16 bytes)."""
+        return 16 // (2 if self.dtype == "f32" else dtype_of(self.dtype).itemsize)
 
     @property
     def layout(self) -> str:
@@ -311,11 +330,12 @@ def consumer_registers(consumers: int) -> int:
 
 
 def padded_extent(problem: GemmProblem) -> GemmProblem:
-    """The problem TMA can address: every operand's contiguous extent rounded up to a multiple of 8 elements
-    (16 bytes). Equal to `problem` when no padding is needed."""
-    k = _up(problem.K, 8) if "K" in (problem.a_major, problem.b_major) else problem.K
-    m = _up(problem.M, 8) if problem.a_major == "M" else problem.M
-    n = _up(problem.N, 8) if problem.b_major == "N" else problem.N
+    """The problem TMA can address: every operand's contiguous extent rounded up to a multiple of 16 bytes (8
+    elements of a 16-bit type, 16 of FP8). Equal to `problem` when no padding is needed."""
+    align = problem.alignment
+    k = _up(problem.K, align) if "K" in (problem.a_major, problem.b_major) else problem.K
+    m = _up(problem.M, align) if problem.a_major == "M" else problem.M
+    n = _up(problem.N, align) if problem.b_major == "N" else problem.N
     return replace(problem, M=m, N=n, K=k)
 
 
@@ -398,11 +418,12 @@ def candidates(
     `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added. `tiles`:
     the tile shapes to consider (default `TILES`)."""
     out = dtype_of(problem.out)
-    k_tiles = _cdiv(problem.K, BK)
+    bk = problem.block_k
+    k_tiles = _cdiv(problem.K, bk)
     tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1  # TMA stores are 2-D
     counts = SPLITS
     if chain is not None:
-        least = _cdiv(k_tiles, max(1, chain // BK))  # the fewest splits that keep every unit within the chain
+        least = _cdiv(k_tiles, max(1, chain // bk))  # the fewest splits that keep every unit within the chain
         counts = tuple(sorted({least, *[s for s in (*SPLITS, *CHAIN_SPLITS) if s >= least]}))
     if problem.batch > 1:  # a batched GEMM does not split K
         if counts[0] > 1:
@@ -419,7 +440,7 @@ def candidates(
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
             epilogue = "tma" if tma_store and splits == 1 else "direct"
             for stages in range(MAX_STAGES, 1, -1):
-                config = GemmConfig(bm, bn, consumers, stages, splits, epilogue)
+                config = GemmConfig(bm, bn, consumers, stages, splits, epilogue, BK=bk)
                 if shared_bytes(config, problem) <= SHARED_MEMORY_BUDGET:
                     found.append(config)
                     break
@@ -443,7 +464,8 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     units = tiles * splits
     k_split = _cdiv(_cdiv(k, config.BK), splits) * config.BK  # K elements per unit
     waves = _cdiv(units, sms)
-    per_sm_flops = target.dense_tensor_tflops * 1e12 / sms * MMA_EFFICIENCY[(config.BM, config.BN)]
+    peak = target.dense_fp8_tensor_tflops if problem.dtype in FP8_INPUTS else target.dense_tensor_tflops
+    per_sm_flops = peak * 1e12 / sms * MMA_EFFICIENCY[(config.BM, config.BN)]
     per_sm_l2 = target.l2_gbs * 1e9 / sms
     hbm = target.hbm_gbs * 1e9 * HBM_EFFICIENCY
     rows, cols = min(config.BM, m), min(config.BN, n)  # what TMA fetches: nothing past the operands' ends
@@ -504,6 +526,11 @@ class GemmPlan:
                 raise GemmError("a fused epilogue on the GEMV kernels is not built: plan it on the tensor-core GEMM")
             return
         object.__setattr__(self, "padded", padded_extent(kernel_problem(self.problem)))
+        if self.config.BK != self.padded.block_k:
+            raise GemmError(
+                f"a {self.problem.dtype} GEMM runs on K-blocks of {self.padded.block_k} elements (one 128-byte swizzle "
+                f"span), not BK = {self.config.BK}: pass GemmConfig(..., BK={self.padded.block_k})"
+            )
         if self.epilogue is not None and self.problem.batch > 1:
             raise GemmError("a fused epilogue on a batched GEMM is not built (its operands have no batch index)")
 
@@ -588,10 +615,10 @@ class GemmPlan:
         out = {}
         for o, param in zip(ep.operands, ep.params, strict=True):
             x = given[o.name]
-            want = {"columns": (p.N,), "rows": (p.M,), "tile": (p.M, p.N)}[o.kind]
+            want = {"columns": (p.N,), "rows": (p.M,), "tile": (p.M, p.N), "scalar": (1,)}[o.kind]
             if tuple(x.shape) != want:
                 raise GemmError(f"epilogue operand {o.name!r} ({o.kind}) must have shape {want}, not {tuple(x.shape)}")
-            padded = {"columns": (q.N,), "rows": (q.M,), "tile": (q.M, q.N)}[o.kind]
+            padded = {"columns": (q.N,), "rows": (q.M,), "tile": (q.M, q.N), "scalar": (1,)}[o.kind]
             out[param] = x if padded == want else _pad_any(x, padded, xp)
         return out
 
@@ -748,7 +775,7 @@ def plan(
 
 # ---- the GPU call ----------------------------------------------------------------------------------------------------
 
-_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
 def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
@@ -766,10 +793,11 @@ def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
     if a.dtype != b.dtype:
         raise GemmError(f"a is {a.dtype} and b is {b.dtype}: matmul takes two tensors of one dtype")
     dtype = _TORCH_DTYPES.get(str(a.dtype).removeprefix("torch."))
-    out = _TORCH_DTYPES.get(str(out_dtype or a.dtype).removeprefix("torch."))
-    if dtype is None or out is None:
+    out = _TORCH_DTYPES.get(str(out_dtype or (torch_dtype("bf16") if dtype in FP8_INPUTS else a.dtype)).split(".")[-1])
+    if dtype is None or out is None or out in FP8_INPUTS:
         raise GemmError(
-            f"matmul takes bf16, f16 or f32 tensors (and writes bf16, f16 or f32), got {a.dtype} -> {out_dtype}"
+            f"matmul takes bf16, f16, f32, float8_e4m3fn or float8_e5m2 tensors and writes bf16, f16 or f32 (FP8 "
+            f"inputs: bf16 by default), got {a.dtype} -> {out_dtype}"
         )
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     return GemmProblem(m, n, k, dtype, out, _major(a, "K", "M"), _major(b, "N", "K"), batch)
@@ -901,10 +929,12 @@ def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launch
 
 
 def torch_dtype(name: str) -> Any:
-    """The torch dtype of a dtype name (``"bf16"``, ``"f16"``, ``"f32"``)."""
+    """The torch dtype of a dtype name (``"bf16"``, ``"f16"``, ``"f32"``, ``"e4m3"``, ``"e5m2"``)."""
     import torch
 
-    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
+    names = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+    names.update(e4m3=torch.float8_e4m3fn, e5m2=torch.float8_e5m2)
+    return names[name]
 
 
 def matmul(
@@ -943,6 +973,65 @@ def matmul(
     for launch in launches:
         launch.launch()
     return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C
+
+
+def scaled_operands(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any = None) -> tuple[Epilogue, dict[str, Any]]:
+    """The epilogue and its tensors that scale an FP8 product as ``torch._scaled_mm`` does: ``acc * scale_a *
+    scale_b (+ bias)``, each scale an f32 tensor of one element (per tensor: read on the device when the kernel runs,
+    no host synchronization), or ``scale_a`` one per row of a ((M, 1) or (M,)) and ``scale_b`` one per column of b
+    ((1, N) or (N,)): the row-wise scaling. `bias`: (N,) in bf16, f16 or f32."""
+    import torch
+
+    m, n = a.shape[-2], b.shape[-1]
+    kinds: dict[str, tuple[str, str]] = {}
+    tensors: dict[str, Any] = {}
+    for name, s, per, extent in (("scale_a", scale_a, "rows", m), ("scale_b", scale_b, "columns", n)):
+        if not isinstance(s, torch.Tensor) or s.dtype != torch.float32:
+            raise GemmError(f"{name} must be a float32 tensor, got {getattr(s, 'dtype', type(s).__name__)}")
+        if s.device != a.device:
+            raise GemmError(f"{name} is on {s.device}, the operands on {a.device}")
+        if s.numel() == 1:
+            kinds[name], tensors[name] = ("scalar", "f32"), s.reshape(1)
+        elif s.numel() == extent and s.dim() <= 2 and max(s.shape) == extent:
+            kinds[name], tensors[name] = (per, "f32"), s.reshape(extent).contiguous()
+        else:
+            want = f"({m}, 1)" if per == "rows" else f"(1, {n})"
+            raise GemmError(
+                f"{name} of shape {tuple(s.shape)}: give one element (a per-tensor scale) or {want} (one per "
+                f"{'row of a' if per == 'rows' else 'column of b'}); per-block scales are not built"
+            )
+    expression = "acc * scale_a * scale_b"
+    if bias is not None:
+        dtype = _TORCH_DTYPES.get(str(bias.dtype).removeprefix("torch."))
+        if tuple(bias.shape) != (n,) or dtype not in ("bf16", "f16", "f32"):
+            raise GemmError(
+                f"bias must be an (N,) = ({n},) bf16, f16 or f32 tensor, got {tuple(bias.shape)} {bias.dtype}"
+            )
+        kinds["bias"], tensors["bias"] = ("columns", dtype), bias.contiguous()
+        expression += " + bias"
+    return Epilogue.of(expression, **kinds), tensors
+
+
+def scaled_mm(
+    a: Any,
+    b: Any,
+    scale_a: Any,
+    scale_b: Any,
+    *,
+    bias: Any = None,
+    out_dtype: Any = None,
+    config: GemmConfig | None = None,
+) -> Any:
+    """``torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=...)`` on argus's GEMM: FP8 (float8_e4m3fn or
+    float8_e5m2) a (M, K) row-major and b (K, N) column-major (``w.t()`` of a row-major (N, K) weight), C = (a @ b)
+    * scale_a * scale_b (+ bias) in `out_dtype` (bf16 by default; f16 or f32), the scales and the bias applied to
+    the f32 accumulator before C is stored (`scaled_operands`). The products accumulate in ``wgmma``'s FP8
+    accumulator over the whole of K (what cuBLAS calls fast accumulation; `docs/gemm.md`, "FP8")."""
+    epilogue, tensors = scaled_operands(a, b, scale_a, scale_b, bias)
+    C, launches = prepare(a, b, out_dtype=out_dtype, config=config, epilogue=epilogue, operands=tensors)
+    for launch in launches:
+        launch.launch()
+    return C
 
 
 def _epilogue_of(expression: str, m: int, n: int, operands: dict[str, Any]) -> Epilogue:
@@ -1118,6 +1207,8 @@ __all__ = [
     "plan",
     "prepare",
     "problem_of",
+    "scaled_mm",
+    "scaled_operands",
     "split_steps",
     "torch_dtype",
 ]

@@ -30,6 +30,7 @@ from argus.ir.nodes import For, If, Let, LoopKind, Role
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.sync import check_turns
 from argus.lang.trace import CURRENT, current
+from argus.lang.tiles import index_expr
 
 
 @contextlib.contextmanager
@@ -204,8 +205,8 @@ def _loop(name: str, extent: Any, kind: LoopKind, stages: int = 1, start: Any = 
         yield var
     finally:
         body = tuple(st.stack.pop())
-    extent_e = extent if isinstance(extent, int) else as_expr(extent)
-    start_e = start if isinstance(start, int) else as_expr(start)
+    extent_e = extent if isinstance(extent, int) else index_expr(as_expr(extent), "a loop's extent")
+    start_e = start if isinstance(start, int) else index_expr(as_expr(start), "a loop's start")
     st.emit(For(var, extent_e, body, kind, stages, start_e, loc=loc))
 
 

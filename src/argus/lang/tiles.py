@@ -224,14 +224,17 @@ class GlobalTensor:
         """``offs[g]``: the value of one element of an integer tensor the kernel only reads, as an integer
         expression (known when the kernel runs: device-side offsets, counts, indices). Use it in tile origins,
         bounds, loop extents and conditions. The index must lie inside the tensor (the interpreter checks it; the
-        kernel's own guards or `T.assume` must ensure it); the kernel must not write the tensor."""
+        kernel's own guards or `T.assume` must ensure it); the kernel must not write the tensor.
+
+        ``scale[0]`` of a float tensor is likewise one value for the whole kernel, known when it runs (a scale factor
+        held on the device), for elementwise math on fragments (``acc * scale[0]``), not for index math."""
         index = index if isinstance(index, tuple) else (index,)
         b = self.buffer
-        if not b.dtype.is_integer:
+        if not (b.dtype.is_integer or b.dtype.is_float):
             raise DSLError(
                 "DSL_ELEMENT",
-                f"{b.name}[...] reads an element as an integer; {b.name} holds {b.dtype.name}",
-                "only integer tensors (offsets, counts, indices) are read as scalars",
+                f"{b.name}[...] reads an element as a number; {b.name} holds {b.dtype.name}",
+                "only integer tensors (offsets, counts, indices) and float tensors (scales) are read as scalars",
             )
         if len(index) != b.rank or any(isinstance(i, bool | float) or not isinstance(i, int | Expr) for i in index):
             raise DSLError(
@@ -243,7 +246,21 @@ class GlobalTensor:
 
 
 def simplify_origin(origin: tuple) -> tuple:
+    for o in origin:
+        index_expr(o, "a tile's origin or bound")
     return tuple(o.value if isinstance(o, Const) and isinstance(o.value, int) else o for o in origin)
+
+
+def index_expr(e: Any, what: str) -> Any:
+    """`e`, refused (``DSL_ELEMENT``) where it is a float: an element of a float tensor (a scale, ``scale[0]``) is a
+    value for fragment math, never an index, an extent or a bound."""
+    if isinstance(e, Expr) and e.dtype.is_float:
+        raise DSLError(
+            "DSL_ELEMENT",
+            f"{what} must be an integer expression; {e} is {e.dtype.name}",
+            "only integer tensors (offsets, counts, indices) give indices; a float tensor's element is a value",
+        )
+    return e
 
 
 def _elements(shape: tuple[int, ...]) -> int:

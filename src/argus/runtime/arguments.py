@@ -267,9 +267,9 @@ def _check_tensor(p: TensorParam, info: TensorInfo, fail: Any) -> None:
 
 
 def _torch_name(dtype: DType) -> str:
-    return {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32", "i64": "int64", "bool": "bool"}.get(
-        dtype.name, dtype.name
-    )
+    names = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32", "i64": "int64", "bool": "bool"}
+    names.update(e4m3="float8_e4m3fn", e5m2="float8_e5m2")
+    return names.get(dtype.name, dtype.name)
 
 
 def _shape_text(shape: tuple[Expr | int, ...]) -> str:

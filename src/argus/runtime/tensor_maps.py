@@ -29,6 +29,9 @@ _DATA_TYPES = {
     "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
     "i32": "CU_TENSOR_MAP_DATA_TYPE_INT32",
     "u32": "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+    # FP8: TMA copies bytes; the element type matters to the MMA only
+    "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+    "e5m2": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
 }
 
 

@@ -99,7 +99,13 @@ _CTYPES = {
     "i64": "long long",
     "u32": "unsigned",
     "bool": "bool",
+    "e4m3": "__nv_fp8_e4m3",
+    "e5m2": "__nv_fp8_e5m2",
 }
+
+#: The FP8 C types (``cuda_fp8.h``): converted from ``float`` by their constructors (round to nearest even,
+#: saturating to the largest finite value, as ``cvt.rn.satfinite``), to ``float`` by their conversion operator.
+_FP8_CTYPES = ("__nv_fp8_e4m3", "__nv_fp8_e5m2")
 
 
 def ctype(dtype: DType) -> str:
@@ -145,6 +151,10 @@ def convert(text: str, src: str, dst: str) -> str:
         return convert(f"__bfloat162float({text})", "float", dst)
     if src == "__half":
         return convert(f"__half2float({text})", "float", dst)
+    if dst in _FP8_CTYPES:
+        return f"{dst}({convert(text, src, 'float')})"
+    if src in _FP8_CTYPES:
+        return convert(f"static_cast<float>({text})", "float", dst)
     if dst == "bool":
         return f"({text} != 0)"
     return f"static_cast<{dst}>({text})"
@@ -295,7 +305,10 @@ def c_expr(e: Expr | int, names: Names) -> str:
                 continue
             terms.append(i_c if st_c == "1" else f"{paren(i_c)} * {paren(st_c)}")
         offset = add(*terms) if terms else "0"
-        return f"static_cast<int>(__ldg({names.name(buf, buf.name)} + {paren(offset)}))"
+        loaded = f"__ldg({names.name(buf, buf.name)} + {paren(offset)})"
+        if buf.dtype.is_float:  # a value (a scale held on the device), computed with in float
+            return convert(loaded, ctype(buf.dtype), "float")
+        return f"static_cast<int>({loaded})"
     raise TypeError(f"cannot write {e!r} as C")
 
 

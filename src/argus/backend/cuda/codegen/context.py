@@ -307,6 +307,8 @@ class Context:
             self.needs.includes.add("cuda_bf16.h")
         elif dtype.name == "f16":
             self.needs.includes.add("cuda_fp16.h")
+        elif dtype.name in ("e4m3", "e5m2"):
+            self.needs.includes.add("cuda_fp8.h")
         try:
             return ctype(dtype)
         except KeyError:

@@ -439,8 +439,9 @@ def wgmma_function_name(atom: MmaAtom) -> str:
 
 def wgmma_snippet(atom: MmaAtom) -> Snippet:
     """``wgmma.mma_async`` with A and B from shared-memory descriptors and f32 accumulators ``d[0..]`` in
-    place (scale-d = 1: D = A * B + D); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b (1: MN-major). For an atom that
-    reads A from registers (``.rs``), `wgmma_rs_snippet`."""
+    place (scale-d = 1: D = A * B + D); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b (1: MN-major). FP8 (k32) takes
+    no imm-trans operands (its operands are K-major: both must be 0). For an atom that reads A from registers
+    (``.rs``), `wgmma_rs_snippet`."""
     c_regs = atom.values_per_thread("C")
     if atom.acc_dtype.bits != 32:
         raise ValueError(f"{atom.name}: only f32 accumulators are lowered")
@@ -450,15 +451,19 @@ def wgmma_snippet(atom: MmaAtom) -> Snippet:
     da, db, one, ta, tb = c_regs, c_regs + 1, c_regs + 2, c_regs + 3, c_regs + 4
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(c_regs))
     name = wgmma_function_name(atom)
+    fp8 = atom.a_dtype.bits == 8
+    trans = "" if fp8 else f", %{ta}, %{tb}"
+    trans_in = "" if fp8 else ', "n"(TRANS_A), "n"(TRANS_B)'
+    check = '\n  static_assert(TRANS_A == 0 && TRANS_B == 0, "FP8 wgmma operands are K-major");' if fp8 else ""
     text = f"""
 // {atom.ptx} (both operands from shared memory): D = A * B + D, in place.
 template <int TRANS_A, int TRANS_B>
-__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, unsigned long long desc_b) {{
+__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, unsigned long long desc_b) {{{check}
   asm volatile(
       "{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"
-      "{atom.ptx} {{{regs}}}, %{da}, %{db}, p, 1, 1, %{ta}, %{tb};\\n}}\\n"
+      "{atom.ptx} {{{regs}}}, %{da}, %{db}, p, 1, 1{trans};\\n}}\\n"
       : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B)
+      : "l"(desc_a), "l"(desc_b), "r"(1){trans_in}
       : "memory");
 }}
 """
