@@ -84,7 +84,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sweep", type=int, default=4, help="configurations timed besides the heuristic's")
     parser.add_argument("--groups", type=int, nargs="*", default=[], help="GROUP values also timed on the heuristic's")
-    parser.add_argument("--scaling", default="tensor", choices=["tensor", "row"])
+    parser.add_argument(
+        "--block-configs", nargs="*", default=[], help="with --scaling block: BM,CONSUMERS,STAGES,GROUP also timed"
+    )
+    parser.add_argument("--scaling", default="tensor", choices=["tensor", "row", "block"])
     parser.add_argument("--budget", type=float, default=0.6, help="seconds of timed launches per shape (rounds)")
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--json", type=Path)
@@ -102,6 +105,8 @@ def main() -> int:
     rows_in = [(*(int(x) for x in s.split(",")), "cli") for s in args.shapes or []]
     if not rows_in:
         rows_in = [(*s, "issue") for s in ISSUE] + [(*s, "heldout") for s in HELDOUT]
+    if args.scaling == "block":
+        return block_scaled(torch, mm, rows_in, args)
 
     plans = []
     for m, n, k, suite in rows_in:
@@ -233,6 +238,113 @@ def main() -> int:
         args.json.write_text(
             json.dumps({"environment": environment(torch), "target": DEFAULT_TARGET.name, "rows": out_rows}, indent=1)
         )
+    return 1 if wrong else 0
+
+
+def _torch_block(torch, a, w, scale_a, scale_b):  # noqa: ANN001, ANN202
+    """torch's block-wise ``_scaled_mm`` (1x128 for a, 128x128 for w) where this torch and cuBLAS have it, else None."""
+    try:
+        out = torch._scaled_mm(a, w.t(), scale_a, scale_b, out_dtype=torch.bfloat16)
+        return lambda: torch._scaled_mm(a, w.t(), scale_a, scale_b, out_dtype=torch.bfloat16), out
+    except Exception as err:  # noqa: BLE001 - reported once per shape
+        print(f"  torch block-wise _scaled_mm: {type(err).__name__}: {str(err)[:160]}")
+        return None, None
+
+
+def block_scaled(torch, mm, rows_in, args) -> int:  # noqa: ANN001
+    """``--scaling block``: `argus.kernels.matmul.block_scaled_mm` (the scales copied into the kernel's layout and the
+    kernel, both timed) against torch's block-wise ``_scaled_mm`` where it runs, and against the per-tensor
+    ``torch._scaled_mm`` of the same operands (default and fast accumulation) as the speed of a product without
+    block scales. Errors against the f32 product of the dequantized operands."""
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    rows, wrong = [], False
+    print(f"{'shape':>20} {'argus ms':>9} {'TFLOP/s':>7} {'x torch-block':>13} {'x tensor':>8} {'x fast':>7}  err")
+    for m, n, k, suite in rows_in:
+        g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
+        a = torch.randn(m, k, device="cuda", generator=g).to(torch.float8_e4m3fn)
+        w = torch.randn(n, k, device="cuda", generator=g).to(torch.float8_e4m3fn)
+        kb, nb = -(-k // 128), -(-n // 128)
+        scale_a = (torch.rand(kb, m, device="cuda", generator=g) + 0.5).t()  # (M, KB) column-major, as torch takes it
+        scale_b = torch.rand(kb, nb, device="cuda", generator=g) + 0.5
+        a_deq = a.float() * scale_a.repeat_interleave(128, dim=1)[:, :k]
+        w_deq = w.float() * scale_b.t().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
+        ref = a_deq @ w_deq.t()
+        del a_deq, w_deq
+        scale = float(ref.abs().max())
+        one = torch.tensor(1.0, device="cuda")
+        launches = {
+            "torch tensor": lambda a=a, w=w, one=one: torch._scaled_mm(a, w.t(), one, one, out_dtype=torch.bfloat16),
+            "torch fast": lambda a=a, w=w, one=one: torch._scaled_mm(
+                a, w.t(), one, one, out_dtype=torch.bfloat16, use_fast_accum=True
+            ),
+        }
+        errs = {}
+        fn, out = _torch_block(torch, a, w, scale_a, scale_b)
+        if fn is not None:
+            launches["torch block"] = fn
+            errs["torch block"] = float((out.float() - ref).abs().max()) / scale
+        configs = [("argus", mm.block_scaled_config(m, n))]
+        for text in args.block_configs:
+            bm, consumers, stages, group = (int(x) for x in text.split(","))
+            config = mm.BlockScaledConfig(bm, consumers, stages, group)
+            if config != configs[0][1] and bm <= max(64, -(-m // 64) * 64):
+                configs.append((config.label, config))
+        for label, config in configs:
+            c, prepared = mm.prepare_block_scaled(a, w.t(), scale_a, scale_b, config=config)
+            for p in prepared:
+                p.launch()
+            torch.cuda.synchronize()
+            errs[label] = float((c.float() - ref).abs().max()) / scale
+            if not errs[label] <= 8e-3:
+                wrong = True
+                print(f"  WRONG {label} block-scaled at {m}x{n}x{k}: relative error {errs[label]}")
+            else:
+                launches[label] = lambda prepared=prepared: [p.launch() for p in prepared]
+        t = time.time()
+        for f in launches.values():
+            f()
+        torch.cuda.synchronize()
+        rounds = int(min(200, max(10, args.budget / max(time.time() - t, 1e-5))))
+        med = {name: statistics.median(v) for name, v in interleaved_times(torch, launches, rounds, scratch).items()}
+        ours = med.get("argus")
+        baselines = ("argus", "torch tensor", "torch fast", "torch block")
+        others = {name: t for name, t in med.items() if name not in baselines}
+        row = {
+            "shape": [m, n, k],
+            "suite": suite,
+            "scaling": "block",
+            "config": mm.block_scaled_config(m, n).label,
+            "rounds": rounds,
+            "ms": med,
+            "errors": errs,
+            "tflops": 2 * m * n * k / ours / 1e9 if ours else None,
+            "ratio_block": med["torch block"] / ours if ours and "torch block" in med else None,
+            "ratio_tensor": med["torch tensor"] / ours if ours else None,
+            "ratio_fast": med["torch fast"] / ours if ours else None,
+            "others": {name: {"ms": t, "ratio_tensor": med["torch tensor"] / t} for name, t in others.items()},
+        }
+        rows.append(row)
+
+        def f(x: float | None, spec: str = ".3f") -> str:
+            return format(x, spec) if x is not None else "-"
+
+        print(
+            f"{m}x{n}x{k:<8} {f(ours, '9.4f')} {f(row['tflops'], '7.0f')} {f(row['ratio_block']):>13} "
+            f"{f(row['ratio_tensor']):>8} {f(row['ratio_fast']):>7}  argus {errs['argus']:.1e}"
+            + (f" torch-block {errs['torch block']:.1e}" if "torch block" in errs else "")
+            + "".join(f"; {name} x tensor {v['ratio_tensor']:.3f}" for name, v in row["others"].items()),
+            flush=True,
+        )
+    sel = [r for r in rows if r["ratio_tensor"]]
+    if sel:
+        gm = math.exp(statistics.fmean(math.log(r["ratio_tensor"]) for r in sel))
+        gb = [r["ratio_block"] for r in sel if r["ratio_block"]]
+        print(
+            f"block-scaled: {len(sel)} shapes, geometric mean x per-tensor torch._scaled_mm {gm:.3f}"
+            + (f", x torch block-wise {math.exp(statistics.fmean(math.log(x) for x in gb)):.3f}" if gb else "")
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"environment": environment(torch), "rows": rows}, indent=1))
     return 1 if wrong else 0
 
 

@@ -153,12 +153,10 @@ def test_scaled_mm_matches_torch_on_the_gpu(dtype: str) -> None:
         err = float((c.float() - ref).abs().max() / ref.abs().max())
         # the FP8 products accumulate in wgmma's accumulator over all of K, as cuBLAS's fast accumulation does: the
         # error grows with K (about 1e-2 at K = 16384), so it is held to what cuBLAS's own fast mode gives
-        bound = 1e-2
-        if dtype == "e4m3":  # torch takes e4m3 x e4m3 (cuBLAS refuses e5m2 x e5m2)
+        bound = 1e-2 if k <= 4096 else 2e-2
+        if dtype == "e4m3" and m % 16 == n % 16 == 0:  # torch takes e4m3 x e4m3 (not e5m2 x e5m2), sizes % 16
             fast = torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16, use_fast_accum=True)
-            bound = max(bound, 1.25 * float((fast.float() - ref).abs().max() / ref.abs().max()))
-        elif k > 4096:
-            bound = 2e-2
+            bound = max(1e-2, 1.25 * float((fast.float() - ref).abs().max() / ref.abs().max()))
         assert err < bound, (dtype, m, n, k, err, bound)
         rows, cols = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
         bias = torch.randn(n, device="cuda").to(torch.bfloat16)
@@ -166,3 +164,100 @@ def test_scaled_mm_matches_torch_on_the_gpu(dtype: str) -> None:
         ref = (a.float() @ w.float().t()) * rows * cols + bias.float()
         err = float((c - ref).abs().max() / ref.abs().max())
         assert c.dtype == torch.float32 and err < bound, (dtype, m, n, k, err, bound)  # accumulation, as above
+
+
+# --- block-scaled FP8 (argus.kernels.gemm_fp8): scales per row and 128-element K-block of A, per 128 x 128 block of B
+
+
+def _block_reference(a, b, scale_a, scale_b) -> np.ndarray:  # noqa: ANN001
+    m, k = a.shape
+    out = np.zeros((m, b.shape[1]))
+    for kb in range(-(-k // 128)):
+        rows = slice(128 * kb, min(k, 128 * kb + 128))
+        part = a[:, rows].astype(np.float64) @ b[rows].astype(np.float64)
+        out += part * scale_a[:, kb][:, None] * np.repeat(scale_b[kb], 128)[: b.shape[1]][None, :]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("shape", "config"),
+    [
+        # two consumer warpgroups of 64 rows, partial row and column tiles, K = 400 (a short last K-block)
+        ((150, 136, 400), mm.BlockScaledConfig(128, 2, 3)),
+        # one consumer warpgroup of 64 rows (a decode batch), three blocks walking 2 x 2 tiles
+        ((70, 256, 256), mm.BlockScaledConfig(64, 1, 2)),
+        # three consumer warpgroups of 64 rows (192-row tiles), a partial second row tile
+        ((200, 136, 384), mm.BlockScaledConfig(192, 3, 2)),
+    ],
+)
+def test_block_scaled_fp8_is_correct_on_the_interpreter(shape, config) -> None:
+    m, n, k = shape
+    rng = np.random.default_rng(n + k)
+    a, b = _fp8("e4m3", (m, k), rng), _fp8("e4m3", (k, n), rng)
+    kb, nb = -(-k // 128), -(-n // 128)
+    scale_a, scale_b = rng.uniform(0.25, 4.0, (m, kb)), rng.uniform(0.25, 4.0, (kb, nb))
+    c = mm.block_scaled_on_interpreter(a, b, scale_a, scale_b, config, blocks=3)
+    ref = _block_reference(a, b, scale_a, scale_b)
+    assert np.max(np.abs(c - ref)) <= 1e-6 * np.max(np.abs(ref))
+
+
+def test_block_scaled_fp8_verifies_and_a_scale_of_the_wrong_rows_is_caught(tmp_path) -> None:
+    from argus.eval.candidates import import_file
+    from argus.kernels.gemm_fp8 import gemm_fp8_block_scaled
+    from argus.kernels.source import module_source
+
+    report = verify_kernel(gemm_fp8_block_scaled.trace())
+    assert not report.findings, report.findings
+    tags = [c for c in report.checks if c.check == "tag assertion"]
+    assert len(tags) == 3 and all(c.verdict.value == "verified" for c in tags)
+    compiled = compile_kernel(gemm_fp8_block_scaled)
+    assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+    qgmma = {op: n for op, n in compiled.instruction_mix(modifiers=True).items() if op.startswith("QGMMA")}
+    assert qgmma and sum(qgmma.values()) == 4 and all(".E4M3.E4M3" in op for op in qgmma), qgmma
+    # seeded bug: the row scales of the next row tile
+    text = module_source(gemm_fp8_block_scaled)
+    good = "T.copy(SA.tile((k, bm), (None, BM)), sa)"
+    assert text.count(good) == 1
+    path = tmp_path / "broken_block_scaled.py"
+    path.write_text(text.replace(good, "T.copy(SA.tile((k, bm + 1), (None, BM)), sa)"))
+    broken = getattr(import_file(path, "broken_block_scaled"), gemm_fp8_block_scaled.name)
+    found = verify_kernel(broken.trace())
+    assert any(f.code == "TAG_ASSERT" for f in found.findings), [f.code for f in found.findings]
+
+
+def test_block_scaled_fp8_refuses_what_it_cannot_run() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.randn(64, 256).to(torch.float8_e4m3fn)
+    w = torch.randn(128, 256).to(torch.float8_e4m3fn)
+    with pytest.raises(mm.GemmError, match=r"scale_a \(64, 2\)"):
+        mm.block_scales(a, w.t(), torch.ones(64, 3), torch.ones(2, 1), torch)
+    with pytest.raises(mm.GemmError, match="float32"):
+        mm.block_scales(a, w.t(), torch.ones(64, 2, dtype=torch.float64), torch.ones(2, 1), torch)
+    with pytest.raises(mm.GemmError, match="K a multiple of 16"):
+        mm.block_scaled_mm(a[:, :250].contiguous(), w[:, :250].contiguous().t(), torch.ones(64, 2), torch.ones(2, 1))
+    assert mm.block_scaled_config(16, 4096).BM == 64
+    assert mm.block_scaled_config(4096, 4096) == mm.BlockScaledConfig(192, 3, 5)  # 22 x 32 tiles: every SM busy
+    assert mm.block_scaled_config(1024, 1024).CONSUMERS == 2  # 6 x 8 tiles of 192 rows would leave SMs idle
+
+
+@pytest.mark.gpu
+def test_block_scaled_mm_matches_the_reference_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    for m, n, k in ((4096, 4096, 4096), (16, 7168, 2048), (1000, 1000, 1008), (512, 512, 16384)):
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        kb, nb = -(-k // 128), -(-n // 128)
+        scale_a = (torch.rand(kb, m, device="cuda") + 0.5).t()  # column-major, as torch takes it
+        scale_b = torch.rand(kb, nb, device="cuda") + 0.5
+        c = mm.block_scaled_mm(a, w.t(), scale_a, scale_b)
+        sa = scale_a.repeat_interleave(128, dim=1)[:, :k]
+        sb = scale_b.repeat_interleave(128, dim=0)[:k].repeat_interleave(128, dim=1)[:, :n]
+        ref = torch.zeros(m, n, device="cuda", dtype=torch.float64)
+        for j in range(kb):  # each K-block's product times its scales, summed in float64
+            rows = slice(128 * j, min(k, 128 * j + 128))
+            part = a[:, rows].double() @ w[:, rows].double().t()
+            ref += part * sa[:, rows][:, :1].double() * sb[rows][:1].double()
+        err = float((c.double() - ref).abs().max() / ref.abs().max())
+        assert c.dtype == torch.bfloat16 and err < 8e-3, (m, n, k, err)  # bf16 C; the sum over K in f32

@@ -1034,6 +1034,166 @@ def scaled_mm(
     return C
 
 
+@dataclass(frozen=True)
+class BlockScaledConfig:
+    """A configuration of `argus.kernels.gemm_fp8.gemm_fp8_block_scaled` (the kernel's parameters of the same names)."""
+
+    BM: int = 128
+    CONSUMERS: int = 2
+    STAGES: int = 6
+    GROUP: int = 8
+
+    @property
+    def label(self) -> str:
+        return f"block-scaled {self.BM}x128x128 s{self.STAGES} c{self.CONSUMERS} g{self.GROUP}"
+
+    def kernel_params(self, dtype: str, out: str, target: Target = DEFAULT_TARGET) -> tuple[tuple[str, Any], ...]:
+        params = {
+            "BM": self.BM,
+            "STAGES": self.STAGES,
+            "CONSUMERS": self.CONSUMERS,
+            "GROUP": self.GROUP,
+            "IN": dtype,
+            "OUT": out,
+            "BLOCKS": target.sms,
+        }
+        if self.CONSUMERS != 2:
+            params["CONSUMER_REGS"] = consumer_registers(self.CONSUMERS)
+        return tuple(sorted(params.items()))
+
+
+def block_scaled_config(m: int, n: int = 0, target: Target = DEFAULT_TARGET) -> BlockScaledConfig:
+    """The block-scaled kernel's configuration for an (M, N) output: 64-row tiles on one consumer warpgroup for M <= 64
+    (a decode batch); 192-row tiles on three where they still give every SM a tile (measured 1.1-1.2x the 128-row
+    tiles at 4096 x 4096 and up, benchmarks/results/2026-11-30-gemm-fp8/, call 7: more rows per B tile, and the
+    promotion's two accumulators fit three warpgroups' registers); else 128-row tiles on two. Each with the deepest
+    pipeline shared memory holds (stages of (BM + 128) x 128 bytes)."""
+    if m <= 64:
+        bm, consumers = 64, 1
+    elif _cdiv(m, 192) * _cdiv(n, 128) >= target.sms:
+        bm, consumers = 192, 3
+    else:
+        bm, consumers = 128, 2
+    stages = min(MAX_STAGES, (SHARED_MEMORY_BUDGET - 2048) // ((bm + 128) * 128))
+    return BlockScaledConfig(bm, consumers, stages)
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_block_scaled(params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.kernels.gemm_fp8 import gemm_fp8_block_scaled
+
+    return gemm_fp8_block_scaled.trace(**dict(params))
+
+
+def block_scales(a: Any, b: Any, scale_a: Any, scale_b: Any, xp: Any) -> tuple[Any, Any]:
+    """(SA (KB, M), SB (KB, NB)): the block-scaled kernel's scale tensors from torch's block-wise ``_scaled_mm`` ones,
+    scale_a (M, KB) (one per row and 128-element K-block of a) and scale_b (KB, NB) (one per 128 x 128 block of b), KB
+    = cdiv(K, 128), NB = cdiv(N, 128), in float32: SA is scale_a transposed (a view where scale_a is stored
+    column-major, as torch wants it; else a copy), SB scale_b itself. `xp`: numpy or torch."""
+    m, k = a.shape
+    n = b.shape[1]
+    kb, nb = _cdiv(k, 128), _cdiv(n, 128)
+    if tuple(scale_a.shape) != (m, kb) or tuple(scale_b.shape) != (kb, nb):
+        raise GemmError(
+            f"block-scaled FP8 takes scale_a ({m}, {kb}) (per row and 128-element K-block of a) and scale_b ({kb}, "
+            f"{nb}) (per 128 x 128 block of b); got {tuple(scale_a.shape)} and {tuple(scale_b.shape)}"
+        )
+    if xp.__name__ == "numpy":
+        return xp.ascontiguousarray(xp.asarray(scale_a, xp.float64).T), xp.asarray(scale_b, xp.float64)
+    import torch
+
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s.dtype != torch.float32 or s.device != a.device:
+            raise GemmError(f"{name} must be a float32 tensor on {a.device}, not {s.dtype} on {s.device}")
+    return scale_a.t().contiguous(), scale_b.contiguous()
+
+
+def _block_scaled_problem(a: Any, b: Any, out_dtype: Any) -> GemmProblem:
+    problem = problem_of(a, b, out_dtype)
+    if problem.dtype not in FP8_INPUTS or problem.batch != 1:
+        raise GemmError(f"block-scaled GEMMs take 2-D float8_e4m3fn or float8_e5m2 operands, not {a.dtype}")
+    per_vector = 16 // dtype_of(problem.out).itemsize
+    if problem.K % 16 or problem.N % per_vector:
+        raise GemmError(
+            f"block-scaled FP8 needs K a multiple of 16 (TMA's 16-byte rows) and N of {per_vector} "
+            f"(C's rows in 16-byte vectors); got K = {problem.K}, N = {problem.N}: pad the operands"
+        )
+    return problem
+
+
+def block_scaled_on_interpreter(
+    a: Any, b: Any, scale_a: Any, scale_b: Any, config: BlockScaledConfig, out: str = "f32", blocks: int = 4
+) -> Any:
+    """The block-scaled product on the CPU interpreter (numpy a (M, K) and b (K, N) holding FP8 values, scales as
+    `block_scales` takes them), through exactly the kernel a GPU call launches, on `blocks` blocks."""
+    import numpy as np
+
+    from argus.interp import run_kernel
+
+    sa, sb = block_scales(a, b, scale_a, scale_b, np)
+    params = dict(config.kernel_params("e4m3", out, replace(DEFAULT_TARGET, sms=blocks)))
+    c = np.full((a.shape[0], b.shape[1]), np.nan)
+    run_kernel(
+        _traced_block_scaled(tuple(sorted(params.items()))),
+        {"A": a, "B": np.ascontiguousarray(b.T), "SA": sa, "SB": sb, "C": c},
+    )
+    return c
+
+
+def prepare_block_scaled(
+    a: Any, b: Any, scale_a: Any, scale_b: Any, *, out_dtype: Any = None, config: BlockScaledConfig | None = None
+) -> tuple[Any, Launches]:
+    """(C, the prepared launches), as `prepare` for `block_scaled_mm`: the kernel, after a copy of the scales into its
+    layout where they are not in it already."""
+    import torch
+
+    problem = _block_scaled_problem(a, b, out_dtype)
+    config = config or block_scaled_config(problem.M, problem.N)
+    sa, sb = block_scales(a, b, scale_a, scale_b, torch)
+    c = torch.empty((problem.M, problem.N), dtype=torch_dtype(problem.out), device=a.device)
+    kernel = _loaded_block_scaled(config.kernel_params(problem.dtype, problem.out))
+    launches = Launches()
+    if sa.data_ptr() != scale_a.data_ptr() or sb.data_ptr() != scale_b.data_ptr():  # copies: refreshed every launch
+        launches.append(_CopyScales(((scale_a.t(), sa), (scale_b, sb))))
+    launches.append(kernel.prepare(a, b.t(), sa, sb, c))
+    launches.keep = [a, b, scale_a, scale_b, sa, sb, c]
+    return c, launches
+
+
+class _CopyScales:
+    """The first launch of a prepared block-scaled call whose scales were not in the kernel's layout (scale_a not
+    column-major): the copies refreshed, so that a relaunch reads the scales' current values."""
+
+    def __init__(self, pairs: tuple) -> None:
+        self.pairs = tuple((src, dst) for src, dst in pairs if src.data_ptr() != dst.data_ptr())
+
+    def launch(self) -> None:
+        for src, dst in self.pairs:
+            dst.copy_(src)
+
+
+@functools.lru_cache(maxsize=32)
+def _loaded_block_scaled(params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.runtime import load
+
+    return load(compile_kernel(_traced_block_scaled(params)))
+
+
+def block_scaled_mm(
+    a: Any, b: Any, scale_a: Any, scale_b: Any, *, out_dtype: Any = None, config: BlockScaledConfig | None = None
+) -> Any:
+    """``torch._scaled_mm`` with block-wise scales (DeepSeek-V3's recipe): FP8 a (M, K) row-major and b (K, N)
+    column-major (``w.t()``), scale_a (M, KB) f32 one per row and 128-element K-block of a, scale_b (KB, NB) f32 one
+    per 128 x 128 block of b; C = sum over the K-blocks of each block's product times its scales, in `out_dtype`
+    (bf16 by default), on `argus.kernels.gemm_fp8.gemm_fp8_block_scaled` (the products of each K-block promoted into
+    an f32 sum in registers). K must be a multiple of 16 and N of 8 (bf16 C)."""
+    c, launches = prepare_block_scaled(a, b, scale_a, scale_b, out_dtype=out_dtype, config=config)
+    for launch in launches:
+        launch.launch()
+    return c
+
+
 def _epilogue_of(expression: str, m: int, n: int, operands: dict[str, Any]) -> Epilogue:
     """The `Epilogue` of one expression, each operand's kind read off its shape (see `matmul`)."""
     kinds: dict[str, tuple[str, str]] = {}
@@ -1205,7 +1365,13 @@ __all__ = [
     "matmul",
     "padded_extent",
     "plan",
+    "BlockScaledConfig",
+    "block_scaled_config",
+    "block_scaled_mm",
+    "block_scaled_on_interpreter",
+    "block_scales",
     "prepare",
+    "prepare_block_scaled",
     "problem_of",
     "scaled_mm",
     "scaled_operands",

@@ -29,8 +29,8 @@ from argus.ir.expr import (
 from argus.ir.nodes import For, If, Let, LoopKind, Role
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.sync import check_turns
-from argus.lang.trace import CURRENT, current
 from argus.lang.tiles import index_expr
+from argus.lang.trace import CURRENT, current
 
 
 @contextlib.contextmanager

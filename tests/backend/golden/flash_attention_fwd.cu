@@ -158,12 +158,13 @@ __device__ __forceinline__ float exp2_approx(float x) {
 
 // wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 (both operands from shared memory): D = A * B + D, in place.
 template <int TRANS_A, int TRANS_B>
-__device__ __forceinline__ void wgmma_m64n64k16_f32_bf16_bf16(float* d, unsigned long long desc_a, unsigned long long desc_b) {
+__device__ __forceinline__ void wgmma_m64n64k16_f32_bf16_bf16(float* d, unsigned long long desc_a, unsigned long long desc_b,
+                                       int scale_d = 1) {
   asm volatile(
       "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B)
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
       : "memory");
 }
 
@@ -264,9 +265,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) flash_attention_fwd(const _
     for (int j_1 = 0; j_1 < (S + 63) / 64; ++j_1) {
       // attention.py:56  mbarrier.wait full[(j_1 % 2)] phase=((j_1 // 2) % 2)
       argus::mbarrier_wait(argus::smem_u32(&full[j_1 % 2]), static_cast<unsigned>((j_1 / 2) % 2) & 1u);
-      // attention.py:57  fill scores = 0.0
-      #pragma unroll
-      for (int v = 0; v < 32; ++v) scores[v] = 0.0f;
+      // attention.py:57  fill scores = 0.0: folded into the next wgmma (scale-d = 0)
       // attention.py:58  gemm scores += sQ @ sK[(j_1 % 2), :64, :64].T atom=wgmma.m64n64k16.f32.bf16.bf16.ss
       {
         const unsigned a_base = argus::smem_u32(sQ) + 2 * 0;  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
@@ -274,7 +273,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) flash_attention_fwd(const _
         const unsigned b_base = argus::smem_u32(sK) + 2 * ((j_1 % 2) * 4096);  // B: K-major, 128-byte swizzle, LBO 16, SBO 1024
         const unsigned long long b_desc = argus::wgmma_descriptor(b_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
         argus::wgmma_fence();
-        argus::wgmma_m64n64k16_f32_bf16_bf16<0, 0>(scores, a_desc, b_desc);
+        argus::wgmma_m64n64k16_f32_bf16_bf16<0, 0>(scores, a_desc, b_desc, 0);  // scale-d = 0: D = A * B (the zero fill before it)
         argus::wgmma_m64n64k16_f32_bf16_bf16<0, 0>(scores, a_desc + 2ull, b_desc + 2ull);
         argus::wgmma_m64n64k16_f32_bf16_bf16<0, 0>(scores, a_desc + 4ull, b_desc + 4ull);
         argus::wgmma_m64n64k16_f32_bf16_bf16<0, 0>(scores, a_desc + 6ull, b_desc + 6ull);

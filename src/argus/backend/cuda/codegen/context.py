@@ -181,6 +181,36 @@ class Writer:
         return ident
 
 
+def zero_fill_folded(stmts: tuple[Stmt, ...], i: int) -> bool:
+    """Whether statement `i` is a zero fill of a whole fragment that the next statement (annotations aside), a
+    ``wgmma`` with both operands in shared memory, accumulates into: the MMA's first instruction then writes
+    ``A @ B`` instead of adding it (``scale-d`` 0), which is what the fill and the MMA compute together, and the
+    fill's register moves are not emitted. Every instruction of such an MMA covers the warpgroup's whole share of
+    the accumulator (`mma.gemm`'s tiling: one m64 row per warpgroup, the tile's full N), so the first one overwrites
+    every value the fill would have set."""
+    from argus.atoms import get_atom
+    from argus.ir.expr import Const
+    from argus.ir.nodes import Fill, Gemm, Space
+
+    s = stmts[i]
+    if not (isinstance(s, Fill) and s.dst.space == Space.FRAGMENT and s.dst.is_whole()):
+        return False
+    if not (isinstance(s.value, Const | int | float) and float(getattr(s.value, "value", s.value)) == 0.0):
+        return False
+    following = [t for t in stmts[i + 1 :] if type(t).__name__ not in ANNOTATIONS]
+    if not following or not isinstance(following[0], Gemm):
+        return False
+    g = following[0]
+    atom = get_atom(g.atom)
+    return (
+        g.acc.buffer is s.dst.buffer
+        and g.acc.is_whole()
+        and atom.ptx.startswith("wgmma.")
+        and atom.a_source.value == "shared"
+        and atom.acc_dtype.bits == 32
+    )
+
+
 class Context:
     """The state of one kernel's emission and the helpers every rule uses.
 
@@ -222,6 +252,9 @@ class Context:
         self.needs = Needs()
         self.barriers = barriers
         self.declared: set[Buffer] = set()
+        #: accumulators whose zero fill was folded into the next ``wgmma`` (`zero_fill_folded`): its first instruction
+        #: writes the products instead of adding them (scale-d = 0); `mma.gemm` takes the buffer out again
+        self.zeroed_by_mma: set[Buffer] = set()
 
     # --- writing ---------------------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -263,7 +296,12 @@ class Context:
 
     # --- statements ------------------------------------------------------------------------------------
     def body(self, stmts: tuple[Stmt, ...]) -> None:
-        for s in stmts:
+        stmts = tuple(stmts)
+        for i, s in enumerate(stmts):
+            if zero_fill_folded(stmts, i):
+                self.line(f"// {where(s.loc)}  {describe(s)}: folded into the next wgmma (scale-d = 0)")
+                self.zeroed_by_mma.add(s.dst.buffer)
+                continue
             self.statement(s)
 
     def statement(self, s: Stmt) -> None:

@@ -301,9 +301,13 @@ def wgmma(cx: Context, s: Gemm, atom: MmaAtom) -> None:
             starts[name] = (desc, steps_a if name == "a" else steps_b)
         cx.line("argus::wgmma_fence();")
         fname = cx.buffer_name(s.acc.buffer)
+        zeroed = s.acc.buffer in cx.zeroed_by_mma  # the fill before it was folded in: the first step writes D
+        cx.zeroed_by_mma.discard(s.acc.buffer)
         for kk in range(k_steps):
             descs = [_step_descriptor(*starts[name], kk) for name in ("a", "b")]
-            cx.line(f"argus::{helper}<{plan_a.trans}, {plan_b.trans}>({fname}, {descs[0]}, {descs[1]});")
+            first = ", 0" if zeroed and kk == 0 else ""
+            note = "  // scale-d = 0: D = A * B (the zero fill before it)" if first else ""
+            cx.line(f"argus::{helper}<{plan_a.trans}, {plan_b.trans}>({fname}, {descs[0]}, {descs[1]}{first});{note}")
         cx.line("argus::wgmma_commit();")
         pending = int(s.pending)
         cx.line(f"argus::wgmma_wait<{pending}>();" + ("  // the previous iteration's MMAs" if pending else ""))

@@ -439,9 +439,9 @@ def wgmma_function_name(atom: MmaAtom) -> str:
 
 def wgmma_snippet(atom: MmaAtom) -> Snippet:
     """``wgmma.mma_async`` with A and B from shared-memory descriptors and f32 accumulators ``d[0..]`` in
-    place (scale-d = 1: D = A * B + D); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b (1: MN-major). FP8 (k32) takes
-    no imm-trans operands (its operands are K-major: both must be 0). For an atom that reads A from registers
-    (``.rs``), `wgmma_rs_snippet`."""
+    place (scale-d = 1: D = A * B + D; with ``scale_d`` 0, D = A * B); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b
+    (1: MN-major). FP8 (k32) takes no imm-trans operands (its operands are K-major: both must be 0). For an atom
+    that reads A from registers (``.rs``), `wgmma_rs_snippet`."""
     c_regs = atom.values_per_thread("C")
     if atom.acc_dtype.bits != 32:
         raise ValueError(f"{atom.name}: only f32 accumulators are lowered")
@@ -458,12 +458,13 @@ def wgmma_snippet(atom: MmaAtom) -> Snippet:
     text = f"""
 // {atom.ptx} (both operands from shared memory): D = A * B + D, in place.
 template <int TRANS_A, int TRANS_B>
-__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, unsigned long long desc_b) {{{check}
+__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, unsigned long long desc_b,
+                                       int scale_d = 1) {{{check}
   asm volatile(
       "{{\\n .reg .pred p;\\n setp.ne.b32 p, %{one}, 0;\\n"
       "{atom.ptx} {{{regs}}}, %{da}, %{db}, p, 1, 1{trans};\\n}}\\n"
       : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(1){trans_in}
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d){trans_in}
       : "memory");
 }}
 """
