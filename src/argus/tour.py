@@ -25,8 +25,10 @@ NOT_YET = [
     "1.02x cuBLAS geometric mean over the 22 bf16 shapes of issue #20 on an H200, but 0.59-0.92x on decode, "
     "small and wave-quantized shapes; f32 by split precision at 2.7-4.3x strict fp32 cuBLAS; fused epilogues of "
     "vectors free, of residual tiles at 0.46-0.71x; an untuned batched GEMM; f32 decode and matrix-vector products "
-    "on the CUDA-core GEMV at 1.09x strict fp32 cuBLAS, but no bf16 GEMV, stream-K or FP8 yet: "
-    "benchmarks/results/2026-11-28-gemm-shapes.md, 2026-11-28-gemm-epilogue.md, 2026-11-29-gemv/)",
+    "on the CUDA-core GEMV at 1.09x strict fp32 cuBLAS; FP8 per tensor at 1.015x torch._scaled_mm on the issue's "
+    "shapes, block-scaled FP8 at about half the per-tensor speed; but no bf16 GEMV or stream-K yet: "
+    "benchmarks/results/2026-11-28-gemm-shapes.md, 2026-11-28-gemm-epilogue.md, 2026-11-29-gemv/, "
+    "2026-11-30-gemm-fp8/)",
     "convolution at cuDNN speed everywhere (1-d and 2-d convolutions without groups run on the verified implicit-GEMM"
     " kernel: bf16 at 0.53-1.11x cuDNN on an H200, geometric mean 0.80 on ResNet-50's layers (the strided ones timed "
     "on an earlier view of the input); f32 by split precision at 0.06-1.01x cuDNN's TF32 and 0.06-7.6x its strict "
