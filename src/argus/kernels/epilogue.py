@@ -1,10 +1,12 @@
 """Fused GEMM epilogues: ``C = f(A @ B, operands)`` for any elementwise `f` of the f32 accumulator with per-column
-vectors (a bias), per-row vectors, tensors of C's shape (a residual) and constants, computed in registers before
-C is stored, so that the product never makes a round trip through memory.
+vectors (a bias), per-row vectors, tensors of C's shape (a residual), one-element tensors (a scale held on the
+device) and constants, computed in registers before C is stored, so that the product never makes a round trip
+through memory.
 
 An `Epilogue` is data: the DSL statements of `f`, over the name ``acc`` (the accumulator tile) and the names of
-its operands (each an `EpilogueOperand`: a per-column vector ``(N,)``, a per-row vector ``(M,)`` or a tile
-``(M, N)``), and the name of the result. `fused_kernels` writes the two kernels that apply it, as source text:
+its operands (each an `EpilogueOperand`: a per-column vector ``(N,)``, a per-row vector ``(M,)``, a tile
+``(M, N)`` or a scalar ``(1,)``), and the name of the result. `fused_kernels` writes the two kernels that apply it,
+as source text:
 
 * ``gemm_fused_<key>``: `argus.kernels.gemm.persistent_gemm` (the persistent warp-specialized Hopper GEMM) whose
   consumers apply `f` to each tile's accumulator before the store; every operand is one more tensor parameter
@@ -59,7 +61,8 @@ class EpilogueError(ValueError):
 @dataclass(frozen=True)
 class EpilogueOperand:
     """A tensor the epilogue reads: `name` (the value's name in the statements), `kind` (``"columns"`` (N,),
-    ``"rows"`` (M,) or ``"tile"`` (M, N)) and `dtype` (``"f32"``, ``"bf16"`` or ``"f16"``; read as f32)."""
+    ``"rows"`` (M,), ``"tile"`` (M, N) or ``"scalar"`` (1,): one value, read on the device when the kernel runs) and
+    `dtype` (``"f32"``, ``"bf16"`` or ``"f16"``; read as f32)."""
 
     name: str
     kind: str
