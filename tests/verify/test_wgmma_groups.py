@@ -78,3 +78,75 @@ def test_the_overlapped_attention_has_no_mma_in_flight_finding() -> None:
     report = verify_kernel(kernel)
     assert not [f for f in report.findings if f.code == "MMA_IN_FLIGHT"]
     assert not [c for c in report.checks if c.verdict.value == "violated"]
+
+
+def _across_the_back_edge(touch_before_wait: bool, touch_after_issue: bool, wait_after_loop: bool):  # noqa: ANN202
+    """One asynchronous MMA per iteration, completed by the ``T.wgmma_wait(0)`` at the top of the next iteration
+    (block-scaled FP8's promotion: the previous K-block's product is moved out and promoted while this one's MMAs
+    run), with a seeded touch of the accumulator where the MMAs still run."""
+
+    @argus.kernel
+    def back_edge(
+        A: T.Tensor[("M", "K"), T.bf16],
+        B: T.Tensor[("N", "K"), T.bf16],
+        C: T.Tensor[("M", "N"), T.f32],
+        BM: int = 128,
+        BN: int = 128,
+        BK: int = 64,
+        STAGES: int = 4,
+    ):
+        T.assume("K % 8 == 0")
+        with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), threads=384) as (bm, bn):
+            sA = T.alloc_shared((STAGES, BM, BK), T.bf16, swizzle=128)
+            sB = T.alloc_shared((STAGES, BN, BK), T.bf16, swizzle=128)
+            full = T.alloc_mbarrier(STAGES, arrive_count=1)
+            empty = T.alloc_mbarrier(STAGES, arrive_count=2)
+            with T.role("producer", warpgroups=(0,), registers=40):
+                for k, s in T.pipeline(T.cdiv(K, BK), stages=STAGES):
+                    T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
+                    T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * 2)
+                    T.copy(A.tile((bm, k), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                    T.copy(B.tile((bn, k), (BN, BK)), sB[s], atom="tma", mbarrier=full[s])
+            with T.role("consumer", warpgroups=(1, 2), registers=232):
+                part = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))
+                prev = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))
+                total = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN))
+                T.fill(part, 0.0)
+                T.fill(total, 0.0)
+                for k, s in T.pipeline(T.cdiv(K, BK), stages=STAGES):
+                    T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
+                    if touch_before_wait:
+                        T.copy(part, prev)  # the previous iteration's MMAs still write `part`
+                    T.wgmma_wait(0)
+                    with T.if_(k > 0):
+                        T.mbarrier_arrive(empty[(k - 1) % STAGES], per_warpgroup=True)
+                    T.copy(part, prev)
+                    T.fill(part, 0.0)
+                    T.gemm(sA[s], sB[s].T, part, wait_group=1)  # runs on into the next iteration
+                    T.copy(total + prev, total)
+                    if touch_after_issue:
+                        T.copy(total + part, total)  # still running
+                if wait_after_loop:
+                    T.wgmma_wait(0)
+                T.copy(total + part, C.tile((bm, bn), (BM, BN)))
+
+    return back_edge
+
+
+def test_a_wait_at_the_top_of_the_next_iteration_completes_the_mmas() -> None:
+    assert _in_flight(_across_the_back_edge(False, False, True)) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "wait_after_loop", "said"),
+    [
+        (True, False, True, "across the loop's back edge"),
+        (False, True, True, "across the loop's back edge"),
+        (False, False, False, "not waited for"),
+    ],
+)
+def test_a_use_before_the_next_iteration_s_wait_is_reported(
+    before: bool, after: bool, wait_after_loop: bool, said: str
+) -> None:
+    (finding,) = _in_flight(_across_the_back_edge(before, after, wait_after_loop))
+    assert said in finding.message, finding.message

@@ -11,6 +11,10 @@ hardware orders after the MMAs in flight) touches the accumulator while such MMA
   ``wait_group=P``) once ``P`` or more groups were issued after theirs. Then only the statements between the MMA
   and that wait may not touch the accumulator (the intra-warpgroup overlap of attention: S of this tile completes
   at the issue of O += P V of the previous tile, which runs on while this tile's softmax does);
+* or unless an unconditional ``T.wgmma_wait(0)`` at the top level of the body *before* the MMA completes them in the
+  next iteration: the MMAs run on across the back edge, and the statements after the MMA in its iteration and those
+  before the wait in the next may not touch the accumulator (block-scaled FP8's promotion of one K-block while the
+  next one's MMAs run); at the loop's exit they are still in flight, and the rule after the loop (below) applies;
 * a ``.rs`` wgmma reads its A operand from registers until its MMAs complete: writing those registers counts as
   touching the accumulator (reading them does not);
 * after the loop, a `WgmmaWait` of 0 in the body that holds the loop, outside any branch, comes before the first
@@ -78,6 +82,18 @@ def _waited_in_body(loop: For, gemm: Stmt) -> tuple[int, int] | None:
     return None
 
 
+def _waited_at_top(loop: For, gemm: Stmt) -> tuple[int, int] | None:
+    """(i, w): the top-level statement `i` of the loop's body that holds `gemm`, and the first statement `w < i` of the
+    body that is an unconditional ``T.wgmma_wait(0)``, if there is one: it completes the MMAs of the previous
+    iteration (every group in flight), before anything after it in the body runs."""
+    for i, top in enumerate(loop.body):
+        if any(x is gemm for x in walk_all((top,))):
+            return next(
+                ((i, w) for w in range(i) if isinstance(loop.body[w], WgmmaWait) and loop.body[w].pending == 0), None
+            )
+    return None
+
+
 def check_wgmma_in_flight(ctx: Context) -> list[Finding]:
     prog = ctx.analysis.program
     findings: list[Finding] = []
@@ -125,7 +141,27 @@ def check_wgmma_in_flight(ctx: Context) -> list[Finding]:
                     f"{holder.body[w].loc.line if holder.body[w].loc else '?'}, after it",
                 )
             continue
-        if isinstance(holder, For):
+        top = _waited_at_top(holder, s) if isinstance(holder, For) else None
+        if top is not None:
+            # in flight across the back edge until the wait at the top of the next iteration
+            i, w = top
+            rest = []
+            for frame in reversed(site.frames):
+                if frame.owner is holder:
+                    break
+                rest += frame.body[frame.pos + 1 :]
+            use = _first_touch(tuple(rest) + tuple(holder.body[i + 1 :]) + tuple(holder.body[:w]), acc, a_regs)
+            if use is not None:
+                wait_line = holder.body[w].loc.line if holder.body[w].loc else "?"
+                report(
+                    use,
+                    site,
+                    f"the MMAs issued at line {line} with wait_group {s.pending} run on across the loop's back edge "
+                    f"until the wait at line {wait_line}, in the next iteration",
+                )
+                continue
+            # at the loop's exit the last iteration's MMAs are still in flight: the rule after the loop, below
+        elif isinstance(holder, For):
             use = _first_touch(holder.body, acc, a_regs)
             if use is not None:
                 report(
