@@ -149,3 +149,105 @@ def test_element_reads_and_bounded_windows_cross_the_wire() -> None:
     back = serialize.kernel_from_data(serialize.kernel_to_data(kernel))
     assert format_kernel(back) == format_kernel(kernel)
     assert "offs[" in format_kernel(back) and "below (row_end, _)" in format_kernel(back)
+
+
+# --- FP8 with row-wise scales (`grouped_gemm_scaled`, `moe.scaled_grouped_mm`) ------------------------------------
+
+
+def _run_scaled(offs: list[int], rows: int, k: int, n: int, **params: int) -> tuple[np.ndarray, np.ndarray]:
+    from argus.ir.types import e4m3
+    from argus.kernels.grouped import grouped_gemm_scaled
+
+    rng = np.random.default_rng(len(offs) * 1000 + rows + k)
+    experts = len(offs)
+    a = round_to(e4m3, rng.standard_normal((rows, k)))
+    w = round_to(e4m3, rng.standard_normal((experts, n, k)))  # each expert's weight (N, K), as nn.Linear holds it
+    scale_a, scale_b = rng.uniform(0.25, 4.0, rows), rng.uniform(0.25, 4.0, (experts, n))
+    ends = np.asarray(offs, dtype=np.int64)
+    c = np.full((rows, n), 12345.0)
+    cfg = {"BM": 128, "BN": 128, "BK": 128, "STAGES": 2, "BLOCKS": 3, "SEARCH": search_steps(experts), "OUT": "f32"}
+    interpret(grouped_gemm_scaled, a, w, ends, tile_counts(ends, cfg["BM"]), scale_a, scale_b, c, **cfg | params)
+    ref = grouped_product(a, np.swapaxes(w, 1, 2), ends) * scale_a[:, None]
+    start = 0
+    for g, end in enumerate(offs):
+        ref[start:end] *= scale_b[g][None, :]
+        start = end
+    return c, ref
+
+
+@pytest.mark.parametrize(
+    ("offs", "rows", "k"),
+    [
+        ([0, 70, 70, 250, 290], 300, 256),  # empty experts, groups straddling row tiles, rows past the end
+        ([1, 2, 3, 3, 131, 260, 261, 300], 300, 208),  # tiny groups, K not a K-block multiple (TMA zeros)
+    ],
+)
+def test_fp8_grouped_rows_are_their_expert_s_scaled_product(offs: list[int], rows: int, k: int) -> None:
+    c, ref = _run_scaled(offs, rows, k, 256)
+    last = offs[-1]
+    assert np.abs(c[:last] - ref[:last]).max() <= 1e-6 * np.abs(ref[:last]).max()  # FP8 products are exact in f32
+    assert np.all(c[last:] == 12345.0)
+
+
+def test_the_fp8_grouped_gemm_verifies_compiles_to_qgmma_and_catches_another_expert_s_scales(tmp_path) -> None:
+    from argus.eval.candidates import import_file
+    from argus.kernels.grouped import grouped_gemm_scaled
+    from argus.kernels.source import module_source
+
+    report = verify(grouped_gemm_scaled.trace(BLOCKS=3, STAGES=3, SEARCH=3))
+    assert not report.findings, [f.message for f in report.findings]
+    tags = [c for c in report.checks if c.check == "tag assertion"]
+    assert len(tags) == 4 and all(c.verdict == Verdict.VERIFIED for c in tags)
+    compiled = compile_kernel(grouped_gemm_scaled.trace(SEARCH=3))
+    qgmma = {op: n for op, n in compiled.instruction_mix(modifiers=True).items() if op.startswith("QGMMA")}
+    assert qgmma and all(".E4M3.E4M3" in op for op in qgmma), qgmma
+    assert compiled.resources.spill_stores == 0
+    # seeded bug: the column scales of the next expert
+    text = module_source(grouped_gemm_scaled)
+    good = "T.copy(SB.tile((g, bn), (None, BN)), column_scale)"
+    assert text.count(good) == 1
+    path = tmp_path / "broken_grouped_scaled.py"
+    path.write_text(text.replace(good, "T.copy(SB.tile((T.minimum(g + 1, E - 1), bn), (None, BN)), column_scale)"))
+    broken = getattr(import_file(path, "broken_grouped_scaled"), grouped_gemm_scaled.name)
+    found = verify(broken.trace(BLOCKS=3, STAGES=3, SEARCH=3))
+    assert any(f.code == "TAG_ASSERT" and f.verdict == Verdict.VIOLATED for f in found.findings)
+
+
+def test_scaled_grouped_mm_refuses_what_it_cannot_run() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(64, 32).to(torch.float8_e4m3fn)
+    w = torch.zeros(4, 24, 32).to(torch.float8_e4m3fn)
+    offs = torch.tensor([16, 32, 48, 64], dtype=torch.int32)
+    sa, sb = torch.ones(64), torch.ones(4, 24)
+    with pytest.raises(moe.GroupedError, match="transpose of a contiguous"):
+        moe.prepare_scaled(a, w.transpose(1, 2).contiguous(), sa, sb, offs)
+    with pytest.raises(moe.GroupedError, match="float8"):
+        moe.prepare_scaled(a.to(torch.bfloat16), w.transpose(1, 2), sa, sb, offs)
+    with pytest.raises(moe.GroupedError, match="scale_b"):
+        moe.prepare_scaled(a, w.transpose(1, 2), sa, torch.ones(4, 23), offs)
+    with pytest.raises(moe.GroupedError, match="CUDA"):
+        moe.prepare_scaled(a, w.transpose(1, 2), sa, sb, offs)
+
+
+@pytest.mark.gpu
+def test_scaled_grouped_mm_matches_torch_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    for experts, rows, k, n in ((8, 4096, 1024, 2048), (37, 3000, 272, 1040)):
+        sizes = torch.randint(0, 2 * rows // experts, (experts,))
+        sizes[0] = 0
+        offs = sizes.cumsum(0).clamp_max(rows).to("cuda", torch.int32)
+        a = torch.randn(rows, k, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(experts, n, k, device="cuda").to(torch.float8_e4m3fn)
+        scale_a = torch.rand(rows, device="cuda") + 0.5
+        scale_b = torch.rand(experts, n, device="cuda") + 0.5
+        c = moe.scaled_grouped_mm(a, w.transpose(1, 2), scale_a, scale_b, offs)
+        ref = torch.zeros(rows, n, device="cuda")
+        start = 0
+        for g, end in enumerate(offs.tolist()):
+            ref[start:end] = (a[start:end].float() @ w[g].float().t()) * scale_a[start:end, None] * scale_b[g]
+            start = end
+        last = int(offs[-1])
+        err = float((c[:last].float() - ref[:last]).abs().max() / ref[:last].abs().max())
+        assert c.dtype == torch.bfloat16 and err < 1e-2, (experts, rows, k, n, err)

@@ -260,3 +260,94 @@ def grouped_gemm_swiglu(
             weight = T.alloc_reduced(gate, axis=1)  # (BM,): each row's scale, held by the threads of its row
             for it in T.serial(T.cdiv(most_units, BLOCKS)):
                 units(it, lambda g, row0, end, bn, it=it: consume(gate, up, weight, g, row0, end, bn, it))
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def grouped_gemm_scaled(
+    A: T.Tensor[("R", "K"), "IN"],
+    B: T.Tensor[("E", "N", "K"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    SA: T.Tensor[("R",), T.f32],
+    SB: T.Tensor[("E", "N"), T.f32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 256,
+    BK: int = 128,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "e4m3",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = SMS,
+    CONSUMERS: int = 2,
+    SEARCH: int = 8,
+    GROUP: int = 8,
+):
+    """The FP8 grouped product with row-wise scales, as ``torch._scaled_grouped_mm`` computes it: ``C[r] = (A_g[r] @
+    B[g]^T) * SA[r] * SB[g]`` for the rows r of each expert g, A (R, K) and B (E, N, K) K-major FP8 (wgmma reads 8-bit
+    operands K-major only: B is each expert's weight as ``nn.Linear`` stores it), SA (R,) one f32 scale per row of A,
+    SB (E, N) one per output column of each expert, C (R, N). Scheduled as `grouped_gemm_persistent` (the same
+    units); each stage holds A's (BM, BK) box at the expert's rows and expert g's (BN, BK) box of B (a 3-d box at
+    the expert); the scales multiply the f32 accumulator before the bounded store. Assumes K a multiple of 16 and N
+    of 8 (TMA row strides of 16 bytes, C's rows in whole vectors) and what `grouped_gemm_persistent` assumes of
+    ``offs`` and ``tiles``."""
+    R, K = A.shape  # noqa: N806 - the kernel's shape symbols
+    E, N, _ = B.shape  # noqa: N806
+    if CONSUMERS not in (1, 2) or SEARCH < 1:
+        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS is 1 or 2 and SEARCH >= 1, got {CONSUMERS}, {SEARCH}")
+    T.assume(operand_assumption("K", "K", A.dtype.itemsize))
+    T.assume(f"N % {16 // C.dtype.itemsize} == 0")
+    T.assume(f"E <= {1 << SEARCH}")
+    with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
+        sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK)
+        sB = alloc_operand_stages("K", STAGES, BN, BK, B.dtype)  # (stages, BN, BK)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+        tiles_n = T.cdiv(N, BN)
+        k_tiles = T.cdiv(K, BK)
+        most_units = (T.cdiv(R, BM) + E) * tiles_n
+        stage_bytes = (BM + BN) * BK * A.dtype.itemsize
+        consumers = tuple(range(1, 1 + CONSUMERS))
+
+        def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                T.copy(A.window((row0, k * BK), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                load_operand(B, "K", sB[s], bn, k, BN, BK, full[s], g)
+
+        def consume(acc: Any, row_scale: Any, column_scale: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            T.fill(acc, 0.0)
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(full[s], phase=((k + it * k_tiles) // STAGES) % 2)
+                # invariant: the stages hold rows row0.. of A and expert g's rows (output columns) of tile bn of B,
+                # at K-block k
+                T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), sA[s])
+                T.assert_tag(lambda x: (x[0] == g) & (x[2] // BK == k) & (x[1] // BN == bn), sB[s])
+                T.gemm(operand("K", sA[s], False), operand("K", sB[s], True), acc)
+                T.mbarrier_arrive(empty[s])
+            T.copy(SA.window((row0,), (BM,)), row_scale)  # rows past R read 0 (they are not stored)
+            # invariant: row i of the tile is scaled by SA[row0 + i]
+            T.assert_tag(lambda x: x[0] == row0 + x.coord[0], row_scale)
+            T.copy(SB.tile((g, bn), (None, BN)), column_scale)
+            # invariant: column j of the tile is scaled by expert g's SB[g, bn * BN + j]
+            T.assert_tag(lambda x: (x[0] == g) & (x[1] == bn * BN + x.coord[0]), column_scale)
+            out = acc * row_scale[:, None] * column_scale[None, :]
+            T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+
+        def units(it: Any, body: Any) -> None:
+            each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
+
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+            for it in T.serial(T.cdiv(most_units, BLOCKS)):
+                units(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
+        with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
+            row_scale = T.alloc_reduced(acc, axis=1)
+            column_scale = T.alloc_reduced(acc, axis=0)
+            for it in T.serial(T.cdiv(most_units, BLOCKS)):
+                units(
+                    it,
+                    lambda g, row0, end, bn, it=it: consume(acc, row_scale, column_scale, g, row0, end, bn, it),
+                )

@@ -10,10 +10,10 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from argus.kernels.grouped import grouped_gemm_persistent, grouped_gemm_swiglu, search_steps
+from argus.kernels.grouped import grouped_gemm_persistent, grouped_gemm_scaled, grouped_gemm_swiglu, search_steps
 
-#: The kernels `prepare` launches, by name.
-KERNELS = {"plain": grouped_gemm_persistent, "swiglu": grouped_gemm_swiglu}
+#: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
+KERNELS = {"plain": grouped_gemm_persistent, "swiglu": grouped_gemm_swiglu, "scaled": grouped_gemm_scaled}
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -145,6 +145,91 @@ def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = Non
     current stream, without a host synchronization. Rows past ``offs[E-1]`` of the result are left unwritten (as
     torch leaves them undefined)."""
     c, launch = prepare(a, b, offs, config=config)
+    launch.launch()
+    return c
+
+
+#: `prepare_scaled`'s configurations (BM, BN, BK, STAGES): FP8 K-blocks of 128 (one 128-byte swizzle span).
+FP8_CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 128, 4), (128, 128, 128, 6))
+
+
+def prepare_scaled(
+    a: Any,
+    b: Any,
+    scale_a: Any,
+    scale_b: Any,
+    offs: Any,
+    *,
+    out_dtype: Any = None,
+    config: dict[str, Any] | None = None,
+) -> tuple[Any, GroupedLaunch]:
+    """(C, the prepared launch) of `scaled_grouped_mm`, without launching (see `prepare`)."""
+    import torch
+
+    fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+    if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1:
+        raise GroupedError(
+            f"scaled_grouped_mm takes a (R, K), b (E, K, N) and offs (E,); got {tuple(a.shape)}, {tuple(b.shape)}, "
+            f"{tuple(offs.shape)}"
+        )
+    (rows, k), (experts, kb, n) = a.shape, b.shape
+    if kb != k or offs.shape[0] != experts:
+        raise GroupedError(f"a's K ({k}) must be b's ({kb}) and offs must have one end per expert ({experts})")
+    if a.dtype != b.dtype or a.dtype not in fp8:
+        raise GroupedError(f"a and b must both be float8_e4m3fn or both float8_e5m2, got {a.dtype} and {b.dtype}")
+    weights = b.transpose(1, 2)  # (E, N, K): wgmma reads 8-bit operands K-major only
+    if not (a.is_contiguous() and weights.is_contiguous() and offs.is_contiguous()):
+        raise GroupedError(
+            "a must be row-major (R, K) and b the transpose of a contiguous (E, N, K) weight (b = w.transpose(1, 2), "
+            "the layout torch._scaled_grouped_mm takes)"
+        )
+    if offs.dtype != torch.int32:
+        raise GroupedError(f"offs must be int32 (cumulative row ends), got {offs.dtype}")
+    out = out_dtype or torch.bfloat16
+    if out not in (torch.bfloat16, torch.float16, torch.float32):
+        raise GroupedError(f"out_dtype is bf16, f16 or f32, got {out}")
+    per_vector = 16 // torch.empty((), dtype=out).element_size()
+    if k % 16 or n % per_vector:
+        raise GroupedError(f"K must be a multiple of 16 and N of {per_vector}, got K={k}, N={n}")
+    for name, s, shape in (("scale_a", scale_a, (rows,)), ("scale_b", scale_b, (experts, n))):
+        if tuple(s.shape) != shape or s.dtype != torch.float32 or not s.is_contiguous():
+            raise GroupedError(
+                f"{name} must be a contiguous float32 tensor of shape {shape} (row-wise scales), got "
+                f"{s.dtype} {tuple(s.shape)}"
+            )
+    if len({a.device, b.device, offs.device, scale_a.device, scale_b.device}) != 1 or a.device.type != "cuda":
+        raise GroupedError("a, b, offs and the scales must be on one CUDA device")
+    if config is None:
+        bm, bn, bk, stages = FP8_CONFIGS[0] if n % 256 == 0 and n >= 1024 else FP8_CONFIGS[1]
+        config = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8}
+    params = dict(config)
+    params.setdefault("SEARCH", search_steps(experts))
+    params["IN"] = "e4m3" if a.dtype == torch.float8_e4m3fn else "e5m2"
+    params["OUT"] = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}[out]
+    tiles = tile_counts(offs, params["BM"])
+    c = torch.empty((rows, n), dtype=out, device=a.device)
+    kernel = _loaded("scaled", tuple(sorted(params.items())))
+    keep = (a, weights, offs, tiles, scale_a, scale_b, c)
+    return c, GroupedLaunch(kernel.prepare(a, weights, offs, tiles, scale_a, scale_b, c), keep)
+
+
+def scaled_grouped_mm(
+    a: Any,
+    b: Any,
+    scale_a: Any,
+    scale_b: Any,
+    offs: Any,
+    *,
+    out_dtype: Any = None,
+    config: dict[str, Any] | None = None,
+) -> Any:
+    """``torch._scaled_grouped_mm(a, b, scale_a, scale_b, offs=offs, out_dtype=...)`` for a 2-d `a` and a 3-d `b`:
+    FP8 a (R, K) row-major and b (E, K, N) the transpose of a contiguous (E, N, K) weight, scale_a (R,) and scale_b
+    (E, N) f32 row-wise scales; rows ``offs[g-1] .. offs[g]`` of a times b[g], times their scales, in `out_dtype`
+    (bf16 by default), in one launch of `argus.kernels.grouped.grouped_gemm_scaled`, without a host
+    synchronization. Rows past ``offs[E-1]`` are left unwritten. The products accumulate in the tensor core's FP8
+    accumulator over all of K (fast accumulation)."""
+    c, launch = prepare_scaled(a, b, scale_a, scale_b, offs, out_dtype=out_dtype, config=config)
     launch.launch()
     return c
 
