@@ -11,8 +11,9 @@ and each expert's weight w (E, N, K) in float8_e4m3fn, b = w.transpose(1, 2); sc
 bf16. Every contender is checked first against the per-expert f32 product of the same FP8 values and scales (largest
 error over the largest |C|; argus's must be under 2e-2: it accumulates over all of K in the tensor core's FP8
 accumulator, about 1e-2 at K = 14336), then each round flushes L2 and times one launch of each, the order
-rotating. Contenders: ``torch._scaled_grouped_mm`` (default accumulation), argus (`choose`'s FP8 configuration, and the other of
-`FP8_CONFIGS`), and the bf16 ``torch._grouped_mm`` of the same product as context. TFLOP/s: 2 R K N.
+rotating. Contenders: ``torch._scaled_grouped_mm`` (default accumulation), argus (`prepare_scaled`'s FP8
+configuration, and the other of `FP8_CONFIGS`), and the bf16 ``torch._grouped_mm`` of the same product as context.
+TFLOP/s: 2 R K N.
 """
 
 from __future__ import annotations
