@@ -258,8 +258,14 @@ def _input_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, 
             actual=f"B dtype {b.name}",
             hint=f"convert B to {a.name}",
         )
+    acc, allowed = _accumulator(atom, a, acc_dtype, _K16_ACCUMULATORS)
+    return a, b, acc, allowed
+
+
+def _accumulator(atom: str, a: DType, acc_dtype: DType | str, table: dict[str, tuple[DType, ...]]) -> tuple:
+    """(the accumulator dtype, those allowed with `a`'s inputs by `table`), or ``ATOM_MMA_ACC_DTYPE``."""
     acc = supported_dtype(acc_dtype, atom, "accumulator dtype")
-    allowed = _K16_ACCUMULATORS[a.name]
+    allowed = table[a.name]
     if acc not in allowed:
         raise AtomError(
             "ATOM_MMA_ACC_DTYPE",
@@ -268,7 +274,7 @@ def _input_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, 
             actual=f"accumulator dtype {acc.name}",
             hint="accumulate in f32",
         )
-    return a, b, acc, allowed
+    return acc, allowed
 
 
 # --- mma.sync.aligned.m16n8k16 ---------------------------------------------------------------------
@@ -416,16 +422,7 @@ def _fp8_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, ac
             actual=f"A dtype {a.name}, B dtype {b.name}",
             hint="convert B to e4m3 or e5m2",
         )
-    acc = supported_dtype(acc_dtype, atom, "accumulator dtype")
-    allowed = _K32_ACCUMULATORS[a.name]
-    if acc not in allowed:
-        raise AtomError(
-            "ATOM_MMA_ACC_DTYPE",
-            f"{atom} with {a.name} inputs accumulates in {' or '.join(d.name for d in allowed)}",
-            requirement=f"accumulator dtype in {{{', '.join(d.name for d in allowed)}}}",
-            actual=f"accumulator dtype {acc.name}",
-            hint="accumulate in f32",
-        )
+    acc, allowed = _accumulator(atom, a, acc_dtype, _K32_ACCUMULATORS)
     return a, b, acc, allowed
 
 
