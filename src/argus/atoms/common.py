@@ -96,13 +96,17 @@ def memory_space(value: MemorySpace | str, what: str) -> MemorySpace:
 
 
 def supported_dtype(value: DType | str, atom: str, what: str = "operand dtype") -> DType:
-    """Parse a dtype and refuse those no atom supports yet (fp8), with ``ATOM_DTYPE_UNSUPPORTED``."""
+    """Parse a dtype and refuse those no atom supports (a format declared ``supported=False``), with
+    ``ATOM_DTYPE_UNSUPPORTED``."""
     dtype = dtype_from_name(value)
     if not dtype.supported:
         raise AtomError(
             "ATOM_DTYPE_UNSUPPORTED",
             f"{atom}: {what} {dtype.name} is known to argus but not yet supported by any atom",
             actual=dtype.name,
-            hint="use bf16 or f16 operands (fp8 atoms are future work)",
+            hint=(
+                "use a supported dtype (bf16, f16, or e4m3/e5m2 on wgmma): a format declared unsupported has no atom "
+                "yet"
+            ),
         )
     return dtype

@@ -296,7 +296,7 @@ class Code(StrEnum):
     ATOM_DTYPE_UNSUPPORTED = _entry(
         Category.ATOM,
         "{atom}: {what} {dtype} is known to argus but not yet supported by any atom",
-        "use bf16 or f16 operands (fp8 atoms are future work)",
+        "use a supported dtype (bf16, f16, or e4m3/e5m2 on wgmma): a format declared unsupported has no atom yet",
     )
     ATOM_ELEMENT_BITS = _entry(
         Category.ATOM,

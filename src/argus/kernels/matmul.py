@@ -1058,7 +1058,7 @@ class BlockScaledConfig:
             "BLOCKS": target.sms,
         }
         if self.CONSUMERS != 2:
-            params["CONSUMER_REGS"] = consumer_registers(self.CONSUMERS)
+            params.update(CONSUMER_REGS=consumer_registers(self.CONSUMERS))
         return tuple(sorted(params.items()))
 
 
