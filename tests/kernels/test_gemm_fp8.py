@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from argus.atoms.common import SHARED_MEMORY_BUDGET
 from argus.backend.cuda.codegen import compile_kernel
 from argus.ir.types import dtype_from_name, round_to
 from argus.kernels import matmul as mm
@@ -57,7 +58,7 @@ def test_the_heuristic_plans_fp8_on_k_blocks_of_128_and_they_run() -> None:
         assert np.max(np.abs(c - ref)) <= 2**-8 * np.max(np.abs(ref))  # C in bf16
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (1, 4096, 4096), (512, 512, 65536)):
         config = mm.choose(mm.GemmProblem(*shape, "e4m3", "bf16"))
-        assert config.BK == 128 and mm.shared_bytes(config, mm.GemmProblem(*shape, "e4m3")) <= 227 * 1024
+        assert config.BK == 128 and mm.shared_bytes(config, mm.GemmProblem(*shape, "e4m3")) <= SHARED_MEMORY_BUDGET
 
 
 @pytest.mark.parametrize("split", [False, True])
