@@ -33,7 +33,7 @@ from argus.lang.errors import DSLError
 BLOCK = 128
 
 
-@argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"})
+@argus.kernel(policies={"tile_shape": ("BM",), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"})
 def gemm_fp8_block_scaled(
     A: T.Tensor[("M", "K"), "IN"],
     B: T.Tensor[("N", "K"), "IN"],
