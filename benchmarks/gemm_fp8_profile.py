@@ -31,7 +31,7 @@ def main() -> int:
     parser.add_argument("--shape", default="4096,4096,4096")
     parser.add_argument("--launch-only", action="store_true", help="one launch of each (under a profiler)")
     parser.add_argument(
-        "--configs", nargs="*", default=[], help="block-scaled BM,CONSUMERS,STAGES,GROUP[,OVERLAP] to add"
+        "--configs", nargs="*", default=[], help="block-scaled BM,CONSUMERS,STAGES,GROUP to add"
     )
     args = parser.parse_args()
 
@@ -56,8 +56,8 @@ def main() -> int:
         contenders[label] = prepared
     block_configs = [mm.block_scaled_config(m, n)]
     for text in args.configs:
-        bm, consumers, stages, group, *overlap = (int(x) for x in text.split(","))
-        block_configs.append(mm.BlockScaledConfig(bm, consumers, stages, group, bool(overlap and overlap[0])))
+        bm, consumers, stages, group = (int(x) for x in text.split(","))
+        block_configs.append(mm.BlockScaledConfig(bm, consumers, stages, group))
     for config in block_configs:
         _, prepared = mm.prepare_block_scaled(a, w.t(), scale_a, scale_b, config=config)
         contenders[config.label] = prepared

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # device call 10 (session 26): the block-scaled kernel's OVERLAP (K-block k - 1 promoted while K-block k's MMAs run,
-# a third accumulator; two consumer warpgroups) against the plain loop, at 4096^3 and 8192^3
+# a third accumulator; two consumer warpgroups) against the plain loop, at 4096^3 and 8192^3. The OVERLAP variant
+# (a kernel parameter and a fifth --configs field) was measured slower and removed: this script ran on that tree
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1
