@@ -30,9 +30,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shape", default="4096,4096,4096")
     parser.add_argument("--launch-only", action="store_true", help="one launch of each (under a profiler)")
-    parser.add_argument(
-        "--configs", nargs="*", default=[], help="block-scaled BM,CONSUMERS,STAGES,GROUP to add"
-    )
+    parser.add_argument("--configs", nargs="*", default=[], help="block-scaled BM,CONSUMERS,STAGES,GROUP to add")
     args = parser.parse_args()
 
     import torch
