@@ -144,7 +144,16 @@ def test_scaled_mm_matches_torch_on_the_gpu(dtype: str) -> None:
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU visible to torch")
     fp8 = mm.torch_dtype(dtype)
-    for m, n, k in ((4096, 4096, 4096), (1, 4096, 4096), (1000, 1000, 1008), (2049, 3072, 4096), (512, 512, 16384)):
+    # (1000, 1008, 1000): K not a multiple of 16, so the operands are zero-padded first
+    shapes = (
+        (4096, 4096, 4096),
+        (1, 4096, 4096),
+        (1000, 1000, 1008),
+        (1000, 1008, 1000),
+        (2049, 3072, 4096),
+        (512, 512, 16384),
+    )
+    for m, n, k in shapes:
         a = torch.randn(m, k, device="cuda").to(fp8)
         w = torch.randn(n, k, device="cuda").to(fp8)
         sa, sb = torch.tensor(0.25, device="cuda"), torch.tensor(3.0, device="cuda")
