@@ -95,10 +95,10 @@ def main() -> int:
                     print(f"  WRONG {name} {label} {routing}: {errs[name]}")
                     continue
                 launches[name] = launch.launch
-                default = (bm, bn, bk, stages) == (
-                    moe.FP8_CONFIGS[0] if n % 256 == 0 and n >= 1024 else moe.FP8_CONFIGS[1]
+                default = moe.choose(rows, n, k, experts, "scaled")
+                chosen = (
+                    name if (bm, bn, bk, stages) == tuple(default[x] for x in ("BM", "BN", "BK", "STAGES")) else chosen
                 )
-                chosen = name if default else chosen
             med = {name: statistics.median(v) for name, v in interleaved(torch, launches, args.rounds, scratch).items()}
             ours = med.get(chosen) if chosen else None
             base = med.get("torch")

@@ -250,15 +250,20 @@ class GemmProblem:
         return 2 * self.M * self.N * self.K * self.batch
 
     @property
+    def kernel_itemsize(self) -> int:
+        """Bytes of an operand element as the tensor-core kernel reads it: 2 for f32's split-precision bf16 parts."""
+        return 2 if self.dtype == "f32" else dtype_of(self.dtype).itemsize
+
+    @property
     def block_k(self) -> int:
         """The K-block of the kernel that runs this problem: one 128-byte swizzle span of its operands' elements (64
         of a 16-bit type, and of f32's split-precision bf16 parts; 128 of FP8)."""
-        return 128 // (2 if self.dtype == "f32" else dtype_of(self.dtype).itemsize)
+        return 128 // self.kernel_itemsize
 
     @property
     def alignment(self) -> int:
         """Elements per 16 bytes of an operand as TMA reads it (TMA's row strides are multiples of 16 bytes)."""
-        return 16 // (2 if self.dtype == "f32" else dtype_of(self.dtype).itemsize)
+        return 16 // self.kernel_itemsize
 
     @property
     def layout(self) -> str:
@@ -829,7 +834,13 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilogue |
     elif kind.startswith("gemv_"):
         traced = _traced_gemv(kind.removeprefix("gemv_"), params)
     else:
-        traced = {"main": _traced_main, "reduce": _traced_reduce, "split": _traced_split}[kind](params)
+        kinds = {
+            "main": _traced_main,
+            "reduce": _traced_reduce,
+            "split": _traced_split,
+            "block_scaled": _traced_block_scaled,
+        }
+        traced = kinds[kind](params)
     return load(compile_kernel(traced))
 
 
@@ -1151,7 +1162,7 @@ def prepare_block_scaled(
     config = config or block_scaled_config(problem.M, problem.N)
     sa, sb = block_scales(a, b, scale_a, scale_b, torch)
     c = torch.empty((problem.M, problem.N), dtype=torch_dtype(problem.out), device=a.device)
-    kernel = _loaded_block_scaled(config.kernel_params(problem.dtype, problem.out))
+    kernel = _loaded("block_scaled", config.kernel_params(problem.dtype, problem.out))
     launches = Launches()
     if sa.data_ptr() != scale_a.data_ptr() or sb.data_ptr() != scale_b.data_ptr():  # copies: refreshed every launch
         launches.append(_CopyScales(((scale_a.t(), sa), (scale_b, sb))))
@@ -1170,14 +1181,6 @@ class _CopyScales:
     def launch(self) -> None:
         for src, dst in self.pairs:
             dst.copy_(src)
-
-
-@functools.lru_cache(maxsize=32)
-def _loaded_block_scaled(params: tuple[tuple[str, Any], ...]) -> Any:
-    from argus.backend.cuda.codegen import compile_kernel
-    from argus.runtime import load
-
-    return load(compile_kernel(_traced_block_scaled(params)))
 
 
 def block_scaled_mm(

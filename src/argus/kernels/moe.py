@@ -42,15 +42,20 @@ class GroupedError(ValueError):
 CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 64, 4), (128, 128, 64, 5))
 
 
+#: The FP8 kernel's configurations (`grouped_gemm_scaled`): K-blocks of 128 (one 128-byte swizzle span).
+FP8_CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 128, 4), (128, 128, 128, 6))
+
+
 def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> dict[str, Any]:
     """The kernel parameters for a grouped product of `rows` routed rows, `experts` experts, (K, N) = (k, n) (N:
     the output's columns), without tuning: 128 x 256 tiles where N fills them (fewer, larger tiles: each B[g]
-    panel is read by fewer blocks), else 128 x 128; with the SwiGLU epilogue 128 x 128 x 2 (a gate and an up
-    accumulator) and 4 stages."""
+    panel is read by fewer blocks), else 128 x 128 (``"scaled"``, FP8: the same rule over `FP8_CONFIGS`); with the
+    SwiGLU epilogue 128 x 128 x 2 (a gate and an up accumulator) and 4 stages."""
     if epilogue == "swiglu":
         bm, bn, bk, stages = 128, 128, 64, 4
     else:
-        bm, bn, bk, stages = CONFIGS[0] if n % 256 == 0 and n >= 1024 else CONFIGS[1]
+        configs = FP8_CONFIGS if epilogue == "scaled" else CONFIGS
+        bm, bn, bk, stages = configs[0] if n % 256 == 0 and n >= 1024 else configs[1]
     return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "SEARCH": search_steps(experts)}
 
 
@@ -60,6 +65,24 @@ def _loaded(epilogue: str, params: tuple[tuple[str, Any], ...]) -> Any:
     from argus.runtime import load
 
     return load(compile_kernel(KERNELS[epilogue].trace(**dict(params))))
+
+
+def _extents(call: str, a: Any, b: Any, offs: Any) -> tuple[int, int, int, int]:
+    """(R, K, E, N) of a grouped call's a (R, K), b (E, K, N) and offs (E,) int32, or the `GroupedError` that says
+    which does not fit."""
+    import torch
+
+    if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1:
+        raise GroupedError(
+            f"{call} takes a (R, K), b (E, K, N) and offs (E,); got {tuple(a.shape)}, {tuple(b.shape)}, "
+            f"{tuple(offs.shape)}"
+        )
+    (rows, k), (experts, kb, n) = a.shape, b.shape
+    if kb != k or offs.shape[0] != experts:
+        raise GroupedError(f"a's K ({k}) must be b's ({kb}) and offs must have one end per expert ({experts})")
+    if offs.dtype != torch.int32:
+        raise GroupedError(f"offs must be int32 (cumulative row ends, as torch's grouped GEMMs take), got {offs.dtype}")
+    return rows, k, experts, n
 
 
 def prepare(
@@ -84,18 +107,9 @@ def prepare(
         raise GroupedError(f"epilogue is one of {sorted(KERNELS)}, got {epilogue!r}")
     if epilogue == "plain" and scale is not None:
         raise GroupedError("scale is the SwiGLU epilogue's per-row factor: pass epilogue='swiglu'")
-    if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1:
-        raise GroupedError(
-            f"grouped_mm takes a (R, K), b (E, K, N) and offs (E,); got {tuple(a.shape)}, {tuple(b.shape)}, "
-            f"{tuple(offs.shape)}"
-        )
-    (rows, k), (experts, kb, n) = a.shape, b.shape
-    if kb != k or offs.shape[0] != experts:
-        raise GroupedError(f"a's K ({k}) must be b's ({kb}) and offs must have one end per expert ({experts})")
+    rows, k, experts, n = _extents("grouped_mm", a, b, offs)
     if a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
         raise GroupedError(f"a and b must both be bf16 or both f16, got {a.dtype} and {b.dtype}")
-    if offs.dtype != torch.int32:
-        raise GroupedError(f"offs must be int32 (cumulative row ends, as torch._grouped_mm takes), got {offs.dtype}")
     if not (a.is_contiguous() and b.is_contiguous() and offs.is_contiguous()):
         raise GroupedError("a, b (E, K, N) and offs must be contiguous row-major tensors: pass .contiguous()")
     if epilogue == "swiglu":
@@ -149,10 +163,6 @@ def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = Non
     return c
 
 
-#: `prepare_scaled`'s configurations (BM, BN, BK, STAGES): FP8 K-blocks of 128 (one 128-byte swizzle span).
-FP8_CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 128, 4), (128, 128, 128, 6))
-
-
 def prepare_scaled(
     a: Any,
     b: Any,
@@ -167,14 +177,7 @@ def prepare_scaled(
     import torch
 
     fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
-    if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1:
-        raise GroupedError(
-            f"scaled_grouped_mm takes a (R, K), b (E, K, N) and offs (E,); got {tuple(a.shape)}, {tuple(b.shape)}, "
-            f"{tuple(offs.shape)}"
-        )
-    (rows, k), (experts, kb, n) = a.shape, b.shape
-    if kb != k or offs.shape[0] != experts:
-        raise GroupedError(f"a's K ({k}) must be b's ({kb}) and offs must have one end per expert ({experts})")
+    rows, k, experts, n = _extents("scaled_grouped_mm", a, b, offs)
     if a.dtype != b.dtype or a.dtype not in fp8:
         raise GroupedError(f"a and b must both be float8_e4m3fn or both float8_e5m2, got {a.dtype} and {b.dtype}")
     weights = b.transpose(1, 2)  # (E, N, K): wgmma reads 8-bit operands K-major only
@@ -183,8 +186,6 @@ def prepare_scaled(
             "a must be row-major (R, K) and b the transpose of a contiguous (E, N, K) weight (b = w.transpose(1, 2), "
             "the layout torch._scaled_grouped_mm takes)"
         )
-    if offs.dtype != torch.int32:
-        raise GroupedError(f"offs must be int32 (cumulative row ends), got {offs.dtype}")
     out = out_dtype or torch.bfloat16
     if out not in (torch.bfloat16, torch.float16, torch.float32):
         raise GroupedError(f"out_dtype is bf16, f16 or f32, got {out}")
@@ -199,10 +200,7 @@ def prepare_scaled(
             )
     if len({a.device, b.device, offs.device, scale_a.device, scale_b.device}) != 1 or a.device.type != "cuda":
         raise GroupedError("a, b, offs and the scales must be on one CUDA device")
-    if config is None:
-        bm, bn, bk, stages = FP8_CONFIGS[0] if n % 256 == 0 and n >= 1024 else FP8_CONFIGS[1]
-        config = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8}
-    params = dict(config)
+    params = dict(choose(rows, n, k, experts, "scaled") if config is None else config)
     params.setdefault("SEARCH", search_steps(experts))
     params["IN"] = "e4m3" if a.dtype == torch.float8_e4m3fn else "e5m2"
     params["OUT"] = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}[out]
