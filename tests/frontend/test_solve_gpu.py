@@ -53,13 +53,22 @@ def test_solve_checks_and_judges_on_the_gpu(kernelbench_dir: Path, tmp_path: Pat
 
 
 def test_a_partial_solution_runs_its_aten_calls_on_the_gpu(kernelbench_dir: Path, tmp_path: Path) -> None:
-    """95_CrossEntropyLoss keeps ATen calls with a device argument (captured on the CPU): on the GPU they must
-    make their tensors there (RUNTIME_ARG_DEVICE before the fix)."""
+    """14_Matmul_for_upper_triangular_matrices keeps ATen calls with a device argument (its mask's ``arange``s,
+    captured on the CPU): on the GPU they must make their tensors there (RUNTIME_ARG_DEVICE before the fix)."""
+    options = GateOptions(device="cuda", trials=2, reps=5, baselines=("eager",))
+    problem = kernelbench_dir / "level1" / "14_Matmul_for_upper_triangular_matrices.py"
+    result = solve(problem, sizes={"N": 512}, out=tmp_path / "s.py", options=options)
+    assert result.correct and result.status() == "not covered", result.gate
+
+
+def test_cross_entropy_at_its_own_batch_and_classes_on_the_gpu(kernelbench_dir: Path, tmp_path: Path) -> None:
+    """95_CrossEntropyLoss at a real size: the rows kernel (one pass over the logits) and the sums after it,
+    compiled and checked against PyTorch on the GPU, the solution judged."""
     options = GateOptions(device="cuda", trials=2, reps=5, baselines=("eager",))
     sizes = {"batch_size": 4096, "num_classes": 1000}
     result = solve(kernelbench_dir / "level1" / "95_CrossEntropyLoss.py", sizes=sizes, out=tmp_path / "s.py",
                    options=options)  # fmt: skip
-    assert result.correct and result.status() == "not covered", result.gate
+    assert result.status() == "solved", (result.uncovered, result.gate)
 
 
 def test_tuning_times_the_candidates_on_the_gpu_and_caches_them(

@@ -13,6 +13,14 @@ operators no kernel family takes whole, rewritten into operators the families do
   any product that neither overflows nor underflows in float32 — and one that does is 0 or inf either way.
 
 Integer products and those with a ``dtype`` argument stay whole (no family takes them: reported as not covered).
+
+* **Losses over class indices** (``aten.cross_entropy_loss``, ``aten.nll_loss_nd``) of a ``(B, C)`` float input
+  and ``(B,)`` int64 targets: ``argus::class_loss_rows`` (each row's loss and the weight the mean divides by;
+  the indexing family's kernel, `argus.frontend.families.indexing`) then ``sum`` (and ``div`` for the mean), so
+  the reduction and pointwise families finish them. PyTorch's own decomposition reaches the same losses through a
+  ``(B, C)`` ``log_softmax`` written out, a ``gather`` and boolean masks; this one reads the input once. The
+  rows operator is a real PyTorch operator (`class_loss_reference` is its implementation), so a graph that holds
+  it runs anywhere argus is imported.
 """
 
 from __future__ import annotations
@@ -62,9 +70,80 @@ def cumprod(x: Any, dim: int, dtype: Any = None) -> Any:
     return out.to(x.dtype)
 
 
+def class_loss_reference(
+    x: Any, target: Any, weight: Any, ignore_index: int, label_smoothing: float, logits: bool
+) -> tuple[Any, Any]:
+    """Each row's loss and weight (float32) of a class-index loss: from `logits` (cross-entropy) or from
+    log-probabilities (NLL); the weight is the row's class weight (1 without `weight`), 0 where the target is
+    `ignore_index`, and PyTorch's mean is ``loss.sum() / weight.sum()`` (`argus.frontend.families.indexing`)."""
+    import torch
+
+    logp = torch.log_softmax(x.float(), 1) if logits else x.float()
+    valid = target != ignore_index
+    t = torch.where(valid, target, 0)
+    w = weight.float()[t] if weight is not None else torch.ones(t.shape, dtype=torch.float32, device=x.device)
+    nll = -logp.gather(1, t[:, None])[:, 0] * w
+    if label_smoothing:
+        per_class = logp * weight.float()[None, :] if weight is not None else logp
+        nll = (1.0 - label_smoothing) * nll - label_smoothing / x.shape[1] * per_class.sum(1)
+    valid = valid.float()
+    return nll * valid, w * valid
+
+
+def _register_class_loss_rows() -> None:
+    """``argus::class_loss_rows(x, target, weight, ignore_index, label_smoothing, logits) -> (loss, weight)``."""
+    import torch
+
+    if hasattr(torch.ops.argus, "class_loss_rows"):
+        return
+    lib = torch.library.Library("argus", "FRAGMENT")  # the operator, defined once per process
+    lib.define(
+        "class_loss_rows(Tensor x, Tensor target, Tensor? weight, int ignore_index, float label_smoothing, "
+        "bool logits) -> (Tensor, Tensor)"
+    )
+    lib.impl("class_loss_rows", class_loss_reference, "CompositeExplicitAutograd")
+
+    def fake(x: Any, target: Any, weight: Any, ignore_index: int, label_smoothing: float, logits: bool) -> Any:
+        return x.new_empty((x.shape[0],), dtype=torch.float32), x.new_empty((x.shape[0],), dtype=torch.float32)
+
+    torch.library.register_fake("argus::class_loss_rows", fake, lib=lib)
+    _LIBRARIES.append(lib)
+
+
+#: The registration's library object lives as long as the process (its operator with it).
+_LIBRARIES: list[Any] = []
+
+
+def class_loss(
+    x: Any, target: Any, weight: Any, reduction: int, ignore_index: int, smoothing: float, logits: bool
+) -> Any:
+    """A class-index loss as the rows operator, then its sum (and the mean's division by the rows' weights)."""
+    import torch
+
+    _register_class_loss_rows()
+    loss, weights = torch.ops.argus.class_loss_rows(x, target, weight, ignore_index, smoothing, logits)
+    if reduction == 0:  # none
+        return loss.to(x.dtype)
+    total = loss.sum()
+    return (total if reduction == 2 else total / weights.sum()).to(x.dtype)
+
+
+def cross_entropy(
+    x: Any, target: Any, weight: Any = None, reduction: int = 1, ignore_index: int = -100, label_smoothing: float = 0.0
+) -> Any:
+    """``aten.cross_entropy_loss`` over class indices (module docstring)."""
+    return class_loss(x, target, weight, reduction, ignore_index, label_smoothing, True)
+
+
+def nll_loss(x: Any, target: Any, weight: Any = None, reduction: int = 1, ignore_index: int = -100) -> Any:
+    """``aten.nll_loss_nd`` over class indices (module docstring)."""
+    return class_loss(x, target, weight, reduction, ignore_index, 0.0, False)
+
+
 def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
     """The decompositions of this module that apply to the exported (not yet decomposed) graph: an operator's is
-    given only when every one of its nodes has a float input and no ``dtype`` argument."""
+    given only when every one of its nodes has a float input and no ``dtype`` argument (a loss: when the indexing
+    family takes every one of its nodes)."""
     import torch
 
     aten = torch.ops.aten
@@ -74,7 +153,26 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
         nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is op]
         if nodes and all(_takes(n) for n in nodes):
             out[op] = fn
+    for op, fn in ((aten.cross_entropy_loss.default, cross_entropy), (aten.nll_loss_nd.default, nll_loss)):
+        nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is op]
+        if nodes and all(_loss_taken(n) for n in nodes):
+            _register_class_loss_rows()
+            out[op] = fn
     return out
+
+
+def _loss_taken(node: Any) -> bool:
+    """Whether the indexing family computes the loss `node` (class indices, a 2-d input, an integer reduction)."""
+    from argus.frontend.families.base import node_value
+    from argus.frontend.families.indexing import rows_unsupported
+
+    args = list(node.args) + [None] * 3
+    weight = args[2] if args[2] is not None else node.kwargs.get("weight")
+    reduction = args[3] if args[3] is not None else node.kwargs.get("reduction", 1)
+    if reduction not in (0, 1, 2):
+        return False
+    values = [node_value(a) if a is not None else None for a in (args[0], args[1], weight)]
+    return rows_unsupported(*values) is None
 
 
 def _takes(node: Any) -> bool:

@@ -71,7 +71,7 @@ _NAMED: dict[Family, frozenset[str]] = {
     Family.SCAN: frozenset("cumsum cumprod cummax cummin logcumsumexp _cummax_helper _cummin_helper".split()),
     Family.INDEXING: frozenset(
         "gather index index_select scatter scatter_add scatter_reduce embedding take index_put _unsafe_index "
-        "_unsafe_index_put nll_loss_forward nll_loss2d_forward masked_select sort topk".split()
+        "_unsafe_index_put nll_loss_forward nll_loss2d_forward masked_select sort topk class_loss_rows".split()
     ),
     # _assert_tensor_metadata: a dtype check export puts after a conversion (`.float()`), computing nothing
     Family.VIEW: frozenset(
@@ -155,7 +155,6 @@ class Partition:
 
 #: Families with a template today, and why the others are not covered yet (the issue that builds each).
 NOT_BUILT: dict[Family, str] = {
-    Family.INDEXING: "no indexing/gather template yet",
     Family.LAYOUT: "data movement (a copy kernel) is not generated yet",
     Family.OTHER: "no kernel family for this operator",
 }
@@ -241,6 +240,7 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
     supported = {family: [n for n in nodes if n not in taken] for family, nodes in supported.items()}
 
     proposals: list[Any] = []
+    owners: dict[str, Family] = {}  # a node that took others in -> its family (the group's, whatever it took)
     for family, nodes in supported.items():
         if templates[family].fuses:
             members = {n.name for n in nodes}
@@ -272,6 +272,7 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
                 )
                 for i, n in enumerate(nodes)
             ]
+            owners.update({n.name: family for n in nodes if absorbed.get(n)})
     fused = fuse_by_partitions(graph_module, [p.nodes for p in proposals], prefix="fused_")
     out = Partition(capture, fused)
     submodules = dict(fused.named_children())
@@ -281,10 +282,11 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             calls = [n for n in sub.graph.nodes if n.op == "call_function"]
             # the group's family is its computing node's: what a template absorbs are views and layouts (operand
             # transposes, a scan's flips), pointwise nodes (an epilogue) or nodes no template takes alone (an
-            # exclusive scan's zeros), so the first node of another family with a template names it
+            # exclusive scan's zeros), so the first node of another family with a template names it; a node that
+            # took in one of another family with a template (an NLL loss its log_softmax) names its group
             families = [f for f in map(classify, calls) if f not in (Family.VIEW, Family.LAYOUT) and f in templates]
             family = next((f for f in families if f is not Family.POINTWISE), families[0] if families else None)
-            family = family or classify(calls[0])
+            family = next((owners[n.name] for n in calls if n.name in owners), None) or family or classify(calls[0])
             out.groups.append(
                 Group(
                     f"{family.name.lower()}_{len(out.groups)}",

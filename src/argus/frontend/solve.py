@@ -160,9 +160,10 @@ def check_kernel(
 ) -> tuple[float, float]:
     """(largest error relative to the reference's scale, tolerance) of `kernel` against the group's FX `subgraph`
     run in float64 (with the slack a fused contraction's rounding makes, `contraction_slack`), on standard-normal
-    inputs at the captured shapes: on the CPU interpreter, or on a CUDA `device` through `launch` (the solution's
-    own ``_launch``: compiled, in chunks past a kernel's largest extent; default: `argus.runtime.build` once). NaN
-    where the reference has NaN is a match; anywhere else an infinite error."""
+    inputs at the captured shapes (indices in their range, `KernelSource.indices`): on the CPU interpreter, or on a
+    CUDA `device` through `launch` (the solution's own ``_launch``: compiled, in chunks past a kernel's largest
+    extent; default: `argus.runtime.build` once). NaN where the reference has NaN is a match; anywhere else an
+    infinite error."""
     import torch
 
     cuda = torch.device(device).type == "cuda"
@@ -173,6 +174,15 @@ def check_kernel(
         val = n.meta["val"]
         if val.dtype == torch.bool:  # a mask: both values, about half each
             inputs.append(torch.rand(tuple(val.shape), generator=generator, device=device) < 0.5)
+            continue
+        if n.name in source.indices:  # indices: in range, and now and then a special value (an ignore_index)
+            low, high, extra = source.indices[n.name]
+            shape = tuple(val.shape)
+            x = torch.randint(low, high, shape, generator=generator, device=device, dtype=val.dtype)
+            for value in extra:
+                pick = torch.rand(shape, generator=generator, device=device) < 1 / (8 * len(extra))
+                x = torch.where(pick, torch.full_like(x, value), x)
+            inputs.append(x)
             continue
         x = torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64, device=device)
         inputs.append(x.to(val.dtype))

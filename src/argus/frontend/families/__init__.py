@@ -5,13 +5,24 @@ partitioner asks whether a node fits, and the writer of the group's DSL kernel.
 (`argus.frontend.partition.NOT_BUILT`). Pointwise fuses connected nodes into one kernel; the other families take
 one node per kernel until their prologue/epilogue fusion is built (the matmul template takes its operands'
 transposes in with it, `Template.absorbs`, and its kernel is a call of the GEMM library; the scan template takes
-the flips of a reverse scan and the slice, zeros and cat of an exclusive one).
+the flips of a reverse scan and the slice, zeros and cat of an exclusive one; the indexing template, class-index
+losses, the ``log_softmax`` an NLL loss reads).
 """
 
 from __future__ import annotations
 
 from argus.frontend.families import attention as attention_family
-from argus.frontend.families import convolution, matmul, normalization, pointwise, pooling, reduction, scan, softmax
+from argus.frontend.families import (
+    convolution,
+    indexing,
+    matmul,
+    normalization,
+    pointwise,
+    pooling,
+    reduction,
+    scan,
+    softmax,
+)
 from argus.frontend.families.base import KernelSource, Template
 from argus.frontend.partition import Family
 
@@ -27,6 +38,7 @@ TEMPLATES: dict[Family, Template] = {
     Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
     Family.CONVOLUTION: Template(convolution.unsupported, convolution.kernel_source, absorbs=convolution.absorbs),
     Family.ATTENTION: Template(attention_family.unsupported, attention_family.kernel_source),
+    Family.INDEXING: Template(indexing.unsupported, indexing.kernel_source, absorbs=indexing.absorbs),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]

@@ -119,6 +119,10 @@ class KernelSource:
     #: the kernel is a call of argus's kernel library (`argus.kernels.matmul.LibraryGemm`), not one DSL kernel: it
     #: takes its tensors as they are (views included) and the pipeline verifies each kernel of its plan
     library: bool = False
+    #: integer inputs that hold indices, by graph name: ``(low, high, extra)``, the kernel check draws them uniformly
+    #: in ``[low, high)`` and about one in eight from `extra` (an ``ignore_index``); other integer inputs are drawn
+    #: as rounded standard-normal values
+    indices: dict[str, tuple[int, int, tuple[int, ...]]] = field(default_factory=dict)
 
     def shape_of(self, name: str, numel: int) -> tuple[int, ...]:
         return self.shapes.get(name, (numel,))
