@@ -54,6 +54,31 @@ def wrong(X):
 """
 
 
+#: A KernelBench-style problem as the reference: a module built from get_init_inputs(), sizes from get_inputs().
+PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    \"\"\"Y = X * k\"\"\"
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = torch.nn.Parameter(torch.tensor(float(k)))
+
+    def forward(self, x):
+        return x * self.k
+
+
+def get_inputs():
+    return [torch.randn(384)]
+
+
+def get_init_inputs():
+    return [K]
+"""
+
+
 def argus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "argus", *args], capture_output=True, text=True, timeout=600, cwd=cwd)
 
@@ -63,6 +88,11 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("user_kernel")
     (d / "mine.py").write_text(KERNEL)
     (d / "refs.py").write_text(REFERENCES)
+    (d / "problem.py").write_text(PROBLEM.replace("[K]", "[3]"))
+    (d / "problem_wrong.py").write_text(PROBLEM.replace("[K]", "[4]"))
+    (d / "problem_two.py").write_text(
+        PROBLEM.replace("[K]", "[3]").replace("[torch.randn(384)]", "[torch.randn(8)] * 2")
+    )
     return d
 
 
@@ -84,6 +114,23 @@ def test_a_reference_given_on_the_command_line_decides_the_verdict(work: Path) -
     assert "Traceback" not in missing.stderr
     sizes = argus("interpret", "mine.py:no_reference", "--reference", "refs.py:triple", cwd=work)
     assert sizes.returncode == 2 and "MISSING_SIZE" in sizes.stderr and "--shape N=" in sizes.stderr
+
+
+def test_a_problem_module_is_a_reference_and_its_example_inputs_give_the_sizes(work: Path) -> None:
+    right = argus("interpret", "mine.py:no_reference", "--reference", "problem.py:Model", cwd=work)
+    assert right.returncode == 0 and "[N=384]" in right.stdout and "match" in right.stdout, right.stderr
+    wrong = argus("interpret", "mine.py:no_reference", "--reference", "problem_wrong.py:Model", cwd=work)
+    assert wrong.returncode == 1 and "MISMATCH" in wrong.stdout
+    sized = argus("interpret", "mine.py:no_reference", "--reference", "problem.py:Model", "--shape", "N=96", cwd=work)
+    assert sized.returncode == 0 and "[N=96]" in sized.stdout, sized.stderr  # the command line wins
+    two = argus("interpret", "mine.py:no_reference", "--reference", "problem_two.py:Model", cwd=work)
+    assert two.returncode == 2 and "KERNEL_SIZES" in two.stderr and "returns 2 tensor(s)" in two.stderr
+    assert "Traceback" not in two.stderr
+    # the agent takes the same task: a kernel of your own against a PyTorch module, no built-in task
+    opt = argus("optimize", "mine.py:no_reference", "--reference", "problem.py:Model", "--budget", "2",
+                "--store", str(work / "runs_module.db"), cwd=work)  # fmt: skip
+    assert opt.returncode == 0, opt.stderr
+    assert "nothing to try on mine.py:no_reference" in opt.stdout
 
 
 def test_interpret_and_verify_refuse_sizes_the_kernel_excludes(work: Path) -> None:

@@ -7,7 +7,11 @@ write), matched by parameter name when its parameters carry those names, else by
 It returns the outputs (the tensors the kernel writes): one tensor, a tuple in parameter order, or a dict by name.
 It runs on float64 CPU tensors (the correctness reference) and, in `argus bench`, on the task's own dtypes (the
 eager baseline). Give it on the decorator (``@argus.kernel(reference=fn, sizes={"N": 1000})``) or on the command
-line (``--reference FILE.py:fn``).
+line (``--reference FILE.py:fn``). On the command line it may also be a ``torch.nn.Module`` class in a
+KernelBench-style problem file (``--reference problem.py:Model``): built from the file's ``get_init_inputs()``,
+called with the kernel's inputs (`module_reference`); and when that file has ``get_inputs()``, its tensors give the
+sizes (`example_sizes`: each input's extents bind the size names of the kernel's input of the same position) that
+``--shape`` does not, before the decorator's.
 
 Inputs are drawn from a standard normal distribution rounded to each input's dtype (integers: uniform in
 [-64, 64)); a reference outside its domain there (``log`` of a negative) gives NaN and the check says so.
@@ -16,6 +20,7 @@ Inputs are drawn from a standard normal distribution rounded to each input's dty
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -200,9 +205,106 @@ def resolve(spec: str, *, reference: str | None = None, sizes: Mapping[str, int]
         )
     ref = None
     if reference:
-        ref = load(reference)
-        if not callable(ref):
-            raise UserKernelError("KERNEL_REFERENCE_MISSING", f"{reference} is not a function")
+        ref, problem = load_reference(reference)
+        examples = getattr(problem, "get_inputs", None)
+        if callable(examples):  # a problem file's example inputs give the sizes the command line leaves open
+            sizes = {**example_sizes(target, examples, reference), **dict(sizes or {})}
     if ref is None and getattr(target, "reference", None) is None:
         return target
     return user_kernel(target, reference=ref, sizes=sizes, name=spec)
+
+
+def load_reference(spec: str) -> tuple[Callable[..., Any], Any]:
+    """The reference ``FILE.py:NAME`` names, and the module of its file: a function as it is, a ``torch.nn.Module``
+    class as `module_reference` builds it."""
+    ref = load(spec)
+    if not callable(ref):
+        raise UserKernelError("KERNEL_REFERENCE_MISSING", f"{spec} is not a function")
+    problem = sys.modules.get(getattr(ref, "__module__", ""), None)
+    if isinstance(ref, type):
+        ref = module_reference(ref, problem, spec)
+    return ref, problem
+
+
+def module_reference(cls: type, problem: Any, where: str) -> Callable[..., Any]:
+    """A ``torch.nn.Module`` class as a reference: built once from its file's ``get_init_inputs()`` (no arguments
+    without one) in eval mode, as KernelBench builds a problem's ``Model``; called under ``no_grad`` on the kernel's
+    inputs with its parameters and buffers in the first floating input's dtype and device (a copy per dtype: the
+    check runs it in float64, `argus bench` in the task's dtypes)."""
+    import copy
+
+    import torch
+
+    if not issubclass(cls, torch.nn.Module):
+        raise UserKernelError(
+            "KERNEL_REFERENCE_MISSING",
+            f"{where} is a class but not a torch.nn.Module",
+            "give a function, or a torch.nn.Module subclass whose forward takes the kernel's inputs",
+        )
+    init = getattr(problem, "get_init_inputs", None)
+    try:
+        model = cls(*(list(init()) if callable(init) else [])).eval()
+    except Exception as e:  # the user's code: reported with its own message
+        raise UserKernelError(
+            "KERNEL_REFERENCE_FAILED",
+            f"building {where} raised {type(e).__name__}: {e}",
+            "its constructor is called with the file's get_init_inputs() (no arguments when the file has none)",
+        ) from e
+    copies: dict[tuple[Any, Any], Any] = {}
+
+    def reference(*tensors: Any) -> Any:
+        dtype = next((t.dtype for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()), None)
+        device = next((t.device for t in tensors if isinstance(t, torch.Tensor)), torch.device("cpu"))
+        if (dtype, device) not in copies:
+            copies[dtype, device] = copy.deepcopy(model).to(device=device, dtype=dtype) if dtype else model
+        with torch.no_grad():
+            return copies[dtype, device](*tensors)
+
+    reference.__doc__ = inspect.getdoc(cls) or f"{cls.__name__}.forward"
+    return reference
+
+
+def example_sizes(fn: Any, get_inputs: Callable[[], Any], where: str) -> dict[str, int]:
+    """The sizes that make `fn`'s input tensors (the ones it does not write, in parameter order) the shapes of
+    ``get_inputs()``'s tensors, read from every extent that is one size name; ``KERNEL_SIZES`` where the two lists
+    do not pair up (their counts, ranks, a literal extent, or one name given two values)."""
+    import torch
+
+    from argus.ir.expr import Var
+
+    traced = fn.trace()
+    inputs, _ = describe(traced)
+    try:
+        examples = [x for x in get_inputs() if isinstance(x, torch.Tensor)]
+    except Exception as e:  # the user's code
+        raise UserKernelError(
+            "KERNEL_REFERENCE_FAILED", f"get_inputs() of {where} raised {type(e).__name__}: {e}"
+        ) from e
+    hint = "the file's get_inputs() must return the kernel's input tensors in its parameter order"
+    if len(examples) != len(inputs):
+        raise UserKernelError(
+            "KERNEL_SIZES",
+            f"get_inputs() of {where} returns {len(examples)} tensor(s); kernel {traced.name} reads {len(inputs)}: "
+            + ", ".join(t.name for t in inputs),
+            hint,
+        )
+    sizes: dict[str, int] = {}
+    for buffer, x in zip(inputs, examples, strict=True):
+        if len(buffer.shape) != x.dim():
+            raise UserKernelError(
+                "KERNEL_SIZES", f"{buffer.name} has {len(buffer.shape)} dimensions, its example {tuple(x.shape)}", hint
+            )
+        for extent, n in zip(buffer.shape, x.shape, strict=True):
+            if isinstance(extent, Var):
+                if sizes.setdefault(extent.name, int(n)) != int(n):
+                    raise UserKernelError(
+                        "KERNEL_SIZES",
+                        f"the examples give {extent.name} two values: {sizes[extent.name]} and {int(n)} "
+                        f"({buffer.name} {tuple(x.shape)})",
+                        hint,
+                    )
+            elif isinstance(extent, int) and extent != int(n):
+                raise UserKernelError(
+                    "KERNEL_SIZES", f"{buffer.name} has extent {extent} where its example has {int(n)}", hint
+                )
+    return sizes

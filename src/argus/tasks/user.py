@@ -48,8 +48,8 @@ def user_task_name(kernel: str, *, reference: str | None = None, sizes: Mapping[
 def user_task(name: str) -> Task:
     """The `Task` a user task name describes (see the module docstring)."""
     from argus.ir.types import dtype_from_name
-    from argus.kernels.registry import LibraryKernel, load, parse_shape
-    from argus.kernels.user import call_reference, describe, resolve, resolve_shape
+    from argus.kernels.registry import LibraryKernel, parse_shape
+    from argus.kernels.user import call_reference, describe, load_reference, resolve, resolve_shape
 
     match = _NAME.match(name)
     if match is None:
@@ -75,7 +75,7 @@ def user_task(name: str) -> Task:
     out_specs = {id(o) for o in outputs}
     tensors = tuple(spec(t, id(t) in out_specs) for t in traced.tensors)
     input_names = [t.name for t in inputs]
-    reference = load(match["ref"]) if match["ref"] else entry.kernel.reference
+    reference = load_reference(match["ref"])[0] if match["ref"] else entry.kernel.reference
 
     def run(*values: Any) -> Any:
         got = call_reference(reference, traced, dict(zip(input_names, values, strict=True)))
