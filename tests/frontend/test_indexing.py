@@ -114,3 +114,25 @@ def test_what_the_template_leaves_to_the_other_families_or_refuses(problem: Call
     assert "(batch, classes)" in (rows_unsupported(torch.empty(2, 4, 9), t, None) or "")
     assert "class weight" in (rows_unsupported(x, t, torch.empty(3)) or "")
     assert TEMPLATES[Family.INDEXING].absorbs is not None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_rows_kernel_compiles_for_hopper(problem: Callable[..., Path], dtype: str) -> None:
+    """NVRTC for sm_90a, no GPU needed: the int64 targets are read into a float fragment (a generated load of int64
+    with an untyped zero pad did not compile: found on an H200), the class weights and smoothing sums with it."""
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.eval.candidates import import_file
+    from argus.frontend.emit import emit
+    from argus.frontend.solve import generate
+
+    inputs = (
+        f"[torch.randn(6, 40, dtype=torch.{dtype}), torch.randint(0, 40, (6,)), torch.rand(40, dtype=torch.{dtype})]"
+    )
+    path = problem("F.cross_entropy(x, t, weight=w, label_smoothing=0.1)", inputs=inputs, args="x, t, w", name=dtype)
+    part, sources = generate(capture(path))
+    target = path.with_name(f"{dtype}_solution.py")
+    target.write_text(emit(part, sources))
+    (group,) = [g for g in part.groups if g.family is Family.INDEXING]
+    compiled = compile_kernel(getattr(import_file(target, f"argus_test_rows_{dtype}"), group.kernel), cache=False)
+    mix = compiled.instruction_mix()
+    assert mix.get("LDG") and mix.get("STG") and compiled.resources.spill_stores == 0

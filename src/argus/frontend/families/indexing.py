@@ -7,7 +7,9 @@ int64 class indices (`argus.frontend.decompositions.class_loss`) into ``argus::c
 loss and the per-row weight that the mean divides by — followed by ``sum`` and ``div`` (the reduction and
 pointwise families' kernels; ``reduction="none"`` returns the rows' losses). This template writes the rows
 operator as one DSL kernel with the softmax family's row layout (`softmax.ROWS_TILE`: ``BM`` rows of a block,
-``BN``-column tiles, a row held by one warp, 16-byte loads along it):
+``BN``-column tiles, a row held by one warp, 16-byte loads along it; a tile of up to 512 columns with four loads in
+flight a thread was measured no faster on 32768 x 4096 float32 and slower in bfloat16, see
+`benchmarks/results/2026-11-30-solve-gather/`):
 
 * a row's target is read once into a per-row fragment (an int64 class index converted to float32: exact below
   ``2**24`` classes, `MAX_CLASSES`);
@@ -15,8 +17,9 @@ operator as one DSL kernel with the softmax family's row layout (`softmax.ROWS_T
   picked weight): a select on the column coordinate (``T.index``), with the columns past ``C`` masked by a
   condition on the coordinate alone, so the verifier proves the padding never enters a sum;
 * from logits (cross-entropy, or an NLL whose input is a ``log_softmax`` of the row this group absorbs), the same
-  pass keeps the online maximum and rescaled sum of ``exp`` (the softmax family's first pass), so
-  ``-log_softmax(x)[t] = lse - x[t]`` costs one read of ``x`` and no ``(B, C)`` intermediate;
+  pass keeps the online maximum (one row reduction a tile) and the rescaled sum of ``exp`` — per element, reduced
+  across the row once after the loop, not once a tile — so ``-log_softmax(x)[t] = lse - x[t]`` costs one read of
+  ``x`` and no ``(B, C)`` intermediate;
 * label smoothing adds ``-sum_c w_c log p_c = lse * sum_c w_c - sum_c w_c x_c`` (two more row sums in the pass).
 
 A row whose target is ``ignore_index`` has loss and weight 0. Per row, ``loss = valid * ((1 - eps) * w_t * (lse -
@@ -185,7 +188,8 @@ def _kernel_text(
         f"    BN: int = {bn},",
         "):",
         f'    """{what}: the per-row loss and weight; BM rows per block, each row streamed once in BN-column tiles',
-        '    (a row held by one warp), its target picked by a select on the column coordinate."""',
+        "    (a row held by one warp), its target picked by a select on the column coordinate; the sum of exp kept",
+        '    per element and reduced across the row once, after the loop (the maximum and the picks: once a tile)."""',
         "    with T.grid(T.cdiv(M, BM), threads=128) as (bm,):",
         "        x = T.alloc_fragment((BM, BN), T.f32)  # (BM, BN), 16-byte vectors along the row",
         "        t = T.alloc_reduced(x, axis=1)  # each row's class index (exact in float32 below 2**24)",
@@ -193,20 +197,23 @@ def _kernel_text(
     ]
     if w is not None:
         lines.append("        w = T.alloc_reduced(x, axis=0)  # the class weights of a tile's columns")
-    for s, words in (
+    for acc, words in (
         ("px", "x at the row's target"),
         ("pw", "the weight of the row's target"),
         ("sx", "the row's (weighted) sum of x"),
         ("sw", "the sum of the class weights"),
     ):
-        if s in sums:
-            lines += [f"        {s} = T.alloc_reduced(x, axis=1)  # {words}", f"        T.fill({s}, 0.0)"]
+        if acc in sums:
+            lines += [
+                f"        {acc} = T.alloc_reduced(x, axis=1)  # {words}",
+                f"        T.fill({acc}, 0.0)",
+            ]
     if logits:
         lines += [
             "        m = T.alloc_reduced(x, axis=1)  # running maximum of each row",
-            "        l = T.alloc_reduced(x, axis=1)  # running sum of exp(x - m)",
+            "        l_e = T.alloc_fragment((BM, BN), T.f32)  # running sum of exp(x - m), per element (x's layout)",
             '        T.fill(m, float("-inf"))',
-            "        T.fill(l, 0.0)",
+            "        T.fill(l_e, 0.0)",
         ]
     lines += [
         "        for j in T.serial(T.cdiv(N, BN)):",
@@ -217,7 +224,7 @@ def _kernel_text(
     lines += [
         "            col = T.index(x, 1) + j * BN",
         "            hit = T.eq(col, t[:, None])",
-        "            # the outer select's condition is the coordinate alone: no padded column enters a sum",
+        "            # each select's outer condition is the coordinate alone: no padded column enters a sum",
         "            T.copy(px + T.reduce_sum(T.where(col < N, T.where(hit, x, 0.0), 0.0), axis=1), px)",
     ]
     if w is not None:
@@ -231,11 +238,15 @@ def _kernel_text(
             lines.append("            T.copy(sw + T.reduce_sum(T.where(col < N, w[None, :], 0.0), axis=1), sw)")
     if logits:
         lines += [
-            "            m_new = T.maximum(T.reduce_max(x, axis=1), m)",
-            f"            p = T.exp2((x - m_new[:, None]) * {LOG2E!r})",
-            "            # what was summed under the old maximum is rescaled to the new one",
-            f"            T.copy(l * T.exp2((m - m_new) * {LOG2E!r}) + T.reduce_sum(p, axis=1), l)",
+            "            m_new = T.maximum(T.reduce_max(x, axis=1), m)  # the row's maximum: one reduction a tile",
+            f"            p = T.where(col < N, T.exp2((x - m_new[:, None]) * {LOG2E!r}), 0.0)",
+            "            # what was summed under the old maximum is rescaled to the new one (a factor per row)",
+            f"            T.copy(l_e * T.exp2((m - m_new) * {LOG2E!r})[:, None] + p, l_e)",
             "            T.copy(m_new, m)",
+        ]
+    if logits:
+        lines += [
+            "        l = T.reduce_sum(l_e, axis=1)  # once, after the loop: warp shuffles across the row's threads",
             "        lse = m + T.log(l)  # log(sum(exp(x))) of each row",
         ]
     lines.append(f"        valid = T.ne(t, {float(ignore)!r})  # 1 where the row counts, 0 at ignore_index")

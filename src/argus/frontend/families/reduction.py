@@ -256,9 +256,11 @@ def parse(node: Any) -> Reduction | str:
 
 #: Reduced extents below this are not split.
 SPLIT_MIN_R = 1 << 12
-#: Nor reductions of fewer elements than this (8 MB of f32): one block reads them in tens of microseconds, about what
-#: a second launch costs a solution on the host.
-SPLIT_MIN_ELEMENTS = 1 << 21
+#: Nor reductions of fewer elements than this (128 KB of f32). One block walking a long R is slower than the second
+#: launch the split costs from far fewer elements than once thought: a sum of one vector of 32768 f32 takes 0.120 ms
+#: as one kernel and 0.014 ms split, of 262144 0.927 ms and 0.092 ms (H200, `benchmarks/reduction_split_gpu.py`,
+#: `benchmarks/results/2026-11-30-solve-gather/`; the threshold was 2**21 before).
+SPLIT_MIN_ELEMENTS = 1 << 15
 
 
 def blocks(spec: Reduction) -> int:

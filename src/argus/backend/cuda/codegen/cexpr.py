@@ -161,13 +161,16 @@ def convert(text: str, src: str, dst: str) -> str:
 
 
 def value_literal(value: float | int | bool, dtype: DType) -> str:
-    """A constant of `dtype` as C text (16-bit floats through ``float``)."""
+    """A constant of `dtype` as C text (16-bit floats through ``float``; integers other than 32-bit ones cast, so
+    that a template deducing its type from the constant and from a pointer of `dtype` deduces one type)."""
     c = ctype(dtype)
     if dtype.kind is DTypeKind.FLOAT:
         return convert(float_literal(float(value)), "float", c)
     if dtype.kind is DTypeKind.BOOL:
         return "true" if value else "false"
     number = int(value)
+    if dtype.bits != 32:
+        return f"static_cast<{c}>({number})"
     return f"{number}u" if dtype.kind is DTypeKind.UINT else str(number)
 
 
