@@ -171,3 +171,144 @@ def test_the_command_takes_the_configured_llm(server, tmp_path: Path, monkeypatc
     assert KEY not in result.output
     bad = CliRunner().invoke(app, ["solve", str(problem), "--llm", "--turns", "0"])
     assert bad.exit_code == 2 and "--turns is at least 1" in bad.output
+
+
+CHAIN_PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.fmod(x * 3 + y, 7)  # int32, and fmod: no template takes these three operators
+
+
+def get_inputs():
+    return [torch.randint(-50, 50, (1200,), dtype=torch.int32), torch.randint(-50, 50, (1200,), dtype=torch.int32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+CHAIN_KERNEL = """
+import argus
+import argus.lang as T
+
+
+@argus.kernel
+def written_0(
+    IN0: T.Tensor[(1200,), T.i32], IN1: T.Tensor[(1200,), T.i32], OUT: T.Tensor[(1200,), T.i32], BLOCK: int = 512
+):
+    with T.grid(T.cdiv(1200, BLOCK), threads=128) as (b,):
+        x = T.alloc_fragment((BLOCK,), T.i32)
+        y = T.alloc_fragment((BLOCK,), T.i32)
+        T.copy(IN0.tile(b, BLOCK), x)
+        T.copy(IN1.tile(b, BLOCK), y)
+        T.copy(T.fmod(x * 3 + y, 7), OUT.tile(b, BLOCK))
+"""
+
+CHAIN = ["aten.mul.Tensor", "aten.add.Tensor", "aten.fmod.Scalar"]
+
+
+def _recorded(writer, asked: list):
+    def write(request):
+        asked.append(request)
+        return writer(request)
+
+    return write
+
+
+def test_a_chain_of_uncovered_operators_is_one_kernel_and_solves(server, make, tmp_path: Path) -> None:
+    """Three connected operators no template covers are one request (its reference the chain, one ATen call a
+    line, computing what they compute), the model's one kernel runs in place of all three and the problem is
+    solved by the gate."""
+    import torch
+
+    from argus.agent.writer import solve_writer
+    from argus.frontend import solve
+
+    problem = tmp_path / "chain.py"
+    problem.write_text(CHAIN_PROBLEM)
+    server.script += [ok(f"```python\n{CHAIN_KERNEL}```")]
+    options = GateOptions(trials=2, device="cpu")
+    asked: list = []
+    writer = _recorded(solve_writer(make(), tmp_path / "written", turns=2, options=options), asked)
+    result = solve(problem, out=tmp_path / "s.py", options=options, writer=writer)
+    (request,) = asked
+    assert request.ops == CHAIN and request.inputs == ["x", "y"] and request.node == "fmod"
+    assert request.reference_source == (
+        "def reference(IN0, IN1):\n"
+        "    mul = torch.ops.aten.mul.Tensor(IN0, 3)\n"
+        "    add = torch.ops.aten.add.Tensor(mul, IN1)\n"
+        "    return torch.ops.aten.fmod.Scalar(add, 7)\n"
+    )
+    g = torch.Generator().manual_seed(0)
+    x, y = (torch.randint(-1000, 1000, (1200,), dtype=torch.int32, generator=g) for _ in range(2))
+    assert torch.equal(request.reference(x, y), torch.fmod(x * 3 + y, 7))
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert result.groups == [{"kernel": "written_0", "family": "written", "ops": CHAIN}]
+    (kernel,) = result.kernels
+    assert kernel.family == "written" and kernel.ops == CHAIN
+    forward = (tmp_path / "s.py").read_text().split("def forward", 1)[1]
+    assert "_launch(written_0, [x, y, fmod], [(1200,), (1200,), (1200,)])" in forward
+    assert "torch.ops.aten" not in forward  # none of the group's operators stays an ATen call
+    (first,) = [r.body["messages"][1]["content"] for r in server.requests]
+    assert "torch.ops.aten.fmod.Scalar(add, 7)" in first and "- IN1: i32 (1200,), input" in first
+    # pointwise: the closest library kernel is vector_add, one of the examples, so it is named and not repeated
+    assert "Start from the example vector_add above" in first and first.count("def vector_add(") == 1
+
+
+REDUCTION_PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.sum(x * 5, dim=1)  # int32 rows summed to int64: no template takes either operator
+
+
+def get_inputs():
+    return [torch.randint(-50, 50, (8, 40), dtype=torch.int32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_group_with_no_accepted_kernel_leaves_every_operator_uncovered(server, make, tmp_path: Path) -> None:
+    """A reduction-like group starts from the library's closest kernel not shown already (layer_norm: softmax is an
+    example), and when no answer is accepted each of its operators is reported not covered with the reason."""
+    from argus.agent.writer import solve_writer
+    from argus.frontend import solve
+
+    problem = tmp_path / "rows.py"
+    problem.write_text(REDUCTION_PROBLEM)
+    server.script += [ok("I cannot write that one.")]
+    options = GateOptions(trials=2, device="cpu")
+    writer = solve_writer(make(), tmp_path / "written", turns=1, options=options)
+    result = solve(problem, out=tmp_path / "s.py", options=options, writer=writer, judge=False)
+    assert len(server.requests) == 1  # the two operators are one request
+    first = server.requests[0].body["messages"][1]["content"]
+    assert "mul = torch.ops.aten.mul.Tensor(IN0, 5)" in first and "aten.sum.dim_IntList(mul, [1])" in first
+    assert "- OUT: i64 (8,), output" in first
+    assert "Start from this kernel (the library's layer_norm, the closest to the reference):" in first
+    assert "def layer_norm(" in first and first.count("def softmax(") == 1
+    why = "no accepted kernel in 1 answer(s): the answer could not be used: the answer holds no ```python code block"
+    assert [(u["op"], u["writer"]) for u in result.uncovered] == [
+        ("aten.mul.Tensor", why),
+        ("aten.sum.dim_IntList", why),
+    ]
+    assert not result.kernels and not result.groups
+    text = (tmp_path / "s.py").read_text()
+    assert "torch.ops.aten.mul.Tensor(x, 5)  # not covered" in text and "written_0" not in text
+
+
+def test_the_prompt_names_an_example_to_start_from_rather_than_repeating_it(writer: KernelWriter) -> None:
+    request = _request()
+    request.start_from_kernel = "vector_add"
+    (text,) = [m["content"] for m in writer.prompt(request) if m["role"] == "user"]
+    assert "Start from the example vector_add above" in text and text.count("def vector_add(") == 1
+    request.start_from_kernel = "layer_norm"
+    with pytest.raises(ValueError, match="'layer_norm' without its source"):
+        writer.prompt(request)

@@ -34,9 +34,10 @@ PROBLEMS = {
     "1_Swishy.py": _HEAD + "    def forward(self, x):\n        return x * torch.sigmoid(x) + 1.5" + _TAIL,
     # a sort is in no family: correct, not covered
     "2_Sorted.py": _HEAD + "    def forward(self, x):\n        return torch.sort(x, dim=1)[0] * 2.0" + _TAIL,
-    # data-dependent control flow: torch.export refuses it, so solve writes no solution
-    "3_Branchy.py": _HEAD
-    + "    def forward(self, x):\n        if x.sum() > 0:\n            return x * 2.0\n        return x - 1.0"
+    # NumPy on the tensor's data: torch.export refuses it, and torch._dynamo's graph of it (NumPy traced through
+    # its own wrappers) is no problem file either, so solve writes no solution
+    "3_Numpy.py": _HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1)
+    + "    def forward(self, x):\n        return torch.from_numpy(np.sort(x.numpy(), axis=1))"
     + _TAIL,
 }
 
@@ -73,22 +74,22 @@ def test_generate_judge_and_resume(problems: Path, tmp_path: Path) -> None:
     out = tmp_path / "solutions"
     out.mkdir()
     # an earlier run's solution of the problem solve now refuses: removed, never judged for this run
-    (out / "3_Branchy.py").write_text(f'"""ModelNew for old, {GENERATED_MARK} long ago."""\nclass ModelNew: pass\n')
+    (out / "3_Numpy.py").write_text(f'"""ModelNew for old, {GENERATED_MARK} long ago."""\nclass ModelNew: pass\n')
     report = _solve(problems, out, tmp_path, [1, 2, 3])
-    assert sorted(report.solved_now) == ["level1/1_Swishy", "level1/2_Sorted", "level1/3_Branchy"]
+    assert sorted(report.solved_now) == ["level1/1_Swishy", "level1/2_Sorted", "level1/3_Numpy"]
     rows = {r.problem_id: r for r in report.kernelbench.rows}
     assert rows[1].correct and rows[1].covered is True and rows[1].uncovered == ""
     assert rows[2].correct and rows[2].covered is False and "sort" in rows[2].uncovered
     assert rows[3].verdict == "rejected" and rows[3].code == "SOLVE_EXPORT" and rows[3].covered is None
     assert "no solution was generated" in rows[3].reason
-    assert not (out / "3_Branchy.py").exists()
+    assert not (out / "3_Numpy.py").exists()
     assert written_by_solve(out / "1_Swishy.py") and written_by_solve(out / "2_Sorted.py")
     assert report.kernelbench.summary["solved"] == 1 and report.kernelbench.summary["correct"] == 2
     csv = {int(r["problem_id"]): r for r in read_csv(tmp_path / "kb.csv")}
     assert (csv[1]["covered"], csv[2]["covered"], csv[3]["covered"]) == ("True", "False", "")
     with ResultStore(tmp_path / "kb.sqlite") as store:
         keys = {r["key"] for r in store.results(report.run_id)}
-    assert {SOLVE_KEY + "level1/1_Swishy", "level1/1_Swishy", "level1/3_Branchy"} <= keys
+    assert {SOLVE_KEY + "level1/1_Swishy", "level1/1_Swishy", "level1/3_Numpy"} <= keys
 
     # resumed: nothing is solved or judged again; a solution file that went away is solved again
     (out / "2_Sorted.py").unlink()

@@ -6,8 +6,9 @@ engineer would need: the operator's PyTorch reference (its source), every tensor
 parameter order, the rules of threads and warpgroups, a compact reference sheet of the DSL (`reference_sheet`: each
 ``T.*`` call with its signature and the first line of its contract, read from `argus.lang` itself so that it never
 drifts from the code), two complete library kernels as self-contained modules (`EXAMPLES`,
-`argus.kernels.source.module_source`), and the kernel to start from when there is one (a template's or the closest
-library kernel's source). The answer's code is checked by `argus.agent.restricted`, written to the writer's
+`argus.kernels.source.module_source`), and the kernel to start from when there is one: the library kernel closest
+to the reference (`argus.frontend.written.closest_kernel`, by the family of its operators), whole, or named when it
+is one of the examples already. The answer's code is checked by `argus.agent.restricted`, written to the writer's
 directory (named by its hash) and gated by `argus.eval.judge.gate_generated_kernel`: traced in a sandbox (its
 Python never runs in this process), verified, and checked against the reference on the interpreter (or the GPU).
 A rejection goes back as the next turn: the failing stage and its reason — a correctness failure says how many
@@ -100,7 +101,8 @@ class TensorArg:
 class WriteRequest:
     """What to write: the kernel's name, the reference's source (a Python function of the inputs, shown to the
     model) and the reference itself (called by the gate, trusted: it is the user's problem), the tensors in
-    parameter order, and optionally a kernel module to start from."""
+    parameter order, and optionally a kernel to start from: a module's source (`start_from`), and the library
+    kernel it is (`start_from_kernel`; with no source, a kernel the prompt shows as an example already)."""
 
     name: str
     reference_source: str
@@ -108,6 +110,7 @@ class WriteRequest:
     tensors: list[TensorArg]
     start_from: str | None = None
     what: str = ""
+    start_from_kernel: str = ""
 
 
 @dataclass
@@ -172,7 +175,21 @@ class KernelWriter:
             examples,
         ]
         if request.start_from:
-            parts.append(f"Start from this kernel:\n```python\n{request.start_from.rstrip()}\n```")
+            which = f" (the library's {request.start_from_kernel}, the closest to the reference)"
+            parts.append(
+                f"Start from this kernel{which if request.start_from_kernel else ''}:\n"
+                f"```python\n{request.start_from.rstrip()}\n```"
+            )
+        elif request.start_from_kernel:
+            if request.start_from_kernel not in self.examples:
+                raise ValueError(
+                    f"start_from_kernel={request.start_from_kernel!r} without its source: only an example "
+                    f"({', '.join(self.examples)}) is named without it"
+                )
+            parts.append(
+                f"Start from the example {request.start_from_kernel} above: it is the library kernel closest to "
+                "the reference."
+            )
         parts.append("Write the whole module in one ```python block.")
         system = CODER_SYSTEM.replace("You rewrite the kernel to apply one optimization.", "You write a kernel.")
         return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
@@ -269,16 +286,23 @@ def solve_writer(
     provider: Any, directory: Path | str, *, turns: int = 3, options: Any = None, record: Any = None
 ) -> Callable[[Any], Any]:
     """The ``writer`` hook of `argus.frontend.solve.solve` (``argus solve --llm``): each
-    `argus.frontend.written.KernelRequest` written by a `KernelWriter`, returned as the `WrittenKernel` its gate
-    accepted, or the reason there is none."""
-    from argus.frontend.written import WrittenKernel
+    `argus.frontend.written.KernelRequest` written by a `KernelWriter`, starting from the library kernel closest to
+    the request's family (`argus.frontend.written.closest_kernel`; named only, when it is one of the examples),
+    returned as the `WrittenKernel` its gate accepted, or the reason there is none."""
+    from argus.frontend.written import WrittenKernel, closest_kernel
+    from argus.kernels.registry import get_kernel
+    from argus.kernels.source import module_source
 
     writer = KernelWriter(provider, directory, turns=turns, options=options, record=record)
 
     def write(request: Any) -> Any:
         tensors = [TensorArg(n, tuple(s), d, o) for n, s, d, o in request.tensors]
-        out = writer.write(WriteRequest(request.name, request.reference_source, request.reference, tensors,
-                                        what=request.op))  # fmt: skip
+        closest = closest_kernel(request.family, writer.examples)
+        start = None if closest in writer.examples else module_source(get_kernel(closest).kernel)
+        out = writer.write(
+            WriteRequest(request.name, request.reference_source, request.reference, tensors, start, request.op,
+                         start_from_kernel=closest)
+        )  # fmt: skip
         if not out.ok:
             return f"no accepted kernel in {out.turns} answer(s): {out.reason}"
         stages = {s.get("stage"): s for s in (out.gate or {}).get("stages", [])}

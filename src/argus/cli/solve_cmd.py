@@ -117,6 +117,8 @@ def solve(
 
     sized = ", ".join(f"{k}={v!r}" for k, v in result.sizes.items())
     report.print(f"{result.problem}{f' [{sized}]' if sized else ''}", markup=False, highlight=False)
+    if result.captured:  # torch.export could not: the problem was solved as torch._dynamo's graphs
+        report.print(result.captured, markup=False, highlight=False)
     rows = [[k["kernel"], k["family"], " -> ".join(k["ops"])] for k in result.groups]
     rows += [[u["node"], f"not covered: {u['family']}", f"{u['op']}: {u['reason']}"] for u in result.uncovered]
     print_table([Column("kernel", identifier=True), Column("family"), Column("operators")], rows, console=report)

@@ -24,7 +24,8 @@ way (folded into another constant, or into the graph's structure) is reported as
 
 A problem that does not export (data-dependent control flow, an operator ``torch.export`` cannot trace) raises
 `FrontendError` ``SOLVE_EXPORT`` with the reason and the problem's line where PyTorch names one; nothing here
-crashes on a user's model.
+crashes on a user's model. `argus.frontend.solve` then captures it as the graphs ``torch._dynamo`` splits its
+forward into (`argus.frontend.dynamo`), each of which this module captures as a problem of its own.
 """
 
 from __future__ import annotations
@@ -176,8 +177,8 @@ _BREAKS = {
 def graph_breaks(model: Any, args: Sequence[Any], problem: Path) -> str:
     """Where ``torch._dynamo`` (which, unlike ``torch.export``, may split a forward into several graphs) breaks
     `model`'s forward, as a sentence naming each break's line of `problem` and its reason; "" when it cannot say
-    (it ran into another error, or found no break). The per-graph report a model that does not export gets; the
-    graphs themselves are not turned into kernels yet (docs/solve.md, "Not built yet")."""
+    (it ran into another error, or found no break). Said when a model does not export, and in the report of the
+    capture fallback (`argus.frontend.dynamo`), which solves those graphs."""
     import torch
 
     try:
@@ -471,7 +472,8 @@ def _single_output(program: Any) -> bool:
     spec = program.call_spec.out_spec
     if spec is None or spec.is_leaf():
         return True
-    if spec.type in (tuple, list) and all(child.is_leaf() for child in spec.children_specs):
+    children = spec.children() if hasattr(spec, "children") else spec.children_specs  # torch 2.13 renamed it
+    if spec.type in (tuple, list) and all(child.is_leaf() for child in children):
         return False
     raise FrontendError(
         "SOLVE_OUTPUTS",

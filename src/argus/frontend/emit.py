@@ -174,8 +174,9 @@ def emit(
 ) -> str:
     """The solution file's text (see the module docstring). `kernels`: group kernel name -> its source; `params`:
     kernel name -> the trace-time parameters its launches pass (tuned policies; a kernel not named takes its
-    defaults); `written`: uncovered node -> (its `argus.frontend.written.KernelRequest`, the accepted
-    `WrittenKernel`): the node runs that kernel (embedded under the request's name) instead of its ATen call."""
+    defaults); `written`: a group's output node -> (its `argus.frontend.written.KernelRequest`, the accepted
+    `WrittenKernel`): that kernel (embedded under the request's name) computes the output node where it stands, and
+    none of the group's nodes stays an ATen call."""
     tuned_params = params or {}
     written = written or {}
     import torch
@@ -186,6 +187,7 @@ def emit(
     graph = partition.fused.graph
     groups = {g.module: g for g in partition.groups}
     uncovered = {u.node: u for u in partition.uncovered}
+    members = {n: request for request, _ in written.values() for n in request.nodes}  # what a written kernel computes
     scalar_rebinds: dict[str, dict[int, str]] = {}
     for arg, uses in capture.scalar_uses.items():
         for node_name, index in uses:
@@ -201,8 +203,9 @@ def emit(
         header.append(f"  {g.kernel}: {g.family} ({' -> '.join(g.ops)})")
     for u in partition.uncovered:
         if u.node in written:
-            header.append(f"  {written[u.node][0].name}: written ({u.op}): a kernel no template gave, gated")
-        else:
+            request = written[u.node][0]
+            header.append(f"  {request.name}: written ({request.op}): a kernel no template gave, gated")
+        elif u.node not in members:
             header.append(f"  {u.node}: {u.line()}")
     if capture.sizes:
         header.append("")
@@ -297,10 +300,9 @@ def emit(
             if getattr(node.target, "__name__", "") == "getitem" and f"{node.args[0].name}[0]" in names:
                 names[node.name] = names[f"{node.args[0].name}[{node.args[1]}]"]
                 continue
-            if node.name in written:
+            if node.name in written:  # the group's output: every other node of it comes before, none read outside
                 request, _ = written[node.name]
-                operands = list(dict.fromkeys(node.all_input_nodes))
-                inputs = [names[a.name] for a in operands]
+                inputs = [names[a] for a in request.inputs]
                 shapes = [t[1] for t in request.tensors]
                 for arg, shape in zip(inputs, shapes, strict=False):
                     body.append(f"        _expect_shape({arg}, {shape!r}, {request.name!r}, {arg!r})")
@@ -313,6 +315,8 @@ def emit(
                 body.append(f"        _launch({request.name}, [{', '.join([*inputs, out_name])}], {shapes!r})")
                 names[node.name] = out_name
                 continue
+            if node.name in members:
+                continue  # inside a written kernel's group: its output is the only value read outside
             try:
                 call = _call_with(node, scalar_rebinds.get(node.name, {}), names)
             except Exception as e:  # noqa: BLE001 - an argument Python cannot spell

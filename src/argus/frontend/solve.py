@@ -82,6 +82,8 @@ class SolveResult:
     specialized: list[str] = field(default_factory=list)
     #: why the gate did not run (empty when it did)
     not_judged: str = ""
+    #: how the problem was captured when torch.export could not (`argus.frontend.dynamo`: its graphs); else ''
+    captured: str = ""
 
     @property
     def covered(self) -> bool:
@@ -125,6 +127,7 @@ class SolveResult:
             "specialized": self.specialized,
             "gate": self.gate.to_json() if self.gate is not None else None,
             "not_judged": self.not_judged,
+            "captured": self.captured,
             "seconds": round(self.seconds, 3),
         }
 
@@ -406,9 +409,9 @@ def solve(
     trace-time parameters to launch each of the solution's own DSL kernels with (kernel -> params; the agent's
     tuner, `argus.agent.tune.Tuner`, which times them on a GPU), asked once the solution is written: the solution
     is written again with them, and the kernels are verified and checked as tuned; `writer(request)`: for each
-    uncovered operator (`argus.frontend.written.requests`), a `WrittenKernel` it has gated, or why none (the LLM
-    path: `argus.agent.writer`); an accepted one runs in the solution instead of the ATen call, and the solution
-    is not imported here once it holds one."""
+    group of connected uncovered operators (`argus.frontend.written.requests`), a `WrittenKernel` it has gated, or
+    why none (the LLM path: `argus.agent.writer`); an accepted one runs in the solution instead of the group's ATen
+    calls (its operators covered), and the solution is not imported here once it holds one."""
     from argus.eval.candidates import ModuleCandidate, import_file
     from argus.eval.gate import GateOptions, gate_module
     from argus.verify import verify
@@ -422,7 +425,15 @@ def solve(
     if not path.is_file():
         raise FrontendError("SOLVE_PROBLEM", f"no such problem file: {path}", "give the path of a problem .py file")
     step("capturing")
-    cap = capture(path, sizes)
+    try:
+        cap = capture(path, sizes)
+    except FrontendError as e:
+        if e.code != "SOLVE_EXPORT":
+            raise
+        from argus.frontend.dynamo import solve_graphs  # the capture fallback: dynamo's graphs, each solved here
+
+        return solve_graphs(path, e, sizes=sizes, out=out, judge=judge, options=options, on_step=on_step,
+                            tune=tune, writer=writer)  # fmt: skip
     step("partitioning")
     part, sources = generate(cap)
     target = Path(out) if out is not None else default_solution_path(path)
@@ -434,8 +445,8 @@ def solve(
         except OSError as e:
             raise FrontendError("SOLVE_WRITE", f"cannot write the solution to {target}: {e}", None) from None
 
-    written: dict[str, tuple[Any, Any]] = {}  # uncovered node -> (request, accepted kernel)
-    not_written: dict[str, str] = {}
+    written: dict[str, tuple[Any, Any]] = {}  # a group's output node -> (request, accepted kernel)
+    not_written: dict[str, str] = {}  # uncovered node -> why no written kernel computes it
     if writer is not None:
         from argus.frontend.written import WrittenKernel, requests
 
@@ -445,8 +456,9 @@ def solve(
             got = writer(request)
             if isinstance(got, WrittenKernel):
                 written[request.node] = (request, got)
-            else:
-                not_written[request.node] = str(got)
+            else:  # every operator of the group stays an ATen call, for this reason
+                not_written.update(dict.fromkeys(request.nodes, str(got)))
+    in_written = {n for request, _ in written.values() for n in request.nodes}
     write(emit(part, sources))  # the template kernels only: this version is imported here for their checks
     params: dict[str, dict[str, Any]] = {}
     if tune is not None:
@@ -506,7 +518,7 @@ def solve(
     for request, got in written.values():
         reports.append(
             KernelReport(
-                request.name, "written", [request.op], math.prod(request.tensors[-1][1]), verdict=got.verdict,
+                request.name, "written", list(request.ops), math.prod(request.tensors[-1][1]), verdict=got.verdict,
                 verify_summary=got.summary, interpreter_ok=True, checked_on=got.checked_on,
             )
         )  # fmt: skip
@@ -526,12 +538,12 @@ def solve(
         problem=cap.name,
         sizes=dict(cap.sizes),
         groups=[{"kernel": g.kernel, "family": str(g.family), "ops": g.ops} for g in part.groups]
-        + [{"kernel": r.name, "family": "written", "ops": [r.op]} for r, _ in written.values()],
+        + [{"kernel": r.name, "family": "written", "ops": list(r.ops)} for r, _ in written.values()],
         uncovered=[
             {"node": u.node, "op": u.op, "family": str(u.family), "reason": u.reason}
             | ({"writer": not_written.get(u.node, "")} if writer is not None else {})
             for u in part.uncovered
-            if u.node not in written
+            if u.node not in in_written
         ],
         kernels=reports,
         solution=str(target),
