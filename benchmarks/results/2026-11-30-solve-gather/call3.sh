@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# device call 3: the rows kernel with a per-element sum of exp, across shapes; its tile swept on 95; 95 and 45 judged
+# at KernelBench's sizes; 45's new separable pooling kernel's tile swept
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=$PWD/src:/tmp/site ARGUS_KERNELBENCH_DIR=$PWD/.kbdata/kernelbench
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.sm,clocks.mem --format=csv; python3 -c "import torch,triton,sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__, 'python', sys.version.split()[0])"; date -u; } > $OUT/env.txt 2>&1
+KB=.kbdata/kernelbench/level1
+timeout -k 10 -s INT 200 python3 benchmarks/class_loss_gpu.py --rounds 20 --out /tmp/cl > $OUT/class_loss.md 2>&1
+echo "bench exit $?" >> $OUT/class_loss.md
+timeout -k 10 -s INT 60 python3 benchmarks/solution_policy_gpu.py $KB/95_CrossEntropyLoss.py .gen27/solutions/95_CrossEntropyLoss.py \
+  --kernel indexing_0 --grid "BM=4;BN=256,512" --rounds 10 > $OUT/sweep95.md 2>&1
+echo "sweep exit $?" >> $OUT/sweep95.md
+timeout -k 20 -s INT 220 python3 -m argus kernelbench --problems .kbdata/kernelbench --level 1 \
+  --solutions .gen27/solutions --only 95,45 --trials 2 --reps 10 --timeout 200 --csv $OUT/kb.csv > $OUT/kb.log 2>&1
+echo "judge exit $?" >> $OUT/kb.log
+timeout -k 10 -s INT 90 python3 benchmarks/solution_policy_gpu.py $KB/45_Average_Pooling_2D.py .gen27/solutions/45_Average_Pooling_2D.py \
+  --kernel pooling_0 --grid "BH=1;BW=64,256" --rounds 5 > $OUT/sweep45.md 2>&1
+echo "sweep exit $?" >> $OUT/sweep45.md
+date -u >> $OUT/env.txt
