@@ -165,7 +165,9 @@ def test_what_the_template_refuses_is_reported_with_its_reason(
 ) -> None:
     path = problem(body, inputs=_inputs(shapes, ["float32"] * len(shapes)), args=", ".join("xyz"[: len(shapes)]))
     part, _ = generate(capture(path))
-    assert not part.groups and part.uncovered
+    # a comparison alone is a kernel of its own (its boolean stored): only the operator whose operands broadcast
+    # beyond what the template plans is left
+    assert [g.ops for g in part.groups] in ([], [["gt"]]) and part.uncovered
     assert all(u.family == "pointwise" for u in part.uncovered)
     assert reason in part.uncovered[-1].reason, part.uncovered  # the last operator, whose operands broadcast
 
@@ -189,18 +191,26 @@ def test_a_group_whose_nodes_do_not_make_one_kernel_becomes_one_kernel_per_node(
         assert error <= tolerance
 
 
-def test_a_comparison_is_never_split_from_its_consumer(problem: Callable[..., Path]) -> None:
-    """A group refused as a whole whose comparison would leave its kernel as a boolean: the comparison and its
-    consumer stay uncovered (with the group's reason), the other operators are kernels of their own."""
+def test_a_comparison_split_from_its_consumer_passes_a_boolean_tensor(problem: Callable[..., Path]) -> None:
+    """A group refused as a whole (four broadcast dimensions) whose comparison feeds a select: each operator is a
+    kernel of its own, the comparison's kernel stores a bool tensor and the select's reads it as 1.0/0.0 (before
+    session 27 both stayed in PyTorch); every kernel matches its reference."""
     path = problem(
         "torch.where(x * a > 0.0, x, -x) * b",
         inputs=_inputs([(2, 3, 4, 5), (1, 3, 1, 1), (1, 1, 1, 5)], ["float32"] * 3),
         args="x, a, b",
     )
-    part, _ = generate(capture(path))
-    assert sorted(u.op for u in part.uncovered) == ["aten.gt.Scalar", "aten.where.self"]
-    assert all("the fused group: the broadcast needs 4 dimensions" in u.reason for u in part.uncovered)
-    assert sorted(op for g in part.groups for op in g.ops) == ["mul", "mul", "neg"]
+    part, sources = generate(capture(path))
+    assert not part.uncovered, part.uncovered
+    assert sorted(op for g in part.groups for op in g.ops) == ["gt", "mul", "mul", "neg", "where"]
+    target = path.with_name("split_bool_solution.py")
+    target.write_text(emit(part, sources))
+    module = import_file(target, "argus_test_broadcast_split_bool")
+    for g in part.groups:
+        error, tolerance = check_kernel(getattr(module, g.kernel), sources[g.kernel], g.subgraph)
+        assert error <= tolerance, g.ops
+    (gt,) = [g for g in part.groups if g.ops == ["gt"]]
+    assert "T.boolean" in sources[gt.kernel].kernel
 
 
 def test_the_plan_collapses_to_the_canonical_form() -> None:

@@ -25,6 +25,10 @@ class _Flat:
     def numel(self) -> int:
         return self.n
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.n,)
+
     def __getitem__(self, s: slice) -> _Flat:
         stop = min(s.stop, self.n)
         return _Flat(stop - s.start, self.start + s.start)

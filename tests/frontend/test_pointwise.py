@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from argus.eval.candidates import import_file
-from argus.frontend import capture, generate
+from argus.frontend import capture, generate, solve
 from argus.frontend.emit import emit
 from argus.frontend.solve import check_kernel
 from argus.verify import verify
@@ -151,9 +151,15 @@ def test_a_boolean_input_compiles_for_hopper(problem: Callable[..., Path]) -> No
     assert mix.get("LDG") and mix.get("STG") and compiled.resources.spill_stores == 0
 
 
-def test_a_boolean_computed_by_pytorch_is_not_read_as_a_mask(problem: Callable[..., Path]) -> None:
-    """Only a boolean the model is given is read into a kernel; one computed outside the kernel (here by an operator
-    no template takes) keeps the refusal, with its reason."""
+def test_a_boolean_computed_outside_the_kernel_is_read_as_a_mask(problem: Callable[..., Path], tmp_path: Path) -> None:
+    """A boolean computed outside the kernel (here by another kernel, after operators no template takes) is read
+    into the kernel as 1.0/0.0, like a mask the model is given (before session 27 it was refused), and the partial
+    solution is still correct."""
     path = problem("x * torch.isin(x, y)", inputs="[torch.randn(3, 8), torch.randn(3, 8)]", args="x, y", name="isin")
-    part, _ = generate(capture(path))
-    assert any("boolean" in u.reason for u in part.uncovered), [u.line() for u in part.uncovered]
+    result = solve(path, out=tmp_path / "isin_solution.py")
+    # isin's decomposition (a sort, a search, int64 indexing) stays in PyTorch; its last comparison is a kernel
+    # that stores a bool tensor, and the product a kernel that reads it
+    assert {u["op"] for u in result.uncovered} >= {"aten.sort.default", "aten.index.Tensor"}, result.uncovered
+    assert [g["ops"] for g in result.groups] == [["eq"], ["mul"]]
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+    assert result.correct and result.status() == "not covered"

@@ -73,6 +73,11 @@ def _expect_shape(tensor, shape, kernel, name):
         )
 
 
+def _viewed(t, shape):
+    """`t` (contiguous) as `shape`: itself when it has that shape already (a view costs microseconds of host time)."""
+    return t if t.shape == shape else t.view(shape)
+
+
 def _launch(kernel, tensors, shapes=None, **params):
     """Run `kernel` on `tensors` (inputs, then outputs; outputs are fresh contiguous tensors, so the kernel writes
     them in place), each viewed as its entry of `shapes` (default: flattened): compiled once per parameter set on
@@ -80,7 +85,7 @@ def _launch(kernel, tensors, shapes=None, **params):
     if getattr(kernel, "library", False):
         kernel(*tensors)
         return
-    flat = [t.contiguous().view(s) for t, s in zip(tensors, shapes or [(-1,)] * len(tensors), strict=True)]
+    flat = [_viewed(t.contiguous(), s) for t, s in zip(tensors, shapes or [(-1,)] * len(tensors), strict=True)]
     if flat[0].is_cuda:
         import argus.runtime
         from argus.runtime.arguments import MAX_EXTENT
@@ -92,6 +97,9 @@ def _launch(kernel, tensors, shapes=None, **params):
         # a kernel's extents stay below MAX_EXTENT (its tile coordinates are 32-bit): longer operands of one
         # length (elementwise) run in chunks, each a contiguous slice starting at a multiple of MAX_EXTENT
         step = MAX_EXTENT if shapes is None and all(t.numel() == n for t in flat) else max(n, 1)
+        if n <= step:  # one launch on the tensors as they are (no slices: the host's time is most of a small call)
+            _COMPILED[key](*flat)
+            return
         for start in range(0, n, step):
             _COMPILED[key](*[t[start : start + step] for t in flat])
     else:

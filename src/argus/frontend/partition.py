@@ -243,25 +243,36 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
     owners: dict[str, Family] = {}  # a node that took others in -> its family (the group's, whatever it took)
     for family, nodes in supported.items():
         if templates[family].fuses:
-            members = {n.name for n in nodes}
-
-            class _Family(OperatorSupportBase):  # type: ignore[misc]
-                def is_node_supported(self, submodules: Any, node: Any, members: set[str] = members) -> bool:
-                    return node.op == "call_function" and node.name in members
-
-            found = CapabilityBasedPartitioner(
-                graph_module, _Family(), allows_single_node_partition=True
-            ).propose_partitions()
             check = templates[family].group_unsupported or (lambda group: None)
-            for p in found:
-                why = check(list(p.nodes))
-                # a group the template refuses as a whole: each node its own kernel where the template takes it
-                # alone, the others uncovered with the group's reason
-                for group in [list(p.nodes)] if why is None else [[n] for n in p.nodes]:
-                    if why is None or (len(p.nodes) > 1 and check(group) is None):
-                        proposals.append(Proposal(id=len(proposals), nodes=group))
-                    else:
-                        reasons[group[0].name] = why
+
+            def propose(names: set[str], vertical_only: bool) -> list[list[Any]]:
+                class _Family(OperatorSupportBase):  # type: ignore[misc]
+                    def is_node_supported(self, submodules: Any, candidate: Any) -> bool:
+                        return candidate.op == "call_function" and candidate.name in names
+
+                found = CapabilityBasedPartitioner(
+                    graph_module, _Family(), allows_single_node_partition=True, skip_horizontal_fusion=vertical_only
+                ).propose_partitions()
+                return [list(p.nodes) for p in found]
+
+            for group in propose({n.name for n in nodes}, False):
+                why = check(group)
+                if why is None:
+                    proposals.append(Proposal(id=len(proposals), nodes=group))
+                    continue
+                # a group the template refuses as a whole (chains merged side by side whose outputs differ in
+                # shape, say): its chains, connected nodes only, where the template takes them; else each node its
+                # own kernel where the template takes it alone, the others uncovered with the group's reason
+                chains = propose({n.name for n in group}, True) if len(group) > 1 else [group]
+                for chain in chains:
+                    if len(chain) > 1 and len(chain) < len(group) and check(chain) is None:
+                        proposals.append(Proposal(id=len(proposals), nodes=chain))
+                        continue
+                    for node in chain:
+                        if len(group) > 1 and check([node]) is None:
+                            proposals.append(Proposal(id=len(proposals), nodes=[node]))
+                        else:
+                            reasons[node.name] = why
         else:
             # a node with several results (max_pool2d_with_indices) takes the getitems that pick them: its kernel
             # makes the tensors they read, and its subgraph returns those tensors

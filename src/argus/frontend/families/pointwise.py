@@ -15,8 +15,9 @@ exactly what was captured.
 
 What a node must be for the template to take it (`unsupported`, which the partitioner asks): an operator of
 `RULES` with its arguments in range; tensor operands that broadcast to its output in a form `plan` takes; float32,
-float16 or bfloat16 values (a comparison's boolean result, or a ``scalar_tensor`` constant, only inside the group;
-a boolean tensor the model is given, a mask, is read as 1.0/0.0 into an f32 fragment);
+float16 or bfloat16 values (a ``scalar_tensor`` constant only inside the group; a comparison's boolean result is
+1.0/0.0 inside it and, where it leaves the group, a bool tensor the kernel stores; a boolean tensor from outside
+the group — a mask the model is given, another kernel's comparison — is read as 1.0/0.0 into an f32 fragment);
 operands of different float dtypes are converted to the node's dtype (torch's promotion) before it computes. The
 partitioner also asks `group_unsupported` of each proposed group (one output shape, one plan for all its values).
 Scalars are literals, or the run-time value of a forward argument when `argus.frontend.capture` bound the constant
@@ -198,8 +199,18 @@ RULES: dict[str, Rule] = {
     "_to_copy": (X, lambda x: x.text),
 }
 
-#: Comparisons: their boolean result stays inside the kernel (1.0 or 0.0 in its operand's dtype).
+#: Comparisons: their boolean result is 1.0 or 0.0 in its operand's dtype inside the kernel, a bool tensor outside.
 COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne", "isnan"})
+
+
+def _out_dtype(node: Any) -> str:
+    """The DSL dtype a group's result is stored as: a comparison's as a bool tensor (its fragment holds 1.0/0.0; the
+    store converts nonzero to true), any other's as its own float dtype."""
+    import torch
+
+    value = node_value(node)
+    return "boolean" if value.dtype == torch.bool else DTYPES[dtype_name(value)]
+
 
 #: Bytes per element of each DSL dtype.
 _DT_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
@@ -254,11 +265,12 @@ def unsupported(node: Any) -> str | None:
         return "division with a rounding mode"
     if name == "gelu" and args[1] not in ("none", "tanh"):
         return f"gelu approximate={args[1]!r}"
-    if name in COMPARISONS or name == "scalar_tensor":
-        what = "a comparison's boolean result" if name in COMPARISONS else "a constant tensor"
-        inside = "it is kept as 1.0/0.0 inside it" if name in COMPARISONS else "it is a literal inside it"
+    if name == "scalar_tensor":  # a comparison's boolean may leave the kernel: it is stored as a bool tensor
         if not node.users or not all(u.op == "call_function" and unsupported(u) is None for u in node.users):
-            return f"{what} leaves the kernel ({inside}), or feeds an operator the template does not take"
+            return (
+                "a constant tensor leaves the kernel (it is a literal inside it), or feeds an operator the template "
+                "does not take"
+            )
     if name not in COMPARISONS and dtype_name(out) not in DTYPES:
         return f"dtype {out.dtype} (the template takes float32, float16, bfloat16)"
     if name == "scalar_tensor":
@@ -272,9 +284,6 @@ def unsupported(node: Any) -> str | None:
                 return f"operand {i} is not a tensor"
             if _is_literal(a):
                 continue
-            compared = a.op == "call_function" and aten_name(a) in COMPARISONS
-            if val.dtype == torch.bool and not compared and a.op != "placeholder":
-                return f"operand {i} is a boolean tensor neither given to the model nor computed in the same kernel"
             if val.dtype != torch.bool and dtype_name(val) not in DTYPES:
                 return f"operand {i} has dtype {val.dtype}"
             shapes[a.name] = tuple(val.shape)
@@ -296,7 +305,7 @@ def group_unsupported(nodes: list[Any]) -> str | None:
     members = {n.name for n in nodes}
     outputs = [n for n in nodes if any(u.name not in members for u in n.users)]
     for n in outputs:
-        if _is_literal(n) or node_value(n).dtype == torch.bool:
+        if _is_literal(n) or (node_value(n).dtype == torch.bool and aten_name(n) not in COMPARISONS):
             return f"{n.name} ({aten_name(n)}) would leave its kernel as a boolean or a constant tensor"
     out_shapes = {tuple(node_value(n).shape) for n in outputs}
     if len(out_shapes) != 1:
@@ -306,9 +315,9 @@ def group_unsupported(nodes: list[Any]) -> str | None:
     for n in nodes:
         for value in [n, *(a for a in n.all_input_nodes if a.name not in members)]:
             val = node_value(value)
-            given = value.op == "placeholder"  # a boolean the model is given: read as 1.0/0.0
-            if value is not n and (_is_literal(value) or (getattr(val, "dtype", None) == torch.bool and not given)):
-                return f"{value.name} ({aten_name(value)}), a boolean or a constant tensor, comes from another kernel"
+            # a boolean from outside (the model's mask, another kernel's comparison) is read as 1.0/0.0
+            if value is not n and _is_literal(value):
+                return f"{value.name} ({aten_name(value)}), a constant tensor, comes from another kernel"
             if _is_literal(value) or not isinstance(val, torch.Tensor):
                 continue
             shapes[value.name] = tuple(val.shape)
@@ -565,7 +574,7 @@ def kernel_source(
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
     tensor_dtypes = ["boolean" if n.name in booleans else dtypes[n.name] for n in placeholders]
-    out_dtypes = [DTYPES[dtype_name(node_value(r))] for r in results]
+    out_dtypes = [_out_dtype(r) for r in results]
     chain = " -> ".join(ops)
     ref = reference_source(
         f"{name}_reference",
@@ -742,7 +751,7 @@ def _tiled_kernel(
         return f"{param}.tile(({', '.join(p[1] for p in parts)}), ({', '.join(p[2] or 'None' for p in parts)}))"
 
     everything = (1,) * len(found.dims)
-    out_dtypes = [DTYPES[dtype_name(node_value(r))] for r in results]
+    out_dtypes = [_out_dtype(r) for r in results]
     signature = [
         f"{p}: {annotation(found.bits[n.name], 'boolean' if n.name in booleans else dtypes[n.name])}"
         for n, p in zip(placeholders, in_params, strict=True)
@@ -770,7 +779,7 @@ def _tiled_kernel(
         f"({', '.join(ROLE_NAMES[r][1] for r in order)},):",
     ]
     if any(found.tile_bits(n.name) != (1, 1) for n in placeholders):
-        dt = out_dtypes[0]
+        dt = next((d for d in out_dtypes if d != "boolean"), "f32")  # a comparison's fragment is f32 (1.0/0.0)
         middle.append(f"        tile = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})  # its layout")
     for node, param in zip(placeholders, in_params, strict=True):
         dt, bits = dtypes[node.name], found.tile_bits(node.name)
