@@ -285,3 +285,36 @@ def test_level1_broadcasts_are_covered_beside_their_reductions(
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels), [
         k.to_json() for k in result.kernels
     ]
+
+
+def test_on_a_partitioner_without_vertical_only_groups_a_refused_group_falls_back_to_single_nodes(
+    problem: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch 2.11 (the H200 machine's) has no ``skip_horizontal_fusion``: `propose` says so (None) and the
+    partition does without the chains, one kernel per operator, all covered (a TypeError there before)."""
+    import torch.fx.passes.infra.partitioner as fx_partitioner
+
+    from argus.frontend.partition import propose
+
+    original = fx_partitioner.CapabilityBasedPartitioner
+
+    class Older(original):  # type: ignore[misc, valid-type]
+        def __init__(self, graph_module, operator_support, allows_single_node_partition=False) -> None:  # noqa: ANN001
+            super().__init__(graph_module, operator_support, allows_single_node_partition=allows_single_node_partition)
+
+    monkeypatch.setattr(fx_partitioner, "CapabilityBasedPartitioner", Older)
+    path = problem(
+        "torch.where(x * a > 0.0, x, -x) * b",
+        inputs=_inputs([(2, 3, 4, 5), (1, 3, 1, 1), (1, 1, 1, 5)], ["float32"] * 3),
+        args="x, a, b",
+    )
+    cap = capture(path)
+    assert propose(cap.graph_module, lambda n: n.op == "call_function", vertical_only=True) is None
+    part, _ = generate(cap)
+    assert not part.uncovered and sorted(op for g in part.groups for op in g.ops) == [
+        "gt",
+        "mul",
+        "mul",
+        "neg",
+        "where",
+    ]

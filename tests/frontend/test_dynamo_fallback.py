@@ -22,6 +22,7 @@ from argus.frontend import solve
 from argus.frontend.capture import REAL_CAPTURE_ELEMENTS
 from argus.frontend.dynamo import PROBE_DRAWS, capture_graphs, graph_key
 from argus.frontend.errors import FrontendError
+from argus.frontend.partition import propose
 
 
 def _problem(path: Path, forward: str, *, init: str = "[]", inputs: str = "[torch.randn(rows, cols)]") -> Path:
@@ -75,10 +76,16 @@ def test_a_branch_on_a_tensor_value_is_solved_graph_by_graph(branchy: tuple[Any,
     # the report: three graphs, where dynamo broke the forward and why, each graph's kernels named by graph
     assert "captured by torch._dynamo as 3 graph(s)" in result.captured
     assert "branchy.py:12 (a branch on a tensor's value" in result.captured
-    assert [(g["kernel"], g["ops"]) for g in result.groups] == [
-        ("g0_pointwise_0", ["relu", "add"]), ("g0_reduction_1", ["sum"]), ("g0_pointwise_2", ["gt"]),
-        ("g1_pointwise_0", ["mul"]), ("g2_pointwise_0", ["sub"]),
-    ]  # fmt: skip
+    groups = [(g["kernel"], g["ops"]) for g in result.groups]
+    if propose(torch.fx.symbolic_trace(torch.nn.ReLU()), bool, vertical_only=True) is None:
+        # torch 2.11's partitioner merges relu -> add with the comparison side by side and cannot be asked for
+        # chains only: the refused group becomes one kernel per operator (`argus.frontend.partition.propose`)
+        assert [ops for _, ops in groups] == [["relu"], ["add"], ["sum"], ["gt"], ["mul"], ["sub"]], groups
+    else:
+        assert groups == [
+            ("g0_pointwise_0", ["relu", "add"]), ("g0_reduction_1", ["sum"]), ("g0_pointwise_2", ["gt"]),
+            ("g1_pointwise_0", ["mul"]), ("g2_pointwise_0", ["sub"]),
+        ]  # fmt: skip
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
     # the gate ran the file written, in its sandbox, against the problem (torch.compile inside the sandbox)
     assert result.gate.verdict == "accepted" and result.gate.environment["sandbox"]
@@ -89,7 +96,7 @@ def test_a_branch_on_a_tensor_value_is_solved_graph_by_graph(branchy: tuple[Any,
     for graph in ("g0", "g1", "g2"):
         assert f"'{graph}', Graph{graph[1]}, ()" in text  # each graph routed by its key to its module
     modules = "".join(re.findall(r"\nclass Graph\d\(.*?(?=\n\n\n)", text, re.S))
-    assert modules.count("_launch(") == 5 and "torch.ops." not in modules  # a launch per kernel, no ATen call
+    assert modules.count("_launch(") == len(groups) and "torch.ops." not in modules  # a launch a kernel, no ATen call
 
 
 def test_the_solution_file_matches_the_reference_on_both_branches(branchy: tuple[Any, Path]) -> None:

@@ -18,6 +18,7 @@ why.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -191,6 +192,31 @@ def metadata_only(node: Any) -> bool:
     return True
 
 
+def propose(
+    graph_module: Any, supported: Callable[[Any], bool], *, vertical_only: bool = False
+) -> list[list[Any]] | None:
+    """FX's capability-based partitioner over the nodes `supported` accepts: groups of connected nodes that create
+    no cycle, each in graph order. It also merges groups side by side (nodes that share only inputs);
+    `vertical_only` asks it not to (``skip_horizontal_fusion``), which torch's partitioner has only since 2.12:
+    None on an older torch (the H200 machine's 2.11), where the caller does without."""
+    import inspect
+
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    class _Supported(OperatorSupportBase):  # type: ignore[misc]
+        def is_node_supported(self, submodules: Any, node: Any) -> bool:
+            return supported(node)
+
+    options: dict[str, Any] = {"allows_single_node_partition": True}
+    if vertical_only:
+        if "skip_horizontal_fusion" not in inspect.signature(CapabilityBasedPartitioner.__init__).parameters:
+            return None
+        options["skip_horizontal_fusion"] = True
+    found = CapabilityBasedPartitioner(graph_module, _Supported(), **options).propose_partitions()
+    return [list(p.nodes) for p in found]
+
+
 def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> Partition:
     """Partition `capture`'s graph (see the module docstring). `templates`: family -> its
     `argus.frontend.families.base.Template` (default: `argus.frontend.families.TEMPLATES`).
@@ -198,9 +224,7 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
     Each family's nodes are proposed separately, so no kernel mixes families: a fusing family's connected nodes by
     FX's capability-based partitioner (which never merges nodes whose path leaves the group, so no two groups form
     a cycle), every other family's nodes one per group. All proposals are fused into submodules at once."""
-    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.infra.partitioner import Partition as Proposal
-    from torch.fx.passes.operator_support import OperatorSupportBase
     from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
     if templates is None:
@@ -245,17 +269,10 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
         if templates[family].fuses:
             check = templates[family].group_unsupported or (lambda group: None)
 
-            def propose(names: set[str], vertical_only: bool) -> list[list[Any]]:
-                class _Family(OperatorSupportBase):  # type: ignore[misc]
-                    def is_node_supported(self, submodules: Any, candidate: Any) -> bool:
-                        return candidate.op == "call_function" and candidate.name in names
+            def named(names: set[str]) -> Callable[[Any], bool]:
+                return lambda candidate: candidate.op == "call_function" and candidate.name in names
 
-                found = CapabilityBasedPartitioner(
-                    graph_module, _Family(), allows_single_node_partition=True, skip_horizontal_fusion=vertical_only
-                ).propose_partitions()
-                return [list(p.nodes) for p in found]
-
-            for group in propose({n.name for n in nodes}, False):
+            for group in propose(graph_module, named({n.name for n in nodes})) or []:
                 why = check(group)
                 if why is None:
                     proposals.append(Proposal(id=len(proposals), nodes=group))
@@ -263,8 +280,12 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
                 # a group the template refuses as a whole (chains merged side by side whose outputs differ in
                 # shape, say): its chains, connected nodes only, where the template takes them; else each node its
                 # own kernel where the template takes it alone, the others uncovered with the group's reason
-                chains = propose({n.name for n in group}, True) if len(group) > 1 else [group]
-                for chain in chains:
+                chains = (
+                    propose(graph_module, named({n.name for n in group}), vertical_only=True)
+                    if len(group) > 1
+                    else None
+                )
+                for chain in chains or [group]:
                     if len(chain) > 1 and len(chain) < len(group) and check(chain) is None:
                         proposals.append(Proposal(id=len(proposals), nodes=chain))
                         continue

@@ -188,20 +188,18 @@ def _groups(graph_module: Any, operators: set[Any], views: set[Any]) -> list[lis
     """The connected groups of `operators` (with the `views` between them), each in graph order, in the order of
     their last node. A view at a group's edge — one that reads only values from outside the group, or whose value
     only outside nodes read — is left out: the kernel reads the value it views, or its output is viewed outside."""
-    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
-    from torch.fx.passes.operator_support import OperatorSupportBase
+    from argus.frontend.partition import propose
 
-    class _Writable(OperatorSupportBase):  # type: ignore[misc]
-        def is_node_supported(self, submodules: Any, node: Any) -> bool:
-            return node in operators or node in views
+    def writable(node: Any) -> bool:
+        return node in operators or node in views
 
-    proposals = CapabilityBasedPartitioner(
-        graph_module, _Writable(), allows_single_node_partition=True, skip_horizontal_fusion=True
-    ).propose_partitions()
+    # connected groups only; an older torch's partitioner also merges groups side by side, and such a group, read
+    # outside in several places, becomes one request per operator (`requests`)
+    proposals = propose(graph_module, writable, vertical_only=True) or propose(graph_module, writable) or []
     order = {n: i for i, n in enumerate(graph_module.graph.nodes)}
     groups: list[list[Any]] = []
     for proposal in proposals:
-        members = set(proposal.nodes)
+        members = set(proposal)
         edge = [n for n in members & views if _at_the_edge(n, members)]
         while edge:
             members -= set(edge)
