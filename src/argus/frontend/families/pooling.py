@@ -363,8 +363,14 @@ def _staged_lines(pool: Pool, x: str, out: str, grid_args: str, grid_names: str)
         f"(rw % {sw}) * QW + rw // {sw}), (1, 1, BH, BW)), v)",
         f"{indent}            T.copy({'T.maximum(acc, v)' if is_max else 'acc + v'}, acc)",
     ]
-    value = "acc"
-    if not is_max:
+    return lines + _finish(pool, indent, out, od, three)
+
+
+def _finish(pool: Pool, indent: str, out: str, od: str, three: bool) -> list[str]:
+    """Both shapes' last lines: the average's division (its count), the tile's store, and for a 3-d pool the barrier
+    before the next output depth overwrites the shared buffer."""
+    lines, value = [], "acc"
+    if pool.kind != "max":
         div_lines, divisor = _divisor(pool)
         lines += [line.replace("            ", indent, 1) for line in div_lines]
         value = f"acc / {divisor}"
@@ -468,15 +474,7 @@ def _separable_lines(pool: Pool, x: str, out: str, grid_args: str, grid_names: s
         f"{indent}    T.copy(window.window((0, 0, 0, (rw % {sw}) * QW + rw // {sw}), (1, 1, BH, BW)), v)",
         f"{indent}    T.copy({'T.maximum(acc, v)' if is_max else 'acc + v'}, acc)",
     ]
-    value = "acc"
-    if not is_max:
-        div_lines, divisor = _divisor(pool)
-        lines += [line.replace("            ", indent, 1) for line in div_lines]
-        value = f"acc / {divisor}"
-    lines.append(f"{indent}T.copy({value}, {out}.tile((p, {od}, bh, bw), (1, 1, BH, BW)))")
-    if three:
-        lines.append(f"{indent}T.barrier()  # every thread is done with sx before the next depth overwrites it")
-    return lines
+    return lines + _finish(pool, indent, out, od, three)
 
 
 def kernel_source(
