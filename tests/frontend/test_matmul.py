@@ -28,8 +28,9 @@ SOLVED: dict[str, dict[str, Any]] = {
 
 #: Level-1 matmul problems the template leaves (in part) to PyTorch, and the operators reported.
 PARTIAL: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {
-    # the product is an argus GEMM; triu's mask is built from two aranges (no family) and a comparison whose boolean
-    # the pointwise template refuses
+    # the product is an argus GEMM, the select a pointwise kernel reading the mask's boolean; the mask is built from
+    # two aranges (no family), their int64 difference and a comparison of int64 values, which the pointwise template
+    # refuses
     "14_Matmul_for_upper_triangular_matrices": (
         {"N": 40},
         [
@@ -37,8 +38,6 @@ PARTIAL: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {
             ("aten.arange.start_step", "other"),
             ("aten.sub.Tensor", "pointwise"),
             ("aten.ge.Scalar", "pointwise"),
-            ("aten.scalar_tensor.default", "pointwise"),
-            ("aten.where.self", "pointwise"),
         ],
     ),
 }
