@@ -197,7 +197,7 @@ def propose(
 ) -> list[list[Any]] | None:
     """FX's capability-based partitioner over the nodes `supported` accepts: groups of connected nodes that create
     no cycle, each in graph order. It also merges groups side by side (nodes that share only inputs);
-    `vertical_only` asks it not to (``skip_horizontal_fusion``), which torch's partitioner has only since 2.12:
+    `vertical_only` asks it not to (``skip_horizontal_fusion``), which torch 2.13's partitioner has and 2.11's not:
     None on an older torch (the H200 machine's 2.11), where the caller does without."""
     import inspect
 
