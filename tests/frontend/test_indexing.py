@@ -136,3 +136,30 @@ def test_the_rows_kernel_compiles_for_hopper(problem: Callable[..., Path], dtype
     compiled = compile_kernel(getattr(import_file(target, f"argus_test_rows_{dtype}"), group.kernel), cache=False)
     mix = compiled.instruction_mix()
     assert mix.get("LDG") and mix.get("STG") and compiled.resources.spill_stores == 0
+
+
+def test_ignore_index_and_smoothing_given_at_run_time_are_kernel_parameters(
+    problem: Callable[..., Path], tmp_path: Path
+) -> None:
+    """ignore_index and label_smoothing passed to the forward: the capture binds them to its arguments, and the
+    kernel takes them as parameters (compiled per value) instead of the captured values as literals — which gave
+    a solution that the gate accepted at the captured values and that was wrong at any other."""
+    import torch
+
+    from argus.eval.candidates import import_file
+
+    target = "torch.where(torch.arange(9) % 3 == 0, 4, torch.randint(0, 10, (9,)))"
+    path = problem(
+        "F.cross_entropy(x, t, ignore_index=ignore, label_smoothing=smoothing)",
+        inputs=f"[torch.randn(9, 10), {target}, 4, 0.0]",
+        args="x, t, ignore, smoothing",
+        name="runtime_args",
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    solution = import_file(Path(result.solution), "argus_test_runtime_args")
+    model, new = import_file(path, "argus_test_runtime_args_ref").Model(), solution.ModelNew()
+    x, t = torch.randn(9, 10), torch.randint(0, 10, (9,))
+    t[::3] = 7
+    for ignore, smoothing in ((4, 0.0), (7, 0.0), (7, 0.2), (-100, 0.1)):
+        torch.testing.assert_close(new(x, t, ignore, smoothing), model(x, t, ignore, smoothing), rtol=1e-5, atol=1e-6)

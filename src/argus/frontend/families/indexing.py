@@ -22,7 +22,8 @@ flight a thread was measured no faster on 32768 x 4096 float32 and slower in bfl
   ``x`` and no ``(B, C)`` intermediate;
 * label smoothing adds ``-sum_c w_c log p_c = lse * sum_c w_c - sum_c w_c x_c`` (two more row sums in the pass).
 
-A row whose target is ``ignore_index`` has loss and weight 0. Per row, ``loss = valid * ((1 - eps) * w_t * (lse -
+An ``ignore_index`` or ``label_smoothing`` the forward receives as an argument (bound by the capture) is a kernel
+parameter, ``IGNORE`` / ``EPS``, passed at each call. A row whose target is ``ignore_index`` has loss and weight 0. Per row, ``loss = valid * ((1 - eps) * w_t * (lse -
 x_t) + eps / C * (lse * sum(w) - sum(w * x)))`` and ``weight = valid * w_t``: PyTorch's mean divides both terms by
 the sum of the weights of the rows that count (by their count without a weight), so ``mean = sum(loss) /
 sum(weight)``. All arithmetic is float32; the losses are float32 (the ``sum`` and ``div`` after them round to the
@@ -130,14 +131,24 @@ def kernel_source(
     outs = {0: safe_name("LOSS", taken), 1: safe_name("WT", taken)}
     in_dt = DTYPES[dtype_name(x)]
     w_dt = DTYPES[dtype_name(node_value(weight_node))] if weight_node is not None else None
-    smoothing = float(eps) != 0.0
+    # ignore_index and label_smoothing given as forward arguments (`argus.frontend.capture` bound them): kernel
+    # parameters the solution passes at each call, the captured values their defaults; a bound smoothing keeps its
+    # sums in the kernel whatever the captured value
+    bound = {"IGNORE": scalar_uses.get((node.name, 3)), "EPS": scalar_uses.get((node.name, 4))}
+    scalars = {k: v for k, v in bound.items() if v is not None}
+    smoothing = float(eps) != 0.0 or "EPS" in scalars
     what = (
         f"{'cross-entropy' if logits else 'negative log-likelihood'} over {classes} classes of {batch} rows"
-        f"{', class weights' if weight_node is not None else ''}, ignore_index={int(ignore)}"
-        + (f", label_smoothing={float(eps)!r}" if smoothing else "")
+        f"{', class weights' if weight_node is not None else ''}, ignore_index="
+        + ("IGNORE" if "IGNORE" in scalars else str(int(ignore)))
+        + (f", label_smoothing={'EPS' if 'EPS' in scalars else repr(float(eps))}" if smoothing else "")
     )
-    kernel = _kernel_text(name, params, outs, sorted(picked), in_dt, w_dt, batch, classes, int(ignore),
-                          float(eps), bool(logits), what)  # fmt: skip
+    values = {"IGNORE": float(int(ignore)), "EPS": float(eps)}
+    extra = [f"{k}: float = {values[k]!r}" for k in scalars]
+    kernel = _kernel_text(name, params, outs, sorted(picked), in_dt, w_dt, batch, classes,
+                          "IGNORE" if "IGNORE" in scalars else repr(float(int(ignore))),
+                          "EPS" if "EPS" in scalars else (float(eps) if smoothing else None), bool(logits), what,
+                          extra)  # fmt: skip
     reference = _reference_text(name, [params[k] for k in params], sorted(picked), int(ignore), float(eps),
                                 bool(logits), weight_node is not None, classes, what)  # fmt: skip
     dtypes = {x_node.name: in_dt, target_node.name: "i64", **{r.name: "f32" for r in results}}
@@ -149,7 +160,7 @@ def kernel_source(
         kernel,
         [n.name for n in inputs],
         [r.name for r in results],
-        {},
+        scalars,
         batch,
         dtypes,
         {x_node.name: (batch, classes), target_node.name: (batch,), **{r.name: (batch,) for r in results}},
@@ -166,11 +177,15 @@ def _kernel_text(
     w_dt: str | None,
     batch: int,
     classes: int,
-    ignore: int,
-    eps: float,
+    ignore: str,
+    eps: float | str | None,
     logits: bool,
     what: str,
+    extra: list[str],
 ) -> str:
+    """The rows kernel's text. `ignore`: the ignore_index as kernel text (a literal, or a parameter's name); `eps`:
+    label smoothing — None for none, a literal, or a parameter's name (then the smoothing sums are always there);
+    `extra`: the kernel's scalar parameters."""
     bm, bn = ROWS_TILE
     x, tgt = params["X"], params["TGT"]
     w = params.get("W")
@@ -178,7 +193,9 @@ def _kernel_text(
     if w is not None:
         args.append(f'    {w}: T.Tensor[("N",), T.{w_dt}],')
     args += [f'    {outs[i]}: T.Tensor[("M",), T.f32],' for i in written]
-    sums = ["px"] + (["pw"] if w is not None else []) + (["sx"] if eps else []) + (["sw"] if eps and w else [])
+    smooth_on = eps is not None
+    sums = ["px"] + (["pw"] if w is not None else []) + (["sx"] if smooth_on else [])
+    sums += ["sw"] if smooth_on and w else []
     lines = [
         f'@argus.kernel(reference={name}_reference, sizes={{"M": {batch}, "N": {classes}}}, '
         'policies={"tile_shape": ("BM", "BN")})',
@@ -186,6 +203,7 @@ def _kernel_text(
         *args,
         f"    BM: int = {bm},",
         f"    BN: int = {bn},",
+        *[f"    {p}," for p in extra],
         "):",
         f'    """{what}: the per-row loss and weight; BM rows per block, each row streamed once in BN-column tiles',
         "    (a row held by one warp), its target picked by a select on the column coordinate; the sum of exp kept",
@@ -231,7 +249,7 @@ def _kernel_text(
         lines.append(
             "            T.copy(pw + T.reduce_sum(T.where(col < N, T.where(hit, w[None, :], 0.0), 0.0), axis=1), pw)"
         )
-    if eps:
+    if smooth_on:
         wx = "x * w[None, :]" if w is not None else "x"
         lines.append(f"            T.copy(sx + T.reduce_sum(T.where(col < N, {wx}, 0.0), axis=1), sx)")
         if w is not None:
@@ -249,14 +267,17 @@ def _kernel_text(
             "        l = T.reduce_sum(l_e, axis=1)  # once, after the loop: warp shuffles across the row's threads",
             "        lse = m + T.log(l)  # log(sum(exp(x))) of each row",
         ]
-    lines.append(f"        valid = T.ne(t, {float(ignore)!r})  # 1 where the row counts, 0 at ignore_index")
+    lines.append(f"        valid = T.ne(t, {ignore})  # 1 where the row counts, 0 at ignore_index")
     weight = "pw * valid" if w is not None else "valid"
     nll = "(lse - px)" if logits else "(0.0 - px)"
     loss = f"{weight} * {nll}"
-    if eps:
+    if smooth_on:
         total_w = "sw" if w is not None else float(classes)
         smooth = f"(lse * {total_w} - sx)" if logits else "(0.0 - sx)"
-        loss = f"{1.0 - eps!r} * {loss} + {eps / classes!r} * valid * {smooth}"
+        if isinstance(eps, str):  # a parameter: a Python float when the kernel is traced
+            loss = f"(1.0 - {eps}) * {loss} + ({eps} / {classes}) * valid * {smooth}"
+        else:
+            loss = f"{1.0 - eps!r} * {loss} + {eps / classes!r} * valid * {smooth}"
     if 0 in written:
         lines.append(f"        T.copy({loss}, {outs[0]}.tile(bm, BM))")
     if 1 in written:
