@@ -359,3 +359,25 @@ def test_a_fused_contraction_s_rounding_is_carried_through_its_tail_element_by_e
     assert relative_error(wrong, want, slack=slack) > 1e-4
     out, none = contraction_slack(torch.fx.symbolic_trace(Alone()), [x, w], 1e-4)
     assert none is None and torch.equal(out, torch.tanh(x) @ w)
+
+
+def test_a_constant_given_to_the_forward_is_not_baked_into_a_template_that_writes_literals(
+    problem: Callable[..., Path], tmp_path: Path
+) -> None:
+    """layer_norm's eps passed to the forward: the capture binds it to the argument; the normalization template
+    writes its constants into the kernel, so the partition leaves the operator to PyTorch with the reason (it was a
+    kernel right at the captured eps only), and the solution is right at another eps."""
+    import torch
+
+    from argus.eval.candidates import import_file
+
+    path = problem(
+        "F.layer_norm(x, (64,), eps=eps)", inputs="[torch.randn(8, 64), 1e-3]", args="x, eps", name="bound_eps"
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    (left,) = result.uncovered
+    assert left["family"] == "normalization" and "the forward's argument eps" in left["reason"], left
+    assert result.correct and result.status() == "not covered"
+    new = import_file(Path(result.solution), "argus_test_bound_eps").ModelNew()
+    x = torch.randn(8, 64) * 1e-2
+    torch.testing.assert_close(new(x, 0.5), torch.nn.functional.layer_norm(x, (64,), eps=0.5))

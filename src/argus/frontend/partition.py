@@ -217,6 +217,21 @@ def propose(
     return [list(p.nodes) for p in found]
 
 
+def _bound_constant(node: Any, template: Any, scalar_uses: dict[str, list[tuple[str, int]]]) -> str | None:
+    """Why `template` may not take `node`: a constant of it is a forward argument's value (the capture bound it,
+    `argus.frontend.capture`), and the template writes its constants into the kernel (`Template.takes_scalars`
+    false) — the solution would be right at the captured value only. None otherwise."""
+    if template.takes_scalars:
+        return None
+    args = sorted(arg for arg, uses in scalar_uses.items() if any(name == node.name for name, _ in uses))
+    if not args:
+        return None
+    return (
+        f"a constant of it is the forward's argument {', '.join(args)}, which this template would write into its "
+        "kernel as the captured value"
+    )
+
+
 def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> Partition:
     """Partition `capture`'s graph (see the module docstring). `templates`: family -> its
     `argus.frontend.families.base.Template` (default: `argus.frontend.families.TEMPLATES`).
@@ -241,7 +256,7 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
         template = templates.get(family)
         if template is None:
             continue
-        why = template.unsupported(node)
+        why = template.unsupported(node) or _bound_constant(node, template, capture.scalar_uses)
         if why is not None:
             reasons[node.name] = why
         else:

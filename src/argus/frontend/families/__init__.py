@@ -28,7 +28,11 @@ from argus.frontend.partition import Family
 
 TEMPLATES: dict[Family, Template] = {
     Family.POINTWISE: Template(
-        pointwise.unsupported, pointwise.kernel_source, fuses=True, group_unsupported=pointwise.group_unsupported
+        pointwise.unsupported,
+        pointwise.kernel_source,
+        fuses=True,
+        group_unsupported=pointwise.group_unsupported,
+        takes_scalars=True,
     ),
     Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),
     Family.SOFTMAX: Template(softmax.unsupported, softmax.kernel_source),
@@ -38,7 +42,9 @@ TEMPLATES: dict[Family, Template] = {
     Family.MATMUL: Template(matmul.unsupported, matmul.kernel_source, absorbs=matmul.absorbs),
     Family.CONVOLUTION: Template(convolution.unsupported, convolution.kernel_source, absorbs=convolution.absorbs),
     Family.ATTENTION: Template(attention_family.unsupported, attention_family.kernel_source),
-    Family.INDEXING: Template(indexing.unsupported, indexing.kernel_source, absorbs=indexing.absorbs),
+    Family.INDEXING: Template(
+        indexing.unsupported, indexing.kernel_source, absorbs=indexing.absorbs, takes_scalars=True
+    ),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]

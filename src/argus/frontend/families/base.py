@@ -196,3 +196,7 @@ class Template:
     fuses: bool = False
     group_unsupported: GroupSupport | None = None
     absorbs: Callable[[Any, frozenset[str]], list[Any]] | None = None
+    #: the template passes a constant bound to a forward argument as a kernel parameter at each call (the pointwise
+    #: and indexing families); the others write constants into the kernel, so the partition leaves a node with a
+    #: bound constant to PyTorch rather than give them one
+    takes_scalars: bool = False

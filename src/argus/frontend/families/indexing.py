@@ -23,11 +23,12 @@ flight a thread was measured no faster on 32768 x 4096 float32 and slower in bfl
 * label smoothing adds ``-sum_c w_c log p_c = lse * sum_c w_c - sum_c w_c x_c`` (two more row sums in the pass).
 
 An ``ignore_index`` or ``label_smoothing`` the forward receives as an argument (bound by the capture) is a kernel
-parameter, ``IGNORE`` / ``EPS``, passed at each call. A row whose target is ``ignore_index`` has loss and weight 0. Per row, ``loss = valid * ((1 - eps) * w_t * (lse -
-x_t) + eps / C * (lse * sum(w) - sum(w * x)))`` and ``weight = valid * w_t``: PyTorch's mean divides both terms by
-the sum of the weights of the rows that count (by their count without a weight), so ``mean = sum(loss) /
-sum(weight)``. All arithmetic is float32; the losses are float32 (the ``sum`` and ``div`` after them round to the
-input's dtype). Targets outside ``[0, C)`` pick nothing (PyTorch stops with a device assertion): a loss of ``lse``.
+parameter, ``IGNORE`` / ``EPS``, passed at each call. A row whose target is ``ignore_index`` has loss and weight 0.
+Per row, ``loss = valid * ((1 - eps) * w_t * (lse - x_t) + eps / C * (lse * sum(w) - sum(w * x)))`` and ``weight =
+valid * w_t``: PyTorch's mean divides both terms by the sum of the weights of the rows that count (by their count
+without a weight), so ``mean = sum(loss) / sum(weight)``. All arithmetic is float32; the losses are float32 (the
+``sum`` and ``div`` after them round to the input's dtype). Targets outside ``[0, C)`` pick nothing (PyTorch stops
+with a device assertion): a loss of ``lse``.
 
 Not taken (left to the core ATen decompositions, reported as not covered with the reason): probability targets,
 inputs of another rank than 2 (the K-dimensional loss), class counts of ``2**24`` or more, a ``log_softmax`` over
