@@ -165,12 +165,14 @@ class Graph:
 
     def ops(self) -> list[str]:
         """The graph's calls, as torch names them (``relu``, ``sum``, ``gt``)."""
-        return [_op_name(n) for n in self.module.graph.nodes if n.op in ("call_function", "call_method")]
+        return _ops(self.module)
 
 
-def _op_name(node: Any) -> str:
-    target = node.target
-    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+def _ops(graph_module: Any) -> list[str]:
+    """The calls of a dynamo graph, as torch names them (`argus.frontend.partition.op_name`)."""
+    from argus.frontend.partition import op_name
+
+    return [op_name(n) for n in graph_module.graph.nodes if n.op in ("call_function", "call_method")]
 
 
 @dataclass
@@ -222,8 +224,7 @@ class _Collector:
         key = graph_key(graph_module, example_inputs)
         if all(g.key != key for g in self.graphs):
             if self.probing:
-                ops = [_op_name(n) for n in graph_module.graph.nodes if n.op in ("call_function", "call_method")]
-                self.unseen.append((key, " -> ".join(ops) or "no operator"))
+                self.unseen.append((key, " -> ".join(_ops(graph_module)) or "no operator"))
             else:
                 example = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in example_inputs]
                 self.graphs.append(_graph(len(self.graphs), key, graph_module, example))
