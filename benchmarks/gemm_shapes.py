@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 try:
@@ -56,18 +57,19 @@ HELDOUT = [(4, 11008, 4096), (24, 5120, 13824), (200, 3072, 768), (768, 768, 307
 LAYOUTS = [(m, n, k, lay) for (m, n, k) in [(4096, 4096, 4096), (64, 8192, 8192)] for lay in ("NN", "NT", "TN", "TT")]
 
 
-def _compile(job: tuple[str, tuple]) -> tuple[str, tuple, str | None]:
-    """Trace and compile one kernel into the on-disk cache (in a pool worker)."""
-    kind, params = job
+def _compile(job: tuple) -> tuple[tuple, str | None]:
+    """Trace and compile every kernel of one (problem, configuration) plan into the on-disk cache (in a pool
+    worker)."""
+    problem, config = job
     try:
         from argus.backend.cuda.codegen import compile_kernel
         from argus.kernels import matmul as mm
 
-        traced = mm._traced_main(params) if kind == "main" else mm._traced_reduce(params)
-        compile_kernel(traced)
-        return kind, params, None
-    except Exception as err:  # noqa: BLE001 - reported per kernel
-        return kind, params, f"{type(err).__name__}: {err}"
+        for traced in mm.plan(problem, config).kernels():
+            compile_kernel(traced)
+        return job, None
+    except Exception as err:  # noqa: BLE001 - reported per plan
+        return job, f"{type(err).__name__}: {err}"
 
 
 def _operands(torch, m: int, n: int, k: int, layout: str):  # noqa: ANN001, ANN202
@@ -121,21 +123,17 @@ def main() -> int:
         padded = mm.padded_extent(problem)
         ranked = sorted(mm.candidates(padded), key=lambda c: mm.estimate(problem, c))
         others = [c for c in ranked if c != chosen][: args.sweep]
+        if chosen.TAIL > 1 and replace(chosen, TAIL=1) not in others:  # what the split tail gains, at any rank
+            others.append(replace(chosen, TAIL=1))
         plans.append((problem, layout, suite, [("heuristic", chosen)] + [(c.label, c) for c in others]))
-    jobs = set()
-    for problem, _, _, configs in plans:
-        q = mm.padded_extent(problem)
-        for _, c in configs:
-            jobs.add(("main", tuple(sorted(c.kernel_params(q).items()))))
-            if c.SPLITS > 1:
-                jobs.add(("reduce", tuple(sorted(c.reduce_params(q).items()))))
+    jobs = {(problem, c) for problem, _, _, configs in plans for _, c in configs}
     t0 = time.time()
     failed_compile = {}
     with ProcessPoolExecutor(args.workers) as pool:
-        for kind, params, err in pool.map(_compile, sorted(jobs)):
+        for job, err in pool.map(_compile, sorted(jobs, key=repr)):
             if err:
-                failed_compile[(kind, params)] = err
-                print(f"compile failed: {kind} {dict(params)}: {err[:300]}")
+                failed_compile[job] = err
+                print(f"compile failed: {job[1].label} for {job[0]}: {err[:300]}")
     print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s ({len(failed_compile)} failed)")
 
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")

@@ -88,7 +88,7 @@ def test_the_fused_epilogue_is_correct_on_the_interpreter(shape, dtype, majors, 
 
 
 def test_the_fused_kernels_verify_with_their_tag_assertions() -> None:
-    main, reduce = fused_kernels(EVERYTHING)
+    main, reduce, _ = fused_kernels(EVERYTHING)
     for kernel in (main.trace(BM=64, CONSUMERS=1, CONSUMER_REGS=232, OUT="bf16"), reduce.trace(SPLITS=3)):
         result = verify(kernel)
         assert result.verdict.value == "verified" and not result.unknowns, result
@@ -129,7 +129,7 @@ def test_an_epilogue_that_reads_another_tile_s_operand_is_caught() -> None:
 
 
 def test_the_fused_kernels_compile_to_hgmma_and_tma_without_spills() -> None:
-    main, reduce = fused_kernels(EVERYTHING)
+    main, reduce, _ = fused_kernels(EVERYTHING)
     wide = compile_kernel(fused_kernels(RELU_BIAS)[0], BM=128, BN=256, STAGES=4, OUT="bf16", EPILOGUE="tma")
     big = compile_kernel(main, BM=128, BN=128, STAGES=6, OUT="bf16", EPILOGUE="tma")
     small = compile_kernel(main, BM=64, BN=128, STAGES=8, CONSUMERS=1, CONSUMER_REGS=240, OUT="f32")

@@ -159,10 +159,7 @@ def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 def _gemm_kernels(the_plan: matmul.GemmPlan) -> list[Any]:
-    found = [matmul._traced_split(_key(step.params)) for step in the_plan.splits]
-    found.append(the_plan.main_kernel())
-    reduce = the_plan.reduce_kernel()
-    return [*found, reduce] if reduce is not None else found
+    return the_plan.kernels()
 
 
 def _gemm_on_interpreter(the_plan: matmul.GemmPlan, a: Any, b: Any) -> Any:

@@ -5,7 +5,7 @@ through memory.
 
 An `Epilogue` is data: the DSL statements of `f`, over the name ``acc`` (the accumulator tile) and the names of
 its operands (each an `EpilogueOperand`: a per-column vector ``(N,)``, a per-row vector ``(M,)``, a tile
-``(M, N)`` or a scalar ``(1,)``), and the name of the result. `fused_kernels` writes the two kernels that apply it,
+``(M, N)`` or a scalar ``(1,)``), and the name of the result. `fused_kernels` writes the three kernels that apply it,
 as source text:
 
 * ``gemm_fused_<key>``: `argus.kernels.gemm.persistent_gemm` (the persistent warp-specialized Hopper GEMM) whose
@@ -15,6 +15,8 @@ as source text:
   assertion that element (i, j) of the tile is given the operand's element of the tile's row i and column j.
 * ``gemm_split_reduce_fused_<key>``: `argus.kernels.gemm.split_reduce` applying `f` to the summed slices of a
   split-K product (split-K stores f32 partial products; the epilogue runs once, on the sum).
+* ``gemm_tail_reduce_fused_<key>``: `argus.kernels.gemm.tail_reduce` applying `f` to the summed splits of a split
+  tail's tiles (the whole waves' tiles get it from ``gemm_fused_<key>`` with PART="whole").
 
 The kernels are ordinary DSL kernels: traced, verified, interpreted and compiled like the library's own, their
 source registered with `linecache` under ``<argus epilogue KEY>`` so that errors, the IR's names and the
@@ -35,7 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from argus.kernels.gemm import gemm_split_reduce, gemm_warp_specialized_persistent
+from argus.kernels.gemm import gemm_split_reduce, gemm_tail_reduce, gemm_warp_specialized_persistent
 
 #: operand kind -> (its global shape, the loader in `argus.kernels.gemm` that reads it)
 KINDS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -48,9 +50,10 @@ DTYPES = ("f32", "bf16", "f16")
 
 #: Names an epilogue may not give its values: the kernels' own parameters and shape symbols, and the DSL.
 RESERVED = frozenset(
-    {"acc", "tile", "epilogue", "T", "argus", "A", "B", "C", "W", "M", "N", "K", "S", "L"}
+    {"acc", "tile", "epilogue", "T", "argus", "A", "B", "C", "W", "M", "N", "K", "S", "L", "RT", "WM", "WN"}
     | set(gemm_warp_specialized_persistent.defaults)
     | set(gemm_split_reduce.defaults)
+    | set(gemm_tail_reduce.defaults)
 )
 
 
@@ -196,6 +199,21 @@ def source(ep: Epilogue) -> str:
         "",
         "    gemm.split_reduce(W, C, SPLITS=SPLITS, BN=BN, epilogue=epilogue)",
     ]
+    tail = [
+        '@argus.kernel(policies={"tile_shape": ("BM", "BN")})',
+        f"def gemm_tail_reduce_fused_{ep.key}(",
+        '    W: T.Tensor[("S", "RT", "WM", "WN"), T.f32],',
+        '    C: T.Tensor[("M", "N"), "OUT"],',
+        *_signature(ep),
+        *[f"    {k}: {type(v).__name__} = {v!r}," for k, v in gemm_tail_reduce.defaults.items()],
+        "):",
+        '    """The split tail\'s reduction with the fused epilogue below (argus.kernels.epilogue)."""',
+        *_function(ep),
+        "",
+        "    gemm.tail_reduce(W, C, epilogue=epilogue,",
+        *[f"        {k}={k}," for k in gemm_tail_reduce.defaults if k != "OUT"],
+        "    )",
+    ]
     head = [
         f'"""The fused epilogue {ep.key}: {" ; ".join(ep.statements)} -> {ep.result}."""',
         "import argus",
@@ -203,7 +221,7 @@ def source(ep: Epilogue) -> str:
         "from argus.kernels import gemm",
         "",
     ]
-    return "\n".join([*head, "", *main, "", "", *reduce, ""])
+    return "\n".join([*head, "", *main, "", "", *reduce, "", "", *tail, ""])
 
 
 def applied(ep: Epilogue, acc: Any, operands: dict[str, Any]) -> Any:
@@ -219,15 +237,20 @@ def applied(ep: Epilogue, acc: Any, operands: dict[str, Any]) -> Any:
 
 
 @functools.lru_cache(maxsize=128)
-def fused_kernels(ep: Epilogue) -> tuple[Any, Any]:
-    """(the fused GEMM, the fused split-K reduction) of `ep`, as `@argus.kernel` functions."""
+def fused_kernels(ep: Epilogue) -> tuple[Any, Any, Any]:
+    """(the fused GEMM, the fused split-K reduction, the fused split-tail reduction) of `ep`, as `@argus.kernel`
+    functions."""
     text = source(ep)
     filename = f"<argus epilogue {ep.key}>"
     lines = text.splitlines(keepends=True)
     linecache.cache[filename] = (len(text), None, lines, filename)  # no mtime: never checked against a file
     namespace: dict[str, Any] = {"__name__": f"argus_epilogue_{ep.key}"}
     exec(compile(text, filename, "exec"), namespace)  # noqa: S102 - argus's own generated kernel text
-    return namespace[f"gemm_fused_{ep.key}"], namespace[f"gemm_split_reduce_fused_{ep.key}"]
+    return (
+        namespace[f"gemm_fused_{ep.key}"],
+        namespace[f"gemm_split_reduce_fused_{ep.key}"],
+        namespace[f"gemm_tail_reduce_fused_{ep.key}"],
+    )
 
 
 __all__ = ["Epilogue", "EpilogueError", "EpilogueOperand", "applied", "fused_kernels", "source"]

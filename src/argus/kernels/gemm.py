@@ -565,6 +565,7 @@ def gemm_warp_specialized_persistent(
     CONSUMERS: int = 2,
     SPLITS: int = 1,
     BATCH: bool = False,
+    PART: str = "all",
 ):
     """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
     blocks, each with a producer warpgroup (TMA) and CONSUMERS consumer warpgroups (wgmma, f32 accumulators, C
@@ -584,6 +585,9 @@ def gemm_warp_specialized_persistent(
 
     BATCH: L independent products (``bmm``): A, B and C get a leading extent L, the grid is (BLOCKS, L) and the
     BLOCKS blocks of matrix l walk its tiles (no split, direct stores: TMA stores are 2-D).
+
+    PART="whole": only the tiles of the whole waves (``tiles - tiles % BLOCKS``), the first half of a split tail:
+    `gemm_persistent_split_tail` computes the rest split along K and `gemm_tail_reduce` stores it.
 
     A_MAJOR, B_MAJOR: the operands' layouts, as in `gemm_warp_specialized`: A (M, K) or, with ``A_MAJOR="M"``, (K, M);
     B (N, K) (C = A @ B^T) or, with ``B_MAJOR="N"``, (K, N) (C = A @ B). MN-major operands are loaded one TMA
@@ -607,6 +611,7 @@ def gemm_warp_specialized_persistent(
         CONSUMERS=CONSUMERS,
         SPLITS=SPLITS,
         BATCH=BATCH,
+        PART=PART,
     )
 
 
@@ -631,13 +636,36 @@ def persistent_gemm(
     SPLITS: int,
     BATCH: bool,
     epilogue: Any = None,
+    PART: str = "all",
+    TAIL: int = 1,
+    W: Any = None,
 ) -> None:
     """The body of `gemm_warp_specialized_persistent` (see its docstring for the parameters), which kernels with
     a fused epilogue share (`argus.kernels.epilogue`): `epilogue(acc, tile)`, when given, is the value stored for
     a tile, computed from the f32 accumulator `acc` and the tile (bm, bn, BM, BN), through which the epilogue loads
     its operands (`epilogue_columns`, `epilogue_rows`, `epilogue_tile`; unsplit, unbatched GEMMs: split-K applies
-    it in `split_reduce`)."""
-    M, N = C.shape[-2], C.shape[-1]  # noqa: N806 - the kernel's shape symbols
+    it in `split_reduce`). PART ``"whole"``: the tiles of the whole waves only; ``"tail"`` (C None, the workspace W,
+    TAIL splits): the tiles after them, split (`gemm_persistent_split_tail`)."""
+    if PART not in ("all", "whole", "tail") or (PART == "tail") != (C is None):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"PART must be 'all', 'whole' or 'tail' (the tail only in gemm_persistent_split_tail), not {PART!r}",
+        )
+    if PART != "all" and (SPLITS > 1 or BATCH):
+        raise DSLError(
+            "DSL_BAD_PARAM", f"PART = {PART!r} (a split tail) excludes SPLITS > 1 and BATCH ({SPLITS}, {BATCH})"
+        )
+    if PART == "tail":  # M and N from the operands: the tail kernel stores only into W
+        M = A.shape[-2] if A_MAJOR == "K" else A.shape[-1]  # noqa: N806 - the kernel's shape symbols
+        N = B.shape[-2] if B_MAJOR == "K" else B.shape[-1]  # noqa: N806
+        if W is None or TAIL < 2 or epilogue is not None or EPILOGUE != "direct":
+            raise DSLError(
+                "DSL_BAD_PARAM",
+                f"the tail kernel stores f32 partial products into the workspace W directly, with TAIL >= 2 splits "
+                f"(TAIL = {TAIL}, EPILOGUE = {EPILOGUE!r})",
+            )
+    else:
+        M, N = C.shape[-2], C.shape[-1]  # noqa: N806 - the kernel's shape symbols
     K = A.shape[-1] if A_MAJOR == "K" else A.shape[-2]  # noqa: N806
     L = C.shape[0] if BATCH else None  # noqa: N806
     if epilogue is not None and (BATCH or SPLITS > 1):
@@ -670,6 +698,8 @@ def persistent_gemm(
         T.assume("N % 4 == 0")  # the workspace's rows in whole 16-byte vectors of f32
     if EPILOGUE == "tma":
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
+    if PART == "tail":
+        tail_assumptions(TAIL, BM, BN, BLOCKS)
     extents = (BLOCKS, L) if BATCH else (BLOCKS,)
     with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
         bx = blocks[0]
@@ -680,38 +710,39 @@ def persistent_gemm(
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
             sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
+        else:
+            sC = None
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
-        units = tiles_m * tiles_n * SPLITS  # (tile, split) pairs; tiles when SPLITS = 1
         k_tiles = T.cdiv(K, BK)
-        k_split = T.cdiv(k_tiles, SPLITS) if SPLITS > 1 else k_tiles  # K-blocks per unit
+        walk = UnitWalk(tiles_m * tiles_n, k_tiles, BLOCKS, SPLITS, PART, TAIL)
         # every box of the stage counts in full, also where it is out of bounds
         stage_bytes = (BM + BN) * BK * A.dtype.itemsize
         consumers = tuple(range(1, 1 + CONSUMERS))
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-            for it in T.serial(T.cdiv(units, BLOCKS)):
+            for it in T.serial(T.cdiv(walk.units, BLOCKS)):
                 u = bx + it * BLOCKS
-                with T.if_(u < units):
-                    t, split = (u // SPLITS, u % SPLITS) if SPLITS > 1 else (u, 0)
+                with T.if_(u < walk.units):
+                    t, split = walk.unit(u)
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
-                    for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
+                    for k, s in T.pipeline(walk.k_split, stages=STAGES, start=it * walk.k_split):
                         # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
-                        g = k + it * k_split
-                        kb = k + split * k_split if SPLITS > 1 else k  # the K-block this iteration loads
+                        g = k + it * walk.k_split
+                        kb = walk.k_block(k, split)  # the K-block this iteration loads
                         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
                         T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
                         load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s], batch)
                         load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s], batch)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
-            for it in T.serial(T.cdiv(units, BLOCKS)):
+            for it in T.serial(T.cdiv(walk.units, BLOCKS)):
                 u = bx + it * BLOCKS
-                with T.if_(u < units):
-                    t, split = (u // SPLITS, u % SPLITS) if SPLITS > 1 else (u, 0)
+                with T.if_(u < walk.units):
+                    t, split = walk.unit(u)
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
                     T.fill(acc, 0.0)
-                    for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
-                        g = k + it * k_split
-                        kb = k + split * k_split if SPLITS > 1 else k
+                    for k, s in T.pipeline(walk.k_split, stages=STAGES, start=it * walk.k_split):
+                        g = k + it * walk.k_split
+                        kb = walk.k_block(k, split)
                         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
                         # invariant: the stage consumed at iteration k holds K-block kb of this unit's A and B
                         T.assert_tag(holds(A_MAJOR, bm, kb, BM, BK, batch), sA[s])
@@ -722,12 +753,30 @@ def persistent_gemm(
                         T.copy(acc, C.tile((batch, bm, bn), (None, BM, BN)))
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
+                    elif PART == "tail":  # a split of a tail tile: its slot of the workspace
+                        T.copy(acc, W.tile((split, t - walk.whole, 0, 0), (None, None, BM, BN)))
                     else:
-                        value = acc if epilogue is None else epilogue(acc, (bm, bn, BM, BN))
-                        if EPILOGUE == "tma":
-                            T.copy(value, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=sC)
-                        else:
-                            T.copy(value, C.tile((bm, bn), (BM, BN)))
+                        store_tile(acc, C, bm, bn, BM, BN, EPILOGUE, epilogue, sC)
+
+
+def store_tile(  # noqa: PLR0913 - the store's parts, named as in the kernel
+    acc: Any,
+    C: Any,  # noqa: N803
+    bm: Any,
+    bn: Any,
+    BM: int,  # noqa: N803
+    BN: int,  # noqa: N803
+    EPILOGUE: str,  # noqa: N803
+    epilogue: Any,
+    staging: Any,
+) -> None:
+    """Store tile (bm, bn) of C from the accumulator, through the fused `epilogue` when given, directly or (EPILOGUE
+    ``"tma"``) through the shared-memory `staging` buffers and TMA stores."""
+    value = acc if epilogue is None else epilogue(acc, (bm, bn, BM, BN))
+    if EPILOGUE == "tma":
+        T.copy(value, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=staging)
+    else:
+        T.copy(value, C.tile((bm, bn), (BM, BN)))
 
 
 @argus.kernel(policies={"tile_shape": ("BN",)})
@@ -760,6 +809,168 @@ def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None) 
             acc = acc + part
         value = acc if epilogue is None else epilogue(acc, (m, bn, 1, BN))
         T.copy(value, C.tile((m, bn), (1, BN)))
+
+
+# --- the split tail: whole waves of whole tiles, the last partial wave split along K ----------------------------------
+#
+# A GEMM of `tiles` output tiles on BLOCKS blocks runs ``cdiv(tiles, BLOCKS)`` waves; when the last is partial (``R =
+# tiles % BLOCKS`` tiles) most SMs idle through it. With TAIL = S, the first ``tiles - R`` tiles are whole units as
+# before, and each of the R tail tiles is S units of ``cdiv(k_tiles, S)`` K-blocks, whose f32 partial products go to
+# slot (split, tile - (tiles - R)) of the workspace W (S, R, BM, BN); `gemm_tail_reduce` then sums each tail tile's S
+# slots into C. The last wave then takes about 1 / S of a whole tile's time (the stream-K paper's "data-parallel +
+# split tail"), at the cost of writing and reading R * S f32 tiles (mostly in L2) and a second launch.
+
+
+class UnitWalk:
+    """The work units of the persistent GEMM as expressions of the tile count, the K-blocks per tile and the block
+    count: ``units``, the (tile, split) of unit u (`unit`), the K-blocks of each unit (``k_split``, the same for every
+    unit: the pipeline's global iteration is ``it * k_split + k``) and the K-block iteration k of a split loads
+    (`k_block`). PART ``"all"``: every tile, split SPLITS ways when SPLITS > 1; ``"whole"``: the tiles of the whole
+    waves, one unit each; ``"tail"``: the tiles after them, each split TAIL ways."""
+
+    def __init__(self, tiles: Any, k_tiles: Any, blocks: int, splits: int, part: str = "all", tail: int = 1) -> None:
+        self.part, self.splits = part, splits
+        self.whole = tiles // blocks * blocks  # the tiles of the whole waves
+        self.rest = tiles - self.whole  # the tail's tiles
+        if part == "tail":
+            self.k_split = T.cdiv(k_tiles, tail)
+            self.units = self.rest * tail
+        elif part == "whole":
+            self.k_split, self.units = k_tiles, self.whole
+        else:
+            self.k_split = T.cdiv(k_tiles, splits) if splits > 1 else k_tiles  # K-blocks per unit
+            self.units = tiles * splits  # (tile, split) pairs; tiles when SPLITS = 1
+
+    def unit(self, u: Any) -> tuple[Any, Any]:
+        """(tile, split) of unit u. Tail units walk the tail's tiles once per split, so that the blocks running at
+        once share their operands' K-range in L2."""
+        if self.part == "tail":
+            return self.whole + u % self.rest, u // self.rest
+        if self.splits > 1:
+            return u // self.splits, u % self.splits
+        return u, 0
+
+    def k_block(self, k: Any, split: Any) -> Any:
+        """The K-block a unit's iteration k loads (the last split's blocks past K load as zeros)."""
+        return k + split * self.k_split if self.part == "tail" or self.splits > 1 else k
+
+
+def tail_tiles(BM: int, BN: int, BLOCKS: int) -> str:  # noqa: N803
+    """The split tail's tile count as an assumption's expression of M and N: the tiles past the whole waves."""
+    tiles = f"(((M + {BM - 1}) // {BM}) * ((N + {BN - 1}) // {BN}))"
+    return f"{tiles} - {tiles} // {BLOCKS} * {BLOCKS}"
+
+
+def tail_assumptions(TAIL: int, BM: int, BN: int, BLOCKS: int) -> None:  # noqa: N803
+    """The workspace W (S, RT, WM, WN) of a split tail: one (BM, BN) slot per split of each tail tile."""
+    T.assume(f"S == {TAIL}")
+    T.assume(f"WM == {BM}")
+    T.assume(f"WN == {BN}")
+    T.assume(f"RT == {tail_tiles(BM, BN, BLOCKS)}")
+
+
+@argus.kernel(
+    policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
+)
+def gemm_persistent_split_tail(
+    A: T.Tensor[a_shape, "IN"],
+    B: T.Tensor[b_shape, "IN"],
+    W: T.Tensor[("S", "RT", "WM", "WN"), T.f32],
+    BM: int = 128,
+    BN: int = 256,
+    BK: int = 64,
+    STAGES: int = 4,
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = SMS,
+    ORDER: str = "grouped",
+    GROUP: int = 8,
+    A_MAJOR: str = "K",
+    B_MAJOR: str = "K",
+    CONSUMERS: int = 2,
+    TAIL: int = 2,
+):
+    """The tail of a split-tail GEMM: the ``RT = tiles % BLOCKS`` tiles that `gemm_warp_specialized_persistent` with
+    PART="whole" (the tiles of the whole waves, ``tiles - RT``) leaves, each split into TAIL units of ``cdiv(k_tiles,
+    TAIL)`` K-blocks, unit u computing tail tile ``u % RT`` over split ``u // RT``'s K-blocks and storing its f32
+    partial product into slot (split, tile) of W (TAIL, RT, BM, BN); `gemm_tail_reduce` sums the slots into C. The
+    walk is the persistent kernel's (BLOCKS blocks, the same tile order), M and N taken from A and B."""
+    persistent_gemm(
+        A,
+        B,
+        None,
+        BM=BM,
+        BN=BN,
+        BK=BK,
+        STAGES=STAGES,
+        PRODUCER_REGS=PRODUCER_REGS,
+        CONSUMER_REGS=CONSUMER_REGS,
+        BLOCKS=BLOCKS,
+        ORDER=ORDER,
+        GROUP=GROUP,
+        EPILOGUE="direct",
+        A_MAJOR=A_MAJOR,
+        B_MAJOR=B_MAJOR,
+        CONSUMERS=CONSUMERS,
+        SPLITS=1,
+        BATCH=False,
+        PART="tail",
+        TAIL=TAIL,
+        W=W,
+    )
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN")})
+def gemm_tail_reduce(
+    W: T.Tensor[("S", "RT", "WM", "WN"), T.f32],
+    C: T.Tensor[("M", "N"), "OUT"],
+    TAIL: int = 2,
+    BM: int = 128,
+    BN: int = 256,
+    BLOCKS: int = SMS,
+    ORDER: str = "grouped",
+    GROUP: int = 8,
+    OUT: str = "bf16",
+):
+    """The second half of a split tail: tail tile i (tile ``whole + i`` of `gemm_persistent_split_tail`'s walk, at
+    the same BM, BN, BLOCKS, ORDER and GROUP) is C's tile (bm, bn) = the sum over s of W[s, i], in f32, converted to
+    OUT. One block per (tail tile, RC rows of it), each thread adding four columns of every slot (16-byte loads)."""
+    tail_reduce(W, C, TAIL=TAIL, BM=BM, BN=BN, BLOCKS=BLOCKS, ORDER=ORDER, GROUP=GROUP)
+
+
+def tail_reduce_rows(BN: int) -> int:  # noqa: N803
+    """Rows of a tail tile one `gemm_tail_reduce` block sums: 256 threads of four columns."""
+    return max(1, 1024 // BN)
+
+
+def tail_reduce(
+    W: Any, C: Any, *, TAIL: int, BM: int, BN: int, BLOCKS: int, ORDER: str, GROUP: int, epilogue: Any = None
+) -> None:
+    """The body of `gemm_tail_reduce`, which kernels with a fused epilogue share (`argus.kernels.epilogue`):
+    `epilogue(acc, tile)` is applied to each (RC, BN) piece of a tail tile, as in `persistent_gemm`."""
+    tail_assumptions(TAIL, BM, BN, BLOCKS)
+    T.assume("N % 4 == 0")  # rows in whole vectors of four elements: 16-byte loads of W, 4-element stores of C
+    M, N = C.shape  # noqa: N806 - the kernel's shape symbols
+    rc = tail_reduce_rows(BN)
+    if BM % rc or BN % 4:
+        raise DSLError("DSL_BAD_PARAM", f"a tail reduction takes BM a multiple of {rc} and BN of 4, not {BM}, {BN}")
+    tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
+    tiles = tiles_m * tiles_n
+    whole = tiles // BLOCKS * BLOCKS
+    with T.grid(W.shape[1], BM // rc, threads=rc * BN // 4) as (i, r):
+        bm, bn = T.tile_order(whole + i, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+        acc = T.alloc_fragment((rc, BN), T.f32)
+        T.copy(W.tile((0, i, r, 0), (None, None, rc, BN)), acc)
+        for s in range(1, TAIL):  # unrolled at trace time: TAIL is a constant
+            part = T.alloc_fragment((rc, BN), T.f32)
+            T.copy(W.tile((s, i, r, 0), (None, None, rc, BN)), part)
+            # invariant: what is added is split s's partial product of the same rows of the same tail tile
+            T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] == i) & (w[2] // rc == r), part)
+            acc = acc + part
+        rows = bm * (BM // rc) + r  # the piece's rows of C, in units of rc
+        value = acc if epilogue is None else epilogue(acc, (rows, bn, rc, BN))
+        T.copy(value, C.tile((rows, bn), (rc, BN)))
 
 
 # --- off the ladder: rung 3 on a persistent grid ----------------------------------------------------------------------

@@ -11,6 +11,10 @@ the target GPU, and the cheapest wins. The mechanisms it chooses between:
 * **split-K**: SPLITS > 1 when the output has too few tiles to fill the GPU (large K, small M x N): each (tile,
   split) unit multiplies a K-range into an f32 workspace slice, and `gemm_split_reduce` sums the slices (a second,
   verified kernel: deterministic, no atomics);
+* **split tail**: TAIL > 1 when the tiles take more than one wave and the last is partial: the whole waves' tiles
+  run whole (`argus.kernels.gemm.gemm_warp_specialized_persistent` with PART="whole"), the last wave's tiles split
+  TAIL ways along K (`gemm_persistent_split_tail`, f32 partial products in a workspace of one slot per split and
+  tail tile) and `gemm_tail_reduce` sums them into C (three launches; docs/gemm.md);
 * **pipeline depth**: as many stages as the shared memory holds (at most `MAX_STAGES`);
 * **epilogue**: TMA stores through shared memory where C's rows are 16-byte aligned and there is no split, else
   direct stores.
@@ -284,11 +288,21 @@ class GemmConfig:
     EPILOGUE: str = "direct"
     GROUP: int = 8
     BK: int = BK
+    #: > 1: a split tail (`argus.kernels.gemm.gemm_persistent_split_tail`): the tiles of the whole waves whole, the
+    #: last partial wave's tiles split TAIL ways along K
+    TAIL: int = 1
 
     @property
     def label(self) -> str:
         split = f" split{self.SPLITS}" if self.SPLITS > 1 else ""
-        return f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split} {self.EPILOGUE}"
+        tail = f" tail{self.TAIL}" if self.TAIL > 1 else ""
+        return f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}"
+
+    def tail_tiles(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> tuple[int, int]:
+        """(tiles of the whole waves, tiles of the tail) of a split tail on `problem` (BLOCKS = the target's SMs)."""
+        tiles = _cdiv(problem.M, self.BM) * _cdiv(problem.N, self.BN)
+        rest = tiles % target.sms
+        return tiles - rest, rest
 
     def kernel_params(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> dict[str, Any]:
         """The main kernel's trace parameters for `problem`."""
@@ -312,10 +326,32 @@ class GemmConfig:
             params["BATCH"] = True
         if self.CONSUMERS == 1:  # one consumer warpgroup: the registers two would share
             params.update(CONSUMER_REGS=consumer_registers(1))
+        if self.TAIL > 1:  # the whole waves' tiles only
+            params["PART"] = "whole"
         return params
 
-    def reduce_params(self, problem: GemmProblem) -> dict[str, Any] | None:
-        """`gemm_split_reduce`'s parameters, or None without a split."""
+    def tail_params(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> dict[str, Any] | None:
+        """`gemm_persistent_split_tail`'s parameters, or None without a split tail."""
+        if self.TAIL == 1:
+            return None
+        params = self.kernel_params(problem, target)
+        for name in ("OUT", "EPILOGUE", "SPLITS", "PART"):
+            del params[name]
+        params["TAIL"] = self.TAIL
+        return params
+
+    def reduce_params(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> dict[str, Any] | None:
+        """`gemm_split_reduce`'s parameters (`gemm_tail_reduce`'s for a split tail), or None without a split."""
+        if self.TAIL > 1:
+            return {
+                "TAIL": self.TAIL,
+                "BM": self.BM,
+                "BN": self.BN,
+                "BLOCKS": target.sms,
+                "ORDER": "grouped",
+                "GROUP": self.GROUP,
+                "OUT": problem.out,
+            }
         if self.SPLITS == 1:
             return None
         return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
@@ -449,7 +485,26 @@ def candidates(
                 if shared_bytes(config, problem) <= SHARED_MEMORY_BUDGET:
                     found.append(config)
                     break
+            else:
+                continue
+            if splits == 1 and counts[0] == 1:
+                found.extend(tail_candidates(problem, found[-1], k_tiles, target))
     return found
+
+
+def tail_candidates(problem: GemmProblem, whole: GemmConfig, k_tiles: int, target: Target) -> list[GemmConfig]:
+    """The split tails of an unsplit configuration `whole`: where its tiles take more than one wave and the last is
+    partial, each split count (`SPLITS`) that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks and keeps the tail
+    within two waves (unbatched, N a multiple of 4: the reduction's 16-byte rows)."""
+    tiles = _cdiv(problem.M, whole.BM) * _cdiv(problem.N, whole.BN)
+    rest = tiles % target.sms
+    if problem.batch > 1 or problem.N % 4 or tiles < target.sms or rest == 0:
+        return []
+    return [
+        replace(whole, TAIL=s)
+        for s in SPLITS[1:]
+        if _cdiv(k_tiles, s) >= MIN_K_BLOCKS_PER_SPLIT and rest * s <= 2 * target.sms
+    ]
 
 
 def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> float:
@@ -459,37 +514,54 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     overlapped) and the time to move what must cross device memory at least once. A unit's operands come from
     device memory in the share `unique / streamed` (the rest hits in L2), at the rate one SM's pipeline can keep
     in flight (Little's law: the bytes of its stages over `HBM_LATENCY_S`), and from L2 at the SM's share of the
-    L2 bandwidth. A split adds the reduction kernel: the workspace read once, C written once, and a launch."""
+    L2 bandwidth. A split adds the reduction kernel: the workspace read once, C written once, and a launch. A split
+    tail runs the whole waves' tiles, then the tail's units (a second launch), then its reduction."""
     sms = target.sms
     in_bytes = dtype_of(problem.dtype).itemsize
     out_bytes = dtype_of(problem.out).itemsize
     m, n, k = problem.M, problem.N, problem.K
     splits = config.SPLITS
     tiles = _cdiv(m, config.BM) * _cdiv(n, config.BN) * problem.batch
-    units = tiles * splits
-    k_split = _cdiv(_cdiv(k, config.BK), splits) * config.BK  # K elements per unit
-    waves = _cdiv(units, sms)
     peak = target.dense_fp8_tensor_tflops if problem.dtype in FP8_INPUTS else target.dense_tensor_tflops
     per_sm_flops = peak * 1e12 / sms * MMA_EFFICIENCY[(config.BM, config.BN)]
     per_sm_l2 = target.l2_gbs * 1e9 / sms
     hbm = target.hbm_gbs * 1e9 * HBM_EFFICIENCY
     rows, cols = min(config.BM, m), min(config.BN, n)  # what TMA fetches: nothing past the operands' ends
-    stored = 4 if splits > 1 else out_bytes  # bytes per element of what the main kernel stores
-    unit_bytes = (rows + cols) * k_split * in_bytes
     operands = (m * k + n * k) * in_bytes * problem.batch
-    from_hbm = min(1.0, operands / (units * unit_bytes))
     in_flight = config.STAGES * (rows + cols) * config.BK * in_bytes
     per_sm_hbm = min(per_sm_l2, in_flight / HBM_LATENCY_S)
-    unit_stream = unit_bytes * (from_hbm / per_sm_hbm + (1 - from_hbm) / per_sm_l2)
-    unit_compute = 2 * config.BM * config.BN * k_split / per_sm_flops
-    unit_store = rows * cols * stored / per_sm_l2
-    if config.EPILOGUE != "direct":
-        unit_store *= EPILOGUE_OVERLAP
-    unique = operands + m * n * stored * splits * problem.batch
-    busiest, floor = waves * (max(unit_compute, unit_stream) + unit_store), unique / hbm
-    # near the memory floor the SMs contend for it: a soft maximum, not a hard one, so that the configuration with
-    # more headroom below the floor ranks first
-    main = (busiest**CONTENTION + floor**CONTENTION) ** (1 / CONTENTION) + LAUNCH_S
+
+    def unit_time(k_split: int, units: int, stored: int, overlapped: bool) -> float:
+        """One unit of `k_split` K elements among `units` like it, storing `stored` bytes per element of C."""
+        unit_bytes = (rows + cols) * k_split * in_bytes
+        from_hbm = min(1.0, operands / (units * unit_bytes))
+        unit_stream = unit_bytes * (from_hbm / per_sm_hbm + (1 - from_hbm) / per_sm_l2)
+        unit_compute = 2 * config.BM * config.BN * k_split / per_sm_flops
+        unit_store = rows * cols * stored / per_sm_l2 * (EPILOGUE_OVERLAP if overlapped else 1.0)
+        return max(unit_compute, unit_stream) + unit_store
+
+    def main_time(busiest: float, unique: float) -> float:
+        # near the memory floor the SMs contend for it: a soft maximum, not a hard one, so that the configuration with
+        # more headroom below the floor ranks first
+        floor = unique / hbm
+        return (busiest**CONTENTION + floor**CONTENTION) ** (1 / CONTENTION) + LAUNCH_S
+
+    k_split = _cdiv(_cdiv(k, config.BK), splits) * config.BK  # K elements per unit
+    if config.TAIL > 1:
+        whole_tiles = tiles - tiles % sms
+        rest = tiles - whole_tiles
+        k_tail = _cdiv(_cdiv(k, config.BK), config.TAIL) * config.BK
+        tail_units = rest * config.TAIL
+        whole = whole_tiles // sms * unit_time(k, tiles, out_bytes, config.EPILOGUE != "direct")
+        tail = _cdiv(tail_units, sms) * unit_time(k_tail, tail_units, 4, False)
+        work = rest * config.BM * config.BN * 4 * config.TAIL  # the tail's partial products, written and read
+        unique = operands + m * n * out_bytes + work
+        reduce = (work + rest * rows * cols * out_bytes) / hbm + REDUCE_LAUNCH_S
+        return main_time(whole + tail, unique) + LAUNCH_S + reduce
+    units = tiles * splits
+    stored = 4 if splits > 1 else out_bytes  # bytes per element of what the main kernel stores
+    busiest = _cdiv(units, sms) * unit_time(k_split, units, stored, config.EPILOGUE != "direct")
+    main = main_time(busiest, operands + m * n * stored * splits * problem.batch)
     if splits == 1:
         return main
     return main + (m * n * (4 * splits + out_bytes)) / hbm + REDUCE_LAUNCH_S
@@ -498,8 +570,8 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
 @functools.lru_cache(maxsize=1024)
 def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> GemmConfig:
     """The configuration the model ranks first for `problem` among `tiles` (default `TILES`); among those within
-    `TIE` of the best, the one with the fewest splits (no workspace, one launch). Remembered per (problem, target,
-    tiles): a call site that repeats a shape pays the ranking once."""
+    `TIE` of the best, the one with the fewest splits and no split tail (no workspace, one launch). Remembered per
+    (problem, target, tiles): a call site that repeats a shape pays the ranking once."""
     chain = F32_CHAIN if problem.dtype == "f32" else None
     problem = kernel_problem(problem)
     found = candidates(padded_extent(problem), target, chain=chain, tiles=tiles)
@@ -508,7 +580,7 @@ def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple =
     times = {c: estimate(problem, c, target) for c in found}
     best = min(times.values())
     near = [c for c in found if times[c] <= best * (1 + TIE)]
-    return min(near, key=lambda c: (c.SPLITS, times[c], -c.BM * c.BN))
+    return min(near, key=lambda c: (c.SPLITS, c.TAIL > 1, times[c], -c.BM * c.BN))
 
 
 @dataclass(frozen=True)
@@ -542,6 +614,11 @@ class GemmPlan:
     @property
     def is_gemv(self) -> bool:
         return isinstance(self.config, GemvConfig)
+
+    @property
+    def is_tail(self) -> bool:
+        """Whether the plan is a split tail (`GemmConfig.TAIL`)."""
+        return not self.is_gemv and self.config.TAIL > 1
 
     @property
     def needs_padding(self) -> bool:
@@ -591,18 +668,39 @@ class GemmPlan:
         return f"gemv_{self.config.KERNEL}" if self.is_gemv else "main"
 
     def main_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
+        """The GEMM kernel (a split tail's whole waves), or None for a split tail whose tiles are all in the tail."""
         params = self.main_params(target)
         if self.is_gemv:
             return _traced_gemv(self.config.KERNEL, params)
+        if self.is_tail and self.config.tail_tiles(self.padded, target)[0] == 0:
+            return None
         return _traced_fused(self.epilogue, "main", params) if self.fused_main else _traced_main(params)
 
-    def reduce_kernel(self) -> Any:
-        params = self.config.reduce_params(self.padded)
+    def tail_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
+        """A split tail's `gemm_persistent_split_tail`, or None."""
+        params = None if self.is_gemv else self.config.tail_params(self.padded, target)
+        return None if params is None else _traced_tail(tuple(sorted(params.items())))
+
+    def reduce_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
+        params = self.reduce_params(target)
         if params is None:
             return None
+        kind = "tail_reduce" if self.is_tail else "reduce"
         if self.epilogue is not None:
-            return _traced_fused(self.epilogue, "reduce", tuple(sorted(params.items())))
-        return _traced_reduce(tuple(sorted(params.items())))
+            return _traced_fused(self.epilogue, kind, params)
+        return (_traced_tail_reduce if kind == "tail_reduce" else _traced_reduce)(params)
+
+    def reduce_params(self, target: Target = DEFAULT_TARGET) -> tuple[tuple[str, Any], ...] | None:
+        config, q = self.config, self.padded
+        params = config.reduce_params(q) if self.is_gemv else config.reduce_params(q, target)
+        return None if params is None else tuple(sorted(params.items()))
+
+    def kernels(self, target: Target = DEFAULT_TARGET) -> list[Any]:
+        """The traced kernels a call runs, in order: the splits (f32), the GEMM, a split tail's tail kernel, the
+        reduction."""
+        found = [_traced_split(tuple(sorted(step.params.items()))) for step in self.splits]
+        found += [self.main_kernel(target), self.tail_kernel(target), self.reduce_kernel(target)]
+        return [k for k in found if k is not None]
 
     def epilogue_operands(self, operands: Any, xp: Any) -> dict[str, Any]:
         """The epilogue's tensors by kernel parameter (``epi_<name>``), checked against the problem's shape and
@@ -701,12 +799,30 @@ class GemmPlan:
         lead = (q.batch,) if q.batch > 1 else ()
         extra = {k: np.asarray(v, np.float64) for k, v in self.epilogue_operands(operands, np).items()}
         C = np.full((*lead, q.M, q.N) if splits == 1 else (splits, q.M, q.N), np.nan)
-        run_kernel(self.main_kernel(target), {"A": A, "B": B, "C": C, **(extra if self.fused_main else {})})
-        if splits > 1:
+        W = np.full(self.tail_workspace(target), np.nan) if self.is_tail else None
+        main = self.main_kernel(target)
+        if main is not None:
+            run_kernel(main, {"A": A, "B": B, "C": C, **(extra if self.fused_main else {})})
+        if W is not None:
+            run_kernel(self.tail_kernel(target), {"A": A, "B": B, "W": W})
+            run_kernel(self.reduce_kernel(target), {"W": W, "C": C, **extra})
+        elif splits > 1:
             out = np.full((q.M, q.N), np.nan)
             run_kernel(self.reduce_kernel(), {"W": C, "C": out, **extra})
             C = out
         return C[..., : self.problem.M, : self.problem.N]
+
+    def tail_workspace(self, target: Target = DEFAULT_TARGET) -> tuple[int, int, int, int]:
+        """A split tail's workspace shape: (TAIL, tail tiles, BM, BN). A GemmError where the last wave is whole (no
+        tail to split: the configuration without TAIL is the same work)."""
+        c = self.config
+        whole, rest = c.tail_tiles(self.padded, target)
+        if rest == 0:
+            raise GemmError(
+                f"{c.label} on {self.padded.M}x{self.padded.N} has {whole} tiles, whole waves of {target.sms} blocks: "
+                "there is no tail to split; use the configuration with TAIL=1"
+            )
+        return (c.TAIL, rest, c.BM, c.BN)
 
 
 def _pad(x: Any, shape: tuple[int, ...], xp: Any) -> Any:
@@ -752,9 +868,19 @@ def _traced_reduce(params: tuple[tuple[str, Any], ...]) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
+def _traced_tail(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.gemm_persistent_split_tail.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_tail_reduce(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.gemm_tail_reduce.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
 def _traced_fused(ep: Epilogue, kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    main, reduce = fused_kernels(ep)
-    return (main if kind == "main" else reduce).trace(**dict(params))
+    main, reduce, tail_reduce = fused_kernels(ep)
+    return {"main": main, "reduce": reduce, "tail_reduce": tail_reduce}[kind].trace(**dict(params))
 
 
 @functools.lru_cache(maxsize=64)
@@ -839,6 +965,8 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilogue |
             "reduce": _traced_reduce,
             "split": _traced_split,
             "block_scaled": _traced_block_scaled,
+            "tail": _traced_tail,
+            "tail_reduce": _traced_tail_reduce,
         }
         traced = kinds[kind](params)
     return load(compile_kernel(traced))
@@ -898,7 +1026,15 @@ def prepare(
     C = out if fits else torch.empty(shape, dtype=out_torch, device=a.device)
     main_params = the_plan.main_params()
     tensors = [extra[p] for p in epilogue.params] if epilogue is not None else []
-    if the_plan.config.SPLITS == 1:
+    W = None
+    if the_plan.is_tail:  # the whole waves (if any), the tail's splits, their reduction
+        W = torch.empty(the_plan.tail_workspace(), dtype=torch.float32, device=a.device)
+        if the_plan.main_kernel() is not None:
+            launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors))
+        tail_params = tuple(sorted(the_plan.config.tail_params(q).items()))
+        launches.append(_loaded("tail", tail_params).prepare(A, B, W))
+        launches.append(_loaded("tail_reduce", the_plan.reduce_params(), epilogue).prepare(W, C, *tensors))
+    elif the_plan.config.SPLITS == 1:
         launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors))
     else:
         W = torch.empty((the_plan.config.SPLITS, q.M, q.N), dtype=torch.float32, device=a.device)
@@ -907,7 +1043,7 @@ def prepare(
         launches.append(_loaded("reduce", reduce_params, epilogue).prepare(W, C, *tensors))
     if (q.M, q.N) != (problem.M, problem.N):
         C = C[..., : problem.M, : problem.N]
-    launches.keep = [a, b, A, B, C, *tensors] + ([W] if the_plan.config.SPLITS > 1 else [])
+    launches.keep = [a, b, A, B, C, *tensors] + ([W] if W is not None else [])
     return C, launches
 
 
@@ -1277,11 +1413,7 @@ class LibraryGemm:
     def kernels(self) -> list[Any]:
         """The traced kernels the captured problem's plan launches, in order: the splits (f32), the GEMM, the
         split-K reduction."""
-        the_plan = self.plan()
-        found = [_traced_split(tuple(sorted(step.params.items()))) for step in the_plan.splits]
-        found.append(the_plan.main_kernel())
-        reduce = the_plan.reduce_kernel()
-        return [*found, reduce] if reduce is not None else found
+        return self.plan().kernels()
 
     def empty_output(self, *inputs: Any) -> Any:
         """An uninitialized C for these inputs: (rows of op(a), columns of op(b)) in the inputs' dtype."""
