@@ -2,10 +2,11 @@
 passes for float32, the persistent Hopper GEMM, the split-K reduction where the plan splits K), each kernel of the
 plan verified, the call checked on the CPU interpreter against the group's FX subgraph, and the emitted ModelNew
 judged by the gate. The level-1 problems are pinned: `SOLVED` end to end at small sizes (transposed operands taken
-into the group, a 3-d tensor times a matrix through views, a matrix-vector product whose plan splits K), `PARTIAL`
-with what the template does not take reported. ``addmm`` (``nn.Linear``) and the elementwise operators after a
-product become the GEMM's fused epilogue: the level-2 problems of `SOLVED_L2` are solved with the whole chain in the
-GEMM's call; the group's growth stops where a value is used outside it or an operator is not elementwise."""
+into the group, a 3-d tensor times a matrix through views, a matrix-vector product whose plan splits K), and
+`TRIANGULAR`, whose masks are a pointwise kernel after the GEMM (its aranges computed from coordinates). ``addmm``
+(``nn.Linear``) and the elementwise operators after a product become the GEMM's fused epilogue: the level-2 problems
+of `SOLVED_L2` are solved with the whole chain in the GEMM's call; the group's growth stops where a value is used
+outside it or an operator is not elementwise."""
 
 from __future__ import annotations
 
@@ -26,20 +27,14 @@ SOLVED: dict[str, dict[str, Any]] = {
     "3_Batched_matrix_multiplication": {"batch_size": 2, "m": 20, "k": 70, "n": 24},  # bmm: the batched GEMM
 }
 
-#: Level-1 matmul problems the template leaves (in part) to PyTorch, and the operators reported.
-PARTIAL: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {
-    # the product is an argus GEMM, the select a pointwise kernel reading the mask's boolean; the mask is built from
-    # two aranges (no family), their int64 difference and a comparison of int64 values, which the pointwise template
-    # refuses
-    "14_Matmul_for_upper_triangular_matrices": (
-        {"N": 40},
-        [
-            ("aten.arange.start_step", "other"),
-            ("aten.arange.start_step", "other"),
-            ("aten.sub.Tensor", "pointwise"),
-            ("aten.ge.Scalar", "pointwise"),
-        ],
-    ),
+#: Level-1 triangular products, ``triu``/``tril`` of a GEMM, solved at even and odd sizes: the product is the GEMM's
+#: call, the mask (two aranges, their int64 difference, a comparison) and the select one pointwise kernel that
+#: computes the mask from each element's row and column and reads the product once.
+TRIANGULAR: dict[str, dict[str, Any]] = {
+    "14_Matmul_for_upper_triangular_matrices": {"N": 64},
+    "14_Matmul_for_upper_triangular_matrices@67": {"N": 67},
+    "15_Matmul_for_lower_triangular_matrices": {"M": 64},
+    "15_Matmul_for_lower_triangular_matrices@67": {"M": 67},
 }
 
 
@@ -57,12 +52,23 @@ def test_the_level1_matmul_problems_are_solved(kernelbench_dir: Path, tmp_path: 
     assert "LibraryGemm(" in text
 
 
-@pytest.mark.parametrize("name", sorted(PARTIAL))
-def test_what_the_template_does_not_take_is_reported(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
-    sizes, ops = PARTIAL[name]
-    result = solve(kernelbench_dir / "level1" / f"{name}.py", sizes=sizes, out=tmp_path / "s.py", judge=False)
-    assert [(u["op"], u["family"]) for u in result.uncovered] == ops
-    assert [g["family"] for g in result.groups].count("matmul-like") == 1
+@pytest.mark.parametrize("name", sorted(TRIANGULAR))
+def test_the_triangular_products_are_solved(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+    problem = name.split("@")[0]
+    result = solve(kernelbench_dir / "level1" / f"{problem}.py", sizes=TRIANGULAR[name], out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert result.covered and not result.uncovered and result.gate.verdict == "accepted"
+    assert [(g["family"], g["ops"][0], g["ops"][-1]) for g in result.groups] == [
+        ("matmul-like", "mm", "mm"),
+        ("pointwise", "arange", "where"),
+    ]
+    assert all(k.verdict == "verified" and " 0 unknown" in k.verify_summary for k in result.kernels)
+    assert all(k.interpreter_ok and k.checked_on == "cpu" for k in result.kernels)
+    text = Path(result.solution).read_text()
+    forward = text[text.index("    def forward(") :]
+    assert "torch.ops" not in forward and forward.count("_launch(") == 2
+    kernel = text[text.index("def pointwise_1(") : text.index("class ModelNew")]
+    assert "T.index(" in kernel and "T.i32" in kernel and ("sub >= 0" in kernel or "sub <= 0" in kernel)
 
 
 def test_a_transpose_read_elsewhere_stays_outside_the_group(problem: Callable[..., Path], tmp_path: Path) -> None:

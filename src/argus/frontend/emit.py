@@ -292,9 +292,11 @@ def emit(
                     shape = tuple(ph.meta["val"].shape)
                     body.append(f"        _expect_shape({arg}, {shape!r}, {g.kernel.__repr__()}, {arg!r})")
             outputs = [local(o) for o in src.outputs]
+            # a kernel that reads no tensor (an arange it computes) writes where the forward's inputs are
+            where = f"{inputs[0]}.device" if inputs else DEVICE
             for out_name, val in zip(outputs, outs, strict=True):
                 shape = f"{inputs[0]}.shape" if generic else repr(tuple(val.shape))
-                body.append(f"        {out_name} = torch.empty({shape}, dtype={val.dtype}, device={inputs[0]}.device)")
+                body.append(f"        {out_name} = torch.empty({shape}, dtype={val.dtype}, device={where})")
             scalars = "".join(f", {p}=float({a})" for p, a in src.scalars.items())
             views = [src.shapes.get(n, (-1,)) for n in [p.name for p in placeholders] + src.outputs]
             shaped = "" if not src.shapes else f", {views!r}"

@@ -2,7 +2,8 @@
 template can take grouped into kernels by FX's own capability-based partitioner.
 
 `classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
-operator, plus the copies that compute nothing new and ``scalar_tensor``, a constant), reduction, normalization,
+operator, plus the copies that compute nothing new, ``scalar_tensor``, a constant, and ``arange``, a function of
+the element's coordinate), reduction, normalization,
 softmax-like, matmul-like, attention, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``,
 ``unsqueeze``, ...), layout (a view whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...)
 or other. `partition` asks each family that has a template (`argus.frontend.families.TEMPLATES`) which nodes it
@@ -109,7 +110,7 @@ def classify(node: Any) -> Family:
         if name in names:
             return family
     tags = getattr(node.target, "tags", ())
-    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy", "scalar_tensor"):
+    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy", "scalar_tensor", "arange"):
         return Family.POINTWISE
     return Family.OTHER
 
@@ -277,6 +278,15 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
                 absorbed[n] = [a for a in found if a not in taken]
                 taken.update(absorbed[n])
     supported = {family: [n for n in nodes if n not in taken] for family, nodes in supported.items()}
+    # a fusing template's nodes take nodes of other families into their groups too (the pointwise template: the
+    # views of an arange it computes as coordinates): proposed with the family's own nodes to the partitioner
+    joining: dict[Family, list[Any]] = {}
+    for family, nodes in supported.items():
+        if templates[family].fuses and templates[family].absorbs is not None:
+            for n in nodes:
+                found = templates[family].absorbs(n, bound | {t.name for t in taken})
+                joining.setdefault(family, []).extend(a for a in found if a not in taken)
+            taken.update(joining.get(family, []))
 
     proposals: list[Any] = []
     owners: dict[str, Family] = {}  # a node that took others in -> its family (the group's, whatever it took)
@@ -287,7 +297,7 @@ def partition(capture: Capture, templates: dict[Family, Any] | None = None) -> P
             def named(names: set[str]) -> Callable[[Any], bool]:
                 return lambda candidate: candidate.op == "call_function" and candidate.name in names
 
-            for group in propose(graph_module, named({n.name for n in nodes})) or []:
+            for group in propose(graph_module, named({n.name for n in [*nodes, *joining.get(family, [])]})) or []:
                 why = check(group)
                 if why is None:
                     proposals.append(Proposal(id=len(proposals), nodes=group))

@@ -22,6 +22,7 @@ gate never trusts it.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Mapping
@@ -190,6 +191,8 @@ def check_kernel(
         x = torch.randn(tuple(val.shape), generator=generator, dtype=torch.float64, device=device)
         inputs.append(x.to(val.dtype))
     tolerance = _tolerance(source)
+    if cuda:
+        subgraph = _on_device(subgraph, device)
     with torch.no_grad():
         high = [x.to(torch.float64) if x.is_floating_point() else x for x in inputs]
         want, slacks = contraction_slack(subgraph, high, tolerance)
@@ -217,6 +220,20 @@ def check_kernel(
     if worst == math.inf:
         return math.inf, 0.0
     return worst, tolerance
+
+
+def _on_device(subgraph: Any, device: str) -> Any:
+    """A copy of the FX `subgraph` whose operators that create tensors (an ``arange`` a pointwise kernel computes, a
+    ``scalar_tensor``) create them on `device`, not on the capture's device (the CPU), so that the reference runs
+    where the check's inputs are."""
+    import torch
+
+    moved = copy.deepcopy(subgraph)
+    for n in moved.graph.nodes:
+        if isinstance(n.kwargs.get("device"), torch.device):
+            n.kwargs = {**n.kwargs, "device": torch.device(device)}
+    moved.recompile()
+    return moved
 
 
 def _tolerance(source: KernelSource) -> float:

@@ -2,7 +2,8 @@
 partitioner asks whether a node fits, and the writer of the group's DSL kernel.
 
 `TEMPLATES` maps each family that has a template to it; a family without one is reported as not covered
-(`argus.frontend.partition.NOT_BUILT`). Pointwise fuses connected nodes into one kernel; the other families take
+(`argus.frontend.partition.NOT_BUILT`). Pointwise fuses connected nodes into one kernel (with the views of the
+aranges it computes as coordinates); the other families take
 one node per kernel until their prologue/epilogue fusion is built (the matmul template takes its operands'
 transposes in with it, `Template.absorbs`, and its kernel is a call of the GEMM library; the scan template takes
 the flips of a reverse scan and the slice, zeros and cat of an exclusive one; the indexing template, class-index
@@ -32,6 +33,7 @@ TEMPLATES: dict[Family, Template] = {
         pointwise.kernel_source,
         fuses=True,
         group_unsupported=pointwise.group_unsupported,
+        absorbs=pointwise.coordinate_views,
         takes_scalars=True,
     ),
     Family.POOLING: Template(pooling.unsupported, pooling.kernel_source),

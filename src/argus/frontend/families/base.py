@@ -185,11 +185,12 @@ Writer = Callable[[str, Any, Mapping[tuple[str, int], str], Mapping[str, Any]], 
 
 @dataclass(frozen=True)
 class Template:
-    """A kernel family's template (see the module docstring). `absorbs` (a template that does not fuse):
-    ``absorbs(node, bound)``, the nodes of other families that `node`'s group takes in with it (the matmul
-    template's operand transposes and fused epilogue, the reduction's prologue), `bound` the names of nodes it may
-    not take (one with a constant that a forward argument gives at run time, or one an earlier group took: the
-    partitioner asks the reduction template last); no other family proposes them."""
+    """A kernel family's template (see the module docstring). `absorbs`: ``absorbs(node, bound)``, the nodes of
+    other families that `node`'s group takes in with it (the matmul template's operand transposes and fused
+    epilogue, the reduction's prologue; for a fusing template, nodes proposed to the partitioner with the family's
+    own: the pointwise template's views of an arange, which its kernel computes as coordinates), `bound` the names
+    of nodes it may not take (one with a constant that a forward argument gives at run time, or one an earlier
+    group took: the partitioner asks the reduction template last); no other family proposes them."""
 
     unsupported: Support
     source: Writer

@@ -22,16 +22,28 @@ operands of different float dtypes are converted to the node's dtype (torch's pr
 partitioner also asks `group_unsupported` of each proposed group (one output shape, one plan for all its values).
 Scalars are literals, or the run-time value of a forward argument when `argus.frontend.capture` bound the constant
 to one (then a float parameter of the kernel, passed at each call).
+
+Coordinates (`argus.frontend.families.coordinates`): an ``arange`` of constants, and the views of it between it and
+the operators that read it (the group takes them in: `coordinate_views`, the template's ``absorbs``), are not read
+from memory: each is computed where it is read from the elements' own coordinates (`_coordinate_lines`: ``T.index``
+of a fragment of the tile's layout plus the tile's origin, split by the canonical extents in the flat kernel, the
+block index along the grid's dimension), as ``start + step * element``, ``element`` the dot product of the
+coordinates with the view's strides. `plan` keeps two dimensions apart where a coordinate's index does not step
+through them as through one (a permuted arange). Integer values of the group (the aranges', and ``sub``, ``add``,
+``mul``, comparisons, ``where``, ... of them: a triangular mask) are computed as ``i32`` within the bounds their
+constants give (`coordinates.integer_range`); they never leave the kernel, and integer tensors from outside it
+(integer inputs) are not taken. A float arange may be stored (a kernel of no input).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from argus.frontend.errors import FrontendError
+from argus.frontend.families import coordinates
 from argus.frontend.families.base import (
     DTYPES,
     RESERVED,
@@ -213,7 +225,7 @@ def _out_dtype(node: Any) -> str:
 
 
 #: Bytes per element of each DSL dtype.
-_DT_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+_DT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4}
 
 
 def _arguments(node: Any, params: tuple[tuple[str, Any], ...]) -> list[Any] | str:
@@ -243,15 +255,59 @@ def _is_literal(node: Any) -> bool:
 
 
 def _itemsize(value: Any) -> int:
-    return int(value.element_size())
+    """Bytes of an element of `value` in the kernel (an integer is an ``i32`` there)."""
+    return 4 if coordinates.integer_dtype(value) else int(value.element_size())
+
+
+def _kernel_dtype(value: Any) -> str | None:
+    """The DSL dtype a value of the group is computed in: its float dtype, ``i32`` for an integer (exact within
+    the bounds `coordinates.integer_range` proves), None for a boolean (the dtype of the operands it compares)."""
+    if coordinates.integer_dtype(value):
+        return "i32"
+    return DTYPES.get(dtype_name(value))
 
 
 def unsupported(node: Any) -> str | None:
-    """None when the pointwise template can take `node`, else why not (see the module docstring)."""
+    """None when the pointwise template can take `node`, else why not (see the module docstring). An integer value
+    `node` makes or reads, and a view of an arange it reads, is computed in its kernel: every reader of it must be
+    one the template takes (`coordinates.stays_inside`)."""
+    import torch
+
+    why = _unsupported_alone(node)
+    if why is not None:
+        return why
+    for value in [node, *node.all_input_nodes]:
+        val = node_value(value)
+        inside = isinstance(val, torch.Tensor) and coordinates.integer_dtype(val) and value.op == "call_function"
+        if inside:
+            why = coordinates.stays_inside(value, _unsupported_alone)
+            if why is not None:
+                return why if value is node else f"{value.name}: {why}"
+    return None
+
+
+def coordinate_views(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
+    """The views of aranges that the kernel of `node` (a node the template takes) takes in with it
+    (`Template.absorbs` of the fusing pointwise template): the chains of views between `node`'s operands and an
+    arange, which the kernel computes as coordinates (`coordinates.coordinate_views`); none of `bound`."""
+    return [n for n in coordinates.coordinate_views(node, _unsupported_alone) if n.name not in bound]
+
+
+def _unsupported_alone(node: Any) -> str | None:
+    """`unsupported` of `node` by itself: whether the template has a rule for it and can read its operands, not
+    whether the integer values around it stay inside a kernel."""
     import torch
     import torch.fx
 
     name = aten_name(node)
+    found_coordinate = coordinates.coordinate(node)
+    if found_coordinate is not None:  # an arange, or a view or clone of one: computed from the element's coordinates
+        if isinstance(found_coordinate, str):
+            return found_coordinate
+        if found_coordinate.integer:
+            bounds = coordinates.integer_range(node)
+            return bounds if isinstance(bounds, str) else None
+        return None
     if name not in RULES:
         return f"the pointwise template has no rule for {node.target}"
     rule_params, _ = RULES[name]
@@ -271,60 +327,111 @@ def unsupported(node: Any) -> str | None:
                 "a constant tensor leaves the kernel (it is a literal inside it), or feeds an operator the template "
                 "does not take"
             )
-    if name not in COMPARISONS and dtype_name(out) not in DTYPES:
-        return f"dtype {out.dtype} (the template takes float32, float16, bfloat16)"
+    if coordinates.integer_dtype(out):  # computed as 32-bit integers, within bounds the constants give
+        bounds = coordinates.integer_range(node)
+        if isinstance(bounds, str):
+            return bounds
+    elif name not in COMPARISONS and dtype_name(out) not in DTYPES:
+        return f"dtype {out.dtype} (the template takes float32, float16, bfloat16, and integers it computes)"
     if name == "scalar_tensor":
         return None if isinstance(args[0], bool | int | float) else "a constant tensor of a value that is not a number"
-    shapes: dict[str, tuple[int, ...]] = {node.name: tuple(out.shape)}
-    itemsizes = [_itemsize(out)] if out.dtype != torch.bool else []
     for i, a in enumerate(args):
         if isinstance(a, torch.fx.Node):
             val = node_value(a)
             if not isinstance(val, torch.Tensor):
                 return f"operand {i} is not a tensor"
-            if _is_literal(a):
+            if _is_literal(a) or val.dtype == torch.bool or dtype_name(val) in DTYPES:
                 continue
-            if val.dtype != torch.bool and dtype_name(val) not in DTYPES:
+            if not coordinates.integer_dtype(val):
                 return f"operand {i} has dtype {val.dtype}"
-            shapes[a.name] = tuple(val.shape)
-            if val.dtype != torch.bool:
-                itemsizes.append(_itemsize(val))
+            bounds = coordinates.integer_range(a)
+            if isinstance(bounds, str):
+                return f"operand {i} has dtype {val.dtype}: {bounds}"
         elif not (a is None or isinstance(a, bool | int | float | str)):
             return f"argument {i} is a {type(a).__name__}"
-    found = plan(tuple(out.shape), shapes, itemsizes)
+    shapes, itemsizes, strides = _plan_values([node])
+    found = plan(tuple(out.shape), shapes, itemsizes, strides=strides)
     return found if isinstance(found, str) else None
+
+
+def _plan_values(
+    nodes: list[Any],
+) -> tuple[dict[str, tuple[int, ...]], list[int], dict[str, tuple[int, ...]]]:
+    """What `plan` needs of the values a kernel computing `nodes` holds: (graph name -> shape of each value it
+    computes or reads, the bytes of an element of each (an integer is an ``i32`` in the kernel; a boolean has
+    none), graph name -> strides of each coordinate). A coordinate — a view of an arange the kernel computes, or an
+    integer one it reads — counts where a computed node reads it or the kernel stores it (a float arange), as the
+    shape its values vary along (`coordinates.Coordinate.varying_shape`); its views in between are not values."""
+    import torch
+
+    members = set(nodes)
+
+    def coordinate_here(n: Any) -> coordinates.Coordinate | None:
+        c = coordinates.coordinate(n)
+        return c if isinstance(c, coordinates.Coordinate) and (n in members or c.integer) else None
+
+    shapes: dict[str, tuple[int, ...]] = {}
+    strides: dict[str, tuple[int, ...]] = {}
+    itemsizes: list[int] = []
+
+    def add(n: Any) -> None:
+        val = node_value(n)
+        if n.name in shapes or _is_literal(n) or not isinstance(val, torch.Tensor):
+            return
+        c = coordinate_here(n)
+        if c is not None:
+            shapes[n.name], strides[n.name] = c.varying_shape, c.varying_strides
+            itemsizes.append(_itemsize(val))
+            return
+        shapes[n.name] = tuple(val.shape)
+        if val.dtype != torch.bool:
+            itemsizes.append(_itemsize(val))
+
+    for n in nodes:
+        if coordinate_here(n) is None:
+            add(n)
+            for a in n.all_input_nodes:
+                add(a)
+        elif any(u not in members for u in n.users):
+            add(n)
+    return shapes, itemsizes, strides
 
 
 def group_unsupported(nodes: list[Any]) -> str | None:
     """None when the nodes the partitioner proposes as one group make one kernel, else why not: the group's
     outputs (its nodes used outside it) must all have one shape, which every value of the group broadcasts to in
     a form `plan` takes, and be float tensors (a comparison or a constant stays inside its kernel: it may neither
-    leave the group nor come from another)."""
+    leave the group nor come from another; an integer value or a view of an arange is computed where it is read,
+    so it may neither leave nor come from another kernel)."""
     import torch
 
     members = {n.name for n in nodes}
     outputs = [n for n in nodes if any(u.name not in members for u in n.users)]
     for n in outputs:
-        if _is_literal(n) or (node_value(n).dtype == torch.bool and aten_name(n) not in COMPARISONS):
+        val = node_value(n)
+        if _is_literal(n) or (val.dtype == torch.bool and aten_name(n) not in COMPARISONS):
             return f"{n.name} ({aten_name(n)}) would leave its kernel as a boolean or a constant tensor"
+        if coordinates.integer_dtype(val) or (aten_name(n) != "arange" and coordinates.is_coordinate(n)):
+            return (
+                f"{n.name} ({aten_name(n)}) would leave its kernel as a {val.dtype} tensor (integer values and views "
+                "of an arange are computed in the kernel that reads them, never stored)"
+            )
     out_shapes = {tuple(node_value(n).shape) for n in outputs}
     if len(out_shapes) != 1:
         return f"the fused group's outputs have shapes {sorted(out_shapes)} (one kernel writes one shape)"
-    shapes: dict[str, tuple[int, ...]] = {}
-    itemsizes: list[int] = []
     for n in nodes:
-        for value in [n, *(a for a in n.all_input_nodes if a.name not in members)]:
+        for value in n.all_input_nodes:
             val = node_value(value)
-            # a boolean from outside (the model's mask, another kernel's comparison) is read as 1.0/0.0
-            if value is not n and _is_literal(value):
-                return f"{value.name} ({aten_name(value)}), a constant tensor, comes from another kernel"
-            if _is_literal(value) or not isinstance(val, torch.Tensor):
+            if value.name in members or not isinstance(val, torch.Tensor):
                 continue
-            shapes[value.name] = tuple(val.shape)
-            if val.dtype != torch.bool:
-                itemsizes.append(_itemsize(val))
+            # a boolean from outside (the model's mask, another kernel's comparison) is read as 1.0/0.0
+            if _is_literal(value):
+                return f"{value.name} ({aten_name(value)}), a constant tensor, comes from another kernel"
+            if coordinates.integer_dtype(val):
+                return f"{value.name} ({aten_name(value)}), a {val.dtype} tensor, comes from another kernel"
+    shapes, itemsizes, strides = _plan_values(nodes)
     external = {a.name for n in nodes for a in n.all_input_nodes if a.name not in members}
-    found = plan(out_shapes.pop(), shapes, itemsizes, external)
+    found = plan(out_shapes.pop(), shapes, itemsizes, external, strides)
     return f"the fused group: {found}" if isinstance(found, str) else None
 
 
@@ -356,11 +463,21 @@ class Plan:
     roles: tuple[str, ...] = ()
     tile: tuple[int, int] = (1, 1)
     vector: int = 4
+    #: each coordinate's index strides along the canonical dimensions (0 where it repeats): element ``idx`` holds
+    #: the arange's element ``offset + sum_c idx_c * strides_c`` (`coordinates.Coordinate`)
+    strides: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def tile_bits(self, name: str) -> tuple[int, int]:
         """(varies along the tile's rows, varies along its columns) of value `name`."""
         b = dict(zip(self.roles, self.bits[name], strict=True))
         return b.get("M", 0), b.get("N", 0)
+
+
+def _aligned_strides(strides: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """A coordinate's `strides` right-aligned to a domain of `rank` dimensions (as its shape is broadcast)."""
+    if len(strides) > rank:
+        return strides[len(strides) - rank :]
+    return (0,) * (rank - len(strides)) + strides
 
 
 def _aligned_bits(shape: tuple[int, ...], domain: tuple[int, ...]) -> Bits | None:
@@ -409,11 +526,14 @@ def plan(
     shapes: Mapping[str, tuple[int, ...]],
     itemsizes: list[int],
     io: Collection[str] | None = None,
+    strides: Mapping[str, tuple[int, ...]] | None = None,
 ) -> Plan | str:
     """The kernel plan of a group writing `domain` and reading (or making) the values of `shapes` (graph name ->
     shape), with dtypes of `itemsizes` bytes; a string saying why no kernel of this template can when it cannot
     (see `Plan`). `io`: the names of the kernel's inputs (its outputs are whole tiles), which size its default
-    tile (`_default_tile`); None counts one whole input."""
+    tile (`_default_tile`); None counts one whole input. `strides`: the coordinates among the values (graph name ->
+    the strides of their index along their shape, `coordinates.Coordinate`), whose index along two dimensions
+    merged into one must stay one stride along it."""
     from argus.backend.cuda.codegen.source import MAX_GRID
     from argus.runtime.arguments import MAX_EXTENT
 
@@ -424,21 +544,37 @@ def plan(
         if bits is None:
             return f"{name} of shape {tuple(shape)} does not broadcast to {tuple(domain)}"
         raw[name] = bits
+    steps = {n: _aligned_strides(tuple(st), len(domain)) for n, st in (strides or {}).items()}
     kept = [d for d, size in enumerate(domain) if size > 1]
     dims: list[int] = []
     columns: list[tuple[int, ...]] = []
+    inner: list[int] = []  # the innermost dimension of `domain` merged into each canonical one
     for d in kept:
         column = tuple(raw[n][d] for n in shapes)
-        # merged only while the kernel's 32-bit tile coordinates hold the product (the flat kernel runs in chunks)
-        if columns and columns[-1] == column and dims[-1] * domain[d] <= MAX_EXTENT:
+        # merged only while the kernel's 32-bit tile coordinates hold the product (the flat kernel runs in chunks),
+        # and while every coordinate's index steps through both as through one dimension
+        if (
+            columns
+            and columns[-1] == column
+            and dims[-1] * domain[d] <= MAX_EXTENT
+            and all(st[inner[-1]] == st[d] * domain[d] for st in steps.values())
+        ):
             dims[-1] *= domain[d]
+            inner[-1] = d
         else:
             dims.append(domain[d])
             columns.append(column)
+            inner.append(d)
     names = list(shapes)
     bits = {n: tuple(c[i] for c in columns) for i, n in enumerate(names)}
+    canonical = {n: tuple(st[d] if b else 0 for d, b in zip(inner, bits[n], strict=True)) for n, st in steps.items()}
     if all(all(b) for b in bits.values()):
-        return Plan(tuple(dims), bits, flat=True, vector=vector)
+        if canonical and math.prod(dims) > MAX_EXTENT:
+            return (
+                f"a coordinate (an arange) over {math.prod(dims)} elements of one flat kernel, more than a "
+                f"kernel's largest extent {MAX_EXTENT}"
+            )
+        return Plan(tuple(dims), bits, flat=True, vector=vector, strides=canonical)
     if max(dims) > MAX_EXTENT:
         return f"a dimension of {max(dims)} elements is longer than a kernel's largest extent {MAX_EXTENT}"
     if len(dims) > 3:
@@ -451,12 +587,17 @@ def plan(
     roles: tuple[str, ...] | None = None
     for candidate in options:
         tiled = [i for i, r in enumerate(candidate) if r != "G"]
-        if all(any(b[i] for i in tiled) for b in bits.values()):
+        # a coordinate is computed, not loaded: one that varies along the grid's dimension alone is held per row
+        if all(any(b[i] for i in tiled) for n, b in bits.items() if n not in steps):
             roles = candidate
+            rows = candidate.index("M")
+            for n in steps:
+                if not any(bits[n][i] for i in tiled):
+                    bits[n] = tuple(1 if i == rows else b for i, b in enumerate(bits[n]))
             break
     tile: tuple[int, int] | None = None  # the default, chosen below once the rows are known
     if roles is None and rank == 3:
-        lone = next(n for n, b in bits.items() if not (b[1] or b[2]))
+        lone = next(n for n, b in bits.items() if not (b[1] or b[2]) and n not in steps)
         return (
             f"{lone} repeats along both dimensions of every tile of the {' x '.join(map(str, dims))} broadcast "
             "(one value per block: not supported)"
@@ -466,6 +607,7 @@ def plan(
         # a per-row value; the rows of a 2-d form are walked by the grid
         dims = [1, dims[0]] if rank == 1 else [dims[0], 1, dims[1]]
         bits = {n: (1, b[0]) if rank == 1 else (b[0], 1, b[1]) for n, b in bits.items()}
+        canonical = {n: (0, st[0]) if rank == 1 else (st[0], 0, st[1]) for n, st in canonical.items()}
         roles = ("M", "N") if rank == 1 else ("G", "M", "N")
         tile = (1, 1024)
     if tile is None:
@@ -478,7 +620,7 @@ def plan(
     counts = sorted(extents.values(), reverse=True)
     if len(counts) > 1 and counts[1] > MAX_GRID[1]:
         return f"its grid of {' x '.join(map(str, counts))} blocks exceeds CUDA's grid limits {MAX_GRID}"
-    return Plan(tuple(dims), bits, flat=False, roles=roles, tile=tile, vector=vector)
+    return Plan(tuple(dims), bits, flat=False, roles=roles, tile=tile, vector=vector, strides=canonical)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -503,15 +645,19 @@ def kernel_source(
     results = output.args[0] if isinstance(output.args[0], tuple | list) else (output.args[0],)
     shape = tuple(node_value(results[0]).shape)
     numel = math.prod(shape)
-    values = {n.name: node_value(n) for n in placeholders + calls if not _is_literal(n)}
-    found = plan(
-        shape,
-        {k: tuple(v.shape) for k, v in values.items()},
-        [_itemsize(v) for v in values.values() if v.dtype != torch.bool],
-        [n.name for n in placeholders],
-    )
+    # an arange and its views are computed from the elements' coordinates where the group reads them (`uses`)
+    coords = {n.name: c for n in calls if isinstance(c := coordinates.coordinate(n), coordinates.Coordinate)}
+    computed = [n for n in calls if n.name not in coords]
+    bound = sorted({node for node, _ in scalar_uses} & set(coords))
+    if bound:
+        raise FrontendError(
+            "SOLVE_POINTWISE_PLAN", f"{name}: the arange {bound[0]} has a constant a forward argument gives", None
+        )
+    value_shapes, itemsizes, coordinate_strides = _plan_values(calls)
+    found = plan(shape, value_shapes, itemsizes, [n.name for n in placeholders], coordinate_strides)
     if isinstance(found, str):  # group_unsupported() was asked first
         raise FrontendError("SOLVE_POINTWISE_PLAN", f"{name}: no pointwise kernel for this group: {found}", None)
+    uses = {n: coords[n] for n in found.strides}
     tiled = not found.flat
     taken: set[str] = {"M", "N", "G", "BM", "BN", "bm", "bn", "bg", "tile"} if tiled else set()
     frag: dict[str, str] = {}
@@ -552,7 +698,8 @@ def kernel_source(
             if dt not in ones:
                 ones[dt] = safe_name(f"ones_{dt}", taken)
                 setup.append(f"        {ones[dt]} = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})")
-                setup.append(f"        T.fill({ones[dt]}, 1.0)  # selects every element of a repeated value")
+                one = "1" if dt == "i32" else "1.0"
+                setup.append(f"        T.fill({ones[dt]}, {one})  # selects every element of a repeated value")
             view = f"{source}[:, None]" if found.tile_bits(value) == (1, 0) else f"{source}[None, :]"
             lifted[(value, dt)] = safe_name(f"{source}_tile", taken)
             body.append(
@@ -570,7 +717,10 @@ def kernel_source(
             return full(operand, dt)
         return None
 
-    ops = render_calls(calls, frag, dtypes, literal, taken, body, scalar_param, lift)
+    located = _coordinate_lines(found, uses, frag, dtypes, taken)
+    ops = render_calls(computed, frag, dtypes, literal, taken, body, scalar_param, lift)
+    if uses:
+        ops = ["arange", *ops]
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
     tensor_dtypes = ["boolean" if n.name in booleans else dtypes[n.name] for n in placeholders]
@@ -593,12 +743,22 @@ def kernel_source(
         seen = ", ".join(f"{r} = {d}" for r, d in zip(found.roles, found.dims, strict=True))
         docstring = f"{chain}, elementwise over {shape}, its operands broadcast\n    ({seen}), in BM x BN tiles."
         kernel = _tiled_kernel(
-            name, found, placeholders, results, (in_params, out_params, scalar_params), frag, dtypes, booleans
+            name,
+            found,
+            placeholders,
+            results,
+            (in_params, out_params, scalar_params),
+            frag,
+            dtypes,
+            booleans,
+            layout=bool(uses),
         )
-        lines = kernel.before + [f'    """{docstring}"""'] + kernel.middle + setup + body + kernel.after
+        lines = kernel.before + [f'    """{docstring}"""'] + kernel.middle + setup + located + body + kernel.after
         shapes = kernel.shapes
     else:
-        shapes = {}
+        # a kernel computing coordinates is written for the captured shape: it is passed its tensors' shapes (so
+        # that the solution checks them, and never runs it in chunks whose elements would restart at 0)
+        shapes = {n.name: (numel,) for n in [*placeholders, *results]} if uses else {}
         signature = [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(in_params, tensor_dtypes, strict=True)]
         signature += [f'{p}: T.Tensor[("N",), T.{d}]' for p, d in zip(out_params, out_dtypes, strict=True)]
         signature.append("BLOCK: int = 1024")
@@ -614,7 +774,7 @@ def kernel_source(
         for node, param, dt in zip(placeholders, in_params, in_dtypes, strict=True):
             lines.append(f"        {frag[node.name]} = T.alloc_fragment((BLOCK,), T.{dt}{_vector_bytes(found, dt)})")
             lines.append(f"        T.copy({param}.tile(bx, BLOCK), {frag[node.name]})  # the last tile is masked")
-        lines += body
+        lines += located + body
         for r, param in zip(results, out_params, strict=True):
             lines.append(f"        T.copy({frag[r.name]}, {param}.tile(bx, BLOCK))")
     return KernelSource(
@@ -628,6 +788,114 @@ def kernel_source(
         {**dtypes, **dict.fromkeys(booleans, "boolean")},
         shapes,
     )
+
+
+def _coordinate_lines(
+    found: Plan,
+    uses: Mapping[str, coordinates.Coordinate],
+    frag: dict[str, str],
+    dtypes: dict[str, str],
+    taken: set[str],
+) -> list[str]:
+    """The DSL lines computing each coordinate the kernel reads (`uses`: graph name -> its `Coordinate`) from the
+    elements' own coordinates, at the size `found` gives it (a whole tile, or one value per row or per column); each
+    gets its fragment's name in `frag` and its dtype in `dtypes`.
+
+    The index of an element along each canonical dimension is ``T.index`` of a fragment of the tile's layout plus
+    the tile's origin (``bn * BN``); in the flat kernel the flattened index split by the canonical extents
+    (``//``, ``%``); along the grid's own dimension the block index. The arange's element is the index's dot
+    product with the coordinate's strides (`Plan.strides`), computed as ``i32`` (exact: every index is below the
+    arange's length); its value is ``start + step * element``, in ``i32`` for an integer arange, in float32 (then
+    rounded to its dtype) for a float one."""
+    if not uses:
+        return []
+    lines: list[str] = []
+    made: dict[str, str] = {}
+
+    def once(key: str, name: str, text: str, comment: str) -> str:
+        if key not in made:
+            made[key] = safe_name(name, taken)
+            lines.append(f"        {made[key]} = {text}  # {comment}")
+        return made[key]
+
+    if found.flat:
+        vb = _vector_bytes(found, "i32")
+        lanes = once("lanes", "lanes", f"T.alloc_fragment((BLOCK,), T.i32{vb})", "the elements' layout")
+        element = once(
+            "element", "element", f"T.cast(T.index({lanes}, 0), T.i32) + bx * BLOCK", "each element's flat index"
+        )
+
+        def index(c: int, bits: tuple[int, int]) -> str:
+            inner = math.prod(found.dims[c + 1 :])
+            if len(found.dims) == 1:
+                return element
+            text = element if inner == 1 else f"{element} // {inner}"
+            text = text if c == 0 else f"{text} % {found.dims[c]}"
+            return once(f"index{c}", f"index{c}", text, f"the index along canonical dimension {c}")
+
+        def base(bits: tuple[int, int]) -> str:
+            return element
+    else:
+        tile_text = {
+            (1, 1): ("tile", None),
+            (1, 0): ("rows", "T.alloc_reduced(tile, axis=1, dtype=T.i32)"),
+            (0, 1): ("cols", "T.alloc_reduced(tile, axis=0, dtype=T.i32)"),
+        }
+
+        def layout(bits: tuple[int, int]) -> str:
+            name, alloc = tile_text[bits]
+            if alloc is None:
+                return name
+            return once(name, name, alloc, f"one value per {'row' if bits == (1, 0) else 'column'}: their layout")
+
+        def index(c: int, bits: tuple[int, int]) -> str:
+            role = found.roles[c]
+            if role == "G":
+                return "bg"
+            axis = (0 if role == "M" else 1) if bits == (1, 1) else 0
+            origin = "bm * BM" if role == "M" else "bn * BN"
+            what = "row" if role == "M" else "col"
+            text = f"T.cast(T.index({layout(bits)}, {axis}), T.i32) + {origin}"
+            axis_name = "row" if role == "M" else "column"
+            comment = f"each element's {axis_name} index" if bits == (1, 1) else f"each {axis_name}'s index"
+            return once(f"{role}{bits}", f"tile_{what}" if bits == (1, 1) else what, text, comment)
+
+        def base(bits: tuple[int, int]) -> str:
+            return index(found.roles.index("M") if bits[0] else len(found.dims) - 1, bits)
+
+    for name, c in uses.items():
+        bits = (1, 1) if found.flat else found.tile_bits(name)
+        terms = []
+        for d, stride in enumerate(found.strides[name]):
+            if stride:
+                term = index(d, bits)
+                terms.append(term if stride == 1 else f"{term} * {stride}")
+        # a fragment first (the block index alone is a scalar); a coordinate of one element is its base times 0
+        terms.sort(key=lambda t: t.startswith("bg"))
+        if not terms or terms[0].startswith("bg"):
+            terms.insert(0, f"{base(bits)} * 0")
+        if c.offset:
+            terms.append(str(c.offset))
+        element_text = " + ".join(terms)
+        if c.integer:
+            text = element_text if c.step == 1 else f"({element_text}) * {c.step}"
+            text = text if c.start == 0 else f"{text} + {c.start}"
+            kind = "i32"
+        else:
+            kind = DTYPES[c.dtype]
+            text = f"T.cast({element_text}, T.f32) * {_lit(float(c.step))} + {_lit(float(c.start))}"
+            text = text if kind == "f32" else f"T.cast({text}, T.{kind})"
+        dtypes[name] = kind
+        if text.isidentifier():
+            frag[name] = text
+            continue
+        frag[name] = safe_name(name, taken)
+        what = "element" if bits == (1, 1) else ("row" if bits == (1, 0) else "column")
+        lines.append(
+            f"        {frag[name]} = {text}  # the arange (start {c.start}, step {c.step}, {c.length} elements) "
+            f"at each {what}"
+        )
+    return lines
 
 
 def render_calls(
@@ -656,20 +924,23 @@ def render_calls(
         params, render = RULES[op]
         args = _arguments(node, params)
         assert not isinstance(args, str)  # unsupported() was asked first
+        val = node_value(node)
         if op == "scalar_tensor":
-            frag[node.name] = _lit(float(args[0]))
+            frag[node.name] = _lit(int(args[0]) if coordinates.integer_dtype(val) else float(args[0]))
             literal.add(node.name)
             continue
-        val = node_value(node)
-        want = DTYPES.get(dtype_name(val))
+        want = _kernel_dtype(val)
+        # a select between two constants computes in the condition's dtype: converted to the result's first
+        constants = op == "where" and not any(isinstance(v, torch.fx.Node) and v.name not in literal for v in args[1:])
         operands: list[Operand | None] = []
         kinds: dict[int, str] = {}  # operand index -> the dtype of its fragment
         for i, v in enumerate(args):
             if isinstance(v, torch.fx.Node) and v.name in literal:
                 operands.append(Operand(frag[v.name], False))
             elif isinstance(v, torch.fx.Node):
-                # torch computes in the promoted dtype: an operand of another float dtype is converted first
-                convert = want is not None and dtypes[v.name] != want and not (op == "where" and i == 0)
+                # torch computes in the promoted dtype: an operand of another dtype (an integer's among floats) is
+                # converted first; a select's condition is read as it is
+                convert = want is not None and dtypes[v.name] != want and (not (op == "where" and i == 0) or constants)
                 kinds[i] = want if convert else dtypes[v.name]
                 lifted = lift(v.name, node.name, kinds[i])
                 if lifted is not None:
@@ -730,10 +1001,12 @@ def _tiled_kernel(
     frag: dict[str, str],
     dtypes: dict[str, str],
     booleans: set[str] | frozenset[str] = frozenset(),
+    layout: bool = False,
 ) -> _Tiled:
     """The kernel of a broadcasting group (`Plan` not flat): a grid over (BM, BN) tiles of the canonical rows and
     columns (and the grid dimension), every operand loaded as a whole tile, a per-row or a per-column fragment;
-    each tensor passed as the canonical dimensions it varies along."""
+    each tensor passed as the canonical dimensions it varies along. `layout`: the kernel computes coordinates, which
+    take the tile's layout (``tile``) whatever its operands are."""
     in_params, out_params, scalar_params = params
     size = dict(zip(found.roles, found.dims, strict=True))
 
@@ -778,7 +1051,7 @@ def _tiled_kernel(
         f"    with T.grid({', '.join(extents[r] for r in order)}, threads=128) as "
         f"({', '.join(ROLE_NAMES[r][1] for r in order)},):",
     ]
-    if any(found.tile_bits(n.name) != (1, 1) for n in placeholders):
+    if layout or any(found.tile_bits(n.name) != (1, 1) for n in placeholders):
         dt = next((d for d in out_dtypes if d != "boolean"), "f32")  # a comparison's fragment is f32 (1.0/0.0)
         middle.append(f"        tile = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})  # its layout")
     for node, param in zip(placeholders, in_params, strict=True):
