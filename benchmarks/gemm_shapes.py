@@ -92,6 +92,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--shapes", nargs="*", help="M,N,K[,LAYOUT] instead of a suite")
+    parser.add_argument(
+        "--dependent-ab",
+        action="store_true",
+        help="also time the heuristic's plan launched without programmatic dependent launches (plans of 2+ kernels)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -145,7 +150,7 @@ def main() -> int:
         ref = a.float() @ b.float()
         scale = float(ref.abs().max())
         launches = {"cublas": lambda a=a, b=b: torch.matmul(a, b)}
-        errs, params_of = {}, {}
+        errs, params_of, prepared_of = {}, {}, {}
         for label, config in configs:
             try:
                 c, prepared = mm.prepare(a, b, config=config)
@@ -166,6 +171,14 @@ def main() -> int:
                 print(f"  WRONG {label} at {m}x{n}x{k} {layout}: relative error {err}")
                 continue
             launches[label] = lambda prepared=prepared: [p.launch() for p in prepared]
+            prepared_of[label] = prepared
+            if args.dependent_ab and label == "heuristic" and len(prepared) > 1:
+                mm.DEPENDENT_LAUNCHES = False
+                try:
+                    _, plain = mm.prepare(a, b, config=config)
+                finally:
+                    mm.DEPENDENT_LAUNCHES = True
+                launches["heuristic, no PDL"] = lambda plain=plain: [p.launch() for p in plain]
         # rounds: about `budget` seconds of launches
         t = time.time()
         for fn in launches.values():
@@ -176,7 +189,8 @@ def main() -> int:
         times = interleaved_times(torch, launches, rounds, scratch)
         med = {name: statistics.median(v) for name, v in times.items()}
         cublas = med["cublas"]
-        timed = {name: t for name, t in med.items() if name != "cublas"}
+        timed = {name: t for name, t in med.items() if name not in ("cublas", "heuristic, no PDL")}
+        no_pdl = med.get("heuristic, no PDL")
         best = min(timed, key=timed.get) if timed else None
         heur = timed.get("heuristic")
         row = {
@@ -193,6 +207,9 @@ def main() -> int:
             "best_ms": timed.get(best),
             "best_ratio": cublas / timed[best] if best else None,
             "padded": mm.padded_extent(problem) != problem,
+            "launches": len(prepared_of.get("heuristic", ())),
+            "no_pdl_ms": no_pdl,
+            "no_pdl_ratio": cublas / no_pdl if no_pdl else None,
             "contenders": {
                 params_of[name].label if name in params_of else name: {
                     "ms": v,
@@ -207,9 +224,10 @@ def main() -> int:
         shape = f"{m}x{n}x{k}"
         ratio = f"{row['ratio']:.3f}" if row["ratio"] else "  -  "
         best_ratio = f"{row['best_ratio']:.3f}" if row["best_ratio"] else "  -  "
+        pdl = f" (no PDL {row['no_pdl_ratio']:.3f}, {row['launches']} launches)" if no_pdl else ""
         print(
             f"{shape:>20} {layout:>3} {cublas:9.4f} {heur or float('nan'):9.4f} {ratio:>8} {best_ratio:>7}  "
-            f"{row['heuristic']} / {row['best']}",
+            f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
     for suite_name in ("issue", "table", "heldout", "layouts"):

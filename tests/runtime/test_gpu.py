@@ -110,3 +110,21 @@ def test_repeated_calls_reuse_the_checked_launch_but_still_check_new_arguments()
         loaded(a, b, c2)
     with pytest.raises(ArgumentError):
         loaded(a, b.double(), c)
+
+
+def test_a_chain_of_dependent_launches_keeps_stream_order() -> None:
+    # each launch reads what the one before it wrote: launched as programmatic dependents (each may start while the
+    # previous finishes), every kernel's griddepcontrol.wait must still order them, so the chain sums exactly
+    from argus.kernels.elementwise import vector_add
+
+    kernel = load(compile_kernel(vector_add))
+    n = 1 << 22
+    ones = torch.ones(n, device="cuda")
+    buffers = [torch.zeros(n, device="cuda"), torch.empty(n, device="cuda")]
+    chain = [
+        kernel.prepare(buffers[i % 2], ones, buffers[(i + 1) % 2], dependent=True) for i in range(2)
+    ]  # x -> x + 1, alternating buffers
+    for step in range(200):
+        chain[step % 2].launch()
+    torch.cuda.synchronize()
+    assert torch.equal(buffers[0], torch.full((n,), 200.0, device="cuda"))

@@ -360,6 +360,11 @@ class GemmConfig:
 #: Columns per block of the split-K reduction (4 per thread).
 REDUCE_BN = 512
 
+#: `prepare` launches a plan's kernels as programmatic dependents (`argus.runtime.loaded.PreparedLaunch.dependent`):
+#: each may start while the one before it finishes, and waits for it before touching memory. A switch for A/B
+#: measurements (`benchmarks/gemm_shapes.py --no-dependent`).
+DEPENDENT_LAUNCHES = True
+
 
 def consumer_registers(consumers: int) -> int:
     """The consumer warpgroups' ``setmaxnreg`` budget: what the register file leaves after the producer's (the
@@ -1014,7 +1019,9 @@ def prepare(
         operands = {}
         for step, x in zip(the_plan.splits, the_plan.stored_operands(a, b), strict=True):
             y = torch.empty(step.y_shape, dtype=torch.bfloat16, device=a.device)
-            launches.append(_loaded("split", tuple(sorted(step.params.items()))).prepare(x, y))
+            launches.append(
+                _loaded("split", tuple(sorted(step.params.items()))).prepare(x, y, dependent=DEPENDENT_LAUNCHES)
+            )
             operands[step.name] = y.view(step.gemm_shape)
         A, B = operands["A"], operands["B"]
     else:
@@ -1030,17 +1037,25 @@ def prepare(
     if the_plan.is_tail:  # the whole waves (if any), the tail's splits, their reduction
         W = torch.empty(the_plan.tail_workspace(), dtype=torch.float32, device=a.device)
         if the_plan.main_kernel() is not None:
-            launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors))
+            launches.append(
+                _loaded("main", main_params, epilogue).prepare(A, B, C, *tensors, dependent=DEPENDENT_LAUNCHES)
+            )
         tail_params = tuple(sorted(the_plan.config.tail_params(q).items()))
-        launches.append(_loaded("tail", tail_params).prepare(A, B, W))
-        launches.append(_loaded("tail_reduce", the_plan.reduce_params(), epilogue).prepare(W, C, *tensors))
+        launches.append(_loaded("tail", tail_params).prepare(A, B, W, dependent=DEPENDENT_LAUNCHES))
+        launches.append(
+            _loaded("tail_reduce", the_plan.reduce_params(), epilogue).prepare(
+                W, C, *tensors, dependent=DEPENDENT_LAUNCHES
+            )
+        )
     elif the_plan.config.SPLITS == 1:
-        launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors))
+        launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors, dependent=DEPENDENT_LAUNCHES))
     else:
         W = torch.empty((the_plan.config.SPLITS, q.M, q.N), dtype=torch.float32, device=a.device)
-        launches.append(_loaded("main", main_params).prepare(A, B, W))
+        launches.append(_loaded("main", main_params).prepare(A, B, W, dependent=DEPENDENT_LAUNCHES))
         reduce_params = tuple(sorted(the_plan.config.reduce_params(q).items()))
-        launches.append(_loaded("reduce", reduce_params, epilogue).prepare(W, C, *tensors))
+        launches.append(
+            _loaded("reduce", reduce_params, epilogue).prepare(W, C, *tensors, dependent=DEPENDENT_LAUNCHES)
+        )
     if (q.M, q.N) != (problem.M, problem.N):
         C = C[..., : problem.M, : problem.N]
     launches.keep = [a, b, A, B, C, *tensors] + ([W] if W is not None else [])
@@ -1065,12 +1080,18 @@ def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launch
     c = out.view(g.ROWS, padded) if fits else torch.empty((g.ROWS, padded), dtype=out_torch, device=a.device)
     reduce = g.reduce_params(p)
     if reduce is None:  # one split: the GEMV kernel writes C, in its dtype
-        launches.append(_loaded(the_plan.main_kind, the_plan.main_params()).prepare(v, mat, c.view(1, *c.shape)))
+        launches.append(
+            _loaded(the_plan.main_kind, the_plan.main_params()).prepare(
+                v, mat, c.view(1, *c.shape), dependent=DEPENDENT_LAUNCHES
+            )
+        )
         launches.keep = [a, b, v, mat, c]
         return the_plan.gemv_result(c), launches
     work = torch.empty((g.SPLITS, g.ROWS, padded), dtype=torch.float32, device=a.device)
-    launches.append(_loaded(the_plan.main_kind, the_plan.main_params()).prepare(v, mat, work))
-    launches.append(_loaded("reduce", tuple(sorted(reduce.items()))).prepare(work, c))
+    launches.append(
+        _loaded(the_plan.main_kind, the_plan.main_params()).prepare(v, mat, work, dependent=DEPENDENT_LAUNCHES)
+    )
+    launches.append(_loaded("reduce", tuple(sorted(reduce.items()))).prepare(work, c, dependent=DEPENDENT_LAUNCHES))
     launches.keep = [a, b, v, mat, work, c]
     return the_plan.gemv_result(c), launches
 

@@ -32,6 +32,10 @@ class PreparedLaunch:
     binding: Binding
     stream: int
     tensor_maps: tuple[bytes, ...] = ()  # encoded CUtensorMaps, in parameter order
+    #: launched as a programmatic dependent of the stream's previous grid (``cuLaunchKernelEx`` with
+    #: ``PROGRAMMATIC_STREAM_SERIALIZATION``): it may start while that grid finishes; its first statement
+    #: (``griddepcontrol.wait``, every generated kernel's) waits for it to complete before touching memory
+    dependent: bool = False
 
     def launch(self) -> None:
         """Launch again. The first call resolves everything a launch needs (function, packed
@@ -47,9 +51,12 @@ class PreparedLaunch:
         if current is None or int(current) != context:
             self.kernel._launch(self.binding, self.stream, self.tensor_maps)
             return
-        result = driver.cuLaunchKernel(*arguments)[0]
+        if self.dependent:
+            result = driver.cuLaunchKernelEx(*arguments)[0]
+        else:
+            result = driver.cuLaunchKernel(*arguments)[0]
         if result != driver.CUresult.CUDA_SUCCESS:
-            drv._check(driver, result, "cuLaunchKernel", self.kernel.name)
+            drv._check(driver, result, "cuLaunchKernelEx" if self.dependent else "cuLaunchKernel", self.kernel.name)
 
     def _resolve(self) -> tuple[Any, int, tuple[Any, ...], Any]:
         kernel, binding = self.kernel, self.binding
@@ -60,13 +67,26 @@ class PreparedLaunch:
         with drv.ContextScope(device, kernel.name) as context:
             function = kernel._function(device)
         driver = drv.cuda_driver(kernel.name)
+        packed = int(params) if isinstance(params, drv.KernelParams) else params
+        if self.dependent:
+            launch = driver.CUlaunchConfig()
+            launch.gridDimX, launch.gridDimY, launch.gridDimZ = config.grid
+            launch.blockDimX, launch.blockDimY, launch.blockDimZ = config.block
+            launch.sharedMemBytes = config.shared_bytes
+            launch.hStream = driver.CUstream(self.stream)
+            attribute = driver.CUlaunchAttribute()
+            attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attribute.value.programmaticStreamSerializationAllowed = 1
+            launch.attrs = [attribute]
+            launch.numAttrs = 1
+            return driver, int(context), (launch, function, packed, 0), (params, launch, attribute)
         arguments = (
             function,
             *config.grid,
             *config.block,
             config.shared_bytes,
             driver.CUstream(self.stream),
-            int(params) if isinstance(params, drv.KernelParams) else params,
+            packed,
             0,
         )
         return driver, int(context), arguments, params
@@ -98,14 +118,17 @@ class LoadedKernel:
         """Check the arguments and bind the shape symbols without launching (no GPU needed)."""
         return bind(self.generated, tensors)
 
-    def prepare(self, *tensors: Any, stream: Any = None) -> PreparedLaunch:
-        """Check the arguments once; `PreparedLaunch.launch` then launches without re-checking.
+    def prepare(self, *tensors: Any, stream: Any = None, dependent: bool = False) -> PreparedLaunch:
+        """Check the arguments once; `PreparedLaunch.launch` then launches without re-checking. `dependent`:
+        launch as a programmatic dependent of the stream's previous grid (`PreparedLaunch.dependent`; for the launches
+        of a multi-kernel plan, whose kernels follow each other in one stream).
 
         Torch tensors whose pointers, shapes, strides, dtypes and devices (and the stream) match an earlier call's
         get that call's prepared launch back: everything the checks and the tensor maps depend on is in that
         signature. Binding costs about 200 us a launch (argument checks, TMA descriptors), so the library's calls
         (`matmul`, `sdpa`, a convolution), which prepare their launches on every call, pay it once per signature."""
         key = _signature(tensors, stream)
+        key = None if key is None else (dependent, *key)
         if key is not None and (prepared := self._prepared.get(key)) is not None:
             return prepared
         binding = self.bind(*tensors)
@@ -116,7 +139,7 @@ class LoadedKernel:
 
             with drv.ContextScope(binding.device if binding.device is not None else 0, self.name):
                 maps = tuple(encode(spec, self.name) for spec in binding.tensor_maps)
-        prepared = PreparedLaunch(self, binding, self._stream(binding, stream), maps)
+        prepared = PreparedLaunch(self, binding, self._stream(binding, stream), maps, dependent)
         if key is not None:
             if len(self._prepared) >= _PREPARED_CACHE:
                 self._prepared.pop(next(iter(self._prepared)))

@@ -92,6 +92,11 @@ class Emitter:
     #: Widen fragment -> global stores by a lane exchange where `argus.atoms.copy.lane_exchange` finds one (off:
     #: the stores as the fragment holds its values, for A/B measurements).
     lane_exchange_stores = True
+    #: Every kernel starts with ``griddepcontrol.wait`` and ``griddepcontrol.launch_dependents`` (prelude
+    #: ``grid_dependency``), so that a launch made as a programmatic dependent (`argus.runtime`, ``dependent=True``)
+    #: starts while the grid before it finishes and waits for it before touching memory; without that launch
+    #: attribute both are no-ops. Off: the kernels as they were (A/B measurements).
+    grid_dependency = True
 
     RULES: tuple[tuple[type, Rule], ...] = (
         (Alloc, memory.alloc),  # fragments become register arrays; shared buffers were carved up front
@@ -123,6 +128,7 @@ class Emitter:
             single_warp_issuers=self.single_warp_issuers,
             prefetch_tensormaps=self.prefetch_tensormaps,
             lane_exchange_stores=self.lane_exchange_stores,
+            grid_dependency=self.grid_dependency,
         )
 
     def generate(self) -> GeneratedSource:

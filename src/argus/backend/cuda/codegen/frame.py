@@ -104,6 +104,12 @@ def _prologue(cx: Context, used_ids: set[str]) -> list[str]:
     if tensor_maps and cx.switches.prefetch_tensormaps:  # the first fetch overlaps the set-up, not the first copy
         fetches = " ".join(f"argus::prefetch_tensormap(&{t.name});" for t in tensor_maps.values())
         prologue.append(f"if (threadIdx.x == 0) {{ {fetches} }}  // TMA descriptors into the TMA unit's cache")
+    if cx.switches.grid_dependency:  # before any global memory access (the prologue reads only parameters)
+        cx.needs.snippets.add("grid_dependency")
+        prologue.append(
+            "argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the "
+            "grids before this one have completed"
+        )
     return prologue
 
 

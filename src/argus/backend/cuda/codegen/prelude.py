@@ -316,6 +316,20 @@ __device__ __forceinline__ void mbarrier_wait(unsigned address, unsigned parity)
 )
 
 _snippet(
+    "grid_dependency",
+    """
+// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
+// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
+// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
+// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\\n" ::: "memory"); }
+__device__ __forceinline__ void launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\\n" ::: "memory");
+}
+""",
+)
+
+_snippet(
     "tma",
     """
 // A CUtensorMap (128 opaque bytes, 64-byte aligned), encoded on the host by cuTensorMapEncodeTiled and
