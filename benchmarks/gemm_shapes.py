@@ -93,6 +93,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--shapes", nargs="*", help="M,N,K[,LAYOUT] instead of a suite")
     parser.add_argument(
+        "--tuned", action="store_true", help="also time the configuration `argus tune` recorded for this GPU, if any"
+    )
+    parser.add_argument(
         "--dependent-ab",
         action="store_true",
         help="also time the heuristic's plan launched without programmatic dependent launches (plans of 2+ kernels)",
@@ -130,7 +133,12 @@ def main() -> int:
         others = [c for c in ranked if c != chosen][: args.sweep]
         if chosen.TAIL > 1 and replace(chosen, TAIL=1) not in others:  # what the split tail gains, at any rank
             others.append(replace(chosen, TAIL=1))
-        plans.append((problem, layout, suite, [("heuristic", chosen)] + [(c.label, c) for c in others]))
+        contenders = [("heuristic", chosen)] + [(c.label, c) for c in others]
+        if args.tuned:  # what `argus tune` recorded for this GPU, where it differs from the model's choice
+            tuned = mm.tuned_config(problem, "cuda")
+            if tuned is not None and tuned != chosen:
+                contenders = [(n, c) for n, c in contenders if c != tuned] + [("tuned", tuned)]
+        plans.append((problem, layout, suite, contenders))
     jobs = {(problem, c) for problem, _, _, configs in plans for _, c in configs}
     t0 = time.time()
     failed_compile = {}
@@ -201,6 +209,8 @@ def main() -> int:
             "cublas_tflops": problem.flops / cublas / 1e9,
             "rounds": rounds,
             "heuristic": params_of["heuristic"].label if "heuristic" in params_of else None,
+            "tuned": params_of["tuned"].label if "tuned" in params_of else None,
+            "tuned_ratio": cublas / timed["tuned"] if "tuned" in timed else None,
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
@@ -225,20 +235,24 @@ def main() -> int:
         ratio = f"{row['ratio']:.3f}" if row["ratio"] else "  -  "
         best_ratio = f"{row['best_ratio']:.3f}" if row["best_ratio"] else "  -  "
         pdl = f" (no PDL {row['no_pdl_ratio']:.3f}, {row['launches']} launches)" if no_pdl else ""
+        if row["tuned"]:
+            pdl += f" (tuned {row['tuned']}: {row['tuned_ratio']:.3f})"
         print(
             f"{shape:>20} {layout:>3} {cublas:9.4f} {heur or float('nan'):9.4f} {ratio:>8} {best_ratio:>7}  "
             f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
-    for suite_name in ("issue", "table", "heldout", "layouts"):
+    for suite_name in ("issue", "table", "heldout", "layouts", "cli"):
         sel = [r for r in out_rows if r["suite"] == suite_name and r["ratio"]]
         if sel:
             gm = math.exp(statistics.fmean(math.log(r["ratio"]) for r in sel))
             gb = math.exp(statistics.fmean(math.log(r["best_ratio"]) for r in sel))
+            gt = math.exp(statistics.fmean(math.log(r["tuned_ratio"] or r["ratio"]) for r in sel))
             worst = min(sel, key=lambda r: r["ratio"])
             print(
                 f"{suite_name}: {len(sel)} shapes, geometric mean x cuBLAS: heuristic {gm:.3f}, best of sweep "
-                f"{gb:.3f}; lowest heuristic {worst['ratio']:.3f} at {'x'.join(map(str, worst['shape']))}"
+                f"{gb:.3f}, with the tuned configurations {gt:.3f}; lowest heuristic {worst['ratio']:.3f} at "
+                f"{'x'.join(map(str, worst['shape']))}"
             )
     if args.json:
         args.json.write_text(

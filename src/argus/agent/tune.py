@@ -12,6 +12,13 @@ Results are cached per (kernel, sizes, GPU): the key is the kernel's self-contai
 (`argus.kernels.source.module_source`, whose decorator holds the captured sizes) and the GPU's name; a measured
 result is written to ``$ARGUS_CACHE_DIR/tuned`` (else ``~/.cache/argus/tuned``) and a second solve of the same
 kernel on the same GPU takes it without searching again.
+
+**GEMMs** (`tune_gemm`: `argus tune`, and the solution's library GEMMs under `argus solve --tune`): the policy space
+is the GEMM library's configurations (`argus.kernels.matmul.ranked`: tile shape, pipeline depth, split-K, split
+tail, epilogue), the model's order deciding which `budget` are measured; each is verified (every kernel of its
+plan, no finding) and checked against a float64 product on the GPU before it is timed, interleaved with the others
+(L2 flushed, order rotating); the fastest is written to the same cache directory (`argus.kernels.gemm_tuning`, by
+GPU, dtype, layout and shape bucket), where every later call of `matmul` on that GPU finds it.
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from argus.agent.errors import AgentError
 
 
 def default_cache_dir() -> Path:
@@ -89,6 +98,9 @@ class Tuner:
         module = import_file(Path(solution), "argus_tune_solution")
         chosen: dict[str, dict[str, Any]] = {}
         for name in kernels:
+            if getattr(getattr(module, name), "library", False):  # a library GEMM: its configuration, measured
+                self.outcomes.append(self._gemm(name, getattr(module, name), gpu))
+                continue
             key = hashlib.sha256((module_source(getattr(module, name)) + "\0" + device).encode()).hexdigest()[:24]
             hit = self._read(key)
             if hit is not None:
@@ -103,6 +115,27 @@ class Tuner:
             if outcome.params:
                 chosen[name] = dict(outcome.params)
         return chosen
+
+    def _gemm(self, name: str, call: Any, gpu: bool) -> Tuned:
+        """A solution's library GEMM (`argus.kernels.matmul.LibraryGemm`): `tune_gemm` on its captured problem, whose
+        result the GEMM cache keeps for the solution's calls (no parameters to pass)."""
+        problem = getattr(call, "problem", None)
+        if problem is None or not hasattr(problem, "K"):
+            return Tuned(name, note="not tuned: a library call without a GEMM problem")
+        if not gpu:
+            return Tuned(name, note="not tuned: no GPU here (its configuration is the model's)")
+        self.on_step(f"tuning {name}'s GEMM configuration ({self.budget} candidates)")
+        try:
+            got = tune_gemm(problem, budget=self.budget, on_step=self.on_step)
+        except AgentError as err:
+            return Tuned(name, note=f"not tuned: {err.message}")
+        return Tuned(
+            name,
+            start_ms=got.heuristic_ms,
+            best_ms=got.ms,
+            metric="gpu",
+            note=f"GEMM {got.config} (the model's: {got.heuristic}), recorded for {got.gpu}",
+        )
 
     def _search(self, solution: Path, name: str) -> Tuned:
         from argus.agent.loop import Budget, optimize
@@ -147,3 +180,195 @@ def _gpu_name() -> str:
     import torch
 
     return f"{torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})"
+
+
+@dataclass
+class TunedGemm:
+    """One GEMM's tuning (`tune_gemm`): the configuration measured fastest and the model's choice, with their median
+    times (ms) over `rounds` interleaved rounds, every configuration timed, those left out and why, and the cache
+    file written."""
+
+    problem: dict[str, Any]
+    gpu: str
+    config: str
+    params: dict[str, Any]
+    ms: float
+    heuristic: str
+    heuristic_ms: float
+    timed: dict[str, float]
+    skipped: dict[str, str]
+    rounds: int
+    cache: str
+
+    @property
+    def speedup(self) -> float:
+        """The model's choice's time over the tuned one's (1.0: the model's choice was the fastest)."""
+        return self.heuristic_ms / self.ms
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "speedup": self.speedup}
+
+
+def tune_gemm(
+    problem: Any,
+    *,
+    budget: int = 6,
+    rounds: int = 30,
+    verify: bool = True,
+    cache_dir: str | Path | None = None,
+    on_step: Callable[[str], Any] | None = None,
+    seed: int = 0,
+) -> TunedGemm:
+    """Measure the `budget` configurations the model ranks first for `problem` (an `argus.kernels.matmul.GemmProblem`;
+    the model's own choice always among them) on this process's CUDA GPU and record the fastest in the GEMM cache
+    (`argus.kernels.gemm_tuning`). Each is verified (with `verify`: every kernel of its plan, no finding) and checked
+    against a float64 product of the same operands (normal values in the problem's dtype and layout) before it is
+    timed; one that fails either is left out, with the reason. `AgentError` ``AGENT_TUNE`` without a GPU, for FP8
+    inputs and for GEMV-class plans (which have no configurations to tune yet)."""
+    import datetime
+
+    from argus.eval.device import has_gpu
+    from argus.eval.timing import Contender, time_interleaved_cuda
+    from argus.eval.tolerance import compare, tolerance_for
+    from argus.kernels import gemm_tuning
+    from argus.kernels import matmul as mm
+
+    step = on_step or (lambda text: None)
+    what = f"the GEMM {problem.M}x{problem.N}x{problem.K} ({problem.dtype}, {problem.layout})"
+    if budget < 1:
+        raise AgentError("AGENT_TUNE", f"cannot tune {what}: a budget is at least one configuration")
+    if problem.dtype in mm.FP8_INPUTS:
+        raise AgentError("AGENT_TUNE", f"cannot tune {what}: FP8 GEMMs have no tuned configurations yet")
+    if mm.plan(problem).is_gemv:
+        raise AgentError(
+            "AGENT_TUNE", f"cannot tune {what}: its plan is a GEMV-class kernel (argus.kernels.gemv), not tuned yet"
+        )
+    if not has_gpu():
+        raise AgentError("AGENT_TUNE", f"cannot tune {what}: no CUDA GPU here (tuning measures)")
+    import torch
+
+    gpu = gemm_tuning.gpu_name()
+    a, b = _gemm_operands(torch, problem, seed)
+    reference = torch.matmul(a.double(), b.double())
+    tolerance = tolerance_for(mm.torch_dtype(problem.out))
+    heuristic = mm.choose(problem)
+    configs = [heuristic] + [c for c in mm.ranked(problem) if c != heuristic][: budget - 1]
+    contenders: dict[str, Contender] = {}
+    by_label: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    keep: list[Any] = []
+    step(f"{'verifying and ' if verify else ''}compiling {len(configs)} configurations")
+    ready = _verified_and_compiled(problem, configs, verify)
+    for config in configs:
+        label = config.label
+        step(f"{label}: checking")
+        why = ready[label]
+        if why is None:
+            try:
+                c, launches = mm.prepare(a, b, out_dtype=mm.torch_dtype(problem.out), config=config)
+                for launch in launches:
+                    launch.launch()
+                torch.cuda.synchronize()
+                check = compare(c, reference, tolerance, name=label)
+                why = None if check.ok else f"{check.code}: {check.message}"
+            except Exception as err:  # noqa: BLE001 - a configuration that does not run is left out, with the reason
+                why = f"{type(err).__name__}: {err}"
+        if why is not None:
+            skipped[label] = why
+            continue
+        keep.append((c, launches))
+        by_label[label] = config
+        contenders[label] = Contender(lambda launches=launches: [launch.launch() for launch in launches])
+    if heuristic.label not in contenders:
+        raise AgentError(
+            "AGENT_TUNE", f"cannot tune {what}: the model's own configuration failed ({skipped[heuristic.label]})"
+        )
+    step(f"timing {len(contenders)} configurations, {rounds} interleaved rounds")
+    timing = time_interleaved_cuda(contenders, rounds=rounds, graph=False)
+    medians = {label: timing.timings[label].median_ms for label in contenders}
+    best = min(medians, key=medians.get)
+    entry = {
+        "config": by_label[best],
+        "shape": [problem.M, problem.N, problem.K],
+        "ms": medians[best],
+        "heuristic": heuristic.label,
+        "heuristic_ms": medians[heuristic.label],
+        "timed": medians,
+        "skipped": skipped,
+        "verified": verify,
+        "rounds": rounds,
+        "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    path = gemm_tuning.record(problem, gpu, entry, cache_dir)
+    return TunedGemm(
+        problem={"M": problem.M, "N": problem.N, "K": problem.K, "dtype": problem.dtype, "out": problem.out,
+                 "layout": problem.layout, "batch": problem.batch},
+        gpu=gpu,
+        config=best,
+        params=asdict(by_label[best]),
+        ms=medians[best],
+        heuristic=heuristic.label,
+        heuristic_ms=medians[heuristic.label],
+        timed=medians,
+        skipped=skipped,
+        rounds=rounds,
+        cache=str(path),
+    )  # fmt: skip
+
+
+def _gemm_operands(torch: Any, problem: Any, seed: int) -> tuple[Any, Any]:
+    """a (M, K) and b (K, N) (batched: a leading extent) of normal values in the problem's dtype, each stored as its
+    layout says (a transposed view of a row-major tensor where the layout is T)."""
+    from argus.kernels import matmul as mm
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = mm.torch_dtype(problem.dtype)
+    lead = (problem.batch,) if problem.batch > 1 else ()
+    m, n, k = problem.M, problem.N, problem.K
+    a = torch.randn(*lead, *((m, k) if problem.a_major == "K" else (k, m)), generator=g, device="cuda").to(dtype)
+    b = torch.randn(*lead, *((k, n) if problem.b_major == "N" else (n, k)), generator=g, device="cuda").to(dtype)
+    a = a if problem.a_major == "K" else a.transpose(-1, -2)
+    return a, (b if problem.b_major == "N" else b.transpose(-1, -2))
+
+
+def _verified_and_compiled(problem: Any, configs: list[Any], verify: bool) -> dict[str, str | None]:
+    """Each configuration's plan verified (with `verify`) and its kernels compiled into the on-disk cache, in
+    parallel worker processes (one per configuration, at most one per CPU): label -> None, or why it is left out."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = max(1, min(len(configs), os.cpu_count() or 1))
+    if workers == 1:
+        return {c.label: _verify_and_compile(problem, c, verify) for c in configs}
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {c.label: pool.submit(_verify_and_compile, problem, c, verify) for c in configs}
+        return {label: future.result() for label, future in futures.items()}
+
+
+def _verify_and_compile(problem: Any, config: Any, verify: bool) -> str | None:
+    """`_verified_and_compiled`'s work for one configuration (a module-level function: a worker process runs it)."""
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.kernels import matmul as mm
+
+    try:
+        the_plan = mm.plan(problem, config)
+        why = _gemm_verify(the_plan) if verify else None
+        if why is None:
+            for kernel in the_plan.kernels():
+                compile_kernel(kernel)
+        return why
+    except Exception as err:  # noqa: BLE001 - a configuration that does not build is left out, with the reason
+        return f"{type(err).__name__}: {err}"
+
+
+def _gemm_verify(the_plan: Any) -> str | None:
+    """None when every kernel of the plan verifies with no finding, else the first finding."""
+    from argus.verify import verify_kernel
+
+    for kernel in the_plan.kernels():
+        report = verify_kernel(kernel)
+        if report.findings:
+            f = report.findings[0]
+            return f"{kernel.name}: {f.code} ({f.verdict.value}): {f.message}"
+    return None

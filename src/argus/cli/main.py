@@ -19,6 +19,7 @@ from argus.cli import (
     runs_cmd,
     solve_cmd,
     tour_cmd,
+    tune_cmd,
     verify_cmd,
 )
 from argus.cli.errors import debugging, user_error
@@ -59,6 +60,7 @@ app.command("verify", cls=OptionalValueCommand)(verify_cmd.verify)  # --json alo
 app.command("bench", cls=OptionalValueCommand)(eval_cmd.bench)
 app.command("kernelbench", cls=OptionalValueCommand)(eval_cmd.kernelbench)
 app.command("solve", cls=OptionalValueCommand)(solve_cmd.solve)
+app.command("tune", cls=OptionalValueCommand)(tune_cmd.tune)
 app.command("tour")(tour_cmd.tour)
 app.command("optimize", cls=OptionalValueCommand)(optimize_cmd.optimize)
 app.command("explain", cls=OptionalValueCommand)(explain_cmd.explain)

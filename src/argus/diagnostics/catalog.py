@@ -1346,6 +1346,13 @@ class Code(StrEnum):
         "out of resources at this block size (registers, shared memory), or an earlier asynchronous fault on the "
         "stream: run with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer to find which",
     )
+    RUNTIME_CUDA_LAUNCHKERNELEX = _entry(
+        Category.RUNTIME,
+        "{kernel}: cuLaunchKernelEx failed: {cuda_error}: {cuda_message}",
+        "the launch as a programmatic dependent (argus.runtime.loaded.PreparedLaunch.dependent) needs a driver of "
+        "CUDA 12 or later; otherwise as cuLaunchKernel: out of resources at this block size, or an earlier "
+        "asynchronous fault on the stream (CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer find which)",
+    )
 
     # --- KERNEL: the library and kernels of your own ----------------------------------------------------------
     CONV_ARGUMENTS = _entry(
@@ -2044,6 +2051,12 @@ class Code(StrEnum):
         Category.AGENT,
         "{target} is not an @argus.kernel (or no kernel to optimize)",
         "name a library kernel or FILE.py:function of an @argus.kernel",
+    )
+    AGENT_TUNE = _entry(
+        Category.AGENT,
+        "cannot tune {what}: {problem}",
+        "tuning measures on a CUDA GPU: run it where torch sees one, for a bf16, f16 or f32 GEMM the tensor-core "
+        "plan takes (argus.kernels.matmul)",
     )
     AGENT_WORKER = _entry(
         Category.AGENT,

@@ -481,7 +481,10 @@ def solve(
     if tune is not None:
         step("tuning the kernels' policies")
         own = [g.kernel for g in part.groups if not sources[g.kernel].library]
-        params = {k: dict(v) for k, v in (tune(target, own) or {}).items() if k in own and v}
+        # every kernel: a library GEMM's configuration is tuned too (into the GEMM cache its calls read), and
+        # parameters come back for the solution's own kernels only
+        tuned = tune(target, [g.kernel for g in part.groups]) or {}
+        params = {k: dict(v) for k, v in tuned.items() if k in own and v}
         if params:
             write(emit(part, sources, params))
 

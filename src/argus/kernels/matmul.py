@@ -572,14 +572,26 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     return main + (m * n * (4 * splits + out_bytes)) / hbm + REDUCE_LAUNCH_S
 
 
+def candidates_for(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> list[GemmConfig]:
+    """The configurations `choose` ranks for `problem` (the user's problem: f32 goes through `kernel_problem`, and the
+    candidates are those of the padded extent, with f32's accumulation chain)."""
+    chain = F32_CHAIN if problem.dtype == "f32" else None
+    return candidates(padded_extent(kernel_problem(problem)), target, chain=chain, tiles=tiles)
+
+
+def ranked(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> list[GemmConfig]:
+    """`candidates_for(problem)` from the fastest the model expects to the slowest (what tuning measures first)."""
+    q = kernel_problem(problem)
+    return sorted(candidates_for(problem, target, tiles), key=lambda c: estimate(q, c, target))
+
+
 @functools.lru_cache(maxsize=1024)
 def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> GemmConfig:
     """The configuration the model ranks first for `problem` among `tiles` (default `TILES`); among those within
     `TIE` of the best, the one with the fewest splits and no split tail (no workspace, one launch). Remembered per
     (problem, target, tiles): a call site that repeats a shape pays the ranking once."""
-    chain = F32_CHAIN if problem.dtype == "f32" else None
+    found = candidates_for(problem, target, tiles)
     problem = kernel_problem(problem)
-    found = candidates(padded_extent(problem), target, chain=chain, tiles=tiles)
     if not found:
         raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
     times = {c: estimate(problem, c, target) for c in found}
@@ -905,8 +917,25 @@ def plan(
         small = gemv_config(problem, target)
         if small is not None:
             return GemmPlan(problem, small)
-    tiles = EPILOGUE_TILES if epilogue is not None and epilogue.holds_tiles else TILES
-    return GemmPlan(problem, config or choose(problem, target, tiles), epilogue)
+    return GemmPlan(problem, config or choose(problem, target, plan_tiles(epilogue)), epilogue)
+
+
+def plan_tiles(epilogue: Epilogue | None) -> tuple:
+    """The tile shapes a plan with `epilogue` may use (`EPILOGUE_TILES` when it holds a second tile-sized value)."""
+    return EPILOGUE_TILES if epilogue is not None and epilogue.holds_tiles else TILES
+
+
+def tuned_config(problem: GemmProblem, device: Any = None, epilogue: Epilogue | None = None) -> GemmConfig | None:
+    """The configuration tuning measured fastest for `problem`'s key on the GPU `device` (`argus.kernels.gemm_tuning`),
+    where it is one of `problem`'s own candidates; else None (the model's choice stands). `DEFAULT_TARGET`'s GPU is the
+    one tuning plans for."""
+    from argus.kernels import gemm_tuning
+
+    try:
+        gpu = gemm_tuning.gpu_name(device)
+    except Exception:  # noqa: BLE001 - no CUDA here: nothing measured applies
+        return None
+    return gemm_tuning.lookup(problem, gpu, tiles=plan_tiles(epilogue))
 
 
 # ---- the GPU call ----------------------------------------------------------------------------------------------------
@@ -1003,6 +1032,10 @@ def prepare(
 
     problem = problem_of(a, b, out_dtype)
     the_plan = plan(problem, config, epilogue=epilogue)
+    if config is None and not the_plan.is_gemv and a.is_cuda:  # a configuration measured on this GPU, if any
+        tuned = tuned_config(problem, a.device, epilogue)
+        if tuned is not None:
+            the_plan = plan(problem, tuned, epilogue=epilogue)
     extra = the_plan.epilogue_operands(operands, torch)
     for param, x in extra.items():
         want = torch_dtype(next(o.dtype for o in epilogue.operands if f"epi_{o.name}" == param))
@@ -1414,7 +1447,13 @@ class LibraryGemm:
         return f"LibraryGemm({self.name!r}, {self.problem}, {flags})"
 
     def plan(self) -> GemmPlan:
-        return plan(self.problem, epilogue=self.epilogue)
+        """The captured problem's plan: on a machine with a GPU, a configuration tuned for it there
+        (`tuned_config`), which the GPU calls will take too; else the model's."""
+        default = plan(self.problem, epilogue=self.epilogue)
+        if default.is_gemv or not _cuda_available():
+            return default
+        tuned = tuned_config(self.problem, None, self.epilogue)
+        return default if tuned is None else plan(self.problem, tuned, epilogue=self.epilogue)
 
     def _operands(self, inputs: list[Any], m: int, n: int) -> dict[str, Any]:
         """The epilogue's tensors by name, in the shapes it reads them: (N,), (M,) or (M, N), contiguous."""
@@ -1492,6 +1531,15 @@ def _workspace_bytes(launches: Launches, callers: tuple[Any, ...]) -> int:
     return sum(t.numel() * t.element_size() for t in launches.keep if t.data_ptr() not in owned)
 
 
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch, or a broken CUDA install: no GPU to tune for
+        return False
+
+
 def _tensor_key(t: Any) -> tuple:
     return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype), str(t.device))
 
@@ -1514,7 +1562,11 @@ __all__ = [
     "LibraryGemm",
     "SplitStep",
     "candidates",
+    "candidates_for",
     "choose",
+    "plan_tiles",
+    "ranked",
+    "tuned_config",
     "gemv_config",
     "estimate",
     "kernel_problem",
