@@ -177,9 +177,10 @@ class Tuner:
 
 
 def _gpu_name() -> str:
-    import torch
+    """The GPU's name as the caches key it (`argus.kernels.gemm_tuning.gpu_name`: one source for both)."""
+    from argus.kernels.gemm_tuning import gpu_name
 
-    return f"{torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})"
+    return gpu_name()
 
 
 @dataclass
