@@ -714,35 +714,35 @@ def persistent_gemm(
             sC = None
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
         k_tiles = T.cdiv(K, BK)
-        walk = UnitWalk(tiles_m * tiles_n, k_tiles, BLOCKS, SPLITS, PART, TAIL)
+        units, k_split, whole, rest = unit_walk(tiles_m * tiles_n, k_tiles, BLOCKS, SPLITS, PART, TAIL)
         # every box of the stage counts in full, also where it is out of bounds
         stage_bytes = (BM + BN) * BK * A.dtype.itemsize
         consumers = tuple(range(1, 1 + CONSUMERS))
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-            for it in T.serial(T.cdiv(walk.units, BLOCKS)):
+            for it in T.serial(T.cdiv(units, BLOCKS)):
                 u = bx + it * BLOCKS
-                with T.if_(u < walk.units):
-                    t, split = walk.unit(u)
+                with T.if_(u < units):
+                    t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
-                    for k, s in T.pipeline(walk.k_split, stages=STAGES, start=it * walk.k_split):
+                    for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
                         # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
-                        g = k + it * walk.k_split
-                        kb = walk.k_block(k, split)  # the K-block this iteration loads
+                        g = k + it * k_split
+                        kb = walk_k_block(k, split, k_split, SPLITS, PART)  # the K-block this iteration loads
                         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
                         T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
                         load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s], batch)
                         load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s], batch)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
-            for it in T.serial(T.cdiv(walk.units, BLOCKS)):
+            for it in T.serial(T.cdiv(units, BLOCKS)):
                 u = bx + it * BLOCKS
-                with T.if_(u < walk.units):
-                    t, split = walk.unit(u)
+                with T.if_(u < units):
+                    t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
                     T.fill(acc, 0.0)
-                    for k, s in T.pipeline(walk.k_split, stages=STAGES, start=it * walk.k_split):
-                        g = k + it * walk.k_split
-                        kb = walk.k_block(k, split)
+                    for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
+                        g = k + it * k_split
+                        kb = walk_k_block(k, split, k_split, SPLITS, PART)
                         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
                         # invariant: the stage consumed at iteration k holds K-block kb of this unit's A and B
                         T.assert_tag(holds(A_MAJOR, bm, kb, BM, BK, batch), sA[s])
@@ -754,7 +754,7 @@ def persistent_gemm(
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
                     elif PART == "tail":  # a split of a tail tile: its slot of the workspace
-                        T.copy(acc, W.tile((split, t - walk.whole, 0, 0), (None, None, BM, BN)))
+                        T.copy(acc, W.tile((split, t - whole, 0, 0), (None, None, BM, BN)))
                     else:
                         store_tile(acc, C, bm, bn, BM, BN, EPILOGUE, epilogue, sC)
 
@@ -821,38 +821,34 @@ def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None) 
 # split tail"), at the cost of writing and reading R * S f32 tiles (mostly in L2) and a second launch.
 
 
-class UnitWalk:
-    """The work units of the persistent GEMM as expressions of the tile count, the K-blocks per tile and the block
-    count: ``units``, the (tile, split) of unit u (`unit`), the K-blocks of each unit (``k_split``, the same for every
-    unit: the pipeline's global iteration is ``it * k_split + k``) and the K-block iteration k of a split loads
-    (`k_block`). PART ``"all"``: every tile, split SPLITS ways when SPLITS > 1; ``"whole"``: the tiles of the whole
-    waves, one unit each; ``"tail"``: the tiles after them, each split TAIL ways."""
+def unit_walk(tiles: Any, k_tiles: Any, BLOCKS: int, SPLITS: int, PART: str, TAIL: int) -> tuple:  # noqa: N803
+    """The work units of the persistent GEMM, as expressions of the tile count, the K-blocks per tile and the block
+    count: (units, k_split, whole, rest). Every unit runs the same `k_split` K-blocks, so the pipeline's global
+    iteration is ``it * k_split + k``; `whole` is the tiles of the whole waves, `rest` the tail's. PART ``"all"``:
+    every tile, split SPLITS ways when SPLITS > 1; ``"whole"``: the whole waves' tiles, one unit each; ``"tail"``: the
+    tail's tiles, each split TAIL ways."""
+    whole = tiles // BLOCKS * BLOCKS
+    rest = tiles - whole
+    if PART == "tail":
+        return rest * TAIL, T.cdiv(k_tiles, TAIL), whole, rest
+    if PART == "whole":
+        return whole, k_tiles, whole, rest
+    return tiles * SPLITS, (T.cdiv(k_tiles, SPLITS) if SPLITS > 1 else k_tiles), whole, rest
 
-    def __init__(self, tiles: Any, k_tiles: Any, blocks: int, splits: int, part: str = "all", tail: int = 1) -> None:
-        self.part, self.splits = part, splits
-        self.whole = tiles // blocks * blocks  # the tiles of the whole waves
-        self.rest = tiles - self.whole  # the tail's tiles
-        if part == "tail":
-            self.k_split = T.cdiv(k_tiles, tail)
-            self.units = self.rest * tail
-        elif part == "whole":
-            self.k_split, self.units = k_tiles, self.whole
-        else:
-            self.k_split = T.cdiv(k_tiles, splits) if splits > 1 else k_tiles  # K-blocks per unit
-            self.units = tiles * splits  # (tile, split) pairs; tiles when SPLITS = 1
 
-    def unit(self, u: Any) -> tuple[Any, Any]:
-        """(tile, split) of unit u. Tail units walk the tail's tiles once per split, so that the blocks running at
-        once share their operands' K-range in L2."""
-        if self.part == "tail":
-            return self.whole + u % self.rest, u // self.rest
-        if self.splits > 1:
-            return u // self.splits, u % self.splits
-        return u, 0
+def walk_unit(u: Any, whole: Any, rest: Any, SPLITS: int, PART: str) -> tuple:  # noqa: N803
+    """(tile, split) of unit u (`unit_walk`). Tail units walk the tail's tiles once per split, so that the blocks
+    running at once share their operands' K-range in L2."""
+    if PART == "tail":
+        return whole + u % rest, u // rest
+    if SPLITS > 1:
+        return u // SPLITS, u % SPLITS
+    return u, 0
 
-    def k_block(self, k: Any, split: Any) -> Any:
-        """The K-block a unit's iteration k loads (the last split's blocks past K load as zeros)."""
-        return k + split * self.k_split if self.part == "tail" or self.splits > 1 else k
+
+def walk_k_block(k: Any, split: Any, k_split: Any, SPLITS: int, PART: str) -> Any:  # noqa: N803
+    """The K-block a unit's iteration k loads (the last split's blocks past K load as zeros)."""
+    return k + split * k_split if PART == "tail" or SPLITS > 1 else k
 
 
 def tail_tiles(BM: int, BN: int, BLOCKS: int) -> str:  # noqa: N803

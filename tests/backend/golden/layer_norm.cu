@@ -55,9 +55,16 @@ __device__ __forceinline__ void store_global(T* __restrict__ base, long long off
 // the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
 // launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
 // their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
 __device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 }
 
 }  // namespace argus
