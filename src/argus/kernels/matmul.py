@@ -342,16 +342,10 @@ class GemmConfig:
 
     def reduce_params(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> dict[str, Any] | None:
         """`gemm_split_reduce`'s parameters (`gemm_tail_reduce`'s for a split tail), or None without a split."""
-        if self.TAIL > 1:
-            return {
-                "TAIL": self.TAIL,
-                "BM": self.BM,
-                "BN": self.BN,
-                "BLOCKS": target.sms,
-                "ORDER": "grouped",
-                "GROUP": self.GROUP,
-                "OUT": problem.out,
-            }
+        if self.TAIL > 1:  # the tail's tiles walked as the main kernels walk them
+            walk = self.kernel_params(problem, target)
+            shared = {k: walk[k] for k in ("BM", "BN", "BLOCKS", "ORDER", "GROUP")}
+            return {"TAIL": self.TAIL, "OUT": problem.out, **shared}
         if self.SPLITS == 1:
             return None
         return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
@@ -362,7 +356,7 @@ REDUCE_BN = 512
 
 #: `prepare` launches a plan's kernels as programmatic dependents (`argus.runtime.loaded.PreparedLaunch.dependent`):
 #: each may start while the one before it finishes, and waits for it before touching memory. A switch for A/B
-#: measurements (`benchmarks/gemm_shapes.py --no-dependent`).
+#: measurements (`benchmarks/gemm_shapes.py --dependent-ab`).
 DEPENDENT_LAUNCHES = True
 
 
@@ -501,9 +495,8 @@ def tail_candidates(problem: GemmProblem, whole: GemmConfig, k_tiles: int, targe
     """The split tails of an unsplit configuration `whole`: where its tiles take more than one wave and the last is
     partial, each split count (`SPLITS`) that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks and keeps the tail
     within two waves (unbatched, N a multiple of 4: the reduction's 16-byte rows)."""
-    tiles = _cdiv(problem.M, whole.BM) * _cdiv(problem.N, whole.BN)
-    rest = tiles % target.sms
-    if problem.batch > 1 or problem.N % 4 or tiles < target.sms or rest == 0:
+    whole_tiles, rest = whole.tail_tiles(problem, target)
+    if problem.batch > 1 or problem.N % 4 or whole_tiles == 0 or rest == 0:
         return []
     return [
         replace(whole, TAIL=s)
@@ -553,8 +546,7 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
 
     k_split = _cdiv(_cdiv(k, config.BK), splits) * config.BK  # K elements per unit
     if config.TAIL > 1:
-        whole_tiles = tiles - tiles % sms
-        rest = tiles - whole_tiles
+        whole_tiles, rest = config.tail_tiles(problem, target)
         k_tail = _cdiv(_cdiv(k, config.BK), config.TAIL) * config.BK
         tail_units = rest * config.TAIL
         whole = whole_tiles // sms * unit_time(k, tiles, out_bytes, config.EPILOGUE != "direct")
