@@ -117,7 +117,7 @@ def test_a_chain_of_dependent_launches_keeps_stream_order() -> None:
     # previous finishes), every kernel's griddepcontrol.wait must still order them, so the chain sums exactly
     from argus.kernels.elementwise import vector_add
 
-    kernel = load(compile_kernel(vector_add))
+    kernel = load(compile_kernel(vector_add, dependent=True))
     n = 1 << 22
     ones = torch.ones(n, device="cuda")
     buffers = [torch.zeros(n, device="cuda"), torch.empty(n, device="cuda")]

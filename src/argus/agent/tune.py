@@ -357,7 +357,7 @@ def _verify_and_compile(problem: Any, config: Any, verify: bool) -> str | None:
         why = _gemm_verify(the_plan) if verify else None
         if why is None:
             for kernel in the_plan.kernels():
-                compile_kernel(kernel)
+                compile_kernel(kernel, dependent=mm.DEPENDENT_LAUNCHES)
         return why
     except Exception as err:  # noqa: BLE001 - a configuration that does not build is left out, with the reason
         return f"{type(err).__name__}: {err}"

@@ -1044,6 +1044,12 @@ class Code(StrEnum):
         "kernel {kernel} at {sizes} violates its assumption {assumption} (declared with T.assume)",
         "pick sizes that satisfy it (pad the tensors), or use a kernel written for these sizes",
     )
+    INTERP_DATA_ASSUMPTION = _entry(
+        Category.INTERP,
+        "kernel {kernel}: {tensor}[{index}] = {value} violates the declaration {tensor} {assumption} (T.assume_values)",
+        "pass data that satisfies it (offsets as a cumulative sum of counts, argus.kernels.moe), or drop the "
+        "declaration if the kernel does not rely on it",
+    )
     INTERP_DEADLOCK = _entry(
         Category.INTERP,
         "every warp role is blocked: {waits}",
@@ -1269,6 +1275,13 @@ class Code(StrEnum):
         "{kernel}: {problem}",
         "the grid for these sizes is one the hardware cannot launch (too many blocks along an axis): use smaller "
         "sizes or a persistent variant of the kernel",
+    )
+    RUNTIME_NOT_DEPENDENT = _entry(
+        Category.RUNTIME,
+        "{kernel}: launched as a programmatic dependent (dependent=True), but generated without the griddepcontrol "
+        "prologue that waits for the grid before it",
+        "compile it for dependent launch (compile_kernel(..., dependent=True) or argus.runtime.build(..., "
+        "dependent=True)), or launch it without dependent=True",
     )
     RUNTIME_NO_CUDA = _entry(
         Category.RUNTIME,

@@ -976,8 +976,14 @@ def _major(x: Any, rows_major: str, cols_major: str) -> str:
     )
 
 
-@functools.lru_cache(maxsize=256)
 def _loaded(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilogue | None = None) -> Any:
+    """The plan kernel `kind` compiled and loaded, with the programmatic-dependent-launch prologue when the plan's
+    launches are made as dependents (`DEPENDENT_LAUNCHES`, read at each call: an A/B switch)."""
+    return _loaded_for(kind, params, epilogue, DEPENDENT_LAUNCHES)
+
+
+@functools.lru_cache(maxsize=256)
+def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilogue | None, dependent: bool) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
@@ -995,7 +1001,7 @@ def _loaded(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilogue |
             "tail_reduce": _traced_tail_reduce,
         }
         traced = kinds[kind](params)
-    return load(compile_kernel(traced))
+    return load(compile_kernel(traced, dependent=dependent))
 
 
 class Launches(list):

@@ -34,7 +34,8 @@ class PreparedLaunch:
     tensor_maps: tuple[bytes, ...] = ()  # encoded CUtensorMaps, in parameter order
     #: launched as a programmatic dependent of the stream's previous grid (``cuLaunchKernelEx`` with
     #: ``PROGRAMMATIC_STREAM_SERIALIZATION``): it may start while that grid finishes; its first statement
-    #: (``griddepcontrol.wait``, every generated kernel's) waits for it to complete before touching memory
+    #: (``griddepcontrol.wait``, in a kernel generated with ``dependent=True``; `LoadedKernel.prepare` refuses
+    #: any other) waits for it to complete before touching memory
     dependent: bool = False
 
     def launch(self) -> None:
@@ -127,6 +128,16 @@ class LoadedKernel:
         get that call's prepared launch back: everything the checks and the tensor maps depend on is in that
         signature. Binding costs about 200 us a launch (argument checks, TMA descriptors), so the library's calls
         (`matmul`, `sdpa`, a convolution), which prepare their launches on every call, pay it once per signature."""
+        if dependent and not self.generated.dependent:
+            from argus.runtime.errors import ArgumentError
+
+            # launched early, a kernel without griddepcontrol.wait could read what the grid before it still writes
+            raise ArgumentError(
+                "RUNTIME_NOT_DEPENDENT",
+                f"{self.generated.kernel_name}: launched as a programmatic dependent (dependent=True), but generated "
+                "without the griddepcontrol prologue that waits for the grid before it",
+                kernel=self.generated.kernel_name,
+            )
         key = _signature(tensors, stream)
         key = None if key is None else (dependent, *key)
         if key is not None and (prepared := self._prepared.get(key)) is not None:
@@ -259,8 +270,9 @@ def load(compiled: CompiledKernel | Any, generated: GeneratedSource | None = Non
     return LoadedKernel(generated, bytes(cubin))
 
 
-def build(kernel: Any, *, options: Sequence[str] = (), **params: Any) -> LoadedKernel:
-    """Trace (with `params`), generate, compile and load in one step."""
+def build(kernel: Any, *, options: Sequence[str] = (), dependent: bool = False, **params: Any) -> LoadedKernel:
+    """Trace (with `params`), generate, compile and load in one step (`dependent`: for programmatic dependent
+    launch, `argus.backend.cuda.codegen.generate`)."""
     from argus.backend.cuda.codegen import compile_kernel
 
-    return load(compile_kernel(kernel, options=options, **params))
+    return load(compile_kernel(kernel, options=options, dependent=dependent, **params))

@@ -64,22 +64,6 @@ __device__ __forceinline__ void copy_global_to_shared(T* dst, const T* __restric
   }
 }
 
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 }  // namespace argus
 
 extern "C" __global__ void __launch_bounds__(128) conv_smem_tiled(const __nv_bfloat16* __restrict__ X, const __nv_bfloat16* __restrict__ WT, float* __restrict__ Y, int N, int H, int W, int F, int OH, int OW) {
@@ -87,7 +71,6 @@ extern "C" __global__ void __launch_bounds__(128) conv_smem_tiled(const __nv_bfl
   const int bw = blockIdx.x;
   const int oh = blockIdx.y;
   const int n = blockIdx.z;
-  argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the grids before this one have completed
   // shared memory: 2048 bytes, one buffer per allocation
   extern __shared__ __align__(1024) unsigned char argus_smem[];
   __nv_bfloat16* const sA = reinterpret_cast<__nv_bfloat16*>(argus_smem + 0);  // conv_lineage.py:171  bf16[64, 8], layout (64,8):(1,64)

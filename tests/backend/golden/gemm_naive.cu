@@ -53,29 +53,12 @@ __device__ __forceinline__ void store_global(T* __restrict__ base, long long off
   }
 }
 
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 }  // namespace argus
 
 extern "C" __global__ void __launch_bounds__(128) gemm_naive(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B, float* __restrict__ C, int M, int K, int N) {
   const int tid = threadIdx.x;
   const int bm = blockIdx.x;
   const int bn = blockIdx.y;
-  argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the grids before this one have completed
   // gemm.py:61  alloc acc: fragment f32[1, 128] tv ((1,(1,128)),(1,(1,1))):((0,(1,1)),(0,(1,1))) over 128 threads (fma.f32.bf16.bf16)
   float acc[1];
   // gemm.py:62  alloc rA: fragment bf16[1, 16] tv ((1,(1,128)),(1,(1,16))):((0,(1,0)),(0,(1,1))) over 128 threads (fma.f32.bf16.bf16)

@@ -102,22 +102,6 @@ __device__ __forceinline__ unsigned& reg(T* fragment, int i) {
   return reinterpret_cast<unsigned*>(fragment)[i];
 }
 
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 // ldmatrix: lane 8j+r gives the address of row r of matrix j; matrix j lands in register r{j}.
 __device__ __forceinline__ void ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address) : "memory");
@@ -139,7 +123,6 @@ extern "C" __global__ void __launch_bounds__(128) gemm_residual_cp_async_swizzle
   const int tid = threadIdx.x;
   const int bm = blockIdx.x;
   const int bn = blockIdx.y;
-  argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the grids before this one have completed
   // shared memory: 16384 bytes, one buffer per allocation
   extern __shared__ __align__(1024) unsigned char argus_smem[];
   __nv_bfloat16* const sA = reinterpret_cast<__nv_bfloat16*>(argus_smem + 0);  // gemm_residual.py:206  bf16[2, 64, 32], layout Sw<2,3,3> o 0 o (2,64,32):(2048,32,1)

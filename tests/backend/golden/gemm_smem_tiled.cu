@@ -64,29 +64,12 @@ __device__ __forceinline__ void copy_global_to_shared(T* dst, const T* __restric
   }
 }
 
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 }  // namespace argus
 
 extern "C" __global__ void __launch_bounds__(256) gemm_smem_tiled(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B, float* __restrict__ C, int M, int K, int N) {
   const int tid = threadIdx.x;
   const int bm = blockIdx.x;
   const int bn = blockIdx.y;
-  argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the grids before this one have completed
   // shared memory: 4096 bytes, one buffer per allocation
   extern __shared__ __align__(1024) unsigned char argus_smem[];
   __nv_bfloat16* const sA = reinterpret_cast<__nv_bfloat16*>(argus_smem + 0);  // gemm.py:96  bf16[128, 8], layout (128,8):(1,128)

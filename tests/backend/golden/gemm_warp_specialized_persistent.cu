@@ -83,22 +83,6 @@ __device__ __forceinline__ void mbarrier_wait(unsigned address, unsigned parity)
   } while (!done);
 }
 
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 // A CUtensorMap (128 opaque bytes, 64-byte aligned), encoded on the host by cuTensorMapEncodeTiled and
 // passed as a const __grid_constant__ kernel parameter.
 struct alignas(64) TensorMap {
@@ -173,7 +157,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_warp_specialized_persi
   const int tid = threadIdx.x;
   const int bx = blockIdx.x;
   if (threadIdx.x == 0) { argus::prefetch_tensormap(&tmap_A); argus::prefetch_tensormap(&tmap_B); }  // TMA descriptors into the TMA unit's cache
-  argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the grids before this one have completed
   // shared memory: 98352 bytes, one buffer per allocation
   extern __shared__ __align__(1024) unsigned char argus_smem[];
   __nv_bfloat16* const sA = reinterpret_cast<__nv_bfloat16*>(argus_smem + 0);  // gemm.py:707  bf16[3, 128, 64], layout Sw<3,3,3> o 0 o (3,128,64):(8192,64,1)

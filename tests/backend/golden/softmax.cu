@@ -51,22 +51,6 @@ __device__ __forceinline__ void store_global(T* __restrict__ base, long long off
   }
 }
 
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 // 2^x on the special-function unit: ex2.approx.ftz.f32 (at most 2 ulp; subnormal inputs and results flush to 0).
 // exp2f wraps the same instruction in a range reduction (a compare and two multiplies per element) that keeps
 // subnormal results, which no kernel's tolerance can see.
@@ -81,7 +65,6 @@ __device__ __forceinline__ float exp2_approx(float x) {
 extern "C" __global__ void __launch_bounds__(128) softmax(const float* __restrict__ X, float* __restrict__ Y, int M, int N) {
   const int tid = threadIdx.x;
   const int bm = blockIdx.x;
-  argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the grids before this one have completed
   // softmax.py:17  alloc x: fragment f32[4, 128] tv ((32,4),(4,1,1)):((16,1),(4,512,4)) over 128 threads
   float x[4];
   // softmax.py:18  copy X[(bm * 4):+4, :128] -> x atom=auto pad=-inf

@@ -51,28 +51,11 @@ __device__ __forceinline__ void store_global(T* __restrict__ base, long long off
   }
 }
 
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
-// Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 }  // namespace argus
 
 extern "C" __global__ void __launch_bounds__(128) vector_add(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int N) {
   const int tid = threadIdx.x;
   const int bx = blockIdx.x;
-  argus::grid_dependency_wait(); argus::launch_dependents();  // programmatic dependent launch: the grids before this one have completed
   // elementwise.py:12  alloc a: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads
   float a[8];
   // elementwise.py:13  alloc b: fragment f32[1024] tv ((128,1),(4,2,1)):((4,1),(1,512,1)) over 128 threads

@@ -55,19 +55,23 @@ from argus.backend.cuda.codegen.source import (
 from argus.ir.nodes import Kernel
 
 
-def generate(kernel: Kernel) -> GeneratedSource:
+def generate(kernel: Kernel, *, dependent: bool = False) -> GeneratedSource:
     """The CUDA C++ translation unit of `kernel` (a traced `argus.ir.nodes.Kernel`, after `argus.ir.passes`: the
     tracer runs them, and the generator renders what they wrote without rewriting anything).
 
     Raises `CodegenError` (``CODEGEN_UNSUPPORTED``) at the first statement the generator cannot lower
     (e.g. TMA stores, ``wgmma`` with A in registers, warp roles over non-consecutive warpgroups), naming the
     construct and its DSL line.
+
+    `dependent`: generate for programmatic dependent launch (the ``griddepcontrol`` prologue,
+    `GeneratedSource.dependent`): for kernels that follow another kernel in one stream and are launched with
+    ``dependent=True`` (the GEMM plans' kernels, `argus.kernels.matmul`).
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(
             f"generate takes a traced argus Kernel, got {type(kernel).__name__}; trace it first: fn.trace(**params)"
         )
-    return Emitter(kernel).generate()
+    return Emitter(kernel, dependent=dependent).generate()
 
 
 def compile_kernel(
@@ -75,17 +79,18 @@ def compile_kernel(
     *,
     options: Sequence[str] = (),
     cache: Any = True,
+    dependent: bool = False,
     **params: Any,
 ) -> CompiledKernel:
-    """`generate` and compile for ``sm_90a``. `kernel` is a traced `Kernel` or an ``@argus.kernel``
-    function (traced with `params`). Raises `CodegenError` or `argus.backend.cuda.CompileError`."""
+    """`generate` (with `dependent`) and compile for ``sm_90a``. `kernel` is a traced `Kernel` or an
+    ``@argus.kernel`` function (traced with `params`). Raises `CodegenError` or `argus.backend.cuda.CompileError`."""
     from argus.backend.cuda.toolchain import compile_cuda
 
     if not isinstance(kernel, Kernel):
         kernel = kernel.trace(**params)
     elif params:
         raise TypeError("trace-time parameters go with an @argus.kernel function, not with a traced Kernel")
-    generated = generate(kernel)
+    generated = generate(kernel, dependent=dependent)
     module = compile_cuda(generated.source, generated.program_name, options=options, cache=cache)
     return CompiledKernel(generated, module)
 

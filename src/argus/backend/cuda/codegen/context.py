@@ -86,7 +86,7 @@ class Switches:
     single_warp_issuers: bool = False
     prefetch_tensormaps: bool = True
     lane_exchange_stores: bool = True
-    grid_dependency: bool = True
+    grid_dependency: bool = False
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ def assemble(cx: Context) -> GeneratedSource:
         params=tuple(k.params),
         notes=tuple(cx.needs.notes),
         tensor_maps=tuple(cx.needs.tensor_maps.values()),
+        dependent=cx.switches.grid_dependency,
     )
 
 

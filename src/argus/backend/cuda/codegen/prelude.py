@@ -318,10 +318,11 @@ __device__ __forceinline__ void mbarrier_wait(unsigned address, unsigned parity)
 _snippet(
     "grid_dependency",
     """
-// Programmatic dependent launch (sm_90). Every kernel starts with both, before it touches global memory: wait until
-// the grids this one depends on in its stream have completed and their memory is visible (a no-op when it was not
-// launched as a programmatic dependent), then allow the next launch in the stream to start early; its blocks run
-// their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is launch latency and set-up.
+// Programmatic dependent launch (sm_90). A kernel generated for it starts with both, before it touches global memory:
+// wait until the grids this one depends on in its stream have completed and their memory is visible (nothing to wait
+// for when it was not launched as a programmatic dependent), then allow the next launch in the stream to start
+// early; its blocks run their own set-up and then wait here in turn. Stream order is unchanged; what overlaps is
+// launch latency and set-up.
 // Both exist from sm_90 on; compiled for an older architecture (the lineage's hardware preconditions) they are empty.
 __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -103,6 +103,8 @@ class GeneratedSource:
         params: the trace-time parameters the kernel was specialized with.
         notes: where the generator chose a slower path than the IR asked for, and why.
         tensor_maps: TMA tensor maps, in order (they come after the shape symbols in the signature).
+        dependent: generated for programmatic dependent launch (``generate(kernel, dependent=True)``: the
+            ``griddepcontrol`` prologue); only such a kernel may be launched with ``dependent=True``.
     """
 
     kernel_name: str
@@ -117,6 +119,7 @@ class GeneratedSource:
     params: tuple[tuple[str, Any], ...] = ()
     notes: tuple[str, ...] = field(default=())
     tensor_maps: tuple[TensorMapParam, ...] = ()
+    dependent: bool = False
 
     @property
     def parameters(self) -> tuple[str, ...]:
