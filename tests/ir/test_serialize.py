@@ -646,6 +646,7 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "TileOrder",
                 "TileRef",
                 "TurnKind",
+                "ValueAssumption",
                 "WarpgroupTurn",
                 "WgmmaWait",
             )

@@ -80,6 +80,7 @@ from argus.ir.nodes import (
     Space,
     Stmt,
     TileRef,
+    ValueAssumption,
     WarpgroupTurn,
     WgmmaWait,
     map_compute_dtype,
@@ -281,6 +282,43 @@ def check_assumptions(kernel: Kernel, sizes: Mapping[str, int]) -> None:
                 "verified and generated for those sizes only)",
                 "pick sizes that satisfy it (pad the tensors), or use a kernel written for these sizes",
             )
+
+
+def check_value_assumptions(kernel: Kernel, arrays: Mapping[str, np.ndarray], sizes: Mapping[Var, int]) -> None:
+    """Refuse (`InterpError` ``INTERP_DATA_ASSUMPTION``, naming the tensor, the first violating index and its value)
+    to run `kernel` on data that violates one of its ``T.assume_values`` declarations: the kernel is verified for the
+    data they allow only. (The GPU runtime does not check them: there they are the caller's contract.)"""
+    for va in kernel.value_assumptions:
+        data = np.asarray(arrays[va.tensor.name])
+        if data.size == 0:
+            continue
+        flat = data.reshape(-1)
+        for value, side in ((va.lo, "lo"), (va.hi, "hi")):
+            if value is None:
+                continue
+            limit = _int(value, dict(sizes))
+            bad = flat < limit if side == "lo" else flat > limit
+            if np.any(bad):
+                i = int(np.argmax(bad))
+                _refuse_data(kernel, va, data, i, f"is {'below' if side == 'lo' else 'above'} {limit}")
+        if va.nondecreasing and flat.size > 1:
+            bad = flat[1:] < flat[:-1]
+            if np.any(bad):
+                i = int(np.argmax(bad)) + 1
+                _refuse_data(kernel, va, data, i, f"is less than {va.tensor.name}[{i - 1}] = {flat[i - 1]:g}")
+
+
+def _refuse_data(kernel: Kernel, va: ValueAssumption, data: np.ndarray, i: int, why: str) -> None:
+    """``INTERP_DATA_ASSUMPTION`` for flat element `i` of `data`, which violates `va` as `why` says."""
+    index = ", ".join(str(int(x)) for x in np.unravel_index(i, data.shape))
+    where = f" (declared at {va.loc})" if va.loc is not None else ""
+    raise InterpError(
+        "INTERP_DATA_ASSUMPTION",
+        f"kernel {kernel.name}: {va.tensor.name}[{index}] = {data.reshape(-1)[i]:g} {why}, violating the declaration "
+        f"{va.describe()} (T.assume_values{where}): the kernel is verified for such data only",
+        "pass data that satisfies it (offsets as a cumulative sum of counts, argus.kernels.moe), or drop the "
+        "declaration if the kernel does not rely on it",
+    )
 
 
 def _poison(dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
@@ -1100,6 +1138,7 @@ def run_kernel(
             elif isinstance(d, int) and d != s:
                 raise InterpError("INTERP_SHAPE_MISMATCH", f"{t.name} must have shape {t.shape}", actual=a.shape)
     check_assumptions(kernel, {v.name: n for v, n in env.items()})
+    check_value_assumptions(kernel, arrays, env)
     machine = _Machine(kernel, arrays, schedule)
     needed = memory_needed(
         kernel, env=env, argument_bytes={t.name: arrays[t.name].dtype.itemsize for t in kernel.tensors}

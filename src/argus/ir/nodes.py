@@ -559,6 +559,35 @@ class Policies:
 
 
 @dataclass(frozen=True, eq=False)
+class ValueAssumption:
+    """A declaration about the *contents* of an integer global tensor the kernel reads as scalars (``offs[g]``):
+    every element lies in ``lo .. hi`` (inclusive; None: unbounded on that side; expressions of the shape symbols),
+    and, with `nondecreasing`, ``tensor[i] <= tensor[j]`` for every ``i <= j`` (a 1-d tensor). Made by
+    ``T.assume_values``.
+
+    Semantics: the verifier proves the kernel for every content of `tensor` these facts allow (and only for those);
+    the interpreter refuses a call whose data violates one (``INTERP_DATA_ASSUMPTION``); the GPU runtime does not
+    read device data before a launch, so there it is the caller's contract (`argus.kernels.moe` establishes the
+    grouped kernels' by construction: offsets from a cumulative sum of counts); the code generator emits nothing
+    for it."""
+
+    tensor: Buffer
+    lo: Expr | int | None = None
+    hi: Expr | int | None = None
+    nondecreasing: bool = False
+    loc: SourceLoc | None = None
+
+    def describe(self) -> str:
+        """The declaration in words: ``offs nondecreasing, in [0, R]``."""
+        parts = ["nondecreasing"] if self.nondecreasing else []
+        if self.lo is not None or self.hi is not None:
+            lo = "-inf" if self.lo is None else str(self.lo)
+            hi = "inf" if self.hi is None else str(self.hi)
+            parts.append(f"in [{lo}, {hi}]")
+        return f"{self.tensor.name} " + ", ".join(parts)
+
+
+@dataclass(frozen=True, eq=False)
 class Kernel:
     """A traced kernel: parameters, launch shape and body.
 
@@ -585,6 +614,8 @@ class Kernel:
     grid_loc: SourceLoc | None = None  # the ``with T.grid(...)`` statement (grid, threads, blocks_per_sm)
     loc: SourceLoc | None = None
     blocks_per_sm: int = 1  # blocks meant to be resident on an SM together (launch bounds, budgets)
+    # declared with T.assume_values: facts about the contents of tensors read as scalars (offsets, tile counts)
+    value_assumptions: tuple[ValueAssumption, ...] = ()
 
     def tensor(self, name: str) -> Buffer:
         for t in self.tensors:

@@ -169,6 +169,8 @@ def format_kernel(k: Kernel) -> str:
         lines.append("  params " + ", ".join(f"{n}={v}" for n, v in k.params))
     if k.assumptions:
         lines.append("  assume " + ", ".join(str(a) for a in k.assumptions))
+    for va in k.value_assumptions:
+        lines.append(f"  assume values {va.describe()}")
     blocks = ", ".join(str(v) for v in k.block_vars)
     lines.append(f"  grid ({_dims(k.grid)}) as ({blocks}), threads {k.threads} as {k.thread_var}")
     lines += format_stmts(k.body)

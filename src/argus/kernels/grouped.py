@@ -80,6 +80,16 @@ def place_unit(u: Any, g: Any, offs: Any, tiles: Any, tiles_n: Any, group: int, 
                 body(g, row0, end, col)
 
 
+def assume_routing(offs: Any, tiles: Any, rows: Any, experts: Any, bm: int) -> None:
+    """Declare what the grouped kernels rely on of their metadata (`T.assume_values`): ``offs`` (the experts'
+    cumulative row ends) nondecreasing within ``0 .. R``, and ``tiles`` (their cumulative row-tile counts)
+    nondecreasing within ``0 .. cdiv(R, BM) + E`` (a sum of E terms ``cdiv(rows_g, BM) <= rows_g / BM + 1``). The
+    interpreter checks them on every call; on the GPU they are the caller's contract, which `argus.kernels.moe`
+    keeps by construction (``offs`` a cumulative sum of counts, ``tiles = tile_counts(offs, BM)``)."""
+    T.assume_values(offs, lo=0, hi=rows, nondecreasing=True)
+    T.assume_values(tiles, lo=0, hi=T.cdiv(rows, bm) + experts, nondecreasing=True)
+
+
 @T.macro
 def load_columns(tensor: Any, stage: T.Tile, g: Any, k: Any, col0: Any, bn: int, bk: int, bar: Any) -> None:
     """TMA-load K-block `k` of expert `g`'s row-major (K, N) matrix, the `bn` columns from column `col0` on (any
@@ -127,6 +137,7 @@ def grouped_gemm_persistent(
         raise DSLError("DSL_BAD_PARAM", f"CONSUMERS is 1 or 2 and SEARCH >= 1, got {CONSUMERS}, {SEARCH}")
     T.assume(operand_assumption("K", "N"))
     T.assume(f"E <= {1 << SEARCH}")
+    assume_routing(offs, tiles, R, E, BM)
     with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major
         sB = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # (stages, BK, BN) in 64-column panels
@@ -212,6 +223,7 @@ def grouped_gemm_swiglu(
     T.assume(operand_assumption("K", "N"))
     T.assume("N2 == 2 * N")
     T.assume(f"E <= {1 << SEARCH}")
+    assume_routing(offs, tiles, R, E, BM)
     with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major
         sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels
@@ -299,6 +311,7 @@ def grouped_gemm_scaled(
     T.assume(operand_assumption("K", "K", A.dtype.itemsize))
     T.assume(f"N % {16 // C.dtype.itemsize} == 0")
     T.assume(f"E <= {1 << SEARCH}")
+    assume_routing(offs, tiles, R, E, BM)
     with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK)
         sB = alloc_operand_stages("K", STAGES, BN, BK, B.dtype)  # (stages, BN, BK)

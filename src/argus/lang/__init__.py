@@ -10,7 +10,7 @@ The tracer is split by concern (`docs/dsl-ir.md` is the model, `docs/dsl-referen
 * `pointwise` — math on fragments and reductions;
 * `memory` — allocation, ``T.copy`` and ``T.fill``;
 * `sync` — barriers, fences, ``cp.async`` groups and mbarriers;
-* `control` — the grid, loops, branches, warp roles and ``T.assume``;
+* `control` — the grid, loops, branches, warp roles, ``T.assume`` and ``T.assume_values``;
 * `mma` — ``T.gemm`` and the MMA atoms;
 * `call` — a kernel call: the device runners' registry (the CPU's is `argus.runtime.cpu`);
 * `tags` — tags and tag assertions; `errors` — `DSLError` and source locations; `fragments` — fragment layouts.
@@ -21,6 +21,7 @@ from argus.ir.expr import cdiv
 from argus.ir.types import bf16, boolean, f16, f32, i32, i64, u32
 from argus.lang.control import (
     assume,
+    assume_values,
     grid,
     if_,
     lane_id,
@@ -105,6 +106,7 @@ __all__ = [
     "assert_tag",
     "assert_tag_eq",
     "assume",
+    "assume_values",
     "async_commit",
     "async_wait",
     "barrier",

@@ -26,10 +26,10 @@ from argus.ir.expr import (
     maximum,
     minimum,
 )
-from argus.ir.nodes import For, If, Let, LoopKind, Role
+from argus.ir.nodes import For, If, Let, LoopKind, Role, Space, ValueAssumption
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.sync import check_turns
-from argus.lang.tiles import index_expr
+from argus.lang.tiles import GlobalTensor, index_expr
 from argus.lang.trace import CURRENT, current
 
 
@@ -341,6 +341,80 @@ def assume(condition: Any) -> None:
         )
     st.assumptions.append(condition)
     st.assumption_locs.append(loc)
+
+
+def assume_values(tensor: Any, *, lo: Any = None, hi: Any = None, nondecreasing: bool = False) -> None:
+    """``T.assume_values(offs, lo=0, hi="R", nondecreasing=True)``: declare what the *contents* of an integer tensor
+    the kernel reads as scalars (``offs[g]``) are: every element in ``lo .. hi`` (both inclusive; ints, expressions
+    of the shape symbols, or strings over them as in `assume`; None leaves that side open) and, with
+    `nondecreasing`, ``tensor[i] <= tensor[j]`` whenever ``i <= j`` (1-d tensors).
+
+    The verifier proves the kernel for every content of the tensor these facts allow, and for no other: a proof
+    that rests on them (that the experts' row ranges ``offs[g-1] .. offs[g]`` do not overlap, so a grouped GEMM
+    stores each row once) says nothing about data that breaks them. The CPU interpreter checks them on every call
+    and refuses data that violates one (``INTERP_DATA_ASSUMPTION``, naming the tensor and the first violating
+    index). **On the GPU they are not checked** (that would take a pass over device memory, and a host
+    synchronization, before every launch): there they are the caller's contract. The library's grouped GEMMs take
+    ``offs`` and ``tiles`` from `argus.kernels.moe`, which establishes them by construction (``offs`` a cumulative
+    sum of non-negative counts, ``tiles`` a cumulative sum of tile counts). The code generator emits nothing for
+    them."""
+    st = CURRENT.get()
+    loc = caller_loc()
+    if st is None:
+        raise DSLError(
+            "DSL_OUTSIDE_KERNEL", "T.assume_values can only be used inside an @argus.kernel function", loc=loc
+        )
+    if not isinstance(tensor, GlobalTensor) or tensor.buffer.space != Space.GLOBAL:
+        raise DSLError("DSL_ASSUME", f"T.assume_values takes a tensor parameter of the kernel, got {tensor!r}", loc=loc)
+    buffer = tensor.buffer
+    if not buffer.dtype.is_integer:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume_values({buffer.name}): {buffer.name} holds {buffer.dtype}; value assumptions are about "
+            "integer tensors (offsets, counts)",
+            loc=loc,
+        )
+    if not isinstance(nondecreasing, bool):
+        raise DSLError("DSL_ASSUME", f"T.assume_values: nondecreasing is a bool, got {nondecreasing!r}", loc=loc)
+    if nondecreasing and buffer.rank != 1:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume_values({buffer.name}, nondecreasing=True): {buffer.name} has {buffer.rank} dimensions",
+            requirement="a 1-d tensor",
+            loc=loc,
+        )
+    if lo is None and hi is None and not nondecreasing:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume_values({buffer.name}) declares nothing",
+            "give lo=, hi= or nondecreasing=True",
+            loc=loc,
+        )
+    names = dict(st.shape_vars)
+
+    def bound(value: Any, side: str) -> Expr | int | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = _parse_assumption(value, names, loc)
+        if isinstance(value, bool) or not isinstance(value, int | Expr):
+            raise DSLError(
+                "DSL_ASSUME", f"T.assume_values({buffer.name}): {side} must be an int or a size expression", loc=loc
+            )
+        if isinstance(value, Expr):
+            bad = [v.name for v in free_vars(value) if v.kind != VarKind.SHAPE]
+            if bad or (isinstance(value, BinOp) and (value.op in COMPARISONS or value.op in LOGICAL)):
+                raise DSLError(
+                    "DSL_ASSUME",
+                    f"T.assume_values({buffer.name}): {side} must be an expression of the problem sizes",
+                    actual=str(value),
+                    loc=loc,
+                )
+        return value
+
+    st.value_assumptions.append(
+        ValueAssumption(buffer, bound(lo, "lo"), bound(hi, "hi"), nondecreasing=nondecreasing, loc=loc)
+    )
 
 
 def _parse_assumption(text: str, names: dict[str, Var], loc: Any) -> Expr:

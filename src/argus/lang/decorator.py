@@ -180,6 +180,7 @@ class KernelFunction:
             blocks_per_sm=st.blocks_per_sm,
             assumption_locs=(None,) * len(shape_vars) + tuple(st.assumption_locs),
             grid_loc=st.grid_loc,
+            value_assumptions=tuple(st.value_assumptions),
         )
 
     def _tensor(self, pname: str, spec: TensorSpec, values: dict[str, Any], shape_vars: dict[str, Var]) -> Buffer:

@@ -12,7 +12,7 @@ import z3
 
 from argus.ir.expr import Expr, Var
 from argus.ir.nodes import For, Kernel
-from argus.verify import smt
+from argus.verify import smt, values
 from argus.verify.model import Analysis, Query, Step
 from argus.verify.program import Site
 from argus.verify.report import ChainStep, CheckRecord, Verdict
@@ -109,7 +109,10 @@ class Context:
         s.add(violation)
         # the quotient and remainder variables of every term, the assumptions' included: an assumption such as
         # ``Q % 192 == 0`` is a remainder variable, and without its definition it would constrain nothing
-        s.add(*smt.definitions([*self.base_constraints, *constraints, violation, *(q.side if q is not None else [])]))
+        everything = [*self.base_constraints, *constraints, violation, *(q.side if q is not None else [])]
+        s.add(*smt.definitions(everything))
+        # what the kernel declares of its tensors' data (T.assume_values), on the elements this query reads
+        s.add(*values.facts(self.kernel, self.base_env, everything))
         havoc = q.havoc if q is not None else []
         if not havoc:
             r = s.check()

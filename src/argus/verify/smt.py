@@ -311,6 +311,13 @@ def element(buffer: Any, index: tuple[Any, ...]) -> Any:
 _ELEMENTS: dict[int, tuple[Any, Any]] = {}
 
 
+def element_function(buffer: Any) -> Any:
+    """The uninterpreted function `element` reads `buffer` through in this Z3 context, or None where nothing read
+    it yet."""
+    got = _ELEMENTS.get(id(buffer))
+    return got[1] if got is not None and got[0] is buffer else None
+
+
 def _const_int(e: Any) -> int | None:
     if isinstance(e, int):
         return e

@@ -49,7 +49,7 @@ import z3
 
 from argus.ir.expr import Expr, Var, free_vars
 from argus.ir.nodes import Broadcast, Buffer, Copy, Fill, For, Gemm, Map, Reduce, Space, TileRef
-from argus.verify import smt
+from argus.verify import smt, values
 from argus.verify.checks import tiles
 from argus.verify.context import Context, Outcome
 from argus.verify.program import Site, depends_on, first_thread, loop_name, user_name
@@ -65,6 +65,9 @@ ONCE_RLIMIT = 8_000_000
 #: The budget of a query whose windows divide by a problem size where the tile-order lemma did not decide it (a
 #: direct query through the divisions): a finding comes quickly where there is one; a proof is not expected.
 HARD_RLIMIT = 1_500_000
+#: The budget of a query over two stores through windows bounded by tensor data (an expert's row end, ``offs[g]``),
+#: whose declared contents (``T.assume_values``) enter it as instances over the data terms (`argus.verify.values`).
+DATA_RLIMIT = 60_000_000
 #: Problem sizes (every size symbol at once) at which such a query then looks for a witness.
 WITNESS_SIZES = (1000, 333)
 
@@ -141,9 +144,14 @@ def _origins(ref: TileRef, env: dict) -> list[Any]:
 
 
 def _inside(ref: TileRef, element: list[Any], env: dict, origins: list[Any] | None = None) -> Any:
+    """`element` lies in the window; for a window with a bound (`TileRef.bound`), also below the bound (elements at
+    or past it are masked: not written, not read)."""
     conds = []
     for e, origin, ext in zip(element, _origins(ref, env) if origins is None else origins, ref.extent, strict=True):
         conds.append(z3.And(e >= origin, e - origin < ext))
+    for e, limit in zip(element, ref.bound or (), strict=False):
+        if limit is not None:
+            conds.append(e < smt.val(smt.evaluate(limit, env) if isinstance(limit, Expr) else limit))
     return z3.And(*conds)
 
 
@@ -285,8 +293,15 @@ def check_output_once(ctx: Context) -> list[Finding]:
 
 def _output_once(ctx: Context, buffer: Buffer, sites: list[tuple[Site, TileRef]]) -> Finding | str | None:
     for site, ref in sites:
-        if ref.bound is not None:  # a bound only removes stores: reading windows without it could claim a double store
-            return f"the window stored at {site.loc} has a bound, which this check does not read"
+        # A bound read from tensor data (an expert's row end, offs[g]) separates two stores only through what the data
+        # is: without a declaration of it (T.assume_values) every content is possible, and a witness would be one the
+        # kernel's callers never pass; the check is not made then (no finding).
+        unknown_data = values.undeclared(ctx.kernel, [b for b in ref.bound or () if b is not None])
+        if unknown_data:
+            return (
+                f"the window stored at {site.loc} has a bound read from {', '.join(unknown_data)}, whose contents the "
+                "kernel does not declare (T.assume_values)"
+            )
     for site, ref in sites:
         why = _unreadable(ctx, site, _site_exprs(site, ref))
         if why is not None:
@@ -323,7 +338,10 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
         by_number, lemma = _by_tile_number(ctx, buffer, (sa, ra, env_a), (sb, rb, env_b), base, element, twice)
         if by_number is not None and by_number.verdict == Verdict.VERIFIED:
             return None
-    out = by_number if by_number is not None else _solve(ctx, cons, twice, HARD_RLIMIT if hard else ONCE_RLIMIT)
+    # a bound read from declared data: the query carries the declaration's instances (`values.facts`), pairwise
+    # orders of the data terms, which take more units than the windows alone (the corpus's grouped rows: 10-20M)
+    budget = DATA_RLIMIT if _data_bounded(ra, rb) else ONCE_RLIMIT
+    out = by_number if by_number is not None else _solve(ctx, cons, twice, HARD_RLIMIT if hard else budget)
     if out.verdict == Verdict.VERIFIED:
         return None
     if out.verdict == Verdict.UNKNOWN and hard:
@@ -364,6 +382,9 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
     else:
         why = "two blocks write it, and the value left is whichever store lands last"
     msg = f"element {coord} of {name} ({extents}) is stored twice, by {first} and by {second}: {why}"
+    data = values.witness_data(ctx.kernel, m, [*cons, twice])
+    if data:  # the content of the tensors the windows' bounds read (one the kernel's declarations allow)
+        msg += f" (with {', '.join(f'{k} = {v}' for k, v in data.items())})"
     cex = Counterexample(
         code="COVERAGE_OUTPUT_TWICE",
         message=msg,
@@ -382,9 +403,15 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
             f"{name} extents": extents,
             "first block": _text(block_a),
             "second block": _text(block_b),
+            **{k: str(v) for k, v in data.items()},
         },
     )
     return Finding("COVERAGE_OUTPUT_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
+
+
+def _data_bounded(*refs: TileRef) -> bool:
+    """Whether one of the windows has a bound read from tensor data."""
+    return any(isinstance(b, Expr) and values.reads_data(b) for ref in refs for b in ref.bound or ())
 
 
 def _by_tile_number(

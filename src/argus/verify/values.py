@@ -1,0 +1,141 @@
+"""Value assumptions on tensor data (``T.assume_values``) as facts of a query.
+
+The verifier reads an element of a tensor as an uninterpreted function of its index (`smt.element`): the same index
+gives the same value and nothing else is known. A kernel may declare what the data is (`ir.nodes.ValueAssumption`):
+each element in ``lo .. hi``, the tensor nondecreasing. Such a fact is a quantified statement over the indices;
+stated as one it would leave the queries' decidable fragment. Instead `facts` instantiates it on the element terms
+a query mentions, and on those only: the range once per term, the order once per pair of terms of one tensor (``i <=
+j -> f(i) <= f(j)``), each under the condition that its indices lie inside the tensor (a read outside it is not the
+tensor's data; the interpreter refuses it, `INTERP_ELEMENT_OOB`). The query stays quantifier-free.
+
+Sound both ways: every instance holds for every content the declaration allows, so a query proved with them holds for
+that data (and, by the declaration, only that data is claimed); a model of a query with them is a content that
+satisfies the declaration on every element the model's terms read, and the remaining elements can be filled in
+(between their neighbours, within the range) without changing the read ones, so a witness is a real one whenever the
+declaration is satisfiable at the model's sizes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import z3
+
+from argus.ir.expr import BinOp, Element, Expr, Select
+from argus.ir.nodes import Kernel, ValueAssumption
+from argus.verify import smt
+
+
+def applications(function: Any, terms: list[Any]) -> list[Any]:
+    """Every distinct application of the uninterpreted `function` inside `terms` (each shared subterm visited once),
+    in the order first met."""
+    decl = function if isinstance(function, z3.FuncDeclRef) else None
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+    todo = [t for t in terms if z3.is_expr(t)]
+    while todo:
+        t = todo.pop()
+        k = t.get_id()
+        if k in seen:
+            continue
+        seen.add(k)
+        if z3.is_app(t) and decl is not None and t.decl().eq(decl):
+            found.setdefault(k, t)
+        todo.extend(t.children())
+    return [found[k] for k in sorted(found)]
+
+
+def _bound(value: Expr | int, env: dict[Any, Any]) -> Any:
+    return smt.val(smt.evaluate(value, env) if isinstance(value, Expr) else value)
+
+
+def facts_of(va: ValueAssumption, env: dict[Any, Any], terms: list[Any]) -> list[Any]:
+    """The instances of one declaration on the element terms of its tensor inside `terms` (`env` binds the sizes)."""
+    function = smt.element_function(va.tensor)
+    if function is None:
+        return []
+    apps = applications(function, terms)
+    if not apps:
+        return []
+    dims = [_bound(d, env) for d in va.tensor.shape]
+
+    def inside(app: Any) -> Any:
+        return z3.And(*[smt.in_range(app.arg(i), 0, n) for i, n in enumerate(dims)])
+
+    out: list[Any] = []
+    lo = None if va.lo is None else _bound(va.lo, env)
+    hi = None if va.hi is None else _bound(va.hi, env)
+    for app in apps:
+        limits = ([app >= lo] if lo is not None else []) + ([app <= hi] if hi is not None else [])
+        if limits:
+            out.append(z3.Implies(inside(app), z3.And(*limits)))
+    if va.nondecreasing:
+        for a, b in itertools.combinations(apps, 2):
+            i, j = a.arg(0), b.arg(0)
+            both = z3.And(inside(a), inside(b))
+            out.append(z3.Implies(z3.And(both, i <= j), a <= b))
+            out.append(z3.Implies(z3.And(both, j <= i), b <= a))
+    return out
+
+
+def undeclared(kernel: Kernel, exprs: list[Any]) -> list[str]:
+    """The names of the tensors whose elements `exprs` read and about whose contents `kernel` declares nothing."""
+    declared = {id(va.tensor) for va in kernel.value_assumptions}
+    names: list[str] = []
+    seen: set[int] = set()
+    todo = [e for e in exprs if isinstance(e, Expr)]
+    while todo:  # a DAG (inlined T.let chains share subexpressions): each node once
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Element):
+            if id(e.buffer) not in declared and e.buffer.name not in names:
+                names.append(e.buffer.name)
+            todo.extend(i for i in e.index if isinstance(i, Expr))
+        elif isinstance(e, BinOp):
+            todo += [e.lhs, e.rhs]
+        elif isinstance(e, Select):
+            todo += [e.cond, e.if_true, e.if_false]
+    return names
+
+
+def facts(kernel: Kernel, env: dict[Any, Any], terms: list[Any]) -> list[Any]:
+    """The instances of every ``T.assume_values`` declaration of `kernel` on the element terms inside `terms`."""
+    out: list[Any] = []
+    for va in kernel.value_assumptions:
+        out += facts_of(va, env, terms)
+    return out
+
+
+def reads_data(e: Expr) -> bool:
+    """Whether `e` reads an element of a tensor (a DAG walk: each shared node once)."""
+    seen: set[int] = set()
+    todo: list[Any] = [e]
+    while todo:
+        x = todo.pop()
+        if not isinstance(x, Expr) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Element):
+            return True
+        if isinstance(x, BinOp):
+            todo += [x.lhs, x.rhs]
+        elif isinstance(x, Select):
+            todo += [x.cond, x.if_true, x.if_false]
+    return False
+
+
+def witness_data(kernel: Kernel, model: Any, terms: list[Any]) -> dict[str, int]:
+    """The values a model gives the elements of declared tensors read inside `terms` (``{"offs[1]": 7}``), in index
+    order: the content of the data in a counterexample."""
+    out: dict[tuple[str, tuple[int, ...]], int] = {}
+    for va in kernel.value_assumptions:
+        function = smt.element_function(va.tensor)
+        if function is None:
+            continue
+        for app in applications(function, terms):
+            index = tuple(smt.model_int(model, app.arg(i)) for i in range(app.num_args()))
+            out[(va.tensor.name, index)] = smt.model_int(model, app)
+    return {f"{name}[{', '.join(map(str, index))}]": v for (name, index), v in sorted(out.items())}
