@@ -104,11 +104,14 @@ def test_negative_origins_and_floor_semantics(built) -> None:
     assert "bx / 2" in source  # non-negative operands keep C's division
 
 
-def test_global_offsets_are_computed_in_64_bits() -> None:
+def test_global_offsets_are_computed_in_64_bits_in_the_wide_variant() -> None:
     """A batched split of (8, 3, 16.7M) f32 (level 1's 83: a depthwise convolution's column matrix) writes Y (8, 3,
     64, 16.7M): the batch stride P * D * 3 is 3.2e9 elements. Computed in int it wrapped around and the launch
-    faulted (CUDA_ERROR_ILLEGAL_ADDRESS on an H200); every stride that is a product of sizes, and every product of a
-    coordinate with a stride, is computed in long long."""
+    faulted (CUDA_ERROR_ILLEGAL_ADDRESS on an H200); in the wide variant (which the runtime launches for tensors of
+    more than 2^31 elements) every stride that is a product of sizes, and every product of a coordinate with a
+    stride, is computed in long long. The default variant keeps the outermost term in long long and the rest in int
+    (what the runtime launches for tensors of at most 2^31 elements: 70 registers instead of 160 in KernelBench's
+    3-d max pooling)."""
     import re
 
     from argus.backend.cuda.codegen import compile_kernel
@@ -116,8 +119,63 @@ def test_global_offsets_are_computed_in_64_bits() -> None:
     from argus.kernels.matmul import GemmProblem, split_steps
 
     (step,) = [s for s in split_steps(GemmProblem(1, 16711680, 3, "f32", "f32", "K", "N", 8)) if s.name == "B"]
-    source = compile_kernel(split_bf16x3.trace(**step.params)).generated.source
-    stores = [line for line in source.splitlines() if "argus::store_global<" in line]
+    wide = compile_kernel(split_bf16x3.trace(**step.params), wide=True).generated
+    assert wide.wide
+    stores = [line for line in wide.source.splitlines() if "argus::store_global<" in line]
     assert stores and all("static_cast<long long>(bz) * (static_cast<long long>(D) * P * 3)" in s for s in stores)
     assert all("static_cast<long long>(bx * 16 + row) * D" in line for line in stores)  # the row term too
     assert not [line for line in stores if re.search(r"[^>]\((\w+) \* (\w+)\)", line)]  # no int product of sizes
+    narrow = compile_kernel(split_bf16x3.trace(**step.params)).generated
+    assert not narrow.wide
+    stores = [line for line in narrow.source.splitlines() if "argus::store_global<" in line]
+    assert stores and all("static_cast<long long>(bz) * ((D * P) * 3)" in s for s in stores), stores[0]
+    assert all("(bx * 16 + row) * D" in line and "static_cast<long long>(bx * 16" not in line for line in stores)
+
+
+def _binding(*shapes: tuple[int, ...]):
+    from types import SimpleNamespace
+
+    from argus.runtime.arguments import TensorInfo
+
+    def info(shape: tuple[int, ...]) -> TensorInfo:
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= n
+        return TensorInfo("torch", None, "float32", shape, tuple(strides), 0, 0, False, 4)
+
+    return SimpleNamespace(infos=tuple(info(s) for s in shapes))
+
+
+def test_a_launch_on_a_tensor_past_2_31_elements_takes_the_wide_variant() -> None:
+    # the runtime's choice, without a GPU: the binding's tensors decide; the wide variant is compiled once, from the
+    # traced kernel the CompiledKernel keeps
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.kernels.elementwise import vector_add
+    from argus.runtime import load
+    from argus.runtime.arguments import NARROW_ELEMENTS, wide_tensor
+
+    loaded = load(compile_kernel(vector_add))
+    assert not loaded.generated.wide
+    small = _binding((NARROW_ELEMENTS,), (NARROW_ELEMENTS,), (NARROW_ELEMENTS,))
+    assert wide_tensor(small.infos, "abc") is None and loaded._for(small) is loaded
+    large = _binding((4,), (NARROW_ELEMENTS + 1,), (4,))
+    assert wide_tensor(large.infos, "abc") == f"b ({NARROW_ELEMENTS + 1} elements)"
+    wide = loaded._for(large)
+    assert wide is not loaded and wide.generated.wide and wide._for(large) is wide
+    assert loaded._for(large) is wide  # compiled once
+
+
+def test_a_kernel_loaded_without_its_traced_kernel_refuses_a_tensor_past_2_31_elements() -> None:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.diagnostics import ArgusError
+    from argus.kernels.elementwise import vector_add
+    from argus.runtime import load
+    from argus.runtime.arguments import NARROW_ELEMENTS
+
+    compiled = compile_kernel(vector_add)
+    loaded = load(compiled.module, compiled.generated)
+    with pytest.raises(ArgusError) as err:
+        loaded._for(_binding((4,), (4,), (2 * NARROW_ELEMENTS,)))
+    assert err.value.code == "RUNTIME_ARG_WIDE"
+    assert f"tensor C ({2 * NARROW_ELEMENTS} elements)" in str(err.value)

@@ -1232,6 +1232,13 @@ class Code(StrEnum):
         "{kernel}: argument {name!r}: {symbol} = {extent} is too large for the kernel's 32-bit tile coordinates",
         "split the problem into pieces below the limit the message gives",
     )
+    RUNTIME_ARG_WIDE = _entry(
+        Category.RUNTIME,
+        "{kernel}: tensor {name} has more elements than its 32-bit offsets address, and this LoadedKernel cannot "
+        "compile the 64-bit variant",
+        "load it from argus.runtime.build or compile_kernel (which keep the traced kernel), or compile it with "
+        "compile_kernel(..., wide=True)",
+    )
     RUNTIME_ARG_RANK = _entry(
         Category.RUNTIME,
         "{kernel}: argument {name!r}: {rank} dimensions, the kernel takes {want}",

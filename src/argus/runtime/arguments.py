@@ -9,6 +9,7 @@ their methods, so the checks run (and are tested) with stand-in objects.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +144,24 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(s, 1)
     return tuple(reversed(strides))
+
+
+#: Elements a kernel generated with 32-bit global offsets addresses (`GeneratedSource.wide`): every offset of an
+#: element inside a tensor of at most this many elements fits in an ``int``.
+NARROW_ELEMENTS = 2**31
+
+
+def wide_tensor(infos: Sequence[TensorInfo], names: Sequence[str]) -> str | None:
+    """The first tensor argument (``"X (3200000000 elements)"``) whose elements a kernel with 32-bit global offsets
+    cannot address (more than `NARROW_ELEMENTS` elements, or a span in memory that long), or None."""
+    for info, name in zip(infos, names, strict=True):
+        count = 1
+        for n in info.shape:
+            count *= n
+        span = info.nbytes_span // max(info.itemsize, 1)
+        if max(count, span) > NARROW_ELEMENTS:
+            return f"{name} ({max(count, span)} elements)"
+    return None
 
 
 @dataclass(frozen=True)

@@ -7,20 +7,22 @@ which also plans and checks TMA tensor maps), encodes the tensor maps (`argus.ru
 launches on the current torch stream of the tensors' device (``torch.cuda.current_stream(device)``),
 or on the stream given, or on the legacy default stream (0) when the arguments are not torch tensors.
 Launches are asynchronous, as CUDA's are: an error inside the kernel surfaces at the next synchronizing
-call.
+call. Kernels compute global element offsets in 32 bits; a call on a tensor of more than 2^31 elements runs the
+kernel's 64-bit variant, compiled from the traced kernel on the first such call (`LoadedKernel._for`).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from argus.backend.cuda.codegen.source import DEFAULT_DYNAMIC_SHARED_LIMIT, CompiledKernel, GeneratedSource
 from argus.runtime import driver as drv
-from argus.runtime.arguments import Binding, bind
+from argus.runtime.arguments import Binding, bind, wide_tensor
 
 
 @dataclass(frozen=True)
@@ -96,12 +98,16 @@ class PreparedLaunch:
 class LoadedKernel:
     """A generated kernel's cubin, loaded lazily per device; call it with tensors in parameter order."""
 
-    def __init__(self, generated: GeneratedSource, cubin: bytes) -> None:
+    def __init__(self, generated: GeneratedSource, cubin: bytes, wide: Callable[[], Any] | None = None) -> None:
+        """`wide`: compiles the same kernel with 64-bit global offsets (a `CompiledKernel`), for a launch on a tensor
+        of more than 2^31 elements (`_for`); None when this kernel has them already or cannot be recompiled."""
         self.generated = generated
         self.cubin = bytes(cubin)
         self._functions: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._prepared: dict[tuple, PreparedLaunch] = {}
+        self._compile_wide = wide
+        self._wide: LoadedKernel | None = None
 
     @property
     def name(self) -> str:
@@ -143,6 +149,9 @@ class LoadedKernel:
         if key is not None and (prepared := self._prepared.get(key)) is not None:
             return prepared
         binding = self.bind(*tensors)
+        target = self._for(binding)
+        if target is not self:
+            return target.prepare(*tensors, stream=stream, dependent=dependent)
         binding = self._resolve_device(binding)
         maps: tuple[bytes, ...] = ()
         if binding.tensor_maps:
@@ -167,6 +176,29 @@ class LoadedKernel:
         self.prepare(*tensors, stream=stream).launch()
 
     # --- internals ---------------------------------------------------------------------------------------
+    def _for(self, binding: Binding) -> LoadedKernel:
+        """This kernel, or its variant with 64-bit global offsets (compiled on first need) when a tensor of the call
+        has more elements than 32-bit offsets address (`argus.runtime.arguments.wide_tensor`)."""
+        if self.generated.wide:
+            return self
+        too_large = wide_tensor(binding.infos, [t.name for t in self.generated.tensors])
+        if too_large is None:
+            return self
+        with self._lock:
+            if self._wide is None:
+                if self._compile_wide is None:
+                    from argus.runtime.errors import ArgumentError
+
+                    raise ArgumentError(
+                        "RUNTIME_ARG_WIDE",
+                        f"{self.generated.kernel_name}: tensor {too_large} has more elements than its 32-bit offsets "
+                        "address, and this LoadedKernel cannot compile the 64-bit variant (it was loaded from a module "
+                        "without its traced kernel)",
+                        kernel=self.generated.kernel_name,
+                    )
+                self._wide = load(self._compile_wide())
+            return self._wide
+
     def _resolve_device(self, binding: Binding) -> Binding:
         if binding.device is not None:
             return binding
@@ -261,7 +293,18 @@ def load(compiled: CompiledKernel | Any, generated: GeneratedSource | None = Non
     `CompiledModule` together with the `GeneratedSource` it was compiled from. Needs no GPU until the
     kernel is called."""
     if isinstance(compiled, CompiledKernel):
-        return LoadedKernel(compiled.generated, compiled.module.cubin)
+        wide = None
+        if not compiled.generated.wide and compiled.kernel is not None:
+            from argus.backend.cuda.codegen import compile_kernel
+
+            wide = functools.partial(
+                compile_kernel,
+                compiled.kernel,
+                options=compiled.options,
+                dependent=compiled.generated.dependent,
+                wide=True,
+            )
+        return LoadedKernel(compiled.generated, compiled.module.cubin, wide)
     if generated is None:
         raise TypeError("load(module) needs the GeneratedSource too: load(module, generated)")
     cubin = getattr(compiled, "cubin", compiled)

@@ -482,22 +482,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) flash_attention_fwd(const _
     {
       const int row = (consumer_tid / 4) % 8 + (consumer_tid / 32) * 16;
       const int col = (consumer_tid % 4) * 2;
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col, 64, true, &r_10[0]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col, 64, true, &r_10[2]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col + 8, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 8, 64, true, &r_10[4]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col + 8, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 8, 64, true, &r_10[6]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col + 16, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 16, 64, true, &r_10[8]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col + 16, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 16, 64, true, &r_10[10]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col + 24, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 24, 64, true, &r_10[12]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col + 24, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 24, 64, true, &r_10[14]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col + 32, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 32, 64, true, &r_10[16]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col + 32, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 32, 64, true, &r_10[18]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col + 40, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 40, 64, true, &r_10[20]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col + 40, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 40, 64, true, &r_10[22]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col + 48, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 48, 64, true, &r_10[24]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col + 48, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 48, 64, true, &r_10[26]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row) * 64 + col + 56, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 56, 64, true, &r_10[28]);
-      argus::store_global<2>(O, static_cast<long long>(bh) * (static_cast<long long>(64) * S) + static_cast<long long>(bm * 64 + row + 8) * 64 + col + 56, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 56, 64, true, &r_10[30]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col, 64, true, &r_10[0]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col, 64, true, &r_10[2]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col + 8, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 8, 64, true, &r_10[4]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col + 8, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 8, 64, true, &r_10[6]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col + 16, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 16, 64, true, &r_10[8]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col + 16, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 16, 64, true, &r_10[10]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col + 24, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 24, 64, true, &r_10[12]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col + 24, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 24, 64, true, &r_10[14]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col + 32, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 32, 64, true, &r_10[16]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col + 32, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 32, 64, true, &r_10[18]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col + 40, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 40, 64, true, &r_10[20]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col + 40, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 40, 64, true, &r_10[22]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col + 48, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 48, 64, true, &r_10[24]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col + 48, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 48, 64, true, &r_10[26]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row) * 64 + col + 56, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row, S), col + 56, 64, true, &r_10[28]);
+      argus::store_global<2>(O, static_cast<long long>(bh) * (64 * S) + (bm * 64 + row + 8) * 64 + col + 56, argus::in_range(bh, BH) && argus::in_range(bm * 64 + row + 8, S), col + 56, 64, true, &r_10[30]);
     }
   }
 }

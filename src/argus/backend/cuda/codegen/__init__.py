@@ -55,7 +55,7 @@ from argus.backend.cuda.codegen.source import (
 from argus.ir.nodes import Kernel
 
 
-def generate(kernel: Kernel, *, dependent: bool = False) -> GeneratedSource:
+def generate(kernel: Kernel, *, dependent: bool = False, wide: bool = False) -> GeneratedSource:
     """The CUDA C++ translation unit of `kernel` (a traced `argus.ir.nodes.Kernel`, after `argus.ir.passes`: the
     tracer runs them, and the generator renders what they wrote without rewriting anything).
 
@@ -65,13 +65,14 @@ def generate(kernel: Kernel, *, dependent: bool = False) -> GeneratedSource:
 
     `dependent`: generate for programmatic dependent launch (the ``griddepcontrol`` prologue,
     `GeneratedSource.dependent`): for kernels that follow another kernel in one stream and are launched with
-    ``dependent=True`` (the GEMM plans' kernels, `argus.kernels.matmul`).
+    ``dependent=True`` (the GEMM plans' kernels, `argus.kernels.matmul`). `wide`: global element offsets in 64 bits
+    (`GeneratedSource.wide`), for tensors of more than 2^31 elements; the runtime asks for it when a launch needs it.
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(
             f"generate takes a traced argus Kernel, got {type(kernel).__name__}; trace it first: fn.trace(**params)"
         )
-    return Emitter(kernel, dependent=dependent).generate()
+    return Emitter(kernel, dependent=dependent, wide=wide).generate()
 
 
 def compile_kernel(
@@ -80,9 +81,10 @@ def compile_kernel(
     options: Sequence[str] = (),
     cache: Any = True,
     dependent: bool = False,
+    wide: bool = False,
     **params: Any,
 ) -> CompiledKernel:
-    """`generate` (with `dependent`) and compile for ``sm_90a``. `kernel` is a traced `Kernel` or an
+    """`generate` (with `dependent` and `wide`) and compile for ``sm_90a``. `kernel` is a traced `Kernel` or an
     ``@argus.kernel`` function (traced with `params`). Raises `CodegenError` or `argus.backend.cuda.CompileError`."""
     from argus.backend.cuda.toolchain import compile_cuda
 
@@ -90,9 +92,9 @@ def compile_kernel(
         kernel = kernel.trace(**params)
     elif params:
         raise TypeError("trace-time parameters go with an @argus.kernel function, not with a traced Kernel")
-    generated = generate(kernel, dependent=dependent)
+    generated = generate(kernel, dependent=dependent, wide=wide)
     module = compile_cuda(generated.source, generated.program_name, options=options, cache=cache)
-    return CompiledKernel(generated, module)
+    return CompiledKernel(generated, module, kernel, tuple(options))
 
 
 __all__ = [

@@ -87,6 +87,7 @@ class Switches:
     prefetch_tensormaps: bool = True
     lane_exchange_stores: bool = True
     grid_dependency: bool = False
+    wide_offsets: bool = False
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,10 @@ class Emitter:
         (WarpgroupTurn, hopper.warpgroup_turn),  # ping-pong: bar.sync / bar.arrive on the role's turn barriers
     )
 
-    def __init__(self, kernel: Kernel, *, dependent: bool = False) -> None:
+    def __init__(self, kernel: Kernel, *, dependent: bool = False, wide: bool = False) -> None:
         self.kernel = kernel
         self.dependent = dependent
+        self.wide = wide  # global offsets in 64 bits (`addressing.Window.offset`)
 
     def switches(self) -> Switches:
         return Switches(
@@ -131,6 +132,7 @@ class Emitter:
             prefetch_tensormaps=self.prefetch_tensormaps,
             lane_exchange_stores=self.lane_exchange_stores,
             grid_dependency=self.dependent,
+            wide_offsets=self.wide,
         )
 
     def generate(self) -> GeneratedSource:

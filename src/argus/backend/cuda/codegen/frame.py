@@ -62,6 +62,7 @@ def assemble(cx: Context) -> GeneratedSource:
         notes=tuple(cx.needs.notes),
         tensor_maps=tuple(cx.needs.tensor_maps.values()),
         dependent=cx.switches.grid_dependency,
+        wide=cx.switches.wide_offsets,
     )
 
 

@@ -105,6 +105,9 @@ class GeneratedSource:
         tensor_maps: TMA tensor maps, in order (they come after the shape symbols in the signature).
         dependent: generated for programmatic dependent launch (``generate(kernel, dependent=True)``: the
             ``griddepcontrol`` prologue); only such a kernel may be launched with ``dependent=True``.
+        wide: global element offsets computed in 64 bits (``generate(kernel, wide=True)``); otherwise in 32 bits,
+            which the runtime uses only for tensors of at most 2^31 elements (it compiles the wide variant when a
+            launch needs it).
     """
 
     kernel_name: str
@@ -120,6 +123,7 @@ class GeneratedSource:
     notes: tuple[str, ...] = field(default=())
     tensor_maps: tuple[TensorMapParam, ...] = ()
     dependent: bool = False
+    wide: bool = False
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -161,6 +165,10 @@ class CompiledKernel:
 
     generated: GeneratedSource
     module: Any
+    #: the traced IR kernel and the compiler options it was built with: what the runtime compiles the wide-offset
+    #: variant from when a launch needs it (`argus.runtime.loaded.LoadedKernel`); None when not kept
+    kernel: Any = None
+    options: tuple[str, ...] = ()
 
     @property
     def entry(self) -> str:
