@@ -135,3 +135,31 @@ def test_cli_generate_without_judging_and_bad_flags(problems: Path, tmp_path: Pa
     ):
         result = runner.invoke(app, [*base, *bad])
         assert result.exit_code == 2 and says in result.output, result.output
+
+
+def test_a_run_resumed_without_only_continues_over_its_own_problems(problems: Path, tmp_path: Path) -> None:
+    # `--generate --resume RUN` without --only once took the whole level and solved every other problem of it on the
+    # machine that resumed (session 29 lost nine minutes of GPU time so): the run's recorded ids decide now
+    from argus.eval.kernelbench import run_selection
+
+    runner = CliRunner()
+    out, store = tmp_path / "sol", tmp_path / "kb.sqlite"
+    base = ["kernelbench", "--problems", str(problems), "--solutions", str(out), "--store", str(store)]
+    result = runner.invoke(app, [*base, "--only", "1", "--generate", "--no-judge"])
+    assert result.exit_code == 0, result.output
+    (run,) = [r for r in ResultStore(store).runs() if r["kind"] == "kernelbench"]
+    assert run_selection(store, run["id"]) == [1]
+    result = runner.invoke(app, [*base, "--generate", "--no-judge", "--resume", run["id"]])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["1_Swishy.py"]  # 2 and 3 neither solved nor judged
+    with ResultStore(store) as s:
+        assert {r["key"] for r in s.results(run["id"])} == {SOLVE_KEY + "level1/1_Swishy"}
+    # a run recorded before runs kept their ids: the problems it has results for
+    with ResultStore(store) as s:
+        old = s.start_run("kernelbench", {"level": 1, "solutions": str(out), "problems": 2})
+        s.put(old, SOLVE_KEY + "level1/2_Sorted", "not judged", {"solve": {}})
+        s.put(old, "level1/3_Numpy", "rejected", {"row": {}})
+    assert run_selection(store, old) == [2, 3]
+    with pytest.raises(ArgusError) as e:
+        run_selection(store, "nosuchrun")
+    assert e.value.code == "TASK_KERNELBENCH_RESUME"

@@ -297,6 +297,15 @@ def kernelbench(
         raise typer.BadParameter("--no-judge goes with --generate (without it there is nothing but the judging)")
     if resume and not store:
         raise typer.BadParameter("--resume RUN needs --store FILE, the run store RUN was written to")
+    if resume and ids is None and not small:
+        # a resumed run continues over the problems it was started with, not the whole level (with --generate that
+        # would solve every other problem, on whatever machine resumes it)
+        from argus.eval.kernelbench import run_selection
+
+        try:
+            ids = run_selection(store, resume)
+        except ArgusError as e:
+            user_error(e)
     if generate and solutions_dir == "identity":
         raise typer.BadParameter("--generate writes solutions: --solutions names a directory, not 'identity'")
     solutions = solutions_dir or (f"argus-solutions/level{level}" if generate else "identity")
@@ -369,7 +378,7 @@ def kernelbench(
             else:
                 run_id = resume
                 if store and run_id is None:
-                    run_id = start_run(store, level, solutions, total, executor=executor.describe())
+                    run_id = start_run(store, level, solutions, total, ids=ids, executor=executor.describe())
                 if run_id is not None:
                     started(run_id)
                 report = run_kernelbench(

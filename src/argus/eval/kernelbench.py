@@ -196,6 +196,26 @@ def start_run(store_path: Path | str, level: int, solutions: str | Path, problem
         )
 
 
+def run_selection(store_path: Path | str, run_id: str) -> list[int] | None:
+    """The problem ids the KernelBench run `run_id` was started over (its ``ids``; None: the whole level), so that a
+    resumed run without ``--only`` continues those and no others. A run recorded before runs kept their ``ids``: the
+    ids of the problems it has results for. `TaskError` ``TASK_KERNELBENCH_RESUME`` when the store has no such run."""
+    with ResultStore(store_path) as store:
+        run = next((r for r in store.runs() if r["id"] == run_id), None)
+        if run is None or run["kind"] != "kernelbench":
+            raise TaskError("TASK_KERNELBENCH_RESUME", f"{store.path} has no KernelBench run {run_id!r}")
+        if "ids" in run["meta"]:
+            ids = run["meta"]["ids"]
+            return None if ids is None else [int(i) for i in ids]
+        found: set[int] = set()
+        for r in store.results(run_id):
+            name = r["key"].rsplit("/", 1)[-1]
+            digits = name.split("_", 1)[0]
+            if digits.isdigit():
+                found.add(int(digits))
+        return sorted(found) or None
+
+
 def resumed_rows(store: ResultStore, run_id: str, level: int) -> dict[str, dict[str, Any]]:
     """The problems' entries (``{"row", "gate"}``) already recorded for the KernelBench run `run_id`, by problem key;
     `TaskError` ``TASK_KERNELBENCH_RESUME`` when the store has no such run of this level."""
@@ -360,7 +380,13 @@ def _run(
     described = executor.describe() if executor is not None else {"backend": "in-process"}
     resource = Resource.GPU if executor is not None and executor.gpus() > 0 else Resource.CPU
     store = ResultStore(store_path) if store_path else None
-    meta = {"level": level, "solutions": str(solutions), "problems": len(found), "executor": described}
+    meta = {
+        "level": level,
+        "solutions": str(solutions),
+        "problems": len(found),
+        "ids": [p.problem_id for p in found],
+        "executor": described,
+    }
     kept: dict[str, dict[str, Any]] = {}
     if resume is not None:
         if store is None:

@@ -168,7 +168,13 @@ def solve_level(
                 report.solved[pid] = solved
         elif store_path is not None:
             report.run_id = start_run(
-                store_path, level, out_dir, len(found), generate=True, executor=executor.describe()
+                store_path,
+                level,
+                out_dir,
+                len(found),
+                generate=True,
+                ids=[p.problem_id for p in found],
+                executor=executor.describe(),
             )
         if report.run_id is not None and on_start is not None:
             on_start(report.run_id)
