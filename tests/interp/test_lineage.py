@@ -87,7 +87,7 @@ def test_gemm_lineage_in_order() -> None:
 
 def test_unknown_lineage() -> None:
     with pytest.raises(KernelLookupError) as err:
-        lineage("attention")
+        lineage("moe")
     assert err.value.code == "LINEAGE_UNKNOWN"
 
 

@@ -47,7 +47,7 @@ def test_each_rung_matches_torch_on_the_interpreter(name: str, case: tuple) -> N
 
 
 def test_the_lineage_is_the_gemm_ladders_first_four_rungs_on_its_own_task() -> None:
-    assert lineages()[-1] == "conv"
+    assert "conv" in lineages()
     steps = lineage("conv")
     assert [(s.kernel, s.mechanism) for s in steps] == [
         ("conv_naive", "naive_fma"),

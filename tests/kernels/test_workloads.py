@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from argus.kernels import all_kernels, get_kernel, lineage, lineages
+from argus.kernels import attention_lineage as attention_lineage_module
 from argus.kernels import conv_lineage as conv_lineage_module
 from argus.kernels import gemm as gemm_module
 from argus.kernels import gemm_residual as gemm_residual_module
@@ -100,8 +101,13 @@ def test_the_ladders_are_in_registry_order() -> None:
     """Each lineage is one run of consecutive registry entries, in lineage order, and its kernels are defined in
     their module in the same order."""
     names = [e.name for e in all_kernels()]
-    assert lineages() == ("gemm", "gemm_residual", "conv")
-    families = (("gemm", gemm_module), ("gemm_residual", gemm_residual_module), ("conv", conv_lineage_module))
+    assert lineages() == ("gemm", "gemm_residual", "conv", "attention")
+    families = (
+        ("gemm", gemm_module),
+        ("gemm_residual", gemm_residual_module),
+        ("conv", conv_lineage_module),
+        ("attention", attention_lineage_module),
+    )
     for family, module in families:
         rungs = [s.kernel for s in lineage(family)]
         start = names.index(rungs[0])

@@ -23,7 +23,18 @@ import numpy as np
 
 from argus.atoms.common import SMS
 from argus.ir.types import bf16, round_to
-from argus.kernels import arrays, attention, conv_lineage, elementwise, gemm, gemm_residual, grouped, moe, softmax
+from argus.kernels import (
+    arrays,
+    attention,
+    attention_lineage,
+    conv_lineage,
+    elementwise,
+    gemm,
+    gemm_residual,
+    grouped,
+    moe,
+    softmax,
+)
 from argus.kernels.declarations import Problem, ProblemSizeError, Rung, Shapes, Tensor, Workload, draw_dtype
 
 # ---- references: each written once -----------------------------------------------------------------------------------
@@ -656,6 +667,10 @@ CONV_TILES = Shapes(_conv_sizes(1, 3, 64, 64), _conv_sizes(1, 3, 67, 72))
 #: The Hopper GEMMs with B given as (K, N): N fills whole 64-column panels of B (partial: one panel in part).
 HOPPER_TILES_NN = Shapes({"M": 256, "N": 256, "K": 256}, {"M": 200, "N": 136, "K": 136})
 
+#: The attention lineage's rungs: two batch-heads of two 64-row query blocks and 64-key tiles; partial: S = 100 (the
+#: second query block and key tile partial).
+ATTENTION_TILES = Shapes({"BH": 2, "S": 128}, {"BH": 2, "S": 100})
+
 #: Blocks of the persistent library rungs: one per SM of an H100 SXM / H200, as on the GPU they are measured, gated
 #: and walked on (session 5: at the 3 blocks they once had, so that blocks walk several tiles at interpreter sizes, a
 #: GPU and the cost model put the persistent rung ~40x slower at 4096^3 and KLineage mined its step as 0.02x). The
@@ -1063,6 +1078,36 @@ WORKLOADS: tuple[Workload, ...] = (
         tolerance=1e-3,
         params={"C": CONV_CHANNELS},
         rung=Rung("conv", "cp_async_pipeline", "a multi-stage cp.async pipeline: the next K steps load during the MMA"),
+    ),
+    # -- the attention lineage (docs/attention.md, "The lineage"): forward attention with the online softmax in every
+    # rung, each adding one mechanism to the one before it
+    Workload(
+        "attention_naive",
+        "attention forward (bf16 in, f32 out), one thread per query row: scores, running max and sum, and P V from "
+        "global memory, FMA in f32, online softmax over 4-key tiles",
+        ATTENTION,
+        attention_lineage.attention_naive,
+        ATTENTION_TILES,
+        tolerance=1e-4,  # P stays in f32
+        rung=Rung(
+            "attention",
+            "naive_fma",
+            "one thread per query row; Q, K and V from global memory; FMA in f32; online softmax",
+        ),
+    ),
+    Workload(
+        "attention_smem_tiled",
+        "attention_naive with the block's Q rows and each key tile's K and V staged in shared memory between "
+        "barriers, S^T and O^T as 8x4 register micro-tiles of FMAs per thread, P^T through shared memory in f32",
+        ATTENTION,
+        attention_lineage.attention_smem_tiled,
+        ATTENTION_TILES,
+        tolerance=1e-4,
+        rung=Rung(
+            "attention",
+            "smem_tiling",
+            "Q, K and V tiles staged in shared memory between barriers; register micro-tiles",
+        ),
     ),
 )
 

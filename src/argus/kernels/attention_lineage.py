@@ -1,0 +1,180 @@
+"""The attention lineage's lower rungs (issue #22, docs/attention.md "The lineage"): one forward attention, each rung a
+verified library kernel adding one mechanism to the rung before it, as the GEMM and convolution ladders' first rungs
+do (`argus.kernels.gemm`, `argus.kernels.conv_lineage`), so that KLineage can walk it and mine attention skills.
+Every rung computes, per batch-head h,
+
+    O[h] = softmax(Q[h] K[h]^T / sqrt(D)) V[h]
+
+for Q, K, V (BH, S, D) in bf16 or f16 (IN) and O in f32, non-causal, any sequence length S: key positions past S are
+masked out of every row (their scores are -inf before the row maximum, so they weigh 0) and query rows past S are not
+stored. Every rung runs the same online softmax over key tiles of BN keys (FlashAttention's: a running row maximum m
+and row sum l in the log2 domain, the accumulator rescaled by exp2(m_old - m_new) whenever the maximum grows, O / l at
+the end), so that consecutive rungs differ by the one mechanism the vocabulary names (`argus.lineage.mechanisms`):
+
+1. `attention_naive` — one thread per query row: its scores, their maximum and sum, and P V from global memory
+   (Q, K and V read straight into registers), FMA in f32, P kept in f32;
+2. `attention_smem_tiled` — the block's Q rows and each key tile's K and V staged in shared memory between barriers,
+   every thread computing a register micro-tile of S and of O with FMAs (of the transposed problem, S^T = K Q^T,
+   see the kernel); P goes through shared memory (in f32) to become an operand of P V.
+
+Not built yet: the `mma.sync` rung (ldmatrix and mma.sync for S = Q K^T and O += P V). The Hopper rungs above it
+(TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a persistent scheduler) are
+`argus.kernels.attention.flash_attention`, whose mechanisms are there at once: splitting it into rungs is the
+lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
+
+from __future__ import annotations
+
+import argus
+import argus.lang as T
+from argus.kernels.attention import LOG2E
+from argus.lang.errors import DSLError
+from argus.layout import Layout
+
+QKV_SHAPE = lambda D: ("BH", "S", D)  # noqa: E731 - (batch * heads, sequence, head dim)
+
+
+def head_dim(D: int, *blocks: int) -> int:  # noqa: N803
+    """D itself, refused unless it is a positive multiple of every block that walks it."""
+    if not isinstance(D, int) or D < 1 or any([D % b for b in blocks]):
+        multiples = " and ".join([str(b) for b in sorted(set(blocks))])
+        raise DSLError("DSL_BAD_PARAM", f"D (the head dim) must be a positive multiple of {multiples}, not {D!r}")
+    return D
+
+
+# --- rung 1: one thread per query row ---------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
+def attention_naive(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 4,
+    BK: int = 8,
+    BD: int = 8,
+    IN: str = "bf16",
+):
+    """Rung 1 (see the module docstring): thread r of a block owns query row bm * BM + r. For each key tile j of BN
+    keys it accumulates the row's BN scores from its Q row and the tile's keys, read from global memory BK columns at
+    a time, updates the row's running maximum and sum, and adds P V to its D accumulators, BD columns at a time (V
+    read from global memory into f32 registers)."""
+    head_dim(D, BK, BD)
+    scale_log2 = LOG2E / D**0.5
+    rows = (BM, 1)  # thread groups: one thread per row
+    with T.grid(T.cdiv(S, BM), BH, threads=BM) as (bm, bh):
+        qk = T.fma_atom(Q.dtype, T.f32)
+        pv = T.fma_atom(T.f32, T.f32)
+        s = T.alloc_fragment((BM, BN), T.f32, mma=qk, groups=rows)  # the row's BN scores
+        rQ = T.alloc_fragment((BM, BK), Q.dtype, mma=qk, operand="A", groups=rows)  # BK columns of its Q row
+        rK = T.alloc_fragment((BK, BN), Q.dtype, mma=qk, operand="B", groups=rows)  # the tile's keys, BK columns
+        rP = T.alloc_fragment((BM, BN), T.f32, mma=pv, operand="A", groups=rows)  # the row's probabilities
+        rV = T.alloc_fragment((BN, BD), T.f32, mma=pv, operand="B", groups=rows)  # BD columns of the tile's values
+        o = [T.alloc_fragment((BM, BD), T.f32, mma=pv, groups=rows) for _ in range(D // BD)]  # O, BD columns each
+        m = T.alloc_reduced(s, axis=1)  # running row maximum (log2 domain)
+        l = T.alloc_reduced(s, axis=1)  # running row sum  # noqa: E741
+        for oc in o:
+            T.fill(oc, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        for j in T.serial(T.cdiv(S, BN)):
+            T.fill(s, 0.0)
+            for kd in range(D // BK):  # S = Q K^T, BK columns of the head dim at a time
+                T.copy(Q.tile((bh, bm, kd), (None, BM, BK)), rQ)
+                T.copy(K.tile((bh, j, kd), (None, BN, BK)).T, rK)  # keys past S read 0 (masked below)
+                T.gemm(rQ, rK, s)
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+            T.copy(m_new, m)
+            T.copy(p, rP)  # the thread's own row: the accumulator's elements are the A operand's
+            for c, oc in enumerate(o):  # O = O * alpha + P V, BD columns at a time
+                T.copy(V.tile((bh, j, c), (None, BN, BD)), rV)  # values past S read 0 (their P is 0)
+                T.copy(oc * alpha[:, None], oc)
+                T.gemm(rP, rV, oc)
+        for c, oc in enumerate(o):
+            T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))
+
+
+# --- rung 2: shared-memory tiling -------------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
+def attention_smem_tiled(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 8,
+    GM: int = 8,
+    GN: int = 16,
+    IN: str = "bf16",
+):
+    """`attention_naive` plus shared-memory tiling: the block's BM query rows are staged in shared memory once, and
+    each key tile's K and V rows (BN of them) once per tile, between barriers; each thread computes a register
+    micro-tile of the scores and of O with FMAs from the rows and columns it reads there (every K and V element
+    fetched from global memory once per block instead of once per thread).
+
+    The block computes the transposed problem, S^T = K Q^T (keys x queries) and O^T = V^T P^T, over a (GM, GN) grid
+    of thread groups: the GM threads that share a query's column are consecutive lanes of one warp (the FMA tiling
+    numbers threads along M first), so the query's maximum and sum combine by shuffles, and O^T's columns are held by
+    the same threads as S^T's, so the statistics rescale them in place. P^T goes through shared memory in f32 (a
+    thread's O^T micro-tile needs whole columns of it); Q and V are staged transposed, so that every operand is read
+    along its contiguous dimension."""
+    head_dim(D, BK, GM)
+    scale_log2 = LOG2E / D**0.5
+    groups = (GM, GN)
+    with T.grid(T.cdiv(S, BM), BH, threads=GM * GN) as (bm, bh):
+        sQt = T.alloc_shared((D, BM), Q.dtype)  # (D, BM): Q^T, query-contiguous
+        sK = T.alloc_shared((BN, D), Q.dtype, layout=Layout((BN, D), (1, BN)))  # (BN, D), key-contiguous
+        sVt = T.alloc_shared((D, BN), Q.dtype, layout=Layout((D, BN), (1, D)))  # (D, BN): V^T, dim-contiguous
+        sPt = T.alloc_shared((BN, BM), T.f32)  # (BN, BM): P^T, query-contiguous
+        qk = T.fma_atom(Q.dtype, T.f32)
+        pv = T.fma_atom(T.f32, T.f32)
+        st = T.alloc_fragment((BN, BM), T.f32, mma=qk, groups=groups)  # S^T: (BN / GM, BM / GN) per thread
+        rK = T.alloc_fragment((BN, BK), Q.dtype, mma=qk, operand="A", groups=groups)
+        rQ = T.alloc_fragment((BK, BM), Q.dtype, mma=qk, operand="B", groups=groups)
+        ot = T.alloc_fragment((D, BM), T.f32, mma=pv, groups=groups)  # O^T: (D / GM, BM / GN) per thread
+        rV = T.alloc_fragment((D, BK), T.f32, mma=pv, operand="A", groups=groups)
+        rP = T.alloc_fragment((BK, BM), T.f32, mma=pv, operand="B", groups=groups)
+        m = T.alloc_reduced(st, axis=0)  # each query's running maximum (log2 domain), held by its column's threads
+        l = T.alloc_reduced(st, axis=0)  # each query's running sum  # noqa: E741
+        T.fill(ot, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        T.copy(Q.tile((bh, bm, 0), (None, BM, D)).T, sQt)  # rows past S read 0 (never stored)
+        for j in T.serial(T.cdiv(S, BN)):
+            T.copy(K.tile((bh, j, 0), (None, BN, D)), sK)  # keys past S read 0 (masked below)
+            T.copy(V.tile((bh, j, 0), (None, BN, D)).T, sVt)  # values past S read 0 (their P is 0)
+            T.barrier()
+            T.fill(st, 0.0)
+            for kd in range(D // BK):  # S^T = K Q^T, BK columns of the head dim at a time
+                T.copy(sK.window((0, kd * BK), (BN, BK)), rK)
+                T.copy(sQt.window((kd * BK, 0), (BK, BM)), rQ)
+                T.gemm(rK, rQ, st)
+            x = T.where(T.index(st, 0) + j * BN < S, st * scale_log2, float("-inf"))
+            m_new = T.maximum(T.reduce_max(x, axis=0), m)  # combined over the column's GM lanes by shuffles
+            p = T.exp2(x - m_new[None, :])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[1] == mt[0]) & (pt[1] // BM == bm), p, m_new[None, :])
+            T.copy(l * alpha + T.reduce_sum(p, axis=0), l)
+            T.copy(m_new, m)
+            T.copy(ot * alpha[None, :], ot)  # O^T's columns are held by the threads of S^T's
+            T.copy(p, sPt)
+            T.barrier()  # P^T in place
+            for kd in range(BN // BK):  # O^T += V^T P^T, BK keys at a time
+                T.copy(sVt.window((0, kd * BK), (D, BK)), rV)
+                T.copy(sPt.window((kd * BK, 0), (BK, BM)), rP)
+                T.gemm(rV, rP, ot)
+            T.barrier()  # sK, sVt and sPt may be overwritten from here on
+        T.copy(ot / l[None, :], O.tile((bh, bm, 0), (None, BM, D)).T)
