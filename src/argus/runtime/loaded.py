@@ -150,8 +150,11 @@ class LoadedKernel:
             return prepared
         binding = self.bind(*tensors)
         target = self._for(binding)
-        if target is not self:
-            return target.prepare(*tensors, stream=stream, dependent=dependent)
+        if target is not self:  # the 64-bit variant's launch, kept under this call's signature too
+            prepared = target.prepare(*tensors, stream=stream, dependent=dependent)
+            if key is not None:
+                self._remember(key, prepared)
+            return prepared
         binding = self._resolve_device(binding)
         maps: tuple[bytes, ...] = ()
         if binding.tensor_maps:
@@ -161,10 +164,13 @@ class LoadedKernel:
                 maps = tuple(encode(spec, self.name) for spec in binding.tensor_maps)
         prepared = PreparedLaunch(self, binding, self._stream(binding, stream), maps, dependent)
         if key is not None:
-            if len(self._prepared) >= _PREPARED_CACHE:
-                self._prepared.pop(next(iter(self._prepared)))
-            self._prepared[key] = prepared
+            self._remember(key, prepared)
         return prepared
+
+    def _remember(self, key: tuple, prepared: PreparedLaunch) -> None:
+        if len(self._prepared) >= _PREPARED_CACHE:
+            self._prepared.pop(next(iter(self._prepared)))
+        self._prepared[key] = prepared
 
     def __call__(self, *tensors: Any, stream: Any = None) -> None:
         """Launch on `tensors` (torch CUDA tensors or ``__cuda_array_interface__`` objects) in parameter
