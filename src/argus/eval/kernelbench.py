@@ -201,9 +201,7 @@ def run_selection(store_path: Path | str, run_id: str) -> list[int] | None:
     resumed run without ``--only`` continues those and no others. A run recorded before runs kept their ``ids``: the
     ids of the problems it has results for. `TaskError` ``TASK_KERNELBENCH_RESUME`` when the store has no such run."""
     with ResultStore(store_path) as store:
-        run = next((r for r in store.runs() if r["id"] == run_id), None)
-        if run is None or run["kind"] != "kernelbench":
-            raise TaskError("TASK_KERNELBENCH_RESUME", f"{store.path} has no KernelBench run {run_id!r}")
+        run = _kernelbench_run(store, run_id)
         if "ids" in run["meta"]:
             ids = run["meta"]["ids"]
             return None if ids is None else [int(i) for i in ids]
@@ -216,9 +214,9 @@ def run_selection(store_path: Path | str, run_id: str) -> list[int] | None:
         return sorted(found) or None
 
 
-def resumed_rows(store: ResultStore, run_id: str, level: int) -> dict[str, dict[str, Any]]:
-    """The problems' entries (``{"row", "gate"}``) already recorded for the KernelBench run `run_id`, by problem key;
-    `TaskError` ``TASK_KERNELBENCH_RESUME`` when the store has no such run of this level."""
+def _kernelbench_run(store: ResultStore, run_id: str) -> dict[str, Any]:
+    """The KernelBench run `run_id` of `store`; `TaskError` ``TASK_KERNELBENCH_RESUME`` naming the store's runs when
+    it has no such run."""
     run = next((r for r in store.runs() if r["id"] == run_id), None)
     if run is None or run["kind"] != "kernelbench":
         known = [r["id"] for r in store.runs() if r["kind"] == "kernelbench"]
@@ -227,6 +225,13 @@ def resumed_rows(store: ResultStore, run_id: str, level: int) -> dict[str, dict[
             f"{store.path} has no KernelBench run {run_id!r}"
             + (f" (its KernelBench runs: {', '.join(known[-5:])})" if known else " (it has no KernelBench run)"),
         )
+    return run
+
+
+def resumed_rows(store: ResultStore, run_id: str, level: int) -> dict[str, dict[str, Any]]:
+    """The problems' entries (``{"row", "gate"}``) already recorded for the KernelBench run `run_id`, by problem key;
+    `TaskError` ``TASK_KERNELBENCH_RESUME`` when the store has no such run of this level."""
+    run = _kernelbench_run(store, run_id)
     if run["meta"].get("level") not in (None, level):
         raise TaskError(
             "TASK_KERNELBENCH_RESUME",

@@ -214,17 +214,29 @@ READ_ELEMENT: Any = _ElementReader()
 
 
 def elements(e: Any) -> list[Element]:
-    """The `Element` reads in `e` (an expression or an int), outermost first."""
-    if isinstance(e, Element):
-        out = [e]
-        for i in e.index:
-            out += elements(i)
-        return out
-    if isinstance(e, BinOp):
-        return elements(e.lhs) + elements(e.rhs)
-    if isinstance(e, Select):
-        return elements(e.cond) + elements(e.if_true) + elements(e.if_false)
-    return []
+    """The `Element` reads in `e` (an expression or an int), outermost first, each shared subexpression visited once
+    (inlined ``T.let`` chains make an expression a DAG: a tree walk would take exponential time)."""
+    out: list[Element] = []
+    seen: set[int] = set()
+
+    def visit(x: Any) -> None:
+        if not isinstance(x, Expr) or id(x) in seen:
+            return
+        seen.add(id(x))
+        if isinstance(x, Element):
+            out.append(x)
+            for i in x.index:
+                visit(i)
+        elif isinstance(x, BinOp):
+            visit(x.lhs)
+            visit(x.rhs)
+        elif isinstance(x, Select):
+            visit(x.cond)
+            visit(x.if_true)
+            visit(x.if_false)
+
+    visit(e)
+    return out
 
 
 def as_expr(x: Any) -> Expr:

@@ -9,6 +9,7 @@ their methods, so the checks run (and are tested) with stand-in objects.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -155,12 +156,9 @@ def wide_tensor(infos: Sequence[TensorInfo], names: Sequence[str]) -> str | None
     """The first tensor argument (``"X (3200000000 elements)"``) whose elements a kernel with 32-bit global offsets
     cannot address (more than `NARROW_ELEMENTS` elements, or a span in memory that long), or None."""
     for info, name in zip(infos, names, strict=True):
-        count = 1
-        for n in info.shape:
-            count *= n
-        span = info.nbytes_span // max(info.itemsize, 1)
-        if max(count, span) > NARROW_ELEMENTS:
-            return f"{name} ({max(count, span)} elements)"
+        count = max(math.prod(info.shape), info.nbytes_span // max(info.itemsize, 1))
+        if count > NARROW_ELEMENTS:
+            return f"{name} ({count} elements)"
     return None
 
 

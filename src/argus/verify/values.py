@@ -22,7 +22,7 @@ from typing import Any
 
 import z3
 
-from argus.ir.expr import BinOp, Element, Expr, Select
+from argus.ir.expr import Expr, elements
 from argus.ir.nodes import Kernel, ValueAssumption
 from argus.verify import smt
 
@@ -83,21 +83,10 @@ def undeclared(kernel: Kernel, exprs: list[Any]) -> list[str]:
     """The names of the tensors whose elements `exprs` read and about whose contents `kernel` declares nothing."""
     declared = {id(va.tensor) for va in kernel.value_assumptions}
     names: list[str] = []
-    seen: set[int] = set()
-    todo = [e for e in exprs if isinstance(e, Expr)]
-    while todo:  # a DAG (inlined T.let chains share subexpressions): each node once
-        e = todo.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, Element):
-            if id(e.buffer) not in declared and e.buffer.name not in names:
-                names.append(e.buffer.name)
-            todo.extend(i for i in e.index if isinstance(i, Expr))
-        elif isinstance(e, BinOp):
-            todo += [e.lhs, e.rhs]
-        elif isinstance(e, Select):
-            todo += [e.cond, e.if_true, e.if_false]
+    for e in exprs:
+        for read in elements(e):
+            if id(read.buffer) not in declared and read.buffer.name not in names:
+                names.append(read.buffer.name)
     return names
 
 
@@ -110,21 +99,8 @@ def facts(kernel: Kernel, env: dict[Any, Any], terms: list[Any]) -> list[Any]:
 
 
 def reads_data(e: Expr) -> bool:
-    """Whether `e` reads an element of a tensor (a DAG walk: each shared node once)."""
-    seen: set[int] = set()
-    todo: list[Any] = [e]
-    while todo:
-        x = todo.pop()
-        if not isinstance(x, Expr) or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, Element):
-            return True
-        if isinstance(x, BinOp):
-            todo += [x.lhs, x.rhs]
-        elif isinstance(x, Select):
-            todo += [x.cond, x.if_true, x.if_false]
-    return False
+    """Whether `e` reads an element of a tensor."""
+    return bool(elements(e))
 
 
 def witness_data(kernel: Kernel, model: Any, terms: list[Any]) -> dict[str, int]:
