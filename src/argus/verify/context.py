@@ -49,8 +49,8 @@ class Context:
     #: release after the loop: id(barrier buffer) -> the ids of those two arrive statements; each iteration of the
     #: pipeline is released by exactly one of them (the arrive-count check counts them as one arrival)
     tail_releases: dict[int, frozenset[int]] = field(default_factory=dict)
-    #: the tile-order lemmas of exactly-once (`checks/tiles.py`), by (id(site), id(site), id(tensor)): (proved, why)
-    tile_lemmas: dict[tuple[int, int, int], tuple[bool, str]] = field(default_factory=dict)
+    #: the tile-order lemmas of exactly-once (`checks/tiles.py`, a `tiles.Lemma`), by (id(site), id(site), id(tensor))
+    tile_lemmas: dict[tuple[int, int, int], Any] = field(default_factory=dict)
     pin_searches: int = 0  # solver-undecided queries searched for a deciding pin so far (`argus.verify.blame`)
 
     def __post_init__(self) -> None:
@@ -157,7 +157,13 @@ class Context:
         to read and to replay); falls back to any model."""
         model = s.model()
         for bound_shape, bound_block in ((256, 1), (1024, 4), (4096, 64)):
-            s.push()
+            try:
+                s.push()
+            except z3.Z3Exception:
+                # a query whose first check ran a non-incremental tactic (seen on bit-vectors with tensor data:
+                # "operator distinct not supported ... before invoking translator") takes no more assertions: its
+                # model stands
+                return model
             s.add(*[z3.ULE(t, bound_shape) for v, t in self.shape_terms.items() if v.name not in self.pinned])
             s.add(*[z3.ULE(t, bound_block) for t in self.block_terms.values()])
             s.add(*[z3.ULE(t, bound_block) for t in self.loop_terms])

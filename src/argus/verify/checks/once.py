@@ -17,7 +17,10 @@ unknown.
 * **Tile orders.** Where a window origin divides by a problem size (a persistent kernel's `T.tile_order`), the pair
   query goes through the tile-order lemma (`checks/tiles.py`): distinct tile numbers give windows that share no
   element in the dividing dimensions (proved once per store site), so two instances writing one element have one
-  tile number, a linear question. An unproved lemma is never assumed (a sampled collision is the witness).
+  tile number, a linear question. An unproved lemma is never assumed (a sampled collision is the witness). An order
+  placed through tensor data (the MoE grouped kernels' expert search) is proved the same way, with the search's facts
+  proved first (`checks/tiles.py`, "orders over data"); where that lemma has a model, its sizes and tile numbers are
+  tried on the exact encoding for a witness.
 * **Output, within a block.** A store site whose window moves with a loop variable (its origin depends on it) must
   not write one element in two iterations that differ in such a variable (``Y.tile((bm, j // 2))``: iterations 2i
   and 2i + 1 write one tile, the first value is lost). A window that does not move with a loop is an overwrite by
@@ -438,25 +441,30 @@ def _by_tile_number(
     key = (id(sa), id(sb), id(buffer))
     if key not in ctx.tile_lemmas:
         ctx.tile_lemmas[key] = tiles.prove(ctx.kernel, buffer, dims, (split_a, ra), (split_b, rb))
-    proved, why = ctx.tile_lemmas[key]
-    if not proved:
-        why = f"that the tile order gives distinct tiles for distinct tile numbers was not proved: {why}"
-        hit = tiles.collision(ctx.kernel, buffer, dims, (split_a, ra), (split_b, rb))
-        if hit is None:
-            return None, why
-        # two tile numbers give one tile at sample sizes: the instances that have them, if the launch has them
-        sizes, n1, n2 = hit
+    lemma: tiles.Lemma = ctx.tile_lemmas[key]
+    if not lemma.proved:
+        why = f"that the tile order gives distinct tiles for distinct tile numbers was not proved: {lemma.why}"
         ta = smt.val(smt.evaluate(split_a.number, env_a))
         tb = smt.val(smt.evaluate(split_b.number, env_b))
-        pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
-        exact = [*base, _inside(ra, element, env_a), _inside(rb, element, env_b), *pins, ta == n1, tb == n2]
-        witness = _solve(ctx, exact, twice)
-        if witness.verdict == Verdict.VIOLATED:
-            return witness, "two tile numbers give one tile"
-        return (
-            None,
-            f"{why} (tile numbers {n1} and {n2} give one tile at {_text({v.name: n for v, n in sizes.items()})})",
-        )
+        exact = [*base, _inside(ra, element, env_a), _inside(rb, element, env_b)]
+        hits = []
+        hit = tiles.collision(ctx.kernel, buffer, dims, (split_a, ra), (split_b, rb))
+        if hit is not None:  # two tile numbers give one tile at sample sizes
+            hits.append(hit)
+        if lemma.sizes is not None and lemma.numbers is not None and split_a.selector is not None:
+            # the lemma's model over free selectors (experts): a witness where the kernel's own search, at its sizes
+            # and tile numbers, reaches it for some data the declarations allow (checked on the exact encoding)
+            hits.append((lemma.sizes, *lemma.numbers))
+        for sizes, n1, n2 in hits:
+            # the instances that have those tile numbers, if the launch has them
+            pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
+            witness = _solve(ctx, [*exact, *pins, ta == n1, tb == n2], twice)
+            if witness.verdict == Verdict.VIOLATED:
+                return witness, "two tile numbers give one tile"
+        if hit is not None:
+            sizes, n1, n2 = hit
+            why += f" (tile numbers {n1} and {n2} give one tile at {_text({v.name: n for v, n in sizes.items()})})"
+        return None, why
     moving = [lp.var for lp in sa.loops if any(depends_on(o, lp.var) for o in ra.origin)] if sa is sb else []
     pair = (sa, ra, split_a), (sb, rb, split_b)
     proved, why, _ = tiles.one_number_only(ctx.kernel, buffer, dims, *pair, moving)

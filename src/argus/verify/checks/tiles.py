@@ -18,6 +18,28 @@ question splits in two:
   have equal tile numbers, so "two instances write one element" becomes "two distinct instances have one tile number
   (and overlap in the other dimensions)", linear in the block and loop indices.
 
+**Orders over data (an expert's tiles).** The MoE grouped kernels place tile number ``u`` through data: the expert
+``g`` whose cumulative row-tile count ``tiles[g]`` first exceeds ``t = u // tiles_n`` (a binary search, one
+``T.let`` per step), then the grouped order over that expert's ``tiles[g] - tiles[g-1]`` row tiles, rows from
+``offs[g-1]``, bounded by ``offs[g]``. Stated in one query, the search's data and the order's divisions by a
+data-dependent count are not decided. `select` abstracts the *selector* (the smallest expression of the tile number
+that reads data and leaves every other read at an index of the sizes and the selector: ``g``) by a free value, and
+the lemma is proved in three parts, each over the kernel's own expressions:
+
+1. *The selector's facts*, per tile number (`_Lemma.selector_facts`): guesses (`candidates`: each element read at an
+   index inside its tensor; each argument of the search against each term of the data the windows read) proved
+   together, with the selector defined as the search the site computes and the data as the kernel declares it
+   (``T.assume_values``, instantiated on the element terms, as in `argus.verify.values`); a guess a model falsifies
+   is dropped (Houdini). For the library: ``0 <= g < E``, ``tiles[g-1] <= t < tiles[g]``.
+2. *The pair with one selector* (two tile numbers of one expert): the tile order over the expert's count, with the
+   facts of (1) for each number, as for sizes.
+3. *The pair with two selectors* (different experts): linear, the windows' bounds and the declared order of the data
+   (``offs[g_a] <= offs[g_b - 1]``) keep them apart.
+
+(2) and (3) are the two cases of one pair query (``g_a == g_b`` and ``g_a != g_b``), both unsat for a proof. A
+selector that is a free value with proved facts over-approximates the search: a proof holds for the kernel; a model
+does not (the caller pins its sizes and tile numbers on its exact encoding for a witness).
+
 The integers stand for the verifier's 32-bit values under its stated bound (problem sizes up to 2^20, every
 intermediate value below 2^30, `docs/verify.md` §7): there the two agree. Where no tile number is found, or the lemma
 is not proved (unknown, or false: a tile order that maps two numbers to one tile), the caller falls back to the direct
@@ -26,16 +48,19 @@ query and its witness search; the lemma is never assumed.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 
-from argus.ir.expr import FOLD, BinaryOp, BinOp, Const, Expr, Select, Var, VarKind, free_vars
+from argus.ir.expr import FOLD, BinaryOp, BinOp, Const, Element, Expr, Select, Var, VarKind, elements, free_vars
 from argus.ir.nodes import Buffer, Kernel, TileRef
+from argus.ir.types import boolean
 from argus.verify import smt
 from argus.verify.program import Site
+from argus.verify.values import applications
 
 #: Z3's budget (deterministic units) for one lemma; the library's orders take well under a tenth of it.
 LEMMA_RLIMIT = 5_000_000
@@ -43,12 +68,17 @@ LEMMA_RLIMIT = 5_000_000
 
 @dataclass(frozen=True)
 class Split:
-    """A store site's window origins as a function of its tile number."""
+    """A store site's window origins as a function of its tile number (and, where they read tensor data through an
+    index computed from it, of a *selector*: `select`)."""
 
     number: Expr  # the tile number t, as the site computes it from its block and loop indices
     tau: Var  # the free tile number standing for t
     origins: dict[int, Expr | int]  # dimension -> its origin with tau for t, where that reads only tau and the sizes
     guards: tuple[tuple[Expr, bool], ...]  # the site's branch conditions that read only tau and the sizes
+    bounds: dict[int, Expr | int] = field(default_factory=dict)  # dimension -> the window's bound there (TileRef.bound)
+    selector: Var | None = None  # a free value standing for `chosen` (an expert found by a search over the data)
+    chosen: Expr | None = None  # the selector as the site computes it from tau (and the data it searches)
+    facts: tuple[Expr, ...] = ()  # facts of tau and the selector, each proved for the site (`selector_facts`)
 
 
 def hard_dims(ref: TileRef) -> set[int]:
@@ -64,6 +94,8 @@ def _hard(e: Any) -> bool:
         return _hard(e.lhs) or _hard(e.rhs)
     if isinstance(e, Select):
         return _hard(e.cond) or _hard(e.if_true) or _hard(e.if_false)
+    if isinstance(e, Element):
+        return any(_hard(i) for i in e.index)
     return False
 
 
@@ -87,6 +119,8 @@ class _Keys:
                 k = ("bin", e.op, self(e.lhs), self(e.rhs))
             elif isinstance(e, Select):
                 k = ("sel", self(e.cond), self(e.if_true), self(e.if_false))
+            elif isinstance(e, Element):
+                k = ("element", id(e.buffer), *(self(i) for i in e.index))
             else:
                 k = ("other", id(e))
             self.memo[id(e)] = k
@@ -104,16 +138,26 @@ def _subexprs(e: Any, out: dict[int, Expr]) -> None:
     elif isinstance(e, Select):
         for c in (e.cond, e.if_true, e.if_false):
             _subexprs(c, out)
+    elif isinstance(e, Element):
+        for i in e.index:
+            _subexprs(i, out)
+
+
+def _children(e: Any) -> tuple[Any, ...]:
+    if isinstance(e, BinOp):
+        return (e.lhs, e.rhs)
+    if isinstance(e, Select):
+        return (e.cond, e.if_true, e.if_false)
+    if isinstance(e, Element):
+        return tuple(e.index)
+    return ()
 
 
 def _size(e: Any, memo: dict[int, int]) -> int:
     if not isinstance(e, Expr):
         return 1
     if id(e) not in memo:
-        kids = (
-            (e.lhs, e.rhs) if isinstance(e, BinOp) else (e.cond, e.if_true, e.if_false) if isinstance(e, Select) else ()
-        )
-        memo[id(e)] = 1 + sum(_size(c, memo) for c in kids)
+        memo[id(e)] = 1 + sum(_size(c, memo) for c in _children(e))
     return memo[id(e)]
 
 
@@ -132,6 +176,9 @@ def _replace(e: Any, key: Any, by: Var, keys: _Keys, memo: dict[int, Any]) -> An
         parts = [_replace(c, key, by, keys, memo) for c in (e.cond, e.if_true, e.if_false)]
         same = all(p is c for p, c in zip(parts, (e.cond, e.if_true, e.if_false), strict=True))
         out = e if same else Select(*parts, dtype=e.dtype)
+    elif isinstance(e, Element):
+        index = tuple(_replace(i, key, by, keys, memo) for i in e.index)
+        out = e if all(a is b for a, b in zip(index, e.index, strict=True)) else Element(e.buffer, index, e.dtype)
     else:
         out = e
     memo[id(e)] = out
@@ -169,7 +216,60 @@ def split(kernel: Kernel, site: Site, ref: TileRef) -> Split | None:
             cond = _replace(branch.cond, key, tau, keys, memo)
             if isinstance(cond, Expr) and free_vars(cond) <= free:
                 guards.append((cond, taken))
-        return Split(number, tau, origins, tuple(guards))
+        bounds: dict[int, Expr | int] = {}
+        for d, b in enumerate(ref.bound or ()):
+            got = _replace(b, key, tau, keys, memo) if b is not None else None
+            if got is not None and (not isinstance(got, Expr) or free_vars(got) <= free):
+                bounds[d] = got
+        out = Split(number, tau, origins, tuple(guards), bounds)
+        if not any(_searched(e, tau) for e in _exprs(out, hard)):
+            return out
+        return select(out, hard, keys)
+    return None
+
+
+def _exprs(split: Split, dims: set[int]) -> list[Any]:
+    """The split's expressions that the lemma reads: the origins of `dims`, the bounds, the guards."""
+    return [split.origins[d] for d in dims] + list(split.bounds.values()) + [c for c, _ in split.guards]
+
+
+def _searched(e: Any, tau: Var) -> bool:
+    """Whether `e` reads tensor data at an index computed from the tile number `tau`."""
+    return any(tau in free_vars(i) for read in elements(e) for i in read.index)
+
+
+def select(split: Split, dims: set[int], keys: _Keys) -> Split | None:
+    """The split with its *selector* abstracted, or None: where the origins (the bounds, the guards) read tensor data at
+    an index computed from the tile number (an expert ``g`` found by a search over the cumulative tile counts, and
+    ``offs[g]``), the smallest expression of the tile number that reads data and leaves every remaining read at an
+    index of the sizes and the selector alone (``g``) becomes a free value. What the lemma may use of it are the facts
+    `selector_facts` proves for the expression the site computes; the rest of the search is not looked at again."""
+    exprs = _exprs(split, dims)
+    tau = split.tau
+    found: dict[int, Expr] = {}
+    for read in (r for e in exprs for r in elements(e)):
+        for i in read.index:
+            _subexprs(i, found)
+    sizes_memo: dict[int, int] = {}
+    candidates = sorted(
+        (e for e in found.values() if tau in free_vars(e) and elements(e)), key=lambda e: _size(e, sizes_memo)
+    )
+    gamma = Var("selector", VarKind.LOOP)
+    for chosen in candidates:
+        memo: dict[int, Any] = {}
+        key = keys(chosen)
+        got = [_replace(e, key, gamma, keys, memo) for e in exprs]
+        reads = [r for e in got for r in elements(e)]
+        if any(tau in free_vars(i) or elements(i) for r in reads for i in r.index):
+            continue
+        return dataclasses.replace(
+            split,
+            origins={d: _replace(o, key, gamma, keys, memo) for d, o in split.origins.items()},
+            guards=tuple((_replace(c, key, gamma, keys, memo), taken) for c, taken in split.guards),
+            bounds={d: _replace(b, key, gamma, keys, memo) for d, b in split.bounds.items()},
+            selector=gamma,
+            chosen=chosen,
+        )
     return None
 
 
@@ -177,15 +277,24 @@ def split(kernel: Kernel, site: Site, ref: TileRef) -> Split | None:
 
 
 class _Ints:
-    """IR expressions as Z3 integers; each quotient and remainder a fresh integer with its definition (`cons`)."""
+    """IR expressions as Z3 integers; each quotient and remainder a fresh integer with its definition (`cons`); each
+    element of tensor data (`Element`) an uninterpreted function of its index, one per tensor (`data`, shared by the
+    encoders of one query)."""
 
     def __init__(
-        self, env: dict[Var, Any], prefix: str, shared: _Ints | None = None, local: Var | None = None, uf: Any = None
+        self,
+        env: dict[Var, Any],
+        prefix: str,
+        shared: _Ints | None = None,
+        local: frozenset[Var] = frozenset(),
+        uf: Any = None,
+        data: dict[int, tuple[Any, Any]] | None = None,
     ) -> None:
         self.env = env
         self.uf = uf  # when given, the product of two non-constants is this uninterpreted function of them
         self.shared = shared  # encodes what does not read `local` (the sizes' terms, one variable for both copies)
         self.local = local
+        self.data: dict[int, tuple[Any, Any]] = (shared.data if shared is not None else {}) if data is None else data
         self.cons: list[Any] = []
         self.prefix = prefix
         self.memo: dict[int, Any] = {}
@@ -209,7 +318,7 @@ class _Ints:
             return z3.IntVal(e)
         if id(e) in self.memo:
             return self.memo[id(e)]
-        if self.shared is not None and isinstance(e, Expr) and self.local not in free_vars(e):
+        if self.shared is not None and isinstance(e, Expr) and not free_vars(e) & self.local:
             return self.shared(e)
         out = self._encode(e)
         self.memo[id(e)] = out
@@ -233,6 +342,13 @@ class _Ints:
             if z3.is_bool(x) != z3.is_bool(y):
                 x, y = self.int_(e.if_true), self.int_(e.if_false)
             return z3.If(c, x, y)
+        if isinstance(e, Element):
+            got = self.data.get(id(e.buffer))
+            if got is None:
+                sorts = [z3.IntSort()] * (len(e.index) + 1)
+                got = (e.buffer, z3.Function(f"data.{e.buffer.name}", *sorts))
+                self.data[id(e.buffer)] = got
+            return got[1](*[self.int_(i) for i in e.index])
         if not isinstance(e, BinOp):
             raise smt.EncodingError(f"cannot encode {e!r} in the tile-order lemma")
         op = e.op
@@ -294,6 +410,8 @@ class _Ints:
 FACT_RLIMIT = 5_000_000
 #: The budget of the same fact tried first with products as free functions (linear consequences of known facts).
 QUICK_RLIMIT = 300_000
+#: The budget of one round of the selector's facts (`_Lemma.selector_facts`): the search, its data and the candidates.
+SELECT_RLIMIT = 20_000_000
 
 
 def _value(e: Any, env: dict[Var, int], memo: dict[int, Any]) -> Any:
@@ -336,14 +454,53 @@ class _Lemma:
                 pass  # an assumption the integers do not express is left out: a weaker hypothesis
 
     def number(self, split: Split, name: str) -> tuple[Any, _Ints, list[Any]]:
-        """A tile number of `split` as an integer, its encoder, and its hypotheses (non-negative, the guards)."""
+        """A tile number of `split` as an integer, its encoder, and its hypotheses (non-negative, the guards, the
+        selector's proved facts)."""
         t = z3.Int(f"tile_number.{name}")
-        enc = _Ints({**self.sizes, split.tau: t}, f"lemma.{name}", self.ints, split.tau, self.uf)
+        env = {**self.sizes, split.tau: t}
+        local = {split.tau}
+        if split.selector is not None:
+            env[split.selector] = z3.Int(f"selector.{name}")
+            local.add(split.selector)
+        enc = _Ints(env, f"lemma.{name}", self.ints, frozenset(local), self.uf)
         hyp = [t >= 0]
         for cond, taken in split.guards:
             c = enc.bool_(cond)
             hyp.append(c if taken else z3.Not(c))
+        hyp += [enc.bool_(f) for f in split.facts]
         return t, enc, hyp
+
+    def closed(self, terms: list[Any], *encs: _Ints, mentioned: list[Any] | None = None) -> list[Any]:
+        """`terms` with the definitions of their quotients and remainders and the instances of what the kernel
+        declares of its tensors' data (`T.assume_values`) on the elements they (and `mentioned`, terms not asserted)
+        read, as `argus.verify.values` does for the bit-vector queries: the range per element, the order per pair of
+        elements of one tensor."""
+        ranges = []
+        for va in self.kernel.value_assumptions:
+            got = self.ints.data.get(id(va.tensor))
+            if got is not None:
+                lo = None if va.lo is None else self.ints.int_(va.lo)
+                hi = None if va.hi is None else self.ints.int_(va.hi)
+                dims = [self.ints.int_(d) for d in va.tensor.shape]
+                ranges.append((va, got[1], lo, hi, dims))
+        body = [*terms, *self.ints.cons, *(c for enc in encs for c in enc.cons)]
+        out = list(body)
+        for va, function, lo, hi, dims in ranges:
+            apps = applications(function, [*body, *(mentioned or ())])
+
+            def inside(app: Any, dims: list[Any] = dims) -> Any:
+                return z3.And(*[z3.And(app.arg(i) >= 0, app.arg(i) < n) for i, n in enumerate(dims)])
+
+            for app in apps:
+                limits = ([app >= lo] if lo is not None else []) + ([app <= hi] if hi is not None else [])
+                if limits:
+                    out.append(z3.Implies(inside(app), z3.And(*limits)))
+            if va.nondecreasing:
+                for a, b in itertools.combinations(apps, 2):
+                    both = z3.And(inside(a), inside(b))
+                    out.append(z3.Implies(z3.And(both, a.arg(0) <= b.arg(0)), a <= b))
+                    out.append(z3.Implies(z3.And(both, b.arg(0) <= a.arg(0)), b <= a))
+        return out
 
     def refuted(self, split: Split, cond: Expr) -> bool:
         """Whether `cond` is false at one of a few sample sizes and tile numbers that the kernel and the site allow
@@ -384,8 +541,40 @@ class _Lemma:
         facts = [enc.bool_(k) for k in known]
         s = z3.Solver()
         s.set("rlimit", rlimit)
-        s.add(*self.cons, *hyp, *facts, z3.Not(c), *self.ints.cons, *enc.cons)
+        s.add(*self.closed([*self.cons, *hyp, *facts, z3.Not(c)], enc))
         return s.check() == z3.unsat
+
+    def selector_facts(self, split: Split, candidates: list[Expr]) -> tuple[Expr, ...]:
+        """The `candidates` (conditions of the tile number and the selector) that hold for every tile number of the
+        site with the selector the site computes (`Split.chosen`, the search itself, over the data as the kernel
+        declares it): a greatest subset proved together (Houdini: a model of the negated conjunction drops the
+        candidates it falsifies, until the rest is proved)."""
+        if split.selector is None or split.chosen is None:
+            return ()
+        _, enc, hyp = self.number(split, "select")
+        definition = enc.env[split.selector] == enc.int_(split.chosen)
+        conds = [enc.bool_(c) for c in candidates]
+        s = z3.Solver()
+        s.set("rlimit", SELECT_RLIMIT)
+        s.add(*self.closed([*self.cons, *hyp, definition], enc, mentioned=conds))
+        alive = list(range(len(conds)))
+        while alive:
+            s.push()
+            s.add(z3.Not(z3.And(*[conds[i] for i in alive])))
+            r = s.check()
+            if r == z3.unsat:
+                s.pop()
+                break
+            if r != z3.sat:
+                s.pop()
+                return ()
+            m = s.model()
+            keep = [i for i in alive if z3.is_true(m.eval(conds[i], model_completion=True))]
+            s.pop()
+            if len(keep) == len(alive):  # cannot happen (the model falsifies one); stop rather than loop
+                return ()
+            alive = keep
+        return tuple(candidates[i] for i in alive)
 
     def settle(self, split: Split, e: Any, memo: dict[int, Any], known: list[Expr]) -> Any:
         """`e` with every ``min``/``max`` that always picks one side replaced by that side (a clamp of a tile
@@ -416,22 +605,87 @@ class _Lemma:
         return out
 
 
-def prove(
-    kernel: Kernel, buffer: Buffer, dims: list[int], a: tuple[Split, TileRef], b: tuple[Split, TileRef]
-) -> tuple[bool, str]:
+def candidates(split: Split, dims: set[int]) -> list[Expr]:
+    """What `selector_facts` tries to prove of a split with a selector: every element read at an index inside its
+    tensor (the declared order then applies to it), and each *argument* of the search (an expression of the tile
+    number that reads no data, ``t = u // tiles_n``) against each term of the data that the origins, bounds and
+    guards read (``tiles[g - 1] <= t``, ``t < tiles[g]``). Only guesses: each is proved or dropped."""
+    if split.chosen is None:
+        return []
+    keys = _Keys()
+    out: dict[Any, Expr] = {}
+
+    def add(e: Expr) -> None:
+        out.setdefault(keys(e), e)
+
+    exprs = _exprs(split, dims)
+    for read in (r for e in exprs for r in elements(e)):
+        for i, n in zip(read.index, read.buffer.shape, strict=True):
+            add(BinOp(BinaryOp.LE, Const(0), i, boolean))
+            add(BinOp(BinaryOp.LT, i, n if isinstance(n, Expr) else Const(n), boolean))
+    arguments: dict[Any, Expr] = {}
+    terms: dict[Any, Expr] = {}
+    seen: set[int] = set()
+
+    def walk(e: Any, into: dict[Any, Expr], arguments_only: bool) -> None:
+        if not isinstance(e, Expr) or id(e) in seen:
+            return
+        seen.add(id(e))
+        reads, moves = bool(elements(e)), split.tau in free_vars(e)
+        if arguments_only and moves and not reads:
+            into.setdefault(keys(e), e)
+            return
+        if not arguments_only and reads and not moves and e.dtype != boolean:
+            into.setdefault(keys(e), e)
+        for c in _children(e):
+            walk(c, into, arguments_only)
+
+    walk(split.chosen, arguments, True)
+    seen.clear()
+    for e in exprs:
+        walk(e, terms, False)
+    for x in arguments.values():
+        for y in terms.values():
+            add(BinOp(BinaryOp.LE, y, x, boolean))
+            add(BinOp(BinaryOp.LT, x, y, boolean))
+    return list(out.values())
+
+
+@dataclass(frozen=True)
+class Lemma:
+    """The tile-order lemma's answer for a pair of store sites: proved, or why not; when the pair query had a model,
+    its sizes and two tile numbers (where the caller looks for a witness on its exact encoding: with a selector the
+    model is over free experts and proves nothing by itself)."""
+
+    proved: bool
+    why: str
+    sizes: dict[Var, int] | None = None
+    numbers: tuple[int, int] | None = None
+
+
+def prove(kernel: Kernel, buffer: Buffer, dims: list[int], a: tuple[Split, TileRef], b: tuple[Split, TileRef]) -> Lemma:
     """Whether, for all sizes the kernel allows, two distinct tile numbers of the two sites (`a`, `b`) never give
-    windows that share an element of `buffer` in dimensions `dims` (whose origins both splits give); with a reason
-    when not proved.
+    windows that share an element of `buffer` in dimensions `dims` (whose origins both splits give; below their
+    bounds, where the windows have one); with a reason when not proved.
 
     First the facts about one tile number, in nonlinear integer arithmetic: each clamp that never clamps is dropped
     (``min(max(m, 0), tiles_m - 1)`` is ``m`` for every tile number the site has), and each division of a
     non-negative term by a positive one gets its bounds (`_Lemma.settle`).
     Then the pair, with those facts and every product of two non-constants an uninterpreted function (an
     over-approximation: a proof with it is a proof with multiplication): what is left is linear arithmetic and
-    congruence (equal quotients and divisors give equal products)."""
+    congruence (equal quotients and divisors give equal products).
+
+    With selectors (`select`), before all of that the selector's facts (`_Lemma.selector_facts`), which every fact
+    and the pair then assume per tile number; and the pair is two queries, one selector for both tile numbers and
+    two different ones (module docstring)."""
     (sa, ra), (sb, rb) = a, b
     try:
         facts = _Lemma(kernel)
+        if sa.selector is not None or sb.selector is not None:
+            # the selector's facts first (per tile number, the search with its data); then the pair over free selectors
+            same = sb is sa
+            sa = _with_facts(facts, sa, set(dims))
+            sb = sa if same else _with_facts(facts, sb, set(dims))
         origins = []
         known: list[list[Expr]] = []
         for split in (sa, sb):
@@ -452,26 +706,60 @@ def prove(
         for d in dims:
             element = z3.Int(f"lemma.element.{d}")
             cons += [element >= 0, element < lemma.ints.int_(buffer.shape[d])]
-            for enc, got, ref in ((one, origins[0], ra), (two, origins[1], rb)):
+            for enc, got, split, ref in ((one, origins[0], sa, ra), (two, origins[1], sb, rb)):
                 origin = enc.int_(got[d])
                 cons += [element >= origin, element < origin + ref.extent[d]]
-        cons += lemma.ints.cons + one.cons + two.cons
+                if d in split.bounds:  # a bounded window (rows before an expert's end) holds no element past it
+                    cons.append(element < enc.int_(split.bounds[d]))
+        # with selectors (experts), two cases: one expert (its tile order, as for sizes) and two (their data apart)
+        cases: list[tuple[str, list[Any]]] = [("", [])]
+        if sa.selector is not None and sb.selector is not None:
+            ga, gb = one.env[sa.selector], two.env[sb.selector]
+            cases = [(" with one selector", [ga == gb]), (" with two selectors", [ga != gb])]
+        queries = [(why, lemma.closed([*cons, *case], one, two)) for why, case in cases]
     except smt.EncodingError as err:
-        return False, f"the tile order could not be stated over the integers ({err})"
-    s = z3.Solver()
-    s.set("rlimit", LEMMA_RLIMIT)
-    s.add(*cons)
-    r = s.check()
-    if r == z3.unsat:
-        return True, "proved"
-    if r == z3.sat:
-        m = s.model()
-        values = ", ".join(f"{v.name}={m.eval(t, model_completion=True)}" for v, t in lemma.sizes.items())
-        return False, (
-            f"not proved; with products as free functions, tile numbers {m.eval(t1, model_completion=True)} and "
-            f"{m.eval(t2, model_completion=True)} may give one tile at {values}"
-        )
-    return False, f"not decided within the solver's budget (Z3: {s.reason_unknown()})"
+        return Lemma(False, f"the tile order could not be stated over the integers ({err})")
+    for why, query in queries:
+        s = z3.Solver()
+        s.set("rlimit", LEMMA_RLIMIT)
+        s.add(*query)
+        r = s.check()
+        if r == z3.sat:
+            m = _small(s, [*lemma.sizes.values(), t1, t2])
+            sizes = {v: m.eval(t, model_completion=True).as_long() for v, t in lemma.sizes.items()}
+            numbers = (m.eval(t1, model_completion=True).as_long(), m.eval(t2, model_completion=True).as_long())
+            values = ", ".join(f"{v.name}={n}" for v, n in sizes.items())
+            return Lemma(
+                False,
+                f"not proved{why}; with products as free functions, tile numbers {numbers[0]} and {numbers[1]} may "
+                f"give one tile at {values}",
+                sizes,
+                numbers,
+            )
+        if r != z3.unsat:
+            return Lemma(False, f"not decided{why} within the solver's budget (Z3: {s.reason_unknown()})")
+    return Lemma(True, "proved")
+
+
+def _small(s: z3.Solver, terms: list[Any]) -> Any:
+    """A model of the satisfiable `s` with small values of `terms` where there is one (a witness to read), else
+    its model."""
+    first = s.model()
+    for bound in (64, 1024):
+        s.push()
+        s.add(*[t <= bound for t in terms])
+        if s.check() == z3.sat:
+            m = s.model()
+            s.pop()
+            return m
+        s.pop()
+    return first
+
+
+def _with_facts(lemma: _Lemma, split: Split, dims: set[int]) -> Split:
+    if split.selector is None:
+        return split
+    return dataclasses.replace(split, facts=lemma.selector_facts(split, candidates(split, dims)))
 
 
 def one_number_only(
@@ -497,6 +785,7 @@ def one_number_only(
     lemma = _Lemma(kernel, mul)
     cons = list(lemma.cons)
     encs = []
+    data: dict[int, tuple[Any, Any]] = {}  # one function per tensor for both instances (a guard reading tiles[E-1])
     try:
         for name, site in (("a", sa), ("b", sb)):
             env: dict[Var, Any] = dict(lemma.sizes)
@@ -504,7 +793,7 @@ def one_number_only(
                 env[v] = z3.Int(f"once.{v.name}.{name}")
             for lp in site.loops:
                 env[lp.var] = z3.Int(f"once.{lp.var.name}.{name}")
-            enc = _Ints(env, f"once.{name}", uf=mul)
+            enc = _Ints(env, f"once.{name}", uf=mul, data=data)
             for v, g in zip(kernel.block_vars, kernel.grid, strict=True):
                 cons += [env[v] >= 0, env[v] < enc.int_(g)]
             for lp in site.loops:

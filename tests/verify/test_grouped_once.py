@@ -1,0 +1,185 @@
+"""Output written once for the MoE grouped GEMMs (`argus.kernels.grouped`): their row tiles are placed through data
+(an expert found by a binary search over ``tiles``, rows from ``offs[g-1]``, bounded by ``offs[g]``), and the
+tile-order lemma proves them through a selector (`argus.verify.checks.tiles`, "orders over data"): the search's facts
+first, each proved for the kernel at hand, then the pair of tile numbers with one expert and with two.
+
+The proof must rest on what it proves: without the search's facts the lemma is not proved; a guess the search does
+not satisfy is dropped; without the declared order of ``offs`` two experts' rows may overlap. Each seeded bug in a
+copy of the library kernel that stores an element twice is reported with a witness whose data the declarations
+allow; a bug where no double store is found is not reported, and not proved either."""
+
+from __future__ import annotations
+
+import pytest
+
+from argus.eval.candidates import import_file
+from argus.ir.expr import BinaryOp, BinOp, Const, elements, free_vars
+from argus.ir.nodes import Copy, Space
+from argus.ir.rewrite import inline_lets
+from argus.ir.types import boolean
+from argus.kernels import grouped
+from argus.kernels.source import module_source
+from argus.verify import smt, verify
+from argus.verify.checks import tiles
+from argus.verify.model import analyze
+from argus.verify.report import Verdict
+
+SMALL = {"BLOCKS": 3, "STAGES": 3, "SEARCH": 3}
+
+
+def _once(result):
+    return [c for c in result.checks if c.check == "output written once"]
+
+
+def _store(kernel):
+    """The traced kernel (lets inlined, as the verifier sees it) and its one global store: (kernel, site, window)."""
+    kernel = inline_lets(kernel)
+    (site,) = [
+        s for s in analyze(kernel).program.sites if isinstance(s.stmt, Copy) and s.stmt.dst.buffer.space == Space.GLOBAL
+    ]
+    return kernel, site, site.stmt.dst
+
+
+def _seeded(tmp_path, good: str, bad: str, kernel=grouped.grouped_gemm_persistent):
+    """A copy of the library kernel's module with `good` (which occurs once) replaced by `bad`."""
+    text = module_source(kernel)
+    assert text.count(good) == 1, good
+    path = tmp_path / "seeded_grouped.py"
+    path.write_text(text.replace(good, bad))
+    return getattr(import_file(path, "seeded_grouped"), kernel.name)
+
+
+# --- the library kernels -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["grouped_gemm_persistent", "grouped_gemm_swiglu", "grouped_gemm_scaled"])
+def test_the_library_grouped_gemms_are_proved_written_once(name: str) -> None:
+    result = verify(getattr(grouped, name).trace(**SMALL), checks=("coverage",))
+    assert [(c.target, c.verdict, c.not_checked) for c in _once(result)] == [("C", Verdict.VERIFIED, False)]
+    assert not [c for c in result.not_checked if c.check == "output written once"]
+    assert not result.findings, [f.message for f in result.findings]
+
+
+def test_the_search_is_abstracted_by_a_selector_with_proved_facts() -> None:
+    kernel, site, ref = _store(grouped.grouped_gemm_persistent.trace(**SMALL))
+    split = tiles.split(kernel, site, ref)
+    assert split is not None and split.selector is not None
+    assert {e.buffer.name for e in elements(split.chosen)} == {"tiles"}  # the search reads the tile counts
+    # what is left reads the data only at indices of the sizes and the selector
+    for e in [*split.origins.values(), *split.bounds.values()]:
+        for read in elements(e):
+            assert all(split.tau not in free_vars(i) and not elements(i) for i in read.index)
+    assert {e.buffer.name for e in elements(split.bounds[0])} == {"offs"}  # offs[g], the expert's end
+    with smt.isolated():
+        lemma = tiles._Lemma(kernel)
+        guesses = tiles.candidates(split, {0, 1})
+        facts = lemma.selector_facts(split, guesses)
+    text = {str(f) for f in facts}
+    assert "(0 <= selector)" in text and "(selector < E)" in text
+    assert any(str(f).endswith("< tiles[selector])") for f in facts)  # t < tiles[g]
+    assert any(str(f).startswith("(select((0 < selector), tiles[") and "<=" in str(f) for f in facts)  # first <= t
+    assert len(facts) < len(guesses)  # the guesses the search does not satisfy were dropped
+
+
+def test_a_guess_the_search_does_not_satisfy_is_never_a_fact() -> None:
+    kernel, site, ref = _store(grouped.grouped_gemm_persistent.trace(**SMALL))
+    split = tiles.split(kernel, site, ref)
+    guesses = tiles.candidates(split, {0, 1})
+    (upper,) = [g for g in guesses if str(g).endswith("< tiles[selector])")]
+    wrong = BinOp(BinaryOp.LT, upper.lhs, BinOp(BinaryOp.SUB, upper.rhs, Const(1)), boolean)  # t < tiles[g] - 1
+    with smt.isolated():
+        facts = tiles._Lemma(kernel).selector_facts(split, [upper, wrong])
+    assert [str(f) for f in facts] == [str(upper)]
+
+
+def test_the_lemma_rests_on_the_selector_s_facts() -> None:
+    """With the search's facts dropped (a selector free of any fact), the pair is not proved: the proof uses them."""
+    kernel, site, ref = _store(grouped.grouped_gemm_persistent.trace(**SMALL))
+    split = tiles.split(kernel, site, ref)
+    with smt.isolated():
+        proved = tiles.prove(kernel, ref.buffer, [0, 1], (split, ref), (split, ref))
+    assert proved.proved, proved.why
+
+    unproved = tiles._Lemma.selector_facts
+    try:
+        tiles._Lemma.selector_facts = lambda self, split, candidates: ()  # type: ignore[method-assign]
+        with smt.isolated():
+            got = tiles.prove(kernel, ref.buffer, [0, 1], (split, ref), (split, ref))
+    finally:
+        tiles._Lemma.selector_facts = unproved  # type: ignore[method-assign]
+    assert not got.proved and "not proved" in got.why
+
+
+@pytest.mark.parametrize("name", ["grouped_gemm_persistent", "grouped_gemm_swiglu", "grouped_gemm_scaled"])
+def test_at_the_library_configuration_the_output_is_proved_written_once(name: str) -> None:
+    """132 blocks, 4 stages, eight search steps: the kernels the GPU runs."""
+    result = verify(getattr(grouped, name).trace(), checks=("coverage",))
+    assert [(c.target, c.verdict, c.not_checked) for c in _once(result)] == [("C", Verdict.VERIFIED, False)]
+
+
+# --- what it does not prove ----------------------------------------------------------------------------------------
+
+
+def test_without_the_order_of_offs_two_experts_rows_may_overlap(tmp_path) -> None:
+    """Declared in range but not nondecreasing, ``offs`` may put expert 1's rows inside expert 0's: a real double
+    store for data the declaration allows (a witness, never a proof)."""
+    kernel = _seeded(
+        tmp_path,
+        "T.assume_values(offs, lo=0, hi=rows, nondecreasing=True)",
+        "T.assume_values(offs, lo=0, hi=rows)",
+    )
+    result = verify(kernel.trace(**SMALL), checks=("coverage",))
+    assert [c.verdict for c in _once(result)] != [Verdict.VERIFIED]
+    (finding,) = [f for f in result.findings if f.code == "COVERAGE_OUTPUT_TWICE"]
+    assert "offs[" in finding.message
+
+
+#: Seeded bugs in a copy of grouped_gemm_persistent, each storing some element of C twice: (what, good, bad).
+SEEDED = [
+    ("a row origin one row early", 'T.let(start + local_m * bm, "row0")', 'T.let(start + local_m * bm - 1, "row0")'),
+    (
+        "row tiles half a tile apart",
+        'T.let(start + local_m * bm, "row0")',
+        'T.let(start + local_m * (bm // 2), "row0")',
+    ),
+    (
+        "rows from the previous expert's start",
+        "start = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)",
+        "start = T.where(g > 1, offs[T.maximum(g - 2, 0)], 0)",
+    ),
+    ("a bound one row past the expert's end", 'T.let(offs[g], "row_end")', 'T.let(offs[g] + 1, "row_end")'),
+    (
+        "a search one tile ahead",
+        "(tiles[T.minimum(cand - 1, experts - 1)] <= t)",
+        "(tiles[T.minimum(cand - 1, experts - 1)] <= t + 1)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "good", "bad"), SEEDED, ids=[s[0] for s in SEEDED])
+def test_a_seeded_double_store_is_caught_with_a_witness(tmp_path, what: str, good: str, bad: str) -> None:
+    result = verify(_seeded(tmp_path, good, bad).trace(**SMALL), checks=("coverage",))
+    assert [c.verdict for c in _once(result)] == [Verdict.VIOLATED], what
+    (finding,) = [f for f in result.findings if f.code == "COVERAGE_OUTPUT_TWICE"]
+    cex = finding.counterexample
+    assert cex is not None and cex.code == "COVERAGE_OUTPUT_TWICE"
+    first, second = cex.variables["first block"], cex.variables["second block"]
+    assert first != second or cex.loops  # two blocks, or one block in two iterations
+    # the data of the witness is data the declarations allow: offs and tiles nondecreasing, offs within 0 .. R
+    for name in ("offs", "tiles"):
+        data = {int(k[len(name) + 1 : -1]): int(v) for k, v in cex.variables.items() if k.startswith(f"{name}[")}
+        ordered = [data[i] for i in sorted(data)]
+        assert ordered == sorted(ordered) and all(v >= 0 for v in ordered), (name, data)
+    rows = cex.shapes["R"]
+    assert all(int(v) <= rows for k, v in cex.variables.items() if k.startswith("offs["))
+
+
+def test_a_search_one_expert_behind_stores_nothing_twice_and_is_not_proved(tmp_path) -> None:
+    """The search's result minus one places an expert's tiles past the previous expert's tile count, where the grouped
+    order gives row tiles outside that expert's order (or divides by a row count of zero): no double store is found,
+    and it is not proved either."""
+    kernel = _seeded(tmp_path, "        then(g)\n", "        then(T.maximum(g - 1, 0))\n")
+    result = verify(kernel.trace(**SMALL), checks=("coverage",))
+    (record,) = _once(result)
+    assert record.not_checked and "not proved" in record.target
+    assert not [f for f in result.findings if f.code == "COVERAGE_OUTPUT_TWICE"]
