@@ -32,6 +32,14 @@ The budget (`Budget`) caps gated candidates, wall time, LLM tokens and cost; the
 reached, or when no arm is left. ``resume=RUN`` reopens a run: finished candidates are never gated again (their
 rewards replay into the planner), an interrupted or recorded-but-ungated one is gated, and planning continues at
 the next step.
+
+``parallel=K`` keeps up to K candidates in flight (through the executor, else a local pool of K worker processes)
+and stays reproducible with the seed: results are *applied* (recorded, rewarded, fed to the planner) in the order
+their candidates were submitted — the loop waits for the oldest in flight, and a later result that finishes first
+waits its turn in `_Gater` — and a candidate is planned only from the applied results plus the record of what is in
+flight (its arm counts as tried on its base, its fingerprint as taken, the history lists it as ``gating``). The
+planner therefore sees results up to K - 1 candidates late. Candidates in flight count against the budget; once a
+cap is reached nothing more is submitted and those in flight are waited for and recorded (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,57 +278,106 @@ def _isolation_result(outcome: Any, name: str, task: str) -> dict[str, Any]:
 class _Gater:
     """Runs gate jobs in a worker pool (isolate) or in this process (library and transform candidates only), or
     through an executor when one is given (`argus.eval.executor`: e.g. a Ray cluster). The workers' environment has
-    every secret variable emptied (`worker_environment`; an executor's job processes get it from its caller)."""
+    every secret variable emptied (`worker_environment`; an executor's job processes get it from its caller).
 
-    def __init__(self, isolate: bool, timeout_s: float, executor: Any = None) -> None:
+    Several jobs may be outstanding at once (`submit`, then `result` by candidate: the batch-parallel loop keeps up
+    to ``workers`` candidates in flight). An outcome that arrives before the one waited for is kept until it is
+    asked for, so the caller decides the order in which results are read, whatever the order in which they finish.
+    The local pool has ``workers`` processes (one by default: the serial loop's single worker)."""
+
+    def __init__(self, isolate: bool, timeout_s: float, executor: Any = None, workers: int = 1) -> None:
         self.isolate = isolate
         self.timeout_s = timeout_s
         self.pool: Any = None
         self.executor = executor
+        self.workers = workers
+        self._submitted: dict[str, str] = {}  # key -> the candidate's task (gates) or "" (other jobs), until read
+        self._arrived: dict[str, Any] = {}  # outcomes (or in-process gate results) that are not read yet, by key
+        self._jobs = 0  # worker jobs other than gates, numbered for their keys
 
     def __call__(self, ref: KernelRef, task: str, options: dict[str, Any], name: str, generated: bool) -> dict:
+        """Gate one candidate and wait for its result (`submit`, then `result`)."""
+        self.submit(ref, task, options, name, generated)
+        return self.result(name)
+
+    def submit(self, ref: KernelRef, task: str, options: dict[str, Any], name: str, generated: bool) -> None:
+        """Start the gate of candidate `name` (its key for `result`). A library or transform candidate with neither
+        isolation nor an executor is gated here and now, in this process."""
         from argus.agent.gatejob import gate_candidate
 
+        self._submitted[name] = task
         if not self.isolate and not generated and self.executor is None:
-            return gate_candidate(ref.to_json(), task, options, name, False)
+            self._arrived[name] = _InProcess(gate_candidate(ref.to_json(), task, options, name, False))
+            return
         kwargs = {"ref": ref.to_json(), "task": task, "options": options, "name": name, "generated": generated}
-        outcome = self._run(name, "argus.agent.gatejob:gate_candidate", kwargs, gpu=True)
+        self._submit(name, "argus.agent.gatejob:gate_candidate", kwargs, gpu=True)
+
+    def result(self, name: str) -> dict:
+        """The gate result of candidate `name` (submitted before), waiting for it if need be. A job that failed
+        (its process crashed or hung, or it raised) is the candidate's ``isolation`` failure."""
+        task = self._submitted[name]
+        outcome = self._outcome(name)
+        if isinstance(outcome, _InProcess):
+            return outcome.result
         if outcome.ok:
             return outcome.value
         return _isolation_result(outcome, name, task)
 
     def job(self, target: str, kwargs: dict[str, Any], name: str = "job") -> Any:
-        """Run ``target(**kwargs)`` in the worker (always: it may import generated code); raise `AgentError`
-        ``AGENT_WORKER`` when the job fails."""
-        outcome = self._run(name, target, kwargs, gpu=False)
+        """Run ``target(**kwargs)`` in the worker (always: it may import generated code) and wait for it; raise
+        `AgentError` ``AGENT_WORKER`` when the job fails."""
+        self._jobs += 1
+        key = f"{name}#{self._jobs}"
+        self._submitted[key] = ""
+        self._submit(key, target, kwargs, gpu=False)
+        outcome = self._outcome(key)
         if not outcome.ok:
             raise AgentError("AGENT_WORKER", f"{target} failed in the worker: [{outcome.code}] {outcome.reason}")
         return outcome.value
 
-    def _run(self, name: str, target: str, kwargs: dict[str, Any], gpu: bool) -> Any:
-        """One job's outcome: through the executor (a gate on a GPU when it has any), else in the worker pool."""
+    def _submit(self, key: str, target: str, kwargs: dict[str, Any], gpu: bool) -> None:
+        """Hand one job to the executor (a GPU job when it has GPUs and `gpu`), else to the worker pool."""
         if self.executor is not None:
             from argus.eval.executor import GateJob, Resource
 
             resource = Resource.GPU if gpu and self.executor.gpus() > 0 else Resource.CPU
-            self.executor.submit(GateJob(name, target, kwargs, resource))
-            return next(iter(self.executor.as_completed()))
+            self.executor.submit(GateJob(key, target, kwargs, resource))
+            return
         from argus.eval.isolation import Job
 
         if self.pool is None:
             self.pool = self._pool()
-        return next(iter(self.pool.run([Job(name, target, kwargs)])))
+        self.pool.submit(Job(key, target, kwargs))
+
+    def _outcome(self, key: str) -> Any:
+        """The outcome of the job `key`: read from what arrived already, else the next ones to finish are read
+        (and kept) until it comes."""
+        while key not in self._arrived:
+            finished = self.executor.as_completed() if self.executor is not None else self.pool.run()
+            outcome = next(iter(finished), None)
+            if outcome is None:
+                raise AgentError("AGENT_WORKER", f"{key} failed in the worker: [WORKER_LOST] its result never came")
+            self._arrived[outcome.key] = outcome
+        del self._submitted[key]
+        return self._arrived.pop(key)
 
     def _pool(self) -> Any:
         from argus.eval.isolation import WorkerPool
 
         preload = ("torch", "argus.eval.gate", "argus.agent.gatejob")
-        return WorkerPool(1, self.timeout_s, preload=preload, env=worker_environment())
+        return WorkerPool(self.workers, self.timeout_s, preload=preload, env=worker_environment())
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+
+
+@dataclass(frozen=True)
+class _InProcess:
+    """A gate result computed in this process (no worker): it is ready when its gate is submitted."""
+
+    result: dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -383,6 +441,7 @@ def optimize(
     sizes: Mapping[str, int] | None = None,
     reference: str | None = None,
     executor: Any = None,
+    parallel: int | None = None,
 ) -> OptimizeResult:
     """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
     result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
@@ -396,12 +455,17 @@ def optimize(
     another machine). `sizes` and `reference` (a ``FILE.py:function``) define the task of a kernel of your own
     (`argus.tasks.user`), over the decorator's ``sizes=`` and ``reference=``. `executor`: gate every candidate
     through it (`argus.eval.executor`, e.g. a Ray cluster; the caller's, not closed here) instead of a local worker
-    process; give its job processes `worker_environment()`."""
+    process; give its job processes `worker_environment()`. `parallel`: how many candidates are in flight at once
+    (default 1, the serial loop; a resumed run keeps its own unless one is given): more than one gates through the
+    executor, else through a local pool of that many worker processes (even without `isolate`), and the run is
+    still reproducible with its seed (see `parallel` in docs/scale-out.md)."""
     from argus.agent.coder import make_coder
     from argus.agent.planner import PlanContext, make_planner
     from argus.eval.gate import GateOptions
 
     started = time.monotonic()
+    if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
+        raise ValueError(f"parallel must be a whole number of candidates in flight, at least 1; got {parallel!r}")
     budget_given = budget is not None
     budget = Budget.of(budget)
     entries = tuple(entries) if entries is not None else None
@@ -425,6 +489,7 @@ def optimize(
             budget = Budget.of(writer.state.run["budget"])  # no new budget given: the run's own
         isolate = bool(config.get("isolate", isolate))
         candidates_dir = config.get("candidates_dir") or candidates_dir
+        parallel = parallel if parallel is not None else int(config.get("parallel") or 1)
     else:
         if target is None:
             raise AgentError("AGENT_TARGET", "no kernel to optimize", "name a library kernel or FILE.py:function")
@@ -452,12 +517,14 @@ def optimize(
                 "seed": seed,
                 "gate": options.to_dict(),
                 "isolate": isolate,
+                "parallel": parallel or 1,
                 "candidates_dir": str(candidates_dir) if candidates_dir else None,
                 "entries": [getattr(e, "id", str(e)) for e in entries] if entries is not None else None,
                 "llm": provider.describe() if provider is not None and hasattr(provider, "describe") else None,
             },
         )
     run_id = writer.run_id
+    parallel = parallel or 1
     if candidates_dir is None:
         base_dir = Path(db.path).parent if getattr(db, "path", None) else Path.cwd()
         candidates_dir = base_dir / f"argus-run-{run_id}"
@@ -467,7 +534,7 @@ def optimize(
         if not isinstance(coder, str)
         else make_coder(coder_kind, provider=provider, directory=candidates_dir, entries=entries)
     )
-    gater = _Gater(isolate, timeout_s, executor)
+    gater = _Gater(isolate or parallel > 1, timeout_s, executor, workers=parallel)  # parallel gates: processes
     options_dict = options.to_dict()
 
     def remote_transform(arm: Arm, base_ref: KernelRef) -> dict[str, Any]:
@@ -570,11 +637,24 @@ def optimize(
             "speedup": (start_ms / n.ms) if start_ms and n.ms else None,
         }
 
-    def gate_node(n: _Node) -> None:
-        nonlocal metric, start_ms, feedback
+    inflight: deque[_Node] = deque()  # submitted to the gater, not yet applied: in submission order
+
+    def submit_node(n: _Node) -> None:
+        """Start `n`'s gate (recorded ``gating``); its result is applied by `apply_oldest`, in submission order."""
         writer.start_gate(n.id)
-        emit(StepEvent("gating", n.step, n.id, n.arm.id))
-        result = gater(n.ref, n.task, options_dict, n.id, n.generated)
+        emit(StepEvent("gating", n.step, n.id, n.arm.id, message=f"{len(inflight) + 1} in flight" if parallel > 1
+                       else None))  # fmt: skip
+        inflight.append(n)
+        gater.submit(n.ref, n.task, options_dict, n.id, n.generated)
+
+    def apply_oldest() -> None:
+        """Wait for the gate result of the oldest candidate in flight (results of later ones that finish first are
+        kept by the gater), record it, reward it and update the planner: results reach the store and the planner in
+        the order their candidates were submitted, whatever the order in which they finish."""
+        nonlocal metric, start_ms, feedback
+        n = inflight[0]
+        result = gater.result(n.id)
+        inflight.popleft()
         writer.record_gate_result(n.id, result)
         ms, source = gate_time(result)
         if n.arm.kind == "start":
@@ -598,6 +678,31 @@ def optimize(
                        (start_ms / ms) if start_ms and ms else None,
                        best.ms if best else None, (start_ms / best.ms) if best and start_ms else None))  # fmt: skip
 
+    def history() -> list[dict[str, Any]]:
+        """The planner's history: the applied candidates (from the store), then those in flight (``gating``, no
+        reward yet) — the same at a step whatever the order in which the gates finish."""
+        rows = writer.read().history()
+        for n in inflight:
+            rows.append({"step": n.step, "candidate": n.id, "parent": n.parent, "action": n.arm.id,
+                         "params": None, "status": "gating", "reward": None, "code": None})  # fmt: skip
+        return rows
+
+    def budget_spent() -> str:
+        """Why no further candidate may be submitted (a cap of `budget` is reached), or ``""``. Candidates in flight
+        count as spent."""
+        spent = sum(1 for n in nodes.values() if n.arm.kind != "start")
+        usage = writer.read().usage
+        if budget.candidates is not None and spent >= budget.candidates:
+            return f"budget: {spent} candidates"
+        if budget.wall_s is not None and time.monotonic() - started >= budget.wall_s:
+            return f"budget: {budget.wall_s:g} s of wall time"
+        tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+        if budget.tokens is not None and tokens >= budget.tokens:
+            return f"budget: {tokens} LLM tokens"
+        if budget.cost_usd is not None and float(usage.get("cost_usd") or 0.0) >= budget.cost_usd:
+            return f"budget: ${budget.cost_usd:g} of LLM cost"
+        return ""
+
     # ---- replay what is done, gate what was interrupted
     for c in writer.state.candidates:
         n = node_from_record(c)
@@ -614,20 +719,24 @@ def optimize(
             trajectory.append(row(n))
             if n.result:
                 metric = metric or gate_time(n.result)[1]
-    for c in writer.state.to_gate:
-        if isinstance(c.params, dict) and c.params.get("error"):  # recorded as unbuildable, the writer died
-            _finish_invalid(writer, c.id, c.params["error"])
-            n = nodes[c.id]
-            n.status, n.reward = "invalid", _invalid_penalty(c.params["error"])
-            plan.update(n.arm.id, n.reward)
-            trajectory.append(row(n))
-            continue
-        gate_node(nodes[c.id])
     step = writer.state.next_step if writer.state.candidates else 0
 
     stop_reason = ""
     status = "finished"
     try:
+        for c in writer.state.to_gate:  # interrupted or never gated: gated (again), `parallel` at a time
+            while len(inflight) >= parallel:
+                apply_oldest()
+            if isinstance(c.params, dict) and c.params.get("error"):  # recorded as unbuildable, the writer died
+                _finish_invalid(writer, c.id, c.params["error"])
+                n = nodes[c.id]
+                n.status, n.reward = "invalid", _invalid_penalty(c.params["error"])
+                plan.update(n.arm.id, n.reward)
+                trajectory.append(row(n))
+                continue
+            submit_node(nodes[c.id])
+        while inflight:  # planning continues from all of them (the start kernel among them, perhaps)
+            apply_oldest()
         if not nodes:  # a new run: gate the starting kernel
             ref = parse_target(str(target))
             task = start_task.name if start_task is not None else task_for(ref.load(), ref.params).name
@@ -637,29 +746,30 @@ def optimize(
                                        source=source, kernel_params=ref.params, fingerprint=fp)  # fmt: skip
             fingerprints.add(fp)
             nodes[cid] = _Node(cid, 0, START, ref, task, False, source)
-            gate_node(nodes[cid])
+            submit_node(nodes[cid])
+            apply_oldest()  # planning starts from the start kernel's verdict, time and arms
             step = 1
         start = next((n for n in nodes.values() if n.arm.kind == "start"), None)
         if start is None or start.status != "accepted" or not start_ms:
             stop_reason = "the starting kernel was not accepted by the gate (or not timed): nothing to improve on"
             status = "failed"
-        while not stop_reason:
-            spent = sum(1 for n in nodes.values() if n.arm.kind != "start")
-            usage = writer.read().usage
-            if budget.candidates is not None and spent >= budget.candidates:
-                stop_reason = f"budget: {spent} candidates"
+        # Up to `parallel` candidates in flight. Results are applied in submission order (`apply_oldest`), and
+        # a candidate is planned only from applied results plus the record of what is in flight (its arm counts
+        # as tried on its base, its fingerprint as taken), so the candidates proposed do not depend on the order
+        # in which gates finish. With `parallel` = 1 this is the serial loop: plan, gate, apply, plan ...
+        while True:
+            if inflight and (len(inflight) >= parallel or stop_reason):
+                apply_oldest()  # a slot is needed, or the run is stopping: it drains what is in flight
+                continue
+            if stop_reason:
                 break
-            if budget.wall_s is not None and time.monotonic() - started >= budget.wall_s:
-                stop_reason = f"budget: {budget.wall_s:g} s of wall time"
-                break
-            tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-            if budget.tokens is not None and tokens >= budget.tokens:
-                stop_reason = f"budget: {tokens} LLM tokens"
-                break
-            if budget.cost_usd is not None and float(usage.get("cost_usd") or 0.0) >= budget.cost_usd:
-                stop_reason = f"budget: ${budget.cost_usd:g} of LLM cost"
-                break
+            stop_reason = budget_spent()
+            if stop_reason:
+                continue
             base = next((n for n in ranked_nodes() if has_untried(n)), None)
+            if base is None and inflight:
+                apply_oldest()  # a result in flight may be a new kernel to plan on
+                continue
             if base is None:
                 stop_reason = "no untried action left on any accepted kernel"
                 start_node = next((n for n in nodes.values() if n.arm.kind == "start"), None)
@@ -677,7 +787,7 @@ def optimize(
                            if declared else "no policy to search (name the parameters that carry them: "
                            "@argus.kernel(policies={'tile_shape': ('BM', 'BN'), 'stages': 'STAGES'}))")
                     )  # fmt: skip
-                break
+                continue
             findings, lines = perf_findings(base.result or {})
             made = None
             while made is None:
@@ -686,7 +796,7 @@ def optimize(
                     break
                 ctx = PlanContext(
                     step=step, arms=arms, kernel=base.ref.name, params=dict(base.ref.params),
-                    history=writer.read().history(), profile=_estimate_profile(base.result or {}),
+                    history=history(), profile=_estimate_profile(base.result or {}),
                     findings=lines, feedback=list(feedback), record=record_llm(step),
                 )  # fmt: skip
                 choice = plan.choose(ctx)
@@ -731,7 +841,7 @@ def optimize(
                 fingerprints.add(fp)
                 n = _Node(cid, step, choice.arm, m.ref, task, m.generated, m.source, parent=base.id)
                 nodes[cid] = n
-                gate_node(n)
+                submit_node(n)
                 step += 1
                 made = True
             # made is None: every arm of this kernel is tried; the next round plans on the next-best kernel

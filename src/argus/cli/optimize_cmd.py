@@ -156,6 +156,13 @@ def optimize(
         help="gate the candidates on a Ray cluster: auto, HOST:PORT, ray://HOST:PORT, or local; default: "
         "$ARGUS_RAY_ADDRESS, else a local worker process (docs/scale-out.md)",
     ),
+    parallel: int | None = typer.Option(
+        None,
+        "--parallel",
+        min=1,
+        help="candidates in flight at once (default 1; a resumed run keeps its own): gated through --ray, else "
+        "a local pool of K worker processes; the run stays reproducible with --seed (docs/scale-out.md)",
+    ),
 ) -> None:
     """Optimize a kernel: plan, materialize, gate, reward, repeat until the budget; report the best kernel."""
     from argus.agent.loop import Budget, RunInterrupted, StepEvent
@@ -197,7 +204,10 @@ def optimize(
         if e.kind == "gating":
             if e.step == 0:
                 console.print(f"gating the starting kernel ({e.candidate})", markup=False, highlight=False)
-            status.append(console.status(f"gating {e.candidate} (compile, verify, correct, profile) ..."))
+            while status:  # one spinner at a time: with --parallel, the latest gate started
+                status.pop().stop()
+            also = f"; {e.message}" if e.message else ""  # with --parallel: how many are in flight
+            status.append(console.status(f"gating {e.candidate} (compile, verify, correct, profile{also}) ..."))
             status[-1].start()
             return
         while status:
@@ -244,6 +254,7 @@ def optimize(
             sizes=parse_shape(shape) or None,
             reference=reference or None,
             executor=executor,
+            parallel=parallel,
         )
     except ArgusError as e:
         user_error(e)
