@@ -66,10 +66,31 @@ def _compile(job: tuple) -> tuple[tuple, str | None]:
         from argus.kernels import matmul as mm
 
         for traced in mm.plan(problem, config).kernels():
-            compile_kernel(traced)
+            compile_kernel(traced, dependent=mm.DEPENDENT_LAUNCHES)  # as `prepare` loads them
         return job, None
     except Exception as err:  # noqa: BLE001 - reported per plan
         return job, f"{type(err).__name__}: {err}"
+
+
+#: `gemv_rows_tma` plans `--gemv-tma` times: (rows per block, stages, threads, waves of blocks split-K aims at,
+#: lanes per row)
+GEMV_TMA_VARIANTS = ((128, 4, 128, 1.0, 1), (128, 4, 128, 2.0, 1), (128, 6, 128, 1.0, 1), (256, 4, 256, 1.0, 1),
+                     (128, 4, 128, 1.0, 2), (64, 4, 128, 1.0, 2), (128, 4, 128, 2.0, 2), (64, 4, 128, 1.0, 8),
+                     (128, 4, 128, 1.0, 4))  # fmt: skip
+
+
+def gemv_tma_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
+    """(label, config) of the `gemv_rows_tma` variants that apply to `problem` (none where they do not)."""
+    small = problem.M <= mm.GEMV_ROWS or problem.N == 1
+    stored_k_major = problem.b_major == "K" if problem.M <= mm.GEMV_ROWS else problem.a_major == "K"
+    if problem.batch != 1 or not small or not stored_k_major or problem.K % 8:
+        return []
+    out = []
+    for bn, stages, threads, waves, lanes in GEMV_TMA_VARIANTS:
+        g = mm.gemv_tma_config(problem, bn=bn, stages=stages, threads=threads, waves=waves, lanes=lanes)
+        if g != chosen and all(g != c for _, c in out):
+            out.append((g.label, g))
+    return out
 
 
 def _operands(torch, m: int, n: int, k: int, layout: str):  # noqa: ANN001, ANN202
@@ -100,6 +121,12 @@ def main() -> int:
         action="store_true",
         help="also time the heuristic's plan launched without programmatic dependent launches (plans of 2+ kernels)",
     )
+    parser.add_argument(
+        "--gemv-tma",
+        action="store_true",
+        help="also time `gemv_rows_tma` plans (GEMV_TMA_VARIANTS) where a product has at most GEMV_ROWS rows of A "
+        "(or one column of B) and its matrix is stored K-major",
+    )
     args = parser.parse_args()
 
     import torch
@@ -127,7 +154,10 @@ def main() -> int:
         problem = mm.GemmProblem(
             m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
         )
-        chosen = mm.choose(problem)
+        chosen = mm.plan(problem).config  # the GEMV plan where `gemv_config` takes the product, else `choose`
+        if isinstance(chosen, mm.GemvConfig):
+            plans.append((problem, layout, suite, [("heuristic", chosen), *gemv_tma_contenders(mm, problem, chosen)]))
+            continue
         padded = mm.padded_extent(problem)
         ranked = sorted(mm.candidates(padded), key=lambda c: mm.estimate(problem, c))
         others = [c for c in ranked if c != chosen][: args.sweep]
@@ -138,6 +168,8 @@ def main() -> int:
             tuned = mm.tuned_config(problem, "cuda")
             if tuned is not None and tuned != chosen:
                 contenders = [(n, c) for n, c in contenders if c != tuned] + [("tuned", tuned)]
+        if args.gemv_tma:
+            contenders += gemv_tma_contenders(mm, problem, chosen)
         plans.append((problem, layout, suite, contenders))
     jobs = {(problem, c) for problem, _, _, configs in plans for _, c in configs}
     t0 = time.time()
@@ -225,7 +257,9 @@ def main() -> int:
                     "ms": v,
                     "ratio": cublas / v,
                     "err": errs.get(name),
-                    "estimate_ms": mm.estimate(problem, params_of[name]) * 1e3 if name in params_of else None,
+                    "estimate_ms": mm.estimate(problem, params_of[name]) * 1e3
+                    if isinstance(params_of.get(name), mm.GemmConfig)
+                    else None,
                 }
                 for name, v in timed.items()
             },
@@ -242,6 +276,8 @@ def main() -> int:
             f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
+        if args.gemv_tma and len(row["contenders"]) > 2:
+            print("    " + ", ".join(f"{k}: {v['ratio']:.3f}" for k, v in row["contenders"].items()), flush=True)
     for suite_name in ("issue", "table", "heldout", "layouts", "cli"):
         sel = [r for r in out_rows if r["suite"] == suite_name and r["ratio"]]
         if sel:

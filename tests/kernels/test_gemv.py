@@ -12,7 +12,7 @@ import argus.lang as T
 from argus.backend.cuda.codegen import compile_kernel
 from argus.ir.types import round_to
 from argus.kernels import matmul as mm
-from argus.kernels.gemv import gemv_columns, gemv_rows
+from argus.kernels.gemv import gemv_columns, gemv_rows, gemv_rows_tma
 from argus.lang import DSLError
 from argus.verify import Verdict, verify
 
@@ -32,7 +32,8 @@ def _operands(m: int, n: int, k: int, dtype: str, seed: int = 0) -> tuple[np.nda
         (3, 72, 200, "f32", ("K", "K"), "gemv-rows"),  # x @ W.T, W (N, K) row-major (nn.Linear)
         (8, 136, 64, "f16", ("M", "N"), "gemv-columns"),  # x given transposed: copied to rows
         (4, 13, 264, "bf16", ("K", "K"), "gemv-rows"),  # 13 outputs: the workspace rows padded to 16
-        (50, 1, 96, "bf16", ("K", "N"), "gemv-rows swap"),  # A (M, K) @ b: the matrix-vector product
+        (50, 1, 96, "bf16", ("K", "N"), "gemv-rows_tma swap"),  # A (M, K) @ b in 16 bits: the TMA ring
+        (50, 1, 96, "f32", ("K", "N"), "gemv-rows swap"),  # A (M, K) @ b in f32
         (52, 1, 96, "f32", ("M", "K"), "gemv-columns swap"),  # A given transposed
     ],
 )
@@ -40,7 +41,9 @@ def test_a_gemv_plan_is_correct_on_the_interpreter(m, n, k, dtype, majors, kerne
     problem = mm.GemmProblem(m, n, k, dtype, dtype, *majors)
     plan = mm.GemmPlan(problem, mm.gemv_config(problem, dtypes=mm.INPUTS))  # 16-bit ones on request (see below)
     assert plan.is_gemv and plan.config.label.startswith(kernel), plan.config.label
-    assert mm.plan(problem).is_gemv == (dtype == "f32")
+    tma = n == 1 and dtype != "f32" and majors[0] == "K"  # a 16-bit row-major matrix times a vector
+    assert mm.plan(problem).is_gemv == (dtype == "f32" or tma)
+    assert (plan.config.KERNEL == "rows_tma") == tma
     # one split: the GEMV kernel writes C in its dtype, no reduction launch; more: an f32 workspace and the reduction
     assert (plan.reduce_kernel() is None) == (plan.config.SPLITS == 1)
     assert dict(plan.main_params())["OUT"] == (dtype if plan.config.SPLITS == 1 else "f32")
@@ -77,6 +80,12 @@ def test_the_gemv_applies_only_where_it_should() -> None:
     assert mm.gemv_config(f32(4, 4098, 4096, b_major="K")) is not None  # K-major: K is what must align
     assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096)) is None  # bf16: the tensor cores, unless asked for
     assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096), dtypes=mm.INPUTS) is not None
+    # a 16-bit row-major matrix times a vector: the TMA ring, planned by default
+    for dtype in ("bf16", "f16"):
+        assert mm.gemv_config(mm.GemmProblem(4096, 1, 4096, dtype, dtype)).KERNEL == "rows_tma"
+    assert mm.gemv_config(mm.GemmProblem(4096, 1, 4096, "bf16", "bf16", "M")) is None  # A (K, M): tensor cores
+    assert mm.gemv_config(mm.GemmProblem(4096, 1, 4100, "bf16")) is None  # K not whole 16-byte runs: TMA cannot
+    assert mm.gemv_config(mm.GemmProblem(4096, 1, 4096, "e4m3")) is None  # FP8: the scaled GEMM
     # an explicit tensor-core configuration keeps the tensor-core GEMM
     config = mm.choose(f32(4, 4096, 4096))
     assert not mm.plan(f32(4, 4096, 4096), config).is_gemv
@@ -154,12 +163,16 @@ def test_gemv_matches_torch_on_the_gpu(shape) -> None:
         ref = a.double() @ b.double()
         problem = mm.problem_of(a, b)
         results = [(mm.matmul(a, b), mm.plan(problem).is_gemv)]
-        forced = mm.gemv_config(problem, dtypes=mm.INPUTS)  # the 16-bit GEMV too, which plans leave out
-        if forced is not None:
-            c, launches = mm.prepare(a, b, config=forced)
-            for launch in launches:
-                launch.launch()
-            results.append((c, True))
+        forced = [mm.gemv_config(problem, dtypes=mm.INPUTS)]  # the 16-bit GEMV too, which plans leave out
+        stored_k_major = problem.b_major == "K" if m <= mm.GEMV_ROWS else problem.a_major == "K"
+        if dtype != torch.float32 and stored_k_major:
+            forced.append(mm.gemv_tma_config(problem))  # the TMA ring, wherever the plan takes it or not
+        for config in forced:
+            if config is not None:
+                c, launches = mm.prepare(a, b, config=config)
+                for launch in launches:
+                    launch.launch()
+                results.append((c, True))
         for c, gemv in results:
             err = float((c.double() - ref).abs().max() / ref.abs().max())
             # f32: FMAs in f32 on the GEMV, split precision (the gate's 1e-4) on the tensor cores
@@ -177,6 +190,11 @@ def _planned_gemv_kernels() -> list[tuple[str, tuple]]:
                 if g is not None:
                     params = mm.GemmPlan(mm.GemmProblem(rows, 4096, 4096, dtype, dtype, "K", b_major), g).main_params()
                     found[(g.KERNEL, params)] = None
+    for m, k in ((4096, 4096), (16384, 4096), (8192, 8192), (1000, 72)):  # 16-bit matrix-vector products
+        for dtype in ("bf16", "f16"):
+            problem = mm.GemmProblem(m, 1, k, dtype, dtype)
+            g = mm.gemv_config(problem)
+            found[(g.KERNEL, mm.GemmPlan(problem, g).main_params())] = None
     return list(found)
 
 
@@ -185,3 +203,96 @@ def test_every_gemv_kernel_the_plan_launches_verifies(kernel, params) -> None:
     """The registers the verifier counts (`BUDGET_REGISTERS`) bound the blocks loaded ahead (UNROLL) per row count."""
     report = verify(mm._traced_gemv(kernel, params))
     assert report.verdict == Verdict.VERIFIED, report.render_text()
+
+
+# --- gemv_rows_tma: the matrix streamed through a TMA ring of shared-memory stages ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "dtype", "bn", "stages", "threads"),
+    [
+        (3, 300, 520, "bf16", 64, 3, 128),  # 5 column tiles, the last partial; K not a multiple of 64
+        (1, 130, 4096, "bf16", 128, 4, 256),  # split-K: several splits of 64-element K-blocks
+        (8, 77, 72, "f16", 32, 2, 128),  # 8 rows of A, one split: the kernel writes C
+        (50, 1, 264, "bf16", 16, 2, 128),  # A (M, K) @ b: the matrix-vector product (swap)
+    ],
+)
+def test_the_tma_gemv_is_correct_on_the_interpreter(m, n, k, dtype, bn, stages, threads) -> None:
+    from dataclasses import replace
+
+    problem = mm.GemmProblem(m, n, k, dtype, dtype, "K", "K")
+    g = mm.gemv_tma_config(problem, replace(mm.DEFAULT_TARGET, sms=4), bn=bn, stages=stages, threads=threads)
+    assert g.KERNEL == "rows_tma" and g.SWAP == (n == 1)
+    assert g.SPLITS * stages <= max(stages, -(-k // 64))  # every split at least STAGES K-blocks long (or one split)
+    plan = mm.GemmPlan(problem, g)
+    a, b = _operands(m, n, k, dtype, seed=m + n)
+    c = plan.run_on_interpreter(a, b)
+    ref = a @ b
+    assert c.shape == (m, n)
+    assert float(np.abs(c - ref).max() / np.abs(ref).max()) < 2.0**-7
+
+
+@pytest.mark.parametrize("rows", [1, 8])
+def test_the_tma_gemv_verifies(rows) -> None:
+    report = verify(gemv_rows_tma.trace(ROWS=rows, BN=128, SPLITS=4, STAGES=4))
+    assert report.verdict == Verdict.VERIFIED, report.render_text()
+    proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
+    assert "tag assertion" in proved and "output coverage" in proved
+
+
+@argus.kernel
+def _gemv_tma_seeded(
+    V: T.Tensor[("R", "K"), T.bf16], MT: T.Tensor[("N", "K"), T.bf16], P: T.Tensor[("R", "N"), T.f32], MISTAKE: str = ""
+):
+    """gemv_rows_tma's ring at one split and one row of V, with a seeded mistake."""
+    T.assume("K % 8 == 0 and R == 1")
+    k_blocks = T.cdiv(K, 64)
+    with T.grid(T.cdiv(N, 32), threads=128) as (bn,):
+        sW = T.alloc_shared((2, 32, 64), T.bf16, swizzle=128)  # noqa: N806
+        full = T.alloc_mbarrier(2, arrive_count=1)
+        acc = T.alloc_reduced(T.alloc_fragment((32, 64), T.bf16), axis=1, dtype=T.f32)
+        T.fill(acc, 0.0)
+        with T.if_(k_blocks > 0):
+            T.mbarrier_arrive(full[0], expect_bytes=32 * 128)
+            T.copy(MT.tile((bn, 0), (32, 64)), sW[0], atom="tma", mbarrier=full[0])
+        for k, st in T.pipeline(k_blocks, stages=2):
+            nxt = k + 1
+            with T.if_(nxt < k_blocks):
+                T.mbarrier_arrive(full[nxt % 2], expect_bytes=32 * 128)
+                T.copy(MT.tile((bn, nxt), (32, 64)), sW[nxt % 2], atom="tma", mbarrier=full[nxt % 2])
+            if MISTAKE != "no wait":
+                T.mbarrier_wait(full[st], phase=(k // 2) % 2)
+            w = T.alloc_fragment((32, 64), T.bf16)
+            T.copy(sW[st], w)
+            v = T.alloc_reduced(w, axis=0, dtype=T.f32)
+            T.copy(V.window((0, (k + (1 if MISTAKE == "v ahead" else 0)) * 64), (None, 64)), v)
+            T.assert_tag(lambda y, x: (x[1] == y[1]) & (y[0] // 32 == bn), w, v[None, :])
+            T.copy(acc + T.reduce_sum(T.cast(w, T.f32) * v[None, :], axis=1), acc)
+            if MISTAKE != "no barrier":
+                T.barrier()
+        T.copy(acc, P.window((0, bn * 32), (None, 32)))
+
+
+def test_the_tma_gemv_seeded_mistakes_are_caught() -> None:
+    assert verify(_gemv_tma_seeded.trace()).verdict == Verdict.VERIFIED
+    found = {m: {f.code for f in verify(_gemv_tma_seeded.trace(MISTAKE=m)).errors} for m in
+             ("v ahead", "no wait", "no barrier")}  # fmt: skip
+    assert "TAG_ASSERT" in found["v ahead"], found
+    assert found["no wait"] and found["no barrier"], found
+
+
+def test_the_tma_gemv_compiles_to_tma_loads_without_spills() -> None:
+    for rows in (1, 4, 8):
+        compiled = compile_kernel(gemv_rows_tma.trace(ROWS=rows, BN=128, SPLITS=4, STAGES=4))
+        assert compiled.resources.spill_stores == 0, (rows, compiled.resources)
+        mix = compiled.instruction_mix()
+        assert mix.get("UTMALDG", 0) > 0 and mix.get("SHFL", 0) > 0, mix
+
+
+def test_the_tma_gemv_refuses_bad_parameters() -> None:
+    with pytest.raises(DSLError, match="BN a multiple"):
+        gemv_rows_tma.trace(BN=24)  # 128 threads cover 16 rows per pass
+    with pytest.raises(DSLError, match="STAGES >= 2"):
+        gemv_rows_tma.trace(STAGES=1)
+    with pytest.raises(mm.GemmError, match="at most 8 rows"):
+        mm.gemv_tma_config(mm.GemmProblem(16, 4096, 4096))

@@ -12,7 +12,14 @@ Two kernels, by how the matrix lies in memory:
   a warp reads contiguous K runs of one of MT's rows, and the K sum of each output element is finished by the
   warp's lanes with shuffles.
 
-Both multiply in f32 (a bf16/f16 value widens exactly) and read V's chunk once per K-block into a fragment every
+* `gemv_rows_tma`: MT (N, K) as for `gemv_rows`, streamed by TMA into a ring of shared-memory stages (one 128-byte
+  swizzle span of K per row and stage, STAGES - 1 stages in flight ahead of the one being read): the loads in
+  flight are the ring's bytes, not registers, which is what a 16-bit matrix needs to stream at the memory's rate
+  (`gemv_rows` keeps one 16-byte load per thread and block in flight and reached 13-35 % of it in bf16). Each
+  stage's products are summed per row at once (in the thread, then across the lanes sharing the row), so a thread
+  holds one f32 per row of V and of the tile it covers. The plan takes it for 16-bit matrix-vector products.
+
+All multiply in f32 (a bf16/f16 value widens exactly) and read V's chunk once per K-block into a fragment every
 thread holds whole (a broadcast load). P is f32 (OUT) for a split to be summed; with one split (S = 1) it is the
 result itself, in its own dtype, rounded once, and no reduction runs. The library call and the choice of kernel are
 `argus.kernels.matmul`.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argus
 import argus.lang as T
 from argus.lang import DSLError
+from argus.layout import Layout
 
 
 @argus.kernel(policies={"tile_shape": ("BK", "BN")})
@@ -135,3 +143,84 @@ def gemv_rows(
                     T.copy(part + wf * v[None, :], part)
         for r, part in enumerate(parts):
             T.copy(T.reduce_sum(part, axis=1), P.window((s, r, bn * BN), (None, None, BN)))
+
+
+@argus.kernel(policies={"tile_shape": ("BN",), "stages": ("STAGES",)})
+def gemv_rows_tma(
+    V: T.Tensor[("R", "K"), "IN"],
+    MT: T.Tensor[("N", "K"), "IN"],
+    P: T.Tensor[("S", "R", "NP"), "OUT"],
+    ROWS: int = 1,
+    BN: int = 128,
+    SPLITS: int = 4,
+    STAGES: int = 4,
+    THREADS: int = 128,
+    LANES: int = 8,
+    IN: str = "bf16",
+    OUT: str = "f32",
+):
+    """P[s, r, n] = sum over the K-blocks of split s of V[r, k] * MT[n, k]: blocks (tile bn of BN rows of MT, split
+    s) of THREADS threads; a K-block is one 128-byte swizzle span of a row (BK = 128 / itemsize elements), split s
+    takes K-blocks ``s * k_split ...`` (``k_split = cdiv(cdiv(K, BK), SPLITS)``; blocks past K read zeros: TMA
+    fills them). One thread issues the TMA loads of a stage (STAGES - 1 ahead), every thread waits for it, reads its
+    16-byte runs of the stage into registers, multiplies them with V's K-block (read through L1) and sums each row's
+    products: in the thread, then across the LANES lanes that share a row, by shuffles (LANES = 1: a thread holds
+    whole rows and sums them alone; measured slower, its sum being one chain of dependent FMAs). A block barrier
+    frees the stage. P's columns may run on past N to NP: those are zeros."""
+    R, K = V.shape  # noqa: N806 - the kernel's shape symbols
+    N, _ = MT.shape  # noqa: N806
+    vec = 16 // MT.dtype.itemsize
+    bk = 128 // MT.dtype.itemsize  # one 128-byte swizzle span of K per row and stage
+    runs = bk // vec  # 16-byte runs per row of a stage
+    if LANES not in (1, 2, 4, 8) or LANES > runs:
+        raise DSLError("DSL_BAD_PARAM", f"LANES one of 1, 2, 4, 8 (at most the {runs} runs of a row); got {LANES}")
+    rows_covered = THREADS // LANES  # the rows one pass of the block's threads covers
+    if ROWS < 1 or STAGES < 2 or THREADS % 128 or BN % rows_covered or BN % 4 or BN > 256:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"ROWS >= 1, STAGES >= 2, THREADS a multiple of 128, BN a multiple of 4 and of {rows_covered} (the rows "
+            f"{THREADS} threads cover) and at most 256 (one TMA box); got {ROWS}, {STAGES}, {THREADS}, {BN}",
+        )
+    # thread (lane l, row group g) holds runs l, l + LANES, ... of rows g, g + rows_covered, ... (column-major index)
+    tv = Layout(
+        ((LANES, rows_covered), (vec, runs // LANES, BN // rows_covered)),
+        ((vec * BN, 1), (BN, vec * LANES * BN, rows_covered)),
+    )
+    T.assume(f"S == {SPLITS}")
+    T.assume(f"R <= {ROWS}")
+    T.assume(f"K % {vec} == 0")  # TMA: MT's rows are whole 16-byte runs
+    T.assume("N <= NP and NP < N + 4 and NP % 4 == 0")  # P's rows padded to whole 16-byte vectors (zeros past N)
+    k_split = T.cdiv(T.cdiv(K, bk), SPLITS)  # K-blocks per split
+    stage_bytes = BN * bk * MT.dtype.itemsize  # the whole box counts, also where it is out of bounds
+    with T.grid(T.cdiv(N, BN), SPLITS, threads=THREADS) as (bn, s):
+        sW = T.alloc_shared((STAGES, BN, bk), MT.dtype, swizzle=128)  # noqa: N806
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage st holds data: one expect_tx arrival + TMA bytes
+        shape = T.alloc_fragment((BN, bk), MT.dtype, tv=tv)  # each thread: runs of BN / rows_covered rows
+        accs = [T.alloc_reduced(shape, axis=1, dtype=T.f32) for _ in range(ROWS)]  # (BN,) per row of V
+        for acc in accs:
+            T.fill(acc, 0.0)
+        for st in range(STAGES - 1):  # prologue: the first STAGES - 1 K-blocks in flight
+            with T.if_(k_split > st):
+                T.mbarrier_arrive(full[st], expect_bytes=stage_bytes)
+                T.copy(MT.tile((bn, s * k_split + st), (BN, bk)), sW[st], atom="tma", mbarrier=full[st])
+        for k, st in T.pipeline(k_split, stages=STAGES):
+            nxt = k + (STAGES - 1)  # into the stage iteration k - 1 read (freed by its closing barrier)
+            with T.if_(nxt < k_split):
+                T.mbarrier_arrive(full[nxt % STAGES], expect_bytes=stage_bytes)
+                T.copy(MT.tile((bn, s * k_split + nxt), (BN, bk)), sW[nxt % STAGES], atom="tma",
+                       mbarrier=full[nxt % STAGES])  # fmt: skip
+            T.mbarrier_wait(full[st], phase=(k // STAGES) % 2)
+            # invariant: the stage read at iteration k holds K-block s * k_split + k of this block's rows of MT
+            T.assert_tag(lambda w: (w[1] // bk == s * k_split + k) & (w[0] // BN == bn), sW[st])
+            w = T.alloc_fragment((BN, bk), MT.dtype, tv=tv)
+            T.copy(sW[st], w)
+            wf = T.cast(w, T.f32)  # products and sums in f32
+            for r, acc in enumerate(accs):
+                v = T.alloc_reduced(w, axis=0, dtype=T.f32)  # (bk,): each lane its runs of V's K-block (L1)
+                T.copy(V.window((r, (s * k_split + k) * bk), (None, bk)), v)
+                # invariant: the products summed pair V's element k with MT's column k, in row tile bn
+                T.assert_tag(lambda y, x: (x[1] == y[1]) & (y[0] // BN == bn), wf, v[None, :])
+                T.copy(acc + T.reduce_sum(wf * v[None, :], axis=1), acc)
+            T.barrier()  # every thread is done with stage st: the next iteration may refill it
+        for r, acc in enumerate(accs):
+            T.copy(acc, P.window((s, r, bn * BN), (None, None, BN)))

@@ -126,6 +126,21 @@ GEMV_MAX_SPLITS = 64
 GEMV_DTYPES = ("f32",)
 
 
+#: The 16-bit input dtypes whose matrix-vector products (A (M, K) row-major times one column) the plan takes to
+#: `gemv_rows_tma`: on an H200 0.93-0.96x cuBLAS where the tensor-core plan (a 64-row tile with one real column) ran
+#: at 0.48-0.64x (benchmarks/results/2026-11-30-gemv-tma/, call 1). Decode products (2-8 rows of A) stay on the
+#: tensor cores: there the kernel ran at 0.26-0.75x (f32 FMAs and shuffles per stage), and at one row it was within
+#: the run-to-run spread of the tensor-core plan (0.87-0.94x against 0.86-0.94x).
+GEMV_TMA_DTYPES: tuple[str, ...] = ("bf16", "f16")
+#: `gemv_rows_tma`'s rows per block, shared-memory stages, lanes per row and the waves of blocks its split-K aims at:
+#: the fastest of the variants measured at every shape there (LANES = 1, a thread summing whole rows alone, ran
+#: 1.3-3x slower: its sum of a row's 64 products is one chain of dependent FMAs)
+GEMV_TMA_BN = 64
+GEMV_TMA_STAGES = 4
+GEMV_TMA_LANES = 8
+GEMV_TMA_WAVES = 0.5
+
+
 @dataclass(frozen=True)
 class GemvConfig:
     """A GEMV-class plan (`argus.kernels.gemv`): KERNEL ``"columns"`` (the matrix row-major (K, cols)) or ``"rows"``
@@ -139,13 +154,24 @@ class GemvConfig:
     BK: int
     BN: int
     UNROLL: int = 4
+    #: ``rows_tma`` only: the shared-memory stages of its TMA ring, and its block's threads
+    STAGES: int = 0
+    THREADS: int = 128
+    LANES: int = 1
 
     @property
     def label(self) -> str:
         swap = " swap" if self.SWAP else ""
+        if self.KERNEL == "rows_tma":
+            return (f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BN}x{self.BK} s{self.STAGES} t{self.THREADS} "
+                    f"l{self.LANES} split{self.SPLITS}")  # fmt: skip
         return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} u{self.UNROLL} split{self.SPLITS}"
 
     def kernel_params(self, problem: GemmProblem) -> dict[str, Any]:
+        out = "f32" if self.SPLITS > 1 else problem.out  # one split: the result itself, no reduction
+        if self.KERNEL == "rows_tma":
+            return {"ROWS": self.ROWS, "BN": self.BN, "SPLITS": self.SPLITS, "STAGES": self.STAGES,
+                    "THREADS": self.THREADS, "LANES": self.LANES, "IN": problem.dtype, "OUT": out}  # fmt: skip
         return {
             "ROWS": self.ROWS,
             "BK": self.BK,
@@ -153,7 +179,7 @@ class GemvConfig:
             "SPLITS": self.SPLITS,
             "UNROLL": self.UNROLL,
             "IN": problem.dtype,
-            "OUT": "f32" if self.SPLITS > 1 else problem.out,  # one split: the result itself, no reduction
+            "OUT": out,
         }
 
     def reduce_params(self, problem: GemmProblem) -> dict[str, Any] | None:
@@ -169,8 +195,20 @@ def gemv_config(
     """The GEMV plan for `problem`, or None where the tensor-core GEMM takes it: a product of one matrix (no batch)
     in one of `dtypes` with at most `GEMV_ROWS` rows of A, or with one column of B, whose matrix rows are whole
     16-byte vectors (N for a row-major matrix, K for one stored transposed; the GEMM pads the others). A row-major
-    (cols, K) matrix (``x @ W.T``) with more than 4 rows of A stays on the tensor cores (measured slower there)."""
-    if problem.batch != 1 or problem.dtype not in dtypes:
+    (cols, K) matrix (``x @ W.T``) with more than 4 rows of A stays on the tensor cores (measured slower there). A
+    16-bit (`GEMV_TMA_DTYPES`) row-major matrix times a vector goes to `gemv_rows_tma` whatever `dtypes` says."""
+    if problem.batch != 1:
+        return None
+    vec = 16 // dtype_of(problem.dtype).itemsize
+    if (
+        problem.N == 1
+        and problem.M > GEMV_ROWS
+        and problem.dtype in GEMV_TMA_DTYPES
+        and problem.a_major == "K"
+        and problem.K % vec == 0
+    ):
+        return gemv_tma_config(problem, target)  # a 16-bit matrix (M, K) row-major times a vector
+    if problem.dtype not in dtypes:
         return None
     if problem.M <= GEMV_ROWS:
         swap, rows, cols = False, problem.M, problem.N
@@ -180,7 +218,6 @@ def gemv_config(
         kernel = "columns" if problem.a_major == "M" else "rows"  # A stored (K, M), or (M, K)
     else:
         return None
-    vec = 16 // dtype_of(problem.dtype).itemsize
     if (cols if kernel == "columns" else problem.K) % vec or (kernel == "rows" and rows > 4):
         return None
     threads = 128
@@ -196,6 +233,34 @@ def gemv_config(
     want = _cdiv(GEMV_BLOCKS_PER_SM * target.sms, tiles)
     splits = max(1, min(want, k_blocks // (GEMV_MIN_K_BLOCKS * unroll), GEMV_MAX_SPLITS))
     return GemvConfig(kernel, swap, rows, splits, bk, bn, unroll)
+
+
+def gemv_tma_config(
+    problem: GemmProblem,
+    target: Target = DEFAULT_TARGET,
+    bn: int = GEMV_TMA_BN,
+    stages: int = GEMV_TMA_STAGES,
+    threads: int = 128,
+    waves: float = GEMV_TMA_WAVES,
+    lanes: int = GEMV_TMA_LANES,
+) -> GemvConfig:
+    """The `gemv_rows_tma` plan for a product whose matrix is (cols, K) row-major (``x @ W.T`` with at most
+    `GEMV_ROWS` rows of x, or a (M, K) matrix times a vector): BN rows of the matrix per block, STAGES stages of
+    128 bytes of K per row, and split-K up to `waves` times as many blocks as the SMs hold at once (by their
+    shared memory), each split at least STAGES K-blocks long so that its ring fills."""
+    swap = problem.M > GEMV_ROWS
+    rows, cols = (1, problem.M) if swap else (problem.M, problem.N)
+    if rows > GEMV_ROWS or (swap and problem.N != 1):
+        raise GemmError(f"gemv_rows_tma takes at most {GEMV_ROWS} rows of A or one column of B, not {problem}")
+    bk = 128 // dtype_of(problem.dtype).itemsize
+    stage_bytes = bn * 128
+    resident = stages * stage_bytes + 64 + target.shared_memory_reserved_per_block  # the ring, its barriers
+    per_sm = max(1, min(target.shared_memory_per_sm // resident, target.max_threads_per_sm // threads, 8))
+    tiles = _cdiv(cols, bn)
+    k_blocks = _cdiv(problem.K, bk)
+    want = _cdiv(int(waves * per_sm * target.sms), tiles)
+    splits = max(1, min(want, k_blocks // stages, GEMV_MAX_SPLITS))
+    return GemvConfig("rows_tma", swap, rows, splits, bk, bn, STAGES=stages, THREADS=threads, LANES=lanes)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -868,7 +933,8 @@ def _traced_main(params: tuple[tuple[str, Any], ...]) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _traced_gemv(kernel: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    return {"columns": gemv.gemv_columns, "rows": gemv.gemv_rows}[kernel].trace(**dict(params))
+    kernels = {"columns": gemv.gemv_columns, "rows": gemv.gemv_rows, "rows_tma": gemv.gemv_rows_tma}
+    return kernels[kernel].trace(**dict(params))
 
 
 @functools.lru_cache(maxsize=64)
