@@ -8,6 +8,8 @@ With GPUs, "1" is ``LocalExecutor(devices=[0])``, "2" is ``LocalExecutor(devices
 Ray instance on this machine with two GPUs (``--ray ADDRESS`` uses a running cluster instead). Without a GPU the
 same three runs use 1, 2 and 2 CPU workers. Each run writes its CSV and SQLite store under ``--out``; the report is
 ``scale-out.md`` and ``scale-out.json`` there. The solutions default to the identity (KernelBench's own ``Model``).
+``--runs local-1gpu`` makes one of the runs (each run's record is ``<run>.json`` under ``--out``; the report covers
+every run recorded there), so the three can be made by separate commands on the same machine.
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", default="out/scale-out")
+    parser.add_argument(
+        "--runs",
+        default="",
+        help="which of the three runs, e.g. local-1gpu (default: all); the "
+        "report covers every run recorded under --out, so runs may be made by separate commands",
+    )
     args = parser.parse_args()
 
     import torch
@@ -76,8 +84,13 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     options = GateOptions(trials=args.trials, reps=args.reps)
-    runs: list[dict[str, Any]] = []
+    chosen = {r.strip() for r in args.runs.split(",") if r.strip()}
+    order = [name for name, _ in executors(gpus, args.ray, args.timeout)]
+    if chosen - set(order):
+        parser.error(f"--runs: unknown run(s) {sorted(chosen - set(order))}; the runs here are {order}")
     for name, make in executors(gpus, args.ray, args.timeout):
+        if chosen and name not in chosen:
+            continue
         executor: Executor = make()
         try:
             start = time.perf_counter()
@@ -88,7 +101,7 @@ def main() -> int:
         finally:
             executor.close()
         verdicts = {f"{r.problem_id}_{r.name}": [r.verdict, r.correct, r.code] for r in report.rows}
-        runs.append({
+        run = {
             "run": name,
             "problems": len(report.rows),
             "wall_s": round(wall, 2),
@@ -97,8 +110,10 @@ def main() -> int:
             "jobs_per_gpu": report.summary["executor"]["jobs_per_gpu"],
             "processes": len(report.summary["executor"]["jobs_per_worker"]),
             "verdicts": verdicts,
-        })  # fmt: skip
+        }  # fmt: skip
+        (out / f"{name}.json").write_text(json.dumps(run, indent=1))
         print(f"{name}: {len(report.rows)} problems in {wall:.1f} s", flush=True)
+    runs = [json.loads((out / f"{name}.json").read_text()) for name in order if (out / f"{name}.json").exists()]
     base = runs[0]["wall_s"]
     same = all(r["verdicts"] == runs[0]["verdicts"] for r in runs)
     doc = {
@@ -107,6 +122,7 @@ def main() -> int:
         "gpu_name": torch.cuda.get_device_name(0) if gpus else None,
         "torch": torch.__version__,
         "level": args.level,
+        "options": {"trials": args.trials, "reps": args.reps, "solutions": args.solutions, "only": args.only},
         "small": args.small,
         "same_verdicts": same,
         "runs": runs,
