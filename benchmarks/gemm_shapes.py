@@ -73,10 +73,10 @@ def _compile(job: tuple) -> tuple[tuple, str | None]:
 
 
 #: `gemv_rows_tma` plans `--gemv-tma` times: (rows per block, stages, threads, waves of blocks split-K aims at,
-#: lanes per row)
-GEMV_TMA_VARIANTS = ((128, 4, 128, 1.0, 1), (128, 4, 128, 2.0, 1), (128, 6, 128, 1.0, 1), (256, 4, 256, 1.0, 1),
-                     (128, 4, 128, 1.0, 2), (64, 4, 128, 1.0, 2), (128, 4, 128, 2.0, 2), (64, 4, 128, 1.0, 8),
-                     (128, 4, 128, 1.0, 4))  # fmt: skip
+#: lanes per row, partial sums kept per lane until the end)
+GEMV_TMA_VARIANTS = ((64, 4, 128, 0.5, 8, False), (64, 4, 256, 0.5, 8, True), (64, 8, 256, 0.5, 8, True),
+                     (64, 8, 256, 1.0, 8, True), (64, 4, 128, 0.5, 8, True), (128, 4, 256, 0.5, 8, True),
+                     (64, 6, 256, 0.25, 8, True))  # fmt: skip
 
 
 def gemv_tma_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
@@ -86,8 +86,11 @@ def gemv_tma_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
     if problem.batch != 1 or not small or not stored_k_major or problem.K % 8:
         return []
     out = []
-    for bn, stages, threads, waves, lanes in GEMV_TMA_VARIANTS:
-        g = mm.gemv_tma_config(problem, bn=bn, stages=stages, threads=threads, waves=waves, lanes=lanes)
+    for bn, stages, threads, waves, lanes, partial in GEMV_TMA_VARIANTS:
+        if partial and threads == 128 and problem.M > 4:
+            continue  # 8 rows of partial sums on 128 threads spill
+        g = mm.gemv_tma_config(problem, bn=bn, stages=stages, threads=threads, waves=waves, lanes=lanes,
+                               partial=partial)  # fmt: skip
         if g != chosen and all(g != c for _, c in out):
             out.append((g.label, g))
     return out

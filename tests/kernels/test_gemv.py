@@ -33,6 +33,7 @@ def _operands(m: int, n: int, k: int, dtype: str, seed: int = 0) -> tuple[np.nda
         (8, 136, 64, "f16", ("M", "N"), "gemv-columns"),  # x given transposed: copied to rows
         (4, 13, 264, "bf16", ("K", "K"), "gemv-rows"),  # 13 outputs: the workspace rows padded to 16
         (50, 1, 96, "bf16", ("K", "N"), "gemv-rows_tma swap"),  # A (M, K) @ b in 16 bits: the TMA ring
+        (1, 200, 136, "f16", ("K", "K"), "gemv-rows_tma"),  # one row times an nn.Linear weight: the TMA ring
         (50, 1, 96, "f32", ("K", "N"), "gemv-rows swap"),  # A (M, K) @ b in f32
         (52, 1, 96, "f32", ("M", "K"), "gemv-columns swap"),  # A given transposed
     ],
@@ -41,7 +42,8 @@ def test_a_gemv_plan_is_correct_on_the_interpreter(m, n, k, dtype, majors, kerne
     problem = mm.GemmProblem(m, n, k, dtype, dtype, *majors)
     plan = mm.GemmPlan(problem, mm.gemv_config(problem, dtypes=mm.INPUTS))  # 16-bit ones on request (see below)
     assert plan.is_gemv and plan.config.label.startswith(kernel), plan.config.label
-    tma = n == 1 and dtype != "f32" and majors[0] == "K"  # a 16-bit row-major matrix times a vector
+    # a 16-bit row-major matrix times a vector, or one 16-bit row times a weight stored (N, K)
+    tma = dtype != "f32" and ((n == 1 and majors[0] == "K") or (m == 1 and n > 1 and majors[1] == "K"))
     assert mm.plan(problem).is_gemv == (dtype == "f32" or tma)
     assert (plan.config.KERNEL == "rows_tma") == tma
     # one split: the GEMV kernel writes C in its dtype, no reduction launch; more: an f32 workspace and the reduction
@@ -78,8 +80,11 @@ def test_the_gemv_applies_only_where_it_should() -> None:
     assert mm.gemv_config(f32(4, 4096, 4096, batch=2)) is None  # batched: the batched GEMM
     assert mm.gemv_config(f32(4, 4098, 4096, b_major="N")) is None  # rows not in 16-byte runs: the padded GEMM
     assert mm.gemv_config(f32(4, 4098, 4096, b_major="K")) is not None  # K-major: K is what must align
-    assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096)) is None  # bf16: the tensor cores, unless asked for
-    assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096), dtypes=mm.INPUTS) is not None
+    # bf16 decode rows: the tensor cores, unless asked for; one row times a weight stored (N, K): the TMA ring
+    assert mm.gemv_config(mm.GemmProblem(2, 4096, 4096)) is None
+    assert mm.gemv_config(mm.GemmProblem(2, 4096, 4096), dtypes=mm.INPUTS).KERNEL == "rows"
+    assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096)).KERNEL == "rows_tma"
+    assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096, b_major="N")) is None  # W (K, N): the tensor cores
     # a 16-bit row-major matrix times a vector: the TMA ring, planned by default
     for dtype in ("bf16", "f16"):
         assert mm.gemv_config(mm.GemmProblem(4096, 1, 4096, dtype, dtype)).KERNEL == "rows_tma"
@@ -209,19 +214,21 @@ def test_every_gemv_kernel_the_plan_launches_verifies(kernel, params) -> None:
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "dtype", "bn", "stages", "threads"),
+    ("m", "n", "k", "dtype", "bn", "stages", "threads", "partial"),
     [
-        (3, 300, 520, "bf16", 64, 3, 128),  # 5 column tiles, the last partial; K not a multiple of 64
-        (1, 130, 4096, "bf16", 128, 4, 256),  # split-K: several splits of 64-element K-blocks
-        (8, 77, 72, "f16", 32, 2, 128),  # 8 rows of A, one split: the kernel writes C
-        (50, 1, 264, "bf16", 16, 2, 128),  # A (M, K) @ b: the matrix-vector product (swap)
+        (3, 300, 520, "bf16", 64, 3, 128, False),  # 5 column tiles, the last partial; K not a multiple of 64
+        (1, 130, 4096, "bf16", 128, 4, 256, True),  # split-K: several splits of 64-element K-blocks
+        (8, 77, 72, "f16", 32, 2, 128, False),  # 8 rows of A, one split: the kernel writes C
+        (4, 77, 200, "bf16", 64, 2, 256, True),  # per-lane partial sums for 4 rows of A
+        (50, 1, 264, "bf16", 16, 2, 128, False),  # A (M, K) @ b: the matrix-vector product (swap)
     ],
 )
-def test_the_tma_gemv_is_correct_on_the_interpreter(m, n, k, dtype, bn, stages, threads) -> None:
+def test_the_tma_gemv_is_correct_on_the_interpreter(m, n, k, dtype, bn, stages, threads, partial) -> None:
     from dataclasses import replace
 
     problem = mm.GemmProblem(m, n, k, dtype, dtype, "K", "K")
-    g = mm.gemv_tma_config(problem, replace(mm.DEFAULT_TARGET, sms=4), bn=bn, stages=stages, threads=threads)
+    g = mm.gemv_tma_config(problem, replace(mm.DEFAULT_TARGET, sms=4), bn=bn, stages=stages, threads=threads,
+                           partial=partial)  # fmt: skip
     assert g.KERNEL == "rows_tma" and g.SWAP == (n == 1)
     assert g.SPLITS * stages <= max(stages, -(-k // 64))  # every split at least STAGES K-blocks long (or one split)
     plan = mm.GemmPlan(problem, g)
@@ -232,9 +239,9 @@ def test_the_tma_gemv_is_correct_on_the_interpreter(m, n, k, dtype, bn, stages, 
     assert float(np.abs(c - ref).max() / np.abs(ref).max()) < 2.0**-7
 
 
-@pytest.mark.parametrize("rows", [1, 8])
-def test_the_tma_gemv_verifies(rows) -> None:
-    report = verify(gemv_rows_tma.trace(ROWS=rows, BN=128, SPLITS=4, STAGES=4))
+@pytest.mark.parametrize(("rows", "partial"), [(1, False), (8, False), (1, True), (4, True)])
+def test_the_tma_gemv_verifies(rows, partial) -> None:
+    report = verify(gemv_rows_tma.trace(ROWS=rows, BN=128, SPLITS=4, STAGES=4, THREADS=256, PARTIAL=partial))
     assert report.verdict == Verdict.VERIFIED, report.render_text()
     proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
     assert "tag assertion" in proved and "output coverage" in proved
@@ -282,8 +289,9 @@ def test_the_tma_gemv_seeded_mistakes_are_caught() -> None:
 
 
 def test_the_tma_gemv_compiles_to_tma_loads_without_spills() -> None:
-    for rows in (1, 4, 8):
-        compiled = compile_kernel(gemv_rows_tma.trace(ROWS=rows, BN=128, SPLITS=4, STAGES=4))
+    for rows, partial in ((1, False), (4, False), (8, False), (1, True), (8, True)):
+        traced = gemv_rows_tma.trace(ROWS=rows, BN=64, SPLITS=4, STAGES=4, THREADS=256, PARTIAL=partial)
+        compiled = compile_kernel(traced)
         assert compiled.resources.spill_stores == 0, (rows, compiled.resources)
         mix = compiled.instruction_mix()
         assert mix.get("UTMALDG", 0) > 0 and mix.get("SHFL", 0) > 0, mix

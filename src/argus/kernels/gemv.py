@@ -156,6 +156,7 @@ def gemv_rows_tma(
     STAGES: int = 4,
     THREADS: int = 128,
     LANES: int = 8,
+    PARTIAL: bool = False,
     IN: str = "bf16",
     OUT: str = "f32",
 ):
@@ -165,8 +166,10 @@ def gemv_rows_tma(
     fills them). One thread issues the TMA loads of a stage (STAGES - 1 ahead), every thread waits for it, reads its
     16-byte runs of the stage into registers, multiplies them with V's K-block (read through L1) and sums each row's
     products: in the thread, then across the LANES lanes that share a row, by shuffles (LANES = 1: a thread holds
-    whole rows and sums them alone; measured slower, its sum being one chain of dependent FMAs). A block barrier
-    frees the stage. P's columns may run on past N to NP: those are zeros."""
+    whole rows and sums them alone; measured slower, its sum being one chain of dependent FMAs). PARTIAL: each
+    lane's products are instead added into an f32 copy of its share of the stage, per row of V, and summed once at
+    the end (no shuffles per stage; registers grow with ROWS x BN x BK / THREADS). A block barrier frees the stage.
+    P's columns may run on past N to NP: those are zeros."""
     R, K = V.shape  # noqa: N806 - the kernel's shape symbols
     N, _ = MT.shape  # noqa: N806
     vec = 16 // MT.dtype.itemsize
@@ -196,7 +199,10 @@ def gemv_rows_tma(
         sW = T.alloc_shared((STAGES, BN, bk), MT.dtype, swizzle=128)  # noqa: N806
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage st holds data: one expect_tx arrival + TMA bytes
         shape = T.alloc_fragment((BN, bk), MT.dtype, tv=tv)  # each thread: runs of BN / rows_covered rows
-        accs = [T.alloc_reduced(shape, axis=1, dtype=T.f32) for _ in range(ROWS)]  # (BN,) per row of V
+        if PARTIAL:  # per row of V, each lane's products kept apart (in the stage's layout) until the end
+            accs = [T.alloc_fragment((BN, bk), T.f32, tv=tv) for _ in range(ROWS)]
+        else:  # per row of V, (BN,): each stage's products summed at once
+            accs = [T.alloc_reduced(shape, axis=1, dtype=T.f32) for _ in range(ROWS)]
         for acc in accs:
             T.fill(acc, 0.0)
         for st in range(STAGES - 1):  # prologue: the first STAGES - 1 K-blocks in flight
@@ -220,7 +226,11 @@ def gemv_rows_tma(
                 T.copy(V.window((r, (s * k_split + k) * bk), (None, bk)), v)
                 # invariant: the products summed pair V's element k with MT's column k, in row tile bn
                 T.assert_tag(lambda y, x: (x[1] == y[1]) & (y[0] // BN == bn), wf, v[None, :])
-                T.copy(acc + T.reduce_sum(wf * v[None, :], axis=1), acc)
+                if PARTIAL:
+                    T.copy(acc + wf * v[None, :], acc)
+                else:
+                    T.copy(acc + T.reduce_sum(wf * v[None, :], axis=1), acc)
             T.barrier()  # every thread is done with stage st: the next iteration may refill it
         for r, acc in enumerate(accs):
-            T.copy(acc, P.window((s, r, bn * BN), (None, None, BN)))
+            total = T.reduce_sum(acc, axis=1) if PARTIAL else acc
+            T.copy(total, P.window((s, r, bn * BN), (None, None, BN)))

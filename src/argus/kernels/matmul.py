@@ -126,18 +126,22 @@ GEMV_MAX_SPLITS = 64
 GEMV_DTYPES = ("f32",)
 
 
-#: The 16-bit input dtypes whose matrix-vector products (A (M, K) row-major times one column) the plan takes to
-#: `gemv_rows_tma`: on an H200 0.93-0.96x cuBLAS where the tensor-core plan (a 64-row tile with one real column) ran
-#: at 0.48-0.64x (benchmarks/results/2026-11-30-gemv-tma/, call 1). Decode products (2-8 rows of A) stay on the
-#: tensor cores: there the kernel ran at 0.26-0.75x (f32 FMAs and shuffles per stage), and at one row it was within
-#: the run-to-run spread of the tensor-core plan (0.87-0.94x against 0.86-0.94x).
+#: The 16-bit input dtypes whose matrix-vector products (A (M, K) row-major times one column) and single-row products
+#: (one row of A times a weight stored (N, K), ``x @ W.T``) the plan takes to `gemv_rows_tma`. On an H200
+#: (benchmarks/results/2026-11-30-gemv-tma/): matrix-vector 0.93-0.96x cuBLAS where the tensor-core plan (a 64-row
+#: tile with one real column) ran at 0.48-0.64x; one row 0.94-0.96x against the tensor-core plan's 0.85-0.92x in the
+#: same run (call 3). Decode products of 2-8 rows stay on the tensor cores: there the kernel ran at 0.26-0.77x (the
+#: f32 FMAs and V's loads grow with the rows).
 GEMV_TMA_DTYPES: tuple[str, ...] = ("bf16", "f16")
-#: `gemv_rows_tma`'s rows per block, shared-memory stages, lanes per row and the waves of blocks its split-K aims at:
-#: the fastest of the variants measured at every shape there (LANES = 1, a thread summing whole rows alone, ran
-#: 1.3-3x slower: its sum of a row's 64 products is one chain of dependent FMAs)
+#: `gemv_rows_tma`'s rows per block, shared-memory stages, threads, lanes per row, per-lane partial sums, and the waves
+#: of blocks its split-K aims at: the fastest variant at every one-row and matrix-vector shape of call 3 (LANES = 1,
+#: a thread summing whole rows alone, ran 1.3-3x slower in call 2: its sum of a row's 64 products is one chain of
+#: dependent FMAs)
 GEMV_TMA_BN = 64
 GEMV_TMA_STAGES = 4
+GEMV_TMA_THREADS = 256
 GEMV_TMA_LANES = 8
+GEMV_TMA_PARTIAL = True
 GEMV_TMA_WAVES = 0.5
 
 
@@ -158,20 +162,22 @@ class GemvConfig:
     STAGES: int = 0
     THREADS: int = 128
     LANES: int = 1
+    PARTIAL: bool = False
 
     @property
     def label(self) -> str:
         swap = " swap" if self.SWAP else ""
         if self.KERNEL == "rows_tma":
             return (f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BN}x{self.BK} s{self.STAGES} t{self.THREADS} "
-                    f"l{self.LANES} split{self.SPLITS}")  # fmt: skip
+                    f"l{self.LANES}{' partial' if self.PARTIAL else ''} split{self.SPLITS}")  # fmt: skip
         return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} u{self.UNROLL} split{self.SPLITS}"
 
     def kernel_params(self, problem: GemmProblem) -> dict[str, Any]:
         out = "f32" if self.SPLITS > 1 else problem.out  # one split: the result itself, no reduction
         if self.KERNEL == "rows_tma":
             return {"ROWS": self.ROWS, "BN": self.BN, "SPLITS": self.SPLITS, "STAGES": self.STAGES,
-                    "THREADS": self.THREADS, "LANES": self.LANES, "IN": problem.dtype, "OUT": out}  # fmt: skip
+                    "THREADS": self.THREADS, "LANES": self.LANES, "PARTIAL": self.PARTIAL, "IN": problem.dtype,
+                    "OUT": out}  # fmt: skip
         return {
             "ROWS": self.ROWS,
             "BK": self.BK,
@@ -196,18 +202,16 @@ def gemv_config(
     in one of `dtypes` with at most `GEMV_ROWS` rows of A, or with one column of B, whose matrix rows are whole
     16-byte vectors (N for a row-major matrix, K for one stored transposed; the GEMM pads the others). A row-major
     (cols, K) matrix (``x @ W.T``) with more than 4 rows of A stays on the tensor cores (measured slower there). A
-    16-bit (`GEMV_TMA_DTYPES`) row-major matrix times a vector goes to `gemv_rows_tma` whatever `dtypes` says."""
+    16-bit (`GEMV_TMA_DTYPES`) row-major matrix times a vector, and one 16-bit row times a matrix stored (N, K), go to
+    `gemv_rows_tma` whatever `dtypes` says."""
     if problem.batch != 1:
         return None
     vec = 16 // dtype_of(problem.dtype).itemsize
-    if (
-        problem.N == 1
-        and problem.M > GEMV_ROWS
-        and problem.dtype in GEMV_TMA_DTYPES
-        and problem.a_major == "K"
-        and problem.K % vec == 0
-    ):
-        return gemv_tma_config(problem, target)  # a 16-bit matrix (M, K) row-major times a vector
+    if problem.dtype in GEMV_TMA_DTYPES and problem.K % vec == 0:
+        if problem.N == 1 and problem.M > GEMV_ROWS and problem.a_major == "K":
+            return gemv_tma_config(problem, target)  # a 16-bit matrix (M, K) row-major times a vector
+        if problem.M == 1 and problem.N > 1 and problem.b_major == "K":
+            return gemv_tma_config(problem, target)  # one 16-bit row times a weight stored (N, K)
     if problem.dtype not in dtypes:
         return None
     if problem.M <= GEMV_ROWS:
@@ -240,9 +244,10 @@ def gemv_tma_config(
     target: Target = DEFAULT_TARGET,
     bn: int = GEMV_TMA_BN,
     stages: int = GEMV_TMA_STAGES,
-    threads: int = 128,
+    threads: int = GEMV_TMA_THREADS,
     waves: float = GEMV_TMA_WAVES,
     lanes: int = GEMV_TMA_LANES,
+    partial: bool = GEMV_TMA_PARTIAL,
 ) -> GemvConfig:
     """The `gemv_rows_tma` plan for a product whose matrix is (cols, K) row-major (``x @ W.T`` with at most
     `GEMV_ROWS` rows of x, or a (M, K) matrix times a vector): BN rows of the matrix per block, STAGES stages of
@@ -260,7 +265,8 @@ def gemv_tma_config(
     k_blocks = _cdiv(problem.K, bk)
     want = _cdiv(int(waves * per_sm * target.sms), tiles)
     splits = max(1, min(want, k_blocks // stages, GEMV_MAX_SPLITS))
-    return GemvConfig("rows_tma", swap, rows, splits, bk, bn, STAGES=stages, THREADS=threads, LANES=lanes)
+    return GemvConfig("rows_tma", swap, rows, splits, bk, bn, STAGES=stages, THREADS=threads, LANES=lanes,
+                      PARTIAL=partial)  # fmt: skip
 
 
 def _cdiv(a: int, b: int) -> int:
