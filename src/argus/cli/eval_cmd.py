@@ -11,6 +11,11 @@ it there. The documents:
 * ``kernelbench --json``: ``{"level", "solutions", "summary", "rows", "csv", "store", "run_id"}``, a row per problem
   (the CSV's columns);
 * ``--markdown``: the table(s) as GitHub markdown under a heading.
+
+While ``kernelbench`` runs, a terminal shows the executor's progress live under the bar (`executor_view`: jobs
+queued, running and done in total and per GPU or worker, the running jobs by the last gate stage they finished, each
+stage's wall time so far); anywhere else (a pipe, a file, CI) each finished problem prints one plain line with the
+same counts (`progress_line`). The summary's ``executor.stage_seconds`` totals the stages' wall time.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
 
 from argus.cli.errors import user_error
 from argus.cli.output import (
@@ -47,15 +54,68 @@ def _fmt(value: Any, spec: str = ".4g", suffix: str = "") -> str:
     return f"{value:{spec}}{suffix}"
 
 
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
+def _progress(executor: Any = None) -> Progress:
+    """The bars of a run on stderr; with an `executor`, its progress live under them (`executor_view`)."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    if executor is not None:
+        return _ExecutorProgress(executor, *columns, console=err, transient=True)
+    return Progress(*columns, console=err, transient=True)
+
+
+def _stages_text(snapshot: Any) -> list[str]:
+    parts = []
+    if snapshot.after_stage:
+        parts.append("running after " + ", ".join(f"{k} {v}" for k, v in snapshot.after_stage.items()))
+    if snapshot.stage_seconds:
+        parts.append(
+            "stage wall time "
+            + ", ".join(f"{k} {v:.1f} s/{snapshot.stage_jobs.get(k, 0)}" for k, v in snapshot.stage_seconds.items())
+        )
+    return parts
+
+
+def progress_line(snapshot: Any) -> str:
+    """An executor's `argus.eval.executor.Progress` on one plain line: totals, per place, stages."""
+    if snapshot.running_known:
+        head = f"{snapshot.queued} queued, {snapshot.running} running, {snapshot.done} done"
+    else:
+        head = f"{snapshot.queued} submitted (queued or running), {snapshot.done} done"
+    head += f" ({snapshot.failed} failed)" if snapshot.failed else ""
+    places = [
+        f"{name}: {c.running} running, {c.done} done" if snapshot.running_known else f"{name}: {c.done} done"
+        for name, c in snapshot.places.items()
+    ]
+    return "; ".join([head, *places, *_stages_text(snapshot)])
+
+
+def executor_view(snapshot: Any) -> RenderableType:
+    """An executor's `argus.eval.executor.Progress` for a live display: a table per GPU or worker (jobs wait in one
+    queue, so only the total has queued jobs), then the stages."""
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for name in ("place", "queued", "running", "done", "failed"):
+        table.add_column(name, justify="left" if name == "place" else "right")
+    unknown = "?" if not snapshot.running_known else None
+    for name, c in snapshot.places.items():
+        table.add_row(name, "", unknown or str(c.running), str(c.done), str(c.failed))
+    table.add_row(
+        "all", str(snapshot.queued), unknown or str(snapshot.running), str(snapshot.done), str(snapshot.failed)
     )
+    lines = _stages_text(snapshot)
+    if not snapshot.running_known:
+        lines.append("Ray does not say which submitted jobs run: queued counts both")
+    return Group(table, *(Text(line) for line in lines))
+
+
+class _ExecutorProgress(Progress):
+    """The run's bars with the executor's progress (`executor_view`) under them, refreshed with them."""
+
+    def __init__(self, executor: Any, *columns: Any, **kwargs: Any) -> None:
+        self.executor = executor  # before Progress's own setup, which may render
+        super().__init__(*columns, **kwargs)
+
+    def get_renderables(self) -> Any:
+        yield self.make_tasks_table(self.tasks)
+        yield executor_view(self.executor.progress())
 
 
 def parse_assignments(text: str) -> dict[str, Any]:
@@ -332,8 +392,10 @@ def kernelbench(
             total = len(ids) if ids is not None else len(CPU_SAMPLE.get(level, {}))
         with (
             open_executor(ray, workers=workers, devices=devices, timeout_s=timeout) as executor,
-            _progress() as progress,
+            _progress(executor) as progress,
         ):
+            live = err.is_terminal  # else one plain line per finished problem
+            judged = [0]
             judge_bar = progress.add_task(f"level {level}", total=total, visible=not generate)
 
             def started(run_id: str) -> None:
@@ -347,6 +409,14 @@ def kernelbench(
                 progress.update(
                     judge_bar, advance=1, visible=True, description=f"level {level}: {row.problem_id}_{row.name}"
                 )
+                judged[0] += 1
+                if not live:
+                    err.print(
+                        f"[{judged[0]}/{total}] {row.problem_id}_{row.name}: {row.verdict} | "
+                        + progress_line(executor.progress()),
+                        markup=False,
+                        highlight=False,
+                    )
 
             if generate:
                 from argus.frontend.level import solve_level
@@ -427,6 +497,14 @@ def kernelbench(
             report_to.print(f"  {r.problem_id}_{r.name}: correct, not covered: {r.uncovered}", markup=False)
     if s["timed"] == 0:
         report_to.print("timing skipped: no CUDA GPU here; fast_p for p > 0 and speedups need a GPU", highlight=False)
+    ran = s.get("executor", {})
+    per_place = ran.get("jobs_per_gpu") or ran.get("jobs_per_worker") or {}
+    if per_place:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(per_place.items()))
+        report_to.print(f"jobs per {'GPU' if ran.get('jobs_per_gpu') else 'worker'}: {shown}", markup=False)
+    if ran.get("stage_seconds"):
+        shown = ", ".join(f"{k} {v:.1f} s" for k, v in ran["stage_seconds"].items())
+        report_to.print(f"stage wall time (summed over problems): {shown}", markup=False, highlight=False)
     wrote = [str(report.csv_path)] + ([str(report.store_path)] if report.store_path else [])
     if json_file is not None:
         doc = {"level": level, "solutions": solutions, "summary": s, "rows": [r.to_json() for r in report.rows],

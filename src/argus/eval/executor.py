@@ -19,6 +19,14 @@ Two implementations:
 `open_executor` picks one from a ``--ray`` value. Failures to reach an executor are `ExecutorError`\\ s with a
 stable code (``EXECUTOR_RAY_MISSING``, ``EXECUTOR_RAY_CONNECT``, ``EXECUTOR_NO_GPU``).
 
+Progress (`Executor.progress`, a `Progress` snapshot a caller may take at any time, from any thread): every job is
+*queued*, *running* on a place (a GPU or a worker slot: `place_of`) or *done* (``failed`` among them when not ok),
+counted in total and per place. The local pool knows when each job starts and where (the pool's ``on_event``) and
+which stages of the gate it has finished (`argus.eval.isolation.report_stage`, sent on the worker's own pipe and
+validated there and here against `REPORTED_STAGES`), so its snapshot counts the running jobs by the last stage they
+finished and totals each stage's wall time. Ray does not say when a task starts: its snapshot counts the jobs
+submitted and not finished as queued (``running_known`` False), places them when they finish, and has no stages.
+
 A job's outcome codes are the worker pool's (``WORKER_EXCEPTION``, ``WORKER_CRASHED``, ``WORKER_TIMEOUT``) plus
 ``WORKER_LOST``: Ray lost the job's worker or node on both attempts (never the candidate's verdict: the harness
 could not decide).
@@ -28,13 +36,15 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from argus.diagnostics import ArgusError
-from argus.eval.isolation import Job, WorkerPool
+from argus.eval.isolation import REPORTED_STAGES, Job, WorkerPool
 
 #: The environment variable that names a Ray cluster to run on when ``--ray`` is not given.
 RAY_ADDRESS_ENV = "ARGUS_RAY_ADDRESS"
@@ -122,6 +132,159 @@ class JobResult:
         )
 
 
+class JobState(StrEnum):
+    """Where a job is: waiting for a worker, running on one, or finished (its result handed back)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+
+
+def place_of(worker: WorkerIdentity) -> str:
+    """The place a job ran, for progress: ``host/gpu N`` for a GPU worker (as in ``jobs_per_gpu``), else
+    ``host:pid``."""
+    return f"{worker.host}/gpu {worker.gpu}" if worker.gpu is not None else f"{worker.host}:{worker.pid}"
+
+
+@dataclass(frozen=True)
+class PlaceProgress:
+    """The jobs of one place (a GPU or a worker): running now, done (``failed`` of them not ok)."""
+
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot of an executor's jobs (see the module docstring). ``places`` counts per GPU or worker;
+    ``running_known`` is False where the executor cannot tell queued from running (Ray: ``queued`` then means
+    submitted and not finished). ``after_stage`` counts the running jobs by the last stage they finished (``start``:
+    none yet); ``stage_jobs`` how many jobs finished each stage; ``stage_seconds`` each stage's wall time summed over
+    the jobs (from the job's start or its previous stage to the report). Stages are empty where none are reported."""
+
+    queued: int = 0
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+    places: dict[str, PlaceProgress] = field(default_factory=dict)
+    running_known: bool = True
+    after_stage: dict[str, int] = field(default_factory=dict)
+    stage_jobs: dict[str, int] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return self.queued + self.running + self.done
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queued": self.queued,
+            "running": self.running,
+            "done": self.done,
+            "failed": self.failed,
+            "running_known": self.running_known,
+            "places": {k: {"running": v.running, "done": v.done, "failed": v.failed} for k, v in self.places.items()},
+            "after_stage": dict(self.after_stage),
+            "stage_jobs": dict(self.stage_jobs),
+            "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+        }
+
+
+@dataclass
+class _Tracked:
+    state: JobState
+    place: str | None = None
+    started: float = 0.0
+    last: str | None = None  # the last stage it finished
+    last_at: float = 0.0
+    ok: bool = True
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class ProgressTracker:
+    """The state of each job of an executor (see `Progress`). Thread-safe: the driver updates it as it submits,
+    hands out and collects jobs; a display may take a `snapshot` from another thread at any time. A stage report
+    counts only when it names a running job and a stage of `stages`; anything else is ignored."""
+
+    def __init__(self, stages: tuple[str, ...] = REPORTED_STAGES, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stages = stages
+        self.clock = clock
+        self.running_known = True
+        self._jobs: dict[str, _Tracked] = {}
+        self._lock = threading.Lock()
+
+    def queued(self, key: str) -> None:
+        with self._lock:
+            self._jobs[key] = _Tracked(JobState.QUEUED)
+
+    def started(self, key: str, place: str) -> None:
+        """`key` runs on `place` now (again, after a retry: its stages start over)."""
+        with self._lock:
+            now = self.clock()
+            self._jobs[key] = _Tracked(JobState.RUNNING, place, now, None, now)
+
+    def stage(self, key: str, stage: Any) -> bool:
+        """The running job `key` finished `stage`; False (and nothing recorded) for an unknown stage or a job that
+        is not running."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None or job.state != JobState.RUNNING or type(stage) is not str or stage not in self.stages:
+                return False
+            now = self.clock()
+            job.stage_seconds[stage] = job.stage_seconds.get(stage, 0.0) + (now - job.last_at)
+            job.last, job.last_at = stage, now
+            return True
+
+    def finished(self, key: str, ok: bool, place: str | None = None) -> None:
+        """`key`'s result came back (`place`: where it ran, when the tracker did not see it start)."""
+        with self._lock:
+            job = self._jobs.get(key) or _Tracked(JobState.QUEUED)
+            job.state, job.ok = JobState.DONE, ok
+            job.place = place or job.place
+            self._jobs[key] = job
+
+    def stage_seconds(self, key: str) -> dict[str, float]:
+        """The wall time of each stage job `key` reported (empty when it reported none)."""
+        with self._lock:
+            job = self._jobs.get(key)
+            return dict(job.stage_seconds) if job is not None else {}
+
+    def snapshot(self) -> Progress:
+        with self._lock:
+            counts = {state: 0 for state in JobState}
+            failed = 0
+            places: dict[str, list[int]] = {}
+            after: dict[str, int] = {}
+            stage_jobs: dict[str, int] = {}
+            seconds: dict[str, float] = {}
+            for job in self._jobs.values():
+                counts[job.state] += 1
+                failed += job.state == JobState.DONE and not job.ok
+                if job.place is not None and job.state != JobState.QUEUED:
+                    place = places.setdefault(job.place, [0, 0, 0])
+                    place[0] += job.state == JobState.RUNNING
+                    place[1] += job.state == JobState.DONE
+                    place[2] += job.state == JobState.DONE and not job.ok
+                if job.state == JobState.RUNNING:
+                    after[job.last or "start"] = after.get(job.last or "start", 0) + 1
+                for stage, s in job.stage_seconds.items():
+                    stage_jobs[stage] = stage_jobs.get(stage, 0) + 1
+                    seconds[stage] = seconds.get(stage, 0.0) + s
+            order = {name: i for i, name in enumerate(("start", *self.stages))}
+            return Progress(
+                queued=counts[JobState.QUEUED],
+                running=counts[JobState.RUNNING],
+                done=counts[JobState.DONE],
+                failed=failed,
+                places={k: PlaceProgress(*v) for k, v in sorted(places.items())},
+                running_known=self.running_known,
+                after_stage=dict(sorted(after.items(), key=lambda kv: order[kv[0]])),
+                stage_jobs=dict(sorted(stage_jobs.items(), key=lambda kv: order[kv[0]])),
+                stage_seconds=dict(sorted(seconds.items(), key=lambda kv: order[kv[0]])),
+            )
+
+
 class Executor:
     """Runs `GateJob`\\ s and streams their `JobResult`\\ s back as they finish (see the module docstring).
 
@@ -147,6 +310,18 @@ class Executor:
     def gpus(self) -> int:
         """How many GPUs this executor runs GPU jobs on (0: submit CPU jobs only)."""
         raise NotImplementedError
+
+    @property
+    def tracker(self) -> ProgressTracker:
+        """This executor's job states (an executor that does not track its jobs shows none)."""
+        found = self.__dict__.get("_tracker")
+        if found is None:
+            found = self.__dict__.setdefault("_tracker", ProgressTracker())
+        return found
+
+    def progress(self) -> Progress:
+        """A snapshot of the jobs submitted so far (see `Progress`); safe to call from another thread."""
+        return self.tracker.snapshot()
 
     def describe(self) -> dict[str, Any]:
         """What the executor is, for the run store's metadata."""
@@ -182,7 +357,20 @@ class LocalExecutor(Executor):
         self.pool = (
             pool if pool is not None else WorkerPool(workers=workers, devices=devices, timeout_s=timeout_s, env=job_env)
         )
+        self.pool.on_event = self._on_event
         self.host = socket.gethostname()
+
+    def place(self, index: int) -> str:
+        """Worker `index`'s place: ``host/gpu N`` when pinned to a GPU, else ``host/worker i`` (a slot: a worker
+        replaced after a crash keeps its place)."""
+        device = self.pool._envs[index].get("CUDA_VISIBLE_DEVICES")
+        return f"{self.host}/gpu {device}" if device is not None else f"{self.host}/worker {index}"
+
+    def _on_event(self, kind: str, key: str, index: int, stage: str | None) -> None:
+        if kind == "start":
+            self.tracker.started(key, self.place(index))
+        elif kind == "stage":
+            self.tracker.stage(key, stage)
 
     def submit(self, job: GateJob) -> None:
         if job.resource == Resource.GPU and not self.devices:
@@ -192,10 +380,12 @@ class LocalExecutor(Executor):
                 requirement="a local pool started with devices (one worker per GPU)",
                 actual="CPU workers only",
             )
+        self.tracker.queued(job.key)
         self.pool.submit(Job(job.key, job.target, job.kwargs))
 
     def as_completed(self) -> Iterator[JobResult]:
         for outcome in self.pool.run():
+            self.tracker.finished(outcome.key, outcome.ok)
             yield JobResult.of(outcome, WorkerIdentity("local", self.host, outcome.worker_pid, outcome.worker_device))
 
     def gpus(self) -> int:

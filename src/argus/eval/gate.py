@@ -40,6 +40,7 @@ from argus.eval.candidates import KernelCandidate, ModuleCandidate, import_file
 from argus.eval.correctness import CandidateFailure
 from argus.eval.flags import Thresholds, speedups, suspicion_flags
 from argus.eval.guards import PrecisionState, poison_, scan_source, strict_precision
+from argus.eval.isolation import report_stage
 from argus.eval.results import Flag, GateResult, StageResult, Status
 from argus.tasks.base import ModuleTask, Task
 
@@ -151,9 +152,32 @@ def static_stage(source: str | None, forbidden: Sequence[str], fp32: bool) -> tu
     return _stage("static", Status.PASSED, None, f"{len(findings)} warning(s)", start, **details), flags
 
 
+class _ReportedStages(list):  # type: ignore[type-arg]
+    """A gate's stage list that reports each stage as it is recorded (`argus.eval.isolation.report_stage`: to the
+    worker pool running the job, for its progress display; nothing elsewhere). Pickles and copies as a plain list."""
+
+    def append(self, stage: Any) -> None:
+        super().append(stage)
+        report_stage(getattr(stage, "stage", ""))
+
+    def extend(self, stages: Any) -> None:
+        for stage in stages:
+            self.append(stage)
+
+    def __iadd__(self, stages: Any) -> _ReportedStages:
+        self.extend(stages)
+        return self
+
+    def __reduce__(self) -> Any:
+        return (list, (list(self),))
+
+
 def static_prelude(result: GateResult, source: str | None, forbidden: Sequence[str], fp32: bool) -> bool:
     """Record the precision switches (under `strict_precision`) and the static stage in `result`; True when the
-    static stage rejected the candidate (the gate stops)."""
+    static stage rejected the candidate (the gate stops). Every gate starts here: from now on each stage recorded in
+    `result` is reported as finished to the pool running this job (progress only; see `_ReportedStages`)."""
+    if type(result.stages) is list:
+        result.stages = _ReportedStages(result.stages)
     result.environment["precision"] = PrecisionState.capture().as_dict()
     static, flags = static_stage(source, forbidden, fp32)
     result.stages.append(static)

@@ -26,6 +26,13 @@ the whole group (whatever the candidate started included) when it replaces or cl
 itself dies (``kill -9`` of ``argus kernelbench``), the worker gets SIGKILL from the kernel (``PR_SET_PDEATHSIG``),
 and a small guard process in the worker's group kills what the worker left behind.
 
+Progress (`WorkerPool`'s ``on_event``): the pool tells its owner when a job is handed to a worker (``"start"``) and
+when the job reports that it finished a stage (``"stage"``). A job reports a stage with `report_stage` (the gate
+calls it as it records each stage, `argus.eval.gate.static_prelude`); inside a worker that sends
+``("stage", key, name)`` on the pipe the pool already reads, anywhere else it does nothing. The pool passes a report
+on only when it names the job that worker is running and a stage of `REPORTED_STAGES`; anything else on the channel
+is dropped. A report is a label for a display and its timing, nothing the run store records as a verdict.
+
 Nothing heavy is imported at module level: the worker sets its environment before importing PyTorch.
 """
 
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import importlib
 import multiprocessing
 import os
@@ -42,7 +50,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
@@ -68,6 +76,35 @@ _EXTERNAL_EXIT_CODES = tuple(-int(s) for s in EXTERNAL_KILL_SIGNALS)  # as ``mul
 MAX_ATTEMPTS = 2
 
 _PR_SET_PDEATHSIG = 1
+
+#: The stages a job may report (`report_stage`): ``load`` (the problem is loaded, KernelBench) and the gate's stages in
+#: the order it runs them. The fixed set the driver accepts: a report naming anything else is dropped.
+REPORTED_STAGES = ("load", "static", "compile", "verify", "correct", "profile")
+
+#: In a worker process, while it runs a job: sends one stage report on the worker's pipe. Unset elsewhere.
+_STAGE_SENDER: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "argus_stage_sender", default=None
+)
+
+
+def report_stage(stage: str) -> None:
+    """Tell the pool that runs this job that it finished `stage` (one of `REPORTED_STAGES`); does nothing outside a
+    worker process (in-process runs, the sandbox) and never raises: progress is never worth failing a job for."""
+    send = _STAGE_SENDER.get()
+    if send is not None and stage in REPORTED_STAGES:
+        with contextlib.suppress(Exception):
+            send(stage)
+
+
+def valid_stage_report(message: Any, key: str | None) -> str | None:
+    """The stage a worker's ``("stage", key, name)`` message reports, when it is well formed, names the job `key`
+    the worker is running and a stage of `REPORTED_STAGES`; else None (the message is dropped)."""
+    if not (isinstance(message, tuple) and len(message) == 3 and message[0] == "stage"):
+        return None
+    _, job_key, stage = message
+    if key is None or type(job_key) is not str or job_key != key or type(stage) is not str:
+        return None
+    return stage if stage in REPORTED_STAGES else None
 
 
 @dataclass(frozen=True)
@@ -200,6 +237,7 @@ def _worker_main(
         key, target, kwargs = message
         start = time.perf_counter()
         fatal = False
+        token = _STAGE_SENDER.set(lambda stage, key=key: conn.send(("stage", key, stage)))
         try:
             value = _resolve(target)(**kwargs)
             reply: tuple[Any, ...] = ("ok", key, value, time.perf_counter() - start)
@@ -207,6 +245,8 @@ def _worker_main(
             text = f"{type(e).__name__}: {e}"
             fatal = any(m in text for m in FATAL_MARKERS)
             reply = ("error", key, text, "".join(traceback.format_exception(e))[-6000:], time.perf_counter() - start)
+        finally:
+            _STAGE_SENDER.reset(token)
         try:
             conn.send(reply)
         except Exception as e:  # noqa: BLE001 - e.g. an unpicklable return value
@@ -317,6 +357,9 @@ class WorkerPool:
         startup_timeout_s: how long a worker may take to start (import PyTorch).
         preload: modules each worker imports before it reports ready.
         env: extra environment for every worker.
+        on_event: called in the caller's thread as ``on_event("start", key, worker_index, None)`` when a job (or its
+            retry) is handed to worker ``worker_index``, and ``on_event("stage", key, worker_index, stage)`` when the
+            job reports a stage it finished (validated: `valid_stage_report`). Its exceptions are not caught.
     """
 
     def __init__(
@@ -328,8 +371,10 @@ class WorkerPool:
         startup_timeout_s: float = 180.0,
         preload: tuple[str, ...] = ("torch", "argus.eval.gate"),
         env: dict[str, str] | None = None,
+        on_event: Callable[[str, str, int, str | None], None] | None = None,
     ) -> None:
         self.timeout_s = timeout_s
+        self.on_event = on_event
         self.startup_timeout_s = startup_timeout_s
         self.preload = preload
         self._ctx = multiprocessing.get_context("spawn")
@@ -388,12 +433,14 @@ class WorkerPool:
         queue.extend(_Attempt(job) for job in jobs)
         while queue or any(w.attempt is not None or w.retry is not None for w in self._workers):
             now = time.monotonic()
-            for w in self._workers:  # hand out work: a retry waiting for this fresh worker first
+            for index, w in enumerate(self._workers):  # hand out work: a retry waiting for this fresh worker first
                 if w.ready and w.attempt is None and (w.retry is not None or queue):
                     attempt = w.retry if w.retry is not None else queue.popleft()
                     w.retry = None
                     w.conn.send((attempt.job.key, attempt.job.target, attempt.job.kwargs))
                     w.attempt, w.job_started, w.deadline = attempt, now, now + self.timeout_s
+                    if self.on_event is not None:
+                        self.on_event("start", attempt.job.key, index, None)
             deadlines = [w.deadline for w in self._workers if w.attempt is not None]
             deadlines += [w.started + self.startup_timeout_s for w in self._workers if not w.ready]
             wait_s = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
@@ -438,6 +485,11 @@ class WorkerPool:
         kind = message[0]
         if kind == "ready":
             w.ready, w.pid = True, message[1]
+            return None
+        if kind == "stage":  # a progress report: passed on when valid, never an outcome
+            stage = valid_stage_report(message, w.job.key if w.job is not None else None)
+            if stage is not None and self.on_event is not None:
+                self.on_event("stage", w.job.key, index, stage)  # type: ignore[union-attr]
             return None
         attempt = w.attempt
         w.attempt, w.deadline = None, float("inf")

@@ -24,6 +24,10 @@ argus kernel (``covered``) and which did not (``uncovered``), and a problem the 
 rejected row that says why (stage ``generate``). The summary counts ``solved`` problems (correct and covered).
 
 Resume (``resume``): the run's rows already in the store are kept and their problems not judged again.
+
+Stage times: where the executor hears the stages of a job (the local pool: `argus.eval.executor.Progress`), each
+store entry has ``stage_seconds`` (the wall time of each stage: ``load``, ``static``, ``compile``, ``verify``,
+``correct``, ``profile``) and the summary's ``executor.stage_seconds`` sums them over the run's problems.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from typing import Any
 from argus.eval.candidates import ModuleCandidate
 from argus.eval.executor import Executor, GateJob, LocalExecutor, Resource
 from argus.eval.gate import GateOptions, gate_module
-from argus.eval.isolation import failure_status
+from argus.eval.isolation import REPORTED_STAGES, failure_status, report_stage
 from argus.eval.results import GateResult, StageResult, Status
 from argus.eval.store import ResultStore
 from argus.tasks.base import TaskError
@@ -152,6 +156,7 @@ def evaluate_problem(
     start = time.perf_counter()
     options = options or GateOptions()
     task = load_problem(problem.path, sizes, strict=strict_sizes)
+    report_stage("load")  # progress: to the worker pool running this job, when there is one
     if solution is None:
         gate = GateResult("none", task.name, dict(task.sizes))
         gate.stages.append(
@@ -243,6 +248,17 @@ def resumed_rows(store: ResultStore, run_id: str, level: int) -> dict[str, dict[
 
 # ---------------------------------------------------------------------------------------------------------------
 # summary and CSV
+
+
+def _stage_totals(per_problem: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Each stage's wall time summed over the problems (in the gate's order), from their ``stage_seconds``."""
+    totals: dict[str, float] = {}
+    for timed in per_problem:
+        for stage, seconds in timed.items():
+            if isinstance(seconds, int | float):
+                totals[stage] = totals.get(stage, 0.0) + float(seconds)
+    order = {name: i for i, name in enumerate(REPORTED_STAGES)}
+    return {k: round(v, 3) for k, v in sorted(totals.items(), key=lambda kv: order.get(kv[0], len(order)))}
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -405,11 +421,14 @@ def _run(
     rows: list[Row] = []
     gates: list[dict[str, Any]] = []
     ran_on: dict[str, dict[str, Any]] = {}
+    stage_times: dict[str, dict[str, float]] = {}  # per problem: each stage's wall time (where reported)
     unsolved: list[tuple[ProblemFile, Generated | None]] = []
     for p in found:
         if p.key in kept:  # resumed: this problem's row is in the store already
             rows.append(Row(**kept[p.key]["row"]))
             gates.append(kept[p.key]["gate"])
+            if isinstance(kept[p.key].get("stage_seconds"), dict):
+                stage_times[p.key] = kept[p.key]["stage_seconds"]
             continue
         if generated is not None:
             made = generated.get(p.problem_id)
@@ -462,6 +481,9 @@ def _run(
         if result is not None and result.worker is not None:
             row.worker = result.worker.label()
             ran_on[p.key] = entry["worker"] = {**result.worker.to_json(), "attempts": result.attempts}
+        timed = executor.tracker.stage_seconds(p.key) if executor is not None and result is not None else {}
+        if timed:
+            stage_times[p.key] = entry["stage_seconds"] = {k: round(v, 4) for k, v in timed.items()}
         entry["row"] = row.to_json()
         rows.append(row)
         gates.append(gate)
@@ -491,6 +513,7 @@ def _run(
             collections.Counter(f"{w['host']}/gpu {w['gpu']}" for w in ran_on.values() if w["gpu"] is not None)
         ),
         "ran_on": ran_on,
+        "stage_seconds": _stage_totals(stage_times.values()),
     }
     if store is not None and run_id is not None:
         store.finish_run(run_id, summary)

@@ -19,6 +19,11 @@ auto|ADDRESS|local`` or ``$ARGUS_RAY_ADDRESS``). What runs where:
   does locally. Ray is the scheduler, never the isolation boundary: nothing of the Ray worker's environment
   (``RAY_*`` variables, cluster tokens, cloud credentials) passes the sandbox's allowlist.
 
+Progress (`Executor.progress`): Ray does not tell the driver when a task starts, nor where, until its result is
+back; the snapshot counts the jobs submitted and not finished as queued (``running_known`` is False), and each
+finished job under the place it ran (``host/gpu N``, or ``host:pid``). The stage reports of a job reach the one-worker
+pool inside its Ray task, not the driver: a Ray run shows no stages.
+
 Faults: Ray's own retries are off (``max_retries=0``). A job whose Ray worker or node is lost (``WorkerCrashedError``,
 ``NodeDiedError``, a raylet that died, Ray's out-of-memory kill, a lost result object) is submitted once more — not
 the candidate's fault; when the second attempt is lost too the result is ``WORKER_LOST`` (an error of the harness,
@@ -42,7 +47,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from argus.eval.executor import MAX_ATTEMPTS, Executor, ExecutorError, GateJob, JobResult, Resource, WorkerIdentity
+from argus.eval.executor import (
+    MAX_ATTEMPTS,
+    Executor,
+    ExecutorError,
+    GateJob,
+    JobResult,
+    Resource,
+    WorkerIdentity,
+    place_of,
+)
 
 #: How long the driver waits for a TCP connection to a ``HOST:PORT`` before it calls the address wrong.
 CONNECT_PROBE_S = 5.0
@@ -199,6 +213,7 @@ class RayExecutor(Executor):
         self._pending: dict[Any, _Pending] = {}  # object ref -> its job
         self.retried = 0  # jobs submitted again after their worker or node was lost
         self.finished = 0  # results handed back
+        self.tracker.running_known = False  # Ray does not say when a task starts
 
     def gpus(self) -> int:
         return int(self._ray.cluster_resources().get("GPU", 0))
@@ -221,6 +236,7 @@ class RayExecutor(Executor):
                 requirement="a node with a GPU in the cluster (ray start --num-gpus N)",
                 actual=f"{self._ray.cluster_resources()}",
             )
+        self.tracker.queued(job.key)
         self._submit(_Pending(job, 1, time.monotonic()))
 
     def _submit(self, pending: _Pending) -> None:
@@ -241,6 +257,8 @@ class RayExecutor(Executor):
                 result = self._collect(ref, pending)
                 if result is not None:
                     self.finished += 1
+                    where = place_of(result.worker) if result.worker is not None else None
+                    self.tracker.finished(result.key, result.ok, where)
                     yield result
 
     def _collect(self, ref: Any, pending: _Pending) -> JobResult | None:
