@@ -1,21 +1,32 @@
 """The attention lineage (`argus.kernels.attention_lineage`, lineage ``"attention"``): forward attention rungs, each
 adding one mechanism, every one matching a float64 definition and torch's `scaled_dot_product_attention` on the
-interpreter at odd shapes (sequences that fill no tile, two batch-heads, bf16 and f16, head dims 64 and 128),
-verified with no finding but performance warnings, compiled for sm_90a with its mechanism in the SASS and no spills."""
+interpreter at odd shapes (sequences that fill no tile, two batch-heads, bf16 and f16, head dims 64 and 128; the
+`mma.sync` rung, which rounds P to the input dtype, within that rounding's bound), verified with no finding but
+performance warnings, compiled for sm_90a with its mechanism in the SASS and no spills; seeded bugs in the
+`mma.sync` rung's pairings caught by the verifier."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
 import torch
 
+import argus
+import argus.lang as T
 from argus.interp import run_kernel
+from argus.ir.printer import format_kernel
 from argus.kernels import attention_lineage
+from argus.kernels.attention import LOG2E
+from argus.kernels.attention_lineage import head_dim
 from argus.kernels.registry import check_on_interpreter, get_kernel, lineage, lineages, torch_check
 from argus.lineage import library_variant, state
 from argus.lineage.operators import features_of
 
-RUNGS = ("attention_naive", "attention_smem_tiled")
+RUNGS = ("attention_naive", "attention_smem_tiled", "attention_mma_sync")
+#: The rungs that keep P in f32 (the `mma.sync` rung rounds it to the input dtype, as FlashAttention does)
+F32_RUNGS = RUNGS[:2]
 
 #: (label, BH, S, D, dtype): S a multiple of no tile (nor of 4, the naive rung's key tile)
 CASES = [
@@ -25,16 +36,29 @@ CASES = [
 ]
 
 
-def _run(name: str, bh: int, s: int, d: int, dtype: str) -> tuple[float, float]:
-    """(largest error against the float64 definition, against torch's SDPA in float64), relative to O's scale."""
+#: The unit roundoff of the input dtypes (half the spacing of their numbers in [1, 2)): P's rounding error bound
+UNIT_ROUNDOFF = {"bf16": 2.0**-8, "f16": 2.0**-11}
+
+
+def _inputs(bh: int, s: int, d: int, dtype: str) -> tuple[torch.Tensor, ...]:
+    """Q, K, V (bh, s, d) of values of `dtype`, in float64."""
     gen = torch.Generator().manual_seed(11)
     low = torch.bfloat16 if dtype == "bf16" else torch.float16
-    q, k, v = (torch.randn(bh, s, d, generator=gen).to(low).double() for _ in range(3))
+    return tuple(torch.randn(bh, s, d, generator=gen).to(low).double() for _ in range(3))
+
+
+def _kernel_output(kernel, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> np.ndarray:  # noqa: ANN001
+    o = np.full(tuple(q.shape), np.nan, np.float32)  # every element must be written
+    run_kernel(kernel, {"Q": q.numpy(), "K": k.numpy(), "V": v.numpy(), "O": o})
+    return o
+
+
+def _run(name: str, bh: int, s: int, d: int, dtype: str) -> tuple[float, float]:
+    """(largest error against the float64 definition, against torch's SDPA in float64), relative to O's scale."""
+    q, k, v = _inputs(bh, s, d, dtype)
     definition = torch.softmax(q @ k.transpose(1, 2) / d**0.5, dim=-1) @ v
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v)
-    o = np.full((bh, s, d), np.nan, np.float32)  # every element must be written
-    kernel = getattr(attention_lineage, name).trace(D=d, IN=dtype)
-    run_kernel(kernel, {"Q": q.numpy(), "K": k.numpy(), "V": v.numpy(), "O": o})
+    o = _kernel_output(getattr(attention_lineage, name).trace(D=d, IN=dtype), q, k, v)
     scale = max(1.0, float(definition.abs().max()))
     return (
         float(np.abs(o - definition.numpy()).max()) / scale,
@@ -43,10 +67,32 @@ def _run(name: str, bh: int, s: int, d: int, dtype: str) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-@pytest.mark.parametrize("name", RUNGS)
+@pytest.mark.parametrize("name", F32_RUNGS)
 def test_each_rung_matches_the_definition_and_torch_on_the_interpreter(name: str, case: tuple) -> None:
     to_definition, to_sdpa = _run(name, *case[1:])
     assert to_definition <= 1e-5 and to_sdpa <= 1e-5, (to_definition, to_sdpa)
+
+
+def _rounded_p_excess(o: np.ndarray, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dtype: str) -> np.ndarray:
+    """How far each element of `o` is from the float64 definition, in units of the bound that rounding P to `dtype`
+    allows (<= 1 where the kernel is right): O = sum_j P_j (1 + d_j) V_j / l with |d_j| <= u, so that
+    |O - O_exact| <= u * (softmax @ |V|), plus 1e-5 of f32 arithmetic."""
+    probabilities = torch.softmax(q @ k.transpose(1, 2) / q.shape[-1] ** 0.5, dim=-1)
+    bound = UNIT_ROUNDOFF[dtype] * (probabilities @ v.abs()) + 1e-5
+    return np.abs(o - (probabilities @ v).numpy()) / bound.numpy()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_the_mma_rung_matches_the_definition_within_p_s_rounding_on_the_interpreter(case: tuple) -> None:
+    _, bh, s, d, dtype = case
+    q, k, v = _inputs(bh, s, d, dtype)
+    o = _kernel_output(attention_lineage.attention_mma_sync.trace(D=d, IN=dtype), q, k, v)
+    assert _rounded_p_excess(o, q, k, v, dtype).max() <= 1.0
+    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v).numpy()
+    assert np.abs(o - sdpa).max() <= UNIT_ROUNDOFF[dtype] * np.abs(v.numpy()).max() + 1e-5
+    # P is rounded: the f32 rungs' output is not reproduced to their 1e-5
+    tiled = _kernel_output(attention_lineage.attention_smem_tiled.trace(D=d, IN=dtype), q, k, v)
+    assert np.abs(o - tiled).max() > 1e-5
 
 
 @pytest.mark.parametrize("name", RUNGS)
@@ -64,11 +110,13 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
     assert [(s.kernel, s.mechanism) for s in steps] == [
         ("attention_naive", "naive_fma"),
         ("attention_smem_tiled", "smem_tiling"),
+        ("attention_mma_sync", "mma_sync"),
     ]
     assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[: len(steps)]]
-    naive, tiled = (state(features_of(library_variant(r))) for r in RUNGS)
+    naive, tiled, mma = (state(features_of(library_variant(r))) for r in RUNGS)
     assert all(level == 0 for level in naive.values()), naive
     assert {m: v for m, v in tiled.items() if v} == {"smem_tiling": 1}
+    assert {m: v for m, v in mma.items() if v} == {"smem_tiling": 1, "mma": 1}
 
 
 @pytest.mark.parametrize("name", RUNGS)
@@ -82,8 +130,12 @@ def test_each_rung_is_verified_and_compiles_without_spills(name: str) -> None:
     assert {f.code for f in result.findings} <= {"PERF_UNCOALESCED", "PERF_BANK_CONFLICT"}
     compiled = compile_kernel(entry.kernel.trace(**entry.params))
     mix = compiled.instruction_mix()
-    assert mix.get("FFMA", 0) > 0 and mix.get("MUFU", 0) > 0 and mix.get("HMMA", 0) == 0
-    assert (mix.get("LDS", 0) > 0 and mix.get("STS", 0) > 0) == (name == "attention_smem_tiled")
+    assert mix.get("MUFU", 0) > 0
+    if name == "attention_mma_sync":  # both products on the tensor cores, their operands by ldmatrix
+        assert mix.get("HMMA", 0) > 0 and mix.get("LDSM", 0) > 0 and mix.get("STS", 0) > 0, mix
+    else:
+        assert mix.get("FFMA", 0) > 0 and mix.get("HMMA", 0) == 0 and mix.get("LDSM", 0) == 0
+        assert (mix.get("LDS", 0) > 0 and mix.get("STS", 0) > 0) == (name == "attention_smem_tiled")
     resources = compiled.resources
     assert resources.spill_stores == 0 and resources.spill_loads == 0, resources
 
@@ -95,3 +147,124 @@ def test_a_head_dim_the_blocks_do_not_divide_is_refused() -> None:
         attention_lineage.attention_naive.trace(D=60)
     with pytest.raises(DSLError, match="positive multiple of 8, not 12"):
         attention_lineage.attention_smem_tiled.trace(D=12)
+    with pytest.raises(DSLError, match="positive multiple of 16, not 72"):
+        attention_lineage.attention_mma_sync.trace(D=72)  # the mma.sync K step
+
+
+# --- seeded bugs in the mma.sync rung ---------------------------------------------------------------------------------
+
+
+QKV = lambda D: ("BH", "S", D)  # noqa: E731 - (batch * heads, sequence, head dim)
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
+def attention_mma_sync_seeded(
+    Q: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    K: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    V: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    O: T.Tensor[QKV, T.f32],  # noqa: E741 - the output's name
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 16,
+    BD: int = 16,
+    IN: str = "bf16",
+    BUG: str = "",
+):
+    """`attention_lineage.attention_mma_sync` statement for statement (with no BUG its IR is the library rung's, which
+    `test_the_seeded_copy_without_a_bug_is_the_library_rung` checks), and one seeded bug: "v_tile" (P V paired with
+    key tile j + 1's values), "k_head" (the scores of the next batch-head's keys), "q_block" (the next block's query
+    rows) or "no_rescale" (O not rescaled when the maximum grows)."""
+    head_dim(D, BK, BD)
+    scale_log2 = LOG2E / D**0.5
+    warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
+    with T.grid(T.cdiv(S, BM), BH, threads=32 * warps[0]) as (bm, bh):  # noqa: F821 - shape symbols
+        sQ = T.alloc_shared((BM, D), Q.dtype)  # (BM, D)
+        sK = T.alloc_shared((BN, D), Q.dtype)  # (BN, D)
+        sV = T.alloc_shared((BN, D), Q.dtype)  # (BN, D)
+        atom = T.mma_sync(Q.dtype, T.f32)
+        s = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=warps)  # S: 16 rows per warp
+        rQ = T.alloc_fragment((BM, BK), Q.dtype, mma=atom, operand="A", groups=warps)
+        rKt = T.alloc_fragment((BK, BN), Q.dtype, mma=atom, operand="B", groups=warps)
+        rP = T.alloc_fragment((BM, BN), Q.dtype, mma=atom, operand="A", groups=warps)  # P in the input dtype
+        rV = T.alloc_fragment((BN, BD), Q.dtype, mma=atom, operand="B", groups=warps)
+        o = [T.alloc_fragment((BM, BD), T.f32, mma=atom, groups=warps) for _ in range(D // BD)]  # O, BD columns each
+        m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain), held by its row's lanes
+        l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+        for oc in o:
+            T.fill(oc, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        q_block = bm + 1 if BUG == "q_block" else bm
+        k_head = bh + 1 if BUG == "k_head" else bh
+        T.copy(Q.tile((bh, q_block, 0), (None, BM, D)), sQ)  # rows past S read 0 (never stored)
+        for j in T.serial(T.cdiv(S, BN)):  # noqa: F821 - shape symbols
+            v_tile = j + 1 if BUG == "v_tile" else j
+            T.copy(K.tile((k_head, j, 0), (None, BN, D)), sK)  # keys past S read 0 (masked below)
+            T.copy(V.tile((bh, v_tile, 0), (None, BN, D)), sV)  # values past S read 0 (their P is 0)
+            T.barrier()
+            T.fill(s, 0.0)
+            for kd in range(D // BK):  # S = Q K^T, BK columns of the head dim at a time
+                T.copy(sQ.window((0, kd * BK), (BM, BK)), rQ, atom="ldmatrix")
+                T.copy(sK.window((0, kd * BK), (BN, BK)).T, rKt, atom="ldmatrix")
+                # invariant: the keys multiplied at iteration j are key tile j of this batch-head
+                T.assert_tag(lambda k: (k[0] == bh) & (k[1] // BN == j), rKt)  # noqa: B023
+                T.gemm(rQ, rKt, s)
+            # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)  # noqa: B023
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))  # noqa: F821 - shape symbols
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)  # combined over the row's four lanes by shuffles
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+            T.copy(m_new, m)
+            T.copy(p, rP)  # rounded to the input dtype: S's accumulator layout is P's A-operand layout
+            for c, oc in enumerate(o):  # O = O * alpha + P V, BD columns at a time
+                T.copy(sV.window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
+                if BUG != "v_tile":  # the user's assertion left out: the verifier's MMA check alone must see it
+                    # invariant: the values multiplied at iteration j are value tile j of this batch-head
+                    T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j), rV)  # noqa: B023
+                if BUG != "no_rescale":
+                    T.copy(oc * alpha[:, None], oc)
+                T.gemm(rP, rV, oc)
+                # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == c * BD + y.coord[1]), oc)  # noqa: B023
+            T.barrier()  # sK and sV may be overwritten from here on
+        for c, oc in enumerate(o):
+            T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))
+
+
+def _statements(kernel) -> list[str]:  # noqa: ANN001
+    """The kernel's printed IR without its name, parameters, source locations and the lint pragmas of its assertions'
+    source text."""
+    lines = format_kernel(kernel).splitlines()
+    lines = [re.sub(r"  # noqa: B023", "", line) for line in lines if not line.startswith(("kernel ", "  params "))]
+    return [re.sub(r"  # [^#]*$", "", line) for line in lines]
+
+
+def test_the_seeded_copy_without_a_bug_is_the_library_rung() -> None:
+    assert _statements(attention_mma_sync_seeded.trace()) == _statements(attention_lineage.attention_mma_sync.trace())
+
+
+#: (bug, the verifier's error codes): each bug also gives wrong numbers on the interpreter at S = 100 (two key tiles,
+#: two query blocks). A tile, head or block not loaded is also `COVERAGE_CONTRACTION` (its products are missing).
+SEEDED = [
+    ("v_tile", {"MMA_K_MISMATCH", "COVERAGE_CONTRACTION"}),  # P's key j * BN + c meets V's row (j + 1) * BN + c
+    ("k_head", {"TAG_ASSERT", "COVERAGE_CONTRACTION"}),  # the MMA's K check sees head-dim columns agree
+    ("q_block", {"TAG_ASSERT", "COVERAGE_CONTRACTION"}),
+    ("no_rescale", {"VALUE_SCALE_MISMATCH"}),  # O of tile j - 1's maximum plus P V of tile j's
+]
+
+
+@pytest.mark.parametrize(("bug", "codes"), SEEDED, ids=[b[0] for b in SEEDED])
+def test_seeded_bugs_in_the_mma_rung_are_caught(bug: str, codes: set) -> None:
+    from argus.verify import verify
+
+    result = verify(attention_mma_sync_seeded.trace(BUG=bug))
+    assert result.verdict.value == "violated" and not result.unknowns, [u.code for u in result.unknowns]
+    assert {e.code for e in result.errors} == codes
+    q, k, v = _inputs(2, 100, 64, "bf16")
+    o = _kernel_output(attention_mma_sync_seeded.trace(BUG=bug), q, k, v)
+    assert np.isnan(o).any() or _rounded_p_excess(o, q, k, v, "bf16").max() > 1.0

@@ -16,11 +16,11 @@ the end), so that consecutive rungs differ by the one mechanism the vocabulary n
 2. `attention_smem_tiled` — the block's Q rows and each key tile's K and V staged in shared memory between barriers,
    every thread computing a register micro-tile of S and of O with FMAs (of the transposed problem, S^T = K Q^T,
    see the kernel); P goes through shared memory (in f32) to become an operand of P V.
+3. `attention_mma_sync` — S = Q K^T and O += P V by ldmatrix and mma.sync on four warps, P rounded to the input dtype.
 
-Not built yet: the `mma.sync` rung (ldmatrix and mma.sync for S = Q K^T and O += P V). The Hopper rungs above it
-(TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a persistent scheduler) are
-`argus.kernels.attention.flash_attention`, whose mechanisms are there at once: splitting it into rungs is the
-lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
+Not built yet: the Hopper rungs above (TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a
+persistent scheduler) are `argus.kernels.attention.flash_attention`, whose mechanisms are there at once: splitting
+it into rungs is the lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
 
 from __future__ import annotations
 
@@ -178,3 +178,87 @@ def attention_smem_tiled(
                 T.gemm(rV, rP, ot)
             T.barrier()  # sK, sVt and sPt may be overwritten from here on
         T.copy(ot / l[None, :], O.tile((bh, bm, 0), (None, BM, D)).T)
+
+
+# --- rung 3: mma.sync -------------------------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK")})
+def attention_mma_sync(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 16,
+    BD: int = 16,
+    IN: str = "bf16",
+):
+    """`attention_smem_tiled` on tensor cores: S = Q K^T and O += P V by mma.sync (m16n8k16, f32 accumulators), their
+    operands read from the staged tiles by ldmatrix, as FlashAttention-2 does.
+
+    Four warps, one per 16 query rows (groups (4, 1)): each warp holds its rows of S whole, so a query's maximum and
+    sum combine over the four lanes that share its row by shuffles, and O's rows are held by the same lanes as S's,
+    so the statistics rescale O in place. S is accumulated BK head-dim columns at a time (Q's and K^T's windows),
+    O in D / BD column blocks (V's windows; one accumulator each). P is rounded to the input dtype as it becomes the
+    A operand of P V (the accumulator's register layout of S is the A operand's, so each thread converts its own
+    values); the row sum is taken from P in f32 before the rounding. Q, K and V are staged as they lie in global
+    memory (rows contiguous, so every staging copy is coalesced): Q and K^T (the transposed view of K's window) are
+    read by plain ldmatrix, V by ldmatrix.trans. The shared tiles are not swizzled (a later rung of the GEMM ladder,
+    `smem_swizzle`), so the ldmatrix reads meet 8-way bank conflicts."""
+    head_dim(D, BK, BD)
+    scale_log2 = LOG2E / D**0.5
+    warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
+    with T.grid(T.cdiv(S, BM), BH, threads=32 * warps[0]) as (bm, bh):
+        sQ = T.alloc_shared((BM, D), Q.dtype)  # (BM, D)
+        sK = T.alloc_shared((BN, D), Q.dtype)  # (BN, D)
+        sV = T.alloc_shared((BN, D), Q.dtype)  # (BN, D)
+        atom = T.mma_sync(Q.dtype, T.f32)
+        s = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=warps)  # S: 16 rows per warp
+        rQ = T.alloc_fragment((BM, BK), Q.dtype, mma=atom, operand="A", groups=warps)
+        rKt = T.alloc_fragment((BK, BN), Q.dtype, mma=atom, operand="B", groups=warps)
+        rP = T.alloc_fragment((BM, BN), Q.dtype, mma=atom, operand="A", groups=warps)  # P in the input dtype
+        rV = T.alloc_fragment((BN, BD), Q.dtype, mma=atom, operand="B", groups=warps)
+        o = [T.alloc_fragment((BM, BD), T.f32, mma=atom, groups=warps) for _ in range(D // BD)]  # O, BD columns each
+        m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain), held by its row's lanes
+        l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+        for oc in o:
+            T.fill(oc, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        T.copy(Q.tile((bh, bm, 0), (None, BM, D)), sQ)  # rows past S read 0 (never stored)
+        for j in T.serial(T.cdiv(S, BN)):
+            T.copy(K.tile((bh, j, 0), (None, BN, D)), sK)  # keys past S read 0 (masked below)
+            T.copy(V.tile((bh, j, 0), (None, BN, D)), sV)  # values past S read 0 (their P is 0)
+            T.barrier()
+            T.fill(s, 0.0)
+            for kd in range(D // BK):  # S = Q K^T, BK columns of the head dim at a time
+                T.copy(sQ.window((0, kd * BK), (BM, BK)), rQ, atom="ldmatrix")
+                T.copy(sK.window((0, kd * BK), (BN, BK)).T, rKt, atom="ldmatrix")
+                # invariant: the keys multiplied at iteration j are key tile j of this batch-head
+                T.assert_tag(lambda k: (k[0] == bh) & (k[1] // BN == j), rKt)
+                T.gemm(rQ, rKt, s)
+            # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)  # combined over the row's four lanes by shuffles
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+            T.copy(m_new, m)
+            T.copy(p, rP)  # rounded to the input dtype: S's accumulator layout is P's A-operand layout
+            for c, oc in enumerate(o):  # O = O * alpha + P V, BD columns at a time
+                T.copy(sV.window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
+                # invariant: the values multiplied at iteration j are value tile j of this batch-head
+                T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j), rV)
+                T.copy(oc * alpha[:, None], oc)
+                T.gemm(rP, rV, oc)
+                # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == c * BD + y.coord[1]), oc)
+            T.barrier()  # sK and sV may be overwritten from here on
+        for c, oc in enumerate(o):
+            T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))

@@ -1109,6 +1109,16 @@ WORKLOADS: tuple[Workload, ...] = (
             "Q, K and V tiles staged in shared memory between barriers; register micro-tiles",
         ),
     ),
+    Workload(
+        "attention_mma_sync",
+        "attention_smem_tiled on tensor cores: S = Q K^T and O += P V by ldmatrix and mma.sync.m16n8k16 on four "
+        "warps of 16 query rows, P rounded to bf16 before P V",
+        ATTENTION,
+        attention_lineage.attention_mma_sync,
+        ATTENTION_TILES,
+        tolerance=1e-2,  # P is rounded to bf16 before P V, as FlashAttention does
+        rung=Rung("attention", "mma_sync", "tensor cores: ldmatrix into operand fragments and mma.sync"),
+    ),
 )
 
 #: Names kernels had before they were named for the mechanism they add, old -> new; `get_kernel` and
