@@ -63,14 +63,22 @@ def facts_of(va: ValueAssumption, env: dict[Any, Any], terms: list[Any]) -> list
     def inside(app: Any) -> Any:
         return z3.And(*[smt.in_range(app.arg(i), 0, n) for i, n in enumerate(dims)])
 
-    out: list[Any] = []
     lo = None if va.lo is None else _bound(va.lo, env)
     hi = None if va.hi is None else _bound(va.hi, env)
+    return instances(apps, lo, hi, va.nondecreasing, inside)
+
+
+def instances(apps: list[Any], lo: Any, hi: Any, nondecreasing: bool, inside: Any) -> list[Any]:
+    """The instances of one declaration on the element terms `apps` of its tensor: each term within `lo .. hi` (None:
+    unbounded there), and with `nondecreasing` each pair ordered as its indices are, every instance under the
+    condition `inside(term)` that its indices lie inside the tensor. Shared by the bit-vector queries (`facts_of`)
+    and the integer encoding of the tile-order lemmas (`argus.verify.checks.tiles`)."""
+    out: list[Any] = []
     for app in apps:
         limits = ([app >= lo] if lo is not None else []) + ([app <= hi] if hi is not None else [])
         if limits:
             out.append(z3.Implies(inside(app), z3.And(*limits)))
-    if va.nondecreasing:
+    if nondecreasing:
         for a, b in itertools.combinations(apps, 2):
             i, j = a.arg(0), b.arg(0)
             both = z3.And(inside(a), inside(b))

@@ -60,7 +60,7 @@ from argus.ir.nodes import Buffer, Kernel, TileRef
 from argus.ir.types import boolean
 from argus.verify import smt
 from argus.verify.program import Site
-from argus.verify.values import applications
+from argus.verify.values import applications, instances
 
 #: Z3's budget (deterministic units) for one lemma; the library's orders take well under a tenth of it.
 LEMMA_RLIMIT = 5_000_000
@@ -491,15 +491,7 @@ class _Lemma:
             def inside(app: Any, dims: list[Any] = dims) -> Any:
                 return z3.And(*[z3.And(app.arg(i) >= 0, app.arg(i) < n) for i, n in enumerate(dims)])
 
-            for app in apps:
-                limits = ([app >= lo] if lo is not None else []) + ([app <= hi] if hi is not None else [])
-                if limits:
-                    out.append(z3.Implies(inside(app), z3.And(*limits)))
-            if va.nondecreasing:
-                for a, b in itertools.combinations(apps, 2):
-                    both = z3.And(inside(a), inside(b))
-                    out.append(z3.Implies(z3.And(both, a.arg(0) <= b.arg(0)), a <= b))
-                    out.append(z3.Implies(z3.And(both, b.arg(0) <= a.arg(0)), b <= a))
+            out += instances(apps, lo, hi, va.nondecreasing, inside)
         return out
 
     def refuted(self, split: Split, cond: Expr) -> bool:
