@@ -159,7 +159,8 @@ def main() -> int:
         )
         chosen = mm.plan(problem).config  # the GEMV plan where `gemv_config` takes the product, else `choose`
         if isinstance(chosen, mm.GemvConfig):
-            plans.append((problem, layout, suite, [("heuristic", chosen), *gemv_tma_contenders(mm, problem, chosen)]))
+            extra = gemv_tma_contenders(mm, problem, chosen) if args.gemv_tma else []
+            plans.append((problem, layout, suite, [("heuristic", chosen), *extra]))
             continue
         padded = mm.padded_extent(problem)
         ranked = sorted(mm.candidates(padded), key=lambda c: mm.estimate(problem, c))

@@ -140,10 +140,14 @@ class JobState(StrEnum):
     DONE = "done"
 
 
+def gpu_place(host: str, gpu: Any) -> str:
+    """The name of GPU `gpu` of `host` in progress and summaries (``host/gpu N``: `place_of`, ``jobs_per_gpu``)."""
+    return f"{host}/gpu {gpu}"
+
+
 def place_of(worker: WorkerIdentity) -> str:
-    """The place a job ran, for progress: ``host/gpu N`` for a GPU worker (as in ``jobs_per_gpu``), else
-    ``host:pid``."""
-    return f"{worker.host}/gpu {worker.gpu}" if worker.gpu is not None else f"{worker.host}:{worker.pid}"
+    """The place a job ran, for progress: `gpu_place` for a GPU worker, else ``host:pid``."""
+    return gpu_place(worker.host, worker.gpu) if worker.gpu is not None else f"{worker.host}:{worker.pid}"
 
 
 @dataclass(frozen=True)
@@ -364,7 +368,7 @@ class LocalExecutor(Executor):
         """Worker `index`'s place: ``host/gpu N`` when pinned to a GPU, else ``host/worker i`` (a slot: a worker
         replaced after a crash keeps its place)."""
         device = self.pool._envs[index].get("CUDA_VISIBLE_DEVICES")
-        return f"{self.host}/gpu {device}" if device is not None else f"{self.host}/worker {index}"
+        return gpu_place(self.host, device) if device is not None else f"{self.host}/worker {index}"
 
     def _on_event(self, kind: str, key: str, index: int, stage: str | None) -> None:
         if kind == "start":

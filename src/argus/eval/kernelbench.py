@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from argus.eval.candidates import ModuleCandidate
-from argus.eval.executor import Executor, GateJob, LocalExecutor, Resource
+from argus.eval.executor import Executor, GateJob, LocalExecutor, Resource, gpu_place
 from argus.eval.gate import GateOptions, gate_module
 from argus.eval.isolation import REPORTED_STAGES, failure_status, report_stage
 from argus.eval.results import GateResult, StageResult, Status
@@ -510,7 +510,7 @@ def _run(
         **described,
         "jobs_per_worker": dict(collections.Counter(r.worker for r in rows if r.worker)),
         "jobs_per_gpu": dict(
-            collections.Counter(f"{w['host']}/gpu {w['gpu']}" for w in ran_on.values() if w["gpu"] is not None)
+            collections.Counter(gpu_place(w["host"], w["gpu"]) for w in ran_on.values() if w["gpu"] is not None)
         ),
         "ran_on": ran_on,
         "stage_seconds": _stage_totals(stage_times.values()),

@@ -198,10 +198,10 @@ def gemv_rows_tma(
     with T.grid(T.cdiv(N, BN), SPLITS, threads=THREADS) as (bn, s):
         sW = T.alloc_shared((STAGES, BN, bk), MT.dtype, swizzle=128)  # noqa: N806
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage st holds data: one expect_tx arrival + TMA bytes
-        shape = T.alloc_fragment((BN, bk), MT.dtype, tv=tv)  # each thread: runs of BN / rows_covered rows
         if PARTIAL:  # per row of V, each lane's products kept apart (in the stage's layout) until the end
             accs = [T.alloc_fragment((BN, bk), T.f32, tv=tv) for _ in range(ROWS)]
         else:  # per row of V, (BN,): each stage's products summed at once
+            shape = T.alloc_fragment((BN, bk), MT.dtype, tv=tv)  # each thread: runs of BN / rows_covered rows
             accs = [T.alloc_reduced(shape, axis=1, dtype=T.f32) for _ in range(ROWS)]
         for acc in accs:
             T.fill(acc, 0.0)
