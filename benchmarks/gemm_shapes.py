@@ -96,6 +96,28 @@ def gemv_tma_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
     return out
 
 
+#: Split counts and pipeline depths of the swap-AB plans `--swap` times (besides the heuristic's choice).
+SWAP_SPLITS = (1, 2, 3, 4, 6, 8)
+SWAP_DEEP_STAGES = (12, 16)
+
+
+def swap_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
+    """(label, config) of the swap-AB plans of `problem` (`mm.swap_tiles`; none where it has none): each tile shape
+    at each of `SWAP_SPLITS` with the deepest pipeline the planner allows, and the unsplit tiles with deeper ones
+    (`SWAP_DEEP_STAGES`, past the planner's MAX_STAGES)."""
+    tiles = mm.swap_tiles(problem)
+    if not tiles:
+        return []
+    q = mm.padded_extent(mm.swapped(problem))
+    found = [replace(c, SWAP=True) for c in mm.candidates(q, tiles=tiles) if c.SPLITS in SWAP_SPLITS]
+    for c in [c for c in found if c.SPLITS == 1]:
+        for stages in SWAP_DEEP_STAGES:
+            deep = replace(c, STAGES=stages)
+            if mm.shared_bytes(deep, q) <= mm.SHARED_MEMORY_BUDGET:
+                found.append(deep)
+    return [(c.label, c) for c in found if c != chosen]
+
+
 def _operands(torch, m: int, n: int, k: int, layout: str):  # noqa: ANN001, ANN202
     """a (M, K) and b (K, N) in `layout` (N: stored as read; T: a transposed view of a row-major tensor)."""
     g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
@@ -129,6 +151,11 @@ def main() -> int:
         action="store_true",
         help="also time `gemv_rows_tma` plans (GEMV_TMA_VARIANTS) where a product has at most GEMV_ROWS rows of A "
         "(or one column of B) and its matrix is stored K-major",
+    )
+    parser.add_argument(
+        "--swap",
+        action="store_true",
+        help="also time swap-AB plans (`swap_contenders`) where a product has at most SWAP_MAX_M rows of A",
     )
     args = parser.parse_args()
 
@@ -174,6 +201,10 @@ def main() -> int:
                 contenders = [(n, c) for n, c in contenders if c != tuned] + [("tuned", tuned)]
         if args.gemv_tma:
             contenders += gemv_tma_contenders(mm, problem, chosen)
+        if args.swap:
+            contenders += [
+                (n, c) for n, c in swap_contenders(mm, problem, chosen) if all(c != d for _, d in contenders)
+            ]
         plans.append((problem, layout, suite, contenders))
     jobs = {(problem, c) for problem, _, _, configs in plans for _, c in configs}
     t0 = time.time()

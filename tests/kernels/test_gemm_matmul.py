@@ -7,6 +7,8 @@ refuses what it cannot run with a reason. On a GPU, `matmul` matches torch."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -220,13 +222,16 @@ SHAPES = [
 def test_the_heuristic_s_configuration_fits_and_is_one_the_kernel_takes(shape) -> None:
     problem = mm.GemmProblem(*shape)
     config = mm.choose(problem)
-    assert config in mm.candidates(mm.padded_extent(problem))
-    assert mm.shared_bytes(config, problem) <= SHARED_MEMORY_BUDGET
+    assert config in mm.candidates_for(problem)
+    padded = mm.plan(problem, config).padded  # the swapped problem for a swap-AB configuration
+    tiles = mm.swap_tiles(problem) if config.SWAP else mm.TILES
+    assert dataclasses.replace(config, SWAP=False) in mm.candidates(padded, tiles=tiles)
+    assert mm.shared_bytes(config, padded) <= SHARED_MEMORY_BUDGET
     if config.SPLITS > 1:
-        assert problem.N % 4 == 0 and config.EPILOGUE == "direct"
-        k_blocks = -(-mm.padded_extent(problem).K // config.BK)
+        assert padded.c_columns % 4 == 0 and config.EPILOGUE == "direct"
+        k_blocks = -(-padded.K // config.BK)
         assert -(-k_blocks // config.SPLITS) >= mm.MIN_K_BLOCKS_PER_SPLIT
-    params = config.kernel_params(mm.padded_extent(problem))
+    params = config.kernel_params(padded)
     gemm_warp_specialized_persistent.trace(**params)  # traces: every parameter is one the kernel takes
 
 
@@ -237,9 +242,10 @@ def test_the_heuristic_answers_the_regimes_it_must() -> None:
     # few output tiles and a long K: split-K fills the GPU
     assert mm.choose(mm.GemmProblem(1024, 1024, 16384)).SPLITS > 1
     assert mm.choose(mm.GemmProblem(512, 512, 65536)).SPLITS > 1
-    # decode batches: 64-row tiles on one consumer warpgroup
+    # decode batches: swap-AB (the weight's rows in 128-row tiles, the batch as wgmma's N), or 64-row tiles of A
     for m in (1, 8, 16, 32, 64):
-        assert mm.choose(mm.GemmProblem(m, 8192, 8192)).BM == 64, m
+        config = mm.choose(mm.GemmProblem(m, 8192, 8192))
+        assert (config.BM, config.BN) == (128, max(8, m)) if config.SWAP else config.BM == 64, m
     # the estimate grows with the work
     assert mm.estimate(mm.GemmProblem(8192, 8192, 8192), big) > mm.estimate(mm.GemmProblem(4096, 4096, 4096), big)
 

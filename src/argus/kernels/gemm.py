@@ -531,14 +531,18 @@ def epilogue_scalar(acc: Any, tile: tuple, S: Any) -> Any:
     return S[0]
 
 
-def c_shape(SPLITS: int, BATCH: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameters
+def c_shape(SPLITS: int, BATCH: bool, C_MAJOR: str = "N") -> tuple[str, ...]:  # noqa: N803 - the kernel's names
     """C's global shape: ``(M, N)``; with split-K (SPLITS > 1) the f32 workspace ``(S, M, N)`` of the partial
-    products, one (M, N) slice per split, that `gemm_split_reduce` sums into C; batched, ``(L, M, N)``."""
+    products, one (M, N) slice per split, that `gemm_split_reduce` sums into C; batched, ``(L, M, N)``. With
+    ``C_MAJOR="M"`` C (and each workspace slice) is stored transposed, ``(N, M)``: the swap-AB store (docs/gemm.md)."""
     if not isinstance(SPLITS, int) or SPLITS < 1:
         raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive int, not {SPLITS!r}")
+    if C_MAJOR not in ("N", "M"):
+        raise DSLError("DSL_BAD_PARAM", f"C_MAJOR must be 'N' (C (M, N)) or 'M' (C stored (N, M)), not {C_MAJOR!r}")
+    rows, cols = ("M", "N") if C_MAJOR == "N" else ("N", "M")
     if BATCH:
-        return ("L", "M", "N")
-    return ("M", "N") if SPLITS == 1 else ("S", "M", "N")
+        return ("L", rows, cols)
+    return (rows, cols) if SPLITS == 1 else ("S", rows, cols)
 
 
 @argus.kernel(
@@ -566,6 +570,7 @@ def gemm_warp_specialized_persistent(
     SPLITS: int = 1,
     BATCH: bool = False,
     PART: str = "all",
+    C_MAJOR: str = "N",
 ):
     """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
     blocks, each with a producer warpgroup (TMA) and CONSUMERS consumer warpgroups (wgmma, f32 accumulators, C
@@ -591,7 +596,11 @@ def gemm_warp_specialized_persistent(
 
     A_MAJOR, B_MAJOR: the operands' layouts, as in `gemm_warp_specialized`: A (M, K) or, with ``A_MAJOR="M"``, (K, M);
     B (N, K) (C = A @ B^T) or, with ``B_MAJOR="N"``, (K, N) (C = A @ B). MN-major operands are loaded one TMA
-    box per 64-element panel and read by wgmma transposed (docs/gemm.md, "Operand layouts")."""
+    box per 64-element panel and read by wgmma transposed (docs/gemm.md, "Operand layouts").
+
+    C_MAJOR="M": C is stored transposed, (N, M) (each split's workspace slice too), every tile written through the
+    transposed view of its window: what swap-AB plans run (C^T = B^T A^T computed as the GEMM of the swapped operands,
+    its result stored as the user's C; docs/gemm.md, "Swap-AB"). Direct stores only, unbatched."""
     persistent_gemm(
         A,
         B,
@@ -612,6 +621,7 @@ def gemm_warp_specialized_persistent(
         SPLITS=SPLITS,
         BATCH=BATCH,
         PART=PART,
+        C_MAJOR=C_MAJOR,
     )
 
 
@@ -639,6 +649,7 @@ def persistent_gemm(
     PART: str = "all",
     TAIL: int = 1,
     W: Any = None,
+    C_MAJOR: str = "N",
 ) -> None:
     """The body of `gemm_warp_specialized_persistent` (see its docstring for the parameters), which kernels with
     a fused epilogue share (`argus.kernels.epilogue`): `epilogue(acc, tile)`, when given, is the value stored for
@@ -664,8 +675,16 @@ def persistent_gemm(
                 f"the tail kernel stores f32 partial products into the workspace W directly, with TAIL >= 2 splits "
                 f"(TAIL = {TAIL}, EPILOGUE = {EPILOGUE!r})",
             )
+    elif C_MAJOR == "M":  # C stored (N, M)
+        N, M = C.shape[-2], C.shape[-1]  # noqa: N806 - the kernel's shape symbols
     else:
         M, N = C.shape[-2], C.shape[-1]  # noqa: N806 - the kernel's shape symbols
+    if C_MAJOR == "M" and (BATCH or EPILOGUE != "direct" or epilogue is not None or PART != "all"):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"a transposed C (C_MAJOR='M') is stored directly, unbatched, without a fused epilogue or a split tail "
+            f"(BATCH={BATCH}, EPILOGUE={EPILOGUE!r}, fused epilogue: {epilogue is not None}, PART={PART!r})",
+        )
     K = A.shape[-1] if A_MAJOR == "K" else A.shape[-2]  # noqa: N806
     L = C.shape[0] if BATCH else None  # noqa: N806
     if epilogue is not None and (BATCH or SPLITS > 1):
@@ -695,7 +714,8 @@ def persistent_gemm(
                 "pass OUT='f32' and EPILOGUE='direct', and reduce the slices with gemm_split_reduce",
             )
         T.assume(f"S == {SPLITS}")
-        T.assume("N % 4 == 0")  # the workspace's rows in whole 16-byte vectors of f32
+        # the workspace's rows in whole 16-byte vectors of f32 (what gemm_split_reduce reads)
+        T.assume("N % 4 == 0" if C_MAJOR == "N" else "M % 4 == 0")
     if EPILOGUE == "tma":
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
     if PART == "tail":
@@ -751,8 +771,12 @@ def persistent_gemm(
                         T.mbarrier_arrive(empty[s])
                     if BATCH:
                         T.copy(acc, C.tile((batch, bm, bn), (None, BM, BN)))
+                    elif SPLITS > 1 and C_MAJOR == "M":  # slice `split` of the workspace, stored (N, M)
+                        T.copy(acc, C.tile((split, bn, bm), (None, BN, BM)).T)
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
+                    elif C_MAJOR == "M":  # C stored (N, M): the tile through the transposed view of its window
+                        T.copy(acc, C.tile((bn, bm), (BN, BM)).T)
                     elif PART == "tail":  # a split of a tail tile: its slot of the workspace
                         T.copy(acc, W.tile((split, t - whole, 0, 0), (None, None, BM, BN)))
                     else:

@@ -114,10 +114,12 @@ def record(problem: Any, gpu: str, entry: dict[str, Any], cache_dir: str | Path 
     return path
 
 
-def lookup(problem: Any, gpu: str, cache_dir: str | Path | None = None, tiles: tuple | None = None) -> Any:
+def lookup(
+    problem: Any, gpu: str, cache_dir: str | Path | None = None, tiles: tuple | None = None, swap: bool = True
+) -> Any:
     """The tuned `GemmConfig` for `problem` on `gpu`, or None: none recorded for its key, or the one recorded is not
     among `problem`'s own candidates (among `tiles`, default all: a fused epilogue that holds a second tile allows
-    fewer)."""
+    fewer; with `swap`, its swap-AB configurations too: a fused epilogue's plan has none)."""
     from argus.kernels import matmul
 
     entry = read(cache_dir).get(gpu, {}).get(key(problem))
@@ -127,7 +129,7 @@ def lookup(problem: Any, gpu: str, cache_dir: str | Path | None = None, tiles: t
         config = matmul.GemmConfig(**entry["config"])
     except TypeError:  # written by a version with other fields
         return None
-    found = matmul.candidates_for(problem, tiles=tiles or matmul.TILES)
+    found = matmul.candidates_for(problem, tiles=tiles or matmul.TILES, swap=swap)
     return config if config in found else None
 
 

@@ -91,6 +91,16 @@ EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128)
 #: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do): measured on an H200 at
 #: 4096^3 (64x64: 2048^3) with `benchmarks/gemm_shapes.py` (docs/gemm.md, "Configuration by shape").
 MMA_EFFICIENCY = {(128, 256): 0.76, (64, 256): 0.58, (128, 128): 0.48, (64, 128): 0.32, (64, 64): 0.17}
+#: The most rows of A a swap-AB plan takes (`swap_tiles`): there the rows of A are wgmma's N extent (8 to 256 in steps
+#: of 8), and the weight's rows fill 128-row tiles instead of a 64-row tile of A mostly past M.
+SWAP_MAX_M = 128
+#: Up to this many rows of A, `choose` takes the swap-AB plan of one wave (`swap_choice`) over the model's ranking:
+#: measured on an H200 (benchmarks/results/2026-12-01-gemm-swap), it was the fastest plan at every skinny shape with
+#: M <= 96 (0.86-1.01x cuBLAS, 1-13 % over the plain tiles), tied at M = 64 and 128; the model's memory terms rank
+#: the families within 2 % of each other, so its order among them is noise.
+SWAP_PREFER_M = 96
+#: The most splits the one-wave swap-AB plan uses; a product that needs more to fill the SMs is left to the model.
+SWAP_MAX_SPLITS = 8
 #: Fraction of the memory bandwidth a streaming GEMM sustains (H200, the decode shapes: 2.4-2.9 TB/s of 4.8).
 HBM_EFFICIENCY = 0.6
 #: Latency of a TMA load from device memory under load, seconds: one SM streams at most its pipeline's bytes in
@@ -269,6 +279,15 @@ def gemv_tma_config(
                       PARTIAL=partial)  # fmt: skip
 
 
+def mma_efficiency(bm: int, bn: int) -> float:
+    """`MMA_EFFICIENCY` of a tile; a narrower one (swap-AB's BN: the few rows of A) in proportion to its width, from
+    the narrowest measured tile with the same rows (an estimate: memory, not the tensor cores, bounds those GEMMs)."""
+    if (bm, bn) in MMA_EFFICIENCY:
+        return MMA_EFFICIENCY[(bm, bn)]
+    narrowest = min(n for m, n in MMA_EFFICIENCY if m == bm)
+    return MMA_EFFICIENCY[(bm, narrowest)] * bn / narrowest
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -296,6 +315,9 @@ class GemmProblem:
     b_major: str = "K"
     #: independent products of the same shape (``bmm``): A (L, M, K), B (L, K, N), C (L, M, N)
     batch: int = 1
+    #: ``"N"``: C (M, N) row-major; ``"M"``: C stored transposed, (N, M) (the kernel problem of a swap-AB plan,
+    #: `swapped`)
+    c_major: str = "N"
 
     def __post_init__(self) -> None:
         for name in ("M", "N", "K", "batch"):
@@ -309,10 +331,13 @@ class GemmProblem:
             )
         if self.out not in OUTPUTS:
             raise GemmError(f"GEMM output dtype {self.out!r}: choose one of {', '.join(OUTPUTS)}")
-        if self.a_major not in ("K", "M") or self.b_major not in ("K", "N"):
+        if self.a_major not in ("K", "M") or self.b_major not in ("K", "N") or self.c_major not in ("N", "M"):
             raise GemmError(
-                f"operand layouts: a_major is 'K' or 'M', b_major 'K' or 'N'; got {self.a_major!r}, {self.b_major!r}"
+                f"operand layouts: a_major is 'K' or 'M', b_major 'K' or 'N', c_major 'N' or 'M'; got "
+                f"{self.a_major!r}, {self.b_major!r}, {self.c_major!r}"
             )
+        if self.c_major == "M" and self.batch > 1:
+            raise GemmError("a transposed C (c_major 'M', swap-AB) is built for unbatched GEMMs only")
         if self.dtype in FP8_INPUTS and (self.a_major, self.b_major) != ("K", "K"):
             raise GemmError(
                 f"an FP8 GEMM reads both operands K-major (wgmma transposes 16-bit operands only): A (M, K) row-major "
@@ -341,6 +366,11 @@ class GemmProblem:
         return 16 // self.kernel_itemsize
 
     @property
+    def c_columns(self) -> int:
+        """The contiguous extent of C (its rows' length in memory): N, or M where C is stored transposed."""
+        return self.N if self.c_major == "N" else self.M
+
+    @property
     def layout(self) -> str:
         """The BLAS name of the layout: N where the operand is stored as the product reads it (A M-by-K row-major,
         B K-by-N row-major), T where it is stored transposed."""
@@ -362,12 +392,16 @@ class GemmConfig:
     #: > 1: a split tail (`argus.kernels.gemm.gemm_persistent_split_tail`): the tiles of the whole waves whole, the
     #: last partial wave's tiles split TAIL ways along K
     TAIL: int = 1
+    #: swap-AB: the kernel computes C^T = B^T A^T (the weight's rows fill the BM-row tiles, the few rows of A the
+    #: BN columns) and stores it transposed into C (`swapped`; docs/gemm.md, "Swap-AB")
+    SWAP: bool = False
 
     @property
     def label(self) -> str:
         split = f" split{self.SPLITS}" if self.SPLITS > 1 else ""
         tail = f" tail{self.TAIL}" if self.TAIL > 1 else ""
-        return f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}"
+        swap = " swap" if self.SWAP else ""
+        return f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}{swap}"
 
     def tail_tiles(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> tuple[int, int]:
         """(tiles of the whole waves, tiles of the tail) of a split tail on `problem` (BLOCKS = the target's SMs)."""
@@ -395,6 +429,8 @@ class GemmConfig:
         }
         if problem.batch > 1:
             params["BATCH"] = True
+        if problem.c_major == "M":
+            params["C_MAJOR"] = "M"
         if self.CONSUMERS == 1:  # one consumer warpgroup: the registers two would share
             params.update(CONSUMER_REGS=consumer_registers(1))
         if self.TAIL > 1:  # the whole waves' tiles only
@@ -460,6 +496,40 @@ def kernel_problem(problem: GemmProblem) -> GemmProblem:
     m = _up(problem.M, 8) if problem.a_major == "M" else problem.M
     n = _up(problem.N, 8)  # B's rows or columns: TMA's alignment, and split-K's workspace rows (`F32_CHAIN`)
     return replace(problem, M=m, N=n, K=3 * _up(problem.K, BK), dtype="bf16")
+
+
+def swapped(problem: GemmProblem) -> GemmProblem:
+    """The swap-AB form of `problem`: C^T (N, M) = B^T (N, K) @ A^T (K, M), C^T stored transposed (`c_major`), so
+    that the kernel writes the user's C. Each operand keeps its memory: B^T is A's role (K-major where B is stored
+    (N, K), the weight of ``x @ w.T``), A^T is B's."""
+    return replace(
+        problem,
+        M=problem.N,
+        N=problem.M,
+        a_major="K" if problem.b_major == "K" else "M",
+        b_major="K" if problem.a_major == "K" else "N",
+        c_major="M" if problem.c_major == "N" else "N",
+    )
+
+
+def swap_refusal(problem: GemmProblem) -> str | None:
+    """Why `problem` has no swap-AB plan, or None where it may have one."""
+    if problem.dtype not in ("bf16", "f16"):
+        return f"swap-AB is built for bf16 and f16 inputs, not {problem.dtype}"
+    if problem.batch > 1 or problem.c_major != "N":
+        return "swap-AB is built for unbatched GEMMs whose C is row-major"
+    return None
+
+
+def swap_tiles(problem: GemmProblem) -> tuple:
+    """The tile shapes of `problem`'s swap-AB plans, or () where none applies: a 16-bit unbatched GEMM with at most
+    `SWAP_MAX_M` rows of A. BN is M rounded up to wgmma's step of 8 where A is row-major (its rows become B's, read
+    K-major), to the 64-column panel where A is a transposed view; BM 128, two consumer warpgroups (the 64-row
+    tile with one was 5-15 % slower at every shape measured)."""
+    if swap_refusal(problem) is not None or problem.M > SWAP_MAX_M:
+        return ()
+    # A stored (K, M) (a transposed view) is an N-major B operand there: staged in whole 64-column panels
+    return ((128, _up(problem.M, 8 if problem.a_major == "K" else 64), 2),)
 
 
 @dataclass(frozen=True)
@@ -531,7 +601,8 @@ def candidates(
     out = dtype_of(problem.out)
     bk = problem.block_k
     k_tiles = _cdiv(problem.K, bk)
-    tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1  # TMA stores are 2-D
+    # TMA stores are 2-D, of C (M, N) row-major
+    tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1 and problem.c_major == "N"
     counts = SPLITS
     if chain is not None:
         least = _cdiv(k_tiles, max(1, chain // bk))  # the fewest splits that keep every unit within the chain
@@ -547,7 +618,7 @@ def candidates(
     found = []
     for bm, bn, consumers in tiles:
         for splits in counts:
-            if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.N % 4):
+            if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.c_columns % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
             epilogue = "tma" if tma_store and splits == 1 else "direct"
             for stages in range(MAX_STAGES, 1, -1):
@@ -567,7 +638,7 @@ def tail_candidates(problem: GemmProblem, whole: GemmConfig, k_tiles: int, targe
     partial, each split count (`SPLITS`) that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks and keeps the tail
     within two waves (unbatched, N a multiple of 4: the reduction's 16-byte rows)."""
     whole_tiles, rest = whole.tail_tiles(problem, target)
-    if problem.batch > 1 or problem.N % 4 or whole_tiles == 0 or rest == 0:
+    if problem.batch > 1 or problem.c_major != "N" or problem.N % 4 or whole_tiles == 0 or rest == 0:
         return []
     return [
         replace(whole, TAIL=s)
@@ -584,7 +655,10 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     device memory in the share `unique / streamed` (the rest hits in L2), at the rate one SM's pipeline can keep
     in flight (Little's law: the bytes of its stages over `HBM_LATENCY_S`), and from L2 at the SM's share of the
     L2 bandwidth. A split adds the reduction kernel: the workspace read once, C written once, and a launch. A split
-    tail runs the whole waves' tiles, then the tail's units (a second launch), then its reduction."""
+    tail runs the whole waves' tiles, then the tail's units (a second launch), then its reduction. A swap-AB
+    configuration (`GemmConfig.SWAP`) is estimated on the `swapped` problem it runs."""
+    if config.SWAP and problem.c_major == "N":
+        problem = swapped(problem)
     sms = target.sms
     in_bytes = dtype_of(problem.dtype).itemsize
     out_bytes = dtype_of(problem.out).itemsize
@@ -592,7 +666,7 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     splits = config.SPLITS
     tiles = _cdiv(m, config.BM) * _cdiv(n, config.BN) * problem.batch
     peak = target.dense_fp8_tensor_tflops if problem.dtype in FP8_INPUTS else target.dense_tensor_tflops
-    per_sm_flops = peak * 1e12 / sms * MMA_EFFICIENCY[(config.BM, config.BN)]
+    per_sm_flops = peak * 1e12 / sms * mma_efficiency(config.BM, config.BN)
     per_sm_l2 = target.l2_gbs * 1e9 / sms
     hbm = target.hbm_gbs * 1e9 * HBM_EFFICIENCY
     rows, cols = min(config.BM, m), min(config.BN, n)  # what TMA fetches: nothing past the operands' ends
@@ -635,25 +709,40 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     return main + (m * n * (4 * splits + out_bytes)) / hbm + REDUCE_LAUNCH_S
 
 
-def candidates_for(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> list[GemmConfig]:
+def candidates_for(
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool = True
+) -> list[GemmConfig]:
     """The configurations `choose` ranks for `problem` (the user's problem: f32 goes through `kernel_problem`, and the
-    candidates are those of the padded extent, with f32's accumulation chain)."""
+    candidates are those of the padded extent, with f32's accumulation chain); with `swap`, also its swap-AB
+    configurations (`swap_tiles`; a fused epilogue's plan has none yet)."""
     chain = F32_CHAIN if problem.dtype == "f32" else None
-    return candidates(padded_extent(kernel_problem(problem)), target, chain=chain, tiles=tiles)
+    found = candidates(padded_extent(kernel_problem(problem)), target, chain=chain, tiles=tiles)
+    narrow = swap_tiles(problem) if swap else ()
+    if narrow:
+        found += [replace(c, SWAP=True) for c in candidates(padded_extent(swapped(problem)), target, tiles=narrow)]
+    return found
 
 
-def ranked(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> list[GemmConfig]:
+def ranked(
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool = True
+) -> list[GemmConfig]:
     """`candidates_for(problem)` from the fastest the model expects to the slowest (what tuning measures first)."""
     q = kernel_problem(problem)
-    return sorted(candidates_for(problem, target, tiles), key=lambda c: estimate(q, c, target))
+    return sorted(candidates_for(problem, target, tiles, swap), key=lambda c: estimate(q, c, target))
 
 
 @functools.lru_cache(maxsize=1024)
-def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES) -> GemmConfig:
-    """The configuration the model ranks first for `problem` among `tiles` (default `TILES`); among those within
-    `TIE` of the best, the one with the fewest splits and no split tail (no workspace, one launch). Remembered per
-    (problem, target, tiles): a call site that repeats a shape pays the ranking once."""
-    found = candidates_for(problem, target, tiles)
+def choose(
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool = True
+) -> GemmConfig:
+    """The configuration the model ranks first for `problem` among `tiles` (default `TILES`) and, with `swap`, its
+    swap-AB tiles; among those within `TIE` of the best, the one with the fewest splits and no split tail (no
+    workspace, one launch). Remembered per (problem, target, tiles, swap): a call site that repeats a shape pays the
+    ranking once."""
+    found = candidates_for(problem, target, tiles, swap)
+    preferred = swap_choice(problem, found, target) if swap else None
+    if preferred is not None:
+        return preferred
     problem = kernel_problem(problem)
     if not found:
         raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
@@ -661,6 +750,27 @@ def choose(problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple =
     best = min(times.values())
     near = [c for c in found if times[c] <= best * (1 + TIE)]
     return min(near, key=lambda c: (c.SPLITS, c.TAIL > 1, times[c], -c.BM * c.BN))
+
+
+def swap_choice(problem: GemmProblem, found: list[GemmConfig], target: Target = DEFAULT_TARGET) -> GemmConfig | None:
+    """For at most `SWAP_PREFER_M` rows of A: among the swap-AB configurations in `found`, the one whose units fill
+    one wave of `target`'s SMs best (the most splits, at most `SWAP_MAX_SPLITS`, that keep tiles x splits within
+    the SMs, and at least half of them busy: 48x1024x65536's 8 tiles x 8 splits ran at 0.74x cuBLAS); None where
+    there is none (the model chooses)."""
+    if problem.M > SWAP_PREFER_M:
+        return None
+    swaps = [c for c in found if c.SWAP and c.SPLITS <= SWAP_MAX_SPLITS]
+    if not swaps:
+        return None
+    q = swapped(problem)
+
+    def units(c: GemmConfig) -> int:
+        return _cdiv(q.M, c.BM) * _cdiv(q.N, c.BN) * c.SPLITS
+
+    one_wave = [c for c in swaps if target.sms // 2 <= units(c) <= target.sms]
+    if not one_wave:
+        return None
+    return max(one_wave, key=lambda c: (units(c), -c.SPLITS, c.STAGES))
 
 
 @dataclass(frozen=True)
@@ -682,7 +792,15 @@ class GemmPlan:
             if self.epilogue is not None:
                 raise GemmError("a fused epilogue on the GEMV kernels is not built: plan it on the tensor-core GEMM")
             return
-        object.__setattr__(self, "padded", padded_extent(kernel_problem(self.problem)))
+        if self.swap_ab:
+            why = swap_refusal(self.problem)
+            if why is not None or self.epilogue is not None:
+                raise GemmError(
+                    f"a swap-AB configuration ({self.config.label}) on {self.problem}: "
+                    f"{why or 'a fused epilogue on a swap-AB plan is not built'}"
+                )
+        view = swapped(self.problem) if self.swap_ab else self.problem
+        object.__setattr__(self, "padded", padded_extent(kernel_problem(view)))
         if self.config.BK != self.padded.block_k:
             raise GemmError(
                 f"a {self.problem.dtype} GEMM runs on K-blocks of {self.padded.block_k} elements (one 128-byte swizzle "
@@ -690,10 +808,27 @@ class GemmPlan:
             )
         if self.epilogue is not None and self.problem.batch > 1:
             raise GemmError("a fused epilogue on a batched GEMM is not built (its operands have no batch index)")
+        if self.config.SPLITS > 1 and self.padded.c_columns % 4:
+            raise GemmError(
+                f"split-K ({self.config.label}) writes f32 workspace rows in whole 16-byte vectors: C's rows "
+                f"({self.padded.c_columns} elements) must be a multiple of 4 long; use SPLITS=1"
+            )
 
     @property
     def is_gemv(self) -> bool:
         return isinstance(self.config, GemvConfig)
+
+    @property
+    def swap_ab(self) -> bool:
+        """Whether the plan runs the `swapped` problem (`GemmConfig.SWAP`; a GEMV's own SWAP is another thing)."""
+        return not self.is_gemv and self.config.SWAP
+
+    @property
+    def c_shape(self) -> tuple[int, int]:
+        """The shape of C (one matrix) as the GEMM kernel stores it: the padded problem's (M, N), or (N, M) where it
+        is stored transposed (swap-AB: then the user's (M, N), padded)."""
+        q = self.padded
+        return (q.M, q.N) if q.c_major == "N" else (q.N, q.M)
 
     @property
     def is_tail(self) -> bool:
@@ -826,10 +961,13 @@ class GemmPlan:
         return c.reshape(p.M, 1) if self.config.SWAP else c
 
     def stored_operands(self, a: Any, b: Any) -> tuple[Any, Any]:
-        """a (M, K) and b (K, N) as they are stored: A (M, K) or (K, M), B (N, K) or (K, N) (views, no copies)."""
+        """a (M, K) and b (K, N) as they are stored: A (M, K) or (K, M), B (N, K) or (K, N) (views, no copies); for
+        a swap-AB plan, the swapped product's operands b^T and a^T as they are stored."""
         p = self.problem
         if p.batch == 1:  # a batch of one (a leading extent 1): its matrix, as the 2-d kernels take it
             a, b = a.reshape(a.shape[-2:]), b.reshape(b.shape[-2:])
+        if self.swap_ab:  # C^T = b^T @ a^T
+            a, b, p = _t(b), _t(a), swapped(p)
         return (a if p.a_major == "K" else _t(a)), (_t(b) if p.b_major == "K" else b)
 
     def operands_for_kernel(self, a: Any, b: Any, xp: Any) -> tuple[Any, Any]:
@@ -838,8 +976,8 @@ class GemmPlan:
         q = self.padded
         a_stored, b_stored = self.stored_operands(a, b)
         lead = (q.batch,) if q.batch > 1 else ()
-        a_shape = (*lead, q.M, q.K) if self.problem.a_major == "K" else (*lead, q.K, q.M)
-        b_shape = (*lead, q.N, q.K) if self.problem.b_major == "K" else (*lead, q.K, q.N)
+        a_shape = (*lead, q.M, q.K) if q.a_major == "K" else (*lead, q.K, q.M)
+        b_shape = (*lead, q.N, q.K) if q.b_major == "K" else (*lead, q.K, q.N)
         return _pad(a_stored, a_shape, xp), _pad(b_stored, b_shape, xp)
 
     def run_on_interpreter(
@@ -878,7 +1016,7 @@ class GemmPlan:
         splits = self.config.SPLITS
         lead = (q.batch,) if q.batch > 1 else ()
         extra = {k: np.asarray(v, np.float64) for k, v in self.epilogue_operands(operands, np).items()}
-        C = np.full((*lead, q.M, q.N) if splits == 1 else (splits, q.M, q.N), np.nan)
+        C = np.full((*lead, *self.c_shape) if splits == 1 else (splits, *self.c_shape), np.nan)
         W = np.full(self.tail_workspace(target), np.nan) if self.is_tail else None
         main = self.main_kernel(target)
         if main is not None:
@@ -887,7 +1025,7 @@ class GemmPlan:
             run_kernel(self.tail_kernel(target), {"A": A, "B": B, "W": W})
             run_kernel(self.reduce_kernel(target), {"W": W, "C": C, **extra})
         elif splits > 1:
-            out = np.full((q.M, q.N), np.nan)
+            out = np.full(self.c_shape, np.nan)
             run_kernel(self.reduce_kernel(), {"W": C, "C": out, **extra})
             C = out
         return C[..., : self.problem.M, : self.problem.N]
@@ -981,7 +1119,7 @@ def plan(
         small = gemv_config(problem, target)
         if small is not None:
             return GemmPlan(problem, small)
-    return GemmPlan(problem, config or choose(problem, target, plan_tiles(epilogue)), epilogue)
+    return GemmPlan(problem, config or choose(problem, target, plan_tiles(epilogue), epilogue is None), epilogue)
 
 
 def plan_tiles(epilogue: Epilogue | None) -> tuple:
@@ -999,7 +1137,7 @@ def tuned_config(problem: GemmProblem, device: Any = None, epilogue: Epilogue | 
         gpu = gemm_tuning.gpu_name(device)
     except Exception:  # noqa: BLE001 - no CUDA here: nothing measured applies
         return None
-    return gemm_tuning.lookup(problem, gpu, tiles=plan_tiles(epilogue))
+    return gemm_tuning.lookup(problem, gpu, tiles=plan_tiles(epilogue), swap=epilogue is None)
 
 
 # ---- the GPU call ----------------------------------------------------------------------------------------------------
@@ -1131,7 +1269,7 @@ def prepare(
         A, B = the_plan.operands_for_kernel(a, b, torch)
     out_torch = torch_dtype(problem.out)
     lead = (q.batch,) if q.batch > 1 else ()
-    shape = (*lead, q.M, q.N)
+    shape = (*lead, *the_plan.c_shape)
     fits = out is not None and tuple(out.shape) == shape and out.dtype == out_torch and out.is_contiguous()
     C = out if fits else torch.empty(shape, dtype=out_torch, device=a.device)
     main_params = the_plan.main_params()
@@ -1153,13 +1291,13 @@ def prepare(
     elif the_plan.config.SPLITS == 1:
         launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors, dependent=DEPENDENT_LAUNCHES))
     else:
-        W = torch.empty((the_plan.config.SPLITS, q.M, q.N), dtype=torch.float32, device=a.device)
+        W = torch.empty((the_plan.config.SPLITS, *the_plan.c_shape), dtype=torch.float32, device=a.device)
         launches.append(_loaded("main", main_params).prepare(A, B, W, dependent=DEPENDENT_LAUNCHES))
         reduce_params = tuple(sorted(the_plan.config.reduce_params(q).items()))
         launches.append(
             _loaded("reduce", reduce_params, epilogue).prepare(W, C, *tensors, dependent=DEPENDENT_LAUNCHES)
         )
-    if (q.M, q.N) != (problem.M, problem.N):
+    if the_plan.c_shape != (problem.M, problem.N):
         C = C[..., : problem.M, : problem.N]
     launches.keep = [a, b, A, B, C, *tensors] + ([W] if W is not None else [])
     return C, launches
