@@ -52,6 +52,7 @@ NOT_CODES = {
     "READ_ELEMENT": "the key of the element reader in an expression environment (argus.ir.expr)",
     "A_MAJOR": "a parameter of the Hopper GEMMs",
     "B_MAJOR": "a parameter of the Hopper GEMMs",
+    "C_MAJOR": "a parameter of the Hopper GEMMs",
     "CUDNN_ATTENTION": "an SDPA backend a task forbids",
     "EFFICIENT_ATTENTION": "an SDPA backend a task forbids",
     "FLASH_ATTENTION": "an SDPA backend a task forbids",

@@ -220,6 +220,7 @@ def _gate_once(
             failed = result.failed_stage
             if failed is not None and failed.code == "SANDBOX_CRASHED" and failed.details.get("exitcode") == -9:
                 info["external_kill"] = True
+            info["ipc"] = sandbox.ipc_status  # how large outputs came back: by CUDA IPC, or in memory files
             result.environment["sandbox"]["transfer_s"] = info.get("transfer_s")
         finally:
             sandbox.close()

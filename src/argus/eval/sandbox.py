@@ -28,8 +28,12 @@ behind (the fallback where no PID namespace could be made).
 The wire (`send_frame`, `recv_frame`): a length-prefixed JSON header, then raw tensor bytes. Tensors travel as
 ``{"dtype", "shape"}`` plus exactly ``numel * itemsize`` bytes and are rebuilt by the judge as fresh, contiguous,
 base ``torch.Tensor`` objects from bytes; nothing is ever unpickled, and every size is checked against limits
-before memory is allocated. What comes back from the runner is data about the candidate, never a verdict: the
-judge compares outputs with a reference it computes itself.
+before memory is allocated. A tensor of `SHARED_MEMORY_BYTES` or more travels in a sealed memory file instead of
+the socket or, when it lies on the judge's own GPU and the judge offered it at the start (`Sandbox.start`), by
+CUDA IPC: the sandbox sends a handle to its allocation and the judge copies the bytes device to device
+(`IpcExporter`, `IpcReceiver`: a 6.4 GB output no longer goes through host memory twice). What comes back from
+the runner is data about the candidate, never a verdict: the judge compares outputs with a reference it computes
+itself.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ from typing import Any
 
 from argus.diagnostics import ArgusError
 from argus.eval.warden import children
+from argus.runtime.driver import cuda_driver
+from argus.runtime.errors import LaunchError
 
 #: Environment variables a sandboxed process may inherit. Everything else (API keys, tokens, cloud credentials,
 #: ``SSH_AUTH_SOCK``, proxies ...) is dropped, whatever its name.
@@ -87,6 +93,10 @@ MAX_HEADER_BYTES = 16 * 2**20
 SHARED_MEMORY_BYTES = 2**20
 #: Most memory files one frame may carry.
 MAX_SHARED_TENSORS = 64
+#: ``ARGUS_SANDBOX_IPC=0`` keeps CUDA IPC off the wire (large CUDA tensors then travel in memory files).
+IPC_ENV = "ARGUS_SANDBOX_IPC"
+#: Bytes of a CUDA IPC memory handle (``CU_IPC_HANDLE_SIZE``).
+IPC_HANDLE_BYTES = 64
 #: Dtypes a tensor may have on the wire (names as ``str(torch.dtype)`` without ``torch.``).
 WIRE_DTYPES = (
     "float64",
@@ -376,19 +386,33 @@ def _encode(value: Any, blobs: list[Any]) -> Any:
     raise TypeError(f"cannot send a {type(value).__name__} through the sandbox wire")
 
 
-def send_frame(sock: socket.socket, message: Mapping[str, Any]) -> None:
+def send_frame(sock: socket.socket, message: Mapping[str, Any], ipc: IpcExporter | None = None) -> None:
     """Send `message` (JSON data with tensors anywhere inside) as one frame. Tensors of `SHARED_MEMORY_BYTES` or
-    more travel in a sealed memory file whose descriptor goes with the frame (copied there straight from the GPU);
-    smaller ones follow the header on the socket."""
+    more go by CUDA IPC handle where `ipc` (the sandbox's side, once the judge offered it) can share them, else in a
+    sealed memory file whose descriptor goes with the frame (copied there straight from the GPU); smaller ones
+    follow the header on the socket."""
     import torch
 
     blobs: list[Any] = []
     body = _encode(dict(message), blobs)
     sizes = [t.numel() * t.element_size() for t in blobs]
-    shared = [i for i, n in enumerate(sizes) if n >= SHARED_MEMORY_BYTES]
+    shared: list[int] = []
+    handles: list[dict[str, Any]] = []
+    for i, n in enumerate(sizes):
+        if n >= SHARED_MEMORY_BYTES:
+            entry = ipc.export(blobs[i]) if ipc is not None and blobs[i].is_cuda else None
+            if entry is None:
+                shared.append(i)
+            else:
+                handles.append({"tensor": i, **entry})
+    for device in {blobs[h["tensor"]].device for h in handles}:
+        torch.cuda.synchronize(device)  # the judge reads them from its own process, once the frame arrives
     fds = [_memory_file(blobs[i]) for i in shared]
     try:
-        header = json.dumps({"body": body, "sizes": sizes, "shared": shared}).encode()
+        head: dict[str, Any] = {"body": body, "sizes": sizes, "shared": shared}
+        if handles:
+            head["ipc"] = handles
+        header = json.dumps(head).encode()
         data = struct.pack("<Q", len(header)) + header
         if fds:
             sent = socket.send_fds(sock, [data], fds)
@@ -399,8 +423,8 @@ def send_frame(sock: socket.socket, message: Mapping[str, Any]) -> None:
     finally:
         for fd in fds:
             os.close(fd)
-    for i, (t, n) in enumerate(zip(blobs, sizes, strict=True)):
-        if n and i not in shared:
+    for t, n in zip(blobs, sizes, strict=True):
+        if 0 < n < SHARED_MEMORY_BYTES:
             sock.sendall(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
 
 
@@ -441,6 +465,166 @@ def _from_memory_file(fd: int, size: int, dtype: str, shape: list[int], device: 
         copy.copy_(view)
         del view
     return copy.view(getattr(torch, dtype)).reshape(shape)
+
+
+class IpcUnavailable(Exception):
+    """The judge could not map or copy a tensor the sandbox shared by CUDA IPC (the handle did not open, or the
+    driver could not measure or copy the mapping). Not a protocol violation: the driver, the container or the two
+    processes' users may rule IPC out. `Sandbox.call` then asks for the same reply again in memory files."""
+
+
+def ipc_driver() -> Any:
+    """``cuda.bindings.driver``, initialised, or None where there is none here (no bindings, no driver, no GPU)."""
+    try:
+        return cuda_driver("the sandbox wire")
+    except LaunchError:
+        return None
+
+
+def _succeeded(driver: Any, status: Any) -> bool:
+    return status == driver.CUresult.CUDA_SUCCESS
+
+
+def _status_name(status: Any) -> str:
+    return str(getattr(status, "name", status))
+
+
+def device_uuid(driver: Any, index: int) -> str | None:
+    """The UUID (hex) of the CUDA device `index` as this process numbers its devices, or None where the driver
+    cannot say: what the judge and the sandbox compare to know that they share a GPU (a MIG instance has its
+    own)."""
+    status, device = driver.cuDeviceGet(index)
+    if not _succeeded(driver, status):
+        return None
+    status, uuid = driver.cuDeviceGetUuid(device)
+    return bytes(uuid.bytes).hex() if _succeeded(driver, status) else None
+
+
+class IpcExporter:
+    """The sandbox's side of CUDA IPC. `send_frame` asks it to share each CUDA tensor of `SHARED_MEMORY_BYTES` or
+    more: one on the GPU the judge named (`accepts`, a `device_uuid`) goes as a handle to its allocation instead of
+    through host memory. Each tensor shared is kept alive in `held` until `release`, which the runner calls when the
+    judge's next request arrives: the judge copies what a reply shared before it asks anything else, so that
+    memory is not reused under its copy."""
+
+    def __init__(self, accepts: str, driver: Any) -> None:
+        self.accepts = accepts
+        self.driver = driver
+        self.held: list[Any] = []
+        self._uuids: dict[int, str | None] = {}
+
+    def export(self, t: Any) -> dict[str, Any] | None:
+        """``{"handle", "offset", "device"}`` for the contiguous CUDA tensor `t` (its allocation's IPC handle in hex,
+        the byte offset of `t` in that allocation, its device's UUID), with `t` held; None when `t` must travel in a
+        memory file: it lies on another GPU than the judge's, or in memory that CUDA IPC cannot share (PyTorch's
+        expandable segments, for one)."""
+        import torch
+
+        index = t.device.index
+        if index not in self._uuids:
+            self._uuids[index] = device_uuid(self.driver, index)
+        if self._uuids[index] != self.accepts:
+            return None
+        pointer = t.data_ptr()
+        with torch.cuda.device(index):  # the driver calls below act on the current context: t's device's
+            status, base, _ = self.driver.cuMemGetAddressRange(pointer)
+            if not _succeeded(self.driver, status):
+                return None
+            status, handle = self.driver.cuIpcGetMemHandle(base)
+            if not _succeeded(self.driver, status):
+                return None
+        self.held.append(t)
+        raw = ctypes.string_at(handle.getPtr(), IPC_HANDLE_BYTES)
+        return {"handle": raw.hex(), "offset": pointer - int(base), "device": self.accepts}
+
+    def release(self) -> None:
+        """Drop the tensors shared so far (the judge has copied them)."""
+        self.held = []
+
+
+class IpcReceiver:
+    """The judge's side of CUDA IPC: `recv_frame` has it copy each tensor the sandbox shared by handle, device to
+    device, into a fresh tensor on `device` (the GPU whose UUID is `identity`). Every field of a descriptor is the
+    sandbox's word and is checked before use: the device must be the judge's own, the handle 64 bytes, the offset
+    a non-negative int; once the handle is open, the tensor's bytes must lie inside the allocation it maps, as the
+    driver (not the sandbox) measures it. The tensor's dtype, shape and size were checked with every other
+    tensor's, and the handle is closed before `tensor` returns or raises. A violation is ``SANDBOX_PROTOCOL``; a
+    handle that does not open, or a mapping that cannot be measured or copied, is `IpcUnavailable`."""
+
+    def __init__(self, driver: Any, device: Any, identity: str) -> None:
+        self.driver = driver
+        self.device = device
+        self.identity = identity
+
+    @staticmethod
+    def create(device: Any) -> IpcReceiver | None:
+        """The receiver for the judge's `device`, or None where IPC is not offered: not a CUDA device,
+        ``ARGUS_SANDBOX_IPC=0``, no cuda.bindings or CUDA driver here."""
+        import torch
+
+        if device is None or os.environ.get(IPC_ENV, "1").strip() == "0":
+            return None
+        target = torch.device(device)
+        if target.type != "cuda":
+            return None
+        driver = ipc_driver()
+        if driver is None:
+            return None
+        index = target.index if target.index is not None else torch.cuda.current_device()
+        identity = device_uuid(driver, index)
+        return IpcReceiver(driver, torch.device("cuda", index), identity) if identity is not None else None
+
+    def tensor(self, entry: dict[str, Any], size: int, dtype: str, shape: list[int]) -> Any:
+        """A fresh tensor of `dtype` and `shape` on `device` with the `size` bytes that `entry` (a descriptor from
+        the frame) shares."""
+        import torch
+
+        copy = torch.empty(size, dtype=torch.uint8, device=self.device)
+        with torch.cuda.device(self.device):  # the mapping is opened in (and copied on) this device's context
+            self.copy(entry, size, copy.data_ptr(), torch.cuda.current_stream(self.device).cuda_stream)
+        return copy.view(getattr(torch, dtype)).reshape(shape)
+
+    def copy(self, entry: dict[str, Any], size: int, destination: int, stream: int) -> None:
+        """Copy the `size` bytes `entry` describes to the device pointer `destination` on `stream`, and wait for
+        the copy (the checks are the class docstring's)."""
+        driver = self.driver
+        device, offset, handle = entry.get("device"), entry.get("offset"), entry.get("handle")
+        if device != self.identity:
+            raise SandboxError(
+                "SANDBOX_PROTOCOL", f"a tensor shared from device {str(device)[:64]!r}, not the judge's {self.identity}"
+            )
+        if type(offset) is not int or offset < 0:
+            raise SandboxError("SANDBOX_PROTOCOL", f"a tensor shared at offset {str(offset)[:64]!r}")
+        try:
+            raw = bytes.fromhex(handle) if isinstance(handle, str) else b""
+        except ValueError:
+            raw = b""
+        if len(raw) != IPC_HANDLE_BYTES:
+            raise SandboxError("SANDBOX_PROTOCOL", f"a CUDA IPC handle that is not {IPC_HANDLE_BYTES} bytes in hex")
+        ipc_handle = driver.CUipcMemHandle()
+        ctypes.memmove(ipc_handle.getPtr(), raw, IPC_HANDLE_BYTES)
+        status, base = driver.cuIpcOpenMemHandle(ipc_handle, driver.CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+        if not _succeeded(driver, status):
+            raise IpcUnavailable(f"cuIpcOpenMemHandle: {_status_name(status)}")
+        base = int(base)
+        try:
+            status, start, length = driver.cuMemGetAddressRange(base)
+            if not _succeeded(driver, status):
+                raise IpcUnavailable(f"cuMemGetAddressRange: {_status_name(status)}")
+            mapped = int(start) + int(length) - base
+            if offset + size > mapped:
+                raise SandboxError(
+                    "SANDBOX_PROTOCOL",
+                    f"a tensor of {size} bytes at offset {offset} of a shared allocation of {mapped} bytes",
+                )
+            (status,) = driver.cuMemcpyDtoDAsync(destination, base + offset, size, stream)
+            if not _succeeded(driver, status):
+                raise IpcUnavailable(f"cuMemcpyDtoDAsync: {_status_name(status)}")
+            (status,) = driver.cuStreamSynchronize(stream)
+            if not _succeeded(driver, status):
+                raise IpcUnavailable(f"cuStreamSynchronize: {_status_name(status)}")
+        finally:
+            driver.cuIpcCloseMemHandle(base)
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytearray:
@@ -494,10 +678,20 @@ def _tensor_specs(value: Any, out: dict[int, tuple[str, list[int]]]) -> None:
             _tensor_specs(v, out)
 
 
-def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36, device: Any = None) -> dict[str, Any]:
+def recv_frame(
+    sock: socket.socket,
+    timeout_s: float,
+    *,
+    max_bytes: int = 2**36,
+    device: Any = None,
+    ipc: IpcReceiver | None = None,
+) -> dict[str, Any]:
     """Receive one frame within `timeout_s`; tensors are rebuilt from bytes as fresh base tensors (on `device` when
-    given). Raises `SandboxError`: ``SANDBOX_TIMEOUT``, ``SANDBOX_CRASHED`` (the peer closed), ``SANDBOX_PROTOCOL``
-    (malformed, a dtype not in `WIRE_DTYPES`, sizes that disagree with shapes, more than `max_bytes` of tensors)."""
+    given), those shared by CUDA IPC copied by `ipc` (None: the frame may carry no IPC handle). Raises
+    `SandboxError`: ``SANDBOX_TIMEOUT``, ``SANDBOX_CRASHED`` (the peer closed), ``SANDBOX_PROTOCOL`` (malformed, a
+    dtype not in `WIRE_DTYPES`, sizes that disagree with shapes, more than `max_bytes` of tensors, an IPC handle
+    not offered or that fails `IpcReceiver`'s checks); `IpcUnavailable` once the whole frame is read, when a tensor
+    shared by IPC could not be mapped here."""
     import torch
 
     deadline = time.monotonic() + timeout_s
@@ -528,6 +722,17 @@ def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36,
         ):
             raise SandboxError("SANDBOX_PROTOCOL", "shared tensors that do not match the descriptors sent")
         shared_fd = dict(zip(shared, fds, strict=True))
+        handles = header.get("ipc", [])
+        if not isinstance(handles, list) or not all(
+            isinstance(h, dict) and type(h.get("tensor")) is int and 0 <= h["tensor"] < len(sizes) for h in handles
+        ):
+            raise SandboxError("SANDBOX_PROTOCOL", "IPC handles that do not match the frame's tensors")
+        by_ipc = {h["tensor"]: h for h in handles}
+        if len(by_ipc) != len(handles) or not by_ipc.keys().isdisjoint(shared_fd):
+            raise SandboxError("SANDBOX_PROTOCOL", "a tensor that the frame carries twice")
+        if handles and ipc is None:
+            raise SandboxError("SANDBOX_PROTOCOL", "a tensor shared by CUDA IPC, which the judge did not offer")
+        unavailable: IpcUnavailable | None = None
         tensors = []
         for i, size in enumerate(sizes):
             dtype, shape = specs[i]
@@ -543,6 +748,15 @@ def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36,
             if i in shared_fd:
                 tensors.append(_from_memory_file(shared_fd[i], size, dtype, shape, device))
                 continue
+            if i in by_ipc:  # after one could not be mapped, the rest are not tried: the frame is asked for again
+                if unavailable is None:
+                    try:
+                        tensors.append(ipc.tensor(by_ipc[i], size, dtype, shape))  # type: ignore[union-attr]
+                        continue
+                    except IpcUnavailable as e:
+                        unavailable = e
+                tensors.append(None)
+                continue
             raw = _recv_exact(sock, size, deadline) if size else bytearray()
             t = (
                 torch.frombuffer(raw, dtype=getattr(torch, dtype)).reshape(shape)
@@ -550,6 +764,8 @@ def recv_frame(sock: socket.socket, timeout_s: float, *, max_bytes: int = 2**36,
                 else torch.empty(shape, dtype=getattr(torch, dtype))
             )
             tensors.append(t.to(device) if device is not None and str(device) != "cpu" else t)
+        if unavailable is not None:
+            raise unavailable
         return _decode(header["body"], tensors)
     except TimeoutError:
         raise SandboxError("SANDBOX_TIMEOUT", f"no answer within {timeout_s:g} s") from None
@@ -589,6 +805,9 @@ class Sandbox:
         device: where received tensors are placed (None: the CPU).
         limits: resource limits (default `Limits.default`).
         start_timeout_s: how long the runner may take to start (import PyTorch).
+
+    After `start`, `ipc` is the `IpcReceiver` for large outputs on `device`'s GPU when the sandbox took the offer
+    (None: memory files), and `ipc_status` says why in words (recorded with each gate's sandbox environment).
     """
 
     gpu: bool = False
@@ -604,6 +823,8 @@ class Sandbox:
         self.workdir: str | None = None
         self.protections: dict[str, Any] = {}
         self.started_s = 0.0
+        self.ipc: IpcReceiver | None = None
+        self.ipc_status = "not offered"
         self._killed = False
 
     def __enter__(self) -> Sandbox:
@@ -665,12 +886,25 @@ class Sandbox:
         self.sock = parent
         try:
             hello = recv_frame(parent, self.start_timeout_s)
+            self._offer_ipc()
         except SandboxError as e:
             stderr = self._stderr_tail()
             self.close()
             raise SandboxError("SANDBOX_START", f"the sandbox did not start: {e.message}; {stderr}") from None
         self.protections = self._read_protections(hello)
         self.started_s = time.perf_counter() - t0
+
+    def _offer_ipc(self) -> None:
+        """Offer the runner CUDA IPC for what it sends back (``wire``) where this process can take it
+        (`IpcReceiver.create`): from then on it shares tensors on this GPU by handle, if it has a CUDA driver."""
+        receiver = IpcReceiver.create(self.device) if self.gpu else None
+        if receiver is None:
+            return
+        reply = self.call("wire", timeout_s=self.start_timeout_s, ipc_device=receiver.identity)
+        if reply.get("ipc") is True:
+            self.ipc, self.ipc_status = receiver, "on"
+        else:
+            self.ipc_status = "declined by the sandbox (no CUDA driver there)"
 
     def share_file(self, path: str | os.PathLike[str]) -> str:
         """Copy the file `path` into the sandbox's directory (readable there whatever user it runs as, and not
@@ -716,12 +950,16 @@ class Sandbox:
         """Send ``{"op": op, **payload}`` and return the answer. Raises `SandboxError` (the candidate's failure)."""
         if self.sock is None:
             raise SandboxError("SANDBOX_CRASHED", "the sandbox is not running")
+        self._send({"op": op, **payload})
         try:
-            send_frame(self.sock, {"op": op, **payload})
-        except OSError as e:
-            raise SandboxError("SANDBOX_CRASHED", f"the candidate's process is gone ({e})") from None
-        try:
-            return recv_frame(self.sock, timeout_s, max_bytes=max_bytes, device=self.device)
+            try:
+                return recv_frame(self.sock, timeout_s, max_bytes=max_bytes, device=self.device, ipc=self.ipc)
+            except IpcUnavailable as e:
+                # what it shared cannot be mapped here: no IPC from now on, and the same reply again in memory files
+                # (the runner still holds it)
+                self.ipc, self.ipc_status = None, f"off after a failure ({e}); memory files since"
+                self._send({"op": "resend"})
+                return recv_frame(self.sock, timeout_s, max_bytes=max_bytes, device=self.device)
         except SandboxError as e:
             if e.code == "SANDBOX_TIMEOUT":
                 self.kill()
@@ -732,6 +970,12 @@ class Sandbox:
                     "SANDBOX_CRASHED", f"the candidate's process {_describe(code)}", exitcode=code
                 ) from None
             raise
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            send_frame(self.sock, message)
+        except OSError as e:
+            raise SandboxError("SANDBOX_CRASHED", f"the candidate's process is gone ({e})") from None
 
     def _wait_exit(self, timeout_s: float = 5.0) -> int | None:
         """The runner's exit status as the warden relays it (negative: killed by that signal)."""

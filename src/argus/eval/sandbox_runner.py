@@ -4,6 +4,9 @@ the only process where candidate code runs.
 * `runner_main` — a loop over frames from the judge: each is one operation (`OPERATIONS`), answered with one
   frame of plain data. Any exception in an operation, including ``SystemExit`` and ``KeyboardInterrupt`` raised by
   candidate code, is answered as ``{"error": {"code", "reason", "traceback"}}``: it is the candidate's failure.
+  Where the judge offered CUDA IPC (``wire``), large outputs on its GPU go by handle (`argus.eval.sandbox.IpcExporter`)
+  and stay alive until the judge's next request; ``resend`` sends the last reply again in memory files, when the
+  judge could not map what it shared.
 
 Everything the runner reports besides the outputs (inputs it found modified, precision switches, operators
 dispatched) is the candidate process's own account: a candidate that tampers with this module can make it lie,
@@ -20,7 +23,7 @@ import time
 import traceback
 from typing import Any
 
-from argus.eval.sandbox import recv_frame, send_frame
+from argus.eval.sandbox import IpcExporter, ipc_driver, recv_frame, send_frame
 from argus.tasks.kernelbench import PROBLEM_ENV
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -57,10 +60,20 @@ class _State:
         self.buffers: list[Any] | None = None
         self.last: list[Any] = []
         self.clock: Any = None
+        self.ipc: IpcExporter | None = None
 
 
 def _op_hello(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     return {"pid": os.getpid()}
+
+
+def _op_wire(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """The judge's offer of CUDA IPC for tensors on its GPU (``ipc_device``, a device UUID), taken where this
+    process has a CUDA driver; the answer says whether it was."""
+    accepts = msg.get("ipc_device")
+    driver = ipc_driver() if isinstance(accepts, str) else None
+    state.ipc = IpcExporter(accepts, driver) if driver is not None else None
+    return {"ipc": state.ipc is not None}
 
 
 def _op_load_module(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
@@ -215,7 +228,8 @@ def _op_run(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
         }
     hits = recorder.matching(forbidden) if recorder is not None else []
     modified = changed_inputs(pristine, inputs)
-    copies = [o.detach().clone() for o in outputs]
+    # contiguous: the wire sends these themselves (by IPC handle, or copied into a memory file), no second copy
+    copies = [o.detach().clone(memory_format=torch.contiguous_format) for o in outputs]
     for o in outputs:
         if not any(o is x for x in inputs):
             poison_(o)
@@ -321,11 +335,13 @@ def _op_wall(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _op_last_outputs(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
-    """The outputs of the last timed call, every element, for the judge to check against its own reference."""
+    """The outputs of the last timed call, every element, for the judge to check against its own reference. Not
+    copied: nothing runs between here and the reply going out, and the judge has its copy before it asks for the
+    next repetition (which poisons them)."""
     bad = _check_outputs(state.last, state.device)
     if bad is not None:
         return {"error": bad}
-    return {"outputs": [o.detach().clone() for o in state.last]}
+    return {"outputs": [o.detach() for o in state.last]}
 
 
 def _op_diagnose(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
@@ -391,6 +407,7 @@ OPERATIONS = {
     "call": _op_call,
     "diagnose": _op_diagnose,
     "hello": _op_hello,
+    "wire": _op_wire,
     "load_module": _op_load_module,
     "verify_module": _op_verify_module,
     "run": _op_run,
@@ -402,10 +419,25 @@ OPERATIONS = {
 }
 
 
+def _answer(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    """The reply to one request: its operation's, or the error it raised (the candidate's failure, whatever it
+    was)."""
+    handler = OPERATIONS.get(str(msg.get("op")))
+    if handler is None:
+        return {"error": {"code": "SANDBOX_PROTOCOL", "reason": f"unknown operation {msg.get('op')!r}"}}
+    try:
+        return handler(state, msg)
+    except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it raised
+        return {"error": {"code": "CANDIDATE_FAILED", "reason": _safe_text(e), "traceback": _safe_traceback(e)}}
+
+
 def runner_main(sock: socket.socket) -> None:
-    """Serve the judge's operations until ``exit`` or the connection closes."""
+    """Serve the judge's operations until ``exit`` or the connection closes. The last reply (and what it shared by
+    CUDA IPC) is kept until the next request, no longer: the judge has copied it by then, or asks for it again
+    (``resend``)."""
     state = _State()
-    send_frame(sock, {"pid": os.getpid(), "python": sys.version.split()[0]})
+    last: dict[str, Any] = {"pid": os.getpid(), "python": sys.version.split()[0]}
+    send_frame(sock, last)
     while True:
         try:
             msg = recv_frame(sock, timeout_s=1e9)
@@ -414,17 +446,18 @@ def runner_main(sock: socket.socket) -> None:
         op = msg.get("op")
         if op == "exit":
             return
-        handler = OPERATIONS.get(str(op))
-        if handler is None:
-            reply: dict[str, Any] = {"error": {"code": "SANDBOX_PROTOCOL", "reason": f"unknown operation {op!r}"}}
-        else:
-            try:
-                reply = handler(state, msg)
-            except BaseException as e:  # noqa: BLE001 - the candidate's failure, whatever it raised
-                reply = {
-                    "error": {"code": "CANDIDATE_FAILED", "reason": _safe_text(e), "traceback": _safe_traceback(e)}
-                }
+        if op == "resend":  # the judge could not map what the last reply shared: it again, without IPC from now on
+            state.ipc = None
+            send_frame(sock, last)
+            continue
+        last = {}
+        if state.ipc is not None:
+            state.ipc.release()
+        reply = _answer(state, msg)
         try:
-            send_frame(sock, reply)
+            send_frame(sock, reply, state.ipc)
+            last = reply
         except TypeError as e:  # an answer that cannot go on the wire
-            send_frame(sock, {"error": {"code": "SANDBOX_PROTOCOL", "reason": str(e)}})
+            last = {"error": {"code": "SANDBOX_PROTOCOL", "reason": str(e)}}
+            send_frame(sock, last)
+        del reply  # `last` alone holds it now, until the next request
