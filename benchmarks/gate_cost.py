@@ -42,15 +42,24 @@ def main() -> int:
         prof = cProfile.Profile()
         t0 = time.perf_counter()
         prof.enable()
-        out = evaluate_problem(problem, "identity", options=options)
+        try:
+            out = evaluate_problem(problem, "identity", options=options)
+        except KeyboardInterrupt:  # stopped from outside (a time limit): the profile so far is still the answer
+            out = None
         prof.disable()
         wall = time.perf_counter() - t0
-        stages = [(s["stage"], s["status"], round(float(s.get("seconds", 0.0)), 2)) for s in out["gate"]["stages"]]
+        stages = (
+            [(s["stage"], s["status"], round(float(s.get("seconds", 0.0)), 2)) for s in out["gate"]["stages"]]
+            if (out is not None)
+            else "interrupted"
+        )
         print(f"\n== {problem.key}: {wall:.1f} s; stages {stages}", flush=True)
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(args.top)
         print("\n".join(line[:220] for line in text.getvalue().splitlines()[-args.top - 3 :]), flush=True)
-        records.append({"problem": problem.key, "wall_s": wall, "stages": stages, "row": out["row"]})
+        records.append({"problem": problem.key, "wall_s": wall, "stages": stages, "row": out and out["row"]})
+        if out is None:
+            break
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
     return 0
