@@ -423,3 +423,58 @@ def test_argus_optimize_parallel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert state.run["config"]["parallel"] == 3 and [c.step for c in state.candidates] == list(range(7))
     bad = runner.invoke(app, ["optimize", START, "--parallel", "0", "--store", str(db)])
     assert bad.exit_code == 2 and "--parallel" in bad.output
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the stage split: a CPU half (static, compile, verify) then a GPU half reusing its verification
+
+
+class SplitExecutor(ScriptedExecutor):
+    """A `ScriptedExecutor` with CPU workers (`cpu_workers` > 0): each gate arrives as a CPU half (``stop_after``
+    ``"verify"``, key ``<candidate>#prepare``) whose made-up verification fails for one kernel in seven (by the same
+    digest as `made_up_gate`), then, where it passed, a GPU half that must carry that verification."""
+
+    def __init__(self, order: str = "fifo", seed: int = 0) -> None:
+        super().__init__(order, seed=seed)
+        self.halves: list[tuple[str, str, str]] = []  # (key, resource, stop_after or the prepared fingerprint)
+
+    def cpu_workers(self) -> int:
+        return 2
+
+    def gpus(self) -> int:
+        return 1
+
+    def submit(self, job: GateJob) -> None:
+        options = job.kwargs.get("options", {})
+        prepared = (options.get("prepared_verify") or {}).get("details") or {}
+        mark = options.get("stop_after") or prepared.get("fingerprint")
+        self.halves.append((job.key, str(job.resource), str(mark)))
+        super().submit(job)
+
+    def _result(self, job: GateJob) -> JobResult:
+        if not job.key.endswith("#prepare"):
+            return super()._result(job)
+        name = job.kwargs["name"]
+        digest = int(hashlib.sha256(json.dumps(job.kwargs["ref"], sort_keys=True).encode()).hexdigest()[:8], 16)
+        failed = step_of(name) > 0 and digest % 7 == 3
+        verify = {"stage": "verify", "status": "failed" if failed else "passed", "code": "VERIFY_VIOLATED" if failed
+                  else None, "reason": "made up", "details": {"fingerprint": f"fp-{name}"}}  # fmt: skip
+        gate = {"candidate": name, "task": job.kwargs["task"], "verdict": "rejected" if failed else "accepted",
+                "stages": [{"stage": "static", "status": "passed"}, verify]}  # fmt: skip
+        return JobResult(job.key, True, value=gate, worker=WorkerIdentity("scripted", "here"))
+
+
+def test_the_stage_split_verifies_on_cpu_workers_and_times_on_the_gpu_with_that_verification(tmp_path: Path) -> None:
+    split = SplitExecutor("shuffle", seed=5)
+    result = run(tmp_path, "split", split, parallel=3, budget=8)
+    assert result.status == "finished"
+    prepared = {k.removesuffix("#prepare") for k, r, m in split.halves if k.endswith("#prepare")}
+    timed = {k: (r, m) for k, r, m in split.halves if not k.endswith("#prepare")}
+    assert all(r == "cpu" and m == "verify" for k, r, m in split.halves if k.endswith("#prepare"))
+    assert timed and all(r == "gpu" and m == f"fp-{k}" for k, (r, m) in timed.items())  # its own verification
+    assert set(timed) <= prepared  # no GPU half without its CPU half
+    rejected = prepared - set(timed)  # decided by the CPU half: rejected at verification, never on the GPU
+    assert rejected and len(timed) >= 3
+    rows = {r["candidate"]: r for r in result.trajectory if r.get("candidate")}
+    for name in rejected:
+        assert rows[name]["status"] != "accepted", rows[name]

@@ -44,6 +44,7 @@ cap is reached nothing more is submitted and those in flight are waited for and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -283,14 +284,35 @@ class _Gater:
     Several jobs may be outstanding at once (`submit`, then `result` by candidate: the batch-parallel loop keeps up
     to ``workers`` candidates in flight). An outcome that arrives before the one waited for is kept until it is
     asked for, so the caller decides the order in which results are read, whatever the order in which they finish.
-    The local pool has ``workers`` processes (one by default: the serial loop's single worker)."""
+    The local pool has ``workers`` processes (one by default: the serial loop's single worker).
 
-    def __init__(self, isolate: bool, timeout_s: float, executor: Any = None, workers: int = 1) -> None:
+    The stage split (`devices` given for the local pool, or an executor with CPU workers, `Executor.cpu_workers`):
+    a candidate's gate is two jobs. A CPU job runs its static, compile and verify stages (``stop_after="verify"``:
+    Z3 and NVRTC on a worker that sees no GPU; the cubin lands in the on-disk cache); when it passes, a GPU job
+    runs the whole gate on one GPU's worker, reusing that verify stage (`GateOptions.prepared_verify`, checked by
+    the kernel's fingerprint) and the cached cubin. Then K candidates verify in parallel while each GPU times one
+    candidate at a time: K workers timing on one GPU at once would disturb each other's timings. A candidate that
+    fails the CPU job is decided by it (its static, compile or verify failure is the verdict)."""
+
+    #: The key suffix of a candidate's CPU job in the stage split.
+    PREPARE = "#prepare"
+
+    def __init__(
+        self,
+        isolate: bool,
+        timeout_s: float,
+        executor: Any = None,
+        workers: int = 1,
+        devices: list[int] | None = None,
+    ) -> None:
         self.isolate = isolate
         self.timeout_s = timeout_s
         self.pool: Any = None
         self.executor = executor
         self.workers = workers
+        self.devices = list(devices or []) if executor is None else []
+        self.split = bool(self.devices) or (executor is not None and executor.cpu_workers() > 0)
+        self._second: dict[str, tuple[str, dict[str, Any]]] = {}  # CPU job key -> (candidate, its GPU job's kwargs)
         self._submitted: dict[str, str] = {}  # key -> the candidate's task (gates) or "" (other jobs), until read
         self._arrived: dict[str, Any] = {}  # outcomes (or in-process gate results) that are not read yet, by key
         self._jobs = 0  # worker jobs other than gates, numbered for their keys
@@ -310,6 +332,11 @@ class _Gater:
             self._arrived[name] = _InProcess(gate_candidate(ref.to_json(), task, options, name, False))
             return
         kwargs = {"ref": ref.to_json(), "task": task, "options": options, "name": name, "generated": generated}
+        if self.split:  # the CPU half first; `_outcome` submits the GPU half when it passes
+            self._second[name + self.PREPARE] = (name, kwargs)
+            first = {**kwargs, "options": {**options, "stop_after": "verify", "device": "cpu"}}
+            self._submit(name + self.PREPARE, "argus.agent.gatejob:gate_candidate", first, gpu=False)
+            return
         self._submit(name, "argus.agent.gatejob:gate_candidate", kwargs, gpu=True)
 
     def result(self, name: str) -> dict:
@@ -347,7 +374,7 @@ class _Gater:
 
         if self.pool is None:
             self.pool = self._pool()
-        self.pool.submit(Job(key, target, kwargs))
+        self.pool.submit(Job(key, target, kwargs, "gpu" if gpu else "cpu"))
 
     def _outcome(self, key: str) -> Any:
         """The outcome of the job `key`: read from what arrived already, else the next ones to finish are read
@@ -357,6 +384,14 @@ class _Gater:
             outcome = next(iter(finished), None)
             if outcome is None:
                 raise AgentError("AGENT_WORKER", f"{key} failed in the worker: [WORKER_LOST] its result never came")
+            if outcome.key in self._second:  # a CPU half: the GPU half next, unless it decided the candidate
+                name, kwargs = self._second.pop(outcome.key)
+                if outcome.ok and _continues(outcome.value):
+                    verify = [st for st in outcome.value.get("stages", []) if st.get("stage") == "verify"]
+                    options = {**kwargs["options"], "prepared_verify": verify[0] if verify else None}
+                    self._submit(name, "argus.agent.gatejob:gate_candidate", {**kwargs, "options": options}, gpu=True)
+                    continue
+                outcome = dataclasses.replace(outcome, key=name)
             self._arrived[outcome.key] = outcome
         del self._submitted[key]
         return self._arrived.pop(key)
@@ -365,12 +400,36 @@ class _Gater:
         from argus.eval.isolation import WorkerPool
 
         preload = ("torch", "argus.eval.gate", "argus.agent.gatejob")
+        if self.devices:  # the stage split: one worker per GPU, `workers` CPU workers beside them
+            return WorkerPool(self.workers, self.timeout_s, preload=preload, env=worker_environment(),
+                              devices=self.devices, cpu_workers=self.workers)  # fmt: skip
         return WorkerPool(self.workers, self.timeout_s, preload=preload, env=worker_environment())
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+
+
+def _split_devices(executor: Any, parallel: int) -> list[int] | None:
+    """The GPUs of the local pool's stage split (`_Gater`): every GPU here when K > 1 candidates are in flight
+    without an executor; None otherwise (the serial loop gates in its one worker; an executor splits by itself
+    where it has CPU workers)."""
+    if executor is not None or parallel <= 1:
+        return None
+    from argus.eval.device import has_gpu
+
+    if not has_gpu():
+        return None
+    import torch
+
+    return list(range(torch.cuda.device_count()))
+
+
+def _continues(gate: Any) -> bool:
+    """Whether a stage split's CPU half (a gate result's JSON, ``stop_after="verify"``) leaves the candidate to its
+    GPU half: no stage failed (as in `gate_kernel`, an unknown or errored verification goes on)."""
+    return isinstance(gate, dict) and not any(st.get("status") == "failed" for st in gate.get("stages", []))
 
 
 @dataclass(frozen=True)
@@ -500,8 +559,6 @@ def optimize(
         # rewards compare candidates with the start kernel: no baselines are timed for every candidate
         options = gate_options or GateOptions(trials=5, baselines=())
         if options.cost_sizes is None and start_task.bench_sizes:
-            import dataclasses
-
             options = dataclasses.replace(options, cost_sizes=dict(start_task.bench_sizes[0]))
         model = getattr(getattr(provider, "config", None), "model", None)
         writer = db.start_run(
@@ -534,7 +591,8 @@ def optimize(
         if not isinstance(coder, str)
         else make_coder(coder_kind, provider=provider, directory=candidates_dir, entries=entries)
     )
-    gater = _Gater(isolate or parallel > 1, timeout_s, executor, workers=parallel)  # parallel gates: processes
+    devices = _split_devices(executor, parallel)
+    gater = _Gater(isolate or parallel > 1, timeout_s, executor, workers=parallel, devices=devices)
     options_dict = options.to_dict()
 
     def remote_transform(arm: Arm, base_ref: KernelRef) -> dict[str, Any]:

@@ -315,6 +315,12 @@ class Executor:
         """How many GPUs this executor runs GPU jobs on (0: submit CPU jobs only)."""
         raise NotImplementedError
 
+    def cpu_workers(self) -> int:
+        """How many workers run CPU jobs apart from the GPU jobs' workers (0: CPU jobs share the GPU workers, or
+        the executor does not say). A caller splits a gate into a CPU job and a GPU job only where this is > 0
+        (`argus.agent.loop`: the stage split)."""
+        return 0
+
     @property
     def tracker(self) -> ProgressTracker:
         """This executor's job states (an executor that does not track its jobs shows none)."""
@@ -343,8 +349,9 @@ class Executor:
 
 class LocalExecutor(Executor):
     """The local worker pool (`argus.eval.isolation.WorkerPool`) behind the executor interface: one worker per GPU
-    index in `devices`, else `workers` CPU workers. GPU and CPU jobs share the pool's workers (each worker is pinned
-    to its GPU when there are GPUs). The pool's fault policy applies as it is."""
+    index in `devices`, else `workers` CPU workers. With `devices` and `cpu_workers` > 0, that many more workers see
+    no GPU and run the CPU jobs, the GPU workers the GPU jobs; otherwise GPU and CPU jobs share the pool's workers
+    (each pinned to its GPU when there are GPUs). The pool's fault policy applies as it is."""
 
     backend = "local"
 
@@ -356,10 +363,17 @@ class LocalExecutor(Executor):
         timeout_s: float = 600.0,
         job_env: dict[str, str] | None = None,
         pool: WorkerPool | None = None,
+        cpu_workers: int = 0,
+        preload: tuple[str, ...] | None = None,
     ) -> None:
         self.devices = list(devices) if devices else []
+        extra = {"preload": preload} if preload is not None else {}
         self.pool = (
-            pool if pool is not None else WorkerPool(workers=workers, devices=devices, timeout_s=timeout_s, env=job_env)
+            pool
+            if pool is not None
+            else WorkerPool(
+                workers=workers, devices=devices, timeout_s=timeout_s, env=job_env, cpu_workers=cpu_workers, **extra
+            )
         )
         self.pool.on_event = self._on_event
         self.host = socket.gethostname()
@@ -368,6 +382,8 @@ class LocalExecutor(Executor):
         """Worker `index`'s place: ``host/gpu N`` when pinned to a GPU, else ``host/worker i`` (a slot: a worker
         replaced after a crash keeps its place)."""
         device = self.pool._envs[index].get("CUDA_VISIBLE_DEVICES")
+        if device == "":  # a CPU worker beside the GPU workers
+            return f"{self.host}/cpu {index - len(self.devices)}"
         return gpu_place(self.host, device) if device is not None else f"{self.host}/worker {index}"
 
     def _on_event(self, kind: str, key: str, index: int, stage: str | None) -> None:
@@ -385,18 +401,28 @@ class LocalExecutor(Executor):
                 actual="CPU workers only",
             )
         self.tracker.queued(job.key)
-        self.pool.submit(Job(job.key, job.target, job.kwargs))
+        self.pool.submit(Job(job.key, job.target, job.kwargs, str(job.resource)))
 
     def as_completed(self) -> Iterator[JobResult]:
         for outcome in self.pool.run():
             self.tracker.finished(outcome.key, outcome.ok)
-            yield JobResult.of(outcome, WorkerIdentity("local", self.host, outcome.worker_pid, outcome.worker_device))
+            device = outcome.worker_device or None  # "": a CPU worker, which saw no GPU
+            yield JobResult.of(outcome, WorkerIdentity("local", self.host, outcome.worker_pid, device))
 
     def gpus(self) -> int:
         return len(self.devices)
 
+    def cpu_workers(self) -> int:
+        return self.pool._kinds.count("cpu")
+
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "gpus": self.gpus(), "host": self.host, "workers": len(self.pool._envs)}
+        return {
+            "backend": self.backend,
+            "gpus": self.gpus(),
+            "host": self.host,
+            "workers": len(self.pool._envs),
+            "cpu_workers": self.cpu_workers(),
+        }
 
     def close(self) -> None:
         self.pool.close()

@@ -31,9 +31,12 @@ The gate reaches the code generator, the runtime and the verifier only through `
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from argus.eval.candidates import KernelCandidate, ModuleCandidate, import_file
@@ -76,6 +79,11 @@ class GateOptions:
             trusted code and run here.
         sandbox_timeout_s: the time limit of each operation in the sandbox (start, import, one call, one timed
             repetition); past it the sandbox is killed and the candidate rejected (``SANDBOX_TIMEOUT``).
+        stop_after: ``"verify"``: a kernel's gate ends after its static, compile and verify stages (the CPU half of
+            the stage split: a worker without a GPU runs it, and NVRTC's cubin lands in the on-disk cache).
+        prepared_verify: the verify stage (`StageResult.to_json`) a ``stop_after="verify"`` gate of the same kernel
+            returned: reused instead of running the verifier again when its ``details["fingerprint"]`` equals this
+            kernel's (`kernel_fingerprint`: the traced IR and argus's source), else ignored and the verifier runs.
     """
 
     trials: int = 6
@@ -96,6 +104,8 @@ class GateOptions:
     cost_sizes: dict[str, int] | None = None
     sandbox: bool = True
     sandbox_timeout_s: float = 600.0
+    stop_after: str | None = None
+    prepared_verify: dict[str, Any] | None = None
 
     def resolved_device(self) -> str:
         from argus.eval.device import default_device
@@ -272,8 +282,54 @@ def compile_stage(candidate: KernelCandidate, task: Task) -> tuple[StageResult, 
     return _stage("compile", Status.PASSED, None, "compiled for sm_90a", start, **details), compiled
 
 
+@functools.cache
+def _source_digest() -> str:
+    """SHA-256 over argus's own Python sources (what a verdict depends on besides the kernel), once per process."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def kernel_fingerprint(candidate: KernelCandidate) -> str | None:
+    """What identifies a verification: SHA-256 of the DSL kernel's traced IR as printed (buffers, layouts,
+    assumptions, every statement) and of argus's sources; None for anything else or a kernel that does not trace."""
+    if not candidate.is_dsl:
+        return None
+    try:
+        from argus.ir.printer import format_kernel
+
+        text = format_kernel(candidate.kernel.trace(**candidate.params))
+    except Exception:  # noqa: BLE001 - no fingerprint: nothing is reused
+        return None
+    return hashlib.sha256(f"{_source_digest()}\n{text}".encode()).hexdigest()
+
+
+def prepared_verify_stage(candidate: KernelCandidate, prepared: dict[str, Any] | None) -> StageResult | None:
+    """The verify stage a CPU worker already ran on this very kernel (`GateOptions.prepared_verify`), or None when
+    none was given or it was of another program (fingerprints differ): then the verifier runs here."""
+    if not prepared:
+        return None
+    fingerprint = (prepared.get("details") or {}).get("fingerprint")
+    if fingerprint is None or fingerprint != kernel_fingerprint(candidate):
+        return None
+    stage = StageResult.from_json(prepared)
+    stage.details["reused"] = "verified by a CPU worker (the stage split), same fingerprint"
+    return stage
+
+
 def verify_stage(candidate: KernelCandidate) -> StageResult:
-    """Run the verifier on a DSL kernel (skipped for anything else)."""
+    """Run the verifier on a DSL kernel (skipped for anything else). Its details carry the kernel's fingerprint
+    (`kernel_fingerprint`), so that a later gate of the same program may reuse the stage."""
+    stage = _verify_stage(candidate)
+    if candidate.is_dsl:
+        stage.details["fingerprint"] = kernel_fingerprint(candidate)
+    return stage
+
+
+def _verify_stage(candidate: KernelCandidate) -> StageResult:
     start = time.perf_counter()
     if not candidate.is_dsl:
         return _stage("verify", Status.SKIPPED, "VERIFY_NOT_APPLICABLE", "not an argus DSL kernel", start)
@@ -707,10 +763,12 @@ def gate_kernel(
         if compiled_stage.failed:
             return result
         if options.verify:
-            verified = verify_stage(candidate)
+            verified = prepared_verify_stage(candidate, options.prepared_verify) or verify_stage(candidate)
             result.stages.append(verified)
             if verified.failed:
                 return result
+        if options.stop_after == "verify":
+            return result
         order = candidate.parameter_names() or [t.name for t in task.tensors]
         loaded = None
         run_device = "cpu"

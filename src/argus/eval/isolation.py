@@ -109,11 +109,14 @@ def valid_stage_report(message: Any, key: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Job:
-    """A unit of work: call ``target`` (``"package.module:function"``) with ``kwargs`` in a worker."""
+    """A unit of work: call ``target`` (``"package.module:function"``) with ``kwargs`` in a worker. `resource`:
+    which workers may run it (`WorkerPool`): ``"gpu"`` the pool's GPU workers, ``"cpu"`` its CPU workers (each where
+    the pool has some, else any worker), ``"any"`` any worker."""
 
     key: str
     target: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    resource: str = "any"
 
 
 @dataclass
@@ -354,6 +357,9 @@ class WorkerPool:
         timeout_s: time limit of one job, from when the worker receives it.
         devices: GPU indices as this process sees them; worker i sees only ``devices[i]`` (``CUDA_VISIBLE_DEVICES``,
             translated through this process's own ``CUDA_VISIBLE_DEVICES`` when that is set).
+        cpu_workers: with `devices`, this many more workers that see no GPU (``CUDA_VISIBLE_DEVICES=""``): a job
+            whose `Job.resource` is ``"cpu"`` runs only on them, one that is ``"gpu"`` only on the GPU workers (the
+            stage split: tracing, verification and NVRTC never hold a GPU's worker).
         startup_timeout_s: how long a worker may take to start (import PyTorch).
         preload: modules each worker imports before it reports ready.
         env: extra environment for every worker.
@@ -372,6 +378,7 @@ class WorkerPool:
         preload: tuple[str, ...] = ("torch", "argus.eval.gate"),
         env: dict[str, str] | None = None,
         on_event: Callable[[str, str, int, str | None], None] | None = None,
+        cpu_workers: int = 0,
     ) -> None:
         self.timeout_s = timeout_s
         self.on_event = on_event
@@ -383,6 +390,11 @@ class WorkerPool:
             if devices
             else [dict(env or {}) for _ in range(max(1, workers))]
         )
+        # the workers' kinds, by index: "gpu" (pinned to one of `devices`), "cpu" (sees no GPU), "any" (unpinned)
+        self._kinds = ["gpu"] * len(self._envs) if devices else ["any"] * len(self._envs)
+        if devices and cpu_workers > 0:
+            self._envs += [{**(env or {}), "CUDA_VISIBLE_DEVICES": ""} for _ in range(cpu_workers)]
+            self._kinds += ["cpu"] * cpu_workers
         self._workers: list[_Worker] = [_Worker(self._ctx, e, preload) for e in self._envs]
         self.replaced = 0  # workers replaced (crashed, hung, killed, retired after a CUDA error)
         self.retried = 0  # jobs run again after their worker was killed from outside
@@ -422,7 +434,28 @@ class WorkerPool:
     def submit(self, job: Job) -> None:
         """Queue `job` behind those already queued; a `run` in progress (or the next one) runs it and yields its
         outcome. Lets a caller add work while it consumes outcomes (k candidates in flight)."""
-        self._queue.append(_Attempt(job))
+        self._queue.append(_Attempt(self._checked(job)))
+
+    def _checked(self, job: Job) -> Job:
+        if job.resource not in ("gpu", "cpu", "any"):
+            raise ValueError(f"job {job.key!r}: resource must be 'gpu', 'cpu' or 'any', not {job.resource!r}")
+        return job
+
+    def fits(self, job: Job, index: int) -> bool:
+        """Whether worker `index` may run `job` (`Job.resource` against the worker's kind; a resource the pool has
+        no worker of runs on any worker)."""
+        kind = self._kinds[index]
+        if job.resource == "any" or job.resource not in self._kinds:
+            return True
+        return kind == job.resource
+
+    def _next_for(self, index: int) -> _Attempt | None:
+        """The first queued job worker `index` may run, taken off the queue; None if there is none."""
+        for i, attempt in enumerate(self._queue):
+            if self.fits(attempt.job, index):
+                del self._queue[i]
+                return attempt
+        return None
 
     def run(self, jobs: Iterable[Job] = ()) -> Iterator[Outcome]:
         """Run `jobs` (and whatever `submit` queues meanwhile); yield each `Outcome` as it finishes (not necessarily
@@ -430,12 +463,14 @@ class WorkerPool:
         once more, first thing on the worker that replaces the killed one, before its outcome is yielded (see the
         module docstring)."""
         queue = self._queue
-        queue.extend(_Attempt(job) for job in jobs)
+        queue.extend(_Attempt(self._checked(job)) for job in jobs)
         while queue or any(w.attempt is not None or w.retry is not None for w in self._workers):
             now = time.monotonic()
             for index, w in enumerate(self._workers):  # hand out work: a retry waiting for this fresh worker first
                 if w.ready and w.attempt is None and (w.retry is not None or queue):
-                    attempt = w.retry if w.retry is not None else queue.popleft()
+                    attempt = w.retry if w.retry is not None else self._next_for(index)
+                    if attempt is None:  # nothing queued that this worker may run
+                        continue
                     w.retry = None
                     w.conn.send((attempt.job.key, attempt.job.target, attempt.job.kwargs))
                     w.attempt, w.job_started, w.deadline = attempt, now, now + self.timeout_s

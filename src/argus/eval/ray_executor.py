@@ -218,6 +218,12 @@ class RayExecutor(Executor):
     def gpus(self) -> int:
         return int(self._ray.cluster_resources().get("GPU", 0))
 
+    def cpu_workers(self) -> int:
+        """The cluster's CPUs where it has GPUs too (CPU tasks then run a gate's CPU half: the stage split); 0 on
+        a cluster without GPUs, where every job is a CPU job anyway."""
+        resources = self._ray.cluster_resources()
+        return int(resources.get("CPU", 0)) if resources.get("GPU", 0) >= 1 else 0
+
     def describe(self) -> dict[str, Any]:
         resources = self._ray.cluster_resources()
         return {
