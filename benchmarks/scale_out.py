@@ -169,11 +169,24 @@ def run_segment(name: str, executor: Executor, args: argparse.Namespace, root: P
         "segments": state["segments"],
         "judged": sum(s["judged"] for s in state["segments"]),
         "correct": report.summary["correct"],
-        "jobs_per_gpu": report.summary["executor"]["jobs_per_gpu"],
-        "processes": len(report.summary["executor"]["jobs_per_worker"]),
+        "jobs_per_gpu": jobs_per_gpu(report.rows),
+        "processes": len({r.worker for r in report.rows if r.worker}),
         "stage_seconds": report.summary["executor"].get("stage_seconds", {}),
         "verdicts": {f"{r.problem_id}_{r.name}": [r.verdict, r.correct, r.code] for r in report.rows},
     }
+
+
+def jobs_per_gpu(rows: list[Any]) -> dict[str, int]:
+    """Jobs per GPU over every row of a run, its earlier segments' included (the executor's own summary counts the
+    last segment's jobs only): a row's worker ``host:pid/gpu N`` counts for ``host/gpu N``; rows of CPU workers and
+    rows without a worker are not counted."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        host, _, gpu = str(r.worker or "").partition("/gpu ")
+        if gpu:
+            place = f"{host.split(':')[0]}/gpu {gpu}"
+            counts[place] = counts.get(place, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,7 @@ def test_a_stopped_run_resumes_and_judges_each_problem_once(kernelbench_dir: Pat
     assert [(s["judged"], s["ended"]) for s in run["segments"]] == [(1, "stopped"), (2, "finished")]
     assert run["wall_s"] == pytest.approx(sum(s["wall_s"] for s in run["segments"]), abs=0.02)
     assert run["problems_per_min"] == pytest.approx(60 * 3 / run["wall_s"], rel=0.01)
+    assert run["processes"] == 2  # one worker process per command, both counted (not the last segment's only)
     with ResultStore(tmp_path / "local-1cpu.sqlite") as store:
         (only_run,) = store.runs()  # one run across both commands
         entries = store.results(only_run["id"])
@@ -66,3 +67,10 @@ def test_a_stopped_run_resumes_and_judges_each_problem_once(kernelbench_dir: Pat
     report = json.loads((tmp_path / "scale-out.json").read_text())
     assert report["same_verdicts"] is True
     assert "sum of the run's segments" in (tmp_path / "scale-out.md").read_text()
+
+
+def test_jobs_per_gpu_counts_every_segment_s_rows() -> None:
+    from types import SimpleNamespace
+
+    rows = [SimpleNamespace(worker=w) for w in ("vm:11/gpu 0", "vm:12/gpu 0", "vm:13/gpu 1", "vm:14", "", None)]
+    assert scale_out().jobs_per_gpu(rows) == {"vm/gpu 0": 2, "vm/gpu 1": 1}
