@@ -118,6 +118,20 @@ def swap_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
     return [(c.label, c) for c in found if c != chosen]
 
 
+def wide_k_contenders(mm, problem, configs) -> list:  # noqa: ANN001
+    """(label, config) of the K-blocks of two swizzle spans (BK = 128, half the stages: the same bytes in flight) of
+    each tensor-core configuration in `configs` (16-bit inputs; GEMV plans have none)."""
+    out = []
+    for config in configs:
+        if not isinstance(config, mm.GemmConfig) or config.BK != 64 or problem.dtype not in ("bf16", "f16"):
+            continue
+        wide = replace(config, BK=128, STAGES=max(2, config.STAGES // 2))
+        q = mm.plan(problem, config).padded
+        if mm.shared_bytes(wide, q) <= mm.SHARED_MEMORY_BUDGET and all(wide != c for _, c in out):
+            out.append((wide.label, wide))
+    return out
+
+
 def _operands(torch, m: int, n: int, k: int, layout: str):  # noqa: ANN001, ANN202
     """a (M, K) and b (K, N) in `layout` (N: stored as read; T: a transposed view of a row-major tensor)."""
     g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
@@ -151,6 +165,11 @@ def main() -> int:
         action="store_true",
         help="also time `gemv_rows_tma` plans (GEMV_TMA_VARIANTS) where a product has at most GEMV_ROWS rows of A "
         "(or one column of B) and its matrix is stored K-major",
+    )
+    parser.add_argument(
+        "--wide-k",
+        action="store_true",
+        help="also time each tensor-core contender with K-blocks of two swizzle spans (BK = 128, half the stages)",
     )
     parser.add_argument(
         "--swap",
@@ -205,6 +224,8 @@ def main() -> int:
             contenders += [
                 (n, c) for n, c in swap_contenders(mm, problem, chosen) if all(c != d for _, d in contenders)
             ]
+        if args.wide_k:
+            contenders += wide_k_contenders(mm, problem, [c for _, c in contenders])
         plans.append((problem, layout, suite, contenders))
     jobs = {(problem, c) for problem, _, _, configs in plans for _, c in configs}
     t0 = time.time()

@@ -345,10 +345,11 @@ def operand_assumption(a_major: str, b_major: str, itemsize: int = 2) -> str:
 
 @T.macro
 def alloc_operand_stages(major: str, stages: int, bmn: int, bk: int, dtype: Any) -> T.Shared:
-    """The shared stages of one operand: ``(stages, bmn, bk)`` 128-byte-swizzled for a K-major operand,
+    """The shared stages of one operand: ``(stages, bmn, bk)`` 128-byte-swizzled for a K-major operand (in panels
+    of 128 bytes of K where a K-block is wider: BK = 128 of a 16-bit type, two TMA boxes per stage),
     ``(stages, bk, bmn)`` in 64-element panels for an MN-major one."""
     if major == "K":
-        return T.alloc_shared((stages, bmn, bk), dtype, swizzle=128)
+        return T.alloc_shared((stages, bmn, bk), dtype, swizzle=128, panels=bk * dtype.itemsize > 128)
     return T.alloc_shared((stages, bk, bmn), dtype, swizzle=128, panels=True)
 
 
@@ -361,10 +362,19 @@ def load_operand(
     extent may not exceed the swizzle span), panel j at MN-block ``mn * (bmn / P) + j`` of width P. `batch`: the
     matrix of a batched operand (its first extent) the box is in."""
     lead, one = ((batch,), (None,)) if batch is not None else ((), ())
-    if major == "K":
+    panel = 128 // tensor.dtype.itemsize
+    if major == "K" and bk <= panel:
         T.copy(tensor.tile((*lead, mn, k), (*one, bmn, bk)), stage, atom="tma", mbarrier=bar)
         return
-    panel = 128 // tensor.dtype.itemsize
+    if major == "K":  # a K-block wider than the swizzle span: one (bmn, P) box per panel of K
+        for j in range(bk // panel):
+            T.copy(
+                tensor.tile((*lead, mn, k * (bk // panel) + j), (*one, bmn, panel)),
+                stage.window((0, panel * j), (bmn, panel)),
+                atom="tma",
+                mbarrier=bar,
+            )
+        return
     for j in range(bmn // panel):
         T.copy(
             tensor.tile((*lead, k, mn * (bmn // panel) + j), (*one, bk, panel)),

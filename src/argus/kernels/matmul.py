@@ -801,10 +801,12 @@ class GemmPlan:
                 )
         view = swapped(self.problem) if self.swap_ab else self.problem
         object.__setattr__(self, "padded", padded_extent(kernel_problem(view)))
-        if self.config.BK != self.padded.block_k:
+        wide = 2 * self.padded.block_k if self.padded.kernel_itemsize == 2 else None
+        if self.config.BK not in (self.padded.block_k, wide):
             raise GemmError(
                 f"a {self.problem.dtype} GEMM runs on K-blocks of {self.padded.block_k} elements (one 128-byte swizzle "
-                f"span), not BK = {self.config.BK}: pass GemmConfig(..., BK={self.padded.block_k})"
+                f"span){f' or {wide} (two spans, two TMA boxes per operand and stage)' if wide else ''}, not BK = "
+                f"{self.config.BK}: pass GemmConfig(..., BK={self.padded.block_k})"
             )
         if self.epilogue is not None and self.problem.batch > 1:
             raise GemmError("a fused epilogue on a batched GEMM is not built (its operands have no batch index)")

@@ -1,0 +1,78 @@
+"""K-blocks of two swizzle spans (``BK = 128`` of a 16-bit type): each K-major operand stage in two 128-byte panels
+of K, each loaded by its own TMA box (a box's inner extent may not exceed the 128-byte swizzle span), wgmma's eight
+k16 steps crossing from one panel to the next. What this is for: a stage that reads 256 contiguous bytes of each
+row instead of 128 (the streaming GEMMs of few rows read the weight at 2.6-2.8 TB/s; docs/gemm.md, "Swap-AB").
+
+Tiers: the interpreter through the plan (plain and swap-AB, split-K, K past a panel's end); the verifier's verdict; a
+seeded mistake (both boxes of a stage loaded from the same K panel) caught by the stage's tag assertion; NVRTC for
+sm_90a (two UTMALDG per operand and stage, no spills); refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from argus.backend.cuda.codegen import compile_kernel
+from argus.kernels import gemm
+from argus.kernels import matmul as mm
+from argus.kernels.gemm import gemm_warp_specialized_persistent
+from argus.verify import Verdict, verify
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    return (x.astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "config"),
+    [
+        (70, 90, 300, mm.GemmConfig(64, 64, 1, 3, BK=128)),  # K = 2.3 blocks: the last block's second panel past K
+        (8, 200, 520, mm.GemmConfig(128, 8, 2, 4, BK=128, SWAP=True)),
+        (16, 132, 1040, mm.GemmConfig(128, 16, 2, 4, SPLITS=2, BK=128, SWAP=True)),
+    ],
+)
+def test_wide_k_blocks_match_numpy_on_the_interpreter(m: int, n: int, k: int, config: mm.GemmConfig) -> None:
+    rng = np.random.default_rng(m + k)
+    plan = mm.plan(mm.GemmProblem(m, n, k, "bf16", "f32", b_major="K"), config)
+    a, b = _bf16(rng.standard_normal((m, k))), _bf16(rng.uniform(-1, 1, (k, n)))
+    c = plan.run_on_interpreter(a, b)
+    assert np.abs(c - a @ b).max() < 1e-4 * max(1.0, np.abs(a @ b).max())
+
+
+def test_a_wide_k_block_is_verified_and_compiles_to_two_boxes_per_operand_without_spills() -> None:
+    traced = gemm_warp_specialized_persistent.trace(BM=128, BN=8, BK=128, CONSUMERS=2, STAGES=4, OUT="bf16",
+                                                    C_MAJOR="M")  # fmt: skip
+    assert verify(traced).verdict == Verdict.VERIFIED
+    compiled = compile_kernel(traced)
+    mix = compiled.instruction_mix(modifiers=True)
+    assert compiled.instruction_mix()["UTMALDG"] == 4, mix  # (A, B) x two panels of K
+    assert mix["HGMMA.64x8x16.F32.BF16"] == 8, mix  # eight k16 steps per K-block, per consumer
+    assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+
+
+def test_both_boxes_from_one_panel_are_caught_by_the_contraction_s_coverage(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = gemm.load_operand
+
+    def one_panel(tensor, major, stage, mn, k, bmn, bk, bar, batch=None):  # noqa: ANN001, ANN202, PLR0913
+        panel = 128 // tensor.dtype.itemsize
+        if major != "K" or bk <= panel:
+            return real(tensor, major, stage, mn, k, bmn, bk, bar, batch)
+        for j in range(bk // panel):  # the mistake: panel 0 of the block twice
+            gemm.T.copy(tensor.tile((mn, k * (bk // panel)), (bmn, panel)), stage.window((0, panel * j), (bmn, panel)),
+                        atom="tma", mbarrier=bar)  # fmt: skip
+        return None
+
+    monkeypatch.setattr(gemm, "load_operand", gemm.T.macro(one_panel))
+    traced = gemm_warp_specialized_persistent.trace(BM=64, BN=64, BK=128, CONSUMERS=1, STAGES=2, OUT="f32")
+    result = verify(traced)
+    assert result.verdict == Verdict.VIOLATED
+    # the stage still holds K-block k's elements (its tag assertion holds), but half of them twice and the other
+    # half never: the product sums some K twice
+    assert {e.code for e in result.errors} == {"COVERAGE_CONTRACTION_TWICE"}, [e.code for e in result.errors]
+
+
+def test_only_16_bit_operands_take_a_wide_k_block() -> None:
+    with pytest.raises(mm.GemmError, match="or 128"):
+        mm.plan(mm.GemmProblem(64, 64, 256), mm.GemmConfig(64, 64, 1, 2, BK=256))
+    with pytest.raises(mm.GemmError, match="BK = 64"):
+        mm.plan(mm.GemmProblem(64, 64, 256, "e4m3", "bf16"), mm.GemmConfig(64, 64, 1, 2, BK=64))
