@@ -3,7 +3,8 @@ adding one mechanism, every one matching a float64 definition and torch's `scale
 interpreter at odd shapes (sequences that fill no tile, two batch-heads, bf16 and f16, head dims 64 and 128; the
 `mma.sync` rung, which rounds P to the input dtype, within that rounding's bound), verified with no finding but
 performance warnings, compiled for sm_90a with its mechanism in the SASS and no spills; seeded bugs in the
-`mma.sync` rung's pairings caught by the verifier."""
+`mma.sync` rung's pairings and in the `cp.async` rung's pipeline (a missing wait, the stage being filled read instead
+of the one that landed, a missing trailing barrier) caught by the verifier."""
 
 from __future__ import annotations
 
@@ -24,9 +25,11 @@ from argus.kernels.registry import check_on_interpreter, get_kernel, lineage, li
 from argus.lineage import library_variant, state
 from argus.lineage.operators import features_of
 
-RUNGS = ("attention_naive", "attention_smem_tiled", "attention_mma_sync")
-#: The rungs that keep P in f32 (the `mma.sync` rung rounds it to the input dtype, as FlashAttention does)
+RUNGS = ("attention_naive", "attention_smem_tiled", "attention_mma_sync", "attention_cp_async")
+#: The rungs that keep P in f32 (the `mma.sync` rungs round it to the input dtype, as FlashAttention does)
 F32_RUNGS = RUNGS[:2]
+#: The rungs on the tensor cores (both products by ldmatrix and mma.sync, P rounded to the input dtype)
+MMA_RUNGS = RUNGS[2:]
 
 #: (label, BH, S, D, dtype): S a multiple of no tile (nor of 4, the naive rung's key tile)
 CASES = [
@@ -83,16 +86,29 @@ def _rounded_p_excess(o: np.ndarray, q: torch.Tensor, k: torch.Tensor, v: torch.
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_the_mma_rung_matches_the_definition_within_p_s_rounding_on_the_interpreter(case: tuple) -> None:
+@pytest.mark.parametrize("name", MMA_RUNGS)
+def test_the_mma_rungs_match_the_definition_within_p_s_rounding_on_the_interpreter(name: str, case: tuple) -> None:
     _, bh, s, d, dtype = case
     q, k, v = _inputs(bh, s, d, dtype)
-    o = _kernel_output(attention_lineage.attention_mma_sync.trace(D=d, IN=dtype), q, k, v)
+    o = _kernel_output(getattr(attention_lineage, name).trace(D=d, IN=dtype), q, k, v)
     assert _rounded_p_excess(o, q, k, v, dtype).max() <= 1.0
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v).numpy()
     assert np.abs(o - sdpa).max() <= UNIT_ROUNDOFF[dtype] * np.abs(v.numpy()).max() + 1e-5
     # P is rounded: the f32 rungs' output is not reproduced to their 1e-5
     tiled = _kernel_output(attention_lineage.attention_smem_tiled.trace(D=d, IN=dtype), q, k, v)
     assert np.abs(o - tiled).max() > 1e-5
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_the_cp_async_rung_computes_the_mma_rung_s_numbers_at_every_stage_count(stages: int) -> None:
+    """The pipeline changes when K and V land, not the math: the output is the `mma.sync` rung's, bit for bit, with
+    one stage (no overlap), the double buffer, and three stages (two tiles in flight), at S = 101 (two key tiles, the
+    second partial, and a prologue that reaches past the last tile when STAGES = 3)."""
+    q, k, v = _inputs(2, 101, 64, "f16")
+    mma = _kernel_output(attention_lineage.attention_mma_sync.trace(IN="f16"), q, k, v)
+    piped = _kernel_output(attention_lineage.attention_cp_async.trace(IN="f16", STAGES=stages), q, k, v)
+    assert not np.isnan(piped).any()
+    np.testing.assert_array_equal(piped, mma)
 
 
 @pytest.mark.parametrize("name", RUNGS)
@@ -111,12 +127,17 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
         ("attention_naive", "naive_fma"),
         ("attention_smem_tiled", "smem_tiling"),
         ("attention_mma_sync", "mma_sync"),
+        ("attention_cp_async", "cp_async_pipeline"),
     ]
     assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[: len(steps)]]
-    naive, tiled, mma = (state(features_of(library_variant(r))) for r in RUNGS)
+    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("conv")[: len(steps)]]
+    naive, tiled, mma, cp_async = (state(features_of(library_variant(r))) for r in RUNGS)
     assert all(level == 0 for level in naive.values()), naive
     assert {m: v for m, v in tiled.items() if v} == {"smem_tiling": 1}
     assert {m: v for m, v in mma.items() if v} == {"smem_tiling": 1, "mma": 1}
+    # the rung's two steps, as gemm_cp_async's: cp.async copies (global_copy@1) and a pipeline of 2 stages
+    assert {m: v for m, v in cp_async.items() if v} == {"smem_tiling": 1, "mma": 1, "global_copy": 1, "pipeline": 1}
+    assert cp_async == state(features_of(library_variant("gemm_cp_async")))
 
 
 @pytest.mark.parametrize("name", RUNGS)
@@ -131,7 +152,9 @@ def test_each_rung_is_verified_and_compiles_without_spills(name: str) -> None:
     compiled = compile_kernel(entry.kernel.trace(**entry.params))
     mix = compiled.instruction_mix()
     assert mix.get("MUFU", 0) > 0
-    if name == "attention_mma_sync":  # both products on the tensor cores, their operands by ldmatrix
+    # K and V staged by cp.async (LDGSTS, its group commit and wait) in the cp.async rung alone
+    assert (mix.get("LDGSTS", 0) > 0) == (mix.get("DEPBAR", 0) > 0) == (name == "attention_cp_async"), mix
+    if name in MMA_RUNGS:  # both products on the tensor cores, their operands by ldmatrix
         assert mix.get("HMMA", 0) > 0 and mix.get("LDSM", 0) > 0 and mix.get("STS", 0) > 0, mix
     else:
         assert mix.get("FFMA", 0) > 0 and mix.get("HMMA", 0) == 0 and mix.get("LDSM", 0) == 0
@@ -149,6 +172,8 @@ def test_a_head_dim_the_blocks_do_not_divide_is_refused() -> None:
         attention_lineage.attention_smem_tiled.trace(D=12)
     with pytest.raises(DSLError, match="positive multiple of 16, not 72"):
         attention_lineage.attention_mma_sync.trace(D=72)  # the mma.sync K step
+    with pytest.raises(DSLError, match="positive multiple of 16, not 40"):
+        attention_lineage.attention_cp_async.trace(D=40)
 
 
 # --- seeded bugs in the mma.sync rung ---------------------------------------------------------------------------------
@@ -268,3 +293,132 @@ def test_seeded_bugs_in_the_mma_rung_are_caught(bug: str, codes: set) -> None:
     q, k, v = _inputs(2, 100, 64, "bf16")
     o = _kernel_output(attention_mma_sync_seeded.trace(BUG=bug), q, k, v)
     assert np.isnan(o).any() or _rounded_p_excess(o, q, k, v, "bf16").max() > 1.0
+
+
+# --- seeded bugs in the cp.async rung's pipeline ----------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def attention_cp_async_seeded(
+    Q: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    K: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    V: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    O: T.Tensor[QKV, T.f32],  # noqa: E741 - the output's name
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 16,
+    BD: int = 16,
+    STAGES: int = 2,
+    IN: str = "bf16",
+    BUG: str = "",
+):
+    """`attention_lineage.attention_cp_async` statement for statement (with no BUG its IR is the library rung's,
+    which `test_the_seeded_cp_async_copy_without_a_bug_is_the_library_rung` checks), and one seeded bug: "no_wait"
+    (key tile j's stage read before its cp.async group is waited for), "k_stage" (the scores of the stage being
+    filled, key tile j + 1's, instead of tile j's), "v_stage" (P V paired with the values of the stage being filled)
+    or "no_trailing_barrier" (the next iteration's copies overwrite a stage other warps may still be reading)."""
+    head_dim(D, BK, BD)
+    scale_log2 = LOG2E / D**0.5
+    warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
+    with T.grid(T.cdiv(S, BM), BH, threads=32 * warps[0]) as (bm, bh):  # noqa: F821 - shape symbols
+        sQ = T.alloc_shared((BM, D), Q.dtype)  # (BM, D)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype)  # (stages, BN, D)
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype)  # (stages, BN, D)
+        atom = T.mma_sync(Q.dtype, T.f32)
+        s = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=warps)  # S: 16 rows per warp
+        rQ = T.alloc_fragment((BM, BK), Q.dtype, mma=atom, operand="A", groups=warps)
+        rKt = T.alloc_fragment((BK, BN), Q.dtype, mma=atom, operand="B", groups=warps)
+        rP = T.alloc_fragment((BM, BN), Q.dtype, mma=atom, operand="A", groups=warps)  # P in the input dtype
+        rV = T.alloc_fragment((BN, BD), Q.dtype, mma=atom, operand="B", groups=warps)
+        o = [T.alloc_fragment((BM, BD), T.f32, mma=atom, groups=warps) for _ in range(D // BD)]  # O, BD columns each
+        m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain), held by its row's lanes
+        l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+        for oc in o:
+            T.fill(oc, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        T.copy(Q.tile((bh, bm, 0), (None, BM, D)), sQ)  # rows past S read 0 (never stored)
+        for t in range(STAGES - 1):  # prologue: the first STAGES - 1 key tiles in flight
+            T.copy(K.tile((bh, t, 0), (None, BN, D)), sK[t], atom="cp.async")
+            T.copy(V.tile((bh, t, 0), (None, BN, D)), sV[t], atom="cp.async")
+            T.async_commit()
+        for j in T.serial(T.cdiv(S, BN)):  # noqa: F821 - shape symbols
+            nxt = j + (STAGES - 1)
+            k_stage = nxt % STAGES if BUG == "k_stage" else j % STAGES
+            v_stage = nxt % STAGES if BUG == "v_stage" else j % STAGES
+            T.copy(K.tile((bh, nxt, 0), (None, BN, D)), sK[nxt % STAGES], atom="cp.async")  # keys past S read 0
+            T.copy(V.tile((bh, nxt, 0), (None, BN, D)), sV[nxt % STAGES], atom="cp.async")  # values past S read 0
+            T.async_commit()
+            if BUG != "no_wait":
+                T.async_wait(STAGES - 1)  # key tile j has landed
+            T.barrier()
+            T.fill(s, 0.0)
+            for kd in range(D // BK):  # S = Q K^T, BK columns of the head dim at a time
+                T.copy(sQ.window((0, kd * BK), (BM, BK)), rQ, atom="ldmatrix")
+                T.copy(sK[k_stage].window((0, kd * BK), (BN, BK)).T, rKt, atom="ldmatrix")
+                # invariant: stage j % STAGES holds key tile j of this batch-head when iteration j consumes it
+                T.assert_tag(lambda k: (k[0] == bh) & (k[1] // BN == j), rKt)  # noqa: B023
+                T.gemm(rQ, rKt, s)
+            # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)  # noqa: B023
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))  # noqa: F821 - shape symbols
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)  # combined over the row's four lanes by shuffles
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+            T.copy(m_new, m)
+            T.copy(p, rP)  # rounded to the input dtype: S's accumulator layout is P's A-operand layout
+            for c, oc in enumerate(o):  # O = O * alpha + P V, BD columns at a time
+                T.copy(sV[v_stage].window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
+                # invariant: stage j % STAGES holds value tile j of this batch-head when iteration j consumes it
+                T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j), rV)  # noqa: B023
+                T.copy(oc * alpha[:, None], oc)
+                T.gemm(rP, rV, oc)
+                # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == c * BD + y.coord[1]), oc)  # noqa: B023
+            if BUG != "no_trailing_barrier":
+                T.barrier()  # stage j % STAGES may be overwritten from here on
+        for c, oc in enumerate(o):
+            T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))
+
+
+def test_the_seeded_cp_async_copy_without_a_bug_is_the_library_rung() -> None:
+    assert _statements(attention_cp_async_seeded.trace()) == _statements(attention_lineage.attention_cp_async.trace())
+    assert _statements(attention_cp_async_seeded.trace(STAGES=3)) == _statements(
+        attention_lineage.attention_cp_async.trace(STAGES=3)
+    )
+
+
+#: (bug, the verifier's error codes, the shared buffer of its pipeline finding, whether the interpreter's numbers are
+#: wrong too). A stage read before its group landed is poisoned on the interpreter (NaN); the missing trailing barrier
+#: is a race the interpreter's schedule does not lose (it gives the right numbers), the verifier alone sees it.
+SEEDED_PIPELINE = [
+    ("no_wait", {"PIPELINE_STALE_READ"}, "sK", True),
+    # tile j + 1's keys: its stage has not landed, S's keys are not tile j's (the assertions), P's key j * BN + c
+    # meets V's row j * BN + c of another key in P V, and the mask of tile j lets tile j + 1's keys past S through
+    ("k_stage", {"PIPELINE_STALE_READ", "TAG_ASSERT", "MMA_K_MISMATCH", "OOB_MASKED_REDUCTION"}, "sK", True),
+    ("v_stage", {"PIPELINE_STALE_READ", "TAG_ASSERT", "MMA_K_MISMATCH"}, "sV", True),
+    ("no_trailing_barrier", {"PIPELINE_OVERWRITE"}, "sK", False),
+]
+
+
+@pytest.mark.parametrize(
+    ("bug", "codes", "buffer", "wrong_numbers"), SEEDED_PIPELINE, ids=[b[0] for b in SEEDED_PIPELINE]
+)
+def test_seeded_bugs_in_the_cp_async_rung_s_pipeline_are_caught(
+    bug: str, codes: set, buffer: str, wrong_numbers: bool
+) -> None:
+    from argus.verify import verify
+
+    result = verify(attention_cp_async_seeded.trace(BUG=bug))
+    assert result.verdict.value == "violated" and not result.unknowns, [u.code for u in result.unknowns]
+    assert {e.code for e in result.errors} == codes
+    pipeline = next(e for e in result.errors if e.code.startswith("PIPELINE_"))
+    assert pipeline.counterexample.element.buffer == buffer
+    q, k, v = _inputs(2, 100, 64, "bf16")
+    o = _kernel_output(attention_cp_async_seeded.trace(BUG=bug), q, k, v)
+    wrong = bool(np.isnan(o).any() or _rounded_p_excess(o, q, k, v, "bf16").max() > 1.0)
+    assert wrong == wrong_numbers

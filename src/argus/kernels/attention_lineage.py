@@ -17,10 +17,10 @@ the end), so that consecutive rungs differ by the one mechanism the vocabulary n
    every thread computing a register micro-tile of S and of O with FMAs (of the transposed problem, S^T = K Q^T,
    see the kernel); P goes through shared memory (in f32) to become an operand of P V.
 3. `attention_mma_sync` — S = Q K^T and O += P V by ldmatrix and mma.sync on four warps, P rounded to the input dtype.
+4. `attention_cp_async` — K and V staged by a multi-stage cp.async pipeline: the next key tile loads during the MMAs.
 
-Not built yet: the Hopper rungs above (TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a
-persistent scheduler) are `argus.kernels.attention.flash_attention`, whose mechanisms are there at once: splitting
-it into rungs is the lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
+Not built yet: the rungs above (a swizzle, TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a
+persistent scheduler), all of which `argus.kernels.attention.flash_attention` has. DSL kernels only here."""
 
 from __future__ import annotations
 
@@ -260,5 +260,91 @@ def attention_mma_sync(
                 # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
                 T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == c * BD + y.coord[1]), oc)
             T.barrier()  # sK and sV may be overwritten from here on
+        for c, oc in enumerate(o):
+            T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))
+
+
+# --- rung 4: a cp.async pipeline --------------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def attention_cp_async(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 16,
+    BD: int = 16,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`attention_mma_sync` with a `cp.async` multi-stage pipeline: key tile j + STAGES - 1's K and V rows are in
+    flight (16-byte `cp.async` copies, one commit group per tile) while key tile j is multiplied, as FlashAttention-2
+    does; a tile past the last is loaded (its rows past S read 0) and never read. The math is `attention_mma_sync`'s
+    statement for statement, reading stage j % STAGES of sK and sV. Q is staged once, by plain loads, before the
+    loop (the first iteration's barrier publishes it). Rows of K and V start 16-byte aligned because D is a multiple
+    of BK (16 elements)."""
+    head_dim(D, BK, BD)
+    scale_log2 = LOG2E / D**0.5
+    warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
+    with T.grid(T.cdiv(S, BM), BH, threads=32 * warps[0]) as (bm, bh):
+        sQ = T.alloc_shared((BM, D), Q.dtype)  # (BM, D)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype)  # (stages, BN, D)
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype)  # (stages, BN, D)
+        atom = T.mma_sync(Q.dtype, T.f32)
+        s = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=warps)  # S: 16 rows per warp
+        rQ = T.alloc_fragment((BM, BK), Q.dtype, mma=atom, operand="A", groups=warps)
+        rKt = T.alloc_fragment((BK, BN), Q.dtype, mma=atom, operand="B", groups=warps)
+        rP = T.alloc_fragment((BM, BN), Q.dtype, mma=atom, operand="A", groups=warps)  # P in the input dtype
+        rV = T.alloc_fragment((BN, BD), Q.dtype, mma=atom, operand="B", groups=warps)
+        o = [T.alloc_fragment((BM, BD), T.f32, mma=atom, groups=warps) for _ in range(D // BD)]  # O, BD columns each
+        m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain), held by its row's lanes
+        l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+        for oc in o:
+            T.fill(oc, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        T.copy(Q.tile((bh, bm, 0), (None, BM, D)), sQ)  # rows past S read 0 (never stored)
+        for t in range(STAGES - 1):  # prologue: the first STAGES - 1 key tiles in flight
+            T.copy(K.tile((bh, t, 0), (None, BN, D)), sK[t], atom="cp.async")
+            T.copy(V.tile((bh, t, 0), (None, BN, D)), sV[t], atom="cp.async")
+            T.async_commit()
+        for j in T.serial(T.cdiv(S, BN)):
+            nxt = j + (STAGES - 1)
+            T.copy(K.tile((bh, nxt, 0), (None, BN, D)), sK[nxt % STAGES], atom="cp.async")  # keys past S read 0
+            T.copy(V.tile((bh, nxt, 0), (None, BN, D)), sV[nxt % STAGES], atom="cp.async")  # values past S read 0
+            T.async_commit()
+            T.async_wait(STAGES - 1)  # key tile j has landed
+            T.barrier()
+            T.fill(s, 0.0)
+            for kd in range(D // BK):  # S = Q K^T, BK columns of the head dim at a time
+                T.copy(sQ.window((0, kd * BK), (BM, BK)), rQ, atom="ldmatrix")
+                T.copy(sK[j % STAGES].window((0, kd * BK), (BN, BK)).T, rKt, atom="ldmatrix")
+                # invariant: stage j % STAGES holds key tile j of this batch-head when iteration j consumes it
+                T.assert_tag(lambda k: (k[0] == bh) & (k[1] // BN == j), rKt)
+                T.gemm(rQ, rKt, s)
+            # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)  # combined over the row's four lanes by shuffles
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+            T.copy(m_new, m)
+            T.copy(p, rP)  # rounded to the input dtype: S's accumulator layout is P's A-operand layout
+            for c, oc in enumerate(o):  # O = O * alpha + P V, BD columns at a time
+                T.copy(sV[j % STAGES].window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
+                # invariant: stage j % STAGES holds value tile j of this batch-head when iteration j consumes it
+                T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j), rV)
+                T.copy(oc * alpha[:, None], oc)
+                T.gemm(rP, rV, oc)
+                # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == c * BD + y.coord[1]), oc)
+            T.barrier()  # stage j % STAGES may be overwritten from here on
         for c, oc in enumerate(o):
             T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))

@@ -1119,6 +1119,19 @@ WORKLOADS: tuple[Workload, ...] = (
         tolerance=1e-2,  # P is rounded to bf16 before P V, as FlashAttention does
         rung=Rung("attention", "mma_sync", "tensor cores: ldmatrix into operand fragments and mma.sync"),
     ),
+    Workload(
+        "attention_cp_async",
+        "attention_mma_sync with a 2-stage cp.async pipeline: the next key tile's K and V load during the MMAs",
+        ATTENTION,
+        attention_lineage.attention_cp_async,
+        ATTENTION_TILES,
+        tolerance=1e-2,  # P is rounded to bf16 before P V, as in attention_mma_sync
+        rung=Rung(
+            "attention",
+            "cp_async_pipeline",
+            "a multi-stage cp.async pipeline: the next key tile's K and V load during the MMAs",
+        ),
+    ),
 )
 
 #: Names kernels had before they were named for the mechanism they add, old -> new; `get_kernel` and
