@@ -366,19 +366,12 @@ def load_operand(
     if major == "K" and bk <= panel:
         T.copy(tensor.tile((*lead, mn, k), (*one, bmn, bk)), stage, atom="tma", mbarrier=bar)
         return
-    if major == "K":  # a K-block wider than the swizzle span: one (bmn, P) box per panel of K
-        for j in range(bk // panel):
-            T.copy(
-                tensor.tile((*lead, mn, k * (bk // panel) + j), (*one, bmn, panel)),
-                stage.window((0, panel * j), (bmn, panel)),
-                atom="tma",
-                mbarrier=bar,
-            )
-        return
-    for j in range(bmn // panel):
+    # one (rows, P) box per panel of the contiguous extent: K for a K-block wider than the swizzle span, else MN
+    rows, row_block, block, width = (bmn, mn, k, bk) if major == "K" else (bk, k, mn, bmn)
+    for j in range(width // panel):
         T.copy(
-            tensor.tile((*lead, k, mn * (bmn // panel) + j), (*one, bk, panel)),
-            stage.window((0, panel * j), (bk, panel)),
+            tensor.tile((*lead, row_block, block * (width // panel) + j), (*one, rows, panel)),
+            stage.window((0, panel * j), (rows, panel)),
             atom="tma",
             mbarrier=bar,
         )
