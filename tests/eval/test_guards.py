@@ -12,6 +12,7 @@ from argus.eval.guards import (
     OpRecorder,
     PrecisionState,
     changed_inputs,
+    equal_by_pieces,
     poison_,
     scan_source,
     strict_precision,
@@ -133,3 +134,15 @@ def test_changed_inputs_is_bit_exact() -> None:
     flipped[2] = 0.0  # -0.0 -> +0.0: equal as numbers, different bits
     assert changed_inputs([x], [flipped]) == [0]
     assert changed_inputs([x, x], [x.clone(), x.double()]) == [1]
+
+
+def test_equal_by_pieces_reads_every_piece() -> None:
+    # the host-vs-device comparison of a large trial's inputs: a difference in any piece, the last one short
+    x = torch.arange(10, dtype=torch.float32)
+    assert equal_by_pieces(x, x.clone(), "cpu", chunk=3)
+    for i in (0, 4, 9):
+        y = x.clone()
+        y[i] = -y[i] if i else -0.0  # 0.0 -> -0.0 differs in its bits only
+        assert not equal_by_pieces(x, y, "cpu", chunk=3), i
+    nan = torch.tensor([float("nan")] * 5)
+    assert equal_by_pieces(nan, nan.clone(), "cpu", chunk=2)

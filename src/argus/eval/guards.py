@@ -434,8 +434,38 @@ def _bits(t: Any) -> Any:
     return c.view(getattr(torch, _SAME_WIDTH_INT[c.element_size()]))
 
 
+#: Elements per piece when `same_bits` compares a host tensor with a device tensor (bounds its scratch memory).
+COMPARE_CHUNK = 1 << 26
+
+
+def same_bits(a: Any, b: Any) -> bool:
+    """Whether two tensors of one shape and dtype hold the same bits. On two devices (the judge's host copy of a
+    large trial, the device tensor a candidate ran on) the host tensor is copied over `COMPARE_CHUNK` elements at a
+    time and compared where the device tensor is, so no host copy of the device tensor is made (at KernelBench's
+    full sizes, a 17 GB input copied to pageable host memory took ~12 s)."""
+    import torch
+
+    if a.device == b.device:
+        return bool(torch.equal(_bits(a), _bits(b)))
+    return equal_by_pieces(a, b, b.device if a.device.type == "cpu" else a.device)
+
+
+def equal_by_pieces(a: Any, b: Any, where: Any, chunk: int | None = None) -> bool:
+    """`same_bits` of two tensors of one shape and dtype, `chunk` (default `COMPARE_CHUNK`) elements at a time,
+    each piece of both copied to `where` (a no-op for the one already there)."""
+    import torch
+
+    chunk = chunk or COMPARE_CHUNK
+    fa, fb = _bits(a).reshape(-1), _bits(b).reshape(-1)
+    for start in range(0, fa.numel(), chunk):
+        if not torch.equal(fa[start : start + chunk].to(where), fb[start : start + chunk].to(where)):
+            return False
+    return True
+
+
 def changed_inputs(pristine: Sequence[Any], after: Sequence[Any]) -> list[int]:
-    """Indices of the tensors in `after` that differ from `pristine` bit for bit (or in shape or dtype)."""
+    """Indices of the tensors in `after` that differ from `pristine` bit for bit (or in shape or dtype); the two
+    may be on different devices (`same_bits`)."""
     import torch
 
     changed: list[int] = []
@@ -444,7 +474,7 @@ def changed_inputs(pristine: Sequence[Any], after: Sequence[Any]) -> list[int]:
             continue
         if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
             changed.append(i)
-        elif a.device != b.device or not torch.equal(_bits(a), _bits(b)):
+        elif not same_bits(a, b):
             changed.append(i)
     return changed
 
