@@ -119,16 +119,20 @@ def swap_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
 
 
 def wide_k_contenders(mm, problem, configs) -> list:  # noqa: ANN001
-    """(label, config) of the K-blocks of two swizzle spans (BK = 128, half the stages: the same bytes in flight) of
-    each tensor-core configuration in `configs` (16-bit inputs; GEMV plans have none)."""
+    """(label, config) of each tensor-core configuration in `configs` with the other K-block width (16-bit inputs;
+    GEMV plans have none): BK = 64 <-> 128 (two swizzle spans), the stages halved or doubled (the same bytes in
+    flight), so that the planner's rule (`WIDE_K_MIN_STAGES`) is timed against its alternative both ways."""
     out = []
     for config in configs:
-        if not isinstance(config, mm.GemmConfig) or config.BK != 64 or problem.dtype not in ("bf16", "f16"):
+        if not isinstance(config, mm.GemmConfig) or config.BK not in (64, 128) or problem.dtype not in ("bf16", "f16"):
             continue
-        wide = replace(config, BK=128, STAGES=max(2, config.STAGES // 2))
+        if config.BK == 64:
+            other = replace(config, BK=128, STAGES=max(2, config.STAGES // 2))
+        else:
+            other = replace(config, BK=64, STAGES=min(mm.MAX_STAGES, 2 * config.STAGES))
         q = mm.plan(problem, config).padded
-        if mm.shared_bytes(wide, q) <= mm.SHARED_MEMORY_BUDGET and all(wide != c for _, c in out):
-            out.append((wide.label, wide))
+        if mm.shared_bytes(other, q) <= mm.SHARED_MEMORY_BUDGET and all(other != c for _, c in out):
+            out.append((other.label, other))
     return out
 
 
@@ -169,7 +173,8 @@ def main() -> int:
     parser.add_argument(
         "--wide-k",
         action="store_true",
-        help="also time each tensor-core contender with K-blocks of two swizzle spans (BK = 128, half the stages)",
+        help="also time each tensor-core contender with the other K-block width (BK = 64 <-> 128, the stages halved or "
+        "doubled)",
     )
     parser.add_argument(
         "--swap",

@@ -76,3 +76,29 @@ def test_only_16_bit_operands_take_a_wide_k_block() -> None:
         mm.plan(mm.GemmProblem(64, 64, 256), mm.GemmConfig(64, 64, 1, 2, BK=256))
     with pytest.raises(mm.GemmError, match="BK = 64"):
         mm.plan(mm.GemmProblem(64, 64, 256, "e4m3", "bf16"), mm.GemmConfig(64, 64, 1, 2, BK=64))
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "bk"),
+    [
+        ((1024, 1024, 1024), "bf16", 128),  # 64x128: four stages of 128 fit
+        ((96, 7168, 7168), "bf16", 128),  # swap-AB 128x96 tiles
+        ((8, 8192, 8192), "f16", 128),
+        ((4096, 4096, 4096), "bf16", 64),  # 128x256: two stages of 128 only (measured slower)
+        ((512, 512, 65536), "bf16", 64),  # 64x256
+        ((64, 64, 192), "bf16", 64),  # three K-blocks: a wide block would be half empty
+        ((1024, 1024, 1024), "f32", 64),  # f32's split precision keeps its chain in K-blocks of 64
+    ],
+)
+def test_the_planner_takes_a_wide_k_block_where_four_stages_still_fit(
+    shape: tuple[int, int, int], dtype: str, bk: int
+) -> None:
+    problem = mm.GemmProblem(*shape, dtype)
+    chosen = mm.choose(problem)
+    assert chosen.BK == bk, chosen.label
+    plan = mm.plan(problem, chosen)  # the plan accepts what the planner proposes
+    if bk == 128:
+        assert chosen.STAGES >= mm.WIDE_K_MIN_STAGES
+        assert mm.shared_bytes(chosen, plan.padded) <= mm.SHARED_MEMORY_BUDGET
+    for config in mm.candidates_for(problem):  # every candidate: wide only with four stages or more
+        assert config.BK == 64 or config.STAGES >= mm.WIDE_K_MIN_STAGES, config.label

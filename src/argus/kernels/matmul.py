@@ -80,6 +80,12 @@ F32_CHAIN = 3 * 4096
 CHAIN_SPLITS = (48, 64, 96, 128, 192, 256, 384, 512)
 #: The fewest K-blocks a split may get: below this the pipeline never fills.
 MIN_K_BLOCKS_PER_SPLIT = 4
+#: A 16-bit GEMM's tile takes K-blocks of two swizzle spans (BK = 128: two TMA boxes per operand and stage, half
+#: the stages and barrier round trips per byte) where that still leaves it this many stages. Measured on an H200
+#: (benchmarks/results/2026-12-01-wide-k/): at 4 stages the wide block was faster at every tile and shape timed
+#: (1024^3 64x128: 0.751 -> 0.934x cuBLAS; swap tiles at M = 8-96: +3-14 %), at 2 stages slower (128x256 at
+#: 4096^3: 0.993 -> 0.892x; 64x256: -9 %).
+WIDE_K_MIN_STAGES = 4
 #: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
 TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
 #: The tile shapes for an epilogue that holds a second tile-sized value (a residual, or a value used twice:
@@ -601,6 +607,7 @@ def candidates(
     out = dtype_of(problem.out)
     bk = problem.block_k
     k_tiles = _cdiv(problem.K, bk)
+    wide = chain is None and problem.kernel_itemsize == 2  # 16-bit: K-blocks of two spans (`WIDE_K_MIN_STAGES`)
     # TMA stores are 2-D, of C (M, N) row-major
     tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1 and problem.c_major == "N"
     counts = SPLITS
@@ -621,16 +628,25 @@ def candidates(
             if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.c_columns % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
             epilogue = "tma" if tma_store and splits == 1 else "direct"
-            for stages in range(MAX_STAGES, 1, -1):
-                config = GemmConfig(bm, bn, consumers, stages, splits, epilogue, BK=bk)
-                if shared_bytes(config, problem) <= SHARED_MEMORY_BUDGET:
-                    found.append(config)
-                    break
-            else:
+            config = deepest(GemmConfig(bm, bn, consumers, MAX_STAGES, splits, epilogue, BK=bk), problem)
+            if config is None:
                 continue
+            if wide and _cdiv(k_tiles, splits) >= MIN_K_BLOCKS_PER_SPLIT:  # a short K: half-empty wide blocks
+                config = deepest(replace(config, BK=2 * bk, STAGES=MAX_STAGES), problem, WIDE_K_MIN_STAGES) or config
+            found.append(config)
             if splits == 1 and counts[0] == 1:
                 found.extend(tail_candidates(problem, found[-1], k_tiles, target))
     return found
+
+
+def deepest(config: GemmConfig, problem: GemmProblem, least: int = 2) -> GemmConfig | None:
+    """`config` with the most stages (at most its own, at least `least`) whose shared memory fits
+    `SHARED_MEMORY_BUDGET`; None where not even `least` fit."""
+    for stages in range(config.STAGES, least - 1, -1):
+        deeper = replace(config, STAGES=stages)
+        if shared_bytes(deeper, problem) <= SHARED_MEMORY_BUDGET:
+            return deeper
+    return None
 
 
 def tail_candidates(problem: GemmProblem, whole: GemmConfig, k_tiles: int, target: Target) -> list[GemmConfig]:
