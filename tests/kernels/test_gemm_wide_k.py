@@ -90,7 +90,7 @@ def test_only_16_bit_operands_take_a_wide_k_block() -> None:
         ((1024, 1024, 1024), "f32", 64),  # f32's split precision keeps its chain in K-blocks of 64
     ],
 )
-def test_the_planner_takes_a_wide_k_block_where_four_stages_still_fit(
+def test_the_planner_takes_a_wide_k_block_where_three_stages_still_fit(
     shape: tuple[int, int, int], dtype: str, bk: int
 ) -> None:
     problem = mm.GemmProblem(*shape, dtype)
@@ -100,5 +100,11 @@ def test_the_planner_takes_a_wide_k_block_where_four_stages_still_fit(
     if bk == 128:
         assert chosen.STAGES >= mm.WIDE_K_MIN_STAGES
         assert mm.shared_bytes(chosen, plan.padded) <= mm.SHARED_MEMORY_BUDGET
-    for config in mm.candidates_for(problem):  # every candidate: wide only with four stages or more
+    for config in mm.candidates_for(problem):  # every candidate: wide only with three stages or more
         assert config.BK == 64 or config.STAGES >= mm.WIDE_K_MIN_STAGES, config.label
+
+
+def test_a_128x128_tile_takes_three_wide_stages_and_a_128x256_tile_stays_narrow() -> None:
+    by_tile = {(c.BM, c.BN, c.SPLITS): c for c in mm.candidates_for(mm.GemmProblem(12000, 512, 1024))}
+    assert (by_tile[128, 128, 1].BK, by_tile[128, 128, 1].STAGES) == (128, 3)
+    assert (by_tile[128, 256, 1].BK, by_tile[128, 256, 1].STAGES) == (64, 4)

@@ -82,10 +82,10 @@ CHAIN_SPLITS = (48, 64, 96, 128, 192, 256, 384, 512)
 MIN_K_BLOCKS_PER_SPLIT = 4
 #: A 16-bit GEMM's tile takes K-blocks of two swizzle spans (BK = 128: two TMA boxes per operand and stage, half
 #: the stages and barrier round trips per byte) where that still leaves it this many stages. Measured on an H200
-#: (benchmarks/results/2026-12-01-wide-k/): at 4 stages the wide block was faster at every tile and shape timed
-#: (1024^3 64x128: 0.751 -> 0.934x cuBLAS; swap tiles at M = 8-96: +3-14 %), at 2 stages slower (128x256 at
-#: 4096^3: 0.993 -> 0.892x; 64x256: -9 %).
-WIDE_K_MIN_STAGES = 4
+#: (benchmarks/results/2026-12-01-wide-k/): with four stages the wide block was faster at every tile and shape
+#: timed (1024^3 64x128: 0.751 -> 0.934x cuBLAS; swap tiles at M = 8-96: +3-14 %), with three (128x128 tiles) in 7
+#: of 8 pairs (+1-15 %, one -0.2 %), with two slower (128x256 at 4096^3: 0.993 -> 0.892x; 64x256: -9 %).
+WIDE_K_MIN_STAGES = 3
 #: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
 TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
 #: The tile shapes for an epilogue that holds a second tile-sized value (a residual, or a value used twice:
