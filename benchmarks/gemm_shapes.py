@@ -101,13 +101,15 @@ SWAP_SPLITS = (1, 2, 3, 4, 6, 8)
 SWAP_DEEP_STAGES = (12, 16)
 
 
-def swap_contenders(mm, problem, chosen) -> list:  # noqa: ANN001
+def swap_contenders(mm, problem, chosen, narrow: bool = False) -> list:  # noqa: ANN001
     """(label, config) of the swap-AB plans of `problem` (`mm.swap_tiles`; none where it has none): each tile shape
     at each of `SWAP_SPLITS` with the deepest pipeline the planner allows, and the unsplit tiles with deeper ones
-    (`SWAP_DEEP_STAGES`, past the planner's MAX_STAGES)."""
+    (`SWAP_DEEP_STAGES`, past the planner's MAX_STAGES); with `narrow`, also each tile's 64-row form."""
     tiles = mm.swap_tiles(problem)
     if not tiles:
         return []
+    if narrow:  # the 64-row tile with one consumer warpgroup (the planner's are 128 rows, two)
+        tiles = (*tiles, *((64, bn, 1) for _, bn, _ in tiles))
     q = mm.padded_extent(mm.swapped(problem))
     found = [replace(c, SWAP=True) for c in mm.candidates(q, tiles=tiles) if c.SPLITS in SWAP_SPLITS]
     for c in [c for c in found if c.SPLITS == 1]:
@@ -181,6 +183,11 @@ def main() -> int:
         action="store_true",
         help="also time swap-AB plans (`swap_contenders`) where a product has at most SWAP_MAX_M rows of A",
     )
+    parser.add_argument(
+        "--swap-narrow",
+        action="store_true",
+        help="with --swap, also the 64-row swap tiles (one consumer warpgroup)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -226,9 +233,8 @@ def main() -> int:
         if args.gemv_tma:
             contenders += gemv_tma_contenders(mm, problem, chosen)
         if args.swap:
-            contenders += [
-                (n, c) for n, c in swap_contenders(mm, problem, chosen) if all(c != d for _, d in contenders)
-            ]
+            swaps = swap_contenders(mm, problem, chosen, args.swap_narrow)
+            contenders += [(n, c) for n, c in swaps if all(c != d for _, d in contenders)]
         if args.wide_k:
             contenders += wide_k_contenders(mm, problem, [c for _, c in contenders])
         plans.append((problem, layout, suite, contenders))
