@@ -71,16 +71,17 @@ def executors(gpus: int, ray: str | None, timeout_s: float) -> list[tuple[str, A
     from argus.eval.ray_executor import RayExecutor
 
     if gpus >= 2:
-        ray_init = {"num_gpus": 2}
+        ray_init: dict = {} if ray else {"num_gpus": 2}  # a running cluster declares its own resources
         return [
             ("local-1gpu", lambda: LocalExecutor(devices=[0], timeout_s=timeout_s)),
             ("local-2gpu", lambda: LocalExecutor(devices=[0, 1], timeout_s=timeout_s)),
             ("ray-2gpu", lambda: RayExecutor(ray or "local", timeout_s=timeout_s, init_kwargs=ray_init)),
         ]
+    cpu_init: dict = {} if ray else {"num_cpus": 2}
     return [
         ("local-1cpu", lambda: LocalExecutor(workers=1, timeout_s=timeout_s)),
         ("local-2cpu", lambda: LocalExecutor(workers=2, timeout_s=timeout_s)),
-        ("ray-2cpu", lambda: RayExecutor(ray or "local", timeout_s=timeout_s, init_kwargs={"num_cpus": 2})),
+        ("ray-2cpu", lambda: RayExecutor(ray or "local", timeout_s=timeout_s, init_kwargs=cpu_init)),
     ]
 
 
