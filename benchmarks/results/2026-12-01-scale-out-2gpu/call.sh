@@ -8,7 +8,7 @@
 # the runs at it with --ray auto (a node of the cluster), as docs/scale-out.md tells a user to.
 set -u
 mkdir -p .site && tar xzf .rayw/ray-stripped.tgz -C .site \
-  && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .rayw/*.whl .whl/*.whl || exit 1
+  && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .rayw/*.whl || exit 1
 export PYTHONPATH=$PWD/src:$PWD/.site PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm,clocks.sm,clocks.mem --format=csv; nproc; free -g | head -2; python3 -c "import torch,sys,ray; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'ray', ray.__version__, 'python', sys.version.split()[0])"; date -u; } > $OUT/env-${TAG:-a}.txt 2>&1
 if [ "${WIDEK:-0}" = 1 ]; then
