@@ -66,6 +66,11 @@ def ids(spec: str) -> list[int] | None:
     return out or None
 
 
+def baselines(spec: str) -> tuple[str, ...]:
+    """``"eager,compile"`` -> ("eager", "compile"); empty -> () (none)."""
+    return tuple(b.strip() for b in spec.split(",") if b.strip())
+
+
 def executors(gpus: int, ray: str | None, timeout_s: float) -> list[tuple[str, Any]]:
     """(name, a function that opens the executor) for the three runs."""
     from argus.eval.ray_executor import RayExecutor
@@ -144,9 +149,10 @@ def run_segment(name: str, executor: Executor, args: argparse.Namespace, root: P
     main_thread = threading.current_thread() is threading.main_thread()  # signal handlers: the main thread only
     previous = signal.signal(signal.SIGTERM, on_term) if main_thread else None
     ended = "interrupted"  # an exception other than the two ends below
+    options = GateOptions(trials=args.trials, reps=args.reps, baselines=baselines(args.baselines))
     try:
         report = run_kernelbench(root, args.level, args.solutions, problems=run_selection(store, state["run_id"]),
-                                 small=args.small, options=GateOptions(trials=args.trials, reps=args.reps),
+                                 small=args.small, options=options,
                                  executor=executor, csv_path=out / f"{name}.csv", store_path=store,
                                  resume=state["run_id"], on_row=on_row)  # fmt: skip
         ended = "finished"
@@ -201,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--baselines", default="eager,compile", help="baselines timed beside each solution")
     parser.add_argument("--out", default="out/scale-out")
     parser.add_argument(
         "--runs",
@@ -253,7 +260,13 @@ def main(argv: list[str] | None = None) -> int:
         "gpu_name": torch.cuda.get_device_name(0) if gpus else None,
         "torch": torch.__version__,
         "level": args.level,
-        "options": {"trials": args.trials, "reps": args.reps, "solutions": args.solutions, "only": args.only},
+        "options": {
+            "trials": args.trials,
+            "reps": args.reps,
+            "solutions": args.solutions,
+            "only": args.only,
+            "baselines": args.baselines,
+        },
         "small": args.small,
         "same_verdicts": same,
         "runs": runs,

@@ -25,7 +25,7 @@ fi
 mkdir -p .scaleout && { [ -d .scaleout-carry ] && cp -n .scaleout-carry/* .scaleout/ 2>/dev/null; true; }
 ONLY=1,2,3,4,5,6,7,10,12,13,14,15,16,18,19,20,21,22,23,24,25,26,27,30,31,32,33,34,35,38,39,41,42,43,44,45,46,47,48,49
 timeout -k 20 -s INT ${RUN_S:-570} python3 benchmarks/scale_out.py --level 1 --only $ONLY --problems .kbdata/kernelbench \
-  --trials 3 --reps 20 --timeout 150 --runs ${RUNS:-local-1gpu} --out .scaleout ${RESUME:-} $RAY_ARG --stop-after ${STOP:-0} \
+  --trials 3 --reps 20 --timeout 150 --baselines ${BASELINES:-eager,compile} --runs ${RUNS:-local-1gpu} --out .scaleout ${RESUME:-} $RAY_ARG --stop-after ${STOP:-0} \
   > $OUT/run-${TAG:-a}.log 2>&1
 echo "scale-out exit $?" >> $OUT/run-${TAG:-a}.log; grep -v "^  " $OUT/run-${TAG:-a}.log | tail -n 25
 wait
