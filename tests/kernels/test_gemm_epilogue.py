@@ -87,6 +87,30 @@ def test_the_fused_epilogue_is_correct_on_the_interpreter(shape, dtype, majors, 
     assert _run(plan, ref) < (4e-5 if dtype == "f32" else 1e-5)
 
 
+@pytest.mark.parametrize(
+    ("shape", "majors", "config"),
+    [
+        # swap-AB with a split: the kernel writes the workspace transposed, the reduction applies the epilogue to
+        # the user's C (bias per column of C, shift per row, the residual as C's own tile)
+        ((8, 136, 300), ("K", "K"), mm.GemmConfig(128, 8, 2, 2, SPLITS=3, SWAP=True)),
+        ((20, 70, 520), ("K", "N"), mm.GemmConfig(128, 24, 2, 4, SPLITS=2, BK=128, SWAP=True)),
+    ],
+)
+def test_a_split_swap_ab_plan_applies_the_epilogue_in_its_reduction(shape, majors, config) -> None:
+    plan = mm.plan(mm.GemmProblem(*shape, "bf16", "f32", *majors), config, epilogue=EVERYTHING)
+    assert plan.swap_ab and not plan.fused_main
+    assert _run(plan, _everything) < 1e-5
+
+
+def test_an_unsplit_swap_ab_plan_refuses_an_epilogue_and_the_planner_picks_a_split_one() -> None:
+    problem = mm.GemmProblem(8, 8192, 8192)
+    with pytest.raises(mm.GemmError, match="unsplit swap-AB"):
+        mm.plan(problem, mm.GemmConfig(128, 8, 2, 4, SWAP=True), epilogue=RELU_BIAS)
+    chosen = mm.plan(problem, epilogue=RELU_BIAS).config
+    assert chosen.SWAP and chosen.SPLITS > 1, chosen.label  # the decode product with a bias keeps swap-AB
+    assert mm.plan(problem).config.SWAP  # and without one
+
+
 def test_the_fused_kernels_verify_with_their_tag_assertions() -> None:
     main, reduce, _ = fused_kernels(EVERYTHING)
     for kernel in (main.trace(BM=64, CONSUMERS=1, CONSUMER_REGS=232, OUT="bf16"), reduce.trace(SPLITS=3)):
@@ -202,7 +226,12 @@ def test_matmul_with_an_epilogue_matches_torch_on_the_gpu() -> None:
     from argus.eval.tolerance import compare, input_scale, tolerance_for
 
     g = torch.Generator(device="cuda").manual_seed(0)
-    shapes = ((1000, 1536, 4000, torch.bfloat16), (64, 4096, 8192, torch.bfloat16), (500, 700, 9000, torch.float32))
+    shapes = (
+        (1000, 1536, 4000, torch.bfloat16),
+        (64, 4096, 8192, torch.bfloat16),  # swap-AB, split: the reduction applies the epilogue
+        (8, 8192, 8192, torch.bfloat16),
+        (500, 700, 9000, torch.float32),
+    )
     for m, n, k, dtype in shapes:
         # KernelBench's draw (uniform in [0, 1)), as the gate's trials; the epilogue's operands signed
         x = torch.rand(m, k, device="cuda", generator=g).to(dtype)

@@ -725,22 +725,28 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     return main + (m * n * (4 * splits + out_bytes)) / hbm + REDUCE_LAUNCH_S
 
 
+#: `choose`'s `swap` for a plan with a fused epilogue: swap-AB configurations with a split only (the split-K
+#: reduction applies the epilogue, in C's own orientation; the swap kernel's transposed store applies none yet).
+SWAP_SPLIT_ONLY = "split"
+
+
 def candidates_for(
-    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool = True
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool | str = True
 ) -> list[GemmConfig]:
     """The configurations `choose` ranks for `problem` (the user's problem: f32 goes through `kernel_problem`, and the
     candidates are those of the padded extent, with f32's accumulation chain); with `swap`, also its swap-AB
-    configurations (`swap_tiles`; a fused epilogue's plan has none yet)."""
+    configurations (`swap_tiles`; with `SWAP_SPLIT_ONLY`, those with a split only)."""
     chain = F32_CHAIN if problem.dtype == "f32" else None
     found = candidates(padded_extent(kernel_problem(problem)), target, chain=chain, tiles=tiles)
     narrow = swap_tiles(problem) if swap else ()
     if narrow:
-        found += [replace(c, SWAP=True) for c in candidates(padded_extent(swapped(problem)), target, tiles=narrow)]
+        swaps = candidates(padded_extent(swapped(problem)), target, tiles=narrow)
+        found += [replace(c, SWAP=True) for c in swaps if swap != SWAP_SPLIT_ONLY or c.SPLITS > 1]
     return found
 
 
 def ranked(
-    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool = True
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool | str = True
 ) -> list[GemmConfig]:
     """`candidates_for(problem)` from the fastest the model expects to the slowest (what tuning measures first)."""
     q = kernel_problem(problem)
@@ -749,7 +755,7 @@ def ranked(
 
 @functools.lru_cache(maxsize=1024)
 def choose(
-    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool = True
+    problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool | str = True
 ) -> GemmConfig:
     """The configuration the model ranks first for `problem` among `tiles` (default `TILES`) and, with `swap`, its
     swap-AB tiles; among those within `TIE` of the best, the one with the fewest splits and no split tail (no
@@ -810,11 +816,13 @@ class GemmPlan:
             return
         if self.swap_ab:
             why = swap_refusal(self.problem)
-            if why is not None or self.epilogue is not None:
-                raise GemmError(
-                    f"a swap-AB configuration ({self.config.label}) on {self.problem}: "
-                    f"{why or 'a fused epilogue on a swap-AB plan is not built'}"
+            if why is None and self.epilogue is not None and self.config.SPLITS == 1:
+                why = (
+                    "a fused epilogue on an unsplit swap-AB plan is not built (the transposed store applies none; "
+                    "with a split the reduction applies it)"
                 )
+            if why is not None:
+                raise GemmError(f"a swap-AB configuration ({self.config.label}) on {self.problem}: {why}")
         view = swapped(self.problem) if self.swap_ab else self.problem
         object.__setattr__(self, "padded", padded_extent(kernel_problem(view)))
         wide = 2 * self.padded.block_k if self.padded.kernel_itemsize == 2 else None
@@ -947,14 +955,15 @@ class GemmPlan:
         names = [o.name for o in ep.operands]
         if sorted(given) != sorted(names):
             raise GemmError(f"the epilogue reads {names}; given {sorted(given)}")
-        p, q = self.problem, self.padded
+        p = self.problem
+        rows, cols = self.c_shape  # C as the kernels store it (a swap-AB plan's reduction writes the user's C)
         out = {}
         for o, param in zip(ep.operands, ep.params, strict=True):
             x = given[o.name]
             want = {"columns": (p.N,), "rows": (p.M,), "tile": (p.M, p.N), "scalar": (1,)}[o.kind]
             if tuple(x.shape) != want:
                 raise GemmError(f"epilogue operand {o.name!r} ({o.kind}) must have shape {want}, not {tuple(x.shape)}")
-            padded = {"columns": (q.N,), "rows": (q.M,), "tile": (q.M, q.N), "scalar": (1,)}[o.kind]
+            padded = {"columns": (cols,), "rows": (rows,), "tile": (rows, cols), "scalar": (1,)}[o.kind]
             out[param] = x if padded == want else _pad_any(x, padded, xp)
         return out
 
@@ -1137,7 +1146,8 @@ def plan(
         small = gemv_config(problem, target)
         if small is not None:
             return GemmPlan(problem, small)
-    return GemmPlan(problem, config or choose(problem, target, plan_tiles(epilogue), epilogue is None), epilogue)
+    swap = True if epilogue is None else SWAP_SPLIT_ONLY
+    return GemmPlan(problem, config or choose(problem, target, plan_tiles(epilogue), swap), epilogue)
 
 
 def plan_tiles(epilogue: Epilogue | None) -> tuple:
