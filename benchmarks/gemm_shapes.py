@@ -108,8 +108,8 @@ def swap_contenders(mm, problem, chosen, narrow: bool = False) -> list:  # noqa:
     tiles = mm.swap_tiles(problem)
     if not tiles:
         return []
-    if narrow:  # the 64-row tile with one consumer warpgroup (the planner's are 128 rows, two)
-        tiles = (*tiles, *((64, bn, 1) for _, bn, _ in tiles))
+    if narrow:  # the 64-row tile with one consumer warpgroup (where the planner has only 128-row ones)
+        tiles = tuple(dict.fromkeys((*tiles, *((64, bn, 1) for _, bn, _ in tiles))))
     q = mm.padded_extent(mm.swapped(problem))
     found = [replace(c, SWAP=True) for c in mm.candidates(q, tiles=tiles) if c.SPLITS in SWAP_SPLITS]
     for c in [c for c in found if c.SPLITS == 1]:

@@ -41,10 +41,10 @@ def test_swapped_exchanges_the_operands_roles_and_stores_c_transposed() -> None:
 
 
 def test_swap_tiles_apply_to_few_rows_of_a_row_major_16_bit_a_only() -> None:
-    assert mm.swap_tiles(mm.GemmProblem(96, 7168, 7168, b_major="K")) == ((128, 96, 2),)
-    assert mm.swap_tiles(mm.GemmProblem(3, 4096, 4096)) == ((128, 8, 2),)
+    assert mm.swap_tiles(mm.GemmProblem(96, 7168, 7168, b_major="K")) == ((128, 96, 2), (64, 96, 1))
+    assert mm.swap_tiles(mm.GemmProblem(3, 4096, 4096)) == ((128, 8, 2), (64, 8, 1))
     assert mm.swap_tiles(mm.GemmProblem(mm.SWAP_MAX_M + 1, 4096, 4096)) == ()
-    assert mm.swap_tiles(mm.GemmProblem(8, 4096, 4096, a_major="M")) == ((128, 64, 2),)  # A^T in 64-column panels
+    assert mm.swap_tiles(mm.GemmProblem(8, 4096, 4096, a_major="M")) == ((128, 64, 2), (64, 64, 1))  # 64-col panels
     assert mm.swap_tiles(mm.GemmProblem(8, 4096, 4096, dtype="f32", out="f32")) == ()
     assert mm.swap_tiles(mm.GemmProblem(8, 4096, 4096, batch=2)) == ()
     found = mm.candidates_for(mm.GemmProblem(8, 8192, 8192, b_major="K"))
@@ -69,25 +69,44 @@ def test_swap_plans_refuse_what_they_cannot_run() -> None:
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "splits"),
-    # tiles of 128 weight rows: 64, 86, 32, 56 of them; the most splits (<= 8) that keep one wave of 132 SMs
-    [(8, 8192, 8192, 2), (4, 11008, 4096, 1), (32, 4096, 14336, 4), (96, 7168, 7168, 2)],
+    ("m", "n", "k", "bm", "splits"),
+    # one wave of 132 SMs: the most units, then the fewest splits: 64-row tiles (8192/64 = 128 and 7168/64 = 112
+    # unsplit; 4096/64 x 2) where 128-row ones need twice the splits; 11008/128 = 86 tiles unsplit (172 of 64 rows
+    # are more than a wave); 48x1024x65536: 16 tiles of 64 x 8 splits
+    [
+        (8, 8192, 8192, 64, 1),
+        (4, 11008, 4096, 128, 1),
+        (32, 4096, 14336, 64, 2),
+        (96, 7168, 7168, 64, 1),
+        (48, 1024, 65536, 64, 8),
+    ],
 )
-def test_choose_takes_the_one_wave_swap_plan_for_few_rows(m: int, n: int, k: int, splits: int) -> None:
+def test_choose_takes_the_one_wave_swap_plan_for_few_rows(m: int, n: int, k: int, bm: int, splits: int) -> None:
     config = mm.choose(mm.GemmProblem(m, n, k, b_major="K"))
-    assert config.SWAP and (config.BM, config.BN, config.CONSUMERS, config.SPLITS) == (128, mm._up(m, 8), 2, splits)
+    consumers = bm // 64
+    assert config.SWAP and (config.BM, config.BN, config.CONSUMERS, config.SPLITS) == (
+        bm,
+        mm._up(m, 8),
+        consumers,
+        splits,
+    )
+
+
+def test_choose_takes_the_unsplit_swap_tile_of_the_fewest_waves_for_a_tall_weight() -> None:
+    # 28672 weight rows: 224 tiles of 128 (2 waves) or 448 of 64 (4): more than one wave even unsplit
+    config = mm.choose(mm.GemmProblem(8, 28672, 8192, b_major="K"))
+    assert config.SWAP and (config.BM, config.SPLITS) == (128, 1), config.label
 
 
 def test_choose_takes_swap_ab_in_panels_for_a_transposed_a() -> None:
     config = mm.choose(mm.GemmProblem(8, 8192, 8192, a_major="M", b_major="K"))
-    assert config.SWAP and (config.BM, config.BN, config.SPLITS) == (128, 64, 2)
+    assert config.SWAP and (config.BM, config.BN, config.SPLITS) == (64, 64, 1)
 
 
 def test_choose_leaves_the_rest_to_the_model() -> None:
-    assert not mm.choose(mm.GemmProblem(mm.SWAP_PREFER_M + 8, 4096, 4096)).SWAP or mm.SWAP_PREFER_M + 8 <= 128
-    assert not mm.choose(mm.GemmProblem(48, 1024, 65536)).SWAP  # 8 tiles: one wave needs 16 splits
     assert not mm.choose(mm.GemmProblem(8, 4096, 4096), swap=False).SWAP
     assert not mm.choose(mm.GemmProblem(512, 4096, 4096)).SWAP
+    assert mm.swap_choice(mm.GemmProblem(mm.SWAP_PREFER_M + 8, 4096, 4096), []) is None  # past the preference
 
 
 # --- interpreter --------------------------------------------------------------------------------------------------

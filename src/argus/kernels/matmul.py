@@ -530,12 +530,16 @@ def swap_refusal(problem: GemmProblem) -> str | None:
 def swap_tiles(problem: GemmProblem) -> tuple:
     """The tile shapes of `problem`'s swap-AB plans, or () where none applies: a 16-bit unbatched GEMM with at most
     `SWAP_MAX_M` rows of A. BN is M rounded up to wgmma's step of 8 where A is row-major (its rows become B's, read
-    K-major), to the 64-column panel where A is a transposed view; BM 128, two consumer warpgroups (the 64-row
-    tile with one was 5-15 % slower at every shape measured)."""
+    K-major), to the 64-column panel where A is a transposed view; BM 128 with two consumer warpgroups, and 64 with
+    one: twice the tiles, so one wave without a split where the 128-row tile needs two (with K-blocks of 64 the
+    64-row tile was 5-15 % slower at every shape measured; with the wide K-blocks it is what `swap_choice` takes
+    there: 96x7168x7168 0.892 -> 0.960x cuBLAS, 64x8192x8192 0.964 -> 1.005x, benchmarks/results/2026-12-01-wide-k/
+    call 5)."""
     if swap_refusal(problem) is not None or problem.M > SWAP_MAX_M:
         return ()
     # A stored (K, M) (a transposed view) is an N-major B operand there: staged in whole 64-column panels
-    return ((128, _up(problem.M, 8 if problem.a_major == "K" else 64), 2),)
+    bn = _up(problem.M, 8 if problem.a_major == "K" else 64)
+    return ((128, bn, 2), (64, bn, 1))
 
 
 @dataclass(frozen=True)
@@ -776,9 +780,10 @@ def choose(
 
 def swap_choice(problem: GemmProblem, found: list[GemmConfig], target: Target = DEFAULT_TARGET) -> GemmConfig | None:
     """For at most `SWAP_PREFER_M` rows of A: among the swap-AB configurations in `found`, the one whose units fill
-    one wave of `target`'s SMs best (the most splits, at most `SWAP_MAX_SPLITS`, that keep tiles x splits within
-    the SMs, and at least half of them busy: 48x1024x65536's 8 tiles x 8 splits ran at 0.74x cuBLAS); None where
-    there is none (the model chooses)."""
+    one wave of `target`'s SMs best (the most units, then the fewest splits, at most `SWAP_MAX_SPLITS`, that keep
+    tiles x splits within the SMs, and at least half of them busy: 48x1024x65536's 8 tiles x 8 splits ran at 0.74x
+    cuBLAS); where even the unsplit tiles outnumber the SMs, the unsplit one of the fewest waves; None where there
+    is none (the model chooses)."""
     if problem.M > SWAP_PREFER_M:
         return None
     swaps = [c for c in found if c.SWAP and c.SPLITS <= SWAP_MAX_SPLITS]
@@ -790,9 +795,14 @@ def swap_choice(problem: GemmProblem, found: list[GemmConfig], target: Target = 
         return _cdiv(q.M, c.BM) * _cdiv(q.N, c.BN) * c.SPLITS
 
     one_wave = [c for c in swaps if target.sms // 2 <= units(c) <= target.sms]
-    if not one_wave:
+    if one_wave:
+        return max(one_wave, key=lambda c: (units(c), -c.SPLITS, c.STAGES))
+    # more tiles than SMs even unsplit (a tall weight): the unsplit swap tile of the fewest waves (8x28672x8192:
+    # 128x8 in 1.7 waves ran 0.993x cuBLAS, the plain 64x256 tiles the model ranked first 0.901x)
+    whole = [c for c in swaps if c.SPLITS == 1 and units(c) > target.sms]
+    if not whole:
         return None
-    return max(one_wave, key=lambda c: (units(c), -c.SPLITS, c.STAGES))
+    return min(whole, key=lambda c: (_cdiv(units(c), target.sms), -units(c), -c.STAGES))
 
 
 @dataclass(frozen=True)
