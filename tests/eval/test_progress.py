@@ -1,22 +1,73 @@
 """The executor's progress: each job queued, running on a place, or done (failed among them), counted per place; the
-stages a job reports on its worker's pipe (validated against a fixed set); the command's display without a terminal."""
+stages a job reports on its worker's pipe (validated against a fixed set); the command's display without a terminal.
+
+The snapshot test runs on both executors: the local pool, and Ray — a private instance started once for the module
+(``ray.init(address="local", num_cpus=2)``, the first time a test asks for it, stopped after the module), whose tasks
+forward their pool's reports to the driver through the executor's inbox actor. Its workers inherit ``PYTHONPATH``
+with the repository (for `tests.eval.progress_jobs`) and ``src``, and a private ``ARGUS_CACHE_DIR``."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from argus.eval.executor import GateJob, JobResult, LocalExecutor, Progress, ProgressTracker
+from argus.eval.executor import (
+    Executor,
+    GateJob,
+    JobResult,
+    LocalExecutor,
+    PlaceProgress,
+    Progress,
+    ProgressTracker,
+    place_of,
+)
 from argus.eval.isolation import REPORTED_STAGES, WorkerPool, report_stage, valid_stage_report
 
 JOBS = "tests.eval.progress_jobs"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    ray = pytest.importorskip("ray")
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ARGUS_CACHE_DIR")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), str(ROOT / "src"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])]
+    )
+    os.environ["ARGUS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-progress-cache"))
+    # "local": a private instance even where this machine runs a cluster (`ray start`), which ray.init() would join
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(params=["local", "ray"])
+def two_worker_executor(request: pytest.FixtureRequest) -> Callable[[], Executor]:
+    """An executor that runs two CPU jobs at once: the local pool's two workers, or Ray's two CPUs."""
+    if request.param == "local":
+        return lambda: LocalExecutor(pool=WorkerPool(workers=2, preload=()))
+    request.getfixturevalue("ray_session")
+    from argus.eval.ray_executor import RayExecutor
+
+    return RayExecutor
 
 
 def wait_until(check, timeout_s: float = 120.0):  # noqa: ANN001, ANN201 - a test helper
@@ -29,9 +80,12 @@ def wait_until(check, timeout_s: float = 120.0):  # noqa: ANN001, ANN201 - a tes
     raise AssertionError("timed out")
 
 
-def test_the_snapshot_follows_each_job_to_its_place_and_a_crash_ends_done(tmp_path: Path) -> None:
+def test_the_snapshot_follows_each_job_to_its_place_and_a_crash_ends_done(
+    two_worker_executor: Callable[[], Executor], tmp_path: Path
+) -> None:
     release = tmp_path / "release"
-    with LocalExecutor(pool=WorkerPool(workers=2, preload=())) as executor:
+    with two_worker_executor() as executor:
+        local = isinstance(executor, LocalExecutor)
         jobs = [
             GateJob("a", f"{JOBS}:wait_for", {"path": str(release)}),
             GateJob("b", f"{JOBS}:wait_for", {"path": str(release)}),
@@ -40,17 +94,21 @@ def test_the_snapshot_follows_each_job_to_its_place_and_a_crash_ends_done(tmp_pa
         ]
         for job in jobs:
             executor.submit(job)
-        assert executor.progress() == Progress(queued=4)
+        first = executor.progress()
+        if local:  # the pool hands out nothing before it is iterated
+            assert first == Progress(queued=4)
+        else:  # Ray starts tasks at once, in order: a and b hold both CPUs, so none can have finished yet
+            assert (first.total, first.done, first.running_known, first.note) == (4, 0, True, "")
         results: list[JobResult] = []
         consumer = threading.Thread(target=lambda: results.extend(executor.as_completed()))
         consumer.start()
         try:
             # both workers busy with the waiting jobs, each past its "load" report; the other two wait in the queue
             seen = wait_until(lambda: (p := executor.progress()).after_stage == {"load": 2} and p)
-            assert (seen.queued, seen.running, seen.done) == (2, 2, 0)
-            assert {name: c.running for name, c in seen.places.items()} == {
-                name: 1 for name in (executor.place(0), executor.place(1))
-            }
+            assert (seen.queued, seen.running, seen.done, seen.running_known) == (2, 2, 0, True)
+            assert sorted(c.running for c in seen.places.values()) == [1, 1]
+            if local:
+                assert set(seen.places) == {executor.place(0), executor.place(1)}
         finally:
             release.touch()
             consumer.join(timeout=120)
@@ -62,9 +120,83 @@ def test_the_snapshot_follows_each_job_to_its_place_and_a_crash_ends_done(tmp_pa
     crashed = next(r for r in results if r.key == "d")
     assert not crashed.ok and crashed.code == "WORKER_CRASHED"
     assert set(executor.tracker.stage_seconds("c")) == {"load", "static"}
+    assert all(s >= 0 for s in final.stage_seconds.values())
     assert final.stage_jobs == {"load": 3, "static": 1, "compile": 1}
+    assert final.running_known and not final.note
     places = final.to_json()["places"]
-    assert places[executor.place(0)]["done"] + places[executor.place(1)]["done"] == 4
+    if local:
+        assert places[executor.place(0)]["done"] + places[executor.place(1)]["done"] == 4
+    else:  # a Ray job runs where its result says it ran: the places seen running are those of a's and b's results
+        assert set(seen.places) == {place_of(r.worker) for r in results if r.key in ("a", "b") and r.worker}
+        assert set(places) == {place_of(r.worker) for r in results if r.worker}
+
+
+def test_a_dead_ray_inbox_costs_live_progress_not_a_job(ray_session: Any, tmp_path: Path) -> None:
+    """The inbox actor killed while two jobs run: `progress` does not raise, says why it lacks the running jobs (they
+    count as queued again), and every job still finishes, its place and stages from its result."""
+    from argus.cli.eval_cmd import progress_line
+    from argus.eval.ray_executor import RayExecutor
+
+    release = tmp_path / "release"
+    with RayExecutor() as executor:
+        for key in ("a", "b"):
+            executor.submit(GateJob(key, f"{JOBS}:wait_for", {"path": str(release)}))
+        results: list[JobResult] = []
+        consumer = threading.Thread(target=lambda: results.extend(executor.as_completed()))
+        consumer.start()
+        try:
+            wait_until(lambda: executor.progress().after_stage == {"load": 2})
+            ray_session.kill(executor._inbox)
+            lost = wait_until(lambda: (p := executor.progress()).note and p)
+            assert "inbox actor died" in lost.note and "count as queued" in lost.note
+            assert (lost.queued, lost.running, lost.done, lost.running_known) == (2, 0, 0, False)
+            assert lost.stage_jobs == {"load": 2}  # the stages seen before are kept
+            executor.submit(GateJob("c", f"{JOBS}:staged", {"stages": ["load", "static"]}))  # no inbox to report to
+            assert executor.progress().queued == 3
+        finally:
+            release.touch()
+            consumer.join(timeout=120)
+        assert not consumer.is_alive()
+    assert sorted(r.key for r in results) == ["a", "b", "c"] and all(r.ok for r in results), results
+    final = executor.progress()
+    assert (final.queued, final.running, final.done, final.failed) == (0, 0, 3, 0)
+    assert final.stage_jobs == {"load": 3, "static": 1}  # from the results' own event logs
+    assert set(final.places) == {place_of(r.worker) for r in results if r.worker}
+    assert "inbox actor died" in final.note and final.note in progress_line(final)
+
+
+def test_ray_reports_that_name_nothing_in_flight_or_are_malformed_are_dropped(ray_session: Any, tmp_path: Path) -> None:
+    from argus.eval.ray_executor import RayExecutor
+
+    release = tmp_path / "release"
+    with RayExecutor() as executor:
+        executor.submit(GateJob("a", f"{JOBS}:wait_for", {"path": str(release)}))
+        results: list[JobResult] = []
+        consumer = threading.Thread(target=lambda: results.extend(executor.as_completed()))
+        consumer.start()
+        try:
+            seen = wait_until(lambda: (p := executor.progress()).after_stage == {"load": 1} and p)
+            (token,) = executor._in_flight
+            forged = [
+                (token, (2, "stage", "rm -rf", 5.0)),  # not a stage of the fixed set
+                (token, (3, "start", ("evil", "1", None), 6.0)),  # a place of the wrong shape
+                (token, (4, "stage", "profile", "late")),  # no time
+                (token, ("x",)),
+                (token, None),
+                (token + 1, (0, "start", ("evil", 1, None), 1.0)),  # no attempt in flight has this token
+                ("a", (0, "start", ("evil", 1, None), 1.0)),
+            ]
+            for report in forged:
+                executor._inbox.report.remote(*report)
+            after = executor.progress()
+            assert after.places == seen.places and after.after_stage == {"load": 1} and not after.note
+        finally:
+            release.touch()
+            consumer.join(timeout=120)
+    (result,) = results
+    assert result.ok and result.value == "done"
+    final = executor.progress()
+    assert final.stage_jobs == {"load": 1} and set(final.places) == {place_of(result.worker)}
 
 
 def test_a_stage_outside_the_fixed_set_is_ignored() -> None:
@@ -94,6 +226,19 @@ def test_the_channel_and_the_tracker_validate_every_report() -> None:
     tracker.finished("k", ok=True)
     assert not tracker.stage("k", "profile")  # finished: nothing more counts
     assert tracker.stage_seconds("k") == {"load": 1.0, "compile": 1.0}
+    tracker.queued("r")  # another clock's times (a Ray worker's), given with each event
+    tracker.started("r", "node:7", at=100.0)
+    assert tracker.stage("r", "load", at=100.5) and tracker.stage("r", "static", at=102.0)
+    assert tracker.stage_seconds("r") == {"load": 0.5, "static": 1.5}
+    tracker.requeue_running()  # running no longer known: back to queued, stages kept
+    lost = tracker.snapshot()
+    assert (lost.queued, lost.running, lost.running_known, lost.places) == (
+        1,
+        0,
+        False,
+        {"host/gpu 0": PlaceProgress(0, 1)},
+    )
+    assert not tracker.stage("r", "verify") and lost.stage_jobs["static"] == 1
     assert set(REPORTED_STAGES) >= {"compile", "verify", "correct", "profile"}
     report_stage("correct")  # outside a worker: nothing happens, nothing raises
 
@@ -128,6 +273,11 @@ def test_the_display_renders_without_a_terminal() -> None:
     assert "node/gpu 0" in text and "node/gpu 1" in text and "all" in text and "compile" in text
     tracker.running_known = False
     assert "submitted (queued or running)" in progress_line(tracker.snapshot())
+    tracker.note = "live progress from the Ray tasks is lost"
+    assert progress_line(tracker.snapshot()).endswith("; live progress from the Ray tasks is lost")
+    console = Console(file=io.StringIO(), force_terminal=False, width=100)
+    console.print(executor_view(tracker.snapshot()))
+    assert "live progress from the Ray tasks is lost" in console.file.getvalue()
 
 
 def test_the_command_prints_plain_progress_lines_and_records_stage_times(kernelbench_dir: Path, tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def progress_line(snapshot: Any) -> str:
         f"{name}: {c.running} running, {c.done} done" if snapshot.running_known else f"{name}: {c.done} done"
         for name, c in snapshot.places.items()
     ]
-    return "; ".join([head, *places, *_stages_text(snapshot)])
+    return "; ".join([head, *places, *_stages_text(snapshot), *([snapshot.note] if snapshot.note else [])])
 
 
 def executor_view(snapshot: Any) -> RenderableType:
@@ -102,7 +102,9 @@ def executor_view(snapshot: Any) -> RenderableType:
     )
     lines = _stages_text(snapshot)
     if not snapshot.running_known:
-        lines.append("Ray does not say which submitted jobs run: queued counts both")
+        lines.append("which submitted jobs run is not known: queued counts both")
+    if snapshot.note:
+        lines.append(snapshot.note)
     return Group(table, *(Text(line) for line in lines))
 
 
@@ -505,6 +507,9 @@ def kernelbench(
     if ran.get("stage_seconds"):
         shown = ", ".join(f"{k} {v:.1f} s" for k, v in ran["stage_seconds"].items())
         report_to.print(f"stage wall time (summed over problems): {shown}", markup=False, highlight=False)
+    if note := executor.progress().note:  # e.g. Ray's live progress lost mid-run (the results are unaffected)
+        s.setdefault("executor", {})["progress_note"] = note
+        report_to.print(f"progress: {note}", markup=False, highlight=False)
     wrote = [str(report.csv_path)] + ([str(report.store_path)] if report.store_path else [])
     if json_file is not None:
         doc = {"level": level, "solutions": solutions, "summary": s, "rows": [r.to_json() for r in report.rows],

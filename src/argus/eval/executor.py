@@ -24,8 +24,11 @@ Progress (`Executor.progress`, a `Progress` snapshot a caller may take at any ti
 counted in total and per place. The local pool knows when each job starts and where (the pool's ``on_event``) and
 which stages of the gate it has finished (`argus.eval.isolation.report_stage`, sent on the worker's own pipe and
 validated there and here against `REPORTED_STAGES`), so its snapshot counts the running jobs by the last stage they
-finished and totals each stage's wall time. Ray does not say when a task starts: its snapshot counts the jobs
-submitted and not finished as queued (``running_known`` False), places them when they finish, and has no stages.
+finished and totals each stage's wall time. Through Ray the same reports travel from the one-worker pool inside each
+Ray task to the driver through a small Ray actor (`argus.eval.ray_executor.ProgressInbox`), stamped with the Ray
+worker's clock (the ``at`` of `ProgressTracker.started` and `ProgressTracker.stage`), so its snapshot is the same
+kind; when that actor is lost the snapshot says so in ``note`` and counts the jobs submitted and not finished as
+queued (``running_known`` False, `ProgressTracker.requeue_running`).
 
 A job's outcome codes are the worker pool's (``WORKER_EXCEPTION``, ``WORKER_CRASHED``, ``WORKER_TIMEOUT``) plus
 ``WORKER_LOST``: Ray lost the job's worker or node on both attempts (never the candidate's verdict: the harness
@@ -162,10 +165,11 @@ class PlaceProgress:
 @dataclass(frozen=True)
 class Progress:
     """A snapshot of an executor's jobs (see the module docstring). ``places`` counts per GPU or worker;
-    ``running_known`` is False where the executor cannot tell queued from running (Ray: ``queued`` then means
-    submitted and not finished). ``after_stage`` counts the running jobs by the last stage they finished (``start``:
-    none yet); ``stage_jobs`` how many jobs finished each stage; ``stage_seconds`` each stage's wall time summed over
-    the jobs (from the job's start or its previous stage to the report). Stages are empty where none are reported."""
+    ``running_known`` is False where the executor cannot tell queued from running (Ray once its progress reports are
+    lost: ``queued`` then means submitted and not finished); ``note`` says what the snapshot lacks and why.
+    ``after_stage`` counts the running jobs by the last stage they finished (``start``: none yet); ``stage_jobs``
+    how many jobs finished each stage; ``stage_seconds`` each stage's wall time summed over the jobs (from the job's
+    start or its previous stage to the report). Stages are empty where none are reported."""
 
     queued: int = 0
     running: int = 0
@@ -176,6 +180,7 @@ class Progress:
     after_stage: dict[str, int] = field(default_factory=dict)
     stage_jobs: dict[str, int] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    note: str = ""
 
     @property
     def total(self) -> int:
@@ -192,6 +197,7 @@ class Progress:
             "after_stage": dict(self.after_stage),
             "stage_jobs": dict(self.stage_jobs),
             "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+            "note": self.note,
         }
 
 
@@ -209,12 +215,16 @@ class _Tracked:
 class ProgressTracker:
     """The state of each job of an executor (see `Progress`). Thread-safe: the driver updates it as it submits,
     hands out and collects jobs; a display may take a `snapshot` from another thread at any time. A stage report
-    counts only when it names a running job and a stage of `stages`; anything else is ignored."""
+    counts only when it names a running job and a stage of `stages`; anything else is ignored.
+
+    ``at`` (`started`, `stage`): when the event happened, by a clock other than `clock` (a Ray worker's, whose events
+    reach the driver late and in batches); all the events of one job's run must then carry it, from one clock."""
 
     def __init__(self, stages: tuple[str, ...] = REPORTED_STAGES, clock: Callable[[], float] = time.monotonic) -> None:
         self.stages = stages
         self.clock = clock
         self.running_known = True
+        self.note = ""  # what the snapshot lacks and why (e.g. Ray's progress reports lost)
         self._jobs: dict[str, _Tracked] = {}
         self._lock = threading.Lock()
 
@@ -222,23 +232,32 @@ class ProgressTracker:
         with self._lock:
             self._jobs[key] = _Tracked(JobState.QUEUED)
 
-    def started(self, key: str, place: str) -> None:
+    def started(self, key: str, place: str, at: float | None = None) -> None:
         """`key` runs on `place` now (again, after a retry: its stages start over)."""
         with self._lock:
-            now = self.clock()
+            now = self.clock() if at is None else at
             self._jobs[key] = _Tracked(JobState.RUNNING, place, now, None, now)
 
-    def stage(self, key: str, stage: Any) -> bool:
+    def stage(self, key: str, stage: Any, at: float | None = None) -> bool:
         """The running job `key` finished `stage`; False (and nothing recorded) for an unknown stage or a job that
         is not running."""
         with self._lock:
             job = self._jobs.get(key)
             if job is None or job.state != JobState.RUNNING or type(stage) is not str or stage not in self.stages:
                 return False
-            now = self.clock()
+            now = self.clock() if at is None else at
             job.stage_seconds[stage] = job.stage_seconds.get(stage, 0.0) + (now - job.last_at)
             job.last, job.last_at = stage, now
             return True
+
+    def requeue_running(self) -> None:
+        """The executor can no longer tell which jobs run: every running job counts as queued again (the stages it
+        finished are kept), and `running_known` is False."""
+        with self._lock:
+            self.running_known = False
+            for job in self._jobs.values():
+                if job.state == JobState.RUNNING:
+                    job.state, job.place = JobState.QUEUED, None
 
     def finished(self, key: str, ok: bool, place: str | None = None) -> None:
         """`key`'s result came back (`place`: where it ran, when the tracker did not see it start)."""
@@ -286,6 +305,7 @@ class ProgressTracker:
                 after_stage=dict(sorted(after.items(), key=lambda kv: order[kv[0]])),
                 stage_jobs=dict(sorted(stage_jobs.items(), key=lambda kv: order[kv[0]])),
                 stage_seconds=dict(sorted(seconds.items(), key=lambda kv: order[kv[0]])),
+                note=self.note,
             )
 
 

@@ -19,10 +19,27 @@ auto|ADDRESS|local`` or ``$ARGUS_RAY_ADDRESS``). What runs where:
   does locally. Ray is the scheduler, never the isolation boundary: nothing of the Ray worker's environment
   (``RAY_*`` variables, cluster tokens, cloud credentials) passes the sandbox's allowlist.
 
-Progress (`Executor.progress`): Ray does not tell the driver when a task starts, nor where, until its result is
-back; the snapshot counts the jobs submitted and not finished as queued (``running_known`` is False), and each
-finished job under the place it ran (``host/gpu N``, or ``host:pid``). The stage reports of a job reach the one-worker
-pool inside its Ray task, not the driver: a Ray run shows no stages.
+Progress (`Executor.progress`): the same snapshot as the local pool's — queued, running on a place (``host/gpu N``, or
+``host:pid`` of the job's process), done; the running jobs by the last stage they finished; each stage's wall time.
+Ray itself tells the driver nothing between a task's submission and its result, so the reports travel another way:
+
+* the driver starts one small actor, `ProgressInbox` (``num_cpus=0``, no restarts), and passes its handle and a
+  token (one per attempt of a job) to each task;
+* inside the task the one-worker pool's ``on_event`` (`_Forwarder`) turns each event — the job handed to the job
+  process (with its host, pid and GPU), a stage it finished (`argus.eval.isolation.report_stage`, already validated
+  by the pool) — into ``(seq, kind, value, at)``, ``at`` by the Ray worker's clock, and sends it to the inbox
+  fire-and-forget (never awaited: a slow or dead inbox never delays the job; whatever goes wrong is swallowed);
+* the driver drains the inbox as it waits for results and whenever a display asks (`RayExecutor.progress`), and
+  applies the reports of attempts still in flight, in ``seq`` order, to its `ProgressTracker` — which checks the
+  stage names against the fixed set again. A report naming anything else (a finished job, a retried attempt, a
+  malformed event) is dropped;
+* each result carries its attempt's whole event log too: the driver applies what it has not seen before it counts
+  the job done, so a finished job's stages are complete even when live reports were late or lost.
+
+The reports are a label and a timing for a display, never an outcome: the driver alone writes results, from the
+task's return value. When the inbox is lost (it died, or cannot be created), `progress` does not raise: it carries a
+``note`` saying so, counts the jobs submitted and not finished as queued (``running_known`` False, as before live
+reports existed), and places and stages come with each result.
 
 Faults: Ray's own retries are off (``max_retries=0``). A job whose Ray worker or node is lost (``WorkerCrashedError``,
 ``NodeDiedError``, a raylet that died, Ray's out-of-memory kill, a lost result object) is submitted once more — not
@@ -42,6 +59,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,10 +71,12 @@ from argus.eval.executor import (
     ExecutorError,
     GateJob,
     JobResult,
+    Progress,
     Resource,
     WorkerIdentity,
     place_of,
 )
+from argus.eval.isolation import REPORTED_STAGES
 
 #: How long the driver waits for a TCP connection to a ``HOST:PORT`` before it calls the address wrong.
 CONNECT_PROBE_S = 5.0
@@ -74,6 +94,62 @@ LOST_WORKER_ERRORS = (
     "ObjectFetchTimedOutError",
     "RaySystemError",
 )
+
+
+#: How long `RayExecutor.progress` waits for the inbox's reports (a local round trip takes milliseconds); on time-out
+#: the snapshot is taken without them and they are applied at the next poll.
+DRAIN_WAIT_S = 0.5
+
+#: How many reports the inbox holds undrained at most; more are dropped (and counted): a driver that stops polling
+#: costs progress, never memory without bound.
+INBOX_LIMIT = 10_000
+
+
+class ProgressInbox:
+    """The Ray actor that carries progress reports from the Ray tasks to the driver (see the module docstring):
+    tasks ``report`` fire-and-forget, the driver drains them. It only stores what it is sent, up to `INBOX_LIMIT`
+    undrained; the driver validates every report."""
+
+    def __init__(self, limit: int = INBOX_LIMIT) -> None:
+        self.limit = limit
+        self.reports: list[tuple[Any, Any]] = []
+        self.dropped = 0
+
+    def report(self, token: Any, event: Any) -> None:
+        if len(self.reports) < self.limit:
+            self.reports.append((token, event))
+        else:
+            self.dropped += 1
+
+    def drain(self) -> tuple[list[tuple[Any, Any]], int]:
+        """The reports since the last drain, and how many were dropped so far."""
+        reports, self.reports = self.reports, []
+        return reports, self.dropped
+
+
+class _Forwarder:
+    """The one-worker pool's ``on_event`` inside a Ray task: logs each event of the job as ``(seq, kind, value, at)``
+    (``start``: ``(host, job pid, GPU)``; ``stage``: its name) and sends it to the inbox, if there is one. Never
+    raises and never waits: the pool does not catch its callback's exceptions, and a report is not worth a job."""
+
+    def __init__(self, pool: Any, host: str, gpu: str | None, inbox: Any = None, token: Any = None) -> None:
+        self.pool, self.host, self.gpu, self.inbox, self.token = pool, host, gpu, inbox, token
+        self.log: list[tuple[int, str, Any, float]] = []
+
+    def __call__(self, kind: str, key: str, index: int, stage: str | None) -> None:
+        try:
+            if kind == "start":
+                value: Any = (self.host, self.pool._workers[index].pid, self.gpu)
+            elif kind == "stage" and stage in REPORTED_STAGES:
+                value = stage
+            else:
+                return
+            event = (len(self.log), kind, value, time.monotonic())
+            self.log.append(event)
+            if self.inbox is not None:
+                self.inbox.report.remote(self.token, event)
+        except Exception:  # noqa: BLE001, S110 - a lost report costs a display line, never the job
+            pass
 
 
 #: This Ray worker's job process: (the environment it was started with, its time limit, the one-worker pool). Kept
@@ -95,12 +171,18 @@ def _job_pool(env: dict[str, str], timeout_s: float) -> Any:
 
 
 def run_in_ray_worker(
-    target: str, kwargs: dict[str, Any], timeout_s: float, job_env: dict[str, str] | None = None
+    target: str,
+    kwargs: dict[str, Any],
+    timeout_s: float,
+    job_env: dict[str, str] | None = None,
+    report_to: tuple[Any, Any] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """The body of every Ray task: run ``target(**kwargs)`` in this Ray worker's one-worker `WorkerPool` (a process
     of its own, pinned to the GPU Ray gave this task, with the job's time limit; the pool replaces it after a
-    crash, a hang or a CUDA error) and return the pool's `Outcome` with this worker's identity. Runs in the Ray
-    worker; never raises for what the job does (the outcome says it). `job_env` is set in the job's process."""
+    crash, a hang or a CUDA error) and return the pool's `Outcome` with this worker's identity and the attempt's
+    progress events (``identity["reports"]``). Runs in the Ray worker; never raises for what the job does (the
+    outcome says it). `job_env` is set in the job's process; `report_to` is ``(inbox, token)``: where to forward the
+    progress events as they happen (`ProgressInbox`), None for nowhere."""
     import ray
 
     from argus.eval.isolation import Job
@@ -114,9 +196,17 @@ def run_in_ray_worker(
         "job_pid": None,
     }
     env = {**(job_env or {}), **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
-    for outcome in _job_pool(env, timeout_s).run([Job("job", target, kwargs)]):
-        identity["job_pid"] = outcome.worker_pid
-        return outcome, identity
+    pool = _job_pool(env, timeout_s)
+    inbox, token = report_to if report_to is not None else (None, None)
+    forward = _Forwarder(pool, identity["host"], identity["gpu"], inbox, token)
+    pool.on_event = forward
+    try:
+        for outcome in pool.run([Job("job", target, kwargs)]):
+            identity["job_pid"] = outcome.worker_pid
+            identity["reports"] = forward.log
+            return outcome, identity
+    finally:
+        pool.on_event = None
     raise RuntimeError("the worker pool returned no outcome")  # pragma: no cover - the pool yields one per job
 
 
@@ -151,6 +241,9 @@ class _Pending:
     attempt: int
     started: float
     first: dict[str, Any] | None = None
+    token: int = 0  # names this attempt in its progress reports
+    applied: int = 0  # how many of its progress events the tracker has had (in seq order)
+    early: dict[int, tuple[Any, ...]] | None = None  # events that arrived before an earlier one
 
 
 class RayExecutor(Executor):
@@ -213,7 +306,17 @@ class RayExecutor(Executor):
         self._pending: dict[Any, _Pending] = {}  # object ref -> its job
         self.retried = 0  # jobs submitted again after their worker or node was lost
         self.finished = 0  # results handed back
-        self.tracker.running_known = False  # Ray does not say when a task starts
+        # progress: the inbox the tasks forward their pool's events to (None once lost), the attempts in flight by
+        # token, the drain call under way; the lock orders the driver's and a display thread's use of them
+        self._reports_lock = threading.Lock()
+        self._in_flight: dict[int, _Pending] = {}
+        self._tokens = 0
+        self._drain: Any = None
+        self._inbox: Any = None
+        try:
+            self._inbox = ray.remote(num_cpus=0, max_restarts=0)(ProgressInbox).remote()
+        except Exception as e:  # noqa: BLE001 - whatever Ray raises: the run goes on without live progress
+            self._inbox_lost(f"could not be created ({type(e).__name__}: {_first_line(e)})")
 
     def gpus(self) -> int:
         return int(self._ray.cluster_resources().get("GPU", 0))
@@ -249,15 +352,21 @@ class RayExecutor(Executor):
         # a GPU job also takes one CPU: the judge and the candidate's sandbox drive the GPU from the host
         resources = {"num_gpus": 1, "num_cpus": 1} if pending.job.resource == Resource.GPU else {"num_cpus": 1}
         options = {**resources, "max_retries": 0, "retry_exceptions": False}
+        with self._reports_lock:
+            self._tokens += 1
+            pending.token = self._tokens
+            self._in_flight[pending.token] = pending
+            report_to = (self._inbox, pending.token) if self._inbox is not None else None
         ref = self._remote.options(**options).remote(
-            pending.job.target, pending.job.kwargs, self.timeout_s, self.job_env
+            pending.job.target, pending.job.kwargs, self.timeout_s, self.job_env, report_to
         )
         self._pending[ref] = pending
 
     def as_completed(self) -> Iterator[JobResult]:
         ray = self._ray
         while self._pending:
-            ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=1.0)
+            ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=DRAIN_WAIT_S)
+            self._poll(0.0)
             for ref in ready:
                 pending = self._pending.pop(ref)
                 result = self._collect(ref, pending)
@@ -267,16 +376,87 @@ class RayExecutor(Executor):
                     self.tracker.finished(result.key, result.ok, where)
                     yield result
 
+    def progress(self) -> Progress:
+        """A snapshot of the jobs (`argus.eval.executor.Progress`), with the reports the inbox holds applied first
+        (waiting for them at most `DRAIN_WAIT_S`); safe to call from another thread, never raises for the inbox."""
+        self._poll(DRAIN_WAIT_S)
+        return self.tracker.snapshot()
+
+    def _poll(self, wait_s: float) -> None:
+        """Apply the reports the inbox holds: the drain call under way when it is back, then (when none is under way)
+        a fresh one, waited for up to `wait_s` — on time-out it stays under way and a later poll applies it. A slow
+        inbox costs a display its freshest reports, never a wait past `wait_s`; its failure is `_inbox_lost`."""
+        ray = self._ray
+        with self._reports_lock:
+            if self._inbox is None:
+                return
+            try:
+                if self._drain is not None and ray.wait([self._drain], num_returns=1, timeout=0)[0]:
+                    self._take_drain()
+                if self._drain is None:
+                    self._drain = self._inbox.drain.remote()
+                    if ray.wait([self._drain], num_returns=1, timeout=wait_s)[0]:
+                        self._take_drain()
+            except Exception as e:  # noqa: BLE001 - ActorDiedError, a lost object, a broken connection ...
+                self._inbox_lost(f"died ({type(e).__name__}: {_first_line(e)})")
+
+    def _take_drain(self) -> None:
+        ref, self._drain = self._drain, None
+        reports, dropped = self._ray.get(ref)
+        for token, event in reports if isinstance(reports, list) else ():
+            if type(token) is int and (pending := self._in_flight.get(token)) is not None:
+                self._apply(pending, event)
+        if dropped:
+            self.tracker.note = f"{dropped} progress reports were dropped (the inbox was full: the driver polled late)"
+
+    def _inbox_lost(self, why: str) -> None:
+        """Live progress is over (called with the lock held, or before any job): the running jobs count as queued
+        again, and each job's place and stages come with its result (its attempt's event log, replayed whole)."""
+        if self._inbox is not None:
+            try:
+                self._ray.kill(self._inbox)
+            except Exception:  # noqa: BLE001, S110 - already gone
+                pass
+        self._inbox, self._drain = None, None
+        self.tracker.note = (
+            f"live progress from the Ray tasks is lost: its inbox actor {why}; jobs submitted and not finished count "
+            "as queued, and a job's place and stages show when its result is back"
+        )
+        self.tracker.requeue_running()
+        for pending in self._in_flight.values():
+            pending.applied, pending.early = 0, None
+
+    def _apply(self, pending: _Pending, event: Any) -> None:
+        """Give the tracker the attempt's event `event` (``(seq, kind, value, at)``) in seq order: an event that
+        arrives before an earlier one waits for it, one seen before is skipped, a malformed one is dropped."""
+        if not (isinstance(event, tuple) and len(event) == 4 and type(event[0]) is int):
+            return
+        if event[0] != pending.applied:
+            if event[0] > pending.applied and len(pending.early or {}) < 2 * len(REPORTED_STAGES):
+                pending.early = {**(pending.early or {}), event[0]: event}
+            return
+        while event is not None:
+            _, kind, value, at = event
+            pending.applied += 1
+            if type(at) is float:
+                if kind == "start" and (place := _reported_place(value)) is not None:
+                    self.tracker.started(pending.job.key, place, at=at)
+                elif kind == "stage":
+                    self.tracker.stage(pending.job.key, value, at=at)  # checks the name against the fixed set
+            event = (pending.early or {}).pop(pending.applied, None)
+
     def _collect(self, ref: Any, pending: _Pending) -> JobResult | None:
         ray = self._ray
         job = pending.job
         try:
             outcome, who = ray.get(ref)
         except self._lost as e:
+            self._done_reporting(pending, None)
             what = f"{type(e).__name__}: {_first_line(e)}"
             if pending.attempt < MAX_ATTEMPTS:
                 self.retried += 1
                 first = {"reason": f"the Ray worker running the job was lost ({what})"}
+                self.tracker.queued(job.key)  # waiting again: the lost attempt's place and stages are void
                 self._submit(_Pending(job, pending.attempt + 1, time.monotonic(), first))
                 return None
             before = pending.first["reason"] if pending.first else "the first attempt was lost"
@@ -292,6 +472,7 @@ class RayExecutor(Executor):
                 seconds=time.monotonic() - pending.started,
             )
         except ray.exceptions.RayError as e:  # the task itself failed before it could run the job
+            self._done_reporting(pending, None)
             text = _ANSI.sub("", str(e))
             return JobResult(
                 job.key,
@@ -301,6 +482,7 @@ class RayExecutor(Executor):
                 details={"attempts": pending.attempt, "traceback": text[-6000:]},
                 seconds=time.monotonic() - pending.started,
             )
+        self._done_reporting(pending, who.get("reports"))
         details = dict(outcome.details)
         details["attempts"] = int(details.get("attempts", 1)) + pending.attempt - 1
         if pending.first is not None:
@@ -309,7 +491,22 @@ class RayExecutor(Executor):
         details["ray_worker_pid"] = who.get("pid")
         return JobResult.of(outcome, worker, key=job.key, details=details)
 
+    def _done_reporting(self, pending: _Pending, log: Any) -> None:
+        """The attempt is over: apply what its returned event log (`log`) has that the tracker has not had, then
+        take it off the attempts in flight (a late report for it is dropped)."""
+        with self._reports_lock:
+            for event in log if isinstance(log, list) else ():
+                self._apply(pending, event)
+            self._in_flight.pop(pending.token, None)
+
     def close(self) -> None:
+        with self._reports_lock:  # not lost: closed (the note stays empty)
+            inbox, self._inbox, self._drain = self._inbox, None, None
+        if inbox is not None:
+            try:
+                self._ray.kill(inbox)
+            except Exception:  # noqa: BLE001, S110 - already gone, or Ray already shut down
+                pass
         for ref in list(self._pending):
             try:
                 self._ray.cancel(ref, force=True)
@@ -322,6 +519,19 @@ class RayExecutor(Executor):
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _reported_place(value: Any) -> str | None:
+    """The place a ``start`` report names (``(host, job pid, GPU)``, as `_Forwarder` sends it): `place_of` of that
+    worker, as the job's result will name it; None when the value is not of that shape."""
+    if not (isinstance(value, tuple) and len(value) == 3):
+        return None
+    host, pid, gpu = value
+    if type(host) is not str or not 0 < len(host) <= 255 or not (pid is None or type(pid) is int):
+        return None
+    if not (gpu is None or (type(gpu) is str and len(gpu) <= 64)):
+        return None
+    return place_of(WorkerIdentity("ray", host, pid, gpu))
 
 
 def _task_failure(text: str) -> str:
