@@ -2,9 +2,11 @@
 adding one mechanism, every one matching a float64 definition and torch's `scaled_dot_product_attention` on the
 interpreter at odd shapes (sequences that fill no tile, two batch-heads, bf16 and f16, head dims 64 and 128; the
 `mma.sync` rung, which rounds P to the input dtype, within that rounding's bound), verified with no finding but
-performance warnings, compiled for sm_90a with its mechanism in the SASS and no spills; seeded bugs in the
-`mma.sync` rung's pairings and in the `cp.async` rung's pipeline (a missing wait, the stage being filled read instead
-of the one that landed, a missing trailing barrier) caught by the verifier."""
+performance warnings (the swizzle rung with none: its ldmatrix reads are free of bank conflicts), compiled for sm_90a
+with its mechanism in the SASS and no spills; seeded bugs in the `mma.sync` rung's pairings, in the `cp.async` rung's
+pipeline (a missing wait, the stage being filled read instead of the one that landed, a missing trailing barrier) and
+in the swizzle rung's layouts (a tile stored swizzled and read unswizzled, or the other way round) caught by the
+verifier."""
 
 from __future__ import annotations
 
@@ -18,18 +20,21 @@ import argus
 import argus.lang as T
 from argus.interp import run_kernel
 from argus.ir.printer import format_kernel
+from argus.ir.types import dtype_from_name
 from argus.kernels import attention_lineage
 from argus.kernels.attention import LOG2E
-from argus.kernels.attention_lineage import head_dim
+from argus.kernels.attention_lineage import head_dim, row_swizzle
 from argus.kernels.registry import check_on_interpreter, get_kernel, lineage, lineages, torch_check
 from argus.lineage import library_variant, state
 from argus.lineage.operators import features_of
 
-RUNGS = ("attention_naive", "attention_smem_tiled", "attention_mma_sync", "attention_cp_async")
+RUNGS = ("attention_naive", "attention_smem_tiled", "attention_mma_sync", "attention_cp_async", "attention_swizzle")
 #: The rungs that keep P in f32 (the `mma.sync` rungs round it to the input dtype, as FlashAttention does)
 F32_RUNGS = RUNGS[:2]
 #: The rungs on the tensor cores (both products by ldmatrix and mma.sync, P rounded to the input dtype)
 MMA_RUNGS = RUNGS[2:]
+#: The rungs whose K and V tiles a cp.async pipeline stages
+PIPELINED_RUNGS = RUNGS[3:]
 
 #: (label, BH, S, D, dtype): S a multiple of no tile (nor of 4, the naive rung's key tile)
 CASES = [
@@ -111,6 +116,18 @@ def test_the_cp_async_rung_computes_the_mma_rung_s_numbers_at_every_stage_count(
     np.testing.assert_array_equal(piped, mma)
 
 
+@pytest.mark.parametrize(("d", "dtype", "stages"), [(64, "f16", 2), (128, "bf16", 3)])
+def test_the_swizzle_rung_computes_the_cp_async_rung_s_numbers(d: int, dtype: str, stages: int) -> None:
+    """The swizzle moves where the staged elements lie, not what is multiplied: the output is the `cp.async` rung's,
+    bit for bit, at S = 101 (the second key tile and query block partial), with one swizzle span per row (D = 64) and
+    two panels per row (D = 128, three stages)."""
+    q, k, v = _inputs(2, 101, d, dtype)
+    piped = _kernel_output(attention_lineage.attention_cp_async.trace(D=d, IN=dtype, STAGES=stages), q, k, v)
+    swizzled = _kernel_output(attention_lineage.attention_swizzle.trace(D=d, IN=dtype, STAGES=stages), q, k, v)
+    assert not np.isnan(swizzled).any()
+    np.testing.assert_array_equal(swizzled, piped)
+
+
 @pytest.mark.parametrize("name", RUNGS)
 def test_each_registered_rung_passes_the_registry_s_checks(name: str) -> None:
     entry = get_kernel(name)
@@ -128,16 +145,21 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
         ("attention_smem_tiled", "smem_tiling"),
         ("attention_mma_sync", "mma_sync"),
         ("attention_cp_async", "cp_async_pipeline"),
+        ("attention_swizzle", "smem_swizzle"),
     ]
     assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[: len(steps)]]
-    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("conv")[: len(steps)]]
-    naive, tiled, mma, cp_async = (state(features_of(library_variant(r))) for r in RUNGS)
+    conv = [s.mechanism for s in lineage("conv")]  # the convolution ladder stops at the cp.async rung
+    assert [s.mechanism for s in steps][: len(conv)] == conv
+    naive, tiled, mma, cp_async, swizzle = (state(features_of(library_variant(r))) for r in RUNGS)
     assert all(level == 0 for level in naive.values()), naive
     assert {m: v for m, v in tiled.items() if v} == {"smem_tiling": 1}
     assert {m: v for m, v in mma.items() if v} == {"smem_tiling": 1, "mma": 1}
     # the rung's two steps, as gemm_cp_async's: cp.async copies (global_copy@1) and a pipeline of 2 stages
     assert {m: v for m, v in cp_async.items() if v} == {"smem_tiling": 1, "mma": 1, "global_copy": 1, "pipeline": 1}
     assert cp_async == state(features_of(library_variant("gemm_cp_async")))
+    # the swizzle rung's one step, as gemm_cp_async_swizzled's
+    assert {m: v for m, v in swizzle.items() if v} == {**{m: v for m, v in cp_async.items() if v}, "swizzle": 1}
+    assert swizzle == state(features_of(library_variant("gemm_cp_async_swizzled")))
 
 
 @pytest.mark.parametrize("name", RUNGS)
@@ -149,16 +171,29 @@ def test_each_rung_is_verified_and_compiles_without_spills(name: str) -> None:
     result = verify(entry)
     assert result.verdict.value == "verified", [e.code for e in result.errors] + [u.code for u in result.unknowns]
     assert {f.code for f in result.findings} <= {"PERF_UNCOALESCED", "PERF_BANK_CONFLICT"}
+    if name == "attention_swizzle":  # not even a warning: the staged tiles are read and written conflict-free
+        assert not result.findings, [f.message for f in result.findings]
     compiled = compile_kernel(entry.kernel.trace(**entry.params))
     mix = compiled.instruction_mix()
     assert mix.get("MUFU", 0) > 0
-    # K and V staged by cp.async (LDGSTS, its group commit and wait) in the cp.async rung alone
-    assert (mix.get("LDGSTS", 0) > 0) == (mix.get("DEPBAR", 0) > 0) == (name == "attention_cp_async"), mix
+    # K and V staged by cp.async (LDGSTS, its group commit and wait) in the cp.async and swizzle rungs alone
+    assert (mix.get("LDGSTS", 0) > 0) == (mix.get("DEPBAR", 0) > 0) == (name in PIPELINED_RUNGS), mix
     if name in MMA_RUNGS:  # both products on the tensor cores, their operands by ldmatrix
         assert mix.get("HMMA", 0) > 0 and mix.get("LDSM", 0) > 0 and mix.get("STS", 0) > 0, mix
     else:
         assert mix.get("FFMA", 0) > 0 and mix.get("HMMA", 0) == 0 and mix.get("LDSM", 0) == 0
         assert (mix.get("LDS", 0) > 0 and mix.get("STS", 0) > 0) == (name == "attention_smem_tiled")
+    resources = compiled.resources
+    assert resources.spill_stores == 0 and resources.spill_loads == 0, resources
+
+
+def test_the_swizzle_rung_compiles_without_spills_at_head_dim_128() -> None:
+    """Two 128-byte panels per row: the same instructions, and the registers (248 on this NVRTC) still fit."""
+    from argus.backend.cuda.codegen import compile_kernel
+
+    compiled = compile_kernel(attention_lineage.attention_swizzle.trace(D=128))
+    mix = compiled.instruction_mix()
+    assert all(mix.get(op, 0) > 0 for op in ("LDGSTS", "DEPBAR", "HMMA", "LDSM")), mix
     resources = compiled.resources
     assert resources.spill_stores == 0 and resources.spill_loads == 0, resources
 
@@ -174,6 +209,35 @@ def test_a_head_dim_the_blocks_do_not_divide_is_refused() -> None:
         attention_lineage.attention_mma_sync.trace(D=72)  # the mma.sync K step
     with pytest.raises(DSLError, match="positive multiple of 16, not 40"):
         attention_lineage.attention_cp_async.trace(D=40)
+    with pytest.raises(DSLError, match="positive multiple of 16, not 24"):
+        attention_lineage.attention_swizzle.trace(D=24)
+
+
+def test_the_swizzle_rung_s_span_is_the_widest_that_divides_a_row() -> None:
+    """A row of D 16-bit elements is cut into panels of the widest Hopper swizzle span that divides it."""
+    bf16, f32 = dtype_from_name("bf16"), dtype_from_name("f32")
+    assert [row_swizzle(d, bf16) for d in (16, 32, 48, 64, 96, 128, 256)] == [32, 64, 32, 128, 64, 128, 128]
+    assert row_swizzle(32, f32) == 128 and row_swizzle(8, f32) == 32
+
+
+@pytest.mark.parametrize(("d", "ways"), [(32, 4), (64, 8), (128, 8)])
+def test_the_swizzle_rung_reads_its_tiles_without_bank_conflicts(d: int, ways: int) -> None:
+    """The performance check alone (exact enumeration of every shared access's addresses): the `cp.async` rung's three
+    ldmatrix reads (Q, K^T and, transposed, V) meet 8-way bank conflicts (4-way with rows of 64 bytes, D = 32); the
+    swizzle rung's none, nor its staging writes, with one 128-byte span per row (D = 64), two 128-byte panels per row
+    (D = 128) and one 64-byte span (D = 32)."""
+    from argus.verify import verify
+
+    before = verify(attention_lineage.attention_cp_async.trace(D=d), checks=("perf",))
+    conflicts = {(f.details["buffer"], f.details["degree"]) for f in before.findings if f.code == "PERF_BANK_CONFLICT"}
+    assert conflicts == {("sQ", ways), ("sK", ways), ("sV", ways)}
+    assert all("(ldmatrix)" in f.message for f in before.findings)
+    after = verify(attention_lineage.attention_swizzle.trace(D=d), checks=("perf",))
+    assert not after.findings, [f.message for f in after.findings]
+    # every access was enumerated (none skipped as not checkable), ldmatrix reads included
+    records = [c for c in after.checks if c.check == "performance"]
+    assert records and not any(c.not_checked for c in records)
+    assert len(records) == len([c for c in before.checks if c.check == "performance"])
 
 
 # --- seeded bugs in the mma.sync rung ---------------------------------------------------------------------------------
@@ -422,3 +486,130 @@ def test_seeded_bugs_in_the_cp_async_rung_s_pipeline_are_caught(
     o = _kernel_output(attention_cp_async_seeded.trace(BUG=bug), q, k, v)
     wrong = bool(np.isnan(o).any() or _rounded_p_excess(o, q, k, v, "bf16").max() > 1.0)
     assert wrong == wrong_numbers
+
+
+# --- seeded bugs in the swizzle rung ----------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def attention_swizzle_seeded(
+    Q: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    K: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    V: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    O: T.Tensor[QKV, T.f32],  # noqa: E741 - the output's name
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 16,
+    BD: int = 16,
+    STAGES: int = 2,
+    IN: str = "bf16",
+    BUG: str = "",
+):
+    """`attention_lineage.attention_swizzle` statement for statement (with no BUG its IR is the library rung's, which
+    `test_the_seeded_swizzle_copy_without_a_bug_is_the_library_rung` checks), and one seeded bug, a swizzle applied on
+    one side of a shared tile only (the other side sees the same memory through the buffer's layout without its
+    swizzle, `Shared.view`): "q_read", "k_read" and "v_read" (the tile stored swizzled, read by ldmatrix unswizzled),
+    "k_store" and "v_store" (stored by cp.async unswizzled, read by ldmatrix swizzled)."""
+    head_dim(D, BK, BD)
+    scale_log2 = LOG2E / D**0.5
+    warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
+    span = row_swizzle(D, Q.dtype)  # bytes: 128 for D = 64 and 128
+    with T.grid(T.cdiv(S, BM), BH, threads=32 * warps[0]) as (bm, bh):  # noqa: F821 - shape symbols
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=span, panels=True)  # (BM, D), in panels of one swizzle span
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=span, panels=True)  # (stages, BN, D), likewise
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=span, panels=True)  # (stages, BN, D), likewise
+        # the seeded side: the same memory through the panel layout without its swizzle
+        plain = {name: buf.view(buf.buffer.layout.outer) for name, buf in (("q", sQ), ("k", sK), ("v", sV))}
+        sQ_read = plain["q"] if BUG == "q_read" else sQ
+        sK_store, sK_read = (plain["k"] if BUG == f"k_{side}" else sK for side in ("store", "read"))
+        sV_store, sV_read = (plain["v"] if BUG == f"v_{side}" else sV for side in ("store", "read"))
+        atom = T.mma_sync(Q.dtype, T.f32)
+        s = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=warps)  # S: 16 rows per warp
+        rQ = T.alloc_fragment((BM, BK), Q.dtype, mma=atom, operand="A", groups=warps)
+        rKt = T.alloc_fragment((BK, BN), Q.dtype, mma=atom, operand="B", groups=warps)
+        rP = T.alloc_fragment((BM, BN), Q.dtype, mma=atom, operand="A", groups=warps)  # P in the input dtype
+        rV = T.alloc_fragment((BN, BD), Q.dtype, mma=atom, operand="B", groups=warps)
+        o = [T.alloc_fragment((BM, BD), T.f32, mma=atom, groups=warps) for _ in range(D // BD)]  # O, BD columns each
+        m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain), held by its row's lanes
+        l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+        for oc in o:
+            T.fill(oc, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        T.copy(Q.tile((bh, bm, 0), (None, BM, D)), sQ)  # rows past S read 0 (never stored)
+        for t in range(STAGES - 1):  # prologue: the first STAGES - 1 key tiles in flight
+            T.copy(K.tile((bh, t, 0), (None, BN, D)), sK_store[t], atom="cp.async")
+            T.copy(V.tile((bh, t, 0), (None, BN, D)), sV_store[t], atom="cp.async")
+            T.async_commit()
+        for j in T.serial(T.cdiv(S, BN)):  # noqa: F821 - shape symbols
+            nxt = j + (STAGES - 1)
+            T.copy(K.tile((bh, nxt, 0), (None, BN, D)), sK_store[nxt % STAGES], atom="cp.async")  # keys: 0 past S
+            T.copy(V.tile((bh, nxt, 0), (None, BN, D)), sV_store[nxt % STAGES], atom="cp.async")  # values: 0 past S
+            T.async_commit()
+            T.async_wait(STAGES - 1)  # key tile j has landed
+            T.barrier()
+            T.fill(s, 0.0)
+            for kd in range(D // BK):  # S = Q K^T, BK columns of the head dim at a time
+                T.copy(sQ_read.window((0, kd * BK), (BM, BK)), rQ, atom="ldmatrix")
+                T.copy(sK_read[j % STAGES].window((0, kd * BK), (BN, BK)).T, rKt, atom="ldmatrix")
+                # invariant: stage j % STAGES holds key tile j of this batch-head when iteration j consumes it, and
+                # K^T's element (d, n) is head-dim column kd * BK + d (the swizzle undone on the read)
+                T.assert_tag(lambda k: (k[0] == bh) & (k[1] // BN == j) & (k[2] == kd * BK + k.coord[0]), rKt)  # noqa: B023
+                T.gemm(rQ, rKt, s)
+            # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)  # noqa: B023
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))  # noqa: F821 - shape symbols
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)  # combined over the row's four lanes by shuffles
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+            T.copy(m_new, m)
+            T.copy(p, rP)  # rounded to the input dtype: S's accumulator layout is P's A-operand layout
+            for c, oc in enumerate(o):  # O = O * alpha + P V, BD columns at a time
+                T.copy(sV_read[j % STAGES].window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
+                # invariant: stage j % STAGES holds value tile j of this batch-head when iteration j consumes it, and
+                # V's element (n, d) is head-dim column c * BD + d (the swizzle undone on the read)
+                T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j) & (v[2] == c * BD + v.coord[1]), rV)  # noqa: B023
+                T.copy(oc * alpha[:, None], oc)
+                T.gemm(rP, rV, oc)
+                # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == c * BD + y.coord[1]), oc)  # noqa: B023
+            T.barrier()  # stage j % STAGES may be overwritten from here on
+        for c, oc in enumerate(o):
+            T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))
+
+
+def test_the_seeded_swizzle_copy_without_a_bug_is_the_library_rung() -> None:
+    assert _statements(attention_swizzle_seeded.trace()) == _statements(attention_lineage.attention_swizzle.trace())
+    assert _statements(attention_swizzle_seeded.trace(D=128, STAGES=3)) == _statements(
+        attention_lineage.attention_swizzle.trace(D=128, STAGES=3)
+    )
+
+
+#: (bug, the verifier's error codes). The swizzle permutes the 16-byte chunks within a row, so a side that misses it
+#: reads the right row (key or query) at the wrong head-dim columns: for Q and K, the contraction index of S = Q K^T
+#: (`MMA_K_MISMATCH`), and K's column assertion on rKt (`TAG_ASSERT`); for V, O's column index, which only V's column
+#: assertion on rV sees (`TAG_ASSERT`; the MMA check pairs P's key with V's row, which the swizzle keeps). Each also
+#: gives wrong numbers on the interpreter at S = 100.
+SEEDED_SWIZZLE = [
+    ("q_read", {"MMA_K_MISMATCH"}),
+    ("k_read", {"MMA_K_MISMATCH", "TAG_ASSERT"}),
+    ("k_store", {"MMA_K_MISMATCH", "TAG_ASSERT"}),
+    ("v_read", {"TAG_ASSERT"}),
+    ("v_store", {"TAG_ASSERT"}),
+]
+
+
+@pytest.mark.parametrize(("bug", "codes"), SEEDED_SWIZZLE, ids=[b[0] for b in SEEDED_SWIZZLE])
+def test_seeded_swizzle_mismatches_are_caught(bug: str, codes: set) -> None:
+    from argus.verify import verify
+
+    result = verify(attention_swizzle_seeded.trace(BUG=bug))
+    assert result.verdict.value == "violated" and not result.unknowns, [u.code for u in result.unknowns]
+    assert {e.code for e in result.errors} == codes
+    q, k, v = _inputs(2, 100, 64, "bf16")
+    o = _kernel_output(attention_swizzle_seeded.trace(BUG=bug), q, k, v)
+    assert not np.isnan(o).any() and _rounded_p_excess(o, q, k, v, "bf16").max() > 1.0

@@ -18,14 +18,17 @@ the end), so that consecutive rungs differ by the one mechanism the vocabulary n
    see the kernel); P goes through shared memory (in f32) to become an operand of P V.
 3. `attention_mma_sync` — S = Q K^T and O += P V by ldmatrix and mma.sync on four warps, P rounded to the input dtype.
 4. `attention_cp_async` — K and V staged by a multi-stage cp.async pipeline: the next key tile loads during the MMAs.
+5. `attention_swizzle` — Q, K and V stored in XOR-swizzled shared memory: the ldmatrix reads free of bank conflicts.
 
-Not built yet: the rungs above (a swizzle, TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a
-persistent scheduler), all of which `argus.kernels.attention.flash_attention` has. DSL kernels only here."""
+Not built yet: the rungs above (TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a persistent
+scheduler), all of which `argus.kernels.attention.flash_attention` has. DSL kernels only here."""
 
 from __future__ import annotations
 
 import argus
 import argus.lang as T
+from argus.atoms.swizzle import SWIZZLE_WIDTHS
+from argus.ir.types import DType
 from argus.kernels.attention import LOG2E
 from argus.lang.errors import DSLError
 from argus.layout import Layout
@@ -39,6 +42,13 @@ def head_dim(D: int, *blocks: int) -> int:  # noqa: N803
         multiples = " and ".join([str(b) for b in sorted(set(blocks))])
         raise DSLError("DSL_BAD_PARAM", f"D (the head dim) must be a positive multiple of {multiples}, not {D!r}")
     return D
+
+
+def row_swizzle(D: int, dtype: DType) -> int:  # noqa: N803
+    """The widest Hopper swizzle (bytes) whose span divides a row of D elements of `dtype`: 128 for a 16-bit head dim
+    that is a multiple of 64, 64 for one of 32, else 32 (D a multiple of 16). Stored in panels of that span, each of
+    the eight rows an ldmatrix phase reads is XOR-ed by its own row bits, so they fall on eight bank groups."""
+    return max([w for w in SWIZZLE_WIDTHS if (D * dtype.itemsize) % w == 0], default=0)
 
 
 # --- rung 1: one thread per query row ---------------------------------------------------------------------------------
@@ -206,8 +216,8 @@ def attention_mma_sync(
     A operand of P V (the accumulator's register layout of S is the A operand's, so each thread converts its own
     values); the row sum is taken from P in f32 before the rounding. Q, K and V are staged as they lie in global
     memory (rows contiguous, so every staging copy is coalesced): Q and K^T (the transposed view of K's window) are
-    read by plain ldmatrix, V by ldmatrix.trans. The shared tiles are not swizzled (a later rung of the GEMM ladder,
-    `smem_swizzle`), so the ldmatrix reads meet 8-way bank conflicts."""
+    read by plain ldmatrix, V by ldmatrix.trans. The shared tiles are not swizzled (the swizzle rung,
+    `attention_swizzle`), so the ldmatrix reads meet 8-way bank conflicts."""
     head_dim(D, BK, BD)
     scale_log2 = LOG2E / D**0.5
     warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
@@ -341,6 +351,100 @@ def attention_cp_async(
                 T.copy(sV[j % STAGES].window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
                 # invariant: stage j % STAGES holds value tile j of this batch-head when iteration j consumes it
                 T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j), rV)
+                T.copy(oc * alpha[:, None], oc)
+                T.gemm(rP, rV, oc)
+                # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == c * BD + y.coord[1]), oc)
+            T.barrier()  # stage j % STAGES may be overwritten from here on
+        for c, oc in enumerate(o):
+            T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))
+
+
+# --- rung 5: swizzled shared memory -----------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def attention_swizzle(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    BK: int = 16,
+    BD: int = 16,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`attention_cp_async` with XOR-swizzled shared memory, as `gemm_cp_async_swizzled` swizzles `gemm_cp_async`'s
+    stages: sQ, sK and sV are stored under Hopper's 128-byte swizzle, so that the eight rows one ``ldmatrix`` phase
+    reads (16 bytes of each, at the same columns) lie in eight different 16-byte bank groups, and the three ldmatrix
+    reads (Q, K^T and, transposed, V) are free of bank conflicts. A row of D = 64 is one swizzle span (128 bytes);
+    a wider head dim is cut into panels one span wide, each stored whole before the next (``panels=True``), so that
+    the swizzle's row bits are the row's own (a row-major 256-byte row would leave two rows of every eight on the
+    same bank group). The staging copies write whole 16-byte vectors, which the swizzle permutes but never splits.
+    Everything else is `attention_cp_async`'s statement for statement, the same pipeline and the same math, except
+    that the assertions on the K and V operands also pin each element's head-dim column: a swizzle missing on one
+    side moves elements within their row only, and for V no built-in check would see it (for Q and K the MMA's
+    contraction check does)."""
+    head_dim(D, BK, BD)
+    scale_log2 = LOG2E / D**0.5
+    warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
+    span = row_swizzle(D, Q.dtype)  # bytes: 128 for D = 64 and 128
+    with T.grid(T.cdiv(S, BM), BH, threads=32 * warps[0]) as (bm, bh):
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=span, panels=True)  # (BM, D), in panels of one swizzle span
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=span, panels=True)  # (stages, BN, D), likewise
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=span, panels=True)  # (stages, BN, D), likewise
+        atom = T.mma_sync(Q.dtype, T.f32)
+        s = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=warps)  # S: 16 rows per warp
+        rQ = T.alloc_fragment((BM, BK), Q.dtype, mma=atom, operand="A", groups=warps)
+        rKt = T.alloc_fragment((BK, BN), Q.dtype, mma=atom, operand="B", groups=warps)
+        rP = T.alloc_fragment((BM, BN), Q.dtype, mma=atom, operand="A", groups=warps)  # P in the input dtype
+        rV = T.alloc_fragment((BN, BD), Q.dtype, mma=atom, operand="B", groups=warps)
+        o = [T.alloc_fragment((BM, BD), T.f32, mma=atom, groups=warps) for _ in range(D // BD)]  # O, BD columns each
+        m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain), held by its row's lanes
+        l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+        for oc in o:
+            T.fill(oc, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        T.copy(Q.tile((bh, bm, 0), (None, BM, D)), sQ)  # rows past S read 0 (never stored)
+        for t in range(STAGES - 1):  # prologue: the first STAGES - 1 key tiles in flight
+            T.copy(K.tile((bh, t, 0), (None, BN, D)), sK[t], atom="cp.async")
+            T.copy(V.tile((bh, t, 0), (None, BN, D)), sV[t], atom="cp.async")
+            T.async_commit()
+        for j in T.serial(T.cdiv(S, BN)):
+            nxt = j + (STAGES - 1)
+            T.copy(K.tile((bh, nxt, 0), (None, BN, D)), sK[nxt % STAGES], atom="cp.async")  # keys past S read 0
+            T.copy(V.tile((bh, nxt, 0), (None, BN, D)), sV[nxt % STAGES], atom="cp.async")  # values past S read 0
+            T.async_commit()
+            T.async_wait(STAGES - 1)  # key tile j has landed
+            T.barrier()
+            T.fill(s, 0.0)
+            for kd in range(D // BK):  # S = Q K^T, BK columns of the head dim at a time
+                T.copy(sQ.window((0, kd * BK), (BM, BK)), rQ, atom="ldmatrix")
+                T.copy(sK[j % STAGES].window((0, kd * BK), (BN, BK)).T, rKt, atom="ldmatrix")
+                # invariant: stage j % STAGES holds key tile j of this batch-head when iteration j consumes it, and
+                # K^T's element (d, n) is head-dim column kd * BK + d (the swizzle undone on the read)
+                T.assert_tag(lambda k: (k[0] == bh) & (k[1] // BN == j) & (k[2] == kd * BK + k.coord[0]), rKt)
+                T.gemm(rQ, rKt, s)
+            # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)  # combined over the row's four lanes by shuffles
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+            T.copy(m_new, m)
+            T.copy(p, rP)  # rounded to the input dtype: S's accumulator layout is P's A-operand layout
+            for c, oc in enumerate(o):  # O = O * alpha + P V, BD columns at a time
+                T.copy(sV[j % STAGES].window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
+                # invariant: stage j % STAGES holds value tile j of this batch-head when iteration j consumes it, and
+                # V's element (n, d) is head-dim column c * BD + d (the swizzle undone on the read)
+                T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j) & (v[2] == c * BD + v.coord[1]), rV)
                 T.copy(oc * alpha[:, None], oc)
                 T.gemm(rP, rV, oc)
                 # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block

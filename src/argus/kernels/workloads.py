@@ -1132,6 +1132,15 @@ WORKLOADS: tuple[Workload, ...] = (
             "a multi-stage cp.async pipeline: the next key tile's K and V load during the MMAs",
         ),
     ),
+    Workload(
+        "attention_swizzle",
+        "attention_cp_async with Q, K and V in 128-byte-swizzled shared memory: ldmatrix free of bank conflicts",
+        ATTENTION,
+        attention_lineage.attention_swizzle,
+        ATTENTION_TILES,
+        tolerance=1e-2,  # P is rounded to bf16 before P V, as in attention_mma_sync
+        rung=Rung("attention", "smem_swizzle", "XOR-swizzled shared memory: no bank conflicts"),
+    ),
 )
 
 #: Names kernels had before they were named for the mechanism they add, old -> new; `get_kernel` and
