@@ -2,10 +2,10 @@
 sample sweep alike; a Ray worker killed mid-job costs a re-run, never a verdict or a duplicate; the local pool never
 imports Ray; a missing Ray or a wrong address is a typed error with a stable code.
 
-The Ray instance is started once for the module (``ray.init(num_cpus=2)``, no dashboard) and stopped after it. Its
-workers inherit this process's environment at start: ``PYTHONPATH`` gains the repository (for `tests.eval.workers`)
-and ``src``, ``ARGUS_CACHE_DIR`` a private directory, and ``CLUSTER_SECRET_TOKEN`` a value the candidates' sandboxes
-must never see."""
+The Ray instance is started once for the module (``ray.init(address="local", num_cpus=2)``: private, no dashboard)
+and stopped after it. Its workers inherit this process's environment at start: ``PYTHONPATH`` gains the repository
+(for `tests.eval.workers`) and ``src``, ``ARGUS_CACHE_DIR`` a private directory, and ``CLUSTER_SECRET_TOKEN`` a
+value the candidates' sandboxes must never see."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     )
     os.environ["ARGUS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-cache"))
     os.environ[SECRET] = "sk-cluster-" + os.urandom(8).hex()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never a cluster
     try:
         yield ray
     finally:

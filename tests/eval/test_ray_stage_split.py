@@ -27,7 +27,7 @@ def ray_with_a_gpu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         [str(ROOT), str(ROOT / "src"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])]
     )
     os.environ["ARGUS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-split-cache"))
-    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)  # never a cluster
     try:
         yield ray
     finally:
