@@ -699,11 +699,8 @@ def persistent_gemm(
         )
     # TMA needs the row strides of A and B (their contiguous extents) to be multiples of 16 bytes
     T.assume(operand_assumption(A_MAJOR, B_MAJOR, A.dtype.itemsize))
-    if BATCH and (SPLITS > 1 or EPILOGUE != "direct"):
-        raise DSLError(
-            "DSL_BAD_PARAM",
-            f"a batched GEMM (BATCH) stores C directly and does not split K: SPLITS={SPLITS}, EPILOGUE={EPILOGUE!r}",
-        )
+    if BATCH and SPLITS > 1:
+        raise DSLError("DSL_BAD_PARAM", f"a batched GEMM (BATCH) does not split K: SPLITS={SPLITS}")
     if EPILOGUE not in ("direct", "tma"):
         raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
     if CONSUMERS not in (1, 2):
@@ -772,7 +769,9 @@ def persistent_gemm(
                         T.assert_tag(holds(B_MAJOR, bn, kb, BN, BK, batch), sB[s])
                         T.gemm(operand(A_MAJOR, sA[s], False), operand(B_MAJOR, sB[s], True), acc)
                         T.mbarrier_arrive(empty[s])
-                    if BATCH:
+                    if BATCH and EPILOGUE == "tma":  # 3-D boxes of C with the matrix index fixed, as the loads'
+                        T.copy(acc, C.tile((batch, bm, bn), (None, BM, BN)), atom="tma.store", staging=sC)
+                    elif BATCH:
                         T.copy(acc, C.tile((batch, bm, bn), (None, BM, BN)))
                     elif SPLITS > 1 and C_MAJOR == "M":  # slice `split` of the workspace, stored (N, M)
                         T.copy(acc, C.tile((split, bn, bm), (None, BN, BM)).T)

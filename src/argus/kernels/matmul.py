@@ -612,8 +612,8 @@ def candidates(
     bk = problem.block_k
     k_tiles = _cdiv(problem.K, bk)
     wide = chain is None and problem.kernel_itemsize == 2  # 16-bit: K-blocks of two spans (`WIDE_K_MIN_STAGES`)
-    # TMA stores are 2-D, of C (M, N) row-major
-    tma_store = problem.N * out.itemsize % 16 == 0 and problem.batch == 1 and problem.c_major == "N"
+    # TMA stores of C (M, N) row-major (a batch's (L, M, N): 3-D boxes at a fixed matrix index)
+    tma_store = problem.N * out.itemsize % 16 == 0 and problem.c_major == "N"
     counts = SPLITS
     if chain is not None:
         least = _cdiv(k_tiles, max(1, chain // bk))  # the fewest splits that keep every unit within the chain

@@ -18,7 +18,7 @@ import numpy as np
 from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.smem import tma_box_swizzle
 from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
-from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, store_chunk_columns
+from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, TMA_MAX_RANK, store_chunk_columns
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen.addressing import Window, base_coords, is_row_major, uniform_condition
 from argus.backend.cuda.codegen.cexpr import add, convert
@@ -131,14 +131,20 @@ def tma_store(cx: Context, s: Copy) -> None:
     if not frag_ref.is_whole() or dst.perm is not None or getattr(dst, "layout", None) is not None:
         raise cx.error("tma.store of part of a fragment or into a transposed view")
     frag, tensor = frag_ref.buffer, dst.buffer
-    if tensor.rank != 2 or not is_row_major(tensor.strides, tensor.shape):
-        raise cx.error(f"tma.store into {tensor.name}", "a staged TMA store writes a row-major 2-d tensor")
+    lead = tuple(int(e) for e in dst.extent[:-2])  # a batched C (L, M, N): the tile's matrix index fixed
+    row_major = is_row_major(tensor.strides, tensor.shape)
+    if not 2 <= tensor.rank <= TMA_MAX_RANK or not row_major or any(e != 1 for e in lead):
+        raise cx.error(
+            f"tma.store into {tensor.name}",
+            f"a staged TMA store writes a row-major tensor of 2 to {TMA_MAX_RANK} dimensions, a 2-d tile at fixed "
+            "leading indices",
+        )
     p = pl.placement(frag)
     width, wg_rows = store_chunk_columns(tensor.dtype), STORE_ROWS_PER_WARPGROUP
     groups = _check_accumulator(cx, p, frag, width, wg_rows)
     sbuf = staging.buffer
     _check_staging(cx, sbuf, groups, width, wg_rows)
-    tmap = tensor_map(cx, tensor, (width, wg_rows), 128)
+    tmap = tensor_map(cx, tensor, (width, wg_rows) + (1,) * len(lead), 128)
     cx.require_alignment(tensor, 16)
     cx.use("tma_store")
     cx.use("swizzle")
@@ -258,8 +264,9 @@ def _emit_staged_store(
         wg = cx.local("warpgroup")
         cx.line(f"const int {wg} = {cx.tid} / {WARPGROUP};")
         tile_row, tile_col = cx.local("tile_row"), cx.local("tile_col")
-        cx.line(f"const int {tile_row} = {add(cx.expr(dst.origin[0]), f'{wg_rows} * {wg}')};  // the warpgroup's rows")
-        cx.line(f"const int {tile_col} = {cx.expr(dst.origin[1])};")
+        cx.line(f"const int {tile_row} = {add(cx.expr(dst.origin[-2]), f'{wg_rows} * {wg}')};  // the warpgroup's rows")
+        cx.line(f"const int {tile_col} = {cx.expr(dst.origin[-1])};")
+        lead = [cx.expr(o) for o in reversed(dst.origin[:-2])]  # the fixed leading indices, in TMA order
         row, col = base_coords(cx, store.p.base, comment="  // the thread's first value in the tile")
         staged = ""
         if store.split is not None:
@@ -268,7 +275,9 @@ def _emit_staged_store(
                 f"const int {staged} = {window.shared_offset(['0', row, col])};  // its swizzled staging offset: "
                 "every other value's is this XOR a constant"
             )
-        site = _StoreSite(window, name, cx.buffer_name(store.sbuf), wg, tile_row, tile_col, row, col, staged, *ctypes)
+        site = _StoreSite(
+            window, name, cx.buffer_name(store.sbuf), wg, tile_row, tile_col, tuple(lead), row, col, staged, *ctypes
+        )
         for c in range(len(store.runs)):
             _emit_chunk(cx, store, c, site, tmap, barrier0)
 
@@ -285,6 +294,7 @@ class _StoreSite:
     wg: str
     tile_row: str
     tile_col: str
+    lead: tuple[str, ...]  # the tensor's coordinates past the tile's two, in TMA order (a batched C's matrix)
     row: str
     col: str
     staged: str
@@ -322,8 +332,10 @@ def _emit_chunk(cx: Context, store: _StagedStore, c: int, at: _StoreSite, tmap: 
     cx.line(barrier)
     source = at.window.pointer([str(b), f"{wg_rows} * {at.wg}", "0"])
     with cx.block(f"if ({elected}) {{"):
+        coords = ", ".join([add(at.tile_col, c * width), at.tile_row, *at.lead])
+        box = ", ".join(map(str, [width, wg_rows] + [1] * len(at.lead)))
         cx.line(
-            f"argus::tma_store_2d(&{tmap.name}, argus::smem_u32({source}), {add(at.tile_col, c * width)}, "
-            f"{at.tile_row});  // box [{width}, {wg_rows}] (TMA order)"
+            f"argus::tma_store_{2 + len(at.lead)}d(&{tmap.name}, argus::smem_u32({source}), {coords});  "
+            f"// box [{box}] (TMA order)"
         )
         cx.line("argus::tma_store_commit();")
