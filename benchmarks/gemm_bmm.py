@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 try:
@@ -22,7 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gemm_parity import interleaved_times  # noqa: E402
 
-SHAPES = ((128, 512, 2048, 1024), (32, 1024, 1024, 1024), (8, 4096, 4096, 512))
+SHAPES = (
+    (128, 512, 2048, 1024),  # KernelBench level 1's bmm size
+    (32, 1024, 1024, 1024),
+    (8, 4096, 4096, 512),
+    (16, 2048, 2048, 2048),
+    (64, 256, 256, 4096),
+    (4, 8192, 1024, 1024),
+)
 
 
 def main() -> int:
@@ -39,12 +47,21 @@ def main() -> int:
             b = torch.rand(batch, k, n, device="cuda").to(dt)
             _, launches = mm.prepare(a, b)
             fns = {"torch.bmm": lambda a=a, b=b: torch.bmm(a, b), "argus": lambda p=launches: [x.launch() for x in p]}
+            config = mm.plan(mm.problem_of(a, b)).config
+            direct = None
+            if getattr(config, "EPILOGUE", None) == "tma":  # the same tiles with direct stores, in the same rounds
+                direct = replace(config, EPILOGUE="direct")
+                _, direct_launches = mm.prepare(a, b, config=direct)
+                fns["argus direct"] = lambda p=direct_launches: [x.launch() for x in p]
             med = {name: statistics.median(v) for name, v in interleaved_times(torch, fns, 30, scratch).items()}
-            label = mm.plan(mm.problem_of(a, b)).config.label
-            print(
+            line = (
                 f"{str(dt)[6:]:>8} bmm {batch}x{m}x{n}x{k}: torch.bmm {med['torch.bmm']:.3f} ms, argus "
-                f"{med['argus']:.3f} ms, x {med['torch.bmm'] / med['argus']:.2f}  config {label}"
+                f"{med['argus']:.3f} ms, x {med['torch.bmm'] / med['argus']:.2f}  config {config.label}"
             )
+            if direct is not None:
+                ratio = med["torch.bmm"] / med["argus direct"]
+                line += f"; {direct.label}: {med['argus direct']:.3f} ms, x {ratio:.2f}"
+            print(line, flush=True)
     return 0
 
 
