@@ -53,6 +53,21 @@ def main() -> int:
                 direct = replace(config, EPILOGUE="direct")
                 _, direct_launches = mm.prepare(a, b, config=direct)
                 fns["argus direct"] = lambda p=direct_launches: [x.launch() for x in p]
+            # the same plan with one tile per block (BLOCKS = the matrix's tiles): blocks start in matrix order, so the
+            # ones running at a time share a few matrices in L2 (the plan's BLOCKS = SMs / L runs every matrix at once)
+            q = mm.plan(mm.problem_of(a, b)).padded
+            tiles = -(-q.M // config.BM) * -(-q.N // config.BN)
+            original = mm.GemmConfig.kernel_params
+
+            def one_tile(self, problem, target=mm.DEFAULT_TARGET, original=original, tiles=tiles):  # noqa: ANN001, ANN202
+                return {**original(self, problem, target), "BLOCKS": tiles}
+
+            mm.GemmConfig.kernel_params = one_tile
+            try:
+                _, tile_launches = mm.prepare(a, b)
+            finally:
+                mm.GemmConfig.kernel_params = original
+            fns["argus 1-tile"] = lambda p=tile_launches: [x.launch() for x in p]
             med = {name: statistics.median(v) for name, v in interleaved_times(torch, fns, 30, scratch).items()}
             line = (
                 f"{str(dt)[6:]:>8} bmm {batch}x{m}x{n}x{k}: torch.bmm {med['torch.bmm']:.3f} ms, argus "
@@ -61,6 +76,8 @@ def main() -> int:
             if direct is not None:
                 ratio = med["torch.bmm"] / med["argus direct"]
                 line += f"; {direct.label}: {med['argus direct']:.3f} ms, x {ratio:.2f}"
+            line += f"; one tile per block ({tiles} x {batch}): {med['argus 1-tile']:.3f} ms, x "
+            line += f"{med['torch.bmm'] / med['argus 1-tile']:.2f}"
             print(line, flush=True)
     return 0
 

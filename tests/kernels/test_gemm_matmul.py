@@ -167,6 +167,26 @@ def test_a_batched_gemm_stores_through_tma_boxes_of_its_own_matrix(out: str, con
     assert c.shape == (3, 70, 72) and float(np.max(np.abs(c - ref)) / scale) < tol
 
 
+def test_a_batch_larger_than_the_l2_runs_one_tile_per_block_in_matrix_order() -> None:
+    config = mm.GemmConfig(128, 256, 2, 4)
+    big = mm.GemmProblem(512, 2048, 1024, "bf16", "bf16", "K", "N", batch=128)  # 671 MB of operands
+    assert config.kernel_params(big)["BLOCKS"] == 4 * 8  # the matrix's tiles: one each
+    small = mm.GemmProblem(4096, 4096, 512, "bf16", "bf16", "K", "N", batch=8)  # 67 MB: persistent, all at once
+    assert config.kernel_params(small)["BLOCKS"] == mm.DEFAULT_TARGET.sms // 8
+    # and the one-tile grid computes the same product (an L2 of one byte forces it at the interpreter's sizes)
+    from argus.atoms.target import Target
+
+    tiny = Target("tiny-l2", sms=4, l2_bytes=1)
+    problem = mm.GemmProblem(70, 72, 100, "bf16", "f32", "K", "N", batch=3)
+    plan = mm.plan(problem, mm.GemmConfig(64, 64, 1, 2))
+    assert dict(plan.main_params(tiny))["BLOCKS"] == 2 * 2
+    rng = np.random.default_rng(6)
+    a = np.asarray(round_to(bf16, rng.standard_normal((3, 70, 100))), np.float64)
+    b = np.asarray(round_to(bf16, rng.standard_normal((3, 100, 72))), np.float64)
+    c = plan.run_on_interpreter(a, b, target=tiny)
+    assert float(np.max(np.abs(c - a @ b)) / np.sqrt(np.mean((a @ b) ** 2))) < 4e-5
+
+
 def test_a_batched_tma_store_is_verified_and_compiles_to_3d_stores() -> None:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.kernels.gemm import gemm_warp_specialized_persistent

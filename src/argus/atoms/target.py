@@ -28,6 +28,7 @@ class Target:
         dense_fp8_tensor_tflops: the same for FP8 inputs (``wgmma``'s k32 form: twice the 16-bit rate).
         hbm_gbs: the data sheet's device-memory bandwidth, GB/s.
         l2_gbs: the bandwidth from L2 to all SMs together, GB/s (published microbenchmarks; no data-sheet figure).
+        l2_bytes: the L2 cache's capacity (the data sheet's 50 MB of an H100 SXM5 and an H200).
     """
 
     name: str
@@ -49,6 +50,7 @@ class Target:
     dense_fp8_tensor_tflops: float = 1978.9
     hbm_gbs: float = 3350.0
     l2_gbs: float = 12000.0
+    l2_bytes: int = 50 * 2**20
 
 
 #: An H100 SXM5 (the default target) and an H200 (the same SM; more and faster memory).

@@ -415,6 +415,17 @@ class GemmConfig:
         rest = tiles % target.sms
         return tiles - rest, rest
 
+    def blocks(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> int:
+        """The kernel's BLOCKS: one per SM; for a batch, per matrix: about one per SM in all (every matrix's blocks
+        at once, persistent), or one per tile where the batch's operands exceed `BATCH_L2_FACTOR` times the L2 (the
+        blocks then start in matrix order, so those running at a time share a few matrices in L2)."""
+        if problem.batch == 1:
+            return target.sms
+        operands = problem.batch * (problem.M + problem.N) * problem.K * dtype_of(problem.dtype).itemsize
+        if operands > BATCH_L2_FACTOR * target.l2_bytes:
+            return _cdiv(problem.M, self.BM) * _cdiv(problem.N, self.BN)
+        return max(1, target.sms // problem.batch)
+
     def kernel_params(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> dict[str, Any]:
         """The main kernel's trace parameters for `problem`."""
         params: dict[str, Any] = {
@@ -427,7 +438,7 @@ class GemmConfig:
             "OUT": "f32" if self.SPLITS > 1 else problem.out,
             "A_MAJOR": problem.a_major,
             "B_MAJOR": problem.b_major,
-            "BLOCKS": max(1, target.sms // problem.batch),  # batched: per matrix, about one per SM in all
+            "BLOCKS": self.blocks(problem, target),
             "ORDER": "grouped",
             "GROUP": self.GROUP,
             "EPILOGUE": self.EPILOGUE,
@@ -463,6 +474,13 @@ class GemmConfig:
             return None
         return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
 
+
+#: A batched GEMM runs one tile per block, in matrix order, where its operands exceed this many times the L2
+#: (`GemmConfig.blocks`). Measured on an H200 (benchmarks/results/2026-12-01-bmm-tma/, call 2), bf16: operands of
+#: 128-671 MB ran 0.78-0.82x -> 0.89-0.93x torch.bmm with one tile per block (128x512x2048x1024: 0.45x -> 0.88x),
+#: of 67-75 MB 0.93-0.97x persistent and 0.80-0.90x one tile per block; f32's split-precision operands (134 MB and
+#: up) faster one tile per block at every shape (1.64x -> 2.71x strict-fp32 torch.bmm at KernelBench's size).
+BATCH_L2_FACTOR = 2
 
 #: Columns per block of the split-K reduction (4 per thread).
 REDUCE_BN = 512
