@@ -30,6 +30,8 @@ SHAPES = (
     (16, 2048, 2048, 2048),
     (64, 256, 256, 4096),
     (4, 8192, 1024, 1024),
+    (48, 512, 512, 2048),
+    (24, 2048, 1024, 4096),
 )
 
 
@@ -53,21 +55,25 @@ def main() -> int:
                 direct = replace(config, EPILOGUE="direct")
                 _, direct_launches = mm.prepare(a, b, config=direct)
                 fns["argus direct"] = lambda p=direct_launches: [x.launch() for x in p]
-            # the same plan with one tile per block (BLOCKS = the matrix's tiles): blocks start in matrix order, so the
-            # ones running at a time share a few matrices in L2 (the plan's BLOCKS = SMs / L runs every matrix at once)
+            # the same plan with other BLOCKS (blocks per matrix, the grid (BLOCKS, L)): every matrix at once (about
+            # one block per SM in all), one tile per block (blocks start in matrix order), or min(tiles, SMs) (about
+            # one matrix per wave, each block walking a few of its tiles)
             q = mm.plan(mm.problem_of(a, b)).padded
             tiles = -(-q.M // config.BM) * -(-q.N // config.BN)
+            sms = mm.DEFAULT_TARGET.sms
+            variants = {"all-at-once": max(1, sms // batch), "1-tile": tiles, "min-tiles-sms": min(tiles, sms)}
             original = mm.GemmConfig.kernel_params
+            for name, blocks in variants.items():
 
-            def one_tile(self, problem, target=mm.DEFAULT_TARGET, original=original, tiles=tiles):  # noqa: ANN001, ANN202
-                return {**original(self, problem, target), "BLOCKS": tiles}
+                def with_blocks(self, problem, target=mm.DEFAULT_TARGET, original=original, blocks=blocks):  # noqa: ANN001, ANN202
+                    return {**original(self, problem, target), "BLOCKS": blocks}
 
-            mm.GemmConfig.kernel_params = one_tile
-            try:
-                _, tile_launches = mm.prepare(a, b)
-            finally:
-                mm.GemmConfig.kernel_params = original
-            fns["argus 1-tile"] = lambda p=tile_launches: [x.launch() for x in p]
+                mm.GemmConfig.kernel_params = with_blocks
+                try:
+                    _, variant_launches = mm.prepare(a, b)
+                finally:
+                    mm.GemmConfig.kernel_params = original
+                fns[f"argus {name}"] = lambda p=variant_launches: [x.launch() for x in p]
             med = {name: statistics.median(v) for name, v in interleaved_times(torch, fns, 30, scratch).items()}
             line = (
                 f"{str(dt)[6:]:>8} bmm {batch}x{m}x{n}x{k}: torch.bmm {med['torch.bmm']:.3f} ms, argus "
@@ -76,8 +82,10 @@ def main() -> int:
             if direct is not None:
                 ratio = med["torch.bmm"] / med["argus direct"]
                 line += f"; {direct.label}: {med['argus direct']:.3f} ms, x {ratio:.2f}"
-            line += f"; one tile per block ({tiles} x {batch}): {med['argus 1-tile']:.3f} ms, x "
-            line += f"{med['torch.bmm'] / med['argus 1-tile']:.2f}"
+            blocks_now = dict(mm.plan(mm.problem_of(a, b)).main_params())["BLOCKS"]
+            line += f"; BLOCKS {blocks_now} of {tiles} tiles"
+            for name, blocks in variants.items():
+                line += f"; {name} ({blocks}): x {med['torch.bmm'] / med[f'argus {name}']:.2f}"
             print(line, flush=True)
     return 0
 
