@@ -115,3 +115,42 @@ def test_the_command_says_what_tuning_did(problem: Path, tmp_path: Path, monkeyp
     assert json.loads((tmp_path / "t.json").read_text())["tuned"][0]["kernel"] == "pointwise_0"
     bad = CliRunner().invoke(app, ["solve", str(problem), "--tune", "-1"])
     assert bad.exit_code == 2 and "--tune takes a number" in bad.output
+
+
+def test_solve_budget_parallel_2_finds_what_the_serial_search_finds(problem: Path, tmp_path: Path, monkeypatch) -> None:
+    """`argus solve --budget 2 --parallel 2`: the search's two candidates in flight in a local pool of two worker
+    processes (the loop's batch-parallel mode); the same candidates, verdicts and estimates as the serial search, and
+    the same outcome. Estimates are taken (no GPU here) so that the search runs at all."""
+    from typer.testing import CliRunner
+
+    import argus.agent.tune as tune_module
+    from argus.agent.store import RunStore
+    from argus.cli.main import app
+
+    class Estimating(Tuner):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **{**kwargs, "allow_estimates": True})
+
+    monkeypatch.setattr(tune_module, "Tuner", Estimating)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ARGUS_RAY_ADDRESS", raising=False)
+
+    def run(name: str, *extra: str) -> tuple[dict, list[tuple], dict]:
+        args = ["solve", str(problem), "--out", f"{name}.py", "--no-judge", "--device", "cpu", "--budget", "2",
+                "--store", f"{name}.db", "--json", f"{name}.json", *extra]  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1, result.output  # not judged: not solved
+        (tuned,) = json.loads((tmp_path / f"{name}.json").read_text())["tuned"]
+        with RunStore(tmp_path / f"{name}.db") as store:
+            run = store.read_run(tuned["run_id"])
+        rows = [(c.step, c.action, c.status, (c.params or {}).get("ref", {}).get("params"), (c.summary or {}).get("ms"))
+                for c in run.candidates]  # fmt: skip
+        return {k: v for k, v in tuned.items() if k != "run_id"}, rows, run.run["config"]
+
+    serial, serial_rows, serial_config = run("serial")
+    parallel, parallel_rows, parallel_config = run("parallel", "--parallel", "2")
+    assert serial_config["parallel"] == 1 and parallel_config["parallel"] == 2  # the flag reached the loop
+    assert len(serial_rows) == 3 and all(row[2] == "accepted" for row in serial_rows)  # the start and two candidates
+    assert parallel_rows == serial_rows and parallel == serial and serial["metric"] == "cost_model"
+    bad = CliRunner().invoke(app, ["solve", str(problem), "--parallel", "2"], env={"COLUMNS": "200"})
+    assert bad.exit_code == 2 and "give --tune (--budget) N too" in bad.output

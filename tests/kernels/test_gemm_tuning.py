@@ -97,6 +97,41 @@ def test_each_configuration_is_verified_and_compiled_or_left_out_with_the_reason
     assert "GemmError" in got[bad.label] and "K-blocks of 64" in got[bad.label]
 
 
+def test_tune_parallel_2_verifies_with_the_default_verdicts(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`argus tune --parallel 2`: the configurations are verified and compiled as gate jobs in a local pool of two
+    worker processes (`LocalExecutor`), with the verdicts of the default path (one process per configuration). The
+    correctness check and the timing need a GPU: here they are replaced by a stand-in that runs the real
+    verification stage with what the command passed and reports it."""
+    from typer.testing import CliRunner
+
+    from argus.agent import tune
+    from argus.cli.main import app
+
+    problem = mm.GemmProblem(3072, 1536, 6144)
+    good = mm.GemmConfig(128, 256, 2, 4, TAIL=8, EPILOGUE="tma")
+    bad = mm.GemmConfig(128, 256, 2, 4, BK=32)
+    default = tune._verified_and_compiled(problem, [good, bad], verify=True)
+    assert default[good.label] is None and "K-blocks of 64" in default[bad.label]
+    seen = []
+
+    def verification_only(got: mm.GemmProblem, **kwargs: object) -> tune.TunedGemm:
+        assert got == problem and kwargs["executor"] is None and kwargs["parallel"] == 2
+        ready = tune._verified_and_compiled(got, [good, bad], True, executor=None, parallel=kwargs["parallel"])
+        seen.append(ready)
+        left_out = {k: v for k, v in ready.items() if v}
+        return tune.TunedGemm({**asdict(got), "layout": got.layout}, GPU, good.label, {}, 1.0, good.label, 1.0,
+                              {good.label: 1.0}, left_out, 1, str(cache))  # fmt: skip
+
+    monkeypatch.setattr(tune, "check_tunable", lambda problem, budget: None)
+    monkeypatch.setattr(tune, "tune_gemm", verification_only)
+    monkeypatch.delenv("ARGUS_RAY_ADDRESS", raising=False)
+    result = CliRunner().invoke(app, ["tune", "3072,1536,6144", "--parallel", "2"])
+    assert result.exit_code == 0, result.output
+    assert seen == [default]  # the same verdicts, reason for reason
+    refused = CliRunner().invoke(app, ["tune", "3072,1536,6144", "--parallel", "0"])
+    assert refused.exit_code == 2  # K is at least 1
+
+
 def test_tuning_refuses_what_it_cannot_measure_with_the_reason() -> None:
     from argus.agent.tune import tune_gemm
 

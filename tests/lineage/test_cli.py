@@ -1,15 +1,25 @@
 """`argus lineage walk`, `argus skills list | show` on a short walk (gemm_mma_sync: two steps to the naive GEMM),
-and retrieval of mined skills: applicable where their preconditions hold, refused (with the failed one) where not."""
+and retrieval of mined skills: applicable where their preconditions hold, refused (with the failed one) where not.
+The same walk with ``--parallel 2`` (a local pool of two worker processes) and through a private Ray instance of two
+CPUs (``ray.init(address="local", num_cpus=2)``, started in the test that needs it, stopped after it) writes the
+serial walk's lineage: its first step has two candidates, the first rejected by the gate, both gated at once."""
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from argus.cli.main import app
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+SIZES = {"gemm": {"M": 40, "N": 24, "K": 40}}
 
 
 def test_walk_writes_the_lineage_and_skills_that_the_skills_commands_read(tmp_path) -> None:
@@ -62,3 +72,71 @@ def test_walk_writes_the_lineage_and_skills_that_the_skills_commands_read(tmp_pa
     refused = match_entry(tiling, kernel_features(tiled))
     assert not refused.applicable  # the tiles are already there: its storage precondition says why
     assert any(p.category == "storage" for p in refused.failed)
+
+
+def _comparable(doc: Any) -> Any:
+    """A lineage's JSON without what differs from run to run (when it was made, how long each stage took)."""
+    if isinstance(doc, dict):
+        return {k: _comparable(v) for k, v in doc.items() if k not in ("created", "seconds")}
+    if isinstance(doc, list):
+        return [_comparable(v) for v in doc]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def serial_walk() -> dict[str, Any]:
+    from argus.lineage import walk
+
+    return _comparable(walk("gemm_mma_sync", sizes=SIZES).to_json())
+
+
+def _walk_through_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *flags: str) -> tuple[dict, str]:
+    """`argus lineage walk gemm_mma_sync` with `flags`, every gate refused in this process (the driver): the checks
+    and gates must run in the executor's workers."""
+    import importlib
+
+    walk_module = importlib.import_module("argus.lineage.walk")  # the module (`argus.lineage.walk` is the function)
+
+    def not_here(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a candidate was gated in the driver, not in a worker")
+
+    monkeypatch.setattr(walk_module, "gate_variant", not_here)
+    out = tmp_path / "mma.lineage.json"
+    args = ["lineage", "walk", "gemm_mma_sync", "--out", str(out), "--no-skills", "--sizes", "gemm:M=40,N=24,K=40"]
+    result = runner.invoke(app, [*args, *flags], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return _comparable(json.loads(out.read_text())), result.output
+
+
+def test_walk_with_parallel_2_writes_the_serial_lineage(serial_walk, tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("ARGUS_RAY_ADDRESS", raising=False)
+    lineage, output = _walk_through_the_command(tmp_path, monkeypatch, "--parallel", "2")
+    assert lineage == serial_walk
+    assert [r["stage"] for r in lineage["rejections"]] == ["gate.verify"]  # the first of step 1's two candidates
+    assert "stopped: naive" in output
+
+
+@pytest.fixture
+def ray_instance(tmp_path: Path) -> Iterator[Any]:
+    ray = pytest.importorskip("ray")
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ARGUS_CACHE_DIR")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), str(ROOT / "src"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])]
+    )
+    os.environ["ARGUS_CACHE_DIR"] = str(tmp_path / "ray-cache")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never a cluster
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_walk_through_ray_writes_the_serial_lineage(serial_walk, ray_instance, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ARGUS_RAY_ADDRESS", "auto")  # the address from the environment: the running instance
+    lineage, _ = _walk_through_the_command(tmp_path, monkeypatch, "--parallel", "2")
+    assert lineage == serial_walk

@@ -59,7 +59,12 @@ class Tuned:
 
 class Tuner:
     """The ``tune`` hook of `argus.frontend.solve.solve` (see the module docstring): ``tuner(solution, kernels)``
-    returns kernel -> parameters and keeps each kernel's `Tuned` in `outcomes`."""
+    returns kernel -> parameters and keeps each kernel's `Tuned` in `outcomes`.
+
+    `executor` and `parallel` are the optimization loop's (`argus.agent.loop.optimize`): each kernel's search gates
+    its candidates through `executor` (e.g. a Ray cluster; the caller's, not closed here) and keeps `parallel` in
+    flight (default 1; more without an executor: a local pool of that many worker processes); a library GEMM's
+    configurations are verified through them too (`tune_gemm`). The kernels are searched one after the other."""
 
     def __init__(
         self,
@@ -70,6 +75,8 @@ class Tuner:
         cache_dir: str | Path | None = None,
         timeout_s: float = 600.0,
         on_step: Callable[[str], Any] | None = None,
+        executor: Any = None,
+        parallel: int | None = None,
     ) -> None:
         if budget < 1:
             raise ValueError("a tuning budget is at least one candidate per kernel")
@@ -79,6 +86,8 @@ class Tuner:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.timeout_s = timeout_s
         self.on_step = on_step or (lambda text: None)
+        self.executor = executor
+        self.parallel = parallel
         self.outcomes: list[Tuned] = []
 
     def __call__(self, solution: Path, kernels: list[str]) -> dict[str, dict[str, Any]]:
@@ -126,7 +135,8 @@ class Tuner:
             return Tuned(name, note="not tuned: no GPU here (its configuration is the model's)")
         self.on_step(f"tuning {name}'s GEMM configuration ({self.budget} candidates)")
         try:
-            got = tune_gemm(problem, budget=self.budget, on_step=self.on_step)
+            got = tune_gemm(problem, budget=self.budget, on_step=self.on_step, executor=self.executor,
+                            parallel=self.parallel)  # fmt: skip
         except AgentError as err:
             return Tuned(name, note=f"not tuned: {err.message}")
         return Tuned(
@@ -148,6 +158,8 @@ class Tuner:
             store=self.store,
             seed=0,
             timeout_s=self.timeout_s,
+            executor=self.executor,
+            parallel=self.parallel,
         )
         best = result.best or {}
         outcome = Tuned(name, start_ms=result.start_ms, metric=result.metric, run_id=result.run_id)
@@ -219,33 +231,31 @@ def tune_gemm(
     cache_dir: str | Path | None = None,
     on_step: Callable[[str], Any] | None = None,
     seed: int = 0,
+    executor: Any = None,
+    parallel: int | None = None,
 ) -> TunedGemm:
     """Measure the `budget` configurations the model ranks first for `problem` (an `argus.kernels.matmul.GemmProblem`;
     the model's own choice always among them) on this process's CUDA GPU and record the fastest in the GEMM cache
     (`argus.kernels.gemm_tuning`). Each is verified (with `verify`: every kernel of its plan, no finding) and checked
     against a float64 product of the same operands (normal values in the problem's dtype and layout) before it is
     timed; one that fails either is left out, with the reason. `AgentError` ``AGENT_TUNE`` without a GPU, for FP8
-    inputs and for GEMV-class plans (which have no configurations to tune yet)."""
+    inputs and for GEMV-class plans (which have no configurations to tune yet): `check_tunable`.
+
+    The verification and compilation run in worker processes (`_verified_and_compiled`): through `executor` when one
+    is given (e.g. a Ray cluster: one CPU job per configuration), else in a local pool of `parallel` workers when
+    `parallel` is given, else one process per configuration (at most one per CPU). The correctness check and the
+    timing always run here, in this process, on its GPU: the configurations are timed interleaved with each other
+    (`time_interleaved_cuda`), which compares them only when every one runs in the same process on the same GPU."""
     import datetime
 
-    from argus.eval.device import has_gpu
     from argus.eval.timing import Contender, time_interleaved_cuda
     from argus.eval.tolerance import compare, tolerance_for
     from argus.kernels import gemm_tuning
     from argus.kernels import matmul as mm
 
     step = on_step or (lambda text: None)
+    check_tunable(problem, budget)
     what = f"the GEMM {problem.M}x{problem.N}x{problem.K} ({problem.dtype}, {problem.layout})"
-    if budget < 1:
-        raise AgentError("AGENT_TUNE", f"cannot tune {what}: a budget is at least one configuration")
-    if problem.dtype in mm.FP8_INPUTS:
-        raise AgentError("AGENT_TUNE", f"cannot tune {what}: FP8 GEMMs have no tuned configurations yet")
-    if mm.plan(problem).is_gemv:
-        raise AgentError(
-            "AGENT_TUNE", f"cannot tune {what}: its plan is a GEMV-class kernel (argus.kernels.gemv), not tuned yet"
-        )
-    if not has_gpu():
-        raise AgentError("AGENT_TUNE", f"cannot tune {what}: no CUDA GPU here (tuning measures)")
     import torch
 
     gpu = gemm_tuning.gpu_name()
@@ -259,7 +269,7 @@ def tune_gemm(
     skipped: dict[str, str] = {}
     keep: list[Any] = []
     step(f"{'verifying and ' if verify else ''}compiling {len(configs)} configurations")
-    ready = _verified_and_compiled(problem, configs, verify)
+    ready = _verified_and_compiled(problem, configs, verify, executor=executor, parallel=parallel)
     for config in configs:
         label = config.label
         step(f"{label}: checking")
@@ -317,6 +327,26 @@ def tune_gemm(
     )  # fmt: skip
 
 
+def check_tunable(problem: Any, budget: int) -> None:
+    """Raise `AgentError` ``AGENT_TUNE`` with the reason where `tune_gemm` cannot tune `problem` with `budget`: a
+    budget below one, FP8 inputs, a GEMV-class plan, no CUDA GPU here (a command checks every problem with it before
+    it starts any worker)."""
+    from argus.eval.device import has_gpu
+    from argus.kernels import matmul as mm
+
+    what = f"the GEMM {problem.M}x{problem.N}x{problem.K} ({problem.dtype}, {problem.layout})"
+    if budget < 1:
+        raise AgentError("AGENT_TUNE", f"cannot tune {what}: a budget is at least one configuration")
+    if problem.dtype in mm.FP8_INPUTS:
+        raise AgentError("AGENT_TUNE", f"cannot tune {what}: FP8 GEMMs have no tuned configurations yet")
+    if mm.plan(problem).is_gemv:
+        raise AgentError(
+            "AGENT_TUNE", f"cannot tune {what}: its plan is a GEMV-class kernel (argus.kernels.gemv), not tuned yet"
+        )
+    if not has_gpu():
+        raise AgentError("AGENT_TUNE", f"cannot tune {what}: no CUDA GPU here (tuning measures)")
+
+
 def _gemm_operands(torch: Any, problem: Any, seed: int) -> tuple[Any, Any]:
     """a (M, K) and b (K, N) (batched: a leading extent) of normal values in the problem's dtype, each stored as its
     layout says (a transposed view of a row-major tensor where the layout is T)."""
@@ -332,19 +362,59 @@ def _gemm_operands(torch: Any, problem: Any, seed: int) -> tuple[Any, Any]:
     return a, (b if problem.b_major == "N" else b.transpose(-1, -2))
 
 
-def _verified_and_compiled(problem: Any, configs: list[Any], verify: bool) -> dict[str, str | None]:
+def _verified_and_compiled(
+    problem: Any, configs: list[Any], verify: bool, *, executor: Any = None, parallel: int | None = None
+) -> dict[str, str | None]:
     """Each configuration's plan verified (with `verify`) and its kernels compiled into the on-disk cache, in
-    parallel worker processes (one per configuration, at most one per CPU): label -> None, or why it is left out."""
+    worker processes: label -> None, or why it is left out. Through `executor` (`argus.eval.executor`; the caller's)
+    when given, else through a local pool of `parallel` workers (`LocalExecutor`) when given, else in one process per
+    configuration (at most one per CPU), as before there was an executor. Through an executor each configuration is
+    a CPU job (`verify_and_compile_job`, plain data both ways); a job that crashes, hangs or raises leaves its
+    configuration out with the worker's code. On another machine (Ray) the compiled kernels land in that node's
+    cache: this process compiles them again when it prepares them for the timing."""
     import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor
 
+    if executor is not None or parallel is not None:
+        return _verified_through(problem, configs, verify, executor, parallel or 1)
     workers = max(1, min(len(configs), os.cpu_count() or 1))
     if workers == 1:
         return {c.label: _verify_and_compile(problem, c, verify) for c in configs}
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {c.label: pool.submit(_verify_and_compile, problem, c, verify) for c in configs}
         return {label: future.result() for label, future in futures.items()}
+
+
+def _verified_through(problem: Any, configs: list[Any], verify: bool, executor: Any, parallel: int) -> dict:
+    """`_verified_and_compiled` through `executor`, or through a local pool of `parallel` workers opened and closed
+    here (their secret variables emptied, `worker_environment`)."""
+    from argus.agent.providers.secrets import worker_environment
+    from argus.eval.executor import GateJob, LocalExecutor, Resource
+
+    shape = f"{problem.M}x{problem.N}x{problem.K}"
+    jobs = [
+        GateJob(f"{shape}/{c.label}", "argus.agent.tune:verify_and_compile_job",
+                {"problem": asdict(problem), "config": asdict(c), "verify": verify}, Resource.CPU)
+        for c in configs
+    ]  # fmt: skip
+    own = executor is None
+    runner = LocalExecutor(parallel, job_env=worker_environment()) if own else executor
+    try:
+        got = {r.key: (r.value if r.ok else f"{r.code}: {r.reason.splitlines()[0] if r.reason else ''}")
+               for r in runner.run(jobs)}  # fmt: skip
+    finally:
+        if own:
+            runner.close()
+    return {c.label: got[f"{shape}/{c.label}"] for c in configs}
+
+
+def verify_and_compile_job(problem: dict[str, Any], config: dict[str, Any], verify: bool) -> str | None:
+    """The gate job of one GEMM configuration (`_verified_and_compiled` through an executor): the problem and the
+    configuration as plain data (`dataclasses.asdict`); returns None, or why the configuration is left out."""
+    from argus.kernels import matmul as mm
+
+    return _verify_and_compile(mm.GemmProblem(**problem), mm.GemmConfig(**config), verify)
 
 
 def _verify_and_compile(problem: Any, config: Any, verify: bool) -> str | None:

@@ -17,6 +17,7 @@ import pathlib
 
 import typer
 
+from argus.cli.executor_options import parallel_option, ray_executor, ray_option
 from argus.cli.output import STDOUT, Column, OptionalValueCommand, emit_json, json_option, print_table
 
 app = typer.Typer(help="KLineage: walk an expert kernel backward into verified skills.", no_args_is_help=True)
@@ -48,20 +49,29 @@ def walk_cmd(
     ),
     max_steps: int = typer.Option(16, "--max-steps"),
     max_rejections: int = typer.Option(24, "--max-rejections"),
+    parallel: int | None = parallel_option(
+        "candidates checked and gated at once, the next ones in the walk's order (default 1: one at a time, in "
+        "this process): through --ray, else a local pool of K worker processes (with GPUs: one per GPU, at most K); "
+        "the lineage is the serial walk's"
+    ),
+    ray: str | None = ray_option("check and gate the candidates", "this process (a local pool with --parallel K)"),
 ) -> None:
     """Walk KERNEL backward, print the lineage as a table, write it (and its skills)."""
     from argus.lineage import walk
     from argus.lineage.skills import mine_skills, skills_dir, write_skills
 
     per_task = _sizes(sizes)
-    lineage = walk(
-        kernel,
-        task,
-        sizes=per_task,
-        max_steps=max_steps,
-        max_rejections=max_rejections,
-        progress=lambda text: typer.echo(text, err=True),
-    )
+    with ray_executor(ray) as executor:  # None: this process, or the walk's own local pool with --parallel K
+        lineage = walk(
+            kernel,
+            task,
+            sizes=per_task,
+            max_steps=max_steps,
+            max_rejections=max_rejections,
+            progress=lambda text: typer.echo(text, err=True),
+            executor=executor,
+            parallel=parallel,
+        )
     typer.echo(lineage.table())
     for r in lineage.rejections:
         typer.echo(

@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 
 from argus.agent.providers.secrets import scrub_secrets
+from argus.cli.executor_options import parallel_option, ray_executor, ray_option
 from argus.cli.output import STDOUT, Column, emit_json, json_option, print_table
 
 
@@ -150,18 +151,10 @@ def optimize(
         "", "--reference", help="FILE.py:function computing your kernel's outputs (default: its reference=)"
     ),
     no_isolate: bool = typer.Option(False, "--no-isolate", help="gate library/transform candidates in this process"),
-    ray: str | None = typer.Option(
-        None,
-        "--ray",
-        help="gate the candidates on a Ray cluster: auto, HOST:PORT, ray://HOST:PORT, or local; default: "
-        "$ARGUS_RAY_ADDRESS, else a local worker process (docs/scale-out.md)",
-    ),
-    parallel: int | None = typer.Option(
-        None,
-        "--parallel",
-        min=1,
-        help="candidates in flight at once (default 1; a resumed run keeps its own): gated through --ray, else "
-        "a local pool of K worker processes; the run stays reproducible with --seed (docs/scale-out.md)",
+    ray: str | None = ray_option("gate the candidates", "a local worker process"),
+    parallel: int | None = parallel_option(
+        "candidates in flight at once (default 1; a resumed run keeps its own): gated through --ray, else a local "
+        "pool of K worker processes; the run stays reproducible with --seed"
     ),
 ) -> None:
     """Optimize a kernel: plan, materialize, gate, reward, repeat until the budget; report the best kernel."""
@@ -228,34 +221,27 @@ def optimize(
         elif e.kind == "invalid":
             console.print(f"  {e.candidate}: invalid — {e.message}", markup=False, highlight=False)
 
-    executor = None
     try:
-        from argus.eval.executor import ray_address
-
-        if ray_address(ray) is not None:  # else the loop's own worker process, as before
-            from argus.agent.providers.secrets import worker_environment
-            from argus.eval.executor import open_executor
-
-            executor = open_executor(ray, timeout_s=600.0, job_env=worker_environment())
-        result = run_optimize(
-            target,
-            planner=planner,
-            coder=coder,
-            budget=Budget(candidates=budget, wall_s=wall_time, tokens=max_tokens, cost_usd=max_cost)
-            if given or resume is None
-            else None,
-            store=store,
-            resume=resume,
-            force=force,
-            provider=provider,
-            seed=seed,
-            on_step=on_step,
-            isolate=not no_isolate,
-            sizes=parse_shape(shape) or None,
-            reference=reference or None,
-            executor=executor,
-            parallel=parallel,
-        )
+        with ray_executor(ray) as executor:  # None: the loop's own worker process (K of them with --parallel K)
+            result = run_optimize(
+                target,
+                planner=planner,
+                coder=coder,
+                budget=Budget(candidates=budget, wall_s=wall_time, tokens=max_tokens, cost_usd=max_cost)
+                if given or resume is None
+                else None,
+                store=store,
+                resume=resume,
+                force=force,
+                provider=provider,
+                seed=seed,
+                on_step=on_step,
+                isolate=not no_isolate,
+                sizes=parse_shape(shape) or None,
+                reference=reference or None,
+                executor=executor,
+                parallel=parallel,
+            )
     except ArgusError as e:
         user_error(e)
     except RunInterrupted as e:
@@ -272,8 +258,6 @@ def optimize(
             status.pop().stop()
         if provider is not None:
             provider.close()
-        if executor is not None:
-            executor.close()
     print_report(result, console)
     if plot is not None:
         try:

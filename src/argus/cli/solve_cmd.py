@@ -7,6 +7,11 @@ problem is solved (correct, and every compute operator in an argus kernel). Exit
 (incorrect, or operators left to PyTorch), 2 a user error (a file without ``Model``, a model that does not
 export). ``--json`` alone prints `SolveResult.to_json()` to stdout (the report then goes to stderr); ``--json
 FILE`` writes it there.
+
+``--budget N`` (``--tune N``) tunes each generated kernel's policies with the agent's loop (`argus.agent.tune.Tuner`);
+its candidates' gates go through the executor as `argus optimize`'s do: ``--parallel K`` keeps K in flight (a local
+pool of K worker processes), and ``--ray`` (or ``$ARGUS_RAY_ADDRESS``) runs them on a Ray cluster, with the
+verification of a library GEMM's configurations (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from rich.console import Console
 
 from argus.cli.errors import user_error
 from argus.cli.eval_cmd import parse_assignments
+from argus.cli.executor_options import parallel_option, ray_executor, ray_option
 from argus.cli.output import STDOUT, Column, emit_json, json_option, print_table
 from argus.diagnostics import ArgusError
 
@@ -45,6 +51,11 @@ def solve(
         "(cached per kernel, sizes and GPU; without a GPU the defaults are kept and said)",
     ),
     store: str = typer.Option("argus-runs.db", "--store", help="with --tune: the run store of the tuning runs"),
+    parallel: int | None = parallel_option(
+        "with --tune: candidates in flight in each kernel's search (default 1), gated through --ray, else a local "
+        "pool of K worker processes; reproducible as argus optimize --parallel K"
+    ),
+    ray: str | None = ray_option("with --tune: gate the tuning candidates", "a local worker process"),
     llm: bool = typer.Option(
         False,
         "--llm",
@@ -69,6 +80,7 @@ def solve(
     interpreter). No LLM.
 
     Exits 0 when the problem is solved (correct, every compute op in an argus kernel), 1 otherwise."""
+    from argus.eval.executor import ray_address
     from argus.eval.gate import GateOptions
     from argus.frontend import solve as run_solve
 
@@ -77,6 +89,8 @@ def solve(
         raise typer.BadParameter("--tune takes a number of candidates per kernel (0: no tuning)")
     if turns < 1:
         raise typer.BadParameter("--turns is at least 1")
+    if not tune and (parallel is not None or (ray is not None and ray_address(ray) is not None)):
+        raise typer.BadParameter("--parallel and --ray apply to the tuning search: give --tune (--budget) N too")
     writer = None
     provider = None
     if llm:
@@ -90,15 +104,15 @@ def solve(
         writer = solve_writer(provider, Path(out).parent / "argus-written" if out else Path("argus-written"),
                               turns=turns, options=GateOptions(device=device, trials=2, baselines=()))  # fmt: skip
     tuner = None
-    if tune:
-        from argus.agent.tune import Tuner
-
-        tuner = Tuner(tune, store=store)
     sizes: dict[str, Any] = {}
     for item in shape:
         sizes.update(parse_assignments(item))
     try:
-        with report.status("capturing") as status:
+        with ray_executor(ray if tune else "off") as executor, report.status("capturing") as status:
+            if tune:  # its searches gate through the executor (None: the loop's own worker processes)
+                from argus.agent.tune import Tuner
+
+                tuner = Tuner(tune, store=store, executor=executor, parallel=parallel)
             result = run_solve(
                 problem,
                 sizes=sizes,

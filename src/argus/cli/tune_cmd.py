@@ -7,6 +7,12 @@ Each row: the shape, the model's configuration and its time, the fastest measure
 and how many configurations were timed or left out (a configuration that does not verify or does not match the
 float64 product is left out, with the reason in ``--json``). Exit status 0, or 2 for a user error (no GPU, a shape
 that is not M,N,K, an FP8 or GEMV-class problem).
+
+``--ray`` (or ``$ARGUS_RAY_ADDRESS``) verifies and compiles the configurations as CPU jobs on a Ray cluster, and
+``--parallel K`` in a local pool of K worker processes (default: one process per configuration, at most one per
+CPU). The correctness check and the timing stay in this process on its GPU, whatever the flags: the configurations
+are timed interleaved with each other, a comparison that holds only in one process on one GPU (so the shapes are
+tuned one after the other).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import typer
 from rich.console import Console
 
 from argus.cli.errors import user_error
+from argus.cli.executor_options import parallel_option, ray_executor, ray_option
 from argus.cli.output import STDOUT, Column, emit_json, json_option, print_table
 from argus.diagnostics import ArgusError
 
@@ -43,24 +50,36 @@ def tune(
     rounds: int = typer.Option(30, "--rounds", help="interleaved timing rounds"),
     no_verify: bool = typer.Option(False, "--no-verify", help="skip verifying each configuration's kernels"),
     json_file: str | None = json_option("one object per shape: the tuned and the model's configuration and times"),
+    ray: str | None = ray_option(
+        "verify and compile the configurations", "local worker processes (the timing always runs here)"
+    ),
+    parallel: int | None = parallel_option(
+        "configurations verified and compiled at once in a local pool of K worker processes (default: one "
+        "process per configuration, at most one per CPU); the timing always runs here, one shape after the other"
+    ),
 ) -> None:
     """Measure the GEMM configurations for each shape on this GPU and record the fastest for later calls."""
-    from argus.agent.tune import tune_gemm
+    from argus.agent.tune import check_tunable, tune_gemm
 
     report = Console(stderr=json_file == STDOUT, soft_wrap=True)
     results = []
     try:
         problems = [_problem(s, dtype, out_dtype, layout, batch) for s in shapes]
         for problem in problems:
-            results.append(
-                tune_gemm(
-                    problem,
-                    budget=budget,
-                    rounds=rounds,
-                    verify=not no_verify,
-                    on_step=lambda text, s=problem: report.print(f"{s.M}x{s.N}x{s.K}: {text}", markup=False),
+            check_tunable(problem, budget)  # every refusal before any worker starts
+        with ray_executor(ray) as executor:
+            for problem in problems:
+                results.append(
+                    tune_gemm(
+                        problem,
+                        budget=budget,
+                        rounds=rounds,
+                        verify=not no_verify,
+                        on_step=lambda text, s=problem: report.print(f"{s.M}x{s.N}x{s.K}: {text}", markup=False),
+                        executor=executor,
+                        parallel=parallel,
+                    )
                 )
-            )
     except ArgusError as e:
         user_error(e)
     except ValueError as e:  # GemmError: a problem the library does not take

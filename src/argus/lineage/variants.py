@@ -64,6 +64,12 @@ def without_register_split(kernel: Kernel) -> Kernel:
     return kernel
 
 
+#: The IR rewrites the walk's operators make (`DerivedKernel.label` -> the rewrite): a worker process rebuilds a
+#: derived kernel of a walk from its labels (`argus.lineage.walk.variant_from_data`). A probe's rewrites are not
+#: here: probes are traced where they are made, never sent.
+REWRITES: dict[str, Callable[[Kernel], Kernel]] = {"no_register_split": without_register_split}
+
+
 def without_statements(kernel: Kernel, kinds: tuple[type, ...]) -> Kernel:
     """`kernel` without any statement of the IR classes `kinds` (used by probes: drop a wait and ask the
     verifier what breaks)."""
