@@ -27,6 +27,7 @@ from argus.eval.isolation import failure_status
 from argus.eval.kernelbench import KernelBenchReport, run_kernelbench
 from argus.eval.results import Status
 from argus.eval.store import ResultStore
+from tests.private_ray import private_ray
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Three problems of the CPU sample; the solutions (written per test from the problems' own files) make one
@@ -59,24 +60,9 @@ def sweep(kernelbench_dir: Path, solutions_dir: Path, **kwargs: Any) -> KernelBe
 
 @pytest.fixture(scope="module")
 def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    import ray
-
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ARGUS_CACHE_DIR", SECRET)}
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "src"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])]
-    )
-    os.environ["ARGUS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-cache"))
-    os.environ[SECRET] = "sk-cluster-" + os.urandom(8).hex()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never a cluster
-    try:
+    secret = {SECRET: "sk-cluster-" + os.urandom(8).hex()}
+    with private_ray(tmp_path_factory.mktemp("ray-cache"), env=secret) as ray:
         yield ray
-    finally:
-        ray.shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture(scope="module")

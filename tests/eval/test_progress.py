@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import pickle
 import threading
 import time
@@ -33,30 +32,16 @@ from argus.eval.executor import (
     place_of,
 )
 from argus.eval.isolation import REPORTED_STAGES, WorkerPool, report_stage, valid_stage_report
+from tests.private_ray import private_ray
 
 JOBS = "tests.eval.progress_jobs"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    ray = pytest.importorskip("ray")
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ARGUS_CACHE_DIR")}
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "src"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])]
-    )
-    os.environ["ARGUS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-progress-cache"))
-    # "local": a private instance even where this machine runs a cluster (`ray start`), which ray.init() would join
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
+    pytest.importorskip("ray")
+    with private_ray(tmp_path_factory.mktemp("ray-progress-cache")) as ray:
         yield ray
-    finally:
-        ray.shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture(params=["local", "ray"])

@@ -6,37 +6,21 @@ verification reused, never run again."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.private_ray import private_ray
 
 pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")
 def ray_with_a_gpu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    import ray
-
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ARGUS_CACHE_DIR")}
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "src"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])]
-    )
-    os.environ["ARGUS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-split-cache"))
-    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)  # never a cluster
-    try:
+    with private_ray(tmp_path_factory.mktemp("ray-split-cache"), num_gpus=1) as ray:  # the routing needs a GPU
         yield ray
-    finally:
-        ray.shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def test_optimize_through_ray_splits_each_gate_and_follows_the_local_trajectory(

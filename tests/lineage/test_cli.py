@@ -7,7 +7,6 @@ serial walk's lineage: its first step has two candidates, the first rejected by 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from argus.cli.main import app
+from tests.private_ray import private_ray
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parents[2]
 SIZES = {"gemm": {"M": 40, "N": 24, "K": 40}}
 
 
@@ -118,22 +117,9 @@ def test_walk_with_parallel_2_writes_the_serial_lineage(serial_walk, tmp_path, m
 
 @pytest.fixture
 def ray_instance(tmp_path: Path) -> Iterator[Any]:
-    ray = pytest.importorskip("ray")
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ARGUS_CACHE_DIR")}
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "src"), *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])]
-    )
-    os.environ["ARGUS_CACHE_DIR"] = str(tmp_path / "ray-cache")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never a cluster
-    try:
+    pytest.importorskip("ray")
+    with private_ray(tmp_path / "ray-cache") as ray:
         yield ray
-    finally:
-        ray.shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def test_walk_through_ray_writes_the_serial_lineage(serial_walk, ray_instance, tmp_path, monkeypatch) -> None:
