@@ -61,12 +61,17 @@ def main() -> int:
             q = mm.plan(mm.problem_of(a, b)).padded
             tiles = -(-q.M // config.BM) * -(-q.N // config.BN)
             sms = mm.DEFAULT_TARGET.sms
-            variants = {"all-at-once": max(1, sms // batch), "1-tile": tiles, "min-tiles-sms": min(tiles, sms)}
+            variants = {
+                "all-at-once": {"BLOCKS": max(1, sms // batch), "BATCH_GRID": "matrix"},
+                "1-tile": {"BLOCKS": tiles, "BATCH_GRID": "matrix"},
+                "min-tiles-sms": {"BLOCKS": min(tiles, sms), "BATCH_GRID": "matrix"},
+                "flat": {"BLOCKS": sms, "BATCH_GRID": "flat"},  # persistent over every matrix's tiles, in order
+            }
             original = mm.GemmConfig.kernel_params
-            for name, blocks in variants.items():
+            for name, override in variants.items():
 
-                def with_blocks(self, problem, target=mm.DEFAULT_TARGET, original=original, blocks=blocks):  # noqa: ANN001, ANN202
-                    return {**original(self, problem, target), "BLOCKS": blocks}
+                def with_blocks(self, problem, target=mm.DEFAULT_TARGET, original=original, override=override):  # noqa: ANN001, ANN202
+                    return {**original(self, problem, target), **override}
 
                 mm.GemmConfig.kernel_params = with_blocks
                 try:
@@ -84,8 +89,8 @@ def main() -> int:
                 line += f"; {direct.label}: {med['argus direct']:.3f} ms, x {ratio:.2f}"
             blocks_now = dict(mm.plan(mm.problem_of(a, b)).main_params())["BLOCKS"]
             line += f"; BLOCKS {blocks_now} of {tiles} tiles"
-            for name, blocks in variants.items():
-                line += f"; {name} ({blocks}): x {med['torch.bmm'] / med[f'argus {name}']:.2f}"
+            for name, override in variants.items():
+                line += f"; {name} ({override['BLOCKS']}): x {med['torch.bmm'] / med[f'argus {name}']:.2f}"
             print(line, flush=True)
     return 0
 

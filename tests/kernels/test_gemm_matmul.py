@@ -187,6 +187,33 @@ def test_a_batch_larger_than_the_l2_runs_one_tile_per_block_in_matrix_order() ->
     assert float(np.max(np.abs(c - a @ b)) / np.sqrt(np.mean((a @ b) ** 2))) < 4e-5
 
 
+def test_the_flat_batch_grid_walks_every_matrix_s_tiles_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # BATCH_GRID="flat": BLOCKS persistent blocks, unit u = tile u % tiles of matrix u // tiles (not the planner's
+    # choice: measured mixed against the per-matrix grid, benchmarks/results/2026-12-01-bmm-tma/ call 5)
+    from argus.kernels.gemm import gemm_warp_specialized_persistent
+    from argus.verify import Verdict, verify
+
+    traced = gemm_warp_specialized_persistent.trace(BM=128, BN=256, BK=64, CONSUMERS=2, STAGES=4, OUT="bf16",
+                                                    BATCH=True, EPILOGUE="tma", BATCH_GRID="flat")  # fmt: skip
+    assert verify(traced).verdict == Verdict.VERIFIED
+    with pytest.raises(DSLError, match="BATCH_GRID"):
+        gemm_warp_specialized_persistent.trace(BATCH=True, BATCH_GRID="rows")
+    original = mm.GemmConfig.kernel_params
+    flat = {"BLOCKS": 3, "BATCH_GRID": "flat"}
+    monkeypatch.setattr(
+        mm.GemmConfig, "kernel_params", lambda self, p, t=mm.DEFAULT_TARGET: {**original(self, p, t), **flat}
+    )
+    plan = mm.plan(
+        mm.GemmProblem(70, 72, 100, "bf16", "f32", "K", "N", batch=3), mm.GemmConfig(64, 64, 1, 2, EPILOGUE="tma")
+    )
+    assert len(plan.main_kernel().grid) == 1  # one persistent row of blocks
+    rng = np.random.default_rng(7)
+    a = np.asarray(round_to(bf16, rng.standard_normal((3, 70, 100))), np.float64)
+    b = np.asarray(round_to(bf16, rng.standard_normal((3, 100, 72))), np.float64)
+    c = plan.run_on_interpreter(a, b)
+    assert float(np.max(np.abs(c - a @ b)) / np.sqrt(np.mean((a @ b) ** 2))) < 4e-5
+
+
 def test_a_batched_tma_store_is_verified_and_compiles_to_3d_stores() -> None:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.kernels.gemm import gemm_warp_specialized_persistent

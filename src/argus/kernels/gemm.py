@@ -574,6 +574,7 @@ def gemm_warp_specialized_persistent(
     BATCH: bool = False,
     PART: str = "all",
     C_MAJOR: str = "N",
+    BATCH_GRID: str = "matrix",
 ):
     """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
     blocks, each with a producer warpgroup (TMA) and CONSUMERS consumer warpgroups (wgmma, f32 accumulators, C
@@ -591,8 +592,10 @@ def gemm_warp_specialized_persistent(
     f32 workspace C (S, M, N), S = SPLITS (N a multiple of 4: the rows in whole 16-byte vectors). `gemm_split_reduce`
     then sums the slices into the result.
 
-    BATCH: L independent products (``bmm``): A, B and C get a leading extent L, the grid is (BLOCKS, L) and the
-    BLOCKS blocks of matrix l walk its tiles (no split, direct stores: TMA stores are 2-D).
+    BATCH: L independent products (``bmm``): A, B and C get a leading extent L (no split). BATCH_GRID
+    ``"matrix"``: the grid is (BLOCKS, L) and the BLOCKS blocks of matrix l walk its tiles; ``"flat"``: BLOCKS
+    persistent blocks walk every matrix's tiles, unit u being tile ``u % tiles`` of matrix ``u // tiles``, so the
+    blocks running at once share a few matrices (in L2).
 
     PART="whole": only the tiles of the whole waves (``tiles - tiles % BLOCKS``), the first half of a split tail:
     `gemm_persistent_split_tail` computes the rest split along K and `gemm_tail_reduce` stores it.
@@ -623,6 +626,7 @@ def gemm_warp_specialized_persistent(
         CONSUMERS=CONSUMERS,
         SPLITS=SPLITS,
         BATCH=BATCH,
+        BATCH_GRID=BATCH_GRID,
         PART=PART,
         C_MAJOR=C_MAJOR,
     )
@@ -653,6 +657,7 @@ def persistent_gemm(
     TAIL: int = 1,
     W: Any = None,
     C_MAJOR: str = "N",
+    BATCH_GRID: str = "matrix",
 ) -> None:
     """The body of `gemm_warp_specialized_persistent` (see its docstring for the parameters), which kernels with
     a fused epilogue share (`argus.kernels.epilogue`): `epilogue(acc, tile)`, when given, is the value stored for
@@ -720,10 +725,13 @@ def persistent_gemm(
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
     if PART == "tail":
         tail_assumptions(TAIL, BM, BN, BLOCKS)
-    extents = (BLOCKS, L) if BATCH else (BLOCKS,)
+    if BATCH_GRID not in ("matrix", "flat"):
+        raise DSLError("DSL_BAD_PARAM", f"BATCH_GRID must be 'matrix' or 'flat', not {BATCH_GRID!r}")
+    flat = BATCH and BATCH_GRID == "flat"
+    extents = (BLOCKS, L) if BATCH and not flat else (BLOCKS,)
     with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
         bx = blocks[0]
-        batch = blocks[1] if BATCH else None  # the matrix this block multiplies
+        batch = blocks[1] if BATCH and not flat else None  # the matrix this block multiplies (flat: per unit)
         sA = alloc_operand_stages(A_MAJOR, STAGES, BM, BK, A.dtype)  # (stages, BM, BK) K-major, or (stages, BK, BM)
         sB = alloc_operand_stages(B_MAJOR, STAGES, BN, BK, B.dtype)  # (stages, BN, BK) K-major, or (stages, BK, BN)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
@@ -734,7 +742,9 @@ def persistent_gemm(
             sC = None
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
         k_tiles = T.cdiv(K, BK)
-        units, k_split, whole, rest = unit_walk(tiles_m * tiles_n, k_tiles, BLOCKS, SPLITS, PART, TAIL)
+        per_matrix = tiles_m * tiles_n
+        units, k_split, whole, rest = unit_walk(per_matrix * L if flat else per_matrix, k_tiles, BLOCKS, SPLITS, PART,
+                                                TAIL)  # fmt: skip
         # every box of the stage counts in full, also where it is out of bounds
         stage_bytes = (BM + BN) * BK * A.dtype.itemsize
         consumers = tuple(range(1, 1 + CONSUMERS))
@@ -743,6 +753,8 @@ def persistent_gemm(
                 u = bx + it * BLOCKS
                 with T.if_(u < units):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
+                    if flat:  # unit u: tile u % tiles of matrix u // tiles
+                        batch, t = t // per_matrix, t % per_matrix
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
                     for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
                         # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
@@ -758,6 +770,8 @@ def persistent_gemm(
                 u = bx + it * BLOCKS
                 with T.if_(u < units):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
+                    if flat:
+                        batch, t = t // per_matrix, t % per_matrix
                     bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
                     T.fill(acc, 0.0)
                     for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
