@@ -1993,6 +1993,16 @@ class Code(StrEnum):
         "no built-in task has the tensors of kernel {kernel} ({tensors})",
         "pass task=NAME (argus.tasks) to walk()",
     )
+    LINEAGE_REBUILD = _entry(
+        Category.LINEAGE,
+        "{variant} rebuilt in a walk's worker has fingerprint {actual}, not the walk's {expected}",
+        "install the same argus and the same kernel file on every node the walk's jobs run on",
+    )
+    LINEAGE_WORKER = _entry(
+        Category.LINEAGE,
+        "gate job {job} of the walk: its result never came back from the executor",
+        "rerun the walk; with --ray, check the cluster's workers (`ray status`)",
+    )
     LINEAGE_SKILL = _entry(
         Category.LINEAGE,
         "precondition {feature} {op} {value!r} of skill {skill} does not hold on {kernel} (it has {actual!r})",
