@@ -445,6 +445,8 @@ def same_bits(a: Any, b: Any) -> bool:
     full sizes, a 17 GB input copied to pageable host memory took ~12 s)."""
     import torch
 
+    if a is b:  # one tensor (the judge's copy of an input the reference did not write into): no pass over it
+        return True
     if a.device == b.device:
         return bool(torch.equal(_bits(a), _bits(b)))
     return equal_by_pieces(a, b, b.device if a.device.type == "cpu" else a.device)
