@@ -255,7 +255,7 @@ def tune_gemm(
 
     step = on_step or (lambda text: None)
     check_tunable(problem, budget)
-    what = f"the GEMM {problem.M}x{problem.N}x{problem.K} ({problem.dtype}, {problem.layout})"
+    what = _gemm_named(problem)
     import torch
 
     gpu = gemm_tuning.gpu_name()
@@ -334,7 +334,7 @@ def check_tunable(problem: Any, budget: int) -> None:
     from argus.eval.device import has_gpu
     from argus.kernels import matmul as mm
 
-    what = f"the GEMM {problem.M}x{problem.N}x{problem.K} ({problem.dtype}, {problem.layout})"
+    what = _gemm_named(problem)
     if budget < 1:
         raise AgentError("AGENT_TUNE", f"cannot tune {what}: a budget is at least one configuration")
     if problem.dtype in mm.FP8_INPUTS:
@@ -345,6 +345,11 @@ def check_tunable(problem: Any, budget: int) -> None:
         )
     if not has_gpu():
         raise AgentError("AGENT_TUNE", f"cannot tune {what}: no CUDA GPU here (tuning measures)")
+
+
+def _gemm_named(problem: Any) -> str:
+    """How `tune_gemm`'s refusals name `problem`."""
+    return f"the GEMM {problem.M}x{problem.N}x{problem.K} ({problem.dtype}, {problem.layout})"
 
 
 def _gemm_operands(torch: Any, problem: Any, seed: int) -> tuple[Any, Any]:

@@ -31,6 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from argus.cli.errors import user_error
+from argus.cli.executor_options import ray_option
 from argus.cli.output import (
     STDOUT,
     Column,
@@ -324,12 +325,7 @@ def kernelbench(
     baselines: str = typer.Option(
         "eager,compile", "--baselines", help="baselines timed beside each solution (eager, compile; '' for none)"
     ),
-    ray: str | None = typer.Option(
-        None,
-        "--ray",
-        help="run the problems on a Ray cluster: auto, HOST:PORT, ray://HOST:PORT, or local (a private instance); "
-        "default: $ARGUS_RAY_ADDRESS, else the local worker pool (docs/scale-out.md)",
-    ),
+    ray: str | None = ray_option("run the problems", "the local worker pool"),
     json_file: str | None = json_option(
         '{"level", "solutions", "summary", "rows", "csv", "store", "run_id"}, a row per problem (the CSV\'s columns; '
         'with --generate also "generated": each problem\'s argus solve result)'
