@@ -71,6 +71,12 @@ HARD_RLIMIT = 1_500_000
 #: The budget of a query over two stores through windows bounded by tensor data (an expert's row end, ``offs[g]``),
 #: whose declared contents (``T.assume_values``) enter it as instances over the data terms (`argus.verify.values`).
 DATA_RLIMIT = 60_000_000
+#: The budget a contraction query's abstraction (`_contraction_once`) gets when `ONCE_RLIMIT` left it undecided, before
+#: the exact query is tried. Z3 5.x needs 30.5M units for the abstraction of the persistent implicit-GEMM
+#: convolution's two X loads (3x3, 56x56, two consumers, channels last) asked alone (8.3M more after the 8M attempt;
+#: about 2 s), which Z3 4.15 proves within 8M: a proof that needs more search gets it before the answer is unknown,
+#: and only a query left undecided pays for it.
+ESCALATED_RLIMIT = 64_000_000
 #: Problem sizes (every size symbol at once) at which such a query then looks for a witness.
 WITNESS_SIZES = (1000, 333)
 
@@ -725,8 +731,12 @@ def _contraction_once(
             fixed_terms = [*ctx.block_terms.values(), *ctx.shape_terms.values(), *shared.values()]
             bounded = [smt.in_range(o, -smt.VALUE_BOUND, smt.VALUE_BOUND) for o in (*oa, *ob)]
             abstract = _abstract([*cons, *bounded], fixed_terms)
-            if abstract is not None and _solve(ctx, abstract, apart).verdict == Verdict.VERIFIED:
-                continue
+            if abstract is not None:
+                first = _solve(ctx, abstract, apart)
+                if first.verdict == Verdict.UNKNOWN:
+                    first = _solve(ctx, abstract, apart, ESCALATED_RLIMIT)
+                if first.verdict == Verdict.VERIFIED:
+                    continue
             out = _solve(ctx, cons, distinct)
             if out.verdict == Verdict.VERIFIED:
                 continue
