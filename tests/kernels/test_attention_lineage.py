@@ -505,12 +505,14 @@ def attention_swizzle_seeded(
     STAGES: int = 2,
     IN: str = "bf16",
     BUG: str = "",
+    V_COLUMNS: bool = True,
 ):
     """`attention_lineage.attention_swizzle` statement for statement (with no BUG its IR is the library rung's, which
     `test_the_seeded_swizzle_copy_without_a_bug_is_the_library_rung` checks), and one seeded bug, a swizzle applied on
     one side of a shared tile only (the other side sees the same memory through the buffer's layout without its
     swizzle, `Shared.view`): "q_read", "k_read" and "v_read" (the tile stored swizzled, read by ldmatrix unswizzled),
-    "k_store" and "v_store" (stored by cp.async unswizzled, read by ldmatrix swizzled)."""
+    "k_store" and "v_store" (stored by cp.async unswizzled, read by ldmatrix swizzled). ``V_COLUMNS=False`` leaves out
+    the head-dim column conjunct of rV's tag assertion (the verifier's own checks alone then)."""
     head_dim(D, BK, BD)
     scale_log2 = LOG2E / D**0.5
     warps = (BM // 16, 1)  # thread groups: one warp per 16 query rows
@@ -572,7 +574,10 @@ def attention_swizzle_seeded(
                 T.copy(sV_read[j % STAGES].window((0, c * BD), (BN, BD)), rV, atom="ldmatrix")
                 # invariant: stage j % STAGES holds value tile j of this batch-head when iteration j consumes it, and
                 # V's element (n, d) is head-dim column c * BD + d (the swizzle undone on the read)
-                T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j) & (v[2] == c * BD + v.coord[1]), rV)  # noqa: B023
+                if V_COLUMNS:
+                    T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j) & (v[2] == c * BD + v.coord[1]), rV)  # noqa: B023
+                else:
+                    T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j), rV)  # noqa: B023
                 T.copy(oc * alpha[:, None], oc)
                 T.gemm(rP, rV, oc)
                 # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c of this block
@@ -591,15 +596,16 @@ def test_the_seeded_swizzle_copy_without_a_bug_is_the_library_rung() -> None:
 
 #: (bug, the verifier's error codes). The swizzle permutes the 16-byte chunks within a row, so a side that misses it
 #: reads the right row (key or query) at the wrong head-dim columns: for Q and K, the contraction index of S = Q K^T
-#: (`MMA_K_MISMATCH`), and K's column assertion on rKt (`TAG_ASSERT`); for V, O's column index, which only V's column
-#: assertion on rV sees (`TAG_ASSERT`; the MMA check pairs P's key with V's row, which the swizzle keeps). Each also
-#: gives wrong numbers on the interpreter at S = 100.
+#: (`MMA_K_MISMATCH`), and K's column assertion on rKt (`TAG_ASSERT`); for V, O's column index: the MMA check pairs P's
+#: key with V's row, which the swizzle keeps, but the products one element of O sums read different columns of V
+#: (`MMA_COL_MIXED`, and V's column assertion on rV, `TAG_ASSERT`). Each also gives wrong numbers on the interpreter
+#: at S = 100.
 SEEDED_SWIZZLE = [
     ("q_read", {"MMA_K_MISMATCH"}),
     ("k_read", {"MMA_K_MISMATCH", "TAG_ASSERT"}),
     ("k_store", {"MMA_K_MISMATCH", "TAG_ASSERT"}),
-    ("v_read", {"TAG_ASSERT"}),
-    ("v_store", {"TAG_ASSERT"}),
+    ("v_read", {"MMA_COL_MIXED", "TAG_ASSERT"}),
+    ("v_store", {"MMA_COL_MIXED", "TAG_ASSERT"}),
 ]
 
 
@@ -613,3 +619,19 @@ def test_seeded_swizzle_mismatches_are_caught(bug: str, codes: set) -> None:
     q, k, v = _inputs(2, 100, 64, "bf16")
     o = _kernel_output(attention_swizzle_seeded.trace(BUG=bug), q, k, v)
     assert not np.isnan(o).any() and _rounded_p_excess(o, q, k, v, "bf16").max() > 1.0
+
+
+@pytest.mark.parametrize("bug", ["v_read", "v_store"])
+def test_a_v_swizzled_on_one_side_is_caught_without_the_column_assertion(bug: str) -> None:
+    """Until session 33 a V stored unswizzled and read swizzled (or the other way round) verified unless rV's tag
+    assertion named its head-dim column: the built-in checks compared positions and the contraction index only. The MMA
+    check now also asks that the products summed into one accumulator element read one column of B."""
+    from argus.verify import verify
+
+    assert not verify(attention_swizzle_seeded.trace(V_COLUMNS=False)).errors
+    result = verify(attention_swizzle_seeded.trace(BUG=bug, V_COLUMNS=False))
+    assert result.verdict.value == "violated" and not result.unknowns, [u.code for u in result.unknowns]
+    assert {e.code for e in result.errors} == {"MMA_COL_MIXED"}
+    (finding,) = [e for e in result.errors if e.code == "MMA_COL_MIXED"]
+    cex = finding.counterexample
+    assert cex.expected.name == cex.actual.name == "V" and cex.expected.coords[2] != cex.actual.coords[2]

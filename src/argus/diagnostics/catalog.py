@@ -811,6 +811,20 @@ class Code(StrEnum):
         "{column} of the B operand, not column {want} (k={k} of the tile)",
         "allocate the B fragment with mma=<atom>, operand='B' and the accumulator's groups",
     )
+    MMA_ROW_MIXED = _entry(
+        Category.VERIFY,
+        "the instruction accumulates into the register holding accumulator element {acc} products with {first} at "
+        "k={k1} and {second} at k={k2} of the tile: two elements of different rows of the A operand",
+        "write and read the shared tile through one layout (the same swizzle on both sides); a T.assert_tag on the "
+        "operand naming its row shows which side moved it",
+    )
+    MMA_COL_MIXED = _entry(
+        Category.VERIFY,
+        "the instruction accumulates into the register holding accumulator element {acc} products with {first} at "
+        "k={k1} and {second} at k={k2} of the tile: two elements of different columns of the B operand",
+        "write and read the shared tile through one layout (the same swizzle on both sides); a T.assert_tag on the "
+        "operand naming its column shows which side moved it",
+    )
     MMA_ACC_NOT_RESET = _entry(
         Category.VERIFY,
         "the T.gemm accumulates tile {tile} into {acc}, which still holds the products of the previous tile",

@@ -80,6 +80,25 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "column j of the B operand tile.",
         Severity.ERROR,
     ),
+    CatalogEntry(
+        "MMA_ROW_MIXED",
+        "one accumulator row summed from different rows of A",
+        "The products an MMA sums into one accumulator element (i, j) read, at different contraction steps k, A "
+        "elements of different rows: the tag coordinate that follows A's rows (as the writes laid it down) differs "
+        "between A(i, k1) and A(i, k2). Typical cause: a shared tile written through one layout and read through "
+        "another that keeps the contraction index, such as a swizzle applied on one side only.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
+        "MMA_COL_MIXED",
+        "one accumulator column summed from different columns of B",
+        "The products an MMA sums into one accumulator element (i, j) read, at different contraction steps k, B "
+        "elements of different columns: the tag coordinate that follows B's columns (as the writes laid it down) "
+        "differs between B(k1, j) and B(k2, j). Typical cause: a shared tile written through one layout and read "
+        "through another that keeps the contraction index, such as a swizzle applied on one side only (an N-major B "
+        "tile, or V in attention's O = P V).",
+        Severity.ERROR,
+    ),
     # --- shared-memory races --------------------------------------------------------------------
     CatalogEntry(
         "MMA_ACC_NOT_RESET",

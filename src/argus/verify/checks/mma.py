@@ -12,6 +12,15 @@ register it reads as ``(i, k)`` with the B register it reads as ``(k, j)``. Then
   at (row of the accumulator element, k) — the accumulator element is the one the accumulator's own
   thread–value layout says that register holds;
 * COL: likewise for B and the accumulator's column.
+
+And across the contraction: every product the instruction accumulates into one accumulator element reads the same
+row of A and the same column of B at the tag level. Where the writes that produced an operand say which tag
+coordinate follows its free axis (A's rows, B's columns: `model.axis_map`), the elements an instruction reads as
+(i, k1) and (i, k2) (B: (k1, j) and (k2, j)) agree on that coordinate, unless either is zero padding. The layout
+checks above compare positions, not data: a shared tile written through one layout and read through another that
+keeps the contraction index (a swizzle applied on one side only, which permutes a row's 16-byte chunks) passes them
+and the K check, and sums into one element of O = P V several columns of V (`MMA_COL_MIXED`; A's rows,
+`MMA_ROW_MIXED`).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from argus.verify import smt
 from argus.verify.context import Context
 from argus.verify.model import (
     CONST_AXIS,
+    MASK_NONE,
     Write,
     axis_map,
     decompose,
@@ -81,6 +91,53 @@ def _axis(amap: tuple | None, ref: Any, window_axis: int) -> int | None | str:
     if pos == CONST_AXIS:
         return "const"
     return pos
+
+
+def _across_contraction(
+    ctx: Context,
+    s: Gemm,
+    w: Write,
+    atom: Any,
+    gpos: tuple[Any, Any],
+    g: Any,
+    ij: tuple[Any, Any],
+    env: dict,
+    lookback: int,
+    amaps: tuple[Any, Any],
+    kaxes: tuple[Any, Any],
+) -> list[tuple[str, Any, tuple[Any, Any], tuple[Any, Any], Any]]:
+    """The queries that the products accumulated into accumulator element `ij` read one row of A and one column of B
+    at the tag level: (code, violation, (k1, tag at k1), (k2, tag at k2), query), one per operand whose free axis a
+    tag coordinate follows (other than the contraction's). Each has a query of its own: the K check's stays as it
+    was (Z3's search depends on the terms a query holds)."""
+    out = []
+    for op, code, amap, kax, free in (
+        ("A", "MMA_ROW_MIXED", amaps[0], kaxes[0], 0),
+        ("B", "MMA_COL_MIXED", amaps[1], kaxes[1], 1),
+    ):
+        ref = s.a if op == "A" else s.b
+        coord = _axis(amap, ref, free)
+        if not isinstance(coord, int) or isinstance(kax, str) or coord == kax:
+            continue
+        q = ctx.query(lookback)
+        k1, k2 = smt.fresh("k"), smt.fresh("k")
+        q.require(z3.BoolVal(True), z3.And(smt.in_range(k1, 0, s.a.shape[1]), smt.in_range(k2, 0, s.a.shape[1])))
+        tags = []
+        for kk in (k1, k2):
+            element = (ij[0], kk) if op == "A" else (kk, ij[1])
+            tags.append(operand_hw(q, w, s, op, atom, gpos, g, element, env, z3.BoolVal(True)))
+        t1, t2 = tags
+        violation = z3.And(
+            q.is_data(t1),
+            t1.name == t2.name,
+            t1.arity == t2.arity,
+            z3.UGT(t1.arity, coord),
+            t1.mask == MASK_NONE,
+            t2.mask == MASK_NONE,
+            t1.coords[coord] != t2.coords[coord],
+        )
+        out.append((code, violation, (k1, t1), (k2, t2), q))
+    return out
 
 
 def check_gemm(ctx: Context, site: Site) -> list[Finding]:
@@ -180,6 +237,44 @@ def _check_gemm(ctx: Context, site: Site, lookback: int) -> list[Finding]:
         checks.append(("MMA_K_MISMATCH", kviol, tb, ta, (n0, n2), q))
     checks.append(("MMA_ROW_MISMATCH", row_a != big_i, big_i, row_a, (n0, n0), None))
     checks.append(("MMA_COL_MISMATCH", col_b != big_j, big_j, col_b, (n0, n0), None))
+    across = _across_contraction(ctx, s, w, atom, (gm, gn), g, (i, j), env, lookback, (amap_a, amap_b), (ka, kb))
+
+    for code, violation, (k1, t1), (k2, t2), query in across:
+        out = ctx.solve(cons_layout, violation, query)
+        if out.verdict == Verdict.VERIFIED:
+            continue
+        if out.verdict == Verdict.UNKNOWN:
+            findings.append(
+                undecided(out, f"{code} could not be decided for T.gemm", loc=s.loc, pin=True, details={"check": code})
+            )
+            continue
+        m = out.model
+        v1, v2 = tag_value(query, m, t1), tag_value(query, m, t2)
+        acc_coord = (smt.model_int(m, big_i), smt.model_int(m, big_j))
+        kk1, kk2 = smt.model_int(m, k1), smt.model_int(m, k2)
+        what = "rows of the A operand" if code == "MMA_ROW_MIXED" else "columns of the B operand"
+        msg = (
+            f"the instruction accumulates into the register holding accumulator element {acc_coord} products with "
+            f"{v1} at k={kk1} and {v2} at k={kk2} of the tile: two elements of different {what}"
+        )
+        gi = smt.model_int(m, g)
+        thread_abs = smt.model_int(m, absolute_thread(acc_buf, smt.val(gi * at + smt.model_int(m, lane_c)), site.role))
+        cex = Counterexample(
+            code=code,
+            message=msg,
+            op_loc=s.loc,
+            program_point=f"T.gemm at {s.loc}",
+            block=ctx.block_values(m),
+            shapes=ctx.shape_values(m),
+            thread=ThreadPoint(thread_abs, site.role.name if site.role else None),
+            loops=ctx.loop_values(m, site, env),
+            element=Element(user_name(acc_buf), "fragment", None, acc_coord, smt.model_int(m, v_c)),
+            expected=v1,
+            actual=v2,
+            chain=ctx.chain(m, query.steps),
+            variables={"thread group": gi, "k (in the tile)": kk1, "k' (in the tile)": kk2},
+        )
+        findings.append(Finding(code, Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
 
     for code, violation, expected, actual, (lo, hi), query in checks:
         out = ctx.solve(cons if query is not None else cons_layout, violation, query)
