@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from argus.atoms import WGMMA_N_VALUES, AtomError, Major, MemorySpace, Scope, mma_sync_m16n8k16, wgmma
-from argus.atoms.mma import wgmma_k
+from argus.atoms.mma import tf32_operand, wgmma_k
 from argus.ir.types import bf16, e4m3, e5m2, f16, f32, i32
 from argus.layout import Layout
 
@@ -133,7 +134,6 @@ def test_wgmma_accepts_every_valid_n(n):
 @pytest.mark.parametrize(
     "kwargs, code",
     [
-        (dict(a_dtype=f32), "ATOM_MMA_DTYPE"),
         (dict(a_dtype=i32), "ATOM_MMA_DTYPE"),
         (dict(a_dtype=bf16, b_dtype=f16), "ATOM_MMA_DTYPE"),
         (dict(a_dtype=bf16, acc_dtype=f16), "ATOM_MMA_ACC_DTYPE"),
@@ -170,6 +170,47 @@ def test_fp8_is_wgmma_at_k32_only() -> None:
         with pytest.raises(AtomError) as err:
             mma_sync_m16n8k16(**kwargs)
         assert err.value.code == "ATOM_MMA_DTYPE"
+
+
+def test_tf32_is_wgmma_at_k8_on_f32_data() -> None:
+    """f32 operands are wgmma's k8 form, read as TF32 (``.tf32.tf32``), K-major, A from shared memory, f32
+    accumulators; mma.sync's m16n8k16 does not take f32."""
+    atom = wgmma(128, f32)
+    assert atom.shape == (64, 128, 8) and atom.ptx == "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32"
+    assert atom.name == "wgmma.m64n128k8.f32.tf32.tf32.ss" and atom.reads_tf32 and not wgmma(128).reads_tf32
+    assert atom.a_dtype == atom.b_dtype == atom.acc_dtype == f32
+    assert atom.a_layout == Layout((128, (64, 8)), (0, (1, 64))) and atom.c_layout == wgmma(128).c_layout
+    assert atom.a_majors == atom.b_majors == (Major.K,)  # no transposed 32-bit operands
+    assert wgmma_k(f32) == 8
+    for kwargs, code in (
+        (dict(a_dtype=f32, b_dtype=bf16), "ATOM_MMA_DTYPE"),
+        (dict(a_dtype=f32, acc_dtype=f16), "ATOM_MMA_ACC_DTYPE"),
+        (dict(a_dtype=f32, a_source="registers"), "ATOM_OPERAND_SOURCE"),
+    ):
+        with pytest.raises(AtomError) as err:
+            wgmma(64, **kwargs)
+        assert err.value.code == code, kwargs
+    with pytest.raises(AtomError) as err:
+        mma_sync_m16n8k16(f32)
+    assert err.value.code == "ATOM_MMA_DTYPE"
+
+
+def test_tf32_operands_keep_the_top_ten_mantissa_bits() -> None:
+    """The instruction multiplies f32 data truncated to TF32: sign, exponent and the top 10 mantissa bits."""
+    x = np.array([1.0 + 2.0**-10, 1.0 + 2.0**-11, -(1.0 + 2.0**-10 + 2.0**-11), 3.0e38, 2.0**-149, 0.0, np.inf])
+    want = np.array([1.0 + 2.0**-10, 1.0, -(1.0 + 2.0**-10), None, 0.0, 0.0, np.inf], dtype=object)
+    got = tf32_operand(x)
+    for g, w in zip(got, want, strict=True):
+        if w is not None:
+            assert g == w
+    bits = np.asarray(got[3], dtype=np.float32).view(np.uint32)
+    assert bits & 0x1FFF == 0 and abs(got[3] - 3.0e38) <= 3.0e38 * 2.0**-10  # low 13 bits cleared, toward zero
+    assert np.isnan(tf32_operand(np.array([np.nan])))[0]
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal(10_000).astype(np.float32)
+    t = tf32_operand(y)
+    assert np.all(np.abs(t) <= np.abs(y)) and np.all(np.abs(y - t) < np.abs(y) * 2.0**-10)
+    assert wgmma(64, f32).operand_values(y) is not y and np.array_equal(wgmma(64).operand_values(y), y)
 
 
 def test_dtype_names_are_accepted():

@@ -29,8 +29,10 @@ def test_names_are_unique_and_complete():
     assert len(names) == len(set(names)) == len(atom_names())
     assert all(isinstance(a, (MmaAtom, CopyAtom)) for a in atoms)
     wgmmas = [a for a in atoms if a.name.startswith("wgmma.")]
-    # N x (bf16/f32, f16/f32, f16/f16) x (ss, rs), and N x (e4m3, e5m2)^2 with f32 accumulators from shared memory
-    assert len(wgmmas) == len(WGMMA_N_VALUES) * (3 * 2 + 4)
+    # N x (bf16/f32, f16/f32, f16/f16) x (ss, rs), N x (e4m3, e5m2)^2 with f32 accumulators from shared memory, and
+    # N x TF32 (f32 data) from shared memory
+    assert len(wgmmas) == len(WGMMA_N_VALUES) * (3 * 2 + 4 + 1)
+    assert sum(a.reads_tf32 for a in wgmmas) == len(WGMMA_N_VALUES)
 
 
 def test_every_atom_round_trips():

@@ -1,6 +1,6 @@
 """MMA atoms: ``mma.sync.aligned.m16n8k16`` (one warp), ``wgmma.mma_async.m64nNk16`` (one warpgroup; 16-bit
-inputs) and ``wgmma.mma_async.m64nNk32`` (8-bit floats, FP8 e4m3/e5m2), and the per-thread FMA atom (`fma`: one
-thread, ``1x1x1``, CUDA-core ``fma.rn.f32``).
+inputs), ``wgmma.mma_async.m64nNk32`` (8-bit floats, FP8 e4m3/e5m2) and ``wgmma.mma_async.m64nNk8`` (f32 data read
+as TF32), and the per-thread FMA atom (`fma`: one thread, ``1x1x1``, CUDA-core ``fma.rn.f32``).
 
 An `MmaAtom` computes ``C[M,N] += A[M,K] * B[K,N]``. Its operand layouts map ``(thread, value)`` to
 the column-major index of the element in the operand's tile:
@@ -71,6 +71,25 @@ _K32_ACCUMULATORS: dict[str, tuple[DType, ...]] = {"e4m3": (f32, f16), "e5m2": (
 #: Input dtypes the FP8 ``wgmma`` atoms take.
 FP8_DTYPES: tuple[DType, ...] = (e4m3, e5m2)
 
+#: Input dtypes of the k8 ``wgmma`` shapes: f32 data, which the instruction reads as TF32 (PTX ``.tf32``: f32's sign
+#: and 8 exponent bits, the top 10 of its 23 mantissa bits), with an f32 accumulator (PTX ISA, wgmma "Matrix Shape":
+#: ``.m64nNk8`` for ``.tf32``). Both operands K-major (transposition exists for 16-bit types only).
+_K8_ACCUMULATORS: dict[str, tuple[DType, ...]] = {"f32": (f32,)}
+
+#: The mantissa bits of f32 that a TF32 operand drops.
+TF32_DROPPED_BITS = 13
+
+
+def tf32_operand(x: Any) -> Any:
+    """f32 values as a TF32 instruction multiplies them: the low `TF32_DROPPED_BITS` mantissa bits cleared (the
+    tensor core reads the top 19 bits of each 32-bit element: truncation toward zero; infinities and NaNs keep
+    their class). The interpreter reads ``.tf32`` operands through this; argus's kernels that want rounding to
+    nearest convert first (``cvt.rna.tf32.f32``), as the split-precision scheme does."""
+    import numpy as np
+
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFFFFF ^ ((1 << TF32_DROPPED_BITS) - 1))).view(np.float32).astype(np.float64)
+
 
 def wgmma_k(dtype: DType | str) -> int:
     """The K extent of one ``wgmma`` for inputs of `dtype`: 32 bytes of each operand's row, 16 elements of a 16-bit
@@ -130,6 +149,16 @@ class MmaAtom:
     @property
     def k(self) -> int:
         return self.shape[2]
+
+    @property
+    def reads_tf32(self) -> bool:
+        """True when the instruction reads its f32 operands as TF32 (``.tf32`` in the PTX opcode)."""
+        return ".tf32" in self.ptx
+
+    def operand_values(self, x: Any) -> Any:
+        """An operand's element values (float64 numpy) as the instruction multiplies them: TF32 atoms drop the low
+        mantissa bits of f32 data (`tf32_operand`); the others multiply the stored values exactly."""
+        return tf32_operand(x) if self.reads_tf32 else x
 
     def layout(self, operand: Operand) -> Layout:
         """The thread-value layout of ``"A"``, ``"B"`` or ``"C"`` (C is also D)."""
@@ -247,8 +276,21 @@ def _input_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, 
             f"{atom} multiplies 16-bit floats",
             requirement="A and B dtypes in {bf16, f16}",
             actual=f"A dtype {a.name}",
-            hint="convert the operand to bf16 or f16 first (wgmma also multiplies e4m3/e5m2, at k32)",
+            hint="convert the operand to bf16 or f16 first (wgmma also multiplies e4m3/e5m2, at k32, and f32 as "
+            "TF32, at k8)",
         )
+    return _same_dtypes(atom, a, b_dtype, acc_dtype, _K16_ACCUMULATORS)
+
+
+def _same_dtypes(
+    atom: str,
+    a_dtype: DType | str,
+    b_dtype: DType | str | None,
+    acc_dtype: DType | str,
+    table: dict[str, tuple[DType, ...]],
+) -> tuple:
+    """(A, B, accumulator dtypes, the accumulators allowed) of an instruction whose A and B share one dtype."""
+    a = supported_dtype(a_dtype, atom, "A dtype")
     b = a if b_dtype is None else supported_dtype(b_dtype, atom, "B dtype")
     if b != a:
         raise AtomError(
@@ -258,7 +300,7 @@ def _input_dtypes(atom: str, a_dtype: DType | str, b_dtype: DType | str | None, 
             actual=f"B dtype {b.name}",
             hint=f"convert B to {a.name}",
         )
-    acc, allowed = _accumulator(atom, a, acc_dtype, _K16_ACCUMULATORS)
+    acc, allowed = _accumulator(atom, a, acc_dtype, table)
     return a, b, acc, allowed
 
 
@@ -346,14 +388,15 @@ def wgmma(
     acc_dtype: DType | str = f32,
     a_source: MemorySpace | Literal["shared", "registers"] = "shared",
 ) -> MmaAtom:
-    """The warpgroup-wide ``wgmma.mma_async`` atom: ``m64nNk16`` for 16-bit inputs, ``m64nNk32`` for FP8.
+    """The warpgroup-wide ``wgmma.mma_async`` atom: ``m64nNk16`` for 16-bit inputs, ``m64nNk32`` for FP8,
+    ``m64nNk8`` for f32 inputs read as TF32 (``.f32.tf32.tf32``: `tf32_operand`).
 
-    `n` must be a multiple of 8 in [8, 256]; inputs bf16 (f32 accumulators), f16 (f32 or f16), or the 8-bit floats
-    e4m3 and e5m2 (f32 or f16; A and B may be of different FP8 types); B always comes from shared memory, A from
-    shared memory (``"shared"``, the ``.ss`` form) or, for 16-bit inputs, registers (``"registers"``, the ``.rs``
-    form, which must be K-major). FP8 operands in shared memory are K-major (PTX: transposition exists for 16-bit
-    types only). Raises `AtomError` (``ATOM_WGMMA_N``, ``ATOM_MMA_DTYPE``, ``ATOM_MMA_ACC_DTYPE``,
-    ``ATOM_OPERAND_SOURCE``).
+    `n` must be a multiple of 8 in [8, 256]; inputs bf16 (f32 accumulators), f16 (f32 or f16), the 8-bit floats
+    e4m3 and e5m2 (f32 or f16; A and B may be of different FP8 types), or f32 (as TF32; f32 accumulators); B always
+    comes from shared memory, A from shared memory (``"shared"``, the ``.ss`` form) or, for 16-bit inputs,
+    registers (``"registers"``, the ``.rs`` form, which must be K-major). FP8 and TF32 operands in shared memory are
+    K-major (PTX: transposition exists for 16-bit types only). Raises `AtomError` (``ATOM_WGMMA_N``,
+    ``ATOM_MMA_DTYPE``, ``ATOM_MMA_ACC_DTYPE``, ``ATOM_OPERAND_SOURCE``).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n not in WGMMA_N_VALUES:
         lower = max(8, min(256, (n // 8) * 8)) if isinstance(n, int) and not isinstance(n, bool) else 8
@@ -365,12 +408,15 @@ def wgmma(
             actual=f"N = {n!r}",
             hint=hint + ", and cover a wider tile with several instructions",
         )
-    fp8 = supported_dtype(a_dtype, "wgmma.mma_async", "A dtype") in FP8_DTYPES
+    first = supported_dtype(a_dtype, "wgmma.mma_async", "A dtype")
+    fp8, tf32 = first in FP8_DTYPES, first == f32
     if fp8:
         a, b, acc, allowed = _fp8_dtypes(f"wgmma.mma_async.m64n{n}k32", a_dtype, b_dtype, acc_dtype)
+    elif tf32:
+        a, b, acc, allowed = _same_dtypes(f"wgmma.mma_async.m64n{n}k8", a_dtype, b_dtype, acc_dtype, _K8_ACCUMULATORS)
     else:
         a, b, acc, allowed = _input_dtypes(f"wgmma.mma_async.m64n{n}k16", a_dtype, b_dtype, acc_dtype)
-    k = 32 if fp8 else 16
+    k = wgmma_k(a)
     source = memory_space(a_source, "wgmma's A operand source")
     if source not in (MemorySpace.SHARED, MemorySpace.REGISTERS):
         raise AtomError(
@@ -380,15 +426,18 @@ def wgmma(
             hint="stage global data in shared memory first (TMA or cp.async)",
         )
     from_registers = source is MemorySpace.REGISTERS
-    if from_registers and fp8:
+    if from_registers and (fp8 or tf32):
         raise AtomError(
             "ATOM_OPERAND_SOURCE",
-            f"wgmma.mma_async.m64n{n}k32 with A in registers (the .rs form for FP8) is not built: its register "
-            "fragment (four 8-bit values per register) has no layout in argus.atoms yet",
+            f"wgmma.mma_async.m64n{n}k{k} with A in registers (the .rs form for {'FP8' if fp8 else 'TF32'}) is not "
+            f"built: its register fragment ({'four 8-bit values' if fp8 else 'one 32-bit value'} per register) has "
+            "no layout in argus.atoms yet",
             actual=f"A dtype {a.name} from registers",
             hint="read A from shared memory (a_source='shared')",
         )
-    types = f"{acc.name}.{a.name}.{b.name}"
+    operand_types = "tf32.tf32" if tf32 else f"{a.name}.{b.name}"
+    types = f"{acc.name}.{operand_types}"
+    k_major_only = fp8 or tf32
     return MmaAtom(
         name=f"wgmma.m64n{n}k{k}.{types}.{'rs' if from_registers else 'ss'}",
         ptx=f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types}",
@@ -396,7 +445,7 @@ def wgmma(
         a_dtype=a,
         b_dtype=b,
         acc_dtype=acc,
-        ab_dtypes=FP8_DTYPES if fp8 else (bf16, f16),
+        ab_dtypes=FP8_DTYPES if fp8 else ((f32,) if tf32 else (bf16, f16)),
         acc_dtypes=allowed,
         thread_count=WARPGROUP_SIZE,
         scope=Scope.WARPGROUP,
@@ -405,8 +454,8 @@ def wgmma(
         a_layout=_WGMMA_A_REGISTERS if from_registers else _collective(64, k),
         b_layout=_collective(n, k),
         c_layout=_wgmma_c(n),
-        a_majors=() if from_registers else ((Major.K,) if fp8 else (Major.K, Major.MN)),
-        b_majors=(Major.K,) if fp8 else (Major.K, Major.MN),
+        a_majors=() if from_registers else ((Major.K,) if k_major_only else (Major.K, Major.MN)),
+        b_majors=(Major.K,) if k_major_only else (Major.K, Major.MN),
         arch="sm_90a",
     )
 

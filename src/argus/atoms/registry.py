@@ -2,7 +2,8 @@
 
 Registered: ``mma.sync.m16n8k16`` for each legal dtype combination; ``wgmma.m64nNk16`` for every N,
 dtype combination and A source; ``wgmma.m64nNk32`` (FP8, A from shared memory) for every N and e4m3/e5m2 pair with
-an f32 accumulator; the per-thread FMA atom (``fma.f32.*``) for bf16, f16 and f32 inputs;
+an f32 accumulator; ``wgmma.m64nNk8`` (f32 read as TF32, A from shared memory) for every N; the per-thread FMA atom
+(``fma.f32.*``) for bf16, f16 and f32 inputs;
 16-byte global loads and stores and ``cp.async`` (every legal size and cache operator) for 8-, 16- and
 32-bit elements; ``ldmatrix``/``stmatrix`` ``.x1/.x2/.x4`` with
 and without ``.trans``; TMA loads and stores of rank 2 and 3. Constructors (`wgmma`, `cp_async`,
@@ -47,6 +48,8 @@ def _build() -> list[Any]:
         for b in FP8_DTYPES:
             for n in WGMMA_N_VALUES:
                 atoms.append(wgmma(n, a, b, f32))
+    for n in WGMMA_N_VALUES:
+        atoms.append(wgmma(n, f32, f32, f32))  # f32 read as TF32
     for ab in FMA_INPUT_DTYPES:
         atoms.append(fma(ab, ab, f32))
     for bits in VECTOR_ELEMENT_BITS:

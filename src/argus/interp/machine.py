@@ -702,7 +702,7 @@ class _Machine:
             a = self._group_operand(blk, s.a, atom, "A", s.groups, group, (g_m, g_n))
             b = self._group_operand(blk, s.b, atom, "B", s.groups, group, (g_m, g_n))
             c = self._group_operand(blk, s.acc, atom, "C", s.groups, group, (g_m, g_n))
-            c = c + a @ b
+            c = c + atom.operand_values(a) @ atom.operand_values(b)  # as the instruction reads them (TF32: truncated)
             self._store_group(blk, s.acc.buffer, atom, s.groups, group, c)
 
     def _gemm_all_groups(self, blk: _Block, s: Gemm, atom: Any) -> None:
@@ -726,7 +726,7 @@ class _Machine:
             tile[:, rows, cols] = data[threads, np.arange(rows.shape[1])[None, None, :]]
             tiles[operand] = (tile, rows, cols, threads)
         c, rows, cols, threads = tiles["C"]
-        c = c + tiles["A"][0] @ tiles["B"][0]
+        c = c + atom.operand_values(tiles["A"][0]) @ atom.operand_values(tiles["B"][0])
         regs = blk.fragments[s.acc.buffer]
         regs[threads, np.arange(rows.shape[1])[None, None, :]] = _round(s.acc.buffer.dtype, c[:, rows, cols])
 

@@ -333,7 +333,8 @@ class GemmProblem:
         if self.dtype not in INPUTS:
             raise GemmError(
                 f"GEMM inputs in {self.dtype!r} are not built: the tensor-core GEMM takes {', '.join(INPUTS)} "
-                "(a TF32 atom is open work of issue #20)"
+                "(f32 inputs run by bf16x3 split precision; the TF32 wgmma atom exists, T.wgmma_atom(n, T.f32), but "
+                "no plan takes it yet)"
             )
         if self.out not in OUTPUTS:
             raise GemmError(f"GEMM output dtype {self.out!r}: choose one of {', '.join(OUTPUTS)}")

@@ -90,7 +90,8 @@ def mma_sync(a_dtype: DType = bf16, acc_dtype: DType = f32) -> MmaAtom:
 
 
 def wgmma_atom(n: int, a_dtype: DType = bf16, acc_dtype: DType = f32, a_source: str = "shared") -> MmaAtom:
-    """The ``wgmma.mma_async.m64nNk16`` atom (one warpgroup)."""
+    """The ``wgmma.mma_async`` atom (one warpgroup): ``m64nNk16`` for bf16/f16 inputs, ``m64nNk32`` for e4m3/e5m2,
+    ``m64nNk8`` for f32 inputs, which the instruction reads as TF32 (`argus.atoms.wgmma`)."""
     return wgmma(n, a_dtype, acc_dtype=acc_dtype, a_source=a_source)
 
 

@@ -478,8 +478,8 @@ def wgmma_function_name(atom: MmaAtom) -> str:
 def wgmma_snippet(atom: MmaAtom) -> Snippet:
     """``wgmma.mma_async`` with A and B from shared-memory descriptors and f32 accumulators ``d[0..]`` in
     place (scale-d = 1: D = A * B + D; with ``scale_d`` 0, D = A * B); ``TRANS_A``/``TRANS_B`` are imm-trans-a/b
-    (1: MN-major). FP8 (k32) takes no imm-trans operands (its operands are K-major: both must be 0). For an atom
-    that reads A from registers (``.rs``), `wgmma_rs_snippet`."""
+    (1: MN-major). FP8 (k32) and TF32 (k8) take no imm-trans operands (their operands are K-major: both must be 0).
+    For an atom that reads A from registers (``.rs``), `wgmma_rs_snippet`."""
     c_regs = atom.values_per_thread("C")
     if atom.acc_dtype.bits != 32:
         raise ValueError(f"{atom.name}: only f32 accumulators are lowered")
@@ -489,10 +489,11 @@ def wgmma_snippet(atom: MmaAtom) -> Snippet:
     da, db, one, ta, tb = c_regs, c_regs + 1, c_regs + 2, c_regs + 3, c_regs + 4
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(c_regs))
     name = wgmma_function_name(atom)
-    fp8 = atom.a_dtype.bits == 8
-    trans = "" if fp8 else f", %{ta}, %{tb}"
-    trans_in = "" if fp8 else ', "n"(TRANS_A), "n"(TRANS_B)'
-    check = '\n  static_assert(TRANS_A == 0 && TRANS_B == 0, "FP8 wgmma operands are K-major");' if fp8 else ""
+    k_major = atom.a_dtype.bits != 16  # FP8 and TF32: no transposition
+    kind = "TF32" if atom.reads_tf32 else "FP8"
+    trans = "" if k_major else f", %{ta}, %{tb}"
+    trans_in = "" if k_major else ', "n"(TRANS_A), "n"(TRANS_B)'
+    check = f'\n  static_assert(TRANS_A == 0 && TRANS_B == 0, "{kind} wgmma operands are K-major");' if k_major else ""
     text = f"""
 // {atom.ptx} (both operands from shared memory): D = A * B + D, in place.
 template <int TRANS_A, int TRANS_B>
