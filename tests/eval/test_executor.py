@@ -193,6 +193,30 @@ def test_a_gpu_job_on_a_pool_without_gpus_is_a_typed_error() -> None:
         executor.close()
 
 
+def test_job_processes_see_no_secret_unless_their_caller_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An executor built without a `job_env` (the lineage walk's and the KernelBench sweep's local pools) empties, in
+    its job processes, every variable whose name says it holds a secret; a caller's `job_env` (the agent's
+    `worker_environment`, which knows the variables its LLM configuration names) replaces that default."""
+    from argus.eval.sandbox import secretless_overrides
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-0123456789")
+    monkeypatch.setenv("SOME_API_KEY", "sk-0123456789")
+    monkeypatch.setenv("ARGUS_HARMLESS_SETTING", "kept")
+    names = ["MY_SERVICE_TOKEN", "SOME_API_KEY", "ARGUS_HARMLESS_SETTING"]
+    assert secretless_overrides() == {**secretless_overrides(), "MY_SERVICE_TOKEN": "", "SOME_API_KEY": ""}
+    assert "ARGUS_HARMLESS_SETTING" not in secretless_overrides()
+    with LocalExecutor(workers=1) as executor:
+        (result,) = executor.run([GateJob("env", "tests.eval.workers:environment", {"names": names})])
+    assert result.value == {"MY_SERVICE_TOKEN": "", "SOME_API_KEY": "", "ARGUS_HARMLESS_SETTING": "kept"}
+    with LocalExecutor(workers=1, job_env={"ARGUS_HARMLESS_SETTING": ""}) as executor:
+        (result,) = executor.run([GateJob("env", "tests.eval.workers:environment", {"names": names})])
+    assert result.value == {
+        "MY_SERVICE_TOKEN": "tok-0123456789",
+        "SOME_API_KEY": "sk-0123456789",
+        "ARGUS_HARMLESS_SETTING": "",
+    }
+
+
 def test_the_local_pool_never_imports_ray(tmp_path: Path) -> None:
     script = (
         "import sys\n"

@@ -88,3 +88,8 @@ def kill_ray_worker_always() -> None:
 
     os.kill(_ray_worker_parent(), signal.SIGKILL)
     time.sleep(600)
+
+
+def environment(names: list[str]) -> dict[str, str | None]:
+    """The job process's values of the environment variables `names` (None where unset)."""
+    return {name: os.environ.get(name) for name in names}

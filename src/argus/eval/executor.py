@@ -48,6 +48,7 @@ from typing import Any
 
 from argus.diagnostics import ArgusError
 from argus.eval.isolation import REPORTED_STAGES, Job, WorkerPool
+from argus.eval.sandbox import secretless_overrides
 
 #: The environment variable that names a Ray cluster to run on when ``--ray`` is not given.
 RAY_ADDRESS_ENV = "ARGUS_RAY_ADDRESS"
@@ -371,7 +372,9 @@ class LocalExecutor(Executor):
     """The local worker pool (`argus.eval.isolation.WorkerPool`) behind the executor interface: one worker per GPU
     index in `devices`, else `workers` CPU workers. With `devices` and `cpu_workers` > 0, that many more workers see
     no GPU and run the CPU jobs, the GPU workers the GPU jobs; otherwise GPU and CPU jobs share the pool's workers
-    (each pinned to its GPU when there are GPUs). The pool's fault policy applies as it is."""
+    (each pinned to its GPU when there are GPUs). The pool's fault policy applies as it is. `job_env` is set in every
+    worker's environment; without one, every variable whose name says it holds a secret is emptied there
+    (`argus.eval.sandbox.secretless_overrides`)."""
 
     backend = "local"
 
@@ -392,7 +395,12 @@ class LocalExecutor(Executor):
             pool
             if pool is not None
             else WorkerPool(
-                workers=workers, devices=devices, timeout_s=timeout_s, env=job_env, cpu_workers=cpu_workers, **extra
+                workers=workers,
+                devices=devices,
+                timeout_s=timeout_s,
+                env=secretless_overrides() if job_env is None else job_env,
+                cpu_workers=cpu_workers,
+                **extra,
             )
         )
         self.pool.on_event = self._on_event

@@ -77,6 +77,7 @@ from argus.eval.executor import (
     place_of,
 )
 from argus.eval.isolation import REPORTED_STAGES
+from argus.eval.sandbox import secretless_overrides
 
 #: How long the driver waits for a TCP connection to a ``HOST:PORT`` before it calls the address wrong.
 CONNECT_PROBE_S = 5.0
@@ -181,8 +182,10 @@ def run_in_ray_worker(
     of its own, pinned to the GPU Ray gave this task, with the job's time limit; the pool replaces it after a
     crash, a hang or a CUDA error) and return the pool's `Outcome` with this worker's identity and the attempt's
     progress events (``identity["reports"]``). Runs in the Ray worker; never raises for what the job does (the
-    outcome says it). `job_env` is set in the job's process; `report_to` is ``(inbox, token)``: where to forward the
-    progress events as they happen (`ProgressInbox`), None for nowhere."""
+    outcome says it). The job's process gets every variable of this Ray worker's environment whose name says it holds
+    a secret emptied (`argus.eval.sandbox.secretless_overrides`: a node's environment is its own, not the caller's),
+    then `job_env`; `report_to` is ``(inbox, token)``: where to forward the progress events as they happen
+    (`ProgressInbox`), None for nowhere."""
     import ray
 
     from argus.eval.isolation import Job
@@ -195,7 +198,11 @@ def run_in_ray_worker(
         "node": ray.get_runtime_context().get_node_id(),
         "job_pid": None,
     }
-    env = {**(job_env or {}), **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
+    env = {
+        **secretless_overrides(),
+        **(job_env or {}),
+        **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {}),
+    }
     pool = _job_pool(env, timeout_s)
     inbox, token = report_to if report_to is not None else (None, None)
     forward = _Forwarder(pool, identity["host"], identity["gpu"], inbox, token)

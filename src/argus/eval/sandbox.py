@@ -179,6 +179,24 @@ class Limits:
         return Limits(address_space_bytes=max(4 * 2**30, total * 3 // 4))
 
 
+#: Environment variables whose names end like this hold secrets (API keys, tokens, passwords).
+SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (``*_API_KEY``, ``*_TOKEN``, ...)."""
+    return name.upper().endswith(SECRET_SUFFIXES)
+
+
+def secretless_overrides(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment overrides that empty every variable of `env` (default ``os.environ``) whose name says it holds a
+    secret (`is_secret_name`): what an executor's job processes (the judges) get when their caller passes none. The
+    agent's `worker_environment` empties more (the variables its LLM configuration names); a sandbox keeps only
+    `ENV_ALLOWLIST`, whatever the names."""
+    env = os.environ if env is None else env
+    return dict.fromkeys(sorted(n for n, v in env.items() if v and is_secret_name(n)), "")
+
+
 def scrubbed_environment(workdir: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The sandbox's environment: `ENV_ALLOWLIST` from `env` (default ``os.environ``), and the home, temporary and
     cache directories inside `workdir`."""

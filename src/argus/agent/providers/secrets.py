@@ -33,11 +33,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from argus.agent.providers.config import API_KEY_VARIABLE, KEY_VARIABLES, NO_KEY, ProviderConfig, default_config_path
+from argus.eval.sandbox import is_secret_name
 
 #: Shorter values are not scrubbed (they would match ordinary text).
 MIN_SECRET_LENGTH = 8
-#: Environment variables whose names end like this hold secrets.
-SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 MARKER = "[REDACTED:{name}]"
 
 T = TypeVar("T")
@@ -46,11 +45,6 @@ _lock = threading.Lock()
 _held: dict[str, str] = {}  # value -> name: keys held in memory by a provider's configuration (never written)
 _variables: dict[str, None] = {}  # names of key variables named by config files other than the default one
 _file_cache: dict[Path, tuple[tuple[int, int], tuple[str | None, str | None]]] = {}
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name says it holds a secret (``*_API_KEY``, ``*_TOKEN``, ...)."""
-    return name.upper().endswith(SECRET_SUFFIXES)
 
 
 def _usable(value: str | None) -> bool:
