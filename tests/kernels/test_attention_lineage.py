@@ -35,6 +35,8 @@ F32_RUNGS = RUNGS[:2]
 MMA_RUNGS = RUNGS[2:]
 #: The rungs whose K and V tiles a cp.async pipeline stages
 PIPELINED_RUNGS = RUNGS[3:]
+#: Rung 6: TMA and wgmma (tested apart: its loads and MMAs are other instructions)
+TMA_RUNG = "attention_tma_wgmma"
 
 #: (label, BH, S, D, dtype): S a multiple of no tile (nor of 4, the naive rung's key tile)
 CASES = [
@@ -146,11 +148,12 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
         ("attention_mma_sync", "mma_sync"),
         ("attention_cp_async", "cp_async_pipeline"),
         ("attention_swizzle", "smem_swizzle"),
+        ("attention_tma_wgmma", "tma_wgmma"),
     ]
     assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[: len(steps)]]
     conv = [s.mechanism for s in lineage("conv")]  # the convolution ladder stops at the cp.async rung
     assert [s.mechanism for s in steps][: len(conv)] == conv
-    naive, tiled, mma, cp_async, swizzle = (state(features_of(library_variant(r))) for r in RUNGS)
+    naive, tiled, mma, cp_async, swizzle, tma = (state(features_of(library_variant(r))) for r in (*RUNGS, TMA_RUNG))
     assert all(level == 0 for level in naive.values()), naive
     assert {m: v for m, v in tiled.items() if v} == {"smem_tiling": 1}
     assert {m: v for m, v in mma.items() if v} == {"smem_tiling": 1, "mma": 1}
@@ -160,6 +163,13 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
     # the swizzle rung's one step, as gemm_cp_async_swizzled's
     assert {m: v for m, v in swizzle.items() if v} == {**{m: v for m, v in cp_async.items() if v}, "swizzle": 1}
     assert swizzle == state(features_of(library_variant("gemm_cp_async_swizzled")))
+    # the TMA + wgmma rung's two steps, as gemm_tma_wgmma's (global_copy@2, mma@2), split by its bridge
+    assert {m: v for m, v in tma.items() if v} == {
+        **{m: v for m, v in swizzle.items() if v},
+        "global_copy": 2,
+        "mma": 2,
+    }
+    assert tma == state(features_of(library_variant("gemm_tma_wgmma")))
 
 
 @pytest.mark.parametrize("name", RUNGS)
@@ -635,3 +645,91 @@ def test_a_v_swizzled_on_one_side_is_caught_without_the_column_assertion(bug: st
     (finding,) = [e for e in result.errors if e.code == "MMA_COL_MIXED"]
     cex = finding.counterexample
     assert cex.expected.name == cex.actual.name == "V" and cex.expected.coords[2] != cex.actual.coords[2]
+
+
+# --- rung 6: TMA and wgmma, and the bridge that splits it ------------------------------------------------------------
+
+#: (kernel, its params): the rung at D = 64 and 128 (two warpgroups, three stages), and its bridge
+WGMMA_KERNELS = [
+    ("attention_tma_wgmma", {}),
+    ("attention_tma_wgmma", {"D": 128, "BM": 128, "STAGES": 3}),
+    ("attention_cp_async_wgmma", {}),
+]
+
+
+def _wgmma_kernel(name: str, params: dict):
+    from argus.lineage.bridges import BRIDGES
+
+    kernel = BRIDGES[name][0] if name in BRIDGES else getattr(attention_lineage, name)
+    return kernel.trace(**params)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name", ["attention_tma_wgmma", "attention_cp_async_wgmma"])
+def test_the_wgmma_rung_and_its_bridge_match_the_definition_within_p_s_rounding(name: str, case: tuple) -> None:
+    """S = Q K^T and O += P V by wgmma (P rounded to the input dtype in shared memory): within P's rounding bound of
+    the float64 definition at S not a multiple of the key tile, and within f32 rounding of the swizzle rung's output
+    (the same math, summed in another order by the other instruction)."""
+    _, bh, s, d, dtype = case
+    q, k, v = _inputs(bh, s, d, dtype)
+    o = _kernel_output(_wgmma_kernel(name, {"D": d, "IN": dtype}), q, k, v)
+    assert not np.isnan(o).any()
+    assert _rounded_p_excess(o, q, k, v, dtype).max() <= 1.0
+    swizzled = _kernel_output(attention_lineage.attention_swizzle.trace(D=d, IN=dtype), q, k, v)
+    assert np.abs(o - swizzled).max() <= 1e-4 * max(1.0, float(np.abs(swizzled).max()))
+
+
+def test_the_wgmma_rung_passes_the_registry_s_checks() -> None:
+    entry = get_kernel(TMA_RUNG)
+    assert entry.workload.problem.name == "attention"
+    assert check_on_interpreter(entry, entry.partial_shape) <= entry.tolerance
+    ref_gap, kernel_gap = torch_check(entry, entry.partial_shape)
+    assert ref_gap <= 1e-6 and kernel_gap <= entry.tolerance
+
+
+@pytest.mark.parametrize(("name", "params"), WGMMA_KERNELS, ids=[f"{n}{p}" for n, p in WGMMA_KERNELS])
+def test_the_wgmma_rung_and_its_bridge_verify_and_compile_to_hgmma(name: str, params: dict) -> None:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.verify import verify
+
+    kernel = _wgmma_kernel(name, params)
+    result = verify(kernel)
+    assert result.verdict.value == "verified" and not result.findings, [f.message for f in result.findings]
+    tags = [c for c in result.checks if c.check == "tag assertion"]
+    assert len(tags) == 5 and all(c.verdict.value == "verified" for c in tags)
+    compiled = compile_kernel(kernel)
+    mix = compiled.instruction_mix()
+    assert mix.get("HGMMA", 0) > 0 and mix.get("HMMA", 0) == 0 and mix.get("LDSM", 0) == 0 and mix.get("MUFU", 0) > 0
+    # the rung loads by TMA on mbarriers; its bridge by cp.async (LDGSTS and its group wait)
+    tma = name == TMA_RUNG
+    assert (mix.get("UTMALDG", 0) > 0) == tma and (mix.get("LDGSTS", 0) > 0) == (not tma), mix
+    resources = compiled.resources
+    assert resources.spill_stores == 0 and resources.spill_loads == 0, resources
+
+
+def test_the_walk_steps_down_from_the_wgmma_rung_through_its_bridge() -> None:
+    """Two checked edges, one mechanism each: TMA -> cp.async (to the bridge), then wgmma -> mma.sync (to the swizzle
+    rung), as the GEMM lineage's rung 6 walks."""
+    from argus.lineage import check
+    from argus.lineage.operators import get_operator
+
+    top = library_variant(TMA_RUNG)
+    ((bridge, _), *_) = get_operator("tma-to-cp-async").candidates(top)
+    assert bridge.library == "attention_cp_async_wgmma"
+    assert check(top, bridge, "global_copy", 2).ok
+    ((below, _), *_) = get_operator("wgmma-to-mma-sync").candidates(bridge)
+    assert below.library == "attention_swizzle"
+    verdict = check(bridge, below, "mma", 2)
+    assert verdict.ok, verdict.reason
+    assert not check(top, below, "global_copy", 2, code=False).ok  # the rung without its bridge removes two
+
+
+def test_the_wgmma_rung_refuses_tiles_it_cannot_take() -> None:
+    from argus.lang.errors import DSLError
+
+    with pytest.raises(DSLError, match="positive multiple of 64, not 96"):
+        attention_lineage.attention_tma_wgmma.trace(D=96)
+    with pytest.raises(DSLError, match="BM and BN of 64 or 128"):
+        attention_lineage.attention_tma_wgmma.trace(BM=192)
+    with pytest.raises(DSLError, match="BM and BN of 64 or 128"):
+        attention_lineage.attention_tma_wgmma.trace(BN=32)

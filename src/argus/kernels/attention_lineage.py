@@ -19,9 +19,12 @@ the end), so that consecutive rungs differ by the one mechanism the vocabulary n
 3. `attention_mma_sync` — S = Q K^T and O += P V by ldmatrix and mma.sync on four warps, P rounded to the input dtype.
 4. `attention_cp_async` — K and V staged by a multi-stage cp.async pipeline: the next key tile loads during the MMAs.
 5. `attention_swizzle` — Q, K and V stored in XOR-swizzled shared memory: the ldmatrix reads free of bank conflicts.
+6. `attention_tma_wgmma` — Q, K and V loaded by TMA onto mbarriers, S = Q K^T and O += P V by wgmma from shared
+   memory (P through a swizzled shared tile), no warp specialization (split for the walk by the bridge
+   `argus.lineage.bridges.attention_cp_async_wgmma`).
 
-Not built yet: the rungs above (TMA and wgmma, warp specialization, ping-pong, intra-warpgroup overlap, a persistent
-scheduler), all of which `argus.kernels.attention.flash_attention` has. DSL kernels only here."""
+Not built yet: the rungs above (warp specialization, ping-pong, intra-warpgroup overlap, a persistent scheduler), all
+of which `argus.kernels.attention.flash_attention` has. DSL kernels only here."""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import argus
 import argus.lang as T
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.ir.types import DType
-from argus.kernels.attention import LOG2E
+from argus.kernels.attention import LOG2E, holds_head, load_panels
 from argus.lang.errors import DSLError
 from argus.layout import Layout
 
@@ -452,3 +455,97 @@ def attention_swizzle(
             T.barrier()  # stage j % STAGES may be overwritten from here on
         for c, oc in enumerate(o):
             T.copy(oc / l[:, None], O.tile((bh, bm, c), (None, BM, BD)))
+
+
+# --- rung 6: TMA and wgmma --------------------------------------------------------------------------------------------
+
+
+def rung_tiles(BM: int, BN: int, STAGES: int) -> None:  # noqa: N803
+    """Refuse tiles the wgmma rungs cannot take: BM and BN of 64 or 128 (64 query rows per warpgroup, keys in
+    64-column panels), at least one stage."""
+    if BM not in (64, 128) or BN not in (64, 128) or not isinstance(STAGES, int) or STAGES < 1:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"BM={BM}, BN={BN}, STAGES={STAGES}: BM and BN of 64 or 128 (64 query rows per warpgroup, keys in "
+            "64-column panels) and at least one stage",
+        )
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES"})
+def attention_tma_wgmma(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`attention_swizzle` on Hopper's TMA and ``wgmma``, without warp specialization, as `gemm_tma_wgmma` is
+    `gemm_cp_async_swizzled` on them: Q, K and V are loaded by TMA (one box per 64-column panel of a 128-byte
+    swizzled tile) and complete on mbarriers, the key tiles STAGES - 1 ahead of the one being used; every warpgroup
+    (64 query rows each, BM / 64 of them) waits for the stage, computes S = Q K^T with ``wgmma`` reading Q and K
+    from shared memory, runs the online softmax on the accumulator in registers, stores P (rounded to IN) into
+    shared memory, and computes O += P V with ``wgmma`` reading P and V (MN-major, transposed by the instruction)
+    from there; a block barrier frees the stage and P for the next key tile. Thread 0 issues every load. The same
+    math as the rungs below, in the same order per key tile."""
+    head_dim(D, 64)
+    rung_tiles(BM, BN, STAGES)
+    scale_log2 = LOG2E / D**0.5
+    item = Q.dtype.itemsize
+    with T.grid(T.cdiv(S, BM), BH, threads=128 * (BM // 64)) as (bm, bh):
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sP = T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # P @ V's A operand
+        q_ready = T.alloc_mbarrier(1, arrive_count=1)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds key tile j: one expect_tx arrival + bytes
+        s = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # 64 rows per warpgroup
+        o = T.alloc_fragment((BM, D), T.f32, mma=T.wgmma_atom(D, Q.dtype))
+        m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain)
+        l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+        T.fill(o, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        n_tiles = T.cdiv(S, BN)
+        T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * item)
+        load_panels(Q, (bh,), bm, BM, D, sQ, q_ready[0])  # rows past S read 0 (never stored)
+        for t in range(STAGES - 1):  # prologue: the first STAGES - 1 key tiles in flight
+            with T.if_(n_tiles > t):
+                T.mbarrier_arrive(full[t], expect_bytes=2 * BN * D * item)
+                load_panels(K, (bh,), t, BN, D, sK[t], full[t])
+                load_panels(V, (bh,), t, BN, D, sV[t], full[t])
+        T.mbarrier_wait(q_ready[0], phase=0)
+        for j, st in T.pipeline(n_tiles, stages=STAGES):
+            nxt = j + (STAGES - 1)  # into the stage iteration j - 1 consumed (freed by its closing barrier)
+            with T.if_(nxt < n_tiles):
+                T.mbarrier_arrive(full[nxt % STAGES], expect_bytes=2 * BN * D * item)
+                load_panels(K, (bh,), nxt, BN, D, sK[nxt % STAGES], full[nxt % STAGES])  # keys past S read 0
+                load_panels(V, (bh,), nxt, BN, D, sV[nxt % STAGES], full[nxt % STAGES])  # values past S read 0
+            T.mbarrier_wait(full[st], phase=(j // STAGES) % 2)  # key tile j has landed
+            # invariant: the stage consumed at iteration j holds key and value tile j of this batch-head
+            T.assert_tag(holds_head((bh,), j, BN), sK[st])
+            T.assert_tag(holds_head((bh,), j, BN), sV[st])
+            T.fill(s, 0.0)
+            T.gemm(sQ, sK[st].T, s)  # S = Q K^T
+            # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+            # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+            T.copy(m_new, m)
+            T.copy(o * alpha[:, None], o)
+            T.copy(p, sP)  # rounded to the input dtype, into shared memory: wgmma reads A from there
+            T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
+            T.barrier()  # every thread's part of P is in place
+            T.gemm(sP, sV[st], o)  # O += P V
+            # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c
+            T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == y.coord[1]), o)
+            T.barrier()  # stage j % STAGES and sP may be overwritten from here on
+        T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))

@@ -1141,6 +1141,21 @@ WORKLOADS: tuple[Workload, ...] = (
         tolerance=1e-2,  # P is rounded to bf16 before P V, as in attention_mma_sync
         rung=Rung("attention", "smem_swizzle", "XOR-swizzled shared memory: no bank conflicts"),
     ),
+    Workload(
+        "attention_tma_wgmma",
+        "attention_swizzle on Hopper's TMA and wgmma, no warp specialization: Q, K and V loaded by TMA onto "
+        "mbarriers (key tiles STAGES - 1 ahead), S = Q K^T and O += P V by wgmma from swizzled shared memory, P "
+        "through shared memory",
+        ATTENTION,
+        attention_lineage.attention_tma_wgmma,
+        ATTENTION_TILES,
+        tolerance=1e-2,  # P is rounded to bf16 before P V, as in attention_mma_sync
+        rung=Rung(
+            "attention",
+            "tma_wgmma",
+            "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
+        ),
+    ),
 )
 
 #: Names kernels had before they were named for the mechanism they add, old -> new; `get_kernel` and

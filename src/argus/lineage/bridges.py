@@ -5,14 +5,17 @@ the walk removes exactly one.
 The GEMM lineage's rung `gemm_tma_wgmma` adds TMA loads *and* ``wgmma`` to `gemm_cp_async_swizzled`. The
 bridge `gemm_cp_async_wgmma` sits between them: ``wgmma`` from 128-byte-swizzled shared memory (as
 `gemm_tma_wgmma`) fed by ``cp.async`` copies (as `gemm_cp_async_swizzled`), so that "TMA -> cp.async" and
-"wgmma -> mma.sync" are separate, checked steps. It is an ordinary DSL kernel: the gate compiles, verifies
-and runs it like any other (`tests/lineage`).
+"wgmma -> mma.sync" are separate, checked steps. The attention lineage's rung `attention_tma_wgmma` adds the same
+two to `attention_swizzle`, and `attention_cp_async_wgmma` splits it the same way. Each is an ordinary DSL kernel:
+the gate compiles, verifies and runs it like any other (`tests/lineage`).
 """
 
 from __future__ import annotations
 
 import argus
 import argus.lang as T
+from argus.kernels.attention import LOG2E
+from argus.kernels.attention_lineage import QKV_SHAPE, head_dim, rung_tiles
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
@@ -55,11 +58,81 @@ def gemm_cp_async_wgmma(
         T.copy(acc, C.tile((bm, bn), (BM, BN)))
 
 
+@argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES"})
+def attention_cp_async_wgmma(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],  # noqa: E741 - the output's name
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`attention_tma_wgmma` with its TMA loads replaced by ``cp.async`` copies into the same 128-byte-swizzled
+    tiles (Q by plain loads, as in `attention_swizzle`), committed and waited on per thread, then made visible to
+    ``wgmma`` (the async proxy) by ``fence.proxy.async`` and a block barrier."""
+    head_dim(D, 64)
+    rung_tiles(BM, BN, STAGES)
+    scale_log2 = LOG2E / D**0.5
+    with T.grid(T.cdiv(S, BM), BH, threads=128 * (BM // 64)) as (bm, bh):
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sP = T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # P @ V's A operand
+        s = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # 64 rows per warpgroup
+        o = T.alloc_fragment((BM, D), T.f32, mma=T.wgmma_atom(D, Q.dtype))
+        m = T.alloc_reduced(s, axis=1)
+        l = T.alloc_reduced(s, axis=1)  # noqa: E741
+        T.fill(o, 0.0)
+        T.fill(m, float("-inf"))
+        T.fill(l, 0.0)
+        T.copy(Q.tile((bh, bm, 0), (None, BM, D)), sQ)  # rows past S read 0 (never stored)
+        for t in range(STAGES - 1):  # prologue: the first STAGES - 1 key tiles in flight
+            T.copy(K.tile((bh, t, 0), (None, BN, D)), sK[t], atom="cp.async")
+            T.copy(V.tile((bh, t, 0), (None, BN, D)), sV[t], atom="cp.async")
+            T.async_commit()
+        for j, st in T.pipeline(T.cdiv(S, BN), stages=STAGES):
+            nxt = j + (STAGES - 1)  # into the stage iteration j - 1 consumed (freed by its closing barrier)
+            T.copy(K.tile((bh, nxt, 0), (None, BN, D)), sK[nxt % STAGES], atom="cp.async")  # keys past S read 0
+            T.copy(V.tile((bh, nxt, 0), (None, BN, D)), sV[nxt % STAGES], atom="cp.async")  # values past S read 0
+            T.async_commit()
+            T.async_wait(STAGES - 1)  # this thread's copies of key tile j have landed
+            T.fence_proxy_async()  # ... and are visible to wgmma, which reads through the async proxy (Q's too)
+            T.barrier()  # every thread's copies of key tile j
+            T.assert_tag(lambda k: (k[0] == bh) & (k[1] // BN == j), sK[st])
+            T.assert_tag(lambda v: (v[0] == bh) & (v[1] // BN == j), sV[st])
+            T.fill(s, 0.0)
+            T.gemm(sQ, sK[st].T, s)  # S = Q K^T
+            T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)
+            x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))
+            m_new = T.maximum(T.reduce_max(x, axis=1), m)
+            p = T.exp2(x - m_new[:, None])
+            alpha = T.exp2(m - m_new)
+            T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+            T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+            T.copy(m_new, m)
+            T.copy(o * alpha[:, None], o)
+            T.copy(p, sP)
+            T.fence_proxy_async()
+            T.barrier()  # every thread's part of P is in place
+            T.gemm(sP, sV[st], o)  # O += P V
+            T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == y.coord[1]), o)
+            T.barrier()  # stage j % STAGES and sP may be overwritten from here on
+        T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))
+
+
 #: Bridges by name: (kernel, the library rung it splits, what it is).
 BRIDGES = {
     "gemm_cp_async_wgmma": (
         gemm_cp_async_wgmma,
         "gemm_tma_wgmma",
         "wgmma from swizzled shared memory fed by cp.async (gemm_tma_wgmma without TMA)",
+    ),
+    "attention_cp_async_wgmma": (
+        attention_cp_async_wgmma,
+        "attention_tma_wgmma",
+        "S = Q K^T and O += P V by wgmma from swizzled shared memory fed by cp.async (attention_tma_wgmma without TMA)",
     ),
 }

@@ -39,7 +39,11 @@ class Edge:
     interface: tuple[str, ...] = ()  # tensors whose layout or dtype the mechanism itself changes
 
 
-_SPLITS = {"gemm_tma_wgmma": ("gemm_cp_async_wgmma",)}
+def _splits(rung_kernel: str) -> tuple[str, ...]:
+    """The bridges (`argus.lineage.bridges.BRIDGES`) that split the library rung `rung_kernel`, in their order."""
+    from argus.lineage.bridges import BRIDGES
+
+    return tuple(name for name, (_, rung_name, _) in BRIDGES.items() if rung_name == rung_kernel)
 
 
 def structural_steps(rung_id: str) -> tuple[str, ...]:
@@ -64,7 +68,7 @@ def edges() -> tuple[Edge, ...]:
             steps = [step(name) for name in structural_steps(cur.mechanism)]
             if not steps:
                 continue
-            chain = [cur.kernel, *_SPLITS.get(cur.kernel, ()), prev.kernel]
+            chain = [cur.kernel, *_splits(cur.kernel), prev.kernel]
             if len(chain) - 1 != len(steps):
                 continue  # a rung adding several mechanisms without a bridge: no single-mechanism edge
             for j, s in enumerate(steps):
