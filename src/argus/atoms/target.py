@@ -26,6 +26,7 @@ class Target:
         swizzles: the shared-memory swizzle widths TMA and wgmma know (bytes; `argus.atoms.swizzle` is their table).
         dense_tensor_tflops: the data sheet's dense bf16/f16 tensor-core peak (``wgmma``), TFLOP/s, at the boost clock.
         dense_fp8_tensor_tflops: the same for FP8 inputs (``wgmma``'s k32 form: twice the 16-bit rate).
+        dense_tf32_tensor_tflops: the same for TF32 inputs (``wgmma``'s k8 form: half the 16-bit rate).
         hbm_gbs: the data sheet's device-memory bandwidth, GB/s.
         l2_gbs: the bandwidth from L2 to all SMs together, GB/s (published microbenchmarks; no data-sheet figure).
         l2_bytes: the L2 cache's capacity (the data sheet's 50 MB of an H100 SXM5 and an H200).
@@ -48,6 +49,7 @@ class Target:
     swizzles: tuple[int, ...] = SWIZZLE_WIDTHS
     dense_tensor_tflops: float = 989.4
     dense_fp8_tensor_tflops: float = 1978.9
+    dense_tf32_tensor_tflops: float = 494.7
     hbm_gbs: float = 3350.0
     l2_gbs: float = 12000.0
     l2_bytes: int = 50 * 2**20

@@ -54,14 +54,32 @@ from argus.atoms.common import (
 )
 from argus.atoms.target import DEFAULT_TARGET, Target
 from argus.atoms.tma import store_chunk_columns
-from argus.ir.types import dtype_from_name as dtype_of
+from argus.ir.types import dtype_from_name
 from argus.kernels import gemm, gemv
 from argus.kernels.epilogue import Epilogue, EpilogueError, fused_kernels
 
 #: Input dtypes `matmul` takes (f32 by split precision, `kernel_problem`; the FP8 types on ``wgmma``'s k32 form,
 #: `FP8_INPUTS`), and the output dtypes it writes.
 FP8_INPUTS = ("e4m3", "e5m2")
-INPUTS = ("bf16", "f16", "f32", *FP8_INPUTS)
+#: f32 tensors multiplied at TF32 precision (``matmul(..., precision="tf32")``, as ``torch.backends.cuda.matmul.
+#: allow_tf32``): one ``wgmma.m64nNk8.f32.tf32.tf32`` pass over the f32 operands as they are stored (no split; the
+#: tensor core reads the top 10 of their 23 mantissa bits, `argus.atoms.mma.tf32_operand`), both operands K-major.
+TF32 = "tf32"
+INPUTS = ("bf16", "f16", "f32", TF32, *FP8_INPUTS)
+#: The precisions `matmul` takes for f32 inputs: "bf16x3" (the default: f32 accuracy by split precision) and "tf32".
+F32_PRECISIONS = ("bf16x3", TF32)
+
+
+def dtype_of(name: str) -> Any:
+    """The `DType` of a dtype name of this planner: a TF32 problem's operands are f32 tensors."""
+    return dtype_from_name("f32" if name == TF32 else name)
+
+
+def kernel_input(name: str) -> str:
+    """The input dtype parameter (``IN``) of the kernels that run a problem of input dtype `name`."""
+    return "f32" if name == TF32 else name
+
+
 OUTPUTS = ("bf16", "f16", "f32")
 #: The K-block of every configuration: 64 16-bit elements, one 128-byte swizzle span.
 BK = 64
@@ -139,7 +157,7 @@ GEMV_MAX_SPLITS = 64
 #: cuBLAS in geometric mean (benchmarks/results/2026-11-29-gemv/, run 8). bf16 and f16 stay on the tensor cores:
 #: there the GEMV kernels ran at 0.25-0.85x the tensor-core plan (13-35 % of the memory's bandwidth: registers and
 #: too few loads in flight per thread), and `gemv_config(..., dtypes=INPUTS)` plans them only on request.
-GEMV_DTYPES = ("f32",)
+GEMV_DTYPES = ("f32", TF32)
 
 
 #: The 16-bit input dtypes whose matrix-vector products (A (M, K) row-major times one column) and single-row products
@@ -192,7 +210,8 @@ class GemvConfig:
         out = "f32" if self.SPLITS > 1 else problem.out  # one split: the result itself, no reduction
         if self.KERNEL == "rows_tma":
             return {"ROWS": self.ROWS, "BN": self.BN, "SPLITS": self.SPLITS, "STAGES": self.STAGES,
-                    "THREADS": self.THREADS, "LANES": self.LANES, "PARTIAL": self.PARTIAL, "IN": problem.dtype,
+                    "THREADS": self.THREADS, "LANES": self.LANES, "PARTIAL": self.PARTIAL,
+                    "IN": kernel_input(problem.dtype),
                     "OUT": out}  # fmt: skip
         return {
             "ROWS": self.ROWS,
@@ -200,7 +219,7 @@ class GemvConfig:
             "BN": self.BN,
             "SPLITS": self.SPLITS,
             "UNROLL": self.UNROLL,
-            "IN": problem.dtype,
+            "IN": kernel_input(problem.dtype),
             "OUT": out,
         }
 
@@ -345,6 +364,12 @@ class GemmProblem:
             )
         if self.c_major == "M" and self.batch > 1:
             raise GemmError("a transposed C (c_major 'M', swap-AB) is built for unbatched GEMMs only")
+        if self.dtype == TF32 and (self.a_major, self.b_major) != ("K", "K"):
+            raise GemmError(
+                f"a TF32 GEMM reads both operands K-major (wgmma transposes 16-bit operands only): A (M, K) row-major "
+                f"and B stored (N, K) row-major, b = w.T; got the {self.layout} layout: pass a.contiguous() and "
+                "b.t().contiguous().t(), or precision='bf16x3'"
+            )
         if self.dtype in FP8_INPUTS and (self.a_major, self.b_major) != ("K", "K"):
             raise GemmError(
                 f"an FP8 GEMM reads both operands K-major (wgmma transposes 16-bit operands only): A (M, K) row-major "
@@ -435,7 +460,7 @@ class GemmConfig:
             "BK": self.BK,
             "STAGES": self.STAGES,
             "CONSUMERS": self.CONSUMERS,
-            "IN": problem.dtype,
+            "IN": kernel_input(problem.dtype),
             "OUT": "f32" if self.SPLITS > 1 else problem.out,
             "A_MAJOR": problem.a_major,
             "B_MAJOR": problem.b_major,
@@ -704,7 +729,11 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     m, n, k = problem.M, problem.N, problem.K
     splits = config.SPLITS
     tiles = _cdiv(m, config.BM) * _cdiv(n, config.BN) * problem.batch
-    peak = target.dense_fp8_tensor_tflops if problem.dtype in FP8_INPUTS else target.dense_tensor_tflops
+    peak = (
+        target.dense_fp8_tensor_tflops
+        if problem.dtype in FP8_INPUTS
+        else (target.dense_tf32_tensor_tflops if problem.dtype == TF32 else target.dense_tensor_tflops)
+    )
     per_sm_flops = peak * 1e12 / sms * mma_efficiency(config.BM, config.BN)
     per_sm_l2 = target.l2_gbs * 1e9 / sms
     hbm = target.hbm_gbs * 1e9 * HBM_EFFICIENCY
@@ -1202,10 +1231,11 @@ def tuned_config(problem: GemmProblem, device: Any = None, epilogue: Epilogue | 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
-def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
+def problem_of(a: Any, b: Any, out_dtype: Any = None, precision: str | None = None) -> GemmProblem:
     """The `GemmProblem` of ``a @ b`` for torch tensors a (M, K) and b (K, N), each row-major or a transposed view of
     a row-major tensor, or a batch of such matrices each (``bmm``: a (L, M, K), b (L, K, N), every matrix's elements
-    together); `out_dtype` (a torch dtype) defaults to the inputs'."""
+    together); `out_dtype` (a torch dtype) defaults to the inputs'. `precision` (f32 inputs only, `F32_PRECISIONS`):
+    ``"bf16x3"`` (default) or ``"tf32"`` (the `TF32` problem)."""
     if not (a.dim() == b.dim() == 2 or (a.dim() == b.dim() == 3 and a.shape[0] == b.shape[0])):
         raise GemmError(
             f"matmul takes 2-D a (M, K) and b (K, N), a batch of both (L, M, K) and (L, K, N), or a contiguous a of "
@@ -1223,6 +1253,12 @@ def problem_of(a: Any, b: Any, out_dtype: Any = None) -> GemmProblem:
             f"matmul takes bf16, f16, f32, float8_e4m3fn or float8_e5m2 tensors and writes bf16, f16 or f32 (FP8 "
             f"inputs: bf16 by default), got {a.dtype} -> {out_dtype}"
         )
+    if precision is not None:
+        if dtype != "f32":
+            raise GemmError(f"precision={precision!r} applies to f32 inputs; these are {a.dtype}")
+        if precision not in F32_PRECISIONS:
+            raise GemmError(f"precision={precision!r}: f32 inputs run as {' or '.join(map(repr, F32_PRECISIONS))}")
+        dtype = TF32 if precision == TF32 else dtype
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     return GemmProblem(m, n, k, dtype, out, _major(a, "K", "M"), _major(b, "N", "K"), batch)
 
@@ -1287,15 +1323,16 @@ def prepare(
     out: Any = None,
     epilogue: Epilogue | None = None,
     operands: dict[str, Any] | None = None,
+    precision: str | None = None,
 ) -> tuple[Any, list[Any]]:
     """(C, the prepared launches that compute it): `matmul` without the launch, for timing loops that relaunch the
     same call (each launch may be repeated; C is overwritten; the launches hold the operands and workspaces they
     address, `Launches.keep`, so they stay valid as long as the list lives). `out`: a contiguous (M, N) tensor of
     the output dtype to write C into, where the plan's C needs no padding (else a fresh C). `epilogue`, `operands`:
-    a fused epilogue and its tensors by name (see `matmul`)."""
+    a fused epilogue and its tensors by name; `precision`: of f32 inputs (see `matmul`)."""
     import torch
 
-    problem = problem_of(a, b, out_dtype)
+    problem = problem_of(a, b, out_dtype, precision)
     the_plan = plan(problem, config, epilogue=epilogue)
     if config is None and not the_plan.is_gemv and a.is_cuda:  # a configuration measured on this GPU, if any
         tuned = tuned_config(problem, a.device, epilogue)
@@ -1410,14 +1447,16 @@ def matmul(
     out_dtype: Any = None,
     config: GemmConfig | None = None,
     epilogue: Epilogue | str | None = None,
+    precision: str | None = None,
     **operands: Any,
 ) -> Any:
     """``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
     `out_dtype` (default: the inputs' dtype), on the configuration `choose` picks (or `config`). A contiguous
     a (..., M, K) of any rank times a matrix b is one GEMM over all of a's rows (C (..., M, N)); a (L, M, K) times
     b (L, K, N) is a batched GEMM (``bmm``, C (L, M, N)). f32 inputs run at f32 accuracy on bf16 tensor cores by
-    split precision (`kernel_problem`). Launches on the current stream and returns without synchronizing, as torch
-    does.
+    split precision (`kernel_problem`); with ``precision="tf32"`` in one TF32 pass instead (torch's
+    ``allow_tf32``: about 1e-3 relative error; both operands K-major; not yet measured on a GPU). Launches on the
+    current stream and returns without synchronizing, as torch does.
 
     `epilogue`: a fused epilogue (`argus.kernels.epilogue.Epilogue`, or one expression over ``acc``, the f32
     product, and the keyword `operands`), applied in registers before C is stored:
@@ -1435,7 +1474,9 @@ def matmul(
         operands = {k: v.reshape(-1, v.shape[-1]) if v.dim() > 2 else v for k, v in operands.items()}
     if isinstance(epilogue, str):
         epilogue = _epilogue_of(epilogue, a.shape[-2], b.shape[-1], operands)
-    C, launches = prepare(a, b, out_dtype=out_dtype, config=config, epilogue=epilogue, operands=operands)
+    C, launches = prepare(
+        a, b, out_dtype=out_dtype, config=config, epilogue=epilogue, operands=operands, precision=precision
+    )
     for launch in launches:
         launch.launch()
     return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C

@@ -3,6 +3,7 @@
 
 expect: violated
 code: MMA_K_MISMATCH
+code: MMA_ROW_MIXED
 """
 
 import argus

@@ -4,6 +4,7 @@ the tile, but the instruction reads register a_i as another element than the one
 expect: violated
 code: MMA_K_MISMATCH
 code: MMA_ROW_MISMATCH
+code: MMA_ROW_MIXED
 """
 
 import argus
