@@ -259,22 +259,9 @@ def _check_gemm(ctx: Context, site: Site, lookback: int) -> list[Finding]:
         )
         gi = smt.model_int(m, g)
         thread_abs = smt.model_int(m, absolute_thread(acc_buf, smt.val(gi * at + smt.model_int(m, lane_c)), site.role))
-        cex = Counterexample(
-            code=code,
-            message=msg,
-            op_loc=s.loc,
-            program_point=f"T.gemm at {s.loc}",
-            block=ctx.block_values(m),
-            shapes=ctx.shape_values(m),
-            thread=ThreadPoint(thread_abs, site.role.name if site.role else None),
-            loops=ctx.loop_values(m, site, env),
-            element=Element(user_name(acc_buf), "fragment", None, acc_coord, smt.model_int(m, v_c)),
-            expected=v1,
-            actual=v2,
-            chain=ctx.chain(m, query.steps),
-            variables={"thread group": gi, "k (in the tile)": kk1, "k' (in the tile)": kk2},
-        )
-        findings.append(Finding(code, Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
+        variables = {"thread group": gi, "k (in the tile)": kk1, "k' (in the tile)": kk2}
+        point = (thread_abs, acc_coord, smt.model_int(m, v_c))
+        findings.append(_violation(ctx, site, env, m, code, msg, point, (v1, v2), query.steps, variables))
 
     for code, violation, expected, actual, (lo, hi), query in checks:
         out = ctx.solve(cons if query is not None else cons_layout, violation, query)
@@ -320,20 +307,40 @@ def _check_gemm(ctx: Context, site: Site, lookback: int) -> list[Finding]:
                 f"the instruction accumulates into the register holding accumulator element {acc_coord} a product "
                 f"with column {act_v.coords[0]} of the B operand, not column {acc_coord[1]} (k={kk} of the tile)"
             )
-        cex = Counterexample(
-            code=code,
-            message=msg,
-            op_loc=s.loc,
-            program_point=f"T.gemm at {s.loc}",
-            block=ctx.block_values(m),
-            shapes=ctx.shape_values(m),
-            thread=ThreadPoint(thread_abs, site.role.name if site.role else None),
-            loops=ctx.loop_values(m, site, env),
-            element=Element(user_name(acc_buf), "fragment", None, acc_coord, smt.model_int(m, v_c)),
-            expected=exp_v,
-            actual=act_v,
-            chain=ctx.chain(m, q.steps[lo:hi]),
-            variables=variables,
-        )
-        findings.append(Finding(code, Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
+        point = (thread_abs, acc_coord, smt.model_int(m, v_c))
+        findings.append(_violation(ctx, site, env, m, code, msg, point, (exp_v, act_v), q.steps[lo:hi], variables))
     return findings
+
+
+def _violation(
+    ctx: Context,
+    site: Site,
+    env: dict,
+    m: Any,
+    code: str,
+    msg: str,
+    point: tuple[int, tuple[int, int], int],
+    values: tuple[TagValue, TagValue],
+    steps: list[Any],
+    variables: dict[str, Any],
+) -> Finding:
+    """The finding `code` of the `T.gemm` at `site` in model `m`: `point` is (thread, accumulator element, its
+    register value), `values` the expected and actual tags, `steps` the query's history steps to show."""
+    s: Gemm = site.stmt  # type: ignore[assignment]
+    thread_abs, acc_coord, value = point
+    cex = Counterexample(
+        code=code,
+        message=msg,
+        op_loc=s.loc,
+        program_point=f"T.gemm at {s.loc}",
+        block=ctx.block_values(m),
+        shapes=ctx.shape_values(m),
+        thread=ThreadPoint(thread_abs, site.role.name if site.role else None),
+        loops=ctx.loop_values(m, site, env),
+        element=Element(user_name(s.acc.buffer), "fragment", None, acc_coord, value),
+        expected=values[0],
+        actual=values[1],
+        chain=ctx.chain(m, steps),
+        variables=variables,
+    )
+    return Finding(code, Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex)
