@@ -62,7 +62,8 @@ def test_f16_operands_compile_to_the_f16_wgmma(kernel) -> None:
     assert compiled.resources.spill_stores == 0
 
 
-def test_operands_that_are_not_16_bit_floats_are_refused() -> None:
+def test_operands_that_are_not_floats_the_tensor_cores_take_are_refused() -> None:
+    # (f32 operands are wgmma's TF32 form since session 33: tests/kernels/test_gemm_tf32.py)
     with pytest.raises(AtomError) as e:
-        gemm_warp_specialized.trace(IN="f32")
-    assert e.value.code == "ATOM_MMA_DTYPE" and "bf16, f16" in str(e.value)
+        gemm_warp_specialized.trace(IN="i32")
+    assert e.value.code == "ATOM_MMA_DTYPE" and "bf16, f16" in str(e.value) and "TF32" in e.value.hint
