@@ -352,8 +352,7 @@ class GemmProblem:
         if self.dtype not in INPUTS:
             raise GemmError(
                 f"GEMM inputs in {self.dtype!r} are not built: the tensor-core GEMM takes {', '.join(INPUTS)} "
-                "(f32 inputs run by bf16x3 split precision; the TF32 wgmma atom exists, T.wgmma_atom(n, T.f32), but "
-                "no plan takes it yet)"
+                f"(f32 tensors by bf16x3 split precision, or as {TF32!r}: matmul(..., precision='tf32'))"
             )
         if self.out not in OUTPUTS:
             raise GemmError(f"GEMM output dtype {self.out!r}: choose one of {', '.join(OUTPUTS)}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from argus.atoms import MmaAtom
+from argus.atoms import Major, MmaAtom
 
 
 @dataclass(frozen=True)
@@ -489,7 +489,7 @@ def wgmma_snippet(atom: MmaAtom) -> Snippet:
     da, db, one, ta, tb = c_regs, c_regs + 1, c_regs + 2, c_regs + 3, c_regs + 4
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(c_regs))
     name = wgmma_function_name(atom)
-    k_major = atom.a_dtype.bits != 16  # FP8 and TF32: no transposition
+    k_major = Major.MN not in atom.b_majors  # FP8 and TF32: no transposition
     kind = "TF32" if atom.reads_tf32 else "FP8"
     trans = "" if k_major else f", %{ta}, %{tb}"
     trans_in = "" if k_major else ', "n"(TRANS_A), "n"(TRANS_B)'
