@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# device calls (session 32, nvidia-h200-x2): the scale-out sweep of issue #25 over 40 KernelBench level-1 problems
+# device calls (written in session 32, run in session 34 on nvidia-h200-x2): the scale-out sweep of issue #25 over 40 KernelBench level-1 problems
 # (identity solutions), all three runs with this session's judge (large trials' host copies: one per trial, to
 # page-locked memory). RUNS names the runs of this call; RESUME=--resume continues the unfinished run recorded in
 # .scaleout-carry (an ignored folder carried here); STOP=N ends the command's segment cleanly after N problems.
