@@ -1454,8 +1454,9 @@ def matmul(
     a (..., M, K) of any rank times a matrix b is one GEMM over all of a's rows (C (..., M, N)); a (L, M, K) times
     b (L, K, N) is a batched GEMM (``bmm``, C (L, M, N)). f32 inputs run at f32 accuracy on bf16 tensor cores by
     split precision (`kernel_problem`); with ``precision="tf32"`` in one TF32 pass instead (torch's
-    ``allow_tf32``: about 1e-3 relative error; both operands K-major; not yet measured on a GPU). Launches on the
-    current stream and returns without synchronizing, as torch does.
+    ``allow_tf32``: about 8e-4 relative error, the tensor core truncating f32 to TF32 where cuBLAS rounds (2.6x
+    cuBLAS TF32's error, at 0.90-1.10x its speed: benchmarks/results/2026-12-01-tf32-gpu); both operands
+    K-major). Launches on the current stream and returns without synchronizing, as torch does.
 
     `epilogue`: a fused epilogue (`argus.kernels.epilogue.Epilogue`, or one expression over ``acc``, the f32
     product, and the keyword `operands`), applied in registers before C is stored:
