@@ -5,8 +5,9 @@ interpreter at odd shapes (sequences that fill no tile, two batch-heads, bf16 an
 performance warnings (the swizzle rung with none: its ldmatrix reads are free of bank conflicts), compiled for sm_90a
 with its mechanism in the SASS and no spills; seeded bugs in the `mma.sync` rung's pairings, in the `cp.async` rung's
 pipeline (a missing wait, the stage being filled read instead of the one that landed, a missing trailing barrier) and
-in the swizzle rung's layouts (a tile stored swizzled and read unswizzled, or the other way round) caught by the
-verifier."""
+in the swizzle rung's layouts (a tile stored swizzled and read unswizzled, or the other way round) and in the
+warp-specialized rung's protocol (a stage released early, a refill that does not wait, P overwritten while another
+warpgroup reads it, an arrival count short of the consumers) caught by the verifier."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from argus.interp import run_kernel
 from argus.ir.printer import format_kernel
 from argus.ir.types import dtype_from_name
 from argus.kernels import attention_lineage
-from argus.kernels.attention import LOG2E
+from argus.kernels.attention import LOG2E, holds_head, load_panels
 from argus.kernels.attention_lineage import head_dim, row_swizzle
 from argus.kernels.registry import check_on_interpreter, get_kernel, lineage, lineages, torch_check
 from argus.lineage import library_variant, state
@@ -37,6 +38,8 @@ MMA_RUNGS = RUNGS[2:]
 PIPELINED_RUNGS = RUNGS[3:]
 #: Rung 6: TMA and wgmma (tested apart: its loads and MMAs are other instructions)
 TMA_RUNG = "attention_tma_wgmma"
+#: Rung 7: rung 6 with warp roles and the setmaxnreg register split
+WS_RUNG = "attention_warp_specialized"
 
 #: (label, BH, S, D, dtype): S a multiple of no tile (nor of 4, the naive rung's key tile)
 CASES = [
@@ -149,11 +152,14 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
         ("attention_cp_async", "cp_async_pipeline"),
         ("attention_swizzle", "smem_swizzle"),
         ("attention_tma_wgmma", "tma_wgmma"),
+        ("attention_warp_specialized", "warp_specialization"),
     ]
     assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[: len(steps)]]
     conv = [s.mechanism for s in lineage("conv")]  # the convolution ladder stops at the cp.async rung
     assert [s.mechanism for s in steps][: len(conv)] == conv
-    naive, tiled, mma, cp_async, swizzle, tma = (state(features_of(library_variant(r))) for r in (*RUNGS, TMA_RUNG))
+    naive, tiled, mma, cp_async, swizzle, tma, roles = (
+        state(features_of(library_variant(r))) for r in (*RUNGS, TMA_RUNG, WS_RUNG)
+    )
     assert all(level == 0 for level in naive.values()), naive
     assert {m: v for m, v in tiled.items() if v} == {"smem_tiling": 1}
     assert {m: v for m, v in mma.items() if v} == {"smem_tiling": 1, "mma": 1}
@@ -170,6 +176,13 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
         "mma": 2,
     }
     assert tma == state(features_of(library_variant("gemm_tma_wgmma")))
+    # the warp-specialized rung's two steps, as gemm_warp_specialized's (warp roles, the setmaxnreg split)
+    assert {m: v for m, v in roles.items() if v} == {
+        **{m: v for m, v in tma.items() if v},
+        "warp_specialization": 1,
+        "register_split": 1,
+    }
+    assert roles == state(features_of(library_variant("gemm_warp_specialized")))
 
 
 @pytest.mark.parametrize("name", RUNGS)
@@ -733,3 +746,234 @@ def test_the_wgmma_rung_refuses_tiles_it_cannot_take() -> None:
         attention_lineage.attention_tma_wgmma.trace(BM=192)
     with pytest.raises(DSLError, match="BM and BN of 64 or 128"):
         attention_lineage.attention_tma_wgmma.trace(BN=32)
+
+
+# --- rung 7: warp specialization -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bh", "s", "d", "dtype", "params"),
+    [
+        (2, 101, 64, "f16", {}),
+        (1, 70, 128, "bf16", {"BM": 128, "STAGES": 3}),
+        (2, 37, 64, "bf16", {"BM": 128, "BN": 128}),
+    ],
+    ids=["S=101 D=64 f16", "S=70 D=128 two consumers three stages", "S=37 BN=128 two consumers"],
+)
+def test_the_warp_specialized_rung_computes_the_tma_rung_s_numbers(
+    bh: int, s: int, d: int, dtype: str, params: dict
+) -> None:
+    """Warp roles change who loads and when, not the math: the output is rung 6's, bit for bit, at sequences that
+    fill no tile, with one and two consumer warpgroups and two and three stages (and within P's rounding bound of the
+    float64 definition)."""
+    q, k, v = _inputs(bh, s, d, dtype)
+    roles = _kernel_output(attention_lineage.attention_warp_specialized.trace(D=d, IN=dtype, **params), q, k, v)
+    assert not np.isnan(roles).any()
+    assert _rounded_p_excess(roles, q, k, v, dtype).max() <= 1.0
+    tma = _kernel_output(attention_lineage.attention_tma_wgmma.trace(D=d, IN=dtype, **params), q, k, v)
+    np.testing.assert_array_equal(roles, tma)
+
+
+def test_the_warp_specialized_rung_passes_the_registry_s_checks() -> None:
+    entry = get_kernel(WS_RUNG)
+    assert entry.workload.problem.name == "attention"
+    assert check_on_interpreter(entry, entry.partial_shape) <= entry.tolerance
+    ref_gap, kernel_gap = torch_check(entry, entry.partial_shape)
+    assert ref_gap <= 1e-6 and kernel_gap <= entry.tolerance
+
+
+@pytest.mark.parametrize("params", [{}, {"D": 128, "BM": 128, "STAGES": 3}], ids=["D=64", "D=128 two consumers"])
+def test_the_warp_specialized_rung_verifies_and_compiles_with_its_roles(params: dict) -> None:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.verify import verify
+
+    kernel = attention_lineage.attention_warp_specialized.trace(**params)
+    result = verify(kernel)
+    assert result.verdict.value == "verified" and not result.findings, [f.message for f in result.findings]
+    tags = [c for c in result.checks if c.check == "tag assertion"]
+    assert len(tags) == 5 and all(c.verdict.value == "verified" for c in tags)
+    compiled = compile_kernel(kernel)
+    mix = compiled.instruction_mix()
+    assert mix.get("HGMMA", 0) > 0 and mix.get("UTMALDG", 0) > 0 and mix.get("USETMAXREG", 0) == 2, mix
+    assert mix.get("HMMA", 0) == 0 and mix.get("LDSM", 0) == 0 and mix.get("LDGSTS", 0) == 0, mix
+    resources = compiled.resources
+    assert resources.spill_stores == 0 and resources.spill_loads == 0, resources
+    # the launch's register count leaves room for `blocks_per_sm` blocks (the consumers grow by setmaxnreg)
+    threads = 128 * (1 + params.get("BM", 64) // 64)
+    assert resources.registers * threads * kernel.blocks_per_sm <= 65536, resources
+    # ptxas allocates the consumers' code up to their setmaxnreg budget, above the launch bounds' count: the
+    # verifier's register check takes the role's budget there (no BUDGET_REGISTERS at three blocks per SM)
+    used = max(int(r) for r in re.findall(r"\bR(\d+)\b", compiled.module.sass))
+    assert kernel.blocks_per_sm == (3 if not params else 1)
+    assert kernel.blocks_per_sm == 1 or used >= resources.registers, (used, resources)
+
+
+def test_blocks_per_sm_follow_shared_memory_and_the_consumers_registers() -> None:
+    """`resident_blocks`: three blocks of one consumer at D = 64 (four would leave it 104 registers), one of two
+    consumers; a consumer budget below what its fragments hold is still a finding (the launch-bounds cap aside)."""
+    from argus.verify import verify
+
+    kernel = attention_lineage.attention_warp_specialized
+    assert [kernel.trace(**p).blocks_per_sm for p in ({}, {"BM": 128}, {"D": 128}, {"STAGES": 4})] == [3, 1, 2, 2]
+    assert attention_lineage.consumer_registers(256, 1, 3, 24) == 136
+    assert attention_lineage.consumer_registers(256, 1, 4, 24) == 104
+    result = verify(kernel.trace(CONSUMER_REGS=96))
+    assert {f.code for f in result.findings} == {"BUDGET_REGISTERS"}
+    assert "the budget is 96" in result.findings[0].message
+
+
+def test_the_walk_steps_down_from_the_warp_specialized_rung_to_the_tma_rung() -> None:
+    """Two checked edges, one mechanism each, as the GEMM lineage's rung 7 walks: the register split dropped from the
+    IR (the roles stay), then the roles merged (to rung 6)."""
+    from argus.lineage import check
+    from argus.lineage.operators import get_operator
+
+    top = library_variant(WS_RUNG)
+    ((no_split, _), *_) = get_operator("remove-register-split").candidates(top)
+    verdict = check(top, no_split, "register_split", 1)
+    assert verdict.ok, verdict.reason
+    ((below, _), *_) = get_operator("merge-warp-roles").candidates(no_split)
+    assert below.library == TMA_RUNG
+    verdict = check(no_split, below, "warp_specialization", 1)
+    assert verdict.ok, verdict.reason
+    assert not check(top, below, "warp_specialization", 1, code=False).ok  # both steps at once: refused
+
+
+def test_the_warp_specialized_rung_refuses_tiles_it_cannot_take() -> None:
+    from argus.lang.errors import DSLError
+
+    with pytest.raises(DSLError, match="positive multiple of 64, not 32"):
+        attention_lineage.attention_warp_specialized.trace(D=32)
+    with pytest.raises(DSLError, match="BM and BN of 64 or 128"):
+        attention_lineage.attention_warp_specialized.trace(BM=256)
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES"})
+def attention_warp_specialized_seeded(
+    Q: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    K: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    V: T.Tensor[QKV, "IN"],  # noqa: F821, UP037 - the dtype parameter IN names it
+    O: T.Tensor[QKV, T.f32],  # noqa: E741 - the output's name
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    STAGES: int = 2,
+    IN: str = "bf16",
+    BLOCKS_PER_SM: int = 0,
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 0,
+    BUG: str = "",
+):
+    """`attention_lineage.attention_warp_specialized` statement for statement (with no BUG, which
+    `test_the_seeded_warp_specialized_copy_without_a_bug_is_the_library_rung` checks), and one seeded bug in the
+    roles' protocol: "early_release" (a consumer arrives on the stage's empty barrier before O += P V has read sV),
+    "no_empty_wait" (the producer refills a stage without waiting for its release), "no_p_barrier" (a consumer
+    warpgroup writes P while another may still read the previous P) or "one_arrival" (the empty barriers count
+    one arrival where every consumer warpgroup arrives)."""
+    attention_lineage.head_dim(D, 64)
+    attention_lineage.rung_tiles(BM, BN, STAGES)
+    scale_log2 = LOG2E / D**0.5
+    item = Q.dtype.itemsize
+    consumers = tuple(range(1, 1 + BM // 64))
+    threads = 128 * (1 + len(consumers))
+    shared_bytes = (BM * D + 2 * STAGES * BN * D + BM * BN) * item
+    blocks = BLOCKS_PER_SM or attention_lineage.resident_blocks(threads, len(consumers), PRODUCER_REGS, shared_bytes)
+    budget = CONSUMER_REGS or attention_lineage.consumer_registers(threads, len(consumers), blocks, PRODUCER_REGS)
+    with T.grid(T.cdiv(S, BM), BH, threads=threads, blocks_per_sm=blocks) as (bm, bh):  # noqa: F821 - shape symbols
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sP = T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)
+        q_ready = T.alloc_mbarrier(1, arrive_count=1)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1 if BUG == "one_arrival" else len(consumers))
+        n_tiles = T.cdiv(S, BN)  # noqa: F821 - shape symbols
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * item)
+            load_panels(Q, (bh,), bm, BM, D, sQ, q_ready[0])
+            for j, st in T.pipeline(n_tiles, stages=STAGES):
+                if BUG != "no_empty_wait":
+                    T.mbarrier_wait(empty[st], phase=(j // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[st], expect_bytes=2 * BN * D * item)
+                load_panels(K, (bh,), j, BN, D, sK[st], full[st])
+                load_panels(V, (bh,), j, BN, D, sV[st], full[st])
+        with T.role("consumer", warpgroups=consumers, registers=budget):
+            s = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))
+            o = T.alloc_fragment((BM, D), T.f32, mma=T.wgmma_atom(D, Q.dtype))
+            m = T.alloc_reduced(s, axis=1)
+            l = T.alloc_reduced(s, axis=1)  # noqa: E741
+            T.fill(o, 0.0)
+            T.fill(m, float("-inf"))
+            T.fill(l, 0.0)
+            T.mbarrier_wait(q_ready[0], phase=0)
+            for j, st in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(full[st], phase=(j // STAGES) % 2)
+                T.assert_tag(holds_head((bh,), j, BN), sK[st])
+                T.assert_tag(holds_head((bh,), j, BN), sV[st])
+                T.fill(s, 0.0)
+                T.gemm(sQ, sK[st].T, s)
+                T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)  # noqa: B023
+                x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))  # noqa: F821
+                m_new = T.maximum(T.reduce_max(x, axis=1), m)
+                p = T.exp2(x - m_new[:, None])
+                alpha = T.exp2(m - m_new)
+                T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+                T.copy(m_new, m)
+                T.copy(o * alpha[:, None], o)
+                if BUG != "no_p_barrier":
+                    T.barrier(1, threads=128 * len(consumers))
+                T.copy(p, sP)
+                T.fence_proxy_async()
+                T.barrier(1, threads=128 * len(consumers))
+                if BUG == "early_release":
+                    T.mbarrier_arrive(empty[st], per_warpgroup=True)
+                T.gemm(sP, sV[st], o)
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == y.coord[1]), o)
+                if BUG != "early_release":
+                    T.mbarrier_arrive(empty[st], per_warpgroup=True)
+            T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))
+
+
+def test_the_seeded_warp_specialized_copy_without_a_bug_is_the_library_rung() -> None:
+    for params in ({}, {"BM": 128, "STAGES": 3}):
+        assert _statements(attention_warp_specialized_seeded.trace(**params)) == _statements(
+            attention_lineage.attention_warp_specialized.trace(**params)
+        )
+
+
+#: (bug, params, the verifier's error codes, the buffer its counterexample names, what the interpreter does): the
+#: early release and the missing P barrier are races the interpreter's schedule does not lose; the verifier alone
+#: sees them. A refill that does not wait overruns the full barrier's phase (the interpreter deadlocks); a short
+#: arrival count is refused by both.
+SEEDED_ROLES = [
+    ("early_release", {}, {"PIPELINE_OVERWRITE"}, "sV", "right numbers"),
+    ("no_empty_wait", {}, {"PIPELINE_OVERWRITE"}, "sK", "INTERP_DEADLOCK"),
+    ("no_p_barrier", {"BM": 128}, {"RACE_READ_WRITE"}, "sP", "right numbers"),
+    ("one_arrival", {"BM": 128}, {"MBARRIER_ARRIVE_COUNT"}, "empty", "INTERP_MBARRIER_OVERARRIVE"),
+]
+
+
+@pytest.mark.parametrize(("bug", "params", "codes", "buffer", "interp"), SEEDED_ROLES, ids=[b[0] for b in SEEDED_ROLES])
+def test_seeded_bugs_in_the_warp_roles_protocol_are_caught(
+    bug: str, params: dict, codes: set, buffer: str, interp: str
+) -> None:
+    from argus.interp.machine import InterpError
+    from argus.verify import verify
+
+    result = verify(attention_warp_specialized_seeded.trace(BUG=bug, **params))
+    assert result.verdict.value == "violated"
+    assert {e.code for e in result.errors} == codes
+    cex = result.errors[0].counterexample
+    named = {a.element.buffer for a in cex.accesses if a.element} | ({cex.element.buffer} if cex.element else set())
+    assert buffer in named, cex
+    # the roles' ordering beyond the finding is not modelled by the race check: unknown, never "verified"
+    assert all(u.code == "UNKNOWN_WARP_ROLES" for u in result.unknowns)
+    q, k, v = _inputs(2, 200, 64, "bf16")
+    kernel = attention_warp_specialized_seeded.trace(BUG=bug, **params)
+    if interp == "right numbers":
+        o = _kernel_output(kernel, q, k, v)
+        assert _rounded_p_excess(o, q, k, v, "bf16").max() <= 1.0
+    else:
+        with pytest.raises(InterpError, match=interp):
+            _kernel_output(kernel, q, k, v)

@@ -22,14 +22,18 @@ the end), so that consecutive rungs differ by the one mechanism the vocabulary n
 6. `attention_tma_wgmma` — Q, K and V loaded by TMA onto mbarriers, S = Q K^T and O += P V by wgmma from shared
    memory (P through a swizzled shared tile), no warp specialization (split for the walk by the bridge
    `argus.lineage.bridges.attention_cp_async_wgmma`).
+7. `attention_warp_specialized` — warp roles: a producer warpgroup issues the TMA loads into a ring of stages freed
+   by the consumers through "empty" mbarriers, the consumer warpgroups run rung 6's math, and ``setmaxnreg`` moves
+   registers from the producer to them (the walk removes the register split by an IR operator, then the roles).
 
-Not built yet: the rungs above (warp specialization, ping-pong, intra-warpgroup overlap, a persistent scheduler), all
-of which `argus.kernels.attention.flash_attention` has. DSL kernels only here."""
+Not built yet: the rungs above (ping-pong, intra-warpgroup overlap, a persistent scheduler), all of which
+`argus.kernels.attention.flash_attention` has. DSL kernels only here."""
 
 from __future__ import annotations
 
 import argus
 import argus.lang as T
+from argus.atoms.common import WARPGROUP_SIZE, register_pool, shared_budget
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.ir.types import DType
 from argus.kernels.attention import LOG2E, holds_head, load_panels
@@ -549,3 +553,128 @@ def attention_tma_wgmma(
             T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == y.coord[1]), o)
             T.barrier()  # stage j % STAGES and sP may be overwritten from here on
         T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))
+
+
+# --- rung 7: warp specialization -------------------------------------------------------------------------------------
+
+
+def consumer_registers(threads: int, consumers: int, blocks_per_sm: int, producer: int) -> int:
+    """The ``setmaxnreg`` budget of each of `consumers` warpgroups in a block of `threads` with one producer
+    warpgroup at `producer` registers per thread, `blocks_per_sm` blocks resident per SM: what the block's register
+    pool (`argus.atoms.common.register_pool`) leaves them, rounded down to setmaxnreg's multiple of 8, at most 240."""
+    pool = register_pool(threads, blocks_per_sm)
+    per_thread = (pool - WARPGROUP_SIZE * producer) // (WARPGROUP_SIZE * consumers) // 8 * 8
+    return min(240, per_thread)
+
+
+#: Registers per thread the consumers' math needs without spilling (rung 6 compiles to 124 at D = 64, 153 at
+#: D = 128; the warp-specialized consumer to 136 at D = 64 with no spill, and spills at 104).
+CONSUMER_FLOOR = 128
+
+#: The most blocks `resident_blocks` puts on an SM (four would leave a D = 64 consumer 104 registers).
+MOST_BLOCKS = 3
+
+
+def resident_blocks(threads: int, consumers: int, producer: int, shared_bytes: int) -> int:
+    """The most blocks per SM (1 .. `MOST_BLOCKS`) whose shared memory fits (`shared_budget`) and whose consumer
+    warpgroups keep `CONSUMER_FLOOR` registers a thread: 3 for one consumer at D = 64, 1 for two. Measured on an H200
+    (benchmarks/results/2026-12-01-attention-ws): at D = 64, BM = 64, one block per SM ran 1.7x slower than three
+    (its launch at 255 registers a thread leaves room for one block)."""
+    fits = [
+        b
+        for b in range(1, MOST_BLOCKS + 1)
+        if shared_bytes <= shared_budget(b) and consumer_registers(threads, consumers, b, producer) >= CONSUMER_FLOOR
+    ]
+    return max(fits, default=1)
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES"})
+def attention_warp_specialized(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 64,
+    BN: int = 64,
+    STAGES: int = 2,
+    IN: str = "bf16",
+    BLOCKS_PER_SM: int = 0,
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 0,
+):
+    """`attention_tma_wgmma` with warp roles, as `gemm_warp_specialized` is `gemm_tma_wgmma` with them: warpgroup 0
+    (the producer) loads Q once and each key tile's K and V by TMA into a ring of STAGES stages, waiting on an "empty"
+    mbarrier per stage before it refills one; warpgroups 1 .. BM / 64 (the consumers, 64 query rows each) wait on the
+    stage's "full" mbarrier, run rung 6's math on it statement for statement (S = Q K^T by wgmma, the online softmax
+    in registers, P rounded to IN through swizzled shared memory, O += P V by wgmma), and release the stage with one
+    arrival per warpgroup, so that the producer runs up to STAGES tiles ahead with no block barrier between the roles.
+    The consumers alone synchronize around P (a named barrier of their threads). ``setmaxnreg`` gives the producer
+    PRODUCER_REGS registers per thread and the consumers CONSUMER_REGS (0: the most that `BLOCKS_PER_SM` resident
+    blocks leave them, `consumer_registers`, at most 240). BLOCKS_PER_SM blocks are meant to share an SM (the
+    launch bounds; 0: `resident_blocks`, the most whose shared memory fits and whose consumers keep the registers
+    their math needs). Rung 6, with no roles and no launch bounds, keeps as many blocks per SM as its shared memory
+    allows (four at D = 64): a warp-specialized block launched for one block per SM (255 registers a thread) ran
+    1.7x slower than three."""
+    head_dim(D, 64)
+    rung_tiles(BM, BN, STAGES)
+    scale_log2 = LOG2E / D**0.5
+    item = Q.dtype.itemsize
+    consumers = tuple(range(1, 1 + BM // 64))  # one warpgroup per 64 query rows
+    threads = 128 * (1 + len(consumers))
+    shared_bytes = (BM * D + 2 * STAGES * BN * D + BM * BN) * item  # sQ, sK, sV, sP
+    blocks = BLOCKS_PER_SM or resident_blocks(threads, len(consumers), PRODUCER_REGS, shared_bytes)
+    budget = CONSUMER_REGS or consumer_registers(threads, len(consumers), blocks, PRODUCER_REGS)
+    with T.grid(T.cdiv(S, BM), BH, threads=threads, blocks_per_sm=blocks) as (bm, bh):
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sP = T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # P @ V's A operand
+        q_ready = T.alloc_mbarrier(1, arrive_count=1)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds key tile j: one expect_tx arrival + bytes
+        empty = T.alloc_mbarrier(STAGES, arrive_count=len(consumers))  # every consumer warpgroup is done with it
+        n_tiles = T.cdiv(S, BN)
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * item)
+            load_panels(Q, (bh,), bm, BM, D, sQ, q_ready[0])  # rows past S read 0 (never stored)
+            for j, st in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(empty[st], phase=(j // STAGES + 1) % 2)  # the consumers released tile j - STAGES
+                T.mbarrier_arrive(full[st], expect_bytes=2 * BN * D * item)
+                load_panels(K, (bh,), j, BN, D, sK[st], full[st])  # keys past S read 0
+                load_panels(V, (bh,), j, BN, D, sV[st], full[st])  # values past S read 0
+        with T.role("consumer", warpgroups=consumers, registers=budget):
+            s = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # 64 rows per warpgroup
+            o = T.alloc_fragment((BM, D), T.f32, mma=T.wgmma_atom(D, Q.dtype))
+            m = T.alloc_reduced(s, axis=1)  # each query's running maximum (log2 domain)
+            l = T.alloc_reduced(s, axis=1)  # each query's running sum  # noqa: E741
+            T.fill(o, 0.0)
+            T.fill(m, float("-inf"))
+            T.fill(l, 0.0)
+            T.mbarrier_wait(q_ready[0], phase=0)
+            for j, st in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(full[st], phase=(j // STAGES) % 2)  # key tile j has landed
+                # invariant: the stage consumed at iteration j holds key and value tile j of this batch-head
+                T.assert_tag(holds_head((bh,), j, BN), sK[st])
+                T.assert_tag(holds_head((bh,), j, BN), sV[st])
+                T.fill(s, 0.0)
+                T.gemm(sQ, sK[st].T, s)  # S = Q K^T
+                # invariant: S's element (r, c) pairs query row bm * BM + r with key j * BN + c
+                T.assert_tag(lambda x: (x[0] == bm * BM + x.coord[0]) & (x[1] == j * BN + x.coord[1]), s)
+                x = T.where(T.index(s, 1) + j * BN < S, s * scale_log2, float("-inf"))
+                m_new = T.maximum(T.reduce_max(x, axis=1), m)
+                p = T.exp2(x - m_new[:, None])
+                alpha = T.exp2(m - m_new)  # rescales what was accumulated under the old maximum
+                # invariant: the statistics that rescale query r's scores (and its O) were computed from query r's
+                T.assert_tag(lambda pt, mt: (pt[0] == mt[0]) & (pt[0] // BM == bm), p, m_new[:, None])
+                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)  # the sum of P in f32, before the rounding
+                T.copy(m_new, m)
+                T.copy(o * alpha[:, None], o)
+                T.barrier(1, threads=128 * len(consumers))  # the previous P V has finished reading sP
+                T.copy(p, sP)  # rounded to the input dtype, into shared memory: wgmma reads A from there
+                T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
+                T.barrier(1, threads=128 * len(consumers))  # every consumer thread's part of P is in place
+                T.gemm(sP, sV[st], o)  # O += P V
+                # invariant: O's element (r, c) pairs query row bm * BM + r with head-dim column c
+                T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == y.coord[1]), o)
+                T.mbarrier_arrive(empty[st], per_warpgroup=True)  # stage j % STAGES may be refilled
+            T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))

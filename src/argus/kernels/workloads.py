@@ -1156,6 +1156,20 @@ WORKLOADS: tuple[Workload, ...] = (
             "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
         ),
     ),
+    Workload(
+        "attention_warp_specialized",
+        "attention_tma_wgmma with warp roles: a producer warpgroup (TMA) fills a ring of stages that consumer "
+        "warpgroups (wgmma, the online softmax) release through empty mbarriers, the register split by setmaxnreg",
+        ATTENTION,
+        attention_lineage.attention_warp_specialized,
+        ATTENTION_TILES,
+        tolerance=1e-2,  # P is rounded to bf16 before P V, as in attention_mma_sync
+        rung=Rung(
+            "attention",
+            "warp_specialization",
+            "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
+        ),
+    ),
 )
 
 #: Names kernels had before they were named for the mechanism they add, old -> new; `get_kernel` and
