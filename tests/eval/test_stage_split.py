@@ -61,6 +61,22 @@ def test_the_fingerprint_tells_programs_apart() -> None:
     assert kernel_fingerprint(a) != kernel_fingerprint(other)
 
 
+def test_the_fingerprint_covers_the_launch_bounds() -> None:
+    """Two programs that differ only in their resident blocks per SM (an IR rewrite, no parameter changed) verify
+    differently (the registers every thread gets at entry), so their fingerprints differ: the printed IR names the
+    blocks per SM. (A walk once reused one's verification for the other.)"""
+    from argus.eval.candidates import KernelCandidate
+    from argus.ir.printer import format_kernel
+    from argus.kernels.attention_lineage import attention_warp_specialized
+    from argus.lineage.variants import DerivedKernel, with_blocks_per_sm
+
+    two = DerivedKernel(attention_warp_specialized, with_blocks_per_sm(2), "blocks_per_sm_2")
+    base, rewritten = KernelCandidate("a", attention_warp_specialized, {}), KernelCandidate("b", two, {})
+    assert kernel_fingerprint(base) != kernel_fingerprint(rewritten)
+    assert "threads 256 as tid, 3 blocks per SM" in format_kernel(attention_warp_specialized.trace())
+    assert "threads 256 as tid, 2 blocks per SM" in format_kernel(two.trace())
+
+
 def test_the_pool_runs_cpu_jobs_on_its_cpu_workers_and_gpu_jobs_on_its_gpu_workers() -> None:
     jobs = [Job(f"cpu{i}", "os:getenv", {"key": "CUDA_VISIBLE_DEVICES"}, "cpu") for i in range(4)]
     jobs += [Job(f"gpu{i}", "os:getenv", {"key": "CUDA_VISIBLE_DEVICES"}, "gpu") for i in range(3)]

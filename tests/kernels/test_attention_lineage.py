@@ -827,9 +827,16 @@ def test_the_walk_steps_down_from_the_warp_specialized_rung_to_the_tma_rung() ->
     IR (the roles stay), then the roles merged (to rung 6)."""
     from argus.lineage import check
     from argus.lineage.operators import get_operator
+    from argus.verify import verify
 
     top = library_variant(WS_RUNG)
-    ((no_split, _), *_) = get_operator("remove-register-split").candidates(top)
+    # without setmaxnreg every thread keeps the registers at entry, which three blocks per SM fix at 80: too few for
+    # the consumer's fragments (the verifier says so); the operator's next candidate launches two blocks (128)
+    candidates = get_operator("remove-register-split").candidates(top)
+    assert [v.trace().blocks_per_sm for v, _ in candidates] == [3, 2, 1]
+    assert {f.code for f in verify(candidates[0][0].trace()).findings} == {"BUDGET_REGISTERS"}
+    no_split, note = candidates[1]
+    assert "blocks per SM 3 -> 2" in note and verify(no_split.trace()).verdict.value == "verified"
     verdict = check(top, no_split, "register_split", 1)
     assert verdict.ok, verdict.reason
     ((below, _), *_) = get_operator("merge-warp-roles").candidates(no_split)

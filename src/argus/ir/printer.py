@@ -172,6 +172,7 @@ def format_kernel(k: Kernel) -> str:
     for va in k.value_assumptions:
         lines.append(f"  assume values {va.describe()}")
     blocks = ", ".join(str(v) for v in k.block_vars)
-    lines.append(f"  grid ({_dims(k.grid)}) as ({blocks}), threads {k.threads} as {k.thread_var}")
+    resident = f", {k.blocks_per_sm} blocks per SM" if k.blocks_per_sm != 1 else ""  # launch bounds: in the fingerprint
+    lines.append(f"  grid ({_dims(k.grid)}) as ({blocks}), threads {k.threads} as {k.thread_var}{resident}")
     lines += format_stmts(k.body)
     return "\n".join(lines)

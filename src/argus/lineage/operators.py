@@ -236,15 +236,28 @@ class ParamOperator(Operator):
 
 @dataclass(frozen=True)
 class RegisterSplitOperator(Operator):
-    """Drop the ``setmaxnreg`` budgets of the warp roles (an IR rewrite; the roles stay)."""
+    """Drop the ``setmaxnreg`` budgets of the warp roles (an IR rewrite; the roles stay). Without them every thread
+    keeps the registers it gets at entry, which the kernel's resident blocks per SM (its launch bounds) fix: for a
+    kernel launched for several, the same rewrite follows with fewer blocks, down to one (each a candidate the gate
+    judges in turn: the first whose roles' fragments fit is taken). The blocks per SM are occupancy, not a
+    mechanism of the vocabulary; the step's note says when they changed."""
 
     def candidates(self, variant: Variant) -> list[tuple[Variant, str]]:
+        from argus.lineage.variants import MOST_REWRITTEN_BLOCKS, with_blocks_per_sm
+
         kernel = DerivedKernel(variant.kernel, without_register_split, "no_register_split")
         base = variant.library or variant.kernel.name
         name = display_name(base, variant.params, variant.kernel.defaults, _labels(kernel))
-        return [
-            (Variant(name, kernel, dict(variant.params), variant.task, variant.library), "IR: Role.registers -> None")
-        ]
+        note = "IR: Role.registers -> None"
+        out = [(Variant(name, kernel, dict(variant.params), variant.task, variant.library), note)]
+        blocks = min(getattr(variant.trace(), "blocks_per_sm", 1), MOST_REWRITTEN_BLOCKS + 1)
+        for fewer in range(blocks - 1, 0, -1):
+            label = f"blocks_per_sm_{fewer}"
+            narrowed = DerivedKernel(kernel, with_blocks_per_sm(fewer), label)
+            name = display_name(base, variant.params, variant.kernel.defaults, _labels(narrowed))
+            note = f"IR: Role.registers -> None; blocks per SM {blocks} -> {fewer} (the registers at entry)"
+            out.append((Variant(name, narrowed, dict(variant.params), variant.task, variant.library), note))
+        return out
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,27 @@ def without_register_split(kernel: Kernel) -> Kernel:
     return kernel
 
 
+def with_blocks_per_sm(blocks: int) -> Callable[[Kernel], Kernel]:
+    """The rewrite that launches `kernel` for `blocks` resident blocks per SM (its launch bounds): what removing a
+    register split needs where the roles' fragments outgrow the registers every thread gets at entry with the
+    kernel's own count (`operators.RegisterSplitOperator`)."""
+
+    def rewrite(kernel: Kernel) -> Kernel:
+        return dataclasses.replace(kernel, blocks_per_sm=blocks)
+
+    return rewrite
+
+
+#: Most resident blocks per SM a rewrite names (`with_blocks_per_sm`; Hopper keeps at most 32, kernels here ask for 3).
+MOST_REWRITTEN_BLOCKS = 8
+
 #: The IR rewrites the walk's operators make (`DerivedKernel.label` -> the rewrite): a worker process rebuilds a
 #: derived kernel of a walk from its labels (`argus.lineage.walk.variant_from_data`). A probe's rewrites are not
 #: here: probes are traced where they are made, never sent.
-REWRITES: dict[str, Callable[[Kernel], Kernel]] = {"no_register_split": without_register_split}
+REWRITES: dict[str, Callable[[Kernel], Kernel]] = {
+    "no_register_split": without_register_split,
+    **{f"blocks_per_sm_{b}": with_blocks_per_sm(b) for b in range(1, MOST_REWRITTEN_BLOCKS + 1)},
+}
 
 
 def without_statements(kernel: Kernel, kinds: tuple[type, ...]) -> Kernel:
