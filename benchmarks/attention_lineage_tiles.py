@@ -8,7 +8,7 @@ Usage (from the repository root on a GPU machine)::
     PYTHONPATH=src python benchmarks/attention_lineage_tiles.py [--shapes BH,S ...] [--rounds 15] [--json F]
         [--variants "attention_warp_specialized:BLOCKS_PER_SM=2,BM=128" ...]
 
-Inputs: bf16 Q, K, V (BH, S, 64) drawn from N(0, 1), O in f32 (the lineage's problem).
+Inputs: bf16 Q, K, V (BH, S, D) drawn from N(0, 1) (D = 64 unless --d), O in f32 (the lineage's problem).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def parse_variant(text: str) -> tuple[str, dict[str, int]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--shapes", nargs="*", default=None, help="BH,S ... (D = 64)")
+    parser.add_argument("--shapes", nargs="*", default=None, help="BH,S ...")
+    parser.add_argument("--d", type=int, default=64, help="head dim (every variant is traced with it)")
     parser.add_argument("--variants", nargs="*", default=None)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", type=Path)
@@ -74,14 +75,14 @@ def main() -> int:
         print(line)
     loaded = {}
     for name, params in variants:
-        compiled = compile_kernel(getattr(attention_lineage, name).trace(**params))
+        compiled = compile_kernel(getattr(attention_lineage, name).trace(**{"D": args.d, **params}))
         label = name + ("{" + ",".join(f"{k}={v}" for k, v in params.items()) + "}" if params else "")
         loaded[label] = load(compiled)
         print(f"compiled {label}", flush=True)  # (registers and spills: `argus compile`, where cuobjdump is)
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     rows = []
     for bh, s in shapes:
-        d = 64
+        d = args.d
         g = torch.Generator(device="cuda").manual_seed(bh * 7 + s)
         q, k, v = (torch.randn(bh, s, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(3))
         with sdpa_kernel(SDPBackend.MATH):
