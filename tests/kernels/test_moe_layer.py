@@ -59,6 +59,34 @@ def test_swiglu_rows_are_silu_gate_times_up_of_their_expert(offs: list[int], row
     assert np.all(c[last:] == 12345.0)
 
 
+@pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
+def test_geglu_rows_are_gelu_gate_times_up_of_their_expert(act: str) -> None:
+    """ACT "gelu" / "gelu_tanh": GeGLU, ``gelu(gate) * up`` (exact and tanh-approximated GELU, as torch's)."""
+    offs, rows, n = [0, 70, 70, 250, 290], 300, 128
+    rng = np.random.default_rng(5)
+    a = round_to(bf16, rng.standard_normal((rows, 128)))
+    w = round_to(bf16, rng.standard_normal((len(offs), 128, 2 * n)) * 128**-0.5)
+    scale = rng.uniform(0.0, 1.0, rows)
+    c = _swiglu(a, w, offs, scale, ACT=act)
+    ref, start = np.zeros((rows, n)), 0
+    for g, end in enumerate(offs):
+        h = torch.from_numpy(a[start:end] @ w[g])
+        gate = torch.nn.functional.gelu(h[:, :n], approximate="tanh" if act == "gelu_tanh" else "none")
+        ref[start:end] = scale[start:end, None] * (gate * h[:, n:]).numpy()
+        start = end
+    assert np.abs(c[:290] - ref[:290]).max() / np.abs(ref[:290]).max() < 1e-2  # bf16 output
+    silu = _swiglu(a, w, offs, scale)  # another activation: another result
+    assert np.abs(silu[:290] - ref[:290]).max() / np.abs(ref[:290]).max() > 5e-2
+    assert np.all(c[290:] == 12345.0)
+
+
+def test_the_gated_kernel_refuses_an_unknown_activation() -> None:
+    from argus.lang.errors import DSLError
+
+    with pytest.raises(DSLError, match="ACT='relu'"):
+        grouped_gemm_swiglu.trace(ACT="relu")
+
+
 def test_the_swiglu_kernel_verifies() -> None:
     report = verify(grouped_gemm_swiglu.trace())  # the library configuration: 132 blocks, 4 stages, deferred release
     assert not report.findings, [f.message for f in report.findings]
@@ -146,41 +174,66 @@ def test_routing_sorts_rows_by_expert_and_keeps_each_token_s_weights() -> None:
     assert torch.equal(torch.sort(r.order).values, torch.arange(100))  # every (token, choice) routed once
 
 
-def test_the_layer_composed_on_the_cpu_matches_the_per_token_reference() -> None:
-    """`moe_layer`'s steps with both grouped GEMMs on the interpreter: routing, gather, SwiGLU GEMM, down GEMM,
-    combine; an expert with no token (bias) and uneven groups."""
+@pytest.mark.parametrize(
+    ("scoring", "act"), [("softmax", "silu"), ("sigmoid", "gelu")], ids=["softmax SwiGLU", "sigmoid GeGLU"]
+)
+def test_the_layer_composed_on_the_cpu_matches_the_per_token_reference(scoring: str, act: str) -> None:
+    """`moe_layer`'s steps with both grouped GEMMs on the interpreter: routing, gather, the gated up-projection,
+    down GEMM, combine; an expert with no token (bias) and uneven groups; softmax routing with SwiGLU (Mixtral,
+    Qwen3) and sigmoid routing with GeGLU."""
     tokens, hidden, inter, experts, top_k = 48, 64, 64, 5, 2
     x, router, w1, w2 = _layer_inputs(tokens, hidden, inter, experts, seed=3)
     bias = torch.zeros(tokens, experts)
     bias[:, 2] = -1e9
-    r = moe.route(x, router, top_k, bias=bias)
+    r = moe.route(x, router, top_k, bias=bias, scoring=scoring)
     rows = x.index_select(0, r.token).double().numpy()
     offs = r.offs.tolist()
-    h = round_to(bf16, _swiglu(rows, w1.double().numpy(), offs, r.weight.double().numpy(), BN=64))
+    h = round_to(bf16, _swiglu(rows, w1.double().numpy(), offs, r.weight.double().numpy(), BN=64, ACT=act))
     y = np.full((rows.shape[0], hidden), 12345.0)
     ends = np.asarray(offs, dtype=np.int64)
     params = {"BM": 128, "BN": 64, "BK": 64, "STAGES": 3, "BLOCKS": 3, "SEARCH": search_steps(experts)}
     interpret(grouped_gemm_persistent, h, w2.double().numpy(), ends, tile_counts(ends, 128), y, **params)
     out = moe.combine(torch.from_numpy(round_to(bf16, y)).to(torch.bfloat16), r, tokens, top_k)
-    want = _reference_layer(x, router, bias, w1, w2, top_k)
+    want = _reference_layer(x, router, bias, w1, w2, top_k, scoring, act)
     assert float((out.double() - want).abs().max() / want.abs().max()) < 2e-2
+    assert not (r.offs.diff() < 0).any() and int(r.offs[2] - r.offs[1]) == 0  # the biased-out expert has no row
 
 
-def _reference_layer(x, router, bias, w1, w2, top_k):  # noqa: ANN001, ANN202 - torch tensors
-    """Per token, in float64: the sum over its top-k experts (softmax of the f32 logits plus `bias`, renormalized)
-    of weight * (silu(x @ gate) * (x @ up)) @ w2[e]."""
+def _reference_layer(x, router, bias, w1, w2, top_k, scoring="softmax", act="silu"):  # noqa: ANN001, ANN202
+    """Per token, in float64: the sum over its top-k experts (softmax, or each expert's sigmoid, of the f32 logits
+    plus `bias`, renormalized) of weight * (act(x @ gate) * (x @ up)) @ w2[e]."""
     x64, router64, w1_64, w2_64 = (t.double() for t in (x, router, w1, w2))
     inter = w2.shape[1]
-    probs = torch.softmax(x.float() @ router.float() + bias, dim=-1).double()
+    logits = x.float() @ router.float() + bias
+    probs = (torch.softmax(logits, dim=-1) if scoring == "softmax" else torch.sigmoid(logits)).double()
     weights, chosen = probs.topk(top_k, dim=-1)
     weights = weights / weights.sum(-1, keepdim=True)
+    approximate = "tanh" if act == "gelu_tanh" else "none"
+    gate = torch.nn.functional.silu if act == "silu" else lambda h: torch.nn.functional.gelu(h, approximate=approximate)
     out = torch.zeros_like(x64)
     for t in range(x.shape[0]):
         for j in range(top_k):
             e = int(chosen[t, j])
             h = x64[t] @ w1_64[e]
-            out[t] += weights[t, j] * ((torch.nn.functional.silu(h[:inter]) * h[inter:]) @ w2_64[e])
+            out[t] += weights[t, j] * ((gate(h[:inter]) * h[inter:]) @ w2_64[e])
     return out
+
+
+def test_sigmoid_routing_weights_each_choice_by_its_own_sigmoid() -> None:
+    """scoring="sigmoid" (DeepSeek-V3): each expert's score is its logit's sigmoid, not a softmax over the experts;
+    the chosen k renormalized. Softmax and sigmoid pick the same experts (both increase with the logit) but weigh
+    them differently."""
+    x, router, _, _ = _layer_inputs(16, 32, 8, 6, seed=9)
+    soft, sig = moe.route(x, router, 3), moe.route(x, router, 3, scoring="sigmoid")
+    logits = x.float() @ router.float()
+    top, chosen = logits.sigmoid().topk(3, dim=-1)
+    want = (top / top.sum(-1, keepdim=True)).reshape(-1)[sig.order]
+    assert torch.allclose(sig.weight, want) and torch.equal(sig.token, soft.token)
+    assert not torch.allclose(sig.weight, soft.weight)
+    unnormalized = moe.route(x, router, 3, scoring="sigmoid", renormalize=False)
+    assert torch.allclose(unnormalized.weight, top.reshape(-1)[unnormalized.order])
+    with pytest.raises(moe.GroupedError, match="scoring is one of softmax, sigmoid"):
+        moe.route(x, router, 3, scoring="relu")
 
 
 def test_the_layer_refuses_what_it_does_not_take() -> None:
@@ -191,6 +244,8 @@ def test_the_layer_refuses_what_it_does_not_take() -> None:
         moe.moe_layer(x, router, w1, w2, 5)
     with pytest.raises(moe.GroupedError, match="bias must be"):
         moe.moe_layer(x, router, w1, w2, 2, bias=torch.zeros(8, 3))
+    with pytest.raises(moe.GroupedError, match="activation is one of silu, gelu, gelu_tanh"):
+        moe.moe_layer(x, router, w1, w2, 2, activation="relu")
     with pytest.raises(moe.GroupedError, match="CUDA"):
         moe.moe_layer(x, router, w1, w2, 2)
     with pytest.raises(moe.GroupedError, match="2I must be even"):
@@ -225,3 +280,7 @@ def test_the_layer_matches_the_reference_on_the_gpu() -> None:
         h = moe.grouped_swiglu(rows, w1, r.offs, scale=r.weight).float()
         ref = ref * r.weight[:, None]
         assert float((h - ref).abs().max() / ref.abs().max()) < 2e-2
+        # sigmoid routing (DeepSeek-V3) with GeGLU (tanh-approximated GELU)
+        out = moe.moe_layer(x, router, w1, w2, top_k, bias=bias, scoring="sigmoid", activation="gelu_tanh")
+        want = _reference_layer(x.cpu(), router.cpu(), bias.cpu(), w1.cpu(), w2.cpu(), top_k, "sigmoid", "gelu_tanh")
+        assert float((out.cpu().double() - want).abs().max() / want.abs().max()) < 2e-2

@@ -180,6 +180,21 @@ def grouped_gemm_persistent(
                 units(it, lambda g, row0, end, bn, it=it: consume(acc, g, row0, end, bn, it))
 
 
+#: The gate activations of the gated up-projection (`grouped_gemm_swiglu`'s ACT): SwiGLU's SiLU, GeGLU's exact GELU and
+#: its tanh approximation.
+GLU_ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
+
+
+def glu_gate(g: Any, act: str) -> Any:
+    """The gate's activation of the f32 accumulator `g`: ``g * sigmoid(g)`` (silu), ``0.5 g (1 + erf(g / sqrt 2))``
+    (gelu) or ``0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))`` (gelu_tanh)."""
+    if act == "silu":
+        return g * T.sigmoid(g)
+    if act == "gelu":
+        return 0.5 * g * (1.0 + T.erf(g * 0.7071067811865476))
+    return 0.5 * g * (1.0 + T.tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)))
+
+
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
 def grouped_gemm_swiglu(
     A: T.Tensor[("R", "K"), "IN"],
@@ -200,17 +215,19 @@ def grouped_gemm_swiglu(
     CONSUMERS: int = 2,
     SEARCH: int = 8,
     GROUP: int = 8,
+    ACT: str = "silu",
 ):
-    """The MoE up-projection with SwiGLU in its epilogue: ``C[r] = scale[r] * silu(A_g[r] @ B[g][:, :N]) *
-    (A_g[r] @ B[g][:, N:])`` for the rows r of each expert g, B (E, K, 2N) holding each expert's gate columns then
-    its up columns (the fused ``gate_up`` weight), C (R, N); `scale` is a per-row factor (a MoE layer's router
-    weight of each routed row: the down-projection is linear, so weighting its input weights its output).
-    Scheduled as `grouped_gemm_persistent` (the same units over C's column tiles); each stage holds A's (BM, BK)
-    box and the gate and up (BK, BN) boxes at the same columns, two accumulators per consumer take one wgmma each
-    per K-block, and the epilogue stores ``scale * g * sigmoid(g) * u`` from the f32 accumulators (the (R, 2N)
-    intermediate is never written). Assumes K and N multiples of 8 (TMA row strides of 16 bytes) and what
-    `grouped_gemm_persistent` assumes of ``offs`` and ``tiles``; N need not be a multiple of BN (the up boxes
-    start at column N + bn * BN: a TMA box starts at any element)."""
+    """The MoE up-projection with SwiGLU in its epilogue: ``C[r] = scale[r] * silu(A_g[r] @ B[g][:, :N]) * (A_g[r] @
+    B[g][:, N:])`` for the rows r of each expert g (ACT "silu"; "gelu": GeGLU, ``gelu(g) * u`` with the exact, erf-based
+    GELU; "gelu_tanh": its tanh approximation, as ``torch.nn.functional.gelu(approximate="tanh")``), B (E, K, 2N)
+    holding each expert's gate columns then its up columns (the fused ``gate_up`` weight), C (R, N); `scale` is a
+    per-row factor (a MoE layer's router weight of each routed row: the down-projection is linear, so weighting its
+    input weights its output). Scheduled as `grouped_gemm_persistent` (the same units over C's column tiles); each stage
+    holds A's (BM, BK) box and the gate and up (BK, BN) boxes at the same columns, two accumulators per consumer take
+    one wgmma each per K-block, and the epilogue stores ``scale * act(g) * u`` from the f32 accumulators (the
+    (R, 2N) intermediate is never written). Assumes K and N multiples of 8 (TMA row strides of 16 bytes) and what
+    `grouped_gemm_persistent` assumes of ``offs`` and ``tiles``; N need not be a multiple of BN (the up boxes start at
+    column N + bn * BN: a TMA box starts at any element)."""
     R, K = A.shape  # noqa: N806 - the kernel's shape symbols
     E, _, N2 = B.shape  # noqa: N806
     _, N = C.shape  # noqa: N806
@@ -220,6 +237,8 @@ def grouped_gemm_swiglu(
             "DSL_BAD_PARAM",
             f"CONSUMERS is 1 or 2, SEARCH >= 1, BN a multiple of {panel}; got {CONSUMERS}, {SEARCH}, {BN}",
         )
+    if ACT not in GLU_ACTIVATIONS:
+        raise DSLError("DSL_BAD_PARAM", f"ACT={ACT!r}: the gate's activation is one of {', '.join(GLU_ACTIVATIONS)}")
     T.assume(operand_assumption("K", "N"))
     T.assume("N2 == 2 * N")
     T.assume(f"E <= {1 << SEARCH}")
@@ -257,7 +276,7 @@ def grouped_gemm_swiglu(
                 T.gemm(operand("K", sA[s], False), operand("N", sU[s], True), up)
                 T.mbarrier_arrive(empty[s])
             T.copy(scale.window((row0,), (BM,)), weight)  # rows past R read 0 (they are not stored)
-            out = gate * T.sigmoid(gate) * up * weight[:, None]
+            out = glu_gate(gate, ACT) * up * weight[:, None]
             T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
 
         def units(it: Any, body: Any) -> None:

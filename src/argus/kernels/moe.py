@@ -10,7 +10,13 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from argus.kernels.grouped import grouped_gemm_persistent, grouped_gemm_scaled, grouped_gemm_swiglu, search_steps
+from argus.kernels.grouped import (
+    GLU_ACTIVATIONS,
+    grouped_gemm_persistent,
+    grouped_gemm_scaled,
+    grouped_gemm_swiglu,
+    search_steps,
+)
 
 #: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
 KERNELS = {"plain": grouped_gemm_persistent, "swiglu": grouped_gemm_swiglu, "scaled": grouped_gemm_scaled}
@@ -95,11 +101,12 @@ def prepare(
     epilogue: str = "plain",
     tiles: Any = None,
     scale: Any = None,
+    activation: str = "silu",
 ) -> tuple[Any, Any]:
-    """(C, the prepared launch): `grouped_mm` (`epilogue` "plain") or `grouped_swiglu` ("swiglu", with `scale`,
-    one f32 factor per row of `a`, default 1) without launching, for timing loops (the launch holds raw addresses:
-    keep `a`, `b`, `offs`, `scale` and C alive while it is used). The row-tile counts are computed on the device
-    when the launch is prepared (or passed as `tiles`, from `tile_counts(offs, BM)`); a new `offs` needs a new
+    """(C, the prepared launch): `grouped_mm` (`epilogue` "plain") or `grouped_swiglu` ("swiglu", with `scale`, one f32
+    factor per row of `a`, default 1, and the gate's `activation`) without launching, for timing loops (the launch holds
+    raw addresses: keep `a`, `b`, `offs`, `scale` and C alive while it is used). The row-tile counts are computed on the
+    device when the launch is prepared (or passed as `tiles`, from `tile_counts(offs, BM)`); a new `offs` needs a new
     prepare."""
     import torch
 
@@ -107,6 +114,11 @@ def prepare(
         raise GroupedError(f"epilogue is one of {sorted(KERNELS)}, got {epilogue!r}")
     if epilogue == "plain" and scale is not None:
         raise GroupedError("scale is the SwiGLU epilogue's per-row factor: pass epilogue='swiglu'")
+    if activation not in GLU_ACTIVATIONS or (activation != "silu" and epilogue != "swiglu"):
+        raise GroupedError(
+            f"activation is the gated epilogue's ('swiglu'): one of {', '.join(GLU_ACTIVATIONS)}; got {activation!r} "
+            f"with epilogue {epilogue!r}"
+        )
     rows, k, experts, n = _extents("grouped_mm", a, b, offs)
     if a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
         raise GroupedError(f"a and b must both be bf16 or both f16, got {a.dtype} and {b.dtype}")
@@ -125,6 +137,8 @@ def prepare(
     params = dict(choose(rows, n, k, experts, epilogue) if config is None else config)
     params.setdefault("SEARCH", search_steps(experts))
     params["OUT"] = params["IN"] = "bf16" if a.dtype == torch.bfloat16 else "f16"
+    if epilogue == "swiglu":
+        params["ACT"] = activation
     tiles = tile_counts(offs, params["BM"]) if tiles is None else tiles
     c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
     kernel = _loaded(epilogue, tuple(sorted(params.items())))
@@ -232,13 +246,22 @@ def scaled_grouped_mm(
     return c
 
 
-def grouped_swiglu(a: Any, w: Any, offs: Any, *, scale: Any = None, config: dict[str, Any] | None = None) -> Any:
+def grouped_swiglu(
+    a: Any,
+    w: Any,
+    offs: Any,
+    *,
+    scale: Any = None,
+    config: dict[str, Any] | None = None,
+    activation: str = "silu",
+) -> Any:
     """``silu(g) * u`` where ``[g | u] = torch._grouped_mm(a, w, offs=offs)``, times ``scale[:, None]`` when given
-    (f32, one factor per row): `a` (R, K), `w` (E, K, 2I) holding each expert's gate columns then its up columns,
+    (f32, one factor per row); `activation` "gelu" (GeGLU, exact GELU) or "gelu_tanh" (its tanh approximation) in
+    place of silu: `a` (R, K), `w` (E, K, 2I) holding each expert's gate columns then its up columns,
     bf16 or f16 on a CUDA device; returns (R, I). One launch of `grouped_gemm_swiglu` (the (R, 2I) product is
     never written; SwiGLU and the scale are computed from the f32 accumulators and rounded once), no host
     synchronization. Rows past ``offs[E-1]`` are left unwritten."""
-    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu", scale=scale)
+    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu", scale=scale, activation=activation)
     launch.launch()
     return c
 
@@ -255,17 +278,28 @@ class Routing:
     order: Any  # (T * k,) int64: the flat (token * k + choice) index of each routed row
 
 
-def route(x: Any, router: Any, top_k: int, *, renormalize: bool = True, bias: Any = None) -> Routing:
-    """The top-k softmax routing of tokens `x` (T, H) by the router weight `router` (H, E): logits ``x @ router``
-    in f32 (plus `bias` (T, E) when given), softmax, the k largest, renormalized to sum 1 when `renormalize`; the
-    routed rows sorted by expert (a stable sort: within an expert, token order)."""
+#: How router logits become expert scores (`route`): softmax over the experts (Mixtral, Qwen3), or each expert's own
+#: sigmoid (DeepSeek-V3), then the top k, renormalized.
+SCORINGS = ("softmax", "sigmoid")
+
+
+def route(
+    x: Any, router: Any, top_k: int, *, renormalize: bool = True, bias: Any = None, scoring: str = "softmax"
+) -> Routing:
+    """The top-k routing of tokens `x` (T, H) by the router weight `router` (H, E): logits ``x @ router`` in f32
+    (plus `bias` (T, E) when given), scores by `scoring` (softmax over the experts, or each logit's sigmoid), the k
+    largest, renormalized to sum 1 when `renormalize`; the routed rows sorted by expert (a stable sort: within an
+    expert, token order)."""
     import torch
 
+    if scoring not in SCORINGS:
+        raise GroupedError(f"scoring is one of {', '.join(SCORINGS)}, got {scoring!r}")
     experts = router.shape[1]
     logits = x.float() @ router.float()
     if bias is not None:
         logits = logits + bias
-    weights, chosen = logits.softmax(dim=-1).topk(top_k, dim=-1)
+    scores = logits.softmax(dim=-1) if scoring == "softmax" else logits.sigmoid()
+    weights, chosen = scores.topk(top_k, dim=-1)
     if renormalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
     flat = chosen.reshape(-1)
@@ -285,15 +319,18 @@ def moe_layer(
     *,
     renormalize: bool = True,
     bias: Any = None,
+    scoring: str = "softmax",
+    activation: str = "silu",
 ) -> Any:
-    """A MoE layer's forward on a CUDA device: tokens `x` (T, H) bf16, router weight `router` (H, E), expert
-    weights `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` softmax routing (`route`);
-    returns (T, H) in x's dtype: for each token, the sum over its k experts of ``weight * (silu(x @ gate) * (x @
-    up)) @ w2[e]``. Steps: routing (PyTorch operators, no host synchronization); the routed rows gathered in expert
-    order (``index_select``); `grouped_gemm_swiglu` (SwiGLU and each row's router weight in the epilogue: the
-    down-projection is linear, so its input rows may carry the weights); `grouped_gemm_persistent` for the
-    down-projection; the sum of each token's k rows (`combine`, PyTorch operators, deterministic). Not fused yet:
-    the gather into the first GEMM's operand load and the combine into the second's epilogue (docs/moe.md)."""
+    """A MoE layer's forward on a CUDA device: tokens `x` (T, H) bf16, router weight `router` (H, E), expert weights
+    `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` routing (`route`: `scoring` "softmax" or
+    "sigmoid"); returns (T, H) in x's dtype: for each token, the sum over its k experts of ``weight * (act(x @ gate) *
+    (x @ up)) @ w2[e]``, act the `activation` (silu: SwiGLU; gelu, gelu_tanh: GeGLU). Steps: routing (PyTorch operators,
+    no host synchronization); the routed rows gathered in expert order (``index_select``); `grouped_gemm_swiglu` (SwiGLU
+    and each row's router weight in the epilogue: the down-projection is linear, so its input rows may carry the
+    weights); `grouped_gemm_persistent` for the down-projection; the sum of each token's k rows (`combine`, PyTorch
+    operators, deterministic). Not fused yet: the gather into the first GEMM's operand load and the combine into the
+    second's epilogue (docs/moe.md)."""
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
         raise GroupedError(
             "moe_layer takes x (T, H), router (H, E), w1 (E, H, 2I), w2 (E, I, H); got "
@@ -311,9 +348,11 @@ def moe_layer(
         raise GroupedError(f"top_k must be between 1 and the number of experts ({experts}), got {top_k}")
     if bias is not None and tuple(bias.shape) != (tokens, experts):
         raise GroupedError(f"bias must be (T, E) = ({tokens}, {experts}), got {tuple(bias.shape)}")
-    routing = route(x, router, top_k, renormalize=renormalize, bias=bias)
+    if activation not in GLU_ACTIVATIONS:
+        raise GroupedError(f"activation is one of {', '.join(GLU_ACTIVATIONS)}, got {activation!r}")
+    routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring)
     rows = x.index_select(0, routing.token)
-    h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight)
+    h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation)
     y = grouped_mm(h, w2, routing.offs)
     return combine(y, routing, tokens, top_k)
 
