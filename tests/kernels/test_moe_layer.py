@@ -236,6 +236,39 @@ def test_sigmoid_routing_weights_each_choice_by_its_own_sigmoid() -> None:
         moe.route(x, router, 3, scoring="relu")
 
 
+def test_deepseek_selection_corrects_the_choice_not_the_weights_and_keeps_to_the_best_groups() -> None:
+    """`correction` (E,) moves which experts are chosen, not their weights (the uncorrected sigmoid scores); with
+    `groups`, every choice lies in one of the `top_groups` groups whose two best corrected scores sum highest;
+    `scaling` multiplies the renormalized weights."""
+    tokens, experts, top_k = 32, 16, 4
+    x, router, _, _ = _layer_inputs(tokens, 32, 8, experts, seed=21)
+    scores = (x.float() @ router.float()).sigmoid()
+    correction = torch.zeros(experts)
+    correction[5] = 10.0  # expert 5 chosen by every token, weighted by its own score
+    r = moe.route(x, router, top_k, scoring="sigmoid", correction=correction, renormalize=False)
+    token = r.token.view(-1)
+    chosen = torch.zeros(tokens, experts, dtype=torch.bool)
+    expert_of_row = torch.bucketize(torch.arange(tokens * top_k), r.offs.long(), right=True)
+    chosen[token, expert_of_row] = True
+    assert chosen[:, 5].all() and torch.allclose(r.weight, scores[token, expert_of_row])
+    plain = moe.route(x, router, top_k, scoring="sigmoid", renormalize=False)
+    assert int(plain.offs[5] - plain.offs[4]) < tokens  # without the correction not every token takes it
+    # groups: 4 groups of 4 experts, choices within the best 2 groups of each token
+    g = moe.route(x, router, top_k, scoring="sigmoid", groups=4, top_groups=2, scaling=2.5)
+    expert_of_row = torch.bucketize(torch.arange(tokens * top_k), g.offs.long(), right=True)
+    group_score = scores.view(tokens, 4, 4).topk(2, dim=-1).values.sum(-1)
+    best = group_score.topk(2, dim=-1).indices
+    assert all(int(e) // 4 in best[int(t)].tolist() for t, e in zip(g.token, expert_of_row, strict=True))
+    sums = torch.zeros(tokens).index_add_(0, g.token, g.weight)
+    assert torch.allclose(sums, torch.full((tokens,), 2.5))  # renormalized, then scaled
+    with pytest.raises(moe.GroupedError, match="groups=3 must divide the 16 experts"):
+        moe.route(x, router, top_k, groups=3)
+    with pytest.raises(moe.GroupedError, match="top_k=4 fit in the chosen groups' 2 experts"):
+        moe.route(x, router, top_k, groups=8, top_groups=1)
+    with pytest.raises(moe.GroupedError, match=r"correction is one value per expert, \(16,\)"):
+        moe.route(x, router, top_k, correction=torch.zeros(3))
+
+
 def test_the_layer_refuses_what_it_does_not_take() -> None:
     x, router, w1, w2 = _layer_inputs(8, 16, 8, 4)
     with pytest.raises(moe.GroupedError, match=r"w1 must be \(E, H, 2I\)"):

@@ -284,24 +284,55 @@ SCORINGS = ("softmax", "sigmoid")
 
 
 def route(
-    x: Any, router: Any, top_k: int, *, renormalize: bool = True, bias: Any = None, scoring: str = "softmax"
+    x: Any,
+    router: Any,
+    top_k: int,
+    *,
+    renormalize: bool = True,
+    bias: Any = None,
+    scoring: str = "softmax",
+    correction: Any = None,
+    groups: int = 1,
+    top_groups: int = 1,
+    scaling: float = 1.0,
 ) -> Routing:
     """The top-k routing of tokens `x` (T, H) by the router weight `router` (H, E): logits ``x @ router`` in f32
     (plus `bias` (T, E) when given), scores by `scoring` (softmax over the experts, or each logit's sigmoid), the k
-    largest, renormalized to sum 1 when `renormalize`; the routed rows sorted by expert (a stable sort: within an
-    expert, token order)."""
+    largest, renormalized to sum 1 when `renormalize`, times `scaling`; the routed rows sorted by expert (a stable
+    sort: within an expert, token order).
+
+    DeepSeek-V3's selection: `correction` (E,) is added to the scores for choosing the experts only (the weights
+    are the uncorrected scores of the chosen ones); with `groups` > 1 the experts are split into that many equal
+    groups, each group scored by the sum of its two best (corrected) scores, and the k experts are chosen within the
+    `top_groups` best groups only."""
     import torch
 
     if scoring not in SCORINGS:
         raise GroupedError(f"scoring is one of {', '.join(SCORINGS)}, got {scoring!r}")
     experts = router.shape[1]
+    if groups < 1 or experts % groups or not 1 <= top_groups <= groups or top_k > top_groups * (experts // groups):
+        raise GroupedError(
+            f"groups={groups} must divide the {experts} experts, top_groups={top_groups} be between 1 and groups, "
+            f"and top_k={top_k} fit in the chosen groups' {top_groups * (experts // max(groups, 1))} experts"
+        )
+    if correction is not None and tuple(correction.shape) != (experts,):
+        raise GroupedError(f"correction is one value per expert, ({experts},); got {tuple(correction.shape)}")
     logits = x.float() @ router.float()
     if bias is not None:
         logits = logits + bias
     scores = logits.softmax(dim=-1) if scoring == "softmax" else logits.sigmoid()
-    weights, chosen = scores.topk(top_k, dim=-1)
+    choice = scores if correction is None else scores + correction.float()
+    if groups > 1:
+        per_group = choice.view(-1, groups, experts // groups)
+        group_score = per_group.topk(min(2, experts // groups), dim=-1).values.sum(dim=-1)
+        best = group_score.topk(top_groups, dim=-1).indices
+        keep = torch.zeros_like(group_score, dtype=torch.bool).scatter_(1, best, True)
+        choice = per_group.masked_fill(~keep[:, :, None], float("-inf")).view(-1, experts)
+    chosen = choice.topk(top_k, dim=-1).indices
+    weights = scores.gather(1, chosen)
     if renormalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
+    weights = weights * scaling
     flat = chosen.reshape(-1)
     order = torch.argsort(flat, stable=True)
     # counts by scatter-add: torch.bincount would synchronize to size its output
@@ -321,16 +352,20 @@ def moe_layer(
     bias: Any = None,
     scoring: str = "softmax",
     activation: str = "silu",
+    correction: Any = None,
+    groups: int = 1,
+    top_groups: int = 1,
+    scaling: float = 1.0,
 ) -> Any:
     """A MoE layer's forward on a CUDA device: tokens `x` (T, H) bf16, router weight `router` (H, E), expert weights
     `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` routing (`route`: `scoring` "softmax" or
-    "sigmoid"); returns (T, H) in x's dtype: for each token, the sum over its k experts of ``weight * (act(x @ gate) *
-    (x @ up)) @ w2[e]``, act the `activation` (silu: SwiGLU; gelu, gelu_tanh: GeGLU). Steps: routing (PyTorch operators,
-    no host synchronization); the routed rows gathered in expert order (``index_select``); `grouped_gemm_swiglu` (SwiGLU
-    and each row's router weight in the epilogue: the down-projection is linear, so its input rows may carry the
-    weights); `grouped_gemm_persistent` for the down-projection; the sum of each token's k rows (`combine`, PyTorch
-    operators, deterministic). Not fused yet: the gather into the first GEMM's operand load and the combine into the
-    second's epilogue (docs/moe.md)."""
+    "sigmoid", and DeepSeek-V3's `correction`, `groups`, `top_groups`, `scaling`); returns (T, H) in x's dtype: for each
+    token, the sum over its k experts of ``weight * (act(x @ gate) * (x @ up)) @ w2[e]``, act the `activation` (silu:
+    SwiGLU; gelu, gelu_tanh: GeGLU). Steps: routing (PyTorch operators, no host synchronization); the routed rows
+    gathered in expert order (``index_select``); `grouped_gemm_swiglu` (SwiGLU and each row's router weight in the
+    epilogue: the down-projection is linear, so its input rows may carry the weights); `grouped_gemm_persistent` for the
+    down-projection; the sum of each token's k rows (`combine`, PyTorch operators, deterministic). Not fused yet: the
+    gather into the first GEMM's operand load and the combine into the second's epilogue (docs/moe.md)."""
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
         raise GroupedError(
             "moe_layer takes x (T, H), router (H, E), w1 (E, H, 2I), w2 (E, I, H); got "
@@ -350,7 +385,8 @@ def moe_layer(
         raise GroupedError(f"bias must be (T, E) = ({tokens}, {experts}), got {tuple(bias.shape)}")
     if activation not in GLU_ACTIVATIONS:
         raise GroupedError(f"activation is one of {', '.join(GLU_ACTIVATIONS)}, got {activation!r}")
-    routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring)
+    routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
+                    groups=groups, top_groups=top_groups, scaling=scaling)  # fmt: skip
     rows = x.index_select(0, routing.token)
     h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation)
     y = grouped_mm(h, w2, routing.offs)
