@@ -5,7 +5,8 @@
   a Hopper block may use.
 * Registers: the fragments live at each program point, in 32-bit registers per thread, against 255 or the warp
   role's ``setmaxnreg`` budget (with several blocks per SM, code outside a ``setmaxnreg`` role against the launch
-  bounds' count; a role's ``setmaxnreg`` budget holds in its code even above that count: ptxas allocates up to it).
+  bounds' count; a role's ``setmaxnreg`` budget holds in its code even above that count, ptxas allocating up to it,
+  except at its warpgroup MMAs, which ptxas compiles within the launch bounds' count).
   A fragment is live from the first statement that writes it to its last use;
   one used inside a loop it was allocated outside of is live for the whole loop, unless every iteration
   overwrites all of it before any use (a ``T.fill`` or whole copy that comes first in the iteration and
@@ -27,7 +28,7 @@ from typing import Any
 from argus.atoms.common import MAX_THREAD_REGISTERS as MAX_REGISTERS
 from argus.atoms.common import shared_budget
 from argus.atoms.smem import SharedCarve
-from argus.ir.nodes import Alloc, Broadcast, Buffer, Copy, Fill, Map, MapOp, Reduce, Space, TileRef
+from argus.ir.nodes import Alloc, Broadcast, Buffer, Copy, Fill, Gemm, Map, MapOp, Reduce, Space, TileRef
 from argus.verify.blame import register_blame, smem_blame
 from argus.verify.context import Context
 from argus.verify.program import Site, user_name
@@ -172,6 +173,8 @@ def check_register_budget(ctx: Context) -> list[Finding]:
     findings = []
     peak_by_role: dict[str, tuple[int, int, list[str]]] = {}
     peak_live: dict[str, list[Buffer]] = {}
+    peak_mma_by_role: dict[str, tuple[int, int, list[str]]] = {}  # the peaks at warpgroup MMAs
+    peak_mma_live: dict[str, list[Buffer]] = {}
     for site in prog.sites:
         role = site.role
         key = role.name if role is not None else ""
@@ -201,35 +204,49 @@ def check_register_budget(ctx: Context) -> list[Finding]:
         if regs > peak_by_role.get(key, (0, 0, []))[0]:
             peak_by_role[key] = (regs, site.index, [f"{user_name(b)} {registers_of(b)}" for b in live])
             peak_live[key] = live
+        if isinstance(site.stmt, Gemm) and regs > peak_mma_by_role.get(key, (0, 0, []))[0]:
+            peak_mma_by_role[key] = (regs, site.index, [f"{user_name(b)} {registers_of(b)}" for b in live])
+            peak_mma_live[key] = live
     kernel = ctx.analysis.kernel
     blocks = getattr(kernel, "blocks_per_sm", 1)
     cap = None
-    if blocks > 1:  # ptxas compiles code outside setmaxnreg regions within the launch bounds' count
+    if blocks > 1:  # the launch bounds' count (below)
         from argus.atoms.common import register_split
 
         cap = register_split(kernel.threads, [], blocks)[1]
+    # With several blocks per SM the launch bounds fix a register count at entry. Code outside a setmaxnreg role
+    # is compiled within it. A role that sets its count by setmaxnreg gets that count in its code, above the
+    # launch bounds' (sm_90a SASS of attention_warp_specialized at __launch_bounds__(256, 3): 80 at entry,
+    # USETMAXREG.TRY_ALLOC 136, the consumer using up to R121, correct on an H200: benchmarks/results/
+    # 2026-12-01-attention-ws), except at its warpgroup MMAs: ptxas compiles each within the entry count (a
+    # 128-register accumulator under __launch_bounds__(384, 2): "Insufficient registers (80) to compile
+    # instruction", whatever setmaxnreg says). So a split role's peak is checked against its budget, and its peak
+    # at an MMA against the entry count.
+    checks = []
     for key, (regs, index, parts) in peak_by_role.items():
         site = prog.sites[index]
         split = site.role is not None and bool(site.role.registers)
         budget = site.role.registers if split else MAX_REGISTERS
-        # a role that sets its count by setmaxnreg gets it in its code, above the launch bounds' count: ptxas
-        # allocates up to the setmaxnreg value after it (sm_90a SASS of attention_warp_specialized at
-        # __launch_bounds__(256, 3): 80 at entry, USETMAXREG.TRY_ALLOC 136, the consumer using up to R121, correct
-        # on an H200: benchmarks/results/2026-12-01-attention-ws)
         capped = cap is not None and cap < budget and not split
+        checks.append((key, regs, index, parts, peak_live[key], budget, capped, ""))
+        if split and cap is not None and cap < budget and key in peak_mma_by_role:
+            m_regs, m_index, m_parts = peak_mma_by_role[key]
+            checks.append((key, m_regs, m_index, m_parts, peak_mma_live[key], budget, True, " at a warpgroup MMA"))
+    for key, regs, index, parts, live, budget, capped, at in checks:
+        site = prog.sites[index]
         uncapped = budget if capped else None
         budget = min(budget, cap) if capped else budget
         if regs > budget:
             where = f"warp role {key!r}" if key else "each thread"
             why = (
                 f" (the register count of __launch_bounds__({kernel.threads}, {blocks}), within which ptxas compiles "
-                "every part of the kernel)"
+                + ("every warpgroup MMA, setmaxnreg or not)" if at else "every part of the kernel outside setmaxnreg)")
                 if capped
                 else ""
             )
             msg = (
-                f"{where} needs at least {regs} registers for the fragments live here ({', '.join(parts)}); the "
-                f"budget is {budget}{why}"
+                f"{where} needs at least {regs} registers for the fragments live{at or ' here'} ({', '.join(parts)}); "
+                f"the budget is {budget}{why}"
             )
             findings.append(
                 Finding(
@@ -238,7 +255,7 @@ def check_register_budget(ctx: Context) -> list[Finding]:
                     msg,
                     loc=site.loc,
                     details={"registers": regs, "budget": budget},
-                    blame=register_blame(kernel, _live_rows(peak_live[key], first), budget, uncapped, blocks),
+                    blame=register_blame(kernel, _live_rows(live, first), budget, uncapped, blocks),
                 )
             )
     findings += _register_split(ctx)
