@@ -64,12 +64,13 @@ def setmaxnreg_ok(registers: int) -> bool:
 
 def register_split(threads: int, roles: list[tuple[int, int | None]], blocks_per_sm: int = 1) -> tuple[int, int]:
     """(registers the block's warp roles hold together, registers per thread at entry) for a block of `threads`
-    launched with ``__launch_bounds__(threads, blocks_per_sm)`` whose roles are ``(warpgroups, setmaxnreg budget or
+    launched with the launch bounds (threads, blocks_per_sm) whose roles are ``(warpgroups, setmaxnreg budget or
     None)``; threads outside every role keep the entry count. Over `register_pool`, ``setmaxnreg.inc`` waits
-    forever."""
+    forever. (Plain statements and list comprehensions: the LLM coder sees this function inlined beside the
+    kernels that call it, under the restricted-source rules.)"""
     entry = min(MAX_THREAD_REGISTERS, REGISTER_FILE // (threads * max(1, blocks_per_sm)) // 8 * 8)
-    covered = sum(WARPGROUP_SIZE * groups for groups, _ in roles)
-    total = sum(WARPGROUP_SIZE * groups * (budget or entry) for groups, budget in roles)
+    covered = sum([WARPGROUP_SIZE * groups for groups, _ in roles])
+    total = sum([WARPGROUP_SIZE * groups * (budget or entry) for groups, budget in roles])
     return total + max(0, threads - covered) * entry, entry
 
 
