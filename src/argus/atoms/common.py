@@ -84,6 +84,17 @@ def register_pool(threads: int, blocks_per_sm: int = 1) -> int:
     return threads * entry
 
 
+def consumer_registers(
+    threads: int, consumers: int, blocks_per_sm: int, producer: int, most: int = MAX_THREAD_REGISTERS
+) -> int:
+    """The ``setmaxnreg`` budget of each of `consumers` warpgroups in a block of `threads` whose one producer
+    warpgroup keeps `producer` registers a thread, `blocks_per_sm` blocks resident per SM: what the block's register
+    pool (`register_pool`) leaves them, at most `most`, rounded down to setmaxnreg's multiple of 8."""
+    pool = register_pool(threads, blocks_per_sm)
+    per_thread = (pool - WARPGROUP_SIZE * producer) // (WARPGROUP_SIZE * consumers)
+    return min(per_thread, most) // 8 * 8
+
+
 def memory_space(value: MemorySpace | str, what: str) -> MemorySpace:
     """Parse a memory space given as an enum or its name (``"shared"``)."""
     try:

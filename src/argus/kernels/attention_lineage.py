@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import argus
 import argus.lang as T
-from argus.atoms.common import WARPGROUP_SIZE, register_pool, shared_budget
+from argus.atoms.common import consumer_registers, shared_budget
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.ir.types import DType
 from argus.kernels.attention import LOG2E, holds_head, load_panels
@@ -558,15 +558,6 @@ def attention_tma_wgmma(
 # --- rung 7: warp specialization -------------------------------------------------------------------------------------
 
 
-def consumer_registers(threads: int, consumers: int, blocks_per_sm: int, producer: int) -> int:
-    """The ``setmaxnreg`` budget of each of `consumers` warpgroups in a block of `threads` with one producer
-    warpgroup at `producer` registers per thread, `blocks_per_sm` blocks resident per SM: what the block's register
-    pool (`argus.atoms.common.register_pool`) leaves them, rounded down to setmaxnreg's multiple of 8, at most 240."""
-    pool = register_pool(threads, blocks_per_sm)
-    per_thread = (pool - WARPGROUP_SIZE * producer) // (WARPGROUP_SIZE * consumers) // 8 * 8
-    return min(240, per_thread)
-
-
 #: Registers per thread the consumers' math needs without spilling (rung 6 compiles to 124 at D = 64, 153 at
 #: D = 128; the warp-specialized consumer to 136 at D = 64 with no spill, and spills at 104).
 CONSUMER_FLOOR = 128
@@ -603,19 +594,19 @@ def attention_warp_specialized(
     PRODUCER_REGS: int = 24,
     CONSUMER_REGS: int = 0,
 ):
-    """`attention_tma_wgmma` with warp roles, as `gemm_warp_specialized` is `gemm_tma_wgmma` with them: warpgroup 0
-    (the producer) loads Q once and each key tile's K and V by TMA into a ring of STAGES stages, waiting on an "empty"
+    """`attention_tma_wgmma` with warp roles, as `gemm_warp_specialized` is `gemm_tma_wgmma` with them: warpgroup 0 (the
+    producer) loads Q once and each key tile's K and V by TMA into a ring of STAGES stages, waiting on an "empty"
     mbarrier per stage before it refills one; warpgroups 1 .. BM / 64 (the consumers, 64 query rows each) wait on the
-    stage's "full" mbarrier, run rung 6's math on it statement for statement (S = Q K^T by wgmma, the online softmax
-    in registers, P rounded to IN through swizzled shared memory, O += P V by wgmma), and release the stage with one
+    stage's "full" mbarrier, run rung 6's math on it statement for statement (S = Q K^T by wgmma, the online softmax in
+    registers, P rounded to IN through swizzled shared memory, O += P V by wgmma), and release the stage with one
     arrival per warpgroup, so that the producer runs up to STAGES tiles ahead with no block barrier between the roles.
     The consumers alone synchronize around P (a named barrier of their threads). ``setmaxnreg`` gives the producer
-    PRODUCER_REGS registers per thread and the consumers CONSUMER_REGS (0: the most that `BLOCKS_PER_SM` resident
-    blocks leave them, `consumer_registers`, at most 240). BLOCKS_PER_SM blocks are meant to share an SM (the
-    launch bounds; 0: `resident_blocks`, the most whose shared memory fits and whose consumers keep the registers
+    PRODUCER_REGS registers per thread and the consumers CONSUMER_REGS (0: the most that `BLOCKS_PER_SM` resident blocks
+    leave them, `argus.atoms.common.consumer_registers`, at most 240). BLOCKS_PER_SM blocks are meant to share an SM
+    (the launch bounds; 0: `resident_blocks`, the most whose shared memory fits and whose consumers keep the registers
     their math needs). Rung 6, with no roles and no launch bounds, keeps as many blocks per SM as its shared memory
-    allows (four at D = 64): a warp-specialized block launched for one block per SM (255 registers a thread) ran
-    1.7x slower than three."""
+    allows (four at D = 64): a warp-specialized block launched for one block per SM (255 registers a thread) ran 1.7x
+    slower than three."""
     head_dim(D, 64)
     rung_tiles(BM, BN, STAGES)
     scale_log2 = LOG2E / D**0.5
@@ -624,7 +615,7 @@ def attention_warp_specialized(
     threads = 128 * (1 + len(consumers))
     shared_bytes = (BM * D + 2 * STAGES * BN * D + BM * BN) * item  # sQ, sK, sV, sP
     blocks = BLOCKS_PER_SM or resident_blocks(threads, len(consumers), PRODUCER_REGS, shared_bytes)
-    budget = CONSUMER_REGS or consumer_registers(threads, len(consumers), blocks, PRODUCER_REGS)
+    budget = CONSUMER_REGS or consumer_registers(threads, len(consumers), blocks, PRODUCER_REGS, most=240)
     with T.grid(T.cdiv(S, BM), BH, threads=threads, blocks_per_sm=blocks) as (bm, bh):
         sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
         sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)

@@ -47,11 +47,10 @@ from typing import Any
 
 from argus.atoms.common import (
     MAX_GRID_Y,
-    MAX_THREAD_REGISTERS,
-    REGISTER_FILE,
     SHARED_MEMORY_BUDGET,
     WARPGROUP_SIZE,
 )
+from argus.atoms.common import consumer_registers as atoms_consumer_registers
 from argus.atoms.target import DEFAULT_TARGET, Target
 from argus.atoms.tma import store_chunk_columns
 from argus.ir.types import dtype_from_name
@@ -521,8 +520,7 @@ def consumer_registers(consumers: int) -> int:
     kernel's PRODUCER_REGS per thread), split over the consumers, rounded down to a multiple of 8 and capped at what
     one thread can address."""
     producer = gemm.gemm_warp_specialized_persistent.defaults["PRODUCER_REGS"]
-    per_thread = (REGISTER_FILE // WARPGROUP_SIZE - producer) // consumers
-    return min(per_thread, MAX_THREAD_REGISTERS) // 8 * 8
+    return atoms_consumer_registers(WARPGROUP_SIZE * (1 + consumers), consumers, 1, producer)
 
 
 def padded_extent(problem: GemmProblem) -> GemmProblem:
