@@ -14,7 +14,10 @@ E 8, top 2), Qwen3-30B-A3B (2048, 768, 128, top 8), DeepSeek-V3 (7168, 2048, 256
 shared expert, softmax routing); routings: balanced (the router as drawn), Zipf-skewed and one expert taking most
 tokens (a bias added to the logits, the same for every contender). Each contender is checked first against an f32
 per-expert reference (relative max error <= 2e-2), then timed by `grouped_sweep.interleaved` (L2 flushed before each
-launch, CUDA events, order rotated every round, medians). TFLOP/s counts 6 T k H I.
+launch, CUDA events, order rotated every round, medians). TFLOP/s counts 6 T k H I. "weights TB/s" is the bytes of
+the touched experts' weights (each expert that a token chose: its (H, 2I) and (I, H) matrices, bf16) over the time:
+at decode sizes (``--tokens 1 16 64 256``) the layer is bound by streaming them, and "% HBM" is that rate over the
+H200's 4.8 TB/s.
 """
 
 from __future__ import annotations
@@ -42,6 +45,15 @@ SHAPES = (  # (label, H, I, E, k)
     ("DeepSeek-V3", 7168, 2048, 256, 8),
 )
 ROUTINGS = ("balanced", "zipf", "hot")
+HBM_BYTES_PER_S = 4.8e12  # H200
+
+
+def touched_experts(x, router, bias, top_k: int) -> int:  # noqa: ANN001
+    """How many experts the routing sends at least one token to (as `reference` routes)."""
+    import torch
+
+    chosen = torch.softmax(x.float() @ router.float() + bias, dim=-1).topk(top_k, dim=-1).indices
+    return int(torch.unique(chosen).numel())
 
 
 def composed(x, router, bias, w1, w2, top_k: int):  # noqa: ANN001, ANN201 - torch tensors
@@ -114,8 +126,8 @@ def main() -> int:
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     compiled = None if args.no_compile else torch.compile(composed)
     rows, failed = [], False
-    print("| shape | T | routing | contender | ms | TFLOP/s | x composed | x compiled | err |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| shape | T | routing | contender | ms | TFLOP/s | weights TB/s | % HBM | x composed | x compiled | err |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for label, hidden, inter, experts, top_k in SHAPES:
         if label not in args.shapes:
             continue
@@ -151,6 +163,7 @@ def main() -> int:
                 times = interleaved(torch, launches, args.rounds, scratch)
                 med = {n: statistics.median(t) for n, t in times.items()}
                 flops = 6.0 * tokens * top_k * hidden * inter
+                weight_bytes = touched_experts(x, router, bias, top_k) * 3 * hidden * inter * 2
                 for name in contenders:
                     if name not in errs:
                         continue
@@ -160,15 +173,18 @@ def main() -> int:
                         ms=ms, err=errs[name], tflops=None if ms is None else flops / ms / 1e9,
                         x_composed=None if ms is None else med.get("composed", float("nan")) / ms,
                         x_compiled=None if ms is None or "compiled" not in med else med["compiled"] / ms,
+                        weight_bytes=weight_bytes, weights_tb_s=None if ms is None else weight_bytes / ms / 1e9,
                     )  # fmt: skip
                     rows.append(row)
                     if ms is None:
-                        print(f"| {label} | {tokens} | {kind} | {name} | WRONG | | | | {errs[name]:.1e} |")
+                        print(f"| {label} | {tokens} | {kind} | {name} | WRONG | | | | | | {errs[name]:.1e} |")
                         continue
                     xc = "" if row["x_compiled"] is None else f"{row['x_compiled']:.3f}"
                     print(
                         f"| {label} H={hidden} I={inter} E={experts} k={top_k} | {tokens} | {kind} | {name} | "
-                        f"{ms:.3f} | {row['tflops']:.0f} | {row['x_composed']:.3f} | {xc} | {errs[name]:.1e} |",
+                        f"{ms:.3f} | {row['tflops']:.0f} | {row['weights_tb_s']:.2f} | "
+                        f"{100 * row['weights_tb_s'] * 1e12 / HBM_BYTES_PER_S:.0f} | {row['x_composed']:.3f} | {xc} | "
+                        f"{errs[name]:.1e} |",
                         flush=True,
                     )
             del x

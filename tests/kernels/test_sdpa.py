@@ -125,8 +125,27 @@ def test_the_chooser_packs_and_splits_only_where_they_apply() -> None:
     assert not prefill.PACK and prefill.SPLITS == 1  # 1024 blocks fill the GPU
     short = S.choose(S.AttentionProblem(1, 1, 1, 1, 300, 128, 128))
     assert short.SPLITS == 1  # three key tiles: too few to split
-    assert S.choose(S.AttentionProblem(1, 8, 8, 1, 1 << 20, 64, 64)).SPLITS == -(-SMS // 8)  # about one wave
+    assert S.choose(S.AttentionProblem(1, 8, 8, 1, 1 << 20, 64, 64)).SPLITS == SMS // 8  # one whole wave
     assert S.choose(S.AttentionProblem(1, 1, 1, 1, 1 << 20, 64, 64)).SPLITS == S.MAX_SPLITS
+
+
+@pytest.mark.parametrize(
+    "blocks, key_tiles, splits",
+    [
+        (32, 512, 4),  # 128 blocks, one wave; 5 ways (the rule before) made 160: a second wave of 28 blocks
+        (8, 64, 16),  # 128 blocks; 17 ways made 136, a second wave of 4
+        (128, 64, 1),  # one wave already; 2 ways make two waves of half the work plus a prologue each
+        (1, 1 << 13, 32),  # as many ways as allowed, still one wave
+        (1, 6, 3),  # at least MIN_TILES_PER_SPLIT key tiles a split
+        (40, 100, 3),  # 120 blocks; 4 ways make 160 (two waves of 25 + 1 tiles: 52 > 34 + 1)
+    ],
+)
+def test_key_splits_count_whole_waves(blocks: int, key_tiles: int, splits: int) -> None:
+    assert S.key_splits(blocks, key_tiles, sms=132) == splits
+    waves = -(-(blocks * splits) // 132)
+    best = waves * (-(-key_tiles // splits) + S.SPLIT_OVERHEAD_TILES)
+    for other in range(1, min(S.MAX_SPLITS, key_tiles // S.MIN_TILES_PER_SPLIT) + 1):  # no split count does better
+        assert -(-(blocks * other) // 132) * (-(-key_tiles // other) + S.SPLIT_OVERHEAD_TILES) >= best
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,28 @@ def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
     return 2 * elements + 8 * (1 + 2 * config.STAGES)
 
 
+#: A block's fixed work (its prologue: Q's load and the pipeline's fill; its epilogue: the partial result written
+#: and merged by the combine), in key tiles, for `key_splits`' cost.
+SPLIT_OVERHEAD_TILES = 1
+
+
+def key_splits(blocks: int, key_tiles: int, sms: int = SMS) -> int:
+    """The ways to split the keys of `blocks` blocks (each `key_tiles` tiles long) on a GPU of `sms` SMs, one block
+    resident per SM (the kernel's setmaxnreg budgets take the whole register file): the split count of least
+    ``waves * (tiles per split + SPLIT_OVERHEAD_TILES)``, the fewest splits among equals. The waves are what the
+    rule before it missed: 32 blocks split 5 ways are 160 blocks, a second wave of 28 on 132 SMs, which takes as
+    long as the first (measured: decode at 66 % of HBM bandwidth, benchmarks/results/2026-11-28-attention-gpu6.md);
+    split 4 ways they are one wave of 128. At most MAX_SPLITS ways, at least MIN_TILES_PER_SPLIT tiles each."""
+    most = max(1, min(MAX_SPLITS, key_tiles // MIN_TILES_PER_SPLIT))
+    best, best_cost = 1, None
+    for splits in range(1, most + 1):
+        waves = -(-(blocks * splits) // sms)
+        cost = waves * (-(-key_tiles // splits) + SPLIT_OVERHEAD_TILES)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = splits, cost
+    return best
+
+
 def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     """The configuration `sdpa` runs `problem` on (see the module docstring), for a GPU of `sms` SMs."""
     pack = packable(problem)
@@ -179,7 +201,7 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     key_tiles = -(-problem.sk // bn)
     splits = 1
     if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
-        splits = max(1, min(-(-sms // blocks), key_tiles // MIN_TILES_PER_SPLIT, MAX_SPLITS))
+        splits = key_splits(blocks, key_tiles, sms)
     for stages in range(MAX_STAGES, 1, -1):
         config = AttentionConfig(bm, bn, stages, consumers, splits, pack, P_REGISTERS=True)
         if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:

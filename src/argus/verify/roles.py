@@ -232,6 +232,20 @@ def _latest(body: tuple[Stmt, ...], before: Stmt | None, match) -> Stmt | None:
     return found
 
 
+def _dominating(body: tuple[Stmt, ...], site: Site, match) -> Stmt | None:
+    """The last statement matching `match` that runs before `site` on every path to it, in `body` or in a body
+    nested in it that holds `site` (at each level, before the statement that leads to `site`; the innermost such
+    statement): a statement earlier in a straight-line body that encloses `site` has run whenever `site` runs (a
+    role's work under a guard and ``T.let`` bindings, as `argus.kernels.attention_varlen` has it)."""
+    found = None
+    inside = False
+    for f in site.frames:
+        inside = inside or f.body is body
+        if inside:
+            found = _latest(f.body, f.body[f.pos], match) or found
+    return found
+
+
 def _top(body: tuple[Stmt, ...], site: Site) -> Stmt:
     """The statement of `body` that contains `site`."""
     for f in site.frames:
@@ -360,9 +374,9 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
 
         for r in p.reads:
             # pipelined: a wait in the same iteration, before the read; once: a wait before it in the
-            # consumer's body (before its loop, for reads inside one)
+            # consumer's body (before its loop, for reads inside one), or in a guard or binding around both
             body_c = p.loop_c.body if p.loop_c is not None else p.consumer.body
-            wait = _latest(body_c, _top(body_c, r), waits_on)
+            wait = _dominating(body_c, r, waits_on)
             if wait is None:
                 violation(
                     "PIPELINE_STALE_READ",

@@ -32,6 +32,7 @@ import z3
 
 from argus.atoms import get_atom
 from argus.atoms.mma import group_origin, group_subtile, slot_count
+from argus.ir.expr import free_vars
 from argus.ir.nodes import Gemm, Space
 from argus.verify import smt
 from argus.verify.context import Context
@@ -165,6 +166,10 @@ def _check_gemm(ctx: Context, site: Site, lookback: int) -> list[Finding]:
     at = atom.thread_count
     gm_count, gn_count = s.groups
     env, cons = ctx.loop_env(site)
+    for branch, taken in site.ifs:  # the product runs inside its branches (a guard around a warp role's work)
+        if free_vars(branch.cond) <= set(env):  # a condition on the thread is not used (weaker, still sound)
+            cond = smt.boolean(smt.evaluate(branch.cond, env))
+            cons.append(cond if taken else z3.Not(cond))
     q = ctx.query(lookback)
     w = Write(site, s.acc.buffer, pre)
 

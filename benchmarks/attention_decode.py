@@ -1,0 +1,195 @@
+"""Decoding attention (issue #22, "decode >= 80 % of HBM bandwidth"): `argus.kernels.sdpa` on one query token
+against a long KV cache, against torch's SDPA (cuDNN and FlashAttention-2 backends), interleaved in one process,
+L2 flushed before every launch (`gemm_parity.interleaved_times`), medians of the rounds.
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/attention_decode.py [--rounds 20] [--json F]
+
+Rows: bf16, grouped heads of Llama-3-8B (32 query heads over 8 key/value heads) and -70B (64/8), multi-head (32/32)
+and multi-query (16/1) attention, head dims 128 and 64, batch 1..64, KV lengths 4k..128k. Contenders, each checked
+against torch's math backend in f32 first (max abs error <= 2e-2, batch by batch):
+
+* ``argus``: the configuration `sdpa.choose` makes (the keys split by `sdpa.key_splits`, waves counted);
+* ``argus-prev``: the same with the keys split by the rule before it (``ceil(SMS / blocks)`` ways, no waves
+  counted), where that differs;
+* ``argus-s3``: three K/V stages (``choose`` keeps two), where they fit;
+* ``cudnn``, ``fa2``: torch's SDPA backends (``enable_gqa``).
+
+Bandwidth counts the bytes a decode must move once: K and V, plus Q and O (``B*HK*SK*(D+DV) + B*H*(D+DV)``
+16-bit elements), over the median time; "% HBM" is of the H200's 4.8 TB/s, "% copy" of what ``torch``'s
+device-to-device copy of 1 GiB reaches in the same run (read + write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_parity import interleaved_times  # noqa: E402
+from gemm_variants import environment  # noqa: E402
+
+HBM_BYTES_PER_S = 4.8e12  # H200 (H100 SXM: 3.35e12)
+
+ROWS = (  # (label, B, H, HK, SK, D)
+    ("llama3-8b", 1, 32, 8, 8192, 128),
+    ("llama3-8b", 1, 32, 8, 32768, 128),
+    ("llama3-8b", 1, 32, 8, 131072, 128),
+    ("llama3-8b", 4, 32, 8, 8192, 128),
+    ("llama3-8b", 4, 32, 8, 65536, 128),
+    ("llama3-8b", 16, 32, 8, 8192, 128),
+    ("llama3-8b", 16, 32, 8, 32768, 128),
+    ("llama3-8b", 64, 32, 8, 4096, 128),
+    ("llama3-8b", 64, 32, 8, 16384, 128),
+    ("llama3-70b", 1, 64, 8, 32768, 128),
+    ("llama3-70b", 8, 64, 8, 8192, 128),
+    ("mha", 1, 32, 32, 16384, 128),
+    ("mha", 8, 32, 32, 4096, 128),
+    ("mqa", 4, 16, 1, 32768, 128),
+    ("gqa-d64", 4, 32, 8, 16384, 64),
+    ("gqa-d64", 2, 16, 2, 65536, 64),
+)
+
+
+def previous_splits(blocks: int, key_tiles: int, sms: int) -> int:
+    """The split rule `sdpa.choose` had before `key_splits`: enough splits for one block per SM, no waves counted."""
+    from argus.kernels import sdpa as S
+
+    if blocks >= sms:
+        return 1
+    return max(1, min(-(-sms // blocks), key_tiles // S.MIN_TILES_PER_SPLIT, S.MAX_SPLITS))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    from argus.kernels import sdpa as S
+
+    for line in environment(torch):
+        print(line)
+    print(f"cuDNN {torch.backends.cudnn.version()}")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = statistics.median(interleaved_times(torch, {"copy": partial(dst.copy_, src)}, 20, scratch)["copy"])
+    copy_rate = 2 * src.numel() / copy_ms / 1e-3
+    del src, dst
+    print(f"device copy of 1 GiB: {copy_ms:.3f} ms, {copy_rate / 1e12:.2f} TB/s (read + write)")
+    names = ("argus", "argus-prev", "argus-s3", "cudnn", "fa2")
+    print("\n| row | B | H/HK | SK | D | config | " + " | ".join(f"{n} ms" for n in names) + " | argus TB/s | % HBM "
+          "| % copy | x cuDNN | x FA2 | x prev | err |")  # fmt: skip
+    print("|" + "---|" * (6 + len(names) + 7))
+    results, failed = [], False
+    for label, b, h, hk, sk, d in ROWS:
+        g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sk + d)
+        q = torch.randn(b, h, 1, d, device="cuda", generator=g).to(torch.bfloat16)
+        k = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
+        v = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
+        problem = S.problem_of(q, k, v, causal=False)
+        chosen = S.choose(problem)
+        matrices, rows, _ = S.kernel_extents(problem, chosen.PACK)
+        blocks = -(-rows // chosen.BM) * matrices
+        key_tiles = -(-sk // chosen.BN)
+        variants = {"argus": chosen}
+        prev = replace(chosen, SPLITS=previous_splits(blocks, key_tiles, sms))
+        if prev != chosen:
+            variants["argus-prev"] = prev
+        s3 = replace(chosen, STAGES=3)
+        if S.shared_bytes(problem, s3) <= S.SHARED_MEMORY_BUDGET:
+            variants["argus-s3"] = s3
+        with sdpa_kernel([SDPBackend.MATH]):  # the f32 reference, one batch at a time
+            ref = torch.cat(
+                [
+                    torch_sdpa(
+                        q[i : i + 1].float(),
+                        k[i : i + 1].float().repeat_interleave(h // hk, dim=1),
+                        v[i : i + 1].float().repeat_interleave(h // hk, dim=1),
+                    )
+                    for i in range(b)
+                ]
+            )
+        launches, errors, kept = {}, {}, []
+        row = {"row": label, "shape": [b, h, hk, 1, sk, d], "config": chosen.label(), "blocks": blocks}
+        for name, config in variants.items():
+            try:
+                o, lse, prepared = S.prepare(q, k, v, causal=False, config=config)
+
+                def launch(prepared=prepared) -> None:  # noqa: ANN001
+                    for one in prepared:
+                        one.launch()
+
+                launch()
+                torch.cuda.synchronize()
+                errors[name] = (o.float() - ref).abs().max().item()
+                row[f"{name}_config"] = config.label()
+                if errors[name] <= 2e-2:
+                    launches[name] = launch
+                kept.append((o, lse, prepared))
+            except Exception as e:  # noqa: BLE001 - a variant that fails is reported, the run goes on
+                row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+                print(f"| {label} | {name} FAILED: {row[f'{name}_error']} |")
+        for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+
+            def run(backend=backend, q=q, k=k, v=v, gqa=hk != h) -> None:  # noqa: ANN001
+                with sdpa_kernel([backend]):
+                    torch_sdpa(q, k, v, enable_gqa=gqa)
+
+            try:
+                run()
+                torch.cuda.synchronize()
+                launches[name] = run
+            except Exception as e:  # noqa: BLE001 - a backend that does not take the row is left out
+                row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:120]}"
+        del ref
+        times = interleaved_times(torch, launches, args.rounds, scratch)
+        med = {n: statistics.median(t) for n, t in times.items()}
+        row.update({f"{n}_ms": ms for n, ms in med.items()}, errors=errors)
+        moved = 2 * (b * hk * sk * 2 * d + b * h * 2 * d)
+        ok = "argus" in med
+        failed |= not ok
+        rate = moved / med["argus"] / 1e-3 if ok else float("nan")
+        row.update(bytes=moved, rate=rate, hbm=rate / HBM_BYTES_PER_S, copy=rate / copy_rate)
+
+        def ratio(name: str, med=med, ok=ok) -> str:  # noqa: ANN001
+            return f"{med[name] / med['argus']:.2f}" if ok and name in med else "—"
+
+        cells = [f"{med[n]:.4f}" if n in med else "—" for n in names]
+        err = max(errors.values()) if errors else float("nan")
+        print(
+            f"| {label} | {b} | {h}/{hk} | {sk} | {d} | {chosen.label()} | {' | '.join(cells)} | {rate / 1e12:.2f} | "
+            f"{100 * rate / HBM_BYTES_PER_S:.0f} | {100 * rate / copy_rate:.0f} | {ratio('cudnn')} | {ratio('fa2')} "
+            f"| {ratio('argus-prev')} | {err:.1e}{'' if ok else ' WRONG'} |",
+            flush=True,
+        )
+        results.append(row)
+        del kept, launches, q, k, v
+        torch.cuda.empty_cache()
+    for line in environment(torch):
+        print("after:", line)
+    if args.json:
+        args.json.write_text(json.dumps({"copy_tb_s": copy_rate / 1e12, "rows": results}, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
