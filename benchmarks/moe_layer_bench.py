@@ -17,7 +17,9 @@ per-expert reference (relative max error <= 2e-2), then timed by `grouped_sweep.
 launch, CUDA events, order rotated every round, medians). TFLOP/s counts 6 T k H I. "weights TB/s" is the bytes of
 the touched experts' weights (each expert that a token chose: its (H, 2I) and (I, H) matrices, bf16) over the time:
 at decode sizes (``--tokens 1 16 64 256``) the layer is bound by streaming them, and "% HBM" is that rate over the
-H200's 4.8 TB/s.
+H200's 4.8 TB/s. With ``--graphs`` every contender is captured in a CUDA graph and its replay timed (the GPU's time
+alone, as a serving loop runs a decode step: at decode sizes the eager layers are bound by their launches and host
+work).
 """
 
 from __future__ import annotations
@@ -95,6 +97,22 @@ def reference(x, router, bias, w1, w2, top_k: int):  # noqa: ANN001, ANN201
     return out
 
 
+def graphed(torch, fn):  # noqa: ANN001, ANN201
+    """(replay, output): `fn` captured in a CUDA graph (after a warm-up on a side stream), so that a replay is the
+    GPU's time alone, as a serving loop runs a decode step; `output` is the captured call's result, refreshed by
+    every replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph.replay, out
+
+
 def routing_bias(torch, kind: str, tokens: int, experts: int, dev):  # noqa: ANN001, ANN201
     g = torch.Generator(device="cpu").manual_seed(7)
     if kind == "balanced":
@@ -117,6 +135,7 @@ def main() -> int:
     p.add_argument("--shapes", nargs="+", default=[s[0] for s in SHAPES])
     p.add_argument("--routings", nargs="+", default=list(ROUTINGS))
     p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--graphs", action="store_true", help="time each contender captured in a CUDA graph")
     p.add_argument("--json")
     args = p.parse_args()
     if not torch.cuda.is_available():
@@ -149,7 +168,12 @@ def main() -> int:
                 errs, launches = {}, {}
                 for name, fn in contenders.items():
                     try:
-                        got = fn().float()
+                        if args.graphs:  # the replay is timed; its output is checked after a replay
+                            replay, captured = graphed(torch, fn)
+                            replay()
+                            got, fn = captured.float(), replay
+                        else:
+                            got = fn().float()
                         torch.cuda.synchronize()
                     except Exception as e:  # noqa: BLE001 - report, time the others
                         print(f"| {label} | {tokens} | {kind} | {name} | failed: {type(e).__name__}: {e} |")

@@ -51,6 +51,26 @@ def test_one_consumer_and_64_row_tiles_agree() -> None:
     assert np.abs(c[:200] - ref[:200]).max() / np.abs(ref).max() < 1e-2
 
 
+def test_decode_sizes_take_64_row_tiles_that_verify_and_compile() -> None:
+    """`moe.choose` at decode sizes (at most DECODE_ROWS_PER_EXPERT rows per expert on average): one consumer over
+    64-row tiles, 8 stages; both kernels at those parameters (and the library's 132 blocks, 256 experts) verify with
+    every tile of C written once, and compile without spills."""
+    plain = moe.choose(16, 4096, 14336, 8)  # Mixtral's down-projection for 8 tokens (top 2)
+    assert (plain["BM"], plain["BN"], plain["STAGES"], plain["CONSUMERS"]) == (64, 128, 8, 1)
+    assert moe.choose(512, 4096, 14336, 8)["BM"] == 128  # 64 rows per expert (256 tokens): the prefill tiles
+    assert "CONSUMERS" not in moe.choose(32768, 4096, 7168, 256)  # prefill
+    assert moe.choose(2048, 2048, 7168, 256, "scaled")["BM"] == 128  # FP8 keeps its configurations
+    for kernel, epilogue in ((grouped_gemm_persistent, "plain"), (grouped.grouped_gemm_swiglu, "swiglu")):
+        params = moe.choose(64, 1024, 7168, 256, epilogue)
+        assert (params["BM"], params["CONSUMERS"]) == (64, 1)
+        report = verify(kernel.trace(**params))
+        assert not report.findings, [f.message for f in report.findings]
+        proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
+        assert {"output written once", "tag assertion", "mbarrier arrive count", "register budget"} <= proved
+        compiled = compile_kernel(kernel.trace(**params))
+        assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+
+
 def test_tile_counts_on_numpy_and_torch_agree() -> None:
     ends = np.array([0, 70, 70, 250, 290, 290, 1000])
     assert tile_counts(ends, 128).tolist() == [0, 1, 1, 3, 4, 4, 10]

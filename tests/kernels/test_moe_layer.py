@@ -35,19 +35,24 @@ def _swiglu(a: np.ndarray, w: np.ndarray, offs: list[int], scale: np.ndarray, **
 
 
 @pytest.mark.parametrize(
-    ("offs", "rows", "n", "bn"),
+    ("offs", "rows", "n", "bn", "decode"),
     [
-        ([0, 70, 70, 250, 290], 300, 128, 128),  # empty experts, groups straddling row tiles, rows past the end
-        ([40, 40, 200], 200, 72, 64),  # I not a multiple of the tile: the up columns start inside a tile's panel
+        ([0, 70, 70, 250, 290], 300, 128, 128, False),  # empty experts, groups straddling row tiles, rows past the end
+        ([40, 40, 200], 200, 72, 64, False),  # I not a multiple of the tile: the up columns start inside a panel
+        ([1, 1, 3, 9, 9, 12], 14, 128, 64, True),  # decode: `moe.DECODE_CONFIGS`' 64-row tiles, one consumer
     ],
 )
-def test_swiglu_rows_are_silu_gate_times_up_of_their_expert(offs: list[int], rows: int, n: int, bn: int) -> None:
+def test_swiglu_rows_are_silu_gate_times_up_of_their_expert(
+    offs: list[int], rows: int, n: int, bn: int, decode: bool
+) -> None:
     rng = np.random.default_rng(rows + n)
     k = 128
     a = round_to(bf16, rng.standard_normal((rows, k)))
     w = round_to(bf16, rng.standard_normal((len(offs), k, 2 * n)) * k**-0.5)
     scale = rng.uniform(0.0, 1.0, rows)  # each row's router weight
-    c = _swiglu(a, w, offs, scale, BN=bn)
+    chosen = moe.choose(rows, n, k, len(offs), "swiglu")
+    params = {name: value for name, value in chosen.items() if name != "SEARCH"} if decode else {}
+    c = _swiglu(a, w, offs, scale, **(params | {"BN": bn}))
     ref = np.zeros((rows, n))
     start = 0
     for g, end in enumerate(offs):

@@ -52,11 +52,28 @@ CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 64, 4), (128, 128, 
 FP8_CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 128, 4), (128, 128, 128, 6))
 
 
+#: Decoding: where the routed rows average at most this many per expert, each expert's product is a few rows
+#: against all of its weight, bound by streaming the weight: `DECODE_CONFIGS` then.
+DECODE_ROWS_PER_EXPERT = 32
+#: (BM, BN, BK, STAGES) on one consumer warpgroup at decode sizes: 64-row tiles (a tile of 128 rows is mostly
+#: padding), narrower columns (more units for the SMs: Mixtral's down-projection for one token has 2 experts x 16
+#: column tiles of 256) and 8 stages in flight. Measured on an H200 against the 128-row configurations at 1-256
+#: tokens (benchmarks/results/2026-12-01-moe-decode/configs.md): the down-projection 29 -> 54 % of HBM on Mixtral
+#: at one token, 73 -> 82 % at 16; the SwiGLU up-projection 59 -> 68 %, 68 -> 81 %; where rows average 64 per
+#: expert (Mixtral at 256 tokens) the 128-row tiles are faster, hence the threshold.
+DECODE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 128, 64, 8), "swiglu": (64, 64, 64, 8)}
+
+
 def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> dict[str, Any]:
     """The kernel parameters for a grouped product of `rows` routed rows, `experts` experts, (K, N) = (k, n) (N:
     the output's columns), without tuning: 128 x 256 tiles where N fills them (fewer, larger tiles: each B[g]
     panel is read by fewer blocks), else 128 x 128 (``"scaled"``, FP8: the same rule over `FP8_CONFIGS`); with the
-    SwiGLU epilogue 128 x 128 x 2 (a gate and an up accumulator) and 4 stages."""
+    SwiGLU epilogue 128 x 128 x 2 (a gate and an up accumulator) and 4 stages. At decode sizes (at most
+    `DECODE_ROWS_PER_EXPERT` rows per expert on average, 16-bit) `DECODE_CONFIGS`' 64-row tiles on one consumer."""
+    if epilogue in DECODE_CONFIGS and rows <= DECODE_ROWS_PER_EXPERT * experts:
+        bm, bn, bk, stages = DECODE_CONFIGS[epilogue]
+        return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "CONSUMERS": 1, "GROUP": 8,
+                "SEARCH": search_steps(experts)}  # fmt: skip
     if epilogue == "swiglu":
         bm, bn, bk, stages = 128, 128, 64, 4
     else:

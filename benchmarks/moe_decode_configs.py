@@ -1,0 +1,114 @@
+"""The grouped GEMMs at MoE decode sizes (issue #23): which tile configuration streams the touched experts' weights
+fastest when each expert has a few routed rows. For each shape and token count, the up-projection
+(`grouped_swiglu` on the fused (E, H, 2I) weight) and the down-projection (`grouped_mm` on (E, I, H)) under each
+configuration of `CONFIGS`, against ``torch._grouped_mm`` on the same rows, interleaved in one process, L2 flushed
+before every launch (`gemm_parity.interleaved_times`), medians; each checked first against ``torch._grouped_mm``
+(relative max error <= 2e-2). "% HBM" is the touched experts' weight bytes over the median time, of 4.8 TB/s.
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/moe_decode_configs.py [--rounds 15] [--tokens 1 16 64 256] [--json F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_parity import interleaved_times  # noqa: E402
+
+HBM = 4.8e12
+SHAPES = (("Mixtral", 4096, 14336, 8, 2), ("Qwen3-30B-A3B", 2048, 768, 128, 8), ("DeepSeek-V3", 7168, 2048, 256, 8))
+CONFIGS = {  # label -> grouped kernel parameters (None: `moe.choose`'s)
+    "chosen": None,
+    "64x128 s8": {"BM": 64, "BN": 128, "BK": 64, "STAGES": 8, "CONSUMERS": 1, "GROUP": 8},
+    "64x64 s8": {"BM": 64, "BN": 64, "BK": 64, "STAGES": 8, "CONSUMERS": 1, "GROUP": 8},
+}
+
+
+def main() -> int:
+    import torch
+
+    from argus.kernels import moe
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--tokens", type=int, nargs="+", default=[1, 16, 64, 256])
+    p.add_argument("--json")
+    args = p.parse_args()
+    dev = torch.device("cuda")
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    print(torch.cuda.get_device_name(), torch.__version__)
+    print("| shape | T | touched | product | " + " | ".join(f"{c} µs / %HBM" for c in CONFIGS) + " | torch µs / %HBM |")
+    print("|---|---|---|---|" + "---|" * (len(CONFIGS) + 1))
+    rows_out, failed = [], False
+    for label, hidden, inter, experts, top_k in SHAPES:
+        torch.manual_seed(0)
+        w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
+        w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
+        for tokens in args.tokens:
+            g = torch.Generator().manual_seed(tokens)
+            chosen = torch.stack([torch.randperm(experts, generator=g)[:top_k] for _ in range(tokens)])
+            counts = torch.bincount(chosen.reshape(-1), minlength=experts)
+            offs = counts.cumsum(0).to(torch.int32).to(dev)
+            touched = int((counts > 0).sum())
+            rows = tokens * top_k
+            for product, w, k, n in (("up+SwiGLU", w1, hidden, 2 * inter), ("down", w2, inter, hidden)):
+                a = torch.randn(rows, k, device=dev).to(torch.bfloat16)
+                ref = torch._grouped_mm(a, w, offs=offs)
+                if product == "up+SwiGLU":
+                    ref = torch.nn.functional.silu(ref[:, :inter].float()) * ref[:, inter:].float()
+                launches, keep = {}, []
+                for name, config in CONFIGS.items():
+                    try:
+                        if product == "up+SwiGLU":
+                            c, launch = moe.prepare(a, w, offs, config=config, epilogue="swiglu")
+                        else:
+                            c, launch = moe.prepare(a, w, offs, config=config)
+                        launch.launch()
+                        torch.cuda.synchronize()
+                        err = float((c.float() - ref.float()).abs().max() / ref.float().abs().max())
+                        if err > 2e-2:
+                            print(f"| {label} | {tokens} | {product} | {name} WRONG: {err:.2e} |")
+                            failed = True
+                            continue
+                        launches[name] = launch.launch
+                        keep.append((c, launch))
+                    except Exception as e:  # noqa: BLE001 - a configuration that fails is reported
+                        print(f"| {label} | {tokens} | {product} | {name} failed: {type(e).__name__}: {e} |")
+                        failed = True
+                launches["torch"] = lambda a=a, w=w, offs=offs: torch._grouped_mm(a, w, offs=offs)
+                times = interleaved_times(torch, launches, args.rounds, scratch)
+                med = {nm: statistics.median(t) for nm, t in times.items()}
+                weight_bytes = touched * k * n * 2
+                cells = []
+                for name in [*CONFIGS, "torch"]:
+                    if name in med:
+                        cells.append(f"{med[name] * 1e3:.1f} / {100 * weight_bytes / (med[name] * 1e-3) / HBM:.0f}")
+                    else:
+                        cells.append("—")
+                print(f"| {label} | {tokens} | {touched} | {product} | {' | '.join(cells)} |", flush=True)
+                rows_out.append(
+                    {"shape": label, "T": tokens, "touched": touched, "product": product, "ms": med,
+                     "weight_bytes": weight_bytes}
+                )  # fmt: skip
+                del keep, launches
+        del w1, w2
+        torch.cuda.empty_cache()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows_out, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
