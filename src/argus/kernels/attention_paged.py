@@ -1,0 +1,185 @@
+"""Decoding attention over a paged KV cache (issue #22): the keys and values of each sequence lie in fixed-size pages
+of a shared pool, in the order a block table lists them, as vLLM and SGLang keep their caches.
+
+KC (PAGES, PAGE, HK, D) and VC (PAGES, PAGE, HK, DV) are the pools: page p holds PAGE consecutive tokens of some
+sequence, every key/value head. Sequence b's token t lies in page ``TABLE[b, t // PAGE]`` at row ``t % PAGE``, and
+the sequence has ``LENS[b]`` tokens. Q (B, HK, ROWS, D) is the query, the GROUP query heads of each key/value head
+packed as ROWS = GROUP rows of one tile (a free view of a (B, H, D) decode query with H = HK * GROUP): each K/V tile
+is read once for the group.
+
+`flash_attention_paged` is `argus.kernels.attention.flash_attention`'s decode path (a TMA producer warpgroup, one
+consumer warpgroup over 64 packed rows, the online softmax with exp2, P in registers) with the key tiles read
+through the table: key tile t (BN tokens) is a TMA box at row ``(t % (PAGE / BN)) * BN`` of page
+``TABLE[b, t // (PAGE / BN)]`` (PAGE a multiple of BN: one box per 64-column panel, no tile straddles two pages).
+With SPLITS > 1 the sequence's key tiles are split SPLITS ways (flash-decoding) and each block writes its share's
+partial result and log-sum-exp (P = SPLITS, f32) for `argus.kernels.attention.attention_combine`. Keys past
+``LENS[b]`` (the rest of the last page) are masked, declared with `T.exclude` so that the verifier proves it for
+every content of LENS and TABLE the declarations allow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import argus
+import argus.lang as T
+from argus.atoms.common import WARPGROUP_SIZE
+from argus.kernels.attention import LN2, LOG2E, PANEL
+from argus.lang.errors import DSLError
+
+
+def o_shape(DV: int, SPLITS: int) -> tuple[Any, ...]:  # noqa: N803 - named after the kernel parameters
+    """O's global shape: Q's with the value head dim; one partial result per split with SPLITS > 1."""
+    return ("P", "B", "HK", "ROWS", DV) if SPLITS > 1 else ("B", "HK", "ROWS", DV)
+
+
+def lse_shape(SPLITS: int) -> tuple[Any, ...]:  # noqa: N803
+    return ("P", "B", "HK", "ROWS") if SPLITS > 1 else ("B", "HK", "ROWS")
+
+
+@T.macro
+def load_page_tile(cache: Any, page: Any, row: Any, kvh: Any, rows: int, width: int, dst: T.Tile, bar: Any) -> None:
+    """TMA-load `rows` tokens from row `row` of page `page` of head `kvh` of a (pages, page size, heads, dim) pool
+    (all `width` columns) into `dst`, one box per 64-column panel."""
+    for c in range(width // PANEL):
+        T.copy(
+            cache.window((page, row, kvh, PANEL * c), (None, rows, None, PANEL)),
+            dst.window((0, PANEL * c), (rows, PANEL)),
+            atom="tma",
+            mbarrier=bar,
+        )
+
+
+@argus.kernel(policies={"tile_shape": ("BN",), "stages": "STAGES"})
+def flash_attention_paged(
+    Q: T.Tensor[lambda D: ("B", "HK", "ROWS", D), "IN"],
+    KC: T.Tensor[lambda D: ("PAGES", "PAGE", "HK", D), "IN"],
+    VC: T.Tensor[lambda DV: ("PAGES", "PAGE", "HK", DV), "IN"],
+    TABLE: T.Tensor[("B", "MAXP"), T.i32],
+    LENS: T.Tensor[("B",), T.i32],
+    O: T.Tensor[o_shape, "OUT"],
+    LSE: T.Tensor[lse_shape, T.f32],
+    D: int = 128,
+    DV: int = 128,
+    BN: int = 128,
+    PAGE_SIZE: int = 128,
+    STAGES: int = 2,
+    SPLITS: int = 1,
+    SCALE: float = 0.0,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 240,
+):
+    """O = softmax(Q K^T * SCALE) V of each sequence's packed query rows against its cached keys (module docstring),
+    for ROWS <= 64 query rows per key/value head. SCALE 0 means 1/sqrt(D)."""
+    B, HK, ROWS, _ = Q.shape  # noqa: N806 - the kernel's shape symbols
+    _, MAXP = TABLE.shape  # noqa: N806
+    BM = 64  # noqa: N806 - one consumer warpgroup: a decode's packed rows fit one 64-row tile
+    if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
+        raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
+    if BN % PANEL or PAGE_SIZE % BN:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"PAGE_SIZE={PAGE_SIZE} a multiple of BN={BN}, a multiple of {PANEL}: a key tile in one page",
+        )
+    if SPLITS > 1 and O.dtype != T.f32:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
+    T.assume(f"PAGE == {PAGE_SIZE}")
+    T.assume(f"ROWS <= {BM}")
+    if SPLITS > 1:
+        T.assume(f"P == {SPLITS}")
+    PAGES = KC.shape[0]  # noqa: N806
+    T.assume_values(LENS, lo=0, hi=MAXP * PAGE_SIZE)
+    T.assume_values(TABLE, lo=0, hi=PAGES - 1)  # every entry a page of the pool (unused ones too: 0, say)
+    per_page = PAGE_SIZE // BN  # key tiles per page
+    scale = SCALE if SCALE else 1.0 / D**0.5
+    scale_log2, sign = LOG2E * abs(scale), (1.0 if scale > 0 else -1.0)
+    extents = (B, HK, SPLITS) if SPLITS > 1 else (B, HK)
+    with T.grid(*extents, threads=2 * WARPGROUP_SIZE) as blocks:
+        b, kvh = blocks[0], blocks[1]
+        split = blocks[2] if SPLITS > 1 else 0
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
+        q_ready = T.alloc_mbarrier(1, arrive_count=1)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+
+        def tiles_of(lk: Any) -> tuple[Any, Any]:
+            """(the block's first key tile, how many it reads) of a sequence of `lk` tokens: all of them, or with
+            SPLITS > 1 the split's share."""
+            n_tiles = T.cdiv(lk, BN)
+            if SPLITS == 1:
+                return 0, n_tiles
+            share = T.cdiv(n_tiles, SPLITS)
+            return split * share, T.maximum(T.minimum(share, n_tiles - split * share), 0)
+
+        def page_of(t: Any) -> Any:
+            """The page of key tile `t` (its table entry clamped inside the table: a tile past the sequence is never
+            loaded, the clamp only keeps every read of TABLE inside it)."""
+            return TABLE[b, T.minimum(t // per_page, MAXP - 1)]
+
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS), T.let(LENS[b], "lk") as lk:
+            first, n_tiles = tiles_of(lk)
+            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
+            for c in range(D // PANEL):
+                T.copy(Q.window((b, kvh, 0, PANEL * c), (None, None, BM, PANEL)),
+                       sQ.window((0, PANEL * c), (BM, PANEL)), atom="tma", mbarrier=q_ready[0])  # fmt: skip
+            for j, s in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
+                t = first + j
+                load_page_tile(KC, page_of(t), (t % per_page) * BN, kvh, BN, D, sK[s], full[s])
+                load_page_tile(VC, page_of(t), (t % per_page) * BN, kvh, BN, DV, sV[s], full[s])
+        with T.role("consumer", warpgroups=(1,), registers=CONSUMER_REGS), T.let(LENS[b], "lk") as lk:
+            first, n_tiles = tiles_of(lk)
+            scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))
+            pv = T.wgmma_atom(DV, Q.dtype, a_source="registers")
+            o = T.alloc_fragment((BM, DV), T.f32, mma=pv)
+            m = T.alloc_reduced(scores, axis=1)
+            l = T.alloc_reduced(scores, axis=1)
+            T.fill(o, 0.0)
+            T.fill(m, float("-inf"))
+            T.fill(l, 0.0)
+            T.mbarrier_wait(q_ready[0], phase=0)
+            for j, s in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
+                t = first + j
+                # invariant: the stages hold key tile t of this sequence: the rows of its page (as the table lists
+                # it for this sequence) at the tile's offset, of this key/value head
+                T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
+                             & (x[1] // BN == t % per_page) & (x[2] == kvh), sK[s])  # fmt: skip
+                T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
+                             & (x[1] // BN == t % per_page) & (x[2] == kvh), sV[s])  # fmt: skip
+                T.fill(scores, 0.0)
+                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                raw = scores if sign > 0 else -scores
+                # invariant: the tokens of the last page past the sequence's length do not contribute
+                T.exclude(scores, lambda r, c: c >= lk - t * BN)
+                x = T.where(T.index(scores, 1) < lk - t * BN, raw, float("-inf"))
+                m_new = T.maximum(T.reduce_max(x, axis=1), m)
+                m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
+                p = T.exp2(T.fma(x, scale_log2, (m_safe * -scale_log2)[:, None]))
+                alpha = T.exp2((m - m_safe) * scale_log2)
+                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
+                T.assert_tag(lambda pv, mv: pv[0] == mv[0], p, m_new[:, None])
+                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+                T.copy(o * alpha[:, None], o)
+                T.copy(m_new, m)
+                pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
+                T.copy(p, pa)
+                T.gemm(pa, sV[s], o)  # O += P V
+                T.mbarrier_arrive(empty[s], per_warpgroup=True)
+            seen = l > 0.0
+            inv = T.where(seen, T.rcp(l), 0.0)  # a sequence (or split) with no key: O = 0
+            lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
+            if SPLITS > 1:
+                T.copy(o * inv[:, None], O.tile((split, b, kvh, 0, 0), (None, None, None, BM, DV)))
+                T.copy(lse, LSE.tile((split, b, kvh, 0), (None, None, None, BM)))
+            else:
+                T.copy(o * inv[:, None], O.tile((b, kvh, 0, 0), (None, None, BM, DV)))
+                T.copy(lse, LSE.tile((b, kvh, 0), (None, None, BM)))
+
+
+__all__ = ["flash_attention_paged"]

@@ -1,0 +1,338 @@
+"""Decoding against a paged KV cache, the call a user makes (issue #22): `sdpa_paged` runs
+`argus.kernels.attention_paged.flash_attention_paged` (and, with split keys, `argus.kernels.attention.
+attention_combine`) on one query token per sequence against keys and values kept in pages, as vLLM and SGLang keep
+them.
+
+``sdpa_paged(q, k_cache, v_cache, block_table, seqlens_k, scale=...)`` takes bf16 or f16 CUDA tensors q (B, H, D),
+k_cache (PAGES, PAGE, HK, D), v_cache (PAGES, PAGE, HK, DV) (H a multiple of HK, at most 64 query heads per
+key/value head; PAGE a multiple of 64 tokens), and int32 block_table (B, MAXP) and seqlens_k (B,): sequence b's
+token t is row ``t % PAGE`` of page ``block_table[b, t // PAGE]`` and it has ``seqlens_k[b]`` tokens. Every entry of
+the table must name a page of the pool, unused ones too (0, say). It returns O (B, H, DV) in q's dtype (or
+`out_dtype`) and, with ``return_lse=True``, LSE (B, H) in f32; a sequence with no token gets O = 0 and LSE = -inf.
+
+The keys are split across blocks (flash-decoding, `argus.kernels.sdpa.key_splits`) by `max_seqlen_k` (default:
+the table's capacity, MAXP * PAGE, when not given); each split takes its share of its own sequence's tiles.
+``validate=True`` (the default) reads the table and the lengths back to check them (a device-to-host copy, which
+synchronizes); ``validate=False`` skips that for CUDA graphs, and they are then the caller's contract.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from argus.kernels import arrays, matmul
+from argus.kernels.attention import attention_combine
+from argus.kernels.attention_paged import flash_attention_paged
+from argus.kernels.sdpa import COMBINE_TILE, INPUTS, MAX_HEAD_DIM, OUTPUTS, AttentionError, _name, key_splits
+
+#: The most query heads per key/value head (the packed rows of one 64-row tile).
+MAX_GROUP = 64
+
+
+@dataclass(frozen=True)
+class PagedProblem:
+    """One paged decode: `batch` sequences of one query token, `heads` query heads over `kv_heads` key/value heads,
+    pages of `page` tokens, a table of `max_pages` entries per sequence, head dims `d` and `dv`; `max_seqlen` sizes
+    the split of the keys (0: the table's capacity)."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    page: int
+    max_pages: int
+    d: int
+    dv: int
+    dtype: str = "bf16"
+    out: str = "bf16"
+    scale: float | None = None
+    max_seqlen: int = 0
+
+    def __post_init__(self) -> None:
+        if self.heads < 1 or self.kv_heads < 1 or self.heads % self.kv_heads:
+            raise AttentionError(f"{self.heads} query heads over {self.kv_heads} key/value heads: H a multiple of HK")
+        if self.heads // self.kv_heads > MAX_GROUP:
+            raise AttentionError(
+                f"{self.heads // self.kv_heads} query heads per key/value head: at most {MAX_GROUP} (one 64-row tile)"
+            )
+        if self.page % 64 or self.page < 64:
+            raise AttentionError(f"pages of {self.page} tokens: a multiple of 64 is supported (one key tile per page)")
+        if self.dtype not in INPUTS or self.out not in OUTPUTS:
+            raise AttentionError(f"inputs {self.dtype}, output {self.out}: inputs one of {INPUTS}, outputs {OUTPUTS}")
+        for name, x in (("D", self.d), ("DV", self.dv)):
+            if x % 64 or not 0 < x <= MAX_HEAD_DIM:
+                raise AttentionError(f"head dim {name} = {x}: multiples of 64 up to {MAX_HEAD_DIM} are supported")
+
+    @property
+    def group(self) -> int:
+        return self.heads // self.kv_heads
+
+
+@dataclass(frozen=True)
+class PagedPlan:
+    problem: PagedProblem
+
+    @property
+    def block_n(self) -> int:
+        """Keys per tile: 128 where the page holds whole 128-key tiles and the head dims are at most 128, else 64."""
+        p = self.problem
+        return 128 if p.page % 128 == 0 and max(p.d, p.dv) <= 128 else 64
+
+    @property
+    def splits(self) -> int:
+        p = self.problem
+        keys = p.max_seqlen or p.page * p.max_pages
+        return key_splits(p.batch * p.kv_heads, -(-keys // self.block_n))
+
+    def params(self) -> tuple[tuple[str, Any], ...]:
+        p = self.problem
+        return tuple(
+            sorted(
+                {
+                    "D": p.d,
+                    "DV": p.dv,
+                    "BN": self.block_n,
+                    "PAGE_SIZE": p.page,
+                    "STAGES": 2,
+                    "SPLITS": self.splits,
+                    "SCALE": p.scale if p.scale is not None else 0.0,
+                    "IN": p.dtype,
+                    "OUT": p.out if self.splits == 1 else "f32",
+                }.items()
+            )
+        )
+
+    def combine_params(self) -> tuple[tuple[str, Any], ...] | None:
+        if self.splits == 1:
+            return None
+        br, bd = COMBINE_TILE
+        return tuple(sorted({"SPLITS": self.splits, "BR": br, "BD": bd, "OUT": self.problem.out}.items()))
+
+    def kernels(self) -> list[Any]:
+        """The traced kernels a call launches, in order (the paged attention, then the combine where split)."""
+        combine = self.combine_params()
+        return [_traced(self.params())] + ([_traced_combine(combine)] if combine is not None else [])
+
+    def describe(self) -> dict[str, Any]:
+        return {"problem": asdict(self.problem), "params": dict(self.params())}
+
+    def run_on_interpreter(self, q: Any, k_cache: Any, v_cache: Any, table: Any, lens: Any) -> tuple[Any, Any]:
+        """(O (B, H, DV), LSE (B, H)) on the lane-level interpreter for numpy inputs, through the kernels and
+        parameters a GPU call launches (small shapes only)."""
+        import numpy as np
+
+        from argus.interp import run_kernel
+
+        p = self.problem
+        b, hk, g = p.batch, p.kv_heads, p.group
+        splits = self.splits
+        lead = (splits,) if splits > 1 else ()
+        part_o = np.full((*lead, b, hk, g, p.dv), np.nan)
+        part_lse = np.full((*lead, b, hk, g), np.nan)
+        tensors = {
+            "Q": np.asarray(q, dtype=np.float64).reshape(b, hk, g, p.d),
+            "KC": np.asarray(k_cache, dtype=np.float64),
+            "VC": np.asarray(v_cache, dtype=np.float64),
+            "TABLE": np.asarray(table, dtype=np.int32),
+            "LENS": np.asarray(lens, dtype=np.int32),
+            "O": part_o,
+            "LSE": part_lse,
+        }
+        kernels = self.kernels()
+        run_kernel(kernels[0], tensors)
+        if splits == 1:
+            return part_o.reshape(b, p.heads, p.dv), part_lse.reshape(b, p.heads)
+        o, lse = np.full((b * hk, g, p.dv), np.nan), np.full((b * hk, g), np.nan)
+        ops = {"OP": part_o.reshape(splits, b * hk, g, p.dv), "LP": part_lse.reshape(splits, b * hk, g)}
+        run_kernel(kernels[1], {**ops, "O": o, "LSE": lse})
+        return o.reshape(b, p.heads, p.dv), lse.reshape(b, p.heads)
+
+
+@functools.lru_cache(maxsize=64)
+def _traced(params: tuple[tuple[str, Any], ...]) -> Any:
+    return flash_attention_paged.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_combine(params: tuple[tuple[str, Any], ...]) -> Any:
+    return attention_combine.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.runtime import load
+
+    return load(compile_kernel((_traced if kind == "paged" else _traced_combine)(params)))
+
+
+def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
+    """AttentionError unless every entry of `table` (B, MAXP) names a page of a pool of `pages`, and every length
+    of `lens` (B,) lies in 0 .. MAXP * page."""
+    import numpy as np
+
+    table, lens = np.asarray(table).astype(np.int64), np.asarray(lens).astype(np.int64)
+    bad = np.argwhere((table < 0) | (table >= pages))
+    if bad.size:
+        b, i = (int(x) for x in bad[0])
+        raise AttentionError(
+            f"block_table[{b}, {i}] = {table[b, i]}: every entry must name a page of the pool (0 .. {pages - 1}), "
+            "unused entries too"
+        )
+    bad = np.nonzero((lens < 0) | (lens > table.shape[1] * page))[0]
+    if bad.size:
+        b = int(bad[0])
+        raise AttentionError(
+            f"seqlens_k[{b}] = {lens[b]}: lengths lie in 0 .. {table.shape[1] * page} (the table's {table.shape[1]} "
+            f"pages of {page} tokens)"
+        )
+
+
+def problem_of(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    block_table: Any,
+    seqlens_k: Any,
+    *,
+    scale: float | None = None,
+    out_dtype: Any = None,
+    max_seqlen_k: int | None = None,
+) -> PagedProblem:
+    """The problem of the call's tensors, their shapes and dtypes checked."""
+    if len(q.shape) != 3:
+        raise AttentionError(f"q has shape {tuple(q.shape)}: sdpa_paged takes one token per sequence, (B, H, D)")
+    for name, x in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if len(x.shape) != 4:
+            raise AttentionError(f"{name} has shape {tuple(x.shape)}: (pages, page size, key/value heads, head dim)")
+    (b, h, d), (pages, page, hk, dk), (pv, pagev, hkv, dv) = q.shape, k_cache.shape, v_cache.shape
+    if (pages, page, hk) != (pv, pagev, hkv) or dk != d:
+        raise AttentionError(
+            f"q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)}: the caches need "
+            "one (pages, page size, heads) and k_cache q's head dim"
+        )
+    if len(block_table.shape) != 2 or block_table.shape[0] != b or tuple(seqlens_k.shape) != (b,):
+        raise AttentionError(
+            f"block_table {tuple(block_table.shape)}, seqlens_k {tuple(seqlens_k.shape)}: (B, max pages) and (B,) "
+            f"for B = {b}"
+        )
+    for name, x in (("block_table", block_table), ("seqlens_k", seqlens_k)):
+        if "int32" not in str(x.dtype):
+            raise AttentionError(f"{name} in {x.dtype}: int32")
+    dtype = _name(q.dtype)
+    if _name(k_cache.dtype) != dtype or _name(v_cache.dtype) != dtype:
+        raise AttentionError(f"q, k_cache, v_cache in {q.dtype}, {k_cache.dtype}, {v_cache.dtype}: one dtype")
+    out = dtype if out_dtype is None else _name(out_dtype)
+    return PagedProblem(b, h, hk, page, block_table.shape[1], d, dv, dtype, out, scale, max_seqlen_k or 0)
+
+
+def prepare(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    block_table: Any,
+    seqlens_k: Any,
+    *,
+    scale: float | None = None,
+    out_dtype: Any = None,
+    max_seqlen_k: int | None = None,
+    validate: bool = True,
+) -> tuple[Any, Any, Any]:
+    """(O, LSE, the prepared launches): `sdpa_paged` without launching, for timing loops and CUDA graphs (keep the
+    returned objects alive while the launches are used)."""
+    import torch
+
+    problem = problem_of(
+        q, k_cache, v_cache, block_table, seqlens_k, scale=scale, out_dtype=out_dtype, max_seqlen_k=max_seqlen_k
+    )
+    for name, x in (("k_cache", k_cache), ("v_cache", v_cache), ("block_table", block_table)):
+        if not x.is_contiguous():
+            raise AttentionError(f"{name} is not contiguous: the kernel reads it through TMA as it lies")
+    if validate:
+        check_cache_tables(block_table.cpu().numpy(), seqlens_k.cpu().numpy(), k_cache.shape[0], problem.page)
+    plan = PagedPlan(problem)
+    b, hk, g = problem.batch, problem.kv_heads, problem.group
+    q = q if q.is_contiguous() else q.contiguous()
+    lens = seqlens_k.contiguous()
+    o = torch.empty((b, problem.heads, problem.dv), dtype=matmul.torch_dtype(problem.out), device=q.device)
+    lse = torch.empty((b, problem.heads), dtype=torch.float32, device=q.device)
+    splits = plan.splits
+    if splits == 1:
+        first_out = (o.view(b, hk, g, problem.dv), lse.view(b, hk, g))
+    else:
+        first_out = (
+            torch.empty((splits, b, hk, g, problem.dv), dtype=torch.float32, device=q.device),
+            torch.empty((splits, b, hk, g), dtype=torch.float32, device=q.device),
+        )
+    views = (q.view(b, hk, g, problem.d), k_cache, v_cache, block_table, lens, *first_out)
+    launches = matmul.Launches([_loaded("paged", plan.params()).prepare(*views)])
+    if splits > 1:
+        part_o, part_lse = first_out
+        combine = _loaded("combine", plan.combine_params())
+        launches.append(
+            combine.prepare(
+                part_o.view(splits, b * hk, g, problem.dv),
+                part_lse.view(splits, b * hk, g),
+                o.view(b * hk, g, problem.dv),
+                lse.view(b * hk, g),
+            )
+        )
+    launches.keep = [q, k_cache, v_cache, block_table, lens, o, lse, *first_out]
+    return o, lse, launches
+
+
+def sdpa_paged(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    block_table: Any,
+    seqlens_k: Any,
+    *,
+    scale: float | None = None,
+    out_dtype: Any = None,
+    max_seqlen_k: int | None = None,
+    return_lse: bool = False,
+    validate: bool = True,
+) -> Any:
+    """One decode step's attention against a paged cache (module docstring); with `return_lse`, (O, LSE). Launches
+    on the current stream and returns without synchronizing (beyond `validate`'s read of the table)."""
+    o, lse, launches = prepare(
+        q,
+        k_cache,
+        v_cache,
+        block_table,
+        seqlens_k,
+        scale=scale,
+        out_dtype=out_dtype,
+        max_seqlen_k=max_seqlen_k,
+        validate=validate,
+    )
+    for launch in launches:
+        launch.launch()
+    return (o, lse) if return_lse else o
+
+
+def reference(
+    q: Any, k_cache: Any, v_cache: Any, table: Any, lens: Any, *, scale: float | None = None
+) -> tuple[Any, Any]:
+    """(O (B, H, DV), LSE (B, H)) in float64 numpy: each sequence's keys gathered from its pages, then
+    `arrays.attention` (a sequence with no token: O = 0, LSE = -inf)."""
+    import numpy as np
+
+    q, kc, vc = (np.asarray(x, dtype=np.float64) for x in (q, k_cache, v_cache))
+    table, lens = np.asarray(table).astype(np.int64), np.asarray(lens).astype(np.int64)
+    b, h, _ = q.shape
+    page = kc.shape[1]
+    o, lse = np.zeros((b, h, vc.shape[3])), np.full((b, h), -np.inf)
+    for i in range(b):
+        if lens[i] == 0:
+            continue
+        t = np.arange(lens[i])
+        k, v = (c[table[i, t // page], t % page].transpose(1, 0, 2)[None] for c in (kc, vc))  # (1, HK, n, D)
+        ob, lb = arrays.attention(q[i][:, None][None], k, v, scale=scale)  # q (1, H, 1, D)
+        o[i], lse[i] = ob[0, :, 0], lb[0, :, 0]
+    return o, lse
+
+
+__all__ = ["PagedPlan", "PagedProblem", "check_cache_tables", "prepare", "problem_of", "reference", "sdpa_paged"]

@@ -1,0 +1,304 @@
+"""Decoding against a paged KV cache (`argus.kernels.sdpa_paged`, `argus.kernels.attention_paged`): keys and
+values in pages listed by a block table. On the CPU interpreter at small shapes (a sequence with no token, a partial
+last page, two key tiles per page, split keys and their combine, grouped and multi-query heads, DV != D) against the
+float64 definition, through the kernels and parameters a GPU call launches; the library configuration verifies
+with every page read proved to be the sequence's own (for every table and length the declarations allow), and two
+seeded paging bugs are caught; it compiles to HGMMA and TMA without spills; on a GPU (skipped without one), against
+torch on the gathered keys."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+import argus
+import argus.lang as T
+from argus.atoms.common import WARPGROUP_SIZE
+from argus.backend.cuda.codegen import compile_kernel
+from argus.ir.printer import format_kernel
+from argus.ir.types import bf16, f16, round_to
+from argus.kernels import sdpa_paged as SP
+from argus.kernels.attention import LN2, LOG2E, PANEL
+from argus.kernels.attention_paged import flash_attention_paged, load_page_tile, lse_shape, o_shape
+from argus.kernels.sdpa import AttentionError
+from argus.lang.errors import DSLError
+
+CASES = {
+    # (B, H, HK, D, DV, page, max pages, pool pages, lengths, max_seqlen, dtype): what each adds
+    "one_tile_per_page": (3, 8, 2, 64, 64, 128, 3, 9, [200, 0, 64], 0, "bf16"),  # an empty sequence, a partial page
+    "split_two_tiles_per_page_mqa": (2, 8, 1, 64, 128, 128, 4, 8, [300, 77], 4096, "f16"),  # 8 splits, DV != D
+    "shared_pages": (2, 4, 4, 128, 128, 64, 3, 4, [150, 192], 0, "bf16"),  # two sequences reading the same pages
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_paged_decode_matches_the_definition_on_the_interpreter(case: str) -> None:
+    b, h, hk, d, dv, page, maxp, pages, lens, longest, dtype = CASES[case]
+    rng = np.random.default_rng(len(case))
+    kind = bf16 if dtype == "bf16" else f16
+    table = rng.integers(0, pages, (b, maxp)).astype(np.int32)
+    kc, vc = (round_to(kind, rng.standard_normal(s)) for s in [(pages, page, hk, d), (pages, page, hk, dv)])
+    q = round_to(kind, rng.standard_normal((b, h, d)))
+    plan = SP.PagedPlan(SP.PagedProblem(b, h, hk, page, maxp, d, dv, dtype, "f32", max_seqlen=longest))
+    o, lse = plan.run_on_interpreter(q, kc, vc, table, np.array(lens, dtype=np.int32))
+    ref_o, ref_lse = SP.reference(q, kc, vc, table, lens)
+    np.testing.assert_allclose(o, ref_o, atol=2e-2, rtol=0)
+    assert np.array_equal(np.isinf(lse), np.isinf(ref_lse))
+    finite = np.isfinite(ref_lse)
+    np.testing.assert_allclose(lse[finite], ref_lse[finite], atol=2e-3, rtol=0)
+
+
+def test_the_plan_splits_by_the_longest_sequence_in_whole_waves() -> None:
+    p = SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, max_seqlen=65536)  # 32 blocks of 512 key tiles
+    assert SP.PagedPlan(p).splits == 4 and SP.PagedPlan(p).block_n == 128
+    assert SP.PagedPlan(SP.PagedProblem(64, 32, 8, 64, 64, 128, 128, max_seqlen=4096)).splits == 1  # 512 blocks
+    assert SP.PagedPlan(SP.PagedProblem(1, 8, 8, 64, 8, 256, 256)).block_n == 64  # d256: 64-key tiles
+
+
+def test_bad_tables_and_shapes_are_refused_with_the_reason() -> None:
+    with pytest.raises(AttentionError, match=r"block_table\[1, 0\] = 9"):
+        SP.check_cache_tables(np.array([[0, 1], [9, 2]]), np.array([10, 10]), 9, 64)
+    with pytest.raises(AttentionError, match=r"seqlens_k\[0\] = 129"):
+        SP.check_cache_tables(np.array([[0, 1]]), np.array([129]), 9, 64)
+    with pytest.raises(AttentionError, match="multiple of 64"):
+        SP.PagedProblem(1, 8, 8, 16, 4, 128, 128)
+    with pytest.raises(AttentionError, match="at most 64"):
+        SP.PagedProblem(1, 128, 1, 64, 4, 128, 128)
+    q = np.zeros((2, 8, 64), dtype=np.float16)
+    cache = np.zeros((4, 64, 2, 64), dtype=np.float16)
+    table, lens = np.zeros((2, 3), dtype=np.int32), np.zeros(2, dtype=np.int32)
+    with pytest.raises(AttentionError, match="one token per sequence"):
+        SP.problem_of(q[:, :, None], cache, cache, table, lens)
+    with pytest.raises(AttentionError, match="int32"):
+        SP.problem_of(q, cache, cache, table.astype(np.int64), lens)
+    with pytest.raises(AttentionError, match=r"\(B, max pages\)"):
+        SP.problem_of(q, cache, cache, table[:1], lens)
+    assert SP.problem_of(q, cache, cache, table, lens).group == 4
+
+
+def test_the_kernel_refuses_pages_that_split_a_key_tile() -> None:
+    with pytest.raises(DSLError, match="PAGE_SIZE=64 a multiple of BN=128"):
+        flash_attention_paged.trace(BN=128, PAGE_SIZE=64)
+
+
+def test_every_head_dim_compiles_to_hgmma_and_tma_without_spills() -> None:
+    for d in (64, 128, 256):
+        for longest in (1024, 65536):  # one split, several (f32 partial results)
+            plan = SP.PagedPlan(SP.PagedProblem(4, 32, 8, 256, 256, d, d, max_seqlen=longest))
+            compiled = compile_kernel(plan.kernels()[0])
+            mix = compiled.instruction_mix()
+            assert mix.get("HGMMA", 0) > 0 and mix.get("UTMALDG", 0) > 0, mix
+            assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+
+
+@pytest.mark.parametrize("longest", [1024, 65536])
+def test_the_library_configuration_verifies_with_every_page_proved_the_sequence_s_own(longest: int) -> None:
+    """d128, 32/8 heads, pages of 256: no finding; the stages hold the rows of the page the table lists for this
+    sequence at the tile's offset, of this key/value head, for every table and length the declarations allow
+    (TABLE's entries pages of the pool, LENS within the table's capacity); the tokens past a sequence's length are
+    masked before the row maximum, the row sum and P V; with split keys the combine verifies too."""
+    from argus.verify import verify_kernel
+
+    batch = 64 if longest == 1024 else 4  # 512 blocks: no split; 32 blocks of a long sequence: split keys
+    plan = SP.PagedPlan(SP.PagedProblem(batch, 32, 8, 256, 256, 128, 128, max_seqlen=longest))
+    assert (plan.splits > 1) == (longest > 1024)
+    report = verify_kernel(plan.kernels()[0])
+    assert not report.findings, report.findings
+    assert [c.verdict.value for c in report.checks if c.check == "tag assertion"] == ["verified"] * 3
+    assert {c.verdict.value for c in report.checks if c.check == "masked reduction"} == {"verified"}
+    if plan.splits > 1:
+        combine = verify_kernel(plan.kernels()[1])
+        assert not combine.findings, combine.findings
+
+
+#: `flash_attention_paged` with a seeded bug (BUG = "" is the library kernel, statement for statement):
+#: "next_sequence_page" reads the page from the next sequence's table row, "table_capacity" masks the keys at the
+#: table's capacity instead of the sequence's length (the stale rows of the last page contribute).
+@argus.kernel(policies={"tile_shape": ("BN",), "stages": "STAGES"})
+def paged_seeded(
+    Q: T.Tensor[lambda D: ("B", "HK", "ROWS", D), "IN"],
+    KC: T.Tensor[lambda D: ("PAGES", "PAGE", "HK", D), "IN"],
+    VC: T.Tensor[lambda DV: ("PAGES", "PAGE", "HK", DV), "IN"],
+    TABLE: T.Tensor[("B", "MAXP"), T.i32],
+    LENS: T.Tensor[("B",), T.i32],
+    O: T.Tensor[o_shape, "OUT"],
+    LSE: T.Tensor[lse_shape, T.f32],
+    D: int = 128,
+    DV: int = 128,
+    BN: int = 128,
+    PAGE_SIZE: int = 128,
+    STAGES: int = 2,
+    SPLITS: int = 1,
+    SCALE: float = 0.0,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 240,
+    BUG: str = "",
+):
+    """`flash_attention_paged` statement for statement, with BUG seeded."""
+    B, HK, ROWS, _ = Q.shape  # noqa: N806 - the kernel's shape symbols
+    _, MAXP = TABLE.shape  # noqa: N806
+    BM = 64  # noqa: N806 - one consumer warpgroup: a decode's packed rows fit one 64-row tile
+    if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
+        raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
+    if BN % PANEL or PAGE_SIZE % BN:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"PAGE_SIZE={PAGE_SIZE} a multiple of BN={BN}, a multiple of {PANEL}: a key tile in one page",
+        )
+    if SPLITS > 1 and O.dtype != T.f32:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
+    T.assume(f"PAGE == {PAGE_SIZE}")
+    T.assume(f"ROWS <= {BM}")
+    if SPLITS > 1:
+        T.assume(f"P == {SPLITS}")
+    PAGES = KC.shape[0]  # noqa: N806
+    T.assume_values(LENS, lo=0, hi=MAXP * PAGE_SIZE)
+    T.assume_values(TABLE, lo=0, hi=PAGES - 1)  # every entry a page of the pool (unused ones too: 0, say)
+    per_page = PAGE_SIZE // BN  # key tiles per page
+    scale = SCALE if SCALE else 1.0 / D**0.5
+    scale_log2, sign = LOG2E * abs(scale), (1.0 if scale > 0 else -1.0)
+    extents = (B, HK, SPLITS) if SPLITS > 1 else (B, HK)
+    with T.grid(*extents, threads=2 * WARPGROUP_SIZE) as blocks:
+        b, kvh = blocks[0], blocks[1]
+        split = blocks[2] if SPLITS > 1 else 0
+        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
+        q_ready = T.alloc_mbarrier(1, arrive_count=1)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+
+        def tiles_of(lk: Any) -> tuple[Any, Any]:
+            """(the block's first key tile, how many it reads) of a sequence of `lk` tokens: all of them, or with
+            SPLITS > 1 the split's share."""
+            n_tiles = T.cdiv(lk, BN)
+            if SPLITS == 1:
+                return 0, n_tiles
+            share = T.cdiv(n_tiles, SPLITS)
+            return split * share, T.maximum(T.minimum(share, n_tiles - split * share), 0)
+
+        def page_of(t: Any) -> Any:
+            """The page of key tile `t` (its table entry clamped inside the table: a tile past the sequence is never
+            loaded, the clamp only keeps every read of TABLE inside it)."""
+            row = T.minimum(b + 1, B - 1) if BUG == "next_sequence_page" else b  # the next sequence's table row
+            return TABLE[row, T.minimum(t // per_page, MAXP - 1)]
+
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS), T.let(LENS[b], "lk") as lk:
+            first, n_tiles = tiles_of(lk)
+            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
+            for c in range(D // PANEL):
+                T.copy(Q.window((b, kvh, 0, PANEL * c), (None, None, BM, PANEL)),
+                       sQ.window((0, PANEL * c), (BM, PANEL)), atom="tma", mbarrier=q_ready[0])  # fmt: skip
+            for j, s in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
+                t = first + j
+                load_page_tile(KC, page_of(t), (t % per_page) * BN, kvh, BN, D, sK[s], full[s])
+                load_page_tile(VC, page_of(t), (t % per_page) * BN, kvh, BN, DV, sV[s], full[s])
+        with T.role("consumer", warpgroups=(1,), registers=CONSUMER_REGS), T.let(LENS[b], "lk") as lk:
+            first, n_tiles = tiles_of(lk)
+            scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))
+            pv = T.wgmma_atom(DV, Q.dtype, a_source="registers")
+            o = T.alloc_fragment((BM, DV), T.f32, mma=pv)
+            m = T.alloc_reduced(scores, axis=1)
+            l = T.alloc_reduced(scores, axis=1)
+            T.fill(o, 0.0)
+            T.fill(m, float("-inf"))
+            T.fill(l, 0.0)
+            T.mbarrier_wait(q_ready[0], phase=0)
+            for j, s in T.pipeline(n_tiles, stages=STAGES):
+                T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
+                t = first + j
+                # invariant: the stages hold key tile t of this sequence: the rows of its page (as the table lists
+                # it for this sequence) at the tile's offset, of this key/value head
+                T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
+                             & (x[1] // BN == t % per_page) & (x[2] == kvh), sK[s])  # fmt: skip
+                T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
+                             & (x[1] // BN == t % per_page) & (x[2] == kvh), sV[s])  # fmt: skip
+                T.fill(scores, 0.0)
+                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                raw = scores if sign > 0 else -scores
+                # invariant: the tokens of the last page past the sequence's length do not contribute
+                T.exclude(scores, lambda r, c: c >= lk - t * BN)
+                end = MAXP * PAGE_SIZE if BUG == "table_capacity" else lk  # the mask at the table's capacity
+                x = T.where(T.index(scores, 1) < end - t * BN, raw, float("-inf"))
+                m_new = T.maximum(T.reduce_max(x, axis=1), m)
+                m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
+                p = T.exp2(T.fma(x, scale_log2, (m_safe * -scale_log2)[:, None]))
+                alpha = T.exp2((m - m_safe) * scale_log2)
+                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
+                T.assert_tag(lambda pv, mv: pv[0] == mv[0], p, m_new[:, None])
+                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+                T.copy(o * alpha[:, None], o)
+                T.copy(m_new, m)
+                pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
+                T.copy(p, pa)
+                T.gemm(pa, sV[s], o)  # O += P V
+                T.mbarrier_arrive(empty[s], per_warpgroup=True)
+            seen = l > 0.0
+            inv = T.where(seen, T.rcp(l), 0.0)  # a sequence (or split) with no key: O = 0
+            lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
+            if SPLITS > 1:
+                T.copy(o * inv[:, None], O.tile((split, b, kvh, 0, 0), (None, None, None, BM, DV)))
+                T.copy(lse, LSE.tile((split, b, kvh, 0), (None, None, None, BM)))
+            else:
+                T.copy(o * inv[:, None], O.tile((b, kvh, 0, 0), (None, None, BM, DV)))
+                T.copy(lse, LSE.tile((b, kvh, 0), (None, None, BM)))
+
+
+def _statements(kernel: Any) -> list[str]:
+    lines = [line for line in format_kernel(kernel).splitlines() if not line.startswith(("kernel ", "  params "))]
+    return [re.sub(r"  # [^#]*$", "", line) for line in lines]
+
+
+def test_the_seeded_copy_without_a_bug_is_the_library_kernel() -> None:
+    params = dict(D=64, DV=64, BN=64, PAGE_SIZE=128, SPLITS=3, OUT="f32")
+    assert _statements(paged_seeded.trace(**params)) == _statements(flash_attention_paged.trace(**params))
+
+
+@pytest.mark.parametrize(
+    "bug, checks, code",
+    [("next_sequence_page", ("asserts",), "TAG_ASSERT"), ("table_capacity", ("oob",), "OOB_MASKED_REDUCTION")],
+)
+def test_seeded_paging_bugs_are_caught_with_a_witness(bug: str, checks: tuple[str, ...], code: str) -> None:
+    from argus.verify import verify_kernel
+
+    report = verify_kernel(paged_seeded.trace(D=64, DV=64, BN=64, PAGE_SIZE=128, BUG=bug), checks=checks)
+    found = [f for f in report.findings if f.code == code]
+    assert found and found[0].verdict.value == "violated", report.findings
+    assert found[0].counterexample is not None
+
+
+def test_paged_decode_matches_torch_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    g = torch.Generator().manual_seed(1)
+    for b, h, hk, d, page, dtype in [(4, 32, 8, 128, 256, torch.bfloat16), (3, 16, 1, 64, 64, torch.float16),
+                                     (2, 8, 8, 256, 128, torch.bfloat16)]:  # fmt: skip
+        maxp, pages = 40, 200
+        lens = torch.randint(0, maxp * page + 1, (b,), generator=g)
+        lens[0] = 0
+        table = torch.randint(0, pages, (b, maxp), generator=g, dtype=torch.int32)
+        kc = torch.randn(pages, page, hk, d, generator=g).to("cuda", dtype)
+        vc = torch.randn(pages, page, hk, d, generator=g).to("cuda", dtype)
+        q = torch.randn(b, h, d, generator=g).to("cuda", dtype)
+        o, lse = SP.sdpa_paged(q, kc, vc, table.cuda(), lens.to(torch.int32).cuda(), return_lse=True)
+        torch.cuda.synchronize()
+        for i in range(b):
+            n = int(lens[i])
+            if n == 0:
+                assert o[i].abs().max().item() == 0 and torch.isinf(lse[i]).all()
+                continue
+            t = torch.arange(n)
+            k, v = (c[table[i, t // page].long().cuda(), (t % page).cuda()].transpose(0, 1).float() for c in (kc, vc))
+            k, v = k.repeat_interleave(h // hk, dim=0), v.repeat_interleave(h // hk, dim=0)
+            ref = torch_sdpa(q[i][:, None].float(), k, v)[:, 0]
+            assert (o[i].float() - ref).abs().max().item() < 2e-2, (b, h, hk, d, page, i)
