@@ -14,6 +14,9 @@ against torch's math backend in f32 first (max abs error <= 2e-2, batch by batch
 * ``argus-prev``: the same with the keys split by the rule before it (``ceil(SMS / blocks)`` ways, no waves
   counted), where that differs;
 * ``argus-s3``: three K/V stages (``choose`` keeps two), where they fit;
+* ``argus-pdl``: the chosen configuration launched as programmatic dependents (`sdpa.DEPENDENT_LAUNCHES` on: the
+  combine's launch overlaps the split kernel's tail; off by default). Run 2 (``decode2.md``) timed the switch the
+  other way round: ``argus`` there had it on and ``argus-nodep`` off;
 * ``cudnn``, ``fa2``: torch's SDPA backends (``enable_gqa``).
 
 Bandwidth counts the bytes a decode must move once: K and V, plus Q and O (``B*HK*SK*(D+DV) + B*H*(D+DV)``
@@ -95,10 +98,10 @@ def main() -> int:
     copy_rate = 2 * src.numel() / copy_ms / 1e-3
     del src, dst
     print(f"device copy of 1 GiB: {copy_ms:.3f} ms, {copy_rate / 1e12:.2f} TB/s (read + write)")
-    names = ("argus", "argus-prev", "argus-s3", "cudnn", "fa2")
+    names = ("argus", "argus-prev", "argus-s3", "argus-pdl", "cudnn", "fa2")
     print("\n| row | B | H/HK | SK | D | config | " + " | ".join(f"{n} ms" for n in names) + " | argus TB/s | % HBM "
-          "| % copy | x cuDNN | x FA2 | x prev | err |")  # fmt: skip
-    print("|" + "---|" * (6 + len(names) + 7))
+          "| % copy | x cuDNN | x FA2 | x prev | x pdl | err |")  # fmt: skip
+    print("|" + "---|" * (6 + len(names) + 8))
     results, failed = [], False
     for label, b, h, hk, sk, d in ROWS:
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sk + d)
@@ -114,6 +117,7 @@ def main() -> int:
         prev = replace(chosen, SPLITS=previous_splits(blocks, key_tiles, sms))
         if prev != chosen:
             variants["argus-prev"] = prev
+        variants["argus-pdl"] = chosen  # the same, launched as programmatic dependents
         s3 = replace(chosen, STAGES=3)
         if S.shared_bytes(problem, s3) <= S.SHARED_MEMORY_BUDGET:
             variants["argus-s3"] = s3
@@ -132,7 +136,9 @@ def main() -> int:
         row = {"row": label, "shape": [b, h, hk, 1, sk, d], "config": chosen.label(), "blocks": blocks}
         for name, config in variants.items():
             try:
+                S.DEPENDENT_LAUNCHES = name == "argus-pdl"
                 o, lse, prepared = S.prepare(q, k, v, causal=False, config=config)
+                S.DEPENDENT_LAUNCHES = False
 
                 def launch(prepared=prepared) -> None:  # noqa: ANN001
                     for one in prepared:
@@ -178,7 +184,7 @@ def main() -> int:
         print(
             f"| {label} | {b} | {h}/{hk} | {sk} | {d} | {chosen.label()} | {' | '.join(cells)} | {rate / 1e12:.2f} | "
             f"{100 * rate / HBM_BYTES_PER_S:.0f} | {100 * rate / copy_rate:.0f} | {ratio('cudnn')} | {ratio('fa2')} "
-            f"| {ratio('argus-prev')} | {err:.1e}{'' if ok else ' WRONG'} |",
+            f"| {ratio('argus-prev')} | {ratio('argus-pdl')} | {err:.1e}{'' if ok else ' WRONG'} |",
             flush=True,
         )
         results.append(row)

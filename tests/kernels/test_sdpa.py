@@ -415,3 +415,13 @@ def test_the_reference_is_one_definition_on_numpy_and_torch(causal: bool) -> Non
             torch.from_numpy(q), *(torch.from_numpy(x).repeat_interleave(2, dim=1) for x in (k, v)), scale=0.5
         )
         np.testing.assert_allclose(ref.numpy(), o, atol=1e-12)
+
+
+def test_the_dependent_launch_switch_compiles_the_grid_dependency_prologue() -> None:
+    """`sdpa.DEPENDENT_LAUNCHES` (off by default: measured no faster) compiles the attention kernel and the combine
+    for programmatic dependent launch: the griddepcontrol wait before any memory access."""
+    the_plan = S.plan(S.AttentionProblem(2, 32, 8, 1, 32768, 128, 128))
+    assert the_plan.config.SPLITS > 1 and not S.DEPENDENT_LAUNCHES
+    for kernel in the_plan.kernels():
+        source = compile_kernel(kernel, dependent=True).generated.source
+        assert "argus::grid_dependency_wait();" in source and "griddepcontrol.wait" in source

@@ -322,12 +322,25 @@ def _traced_combine(params: tuple[tuple[str, Any], ...]) -> Any:
     return attention.attention_combine.trace(**dict(params))
 
 
-@functools.lru_cache(maxsize=64)
+#: Whether `prepare` launches the attention kernel and the combine as programmatic dependents (as the GEMM plans do,
+#: `argus.kernels.matmul.DEPENDENT_LAUNCHES`: each may start while the grid before it in the stream finishes, and
+#: waits for it before touching memory). Off: on an H200 it was no faster for decoding (the split kernel and its
+#: combine, 16 rows: 0.4-2.4 % slower on 7, 2.4-3.3 % faster on the 3 rows split 32 ways, the rest within 0.3 %;
+#: benchmarks/results/2026-12-01-attention-decode/decode2.md, "argus-nodep" there being today's default). A switch
+#: for A/B measurements; `sdpa_paged` follows it.
+DEPENDENT_LAUNCHES = False
+
+
 def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    return _loaded_for(kind, params, DEPENDENT_LAUNCHES)
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], dependent: bool) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel((_traced if kind == "attention" else _traced_combine)(params)))
+    return load(compile_kernel((_traced if kind == "attention" else _traced_combine)(params), dependent=dependent))
 
 
 def _name(dtype: Any) -> str:
@@ -392,7 +405,9 @@ def prepare(
     lse = torch.empty((problem.batch, problem.heads, problem.sq), dtype=torch.float32, device=q.device)
     if layout == "bshd":  # the tensors as they are: 4-d TMA boxes of one head's rows
         o = torch.empty((problem.batch, problem.sq, problem.heads, problem.dv), dtype=dtype, device=q.device)
-        launches = matmul.Launches([_loaded("attention", the_plan.params()).prepare(q, k, v, o, lse)])
+        launches = matmul.Launches(
+            [_loaded("attention", the_plan.params()).prepare(q, k, v, o, lse, dependent=DEPENDENT_LAUNCHES)]
+        )
         launches.keep = [q, k, v, o, lse]
         return o, lse, launches
     o = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
@@ -411,9 +426,10 @@ def prepare(
         v.view(-1, problem.sk, problem.dv),
         *first_out,
     )
-    launches = matmul.Launches([_loaded("attention", the_plan.params()).prepare(*views)])
+    launches = matmul.Launches([_loaded("attention", the_plan.params()).prepare(*views, dependent=DEPENDENT_LAUNCHES)])
     if splits > 1:
-        launches.append(_loaded("combine", the_plan.combine_params()).prepare(part_o, part_lse, *out_views))
+        combine = _loaded("combine", the_plan.combine_params())
+        launches.append(combine.prepare(part_o, part_lse, *out_views, dependent=DEPENDENT_LAUNCHES))
     launches.keep = [q, k, v, o, lse, *first_out]
     return o, lse, launches
 

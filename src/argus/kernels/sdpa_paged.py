@@ -22,7 +22,7 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from argus.kernels import arrays, matmul
+from argus.kernels import arrays, matmul, sdpa
 from argus.kernels.attention import attention_combine
 from argus.kernels.attention_paged import flash_attention_paged
 from argus.kernels.sdpa import COMBINE_TILE, INPUTS, MAX_HEAD_DIM, OUTPUTS, AttentionError, _name, key_splits
@@ -159,12 +159,17 @@ def _traced_combine(params: tuple[tuple[str, Any], ...]) -> Any:
     return attention_combine.trace(**dict(params))
 
 
-@functools.lru_cache(maxsize=64)
 def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    """The kernel compiled and loaded, for programmatic dependent launch as `sdpa`'s (`sdpa.DEPENDENT_LAUNCHES`)."""
+    return _loaded_for(kind, params, sdpa.DEPENDENT_LAUNCHES)
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], dependent: bool) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel((_traced if kind == "paged" else _traced_combine)(params)))
+    return load(compile_kernel((_traced if kind == "paged" else _traced_combine)(params), dependent=dependent))
 
 
 def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
@@ -266,7 +271,7 @@ def prepare(
             torch.empty((splits, b, hk, g), dtype=torch.float32, device=q.device),
         )
     views = (q.view(b, hk, g, problem.d), k_cache, v_cache, block_table, lens, *first_out)
-    launches = matmul.Launches([_loaded("paged", plan.params()).prepare(*views)])
+    launches = matmul.Launches([_loaded("paged", plan.params()).prepare(*views, dependent=sdpa.DEPENDENT_LAUNCHES)])
     if splits > 1:
         part_o, part_lse = first_out
         combine = _loaded("combine", plan.combine_params())
@@ -276,6 +281,7 @@ def prepare(
                 part_lse.view(splits, b * hk, g),
                 o.view(b * hk, g, problem.dv),
                 lse.view(b * hk, g),
+                dependent=sdpa.DEPENDENT_LAUNCHES,
             )
         )
     launches.keep = [q, k_cache, v_cache, block_table, lens, o, lse, *first_out]
