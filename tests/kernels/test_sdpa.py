@@ -308,7 +308,7 @@ def test_the_chooser_fills_shared_memory_and_shrinks_tiles_for_wide_heads() -> N
         ({"d": 96}, "multiples of 64"),
         ({"dv": 320}, "up to 256"),
         ({"heads": 6, "kv_heads": 4}, "multiple"),
-        ({"dtype": "f32"}, "sdpa takes"),
+        ({"dtype": "f32"}, "attention takes bf16, f16"),
         ({"sk": 0}, "positive"),
         ({"scale": 0.0}, "nonzero scale"),
     ],

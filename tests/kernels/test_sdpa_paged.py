@@ -67,6 +67,8 @@ def test_bad_tables_and_shapes_are_refused_with_the_reason() -> None:
         SP.PagedProblem(1, 8, 8, 16, 4, 128, 128)
     with pytest.raises(AttentionError, match="at most 64"):
         SP.PagedProblem(1, 128, 1, 64, 4, 128, 128)
+    with pytest.raises(AttentionError, match="scale = 0"):
+        SP.PagedProblem(1, 8, 8, 64, 4, 128, 128, scale=0.0)
     q = np.zeros((2, 8, 64), dtype=np.float16)
     cache = np.zeros((4, 64, 2, 64), dtype=np.float16)
     table, lens = np.zeros((2, 3), dtype=np.int32), np.zeros(2, dtype=np.int32)

@@ -76,8 +76,10 @@ def test_bad_offsets_and_shapes_are_refused_with_the_reason() -> None:
         SV.check_offsets(np.array([0, 5, 9]), 10, "cu_seqlens_q")
     with pytest.raises(AttentionError, match="at least two entries"):
         SV.VarlenProblem(0, 2, 2, 0, 0, 64, 64)
-    with pytest.raises(AttentionError, match="H a multiple of HK"):
+    with pytest.raises(AttentionError, match="query heads must be a multiple"):
         SV.VarlenProblem(1, 3, 2, 8, 8, 64, 64)
+    with pytest.raises(AttentionError, match="scale = 0"):  # 0 would read as the default, 1/sqrt(D)
+        SV.VarlenProblem(1, 2, 2, 8, 8, 64, 64, scale=0.0)
     with pytest.raises(AttentionError, match="multiples of 64"):
         SV.VarlenProblem(1, 2, 2, 8, 8, 80, 64)
     q = np.zeros((9, 2, 64), dtype=np.float16)

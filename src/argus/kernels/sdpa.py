@@ -61,6 +61,29 @@ class AttentionError(ValueError):
     """A problem `sdpa` does not take, with the reason."""
 
 
+def check_heads(dtype: str, out: str, heads: int, kv_heads: int, d: int, dv: int, scale: float | None) -> None:
+    """AttentionError unless the dtypes, heads, head dims and scale are ones every attention call here takes (`sdpa`,
+    `sdpa_varlen`, `sdpa_paged`): bf16 or f16 inputs, an output in `OUTPUTS`, query heads a multiple of the
+    key/value heads, head dims multiples of 64 up to `MAX_HEAD_DIM`, a nonzero scale."""
+    if dtype not in INPUTS:
+        raise AttentionError(f"inputs in {dtype}: attention takes {', '.join(INPUTS)}")
+    if out not in OUTPUTS:
+        raise AttentionError(f"output in {out}: attention writes {', '.join(OUTPUTS)}")
+    for name, x in (("heads", heads), ("kv_heads", kv_heads), ("d", d), ("dv", dv)):
+        if x < 1:
+            raise AttentionError(f"{name} = {x}: every extent must be positive")
+    if scale == 0.0:
+        raise AttentionError("scale = 0: the kernels read 0 as 'the default, 1/sqrt(D)'; pass a nonzero scale")
+    if heads % kv_heads:
+        raise AttentionError(f"{heads} query heads over {kv_heads} key/value heads: the query heads must be a multiple")
+    for name, x in (("d", d), ("dv", dv)):
+        if x % attention.PANEL or x > MAX_HEAD_DIM:
+            raise AttentionError(
+                f"head dim {name} = {x}: multiples of {attention.PANEL} up to {MAX_HEAD_DIM} are supported "
+                "(other head dims are not built yet)"
+            )
+
+
 @dataclass(frozen=True)
 class AttentionProblem:
     """One attention call: `batch` x `heads` query heads over `kv_heads` key/value heads, query length `sq`, key
@@ -82,26 +105,10 @@ class AttentionProblem:
     def __post_init__(self) -> None:
         if self.layout not in attention.LAYOUTS:
             raise AttentionError(f"layout {self.layout!r}: sdpa takes {', '.join(attention.LAYOUTS)}")
-        if self.dtype not in INPUTS:
-            raise AttentionError(f"inputs in {self.dtype}: sdpa takes {', '.join(INPUTS)}")
-        if self.out not in OUTPUTS:
-            raise AttentionError(f"output in {self.out}: sdpa writes {', '.join(OUTPUTS)}")
-        for name in ("batch", "heads", "kv_heads", "sq", "sk", "d", "dv"):
+        for name in ("batch", "sq", "sk"):
             if getattr(self, name) < 1:
                 raise AttentionError(f"{name} = {getattr(self, name)}: every extent must be positive")
-        if self.scale == 0.0:
-            raise AttentionError("scale = 0: the kernels read 0 as 'the default, 1/sqrt(D)'; pass a nonzero scale")
-        if self.heads % self.kv_heads:
-            raise AttentionError(
-                f"{self.heads} query heads over {self.kv_heads} key/value heads: the query heads must be a multiple"
-            )
-        for name in ("d", "dv"):
-            x = getattr(self, name)
-            if x % attention.PANEL or x > MAX_HEAD_DIM:
-                raise AttentionError(
-                    f"head dim {name} = {x}: multiples of {attention.PANEL} up to {MAX_HEAD_DIM} are supported "
-                    "(other head dims are not built yet)"
-                )
+        check_heads(self.dtype, self.out, self.heads, self.kv_heads, self.d, self.dv, self.scale)
 
     @property
     def group(self) -> int:
@@ -463,6 +470,8 @@ def reference(q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | No
 
 __all__ = [
     "AttentionConfig",
+    "check_heads",
+    "key_splits",
     "AttentionError",
     "AttentionPlan",
     "AttentionProblem",

@@ -25,7 +25,7 @@ from typing import Any
 from argus.kernels import arrays, matmul, sdpa
 from argus.kernels.attention import attention_combine
 from argus.kernels.attention_paged import flash_attention_paged
-from argus.kernels.sdpa import COMBINE_TILE, INPUTS, MAX_HEAD_DIM, OUTPUTS, AttentionError, _name, key_splits
+from argus.kernels.sdpa import COMBINE_TILE, AttentionError, _name, check_heads, key_splits
 
 #: The most query heads per key/value head (the packed rows of one 64-row tile).
 MAX_GROUP = 64
@@ -50,19 +50,13 @@ class PagedProblem:
     max_seqlen: int = 0
 
     def __post_init__(self) -> None:
-        if self.heads < 1 or self.kv_heads < 1 or self.heads % self.kv_heads:
-            raise AttentionError(f"{self.heads} query heads over {self.kv_heads} key/value heads: H a multiple of HK")
+        check_heads(self.dtype, self.out, self.heads, self.kv_heads, self.d, self.dv, self.scale)
         if self.heads // self.kv_heads > MAX_GROUP:
             raise AttentionError(
                 f"{self.heads // self.kv_heads} query heads per key/value head: at most {MAX_GROUP} (one 64-row tile)"
             )
         if self.page % 64 or self.page < 64:
             raise AttentionError(f"pages of {self.page} tokens: a multiple of 64 is supported (one key tile per page)")
-        if self.dtype not in INPUTS or self.out not in OUTPUTS:
-            raise AttentionError(f"inputs {self.dtype}, output {self.out}: inputs one of {INPUTS}, outputs {OUTPUTS}")
-        for name, x in (("D", self.d), ("DV", self.dv)):
-            if x % 64 or not 0 < x <= MAX_HEAD_DIM:
-                raise AttentionError(f"head dim {name} = {x}: multiples of 64 up to {MAX_HEAD_DIM} are supported")
 
     @property
     def group(self) -> int:

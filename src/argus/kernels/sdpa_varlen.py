@@ -28,7 +28,7 @@ from typing import Any
 from argus.kernels import arrays, matmul
 from argus.kernels.attention_varlen import flash_attention_varlen
 from argus.kernels.grouped import search_steps
-from argus.kernels.sdpa import INPUTS, MAX_HEAD_DIM, OUTPUTS, AttentionError, _name
+from argus.kernels.sdpa import AttentionError, _name, check_heads
 
 
 @dataclass(frozen=True)
@@ -51,16 +51,7 @@ class VarlenProblem:
     def __post_init__(self) -> None:
         if self.batch < 1:
             raise AttentionError(f"{self.batch} sequences: cu_seqlens needs at least two entries (one sequence)")
-        if self.heads < 1 or self.kv_heads < 1 or self.heads % self.kv_heads:
-            raise AttentionError(f"{self.heads} query heads over {self.kv_heads} key/value heads: H a multiple of HK")
-        if self.dtype not in INPUTS or self.out not in OUTPUTS:
-            raise AttentionError(f"inputs {self.dtype}, output {self.out}: inputs one of {INPUTS}, outputs {OUTPUTS}")
-        for name, x in (("D", self.d), ("DV", self.dv)):
-            if x % 64 or not 0 < x <= MAX_HEAD_DIM:
-                raise AttentionError(
-                    f"head dim {name} = {x}: multiples of 64 up to {MAX_HEAD_DIM} are supported (other head dims are "
-                    "not built yet)"
-                )
+        check_heads(self.dtype, self.out, self.heads, self.kv_heads, self.d, self.dv, self.scale)
 
     @property
     def group(self) -> int:
