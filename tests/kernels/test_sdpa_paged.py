@@ -21,8 +21,9 @@ from argus.backend.cuda.codegen import compile_kernel
 from argus.ir.printer import format_kernel
 from argus.ir.types import bf16, f16, round_to
 from argus.kernels import sdpa_paged as SP
-from argus.kernels.attention import LN2, LOG2E, PANEL
+from argus.kernels.attention import LOG2E, PANEL
 from argus.kernels.attention_paged import flash_attention_paged, load_page_tile, lse_shape, o_shape
+from argus.kernels.attention_varlen import softmax_result, softmax_step
 from argus.kernels.sdpa import AttentionError
 from argus.lang.errors import DSLError
 
@@ -229,22 +230,12 @@ def paged_seeded(
                 T.exclude(scores, lambda r, c: c >= lk - t * BN)
                 end = MAXP * PAGE_SIZE if BUG == "table_capacity" else lk  # the mask at the table's capacity
                 x = T.where(T.index(scores, 1) < end - t * BN, raw, float("-inf"))
-                m_new = T.maximum(T.reduce_max(x, axis=1), m)
-                m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
-                p = T.exp2(T.fma(x, scale_log2, (m_safe * -scale_log2)[:, None]))
-                alpha = T.exp2((m - m_safe) * scale_log2)
-                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
-                T.assert_tag(lambda pv, mv: pv[0] == mv[0], p, m_new[:, None])
-                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
-                T.copy(o * alpha[:, None], o)
-                T.copy(m_new, m)
+                p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                 T.copy(p, pa)
                 T.gemm(pa, sV[s], o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)
-            seen = l > 0.0
-            inv = T.where(seen, T.rcp(l), 0.0)  # a sequence (or split) with no key: O = 0
-            lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
+            inv, lse = softmax_result(m, l, scale_log2)
             if SPLITS > 1:
                 T.copy(o * inv[:, None], O.tile((split, b, kvh, 0, 0), (None, None, None, BM, DV)))
                 T.copy(lse, LSE.tile((split, b, kvh, 0), (None, None, None, BM)))

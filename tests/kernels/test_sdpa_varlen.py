@@ -21,8 +21,15 @@ from argus.backend.cuda.codegen import compile_kernel
 from argus.ir.printer import format_kernel
 from argus.ir.types import bf16, f16, round_to
 from argus.kernels import sdpa_varlen as SV
-from argus.kernels.attention import LN2, LOG2E, PANEL
-from argus.kernels.attention_varlen import each_query_tile, flash_attention_varlen, key_tiles, load_rows
+from argus.kernels.attention import LOG2E, PANEL
+from argus.kernels.attention_varlen import (
+    each_query_tile,
+    flash_attention_varlen,
+    key_tiles,
+    load_rows,
+    softmax_result,
+    softmax_step,
+)
 from argus.kernels.sdpa import AttentionError
 from argus.lang.errors import DSLError
 
@@ -229,22 +236,12 @@ def varlen_seeded(
                     T.exclude(scores, lambda r, c: c - r > first + (lk - lq) - j * BN)
                     diagonal = T.index(scores, 1) - T.index(scores, 0)
                     x = T.where(diagonal <= first + (lk - lq) - j * BN, x, float("-inf"))
-                m_new = T.maximum(T.reduce_max(x, axis=1), m)
-                m_safe = T.where(m_new > float("-inf"), m_new, 0.0)  # a row with no key yet: exp2(-inf) = 0
-                p = T.exp2(T.fma(x, scale_log2, (m_safe * -scale_log2)[:, None]))
-                alpha = T.exp2((m - m_safe) * scale_log2)  # rescales what was accumulated with the old maximum
-                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
-                T.assert_tag(lambda pv, mv: pv[0] == mv[0], p, m_new[:, None])
-                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
-                T.copy(o * alpha[:, None], o)
-                T.copy(m_new, m)
+                p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # S's layout is P's: no shuffle
                 T.copy(p, pa)
                 T.gemm(pa, sV[s], o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)
-            seen = l > 0.0
-            inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
-            lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
+            inv, lse = softmax_result(m, l, scale_log2)
             # rows past the sequence's end belong to the next one: not stored
             end = TQ if BUG == "unbounded_store" else q_end  # the store runs on into the next sequence's rows
             T.copy(o * inv[:, None], O.window((row0, h, 0), (BM, None, DV), bound=(end, None, None)))

@@ -68,6 +68,34 @@ def each_query_tile(
     each_unit(0, u, 1, seq_q, tiles, batch, heads, search, 1, rows, place)
 
 
+@T.macro
+def softmax_step(x: Any, m: Any, l: Any, o: Any, scale_log2: float) -> Any:  # noqa: E741 - l: the row sums
+    """One key tile of the online softmax, for the tile's masked raw scores `x` (BM, BN): the running row maximum
+    `m`, row sum `l` and output `o` updated (`o` rescaled by the new maximum); returns P (f32), exp2 of one fma a
+    score, for ``O += P V``. A row that has seen no key keeps -inf as its maximum and subtracts 0 (exp2(-inf) = 0).
+    (The varlen and paged kernels' step; `argus.kernels.attention.flash_attention` interleaves the same statements
+    with its ping-pong and overlap variants.)"""
+    m_new = T.maximum(T.reduce_max(x, axis=1), m)
+    m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
+    p = T.exp2(T.fma(x, scale_log2, (m_safe * -scale_log2)[:, None]))
+    alpha = T.exp2((m - m_safe) * scale_log2)  # rescales what was accumulated with the old maximum
+    # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
+    T.assert_tag(lambda pv, mv: pv[0] == mv[0], p, m_new[:, None])
+    T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+    T.copy(o * alpha[:, None], o)
+    T.copy(m_new, m)
+    return p
+
+
+@T.macro
+def softmax_result(m: Any, l: Any, scale_log2: float) -> tuple[Any, Any]:  # noqa: E741
+    """(1 / l, LSE) of rows with running maximum `m` and sum `l`: LSE in natural log; a row that saw no key gets
+    0 (so O = 0) and -inf."""
+    seen = l > 0.0
+    inv = T.where(seen, T.rcp(l), 0.0)
+    return inv, T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
+
+
 def key_tiles(first: Any, lq: Any, lk: Any, rows: int, bn: int, causal: bool) -> Any:
     """The key tiles a query tile of `rows` rows from row `first` of a sequence of `lq` queries and `lk` keys reads:
     all of them, or with `causal` those up to its last row's diagonal (none where that lies before the first
@@ -173,22 +201,12 @@ def flash_attention_varlen(
                     T.exclude(scores, lambda r, c: c - r > first + (lk - lq) - j * BN)
                     diagonal = T.index(scores, 1) - T.index(scores, 0)
                     x = T.where(diagonal <= first + (lk - lq) - j * BN, x, float("-inf"))
-                m_new = T.maximum(T.reduce_max(x, axis=1), m)
-                m_safe = T.where(m_new > float("-inf"), m_new, 0.0)  # a row with no key yet: exp2(-inf) = 0
-                p = T.exp2(T.fma(x, scale_log2, (m_safe * -scale_log2)[:, None]))
-                alpha = T.exp2((m - m_safe) * scale_log2)  # rescales what was accumulated with the old maximum
-                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
-                T.assert_tag(lambda pv, mv: pv[0] == mv[0], p, m_new[:, None])
-                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
-                T.copy(o * alpha[:, None], o)
-                T.copy(m_new, m)
+                p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # S's layout is P's: no shuffle
                 T.copy(p, pa)
                 T.gemm(pa, sV[s], o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)
-            seen = l > 0.0
-            inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
-            lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
+            inv, lse = softmax_result(m, l, scale_log2)
             # rows past the sequence's end belong to the next one: not stored
             T.copy(o * inv[:, None], O.window((row0, h, 0), (BM, None, DV), bound=(q_end, None, None)))
             T.copy(lse, LSE.window((h, row0), (None, BM), bound=(None, q_end)))
@@ -199,4 +217,4 @@ def flash_attention_varlen(
             each_query_tile(u, SEQ_Q, SEQ_K, TILES, B, H, SEARCH, BM, consume)
 
 
-__all__ = ["flash_attention_varlen", "key_tiles"]
+__all__ = ["flash_attention_varlen", "key_tiles", "softmax_result", "softmax_step"]
