@@ -184,7 +184,7 @@ def key_splits(blocks: int, key_tiles: int, sms: int = SMS) -> int:
     """The ways to split the keys of `blocks` blocks (each `key_tiles` tiles long) on a GPU of `sms` SMs, one block
     resident per SM (the kernel's setmaxnreg budgets take the whole register file): the split count of least
     ``waves * (tiles per split + SPLIT_OVERHEAD_TILES)``, the fewest splits among equals. The waves are what the
-    rule before it missed: 32 blocks split 5 ways are 160 blocks, a second wave of 28 on 132 SMs, which takes as
+    rule before it missed: 32 blocks split 5 ways are 160 blocks, a second wave of 28 on an H200's SMS, which takes as
     long as the first (measured: decode at 66 % of HBM bandwidth, benchmarks/results/2026-11-28-attention-gpu6.md);
     split 4 ways they are one wave of 128. At most MAX_SPLITS ways, at least MIN_TILES_PER_SPLIT tiles each."""
     most = max(1, min(MAX_SPLITS, key_tiles // MIN_TILES_PER_SPLIT))
