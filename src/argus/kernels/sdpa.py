@@ -358,6 +358,19 @@ def _name(dtype: Any) -> str:
         raise AttentionError(f"tensors of {dtype}: sdpa takes bf16 or f16 inputs") from None
 
 
+def dtypes_of(tensors: dict[str, Any], out_dtype: Any = None) -> tuple[str, str]:
+    """(input dtype, output dtype) as DSL names of the named tensors (`q` first) and the optional `out_dtype`
+    (default: the inputs'), or AttentionError where they are not one bf16 or f16 dtype: the check every attention
+    call here makes (`sdpa`, `sdpa_varlen`, `sdpa_paged`)."""
+    names = {name: _name(x.dtype) for name, x in tensors.items()}
+    dtype = next(iter(names.values()))
+    if any(n != dtype for n in names.values()):
+        listed = ", ".join(tensors)
+        got = ", ".join(str(x.dtype) for x in tensors.values())
+        raise AttentionError(f"{listed} in {got}: one dtype for all {len(tensors)}")
+    return dtype, dtype if out_dtype is None else _name(out_dtype)
+
+
 def problem_of(
     q: Any,
     k: Any,
@@ -382,10 +395,7 @@ def problem_of(
             f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} ({layout}): k and v need q's batch and "
             "head dim (k's), and one (heads, length) between them"
         )
-    dtype = _name(q.dtype)
-    if _name(k.dtype) != dtype or _name(v.dtype) != dtype:
-        raise AttentionError(f"q, k, v in {q.dtype}, {k.dtype}, {v.dtype}: one dtype for all three")
-    out = dtype if out_dtype is None else _name(out_dtype)
+    dtype, out = dtypes_of({"q": q, "k": k, "v": v}, out_dtype)
     return AttentionProblem(b, h, hk, sq, sk, d, dv, causal, dtype, out, scale, layout)
 
 
@@ -471,6 +481,7 @@ def reference(q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | No
 __all__ = [
     "AttentionConfig",
     "check_heads",
+    "dtypes_of",
     "key_splits",
     "AttentionError",
     "AttentionPlan",

@@ -23,9 +23,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from argus.kernels import arrays, matmul, sdpa
-from argus.kernels.attention import attention_combine
 from argus.kernels.attention_paged import flash_attention_paged
-from argus.kernels.sdpa import COMBINE_TILE, AttentionError, _name, check_heads, key_splits
+from argus.kernels.sdpa import COMBINE_TILE, AttentionError, check_heads, dtypes_of, key_splits
 
 #: The most query heads per key/value head (the packed rows of one 64-row tile).
 MAX_GROUP = 64
@@ -106,7 +105,7 @@ class PagedPlan:
     def kernels(self) -> list[Any]:
         """The traced kernels a call launches, in order (the paged attention, then the combine where split)."""
         combine = self.combine_params()
-        return [_traced(self.params())] + ([_traced_combine(combine)] if combine is not None else [])
+        return [_traced(self.params())] + ([sdpa._traced_combine(combine)] if combine is not None else [])
 
     def describe(self) -> dict[str, Any]:
         return {"problem": asdict(self.problem), "params": dict(self.params())}
@@ -148,22 +147,18 @@ def _traced(params: tuple[tuple[str, Any], ...]) -> Any:
     return flash_attention_paged.trace(**dict(params))
 
 
-@functools.lru_cache(maxsize=64)
-def _traced_combine(params: tuple[tuple[str, Any], ...]) -> Any:
-    return attention_combine.trace(**dict(params))
-
-
-def _loaded(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    """The kernel compiled and loaded, for programmatic dependent launch as `sdpa`'s (`sdpa.DEPENDENT_LAUNCHES`)."""
-    return _loaded_for(kind, params, sdpa.DEPENDENT_LAUNCHES)
+def _loaded(params: tuple[tuple[str, Any], ...]) -> Any:
+    """The paged kernel compiled and loaded, for programmatic dependent launch as `sdpa`'s
+    (`sdpa.DEPENDENT_LAUNCHES`); the combine is `sdpa`'s own (`sdpa._loaded("combine", ...)`)."""
+    return _loaded_for(params, sdpa.DEPENDENT_LAUNCHES)
 
 
 @functools.lru_cache(maxsize=64)
-def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], dependent: bool) -> Any:
+def _loaded_for(params: tuple[tuple[str, Any], ...], dependent: bool) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel((_traced if kind == "paged" else _traced_combine)(params), dependent=dependent))
+    return load(compile_kernel(_traced(params), dependent=dependent))
 
 
 def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
@@ -219,10 +214,7 @@ def problem_of(
     for name, x in (("block_table", block_table), ("seqlens_k", seqlens_k)):
         if "int32" not in str(x.dtype):
             raise AttentionError(f"{name} in {x.dtype}: int32")
-    dtype = _name(q.dtype)
-    if _name(k_cache.dtype) != dtype or _name(v_cache.dtype) != dtype:
-        raise AttentionError(f"q, k_cache, v_cache in {q.dtype}, {k_cache.dtype}, {v_cache.dtype}: one dtype")
-    out = dtype if out_dtype is None else _name(out_dtype)
+    dtype, out = dtypes_of({"q": q, "k_cache": k_cache, "v_cache": v_cache}, out_dtype)
     return PagedProblem(b, h, hk, page, block_table.shape[1], d, dv, dtype, out, scale, max_seqlen_k or 0)
 
 
@@ -265,10 +257,10 @@ def prepare(
             torch.empty((splits, b, hk, g), dtype=torch.float32, device=q.device),
         )
     views = (q.view(b, hk, g, problem.d), k_cache, v_cache, block_table, lens, *first_out)
-    launches = matmul.Launches([_loaded("paged", plan.params()).prepare(*views, dependent=sdpa.DEPENDENT_LAUNCHES)])
+    launches = matmul.Launches([_loaded(plan.params()).prepare(*views, dependent=sdpa.DEPENDENT_LAUNCHES)])
     if splits > 1:
         part_o, part_lse = first_out
-        combine = _loaded("combine", plan.combine_params())
+        combine = sdpa._loaded("combine", plan.combine_params())
         launches.append(
             combine.prepare(
                 part_o.view(splits, b * hk, g, problem.dv),

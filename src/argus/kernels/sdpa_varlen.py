@@ -28,7 +28,7 @@ from typing import Any
 from argus.kernels import arrays, matmul
 from argus.kernels.attention_varlen import flash_attention_varlen
 from argus.kernels.grouped import search_steps
-from argus.kernels.sdpa import AttentionError, _name, check_heads
+from argus.kernels.sdpa import AttentionError, check_heads, dtypes_of
 
 
 @dataclass(frozen=True)
@@ -182,10 +182,7 @@ def problem_of(
     for name, c in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
         if "int" not in str(c.dtype):
             raise AttentionError(f"{name} in {c.dtype}: cumulative lengths are integers (int32 or int64)")
-    dtype = _name(q.dtype)
-    if _name(k.dtype) != dtype or _name(v.dtype) != dtype:
-        raise AttentionError(f"q, k, v in {q.dtype}, {k.dtype}, {v.dtype}: one dtype for all three")
-    out = dtype if out_dtype is None else _name(out_dtype)
+    dtype, out = dtypes_of({"q": q, "k": k, "v": v}, out_dtype)
     return VarlenProblem(int(cu_q.shape[0]) - 1, h, hk, tq, tk, d, dv, causal, dtype, out, scale)
 
 
