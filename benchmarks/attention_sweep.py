@@ -3,14 +3,15 @@ backends, interleaved in one process, L2 flushed before every launch, CUDA event
 
 Usage (from the repository root on a GPU machine)::
 
-    PYTHONPATH=src python benchmarks/attention_sweep.py [--json F] [--rounds 20] [--quick]
+    PYTHONPATH=src python benchmarks/attention_sweep.py [--json F] [--rounds 20] [--quick] [--only TEXT] [--alt ...]
 
 Rows: bf16, (B, H, S, D) with B * H * S = 65536 (H = 16, fewer where S is long), S in 1k..16k, head dims 64, 128 and
 256, non-causal and causal (SQ = SK, so the bottom-right mask is torch's ``is_causal``); then grouped-query
 attention (32 query heads over 8 key/value heads), the (B, S, H, D) layout read in place, and decoding (one query
 token against a long KV). Every output is checked against torch's SDPA math backend in f32 before it is timed (max
-abs error <= 2e-2). argus runs the configuration `choose` picks and, with ``--alt FIELD=VALUE,...``, a variant of it
-beside it ("alt": e.g. ``--alt PINGPONG=1``); the ratios are the chosen configuration's. TFLOP/s count
+abs error <= 2e-2). argus runs the configuration `choose` picks and, with ``--alt FIELD=VALUE,...``
+(repeatable, optionally for some rows only: ``--alt d=64,causal=0:BM=192,CONSUMERS=3``), variants of it beside
+it, each checked too; the ratios are the chosen configuration's, the variants' in the last column. TFLOP/s count
 4 * B * H * (kept query-key pairs) * D (causal: about half the pairs).
 """
 
@@ -68,6 +69,22 @@ def _fields(text: str) -> dict[str, int]:
     return out
 
 
+def _variant(text: str) -> tuple[dict[str, int], dict[str, int]]:
+    """``"d=64,causal=0:BM=192,CONSUMERS=3"`` -> ({"d": 64, "causal": 0}, {"BM": 192, "CONSUMERS": 3}): the rows
+    a variant applies to (head dim ``d``, ``causal`` 0/1, query length ``s``; every row without a filter) and the
+    AttentionConfig fields it sets on `choose`'s configuration."""
+    where, _, fields = text.rpartition(":")
+    return _fields(where), _fields(fields)
+
+
+def _applies(where: dict[str, int], d: int, causal: bool, s: int) -> bool:
+    row = {"d": d, "causal": int(causal), "s": s}
+    unknown = set(where) - set(row)
+    if unknown:
+        raise SystemExit(f"--alt filters on {sorted(unknown)}: the filters are d, causal and s")
+    return all(row[key] == value for key, value in where.items())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
@@ -75,9 +92,14 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--alt",
-        type=_fields,
-        default={},
-        help="time a second variant beside the chosen one: AttentionConfig fields, e.g. PINGPONG=1 or STAGES=3,BN=64",
+        type=_variant,
+        action="append",
+        default=[],
+        help="time a variant beside the chosen one (repeatable): AttentionConfig fields, e.g. PINGPONG=1 or "
+        "STAGES=3,BN=64, optionally only on some rows: d=64,causal=0:BM=192,CONSUMERS=3",
+    )
+    parser.add_argument(
+        "--only", action="append", default=[], help="the rows whose label starts with this text (repeatable: 'd128 ')"
     )
     args = parser.parse_args()
 
@@ -93,11 +115,13 @@ def main() -> int:
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     results = []
     print(
-        "\n| row | config | argus ms | TFLOP/s | alt ms | TFLOP/s | cuDNN ms | TFLOP/s | FA2 ms | TFLOP/s "
-        "| ×cuDNN | ×FA2 | err |"
+        "\n| row | config | argus ms | TFLOP/s | cuDNN ms | TFLOP/s | FA2 ms | TFLOP/s | ×cuDNN | ×FA2 | err "
+        "| variants: TFLOP/s (× cuDNN) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, b, h, hk, sq, sk, d, causal in sweep_rows(args.quick):
+        if args.only and not any(label.startswith(prefix) for prefix in args.only):
+            continue
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sq + sk + d)
         q = torch.randn(b, h, sq, d, device="cuda", generator=g).to(torch.bfloat16)
         k = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
@@ -109,10 +133,12 @@ def main() -> int:
         row = {"row": label, "shape": [b, h, hk, sq, sk, d], "causal": causal}
         chosen = S.choose(problem)
         variants = {"argus": chosen}
-        if args.alt:  # the second variant: `choose`'s configuration with the fields --alt sets (where they apply)
-            alt = replace(chosen, **args.alt)
-            if alt != chosen and (not alt.PINGPONG or alt.CONSUMERS > 1):
-                variants["argus-alt"] = alt
+        for where, fields in args.alt:  # variants: `choose`'s configuration with the fields --alt sets
+            alt = replace(chosen, **fields)
+            fits = S.shared_bytes(problem, alt) <= S.SHARED_MEMORY_BUDGET
+            if _applies(where, d, causal, sq) and fits and alt not in variants.values():
+                if not alt.PINGPONG or alt.CONSUMERS > 1:
+                    variants[alt.label()] = alt
         launches, errors, kept = {}, {}, []
         with sdpa_kernel([SDPBackend.MATH]):
             kk, vv = (x.float().repeat_interleave(h // hk, dim=1) for x in (k, v))
@@ -157,7 +183,7 @@ def main() -> int:
         times = interleaved_times(torch, launches, args.rounds, scratch)
         flops = problem.flops()
         cells = []
-        for name in ("argus", "argus-alt", "cudnn", "fa2"):
+        for name in ("argus", "cudnn", "fa2"):
             if name in times:
                 ms = statistics.median(times[name])
                 row[f"{name}_ms"] = ms
@@ -173,8 +199,18 @@ def main() -> int:
                 ratios.append(f"{row[f'x_{name}']:.2f}")
             else:
                 ratios.append("—")
+        alts = []
+        for name in variants:
+            if name != "argus" and name in times:
+                ms = statistics.median(times[name])
+                row.setdefault("variants", {})[name] = {"ms": ms, "tflops": flops / ms / 1e9}
+                versus = f" ({row['cudnn_ms'] / ms:.2f})" if "cudnn_ms" in row else ""
+                alts.append(f"{name}: {flops / ms / 1e9:.0f}{versus}")
         verdict = "" if row["ok"] else " WRONG"
-        print(f"| {label} | {row['config']} | {' | '.join(cells)} | {' | '.join(ratios)} | {err:.1e}{verdict} |")
+        print(
+            f"| {label} | {row['config']} | {' | '.join(cells)} | {' | '.join(ratios)} | {err:.1e}{verdict} "
+            f"| {'; '.join(alts)} |"
+        )
         results.append(row)
         del kept, launches
         torch.cuda.empty_cache()

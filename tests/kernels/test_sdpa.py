@@ -35,6 +35,8 @@ CASES = {
     "gqa_dv_wider": (2, 4, 2, 70, 150, 64, 128, True, "bf16"),  # two query heads per key/value head, DV != D
     "d256_mqa": (1, 2, 1, 65, 65, 256, 256, False, "bf16"),  # one key/value head, 64-key tiles
     "short_query_one_warpgroup": (1, 2, 2, 33, 130, 128, 64, False, "bf16"),  # SQ <= 64: BM = 64, one consumer
+    "d64_three_warpgroups": (1, 2, 1, 200, 150, 64, 64, False, "bf16"),  # BM = 192 over three consumers, MQA
+    "d64_causal_longest_first": (2, 2, 1, 300, 250, 64, 64, True, "bf16"),  # query blocks launched last to first
 }
 
 
@@ -42,6 +44,10 @@ CASES = {
 def test_attention_matches_the_definition_on_the_interpreter(case: str) -> None:
     b, h, hk, sq, sk, d, dv, causal, dtype = CASES[case]
     p = S.AttentionProblem(b, h, hk, sq, sk, d, dv, causal, dtype, "f32")
+    config = S.choose(p)
+    assert config.LPT == causal  # every causal case here is prefill: longest blocks first
+    if case == "d64_three_warpgroups":
+        assert (config.BM, config.BN, config.CONSUMERS) == (192, 128, 3)
     q, k, v = _inputs(p)
     o, lse = S.plan(p).run_on_interpreter(q, k, v)
     ref_o, ref_lse = S.reference(q, k, v, causal=causal)
@@ -293,7 +299,11 @@ def test_every_chosen_configuration_verifies_and_compiles(problem: S.AttentionPr
 def test_the_chooser_fills_shared_memory_and_shrinks_tiles_for_wide_heads() -> None:
     c64 = S.choose(S.AttentionProblem(1, 1, 1, 4096, 4096, 64, 64))
     c256 = S.choose(S.AttentionProblem(1, 1, 1, 4096, 4096, 256, 256))
-    assert (c64.BM, c64.BN, c64.CONSUMERS) == (128, 128, 2) and c64.STAGES == S.MAX_STAGES
+    assert (c64.BM, c64.BN, c64.CONSUMERS) == (192, 128, 3) and c64.STAGES == S.MAX_STAGES  # three consumers
+    assert c64.consumer_registers() == 160 and S.AttentionConfig(128, 128, 2, 2).consumer_registers() == 240
+    causal64 = S.choose(S.AttentionProblem(1, 1, 1, 4096, 4096, 64, 64, causal=True))
+    assert (causal64.BM, causal64.CONSUMERS) == (128, 2)  # three: mixed speed, the masked sum unproved at BM 192
+    assert S.choose(S.AttentionProblem(1, 1, 1, 128, 4096, 64, 64)).CONSUMERS == 2  # 128 rows: one block of two
     assert (c256.BN, c256.STAGES) == (64, 2)
     assert S.choose(S.AttentionProblem(8, 8, 8, 1, 4096, 128, 128)).CONSUMERS == 1
     for d in (64, 128, 192, 256):

@@ -229,7 +229,7 @@ def paged_seeded(
                 # invariant: the tokens of the last page past the sequence's length do not contribute
                 T.exclude(scores, lambda r, c: c >= lk - t * BN)
                 end = MAXP * PAGE_SIZE if BUG == "table_capacity" else lk  # the mask at the table's capacity
-                x = T.where(T.index(scores, 1) < end - t * BN, raw, float("-inf"))
+                x = T.where(T.index(scores, 1, T.i32) < end - t * BN, raw, float("-inf"))
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                 T.copy(p, pa)

@@ -231,10 +231,10 @@ def varlen_seeded(
                 # contribute; nor, with CAUSAL, one past the row's diagonal
                 T.exclude(scores, lambda r, c: c >= lk - j * BN)
                 tail = TK - k0 if BUG == "tensor_end" else lk  # the mask against the key tensor's end
-                x = T.where(T.index(scores, 1) < tail - j * BN, raw, float("-inf"))
+                x = T.where(T.index(scores, 1, T.i32) < tail - j * BN, raw, float("-inf"))
                 if CAUSAL:
                     T.exclude(scores, lambda r, c: c - r > first + (lk - lq) - j * BN)
-                    diagonal = T.index(scores, 1) - T.index(scores, 0)
+                    diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)
                     x = T.where(diagonal <= first + (lk - lq) - j * BN, x, float("-inf"))
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # S's layout is P's: no shuffle

@@ -167,6 +167,7 @@ def flash_attention(
     P_REGISTERS: bool = False,
     PINGPONG: bool = False,
     OVERLAP: bool = False,
+    LPT: bool = False,
     MASK_TAIL: bool = True,
     IN: str = "bf16",
     OUT: str = "bf16",
@@ -205,6 +206,11 @@ def flash_attention(
     that MMA runs; it waits for it before rescaling O and overwriting P, and releases stage j - 1 then. The last
     tile's P V follows the loop.
 
+    LPT (causal, unsplit) launches the blocks longest first: the grid's first (fastest) dimension is the head, and
+    the query blocks come in reverse, so every head's last query block (the one that sees the most key tiles) is
+    launched before any head's second last; the short blocks fill the last wave (the longest-processing-time-first
+    order of FlashAttention-3's causal scheduler, here by launch order alone).
+
     LAYOUT "bshd" reads and writes torch's (batch, length, heads, head dim) tensors of FlashAttention and most KV
     caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
     grid is (query blocks, H, B), and one head's rows are 4-d TMA boxes. (Split keys write (B * H, SQ) partial
@@ -237,16 +243,23 @@ def flash_attention(
     # and each exponent is one fma, s * |scale| log2(e) - m * |scale| log2(e)
     scale_log2, sign = LOG2E * abs(scale), (1.0 if scale > 0 else -1.0)
     consumers = tuple(range(1, 1 + CONSUMERS))
+    if LPT and (not CAUSAL or SPLITS > 1):
+        raise DSLError("DSL_BAD_PARAM", "LPT orders causal blocks by their length: CAUSAL, SPLITS = 1")
     if bshd:
-        extents = (T.cdiv(SQ, BM), H, B)
+        extents = (H, B, T.cdiv(SQ, BM)) if LPT else (T.cdiv(SQ, BM), H, B)
+    elif LPT:
+        extents = (BH, T.cdiv(SQ, BM))
     else:
         extents = (T.cdiv(SQ, BM), BH, SPLITS) if SPLITS > 1 else (T.cdiv(SQ, BM), BH)
     with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
-        bm, bh = blocks[0], blocks[1]  # bshd: bh is the query head within batch b
+        if LPT:  # heads fastest, query blocks last to first
+            bh, batch, bm = blocks[0], (blocks[1] if bshd else None), T.cdiv(SQ, BM) - 1 - blocks[-1]
+        else:
+            bm, bh, batch = blocks[0], blocks[1], (blocks[2] if bshd else None)  # bshd: bh is the head in batch b
         split = blocks[2] if SPLITS > 1 else 0
         # the query head and its key/value head: (matrix,), or (batch, head) in "bshd"
-        head = (blocks[2], bh) if bshd else (bh,)
-        kv = (blocks[2], bh // GROUP) if bshd else (bh // GROUP,)
+        head = (batch, bh) if bshd else (bh,)
+        kv = (batch, bh // GROUP) if bshd else (bh // GROUP,)
         sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
         sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
         sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
@@ -289,10 +302,10 @@ def flash_attention(
                     # written on its own (not through `limit`), so that the verifier checks the mask against it
                     T.exclude(scores, lambda r, c: c - r > bm * BM + (SK - SQ) - (first + j) * BN)
                     limit = bm * BM + (SK - SQ) - (first + j) * BN
-                    diagonal = T.index(scores, 1) - T.index(scores, 0)
+                    diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)  # integers: ptxas folds them
                     x = T.where(diagonal <= limit, raw, float("-inf"))
                 elif MASK_TAIL:  # key positions past the sequence
-                    x = T.where(T.index(scores, 1) < SK - (first + j) * BN, raw, float("-inf"))
+                    x = T.where(T.index(scores, 1, T.i32) < SK - (first + j) * BN, raw, float("-inf"))
                 else:  # SK is a multiple of BN: every key of every tile is real
                     x = raw
                 m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows

@@ -158,7 +158,7 @@ def flash_attention_paged(
                 raw = scores if sign > 0 else -scores
                 # invariant: the tokens of the last page past the sequence's length do not contribute
                 T.exclude(scores, lambda r, c: c >= lk - t * BN)
-                x = T.where(T.index(scores, 1) < lk - t * BN, raw, float("-inf"))
+                x = T.where(T.index(scores, 1, T.i32) < lk - t * BN, raw, float("-inf"))
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                 T.copy(p, pa)

@@ -11,9 +11,10 @@ for SQ = SK that is torch's ``is_causal``. Head dims are multiples of 64 up to 2
 with SQ > SK) gets O = 0 and LSE = -inf.
 
 `choose` picks the tile shape and pipeline depth: 128 query rows per block over two consumer warpgroups (64 rows
-when the query is that short: one warpgroup), 128 keys per tile up to head dim 128 and 64 beyond (the output
-accumulator then takes 128 registers per thread), and the deepest pipeline the shared memory holds (at most
-`MAX_STAGES`). Two mechanisms serve decoding (a short query against a long key sequence):
+when the query is that short: one warpgroup; 192 over three for non-causal head dims up to 64), 128 keys per tile up
+to head dim 128 and 64 beyond (the output accumulator then takes 128 registers per thread),
+the deepest pipeline the shared memory holds (at most `MAX_STAGES`), and for causal prefill the longest blocks
+launched first. Two mechanisms serve decoding (a short query against a long key sequence):
 
 * **packed query heads**: with grouped-query heads and a short query that is not causal (or one token, whose
   bottom-right mask keeps every key), the GROUP query heads of one key/value head are rows of one tile (q viewed as
@@ -26,9 +27,10 @@ accumulator then takes 128 registers per thread), and the deepest pipeline the s
 `AttentionPlan.run_on_interpreter` runs the same kernels and parameters on the CPU interpreter (small shapes),
 which is how the tests check every mechanism without a GPU.
 
-Not built yet (issue 22): P fed to the second GEMM from registers (the register-A ``wgmma``), ping-pong between the
-consumer warpgroups, intra-warpgroup overlap of softmax with the next QK^T, a persistent scheduler, variable-length
-batches, and paged KV.
+Variable-length batches and a paged KV cache are their own calls (`argus.kernels.sdpa_varlen`,
+`argus.kernels.sdpa_paged`). Built but off (measured slower, docs/attention.md): ping-pong between the consumer
+warpgroups and intra-warpgroup overlap of the softmax with the MMAs. Not built yet (issue 22): a persistent
+scheduler for causal work.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
+from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS, WARPGROUP_SIZE, consumer_registers
 from argus.ir.types import DTypeError, dtype_from_name
 from argus.kernels import arrays, attention, matmul
 
@@ -55,6 +57,20 @@ MAX_SPLITS = 32
 MIN_TILES_PER_SPLIT = 2
 #: The combine kernel's tile: rows, value columns.
 COMBINE_TILE = (16, 64)
+#: Non-causal attention of head dims up to this many columns runs three consumer warpgroups (192 query rows a
+#: block, 160 registers each) where the query has more than 128 rows: measured 1.07-1.13x two warpgroups at d64
+#: (the softmax is a larger share of a d64 tile: a third warpgroup's MMAs fill the tensor cores while two run
+#: theirs), the same speed at d128; slower for causal d64 (192x64 tiles: 0.85-0.92x; 192x128 ones spill at 160
+#: registers). benchmarks/results/2026-12-01-attention-tiles/.
+THREE_CONSUMERS_HEAD_DIM = 64
+#: Causal prefill launches its blocks longest first (AttentionConfig.LPT): measured 1.11-1.31x the launch order
+#: before (query blocks fastest, first to last) where the grid is a few waves (512 blocks: d64 0.78 -> 0.87-0.97x
+#: cuDNN, d128 0.85-0.88 -> 0.93-1.09x, d256 0.91 -> 0.97-1.15x), 1.00-1.04x at 2048 blocks. Same results.
+LONGEST_FIRST = True
+#: setmaxnreg budgets: the producer warpgroup's, and the most a consumer warpgroup takes (what two consumers get;
+#: three get what the register file leaves them, 160)
+PRODUCER_REGISTERS = 24
+MAX_CONSUMER_REGISTERS = 240
 
 
 class AttentionError(ValueError):
@@ -143,12 +159,22 @@ class AttentionConfig:
     #: Off: correct, but 0.63-0.99x the speed of the plain loop on an H200, and its warp roles verify `unknown`
     #: (benchmarks/results/2026-11-28-attention-gpu5.md)
     OVERLAP: bool = False
+    #: causal blocks launched longest first (`flash_attention`'s LPT): `choose` turns it on for causal prefill
+    LPT: bool = False
+
+    def consumer_registers(self) -> int:
+        """Each consumer warpgroup's setmaxnreg budget: what one resident block's register file leaves the
+        CONSUMERS warpgroups beside the producer's, at most MAX_CONSUMER_REGISTERS (240 for one or two, 160 for
+        three)."""
+        threads = WARPGROUP_SIZE * (1 + self.CONSUMERS)
+        return consumer_registers(threads, self.CONSUMERS, 1, PRODUCER_REGISTERS, MAX_CONSUMER_REGISTERS)
 
     def label(self) -> str:
         extra = (f" split{self.SPLITS}" if self.SPLITS > 1 else "") + (" packed" if self.PACK else "")
         extra += " regP" if self.P_REGISTERS else ""
         extra += " pingpong" if self.PINGPONG else ""
         extra += " overlap" if self.OVERLAP else ""
+        extra += " lpt" if self.LPT else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -201,16 +227,20 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     """The configuration `sdpa` runs `problem` on (see the module docstring), for a GPU of `sms` SMs."""
     pack = packable(problem)
     matrices, rows, _ = kernel_extents(problem, pack)
+    width = max(problem.d, problem.dv)
     consumers = 1 if rows <= 64 else 2
+    if rows > 128 and width <= THREE_CONSUMERS_HEAD_DIM and not problem.causal:
+        consumers = 3  # 192-row tiles
     bm = 64 * consumers
-    bn = 128 if max(problem.d, problem.dv) <= 128 else 64
+    bn = 128 if width <= 128 else 64
     blocks = -(-rows // bm) * matrices
     key_tiles = -(-problem.sk // bn)
     splits = 1
     if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = key_splits(blocks, key_tiles, sms)
+    lpt = LONGEST_FIRST and problem.causal and splits == 1 and not pack
     for stages in range(MAX_STAGES, 1, -1):
-        config = AttentionConfig(bm, bn, stages, consumers, splits, pack, P_REGISTERS=True)
+        config = AttentionConfig(bm, bn, stages, consumers, splits, pack, P_REGISTERS=True, LPT=lpt)
         if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:
             return config
     raise AttentionError(f"no configuration of {problem} fits the shared memory")  # unreachable for d, dv <= 256
@@ -234,11 +264,14 @@ class AttentionPlan:
                     "BN": c.BN,
                     "STAGES": c.STAGES,
                     "CONSUMERS": c.CONSUMERS,
+                    "CONSUMER_REGS": c.consumer_registers(),
+                    "PRODUCER_REGS": PRODUCER_REGISTERS,
                     "SPLITS": c.SPLITS,
                     "LAYOUT": p.layout,
                     "P_REGISTERS": c.P_REGISTERS,
                     "PINGPONG": c.PINGPONG,
                     "OVERLAP": c.OVERLAP,
+                    "LPT": c.LPT,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
@@ -314,6 +347,8 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
         )
     if config is not None and config.PINGPONG and config.CONSUMERS < 2:
         raise AttentionError(f"{config.label()}: ping-pong takes turns between two consumer warpgroups, not one")
+    if config is not None and config.LPT and (not problem.causal or config.SPLITS > 1 or config.PACK):
+        raise AttentionError(f"{config.label()}: the longest-first order is for causal blocks, unsplit, unpacked")
     if config is not None and config.OVERLAP and (not config.P_REGISTERS or config.PINGPONG):
         raise AttentionError(f"{config.label()}: the overlapped loop keeps P in registers (P_REGISTERS), no ping-pong")
     return AttentionPlan(problem, config or choose(problem))

@@ -7,7 +7,7 @@ from typing import Any
 
 from argus.ir.expr import BinaryOp, Expr, Select, as_expr, binary
 from argus.ir.nodes import MapOp, Reduce, ReduceOp
-from argus.ir.types import DType, f32
+from argus.ir.types import DType, f32, i32
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.fragment import BroadcastView, Fragment, emit_map, fragment_like, operand_of
 from argus.lang.fragments import reduced_tv
@@ -171,12 +171,16 @@ def ne(a: Any, b: Any) -> Any:
     return binary(BinaryOp.NE, as_expr(a), as_expr(b))
 
 
-def index(x: Fragment, axis: int) -> Fragment:
+def index(x: Fragment, axis: int, dtype: DType = f32) -> Fragment:
     """A fragment like `x` whose every element is its own coordinate along `axis` of the tile
-    (for masks: ``T.index(s, 1) + j * BN < N``)."""
+    (for masks: ``T.index(s, 1) + j * BN < N``), in `dtype`: f32, or i32 for integer arithmetic the compiler may
+    reassociate (``T.index(s, 1, T.i32) - T.index(s, 0, T.i32) <= limit`` folds into one compare of an immediate
+    per element, where the f32 difference is a register per element held across a loop)."""
     if not isinstance(x, Fragment) or not 0 <= axis < len(x.shape):
         raise DSLError("DSL_BAD_OPERAND", f"T.index takes a fragment and an axis below its rank, got axis {axis}")
-    return emit_map(MapOp.COORD, (as_expr(axis),), x, dtype=f32)
+    if dtype not in (f32, i32):
+        raise DSLError("DSL_BAD_OPERAND", f"T.index makes f32 or i32 coordinates, not {dtype.name}")
+    return emit_map(MapOp.COORD, (as_expr(axis),), x, dtype=dtype)
 
 
 def where(cond: Fragment, a: Any, b: Any) -> Fragment:

@@ -72,10 +72,10 @@ HARD_RLIMIT = 1_500_000
 #: whose declared contents (``T.assume_values``) enter it as instances over the data terms (`argus.verify.values`).
 DATA_RLIMIT = 60_000_000
 #: The budget a contraction query's abstraction (`_contraction_once`) gets when `ONCE_RLIMIT` left it undecided, before
-#: the exact query is tried. Z3 5.x needs 30.5M units for the abstraction of the persistent implicit-GEMM
-#: convolution's two X loads (3x3, 56x56, two consumers, channels last) asked alone (8.3M more after the 8M attempt;
-#: about 2 s), which Z3 4.15 proves within 8M: a proof that needs more search gets it before the answer is unknown,
-#: and only a query left undecided pays for it.
+#: the exact query is tried (and an output-written-once query, before it is unknown). Z3 5.x needs 30.5M units for
+#: the abstraction of the persistent implicit-GEMM convolution's two X loads (3x3, 56x56, two consumers, channels
+#: last) asked alone (8.3M more after the 8M attempt; about 2 s), which Z3 4.15 proves within 8M: a proof that needs
+#: more search gets it before the answer is unknown, and only a query left undecided pays for it.
 ESCALATED_RLIMIT = 64_000_000
 #: Problem sizes (every size symbol at once) at which such a query then looks for a witness.
 WITNESS_SIZES = (1000, 333)
@@ -351,6 +351,10 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
     # orders of the data terms, which take more units than the windows alone (the corpus's grouped rows: 10-20M)
     budget = DATA_RLIMIT if _data_bounded(ra, rb) else ONCE_RLIMIT
     out = by_number if by_number is not None else _solve(ctx, cons, twice, HARD_RLIMIT if hard else budget)
+    if out.verdict == Verdict.UNKNOWN and by_number is None and not hard and budget < ESCALATED_RLIMIT:
+        # as the contraction queries: a proof that needs more search gets it before the answer is unknown (causal
+        # attention launched longest first, its query block ``cdiv(SQ, BM) - 1 - by``: 8-20M units, 4-7 s)
+        out = _solve(ctx, cons, twice, ESCALATED_RLIMIT)
     if out.verdict == Verdict.VERIFIED:
         return None
     if out.verdict == Verdict.UNKNOWN and hard:
