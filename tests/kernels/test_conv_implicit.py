@@ -360,3 +360,53 @@ def test_a_pointwise_plan_of_small_images_keeps_the_channels_last_product() -> N
     assert the_plan.pointwise and the_plan.nchw_gemm is None
     assert "channels last" in the_plan.describe()
     assert _error(conv) <= TOLERANCE["bf16"] / 2
+
+
+@gpu
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_a_pointwise_call_relaunched_reads_its_tensors_current_values_on_the_gpu(channels_last: bool) -> None:
+    # a call on the same tensors relaunches the first call's launches (no planning, no binding): each call must still
+    # read x and w as they are then, in place or replaced, in both products (channels last, and per image on NCHW)
+    from argus.kernels import conv as C
+
+    conv = _conv2(2, 64, 64, 16, 16, (1, 1))
+    call = LibraryConv("conv", conv)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = torch.randn(2, 64, 16, 16, device="cuda").to(torch.bfloat16).to(memory_format=fmt)
+    w = (torch.randn(64, 64, 1, 1, device="cuda") / 8).to(torch.bfloat16).to(memory_format=fmt)
+    out = call.empty_output(x, w).to(memory_format=fmt)
+    before = len(C._POINTWISE)
+    for step in range(4):
+        call(x, w, out)
+        want = F.conv2d(x.double(), w.double())
+        assert ((out.double() - want).abs().max() / want.abs().max()).item() < 1e-2, step
+        if step == 0:
+            assert len(C._POINTWISE) == before + 1  # remembered: it wrote `out` in place from its operands' memory
+        if step % 2 == 0:  # new values, the same tensors
+            x.mul_(-0.5)
+        else:
+            w.mul_(2.0)
+
+
+def test_a_remembered_call_keeps_its_own_buffers_and_not_the_callers_tensors() -> None:
+    import weakref
+
+    from argus.kernels import conv as C
+
+    x, w, out, staged = (torch.zeros(4, 4) for _ in range(4))
+    from argus.kernels.matmul import Launches
+
+    launches = Launches(["launch"])
+    launches.keep = [x.view(16), w.t(), out, staged]  # views of the caller's tensors, and a buffer of the call's own
+    table: dict = {}
+    key = C._call_key("pointwise", True, w._version, x, w, out)
+    C._remember_call(table, key, launches, (x, w, out))
+    assert list(table[key]) == ["launch"] and len(table[key].own) == 1 and table[key].own[0] is staged
+    alive = weakref.ref(x)
+    del x, launches
+    assert alive() is None  # the entry does not hold the caller's input alive
+    w.add_(1.0)  # a weight changed in place: another key (its staged form is made again)
+    assert C._call_key("pointwise", True, w._version, out, w, out) != C._call_key("pointwise", True, 0, out, w, out)
+    for i in range(C._CALLS_MAX + 3):  # the oldest entries dropped
+        C._remember_call(table, ("k", i), Launches([]), ())
+    assert len(table) == C._CALLS_MAX and key not in table

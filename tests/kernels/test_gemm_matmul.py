@@ -422,6 +422,32 @@ def test_matmul_matches_torch_on_the_gpu(layout: str) -> None:
 
 
 @pytest.mark.gpu
+def test_a_library_gemm_called_again_reads_its_operands_new_values_on_the_gpu() -> None:
+    # LibraryGemm relaunches a call's launches on the same tensors; a padded plan (K = 4097: operands copied into
+    # zero-padded buffers when prepared) and a GEMV plan (one row) must read the operands' values of each call
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    for m, n, k in ((256, 384, 4097), (1, 4096, 1024), (300, 512, 1024)):
+        call = mm.LibraryGemm("gemm", mm.GemmProblem(M=m, N=n, K=k, dtype="bf16", out="bf16"))
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = torch.randn(k, n, device="cuda").to(torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        for step in range(3):
+            call(a, b, c)
+            ref = a.float() @ b.float()
+            assert float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2, (m, n, k, step)
+            a.copy_(torch.randn(m, k, device="cuda"))  # new values in the same memory (copy_ from f32: a torch write)
+            b.mul_(-1.0)
+
+    def zeros(*shape: int) -> object:
+        return torch.zeros(*shape, device="cuda", dtype=torch.bfloat16)
+
+    assert mm.prepare(zeros(256, 4097), zeros(4097, 384))[1].copies  # K = 4097: copied into padded buffers
+    assert not mm.prepare(zeros(300, 1024), zeros(1024, 512))[1].copies  # read where they are
+
+
+@pytest.mark.gpu
 def test_a_tensor_times_a_matrix_is_one_gemm_on_the_gpu() -> None:
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -90,7 +90,7 @@ from argus.kernels.conv_kernels import (
 )
 from argus.kernels.epilogue import Epilogue
 from argus.kernels.gemm import split_bf16x3
-from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan, split_vector
+from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan, shares_storage, split_vector
 
 #: The most bytes of column matrix one chunk of the batch may take (a call runs the batch in chunks that fit): 4 GiB,
 #: and for f32 inputs 6 GiB more of its split bf16 parts; KernelBench's largest image (57, transposed) needs 2.3 GiB.
@@ -1450,6 +1450,12 @@ def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool =
     otherwise on the channels-last views."""
     from argus.kernels.matmul import prepare
 
+    key = _call_key("pointwise", per_image, conv, w._version, x, w, out)
+    found = _POINTWISE.get(key)
+    if found is not None:  # the same tensors as a call before: its launches, which write into `out` itself
+        for launch in found:
+            launch.launch()
+        return
     if per_image and x.is_contiguous() and out.is_contiguous():
         n, c, f, p = conv.batch, conv.channels, conv.filters, conv.positions
         a = _staged(_weight_key("per-image weight", w, n), lambda: w.reshape(1, f, c).expand(n, f, c).contiguous(), w)
@@ -1458,18 +1464,73 @@ def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool =
             launch.launch()
         if y.data_ptr() != out.data_ptr():
             out.view(n, f, p).copy_(y)
+        elif not launches.copies:  # x read where it is (contiguous), the weight's staged form by its version
+            _remember_call(_POINTWISE, key, launches, (x, w, out))
         return
 
     xv = _channels_last(conv, x)
     y, in_place = _channels_last_output(conv, out)
     m = conv.batch * conv.positions
-    c, launches = prepare(xv.view(m, conv.channels), w.reshape(conv.filters, conv.channels).t(), out=y.view(m, -1))
+    wv = w.reshape(conv.filters, conv.channels)
+    c, launches = prepare(xv.view(m, conv.channels), wv.t(), out=y.view(m, -1))
     for launch in launches:
         launch.launch()
     if c.data_ptr() != y.data_ptr():
         y.view(m, -1).copy_(c)
+    elif in_place and not launches.copies and shares_storage(xv, x) and shares_storage(wv, w):  # read in place
+        _remember_call(_POINTWISE, key, launches, (x, w, out))
     if not in_place:
         out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
+
+
+#: The launches of pointwise calls that wrote their output in place and read their operands where they are (no copy
+#: made when they were prepared: `matmul.Launches.copies`), by `_call_key`: a call on the same tensors launches them
+#: again (a GEMM call's planning, tuning lookup and binding took 150 us of host time an H200 call,
+#: ten times its kernel on ResNet-50's 1x1 layers; benchmarks/results/2026-12-01-conv-remeasure/).
+_POINTWISE: dict[tuple, Any] = {}
+_CALLS_MAX = 64
+
+
+def _call_key(kind: str, *parts: Any) -> tuple:
+    """What a call's launches depend on: `parts` (the convolution, flags, a weight's version where a staged form of it
+    is launched) with every tensor's address, shape, strides, dtype and device, and the current stream. The launches
+    hold addresses only: a tensor freed and another of the same layout made at its address is what the launch reads
+    then, as it should."""
+    import torch
+
+    key: list[Any] = [kind]
+    device = None
+    for part in parts:
+        if isinstance(part, torch.Tensor):
+            device = part.device
+            key.append((part.data_ptr(), tuple(part.shape), part.stride(), part.dtype, part.device))
+        else:
+            key.append(part)
+    if device is not None and device.type == "cuda":
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object (5 us)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        key.append(raw(index) if raw is not None else torch.cuda.current_stream(device).cuda_stream)
+    return tuple(key)
+
+
+def _remember_call(table: dict[tuple, Any], key: tuple, launches: Any, users: tuple) -> None:
+    """Keep `launches` under `key` with the buffers they address that are not the caller's tensors `users` (a staged
+    weight, a workspace), the oldest entry dropped past `_CALLS_MAX`. The caller's tensors are not kept: a cache
+    entry must not hold a model's activations alive."""
+    if len(table) >= _CALLS_MAX:
+        table.pop(next(iter(table)))
+    mine = {t.untyped_storage().data_ptr() for t in users}
+    own = [t for t in getattr(launches, "keep", []) if t.untyped_storage().data_ptr() not in mine]
+    table[key] = _Remembered(tuple(launches), own)
+
+
+class _Remembered(tuple):
+    """Prepared launches and the buffers of their own they address (kept alive with them)."""
+
+    def __new__(cls, launches: tuple, own: list) -> _Remembered:
+        made = super().__new__(cls, launches)
+        made.own = own
+        return made
 
 
 #: Channels-last copies of weights and the bias placeholders the implicit kernel was given, so that repeated calls

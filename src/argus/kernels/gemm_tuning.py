@@ -34,6 +34,7 @@ FILE = "gemm.json"
 _LOCK = threading.Lock()
 _READ: dict[Path, tuple[float, dict[str, Any]]] = {}  # path -> (mtime, contents): one read per change of the file
 _GPU_NAMES: dict[int, str] = {}
+_DEFAULT_PATHS: dict[tuple, Path] = {}  # the environment's cache variables -> the default file
 
 
 def default_cache_dir() -> Path:
@@ -67,7 +68,17 @@ def gpu_name(device: Any = None) -> str:
 
 
 def _path(cache_dir: str | Path | None) -> Path:
-    return Path(cache_dir if cache_dir is not None else default_cache_dir()) / FILE
+    if cache_dir is not None:
+        return Path(cache_dir) / FILE
+    # the default file, built once per environment (building it took a third of a GEMM call's host time, which every
+    # `matmul` and library convolution call pays for its lookup)
+    from argus.backend.cuda.cache import ENV_CACHE_DIR
+
+    env = tuple(os.environ.get(name) for name in (ENV_CACHE_DIR, "XDG_CACHE_HOME", "HOME"))
+    found = _DEFAULT_PATHS.get(env)
+    if found is None:
+        found = _DEFAULT_PATHS[env] = default_cache_dir() / FILE
+    return found
 
 
 def read(cache_dir: str | Path | None = None) -> dict[str, Any]:

@@ -1196,7 +1196,22 @@ def plan(
     epilogue: Epilogue | None = None,
 ) -> GemmPlan:
     """The plan for `problem` (with the fused `epilogue`): `config`, or the one `choose` picks (among
-    `EPILOGUE_TILES` when the epilogue holds a second tile-sized value, `Epilogue.holds_tiles`)."""
+    `EPILOGUE_TILES` when the epilogue holds a second tile-sized value, `Epilogue.holds_tiles`). Remembered per
+    arguments (a plan is immutable; building one took a fifth of a call's host time)."""
+    try:
+        return _plan_cached(problem, config, target, epilogue)
+    except TypeError:  # an argument that cannot be a key (an epilogue holding a list): planned afresh
+        return _plan(problem, config, target, epilogue)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_cached(
+    problem: GemmProblem, config: GemmConfig | None, target: Target, epilogue: Epilogue | None
+) -> GemmPlan:
+    return _plan(problem, config, target, epilogue)
+
+
+def _plan(problem: GemmProblem, config: GemmConfig | None, target: Target, epilogue: Epilogue | None) -> GemmPlan:
     if config is None and epilogue is None:
         small = gemv_config(problem, target)
         if small is not None:
@@ -1306,9 +1321,12 @@ def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilog
 
 class Launches(list):
     """The prepared launches of one GEMM call, in order, holding every tensor they address (`keep`: the operands,
-    the split passes' outputs, the workspace, C): the launches carry raw addresses only."""
+    the split passes' outputs, the workspace, C): the launches carry raw addresses only. `copies`: the call copied
+    an operand when it was prepared (zero padding, a GEMV's operand layout), so that a relaunch reads the values of
+    then, not the operand's current ones (a caller that relaunches for new values must prepare again)."""
 
     keep: list[Any]
+    copies: bool = True
 
 
 def prepare(
@@ -1391,7 +1409,20 @@ def prepare(
     if the_plan.c_shape != (problem.M, problem.N):
         C = C[..., : problem.M, : problem.N]
     launches.keep = [a, b, A, B, C, *tensors] + ([W] if W is not None else [])
+    # f32: the split passes are launches, which read a and b each time; 16-bit: A and B are views unless padded
+    stored = the_plan.stored_operands(a, b)
+    launches.copies = problem.dtype != "f32" and not (shares_storage(A, stored[0]) and shares_storage(B, stored[1]))
     return C, launches
+
+
+def _copied(x: Any, *sources: Any) -> bool:
+    """Whether `x` views none of `sources` (a copy made when the call was prepared)."""
+    return not any(shares_storage(x, s) for s in sources)
+
+
+def shares_storage(x: Any, y: Any) -> bool:
+    """Whether torch tensors `x` and `y` view one storage (a view read in place, not a copy)."""
+    return x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
 
 
 def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launches) -> tuple[Any, Launches]:
@@ -1418,6 +1449,7 @@ def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launch
             )
         )
         launches.keep = [a, b, v, mat, c]
+        launches.copies = _copied(v, a, b) or _copied(mat, a, b)
         return the_plan.gemv_result(c), launches
     work = torch.empty((g.SPLITS, g.ROWS, padded), dtype=torch.float32, device=a.device)
     launches.append(
@@ -1425,6 +1457,7 @@ def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launch
     )
     launches.append(_loaded("reduce", tuple(sorted(reduce.items()))).prepare(work, c, dependent=DEPENDENT_LAUNCHES))
     launches.keep = [a, b, v, mat, work, c]
+    launches.copies = _copied(v, a, b) or _copied(mat, a, b)
     return the_plan.gemv_result(c), launches
 
 
@@ -1805,7 +1838,10 @@ class LibraryGemm:
             if found is None:
                 c2 = c.view(-1, c.shape[-1]) if c.dim() > 2 and b.dim() == 2 else c
                 found = prepare(a, b, out_dtype=c.dtype, out=c2, epilogue=self.epilogue, operands=operands)
-            if _workspace_bytes(found[1], (a, b, c, *operands.values())) <= PREPARED_BYTES:  # most recent last
+            # kept for the next call on the same tensors (most recent last), unless the call copied an operand when
+            # it was prepared (zero padding, a GEMV's layout): relaunched, it would read that copy's stale values
+            launches = found[1]
+            if not launches.copies and _workspace_bytes(launches, (a, b, c, *operands.values())) <= PREPARED_BYTES:
                 self._prepared[key] = found
             while len(self._prepared) > PREPARED_CALLS:
                 self._prepared.pop(next(iter(self._prepared)))
@@ -1887,6 +1923,7 @@ __all__ = [
     "problem_of",
     "scaled_mm",
     "scaled_operands",
+    "shares_storage",
     "split_steps",
     "torch_dtype",
 ]
