@@ -181,6 +181,21 @@ def test_where_with_a_comparison_masks_elements() -> None:
     torch.testing.assert_close(got, torch.where(a >= b, a, torch.sigmoid(b.double()).float()), rtol=F32_ULP, atol=0)
 
 
+def test_integer_coordinates_mask_as_the_float_ones_do() -> None:
+    # T.index(x, axis, T.i32): the tile coordinates as integers (a mask the compiler may fold); both give one mask
+    a, b = _uniform(-1.0, 1.0, seed=9), _uniform(-1.0, 1.0, seed=10)
+    rows = (torch.arange(M) % 8)[:, None]
+    cols = (torch.arange(N) % 64)[None, :]
+    want = torch.where(cols - rows <= 3, a, b)
+    for dtype in (T.i32, T.f32):
+        got = _run(
+            lambda a, b, dt=dtype: T.where(T.index(a, 1, dt) - T.index(a, 0, dt) <= 3, a, b), a, b, torch.float32
+        )
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with pytest.raises(DSLError, match="f32 or i32 coordinates"):
+        _run(lambda a, b: T.where(T.index(a, 1, T.f16) < 3, a, b), a, b, torch.float32)
+
+
 def test_eq_and_ne_still_build_scalar_conditions() -> None:
     from argus.ir.expr import BinaryOp, Var, VarKind
 
