@@ -209,7 +209,8 @@ def flash_attention(
     LPT (causal, unsplit) launches the blocks longest first: the grid's first (fastest) dimension is the head, and
     the query blocks come in reverse, so every head's last query block (the one that sees the most key tiles) is
     launched before any head's second last; the short blocks fill the last wave (the longest-processing-time-first
-    order of FlashAttention-3's causal scheduler, here by launch order alone).
+    order of FlashAttention-3's causal scheduler, here by launch order alone). In "bshd" the grid is then (H, B,
+    query blocks).
 
     LAYOUT "bshd" reads and writes torch's (batch, length, heads, head dim) tensors of FlashAttention and most KV
     caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
