@@ -1493,24 +1493,16 @@ _CALLS_MAX = 64
 
 def _call_key(kind: str, *parts: Any) -> tuple:
     """What a call's launches depend on: `parts` (the convolution, flags, a weight's version where a staged form of it
-    is launched) with every tensor's address, shape, strides, dtype and device, and the current stream. The launches
-    hold addresses only: a tensor freed and another of the same layout made at its address is what the launch reads
-    then, as it should."""
+    is launched) and its tensors' launch signature (`argus.runtime.loaded.launch_signature`: the stream, each tensor's
+    address and layout). The launches hold addresses only: a tensor freed and another of the same layout made at its
+    address is what the launch reads then, as it should."""
     import torch
 
-    key: list[Any] = [kind]
-    device = None
-    for part in parts:
-        if isinstance(part, torch.Tensor):
-            device = part.device
-            key.append((part.data_ptr(), tuple(part.shape), part.stride(), part.dtype, part.device))
-        else:
-            key.append(part)
-    if device is not None and device.type == "cuda":
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object (5 us)
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        key.append(raw(index) if raw is not None else torch.cuda.current_stream(device).cuda_stream)
-    return tuple(key)
+    from argus.runtime.loaded import launch_signature
+
+    tensors = tuple(part for part in parts if isinstance(part, torch.Tensor))
+    others = tuple(part for part in parts if not isinstance(part, torch.Tensor))
+    return (kind, *others, launch_signature(tensors))
 
 
 def _remember_call(table: dict[tuple, Any], key: tuple, launches: Any, users: tuple) -> None:

@@ -144,7 +144,7 @@ class LoadedKernel:
                 "without the griddepcontrol prologue that waits for the grid before it",
                 kernel=self.generated.kernel_name,
             )
-        key = _signature(tensors, stream)
+        key = launch_signature(tensors, stream)
         key = None if key is None else (dependent, *key)
         if key is not None and (prepared := self._prepared.get(key)) is not None:
             return prepared
@@ -274,8 +274,10 @@ class LoadedKernel:
 _PREPARED_CACHE = 64
 
 
-def _signature(tensors: tuple[Any, ...], stream: Any) -> tuple | None:
-    """What the argument checks depend on, for torch tensors (None for anything else)."""
+def launch_signature(tensors: tuple[Any, ...], stream: Any = None) -> tuple | None:
+    """What the argument checks depend on, for torch CUDA tensors (None for anything else): the stream (the current
+    one for None) and every tensor's address, shape, strides, dtype and device. A library call that keeps its
+    prepared launches keys them by it too."""
     torch = sys.modules.get("torch")
     tensor_type = getattr(torch, "Tensor", None)
     if tensor_type is None or not tensors or not all(isinstance(t, tensor_type) and t.is_cuda for t in tensors):
