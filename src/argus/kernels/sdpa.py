@@ -11,7 +11,7 @@ for SQ = SK that is torch's ``is_causal``. Head dims are multiples of 64 up to 2
 with SQ > SK) gets O = 0 and LSE = -inf.
 
 `choose` picks the tile shape and pipeline depth: 128 query rows per block over two consumer warpgroups (64 rows
-when the query is that short: one warpgroup; 192 over three for non-causal head dims up to 64 and whole key tiles),
+when the query is that short: one warpgroup; 192 over three for non-causal head dims up to 64),
 128 keys per tile up to head dim 128 and 64 beyond (the output accumulator then takes 128 registers per thread), the
 deepest pipeline the shared memory holds (at most `MAX_STAGES`), and for causal prefill the longest blocks launched
 first. Two mechanisms serve decoding (a short query against a long key sequence):
@@ -61,9 +61,10 @@ COMBINE_TILE = (16, 64)
 #: block, 160 registers each) where the query has more than 128 rows: measured 1.07-1.13x two warpgroups at d64
 #: (the softmax is a larger share of a d64 tile: a third warpgroup's MMAs fill the tensor cores while two run
 #: theirs), the same speed at d128; slower for causal d64 (192x64 tiles: 0.85-0.92x; 192x128 ones spill at 160
-#: registers). benchmarks/results/2026-12-01-attention-tiles/. Only where every key tile is whole (SK a multiple of
-#: BN): with the tail mask the verifier's register estimate (the masked copy of S beside S) is 164 of the 160, a
-#: BUDGET_REGISTERS finding (ptxas reuses S's registers and spills nothing, but "verified" must hold).
+#: registers). benchmarks/results/2026-12-01-attention-tiles/. With a key tail too (since session 37: the verifier's
+#: register estimate no longer counts the tail mask, an integer function of the coordinates that ptxas folds, as
+#: stored: 164 of the 160 before, and ptxas spills nothing); varlen on three ran 1.20x its two-warpgroup form (every
+#: tile masked, call 6 there), the bhsd tail itself is not timed yet.
 THREE_CONSUMERS_HEAD_DIM = 64
 #: Causal prefill launches its blocks longest first (AttentionConfig.LPT): measured 1.11-1.31x the launch order
 #: before (query blocks fastest, first to last) where the grid is a few waves (512 blocks: d64 0.78 -> 0.87-0.97x
@@ -232,8 +233,8 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     width = max(problem.d, problem.dv)
     bn = 128 if width <= 128 else 64
     consumers = 1 if rows <= 64 else 2
-    if rows > 128 and width <= THREE_CONSUMERS_HEAD_DIM and not problem.causal and problem.sk % bn == 0:
-        consumers = 3  # 192-row tiles (whole key tiles only: see THREE_CONSUMERS_HEAD_DIM)
+    if rows > 128 and width <= THREE_CONSUMERS_HEAD_DIM and not problem.causal:
+        consumers = 3  # 192-row tiles (see THREE_CONSUMERS_HEAD_DIM)
     bm = 64 * consumers
     blocks = -(-rows // bm) * matrices
     key_tiles = -(-problem.sk // bn)

@@ -14,10 +14,12 @@
   reset per tile). An elementwise statement or copy whose fragment operands die there (their last use, or the
   next statement that refers to one, in the same block, overwrites it whole) may write its result over them
   element by element: there it counts the larger of the result and those operands, not both (``T.copy(o *
-  alpha[:, None], o)`` rescales o in place). A fragment holding only its elements' coordinates (``T.index``)
-  counts nothing: the compiler folds those values (functions of the thread and element index) into the
-  instructions that use them. Addresses and indices need registers too, so this is a lower bound on what the
-  fragments as written take: exceeding it means the compiler must spill.
+  alpha[:, None], o)`` rescales o in place). A fragment holding only its elements' coordinates (``T.index``), or
+  integer values computed elementwise from such fragments and values the same for every element (a mask's integer
+  comparison of the key and row coordinates with a limit), counts nothing: the compiler folds those values
+  (functions of the thread and element index) into the instructions that use them (float arithmetic on them it
+  does not: `_coordinate_fragments`). Addresses and indices need registers too, so this is a lower bound on what
+  the fragments as written take: exceeding it means the compiler must spill.
 """
 
 from __future__ import annotations
@@ -116,6 +118,38 @@ def _encloses(outer: Site, inner: Site) -> bool:
     return outer.index < inner.index and blocks == [(f.owner, f.branch) for f in inner.frames[: len(blocks)]]
 
 
+def _coordinate_fragments(prog: Any) -> set[Buffer]:
+    """The fragments that hold only functions of their elements' coordinates: written only by `T.index`, or only by
+    elementwise statements whose fragment operands are such fragments of integers (or truth values), their other
+    operands values the same for every element (a mask's ``T.index(s, 1, T.i32) - T.index(s, 0, T.i32) <=
+    limit``). They count nothing: each value is a function of the thread, the element index and uniform values,
+    which the compiler folds into (or recomputes at) the instructions that use it, as ptxas does for the attention
+    masks in integers (no spill at 160 registers where S and the tail mask as stored would be 164). Float
+    arithmetic on coordinates is not folded (ptxas does not reassociate floats: ``T.index(s, 1) + j * BN < S`` in
+    f32 is held per element, and the lineage's warp-specialized attention spills at 96 registers where its
+    fragments with that mask take 100), so a fragment computed from float coordinates counts as stored. (A tile
+    operand, read from memory, is never such a fragment.)"""
+    writers: dict[Buffer, list[Any]] = {}
+    for site in prog.sites:
+        if isinstance(site.stmt, Fill | Copy | Map | Reduce) and site.stmt.dst.space == Space.FRAGMENT:
+            writers.setdefault(site.stmt.dst.buffer, []).append(site.stmt)
+    found: set[Buffer] = set()
+    while True:
+        more = {
+            b
+            for b, stmts in writers.items()
+            if b not in found
+            and all(
+                isinstance(s, Map)
+                and (s.op == MapOp.COORD or all(r in found and not r.dtype.is_float for r in _reads(s)))
+                for s in stmts
+            )
+        }
+        if not more:
+            return found
+        found |= more
+
+
 def check_register_budget(ctx: Context) -> list[Finding]:
     start = time.perf_counter()
     prog = ctx.analysis.program
@@ -123,13 +157,7 @@ def check_register_budget(ctx: Context) -> list[Finding]:
     born: dict[Buffer, int] = {}  # the first statement that writes it
     last: dict[Buffer, int] = {}
     kills: dict[Buffer, list[Site]] = {}  # statements that overwrite it whole
-    # a fragment that holds only its elements' coordinates (`T.index`) counts nothing: each value is a function of
-    # the thread and element index that the compiler folds into the instructions that use it
-    writes: dict[Buffer, set[Any]] = {}
-    for site in prog.sites:
-        if isinstance(site.stmt, Fill | Copy | Map | Reduce) and site.stmt.dst.space == Space.FRAGMENT:
-            writes.setdefault(site.stmt.dst.buffer, set()).add(site.stmt.op if isinstance(site.stmt, Map) else None)
-    coordinates = {b for b, ops in writes.items() if ops == {MapOp.COORD}}
+    coordinates = _coordinate_fragments(prog)
     for site in prog.sites:
         s = site.stmt
         if isinstance(s, Alloc) and s.buffer.space == Space.FRAGMENT and s.buffer not in coordinates:
