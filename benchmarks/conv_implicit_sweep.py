@@ -2,14 +2,17 @@
 (`torch.nn.functional.conv2d` on channels-last tensors), interleaved in one process, L2 flushed before every launch,
 CUDA events (`gemm_parity.interleaved_times`).
 
-    PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants]
+    PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits] [--extra]
 
 Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-50's convolutions in bf16 at batch 32
 (the 1x1, 3x3 and strided 3x3 of each stage, and the strided 1x1 projections). Columns:
 - ``kernel``: the implicit kernel's launch alone on NHWC tensors (the tile `implicit_config` chooses);
 - ``call``: `LibraryConv` on channels-last tensors, a whole user call (weight permuted per call, host work);
 - ``gemm`` (1x1, stride 1 only): argus's GEMM library on the same data viewed as (N*H*W, C) x (F, C);
-- with ``--variants``, other tiles and stage counts of the kernel.
+- with ``--variants``, other tiles and stage counts of the kernel (and its split-K forms); with ``--splits``, only
+  the split-K forms (the chosen tile split 1-4 ways along K, and the 8 x 8 one-consumer tile's);
+- with ``--extra``, rows of few tiles beyond ResNet-50 at batch 32: its late layers at inference batches (8, 1) and
+  other deep, small-spatial layers.
 Every output is checked against conv2d in float64 on the GPU first (relative max error <= 2e-2).
 """
 
@@ -51,6 +54,18 @@ ROWS = [
     ("r50 3x3/2 512 14->7", 32, 512, 512, 14, 14, 3, 2, 1, "bf16"),
     ("r50 3x3 512->512 7", 32, 512, 512, 7, 7, 3, 1, 1, "bf16"),
     ("r50 1x1 512->2048 7", 32, 512, 2048, 7, 7, 1, 1, 0, "bf16"),
+]
+
+#: rows of few tiles (``--extra``): ResNet-50's late layers at inference batches, other deep small-spatial layers
+EXTRA_ROWS = [
+    ("r50 b8 3x3 512->512 7", 8, 512, 512, 7, 7, 3, 1, 1, "bf16"),
+    ("r50 b1 3x3 512->512 7", 1, 512, 512, 7, 7, 3, 1, 1, "bf16"),
+    ("r50 b8 3x3/2 512 14->7", 8, 512, 512, 14, 14, 3, 2, 1, "bf16"),
+    ("r50 b8 3x3 256->256 14", 8, 256, 256, 14, 14, 3, 1, 1, "bf16"),
+    ("r50 b1 3x3 256->256 14", 1, 256, 256, 14, 14, 3, 1, 1, "bf16"),
+    ("VGG b4 3x3 512->512 14", 4, 512, 512, 14, 14, 3, 1, 1, "bf16"),
+    ("b16 3x3 1024->1024 8 f16", 16, 1024, 1024, 8, 8, 3, 1, 1, "f16"),
+    ("b32 3x3 384->384 12", 32, 384, 384, 12, 12, 3, 1, 1, "bf16"),
 ]
 
 
@@ -177,7 +192,24 @@ def _variants(conv, config):  # noqa: ANN001, ANN202
         out["c1"] = with_stages(conv, replace(config, BH=8, BW=8, CONSUMERS=1))
     alt = "c2" if "c2" in out else "c1"
     out[f"{alt} persistent"] = replace(out[alt], BLOCKS=sms * out[alt].blocks_per_sm)
+    out.update(_split_variants(conv, config))
     return {k: v for k, v in out.items() if v != config}
+
+
+def _split_variants(conv, config):  # noqa: ANN001, ANN202
+    """The chosen tile split 1-4 ways along K, and the 8 x 8 one-consumer tile's splits (one block per tile; splits
+    that divide the K-steps)."""
+    from argus.kernels.conv import implicit_bk, implicit_channels, with_stages
+
+    steps = (3 if conv.dtype == "f32" else 1) * conv.window * -(-implicit_channels(conv) // implicit_bk(conv))
+    c1 = replace(config, BH=8, BW=8, CONSUMERS=1, BLOCKS=0)
+    out = {}
+    for s in range(1, 5):
+        if steps % s == 0 and steps // s >= 4:
+            out[f"split{s}"] = with_stages(conv, replace(config, BLOCKS=0, SPLITS=s))
+            if config.CONSUMERS == 2:
+                out[f"c1 split{s}"] = with_stages(conv, replace(c1, SPLITS=s))
+    return out
 
 
 def main() -> int:
@@ -185,6 +217,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--splits", action="store_true", help="only the split-K variants beside the chosen tile")
+    parser.add_argument("--extra", action="store_true", help="also the rows of few tiles beyond ResNet-50 at batch 32")
     parser.add_argument("--f32", action="store_true", help="also the f32 table (KernelBench's convolutions)")
     parser.add_argument("--only-f32", action="store_true", help="only the f32 table")
     args = parser.parse_args()
@@ -196,11 +230,9 @@ def main() -> int:
         Conv,
         LibraryConv,
         _implicit_shapes,
-        _key,
-        _loaded,
         implicit_config,
-        implicit_params,
         implicit_refusal,
+        prepare_implicit,
     )
     from argus.kernels.matmul import prepare as gemm_prepare
 
@@ -216,7 +248,7 @@ def main() -> int:
     )
     ratios = []
     args.f32 = args.f32 or args.only_f32
-    for label, n, c, f, h, w, k, s, p, dt in [] if args.only_f32 else ROWS:
+    for label, n, c, f, h, w, k, s, p, dt in [] if args.only_f32 else ROWS + (EXTRA_ROWS if args.extra else []):
         conv = Conv(2, n, c, f, 1, (1, h, w), (1, k, k), (1, s, s), (0, p, p), (1, 1, 1), False, dt)
         row: dict = {"row": label}
         why = implicit_refusal(conv)
@@ -238,16 +270,24 @@ def main() -> int:
         wv = wt.reshape(f, c, -1).permute(0, 2, 1).contiguous().view(ws)
         bias = torch.zeros(1, dtype=x.dtype, device="cuda")
         launches, errors = {}, {}
-        tiles = {"kernel": config} | (_variants(conv, config) if args.variants else {})
+        tiles = {"kernel": config}
+        if args.variants:
+            tiles |= _variants(conv, config)
+        elif args.splits:
+            tiles |= {k: v for k, v in _split_variants(conv, config).items() if v != config}
         for name, cfg in tiles.items():
             try:
-                loaded = _loaded("implicit", _key(implicit_params(conv, cfg, nchw=False)))
                 y = torch.empty(ys, dtype=x.dtype, device="cuda")
-                prepared = loaded.prepare(xv, wv, bias, y)
-                prepared.launch()
+                prepared = prepare_implicit(conv, cfg, xv, wv, bias, y, nchw=False)
+
+                def run(prepared=prepared) -> None:  # noqa: ANN001
+                    for launch in prepared:
+                        launch.launch()
+
+                run()
                 torch.cuda.synchronize()
                 errors[name] = ((y.permute(0, 3, 1, 2).double() - ref).abs().max() / scale).item()
-                launches[name] = prepared.launch
+                launches[name] = run
             except Exception as e:  # noqa: BLE001 - a variant that fails is reported, the sweep goes on
                 row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
                 print(f"| {label} | {name} FAILED: {row[f'{name}_error']} |")
@@ -280,12 +320,14 @@ def main() -> int:
         row.update(tile=config.label(), ms=ms, errors=errors, flops=flops, shape=[n, c, f, h, w, k, s, p], dtype=dt)
         bad = [name for name, e in errors.items() if e > 2e-2]
         row["wrong"] = bad
+        row["tiles"] = {name: cfg.label() for name, cfg in tiles.items()}
         other = ", ".join(
-            f"{name} {ms[name]:.4f} ({ms['cudnn'] / ms[name]:.2f}x)"
+            f"{name} [{tiles[name].label() if name in tiles else ''}] {ms[name]:.4f} ({ms['cudnn'] / ms[name]:.2f}x)"
             for name in ms
             if name not in ("kernel", "call", "cudnn")
         )
-        ratios.append(ms["cudnn"] / ms["kernel"])
+        if (label, n, c, f, h, w, k, s, p, dt) in ROWS:  # the geometric mean is the ResNet-50 and KLineage rows'
+            ratios.append(ms["cudnn"] / ms["kernel"])
         print(
             f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
             f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "

@@ -6,26 +6,36 @@ holds the input element its tap reads), its SASS, and the same call on a GPU."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+import argus.kernels.conv as conv_module
 from argus.kernels.conv import (
     Conv,
     ImplicitConfig,
     LibraryConv,
+    _implicit_on_interpreter,
+    _key,
+    _traced,
     conv_plan,
     implicit_bk,
     implicit_bn,
     implicit_config,
     implicit_params,
     implicit_refusal,
+    implicit_splits,
     is_pointwise,
     run_on_interpreter,
+    split_reduce_params,
+    with_stages,
     writes_nchw,
 )
 from argus.kernels.conv_implicit import conv_implicit_gemm
+from argus.kernels.epilogue import Epilogue
 from argus.lang.errors import DSLError
 from argus.verify import verify
 
@@ -410,3 +420,134 @@ def test_a_remembered_call_keeps_its_own_buffers_and_not_the_callers_tensors() -
     for i in range(C._CALLS_MAX + 3):  # the oldest entries dropped
         C._remember_call(table, ("k", i), Launches([]), ())
     assert len(table) == C._CALLS_MAX and key not in table
+
+
+# --- split-K: each tile's K loop in SPLITS shares, their f32 partial sums summed by conv_split_reduce -----------------
+
+
+def _split(conv: Conv, splits: int) -> ImplicitConfig:
+    """`conv`'s planned tile, one block per tile, split `splits` ways along K."""
+    return with_stages(conv, replace(implicit_config(conv), BLOCKS=0, SPLITS=splits))
+
+
+def test_the_split_model_splits_where_the_tiles_leave_the_gpu_idle() -> None:
+    # ResNet-50's 7x7 layer at batch 32: 128 tiles of 8x8 positions for 264 slots, 72 K-steps -> two shares of 36
+    late = _conv2(32, 512, 512, 7, 7, (3, 3), p=(1, 1))
+    assert implicit_splits(late, implicit_config(late)) == 2
+    # at batch 8, 32 tiles: four shares of 18 (the most splits), one wave
+    assert implicit_splits(_conv2(8, 512, 512, 7, 7, (3, 3), p=(1, 1)), implicit_config(late)) == 4
+    # 56x56 at batch 8: hundreds of tiles, no split; a persistent tile is never split
+    wide = _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1))
+    assert implicit_splits(wide, replace(implicit_config(wide), BLOCKS=0)) == 1
+    assert implicit_splits(late, replace(implicit_config(late), BLOCKS=264)) == 1
+    # 9 K-steps cannot be split into shares of at least 8
+    short = _conv2(1, 64, 64, 7, 7, (3, 3), p=(1, 1))
+    assert implicit_splits(short, implicit_config(short)) == 1
+    # off by default until measured on a GPU: the planned tile is not split
+    assert implicit_config(late).SPLITS == 1 or conv_module.IMPLICIT_SPLIT
+
+
+SPLIT_CASES = {
+    "3x3 bias, 3 images of 7x5, two ways": (_conv2(3, 128, 24, 7, 5, (3, 3), p=(1, 1), bias=True), 2),
+    "3x3/2 f16, three ways": (_conv2(2, 64, 16, 9, 10, (3, 3), s=(2, 2), p=(1, 1), dtype="f16"), 3),
+    "f32 split precision with a bias, three ways": (
+        _conv2(2, 16, 12, 6, 7, (3, 3), p=(1, 1), bias=True, dtype="f32"), 3
+    ),
+    "1-d, four ways": (
+        Conv(1, 2, 128, 24, 1, (1, 1, 23), (1, 1, 4), (1, 1, 1), (0, 0, 1), (1, 1, 1), False, "bf16"), 4
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(SPLIT_CASES))
+def test_a_split_tile_matches_torch_on_the_interpreter(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    conv, splits = SPLIT_CASES[name]
+    config = _split(conv, splits)
+    monkeypatch.setattr(conv_module, "implicit_config", lambda c, sms=132: config)
+    conv_plan.cache_clear()
+    try:
+        assert conv_plan(conv).implicit.SPLITS == splits
+        kinds = [k.name for k in conv_plan(conv).kernels()]
+        assert kinds[-2:] == ["conv_implicit_gemm", "conv_split_reduce"]
+        assert _error(conv) < TOLERANCE[conv.dtype]
+    finally:
+        conv_plan.cache_clear()
+
+
+def test_a_split_tile_with_a_fused_epilogue_on_the_interpreter() -> None:
+    conv, splits = SPLIT_CASES["3x3 bias, 3 images of 7x5, two ways"]
+    ep = Epilogue.of("T.maximum(acc * scale, 0.0) + shift", scale="columns", shift="columns")
+    gen = torch.Generator().manual_seed(5)
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=gen, dtype=torch.float64).to(torch.bfloat16).double()
+
+    x, w, b = draw(3, 128, 7, 5), draw(24, 128, 3, 3), draw(24)
+    scale, shift = draw(24), draw(24)
+    got = _implicit_on_interpreter(conv, _split(conv, splits), x.numpy(), w.numpy(), b.numpy(), ep,
+                                   [scale.numpy(), shift.numpy()])  # fmt: skip
+    y = F.conv2d(x, w, b, padding=1).float().double()
+    want = (torch.clamp_min(y * scale.view(1, -1, 1, 1), 0.0) + shift.view(1, -1, 1, 1)).reshape(3, 24, -1).numpy()
+    got = np.asarray(got)
+    assert not np.isnan(got).any()
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_split_parameters_are_checked() -> None:
+    with pytest.raises(DSLError, match="split-K"):  # persistent
+        conv_implicit_gemm.trace(BH=8, BW=8, CONSUMERS=1, BLOCKS_PER_SM=2, CB=2, SPLITS=2, OUT="f32", BLOCKS=264)
+    with pytest.raises(DSLError, match="split-K"):  # a rounded output, not the f32 workspace
+        conv_implicit_gemm.trace(BH=8, BW=8, CONSUMERS=1, BLOCKS_PER_SM=2, CB=2, SPLITS=2, OUT="bf16")
+    with pytest.raises(DSLError, match="does not divide"):  # 9 taps x 2 channel blocks in 4 shares
+        conv_implicit_gemm.trace(BH=8, BW=8, CONSUMERS=1, BLOCKS_PER_SM=2, CB=2, SPLITS=4, OUT="f32")
+
+
+def test_the_split_kernels_verify_and_compile() -> None:
+    from argus.backend.cuda.codegen import compile_kernel
+
+    conv = _conv2(32, 512, 512, 7, 7, (3, 3), p=(1, 1), bias=True)
+    config = _split(conv, 2)
+    main = _traced("implicit", _key(implicit_params(conv, config, nchw=False)))
+    reduce = _traced("split_reduce", _key(split_reduce_params(conv, config)))
+    result = verify(main)
+    assert not result.findings, [f.message for f in result.findings]
+    # each split's partial sum is its own slice of the workspace, each K-step multiplied once within a split
+    for check in ("output written once", "contraction accumulated once", "tag assertion"):
+        found = [c for c in result.checks if c.check == check]
+        assert found and all(c.verdict.value == "verified" for c in found), check
+    summed = verify(reduce)
+    assert not summed.findings, [f.message for f in summed.findings]
+    tags = [c for c in summed.checks if c.check == "tag assertion"]
+    assert len(tags) == 2 and all(c.verdict.value == "verified" for c in tags)  # the slices' elements, the bias
+    compiled = compile_kernel(main)
+    assert compiled.instruction_mix()["HGMMA"] > 0 and "0 B spill stores" in str(compiled.resources)
+
+
+@gpu
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_a_split_convolution_matches_torch_on_the_gpu(channels_last: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(conv_module, "IMPLICIT_SPLIT", True)
+    conv_plan.cache_clear()
+    rows = [
+        _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1), bias=True),  # 8 tiles: four ways, the bias in the reduction
+        _conv2(2, 64, 64, 7, 7, (3, 3), p=(1, 1), bias=True, dtype="f32"),  # split precision, three ways
+        _conv2(4, 256, 256, 14, 14, (3, 3), s=(2, 2), p=(1, 1)),
+    ]
+    try:
+        assert [conv_plan(c).implicit.SPLITS for c in rows] == [4, 3, 4]
+        for conv in rows:
+            dt = TORCH[conv.dtype]
+            x = torch.randn(conv.batch, conv.channels, *conv.size[1:], device="cuda").to(dt)
+            w = (torch.randn(conv.filters, conv.channels, *conv.kernel[1:], device="cuda") / 8).to(dt)
+            b = torch.randn(conv.filters, device="cuda").to(dt) if conv.bias else None
+            if channels_last:
+                x = x.to(memory_format=torch.channels_last)
+            call = LibraryConv("conv", conv)
+            out = call.empty_output(x, w, *([b] if conv.bias else []))
+            call(x, w, *([b] if conv.bias else []), out)
+            want = F.conv2d(x.double(), w.double(), None if b is None else b.double(), conv.stride[1:],
+                            conv.padding[1:])  # fmt: skip
+            err = ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item()
+            assert err < TOLERANCE[conv.dtype], (conv, err)
+    finally:
+        conv_plan.cache_clear()

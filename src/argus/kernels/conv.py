@@ -76,7 +76,7 @@ from typing import Any
 
 from argus.atoms.common import MAX_GRID_Y, MAX_GRID_Z, SMS, shared_budget
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
-from argus.kernels.conv_implicit import conv_implicit_gemm
+from argus.kernels.conv_implicit import conv_implicit_gemm, conv_split_reduce
 from argus.kernels.conv_kernels import (
     ITEMSIZE,
     THREADS,
@@ -368,6 +368,17 @@ GROUPED_PHASES = True
 GROUPED_PHASES_MAX_GROUPS = 8
 #: The most stages the implicit kernel pipelines.
 IMPLICIT_MAX_STAGES = 4
+#: Whether `implicit_config` splits the K loop where `implicit_splits` says to. Off: the split kernel and its
+#: reduction are verified and correct on the interpreter, but not yet measured on a GPU (no GPU was lent in the
+#: session that wrote them); `benchmarks/conv_implicit_sweep.py --splits --extra` measures them.
+IMPLICIT_SPLIT = False
+#: The most ways the implicit kernel splits a tile's K loop (`implicit_splits`).
+IMPLICIT_MAX_SPLITS = 4
+#: The fewest K-steps a split of a tile multiplies: shorter shares would not hide their pipeline's fill.
+IMPLICIT_SPLIT_MIN_STEPS = 8
+#: A split is taken where the model of `implicit_splits` says the K loops end this much sooner than unsplit: it does
+#: not count the workspace's round trip and the second launch.
+IMPLICIT_SPLIT_GAIN = 1.3
 
 
 @dataclass(frozen=True)
@@ -384,6 +395,9 @@ class ImplicitConfig:
     BLOCKS: int = 0
     #: channels per K step (one tap's): 64, 32 or 16 (`implicit_bk`)
     BK: int = IMPLICIT_BK
+    #: splits of the K loop (split-K, `implicit_splits`): each tile's K-steps in SPLITS shares, their f32 partial sums
+    #: summed by `conv_split_reduce`, which adds the bias and applies the epilogue
+    SPLITS: int = 1
 
     @property
     def blocks_per_sm(self) -> int:
@@ -395,6 +409,7 @@ class ImplicitConfig:
             f"{self.BH}x{self.BW}x{self.BN} s{self.STAGES} c{self.CONSUMERS}"
             + (f" p{self.BLOCKS}" if self.BLOCKS else "")
             + (f" k{self.BK}" if self.BK != IMPLICIT_BK else "")
+            + (f" split{self.SPLITS}" if self.SPLITS > 1 else "")
         )
 
 
@@ -497,7 +512,8 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     with column taps off a stride's phase 0, nor with channels that do not fill the K steps: those proofs did not
     complete, see below), and
     from 5 steps on with two consumer warpgroups where their tile wastes at most 20 % more (measured faster on
-    ResNet-50's and KLineage's layers, run 4)."""
+    ResNet-50's and KLineage's layers, run 4). With `IMPLICIT_SPLIT`, one block per tile splits its K loop where
+    the tiles leave most of the GPU idle (`implicit_splits`)."""
     _, oh, ow = conv.out
     best: dict[int, tuple[float, ImplicitConfig]] = {}
     for consumers in (2, 1):
@@ -528,7 +544,37 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
         # strided view) did not complete within the verifier's budget (level 1's 76: unknown); one block per tile
         # verifies in seconds. A strided 1x1 (a projection) reads phase 0 only, and its persistent form verifies
         pick = replace(pick, BLOCKS=sms * pick.blocks_per_sm)
+    if IMPLICIT_SPLIT:
+        pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
     return with_stages(conv, pick)
+
+
+def implicit_tiles(conv: Conv, config: ImplicitConfig) -> int:
+    """The tiles (blocks, one block per tile) of `conv` on `config`: output positions, planes, filters and images."""
+    _, oh, ow = conv.out
+    planes = conv.out[0] if conv.rank == 3 else 1
+    spatial = -(-ow // config.BW) * -(-oh // config.BH) * planes
+    return spatial * -(-conv.filters // config.BN) * conv.batch
+
+
+def implicit_splits(conv: Conv, config: ImplicitConfig, sms: int = SMS) -> int:
+    """How many ways to split each tile's K loop of `conv` on `config` (one block per tile): where the tiles leave
+    most of the GPU's block slots (``sms`` x blocks per SM) idle, e.g. ResNet-50's 7x7 layers at batch 32 (128 tiles
+    of 64 positions for 264 slots). Of the splits s <= `IMPLICIT_MAX_SPLITS` that divide the K-steps into shares of
+    at least `IMPLICIT_SPLIT_MIN_STEPS`, the one whose waves of K-steps, ``cdiv(tiles * s, slots) * steps / s``,
+    are fewest, taken where they are `IMPLICIT_SPLIT_GAIN` times fewer than unsplit's (1 otherwise)."""
+    if config.BLOCKS:
+        return 1
+    terms = 3 if conv.dtype == "f32" else 1
+    steps = terms * conv.window * -(-implicit_channels(conv) // config.BK)
+    tiles, slots = implicit_tiles(conv, config), sms * config.blocks_per_sm
+
+    def cost(s: int) -> float:
+        return -(-tiles * s // slots) * steps / s
+
+    fits = [s for s in range(1, IMPLICIT_MAX_SPLITS + 1) if steps % s == 0 and steps // s >= IMPLICIT_SPLIT_MIN_STEPS]
+    best = min(fits, key=lambda s: (cost(s), s), default=1)
+    return best if best > 1 and cost(1) >= IMPLICIT_SPLIT_GAIN * cost(best) else 1
 
 
 def with_stages(conv: Conv, config: ImplicitConfig, most: int | None = None) -> ImplicitConfig:
@@ -539,7 +585,8 @@ def with_stages(conv: Conv, config: ImplicitConfig, most: int | None = None) -> 
         most = IMPLICIT_MAX_STAGES * (2 if config.BK < IMPLICIT_BK else 1)
     bm = config.BH * config.BW
     stage = (bm + config.BN) * config.BK * 2  # 16-bit operands (an f32 convolution's split planes are bf16)
-    item = ITEMSIZE[conv.dtype]  # the output tile's buffer, padded as the larger of its two layouts needs:
+    # the output tile's buffer (f32 partial sums with split-K), padded as the larger of its two layouts needs:
+    item = 4 if config.SPLITS > 1 else ITEMSIZE[conv.dtype]
     out = max(bm * (config.BN + (8 if item == 4 else 0)), (bm + 16 // item) * config.BN) * item  # NHWC, NCHW
     budget = shared_budget(config.blocks_per_sm) - out - 1024  # the barriers and the carve's alignment
     return replace(config, STAGES=max(2, min(most, budget // stage)))
@@ -548,8 +595,9 @@ def with_stages(conv: Conv, config: ImplicitConfig, most: int | None = None) -> 
 def writes_nchw(conv: Conv, config: ImplicitConfig) -> bool:
     """Whether a call with a channels-first (NCHW) output has the kernel write it itself (`conv_implicit_gemm`'s
     NCHW): where a tile row holds at least 128 bytes of positions per channel. Narrower rows store in pieces of a
-    sector (16 bytes for 8 bf16 positions), which ran slower than the NHWC tile and a permuted copy (run 9)."""
-    return config.BW * ITEMSIZE[conv.dtype] >= 128
+    sector (16 bytes for 8 bf16 positions), which ran slower than the NHWC tile and a permuted copy (run 9). A
+    split-K tile (`ImplicitConfig.SPLITS`) is summed channels last by `conv_split_reduce`."""
+    return config.BW * ITEMSIZE[conv.dtype] >= 128 and config.SPLITS == 1
 
 
 def implicit_params(
@@ -557,7 +605,8 @@ def implicit_params(
 ) -> dict[str, Any]:
     """`conv_implicit_gemm`'s trace parameters for `conv` (a 1-d convolution as a 2-d one of height 1), the channel
     blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest). `nchw`: the kernel writes the
-    output channels first (`writes_nchw`), else channels last."""
+    output channels first (`writes_nchw`), else channels last. Split along K (`ImplicitConfig.SPLITS`), the kernel
+    writes f32 partial sums channels last, and the bias and `epilogue` go to `split_reduce_params`' kernel."""
     kd, kh, kw = conv.kernel
     sd, sh, sw = conv.stride
     pd, ph, pw = conv.padding
@@ -567,14 +616,31 @@ def implicit_params(
     if conv.rank == 3:
         extra |= {"DEPTH": True, "KD": kd, "SD": sd, "PD": pd, "LD": ld}
         extra |= {"PDE": ed} if conv.padding_end is not None else {}
+    if config.SPLITS > 1:
+        extra |= {"SPLITS": config.SPLITS}
+        nchw, epilogue = False, None
     return extra | {
         "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
         "BH": config.BH, "BW": config.BW, "BN": config.BN, "BK": config.BK, "STAGES": config.STAGES,
         "CONSUMERS": config.CONSUMERS, "BLOCKS_PER_SM": config.blocks_per_sm, "BLOCKS": config.BLOCKS,
-        "CB": -(-implicit_channels(conv) // config.BK), "BIAS": conv.bias,
-        "IN": "bf16" if conv.dtype == "f32" else conv.dtype, "OUT": conv.dtype,
+        "CB": -(-implicit_channels(conv) // config.BK), "BIAS": conv.bias and config.SPLITS == 1,
+        "IN": "bf16" if conv.dtype == "f32" else conv.dtype, "OUT": conv.dtype if config.SPLITS == 1 else "f32",
         "TERMS": 3 if conv.dtype == "f32" else 1, "NCHW": nchw,
     } | ({"EPILOGUE": epilogue} if epilogue is not None else {})  # fmt: skip
+
+
+#: Output channels per block of a split convolution's reduction (`conv_split_reduce`, four per thread), at most.
+SPLIT_REDUCE_BN = 512
+
+
+def split_reduce_params(conv: Conv, config: ImplicitConfig, epilogue: Epilogue | None = None) -> dict[str, Any]:
+    """`conv_split_reduce`'s parameters for `conv` split along K on `config` (SPLITS > 1): the sum of the slices,
+    the bias and the fused epilogue, into the channels-last output; BN the output channels rounded up to a power of
+    two from 128 (32 threads), at most `SPLIT_REDUCE_BN`."""
+    bn = min(SPLIT_REDUCE_BN, max(128, 1 << (conv.filters - 1).bit_length()))
+    return {"SPLITS": config.SPLITS, "BN": bn, "BIAS": conv.bias, "OUT": conv.dtype} | (
+        {"EPILOGUE": epilogue} if epilogue is not None else {}
+    )
 
 
 @dataclass(frozen=True)
@@ -808,6 +874,7 @@ def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
         "output_bias": conv_output_bias,
         "weight": conv_transpose_weight,
         "implicit": conv_implicit_gemm,
+        "split_reduce": conv_split_reduce,
         "split": split_bf16x3,
         "depthwise": conv_depthwise,
     }
@@ -920,6 +987,10 @@ def _implicit_kernels(
             found.append(_traced("split", _key(split_params(rows, conv.channels, name, bool(batch)))))
     if layouts is None:
         layouts = (True, False) if writes_nchw(conv, config) else (False,)
+    if config.SPLITS > 1:  # the split kernel's partial sums (one layout: channels last), then their reduction
+        params = implicit_params(conv, config, nchw=False)
+        reduce = split_reduce_params(conv, config, epilogue)
+        return [*found, _traced("implicit", _key(params)), _traced("split_reduce", _key(reduce))]
     params = (implicit_params(conv, config, nchw=v, epilogue=epilogue) for v in layouts)
     return [*found, *(_traced("implicit", _key(p)) for p in params)]
 
@@ -1315,16 +1386,25 @@ def _implicit_on_interpreter(
             run_kernel(kernel, {"X": v.reshape(*lead, rows, c), "Y": out})
             planes.append(out)
         xl, wl = planes
+    b = (
+        epilogue_rows(conv, bias, operands, np)
+        if epilogue is not None and epilogue.operands
+        else (np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1))
+    )
+    splits = config.SPLITS
     arrays = {
         "X": xl.reshape(xs),
         "WT": wl.reshape(ws),
-        "B": epilogue_rows(conv, bias, operands, np)
-        if epilogue is not None and epilogue.operands
-        else (np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1)),
-        "Y": np.full(ys, np.nan),
+        "B": b if splits == 1 else np.zeros(1),
+        "Y": np.full(ys if splits == 1 else (splits, *ys), np.nan),
     }
     run_kernel(_traced("implicit", _key(implicit_params(conv, config, nchw=nchw, epilogue=epilogue))), arrays)
-    return arrays["Y"].reshape(n, f, -1) if nchw else arrays["Y"].reshape(n, -1, f).transpose(0, 2, 1)
+    y = arrays["Y"]
+    if splits > 1:  # the partial sums' reduction, the bias and the epilogue, into the channels-last output
+        reduced = {"W": y.reshape(splits, -1, f), "B": b, "Y": np.full((y[0].size // f, f), np.nan)}
+        run_kernel(_traced("split_reduce", _key(split_reduce_params(conv, config, epilogue))), reduced)
+        y = reduced["Y"]
+    return y.reshape(n, f, -1) if nchw else y.reshape(n, -1, f).transpose(0, 2, 1)
 
 
 def epilogue_rows(conv: Conv, bias: Any, operands: Any, xp: Any, dtype: Any = None) -> Any:
@@ -1612,9 +1692,32 @@ def run_implicit_on_gpu(
         b = bias.contiguous()
     else:
         b = _zero_bias(out)
-    _loaded("implicit", _key(implicit_params(conv, config, nchw=nchw, epilogue=epilogue)))(xv.reshape(xs), wv, b, y)
+    for launch in prepare_implicit(conv, config, xv.reshape(xs), wv, b, y, nchw=nchw, epilogue=epilogue):
+        launch.launch()
     if not in_place:
         out.copy_(_to_channels_first(conv, y).reshape(out.shape))
+
+
+def prepare_implicit(
+    conv: Conv, config: ImplicitConfig, xv: Any, wv: Any, b: Any, y: Any, *, nchw: bool, epilogue: Any = None
+) -> list[Any]:
+    """The prepared launches of `conv` on `config` (CUDA tensors as the kernel reads them: `_implicit_shapes`' X and
+    WT views, B the bias rows or a placeholder, Y the output, channels first with `nchw`): the implicit kernel, and
+    split along K (`ImplicitConfig.SPLITS`) the f32 workspace of its partial sums and `conv_split_reduce`, which
+    sums them into Y (channels last) with the bias and `epilogue`."""
+    import torch
+
+    params = implicit_params(conv, config, nchw=nchw, epilogue=epilogue)
+    if config.SPLITS == 1:
+        return [_loaded("implicit", _key(params)).prepare(xv, wv, b, y)]
+    work = torch.empty((config.SPLITS, *y.shape), dtype=torch.float32, device=y.device)
+    f = conv.filters
+    return [
+        _loaded("implicit", _key(params)).prepare(xv, wv, _zero_bias(work), work),
+        _loaded("split_reduce", _key(split_reduce_params(conv, config, epilogue))).prepare(
+            work.view(config.SPLITS, -1, f), b, y.view(-1, f)
+        ),
+    ]
 
 
 def phase_weight(w: Any, phase: TransposedPhase) -> Any:

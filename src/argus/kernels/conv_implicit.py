@@ -14,6 +14,7 @@ from argus.atoms.common import WARPGROUP_SIZE
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.kernels.conv_kernels import output_size
 from argus.kernels.epilogue import Epilogue, applied
+from argus.kernels.gemm import split_reduce
 from argus.lang.errors import DSLError
 from argus.layout import Layout
 
@@ -34,9 +35,44 @@ def _input_shape(SW: int, DEPTH: bool) -> tuple[Any, ...]:  # noqa: N803 - named
     return ("NX", "H", "WQ", "CQ") if SW == 1 else ("NX", "H", "WQ", SW, "CQ")
 
 
-def _output_shape(NCHW: bool, DEPTH: bool) -> tuple[str, ...]:  # noqa: N803 - named after the kernel parameters
-    """The output: channels last (N, OH, OW, F) or first (N, F, OH, OW), with OD after N (or F) when 3-d."""
+def _reduce_bias_shape(BIAS: bool, EPILOGUE: Epilogue | None = None) -> tuple[Any, ...]:  # noqa: N803
+    """`conv_split_reduce`'s B: `_bias_shape`, its channels named N (the reduction's columns)."""
+    return tuple("N" if d == "F" else d for d in _bias_shape(BIAS, EPILOGUE))
+
+
+def channel_row(acc: Any, B: Any, row: int, bf: Any, BN: int, rows: bool) -> Any:  # noqa: N803 - kernel names
+    """Row `row` of B (the bias, or a fused epilogue's operand: `rows`, B is (rows, F); else B is the bias (F,)) for
+    output channels ``bf * BN ...``, as f32 (1, BN) in the layout of `acc`'s columns."""
+    b = T.alloc_reduced(acc, axis=0, dtype=B.dtype)
+    if not rows:
+        T.copy(B.tile(bf, BN), b)
+        # invariant: column j of the tile is given output channel bf * BN + j's bias
+        T.assert_tag(lambda x: x[0] == bf * BN + x.coord[0], b)
+    else:
+        T.copy(B.window((row, bf * BN), (None, BN)), b)
+        # invariant: column j of the tile is given row `row`'s value of output channel bf * BN + j
+        T.assert_tag(lambda x: (x[0] == row) & (x[1] == bf * BN + x.coord[0]), b)
+    return T.cast(b, T.f32)[None, :]
+
+
+def finished(acc: Any, B: Any, bf: Any, BN: int, BIAS: bool, EPILOGUE: Epilogue | None) -> Any:  # noqa: N803
+    """The convolution's f32 value `acc` (its tile of output channels ``bf * BN ...``) with the bias added (BIAS)
+    and the fused epilogue applied (its statements at trace time, over the tile and its operands, B's rows after
+    the bias)."""
+    rows = EPILOGUE is not None and bool(EPILOGUE.operands)
+    value = acc + channel_row(acc, B, 0, bf, BN, rows) if BIAS else acc
+    if EPILOGUE is not None:
+        operands = {o.name: channel_row(acc, B, int(BIAS) + i, bf, BN, rows) for i, o in enumerate(EPILOGUE.operands)}
+        value = applied(EPILOGUE, value, operands)
+    return value
+
+
+def _output_shape(NCHW: bool, DEPTH: bool, SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - kernel parameters
+    """The output: channels last (N, OH, OW, F) or first (N, F, OH, OW), with OD after N (or F) when 3-d; split along
+    K (SPLITS > 1), the f32 workspace (SPLITS, N, OH, OW, F) of the partial sums, one channels-last slice a split."""
     depth = ("OD",) if DEPTH else ()
+    if SPLITS > 1:
+        return (SPLITS, "N", *depth, "OH", "OW", "F")
     return ("N", "F", *depth, "OH", "OW") if NCHW else ("N", *depth, "OH", "OW", "F")
 
 
@@ -71,6 +107,7 @@ def conv_implicit_gemm(
     BLOCKS_PER_SM: int = 1,
     BLOCKS: int = 0,
     CB: int = 0,
+    SPLITS: int = 1,
     BIAS: bool = False,
     IN: str = "bf16",
     OUT: str = "bf16",
@@ -138,6 +175,13 @@ def conv_implicit_gemm(
     the spatial tiles, then the images), with one mbarrier pipeline across a block's units, so that the producer
     loads the next unit's first stages while the consumers store this one. BLOCKS = 0: one block per unit.
 
+    SPLITS > 1 splits the K loop (split-K), for convolutions of too few tiles to fill the GPU (ResNet-50's 7x7 layers
+    at batch 32: 128 tiles of 64 positions for 264 block slots): the grid's third axis walks (image, split) pairs,
+    ``z = n * SPLITS + split`` (divisions by a constant), split s multiplies K-steps ``s * KS ... (s + 1) * KS - 1``
+    (KS = the K-steps / SPLITS, which must divide them), and Y is the f32 workspace (SPLITS, N, OH, OW, F) (3-d:
+    OD after N), into whose slice s the tile's partial sum is stored, without the bias or the epilogue:
+    `conv_split_reduce` sums the slices and applies them. One block per tile (BLOCKS = 0), CB fixed, channels last.
+
     The epilogue goes through shared memory: the consumers store the tile (BM, BN), rounded, into one buffer and,
     after a barrier of the consumer warpgroups, copy it out one output row at a time (rows of BN channels,
     contiguous in the output).
@@ -164,6 +208,16 @@ def conv_implicit_gemm(
             "DSL_BAD_PARAM",
             f"BK must be {', '.join(map(str, rows))} bytes of channels (a Hopper swizzle's row: "
             f"{', '.join(str(r // X.dtype.itemsize) for r in rows)} values), not {BK}",
+        )
+    if not isinstance(SPLITS, int) or SPLITS < 1:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive number of K splits, not {SPLITS!r}")
+    if SPLITS > 1 and (BLOCKS or not CB or OUT != "f32" or NCHW or BIAS or EPILOGUE is not None):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"split-K (SPLITS = {SPLITS}) stores f32 partial sums channels last, one block per tile, the channel "
+            "blocks fixed: BLOCKS=0, CB > 0, OUT='f32', NCHW=False and no BIAS or EPILOGUE (conv_split_reduce adds "
+            f"them to the sum), not BLOCKS={BLOCKS}, CB={CB}, OUT={OUT!r}, NCHW={NCHW}, BIAS={BIAS}, "
+            f"EPILOGUE={EPILOGUE!r}",
         )
     if DEPTH and SW != 1:
         raise DSLError("DSL_BAD_PARAM", f"a 3-d convolution takes column stride 1 (the view would be 6-d), not {SW}")
@@ -195,6 +249,9 @@ def conv_implicit_gemm(
         CB = T.cdiv(C, BK)  # noqa: N806 - channel blocks per tap
     static_cb = isinstance(CB, int)
     k_tiles = TERMS * KD * KH * KW * CB
+    if SPLITS > 1 and k_tiles % SPLITS:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS = {SPLITS} does not divide the {k_tiles} K-steps of a tile")
+    k_split = k_tiles // SPLITS if static_cb else k_tiles  # the K-steps of one split
     consumers = tuple(range(1, 1 + CONSUMERS))
 
     def tap_of(tap: Any) -> tuple[Any, Any, Any, Any]:
@@ -203,15 +260,17 @@ def conv_implicit_gemm(
         kd, kh, kw = (tap // (KH * KW), (tap // KW) % KH, tap % KW) if DEPTH else (0, tap // KW, tap % KW)
         return kd, kh, kw, kw * LW + SW * PWU - PW
 
-    def steps(start: Any, body: Any) -> None:
+    def steps(start: Any, body: Any, split: Any = 0) -> None:
         """The tile's K loop over (term, tap, channel block), the block's pipeline iteration ``start + (term * KH *
         KW + tap) * CB + cb``. With CB fixed, one loop over the K-steps (term, tap and channel block are quotients
-        and remainders by constants); else the terms and taps, and in each the channel blocks, pipelined across them
-        (the tap and the channel block are then loop variables, not quotients by the symbolic CB)."""
+        and remainders by constants), split `split`'s share of them with SPLITS > 1; else the terms and taps, and in
+        each the channel blocks, pipelined across them (the tap and the channel block are then loop variables, not
+        quotients by the symbolic CB)."""
         taps = KD * KH * KW
         if static_cb:
-            for k, s in T.pipeline(k_tiles, stages=STAGES, start=start):
-                term, r = (k // (taps * CB), k % (taps * CB)) if TERMS > 1 else (0, k)
+            for k, s in T.pipeline(k_split, stages=STAGES, start=start):
+                kk = k + split * k_split if SPLITS > 1 else k  # the tile's K-step
+                term, r = (kk // (taps * CB), kk % (taps * CB)) if TERMS > 1 else (0, kk)
                 body(term, r // CB, r % CB, s, start + k)
             return
         for term in T.serial(TERMS) if TERMS > 1 else range(1):
@@ -221,9 +280,9 @@ def conv_implicit_gemm(
                     body(term, tap, cb, s, first + cb)
 
     def produce(tile: tuple, term: Any, tap: Any, cb: Any, s: Any, g: Any) -> None:
-        """Load channel block cb of `tile` (bw, bh, bf, n, od)'s tap into stage s, the block's pipeline iteration
+        """Load channel block cb of `tile` (bw, bh, bf, n, od, split)'s tap into stage s, the block's pipeline iteration
         g."""
-        bw, bh, bf, n, od = tile
+        bw, bh, bf, n, od, _ = tile
         T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
         T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
         kd, kh, kw, u = tap_of(tap)
@@ -247,7 +306,7 @@ def conv_implicit_gemm(
 
     def consume(tile: tuple, term: Any, tap: Any, cb: Any, s: Any, g: Any) -> None:
         """Multiply channel block cb of `tile`'s tap from stage s into the accumulator."""
-        bw, bh, bf, n, od = tile
+        bw, bh, bf, n, od, _ = tile
         T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)
         kd, kh, kw, u = tap_of(tap)
 
@@ -284,31 +343,22 @@ def conv_implicit_gemm(
         T.mbarrier_arrive(empty[s])
 
     def store(tile: tuple) -> None:
-        """The tile's epilogue: bias, rounding, through sC to the output one output row at a time."""
-        bw, bh, bf, n, od = tile
+        """The tile's epilogue: bias, rounding, through sC to the output one output row at a time (split-K: the
+        partial sum, into the tile's slice of the workspace)."""
+        bw, bh, bf, n, od, split = tile
 
-        def column(row: int) -> Any:
-            """Row `row` of B (the bias, or an epilogue operand) for the tile's output channels, as f32 (1, BN)."""
-            b = T.alloc_reduced(acc, axis=0, dtype=B.dtype)
-            if EPILOGUE is None or not EPILOGUE.operands:
-                T.copy(B.tile(bf, BN), b)
-                T.assert_tag(lambda x: x[0] == bf * BN + x.coord[0], b)
-            else:
-                T.copy(B.window((row, bf * BN), (None, BN)), b)
-                T.assert_tag(lambda x: (x[0] == row) & (x[1] == bf * BN + x.coord[0]), b)
-            return T.cast(b, T.f32)[None, :]
-
-        value = acc + column(0) if BIAS else acc
-        if EPILOGUE is not None:  # the epilogue's statements at trace time, over the tile and its operands
-            operands = {o.name: column(int(BIAS) + i) for i, o in enumerate(EPILOGUE.operands)}
-            value = applied(EPILOGUE, value, operands)
+        value = finished(acc, B, bf, BN, BIAS, EPILOGUE)
         if BLOCKS:
             T.barrier(1, WARPGROUP_SIZE * CONSUMERS)  # every consumer is done copying the previous tile out of sC
         T.copy(T.cast(value, Y.dtype), sC)
         T.barrier(1, WARPGROUP_SIZE * CONSUMERS)
         for h in range(BH):
             rows = sC.window((h * BW, 0), (BW, BN))
-            if NCHW and DEPTH:
+            if SPLITS > 1 and DEPTH:
+                T.copy(rows, Y.window((split, n, od, bh * BH + h, bw * BW, bf * BN), (None,) * 4 + (BW, BN)))
+            elif SPLITS > 1:
+                T.copy(rows, Y.window((split, n, bh * BH + h, bw * BW, bf * BN), (None, None, None, BW, BN)))
+            elif NCHW and DEPTH:
                 T.copy(rows.T, Y.window((n, bf * BN, od, bh * BH + h, bw * BW), (None, BN, None, None, BW)))
             elif NCHW:
                 T.copy(rows.T, Y.window((n, bf * BN, bh * BH + h, bw * BW), (None, BN, None, BW)))
@@ -318,14 +368,14 @@ def conv_implicit_gemm(
                 T.copy(rows, Y.window((n, bh * BH + h, bw * BW, bf * BN), (None, None, BW, BN)))
 
     def unit_tile(u: Any) -> tuple:
-        """Work unit u of the persistent grid as (bw, bh, bf, n, od): output-channel tiles fastest (consecutive
+        """Work unit u of the persistent grid as (bw, bh, bf, n, od, split): output-channel tiles fastest (consecutive
         units read the same input rows), then the spatial tiles, then the images (3-d: then the depth planes)."""
         bf, rest = u % tiles_f, u // tiles_f
         t, z = rest % (tiles_w * tiles_h), rest // (tiles_w * tiles_h)
         n, od = (z % N, z // N) if DEPTH else (z, 0)
-        return t % tiles_w, t // tiles_w, bf, n, od
+        return t % tiles_w, t // tiles_w, bf, n, od, 0
 
-    extents = (BLOCKS,) if BLOCKS else (tiles_w * tiles_h * planes, tiles_f, N)
+    extents = (BLOCKS,) if BLOCKS else (tiles_w * tiles_h * planes, tiles_f, N * SPLITS)
     with T.grid(*extents, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as blocks:
         swizzle = BK * X.dtype.itemsize  # a K step's row of channels is one swizzle row
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=swizzle)  # (stages, positions, channels)
@@ -339,18 +389,19 @@ def conv_implicit_gemm(
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         if not BLOCKS:
-            t, bf, n = blocks
+            t, bf, z = blocks
+            n, split = (z // SPLITS, z % SPLITS) if SPLITS > 1 else (z, 0)  # z: (image, split), the split fastest
             if DEPTH:  # x walks the plane's tiles, then the depth planes
                 plane, t = t // (tiles_w * tiles_h), t % (tiles_w * tiles_h)
-                tile = (t % tiles_w, t // tiles_w, bf, n, plane)
+                tile = (t % tiles_w, t // tiles_w, bf, n, plane, split)
             else:
-                tile = (t % tiles_w, t // tiles_w, bf, n, 0)
+                tile = (t % tiles_w, t // tiles_w, bf, n, 0, split)
             with T.role("producer", warpgroups=(0,), registers=40):
-                steps(0, lambda *step: produce(tile, *step))
+                steps(0, lambda *step: produce(tile, *step), split)
             with T.role("consumer", warpgroups=consumers, registers=232 if BLOCKS_PER_SM == 1 else 216):
                 acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
                 T.fill(acc, 0.0)
-                steps(0, lambda *step: consume(tile, *step))
+                steps(0, lambda *step: consume(tile, *step), split)
                 store(tile)
             return
         # persistent: BLOCKS blocks walk the units; one mbarrier pipeline runs across a block's units (global
@@ -374,4 +425,27 @@ def conv_implicit_gemm(
                     store(tile)
 
 
-__all__ = ["conv_implicit_gemm"]
+@argus.kernel(policies={"tile_shape": ("BN",)})
+def conv_split_reduce(
+    W: T.Tensor[("S", "M", "N"), T.f32],
+    B: T.Tensor[_reduce_bias_shape, "OUT"],
+    Y: T.Tensor[("M", "N"), "OUT"],
+    SPLITS: int = 2,
+    BN: int = 128,
+    BIAS: bool = False,
+    OUT: str = "bf16",
+    EPILOGUE: Epilogue | None = None,
+):
+    """The second half of a split-K convolution (`conv_implicit_gemm` with SPLITS > 1): Y = the sum of the
+    workspace's SPLITS slices, W (SPLITS, M, N) viewed with M = the output positions and N = the output channels,
+    plus the bias (B as in `conv_implicit_gemm`), through the fused epilogue, rounded once to OUT: the channels-last
+    output viewed (M, N). `argus.kernels.gemm.split_reduce`'s blocks: one row of BN channels each."""
+
+    def finish(acc: Any, tile: tuple) -> Any:
+        _, bf, _, _ = tile
+        return finished(acc, B, bf, BN, BIAS, EPILOGUE)
+
+    split_reduce(W, Y, SPLITS=SPLITS, BN=BN, epilogue=finish if BIAS or EPILOGUE is not None else None)
+
+
+__all__ = ["channel_row", "conv_implicit_gemm", "conv_split_reduce", "finished"]
