@@ -19,7 +19,8 @@ the touched experts' weights (each expert that a token chose: its (H, 2I) and (I
 at decode sizes (``--tokens 1 16 64 256``) the layer is bound by streaming them, and "% HBM" is that rate over the
 H200's 4.8 TB/s. With ``--graphs`` every contender is captured in a CUDA graph and its replay timed (the GPU's time
 alone, as a serving loop runs a decode step: at decode sizes the eager layers are bound by their launches and host
-work).
+work). With ``--combine-kernel`` argus runs a second time with the other combine (`moe.COMBINE_KERNEL`: the
+`moe_combine` kernel or PyTorch's scatter and sum), interleaved with the rest.
 """
 
 from __future__ import annotations
@@ -136,6 +137,7 @@ def main() -> int:
     p.add_argument("--routings", nargs="+", default=list(ROUTINGS))
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--graphs", action="store_true", help="time each contender captured in a CUDA graph")
+    p.add_argument("--combine-kernel", action="store_true", help="also argus with moe.COMBINE_KERNEL's other side")
     p.add_argument("--json")
     args = p.parse_args()
     if not torch.cuda.is_available():
@@ -163,6 +165,11 @@ def main() -> int:
                     "composed": partial(composed, x, router, bias, w1, w2, top_k),
                     "argus": partial(moe.moe_layer, x, router, w1, w2, top_k, bias=bias),
                 }
+                if args.combine_kernel:
+                    other = not moe.COMBINE_KERNEL
+                    contenders[f"argus combine {'kernel' if other else 'torch'}"] = partial(
+                        moe.moe_layer, x, router, w1, w2, top_k, bias=bias, combine_kernel=other
+                    )
                 if compiled is not None:
                     contenders["compiled"] = partial(compiled, x, router, bias, w1, w2, top_k)
                 errs, launches = {}, {}

@@ -177,6 +177,39 @@ def test_routing_sorts_rows_by_expert_and_keeps_each_token_s_weights() -> None:
     assert torch.equal(r.token, r.order // 2)
     assert torch.allclose(r.weight, (weights / weights.sum(-1, keepdim=True)).reshape(-1)[r.order])
     assert torch.equal(torch.sort(r.order).values, torch.arange(100))  # every (token, choice) routed once
+    assert r.position.dtype == torch.int32 and torch.equal(r.order[r.position.long()], torch.arange(100))
+
+
+@pytest.mark.parametrize(("tokens", "hidden", "top_k"), [(7, 264, 2), (5, 1096, 8), (3, 40, 1)])
+def test_the_combine_kernel_adds_each_token_s_routed_rows_once(tokens: int, hidden: int, top_k: int) -> None:
+    """`moe_combine` on the interpreter: row widths inside one block, over two blocks (a partial one) and narrower
+    than a block's 32 threads' vectors; against the sums over each token's choices in float64."""
+    experts = 10
+    x, router, _, _ = _layer_inputs(tokens, 16, 8, experts, seed=hidden)
+    r = moe.route(x, router, top_k)
+    rng = np.random.default_rng(tokens)
+    y = round_to(bf16, rng.standard_normal((tokens * top_k, hidden)))
+    got = moe.combine_on_interpreter(y, r.position.numpy(), tokens, top_k)
+    flat = np.empty_like(y)
+    flat[r.order.numpy()] = y  # row r is (token, choice) order[r]
+    want = flat.reshape(tokens, top_k, hidden).sum(axis=1)
+    assert not np.isnan(got).any()
+    assert np.all(np.abs(got - want) <= 2**-8 * np.abs(want) + 1e-6)  # the f32 sum rounded once to bf16
+
+
+def test_the_combine_kernel_verifies_and_compiles() -> None:
+    from argus.kernels.moe_combine import moe_combine
+
+    for top_k in (2, 8):
+        result = verify(moe_combine.trace(**dict(moe.combine_params(7168, top_k))))
+        assert not result.findings, [f.message for f in result.findings]
+        tags = [c for c in result.checks if c.check == "tag assertion"]
+        assert len(tags) == top_k and all(c.verdict == Verdict.VERIFIED for c in tags)  # each choice's row
+        once = [c for c in result.checks if c.check == "output written once"]
+        assert once and all(c.verdict == Verdict.VERIFIED for c in once)
+    compiled = compile_kernel(moe_combine.trace(**dict(moe.combine_params(7168, 8))))
+    assert compiled.resources.spill_stores == 0
+    assert compiled.instruction_mix().get("LDG", 0) >= 8  # a load of each choice's row
 
 
 @pytest.mark.parametrize(
@@ -198,9 +231,13 @@ def test_the_layer_composed_on_the_cpu_matches_the_per_token_reference(scoring: 
     ends = np.asarray(offs, dtype=np.int64)
     params = {"BM": 128, "BN": 64, "BK": 64, "STAGES": 3, "BLOCKS": 3, "SEARCH": search_steps(experts)}
     interpret(grouped_gemm_persistent, h, w2.double().numpy(), ends, tile_counts(ends, 128), y, **params)
-    out = moe.combine(torch.from_numpy(round_to(bf16, y)).to(torch.bfloat16), r, tokens, top_k)
+    y = round_to(bf16, y)
+    out = moe.combine(torch.from_numpy(y).to(torch.bfloat16), r, tokens, top_k)
     want = _reference_layer(x, router, bias, w1, w2, top_k, scoring, act)
     assert float((out.double() - want).abs().max() / want.abs().max()) < 2e-2
+    # the combine kernel on the interpreter: the same sums, each rounded once to bf16 (as PyTorch's f32 sums are)
+    summed = moe.combine_on_interpreter(y, r.position.numpy(), tokens, top_k)
+    assert np.all(np.abs(summed - out.double().numpy()) <= 2**-7 * np.abs(summed) + 1e-6)
     assert not (r.offs.diff() < 0).any() and int(r.offs[2] - r.offs[1]) == 0  # the biased-out expert has no row
 
 
@@ -322,3 +359,7 @@ def test_the_layer_matches_the_reference_on_the_gpu() -> None:
         out = moe.moe_layer(x, router, w1, w2, top_k, bias=bias, scoring="sigmoid", activation="gelu_tanh")
         want = _reference_layer(x.cpu(), router.cpu(), bias.cpu(), w1.cpu(), w2.cpu(), top_k, "sigmoid", "gelu_tanh")
         assert float((out.cpu().double() - want).abs().max() / want.abs().max()) < 2e-2
+        # the combine kernel: the same sums as PyTorch's combine (both in f32, rounded once to bf16)
+        y = torch.randn(tokens * top_k, hidden, device="cuda").to(torch.bfloat16)
+        fused, composed = (moe.combine(y, r, tokens, top_k, kernel=k).double() for k in (True, False))
+        assert bool(((fused - composed).abs() <= 2**-7 * composed.abs() + 1e-6).all())

@@ -17,9 +17,18 @@ from argus.kernels.grouped import (
     grouped_gemm_swiglu,
     search_steps,
 )
+from argus.kernels.moe_combine import moe_combine
 
 #: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
 KERNELS = {"plain": grouped_gemm_persistent, "swiglu": grouped_gemm_swiglu, "scaled": grouped_gemm_scaled}
+#: Whether `combine` sums each token's rows with the DSL kernel (`argus.kernels.moe_combine`: the rows read once
+#: through the routing's positions, one launch) rather than PyTorch's scatter back to token order and sum (one more
+#: write and read of every routed row). Off: the kernel is verified and correct on the interpreter, but not yet
+#: measured on a GPU (no GPU was lent in the session that wrote it); ``benchmarks/moe_layer_bench.py
+#: --combine-kernel`` times both in one process.
+COMBINE_KERNEL = False
+#: Columns of a row per block of `moe_combine`, at most (VEC = 8 values a thread: 128 threads).
+COMBINE_BH = 1024
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -80,6 +89,35 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
         configs = FP8_CONFIGS if epilogue == "scaled" else CONFIGS
         bm, bn, bk, stages = configs[0] if n % 256 == 0 and n >= 1024 else configs[1]
     return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "SEARCH": search_steps(experts)}
+
+
+def combine_params(hidden: int, top_k: int, dtype: str = "bf16") -> tuple[tuple[str, Any], ...]:
+    """`moe_combine`'s parameters for rows of `hidden` values: 8 a thread (16-byte loads of 16-bit rows, 4 for
+    f32), up to `COMBINE_BH` columns a block, fewer for narrow rows (at least 32 threads)."""
+    vec = 4 if dtype == "f32" else 8
+    bh = max(32 * vec, min(COMBINE_BH, 1 << max(hidden - 1, 1).bit_length()))
+    return tuple(sorted({"TOPK": top_k, "BH": bh, "VEC": vec, "IN": dtype, "OUT": dtype}.items()))
+
+
+def combine_on_interpreter(y: Any, position: Any, tokens: int, top_k: int) -> Any:
+    """`moe_combine` on the lane-level interpreter for numpy `y` (R, H) and `position` (R,): (tokens, H) in float64
+    (values rounded to bf16, as the kernel's output), through the parameters a GPU call launches."""
+    import numpy as np
+
+    from argus.interp import run_kernel
+
+    out = np.full((tokens, y.shape[1]), np.nan)
+    kernel = moe_combine.trace(**dict(combine_params(y.shape[1], top_k)))
+    run_kernel(kernel, {"Y": np.asarray(y, dtype=np.float64), "POS": np.asarray(position), "Z": out})
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _loaded_combine(params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.runtime import load
+
+    return load(compile_kernel(moe_combine.trace(**dict(params))))
 
 
 @functools.lru_cache(maxsize=64)
@@ -293,6 +331,7 @@ class Routing:
     weight: Any  # (T * k,) float32: its router weight
     offs: Any  # (E,) int32: cumulative row ends per expert
     order: Any  # (T * k,) int64: the flat (token * k + choice) index of each routed row
+    position: Any = None  # (T * k,) int32: the routed row of each (token, choice): the inverse of `order`
 
 
 #: How router logits become expert scores (`route`): softmax over the experts (Mixtral, Qwen3), or each expert's own
@@ -355,7 +394,9 @@ def route(
     # counts by scatter-add: torch.bincount would synchronize to size its output
     counts = torch.zeros(experts, dtype=torch.int64, device=x.device).index_add_(0, flat, torch.ones_like(flat))
     offs = torch.cumsum(counts, 0).to(torch.int32)
-    return Routing(order // top_k, weights.reshape(-1)[order], offs, order)
+    rows = torch.arange(flat.numel(), dtype=torch.int32, device=x.device)
+    position = torch.empty_like(rows).scatter_(0, order, rows)  # the inverse permutation: (token, choice) -> row
+    return Routing(order // top_k, weights.reshape(-1)[order], offs, order, position)
 
 
 def moe_layer(
@@ -373,6 +414,7 @@ def moe_layer(
     groups: int = 1,
     top_groups: int = 1,
     scaling: float = 1.0,
+    combine_kernel: bool | None = None,
 ) -> Any:
     """A MoE layer's forward on a CUDA device: tokens `x` (T, H) bf16, router weight `router` (H, E), expert weights
     `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` routing (`route`: `scoring` "softmax" or
@@ -381,8 +423,9 @@ def moe_layer(
     SwiGLU; gelu, gelu_tanh: GeGLU). Steps: routing (PyTorch operators, no host synchronization); the routed rows
     gathered in expert order (``index_select``); `grouped_gemm_swiglu` (SwiGLU and each row's router weight in the
     epilogue: the down-projection is linear, so its input rows may carry the weights); `grouped_gemm_persistent` for the
-    down-projection; the sum of each token's k rows (`combine`, PyTorch operators, deterministic). Not fused yet: the
-    gather into the first GEMM's operand load and the combine into the second's epilogue (docs/moe.md)."""
+    down-projection; the sum of each token's k rows (`combine`: PyTorch operators, or with `combine_kernel` (default
+    `COMBINE_KERNEL`) the `moe_combine` kernel; deterministic either way). Not fused yet: the gather into the first
+    GEMM's operand load and the combine into the second's epilogue (docs/moe.md)."""
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
         raise GroupedError(
             "moe_layer takes x (T, H), router (H, E), w1 (E, H, 2I), w2 (E, I, H); got "
@@ -407,15 +450,23 @@ def moe_layer(
     rows = x.index_select(0, routing.token)
     h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation)
     y = grouped_mm(h, w2, routing.offs)
-    return combine(y, routing, tokens, top_k)
+    return combine(y, routing, tokens, top_k, kernel=combine_kernel)
 
 
-def combine(y: Any, routing: Routing, tokens: int, top_k: int) -> Any:
+def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool | None = None) -> Any:
     """Each token's output ((tokens, H), y's dtype): the sum of its k routed rows of `y` (rows in expert order, as
-    the grouped GEMMs produce them, already weighted); the rows are put back in (token, choice) order first, so
-    the sum (accumulated in f32 by ``torch.sum``) is taken in the same order every run (no atomics)."""
+    the grouped GEMMs produce them, already weighted), in the same order every run (no atomics). With `kernel`
+    (default `COMBINE_KERNEL`; CUDA tensors) the `moe_combine` kernel reads each token's rows through the routing's
+    positions and sums them in f32; else the rows are put back in (token, choice) order first and summed by
+    ``torch.sum`` (f32 accumulation)."""
     import torch
 
+    name = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}.get(str(y.dtype))
+    whole = name is not None and y.shape[1] % (4 if name == "f32" else 8) == 0  # rows in whole 16-byte vectors
+    if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole and routing.position is not None:
+        out = torch.empty((tokens, y.shape[1]), dtype=y.dtype, device=y.device)
+        _loaded_combine(combine_params(y.shape[1], top_k, name))(y.contiguous(), routing.position, out)
+        return out
     unsorted = torch.empty_like(y)
     unsorted[routing.order] = y
     return unsorted.view(tokens, top_k, -1).sum(dim=1)

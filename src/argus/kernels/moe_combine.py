@@ -1,0 +1,58 @@
+"""The MoE layer's combine as a DSL kernel (issue #23): each token's output is the sum of its k routed rows, read
+where the grouped GEMMs left them (expert order) through the routing's positions, in one pass: the rows are read
+once and the tokens' sums written once, where the PyTorch combine scattered the rows back to token order (one more
+write and read of every routed row) before summing them. Kept apart from the host code (`argus.kernels.moe`): this
+module holds DSL kernels only."""
+
+from __future__ import annotations
+
+import argus
+import argus.lang as T
+from argus.lang.errors import DSLError
+
+
+@argus.kernel(policies={"tile_shape": ("BH",)})
+def moe_combine(
+    Y: T.Tensor[("R", "H"), "IN"],
+    POS: T.Tensor[("R",), T.i32],
+    Z: T.Tensor[("TOKENS", "H"), "OUT"],
+    TOPK: int = 2,
+    BH: int = 1024,
+    VEC: int = 8,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+):
+    """Z[t] = sum over j < TOPK of Y[POS[t * TOPK + j]], accumulated in f32 in the order j = 0, 1, ... (the same
+    every run: no atomics), rounded once to OUT.
+
+    Y (R, H): the routed rows in expert order, as the down-projection wrote them (already weighted: the router
+    weights are applied in the up-projection's epilogue, the down-projection being linear). POS (R,): the routing's
+    positions, R = TOKENS * TOPK, routed row (t, j) (token t's j-th choice) at row POS[t * TOPK + j] of Y: the
+    inverse of the permutation that sorted the choices by expert (`argus.kernels.moe.Routing.position`). A block
+    sums one token's rows over BH columns, VEC consecutive values a thread (16-byte loads of bf16 rows at VEC 8).
+
+    The tag assertion is the combine's invariant: what is added for choice j is row POS[t * TOPK + j] of Y, at the
+    block's columns; with the output written once per token (the verifier's own check), each token's k rows are
+    added exactly once (a token's row added twice, or another token's, is a violated assertion with the thread,
+    the choice and the positions that show it)."""
+    if not isinstance(TOPK, int) or TOPK < 1:
+        raise DSLError("DSL_BAD_PARAM", f"TOPK must be a positive number of choices per token, not {TOPK!r}")
+    if BH % VEC or BH // VEC < 32 or BH // VEC > 1024:
+        raise DSLError("DSL_BAD_PARAM", f"BH = {BH} columns must be VEC = {VEC} values for each of 32 to 1024 threads")
+    T.assume(f"R == {TOPK} * TOKENS")
+    T.assume(f"H % {VEC} == 0")  # rows in whole vectors
+    T.assume_values(POS, lo=0, hi="R - 1")  # rows of Y (a permutation: each row one choice)
+    with T.grid(TOKENS, T.cdiv(H, BH), threads=BH // VEC) as (t, bh):
+        acc = None
+        for j in range(TOPK):  # unrolled at trace time: TOPK is a constant
+            with T.let(POS[t * TOPK + j], f"row{j}") as row:
+                part = T.alloc_fragment((1, BH), Y.dtype)
+                T.copy(Y.tile((row, bh), (1, BH)), part)
+                # invariant: what is added for token t's choice j is row POS[t * TOPK + j] of Y, this block's columns
+                T.assert_tag(lambda y, j=j: (y[0] == POS[t * TOPK + j]) & (y[1] // BH == bh), part)
+                value = T.cast(part, T.f32)
+                acc = value if acc is None else acc + value
+        T.copy(acc, Z.tile((t, bh), (1, BH)))
+
+
+__all__ = ["moe_combine"]
