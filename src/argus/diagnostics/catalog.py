@@ -475,7 +475,8 @@ class Code(StrEnum):
     DSL_BAD_PARAM = _entry(
         Category.DSL,
         "{param} must be one of {choices}, not {value!r}",
-        "pass one of the values the library kernel lists for that parameter (e.g. EPILOGUE='direct' or 'tma')",
+        "pass a value the kernel takes for that parameter (the message says which, and why the one given is refused; "
+        "the kernel's docstring lists them)",
     )
     DSL_BLOCKS_PER_SM = _entry(
         Category.DSL,
