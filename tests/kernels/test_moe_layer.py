@@ -177,7 +177,7 @@ def test_routing_sorts_rows_by_expert_and_keeps_each_token_s_weights() -> None:
     assert torch.equal(r.token, r.order // 2)
     assert torch.allclose(r.weight, (weights / weights.sum(-1, keepdim=True)).reshape(-1)[r.order])
     assert torch.equal(torch.sort(r.order).values, torch.arange(100))  # every (token, choice) routed once
-    assert r.position.dtype == torch.int32 and torch.equal(r.order[r.position.long()], torch.arange(100))
+    assert r.positions().dtype == torch.int32 and torch.equal(r.order[r.positions().long()], torch.arange(100))
 
 
 @pytest.mark.parametrize(("tokens", "hidden", "top_k"), [(7, 264, 2), (5, 1096, 8), (3, 40, 1)])
@@ -189,7 +189,7 @@ def test_the_combine_kernel_adds_each_token_s_routed_rows_once(tokens: int, hidd
     r = moe.route(x, router, top_k)
     rng = np.random.default_rng(tokens)
     y = round_to(bf16, rng.standard_normal((tokens * top_k, hidden)))
-    got = moe.combine_on_interpreter(y, r.position.numpy(), tokens, top_k)
+    got = moe.combine_on_interpreter(y, r.positions().numpy(), tokens, top_k)
     flat = np.empty_like(y)
     flat[r.order.numpy()] = y  # row r is (token, choice) order[r]
     want = flat.reshape(tokens, top_k, hidden).sum(axis=1)
@@ -236,7 +236,7 @@ def test_the_layer_composed_on_the_cpu_matches_the_per_token_reference(scoring: 
     want = _reference_layer(x, router, bias, w1, w2, top_k, scoring, act)
     assert float((out.double() - want).abs().max() / want.abs().max()) < 2e-2
     # the combine kernel on the interpreter: the same sums, each rounded once to bf16 (as PyTorch's f32 sums are)
-    summed = moe.combine_on_interpreter(y, r.position.numpy(), tokens, top_k)
+    summed = moe.combine_on_interpreter(y, r.positions().numpy(), tokens, top_k)
     assert np.all(np.abs(summed - out.double().numpy()) <= 2**-7 * np.abs(summed) + 1e-6)
     assert not (r.offs.diff() < 0).any() and int(r.offs[2] - r.offs[1]) == 0  # the biased-out expert has no row
 

@@ -331,7 +331,14 @@ class Routing:
     weight: Any  # (T * k,) float32: its router weight
     offs: Any  # (E,) int32: cumulative row ends per expert
     order: Any  # (T * k,) int64: the flat (token * k + choice) index of each routed row
-    position: Any = None  # (T * k,) int32: the routed row of each (token, choice): the inverse of `order`
+
+    def positions(self) -> Any:
+        """(T * k,) int32: the routed row of each (token, choice), the inverse of `order` (one scatter on the
+        device, made where the combine kernel needs it)."""
+        import torch
+
+        rows = torch.arange(self.order.numel(), dtype=torch.int32, device=self.order.device)
+        return torch.empty_like(rows).scatter_(0, self.order, rows)
 
 
 #: How router logits become expert scores (`route`): softmax over the experts (Mixtral, Qwen3), or each expert's own
@@ -394,9 +401,7 @@ def route(
     # counts by scatter-add: torch.bincount would synchronize to size its output
     counts = torch.zeros(experts, dtype=torch.int64, device=x.device).index_add_(0, flat, torch.ones_like(flat))
     offs = torch.cumsum(counts, 0).to(torch.int32)
-    rows = torch.arange(flat.numel(), dtype=torch.int32, device=x.device)
-    position = torch.empty_like(rows).scatter_(0, order, rows)  # the inverse permutation: (token, choice) -> row
-    return Routing(order // top_k, weights.reshape(-1)[order], offs, order, position)
+    return Routing(order // top_k, weights.reshape(-1)[order], offs, order)
 
 
 def moe_layer(
@@ -463,9 +468,9 @@ def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool |
 
     name = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}.get(str(y.dtype))
     whole = name is not None and y.shape[1] % (4 if name == "f32" else 8) == 0  # rows in whole 16-byte vectors
-    if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole and routing.position is not None:
+    if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole:
         out = torch.empty((tokens, y.shape[1]), dtype=y.dtype, device=y.device)
-        _loaded_combine(combine_params(y.shape[1], top_k, name))(y.contiguous(), routing.position, out)
+        _loaded_combine(combine_params(y.shape[1], top_k, name))(y.contiguous(), routing.positions(), out)
         return out
     unsorted = torch.empty_like(y)
     unsorted[routing.order] = y

@@ -28,7 +28,7 @@ def moe_combine(
     Y (R, H): the routed rows in expert order, as the down-projection wrote them (already weighted: the router
     weights are applied in the up-projection's epilogue, the down-projection being linear). POS (R,): the routing's
     positions, R = TOKENS * TOPK, routed row (t, j) (token t's j-th choice) at row POS[t * TOPK + j] of Y: the
-    inverse of the permutation that sorted the choices by expert (`argus.kernels.moe.Routing.position`). A block
+    inverse of the permutation that sorted the choices by expert (`argus.kernels.moe.Routing.positions`). A block
     sums one token's rows over BH columns, VEC consecutive values a thread (16-byte loads of bf16 rows at VEC 8).
 
     The tag assertion is the combine's invariant: what is added for choice j is row POS[t * TOPK + j] of Y, at the
