@@ -493,6 +493,22 @@ def test_a_split_tile_with_a_fused_epilogue_on_the_interpreter() -> None:
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
 
 
+def test_a_split_3d_tile_matches_torch_on_the_interpreter() -> None:
+    """The workspace of a 3-d convolution (SPLITS, N, OD, OH, OW, F): 27 K-steps in three shares, the bias in the
+    reduction."""
+    conv = Conv(3, 1, 64, 16, 1, (4, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), True, "bf16")
+    gen = torch.Generator().manual_seed(0)
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=gen, dtype=torch.float64).to(torch.bfloat16).double()
+
+    x, w, b = draw(1, 64, 4, 5, 6), draw(16, 64, 3, 3, 3), draw(16)
+    want = F.conv3d(x, w, b, padding=1).numpy().reshape(1, 16, -1)
+    got = np.asarray(_implicit_on_interpreter(conv, _split(conv, 3), x.numpy(), w.numpy(), b.numpy()))
+    assert not np.isnan(got).any()
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
 def test_split_parameters_are_checked() -> None:
     with pytest.raises(DSLError, match="split-K"):  # persistent
         conv_implicit_gemm.trace(BH=8, BW=8, CONSUMERS=1, BLOCKS_PER_SM=2, CB=2, SPLITS=2, OUT="f32", BLOCKS=264)
