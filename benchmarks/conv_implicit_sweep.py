@@ -199,9 +199,9 @@ def _variants(conv, config):  # noqa: ANN001, ANN202
 def _split_variants(conv, config):  # noqa: ANN001, ANN202
     """The chosen tile split 1-4 ways along K, and the 8 x 8 one-consumer tile's splits (one block per tile; splits
     that divide the K-steps)."""
-    from argus.kernels.conv import implicit_bk, implicit_channels, with_stages
+    from argus.kernels.conv import implicit_k_steps, with_stages
 
-    steps = (3 if conv.dtype == "f32" else 1) * conv.window * -(-implicit_channels(conv) // implicit_bk(conv))
+    steps = implicit_k_steps(conv, config.BK)
     c1 = replace(config, BH=8, BW=8, CONSUMERS=1, BLOCKS=0)
     out = {}
     for s in range(1, 5):

@@ -526,9 +526,8 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
                 best[consumers] = (waste, ImplicitConfig(bh, bw, 64, 1, consumers))
     # a tile of one consumer warpgroup counts as 5 % more work: half the MMAs per barrier round
     pick = best[1][1] if 1 in best and (2 not in best or best[1][0] * 1.05 < best[2][0] - 1e-9) else best[2][1]
-    terms = 3 if conv.dtype == "f32" else 1
     bk = implicit_bk(conv)
-    k_steps = terms * conv.window * -(-implicit_channels(conv) // bk)
+    k_steps = implicit_k_steps(conv, bk)
     if 4 < k_steps <= PERSISTENT_K_STEPS and 2 in best and best[2][0] <= 1.2 * best[pick.CONSUMERS][0]:
         pick = best[2][1]
     pick = replace(pick, BN=implicit_bn(conv), BK=bk)
@@ -549,6 +548,12 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     return with_stages(conv, pick)
 
 
+def implicit_k_steps(conv: Conv, bk: int) -> int:
+    """The K-steps of one tile of `conv` in steps of `bk` channels: each tap's channel blocks, for f32 over its three
+    split planes."""
+    return (3 if conv.dtype == "f32" else 1) * conv.window * -(-implicit_channels(conv) // bk)
+
+
 def implicit_tiles(conv: Conv, config: ImplicitConfig) -> int:
     """The tiles (blocks, one block per tile) of `conv` on `config`: output positions, planes, filters and images."""
     _, oh, ow = conv.out
@@ -565,8 +570,7 @@ def implicit_splits(conv: Conv, config: ImplicitConfig, sms: int = SMS) -> int:
     are fewest, taken where they are `IMPLICIT_SPLIT_GAIN` times fewer than unsplit's (1 otherwise)."""
     if config.BLOCKS:
         return 1
-    terms = 3 if conv.dtype == "f32" else 1
-    steps = terms * conv.window * -(-implicit_channels(conv) // config.BK)
+    steps = implicit_k_steps(conv, config.BK)
     tiles, slots = implicit_tiles(conv, config), sms * config.blocks_per_sm
 
     def cost(s: int) -> float:

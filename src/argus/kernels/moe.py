@@ -91,6 +91,11 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
     return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "SEARCH": search_steps(experts)}
 
 
+def dtype_name(dtype: Any) -> str | None:
+    """The kernels' name of a torch dtype these calls write (``torch.bfloat16`` -> ``"bf16"``), None for others."""
+    return {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}.get(str(dtype))
+
+
 def combine_params(hidden: int, top_k: int, dtype: str = "bf16") -> tuple[tuple[str, Any], ...]:
     """`moe_combine`'s parameters for rows of `hidden` values: 8 a thread (16-byte loads of 16-bit rows, 4 for
     f32), up to `COMBINE_BH` columns a block, fewer for narrow rows (at least 32 threads)."""
@@ -272,7 +277,7 @@ def prepare_scaled(
     params = dict(choose(rows, n, k, experts, "scaled") if config is None else config)
     params.setdefault("SEARCH", search_steps(experts))
     params["IN"] = "e4m3" if a.dtype == torch.float8_e4m3fn else "e5m2"
-    params["OUT"] = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}[out]
+    params["OUT"] = dtype_name(out)
     tiles = tile_counts(offs, params["BM"])
     c = torch.empty((rows, n), dtype=out, device=a.device)
     kernel = _loaded("scaled", tuple(sorted(params.items())))
@@ -466,7 +471,7 @@ def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool |
     ``torch.sum`` (f32 accumulation)."""
     import torch
 
-    name = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}.get(str(y.dtype))
+    name = dtype_name(y.dtype)
     whole = name is not None and y.shape[1] % (4 if name == "f32" else 8) == 0  # rows in whole 16-byte vectors
     if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole:
         out = torch.empty((tokens, y.shape[1]), dtype=y.dtype, device=y.device)
