@@ -3,7 +3,8 @@ backends, interleaved in one process, L2 flushed before every launch, CUDA event
 
 Usage (from the repository root on a GPU machine)::
 
-    PYTHONPATH=src python benchmarks/attention_sweep.py [--json F] [--rounds 20] [--quick] [--only TEXT] [--alt ...]
+    PYTHONPATH=src python benchmarks/attention_sweep.py [--json F] [--rounds 20] [--quick] [--lengths S ...]
+        [--only TEXT] [--alt ...]
 
 Rows: bf16, (B, H, S, D) with B * H * S = 65536 (H = 16, fewer where S is long), S in 1k..16k, head dims 64, 128 and
 256, non-causal and causal (SQ = SK, so the bottom-right mask is torch's ``is_causal``); then grouped-query
@@ -37,15 +38,16 @@ from gemm_variants import environment  # noqa: E402
 TOKENS = 65536  # B * H * S of every sweep row
 
 
-def sweep_rows(quick: bool) -> list[tuple[str, int, int, int, int, int, int, bool]]:
-    """(label, B, H, HK, SQ, SK, D, causal)."""
+def sweep_rows(quick: bool, lengths: tuple[int, ...] = ()) -> list[tuple[str, int, int, int, int, int, int, bool]]:
+    """(label, B, H, HK, SQ, SK, D, causal); ``lengths`` replaces the default sequence lengths (lengths that no
+    tile divides time the key-tail masks: 1000, 4000)."""
     rows = []
-    lengths = (1024, 4096, 16384) if quick else (1024, 2048, 4096, 8192, 16384)
+    lengths = lengths or ((1024, 4096, 16384) if quick else (1024, 2048, 4096, 8192, 16384))
     for d in (64, 128, 256):
         for causal in (False, True):
             for s in lengths:
-                h = min(16, TOKENS // s)
-                b = TOKENS // (s * h)
+                h = max(1, min(16, TOKENS // s))
+                b = max(1, TOKENS // (s * h))
                 rows.append((f"d{d} {'causal' if causal else 'full'} S={s}", b, h, h, s, s, d, causal))
     rows.append(("GQA 32/8 d128 S=4096", 2, 32, 8, 4096, 4096, 128, False))
     rows.append(("bshd d128 causal S=4096", 4, 16, 16, 4096, 4096, 128, True))
@@ -91,6 +93,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
+        "--lengths", type=int, nargs="+", default=[], help="sequence lengths instead of 1k..16k (e.g. 1000 4000)"
+    )
+    parser.add_argument(
         "--alt",
         type=_variant,
         action="append",
@@ -119,7 +124,7 @@ def main() -> int:
         "| variants: TFLOP/s (× cuDNN) |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for label, b, h, hk, sq, sk, d, causal in sweep_rows(args.quick):
+    for label, b, h, hk, sq, sk, d, causal in sweep_rows(args.quick, tuple(args.lengths)):
         if args.only and not any(label.startswith(prefix) for prefix in args.only):
             continue
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sq + sk + d)

@@ -3,14 +3,17 @@
 CUDA events (`gemm_parity.interleaved_times`).
 
     PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits] [--extra]
+        [--only TEXT ...]
 
 Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-50's convolutions in bf16 at batch 32
 (the 1x1, 3x3 and strided 3x3 of each stage, and the strided 1x1 projections). Columns:
 - ``kernel``: the implicit kernel's launch alone on NHWC tensors (the tile `implicit_config` chooses);
 - ``call``: `LibraryConv` on channels-last tensors, a whole user call (weight permuted per call, host work);
+- ``host µs``: the host's time per call of ``call`` and of cuDNN (50 calls queued back to back): where it exceeds
+  the GPU's time the call is bound by the host;
 - ``gemm`` (1x1, stride 1 only): argus's GEMM library on the same data viewed as (N*H*W, C) x (F, C);
 - with ``--variants``, other tiles and stage counts of the kernel (and its split-K forms); with ``--splits``, only
-  the split-K forms (the chosen tile split 1-4 ways along K, and the 8 x 8 one-consumer tile's);
+  the split-K forms (the chosen tile split 1-8 ways along K, and the 8 x 8 one-consumer tile's);
 - with ``--extra``, rows of few tiles beyond ResNet-50 at batch 32: its late layers at inference batches (8, 1) and
   other deep, small-spatial layers.
 Every output is checked against conv2d in float64 on the GPU first (relative max error <= 2e-2).
@@ -197,19 +200,33 @@ def _variants(conv, config):  # noqa: ANN001, ANN202
 
 
 def _split_variants(conv, config):  # noqa: ANN001, ANN202
-    """The chosen tile split 1-4 ways along K, and the 8 x 8 one-consumer tile's splits (one block per tile; splits
-    that divide the K-steps)."""
+    """The chosen tile split 1-8 ways along K, and the 8 x 8 one-consumer tile's splits (one block per tile; splits
+    that divide the K-steps into shares of at least 4)."""
     from argus.kernels.conv import implicit_k_steps, with_stages
 
     steps = implicit_k_steps(conv, config.BK)
     c1 = replace(config, BH=8, BW=8, CONSUMERS=1, BLOCKS=0)
     out = {}
-    for s in range(1, 5):
+    for s in (1, 2, 3, 4, 6, 8):
         if steps % s == 0 and steps // s >= 4:
             out[f"split{s}"] = with_stages(conv, replace(config, BLOCKS=0, SPLITS=s))
             if config.CONSUMERS == 2:
                 out[f"c1 split{s}"] = with_stages(conv, replace(c1, SPLITS=s))
     return out
+
+
+def _host_us(torch, fn, n: int = 50) -> float:  # noqa: ANN001
+    """Microseconds of host time per call of `fn` (`n` calls queued back to back, no synchronization between them):
+    a call whose host time exceeds its GPU time is bound by the host, and its CUDA-event time shows it."""
+    import time
+
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    took = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return took / n * 1e6
 
 
 def main() -> int:
@@ -221,6 +238,7 @@ def main() -> int:
     parser.add_argument("--extra", action="store_true", help="also the rows of few tiles beyond ResNet-50 at batch 32")
     parser.add_argument("--f32", action="store_true", help="also the f32 table (KernelBench's convolutions)")
     parser.add_argument("--only-f32", action="store_true", help="only the f32 table")
+    parser.add_argument("--only", action="append", default=[], help="the rows whose label starts with this text")
     args = parser.parse_args()
 
     import torch
@@ -244,11 +262,13 @@ def main() -> int:
     results = []
     print(
         "\n| row | tile | kernel ms | call ms | cuDNN ms | kernel × cuDNN | call × cuDNN | kernel TFLOP/s | cuDNN "
-        "TFLOP/s | err | other |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "TFLOP/s | err | host µs call / cuDNN | other |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     ratios = []
     args.f32 = args.f32 or args.only_f32
     for label, n, c, f, h, w, k, s, p, dt in [] if args.only_f32 else ROWS + (EXTRA_ROWS if args.extra else []):
+        if args.only and not any(label.startswith(text) for text in args.only):
+            continue
         conv = Conv(2, n, c, f, 1, (1, h, w), (1, k, k), (1, s, s), (0, p, p), (1, 1, 1), False, dt)
         row: dict = {"row": label}
         why = implicit_refusal(conv)
@@ -278,9 +298,9 @@ def main() -> int:
         for name, cfg in tiles.items():
             try:
                 y = torch.empty(ys, dtype=x.dtype, device="cuda")
-                prepared = prepare_implicit(conv, cfg, xv, wv, bias, y, nchw=False)
+                prepared, work = prepare_implicit(conv, cfg, xv, wv, bias, y, nchw=False)
 
-                def run(prepared=prepared) -> None:  # noqa: ANN001
+                def run(prepared=prepared, work=work) -> None:  # noqa: ANN001, ARG001 - work: kept alive
                     for launch in prepared:
                         launch.launch()
 
@@ -316,6 +336,8 @@ def main() -> int:
         launches["cudnn"] = lambda x_cl=x_cl, w_cl=w_cl, s=s, p=p: F.conv2d(x_cl, w_cl, stride=s, padding=p)
         times = interleaved_times(torch, launches, args.rounds, scratch)
         ms = {name: statistics.median(t) for name, t in times.items()}
+        host = {name: _host_us(torch, launches[name]) for name in ("call", "cudnn")}
+        row["host_us"] = host
         flops = 2.0 * n * f * conv.positions * c * k * k
         row.update(tile=config.label(), ms=ms, errors=errors, flops=flops, shape=[n, c, f, h, w, k, s, p], dtype=dt)
         bad = [name for name, e in errors.items() if e > 2e-2]
@@ -332,7 +354,7 @@ def main() -> int:
             f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
             f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "
             f"{flops / ms['cudnn'] / 1e9:.0f} | {max(errors.values()):.1e}{' WRONG ' + str(bad) if bad else ''} | "
-            f"{other} |"
+            f"{host['call']:.0f} / {host['cudnn']:.0f} | {other} |"
         )
         results.append(row)
     if args.f32:

@@ -27,6 +27,7 @@ from argus.kernels.conv import (
     implicit_config,
     implicit_params,
     implicit_refusal,
+    implicit_split_time,
     implicit_splits,
     is_pointwise,
     run_on_interpreter,
@@ -194,7 +195,8 @@ def test_a_box_smaller_than_its_swizzle_period_compiles_with_the_buffer_s_own_mo
         conv = _conv2(2, 32, 16, 7, 7, (3, 3), p=(1, 1), bias=True, dtype="bf16")
     plan = conv_plan(conv)
     assert plan.implicit is not None and plan.implicit.BW == 8 and plan.implicit.BK < 64, plan.describe()
-    mix = compile_kernel(plan.kernels()[-1]).instruction_mix()
+    (implicit,) = (k for k in plan.kernels() if k.name == "conv_implicit_gemm")  # (split-K's reduction after it)
+    mix = compile_kernel(implicit).instruction_mix()
     assert mix["HGMMA"] > 0 and mix["UTMALDG"] > 0
     # a short K loop runs persistent unless a column tap is off the stride's phase 0 (that proof did not complete)
     projection = implicit_config(_conv2(8, 64, 64, 16, 16, (1, 1), s=(2, 2)), sms=132)
@@ -215,7 +217,7 @@ def test_bad_tiles_are_refused() -> None:
 VERIFIED = {
     "3x3 56, persistent (2x64, two consumers)": _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1), bias=True),
     "1x1/2, persistent (8x8, one consumer; phase 0 only)": _conv2(8, 64, 64, 16, 16, (1, 1), s=(2, 2)),
-    "3x3 7 (8x8, one consumer)": _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1)),
+    "3x3 7 (8x8, one consumer, split 8 ways along K)": _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1)),
     "3x3 28 (4x32, two consumers)": _conv2(8, 128, 128, 28, 28, (3, 3), p=(1, 1)),
     "1-d, dilation 2": Conv(1, 2, 64, 64, 1, (1, 1, 300), (1, 1, 3), (1, 1, 1), (0, 0, 2), (1, 1, 2), False, "f16"),
     "f32, 12 channels, persistent (three split planes)": _conv2(
@@ -233,13 +235,24 @@ VERIFIED = {
 @pytest.mark.parametrize("name", list(VERIFIED))
 def test_planned_configurations_verify(name: str) -> None:
     conv = VERIFIED[name]
+    config = conv_plan(conv).implicit
     found = conv_plan(conv).kernels()
-    splits, kernel = found[: 2 if conv.dtype == "f32" else 0], found[2 if conv.dtype == "f32" else 0]
-    # both layouts a call may take are listed (and verified by argus solve): NCHW where the plan writes it, then NHWC
-    nchw = writes_nchw(conv, conv_plan(conv).implicit)
-    assert len(found) == len(splits) + (2 if nchw else 1)
+    splits = [k for k in found if k.name == "split_bf16x3"]
+    kernels = [k for k in found if k.name == "conv_implicit_gemm"]
+    reductions = [k for k in found if k.name == "conv_split_reduce"]
+    # both layouts a call may take are listed (and verified by argus solve): NCHW where the plan writes it, then NHWC;
+    # split along K, the f32 partial sums (channels last) and their reduction
+    nchw = writes_nchw(conv, config)
+    assert len(found) == len(splits) + len(kernels) + len(reductions)
+    assert len(splits) == (2 if conv.dtype == "f32" else 0) and len(kernels) == (2 if nchw else 1)
+    assert len(reductions) == int(config.SPLITS > 1)
     for split in splits:
         assert not verify(split).findings
+    for reduction in reductions:
+        summed = verify(reduction)
+        assert not summed.findings, [f.message for f in summed.findings]
+        assert all(c.verdict.value == "verified" for c in summed.checks if c.check == "tag assertion")
+    kernel = kernels[0]
     result = verify(kernel)
     # the NCHW copy-out (channels first) has performance warnings, each true: a tile row narrower than a 32-byte
     # sector may straddle two (PERF_UNCOALESCED), rows of a width that is not a multiple of the 16-byte vector store
@@ -247,10 +260,12 @@ def test_planned_configurations_verify(name: str) -> None:
     allowed = {"PERF_UNCOALESCED", "ALIGN_ASSUMPTION", "PERF_BANK_CONFLICT"}
     assert not [f.message for f in result.findings if f.code not in allowed], result.findings
     assert all(f.severity.value == "warning" for f in result.findings)
-    channels_last = verify(conv_implicit_gemm.trace(**implicit_params(conv, conv_plan(conv).implicit, nchw=False)))
-    assert not channels_last.findings, [f.message for f in channels_last.findings]
+    if nchw:
+        channels_last = verify(conv_implicit_gemm.trace(**implicit_params(conv, config, nchw=False)))
+        assert not channels_last.findings, [f.message for f in channels_last.findings]
     tags = [c for c in result.checks if c.check == "tag assertion"]
-    assert len(tags) == 2 + int(conv.bias) and all(c.verdict.value == "verified" for c in tags)
+    # (split along K, the bias is the reduction's)
+    assert len(tags) == 2 + int(conv.bias and config.SPLITS == 1) and all(c.verdict.value == "verified" for c in tags)
     once = [c for c in result.checks if c.check == "contraction accumulated once"]
     assert once and all(c.verdict.value == "verified" for c in once)
 
@@ -323,6 +338,32 @@ def test_a_weight_changed_in_place_or_replaced_is_read_again_on_the_gpu() -> Non
             assert ((out.double() - want).abs().max() / want.abs().max()).item() < 1e-2
             w.mul_(-1.0)  # in place: a new version of the same tensor
         del w
+
+
+@gpu
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_a_call_on_the_same_tensors_replays_its_launches_and_reads_them_again_on_the_gpu(channels_last: bool) -> None:
+    """The second call on the same tensors replays the first's launches (`LibraryConv._replays`): it reads x, the
+    bias and the weight as they are then (changed in place), and split along K keeps its own workspace."""
+    conv = _conv2(4, 256, 128, 7, 7, (3, 3), p=(1, 1), bias=True)  # 8 tiles: split along K
+    assert conv_plan(conv).implicit.SPLITS > 1 or not conv_module.IMPLICIT_SPLIT
+    call = LibraryConv("conv", conv)
+    x = torch.randn(4, 256, 7, 7, device="cuda").to(torch.bfloat16)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    w = (torch.randn(128, 256, 3, 3, device="cuda") / 16).to(torch.bfloat16)
+    b = torch.randn(128, device="cuda").to(torch.bfloat16)
+    out = call.empty_output(x, w, b)
+    if channels_last:
+        out = out.to(memory_format=torch.channels_last)
+    for step in range(4):
+        call(x, w, b, out)
+        want = F.conv2d(x.double(), w.double(), b.double(), padding=1)
+        assert ((out.double() - want).abs().max() / want.abs().max()).item() < 1e-2, step
+        # x read in place (channels last) and the output written in place: the launches are the whole call (a new
+        # weight version is a new call)
+        assert len(call._replays) == ((1 + (step == 3)) if channels_last else 0)
+        (x, b, w)[step % 3].mul_(-0.5)  # in place: the replay reads x and b again; w's new version is staged again
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])
@@ -434,8 +475,14 @@ def test_the_split_model_splits_where_the_tiles_leave_the_gpu_idle() -> None:
     # ResNet-50's 7x7 layer at batch 32: 128 tiles of 8x8 positions for 264 slots, 72 K-steps -> two shares of 36
     late = _conv2(32, 512, 512, 7, 7, (3, 3), p=(1, 1))
     assert implicit_splits(late, implicit_config(late)) == 2
-    # at batch 8, 32 tiles: four shares of 18 (the most splits), one wave
-    assert implicit_splits(_conv2(8, 512, 512, 7, 7, (3, 3), p=(1, 1)), implicit_config(late)) == 4
+    # at batch 8, 32 tiles: eight shares of 9 (the most splits), one wave
+    assert implicit_splits(_conv2(8, 512, 512, 7, 7, (3, 3), p=(1, 1)), implicit_config(late)) == 8
+    # two waves of 288 tiles of 54 K-steps: three shares would end the loops sooner (4 waves of 18), but not by the
+    # workspace's round trip (7 MB a share, written and read) more: not split (measured: 53.9 us unsplit, 52.1 in 3)
+    mid = _conv2(32, 384, 384, 12, 12, (3, 3), p=(1, 1))
+    assert implicit_splits(mid, implicit_config(mid)) == 1
+    three = implicit_split_time(mid, implicit_config(mid), 3)
+    assert implicit_split_time(mid, implicit_config(mid), 1) < conv_module.IMPLICIT_SPLIT_GAIN * three
     # 56x56 at batch 8: hundreds of tiles, no split; a persistent tile is never split
     wide = _conv2(8, 64, 128, 56, 56, (3, 3), p=(1, 1))
     assert implicit_splits(wide, replace(implicit_config(wide), BLOCKS=0)) == 1
@@ -443,8 +490,8 @@ def test_the_split_model_splits_where_the_tiles_leave_the_gpu_idle() -> None:
     # 9 K-steps cannot be split into shares of at least 8
     short = _conv2(1, 64, 64, 7, 7, (3, 3), p=(1, 1))
     assert implicit_splits(short, implicit_config(short)) == 1
-    # off by default until measured on a GPU: the planned tile is not split
-    assert implicit_config(late).SPLITS == 1 or conv_module.IMPLICIT_SPLIT
+    # on by default since measured: the planned tile is split
+    assert implicit_config(late).SPLITS == (2 if conv_module.IMPLICIT_SPLIT else 1)
 
 
 SPLIT_CASES = {
@@ -545,12 +592,12 @@ def test_a_split_convolution_matches_torch_on_the_gpu(channels_last: bool, monke
     monkeypatch.setattr(conv_module, "IMPLICIT_SPLIT", True)
     conv_plan.cache_clear()
     rows = [
-        _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1), bias=True),  # 8 tiles: four ways, the bias in the reduction
+        _conv2(8, 512, 128, 7, 7, (3, 3), p=(1, 1), bias=True),  # 8 tiles: eight ways, the bias in the reduction
         _conv2(2, 64, 64, 7, 7, (3, 3), p=(1, 1), bias=True, dtype="f32"),  # split precision, three ways
         _conv2(4, 256, 256, 14, 14, (3, 3), s=(2, 2), p=(1, 1)),
     ]
     try:
-        assert [conv_plan(c).implicit.SPLITS for c in rows] == [4, 3, 4]
+        assert [conv_plan(c).implicit.SPLITS for c in rows] == [8, 3, 4]
         for conv in rows:
             dt = TORCH[conv.dtype]
             x = torch.randn(conv.batch, conv.channels, *conv.size[1:], device="cuda").to(dt)

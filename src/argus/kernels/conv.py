@@ -76,6 +76,7 @@ from typing import Any
 
 from argus.atoms.common import MAX_GRID_Y, MAX_GRID_Z, SMS, shared_budget
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
+from argus.atoms.target import DEFAULT_TARGET
 from argus.kernels.conv_implicit import conv_implicit_gemm, conv_split_reduce
 from argus.kernels.conv_kernels import (
     ITEMSIZE,
@@ -90,7 +91,16 @@ from argus.kernels.conv_kernels import (
 )
 from argus.kernels.epilogue import Epilogue
 from argus.kernels.gemm import split_bf16x3
-from argus.kernels.matmul import GemmError, GemmProblem, LibraryGemm, plan, shares_storage, split_vector
+from argus.kernels.matmul import (
+    HBM_EFFICIENCY,
+    REDUCE_LAUNCH_S,
+    GemmError,
+    GemmProblem,
+    LibraryGemm,
+    plan,
+    shares_storage,
+    split_vector,
+)
 
 #: The most bytes of column matrix one chunk of the batch may take (a call runs the batch in chunks that fit): 4 GiB,
 #: and for f32 inputs 6 GiB more of its split bf16 parts; KernelBench's largest image (57, transposed) needs 2.3 GiB.
@@ -368,17 +378,23 @@ GROUPED_PHASES = True
 GROUPED_PHASES_MAX_GROUPS = 8
 #: The most stages the implicit kernel pipelines.
 IMPLICIT_MAX_STAGES = 4
-#: Whether `implicit_config` splits the K loop where `implicit_splits` says to. Off: the split kernel and its
-#: reduction are verified and correct on the interpreter, but not yet measured on a GPU (no GPU was lent in the
-#: session that wrote them); `benchmarks/conv_implicit_sweep.py --splits --extra` measures them.
-IMPLICIT_SPLIT = False
-#: The most ways the implicit kernel splits a tile's K loop (`implicit_splits`).
-IMPLICIT_MAX_SPLITS = 4
+#: Whether `implicit_config` splits the K loop where `implicit_splits` says to. On since measured on an H200
+#: (`benchmarks/conv_implicit_sweep.py --splits --extra`, `benchmarks/results/2026-12-02-conv-split-moe-combine/`):
+#: on each of the 12 rows of few tiles the model's split was the fastest of those timed (or within 3 %), e.g.
+#: ResNet-50's 7x7 3x3 at batch 32 38.2 -> 28.6 us, at batch 8 37.9 -> 16.4 us; rows of many tiles stay unsplit.
+IMPLICIT_SPLIT = True
+#: The most ways the implicit kernel splits a tile's K loop (`implicit_splits`): 8 measured 1.1-1.2x faster than 4
+#: on the 7x7 layers at batch 8 and 1 (4 and 32 tiles of 72 K-steps).
+IMPLICIT_MAX_SPLITS = 8
 #: The fewest K-steps a split of a tile multiplies: shorter shares would not hide their pipeline's fill.
 IMPLICIT_SPLIT_MIN_STEPS = 8
-#: A split is taken where the model of `implicit_splits` says the K loops end this much sooner than unsplit: it does
-#: not count the workspace's round trip and the second launch.
-IMPLICIT_SPLIT_GAIN = 1.3
+#: A split is taken where `implicit_split_time` models it this much faster than unsplit.
+IMPLICIT_SPLIT_GAIN = 1.15
+#: Seconds of one K-step of a tile when the tiles are few (one or two blocks per SM): the step's load latency, not
+#: the tensor cores, bounds it. Measured on an H200 (`benchmarks/results/2026-12-02-conv-split-moe-combine/`):
+#: 0.50-0.58 us for 64-128 positions x 128 filters x 64 channels (ResNet-50's 7x7 layers: 72 steps in 38 us at
+#: batch 1, 8 and 32 alike; 8 x 16 positions: 72 in 42 us; 4 x 16: two waves of 54 in 54 us).
+IMPLICIT_STEP_S = 0.55e-6
 
 
 @dataclass(frozen=True)
@@ -566,19 +582,30 @@ def implicit_splits(conv: Conv, config: ImplicitConfig, sms: int = SMS) -> int:
     """How many ways to split each tile's K loop of `conv` on `config` (one block per tile): where the tiles leave
     most of the GPU's block slots (``sms`` x blocks per SM) idle, e.g. ResNet-50's 7x7 layers at batch 32 (128 tiles
     of 64 positions for 264 slots). Of the splits s <= `IMPLICIT_MAX_SPLITS` that divide the K-steps into shares of
-    at least `IMPLICIT_SPLIT_MIN_STEPS`, the one whose waves of K-steps, ``cdiv(tiles * s, slots) * steps / s``,
-    are fewest, taken where they are `IMPLICIT_SPLIT_GAIN` times fewer than unsplit's (1 otherwise)."""
+    at least `IMPLICIT_SPLIT_MIN_STEPS`, the one of least modelled time (`implicit_split_time`), taken where unsplit's
+    is `IMPLICIT_SPLIT_GAIN` times longer (1 otherwise)."""
     if config.BLOCKS:
         return 1
     steps = implicit_k_steps(conv, config.BK)
-    tiles, slots = implicit_tiles(conv, config), sms * config.blocks_per_sm
-
-    def cost(s: int) -> float:
-        return -(-tiles * s // slots) * steps / s
-
     fits = [s for s in range(1, IMPLICIT_MAX_SPLITS + 1) if steps % s == 0 and steps // s >= IMPLICIT_SPLIT_MIN_STEPS]
-    best = min(fits, key=lambda s: (cost(s), s), default=1)
-    return best if best > 1 and cost(1) >= IMPLICIT_SPLIT_GAIN * cost(best) else 1
+    times = {s: implicit_split_time(conv, config, s, sms) for s in fits}
+    best = min(fits, key=lambda s: (times[s], s), default=1)
+    return best if best > 1 and implicit_split_time(conv, config, 1, sms) >= IMPLICIT_SPLIT_GAIN * times[best] else 1
+
+
+def implicit_split_time(conv: Conv, config: ImplicitConfig, splits: int, sms: int = SMS) -> float:
+    """Modelled seconds of `conv` on `config` with its K loop split `splits` ways (one block per tile): waves of
+    blocks (``cdiv(tiles * splits, slots)``) times each block's K-steps at `IMPLICIT_STEP_S` (a few tiles per SM
+    are bound by each step's load latency, not by the tensor cores), and with a split the f32 workspace's round trip
+    at `HBM_EFFICIENCY` of the memory bandwidth (written by the split kernel, read by the reduction) and the
+    reduction's launch."""
+    steps = implicit_k_steps(conv, config.BK)
+    tiles, slots = implicit_tiles(conv, config), sms * config.blocks_per_sm
+    loop = -(-tiles * splits // slots) * steps / splits * IMPLICIT_STEP_S
+    if splits == 1:
+        return loop
+    outputs = conv.batch * math.prod(conv.out) * conv.filters
+    return loop + 2 * splits * outputs * 4 / (DEFAULT_TARGET.hbm_gbs * 1e9 * HBM_EFFICIENCY) + REDUCE_LAUNCH_S
 
 
 def with_stages(conv: Conv, config: ImplicitConfig, most: int | None = None) -> ImplicitConfig:
@@ -1106,6 +1133,10 @@ class LibraryConv:
             operands = "x, the weight and the bias" if conv.bias else "x and the weight"
             raise ConvError("CONV_ARGUMENTS", f"order {self.order}: the positions of {operands}")
         self.budget = budget
+        #: calls that were launches alone (`run_implicit_on_gpu`'s replay), by their tensors' launch signature and
+        #: the weight's version: the same call again replays them (a small convolution's call was bound by its
+        #: host work: 70-134 us of Python a call against cuDNN's 17-27, session 38)
+        self._replays: dict[tuple, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     def __repr__(self) -> str:
         return f"LibraryConv({self.name!r}, {self.conv}, order={self.order})"
@@ -1165,7 +1196,15 @@ class LibraryConv:
         import torch
 
         from argus.kernels.matmul import prepare
+        from argus.runtime.loaded import launch_signature
 
+        signature = launch_signature((x, w, out, *([] if bias is None else [bias]), *operands))
+        key = None if signature is None else (*signature, w._version)
+        replay = self._replays.get(key) if key is not None else None
+        if replay is not None:
+            for launch in replay[0]:
+                launch.launch()
+            return
         epilogue = self.epilogue
         the_plan = conv_plan(conv, self.budget, self.implicit, epilogue)  # cached: a call's host time counts
         if the_plan.depthwise is not None:
@@ -1189,7 +1228,11 @@ class LibraryConv:
             run_transposed_on_gpu(conv, the_plan.phases, x, w, bias, out, epilogue, operands)
             return
         if the_plan.implicit is not None:
-            run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out, epilogue=epilogue, operands=operands)
+            replay = run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out, epilogue=epilogue, operands=operands)
+            if replay is not None and key is not None:
+                if len(self._replays) >= REPLAYS_KEPT:
+                    self._replays.pop(next(iter(self._replays)))
+                self._replays[key] = replay
             return
         if the_plan.pointwise:
             run_pointwise_on_gpu(conv, x, w, out, the_plan.nchw_gemm is not None)
@@ -1617,6 +1660,8 @@ _STAGED: dict[tuple, tuple[Any, Any]] = {}
 #: Entries kept, the least recently used dropped first: a transposed convolution's phases take two each (the phase's
 #: weight and its channels-last or split form), so a model of a few such layers holds dozens.
 _STAGED_MAX = 128
+#: The most replays (`LibraryConv._replays`) one convolution keeps: one per set of tensors it is called on.
+REPLAYS_KEPT = 8
 
 
 def _weight_key(kind: str, w: Any, *extra: Any) -> tuple:
@@ -1664,14 +1709,19 @@ def run_implicit_on_gpu(
     xv: Any = None,
     epilogue: Epilogue | None = None,
     operands: Any = (),
-) -> None:
+) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
     """The implicit kernel on CUDA tensors x (N, C, *spatial), w (F, C, *window), bias (F,) or None, into `out`
     (N, F, *output spatial). x is read in place where it is channels last (``torch.channels_last`` for 2-d: NHWC
     in memory), else copied to NHWC first; the kernel writes `out` in place where it is contiguous (channels first:
     the kernel's NCHW epilogue) or channels last, else a fresh NHWC tensor that is copied into `out` after. f32: the
     input's and the weight's split planes are written first (`split_bf16x3`). `xv`: the input as `implicit_input`
     gives it, where the caller has it already (x is then not read). `epilogue`, `operands`: a fused epilogue and its
-    per-output-channel vectors (`epilogue_rows`)."""
+    per-output-channel vectors (`epilogue_rows`).
+
+    Returns the call's replay where it was its launches alone (x read and `out` written in place, the bias given
+    as it is, no split planes, no epilogue operands to gather): (the prepared launches, the tensors they address
+    that the caller does not hold: the staged weight, the bias placeholder, split-K's workspace), which launched
+    again on the same tensors compute the same call; None otherwise."""
     import torch
 
     xs, ws, _ = _implicit_shapes(conv)
@@ -1688,6 +1738,7 @@ def run_implicit_on_gpu(
 
     # the staged form depends on the padded channels too (f32's split planes: 8 or, with a stride, 64)
     wv = _staged(_weight_key("weight", w, implicit_channels(conv)), weight, source=w).view(ws)
+    given = xv is not None
     if xv is None:
         xv = implicit_input(conv, x)
     if epilogue is not None and epilogue.operands:  # the bias, then each operand: one row per vector
@@ -1696,24 +1747,31 @@ def run_implicit_on_gpu(
         b = bias.contiguous()
     else:
         b = _zero_bias(out)
-    for launch in prepare_implicit(conv, config, xv.reshape(xs), wv, b, y, nchw=nchw, epilogue=epilogue):
+    launches, work = prepare_implicit(conv, config, xv.reshape(xs), wv, b, y, nchw=nchw, epilogue=epilogue)
+    for launch in launches:
         launch.launch()
     if not in_place:
         out.copy_(_to_channels_first(conv, y).reshape(out.shape))
+        return None
+    pure = not given and conv.dtype != "f32" and xv.data_ptr() == x.data_ptr() and (bias is None or b is bias)
+    if not pure or (epilogue is not None and epilogue.operands):
+        return None
+    return tuple(launches), (wv, b, *work)
 
 
 def prepare_implicit(
     conv: Conv, config: ImplicitConfig, xv: Any, wv: Any, b: Any, y: Any, *, nchw: bool, epilogue: Any = None
-) -> list[Any]:
+) -> tuple[list[Any], tuple[Any, ...]]:
     """The prepared launches of `conv` on `config` (CUDA tensors as the kernel reads them: `_implicit_shapes`' X and
     WT views, B the bias rows or a placeholder, Y the output, channels first with `nchw`): the implicit kernel, and
     split along K (`ImplicitConfig.SPLITS`) the f32 workspace of its partial sums and `conv_split_reduce`, which
-    sums them into Y (channels last) with the bias and `epilogue`."""
+    sums them into Y (channels last) with the bias and `epilogue`; and the workspace (empty unsplit), which must
+    stay alive as long as the launches may run."""
     import torch
 
     params = implicit_params(conv, config, nchw=nchw, epilogue=epilogue)
     if config.SPLITS == 1:
-        return [_loaded("implicit", _key(params)).prepare(xv, wv, b, y)]
+        return [_loaded("implicit", _key(params)).prepare(xv, wv, b, y)], ()
     work = torch.empty((config.SPLITS, *y.shape), dtype=torch.float32, device=y.device)
     f = conv.filters
     return [
@@ -1721,7 +1779,7 @@ def prepare_implicit(
         _loaded("split_reduce", _key(split_reduce_params(conv, config, epilogue))).prepare(
             work.view(config.SPLITS, -1, f), b, y.view(-1, f)
         ),
-    ]
+    ], (work,)
 
 
 def phase_weight(w: Any, phase: TransposedPhase) -> Any:
