@@ -448,6 +448,30 @@ def test_a_library_gemm_called_again_reads_its_operands_new_values_on_the_gpu() 
 
 
 @pytest.mark.gpu
+def test_a_library_gemm_called_on_another_stream_launches_on_that_stream_on_the_gpu() -> None:
+    # the kept launches are bound to the stream they were prepared on: a call on the same tensors from another
+    # stream prepares its own (it once replayed the first stream's, racing the caller's stream)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    call = mm.LibraryGemm("gemm", mm.GemmProblem(M=512, N=512, K=512, dtype="bf16", out="bf16"))
+    a = torch.randn(512, 512, device="cuda").to(torch.bfloat16)
+    b = torch.randn(512, 512, device="cuda").to(torch.bfloat16)
+    c = torch.empty(512, 512, device="cuda", dtype=torch.bfloat16)
+    call(a, b, c)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call(a, b, c)
+    assert len(call._prepared) == 2
+    (first, second) = call._prepared.values()
+    assert first[1][0].stream != second[1][0].stream == side.cuda_stream
+    torch.cuda.current_stream().wait_stream(side)
+    ref = a.float() @ b.float()
+    assert float((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2
+
+
+@pytest.mark.gpu
 def test_a_tensor_times_a_matrix_is_one_gemm_on_the_gpu() -> None:
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -1772,9 +1772,10 @@ class LibraryGemm:
         self.epilogue_order = tuple(epilogue_order)
         if len(self.epilogue_order) != len(epilogue.operands if epilogue else ()):
             raise GemmError(f"{name}: one input position per epilogue operand, got {self.epilogue_order}")
-        #: prepared launches of recent calls, by the (address, shape, strides, dtype, device) of a, b and c: a call
-        #: on the same tensors again (a model's forward, a timing loop) skips the binding (argument checks, TMA
-        #: descriptors: about 0.3 ms of host time), which depends on nothing else
+        #: prepared launches of recent calls, by the (address, shape, strides, dtype, device) of a, b and c and the
+        #: current stream (`launch_signature`): a call on the same tensors and stream again (a model's forward, a
+        #: timing loop) skips the binding (argument checks, TMA descriptors: about 0.3 ms of host time), which
+        #: depends on nothing else
         self._prepared: dict[tuple, tuple[Any, list[Any]]] = {}
 
     def __repr__(self) -> str:
@@ -1833,15 +1834,19 @@ class LibraryGemm:
             a = a.reshape(-1, a.shape[-1]) if a.is_contiguous() else a.contiguous().reshape(-1, a.shape[-1])
         operands = self._operands(inputs, a.shape[-2], b.shape[-1])
         if c.is_cuda:
-            key = tuple(_tensor_key(t) for t in (a, b, c, *operands.values()))
-            found = self._prepared.pop(key, None)
+            from argus.runtime.loaded import launch_signature
+
+            # the tensors and the current stream: a prepared launch is bound to the stream it was prepared on
+            key = launch_signature((a, b, c, *operands.values()))
+            found = self._prepared.pop(key, None) if key is not None else None
             if found is None:
                 c2 = c.view(-1, c.shape[-1]) if c.dim() > 2 and b.dim() == 2 else c
                 found = prepare(a, b, out_dtype=c.dtype, out=c2, epilogue=self.epilogue, operands=operands)
             # kept for the next call on the same tensors (most recent last), unless the call copied an operand when
             # it was prepared (zero padding, a GEMV's layout): relaunched, it would read that copy's stale values
             launches = found[1]
-            if not launches.copies and _workspace_bytes(launches, (a, b, c, *operands.values())) <= PREPARED_BYTES:
+            kept = _workspace_bytes(launches, (a, b, c, *operands.values())) <= PREPARED_BYTES
+            if key is not None and not launches.copies and kept:
                 self._prepared[key] = found
             while len(self._prepared) > PREPARED_CALLS:
                 self._prepared.pop(next(iter(self._prepared)))
@@ -1878,10 +1883,6 @@ def _cuda_available() -> bool:
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - no torch, or a broken CUDA install: no GPU to tune for
         return False
-
-
-def _tensor_key(t: Any) -> tuple:
-    return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype), str(t.device))
 
 
 def _gemm_operand(x: Any) -> Any:
