@@ -386,14 +386,17 @@ IMPLICIT_SPLIT = True
 #: The most ways the implicit kernel splits a tile's K loop (`implicit_splits`): 8 measured 1.1-1.2x faster than 4
 #: on the 7x7 layers at batch 8 and 1 (4 and 32 tiles of 72 K-steps).
 IMPLICIT_MAX_SPLITS = 8
-#: The fewest K-steps a split of a tile multiplies: shorter shares would not hide their pipeline's fill.
-IMPLICIT_SPLIT_MIN_STEPS = 8
+#: The fewest K-steps a split of a tile multiplies: shorter shares would not hide their pipeline's fill. Six
+#: measured faster than nine (ResNet-50's 14x14 3x3 of 256 channels at batch 1: 36 steps in 6 shares 13.0 us, in 4
+#: shares 14.1; `benchmarks/results/2026-12-02-conv-split-moe-combine/conv_splits8.txt`).
+IMPLICIT_SPLIT_MIN_STEPS = 6
 #: A split is taken where `implicit_split_time` models it this much faster than unsplit.
 IMPLICIT_SPLIT_GAIN = 1.15
-#: Seconds of one K-step of a tile when the tiles are few (one or two blocks per SM): the step's load latency, not
-#: the tensor cores, bounds it. Measured on an H200 (`benchmarks/results/2026-12-02-conv-split-moe-combine/`):
-#: 0.50-0.58 us for 64-128 positions x 128 filters x 64 channels (ResNet-50's 7x7 layers: 72 steps in 38 us at
-#: batch 1, 8 and 32 alike; 8 x 16 positions: 72 in 42 us; 4 x 16: two waves of 54 in 54 us).
+#: Seconds of one K-step of a tile when the tiles are few (one or two blocks per SM): about twice the step's
+#: tensor-core time, whatever the tile, and deeper pipelines did not shorten it (session 36's stage variants).
+#: Measured on an H200 (`benchmarks/results/2026-12-02-conv-split-moe-combine/`): 0.50-0.58 us for 64-128
+#: positions x 128 filters x 64 channels (ResNet-50's 7x7 layers: 72 steps in 38 us at batch 1, 8 and 32 alike;
+#: 8 x 16 positions: 72 in 42 us; 4 x 16: two waves of 54 in 54 us).
 IMPLICIT_STEP_S = 0.55e-6
 
 
@@ -596,9 +599,8 @@ def implicit_splits(conv: Conv, config: ImplicitConfig, sms: int = SMS) -> int:
 def implicit_split_time(conv: Conv, config: ImplicitConfig, splits: int, sms: int = SMS) -> float:
     """Modelled seconds of `conv` on `config` with its K loop split `splits` ways (one block per tile): waves of
     blocks (``cdiv(tiles * splits, slots)``) times each block's K-steps at `IMPLICIT_STEP_S` (a few tiles per SM
-    are bound by each step's load latency, not by the tensor cores), and with a split the f32 workspace's round trip
-    at `HBM_EFFICIENCY` of the memory bandwidth (written by the split kernel, read by the reduction) and the
-    reduction's launch."""
+    take about that a step whatever the tile), and with a split the f32 workspace's round trip at `HBM_EFFICIENCY`
+    of the memory bandwidth (written by the split kernel, read by the reduction) and the reduction's launch."""
     steps = implicit_k_steps(conv, config.BK)
     tiles, slots = implicit_tiles(conv, config), sms * config.blocks_per_sm
     loop = -(-tiles * splits // slots) * steps / splits * IMPLICIT_STEP_S
