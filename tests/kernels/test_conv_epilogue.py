@@ -10,8 +10,11 @@ import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
 
+import argus.kernels.conv as conv_module
 from argus.kernels.conv import Conv, ConvError, LibraryConv, conv_plan
+from argus.kernels.conv_implicit import conv_split_reduce
 from argus.kernels.epilogue import Epilogue
+from argus.lang.errors import DSLError
 from argus.verify import verify
 
 #: relu(conv * scale) + shift, the scale and shift per output channel: a batch-norm-like affine and an activation
@@ -86,8 +89,8 @@ def test_a_fused_epilogue_matches_torch_on_the_gpu(name: str) -> None:
 
 def test_the_fused_kernel_verifies_and_reads_each_operand_for_its_channels() -> None:
     conv, ep = CASES["3x3 f32, affine + relu"]
-    kernel = conv_plan(conv, epilogue=ep).kernels()[-1]
-    assert kernel.name == "conv_implicit_gemm"
+    kernels = conv_plan(conv, epilogue=ep).kernels()
+    (kernel,) = (k for k in kernels if k.name == "conv_implicit_gemm")
     result = verify(kernel)
     assert result.verdict.value == "verified" and not result.unknowns, result.codes()
     from argus.backend.cuda.codegen import compile_kernel
@@ -124,6 +127,10 @@ def test_operands_are_checked() -> None:
     bad = Epilogue.of("acc + r", r="tile")
     with pytest.raises(Exception, match="per-output-channel vectors"):
         conv_plan(conv, epilogue=bad).kernels()
+    # split along K (this convolution's few tiles), the reduction applies the epilogue: it refuses it too
+    assert conv_plan(conv).implicit.SPLITS > 1 or not conv_module.IMPLICIT_SPLIT
+    with pytest.raises(DSLError, match="per-output-channel vectors"):
+        conv_split_reduce.trace(SPLITS=2, EPILOGUE=bad)
 
 
 def test_no_epilogue_keeps_the_kernel_s_parameters() -> None:

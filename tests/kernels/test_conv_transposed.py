@@ -396,7 +396,11 @@ def test_3d_kernels_verify_and_compile(implicit_3d: None) -> None:
     forward = conv_plan(_forward3(2, 64, 128, (5, 9, 9), (3, 3, 3), (1, 1, 1), (0, 0, 0), (1, 1, 1), False, "bf16"))
     phased = conv_plan(_conv(3, 2, 32, 64, (5, 9, 9), (3,), (2,), (1,), op=(1,)))
     assert f32.implicit is not None and f32.implicit.BLOCKS == 0  # 3-d is not persistent
-    kernels = [forward.kernels()[-1], f32.kernels()[-1], phased.kernels()[2]]
+
+    def implicit(plan):  # noqa: ANN001, ANN202 - the implicit kernel (split-K's reduction after it, few tiles)
+        return next(k for k in plan.kernels() if k.name == "conv_implicit_gemm")
+
+    kernels = [implicit(forward), implicit(f32), phased.kernels()[2]]
     for kernel in kernels:
         result = verify(kernel)
         assert result.verdict.value == "verified" and not result.unknowns, result.codes()

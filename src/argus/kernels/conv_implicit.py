@@ -69,6 +69,18 @@ def finished(acc: Any, B: Any, bf: Any, BN: int, BIAS: bool, EPILOGUE: Epilogue 
     return value
 
 
+def channel_operands(EPILOGUE: Epilogue | None) -> None:  # noqa: N803 - a kernel parameter
+    """Refuse a fused epilogue whose operands are not per-output-channel vectors (kind ``"columns"``): the
+    convolution kernels carry them as rows of B (`channel_row`), for the unsplit kernel and the split-K
+    reduction alike."""
+    if EPILOGUE is not None and any(o.kind != "columns" for o in EPILOGUE.operands):
+        kinds = sorted({o.kind for o in EPILOGUE.operands} - {"columns"})
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"a convolution's fused epilogue reads per-output-channel vectors (kind 'columns'), not {kinds}",
+        )
+
+
 def _output_shape(NCHW: bool, DEPTH: bool, SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - kernel parameters
     """The output: channels last (N, OH, OW, F) or first (N, F, OH, OW), with OD after N (or F) when 3-d; split along
     K (SPLITS > 1), the f32 workspace (SPLITS, N, OH, OW, F) of the partial sums, one channels-last slice a split."""
@@ -223,12 +235,7 @@ def conv_implicit_gemm(
         )
     if DEPTH and SW != 1:
         raise DSLError("DSL_BAD_PARAM", f"a 3-d convolution takes column stride 1 (the view would be 6-d), not {SW}")
-    if EPILOGUE is not None and any(o.kind != "columns" for o in EPILOGUE.operands):
-        kinds = sorted({o.kind for o in EPILOGUE.operands} - {"columns"})
-        raise DSLError(
-            "DSL_BAD_PARAM",
-            f"a convolution's fused epilogue reads per-output-channel vectors (kind 'columns'), not {kinds}",
-        )
+    channel_operands(EPILOGUE)
     if not DEPTH and (KD, SD, PD, LD, PDE) != (1, 1, 0, 1, None):
         raise DSLError("DSL_BAD_PARAM", "KD, SD, PD, LD and PDE are a 3-d convolution's (DEPTH=True)")
     T.assume(
@@ -454,6 +461,7 @@ def conv_split_reduce(
     workspace's SPLITS slices, W (SPLITS, M, N) viewed with M = the output positions and N = the output channels,
     plus the bias (B as in `conv_implicit_gemm`), through the fused epilogue, rounded once to OUT: the channels-last
     output viewed (M, N). `argus.kernels.gemm.split_reduce`'s blocks: one row of BN channels each."""
+    channel_operands(EPILOGUE)
 
     def finish(acc: Any, tile: tuple) -> Any:
         _, bf, _, _ = tile
@@ -462,4 +470,4 @@ def conv_split_reduce(
     split_reduce(W, Y, SPLITS=SPLITS, BN=BN, epilogue=finish if BIAS or EPILOGUE is not None else None)
 
 
-__all__ = ["channel_row", "conv_implicit_gemm", "conv_split_reduce", "finished"]
+__all__ = ["channel_operands", "channel_row", "conv_implicit_gemm", "conv_split_reduce", "finished"]
