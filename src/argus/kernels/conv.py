@@ -1138,10 +1138,11 @@ class LibraryConv:
             operands = "x, the weight and the bias" if conv.bias else "x and the weight"
             raise ConvError("CONV_ARGUMENTS", f"order {self.order}: the positions of {operands}")
         self.budget = budget
-        #: calls that were launches alone (`run_implicit_on_gpu`'s replay), by their tensors' launch signature and
-        #: the weight's version: the same call again replays them (a small convolution's call was bound by its
-        #: host work: 70-134 us of Python a call against cuDNN's 17-27, session 38)
-        self._replays: dict[tuple, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        #: calls that were launches alone (`run_implicit_on_gpu`'s replay), by their tensors' launch signature, with
+        #: the weight's version they staged: the same call again, the weight unchanged, replays them (a small
+        #: convolution's call was bound by its host work: 70-134 us of Python a call against cuDNN's 17-27, session
+        #: 38); a weight changed in place replaces its entry (one staged copy kept per set of tensors)
+        self._replays: dict[tuple, tuple[tuple[Any, ...], tuple[Any, ...], int]] = {}
 
     def __repr__(self) -> str:
         return f"LibraryConv({self.name!r}, {self.conv}, order={self.order})"
@@ -1203,10 +1204,9 @@ class LibraryConv:
         from argus.kernels.matmul import prepare
         from argus.runtime.loaded import launch_signature
 
-        signature = launch_signature((x, w, out, *([] if bias is None else [bias]), *operands))
-        key = None if signature is None else (*signature, w._version)
+        key = launch_signature((x, w, out, *([] if bias is None else [bias]), *operands))
         replay = self._replays.get(key) if key is not None else None
-        if replay is not None:
+        if replay is not None and replay[2] == w._version:  # (a weight changed in place is staged again)
             for launch in replay[0]:
                 launch.launch()
             return
@@ -1234,10 +1234,12 @@ class LibraryConv:
             return
         if the_plan.implicit is not None:
             replay = run_implicit_on_gpu(conv, the_plan.implicit, x, w, bias, out, epilogue=epilogue, operands=operands)
-            if replay is not None and key is not None:
-                if len(self._replays) >= REPLAYS_KEPT:
-                    self._replays.pop(next(iter(self._replays)))
-                self._replays[key] = replay
+            if key is not None:
+                self._replays.pop(key, None)  # one replay per set of tensors: the weight's latest version's
+                if replay is not None:
+                    if len(self._replays) >= REPLAYS_KEPT:
+                        self._replays.pop(next(iter(self._replays)))
+                    self._replays[key] = (*replay, w._version)
             return
         if the_plan.pointwise:
             run_pointwise_on_gpu(conv, x, w, out, the_plan.nchw_gemm is not None)
