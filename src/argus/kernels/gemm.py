@@ -755,19 +755,15 @@ def persistent_gemm(
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     if flat:  # unit u: tile u % tiles of matrix u // tiles
                         batch, t = t // per_matrix, t % per_matrix
-                    # the tile bound once (T.let): recomputed in every K-step, its quotients by the runtime tile
-                    # counts were 2 divisions and ~80 of the producer's ~105 instructions a step (session 38's SASS)
-                    tile = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
-                    with T.let(tile[0], "bm") as bm, T.let(tile[1], "bn") as bn:
-                        for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
-                            # the block's global pipeline iteration, in the order of T.pipeline's stage
-                            # (k + start) % STAGES
-                            g = k + it * k_split
-                            kb = walk_k_block(k, split, k_split, SPLITS, PART)  # the K-block this iteration loads
-                            T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds all free
-                            T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                            load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s], batch)
-                            load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s], batch)
+                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+                    for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
+                        # the block's global pipeline iteration, in the order of T.pipeline's stage (k + start) % STAGES
+                        g = k + it * k_split
+                        kb = walk_k_block(k, split, k_split, SPLITS, PART)  # the K-block this iteration loads
+                        T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass finds every stage free
+                        T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                        load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s], batch)
+                        load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s], batch)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
             for it in T.serial(T.cdiv(units, BLOCKS)):
