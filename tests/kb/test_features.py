@@ -140,3 +140,19 @@ def test_hardware_facts() -> None:
     assert older["hardware.tma"] is False and older["hardware.wgmma"] is False
     with pytest.raises(KBError):
         kernel_features(gemm, arch="sm_120")
+
+
+def test_statements_under_a_let_binding_are_seen(features) -> None:
+    """The persistent GEMM's producer loads its K-steps under T.let bindings of the tile's coordinates: features
+    (and the cost model, which counts the same statements) read the program with its bindings inlined, as the
+    verifier does, so the TMA loads and the producer's pipeline are there."""
+    from argus.eval.costmodel import estimate
+    from argus.ir.nodes import Let, walk
+
+    entry = get_kernel("gemm_warp_specialized_persistent")
+    assert any(isinstance(s, Let) for s in walk(entry.kernel.trace(**entry.params).body))  # the binding in question
+    f = features["gemm_warp_specialized_persistent"]
+    assert "tma" in f["copy.global_loads"] and f["pipeline.kind"] == "mbarrier" and f["pipeline.stages"] >= 2
+    sizes = {"M": 4096, "N": 4096, "K": 4096}
+    loads = (4096 // 128) ** 2 * (128 + 128) * 4096 * 2  # every 128x128 tile's bf16 A and B panels (the TMA loads)
+    assert estimate(entry, sizes).counts["global_bytes"] >= loads

@@ -281,7 +281,9 @@ def _user_name(buf: Any) -> str:
 
 def _count(kernel: Any, env: dict[Any, int], findings: Any) -> _Counts:
     from argus.ir.nodes import Copy, For, Gemm, If, LoopKind, Map, Reduce, Role, Space
+    from argus.ir.rewrite import inline_lets
 
+    kernel = inline_lets(kernel)  # a T.let binding's body counts like any other statements
     by_site, by_buffer = _finding_index(findings)
     counts = _Counts()
     warpgroups = max(1, kernel.threads // WARPGROUP_SIZE)

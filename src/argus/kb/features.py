@@ -30,6 +30,7 @@ from argus.ir.nodes import (
     Gemm,
     If,
     Kernel,
+    Let,
     LoopKind,
     Map,
     MapOp,
@@ -238,7 +239,7 @@ def resolve(target: Any, params: dict[str, Any]) -> tuple[Kernel, Any, dict[str,
 
 
 def _children(s: Stmt) -> tuple[Stmt, ...]:
-    if isinstance(s, For | Role):
+    if isinstance(s, For | Role | Let):
         return s.body
     if isinstance(s, If):
         return s.then + s.orelse
@@ -281,9 +282,12 @@ def _is_padded(buffer: Any) -> bool:
 
 
 def ir_features(kernel: Kernel) -> dict[str, Any]:
-    """The features the IR alone determines."""
+    """The features the IR alone determines (of the program with its `T.let` bindings inlined, as the verifier
+    reads it: a binding's body holds statements like any other)."""
+    from argus.ir.rewrite import inline_lets
     from argus.verify.checks.budget import shared_bytes
 
+    kernel = inline_lets(kernel)
     stmts = list(walk_with_loops(kernel.body))
     tensors_read: set[str] = set()
     tensors_written: set[str] = set()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from argus.ir.nodes import For, If, Kernel, Role, Stmt
+from argus.ir.nodes import For, If, Kernel, Let, Role, Stmt
 from argus.lang.decorator import KernelFunction
 
 
@@ -40,7 +40,7 @@ def map_statements(body: tuple[Stmt, ...], fn: Callable[[Stmt], Stmt | None]) ->
     for which `fn` returns None is dropped."""
     out: list[Stmt] = []
     for s in body:
-        if isinstance(s, For | Role):
+        if isinstance(s, For | Role | Let):
             s = dataclasses.replace(s, body=map_statements(s.body, fn))
         elif isinstance(s, If):
             s = dataclasses.replace(s, then=map_statements(s.then, fn), orelse=map_statements(s.orelse, fn))
