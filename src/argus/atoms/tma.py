@@ -313,3 +313,197 @@ def store_chunk_columns(dtype: DType) -> int:
     """Columns per chunk of a staged TMA store (``T.copy(..., atom="tma.store", staging=...)``) of `dtype`: one
     chunk row is 128 bytes, the span of the 128-byte swizzle its staging buffer has."""
     return STORE_CHUNK_BYTES // dtype.itemsize
+
+
+# --- im2col mode --------------------------------------------------------------------------------------------------
+#
+# ``cp.async.bulk.tensor.{3,4,5}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes``: a convolution's
+# implicit-GEMM operand in one copy. The tensor is channels last (N, [D,] [H,] W, C); its tensor map (encoded by
+# ``cuTensorMapEncodeIm2col``) holds a *bounding box* of base pixels per spatial dimension, ``[lower, extent - 1 +
+# upper]`` (inclusive), the traversal strides, ``channelsPerPixel`` and ``pixelsPerColumn``. The instruction takes the
+# first base pixel and channel (``{c, w, [h, [d,]] n}``, TMA order) and one 16-bit unsigned *offset* per spatial
+# dimension (``{off_w, [off_h, [off_d]]}``). Row r of the box (``pixelsPerColumn`` rows of ``channelsPerPixel``
+# channels, row-major, swizzled as a tiled box of that shape) is the r-th base pixel of the traversal from the start,
+# innermost spatial dimension fastest, each wrapping to its ``lower`` corner and carrying into the next, the
+# outermost carrying into the image (by 1): it holds ``X[n, d + off_d, h + off_h, w + off_w, c .. c + cpp)``, every
+# element outside the tensor (negative, past an extent, n past the last image, channels past C) filled with zero.
+# Sources: the PTX ISA, "Tensor im2col mode" (bounding box, traversal, offsets' and corners' ranges per rank) and
+# ``cp.async.bulk.tensor``; the CUDA Driver API, ``cuTensorMapEncodeIm2col`` (corner order W first, limits).
+# Behaviour the documents leave open is refused by `im2col_rows` (a start outside the bounding box, or off the
+# traversal stride's grid), so no kernel relies on it.
+
+#: Tensor ranks im2col mode takes (NWC, NHWC, NDHWC).
+IM2COL_RANKS = (3, 4, 5)
+#: Inclusive range of a bounding-box corner, by tensor rank.
+IM2COL_CORNER_RANGE = {3: (-(2**15), 2**15 - 1), 4: (-(2**7), 2**7 - 1), 5: (-(2**4), 2**4 - 1)}
+#: Largest im2col offset (16-bit unsigned operands, of a width that shrinks with the rank), by tensor rank.
+IM2COL_OFFSET_MAX = {3: 2**16 - 1, 4: 2**8 - 1, 5: 2**5 - 1}
+#: Largest ``channelsPerPixel``.
+IM2COL_MAX_CHANNELS = 256
+#: Largest ``pixelsPerColumn``.
+IM2COL_MAX_PIXELS = 1024
+
+
+@dataclass(frozen=True)
+class Im2colBox:
+    """An im2col tensor map's traversal, per spatial dimension in tensor order ((d,) (h,) w): the bounding box's
+    `lower` and `upper` corners (the box of base pixels is ``[lower, extent - 1 + upper]``), the traversal
+    `strides`; and the box: `pixels` rows (``pixelsPerColumn``) of `channels` channels (``channelsPerPixel``)."""
+
+    lower: tuple[int, ...]
+    upper: tuple[int, ...]
+    strides: tuple[int, ...]
+    pixels: int
+    channels: int
+
+    @property
+    def spatial(self) -> int:
+        return len(self.lower)
+
+
+def conv_im2col_box(
+    padding: Sequence[int], window: Sequence[int], stride: Sequence[int], pixels: int, channels: int
+) -> Im2colBox:
+    """The bounding box of a forward convolution's base pixels, per spatial dimension in tensor order: the base
+    pixel of output position o is ``o * stride - padding``, so the box runs from ``-padding`` to the last output's
+    base pixel, ``extent - 1 + padding - (window - 1)`` where `window` is the dilated filter extent
+    (``(K - 1) * dilation + 1``) and the padding is the same at both ends; the traversal visits exactly the output
+    positions, the offset of filter tap k being ``k * dilation``."""
+    return Im2colBox(
+        tuple(-int(p) for p in padding),
+        tuple(int(p) - (int(w) - 1) for p, w in zip(padding, window, strict=True)),
+        tuple(int(s) for s in stride),
+        pixels,
+        channels,
+    )
+
+
+def diagnose_im2col(shape: Sequence[int], box: Im2colBox, itemsize: int, swizzle: int = 0) -> tuple[AtomError, ...]:
+    """The problems of an im2col tensor map for a channels-last tensor of `shape` (tensor order, N first, C last):
+    rank, corner ranges, strides, the box's channels (whole 16-byte chunks, within the swizzle's span) and pixels,
+    and a bounding box that holds at least one base pixel per dimension."""
+    rank = len(shape)
+    problems: list[AtomError] = []
+    if rank not in IM2COL_RANKS or box.spatial != rank - 2:
+        return (
+            AtomError(
+                "ATOM_TMA_IM2COL",
+                "im2col mode takes a channels-last tensor of rank 3 to 5 and a corner per spatial dimension",
+                requirement="rank in (3, 4, 5), rank - 2 corners",
+                actual=f"rank {rank}, {box.spatial} corners",
+            ),
+        )
+    lo, hi = IM2COL_CORNER_RANGE[rank]
+    for i, (a, b, s) in enumerate(zip(box.lower, box.upper, box.strides, strict=True)):
+        extent = int(shape[1 + i])
+        if not (lo <= a <= hi and lo <= b <= hi):
+            problems.append(
+                AtomError(
+                    "ATOM_TMA_IM2COL",
+                    f"im2col: spatial dimension {i}'s bounding-box corners are out of range for a {rank}-d tensor",
+                    requirement=f"{lo} <= corner <= {hi}",
+                    actual=f"lower {a}, upper {b}",
+                )
+            )
+        if extent - 1 + b < a:
+            problems.append(
+                AtomError(
+                    "ATOM_TMA_IM2COL",
+                    f"im2col: spatial dimension {i}'s bounding box is empty",
+                    requirement="lower <= extent - 1 + upper",
+                    actual=f"[{a}, {extent - 1 + b}]",
+                )
+            )
+        if not 1 <= s <= TMA_MAX_ELEMENT_STRIDE:
+            problems.append(
+                AtomError(
+                    "ATOM_TMA_ELEMENT_STRIDE",
+                    f"im2col: spatial dimension {i}'s traversal stride is out of range",
+                    requirement=f"1 <= stride <= {TMA_MAX_ELEMENT_STRIDE}",
+                    actual=f"stride {s}",
+                )
+            )
+    row = box.channels * itemsize
+    if not 1 <= box.channels <= IM2COL_MAX_CHANNELS or row % TMA_INNER_BOX_MULTIPLE:
+        problems.append(
+            AtomError(
+                "ATOM_TMA_IM2COL",
+                "im2col: channelsPerPixel must be 1..256 channels of whole 16-byte chunks",
+                requirement=f"1 <= channels <= {IM2COL_MAX_CHANNELS}, channels * {itemsize} % 16 == 0",
+                actual=f"{box.channels} channels ({row} bytes)",
+            )
+        )
+    if swizzle not in SWIZZLE_MODES or (swizzle and row > swizzle):
+        problems.append(
+            AtomError(
+                "ATOM_TMA_SWIZZLE_SPAN",
+                "im2col: a swizzled box's row of channels must fit in one swizzle row",
+                requirement=f"swizzle in {sorted(SWIZZLE_MODES)}, channels * {itemsize} <= swizzle",
+                actual=f"{row} bytes, swizzle {swizzle}",
+            )
+        )
+    if not 1 <= box.pixels <= IM2COL_MAX_PIXELS:
+        problems.append(
+            AtomError(
+                "ATOM_TMA_IM2COL",
+                "im2col: pixelsPerColumn out of range",
+                requirement=f"1 <= pixels <= {IM2COL_MAX_PIXELS}",
+                actual=f"{box.pixels}",
+            )
+        )
+    return tuple(problems)
+
+
+def im2col_rows(
+    shape: Sequence[int], box: Im2colBox, start: Sequence[int], offsets: Sequence[int]
+) -> tuple[list[tuple[int, ...]], list[bool]]:
+    """What an im2col load reads: for each of the box's rows, the tensor coordinates (n, spatial..., in tensor
+    order) of its pixel, and whether that pixel lies inside the tensor (else the row reads zeros; the channels
+    past C read zero too). `start`: (n, spatial...) of the first base pixel, tensor order; `offsets`: one per
+    spatial dimension, tensor order. Raises `AtomError` ``ATOM_TMA_IM2COL`` for what the PTX ISA leaves
+    undefined: a start outside the bounding box or off its traversal grid, an offset out of range."""
+    rank = len(shape)
+    spatial = rank - 2
+    if len(start) != rank - 1 or len(offsets) != spatial or box.spatial != spatial:
+        raise AtomError(
+            "ATOM_TMA_IM2COL",
+            "im2col: a start of (n, spatial...) and one offset per spatial dimension",
+            actual=f"start {tuple(start)}, offsets {tuple(offsets)}, {box.spatial} corners for rank {rank}",
+        )
+    bounds = [(a, int(shape[1 + i]) - 1 + b) for i, (a, b) in enumerate(zip(box.lower, box.upper, strict=True))]
+    top = IM2COL_OFFSET_MAX.get(rank, 0)
+    for i, off in enumerate(offsets):
+        if not 0 <= int(off) <= top:
+            raise AtomError(
+                "ATOM_TMA_IM2COL",
+                f"im2col: offset {i} out of range for a {rank}-d tensor",
+                requirement=f"0 <= offset <= {top}",
+                actual=f"{off}",
+            )
+    base = [int(x) for x in start]
+    for i, (a, b) in enumerate(bounds):
+        x = base[1 + i]
+        if not a <= x <= b or (x - a) % box.strides[i]:
+            raise AtomError(
+                "ATOM_TMA_IM2COL",
+                f"im2col: the start's spatial coordinate {i} is outside the bounding box or off its traversal grid",
+                requirement=f"{a} <= start <= {b}, (start - {a}) % {box.strides[i]} == 0",
+                actual=f"start {x}",
+                hint="start at an output position's base pixel (o * stride - padding)",
+            )
+    rows: list[tuple[int, ...]] = []
+    inside: list[bool] = []
+    for _ in range(box.pixels):
+        pixel = (base[0], *(base[1 + i] + int(offsets[i]) for i in range(spatial)))
+        rows.append(pixel)
+        inside.append(
+            0 <= pixel[0] < int(shape[0]) and all(0 <= pixel[1 + i] < int(shape[1 + i]) for i in range(spatial))
+        )
+        for i in reversed(range(spatial)):  # the innermost spatial dimension fastest, each carrying outwards
+            base[1 + i] += box.strides[i]
+            if base[1 + i] <= bounds[i][1]:
+                break
+            base[1 + i] = bounds[i][0]
+        else:
+            base[0] += 1
+    return rows, inside

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus.atoms.swizzle import TENSOR_MAP_SWIZZLE
-from argus.atoms.tma import tma_load
+from argus.atoms.tma import Im2colBox, diagnose_im2col, tma_load
 from argus.backend.cuda.codegen.source import TensorMapParam
+from argus.ir.types import DType
 from argus.runtime.errors import ArgumentError
 
 #: Bytes of a ``CUtensorMap``.
@@ -101,6 +102,87 @@ def encode(spec: TensorMapSpec, kernel: str) -> bytes:
         [driver.cuuint64_t(s) for s in spec.strides],
         [driver.cuuint32_t(b) for b in spec.box],
         [driver.cuuint32_t(1)] * rank,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(driver.CUtensorMapSwizzle, TENSOR_MAP_SWIZZLE[spec.swizzle]),
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    return ctypes.string_at(int(tensor_map.getPtr()), TENSOR_MAP_BYTES)
+
+
+@dataclass(frozen=True)
+class Im2colMapSpec:
+    """What ``cuTensorMapEncodeIm2col`` takes for a channels-last tensor (`argus.atoms.tma`, "im2col mode"):
+    `dims`, `strides` (bytes, dimensions 1..rank-1) in TMA order, and the traversal `box` (tensor order)."""
+
+    dtype: DType
+    address: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: Im2colBox
+    swizzle: int
+
+
+def plan_im2col(
+    dtype: DType,
+    address: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    box: Im2colBox,
+    swizzle: int,
+    what: str,
+) -> Im2colMapSpec:
+    """The `Im2colMapSpec` of a row-major channels-last tensor (`shape` and element `strides` in tensor order, N
+    first), checked against the im2col atom's rules and TMA's stride and alignment rules. Raises `ArgumentError`
+    ``RUNTIME_ARG_TMA`` naming `what`."""
+    itemsize = dtype.itemsize
+    dims = tuple(reversed(tuple(int(s) for s in shape)))
+    byte_strides = tuple(int(s) * itemsize for s in reversed(strides))[1:]
+    problems = list(diagnose_im2col(shape, box, itemsize, swizzle))
+    problems += [
+        p
+        for p in tma_load(len(shape)).diagnose(
+            dtype=dtype,
+            global_shape=dims,
+            global_strides=byte_strides,
+            box=(box.channels,) + (1,) * (len(shape) - 1),
+            global_address=address,
+            swizzle=swizzle,
+        )
+        if p.code in ("ATOM_TMA_GLOBAL_DIM", "ATOM_TMA_GLOBAL_STRIDE", "ATOM_TMA_GLOBAL_ALIGN")
+    ]
+    if problems:
+        p = problems[0]
+        raise ArgumentError(
+            "RUNTIME_ARG_TMA",
+            f"{what}: cannot describe it for an im2col TMA load: {p.message}",
+            p.hint,
+            requirement=p.requirement,
+            actual=p.actual,
+        )
+    return Im2colMapSpec(dtype, address, dims, byte_strides, box, swizzle)
+
+
+def encode_im2col(spec: Im2colMapSpec, kernel: str) -> bytes:
+    """``cuTensorMapEncodeIm2col`` of `spec` (interleave none, L2 promotion 128 B, out-of-bounds elements zero):
+    the 128 bytes of the ``CUtensorMap``. Corners and traversal strides go in TMA order (W first)."""
+    from argus.runtime import driver as drv
+
+    driver = drv.cuda_driver(kernel)
+    box = spec.box
+    tensor_map = drv.call(
+        kernel,
+        "cuTensorMapEncodeIm2col",
+        getattr(driver.CUtensorMapDataType, _DATA_TYPES[spec.dtype.name]),
+        len(spec.dims),
+        spec.address,
+        [driver.cuuint64_t(d) for d in spec.dims],
+        [driver.cuuint64_t(s) for s in spec.strides],
+        list(reversed(box.lower)),
+        list(reversed(box.upper)),
+        box.channels,
+        box.pixels,
+        [driver.cuuint32_t(s) for s in (1, *reversed(box.strides), 1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(driver.CUtensorMapSwizzle, TENSOR_MAP_SWIZZLE[spec.swizzle]),
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,

@@ -428,6 +428,40 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 )
 
 _snippet(
+    "tma_im2col",
+    """
+// TMA im2col loads (argus.atoms.tma, "im2col mode"): the box is the tensor map's pixelsPerColumn base pixels of
+// its traversal from the start {c, w[, h[, d]], n}, each read at the base pixel plus the filter offsets
+// {off_w[, off_h[, off_d]]} (16-bit unsigned), channelsPerPixel channels from c.
+__device__ __forceinline__ void tma_load_im2col_3d(unsigned dst, const TensorMap* map, int c, int w, int n,
+                                                   unsigned short off_w, unsigned mbarrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5], {%6};\\n" ::"r"(dst), "l"(map), "r"(c), "r"(w), "r"(n), "r"(mbarrier), "h"(off_w)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_im2col_4d(unsigned dst, const TensorMap* map, int c, int w, int h, int n,
+                                                   unsigned short off_w, unsigned short off_h, unsigned mbarrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6], {%7, %8};\\n" ::"r"(dst), "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(mbarrier), "h"(off_w),
+      "h"(off_h)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_im2col_5d(unsigned dst, const TensorMap* map, int c, int w, int h, int d,
+                                                   int n, unsigned short off_w, unsigned short off_h,
+                                                   unsigned short off_d, unsigned mbarrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5, %6}], [%7], {%8, %9, %10};\\n" ::"r"(dst), "l"(map), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n),
+      "r"(mbarrier), "h"(off_w), "h"(off_h), "h"(off_d)
+      : "memory");
+}
+""",
+    ("tma",),
+)
+
+_snippet(
     "wgmma",
     """
 // wgmma bookkeeping and the shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
