@@ -630,6 +630,7 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "For",
                 "Gemm",
                 "If",
+                "Im2col",
                 "Kernel",
                 "Let",
                 "LoopKind",

@@ -413,6 +413,13 @@ class Code(StrEnum):
         "{atom}: the shared-memory box at {address} is not 128-byte aligned",
         "align the shared-memory buffer and every stage to 128 bytes (1024 with a 128-byte swizzle)",
     )
+    ATOM_TMA_IM2COL = _entry(
+        Category.ATOM,
+        "im2col: {problem}",
+        "keep the tensor channels last (3-d to 5-d), the corners and offsets in the rank's ranges, whole 16-byte "
+        "chunks of at most 256 channels, and start the traversal at an output position's base pixel "
+        "(o * stride - padding)",
+    )
     ATOM_TMA_SWIZZLE = _entry(
         Category.ATOM,
         "TMA swizzle modes are 0 (none), 32, 64 and 128 bytes; got {swizzle}",
@@ -531,6 +538,12 @@ class Code(StrEnum):
         Category.DSL,
         "{operation} works on integer fragments (i32, u32)",
         "T.cast the fragment to T.i32 or T.u32 first",
+    )
+    DSL_IM2COL = _entry(
+        Category.DSL,
+        "{tensor}.im2col: {problem}",
+        "give start (n, spatial..., c), one offset per spatial dimension (0 or more), Python-int corners, strides "
+        "and extents in the atom's ranges, and load it with T.copy(..., atom='tma', mbarrier=...) into shared memory",
     )
     DSL_KERNEL_RAISED = _entry(
         Category.DSL,
@@ -1070,6 +1083,12 @@ class Code(StrEnum):
         "every warp role is blocked: {waits}",
         "check the mbarrier phases, the arrive counts and the expected bytes (argus verify checks them)",
     )
+    INTERP_IM2COL = _entry(
+        Category.INTERP,
+        "an im2col load of {tensor} from {start}: {problem}",
+        "start the traversal inside the bounding box, on its stride grid (an output position's o * stride - "
+        "padding), with offsets in range: the hardware's behaviour is undefined otherwise",
+    )
     INTERP_DIVERGENT = _entry(
         Category.INTERP,
         "{expression} differs between threads where one value is needed",
@@ -1350,6 +1369,13 @@ class Code(StrEnum):
         "{kernel}: cuPointerGetAttribute failed: {cuda_error}: {cuda_message}",
         "the argument's data pointer is not device memory the driver knows: pass a CUDA tensor allocated in this "
         "process",
+    )
+    RUNTIME_CUDA_TENSORMAPENCODEIM2COL = _entry(
+        Category.RUNTIME,
+        "{kernel}: cuTensorMapEncodeIm2col failed: {cuda_error}: {cuda_message}",
+        "the im2col tensor map was refused: the tensor needs a 16-byte-aligned base and strides that are multiples "
+        "of 16 bytes, corners in the rank's range and a box of whole 16-byte chunks of channels (argus.atoms.tma, "
+        "diagnose_im2col)",
     )
     RUNTIME_CUDA_TENSORMAPENCODETILED = _entry(
         Category.RUNTIME,

@@ -419,12 +419,39 @@ def _indices(buffer: Buffer) -> np.ndarray:
 
 
 def _window_coords(ref: TileRef, tile_coords: list[np.ndarray], env: dict[Var, Any]) -> list[np.ndarray]:
-    """Buffer coordinates of window elements given their coordinates in the window's shape."""
+    """Buffer coordinates of window elements given their coordinates in the window's shape (an im2col source's:
+    `_im2col_coords`)."""
+    if ref.im2col is not None:
+        return _im2col_coords(ref, tile_coords, env)
     by_dim = dict(zip(ref.kept, tile_coords, strict=True))
     out = []
     for d, o in enumerate(ref.origin):
         origin = _int(o, env)
         out.append(np.full_like(tile_coords[0], origin) if d in ref.dropped else origin + by_dim[d])
+    return out
+
+
+def _im2col_coords(ref: TileRef, tile_coords: list[np.ndarray], env: dict[Var, Any]) -> list[np.ndarray]:
+    """Buffer coordinates of an im2col source's (pixels, channels) window elements: row r's pixel from the TMA atom's
+    traversal (`argus.atoms.tma.im2col_rows`, the model the hardware was checked against), channel origin + column.
+    Pixels outside the tensor come back as such (the caller masks them: zero fill)."""
+    from argus.atoms.errors import AtomError
+    from argus.atoms.tma import Im2colBox, im2col_rows
+
+    spec = ref.im2col
+    shape = tuple(_int(x, env) for x in ref.buffer.shape)
+    pixels, channels = ref.shape
+    box = Im2colBox(spec.lower, spec.upper, spec.strides, pixels, channels)
+    start = tuple(_int(o, env) for o in ref.origin[:-1])
+    offsets = tuple(_int(o, env) for o in spec.offsets)
+    try:
+        rows, _ = im2col_rows(shape, box, start, offsets)
+    except AtomError as err:
+        raise InterpError("INTERP_IM2COL", f"an im2col load of {ref.buffer.name} from {start}: {err}") from None
+    table = np.array(rows, dtype=np.int64)  # (pixels, 1 + spatial)
+    r, c = tile_coords
+    out = [table[r, d] for d in range(table.shape[1])]
+    out.append(_int(ref.origin[-1], env) + c)
     return out
 
 

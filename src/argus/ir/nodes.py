@@ -75,6 +75,20 @@ class Buffer:
 
 
 @dataclass(frozen=True, eq=False)
+class Im2col:
+    """The traversal of a TMA im2col load (`argus.atoms.tma`, "im2col mode"), held by the `TileRef` of its source: a
+    channels-last global tensor (N, spatial..., C) whose window origin is the start (the first base pixel's n and
+    spatial coordinates, then the first channel) and whose window is (pixels, channels). Per spatial dimension, in
+    tensor order: the bounding box's `lower` and `upper` corners (base pixels ``lower .. extent - 1 + upper``), the
+    traversal `strides`, and the `offsets` (a filter tap's) added to every base pixel."""
+
+    lower: tuple[int, ...]
+    upper: tuple[int, ...]
+    strides: tuple[int, ...]
+    offsets: tuple[Expr | int, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class TileRef:
     """A window of `buffer`: for each dimension ``d`` the elements ``origin[d] .. origin[d]+extent[d]-1``;
     dimensions listed in `dropped` have extent 1 and are not part of the window's `shape`."""
@@ -88,6 +102,9 @@ class TileRef:
     # global: per buffer dimension, an exclusive upper limit on the coordinates accessed (None: the tensor's extent),
     # e.g. the end of an expert's rows; elements at or past it are masked like those past the tensor's end
     bound: tuple[Expr | int | None, ...] | None = None
+    # global: a TMA im2col load's source (T.Tensor.im2col): row r of the (pixels, channels) window is the r-th base
+    # pixel of the traversal from the origin, not origin + r along the first dimension
+    im2col: Im2col | None = None
 
     @property
     def kept(self) -> tuple[int, ...]:

@@ -73,6 +73,12 @@ def format_ref(r: TileRef | Broadcast | Expr) -> str:
         text += f" as {r.layout}"
     if r.bound is not None:
         text += " below (" + ", ".join("_" if b is None else str(b) for b in r.bound) + ")"
+    if r.im2col is not None:
+        i = r.im2col
+        text += (
+            f" im2col(lower={list(i.lower)}, upper={list(i.upper)}, strides={list(i.strides)}, "
+            f"offsets=[{', '.join(str(o) for o in i.offsets)}])"
+        )
     return text
 
 

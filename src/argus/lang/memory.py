@@ -241,6 +241,14 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
         )
     if s == Space.GLOBAL and d == Space.GLOBAL:
         raise DSLError("DSL_ATOM_SPACES", "T.copy from global to global memory is not supported", loc=loc)
+    if dst.ref.im2col is not None or (src.ref.im2col is not None and atom != "tma"):
+        raise DSLError(
+            "DSL_IM2COL",
+            "T.copy: an im2col tile (X.im2col(...)) is the source of a TMA load into shared memory",
+            requirement="T.copy(X.im2col(...), shared_tile, atom='tma', mbarrier=...)",
+            actual=f"atom {atom!r}, {s.value} -> {d.value}",
+            loc=loc,
+        )
     bar = None
     if atom == "tma":
         if not isinstance(mbarrier, MbarrierRef):

@@ -11,7 +11,7 @@ from typing import Any
 
 from argus.ir import types as irtypes
 from argus.ir.expr import Const, Element, Expr, as_expr
-from argus.ir.nodes import Buffer, Space, TileRef
+from argus.ir.nodes import Buffer, Im2col, Space, TileRef
 from argus.ir.printer import format_ref
 from argus.ir.types import DType
 from argus.lang.errors import DSLError
@@ -219,6 +219,77 @@ class GlobalTensor:
                 self.buffer, simplify_origin(tuple(as_expr(o) for o in origin)), shape, bound=bound, dropped=dropped
             )
         )
+
+    def im2col(
+        self,
+        start: Any,
+        *,
+        pixels: int,
+        channels: int,
+        offsets: Any,
+        lower: Any,
+        upper: Any,
+        strides: Any = None,
+    ) -> Tile:
+        """The (pixels, channels) operand of a convolution's implicit GEMM, for one TMA im2col load (``T.copy(...,
+        atom="tma", mbarrier=...)`` into shared memory; `argus.atoms.tma`, "im2col mode"). The tensor is channels
+        last, (N, spatial..., C), 3-d to 5-d. Per spatial dimension (tensor order): `lower` and `upper` bound the
+        base pixels to ``lower .. extent - 1 + upper`` (for a convolution, ``-padding`` and ``padding - (window -
+        1)``, the window dilated), `strides` is the traversal's step (the convolution's stride; default 1), and
+        `offsets` (ints or expressions, 0 ..) are added to every base pixel (the filter tap times the dilation).
+        `start` is (n, spatial..., c): the first base pixel, inside the box and on its stride grid (an output
+        position's ``o * stride - padding``), and the first channel. Row r is the r-th base pixel from the start,
+        the last spatial dimension fastest, each wrapping to its lower corner and carrying into the next, the first
+        carrying into the image; it holds ``channels`` channels from c of the pixel plus the offsets, zeros where
+        that lies outside the tensor (padding, past the last image, channels past C)."""
+        from argus.atoms.tma import IM2COL_CORNER_RANGE, IM2COL_MAX_CHANNELS, IM2COL_MAX_PIXELS, IM2COL_RANKS
+
+        b = self.buffer
+        rank = b.rank
+        spatial = rank - 2
+        start = tuple(start) if isinstance(start, (tuple, list)) else (start,)
+        offsets = tuple(offsets) if isinstance(offsets, (tuple, list)) else (offsets,)
+        lower = tuple(lower) if isinstance(lower, (tuple, list)) else (lower,)
+        upper = tuple(upper) if isinstance(upper, (tuple, list)) else (upper,)
+        strides = (
+            (1,) * spatial if strides is None else tuple(strides) if isinstance(strides, (tuple, list)) else (strides,)
+        )
+
+        def ints(xs: tuple) -> bool:
+            return all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
+
+        problem = None
+        if rank not in IM2COL_RANKS:
+            problem = f"{b.name} has {rank} dimensions; im2col loads take a channels-last tensor of 3 to 5"
+        elif len(start) != rank or len(offsets) != spatial:
+            problem = f"start takes (n, {spatial} spatial, c) and offsets one per spatial dimension"
+        elif not (ints(lower) and ints(upper) and ints(strides)) or not (
+            len(lower) == len(upper) == len(strides) == spatial
+        ):
+            problem = f"lower, upper and strides take {spatial} Python ints (one per spatial dimension)"
+        elif not all(IM2COL_CORNER_RANGE[rank][0] <= c <= IM2COL_CORNER_RANGE[rank][1] for c in lower + upper):
+            problem = f"a {rank}-d tensor's corners lie in {list(IM2COL_CORNER_RANGE[rank])}"
+        elif not all(1 <= x <= 8 for x in strides):
+            problem = "traversal strides lie in 1 .. 8"
+        elif not (isinstance(pixels, int) and 1 <= pixels <= IM2COL_MAX_PIXELS):
+            problem = f"pixels is a Python int in 1 .. {IM2COL_MAX_PIXELS}"
+        elif not (isinstance(channels, int) and 1 <= channels <= IM2COL_MAX_CHANNELS):
+            problem = f"channels is a Python int in 1 .. {IM2COL_MAX_CHANNELS}"
+        elif any(isinstance(o, bool | float) or not isinstance(o, int | Expr) for o in start + offsets):
+            problem = "start and offsets are ints or integer expressions"
+        elif any(isinstance(o, int) and o < 0 for o in offsets):
+            problem = "offsets are unsigned (add them to the base pixels; move negative shifts into lower/upper)"
+        if problem:
+            raise DSLError(
+                "DSL_IM2COL",
+                f"{b.name}.im2col: {problem}",
+                actual=f"start {start}, pixels {pixels}, channels {channels}, offsets {offsets}, lower {lower}, "
+                f"upper {upper}, strides {strides}",
+            )
+        origin = simplify_origin(tuple(as_expr(o) for o in start))
+        spec = Im2col(lower, upper, strides, simplify_origin(tuple(as_expr(o) for o in offsets)))
+        extent = (pixels,) + (1,) * spatial + (channels,)
+        return Tile(TileRef(b, origin, extent, dropped=tuple(range(1, 1 + spatial)), im2col=spec))
 
     def __getitem__(self, index: Any) -> Expr:
         """``offs[g]``: the value of one element of an integer tensor the kernel only reads, as an integer

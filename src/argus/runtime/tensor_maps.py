@@ -53,6 +53,16 @@ def plan(param: TensorMapParam, info: Any, kernel: str) -> TensorMapSpec:
     by `bind` before), checked against TMA's rules. Raises `ArgumentError` ``RUNTIME_ARG_TMA``."""
     rank = len(param.box)
     shape = tuple(int(s) for s in info.shape)
+    if param.im2col is not None:
+        return plan_im2col(  # type: ignore[return-value] - `encode` takes either
+            param.dtype,
+            int(info.pointer),
+            shape,
+            tuple(int(s) for s in info.strides),
+            param.im2col,
+            param.swizzle,
+            f"argument {param.tensor!r} of {kernel}",
+        )
     if len(shape) != rank:
         raise ArgumentError(
             "RUNTIME_ARG_TMA",
@@ -87,8 +97,12 @@ def plan(param: TensorMapParam, info: Any, kernel: str) -> TensorMapSpec:
 
 
 def encode(spec: TensorMapSpec, kernel: str) -> bytes:
-    """``cuTensorMapEncodeTiled`` of `spec`: the 128 bytes of the ``CUtensorMap``."""
+    """``cuTensorMapEncodeTiled`` of `spec` (``cuTensorMapEncodeIm2col`` of an `Im2colMapSpec`): the 128 bytes of
+    the ``CUtensorMap``."""
     from argus.runtime import driver as drv
+
+    if isinstance(spec, Im2colMapSpec):
+        return encode_im2col(spec, kernel)
 
     driver = drv.cuda_driver(kernel)
     rank = len(spec.dims)

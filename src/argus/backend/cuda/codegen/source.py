@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from argus.atoms.common import MAX_GRID  # the largest grid extents CUDA accepts, per dimension
+from argus.atoms.tma import Im2colBox
 from argus.ir.expr import Expr, Var, evaluate
 from argus.ir.types import DType
 
@@ -60,6 +61,8 @@ class TensorMapParam:
             dimension the DSL squeezed has extent 1.
         swizzle: 0, 32, 64 or 128 bytes: the swizzle of the shared-memory layout the box lands in.
         dtype: element type.
+        im2col: for an im2col load's map (``cuTensorMapEncodeIm2col``), its traversal and box; `box` is then
+            (channels, 1, ...).
     """
 
     name: str
@@ -67,6 +70,7 @@ class TensorMapParam:
     box: tuple[int, ...]
     swizzle: int
     dtype: DType
+    im2col: Im2colBox | None = None
 
 
 @dataclass(frozen=True)

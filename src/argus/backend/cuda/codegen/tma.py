@@ -16,7 +16,7 @@ import numpy as np
 
 from argus.atoms.smem import swizzle_mode_of, tma_box_swizzle
 from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
-from argus.atoms.tma import TMA_SMEM_ALIGNMENT, tma_load
+from argus.atoms.tma import IM2COL_RANKS, TMA_SMEM_ALIGNMENT, Im2colBox, tma_load
 from argus.backend.cuda.codegen.addressing import Window, is_row_major
 from argus.backend.cuda.codegen.context import Context
 from argus.backend.cuda.codegen.source import TensorMapParam
@@ -36,6 +36,9 @@ def tma_copy(cx: Context, s: Copy) -> None:
         raise cx.error("TMA copy through a transposed or re-laid-out view")
     tensor = src.buffer
     rank = len(tensor.shape)
+    if src.im2col is not None:
+        _im2col_copy(cx, s)
+        return
     if rank not in (2, 3, 4, 5):
         raise cx.error(f"TMA copy of a {rank}-d tensor", "TMA lowering covers 2-d to 5-d tensors")
     if not is_row_major(tensor.strides, tensor.shape):
@@ -55,6 +58,36 @@ def tma_copy(cx: Context, s: Copy) -> None:
         f"if ({cx.tid} == 0) argus::tma_load_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
         f"{', '.join(origin)}, {mbarrier_address(cx, s.mbarrier)});  // box {list(box)} (TMA order), "
         f"{swizzle}-byte swizzle"
+    )
+
+
+def _im2col_copy(cx: Context, s: Copy) -> None:
+    """A TMA im2col load (`argus.atoms.tma`, "im2col mode"): its (pixels, channels) box lands in shared memory as a
+    tiled 2-d box of that shape does (row-major, swizzled), so the destination's swizzle is found as for one; the
+    tensor map (``cuTensorMapEncodeIm2col``) holds the traversal, the instruction the start and the offsets."""
+    src, dst = s.src, s.dst
+    tensor, spec = src.buffer, src.im2col
+    rank = len(tensor.shape)
+    if rank not in IM2COL_RANKS:
+        raise cx.invalid(f"an im2col load of a {rank}-d tensor (3-d to 5-d, channels last)")
+    if not is_row_major(tensor.strides, tensor.shape):
+        raise cx.error(f"TMA im2col copy of {tensor.name} with strides that are not row-major")
+    if tuple(src.shape) != tuple(dst.shape):
+        raise cx.invalid(f"copy between windows of shapes {src.shape} and {dst.shape}")
+    pixels, channels = (int(e) for e in src.shape)
+    window = Window(cx, dst)
+    swizzle = _box_swizzle(cx, s, window, (channels, pixels))
+    cx.require_alignment(tensor, 16)
+    box = Im2colBox(spec.lower, spec.upper, spec.strides, pixels, channels)
+    tmap = tensor_map(cx, tensor, (channels,) + (1,) * (rank - 1), swizzle, box)
+    cx.use("tma_im2col")
+    coords = [cx.expr(o) for o in reversed(src.origin)]  # TMA order: c, w[, h[, d]], n
+    offsets = [f"static_cast<unsigned short>({cx.expr(o)})" for o in reversed(spec.offsets)]  # w[, h[, d]]
+    target = window.pointer(window.buffer_coords(["0"] * len(dst.shape)))
+    cx.line(
+        f"if ({cx.tid} == 0) argus::tma_load_im2col_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
+        f"{', '.join(coords)}, {', '.join(offsets)}, {mbarrier_address(cx, s.mbarrier)});  // im2col box "
+        f"{pixels} pixels x {channels} channels, {swizzle}-byte swizzle"
     )
 
 
@@ -99,11 +132,14 @@ def _box_swizzle(cx: Context, s: Copy, window: Window, box: tuple[int, ...]) -> 
     return swizzle
 
 
-def tensor_map(cx: Context, tensor: Buffer, box: tuple[int, ...], swizzle: int) -> TensorMapParam:
-    """The kernel's tensor map of `tensor` with `box` (TMA order) and `swizzle`, made a parameter on first use."""
-    key = (tensor, box, swizzle)
+def tensor_map(
+    cx: Context, tensor: Buffer, box: tuple[int, ...], swizzle: int, im2col: Im2colBox | None = None
+) -> TensorMapParam:
+    """The kernel's tensor map of `tensor` with `box` (TMA order) and `swizzle` (an im2col map: with its traversal),
+    made a parameter on first use."""
+    key = (tensor, box, swizzle, im2col)
     if key not in cx.needs.tensor_maps:
         name = cx.local(f"tmap_{cx.buffer_name(tensor)}")
         cx.names.reserve(name)
-        cx.needs.tensor_maps[key] = TensorMapParam(name, tensor.name, box, swizzle, tensor.dtype)
+        cx.needs.tensor_maps[key] = TensorMapParam(name, tensor.name, box, swizzle, tensor.dtype, im2col)
     return cx.needs.tensor_maps[key]

@@ -1,0 +1,92 @@
+"""An experimental implicit-GEMM convolution whose tiles are runs of flattened output positions (N·OH·OW), the
+operand loaded by TMA's im2col mode (`argus.lang` ``X.im2col``; `argus.atoms.tma`, "im2col mode"): one box of BM
+positions x BK channels per K-step, whatever the image's width, so no tile computes positions past an image's edge
+(the implicit kernel's BH x BW tiles compute 128 positions for 98 of a 14x14 image).
+
+**Not verified, not planned**: the verifier has no model of the im2col traversal yet, so this kernel is `unknown`
+(`UNKNOWN_STATEMENT`) and `argus.kernels.conv`'s planner never picks it. It exists to measure the mechanism
+(`benchmarks/conv_im2col_probe.py`) and is checked on the interpreter against the convolution's definition
+(`tests/kernels/test_conv_im2col.py`); docs/conv.md says what the verifier needs before the planner may use it.
+"""
+
+from __future__ import annotations
+
+import argus
+import argus.lang as T
+from argus.atoms.common import WARPGROUP_SIZE
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def conv_im2col_gemm(
+    X: T.Tensor[("N", "H", "W", "C"), "IN"],
+    WT: T.Tensor[("TX", "F", "TAPS", "C"), "IN"],
+    Y: T.Tensor[("M", "F"), "OUT"],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    SW: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    CB: int = 1,
+    STAGES: int = 4,
+    CONSUMERS: int = 2,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+):
+    """Y[p, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * WT[0, f, kh*KW + kw, c],
+    p = (n * OH + oh) * OW + ow: a 2-d forward convolution, channels last (Y is the NHWC output viewed as (N*OH*OW,
+    F)), the input's padding zero-filled by TMA. One block per (BM positions, BN filters) tile; a producer
+    warpgroup loads, per K-step (tap, channel block of BK; CB blocks per tap), one im2col box of the tile's BM
+    positions and one weight box; CONSUMERS warpgroups multiply with wgmma and store."""
+    N, H, W, C = X.shape  # noqa: N806 - the kernel's shape symbols
+    M, F = Y.shape  # noqa: N806
+    OH = (H + (2 * PH - LH * (KH - 1) - 1)) // SH + 1  # noqa: N806
+    OW = (W + (2 * PW - LW * (KW - 1) - 1)) // SW + 1  # noqa: N806
+    T.assume(
+        f"TX == 1 and TAPS == {KH * KW} and (C + {BK - 1}) // {BK} == {CB} and C % 8 == 0 and F % 8 == 0 and "
+        f"M == N * ((H + {2 * PH} - {LH * (KH - 1) + 1}) // {SH} + 1) * "
+        f"((W + {2 * PW} - {LW * (KW - 1) + 1}) // {SW} + 1)"
+    )
+    k_steps = KH * KW * CB
+    with T.grid(T.cdiv(M, BM), T.cdiv(F, BN), threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bm, bf):
+        sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
+        sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+        p0 = bm * BM
+        with T.let(p0 // (OH * OW), "image") as n0, T.let(p0 % (OH * OW), "plane") as rest:
+            with T.let(rest // OW, "row") as oh0, T.let(rest % OW, "column") as ow0:
+                with T.role("producer", warpgroups=(0,), registers=40):
+                    for k, s in T.pipeline(k_steps, stages=STAGES):
+                        tap, cb = k // CB, k % CB
+                        T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
+                        T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
+                        src = X.im2col(
+                            (n0, oh0 * SH - PH, ow0 * SW - PW, cb * BK),
+                            pixels=BM,
+                            channels=BK,
+                            offsets=((tap // KW) * LH, (tap % KW) * LW),
+                            lower=(-PH, -PW),
+                            upper=(PH - (KH - 1) * LH, PW - (KW - 1) * LW),
+                            strides=(SH, SW),
+                        )
+                        T.copy(src, sA[s], atom="tma", mbarrier=full[s])
+                        T.copy(
+                            WT.window((0, bf * BN, tap, cb * BK), (None, BN, None, BK)),
+                            sB[s],
+                            atom="tma",
+                            mbarrier=full[s],
+                        )
+                with T.role("consumer", warpgroups=tuple(range(1, 1 + CONSUMERS)), registers=232):
+                    acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+                    T.fill(acc, 0.0)
+                    for k, s in T.pipeline(k_steps, stages=STAGES):
+                        T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
+                        T.gemm(sA[s], sB[s].T, acc)
+                        T.mbarrier_arrive(empty[s])
+                    T.copy(acc, Y.tile((bm, bf), (BM, BN)))
