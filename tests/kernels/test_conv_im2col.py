@@ -49,7 +49,10 @@ def test_the_flattened_tiles_compute_the_convolution(n, c, f, h, w, k, s, p, dil
     np.testing.assert_allclose(y.reshape(want.shape), want, rtol=2e-2, atol=2e-2)
 
 
-def test_it_compiles_to_im2col_loads_and_is_unknown_to_the_verifier() -> None:
+def test_it_compiles_to_im2col_loads_and_its_tags_are_proved() -> None:
+    """Every tag assertion proves (row m of the A stage holds the pixel tap (kh, kw) reads for output position p0 +
+    m, through the traversal's model); what stays unknown is the contraction-once check, which has no model of an
+    im2col window's elements yet."""
     from argus.backend.cuda.codegen import compile_kernel
     from argus.backend.cuda.inspection import sass
     from argus.verify import verify
@@ -57,4 +60,31 @@ def test_it_compiles_to_im2col_loads_and_is_unknown_to_the_verifier() -> None:
     kernel = conv_im2col_gemm.trace(SH=2, SW=2, CB=2)
     assert "UTMALDG.4D.IM2COL" in sass(compile_kernel(kernel).module.cubin)
     result = verify(kernel)
-    assert result.verdict.value == "unknown" and [f.code for f in result.findings] == ["UNKNOWN_STATEMENT"]
+    assert result.verdict.value == "unknown"
+    assert [(f.code, "contraction accumulated once" in f.message) for f in result.findings] == [
+        ("UNKNOWN_STATEMENT", True)
+    ]
+
+
+def test_a_load_of_the_wrong_tap_is_caught() -> None:
+    """The seeded bug: the im2col offsets swapped (the tap (kw, kh) loaded for (kh, kw)): the A-stage assertion fails
+    with a counterexample."""
+    import dataclasses
+
+    from argus.ir.nodes import Copy
+    from argus.lineage.variants import map_statements
+    from argus.verify import verify
+
+    def swap(s):
+        if isinstance(s, Copy) and s.src.im2col is not None:
+            spec = s.src.im2col
+            spec = dataclasses.replace(spec, offsets=tuple(reversed(spec.offsets)))
+            return dataclasses.replace(s, src=dataclasses.replace(s.src, im2col=spec))
+        return s
+
+    kernel = conv_im2col_gemm.trace(CB=1)
+    result = verify(dataclasses.replace(kernel, body=map_statements(kernel.body, swap)))
+    assert result.verdict.value == "violated"
+    violated = [f for f in result.findings if f.verdict.value == "violated"]
+    assert violated and all(f.code == "TAG_ASSERT" for f in violated)
+    assert violated[0].counterexample is not None and violated[0].counterexample.element.buffer == "sA"

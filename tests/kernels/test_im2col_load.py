@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 import pytest
-from tests.kernels.kernels_im2col import MISUSES, im2col_misuse, im2col_probe, off_grid
+from tests.kernels.kernels_im2col import MISUSES, im2col_misuse, im2col_probe
 
 from argus.lang.errors import DSLError
 
@@ -53,7 +53,7 @@ def test_the_interpreter_loads_the_convolutions_im2col(n, h, w, k, s, p, bm) -> 
         np.testing.assert_array_equal(y, want)
 
 
-def test_the_code_issues_an_im2col_tma_load_and_the_verifier_says_unknown() -> None:
+def test_the_code_issues_an_im2col_tma_load_and_the_kernel_verifies() -> None:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.backend.cuda.inspection import sass
     from argus.verify import verify
@@ -65,9 +65,30 @@ def test_the_code_issues_an_im2col_tma_load_and_the_verifier_says_unknown() -> N
     (param,) = compiled.generated.tensor_maps
     assert param.im2col is not None and param.im2col.strides == (2, 2) and param.im2col.lower == (-1, -1)
     result = verify(kernel)
-    assert result.verdict.value == "unknown"
-    assert [f.code for f in result.findings] == ["UNKNOWN_STATEMENT"]
-    assert "im2col" in result.findings[0].message
+    assert result.verdict.value == "verified", [f.message for f in result.findings]
+
+
+def test_a_start_bound_once_is_the_same_load_and_a_wrong_one_is_not_verified() -> None:
+    from argus.interp import run_kernel
+    from argus.verify import verify
+
+    x, want, params = _run(3, 7, 7, 3, 1, 1, 64, 1, 2)
+    y = np.zeros_like(want)
+    bound = im2col_probe.trace(**params, START="bound")
+    run_kernel(bound, {"X": x, "Y": y})
+    np.testing.assert_array_equal(y, want)
+    assert verify(bound).verdict.value == "verified"
+    wrong = verify(im2col_probe.trace(**params, START="wrong"))  # every block loads the first tile's pixels
+    assert wrong.verdict.value == "unknown" and [f.code for f in wrong.findings] == ["UNKNOWN_STATEMENT"]
+
+
+def test_an_offset_past_the_operands_width_is_a_violation() -> None:
+    from argus.verify import verify
+
+    result = verify(im2col_probe.trace(BM=64, K=3, S=1, P=1, TH=300))  # a 4-d tensor's offsets are 8-bit
+    assert result.verdict.value == "violated"
+    (finding,) = [f for f in result.findings if f.verdict.value == "violated"]
+    assert finding.code == "ALIGN_TMA" and "offset 0" in finding.message and "0 .. 255" in finding.message
 
 
 @pytest.mark.parametrize("variant", sorted(MISUSES))
@@ -76,12 +97,33 @@ def test_bad_im2col_uses_are_refused(variant) -> None:
         im2col_misuse.trace(VARIANT=variant)
 
 
-def test_a_start_off_the_traversal_grid_is_an_interpreter_error() -> None:
-    from argus.interp import InterpError, run_kernel
+def _off_grid(kernel):
+    """`kernel` with its im2col load's origin moved off the traversal's grid (column 0 of a stride-2 box from -1):
+    what no DSL call builds (the origin is derived from the position), but a decoded IR may hold."""
+    import dataclasses
 
+    from argus.ir.nodes import Copy
+    from argus.lineage.variants import map_statements
+
+    def move(s):
+        if isinstance(s, Copy) and s.src.im2col is not None:
+            origin = (*s.src.origin[:2], 0, s.src.origin[3])
+            return dataclasses.replace(s, src=dataclasses.replace(s.src, origin=origin))
+        return s
+
+    return dataclasses.replace(kernel, body=map_statements(kernel.body, move))
+
+
+def test_an_origin_that_is_not_the_positions_pixel_is_refused() -> None:
+    from argus.interp import InterpError, run_kernel
+    from argus.verify import verify
+
+    kernel = _off_grid(im2col_probe.trace(BM=16, K=3, S=2, P=1))
     x = np.zeros((1, 9, 9, 64), dtype=np.float32)
     with pytest.raises(InterpError, match="traversal grid"):
-        run_kernel(off_grid.trace(), {"X": x, "Y": np.zeros((16, 64), dtype=np.float32)})
+        run_kernel(kernel, {"X": x, "Y": np.zeros((25, 64), dtype=np.float32)})
+    result = verify(kernel)
+    assert result.verdict.value == "unknown" and [f.code for f in result.findings] == ["UNKNOWN_STATEMENT"]
 
 
 @pytest.mark.gpu

@@ -77,15 +77,36 @@ class Buffer:
 @dataclass(frozen=True, eq=False)
 class Im2col:
     """The traversal of a TMA im2col load (`argus.atoms.tma`, "im2col mode"), held by the `TileRef` of its source: a
-    channels-last global tensor (N, spatial..., C) whose window origin is the start (the first base pixel's n and
-    spatial coordinates, then the first channel) and whose window is (pixels, channels). Per spatial dimension, in
+    channels-last global tensor (N, spatial..., C) whose window is (pixels, channels). Per spatial dimension, in
     tensor order: the bounding box's `lower` and `upper` corners (base pixels ``lower .. extent - 1 + upper``), the
-    traversal `strides`, and the `offsets` (a filter tap's) added to every base pixel."""
+    traversal `strides`, and the `offsets` (a filter tap's) added to every base pixel. `position`: the index of the
+    first base pixel in the traversal of the whole tensor (images outermost, the last spatial dimension fastest),
+    e.g. a convolution's flattened output position; row r is the base pixel at ``position + r``. The window's origin
+    is `start` of it (the first pixel's n and spatial coordinates), then the first channel."""
 
     lower: tuple[int, ...]
     upper: tuple[int, ...]
     strides: tuple[int, ...]
     offsets: tuple[Expr | int, ...]
+    position: Expr | int
+
+    def counts(self, shape: tuple[Expr | int, ...]) -> tuple[Expr | int, ...]:
+        """Base pixels per spatial dimension of a tensor of `shape` (N, spatial..., C): ``(extent - 1 + upper -
+        lower) // stride + 1`` (for a convolution's box, its output extents)."""
+        return tuple(
+            (e + (u - a - 1)) // s + 1
+            for e, a, u, s in zip(shape[1:-1], self.lower, self.upper, self.strides, strict=True)
+        )
+
+    def pixel(self, index: Expr | int, shape: tuple[Expr | int, ...]) -> tuple[Expr | int, ...]:
+        """(n, spatial...) of the base pixel at traversal `index`: the last spatial dimension fastest."""
+        counts = self.counts(shape)
+        out: list[Expr | int] = []
+        rest = index
+        for c, a, s in reversed(tuple(zip(counts, self.lower, self.strides, strict=True))):
+            out.append(a + (rest % c) * s)
+            rest = rest // c
+        return (rest, *reversed(out))
 
 
 @dataclass(frozen=True, eq=False)

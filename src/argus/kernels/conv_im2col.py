@@ -3,10 +3,11 @@ operand loaded by TMA's im2col mode (`argus.lang` ``X.im2col``; `argus.atoms.tma
 positions x BK channels per K-step, whatever the image's width, so no tile computes positions past an image's edge
 (the implicit kernel's BH x BW tiles compute 128 positions for 98 of a 14x14 image).
 
-**Not verified, not planned**: the verifier has no model of the im2col traversal yet, so this kernel is `unknown`
-(`UNKNOWN_STATEMENT`) and `argus.kernels.conv`'s planner never picks it. It exists to measure the mechanism
+**Not verified, not planned**: its tag assertions prove (row m of the A stage holds the pixel its tap reads for
+output position p0 + m), but the contraction-once check has no model of an im2col window's elements yet, so the
+kernel is `unknown` and `argus.kernels.conv`'s planner never picks it. It exists to measure the mechanism
 (`benchmarks/conv_im2col_probe.py`) and is checked on the interpreter against the convolution's definition
-(`tests/kernels/test_conv_im2col.py`); docs/conv.md says what the verifier needs before the planner may use it.
+(`tests/kernels/test_conv_im2col.py`); docs/conv.md says what remains before the planner may use it.
 """
 
 from __future__ import annotations
@@ -58,35 +59,53 @@ def conv_im2col_gemm(
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-        p0 = bm * BM
-        with T.let(p0 // (OH * OW), "image") as n0, T.let(p0 % (OH * OW), "plane") as rest:
-            with T.let(rest // OW, "row") as oh0, T.let(rest % OW, "column") as ow0:
-                with T.role("producer", warpgroups=(0,), registers=40):
-                    for k, s in T.pipeline(k_steps, stages=STAGES):
-                        tap, cb = k // CB, k % CB
-                        T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
-                        T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
-                        src = X.im2col(
-                            (n0, oh0 * SH - PH, ow0 * SW - PW, cb * BK),
-                            pixels=BM,
-                            channels=BK,
-                            offsets=((tap // KW) * LH, (tap % KW) * LW),
-                            lower=(-PH, -PW),
-                            upper=(PH - (KH - 1) * LH, PW - (KW - 1) * LW),
-                            strides=(SH, SW),
-                        )
-                        T.copy(src, sA[s], atom="tma", mbarrier=full[s])
-                        T.copy(
-                            WT.window((0, bf * BN, tap, cb * BK), (None, BN, None, BK)),
-                            sB[s],
-                            atom="tma",
-                            mbarrier=full[s],
-                        )
-                with T.role("consumer", warpgroups=tuple(range(1, 1 + CONSUMERS)), registers=232):
-                    acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
-                    T.fill(acc, 0.0)
-                    for k, s in T.pipeline(k_steps, stages=STAGES):
-                        T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
-                        T.gemm(sA[s], sB[s].T, acc)
-                        T.mbarrier_arrive(empty[s])
-                    T.copy(acc, Y.tile((bm, bf), (BM, BN)))
+        p0 = bm * BM  # the tile's first output position
+        box = {"lower": (-PH, -PW), "upper": (PH - (KH - 1) * LH, PW - (KW - 1) * LW), "strides": (SH, SW)}
+        n0, h0, w0 = X.im2col_pixel(p0, **box)  # where the tile's loads start: computed once (T.let), not per load
+        with T.role("producer", warpgroups=(0,), registers=40):
+            with T.let(n0, "image") as ni, T.let(h0, "row") as hi, T.let(w0, "column") as wi:
+                for k, s in T.pipeline(k_steps, stages=STAGES):
+                    tap, cb = k // CB, k % CB
+                    T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
+                    T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
+                    src = X.im2col(
+                        p0,
+                        cb * BK,
+                        pixels=BM,
+                        channels=BK,
+                        offsets=((tap // KW) * LH, (tap % KW) * LW),
+                        start=(ni, hi, wi),
+                        **box,
+                    )
+                    T.copy(src, sA[s], atom="tma", mbarrier=full[s])
+                    T.copy(
+                        WT.window((0, bf * BN, tap, cb * BK), (None, BN, None, BK)), sB[s], atom="tma", mbarrier=full[s]
+                    )
+        with T.role("consumer", warpgroups=tuple(range(1, 1 + CONSUMERS)), registers=232):
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+            T.fill(acc, 0.0)
+            for k, s in T.pipeline(k_steps, stages=STAGES):
+                tap, cb = k // CB, k % CB
+                T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
+                # invariant: row m of the A stage holds the input pixel that tap (kh, kw) reads for output position
+                # p0 + m = (n, oh, ow) flattened, channel block cb (n by two divisions: a product of three sizes could
+                # pass the verifier's 32-bit terms)
+                T.assert_tag(
+                    lambda x: (
+                        (x[0] == (p0 + x.coord[0]) // OW // OH)
+                        & (x[1] == ((p0 + x.coord[0]) // OW) % OH * SH - PH + (tap // KW) * LH)
+                        & (x[2] == (p0 + x.coord[0]) % OW * SW - PW + (tap % KW) * LW)
+                        & (x[3] == cb * BK + x.coord[1])
+                    ),
+                    sA[s],
+                )
+                # invariant: the B stage holds filters bf * BN ... of tap, channel block cb
+                T.assert_tag(
+                    lambda x: (
+                        (x[0] == 0) & (x[1] == bf * BN + x.coord[0]) & (x[2] == tap) & (x[3] == cb * BK + x.coord[1])
+                    ),
+                    sB[s],
+                )
+                T.gemm(sA[s], sB[s].T, acc)
+                T.mbarrier_arrive(empty[s])
+            T.copy(acc, Y.tile((bm, bf), (BM, BN)))

@@ -220,9 +220,31 @@ class GlobalTensor:
             )
         )
 
+    def im2col_pixel(self, position: Any, *, lower: Any, upper: Any, strides: Any = None) -> tuple[Any, ...]:
+        """(n, spatial...) of the base pixel at traversal index `position` of `im2col`'s box (its `lower`, `upper`
+        and `strides`): what an im2col load of that position starts at. Bind it once with `T.let` outside a loop of
+        loads and pass it as their ``start=`` (the generated code computes it once, not per load)."""
+        rank = self.buffer.rank
+        spatial = rank - 2
+        lower = tuple(lower) if isinstance(lower, (tuple, list)) else (lower,)
+        upper = tuple(upper) if isinstance(upper, (tuple, list)) else (upper,)
+        strides = (
+            (1,) * spatial if strides is None else tuple(strides) if isinstance(strides, (tuple, list)) else (strides,)
+        )
+        if not (len(lower) == len(upper) == len(strides) == spatial):
+            raise DSLError(
+                "DSL_IM2COL",
+                f"{self.buffer.name}.im2col_pixel: lower, upper and strides take {spatial} ints",
+                actual=f"lower {lower}, upper {upper}, strides {strides}",
+            )
+        return Im2col(lower, upper, strides, (0,) * spatial, as_expr(position)).pixel(
+            as_expr(position), self.buffer.shape
+        )
+
     def im2col(
         self,
-        start: Any,
+        position: Any,
+        channel: Any,
         *,
         pixels: int,
         channels: int,
@@ -230,24 +252,32 @@ class GlobalTensor:
         lower: Any,
         upper: Any,
         strides: Any = None,
+        start: Any = None,
     ) -> Tile:
         """The (pixels, channels) operand of a convolution's implicit GEMM, for one TMA im2col load (``T.copy(...,
         atom="tma", mbarrier=...)`` into shared memory; `argus.atoms.tma`, "im2col mode"). The tensor is channels
         last, (N, spatial..., C), 3-d to 5-d. Per spatial dimension (tensor order): `lower` and `upper` bound the
         base pixels to ``lower .. extent - 1 + upper`` (for a convolution, ``-padding`` and ``padding - (window -
-        1)``, the window dilated), `strides` is the traversal's step (the convolution's stride; default 1), and
-        `offsets` (ints or expressions, 0 ..) are added to every base pixel (the filter tap times the dilation).
-        `start` is (n, spatial..., c): the first base pixel, inside the box and on its stride grid (an output
-        position's ``o * stride - padding``), and the first channel. Row r is the r-th base pixel from the start,
-        the last spatial dimension fastest, each wrapping to its lower corner and carrying into the next, the first
-        carrying into the image; it holds ``channels`` channels from c of the pixel plus the offsets, zeros where
-        that lies outside the tensor (padding, past the last image, channels past C)."""
-        from argus.atoms.tma import IM2COL_CORNER_RANGE, IM2COL_MAX_CHANNELS, IM2COL_MAX_PIXELS, IM2COL_RANKS
+        1)``, the window dilated: the base pixels are then the output positions'), `strides` is the traversal's
+        step (the convolution's stride; default 1), and `offsets` (ints or expressions, 0 ..) are added to every
+        base pixel (the filter tap times the dilation). Row r is the base pixel at traversal index ``position + r``
+        (images outermost, the last spatial dimension fastest: for a convolution, output position ``position + r``
+        flattened over N, OD, OH, OW), channels ``channel ..``; it holds the pixel plus the offsets, zeros where
+        that lies outside the tensor (padding, past the last image, channels past C). The copy starts at the pixel
+        `Im2col.pixel` gives for `position` (inside the box, on its stride grid): `start`, when given, is that pixel
+        bound once (`T.let` of `X.im2col_pixel(position, ...)`'s values, outside the loop of loads); the verifier
+        refuses (`unknown`) a start that is not exactly it."""
+        from argus.atoms.tma import (
+            IM2COL_CORNER_RANGE,
+            IM2COL_MAX_CHANNELS,
+            IM2COL_MAX_PIXELS,
+            IM2COL_RANKS,
+            TMA_MAX_BOX,
+        )
 
         b = self.buffer
         rank = b.rank
         spatial = rank - 2
-        start = tuple(start) if isinstance(start, (tuple, list)) else (start,)
         offsets = tuple(offsets) if isinstance(offsets, (tuple, list)) else (offsets,)
         lower = tuple(lower) if isinstance(lower, (tuple, list)) else (lower,)
         upper = tuple(upper) if isinstance(upper, (tuple, list)) else (upper,)
@@ -261,8 +291,8 @@ class GlobalTensor:
         problem = None
         if rank not in IM2COL_RANKS:
             problem = f"{b.name} has {rank} dimensions; im2col loads take a channels-last tensor of 3 to 5"
-        elif len(start) != rank or len(offsets) != spatial:
-            problem = f"start takes (n, {spatial} spatial, c) and offsets one per spatial dimension"
+        elif len(offsets) != spatial:
+            problem = f"offsets takes one per spatial dimension ({spatial})"
         elif not (ints(lower) and ints(upper) and ints(strides)) or not (
             len(lower) == len(upper) == len(strides) == spatial
         ):
@@ -271,23 +301,43 @@ class GlobalTensor:
             problem = f"a {rank}-d tensor's corners lie in {list(IM2COL_CORNER_RANGE[rank])}"
         elif not all(1 <= x <= 8 for x in strides):
             problem = "traversal strides lie in 1 .. 8"
-        elif not (isinstance(pixels, int) and 1 <= pixels <= IM2COL_MAX_PIXELS):
-            problem = f"pixels is a Python int in 1 .. {IM2COL_MAX_PIXELS}"
+        elif not (isinstance(pixels, int) and 1 <= pixels <= min(IM2COL_MAX_PIXELS, TMA_MAX_BOX)):
+            # the hardware takes up to 1024; argus lays the box out (and checks it) as a tiled box, of at most 256 rows
+            problem = f"pixels is a Python int in 1 .. {TMA_MAX_BOX}"
         elif not (isinstance(channels, int) and 1 <= channels <= IM2COL_MAX_CHANNELS):
             problem = f"channels is a Python int in 1 .. {IM2COL_MAX_CHANNELS}"
-        elif any(isinstance(o, bool | float) or not isinstance(o, int | Expr) for o in start + offsets):
-            problem = "start and offsets are ints or integer expressions"
+        elif any(isinstance(o, bool | float) or not isinstance(o, int | Expr) for o in (position, channel, *offsets)):
+            problem = "position, channel and offsets are ints or integer expressions"
         elif any(isinstance(o, int) and o < 0 for o in offsets):
             problem = "offsets are unsigned (add them to the base pixels; move negative shifts into lower/upper)"
         if problem:
             raise DSLError(
                 "DSL_IM2COL",
                 f"{b.name}.im2col: {problem}",
-                actual=f"start {start}, pixels {pixels}, channels {channels}, offsets {offsets}, lower {lower}, "
-                f"upper {upper}, strides {strides}",
+                actual=f"position {position}, channel {channel}, pixels {pixels}, channels {channels}, offsets "
+                f"{offsets}, lower {lower}, upper {upper}, strides {strides}",
             )
-        origin = simplify_origin(tuple(as_expr(o) for o in start))
-        spec = Im2col(lower, upper, strides, simplify_origin(tuple(as_expr(o) for o in offsets)))
+        spec = Im2col(
+            lower,
+            upper,
+            strides,
+            simplify_origin(tuple(as_expr(o) for o in offsets)),
+            simplify_origin((as_expr(position),))[0],
+        )
+        if start is None:
+            start = spec.pixel(spec.position, b.shape)
+        else:
+            start = tuple(start) if isinstance(start, (tuple, list)) else (start,)
+            if len(start) != 1 + spatial or any(
+                isinstance(o, bool | float) or not isinstance(o, int | Expr) for o in start
+            ):
+                raise DSLError(
+                    "DSL_IM2COL",
+                    f"{b.name}.im2col: start takes (n, {spatial} spatial) ints or expressions: "
+                    f"{b.name}.im2col_pixel(position, ...) bound with T.let",
+                    actual=repr(start),
+                )
+        origin = simplify_origin(tuple(as_expr(o) for o in (*start, channel)))
         extent = (pixels,) + (1,) * spatial + (channels,)
         return Tile(TileRef(b, origin, extent, dropped=tuple(range(1, 1 + spatial)), im2col=spec))
 

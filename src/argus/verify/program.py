@@ -12,7 +12,7 @@ from typing import Any
 import z3
 
 from argus.atoms.common import WARPGROUP_SIZE as WG
-from argus.ir.expr import Expr, Var, free_vars
+from argus.ir.expr import Expr, Var, VarKind, free_vars
 from argus.ir.nodes import Buffer, For, If, Kernel, Role, Space, Stmt, TileRef
 from argus.verify import smt
 
@@ -108,8 +108,32 @@ def window_shape(ref: TileRef) -> tuple[Any, ...]:
     return tuple(ref.extent[d] for d in kept(ref))
 
 
+#: The row of an im2col window, as a variable of the traversal's expressions (`_im2col_coords`).
+_IM2COL_ROW = Var("im2col_row", VarKind.LOOP)
+
+
+def _im2col_coords(ref: TileRef, window: tuple[Any, ...], env: dict) -> tuple[Any, ...]:
+    """Buffer coordinates of an im2col window's element (row, column): the base pixel at traversal index ``position
+    + row`` (`Im2col.pixel`, the model `argus.atoms.tma.im2col_rows` checked on the hardware, in closed form: images
+    outermost, the last spatial dimension fastest) plus the offsets, channel origin + column. Sound only for a
+    window whose origin is `Im2col.pixel` of its position (`argus.verify.engine` refuses any other)."""
+    spec = ref.im2col
+    row, col = window
+    pixel = spec.pixel(_IM2COL_ROW + spec.position, ref.buffer.shape)
+    inner = dict(env)
+    inner[_IM2COL_ROW] = smt.val(row)
+    coords = [smt.val(smt.evaluate(p, inner) if isinstance(p, Expr) else p) for p in pixel]
+    offsets = [smt.val(smt.evaluate(o, env) if isinstance(o, Expr) else o) for o in spec.offsets]
+    channel = ref.origin[-1]
+    channel_term = smt.val(smt.evaluate(channel, env) if isinstance(channel, Expr) else channel)
+    return (coords[0], *(c + o for c, o in zip(coords[1:], offsets, strict=True)), channel_term + smt.val(col))
+
+
 def buffer_coords(ref: TileRef, window: tuple[Any, ...], env: dict) -> tuple[Any, ...]:
-    """Buffer coordinates (one per buffer dimension) of the window element at `window`."""
+    """Buffer coordinates (one per buffer dimension) of the window element at `window` (an im2col source's:
+    `_im2col_coords`)."""
+    if ref.im2col is not None:
+        return _im2col_coords(ref, window, env)
     by_dim = dict(zip(kept(ref), window, strict=True))
     out = []
     for d, o in enumerate(ref.origin):
@@ -120,6 +144,8 @@ def buffer_coords(ref: TileRef, window: tuple[Any, ...], env: dict) -> tuple[Any
 
 def window_of(ref: TileRef, bcoords: tuple[Any, ...], env: dict) -> tuple[tuple[Any, ...], Any]:
     """(window coordinates, in-window condition) of buffer coordinates `bcoords`."""
+    if ref.im2col is not None:  # which rows of a traversal hold an element: not modelled (never a destination)
+        raise Unsupported(f"the rows of an im2col load of {ref.buffer.name} holding a given element")
     ks = kept(ref)
     conds = []
     window = []

@@ -39,7 +39,7 @@ import z3
 from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.errors import AtomError
 from argus.atoms.swizzle import swizzle_width
-from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, tma_load, tma_store
+from argus.atoms.tma import IM2COL_OFFSET_MAX, STORE_ROWS_PER_WARPGROUP, tma_load, tma_store
 from argus.ir.expr import Expr
 from argus.ir.nodes import Buffer, Copy, Space, TileRef
 from argus.layout import ComposedLayout
@@ -142,6 +142,8 @@ def _check_tma(ctx: Context, site: Site, s: Copy) -> list[Finding]:
             variables={"box_" + str(i): b for i, b in enumerate(box)} | {"element_bytes": g.dtype.itemsize},
         )
         findings.append(Finding("ALIGN_TMA", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
+    if s.atom == "tma" and s.src.im2col is not None:
+        findings += _check_im2col_offsets(ctx, site, s)
     # global strides: every one but the innermost a multiple of 16 bytes, for every allowed size
     strides = _strides(g)
     env = dict(ctx.base_env)
@@ -180,6 +182,42 @@ def _check_tma(ctx: Context, site: Site, s: Copy) -> list[Finding]:
         findings.append(Finding("ALIGN_TMA", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex, blame=blame))
         break
     return findings
+
+
+def _check_im2col_offsets(ctx: Context, site: Site, s: Copy) -> list[Finding]:
+    """An im2col load's offsets are 16-bit unsigned operands of a width the rank bounds (`IM2COL_OFFSET_MAX`): each in
+    ``0 .. max`` at every iteration and block, for every allowed size (outside it the hardware's load is undefined)."""
+    g = s.src.buffer
+    top = IM2COL_OFFSET_MAX.get(g.rank, 0)
+    env, cons = ctx.loop_env(site)
+    for branch, taken in site.ifs:
+        cond = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(cond if taken else z3.Not(cond))
+    for i, o in enumerate(s.src.im2col.offsets):  # type: ignore[union-attr]
+        term = _term(o, env)
+        out = ctx.solve(cons, z3.Or(term < 0, term > top))
+        if out.verdict == Verdict.UNKNOWN:
+            return [undecided(out, f"the range of im2col offset {i} of {g.name} undecided", loc=s.loc)]
+        if out.verdict != Verdict.VIOLATED:
+            continue
+        value = smt.model_int(out.model, term)
+        msg = (
+            f"TMA im2col load of {g.name}: offset {i} ({o}) is {value}, outside 0 .. {top} for a {g.rank}-d tensor "
+            "(16-bit unsigned operands; the load is undefined)"
+        )
+        cex = Counterexample(
+            code="ALIGN_TMA",
+            message=msg,
+            op_loc=s.loc,
+            program_point=str(s.loc),
+            block=ctx.block_values(out.model),
+            shapes=ctx.shape_values(out.model),
+            thread=_issuer(site),
+            element=Element(g.name, "global"),
+            variables={"offset": i, "value": value},
+        )
+        return [Finding("ALIGN_TMA", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex)]
+    return []
 
 
 # --- vectors -----------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from argus.ir.nodes import Broadcast, Buffer, Copy, Fill, For, Gemm, Map, Reduce
 from argus.verify import smt, values
 from argus.verify.checks import tiles
 from argus.verify.context import Context, Outcome
-from argus.verify.program import Site, depends_on, first_thread, loop_name, user_name
+from argus.verify.program import Site, Unsupported, depends_on, first_thread, loop_name, user_name
 from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 #: The Z3 budget of one exactly-once query (deterministic units). A persistent kernel's grouped tile order is not
@@ -149,6 +149,8 @@ def _instance(
 
 
 def _origins(ref: TileRef, env: dict) -> list[Any]:
+    if ref.im2col is not None:  # its rows are a traversal, not origin + extent (argus.verify.program.buffer_coords)
+        raise Unsupported(f"which elements of {ref.buffer.name} an im2col load's window holds")
     return [smt.val(smt.evaluate(o, env) if isinstance(o, Expr) else o) for o in ref.origin]
 
 
