@@ -1,7 +1,9 @@
 """The experimental flattened-position convolution (`argus.kernels.conv_im2col`: tiles of N·OH·OW positions, the
 operand loaded by TMA im2col boxes): correct on the interpreter against the convolution's definition (stride,
 padding, dilation, tiles crossing images, a partial last tile, several channel blocks), compiled for sm_90a with its
-im2col loads, and `unknown` to the verifier (never verified: it has no model of the traversal yet)."""
+im2col loads, and verified: its tag assertions and its contraction-once check hold over the traversal's model, and
+seeded bugs (a tap's offsets swapped, every channel block loading the first, every tap loading the first) are
+caught with counterexamples."""
 
 from __future__ import annotations
 
@@ -49,10 +51,11 @@ def test_the_flattened_tiles_compute_the_convolution(n, c, f, h, w, k, s, p, dil
     np.testing.assert_allclose(y.reshape(want.shape), want, rtol=2e-2, atol=2e-2)
 
 
-def test_it_compiles_to_im2col_loads_and_its_tags_are_proved() -> None:
+def test_it_compiles_to_im2col_loads_and_verifies() -> None:
     """Every tag assertion proves (row m of the A stage holds the pixel tap (kh, kw) reads for output position p0 +
-    m, through the traversal's model); what stays unknown is the contraction-once check, which has no model of an
-    im2col window's elements yet."""
+    m, through the traversal's model), and so does the contraction-once check over the im2col windows (no input
+    element enters one output position's sum twice: an element loaded for two positions, by two taps, is two
+    products)."""
     from argus.backend.cuda.codegen import compile_kernel
     from argus.backend.cuda.inspection import sass
     from argus.verify import verify
@@ -60,10 +63,38 @@ def test_it_compiles_to_im2col_loads_and_its_tags_are_proved() -> None:
     kernel = conv_im2col_gemm.trace(SH=2, SW=2, CB=2)
     assert "UTMALDG.4D.IM2COL" in sass(compile_kernel(kernel).module.cubin)
     result = verify(kernel)
-    assert result.verdict.value == "unknown"
-    assert [(f.code, "contraction accumulated once" in f.message) for f in result.findings] == [
-        ("UNKNOWN_STATEMENT", True)
-    ]
+    assert result.verdict.value == "verified", [f.message for f in result.findings]
+    checked = [c for c in result.checks if c.check == "contraction accumulated once"]
+    assert {c.verdict.value for c in checked} == {"verified"} and not any(c.not_checked for c in checked)
+    assert any(c.target.startswith("X into acc") for c in checked), [c.target for c in checked]
+
+
+@pytest.mark.parametrize("bug", ["channel block", "tap"])
+def test_a_load_twice_into_one_sum_is_caught(bug: str) -> None:
+    """The seeded bugs: every channel block of a tap loads the first one's channels, or every tap loads the first
+    tap's pixels (offsets 0): an input element enters one output position's sum twice, a
+    `COVERAGE_CONTRACTION_TWICE` counterexample naming the element and the two K-steps."""
+    import dataclasses
+
+    from argus.ir.nodes import Copy
+    from argus.lineage.variants import map_statements
+    from argus.verify import verify
+
+    def seed(s):
+        if isinstance(s, Copy) and s.src.im2col is not None:
+            if bug == "channel block":
+                return dataclasses.replace(s, src=dataclasses.replace(s.src, origin=(*s.src.origin[:-1], 0)))
+            spec = dataclasses.replace(s.src.im2col, offsets=(0, 0))
+            return dataclasses.replace(s, src=dataclasses.replace(s.src, im2col=spec))
+        return s
+
+    kernel = conv_im2col_gemm.trace(CB=2)
+    result = verify(dataclasses.replace(kernel, body=map_statements(kernel.body, seed)))
+    twice = [f for f in result.findings if f.code == "COVERAGE_CONTRACTION_TWICE"]
+    assert result.verdict.value == "violated" and twice, [f.code for f in result.findings]
+    cex = twice[0].counterexample
+    assert cex is not None and [a.element.buffer for a in cex.accesses] == ["X", "X"]
+    assert cex.accesses[0].loops["k"] != cex.accesses[1].loops["k"]
 
 
 def test_a_load_of_the_wrong_tap_is_caught() -> None:

@@ -3,11 +3,10 @@ operand loaded by TMA's im2col mode (`argus.lang` ``X.im2col``; `argus.atoms.tma
 positions x BK channels per K-step, whatever the image's width, so no tile computes positions past an image's edge
 (the implicit kernel's BH x BW tiles compute 128 positions for 98 of a 14x14 image).
 
-**Not verified, not planned**: its tag assertions prove (row m of the A stage holds the pixel its tap reads for
-output position p0 + m), but the contraction-once check has no model of an im2col window's elements yet, so the
-kernel is `unknown` and `argus.kernels.conv`'s planner never picks it. It exists to measure the mechanism
-(`benchmarks/conv_im2col_probe.py`) and is checked on the interpreter against the convolution's definition
-(`tests/kernels/test_conv_im2col.py`); docs/conv.md says what remains before the planner may use it.
+**Verified, not planned yet**: its tag assertions prove (row m of the A stage holds the pixel its tap reads for
+output position p0 + m) and so does the contraction-once check over its im2col windows (docs/verify.md); it is
+checked on the interpreter against the convolution's definition (`tests/kernels/test_conv_im2col.py`) and measured
+by `benchmarks/conv_im2col_probe.py`. docs/conv.md says what remains before `argus.kernels.conv`'s planner uses it.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ from argus.ir.nodes import Broadcast, Buffer, Copy, Fill, For, Gemm, Map, Reduce
 from argus.verify import smt, values
 from argus.verify.checks import tiles
 from argus.verify.context import Context, Outcome
-from argus.verify.program import Site, Unsupported, depends_on, first_thread, loop_name, user_name
+from argus.verify.program import Site, Unsupported, buffer_coords, depends_on, first_thread, loop_name, user_name
 from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 #: The Z3 budget of one exactly-once query (deterministic units). A persistent kernel's grouped tile order is not
@@ -621,13 +621,31 @@ def _paired_loops(ctx: Context, load: Site, gemm: Site, proved: set[int]) -> dic
     return out
 
 
-def _operand_row(
-    site: Site, src: TileRef, element: list[Any], origins: list[Any], env: dict, operand: tuple, sites: list[Site]
-) -> Any:
-    """Where a load that writes the T.gemm's operand buffer puts `element`: its coordinate along the operand's free
-    axis (A's rows, B's columns), or None where that is not read off the copies. The load writes the operand itself,
-    or a buffer that one copy site moves into the operand with the free axis at a constant offset (a shared stage
-    read into an mma.sync fragment by ldmatrix: row m of the stage is row m of the fragment)."""
+def _holds(ref: TileRef, element: list[Any], env: dict, suffix: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """(origins, window coordinates, constraints) of a load's window holding `element`: the window coordinates
+    (in the window's order) at which it holds it, under the constraints. A plain window holds the elements origin +
+    w; an im2col window's row r holds the pixel of its traversal at position + r (`program.buffer_coords`, the model
+    `argus.atoms.tma.im2col_rows` checked on the hardware), so its coordinates are fresh values the element equals
+    the traversal at. A row whose pixel lies in the padding holds no element (the element is inside the tensor)."""
+    if ref.im2col is None:
+        origins = _origins(ref, env)
+        window = [element[d] - origins[d] for d in ref.kept]
+        return origins, window, [_inside(ref, element, env, origins)]
+    if ref.bound is not None:
+        raise Unsupported(f"a bounded im2col window of {ref.buffer.name}")
+    window = [z3.BitVec(f"once.{user_name(ref.buffer)}.window{i}{suffix}", smt.WIDTH) for i in range(len(ref.shape))]
+    coords = buffer_coords(ref, tuple(window), env)
+    cons = [smt.in_range(w, 0, n) for w, n in zip(window, ref.shape, strict=True)]
+    cons += [e == smt.val(c) for e, c in zip(element, coords, strict=True)]
+    return list(coords), window, cons
+
+
+def _operand_row(site: Site, window: list[Any], env: dict, operand: tuple, sites: list[Site]) -> Any:
+    """Where a load that writes the T.gemm's operand buffer puts the element at `window` (its window coordinates,
+    `_holds`): its coordinate along the operand's free axis (A's rows, B's columns), or None where that is not read
+    off the copies. The load writes the operand itself, or a buffer that one copy site moves into the operand with the
+    free axis at a constant offset (a shared stage read into an mma.sync fragment by ldmatrix: row m of the stage is
+    row m of the fragment)."""
     ref, free = operand
     dst: TileRef = site.stmt.dst  # type: ignore[attr-defined]
     if len(ref.kept) != 2 or dst.layout is not None:
@@ -652,9 +670,8 @@ def _operand_row(
         shift, axis = offsets[0] - offsets[1], staged
     at = _origins(dst, env)[axis]
     if axis not in dst.dropped:
-        i = dst.kept.index(axis)
-        d = src.kept[i]  # the source dimension copied along it (a copy's windows correspond dimension by dimension)
-        at = at + (element[d] - origins[d])
+        # the source's window coordinate copied along it (a copy's windows correspond dimension by dimension)
+        at = at + window[dst.kept.index(axis)]
     # no term for a zero shift: the query stays the one it was before the stage was followed (Z3's search depends on
     # the terms it is given, and an added ``+ 0`` left two library proofs undecided)
     return at + shift if shift else at
@@ -707,21 +724,14 @@ def _contraction_once(
             apart = z3.BoolVal(True) if sa is not sb else z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in free_a])
             distinct = z3.And(apart, _consumed_between(gemm, sa, env_a, sb, env_b))
             element, dims, inside = _element(ctx, ra.buffer, "once")
-            oa, ob = _origins(ra, env_a), _origins(rb, env_b)
-            cons = [
-                *shared_cons,
-                *cons_a,
-                *cons_b,
-                *inside,
-                _inside(ra, element, env_a, oa),
-                _inside(rb, element, env_b, ob),
-            ]
+            (oa, wa, holds_a), (ob, wb, holds_b) = _holds(ra, element, env_a, ".a"), _holds(rb, element, env_b, ".b")
+            cons = [*shared_cons, *cons_a, *cons_b, *inside, *holds_a, *holds_b]
             # An element loaded into two different rows of A (columns of B) meets different elements of the other
             # operand: two products, each summed once (an implicit-GEMM convolution loads one input element for
             # several output positions, one per tap). Twice into one row is the same product twice.
             row_a, row_b = (
-                _operand_row(s, r, element, o, e, operand, ctx.analysis.program.sites)
-                for s, r, o, e in ((sa, ra, oa, env_a), (sb, rb, ob, env_b))
+                _operand_row(s, w, e, operand, ctx.analysis.program.sites)
+                for s, w, e in ((sa, wa, env_a), (sb, wb, env_b))
             )
             if row_a is not None and row_b is not None:
                 cons.append(row_a == row_b)
