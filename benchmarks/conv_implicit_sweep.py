@@ -15,7 +15,11 @@ Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-5
 - with ``--variants``, other tiles and stage counts of the kernel (and its split-K forms); with ``--splits``, only
   the split-K forms (the chosen tile split 1-8 ways along K, and the 8 x 8 one-consumer tile's);
 - with ``--extra``, rows of few tiles beyond ResNet-50 at batch 32: its late layers at inference batches (8, 1) and
-  other deep, small-spatial layers.
+  other deep, small-spatial layers;
+- with ``--flat``, beside the planned tile the other kernel's: where the plan is a flattened-position tile
+  (`ImplicitConfig.FLAT`, `conv_im2col_gemm`) the implicit kernel's tile the planner took before it (``implicit``)
+  and flattened variants (BN 256, 4 stages); elsewhere the flattened tile (``flat``) where it may run. The printed
+  geometric means then include the implicit kernel's alone (``implicit`` where timed, else the planned tile).
 Every output is checked against conv2d in float64 on the GPU first (relative max error <= 2e-2).
 """
 
@@ -69,6 +73,7 @@ EXTRA_ROWS = [
     ("VGG b4 3x3 512->512 14", 4, 512, 512, 14, 14, 3, 1, 1, "bf16"),
     ("b16 3x3 1024->1024 8 f16", 16, 1024, 1024, 8, 8, 3, 1, 1, "f16"),
     ("b32 3x3 384->384 12", 32, 384, 384, 12, 12, 3, 1, 1, "bf16"),
+    ("b8 3x3 256->128 56", 8, 256, 128, 56, 56, 3, 1, 1, "bf16"),
 ]
 
 
@@ -215,6 +220,26 @@ def _split_variants(conv, config):  # noqa: ANN001, ANN202
     return out
 
 
+def _flat_variants(conv, config):  # noqa: ANN001, ANN202
+    """``--flat``: the implicit kernel's tile where the plan is flattened (the planner with `FLAT_TILES` off), and
+    flattened variants; else the flattened tile where `flat_refusal` allows it."""
+    import argus.kernels.conv as C  # noqa: N812
+
+    out = {}
+    if config.FLAT:
+        C.FLAT_TILES = False
+        try:
+            out["implicit"] = C.implicit_config(conv)
+        finally:
+            C.FLAT_TILES = True
+        out["flat s4"] = C.with_stages(conv, config, 4)
+        if conv.filters >= 256:
+            out["flat bn256"] = C.with_stages(conv, replace(config, BN=256), C.FLAT_MAX_STAGES)
+    elif C.flat_refusal(conv) is None:
+        out["flat"] = C.flat_config(conv)
+    return {k: v for k, v in out.items() if v != config}
+
+
 def _host_us(torch, fn, n: int = 50) -> float:  # noqa: ANN001
     """Microseconds of host time per call of `fn` (`n` calls queued back to back, no synchronization between them):
     a call whose host time exceeds its GPU time is bound by the host, and its CUDA-event time shows it."""
@@ -239,6 +264,7 @@ def main() -> int:
     parser.add_argument("--f32", action="store_true", help="also the f32 table (KernelBench's convolutions)")
     parser.add_argument("--only-f32", action="store_true", help="only the f32 table")
     parser.add_argument("--only", action="append", default=[], help="the rows whose label starts with this text")
+    parser.add_argument("--flat", action="store_true", help="the flattened tile against the implicit one")
     args = parser.parse_args()
 
     import torch
@@ -295,6 +321,8 @@ def main() -> int:
             tiles |= _variants(conv, config)
         elif args.splits:
             tiles |= {k: v for k, v in _split_variants(conv, config).items() if v != config}
+        if args.flat:
+            tiles |= _flat_variants(conv, config)
         for name, cfg in tiles.items():
             try:
                 y = torch.empty(ys, dtype=x.dtype, device="cuda")
@@ -349,7 +377,8 @@ def main() -> int:
             if name not in ("kernel", "call", "cudnn")
         )
         if (label, n, c, f, h, w, k, s, p, dt) in ROWS:  # the geometric means: the ResNet-50 and KLineage rows'
-            ratios.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms["call"]))
+            implicit_ms = ms.get("implicit", ms["kernel"])
+            ratios.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms["call"], ms["cudnn"] / implicit_ms))
         print(
             f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
             f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "
@@ -370,6 +399,7 @@ def main() -> int:
             print(
                 f"ResNet-50 (batch 32, {len(r50)} rows): kernel x cuDNN {geomean([r[1] for r in r50]):.3f}, "
                 f"call x cuDNN {geomean([r[2] for r in r50]):.3f}"
+                + (f", implicit kernel alone x cuDNN {geomean([r[3] for r in r50]):.3f}" if args.flat else "")
             )
     for line in environment(torch):
         print(f"after: {line}")

@@ -154,3 +154,30 @@ def test_parse_log_understands_nvrtc_and_ptxas_messages() -> None:
         ("nvrtc", "error", None, None),
         ("ptxas", "error", 4, "k.py:1"),
     ]
+
+
+def test_a_serialized_wgmma_pipeline_is_a_warning() -> None:
+    """ptxas reports a serialized wgmma pipeline (C7514) on an info line; argus reports it as a warning (the
+    flattened convolution's K loop ran ~15 % slower when its epilogue's cast made ptxas serialize it)."""
+    log = (
+        "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non "
+        "wgmma instructions reading accumulator registers of  a wgmma between start and end of the pipeline stage in "
+        "the function 'k' in line 0\n"
+        "ptxas info    : Used 10 registers\n"
+    )
+    diagnostics = parse_log(log, program_name="k.cu", line_map={})
+    assert [(d.tool, d.severity) for d in diagnostics] == [("ptxas", "warning")]
+    assert "serialized" in diagnostics[0].message
+
+
+def test_the_flat_convolution_keeps_its_wgmma_pipeline() -> None:
+    """The flattened-position convolution with a bias, a fused epilogue and split along K: no ptxas warning (its
+    epilogue once rounded the accumulator into a fragment of its own, and ptxas serialized the K loop's wgmma)."""
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.kernels.conv_im2col import conv_im2col_gemm
+    from argus.kernels.epilogue import Epilogue
+
+    epilogue = Epilogue.of("T.maximum(acc * s, 0.0)", s="columns")
+    for params in ({}, {"BIAS": True, "EPILOGUE": epilogue}, {"SPLITS": 2, "OUT": "f32"}):
+        compiled = compile_kernel(conv_im2col_gemm.trace(BN=128, STAGES=4, CB=4, **params))
+        assert compiled.module.warnings == (), compiled.module.warnings

@@ -14,10 +14,13 @@ from argus.interp import run_kernel
 from argus.ir.types import bf16, round_to
 from argus.kernels.conv_im2col import conv_im2col_gemm
 
-CASES = [  # (N, C, F, H, W, K, S, P, L, BN)
-    (2, 64, 64, 5, 5, 3, 1, 1, 1, 64),
-    (3, 128, 64, 4, 6, 3, 2, 1, 1, 64),
-    (2, 64, 128, 7, 7, 3, 1, 2, 2, 128),
+CASES = [  # (N, C, F, H, W, K, S, P, L, BN, more trace parameters)
+    (2, 64, 64, 5, 5, 3, 1, 1, 1, 64, {}),
+    (3, 128, 64, 4, 6, 3, 2, 1, 1, 64, {}),
+    (2, 64, 128, 7, 7, 3, 1, 2, 2, 128, {}),
+    (2, 64, 64, 5, 5, 3, 1, 1, 1, 64, {"CONSUMERS": 1}),
+    (2, 128, 64, 5, 6, 3, 2, 1, 1, 64, {"SPLITS": 3, "OUT": "f32"}),
+    (1, 64, 128, 6, 6, 3, 1, 1, 1, 128, {"SPLITS": 9, "OUT": "f32", "CONSUMERS": 1}),
 ]
 
 
@@ -37,17 +40,42 @@ def reference(x: np.ndarray, w: np.ndarray, s: int, p: int, dil: int) -> np.ndar
     return out
 
 
-@pytest.mark.parametrize(("n", "c", "f", "h", "w", "k", "s", "p", "dil", "bn"), CASES)
-def test_the_flattened_tiles_compute_the_convolution(n, c, f, h, w, k, s, p, dil, bn) -> None:
+@pytest.mark.parametrize(("n", "c", "f", "h", "w", "k", "s", "p", "dil", "bn", "more"), CASES)
+def test_the_flattened_tiles_compute_the_convolution(n, c, f, h, w, k, s, p, dil, bn, more) -> None:
+    """Tiles of 128 (two consumers) or 64 positions (one), crossing rows and images; split along K (the f32
+    workspace's slices sum to the convolution; `conv_split_reduce` adds them, tested with the implicit kernel)."""
     rng = np.random.default_rng(1)
     x = round_to(bf16, rng.standard_normal((n, h, w, c))).astype(np.float32)
     wt = round_to(bf16, rng.standard_normal((f, k, k, c)) / np.sqrt(c * k * k)).astype(np.float32)
     want = reference(x.astype(np.float64), wt.astype(np.float64), s, p, dil)
     oh, ow = want.shape[1:3]
-    y = np.zeros((n * oh * ow, f), dtype=np.float32)
+    splits = more.get("SPLITS", 1)
+    y = np.zeros((splits, n * oh * ow, f) if splits > 1 else (n * oh * ow, f), dtype=np.float32)
     params = {"KH": k, "KW": k, "SH": s, "SW": s, "PH": p, "PW": p, "LH": dil, "LW": dil, "BN": bn, "CB": c // 64}
-    kernel = conv_im2col_gemm.trace(**params)
-    run_kernel(kernel, {"X": x, "WT": wt.reshape(1, f, k * k, c), "Y": y})
+    kernel = conv_im2col_gemm.trace(**params, **more)
+    run_kernel(kernel, {"X": x, "WT": wt.reshape(1, f, k * k, c), "B": np.zeros(1, np.float32), "Y": y})
+    if splits > 1:
+        assert all(np.abs(part).max() > 0 for part in y)  # every split computed a share
+        y = y.sum(axis=0)
+    np.testing.assert_allclose(y.reshape(want.shape), want, rtol=2e-2, atol=2e-2)
+
+
+def test_the_bias_and_a_fused_epilogue_are_applied() -> None:
+    """BIAS adds B[f] and the fused epilogue (here a ReLU then a per-channel scale) runs on the f32 value before it
+    is rounded, as in the implicit kernel."""
+    from argus.kernels.epilogue import Epilogue
+
+    n, c, f, h, w = 2, 64, 64, 5, 6
+    rng = np.random.default_rng(2)
+    x = round_to(bf16, rng.standard_normal((n, h, w, c))).astype(np.float32)
+    wt = round_to(bf16, rng.standard_normal((f, 3, 3, c)) / 24).astype(np.float32)
+    bias = round_to(bf16, rng.standard_normal(f)).astype(np.float32)
+    scale = round_to(bf16, rng.standard_normal(f)).astype(np.float32)
+    epilogue = Epilogue.of("T.maximum(acc, 0.0) * s", s="columns")
+    want = np.maximum(reference(x.astype(np.float64), wt.astype(np.float64), 1, 1, 1) + bias, 0) * scale
+    y = np.zeros((n * h * w, f), dtype=np.float32)
+    kernel = conv_im2col_gemm.trace(BN=64, BIAS=True, OUT="f32", EPILOGUE=epilogue)
+    run_kernel(kernel, {"X": x, "WT": wt.reshape(1, f, 9, c), "B": np.stack([bias, scale]), "Y": y})
     np.testing.assert_allclose(y.reshape(want.shape), want, rtol=2e-2, atol=2e-2)
 
 
@@ -119,3 +147,167 @@ def test_a_load_of_the_wrong_tap_is_caught() -> None:
     violated = [f for f in result.findings if f.verdict.value == "violated"]
     assert violated and all(f.code == "TAG_ASSERT" for f in violated)
     assert violated[0].counterexample is not None and violated[0].counterexample.element.buffer == "sA"
+
+
+# --- the planner's flattened-position tile (argus.kernels.conv: ImplicitConfig.FLAT) ---------------------------------
+
+
+def _conv2(n, c, f, h, w, k, s=1, p=0, d=1, bias=False, dtype="bf16", groups=1):  # noqa: ANN001, ANN202
+    from argus.kernels.conv import Conv
+
+    return Conv(2, n, c, f, groups, (1, h, w), (1, k, k), (1, s, s), (0, p, p), (1, d, d), bias, dtype)
+
+
+def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positions() -> None:
+    """`implicit_config`: a flattened tile where the implicit kernel's BH x BW tile runs one block per tile and
+    computes positions past the image's edge (ResNet-50's 28x28, 14x14 and 7x7 3x3 layers), or runs persistent
+    wasting at least `FLAT_WASTE` (7x7 1x1); the persistent tiles of 56x56 layers and an unwasteful tile stay
+    implicit; the flattened tile splits its K loop where few tiles would leave the GPU idle."""
+    from argus.kernels.conv import FLAT_MAX_STAGES, implicit_config, implicit_tiles
+
+    for conv in (_conv2(32, 128, 128, 28, 28, 3, p=1), _conv2(32, 256, 256, 14, 14, 3, p=1),
+                 _conv2(32, 256, 256, 28, 28, 3, s=2, p=1), _conv2(32, 512, 2048, 7, 7, 1)):  # fmt: skip
+        cfg = implicit_config(conv)
+        assert cfg.FLAT and (cfg.BH * cfg.BW, cfg.BN, cfg.CONSUMERS, cfg.SPLITS) == (128, 128, 2, 1), conv
+        assert cfg.STAGES == FLAT_MAX_STAGES and cfg.label().startswith("flat 128x128")
+    # 14x14 at batch 32: 49 tiles of 128 positions per filter tile, where 8x16 tiles made 64
+    assert (
+        implicit_tiles(_conv2(32, 256, 256, 14, 14, 3, p=1), implicit_config(_conv2(32, 256, 256, 14, 14, 3, p=1)))
+        == 98
+    )
+    # few tiles: split along K (7x7 at batch 8: 4 tiles of 72 K-steps, eight shares of 9)
+    few = implicit_config(_conv2(8, 512, 512, 7, 7, 3, p=1))
+    assert few.FLAT and few.SPLITS == 8 and "split8" in few.label()
+    for conv in (_conv2(32, 64, 64, 56, 56, 1), _conv2(32, 64, 64, 56, 56, 3, p=1), _conv2(8, 256, 128, 56, 56, 3, p=1),
+                 _conv2(32, 128, 512, 28, 28, 1, bias=True)):  # fmt: skip
+        assert not implicit_config(conv).FLAT, conv
+
+
+def test_what_the_flattened_tile_refuses() -> None:
+    """`flat_refusal`: f32 (the split planes are the implicit kernel's), groups, fewer than 64 channels, a 1-d or
+    3-d convolution, a transposed convolution's stride phase (its padding differs at the ends), and a traversal TMA's
+    im2col mode cannot address in a 4-d tensor (padding past its 8-bit corners)."""
+    from dataclasses import replace
+
+    from argus.kernels.conv import flat_refusal, implicit_config
+
+    base = _conv2(8, 128, 128, 14, 14, 3, p=1)
+    assert flat_refusal(base) is None
+    refused = {
+        "f32": replace(base, dtype="f32"),
+        "groups": _conv2(8, 128, 128, 14, 14, 3, p=1, groups=2),
+        "channels": _conv2(8, 32, 128, 14, 14, 3, p=1),
+        "2-d": replace(base, rank=1, size=(1, 1, 14), kernel=(1, 1, 3), stride=(1, 1, 1), padding=(0, 0, 1)),
+        "padding at both ends": replace(base, padding_end=(0, 2, 2)),
+        "im2col": _conv2(1, 64, 64, 300, 300, 3, p=200),
+    }
+    for what, conv in refused.items():
+        why = flat_refusal(conv)
+        assert why is not None, what
+        assert not implicit_config(conv).FLAT, what
+
+
+PLANNED = {  # (convolution, fused epilogue or None)
+    "3x3, bias, 2 images of 7x5 (tiles across images)": (_conv2(2, 128, 72, 7, 5, 3, p=1, bias=True), None),
+    "3x3/2 f16, padding 2, dilation 2": (_conv2(3, 128, 16, 11, 10, 3, s=2, p=2, d=2, dtype="f16"), None),
+    "1x1 of 640 channels (10 K-steps), bias": (_conv2(2, 640, 24, 3, 5, 1, bias=True), None),
+    "3x3 with a fused epilogue": (_conv2(2, 128, 24, 6, 7, 3, p=1, bias=True), "epilogue"),
+}
+
+
+@pytest.mark.parametrize("name", list(PLANNED))
+@pytest.mark.parametrize("split", [False, True])
+def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, split: bool, monkeypatch) -> None:
+    """Through `run_on_interpreter`, the kernels and parameters a GPU call launches: the flattened tile unsplit and
+    split (the fewest shares above one that divide its K-steps; the partial sums reduced by `conv_split_reduce`,
+    which adds the bias and the epilogue)."""
+    from dataclasses import replace
+
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    import argus.kernels.conv as conv_module
+    from argus.kernels.conv import conv_plan, implicit_config, implicit_k_steps, run_on_interpreter, with_stages
+    from argus.kernels.epilogue import Epilogue
+
+    conv, which = PLANNED[name]
+    planned = implicit_config(conv)
+    assert planned.FLAT, planned
+    steps = implicit_k_steps(conv, planned.BK)
+    splits = next(s for s in range(2, steps + 1) if steps % s == 0) if split else 1
+    config = with_stages(conv, replace(planned, SPLITS=splits), conv_module.FLAT_MAX_STAGES)
+    monkeypatch.setattr(conv_module, "implicit_config", lambda c, sms=132: config)
+    conv_plan.cache_clear()
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[conv.dtype]
+    gen = torch.Generator().manual_seed(conv.channels + splits)
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype).double()
+
+    _, kh, kw = conv.kernel
+    x, w = draw(conv.batch, conv.channels, *conv.size[1:]), draw(conv.filters, conv.channels, kh, kw)
+    b = draw(conv.filters) if conv.bias else None
+    epilogue, operands = None, []
+    if which == "epilogue":
+        epilogue = Epilogue.of("T.maximum(acc * scale, 0.0) + shift", scale="columns", shift="columns")
+        operands = [draw(conv.filters), draw(conv.filters)]
+    try:
+        kinds = [k.name for k in conv_plan(conv, epilogue=epilogue).kernels()]
+        assert kinds == ["conv_im2col_gemm"] + (["conv_split_reduce"] if splits > 1 else [])
+        got = run_on_interpreter(conv, x.numpy(), w.numpy(), None if b is None else b.numpy(), epilogue=epilogue,
+                                 operands=[o.numpy() for o in operands])  # fmt: skip
+    finally:
+        conv_plan.cache_clear()
+    want = F.conv2d(x, w, b, conv.stride[1:], conv.padding[1:], conv.dilation[1:])
+    if epilogue is not None:
+        want = torch.clamp_min(want * operands[0].view(1, -1, 1, 1), 0.0) + operands[1].view(1, -1, 1, 1)
+    got = np.asarray(got).reshape(want.shape)
+    assert not np.isnan(got).any(), "an output element was never written"
+    assert float(np.abs(got - want.numpy()).max() / max(want.abs().max().item(), 1.0)) < 1e-2
+
+
+def test_the_planned_flat_kernels_verify() -> None:
+    """What `argus solve` verifies for a planned flattened tile: the kernel and, split along K, the reduction; no
+    finding, every tag assertion and contraction-once check proved."""
+    from argus.kernels.conv import conv_plan
+    from argus.verify import verify
+
+    for conv in (_conv2(32, 256, 256, 14, 14, 3, p=1, bias=True), _conv2(8, 512, 512, 7, 7, 3, s=1, p=1)):
+        found = conv_plan(conv).kernels()
+        assert found[0].name == "conv_im2col_gemm"
+        for kernel in found:
+            result = verify(kernel)
+            assert result.verdict.value == "verified", [f.message for f in result.findings]
+            assert all(c.verdict.value == "verified" for c in result.checks if c.check == "tag assertion")
+
+
+gpu = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no CUDA GPU visible to torch")
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_a_flat_call_on_the_gpu_matches_cudnn(layout: str) -> None:
+    """`LibraryConv` on CUDA tensors through planned flattened tiles, unsplit (28x28, bias) and split (7x7 at batch
+    8), both layouts: against conv2d in float64."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    from argus.kernels.conv import LibraryConv, conv_plan
+
+    for conv in (_conv2(4, 128, 128, 28, 28, 3, p=1, bias=True), _conv2(8, 512, 512, 7, 7, 3, p=1)):
+        assert conv_plan(conv).implicit.FLAT
+        gen = torch.Generator(device="cuda").manual_seed(7)
+        x = torch.randn(conv.batch, conv.channels, 28 if conv.bias else 7, 28 if conv.bias else 7, device="cuda",
+                        generator=gen).bfloat16()  # fmt: skip
+        w = (torch.randn(conv.filters, conv.channels, 3, 3, device="cuda", generator=gen) / 30).bfloat16()
+        b = torch.randn(conv.filters, device="cuda", generator=gen).bfloat16() if conv.bias else None
+        if layout == "channels_last":
+            x = x.to(memory_format=torch.channels_last)
+        call = LibraryConv("conv", conv)
+        out = torch.empty((conv.batch, conv.filters, *x.shape[2:]), dtype=x.dtype, device="cuda")
+        if layout == "channels_last":
+            out = out.to(memory_format=torch.channels_last)
+        call(*([x, w, b] if b is not None else [x, w]), out)
+        want = F.conv2d(x.double(), w.double(), None if b is None else b.double(), padding=1)
+        assert ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item() < 1e-2

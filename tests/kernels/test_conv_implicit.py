@@ -2,7 +2,8 @@
 take it, its tile choice, its result on the CPU interpreter against ``torch.nn.functional`` at small odd shapes
 (padding, stride, dilation, asymmetric windows, bias, 1-d, f16, several channel and filter tiles), the pointwise
 route through the GEMM library, its verification (the tag assertions prove that every position row of the A stage
-holds the input element its tap reads), its SASS, and the same call on a GPU."""
+holds the input element its tap reads), its SASS, and the same call on a GPU. The planner's other tile, of flattened
+positions on `conv_im2col_gemm`, is off here (`_implicit_tiles_only`) and tested in `test_conv_im2col.py`."""
 
 from __future__ import annotations
 
@@ -39,6 +40,17 @@ from argus.kernels.conv_implicit import conv_implicit_gemm
 from argus.kernels.epilogue import Epilogue
 from argus.lang.errors import DSLError
 from argus.verify import verify
+
+
+@pytest.fixture(autouse=True)
+def _implicit_tiles_only(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202 - a fixture
+    """These tests are the implicit kernel's: the planner's flattened-position tile (`FLAT_TILES`, the kernel
+    `conv_im2col_gemm`, tested in `test_conv_im2col.py`) is switched off, the plans cached with it dropped."""
+    monkeypatch.setattr(conv_module, "FLAT_TILES", False)
+    conv_plan.cache_clear()
+    yield
+    conv_plan.cache_clear()
+
 
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 #: the relative max error allowed: 16-bit outputs round once; f32 is split precision (bf16x3: 3e-6 to 1.2e-5 measured

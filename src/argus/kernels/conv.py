@@ -77,6 +77,8 @@ from typing import Any
 from argus.atoms.common import MAX_GRID_Y, MAX_GRID_Z, SMS, shared_budget
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.atoms.target import DEFAULT_TARGET
+from argus.atoms.tma import IM2COL_OFFSET_MAX, conv_im2col_box, diagnose_im2col
+from argus.kernels.conv_im2col import conv_im2col_gemm
 from argus.kernels.conv_implicit import conv_implicit_gemm, conv_split_reduce
 from argus.kernels.conv_kernels import (
     ITEMSIZE,
@@ -417,6 +419,9 @@ class ImplicitConfig:
     #: splits of the K loop (split-K, `implicit_splits`): each tile's K-steps in SPLITS shares, their f32 partial sums
     #: summed by `conv_split_reduce`, which adds the bias and applies the epilogue
     SPLITS: int = 1
+    #: a tile of BH * BW consecutive flattened output positions (N·OH·OW) rather than BH rows of BW columns: the
+    #: kernel `argus.kernels.conv_im2col.conv_im2col_gemm` (one TMA im2col box per K-step; `flat_refusal`), BH = 1
+    FLAT: bool = False
 
     @property
     def blocks_per_sm(self) -> int:
@@ -424,8 +429,9 @@ class ImplicitConfig:
         return 2 if self.CONSUMERS == 1 else 1
 
     def label(self) -> str:
+        tile = f"flat {self.BH * self.BW}x{self.BN}" if self.FLAT else f"{self.BH}x{self.BW}x{self.BN}"
         return (
-            f"{self.BH}x{self.BW}x{self.BN} s{self.STAGES} c{self.CONSUMERS}"
+            f"{tile} s{self.STAGES} c{self.CONSUMERS}"
             + (f" p{self.BLOCKS}" if self.BLOCKS else "")
             + (f" k{self.BK}" if self.BK != IMPLICIT_BK else "")
             + (f" split{self.SPLITS}" if self.SPLITS > 1 else "")
@@ -562,9 +568,71 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
         # strided view) did not complete within the verifier's budget (level 1's 76: unknown); one block per tile
         # verifies in seconds. A strided 1x1 (a projection) reads phase 0 only, and its persistent form verifies
         pick = replace(pick, BLOCKS=sms * pick.blocks_per_sm)
+    waste = best[pick.CONSUMERS][0]
+    if FLAT_TILES and waste >= (FLAT_WASTE if pick.BLOCKS else 1.01) and flat_refusal(conv) is None:
+        return flat_config(conv, sms)
     if IMPLICIT_SPLIT:
         pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
     return with_stages(conv, pick)
+
+
+#: Whether `implicit_config` takes a tile of flattened output positions (`ImplicitConfig.FLAT`) where `flat_refusal`
+#: allows it and the implicit kernel's BH x BW tile computes positions past the image's edges: any where that tile
+#: runs one block per tile, `FLAT_WASTE` where it runs persistent. Measured on an H200 (session 39, call 5 of
+#: `benchmarks/results/2026-12-02-tma-im2col/`, unsplit): on ResNet-50's layers whose K loop is longer than
+#: `PERSISTENT_K_STEPS` (tiles wasting 14-31 %) the flattened tile ran 1.11-1.25x the implicit kernel's (14x14 3x3
+#: 256: 1.16 against 0.93x cuDNN); the rows of short K loops at 56x56 (no waste, persistent) ran faster on the
+#: implicit kernel, which has a persistent form. An unwasteful tile's long K loop (56x56 3x3) stays implicit: not
+#: measured flattened.
+FLAT_TILES = True
+#: A persistent implicit tile that computes this many positions per output position or more (its BH x BW tiles past
+#: the image's edges) gives way to the flattened tile: ResNet-50's 1x1 512->2048 at 7x7 (8x8 tiles for 49
+#: positions, 1.31) ran 1.32x faster flattened; at 28x28 (4x32 tiles, 1.14) the persistent tile was as fast or 5 %
+#: faster (session 39, call 5). A threshold between two measured points, not a measured crossover.
+FLAT_WASTE = 1.25
+#: The most stages the flattened tile pipelines: six ran 0-10 % faster than four on ResNet-50's layers of 14x14 and
+#: 7x7 (session 39, call 5: 3x3/2 28->14 18.8 against 20.3 us), at most 2 % slower elsewhere.
+FLAT_MAX_STAGES = 6
+
+
+def flat_refusal(conv: Conv) -> str | None:
+    """Why `conv` does not run on the flattened-position kernel (`conv_im2col_gemm`; None: it may): a 2-d forward
+    convolution without groups in bf16 or f16 (f32's split planes are the implicit kernel's), padding the same at
+    both ends (a transposed convolution's stride phases are not), at least 64 channels (its K step: one 128-byte
+    swizzle row), and a traversal TMA's im2col mode can address in a 4-d tensor (`argus.atoms.tma.diagnose_im2col`:
+    corners within 8 bits, strides 1..8; the taps' offsets below 256)."""
+    if conv.rank != 2 or conv.transposed or conv.padding_end is not None:
+        return "not a 2-d forward convolution with the same padding at both ends"
+    if conv.groups != 1 or conv.dtype not in ("bf16", "f16"):
+        return f"{conv.groups} groups of {conv.dtype} values: one group of 16-bit values is needed"
+    if implicit_bk(conv) != IMPLICIT_BK:
+        return f"{conv.channels} channels: the K step is {IMPLICIT_BK} channels"
+    refused = implicit_refusal(conv)
+    if refused is not None:
+        return refused
+    _, kh, kw = conv.kernel
+    _, lh, lw = conv.dilation
+    window = ((kh - 1) * lh + 1, (kw - 1) * lw + 1)
+    box = conv_im2col_box(conv.padding[1:], window, conv.stride[1:], 128, IMPLICIT_BK)
+    shape = (conv.batch, *conv.size[1:], conv.channels)
+    problems = diagnose_im2col(shape, box, ITEMSIZE[conv.dtype], swizzle=IMPLICIT_BK * ITEMSIZE[conv.dtype])
+    if problems:
+        return f"TMA's im2col mode cannot address it: {problems[0].message}"
+    if max(window) - 1 > IM2COL_OFFSET_MAX[4]:
+        return f"a dilated window of {window}: im2col offsets of a 4-d tensor are below {IM2COL_OFFSET_MAX[4] + 1}"
+    if conv.batch * conv.positions >= 2**31:
+        return f"{conv.batch * conv.positions} output positions: the kernel indexes them in 32 bits"
+    return None
+
+
+def flat_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
+    """The flattened-position tile of `conv` (`flat_refusal` None): 128 positions (two consumer warpgroups) by
+    `implicit_bn` filters, K steps of 64 channels, as many stages as fit (up to `FLAT_MAX_STAGES`), its K loop
+    split where `implicit_splits` says to."""
+    pick = ImplicitConfig(1, 128, implicit_bn(conv), 1, 2, FLAT=True)
+    if IMPLICIT_SPLIT:
+        pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
+    return with_stages(conv, pick, FLAT_MAX_STAGES)
 
 
 def implicit_k_steps(conv: Conv, bk: int) -> int:
@@ -575,6 +643,8 @@ def implicit_k_steps(conv: Conv, bk: int) -> int:
 
 def implicit_tiles(conv: Conv, config: ImplicitConfig) -> int:
     """The tiles (blocks, one block per tile) of `conv` on `config`: output positions, planes, filters and images."""
+    if config.FLAT:
+        return -(-conv.batch * conv.positions // (config.BH * config.BW)) * -(-conv.filters // config.BN)
     _, oh, ow = conv.out
     planes = conv.out[0] if conv.rank == 3 else 1
     spatial = -(-ow // config.BW) * -(-oh // config.BH) * planes
@@ -624,6 +694,8 @@ def with_stages(conv: Conv, config: ImplicitConfig, most: int | None = None) -> 
     # the output tile's buffer (f32 partial sums with split-K), padded as the larger of its two layouts needs:
     item = 4 if config.SPLITS > 1 else ITEMSIZE[conv.dtype]
     out = max(bm * (config.BN + (8 if item == 4 else 0)), (bm + 16 // item) * config.BN) * item  # NHWC, NCHW
+    if config.FLAT:  # stored from the accumulator's registers
+        out = 0
     budget = shared_budget(config.blocks_per_sm) - out - 1024  # the barriers and the carve's alignment
     return replace(config, STAGES=max(2, min(most, budget // stage)))
 
@@ -633,7 +705,29 @@ def writes_nchw(conv: Conv, config: ImplicitConfig) -> bool:
     NCHW): where a tile row holds at least 128 bytes of positions per channel. Narrower rows store in pieces of a
     sector (16 bytes for 8 bf16 positions), which ran slower than the NHWC tile and a permuted copy (run 9). A
     split-K tile (`ImplicitConfig.SPLITS`) is summed channels last by `conv_split_reduce`."""
-    return config.BW * ITEMSIZE[conv.dtype] >= 128 and config.SPLITS == 1
+    return config.BW * ITEMSIZE[conv.dtype] >= 128 and config.SPLITS == 1 and not config.FLAT
+
+
+def implicit_kind(config: ImplicitConfig) -> str:
+    """The kernel a tile runs on (`_traced`'s name): the flattened-position one (`ImplicitConfig.FLAT`) or the
+    implicit one."""
+    return "flat" if config.FLAT else "implicit"
+
+
+def flat_params(conv: Conv, config: ImplicitConfig, epilogue: Epilogue | None = None) -> dict[str, Any]:
+    """`conv_im2col_gemm`'s trace parameters for `conv` on the flattened tile `config` (`flat_refusal` None):
+    channels last; split along K, f32 partial sums (the bias and `epilogue` go to `split_reduce_params`' kernel)."""
+    _, kh, kw = conv.kernel
+    _, sh, sw = conv.stride
+    _, ph, pw = conv.padding
+    _, lh, lw = conv.dilation
+    split = config.SPLITS > 1
+    return {
+        "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
+        "BN": config.BN, "BK": config.BK, "CB": -(-conv.channels // config.BK), "STAGES": config.STAGES,
+        "CONSUMERS": config.CONSUMERS, "SPLITS": config.SPLITS, "BIAS": conv.bias and not split,
+        "IN": conv.dtype, "OUT": "f32" if split else conv.dtype,
+    } | ({"EPILOGUE": epilogue} if epilogue is not None and not split else {})  # fmt: skip
 
 
 def implicit_params(
@@ -642,7 +736,10 @@ def implicit_params(
     """`conv_implicit_gemm`'s trace parameters for `conv` (a 1-d convolution as a 2-d one of height 1), the channel
     blocks per tap fixed (`CB`: one K loop, the form whose proofs are quickest). `nchw`: the kernel writes the
     output channels first (`writes_nchw`), else channels last. Split along K (`ImplicitConfig.SPLITS`), the kernel
-    writes f32 partial sums channels last, and the bias and `epilogue` go to `split_reduce_params`' kernel."""
+    writes f32 partial sums channels last, and the bias and `epilogue` go to `split_reduce_params`' kernel. A
+    flattened tile (`ImplicitConfig.FLAT`): `flat_params`."""
+    if config.FLAT:
+        return flat_params(conv, config, epilogue)
     kd, kh, kw = conv.kernel
     sd, sh, sw = conv.stride
     pd, ph, pw = conv.padding
@@ -910,6 +1007,7 @@ def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
         "output_bias": conv_output_bias,
         "weight": conv_transpose_weight,
         "implicit": conv_implicit_gemm,
+        "flat": conv_im2col_gemm,
         "split_reduce": conv_split_reduce,
         "split": split_bf16x3,
         "depthwise": conv_depthwise,
@@ -1026,9 +1124,9 @@ def _implicit_kernels(
     if config.SPLITS > 1:  # the split kernel's partial sums (one layout: channels last), then their reduction
         params = implicit_params(conv, config, nchw=False)
         reduce = split_reduce_params(conv, config, epilogue)
-        return [*found, _traced("implicit", _key(params)), _traced("split_reduce", _key(reduce))]
+        return [*found, _traced(implicit_kind(config), _key(params)), _traced("split_reduce", _key(reduce))]
     params = (implicit_params(conv, config, nchw=v, epilogue=epilogue) for v in layouts)
-    return [*found, *(_traced("implicit", _key(p)) for p in params)]
+    return [*found, *(_traced(implicit_kind(config), _key(p)) for p in params)]
 
 
 def _key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -1446,13 +1544,16 @@ def _implicit_on_interpreter(
         else (np.asarray(bias, dtype=np.float64).reshape(f) if conv.bias else np.zeros(1))
     )
     splits = config.SPLITS
+    if config.FLAT:  # the input as it is (N, H, W, C), the output (N·OH·OW, F)
+        xs, ys = xl.shape[:1] + xl.shape[2:], (n * conv.positions, f)
     arrays = {
         "X": xl.reshape(xs),
         "WT": wl.reshape(ws),
         "B": b if splits == 1 else np.zeros(1),
         "Y": np.full(ys if splits == 1 else (splits, *ys), np.nan),
     }
-    run_kernel(_traced("implicit", _key(implicit_params(conv, config, nchw=nchw, epilogue=epilogue))), arrays)
+    params = implicit_params(conv, config, nchw=nchw, epilogue=epilogue)
+    run_kernel(_traced(implicit_kind(config), _key(params)), arrays)
     y = arrays["Y"]
     if splits > 1:  # the partial sums' reduction, the bias and the epilogue, into the channels-last output
         reduced = {"W": y.reshape(splits, -1, f), "B": b, "Y": np.full((y[0].size // f, f), np.nan)}
@@ -1777,12 +1878,15 @@ def prepare_implicit(
     import torch
 
     params = implicit_params(conv, config, nchw=nchw, epilogue=epilogue)
-    if config.SPLITS == 1:
-        return [_loaded("implicit", _key(params)).prepare(xv, wv, b, y)], ()
-    work = torch.empty((config.SPLITS, *y.shape), dtype=torch.float32, device=y.device)
     f = conv.filters
+    kernel = _loaded(implicit_kind(config), _key(params))
+    if config.FLAT:  # the input (N, H, W, C) as it is in memory (not the strided view), the output (N·OH·OW, F)
+        xv, y = xv.reshape(conv.batch, *conv.size[1:], conv.channels), y.view(-1, f)
+    if config.SPLITS == 1:
+        return [kernel.prepare(xv, wv, b, y)], ()
+    work = torch.empty((config.SPLITS, *y.shape), dtype=torch.float32, device=y.device)
     return [
-        _loaded("implicit", _key(params)).prepare(xv, wv, _zero_bias(work), work),
+        kernel.prepare(xv, wv, _zero_bias(work), work),
         _loaded("split_reduce", _key(split_reduce_params(conv, config, epilogue))).prepare(
             work.view(config.SPLITS, -1, f), b, y.view(-1, f)
         ),
@@ -1884,6 +1988,10 @@ __all__ = [
     "implicit_channels",
     "implicit_config",
     "implicit_params",
+    "flat_config",
+    "flat_params",
+    "flat_refusal",
+    "implicit_kind",
     "implicit_refusal",
     "writes_nchw",
     "is_pointwise",

@@ -11,16 +11,28 @@ by `benchmarks/conv_im2col_probe.py`. docs/conv.md says what remains before `arg
 
 from __future__ import annotations
 
+from typing import Any
+
 import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
+from argus.kernels.conv_implicit import _bias_shape, channel_operands, finished
+from argus.kernels.epilogue import Epilogue
+from argus.lang.errors import DSLError
 
 
-@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def _output_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
+    """The output (M, F): the channels-last output viewed as positions x filters; split along K (SPLITS > 1), the f32
+    workspace (SPLITS, M, F) of the partial sums, one slice a split (`conv_split_reduce`'s W)."""
+    return (SPLITS, "M", "F") if SPLITS > 1 else ("M", "F")
+
+
+@argus.kernel(policies={"tile_shape": ("BN", "BK"), "stages": "STAGES"})
 def conv_im2col_gemm(
     X: T.Tensor[("N", "H", "W", "C"), "IN"],
     WT: T.Tensor[("TX", "F", "TAPS", "C"), "IN"],
-    Y: T.Tensor[("M", "F"), "OUT"],
+    B: T.Tensor[_bias_shape, "OUT"],
+    Y: T.Tensor[_output_shape, "OUT"],
     KH: int = 3,
     KW: int = 3,
     SH: int = 1,
@@ -29,22 +41,43 @@ def conv_im2col_gemm(
     PW: int = 1,
     LH: int = 1,
     LW: int = 1,
-    BM: int = 128,
     BN: int = 128,
     BK: int = 64,
     CB: int = 1,
     STAGES: int = 4,
     CONSUMERS: int = 2,
+    SPLITS: int = 1,
+    BIAS: bool = False,
     IN: str = "bf16",
     OUT: str = "bf16",
+    EPILOGUE: Epilogue | None = None,
 ):
-    """Y[p, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * WT[0, f, kh*KW + kw, c],
-    p = (n * OH + oh) * OW + ow: a 2-d forward convolution, channels last (Y is the NHWC output viewed as (N*OH*OW,
-    F)), the input's padding zero-filled by TMA. One block per (BM positions, BN filters) tile; a producer
-    warpgroup loads, per K-step (tap, channel block of BK; CB blocks per tap), one im2col box of the tile's BM
-    positions and one weight box; CONSUMERS warpgroups multiply with wgmma and store."""
+    """Y[p, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * WT[0, f, kh*KW + kw, c]
+    (+ B[f] with BIAS, then the fused EPILOGUE), p = (n * OH + oh) * OW + ow: a 2-d forward convolution, channels last
+    (Y is the NHWC output viewed as (N*OH*OW, F)), the input's padding zero-filled by TMA. One block per (BM = 64 x
+    CONSUMERS positions, BN filters) tile; a producer warpgroup loads, per K-step (tap, channel block of BK; CB blocks
+    per tap), one im2col box of the tile's BM positions and one weight box; CONSUMERS warpgroups multiply with wgmma
+    and store. B and EPILOGUE as in `argus.kernels.conv_implicit.conv_implicit_gemm` (per-output-channel rows).
+
+    SPLITS > 1 splits the K loop (split-K) for convolutions of too few tiles to fill the GPU: the grid's third axis
+    is the split, split s multiplies K-steps ``s * KS ... (s + 1) * KS - 1`` (KS = the K-steps / SPLITS, which must
+    divide them), and Y is the f32 workspace (SPLITS, M, F) into whose slice s the tile's partial sum is stored,
+    without the bias or the epilogue: `conv_split_reduce` sums the slices and applies them."""
+    if CONSUMERS not in (1, 2):
+        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
+    if not isinstance(SPLITS, int) or SPLITS < 1:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive number of K splits, not {SPLITS!r}")
+    k_steps = KH * KW * CB
+    if SPLITS > 1 and (k_steps % SPLITS or OUT != "f32" or BIAS or EPILOGUE is not None):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"split-K (SPLITS = {SPLITS}) stores f32 partial sums of an equal share of the {k_steps} K-steps: SPLITS "
+            f"must divide them, OUT='f32', no BIAS or EPILOGUE (conv_split_reduce adds them), not OUT={OUT!r}, "
+            f"BIAS={BIAS}, EPILOGUE={EPILOGUE!r}",
+        )
+    channel_operands(EPILOGUE)
     N, H, W, C = X.shape  # noqa: N806 - the kernel's shape symbols
-    M, F = Y.shape  # noqa: N806
+    M, F = Y.shape[-2:]  # noqa: N806
     OH = (H + (2 * PH - LH * (KH - 1) - 1)) // SH + 1  # noqa: N806
     OW = (W + (2 * PW - LW * (KW - 1) - 1)) // SW + 1  # noqa: N806
     T.assume(
@@ -52,8 +85,9 @@ def conv_im2col_gemm(
         f"M == N * ((H + {2 * PH} - {LH * (KH - 1) + 1}) // {SH} + 1) * "
         f"((W + {2 * PW} - {LW * (KW - 1) + 1}) // {SW} + 1)"
     )
-    k_steps = KH * KW * CB
-    with T.grid(T.cdiv(M, BM), T.cdiv(F, BN), threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bm, bf):
+    BM = 64 * CONSUMERS  # noqa: N806 - the GEMM's M tile
+    k_split = k_steps // SPLITS  # the K-steps of one split
+    with T.grid(T.cdiv(M, BM), T.cdiv(F, BN), SPLITS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bm, bf, split):
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
@@ -63,8 +97,9 @@ def conv_im2col_gemm(
         n0, h0, w0 = X.im2col_pixel(p0, **box)  # where the tile's loads start: computed once (T.let), not per load
         with T.role("producer", warpgroups=(0,), registers=40):
             with T.let(n0, "image") as ni, T.let(h0, "row") as hi, T.let(w0, "column") as wi:
-                for k, s in T.pipeline(k_steps, stages=STAGES):
-                    tap, cb = k // CB, k % CB
+                for k, s in T.pipeline(k_split, stages=STAGES):
+                    kk = k + split * k_split if SPLITS > 1 else k  # the tile's K-step
+                    tap, cb = kk // CB, kk % CB
                     T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
                     T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
                     src = X.im2col(
@@ -83,8 +118,9 @@ def conv_im2col_gemm(
         with T.role("consumer", warpgroups=tuple(range(1, 1 + CONSUMERS)), registers=232):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
             T.fill(acc, 0.0)
-            for k, s in T.pipeline(k_steps, stages=STAGES):
-                tap, cb = k // CB, k % CB
+            for k, s in T.pipeline(k_split, stages=STAGES):
+                kk = k + split * k_split if SPLITS > 1 else k
+                tap, cb = kk // CB, kk % CB
                 T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
                 # invariant: row m of the A stage holds the input pixel that tap (kh, kw) reads for output position
                 # p0 + m = (n, oh, ow) flattened, channel block cb (n by two divisions: a product of three sizes could
@@ -107,4 +143,7 @@ def conv_im2col_gemm(
                 )
                 T.gemm(sA[s], sB[s].T, acc)
                 T.mbarrier_arrive(empty[s])
-            T.copy(acc, Y.tile((bm, bf), (BM, BN)))
+            if SPLITS > 1:
+                T.copy(acc, Y.window((split, p0, bf * BN), (None, BM, BN)))
+            else:  # rounded as it is stored (a cast into a fragment of its own made ptxas serialize the K loop's wgmma)
+                T.copy(finished(acc, B, bf, BN, BIAS, EPILOGUE), Y.tile((bm, bf), (BM, BN)))

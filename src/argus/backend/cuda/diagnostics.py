@@ -35,6 +35,9 @@ _TOOL = re.compile(
     r"^(?P<tool>nvrtc|ptxas)(?:\s+(?P<kind>fatal|error|warning|info))?\s*:\s*"
     r"(?:(?P<severity>error|warning)\s*:\s*)?(?P<message>.*)$"
 )
+#: The text of ptxas's info lines that report code it made slower than written (``(C7514) Potential Performance
+#: Loss: wgmma.mma_async instructions are serialized ...``): reported as warnings.
+_PERFORMANCE_LOSS = "Potential Performance Loss"
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(?P<file>\d+)\s+(?P<line>\d+)\b")
 _PTX_FILE = re.compile(r'^\s*\.file\s+(?P<file>\d+)\s+"(?P<path>[^"]*)"')
 
@@ -149,6 +152,10 @@ def parse_log(log: str, *, program_name: str, line_map: LineMap, ptx: str | None
                     location=dsl_location(line_map, generated),
                 )
             )
+        elif (match := _TOOL.match(text)) and _PERFORMANCE_LOSS in match["message"]:
+            # an info line, but one a kernel author must see: ptxas serialized the wgmma pipeline (C7514: a non-wgmma
+            # instruction touches an accumulator register while MMAs are in flight), several times slower K loops
+            diagnostics.append(Diagnostic(tool=match["tool"], severity="warning", message=match["message"].strip()))
         elif (match := _TOOL.match(text)) and (severity := match["severity"] or match["kind"]) not in (None, "info"):
             if severity == "fatal" and any(d.tool == "ptxas" and d.is_error for d in diagnostics):
                 continue  # "ptxas fatal : Ptx assembly aborted due to errors" repeats what came before
