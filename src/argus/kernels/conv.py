@@ -568,8 +568,7 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
         # strided view) did not complete within the verifier's budget (level 1's 76: unknown); one block per tile
         # verifies in seconds. A strided 1x1 (a projection) reads phase 0 only, and its persistent form verifies
         pick = replace(pick, BLOCKS=sms * pick.blocks_per_sm)
-    waste = best[pick.CONSUMERS][0]
-    if FLAT_TILES and waste >= (FLAT_WASTE if pick.BLOCKS else 1.01) and flat_refusal(conv) is None:
+    if FLAT_TILES and (not pick.BLOCKS or best[pick.CONSUMERS][0] >= FLAT_WASTE) and flat_refusal(conv) is None:
         return flat_config(conv, sms)
     if IMPLICIT_SPLIT:
         pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
@@ -577,18 +576,19 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
 
 
 #: Whether `implicit_config` takes a tile of flattened output positions (`ImplicitConfig.FLAT`) where `flat_refusal`
-#: allows it and the implicit kernel's BH x BW tile computes positions past the image's edges: any where that tile
-#: runs one block per tile, `FLAT_WASTE` where it runs persistent. Measured on an H200 (session 39, call 5 of
-#: `benchmarks/results/2026-12-02-tma-im2col/`, unsplit): on ResNet-50's layers whose K loop is longer than
-#: `PERSISTENT_K_STEPS` (tiles wasting 14-31 %) the flattened tile ran 1.11-1.25x the implicit kernel's (14x14 3x3
-#: 256: 1.16 against 0.93x cuDNN); the rows of short K loops at 56x56 (no waste, persistent) ran faster on the
-#: implicit kernel, which has a persistent form. An unwasteful tile's long K loop (56x56 3x3) stays implicit: not
-#: measured flattened.
+#: allows it and the implicit kernel's tile would run one block per tile (a K loop longer than `PERSISTENT_K_STEPS`),
+#: or persistent but computing `FLAT_WASTE` positions per output position. Measured on an H200 (session 40,
+#: `benchmarks/results/2026-12-02-flat-tiles/`, call 2, each row's implicit tile timed beside it): 1.08-1.25x the
+#: implicit kernel on ResNet-50's 28x28, 14x14 and 7x7 layers (14x14 3x3 256: 1.13 against 0.93x cuDNN; split along
+#: K at 7x7: 0.92 against 0.74x), 1.27x on an unwasteful 56x56 3x3 of 256 channels (its 8x8 tiles' eight boxes a
+#: step), 2.0x on 12x12x384; the persistent implicit tiles of 56x56 and 28x28 layers with short K loops stayed
+#: faster (0.59-0.83x flattened: the flattened kernel has no persistent form).
 FLAT_TILES = True
 #: A persistent implicit tile that computes this many positions per output position or more (its BH x BW tiles past
 #: the image's edges) gives way to the flattened tile: ResNet-50's 1x1 512->2048 at 7x7 (8x8 tiles for 49
 #: positions, 1.31) ran 1.32x faster flattened; at 28x28 (4x32 tiles, 1.14) the persistent tile was as fast or 5 %
-#: faster (session 39, call 5). A threshold between two measured points, not a measured crossover.
+#: faster (session 39, call 5; session 40, call 2: 0.65-0.79x flattened). A threshold between two measured points,
+#: not a measured crossover.
 FLAT_WASTE = 1.25
 #: The most stages the flattened tile pipelines: six ran 0-10 % faster than four on ResNet-50's layers of 14x14 and
 #: 7x7 (session 39, call 5: 3x3/2 28->14 18.8 against 20.3 us), at most 2 % slower elsewhere.
@@ -625,11 +625,19 @@ def flat_refusal(conv: Conv) -> str | None:
     return None
 
 
+#: A flattened tile of a K loop this short (K-steps) and at least 256 filters takes 256 of them (BN): ResNet-50's
+#: 1x1 512->2048 at 7x7 (8 K-steps) ran 1.15x faster (session 40, call 2), and the 1x1 layers of session 39's probe
+#: (1-8 K-steps, 256-512 filters) 1.18-1.30x; on the 3x3 layers (18-72 K-steps) BN = 256 ran 0.62-0.75x of BN = 128
+#: (half as many tiles on the 132 SMs).
+FLAT_WIDE_K_STEPS = PERSISTENT_K_STEPS
+
+
 def flat_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     """The flattened-position tile of `conv` (`flat_refusal` None): 128 positions (two consumer warpgroups) by
-    `implicit_bn` filters, K steps of 64 channels, as many stages as fit (up to `FLAT_MAX_STAGES`), its K loop
-    split where `implicit_splits` says to."""
-    pick = ImplicitConfig(1, 128, implicit_bn(conv), 1, 2, FLAT=True)
+    `implicit_bn` filters (256 for a short K loop of at least 256: `FLAT_WIDE_K_STEPS`), K steps of 64 channels,
+    as many stages as fit (up to `FLAT_MAX_STAGES`), its K loop split where `implicit_splits` says to."""
+    wide = conv.filters >= 256 and implicit_k_steps(conv, IMPLICIT_BK) <= FLAT_WIDE_K_STEPS
+    pick = ImplicitConfig(1, 128, 256 if wide else implicit_bn(conv), 1, 2, FLAT=True)
     if IMPLICIT_SPLIT:
         pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
     return with_stages(conv, pick, FLAT_MAX_STAGES)
