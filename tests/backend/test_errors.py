@@ -181,3 +181,20 @@ def test_the_flat_convolution_keeps_its_wgmma_pipeline() -> None:
     for params in ({}, {"BIAS": True, "EPILOGUE": epilogue}, {"SPLITS": 2, "OUT": "f32"}):
         compiled = compile_kernel(conv_im2col_gemm.trace(BN=128, STAGES=4, CB=4, **params))
         assert compiled.module.warnings == (), compiled.module.warnings
+
+
+@pytest.mark.parametrize("name", ["gemm_hopper", "gemm_hopper_nn"])
+def test_a_k_loop_of_run_time_length_keeps_its_wgmma_pipeline(name: str) -> None:
+    """The warp-specialized GEMM's K loop runs ``cdiv(K, BK)`` times, possibly none: the accumulator after it merges
+    the fill's zeros with the loop's sums, and with the drain (``wgmma.wait_group 0``) after the loop ptxas put the
+    merge's moves before it and serialized every wgmma (C7515). The code generator emits the loop and its drain
+    under ``if (trip > 0)`` (`codegen.context.drained_loop`): no warning, and the loop waits for one group behind."""
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.backend.cuda.inspection import sass
+    from argus.kernels.registry import get_kernel
+
+    entry = get_kernel(name)
+    compiled = compile_kernel(entry.kernel.trace(**entry.params))
+    assert compiled.module.warnings == (), compiled.module.warnings
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass(compiled.module.cubin)
+    assert "> 0) {  // the wait inside the branch" in compiled.generated.source

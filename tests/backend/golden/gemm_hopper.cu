@@ -231,35 +231,39 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_warp_specialized(const
     // gemm.py:461  fill acc = 0.0
     #pragma unroll
     for (int v = 0; v < 128; ++v) acc[v] = 0.0f;
-    // gemm.py:462  for k_1 in range(((K + 63) // 64)) [pipelined, stages=4]:
-    // pipelined loop (4 stages): one wgmma group stays in flight; stage k-1 is released once the MMAs of iteration k are issued
-    for (int k_1 = 0; k_1 < (K + 63) / 64; ++k_1) {
-      // gemm.py:463  mbarrier.wait full[(k_1 % 4)] phase=((k_1 // 4) % 2)
-      argus::mbarrier_wait(argus::smem_u32(&full[k_1 % 4]), static_cast<unsigned>((k_1 / 4) % 2) & 1u);
-      // gemm.py:467  gemm acc += sA[(k_1 % 4), :128, :64] @ sB[(k_1 % 4), :256, :64].T atom=wgmma.m64n256k16.f32.bf16.bf16.ss
-      {
-        const int warpgroup = consumer_tid / 128;
-        const unsigned a_base = argus::smem_u32(sA) + 2 * ((k_1 % 4) * 8192 + (warpgroup * 64) * 64);  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
-        const unsigned long long a_desc = argus::wgmma_descriptor(a_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
-        const unsigned b_base = argus::smem_u32(sB) + 2 * ((k_1 % 4) * 16384);  // B: K-major, 128-byte swizzle, LBO 16, SBO 1024
-        const unsigned long long b_desc = argus::wgmma_descriptor(b_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
-        argus::wgmma_fence();
-        argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc, b_desc);
-        argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 2ull, b_desc + 2ull);
-        argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 4ull, b_desc + 4ull);
-        argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 6ull, b_desc + 6ull);
-        argus::wgmma_commit();
-        argus::wgmma_wait<1>();  // the previous iteration's MMAs
-      }
-      if (k_1 > 0) {
-        const int k_1_released = k_1 - 1;
+    if (((K + 63) / 64) > 0) {  // the wait inside the branch: ptxas keeps the wgmma pipeline
+      // gemm.py:462  for k_1 in range(((K + 63) // 64)) [pipelined, stages=4]:
+      // pipelined loop (4 stages): one wgmma group stays in flight; stage k-1 is released once the MMAs of iteration k are issued
+      for (int k_1 = 0; k_1 < (K + 63) / 64; ++k_1) {
+        // gemm.py:463  mbarrier.wait full[(k_1 % 4)] phase=((k_1 // 4) % 2)
+        argus::mbarrier_wait(argus::smem_u32(&full[k_1 % 4]), static_cast<unsigned>((k_1 / 4) % 2) & 1u);
+        // gemm.py:467  gemm acc += sA[(k_1 % 4), :128, :64] @ sB[(k_1 % 4), :256, :64].T atom=wgmma.m64n256k16.f32.bf16.bf16.ss
         {
-          const int k_1 = k_1_released;  // the arrival of iteration k_1 - 1
-          if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[k_1 % 4]));  // this warpgroup's MMAs have finished reading the stage
+          const int warpgroup = consumer_tid / 128;
+          const unsigned a_base = argus::smem_u32(sA) + 2 * ((k_1 % 4) * 8192 + (warpgroup * 64) * 64);  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
+          const unsigned long long a_desc = argus::wgmma_descriptor(a_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
+          const unsigned b_base = argus::smem_u32(sB) + 2 * ((k_1 % 4) * 16384);  // B: K-major, 128-byte swizzle, LBO 16, SBO 1024
+          const unsigned long long b_desc = argus::wgmma_descriptor(b_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
+          argus::wgmma_fence();
+          argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc, b_desc);
+          argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 2ull, b_desc + 2ull);
+          argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 4ull, b_desc + 4ull);
+          argus::wgmma_m64n256k16_f32_bf16_bf16<0, 0>(acc, a_desc + 6ull, b_desc + 6ull);
+          argus::wgmma_commit();
+          argus::wgmma_wait<1>();  // the previous iteration's MMAs
+        }
+        if (k_1 > 0) {
+          const int k_1_released = k_1 - 1;
+          {
+            const int k_1 = k_1_released;  // the arrival of iteration k_1 - 1
+            if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[k_1 % 4]));  // this warpgroup's MMAs have finished reading the stage
+          }
         }
       }
+      argus::wgmma_wait<0>();  // the last iteration's MMAs
+    } else {
+      argus::wgmma_wait<0>();  // the last iteration's MMAs
     }
-    argus::wgmma_wait<0>();  // the last iteration's MMAs
     if ((K + 63) / 64 > 0) {
       const int k_1 = (K + 63) / 64 - 1;  // the arrival of the last iteration
       if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[k_1 % 4]));  // this warpgroup's MMAs have finished reading the stage

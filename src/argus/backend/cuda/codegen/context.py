@@ -213,6 +213,22 @@ def zero_fill_folded(stmts: tuple[Stmt, ...], i: int) -> bool:
     )
 
 
+def drained_loop(stmts: tuple[Stmt, ...], i: int) -> bool:
+    """Whether statement `i` is a pipelined loop of a trip count not known when the kernel is built whose MMAs stay in
+    flight (a `Gemm` with ``pending``: the deferred-release pass's form), followed by the ``wgmma.wait_group 0``
+    that drains them (`Context._drained` emits the two together)."""
+    from argus.ir.expr import Const
+    from argus.ir.nodes import For, Gemm, LoopKind, WgmmaWait
+
+    s = stmts[i]
+    if not (isinstance(s, For) and s.kind == LoopKind.PIPELINED and i + 1 < len(stmts)):
+        return False
+    if isinstance(s.extent, int | Const) or not any(isinstance(x, Gemm) and x.pending for x in s.body):
+        return False
+    after = stmts[i + 1]
+    return isinstance(after, WgmmaWait) and after.pending == 0
+
+
 class Context:
     """The state of one kernel's emission and the helpers every rule uses.
 
@@ -257,6 +273,8 @@ class Context:
         #: accumulators whose zero fill was folded into the next ``wgmma`` (`zero_fill_folded`): its first instruction
         #: writes the products instead of adding them (scale-d = 0); `mma.gemm` takes the buffer out again
         self.zeroed_by_mma: set[Buffer] = set()
+        #: the `For` loops open around the statement being emitted (`control.loop`)
+        self.loop_depth = 0
 
     # --- writing ---------------------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -299,12 +317,39 @@ class Context:
     # --- statements ------------------------------------------------------------------------------------
     def body(self, stmts: tuple[Stmt, ...]) -> None:
         stmts = tuple(stmts)
+        skip = -1
         for i, s in enumerate(stmts):
+            if i == skip:
+                continue
             if zero_fill_folded(stmts, i):
                 self.line(f"// {where(s.loc)}  {describe(s)}: folded into the next wgmma (scale-d = 0)")
                 self.zeroed_by_mma.add(s.dst.buffer)
                 continue
+            if self.loop_depth == 0 and drained_loop(stmts, i):
+                self._drained(s, stmts[i + 1])
+                skip = i + 1
+                continue
             self.statement(s)
+
+    def _drained(self, loop: Stmt, wait: Stmt) -> None:
+        """A pipelined loop of a run-time trip count that keeps wgmma groups in flight, with the wait that drains
+        them after it (`drained_loop`), emitted as ``if (trip > 0) { loop; wait } else { wait }``: where the loop
+        may run no iteration, the accumulator's value after it merges the fill's with the loop's, and ptxas put that
+        merge's register moves before a wait that followed the loop and serialized every wgmma of the loop (C7515,
+        `gemm_warp_specialized`'s K loop); with the wait inside each branch, the moves come after it. The same
+        program: the wait runs exactly once on either path. Only for a loop outside any other (`Context.body`): a K
+        loop inside a persistent kernel's tile loop kept its pipeline without it, and its measured code stays."""
+        from argus.backend.cuda.codegen.cexpr import paren
+
+        trip = paren(self.expr(loop.extent))  # type: ignore[attr-defined]
+        with self.block(
+            f"if ({trip} > 0) {{  // the wait inside the branch: ptxas keeps the wgmma pipeline", "} else {"
+        ):
+            self.statement(loop)
+            self.statement(wait)
+        self.open(None)
+        self.statement(wait)
+        self.close()
 
     def statement(self, s: Stmt) -> None:
         """A ``// file.py:LINE  statement`` comment, then the statement's rule. A statement a pass inserted or moved

@@ -26,7 +26,11 @@ def loop(cx: Context, s: For) -> None:
     elif s.kind == LoopKind.PIPELINED:
         cx.line(f"// pipelined loop ({s.stages} stages), emitted as written: the pipelining pass has not run")
     with cx.block(f"for (int {var} = 0; {var} < {extent}; ++{var}) {{"):
-        cx.body(s.body)
+        cx.loop_depth += 1
+        try:
+            cx.body(s.body)
+        finally:
+            cx.loop_depth -= 1
 
 
 def branch(cx: Context, s: If) -> None:
