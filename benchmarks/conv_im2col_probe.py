@@ -1,6 +1,8 @@
-"""The flattened-position convolution (`argus.kernels.conv_im2col`, TMA im2col loads; experimental: `unknown` to the
-verifier, never planned) against cuDNN and against the planned implicit kernel, on `conv_implicit_sweep.py`'s rows,
-interleaved in one process (L2 flushed before every launch, CUDA events; `gemm_parity.interleaved_times`).
+"""The flattened-position convolution (`argus.kernels.conv_im2col`, TMA im2col loads) in several tiles against cuDNN
+and against the implicit kernel's tile, on `conv_implicit_sweep.py`'s rows, interleaved in one process (L2 flushed
+before every launch, CUDA events; `gemm_parity.interleaved_times`). Since session 40 the planner takes the flattened
+tile itself (`argus.kernels.conv.FLAT_TILES`) and `conv_implicit_sweep.py --flat` times the planned tile beside
+the implicit one; this probe times fixed tiles (its ``implicit`` contender: the planner with `FLAT_TILES` off).
 
     PYTHONPATH=src python benchmarks/conv_im2col_probe.py [--rounds 15] [--json F] [--only TEXT ...] [--extra]
 
@@ -71,6 +73,7 @@ def main() -> int:
     import torch
     import torch.nn.functional as F  # noqa: N812
 
+    import argus.kernels.conv as C  # noqa: N812
     from argus.backend.cuda.codegen import compile_kernel
     from argus.kernels.conv import Conv, _implicit_shapes, implicit_config, implicit_refusal, prepare_implicit
     from argus.kernels.conv_im2col import conv_im2col_gemm
@@ -108,7 +111,11 @@ def main() -> int:
         launches, errors, row = {}, {}, {"row": label, "wrong": [], "failed": {}}
         launches["cudnn"] = lambda x_cl=x_cl, w_cl=w_cl, s=s, p=p: F.conv2d(x_cl, w_cl, stride=s, padding=p)
         if implicit_refusal(conv) is None:
-            config = implicit_config(conv)
+            C.FLAT_TILES = False  # the implicit kernel's own tile
+            try:
+                config = implicit_config(conv)
+            finally:
+                C.FLAT_TILES = True
             xs, ws, ys = _implicit_shapes(conv)
             yi = torch.empty(ys, dtype=x.dtype, device="cuda")
             bias = torch.zeros(1, dtype=x.dtype, device="cuda")
@@ -131,7 +138,7 @@ def main() -> int:
             try:
                 loaded = load(compile_kernel(conv_im2col_gemm.trace(**params)))
                 y = torch.empty(n * oh * ow, f, dtype=x.dtype, device="cuda")
-                launch = loaded.prepare(xv, wv, y)
+                launch = loaded.prepare(xv, wv, torch.zeros(1, dtype=x.dtype, device="cuda"), y)  # no bias
                 launch.launch()
                 torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001 - reported in the table, the probe goes on
