@@ -598,7 +598,7 @@ FLAT_MAX_STAGES = 6
 def flat_refusal(conv: Conv) -> str | None:
     """Why `conv` does not run on the flattened-position kernel (`conv_im2col_gemm`; None: it may): a 2-d forward
     convolution without groups in bf16 or f16 (f32's split planes are the implicit kernel's), padding the same at
-    both ends (a transposed convolution's stride phases are not), at least 64 channels (its K step: one 128-byte
+    both ends (a transposed convolution's stride phases are not), more than 32 channels (its K step of 64, one 128-byte
     swizzle row), and a traversal TMA's im2col mode can address in a 4-d tensor (`argus.atoms.tma.diagnose_im2col`:
     corners within 8 bits, strides 1..8; the taps' offsets below 256)."""
     if conv.rank != 2 or conv.transposed or conv.padding_end is not None:
