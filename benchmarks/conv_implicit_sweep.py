@@ -2,7 +2,7 @@
 (`torch.nn.functional.conv2d` on channels-last tensors), interleaved in one process, L2 flushed before every launch,
 CUDA events (`gemm_parity.interleaved_times`).
 
-    PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits] [--extra]
+    PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits] [--extra] [--heldout]
         [--only TEXT ...]
 
 Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-50's convolutions in bf16 at batch 32
@@ -16,6 +16,8 @@ Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-5
   the split-K forms (the chosen tile split 1-8 ways along K, and the 8 x 8 one-consumer tile's);
 - with ``--extra``, rows of few tiles beyond ResNet-50 at batch 32: its late layers at inference batches (8, 1) and
   other deep, small-spatial layers;
+- with ``--heldout``, rows no tile choice was tuned on (VGG-16, U-Net, YOLO-like and Stable Diffusion layers, odd
+  sizes and windows), with their own geometric mean;
 - with ``--flat``, beside the planned tile the other kernel's: where the plan is a flattened-position tile
   (`ImplicitConfig.FLAT`, `conv_im2col_gemm`) the implicit kernel's tile the planner took before it (``implicit``)
   and flattened variants (BN 256, 4 stages); elsewhere the flattened tile (``flat``) where it may run. The printed
@@ -76,6 +78,25 @@ EXTRA_ROWS = [
     ("b8 3x3 256->128 56", 8, 256, 128, 56, 56, 3, 1, 1, "bf16"),
 ]
 
+#: rows no tile choice was tuned on (``--heldout``, session 40): VGG-16, U-Net, YOLO-like and Stable Diffusion U-Net
+#: layers, odd sizes and windows
+HELDOUT_ROWS = [
+    ("vgg16 b16 3x3 64 224", 16, 64, 64, 224, 224, 3, 1, 1, "bf16"),
+    ("vgg16 b16 3x3 128 112", 16, 128, 128, 112, 112, 3, 1, 1, "bf16"),
+    ("vgg16 b16 3x3 256 56", 16, 256, 256, 56, 56, 3, 1, 1, "bf16"),
+    ("vgg16 b16 3x3 512 28", 16, 512, 512, 28, 28, 3, 1, 1, "bf16"),
+    ("unet b4 3x3 64 256", 4, 64, 64, 256, 256, 3, 1, 1, "bf16"),
+    ("unet b4 3x3 128 128", 4, 128, 128, 128, 128, 3, 1, 1, "bf16"),
+    ("yolo b16 3x3/2 64->128 160", 16, 64, 128, 160, 160, 3, 2, 1, "bf16"),
+    ("yolo b16 3x3 256 40", 16, 256, 256, 40, 40, 3, 1, 1, "bf16"),
+    ("odd b8 3x3 96->160 33", 8, 96, 160, 33, 33, 3, 1, 1, "bf16"),
+    ("odd b8 5x5 64->96 27", 8, 64, 96, 27, 27, 5, 1, 2, "bf16"),
+    ("odd b4 7x7 128 19", 4, 128, 128, 19, 19, 7, 1, 3, "bf16"),
+    ("b64 3x3 192 17", 64, 192, 192, 17, 17, 3, 1, 1, "bf16"),
+    ("sd b2 3x3 320 64 f16", 2, 320, 320, 64, 64, 3, 1, 1, "f16"),
+    ("sd b2 3x3 640 32 f16", 2, 640, 640, 32, 32, 3, 1, 1, "f16"),
+    ("sd b2 3x3 1280 16 f16", 2, 1280, 1280, 16, 16, 3, 1, 1, "f16"),
+]
 
 #: f32 rows, NCHW as KernelBench gives them: (label, rank, N, C, F, spatial, kernel, stride, padding, dilation, bias)
 F32_ROWS = [
@@ -265,6 +286,7 @@ def main() -> int:
     parser.add_argument("--only-f32", action="store_true", help="only the f32 table")
     parser.add_argument("--only", action="append", default=[], help="the rows whose label starts with this text")
     parser.add_argument("--flat", action="store_true", help="the flattened tile against the implicit one")
+    parser.add_argument("--heldout", action="store_true", help="also rows no tile choice was tuned on")
     args = parser.parse_args()
 
     import torch
@@ -290,9 +312,10 @@ def main() -> int:
         "\n| row | tile | kernel ms | call ms | cuDNN ms | kernel × cuDNN | call × cuDNN | kernel TFLOP/s | cuDNN "
         "TFLOP/s | err | host µs call / cuDNN | other |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    ratios = []
+    ratios, heldout = [], []
     args.f32 = args.f32 or args.only_f32
-    for label, n, c, f, h, w, k, s, p, dt in [] if args.only_f32 else ROWS + (EXTRA_ROWS if args.extra else []):
+    rows = ROWS + (EXTRA_ROWS if args.extra else []) + (HELDOUT_ROWS if args.heldout else [])
+    for label, n, c, f, h, w, k, s, p, dt in [] if args.only_f32 else rows:
         if args.only and not any(label.startswith(text) for text in args.only):
             continue
         conv = Conv(2, n, c, f, 1, (1, h, w), (1, k, k), (1, s, s), (0, p, p), (1, 1, 1), False, dt)
@@ -376,9 +399,11 @@ def main() -> int:
             for name in ms
             if name not in ("kernel", "call", "cudnn")
         )
+        implicit_ms = ms.get("implicit", ms["kernel"])
         if (label, n, c, f, h, w, k, s, p, dt) in ROWS:  # the geometric means: the ResNet-50 and KLineage rows'
-            implicit_ms = ms.get("implicit", ms["kernel"])
             ratios.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms["call"], ms["cudnn"] / implicit_ms))
+        elif (label, n, c, f, h, w, k, s, p, dt) in HELDOUT_ROWS:
+            heldout.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms["call"], ms["cudnn"] / implicit_ms))
         print(
             f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
             f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "
@@ -388,11 +413,17 @@ def main() -> int:
         results.append(row)
     if args.f32:
         results += f32_rows(args, torch, scratch)
+
+    def geomean(xs: list[float]) -> float:
+        return math.exp(statistics.mean(map(math.log, xs)))
+
+    if heldout:
+        print(
+            f"\nheld-out rows ({len(heldout)}): kernel x cuDNN {geomean([r[1] for r in heldout]):.3f}, call x cuDNN "
+            f"{geomean([r[2] for r in heldout]):.3f}"
+            + (f", implicit kernel alone x cuDNN {geomean([r[3] for r in heldout]):.3f}" if args.flat else "")
+        )
     if ratios:
-
-        def geomean(xs: list[float]) -> float:
-            return math.exp(statistics.mean(map(math.log, xs)))
-
         r50 = [r for r in ratios if r[0].startswith("r50 ")]  # ResNet-50 at batch 32: the issue's criterion
         print(f"\ngeomean kernel x cuDNN over {len(ratios)} rows: {geomean([r[1] for r in ratios]):.3f}")
         if r50:
