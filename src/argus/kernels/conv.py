@@ -625,21 +625,27 @@ def flat_refusal(conv: Conv) -> str | None:
     return None
 
 
-#: A flattened tile of a K loop this short (K-steps) and at least 256 filters takes 256 of them (BN): ResNet-50's
-#: 1x1 512->2048 at 7x7 (8 K-steps) ran 1.15x faster (session 40, call 2), and the 1x1 layers of session 39's probe
-#: (1-8 K-steps, 256-512 filters) 1.18-1.30x; on the 3x3 layers (18-72 K-steps) BN = 256 ran 0.62-0.75x of BN = 128
-#: (half as many tiles on the 132 SMs).
-FLAT_WIDE_K_STEPS = PERSISTENT_K_STEPS
+#: How much longer a flattened tile of 256 filters takes than one of 128, the same K loop: 1.57-1.81 measured (1.75
+#: typical; session 40, calls 2 and 5 of `benchmarks/results/2026-12-02-flat-tiles/`: a wave of 128x256 tiles against
+#: a wave of 128x128 ones on VGG-16's, YOLO-like, ResNet-50's and Stable Diffusion's layers). `flat_config` takes the
+#: wide tile where its fewer waves win by more than that, e.g. 392 tiles (3 waves) against 784 (6).
+FLAT_WIDE_TILE_TIME = 1.75
 
 
 def flat_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     """The flattened-position tile of `conv` (`flat_refusal` None): 128 positions (two consumer warpgroups) by
-    `implicit_bn` filters (256 for a short K loop of at least 256: `FLAT_WIDE_K_STEPS`), K steps of 64 channels,
-    as many stages as fit (up to `FLAT_MAX_STAGES`), its K loop split where `implicit_splits` says to."""
-    wide = conv.filters >= 256 and implicit_k_steps(conv, IMPLICIT_BK) <= FLAT_WIDE_K_STEPS
-    pick = ImplicitConfig(1, 128, 256 if wide else implicit_bn(conv), 1, 2, FLAT=True)
-    if IMPLICIT_SPLIT:
-        pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
+    `implicit_bn` filters, or 256 of a multiple of 256 where the waves of tiles say so (`FLAT_WIDE_TILE_TIME`: the
+    time model `implicit_split_time`, the wide tile's steps that much longer; Stable Diffusion's 320 filters, three
+    narrow tiles or two wide ones wasting 60 %, ran 0.86x wide), K steps of 64 channels, as many stages as
+    fit (up to `FLAT_MAX_STAGES`), its K loop split where `implicit_splits` says to (for each width)."""
+    found: list[tuple[float, ImplicitConfig]] = []
+    for bn in (implicit_bn(conv), *((256,) if conv.filters % 256 == 0 else ())):
+        pick = ImplicitConfig(1, 128, bn, 1, 2, FLAT=True)
+        if IMPLICIT_SPLIT:
+            pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
+        cost = implicit_split_time(conv, pick, pick.SPLITS, sms) * (FLAT_WIDE_TILE_TIME if bn == 256 else 1.0)
+        found.append((cost, pick))
+    cost, pick = min(found, key=lambda t: t[0])  # the narrower tile on a tie (listed first)
     return with_stages(conv, pick, FLAT_MAX_STAGES)
 
 
