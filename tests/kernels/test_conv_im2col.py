@@ -1,4 +1,4 @@
-"""The experimental flattened-position convolution (`argus.kernels.conv_im2col`: tiles of N·OH·OW positions, the
+"""The flattened-position convolution (`argus.kernels.conv_im2col`: tiles of N·OH·OW positions, the
 operand loaded by TMA im2col boxes): correct on the interpreter against the convolution's definition (stride,
 padding, dilation, tiles crossing images, a partial last tile, several channel blocks), compiled for sm_90a with its
 im2col loads, and verified: its tag assertions and its contraction-once check hold over the traversal's model, and

@@ -1,12 +1,14 @@
-"""An experimental implicit-GEMM convolution whose tiles are runs of flattened output positions (N·OH·OW), the
-operand loaded by TMA's im2col mode (`argus.lang` ``X.im2col``; `argus.atoms.tma`, "im2col mode"): one box of BM
-positions x BK channels per K-step, whatever the image's width, so no tile computes positions past an image's edge
-(the implicit kernel's BH x BW tiles compute 128 positions for 98 of a 14x14 image).
+"""An implicit-GEMM convolution whose tiles are runs of flattened output positions (N·OH·OW), the operand loaded by
+TMA's im2col mode (`argus.lang` ``X.im2col``; `argus.atoms.tma`, "im2col mode"): one box of BM positions x BK
+channels per K-step, whatever the image's width, so no tile computes positions past an image's edge (the implicit
+kernel's BH x BW tiles compute 128 positions for 98 of a 14x14 image).
 
-**Verified, not planned yet**: its tag assertions prove (row m of the A stage holds the pixel its tap reads for
-output position p0 + m) and so does the contraction-once check over its im2col windows (docs/verify.md); it is
-checked on the interpreter against the convolution's definition (`tests/kernels/test_conv_im2col.py`) and measured
-by `benchmarks/conv_im2col_probe.py`. docs/conv.md says what remains before `argus.kernels.conv`'s planner uses it.
+**Verified and planned** (since session 40: `argus.kernels.conv.implicit_config` takes it where `flat_refusal`
+allows and the implicit tile would run one block per tile, docs/conv.md "Flattened-position tiles"): its tag
+assertions prove (row m of the A stage holds the pixel its tap reads for output position p0 + m) and so does the
+contraction-once check over its im2col windows (docs/verify.md); it is checked on the interpreter against the
+convolution's definition (`tests/kernels/test_conv_im2col.py`) and timed by `benchmarks/conv_implicit_sweep.py
+--flat`.
 """
 
 from __future__ import annotations
