@@ -645,7 +645,7 @@ def flat_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
             pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
         cost = implicit_split_time(conv, pick, pick.SPLITS, sms) * (FLAT_WIDE_TILE_TIME if bn == 256 else 1.0)
         found.append((cost, pick))
-    cost, pick = min(found, key=lambda t: t[0])  # the narrower tile on a tie (listed first)
+    _, pick = min(found, key=lambda t: t[0])  # the narrower tile on a tie (listed first)
     return with_stages(conv, pick, FLAT_MAX_STAGES)
 
 

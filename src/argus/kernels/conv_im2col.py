@@ -18,7 +18,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
-from argus.kernels.conv_implicit import _bias_shape, channel_operands, finished
+from argus.kernels.conv_implicit import bias_shape, channel_operands, finished
 from argus.kernels.epilogue import Epilogue
 from argus.lang.errors import DSLError
 
@@ -33,7 +33,7 @@ def _output_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel 
 def conv_im2col_gemm(
     X: T.Tensor[("N", "H", "W", "C"), "IN"],
     WT: T.Tensor[("TX", "F", "TAPS", "C"), "IN"],
-    B: T.Tensor[_bias_shape, "OUT"],
+    B: T.Tensor[bias_shape, "OUT"],
     Y: T.Tensor[_output_shape, "OUT"],
     KH: int = 3,
     KW: int = 3,
@@ -89,6 +89,12 @@ def conv_im2col_gemm(
     )
     BM = 64 * CONSUMERS  # noqa: N806 - the GEMM's M tile
     k_split = k_steps // SPLITS  # the K-steps of one split
+
+    def step(k: Any) -> tuple[Any, Any]:
+        """(tap, channel block) of iteration k of a split's K loop: the tile's K-step ``k + split * k_split``."""
+        kk = k + split * k_split if SPLITS > 1 else k
+        return kk // CB, kk % CB
+
     with T.grid(T.cdiv(M, BM), T.cdiv(F, BN), SPLITS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bm, bf, split):
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
@@ -100,8 +106,7 @@ def conv_im2col_gemm(
         with T.role("producer", warpgroups=(0,), registers=40):
             with T.let(n0, "image") as ni, T.let(h0, "row") as hi, T.let(w0, "column") as wi:
                 for k, s in T.pipeline(k_split, stages=STAGES):
-                    kk = k + split * k_split if SPLITS > 1 else k  # the tile's K-step
-                    tap, cb = kk // CB, kk % CB
+                    tap, cb = step(k)
                     T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
                     T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
                     src = X.im2col(
@@ -121,8 +126,7 @@ def conv_im2col_gemm(
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
             T.fill(acc, 0.0)
             for k, s in T.pipeline(k_split, stages=STAGES):
-                kk = k + split * k_split if SPLITS > 1 else k
-                tap, cb = kk // CB, kk % CB
+                tap, cb = step(k)
                 T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
                 # invariant: row m of the A stage holds the input pixel that tap (kh, kw) reads for output position
                 # p0 + m = (n, oh, ow) flattened, channel block cb (n by two divisions: a product of three sizes could

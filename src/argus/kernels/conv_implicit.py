@@ -19,7 +19,7 @@ from argus.lang.errors import DSLError
 from argus.layout import Layout
 
 
-def _bias_shape(BIAS: bool, EPILOGUE: Epilogue | None = None) -> tuple[Any, ...]:  # noqa: N803 - kernel parameters
+def bias_shape(BIAS: bool, EPILOGUE: Epilogue | None = None) -> tuple[Any, ...]:  # noqa: N803 - kernel parameters
     """The bias's shape: one value per output channel (a one-element placeholder without a bias); with a fused
     epilogue that has operands, (rows, F): the bias (with BIAS) then each operand, one row per output channel
     vector."""
@@ -36,8 +36,8 @@ def _input_shape(SW: int, DEPTH: bool) -> tuple[Any, ...]:  # noqa: N803 - named
 
 
 def _reduce_bias_shape(BIAS: bool, EPILOGUE: Epilogue | None = None) -> tuple[Any, ...]:  # noqa: N803
-    """`conv_split_reduce`'s B: `_bias_shape`, its channels named N (the reduction's columns)."""
-    return tuple("N" if d == "F" else d for d in _bias_shape(BIAS, EPILOGUE))
+    """`conv_split_reduce`'s B: `bias_shape`, its channels named N (the reduction's columns)."""
+    return tuple("N" if d == "F" else d for d in bias_shape(BIAS, EPILOGUE))
 
 
 def channel_row(acc: Any, B: Any, row: int, bf: Any, BN: int, rows: bool) -> Any:  # noqa: N803 - kernel names
@@ -92,7 +92,7 @@ def _output_shape(NCHW: bool, DEPTH: bool, SPLITS: int = 1) -> tuple[Any, ...]: 
 def conv_implicit_gemm(
     X: T.Tensor[_input_shape, "IN"],
     WT: T.Tensor[("TX", "F", "TAPS", "C"), "IN"],
-    B: T.Tensor[_bias_shape, "OUT"],
+    B: T.Tensor[bias_shape, "OUT"],
     Y: T.Tensor[_output_shape, "OUT"],
     KH: int = 3,
     KW: int = 3,
@@ -200,7 +200,7 @@ def conv_implicit_gemm(
 
     EPILOGUE: a fused epilogue (`argus.kernels.epilogue.Epilogue`) applied to the f32 tile (the convolution's value,
     its bias added) before it is rounded: its statements over ``acc`` and its operands, each a per-output-channel
-    vector (kind ``"columns"``), which B then carries as rows after the bias ((rows, F), in OUT: `_bias_shape`),
+    vector (kind ``"columns"``), which B then carries as rows after the bias ((rows, F), in OUT: `bias_shape`),
     each loaded for the tile's output channels with a tag assertion."""
     if not isinstance(CONSUMERS, int) or CONSUMERS not in (1, 2):
         raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
@@ -462,4 +462,4 @@ def conv_split_reduce(
     split_reduce(W, Y, SPLITS=SPLITS, BN=BN, epilogue=finish if BIAS or EPILOGUE is not None else None)
 
 
-__all__ = ["channel_operands", "channel_row", "conv_implicit_gemm", "conv_split_reduce", "finished"]
+__all__ = ["bias_shape", "channel_operands", "channel_row", "conv_implicit_gemm", "conv_split_reduce", "finished"]

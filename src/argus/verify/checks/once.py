@@ -622,11 +622,13 @@ def _paired_loops(ctx: Context, load: Site, gemm: Site, proved: set[int]) -> dic
 
 
 def _holds(ref: TileRef, element: list[Any], env: dict, suffix: str) -> tuple[list[Any], list[Any], list[Any]]:
-    """(origins, window coordinates, constraints) of a load's window holding `element`: the window coordinates
-    (in the window's order) at which it holds it, under the constraints. A plain window holds the elements origin +
-    w; an im2col window's row r holds the pixel of its traversal at position + r (`program.buffer_coords`, the model
-    `argus.atoms.tma.im2col_rows` checked on the hardware), so its coordinates are fresh values the element equals
-    the traversal at. A row whose pixel lies in the padding holds no element (the element is inside the tensor)."""
+    """(coordinate terms, window coordinates, constraints) of a load's window holding `element`: the window
+    coordinates (in the window's order) at which it holds it, under the constraints, and the terms the contraction
+    query's abstraction bounds (a plain window's origins; an im2col window's element coordinates). A plain window
+    holds the elements origin + w; an im2col window's row r holds the pixel of its traversal at position + r
+    (`program.buffer_coords`, the model `argus.atoms.tma.im2col_rows` checked on the hardware), so its coordinates
+    are fresh values the element equals the traversal at. A row whose pixel lies in the padding holds no element (the
+    element is inside the tensor)."""
     if ref.im2col is None:
         origins = _origins(ref, env)
         window = [element[d] - origins[d] for d in ref.kept]
