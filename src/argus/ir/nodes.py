@@ -533,10 +533,14 @@ class MbarrierWait(Stmt):
 class WgmmaWait(Stmt):
     """``wgmma.wait_group pending``: wait until at most `pending` of the executing warpgroup's ``wgmma`` groups
     are in flight (0: every asynchronous `Gemm` before it has finished reading its operands and writing its
-    accumulator). `note` is a comment for readers."""
+    accumulator). `after`, a register fragment, pins the wait behind that fragment's computation in the emitted
+    code (a scheduling constraint only: ptxas otherwise hoists a wait, which names no register, as far up as the
+    previous one, and the work meant to overlap the MMAs in flight waits for them). `note` is a comment for
+    readers."""
 
     pending: int = 0
     note: str = ""
+    after: TileRef | None = None
 
 
 class TurnKind(StrEnum):

@@ -121,7 +121,7 @@ def _line(s: Stmt) -> str:
     if isinstance(s, Fence):
         return f"fence {s.kind.value}"
     if isinstance(s, WgmmaWait):
-        return f"wgmma.wait_group {s.pending}"
+        return f"wgmma.wait_group {s.pending}" + (f" after {format_ref(s.after)}" if s.after is not None else "")
     if isinstance(s, WarpgroupTurn):
         return f"turn {s.kind.value}"
     if isinstance(s, Tag):

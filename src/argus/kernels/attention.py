@@ -268,6 +268,9 @@ def flash_attention(
         q_ready = T.alloc_mbarrier(1, arrive_count=1)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)  # one arrival per consumer warpgroup
+        if OVERLAP:  # V has barriers of its own: a K stage is released once S is computed, a V stage after P V
+            full_v = T.alloc_mbarrier(STAGES, arrive_count=1)
+            empty_v = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)
         n_tiles = T.cdiv(SK, BN)
         if CAUSAL:  # the key tiles up to the block's last row's diagonal, none where it is above the first key
             n_tiles = T.minimum(n_tiles, T.cdiv(T.maximum((bm + 1) * BM + SK - SQ, 0), BN))
@@ -281,9 +284,16 @@ def flash_attention(
             load_panels(Q, head, bm, BM, D, sQ, q_ready[0])
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
-                T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
-                load_panels(K, kv, first + j, BN, D, sK[s], full[s])
-                load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
+                if OVERLAP:  # K on `full`, V on `full_v`: P V of tile j - 1 holds its V stage, not its K stage
+                    T.mbarrier_arrive(full[s], expect_bytes=BN * D * Q.dtype.itemsize)
+                    load_panels(K, kv, first + j, BN, D, sK[s], full[s])
+                    T.mbarrier_wait(empty_v[s], phase=(j // STAGES + 1) % 2)
+                    T.mbarrier_arrive(full_v[s], expect_bytes=BN * DV * Q.dtype.itemsize)
+                    load_panels(V, kv, first + j, BN, DV, sV[s], full_v[s])
+                else:
+                    T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
+                    load_panels(K, kv, first + j, BN, D, sK[s], full[s])
+                    load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
             pv = T.wgmma_atom(DV, Q.dtype, a_source="registers" if P_REGISTERS else "shared")
@@ -322,37 +332,44 @@ def flash_attention(
 
             def overlapped():  # noqa: ANN202 - OVERLAP's loop: tile j's softmax runs while P V of tile j - 1 does
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # P of the previous tile
+                rescale = T.alloc_reduced(scores, axis=1)  # the previous tile's alpha, applied before its P V
                 with T.if_(n_tiles > 0):  # tile 0, peeled: S and its softmax (O is still 0)
                     T.mbarrier_wait(full[0], phase=0)
                     T.assert_tag(holds_head(kv, first, BN), sK[0])
                     T.fill(scores, 0.0)
                     T.gemm(sQ, sK[0].T, scores)
-                    m_first, p_first, _ = online_softmax(0)
+                    T.mbarrier_arrive(empty[0], per_warpgroup=True)  # K stage 0 read
+                    m_first, p_first, alpha_first = online_softmax(0)
                     T.copy(m_first, m)
+                    T.copy(alpha_first, rescale)
                     T.copy(p_first, pa)
                 for i, s in T.pipeline(n_tiles - 1, stages=STAGES, start=1):  # tile j = i + 1, stage s
                     j = i + 1
+                    prev = i % STAGES  # tile j - 1's stage
                     T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
                     T.assert_tag(holds_head(kv, first + j, BN), sK[s])
                     T.fill(scores, 0.0)
-                    T.gemm(sQ, sK[s].T, scores, wait_group=1)  # S = Q K^T of tile j, issued
-                    # O += P V of tile j - 1 (stage i % STAGES), issued behind it; its wait leaves it running (and
-                    # completes S): the softmax of tile j, which reads S, runs while it does. No branch around it
-                    # (ptxas waits for every MMA in flight where a branch ends), and S waited for only here (else
-                    # ptxas schedules the softmax above this MMA's issue: it depends on nothing the MMA writes)
-                    T.assert_tag(holds_head(kv, first + j - 1, BN), sV[i % STAGES])
-                    T.gemm(pa, sV[i % STAGES], o, wait_group=1)
+                    T.gemm(sQ, sK[s].T, scores, wait_group=1)  # S = Q K^T of tile j, issued (nothing else in flight)
+                    # O, which holds tiles up to j - 2, rescaled to tile j - 1's maximum before its P V is added
+                    T.copy(o * rescale[:, None], o)
+                    T.mbarrier_wait(full_v[prev], phase=((j - 1) // STAGES) % 2)
+                    T.assert_tag(holds_head(kv, first + j - 1, BN), sV[prev])
+                    T.gemm(pa, sV[prev], o, wait_group=1)  # O += P V of tile j - 1, left running; S complete
+                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # K stage s read
                     m_new, p, alpha = online_softmax(j)
-                    T.wgmma_wait(0)  # tile j - 1's P V: o and pa are free again, and its stage is read
-                    T.mbarrier_arrive(empty[i % STAGES], per_warpgroup=True)
-                    T.copy(o * alpha[:, None], o)
+                    # tile j - 1's P V, waited for behind the softmax (ptxas would hoist a bare wait above it)
+                    T.wgmma_wait(0, after=l)
+                    T.mbarrier_arrive(empty_v[prev], per_warpgroup=True)  # V stage of tile j - 1 read
                     T.copy(m_new, m)
+                    T.copy(alpha, rescale)
                     T.copy(p, pa)
-                with T.if_(n_tiles > 0):  # the last tile's O += P V, and the release of its stage
+                with T.if_(n_tiles > 0):  # the last tile's O += P V, and the release of its V stage
                     last = (n_tiles - 1) % STAGES
+                    T.copy(o * rescale[:, None], o)
+                    T.mbarrier_wait(full_v[last], phase=((n_tiles - 1) // STAGES) % 2)
                     T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
                     T.gemm(pa, sV[last], o)
-                    T.mbarrier_arrive(empty[last], per_warpgroup=True)
+                    T.mbarrier_arrive(empty_v[last], per_warpgroup=True)
 
             def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile
                 if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j

@@ -34,6 +34,7 @@ from argus.ir.nodes import (
     whole,
 )
 from argus.lang.errors import DSLError, caller_loc
+from argus.lang.fragment import Fragment
 from argus.lang.tiles import simplify_origin
 from argus.lang.trace import current
 
@@ -124,12 +125,24 @@ def mbarrier_arrive(bar: MbarrierRef, expect_bytes: int = 0, per_warpgroup: bool
     st.emit(MbarrierArrive(bar.ref, int(expect_bytes), per_warpgroup=bool(per_warpgroup), loc=loc))
 
 
-def wgmma_wait(pending: int = 0) -> None:
+def wgmma_wait(pending: int = 0, after: Any = None) -> None:
     """``wgmma.wait_group pending``: wait until at most `pending` of the warpgroup's ``wgmma`` groups (issued by
-    ``T.gemm(..., wait_group=P)``) are in flight; 0 completes every MMA issued before it."""
+    ``T.gemm(..., wait_group=P)``) are in flight; 0 completes every MMA issued before it.
+
+    `after` (a register fragment) keeps the wait behind that fragment's computation in the emitted code. The wait
+    names no register, so ptxas may schedule it anywhere after the previous wait, and does hoist it: work written
+    between an MMA's issue and its wait, meant to run while the MMA does (a softmax), then runs after it. Name the
+    last value that work computes. It changes no semantics (the interpreter and the verifier see the same wait)."""
     if not isinstance(pending, int) or pending < 0:
         raise DSLError("DSL_MBARRIER", f"T.wgmma_wait takes a non-negative int, got {pending!r}")
-    current("T.wgmma_wait").emit(WgmmaWait(pending, loc=caller_loc()))
+    if after is not None and (not isinstance(after, Fragment) or after.dtype != irtypes.f32):
+        raise DSLError(
+            "DSL_MBARRIER",
+            f"T.wgmma_wait(after=...) takes an f32 register fragment, got {getattr(after, 'dtype', type(after).__name__)}",
+        )
+    current("T.wgmma_wait").emit(
+        WgmmaWait(pending, after=None if after is None else after.ref, loc=caller_loc())
+    )
 
 
 def mbarrier_wait(bar: MbarrierRef, phase: Any) -> None:

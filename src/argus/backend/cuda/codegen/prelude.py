@@ -483,6 +483,21 @@ __device__ __forceinline__ void wgmma_wait() {
 """,
 )
 
+_snippet(
+    "wgmma_wait_after",
+    """
+// The same wait, kept behind the computation of v. A wait names no register, and ptxas schedules it as early as
+// the previous wait allows: the work written between an MMA's issue and its wait (meant to run while the MMA
+// does) then runs after it. A branch on a warp-uniform vote over v's bits, both ways the same wait, cannot be
+// hoisted above v (uniform: ptxas keeps the MMAs in flight; a divergent branch would serialize them).
+template <int N>
+__device__ __forceinline__ void wgmma_wait_after(float v) {
+  if (__all_sync(0xffffffffu, __float_as_uint(v) != 0x7fffffffu)) wgmma_wait<N>(); else wgmma_wait<N>();
+}
+""",
+    needs=("wgmma",),
+)
+
 
 _snippet(
     "exp2",

@@ -143,4 +143,10 @@ def mbarrier_wait(cx: Context, s: MbarrierWait) -> None:
 def wgmma_wait(cx: Context, s: WgmmaWait) -> None:
     cx.use("wgmma")
     note = f"  // {s.note}" if s.note else ""
-    cx.line(f"argus::wgmma_wait<{int(s.pending)}>();{note}")
+    if s.after is None:
+        cx.line(f"argus::wgmma_wait<{int(s.pending)}>();{note}")
+        return
+    # behind the computation of `after`'s last value: ptxas would hoist a bare wait up to the previous one
+    cx.use("wgmma_wait_after")
+    last = f"{cx.buffer_name(s.after.buffer)}[{s.after.buffer.values_per_thread - 1}]"
+    cx.line(f"argus::wgmma_wait_after<{int(s.pending)}>({last});  // kept behind {s.after.buffer.name}{note}")
