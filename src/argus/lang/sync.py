@@ -138,11 +138,10 @@ def wgmma_wait(pending: int = 0, after: Any = None) -> None:
     if after is not None and (not isinstance(after, Fragment) or after.dtype != irtypes.f32):
         raise DSLError(
             "DSL_MBARRIER",
-            f"T.wgmma_wait(after=...) takes an f32 register fragment, got {getattr(after, 'dtype', type(after).__name__)}",
+            "T.wgmma_wait(after=...) takes an f32 register fragment, got "
+            f"{getattr(after, 'dtype', type(after).__name__)}",
         )
-    current("T.wgmma_wait").emit(
-        WgmmaWait(pending, after=None if after is None else after.ref, loc=caller_loc())
-    )
+    current("T.wgmma_wait").emit(WgmmaWait(pending, after=None if after is None else after.ref, loc=caller_loc()))
 
 
 def mbarrier_wait(bar: MbarrierRef, phase: Any) -> None:
