@@ -220,7 +220,7 @@ def test_ping_pong_verifies_compiles_and_matches_the_definition_on_the_interpret
     np.testing.assert_allclose(o, ref_o, atol=1e-2, rtol=0)
     np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
     big = S.AttentionProblem(4, 16, 16, 4096, 4096, 128, 128)
-    kernel = S.plan(big, replace(S.choose(big), PINGPONG=True)).kernel()
+    kernel = S.plan(big, replace(S.choose(big), PINGPONG=True, OVERLAP=False)).kernel()
     report = verify_kernel(kernel)
     assert not report.findings and not [c for c in report.checks if c.verdict.value != "verified"]
     compiled = compile_kernel(kernel)
