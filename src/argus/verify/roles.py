@@ -257,7 +257,9 @@ def _lagged(
     lp = next(iter(wloops))[0]
     if lp.kind != LoopKind.PIPELINED or not (isinstance(lp.start, int) and lp.start == 0):
         return None
-    if any(_guards(w, lp) for w in wsites) or len({id(w.stmt.mbarrier.buffer) for w in wsites}) != 1:  # type: ignore[attr-defined]
+    if any(_guards(w, lp) or _guards_within(w, lp) for w in wsites):  # every iteration writes, unconditionally
+        return None
+    if len({id(w.stmt.mbarrier.buffer) for w in wsites}) != 1:  # type: ignore[attr-defined]
         return None
     rloops = {tuple(_role_loops(r)) for r in rsites}
     inner = [rl for rl in rloops if rl]
