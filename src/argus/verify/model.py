@@ -210,6 +210,9 @@ class Paired:
 
     pairing: Any
     producer_end: tuple = ()  # the producer's history of the buffer at the end of its body ("once")
+    #: a "lagged" pairing's read statement: it sees the producer's writes up to the iteration its origin names
+    #: (`roles.Pairing.read_origins`), one item per read statement
+    read: Any = None
 
 
 Item = Init | Write | LoopHead | LoopDone | Branch | Havoc | Paired
@@ -272,6 +275,9 @@ def analyze(kernel: Kernel) -> Analysis:
         new[buffer] = (w,) if replace else (w,) + state.get(buffer, ())
         return new
 
+    #: id(read statement) -> (buffer, item): the reads of "lagged" pairings, while their consumer role runs paired
+    lagged_reads: dict[int, list[tuple[Buffer, Paired]]] = {}
+
     def run(body: tuple[Stmt, ...], state: dict) -> dict:
         nonlocal rank
         i = 0
@@ -286,6 +292,10 @@ def analyze(kernel: Kernel) -> Analysis:
             s = body[i]
             i += 1
             site = prog.site(s)
+            if id(s) in lagged_reads:  # this read sees the producer iteration its origin names, nothing before
+                state = dict(state)
+                for b, item in lagged_reads[id(s)]:
+                    state[b] = (item,)
             pre[site.index] = state
             if isinstance(s, Alloc):
                 if s.buffer.space in (Space.SHARED, Space.FRAGMENT):
@@ -378,7 +388,15 @@ def analyze(kernel: Kernel) -> Analysis:
                         f"{r.name!r} without a producer/consumer pipeline the verifier recognizes"  # type: ignore[attr-defined]
                     )
                     inside[b] = (Havoc(prog.site(other), reason, "UNKNOWN_WARP_ROLES"),) + inside.get(b, ())
-            return run(r.body, inside)  # type: ignore[attr-defined]
+            if paired:
+                for p in pairings:
+                    if p.consumer is r and p.kind == "lagged":
+                        for rs in p.reads:
+                            lagged_reads.setdefault(id(rs.stmt), []).append((p.buffer, Paired(p, read=rs.stmt)))
+            try:
+                return run(r.body, inside)  # type: ignore[attr-defined]
+            finally:
+                lagged_reads.clear()
 
         for r in roles:
             ends[id(r)] = run_role(r, paired=False)
@@ -586,6 +604,22 @@ class Query:
             p = head.pairing
             if p.kind == "once":
                 return self.read(buffer, head.producer_end, loc, env, guard, budget)
+            if p.kind == "lagged":
+                from argus.verify.roles import global_iteration
+
+                origin = p.read_origins.get(id(head.read))
+                if origin is None or (origin[0] == "loop" and p.loop_c.var not in env):
+                    return self.havoc_tag(
+                        guard,
+                        "UNKNOWN_WARP_ROLES",
+                        f"the producer iteration whose data this read of {user_name(buffer)} sees is not known",
+                    )
+                info = self.analysis.loops[id(p.loop_p)]
+                penv = dict(env)
+                penv[p.loop_p.var] = global_iteration(p, origin, env)  # the producer's loop starts at 0
+                nb = dict(budget)
+                nb[id(info)] = self.lookback
+                return self.read(buffer, info.body_end.get(buffer, ()), loc, penv, guard, nb)
             if any(lc.var not in env for _, lc in p.loop_map()):
                 return self.havoc_tag(
                     guard, "UNKNOWN_WARP_ROLES", f"{user_name(buffer)} is read outside the consumer's pipelined loop"

@@ -54,6 +54,7 @@ from argus.ir.nodes import (
     LoopKind,
     Map,
     MbarrierArrive,
+    MbarrierInit,
     MbarrierWait,
     Reduce,
     Role,
@@ -84,12 +85,17 @@ class Pairing:
     # the T.if_ guards (statement, branch taken) between the role and loop_p / loop_c
     guards_p: tuple[tuple[If, bool], ...] = ()
     guards_c: tuple[tuple[If, bool], ...] = ()
+    # kind "lagged": the producer iteration each consumer site stands for (`Origin`), by id of its statement: the
+    # waits on the full barrier and the arrivals (what iteration they wait for / release), the reads (the data they
+    # read: that of their dominating wait). Chosen by sampling (`_origin`); `check_protocol` proves them.
+    origins: dict[int, Origin] = field(default_factory=dict)
+    read_origins: dict[int, Origin] = field(default_factory=dict)
 
     @property
     def across_tiles(self) -> bool:
         """The pipeline runs inside other loops or guards, or continues a rotation (``start``): the global
         iteration numbering must be proved before the protocol."""
-        if self.kind != "loop":
+        if self.kind != "loop":  # "lagged" pairs a producer loop of start 0 in neither loops nor guards
             return False
         starts = (self.loop_p.start, self.loop_c.start)  # type: ignore[union-attr]
         return bool(self.outer_p or self.outer_c or self.guards_p or self.guards_c) or any(
@@ -182,29 +188,39 @@ def plan(prog: Program) -> list[Pairing]:
                 rsites = [prog.site(s) for s in walk_all(consumer.body) if b in reads_of(s)]
                 if not rsites:
                     continue
-                if not all(isinstance(w.stmt, Copy) and w.stmt.atom == "tma" for w in wsites):
-                    continue
-                wloops = {tuple(_role_loops(w)) for w in wsites}
-                rloops = {tuple(_role_loops(r)) for r in rsites}
-                if wloops == {()}:
-                    out.append(Pairing("once", b, producer, consumer, writes=wsites, reads=rsites))  # type: ignore[arg-type]
-                elif len(wloops) == 1 and len(next(iter(wloops))) == 1 and len(rloops) == 1:
-                    lp = next(iter(wloops))[0]
-                    rl = next(iter(rloops))
-                    if len(rl) == 1 and _same_pipeline(lp, rl[0]):
-                        pair = Pairing("loop", b, producer, consumer, lp, rl[0], wsites, rsites)  # type: ignore[arg-type]
-                        pair.guards_p, pair.guards_c = _guards(wsites[0], lp), _guards(rsites[0], rl[0])
-                        out.append(pair)
-                elif len(wloops) == 1 and len(rloops) == 1:
-                    # pipelines inside tile loops: the same nest of loops in both roles, pipelined innermost
-                    wl, rl = next(iter(wloops)), next(iter(rloops))
-                    if len(wl) == len(rl) and _same_pipeline(wl[-1], rl[-1], extents=False):
-                        if all(a.kind == c.kind != LoopKind.PIPELINED for a, c in zip(wl[:-1], rl[:-1], strict=True)):
-                            pair = Pairing("loop", b, producer, consumer, wl[-1], rl[-1], wsites, rsites)  # type: ignore[arg-type]
-                            pair.outer_p, pair.outer_c = tuple(wl[:-1]), tuple(rl[:-1])
-                            pair.guards_p, pair.guards_c = _guards(wsites[0], wl[-1]), _guards(rsites[0], rl[-1])
-                            out.append(pair)
+                before = len(out)
+                _pair_loops(out, b, producer, consumer, wsites, rsites)  # type: ignore[arg-type]
+                if len(out) == before:
+                    lagged = _lagged(prog, b, producer, consumer, wsites, rsites)  # type: ignore[arg-type]
+                    if lagged is not None:
+                        out.append(lagged)
     return out
+
+
+def _pair_loops(out: list[Pairing], b: Buffer, producer: Role, consumer: Role, wsites: list, rsites: list) -> None:
+    """The "once" and "loop" pairings of `b` (appended to `out` when the structure matches)."""
+    if not all(isinstance(w.stmt, Copy) and w.stmt.atom == "tma" for w in wsites):
+        return
+    wloops = {tuple(_role_loops(w)) for w in wsites}
+    rloops = {tuple(_role_loops(r)) for r in rsites}
+    if wloops == {()}:
+        out.append(Pairing("once", b, producer, consumer, writes=wsites, reads=rsites))  # type: ignore[arg-type]
+    elif len(wloops) == 1 and len(next(iter(wloops))) == 1 and len(rloops) == 1:
+        lp = next(iter(wloops))[0]
+        rl = next(iter(rloops))
+        if len(rl) == 1 and _same_pipeline(lp, rl[0]):
+            pair = Pairing("loop", b, producer, consumer, lp, rl[0], wsites, rsites)  # type: ignore[arg-type]
+            pair.guards_p, pair.guards_c = _guards(wsites[0], lp), _guards(rsites[0], rl[0])
+            out.append(pair)
+    elif len(wloops) == 1 and len(rloops) == 1:
+        # pipelines inside tile loops: the same nest of loops in both roles, pipelined innermost
+        wl, rl = next(iter(wloops)), next(iter(rloops))
+        if len(wl) == len(rl) and _same_pipeline(wl[-1], rl[-1], extents=False):
+            if all(a.kind == c.kind != LoopKind.PIPELINED for a, c in zip(wl[:-1], rl[:-1], strict=True)):
+                pair = Pairing("loop", b, producer, consumer, wl[-1], rl[-1], wsites, rsites)  # type: ignore[arg-type]
+                pair.outer_p, pair.outer_c = tuple(wl[:-1]), tuple(rl[:-1])
+                pair.guards_p, pair.guards_c = _guards(wsites[0], wl[-1]), _guards(rsites[0], rl[-1])
+                out.append(pair)
 
 
 def _same_pipeline(a: For, b: For, extents: bool = True) -> bool:
@@ -216,6 +232,114 @@ def _same_pipeline(a: For, b: For, extents: bool = True) -> bool:
         and a.stages == b.stages
         and (not extents or str(a.extent) == str(b.extent))
     )
+
+
+#: The producer's global iteration a consumer site stands for, relative to the consumer's pipelined loop ``for k, s in
+#: T.pipeline(n, stages=S, start=b)``: ``("loop", d)``, ``b + k - d`` (a site in the loop, d iterations behind its
+#: own); ``("before", m)``, ``b - m`` (a peeled site before the loop); ``("after", m)``, ``b + n - m`` (after it).
+Origin = tuple[str, int]
+
+
+def _lagged(
+    prog: Program, b: Buffer, producer: Role, consumer: Role, wsites: list[Site], rsites: list[Site]
+) -> Pairing | None:
+    """A **lagged** pairing (FlashAttention-3's intra-warpgroup overlap): the producer fills `b` in one pipelined
+    loop of start 0, in no other loop or guard, on one full barrier; the consumer reads it in one pipelined loop of
+    the same stages (in no other loop or guard) and in peeled code before and after that loop, outside any loop.
+    Each consumer read stands for the producer iteration its dominating wait on the full barrier waits for, each
+    consumer arrival for the iteration it releases (`Pairing.origins`, chosen here by sampling; `check_protocol`
+    proves them, `_check_lagged`). None when the structure is not this."""
+    if not all(isinstance(w.stmt, Copy) and w.stmt.atom == "tma" and w.stmt.mbarrier is not None for w in wsites):
+        return None
+    wloops = {tuple(_role_loops(w)) for w in wsites}
+    if len(wloops) != 1 or len(next(iter(wloops))) != 1:
+        return None
+    lp = next(iter(wloops))[0]
+    if lp.kind != LoopKind.PIPELINED or not (isinstance(lp.start, int) and lp.start == 0):
+        return None
+    if any(_guards(w, lp) or _guards_within(w, lp) for w in wsites):  # every iteration writes, unconditionally
+        return None
+    if len({id(w.stmt.mbarrier.buffer) for w in wsites}) != 1:  # type: ignore[attr-defined]
+        return None
+    rloops = {tuple(_role_loops(r)) for r in rsites}
+    inner = [rl for rl in rloops if rl]
+    if len(inner) != 1 or len(inner[0]) != 1 or not rloops <= {(), inner[0]}:
+        return None
+    lc = inner[0][0]
+    if lc.kind != LoopKind.PIPELINED or lc.stages != lp.stages:
+        return None
+    if any(_guards(r, lc) for r in rsites if lc in r.loops):  # the loop itself under no guard
+        return None
+    pair = Pairing("lagged", b, producer, consumer, lp, lc, wsites, rsites)
+    full = wsites[0].stmt.mbarrier.buffer  # type: ignore[attr-defined]
+    for st in walk_all(consumer.body):
+        if isinstance(st, MbarrierWait | MbarrierArrive):
+            site = prog.site(st)
+            if not (isinstance(st, MbarrierWait) and st.barrier.buffer is not full):
+                origin = _origin(prog, pair, site)
+                if origin is not None:
+                    pair.origins[id(st)] = origin
+    for r in rsites:
+        body = lc.body if lc in r.loops else consumer.body
+        wait = _dominating(body, r, lambda s: isinstance(s, MbarrierWait) and s.barrier.buffer is full)
+        if wait is not None and id(wait) in pair.origins:
+            pair.read_origins[id(r.stmt)] = pair.origins[id(wait)]
+    return pair
+
+
+def _candidates(prog: Program, pair: Pairing, site: Site) -> list[Origin]:
+    """The origins `site` may have: in the loop, a lag below the stage count; before or after it, up to that many
+    iterations before its start or end."""
+    loop = pair.loop_c
+    stages = loop.stages  # type: ignore[union-attr]
+    if loop in site.loops:
+        return [("loop", d) for d in range(stages)] if _role_loops(site) == [loop] else []
+    if _role_loops(site):
+        return []
+    where = "before" if site.index < prog.site(loop).index else "after"  # type: ignore[arg-type]
+    return [(where, m) for m in range(1, stages + 1)]
+
+
+def global_iteration(pair: Pairing, origin: Origin, env: dict, value=None) -> Any:
+    """The producer iteration `origin` names, in the consumer's environment `env` (Z3 terms; `value`: an evaluator
+    for concrete environments)."""
+    ev = value or (lambda e, en: smt.val(smt.evaluate(e, en)) if isinstance(e, Expr) else smt.val(e))
+    loop = pair.loop_c
+    where, m = origin
+    start = ev(loop.start, env)  # type: ignore[union-attr]
+    if where == "loop":
+        return start + env[loop.var] - m  # type: ignore[union-attr]
+    if where == "before":
+        return start - m
+    return start + ev(loop.extent, env) - m  # type: ignore[union-attr]
+
+
+def _origin(prog: Program, pair: Pairing, site: Site) -> Origin | None:
+    """The candidate origin whose iteration lands on the barrier `site` waits on or arrives on, at sampled sizes,
+    blocks and iterations (a choice only: `_check_lagged` proves what it claims)."""
+    from argus.ir.expr import evaluate
+
+    def ev(e: Any, env: dict) -> int:
+        return int(evaluate(e, env)) if isinstance(e, Expr) else int(e)
+
+    stages = pair.loop_c.stages  # type: ignore[union-attr]
+    sizes = (4096, 1000, 777, 12345, 130, 65)
+    samples = []
+    for n in range(len(sizes)):
+        env: dict = {v: sizes[(n + i) % len(sizes)] for i, v in enumerate(prog.kernel.shape_vars)}
+        env.update({v: (n + i) % 3 for i, v in enumerate(prog.kernel.block_vars)})
+        for k in range(2 * stages + 1):
+            env = dict(env)
+            env[pair.loop_c.var] = k  # type: ignore[union-attr]
+            samples.append(env)
+    index = barrier_element(site.stmt.barrier)  # type: ignore[attr-defined]
+    for cand in _candidates(prog, pair, site):
+        try:
+            if all(ev(index, e) % stages == global_iteration(pair, cand, e, ev) % stages for e in samples):
+                return cand
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            return None
+    return None
 
 
 # --- the protocol ----------------------------------------------------------------------------------------
@@ -365,6 +489,11 @@ def check_protocol(ctx: Any, pairings: list[Pairing]) -> tuple[list, set[int]]:
                 )
                 ok = False
                 break
+        if p.kind == "lagged":  # the peeled, lagged shape: each consumer site's producer iteration
+            ok = _check_lagged(ctx, p, violation, always, findings) and ok
+            if ok:
+                proved.add(id(p))
+            continue
         # (2) the consumer waits on the barrier the data lands on, for the phase it completes
         full = p.writes[0].stmt.mbarrier  # type: ignore[attr-defined]
         n = _count(full.buffer)
@@ -578,7 +707,7 @@ def _no_release(
     return False
 
 
-def _completion_lag(p: Pairing, position: int) -> int | None:
+def _completion_lag(p: Pairing, position: int, reads: list[Site] | None = None) -> int | None:
     """How many iterations behind the consumer's reads of the stage are complete at top-level `position` of its
     loop body: at that point of iteration ``g`` the reads of iterations ``g - lag`` and earlier have finished
     (None: the verifier cannot tell).
@@ -591,12 +720,13 @@ def _completion_lag(p: Pairing, position: int) -> int | None:
     previous iteration's last wait left. The stage's reads of iteration g' are complete once its latest-issued
     reading group is: the lag is ``ceil((i_max - c) / n)`` with ``g * n + c`` the last complete group. One
     statement with ``wait_group 1`` gives the deferred-release loop's lag of 1 after it; a SwiGLU loop's two
-    (gate and up, ``wait_group 2`` each) also 1 after the second."""
+    (gate and up, ``wait_group 2`` each) also 1 after the second. `reads`: those of the reads (in the loop) only."""
     body = p.loop_c.body  # type: ignore[union-attr]
-    tops = [body.index(_top(body, r)) for r in p.reads]
-    asynchronous = [(r, t) for r, t in zip(p.reads, tops, strict=True) if isinstance(r.stmt, Gemm) and r.stmt.pending]
+    reads = p.reads if reads is None else reads
+    tops = [body.index(_top(body, r)) for r in reads]
+    asynchronous = [(r, t) for r, t in zip(reads, tops, strict=True) if isinstance(r.stmt, Gemm) and r.stmt.pending]
     lag = 0
-    for r, t in zip(p.reads, tops, strict=True):
+    for r, t in zip(reads, tops, strict=True):
         if not (isinstance(r.stmt, Gemm) and r.stmt.pending):
             lag = max(lag, 0 if t < position else 1)
     if not asynchronous:
@@ -998,3 +1128,376 @@ def _check_numbering(ctx: Any, p: Pairing, it: _Iteration, always) -> str | None
         f"(block {ctx.block_values(wrong)}, sizes {ctx.shape_values(wrong)}): the first tile must start at 0, and "
         "each tile where the previous one ran and start(it) = start(it - 1) + its extent"
     )
+
+
+# --- a peeled, lagged pipeline ---------------------------------------------------------------------------------
+
+
+def _guards_within(site: Site, loop: For) -> tuple[tuple[If, bool], ...]:
+    """The ``T.if_`` branches between `loop` (which encloses `site`) and `site`."""
+    out: list[tuple[If, bool]] = []
+    inside = False
+    for f in site.frames:
+        if f.owner is loop:
+            inside = True
+            continue
+        if inside and isinstance(f.owner, If):
+            out.append((f.owner, f.branch))
+    return tuple(out)
+
+
+def _is_async(s: Stmt) -> bool:
+    return isinstance(s, Gemm) and bool(s.pending)
+
+
+def _check_lagged(ctx: Any, p: Pairing, violation, always, findings: list) -> bool:
+    """The protocol of a "lagged" pairing (`_lagged`), for every block, size and iteration. Each consumer site
+    stands for a producer iteration ``g'`` (`Pairing.origins`: ``start + k - d`` in the loop, ``start - m`` before
+    it, ``start + n - m`` after it); the pairing holds when
+
+    (a) the producer's iteration ``g`` (its loop has start 0) copies into stage ``g % S`` on ``full[g % S]``, and only
+        the producer's loop arrives on ``full``; the barrier arrays have S elements;
+    (b) the consumer's waits on ``full``, in program order, wait for ``g' = 0, 1, 2, ...`` (each once: the
+        numbering below), each on ``full[g' % S]`` with the parity of phase ``g' // S`` (`MBARRIER_PHASE`), and
+        only for iterations the producer runs (``0 <= g' < n_p``);
+    (c) each read is dominated by such a wait (`PIPELINE_STALE_READ`) and reads stage ``g' % S`` of it;
+    (d) a barrier ``empty`` the producer waits on before its copies releases the stages: only the consumer
+        arrives on it, its arrivals in program order release ``r = 0, 1, 2, ...``, each on ``empty[r % S]``; no
+        arrival releases ``g'`` before a read of ``g'`` has completed (an asynchronous wgmma read completes at its
+        wait, `_completion_lag`; `PIPELINE_OVERWRITE`); and the producer's iteration ``g`` waits on
+        ``empty[g % S]`` for the parity of phase ``g // S - 1``, the release of ``g - S``, before refilling the
+        stage (`MBARRIER_PHASE`).
+
+    Then a read of ``g'`` sees the producer's write of iteration ``g'``: that write completed before the wait
+    returned (its bytes are announced on its barrier), and the next write into the stage, iteration ``g' + S``,
+    waits for the release of ``g'``, which comes after the read. The numbering in program order is what makes
+    "the r-th arrival on empty[r % S]" the one that completes phase ``r // S`` of it, and the waits' phases
+    distinct. What is not proved is `UNKNOWN_WARP_ROLES`, never verified."""
+    from argus.verify.program import loop_name
+    from argus.verify.report import Finding, Verdict
+
+    prog: Program = ctx.analysis.program
+    lp, lc = p.loop_p, p.loop_c
+    assert lp is not None and lc is not None
+    stages = lc.stages
+    full = p.writes[0].stmt.mbarrier.buffer  # type: ignore[attr-defined]
+    name = user_name(p.buffer)
+    loop_index = prog.site(lc).index
+
+    def unknown(loc: Any, why: str) -> bool:
+        findings.append(
+            Finding(
+                "UNKNOWN_WARP_ROLES",
+                Verdict.UNKNOWN,
+                f"the pipeline on {name}, read in a pipelined loop and in peeled code around it, could not be proved",
+                loc=loc,
+                reason=why,
+                pin="peel whole iterations: wait on full[g % S] for the parity of g // S, read stage g % S, and "
+                "release empty[g % S] once, after the last read of iteration g, in iteration order",
+            )
+        )
+        return False
+
+    def ev(e: Any, env: dict) -> Any:
+        return smt.val(smt.evaluate(e, env)) if isinstance(e, Expr) else smt.val(e)
+
+    def instance(site: Site, origin: Origin, suffix: str) -> tuple[dict, list, Any]:
+        """The environment, the constraints that `site` runs, and its producer iteration."""
+        env = dict(ctx.base_env)
+        cons: list[Any] = []
+        if lc in site.loops:
+            k = z3.BitVec(f"loop.{lc.var.name}{suffix}", smt.WIDTH)
+            ctx.loop_terms.append(k)
+            env[lc.var] = k
+            cons.append(ctx.loop_range(lc, k, env))
+            guards = _guards_within(site, lc)
+        else:
+            guards = _guards(site, lc)
+        cons += [_guard(g, env) for g in guards]
+        return env, cons, smt.val(global_iteration(p, origin, env))
+
+    def loops_of(model: Any, *pairs: tuple[Site, dict]) -> dict:
+        out: dict = {}
+        if isinstance(model, str) or model is None:
+            return out
+        for site, env in pairs:
+            if lc in site.loops:
+                out[f"{loop_name(lc)} at line {site.loc.line if site.loc else '?'}"] = smt.model_int(model, env[lc.var])
+        return out
+
+    def region(site: Site) -> int:
+        return 1 if lc in site.loops else (0 if site.index < loop_index else 2)
+
+    def consecutive(sites: list[Site], what: str) -> str | None:
+        """None when `sites` (each with an origin), in program order, stand for 0, 1, 2, ... one after another."""
+        inner = [s for s in sites if lc in s.loops]
+        if len(inner) > 1 or any(_guards_within(s, lc) for s in inner):
+            return f"{what} in the pipelined loop: one per iteration, under no guard, is what the verifier numbers"
+        count: Any = smt.val(0)
+        for part in (0, 1, 2):
+            if part == 1:
+                if inner:
+                    env, cons, g = instance(inner[0], p.origins[id(inner[0].stmt)], "#n")
+                    if always(cons, g == count + env[lc.var]) is not None:
+                        return (
+                            f"{what} in the loop (line {inner[0].loc.line}) does not continue the count of those before"
+                        )
+                    ext = ev(lc.extent, ctx.base_env)
+                    count = count + z3.If(ext > 0, ext, smt.val(0))
+                continue
+            claims = []
+            for s in sorted((s for s in sites if region(s) == part), key=lambda s: s.index):
+                _, cons, g = instance(s, p.origins[id(s.stmt)], "#n")
+                ran = z3.And(*cons) if cons else z3.BoolVal(True)
+                claims.append(z3.Implies(ran, g == count))
+                count = count + z3.If(ran, smt.val(1), smt.val(0))
+            if claims and always([], z3.And(*claims)) is not None:
+                return f"{what} {'before' if part == 0 else 'after'} the loop do not stand for consecutive iterations"
+        return None
+
+    # (a) the producer: iteration g fills stage g % S on full[g % S]; the barriers have S elements
+    if _count(full) != stages or int(p.buffer.static_shape[0]) != stages:
+        return unknown(w_loc(p), f"{user_name(full)} and {name} need {stages} elements, one per stage")
+    g = z3.BitVec(f"loop.{lp.var.name}#p", smt.WIDTH)
+    ctx.loop_terms.append(g)
+    env_p = dict(ctx.base_env)
+    env_p[lp.var] = g
+    range_p = ctx.loop_range(lp, g, env_p)
+    extent_p = ev(lp.extent, ctx.base_env)
+    for w in p.writes:
+        c: Copy = w.stmt  # type: ignore[assignment]
+        if 0 not in c.dst.dropped and c.dst.extent[0] != 1:
+            return unknown(w.loc, f"the copy writes more than one stage of {name}")
+        claim = z3.And(
+            ev(barrier_element(c.mbarrier), env_p) == smt.mod(g, stages),  # type: ignore[arg-type]
+            ev(c.dst.origin[0], env_p) == smt.mod(g, stages),
+        )
+        if always([range_p], claim) is not None:
+            return unknown(w.loc, f"iteration g of the producer does not fill stage g % {stages} on full[g % {stages}]")
+    for site in prog.sites:
+        st = site.stmt
+        if isinstance(st, MbarrierArrive) and st.barrier.buffer is full:
+            if site.role is not p.producer or lp not in site.loops:
+                return unknown(st.loc, f"{user_name(full)} is also arrived on outside the producer's loop")
+    # (b) the consumer's waits on full
+    waits = [
+        prog.site(st) for st in walk_all(p.consumer.body) if isinstance(st, MbarrierWait) and st.barrier.buffer is full
+    ]
+    for ws in waits:
+        if id(ws.stmt) not in p.origins:
+            return unknown(ws.loc, "this wait is not paired with an iteration of the producer")
+    why = consecutive(waits, f"the waits on {user_name(full)}")
+    if why is not None:
+        return unknown(waits[0].loc if waits else w_loc(p), why)
+    for ws in waits:
+        wait: MbarrierWait = ws.stmt  # type: ignore[assignment]
+        env, cons, gw = instance(ws, p.origins[id(wait)], "#w")
+        wrong = always(cons, z3.And(gw >= 0, gw < extent_p))
+        if wrong is not None:
+            return unknown(ws.loc, "this wait may wait for an iteration the producer does not run (deadlock)")
+        parity = smt.mod(smt.evaluate(wait.phase, env), 2)
+        wrong = always(cons, parity == smt.mod(smt.floordiv(gw, stages), 2))
+        if wrong is not None:
+            violation(
+                "MBARRIER_PHASE",
+                ws,
+                f"the wait on {user_name(full)} uses the wrong parity: it waits for the data of producer iteration "
+                f"g' (its barrier {user_name(full)}[g' % {stages}]), which completes phase g' // {stages}, so the wait "
+                "returns for the phase before and the data has not landed",
+                _model(wrong),
+                loops_of(wrong, (ws, env)),
+                variables={
+                    "producer iteration g'": smt.model_int(wrong, gw),
+                    **_parity_values(wrong, parity, gw, stages),
+                }
+                if not isinstance(wrong, str)
+                else {},
+            )
+            return False
+    # (c) the reads: dominated by a wait, in its stage
+    ok = True
+    for r in p.reads:
+        origin = p.read_origins.get(id(r.stmt))
+        if origin is None:
+            violation(
+                "PIPELINE_STALE_READ",
+                r,
+                f"{name} is filled by TMA copies completing on {user_name(full)}, but this read is not preceded by a "
+                "wait on that mbarrier in the same iteration (or peeled block): it may read data that has not landed",
+                accesses=(_access(prog, p.writes[0], "write", p.buffer), _access(prog, r, "read", p.buffer)),
+            )
+            return False
+        env, cons, gr = instance(r, origin, "#r")
+        for ref in _refs(r.stmt):
+            if ref.buffer is not p.buffer:
+                continue
+            if 0 not in ref.dropped and ref.extent[0] != 1:
+                return unknown(r.loc, f"the read spans more than one stage of {name}")
+            wrong = always(cons, ev(ref.origin[0], env) == smt.mod(gr, stages))
+            if wrong is not None:
+                violation(
+                    "PIPELINE_STALE_READ",
+                    r,
+                    f"this read of {name} is in stage {ref.origin[0]}, but the wait before it is for the data of "
+                    f"producer iteration g', which lands in stage g' % {stages}: the stage read may hold another "
+                    "iteration's data, or data that has not landed",
+                    _model(wrong),
+                    loops_of(wrong, (r, env)),
+                    variables={"producer iteration g'": smt.model_int(wrong, gr)} if not isinstance(wrong, str) else {},
+                )
+                ok = False
+                break
+    if not ok:
+        return False
+    # (d) the release
+    first_write = min(p.writes, key=lambda s: s.index)
+    top_w = _top(lp.body, first_write)
+    candidates: list[MbarrierWait] = []
+    for st in reversed(lp.body[: lp.body.index(top_w)]):  # the nearest wait first
+        if isinstance(st, MbarrierWait) and all(st.barrier.buffer is not c.barrier.buffer for c in candidates):
+            candidates.append(st)
+    failure = None
+    for pw in candidates:
+        out = _release_lagged(ctx, p, pw, instance, region, consecutive, always, ev, g, env_p, range_p, loops_of)
+        if out is None:
+            return True
+        failure = failure or out
+    if failure is None:
+        violation(
+            "PIPELINE_OVERWRITE",
+            first_write,
+            f"the producer refills {name} without waiting for the consumer to release the stage (no mbarrier it "
+            f"waits on before the copy is arrived on by the consumer): its refill of iteration {stages} may "
+            "overwrite the stage iteration 0 is still reading",
+        )
+        return False
+    kind, args = failure
+    if kind == "unknown":
+        return unknown(*args)
+    violation(*args[0], **args[1])
+    return False
+
+
+def _release_lagged(
+    ctx: Any, p: Pairing, pw: MbarrierWait, instance, region, consecutive, always, ev, g, env_p, range_p, loops_of
+) -> tuple[str, Any] | None:
+    """None when `pw`'s barrier releases the stages of the lagged pairing `p` (`_check_lagged` (d)); else
+    ("unknown", (loc, why)) or ("violated", (args, kwargs)) for the caller to report."""
+    prog: Program = ctx.analysis.program
+    lc = p.loop_c
+    assert lc is not None
+    stages = lc.stages
+    empty = pw.barrier.buffer
+    ename = user_name(empty)
+    arrivals = [
+        prog.site(st)
+        for st in walk_all(prog.kernel.body)
+        if isinstance(st, MbarrierArrive) and st.barrier.buffer is empty
+    ]
+    if not arrivals:
+        return ("unknown", (pw.loc, f"nobody arrives on {ename}"))
+    if _count(empty) != stages:
+        return ("unknown", (pw.loc, f"{ename} needs {stages} elements, one per stage"))
+    for a in arrivals:
+        if a.role is not p.consumer or id(a.stmt) not in p.origins:
+            return ("unknown", (a.loc, f"this arrival on {ename} is not paired with an iteration it releases"))
+    # a phase completes with the release of one iteration by every thread of the consumer: one arrival each, or one
+    # per warpgroup (otherwise a phase may complete while a warpgroup still reads)
+    inits = [st for st in walk_all(prog.kernel.body) if isinstance(st, MbarrierInit) and st.barriers.buffer is empty]
+    per = {len(p.consumer.warpgroups) if a.stmt.per_warpgroup else 1 for a in arrivals}  # type: ignore[attr-defined]
+    if len(inits) != 1 or per != {inits[0].arrive_count}:
+        return ("unknown", (pw.loc, f"the arrive count of {ename} is not one release by the whole consumer role"))
+    for a in arrivals:
+        env, cons, ra = instance(a, p.origins[id(a.stmt)], "#a")
+        if always(cons, ev(barrier_element(a.stmt.barrier), env) == smt.mod(ra, stages)) is not None:  # type: ignore[attr-defined]
+            return ("unknown", (a.loc, f"this arrival on {ename} does not release the iteration its stage holds"))
+    why = consecutive(arrivals, f"the arrivals on {ename}")
+    if why is not None:
+        return ("unknown", (arrivals[0].loc, why))
+    # no release of g' before a read of g' completes
+    for r in p.reads:
+        env_r, cons_r, gr = instance(r, p.read_origins[id(r.stmt)], "#r")
+        for a in arrivals:
+            env_a, cons_a, ra = instance(a, p.origins[id(a.stmt)], "#a")
+            cons = cons_r + cons_a
+            ar, rr = region(a), region(r)
+            if ar == rr == 1:
+                position = lc.body.index(_top(lc.body, a))
+                lag = _completion_lag(p, position, [r])
+                if lag is None:
+                    return ("unknown", (a.loc, f"when the wgmma reads of {user_name(p.buffer)} complete is not known"))
+                claim = z3.Implies(gr == ra, env_r[lc.var] + lag <= env_a[lc.var])
+            elif ar < rr or (ar == rr and a.index < r.index):
+                claim = gr != ra
+            elif not _is_async(r.stmt) or _drained(prog, p, r, a):
+                continue
+            else:
+                claim = gr != ra
+            wrong = always(cons, claim)
+            if wrong is not None:
+                pending = (
+                    f" (a wgmma with wait_group {r.stmt.pending}, still reading after its statement)"
+                    if _is_async(r.stmt)
+                    else ""
+                )  # type: ignore[attr-defined]
+                return (
+                    "violated",
+                    (
+                        (
+                            "PIPELINE_OVERWRITE",
+                            a,
+                            f"the consumer releases the stage of producer iteration g' on {ename} before its read of "
+                            f"{user_name(p.buffer)} at line {r.loc.line if r.loc else '?'}{pending} has completed: "
+                            f"once it has arrived, the producer's refill of iteration g' + {stages} may overwrite the "
+                            "stage while it is read",
+                            _model(wrong),
+                            loops_of(wrong, (r, env_r), (a, env_a)),
+                        ),
+                        {
+                            "accesses": (
+                                _access(prog, p.writes[0], "write", p.buffer, p.loop_p, stages),
+                                _access(prog, r, "read", p.buffer),
+                            ),
+                            "variables": {"producer iteration g'": smt.model_int(wrong, gr)}
+                            if not isinstance(wrong, str)
+                            else {},
+                        },
+                    ),
+                )
+    # the producer's refill of iteration g waits for the release of g - S
+    claim = z3.And(
+        ev(barrier_element(pw.barrier), env_p) == smt.mod(g, stages),
+        smt.mod(smt.evaluate(pw.phase, env_p), 2) == smt.mod(smt.floordiv(g, stages) + 1, 2),
+    )
+    wrong = always([range_p], claim)
+    if wrong is not None:
+        return (
+            "violated",
+            (
+                (
+                    "MBARRIER_PHASE",
+                    prog.site(pw),
+                    f"the producer's wait on {ename} before refilling a stage of {user_name(p.buffer)} does not wait "
+                    "for the consumer's release of that stage (barrier index or parity)",
+                    _model(wrong),
+                    _loops(wrong, p.loop_p, g),
+                ),
+                {},
+            ),
+        )
+    return None
+
+
+def _drained(prog: Program, p: Pairing, r: Site, a: Site) -> bool:
+    """A wgmma wait of 0 (or a synchronous wgmma, which waits for every group) runs after read `r` and before
+    arrival `a` whenever `a` runs (in a body enclosing `a`, before it, and after `r` in program order outside the
+    loop holding `r`)."""
+
+    def drains(s: Stmt) -> bool:
+        return (isinstance(s, WgmmaWait) and s.pending == 0) or (isinstance(s, Gemm) and not s.pending)
+
+    found = _dominating(p.consumer.body, a, drains)
+    if found is None:
+        return False
+    site = prog.site(found)
+    return site.index > r.index

@@ -609,15 +609,30 @@ def _feeding_loads(sites: list[Site], buffer: Buffer) -> dict[int, list[tuple[Si
     return out
 
 
-def _paired_loops(ctx: Context, load: Site, gemm: Site, proved: set[int]) -> dict[int, For]:
-    """Loops of a producer's `load` paired (by a proved pairing) with loops of the consumer holding `gemm`."""
-    out: dict[int, For] = {}
+def _paired_loops(ctx: Context, load: Site, gemm: Site, proved: set[int]) -> dict[int, tuple[For, Any]]:
+    """Loops of a producer's `load` paired (by a proved pairing) with loops of the consumer holding `gemm`: for each,
+    the consumer's loop and the producer iteration as a function of the consumer's (the same value, or for a "lagged"
+    pairing the iteration whose data the gemm reads, `roles.global_iteration`)."""
+    from argus.verify.roles import global_iteration
+
+    out: dict[int, tuple[For, Any]] = {}
     for p in ctx.analysis.pairings:
-        if id(p) not in proved or p.kind != "loop" or p.producer is not load.role or p.consumer is not gemm.role:
+        if id(p) not in proved or p.producer is not load.role or p.consumer is not gemm.role:
             continue
-        for lp_p, lp_c in p.loop_map():
-            if lp_p is not None and lp_c is not None:
-                out.setdefault(id(lp_p), lp_c)
+        if p.kind == "loop":
+            for lp_p, lp_c in p.loop_map():
+                if lp_p is not None and lp_c is not None:
+                    out.setdefault(id(lp_p), (lp_c, lambda t: t))
+        elif p.kind == "lagged" and load in p.writes:
+            origin = p.read_origins.get(id(gemm.stmt))
+            if origin is not None and origin[0] == "loop":
+
+                def producer_iteration(t: Any, p: Any = p, origin: Any = origin) -> Any:
+                    env = dict(ctx.base_env)
+                    env[p.loop_c.var] = t
+                    return smt.val(global_iteration(p, origin, env))
+
+                out.setdefault(id(p.loop_p), (p.loop_c, producer_iteration))
     return out
 
 
@@ -706,9 +721,9 @@ def _contraction_once(
         free: list[For] = []
         paired = _paired_loops(ctx, site, gemm, proved) if site.role is not gemm.role else {}
         for lp in site.loops:
-            twin = lp if lp in gemm.loops else paired.get(id(lp))
+            twin, same = (lp, None) if lp in gemm.loops else paired.get(id(lp), (None, None))
             if twin is not None and id(twin) in shared:
-                fixed[lp.var] = shared[id(twin)]
+                fixed[lp.var] = shared[id(twin)] if same is None else same(shared[id(twin)])
             elif twin is None and site.role is not gemm.role and outer:
                 return (
                     f"the load at {site.loc} runs in another role, in loop {loop_name(lp)} that no proved pairing "
