@@ -202,9 +202,11 @@ def flash_attention(
     a tail, and the softmax reads the scores unmasked.
 
     OVERLAP (with P_REGISTERS) pipelines each warpgroup against itself (FlashAttention-3's intra-warpgroup overlap):
-    iteration j issues S_j = Q K_j^T, then O += P_{j-1} V_{j-1} asynchronously, and runs tile j's softmax while
-    that MMA runs; it waits for it before rescaling O and overwriting P, and releases stage j - 1 then. The last
-    tile's P V follows the loop.
+    iteration j issues S_j = Q K_j^T, rescales O to tile j - 1's maximum, issues O += P_{j-1} V_{j-1} and leaves it
+    running, and runs tile j's softmax while that MMA runs; it waits for it behind the softmax (`T.wgmma_wait(0,
+    after=l)`: ptxas hoists a bare wait above it) before overwriting P. Tile 0's S and the last tile's P V are peeled
+    (no branch may enclose an MMA in flight). K and V have barriers of their own: a K stage is released once S is
+    computed, a V stage after its P V (released together, the producer could not prefetch the next tile).
 
     LPT (causal, unsplit) launches the blocks longest first: the grid's first (fastest) dimension is the head, and
     the query blocks come in reverse, so every head's last query block (the one that sees the most key tiles) is

@@ -33,6 +33,13 @@ iterations that ran before (``start`` is 0 on the first tile that runs, the guar
 implies it held for ``it - 1``, and ``start(it) = start(it - 1) + extent(it - 1)``); and no wait or arrival on
 the pipeline's barriers happens outside the paired loops. What it cannot prove is `UNKNOWN_WARP_ROLES`, never
 verified.
+
+**Lagged, peeled pipelines** (`kind == "lagged"`; FlashAttention-3's intra-warpgroup overlap, `flash_attention`'s
+OVERLAP): the consumer's pipelined loop has the producer's stages but not its extent or start, reads a stage one
+or more iterations late, and has peeled reads before and after it (a branch around an MMA in flight would make
+ptxas serialize the MMAs). Each consumer wait on the full barrier, read and release stands for a producer
+iteration ``g'`` (`Pairing.origins`), numbered in program order; `_check_lagged` proves the waits, stages, parities
+and releases for every iteration, and the model lets a read see the producer's write of its ``g'``.
 """
 
 from __future__ import annotations
