@@ -307,7 +307,7 @@ def flash_attention(
             T.fill(l, 0.0)
             T.mbarrier_wait(q_ready[0], phase=0)
 
-            def online_softmax(j):  # noqa: ANN001, ANN202 - tile j's statistics and probabilities; l updated
+            def online_softmax(j, scores=scores):  # noqa: ANN001, ANN202 - tile j's statistics and probabilities; l updated
                 raw = scores if sign > 0 else -scores
                 if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
                     # of the query, SK - 1 at most: that masks the keys past the sequence too)
@@ -336,12 +336,15 @@ def flash_attention(
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # P of the previous tile
                 rescale = T.alloc_reduced(scores, axis=1)  # the previous tile's alpha, applied before its P V
                 with T.if_(n_tiles > 0):  # tile 0, peeled: S and its softmax (O is still 0)
+                    # tile 0's S in a fragment of its own: the same registers to ptxas, and to the verifier's
+                    # liveness (first write to last use) `scores` then lives in the loop only, not across P's copy
+                    first_scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))
                     T.mbarrier_wait(full[0], phase=0)
                     T.assert_tag(holds_head(kv, first, BN), sK[0])
-                    T.fill(scores, 0.0)
-                    T.gemm(sQ, sK[0].T, scores)
+                    T.fill(first_scores, 0.0)
+                    T.gemm(sQ, sK[0].T, first_scores)
                     T.mbarrier_arrive(empty[0], per_warpgroup=True)  # K stage 0 read
-                    m_first, p_first, alpha_first = online_softmax(0)
+                    m_first, p_first, alpha_first = online_softmax(0, first_scores)
                     T.copy(m_first, m)
                     T.copy(alpha_first, rescale)
                     T.copy(p_first, pa)

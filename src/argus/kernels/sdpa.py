@@ -28,7 +28,7 @@ first. Two mechanisms serve decoding (a short query against a long key sequence)
 which is how the tests check every mechanism without a GPU.
 
 Variable-length batches and a paged KV cache are their own calls (`argus.kernels.sdpa_varlen`,
-`argus.kernels.sdpa_paged`). Non-causal prefill on two consumer warpgroups runs the overlapped loop (each tile's
+`argus.kernels.sdpa_paged`). Non-causal prefill on two or three consumer warpgroups runs the overlapped loop (each tile's
 softmax beside the previous tile's P V, `OVERLAP_PREFILL`). Built but off (measured slower, docs/attention.md):
 ping-pong between the consumer warpgroups. Not built yet (issue 22): a persistent scheduler for causal work.
 """
@@ -70,13 +70,12 @@ THREE_CONSUMERS_HEAD_DIM = 64
 #: before (query blocks fastest, first to last) where the grid is a few waves (512 blocks: d64 0.78 -> 0.87-0.97x
 #: cuDNN, d128 0.85-0.88 -> 0.93-1.09x, d256 0.91 -> 0.97-1.15x), 1.00-1.04x at 2048 blocks. Same results.
 LONGEST_FIRST = True
-#: Non-causal prefill on two consumer warpgroups overlaps each tile's softmax with the previous tile's O += P V
-#: inside each warpgroup (AttentionConfig.OVERLAP; FlashAttention-3's intra-warpgroup overlap): measured 1.04-1.11x
-#: the plain loop on every such row (d128 S=16k 0.90-0.92 -> 0.99-1.00x cuDNN, GQA 32/8 0.87 -> 0.96x, d256
-#: 0.91-0.92 -> 0.95-0.99x); neutral to 2 % slower on causal grids of many blocks (its first and last tiles are
-#: peeled) and on decoding, which keep the plain loop. d64 on three warpgroups with it measured 1.02-1.05x, but the
-#: verifier's register estimate for it is 198 of the 160 registers three consumers leave (BUDGET_REGISTERS), so d64
-#: keeps the plain loop. benchmarks/results/2026-12-02-attention-overlap/.
+#: Non-causal prefill on two or three consumer warpgroups overlaps each tile's softmax with the previous tile's
+#: O += P V inside each warpgroup (AttentionConfig.OVERLAP; FlashAttention-3's intra-warpgroup overlap): measured
+#: 1.02-1.11x the plain loop on every such row (d128 S=16k 0.90-0.92 -> 0.99-1.00x cuDNN, GQA 32/8 0.87-0.90 ->
+#: 0.96-0.97x, d256 0.91-0.92 -> 0.95-0.99x, d64 on three warpgroups 0.84-0.94 -> 0.88-0.96x); neutral to 2 % slower
+#: on causal grids of many blocks (its first and last tiles are peeled) and on decoding, which keep the plain loop.
+#: benchmarks/results/2026-12-02-attention-overlap/.
 OVERLAP_PREFILL = True
 #: setmaxnreg budgets: the producer warpgroup's, and the most a consumer warpgroup takes (what two consumers get;
 #: three get what the register file leaves them, 160)
@@ -250,7 +249,7 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = key_splits(blocks, key_tiles, sms)
     lpt = LONGEST_FIRST and problem.causal and splits == 1 and not pack
-    overlap = OVERLAP_PREFILL and not problem.causal and consumers == 2 and splits == 1 and not pack
+    overlap = OVERLAP_PREFILL and not problem.causal and consumers >= 2 and splits == 1 and not pack
     for stages in range(MAX_STAGES, 1, -1):
         config = AttentionConfig(bm, bn, stages, consumers, splits, pack, P_REGISTERS=True, OVERLAP=overlap, LPT=lpt)
         if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:
