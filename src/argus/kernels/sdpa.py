@@ -28,9 +28,10 @@ first. Two mechanisms serve decoding (a short query against a long key sequence)
 which is how the tests check every mechanism without a GPU.
 
 Variable-length batches and a paged KV cache are their own calls (`argus.kernels.sdpa_varlen`,
-`argus.kernels.sdpa_paged`). Non-causal prefill on two or three consumer warpgroups runs the overlapped loop (each tile's
-softmax beside the previous tile's P V, `OVERLAP_PREFILL`). Built but off (measured slower, docs/attention.md):
-ping-pong between the consumer warpgroups. Not built yet (issue 22): a persistent scheduler for causal work.
+`argus.kernels.sdpa_paged`). Non-causal prefill on two or three consumer warpgroups runs the overlapped loop
+(each tile's softmax beside the previous tile's P V, `OVERLAP_PREFILL`). Built but off (measured slower,
+docs/attention.md): ping-pong between the consumer warpgroups. Not built yet (issue 22): a persistent scheduler for
+causal work.
 """
 
 from __future__ import annotations
