@@ -4,7 +4,7 @@ attention notes cite (docs/attention.md).
     ncu --kernel-name flash_attention --launch-skip 3 --launch-count 1 --section SpeedOfLight \\
         --section WarpStateStats --section InstructionStats python benchmarks/attention_profile.py D [causal|full] [S]
 
-Runs `argus.kernels.sdpa.sdpa` five times at (B, H, S) = (65536 / S, 16, S) (S = 4096 by default: B = 4), head dim
+Runs `argus.kernels.sdpa.sdpa` five times at (B, H, S) = (16384 / S, 16, S) (S = 4096 by default: B = 4), head dim
 D, bf16.
 """
 
@@ -27,7 +27,7 @@ def main() -> int:
     d = int(sys.argv[1]) if len(sys.argv) > 1 else 128
     causal = len(sys.argv) > 2 and sys.argv[2] == "causal"
     s = int(sys.argv[3]) if len(sys.argv) > 3 else 4096
-    q, k, v = (torch.randn(max(1, 65536 // s), 16, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    q, k, v = (torch.randn(max(1, 16384 // s), 16, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     for _ in range(5):
         S.sdpa(q, k, v, causal=causal)
     torch.cuda.synchronize()
