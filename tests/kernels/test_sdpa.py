@@ -228,6 +228,27 @@ def test_ping_pong_verifies_compiles_and_matches_the_definition_on_the_interpret
     assert compiled.instruction_mix().get("BAR", 0) >= 4  # the turns: bar.sync and bar.arrive on the ring
 
 
+def test_ping_pong_over_the_overlapped_loop_verifies_and_matches_the_definition_on_the_interpreter() -> None:
+    # the turn covers the MMAs' issue only (S of tile j and P V of tile j - 1, the peeled tiles' too); S is waited
+    # for after the turn is passed (T.wgmma_wait(1)): the K release after it is proved with that wait counted
+    from argus.verify import verify_kernel
+
+    problem = S.AttentionProblem(1, 2, 2, 100, 350, 64, 64, False, "bf16", "f32")
+    the_plan = S.plan(problem, S.AttentionConfig(128, 64, 2, 2, P_REGISTERS=True, OVERLAP=True, PINGPONG=True))
+    q, k, v = _inputs(problem, seed=15)
+    o, lse = the_plan.run_on_interpreter(q, k, v)
+    ref_o, ref_lse = S.reference(q, k, v)
+    np.testing.assert_allclose(o, ref_o, atol=1e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+    big = S.AttentionProblem(4, 16, 16, 4096, 4096, 128, 128)
+    kernel = S.plan(big, replace(S.choose(big), PINGPONG=True)).kernel()
+    assert dict(kernel.params)["OVERLAP"] is True
+    report = verify_kernel(kernel)
+    assert not report.findings and not [c for c in report.checks if c.verdict.value != "verified"]
+    compiled = compile_kernel(kernel)
+    assert compiled.resources.spill_stores == 0 and not compiled.module.warnings
+
+
 @pytest.mark.parametrize("d, bn", [(64, 128), (128, 128), (256, 64)])
 def test_p_in_registers_verifies_and_compiles_to_a_register_a_wgmma(d: int, bn: int) -> None:
     from argus.verify import verify_kernel

@@ -15,6 +15,10 @@ bug chosen by BUG, for `test_lagged_pipeline.py`:
   PIPELINE_OVERWRITE;
 * ``"epilogue_no_wait"``: the epilogue reads without waiting on ``full_v``: not verified (the read stands for
   no iteration it waited for).
+* ``"two_in_flight"``: both MMAs issued with ``wait_group=2``, then ``T.wgmma_wait(1)`` completes S before K's
+  release (the attention kernel's form under ping-pong): verified;
+* ``"two_in_flight_loose"``: the same with ``T.wgmma_wait(2)``, which completes nothing: K's stage is released while
+  S may still read it: violated, PIPELINE_OVERWRITE.
 """
 
 from __future__ import annotations
@@ -83,7 +87,11 @@ def lagged_variant(
                 T.mbarrier_wait(full_v[prev], phase=phase)
                 read = s if BUG == "v_stage" else prev
                 T.assert_tag(lambda x: x[0] // BN == j - 1, sV[read])  # noqa: B023
-                T.gemm(pa, sV[read], o, wait_group=1)
+                if BUG in ("two_in_flight", "two_in_flight_loose"):  # both issued, then S waited for (ping-pong)
+                    T.gemm(pa, sV[read], o, wait_group=2)
+                    T.wgmma_wait(2 if BUG == "two_in_flight_loose" else 1)
+                else:
+                    T.gemm(pa, sV[read], o, wait_group=1)
                 if BUG != "k_release_early":
                     T.mbarrier_arrive(empty[s])
                 if BUG == "early_release":

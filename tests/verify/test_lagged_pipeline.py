@@ -15,8 +15,9 @@ from tests.verify.kernels_lagged import lagged_variant
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def test_the_clean_lagged_kernel_verifies() -> None:
-    r = verify(lagged_variant)
+@pytest.mark.parametrize("bug", ["", "two_in_flight"])
+def test_the_clean_lagged_kernel_verifies(bug: str) -> None:
+    r = verify(lagged_variant, BUG=bug)
     assert r.verdict == Verdict.VERIFIED, r.render_text()
     assert not r.findings
     tags = [c for c in r.checks if c.check == "tag assertion"]
@@ -32,6 +33,7 @@ def test_the_clean_lagged_kernel_verifies() -> None:
         ("epilogue_stage", "PIPELINE_STALE_READ", "sV[read]"),
         ("k_release_early", "PIPELINE_OVERWRITE", "T.mbarrier_arrive(empty[s])"),
         ("epilogue_no_wait", "PIPELINE_STALE_READ", "sV[read]"),
+        ("two_in_flight_loose", "PIPELINE_OVERWRITE", "T.mbarrier_arrive(empty[s])"),
     ],
 )
 def test_seeded_bugs_are_caught(bug: str, code: str, line_text: str) -> None:

@@ -228,8 +228,8 @@ def flash_attention(
         raise DSLError("DSL_BAD_PARAM", "PINGPONG takes turns between consumer warpgroups: CONSUMERS must be 2")
     if not MASK_TAIL and not CAUSAL:  # no key tile has a tail: the softmax needs no mask (two instructions a score)
         T.assume(f"SK % {BN} == 0")
-    if OVERLAP and (not P_REGISTERS or PINGPONG):
-        raise DSLError("DSL_BAD_PARAM", "OVERLAP keeps P of the previous tile in registers: P_REGISTERS, no PINGPONG")
+    if OVERLAP and not P_REGISTERS:
+        raise DSLError("DSL_BAD_PARAM", "OVERLAP keeps P of the previous tile in registers: P_REGISTERS")
     bshd = LAYOUT == "bshd"
     if SPLITS > 1 and bshd:
         raise DSLError("DSL_BAD_PARAM", "split keys write (B * H, SQ) partial results: LAYOUT must be 'bhsd'")
@@ -342,7 +342,13 @@ def flash_attention(
                     T.mbarrier_wait(full[0], phase=0)
                     T.assert_tag(holds_head(kv, first, BN), sK[0])
                     T.fill(first_scores, 0.0)
-                    T.gemm(sQ, sK[0].T, first_scores)
+                    if PINGPONG:  # the turn covers the MMAs' issue only
+                        T.turn_wait()
+                        T.gemm(sQ, sK[0].T, first_scores, wait_group=1)
+                        T.turn_pass()
+                        T.wgmma_wait(0)
+                    else:
+                        T.gemm(sQ, sK[0].T, first_scores)
                     T.mbarrier_arrive(empty[0], per_warpgroup=True)  # K stage 0 read
                     m_first, p_first, alpha_first = online_softmax(0, first_scores)
                     T.copy(m_first, m)
@@ -354,12 +360,19 @@ def flash_attention(
                     T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
                     T.assert_tag(holds_head(kv, first + j, BN), sK[s])
                     T.fill(scores, 0.0)
+                    if PINGPONG:  # the turn covers S's and P V's issue: the other warpgroup's softmax runs meanwhile
+                        T.turn_wait()
                     T.gemm(sQ, sK[s].T, scores, wait_group=1)  # S = Q K^T of tile j, issued (nothing else in flight)
                     # O, which holds tiles up to j - 2, rescaled to tile j - 1's maximum before its P V is added
                     T.copy(o * rescale[:, None], o)
                     T.mbarrier_wait(full_v[prev], phase=((j - 1) // STAGES) % 2)
                     T.assert_tag(holds_head(kv, first + j - 1, BN), sV[prev])
-                    T.gemm(pa, sV[prev], o, wait_group=1)  # O += P V of tile j - 1, left running; S complete
+                    if PINGPONG:
+                        T.gemm(pa, sV[prev], o, wait_group=2)  # O += P V of tile j - 1 issued; both left running
+                        T.turn_pass()
+                        T.wgmma_wait(1)  # S complete
+                    else:
+                        T.gemm(pa, sV[prev], o, wait_group=1)  # O += P V of tile j - 1, left running; S complete
                     T.mbarrier_arrive(empty[s], per_warpgroup=True)  # K stage s read
                     m_new, p, alpha = online_softmax(j)
                     # tile j - 1's P V, waited for behind the softmax (ptxas would hoist a bare wait above it)
@@ -373,7 +386,13 @@ def flash_attention(
                     T.copy(o * rescale[:, None], o)
                     T.mbarrier_wait(full_v[last], phase=((n_tiles - 1) // STAGES) % 2)
                     T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
-                    T.gemm(pa, sV[last], o)
+                    if PINGPONG:
+                        T.turn_wait()
+                        T.gemm(pa, sV[last], o, wait_group=1)
+                        T.turn_pass()
+                        T.wgmma_wait(0)
+                    else:
+                        T.gemm(pa, sV[last], o)
                     T.mbarrier_arrive(empty_v[last], per_warpgroup=True)
 
             def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile

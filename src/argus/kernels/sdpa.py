@@ -361,8 +361,8 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
         raise AttentionError(f"{config.label()}: ping-pong takes turns between two consumer warpgroups, not one")
     if config is not None and config.LPT and (not problem.causal or config.SPLITS > 1 or config.PACK):
         raise AttentionError(f"{config.label()}: the longest-first order is for causal blocks, unsplit, unpacked")
-    if config is not None and config.OVERLAP and (not config.P_REGISTERS or config.PINGPONG):
-        raise AttentionError(f"{config.label()}: the overlapped loop keeps P in registers (P_REGISTERS), no ping-pong")
+    if config is not None and config.OVERLAP and not config.P_REGISTERS:
+        raise AttentionError(f"{config.label()}: the overlapped loop keeps P in registers (P_REGISTERS)")
     return AttentionPlan(problem, config or choose(problem))
 
 

@@ -743,18 +743,15 @@ def _completion_lag(p: Pairing, position: int, reads: list[Site] | None = None) 
     waits = [i for i, x in enumerate(body) if isinstance(x, WgmmaWait)]
     if len(issue) != len(gemms) or any(not body[i].pending for i in issue):  # type: ignore[attr-defined]
         return None  # a conditional or synchronous MMA beside them: the groups are not counted here
-    if any(body[i].pending for i in waits):  # type: ignore[attr-defined]
-        return None
     n = len(issue)
     latest = max(issue.index(t) + 1 for _, t in asynchronous)  # the stage's latest-issued reading statement
-    before = [j for j, i in enumerate(issue, start=1) if i < position]
-    if before:
-        j = before[-1]
-        drained = any(issue[j - 1] < w < position for w in waits)
-        c = j if drained else j - body[issue[j - 1]].pending  # type: ignore[attr-defined]
-    else:  # the previous iteration's last wait: after its last MMA statement, or a wait of 0 since
-        drained = any(w < position or w > issue[-1] for w in waits)
-        c = 0 if drained else -body[issue[-1]].pending  # type: ignore[attr-defined]
+    # each wait, in iteration g: statement j's own (wait_group P_j) completes the groups up to g * n + j - P_j; a
+    # `WgmmaWait` of P after j statements, up to g * n + j - P. Completion only grows: the last complete group at
+    # `position` is the largest of the events before it in this iteration and of every event of the previous one
+    # (n groups earlier); in the first iteration there is no previous one, and what that claims holds vacuously.
+    events = [(i, j - body[i].pending) for j, i in enumerate(issue, start=1)]  # type: ignore[attr-defined]
+    events += [(w, sum(1 for i in issue if i < w) - body[w].pending) for w in waits]  # type: ignore[attr-defined]
+    c = max([e for at, e in events if at < position] + [e - n for _, e in events])
     return max(lag, -((c - latest) // n))
 
 
