@@ -196,7 +196,8 @@ def flash_attention(
 
     PINGPONG (two or more consumer warpgroups) makes them take turns (FlashAttention-3's ping-pong): a warpgroup
     issues O += P V of one key tile and S = Q K^T of the next while it holds the turn, and passes it on for its
-    softmax, so that one warpgroup's softmax runs while the other's MMAs do.
+    softmax, so that one warpgroup's softmax runs while the other's MMAs do. With OVERLAP the turn covers the issue
+    of S of tile j and P V of tile j - 1 (and the peeled tiles' MMAs); S is waited for after the turn is passed.
 
     MASK_TAIL=False (non-causal) declares SK a multiple of BN (`T.assume`, checked at every launch): no key tile has
     a tail, and the softmax reads the scores unmasked.
