@@ -16,9 +16,10 @@ from argus.layout.symbolic import injectivity_counterexample
 
 #: What later issues add; printed so the tour never claims more than exists.
 NOT_YET = [
-    "attention at FlashAttention-3 speed (flash attention is at 0.67x SDPA flash on an H200; the expert GEMM "
-    "`gemm_hopper_persistent` reaches 1.007x cuBLAS, geometric mean of seven shapes on an H100 and an H200, "
-    "benchmarks/results/2026-11-21-session5.md)",
+    "attention at FlashAttention-3 speed everywhere (`argus.kernels.sdpa` on an H200, bf16, against cuDNN's SDPA: "
+    "non-causal 0.87-1.00x at head dim 128 for S = 1k-16k, 0.95-0.99x at 256, 0.87-0.98x at 64; causal 1.06-1.15x at "
+    "128 and 256 from S = 4k, but 0.87-0.89x on grids of many blocks and 0.87-0.97x at 64; decoding 0.89-1.00x; no "
+    "persistent scheduler yet: docs/attention.md)",
     "the agent's and KLineage's runs on a GPU (on a CPU, `argus optimize` and `argus lineage walk` rank candidates "
     "by the static cost model's estimates)",
     "a GEMM at cuBLAS parity on every shape (argus.kernels.matmul chooses tiles, split-K and 64-row tiles by shape: "
@@ -30,10 +31,10 @@ NOT_YET = [
     "benchmarks/results/2026-11-28-gemm-shapes.md, 2026-11-28-gemm-epilogue.md, 2026-11-29-gemv/, "
     "2026-11-30-gemm-fp8/)",
     "convolution at cuDNN speed everywhere (1-d and 2-d convolutions without groups run on the verified implicit-GEMM"
-    " kernel: bf16 at 0.53-1.11x cuDNN on an H200, geometric mean 0.80 on ResNet-50's layers (the strided ones timed "
-    "on an earlier view of the input); f32 by split precision at 0.06-1.01x cuDNN's TF32 and 0.06-7.6x its strict "
-    "fp32; depthwise ones on a direct kernel at 0.75-4.5x cuDNN; grouped, 3-d and transposed ones take the im2col "
-    "path; level 1's 27 convolutions judged on an H200: 26 solved, 0.81x eager; level 2's 52 at their own sizes: "
+    " and flattened-position kernels: bf16 at 0.944x cuDNN on an H200, geometric mean over ResNet-50's layers at batch "
+    "32, 0.965x over 15 held-out layers, short-K layers at 0.63-0.85x; f32 by split precision at 0.06-1.01x cuDNN's "
+    "TF32 and 0.06-7.6x its strict fp32; depthwise ones on a direct kernel at 0.75-4.5x cuDNN; grouped, 3-d and "
+    "transposed ones take the im2col path; level 1's 27 convolutions judged on an H200: 26 solved, 0.81x eager; level 2's 52 at their own sizes: "
     "51 covered, 28 of 31 judged correct at 0.77x eager, eight of them flagged for unsynced work: docs/conv.md), a "
     "fully fused MoE layer (the grouped GEMM and its SwiGLU epilogue "
     "exist; the gather and the combine are PyTorch's: docs/moe.md), and `argus solve` beyond its families (pointwise,"
