@@ -30,17 +30,18 @@ NOT_YET = [
     "shapes, block-scaled FP8 at about half the per-tensor speed; but no bf16 GEMV or stream-K yet: "
     "benchmarks/results/2026-11-28-gemm-shapes.md, 2026-11-28-gemm-epilogue.md, 2026-11-29-gemv/, "
     "2026-11-30-gemm-fp8/)",
-    "convolution at cuDNN speed everywhere (1-d and 2-d convolutions without groups run on the verified implicit-GEMM"
-    " and flattened-position kernels: bf16 at 0.944x cuDNN on an H200, geometric mean over ResNet-50's layers at batch "
-    "32, 0.965x over 15 held-out layers, short-K layers at 0.63-0.85x; f32 by split precision at 0.06-1.01x cuDNN's "
-    "TF32 and 0.06-7.6x its strict fp32; depthwise ones on a direct kernel at 0.75-4.5x cuDNN; grouped, 3-d and "
-    "transposed ones take the im2col path; level 1's 27 convolutions judged on an H200: 26 solved, 0.81x eager; level 2's 52 at their own sizes: "
-    "51 covered, 28 of 31 judged correct at 0.77x eager, eight of them flagged for unsynced work: docs/conv.md), a "
-    "fully fused MoE layer (the grouped GEMM and its SwiGLU epilogue "
-    "exist; the gather and the combine are PyTorch's: docs/moe.md), and `argus solve` beyond its families (pointwise,"
-    " reduction, softmax, scan, pooling, normalization, mm/addmm/bmm with their elementwise tails and reductions with"
-    " their elementwise prologues fused, and convolution; gathers and data movement are reported as not covered; "
-    "level 1's 39 problems of these families judged on an H200: fast_1 over eager 0.62, 1.39x eager: docs/solve.md)",
+    "convolution at cuDNN speed everywhere (1-d and 2-d convolutions without groups run on the verified "
+    "implicit-GEMM and flattened-position kernels: bf16 at 0.944x cuDNN on an H200, geometric mean over ResNet-50's "
+    "layers at batch 32, 0.965x over 15 held-out layers, short-K layers at 0.63-0.85x; f32 by split precision at "
+    "0.06-1.01x cuDNN's TF32 and 0.06-7.6x its strict fp32; depthwise ones on a direct kernel at 0.75-4.5x cuDNN; "
+    "grouped, 3-d and transposed ones take the im2col path; level 1's 27 convolutions judged on an H200: 26 solved, "
+    "0.81x eager; level 2's 52 at their own sizes: 51 covered, 28 of 31 judged correct at 0.77x eager, eight of them "
+    "flagged for unsynced work: docs/conv.md), a fully fused MoE layer (the grouped GEMM and its SwiGLU epilogue "
+    "exist; the gather and the combine are PyTorch's: docs/moe.md), and `argus solve` beyond its families "
+    "(pointwise, reduction, softmax, scan, pooling, normalization, mm/addmm/bmm with their elementwise tails and "
+    "reductions with their elementwise prologues fused, and convolution; gathers and data movement are reported as "
+    "not covered; level 1's 39 problems of these families judged on an H200: fast_1 over eager 0.62, 1.39x eager: "
+    "docs/solve.md)",
 ]
 
 
