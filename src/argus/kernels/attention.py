@@ -333,6 +333,15 @@ def flash_attention(
                 T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
                 return m_new, p, alpha
 
+            def peeled_gemm(a, b, acc):  # noqa: ANN001, ANN202 - a peeled tile's MMA, completed before it returns
+                if PINGPONG:  # the turn covers the MMA's issue only
+                    T.turn_wait()
+                    T.gemm(a, b, acc, wait_group=1)
+                    T.turn_pass()
+                    T.wgmma_wait(0)
+                else:
+                    T.gemm(a, b, acc)
+
             def overlapped():  # noqa: ANN202 - OVERLAP's loop: tile j's softmax runs while P V of tile j - 1 does
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # P of the previous tile
                 rescale = T.alloc_reduced(scores, axis=1)  # the previous tile's alpha, applied before its P V
@@ -343,13 +352,7 @@ def flash_attention(
                     T.mbarrier_wait(full[0], phase=0)
                     T.assert_tag(holds_head(kv, first, BN), sK[0])
                     T.fill(first_scores, 0.0)
-                    if PINGPONG:  # the turn covers the MMAs' issue only
-                        T.turn_wait()
-                        T.gemm(sQ, sK[0].T, first_scores, wait_group=1)
-                        T.turn_pass()
-                        T.wgmma_wait(0)
-                    else:
-                        T.gemm(sQ, sK[0].T, first_scores)
+                    peeled_gemm(sQ, sK[0].T, first_scores)
                     T.mbarrier_arrive(empty[0], per_warpgroup=True)  # K stage 0 read
                     m_first, p_first, alpha_first = online_softmax(0, first_scores)
                     T.copy(m_first, m)
@@ -387,13 +390,7 @@ def flash_attention(
                     T.copy(o * rescale[:, None], o)
                     T.mbarrier_wait(full_v[last], phase=((n_tiles - 1) // STAGES) % 2)
                     T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
-                    if PINGPONG:
-                        T.turn_wait()
-                        T.gemm(pa, sV[last], o, wait_group=1)
-                        T.turn_pass()
-                        T.wgmma_wait(0)
-                    else:
-                        T.gemm(pa, sV[last], o)
+                    peeled_gemm(pa, sV[last], o)
                     T.mbarrier_arrive(empty_v[last], per_warpgroup=True)
 
             def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile

@@ -307,10 +307,15 @@ def _candidates(prog: Program, pair: Pairing, site: Site) -> list[Origin]:
     return [(where, m) for m in range(1, stages + 1)]
 
 
+def _term(e: Any, env: dict) -> Any:
+    """`e` (an IR expression or a constant) as a Z3 term in `env`."""
+    return smt.val(smt.evaluate(e, env)) if isinstance(e, Expr) else smt.val(e)
+
+
 def global_iteration(pair: Pairing, origin: Origin, env: dict, value=None) -> Any:
     """The producer iteration `origin` names, in the consumer's environment `env` (Z3 terms; `value`: an evaluator
     for concrete environments)."""
-    ev = value or (lambda e, en: smt.val(smt.evaluate(e, en)) if isinstance(e, Expr) else smt.val(e))
+    ev = value or _term
     loop = pair.loop_c
     where, m = origin
     start = ev(loop.start, env)  # type: ignore[union-attr]
@@ -731,10 +736,10 @@ def _completion_lag(p: Pairing, position: int, reads: list[Site] | None = None) 
     body = p.loop_c.body  # type: ignore[union-attr]
     reads = p.reads if reads is None else reads
     tops = [body.index(_top(body, r)) for r in reads]
-    asynchronous = [(r, t) for r, t in zip(reads, tops, strict=True) if isinstance(r.stmt, Gemm) and r.stmt.pending]
+    asynchronous = [(r, t) for r, t in zip(reads, tops, strict=True) if _is_async(r.stmt)]
     lag = 0
     for r, t in zip(reads, tops, strict=True):
-        if not (isinstance(r.stmt, Gemm) and r.stmt.pending):
+        if not _is_async(r.stmt):
             lag = max(lag, 0 if t < position else 1)
     if not asynchronous:
         return lag
@@ -1075,8 +1080,7 @@ def _check_numbering(ctx: Any, p: Pairing, it: _Iteration, always) -> str | None
     outer_terms = it.terms[:-1]
     range_c = it.cons_c[: len(outer_terms)]  # the consumer's tile-loop ranges
 
-    def ev(e: Any, env: dict) -> Any:
-        return smt.val(smt.evaluate(e, env)) if isinstance(e, Expr) else smt.val(e)
+    ev = _term
 
     def guard_c(env: dict) -> Any:
         return z3.And(*[_guard(g, env) for g in p.guards_c]) if p.guards_c else z3.BoolVal(True)
@@ -1202,8 +1206,7 @@ def _check_lagged(ctx: Any, p: Pairing, violation, always, findings: list) -> bo
         )
         return False
 
-    def ev(e: Any, env: dict) -> Any:
-        return smt.val(smt.evaluate(e, env)) if isinstance(e, Expr) else smt.val(e)
+    ev = _term
 
     def instance(site: Site, origin: Origin, suffix: str) -> tuple[dict, list, Any]:
         """The environment, the constraints that `site` runs, and its producer iteration."""
