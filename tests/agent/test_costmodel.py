@@ -136,6 +136,7 @@ def test_the_gate_says_it_is_an_estimate_without_a_gpu():
     assert est["estimate"] is True and est["sizes"] == {"M": 4096, "N": 4096, "K": 4096} and est["ms"] > 0
     assert "not a measurement" in profile.reason
     assert any(p["buffer"] == "sB" for p in est["penalties"])  # the verify stage's findings were used
+    assert "calibrated" not in est  # the calibration was fitted on other kernels, on another GPU
     off = gate_kernel(
         get_task("gemm"), library_candidate("gemm_mma_sync"), options=GateOptions(device="cpu", cost_model=None)
     )

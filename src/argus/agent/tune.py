@@ -222,10 +222,26 @@ class TunedGemm:
         return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "speedup": self.speedup}
 
 
+#: `tune_gemm`'s budget where the shipped calibration has no record of the GEMM planner's model
+FALLBACK_GEMM_BUDGET = 6
+
+
+def default_gemm_budget() -> int:
+    """How many of the GEMM planner model's top configurations `tune_gemm` measures when not told: that model's
+    held-out ``trust_k`` in the shipped calibration (the fewest top-ranked configurations that held one within 2 %
+    of the measured best in 90 % of the recorded problems; `argus.eval.calibration`, docs/agent.md
+    "Calibration"), at least 2; `FALLBACK_GEMM_BUDGET` without a record."""
+    from argus.eval.calibration import shipped
+
+    cal = shipped()
+    k = cal.trust_k("gemm", model="library") if cal is not None else None
+    return FALLBACK_GEMM_BUDGET if k is None else max(2, k)
+
+
 def tune_gemm(
     problem: Any,
     *,
-    budget: int = 6,
+    budget: int | None = None,
     rounds: int = 30,
     verify: bool = True,
     cache_dir: str | Path | None = None,
@@ -235,7 +251,8 @@ def tune_gemm(
     parallel: int | None = None,
 ) -> TunedGemm:
     """Measure the `budget` configurations the model ranks first for `problem` (an `argus.kernels.matmul.GemmProblem`;
-    the model's own choice always among them) on this process's CUDA GPU and record the fastest in the GEMM cache
+    the model's own choice always among them; default `default_gemm_budget`: as many as the model's measured
+    ranking error says are needed) on this process's CUDA GPU and record the fastest in the GEMM cache
     (`argus.kernels.gemm_tuning`). Each is verified (with `verify`: every kernel of its plan, no finding) and checked
     against a float64 product of the same operands (normal values in the problem's dtype and layout) before it is
     timed; one that fails either is left out, with the reason. `AgentError` ``AGENT_TUNE`` without a GPU, for FP8
@@ -254,6 +271,7 @@ def tune_gemm(
     from argus.kernels import matmul as mm
 
     step = on_step or (lambda text: None)
+    budget = default_gemm_budget() if budget is None else budget
     check_tunable(problem, budget)
     what = _gemm_named(problem)
     import torch

@@ -8,6 +8,7 @@ from typer.core import TyperGroup
 from argus._version import __version__
 from argus.agent.providers.secrets import scrub_secrets
 from argus.cli import (
+    calibrate_cmd,
     compile_cmd,
     eval_cmd,
     explain_cmd,
@@ -64,6 +65,7 @@ app.command("tune", cls=OptionalValueCommand)(tune_cmd.tune)
 app.command("tour")(tour_cmd.tour)
 app.command("optimize", cls=OptionalValueCommand)(optimize_cmd.optimize)
 app.command("explain", cls=OptionalValueCommand)(explain_cmd.explain)
+app.command("calibrate", cls=OptionalValueCommand)(calibrate_cmd.calibrate)
 
 
 def _version(value: bool) -> None:

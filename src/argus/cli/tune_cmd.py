@@ -46,7 +46,12 @@ def tune(
     out_dtype: str | None = typer.Option(None, "--out-dtype", help="C's dtype (default: the inputs')"),
     layout: str = typer.Option("NT", "--layout", help="NN, NT (B as nn.Linear holds its weight), TN or TT"),
     batch: int = typer.Option(1, "--batch", help="independent products of the shape (bmm)"),
-    budget: int = typer.Option(6, "--budget", help="configurations measured per shape (the model's first ones)"),
+    budget: int | None = typer.Option(
+        None,
+        "--budget",
+        help="configurations measured per shape (the model's first ones; default: as many as the model's measured "
+        "ranking error needs, argus.agent.tune.default_gemm_budget)",
+    ),
     rounds: int = typer.Option(30, "--rounds", help="interleaved timing rounds"),
     no_verify: bool = typer.Option(False, "--no-verify", help="skip verifying each configuration's kernels"),
     json_file: str | None = json_option("one object per shape: the tuned and the model's configuration and times"),
@@ -59,12 +64,13 @@ def tune(
     ),
 ) -> None:
     """Measure the GEMM configurations for each shape on this GPU and record the fastest for later calls."""
-    from argus.agent.tune import check_tunable, tune_gemm
+    from argus.agent.tune import check_tunable, default_gemm_budget, tune_gemm
 
     report = Console(stderr=json_file == STDOUT, soft_wrap=True)
     results = []
     try:
         problems = [_problem(s, dtype, out_dtype, layout, batch) for s in shapes]
+        budget = default_gemm_budget() if budget is None else budget
         for problem in problems:
             check_tunable(problem, budget)  # every refusal before any worker starts
         with ray_executor(ray) as executor:

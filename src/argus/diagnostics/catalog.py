@@ -1940,6 +1940,29 @@ class Code(StrEnum):
         "instead",
     )
 
+    CALIBRATION_ROW = _entry(
+        Category.GATE,
+        "a calibration row the cost model's calibration cannot use: {problem}",
+        "give each row family, group, label, ms (> 0), gpu, source and plan, as benchmarks/calibration_rows.py "
+        "writes them (docs/agent.md, section Calibration)",
+    )
+    CALIBRATION_PLAN = _entry(
+        Category.GATE,
+        "a calibration row's plan cannot be rebuilt into kernels: {problem}",
+        "give gemm rows a GemmProblem and a GemmConfig, attention rows an AttentionProblem and an AttentionConfig, "
+        "as fields (docs/agent.md, section Calibration)",
+    )
+    CALIBRATION_DATA = _entry(
+        Category.GATE,
+        "too little calibration data for {what}",
+        "fit on rows of two groups (problems) or more, each with its features (argus calibrate --featurize)",
+    )
+    CALIBRATION_FILE = _entry(
+        Category.GATE,
+        "cannot read the calibration {path}: {problem}",
+        "fit it again from the rows (argus calibrate ROWS --out FILE)",
+    )
+
     # --- KB: the knowledge base -------------------------------------------------------------------------------
     KB_DUPLICATE_ID = _entry(
         Category.KB,

@@ -728,7 +728,17 @@ def _cost_model_stage(candidate: KernelCandidate, task: Task, options: GateOptio
     except Exception as e:  # noqa: BLE001 - an estimate that fails is stated, never a rejection
         return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", f"no CUDA GPU here (no estimate: {e})", start)
     reason = f"no CUDA GPU here; cost-model estimate {est.ms:.3g} ms on {est.gpu}, not a measurement"
-    return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", reason, start, cost_model=est.to_json())
+    details = est.to_json()
+    try:
+        from argus.eval.calibration import calibrated
+
+        corrected = calibrated([est])
+    except Exception:  # noqa: BLE001 - a calibration that cannot apply is left out, never a rejection
+        corrected = None
+    if corrected is not None:  # the kernel, GPU and family the shipped calibration was fitted on (docs/agent.md)
+        details["calibrated"] = corrected
+        reason += f" (calibrated on measurements: {corrected['ms']:.3g} ms)"
+    return _stage("profile", Status.SKIPPED, "PROFILE_NO_GPU", reason, start, cost_model=details)
 
 
 def gate_kernel(

@@ -1,0 +1,232 @@
+"""Turn the benchmark rows the repository has recorded into the cost model's calibration rows
+(`argus.eval.calibration.Row`, JSON lines), each citing the file and position it came from.
+
+    python benchmarks/calibration_rows.py --out benchmarks/calibration/recorded.jsonl [--featurize]
+
+What it reads (only files measured on the kernels as they are now; older ones are listed in `STALE` with why):
+
+* GEMM: the ``contenders`` of `benchmarks/gemm_shapes.py`'s JSON (16-bit tensor-core plans; GEMV plans skipped):
+  one row per contender, the group the shape and layout.
+* Attention: the ``argus_ms`` and ``variants`` of `benchmarks/attention_sweep.py`'s JSON: one row per configuration,
+  the group the problem.
+
+Where the same (problem, candidate) was measured in several files, the newest file's number is kept (the files are
+read in date order). ``--featurize`` runs the cost model on every row (a minute or two) so that fitting needs no
+tracing. The GPU is taken from the file's recorded environment (all are H200 runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: GEMM result files on the current kernels (2026-12-01 on: the split tail, swap-AB, wide K-blocks, tile binding)
+GEMM_FILES = (
+    "2026-12-01-gemm-swap/layouts.json",
+    "2026-12-01-gemm-swap/shapes.json",
+    "2026-12-01-gemm-swap/suite.json",
+    "2026-12-01-mid-gemm/odd.json",
+    "2026-12-01-wide-k/narrow.json",
+    "2026-12-01-wide-k/skinny6.json",
+    "2026-12-01-wide-k/suite.json",
+    "2026-12-01-wide-k/suite4.json",
+    "2026-12-01-wide-k/suite6.json",
+    "2026-12-01-wide-k/tall7.json",
+    "2026-12-01-wide-k/weak.json",
+    "2026-12-01-wide-k/wide_k.json",
+    "2026-12-02-tile-binding/gemm_new.json",
+    "2026-12-02-tile-binding/gemm_table_new.json",
+)
+#: attention result files on the current kernels; ``overlap`` configurations only from 2026-12-02 (rebuilt then)
+ATTENTION_FILES = (
+    "2026-12-01-attention-tiles/call1-d64.json",
+    "2026-12-01-attention-tiles/call1-d128.json",
+    "2026-12-01-attention-tiles/call1-d256.json",
+    "2026-12-01-attention-tiles/call3-lpt.json",
+    "2026-12-01-attention-tiles/call4-sweep.json",
+    "2026-12-02-attention-overlap/call1-overlap.json",
+    "2026-12-02-attention-overlap/call2-overlap.json",
+    "2026-12-02-attention-overlap/call3-overlap.json",
+    "2026-12-02-attention-overlap/call4-sweep.json",
+    "2026-12-02-attention-overlap/call6-pingpong.json",
+    "2026-12-02-conv-split-moe-combine/attn_tail.json",
+)
+STALE = {
+    "2026-11-28-gemm-shapes": "before the split tail, swap-AB and the wide K-blocks",
+    "2026-11-30-gemm-tail": "before swap-AB and the wide K-blocks",
+    "2026-12-02-tile-binding/*_old.json": "the kernel before the tile binding change (measured for comparison)",
+    "2026-12-01 overlap configurations": "the overlapped attention loop was rebuilt on 2026-12-02",
+}
+
+_GEMM_LABEL = re.compile(
+    r"^(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+) s(?P<s>\d+) c(?P<c>\d+)(?: split(?P<split>\d+))?(?: tail(?P<tail>\d+))?"
+    r" (?P<ep>\w+)(?P<swap> swap)?$"
+)
+_ATTENTION_LABEL = re.compile(r"^(?P<bm>\d+)x(?P<bn>\d+) s(?P<s>\d+) c(?P<c>\d+)(?P<flags>(?: \w+)*)$")
+
+
+def gemm_config(label: str) -> dict | None:
+    m = _GEMM_LABEL.match(label)
+    if m is None:
+        return None
+    return {
+        "BM": int(m["bm"]),
+        "BN": int(m["bn"]),
+        "BK": int(m["bk"]),
+        "STAGES": int(m["s"]),
+        "CONSUMERS": int(m["c"]),
+        "SPLITS": int(m["split"] or 1),
+        "TAIL": int(m["tail"] or 1),
+        "EPILOGUE": m["ep"],
+        "SWAP": bool(m["swap"]),
+    }
+
+
+def attention_config(label: str) -> dict | None:
+    m = _ATTENTION_LABEL.match(label)
+    if m is None:
+        return None
+    flags = m["flags"].split()
+    config = {"BM": int(m["bm"]), "BN": int(m["bn"]), "STAGES": int(m["s"]), "CONSUMERS": int(m["c"])}
+    names = {"packed": "PACK", "regP": "P_REGISTERS", "pingpong": "PINGPONG", "overlap": "OVERLAP", "lpt": "LPT"}
+    for f in flags:
+        if f.startswith("split"):
+            config["SPLITS"] = int(f[5:])
+        elif f in names:
+            config[names[f]] = True
+        else:
+            return None
+    return config
+
+
+def _gpu(environment: list[str]) -> str:
+    text = " ".join(environment)
+    return "H200" if "H200" in text else ("H100-SXM" if "H100" in text else "unknown")
+
+
+def gemm_rows(rel: str) -> list[dict]:
+    data = json.loads((RESULTS / rel).read_text())
+    gpu = _gpu(data.get("environment", []))
+    out = []
+    for i, row in enumerate(data["rows"]):
+        m, n, k = row["shape"]
+        layout = row.get("layout", "NT")
+        problem = {
+            "M": m,
+            "N": n,
+            "K": k,
+            "dtype": "bf16",
+            "out": "bf16",
+            "a_major": "K" if layout[0] == "N" else "M",
+            "b_major": "N" if layout[1] == "N" else "K",
+        }
+        for label, c in row.get("contenders", {}).items():
+            config = gemm_config(label)
+            ms = c.get("ms")
+            if config is None or not isinstance(ms, float) or ms != ms:
+                continue
+            out.append(
+                {
+                    "family": "gemm",
+                    "group": f"gemm {m}x{n}x{k} {layout} bf16",
+                    "label": label,
+                    "ms": ms,
+                    "gpu": gpu,
+                    "source": f"benchmarks/results/{rel}#rows[{i}].contenders[{label!r}].ms",
+                    "date": rel[:10],
+                    "plan": {"problem": problem, "config": config},
+                }
+            )
+    return out
+
+
+def attention_rows(rel: str) -> list[dict]:
+    data = json.loads((RESULTS / rel).read_text())
+    gpu = "H200"  # every attention sweep file here ran on the H200 (their READMEs); the JSON has no environment
+    out = []
+    for i, row in enumerate(data):
+        if not isinstance(row.get("config"), str) or not row.get("ok", True):
+            continue
+        b, h, hk, sq, sk, d = row["shape"]
+        layout = "bshd" if "bshd" in row["row"] else "bhsd"
+        problem = {
+            "batch": b,
+            "heads": h,
+            "kv_heads": hk,
+            "sq": sq,
+            "sk": sk,
+            "d": d,
+            "dv": d,
+            "causal": bool(row["causal"]),
+            "layout": layout,
+        }
+        found = [(row["config"], row["argus_ms"], f"[{i}].argus_ms")]
+        found += [(lab, v["ms"], f"[{i}].variants[{lab!r}].ms") for lab, v in row.get("variants", {}).items()]
+        for label, ms, where in found:
+            config = attention_config(label)
+            if config is None or not isinstance(ms, float) or ms != ms:
+                continue
+            if config.get("OVERLAP") and rel < "2026-12-02":
+                continue
+            group = f"attention B={b} H={h}/{hk} S={sq}/{sk} d={d} {'causal' if row['causal'] else 'full'} {layout}"
+            out.append(
+                {
+                    "family": "attention",
+                    "group": group,
+                    "label": label,
+                    "ms": ms,
+                    "gpu": gpu,
+                    "source": f"benchmarks/results/{rel}#{where}",
+                    "date": rel[:10],
+                    "plan": {"problem": problem, "config": config},
+                }
+            )
+    return out
+
+
+def recorded() -> list[dict]:
+    """Every row, the newest measurement of each (group, label)."""
+    kept: dict[tuple[str, str], dict] = {}
+    for rel in sorted(GEMM_FILES):
+        for r in gemm_rows(rel):
+            kept[(r["group"], r["label"])] = r
+    for rel in sorted(ATTENTION_FILES):
+        for r in attention_rows(rel):
+            kept[(r["group"], r["label"])] = r
+    return list(kept.values())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--featurize", action="store_true", help="compute the cost model's features of every row")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "src"))
+    from argus.eval.calibration import CalibrationError, Row, with_features, write_rows
+
+    rows = [Row.from_json(r) for r in recorded()]
+    if args.featurize:
+        ok = []
+        for r in rows:
+            try:
+                ok += with_features([r])
+            except (CalibrationError, ValueError) as e:
+                print(f"skipped {r.group} {r.label}: {e}", file=sys.stderr)
+        rows = ok
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_rows(rows, args.out)
+    by_family: dict[str, int] = {}
+    for r in rows:
+        by_family[r.family] = by_family.get(r.family, 0) + 1
+    print(f"{len(rows)} rows ({by_family}) in {len({r.group for r in rows})} groups -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,321 @@
+"""The cost model's calibration (`argus.eval.calibration`): the metrics, the fit, held-out honesty, the rows'
+provenance and the shipped calibration's freshness."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from argus.eval import calibration as C
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = ROOT / "benchmarks" / "calibration" / "recorded.jsonl"
+
+
+def _features(**over: float) -> dict[str, float]:
+    f = {name: 0.0 for name in C.FEATURES + C.PROBLEM_FEATURES}
+    f.update(over)
+    return f
+
+
+def _row(group: str, label: str, ms: float, est: float, **features: float) -> C.Row:
+    return C.Row(
+        family="gemm", group=group, label=label, ms=ms, gpu="H200", source="test", plan={},
+        features=_features(**features), estimate_ms=est, kernels=["k"],
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# metrics
+
+
+def test_spearman():
+    assert C.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert C.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert C.spearman([1, 2, 3], [1, 1, 1]) is None  # a constant side
+    assert C.spearman([1, 2], [1, 2]) is None  # too few
+    # ties take their mean rank: ranks (1.5, 1.5, 3, 4) against (1, 2, 3, 4)
+    assert C.spearman([5, 5, 7, 9], [1, 2, 3, 4]) == pytest.approx(0.9486832980505138)
+
+
+def test_metrics_regret_hits_and_trust_k():
+    rows = [
+        _row("a", "x", 1.0, 1.0), _row("a", "y", 2.0, 2.0), _row("a", "z", 3.0, 3.0),  # the model is right
+        _row("b", "x", 3.0, 1.0), _row("b", "y", 2.0, 2.0), _row("b", "z", 1.0, 3.0),  # the model is reversed
+    ]  # fmt: skip
+    m = C.metrics(rows, [r.estimate_ms for r in rows])
+    assert m.groups == 2 and m.rows == 6
+    assert m.hits == 0.5
+    assert m.regret == pytest.approx(math.sqrt(3.0))  # geometric mean of 1 and 3
+    assert m.trust_k == 3  # group b needs all three measured
+    assert m.top_spearman == pytest.approx(0.0)  # mean of +1 and -1
+    with pytest.raises(C.CalibrationError):
+        C.metrics(rows, [1.0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the fit
+
+
+def _synthetic(seed: int = 0, groups: int = 12) -> list[C.Row]:
+    """Rows whose measured/estimate ratio follows a known law: within a problem, 0.4 * stages - 0.3 * wave
+    efficiency; between problems, 0.2 * log_flops."""
+    rng = random.Random(seed)
+    rows = []
+    for g in range(groups):
+        flops = rng.uniform(20, 30)
+        for c in range(8):
+            stages, eff = rng.randint(2, 6), rng.uniform(0.3, 1.0)
+            est = rng.uniform(0.5, 2.0)
+            ms = est * math.exp(0.4 * stages - 0.3 * eff + 0.2 * flops - 5.0)
+            rows.append(_row(f"g{g}", f"c{c}", ms, est, stages=stages, wave_efficiency=eff, log_flops=flops))
+    return rows
+
+
+def test_fit_recovers_a_known_correction_held_out():
+    rows = _synthetic()
+    model = C.fit_family(rows, ridge=1e-6)
+    i, j = C.FEATURES.index("stages"), C.FEATURES.index("wave_efficiency")
+    assert model.within[i] / model.scale[i] == pytest.approx(0.4, rel=1e-3)
+    assert model.within[j] / model.scale[j] == pytest.approx(-0.3, rel=1e-3)
+    report = C.evaluate(rows, ridge=1e-6)["gemm"]
+    assert report["calibrated"].median_error < 1.001
+    assert report["calibrated"].top_spearman == pytest.approx(1.0)
+    assert report["calibrated"].trust_k == 1
+    assert report["uncalibrated"].median_error > 1.2
+
+
+def test_held_out_predictions_do_not_see_their_group():
+    rows = _synthetic(groups=6)
+    odd = [replace(r, ms=r.ms * 50.0) for r in rows if r.group == "g0"]  # a group no other group resembles
+    rows = odd + [r for r in rows if r.group != "g0"]
+    held = C.held_out_predictions(rows, ridge=1e-6)
+    inside = C.fit_family(rows, ridge=1e-6)
+    for r, p in zip(rows[: len(odd)], held, strict=False):
+        assert p < r.ms / 10  # predicted from the other groups' law, not from its own 50x
+        assert inside.predict(r.estimate_ms, r.features) > p  # a fit that saw the group moves toward it
+    with pytest.raises(C.CalibrationError, match="two groups"):
+        C.held_out_predictions([r for r in rows if r.group == "g1"])
+
+
+def test_calibration_round_trip_and_trust(tmp_path):
+    rows = _synthetic()
+    cal = C.calibrate(rows, "H200", ridge=1e-6)
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    back = C.Calibration.load(path)
+    r = rows[0]
+    assert back.calibrated_ms("gemm", r.estimate_ms, r.features, ["k"]) == pytest.approx(
+        cal.families["gemm"].predict(r.estimate_ms, r.features)
+    )
+    assert back.trust_k("gemm") == 1
+    assert back.calibrated_ms("gemm", r.estimate_ms, r.features, ["another_kernel"]) is None  # not extrapolated
+    assert back.calibrated_ms("attention", 1.0, r.features) is None
+    data = json.loads(path.read_text())
+    data["features"] = data["features"][:-1]
+    path.write_text(json.dumps(data))
+    with pytest.raises(C.CalibrationError, match="other features"):
+        C.Calibration.load(path)
+    with pytest.raises(C.CalibrationError, match="no calibration"):
+        C.Calibration.load(tmp_path / "missing.json")
+    with pytest.raises(C.CalibrationError, match="no rows measured on H100"):
+        C.calibrate(rows, "H100-SXM")
+
+
+def test_a_correction_that_does_not_help_is_not_used():
+    rows = _synthetic()
+    cal = C.calibrate(rows, "H200", ridge=1e-6)
+    cal.heldout["gemm"]["calibrated"]["median_error"] = 9.0  # as if it had lost to the raw model held out
+    assert not cal.improves("gemm")
+    assert cal.calibrated_ms("gemm", 1.0, rows[0].features, ["k"]) is None
+    assert cal.trust_k("gemm") == cal.heldout["gemm"]["uncalibrated"]["trust_k"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# rows
+
+
+def test_row_validation(tmp_path):
+    good = {"family": "gemm", "group": "g", "label": "l", "ms": 1.0, "gpu": "H200", "source": "s", "plan": {}}
+    C.Row.from_json(good)
+    for bad, match in (
+        ({**good, "family": "fft"}, "unknown family"),
+        ({**good, "ms": 0.0}, "ms must be > 0"),
+        ({**good, "ms": float("nan")}, "ms must be > 0"),
+        ({**good, "colour": "red"}, "unknown row fields"),
+        ({k: v for k, v in good.items() if k != "plan"}, "needs"),
+    ):
+        with pytest.raises(C.CalibrationError, match=match):
+            C.Row.from_json(bad)
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(good) + "\n\n# a comment\n" + json.dumps({**good, "ms": -1}) + "\n")
+    with pytest.raises(C.CalibrationError, match="rows.jsonl:4"):
+        C.read_rows([path])
+    with pytest.raises(C.CalibrationError, match="without features"):
+        C.evaluate([C.Row.from_json(good), C.Row.from_json({**good, "group": "h"})])
+    with pytest.raises(C.CalibrationError, match="cannot be rebuilt"):
+        C.launches(C.Row.from_json({**good, "family": "conv"}))
+    with pytest.raises(C.CalibrationError, match="CALIBRATION_PLAN|row 'l'"):
+        C.launches(C.Row.from_json({**good, "plan": {"problem": {"M": 1}}}))
+
+
+def test_gemm_and_attention_plans_are_estimated_launch_by_launch():
+    from argus.eval import costmodel
+    from argus.kernels import matmul as mm
+
+    problem = {"M": 1024, "N": 1024, "K": 16384, "dtype": "bf16", "out": "bf16", "a_major": "K", "b_major": "K"}
+    config = {"BM": 128, "BN": 128, "CONSUMERS": 2, "STAGES": 4, "SPLITS": 4}
+    row = C.Row(family="gemm", group="g", label="split", ms=1.0, gpu="H200", source="t",
+                plan={"problem": problem, "config": config})  # fmt: skip
+    found = C.launches(row)
+    assert [k.name for k, _ in found] == ["gemm_warp_specialized_persistent", "gemm_split_reduce"]
+    est, f = C.featurize(row)
+    parts = [costmodel.estimate(k, {v.name: s[v.name] for v in k.shape_vars}, gpu="H200").ms for k, s in found]
+    assert est == pytest.approx(sum(parts))
+    assert f["launches"] == 2.0
+    assert mm.GemmConfig(**config).SPLITS == 4
+    attention = C.Row(
+        family="attention", group="a", label="c", ms=1.0, gpu="H200", source="t",
+        plan={"problem": {"batch": 1, "heads": 32, "kv_heads": 8, "sq": 1, "sk": 8192, "d": 128, "dv": 128},
+              "config": {"BM": 64, "BN": 128, "STAGES": 2, "CONSUMERS": 1, "SPLITS": 8, "PACK": True,
+                         "P_REGISTERS": True}},
+    )  # fmt: skip
+    (done,) = C.with_features([attention])
+    assert done.kernels == ["attention_combine", "flash_attention"]
+    assert done.estimate_ms > 0 and done.features["launches"] == 2.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the recorded rows and the shipped calibration
+
+
+def _extraction():
+    spec = importlib.util.spec_from_file_location("calibration_rows", ROOT / "benchmarks" / "calibration_rows.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_recorded_rows_are_what_the_results_files_say():
+    """Every recorded row is re-extracted from the benchmark result it cites: same number, same plan (a row edited
+    by hand, or a results file changed after the extraction, fails here)."""
+    rows = C.read_rows([RECORDED])
+    fresh = {(r["group"], r["label"]): r for r in _extraction().recorded()}
+    assert len(rows) >= 500
+    missing = [(r.group, r.label) for r in rows if (r.group, r.label) not in fresh]
+    assert not missing, missing[:5]
+    for r in rows:
+        f = fresh[(r.group, r.label)]
+        assert (r.ms, r.plan, r.source, r.gpu) == (f["ms"], f["plan"], f["source"], f["gpu"])
+        assert r.features is not None and r.estimate_ms is not None and r.kernels
+
+
+def test_label_parsers():
+    x = _extraction()
+    assert x.gemm_config("128x256x64 s4 c2 split2 tail3 tma swap") == {
+        "BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "CONSUMERS": 2, "SPLITS": 2, "TAIL": 3, "EPILOGUE": "tma",
+        "SWAP": True,
+    }  # fmt: skip
+    assert x.gemm_config("rows 64 s4 t128") is None  # a GEMV plan
+    assert x.attention_config("192x128 s2 c3 regP pingpong overlap") == {
+        "BM": 192, "BN": 128, "STAGES": 2, "CONSUMERS": 3, "P_REGISTERS": True, "PINGPONG": True, "OVERLAP": True,
+    }  # fmt: skip
+    assert x.attention_config("64x128 s2 c1 split8 packed regP")["SPLITS"] == 8
+    assert x.attention_config("128x128 s2 c2 magic") is None
+
+
+def test_recorded_features_are_the_current_cost_model():
+    """A sample of the recorded rows' features, computed again: a change to the cost model or the kernels that
+    moves them fails here until the rows are featurized again (benchmarks/calibration_rows.py --featurize) and the
+    calibration refitted."""
+    rows = C.read_rows([RECORDED])
+    sample = [rows[i] for i in range(0, len(rows), max(1, len(rows) // 6))][:6]
+    sample += [r for r in rows if r.family == "attention"][:2]
+    for r in sample:
+        fresh = C.with_features([replace(r, features=None, estimate_ms=None, kernels=[])])[0]
+        assert fresh.estimate_ms == pytest.approx(r.estimate_ms, rel=1e-9), (r.group, r.label)
+        for name in C.FEATURES + C.PROBLEM_FEATURES:
+            assert fresh.features[name] == pytest.approx(r.features[name], rel=1e-9, abs=1e-12), (r.label, name)
+
+
+def test_shipped_calibration_is_the_fit_of_the_recorded_rows():
+    shipped = C.Calibration.load()
+    refit = C.calibrate(C.read_rows([RECORDED]), shipped.gpu)
+    assert set(shipped.families) == set(refit.families)
+    for family, model in refit.families.items():
+        assert shipped.families[family].within == pytest.approx(model.within, rel=1e-6, abs=1e-9)
+        assert shipped.families[family].between == pytest.approx(model.between, rel=1e-6, abs=1e-9)
+        assert shipped.families[family].intercept == pytest.approx(model.intercept, rel=1e-6, abs=1e-9)
+        for model_name, metrics in refit.heldout[family].items():
+            for key, value in metrics.items():
+                assert shipped.heldout[family][model_name][key] == pytest.approx(value, rel=1e-9), (family, key)
+
+
+def _persistent_gemm(gpu: str) -> tuple[list, dict, dict]:
+    """(estimates, sizes, trace parameters) of the expert GEMM's plan at 4096^3 on `gpu`."""
+    from argus.eval import costmodel
+
+    row = C.Row(
+        family="gemm", group="g", label="l", ms=1.0, gpu=gpu, source="t",
+        plan={"problem": {"M": 4096, "N": 4096, "K": 4096, "a_major": "K", "b_major": "K"},
+              "config": {"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "EPILOGUE": "tma"}},
+    )  # fmt: skip
+    ((kernel, sizes),) = C.launches(row)
+    wanted = {v.name: sizes[v.name] for v in kernel.shape_vars}
+    return [costmodel.estimate(kernel, wanted, gpu=gpu)], wanted, dict(kernel.params)
+
+
+def test_calibrated_applies_only_where_the_shipped_fit_does():
+    shipped = C.shipped()
+    assert shipped is not None and shipped.gpu == "H200" and shipped.improves("gemm")
+    ests, _, _ = _persistent_gemm("H200")
+    got = C.calibrated(ests)
+    ms, features = C.features_of(ests)
+    assert got is not None and got["family"] == "gemm" and got["gpu"] == "H200"
+    assert got["ms"] == pytest.approx(shipped.families["gemm"].predict(ms, features))
+    assert got["ms"] != pytest.approx(ms)
+    assert got["trust_k"] == shipped.trust_k("gemm")
+    assert C.calibrated(_persistent_gemm("H100-SXM")[0]) is None  # fitted on H200 measurements only
+    from argus.eval import costmodel
+    from argus.kernels import gemm
+
+    naive = costmodel.estimate(gemm.gemm_naive, {"M": 4096, "N": 4096, "K": 4096}, gpu="H200")
+    assert C.calibrated([naive]) is None  # a kernel the fit never saw: not extrapolated
+
+
+def test_the_gate_reports_the_calibrated_estimate():
+    from argus.eval import GateOptions
+    from argus.eval.candidates import KernelCandidate
+    from argus.eval.gate import _cost_model_stage
+    from argus.eval.results import GateResult
+    from argus.kernels import gemm
+    from argus.tasks import get_task
+
+    ests, sizes, params = _persistent_gemm("H200")
+    candidate = KernelCandidate("persistent", gemm.gemm_warp_specialized_persistent, params)
+    stage = _cost_model_stage(
+        candidate, get_task("gemm"), GateOptions(device="cpu", cost_model="H200", cost_sizes=sizes),
+        GateResult("persistent", "gemm"),
+    )  # fmt: skip
+    details = stage.details["cost_model"]
+    assert details["ms"] == pytest.approx(ests[0].ms)
+    assert details["calibrated"]["ms"] == pytest.approx(C.calibrated(ests)["ms"])
+    assert "calibrated on measurements" in stage.reason
+
+
+def test_the_gemm_tuning_budget_is_the_measured_trust():
+    from argus.agent.tune import FALLBACK_GEMM_BUDGET, default_gemm_budget
+
+    k = C.shipped().trust_k("gemm", model="library")
+    assert k is not None and default_gemm_budget() == max(2, k)
+    C._SHIPPED[:] = [None]  # no calibration readable
+    try:
+        assert default_gemm_budget() == FALLBACK_GEMM_BUDGET
+    finally:
+        C._SHIPPED.clear()
