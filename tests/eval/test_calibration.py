@@ -16,6 +16,8 @@ from argus.eval import calibration as C
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "benchmarks" / "calibration" / "recorded.jsonl"
+HELDOUT = ROOT / "benchmarks" / "calibration" / "heldout.jsonl"  # benchmarks/calibration_gpu.py's run, featurized
+HELDOUT_RUN = ROOT / "benchmarks" / "results" / "2026-12-02-costmodel-calibration" / "heldout.jsonl"
 
 
 def _features(**over: float) -> dict[str, float]:
@@ -216,6 +218,19 @@ def test_recorded_rows_are_what_the_results_files_say():
         assert r.features is not None and r.estimate_ms is not None and r.kernels
 
 
+def test_heldout_rows_are_the_gpu_run():
+    """The featurized held-out rows are the GPU run's rows (benchmarks/calibration_gpu.py), number for number."""
+    rows = C.read_rows([HELDOUT])
+    run = {(r.group, r.label): r for r in C.read_rows([HELDOUT_RUN])}
+    assert len(rows) == len(run) >= 200
+    for r in rows:
+        raw = run[(r.group, r.label)]
+        assert (r.ms, r.plan, r.source, r.gpu, r.family) == (raw.ms, raw.plan, raw.source, raw.gpu, raw.family)
+        assert raw.features is None and r.features is not None  # computed here, not on the GPU machine
+    recorded = {(r.group, r.label) for r in C.read_rows([RECORDED])}
+    assert not {g for g, _ in run} & {g for g, _ in recorded}  # problems no recorded row has
+
+
 def test_label_parsers():
     x = _extraction()
     assert x.gemm_config("128x256x64 s4 c2 split2 tail3 tma swap") == {
@@ -234,7 +249,7 @@ def test_recorded_features_are_the_current_cost_model():
     """A sample of the recorded rows' features, computed again: a change to the cost model or the kernels that
     moves them fails here until the rows are featurized again (benchmarks/calibration_rows.py --featurize) and the
     calibration refitted."""
-    rows = C.read_rows([RECORDED])
+    rows = C.read_rows([RECORDED, HELDOUT])
     sample = [rows[i] for i in range(0, len(rows), max(1, len(rows) // 6))][:6]
     sample += [r for r in rows if r.family == "attention"][:2]
     for r in sample:
@@ -246,7 +261,7 @@ def test_recorded_features_are_the_current_cost_model():
 
 def test_shipped_calibration_is_the_fit_of_the_recorded_rows():
     shipped = C.Calibration.load()
-    refit = C.calibrate(C.read_rows([RECORDED]), shipped.gpu)
+    refit = C.calibrate(C.read_rows([RECORDED, HELDOUT]), shipped.gpu)
     assert set(shipped.families) == set(refit.families)
     for family, model in refit.families.items():
         assert shipped.families[family].within == pytest.approx(model.within, rel=1e-6, abs=1e-9)
