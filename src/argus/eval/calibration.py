@@ -139,7 +139,11 @@ def read_rows(paths: Iterable[str | Path]) -> list[Row]:
     """The rows of JSON-lines files (one `Row` per line; blank lines and ``#`` comments skipped)."""
     rows = []
     for path in paths:
-        for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise CalibrationError("CALIBRATION_ROW", f"cannot read {path}: {e.strerror or e}") from None
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             try:
