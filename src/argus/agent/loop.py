@@ -143,6 +143,8 @@ class OptimizeResult:
     trajectory: list[dict[str, Any]]
     stop_reason: str
     status: str = "finished"
+    #: with cross-problem priors: the problem class and each action's learned (mean advantage, weight, runs)
+    priors: dict[str, Any] | None = None
 
     @property
     def best_ms_by_step(self) -> list[float | None]:
@@ -173,6 +175,7 @@ class OptimizeResult:
             "trajectory": self.trajectory,
             "stop_reason": self.stop_reason,
             "status": self.status,
+            "priors": self.priors,
         }
 
 
@@ -501,6 +504,7 @@ def optimize(
     reference: str | None = None,
     executor: Any = None,
     parallel: int | None = None,
+    priors: bool = False,
 ) -> OptimizeResult:
     """Optimize `target` (a library kernel name or ``FILE.py:function``; None with `resume`) and return the
     result; see the module docstring. `planner`/`coder`: ``"bandit"``/``"llm"`` and ``"transform"``/``"llm"``
@@ -517,7 +521,9 @@ def optimize(
     process; give its job processes `worker_environment()`. `parallel`: how many candidates are in flight at once
     (default 1, the serial loop; a resumed run keeps its own unless one is given): more than one gates through the
     executor, else through a local pool of that many worker processes (even without `isolate`), and the run is
-    still reproducible with its seed (see `parallel` in docs/scale-out.md)."""
+    still reproducible with its seed (see `parallel` in docs/scale-out.md). `priors`: start the planner from what
+    the store's other runs of the same family and shape class learned (`argus.agent.priors`; recorded in the run's
+    config, so a resumed run starts the same way; a resumed run keeps its own choice)."""
     from argus.agent.coder import make_coder
     from argus.agent.planner import PlanContext, make_planner
     from argus.eval.gate import GateOptions
@@ -548,6 +554,7 @@ def optimize(
             budget = Budget.of(writer.state.run["budget"])  # no new budget given: the run's own
         isolate = bool(config.get("isolate", isolate))
         candidates_dir = config.get("candidates_dir") or candidates_dir
+        prior_info = config.get("priors")
         parallel = parallel if parallel is not None else int(config.get("parallel") or 1)
     else:
         if target is None:
@@ -561,6 +568,13 @@ def optimize(
         if options.cost_sizes is None and start_task.bench_sizes:
             options = dataclasses.replace(options, cost_sizes=dict(start_task.bench_sizes[0]))
         model = getattr(getattr(provider, "config", None), "model", None)
+        prior_info = None
+        if priors:  # what the store's earlier runs of this family and shape class learned, before this run exists
+            from argus.agent.priors import learn, problem_class
+
+            family, shape = problem_class(target, options.cost_sizes)
+            learned_now = learn(db, family, shape)
+            prior_info = {"family": family, "shape": shape, "arms": {k: v.to_json() for k, v in learned_now.items()}}
         writer = db.start_run(
             target,
             planner=planner_kind,
@@ -578,6 +592,7 @@ def optimize(
                 "candidates_dir": str(candidates_dir) if candidates_dir else None,
                 "entries": [getattr(e, "id", str(e)) for e in entries] if entries is not None else None,
                 "llm": provider.describe() if provider is not None and hasattr(provider, "describe") else None,
+                "priors": prior_info,
             },
         )
     run_id = writer.run_id
@@ -586,6 +601,12 @@ def optimize(
         base_dir = Path(db.path).parent if getattr(db, "path", None) else Path.cwd()
         candidates_dir = base_dir / f"argus-run-{run_id}"
     plan = planner if not isinstance(planner, str) else make_planner(planner_kind, provider=provider, seed=seed)
+    learned: dict[str, Any] = {}
+    if prior_info:
+        from argus.agent.priors import Learned, warm_start
+
+        learned = {k: Learned.from_json(v) for k, v in (prior_info.get("arms") or {}).items()}
+        warm_start(plan, learned)
     code = (
         coder
         if not isinstance(coder, str)
@@ -856,6 +877,7 @@ def optimize(
                     step=step, arms=arms, kernel=base.ref.name, params=dict(base.ref.params),
                     history=history(), profile=_estimate_profile(base.result or {}),
                     findings=lines, feedback=list(feedback), record=record_llm(step),
+                    learned={a.id: learned[a.id] for a in arms if a.id in learned},
                 )  # fmt: skip
                 choice = plan.choose(ctx)
                 base.tried.add(choice.arm.id)
@@ -926,7 +948,7 @@ def optimize(
             "source": best.source if best.generated else None,
         }
     result = OptimizeResult(run_id, str(db.path), str(target), metric, start_ms, best_json,
-                            sorted(trajectory, key=lambda r: r["step"]), stop_reason, status)  # fmt: skip
+                            sorted(trajectory, key=lambda r: r["step"]), stop_reason, status, prior_info)  # fmt: skip
     writer.finish(status, {k: v for k, v in result.to_json().items() if k != "trajectory"})
     emit(StepEvent("done", step, best.id if best else None, message=stop_reason, best_ms=best.ms if best else None,
                    best_speedup=result.speedup))  # fmt: skip

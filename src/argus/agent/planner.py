@@ -3,7 +3,8 @@
 * `BanditPlanner` (``bandit``, the embedded default, no LLM): UCB1 over the arms applicable to the current kernel,
   with the retrieval score of each arm's knowledge-base entry as a prior. Each arm's value is
   ``(sum of its advantages + w * prior') / (pulls + 1)`` — the prior (rescaled to [0, 1] over the arms on offer)
-  counts as one virtual pull of weight `prior_weight` — plus the exploration bonus
+  counts as one virtual pull of weight `prior_weight`; `learned` shifts it by what earlier problems of the same
+  class taught, `argus.agent.priors`) — plus the exploration bonus
   ``c * sqrt(2 ln(N + 2) / (pulls + 1))``. Ties break by a generator seeded with the run's seed, so a run is
   deterministic given its seed. The profile (bound, occupancy) and the verifier's findings enter through the
   priors: retrieval scores entries by them. ``thompson`` (``method="thompson"``) draws each arm's value from a
@@ -49,6 +50,8 @@ class PlanContext:
     findings: list[str] = field(default_factory=list)  # the verifier's warnings on the current kernel
     feedback: list[str] = field(default_factory=list)  # the last rejected candidate's failure and counterexamples
     record: Recorder | None = None
+    #: what earlier problems of this family and shape class learned of the arms on offer (`argus.agent.priors`)
+    learned: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -93,6 +96,8 @@ class BanditPlanner:
         self.noise = noise
         self.pulls: dict[str, int] = {}
         self.totals: dict[str, float] = {}
+        #: each arm's prior shift from earlier problems (`argus.agent.priors.warm_start`), added to its rescaled prior
+        self.learned: dict[str, float] = {}
         self._rng = random.Random(seed)
 
     def update(self, arm_id: str, reward: float) -> None:
@@ -108,7 +113,7 @@ class BanditPlanner:
         total = sum(self.pulls.values())
         out = {}
         for a in arms:
-            prior = (a.prior - lo) / (hi - lo) if hi > lo else 1.0
+            prior = ((a.prior - lo) / (hi - lo) if hi > lo else 1.0) + self.learned.get(a.id, 0.0)
             n = self.pulls.get(a.id, 0)
             mean = (self.totals.get(a.id, 0.0) + self.prior_weight * prior) / (n + 1)
             if self.method == "thompson":
@@ -127,7 +132,8 @@ class BanditPlanner:
         mean = self.totals.get(best.id, 0.0) / n if n else None
         shown = f"mean reward {mean:+.3f} over {n} pulls" if mean is not None else "not tried yet"
         label = "UCB" if self.method == "ucb1" else "posterior draw"
-        return Choice(best, f"{label} {values[best.id]:.3f}: prior {best.prior:.2f}, {shown}", "bandit")
+        learned = f", learned on earlier problems {self.learned[best.id]:+.2f}" if best.id in self.learned else ""
+        return Choice(best, f"{label} {values[best.id]:.3f}: prior {best.prior:.2f}{learned}, {shown}", "bandit")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -166,6 +172,12 @@ def planner_prompt(ctx: PlanContext) -> list[dict[str, str]]:
     ]
     if ctx.profile:
         parts.append("Profile of the current kernel:\n" + json.dumps(ctx.profile, sort_keys=True))
+    if ctx.learned:
+        rows = "\n".join(
+            f"- {arm}: mean reward {got.mean:+.3f} over {got.weight:g} observations in {got.runs} run(s)"
+            for arm, got in sorted(ctx.learned.items())
+        )
+        parts.append("What these actions did on earlier problems of the same family and shape class:\n" + rows)
     if ctx.findings:
         parts.append("Verifier findings on the current kernel:\n" + "\n".join(f"- {f}" for f in ctx.findings))
     if ctx.feedback:

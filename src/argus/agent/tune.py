@@ -77,6 +77,7 @@ class Tuner:
         on_step: Callable[[str], Any] | None = None,
         executor: Any = None,
         parallel: int | None = None,
+        learn_across: bool = False,
     ) -> None:
         if budget < 1:
             raise ValueError("a tuning budget is at least one candidate per kernel")
@@ -88,6 +89,8 @@ class Tuner:
         self.on_step = on_step or (lambda text: None)
         self.executor = executor
         self.parallel = parallel
+        #: each search starts from what the store's earlier runs of its family and shape class learned
+        self.learn_across = learn_across
         self.outcomes: list[Tuned] = []
 
     def __call__(self, solution: Path, kernels: list[str]) -> dict[str, dict[str, Any]]:
@@ -160,6 +163,7 @@ class Tuner:
             timeout_s=self.timeout_s,
             executor=self.executor,
             parallel=self.parallel,
+            priors=self.learn_across,
         )
         best = result.best or {}
         outcome = Tuned(name, start_ms=result.start_ms, metric=result.metric, run_id=result.run_id)

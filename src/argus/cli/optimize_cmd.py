@@ -57,6 +57,14 @@ def print_report(result: Any, console: Console) -> None:
         for row in result.trajectory
     ]
     console.print(f"run {result.run_id}: {result.target}", markup=False, highlight=False)  # piped output keeps it too
+    if result.priors is not None:
+        p = result.priors
+        console.print(
+            f"started from {len(p.get('arms') or {})} action(s) learned on earlier runs of {p['family']} problems "
+            f"(shape class {p['shape']}; argus.agent.priors)",
+            markup=False,
+            highlight=False,
+        )
     print_table(columns, rows, caption=caption, console=console)
     console.print(f"stopped: {result.stop_reason}", markup=False)
     best = result.best
@@ -141,7 +149,7 @@ def optimize(
     plot: str | None = typer.Option(None, "--plot", help="write a PNG of speedup against step"),
     json_out: str | None = json_option(
         '{"run_id", "store", "target", "metric", "start_ms", "best", "speedup", "trajectory", "stop_reason", '
-        '"status"} (alone: the progress and report go to stderr)'
+        '"status", "priors"} (alone: the progress and report go to stderr)'
     ),
     seed: int = typer.Option(0, "--seed", help="the planner's seed"),
     shape: str = typer.Option(
@@ -155,6 +163,11 @@ def optimize(
     parallel: int | None = parallel_option(
         "candidates in flight at once (default 1; a resumed run keeps its own): gated through --ray, else a local "
         "pool of K worker processes; the run stays reproducible with --seed"
+    ),
+    learn_across: bool = typer.Option(
+        False,
+        "--learn-across",
+        help="start the planner from what the store's earlier runs of the same family and shape class learned",
     ),
 ) -> None:
     """Optimize a kernel: plan, materialize, gate, reward, repeat until the budget; report the best kernel."""
@@ -241,6 +254,7 @@ def optimize(
                 reference=reference or None,
                 executor=executor,
                 parallel=parallel,
+                priors=learn_across,
             )
     except ArgusError as e:
         user_error(e)

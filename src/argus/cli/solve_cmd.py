@@ -51,6 +51,12 @@ def solve(
         "(cached per kernel, sizes and GPU; without a GPU the defaults are kept and said)",
     ),
     store: str = typer.Option("argus-runs.db", "--store", help="with --tune: the run store of the tuning runs"),
+    learn_across: bool = typer.Option(
+        False,
+        "--learn-across",
+        help="with --tune: each search starts from what the store's earlier runs of its family and shape class "
+        "learned (a sweep of problems into one --store learns across them)",
+    ),
     parallel: int | None = parallel_option(
         "with --tune: candidates in flight in each kernel's search (default 1), gated through --ray, else a local "
         "pool of K worker processes; reproducible as argus optimize --parallel K"
@@ -91,6 +97,8 @@ def solve(
         raise typer.BadParameter("--turns is at least 1")
     if not tune and (parallel is not None or (ray is not None and ray_address(ray) is not None)):
         raise typer.BadParameter("--parallel and --ray apply to the tuning search: give --tune (--budget) N too")
+    if learn_across and not tune:
+        raise typer.BadParameter("--learn-across applies to the tuning search: give --tune (--budget) N too")
     writer = None
     provider = None
     if llm:
@@ -112,7 +120,7 @@ def solve(
             if tune:  # its searches gate through the executor (None: the loop's own worker processes)
                 from argus.agent.tune import Tuner
 
-                tuner = Tuner(tune, store=store, executor=executor, parallel=parallel)
+                tuner = Tuner(tune, store=store, executor=executor, parallel=parallel, learn_across=learn_across)
             result = run_solve(
                 problem,
                 sizes=sizes,
