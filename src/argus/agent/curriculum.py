@@ -109,3 +109,122 @@ def _actions(result: Any, entries: tuple[Any, ...]) -> list[dict[str, Any]]:
         entry_id = arm.get("entry_id")
         out.append({"step": c.step, "action": c.action, "entry_id": entry_id, "mined": entry_id in mined})
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a sweep of problems: the curricula and cross-problem priors compared over several held-out problems
+
+
+#: the sweep's arms: (curriculum whose entries it plans from, whether it learns across the sweep's problems)
+SWEEP_ARMS = {
+    "none": ("none", False),
+    "curated": ("curated", False),
+    "curated+mined": ("curated+mined", False),
+    "curated+mined+priors": ("curated+mined", True),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a sweep: a start kernel (library name or ``FILE.py:function``) at problem sizes (None: its
+    task's first benchmark sizes)."""
+
+    target: str
+    sizes: dict[str, int] | None = None
+
+    @property
+    def label(self) -> str:
+        dims = ",".join(f"{k}={v}" for k, v in sorted((self.sizes or {}).items()))
+        return f"{self.target}[{dims}]" if dims else self.target
+
+
+@dataclass
+class SweepReport:
+    """Per problem, each arm's `ArmResult` (steps to 90 % against the best any arm reached on that problem); per arm,
+    the geometric means over the problems: of its best time over the problem's best (`quality`: 1.0 is the best on
+    every problem) and of the candidates it needed to come within 90 % of that best, counted from 1 (`candidates`,
+    over the problems where it did), with the problems where it never did (`never`)."""
+
+    problems: list[Problem]
+    results: dict[str, list[ArmResult]]  # problem label -> one result per arm
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        import math
+
+        def geo(xs: list[float]) -> float | None:
+            return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+        out: dict[str, dict[str, Any]] = {}
+        arms = [r.curriculum for r in next(iter(self.results.values()), [])]
+        for arm in arms:
+            ratios, steps, never = [], [], 0
+            for rows in self.results.values():
+                best = min((r.best_ms for r in rows if r.best_ms is not None), default=None)
+                mine = next(r for r in rows if r.curriculum == arm)
+                if best is not None and mine.best_ms is not None:
+                    ratios.append(mine.best_ms / best)
+                if mine.steps_to_90 is None:
+                    never += 1
+                else:
+                    steps.append(mine.steps_to_90 + 1)
+            out[arm] = {"quality": geo(ratios), "candidates": geo(steps), "never": never, "problems": len(self.results)}
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "problems": [{"target": p.target, "sizes": p.sizes, "label": p.label} for p in self.problems],
+            "results": {k: [r.to_json() for r in v] for k, v in self.results.items()},
+            "summary": self.summary(),
+        }
+
+
+SweepRunner = Callable[[str, Problem, tuple[Any, ...], Any], Sequence[float | None]]
+
+
+def compare_sweep(
+    problems: Sequence[Problem],
+    budget: Any,
+    runner: SweepRunner,
+    arms: dict[str, tuple[Any, ...]],
+    order: Sequence[str] | None = None,
+) -> SweepReport:
+    """Run every arm on every problem, the problems in order (an arm that learns across problems learns from its own
+    earlier ones only: `runner(arm, problem, entries, budget)` keeps one store per arm), and compare each problem's
+    arms as `compare` does."""
+    names = list(order or arms)
+    results: dict[str, list[ArmResult]] = {}
+    raw: dict[str, dict[str, Sequence[float | None]]] = {p.label: {} for p in problems}
+    for name in names:  # arm by arm, so that an arm's problems run in order in its own store
+        for p in problems:
+            raw[p.label][name] = runner(name, p, arms[name], budget)
+    for p in problems:
+        by_arm = raw[p.label]
+        results[p.label] = compare(p.label, budget, lambda t, e, b, by_arm=by_arm: by_arm[e], {n: n for n in names})
+        for r in results[p.label]:
+            r.entries = len(arms[r.curriculum])
+    return SweepReport(list(problems), results)
+
+
+def sweep_runner(store_dir: str | pathlib.Path, learns: dict[str, bool], **options: Any) -> SweepRunner:
+    """`argus.agent.loop.optimize` as a `SweepRunner`: one run store per arm in `store_dir` (``ARM.db``), the
+    problem's sizes as the gate's sizes (`GateOptions.cost_sizes`: the cost model's on a CPU, the timing's on a
+    GPU), and cross-problem priors (`optimize(priors=True)`) for the arms `learns` marks."""
+    from argus.eval.gate import GateOptions
+
+    store_dir = pathlib.Path(store_dir)
+    store_dir.mkdir(parents=True, exist_ok=True)
+
+    def run(arm: str, problem: Problem, entries: tuple[Any, ...], budget: Any) -> list[float | None]:
+        gate = GateOptions(trials=5, baselines=(), cost_sizes=dict(problem.sizes)) if problem.sizes else None
+        store = store_dir / f"{arm.replace('+', '_')}.db"
+        result = optimize(problem.target, budget=budget, entries=entries, store=store, gate_options=gate,
+                          priors=learns.get(arm, False), **options)  # fmt: skip
+        return Trajectory(result.best_ms_by_step, _actions(result, entries))
+
+    return run
+
+
+def sweep_curricula(skills: str | pathlib.Path | None = None) -> tuple[dict[str, tuple[Any, ...]], dict[str, bool]]:
+    """The sweep's four arms (`SWEEP_ARMS`): their entries and which learn across problems."""
+    base = curricula(skills)
+    return {k: base[c] for k, (c, _) in SWEEP_ARMS.items()}, {k: learns for k, (_, learns) in SWEEP_ARMS.items()}

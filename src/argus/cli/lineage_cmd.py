@@ -115,6 +115,48 @@ def curriculum_cmd(
         typer.echo(f"wrote {json_file}", err=True)
 
 
+@app.command("sweep", cls=OptionalValueCommand)
+def sweep_cmd(
+    problems: list[str] = typer.Argument(  # noqa: B008
+        ..., metavar="KERNEL[@M=..,N=..]", help="start kernels with their problem sizes, solved in this order"
+    ),
+    budget: int = typer.Option(8, "--budget", help="gated candidates per problem and arm"),
+    skills: pathlib.Path = typer.Option(None, "--skills", help="mined skills directory"),  # noqa: B008
+    store_dir: pathlib.Path = typer.Option(  # noqa: B008
+        pathlib.Path("argus-sweep"), "--store-dir", help="one run store per arm (ARM.db)"
+    ),
+    json_file: str | None = json_option('{"problems", "results": {problem: [per-arm result]}, "summary": {arm: ...}}'),
+) -> None:
+    """Compare none / curated / curated + mined / + cross-problem priors over a sweep of problems (issue #26)."""
+    from argus.agent.curriculum import Problem, compare_sweep, sweep_curricula, sweep_runner
+
+    parsed = []
+    for text in problems:
+        target, _, dims = text.partition("@")
+        try:
+            sizes = {k.strip(): int(v) for k, v in (kv.split("=") for kv in dims.split(","))} if dims else None
+        except ValueError:
+            raise typer.BadParameter(f"a problem is KERNEL or KERNEL@M=4096,N=4096,K=4096, not {text!r}") from None
+        parsed.append(Problem(target, sizes))
+    arms, learns = sweep_curricula(skills)
+    report = compare_sweep(parsed, budget, sweep_runner(store_dir, learns), arms)
+    if json_file is not None and emit_json(report.to_json(), json_file) is None:
+        return
+    for label, rows in report.results.items():
+        typer.echo(label)
+        for r in rows:
+            best = f"{r.best_ms:.4g} ms" if r.best_ms is not None else "-"
+            typer.echo(f"  {r.curriculum:22s} best={best:>12s} steps to 90% of the best: {r.steps_to_90}")
+    typer.echo("geometric means over the problems (quality: best time / the problem's best; candidates to 90 %):")
+    for arm, s in report.summary().items():
+        q = f"{s['quality']:.3f}" if s["quality"] is not None else "-"
+        c = f"{s['candidates']:.2f}" if s["candidates"] is not None else "-"
+        typer.echo(f"  {arm:22s} quality={q} candidates={c} never={s['never']}/{s['problems']}")
+    typer.echo("times: the gate's profile stage (the cost model's estimates on a machine without a GPU)")
+    if json_file is not None:
+        typer.echo(f"wrote {json_file}", err=True)
+
+
 @skills_app.command("list", cls=OptionalValueCommand)
 def skills_list(
     directory: pathlib.Path = typer.Option(None, "--dir", help="skills directory"),
