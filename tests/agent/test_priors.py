@@ -63,13 +63,15 @@ def test_warm_start_moves_the_bandit_to_what_paid():
     assert BanditPlanner(0).choose(ctx).arm.id == arms[0].id  # the retrieval prior decides alone
     warmed = BanditPlanner(0)
     P.warm_start(warmed, {arms[0].id: P.Learned(-0.8, 4.0, 2), arms[1].id: P.Learned(0.6, 4.0, 2)})
-    assert warmed.learned[arms[1].id] == pytest.approx(0.8 * math.tanh(0.6 / P.REWARD_SCALE))
+    assert warmed.learned[arms[1].id] == pytest.approx(4.0 / (4.0 + P.OTHER_CLASS_WEIGHT) * math.tanh(0.6 / 0.25))
     assert warmed.learned[arms[0].id] < 0
     choice = warmed.choose(ctx)
-    assert choice.arm.id == arms[1].id and "learned on earlier problems +0.79" in choice.rationale
+    assert choice.arm.id == arms[1].id and "learned on earlier problems +0.93" in choice.rationale
     values = warmed.values(arms)  # what failed elsewhere comes last, after the untried
     assert sorted(values, key=values.get, reverse=True) == [arms[1].id, arms[2].id, arms[0].id]
     assert P.shift(P.Learned(0.0, 9.0, 3)) == 0.0 and P.shift(P.Learned(0.3, 1.0, 1)) < P.shift(P.Learned(0.3, 3, 1))
+    # one observation of another shape class moves a prior by half the most a sure one does
+    assert P.shift(P.Learned(10.0, P.OTHER_CLASS_WEIGHT, 1)) == pytest.approx(0.5 * P.LEARNED_WEIGHT)
     learned = {arms[1].id: P.Learned(0.6, 4.0, 2)}
     text = planner_prompt(PlanContext(step=1, arms=arms, kernel="k", params={}, learned=learned))[1]["content"]
     assert "earlier problems of the same family and shape class" in text and "+0.600 over 4 observations" in text
