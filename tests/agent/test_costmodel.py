@@ -141,3 +141,26 @@ def test_the_gate_says_it_is_an_estimate_without_a_gpu():
         get_task("gemm"), library_candidate("gemm_mma_sync"), options=GateOptions(device="cpu", cost_model=None)
     )
     assert "cost_model" not in off.stage("profile").details
+
+
+def test_a_causal_kernel_is_estimated_over_its_blocks():
+    """A causal block's key loop depends on its query tile: the counts are averaged over sampled blocks, so causal
+    attention costs about half the full kernel (block 0 alone, one key tile, made it 4-6x too fast), and the
+    longest-first order (block 0 the longest) estimates the same as the plain one."""
+    from argus.eval import calibration as C
+    from argus.eval.costmodel import _block_samples
+
+    def est(causal: bool, lpt: bool = False) -> float:
+        problem = {"batch": 2, "heads": 16, "kv_heads": 16, "sq": 2048, "sk": 2048, "d": 128, "dv": 128,
+                   "causal": causal}  # fmt: skip
+        config = {"BM": 128, "BN": 128, "STAGES": 2, "CONSUMERS": 2, "P_REGISTERS": True, "LPT": lpt}
+        row = C.Row(family="attention", group="g", label="l", ms=1.0, gpu="H200", source="t",
+                    plan={"problem": problem, "config": config})  # fmt: skip
+        return C.featurize(row)[0]
+
+    full, causal, lpt = est(False), est(True), est(True, lpt=True)
+    assert 0.4 < causal / full < 0.75
+    assert lpt == pytest.approx(causal, rel=0.1)
+    assert _block_samples([3]) == [(0,), (1,), (2,)]
+    assert _block_samples([16, 9]) == [(a, b) for a in (0, 4, 8, 11, 15) for b in (0, 2, 4, 6, 8)]
+    assert len(_block_samples([100, 100, 100])) == 27

@@ -5,7 +5,9 @@ ranking of candidates before spending GPU time).
 It is a roofline with a handful of Hopper-specific corrections, not a simulator. Everything it assumes is listed
 here and in `GPUSpec`; the numbers it returns are labelled estimates everywhere they are shown.
 
-What it counts, per block, by walking the IR with the trip count of every loop (evaluated at `sizes`):
+What it counts, per block, by walking the IR with the trip count of every loop (evaluated at `sizes`, and averaged
+over sampled blocks, `_sampled_counts`: a block's loops may depend on where it is, as a causal attention block's key
+tiles or a persistent block's share of the tiles do):
 
 * **FLOPs by instruction kind** — each `Gemm` is ``2 * BM * BN * BK`` FLOPs on the unit its atom names:
   ``wgmma`` (dense bf16 tensor-core peak), ``mma.sync`` (about half of it on Hopper), or the per-thread FMA atom
@@ -364,6 +366,49 @@ _HEAVY_MAP_OPS = frozenset(
 )
 
 
+def _block_samples(grid: list[int]) -> list[tuple[int, ...]]:
+    """Block coordinates whose counts stand for the grid's: per dimension 0, the quartiles and the last (all of a
+    short dimension), three per dimension where the product would pass 64."""
+
+    def picks(extent: int, n: int) -> list[int]:
+        if extent <= n:
+            return list(range(extent))
+        return sorted({round(i * (extent - 1) / (n - 1)) for i in range(n)})
+
+    per = [picks(g, 5) for g in grid]
+    if math.prod(len(p) for p in per) > 64:
+        per = [picks(g, 3) for g in grid]
+    out: list[tuple[int, ...]] = [()]
+    for p in per:
+        out = [(*o, i) for o in out for i in p]
+    return out
+
+
+def _sampled_counts(kernel: Any, env: dict[Any, int], grid: list[int], findings: Any) -> _Counts:
+    """The counts of an average block: `_count` at sampled block coordinates (`_block_samples`), averaged. A block's
+    loops may depend on where it is (a causal attention block's key tiles, a persistent block's share of the tiles):
+    the counts of block 0 alone made a causal kernel 4-6x too fast (it has one key tile)."""
+    samples = _block_samples(grid)
+    found = []
+    for coords in samples:
+        here = dict(env)
+        for v, i in zip(kernel.block_vars, coords, strict=False):
+            here[v] = i
+        found.append(_count(kernel, here, findings))
+    if len(found) == 1:
+        return found[0]
+    n = len(found)
+    mean = _Counts()
+    mean.flops = {k: sum(c.flops[k] for c in found) / n for k in found[0].flops}
+    mean.global_bytes = sum(c.global_bytes for c in found) / n
+    mean.smem_bytes = sum(c.smem_bytes for c in found) / n
+    mean.async_copies = any(c.async_copies for c in found)
+    mean.main_iterations = max(1, round(sum(c.main_iterations for c in found) / n))
+    mean.stages = max(c.stages for c in found)
+    mean.penalties = found[0].penalties
+    return mean
+
+
 def _walk(stmts: Any):
     from argus.ir.nodes import walk
 
@@ -461,7 +506,7 @@ def estimate(
     env[kernel.thread_var] = 0
     try:
         grid = [max(1, _eval(g, env)) for g in kernel.grid]
-        counts = _count(kernel, env, findings)
+        counts = _sampled_counts(kernel, env, grid, findings)
     except (KeyError, TypeError) as e:
         raise CostModelError("COSTMODEL_UNSUPPORTED", f"cannot evaluate {kernel.name}'s launch or loops: {e}") from None
     blocks = math.prod(grid)
