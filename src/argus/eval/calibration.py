@@ -12,12 +12,17 @@ made. This module turns recorded benchmark rows into training points and answers
    ``TOP``) fastest measured candidates, the regret of trusting the model's first choice (measured time of the
    model's pick over the measured best, geometric mean over groups), and ``trust_k``: the fewest top-ranked
    candidates that must be measured to hold one within ``NEAR`` of the best in ``COVER`` of the groups.
-2. **What correction does the data support?** ``fit`` learns ``ln(measured / estimate)`` as a ridge regression on a
-   handful of dimensionless facts of the estimate (``FEATURES``: each term's share of the estimate, waves, wave
-   efficiency, resident blocks, concurrency, stages, warp roles, main-loop iterations, launches, the estimate's
-   scale), one model per family and GPU. Nothing is fitted to a kernel's name or parameters directly.
-3. **How many candidates should a tuner measure?** ``Calibration.trust_k(family)``: the held-out ``trust_k`` of the
-   better of the two models, for callers that gate the top few by measurement.
+2. **What correction does the data support?** `fit_family` learns ``ln(measured / estimate)`` per family and GPU
+   as two ridge regressions on dimensionless facts of the estimate: *within* a problem over ``FEATURES`` (each
+   term's share of the estimate, waves, wave efficiency, resident blocks, concurrency, stages, warp roles, main-loop
+   iterations, launches, blocks, registers, shared memory, threads, the estimate's scale; each group's mean taken
+   out, so it learns what orders a problem's candidates), and *between* problems over ``PROBLEM_FEATURES`` only
+   (FLOPs and DRAM bytes: it scales a problem's times without reordering them). Nothing is fitted to a kernel's name
+   or parameters directly. ``evaluate`` also reports the family planner's own model where it has one
+   (`library_estimate`: GEMM's `matmul.estimate`) as ``library``.
+3. **How many candidates should a tuner measure?** ``Calibration.trust_k(family, model=...)``: a model's held-out
+   ``trust_k`` (by default the calibrated model's where its correction beat the raw estimate held out, else the raw
+   one's), for callers that gate the top few by measurement (`argus.agent.tune.default_gemm_budget`).
 
 A row (`Row`) is one measured candidate: its family, group and label, the measured milliseconds, the GPU, where
 the number was recorded (``source``, a path into ``benchmarks/results`` and the row's position there), and the
