@@ -33,6 +33,8 @@ except ImportError:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from calibration_rows import gemm_problem as _gemm_problem  # noqa: E402 - the benchmarks folder is on sys.path
+
 TOP = 10
 
 #: (M, N, K, layout) that no recorded GEMM row has
@@ -70,18 +72,6 @@ ATTENTION_PROBLEMS = (
 
 # ---------------------------------------------------------------------------------------------------------------
 # the plan (CPU)
-
-
-def _gemm_problem(m: int, n: int, k: int, layout: str) -> dict:
-    return {
-        "M": m,
-        "N": n,
-        "K": k,
-        "dtype": "bf16",
-        "out": "bf16",
-        "a_major": "K" if layout[0] == "N" else "M",
-        "b_major": "N" if layout[1] == "N" else "K",
-    }
 
 
 def _attention_configs(problem) -> list:  # noqa: ANN001

@@ -105,6 +105,20 @@ def attention_config(label: str) -> dict | None:
     return config
 
 
+def gemm_problem(m: int, n: int, k: int, layout: str) -> dict:
+    """The `GemmProblem` fields of a bf16 product in `layout` (the benchmarks' NT etc.: A then B, N as stored, T
+    transposed)."""
+    return {
+        "M": m,
+        "N": n,
+        "K": k,
+        "dtype": "bf16",
+        "out": "bf16",
+        "a_major": "K" if layout[0] == "N" else "M",
+        "b_major": "N" if layout[1] == "N" else "K",
+    }
+
+
 def _gpu(environment: list[str]) -> str:
     text = " ".join(environment)
     return "H200" if "H200" in text else ("H100-SXM" if "H100" in text else "unknown")
@@ -117,15 +131,7 @@ def gemm_rows(rel: str) -> list[dict]:
     for i, row in enumerate(data["rows"]):
         m, n, k = row["shape"]
         layout = row.get("layout", "NT")
-        problem = {
-            "M": m,
-            "N": n,
-            "K": k,
-            "dtype": "bf16",
-            "out": "bf16",
-            "a_major": "K" if layout[0] == "N" else "M",
-            "b_major": "N" if layout[1] == "N" else "K",
-        }
+        problem = gemm_problem(m, n, k, layout)
         for label, c in row.get("contenders", {}).items():
             config = gemm_config(label)
             ms = c.get("ms")
