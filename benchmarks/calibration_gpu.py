@@ -24,6 +24,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 try:
@@ -205,6 +206,41 @@ def _compile(job: tuple) -> tuple[str, str | None]:
         return plan_json, f"{type(err).__name__}: {err}"
 
 
+def _launch_all(torch, prepared: list) -> None:  # noqa: ANN001
+    for p in prepared:
+        p.launch()
+    torch.cuda.synchronize()
+
+
+def _gemm_error(torch, mm, a, b, ref, scale: float, fields: dict) -> tuple[float, list]:  # noqa: ANN001
+    """(max error relative to the f32 product's largest value, the prepared launches) of one GEMM configuration."""
+    c, prepared = mm.prepare(a, b, config=mm.GemmConfig(**fields))
+    _launch_all(torch, prepared)
+    return float((c.float() - ref).abs().max()) / scale, prepared
+
+
+def _attention_error(torch, S, qkv: tuple, causal: bool, layout: str, ref, fields: dict) -> tuple[float, list]:  # noqa: ANN001, N803
+    """(max abs error against the f32 reference, the prepared launches) of one attention configuration."""
+    o, _, prepared = S.prepare(*qkv, causal=causal, layout=layout, config=S.AttentionConfig(**fields))
+    _launch_all(torch, prepared)
+    return float(((o.transpose(1, 2) if layout == "bshd" else o).float() - ref).abs().max()), prepared
+
+
+def _keep(group: str, row: dict, error_of, tolerance: float, launches: dict, rows_of: dict) -> None:  # noqa: ANN001
+    """Run one candidate once (`error_of() -> (error, prepared launches)`) and keep it for timing where it ran and its
+    error is within `tolerance`; a failure or a wrong result is reported and the candidate left out."""
+    try:
+        err, prepared = error_of()
+    except Exception as e:  # noqa: BLE001 - reported per candidate
+        print(f"  {group} {row['label']}: {type(e).__name__}: {str(e)[:200]}")
+        return
+    if not err <= tolerance:
+        print(f"  WRONG {group} {row['label']}: error {err} over {tolerance}")
+        return
+    launches[row["label"]] = lambda prepared=prepared: [p.launch() for p in prepared]
+    rows_of[row["label"]] = row
+
+
 def run_main(plan_path: Path, out: Path, rounds: int, workers: int) -> int:
     import torch
     from gemm_parity import interleaved_times
@@ -245,21 +281,8 @@ def run_main(plan_path: Path, out: Path, rounds: int, workers: int) -> int:
             scale = float(ref.abs().max())
             launches["baseline"] = lambda a=a, b=b: torch.matmul(a, b)
             for r in g["rows"]:
-                config = mm.GemmConfig(**r["plan"]["config"])
-                try:
-                    c, prepared = mm.prepare(a, b, config=config)
-                    for p in prepared:
-                        p.launch()
-                    torch.cuda.synchronize()
-                    err = float((c.float() - ref).abs().max()) / scale
-                except Exception as e:  # noqa: BLE001 - reported per candidate
-                    print(f"  {g['group']} {r['label']}: {type(e).__name__}: {str(e)[:200]}")
-                    continue
-                if not err <= 1e-2:
-                    print(f"  WRONG {g['group']} {r['label']}: relative error {err}")
-                    continue
-                launches[r["label"]] = lambda prepared=prepared: [p.launch() for p in prepared]
-                rows_of[r["label"]] = r
+                error_of = partial(_gemm_error, torch, mm, a, b, ref, scale, r["plan"]["config"])
+                _keep(g["group"], r, error_of, 1e-2, launches, rows_of)
             del ref
         else:
             _, b, h, hk, sq, sk, d, causal, layout = g["problem"]
@@ -287,23 +310,10 @@ def run_main(plan_path: Path, out: Path, rounds: int, workers: int) -> int:
                 launches["baseline"] = baseline
             except Exception as e:  # noqa: BLE001 - cuDNN may not take a row
                 print(f"  {g['group']}: cuDNN: {type(e).__name__}: {str(e)[:120]}")
+            qkv = (ours(q), ours(kt), ours(vt))
             for r in g["rows"]:
-                config = S.AttentionConfig(**r["plan"]["config"])
-                try:
-                    o, _, prepared = S.prepare(ours(q), ours(kt), ours(vt), causal=causal, layout=layout,
-                                               config=config)  # fmt: skip
-                    for p in prepared:
-                        p.launch()
-                    torch.cuda.synchronize()
-                    err = float(((o.transpose(1, 2) if layout == "bshd" else o).float() - ref).abs().max())
-                except Exception as e:  # noqa: BLE001 - reported per candidate
-                    print(f"  {g['group']} {r['label']}: {type(e).__name__}: {str(e)[:200]}")
-                    continue
-                if not err <= 2e-2:
-                    print(f"  WRONG {g['group']} {r['label']}: max abs error {err}")
-                    continue
-                launches[r["label"]] = lambda prepared=prepared: [p.launch() for p in prepared]
-                rows_of[r["label"]] = r
+                error_of = partial(_attention_error, torch, S, qkv, causal, layout, ref, r["plan"]["config"])
+                _keep(g["group"], r, error_of, 2e-2, launches, rows_of)
             del ref
         if not rows_of:
             continue

@@ -466,13 +466,18 @@ class _Node:
     parent: str | None = None
 
 
-def _advantage(n: _Node, nodes: Mapping[str, _Node]) -> float:
+def advantage(status: str, reward: float | None, parent_reward: float | None) -> float:
     """What the bandit learns from a candidate: its reward less its parent's (how much the action improved the
-    kernel it was applied to), or the penalty of a failed candidate. The stored reward stays ln(t_start / t)."""
+    kernel it was applied to), or the penalty of a failed candidate. The stored reward stays ln(t_start / t).
+    (`argus.agent.priors` reads the same from the run store.)"""
+    if status == "accepted" and parent_reward is not None and reward is not None:
+        return reward - parent_reward
+    return float(reward or 0.0)
+
+
+def _advantage(n: _Node, nodes: Mapping[str, _Node]) -> float:
     parent = nodes.get(n.parent) if n.parent else None
-    if n.status == "accepted" and parent is not None and parent.reward is not None and n.reward is not None:
-        return n.reward - parent.reward
-    return float(n.reward or 0.0)
+    return advantage(n.status, n.reward, parent.reward if parent is not None else None)
 
 
 def _node_params(arm: Arm, ref: KernelRef, task: str, generated: bool, extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@ problem of the same family and shape class so that it starts from what worked (i
 "Learning across problems").
 
 Every gated candidate of a run is one observation of its action: the *advantage* the bandit learns from (its
-reward less its parent's for an accepted candidate, the penalty of a failed one; `argus.agent.loop._advantage`).
+reward less its parent's for an accepted candidate, the penalty of a failed one; `argus.agent.loop.advantage`).
 A run's **problem class** is its family (`argus.eval.calibration.family_of` of the target's kernel name) and shape
 class (`shape_class`: each size symbol of the task's sizes as ``S`` (< 256), ``M`` (< 4096) or ``L``). `learn`
 averages each action's advantages over the other runs, weighting observations of the same class 1 and of the same
@@ -104,6 +104,8 @@ def learn(store: Any, family: str, shape: str, exclude: set[str] | None = None) 
 
 def _observations(state: Any) -> list[tuple[str, float]]:
     """(action id, advantage) of every gated candidate of a run (an `argus.agent.store.RunState`) but its start."""
+    from argus.agent.loop import advantage
+
     by_id = {c.id: c for c in state.candidates}
     out = []
     for c in state.candidates:
@@ -111,10 +113,7 @@ def _observations(state: Any) -> list[tuple[str, float]]:
         if not arm or c.reward is None or arm.get("kind") == "start":
             continue
         parent = by_id.get(c.parent_id) if c.parent_id else None
-        if c.status == "accepted" and parent is not None and parent.reward is not None:
-            out.append((str(arm["id"]), float(c.reward) - float(parent.reward)))
-        else:
-            out.append((str(arm["id"]), float(c.reward)))
+        out.append((str(arm["id"]), advantage(c.status, c.reward, parent.reward if parent is not None else None)))
     return out
 
 

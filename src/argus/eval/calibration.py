@@ -234,6 +234,11 @@ def _attention_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, in
 def featurize(row: Row, gpu: str | None = None) -> tuple[float, dict[str, float]]:
     """(the cost model's estimate in ms, the features) of the row's plan on `gpu` (default: the row's GPU): the
     estimates of its launches summed, the occupancy and pipeline facts of the longest launch (`features_of`)."""
+    return features_of(_estimates(row, gpu))
+
+
+def _estimates(row: Row, gpu: str | None) -> list[Any]:
+    """The cost model's `Estimate` of each launch of the row's plan."""
     from argus.eval import costmodel
 
     spec = gpu or (row.gpu if row.gpu in costmodel.GPUS else costmodel.DEFAULT_GPU)
@@ -244,7 +249,7 @@ def featurize(row: Row, gpu: str | None = None) -> tuple[float, dict[str, float]
             estimates.append(costmodel.estimate(kernel, wanted, gpu=spec))
         except costmodel.CostModelError as e:
             raise CalibrationError("CALIBRATION_PLAN", f"row {row.label!r} of {row.group!r}: {e.message}") from None
-    return features_of(estimates)
+    return estimates
 
 
 def features_of(estimates: Sequence[Any]) -> tuple[float, dict[str, float]]:
@@ -303,14 +308,10 @@ def with_features(rows: Iterable[Row], gpu: str | None = None) -> list[Row]:
     out = []
     for r in rows:
         if r.features is None or r.estimate_ms is None:
-            ms, f = featurize(r, gpu)
-            r = replace(
-                r,
-                estimate_ms=ms,
-                features=f,
-                kernels=sorted({k.name for k, _ in launches(r)}),
-                library_ms=library_estimate(r),
-            )
+            estimates = _estimates(r, gpu)  # the plan traced and estimated once
+            ms, f = features_of(estimates)
+            kernels = sorted({e.kernel for e in estimates})
+            r = replace(r, estimate_ms=ms, features=f, kernels=kernels, library_ms=library_estimate(r))
         out.append(r)
     return out
 
