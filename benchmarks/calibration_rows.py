@@ -124,6 +124,18 @@ def _gpu(environment: list[str]) -> str:
     return "H200" if "H200" in text else ("H100-SXM" if "H100" in text else "unknown")
 
 
+def _measured(ms: object) -> bool:
+    return isinstance(ms, float) and ms == ms  # a number, not NaN (a contender that failed)
+
+
+def _row(family: str, group: str, label: str, ms: float, gpu: str, rel: str, where: str, problem: dict,
+         config: dict) -> dict:  # fmt: skip
+    """One calibration row (`argus.eval.calibration.Row` as data), citing ``benchmarks/results/REL#WHERE``."""
+    return {"family": family, "group": group, "label": label, "ms": ms, "gpu": gpu,
+            "source": f"benchmarks/results/{rel}#{where}", "date": rel[:10],
+            "plan": {"problem": problem, "config": config}}  # fmt: skip
+
+
 def gemm_rows(rel: str) -> list[dict]:
     data = json.loads((RESULTS / rel).read_text())
     gpu = _gpu(data.get("environment", []))
@@ -135,20 +147,9 @@ def gemm_rows(rel: str) -> list[dict]:
         for label, c in row.get("contenders", {}).items():
             config = gemm_config(label)
             ms = c.get("ms")
-            if config is None or not isinstance(ms, float) or ms != ms:
-                continue
-            out.append(
-                {
-                    "family": "gemm",
-                    "group": f"gemm {m}x{n}x{k} {layout} bf16",
-                    "label": label,
-                    "ms": ms,
-                    "gpu": gpu,
-                    "source": f"benchmarks/results/{rel}#rows[{i}].contenders[{label!r}].ms",
-                    "date": rel[:10],
-                    "plan": {"problem": problem, "config": config},
-                }
-            )
+            if config is not None and _measured(ms):
+                where = f"rows[{i}].contenders[{label!r}].ms"
+                out.append(_row("gemm", f"gemm {m}x{n}x{k} {layout} bf16", label, ms, gpu, rel, where, problem, config))
     return out
 
 
@@ -176,23 +177,10 @@ def attention_rows(rel: str) -> list[dict]:
         found += [(lab, v["ms"], f"[{i}].variants[{lab!r}].ms") for lab, v in row.get("variants", {}).items()]
         for label, ms, where in found:
             config = attention_config(label)
-            if config is None or not isinstance(ms, float) or ms != ms:
-                continue
-            if config.get("OVERLAP") and rel < "2026-12-02":
+            if config is None or not _measured(ms) or (config.get("OVERLAP") and rel < "2026-12-02"):
                 continue
             group = f"attention B={b} H={h}/{hk} S={sq}/{sk} d={d} {'causal' if row['causal'] else 'full'} {layout}"
-            out.append(
-                {
-                    "family": "attention",
-                    "group": group,
-                    "label": label,
-                    "ms": ms,
-                    "gpu": gpu,
-                    "source": f"benchmarks/results/{rel}#{where}",
-                    "date": rel[:10],
-                    "plan": {"problem": problem, "config": config},
-                }
-            )
+            out.append(_row("attention", group, label, ms, gpu, rel, where, problem, config))
     return out
 
 
