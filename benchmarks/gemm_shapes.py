@@ -53,6 +53,15 @@ TABLE = [(1024, 1024, 16384), (128, 4096, 4096), (64, 8192, 8192), (256, 7168, 2
 HELDOUT = [(4, 11008, 4096), (24, 5120, 13824), (200, 3072, 768), (768, 768, 3072), (3072, 1536, 6144),
            (777, 1999, 3001), (12000, 512, 1024), (48, 1024, 65536), (2500, 10000, 1500), (5120, 5120, 640),
            (160, 12288, 1536), (40, 40, 40)]  # fmt: skip
+#: The planner's tile shapes (BM, BN, consumer warpgroups) before the 192-row (three consumer warpgroups) and
+#: 192-column tiles: what `--previous-tiles` plans with.
+PREVIOUS_TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
+#: Shapes where the tile count and the SMs quantize badly with the previous tiles (the mid-size GEMMs), and others
+#: no constant was fitted on.
+MID = [(1536, 1536, 1536), (3072, 3072, 768), (20480, 256, 4096), (6000, 6000, 3000), (2304, 2304, 2304),
+       (2816, 5632, 1408), (1792, 3584, 1024), (3584, 1536, 4096), (768, 6144, 2048), (10240, 1280, 2560),
+       (2560, 2560, 5120), (1280, 1280, 8192), (12288, 3072, 1536), (3000, 5000, 4000), (6144, 5120, 3072),
+       (4000, 4000, 4000), (4096, 4096, 4096), (8192, 8192, 8192)]  # fmt: skip
 #: (M, N, K, layout) rows of the layout suite.
 LAYOUTS = [(m, n, k, lay) for (m, n, k) in [(4096, 4096, 4096), (64, 8192, 8192)] for lay in ("NN", "NT", "TN", "TT")]
 
@@ -152,7 +161,7 @@ def _operands(torch, m: int, n: int, k: int, layout: str):  # noqa: ANN001, ANN2
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--suite", default="all", choices=["issue", "table", "heldout", "layouts", "all"])
+    parser.add_argument("--suite", default="all", choices=["issue", "table", "heldout", "mid", "layouts", "all"])
     parser.add_argument("--sweep", type=int, default=6, help="configurations timed besides the heuristic's")
     parser.add_argument("--budget", type=float, default=0.6, help="seconds of timed launches per shape (rounds)")
     parser.add_argument("--workers", type=int, default=16)
@@ -188,6 +197,17 @@ def main() -> int:
         action="store_true",
         help="with --swap, also the 64-row swap tiles (one consumer warpgroup)",
     )
+    parser.add_argument(
+        "--previous-tiles",
+        action="store_true",
+        help="also time the configuration the heuristic picks among PREVIOUS_TILES (the tile shapes before the "
+        "192-row and 192-column tiles)",
+    )
+    parser.add_argument(
+        "--every-tile",
+        action="store_true",
+        help="also time, for every tile shape of the planner, its candidate the model ranks first",
+    )
     args = parser.parse_args()
 
     import torch
@@ -203,7 +223,7 @@ def main() -> int:
             parts = s.split(",")
             rows_in.append((int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else "NT", "cli"))
     else:
-        for name, shapes in (("issue", ISSUE), ("table", TABLE), ("heldout", HELDOUT)):
+        for name, shapes in (("issue", ISSUE), ("table", TABLE), ("heldout", HELDOUT), ("mid", MID)):
             if args.suite in (name, "all"):
                 rows_in += [(m, n, k, "NT", name) for m, n, k in shapes]
         if args.suite in ("layouts", "all"):
@@ -211,6 +231,7 @@ def main() -> int:
 
     # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
     plans = []
+    previous_of: dict = {}  # problem -> the label of the heuristic's configuration among PREVIOUS_TILES
     for m, n, k, layout, suite in rows_in:
         problem = mm.GemmProblem(
             m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
@@ -235,6 +256,16 @@ def main() -> int:
         if args.swap:
             swaps = swap_contenders(mm, problem, chosen, args.swap_narrow)
             contenders += [(n, c) for n, c in swaps if all(c != d for _, d in contenders)]
+        if args.previous_tiles:
+            previous = mm.choose(problem, tiles=PREVIOUS_TILES)
+            if all(previous != c for _, c in contenders):
+                contenders.append((previous.label, previous))
+            previous_of[problem] = previous.label
+        if args.every_tile:
+            for tile in mm.TILES:
+                own = [c for c in ranked if (c.BM, c.BN, c.CONSUMERS) == tile]
+                if own and all(own[0] != c for _, c in contenders):
+                    contenders.append((own[0].label, own[0]))
         if args.wide_k:
             contenders += wide_k_contenders(mm, problem, [c for _, c in contenders])
         plans.append((problem, layout, suite, contenders))
@@ -310,6 +341,7 @@ def main() -> int:
             "heuristic": params_of["heuristic"].label if "heuristic" in params_of else None,
             "tuned": params_of["tuned"].label if "tuned" in params_of else None,
             "tuned_ratio": cublas / timed["tuned"] if "tuned" in timed else None,
+            "previous": previous_of.get(problem),
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
@@ -343,15 +375,19 @@ def main() -> int:
             f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
-        if args.gemv_tma and len(row["contenders"]) > 2:
+        if (args.gemv_tma or args.every_tile or args.previous_tiles) and len(row["contenders"]) > 2:
             print("    " + ", ".join(f"{k}: {v['ratio']:.3f}" for k, v in row["contenders"].items()), flush=True)
-    for suite_name in ("issue", "table", "heldout", "layouts", "cli"):
+    for suite_name in ("issue", "table", "heldout", "mid", "layouts", "cli"):
         sel = [r for r in out_rows if r["suite"] == suite_name and r["ratio"]]
         if sel:
             gm = math.exp(statistics.fmean(math.log(r["ratio"]) for r in sel))
             gb = math.exp(statistics.fmean(math.log(r["best_ratio"]) for r in sel))
             gt = math.exp(statistics.fmean(math.log(r["tuned_ratio"] or r["ratio"]) for r in sel))
             worst = min(sel, key=lambda r: r["ratio"])
+            before = [r["contenders"].get(r["previous"], {}).get("ratio") for r in sel]
+            if all(before):
+                gp = math.exp(statistics.fmean(math.log(b) for b in before))
+                print(f"{suite_name}: the heuristic among the previous tiles, geometric mean x cuBLAS {gp:.3f}")
             print(
                 f"{suite_name}: {len(sel)} shapes, geometric mean x cuBLAS: heuristic {gm:.3f}, best of sweep "
                 f"{gb:.3f}, with the tuned configurations {gt:.3f}; lowest heuristic {worst['ratio']:.3f} at "

@@ -101,8 +101,8 @@ def test_the_kernel_refuses_what_its_mechanisms_cannot_do() -> None:
         gemm_warp_specialized_persistent.trace(SPLITS=0)
     with pytest.raises(DSLError, match="split-K .* stores f32 partial products"):
         gemm_warp_specialized_persistent.trace(SPLITS=2, OUT="bf16")
-    with pytest.raises(DSLError, match="CONSUMERS must be 1 or 2"):
-        gemm_warp_specialized_persistent.trace(CONSUMERS=3)
+    with pytest.raises(DSLError, match="CONSUMERS must be 1 to 3"):
+        gemm_warp_specialized_persistent.trace(CONSUMERS=4)
 
 
 # --- f32 operands: split precision -------------------------------------------------------------------------------

@@ -708,8 +708,8 @@ def persistent_gemm(
         raise DSLError("DSL_BAD_PARAM", f"a batched GEMM (BATCH) does not split K: SPLITS={SPLITS}")
     if EPILOGUE not in ("direct", "tma"):
         raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
-    if CONSUMERS not in (1, 2):
-        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
+    if CONSUMERS not in (1, 2, 3):
+        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 to 3 consumer warpgroups, not {CONSUMERS!r}")
     if SPLITS > 1:
         if C.dtype != T.f32 or EPILOGUE != "direct":
             raise DSLError(
@@ -978,9 +978,10 @@ def gemm_tail_reduce(
     tail_reduce(W, C, TAIL=TAIL, BM=BM, BN=BN, BLOCKS=BLOCKS, ORDER=ORDER, GROUP=GROUP)
 
 
-def tail_reduce_rows(BN: int) -> int:  # noqa: N803
-    """Rows of a tail tile one `gemm_tail_reduce` block sums: 256 threads of four columns."""
-    return max(1, 1024 // BN)
+def tail_reduce_rows(BM: int, BN: int) -> int:  # noqa: N803
+    """Rows of a tail tile one `gemm_tail_reduce` block sums: at most 256 threads of four columns, the most rows
+    that divide BM (a 192-column tile: 4 rows of 48 threads, 192 threads)."""
+    return max(r for r in range(1, max(1, 1024 // BN) + 1) if BM % r == 0)
 
 
 def tail_reduce(
@@ -991,9 +992,9 @@ def tail_reduce(
     tail_assumptions(TAIL, BM, BN, BLOCKS)
     T.assume("N % 4 == 0")  # rows in whole vectors of four elements: 16-byte loads of W, 4-element stores of C
     M, N = C.shape  # noqa: N806 - the kernel's shape symbols
-    rc = tail_reduce_rows(BN)
-    if BM % rc or BN % 4:
-        raise DSLError("DSL_BAD_PARAM", f"a tail reduction takes BM a multiple of {rc} and BN of 4, not {BM}, {BN}")
+    rc = tail_reduce_rows(BM, BN)
+    if BN % 4:
+        raise DSLError("DSL_BAD_PARAM", f"a tail reduction takes BN a multiple of 4, not {BN}")
     tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
     tiles = tiles_m * tiles_n
     whole = tiles // BLOCKS * BLOCKS

@@ -104,16 +104,34 @@ MIN_K_BLOCKS_PER_SPLIT = 4
 #: of 8 pairs (+1-15 %, one -0.2 %), with two slower (128x256 at 4096^3: 0.993 -> 0.892x; 64x256: -9 %).
 WIDE_K_MIN_STAGES = 3
 #: (BM, BN, consumer warpgroups): the tile shapes the code generator lowers (one m64 wgmma row per warpgroup).
-TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
+TILES = (
+    (128, 256, 2),
+    (128, 192, 2),
+    (192, 192, 3),
+    (192, 128, 3),
+    (128, 128, 2),
+    (64, 256, 1),
+    (64, 128, 1),
+    (64, 64, 1),
+)
 #: The tile shapes for an epilogue that holds a second tile-sized value (a residual, or a value used twice:
 #: `Epilogue.holds_tiles`): it takes as many registers as the accumulator, and at BN = 256 the consumers spill
 #: (ptxas: 588 spill stores for ``acc + res`` at 128x256, none at 128x128; chains over per-row and per-column
 #: vectors fit at every tile).
-EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128)
+EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128 and t[2] <= 2)
 #: Fraction of the tensor-core peak a block of each tile shape sustains in its main loop (wider wgmma reads less
 #: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do): measured on an H200 at
 #: 4096^3 (64x64: 2048^3) with `benchmarks/gemm_shapes.py` (docs/gemm.md, "Configuration by shape").
-MMA_EFFICIENCY = {(128, 256): 0.76, (64, 256): 0.58, (128, 128): 0.48, (64, 128): 0.32, (64, 64): 0.17}
+MMA_EFFICIENCY = {
+    (128, 256): 0.76,
+    (128, 192): 0.72,
+    (192, 192): 0.62,
+    (192, 128): 0.62,
+    (64, 256): 0.58,
+    (128, 128): 0.48,
+    (64, 128): 0.32,
+    (64, 64): 0.17,
+}
 #: The most rows of A a swap-AB plan takes (`swap_tiles`): there the rows of A are wgmma's N extent (8 to 256 in steps
 #: of 8), and the weight's rows fill 128-row tiles instead of a 64-row tile of A mostly past M.
 SWAP_MAX_M = 128
@@ -472,8 +490,8 @@ class GemmConfig:
             params["BATCH"] = True
         if problem.c_major == "M":
             params["C_MAJOR"] = "M"
-        if self.CONSUMERS == 1:  # one consumer warpgroup: the registers two would share
-            params.update(CONSUMER_REGS=consumer_registers(1))
+        if self.CONSUMERS != 2:  # the registers the kernel's default (two consumer warpgroups) does not give
+            params.update(CONSUMER_REGS=consumer_registers(self.CONSUMERS))
         if self.TAIL > 1:  # the whole waves' tiles only
             params["PART"] = "whole"
         return params

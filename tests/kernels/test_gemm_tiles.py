@@ -1,0 +1,102 @@
+"""The 192-row and 192-column tiles (issue #20, wave quantization at mid-size shapes): 192 rows on three consumer
+warpgroups (`gemm_warp_specialized_persistent` with CONSUMERS=3; the block of four warpgroups compiles at 128
+registers a thread, so the 64 x 256 accumulator of a 192 x 256 tile does not fit and is not offered), 192 columns
+(wgmma's n192) on two. Correct on the interpreter through the plan a GPU call launches (TMA and direct stores,
+split-K, the split tail and its reduction at 192 columns), verified, compiled without spills; the planner offers them
+where the previous tiles quantize badly; the epilogue tiles leave the three-warpgroup tile out (its registers)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from argus.atoms.target import DEFAULT_TARGET
+from argus.backend.cuda.codegen import compile_kernel
+from argus.ir.types import bf16, round_to
+from argus.kernels import matmul as mm
+from argus.kernels.gemm import gemm_tail_reduce, gemm_warp_specialized_persistent, tail_reduce_rows
+from argus.verify import Verdict, verify
+
+#: the interpreter's GPU: 4 SMs, so that small problems have whole waves and a tail
+SMALL = replace(DEFAULT_TARGET, sms=4)
+
+
+def _operands(m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return round_to(bf16, rng.standard_normal((m, k))), round_to(bf16, rng.uniform(-1, 1, (k, n)))
+
+
+@pytest.mark.parametrize(
+    ("shape", "config", "target"),
+    [
+        # 192 rows on three consumer warpgroups, TMA stores; M past one tile, N not a multiple of the tile
+        ((200, 300, 136), mm.GemmConfig(192, 128, 3, 4, EPILOGUE="tma"), DEFAULT_TARGET),
+        # 192 columns (wgmma n192), two consumers, TMA stores in three 64-column chunks
+        ((130, 400, 136), mm.GemmConfig(128, 192, 2, 4, EPILOGUE="tma"), DEFAULT_TARGET),
+        # 192 x 192 on three consumers, split-K in two
+        ((250, 200, 520), mm.GemmConfig(192, 192, 3, 3, SPLITS=2), DEFAULT_TARGET),
+        # a split tail at 192 columns: 2 x 3 tiles on 4 SMs, 4 whole, 2 in the tail split 3 ways
+        ((200, 520, 330), mm.GemmConfig(128, 192, 2, 3, TAIL=3), SMALL),
+        # a split tail at 192 x 192 on three consumers: 2 x 3 tiles, 4 whole, 2 split 2 ways
+        ((300, 400, 260), mm.GemmConfig(192, 192, 3, 3, TAIL=2), SMALL),
+    ],
+)
+def test_the_wide_tiles_are_correct_on_the_interpreter(shape, config, target) -> None:
+    m, n, k = shape
+    plan = mm.plan(mm.GemmProblem(m, n, k, "bf16", "f32", b_major="K"), config)
+    if config.TAIL > 1:
+        assert [x.name for x in plan.kernels(target)][-2:] == ["gemm_persistent_split_tail", "gemm_tail_reduce"]
+    a, b = _operands(m, n, k, sum(shape))
+    c = plan.run_on_interpreter(a, b, target=target)
+    want = a @ b
+    assert np.abs(c - want).max() < 1e-4 * max(1.0, np.abs(want).max())
+
+
+def test_a_tail_reduction_of_192_columns_takes_rows_that_divide_the_tile() -> None:
+    assert tail_reduce_rows(128, 128) == 8 and tail_reduce_rows(64, 256) == 4
+    assert tail_reduce_rows(128, 192) == 4 and tail_reduce_rows(192, 192) == 4  # 1024 // 192 = 5 divides neither
+    assert tail_reduce_rows(192, 128) == 8
+    traced = gemm_tail_reduce.trace(TAIL=2, BM=192, BN=192, BLOCKS=132, OUT="bf16")
+    assert verify(traced).verdict == Verdict.VERIFIED
+
+
+@pytest.mark.parametrize(("bm", "bn", "consumers", "hgmma"), [(192, 128, 3, "64x128x16"), (128, 192, 2, "64x192x16")])
+def test_the_wide_tiles_are_verified_and_compile_without_spills(bm: int, bn: int, consumers: int, hgmma: str) -> None:
+    params = mm.GemmConfig(bm, bn, consumers, 3, EPILOGUE="tma").kernel_params(mm.GemmProblem(4096, 4096, 4096))
+    traced = gemm_warp_specialized_persistent.trace(**params)
+    assert verify(traced).verdict == Verdict.VERIFIED
+    compiled = compile_kernel(traced)
+    mix = compiled.instruction_mix(modifiers=True)
+    assert mix[f"HGMMA.{hgmma}.F32.BF16"] == 4, mix  # four k16 steps per 64-element K-block, per consumer
+    assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+
+
+def test_three_consumer_warpgroups_get_the_register_file_s_share() -> None:
+    params = mm.GemmConfig(192, 128, 3, 4).kernel_params(mm.GemmProblem(4096, 4096, 4096))
+    # (65536 / 128 - 40 for the producer) / 3, rounded down to setmaxnreg's multiple of 8
+    assert params["CONSUMERS"] == 3 and params["CONSUMER_REGS"] == 152
+    assert "CONSUMER_REGS" not in mm.GemmConfig(128, 256, 2, 4).kernel_params(mm.GemmProblem(4096, 4096, 4096))
+    assert all(consumers <= 2 for _, _, consumers in mm.EPILOGUE_TILES)  # a second tile would not fit 152
+
+
+#: the planner's tiles before these (what `benchmarks/gemm_shapes.py --previous-tiles` plans with)
+PREVIOUS = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
+
+
+def _busy(shape: tuple[int, int, int], config: mm.GemmConfig) -> float:
+    """The share of the SMs' wave slots a configuration's units fill (units over whole waves of units)."""
+    units = -(-shape[0] // config.BM) * -(-shape[1] // config.BN) * config.SPLITS
+    return units / (-(-units // DEFAULT_TARGET.sms) * DEFAULT_TARGET.sms)
+
+
+@pytest.mark.parametrize("shape", [(1536, 1536, 1536), (3072, 3072, 768), (20480, 256, 4096), (768, 6144, 2048)])
+def test_the_planner_fills_the_sms_better_where_the_previous_tiles_quantized_badly(shape) -> None:
+    # measured on an H100 (benchmarks/results/2026-12-02-gemm-tiles): the previous choice 0.71, 0.82, 0.73 and 0.71x
+    # cuBLAS there, with 55, 73, 61 and 73 % of its wave slots busy
+    problem = mm.GemmProblem(*shape, "bf16", "bf16")
+    chosen, previous = mm.choose(problem), mm.choose(problem, tiles=PREVIOUS, swap=False)
+    assert previous.TAIL == 1 and chosen.TAIL == 1
+    assert (chosen.BM, chosen.BN, chosen.CONSUMERS) not in PREVIOUS
+    assert _busy(shape, chosen) > _busy(shape, previous) + 0.1, (chosen.label, previous.label)
