@@ -56,6 +56,25 @@ HELDOUT = [(4, 11008, 4096), (24, 5120, 13824), (200, 3072, 768), (768, 768, 307
 #: The planner's tile shapes (BM, BN, consumer warpgroups) before the 192-row (three consumer warpgroups) and
 #: 192-column tiles: what `--previous-tiles` plans with.
 PREVIOUS_TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64, 64, 1))
+#: The tile efficiencies before session 43 (`mm.MMA_EFFICIENCY` then).
+PREVIOUS_EFFICIENCY = {(128, 256): 0.76, (64, 256): 0.58, (128, 128): 0.48, (64, 128): 0.32, (64, 64): 0.17}
+
+
+def previous_choice(mm, problem):  # noqa: ANN001, ANN201
+    """What `mm.choose` picked for `problem` before session 43: among `PREVIOUS_TILES`, with `PREVIOUS_EFFICIENCY`
+    and no tiles narrowed to N (`mm.fitted_tiles`)."""
+    saved = dict(mm.MMA_EFFICIENCY), mm.FIT_WASTE
+    mm.MMA_EFFICIENCY.clear()
+    mm.MMA_EFFICIENCY.update(PREVIOUS_EFFICIENCY)
+    mm.FIT_WASTE = math.inf
+    try:
+        return mm.choose.__wrapped__(problem, tiles=PREVIOUS_TILES)  # not the remembered choice
+    finally:
+        mm.MMA_EFFICIENCY.clear()
+        mm.MMA_EFFICIENCY.update(saved[0])
+        mm.FIT_WASTE = saved[1]
+
+
 #: Shapes where the tile count and the SMs quantize badly with the previous tiles (the mid-size GEMMs), and others
 #: no constant was fitted on.
 MID = [(1536, 1536, 1536), (3072, 3072, 768), (20480, 256, 4096), (6000, 6000, 3000), (2304, 2304, 2304),
@@ -200,13 +219,18 @@ def main() -> int:
     parser.add_argument(
         "--previous-tiles",
         action="store_true",
-        help="also time the configuration the heuristic picks among PREVIOUS_TILES (the tile shapes before the "
-        "192-row and 192-column tiles)",
+        help="also time the configuration the heuristic picked before session 43 (`previous_choice`: the tile shapes "
+        "before the 192-row, 192-column and narrowed tiles, the efficiencies before their refit)",
+    )
+    parser.add_argument(
+        "--unfitted",
+        action="store_true",
+        help="also time the configuration the heuristic picks without the tiles narrowed to N (`mm.fitted_tiles`)",
     )
     parser.add_argument(
         "--every-tile",
         action="store_true",
-        help="also time, for every tile shape of the planner, its candidate the model ranks first",
+        help="also time, for every tile shape of the planner's candidates, its candidate the model ranks first",
     )
     args = parser.parse_args()
 
@@ -231,7 +255,8 @@ def main() -> int:
 
     # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
     plans = []
-    previous_of: dict = {}  # problem -> the label of the heuristic's configuration among PREVIOUS_TILES
+    previous_of: dict = {}  # problem -> the label of `previous_choice(mm, problem)`
+    unfitted_of: dict = {}  # problem -> the label of the heuristic's configuration without `mm.fitted_tiles`
     for m, n, k, layout, suite in rows_in:
         problem = mm.GemmProblem(
             m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
@@ -257,14 +282,23 @@ def main() -> int:
             swaps = swap_contenders(mm, problem, chosen, args.swap_narrow)
             contenders += [(n, c) for n, c in swaps if all(c != d for _, d in contenders)]
         if args.previous_tiles:
-            previous = mm.choose(problem, tiles=PREVIOUS_TILES)
+            previous = previous_choice(mm, problem)
             if all(previous != c for _, c in contenders):
                 contenders.append((previous.label, previous))
             previous_of[problem] = previous.label
-        if args.every_tile:
-            for tile in mm.TILES:
+        if args.unfitted:
+            fit_waste, mm.FIT_WASTE = mm.FIT_WASTE, math.inf
+            try:
+                unfitted = mm.choose.__wrapped__(problem)  # not the remembered choice
+            finally:
+                mm.FIT_WASTE = fit_waste
+            if all(unfitted != c for _, c in contenders):
+                contenders.append((unfitted.label, unfitted))
+            unfitted_of[problem] = unfitted.label
+        if args.every_tile:  # the tile shapes of the planner and those narrowed to N (`mm.fitted_tiles`)
+            for tile in dict.fromkeys((c.BM, c.BN, c.CONSUMERS) for c in ranked):
                 own = [c for c in ranked if (c.BM, c.BN, c.CONSUMERS) == tile]
-                if own and all(own[0] != c for _, c in contenders):
+                if all(own[0] != c for _, c in contenders):
                     contenders.append((own[0].label, own[0]))
         if args.wide_k:
             contenders += wide_k_contenders(mm, problem, [c for _, c in contenders])
@@ -342,6 +376,7 @@ def main() -> int:
             "tuned": params_of["tuned"].label if "tuned" in params_of else None,
             "tuned_ratio": cublas / timed["tuned"] if "tuned" in timed else None,
             "previous": previous_of.get(problem),
+            "unfitted": unfitted_of.get(problem),
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
@@ -375,7 +410,7 @@ def main() -> int:
             f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
-        if (args.gemv_tma or args.every_tile or args.previous_tiles) and len(row["contenders"]) > 2:
+        if (args.gemv_tma or args.every_tile or args.previous_tiles or args.unfitted) and len(row["contenders"]) > 2:
             print("    " + ", ".join(f"{k}: {v['ratio']:.3f}" for k, v in row["contenders"].items()), flush=True)
     for suite_name in ("issue", "table", "heldout", "mid", "layouts", "cli"):
         sel = [r for r in out_rows if r["suite"] == suite_name and r["ratio"]]
@@ -384,10 +419,11 @@ def main() -> int:
             gb = math.exp(statistics.fmean(math.log(r["best_ratio"]) for r in sel))
             gt = math.exp(statistics.fmean(math.log(r["tuned_ratio"] or r["ratio"]) for r in sel))
             worst = min(sel, key=lambda r: r["ratio"])
-            before = [r["contenders"].get(r["previous"], {}).get("ratio") for r in sel]
-            if all(before):
-                gp = math.exp(statistics.fmean(math.log(b) for b in before))
-                print(f"{suite_name}: the heuristic among the previous tiles, geometric mean x cuBLAS {gp:.3f}")
+            for key, what in (("previous", "before session 43"), ("unfitted", "without the narrowed tiles")):
+                before = [r["contenders"].get(r[key], {}).get("ratio") for r in sel]
+                if all(before):
+                    gp = math.exp(statistics.fmean(math.log(b) for b in before))
+                    print(f"{suite_name}: the heuristic {what}, geometric mean x cuBLAS {gp:.3f}")
             print(
                 f"{suite_name}: {len(sel)} shapes, geometric mean x cuBLAS: heuristic {gm:.3f}, best of sweep "
                 f"{gb:.3f}, with the tuned configurations {gt:.3f}; lowest heuristic {worst['ratio']:.3f} at "

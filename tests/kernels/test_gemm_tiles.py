@@ -100,3 +100,64 @@ def test_the_planner_fills_the_sms_better_where_the_previous_tiles_quantized_bad
     assert previous.TAIL == 1 and chosen.TAIL == 1
     assert (chosen.BM, chosen.BN, chosen.CONSUMERS) not in PREVIOUS
     assert _busy(shape, chosen) > _busy(shape, previous) + 0.1, (chosen.label, previous.label)
+
+
+# --- tiles narrowed to N ------------------------------------------------------------------------------------------
+
+
+def test_tiles_are_narrowed_to_the_columns_where_the_last_column_tile_would_be_mostly_empty() -> None:
+    few = mm.fitted_tiles(mm.GemmProblem(3488, 272, 2216), mm.TILES)
+    # two column tiles of 272 / 2 = 136, rounded up to the lane exchange's 32 (16-byte stores): 160
+    assert (128, 160, 2) in few and (192, 160, 3) in few and (64, 160, 1) in few
+    assert all(bn % 32 == 0 for _, bn, _ in few)
+    # one column tile (N = 72 on 128 columns): N rounded up to 32 too
+    assert (128, 96, 2) in mm.fitted_tiles(mm.GemmProblem(30000, 72, 4096), mm.TILES)
+    # B N-major: its stages are loaded in 64-column panels
+    assert all(bn % 64 == 0 for _, bn, _ in mm.fitted_tiles(mm.GemmProblem(3488, 272, 2216, b_major="N"), mm.TILES))
+    # N a multiple of the tiles, or the last tile nearly full: nothing
+    assert mm.fitted_tiles(mm.GemmProblem(4096, 4096, 4096), mm.TILES) == ()
+    assert mm.fitted_tiles(mm.GemmProblem(4096, 1000, 4096), ((128, 256, 2),)) == ()
+    labels = {(c.BM, c.BN) for c in mm.candidates(mm.GemmProblem(3488, 272, 2216))}
+    assert (128, 160) in labels
+
+
+def test_a_narrowed_tile_s_efficiency_lies_between_its_measured_neighbours() -> None:
+    assert mm.mma_efficiency(128, 160) == mm.MMA_EFFICIENCY[(128, 160)]
+    assert mm.MMA_EFFICIENCY[(128, 128)] < mm.mma_efficiency(128, 144) < mm.MMA_EFFICIENCY[(128, 160)]
+    between = (mm.MMA_EFFICIENCY[(64, 128)] + mm.MMA_EFFICIENCY[(64, 256)]) / 2
+    assert mm.mma_efficiency(64, 192) == pytest.approx(between)
+    # narrower than every measured width (a swap-AB tile): in proportion to the width
+    assert mm.mma_efficiency(128, 64) == pytest.approx(mm.MMA_EFFICIENCY[(128, 128)] / 2)
+
+
+@pytest.mark.parametrize(
+    ("shape", "config"),
+    [
+        ((150, 272, 136), mm.GemmConfig(128, 160, 2, 3)),  # two column tiles of 160: the second 112 past N
+        ((100, 72, 300), mm.GemmConfig(128, 96, 2, 4)),  # one column tile of 96 (wgmma n96), 24 columns past N
+        ((200, 272, 520), mm.GemmConfig(192, 160, 3, 3, SPLITS=2)),  # three consumers, split-K
+        ((70, 272, 136), mm.GemmConfig(64, 160, 1, 4)),  # one consumer
+    ],
+)
+def test_narrowed_tiles_are_correct_on_the_interpreter(shape, config) -> None:
+    m, n, k = shape
+    problem = mm.GemmProblem(m, n, k, "bf16", "f32", b_major="K")
+    assert any((c.BM, c.BN, c.CONSUMERS) == (config.BM, config.BN, config.CONSUMERS) for c in mm.candidates(problem))
+    plan = mm.plan(problem, config)
+    a, b = _operands(m, n, k, sum(shape))
+    c = plan.run_on_interpreter(a, b)
+    want = a @ b
+    assert np.abs(c - want).max() < 1e-4 * max(1.0, np.abs(want).max())
+
+
+def test_a_narrowed_tile_stores_in_16_byte_vectors_and_a_tail_needs_whole_warps() -> None:
+    plan = mm.plan(mm.GemmProblem(4096, 272, 1024, "bf16", "bf16"), mm.GemmConfig(128, 160, 2, 4))
+    compiled = compile_kernel(plan.kernels()[0])
+    mix = compiled.instruction_mix(modifiers=True)
+    assert mix.get("STG.E.128", 0) > 0 and mix.get("HGMMA.64x160x16.F32.BF16") == 4, mix
+    assert compiled.resources.spill_stores == 0
+    # a split tail's reduction runs rows of BN / 4 threads: whole warps only where BN is a multiple of 32 (a tile of
+    # 72 columns: a configuration given by the caller)
+    problem = mm.GemmProblem(30000, 72, 4096)
+    whole = mm.GemmConfig(128, 72, 2, 4)
+    assert mm.tail_candidates(problem, whole, 64, DEFAULT_TARGET) == []

@@ -119,16 +119,24 @@ TILES = (
 #: (ptxas: 588 spill stores for ``acc + res`` at 128x256, none at 128x128; chains over per-row and per-column
 #: vectors fit at every tile).
 EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128 and t[2] <= 2)
+#: `fitted_tiles` narrows a tile to the problem's columns where its last column tile leaves more than this share of N
+#: empty.
+FIT_WASTE = 0.1
 #: Fraction of the tensor-core peak a block of each tile shape sustains in its main loop (wider wgmma reads less
-#: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do): measured on an H200 at
-#: 4096^3 (64x64: 2048^3) with `benchmarks/gemm_shapes.py` (docs/gemm.md, "Configuration by shape").
+#: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do); a width between two listed
+#: ones is interpolated, a narrower one scaled (`mma_efficiency`). The five tiles before session 43 measured on an
+#: H200 at 4096^3 (64x64: 2048^3); 128x192, 128x160 and the 192-row tiles fitted in session 43 to the first choice
+#: among measured candidates (the geometric-mean regret of the model's pick: 52 problems of
+#: benchmarks/results/2026-12-02-gemm-tiles 1.047 -> 1.035, the recorded calibration rows' 54 with M > 96 unchanged
+#: at 1.022; docs/gemm.md, "Configuration by shape").
 MMA_EFFICIENCY = {
     (128, 256): 0.76,
-    (128, 192): 0.72,
+    (128, 192): 0.68,
+    (128, 160): 0.6,
+    (128, 128): 0.48,
     (192, 192): 0.62,
     (192, 128): 0.62,
     (64, 256): 0.58,
-    (128, 128): 0.48,
     (64, 128): 0.32,
     (64, 64): 0.17,
 }
@@ -322,12 +330,21 @@ def gemv_tma_config(
 
 
 def mma_efficiency(bm: int, bn: int) -> float:
-    """`MMA_EFFICIENCY` of a tile; a narrower one (swap-AB's BN: the few rows of A) in proportion to its width, from
-    the narrowest measured tile with the same rows (an estimate: memory, not the tensor cores, bounds those GEMMs)."""
+    """`MMA_EFFICIENCY` of a tile; one between two measured widths with the same rows (a tile narrowed to the
+    problem's columns, `fitted_tiles`) interpolated linearly between them; a narrower one (swap-AB's BN: the few rows
+    of A) in proportion to its width, from the narrowest measured tile with the same rows (an estimate: memory, not
+    the tensor cores, bounds those GEMMs)."""
     if (bm, bn) in MMA_EFFICIENCY:
         return MMA_EFFICIENCY[(bm, bn)]
-    narrowest = min(n for m, n in MMA_EFFICIENCY if m == bm)
-    return MMA_EFFICIENCY[(bm, narrowest)] * bn / narrowest
+    widths = sorted(n for m, n in MMA_EFFICIENCY if m == bm)
+    below, above = [n for n in widths if n < bn], [n for n in widths if n > bn]
+    if below and above:
+        lo, hi = below[-1], above[0]
+        share = (bn - lo) / (hi - lo)
+        return MMA_EFFICIENCY[(bm, lo)] * (1 - share) + MMA_EFFICIENCY[(bm, hi)] * share
+    if not below:
+        return MMA_EFFICIENCY[(bm, widths[0])] * bn / widths[0]
+    return MMA_EFFICIENCY[(bm, widths[-1])]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -686,11 +703,12 @@ def candidates(
             )
         counts = (1,)
     found = []
-    for bm, bn, consumers in tiles:
+    chunk = store_chunk_columns(out)
+    for bm, bn, consumers in tiles + fitted_tiles(problem, tiles):
         for splits in counts:
             if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.c_columns % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
-            epilogue = "tma" if tma_store and splits == 1 else "direct"
+            epilogue = "tma" if tma_store and splits == 1 and bn % chunk == 0 else "direct"
             config = deepest(GemmConfig(bm, bn, consumers, MAX_STAGES, splits, epilogue, BK=bk), problem)
             if config is None:
                 continue
@@ -700,6 +718,25 @@ def candidates(
             if splits == 1 and counts[0] == 1:
                 found.extend(tail_candidates(problem, found[-1], k_tiles, target))
     return found
+
+
+def fitted_tiles(problem: GemmProblem, tiles: tuple) -> tuple:
+    """Tiles of `tiles` narrowed to `problem`'s columns: where N is not close to a multiple of a tile's BN (the last
+    column tile more than `FIT_WASTE` of N empty: N = 272 on 256-column tiles computes 512 columns), the same count of
+    column tiles made as narrow as N allows, BN rounded up to 32 (the direct store's lane exchange writes 16-byte
+    vectors from there; at wgmma's own step of 8 it stores 2-byte elements, and measured slower: 16384x200x1024
+    128x200 0.83x cuBLAS, 128x224 0.96x, benchmarks/results/2026-12-02-gemm-tiles/ call 3), to the 64-column panel
+    where B is N-major (its stages are loaded in whole panels). None that `tiles` already has."""
+    found: list[tuple[int, int, int]] = []
+    for bm, bn, consumers in tiles:
+        count = _cdiv(problem.N, bn)
+        if count * bn - problem.N <= FIT_WASTE * problem.N:
+            continue
+        step = 64 if problem.b_major == "N" else 32
+        fit = _up(_cdiv(problem.N, count), step)
+        if fit < bn and (bm, fit, consumers) not in (*tiles, *found):
+            found.append((bm, fit, consumers))
+    return tuple(found)
 
 
 def deepest(config: GemmConfig, problem: GemmProblem, least: int = 2) -> GemmConfig | None:
@@ -718,6 +755,8 @@ def tail_candidates(problem: GemmProblem, whole: GemmConfig, k_tiles: int, targe
     within two waves (unbatched, N a multiple of 4: the reduction's 16-byte rows)."""
     whole_tiles, rest = whole.tail_tiles(problem, target)
     if problem.batch > 1 or problem.c_major != "N" or problem.N % 4 or whole_tiles == 0 or rest == 0:
+        return []
+    if whole.BN % 32:  # the tail reduction's blocks are rows of BN / 4 threads, in whole warps
         return []
     return [
         replace(whole, TAIL=s)
