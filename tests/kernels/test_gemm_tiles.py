@@ -161,3 +161,17 @@ def test_a_narrowed_tile_stores_in_16_byte_vectors_and_a_tail_needs_whole_warps(
     problem = mm.GemmProblem(30000, 72, 4096)
     whole = mm.GemmConfig(128, 72, 2, 4)
     assert mm.tail_candidates(problem, whole, 64, DEFAULT_TARGET) == []
+
+
+def test_a_fused_epilogue_plans_three_consumers_only_up_to_128_columns() -> None:
+    from argus.kernels.epilogue import Epilogue
+
+    chain = Epilogue.of("T.maximum(acc * scale + bias, 0.0) + rowb", bias="columns", rowb="rows", scale="scalar")
+    tiles = mm.plan_tiles(chain)
+    assert (192, 128, 3) in tiles and (192, 192, 3) not in tiles and (128, 192, 2) in tiles
+    # where the plain product takes 192 x 192
+    plan = mm.plan(mm.GemmProblem(768, 6144, 2048, "bf16", "bf16"), epilogue=chain)
+    assert plan.config.CONSUMERS < 3 or plan.config.BN <= 128, plan.config.label
+    compiled = compile_kernel(mm.plan(mm.GemmProblem(4096, 4096, 4096), mm.GemmConfig(192, 128, 3, 4), epilogue=chain)
+                              .kernels()[0])  # fmt: skip
+    assert compiled.resources.spill_stores == 0

@@ -119,6 +119,9 @@ TILES = (
 #: (ptxas: 588 spill stores for ``acc + res`` at 128x256, none at 128x128; chains over per-row and per-column
 #: vectors fit at every tile).
 EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128 and t[2] <= 2)
+#: The tile shapes for any other fused epilogue: three consumer warpgroups (128 registers a thread) only up to 128
+#: columns (192x192 with ``relu(acc * scale + bias) + row``: ptxas spills 140 bytes, 192x128 none).
+FUSED_TILES = tuple(t for t in TILES if t[2] <= 2 or t[1] <= 128)
 #: `fitted_tiles` narrows a tile to the problem's columns where its last column tile leaves more than this share of N
 #: empty.
 FIT_WASTE = 0.1
@@ -1278,8 +1281,11 @@ def _plan(problem: GemmProblem, config: GemmConfig | None, target: Target, epilo
 
 
 def plan_tiles(epilogue: Epilogue | None) -> tuple:
-    """The tile shapes a plan with `epilogue` may use (`EPILOGUE_TILES` when it holds a second tile-sized value)."""
-    return EPILOGUE_TILES if epilogue is not None and epilogue.holds_tiles else TILES
+    """The tile shapes a plan with `epilogue` may use: `EPILOGUE_TILES` when it holds a second tile-sized value,
+    `FUSED_TILES` for any other fused epilogue, else `TILES`."""
+    if epilogue is None:
+        return TILES
+    return EPILOGUE_TILES if epilogue.holds_tiles else FUSED_TILES
 
 
 def tuned_config(problem: GemmProblem, device: Any = None, epilogue: Epilogue | None = None) -> GemmConfig | None:
