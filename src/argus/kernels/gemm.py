@@ -981,7 +981,7 @@ def gemm_tail_reduce(
 def tail_reduce_rows(BM: int, BN: int) -> int:  # noqa: N803
     """Rows of a tail tile one `gemm_tail_reduce` block sums: at most 256 threads of four columns, the most rows
     that divide BM (a 192-column tile: 4 rows of 48 threads, 192 threads)."""
-    return max(r for r in range(1, max(1, 1024 // BN) + 1) if BM % r == 0)
+    return max([r for r in range(1, max(1, 1024 // BN) + 1) if BM % r == 0])
 
 
 def tail_reduce(
