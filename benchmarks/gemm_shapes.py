@@ -166,6 +166,23 @@ def wide_k_contenders(mm, problem, configs) -> list:  # noqa: ANN001
     return out
 
 
+def timed_call(mm, torch, problem, config, a, b, prepared):  # noqa: ANN001, ANN201, PLR0913
+    """What one timed call of a contender runs on the GPU: its prepared launches, after the copies `matmul` makes on
+    every call where the launches do not (`Launches.copies`: operands copied into zero-padded buffers that TMA can
+    address, a GEMV's operand layout). Prepared launches read the copies made when they were prepared: before
+    2026-12-02's call 7 of benchmarks/results/2026-12-02-gemm-tiles, padded rows were timed without their copies."""
+    if not getattr(prepared, "copies", False):
+        return lambda: [p.launch() for p in prepared]
+    the_plan = mm.plan(problem, config)
+
+    def host_copies() -> object:
+        if the_plan.is_gemv:
+            return the_plan.gemv_operands(a, b, torch)
+        return the_plan.operands_for_kernel(a, b, torch)
+
+    return lambda: (host_copies(), [p.launch() for p in prepared])
+
+
 def _operands(torch, m: int, n: int, k: int, layout: str):  # noqa: ANN001, ANN202
     """a (M, K) and b (K, N) in `layout` (N: stored as read; T: a transposed view of a row-major tensor)."""
     g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
@@ -342,7 +359,7 @@ def main() -> int:
                 wrong = True
                 print(f"  WRONG {label} at {m}x{n}x{k} {layout}: relative error {err}")
                 continue
-            launches[label] = lambda prepared=prepared: [p.launch() for p in prepared]
+            launches[label] = timed_call(mm, torch, problem, config, a, b, prepared)
             prepared_of[label] = prepared
             if args.dependent_ab and label == "heuristic" and len(prepared) > 1:
                 mm.DEPENDENT_LAUNCHES = False
