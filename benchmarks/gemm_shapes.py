@@ -63,16 +63,16 @@ PREVIOUS_EFFICIENCY = {(128, 256): 0.76, (64, 256): 0.58, (128, 128): 0.48, (64,
 def previous_choice(mm, problem):  # noqa: ANN001, ANN201
     """What `mm.choose` picked for `problem` before session 43: among `PREVIOUS_TILES`, with `PREVIOUS_EFFICIENCY`
     and no tiles narrowed to N (`mm.fitted_tiles`)."""
-    saved = dict(mm.MMA_EFFICIENCY), mm.FIT_WASTE
+    saved = dict(mm.MMA_EFFICIENCY), mm.FIT_WASTE, mm.PITCH_COPIES, mm.MISALIGNED_PITCH_FACTOR
     mm.MMA_EFFICIENCY.clear()
     mm.MMA_EFFICIENCY.update(PREVIOUS_EFFICIENCY)
-    mm.FIT_WASTE = math.inf
+    mm.FIT_WASTE, mm.PITCH_COPIES, mm.MISALIGNED_PITCH_FACTOR = math.inf, False, 1.0
     try:
         return mm.choose.__wrapped__(problem, tiles=PREVIOUS_TILES)  # not the remembered choice
     finally:
         mm.MMA_EFFICIENCY.clear()
         mm.MMA_EFFICIENCY.update(saved[0])
-        mm.FIT_WASTE = saved[1]
+        mm.FIT_WASTE, mm.PITCH_COPIES, mm.MISALIGNED_PITCH_FACTOR = saved[1:]
 
 
 #: Shapes where the tile count and the SMs quantize badly with the previous tiles (the mid-size GEMMs), and others
@@ -240,6 +240,11 @@ def main() -> int:
         "before the 192-row, 192-column and narrowed tiles, the efficiencies before their refit)",
     )
     parser.add_argument(
+        "--unpitched",
+        action="store_true",
+        help="also time the configuration the heuristic picks without copies to whole row pitches (`mm.PITCH_COPIES`)",
+    )
+    parser.add_argument(
         "--unfitted",
         action="store_true",
         help="also time the configuration the heuristic picks without the tiles narrowed to N (`mm.fitted_tiles`)",
@@ -273,6 +278,7 @@ def main() -> int:
     # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
     plans = []
     previous_of: dict = {}  # problem -> the label of `previous_choice(mm, problem)`
+    unpitched_of: dict = {}  # problem -> the label of the heuristic's configuration without `mm.PITCH_COPIES`
     unfitted_of: dict = {}  # problem -> the label of the heuristic's configuration without `mm.fitted_tiles`
     for m, n, k, layout, suite in rows_in:
         problem = mm.GemmProblem(
@@ -303,6 +309,15 @@ def main() -> int:
             if all(previous != c for _, c in contenders):
                 contenders.append((previous.label, previous))
             previous_of[problem] = previous.label
+        if args.unpitched:
+            mm.PITCH_COPIES = False
+            try:
+                unpitched = mm.choose.__wrapped__(problem)  # not the remembered choice
+            finally:
+                mm.PITCH_COPIES = True
+            if all(unpitched != c for _, c in contenders):
+                contenders.append((unpitched.label, unpitched))
+            unpitched_of[problem] = unpitched.label
         if args.unfitted:
             fit_waste, mm.FIT_WASTE = mm.FIT_WASTE, math.inf
             try:
@@ -394,6 +409,7 @@ def main() -> int:
             "tuned_ratio": cublas / timed["tuned"] if "tuned" in timed else None,
             "previous": previous_of.get(problem),
             "unfitted": unfitted_of.get(problem),
+            "unpitched": unpitched_of.get(problem),
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
@@ -427,7 +443,8 @@ def main() -> int:
             f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
-        if (args.gemv_tma or args.every_tile or args.previous_tiles or args.unfitted) and len(row["contenders"]) > 2:
+        listed = args.gemv_tma or args.every_tile or args.previous_tiles or args.unfitted or args.unpitched
+        if listed and len(row["contenders"]) > 2:
             print("    " + ", ".join(f"{k}: {v['ratio']:.3f}" for k, v in row["contenders"].items()), flush=True)
     for suite_name in ("issue", "table", "heldout", "mid", "layouts", "cli"):
         sel = [r for r in out_rows if r["suite"] == suite_name and r["ratio"]]
@@ -436,7 +453,11 @@ def main() -> int:
             gb = math.exp(statistics.fmean(math.log(r["best_ratio"]) for r in sel))
             gt = math.exp(statistics.fmean(math.log(r["tuned_ratio"] or r["ratio"]) for r in sel))
             worst = min(sel, key=lambda r: r["ratio"])
-            for key, what in (("previous", "before session 43"), ("unfitted", "without the narrowed tiles")):
+            for key, what in (
+                ("previous", "before session 43"),
+                ("unfitted", "without the narrowed tiles"),
+                ("unpitched", "without copies to whole row pitches"),
+            ):
                 before = [r["contenders"].get(r[key], {}).get("ratio") for r in sel]
                 if all(before):
                     gp = math.exp(statistics.fmean(math.log(b) for b in before))

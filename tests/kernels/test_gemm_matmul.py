@@ -343,10 +343,14 @@ def test_an_f32_problem_never_accumulates_more_than_the_chain_in_the_tensor_core
 
 def test_padding_is_planned_only_where_tma_needs_it() -> None:
     assert mm.padded_extent(mm.GemmProblem(100, 100, 64)) == mm.GemmProblem(100, 100, 64)
-    assert mm.padded_extent(mm.GemmProblem(100, 100, 4097)).K == 4104
+    # copied anyway: to rows a whole PITCH_BYTES (32 bytes: 16 bf16) apart, what TMA reads at full rate
+    assert mm.padded_extent(mm.GemmProblem(100, 100, 4097)).K == 4112
     # M-major A pads M, N-major B pads N; K-major operands pad K
     p = mm.padded_extent(mm.GemmProblem(67, 13, 64, a_major="M", b_major="N"))
-    assert (p.M, p.N, p.K) == (72, 16, 64)
+    assert (p.M, p.N, p.K) == (80, 16, 64)
+    # rows 16 bytes apart but not 32 (K = 3000): read where they are, unless a configuration copies them (PITCH)
+    assert mm.padded_extent(mm.GemmProblem(100, 100, 3000)).K == 3000
+    assert mm.padded_extent(mm.GemmProblem(100, 100, 3000), pitch=True).K == 3008
 
 
 def test_bad_problems_get_a_reason() -> None:
@@ -443,7 +447,9 @@ def test_a_library_gemm_called_again_reads_its_operands_new_values_on_the_gpu() 
     def zeros(*shape: int) -> object:
         return torch.zeros(*shape, device="cuda", dtype=torch.bfloat16)
 
-    assert mm.prepare(zeros(256, 4097), zeros(4097, 384))[1].copies  # K = 4097: copied into padded buffers
+    # K = 4097: copied into padded buffers by `pad_copy` launches, which read a and b anew at every relaunch
+    padded = mm.prepare(zeros(256, 4097), zeros(4097, 384))[1]
+    assert not padded.copies and [p.kernel.name for p in padded][:2] == ["pad_copy", "pad_copy"]
     assert not mm.prepare(zeros(300, 1024), zeros(1024, 512))[1].copies  # read where they are
 
 

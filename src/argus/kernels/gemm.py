@@ -1057,6 +1057,36 @@ def gemm_persistent(
 # `split_bf16x3` writes one operand's A3 or B3 from its f32 values in one pass; `argus.kernels.matmul` runs it on
 # both operands and then the persistent GEMM with f32 C.
 
+
+@argus.kernel(policies={"tile_shape": ("BR", "BC")})
+def pad_copy(
+    X: T.Tensor[lambda BATCH: (("L",) if BATCH else ()) + ("R", "C"), "DT"],
+    Y: T.Tensor[lambda BATCH: (("L",) if BATCH else ()) + ("RP", "P"), "DT"],
+    DT: str = "bf16",
+    VEC: int = 8,
+    BR: int = 4,
+    BC: int = 512,
+    BATCH: bool = False,
+):
+    """Y = X zero-padded: Y[r, c] = X[r, c] for r < R and c < C, 0 elsewhere (RP >= R rows of P >= C elements): an
+    operand copied to rows TMA can address, or rows a whole `PITCH_BYTES` apart (`argus.kernels.matmul`). One block
+    per (BR, BC) tile of Y, VEC elements per thread and access (16 bytes where X's and Y's rows are whole 16-byte
+    vectors). BATCH: X and Y get a leading extent L, padded alike."""
+    if VEC not in (1, 2, 4, 8, 16) or BC % VEC or BR * BC // VEC > 1024:
+        raise DSLError(
+            "DSL_BAD_PARAM", f"pad_copy: VEC in 1-16, BC a multiple of it, at most 1024 threads; got {VEC}, {BR}, {BC}"
+        )
+    T.assume(f"C % {VEC} == 0 and P % {VEC} == 0 and P >= C and RP >= R")
+    blocks = (T.cdiv(RP, BR), T.cdiv(P, BC))  # noqa: F821 - RP, P: Y's shape symbols
+    blocks = (*blocks, L) if BATCH else blocks  # noqa: F821 - L: the batch extent, a shape symbol when BATCH
+    with T.grid(*blocks, threads=BR * BC // VEC) as grid:
+        br, bc = grid[0], grid[1]
+        lead, one = ((grid[2],), (None,)) if BATCH else ((), ())
+        x = T.alloc_fragment((BR, BC), X.dtype, vector_bytes=X.dtype.itemsize * VEC)
+        T.copy(X.tile((*lead, br, bc), (*one, BR, BC)), x)  # zeros past X's end
+        T.copy(x, Y.tile((*lead, br, bc), (*one, BR, BC)))
+
+
 #: The segments of A3 and B3: which part of the f32 operand each of the three holds.
 SPLIT_PATTERNS = {"A": ("hi", "hi", "lo"), "B": ("hi", "lo", "hi")}
 

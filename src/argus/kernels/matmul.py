@@ -20,8 +20,10 @@ the target GPU, and the cheapest wins. The mechanisms it chooses between:
   direct stores.
 
 Where TMA cannot address an operand (its contiguous extent, K for a K-major operand, not a multiple of 8 elements),
-`matmul` copies the operands into zero-padded buffers first (`padded_extent`): correct, and costs one extra pass
-over A and B; a main loop that reads such operands directly is not built yet.
+the plan copies the operands into zero-padded buffers first (`padded_extent`, `pad_copy` launches): correct, and
+costs one extra pass over A and B; a main loop that reads such operands directly is not built yet. Where the rows
+are 16 bytes past a multiple of `PITCH_BYTES` (read 1.3-1.6x slower), a configuration may copy them too
+(`GemmConfig.PITCH`), where the model says the copy pays.
 
 f32 inputs run at f32 accuracy on bf16 tensor cores by split precision (`kernel_problem`): `split_bf16x3` writes
 each operand's hi and lo bf16 parts in one pass, and one bf16 GEMM over a K three times as long sums
@@ -122,6 +124,22 @@ EPILOGUE_TILES = tuple(t for t in TILES if t[1] <= 128 and t[2] <= 2)
 #: The tile shapes for any other fused epilogue: three consumer warpgroups (128 registers a thread) only up to 128
 #: columns (192x192 with ``relu(acc * scale + bias) + row``: ptxas spills 140 bytes, 192x128 none).
 FUSED_TILES = tuple(t for t in TILES if t[2] <= 2 or t[1] <= 128)
+#: TMA reads an operand's rows at full rate where they are a multiple of this many bytes apart. Measured on an H100
+#: (benchmarks/results/2026-12-02-gemm-tiles/, calls 6-7), bf16 with K the contiguous extent: K = 3000 (6000-byte
+#: rows, 16 bytes past a multiple of 32) 0.64x cuBLAS, K = 3008 0.96x; 5816 0.67x, 5824 0.98x; 3592 0.69x, 3648
+#: 0.94x; 3464 0.60x, 3520 0.90x; 1000 0.80x, 1024 0.94x; K = 4000 (8000 bytes) as fast as 4032 (0.955x, 0.952x),
+#: K = 6000 (12000 bytes: 32 past a multiple of 64) 0.99x.
+PITCH_BYTES = 32
+#: What the model multiplies a plan's main kernel time by where an operand's rows are 16 bytes but not `PITCH_BYTES`
+#: apart (the rows above ran 1.27-1.66x longer than their neighbours a few K-blocks longer).
+MISALIGNED_PITCH_FACTOR = 1.45
+#: Whether the planner offers `GemmConfig.PITCH` plans (a switch for A/B measurements: `benchmarks/gemm_shapes.py
+#: --unpitched`).
+PITCH_COPIES = True
+#: The share of the device memory's bandwidth a padding copy sustains (one `pad_copy` launch per operand: read once,
+#: written padded, 16-byte accesses), and its launch, seconds.
+COPY_EFFICIENCY = 0.75
+COPY_LAUNCH_S = 4e-6
 #: `fitted_tiles` narrows a tile to the problem's columns where its last column tile leaves more than this share of N
 #: empty.
 FIT_WASTE = 0.1
@@ -463,13 +481,19 @@ class GemmConfig:
     #: swap-AB: the kernel computes C^T = B^T A^T (the weight's rows fill the BM-row tiles, the few rows of A the
     #: BN columns) and stores it transposed into C (`swapped`; docs/gemm.md, "Swap-AB")
     SWAP: bool = False
+    #: copy the operands into buffers whose rows are `PITCH_BYTES` apart first (`padded_extent(pitch=True)`): where
+    #: a row pitch is a multiple of 16 bytes but not of `PITCH_BYTES`, TMA reads it at a fraction of the rate
+    PITCH: bool = False
 
     @property
     def label(self) -> str:
         split = f" split{self.SPLITS}" if self.SPLITS > 1 else ""
         tail = f" tail{self.TAIL}" if self.TAIL > 1 else ""
         swap = " swap" if self.SWAP else ""
-        return f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}{swap}"
+        pitch = " pitch" if self.PITCH else ""
+        return (
+            f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}{swap}{pitch}"
+        )
 
     def tail_tiles(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> tuple[int, int]:
         """(tiles of the whole waves, tiles of the tail) of a split tail on `problem` (BLOCKS = the target's SMs)."""
@@ -561,14 +585,52 @@ def consumer_registers(consumers: int) -> int:
     return atoms_consumer_registers(WARPGROUP_SIZE * (1 + consumers), consumers, 1, producer)
 
 
-def padded_extent(problem: GemmProblem) -> GemmProblem:
+def operand_pitches(problem: GemmProblem) -> tuple[int, int]:
+    """The elements between consecutive rows of A and of B as the kernel reads them (their contiguous extents: K
+    for a K-major operand, M for an M-major A, N for an N-major B)."""
+    return (problem.K if problem.a_major == "K" else problem.M, problem.K if problem.b_major == "K" else problem.N)
+
+
+def misaligned_pitch(problem: GemmProblem) -> bool:
+    """Whether an operand's rows are a multiple of 16 bytes apart (TMA can address them) but not of `PITCH_BYTES`
+    (TMA reads them slower: `MISALIGNED_PITCH_FACTOR`)."""
+    size = problem.kernel_itemsize
+    pitches = [p * size for p in operand_pitches(problem)]
+    if any([p % 16 for p in pitches]):  # copied anyway (`padded_extent`), to whole `PITCH_BYTES`
+        return False
+    return any([p % PITCH_BYTES for p in pitches])
+
+
+def padded_extent(problem: GemmProblem, pitch: bool = False) -> GemmProblem:
     """The problem TMA can address: every operand's contiguous extent rounded up to a multiple of 16 bytes (8
-    elements of a 16-bit type, 16 of FP8). Equal to `problem` when no padding is needed."""
-    align = problem.alignment
+    elements of a 16-bit type, 16 of FP8), and to `PITCH_BYTES` wherever one must be copied anyway or with `pitch`
+    (the copy then costs the same and the rows are read at full rate). Equal to `problem` when nothing is padded."""
+    size = problem.kernel_itemsize
+    copied = pitch or any([p * size % 16 for p in operand_pitches(problem)])
+    align = PITCH_BYTES // size if copied else problem.alignment
     k = _up(problem.K, align) if "K" in (problem.a_major, problem.b_major) else problem.K
     m = _up(problem.M, align) if problem.a_major == "M" else problem.M
     n = _up(problem.N, align) if problem.b_major == "N" else problem.N
     return replace(problem, M=m, N=n, K=k)
+
+
+def copy_seconds(problem: GemmProblem, padded: GemmProblem, target: Target = DEFAULT_TARGET) -> float:
+    """The time of copying `problem`'s operands into `padded`'s zero-padded buffers (each operand that changes
+    read once and written padded, one launch each)."""
+    size = dtype_of(problem.dtype).itemsize
+    seconds = 0.0
+    for (p_rows, p_cols), (q_rows, q_cols) in zip(operand_shapes(problem), operand_shapes(padded), strict=True):
+        if (p_rows, p_cols) != (q_rows, q_cols):
+            moved = (p_rows * p_cols + q_rows * q_cols) * size * problem.batch
+            seconds += moved / (target.hbm_gbs * 1e9 * COPY_EFFICIENCY) + COPY_LAUNCH_S
+    return seconds
+
+
+def operand_shapes(problem: GemmProblem) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(rows, columns) of A and of B as stored (the columns contiguous)."""
+    a = (problem.M, problem.K) if problem.a_major == "K" else (problem.K, problem.M)
+    b = (problem.N, problem.K) if problem.b_major == "K" else (problem.K, problem.N)
+    return a, b
 
 
 def kernel_problem(problem: GemmProblem) -> GemmProblem:
@@ -667,6 +729,35 @@ def split_steps(problem: GemmProblem) -> list[SplitStep]:
             stored, y_shape, gemm_shape = (*lead, *stored), (*lead, *y_shape), (*lead, *gemm_shape)
             params["BATCH"] = True
         steps.append(SplitStep(name, stored, params, y_shape, gemm_shape))
+    return steps
+
+
+@dataclass(frozen=True)
+class PadStep:
+    """One `pad_copy` launch of a plan: operand `operand` (0: A, 1: B) as stored (`stored`: its shape) copied into
+    a zero-padded buffer of shape `padded`, with the kernel's parameters."""
+
+    operand: int
+    stored: tuple[int, ...]
+    padded: tuple[int, ...]
+    params: dict[str, Any]
+
+
+def pad_steps(problem: GemmProblem, padded: GemmProblem) -> list[PadStep]:
+    """The copies of `problem`'s operands (16-bit or FP8, as the kernel reads them) into `padded`'s buffers: one per
+    operand whose stored shape changes. Each takes the widest access (16 bytes at most) that divides both row
+    lengths."""
+    steps = []
+    lead = (problem.batch,) if problem.batch > 1 else ()
+    size = problem.kernel_itemsize
+    for i, (stored, wanted) in enumerate(zip(operand_shapes(problem), operand_shapes(padded), strict=True)):
+        if stored == wanted:
+            continue
+        vec = max([v for v in (16, 8, 4, 2, 1) if v * size <= 16 and stored[1] % v == 0 and wanted[1] % v == 0])
+        params = {"DT": kernel_input(problem.dtype), "VEC": vec, "BR": 4, "BC": 64 * vec}
+        if lead:
+            params["BATCH"] = True
+        steps.append(PadStep(i, (*lead, *stored), (*lead, *wanted), params))
     return steps
 
 
@@ -777,7 +868,19 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
     in flight (Little's law: the bytes of its stages over `HBM_LATENCY_S`), and from L2 at the SM's share of the
     L2 bandwidth. A split adds the reduction kernel: the workspace read once, C written once, and a launch. A split
     tail runs the whole waves' tiles, then the tail's units (a second launch), then its reduction. A swap-AB
-    configuration (`GemmConfig.SWAP`) is estimated on the `swapped` problem it runs."""
+    configuration (`GemmConfig.SWAP`) is estimated on the `swapped` problem it runs. Where an operand's rows are 16
+    bytes but not `PITCH_BYTES` apart (`misaligned_pitch`), the main loop takes `MISALIGNED_PITCH_FACTOR` times longer,
+    unless the configuration copies the operands to whole pitches first (`GemmConfig.PITCH`: the copies' time added,
+    `copy_seconds`)."""
+    if config.PITCH:  # the copies into rows `PITCH_BYTES` apart, then the product of the padded operands
+        padded = padded_extent(problem, pitch=True)
+        return copy_seconds(problem, padded, target) + estimate(padded, replace(config, PITCH=False), target)
+    slower = MISALIGNED_PITCH_FACTOR if not config.SWAP and misaligned_pitch(problem) else 1.0
+    return _estimate(problem, config, target, slower)
+
+
+def _estimate(problem: GemmProblem, config: GemmConfig, target: Target, slower: float) -> float:
+    """`estimate` of a configuration that reads the operands where they are, its main loop `slower` times longer."""
     if config.SWAP and problem.c_major == "N":
         problem = swapped(problem)
     sms = target.sms
@@ -806,7 +909,7 @@ def estimate(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_
         unit_stream = unit_bytes * (from_hbm / per_sm_hbm + (1 - from_hbm) / per_sm_l2)
         unit_compute = 2 * config.BM * config.BN * k_split / per_sm_flops
         unit_store = rows * cols * stored / per_sm_l2 * (EPILOGUE_OVERLAP if overlapped else 1.0)
-        return max(unit_compute, unit_stream) + unit_store
+        return max(unit_compute, unit_stream) * slower + unit_store
 
     def main_time(busiest: float, unique: float) -> float:
         # near the memory floor the SMs contend for it: a soft maximum, not a hard one, so that the configuration with
@@ -847,6 +950,9 @@ def candidates_for(
     configurations (`swap_tiles`; with `SWAP_SPLIT_ONLY`, those with a split only)."""
     chain = F32_CHAIN if problem.dtype == "f32" else None
     found = candidates(padded_extent(kernel_problem(problem)), target, chain=chain, tiles=tiles)
+    if pitch_refusal(problem) is None:  # the same product of copies with whole pitches
+        pitched = candidates(padded_extent(problem, pitch=True), target, tiles=tiles)
+        found += [replace(c, PITCH=True) for c in pitched]
     narrow = swap_tiles(problem) if swap else ()
     if narrow:
         swaps = candidates(padded_extent(swapped(problem)), target, tiles=narrow)
@@ -880,7 +986,19 @@ def choose(
     times = {c: estimate(problem, c, target) for c in found}
     best = min(times.values())
     near = [c for c in found if times[c] <= best * (1 + TIE)]
-    return min(near, key=lambda c: (c.SPLITS, c.TAIL > 1, times[c], -c.BM * c.BN))
+    return min(near, key=lambda c: (c.SPLITS, c.TAIL > 1, c.PITCH, times[c], -c.BM * c.BN))
+
+
+def pitch_refusal(problem: GemmProblem) -> str | None:
+    """Why `problem` has no `GemmConfig.PITCH` plan, or None where it may have one (16-bit or FP8 operands whose rows
+    are 16 bytes but not `PITCH_BYTES` apart)."""
+    if not PITCH_COPIES:
+        return "switched off (PITCH_COPIES)"
+    if problem.dtype == "f32":
+        return "an f32 product's split pass writes its own padded operands"
+    if not misaligned_pitch(problem):
+        return f"the operands' rows are whole {PITCH_BYTES} bytes apart, or copied anyway"
+    return None
 
 
 def swap_choice(problem: GemmProblem, found: list[GemmConfig], target: Target = DEFAULT_TARGET) -> GemmConfig | None:
@@ -938,8 +1056,12 @@ class GemmPlan:
                 )
             if why is not None:
                 raise GemmError(f"a swap-AB configuration ({self.config.label}) on {self.problem}: {why}")
+        if self.config.PITCH:
+            why = "a swap-AB plan" if self.swap_ab else pitch_refusal(self.problem)
+            if why is not None:
+                raise GemmError(f"{self.config.label} on {self.problem}: no copy to whole pitches: {why}")
         view = swapped(self.problem) if self.swap_ab else self.problem
-        object.__setattr__(self, "padded", padded_extent(kernel_problem(view)))
+        object.__setattr__(self, "padded", padded_extent(kernel_problem(view), pitch=self.config.PITCH))
         wide = 2 * self.padded.block_k if self.padded.kernel_itemsize == 2 else None
         if self.config.BK not in (self.padded.block_k, wide):
             raise GemmError(
@@ -978,12 +1100,21 @@ class GemmPlan:
 
     @property
     def needs_padding(self) -> bool:
-        """Whether the operands are copied into zero-padded buffers first (16-bit inputs TMA cannot address)."""
-        return not self.is_gemv and self.problem.dtype != "f32" and self.padded != self.problem
+        """Whether the operands are copied into zero-padded buffers first (16-bit inputs TMA cannot address, or rows
+        copied to whole pitches: `GemmConfig.PITCH`)."""
+        view = swapped(self.problem) if self.swap_ab else self.problem  # what the kernel reads, unpadded
+        return not self.is_gemv and self.problem.dtype != "f32" and self.padded != view
 
     @property
     def splits(self) -> list[SplitStep]:
         return [] if self.is_gemv else split_steps(self.problem)
+
+    @property
+    def pads(self) -> list[PadStep]:
+        """The `pad_copy` launches that copy 16-bit or FP8 operands into zero-padded buffers first (none where the
+        kernel reads them where they are)."""
+        return pad_steps(swapped(self.problem) if self.swap_ab else self.problem, self.padded) if (
+            self.needs_padding) else []  # fmt: skip
 
     def describe(self) -> dict[str, Any]:
         """The plan as data (a benchmark row records it)."""
@@ -1052,9 +1183,10 @@ class GemmPlan:
         return None if params is None else tuple(sorted(params.items()))
 
     def kernels(self, target: Target = DEFAULT_TARGET) -> list[Any]:
-        """The traced kernels a call runs, in order: the splits (f32), the GEMM, a split tail's tail kernel, the
-        reduction."""
+        """The traced kernels a call runs, in order: the splits (f32) or the copies into padded operands, the GEMM, a
+        split tail's tail kernel, the reduction."""
         found = [_traced_split(tuple(sorted(step.params.items()))) for step in self.splits]
+        found += [_traced_pad(tuple(sorted(step.params.items()))) for step in self.pads]
         found += [self.main_kernel(target), self.tail_kernel(target), self.reduce_kernel(target)]
         return [k for k in found if k is not None]
 
@@ -1152,8 +1284,15 @@ class GemmPlan:
                 run_kernel(_traced_split(tuple(sorted(step.params.items()))), {"X": x, "Y": y})
                 parts[step.name] = y.reshape(step.gemm_shape)
             A, B = parts["A"], parts["B"]
-        else:
-            A, B = self.operands_for_kernel(a, b, np)
+        else:  # through the `pad_copy` launches a GPU call makes, where it makes them
+            A, B = self.stored_operands(a, b)
+            copied = {}
+            for step in self.pads:
+                x = (A, B)[step.operand]
+                y = np.full(step.padded, np.nan)
+                run_kernel(_traced_pad(tuple(sorted(step.params.items()))), {"X": np.ascontiguousarray(x), "Y": y})
+                copied[step.operand] = y
+            A, B = copied.get(0, A), copied.get(1, B)
         q = self.padded
         splits = self.config.SPLITS
         lead = (q.batch,) if q.batch > 1 else ()
@@ -1191,10 +1330,13 @@ def _pad(x: Any, shape: tuple[int, ...], xp: Any) -> Any:
         return x
     if xp.__name__ == "numpy":
         out = xp.zeros(shape, dtype=x.dtype)
-    else:
-        out = xp.zeros(shape, dtype=x.dtype, device=x.device)
-    out[..., : x.shape[-2], : x.shape[-1]] = x
-    return out
+        out[..., : x.shape[-2], : x.shape[-1]] = x
+        return out
+    import torch.nn.functional as F  # noqa: N812 - torch's own name
+
+    # one kernel: x read once, the padded buffer written once (zeros then a copy wrote the padding region twice)
+    out = F.pad(x, (0, shape[-1] - x.shape[-1], 0, shape[-2] - x.shape[-2]))
+    return out if out.is_contiguous() else out.contiguous()
 
 
 def _pad_any(x: Any, shape: tuple[int, ...], xp: Any) -> Any:
@@ -1247,6 +1389,11 @@ def _traced_fused(ep: Epilogue, kind: str, params: tuple[tuple[str, Any], ...]) 
 @functools.lru_cache(maxsize=64)
 def _traced_split(params: tuple[tuple[str, Any], ...]) -> Any:
     return gemm.split_bf16x3.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_pad(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.pad_copy.trace(**dict(params))
 
 
 def plan(
@@ -1374,6 +1521,7 @@ def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilog
             "main": _traced_main,
             "reduce": _traced_reduce,
             "split": _traced_split,
+            "pad": _traced_pad,
             "block_scaled": _traced_block_scaled,
             "tail": _traced_tail,
             "tail_reduce": _traced_tail_reduce,
@@ -1437,8 +1585,18 @@ def prepare(
             )
             operands[step.name] = y.view(step.gemm_shape)
         A, B = operands["A"], operands["B"]
-    else:
-        A, B = the_plan.operands_for_kernel(a, b, torch)
+    else:  # A and B as stored, or copied into zero-padded buffers by `pad_copy` launches (which read a and b anew)
+        A, B = the_plan.stored_operands(a, b)
+        copies = {}
+        for step in the_plan.pads:
+            x = (A, B)[step.operand]
+            source = x if x.is_contiguous() else x.contiguous()  # a strided view: copied here (Launches.copies)
+            y = torch.empty(step.padded, dtype=x.dtype, device=a.device)
+            params = tuple(sorted(step.params.items()))
+            launches.append(_loaded("pad", params).prepare(source, y, dependent=DEPENDENT_LAUNCHES))
+            copies[step.operand] = (source, y)
+        host_copied = any([not shares_storage(copies[i][0], (A, B)[i]) for i in copies])
+        A, B = copies.get(0, (None, A))[1], copies.get(1, (None, B))[1]
     out_torch = torch_dtype(problem.out)
     lead = (q.batch,) if q.batch > 1 else ()
     shape = (*lead, *the_plan.c_shape)
@@ -1472,9 +1630,16 @@ def prepare(
     if the_plan.c_shape != (problem.M, problem.N):
         C = C[..., : problem.M, : problem.N]
     launches.keep = [a, b, A, B, C, *tensors] + ([W] if W is not None else [])
-    # f32: the split passes are launches, which read a and b each time; 16-bit: A and B are views unless padded
+    if problem.dtype != "f32":
+        launches.keep += [src for src, _ in copies.values()]
+    # f32: the split passes are launches, which read a and b each time; 16-bit: A and B are views of a and b, or the
+    # pad launches' buffers (which read a and b each time), unless a strided operand was made contiguous here
     stored = the_plan.stored_operands(a, b)
-    launches.copies = problem.dtype != "f32" and not (shares_storage(A, stored[0]) and shares_storage(B, stored[1]))
+    if problem.dtype == "f32":
+        launches.copies = False
+    else:
+        views = all(i in copies or shares_storage((A, B)[i], stored[i]) for i in (0, 1))
+        launches.copies = host_copied or not views
     return C, launches
 
 
