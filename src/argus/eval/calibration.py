@@ -207,7 +207,13 @@ def _gemm_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, int]]]:
     sizes = {"M": q.M, "N": q.N, "K": q.K, "S": the_plan.config.SPLITS, "B": q.batch}
     if the_plan.is_tail:  # the tail's workspace W (TAIL, RT, WM, WN)
         sizes.update(zip(("S", "RT", "WM", "WN"), the_plan.tail_workspace(), strict=True))
-    return [(k, sizes) for k in the_plan.kernels()]
+    kernels = the_plan.kernels()
+    pads = the_plan.pads  # the copies into padded operands come first, each with its own X (R, C) and Y (RP, P)
+    found = [
+        (k, {"R": s.stored[-2], "C": s.stored[-1], "RP": s.padded[-2], "P": s.padded[-1], "L": q.batch})
+        for s, k in zip(pads, kernels, strict=False)
+    ]
+    return found + [(k, sizes) for k in kernels[len(pads) :]]
 
 
 def _attention_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, int]]]:
