@@ -60,19 +60,41 @@ PREVIOUS_TILES = ((128, 256, 2), (128, 128, 2), (64, 256, 1), (64, 128, 1), (64,
 PREVIOUS_EFFICIENCY = {(128, 256): 0.76, (64, 256): 0.58, (128, 128): 0.48, (64, 128): 0.32, (64, 64): 0.17}
 
 
-def previous_choice(mm, problem):  # noqa: ANN001, ANN201
-    """What `mm.choose` picked for `problem` before session 43: among `PREVIOUS_TILES`, with `PREVIOUS_EFFICIENCY`
-    and no tiles narrowed to N (`mm.fitted_tiles`)."""
-    saved = dict(mm.MMA_EFFICIENCY), mm.FIT_WASTE, mm.PITCH_COPIES, mm.MISALIGNED_PITCH_FACTOR
-    mm.MMA_EFFICIENCY.clear()
-    mm.MMA_EFFICIENCY.update(PREVIOUS_EFFICIENCY)
-    mm.FIT_WASTE, mm.PITCH_COPIES, mm.MISALIGNED_PITCH_FACTOR = math.inf, False, 1.0
+def choice_with(mm, problem, tiles=None, **constants):  # noqa: ANN001, ANN003, ANN201
+    """What `mm.choose` picks for `problem` with some of the planner's module constants set otherwise for the call
+    (`MMA_EFFICIENCY` replaced whole; not the remembered choice), among `tiles` (default: the planner's)."""
+    saved = {name: getattr(mm, name) for name in constants}
+    saved_efficiency = dict(mm.MMA_EFFICIENCY)
     try:
-        return mm.choose.__wrapped__(problem, tiles=PREVIOUS_TILES)  # not the remembered choice
+        for name, value in constants.items():
+            if name == "MMA_EFFICIENCY":
+                mm.MMA_EFFICIENCY.clear()
+                mm.MMA_EFFICIENCY.update(value)
+            else:
+                setattr(mm, name, value)
+        return mm.choose.__wrapped__(problem, tiles=tiles or mm.TILES)
     finally:
+        for name, value in saved.items():
+            if name != "MMA_EFFICIENCY":
+                setattr(mm, name, value)
         mm.MMA_EFFICIENCY.clear()
-        mm.MMA_EFFICIENCY.update(saved[0])
-        mm.FIT_WASTE, mm.PITCH_COPIES, mm.MISALIGNED_PITCH_FACTOR = saved[1:]
+        mm.MMA_EFFICIENCY.update(saved_efficiency)
+
+
+def previous_choice(mm, problem):  # noqa: ANN001, ANN201
+    """What `mm.choose` picked for `problem` before session 43: among `PREVIOUS_TILES`, with `PREVIOUS_EFFICIENCY`,
+    no tiles narrowed to N (`mm.fitted_tiles`), no copies to whole row pitches and no penalty for reading rows that
+    are not (`mm.PITCH_COPIES`, `mm.MISALIGNED_PITCH_FACTOR`)."""
+    return choice_with(mm, problem, PREVIOUS_TILES, MMA_EFFICIENCY=PREVIOUS_EFFICIENCY, FIT_WASTE=math.inf,
+                       PITCH_COPIES=False, MISALIGNED_PITCH_FACTOR=1.0)  # fmt: skip
+
+
+def baseline_choice(mm, problem, key: str):  # noqa: ANN001, ANN201
+    """The configuration of baseline `key` for `problem`: ``previous`` (`previous_choice`), ``unpitched`` (no copies to
+    whole row pitches), ``unfitted`` (no tiles narrowed to N)."""
+    if key == "previous":
+        return previous_choice(mm, problem)
+    return choice_with(mm, problem, **({"PITCH_COPIES": False} if key == "unpitched" else {"FIT_WASTE": math.inf}))
 
 
 #: Shapes where the tile count and the SMs quantize badly with the previous tiles (the mid-size GEMMs), and others
@@ -277,9 +299,8 @@ def main() -> int:
 
     # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
     plans = []
-    previous_of: dict = {}  # problem -> the label of `previous_choice(mm, problem)`
-    unpitched_of: dict = {}  # problem -> the label of the heuristic's configuration without `mm.PITCH_COPIES`
-    unfitted_of: dict = {}  # problem -> the label of the heuristic's configuration without `mm.fitted_tiles`
+    # "previous", "unpitched", "unfitted" -> problem -> the label of that baseline's configuration
+    baseline_of: dict = {"previous": {}, "unpitched": {}, "unfitted": {}}
     for m, n, k, layout, suite in rows_in:
         problem = mm.GemmProblem(
             m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
@@ -304,29 +325,13 @@ def main() -> int:
         if args.swap:
             swaps = swap_contenders(mm, problem, chosen, args.swap_narrow)
             contenders += [(n, c) for n, c in swaps if all(c != d for _, d in contenders)]
-        if args.previous_tiles:
-            previous = previous_choice(mm, problem)
-            if all(previous != c for _, c in contenders):
-                contenders.append((previous.label, previous))
-            previous_of[problem] = previous.label
-        if args.unpitched:
-            mm.PITCH_COPIES = False
-            try:
-                unpitched = mm.choose.__wrapped__(problem)  # not the remembered choice
-            finally:
-                mm.PITCH_COPIES = True
-            if all(unpitched != c for _, c in contenders):
-                contenders.append((unpitched.label, unpitched))
-            unpitched_of[problem] = unpitched.label
-        if args.unfitted:
-            fit_waste, mm.FIT_WASTE = mm.FIT_WASTE, math.inf
-            try:
-                unfitted = mm.choose.__wrapped__(problem)  # not the remembered choice
-            finally:
-                mm.FIT_WASTE = fit_waste
-            if all(unfitted != c for _, c in contenders):
-                contenders.append((unfitted.label, unfitted))
-            unfitted_of[problem] = unfitted.label
+        for key, wanted in (("previous", args.previous_tiles), ("unpitched", args.unpitched),
+                            ("unfitted", args.unfitted)):  # fmt: skip
+            if wanted:
+                config = baseline_choice(mm, problem, key)
+                if all(config != c for _, c in contenders):
+                    contenders.append((config.label, config))
+                baseline_of[key][problem] = config.label
         if args.every_tile:  # the tile shapes of the planner and those narrowed to N (`mm.fitted_tiles`)
             for tile in dict.fromkeys((c.BM, c.BN, c.CONSUMERS) for c in ranked):
                 own = [c for c in ranked if (c.BM, c.BN, c.CONSUMERS) == tile]
@@ -407,9 +412,9 @@ def main() -> int:
             "heuristic": params_of["heuristic"].label if "heuristic" in params_of else None,
             "tuned": params_of["tuned"].label if "tuned" in params_of else None,
             "tuned_ratio": cublas / timed["tuned"] if "tuned" in timed else None,
-            "previous": previous_of.get(problem),
-            "unfitted": unfitted_of.get(problem),
-            "unpitched": unpitched_of.get(problem),
+            "previous": baseline_of["previous"].get(problem),
+            "unfitted": baseline_of["unfitted"].get(problem),
+            "unpitched": baseline_of["unpitched"].get(problem),
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
