@@ -11,8 +11,9 @@ per-expert f32 product <= 1e-2, the output poisoned with NaN before the run: row
 round flushes L2 and times one launch of each contender back to back with CUDA events, the order rotating every
 round. The table: median time per contender, TFLOP/s (2 R K N), and the ratio of medians to ``torch._grouped_mm``
 (B given row-major (E, K, N), and B given as the transpose of a contiguous (E, N, K): the layout torch's kernel reads
-best). argus configurations: every `CONFIGS` entry, and the one `choose` picks. A last section runs odd group sizes
-(not multiples of 16, empty experts) through argus for correctness only.
+best). argus configurations: every `CONFIGS` entry with each of ``--epilogues`` (EPILOGUE "direct": every tile
+stored from registers; "tma": full tiles through TMA stores), and the one `choose` picks. A last section runs odd
+group sizes (not multiples of 16, empty experts) through argus for correctness only.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="the three named shapes, balanced and zipf only")
     p.add_argument("--json")
     p.add_argument("--groups", type=int, nargs="+", default=[8], help="GROUP values timed for every configuration")
+    p.add_argument(
+        "--epilogues", nargs="+", default=["direct"], choices=["direct", "tma"], help="EPILOGUE values timed for each"
+    )
     args = p.parse_args()
     dev = torch.device("cuda")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
@@ -128,10 +132,19 @@ def main() -> int:
             launches["torch (B transposed)"] = lambda a=a, bt=bt, offs=offs: torch._grouped_mm(a, bt, offs=offs)
             chosen = grouped.choose(R, N, K, E)
             chosen_name = f"argus {chosen['BM']}x{chosen['BN']}x{chosen['BK']}/{chosen['STAGES']} g{chosen['GROUP']}"
+            chosen_name += f" {chosen.get('EPILOGUE', 'direct')}"
             configs = {
-                f"argus {bm}x{bn}x{bk}/{st} g{group}": dict(BM=bm, BN=bn, BK=bk, STAGES=st, GROUP=group)
+                f"argus {bm}x{bn}x{bk}/{st} g{group} {ep}": {
+                    "BM": bm,
+                    "BN": bn,
+                    "BK": bk,
+                    "STAGES": st,
+                    "GROUP": group,
+                    "EPILOGUE": ep,
+                }
                 for bm, bn, bk, st in grouped.CONFIGS
                 for group in args.groups
+                for ep in args.epilogues
             }
             keep = []
             for name, cfg in configs.items():
@@ -194,14 +207,19 @@ def main() -> int:
         ref = reference(torch, a, b, offs)
         for cfg in grouped.CONFIGS:
             bm, bn, bk, st = cfg
-            c = torch.full((a.shape[0], N), float("nan"), dtype=torch.bfloat16, device=dev)
-            c, launch = grouped.prepare(a, b, offs, config=dict(BM=bm, BN=bn, BK=bk, STAGES=st, GROUP=4), out=c)
-            launch.launch()
-            torch.cuda.synchronize()
-            err = rel_err(torch, c, ref, rows)
-            failed |= err > 1e-2
-            print(f"| E={E} R={a.shape[0]} K={K} N={N} {bm}x{bn} | {sizes.tolist()[:8]}... rows {rows} | {err:.1e} |")
-            rows_out.append(dict(odd=True, E=E, R=a.shape[0], K=K, N=N, config=cfg, err=err))
+            for ep in args.epilogues:
+                c = torch.full((a.shape[0], N), float("nan"), dtype=torch.bfloat16, device=dev)
+                config = dict(BM=bm, BN=bn, BK=bk, STAGES=st, GROUP=4, EPILOGUE=ep)
+                c, launch = grouped.prepare(a, b, offs, config=config, out=c)
+                launch.launch()
+                torch.cuda.synchronize()
+                err = rel_err(torch, c, ref, rows)
+                failed |= err > 1e-2
+                print(
+                    f"| E={E} R={a.shape[0]} K={K} N={N} {bm}x{bn} {ep} | {sizes.tolist()[:8]}... rows {rows} | "
+                    f"{err:.1e} |"
+                )
+                rows_out.append(dict(odd=True, E=E, R=a.shape[0], K=K, N=N, config=cfg, epilogue=ep, err=err))
     if args.json:
         Path(args.json).write_text(json.dumps(rows_out, indent=1))
     return 1 if failed else 0

@@ -20,7 +20,9 @@ at decode sizes (``--tokens 1 16 64 256``) the layer is bound by streaming them,
 H200's 4.8 TB/s. With ``--graphs`` every contender is captured in a CUDA graph and its replay timed (the GPU's time
 alone, as a serving loop runs a decode step: at decode sizes the eager layers are bound by their launches and host
 work). With ``--combine-kernel`` argus runs a second time with the other combine (`moe.COMBINE_KERNEL`: the
-`moe_combine` kernel or PyTorch's scatter and sum), interleaved with the rest.
+`moe_combine` kernel or PyTorch's scatter and sum), interleaved with the rest; with ``--fused-gather`` likewise with the
+other side of `moe.FUSED_GATHER` (the token gather fused into the up-projection's operand load, or ``index_select``
+first).
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def main() -> int:
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--graphs", action="store_true", help="time each contender captured in a CUDA graph")
     p.add_argument("--combine-kernel", action="store_true", help="also argus with moe.COMBINE_KERNEL's other side")
+    p.add_argument("--fused-gather", action="store_true", help="also argus with moe.FUSED_GATHER's other side")
     p.add_argument("--json")
     args = p.parse_args()
     if not torch.cuda.is_available():
@@ -169,6 +172,11 @@ def main() -> int:
                     other = not moe.COMBINE_KERNEL
                     contenders[f"argus combine {'kernel' if other else 'torch'}"] = partial(
                         moe.moe_layer, x, router, w1, w2, top_k, bias=bias, combine_kernel=other
+                    )
+                if args.fused_gather:
+                    other = not moe.FUSED_GATHER
+                    contenders[f"argus gather {'fused' if other else 'index_select'}"] = partial(
+                        moe.moe_layer, x, router, w1, w2, top_k, bias=bias, fused_gather=other
                     )
                 if compiled is not None:
                     contenders["compiled"] = partial(compiled, x, router, bias, w1, w2, top_k)

@@ -46,6 +46,20 @@ def test_every_expert_s_rows_are_its_product_and_no_other_row_is_written(offs: l
     assert np.all(c[last:] == 12345.0)  # rows past offs[E-1] belong to no expert: never written
 
 
+def test_full_tiles_through_tma_stores_and_partial_ones_bounded_agree() -> None:
+    """EPILOGUE "tma": a tile whose rows all belong to its expert goes out through TMA stores, the expert's last,
+    partial tile through the bounded window; rows no expert owns keep their poison. Both kinds compiled: the TMA
+    stores (UTMASTG) and no spills."""
+    offs, rows = [0, 70, 70, 256, 290, 420], 430  # expert 3's rows 70 .. 256: one full tile (70 .. 198), one partial
+    c, ref = _run(offs, rows, 128, 256, EPILOGUE="tma")
+    assert np.abs(c[:420] - ref[:420]).max() / np.abs(ref[:420]).max() < 1e-2
+    assert np.all(c[420:] == 12345.0)
+    compiled = compile_kernel(grouped_gemm_persistent.trace(EPILOGUE="tma", BN=256, STAGES=4))
+    assert compiled.instruction_mix().get("UTMASTG", 0) >= 1 and compiled.resources.spill_stores == 0
+    with pytest.raises(Exception, match="EPILOGUE 'direct' or 'tma'"):
+        grouped_gemm_persistent.trace(EPILOGUE="smem")
+
+
 def test_one_consumer_and_64_row_tiles_agree() -> None:
     c, ref = _run([10, 10, 150, 200], 200, 64, 128, BM=64, BN=64, CONSUMERS=1, STAGES=2)
     assert np.abs(c[:200] - ref[:200]).max() / np.abs(ref).max() < 1e-2

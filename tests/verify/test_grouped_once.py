@@ -117,6 +117,19 @@ def test_at_the_library_configuration_the_output_is_proved_written_once(name: st
     assert [(c.target, c.verdict, c.not_checked) for c in _once(result)] == [("C", Verdict.VERIFIED, False)]
 
 
+def test_tma_stores_of_full_tiles_beside_bounded_stores_are_proved_once_and_an_overlap_is_caught(tmp_path) -> None:
+    """EPILOGUE "tma": full tiles through TMA stores, the expert's partial tile through the bounded window; the two
+    kinds never store one element (proved). A full-tile test one row too generous (a tile reaching one row into the
+    next expert stored whole, and bounded too: that row stored twice) is not proved: the tile-order lemma fails on
+    it and the direct query runs out of its budget, so the answer is `unknown`, never `verified`."""
+    result = verify(grouped.grouped_gemm_persistent.trace(**SMALL, EPILOGUE="tma"), checks=("coverage",))
+    assert _once(result) and all(c.verdict == Verdict.VERIFIED for c in _once(result))
+    assert not result.findings, [f.message for f in result.findings]
+    kernel = _seeded(tmp_path, "with T.if_(row0 + BM <= end):", "with T.if_(row0 + BM <= end + 1):")
+    found = verify(kernel.trace(**SMALL, EPILOGUE="tma"), checks=("coverage",))
+    assert _once(found) and all(c.verdict != Verdict.VERIFIED for c in _once(found))
+
+
 # --- what it does not prove ----------------------------------------------------------------------------------------
 
 

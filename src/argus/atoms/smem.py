@@ -298,6 +298,29 @@ def tma_box_swizzle(
     return None
 
 
+def tma_box_start(
+    absolute: np.ndarray, box_shape: tuple[int, ...], element_bits: int, prefer: int | None = None
+) -> tuple[int, np.ndarray] | None:
+    """``(mode, starts)`` for a TMA box that starts inside a swizzle pattern (one row of a 128-byte-swizzled tile),
+    or None. The hardware swizzles the absolute shared address: the box is written densely, row-major, from the
+    start address the instruction names, and each byte lands at ``hopper_swizzle(W)`` of its address. So a box
+    lands at `absolute` (its elements' offsets from a buffer start aligned to the pattern's repeat, row-major over
+    `box_shape`, an array ``(S, size)`` for S placements) when, under one mode W, ``W(start + i)`` is element i's
+    offset for every i, where ``start`` is the first element's offset taken back through the swizzle (an
+    involution): `starts` holds that unswizzled start for each placement, the address the load must name.
+    `tma_box_swizzle`'s relative form is the case of a box starting where a pattern starts (``start`` is then its
+    first element's own offset)."""
+    absolute = np.asarray(absolute, dtype=np.int64)
+    linear = np.arange(int(np.prod(box_shape)), dtype=np.int64)
+    order = (128, 64, 32, 0)
+    for width in (prefer,) + order if prefer in order else order:
+        sw = hopper_swizzle(width, element_bits)
+        starts = _swizzled(sw, absolute[:, :1])
+        if np.array_equal(_swizzled(sw, starts + linear), absolute):
+            return width, starts[:, 0]
+    return None
+
+
 def check_swizzle_base(address: int, swizzle_bytes: int, what: str = "shared-memory tile") -> list[AtomError]:
     """Problems with the start address of a swizzled tile: it must sit where the swizzle pattern
     starts (256, 512 or 1024 bytes for 32, 64, 128-byte swizzle), else the layout's swizzle phase is

@@ -28,7 +28,9 @@ the CUDA C++ Programming Guide's "TMA Swizzle" section (compute capability 9.0):
   accepts any 128-byte-aligned box and then starts mid-pattern, so argus's layouts (which assume
   phase 0) would be wrong. The Programming Guide recommends it ("shared memory should be aligned
   according to the number of bytes after which the swizzle pattern repeats"; its 128-byte-swizzle
-  example declares ``alignas(1024)``), and CUTLASS aligns swizzled buffers to 1024 bytes;
+  example declares ``alignas(1024)``), and CUTLASS aligns swizzled buffers to 1024 bytes. A box
+  placed by the absolute address (`argus.atoms.smem.tma_box_start`: one row of a swizzled tile,
+  the load naming the row's unswizzled start) is exempt (``diagnose(..., mid_pattern=True)``);
 * element strides, when given, in ``[1, 8]`` (``ATOM_TMA_ELEMENT_STRIDE``).
 """
 
@@ -108,12 +110,15 @@ class TmaCopyAtom(CopyAtom):
         smem_address: int = 0,
         swizzle: int = 0,
         element_strides: Sequence[int] | None = None,
+        mid_pattern: bool = False,
     ) -> tuple[AtomError, ...]:
         """All problems of one tensor map plus copy, each an `AtomError` (empty when legal).
 
         `global_shape` has `rank` extents (elements, dimension 0 innermost); `global_strides` the
         ``rank - 1`` byte strides of dimensions 1..rank-1 (dimension 0 is contiguous), as
-        ``cuTensorMapEncodeTiled`` takes them; `box` the box extents; addresses in bytes.
+        ``cuTensorMapEncodeTiled`` takes them; `box` the box extents; addresses in bytes. `mid_pattern`:
+        the caller has placed a box that starts inside a swizzle pattern by the absolute address
+        (`argus.atoms.smem.tma_box_start`), so argus's phase-0 rule (``ATOM_SMEM_SWIZZLE_ALIGN``) does not apply.
         """
         problems: list[AtomError] = []
         dt = supported_dtype(dtype, self.name, "element dtype")
@@ -231,7 +236,7 @@ class TmaCopyAtom(CopyAtom):
                     hint="align the shared-memory buffer (and every stage) to 128 bytes, 1024 with 128-byte swizzle",
                 )
             )
-        elif swizzle in SWIZZLE_MODES:
+        elif swizzle in SWIZZLE_MODES and not mid_pattern:
             problems.extend(check_swizzle_base(smem_address, swizzle, f"{self.name}'s shared-memory box"))
         if element_strides is not None:
             for i, step in enumerate(element_strides):

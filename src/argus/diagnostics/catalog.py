@@ -539,6 +539,12 @@ class Code(StrEnum):
         "{operation} works on integer fragments (i32, u32)",
         "T.cast the fragment to T.i32 or T.u32 first",
     )
+    DSL_GATHER = _entry(
+        Category.DSL,
+        "{tensor}.gather: {problem}",
+        "pass a 1-d integer tensor parameter as the index, the window's shape (rows first) and one origin per "
+        "dimension after the rows, and load it with T.copy(X.gather(...), shared_tile, atom='tma', mbarrier=...)",
+    )
     DSL_IM2COL = _entry(
         Category.DSL,
         "{tensor}.im2col: {problem}",

@@ -423,11 +423,32 @@ def _window_coords(ref: TileRef, tile_coords: list[np.ndarray], env: dict[Var, A
     `_im2col_coords`)."""
     if ref.im2col is not None:
         return _im2col_coords(ref, tile_coords, env)
+    if ref.gather is not None:
+        return _gather_coords(ref, tile_coords, env)
     by_dim = dict(zip(ref.kept, tile_coords, strict=True))
     out = []
     for d, o in enumerate(ref.origin):
         origin = _int(o, env)
         out.append(np.full_like(tile_coords[0], origin) if d in ref.dropped else origin + by_dim[d])
+    return out
+
+
+def _gather_coords(ref: TileRef, tile_coords: list[np.ndarray], env: dict[Var, Any]) -> list[np.ndarray]:
+    """Buffer coordinates of a gathered window's elements (`argus.ir.nodes.Gather`): row r is the tensor's row
+    ``index[position + r]``; a position at or past the index's end gives the row past the tensor's end (the caller
+    masks it: zero fill, as TMA does), the other dimensions origin + coordinate."""
+    spec = ref.gather
+    rows = tile_coords[0]
+    positions = _int(spec.position, env) + rows
+    length = _int(spec.index.shape[0], env)
+    inside = (positions >= 0) & (positions < length)
+    if length == 0:
+        table = np.zeros_like(positions)
+    else:
+        table = np.asarray(env[READ_ELEMENT](spec.index, (np.clip(positions, 0, length - 1),)), dtype=np.int64)
+    out = [np.where(inside, table, _int(ref.buffer.shape[0], env))]
+    for d in range(1, len(ref.origin)):
+        out.append(_int(ref.origin[d], env) + tile_coords[d])
     return out
 
 

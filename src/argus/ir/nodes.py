@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from argus.ir.expr import Expr, SourceLoc, Var
+from argus.ir.expr import Element, Expr, SourceLoc, Var, as_expr
 from argus.ir.types import DType, f32, i32
 from argus.layout import ComposedLayout, Layout
 
@@ -110,6 +110,23 @@ class Im2col:
 
 
 @dataclass(frozen=True, eq=False)
+class Gather:
+    """The rows of a gathered window (`argus.lang.tiles.Tensor.gather`), held by the `TileRef` of its source: row r of
+    the window is the tensor's row ``index[position + r]`` along dimension 0 (`index` a 1-d integer tensor the kernel
+    only reads), its other dimensions those of the window's origin; a row whose position is at or past the index's
+    end reads 0. The window's origin along dimension 0 is 0 and unused. A MoE layer's up-projection reads each routed
+    row's token this way (the gather fused into the GEMM's operand load)."""
+
+    index: Buffer
+    position: Expr | int
+
+    def row(self, r: Expr | int) -> Expr:
+        """The tensor row that window row `r` reads (an `Element` of the index; meaningful where ``position + r``
+        lies inside the index)."""
+        return Element(self.index, (as_expr(self.position) + r,))
+
+
+@dataclass(frozen=True, eq=False)
 class TileRef:
     """A window of `buffer`: for each dimension ``d`` the elements ``origin[d] .. origin[d]+extent[d]-1``;
     dimensions listed in `dropped` have extent 1 and are not part of the window's `shape`."""
@@ -126,6 +143,8 @@ class TileRef:
     # global: a TMA im2col load's source (T.Tensor.im2col): row r of the (pixels, channels) window is the r-th base
     # pixel of the traversal from the origin, not origin + r along the first dimension
     im2col: Im2col | None = None
+    # global: a gathered window's source (T.Tensor.gather): row r is the tensor's row index[position + r]
+    gather: Gather | None = None
 
     @property
     def kept(self) -> tuple[int, ...]:

@@ -79,6 +79,8 @@ def format_ref(r: TileRef | Broadcast | Expr) -> str:
             f" im2col(lower={list(i.lower)}, upper={list(i.upper)}, strides={list(i.strides)}, "
             f"offsets=[{', '.join(str(o) for o in i.offsets)}])"
         )
+    if r.gather is not None:
+        text += f" rows {r.gather.index.name}[{r.gather.position} + row]"
     return text
 
 

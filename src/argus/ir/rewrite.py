@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from argus.ir.expr import BinOp, Expr, Select, Var, binary
-from argus.ir.nodes import Broadcast, Buffer, Im2col, Kernel, Let, Stmt, TileRef
+from argus.ir.nodes import Broadcast, Buffer, Gather, Im2col, Kernel, Let, Stmt, TileRef
 
 
 def substitute(e: Any, mapping: Mapping[Var, Expr | int], memo: dict[int, Any] | None = None) -> Any:
@@ -61,7 +61,7 @@ def _value(x: Any, mapping: Mapping[Var, Expr | int], memo: dict[int, Any]) -> A
     if isinstance(x, tuple):
         items = tuple(_value(v, mapping, memo) for v in x)
         return x if all(a is b for a, b in zip(items, x, strict=True)) else items
-    if isinstance(x, Stmt | TileRef | Broadcast | Im2col):
+    if isinstance(x, Stmt | TileRef | Broadcast | Im2col | Gather):
         return _fields(x, mapping, memo)
     return x
 

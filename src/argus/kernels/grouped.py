@@ -23,6 +23,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
+from argus.atoms.tma import store_chunk_columns
 from argus.kernels.gemm import alloc_operand_stages, load_operand, operand, operand_assumption
 from argus.lang import DSLError
 
@@ -124,23 +125,33 @@ def grouped_gemm_persistent(
     CONSUMERS: int = 2,
     SEARCH: int = 8,
     GROUP: int = 8,
+    EPILOGUE: str = "direct",
 ):
     """C = the grouped product (module docstring): rows ``offs[g-1] .. offs[g]`` of A (R, K) times expert g's B[g]
     (K, N, row-major as ``torch._grouped_mm`` takes it), into the same rows of C (R, N), for E <= 2**SEARCH experts.
     BLOCKS persistent blocks, each a TMA producer warpgroup and CONSUMERS wgmma consumer warpgroups, walk the units
     (every expert's output tiles, each expert's GROUP row tiles at a time) with STAGES stages in flight. Assumes K
     and N multiples of 8 (TMA row strides of 16 bytes), ``offs`` nondecreasing with ``offs[E-1] <= R`` and
-    ``tiles = tile_counts(offs, BM)``; rows of A past ``offs[E-1]`` are not computed."""
+    ``tiles = tile_counts(offs, BM)``; rows of A past ``offs[E-1]`` are not computed. EPILOGUE ``"direct"`` stores
+    every tile from registers through the window bounded at the expert's end; ``"tma"`` stores a tile whose BM rows
+    all belong to its expert through shared-memory staging and TMA stores (the dense GEMM's rung 9: the stores drain
+    while the consumers start the next tile), and the expert's last, partial tile as ``"direct"`` does (a TMA box
+    is masked at the tensor's end only, not at an expert's)."""
     R, K = A.shape  # noqa: N806 - the kernel's shape symbols
     E, _, N = B.shape  # noqa: N806
-    if CONSUMERS not in (1, 2) or SEARCH < 1:
-        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS is 1 or 2 and SEARCH >= 1, got {CONSUMERS}, {SEARCH}")
+    if CONSUMERS not in (1, 2) or SEARCH < 1 or EPILOGUE not in ("direct", "tma"):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"CONSUMERS is 1 or 2, SEARCH >= 1, EPILOGUE 'direct' or 'tma'; got {CONSUMERS}, {SEARCH}, {EPILOGUE!r}",
+        )
     T.assume(operand_assumption("K", "N"))
     T.assume(f"E <= {1 << SEARCH}")
     assume_routing(offs, tiles, R, E, BM)
     with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major
         sB = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # (stages, BK, BN) in 64-column panels
+        # the TMA stores' two staging buffers (EPILOGUE "tma")
+        sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128) if EPILOGUE == "tma" else None
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         tiles_n = T.cdiv(N, BN)
@@ -166,7 +177,13 @@ def grouped_gemm_persistent(
                 T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sB[s])
                 T.gemm(operand("K", sA[s], False), operand("N", sB[s], True), acc)
                 T.mbarrier_arrive(empty[s])
-            T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+            if EPILOGUE == "tma":
+                with T.if_(row0 + BM <= end):  # every row the expert's: one TMA box per staged chunk
+                    T.copy(acc, C.window((row0, bn * BN), (BM, BN)), atom="tma.store", staging=sC)
+                with T.if_(row0 + BM > end):  # the expert's last, partial tile
+                    T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+            else:
+                T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
 
         def units(it: Any, body: Any) -> None:
             each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
@@ -193,6 +210,88 @@ def glu_gate(g: Any, act: str) -> Any:
     if act == "gelu":
         return 0.5 * g * (1.0 + T.erf(g * 0.7071067811865476))
     return 0.5 * g * (1.0 + T.tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)))
+
+
+def gated_up_projection(
+    rows: Any,
+    load_rows: Any,
+    assert_rows: Any,
+    B: Any,  # noqa: N803 - the kernels' parameter names
+    offs: Any,
+    tiles: Any,
+    scale: Any,
+    C: Any,  # noqa: N803
+    p: dict[str, Any],
+) -> None:
+    """The body of the gated up-projections (`grouped_gemm_swiglu`, `grouped_gemm_swiglu_gathered`): the schedule,
+    the gate and up boxes, the two accumulators and the epilogue, with A's rows loaded by ``load_rows(stage, k, row0,
+    bar)`` and their invariant asserted by ``assert_rows(stage, k, row0)``; `rows` is the routed rows' count R (the
+    units' bound), `p` the kernel's parameters."""
+    BM, BN, BK, STAGES = p["BM"], p["BN"], p["BK"], p["STAGES"]  # noqa: N806
+    CONSUMERS, SEARCH, ACT = p["CONSUMERS"], p["SEARCH"], p["ACT"]  # noqa: N806
+    E, _, N2 = B.shape  # noqa: N806 - the kernel's shape symbols
+    _, N = C.shape  # noqa: N806
+    panel = 128 // B.dtype.itemsize
+    if CONSUMERS not in (1, 2) or SEARCH < 1 or BN % panel:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"CONSUMERS is 1 or 2, SEARCH >= 1, BN a multiple of {panel}; got {CONSUMERS}, {SEARCH}, {BN}",
+        )
+    if ACT not in GLU_ACTIVATIONS:
+        raise DSLError("DSL_BAD_PARAM", f"ACT={ACT!r}: the gate's activation is one of {', '.join(GLU_ACTIVATIONS)}")
+    T.assume(operand_assumption("K", "N"))
+    T.assume("N2 == 2 * N")
+    T.assume(f"E <= {1 << SEARCH}")
+    assume_routing(offs, tiles, rows, E, BM)
+    K = B.shape[1]  # noqa: N806
+    with T.grid(p["BLOCKS"], threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
+        sA = alloc_operand_stages("K", STAGES, BM, BK, B.dtype)  # (stages, BM, BK), K-major  # noqa: N806
+        sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels  # noqa: N806
+        sU = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # up columns, N further on  # noqa: N806
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+        tiles_n = T.cdiv(N, BN)
+        k_tiles = T.cdiv(K, BK)
+        most_units = (T.cdiv(rows, BM) + E) * tiles_n
+        stage_bytes = (BM + 2 * BN) * BK * 2
+        consumers = tuple(range(1, 1 + CONSUMERS))
+
+        def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
+                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                load_rows(sA[s], k, row0, full[s])
+                load_columns(B, sG[s], g, k, bn * BN, BN, BK, full[s])
+                load_columns(B, sU[s], g, k, N + bn * BN, BN, BK, full[s])
+
+        def consume(gate: Any, up: Any, weight: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+            T.fill(gate, 0.0)
+            T.fill(up, 0.0)
+            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
+                T.mbarrier_wait(full[s], phase=((k + it * k_tiles) // STAGES) % 2)
+                # invariant: the unit's rows of A, expert g's gate and up columns of tile bn, K-block k
+                assert_rows(sA[s], k, row0)
+                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sG[s])
+                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & ((x[2] - N) // BN == bn), sU[s])
+                T.gemm(operand("K", sA[s], False), operand("N", sG[s], True), gate)
+                T.gemm(operand("K", sA[s], False), operand("N", sU[s], True), up)
+                T.mbarrier_arrive(empty[s])
+            T.copy(scale.window((row0,), (BM,)), weight)  # rows past R read 0 (they are not stored)
+            out = glu_gate(gate, ACT) * up * weight[:, None]
+            T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+
+        def units(it: Any, body: Any) -> None:
+            each_unit(it, bx, p["BLOCKS"], offs, tiles, E, tiles_n, SEARCH, p["GROUP"], BM, body)
+
+        with T.role("producer", warpgroups=(0,), registers=p["PRODUCER_REGS"]):
+            for it in T.serial(T.cdiv(most_units, p["BLOCKS"])):
+                units(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
+        with T.role("consumer", warpgroups=consumers, registers=p["CONSUMER_REGS"]):
+            gate = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, B.dtype))
+            up = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, B.dtype))
+            weight = T.alloc_reduced(gate, axis=1)  # (BM,): each row's scale, held by the threads of its row
+            for it in T.serial(T.cdiv(most_units, p["BLOCKS"])):
+                units(it, lambda g, row0, end, bn, it=it: consume(gate, up, weight, g, row0, end, bn, it))
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
@@ -228,69 +327,67 @@ def grouped_gemm_swiglu(
     (R, 2N) intermediate is never written). Assumes K and N multiples of 8 (TMA row strides of 16 bytes) and what
     `grouped_gemm_persistent` assumes of ``offs`` and ``tiles``; N need not be a multiple of BN (the up boxes start at
     column N + bn * BN: a TMA box starts at any element)."""
-    R, K = A.shape  # noqa: N806 - the kernel's shape symbols
-    E, _, N2 = B.shape  # noqa: N806
-    _, N = C.shape  # noqa: N806
-    panel = 128 // B.dtype.itemsize
-    if CONSUMERS not in (1, 2) or SEARCH < 1 or BN % panel:
-        raise DSLError(
-            "DSL_BAD_PARAM",
-            f"CONSUMERS is 1 or 2, SEARCH >= 1, BN a multiple of {panel}; got {CONSUMERS}, {SEARCH}, {BN}",
-        )
-    if ACT not in GLU_ACTIVATIONS:
-        raise DSLError("DSL_BAD_PARAM", f"ACT={ACT!r}: the gate's activation is one of {', '.join(GLU_ACTIVATIONS)}")
-    T.assume(operand_assumption("K", "N"))
-    T.assume("N2 == 2 * N")
-    T.assume(f"E <= {1 << SEARCH}")
-    assume_routing(offs, tiles, R, E, BM)
-    with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
-        sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major
-        sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels
-        sU = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # up columns, N further on
-        full = T.alloc_mbarrier(STAGES, arrive_count=1)
-        empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-        tiles_n = T.cdiv(N, BN)
-        k_tiles = T.cdiv(K, BK)
-        most_units = (T.cdiv(R, BM) + E) * tiles_n
-        stage_bytes = (BM + 2 * BN) * BK * 2
-        consumers = tuple(range(1, 1 + CONSUMERS))
+    R, _ = A.shape  # noqa: N806 - the kernel's shape symbols
 
-        def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
-            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
-                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                T.copy(A.window((row0, k * BK), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
-                load_columns(B, sG[s], g, k, bn * BN, BN, BK, full[s])
-                load_columns(B, sU[s], g, k, N + bn * BN, BN, BK, full[s])
+    def load_rows(stage: Any, k: Any, row0: Any, bar: Any) -> None:
+        T.copy(A.window((row0, k * BK), (BM, BK)), stage, atom="tma", mbarrier=bar)
 
-        def consume(gate: Any, up: Any, weight: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
-            T.fill(gate, 0.0)
-            T.fill(up, 0.0)
-            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                T.mbarrier_wait(full[s], phase=((k + it * k_tiles) // STAGES) % 2)
-                # invariant: rows row0.. of A, expert g's gate and up columns of tile bn, K-block k
-                T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), sA[s])
-                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sG[s])
-                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & ((x[2] - N) // BN == bn), sU[s])
-                T.gemm(operand("K", sA[s], False), operand("N", sG[s], True), gate)
-                T.gemm(operand("K", sA[s], False), operand("N", sU[s], True), up)
-                T.mbarrier_arrive(empty[s])
-            T.copy(scale.window((row0,), (BM,)), weight)  # rows past R read 0 (they are not stored)
-            out = glu_gate(gate, ACT) * up * weight[:, None]
-            T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+    def assert_rows(stage: Any, k: Any, row0: Any) -> None:
+        T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), stage)
 
-        def units(it: Any, body: Any) -> None:
-            each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
+    p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
+    p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
+    gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)
 
-        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-            for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                units(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
-        with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
-            gate = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
-            up = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
-            weight = T.alloc_reduced(gate, axis=1)  # (BM,): each row's scale, held by the threads of its row
-            for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                units(it, lambda g, row0, end, bn, it=it: consume(gate, up, weight, g, row0, end, bn, it))
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def grouped_gemm_swiglu_gathered(
+    X: T.Tensor[("TOKENS", "K"), "IN"],
+    TOK: T.Tensor[("R",), T.i32],
+    B: T.Tensor[("E", "K", "N2"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    scale: T.Tensor[("R",), T.f32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = SMS,
+    CONSUMERS: int = 2,
+    SEARCH: int = 8,
+    GROUP: int = 8,
+    ACT: str = "silu",
+):
+    """`grouped_gemm_swiglu` with the MoE layer's token gather fused into A's load: routed row r is token ``TOK[r]``
+    of X (TOKENS, K), so ``C[r] = scale[r] * act(X[TOK[r]] @ B[g][:, :N]) * (X[TOK[r]] @ B[g][:, N:])`` for the rows r
+    of each expert g, and the (R, K) gathered copy of X is never written. Each stage's A box is a gathered window
+    (`argus.lang.tiles.Tensor.gather`): one TMA box of one row per routed row, issued by the producer's first warp
+    (its 32 lanes four rows each at 128-row tiles), all completing on the stage's mbarrier with the same bytes as
+    one (BM, BK) box. Rows past R read zeros (computed, not stored). The invariant asserted of A's stage: its row m
+    holds token ``TOK[row0 + m]`` at K-block k, proved for every content of TOK (declared within ``0 .. TOKENS -
+    1``) and of the routing metadata."""
+    R = TOK.shape[0]  # noqa: N806 - the kernel's shape symbols
+    T.assume_values(TOK, lo=0, hi="TOKENS - 1")  # rows of X
+
+    def load_rows(stage: Any, k: Any, row0: Any, bar: Any) -> None:
+        T.copy(X.gather(TOK, row0, (BM, BK), (k * BK,)), stage, atom="tma", mbarrier=bar)
+
+    def assert_rows(stage: Any, k: Any, row0: Any) -> None:
+        # rows at or past R are not routed rows (zeros, not stored)
+        def routed_row(x: Any) -> Any:
+            m = row0 + x.coord[0]
+            return (m >= R) | (x[0] == TOK[T.minimum(m, R - 1)])
+
+        T.assert_tag(lambda x: (x[1] // BK == k) & routed_row(x), stage)
+
+    p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
+    p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
+    gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})

@@ -15,12 +15,18 @@ from argus.kernels.grouped import (
     grouped_gemm_persistent,
     grouped_gemm_scaled,
     grouped_gemm_swiglu,
+    grouped_gemm_swiglu_gathered,
     search_steps,
 )
 from argus.kernels.moe_combine import moe_combine
 
 #: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
-KERNELS = {"plain": grouped_gemm_persistent, "swiglu": grouped_gemm_swiglu, "scaled": grouped_gemm_scaled}
+KERNELS = {
+    "plain": grouped_gemm_persistent,
+    "swiglu": grouped_gemm_swiglu,
+    "swiglu_gathered": grouped_gemm_swiglu_gathered,
+    "scaled": grouped_gemm_scaled,
+}
 #: Whether `combine` sums each token's rows with the DSL kernel (`argus.kernels.moe_combine`: the rows read once
 #: through the routing's positions, one launch) rather than PyTorch's scatter back to token order and sum (one more
 #: write and read of every routed row). On since measured on an H200 (``benchmarks/moe_layer_bench.py
@@ -29,6 +35,14 @@ KERNELS = {"plain": grouped_gemm_persistent, "swiglu": grouped_gemm_swiglu, "sca
 COMBINE_KERNEL = True
 #: Columns of a row per block of `moe_combine`, at most (VEC = 8 values a thread: 128 threads).
 COMBINE_BH = 1024
+#: Whether `moe_layer` fuses the token gather into the up-projection's operand load (`grouped_gemm_swiglu_gathered`:
+#: each routed row's token read by its own one-row TMA box) rather than gathering the routed rows with
+#: ``index_select`` first (one more write and read of T * k rows of x, and a (T * k, H) buffer). Off: measured on an
+#: H200 the one-row boxes cost more than the pass they save (the layer 1.17-1.61x slower at 4096 and 16384 tokens on
+#: Mixtral, Qwen3-30B-A3B and DeepSeek-V3 shapes, `benchmarks/results/2026-12-02-moe-gather/`): a warp issues its
+#: lanes' boxes one after another (UTMALDG takes warp-uniform operands) and each box moves 128 bytes. Take it where
+#: the (T * k, H) buffer does not fit (1.9 GB at DeepSeek-V3's 16384 tokens).
+FUSED_GATHER = False
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -162,12 +176,13 @@ def prepare(
     tiles: Any = None,
     scale: Any = None,
     activation: str = "silu",
+    token: Any = None,
 ) -> tuple[Any, Any]:
     """(C, the prepared launch): `grouped_mm` (`epilogue` "plain") or `grouped_swiglu` ("swiglu", with `scale`, one f32
-    factor per row of `a`, default 1, and the gate's `activation`) without launching, for timing loops (the launch holds
-    raw addresses: keep `a`, `b`, `offs`, `scale` and C alive while it is used). The row-tile counts are computed on the
-    device when the launch is prepared (or passed as `tiles`, from `tile_counts(offs, BM)`); a new `offs` needs a new
-    prepare."""
+    factor per routed row, default 1, the gate's `activation`, and `token`: see `grouped_swiglu`) without launching,
+    for timing loops (the launch holds raw addresses: keep `a`, `b`, `offs`, `scale`, `token` and C alive while it is
+    used). The row-tile counts are computed on the device when the launch is prepared (or passed as `tiles`, from
+    `tile_counts(offs, BM)`); a new `offs` needs a new prepare."""
     import torch
 
     if epilogue not in KERNELS:
@@ -179,7 +194,16 @@ def prepare(
             f"activation is the gated epilogue's ('swiglu'): one of {', '.join(GLU_ACTIVATIONS)}; got {activation!r} "
             f"with epilogue {epilogue!r}"
         )
+    if token is not None and epilogue != "swiglu":
+        raise GroupedError("token (the gathered rows' tokens) is taken by the SwiGLU epilogue only: epilogue='swiglu'")
     rows, k, experts, n = _extents("grouped_mm", a, b, offs)
+    if token is not None:
+        if token.dim() != 1 or token.dtype != torch.int32 or not token.is_contiguous() or token.device != a.device:
+            raise GroupedError(
+                "token must be a contiguous int32 tensor of one row index of a per routed row, on a's device; got "
+                f"{token.dtype} {tuple(token.shape)} on {token.device}"
+            )
+        rows = token.shape[0]  # a holds the tokens; the routed rows are token's
     if a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
         raise GroupedError(f"a and b must both be bf16 or both f16, got {a.dtype} and {b.dtype}")
     if not (a.is_contiguous() and b.is_contiguous() and offs.is_contiguous()):
@@ -201,7 +225,7 @@ def prepare(
         params["ACT"] = activation
     tiles = tile_counts(offs, params["BM"]) if tiles is None else tiles
     c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
-    kernel = _loaded(epilogue, tuple(sorted(params.items())))
+    kernel = _loaded(epilogue if token is None else "swiglu_gathered", tuple(sorted(params.items())))
     if epilogue == "plain":
         return c, GroupedLaunch(kernel.prepare(a, b, offs, tiles, c), (a, b, offs, tiles, c))
     if scale is None:
@@ -213,6 +237,9 @@ def prepare(
         )
     if scale.device != a.device:
         raise GroupedError("scale must be on a's device")
+    if token is not None:
+        keep = (a, token, b, offs, tiles, scale, c)
+        return c, GroupedLaunch(kernel.prepare(a, token, b, offs, tiles, scale, c), keep)
     return c, GroupedLaunch(kernel.prepare(a, b, offs, tiles, scale, c), (a, b, offs, tiles, scale, c))
 
 
@@ -314,14 +341,17 @@ def grouped_swiglu(
     scale: Any = None,
     config: dict[str, Any] | None = None,
     activation: str = "silu",
+    token: Any = None,
 ) -> Any:
     """``silu(g) * u`` where ``[g | u] = torch._grouped_mm(a, w, offs=offs)``, times ``scale[:, None]`` when given
     (f32, one factor per row); `activation` "gelu" (GeGLU, exact GELU) or "gelu_tanh" (its tanh approximation) in
     place of silu: `a` (R, K), `w` (E, K, 2I) holding each expert's gate columns then its up columns,
     bf16 or f16 on a CUDA device; returns (R, I). One launch of `grouped_gemm_swiglu` (the (R, 2I) product is
     never written; SwiGLU and the scale are computed from the f32 accumulators and rounded once), no host
-    synchronization. Rows past ``offs[E-1]`` are left unwritten."""
-    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu", scale=scale, activation=activation)
+    synchronization. Rows past ``offs[E-1]`` are left unwritten. With `token` ((R,) int32), `a` holds the tokens
+    (T, K) and routed row r is ``a[token[r]]``: ``a.index_select(0, token)`` fused into the operand load
+    (`grouped_gemm_swiglu_gathered`, one TMA box a row), the gathered rows never written."""
+    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu", scale=scale, activation=activation, token=token)
     launch.launch()
     return c
 
@@ -425,6 +455,7 @@ def moe_layer(
     top_groups: int = 1,
     scaling: float = 1.0,
     combine_kernel: bool | None = None,
+    fused_gather: bool | None = None,
 ) -> Any:
     """A MoE layer's forward on a CUDA device: tokens `x` (T, H) bf16, router weight `router` (H, E), expert weights
     `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` routing (`route`: `scoring` "softmax" or
@@ -432,10 +463,13 @@ def moe_layer(
     token, the sum over its k experts of ``weight * (act(x @ gate) * (x @ up)) @ w2[e]``, act the `activation` (silu:
     SwiGLU; gelu, gelu_tanh: GeGLU). Steps: routing (PyTorch operators, no host synchronization); the routed rows
     gathered in expert order (``index_select``); `grouped_gemm_swiglu` (SwiGLU and each row's router weight in the
-    epilogue: the down-projection is linear, so its input rows may carry the weights); `grouped_gemm_persistent` for the
-    down-projection; the sum of each token's k rows (`combine`: PyTorch operators, or with `combine_kernel` (default
-    `COMBINE_KERNEL`) the `moe_combine` kernel; deterministic either way). Not fused yet: the gather into the first
-    GEMM's operand load and the combine into the second's epilogue (docs/moe.md)."""
+    epilogue: the down-projection is linear, so its input rows may carry the weights), or with `fused_gather` (default
+    `FUSED_GATHER`, off: measured slower) `grouped_gemm_swiglu_gathered`, which reads each routed row's token itself
+    and needs no gathered copy; `grouped_gemm_persistent` for the down-projection; the sum of each token's k rows
+    (`combine`: PyTorch operators, or with `combine_kernel` (default `COMBINE_KERNEL`) the `moe_combine` kernel;
+    deterministic either way). Not fused yet: the combine into the second GEMM's epilogue (docs/moe.md)."""
+    import torch
+
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
         raise GroupedError(
             "moe_layer takes x (T, H), router (H, E), w1 (E, H, 2I), w2 (E, I, H); got "
@@ -457,8 +491,12 @@ def moe_layer(
         raise GroupedError(f"activation is one of {', '.join(GLU_ACTIVATIONS)}, got {activation!r}")
     routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
                     groups=groups, top_groups=top_groups, scaling=scaling)  # fmt: skip
-    rows = x.index_select(0, routing.token)
-    h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation)
+    if FUSED_GATHER if fused_gather is None else fused_gather:
+        token = routing.token.to(torch.int32)
+        h = grouped_swiglu(x.contiguous(), w1, routing.offs, scale=routing.weight, activation=activation, token=token)
+    else:
+        rows = x.index_select(0, routing.token)
+        h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation)
     y = grouped_mm(h, w2, routing.offs)
     return combine(y, routing, tokens, top_k, kernel=combine_kernel)
 

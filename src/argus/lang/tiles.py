@@ -11,7 +11,7 @@ from typing import Any
 
 from argus.ir import types as irtypes
 from argus.ir.expr import Const, Element, Expr, as_expr
-from argus.ir.nodes import Buffer, Im2col, Space, TileRef
+from argus.ir.nodes import Buffer, Gather, Im2col, Space, TileRef
 from argus.ir.printer import format_ref
 from argus.ir.types import DType
 from argus.lang.errors import DSLError
@@ -219,6 +219,45 @@ class GlobalTensor:
                 self.buffer, simplify_origin(tuple(as_expr(o) for o in origin)), shape, bound=bound, dropped=dropped
             )
         )
+
+    def gather(self, index: Any, position: Any, shape: Any, origin: Any = None) -> Tile:
+        """A gathered window of `shape`: its row r is this tensor's row ``index[position + r]`` (dimension 0), its
+        other dimensions start at `origin` (one int or integer expression per remaining dimension; default 0).
+        `index` is a 1-d integer tensor the kernel only reads (a MoE routing's token of each routed row); a row whose
+        position is at or past the index's end reads 0, as elements past a tensor's end do. The source of a TMA load
+        into shared memory (``T.copy(X.gather(TOK, row0, (BM, BK), (k * BK,)), sA[s], atom="tma",
+        mbarrier=full[s])``): one box per row, issued by the scope's threads (a row each), completing on the
+        mbarrier with the window's bytes (a whole box's). ``index[position + r]`` must lie inside the tensor's rows
+        where the position is inside the index (declare it: ``T.assume_values(TOK, lo=0, hi=rows - 1)``)."""
+        b = self.buffer
+        idx = index.buffer if isinstance(index, GlobalTensor) else None
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if origin is None:
+            origin = (0,) * (b.rank - 1)
+        origin = tuple(origin) if isinstance(origin, (tuple, list)) else (origin,)
+        problem = None
+        if idx is None or idx.rank != 1 or not idx.dtype.is_integer or idx.space != Space.GLOBAL:
+            problem = "index is a 1-d integer tensor parameter of the kernel"
+        elif b.rank < 2:
+            problem = f"{b.name} has {b.rank} dimension; a gather takes rows of a tensor of 2 or more"
+        elif len(shape) != b.rank or any(not isinstance(e, int) or isinstance(e, bool) or e < 1 for e in shape):
+            problem = f"shape takes {b.rank} positive Python ints (the rows, then the other dimensions' extents)"
+        elif len(origin) != b.rank - 1 or any(
+            isinstance(o, bool | float) or not isinstance(o, int | Expr) for o in origin
+        ):  # noqa: E501
+            problem = f"origin takes {b.rank - 1} ints or integer expressions (the dimensions after the rows)"
+        elif isinstance(position, bool | float) or not isinstance(position, int | Expr):
+            problem = "position is an int or an integer expression"
+        if problem:
+            raise DSLError(
+                "DSL_GATHER",
+                f"{b.name}.gather: {problem}",
+                actual=f"index {getattr(getattr(index, 'buffer', None), 'name', type(index).__name__)}, position "
+                f"{position}, shape {shape}, origin {tuple(str(o) for o in origin)}",
+            )
+        spec = Gather(idx, simplify_origin((as_expr(position),))[0])
+        full_origin = simplify_origin(tuple(as_expr(o) for o in (0, *origin)))
+        return Tile(TileRef(b, full_origin, shape, gather=spec))
 
     def im2col_pixel(self, position: Any, *, lower: Any, upper: Any, strides: Any = None) -> tuple[Any, ...]:
         """(n, spatial...) of the base pixel at traversal index `position` of `im2col`'s box (its `lower`, `upper`

@@ -129,11 +129,34 @@ def _im2col_coords(ref: TileRef, window: tuple[Any, ...], env: dict) -> tuple[An
     return (coords[0], *(c + o for c, o in zip(coords[1:], offsets, strict=True)), channel_term + smt.val(col))
 
 
+#: The row of a gathered window, as a variable of its row expression (`_gather_coords`).
+_GATHER_ROW = Var("gather_row", VarKind.LOOP)
+
+
+def _gather_coords(ref: TileRef, window: tuple[Any, ...], env: dict) -> tuple[Any, ...]:
+    """Buffer coordinates of a gathered window's element: row ``index[position + row]`` (an uninterpreted function of
+    the index's position, as every tensor element read), the other dimensions origin + coordinate. A row whose
+    position lies past the index's end reads 0 on the hardware and in the interpreter; here it is still named by
+    the index's (unknown) value there, so what is proved of such rows holds of some row of the tensor."""
+    spec = ref.gather
+    inner = dict(env)
+    inner[_GATHER_ROW] = smt.val(window[0])
+    row = smt.val(smt.evaluate(spec.row(_GATHER_ROW), inner))
+    out = [row]
+    for d in range(1, len(ref.origin)):
+        o = ref.origin[d]
+        origin = smt.evaluate(o, env) if isinstance(o, Expr) else smt.val(o)
+        out.append(smt.val(origin) + smt.val(window[d]))
+    return tuple(out)
+
+
 def buffer_coords(ref: TileRef, window: tuple[Any, ...], env: dict) -> tuple[Any, ...]:
     """Buffer coordinates (one per buffer dimension) of the window element at `window` (an im2col source's:
     `_im2col_coords`)."""
     if ref.im2col is not None:
         return _im2col_coords(ref, window, env)
+    if ref.gather is not None:
+        return _gather_coords(ref, window, env)
     by_dim = dict(zip(kept(ref), window, strict=True))
     out = []
     for d, o in enumerate(ref.origin):
@@ -146,6 +169,8 @@ def window_of(ref: TileRef, bcoords: tuple[Any, ...], env: dict) -> tuple[tuple[
     """(window coordinates, in-window condition) of buffer coordinates `bcoords`."""
     if ref.im2col is not None:  # which rows of a traversal hold an element: not modelled (never a destination)
         raise Unsupported(f"the rows of an im2col load of {ref.buffer.name} holding a given element")
+    if ref.gather is not None:  # which rows of a gather hold an element: not modelled (never a destination)
+        raise Unsupported(f"the rows of a gathered load of {ref.buffer.name} holding a given element")
     ks = kept(ref)
     conds = []
     window = []

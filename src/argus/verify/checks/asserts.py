@@ -19,10 +19,14 @@ from argus.ir.expr import free_vars
 from argus.ir.nodes import Broadcast, Space, TileRef
 from argus.ir.tags import AssertTagEq, TagExpr, TagNameIs, TagPlaceholder
 from argus.verify import smt
+from argus.verify import values as data_values
 from argus.verify.context import Context
 from argus.verify.model import decompose, tag_eq, tag_value
 from argus.verify.program import Site, absolute_thread, buffer_coords, user_name, window_shape
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
+
+#: How many elements of declared tensors a counterexample's message lists (all are in its variables).
+WITNESS_SHOWN = 12
 
 
 def _ref(x: Any) -> TileRef:
@@ -119,6 +123,12 @@ def _check_assertion(ctx: Context, site: Site, lookback: int) -> tuple[list[Find
         names = [user_name(_ref(op).buffer) for op in operands]
         listing = ", ".join(f"{n} has {tv}" for n, tv in zip(names, values, strict=True))
         msg = f"{what} fails at element {coord} of {user_name(fbuf)}: {listing}"
+        # the content of the declared tensors the tags and the path read (a gather's index, the routing's offsets)
+        data = data_values.witness_data(ctx.kernel, m, [*cons, violation])
+        if data:
+            shown = list(data.items())
+            more = f", and {len(shown) - WITNESS_SHOWN} more" if len(shown) > WITNESS_SHOWN else ""
+            msg += f" (with {', '.join(f'{k} = {v}' for k, v in shown[:WITNESS_SHOWN])}{more})"
         cex = Counterexample(
             code="TAG_ASSERT",
             message=msg,
@@ -135,6 +145,7 @@ def _check_assertion(ctx: Context, site: Site, lookback: int) -> tuple[list[Find
             expected=values[1] if len(values) > 1 else None,
             actual=values[0],
             chain=ctx.chain(m, q.steps),
+            variables={k: str(v) for k, v in data.items()},
         )
         findings.append(Finding("TAG_ASSERT", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex))
     elif out.verdict == Verdict.UNKNOWN:

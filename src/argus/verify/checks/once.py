@@ -151,6 +151,8 @@ def _instance(
 def _origins(ref: TileRef, env: dict) -> list[Any]:
     if ref.im2col is not None:  # its rows are a traversal, not origin + extent (argus.verify.program.buffer_coords)
         raise Unsupported(f"which elements of {ref.buffer.name} an im2col load's window holds")
+    if ref.gather is not None:  # its rows are an index's values (argus.verify.program.buffer_coords)
+        raise Unsupported(f"which elements of {ref.buffer.name} a gathered load's window holds")
     return [smt.val(smt.evaluate(o, env) if isinstance(o, Expr) else o) for o in ref.origin]
 
 
@@ -643,13 +645,14 @@ def _holds(ref: TileRef, element: list[Any], env: dict, suffix: str) -> tuple[li
     holds the elements origin + w; an im2col window's row r holds the pixel of its traversal at position + r
     (`program.buffer_coords`, the model `argus.atoms.tma.im2col_rows` checked on the hardware), so its coordinates
     are fresh values the element equals the traversal at. A row whose pixel lies in the padding holds no element (the
-    element is inside the tensor)."""
-    if ref.im2col is None:
+    element is inside the tensor). A gathered window (`argus.ir.nodes.Gather`) likewise: row r holds the index's
+    value at position + r (`program.buffer_coords`)."""
+    if ref.im2col is None and ref.gather is None:
         origins = _origins(ref, env)
         window = [element[d] - origins[d] for d in ref.kept]
         return origins, window, [_inside(ref, element, env, origins)]
     if ref.bound is not None:
-        raise Unsupported(f"a bounded im2col window of {ref.buffer.name}")
+        raise Unsupported(f"a bounded im2col or gathered window of {ref.buffer.name}")
     window = [z3.BitVec(f"once.{user_name(ref.buffer)}.window{i}{suffix}", smt.WIDTH) for i in range(len(ref.shape))]
     coords = buffer_coords(ref, tuple(window), env)
     cons = [smt.in_range(w, 0, n) for w, n in zip(window, ref.shape, strict=True)]

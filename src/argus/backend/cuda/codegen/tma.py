@@ -12,17 +12,20 @@ atom's constraints (`argus.atoms.tma`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from argus.atoms.smem import swizzle_mode_of, tma_box_swizzle
+from argus.atoms.smem import swizzle_mode_of, tma_box_start, tma_box_swizzle
 from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
 from argus.atoms.tma import IM2COL_RANKS, TMA_SMEM_ALIGNMENT, Im2colBox, tma_load
 from argus.backend.cuda.codegen.addressing import Window, is_row_major
+from argus.backend.cuda.codegen.cexpr import add, layout_at_coords, paren
 from argus.backend.cuda.codegen.context import Context
 from argus.backend.cuda.codegen.source import TensorMapParam
 from argus.backend.cuda.codegen.sync import mbarrier_address
 from argus.ir.nodes import Buffer, Copy, Space
-from argus.layout import Swizzle
+from argus.layout import ComposedLayout, Swizzle
 
 
 def tma_copy(cx: Context, s: Copy) -> None:
@@ -39,6 +42,9 @@ def tma_copy(cx: Context, s: Copy) -> None:
     if src.im2col is not None:
         _im2col_copy(cx, s)
         return
+    if src.gather is not None:
+        _gather_copy(cx, s)
+        return
     if rank not in (2, 3, 4, 5):
         raise cx.error(f"TMA copy of a {rank}-d tensor", "TMA lowering covers 2-d to 5-d tensors")
     if not is_row_major(tensor.strides, tensor.shape):
@@ -48,17 +54,89 @@ def tma_copy(cx: Context, s: Copy) -> None:
     box_tensor = tuple(int(e) for e in src.extent)  # tensor order; squeezed dimensions have extent 1
     box = tuple(reversed(box_tensor))  # TMA order: dimension 0 innermost
     window = Window(cx, dst)
-    swizzle = _box_swizzle(cx, s, window, box)
+    swizzle, inside = _box_swizzle(cx, s, window, box)
     cx.require_alignment(tensor, 16)
     tmap = tensor_map(cx, tensor, box, swizzle)
     cx.use("tma")
     origin = [cx.expr(o) for o in reversed(src.origin)]
-    target = window.pointer(window.buffer_coords(["0"] * len(dst.shape)))
+    first = window.buffer_coords(["0"] * len(dst.shape))
+    if inside:  # the box starts inside a swizzle pattern: name its unswizzled start (`tma_box_start`)
+        layout = window.layout
+        start = (
+            add(layout_at_coords(layout.outer, first), layout.offset)
+            if layout.offset
+            else layout_at_coords(layout.outer, first)
+        )
+        target = f"{cx.buffer_name(window.buffer)} + ({start})"
+    else:
+        target = window.pointer(first)
     cx.line(
         f"if ({cx.tid} == 0) argus::tma_load_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
         f"{', '.join(origin)}, {mbarrier_address(cx, s.mbarrier)});  // box {list(box)} (TMA order), "
         f"{swizzle}-byte swizzle"
     )
+
+
+def _gather_copy(cx: Context, s: Copy) -> None:
+    """A gathered TMA load (`argus.ir.nodes.Gather`): one box of one row per window row, at the tensor's row
+    ``index[position + r]`` (a position past the index's end names the row past the tensor's end, which TMA fills
+    with zeros), each into its row of the destination. A row of a swizzled tile starts inside a swizzle pattern, so
+    each load names its row's unswizzled start (`argus.atoms.smem.tma_box_start`: the hardware swizzles the absolute
+    address). The scope's threads issue the rows, thread t rows t, t + threads, ... (up to the rows, in whole warps: a
+    warp issues its lanes' boxes one after another, UTMALDG taking warp-uniform operands, so spreading the rows over
+    the scope's warps issues them side by side); all complete on the one mbarrier."""
+    src, dst = s.src, s.dst
+    tensor, spec = src.buffer, src.gather
+    rank = len(tensor.shape)
+    if tuple(src.shape) != tuple(dst.shape) or dst.perm is not None or len(dst.shape) != rank:
+        raise cx.invalid(f"a gathered copy between windows of shapes {src.shape} and {dst.shape}")
+    rows = int(src.shape[0])
+    box = tuple(reversed((1, *(int(e) for e in src.shape[1:]))))  # TMA order: one row
+    window = Window(cx, dst)
+    swizzles = set()
+    for r in range(rows):  # every row's box placement, as a window of its own
+        row_ref = dataclasses.replace(
+            dst,
+            origin=(dst.origin[0] + r if isinstance(dst.origin[0], int) else dst.origin[0] + r, *dst.origin[1:]),
+            extent=(1, *dst.extent[1:]),
+        )
+        swizzles.add(_box_swizzle(cx, dataclasses.replace(s, dst=row_ref), Window(cx, row_ref), box)[0])
+    if len(swizzles) != 1:
+        raise cx.error(f"a gathered TMA copy into {dst.buffer.name} whose rows land under different swizzles")
+    swizzle = swizzles.pop()
+    cx.require_alignment(tensor, 16)
+    tmap = tensor_map(cx, tensor, box, swizzle)
+    cx.use("tma")
+    r = cx.local("gather_row")
+    first = window.buffer_coords([r] + ["0"] * (rank - 1))
+    layout = window.layout
+    if isinstance(layout, ComposedLayout):
+        start = layout_at_coords(layout.outer, first)
+        start = add(start, layout.offset) if layout.offset else start
+    else:
+        start = window.shared_offset(first)
+    pos = cx.local("gather_pos")
+    row = cx.local("gather_src")
+    index = cx.buffer_name(spec.index)
+    length = cx.expr(spec.index.shape[0])
+    # every thread of the scope a row (whole warps, at most the rows): UTMALDG takes uniform operands, so a warp's
+    # lanes issue their rows one after another; the scope's warps issue theirs side by side
+    lanes = max(1, min(cx.threads, -(-rows // 32) * 32)) if cx.threads >= 32 else 1
+    origin = [cx.expr(o) for o in reversed(src.origin[1:])]
+    cx.open(f"if ({cx.tid} < {lanes}) {{  // gathered rows of {tensor.name}: one TMA box a row")
+    cx.open(f"for (int {r} = {cx.tid}; {r} < {rows}; {r} += {lanes}) {{")
+    cx.line(f"const int {pos} = {cx.expr(spec.position)} + {r};")
+    cx.line(
+        f"const int {row} = {pos} < {paren(length)} ? static_cast<int>(__ldg({index} + {pos})) : "
+        f"{paren(cx.expr(tensor.shape[0]))};  // past the index: the row past the tensor (zeros)"
+    )
+    cx.line(
+        f"argus::tma_load_{rank}d(argus::smem_u32({cx.buffer_name(window.buffer)} + ({start})), &{tmap.name}, "
+        f"{', '.join([*origin, row])}, {mbarrier_address(cx, s.mbarrier)});  // {swizzle}-byte swizzle"
+    )
+    cx.close()
+    cx.close()
+    cx.forget(r, pos, row)
 
 
 def _im2col_copy(cx: Context, s: Copy) -> None:
@@ -76,7 +154,7 @@ def _im2col_copy(cx: Context, s: Copy) -> None:
         raise cx.invalid(f"copy between windows of shapes {src.shape} and {dst.shape}")
     pixels, channels = (int(e) for e in src.shape)
     window = Window(cx, dst)
-    swizzle = _box_swizzle(cx, s, window, (channels, pixels))
+    swizzle, _ = _box_swizzle(cx, s, window, (channels, pixels), inside=False)
     cx.require_alignment(tensor, 16)
     box = Im2colBox(spec.lower, spec.upper, spec.strides, pixels, channels)
     tmap = tensor_map(cx, tensor, (channels,) + (1,) * (rank - 1), swizzle, box)
@@ -91,9 +169,11 @@ def _im2col_copy(cx: Context, s: Copy) -> None:
     )
 
 
-def _box_swizzle(cx: Context, s: Copy, window: Window, box: tuple[int, ...]) -> int:
-    """The swizzle (bytes) under which TMA's box lands where the destination's layout says, for every stage;
-    every box's shared address checked against the TMA atom's constraints."""
+def _box_swizzle(cx: Context, s: Copy, window: Window, box: tuple[int, ...], inside: bool = True) -> tuple[int, bool]:
+    """The swizzle (bytes) under which TMA's box lands where the destination's layout says, for every stage, and
+    whether the box starts inside a swizzle pattern (a row of a swizzled tile: `argus.atoms.smem.tma_box_start`,
+    where the load names the unswizzled start; `inside` False refuses those); every box's shared address checked
+    against the TMA atom's constraints."""
     dst = s.dst
     rank = len(box)
     shape = tuple(dst.shape)
@@ -106,6 +186,12 @@ def _box_swizzle(cx: Context, s: Copy, window: Window, box: tuple[int, ...]) -> 
     own = swizzle_mode_of(layout.inner, dst.dtype.bits) if isinstance(getattr(layout, "inner", None), Swizzle) else 0
     # coords are row-major: TMA's box order
     swizzle = tma_box_swizzle(offsets - bases, shape, dst.dtype.bits, prefer=own)
+    started = False
+    if swizzle is None and inside and isinstance(layout, ComposedLayout) and isinstance(layout.inner, Swizzle):
+        found = tma_box_start(offsets.reshape(offsets.shape[0], -1), shape, dst.dtype.bits, prefer=own)
+        if found is not None:
+            swizzle, starts = found
+            bases, started = starts, True
     if swizzle is None:
         raise cx.error(
             f"TMA copy into {dst.buffer.name} with layout {dst.buffer.layout}",
@@ -123,13 +209,14 @@ def _box_swizzle(cx: Context, s: Copy, window: Window, box: tuple[int, ...]) -> 
             box=box,
             swizzle=swizzle,
             smem_address=start + int(base) * itemsize,
+            mid_pattern=started,
         )
         if problems:
             p = problems[0]
             raise cx.invalid(f"TMA copy into {dst.buffer.name}: [{p.code}] {p.message} ({p.actual})")
     if start % max(TMA_SMEM_ALIGNMENT, SWIZZLE_REPEAT_BYTES.get(swizzle, 0)):
         raise cx.invalid(f"shared buffer {dst.buffer.name} is not aligned for TMA")
-    return swizzle
+    return swizzle, started
 
 
 def tensor_map(
