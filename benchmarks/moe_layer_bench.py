@@ -22,7 +22,8 @@ alone, as a serving loop runs a decode step: at decode sizes the eager layers ar
 work). With ``--combine-kernel`` argus runs a second time with the other combine (`moe.COMBINE_KERNEL`: the
 `moe_combine` kernel or PyTorch's scatter and sum), interleaved with the rest; with ``--fused-gather`` likewise with the
 other side of `moe.FUSED_GATHER` (the token gather fused into the up-projection's operand load, or ``index_select``
-first).
+first), and with ``--direct-store`` with the down-projection storing every tile from registers (`moe.PLAIN_EPILOGUE`
+"direct"; the default stores full tiles through TMA stores).
 """
 
 from __future__ import annotations
@@ -129,6 +130,15 @@ def routing_bias(torch, kind: str, tokens: int, experts: int, dev):  # noqa: ANN
     return bias.to(dev)
 
 
+def with_plain_epilogue(epilogue: str, fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+    """`fn` with `moe.PLAIN_EPILOGUE` (the plain grouped kernel's store at prefill) set to `epilogue` for the call."""
+    saved, moe.PLAIN_EPILOGUE = moe.PLAIN_EPILOGUE, epilogue
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        moe.PLAIN_EPILOGUE = saved
+
+
 def main() -> int:
     import torch
 
@@ -141,6 +151,9 @@ def main() -> int:
     p.add_argument("--graphs", action="store_true", help="time each contender captured in a CUDA graph")
     p.add_argument("--combine-kernel", action="store_true", help="also argus with moe.COMBINE_KERNEL's other side")
     p.add_argument("--fused-gather", action="store_true", help="also argus with moe.FUSED_GATHER's other side")
+    p.add_argument(
+        "--direct-store", action="store_true", help="also argus with the down-projection's direct store (not TMA)"
+    )
     p.add_argument("--json")
     args = p.parse_args()
     if not torch.cuda.is_available():
@@ -177,6 +190,10 @@ def main() -> int:
                     other = not moe.FUSED_GATHER
                     contenders[f"argus gather {'fused' if other else 'index_select'}"] = partial(
                         moe.moe_layer, x, router, w1, w2, top_k, bias=bias, fused_gather=other
+                    )
+                if args.direct_store:
+                    contenders["argus direct store"] = partial(
+                        with_plain_epilogue, "direct", moe.moe_layer, x, router, w1, w2, top_k, bias=bias
                     )
                 if compiled is not None:
                     contenders["compiled"] = partial(compiled, x, router, bias, w1, w2, top_k)

@@ -72,6 +72,7 @@ def test_decode_sizes_take_64_row_tiles_that_verify_and_compile() -> None:
     plain = moe.choose(16, 4096, 14336, 8)  # Mixtral's down-projection for 8 tokens (top 2)
     assert (plain["BM"], plain["BN"], plain["STAGES"], plain["CONSUMERS"]) == (64, 128, 8, 1)
     assert moe.choose(512, 4096, 14336, 8)["BM"] == 128  # 64 rows per expert (256 tokens): the prefill tiles
+    assert moe.choose(512, 4096, 14336, 8)["EPILOGUE"] == "tma" and "EPILOGUE" not in plain  # TMA stores at prefill
     assert "CONSUMERS" not in moe.choose(32768, 4096, 7168, 256)  # prefill
     assert moe.choose(2048, 2048, 7168, 256, "scaled")["BM"] == 128  # FP8 keeps its configurations
     for kernel, epilogue in ((grouped_gemm_persistent, "plain"), (grouped.grouped_gemm_swiglu, "swiglu")):
