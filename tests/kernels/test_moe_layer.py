@@ -363,3 +363,31 @@ def test_the_layer_matches_the_reference_on_the_gpu() -> None:
         y = torch.randn(tokens * top_k, hidden, device="cuda").to(torch.bfloat16)
         fused, composed = (moe.combine(y, r, tokens, top_k, kernel=k).double() for k in (True, False))
         assert bool(((fused - composed).abs() <= 2**-7 * composed.abs() + 1e-6).all())
+
+
+@pytest.mark.gpu
+def test_edge_shapes_of_the_layer_and_the_grouped_calls_on_the_gpu() -> None:
+    """One token and one expert; top-k of every expert; I of one 8-column vector; H not a multiple of 64; 300
+    experts (nine search steps); no token at all (an empty output, no launch, as torch's); each with the gather fused
+    and not; and grouped products of no routed row."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    for tokens, hidden, inter, experts, top_k in ((1, 64, 64, 1, 1), (3, 264, 200, 3, 3), (5, 72, 8, 2, 2),
+                                                  (7, 128, 64, 300, 8), (0, 128, 64, 4, 2)):  # fmt: skip
+        x, router, w1, w2 = (t.cuda() for t in _layer_inputs(tokens, hidden, inter, experts, seed=experts))
+        for fused in (False, True):
+            out = moe.moe_layer(x, router, w1, w2, top_k, fused_gather=fused)
+            assert out.shape == (tokens, hidden) and out.dtype == torch.bfloat16
+            if tokens:
+                no_bias = torch.zeros(tokens, experts)
+                want = _reference_layer(x.cpu(), router.cpu(), no_bias, w1.cpu(), w2.cpu(), top_k)
+                assert float((out.cpu().double() - want).abs().max() / want.abs().max()) < 2e-2
+    a, b = torch.zeros(0, 64, dtype=torch.bfloat16, device="cuda"), torch.ones(2, 64, 64, dtype=torch.bfloat16).cuda()
+    assert moe.grouped_mm(a, b, torch.zeros(2, dtype=torch.int32, device="cuda")).shape == (0, 64)
+    c, launch = moe.prepare(a, torch.ones(2, 64, 128, dtype=torch.bfloat16).cuda(),
+                            torch.zeros(2, dtype=torch.int32, device="cuda"), epilogue="swiglu")  # fmt: skip
+    launch.launch()
+    assert c.shape == (0, 64)
+    with pytest.raises(moe.GroupedError, match="token names 3 rows of a, which has none"):
+        moe.prepare(a, torch.ones(2, 64, 128, dtype=torch.bfloat16).cuda(), torch.zeros(2, dtype=torch.int32).cuda(),
+                    epilogue="swiglu", token=torch.zeros(3, dtype=torch.int32, device="cuda"))  # fmt: skip

@@ -230,6 +230,11 @@ def prepare(
         raise GroupedError(f"K and N must be multiples of 8 (16-byte TMA rows), got K={k}, N={n}")
     if len({a.device, b.device, offs.device}) != 1 or a.device.type != "cuda":
         raise GroupedError("a, b and offs must be on one CUDA device")
+    if token is not None and rows and a.shape[0] == 0:
+        raise GroupedError(f"token names {rows} rows of a, which has none")
+    if rows == 0:  # no routed row: an empty product, no launch (as torch's)
+        c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
+        return c, GroupedLaunch(None, (c,))
     params = dict(choose(rows, n, k, experts, epilogue) if config is None else config)
     params.setdefault("SEARCH", search_steps(experts))
     params["OUT"] = params["IN"] = "bf16" if a.dtype == torch.bfloat16 else "f16"
@@ -263,7 +268,8 @@ class GroupedLaunch:
     keep: tuple[Any, ...]
 
     def launch(self) -> None:
-        self.prepared.launch()
+        if self.prepared is not None:  # None: no routed row, nothing to compute (`prepare` of an empty product)
+            self.prepared.launch()
 
 
 def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = None) -> Any:
@@ -313,6 +319,9 @@ def prepare_scaled(
             )
     if len({a.device, b.device, offs.device, scale_a.device, scale_b.device}) != 1 or a.device.type != "cuda":
         raise GroupedError("a, b, offs and the scales must be on one CUDA device")
+    if rows == 0:  # an empty product, no launch
+        c = torch.empty((0, n), dtype=out, device=a.device)
+        return c, GroupedLaunch(None, (c,))
     params = dict(choose(rows, n, k, experts, "scaled") if config is None else config)
     params.setdefault("SEARCH", search_steps(experts))
     params["IN"] = "e4m3" if a.dtype == torch.float8_e4m3fn else "e5m2"
@@ -501,6 +510,8 @@ def moe_layer(
         raise GroupedError(f"bias must be (T, E) = ({tokens}, {experts}), got {tuple(bias.shape)}")
     if activation not in GLU_ACTIVATIONS:
         raise GroupedError(f"activation is one of {', '.join(GLU_ACTIVATIONS)}, got {activation!r}")
+    if tokens == 0:  # no token: the layer's output is empty (nothing to route, no launch)
+        return x.new_empty((0, hidden))
     routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
                     groups=groups, top_groups=top_groups, scaling=scaling)  # fmt: skip
     if FUSED_GATHER if fused_gather is None else fused_gather:
