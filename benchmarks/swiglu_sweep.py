@@ -9,7 +9,8 @@ Shapes: the issue's three grouped shapes are gate-and-up projections (N = 2I: Mi
 2 x 768, DeepSeek-V3 2 x 2048); routings as in `grouped_sweep.py` (balanced, Zipf, one expert 70 %). Contenders:
 ``torch`` (``_grouped_mm`` then silu * mul, B row-major and B transposed from a contiguous (E, N, K), the faster
 counted as the baseline), ``argus grouped + torch swiglu`` (the plain grouped kernel, then PyTorch's silu * mul) and
-``argus swiglu`` (one launch). Every contender is checked first against an f32 per-expert reference (relative max
+``argus swiglu`` (one launch; with ``--tma-store`` also with the other EPILOGUE: full tiles through TMA stores or
+every tile from registers). Every contender is checked first against an f32 per-expert reference (relative max
 error <= 2e-2; output poisoned with NaN first); the method of timing is `grouped_sweep.interleaved` (L2 flushed
 before each launch, CUDA events, order rotated every round, medians). FLOPs: 2 R K N (the GEMM's).
 """
@@ -39,6 +40,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--json")
+    p.add_argument("--tma-store", action="store_true", help="also the SwiGLU kernel with the other EPILOGUE")
     args = p.parse_args()
     dev = torch.device("cuda")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
@@ -75,11 +77,19 @@ def main() -> int:
             c = torch.full((R, inter), float("nan"), dtype=torch.bfloat16, device=dev)
             c, fused = moe.prepare(a, b, offs, out=c, epilogue="swiglu")
             launches["argus swiglu"] = fused.launch
+            outputs = {"argus swiglu": c}
+            if args.tma_store:  # the other store of the SwiGLU kernel's choice
+                config = moe.choose(R, inter, K, E, "swiglu")
+                other = "direct" if config.get("EPILOGUE", "direct") == "tma" else "tma"
+                c2 = torch.full((R, inter), float("nan"), dtype=torch.bfloat16, device=dev)
+                c2, fused2 = moe.prepare(a, b, offs, out=c2, epilogue="swiglu", config=config | {"EPILOGUE": other})
+                launches[f"argus swiglu {other}"] = fused2.launch
+                outputs[f"argus swiglu {other}"] = c2
             errs = {}
             for name, fn in launches.items():
                 got = fn()
                 torch.cuda.synchronize()
-                errs[name] = rel_err(torch, c if name == "argus swiglu" else got, ref, R)
+                errs[name] = rel_err(torch, outputs.get(name, got), ref, R)
             times = interleaved(torch, launches, args.rounds, scratch)
             med = {n: statistics.median(t) for n, t in times.items()}
             base = min(med["torch (row-major B)"], med["torch (B transposed)"])
@@ -97,7 +107,7 @@ def main() -> int:
                     f"{row['tflops']:.0f} | {row['x_best']:.3f} | {errs[name]:.1e}{'' if ok else ' WRONG'} |",
                     flush=True,
                 )
-            del launches, plain, fused, h_plain, c, ref
+            del launches, plain, fused, h_plain, c, ref, outputs
             torch.cuda.empty_cache()
         del a, b, bt
         torch.cuda.empty_cache()

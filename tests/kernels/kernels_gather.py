@@ -83,6 +83,7 @@ def gathered_up_one_row_late(
     SEARCH: int = 3,
     GROUP: int = 8,
     ACT: str = "silu",
+    EPILOGUE: str = "direct",
 ):
     """`argus.kernels.grouped.grouped_gemm_swiglu_gathered` whose gather starts at routed row row0 + 1 (an off-by-one
     position): every row of the tile reads the next routed row's token; the stage's invariant says row m holds token
@@ -103,4 +104,5 @@ def gathered_up_one_row_late(
 
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
     p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
+    p["EPILOGUE"] = EPILOGUE
     gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)

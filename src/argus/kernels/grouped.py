@@ -228,14 +228,15 @@ def gated_up_projection(
     bar)`` and their invariant asserted by ``assert_rows(stage, k, row0)``; `rows` is the routed rows' count R (the
     units' bound), `p` the kernel's parameters."""
     BM, BN, BK, STAGES = p["BM"], p["BN"], p["BK"], p["STAGES"]  # noqa: N806
-    CONSUMERS, SEARCH, ACT = p["CONSUMERS"], p["SEARCH"], p["ACT"]  # noqa: N806
+    CONSUMERS, SEARCH, ACT, EPILOGUE = p["CONSUMERS"], p["SEARCH"], p["ACT"], p["EPILOGUE"]  # noqa: N806
     E, _, N2 = B.shape  # noqa: N806 - the kernel's shape symbols
     _, N = C.shape  # noqa: N806
     panel = 128 // B.dtype.itemsize
-    if CONSUMERS not in (1, 2) or SEARCH < 1 or BN % panel:
+    if CONSUMERS not in (1, 2) or SEARCH < 1 or BN % panel or EPILOGUE not in ("direct", "tma"):
         raise DSLError(
             "DSL_BAD_PARAM",
-            f"CONSUMERS is 1 or 2, SEARCH >= 1, BN a multiple of {panel}; got {CONSUMERS}, {SEARCH}, {BN}",
+            f"CONSUMERS is 1 or 2, SEARCH >= 1, BN a multiple of {panel}, EPILOGUE 'direct' or 'tma'; got "
+            f"{CONSUMERS}, {SEARCH}, {BN}, {EPILOGUE!r}",
         )
     if ACT not in GLU_ACTIVATIONS:
         raise DSLError("DSL_BAD_PARAM", f"ACT={ACT!r}: the gate's activation is one of {', '.join(GLU_ACTIVATIONS)}")
@@ -248,6 +249,10 @@ def gated_up_projection(
         sA = alloc_operand_stages("K", STAGES, BM, BK, B.dtype)  # (stages, BM, BK), K-major  # noqa: N806
         sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels  # noqa: N806
         sU = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # up columns, N further on  # noqa: N806
+        # the TMA stores' two staging buffers (EPILOGUE "tma")
+        sC = (  # noqa: N806
+            T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128) if EPILOGUE == "tma" else None
+        )
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         tiles_n = T.cdiv(N, BN)
@@ -278,7 +283,13 @@ def gated_up_projection(
                 T.mbarrier_arrive(empty[s])
             T.copy(scale.window((row0,), (BM,)), weight)  # rows past R read 0 (they are not stored)
             out = glu_gate(gate, ACT) * up * weight[:, None]
-            T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+            if EPILOGUE == "tma":  # full tiles through TMA stores, the expert's partial tile bounded
+                with T.if_(row0 + BM <= end):
+                    T.copy(out, C.window((row0, bn * BN), (BM, BN)), atom="tma.store", staging=sC)
+                with T.if_(row0 + BM > end):
+                    T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+            else:
+                T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
 
         def units(it: Any, body: Any) -> None:
             each_unit(it, bx, p["BLOCKS"], offs, tiles, E, tiles_n, SEARCH, p["GROUP"], BM, body)
@@ -315,6 +326,7 @@ def grouped_gemm_swiglu(
     SEARCH: int = 8,
     GROUP: int = 8,
     ACT: str = "silu",
+    EPILOGUE: str = "direct",
 ):
     """The MoE up-projection with SwiGLU in its epilogue: ``C[r] = scale[r] * silu(A_g[r] @ B[g][:, :N]) * (A_g[r] @
     B[g][:, N:])`` for the rows r of each expert g (ACT "silu"; "gelu": GeGLU, ``gelu(g) * u`` with the exact, erf-based
@@ -326,7 +338,8 @@ def grouped_gemm_swiglu(
     one wgmma each per K-block, and the epilogue stores ``scale * act(g) * u`` from the f32 accumulators (the
     (R, 2N) intermediate is never written). Assumes K and N multiples of 8 (TMA row strides of 16 bytes) and what
     `grouped_gemm_persistent` assumes of ``offs`` and ``tiles``; N need not be a multiple of BN (the up boxes start at
-    column N + bn * BN: a TMA box starts at any element)."""
+    column N + bn * BN: a TMA box starts at any element). EPILOGUE "tma" stores a tile whose rows all belong to its
+    expert through TMA stores, as `grouped_gemm_persistent`'s does."""
     R, _ = A.shape  # noqa: N806 - the kernel's shape symbols
 
     def load_rows(stage: Any, k: Any, row0: Any, bar: Any) -> None:
@@ -337,6 +350,7 @@ def grouped_gemm_swiglu(
 
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
     p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
+    p["EPILOGUE"] = EPILOGUE
     gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)
 
 
@@ -362,6 +376,7 @@ def grouped_gemm_swiglu_gathered(
     SEARCH: int = 8,
     GROUP: int = 8,
     ACT: str = "silu",
+    EPILOGUE: str = "direct",
 ):
     """`grouped_gemm_swiglu` with the MoE layer's token gather fused into A's load: routed row r is token ``TOK[r]``
     of X (TOKENS, K), so ``C[r] = scale[r] * act(X[TOK[r]] @ B[g][:, :N]) * (X[TOK[r]] @ B[g][:, N:])`` for the rows r
@@ -387,6 +402,7 @@ def grouped_gemm_swiglu_gathered(
 
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
     p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
+    p["EPILOGUE"] = EPILOGUE
     gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)
 
 
