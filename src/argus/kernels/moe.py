@@ -74,6 +74,11 @@ class GroupedError(ValueError):
 #: shapes 1.121 -> 1.132x (Qwen3-30B-A3B balanced 0.999 -> 1.051x; DeepSeek-V3 one-hot 1.373 -> 1.353x). The decode
 #: configurations (64-row tiles, one consumer) keep the direct store: not measured with TMA stores.
 PLAIN_EPILOGUE = "tma"
+#: The same for the gated up-projection (`grouped_gemm_swiglu`, and its gathered form): measured on an H200 (call 5
+#: there, `swiglu_sweep.py --tma-store`), the issue's three shapes and three routings 1.255 -> 1.269x
+#: ``torch._grouped_mm`` + silu * mul (geometric mean; every row as fast or faster, Qwen3-30B-A3B balanced 1.294 ->
+#: 1.342x).
+SWIGLU_EPILOGUE = "tma"
 
 #: The configurations `choose` picks from: (BM, BN, BK, STAGES), each within the shared-memory budget.
 CONFIGS: tuple[tuple[int, int, int, int], ...] = ((128, 256, 64, 4), (128, 128, 64, 5))
@@ -99,8 +104,8 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
     """The kernel parameters for a grouped product of `rows` routed rows, `experts` experts, (K, N) = (k, n) (N:
     the output's columns), without tuning: 128 x 256 tiles where N fills them (fewer, larger tiles: each B[g]
     panel is read by fewer blocks), else 128 x 128 (``"scaled"``, FP8: the same rule over `FP8_CONFIGS`); with the
-    SwiGLU epilogue 128 x 128 x 2 (a gate and an up accumulator) and 4 stages; the plain kernel stores full tiles
-    through TMA stores (`PLAIN_EPILOGUE`). At decode sizes (at most `DECODE_ROWS_PER_EXPERT` rows per expert on
+    SwiGLU epilogue 128 x 128 x 2 (a gate and an up accumulator) and 4 stages; both store full tiles through TMA
+    stores (`PLAIN_EPILOGUE`, `SWIGLU_EPILOGUE`). At decode sizes (at most `DECODE_ROWS_PER_EXPERT` rows per expert on
     average, 16-bit) `DECODE_CONFIGS`' 64-row tiles on one consumer, stored directly."""
     if epilogue in DECODE_CONFIGS and rows <= DECODE_ROWS_PER_EXPERT * experts:
         bm, bn, bk, stages = DECODE_CONFIGS[epilogue]
@@ -112,8 +117,8 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
         configs = FP8_CONFIGS if epilogue == "scaled" else CONFIGS
         bm, bn, bk, stages = configs[0] if n % 256 == 0 and n >= 1024 else configs[1]
     params = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "SEARCH": search_steps(experts)}
-    if epilogue == "plain":
-        params["EPILOGUE"] = PLAIN_EPILOGUE
+    if epilogue in ("plain", "swiglu"):
+        params["EPILOGUE"] = PLAIN_EPILOGUE if epilogue == "plain" else SWIGLU_EPILOGUE
     return params
 
 
