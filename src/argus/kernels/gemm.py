@@ -1067,19 +1067,24 @@ def pad_copy(
     BR: int = 4,
     BC: int = 512,
     BATCH: bool = False,
+    PER_THREAD: int = 1,
 ):
     """Y = X zero-padded: Y[r, c] = X[r, c] for r < R and c < C, 0 elsewhere (RP >= R rows of P >= C elements): an
     operand copied to rows TMA can address, or rows a whole `PITCH_BYTES` apart (`argus.kernels.matmul`). One block
-    per (BR, BC) tile of Y, VEC elements per thread and access (16 bytes where X's and Y's rows are whole 16-byte
-    vectors). BATCH: X and Y get a leading extent L, padded alike."""
-    if VEC not in (1, 2, 4, 8, 16) or BC % VEC or BR * BC // VEC > 1024:
+    per (BR, BC) tile of Y, VEC elements per access (16 bytes where X's and Y's rows are whole 16-byte vectors),
+    PER_THREAD accesses per thread (narrow accesses take several, so that a block still moves kilobytes). BATCH: X
+    and Y get a leading extent L, padded alike."""
+    threads = BR * BC // (VEC * PER_THREAD) if PER_THREAD >= 1 else 0
+    if VEC not in (1, 2, 4, 8, 16) or BC % VEC or not 1 <= threads <= 1024 or (BR * BC // VEC) % PER_THREAD:
         raise DSLError(
-            "DSL_BAD_PARAM", f"pad_copy: VEC in 1-16, BC a multiple of it, at most 1024 threads; got {VEC}, {BR}, {BC}"
+            "DSL_BAD_PARAM",
+            f"pad_copy: VEC in 1-16, BC a multiple of it, BR * BC / VEC accesses over PER_THREAD a thread for 1 to "
+            f"1024 threads; got VEC {VEC}, BR {BR}, BC {BC}, PER_THREAD {PER_THREAD}",
         )
     T.assume(f"C % {VEC} == 0 and P % {VEC} == 0 and P >= C and RP >= R")
     blocks = (T.cdiv(RP, BR), T.cdiv(P, BC))  # noqa: F821 - RP, P: Y's shape symbols
     blocks = (*blocks, L) if BATCH else blocks  # noqa: F821 - L: the batch extent, a shape symbol when BATCH
-    with T.grid(*blocks, threads=BR * BC // VEC) as grid:
+    with T.grid(*blocks, threads=threads) as grid:
         br, bc = grid[0], grid[1]
         lead, one = ((grid[2],), (None,)) if BATCH else ((), ())
         x = T.alloc_fragment((BR, BC), X.dtype, vector_bytes=X.dtype.itemsize * VEC)

@@ -185,8 +185,13 @@ CONTENTION = 3.0
 #: The share of a TMA-store epilogue's time that the next unit's main loop does not hide.
 EPILOGUE_OVERLAP = 0.25
 #: Configurations whose estimates are within this fraction of the best count as equal: the simpler one wins
-#: (fewer splits, then the larger tile).
+#: (unsplit over split, then the larger tile).
 TIE = 0.02
+#: Whether, among tied configurations, fewer splits win over more (before session 44: 512x512x65536 took 64x256 in 8
+#: splits, 1.6 % behind the model's best, 128x256 in 16, which measured 5-20 % faster every time both were timed).
+#: Off: only unsplit over split counts as simpler (both split ones have a workspace and a reduction launch); between
+#: split ones the model's faster wins.
+TIE_FEWEST_SPLITS = False
 #: The most rows of A (a decode batch) the GEMV kernels take; above, the tensor-core GEMM. A GEMV does 2 R FLOPs per
 #: matrix element it streams, on the CUDA cores (f32 FMA): at 8 rows that is well under what they sustain at the
 #: memory's rate, at 16 it is near it.
@@ -746,7 +751,7 @@ class PadStep:
 def pad_steps(problem: GemmProblem, padded: GemmProblem) -> list[PadStep]:
     """The copies of `problem`'s operands (16-bit or FP8, as the kernel reads them) into `padded`'s buffers: one per
     operand whose stored shape changes. Each takes the widest access (16 bytes at most) that divides both row
-    lengths."""
+    lengths, and each thread 16 bytes of accesses (several where they are narrower)."""
     steps = []
     lead = (problem.batch,) if problem.batch > 1 else ()
     size = problem.kernel_itemsize
@@ -754,7 +759,10 @@ def pad_steps(problem: GemmProblem, padded: GemmProblem) -> list[PadStep]:
         if stored == wanted:
             continue
         vec = max([v for v in (16, 8, 4, 2, 1) if v * size <= 16 and stored[1] % v == 0 and wanted[1] % v == 0])
-        params = {"DT": kernel_input(problem.dtype), "VEC": vec, "BR": 4, "BC": 64 * vec}
+        # 256 threads, each 16 bytes of accesses: one 16-byte access, or several narrower ones (rows 2 bytes off any
+        # 16-byte boundary: an odd K of bf16); one access a thread left a 512-byte block at 2-byte accesses
+        per = max(1, 16 // (vec * size))
+        params = {"DT": kernel_input(problem.dtype), "VEC": vec, "BR": 4 * per, "BC": 64 * vec, "PER_THREAD": per}
         if lead:
             params["BATCH"] = True
         steps.append(PadStep(i, (*lead, *stored), (*lead, *wanted), params))
@@ -973,9 +981,9 @@ def choose(
     problem: GemmProblem, target: Target = DEFAULT_TARGET, tiles: tuple = TILES, swap: bool | str = True
 ) -> GemmConfig:
     """The configuration the model ranks first for `problem` among `tiles` (default `TILES`) and, with `swap`, its
-    swap-AB tiles; among those within `TIE` of the best, the one with the fewest splits and no split tail (no
-    workspace, one launch). Remembered per (problem, target, tiles, swap): a call site that repeats a shape pays the
-    ranking once."""
+    swap-AB tiles; among those within `TIE` of the best, an unsplit one without a split tail over split ones (no
+    workspace, one launch; with `TIE_FEWEST_SPLITS`, the fewest splits). Remembered per (problem, target, tiles,
+    swap): a call site that repeats a shape pays the ranking once."""
     found = candidates_for(problem, target, tiles, swap)
     preferred = swap_choice(problem, found, target) if swap else None
     if preferred is not None:
@@ -986,7 +994,11 @@ def choose(
     times = {c: estimate(problem, c, target) for c in found}
     best = min(times.values())
     near = [c for c in found if times[c] <= best * (1 + TIE)]
-    return min(near, key=lambda c: (c.SPLITS, c.TAIL > 1, c.PITCH, times[c], -c.BM * c.BN))
+
+    def simpler(c: GemmConfig) -> tuple:
+        return (c.SPLITS if TIE_FEWEST_SPLITS else c.SPLITS > 1, c.TAIL > 1, c.PITCH, times[c], -c.BM * c.BN)
+
+    return min(near, key=simpler)
 
 
 def pitch_refusal(problem: GemmProblem) -> str | None:

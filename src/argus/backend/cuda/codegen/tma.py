@@ -94,12 +94,11 @@ def _gather_copy(cx: Context, s: Copy) -> None:
     box = tuple(reversed((1, *(int(e) for e in src.shape[1:]))))  # TMA order: one row
     window = Window(cx, dst)
     swizzles = set()
-    for r in range(rows):  # every row's box placement, as a window of its own
-        row_ref = dataclasses.replace(
-            dst,
-            origin=(dst.origin[0] + r if isinstance(dst.origin[0], int) else dst.origin[0] + r, *dst.origin[1:]),
-            extent=(1, *dst.extent[1:]),
-        )
+    d0 = dst.kept[0]  # the buffer dimension of the window's rows (a stage index before it is dropped)
+    for r in range(rows):  # every row's box placement, as a window of its own (in every stage)
+        origin, extent = list(dst.origin), list(dst.extent)
+        origin[d0], extent[d0] = origin[d0] + r, 1
+        row_ref = dataclasses.replace(dst, origin=tuple(origin), extent=tuple(extent))
         swizzles.add(_box_swizzle(cx, dataclasses.replace(s, dst=row_ref), Window(cx, row_ref), box)[0])
     if len(swizzles) != 1:
         raise cx.error(f"a gathered TMA copy into {dst.buffer.name} whose rows land under different swizzles")
