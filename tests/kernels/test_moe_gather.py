@@ -146,6 +146,8 @@ def test_the_library_call_checks_the_tokens() -> None:
         moe.prepare(x, w, offs, epilogue="swiglu", token=torch.zeros(3, dtype=torch.int64))
     with pytest.raises(moe.GroupedError, match="taken by the SwiGLU epilogue only"):
         moe.prepare(x, w, offs, token=torch.zeros(3, dtype=torch.int32))
+    with pytest.raises(moe.GroupedError, match="epilogue is one of"):  # the gathered kernel: through token= only
+        moe.prepare(x, w, offs, epilogue="swiglu_gathered")
 
 
 @pytest.mark.gpu

@@ -202,8 +202,8 @@ def prepare(
     `tile_counts(offs, BM)`); a new `offs` needs a new prepare."""
     import torch
 
-    if epilogue not in KERNELS:
-        raise GroupedError(f"epilogue is one of {sorted(KERNELS)}, got {epilogue!r}")
+    if epilogue not in ("plain", "swiglu"):  # the FP8 kernel is `prepare_scaled`'s; the gathered one takes `token`
+        raise GroupedError(f"epilogue is one of ['plain', 'swiglu'], got {epilogue!r}")
     if epilogue == "plain" and scale is not None:
         raise GroupedError("scale is the SwiGLU epilogue's per-row factor: pass epilogue='swiglu'")
     if activation not in GLU_ACTIVATIONS or (activation != "silu" and epilogue != "swiglu"):
