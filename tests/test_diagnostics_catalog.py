@@ -57,6 +57,7 @@ NOT_CODES = {
     "EFFICIENT_ATTENTION": "an SDPA backend a task forbids",
     "FLASH_ATTENTION": "an SDPA backend a task forbids",
     "PRODUCER_REGS": "a parameter of the Hopper persistent GEMM (the producer's register budget)",
+    "PER_THREAD": "a parameter of pad_copy (accesses per thread)",
     "CONSUMER_REGS": "a parameter of the Hopper persistent GEMM and flash_attention (a consumer's register budget)",
     "BLOCKS_PER_SM": "a parameter of the Hopper GEMMs and the implicit-GEMM convolution (resident blocks per SM)",
     "P_REGISTERS": "a parameter of flash_attention (P kept in registers)",
