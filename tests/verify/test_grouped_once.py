@@ -125,7 +125,7 @@ def test_tma_stores_of_full_tiles_beside_bounded_stores_are_proved_once_and_an_o
     result = verify(grouped.grouped_gemm_persistent.trace(**SMALL, EPILOGUE="tma"), checks=("coverage",))
     assert _once(result) and all(c.verdict == Verdict.VERIFIED for c in _once(result))
     assert not result.findings, [f.message for f in result.findings]
-    kernel = _seeded(tmp_path, "with T.if_(row0 + BM <= end):", "with T.if_(row0 + BM <= end + 1):")
+    kernel = _seeded(tmp_path, "with T.if_(row0 + bm <= end):", "with T.if_(row0 + bm <= end + 1):")
     found = verify(kernel.trace(**SMALL, EPILOGUE="tma"), checks=("coverage",))
     assert _once(found) and all(c.verdict != Verdict.VERIFIED for c in _once(found))
 

@@ -106,6 +106,30 @@ def load_columns(tensor: Any, stage: T.Tile, g: Any, k: Any, col0: Any, bn: int,
         )
 
 
+@T.macro
+def store_expert_tile(
+    value: Any, C: Any, row0: Any, end: Any, bn: Any, bm: int, bn_: int, epilogue: str, staging: Any
+) -> None:  # noqa: N803, E501
+    """Store a unit's (bm, bn_) tile of C at rows ``row0 ..``, column tile `bn`, none at or past the expert's `end`:
+    through the bounded window (`epilogue` "direct"), or, where every row is the expert's, through `staging` and TMA
+    stores, the expert's last, partial tile bounded ("tma"; a TMA box is masked at the tensor's end only)."""
+    window = C.window((row0, bn * bn_), (bm, bn_), bound=(end, None))
+    if epilogue != "tma":
+        T.copy(value, window)
+        return
+    with T.if_(row0 + bm <= end):  # every row the expert's: one TMA box per staged chunk
+        T.copy(value, C.window((row0, bn * bn_), (bm, bn_)), atom="tma.store", staging=staging)
+    with T.if_(row0 + bm > end):  # the expert's last, partial tile
+        T.copy(value, window)
+
+
+def store_staging(C: Any, bm: int, epilogue: str) -> Any:  # noqa: N803
+    """The TMA stores' two staging buffers of `store_expert_tile` (None for the direct store)."""
+    if epilogue != "tma":
+        return None
+    return T.alloc_shared((2, bm, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
+
+
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
 def grouped_gemm_persistent(
     A: T.Tensor[("R", "K"), "IN"],
@@ -151,7 +175,7 @@ def grouped_gemm_persistent(
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major
         sB = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # (stages, BK, BN) in 64-column panels
         # the TMA stores' two staging buffers (EPILOGUE "tma")
-        sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128) if EPILOGUE == "tma" else None
+        sC = store_staging(C, BM, EPILOGUE)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         tiles_n = T.cdiv(N, BN)
@@ -177,13 +201,7 @@ def grouped_gemm_persistent(
                 T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sB[s])
                 T.gemm(operand("K", sA[s], False), operand("N", sB[s], True), acc)
                 T.mbarrier_arrive(empty[s])
-            if EPILOGUE == "tma":
-                with T.if_(row0 + BM <= end):  # every row the expert's: one TMA box per staged chunk
-                    T.copy(acc, C.window((row0, bn * BN), (BM, BN)), atom="tma.store", staging=sC)
-                with T.if_(row0 + BM > end):  # the expert's last, partial tile
-                    T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
-            else:
-                T.copy(acc, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+            store_expert_tile(acc, C, row0, end, bn, BM, BN, EPILOGUE, sC)
 
         def units(it: Any, body: Any) -> None:
             each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
@@ -250,9 +268,7 @@ def gated_up_projection(
         sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels  # noqa: N806
         sU = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # up columns, N further on  # noqa: N806
         # the TMA stores' two staging buffers (EPILOGUE "tma")
-        sC = (  # noqa: N806
-            T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128) if EPILOGUE == "tma" else None
-        )
+        sC = store_staging(C, BM, EPILOGUE)  # noqa: N806
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         tiles_n = T.cdiv(N, BN)
@@ -283,13 +299,7 @@ def gated_up_projection(
                 T.mbarrier_arrive(empty[s])
             T.copy(scale.window((row0,), (BM,)), weight)  # rows past R read 0 (they are not stored)
             out = glu_gate(gate, ACT) * up * weight[:, None]
-            if EPILOGUE == "tma":  # full tiles through TMA stores, the expert's partial tile bounded
-                with T.if_(row0 + BM <= end):
-                    T.copy(out, C.window((row0, bn * BN), (BM, BN)), atom="tma.store", staging=sC)
-                with T.if_(row0 + BM > end):
-                    T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
-            else:
-                T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
+            store_expert_tile(out, C, row0, end, bn, BM, BN, EPILOGUE, sC)
 
         def units(it: Any, body: Any) -> None:
             each_unit(it, bx, p["BLOCKS"], offs, tiles, E, tiles_n, SEARCH, p["GROUP"], BM, body)

@@ -60,16 +60,8 @@ def tma_copy(cx: Context, s: Copy) -> None:
     cx.use("tma")
     origin = [cx.expr(o) for o in reversed(src.origin)]
     first = window.buffer_coords(["0"] * len(dst.shape))
-    if inside:  # the box starts inside a swizzle pattern: name its unswizzled start (`tma_box_start`)
-        layout = window.layout
-        start = (
-            add(layout_at_coords(layout.outer, first), layout.offset)
-            if layout.offset
-            else layout_at_coords(layout.outer, first)
-        )
-        target = f"{cx.buffer_name(window.buffer)} + ({start})"
-    else:
-        target = window.pointer(first)
+    # a box that starts inside a swizzle pattern names its unswizzled start (`tma_box_start`)
+    target = _unswizzled_pointer(cx, window, first) if inside else window.pointer(first)
     cx.line(
         f"if ({cx.tid} == 0) argus::tma_load_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
         f"{', '.join(origin)}, {mbarrier_address(cx, s.mbarrier)});  // box {list(box)} (TMA order), "
@@ -107,13 +99,7 @@ def _gather_copy(cx: Context, s: Copy) -> None:
     tmap = tensor_map(cx, tensor, box, swizzle)
     cx.use("tma")
     r = cx.local("gather_row")
-    first = window.buffer_coords([r] + ["0"] * (rank - 1))
-    layout = window.layout
-    if isinstance(layout, ComposedLayout):
-        start = layout_at_coords(layout.outer, first)
-        start = add(start, layout.offset) if layout.offset else start
-    else:
-        start = window.shared_offset(first)
+    target = _unswizzled_pointer(cx, window, window.buffer_coords([r] + ["0"] * (rank - 1)))
     pos = cx.local("gather_pos")
     row = cx.local("gather_src")
     index = cx.buffer_name(spec.index)
@@ -130,12 +116,23 @@ def _gather_copy(cx: Context, s: Copy) -> None:
         f"{paren(cx.expr(tensor.shape[0]))};  // past the index: the row past the tensor (zeros)"
     )
     cx.line(
-        f"argus::tma_load_{rank}d(argus::smem_u32({cx.buffer_name(window.buffer)} + ({start})), &{tmap.name}, "
+        f"argus::tma_load_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
         f"{', '.join([*origin, row])}, {mbarrier_address(cx, s.mbarrier)});  // {swizzle}-byte swizzle"
     )
     cx.close()
     cx.close()
     cx.forget(r, pos, row)
+
+
+def _unswizzled_pointer(cx: Context, window: Window, coords: list[str]) -> str:
+    """The shared address (C) a TMA load names for a box whose first element is at buffer `coords`: the offset before
+    the buffer's swizzle (the hardware swizzles the absolute address, `argus.atoms.smem.tma_box_start`); a layout
+    without one is its own."""
+    layout = window.layout
+    if not isinstance(layout, ComposedLayout):
+        return window.pointer(coords)
+    start = layout_at_coords(layout.outer, coords)
+    return f"{cx.buffer_name(window.buffer)} + ({add(start, layout.offset) if layout.offset else start})"
 
 
 def _im2col_copy(cx: Context, s: Copy) -> None:
