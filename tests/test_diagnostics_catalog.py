@@ -58,6 +58,7 @@ NOT_CODES = {
     "FLASH_ATTENTION": "an SDPA backend a task forbids",
     "PRODUCER_REGS": "a parameter of the Hopper persistent GEMM (the producer's register budget)",
     "PER_THREAD": "a parameter of pad_copy (accesses per thread)",
+    "EXP2_FMA": "a parameter of flash_attention (every how many exponentials on the FMA pipe)",
     "CONSUMER_REGS": "a parameter of the Hopper persistent GEMM and flash_attention (a consumer's register budget)",
     "BLOCKS_PER_SM": "a parameter of the Hopper GEMMs and the implicit-GEMM convolution (resident blocks per SM)",
     "P_REGISTERS": "a parameter of flash_attention (P kept in registers)",

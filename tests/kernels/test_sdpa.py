@@ -18,6 +18,7 @@ from argus.ir.types import bf16, f16, round_to
 from argus.kernels import sdpa as S
 from argus.kernels.attention import flash_attention
 from argus.lang.errors import DSLError
+from argus.verify import Verdict, verify
 
 
 def _inputs(p: S.AttentionProblem, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -467,6 +468,47 @@ def test_the_overlapped_loop_matches_torch_on_the_gpu() -> None:
             ref[..., : sq - sk, :] = 0.0
         torch.cuda.synchronize()
         assert (o.float() - ref).abs().max().item() < 2e-2, (config.label(), b, h, hk, sq, sk, d, causal)
+
+
+@pytest.mark.gpu
+def test_exponentials_on_the_fma_pipe_match_torch_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    # EXP2_FMA: masked tails and diagonals (exp2(-inf) must be 0 on the FMA pipe too), rows that see no key, three
+    # consumer warpgroups (the overlapped loop) and two
+    for b, h, sq, sk, d, causal, every in [
+        (2, 8, 1000, 1000, 64, False, 2),
+        (2, 8, 4096, 4096, 64, False, 1),
+        (2, 8, 777, 900, 64, True, 3),
+        (1, 4, 300, 100, 128, True, 4),
+        (1, 4, 333, 333, 256, False, 2),
+    ]:
+        q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
+        k, v = (torch.randn(b, h, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        config = replace(S.choose(S.problem_of(q, k, v, causal=causal)), EXP2_FMA=every)
+        o, lse, launches = S.prepare(q, k, v, causal=causal, config=config)
+        for launch in launches:
+            launch.launch()
+        keep = torch.ones(sq, sk, device="cuda", dtype=torch.bool).tril(diagonal=sk - sq) if causal else None
+        ref = torch_sdpa(q.float(), k.float(), v.float(), attn_mask=keep)
+        if causal and sq > sk:  # rows that see no key: O = 0 (torch's reference gives NaN there)
+            ref[..., : sq - sk, :] = 0.0
+        torch.cuda.synchronize()
+        assert (o.float() - ref).abs().max().item() < 2e-2, (config.label(), b, h, sq, sk, d, causal)
+
+
+def test_exponentials_on_the_fma_pipe_verify() -> None:
+    torch = pytest.importorskip("torch")
+    q = torch.zeros(4, 16, 4096, 64, dtype=torch.bfloat16)
+    for causal in (False, True):
+        problem = S.problem_of(q, q, q, causal=causal)
+        plan = S.AttentionPlan(problem, replace(S.choose(problem), EXP2_FMA=2))
+        assert dict(plan.params())["EXP2_FMA"] == 2
+        result = verify(flash_attention, **dict(plan.params()))
+        assert result.verdict == Verdict.VERIFIED, (causal, result.codes())
 
 
 @pytest.mark.parametrize("causal", [False, True])

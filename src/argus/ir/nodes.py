@@ -241,6 +241,10 @@ class MapOp(StrEnum):
     FMA = "fma"
     NEG = "neg"
     EXP2 = "exp2"
+    # 2^srcs[0], with every srcs[1]-th register of a thread (registers P - 1, 2P - 1, ...) evaluated by a polynomial
+    # on the FMA pipe instead of the special-function unit (a lowering choice: the value is 2^x either way, within a
+    # few f32 ulp; `T.exp2(x, fma_every=P)`)
+    EXP2_FMA = "exp2_fma"
     EXP = "exp"
     LOG2 = "log2"
     RSQRT = "rsqrt"
@@ -291,6 +295,7 @@ MAP_ARITY = {
     MapOp.SELECT: 3,
     MapOp.NEG: 1,
     MapOp.EXP2: 1,
+    MapOp.EXP2_FMA: 2,
     MapOp.EXP: 1,
     MapOp.LOG2: 1,
     MapOp.RSQRT: 1,
@@ -330,6 +335,7 @@ FLOAT_MAP_OPS = frozenset(
     {
         MapOp.DIV,
         MapOp.EXP2,
+        MapOp.EXP2_FMA,
         MapOp.EXP,
         MapOp.LOG2,
         MapOp.RSQRT,

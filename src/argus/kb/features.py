@@ -365,7 +365,7 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
                 value = getattr(axis, "value", None)
                 if isinstance(value, int):
                     coord_axes.add(value)
-            if s.op in (MapOp.EXP, MapOp.EXP2) and enclosing:
+            if s.op in (MapOp.EXP, MapOp.EXP2, MapOp.EXP2_FMA) and enclosing:
                 exp_in_loop = True
         elif isinstance(s, For):
             loops.append((s, enclosing))

@@ -169,6 +169,7 @@ def flash_attention(
     OVERLAP: bool = False,
     LPT: bool = False,
     MASK_TAIL: bool = True,
+    EXP2_FMA: int = 0,
     IN: str = "bf16",
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
@@ -198,6 +199,10 @@ def flash_attention(
     issues O += P V of one key tile and S = Q K^T of the next while it holds the turn, and passes it on for its
     softmax, so that one warpgroup's softmax runs while the other's MMAs do. With OVERLAP the turn covers the issue
     of S of tile j and P V of tile j - 1 (and the peeled tiles' MMAs); S is waited for after the turn is passed.
+
+    EXP2_FMA = P > 0 evaluates every P-th exponential of a thread's scores by a polynomial on the FMA pipe instead of
+    the special-function unit (`T.exp2(..., fma_every=P)`), whose 16 ex2 a cycle per SM take as long as the MMAs at
+    head dim 64 (FlashAttention-3's bound there); the values are the same 2^x within a few f32 ulp.
 
     MASK_TAIL=False (non-causal) declares SK a multiple of BN (`T.assume`, checked at every launch): no key tile has
     a tail, and the softmax reads the scores unmasked.
@@ -326,7 +331,7 @@ def flash_attention(
                 # a row that has seen no key yet keeps -inf: subtract 0 from it instead (exp2(-inf) = 0)
                 m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
                 shift = m_safe * -scale_log2
-                p = T.exp2(T.fma(x, scale_log2, shift[:, None]))
+                p = T.exp2(T.fma(x, scale_log2, shift[:, None]), fma_every=EXP2_FMA)
                 alpha = T.exp2((m - m_safe) * scale_log2)  # rescales what was accumulated with the old maximum
                 # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
                 T.assert_tag(lambda pv, mv: (pv[0] == mv[0]) & (pv[0] // BM == bm), p, m_new[:, None])

@@ -78,6 +78,10 @@ LONGEST_FIRST = True
 #: on causal grids of many blocks (its first and last tiles are peeled) and on decoding, which keep the plain loop.
 #: benchmarks/results/2026-12-02-attention-overlap/.
 OVERLAP_PREFILL = True
+#: Head dim -> every how many exponentials of a thread's scores one is evaluated on the FMA pipe at prefill
+#: (`AttentionConfig.EXP2_FMA`; a head dim not listed: none). At head dim 64 the special-function unit's ex2 takes
+#: as long as the MMAs (16 a cycle per SM against 256 FLOP of MMA a score); empty until measured.
+EXP2_FMA_BY_HEAD_DIM: dict[int, int] = {}
 #: setmaxnreg budgets: the producer warpgroup's, and the most a consumer warpgroup takes (what two consumers get;
 #: three get what the register file leaves them, 160)
 PRODUCER_REGISTERS = 24
@@ -172,6 +176,9 @@ class AttentionConfig:
     OVERLAP: bool = False
     #: causal blocks launched longest first (`flash_attention`'s LPT): `choose` turns it on for causal prefill
     LPT: bool = False
+    #: every EXP2_FMA-th exponential of a thread's scores on the FMA pipe rather than the special-function unit
+    #: (`flash_attention`'s EXP2_FMA; 0: none); `choose` takes `EXP2_FMA_BY_HEAD_DIM`
+    EXP2_FMA: int = 0
 
     def consumer_registers(self) -> int:
         """Each consumer warpgroup's setmaxnreg budget: what one resident block's register file leaves the
@@ -186,6 +193,7 @@ class AttentionConfig:
         extra += " pingpong" if self.PINGPONG else ""
         extra += " overlap" if self.OVERLAP else ""
         extra += " lpt" if self.LPT else ""
+        extra += f" exp2fma{self.EXP2_FMA}" if self.EXP2_FMA else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -252,7 +260,10 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     lpt = LONGEST_FIRST and problem.causal and splits == 1 and not pack
     overlap = OVERLAP_PREFILL and not problem.causal and consumers >= 2 and splits == 1 and not pack
     for stages in range(MAX_STAGES, 1, -1):
-        config = AttentionConfig(bm, bn, stages, consumers, splits, pack, P_REGISTERS=True, OVERLAP=overlap, LPT=lpt)
+        config = AttentionConfig(
+            bm, bn, stages, consumers, splits, pack, P_REGISTERS=True, OVERLAP=overlap, LPT=lpt,
+            EXP2_FMA=EXP2_FMA_BY_HEAD_DIM.get(width, 0) if splits == 1 else 0,
+        )  # fmt: skip
         if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:
             return config
     raise AttentionError(f"no configuration of {problem} fits the shared memory")  # unreachable for d, dv <= 256
@@ -284,6 +295,7 @@ class AttentionPlan:
                     "PINGPONG": c.PINGPONG,
                     "OVERLAP": c.OVERLAP,
                     "LPT": c.LPT,
+                    "EXP2_FMA": c.EXP2_FMA,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key

@@ -203,6 +203,8 @@ def transfer(op: MapOp, numbers: list[Num]) -> Num:
     """The abstract result of elementwise `op` on abstract numbers (ANY for what the table does not know)."""
     if op == MapOp.FMA:
         return _add(_mul(numbers[0], numbers[1]), numbers[2])
+    if op == MapOp.EXP2_FMA:  # 2^x (the second operand picks the unit that evaluates it)
+        return _UNARY[MapOp.EXP2](numbers[0])
     if op in _UNARY and len(numbers) == 1:
         return _UNARY[op](numbers[0])
     if op in _BINARY and len(numbers) == 2:

@@ -255,7 +255,7 @@ def check_value_scales(ctx: Context) -> list[Finding]:
     """`VALUE_SCALE_MISMATCH` / `UNKNOWN_VALUE_SCALE` for every sum, accumulation and normalisation of the kernel.
     Kernels without ``exp``/``exp2`` carry no scales and are not walked."""
     kernel = ctx.kernel
-    if not any(isinstance(s, Map) and s.op in (MapOp.EXP, MapOp.EXP2) for s in walk_all(kernel.body)):
+    if not any(isinstance(s, Map) and s.op in (MapOp.EXP, MapOp.EXP2, MapOp.EXP2_FMA) for s in walk_all(kernel.body)):
         return []
     start = time.perf_counter()
     walker = _Walker(ctx)
@@ -508,8 +508,8 @@ class _Walker:
                 prod = _times(_scale(a), _scale(b))
                 scale = self.combine(Val(None, frozenset(), prod), c, site, st, s.dst, "adds")
                 v = base(scale)
-        elif op in (MapOp.EXP2, MapOp.EXP):
-            v = base(self.exponent(ops[0], 1.0 if op == MapOp.EXP2 else LOG2E, site))
+        elif op in (MapOp.EXP2, MapOp.EXP2_FMA, MapOp.EXP):
+            v = base(self.exponent(ops[0], LOG2E if op == MapOp.EXP else 1.0, site))
         elif op in (MapOp.LOG2, MapOp.LOG):
             a = ops[0]
             k = 1.0 if op == MapOp.LOG2 else LN2

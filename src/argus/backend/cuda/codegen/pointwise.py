@@ -33,6 +33,9 @@ def map_rule(cx: Context, s: Map) -> None:
     if s.op == MapOp.COORD:
         _coordinates(cx, dst, s.srcs[0])
         return
+    if s.op == MapOp.EXP2_FMA:
+        _exp2_split(cx, dst, s)
+        return
     compute = _compute_type(dst, s.srcs)
     try:
         fn = _map_function(s.op, compute)
@@ -43,6 +46,18 @@ def map_rule(cx: Context, s: Map) -> None:
     if s.op == MapOp.EXP2:
         cx.use("exp2")  # argus::exp2_approx
     elementwise(cx, dst, list(s.srcs), fn, s.op.value, compute)
+
+
+def _exp2_split(cx: Context, dst: Buffer, s: Map) -> None:
+    """``T.exp2(x, fma_every=P)``: every P-th register of the thread's values on the FMA pipe (`argus::exp2_split`,
+    resolved per register once the loop is unrolled), the others on the special-function unit."""
+    every = s.srcs[1]
+    if not isinstance(every, Const) or not isinstance(every.value, int) or every.value < 1:
+        raise cx.error("T.exp2(x, fma_every=P) with P not a positive constant")
+    cx.use("exp2_fma")
+    p = every.value
+    split = lambda a, v: f"argus::exp2_split<{p}>({a[0]}, {v})"  # noqa: E731
+    elementwise(cx, dst, [s.srcs[0]], split, "exp2", "float", indexed=True)
 
 
 def _coordinates(cx: Context, dst: Buffer, axis_expr: Any) -> None:
@@ -67,12 +82,14 @@ def elementwise(
     cx: Context,
     dst: Buffer,
     operands: list[Any],
-    fn: Callable[[list[str]], str],
+    fn: Callable[..., str],
     what: str,
     compute: str | None = None,
+    indexed: bool = False,
 ) -> None:
     """``dst[v] = fn(operand values)`` for every value of the thread: fragment operands read the
-    register that holds the needed element (the same index in every thread), scalars as given."""
+    register that holds the needed element (the same index in every thread), scalars as given. With `indexed`,
+    ``fn(operand values, v)`` also gets the register's index (C text: the loop's variable or a number)."""
     compute = compute or _compute_type(dst, operands)
     dst_c = cx.dtype_c(dst.dtype)
     values = dst.values_per_thread
@@ -108,13 +125,14 @@ def elementwise(
     name = cx.buffer_name(dst)
     if loopable and values > 1:
         v = cx.local("v")
-        result = convert(fn([r(v) for r in readers]), compute, dst_c)
+        result = convert(fn([r(v) for r in readers], v) if indexed else fn([r(v) for r in readers]), compute, dst_c)
         cx.line("#pragma unroll")
         cx.line(f"for (int {v} = 0; {v} < {values}; ++{v}) {name}[{v}] = {result};")
         cx.forget(v)  # scoped to its loop
         return
     for j in range(values):
-        result = convert(fn([r(j) for r in readers]), compute, dst_c)
+        args = [r(j) for r in readers]
+        result = convert(fn(args, str(j)) if indexed else fn(args), compute, dst_c)
         cx.line(f"{name}[{j}] = {result};")
 
 

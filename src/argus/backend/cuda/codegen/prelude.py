@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from argus.atoms import Major, MmaAtom
+from argus.backend.cuda.codegen.cexpr import float_literal
 
 
 @dataclass(frozen=True)
@@ -512,6 +513,45 @@ __device__ __forceinline__ float exp2_approx(float x) {
 }
 """,
 )
+
+
+#: 2^f for f in [-0.5, 0.5]: the coefficients c0 (exactly 1, so that 2^-127 evaluates to exactly 0) to c5 of the
+#: degree-5 polynomial `exp2_fma` evaluates by Horner's rule, as f32 values (fitted here to the relative error, with
+#: c0 held at 1: at most 1.7e-7, 2.8 f32 ulp, over every x >= -125.5 whose 2^x is a normal number, checked by
+#: `tests/backend/test_exp2_fma.py` on an f32 emulation and on the GPU). The special-function unit's ``ex2.approx``
+#: is documented at 2 ulp.
+EXP2_POLY = (1.0, 0.6931470036506653, 0.24022242426872253, 0.05550733581185341, 0.009671512991189957,
+             0.0013264816952869296)  # fmt: skip
+
+
+def _exp2_fma_source() -> str:
+    horner = float_literal(EXP2_POLY[-1])
+    for c in reversed(EXP2_POLY[:-1]):
+        horner = f"fmaf({horner}, f, {float_literal(c)})"
+    return f"""
+// 2^x evaluated on the FMA pipe (the special-function unit issues ex2 at a sixteenth of the FMA rate): x = j + f with
+// j = rint(x) (x + 1.5 * 2^23 leaves j in the low bits of the sum) and f in [-0.5, 0.5]; 2^f by a degree-5
+// polynomial (EXP2_POLY in the code generator); j added to its exponent field. x is clamped to -127 first, where the
+// polynomial is exactly 1 and the sum is exactly 0 (exp2(-inf) = 0); results below 2^-126 are subnormal or 0, as
+// ex2.approx.ftz flushes them.
+__device__ __forceinline__ float exp2_fma(float x) {{
+  x = fmaxf(x, -127.0f);
+  const float t = x + 12582912.0f;
+  const float f = x - (t - 12582912.0f);
+  const float p = {horner};
+  return __uint_as_float(__float_as_uint(p) + (__float_as_uint(t) << 23));  // unsigned: j < 0 wraps
+}}
+
+// 2^x for register v of a fragment: every P-th register (P - 1, 2P - 1, ...) on the FMA pipe, the others on the
+// special-function unit; v is a constant once the register loop is unrolled.
+template <int P>
+__device__ __forceinline__ float exp2_split(float x, int v) {{
+  return v % P == P - 1 ? exp2_fma(x) : exp2_approx(x);
+}}
+"""
+
+
+_snippet("exp2_fma", _exp2_fma_source(), needs=("exp2",))
 
 
 def wgmma_function_name(atom: MmaAtom) -> str:
