@@ -297,6 +297,25 @@ def test_sigmoid_routing_weights_each_choice_by_its_own_sigmoid() -> None:
         moe.route(x, router, 3, scoring="relu")
 
 
+@pytest.mark.parametrize(("tokens", "experts", "top_k"), [(1, 8, 2), (37, 16, 4), (64, 128, 8)])
+def test_softmax_routing_takes_the_top_logits_and_their_own_softmax(tokens: int, experts: int, top_k: int) -> None:
+    """The renormalized top-k of a softmax is the softmax of the k largest logits (`route`'s fast path): the same
+    experts, rows and weights as the softmax over every expert, gathered and renormalized; `scaling` multiplies
+    them."""
+    x, router, _, _ = _layer_inputs(tokens, 32, 8, experts, seed=tokens + experts)
+    bias = torch.randn(tokens, experts, generator=torch.Generator().manual_seed(5))
+    r = moe.route(x, router, top_k, bias=bias, scaling=1.5)
+    scores = (x.float() @ router.float() + bias).softmax(dim=-1)
+    top, chosen = scores.topk(top_k, dim=-1)
+    flat = chosen.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    assert torch.equal(r.order, order) and torch.equal(r.token, order // top_k)
+    want = (1.5 * top / top.sum(-1, keepdim=True)).reshape(-1)[order]
+    assert torch.allclose(r.weight, want, rtol=1e-6, atol=1e-7)
+    counts = torch.bincount(flat, minlength=experts)
+    assert torch.equal(r.offs, torch.cumsum(counts, 0).to(torch.int32))
+
+
 def test_deepseek_selection_corrects_the_choice_not_the_weights_and_keeps_to_the_best_groups() -> None:
     """`correction` (E,) moves which experts are chosen, not their weights (the uncorrected sigmoid scores); with
     `groups`, every choice lies in one of the `top_groups` groups whose two best corrected scores sum highest;

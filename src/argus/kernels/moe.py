@@ -444,19 +444,26 @@ def route(
     logits = x.float() @ router.float()
     if bias is not None:
         logits = logits + bias
-    scores = logits.softmax(dim=-1) if scoring == "softmax" else logits.sigmoid()
-    choice = scores if correction is None else scores + correction.float()
-    if groups > 1:
-        per_group = choice.view(-1, groups, experts // groups)
-        group_score = per_group.topk(min(2, experts // groups), dim=-1).values.sum(dim=-1)
-        best = group_score.topk(top_groups, dim=-1).indices
-        keep = torch.zeros_like(group_score, dtype=torch.bool).scatter_(1, best, True)
-        choice = per_group.masked_fill(~keep[:, :, None], float("-inf")).view(-1, experts)
-    chosen = choice.topk(top_k, dim=-1).indices
-    weights = scores.gather(1, chosen)
-    if renormalize:
-        weights = weights / weights.sum(dim=-1, keepdim=True)
-    weights = weights * scaling
+    if scoring == "softmax" and renormalize and correction is None and groups == 1:
+        # the k largest softmax scores are the k largest logits, and renormalized they are the softmax of those k
+        # logits alone: one top-k and a softmax over k values (four fewer launches, which a decode step counts)
+        top, chosen = logits.topk(top_k, dim=-1)
+        weights = top.softmax(dim=-1)
+    else:
+        scores = logits.softmax(dim=-1) if scoring == "softmax" else logits.sigmoid()
+        choice = scores if correction is None else scores + correction.float()
+        if groups > 1:
+            per_group = choice.view(-1, groups, experts // groups)
+            group_score = per_group.topk(min(2, experts // groups), dim=-1).values.sum(dim=-1)
+            best = group_score.topk(top_groups, dim=-1).indices
+            keep = torch.zeros_like(group_score, dtype=torch.bool).scatter_(1, best, True)
+            choice = per_group.masked_fill(~keep[:, :, None], float("-inf")).view(-1, experts)
+        chosen = choice.topk(top_k, dim=-1).indices
+        weights = scores.gather(1, chosen)
+        if renormalize:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+    if scaling != 1.0:
+        weights = weights * scaling
     flat = chosen.reshape(-1)
     order = torch.argsort(flat, stable=True)
     # counts by scatter-add: torch.bincount would synchronize to size its output
