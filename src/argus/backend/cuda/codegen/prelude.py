@@ -515,11 +515,10 @@ __device__ __forceinline__ float exp2_approx(float x) {
 )
 
 
-#: 2^f for f in [-0.5, 0.5]: the coefficients c0 (exactly 1, so that 2^-127 evaluates to exactly 0) to c5 of the
-#: degree-5 polynomial `exp2_fma` evaluates by Horner's rule, as f32 values (fitted here to the relative error, with
-#: c0 held at 1: at most 1.7e-7, 2.8 f32 ulp, over every x >= -125.5 whose 2^x is a normal number, checked by
-#: `tests/backend/test_exp2_fma.py` on an f32 emulation and on the GPU). The special-function unit's ``ex2.approx``
-#: is documented at 2 ulp.
+#: 2^f for f in [-0.5, 0.5]: the coefficients c0 (1) to c5 of the degree-5 polynomial `exp2_fma` evaluates by
+#: Horner's rule, as f32 values (fitted here to the relative error: at most 1.7e-7, 2.8 f32 ulp, over every x whose
+#: 2^x is a normal number below 2^127.5, checked by `tests/backend/test_exp2_fma.py` on an f32 emulation and on the
+#: GPU). The special-function unit's ``ex2.approx`` is documented at 2 ulp.
 EXP2_POLY = (1.0, 0.6931470036506653, 0.24022242426872253, 0.05550733581185341, 0.009671512991189957,
              0.0013264816952869296)  # fmt: skip
 
@@ -529,17 +528,19 @@ def _exp2_fma_source() -> str:
     for c in reversed(EXP2_POLY[:-1]):
         horner = f"fmaf({horner}, f, {float_literal(c)})"
     return f"""
-// 2^x evaluated on the FMA pipe (the special-function unit issues ex2 at a sixteenth of the FMA rate): x = j + f with
-// j = rint(x) (x + 1.5 * 2^23 leaves j in the low bits of the sum) and f in [-0.5, 0.5]; 2^f by a degree-5
-// polynomial (EXP2_POLY in the code generator); j added to its exponent field. x is clamped to -127 first, where the
-// polynomial is exactly 1 and the sum is exactly 0 (exp2(-inf) = 0); results below 2^-126 are subnormal or 0, as
-// ex2.approx.ftz flushes them.
+// 2^x evaluated on the FMA pipe (the special-function unit issues ex2 at a sixteenth of the FMA rate): x clamped to
+// [-127, 128] (NaN kept: max.NaN / min.NaN), x = j + f with j = rint(x) (x + 1.5 * 2^23 leaves j in the low bits of
+// the sum) and f in [-0.5, 0.5]; 2^f by a degree-5 polynomial (EXP2_POLY in the code generator), times 2^j built
+// from j's bits: 2^-127 builds as 0 (so exp2(-inf) = 0, and results below 2^-126.5 are 0, as ex2.approx.ftz flushes
+// subnormal ones), 2^128 as +inf (so x >= 127.5 gives +inf: the top half binade below f32's overflow), a NaN stays
+// NaN through the product.
 __device__ __forceinline__ float exp2_fma(float x) {{
-  x = fmaxf(x, -127.0f);
+  asm("max.NaN.f32 %0, %0, 0fC2FE0000;" : "+f"(x));  // -127
+  asm("min.NaN.f32 %0, %0, 0f43000000;" : "+f"(x));  // 128
   const float t = x + 12582912.0f;
   const float f = x - (t - 12582912.0f);
   const float p = {horner};
-  return __uint_as_float(__float_as_uint(p) + (__float_as_uint(t) << 23));  // unsigned: j < 0 wraps
+  return p * __uint_as_float((__float_as_uint(t) << 23) + 0x3f800000u);  // 2^j: (j + 127) << 23, j < 0 wraps
 }}
 
 // 2^x for register v of a fragment: every P-th register (P - 1, 2P - 1, ...) on the FMA pipe, the others on the
