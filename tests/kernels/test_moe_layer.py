@@ -316,6 +316,22 @@ def test_softmax_routing_takes_the_top_logits_and_their_own_softmax(tokens: int,
     assert torch.equal(r.offs, torch.cumsum(counts, 0).to(torch.int32))
 
 
+@pytest.mark.parametrize("block_m", [64, 128])
+def test_the_routing_s_tile_counts_are_the_grouped_kernels(block_m: int) -> None:
+    """`Routing.tiles` (from the routing's counts, two launches) equals `tile_counts` from its offsets (which the
+    kernels are verified against), with empty experts and experts of more rows than a tile."""
+    x, router, _, _ = _layer_inputs(300, 32, 8, 16, seed=3)
+    bias = torch.zeros(300, 16)
+    bias[:, 3] = 30.0  # expert 3 takes every token: several tiles
+    bias[:, 7] = -30.0  # expert 7 none
+    r = moe.route(x, router, 2, bias=bias)
+    got = r.tiles(block_m)
+    assert got.dtype == torch.int32 and torch.equal(got, moe.tile_counts(r.offs, block_m))
+    assert int(r.counts[7]) == 0 and int(r.counts[3]) == 300
+    no_counts = moe.Routing(r.token, r.weight, r.offs, r.order)
+    assert torch.equal(no_counts.tiles(block_m), got)
+
+
 def test_deepseek_selection_corrects_the_choice_not_the_weights_and_keeps_to_the_best_groups() -> None:
     """`correction` (E,) moves which experts are chosen, not their weights (the uncorrected sigmoid scores); with
     `groups`, every choice lies in one of the `top_groups` groups whose two best corrected scores sum highest;

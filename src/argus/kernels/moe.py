@@ -277,12 +277,13 @@ class GroupedLaunch:
             self.prepared.launch()
 
 
-def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = None) -> Any:
+def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = None, tiles: Any = None) -> Any:
     """``torch._grouped_mm(a, b, offs=offs)`` for a 2-d `a` (R, K) and a 3-d `b` (E, K, N), bf16 or f16 on a CUDA
     device: rows ``offs[g-1] .. offs[g]`` of a times b[g], in one launch of `grouped_gemm_persistent` on the
     current stream, without a host synchronization. Rows past ``offs[E-1]`` of the result are left unwritten (as
-    torch leaves them undefined)."""
-    c, launch = prepare(a, b, offs, config=config)
+    torch leaves them undefined). `tiles`: the row-tile counts for the configuration's BM, if already made
+    (`prepare`)."""
+    c, launch = prepare(a, b, offs, config=config, tiles=tiles)
     launch.launch()
     return c
 
@@ -368,6 +369,7 @@ def grouped_swiglu(
     config: dict[str, Any] | None = None,
     activation: str = "silu",
     token: Any = None,
+    tiles: Any = None,
 ) -> Any:
     """``silu(g) * u`` where ``[g | u] = torch._grouped_mm(a, w, offs=offs)``, times ``scale[:, None]`` when given
     (f32, one factor per row); `activation` "gelu" (GeGLU, exact GELU) or "gelu_tanh" (its tanh approximation) in
@@ -376,8 +378,10 @@ def grouped_swiglu(
     never written; SwiGLU and the scale are computed from the f32 accumulators and rounded once), no host
     synchronization. Rows past ``offs[E-1]`` are left unwritten. With `token` ((R,) int32), `a` holds the tokens
     (T, K) and routed row r is ``a[token[r]]``: ``a.index_select(0, token)`` fused into the operand load
-    (`grouped_gemm_swiglu_gathered`, one TMA box a row), the gathered rows never written."""
-    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu", scale=scale, activation=activation, token=token)
+    (`grouped_gemm_swiglu_gathered`, one TMA box a row), the gathered rows never written. `tiles`: the row-tile
+    counts for the configuration's BM, if already made (`prepare`)."""
+    c, launch = prepare(a, w, offs, config=config, epilogue="swiglu", scale=scale, activation=activation, token=token,
+                        tiles=tiles)  # fmt: skip
     launch.launch()
     return c
 
@@ -392,6 +396,18 @@ class Routing:
     weight: Any  # (T * k,) float32: its router weight
     offs: Any  # (E,) int32: cumulative row ends per expert
     order: Any  # (T * k,) int64: the flat (token * k + choice) index of each routed row
+    counts: Any = None  # (E,) int64: each expert's routed rows (offs' differences), when the routing made them
+
+    def tiles(self, block_m: int) -> Any:
+        """The grouped kernels' cumulative row-tile counts for tiles of `block_m` rows (`tile_counts(offs,
+        block_m)`), from `counts` in two launches where the routing has them (`tile_counts` from `offs` takes eight:
+        at decode sizes each is a few microseconds of a step)."""
+        import torch
+
+        if self.counts is None:
+            return tile_counts(self.offs, block_m)
+        return torch.cumsum(torch.div(self.counts + (block_m - 1), block_m, rounding_mode="floor"), 0,
+                            dtype=torch.int32)  # fmt: skip
 
     def positions(self) -> Any:
         """(T * k,) int32: the routed row of each (token, choice), the inverse of `order` (one scatter on the
@@ -469,7 +485,7 @@ def route(
     # counts by scatter-add: torch.bincount would synchronize to size its output
     counts = torch.zeros(experts, dtype=torch.int64, device=x.device).index_add_(0, flat, torch.ones_like(flat))
     offs = torch.cumsum(counts, 0).to(torch.int32)
-    return Routing(order // top_k, weights.reshape(-1)[order], offs, order)
+    return Routing(order // top_k, weights.reshape(-1)[order], offs, order, counts)
 
 
 def moe_layer(
@@ -526,13 +542,19 @@ def moe_layer(
         return x.new_empty((0, hidden))
     routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
                     groups=groups, top_groups=top_groups, scaling=scaling)  # fmt: skip
+    routed = tokens * top_k
+    up = choose(routed, inter, hidden, experts, "swiglu")
+    down = choose(routed, hidden, inter, experts, "plain")
+    tiles = {bm: routing.tiles(bm) for bm in {up["BM"], down["BM"]}}  # made once for both products
     if FUSED_GATHER if fused_gather is None else fused_gather:
         token = routing.token.to(torch.int32)
-        h = grouped_swiglu(x.contiguous(), w1, routing.offs, scale=routing.weight, activation=activation, token=token)
+        h = grouped_swiglu(x.contiguous(), w1, routing.offs, scale=routing.weight, activation=activation, token=token,
+                           config=up, tiles=tiles[up["BM"]])  # fmt: skip
     else:
         rows = x.index_select(0, routing.token)
-        h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation)
-    y = grouped_mm(h, w2, routing.offs)
+        h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation, config=up,
+                           tiles=tiles[up["BM"]])  # fmt: skip
+    y = grouped_mm(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
     return combine(y, routing, tokens, top_k, kernel=combine_kernel)
 
 
