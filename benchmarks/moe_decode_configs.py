@@ -8,6 +8,10 @@ before every launch (`gemm_parity.interleaved_times`), medians; each checked fir
 Usage (from the repository root on a GPU machine)::
 
     PYTHONPATH=src python benchmarks/moe_decode_configs.py [--rounds 15] [--tokens 1 16 64 256] [--json F]
+        [--shapes Mixtral ...] [--config BMxBNxBK:STAGES[:EPILOGUE] ...] [--products up down]
+
+``--config`` (repeatable) times the given configurations (one consumer warpgroup, GROUP 8) beside the chosen one
+instead of `CONFIGS`' two.
 """
 
 from __future__ import annotations
@@ -45,14 +49,26 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--tokens", type=int, nargs="+", default=[1, 16, 64, 256])
     p.add_argument("--json")
+    p.add_argument("--shapes", nargs="+", default=[s[0] for s in SHAPES])
+    p.add_argument("--config", action="append", default=[], help="BMxBNxBK:STAGES[:EPILOGUE], e.g. 64x128x64:5:tma")
+    p.add_argument("--products", nargs="+", default=["up", "down"], choices=["up", "down"])
     args = p.parse_args()
+    configs = dict(CONFIGS) if not args.config else {"chosen": None}
+    for text in args.config:
+        tile, stages, *rest = text.split(":")
+        bm, bn, bk = (int(v) for v in tile.split("x"))
+        configs[text] = {"BM": bm, "BN": bn, "BK": bk, "STAGES": int(stages), "CONSUMERS": 1, "GROUP": 8}
+        if rest:
+            configs[text]["EPILOGUE"] = rest[0]
     dev = torch.device("cuda")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     print(torch.cuda.get_device_name(), torch.__version__)
-    print("| shape | T | touched | product | " + " | ".join(f"{c} µs / %HBM" for c in CONFIGS) + " | torch µs / %HBM |")
-    print("|---|---|---|---|" + "---|" * (len(CONFIGS) + 1))
+    print("| shape | T | touched | product | " + " | ".join(f"{c} µs / %HBM" for c in configs) + " | torch µs / %HBM |")
+    print("|---|---|---|---|" + "---|" * (len(configs) + 1))
     rows_out, failed = [], False
     for label, hidden, inter, experts, top_k in SHAPES:
+        if label not in args.shapes:
+            continue
         torch.manual_seed(0)
         w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
         w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
@@ -64,12 +80,14 @@ def main() -> int:
             touched = int((counts > 0).sum())
             rows = tokens * top_k
             for product, w, k, n in (("up+SwiGLU", w1, hidden, 2 * inter), ("down", w2, inter, hidden)):
+                if product.split("+")[0] not in args.products:
+                    continue
                 a = torch.randn(rows, k, device=dev).to(torch.bfloat16)
                 ref = torch._grouped_mm(a, w, offs=offs)
                 if product == "up+SwiGLU":
                     ref = torch.nn.functional.silu(ref[:, :inter].float()) * ref[:, inter:].float()
                 launches, keep = {}, []
-                for name, config in CONFIGS.items():
+                for name, config in configs.items():
                     try:
                         if product == "up+SwiGLU":
                             c, launch = moe.prepare(a, w, offs, config=config, epilogue="swiglu")
@@ -92,7 +110,7 @@ def main() -> int:
                 med = {nm: statistics.median(t) for nm, t in times.items()}
                 weight_bytes = touched * k * n * 2
                 cells = []
-                for name in [*CONFIGS, "torch"]:
+                for name in [*configs, "torch"]:
                     if name in med:
                         cells.append(f"{med[name] * 1e3:.1f} / {100 * weight_bytes / (med[name] * 1e-3) / HBM:.0f}")
                     else:
