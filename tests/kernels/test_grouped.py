@@ -67,16 +67,23 @@ def test_one_consumer_and_64_row_tiles_agree() -> None:
 
 def test_decode_sizes_take_64_row_tiles_that_verify_and_compile() -> None:
     """`moe.choose` at decode sizes (at most DECODE_ROWS_PER_EXPERT rows per expert on average): one consumer over
-    64-row tiles, 8 stages; both kernels at those parameters (and the library's 132 blocks, 256 experts) verify with
-    every tile of C written once, and compile without spills."""
-    plain = moe.choose(16, 4096, 14336, 8)  # Mixtral's down-projection for 8 tokens (top 2)
+    64-row tiles, 8 stages, or the wider tiles of `DECODE_WIDE_CONFIGS` on 5 where the experts are wide enough; both
+    kernels at those parameters (and the library's 132 blocks, 256 experts) verify with every tile of C written once,
+    and compile without spills."""
+    plain = moe.choose(2, 4096, 14336, 8)  # Mixtral's down-projection for one token (top 2): 2 experts' tiles
     assert (plain["BM"], plain["BN"], plain["STAGES"], plain["CONSUMERS"]) == (64, 128, 8, 1)
+    wide = moe.choose(16, 4096, 14336, 8)  # 8 tokens: up to 8 experts x 16 tiles of 256 columns
+    assert (wide["BM"], wide["BN"], wide["STAGES"], wide["CONSUMERS"]) == (64, 256, 4, 1)
+    assert moe.choose(16, 14336, 4096, 8, "swiglu")["BN"] == 128  # Mixtral's wide experts
+    assert moe.choose(64, 768, 2048, 128, "swiglu")["BN"] == 64  # Qwen3-30B-A3B's narrow ones
     assert moe.choose(512, 4096, 14336, 8)["BM"] == 128  # 64 rows per expert (256 tokens): the prefill tiles
     assert moe.choose(512, 4096, 14336, 8)["EPILOGUE"] == "tma" and "EPILOGUE" not in plain  # TMA stores at prefill
     assert "CONSUMERS" not in moe.choose(32768, 4096, 7168, 256)  # prefill
     assert moe.choose(2048, 2048, 7168, 256, "scaled")["BM"] == 128  # FP8 keeps its configurations
-    for kernel, epilogue in ((grouped_gemm_persistent, "plain"), (grouped.grouped_gemm_swiglu, "swiglu")):
-        params = moe.choose(64, 1024, 7168, 256, epilogue)
+    cases = ((grouped_gemm_persistent, "plain", 1024), (grouped.grouped_gemm_swiglu, "swiglu", 1024),
+             (grouped.grouped_gemm_swiglu, "swiglu", 4096))  # fmt: skip
+    for kernel, epilogue, n in cases:  # the wide plain tiles (64 experts x 4 tiles), both SwiGLU widths
+        params = moe.choose(64, n, 7168, 256, epilogue)
         assert (params["BM"], params["CONSUMERS"]) == (64, 1)
         report = verify(kernel.trace(**params))
         assert not report.findings, [f.message for f in report.findings]

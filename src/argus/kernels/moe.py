@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from argus.atoms.common import SMS
 from argus.kernels.grouped import (
     GLU_ACTIVATIONS,
     grouped_gemm_persistent,
@@ -43,6 +44,11 @@ COMBINE_BH = 1024
 #: lanes' boxes one after another (UTMALDG takes warp-uniform operands) and each box moves 128 bytes. Take it where
 #: the (T * k, H) buffer does not fit (1.9 GB at DeepSeek-V3's 16384 tokens).
 FUSED_GATHER = False
+#: A/B switches for measurement (`benchmarks/moe_layer_ab.py`): a renormalized softmax routing as the top-k of the
+#: logits and their own softmax (`route`), and the layer's row-tile counts made once from the routing's counts
+#: (`moe_layer`); off, the softmax over every expert and `tile_counts(offs, BM)` before each product.
+TOPK_OF_LOGITS = True
+SHARED_TILE_COUNTS = True
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -98,6 +104,17 @@ DECODE_ROWS_PER_EXPERT = 32
 #: at one token, 73 -> 82 % at 16; the SwiGLU up-projection 59 -> 68 %, 68 -> 81 %; where rows average 64 per
 #: expert (Mixtral at 256 tokens) the 128-row tiles are faster, hence the threshold.
 DECODE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 128, 64, 8), "swiglu": (64, 64, 64, 8)}
+#: Wider decode tiles where the experts are wide enough to keep the SMs busy with them (session 45,
+#: `benchmarks/results/2026-12-03-moe-decode/`, call 2, each product alone, interleaved with ``torch._grouped_mm``):
+#: the SwiGLU up-projection on 64 x 128 tiles (5 stages) where each expert has at least `DECODE_WIDE_SWIGLU_COLUMNS`
+#: output columns (Mixtral's 14336: 69 -> 70 / 80 -> 89 / 87 -> 89 % of HBM at 1 / 16 / 64 tokens; Qwen3-30B-A3B's 768
+#: lost up to 6 points: 48 units at one token); the down-projection on 64 x 256 tiles where the touched experts'
+#: 256-column tiles are at least half a wave (`SMS // 2`; at most min(E, rows) experts are touched: Mixtral 82 -> 87 %
+#: at 16 and 64 tokens with 5 stages, 32 units at one token 47 -> 37 %, kept on 64 x 128). 4 stages, not the 5
+#: measured: with 5 the verifier does not pair the consumer's releases (`UNKNOWN_WARP_ROLES`), with 4 it proves
+#: the kernel (`tests/kernels/test_grouped.py`; call 3 times the 4).
+DECODE_WIDE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 256, 64, 4), "swiglu": (64, 128, 64, 5)}
+DECODE_WIDE_SWIGLU_COLUMNS = 4096
 
 
 def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> dict[str, Any]:
@@ -106,9 +123,15 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
     panel is read by fewer blocks), else 128 x 128 (``"scaled"``, FP8: the same rule over `FP8_CONFIGS`); with the
     SwiGLU epilogue 128 x 128 x 2 (a gate and an up accumulator) and 4 stages; both store full tiles through TMA
     stores (`PLAIN_EPILOGUE`, `SWIGLU_EPILOGUE`). At decode sizes (at most `DECODE_ROWS_PER_EXPERT` rows per expert on
-    average, 16-bit) `DECODE_CONFIGS`' 64-row tiles on one consumer, stored directly."""
+    average, 16-bit) `DECODE_CONFIGS`' 64-row tiles on one consumer, stored directly, or `DECODE_WIDE_CONFIGS`' wider
+    ones where the experts keep the SMs busy with them."""
     if epilogue in DECODE_CONFIGS and rows <= DECODE_ROWS_PER_EXPERT * experts:
         bm, bn, bk, stages = DECODE_CONFIGS[epilogue]
+        wide = DECODE_WIDE_CONFIGS[epilogue]
+        if epilogue == "swiglu" and n >= DECODE_WIDE_SWIGLU_COLUMNS:
+            bm, bn, bk, stages = wide
+        if epilogue == "plain" and min(experts, rows) * -(-n // wide[1]) >= SMS // 2:
+            bm, bn, bk, stages = wide
         return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "CONSUMERS": 1, "GROUP": 8,
                 "SEARCH": search_steps(experts)}  # fmt: skip
     if epilogue == "swiglu":
@@ -460,7 +483,7 @@ def route(
     logits = x.float() @ router.float()
     if bias is not None:
         logits = logits + bias
-    if scoring == "softmax" and renormalize and correction is None and groups == 1:
+    if TOPK_OF_LOGITS and scoring == "softmax" and renormalize and correction is None and groups == 1:
         # the k largest softmax scores are the k largest logits, and renormalized they are the softmax of those k
         # logits alone: one top-k and a softmax over k values (four fewer launches, which a decode step counts)
         top, chosen = logits.topk(top_k, dim=-1)
@@ -545,7 +568,7 @@ def moe_layer(
     routed = tokens * top_k
     up = choose(routed, inter, hidden, experts, "swiglu")
     down = choose(routed, hidden, inter, experts, "plain")
-    tiles = {bm: routing.tiles(bm) for bm in {up["BM"], down["BM"]}}  # made once for both products
+    tiles = {bm: routing.tiles(bm) if SHARED_TILE_COUNTS else None for bm in {up["BM"], down["BM"]}}  # one for both
     if FUSED_GATHER if fused_gather is None else fused_gather:
         token = routing.token.to(torch.int32)
         h = grouped_swiglu(x.contiguous(), w1, routing.offs, scale=routing.weight, activation=activation, token=token,

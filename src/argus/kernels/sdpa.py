@@ -78,10 +78,14 @@ LONGEST_FIRST = True
 #: on causal grids of many blocks (its first and last tiles are peeled) and on decoding, which keep the plain loop.
 #: benchmarks/results/2026-12-02-attention-overlap/.
 OVERLAP_PREFILL = True
-#: Head dim -> every how many exponentials of a thread's scores one is evaluated on the FMA pipe at prefill
+#: Head dim -> every how many exponentials of a thread's scores one is evaluated on the FMA pipe in causal prefill
 #: (`AttentionConfig.EXP2_FMA`; a head dim not listed: none). At head dim 64 the special-function unit's ex2 takes
-#: as long as the MMAs (16 a cycle per SM against 256 FLOP of MMA a score); empty until measured.
-EXP2_FMA_BY_HEAD_DIM: dict[int, int] = {}
+#: as long as the MMAs (16 a cycle per SM against 256 FLOP of MMA a score). Measured on an H200
+#: (`benchmarks/results/2026-12-03-attention-exp2/`, two calls, interleaved with cuDNN): causal d64 (two consumer
+#: warpgroups) +1.9-2.5 % at every sixth, both calls (S = 1k, 4k, 16k: 199 -> 203, 309 -> 315, 355 -> 364 TFLOP/s
+#: in the second); non-causal rows (three consumers, the overlapped loop: bound by instruction issue as much) 11-30 %
+#: slower at every share tried (2, 4, 6, 8), d128 6-20 % slower: not taken there.
+EXP2_FMA_CAUSAL_BY_HEAD_DIM: dict[int, int] = {64: 6}
 #: setmaxnreg budgets: the producer warpgroup's, and the most a consumer warpgroup takes (what two consumers get;
 #: three get what the register file leaves them, 160)
 PRODUCER_REGISTERS = 24
@@ -177,7 +181,7 @@ class AttentionConfig:
     #: causal blocks launched longest first (`flash_attention`'s LPT): `choose` turns it on for causal prefill
     LPT: bool = False
     #: every EXP2_FMA-th exponential of a thread's scores on the FMA pipe rather than the special-function unit
-    #: (`flash_attention`'s EXP2_FMA; 0: none); `choose` takes `EXP2_FMA_BY_HEAD_DIM`
+    #: (`flash_attention`'s EXP2_FMA; 0: none); `choose` takes `EXP2_FMA_CAUSAL_BY_HEAD_DIM`
     EXP2_FMA: int = 0
 
     def consumer_registers(self) -> int:
@@ -262,7 +266,7 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     for stages in range(MAX_STAGES, 1, -1):
         config = AttentionConfig(
             bm, bn, stages, consumers, splits, pack, P_REGISTERS=True, OVERLAP=overlap, LPT=lpt,
-            EXP2_FMA=EXP2_FMA_BY_HEAD_DIM.get(width, 0) if splits == 1 else 0,
+            EXP2_FMA=EXP2_FMA_CAUSAL_BY_HEAD_DIM.get(width, 0) if problem.causal and splits == 1 and not pack else 0,
         )  # fmt: skip
         if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:
             return config
