@@ -75,6 +75,7 @@ def test_decode_sizes_take_64_row_tiles_that_verify_and_compile() -> None:
     wide = moe.choose(16, 4096, 14336, 8)  # 8 tokens: up to 8 experts x 16 tiles of 256 columns
     assert (wide["BM"], wide["BN"], wide["STAGES"], wide["CONSUMERS"]) == (64, 256, 4, 1)
     assert moe.choose(16, 14336, 4096, 8, "swiglu")["BN"] == 128  # Mixtral's wide experts
+    assert moe.choose(128, 2048, 7168, 256, "swiglu")["BN"] == 128  # DeepSeek-V3's
     assert moe.choose(64, 768, 2048, 128, "swiglu")["BN"] == 64  # Qwen3-30B-A3B's narrow ones
     assert moe.choose(512, 4096, 14336, 8)["BM"] == 128  # 64 rows per expert (256 tokens): the prefill tiles
     assert moe.choose(512, 4096, 14336, 8)["EPILOGUE"] == "tma" and "EPILOGUE" not in plain  # TMA stores at prefill

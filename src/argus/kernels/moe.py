@@ -105,16 +105,17 @@ DECODE_ROWS_PER_EXPERT = 32
 #: expert (Mixtral at 256 tokens) the 128-row tiles are faster, hence the threshold.
 DECODE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 128, 64, 8), "swiglu": (64, 64, 64, 8)}
 #: Wider decode tiles where the experts are wide enough to keep the SMs busy with them (session 45,
-#: `benchmarks/results/2026-12-03-moe-decode/`, call 2, each product alone, interleaved with ``torch._grouped_mm``):
-#: the SwiGLU up-projection on 64 x 128 tiles (5 stages) where each expert has at least `DECODE_WIDE_SWIGLU_COLUMNS`
-#: output columns (Mixtral's 14336: 69 -> 70 / 80 -> 89 / 87 -> 89 % of HBM at 1 / 16 / 64 tokens; Qwen3-30B-A3B's 768
-#: lost up to 6 points: 48 units at one token); the down-projection on 64 x 256 tiles where the touched experts'
-#: 256-column tiles are at least half a wave (`SMS // 2`; at most min(E, rows) experts are touched: Mixtral 82 -> 87 %
-#: at 16 and 64 tokens with 5 stages, 32 units at one token 47 -> 37 %, kept on 64 x 128). 4 stages, not the 5
-#: measured: with 5 the verifier does not pair the consumer's releases (`UNKNOWN_WARP_ROLES`), with 4 it proves
-#: the kernel (`tests/kernels/test_grouped.py`; call 3 times the 4).
+#: `benchmarks/results/2026-12-03-moe-decode/`, calls 2 and 3, each product alone, interleaved with
+#: ``torch._grouped_mm``): the SwiGLU up-projection on 64 x 128 tiles (5 stages) where each expert has at least
+#: `DECODE_WIDE_SWIGLU_COLUMNS` output columns (call 3, % of HBM at 1 / 16 / 64 tokens: Mixtral's I = 14336 68 ->
+#: 69 and 75 (the same configuration timed twice), 81 -> 89, 86 -> 89; DeepSeek-V3's 2048 71 -> 77, 92 -> 94, 94 ->
+#: 95; Qwen3-30B-A3B's 768 loses 0-4 points: 48 units at one token); the down-projection on 64 x 256 tiles (4
+#: stages) where the touched experts' 256-column tiles are at least half a wave (`SMS // 2`; at most min(E, rows)
+#: experts are touched; call 3: Mixtral 82 -> 88 % and 85 -> 87 % at 16 and 64 tokens, DeepSeek-V3 58 -> 62/64,
+#: 86 -> 92, 92 -> 94 %; Mixtral at one token has 32 such units, 49 -> 36 %, and keeps 64 x 128). 4 stages, not 5: with 5 (as fast in call 2) the verifier does not pair
+#: the consumer's releases of the plain kernel on one consumer (`UNKNOWN_WARP_ROLES`), with 4 it proves it.
 DECODE_WIDE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 256, 64, 4), "swiglu": (64, 128, 64, 5)}
-DECODE_WIDE_SWIGLU_COLUMNS = 4096
+DECODE_WIDE_SWIGLU_COLUMNS = 2048
 
 
 def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> dict[str, Any]:
