@@ -19,7 +19,7 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from moe_layer_bench import HBM_BYTES_PER_S, SHAPES, graphed, touched_experts  # noqa: E402
+from moe_layer_bench import HBM_BYTES_PER_S, SHAPES, graphed, layer_weights, touched_experts  # noqa: E402
 
 from argus.kernels import moe  # noqa: E402
 
@@ -66,9 +66,7 @@ def main() -> int:
         if label not in args.shapes:
             continue
         torch.manual_seed(0)
-        w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
-        w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
-        router = torch.randn(hidden, experts, device=dev) * hidden**-0.5
+        w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
         for tokens in args.tokens:
             x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
             bias = torch.zeros(tokens, experts, device=dev)

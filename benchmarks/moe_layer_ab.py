@@ -19,7 +19,7 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from grouped_sweep import interleaved  # noqa: E402
-from moe_layer_bench import SHAPES, graphed  # noqa: E402
+from moe_layer_bench import SHAPES, graphed, layer_weights  # noqa: E402
 
 from argus.kernels import moe  # noqa: E402
 
@@ -52,9 +52,7 @@ def main() -> int:
         label, tokens = case.split(":")
         hidden, inter, experts, top_k = shapes[label]
         torch.manual_seed(0)
-        w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
-        w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
-        router = torch.randn(hidden, experts, device=dev) * hidden**-0.5
+        w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
         x = torch.randn(int(tokens), hidden, device=dev).to(torch.bfloat16)
         launches = {}
         for topk in (True, False):

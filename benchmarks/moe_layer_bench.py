@@ -54,6 +54,15 @@ ROUTINGS = ("balanced", "zipf", "hot")
 HBM_BYTES_PER_S = 4.8e12  # H200
 
 
+def layer_weights(torch, hidden: int, inter: int, experts: int, dev):  # noqa: ANN001, ANN201
+    """(w1 (E, H, 2I), w2 (E, I, H), router (H, E)): the layer's weights, normal and scaled by 1/sqrt(fan-in), bf16
+    (the router f32), from the current seed."""
+    w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
+    w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
+    router = torch.randn(hidden, experts, device=dev) * hidden**-0.5
+    return w1, w2, router
+
+
 def touched_experts(x, router, bias, top_k: int) -> int:  # noqa: ANN001
     """How many experts the routing sends at least one token to (as `reference` routes)."""
     import torch
@@ -169,9 +178,7 @@ def main() -> int:
         if label not in args.shapes:
             continue
         torch.manual_seed(0)
-        w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
-        w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
-        router = torch.randn(hidden, experts, device=dev) * hidden**-0.5
+        w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
         for tokens in args.tokens:
             x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
             for kind in args.routings:
