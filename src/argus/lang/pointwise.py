@@ -38,7 +38,8 @@ def exp2(x: Fragment, fma_every: int = 0) -> Fragment:
     all of them) is evaluated by a polynomial on the FMA pipe instead of the special-function unit, whose ``ex2``
     issues at a sixteenth of the FMA rate and bounds a softmax over short rows (attention at head dim 64). The value
     is 2^x either way, within a few f32 ulp (`argus.backend.cuda.codegen.prelude.EXP2_POLY`; 0 for x <= -127,
-    as the special-function unit's subnormal results flush to 0); the interpreter and the verifier see 2^x."""
+    as the special-function unit's subnormal results flush to 0; +inf from x >= 127.5, the top half binade below
+    f32's overflow); the interpreter and the verifier see 2^x."""
     if not isinstance(fma_every, int) or isinstance(fma_every, bool) or fma_every < 0:
         raise DSLError(
             "DSL_BAD_PARAM",
