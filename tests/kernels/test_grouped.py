@@ -67,9 +67,9 @@ def test_one_consumer_and_64_row_tiles_agree() -> None:
 
 def test_decode_sizes_take_64_row_tiles_that_verify_and_compile() -> None:
     """`moe.choose` at decode sizes (at most DECODE_ROWS_PER_EXPERT rows per expert on average): one consumer over
-    64-row tiles, 8 stages, or the wider tiles of `DECODE_WIDE_CONFIGS` on 5 where the experts are wide enough; both
-    kernels at those parameters (and the library's 132 blocks, 256 experts) verify with every tile of C written once,
-    and compile without spills."""
+    64-row tiles, 8 stages, or the wider tiles of `DECODE_WIDE_CONFIGS` (4-5 stages) where the experts are wide
+    enough; both kernels at those parameters (and the library's 132 blocks, 256 experts) verify with every tile of C
+    written once, and compile without spills."""
     plain = moe.choose(2, 4096, 14336, 8)  # Mixtral's down-projection for one token (top 2): 2 experts' tiles
     assert (plain["BM"], plain["BN"], plain["STAGES"], plain["CONSUMERS"]) == (64, 128, 8, 1)
     wide = moe.choose(16, 4096, 14336, 8)  # 8 tokens: up to 8 experts x 16 tiles of 256 columns

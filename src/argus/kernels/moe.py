@@ -60,13 +60,20 @@ def tile_counts(offs: Any, block_m: int) -> Any:
         torch = None
     if torch is not None and isinstance(offs, torch.Tensor):
         ends = offs.to(torch.int64)
-        rows = torch.diff(ends, prepend=ends.new_zeros(1))
-        return torch.cumsum((rows + (block_m - 1)) // block_m, 0).to(torch.int32)
+        return tiles_of_counts(torch.diff(ends, prepend=ends.new_zeros(1)), block_m)
     import numpy as np
 
     ends = np.asarray(offs, dtype=np.int64)
     rows = np.diff(ends, prepend=0)
     return np.cumsum((rows + (block_m - 1)) // block_m).astype(np.int64)
+
+
+def tiles_of_counts(counts: Any, block_m: int) -> Any:
+    """`tile_counts` from each expert's row count (a torch tensor): ``cumsum(cdiv(counts, block_m))`` as int32, two
+    launches (what `Routing.tiles` makes from the routing's counts, without `offs`' differences)."""
+    import torch
+
+    return torch.cumsum(torch.div(counts + (block_m - 1), block_m, rounding_mode="floor"), 0, dtype=torch.int32)
 
 
 class GroupedError(ValueError):
@@ -427,12 +434,9 @@ class Routing:
         """The grouped kernels' cumulative row-tile counts for tiles of `block_m` rows (`tile_counts(offs,
         block_m)`), from `counts` in two launches where the routing has them (`tile_counts` from `offs` takes eight:
         at decode sizes each is a few microseconds of a step)."""
-        import torch
-
         if self.counts is None:
             return tile_counts(self.offs, block_m)
-        return torch.cumsum(torch.div(self.counts + (block_m - 1), block_m, rounding_mode="floor"), 0,
-                            dtype=torch.int32)  # fmt: skip
+        return tiles_of_counts(self.counts, block_m)
 
     def positions(self) -> Any:
         """(T * k,) int32: the routed row of each (token, choice), the inverse of `order` (one scatter on the
