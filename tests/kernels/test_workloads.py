@@ -15,6 +15,7 @@ from argus.kernels import attention_lineage as attention_lineage_module
 from argus.kernels import conv_lineage as conv_lineage_module
 from argus.kernels import gemm as gemm_module
 from argus.kernels import gemm_residual as gemm_residual_module
+from argus.kernels import grouped as grouped_module
 from argus.kernels.registry import KernelLookupError, canonical_name, library_kernel, load
 from argus.kernels.workloads import OLD_NAMES, PROBLEMS, WORKLOADS
 from argus.tasks import all_tasks, get_task, task_of_kernel
@@ -101,10 +102,12 @@ def test_the_ladders_are_in_registry_order() -> None:
     """Each lineage is one run of consecutive registry entries, in lineage order, and its kernels are defined in
     their module in the same order."""
     names = [e.name for e in all_kernels()]
-    assert lineages() == ("gemm", "gemm_residual", "conv", "attention")
+    assert lineages() == ("gemm", "gemm_residual", "grouped", "grouped_swiglu", "conv", "attention")
     families = (
         ("gemm", gemm_module),
         ("gemm_residual", gemm_residual_module),
+        ("grouped", grouped_module),
+        ("grouped_swiglu", grouped_module),
         ("conv", conv_lineage_module),
         ("attention", attention_lineage_module),
     )

@@ -65,9 +65,14 @@ def serialise(specs) -> list[dict]:
     ]
 
 
+#: Steps whose specs were first written as data, after the golden file (the grouped GEMM's units, session 46).
+WRITTEN_AS_DATA = ("grouped_units@1",)
+
+
 def test_the_specs_are_the_ones_the_skills_were_mined_with_before_they_became_data() -> None:
     before = json.loads(GOLDEN.read_text())
-    after = serialise(SPECS)
+    assert set(WRITTEN_AS_DATA) <= set(SPECS) and not set(WRITTEN_AS_DATA) & {s["step"] for s in before}
+    after = [s for s in serialise(SPECS) if s["step"] not in WRITTEN_AS_DATA]
     assert [s["step"] for s in after] == [s["step"] for s in before]
     for old, new in zip(before, after, strict=True):
         for key in old:

@@ -15,7 +15,7 @@ from argus.kb import get_entry
 from argus.kb.schema import POLICIES
 from argus.kernels.registry import lineage, lineages
 from argus.lineage.errors import LineageError
-from argus.lineage.mechanisms import MECHANISMS, RUNGS, STEPS, rung, step, step_name, vocabulary_table
+from argus.lineage.mechanisms import BASE_RUNGS, MECHANISMS, RUNGS, STEPS, rung, step, step_name, vocabulary_table
 from argus.lineage.operators import Operator, OutputCastOperator, edges, operators, structural_steps
 from argus.lineage.skills import SPECS
 
@@ -26,7 +26,8 @@ def test_every_rung_of_the_library_is_a_rung_of_the_vocabulary() -> None:
     used = {r.mechanism for family in lineages() for r in lineage(family)}
     assert used == set(RUNGS)
     for family in lineages():
-        assert lineage(family)[0].mechanism == "naive_fma" and RUNGS["naive_fma"].steps == ()
+        assert lineage(family)[0].mechanism in BASE_RUNGS  # a family starts at a rung adding no step
+    assert set(BASE_RUNGS) == {"naive_fma", "expert_grid"} and all(RUNGS[r].steps == () for r in BASE_RUNGS)
 
 
 def test_every_step_is_made_by_a_change_or_a_rung_and_removed_by_an_operator() -> None:
@@ -79,7 +80,7 @@ def test_the_entries_the_vocabulary_names_are_curated_and_agree_on_the_policy() 
             (change,) = [c for c in s.changes if c.kind == "policy" and c.name == entry.transform.policy]
             assert set(change.on) <= set(entry.transform.candidates), (s.name, change.on)
     for r in RUNGS.values():
-        assert (r.entry is None) == (r.id == "naive_fma") and (r.entry is None or get_entry(r.entry)), r.id
+        assert (r.entry is None) == (r.id in BASE_RUNGS) and (r.entry is None or get_entry(r.entry)), r.id
 
 
 def test_every_mechanism_requirement_and_marker_names_a_known_step() -> None:

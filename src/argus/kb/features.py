@@ -22,6 +22,7 @@ from typing import Any
 
 from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS, WARPGROUP_SIZE
 from argus.atoms.swizzle import swizzle_width
+from argus.ir.expr import Expr, elements, free_vars
 from argus.ir.nodes import (
     Alloc,
     AsyncWait,
@@ -126,6 +127,12 @@ _SPECS: tuple[FeatureSpec, ...] = (
     FeatureSpec("grid.persistent", "bool", "a persistent grid: fewer blocks than tiles, each block walks tiles"),
     FeatureSpec("grid.tile_order", "str", "order in which tiles are visited: none, row_major, column_major, grouped"),
     FeatureSpec("grid.blocks", "int", "blocks of a persistent grid (0 when the grid is not persistent)"),
+    FeatureSpec(
+        "grid.work_search",
+        "bool",
+        "a block finds its work in device-side metadata: a tensor element is read at an index read from the device "
+        "(the grouped GEMM's search of its units' experts in the cumulative tile counts)",
+    ),
     # --- policies --------------------------------------------------------------------------------
     FeatureSpec("policies.declared", "set", "policies the kernel declares as parameters (a planner can change)"),
     FeatureSpec("policies.present", "set", "policies with a value in the trace (declared or read off the IR)"),
@@ -281,12 +288,30 @@ def _is_padded(buffer: Any) -> bool:
     return layout.cosize() > math.prod(buffer.static_shape)
 
 
+def _work_search(body: tuple[Stmt, ...]) -> bool:
+    """Whether a `T.let` binding reads a tensor element at an index that depends on an element read before it (a
+    search in device-side metadata: `grid.work_search`)."""
+    bound: set[Any] = set()  # the bindings whose value depends on an element read
+    for s, _ in walk_with_loops(body):
+        if not isinstance(s, Let) or not isinstance(s.value, Expr):
+            continue
+        reads = elements(s.value)
+        for e in reads:
+            for i in e.index:
+                if isinstance(i, Expr) and (elements(i) or free_vars(i) & bound):
+                    return True
+        if reads or free_vars(s.value) & bound:
+            bound.add(s.var)
+    return False
+
+
 def ir_features(kernel: Kernel) -> dict[str, Any]:
     """The features the IR alone determines (of the program with its `T.let` bindings inlined, as the verifier
     reads it: a binding's body holds statements like any other)."""
     from argus.ir.rewrite import inline_lets
     from argus.verify.checks.budget import shared_bytes
 
+    work_search = _work_search(kernel.body)
     kernel = inline_lets(kernel)
     stmts = list(walk_with_loops(kernel.body))
     tensors_read: set[str] = set()
@@ -466,6 +491,7 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
         "grid.persistent": bool(pol.persistent),
         "grid.tile_order": pol.tile_order.value if pol.tile_order is not None else "none",
         "grid.blocks": int(kernel.grid[0]) if pol.persistent and isinstance(kernel.grid[0], int) else 0,
+        "grid.work_search": work_search,
         "policies.present": frozenset(present),
     }
     if pol.stages is not None:

@@ -11,6 +11,9 @@ before ``offs[g]`` are stored (a bounded window). A's box is loaded at any row (
 coordinates); the rows past the expert's end belong to the next expert or lie past A's end (zeros) and are
 computed and not stored.
 
+`grouped_gemm_expert_grid` and `grouped_gemm_units` are the lineage's lower rungs (docs/moe.md, "The lineage"): the
+same body (`grouped_product`) on a grid of every expert's largest tile count, and on one block per unit.
+
 ``tiles`` (E,) holds ``sum over h <= g of cdiv(offs[h] - offs[h-1], BM)``: `argus.kernels.moe.tile_counts` computes
 it from ``offs`` on the device (three elementwise torch operations, no synchronization) or on numpy arrays for the
 interpreter. `argus.kernels.moe` is the library call (`grouped_mm`), its configuration and its launch.
@@ -59,23 +62,26 @@ def each_unit(
     group: int,
     bm: int,
     body: Any,
+    order: str = "grouped",
 ) -> None:
     """`body(expert, first row, row end, column tile)` for the unit of iteration `it` of block `bx`, when there is
     one: unit ``bx + it * blocks`` of all experts' units (row tile ``u // tiles_n`` of all experts' row tiles). An
-    expert's units are contiguous; they are walked `group` row tiles at a time, column by column, so that
-    consecutive units share B[g]'s column panels in L2 (row-tile order streamed all of B[g] from memory once per
-    row tile)."""
+    expert's units are contiguous; `order` "grouped" walks them `group` row tiles at a time, column by column, so
+    that consecutive units share B[g]'s column panels in L2 (row-tile order, "row_major", streamed all of B[g] from
+    memory once per row tile)."""
     u = bx + it * blocks
     with T.let(tiles[experts - 1] * tiles_n, "units") as units, T.if_(u < units), T.let(u // tiles_n, "t") as t:
-        place = lambda g: place_unit(u, g, offs, tiles, tiles_n, group, bm, body)  # noqa: E731
+        place = lambda g: place_unit(u, g, offs, tiles, tiles_n, group, bm, body, order)  # noqa: E731
         expert_search(tiles, experts, t, 0, search - 1, place)
 
 
 @T.macro
-def place_unit(u: Any, g: Any, offs: Any, tiles: Any, tiles_n: Any, group: int, bm: int, body: Any) -> None:
+def place_unit(
+    u: Any, g: Any, offs: Any, tiles: Any, tiles_n: Any, group: int, bm: int, body: Any, order: str = "grouped"
+) -> None:
     with T.let(T.where(g > 0, tiles[T.maximum(g - 1, 0)], 0), "first") as first:
         start = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)
-        local_m, bn = T.tile_order(u - first * tiles_n, (tiles[g] - first, tiles_n), "grouped", group)
+        local_m, bn = T.tile_order(u - first * tiles_n, (tiles[g] - first, tiles_n), order, group)
         with T.let(start + local_m * bm, "row0") as row0, T.let(offs[g], "row_end") as end:
             with T.let(bn, "bn") as col:
                 body(g, row0, end, col)
@@ -130,37 +136,70 @@ def store_staging(C: Any, bm: int, epilogue: str) -> Any:  # noqa: N803
     return T.alloc_shared((2, bm, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
 
 
-@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
-def grouped_gemm_persistent(
-    A: T.Tensor[("R", "K"), "IN"],
-    B: T.Tensor[("E", "K", "N"), "IN"],
-    offs: T.Tensor[("E",), T.i32],
-    tiles: T.Tensor[("E",), T.i32],
-    C: T.Tensor[("R", "N"), "OUT"],
-    BM: int = 128,
-    BN: int = 128,
-    BK: int = 64,
-    STAGES: int = 4,
-    OUT: str = "bf16",
-    IN: str = "bf16",
-    PRODUCER_REGS: int = 40,
-    CONSUMER_REGS: int = 232,
-    BLOCKS: int = SMS,
-    CONSUMERS: int = 2,
-    SEARCH: int = 8,
-    GROUP: int = 8,
-    EPILOGUE: str = "direct",
-):
-    """C = the grouped product (module docstring): rows ``offs[g-1] .. offs[g]`` of A (R, K) times expert g's B[g]
-    (K, N, row-major as ``torch._grouped_mm`` takes it), into the same rows of C (R, N), for E <= 2**SEARCH experts.
-    BLOCKS persistent blocks, each a TMA producer warpgroup and CONSUMERS wgmma consumer warpgroups, walk the units
-    (every expert's output tiles, each expert's GROUP row tiles at a time) with STAGES stages in flight. Assumes K
-    and N multiples of 8 (TMA row strides of 16 bytes), ``offs`` nondecreasing with ``offs[E-1] <= R`` and
-    ``tiles = tile_counts(offs, BM)``; rows of A past ``offs[E-1]`` are not computed. EPILOGUE ``"direct"`` stores
-    every tile from registers through the window bounded at the expert's end; ``"tma"`` stores a tile whose BM rows
-    all belong to its expert through shared-memory staging and TMA stores (the dense GEMM's rung 9: the stores drain
-    while the consumers start the next tile), and the expert's last, partial tile as ``"direct"`` does (a TMA box
-    is masked at the tensor's end only, not at an expert's)."""
+#: The grouped product's schedules, one per rung of the lineage (docs/moe.md, "The lineage"): ``"expert_grid"`` a block
+#: per (expert, row tile, column tile) with the row tiles bounded by cdiv(R, BM), as a loop of every expert's dense GEMM
+#: launched at the largest size would be (a block past its expert's rows exits); ``"units"`` a block per unit of all
+#: experts' row tiles numbered together, its expert searched in the device-side cumulative tile counts; ``"persistent"``
+#: BLOCKS blocks walking those units.
+SCHEDULES = ("expert_grid", "units", "persistent")
+
+
+@T.macro
+def expert_grid_unit(bx: Any, by: Any, g: Any, offs: Any, bm: int, body: Any) -> None:
+    """`body(expert, first row, row end, column tile)` for block (`bx`, `by`, `g`) of the per-expert grid: row tile
+    `bx` of expert `g`, column tile `by`, when the expert has that many rows."""
+    begin = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)  # the expert's first row
+    with T.let(begin + bx * bm, "row0") as row0, T.let(offs[g], "expert_end") as end, T.if_(row0 < end):
+        body(g, row0, end, by)
+
+
+def schedule_grid(schedule: str, p: dict[str, Any], rows: Any, experts: Any, tiles_n: Any, most_units: Any) -> tuple:
+    """The grid of `schedule` (`SCHEDULES`): BLOCKS blocks, one block per unit of the units' bound `most_units`, or
+    (row tile, column tile, expert) with the row tiles bounded by cdiv(rows, BM)."""
+    if schedule == "persistent":
+        return (p["BLOCKS"],)
+    if schedule == "units":
+        return (most_units,)
+    return (T.cdiv(rows, p["BM"]), tiles_n, experts)
+
+
+def each_scheduled_unit(
+    schedule: str,
+    coords: Any,
+    p: dict[str, Any],
+    offs: Any,
+    tiles: Any,
+    experts: Any,
+    tiles_n: Any,
+    most_units: Any,
+    body: Any,
+) -> None:
+    """`body(expert, first row, row end, column tile, it)` for every unit the block at `coords` computes under
+    `schedule`: its one tile of the per-expert grid, its one unit, or (persistent) unit ``bx + it * BLOCKS`` for
+    each iteration `it`; the pipeline's stage and phase run on across `it`."""
+    if schedule == "expert_grid":
+        expert_grid_unit(coords[0], coords[1], coords[2], offs, p["BM"], lambda g, r, e, n: body(g, r, e, n, 0))
+        return
+    blocks = p["BLOCKS"] if schedule == "persistent" else 0  # one unit a block: unit bx
+
+    order = p.get("ORDER", "grouped")
+
+    def one(it: Any) -> None:
+        place = lambda g, r, e, n: body(g, r, e, n, it)  # noqa: E731
+        each_unit(it, coords[0], blocks, offs, tiles, experts, tiles_n, p["SEARCH"], p["GROUP"], p["BM"], place, order)
+
+    if schedule != "persistent":
+        one(0)
+        return
+    for it in T.serial(T.cdiv(most_units, blocks)):
+        one(it)
+
+
+def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, Any], schedule: str) -> None:  # noqa: N803
+    """The grouped product's body (the module docstring) on `schedule` (`SCHEDULES`): a TMA producer warpgroup and
+    CONSUMERS wgmma consumer warpgroups per block, STAGES stages in flight; `p` the kernel's parameters."""
+    BM, BN, BK, STAGES, CONSUMERS = p["BM"], p["BN"], p["BK"], p["STAGES"], p["CONSUMERS"]  # noqa: N806
+    SEARCH, EPILOGUE, ORDER = p["SEARCH"], p["EPILOGUE"], p["ORDER"]  # noqa: N806
     R, K = A.shape  # noqa: N806 - the kernel's shape symbols
     E, _, N = B.shape  # noqa: N806
     if CONSUMERS not in (1, 2) or SEARCH < 1 or EPILOGUE not in ("direct", "tma"):
@@ -168,20 +207,25 @@ def grouped_gemm_persistent(
             "DSL_BAD_PARAM",
             f"CONSUMERS is 1 or 2, SEARCH >= 1, EPILOGUE 'direct' or 'tma'; got {CONSUMERS}, {SEARCH}, {EPILOGUE!r}",
         )
+    if ORDER not in ("grouped", "row_major"):
+        raise DSLError("DSL_BAD_PARAM", f"ORDER is 'grouped' or 'row_major' (each expert's units), got {ORDER!r}")
     T.assume(operand_assumption("K", "N"))
-    T.assume(f"E <= {1 << SEARCH}")
+    if schedule != "expert_grid":
+        T.assume(f"E <= {1 << SEARCH}")
     assume_routing(offs, tiles, R, E, BM)
-    with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
-        sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major
-        sB = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # (stages, BK, BN) in 64-column panels
+    tiles_n = T.cdiv(N, BN)
+    # at least the units there are: sum over g of cdiv(rows_g, BM) <= cdiv(R, BM) + E
+    most_units = (T.cdiv(R, BM) + E) * tiles_n
+    with T.grid(
+        *schedule_grid(schedule, p, R, E, tiles_n, most_units), threads=WARPGROUP_SIZE * (1 + CONSUMERS)
+    ) as coords:
+        sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major  # noqa: N806
+        sB = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # (stages, BK, BN) in 64-column panels  # noqa: N806
         # the TMA stores' two staging buffers (EPILOGUE "tma")
-        sC = store_staging(C, BM, EPILOGUE)
+        sC = store_staging(C, BM, EPILOGUE)  # noqa: N806
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-        tiles_n = T.cdiv(N, BN)
         k_tiles = T.cdiv(K, BK)
-        # at least the units there are: sum over g of cdiv(rows_g, BM) <= cdiv(R, BM) + E
-        most_units = (T.cdiv(R, BM) + E) * tiles_n
         stage_bytes = (BM + BN) * BK * 2
         consumers = tuple(range(1, 1 + CONSUMERS))
 
@@ -203,16 +247,112 @@ def grouped_gemm_persistent(
                 T.mbarrier_arrive(empty[s])
             store_expert_tile(acc, C, row0, end, bn, BM, BN, EPILOGUE, sC)
 
-        def units(it: Any, body: Any) -> None:
-            each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
+        def each(body: Any) -> None:
+            each_scheduled_unit(schedule, coords, p, offs, tiles, E, tiles_n, most_units, body)
 
-        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-            for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                units(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
-        with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
+        with T.role("producer", warpgroups=(0,), registers=p["PRODUCER_REGS"]):
+            each(produce)
+        with T.role("consumer", warpgroups=consumers, registers=p["CONSUMER_REGS"]):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
-            for it in T.serial(T.cdiv(most_units, BLOCKS)):
-                units(it, lambda g, row0, end, bn, it=it: consume(acc, g, row0, end, bn, it))
+            each(lambda g, row0, end, bn, it: consume(acc, g, row0, end, bn, it))
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def grouped_gemm_expert_grid(
+    A: T.Tensor[("R", "K"), "IN"],
+    B: T.Tensor[("E", "K", "N"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    CONSUMERS: int = 2,
+    EPILOGUE: str = "direct",
+):
+    """The grouped product (module docstring) as a loop of every expert's dense GEMM would launch it, in one grid:
+    block (m, n, g) computes row tile m, column tile n of expert g (the warp-specialized GEMM's tile: a TMA producer
+    warpgroup, CONSUMERS wgmma consumer warpgroups, STAGES stages), m up to cdiv(R, BM), the most row tiles one
+    expert can have; a block past its expert's rows exits. The lineage's first rung (docs/moe.md, "The lineage"):
+    ``tiles`` is not read."""
+    p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": 1, "EPILOGUE": EPILOGUE}
+    p.update({"ORDER": "row_major", "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS})
+    grouped_product(A, B, offs, tiles, C, p, "expert_grid")
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def grouped_gemm_units(
+    A: T.Tensor[("R", "K"), "IN"],
+    B: T.Tensor[("E", "K", "N"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    CONSUMERS: int = 2,
+    SEARCH: int = 8,
+    EPILOGUE: str = "direct",
+):
+    """`grouped_gemm_expert_grid` with the units of all experts' row tiles numbered together: block u computes unit
+    u (row tile ``u // tiles_n`` of all experts', column tile ``u % tiles_n``), its expert found by the binary search
+    of ``tiles`` (SEARCH steps, E <= 2**SEARCH); the grid is the units' bound, ``(cdiv(R, BM) + E) * tiles_n``, so
+    that at most E * tiles_n blocks find no unit, where the per-expert grid had (E - 1) * cdiv(R, BM) * tiles_n."""
+    p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH, "GROUP": 1}
+    p.update(
+        {"EPILOGUE": EPILOGUE, "ORDER": "row_major", "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
+    )
+    grouped_product(A, B, offs, tiles, C, p, "units")
+
+
+@argus.kernel(
+    policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
+)
+def grouped_gemm_persistent(
+    A: T.Tensor[("R", "K"), "IN"],
+    B: T.Tensor[("E", "K", "N"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = SMS,
+    CONSUMERS: int = 2,
+    SEARCH: int = 8,
+    GROUP: int = 8,
+    EPILOGUE: str = "direct",
+    ORDER: str = "grouped",
+):
+    """C = the grouped product (module docstring): rows ``offs[g-1] .. offs[g]`` of A (R, K) times expert g's B[g]
+    (K, N, row-major as ``torch._grouped_mm`` takes it), into the same rows of C (R, N), for E <= 2**SEARCH experts.
+    BLOCKS persistent blocks, each a TMA producer warpgroup and CONSUMERS wgmma consumer warpgroups, walk the units
+    (every expert's output tiles; ORDER "grouped": each expert's GROUP row tiles at a time, "row_major": row tile by
+    row tile) with STAGES stages in flight. Assumes K and N multiples of 8 (TMA row strides of 16 bytes), ``offs``
+    nondecreasing with ``offs[E-1] <= R`` and ``tiles = tile_counts(offs, BM)``; rows of A past ``offs[E-1]`` are not
+    computed. EPILOGUE ``"direct"`` stores every tile from registers through the window bounded at the expert's end;
+    ``"tma"`` stores a tile whose BM rows all belong to its expert through shared-memory staging and TMA stores (the
+    dense GEMM's rung 9: the stores drain while the consumers start the next tile), and the expert's last, partial
+    tile as ``"direct"`` does (a TMA box is masked at the tensor's end only, not at an expert's)."""
+    p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH, "GROUP": GROUP}
+    p.update({"EPILOGUE": EPILOGUE, "ORDER": ORDER, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS})
+    p["BLOCKS"] = BLOCKS
+    grouped_product(A, B, offs, tiles, C, p, "persistent")
 
 
 #: The gate activations of the gated up-projection (`grouped_gemm_swiglu`'s ACT): SwiGLU's SiLU, GeGLU's exact GELU and
@@ -240,11 +380,12 @@ def gated_up_projection(
     scale: Any,
     C: Any,  # noqa: N803
     p: dict[str, Any],
+    schedule: str = "persistent",
 ) -> None:
-    """The body of the gated up-projections (`grouped_gemm_swiglu`, `grouped_gemm_swiglu_gathered`): the schedule,
-    the gate and up boxes, the two accumulators and the epilogue, with A's rows loaded by ``load_rows(stage, k, row0,
-    bar)`` and their invariant asserted by ``assert_rows(stage, k, row0)``; `rows` is the routed rows' count R (the
-    units' bound), `p` the kernel's parameters."""
+    """The body of the gated up-projections (`grouped_gemm_swiglu`, `grouped_gemm_swiglu_gathered` and the SwiGLU
+    lineage's lower rungs): the schedule (`SCHEDULES`), the gate and up boxes, the two accumulators and the epilogue,
+    with A's rows loaded by ``load_rows(stage, k, row0, bar)`` and their invariant asserted by ``assert_rows(stage, k,
+    row0)``; `rows` is the routed rows' count R (the units' bound), `p` the kernel's parameters."""
     BM, BN, BK, STAGES = p["BM"], p["BN"], p["BK"], p["STAGES"]  # noqa: N806
     CONSUMERS, SEARCH, ACT, EPILOGUE = p["CONSUMERS"], p["SEARCH"], p["ACT"], p["EPILOGUE"]  # noqa: N806
     E, _, N2 = B.shape  # noqa: N806 - the kernel's shape symbols
@@ -258,12 +399,18 @@ def gated_up_projection(
         )
     if ACT not in GLU_ACTIVATIONS:
         raise DSLError("DSL_BAD_PARAM", f"ACT={ACT!r}: the gate's activation is one of {', '.join(GLU_ACTIVATIONS)}")
+    if p.get("ORDER", "grouped") not in ("grouped", "row_major"):
+        raise DSLError("DSL_BAD_PARAM", f"ORDER is 'grouped' or 'row_major' (each expert's units), got {p['ORDER']!r}")
     T.assume(operand_assumption("K", "N"))
     T.assume("N2 == 2 * N")
-    T.assume(f"E <= {1 << SEARCH}")
+    if schedule != "expert_grid":
+        T.assume(f"E <= {1 << SEARCH}")
     assume_routing(offs, tiles, rows, E, BM)
     K = B.shape[1]  # noqa: N806
-    with T.grid(p["BLOCKS"], threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
+    tiles_n = T.cdiv(N, BN)
+    most_units = (T.cdiv(rows, BM) + E) * tiles_n
+    grid = schedule_grid(schedule, p, rows, E, tiles_n, most_units)
+    with T.grid(*grid, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as coords:
         sA = alloc_operand_stages("K", STAGES, BM, BK, B.dtype)  # (stages, BM, BK), K-major  # noqa: N806
         sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels  # noqa: N806
         sU = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # up columns, N further on  # noqa: N806
@@ -271,9 +418,7 @@ def gated_up_projection(
         sC = store_staging(C, BM, EPILOGUE)  # noqa: N806
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-        tiles_n = T.cdiv(N, BN)
         k_tiles = T.cdiv(K, BK)
-        most_units = (T.cdiv(rows, BM) + E) * tiles_n
         stage_bytes = (BM + 2 * BN) * BK * 2
         consumers = tuple(range(1, 1 + CONSUMERS))
 
@@ -301,21 +446,93 @@ def gated_up_projection(
             out = glu_gate(gate, ACT) * up * weight[:, None]
             store_expert_tile(out, C, row0, end, bn, BM, BN, EPILOGUE, sC)
 
-        def units(it: Any, body: Any) -> None:
-            each_unit(it, bx, p["BLOCKS"], offs, tiles, E, tiles_n, SEARCH, p["GROUP"], BM, body)
+        def each(body: Any) -> None:
+            each_scheduled_unit(schedule, coords, p, offs, tiles, E, tiles_n, most_units, body)
 
         with T.role("producer", warpgroups=(0,), registers=p["PRODUCER_REGS"]):
-            for it in T.serial(T.cdiv(most_units, p["BLOCKS"])):
-                units(it, lambda g, row0, end, bn, it=it: produce(g, row0, end, bn, it))
+            each(produce)
         with T.role("consumer", warpgroups=consumers, registers=p["CONSUMER_REGS"]):
             gate = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, B.dtype))
             up = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, B.dtype))
             weight = T.alloc_reduced(gate, axis=1)  # (BM,): each row's scale, held by the threads of its row
-            for it in T.serial(T.cdiv(most_units, p["BLOCKS"])):
-                units(it, lambda g, row0, end, bn, it=it: consume(gate, up, weight, g, row0, end, bn, it))
+            each(lambda g, row0, end, bn, it: consume(gate, up, weight, g, row0, end, bn, it))
+
+
+def swiglu_rows(A: Any, B: Any, offs: Any, tiles: Any, scale: Any, C: Any, p: dict[str, Any], schedule: str) -> None:  # noqa: N803
+    """`gated_up_projection` on rows of A itself (the routed rows already gathered): each stage's A box is the unit's
+    (BM, BK) window, asserted to hold the unit's rows at K-block k."""
+    R, _ = A.shape  # noqa: N806 - the kernel's shape symbols
+    BM, BK = p["BM"], p["BK"]  # noqa: N806
+
+    def load_rows(stage: Any, k: Any, row0: Any, bar: Any) -> None:
+        T.copy(A.window((row0, k * BK), (BM, BK)), stage, atom="tma", mbarrier=bar)
+
+    def assert_rows(stage: Any, k: Any, row0: Any) -> None:
+        T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), stage)
+
+    gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p, schedule)
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def grouped_gemm_swiglu_expert_grid(
+    A: T.Tensor[("R", "K"), "IN"],
+    B: T.Tensor[("E", "K", "N2"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    scale: T.Tensor[("R",), T.f32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    CONSUMERS: int = 2,
+    ACT: str = "silu",
+    EPILOGUE: str = "direct",
+):
+    """`grouped_gemm_swiglu` (below) on `grouped_gemm_expert_grid`'s schedule: block (m, n, g) computes row tile m,
+    column tile n of expert g, a block past its expert's rows exits; the SwiGLU lineage's first rung (docs/moe.md,
+    "The lineage"). ``tiles`` is not read."""
+    p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": 1, "GROUP": 1, "ACT": ACT}
+    p |= {"EPILOGUE": EPILOGUE, "ORDER": "row_major", "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
+    swiglu_rows(A, B, offs, tiles, scale, C, p, "expert_grid")
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
+def grouped_gemm_swiglu_units(
+    A: T.Tensor[("R", "K"), "IN"],
+    B: T.Tensor[("E", "K", "N2"), "IN"],
+    offs: T.Tensor[("E",), T.i32],
+    tiles: T.Tensor[("E",), T.i32],
+    scale: T.Tensor[("R",), T.f32],
+    C: T.Tensor[("R", "N"), "OUT"],
+    BM: int = 128,
+    BN: int = 128,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    CONSUMERS: int = 2,
+    SEARCH: int = 8,
+    ACT: str = "silu",
+    EPILOGUE: str = "direct",
+):
+    """`grouped_gemm_swiglu` (below) on `grouped_gemm_units`' schedule: one block per unit of all experts' row tiles,
+    its expert searched in ``tiles``."""
+    p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH, "GROUP": 1}
+    p |= {"ACT": ACT, "EPILOGUE": EPILOGUE, "ORDER": "row_major", "PRODUCER_REGS": PRODUCER_REGS}
+    p["CONSUMER_REGS"] = CONSUMER_REGS
+    swiglu_rows(A, B, offs, tiles, scale, C, p, "units")
+
+
+@argus.kernel(
+    policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
+)
 def grouped_gemm_swiglu(
     A: T.Tensor[("R", "K"), "IN"],
     B: T.Tensor[("E", "K", "N2"), "IN"],
@@ -337,6 +554,7 @@ def grouped_gemm_swiglu(
     GROUP: int = 8,
     ACT: str = "silu",
     EPILOGUE: str = "direct",
+    ORDER: str = "grouped",
 ):
     """The MoE up-projection with SwiGLU in its epilogue: ``C[r] = scale[r] * silu(A_g[r] @ B[g][:, :N]) * (A_g[r] @
     B[g][:, N:])`` for the rows r of each expert g (ACT "silu"; "gelu": GeGLU, ``gelu(g) * u`` with the exact, erf-based
@@ -350,18 +568,10 @@ def grouped_gemm_swiglu(
     `grouped_gemm_persistent` assumes of ``offs`` and ``tiles``; N need not be a multiple of BN (the up boxes start at
     column N + bn * BN: a TMA box starts at any element). EPILOGUE "tma" stores a tile whose rows all belong to its
     expert through TMA stores, as `grouped_gemm_persistent`'s does."""
-    R, _ = A.shape  # noqa: N806 - the kernel's shape symbols
-
-    def load_rows(stage: Any, k: Any, row0: Any, bar: Any) -> None:
-        T.copy(A.window((row0, k * BK), (BM, BK)), stage, atom="tma", mbarrier=bar)
-
-    def assert_rows(stage: Any, k: Any, row0: Any) -> None:
-        T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), stage)
-
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
     p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
-    p["EPILOGUE"] = EPILOGUE
-    gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)
+    p |= {"EPILOGUE": EPILOGUE, "ORDER": ORDER}
+    swiglu_rows(A, B, offs, tiles, scale, C, p, "persistent")
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
@@ -412,7 +622,7 @@ def grouped_gemm_swiglu_gathered(
 
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
     p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
-    p["EPILOGUE"] = EPILOGUE
+    p |= {"EPILOGUE": EPILOGUE, "ORDER": "grouped"}
     gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)
 
 

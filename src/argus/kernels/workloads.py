@@ -662,6 +662,15 @@ HOPPER_TILES = Shapes({"M": 256, "N": 128, "K": 256}, {"M": 200, "N": 72, "K": 1
 #: tiles, three of them partial, and 3 K-blocks, the last one partial. N is a multiple of 8 in both (the TMA-store
 #: epilogue needs C's rows 16-byte aligned, which the kernel assumes).
 PERSISTENT_TILES = Shapes({"M": 256, "N": 256, "K": 256}, {"M": 200, "N": 200, "K": 136})
+#: The grouped GEMM lineage's rungs: 2 row tiles (an expert straddling them, one empty) x 2 column tiles, 2 K-blocks;
+#: partial: every extent partial.
+GROUPED_TILES = Shapes({"R": 256, "E": 4, "K": 128, "N": 256}, {"R": 200, "E": 5, "K": 136, "N": 200})
+#: The SwiGLU lineage's rungs: 2 row tiles (an expert straddling them, one empty) x 1 column tile; partial: N not a
+#: multiple of the tile.
+GROUPED_SWIGLU_TILES = Shapes(
+    {"R": 256, "E": 4, "K": 128, "N": 128, "N2": 256}, {"R": 200, "E": 5, "K": 136, "N": 72, "N2": 144}
+)
+
 #: The convolution lineage's rungs: one row tile of 64 output columns by 64 output channels; partial: both partial.
 CONV_TILES = Shapes(_conv_sizes(1, 3, 64, 64), _conv_sizes(1, 3, 67, 72))
 #: The Hopper GEMMs with B given as (K, N): N fills whole 64-column panels of B (partial: one panel in part).
@@ -1002,6 +1011,39 @@ WORKLOADS: tuple[Workload, ...] = (
         Shapes({"BH": 2, "S": 128}, {"BH": 1, "S": 100}),
         tolerance=1e-2,  # P is rounded to bf16 before P @ V, as on the GPU
     ),
+    # -- the MoE grouped GEMM's lineage (docs/moe.md, "The lineage"): from every expert's dense GEMM in one grid to
+    # the persistent kernel, each rung adding one mechanism to the one before it
+    Workload(
+        "grouped_gemm_expert_grid",
+        "MoE grouped GEMM as a loop of every expert's dense GEMM launched at the largest size, in one grid: a "
+        "warp-specialized TMA/wgmma tile per (expert, row tile, column tile), blocks past their expert's rows exit",
+        GROUPED_GEMM,
+        grouped.grouped_gemm_expert_grid,
+        GROUPED_TILES,
+        tolerance=1e-2,  # bf16 output
+        params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4},
+        rung=Rung(
+            "grouped",
+            "expert_grid",
+            "every expert's dense GEMM (a warp-specialized TMA/wgmma tile) in one grid bounded by the largest expert",
+        ),
+    ),
+    Workload(
+        "grouped_gemm_units",
+        "MoE grouped GEMM: one block per unit of all experts' row tiles numbered together, each unit's expert found "
+        "from the device-side cumulative row-tile counts by a binary search",
+        GROUPED_GEMM,
+        grouped.grouped_gemm_units,
+        GROUPED_TILES,
+        tolerance=1e-2,  # bf16 output
+        params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4},
+        rung=Rung(
+            "grouped",
+            "grouped_units",
+            "the units of every expert's row tiles numbered together, the expert of each searched in the device-side "
+            "cumulative tile counts: no block without work",
+        ),
+    ),
     Workload(
         "grouped_gemm_persistent",
         "MoE grouped GEMM: every expert's tiles in one persistent launch (TMA producer, wgmma consumers), experts "
@@ -1009,11 +1051,63 @@ WORKLOADS: tuple[Workload, ...] = (
         "window",
         GROUPED_GEMM,
         grouped.grouped_gemm_persistent,
-        # 2 row tiles (an expert straddling them, one empty) x 2 column tiles, 2 K-blocks; partial: every extent
-        # partial
-        Shapes({"R": 256, "E": 4, "K": 128, "N": 256}, {"R": 200, "E": 5, "K": 136, "N": 200}),
+        GROUPED_TILES,
         tolerance=1e-2,  # bf16 output
         params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4, "BLOCKS": PERSISTENT_BLOCKS},
+        rung=Rung(
+            "grouped",
+            "persistent_grid",
+            "a persistent grid: BLOCKS blocks walk the units, each expert's GROUP row tiles at a time, the mbarrier "
+            "pipeline running on across each block's units",
+        ),
+    ),
+    Workload(
+        "grouped_gemm_tma_store",
+        "grouped_gemm_persistent with each tile whose rows are all its expert's stored through shared-memory staging "
+        "and TMA stores that drain while the consumers start the next unit (an expert's last tile through the "
+        "bounded window)",
+        GROUPED_GEMM,
+        grouped.grouped_gemm_persistent,
+        GROUPED_TILES,
+        tolerance=1e-2,  # bf16 output
+        params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4, "BLOCKS": PERSISTENT_BLOCKS, "EPILOGUE": "tma"},
+        rung=Rung(
+            "grouped",
+            "tma_store",
+            "full tiles through shared memory and TMA stores, which drain while the block's next unit starts",
+        ),
+    ),
+    # -- the SwiGLU up-projection's lineage: the grouped lineage's rungs with SwiGLU in the epilogue (a family the
+    # grouped GEMM's skills are admitted on, as gemm_residual is for the GEMM's)
+    Workload(
+        "grouped_gemm_swiglu_expert_grid",
+        "MoE up-projection with SwiGLU in the epilogue, every expert's tile in one grid bounded by the largest expert "
+        "(grouped_gemm_expert_grid's schedule): gate and up boxes per stage, two accumulators per consumer",
+        GROUPED_SWIGLU,
+        grouped.grouped_gemm_swiglu_expert_grid,
+        GROUPED_SWIGLU_TILES,
+        tolerance=1e-2,  # bf16 output
+        params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4},
+        rung=Rung(
+            "grouped_swiglu",
+            "expert_grid",
+            "every expert's gated up-projection tile in one grid bounded by the largest expert",
+        ),
+    ),
+    Workload(
+        "grouped_gemm_swiglu_units",
+        "MoE up-projection with SwiGLU in the epilogue, one block per unit of all experts' row tiles, each unit's "
+        "expert searched in the device-side cumulative row-tile counts",
+        GROUPED_SWIGLU,
+        grouped.grouped_gemm_swiglu_units,
+        GROUPED_SWIGLU_TILES,
+        tolerance=1e-2,  # bf16 output
+        params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4},
+        rung=Rung(
+            "grouped_swiglu",
+            "grouped_units",
+            "the units of every expert's row tiles numbered together, each unit's expert searched in the tile counts",
+        ),
     ),
     Workload(
         "grouped_gemm_swiglu",
@@ -1021,10 +1115,29 @@ WORKLOADS: tuple[Workload, ...] = (
         "two accumulators per consumer, silu(gate) * up stored from f32",
         GROUPED_SWIGLU,
         grouped.grouped_gemm_swiglu,
-        # 2 row tiles (an expert straddling them, one empty) x 1 column tile; partial: N not a multiple of the tile
-        Shapes({"R": 256, "E": 4, "K": 128, "N": 128, "N2": 256}, {"R": 200, "E": 5, "K": 136, "N": 72, "N2": 144}),
+        GROUPED_SWIGLU_TILES,
         tolerance=1e-2,  # bf16 output
         params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4, "BLOCKS": PERSISTENT_BLOCKS},
+        rung=Rung(
+            "grouped_swiglu",
+            "persistent_grid",
+            "a persistent grid walking the units, each expert's GROUP row tiles at a time",
+        ),
+    ),
+    Workload(
+        "grouped_gemm_swiglu_tma_store",
+        "grouped_gemm_swiglu with each tile whose rows are all its expert's stored through shared-memory staging and "
+        "TMA stores (an expert's last tile through the bounded window)",
+        GROUPED_SWIGLU,
+        grouped.grouped_gemm_swiglu,
+        GROUPED_SWIGLU_TILES,
+        tolerance=1e-2,  # bf16 output
+        params={"BM": GROUPED_TILE_ROWS, "BN": 128, "STAGES": 4, "BLOCKS": PERSISTENT_BLOCKS, "EPILOGUE": "tma"},
+        rung=Rung(
+            "grouped_swiglu",
+            "tma_store",
+            "full tiles through shared memory and TMA stores, which drain while the block's next unit starts",
+        ),
     ),
     # -- the convolution lineage (docs/conv.md, "The lineage"): the GEMM ladder's first rungs as implicit GEMMs over
     # a channels-last 3x3 convolution of 64 channels, each adding one mechanism to the one before it

@@ -17,7 +17,9 @@ names it from this module; `tests/lineage/test_vocabulary.py` checks that every 
 * `STEPS` — every mechanism at every level above 0 by its name, ``mechanism@level`` (``global_copy@2``: TMA loads):
   the unit a simplification removes and a mined skill adds.
 * `RUNGS` — the rungs of the library's lineages (`argus.kernels.registry.lineage`) by id: the steps each adds to
-  the rung before it (one or two; ``naive_fma`` adds none) and the step whose curated entry names a move to it.
+  the rung before it (one or two) and the step whose curated entry names a move to it. A family's first rung adds
+  none (`BASE_RUNGS`): ``naive_fma`` (a ladder from the naive kernel) or ``expert_grid`` (the grouped GEMM's, which
+  stands on the GEMM ladder: its first rung is already the warp-specialized tile, once per expert).
 
 `state(features)` gives every mechanism's level; `check` in `argus.lineage.operators` compares two states.
 """
@@ -211,6 +213,20 @@ MECHANISMS: dict[str, Mechanism] = {
             level=lambda f: int(bool(f["grid.persistent"])),
         ),
         Mechanism(
+            id="grouped_units",
+            title="one launch walks every group's tiles (MoE experts) from device-side tile counts",
+            levels=(
+                Level("a grid per group"),
+                Level(
+                    "units",
+                    meaning="every group's row tiles are numbered together from device-side cumulative tile counts, "
+                    "each unit's group found by a binary search: no block without work",
+                    entry="grouped-gemm-scheduling",
+                ),
+            ),
+            level=lambda f: int(bool(f["grid.work_search"])),
+        ),
+        Mechanism(
             id="pipeline",
             title="multi-stage software pipeline",
             levels=(
@@ -361,6 +377,9 @@ RUNGS: dict[str, Rung] = {
     r.id: r
     for r in (
         Rung("naive_fma", ()),
+        # the grouped GEMM's first rung: every group's dense GEMM (the GEMM ladder's warp-specialized tile) in one grid
+        Rung("expert_grid", ()),
+        Rung("grouped_units", ("grouped_units@1",), named_by="grouped_units@1"),
         Rung("smem_tiling", ("smem_tiling@1",), named_by="smem_tiling@1"),
         Rung("mma_sync", ("mma@1",), named_by="mma@1"),
         Rung("cp_async_pipeline", ("global_copy@1", "pipeline@1"), named_by="global_copy@1"),
@@ -371,6 +390,9 @@ RUNGS: dict[str, Rung] = {
         Rung("tma_store", ("epilogue@1",), named_by="epilogue@1"),
     )
 }
+
+#: The rungs a family's lineage starts at: they add no step (a rung's steps are what it adds to the rung before it).
+BASE_RUNGS = tuple(r.id for r in RUNGS.values() if not r.steps)
 
 #: Every step, by name, in `MECHANISMS` order (built on top first, foundations last).
 STEPS: dict[str, MechanismStep] = {

@@ -360,9 +360,9 @@ def _structural(operator_id: str, name: str, description: str) -> PredecessorOpe
 def operators() -> tuple[Operator, ...]:
     """Every operator, in the order the walk tries them: the output cast (no rung adds it), then the lineage's
     mechanisms from its last rung down (the TMA-store epilogue, the persistent grid's tile order and grid, the
-    register split and warp roles, ...), so that the walk from the persistent expert peels the rungs in reverse.
-    Each removes one step of the vocabulary (`argus.lineage.mechanisms`), and a policy or parameter operator sets
-    the value the vocabulary says removes it."""
+    grouped GEMM's units, the register split and warp roles, ...), so that the walk from the persistent expert
+    peels the rungs in reverse. Each removes one step of the vocabulary (`argus.lineage.mechanisms`), and a policy
+    or parameter operator sets the value the vocabulary says removes it."""
     return (
         OutputCastOperator("f32-output", "output_cast", 1, "param", "write the output in the accumulator's dtype"),
         _param(
@@ -372,6 +372,7 @@ def operators() -> tuple[Operator, ...]:
         ),
         _policy("default-tile-order", "tile_order@1", "tile order -> row major"),
         _structural("plain-grid", "persistent@1", "persistent grid -> one block per tile"),
+        _structural("grid-per-group", "grouped_units@1", "units over device-side tile counts -> a grid per group"),
         RegisterSplitOperator(
             "remove-register-split", "register_split", 1, "ir", "drop the setmaxnreg budgets of the warp roles"
         ),

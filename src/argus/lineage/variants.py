@@ -150,7 +150,15 @@ def _plain(v: Any) -> Any:
 
 
 def display_name(base: str, params: dict[str, Any], defaults: dict[str, Any], rewrites: list[str]) -> str:
-    """``base[P=V,...]{rewrite,...}``: the parameters that differ from the kernel's defaults, and the rewrites."""
+    """``base[P=V,...]{rewrite,...}``: the parameters that differ from what `base` names (a library kernel's own
+    parameters over the kernel's defaults: ``grouped_gemm_tma_store[EPILOGUE=direct]`` is that entry with the direct
+    store, not the entry itself), and the rewrites."""
+    from argus.kernels.registry import KernelLookupError, get_kernel
+
+    try:
+        defaults = {**defaults, **get_kernel(base).params}
+    except KernelLookupError:  # a bridge, a file kernel or a kernel's own name: its defaults
+        pass
     changed = [f"{k}={params[k]}" for k in sorted(params) if k in defaults and params[k] != defaults[k]]
     text = base + (f"[{','.join(changed)}]" if changed else "")
     return text + (f"{{{','.join(rewrites)}}}" if rewrites else "")
