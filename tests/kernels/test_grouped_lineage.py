@@ -117,8 +117,12 @@ def test_a_rung_refuses_a_tile_order_it_does_not_have() -> None:
             kernel.trace(ORDER="column_major")
 
 
-def test_klineage_walks_the_expert_back_to_the_per_expert_grid() -> None:
+def test_klineage_walks_the_expert_back_and_its_units_skill_is_admitted_on_the_swiglu_family() -> None:
+    """The walk peels the four rungs; the skill mined from the units step is replayed on the held-out SwiGLU family's
+    move (expert grid -> units) and admitted: both gates pass, the move adds exactly its mechanism, and it is faster
+    there too (on the CPU by the cost model's estimates, which the record says)."""
     from argus.lineage import walk
+    from argus.lineage.skills import admit, held_out_moves, mine_skills
 
     walked = walk("grouped_gemm_tma_store", max_steps=4)
     assert [s.operator["mechanism"] for s in walked.steps] == ["epilogue", "tile_order", "persistent", "grouped_units"]
@@ -127,3 +131,12 @@ def test_klineage_walks_the_expert_back_to_the_per_expert_grid() -> None:
         assert step.check["ok"] and len(step.check["removed"]) == 1 and not step.check["added"]
     assert [k["library"] for k in walked.kernels[-2:]] == ["grouped_gemm_units", "grouped_gemm_expert_grid"]
     assert walked.kernels[1]["name"] == "grouped_gemm_tma_store[EPILOGUE=direct]"
+    (skill,) = [k for k in mine_skills(walked) if k["id"].startswith("mined-grouped-units")]
+    moves = [m for m in held_out_moves(skill) if m["family"] == "grouped_swiglu"]
+    assert [(m["kernel"], m["kernel_after"], m["held_out"]) for m in moves] == [
+        ("grouped_gemm_swiglu_expert_grid", "grouped_gemm_swiglu_units", True)
+    ]
+    record = admit(skill, "grouped_gemm_swiglu_expert_grid")
+    assert record["admitted"], record["reason"]
+    assert record["mechanism_check"] == "grouped_units 0 -> 1: the move adds the skill's mechanism"
+    assert "not a measurement" in record["gate_before"] and not record["failed_preconditions"]
