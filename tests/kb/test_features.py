@@ -131,6 +131,10 @@ def test_problem_shape_facts() -> None:
     assert f["shape.waves"] == pytest.approx(1024 / 132)
     assert f["shape.wave_efficiency"] == pytest.approx(1024 / (8 * 132))
     assert kernel_features(get_kernel("gemm_warp_specialized"), shapes={"G": 8})["shape.groups"] == 8
+    # a grouped kernel's groups are the extent its offsets and its per-group operand share (E: experts)
+    grouped = {"R": 8192, "E": 8, "K": 4096, "N": 28672}
+    assert kernel_features(get_kernel("grouped_gemm_expert_grid"), shapes=grouped)["shape.groups"] == 8
+    assert "shape.groups" not in kernel_features(get_kernel("gemm_warp_specialized"), shapes={"M": 8, "N": 8, "E": 8})
 
 
 def test_hardware_facts() -> None:

@@ -603,13 +603,25 @@ def verify_features(findings: Any) -> dict[str, Any]:
     }
 
 
+def _group_extent(kernel: Kernel) -> str | None:
+    """The size symbol that counts a grouped kernel's groups: the extent of a 1-d integer tensor (the groups' offsets)
+    that is also the leading extent of a 3-d floating-point operand (one matrix per group: a MoE layer's experts,
+    ``B (E, K, N)`` beside ``offs (E,)``); None for any other kernel."""
+    vectors = {str(t.shape[0]) for t in kernel.tensors if len(t.shape) == 1 and t.dtype.name in ("i32", "i64")}
+    for t in kernel.tensors:
+        if len(t.shape) == 3 and t.dtype.name not in ("i32", "i64") and str(t.shape[0]) in vectors:
+            return str(t.shape[0])
+    return None
+
+
 def shape_features(kernel: Kernel, shapes: Mapping[str, int] | None, sms: int) -> dict[str, Any]:
     """Problem-size facts, when sizes are given: output tiles, waves (tiles per SM), K iterations."""
     if not shapes:
         return {}
     out: dict[str, Any] = {"shape.values": frozenset(f"{k}={v}" for k, v in shapes.items())}
-    if "G" in shapes:
-        out["shape.groups"] = int(shapes["G"])
+    groups = "G" if "G" in shapes else _group_extent(kernel)
+    if groups is not None and groups in shapes:
+        out["shape.groups"] = int(shapes[groups])
     tile = kernel.policies.tile_shape
     if tile is not None and len(tile) >= 2 and "M" in shapes and "N" in shapes:
         tiles = -(-shapes["M"] // tile[0]) * -(-shapes["N"] // tile[1])
