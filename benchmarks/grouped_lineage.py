@@ -1,8 +1,8 @@
 """The MoE grouped GEMM's lineages on a GPU (docs/moe.md, "The lineage"), without the CLI's dependencies:
 
-* ``--tasks``: every rung of the task's lineage through the gate at the task's benchmark sizes (the issue's three
-  up-projections), interleaved with its baselines (`torch._grouped_mm`, the eager per-expert loop): what ``argus
-  bench TASK --shapes ...`` runs (`argus.eval.bench.run_bench`);
+* ``--tasks``: every rung of the task's lineage (or the library kernels named) through the gate at the task's
+  benchmark sizes (the issue's three up-projections), interleaved with its baselines (`torch._grouped_mm`, the
+  eager per-expert loop): what ``argus bench TASK --shapes ...`` runs (`argus.eval.bench.run_bench`);
 * ``--walk N``: KLineage's walk of the grouped expert (`grouped_gemm_tma_store`), N steps, each gated and timed at
   the task's first benchmark size (what ``argus lineage walk`` runs), and the skills it mines;
 * ``--admit DIR``: each skill of DIR (a walk's, mined here or in an earlier run) replayed on the held-out SwiGLU
@@ -22,11 +22,15 @@ import sys
 
 
 def bench(out: pathlib.Path, task_name: str, rounds: int) -> None:
+    """`task_name`: a task (all its library kernels) or one library kernel (its task's sizes)."""
     from argus.eval.bench import run_bench
     from argus.eval.gate import GateOptions
-    from argus.tasks import get_task
+    from argus.tasks import TaskError, get_task, task_of_kernel
 
-    task = get_task(task_name)
+    try:
+        task = get_task(task_name)
+    except TaskError:  # a library kernel's name: its task
+        task = task_of_kernel(task_name)
     report = run_bench(
         task_name,
         shapes=[dict(s) for s in task.bench_sizes],
@@ -70,7 +74,7 @@ def admit_on_swiglu(out: pathlib.Path, directory: pathlib.Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=pathlib.Path)
-    parser.add_argument("--tasks", nargs="*", default=["grouped_gemm"], choices=["grouped_gemm", "grouped_swiglu"])
+    parser.add_argument("--tasks", nargs="*", default=["grouped_gemm"], help="tasks or library kernels to bench")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--walk", type=int, default=0, help="walk the expert this many steps (0: no walk)")
     parser.add_argument("--admit", type=pathlib.Path, help="admit the skills of this directory on the SwiGLU lineage")

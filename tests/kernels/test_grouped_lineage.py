@@ -94,7 +94,7 @@ def test_the_per_expert_grid_reads_its_expert_from_the_grid_and_the_units_search
     features = {r: kernel_features(get_kernel(r)) for r in rungs}
     assert [features[r]["grid.work_search"] for r in rungs] == [False, True, True, True]
     assert [features[r]["grid.persistent"] for r in rungs] == [False, False, True, True]
-    assert [features[r]["kernel.grid_dims"] for r in rungs] == [3, 1, 1, 1]  # (row tile, column tile, expert)
+    assert [features[r]["kernel.grid_dims"] for r in rungs] == [3, 1, 1, 1]  # (column tile, row tile, expert)
 
 
 @pytest.mark.parametrize("name", RUNGS[:2] + SWIGLU_RUNGS[:2])

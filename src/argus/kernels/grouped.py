@@ -145,22 +145,26 @@ SCHEDULES = ("expert_grid", "units", "persistent")
 
 
 @T.macro
-def expert_grid_unit(bx: Any, by: Any, g: Any, offs: Any, bm: int, body: Any) -> None:
-    """`body(expert, first row, row end, column tile)` for block (`bx`, `by`, `g`) of the per-expert grid: row tile
-    `bx` of expert `g`, column tile `by`, when the expert has that many rows."""
+def expert_grid_unit(bn: Any, bm: Any, g: Any, offs: Any, rows: int, body: Any) -> None:
+    """`body(expert, first row, row end, column tile)` for block (`bn`, `bm`, `g`) of the per-expert grid: row tile
+    `bm` of expert `g` (tiles of `rows` rows), column tile `bn`, when the expert has that many rows."""
     begin = T.where(g > 0, offs[T.maximum(g - 1, 0)], 0)  # the expert's first row
-    with T.let(begin + bx * bm, "row0") as row0, T.let(offs[g], "expert_end") as end, T.if_(row0 < end):
-        body(g, row0, end, by)
+    with T.let(begin + bm * rows, "row0") as row0, T.let(offs[g], "expert_end") as end, T.if_(row0 < end):
+        body(g, row0, end, bn)
 
 
 def schedule_grid(schedule: str, p: dict[str, Any], rows: Any, experts: Any, tiles_n: Any, most_units: Any) -> tuple:
     """The grid of `schedule` (`SCHEDULES`): BLOCKS blocks, one block per unit of the units' bound `most_units`, or
-    (row tile, column tile, expert) with the row tiles bounded by cdiv(rows, BM)."""
+    (column tile, row tile, expert) with the row tiles bounded by cdiv(rows, BM). The per-expert grid's blocks run
+    column tiles fastest, each expert's tiles in the row-major order the units take (and the persistent grid
+    without its grouped order), so that the lineage's steps differ by their mechanism, not by the order of the
+    tiles (on an H200 at Mixtral's shape the row-tiles-fastest grid ran 1.19x faster than the row-major units: B's
+    column panels reused in L2; benchmarks/results/2026-12-03-moe-lineage/, call 1)."""
     if schedule == "persistent":
         return (p["BLOCKS"],)
     if schedule == "units":
         return (most_units,)
-    return (T.cdiv(rows, p["BM"]), tiles_n, experts)
+    return (tiles_n, T.cdiv(rows, p["BM"]), experts)  # column tiles fastest: each expert's tiles row by row
 
 
 def each_scheduled_unit(
@@ -276,7 +280,7 @@ def grouped_gemm_expert_grid(
     EPILOGUE: str = "direct",
 ):
     """The grouped product (module docstring) as a loop of every expert's dense GEMM would launch it, in one grid:
-    block (m, n, g) computes row tile m, column tile n of expert g (the warp-specialized GEMM's tile: a TMA producer
+    block (n, m, g) computes row tile m, column tile n of expert g (the warp-specialized GEMM's tile: a TMA producer
     warpgroup, CONSUMERS wgmma consumer warpgroups, STAGES stages), m up to cdiv(R, BM), the most row tiles one
     expert can have; a block past its expert's rows exits. The lineage's first rung (docs/moe.md, "The lineage"):
     ``tiles`` is not read."""
@@ -493,7 +497,7 @@ def grouped_gemm_swiglu_expert_grid(
     ACT: str = "silu",
     EPILOGUE: str = "direct",
 ):
-    """`grouped_gemm_swiglu` (below) on `grouped_gemm_expert_grid`'s schedule: block (m, n, g) computes row tile m,
+    """`grouped_gemm_swiglu` (below) on `grouped_gemm_expert_grid`'s schedule: block (n, m, g) computes row tile m,
     column tile n of expert g, a block past its expert's rows exits; the SwiGLU lineage's first rung (docs/moe.md,
     "The lineage"). ``tiles`` is not read."""
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": 1, "GROUP": 1, "ACT": ACT}
