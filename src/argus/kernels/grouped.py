@@ -153,18 +153,31 @@ def expert_grid_unit(bn: Any, bm: Any, g: Any, offs: Any, rows: int, body: Any) 
         body(g, row0, end, bn)
 
 
-def schedule_grid(schedule: str, p: dict[str, Any], rows: Any, experts: Any, tiles_n: Any, most_units: Any) -> tuple:
-    """The grid of `schedule` (`SCHEDULES`): BLOCKS blocks, one block per unit of the units' bound `most_units`, or
-    (column tile, row tile, expert) with the row tiles bounded by cdiv(rows, BM). The per-expert grid's blocks run
-    column tiles fastest, each expert's tiles in the row-major order the units take (and the persistent grid
-    without its grouped order), so that the lineage's steps differ by their mechanism, not by the order of the
-    tiles (on an H200 at Mixtral's shape the row-tiles-fastest grid ran 1.19x faster than the row-major units: B's
-    column panels reused in L2; benchmarks/results/2026-12-03-moe-lineage/, call 1)."""
+def schedule_grid(schedule: str, p: dict[str, Any], offs: Any, tiles: Any, rows: Any, experts: Any, columns: Any):
+    """What both grouped bodies set up for `schedule` (`SCHEDULES`): the ORDER check, the routing assumptions (and
+    E <= 2**SEARCH where an expert is searched), and (tiles_n, most_units, grid): the column tiles of `columns`, the
+    units' bound ``(cdiv(rows, BM) + E) * tiles_n`` (at least the units there are: sum over g of cdiv(rows_g, BM) <=
+    cdiv(rows, BM) + E) and the grid — BLOCKS blocks, one block per unit of that bound, or (column tile, row tile,
+    expert) with the row tiles bounded by cdiv(rows, BM). The per-expert grid's blocks run column tiles fastest,
+    each expert's tiles in the row-major order the units take (and the persistent grid without its grouped order),
+    so that the lineage's steps differ by their mechanism, not by the order of the tiles (on an H200 at Mixtral's
+    shape the row-tiles-fastest grid ran 1.19x faster than the row-major units: B's column panels reused in L2;
+    benchmarks/results/2026-12-03-moe-lineage/, call 1)."""
+    order = p.get("ORDER", "grouped")
+    if order not in ("grouped", "row_major"):
+        raise DSLError("DSL_BAD_PARAM", f"ORDER is 'grouped' or 'row_major' (each expert's units), got {order!r}")
+    if schedule != "expert_grid":
+        T.assume(f"E <= {1 << p['SEARCH']}")
+    assume_routing(offs, tiles, rows, experts, p["BM"])
+    tiles_n = T.cdiv(columns, p["BN"])
+    most_units = (T.cdiv(rows, p["BM"]) + experts) * tiles_n
     if schedule == "persistent":
-        return (p["BLOCKS"],)
-    if schedule == "units":
-        return (most_units,)
-    return (tiles_n, T.cdiv(rows, p["BM"]), experts)  # column tiles fastest: each expert's tiles row by row
+        grid = (p["BLOCKS"],)
+    elif schedule == "units":
+        grid = (most_units,)
+    else:  # column tiles fastest: each expert's tiles row by row
+        grid = (tiles_n, T.cdiv(rows, p["BM"]), experts)
+    return tiles_n, most_units, grid
 
 
 def each_scheduled_unit(
@@ -203,7 +216,7 @@ def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, 
     """The grouped product's body (the module docstring) on `schedule` (`SCHEDULES`): a TMA producer warpgroup and
     CONSUMERS wgmma consumer warpgroups per block, STAGES stages in flight; `p` the kernel's parameters."""
     BM, BN, BK, STAGES, CONSUMERS = p["BM"], p["BN"], p["BK"], p["STAGES"], p["CONSUMERS"]  # noqa: N806
-    SEARCH, EPILOGUE, ORDER = p["SEARCH"], p["EPILOGUE"], p["ORDER"]  # noqa: N806
+    SEARCH, EPILOGUE = p["SEARCH"], p["EPILOGUE"]  # noqa: N806
     R, K = A.shape  # noqa: N806 - the kernel's shape symbols
     E, _, N = B.shape  # noqa: N806
     if CONSUMERS not in (1, 2) or SEARCH < 1 or EPILOGUE not in ("direct", "tma"):
@@ -211,18 +224,9 @@ def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, 
             "DSL_BAD_PARAM",
             f"CONSUMERS is 1 or 2, SEARCH >= 1, EPILOGUE 'direct' or 'tma'; got {CONSUMERS}, {SEARCH}, {EPILOGUE!r}",
         )
-    if ORDER not in ("grouped", "row_major"):
-        raise DSLError("DSL_BAD_PARAM", f"ORDER is 'grouped' or 'row_major' (each expert's units), got {ORDER!r}")
     T.assume(operand_assumption("K", "N"))
-    if schedule != "expert_grid":
-        T.assume(f"E <= {1 << SEARCH}")
-    assume_routing(offs, tiles, R, E, BM)
-    tiles_n = T.cdiv(N, BN)
-    # at least the units there are: sum over g of cdiv(rows_g, BM) <= cdiv(R, BM) + E
-    most_units = (T.cdiv(R, BM) + E) * tiles_n
-    with T.grid(
-        *schedule_grid(schedule, p, R, E, tiles_n, most_units), threads=WARPGROUP_SIZE * (1 + CONSUMERS)
-    ) as coords:
+    tiles_n, most_units, grid = schedule_grid(schedule, p, offs, tiles, R, E, N)
+    with T.grid(*grid, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as coords:
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major  # noqa: N806
         sB = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # (stages, BK, BN) in 64-column panels  # noqa: N806
         # the TMA stores' two staging buffers (EPILOGUE "tma")
@@ -403,17 +407,10 @@ def gated_up_projection(
         )
     if ACT not in GLU_ACTIVATIONS:
         raise DSLError("DSL_BAD_PARAM", f"ACT={ACT!r}: the gate's activation is one of {', '.join(GLU_ACTIVATIONS)}")
-    if p.get("ORDER", "grouped") not in ("grouped", "row_major"):
-        raise DSLError("DSL_BAD_PARAM", f"ORDER is 'grouped' or 'row_major' (each expert's units), got {p['ORDER']!r}")
     T.assume(operand_assumption("K", "N"))
     T.assume("N2 == 2 * N")
-    if schedule != "expert_grid":
-        T.assume(f"E <= {1 << SEARCH}")
-    assume_routing(offs, tiles, rows, E, BM)
     K = B.shape[1]  # noqa: N806
-    tiles_n = T.cdiv(N, BN)
-    most_units = (T.cdiv(rows, BM) + E) * tiles_n
-    grid = schedule_grid(schedule, p, rows, E, tiles_n, most_units)
+    tiles_n, most_units, grid = schedule_grid(schedule, p, offs, tiles, rows, E, N)
     with T.grid(*grid, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as coords:
         sA = alloc_operand_stages("K", STAGES, BM, BK, B.dtype)  # (stages, BM, BK), K-major  # noqa: N806
         sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels  # noqa: N806
