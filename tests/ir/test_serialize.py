@@ -640,6 +640,7 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "MbarrierArrive",
                 "MbarrierInit",
                 "MbarrierWait",
+                "PartialOutput",
                 "Policies",
                 "Reduce",
                 "ReduceOp",

@@ -626,6 +626,17 @@ class Policies:
 
 
 @dataclass(frozen=True, eq=False)
+class PartialOutput:
+    """``T.writes_part(C, why)``: the kernel writes only part of global tensor `tensor`, by design (a split tail's
+    whole-wave kernel leaves the tail's tiles to the kernels after it). The verifier does not check that every
+    element of it is written (*output coverage*, listed as not checked with `why`); every other check applies."""
+
+    tensor: Buffer
+    why: str
+    loc: SourceLoc | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class ValueAssumption:
     """A declaration about the *contents* of an integer global tensor the kernel reads as scalars (``offs[g]``):
     every element lies in ``lo .. hi`` (inclusive; None: unbounded on that side; expressions of the shape symbols),
@@ -683,6 +694,9 @@ class Kernel:
     blocks_per_sm: int = 1  # blocks meant to be resident on an SM together (launch bounds, budgets)
     # declared with T.assume_values: facts about the contents of tensors read as scalars (offsets, tile counts)
     value_assumptions: tuple[ValueAssumption, ...] = ()
+    # declared with T.writes_part: outputs the kernel writes only part of by design (another kernel of its plan
+    # writes the rest), each with the reason: the verifier's output coverage lists them as not checked
+    partial_outputs: tuple[PartialOutput, ...] = ()
 
     def tensor(self, name: str) -> Buffer:
         for t in self.tensors:

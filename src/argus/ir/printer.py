@@ -179,6 +179,8 @@ def format_kernel(k: Kernel) -> str:
         lines.append("  assume " + ", ".join(str(a) for a in k.assumptions))
     for va in k.value_assumptions:
         lines.append(f"  assume values {va.describe()}")
+    for part in k.partial_outputs:
+        lines.append(f"  writes part of {part.tensor.name}: {part.why}")
     blocks = ", ".join(str(v) for v in k.block_vars)
     resident = f", {k.blocks_per_sm} blocks per SM" if k.blocks_per_sm != 1 else ""  # launch bounds: in the fingerprint
     lines.append(f"  grid ({_dims(k.grid)}) as ({blocks}), threads {k.threads} as {k.thread_var}{resident}")

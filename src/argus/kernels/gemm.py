@@ -674,6 +674,8 @@ def persistent_gemm(
         raise DSLError(
             "DSL_BAD_PARAM", f"PART = {PART!r} (a split tail) excludes SPLITS > 1 and BATCH ({SPLITS}, {BATCH})"
         )
+    if PART == "whole":
+        T.writes_part(C, "the tiles of the whole waves: gemm_tail_reduce writes the split tail's tiles")
     if PART == "tail":  # M and N from the operands: the tail kernel stores only into W
         M = A.shape[-2] if A_MAJOR == "K" else A.shape[-1]  # noqa: N806 - the kernel's shape symbols
         N = B.shape[-2] if B_MAJOR == "K" else B.shape[-1]  # noqa: N806
@@ -995,6 +997,7 @@ def tail_reduce(
     rc = tail_reduce_rows(BM, BN)
     if BN % 4:
         raise DSLError("DSL_BAD_PARAM", f"a tail reduction takes BN a multiple of 4, not {BN}")
+    T.writes_part(C, "the split tail's tiles: gemm_warp_specialized_persistent(PART='whole') writes the whole waves'")
     tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
     tiles = tiles_m * tiles_n
     whole = tiles // BLOCKS * BLOCKS

@@ -10,7 +10,7 @@ The tracer is split by concern (`docs/dsl-ir.md` is the model, `docs/dsl-referen
 * `pointwise` — math on fragments and reductions;
 * `memory` — allocation, ``T.copy`` and ``T.fill``;
 * `sync` — barriers, fences, ``cp.async`` groups and mbarriers;
-* `control` — the grid, loops, branches, warp roles, ``T.assume`` and ``T.assume_values``;
+* `control` — the grid, loops, branches, warp roles, ``T.assume``, ``T.assume_values`` and ``T.writes_part``;
 * `mma` — ``T.gemm`` and the MMA atoms;
 * `call` — a kernel call: the device runners' registry (the CPU's is `argus.runtime.cpu`);
 * `tags` — tags and tag assertions; `errors` — `DSLError` and source locations; `fragments` — fragment layouts.
@@ -34,6 +34,7 @@ from argus.lang.control import (
     tile_order,
     unroll,
     warp_id,
+    writes_part,
 )
 from argus.lang.decorator import KernelFunction, kernel
 from argus.lang.errors import DSLError, macro
@@ -107,6 +108,7 @@ __all__ = [
     "assert_tag_eq",
     "assume",
     "assume_values",
+    "writes_part",
     "async_commit",
     "async_wait",
     "barrier",

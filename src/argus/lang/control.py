@@ -26,7 +26,7 @@ from argus.ir.expr import (
     maximum,
     minimum,
 )
-from argus.ir.nodes import For, If, Let, LoopKind, Role, Space, ValueAssumption
+from argus.ir.nodes import For, If, Let, LoopKind, PartialOutput, Role, Space, ValueAssumption
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.sync import check_turns
 from argus.lang.tiles import GlobalTensor, index_expr
@@ -415,6 +415,31 @@ def assume_values(tensor: Any, *, lo: Any = None, hi: Any = None, nondecreasing:
     st.value_assumptions.append(
         ValueAssumption(buffer, bound(lo, "lo"), bound(hi, "hi"), nondecreasing=nondecreasing, loc=loc)
     )
+
+
+def writes_part(tensor: Any, why: str) -> None:
+    """``T.writes_part(C, "the tail's tiles are the next kernel's")``: declare that the kernel writes only part of
+    the output `tensor`, by design — another kernel of the same plan writes the rest (a split tail's whole-wave
+    kernel and its tail reduction each write their own tiles of C). The verifier then does not check that every
+    element of `tensor` is written (*output coverage*): it lists the check as not checked, with `why`, in the
+    report (`argus verify`'s "not checked"). Every other check still applies, *output written once* included. The
+    code generator and the interpreter ignore it."""
+    st = CURRENT.get()
+    loc = caller_loc()
+    if st is None:
+        raise DSLError("DSL_OUTSIDE_KERNEL", "T.writes_part can only be used inside an @argus.kernel function", loc=loc)
+    if not isinstance(tensor, GlobalTensor) or tensor.buffer.space != Space.GLOBAL:
+        raise DSLError("DSL_ASSUME", f"T.writes_part takes a tensor parameter of the kernel, got {tensor!r}", loc=loc)
+    if not isinstance(why, str) or not why.strip():
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.writes_part({tensor.buffer.name}) needs the reason: which kernel writes the rest",
+            actual=repr(why),
+            loc=loc,
+        )
+    if any(p.tensor is tensor.buffer for p in st.partial_outputs):
+        raise DSLError("DSL_ASSUME", f"T.writes_part({tensor.buffer.name}) is declared twice", loc=loc)
+    st.partial_outputs.append(PartialOutput(tensor.buffer, why.strip(), loc=loc))
 
 
 def _parse_assumption(text: str, names: dict[str, Var], loc: Any) -> Expr:

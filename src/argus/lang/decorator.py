@@ -181,6 +181,7 @@ class KernelFunction:
             assumption_locs=(None,) * len(shape_vars) + tuple(st.assumption_locs),
             grid_loc=st.grid_loc,
             value_assumptions=tuple(st.value_assumptions),
+            partial_outputs=tuple(st.partial_outputs),
         )
 
     def _tensor(self, pname: str, spec: TensorSpec, values: dict[str, Any], shape_vars: dict[str, Var]) -> Buffer:

@@ -1,9 +1,10 @@
 """`once_grouped_order_ok` with the grouped order's row index taken modulo the group size instead of the rows the
 group has: in the last group, when the tile rows are not a multiple of the group, rows past the grid are clamped
-onto the last row, and two tile numbers store one tile of C.
+onto the last row, and two tile numbers store one tile of C; the tile they should have stored is never written.
 
 expect: violated
 code: COVERAGE_OUTPUT_TWICE
+code: COVERAGE_OUTPUT
 """
 
 import argus

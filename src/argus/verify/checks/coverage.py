@@ -29,15 +29,18 @@ in every iteration.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import z3
 
 from argus.ir.expr import Expr, Var, free_vars
 from argus.ir.nodes import Copy, Fill, Gemm, Space, TileRef
 from argus.verify import smt
+from argus.verify.checks import tiles
 from argus.verify.context import Context
 from argus.verify.program import Site, depends_on, user_name
 from argus.verify.report import Counterexample, Finding, Verdict
@@ -108,6 +111,12 @@ _LOADED = _Kind(
 
 def _check(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind) -> Finding | None:
     start = time.perf_counter()
+    part = next((p for p in ctx.kernel.partial_outputs if p.tensor is buffer), None)
+    if part is not None and kind is _STORED:  # T.writes_part: the rest is another kernel's
+        ctx.record_not_checked(
+            kind.check, user_name(buffer), f"declared written in part (T.writes_part): {part.why}", start
+        )
+        return None
     finding = _check_tensor(ctx, buffer, sites, kind)
     if isinstance(finding, str):
         ctx.record_not_checked(kind.check, user_name(buffer), finding, start)
@@ -127,7 +136,9 @@ def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], 
     element = [z3.BitVec(f"coverage.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]
     boxes = []
     for site, ref in sites:
-        box = _box(ctx, site, ref, element)
+        box = _box(ctx, site, ref, element, buffer if kind is _STORED else None)
+        if isinstance(box, _Unread):  # a tile-ordered store not proved to cover its grid: look for what it misses
+            return _unstored(ctx, buffer, sites, kind, box) or f"{box.why} ({site.loc})"
         if isinstance(box, str):
             return f"{box} ({site.loc})"
         boxes.append(box)
@@ -166,16 +177,55 @@ def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], 
     return Finding(kind.code, Verdict.VIOLATED, msg, loc=first.loc, counterexample=cex)
 
 
-def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any]) -> Any:
+def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any], buffer: Any = None) -> Any:
     """The condition that `element` lies in one of the windows `ref` takes at `site`, or why the windows have no
-    form the check reads."""
+    form the check reads. A store whose origins come from a tile order (or that is under ``T.if_``) is read
+    through `_tile_box` when `buffer` is given (stores only)."""
+    if buffer is not None and (site.ifs or tiles.hard_dims(ref)):
+        return _tile_box(ctx, buffer, site, ref, element)
     if site.ifs:
         return "an access under T.if_"
+    return _dims_box(ctx, site, ref, element, set(), set())
+
+
+def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list[Any]) -> Any:
+    """The windows of a store placed by a tile number (`checks/tiles.py`, `tiles.cover`): where the tile order's
+    lemma (distinct tile numbers, windows sharing no element) and `tiles.cover`'s two facts (numbers below the
+    grid's cell count give cells; each is stored by an instance that runs) are proved, the site covers every cell
+    of the tiled dimensions, whatever the element there, and the other dimensions as `_dims_box` reads them over
+    the indices the tile number does not read."""
+    split = tiles.split(ctx.kernel, site, ref)
+    if split is None:
+        return (
+            "an access under T.if_"
+            if not tiles.hard_dims(ref)
+            else "its window origins divide by a size, and no tile number of the block and loop indices gives them"
+        )
+    got = tiles.cover(ctx.kernel, buffer, site, ref, split)
+    if isinstance(got, tiles.Missing):
+        return _Unread(got.why, got.sizes)
+    dims = list(got.tiled)
+    key = (id(site), id(site), id(buffer)) if dims == sorted(split.origins) else (id(site), id(buffer), tuple(dims))
+    if key not in ctx.tile_lemmas:
+        ctx.tile_lemmas[key] = tiles.prove(ctx.kernel, buffer, dims, (split, ref), (split, ref))
+    lemma = ctx.tile_lemmas[key]
+    if not lemma.proved:
+        why = f"that the tile order gives distinct cells for distinct tile numbers was not proved: {lemma.why}"
+        return _Unread(why, lemma.sizes)
+    return _dims_box(ctx, site, ref, element, set(dims), set(got.number_vars))
+
+
+def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: set[int], taken: set[Var]) -> Any:
+    """`_box`'s condition over the dimensions not in `skip`, with the indices in `taken` (a tile number's) read by
+    none of them."""
     ranges: dict[Var, Any] = {}
     for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
-        ranges[v] = smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)
+        if v not in taken:
+            ranges[v] = smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)
     shapes = set(ctx.kernel.shape_vars)
     for lp in site.loops:
+        if lp.var in taken:
+            continue
         if isinstance(lp.extent, Expr):
             if not free_vars(lp.extent) <= shapes:  # e.g. a causal loop: its range differs from block to block
                 return f"the extent {lp.extent} of loop {lp.var.name} depends on more than the sizes"
@@ -185,6 +235,10 @@ def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any]) -> Any:
     used: set[Var] = set()
     conds = []
     for d, (origin, extent) in enumerate(zip(ref.origin, ref.extent, strict=True)):
+        if d in skip:
+            continue
+        if any(depends_on(origin, v) for v in taken):
+            return f"dimension {d}'s origin {origin} reads an index of the tile number, which does not place it"
         vs = [v for v in ranges if depends_on(origin, v)]
         if isinstance(origin, Expr) and _other_vars(origin, set(ranges), ctx):
             return f"dimension {d}'s origin {origin} depends on values other than the block and loop indices"
@@ -251,3 +305,156 @@ def _affine(ctx: Context, origin: Expr, v: Var, r: Any) -> tuple[Any, Any]:
 
 def _always(ctx: Context, cons: list[Any], claim: Any) -> bool:
     return ctx.solve(cons, z3.Not(claim)).verdict == Verdict.VERIFIED
+
+
+# --- an element no store writes, where the tile order's cover is not proved ----------------------------------------
+
+
+@dataclass(frozen=True)
+class _Unread:
+    """A tile-ordered store whose cover (`tiles.cover`, the lemma) was not proved, and the sizes of the model that
+    refuted it, if any."""
+
+    why: str
+    sizes: dict[Var, int] | None
+
+
+#: The most instances of one store site enumerated at one set of sizes, and the most elements of the tensor marked.
+ENUMERATE_INSTANCES = 50_000
+ENUMERATE_ELEMENTS = 1 << 24
+#: How many sets of sample sizes (`tiles.SAMPLE_SIZES` that the assumptions allow) are enumerated.
+ENUMERATE_SAMPLES = 12
+
+
+def _unstored(
+    ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind, why: _Unread
+) -> Finding | None:
+    """A `COVERAGE_OUTPUT` finding where the cover of a tile-ordered store is not proved: at the sizes of the
+    refuting model and at sample sizes, every store instance is evaluated (the kernel's own expressions: blocks, loop
+    iterations, branch conditions, origins and bounds), and the first element no window holds is then confirmed on
+    the verifier's encoding, one query per site that no instance of it stores the element at those sizes. None
+    when no such element is found (the tensor stays *not checked*)."""
+    kernel = ctx.kernel
+    names = list(kernel.shape_vars)
+    tries: list[dict[Var, int]] = [why.sizes] if why.sizes else []
+    samples = 0
+    for values in itertools.product(tiles.SAMPLE_SIZES, repeat=len(names)):
+        env = dict(zip(names, values, strict=True))
+        if _allowed(kernel, env):
+            tries.append(env)
+            samples += 1
+            if samples >= ENUMERATE_SAMPLES:
+                break
+    for sizes in tries:
+        coord = _first_unstored(kernel, buffer, sites, sizes)
+        if coord is None:
+            continue
+        pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
+        if all(_never_stores(ctx, site, ref, coord, pins) for site, ref in sites):
+            return _uncovered(ctx, buffer, sites, kind, sizes, coord)
+    return None
+
+
+def _allowed(kernel: Any, env: dict[Var, int]) -> bool:
+    try:
+        return all(bool(tiles._value(a, env, {})) for a in kernel.assumptions)
+    except (ZeroDivisionError, KeyError, TypeError):
+        return False
+
+
+def _first_unstored(
+    kernel: Any, buffer: Any, sites: list[tuple[Site, TileRef]], sizes: dict[Var, int]
+) -> tuple[int, ...] | None:
+    """The first element of `buffer` that no instance of `sites` stores at `sizes`, by enumerating them; None when
+    every element is stored or the enumeration is out of reach (too many instances or elements, an expression that
+    reads data or the thread)."""
+    try:
+        shape = [int(tiles._value(d, sizes, {})) for d in buffer.shape]
+        if any(n <= 0 for n in shape) or int(np.prod(shape)) > ENUMERATE_ELEMENTS:
+            return None
+        stored = np.zeros(shape, dtype=bool)
+        for site, ref in sites:
+            count = 0
+            for env in _instances(kernel, site, sizes):
+                count += 1
+                if count > ENUMERATE_INSTANCES:
+                    return None
+                memo: dict[int, Any] = {}
+                if not all(bool(tiles._value(b.cond, env, memo)) == taken for b, taken in site.ifs):
+                    continue
+                window = []
+                for d, (origin, ext) in enumerate(zip(ref.origin, ref.extent, strict=True)):
+                    o = int(tiles._value(origin, env, memo))
+                    hi = o + ext
+                    if ref.bound is not None and ref.bound[d] is not None:
+                        hi = min(hi, int(tiles._value(ref.bound[d], env, memo)))
+                    window.append(slice(max(o, 0), max(min(hi, shape[d]), 0)))
+                stored[tuple(window)] = True
+    except (ZeroDivisionError, KeyError, TypeError, ValueError):
+        return None
+    missing = np.argwhere(~stored)
+    return tuple(int(i) for i in missing[0]) if len(missing) else None
+
+
+def _instances(kernel: Any, site: Site, sizes: dict[Var, int]) -> Any:
+    """Every (block, loop iteration) environment of `site` at `sizes`, loops outermost first."""
+    grid = [range(int(tiles._value(g, sizes, {}))) for g in kernel.grid]
+    loops = site.loops
+
+    def inner(env: dict[Var, Any], i: int) -> Any:
+        if i == len(loops):
+            yield env
+            return
+        lp = loops[i]
+        for v in range(int(tiles._value(lp.extent, env, {}))):
+            yield from inner({**env, lp.var: v}, i + 1)
+
+    for block in itertools.product(*grid):
+        yield from inner({**sizes, **dict(zip(kernel.block_vars, block, strict=True))}, 0)
+
+
+def _never_stores(ctx: Context, site: Site, ref: TileRef, coord: tuple[int, ...], pins: list[Any]) -> bool:
+    """Whether, on the verifier's encoding at the pinned sizes, no instance of `site` stores element `coord`."""
+    env, cons = ctx.loop_env(site, suffix=".unstored")
+    for branch, taken in site.ifs:
+        c = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(c if taken else z3.Not(c))
+    inside = []
+    for d, (origin, ext) in enumerate(zip(ref.origin, ref.extent, strict=True)):
+        o = smt.val(smt.evaluate(origin, env)) if isinstance(origin, Expr) else smt.val(origin)
+        e = smt.val(coord[d])
+        inside.append(z3.And(e >= o, e - o < ext))
+        if ref.bound is not None and ref.bound[d] is not None:
+            b = ref.bound[d]
+            inside.append(e < (smt.val(smt.evaluate(b, env)) if isinstance(b, Expr) else smt.val(b)))
+    return ctx.solve([*pins, *cons], z3.And(*inside)).verdict == Verdict.VERIFIED
+
+
+def _uncovered(
+    ctx: Context,
+    buffer: Any,
+    sites: list[tuple[Site, TileRef]],
+    kind: _Kind,
+    sizes: dict[Var, int],
+    coord: tuple[int, ...],
+) -> Finding:
+    first = sites[0][0]
+    extents = " x ".join(str(tiles._value(d, sizes, {})) for d in buffer.shape)
+    msg = (
+        f"element {coord} of {user_name(buffer)} ({extents}) {kind.verb} (the {kind.what} at "
+        f"{', '.join(str(s.loc) for s, _ in sites)}; every instance of each evaluated at these sizes, and confirmed "
+        "for each store)"
+    )
+    cex = Counterexample(
+        code=kind.code,
+        message=msg,
+        op_loc=first.loc,
+        program_point=str(first.loc),
+        block={},
+        shapes={v.name: n for v, n in sizes.items()},
+        thread=None,
+        loops={},
+        accesses=(),
+        variables={"element": str(coord), f"{user_name(buffer)} extents": extents},
+    )
+    return Finding(kind.code, Verdict.VIOLATED, msg, loc=first.loc, counterexample=cex)

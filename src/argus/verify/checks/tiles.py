@@ -55,7 +55,7 @@ from typing import Any
 
 import z3
 
-from argus.ir.expr import FOLD, BinaryOp, BinOp, Const, Element, Expr, Select, Var, VarKind, elements, free_vars
+from argus.ir.expr import FOLD, BinaryOp, BinOp, Const, Element, Expr, Select, Var, VarKind, cdiv, elements, free_vars
 from argus.ir.nodes import Buffer, Kernel, TileRef
 from argus.ir.types import boolean
 from argus.verify import smt
@@ -292,6 +292,7 @@ class _Ints:
     ) -> None:
         self.env = env
         self.uf = uf  # when given, the product of two non-constants is this uninterpreted function of them
+        self.ac = shared.ac if shared is not None else False  # products with a uf in one order and grouping
         self.shared = shared  # encodes what does not read `local` (the sizes' terms, one variable for both copies)
         self.local = local
         self.data: dict[int, tuple[Any, Any]] = (shared.data if shared is not None else {}) if data is None else data
@@ -385,7 +386,22 @@ class _Ints:
     def _mul(self, a: Any, b: Any) -> Any:
         if self.uf is None or z3.is_int_value(a) or z3.is_int_value(b):
             return a * b
-        return self.uf(a, b)
+        if not self.ac:
+            return self.uf(a, b)
+        # one term per product of the same factor terms in any order and grouping (multiplication is associative and
+        # commutative: ``tiles_n * tiles_m`` and ``(L * tiles_m) * tiles_n``, as the kernel wrote them). Factors
+        # that are equal but different terms no longer line up by position (congruence may see less): `cover`'s
+        # queries only, where the products to meet are built of the same terms
+        factors = sorted(self._factors(a) + self._factors(b), key=str)
+        out = factors[0]
+        for f in factors[1:]:
+            out = self.uf(out, f)
+        return out
+
+    def _factors(self, t: Any) -> list[Any]:
+        if z3.is_app(t) and t.decl() == self.uf:
+            return self._factors(t.arg(0)) + self._factors(t.arg(1))
+        return [t]
 
     def _divmod(self, e: BinOp, a: Any, b: Any) -> tuple[Any, Any]:
         # one pair per (dividend, divisor) as terms: ``t // d`` and ``t % d`` share their quotient and remainder
@@ -874,3 +890,206 @@ def collision(
         except (ZeroDivisionError, KeyError, TypeError):
             continue
     return None
+
+
+# --- coverage through the tile order -------------------------------------------------------------------------------
+
+#: Z3's budget for each of the two facts of a tile-ordered store's coverage (`cover`).
+COVER_RLIMIT = 20_000_000
+
+
+@dataclass(frozen=True)
+class Cover:
+    """What `cover` proved of a store site: its windows at the tile numbers ``0 .. G - 1`` are the cells of the grid
+    of the `tiled` dimensions (cell ``k`` of dimension ``d``: ``[k * extent, (k + 1) * extent)`` for ``k < cdiv(n,
+    extent)``, ``G`` the product of those counts), each taken by an instance of the site whose branch conditions
+    hold, whatever the `free` indices (those the tile number does not read)."""
+
+    tiled: tuple[int, ...]
+    number_vars: frozenset[Var]
+
+
+def tiled_dims(split: Split) -> list[int]:
+    """The dimensions whose window origin moves with the tile number."""
+    return sorted(d for d, o in split.origins.items() if isinstance(o, Expr) and split.tau in free_vars(o))
+
+
+def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split) -> Cover | Missing:
+    """The two facts that, with the tile-order lemma for the site with itself over `tiled_dims` (`prove`: distinct
+    tile numbers give windows sharing no element), make the site's windows cover the grid of those dimensions; or
+    why they are not proved.
+
+    1. *The grid*: every tile number ``τ < G`` (``G`` the product of the tiled dimensions' tile counts ``cdiv(n,
+       extent)``) that satisfies the site's conditions of ``τ`` alone gives origins that are cell origins:
+       non-negative multiples of the extent below ``cdiv(n, extent) * extent``.
+    2. *The instances*: the tile number ``Σ c_v · v + c0`` of the block and loop indices (constant coefficients, each
+       a multiple of the one below: ``bx + it * BLOCKS``) is inverted digit by digit, ``v = (τ - c0) // c_v %
+       (c_next / c_v)``; for every ``τ < G`` and every value of the indices it does not read (in their ranges),
+       those values lie in their ranges (a loop's extent evaluated at them), give ``τ`` back, and satisfy every
+       branch condition of the site. So each ``τ < G`` is stored, by an instance that runs.
+
+    The lemma makes ``τ -> cell`` one-to-one on ``0 .. G - 1`` (two numbers giving one cell would share its first
+    element, which lies inside the tensor), and a one-to-one map of G numbers into G cells is onto: every cell is
+    stored. A bounded window (an expert's rows) is not taken here: its cells are relative to the data."""
+    if split.selector is not None or ref.bound is not None and any(b is not None for b in ref.bound):
+        return Missing("the window has a bound, relative to which its cells are not stated")
+    tiled = tiled_dims(split)
+    if not tiled:
+        return Missing("no window origin moves with the tile number")
+    index_vars = set(kernel.block_vars) | {lp.var for lp in site.loops}
+    number_vars = free_vars(split.number) & index_vars
+    try:
+        grid = _cover_grid(kernel, buffer, ref, split, tiled)
+        if grid is not None:
+            return grid
+        inverse = _cover_instances(kernel, buffer, site, ref, split, tiled, number_vars)
+        if inverse is not None:
+            return inverse
+    except smt.EncodingError as err:
+        return Missing(f"the tile order could not be stated over the integers ({err})")
+    return Cover(tuple(tiled), frozenset(number_vars))
+
+
+def _cells(lemma: _Lemma, buffer: Buffer, ref: TileRef, tiled: list[int]) -> tuple[dict[int, Any], Any]:
+    """Each tiled dimension's count of cells ``cdiv(n, extent)``, and their product G."""
+    counts = {}
+    total: Any = z3.IntVal(1)
+    for d in tiled:
+        n, e = buffer.shape[d], ref.extent[d]
+        # written as the kernel writes T.cdiv (one quotient term for both, where the kernel's is the same)
+        counts[d] = lemma.ints.int_(n if e == 1 else cdiv(n, e))
+        total = counts[d] if d == tiled[0] else lemma.ints._mul(total, counts[d])
+    return counts, total
+
+
+def _lemmas(kernel: Kernel) -> list[_Lemma]:
+    """The encodings a fact is tried in: products of two non-constants as a free function first (what follows
+    linearly, and by congruence: the kernel's ``tiles_m * tiles_n`` and the grid's cell count), then as products."""
+    quick = _Lemma(kernel, z3.Function("cover.mul", z3.IntSort(), z3.IntSort(), z3.IntSort()))
+    quick.ints.ac = True
+    return [quick, _Lemma(kernel)]
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Why `cover` proved nothing of a site; where the query with real products had a model, its sizes (the caller
+    looks there for an element no store writes: the model itself is over integers, not the kernel's encoding)."""
+
+    why: str
+    sizes: dict[Var, int] | None = None
+
+
+def _solved(query: list[Any], lemma: _Lemma) -> tuple[Any, dict[Var, int] | None]:
+    """The query's answer and, when it has a model with real products, that model's sizes (small where it can)."""
+    s = z3.Solver()
+    s.set("rlimit", COVER_RLIMIT)
+    s.add(*query)
+    r = s.check()
+    if r != z3.sat or lemma.uf is not None:
+        return r, None
+    m = _small(s, list(lemma.sizes.values()))
+    return r, {v: m.eval(t, model_completion=True).as_long() for v, t in lemma.sizes.items()}
+
+
+def _missing(what: str, r: Any, sizes: dict[Var, int] | None) -> Missing:
+    verdict = "not decided within the solver's budget" if r == z3.unknown else "not proved"
+    return Missing(f"that every tile number below the grid's cell count {what} was {verdict}", sizes)
+
+
+def _cover_grid(kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int]) -> Missing | None:
+    sizes = None
+    for lemma in _lemmas(kernel):
+        counts, total = _cells(lemma, buffer, ref, tiled)
+        t, enc, hyp = lemma.number(split, "cover")
+        claims = []
+        for d in tiled:
+            o, e = enc.int_(split.origins[d]), ref.extent[d]
+            claims += [o >= 0, o < counts[d] * e, o % e == 0]
+        r, sizes = _solved(lemma.closed([*lemma.cons, *hyp, t < total, z3.Not(z3.And(*claims))], enc), lemma)
+        if r == z3.unsat:
+            return None
+    return _missing("gives a cell's origin", r, sizes)
+
+
+def _coefficients(number: Expr, nvars: list[Var], sizes: dict[Var, Any]) -> dict[Var, int] | None:
+    """The constant coefficient of each variable of the linear `number` (and the constant term under None), or None
+    when one is not a constant (linearity itself is proved by the caller's query)."""
+    env: dict[Var, Any] = {**sizes, **{v: z3.IntVal(0) for v in nvars}}
+    base = z3.simplify(_Ints(env, "cover.coef").int_(number))
+    if not z3.is_int_value(base):
+        return None
+    out: dict[Any, int] = {None: base.as_long()}
+    for v in nvars:
+        got = z3.simplify(_Ints({**env, v: z3.IntVal(1)}, "cover.coef").int_(number))
+        if not z3.is_int_value(got):
+            return None
+        out[v] = got.as_long() - out[None]
+    return out
+
+
+def _cover_instances(  # noqa: PLR0913 - the site's parts
+    kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split, tiled: list[int], number_vars: set[Var]
+) -> Missing | None:
+    nvars = sorted(number_vars, key=lambda v: v.name)
+    coef = _coefficients(split.number, nvars, _Lemma(kernel).sizes)
+    if coef is None:
+        return Missing(
+            f"the tile number {split.number} is not linear with constant coefficients in the block and loop indices"
+        )
+    order = sorted(nvars, key=lambda v: coef[v])
+    if any(coef[v] <= 0 for v in order):
+        return Missing(f"the tile number {split.number} does not rise with every index it reads")
+    sizes = None
+    for lemma in _lemmas(kernel):
+        got = _instances_query(kernel, buffer, site, ref, split, tiled, number_vars, order, coef, lemma)
+        if isinstance(got, Missing):
+            return got
+        r, sizes = got
+        if r == z3.unsat:
+            return None
+    return _missing("is stored by an instance of the site", r, sizes)
+
+
+def _instances_query(  # noqa: PLR0913 - the site's parts
+    kernel: Kernel,
+    buffer: Buffer,
+    site: Site,
+    ref: TileRef,
+    split: Split,
+    tiled: list[int],
+    number_vars: set[Var],
+    order: list[Var],
+    coef: dict[Any, int],
+    lemma: _Lemma,
+) -> Any:
+    counts, total = _cells(lemma, buffer, ref, tiled)
+    tau = z3.Int("cover.tau")
+    env: dict[Var, Any] = dict(lemma.sizes)
+    rest = tau - coef[None]
+    for i, v in enumerate(order):
+        digit = rest / coef[v]
+        if i + 1 < len(order):
+            nxt = coef[order[i + 1]]
+            if nxt % coef[v]:
+                return Missing(f"the tile number {split.number}'s coefficients are not a mixed radix")
+            digit = digit % (nxt // coef[v])
+        env[v] = digit
+    hyp = [*lemma.cons, tau >= 0, tau < total]
+    for v in (v for v in kernel.block_vars if v not in number_vars):
+        env[v] = z3.Int(f"cover.{v.name}")
+    for lp in (lp for lp in site.loops if lp.var not in number_vars):
+        env[lp.var] = z3.Int(f"cover.{lp.var.name}")
+    local = frozenset({*kernel.block_vars, *(lp.var for lp in site.loops)})
+    enc = _Ints(env, "cover.instance", lemma.ints, local, lemma.uf)
+    claims = []
+    for v, g in zip(kernel.block_vars, kernel.grid, strict=True):
+        within = z3.And(env[v] >= 0, env[v] < enc.int_(g))
+        (claims if v in number_vars else hyp).append(within)
+    for lp in site.loops:
+        within = z3.And(env[lp.var] >= 0, env[lp.var] < enc.int_(lp.extent))
+        (claims if lp.var in number_vars else hyp).append(within)
+    claims.append(enc.int_(split.number) == tau)
+    for branch, taken in site.ifs:
+        c = enc.bool_(branch.cond)
+        claims.append(c if taken else z3.Not(c))
+    return _solved(lemma.closed([*hyp, z3.Not(z3.And(*claims))], enc), lemma)
