@@ -34,13 +34,26 @@ def grouped_rows_declared(declare: str, bump: int = 0):
 
 
 def refusing(args: dict[str, Any]) -> Any:
-    """A kernel whose one ``T.assume_values`` takes `args` (``tensor`` names the tensor: X f32, offs i32 1-d, M2 i32
-    2-d)."""
+    """A kernel whose ``T.assume_values`` takes `args` (``tensor`` names the tensor: X f32, offs i32 1-d, M2 i32
+    2-d, tiles i32 1-d; in ``tile_counts`` too; ``first``: offs declared nondecreasing from 0 before it)."""
 
     @argus.kernel
-    def kernel(X: T.Tensor[("R",), T.f32], offs: T.Tensor[("E",), T.i32], M2: T.Tensor[("E", "E"), T.i32]):
-        tensors = {"X": X, "offs": offs, "M2": M2}
-        T.assume_values(tensors[args["tensor"]], **{k: v for k, v in args.items() if k != "tensor"})
+    def kernel(
+        X: T.Tensor[("R",), T.f32],
+        offs: T.Tensor[("E",), T.i32],
+        M2: T.Tensor[("E", "E"), T.i32],
+        tiles: T.Tensor[("E",), T.i32],
+    ):
+        tensors = {"X": X, "offs": offs, "M2": M2, "tiles": tiles}
+        if args.get("first"):  # the segments' own declaration, which tile_counts= needs before it
+            T.assume_values(offs, lo=0, nondecreasing=True)
+        given = {k: v for k, v in args.items() if k not in ("tensor", "first")}
+        if isinstance(given.get("tile_counts"), tuple):
+            name, tile = given["tile_counts"]
+            given["tile_counts"] = (tensors[name], tile)
+        elif "tile_counts" in given:
+            given["tile_counts"] = tensors[given["tile_counts"]]
+        T.assume_values(tensors[args["tensor"]], **given)
         with T.grid(1, threads=128) as (bx,):
             pass
 

@@ -41,6 +41,12 @@ def test_the_library_s_grouped_kernels_declare_their_metadata() -> None:
     declared = {va.tensor.name: va for va in kernel.value_assumptions}
     assert set(declared) == {"offs", "tiles"} and all(va.nondecreasing for va in declared.values())
     assert str(declared["offs"].hi) == "R" and declared["tiles"].lo == 0
+    # the relation between the two: tiles counts offs' row tiles (printed, serialized)
+    assert declared["tiles"].counts_of is kernel.tensor("offs") and declared["tiles"].tile == 128
+    assert "assume values tiles nondecreasing, in [0, " in format_kernel(kernel)
+    assert "= tile_counts(offs, 128)" in format_kernel(kernel)
+    back = {va.tensor.name: va for va in kernel_from_json(kernel_to_json(kernel)).value_assumptions}
+    assert back["tiles"].counts_of.name == "offs" and back["tiles"].tile == 128
 
 
 @pytest.mark.parametrize(
@@ -50,6 +56,10 @@ def test_the_library_s_grouped_kernels_declare_their_metadata() -> None:
         ({"tensor": "M2", "nondecreasing": True}, "1-d tensor"),
         ({"tensor": "offs", "hi": "Q"}, "not a shape symbol"),
         ({"tensor": "offs"}, "declares nothing"),
+        ({"tensor": "tiles", "tile_counts": ("M2", 64), "first": True}, "integer tensor parameter|1-d of one shape"),
+        ({"tensor": "tiles", "tile_counts": ("offs", 0), "first": True}, "BM must be a positive int"),
+        ({"tensor": "tiles", "tile_counts": ("X", 64), "first": True}, "offs must be an integer tensor"),
+        ({"tensor": "tiles", "tile_counts": "offs", "first": True}, r"takes \(offs, BM\)"),
     ],
 )
 def test_declarations_the_dsl_refuses(args: dict, match: str) -> None:
@@ -89,6 +99,20 @@ def test_the_interpreter_refuses_data_that_violates_the_declaration(offs: list[i
         _run_rows(offs)
     assert err.value.code == "INTERP_DATA_ASSUMPTION"
     assert index in str(err.value) and why in str(err.value) and "nondecreasing" in str(err.value)
+
+
+def test_the_interpreter_refuses_tile_counts_that_do_not_count_the_offsets() -> None:
+    from argus.interp.machine import interpret
+
+    a, b, c = np.zeros((256, 64)), np.zeros((2, 64, 128)), np.zeros((256, 128))
+    offs = np.array([20, 200])
+    tiles = tile_counts(offs, 128)  # [1, 3]
+    interpret(grouped_gemm_persistent, a, b, offs, tiles, c, BLOCKS=2, STAGES=2, SEARCH=1)
+    wrong = tiles.copy()
+    wrong[1] += 1  # an extra row tile for the second expert
+    with pytest.raises(InterpError, match=r"tiles\[1\] = 4 is not tile_counts\(offs, 128\)\[1\] = 3") as err:
+        interpret(grouped_gemm_persistent, a, b, offs, wrong, c, BLOCKS=2, STAGES=2, SEARCH=1)
+    assert err.value.code == "INTERP_DATA_ASSUMPTION"
 
 
 def test_the_interpreter_refuses_a_grouped_gemm_call_with_unsorted_offsets() -> None:

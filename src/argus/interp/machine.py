@@ -306,6 +306,16 @@ def check_value_assumptions(kernel: Kernel, arrays: Mapping[str, np.ndarray], si
             if np.any(bad):
                 i = int(np.argmax(bad)) + 1
                 _refuse_data(kernel, va, data, i, f"is less than {va.tensor.name}[{i - 1}] = {flat[i - 1]:g}")
+        if va.counts_of is not None:  # checked after the segments' own declaration (nondecreasing from 0)
+            ends = np.asarray(arrays[va.counts_of.name]).reshape(-1).astype(np.int64)
+            rows = np.diff(np.concatenate([[0], ends]))
+            want = np.cumsum(-(-rows // va.tile))
+            bad = flat.astype(np.int64) != want
+            if np.any(bad):
+                i = int(np.argmax(bad))
+                _refuse_data(
+                    kernel, va, data, i, f"is not tile_counts({va.counts_of.name}, {va.tile})[{i}] = {want[i]}"
+                )
 
 
 def _refuse_data(kernel: Kernel, va: ValueAssumption, data: np.ndarray, i: int, why: str) -> None:

@@ -654,6 +654,10 @@ class ValueAssumption:
     hi: Expr | int | None = None
     nondecreasing: bool = False
     loc: SourceLoc | None = None
+    # ``tile_counts=(offs, tile)``: element g is the count of `tile`-row tiles of the first g + 1 segments of the
+    # cumulative row ends `counts_of`: ``sum(cdiv(offs[h] - offs[h - 1], tile) for h <= g)``, ``offs[-1] = 0``
+    counts_of: Buffer | None = None
+    tile: int = 0
 
     def describe(self) -> str:
         """The declaration in words: ``offs nondecreasing, in [0, R]``."""
@@ -662,6 +666,8 @@ class ValueAssumption:
             lo = "-inf" if self.lo is None else str(self.lo)
             hi = "inf" if self.hi is None else str(self.hi)
             parts.append(f"in [{lo}, {hi}]")
+        if self.counts_of is not None:
+            parts.append(f"= tile_counts({self.counts_of.name}, {self.tile})")
         return f"{self.tensor.name} " + ", ".join(parts)
 
 

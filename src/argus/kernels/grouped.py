@@ -90,11 +90,12 @@ def place_unit(
 def assume_routing(offs: Any, tiles: Any, rows: Any, experts: Any, bm: int) -> None:
     """Declare what the grouped kernels rely on of their metadata (`T.assume_values`): ``offs`` (the experts'
     cumulative row ends) nondecreasing within ``0 .. R``, and ``tiles`` (their cumulative row-tile counts)
-    nondecreasing within ``0 .. cdiv(R, BM) + E`` (a sum of E terms ``cdiv(rows_g, BM) <= rows_g / BM + 1``). The
+    nondecreasing within ``0 .. cdiv(R, BM) + E`` (a sum of E terms ``cdiv(rows_g, BM) <= rows_g / BM + 1``), and
+    ``tiles = tile_counts(offs, BM)`` (the relation: each expert's row tiles are the tiles of its rows). The
     interpreter checks them on every call; on the GPU they are the caller's contract, which `argus.kernels.moe`
     keeps by construction (``offs`` a cumulative sum of counts, ``tiles = tile_counts(offs, BM)``)."""
     T.assume_values(offs, lo=0, hi=rows, nondecreasing=True)
-    T.assume_values(tiles, lo=0, hi=T.cdiv(rows, bm) + experts, nondecreasing=True)
+    T.assume_values(tiles, lo=0, hi=T.cdiv(rows, bm) + experts, nondecreasing=True, tile_counts=(offs, bm))
 
 
 @T.macro

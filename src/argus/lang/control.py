@@ -343,11 +343,17 @@ def assume(condition: Any) -> None:
     st.assumption_locs.append(loc)
 
 
-def assume_values(tensor: Any, *, lo: Any = None, hi: Any = None, nondecreasing: bool = False) -> None:
+def assume_values(
+    tensor: Any, *, lo: Any = None, hi: Any = None, nondecreasing: bool = False, tile_counts: Any = None
+) -> None:
     """``T.assume_values(offs, lo=0, hi="R", nondecreasing=True)``: declare what the *contents* of an integer tensor
     the kernel reads as scalars (``offs[g]``) are: every element in ``lo .. hi`` (both inclusive; ints, expressions
     of the shape symbols, or strings over them as in `assume`; None leaves that side open) and, with
     `nondecreasing`, ``tensor[i] <= tensor[j]`` whenever ``i <= j`` (1-d tensors).
+
+    ``tile_counts=(offs, BM)`` relates two tensors: element g is the number of BM-row tiles of the first g + 1
+    segments of the cumulative row ends `offs`, ``sum(cdiv(offs[h] - offs[h - 1], BM) for h <= g)`` with ``offs[-1]
+    = 0`` (what `argus.kernels.moe.tile_counts` computes); the two tensors have one 1-d shape.
 
     The verifier proves the kernel for every content of the tensor these facts allow, and for no other: a proof
     that rests on them (that the experts' row ranges ``offs[g-1] .. offs[g]`` do not overlap, so a grouped GEMM
@@ -383,13 +389,14 @@ def assume_values(tensor: Any, *, lo: Any = None, hi: Any = None, nondecreasing:
             requirement="a 1-d tensor",
             loc=loc,
         )
-    if lo is None and hi is None and not nondecreasing:
+    if lo is None and hi is None and not nondecreasing and tile_counts is None:
         raise DSLError(
             "DSL_ASSUME",
             f"T.assume_values({buffer.name}) declares nothing",
-            "give lo=, hi= or nondecreasing=True",
+            "give lo=, hi=, nondecreasing=True or tile_counts=(offs, BM)",
             loc=loc,
         )
+    counts_of, tile = _tile_counts(st, buffer, tile_counts, loc)
     names = dict(st.shape_vars)
 
     def bound(value: Any, side: str) -> Expr | int | None:
@@ -413,8 +420,48 @@ def assume_values(tensor: Any, *, lo: Any = None, hi: Any = None, nondecreasing:
         return value
 
     st.value_assumptions.append(
-        ValueAssumption(buffer, bound(lo, "lo"), bound(hi, "hi"), nondecreasing=nondecreasing, loc=loc)
+        ValueAssumption(
+            buffer,
+            bound(lo, "lo"),
+            bound(hi, "hi"),
+            nondecreasing=nondecreasing,
+            loc=loc,
+            counts_of=counts_of,
+            tile=tile,
+        )
     )
+
+
+def _tile_counts(st: Any, buffer: Any, spec: Any, loc: Any) -> tuple[Any, int]:
+    """The (offs buffer, tile rows) of `T.assume_values`'s ``tile_counts=(offs, BM)``, checked; (None, 0) without."""
+    if spec is None:
+        return None, 0
+    name = buffer.name
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise DSLError(
+            "DSL_ASSUME", f"T.assume_values({name}, tile_counts=...) takes (offs, BM)", actual=repr(spec), loc=loc
+        )
+    offs, tile = spec
+    if not isinstance(offs, GlobalTensor) or offs.buffer.space != Space.GLOBAL or not offs.buffer.dtype.is_integer:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume_values({name}, tile_counts=(offs, BM)): offs must be an integer tensor parameter",
+            loc=loc,
+        )
+    if isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume_values({name}, tile_counts=(offs, BM)): BM must be a positive int, got {tile!r}",
+            loc=loc,
+        )
+    if buffer.rank != 1 or [str(d) for d in buffer.shape] != [str(d) for d in offs.buffer.shape]:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.assume_values({name}, tile_counts=({offs.buffer.name}, {tile})): the two tensors must be 1-d of one "
+            "shape (one count per segment)",
+            loc=loc,
+        )
+    return offs.buffer, tile
 
 
 def writes_part(tensor: Any, why: str) -> None:

@@ -30,6 +30,7 @@ in every iteration.
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -322,6 +323,8 @@ class _Unread:
 #: The most instances of one store site enumerated at one set of sizes, and the most elements of the tensor marked.
 ENUMERATE_INSTANCES = 50_000
 ENUMERATE_ELEMENTS = 1 << 24
+#: The most instances enumerated for one tensor over all the sizes tried (a few seconds of evaluation).
+ENUMERATE_TOTAL = 100_000
 #: How many sets of sample sizes (`tiles.SAMPLE_SIZES` that the assumptions allow) are enumerated.
 ENUMERATE_SAMPLES = 12
 
@@ -335,24 +338,39 @@ def _unstored(
     the verifier's encoding, one query per site that no instance of it stores the element at those sizes. None
     when no such element is found (the tensor stays *not checked*)."""
     kernel = ctx.kernel
-    names = list(kernel.shape_vars)
     tries: list[dict[Var, int]] = [why.sizes] if why.sizes else []
-    samples = 0
-    for values in itertools.product(tiles.SAMPLE_SIZES, repeat=len(names)):
-        env = dict(zip(names, values, strict=True))
-        if _allowed(kernel, env):
-            tries.append(env)
-            samples += 1
-            if samples >= ENUMERATE_SAMPLES:
-                break
+    tries += _samples(kernel)
+    budget = [ENUMERATE_TOTAL]
     for sizes in tries:
-        coord = _first_unstored(kernel, buffer, sites, sizes)
+        coord = _first_unstored(kernel, buffer, sites, sizes, budget)
         if coord is None:
             continue
         pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
         if all(_never_stores(ctx, site, ref, coord, pins) for site, ref in sites):
             return _uncovered(ctx, buffer, sites, kind, sizes, coord)
     return None
+
+
+#: The values each size takes in the samples (multiples of the usual tiles and alignments, and odd ones), and how
+#: many draws are made (every size one value first, then each size drawn on its own, from a fixed seed).
+SAMPLE_VALUES = (1, 64, 100, 128, 333, 1000, 1024)
+SAMPLE_DRAWS = 300
+
+
+def _samples(kernel: Any) -> list[dict[Var, int]]:
+    """Up to `ENUMERATE_SAMPLES` sets of sizes the kernel's assumptions allow, drawn from `SAMPLE_VALUES` (a bounded
+    number of draws: a kernel with many sizes has too many combinations to walk)."""
+    names = list(kernel.shape_vars)
+    rng = random.Random(0)
+    draws = [dict.fromkeys(names, v) for v in SAMPLE_VALUES]
+    draws += [{n: rng.choice(SAMPLE_VALUES) for n in names} for _ in range(SAMPLE_DRAWS)]
+    out: list[dict[Var, int]] = []
+    for env in draws:
+        if env not in out and _allowed(kernel, env):
+            out.append(env)
+            if len(out) >= ENUMERATE_SAMPLES:
+                break
+    return out
 
 
 def _allowed(kernel: Any, env: dict[Var, int]) -> bool:
@@ -363,7 +381,7 @@ def _allowed(kernel: Any, env: dict[Var, int]) -> bool:
 
 
 def _first_unstored(
-    kernel: Any, buffer: Any, sites: list[tuple[Site, TileRef]], sizes: dict[Var, int]
+    kernel: Any, buffer: Any, sites: list[tuple[Site, TileRef]], sizes: dict[Var, int], budget: list[int]
 ) -> tuple[int, ...] | None:
     """The first element of `buffer` that no instance of `sites` stores at `sizes`, by enumerating them; None when
     every element is stored or the enumeration is out of reach (too many instances or elements, an expression that
@@ -377,7 +395,8 @@ def _first_unstored(
             count = 0
             for env in _instances(kernel, site, sizes):
                 count += 1
-                if count > ENUMERATE_INSTANCES:
+                budget[0] -= 1
+                if count > ENUMERATE_INSTANCES or budget[0] < 0:
                     return None
                 memo: dict[int, Any] = {}
                 if not all(bool(tiles._value(b.cond, env, memo)) == taken for b, taken in site.ifs):
