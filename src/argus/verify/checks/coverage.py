@@ -159,9 +159,24 @@ def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], 
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
+    return _uncovered(buffer, sites, kind, ctx.shape_values(m), coord, extents)
+
+
+def _uncovered(
+    buffer: Any,
+    sites: list[tuple[Site, TileRef]],
+    kind: _Kind,
+    shapes: dict[str, int],
+    coord: tuple[int, ...],
+    extents: str,
+    how: str = "",
+) -> Finding:
+    """The finding for element `coord` of `buffer` that no site covers, at the sizes `shapes` (`how`: how it was
+    found, appended to the list of sites)."""
+    first = sites[0][0]
     msg = (
         f"element {coord} of {user_name(buffer)} ({extents}) {kind.verb} (the {kind.what} at "
-        f"{', '.join(str(s.loc) for s, _ in sites)})"
+        f"{', '.join(str(s.loc) for s, _ in sites)}{how})"
     )
     cex = Counterexample(
         code=kind.code,
@@ -169,7 +184,7 @@ def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], 
         op_loc=first.loc,
         program_point=str(first.loc),
         block={},
-        shapes=ctx.shape_values(m),
+        shapes=shapes,
         thread=None,  # a fact about the whole launch: no thread did it
         loops={},
         accesses=(),
@@ -347,7 +362,9 @@ def _unstored(
             continue
         pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
         if all(_never_stores(ctx, site, ref, coord, pins) for site, ref in sites):
-            return _uncovered(ctx, buffer, sites, kind, sizes, coord)
+            extents = " x ".join(str(tiles._value(d, sizes, {})) for d in buffer.shape)
+            how = "; every instance of each evaluated at these sizes, and confirmed for each store"
+            return _uncovered(buffer, sites, kind, {v.name: n for v, n in sizes.items()}, coord, extents, how)
     return None
 
 
@@ -447,33 +464,3 @@ def _never_stores(ctx: Context, site: Site, ref: TileRef, coord: tuple[int, ...]
             b = ref.bound[d]
             inside.append(e < (smt.val(smt.evaluate(b, env)) if isinstance(b, Expr) else smt.val(b)))
     return ctx.solve([*pins, *cons], z3.And(*inside)).verdict == Verdict.VERIFIED
-
-
-def _uncovered(
-    ctx: Context,
-    buffer: Any,
-    sites: list[tuple[Site, TileRef]],
-    kind: _Kind,
-    sizes: dict[Var, int],
-    coord: tuple[int, ...],
-) -> Finding:
-    first = sites[0][0]
-    extents = " x ".join(str(tiles._value(d, sizes, {})) for d in buffer.shape)
-    msg = (
-        f"element {coord} of {user_name(buffer)} ({extents}) {kind.verb} (the {kind.what} at "
-        f"{', '.join(str(s.loc) for s, _ in sites)}; every instance of each evaluated at these sizes, and confirmed "
-        "for each store)"
-    )
-    cex = Counterexample(
-        code=kind.code,
-        message=msg,
-        op_loc=first.loc,
-        program_point=str(first.loc),
-        block={},
-        shapes={v.name: n for v, n in sizes.items()},
-        thread=None,
-        loops={},
-        accesses=(),
-        variables={"element": str(coord), f"{user_name(buffer)} extents": extents},
-    )
-    return Finding(kind.code, Verdict.VIOLATED, msg, loc=first.loc, counterexample=cex)
