@@ -340,7 +340,7 @@ ENUMERATE_INSTANCES = 50_000
 ENUMERATE_ELEMENTS = 1 << 24
 #: The most instances enumerated for one tensor over all the sizes tried (a few seconds of evaluation).
 ENUMERATE_TOTAL = 100_000
-#: How many sets of sample sizes (`tiles.SAMPLE_SIZES` that the assumptions allow) are enumerated.
+#: How many sets of sample sizes (drawn from `SAMPLE_VALUES`, allowed by the assumptions) are enumerated.
 ENUMERATE_SAMPLES = 12
 
 

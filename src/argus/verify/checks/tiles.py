@@ -854,6 +854,9 @@ def one_number_only(
 #: Sample values of every problem size, and the tile numbers tried at each, when a lemma is not proved.
 SAMPLE_SIZES = (1, 100, 333, 897, 1000)
 SAMPLE_NUMBERS = 400
+#: The most sets of sample sizes tried, in `itertools.product` order (every set for up to four sizes; a kernel with
+#: ten sizes has ten million sets, which the search must not walk).
+SAMPLE_SETS = 625
 
 
 def collision(
@@ -863,7 +866,7 @@ def collision(
     found by evaluating the origins at sample sizes (a lemma that is false usually fails at small ones), or None."""
     (sa, ra), (sb, rb) = a, b
     names = list(kernel.shape_vars)
-    for values in itertools.product(SAMPLE_SIZES, repeat=len(names)):
+    for values in itertools.islice(itertools.product(SAMPLE_SIZES, repeat=len(names)), SAMPLE_SETS):
         env: dict[Var, Any] = dict(zip(names, values, strict=True))
         try:
             if not all(bool(_value(x, env, {})) for x in kernel.assumptions):
