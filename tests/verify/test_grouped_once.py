@@ -10,6 +10,7 @@ allow; a bug where no double store is found is not reported, and not proved eith
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from argus.eval.candidates import import_file
@@ -18,6 +19,7 @@ from argus.ir.nodes import Copy, Space
 from argus.ir.rewrite import inline_lets
 from argus.ir.types import boolean
 from argus.kernels import grouped
+from argus.kernels.moe import tile_counts
 from argus.kernels.source import module_source
 from argus.verify import smt, verify
 from argus.verify.checks import tiles
@@ -187,12 +189,30 @@ def test_a_seeded_double_store_is_caught_with_a_witness(tmp_path, what: str, goo
     assert all(int(v) <= rows for k, v in cex.variables.items() if k.startswith("offs["))
 
 
-def test_a_search_one_expert_behind_stores_nothing_twice_and_is_not_proved(tmp_path) -> None:
+def test_a_search_one_expert_behind_leaves_rows_unwritten_and_is_caught_with_data(tmp_path) -> None:
     """The search's result minus one places an expert's tiles past the previous expert's tile count, where the grouped
     order gives row tiles outside that expert's order (or divides by a row count of zero): no double store is found,
-    and it is not proved either."""
+    and it is not proved either; but its rows are never written (it verified until output coverage was checked for
+    the grouped kernels): `COVERAGE_OUTPUT` with the element and data that keeps every declaration."""
     kernel = _seeded(tmp_path, "        then(g)\n", "        then(T.maximum(g - 1, 0))\n")
     result = verify(kernel.trace(**SMALL), checks=("coverage",))
     (record,) = _once(result)
     assert record.not_checked and "not proved" in record.target
     assert not [f for f in result.findings if f.code == "COVERAGE_OUTPUT_TWICE"]
+    (finding,) = [f for f in result.findings if f.code == "COVERAGE_OUTPUT"]
+    cex = finding.counterexample
+    row = int(cex.variables["element"].strip("()").split(",")[0])
+    data = finding.message.split("(with ")[1]
+    offs = [int(x) for x in data.split("offs = [")[1].split("]")[0].split(",")]
+    tiles = [int(x) for x in data.split("tiles = [")[1].split("]")[0].split(",")]
+    assert list(tile_counts(np.asarray(offs), 128)) == tiles and offs == sorted(offs) and offs[-1] <= cex.shapes["R"]
+    assert row < offs[-1]  # a routed row: one the kernel must write
+
+
+@pytest.mark.parametrize("name", ["grouped_gemm_persistent", "grouped_gemm_swiglu", "grouped_gemm_scaled"])
+def test_the_library_grouped_gemms_write_every_routed_row(name: str) -> None:
+    """Output coverage relative to the data: every row before the last expert's end (`T.writes_part(C, ...,
+    below=(offs[E - 1], None))`) is written, for every routing the declarations allow (`tiles.cover`, segments)."""
+    result = verify(getattr(grouped, name).trace(**SMALL), checks=("coverage",))
+    (record,) = [c for c in result.checks if c.check == "output coverage"]
+    assert (record.target, record.verdict, record.not_checked) == ("C", Verdict.VERIFIED, False)

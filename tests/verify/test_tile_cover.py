@@ -115,6 +115,10 @@ def _bad_part(C: T.Tensor[("N",), T.f32], HOW: str = "empty"):  # noqa: F821 - a
         T.writes_part(C, "  ")
     elif HOW == "scalar":
         T.writes_part(3, "why")
+    elif HOW == "limits":
+        T.writes_part(C, "why", below=(1, 2))  # C has one dimension
+    elif HOW == "limit":
+        T.writes_part(C, "why", below=("N",))  # a string, not an expression
     else:
         T.writes_part(C, "one")
         T.writes_part(C, "two")
@@ -122,8 +126,19 @@ def _bad_part(C: T.Tensor[("N",), T.f32], HOW: str = "empty"):  # noqa: F821 - a
         pass
 
 
-@pytest.mark.parametrize("how", ["empty", "scalar", "twice"])
+@pytest.mark.parametrize("how", ["empty", "scalar", "twice", "limits", "limit"])
 def test_writes_part_refuses_what_it_cannot_mean(how):
     with pytest.raises(DSLError) as err:
         _bad_part.trace(HOW=how)
     assert err.value.code == "DSL_ASSUME"
+
+
+def test_a_grouped_gemm_declares_the_rows_it_writes():
+    from argus.kernels import grouped
+
+    kernel = grouped.grouped_gemm_persistent.trace(BLOCKS=3, STAGES=3, SEARCH=3)
+    (part,) = kernel.partial_outputs
+    assert part.tensor.name == "C" and str(part.below[0]) == "offs[(E - 1)]" and part.below[1] is None
+    back = kernel_from_json(kernel_to_json(kernel))
+    assert str(back.partial_outputs[0].below[0]) == "offs[(E - 1)]"
+    assert "writes part of C below (offs[(E - 1)], None): rows past the last expert's end" in format_kernel(kernel)

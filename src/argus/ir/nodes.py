@@ -629,11 +629,17 @@ class Policies:
 class PartialOutput:
     """``T.writes_part(C, why)``: the kernel writes only part of global tensor `tensor`, by design (a split tail's
     whole-wave kernel leaves the tail's tiles to the kernels after it). The verifier does not check that every
-    element of it is written (*output coverage*, listed as not checked with `why`); every other check applies."""
+    element of it is written (*output coverage*, listed as not checked with `why`), or, with `below`, checks the
+    elements below those limits only (a grouped GEMM's rows before the last expert's end); every other check
+    applies."""
 
     tensor: Buffer
     why: str
     loc: SourceLoc | None = None
+    # per dimension, an exclusive upper limit on the part written (None: the whole extent); expressions of the sizes
+    # and of tensor data read at indices of the sizes (``offs[E - 1]``). Given, the verifier checks that every element
+    # below the limits is written; without, it checks nothing of the tensor's coverage
+    below: tuple[Expr | int | None, ...] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -180,7 +180,8 @@ def format_kernel(k: Kernel) -> str:
     for va in k.value_assumptions:
         lines.append(f"  assume values {va.describe()}")
     for part in k.partial_outputs:
-        lines.append(f"  writes part of {part.tensor.name}: {part.why}")
+        limits = "" if part.below is None else " below (" + ", ".join(str(b) for b in part.below) + ")"
+        lines.append(f"  writes part of {part.tensor.name}{limits}: {part.why}")
     blocks = ", ".join(str(v) for v in k.block_vars)
     resident = f", {k.blocks_per_sm} blocks per SM" if k.blocks_per_sm != 1 else ""  # launch bounds: in the fingerprint
     lines.append(f"  grid ({_dims(k.grid)}) as ({blocks}), threads {k.threads} as {k.thread_var}{resident}")

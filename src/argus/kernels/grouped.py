@@ -87,7 +87,14 @@ def place_unit(
                 body(g, row0, end, col)
 
 
-def assume_routing(offs: Any, tiles: Any, rows: Any, experts: Any, bm: int) -> None:
+#: Why a grouped product writes part of C: the rows past the last expert's end belong to no expert.
+UNROUTED_ROWS = (
+    "rows past the last expert's end (offs[E - 1]) belong to no expert and are left as they are, as torch._grouped_mm "
+    "leaves them"
+)
+
+
+def assume_routing(offs: Any, tiles: Any, rows: Any, experts: Any, bm: int, output: Any = None) -> None:
     """Declare what the grouped kernels rely on of their metadata (`T.assume_values`): ``offs`` (the experts'
     cumulative row ends) nondecreasing within ``0 .. R``, and ``tiles`` (their cumulative row-tile counts)
     nondecreasing within ``0 .. cdiv(R, BM) + E`` (a sum of E terms ``cdiv(rows_g, BM) <= rows_g / BM + 1``), and
@@ -96,6 +103,8 @@ def assume_routing(offs: Any, tiles: Any, rows: Any, experts: Any, bm: int) -> N
     keeps by construction (``offs`` a cumulative sum of counts, ``tiles = tile_counts(offs, BM)``)."""
     T.assume_values(offs, lo=0, hi=rows, nondecreasing=True)
     T.assume_values(tiles, lo=0, hi=T.cdiv(rows, bm) + experts, nondecreasing=True, tile_counts=(offs, bm))
+    if output is not None:  # the verifier checks that every row before the last expert's end is written
+        T.writes_part(output, UNROUTED_ROWS, below=(offs[experts - 1], None))
 
 
 @T.macro
@@ -154,7 +163,9 @@ def expert_grid_unit(bn: Any, bm: Any, g: Any, offs: Any, rows: int, body: Any) 
         body(g, row0, end, bn)
 
 
-def schedule_grid(schedule: str, p: dict[str, Any], offs: Any, tiles: Any, rows: Any, experts: Any, columns: Any):
+def schedule_grid(  # noqa: PLR0913 - the grouped bodies' parts
+    schedule: str, p: dict[str, Any], offs: Any, tiles: Any, rows: Any, experts: Any, columns: Any, output: Any
+):
     """What both grouped bodies set up for `schedule` (`SCHEDULES`): the ORDER check, the routing assumptions (and
     E <= 2**SEARCH where an expert is searched), and (tiles_n, most_units, grid): the column tiles of `columns`, the
     units' bound ``(cdiv(rows, BM) + E) * tiles_n`` (at least the units there are: sum over g of cdiv(rows_g, BM) <=
@@ -169,7 +180,7 @@ def schedule_grid(schedule: str, p: dict[str, Any], offs: Any, tiles: Any, rows:
         raise DSLError("DSL_BAD_PARAM", f"ORDER is 'grouped' or 'row_major' (each expert's units), got {order!r}")
     if schedule != "expert_grid":
         T.assume(f"E <= {1 << p['SEARCH']}")
-    assume_routing(offs, tiles, rows, experts, p["BM"])
+    assume_routing(offs, tiles, rows, experts, p["BM"], output)
     tiles_n = T.cdiv(columns, p["BN"])
     most_units = (T.cdiv(rows, p["BM"]) + experts) * tiles_n
     if schedule == "persistent":
@@ -226,7 +237,7 @@ def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, 
             f"CONSUMERS is 1 or 2, SEARCH >= 1, EPILOGUE 'direct' or 'tma'; got {CONSUMERS}, {SEARCH}, {EPILOGUE!r}",
         )
     T.assume(operand_assumption("K", "N"))
-    tiles_n, most_units, grid = schedule_grid(schedule, p, offs, tiles, R, E, N)
+    tiles_n, most_units, grid = schedule_grid(schedule, p, offs, tiles, R, E, N, C)
     with T.grid(*grid, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as coords:
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major  # noqa: N806
         sB = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # (stages, BK, BN) in 64-column panels  # noqa: N806
@@ -411,7 +422,7 @@ def gated_up_projection(
     T.assume(operand_assumption("K", "N"))
     T.assume("N2 == 2 * N")
     K = B.shape[1]  # noqa: N806
-    tiles_n, most_units, grid = schedule_grid(schedule, p, offs, tiles, rows, E, N)
+    tiles_n, most_units, grid = schedule_grid(schedule, p, offs, tiles, rows, E, N, C)
     with T.grid(*grid, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as coords:
         sA = alloc_operand_stages("K", STAGES, BM, BK, B.dtype)  # (stages, BM, BK), K-major  # noqa: N806
         sG = alloc_operand_stages("N", STAGES, BN, BK, B.dtype)  # gate columns, (stages, BK, BN) in panels  # noqa: N806
@@ -665,7 +676,7 @@ def grouped_gemm_scaled(
     T.assume(operand_assumption("K", "K", A.dtype.itemsize))
     T.assume(f"N % {16 // C.dtype.itemsize} == 0")
     T.assume(f"E <= {1 << SEARCH}")
-    assume_routing(offs, tiles, R, E, BM)
+    assume_routing(offs, tiles, R, E, BM, C)
     with T.grid(BLOCKS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bx,):
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK)
         sB = alloc_operand_stages("K", STAGES, BN, BK, B.dtype)  # (stages, BN, BK)

@@ -22,6 +22,7 @@ from argus.ir.expr import (
     as_expr,
     binary,
     cdiv,
+    elements,
     free_vars,
     maximum,
     minimum,
@@ -464,13 +465,18 @@ def _tile_counts(st: Any, buffer: Any, spec: Any, loc: Any) -> tuple[Any, int]:
     return offs.buffer, tile
 
 
-def writes_part(tensor: Any, why: str) -> None:
+def writes_part(tensor: Any, why: str, below: Any = None) -> None:
     """``T.writes_part(C, "the tail's tiles are the next kernel's")``: declare that the kernel writes only part of
     the output `tensor`, by design — another kernel of the same plan writes the rest (a split tail's whole-wave
     kernel and its tail reduction each write their own tiles of C). The verifier then does not check that every
     element of `tensor` is written (*output coverage*): it lists the check as not checked, with `why`, in the
     report (`argus verify`'s "not checked"). Every other check still applies, *output written once* included. The
-    code generator and the interpreter ignore it."""
+    code generator and the interpreter ignore it.
+
+    `below` (one entry per dimension: an exclusive upper limit, or None for the whole extent) says which part: the
+    verifier then checks that every element below the limits is written. A limit is an expression of the sizes and
+    of integer tensor data read at indices of the sizes: a grouped GEMM writes the rows before the last expert's end,
+    ``below=(offs[E - 1], None)``."""
     st = CURRENT.get()
     loc = caller_loc()
     if st is None:
@@ -486,7 +492,39 @@ def writes_part(tensor: Any, why: str) -> None:
         )
     if any(p.tensor is tensor.buffer for p in st.partial_outputs):
         raise DSLError("DSL_ASSUME", f"T.writes_part({tensor.buffer.name}) is declared twice", loc=loc)
-    st.partial_outputs.append(PartialOutput(tensor.buffer, why.strip(), loc=loc))
+    limits = None
+    if below is not None:
+        name = tensor.buffer.name
+        if not isinstance(below, tuple) or len(below) != tensor.buffer.rank:
+            raise DSLError(
+                "DSL_ASSUME",
+                f"T.writes_part({name}, below=...) takes one limit (or None) per dimension of {name}",
+                actual=repr(below),
+                loc=loc,
+            )
+        limits = tuple(_part_limit(name, b, loc) for b in below)
+    st.partial_outputs.append(PartialOutput(tensor.buffer, why.strip(), loc=loc, below=limits))
+
+
+def _part_limit(name: str, limit: Any, loc: Any) -> Any:
+    """One limit of `T.writes_part`'s `below`: None, an int, or an expression of the sizes and of data read at
+    indices of the sizes."""
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool)):
+        return limit
+    reads = elements(limit) if isinstance(limit, Expr) else []
+    bad = (
+        isinstance(limit, bool) or not isinstance(limit, Expr) or any(v.kind != VarKind.SHAPE for v in free_vars(limit))
+    )
+    bad = bad or any(v.kind != VarKind.SHAPE for r in reads for i in r.index for v in free_vars(as_expr(i)))
+    if bad:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.writes_part({name}, below=...): a limit must be an int, None, or an expression of the sizes and of "
+            "tensor data read at indices of the sizes",
+            actual=repr(limit),
+            loc=loc,
+        )
+    return limit
 
 
 def _parse_assumption(text: str, names: dict[str, Var], loc: Any) -> Expr:

@@ -112,13 +112,13 @@ _LOADED = _Kind(
 
 def _check(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind) -> Finding | None:
     start = time.perf_counter()
-    part = next((p for p in ctx.kernel.partial_outputs if p.tensor is buffer), None)
-    if part is not None and kind is _STORED:  # T.writes_part: the rest is another kernel's
+    part = next((p for p in ctx.kernel.partial_outputs if p.tensor is buffer), None) if kind is _STORED else None
+    if part is not None and part.below is None:  # T.writes_part: the rest is another kernel's
         ctx.record_not_checked(
             kind.check, user_name(buffer), f"declared written in part (T.writes_part): {part.why}", start
         )
         return None
-    finding = _check_tensor(ctx, buffer, sites, kind)
+    finding = _check_tensor(ctx, buffer, sites, kind, part.below if part is not None else None)
     if isinstance(finding, str):
         ctx.record_not_checked(kind.check, user_name(buffer), finding, start)
         return None
@@ -126,12 +126,15 @@ def _check(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _
     return finding
 
 
-def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind) -> Finding | str | None:
-    """None when every element is covered, a finding when one is not (or Z3 cannot tell), and the reason when the
-    windows have no form the check reads."""
+def _check_tensor(
+    ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind, below: Any = None
+) -> Finding | str | None:
+    """None when every element (below the limits `below` where the kernel declares them, `T.writes_part`) is
+    covered, a finding when one is not (or Z3 cannot tell), and the reason when the windows have no form the check
+    reads."""
     for site, ref in sites:
-        if ref.bound is not None:
-            return f"the window stored at {site.loc} has a bound, which this check does not read"
+        if ref.bound is not None and kind is not _STORED:
+            return f"the window loaded at {site.loc} has a bound, which this check does not read"
     env = dict(ctx.base_env)
     dims = [smt.evaluate(d, env) if isinstance(d, Expr) else smt.val(d) for d in buffer.shape]
     element = [z3.BitVec(f"coverage.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]
@@ -139,11 +142,14 @@ def _check_tensor(ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], 
     for site, ref in sites:
         box = _box(ctx, site, ref, element, buffer if kind is _STORED else None)
         if isinstance(box, _Unread):  # a tile-ordered store not proved to cover its grid: look for what it misses
-            return _unstored(ctx, buffer, sites, kind, box) or f"{box.why} ({site.loc})"
+            return _unstored(ctx, buffer, sites, kind, box, below) or f"{box.why} ({site.loc})"
         if isinstance(box, str):
             return f"{box} ({site.loc})"
         boxes.append(box)
     inside = [smt.in_range(e, 0, n) for e, n in zip(element, dims, strict=True)]
+    for e, limit in zip(element, below or (), strict=False):  # the part the kernel declares it writes
+        if limit is not None:
+            inside.append(e < smt.val(smt.evaluate(limit, ctx.base_env) if isinstance(limit, Expr) else limit))
     out = ctx.solve(inside, z3.And(*[z3.Not(b) for b in boxes]))
     if out.verdict == Verdict.VERIFIED:
         return None
@@ -197,8 +203,11 @@ def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any], buffer: Any
     """The condition that `element` lies in one of the windows `ref` takes at `site`, or why the windows have no
     form the check reads. A store whose origins come from a tile order (or that is under ``T.if_``) is read
     through `_tile_box` when `buffer` is given (stores only)."""
-    if buffer is not None and (site.ifs or tiles.hard_dims(ref)):
+    bounded = ref.bound is not None and any(b is not None for b in ref.bound)
+    if buffer is not None and (site.ifs or tiles.hard_dims(ref) or bounded):
         return _tile_box(ctx, buffer, site, ref, element)
+    if bounded:
+        return f"the window at {site.loc} has a bound, which this check does not read"
     if site.ifs:
         return "an access under T.if_"
     return _dims_box(ctx, site, ref, element, set(), set())
@@ -211,6 +220,8 @@ def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
     of the tiled dimensions, whatever the element there, and the other dimensions as `_dims_box` reads them over
     the indices the tile number does not read."""
     split = tiles.split(ctx.kernel, site, ref)
+    if split is None and ref.bound is not None and any(b is not None for b in ref.bound):
+        return f"the window stored at {site.loc} has a bound, and no tile number places it"
     if split is None:
         return (
             "an access under T.if_"
@@ -228,7 +239,12 @@ def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
     if not lemma.proved:
         why = f"that the tile order gives distinct cells for distinct tile numbers was not proved: {lemma.why}"
         return _Unread(why, lemma.sizes)
-    return _dims_box(ctx, site, ref, element, set(dims), set(got.number_vars))
+    box = _dims_box(ctx, site, ref, element, set(dims), set(got.number_vars))
+    if isinstance(box, str) or not got.limits:
+        return box
+    # a segmented dimension: its cells are every segment's rows, from 0 to the last segment's end
+    limits = [element[d] < smt.val(smt.evaluate(limit, ctx.base_env)) for d, limit in got.limits.items()]
+    return z3.And(box, *limits)
 
 
 def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: set[int], taken: set[Var]) -> Any:
@@ -345,7 +361,7 @@ ENUMERATE_SAMPLES = 12
 
 
 def _unstored(
-    ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind, why: _Unread
+    ctx: Context, buffer: Any, sites: list[tuple[Site, TileRef]], kind: _Kind, why: _Unread, below: Any = None
 ) -> Finding | None:
     """A `COVERAGE_OUTPUT` finding where the cover of a tile-ordered store is not proved: at the sizes of the
     refuting model and at sample sizes, every store instance is evaluated (the kernel's own expressions: blocks, loop
@@ -357,20 +373,88 @@ def _unstored(
     tries += _samples(kernel)
     budget = [ENUMERATE_TOTAL]
     for sizes in tries:
-        coord = _first_unstored(kernel, buffer, sites, sizes, budget)
-        if coord is None:
-            continue
-        pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
-        if all(_never_stores(ctx, site, ref, coord, pins) for site, ref in sites):
-            extents = " x ".join(str(tiles._value(d, sizes, {})) for d in buffer.shape)
-            how = "; every instance of each evaluated at these sizes, and confirmed for each store"
-            return _uncovered(buffer, sites, kind, {v.name: n for v, n in sizes.items()}, coord, extents, how)
+        for data in _contents(kernel, sizes):
+            coord = _first_unstored(kernel, buffer, sites, {**sizes, **data}, budget, below)
+            if coord is None:
+                continue
+            pins = [ctx.shape_terms[v] == n for v, n in sizes.items()]
+            for tensor, values in data.items():  # every element of the data pinned: the witness's content
+                pins += [smt.element(tensor, (i,)) == int(x) for i, x in enumerate(values)]
+            if all(_never_stores(ctx, site, ref, coord, pins) for site, ref in sites):
+                return _witness(buffer, sites, kind, sizes, data, coord)
     return None
+
+
+#: Segment sizes (fractions of the rows) the generated contents of a segmented kernel's ends take (`_contents`):
+#: balanced, one segment taking most, empty segments first and between.
+ROUTINGS = ((1, 1, 1, 1), (5, 1, 1, 1), (0, 3, 0, 2))
+
+
+def _contents(kernel: Any, sizes: dict[Var, int]) -> list[dict[Any, Any]]:
+    """Contents of the tensors the kernel reads as data, each keeping every declaration (`T.assume_values`), for the
+    enumeration (`_first_unstored`): ``{}`` where the kernel declares no segments; else, for every 1-d tensor of
+    segment ends that another tensor counts the tiles of (``tiles = tile_counts(offs, BM)``), nondecreasing from 0 to
+    its upper limit split as each of `ROUTINGS`, and the counts computed from them. Other declared tensors are left
+    without data (a read of one stops the enumeration)."""
+    counted = [va for va in kernel.value_assumptions if va.counts_of is not None]
+    if not counted:
+        return [{}]
+    out: list[dict[Any, Any]] = []
+    for routing in ROUTINGS:
+        data: dict[Any, Any] = {}
+        try:
+            for va in counted:
+                ends = next(v for v in kernel.value_assumptions if v.tensor is va.counts_of and v.hi is not None)
+                n = int(tiles._value(va.counts_of.shape[0], sizes, {}))
+                rows = int(tiles._value(ends.hi, sizes, {}))
+                weights = [routing[i % len(routing)] for i in range(n)]
+                cuts = np.floor(np.cumsum(weights) * rows / max(sum(weights), 1)).astype(np.int64)
+                cuts[-1] = rows if sum(weights) else 0
+                counts = np.cumsum(-(-np.diff(np.concatenate([[0], cuts])) // va.tile))
+                data[va.counts_of], data[va.tensor] = cuts, counts
+        except (StopIteration, KeyError, ZeroDivisionError, TypeError, ValueError):
+            continue
+        if _keeps(kernel, sizes, data):
+            out.append(data)
+    return out
+
+
+def _keeps(kernel: Any, sizes: dict[Var, int], data: dict[Any, Any]) -> bool:
+    """Whether generated `data` keeps the ranges and orders the kernel declares of those tensors."""
+    for va in kernel.value_assumptions:
+        values = data.get(va.tensor)
+        if values is None:
+            continue
+        try:
+            lo = None if va.lo is None else int(tiles._value(va.lo, sizes, {}))
+            hi = None if va.hi is None else int(tiles._value(va.hi, sizes, {}))
+        except (KeyError, ZeroDivisionError, TypeError):
+            return False
+        if (lo is not None and np.any(values < lo)) or (hi is not None and np.any(values > hi)):
+            return False
+        if va.nondecreasing and np.any(np.diff(values) < 0):
+            return False
+    return True
+
+
+def _witness(
+    buffer: Any,
+    sites: list[tuple[Site, TileRef]],
+    kind: _Kind,
+    sizes: dict[Var, int],
+    data: dict[Any, Any],
+    coord: tuple[int, ...],
+) -> Finding:
+    extents = " x ".join(str(tiles._value(d, sizes, {})) for d in buffer.shape)
+    how = "; every instance of each evaluated at these sizes, and confirmed for each store"
+    if data:
+        how += " (with " + ", ".join(f"{t.name} = {list(map(int, v))}" for t, v in data.items()) + ")"
+    return _uncovered(buffer, sites, kind, {v.name: n for v, n in sizes.items()}, coord, extents, how)
 
 
 #: The values each size takes in the samples (multiples of the usual tiles and alignments, and odd ones), and how
 #: many draws are made (every size one value first, then each size drawn on its own, from a fixed seed).
-SAMPLE_VALUES = (1, 64, 100, 128, 333, 1000, 1024)
+SAMPLE_VALUES = (1, 3, 64, 100, 128, 333, 1000, 1024)
 SAMPLE_DRAWS = 300
 
 
@@ -398,7 +482,12 @@ def _allowed(kernel: Any, env: dict[Var, int]) -> bool:
 
 
 def _first_unstored(
-    kernel: Any, buffer: Any, sites: list[tuple[Site, TileRef]], sizes: dict[Var, int], budget: list[int]
+    kernel: Any,
+    buffer: Any,
+    sites: list[tuple[Site, TileRef]],
+    sizes: dict[Var, int],
+    budget: list[int],
+    below: Any = None,
 ) -> tuple[int, ...] | None:
     """The first element of `buffer` that no instance of `sites` stores at `sizes`, by enumerating them; None when
     every element is stored or the enumeration is out of reach (too many instances or elements, an expression that
@@ -428,7 +517,16 @@ def _first_unstored(
                 stored[tuple(window)] = True
     except (ZeroDivisionError, KeyError, TypeError, ValueError):
         return None
-    missing = np.argwhere(~stored)
+    required = np.ones(shape, dtype=bool)  # the part the kernel declares it writes (T.writes_part's limits)
+    try:
+        for d, limit in enumerate(below or ()):
+            if limit is not None:
+                cut = [slice(None)] * len(shape)
+                cut[d] = slice(max(int(tiles._value(limit, sizes, {})), 0), None)
+                required[tuple(cut)] = False
+    except (ZeroDivisionError, KeyError, TypeError, ValueError):
+        return None
+    missing = np.argwhere(~stored & required)
     return tuple(int(i) for i in missing[0]) if len(missing) else None
 
 

@@ -55,7 +55,21 @@ from typing import Any
 
 import z3
 
-from argus.ir.expr import FOLD, BinaryOp, BinOp, Const, Element, Expr, Select, Var, VarKind, cdiv, elements, free_vars
+from argus.ir.expr import (
+    FOLD,
+    BinaryOp,
+    BinOp,
+    Const,
+    Element,
+    Expr,
+    Select,
+    Var,
+    VarKind,
+    cdiv,
+    elements,
+    free_vars,
+    maximum,
+)
 from argus.ir.nodes import Buffer, Kernel, TileRef
 from argus.ir.types import boolean
 from argus.verify import smt
@@ -430,8 +444,10 @@ QUICK_RLIMIT = 300_000
 SELECT_RLIMIT = 20_000_000
 
 
-def _value(e: Any, env: dict[Var, int], memo: dict[int, Any]) -> Any:
-    """`e` at integer values of its variables (shared subterms once); KeyError for an operator it does not know."""
+def _value(e: Any, env: dict[Any, Any], memo: dict[int, Any]) -> Any:
+    """`e` at integer values of its variables (shared subterms once); a tensor element (`Element`) read from the
+    array `env` holds under its buffer, where it holds one; KeyError for an operator it does not know, a tensor it
+    has no data of, or an index outside the data."""
     if not isinstance(e, Expr):
         return e
     if id(e) in memo:
@@ -444,6 +460,12 @@ def _value(e: Any, env: dict[Var, int], memo: dict[int, Any]) -> Any:
         out = FOLD[e.op](_value(e.lhs, env, memo), _value(e.rhs, env, memo))
     elif isinstance(e, Select):
         out = _value(e.if_true if _value(e.cond, env, memo) else e.if_false, env, memo)
+    elif isinstance(e, Element) and e.buffer in env:
+        data = env[e.buffer]
+        index = tuple(int(_value(i, env, memo)) for i in e.index)
+        if any(not 0 <= i < n for i, n in zip(index, data.shape, strict=True)):
+            raise KeyError(f"{e.buffer.name}{list(index)} is outside its data")
+        out = int(data[index])
     else:
         raise KeyError(type(e).__name__)
     memo[id(e)] = out
@@ -910,6 +932,8 @@ class Cover:
 
     tiled: tuple[int, ...]
     number_vars: frozenset[Var]
+    # a segmented dimension's (`cover` with a selector) exclusive upper limit on the cells' union: ``offs[E - 1]``
+    limits: dict[int, Expr] = field(default_factory=dict)
 
 
 def tiled_dims(split: Split) -> list[int]:
@@ -934,33 +958,119 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
     The lemma makes ``τ -> cell`` one-to-one on ``0 .. G - 1`` (two numbers giving one cell would share its first
     element, which lies inside the tensor), and a one-to-one map of G numbers into G cells is onto: every cell is
     stored. A bounded window (an expert's rows) is not taken here: its cells are relative to the data."""
-    if split.selector is not None or ref.bound is not None and any(b is not None for b in ref.bound):
-        return Missing("the window has a bound, relative to which its cells are not stated")
     tiled = tiled_dims(split)
     if not tiled:
         return Missing("no window origin moves with the tile number")
     index_vars = set(kernel.block_vars) | {lp.var for lp in site.loops}
     number_vars = free_vars(split.number) & index_vars
+    bounded = split.selector is not None or ref.bound is not None and any(b is not None for b in ref.bound)
     try:
-        grid = _cover_grid(kernel, buffer, ref, split, tiled)
+        if bounded:
+            segments = _segments(kernel, ref, split, tiled)
+            if isinstance(segments, Missing):
+                return segments
+            split, d0, counts_of, last = segments
+            grid = _cover_segment_grid(kernel, buffer, ref, split, tiled, d0, counts_of, last)
+            overrides = {d0: last}
+        else:
+            grid = _cover_grid(kernel, buffer, ref, split, tiled)
+            overrides = {}
         if grid is not None:
             return grid
-        inverse = _cover_instances(kernel, buffer, site, ref, split, tiled, number_vars)
+        inverse = _cover_instances(kernel, buffer, site, ref, split, tiled, number_vars, overrides)
         if inverse is not None:
             return inverse
     except smt.EncodingError as err:
         return Missing(f"the tile order could not be stated over the integers ({err})")
-    return Cover(tuple(tiled), frozenset(number_vars))
+    limits: dict[int, Expr] = {}
+    if bounded:  # the cells' union: every segment's rows, up to the last one's end
+        offs = split.bounds[d0].buffer  # type: ignore[union-attr]
+        limits = {d0: Element(offs, (offs.shape[0] - 1,), offs.dtype)}
+    return Cover(tuple(tiled), frozenset(number_vars), limits)
 
 
-def _cells(lemma: _Lemma, buffer: Buffer, ref: TileRef, tiled: list[int]) -> tuple[dict[int, Any], Any]:
-    """Each tiled dimension's count of cells ``cdiv(n, extent)``, and their product G."""
+def _segments(kernel: Kernel, ref: TileRef, split: Split, tiled: list[int]) -> Any:
+    """For a window bounded by data through a selector (an expert ``g`` and ``offs[g]``): the split with the
+    selector's proved facts, the bounded dimension, the declaration that counts its cells (``tiles =
+    tile_counts(offs, extent)``) and the cell count of all segments (``tiles[E - 1]``); or why the cells are not
+    stated. What the cells are rests on the declarations: ``offs`` nondecreasing from 0 (the segments' rows follow
+    each other from row 0), ``tiles`` its cumulative cell counts (their sum)."""
+    if split.selector is None:
+        return Missing("the window has a bound, and no selector (a segment found from the tile number) places it")
+    dims = [d for d, b in split.bounds.items() if b is not None]
+    if len(dims) != 1 or dims[0] not in tiled:
+        return Missing("the window's bound is not on one dimension that moves with the tile number")
+    (d0,) = dims
+    bound = split.bounds[d0]
+    if not (isinstance(bound, Element) and len(bound.index) == 1 and bound.index[0] is split.selector):
+        return Missing(f"the window's bound {bound} is not a segment's end (offs[g] for the selector g)")
+    offs = bound.buffer
+    ordered = any(
+        va.tensor is offs and va.nondecreasing and isinstance(va.lo, int | Const) and _const(va.lo) == 0
+        for va in kernel.value_assumptions
+    )
+    counts = next((va for va in kernel.value_assumptions if va.counts_of is offs and va.tile == ref.extent[d0]), None)
+    if not ordered or counts is None or offs.rank != 1:
+        return Missing(
+            f"the segments' ends {offs.name} are not declared nondecreasing from 0 with their cell counts "
+            f"(T.assume_values(tiles, tile_counts=({offs.name}, {ref.extent[d0]})))"
+        )
+    split = _with_facts(_Lemma(kernel), split, set(tiled))
+    last = Element(counts.tensor, (offs.shape[0] - 1,), counts.tensor.dtype)
+    return split, d0, counts.tensor, last
+
+
+def _const(x: Any) -> Any:
+    return x.value if isinstance(x, Const) else x
+
+
+def _cover_segment_grid(  # noqa: PLR0913 - the site's parts
+    kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int], d0: int, counts: Buffer, last: Expr
+) -> Missing | None:
+    """`cover`'s first fact for a segmented dimension `d0`: every tile number below G (the segments' cell count
+    ``tiles[E - 1]`` times the other tiled dimensions' counts) gives, with its selector g (`0 <= g < E`), a cell of
+    segment g (an origin ``start(g) + k * extent`` below the segment's end ``offs[g]``, ``start(g) = offs[g - 1]``,
+    0 for g = 0) and cells in the other dimensions, given the declared relation at g (``tiles[g] - tiles[g - 1] =
+    cdiv(offs[g] - start(g), extent)``)."""
+    offs = split.bounds[d0].buffer  # type: ignore[union-attr]
+    g_var = split.selector
+    assert g_var is not None
+    ext = ref.extent[d0]
+    sizes = None
+    for lemma in _lemmas(kernel)[1:]:  # real products: the order over a segment's count needs them
+        t, enc, hyp = lemma.number(split, "segments")
+        g = enc.env[g_var]
+        before = maximum(g_var - 1, 0)
+        start = z3.If(g > 0, enc.int_(Element(offs, (before,), offs.dtype)), 0)
+        end = enc.int_(Element(offs, (g_var,), offs.dtype))
+        here = enc.int_(Element(counts, (g_var,), counts.dtype))
+        earlier = z3.If(g > 0, enc.int_(Element(counts, (before,), counts.dtype)), 0)
+        relation = here - earlier == (end - start + ext - 1) / ext
+        counts_, total = _cells(lemma, buffer, ref, tiled, {d0: last})
+        o = enc.int_(split.origins[d0])
+        claims = [g >= 0, g < enc.int_(offs.shape[0]), o >= start, (o - start) % ext == 0, o < end]
+        for d in tiled:
+            if d != d0:
+                od, e = enc.int_(split.origins[d]), ref.extent[d]
+                claims += [od >= 0, od < counts_[d] * e, od % e == 0]
+        query = lemma.closed([*lemma.cons, *hyp, relation, t < total, z3.Not(z3.And(*claims))], enc)
+        r, sizes = _solved(query, lemma)
+        if r == z3.unsat:
+            return None
+    return _missing("gives a cell of its segment", r, sizes)
+
+
+def _cells(
+    lemma: _Lemma, buffer: Buffer, ref: TileRef, tiled: list[int], overrides: dict[int, Expr] | None = None
+) -> tuple[dict[int, Any], Any]:
+    """Each tiled dimension's count of cells ``cdiv(n, extent)`` (or the expression in `overrides`: a segmented
+    dimension's ``tiles[E - 1]``), and their product G."""
     counts = {}
     total: Any = z3.IntVal(1)
     for d in tiled:
         n, e = buffer.shape[d], ref.extent[d]
         # written as the kernel writes T.cdiv (one quotient term for both, where the kernel's is the same)
-        counts[d] = lemma.ints.int_(n if e == 1 else cdiv(n, e))
+        counts[d] = lemma.ints.int_((overrides or {}).get(d, n if e == 1 else cdiv(n, e)))
         total = counts[d] if d == tiled[0] else lemma.ints._mul(total, counts[d])
     return counts, total
 
@@ -1031,7 +1141,14 @@ def _coefficients(number: Expr, nvars: list[Var], sizes: dict[Var, Any]) -> dict
 
 
 def _cover_instances(  # noqa: PLR0913 - the site's parts
-    kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split, tiled: list[int], number_vars: set[Var]
+    kernel: Kernel,
+    buffer: Buffer,
+    site: Site,
+    ref: TileRef,
+    split: Split,
+    tiled: list[int],
+    number_vars: set[Var],
+    overrides: dict[int, Expr],
 ) -> Missing | None:
     nvars = sorted(number_vars, key=lambda v: v.name)
     coef = _coefficients(split.number, nvars, _Lemma(kernel).sizes)
@@ -1044,7 +1161,7 @@ def _cover_instances(  # noqa: PLR0913 - the site's parts
         return Missing(f"the tile number {split.number} does not rise with every index it reads")
     sizes = None
     for lemma in _lemmas(kernel):
-        got = _instances_query(kernel, buffer, site, ref, split, tiled, number_vars, order, coef, lemma)
+        got = _instances_query(kernel, buffer, site, ref, split, tiled, number_vars, order, coef, lemma, overrides)
         if isinstance(got, Missing):
             return got
         r, sizes = got
@@ -1064,8 +1181,9 @@ def _instances_query(  # noqa: PLR0913 - the site's parts
     order: list[Var],
     coef: dict[Any, int],
     lemma: _Lemma,
+    overrides: dict[int, Expr],
 ) -> Any:
-    counts, total = _cells(lemma, buffer, ref, tiled)
+    counts, total = _cells(lemma, buffer, ref, tiled, overrides)
     tau = z3.Int("cover.tau")
     env: dict[Var, Any] = dict(lemma.sizes)
     rest = tau - coef[None]
