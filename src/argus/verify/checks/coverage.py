@@ -467,18 +467,11 @@ def _samples(kernel: Any) -> list[dict[Var, int]]:
     draws += [{n: rng.choice(SAMPLE_VALUES) for n in names} for _ in range(SAMPLE_DRAWS)]
     out: list[dict[Var, int]] = []
     for env in draws:
-        if env not in out and _allowed(kernel, env):
+        if env not in out and tiles.allows(kernel, env):
             out.append(env)
             if len(out) >= ENUMERATE_SAMPLES:
                 break
     return out
-
-
-def _allowed(kernel: Any, env: dict[Var, int]) -> bool:
-    try:
-        return all(bool(tiles._value(a, env, {})) for a in kernel.assumptions)
-    except (ZeroDivisionError, KeyError, TypeError):
-        return False
 
 
 def _first_unstored(

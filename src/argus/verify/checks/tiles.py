@@ -444,6 +444,14 @@ QUICK_RLIMIT = 300_000
 SELECT_RLIMIT = 20_000_000
 
 
+def allows(kernel: Kernel, env: dict[Var, int]) -> bool:
+    """Whether integer sizes `env` satisfy every assumption of `kernel` (False where one cannot be evaluated)."""
+    try:
+        return all(bool(_value(a, env, {})) for a in kernel.assumptions)
+    except (ZeroDivisionError, KeyError, TypeError):
+        return False
+
+
 def _value(e: Any, env: dict[Any, Any], memo: dict[int, Any]) -> Any:
     """`e` at integer values of its variables (shared subterms once); a tensor element (`Element`) read from the
     array `env` holds under its buffer, where it holds one; KeyError for an operator it does not know, a tensor it
@@ -891,7 +899,7 @@ def collision(
     for values in itertools.islice(itertools.product(SAMPLE_SIZES, repeat=len(names)), SAMPLE_SETS):
         env: dict[Var, Any] = dict(zip(names, values, strict=True))
         try:
-            if not all(bool(_value(x, env, {})) for x in kernel.assumptions):
+            if not allows(kernel, env):
                 continue
             shape = [_value(buffer.shape[d], env, {}) for d in dims]
             seen: dict[tuple[int, ...], int] = {}
@@ -957,7 +965,9 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
 
     The lemma makes ``τ -> cell`` one-to-one on ``0 .. G - 1`` (two numbers giving one cell would share its first
     element, which lies inside the tensor), and a one-to-one map of G numbers into G cells is onto: every cell is
-    stored. A bounded window (an expert's rows) is not taken here: its cells are relative to the data."""
+    stored. A window bounded by data through a selector (an expert's rows below ``offs[g]``) has cells relative to
+    the data: each segment's (`_segments`, `_cover_segment_grid`), G their count ``tiles[E - 1]`` times the other
+    dimensions'."""
     tiled = tiled_dims(split)
     if not tiled:
         return Missing("no window origin moves with the tile number")
@@ -1037,7 +1047,7 @@ def _cover_segment_grid(  # noqa: PLR0913 - the site's parts
     assert g_var is not None
     ext = ref.extent[d0]
     sizes = None
-    for lemma in _lemmas(kernel)[1:]:  # real products: the order over a segment's count needs them
+    for lemma in [_Lemma(kernel)]:  # real products: the order over a segment's count needs them
         t, enc, hyp = lemma.number(split, "segments")
         g = enc.env[g_var]
         before = maximum(g_var - 1, 0)
@@ -1159,12 +1169,11 @@ def _cover_instances(  # noqa: PLR0913 - the site's parts
     order = sorted(nvars, key=lambda v: coef[v])
     if any(coef[v] <= 0 for v in order):
         return Missing(f"the tile number {split.number} does not rise with every index it reads")
+    if any(coef[b] % coef[a] for a, b in zip(order, order[1:], strict=False)):
+        return Missing(f"the tile number {split.number}'s coefficients are not a mixed radix")
     sizes = None
     for lemma in _lemmas(kernel):
-        got = _instances_query(kernel, buffer, site, ref, split, tiled, number_vars, order, coef, lemma, overrides)
-        if isinstance(got, Missing):
-            return got
-        r, sizes = got
+        r, sizes = _instances_query(kernel, buffer, site, ref, split, tiled, number_vars, order, coef, lemma, overrides)
         if r == z3.unsat:
             return None
     return _missing("is stored by an instance of the site", r, sizes)
@@ -1183,18 +1192,13 @@ def _instances_query(  # noqa: PLR0913 - the site's parts
     lemma: _Lemma,
     overrides: dict[int, Expr],
 ) -> Any:
-    counts, total = _cells(lemma, buffer, ref, tiled, overrides)
+    _, total = _cells(lemma, buffer, ref, tiled, overrides)
     tau = z3.Int("cover.tau")
     env: dict[Var, Any] = dict(lemma.sizes)
     rest = tau - coef[None]
-    for i, v in enumerate(order):
+    for i, v in enumerate(order):  # the digits (the caller checked the coefficients are a mixed radix)
         digit = rest / coef[v]
-        if i + 1 < len(order):
-            nxt = coef[order[i + 1]]
-            if nxt % coef[v]:
-                return Missing(f"the tile number {split.number}'s coefficients are not a mixed radix")
-            digit = digit % (nxt // coef[v])
-        env[v] = digit
+        env[v] = digit % (coef[order[i + 1]] // coef[v]) if i + 1 < len(order) else digit
     hyp = [*lemma.cons, tau >= 0, tau < total]
     for v in (v for v in kernel.block_vars if v not in number_vars):
         env[v] = z3.Int(f"cover.{v.name}")
