@@ -57,3 +57,19 @@ def test_swizzle_matches_pycute() -> None:
         ours, theirs = Swizzle(b, m, s), pycute.Swizzle(b, m, s)
         for x in range(0, 1 << (b + m + s + 1)):
             assert ours(x) == theirs(x)
+
+
+def test_composed_cosize_is_the_largest_offset_plus_one() -> None:
+    """`ComposedLayout.cosize` (vectorized for a swizzle over integer layouts) equals the maximum of every
+    coordinate's offset, evaluated one by one, on random swizzles, offsets and nested shapes with zero strides."""
+    rng = random.Random(7)
+    for _ in range(300):
+        bits = rng.randint(0, 3)
+        swizzle = Swizzle(bits, rng.randint(0, 4), rng.choice([3, 4, -3, -4]))
+        shape = tuple(rng.choice([1, 2, 3, 4, 8]) for _ in range(rng.randint(1, 4)))
+        stride = tuple(rng.choice([0, 1, 2, 8, 16, 64]) for _ in shape)
+        if len(shape) > 2 and rng.random() < 0.5:
+            shape, stride = (shape[:2], shape[2:]), (stride[:2], stride[2:])
+        layout = ComposedLayout(swizzle, rng.choice([0, 5, 64]), Layout(shape, stride))
+        n = layout.size()
+        assert layout.cosize() == max(layout(i) for i in range(n)) + 1, layout

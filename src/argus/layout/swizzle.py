@@ -17,7 +17,7 @@ from typing import Any
 
 from argus.layout import arith
 from argus.layout.errors import LayoutError
-from argus.layout.int_tuple import fmt, has_none, is_int, replace_none
+from argus.layout.int_tuple import flatten, fmt, has_none, is_int, replace_none
 from argus.layout.layout import Layout, composition, crd2idx, size
 
 
@@ -192,4 +192,29 @@ def _composed_cosize(layout: ComposedLayout) -> int:
     n = size(layout.outer)
     if n > 1 << 22:
         raise LayoutError("LAYOUT_TOO_LARGE", f"cosize({layout}) would enumerate {n} coordinates")
+    fast = _swizzled_cosize(layout, n)
+    if fast is not None:
+        return fast
     return max(layout(i) for i in range(n)) + 1
+
+
+def _swizzled_cosize(layout: ComposedLayout, n: int) -> int | None:
+    """The same maximum over every coordinate, as one vectorized pass where the layout is a swizzle over an
+    integer offset and an integer outer layout (every shared-memory stage buffer: a 64 x 256 stage is 16384
+    coordinates, 60 µs each one by one). None where a part is not of that form."""
+    if not isinstance(layout.inner, Swizzle) or not is_int(layout.offset):
+        return None
+    shape, stride = flatten(layout.outer.shape), flatten(layout.outer.stride)
+    if not all(is_int(x) for x in (*shape, *stride)):
+        return None
+    import numpy as np
+
+    index = np.arange(n, dtype=np.int64)
+    offset = np.full(n, layout.offset, dtype=np.int64)
+    for extent, step in zip(shape, stride, strict=True):
+        offset += (index % extent) * step
+        index //= extent
+    swizzle = layout.inner
+    bits = offset & swizzle.yyy_mask
+    moved = bits >> swizzle.shift if swizzle.shift >= 0 else bits << -swizzle.shift
+    return int((offset ^ moved).max()) + 1
