@@ -180,13 +180,16 @@ def test_a_seeded_double_store_is_caught_with_a_witness(tmp_path, what: str, goo
     assert cex is not None and cex.code == "COVERAGE_OUTPUT_TWICE"
     first, second = cex.variables["first block"], cex.variables["second block"]
     assert first != second or cex.loops  # two blocks, or one block in two iterations
-    # the data of the witness is data the declarations allow: offs and tiles nondecreasing, offs within 0 .. R
+    # the data of the witness is data the declarations allow: offs and tiles nondecreasing, offs within 0 .. R; an
+    # element a seeded search reads past the tensor's end (expert E) is no data, and is named so
+    inside = {k: v for k, v in cex.variables.items() if "past its end" not in k}
     for name in ("offs", "tiles"):
-        data = {int(k[len(name) + 1 : -1]): int(v) for k, v in cex.variables.items() if k.startswith(f"{name}[")}
+        data = {int(k[len(name) + 1 : -1]): int(v) for k, v in inside.items() if k.startswith(f"{name}[")}
         ordered = [data[i] for i in sorted(data)]
         assert ordered == sorted(ordered) and all(v >= 0 for v in ordered), (name, data)
+        assert all(i < cex.shapes["E"] for i in data)
     rows = cex.shapes["R"]
-    assert all(int(v) <= rows for k, v in cex.variables.items() if k.startswith("offs["))
+    assert all(int(v) <= rows for k, v in inside.items() if k.startswith("offs["))
 
 
 def test_a_search_one_expert_behind_leaves_rows_unwritten_and_is_caught_with_data(tmp_path) -> None:
@@ -209,10 +212,63 @@ def test_a_search_one_expert_behind_leaves_rows_unwritten_and_is_caught_with_dat
     assert row < offs[-1]  # a routed row: one the kernel must write
 
 
-@pytest.mark.parametrize("name", ["grouped_gemm_persistent", "grouped_gemm_swiglu", "grouped_gemm_scaled"])
+@pytest.mark.parametrize(
+    "name",
+    ["grouped_gemm_persistent", "grouped_gemm_swiglu", "grouped_gemm_scaled", "grouped_gemm_units",
+     "grouped_gemm_swiglu_units"],
+)  # fmt: skip
 def test_the_library_grouped_gemms_write_every_routed_row(name: str) -> None:
     """Output coverage relative to the data: every row before the last expert's end (`T.writes_part(C, ...,
-    below=(offs[E - 1], None))`) is written, for every routing the declarations allow (`tiles.cover`, segments)."""
-    result = verify(getattr(grouped, name).trace(**SMALL), checks=("coverage",))
+    below=(offs[E - 1], None))`) is written, for every routing the declarations allow (`tiles.cover`, segments).
+    The units' row-major order reads no expert's tile count: the bound ``t < tiles[g]`` is still a fact of the
+    search (`tiles.candidates` offers the searched tensor at the selector), and ``(u - first * tiles_n) // tiles_n``
+    is taken apart linearly (`tiles.cancel_multiples`)."""
+    params = SMALL if "units" not in name else {k: v for k, v in SMALL.items() if k != "BLOCKS"}
+    result = verify(getattr(grouped, name).trace(**params), checks=("coverage",))
     (record,) = [c for c in result.checks if c.check == "output coverage"]
     assert (record.target, record.verdict, record.not_checked) == ("C", Verdict.VERIFIED, False)
+
+
+def test_units_searching_one_expert_behind_leave_rows_unwritten(tmp_path) -> None:
+    """The units schedule (one block a unit, row-major within an expert) with the search one expert behind: its
+    coverage was not checked before the selector's bound at g was a candidate; now `COVERAGE_OUTPUT`, a routed row."""
+    kernel = _seeded(tmp_path, "        then(g)\n", "        then(T.maximum(g - 1, 0))\n", grouped.grouped_gemm_units)
+    result = verify(kernel.trace(STAGES=3, SEARCH=3), checks=("coverage",))
+    (finding,) = [f for f in result.findings if f.code == "COVERAGE_OUTPUT"]
+    row = int(finding.counterexample.variables["element"].strip("()").split(",")[0])
+    offs = [int(x) for x in finding.message.split("offs = [")[1].split("]")[0].split(",")]
+    assert row < offs[-1]
+
+
+def test_the_tma_store_epilogue_s_two_stores_are_one_and_write_every_routed_row() -> None:
+    """`store_expert_tile` with TMA stores: full tiles staged and stored by TMA under ``row0 + bm <= end``, the
+    expert's last, partial tile by the bounded store under ``row0 + bm > end``. Neither covers the cells alone; the
+    pair (complementary branches, the TMA window proved inside the bound under its branch) is one bounded store
+    (`coverage._one_store_per_branch_pair`), and every routed row is proved written."""
+    result = verify(grouped.grouped_gemm_persistent.trace(EPILOGUE="tma", **SMALL), checks=("coverage",))
+    (record,) = [c for c in result.checks if c.check == "output coverage"]
+    assert (record.target, record.verdict, record.not_checked) == ("C", Verdict.VERIFIED, False)
+
+
+#: Seeded branch conditions of `store_expert_tile` that leave a tile stored by neither store: (what, good, bad).
+SPLIT_STORES = [
+    ("a full tile left to neither", "with T.if_(row0 + bm <= end):", "with T.if_(row0 + bm < end):"),
+    (
+        "a tile one row short left to neither",
+        "with T.if_(row0 + bm > end):  # the expert's last",
+        "with T.if_(row0 + bm > end + 1):  # the expert's last",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "good", "bad"), SPLIT_STORES, ids=[s[0] for s in SPLIT_STORES])
+def test_branches_that_leave_a_tile_to_neither_store_are_caught(tmp_path, what: str, good: str, bad: str) -> None:
+    """Not complementary, the two stores are not one; the witness search (with segments one row short of a tile,
+    whole, one row over: `coverage.RESIDUES`) finds a routed row neither writes, confirmed on the verifier's
+    encoding with the data pinned."""
+    kernel = _seeded(tmp_path, good, bad)
+    result = verify(kernel.trace(EPILOGUE="tma", **SMALL), checks=("coverage",))
+    (finding,) = [f for f in result.findings if f.code == "COVERAGE_OUTPUT"]
+    row = int(finding.counterexample.variables["element"].strip("()").split(",")[0])
+    offs = [int(x) for x in finding.message.split("offs = [")[1].split("]")[0].split(",")]
+    assert row < offs[-1], what

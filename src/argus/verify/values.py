@@ -111,15 +111,27 @@ def reads_data(e: Expr) -> bool:
     return bool(elements(e))
 
 
-def witness_data(kernel: Kernel, model: Any, terms: list[Any]) -> dict[str, int]:
+def witness_data(kernel: Kernel, model: Any, terms: list[Any], env: dict | None = None) -> dict[str, int]:
     """The values a model gives the elements of declared tensors read inside `terms` (``{"offs[1]": 7}``), in index
-    order: the content of the data in a counterexample."""
+    order: the content of the data in a counterexample. With `env` (the sizes' terms), an element read at an index
+    past its tensor's extent (a kernel that reads out of bounds: its value is not data, and no declaration holds of
+    it) is named so, ``"offs[1] (past its end)"``."""
     out: dict[tuple[str, tuple[int, ...]], int] = {}
+    outside: set[tuple[str, tuple[int, ...]]] = set()
     for va in kernel.value_assumptions:
         function = smt.element_function(va.tensor)
         if function is None:
             continue
+        extents = None
+        if env is not None:
+            shape = va.tensor.shape
+            extents = [smt.model_int(model, smt.evaluate(d, env)) if isinstance(d, Expr) else d for d in shape]
         for app in applications(function, terms):
             index = tuple(smt.model_int(model, app.arg(i)) for i in range(app.num_args()))
             out[(va.tensor.name, index)] = smt.model_int(model, app)
-    return {f"{name}[{', '.join(map(str, index))}]": v for (name, index), v in sorted(out.items())}
+            if extents is not None and any(not 0 <= i < n for i, n in zip(index, extents, strict=True)):
+                outside.add((va.tensor.name, index))
+    return {
+        f"{name}[{', '.join(map(str, index))}]" + (" (past its end)" if (name, index) in outside else ""): v
+        for (name, index), v in sorted(out.items())
+    }

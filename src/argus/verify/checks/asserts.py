@@ -124,7 +124,7 @@ def _check_assertion(ctx: Context, site: Site, lookback: int) -> tuple[list[Find
         listing = ", ".join(f"{n} has {tv}" for n, tv in zip(names, values, strict=True))
         msg = f"{what} fails at element {coord} of {user_name(fbuf)}: {listing}"
         # the content of the declared tensors the tags and the path read (a gather's index, the routing's offsets)
-        data = data_values.witness_data(ctx.kernel, m, [*cons, violation])
+        data = data_values.witness_data(ctx.kernel, m, [*cons, violation], ctx.base_env)
         if data:
             shown = list(data.items())
             more = f", and {len(shown) - WITNESS_SHOWN} more" if len(shown) > WITNESS_SHOWN else ""

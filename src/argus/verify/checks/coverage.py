@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import z3
 
-from argus.ir.expr import Expr, Var, free_vars
-from argus.ir.nodes import Copy, Fill, Gemm, Space, TileRef
+from argus.ir.expr import BinaryOp, BinOp, Expr, Var, free_vars
+from argus.ir.nodes import Copy, Fill, Gemm, If, Space, TileRef
 from argus.verify import smt
 from argus.verify.checks import tiles
 from argus.verify.context import Context
@@ -139,6 +139,8 @@ def _check_tensor(
     dims = [smt.evaluate(d, env) if isinstance(d, Expr) else smt.val(d) for d in buffer.shape]
     element = [z3.BitVec(f"coverage.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]
     boxes = []
+    if kind is _STORED:
+        sites = _one_store_per_branch_pair(ctx, sites)
     for site, ref in sites:
         box = _box(ctx, site, ref, element, buffer if kind is _STORED else None)
         if isinstance(box, _Unread):  # a tile-ordered store not proved to cover its grid: look for what it misses
@@ -166,6 +168,91 @@ def _check_tensor(
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
     return _uncovered(buffer, sites, kind, ctx.shape_values(m), coord, extents)
+
+
+def _one_store_per_branch_pair(ctx: Context, sites: list[tuple[Site, TileRef]]) -> list[tuple[Site, TileRef]]:
+    """`sites` with each pair of stores that is one store split by a branch replaced by that one store: the same
+    window origins and extents in the same loops, under the same branches but the last, whose conditions are
+    complementary (``c`` and not ``c``; ``x <= y`` and ``x > y``), and where one window has a bound the other does
+    not, the other's window proved inside that bound under its condition (a tile staged through TMA where every row
+    is the expert's, the bounded direct store of the expert's last, partial tile: `grouped.store_expert_tile`). The
+    pair then stores exactly the bounded window under the branches they share, whichever way the last one goes."""
+    out = list(sites)
+    merged = True
+    while merged:
+        merged = False
+        for (i, a), (j, b) in itertools.combinations(enumerate(out), 2):
+            one = _one_store(ctx, a, b)
+            if one is not None:
+                out = [x for k, x in enumerate(out) if k not in (i, j)] + [one]
+                merged = True
+                break
+    return out
+
+
+def _complementary(a: Any, b: Any, keys: Any) -> bool:
+    """Whether conditions `a` and `b` are each other's negation by their form: ``x <= y`` and ``y < x``, ``x == y``
+    and ``x != y`` (``x > y`` is ``y < x`` in the IR)."""
+    if not (isinstance(a, BinOp) and isinstance(b, BinOp)):
+        return False
+    same = keys(a.lhs) == keys(b.lhs) and keys(a.rhs) == keys(b.rhs)
+    swapped = keys(a.lhs) == keys(b.rhs) and keys(a.rhs) == keys(b.lhs)
+    ops = {a.op, b.op}
+    if ops == {BinaryOp.LE, BinaryOp.LT}:
+        return swapped
+    if ops == {BinaryOp.EQ, BinaryOp.NE}:
+        return same or swapped
+    return False
+
+
+def _one_store(ctx: Context, a: tuple[Site, TileRef], b: tuple[Site, TileRef]) -> tuple[Site, TileRef] | None:
+    """The one store that the pair `a`, `b` is (`_one_store_per_branch_pair`), or None."""
+    (sa, ra), (sb, rb) = a, b
+    if sa.loops != sb.loops or len(sa.frames) != len(sb.frames) or ra.extent != rb.extent or not sa.ifs:
+        return None
+    if any(x.owner is not y.owner or x.branch != y.branch for x, y in zip(sa.frames[:-1], sb.frames[:-1], strict=True)):
+        return None
+    last_a, last_b = sa.frames[-1], sb.frames[-1]
+    if not (isinstance(last_a.owner, If) and isinstance(last_b.owner, If)):
+        return None
+    keys = tiles._Keys()
+    ca, cb = last_a.owner.cond, last_b.owner.cond
+    if ca is cb:
+        complementary = last_a.branch != last_b.branch
+    else:
+        complementary = last_a.branch == last_b.branch and _complementary(ca, cb, keys)
+    if not complementary or any(keys(x) != keys(y) for x, y in zip(ra.origin, rb.origin, strict=True)):
+        return None
+    bounded_a = ra.bound is not None and any(x is not None for x in ra.bound)
+    bounded_b = rb.bound is not None and any(x is not None for x in rb.bound)
+    if bounded_a and bounded_b and any(keys(x) != keys(y) for x, y in zip(ra.bound, rb.bound, strict=True)):
+        return None
+    if bounded_a != bounded_b:  # the unbounded window must lie inside the other's bound, under its own branch
+        (inner, _), (_, outer_ref) = (b, a) if bounded_a else (a, b)
+        if not _inside_bound(ctx, inner, outer_ref):
+            return None
+    kept, ref = (sa, ra) if bounded_a else (sb, rb)
+    return Site(kept.stmt, kept.index, kept.end, kept.frames[:-1], kept.role), ref
+
+
+def _inside_bound(ctx: Context, site: Site, bounded: TileRef) -> bool:
+    """Whether, under `site`'s branch conditions, its window ends at or before `bounded`'s bound in every dimension
+    that has one (the windows' origins and extents are the same)."""
+    try:
+        env, cons = ctx.loop_env(site)
+        for branch, taken in site.ifs:
+            cond = smt.boolean(smt.evaluate(branch.cond, env))
+            cons.append(cond if taken else z3.Not(cond))
+        past = []
+        for origin, extent, bound in zip(bounded.origin, bounded.extent, bounded.bound, strict=True):
+            if bound is None:
+                continue
+            o = smt.evaluate(origin, env) if isinstance(origin, Expr) else smt.val(origin)
+            limit = smt.evaluate(bound, env) if isinstance(bound, Expr) else smt.val(bound)
+            past.append(smt.val(o) + smt.val(extent) > smt.val(limit))
+    except smt.EncodingError:
+        return False
+    return ctx.solve(cons, z3.Or(*past)).verdict == Verdict.VERIFIED
 
 
 def _uncovered(
@@ -388,6 +475,10 @@ def _unstored(
 #: Segment sizes (fractions of the rows) the generated contents of a segmented kernel's ends take (`_contents`):
 #: balanced, one segment taking most, empty segments first and between.
 ROUTINGS = ((1, 1, 1, 1), (5, 1, 1, 1), (0, 3, 0, 2))
+#: One more routing: segments one row short of a whole tile, whole, one row over (cycling; the ends capped at the
+#: upper limit), where a store split at the segment's last tile (full tiles one way, the partial one another) goes
+#: wrong by one row.
+RESIDUES = (-1, 0, 1)
 
 
 def _contents(kernel: Any, sizes: dict[Var, int]) -> list[dict[Any, Any]]:
@@ -400,16 +491,20 @@ def _contents(kernel: Any, sizes: dict[Var, int]) -> list[dict[Any, Any]]:
     if not counted:
         return [{}]
     out: list[dict[Any, Any]] = []
-    for routing in ROUTINGS:
+    for routing in (*ROUTINGS, None):
         data: dict[Any, Any] = {}
         try:
             for va in counted:
                 ends = next(v for v in kernel.value_assumptions if v.tensor is va.counts_of and v.hi is not None)
                 n = int(tiles._value(va.counts_of.shape[0], sizes, {}))
                 rows = int(tiles._value(ends.hi, sizes, {}))
-                weights = [routing[i % len(routing)] for i in range(n)]
-                cuts = np.floor(np.cumsum(weights) * rows / max(sum(weights), 1)).astype(np.int64)
-                cuts[-1] = rows if sum(weights) else 0
+                if routing is None:  # RESIDUES: tile - 1, tile, tile + 1 rows, ...
+                    lengths = [max(va.tile + RESIDUES[i % len(RESIDUES)], 0) for i in range(n)]
+                    cuts = np.minimum(np.cumsum(lengths), rows).astype(np.int64)
+                else:
+                    weights = [routing[i % len(routing)] for i in range(n)]
+                    cuts = np.floor(np.cumsum(weights) * rows / max(sum(weights), 1)).astype(np.int64)
+                    cuts[-1] = rows if sum(weights) else 0
                 counts = np.cumsum(-(-np.diff(np.concatenate([[0], cuts])) // va.tile))
                 data[va.counts_of], data[va.tensor] = cuts, counts
         except (StopIteration, KeyError, ZeroDivisionError, TypeError, ValueError):

@@ -399,7 +399,7 @@ def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, 
     else:
         why = "two blocks write it, and the value left is whichever store lands last"
     msg = f"element {coord} of {name} ({extents}) is stored twice, by {first} and by {second}: {why}"
-    data = values.witness_data(ctx.kernel, m, [*cons, twice])
+    data = values.witness_data(ctx.kernel, m, [*cons, twice], ctx.base_env)
     if data:  # the content of the tensors the windows' bounds read (one the kernel's declarations allow)
         msg += f" (with {', '.join(f'{k} = {v}' for k, v in data.items())})"
     cex = Counterexample(

@@ -643,6 +643,50 @@ class _Lemma:
         return out
 
 
+def cancel_multiples(lemma: _Lemma, split: Split, e: Any, memo: dict[int, Any], keys: _Keys | None = None) -> Any:
+    """`e` with each quotient and remainder of a multiple of the divisor taken off (``(a - b * c) // c`` -> ``a // c
+    - b``, ``(a - b * c) % c`` -> ``a % c``; a tile number made local to its segment, ``u - first * tiles_n``, then
+    divided by the column count ``tiles_n``) where ``c > 0``, ``b >= 0`` and ``a - b * c >= 0`` hold for every tile
+    number of the site (then floor and truncating division agree, and the two sides are equal). The solver handles
+    the right side linearly in ``a // c``; the left side's product of two non-constants it did not decide."""
+    keys = keys or _Keys()
+    if not isinstance(e, Expr) or id(e) in memo:
+        return memo.get(id(e), e)
+    out: Any = e
+    if isinstance(e, BinOp):
+        lhs, rhs = cancel_multiples(lemma, split, e.lhs, memo, keys), cancel_multiples(lemma, split, e.rhs, memo, keys)
+        out = e if lhs is e.lhs and rhs is e.rhs else BinOp(e.op, lhs, rhs, e.dtype)
+        multiple = _multiple_taken(lhs, rhs, keys) if e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD) else None
+        if multiple is not None and not isinstance(rhs, Const):
+            a, b = multiple
+            zero = Const(0)
+            conds = (BinOp(BinaryOp.LT, zero, rhs, boolean), BinOp(BinaryOp.LE, zero, b, boolean),
+                     BinOp(BinaryOp.LE, zero, lhs, boolean))  # fmt: skip
+            if all(lemma.holds(split, c, []) for c in conds):
+                quotient = BinOp(e.op, a, rhs, e.dtype)
+                out = BinOp(BinaryOp.SUB, quotient, b, e.dtype) if e.op == BinaryOp.FLOORDIV else quotient
+    elif isinstance(e, Select):
+        parts = [cancel_multiples(lemma, split, x, memo, keys) for x in (e.cond, e.if_true, e.if_false)]
+        same = all(x is y for x, y in zip(parts, (e.cond, e.if_true, e.if_false), strict=True))
+        out = e if same else Select(*parts, dtype=e.dtype)
+    memo[id(e)] = out
+    return out
+
+
+def _multiple_taken(lhs: Any, c: Any, keys: _Keys) -> tuple[Expr, Expr] | None:
+    """(a, b) where `lhs` is ``a - b * c`` or ``a - c * b``; else None."""
+    if not (isinstance(lhs, BinOp) and lhs.op == BinaryOp.SUB and isinstance(lhs.rhs, BinOp)):
+        return None
+    product = lhs.rhs
+    if product.op != BinaryOp.MUL:
+        return None
+    if keys(product.rhs) == keys(c):
+        return lhs.lhs, product.lhs
+    if keys(product.lhs) == keys(c):
+        return lhs.lhs, product.rhs
+    return None
+
+
 def candidates(split: Split, dims: set[int]) -> list[Expr]:
     """What `selector_facts` tries to prove of a split with a selector: every element read at an index inside its
     tensor (the declared order then applies to it), and each *argument* of the search (an expression of the tile
@@ -682,6 +726,15 @@ def candidates(split: Split, dims: set[int]) -> list[Expr]:
     seen.clear()
     for e in exprs:
         walk(e, terms, False)
+    # the searched tensors at the selector and the one before it (the segment's cumulative bounds ``tiles[g - 1] <=
+    # t < tiles[g]``), also where the origins read neither (a row-major order does not read the segment's count)
+    gamma = split.selector
+    for read in elements(split.chosen):
+        if len(read.index) == 1 and gamma is not None:
+            before = Select(BinOp(BinaryOp.LT, Const(0), gamma, boolean), Element(read.buffer, (maximum(gamma - 1, 0),),
+                            read.dtype), Const(0), read.dtype)  # fmt: skip
+            for term in (Element(read.buffer, (gamma,), read.dtype), before):
+                terms.setdefault(keys(term), term)
     for x in arguments.values():
         for y in terms.values():
             add(BinOp(BinaryOp.LE, y, x, boolean))
@@ -1057,11 +1110,13 @@ def _cover_segment_grid(  # noqa: PLR0913 - the site's parts
         earlier = z3.If(g > 0, enc.int_(Element(counts, (before,), counts.dtype)), 0)
         relation = here - earlier == (end - start + ext - 1) / ext
         counts_, total = _cells(lemma, buffer, ref, tiled, {d0: last})
-        o = enc.int_(split.origins[d0])
+        memo: dict[int, Any] = {}
+        origins = {d: cancel_multiples(lemma, split, split.origins[d], memo) for d in tiled}
+        o = enc.int_(origins[d0])
         claims = [g >= 0, g < enc.int_(offs.shape[0]), o >= start, (o - start) % ext == 0, o < end]
         for d in tiled:
             if d != d0:
-                od, e = enc.int_(split.origins[d]), ref.extent[d]
+                od, e = enc.int_(origins[d]), ref.extent[d]
                 claims += [od >= 0, od < counts_[d] * e, od % e == 0]
         query = lemma.closed([*lemma.cons, *hyp, relation, t < total, z3.Not(z3.And(*claims))], enc)
         r, sizes = _solved(query, lemma)
