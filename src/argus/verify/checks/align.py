@@ -318,8 +318,12 @@ def _check_vector(ctx: Context, site: Site, s: Copy) -> list[Finding]:
         out.append(smt.mod(_term(g_ref.origin[ks[-1]], env), w) == 0)
         return out
 
+    def possible(w: int) -> bool:  # true by their form (a multiple of 128 for 8 elements), else some size allows them
+        held = z3.And(*conditions(w))
+        return z3.is_true(z3.simplify(held)) or ctx.solve(cons, held).verdict == Verdict.VIOLATED
+
     if not explicit:  # the static width: the widest the conditions allow for some size
-        while width > 1 and ctx.solve(cons, z3.And(*conditions(width))).verdict != Verdict.VIOLATED:
+        while width > 1 and not possible(width):
             width //= 2
         if width == 1:
             return []

@@ -321,10 +321,41 @@ def _output_once(ctx: Context, buffer: Buffer, sites: list[tuple[Site, TileRef]]
             return f"{why} ({site.loc})"
     for i, (sa, ra) in enumerate(sites):
         for sb, rb in sites[i:]:
+            if sb is not sa and _apart(ra, rb):
+                continue
             out = _output_pair(ctx, buffer, sa, ra, sb, rb)
             if out is not None:
                 return out
     return None
+
+
+def _apart(ra: TileRef, rb: TileRef) -> bool:
+    """Whether two store sites' windows never share an element, by their form: in some dimension, the origins are
+    one expression plus different constants (or two constants) whose ranges ``[o, o + extent)`` are disjoint for
+    every instance (an unrolled loop's sites, one column of an im2col matrix each: 35 sites were 630 queries, 50 s).
+    """
+    keys = tiles._Keys()
+    for oa, ob, ea, eb in zip(ra.origin, rb.origin, ra.extent, rb.extent, strict=True):
+        if not (isinstance(ea, int) and isinstance(eb, int)):
+            continue
+        (base_a, ca), (base_b, cb) = _offset(oa), _offset(ob)
+        if keys(base_a) == keys(base_b) and (ca + ea <= cb or cb + eb <= ca):
+            return True
+    return False
+
+
+def _offset(e: Any) -> tuple[Any, int]:
+    """`e` as (base, constant) with ``e = base + constant`` (base 0 for a constant)."""
+    from argus.ir.expr import BinaryOp, BinOp, Const
+
+    if isinstance(e, int):
+        return 0, e
+    if isinstance(e, Const) and isinstance(e.value, int):
+        return 0, e.value
+    if isinstance(e, BinOp) and e.op in (BinaryOp.ADD, BinaryOp.SUB) and isinstance(e.rhs, Const):
+        if isinstance(e.rhs.value, int):
+            return e.lhs, e.rhs.value if e.op == BinaryOp.ADD else -e.rhs.value
+    return e, 0
 
 
 def _output_pair(ctx: Context, buffer: Buffer, sa: Site, ra: TileRef, sb: Site, rb: TileRef) -> Finding | str | None:
