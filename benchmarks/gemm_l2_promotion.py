@@ -1,10 +1,10 @@
-"""The TMA maps' L2 promotion (`argus.runtime.tensor_maps.L2_PROMOTION`) as an A/B at a few bf16 shapes: for each
+"""The TMA maps' L2 promotion (`argus.runtime.tensor_maps.L2_PROMOTION_BYTES`) as an A/B at a few bf16 shapes: for each
 shape, the heuristic's configuration (and, where it copies the operands to whole pitches, the same configuration
 without the copies) prepared once per promotion on its own copies of the operands, every contender checked against
 the f32 product, then timed interleaved with cuBLAS (`gemm_parity.interleaved_times`: L2 flushed every round, CUDA
 events, order rotating). Ratios are cuBLAS time / argus time.
 
-    PYTHONPATH=src python benchmarks/gemm_l2_promotion.py --shapes 6000,6000,3000 --promotions L2_128B L2_256B
+    PYTHONPATH=src python benchmarks/gemm_l2_promotion.py --shapes 6000,6000,3000 --promotions 128 256
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", nargs="+", default=["6000,6000,3000", "4096,4096,4096"])
-    parser.add_argument("--promotions", nargs="+", default=["L2_128B", "L2_256B"])
+    parser.add_argument("--promotions", nargs="+", type=int, default=[128, 256], help="bytes: 0, 64, 128, 256")
     parser.add_argument("--rounds", type=int, default=60)
     args = parser.parse_args()
     for line in environment(torch):
@@ -53,7 +53,7 @@ def main() -> int:
             configs.append(replace(chosen, PITCH=False))
         launches = {"cublas": lambda a0=a0, b0=b0: torch.matmul(a0, b0)}
         for promotion in args.promotions:
-            tensor_maps.L2_PROMOTION = promotion
+            tensor_maps.L2_PROMOTION_BYTES = promotion
             for config in configs:
                 a, b = a0.clone(), b0.t().contiguous().t()  # own copies: prepared launches are kept per tensors
                 c, prepared = mm.prepare(a, b, config=config)
@@ -61,13 +61,13 @@ def main() -> int:
                     p.launch()
                 torch.cuda.synchronize()
                 err = float((c.float() - ref).abs().max() / ref.abs().max())
-                name = f"{config.label} {promotion}"
+                name = f"{config.label} L2 promotion {promotion} B"
                 if not err <= 1e-2:
                     wrong = True
                     print(f"  WRONG {name}: relative error {err}")
                     continue
                 launches[name] = timed_call(mm, torch, problem, config, a, b, prepared)
-        tensor_maps.L2_PROMOTION = "L2_128B"
+        tensor_maps.L2_PROMOTION_BYTES = 128
         times = interleaved_times(torch, launches, args.rounds, scratch)
         med = {name: statistics.median(v) for name, v in times.items()}
         print(f"## {m}x{n}x{k}: cuBLAS {med['cublas']:.4f} ms")

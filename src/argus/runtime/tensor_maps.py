@@ -4,7 +4,7 @@
 (TMA-order dimensions, byte strides, box, swizzle, base address) and checks it with
 `argus.atoms.tma.TmaCopyAtom.diagnose` (box extents, inner box bytes, swizzle span, 16-byte strides and base
 address, ...), raising `ArgumentError` ``RUNTIME_ARG_TMA`` that names the argument and the rule. `encode`
-calls ``cuTensorMapEncodeTiled`` (interleave none, L2 promotion `L2_PROMOTION`, out-of-bounds elements filled with
+calls ``cuTensorMapEncodeTiled`` (interleave none, L2 promotion `L2_PROMOTION_BYTES`, out-of-bounds elements filled with
 zeros, as the interpreter's TMA loads) and returns the 128 opaque bytes the kernel takes as a
 ``const __grid_constant__`` parameter.
 """
@@ -23,9 +23,11 @@ from argus.runtime.errors import ArgumentError
 
 #: Bytes of a ``CUtensorMap``.
 TENSOR_MAP_BYTES = 128
-#: How far the L2 widens a tiled map's requests (``CU_TENSOR_MAP_L2_PROMOTION_<this>``: NONE, L2_64B, L2_128B,
-#: L2_256B), read at each encode: an A/B switch for benchmarks (`benchmarks/gemm_l2_promotion.py`)
-L2_PROMOTION = "L2_128B"
+#: How far the L2 widens a tiled map's requests, in bytes (0: not at all; 64, 128 or 256), read at each encode: an
+#: A/B switch for benchmarks (`benchmarks/gemm_l2_promotion.py`: 128 measured best or tied on an H200)
+L2_PROMOTION_BYTES = 128
+#: ``CUtensorMapL2promotion``'s values by those bytes (none, 64, 128, 256 B)
+_PROMOTION_VALUES = {0: 0, 64: 1, 128: 2, 256: 3}
 
 _DATA_TYPES = {
     "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
@@ -121,7 +123,7 @@ def encode(spec: TensorMapSpec, kernel: str) -> bytes:
         [driver.cuuint32_t(1)] * rank,
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(driver.CUtensorMapSwizzle, TENSOR_MAP_SWIZZLE[spec.swizzle]),
-        getattr(driver.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{L2_PROMOTION}"),
+        driver.CUtensorMapL2promotion(_PROMOTION_VALUES[L2_PROMOTION_BYTES]),
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )
     return ctypes.string_at(int(tensor_map.getPtr()), TENSOR_MAP_BYTES)
