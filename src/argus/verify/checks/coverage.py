@@ -208,14 +208,16 @@ def _complementary(a: Any, b: Any, keys: Any) -> bool:
 def _one_store(ctx: Context, a: tuple[Site, TileRef], b: tuple[Site, TileRef]) -> tuple[Site, TileRef] | None:
     """The one store that the pair `a`, `b` is (`_one_store_per_branch_pair`), or None."""
     (sa, ra), (sb, rb) = a, b
-    if sa.loops != sb.loops or len(sa.frames) != len(sb.frames) or ra.extent != rb.extent or not sa.ifs:
+    if len(sa.frames) != len(sb.frames) or len(ra.extent) != len(rb.extent) or not sa.ifs:
         return None
     if any(x.owner is not y.owner or x.branch != y.branch for x, y in zip(sa.frames[:-1], sb.frames[:-1], strict=True)):
-        return None
+        return None  # the same loops and branches around both, but the last
     last_a, last_b = sa.frames[-1], sb.frames[-1]
     if not (isinstance(last_a.owner, If) and isinstance(last_b.owner, If)):
         return None
-    keys = tiles._Keys()
+    keys = tiles._Keys()  # structural comparison: an Expr's == builds a condition
+    if any(keys(x) != keys(y) for x, y in zip(ra.extent, rb.extent, strict=True)):
+        return None
     ca, cb = last_a.owner.cond, last_b.owner.cond
     if ca is cb:
         complementary = last_a.branch != last_b.branch
