@@ -82,7 +82,10 @@ def test_solver_unknown_names_the_pin_that_decides_it() -> None:
     assert fix.startswith("verify with --shape ")
     name, value = fix.removeprefix("verify with --shape ").split(" ")[0].split("=")
     again = verify(get_kernel("gemm_cp_async"), rlimit=budget, shapes={name: int(value)})
-    assert not any(f.code == "UNKNOWN_SOLVER" and f.loc == pinned[0].loc for f in again.findings)
+    # that query is decided (another query at the same statement may still need more than the starved budget)
+    assert not any(
+        f.code == "UNKNOWN_SOLVER" and f.loc == pinned[0].loc and f.message == pinned[0].message for f in again.findings
+    )
     assert not again.errors
 
 

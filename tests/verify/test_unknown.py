@@ -79,14 +79,19 @@ def test_else_branch_condition_is_negated() -> None:
 
 
 def test_an_exactly_once_query_the_solver_does_not_decide_is_unknown_not_unchecked() -> None:
-    """With no budget, the exactly-once queries are attempted proofs that did not complete: `UNKNOWN_SOLVER` findings
-    at the loads and the store that make the verdict unknown (they were records that a `verified` verdict did not
-    cover), not entries of `not_checked` (what a check does not cover at all: here the persistent kernel's guarded
-    windows)."""
-    for name, sites in (("gemm_smem_tiled", 3), ("gemm_persistent", 2)):
+    """With no budget, the exactly-once queries are attempted proofs that did not complete: ``unknown`` records
+    (with `UNKNOWN_SOLVER` findings at the loads where no other finding of that code is there already) that make
+    the verdict unknown, not entries of `not_checked` (what a check does not cover at all: here the persistent
+    kernel's guarded windows). A store whose window proves it by its form (`once._injective`: ``C.tile((bm, bn),
+    ...)``) needs no query, so it is proved with no budget at all."""
+    for name, sites in (("gemm_smem_tiled", 0), ("gemm_persistent", 2)):
         result = verify(get_kernel(name), checks=("coverage",), rlimit=1)
         assert result.verdict == Verdict.UNKNOWN
+        loads = [c for c in result.checks if c.check == "contraction accumulated once"]
+        assert len(loads) == 2 and all(c.verdict == Verdict.UNKNOWN for c in loads), result.checks
         once = [f for f in result.unknowns if "could not decide within its budget" in f.message]
         assert len(once) == sites and all(f.code == "UNKNOWN_SOLVER" and f.loc for f in once), result.render_text()
         assert all("not checked: " in c.target for c in result.not_checked)
         assert not [c for c in result.not_checked if c.check.endswith("once")]
+    store = [c for c in verify(get_kernel("gemm_smem_tiled"), checks=("coverage",), rlimit=1).checks]
+    assert [c.verdict for c in store if c.check == "output written once"] == [Verdict.VERIFIED]

@@ -533,7 +533,10 @@ def _shared_offsets(buf: Buffer, coords: list[np.ndarray], view: Any = None) -> 
     key = (layout, flat_coords.shape, hashlib.blake2b(flat_coords.tobytes(), digest_size=16).digest())
     offsets = _OFFSETS_CACHE.get(key)
     if offsets is None:
-        offsets = np.array([layout(tuple(int(x) for x in row)) for row in flat_coords], dtype=np.int64)
+        # the layout algebra evaluates numpy arrays elementwise: one call for every row
+        columns = tuple(flat_coords[:, i] for i in range(flat_coords.shape[1]))
+        value = np.asarray(layout(columns), dtype=np.int64)
+        offsets = np.array(np.broadcast_to(value, (flat_coords.shape[0],)), dtype=np.int64)
         offsets.setflags(write=False)  # shared by every caller: never modified in place
         if len(_OFFSETS_CACHE) >= _OFFSETS_CACHE_ENTRIES:
             _OFFSETS_CACHE.clear()

@@ -64,7 +64,7 @@ class Swizzle:
         return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
 
     def __call__(self, offset: Any) -> Any:
-        if not arith.is_symbolic(offset) and not is_int(offset):
+        if not arith.is_symbolic(offset) and not is_int(offset) and not _integer_array(offset):
             raise LayoutError("LAYOUT_BAD_COORDINATE", f"{self} takes an integer offset, got {offset!r}")
         return arith.swizzle_bits(offset, self.yyy_mask, self.shift)
 
@@ -218,3 +218,8 @@ def _swizzled_cosize(layout: ComposedLayout, n: int) -> int | None:
     bits = offset & swizzle.yyy_mask
     moved = bits >> swizzle.shift if swizzle.shift >= 0 else bits << -swizzle.shift
     return int((offset ^ moved).max()) + 1
+
+
+def _integer_array(x: Any) -> bool:
+    """A numpy array of integers (evaluated elementwise, as `argus.layout.arith` does), without importing numpy."""
+    return getattr(getattr(x, "dtype", None), "kind", None) in ("i", "u") and hasattr(x, "shape")

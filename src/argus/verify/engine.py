@@ -8,7 +8,10 @@ partial sums, alignment of vector and TMA copies, budgets), the user's tag asser
 
 from __future__ import annotations
 
+import collections
+import copy
 import dataclasses
+import hashlib
 import time
 from typing import Any
 
@@ -61,9 +64,41 @@ def verify_kernel(
     at one and looks further back only while that leaves it undecided). Each Z3 query gets `rlimit` resource units
     (deterministic: the same kernel gets the same answer on a loaded machine) and `timeout_ms` as a backstop; a query
     that exhausts them is ``UNKNOWN_SOLVER``. The verification runs on a Z3 state of its own (`smt.isolated`), so
-    its answers do not depend on what this process verified before."""
+    its answers do not depend on what this process verified before.
+
+    The same kernel verified again in this process with the same options gets the answer of the first time
+    (`MEMO_SIZE` answers are kept, keyed by the kernel's wire form, `argus.ir.serialize`, which holds every field
+    of every node with shared objects numbered in the order they are met: two kernels with the same key are the
+    same program, up to the identity of their objects); a kernel the wire form cannot hold is verified anew."""
+    key = _memo_key(kernel, checks, lookback, timeout_ms, rlimit, shapes)
+    if key is not None and key in _MEMO:
+        _MEMO.move_to_end(key)
+        return copy.deepcopy(_MEMO[key])
     with smt.isolated():
-        return _verify_kernel(kernel, checks, lookback, timeout_ms, rlimit, shapes)
+        result = _verify_kernel(kernel, checks, lookback, timeout_ms, rlimit, shapes)
+    if key is not None:
+        _MEMO[key] = copy.deepcopy(result)
+        while len(_MEMO) > MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return result
+
+
+#: How many verification answers `verify_kernel` keeps for a kernel verified again (least recently used first out).
+MEMO_SIZE = 256
+_MEMO: collections.OrderedDict[str, Result] = collections.OrderedDict()
+
+
+def _memo_key(kernel: Kernel, *options: Any) -> str | None:
+    """The digest of `kernel`'s wire form and the verification `options`; None when the wire form cannot hold the
+    kernel (a callable or an array among its parameters, or past its size bounds)."""
+    from argus.ir.serialize import IRSerializeError, kernel_to_json
+
+    try:
+        text = kernel_to_json(kernel)
+    except IRSerializeError:
+        return None
+    extra = repr(tuple(sorted(o.items()) if isinstance(o, dict) else o for o in options))
+    return hashlib.sha256((text + "\0" + extra).encode()).hexdigest()
 
 
 def _verify_kernel(

@@ -76,13 +76,13 @@ def _bcoords(acc: Access, win: tuple[int, ...], env: dict) -> tuple[int, ...]:
     return tuple(_int(o, env) + by_dim.get(d, 0) for d, o in enumerate(acc.ref.origin))
 
 
-def _envs(ctx: Context, acc: Access) -> list[dict]:
-    """Representative environments: block 0, large problem sizes, and every combination of up to
-    `SAMPLES` values of the loop variables the access's window depends on (0 for the others)."""
+def _envs(ctx: Context, acc: Access, sizes: dict[Any, int]) -> list[dict]:
+    """Representative environments: block 0, the problem `sizes` (`representative_sizes`), and every combination of
+    up to `SAMPLES` values of the loop variables the access's window depends on (0 for the others)."""
     from argus.ir.expr import free_vars
 
     k = ctx.kernel
-    base: dict = dict(representative_sizes(ctx))
+    base: dict = dict(sizes)
     base.update({v: 0 for v in k.block_vars})
     deps: set = set()
     for o in acc.ref.origin:
@@ -214,6 +214,7 @@ def uncoalesced(addr: np.ndarray, elem_bytes: int) -> tuple[float, int]:
 def check_performance(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     seen: set = set()
+    sizes: dict[Any, int] | None = None  # one Z3 search for the kernel, when an access needs them
     for acc in accesses(ctx.analysis.program):
         if acc.mode == "tma" or acc.dist == "group":
             continue  # descriptor-based: no per-thread addresses
@@ -225,7 +226,9 @@ def check_performance(ctx: Context) -> list[Finding]:
         ldm = isinstance(acc.site.stmt, Copy) and acc.site.stmt.atom in ("ldmatrix", "stmatrix")
         worst = (1.0, 0)
         try:
-            for env in _envs(ctx, acc):
+            if sizes is None:
+                sizes = representative_sizes(ctx)
+            for env in _envs(ctx, acc, sizes):
                 addr = _addresses(ctx, acc, env, elem)
                 if buf.space == Space.SHARED:
                     got = bank_conflicts(addr, elem, ldm)
