@@ -71,7 +71,8 @@ def test_the_choice_is_an_ir_operation_that_the_interpreter_and_verifier_read_as
     x = np.concatenate([np.linspace(-140.0, 20.0, 997), [-np.inf, 0.0, -127.0]]).astype(np.float32)
     out = np.zeros_like(x)
     kernel(x, out, P=3, device="cpu")
-    np.testing.assert_array_equal(out, np.exp2(x))
+    # the exact 2^x rounded once to f32 (numpy's own f32 exp2 may be a last place off on subnormals, by CPU)
+    np.testing.assert_array_equal(out, np.exp2(x.astype(np.float64)).astype(np.float32))
     assert verify(kernel, P=2).verdict == Verdict.VERIFIED
 
 

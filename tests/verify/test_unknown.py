@@ -80,11 +80,10 @@ def test_else_branch_condition_is_negated() -> None:
 
 def test_an_exactly_once_query_the_solver_does_not_decide_is_unknown_not_unchecked() -> None:
     """With no budget, the exactly-once queries are attempted proofs that did not complete: ``unknown`` records
-    (with `UNKNOWN_SOLVER` findings at the loads where no other finding of that code is there already) that make
-    the verdict unknown, not entries of `not_checked` (what a check does not cover at all: here the persistent
-    kernel's guarded windows). A store whose window proves it by its form (`once._injective`: ``C.tile((bm, bn),
-    ...)``) needs no query, so it is proved with no budget at all."""
-    for name, sites in (("gemm_smem_tiled", 0), ("gemm_persistent", 2)):
+    with `UNKNOWN_SOLVER` findings at the loads that make the verdict unknown, not entries of `not_checked` (what a
+    check does not cover at all: here the persistent kernel's guarded windows). A store whose window proves it by
+    its form (`once._injective`: ``C.tile((bm, bn), ...)``) needs no query, so it is proved with no budget at all."""
+    for name, sites in (("gemm_smem_tiled", 2), ("gemm_persistent", 2)):
         result = verify(get_kernel(name), checks=("coverage",), rlimit=1)
         assert result.verdict == Verdict.UNKNOWN
         loads = [c for c in result.checks if c.check == "contraction accumulated once"]
