@@ -77,7 +77,11 @@ def verify_kernel(
     with smt.isolated():
         result = _verify_kernel(kernel, checks, lookback, timeout_ms, rlimit, shapes)
     if key is not None:
-        _MEMO[key] = copy.deepcopy(result)
+        try:
+            kept = copy.deepcopy(result)
+        except Exception:  # an answer holding what cannot be copied is not kept (the next call verifies anew)  # noqa: BLE001
+            return result
+        _MEMO[key] = kept
         while len(_MEMO) > MEMO_SIZE:
             _MEMO.popitem(last=False)
     return result
