@@ -36,6 +36,16 @@ def test_floordiv_and_mod_are_pythons(a: int, b: int) -> None:
     assert s.check() == z3.unsat
 
 
+def test_a_remainders_dividend_is_known_by_its_variable() -> None:
+    with smt.isolated():
+        x, y = z3.BitVecs("x y", smt.WIDTH)
+        r = smt.mod(x + y - 1, 5)
+        assert smt.remainder_dividend(r, 5).eq(x + y - 1)
+        assert smt.remainder_dividend(r, 3) is None  # another divisor
+        assert smt.remainder_dividend(smt.mod(x, 4), 4) is None  # a power of two: a mask, no division
+        assert smt.remainder_dividend(x, 5) is None  # a variable, not a remainder
+
+
 @pytest.mark.parametrize(
     "layout",
     [

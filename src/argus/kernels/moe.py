@@ -119,9 +119,9 @@ DECODE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 128, 64, 8
 #: 95; Qwen3-30B-A3B's 768 loses 0-4 points: 48 units at one token); the down-projection on 64 x 256 tiles (4
 #: stages) where the touched experts' 256-column tiles are at least half a wave (`SMS // 2`; at most min(E, rows)
 #: experts are touched; call 3: Mixtral 82 -> 88 % and 85 -> 87 % at 16 and 64 tokens, DeepSeek-V3 58 -> 62/64,
-#: 86 -> 92, 92 -> 94 %; Mixtral at one token has 32 such units, 49 -> 36 %, and keeps 64 x 128). 4 stages, not
-#: 5: with 5 (as fast in call 2) the verifier does not pair the consumer's releases of the plain kernel on one
-#: consumer (`UNKNOWN_WARP_ROLES`), with 4 it proves it.
+#: 86 -> 92, 92 -> 94 %; Mixtral at one token has 32 such units, 49 -> 36 %, and keeps 64 x 128). 4 stages: 5 was
+#: as fast in call 2 (and verifies since session 51; until then the release after the loop at a stage count that is
+#: not a power of two was UNKNOWN_WARP_ROLES).
 DECODE_WIDE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 256, 64, 4), "swiglu": (64, 128, 64, 5)}
 DECODE_WIDE_SWIGLU_COLUMNS = 2048
 

@@ -940,8 +940,15 @@ def _check_tails(ctx: Any, p: Pairing, it: _Iteration, arrive: Any, d: int, loca
     start = smt.val(smt.evaluate(p.loop_c.start, env)) if isinstance(p.loop_c.start, Expr) else p.loop_c.start
     guard = z3.And(*[_guard(g, env) for g in guards]) if guards else z3.BoolVal(True)
     index = smt.val(smt.evaluate(barrier_element(tail.barrier), env))
-    claim = z3.And(guard == (smt.val(extent) >= 1), z3.Implies(guard, index == smt.mod(start + extent - 1, n)))
-    if always(cons, claim) is not None:
+    ran = guard == (smt.val(extent) >= 1)
+    claim = z3.And(ran, z3.Implies(guard, index == smt.mod(start + extent - 1, n)))
+    # a stage count that is not a power of two makes both sides remainders of divisions by n, of dividends the
+    # kernel and this claim spell differently (``(extent - 1) + it * extent`` against ``it * extent + extent - 1``):
+    # equal dividends give equal remainders, a linear fact, where the remainders' equality bit-blasts both
+    # divisions and the product inside (the solver gave up on the one-consumer 5-stage grouped GEMM)
+    dividend = smt.remainder_dividend(index, n)
+    same = dividend is not None and always(cons, z3.And(ran, z3.Implies(guard, dividend == start + extent - 1))) is None
+    if not same and always(cons, claim) is not None:
         return unknown(
             tail.loc,
             f"the arrival after the loop is not on {user_name(barrier)}[(start + n - 1) % {n}] "

@@ -133,6 +133,17 @@ def division_variables() -> list[tuple[Any, Any, Any]]:
     return [(a, q, r) for a, (q, r), _ in _DIVISIONS.values()]
 
 
+def remainder_dividend(t: Any, b: int) -> Any:
+    """The dividend `a` when `t` is the remainder of ``a % b`` (`_divmod_const`'s variable), else None: two such
+    remainders are equal when their dividends are, a fact a solver proves without the divisions."""
+    if not (z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED):
+        return None
+    for (_, divisor), (a, (_q, r), _cons) in _DIVISIONS.items():
+        if divisor == b and r.eq(t):
+            return a
+    return None
+
+
 def definitions(terms: list[Any]) -> list[Any]:
     """The defining constraints of the quotient/remainder variables that occur in `terms`."""
     if not _DIVISIONS:
