@@ -10,7 +10,9 @@ bug chosen by BUG, for `test_persistent_pipeline.py` (verifier) and `tests/kerne
 * ``"no_start"``: ``T.pipeline`` without ``start`` in both roles (every tile restarts the rotation): unknown,
   UNKNOWN_WARP_ROLES (the numbering is not provable; right only when k_tiles is a multiple of 2 x STAGES);
 * ``"consumer_guard"``: the consumer's tile guard ``t <= tiles`` differs from the producer's: unknown,
-  UNKNOWN_WARP_ROLES.
+  UNKNOWN_WARP_ROLES;
+* ``"floor_k"``: both roles run ``K // BK`` K-blocks, dropping the tail of K when BK does not divide it: violated,
+  COVERAGE_CONTRACTION (the loads are placed by the tile order, under the tile guard).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def persistent_variant(
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
         tiles = tiles_m * tiles_n
-        k_tiles = T.cdiv(K, BK)
+        k_tiles = K // BK if BUG == "floor_k" else T.cdiv(K, BK)
         start = 0 if BUG == "no_start" else None
         with T.role("producer", warpgroups=(0,), registers=40):
             for it in T.serial(T.cdiv(tiles, BLOCKS)):

@@ -33,12 +33,26 @@ def test_the_persistent_kernel_verifies(expert_result) -> None:
     assert records[("mbarrier arrive count", "full: 1 per phase")] == Verdict.VERIFIED
     # empty: released one iteration behind by each of the two consumer warpgroups (the deferred-release pass)
     assert records[("mbarrier arrive count", "empty: 2 per phase")] == Verdict.VERIFIED
+    # every operand element is loaded (the producer's tile-ordered loads follow C's proved cells; K-blocks whole)
+    assert records[("contraction coverage", "A")] == Verdict.VERIFIED
+    assert records[("contraction coverage", "B")] == Verdict.VERIFIED
 
 
 @pytest.mark.parametrize("stages", [3, 4])
 def test_the_clean_variant_verifies_at_three_and_four_stages(stages: int) -> None:
     r = verify(persistent_variant, STAGES=stages)
     assert r.verdict == Verdict.VERIFIED, r.render_text()
+
+
+def test_a_k_loop_that_drops_the_tail_of_k_is_caught() -> None:
+    r = verify(persistent_variant, BUG="floor_k", checks=("coverage",))
+    assert r.verdict == Verdict.VIOLATED
+    found = {f.counterexample.variables["element"]: f for f in r.errors if f.code == "COVERAGE_CONTRACTION"}
+    assert len(found) == 2  # A and B
+    for f in found.values():
+        cex = f.counterexample
+        k = int(cex.variables["element"].strip("()").split(",")[1])
+        assert k >= cex.shapes["K"] // 64 * 64  # a K element past the last whole K-block, never loaded
 
 
 def test_consumer_phase_from_the_tile_local_k_is_caught() -> None:

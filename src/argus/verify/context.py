@@ -51,6 +51,11 @@ class Context:
     tail_releases: dict[int, frozenset[int]] = field(default_factory=dict)
     #: the tile-order lemmas of exactly-once (`checks/tiles.py`, a `tiles.Lemma`), by (id(site), id(site), id(tensor))
     tile_lemmas: dict[tuple[int, int, int], Any] = field(default_factory=dict)
+    #: the store sites output coverage proved to cover their grids through a tile order (`tiles.Covered`): the
+    #: persistent kernels' operand loads are projected on them (`coverage.check_tiled_contraction_coverage`)
+    tile_covers: list[Any] = field(default_factory=list)
+    #: the operand tensors whose loads are placed by a tile order or guarded: checked after output coverage
+    tiled_loads: list[Any] = field(default_factory=list)
     pin_searches: int = 0  # solver-undecided queries searched for a deciding pin so far (`argus.verify.blame`)
 
     def __post_init__(self) -> None:

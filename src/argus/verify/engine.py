@@ -26,7 +26,11 @@ from argus.verify.checks.align import check_alignment
 from argus.verify.checks.asserts import check_assertion
 from argus.verify.checks.barriers import check_barrier_threads
 from argus.verify.checks.budget import check_register_budget, check_shared_budget
-from argus.verify.checks.coverage import check_contraction_coverage, check_output_coverage
+from argus.verify.checks.coverage import (
+    check_contraction_coverage,
+    check_output_coverage,
+    check_tiled_contraction_coverage,
+)
 from argus.verify.checks.fence import check_proxy_fences
 from argus.verify.checks.mbarrier import check_arrive_counts
 from argus.verify.checks.mma import check_gemm
@@ -201,6 +205,7 @@ def _verify_kernel(
         # exactly-once checks build many (a tile order's lemma, its witness searches); the assertions were measured
         # and budgeted without them; output coverage too, which proves a tile order's lemma for a persistent store
         run("output coverage", check_output_coverage, ctx)
+        run("contraction coverage", check_tiled_contraction_coverage, ctx)
         run("output written once", check_output_once, ctx)
         run("contraction accumulated once", check_contraction_once, ctx, proved)
         run("accumulator reset per tile", check_accumulator_reset, ctx)

@@ -87,7 +87,21 @@ def check_contraction_coverage(ctx: Context) -> list[Finding]:
         if src.buffer.space == Space.GLOBAL and id(src.buffer) in feeding:
             loads.setdefault(id(src.buffer), []).append((site, src))
             tensors[id(src.buffer)] = src.buffer
-    findings = [_check(ctx, tensors[key], sites, _LOADED) for key, sites in loads.items()]
+    findings = []
+    for key, sites in loads.items():
+        if any(site.ifs or tiles.hard_dims(ref) for site, ref in sites):
+            ctx.tiled_loads.append((tensors[key], sites))  # after output coverage: `check_tiled_contraction_coverage`
+            continue
+        findings.append(_check(ctx, tensors[key], sites, _LOADED))
+    return [f for f in findings if f is not None]
+
+
+def check_tiled_contraction_coverage(ctx: Context) -> list[Finding]:
+    """`COVERAGE_CONTRACTION` for the operands whose loads are guarded or placed by a tile order (a persistent
+    kernel's), after output coverage: such a load's tiled dimensions are covered where they follow the cells of a
+    store that output coverage proved to cover its grid (`tiles.project`), and its other dimensions as any load's
+    (the K-blocks of its loop). Others are not checked, with the reason."""
+    findings = [_check(ctx, buffer, sites, _LOADED) for buffer, sites in ctx.tiled_loads]
     return [f for f in findings if f is not None]
 
 
@@ -142,7 +156,7 @@ def _check_tensor(
     if kind is _STORED:
         sites = _one_store_per_branch_pair(ctx, sites)
     for site, ref in sites:
-        box = _box(ctx, site, ref, element, buffer if kind is _STORED else None)
+        box = _box(ctx, site, ref, element, buffer) if kind is _STORED else _load_box(ctx, buffer, site, ref, element)
         if isinstance(box, _Unread):  # a tile-ordered store not proved to cover its grid: look for what it misses
             return _unstored(ctx, buffer, sites, kind, box, below) or f"{box.why} ({site.loc})"
         if isinstance(box, str):
@@ -302,6 +316,31 @@ def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any], buffer: Any
     return _dims_box(ctx, site, ref, element, set(), set())
 
 
+def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list[Any]) -> Any:
+    """`_box` for a load: where it is guarded or placed by a tile order, the windows `tiles.project` proves it
+    takes at the cells of a covered store (every element of a tiled dimension at its offset in the cell, every value
+    of the other indices); else `_box`."""
+    if not (site.ifs or tiles.hard_dims(ref)):
+        return _box(ctx, site, ref, element)
+    split = tiles.split(ctx.kernel, site, ref)
+    if split is None:
+        return _box(ctx, site, ref, element)
+    got = tiles.project(ctx.kernel, buffer, site, ref, split, ctx.tile_covers)
+    if isinstance(got, tiles.Missing):
+        return f"an access under T.if_ or placed by a tile order, not projected on a covered store: {got.why}"
+    box = _dims_box(ctx, site, ref, element, set(got.cells), set(got.number_vars))
+    if isinstance(box, str):
+        return box
+    conds = []
+    for d, (cell, delta) in got.cells.items():
+        extent = ref.extent[d]
+        if delta == 0 and extent >= cell:
+            continue  # the whole cell
+        within = smt.mod(element[d], cell)
+        conds.append(z3.And(within >= delta, within < delta + extent))
+    return z3.And(box, *conds)
+
+
 def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list[Any]) -> Any:
     """The windows of a store placed by a tile number (`checks/tiles.py`, `tiles.cover`): where the tile order's
     lemma (distinct tile numbers, windows sharing no element) and `tiles.cover`'s two facts (numbers below the
@@ -329,6 +368,8 @@ def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
         why = f"that the tile order gives distinct cells for distinct tile numbers was not proved: {lemma.why}"
         return _Unread(why, lemma.sizes)
     box = _dims_box(ctx, site, ref, element, set(dims), set(got.number_vars))
+    if not isinstance(box, str):
+        ctx.tile_covers.append(tiles.Covered(buffer, site, ref, split, got))
     if isinstance(box, str) or not got.limits:
         return box
     # a segmented dimension: its cells are every segment's rows, from 0 to the last segment's end

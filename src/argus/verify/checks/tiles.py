@@ -1052,6 +1052,148 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
     return Cover(tuple(tiled), frozenset(number_vars), limits)
 
 
+@dataclass(frozen=True)
+class Covered:
+    """A store site whose windows cover its grid (`cover` and the lemma proved): what a load placed by the same
+    tile numbers is projected on (`project`)."""
+
+    buffer: Buffer
+    site: Site
+    ref: TileRef
+    split: Split
+    cover: Cover
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What `project` proved of a load site: per tiled dimension of the load, the covered store's cell extent and
+    the load window's constant offset in that cell (the window at tile number ``τ`` starts ``offset`` past the
+    store's cell origin at ``τ``)."""
+
+    cells: dict[int, tuple[int, int]]  # load dimension -> (cell extent, offset)
+    number_vars: frozenset[Var]
+
+
+def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split, stores: list[Covered]) -> Any:
+    """A load placed by a tile number (a persistent kernel's operand tile) against a store whose windows cover its
+    grid (`Covered`): a `Projection` when, for one such store and every tile number ``τ`` below its grid's count G,
+
+    1. each tiled dimension ``d`` of the load has a dimension ``d'`` of the store (one each) where the load's origin
+       is the store's plus a constant ``δ`` (``0 <= δ``), and the load tensor's extent there is at most the store's
+       cells' span ``cdiv(n', E) * E`` (E the store's extent there);
+    2. ``τ`` is loaded by an instance of the site whose branch conditions hold, whatever the indices the tile number
+       does not read (`_cover_instances` with the store's G).
+
+    Then every element ``e`` of dimension ``d`` below the load tensor's extent, with ``δ <= e % E < δ + extent``,
+    is loaded at every value of the other indices: its cell ``e // E`` is below the store's count, the store's
+    windows at the numbers below G are every cell (cover and lemma), at such a ``τ`` the load's window is that cell's
+    origin plus ``δ``, and an instance loads it. A `Missing` when no store gives both facts."""
+    tiled = tiled_dims(split)
+    bounded = ref.bound is not None and any(b is not None for b in ref.bound)
+    if not tiled or split.selector is not None or bounded:
+        return Missing("the load is not placed by a tile number alone")
+    index_vars = set(kernel.block_vars) | {lp.var for lp in site.loops}
+    number_vars = free_vars(split.number) & index_vars
+    why = "no store with a proved cover places its tiles by the same numbers"
+    for store in stores:
+        if store.split.selector is not None or store.cover.limits:
+            continue
+        try:
+            cells = _projected_cells(kernel, buffer, ref, split, tiled, store)
+            if isinstance(cells, Missing):
+                why = cells.why
+                continue
+
+            def total_of(lemma: _Lemma, store: Covered = store) -> Any:
+                return _cells(lemma, store.buffer, store.ref, list(store.cover.tiled))[1]
+
+            inverse = _cover_instances(kernel, buffer, site, ref, split, tiled, number_vars, {}, total_of)
+        except smt.EncodingError as err:
+            return Missing(f"the tile order could not be stated over the integers ({err})")
+        if inverse is None:
+            return Projection(cells, frozenset(number_vars))
+        why = inverse.why
+    return Missing(why)
+
+
+def _projected_cells(
+    kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int], store: Covered
+) -> dict[int, tuple[int, int]] | Missing:
+    """`project`'s fact 1 for one store: the load dimensions' cell extents and offsets, or why not."""
+    sample = _sample_sizes(kernel)
+    if sample is None:
+        return Missing("no sample size the kernel allows was found to read the load's offset from the store's")
+    cells: dict[int, tuple[int, int]] = {}
+    used: set[int] = set()
+    for d in tiled:
+        extent = ref.extent[d]
+        for d2 in store.cover.tiled:
+            cell = store.ref.extent[d2]
+            if d2 in used or not isinstance(cell, int) or not isinstance(extent, int):
+                continue
+            try:  # the offset at one allowed size and tile number 0, then proved for all
+                delta = _value(split.origins[d], {**sample, split.tau: 0}, {}) - _value(
+                    store.split.origins[d2], {**sample, store.split.tau: 0}, {}
+                )
+            except (ZeroDivisionError, KeyError, TypeError):
+                continue
+            if delta < 0 or delta >= cell:
+                continue
+            if _offset_holds(kernel, buffer, split, d, store, d2, delta):
+                cells[d] = (cell, delta)
+                used.add(d2)
+                break
+        else:
+            return Missing(f"dimension {d} of the load is no dimension of a covered store's cells at a constant offset")
+    return cells
+
+
+def _sample_sizes(kernel: Kernel) -> dict[Var, int] | None:
+    for n in (4096, 1024, 960, 2048, 3000):
+        env = {v: n for v in kernel.shape_vars}
+        if allows(kernel, env):
+            return env
+    return None
+
+
+def _offset_holds(kernel: Kernel, buffer: Buffer, split: Split, d: int, store: Covered, d2: int, delta: int) -> bool:
+    """For every size and tile number ``τ`` below the store's grid count (meeting the store's conditions of ``τ``),
+    the load's origin in `d` is the store's in `d2` plus `delta`, and the load tensor's extent in `d` is within the
+    store's cells there."""
+    same = _offset_of(split.origins[d], split.tau, store.split.origins[d2], store.split.tau) == delta
+    for lemma in _lemmas(kernel):
+        counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled))
+        claim = lemma.ints.int_(buffer.shape[d]) <= counts[d2] * store.ref.extent[d2]
+        t, enc, hyp = lemma.number(store.split, "project.store")
+        encs = [enc]
+        if not same:  # two encodings of the tile order: their quotients are equal only through their definitions
+            load = _Ints(
+                {**lemma.sizes, split.tau: t}, "lemma.project.load", lemma.ints, frozenset({split.tau}), lemma.uf
+            )
+            encs.append(load)
+            claim = z3.And(claim, load.int_(split.origins[d]) == enc.int_(store.split.origins[d2]) + delta)
+        r, _ = _solved(lemma.closed([*lemma.cons, *hyp, t < total, z3.Not(claim)], *encs), lemma)
+        if r == z3.unsat:
+            return True
+    return False
+
+
+def _offset_of(load: Any, tau: Var, store: Any, store_tau: Var) -> int | None:
+    """The constant `c` with ``load == store + c`` read off the expressions (the load's with its tile number written
+    as the store's; constant terms added at the top), or None where the rest is not the store's expression."""
+    keys = _Keys()
+    load = _replace(load, keys(tau), store_tau, keys, {})
+    c = 0
+    while isinstance(load, BinOp) and load.op == BinaryOp.ADD:
+        if isinstance(load.rhs, Const) and isinstance(load.rhs.value, int):
+            c, load = c + load.rhs.value, load.lhs
+        elif isinstance(load.lhs, Const) and isinstance(load.lhs.value, int):
+            c, load = c + load.lhs.value, load.rhs
+        else:
+            break
+    return c if keys(load) == keys(store) else None
+
+
 def _segments(kernel: Kernel, ref: TileRef, split: Split, tiled: list[int]) -> Any:
     """For a window bounded by data through a selector (an expert ``g`` and ``offs[g]``): the split with the
     selector's proved facts, the bounded dimension, the declaration that counts its cells (``tiles =
@@ -1214,6 +1356,7 @@ def _cover_instances(  # noqa: PLR0913 - the site's parts
     tiled: list[int],
     number_vars: set[Var],
     overrides: dict[int, Expr],
+    total_of: Any = None,
 ) -> Missing | None:
     nvars = sorted(number_vars, key=lambda v: v.name)
     coef = _coefficients(split.number, nvars, _Lemma(kernel).sizes)
@@ -1228,7 +1371,9 @@ def _cover_instances(  # noqa: PLR0913 - the site's parts
         return Missing(f"the tile number {split.number}'s coefficients are not a mixed radix")
     sizes = None
     for lemma in _lemmas(kernel):
-        r, sizes = _instances_query(kernel, buffer, site, ref, split, tiled, number_vars, order, coef, lemma, overrides)
+        r, sizes = _instances_query(
+            kernel, buffer, site, ref, split, tiled, number_vars, order, coef, lemma, overrides, total_of
+        )
         if r == z3.unsat:
             return None
     return _missing("is stored by an instance of the site", r, sizes)
@@ -1246,8 +1391,10 @@ def _instances_query(  # noqa: PLR0913 - the site's parts
     coef: dict[Any, int],
     lemma: _Lemma,
     overrides: dict[int, Expr],
+    total_of: Any = None,
 ) -> Any:
-    _, total = _cells(lemma, buffer, ref, tiled, overrides)
+    # the tile numbers to cover: the site's own grid, or (`project`) a covered store's
+    total = total_of(lemma) if total_of is not None else _cells(lemma, buffer, ref, tiled, overrides)[1]
     tau = z3.Int("cover.tau")
     env: dict[Var, Any] = dict(lemma.sizes)
     rest = tau - coef[None]
