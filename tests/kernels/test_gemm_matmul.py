@@ -78,6 +78,8 @@ def test_the_split_kernels_are_verified() -> None:
     # the stage consumed at iteration k holds K-block split * k_split + k of the unit's tile
     assert [v for (check, _), v in verdicts.items() if check == "tag assertion"] == ["verified", "verified"]
     assert all(v == "verified" for (check, _), v in verdicts.items() if check == "contraction accumulated once")
+    # every K-block of A and B is loaded: each split's run of K-blocks, at the split index the unit gives (a slab)
+    assert verdicts[("contraction coverage", "A")] == verdicts[("contraction coverage", "B")] == "verified"
 
 
 def test_split_k_and_one_consumer_compile_to_hgmma_and_tma() -> None:

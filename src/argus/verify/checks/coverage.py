@@ -328,16 +328,20 @@ def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
     got = tiles.project(ctx.kernel, buffer, site, ref, split, ctx.tile_covers)
     if isinstance(got, tiles.Missing):
         return f"an access under T.if_ or placed by a tile order, not projected on a covered store: {got.why}"
-    box = _dims_box(ctx, site, ref, element, set(got.cells), set(got.number_vars))
+    runs = {v for v, _ in got.slabs.values()}
+    box = _dims_box(ctx, site, ref, element, {*got.cells, *got.slabs}, {*got.number_vars, *runs})
     if isinstance(box, str):
         return box
     conds = []
-    for d, (cell, delta) in got.cells.items():
+    for d, (cell, delta, span) in got.cells.items():
+        conds.append(element[d] < smt.val(smt.evaluate(span, ctx.base_env)))
         extent = ref.extent[d]
         if delta == 0 and extent >= cell:
             continue  # the whole cell
         within = smt.mod(element[d], cell)
         conds.append(z3.And(within >= delta, within < delta + extent))
+    for d, (_, span) in got.slabs.items():
+        conds.append(element[d] < smt.val(smt.evaluate(span, ctx.base_env)))
     return z3.And(box, *conds)
 
 

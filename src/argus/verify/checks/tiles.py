@@ -1070,8 +1070,13 @@ class Projection:
     the load window's constant offset in that cell (the window at tile number ``τ`` starts ``offset`` past the
     store's cell origin at ``τ``)."""
 
-    cells: dict[int, tuple[int, int]]  # load dimension -> (cell extent, offset)
+    #: load dimension -> (cell extent, offset, span): the windows cover the elements below the span (the store's
+    #: cells' ``cdiv(n', E) * E``) at that offset in their cell
+    cells: dict[int, tuple[int, int, Expr | int]]
     number_vars: frozenset[Var]
+    #: load dimension -> (the loop whose runs, one per index cell of the store, load consecutive windows; the span
+    #: ``count * R * extent`` they cover from 0): split-K's K
+    slabs: dict[int, tuple[Var, Expr | int]] = field(default_factory=dict)
 
 
 def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split, stores: list[Covered]) -> Any:
@@ -1079,15 +1084,20 @@ def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Spl
     grid (`Covered`): a `Projection` when, for one such store and every tile number ``τ`` below its grid's count G,
 
     1. each tiled dimension ``d`` of the load has a dimension ``d'`` of the store (one each) where the load's origin
-       is the store's plus a constant ``δ`` (``0 <= δ``), and the load tensor's extent there is at most the store's
-       cells' span ``cdiv(n', E) * E`` (E the store's extent there);
+       is the store's plus a constant ``δ`` (``0 <= δ < E``, E the store's extent there);
     2. ``τ`` is loaded by an instance of the site whose branch conditions hold, whatever the indices the tile number
        does not read (`_cover_instances` with the store's G).
 
-    Then every element ``e`` of dimension ``d`` below the load tensor's extent, with ``δ <= e % E < δ + extent``,
-    is loaded at every value of the other indices: its cell ``e // E`` is below the store's count, the store's
+    Then every element ``e`` of dimension ``d`` below the cells' span ``cdiv(n', E) * E``, with ``δ <= e % E < δ +
+    extent``, is loaded at every value of the other indices: its cell ``e // E`` is below the store's count, the store's
     windows at the numbers below G are every cell (cover and lemma), at such a ``τ`` the load's window is that cell's
-    origin plus ``δ``, and an instance loads it. A `Missing` when no store gives both facts."""
+    origin plus ``δ``, and an instance loads it. A `Missing` when no store gives both facts.
+
+    A dimension whose origin reads the tile number and one loop ``v`` of the site (split-K's K: ``(k + split *
+    k_split) * BK``) is a *slab* where, for another dimension ``d'`` of the store of extent 1 (the split index ``c``)
+    and every ``τ < G`` and ``v < R`` (R the loop's extent), the origin is ``(c(τ) * R + v) * extent``: the runs of
+    the loop at the count's values of ``c`` load consecutive windows, every element below ``count(d') * R *
+    extent``. (The spans are the caller's to compare with the tensor: an element past one is a finding.)"""
     tiled = tiled_dims(split)
     bounded = ref.bound is not None and any(b is not None for b in ref.bound)
     if not tiled or split.selector is not None or bounded:
@@ -1099,9 +1109,14 @@ def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Spl
         if store.split.selector is not None or store.cover.limits:
             continue
         try:
-            cells = _projected_cells(kernel, buffer, ref, split, tiled, store)
-            if isinstance(cells, Missing):
-                why = cells.why
+            got = _projected_cells(kernel, buffer, ref, split, tiled, store)
+            if isinstance(got, Missing):
+                why = got.why
+                continue
+            cells, used = got
+            slabs = _slabs(kernel, buffer, site, ref, split, store, set(tiled), used, number_vars)
+            if isinstance(slabs, Missing):
+                why = slabs.why
                 continue
 
             def total_of(lemma: _Lemma, store: Covered = store) -> Any:
@@ -1111,19 +1126,17 @@ def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Spl
         except smt.EncodingError as err:
             return Missing(f"the tile order could not be stated over the integers ({err})")
         if inverse is None:
-            return Projection(cells, frozenset(number_vars))
+            return Projection(cells, frozenset(number_vars), slabs)
         why = inverse.why
     return Missing(why)
 
 
 def _projected_cells(
     kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int], store: Covered
-) -> dict[int, tuple[int, int]] | Missing:
-    """`project`'s fact 1 for one store: the load dimensions' cell extents and offsets, or why not."""
-    sample = _sample_sizes(kernel)
-    if sample is None:
-        return Missing("no sample size the kernel allows was found to read the load's offset from the store's")
-    cells: dict[int, tuple[int, int]] = {}
+) -> tuple[dict[int, tuple[int, int, Expr | int]], set[int]] | Missing:
+    """`project`'s fact 1 for one store: the load dimensions' cell extents and offsets (and the store dimensions
+    they take), or why not."""
+    cells: dict[int, tuple[int, int, Expr | int]] = {}
     used: set[int] = set()
     for d in tiled:
         extent = ref.extent[d]
@@ -1131,51 +1144,129 @@ def _projected_cells(
             cell = store.ref.extent[d2]
             if d2 in used or not isinstance(cell, int) or not isinstance(extent, int):
                 continue
-            try:  # the offset at one allowed size and tile number 0, then proved for all
-                delta = _value(split.origins[d], {**sample, split.tau: 0}, {}) - _value(
-                    store.split.origins[d2], {**sample, store.split.tau: 0}, {}
-                )
-            except (ZeroDivisionError, KeyError, TypeError):
-                continue
-            if delta < 0 or delta >= cell:
-                continue
-            if _offset_holds(kernel, buffer, split, d, store, d2, delta):
-                cells[d] = (cell, delta)
+            delta = _cell_offset(kernel, buffer, split, d, store, d2, cell)
+            if delta is not None:
+                n = store.buffer.shape[d2]
+                cells[d] = (cell, delta, n if cell == 1 else cdiv(n, cell) * cell)
                 used.add(d2)
                 break
         else:
             return Missing(f"dimension {d} of the load is no dimension of a covered store's cells at a constant offset")
-    return cells
+    return cells, used
 
 
-def _sample_sizes(kernel: Kernel) -> dict[Var, int] | None:
-    for n in (4096, 1024, 960, 2048, 3000):
-        env = {v: n for v in kernel.shape_vars}
-        if allows(kernel, env):
-            return env
-    return None
+def _slabs(  # noqa: PLR0913 - the site's parts
+    kernel: Kernel,
+    buffer: Buffer,
+    site: Site,
+    ref: TileRef,
+    split: Split,
+    store: Covered,
+    tiled: set[int],
+    used: set[int],
+    number_vars: set[Var],
+) -> dict[int, tuple[Var, Expr | int]] | Missing:
+    """`project`'s slabs (its docstring): each load dimension outside `tiled` whose origin reads the tile number,
+    with the loop it runs over; or why one is not a slab."""
+    keys = _Keys()
+    key = keys(split.number)
+    sizes = set(kernel.shape_vars)
+    loops = {lp.var: lp for lp in site.loops if lp.var not in number_vars}
+    out: dict[int, tuple[Var, Expr | int]] = {}
+    for d, origin in enumerate(ref.origin):
+        if d in tiled or not isinstance(origin, Expr) or not free_vars(origin) & number_vars:
+            continue
+        o = _replace(origin, key, split.tau, keys, {})
+        rest = free_vars(o) - sizes - {split.tau}
+        extent = ref.extent[d]
+        if len(rest) != 1 or next(iter(rest)) not in loops or not isinstance(extent, int):
+            return Missing(f"dimension {d}'s origin {origin} reads the tile number and is no slab of one loop")
+        v = next(iter(rest))
+        lp = loops[v]
+        if isinstance(lp.extent, Expr) and not free_vars(lp.extent) <= sizes:
+            return Missing(f"dimension {d}'s loop {v.name} has an extent that depends on more than the sizes")
+        for d2 in store.cover.tiled:
+            if d2 in used or store.ref.extent[d2] != 1:
+                continue
+            if _slab_holds(kernel, split, o, v, lp.extent, extent, store, d2):
+                out[d] = (v, store.buffer.shape[d2] * lp.extent * extent)
+                used.add(d2)
+                break
+        else:
+            return Missing(f"dimension {d}'s origin {origin} is no slab of the loop {v.name} over a store's index")
+    return out
 
 
-def _offset_holds(kernel: Kernel, buffer: Buffer, split: Split, d: int, store: Covered, d2: int, delta: int) -> bool:
-    """For every size and tile number ``τ`` below the store's grid count (meeting the store's conditions of ``τ``),
-    the load's origin in `d` is the store's in `d2` plus `delta`, and the load tensor's extent in `d` is within the
-    store's cells there."""
-    same = _offset_of(split.origins[d], split.tau, store.split.origins[d2], store.split.tau) == delta
+def _slab_holds(  # noqa: PLR0913 - the slab's parts
+    kernel: Kernel,
+    split: Split,
+    origin: Expr,
+    v: Var,
+    runs: Any,
+    extent: int,
+    store: Covered,
+    d2: int,
+) -> bool:
+    """For every size, tile number ``τ < G`` and ``v`` in its loop's range R: `origin` is ``(c(τ) * R + v) *
+    extent`` with ``c`` the store's origin in `d2` (an index)."""
     for lemma in _lemmas(kernel):
         counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled))
-        claim = lemma.ints.int_(buffer.shape[d]) <= counts[d2] * store.ref.extent[d2]
-        t, enc, hyp = lemma.number(store.split, "project.store")
-        encs = [enc]
-        if not same:  # two encodings of the tile order: their quotients are equal only through their definitions
-            load = _Ints(
-                {**lemma.sizes, split.tau: t}, "lemma.project.load", lemma.ints, frozenset({split.tau}), lemma.uf
-            )
-            encs.append(load)
-            claim = z3.And(claim, load.int_(split.origins[d]) == enc.int_(store.split.origins[d2]) + delta)
-        r, _ = _solved(lemma.closed([*lemma.cons, *hyp, t < total, z3.Not(claim)], *encs), lemma)
+        t, j = z3.Int("tile_number.slab"), z3.Int(f"slab.{v.name}")
+        taus = frozenset({split.tau, store.split.tau, v})
+        env = {**lemma.sizes, split.tau: t, store.split.tau: t, v: j}
+        enc = _Ints(env, "lemma.slab", lemma.ints, taus, lemma.uf)
+        r_ = lemma.ints.int_(runs)
+        hyp = [t >= 0, t < total, j >= 0, j < r_]
+        for cond, taken in store.split.guards:
+            c = enc.bool_(cond)
+            hyp.append(c if taken else z3.Not(c))
+        c = enc.int_(store.split.origins[d2])
+        claim = enc.int_(origin) == (lemma.ints._mul(c, r_) + j) * extent
+        r, _ = _solved(lemma.closed([*lemma.cons, *hyp, z3.Not(claim)], enc), lemma)
         if r == z3.unsat:
             return True
     return False
+
+
+def _cell_offset(
+    kernel: Kernel, buffer: Buffer, split: Split, d: int, store: Covered, d2: int, cell: int
+) -> int | None:
+    """The constant ``0 <= δ < cell`` such that, for every size and tile number ``τ`` below the store's grid count
+    (meeting the store's conditions of ``τ``), the load's origin in `d` is the store's in `d2` plus ``δ``, and the
+    load tensor's extent in `d` is within the store's cells there; None where that is not proved. Both origins
+    are encoded by one encoder (one tile number: a quotient the two spell alike is one term), ``δ`` read off their
+    difference (simplified, else at a model), then proved."""
+    delta = _offset_of(split.origins[d], split.tau, store.split.origins[d2], store.split.tau)
+    for lemma in _lemmas(kernel):
+        counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled))
+        t = z3.Int("tile_number.project")
+        taus = frozenset({split.tau, store.split.tau})
+        enc = _Ints({**lemma.sizes, split.tau: t, store.split.tau: t}, "lemma.project", lemma.ints, taus, lemma.uf)
+        hyp = [t >= 0, t < total]
+        for cond, taken in store.split.guards:
+            c = enc.bool_(cond)
+            hyp.append(c if taken else z3.Not(c))
+        o_load, o_store = enc.int_(split.origins[d]), enc.int_(store.split.origins[d2])
+        if delta is None:
+            diff = z3.simplify(o_load - o_store)
+            if z3.is_int_value(diff):
+                delta = diff.as_long()
+            elif lemma.uf is None:  # a model's difference, with real products
+                s = z3.Solver()
+                s.set("rlimit", COVER_RLIMIT)
+                s.add(*lemma.closed([*lemma.cons, *hyp], enc))
+                if s.check() != z3.sat:
+                    return None
+                delta = s.model().eval(o_load - o_store, model_completion=True).as_long()
+            else:
+                continue
+        if not 0 <= delta < cell:
+            return None
+        claim = o_load == o_store + delta
+        r, _ = _solved(lemma.closed([*lemma.cons, *hyp, z3.Not(claim)], enc), lemma)
+        if r == z3.unsat:
+            return delta
+    return None
 
 
 def _offset_of(load: Any, tau: Var, store: Any, store_tau: Var) -> int | None:
