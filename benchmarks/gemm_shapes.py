@@ -83,18 +83,24 @@ def choice_with(mm, problem, tiles=None, **constants):  # noqa: ANN001, ANN003, 
 
 def previous_choice(mm, problem):  # noqa: ANN001, ANN201
     """What `mm.choose` picked for `problem` before session 43: among `PREVIOUS_TILES`, with `PREVIOUS_EFFICIENCY`,
-    no tiles narrowed to N (`mm.fitted_tiles`), no copies to whole row pitches and no penalty for reading rows that
-    are not (`mm.PITCH_COPIES`, `mm.MISALIGNED_PITCH_FACTOR`)."""
+    no tiles narrowed to N or to fill waves (`mm.fitted_tiles`, `mm.wave_tiles`), no copies to whole row pitches and no
+    penalty for reading rows that are not (`mm.PITCH_COPIES`, `mm.MISALIGNED_PITCH_FACTOR`)."""
     return choice_with(mm, problem, PREVIOUS_TILES, MMA_EFFICIENCY=PREVIOUS_EFFICIENCY, FIT_WASTE=math.inf,
-                       PITCH_COPIES=False, MISALIGNED_PITCH_FACTOR=1.0)  # fmt: skip
+                       PITCH_COPIES=False, MISALIGNED_PITCH_FACTOR=1.0, WAVE_FIT=False)  # fmt: skip
 
 
 def baseline_choice(mm, problem, key: str):  # noqa: ANN001, ANN201
     """The configuration of baseline `key` for `problem`: ``previous`` (`previous_choice`), ``unpitched`` (no copies to
-    whole row pitches), ``unfitted`` (no tiles narrowed to N)."""
+    whole row pitches), ``unfitted`` (no tiles narrowed to N), ``unwaved`` (no tiles narrowed to fill the SMs'
+    waves, `mm.wave_tiles`)."""
     if key == "previous":
         return previous_choice(mm, problem)
-    return choice_with(mm, problem, **({"PITCH_COPIES": False} if key == "unpitched" else {"FIT_WASTE": math.inf}))
+    constants = {
+        "unpitched": {"PITCH_COPIES": False},
+        "unfitted": {"FIT_WASTE": math.inf},
+        "unwaved": {"WAVE_FIT": False},
+    }
+    return choice_with(mm, problem, **constants[key])
 
 
 #: Shapes where the tile count and the SMs quantize badly with the previous tiles (the mid-size GEMMs), and others
@@ -272,6 +278,11 @@ def main() -> int:
         help="also time the configuration the heuristic picks without the tiles narrowed to N (`mm.fitted_tiles`)",
     )
     parser.add_argument(
+        "--unwaved",
+        action="store_true",
+        help="also time the heuristic's configuration without the tiles narrowed to fill waves (`mm.wave_tiles`)",
+    )
+    parser.add_argument(
         "--every-tile",
         action="store_true",
         help="also time, for every tile shape of the planner's candidates, its candidate the model ranks first",
@@ -300,7 +311,7 @@ def main() -> int:
     # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
     plans = []
     # "previous", "unpitched", "unfitted" -> problem -> the label of that baseline's configuration
-    baseline_of: dict = {"previous": {}, "unpitched": {}, "unfitted": {}}
+    baseline_of: dict = {"previous": {}, "unpitched": {}, "unfitted": {}, "unwaved": {}}
     for m, n, k, layout, suite in rows_in:
         problem = mm.GemmProblem(
             m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
@@ -326,7 +337,7 @@ def main() -> int:
             swaps = swap_contenders(mm, problem, chosen, args.swap_narrow)
             contenders += [(n, c) for n, c in swaps if all(c != d for _, d in contenders)]
         for key, wanted in (("previous", args.previous_tiles), ("unpitched", args.unpitched),
-                            ("unfitted", args.unfitted)):  # fmt: skip
+                            ("unfitted", args.unfitted), ("unwaved", args.unwaved)):  # fmt: skip
             if wanted:
                 config = baseline_choice(mm, problem, key)
                 if all(config != c for _, c in contenders):
@@ -415,6 +426,7 @@ def main() -> int:
             "previous": baseline_of["previous"].get(problem),
             "unfitted": baseline_of["unfitted"].get(problem),
             "unpitched": baseline_of["unpitched"].get(problem),
+            "unwaved": baseline_of["unwaved"].get(problem),
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
@@ -448,7 +460,9 @@ def main() -> int:
             f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
-        listed = args.gemv_tma or args.every_tile or args.previous_tiles or args.unfitted or args.unpitched
+        listed = (
+            args.gemv_tma or args.every_tile or args.previous_tiles or args.unfitted or args.unpitched or args.unwaved
+        )
         if listed and len(row["contenders"]) > 2:
             print("    " + ", ".join(f"{k}: {v['ratio']:.3f}" for k, v in row["contenders"].items()), flush=True)
     for suite_name in ("issue", "table", "heldout", "mid", "layouts", "cli"):
@@ -462,6 +476,7 @@ def main() -> int:
                 ("previous", "before session 43"),
                 ("unfitted", "without the narrowed tiles"),
                 ("unpitched", "without copies to whole row pitches"),
+                ("unwaved", "without the tiles narrowed to fill waves"),
             ):
                 before = [r["contenders"].get(r[key], {}).get("ratio") for r in sel]
                 if all(before):

@@ -143,6 +143,9 @@ COPY_LAUNCH_S = 4e-6
 #: `fitted_tiles` narrows a tile to the problem's columns where its last column tile leaves more than this share of N
 #: empty.
 FIT_WASTE = 0.1
+#: Whether the planner offers tiles narrowed to fill the SMs in the waves a tile takes (`wave_tiles`; a switch for A/B
+#: measurements: `benchmarks/gemm_shapes.py --unwaved`).
+WAVE_FIT = True
 #: Fraction of the tensor-core peak a block of each tile shape sustains in its main loop (wider wgmma reads less
 #: shared memory per FLOP; one consumer warpgroup cannot hide its own waits as two do); a width between two listed
 #: ones is interpolated, a narrower one scaled (`mma_efficiency`). The five tiles before session 43 measured on an
@@ -158,6 +161,8 @@ MMA_EFFICIENCY = {
     (192, 192): 0.62,
     (192, 128): 0.62,
     (64, 256): 0.58,
+    (64, 224): 0.48,
+    (64, 160): 0.41,
     (64, 128): 0.32,
     (64, 64): 0.17,
 }
@@ -806,7 +811,8 @@ def candidates(
         counts = (1,)
     found = []
     chunk = store_chunk_columns(out)
-    for bm, bn, consumers in tiles + fitted_tiles(problem, tiles):
+    fitted = tiles + fitted_tiles(problem, tiles)
+    for bm, bn, consumers in fitted + wave_tiles(problem, fitted, target):
         for splits in counts:
             if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.c_columns % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
@@ -836,6 +842,29 @@ def fitted_tiles(problem: GemmProblem, tiles: tuple) -> tuple:
             continue
         step = 64 if problem.b_major == "N" else 32
         fit = _up(_cdiv(problem.N, count), step)
+        if fit < bn and (bm, fit, consumers) not in (*tiles, *found):
+            found.append((bm, fit, consumers))
+    return tuple(found)
+
+
+def wave_tiles(problem: GemmProblem, tiles: tuple, target: Target = DEFAULT_TARGET) -> tuple:
+    """Tiles of `tiles` narrowed to fill the SMs: where a tile's count leaves SMs idle in the waves it takes (768 x
+    1536 on 64x256 tiles: 72 tiles for 132 SMs), the narrowest BN that keeps those waves (64x160: 120 tiles), rounded
+    up to 32 as `fitted_tiles` rounds (64 where B is N-major). The model ranks them against the tile they narrow: a
+    narrower wgmma is less efficient (`MMA_EFFICIENCY`). Measured on an H200 (benchmarks/results/2026-12-04-gemm-
+    cluster-small/, call 3): 768x1536x1024 0.84 -> 0.95x cuBLAS on 64x160; 640x2560x2048 slower on 64x224 (0.88
+    against 0.93x on 64x256, which the efficiencies fitted there keep). None that `tiles` already has."""
+    if not WAVE_FIT:
+        return ()
+    found: list[tuple[int, int, int]] = []
+    step = 64 if problem.b_major == "N" else 32
+    for bm, bn, consumers in tiles:
+        rows = _cdiv(problem.M, bm) * problem.batch
+        waves = _cdiv(rows * _cdiv(problem.N, bn), target.sms)
+        most = waves * target.sms // rows  # column tiles per row of tiles within those waves
+        if most <= _cdiv(problem.N, bn):
+            continue
+        fit = _up(_cdiv(problem.N, most), step)
         if fit < bn and (bm, fit, consumers) not in (*tiles, *found):
             found.append((bm, fit, consumers))
     return tuple(found)
