@@ -164,6 +164,9 @@ def test_planned_configurations_verify(name: str) -> None:
     (kernel,) = conv_plan(conv).kernels()
     result = verify(kernel)
     assert result.verdict.value == "verified", result.render_text()
+    # every output element is written: the rows bh * BH + o of the loop over a tile's rows, enumerated
+    (coverage,) = [c for c in result.checks if c.check == "output coverage"]
+    assert coverage.verdict.value == "verified" and not coverage.not_checked, coverage.target
 
 
 def test_kernelbench_82_verifies_with_its_tag_assertions() -> None:

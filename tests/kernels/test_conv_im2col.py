@@ -149,6 +149,33 @@ def test_a_load_of_the_wrong_tap_is_caught() -> None:
     assert violated[0].counterexample is not None and violated[0].counterexample.element.buffer == "sA"
 
 
+def test_a_split_whose_shares_all_take_the_first_is_caught() -> None:
+    """The seeded bug: every split multiplies the first split's K-steps (the split index left out of the K-step on
+    both operands and in the tag assertions, kept in the workspace slice it stores): no element enters one sum
+    twice and every tag holds, but the weights of the later taps are never loaded: `COVERAGE_CONTRACTION` on WT."""
+    import dataclasses
+
+    from argus.ir.nodes import Copy, For, If, Let, Role, Space
+    from argus.ir.rewrite import substitute_stmts
+    from argus.lineage.variants import map_statements
+    from argus.verify import verify
+
+    kernel = conv_im2col_gemm.trace(CB=2, SPLITS=3, OUT="f32")
+    split = kernel.block_vars[2]
+
+    def first_share(s):  # noqa: ANN001, ANN202
+        if isinstance(s, For | If | Let | Role) or (isinstance(s, Copy) and s.dst.buffer.space == Space.GLOBAL):
+            return s
+        return substitute_stmts((s,), {split: 0})[0]
+
+    assert verify(kernel).verdict.value == "verified"
+    result = verify(dataclasses.replace(kernel, body=map_statements(kernel.body, first_share)))
+    found = [f for f in result.findings if f.code == "COVERAGE_CONTRACTION"]
+    assert result.verdict.value == "violated" and found and "of WT" in found[0].message, result.findings
+    tap = int(found[0].counterexample.variables["element"].strip("()").split(",")[2])
+    assert tap >= 3  # 9 taps x 2 channel blocks in 3 shares: the first share is taps 0-2
+
+
 # --- the planner's flattened-position tile (argus.kernels.conv: ImplicitConfig.FLAT) ---------------------------------
 
 
@@ -283,6 +310,9 @@ def test_the_planned_flat_kernels_verify() -> None:
             result = verify(kernel)
             assert result.verdict.value == "verified", [f.message for f in result.findings]
             assert all(c.verdict.value == "verified" for c in result.checks if c.check == "tag assertion")
+        # every output element written, every weight loaded (X's im2col windows are not read by the coverage check)
+        coverage = {c.target.split()[0]: c.not_checked for c in verify(found[0]).checks if "coverage" in c.check}
+        assert coverage == {"Y": False, "WT": False, "X": True}, coverage
 
 
 gpu = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no CUDA GPU visible to torch")

@@ -8,6 +8,7 @@ positions on `conv_im2col_gemm`, is off here (`_implicit_tiles_only`) and tested
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -280,6 +281,19 @@ def test_planned_configurations_verify(name: str) -> None:
     assert len(tags) == 2 + int(conv.bias and config.SPLITS == 1) and all(c.verdict.value == "verified" for c in tags)
     once = [c for c in result.checks if c.check == "contraction accumulated once"]
     assert once and all(c.verdict.value == "verified" for c in once)
+    # every output element is written (the tile's rows, one store site each, are one window) and every weight is
+    # loaded (the K loop's term, tap and channel block: quotients and remainders of one index, enumerated)
+    assert _coverage(result) == {"output coverage Y": "verified", "contraction coverage WT": "verified"}
+
+
+def _coverage(result: Any) -> dict[str, str]:
+    """The coverage checks' verdicts by check and tensor, but X's (an input element need not be read: a stride
+    past the window skips pixels), "not checked" where the check could not read the windows."""
+    out = {}
+    for c in result.checks:
+        if "coverage" in c.check and not c.target.startswith("X"):
+            out[f"{c.check} {c.target.split()[0]}"] = "not checked" if c.not_checked else c.verdict.value
+    return out
 
 
 def test_sass_has_wgmma_and_tma() -> None:
@@ -594,12 +608,80 @@ def test_the_split_kernels_verify_and_compile() -> None:
     for check in ("output written once", "contraction accumulated once", "tag assertion"):
         found = [c for c in result.checks if c.check == check]
         assert found and all(c.verdict.value == "verified" for c in found), check
+    # the splits' shares together are every K-step: each weight is loaded by some split
+    assert _coverage(result) == {"output coverage Y": "verified", "contraction coverage WT": "verified"}
     summed = verify(reduce)
     assert not summed.findings, [f.message for f in summed.findings]
     tags = [c for c in summed.checks if c.check == "tag assertion"]
     assert len(tags) == 2 and all(c.verdict.value == "verified" for c in tags)  # the slices' elements, the bias
     compiled = compile_kernel(main)
     assert compiled.instruction_mix()["HGMMA"] > 0 and "0 B spill stores" in str(compiled.resources)
+
+
+@pytest.mark.parametrize("dropped", [3, 7])
+def test_a_tile_row_never_stored_is_caught(dropped: int) -> None:
+    """The seeded bug: one of the epilogue's BH row stores left out (a middle row, or the last): that row of every
+    tile is never written, a `COVERAGE_OUTPUT` counterexample whose element lies in the dropped row of its tile."""
+    import dataclasses
+
+    from argus.ir.nodes import Copy, Space
+    from argus.lineage.variants import map_statements
+
+    kernel = conv_implicit_gemm.trace(BH=8, BW=16)
+    stores: list[Any] = []
+    map_statements(
+        kernel.body, lambda s: stores.append(s) if isinstance(s, Copy) and s.dst.buffer.space == Space.GLOBAL else None
+    )
+    assert len(stores) == 8  # one per row of the tile
+    victim = stores[dropped]
+    result = verify(dataclasses.replace(kernel, body=map_statements(kernel.body, lambda s: None if s is victim else s)))
+    found = [f for f in result.findings if f.code == "COVERAGE_OUTPUT"]
+    assert result.verdict.value == "violated" and found, [f.code for f in result.findings]
+    row = int(found[0].counterexample.variables["element"].strip("()").split(",")[1])
+    assert row % 8 == dropped
+
+
+def test_a_split_whose_shares_all_take_the_first_is_caught() -> None:
+    """The seeded bug: every split multiplies the first split's K-steps (``kk = k`` for ``k + split * k_split``,
+    consistently on both operands and in the tag assertions; the workspace slice stored still the split's): each
+    split's partial sum is its own slice, so nothing is accumulated twice and every tag holds, but the weights of the
+    later taps are never loaded (`COVERAGE_CONTRACTION` on WT, an element of a tap past the first share)."""
+    import dataclasses
+
+    from argus.ir.expr import BinaryOp, BinOp, Const, binary
+    from argus.ir.nodes import Buffer, Copy, For, If, Let, Role, Space
+    from argus.lineage.variants import map_statements
+
+    conv = _conv2(32, 512, 512, 7, 7, (3, 3), p=(1, 1))
+    kernel = _traced("implicit", _key(implicit_params(conv, _split(conv, 2), nchw=False)))
+    (z,) = [v for v in kernel.block_vars if v.name == "bz"]  # (image, split), the split fastest: split = z % 2
+
+    def first(x: Any) -> Any:  # x with the split index z % 2 read as 0
+        if isinstance(x, BinOp):
+            if x.op == BinaryOp.MOD and x.lhs is z and isinstance(x.rhs, Const):
+                return Const(0)
+            lhs, rhs = first(x.lhs), first(x.rhs)
+            return x if lhs is x.lhs and rhs is x.rhs else binary(x.op, lhs, rhs)
+        if isinstance(x, tuple):
+            items = tuple(first(v) for v in x)
+            return x if all(a is b for a, b in zip(items, x, strict=True)) else items
+        if dataclasses.is_dataclass(x) and not isinstance(x, Buffer | type):
+            changes = {f.name: first(getattr(x, f.name)) for f in dataclasses.fields(x)}
+            changes = {k: v for k, v in changes.items() if v is not getattr(x, k)}
+            return dataclasses.replace(x, **changes) if changes else x
+        return x
+
+    def first_share(s: Any) -> Any:
+        if isinstance(s, For | If | Let | Role) or (isinstance(s, Copy) and s.dst.buffer.space == Space.GLOBAL):
+            return s
+        return first(s)
+
+    result = verify(dataclasses.replace(kernel, body=map_statements(kernel.body, first_share)))
+    found = [f for f in result.findings if f.code == "COVERAGE_CONTRACTION"]
+    assert result.verdict.value == "violated" and found, [f.message for f in result.findings]
+    assert "of WT" in found[0].message
+    tap = int(found[0].counterexample.variables["element"].strip("()").split(",")[2])
+    assert tap >= 4  # 9 taps x 8 channel blocks in 2 shares: the first ends in tap 4
 
 
 @gpu

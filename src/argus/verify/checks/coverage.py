@@ -29,6 +29,7 @@ in every iteration.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import time
@@ -38,8 +39,9 @@ from typing import Any
 import numpy as np
 import z3
 
-from argus.ir.expr import BinaryOp, BinOp, Expr, Var, free_vars
+from argus.ir.expr import BinaryOp, BinOp, Const, Expr, Var, binary, free_vars
 from argus.ir.nodes import Copy, Fill, Gemm, If, Space, TileRef
+from argus.ir.rewrite import substitute
 from argus.verify import smt
 from argus.verify.checks import tiles
 from argus.verify.context import Context
@@ -149,12 +151,15 @@ def _check_tensor(
     for site, ref in sites:
         if ref.bound is not None and kind is not _STORED:
             return f"the window loaded at {site.loc} has a bound, which this check does not read"
+        if ref.im2col is not None or ref.gather is not None:  # its rows are not origin + r: not a window's elements
+            how = "an im2col" if ref.im2col is not None else "a gathered"
+            return f"{how} window at {site.loc}, which this check does not read"
     env = dict(ctx.base_env)
     dims = [smt.evaluate(d, env) if isinstance(d, Expr) else smt.val(d) for d in buffer.shape]
     element = [z3.BitVec(f"coverage.{user_name(buffer)}.{d}", smt.WIDTH) for d in range(len(dims))]
     boxes = []
     if kind is _STORED:
-        sites = _one_store_per_branch_pair(ctx, sites)
+        sites = _one_store_per_branch_pair(ctx, _one_store_per_run(sites))
     for site, ref in sites:
         box = _box(ctx, site, ref, element, buffer) if kind is _STORED else _load_box(ctx, buffer, site, ref, element)
         if isinstance(box, _Unread):  # a tile-ordered store not proved to cover its grid: look for what it misses
@@ -182,6 +187,60 @@ def _check_tensor(
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
     return _uncovered(buffer, sites, kind, ctx.shape_values(m), coord, extents)
+
+
+def _one_store_per_run(sites: list[tuple[Site, TileRef]]) -> list[tuple[Site, TileRef]]:
+    """`sites` with each *run* of stores replaced by the one store it is: stores in the same loops and branches, one
+    after another in the same body (a Python loop unrolled by the trace: ``for h in range(BH): T.copy(rows,
+    Y.window((n, bh * BH + h, ...)))``), whose windows have the same extents and origins but in one dimension, where
+    they are one origin plus distinct constants whose windows touch or overlap (``c[i + 1] <= c[i] + extent``). Every
+    instance that runs one of them runs all of them, so together they store one window from the least constant to
+    past the greatest: the first's origin, the extent spanning them."""
+    keys = tiles._Keys()
+    groups: dict[Any, list[tuple[int, tuple[Site, TileRef], int]]] = {}
+    for site, ref in sites:
+        if ref.bound is not None or ref.im2col is not None or ref.gather is not None or not site.frames:
+            continue
+        owners = tuple((id(f.owner), f.branch) for f in site.frames[:-1]) + (id(site.frames[-1].body),)
+        for d, origin in enumerate(ref.origin):
+            base, c = _plus_constant(origin)
+            others = tuple(keys(o) for i, o in enumerate(ref.origin) if i != d)
+            key = (owners, d, keys(base), others, tuple(ref.extent))
+            groups.setdefault(key, []).append((c, (site, ref), d))
+    merged: dict[int, TileRef | None] = {}  # a run's first store -> the run's window; its others -> None
+    for group in sorted(groups.values(), key=len, reverse=True):
+        members = sorted((g for g in group if id(g[1][0]) not in merged), key=lambda g: g[0])
+        if len(members) < 2 or len({c for c, _, _ in members}) < len(members):
+            continue
+        d = members[0][2]
+        extent = members[0][1][1].extent[d]
+        if any(b[0] > a[0] + extent for a, b in zip(members, members[1:], strict=False)):
+            continue  # a gap between two of them: not one window
+        ref = members[0][1][1]
+        span = members[-1][0] + extent - members[0][0]
+        merged.update({id(m[1][0]): None for m in members[1:]})
+        merged[id(members[0][1][0])] = dataclasses.replace(
+            ref, extent=tuple(span if i == d else e for i, e in enumerate(ref.extent))
+        )
+    out = []
+    for site, ref in sites:
+        if id(site) not in merged:
+            out.append((site, ref))
+        elif merged[id(site)] is not None:
+            out.append((site, merged[id(site)]))
+    return out
+
+
+def _plus_constant(e: Any) -> tuple[Any, int]:
+    """``(base, c)`` with ``e == base + c`` by its form (``x + 3``, ``x - 1``, ``x``; an integer is ``0 + c``)."""
+    if isinstance(e, int):
+        return 0, e
+    if isinstance(e, BinOp) and isinstance(e.rhs, Const) and isinstance(e.rhs.value, int):
+        if e.op == BinaryOp.ADD:
+            return e.lhs, e.rhs.value
+        if e.op == BinaryOp.SUB:
+            return e.lhs, -e.rhs.value
+    return e, 0
 
 
 def _one_store_per_branch_pair(ctx: Context, sites: list[tuple[Site, TileRef]]) -> list[tuple[Site, TileRef]]:
@@ -383,7 +442,15 @@ def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
 
 def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: set[int], taken: set[Var]) -> Any:
     """`_box`'s condition over the dimensions not in `skip`, with the indices in `taken` (a tile number's) read by
-    none of them."""
+    none of them.
+
+    A dimension reads at most one index, which no other dimension reads, as an arithmetic progression, besides any
+    number of *enumerated* indices of a constant range (`_enumerated`): a K loop ``k`` over a tap and a channel block
+    (``k // CB`` in one dimension, ``(k % CB) * BK`` in another), a split index beside it, a loop ``o`` over a
+    tile's rows in ``bh * BH + o``. The windows of the dimensions that read enumerated indices are the union over
+    every value of those indices of the box at that value (a disjunction; the other dimensions read other indices,
+    so the union of the products is the product of the unions). A grid axis read as quotient and remainder by one
+    constant is read as two indices first (`_digits`)."""
     ranges: dict[Var, Any] = {}
     for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
         if v not in taken:
@@ -398,33 +465,155 @@ def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: 
             ranges[lp.var] = smt.evaluate(lp.extent, ctx.base_env)
         else:
             ranges[lp.var] = smt.val(lp.extent)
-    used: set[Var] = set()
-    conds = []
-    for d, (origin, extent) in enumerate(zip(ref.origin, ref.extent, strict=True)):
+    ref, ranges = _digits(ctx, ref, skip, ranges)
+    reads: dict[int, list[Var]] = {}
+    for d, origin in enumerate(ref.origin):
         if d in skip:
             continue
         if any(depends_on(origin, v) for v in taken):
             return f"dimension {d}'s origin {origin} reads an index of the tile number, which does not place it"
-        vs = [v for v in ranges if depends_on(origin, v)]
         if isinstance(origin, Expr) and _other_vars(origin, set(ranges), ctx):
             return f"dimension {d}'s origin {origin} depends on values other than the block and loop indices"
-        if len(vs) > 1:
-            return f"dimension {d}'s origin {origin} mixes {', '.join(v.name for v in vs)}"
-        e = element[d]
-        ext = smt.val(extent)
-        if not vs:
+        reads[d] = [v for v in ranges if depends_on(origin, v)]
+    enumerated = _enumerated(ctx, ref, reads, ranges)
+    if isinstance(enumerated, str):
+        return enumerated
+    # affinity is proved once, over the enumerated indices as free values in their ranges; each value's windows are
+    # then read off the origin with the indices replaced by constants (folded: no division of a free value is left)
+    free = {v: z3.BitVec(f"coverage.enumerated.{v.name}", smt.WIDTH) for v in enumerated}
+    env = {**ctx.base_env, **free}
+    within = [smt.in_range(t, 0, smt.val(enumerated[v])) for v, t in free.items()]
+    used: set[Var] = set()
+    conds: list[Any] = []
+    per_value: dict[int, Var | None] = {}  # an enumerated dimension -> the index it reads as a progression
+    for d, vs in reads.items():
+        origin, extent = ref.origin[d], ref.extent[d]
+        rest = [v for v in vs if v not in enumerated]
+        if len(rest) > 1:
+            return f"dimension {d}'s origin {origin} mixes {', '.join(v.name for v in rest)}"
+        if rest and rest[0] in used:
+            return f"{rest[0].name} appears in two dimensions of the window"
+        used |= set(rest)
+        if len(rest) < len(vs):
+            if rest and _affine(ctx, origin, rest[0], ranges[rest[0]], env, within)[0] is None:
+                return f"dimension {d}'s origin {origin} is not affine in {rest[0].name}"
+            per_value[d] = rest[0] if rest else None
+            continue
+        e, ext = element[d], smt.val(extent)
+        if not rest:
             o = smt.evaluate(origin, ctx.base_env) if isinstance(origin, Expr) else smt.val(origin)
             conds.append(z3.And(e >= o, e - o < ext))
             continue
-        v = vs[0]
-        if v in used:
-            return f"{v.name} appears in two dimensions of the window"
-        used.add(v)
-        o0, s = _affine(ctx, origin, v, ranges[v])
+        o0, step = _affine(ctx, origin, rest[0], ranges[rest[0]])
         if o0 is None:
-            return f"dimension {d}'s origin {origin} is not affine in {v.name}"
-        conds.append(_progression(ctx, e, o0, s, ranges[v], ext))
+            return f"dimension {d}'s origin {origin} is not affine in {rest[0].name}"
+        conds.append(_progression(ctx, e, o0, step, ranges[rest[0]], ext))
+    if per_value:
+        boxes = []
+        for values in itertools.product(*(range(n) for n in enumerated.values())):
+            at = {v: Const(x) for v, x in zip(enumerated, values, strict=True)}
+            box = []
+            for d, v in per_value.items():
+                origin, e, ext = substitute(ref.origin[d], at), element[d], smt.val(ref.extent[d])
+                if v is None:
+                    o = smt.val(smt.evaluate(origin, ctx.base_env))
+                    box.append(z3.And(e >= o, e - o < ext))
+                    continue
+                o0 = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(0)}))
+                step = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(1)})) - o0
+                box.append(_progression(ctx, e, o0, step, ranges[v], ext))
+            boxes.append(z3.And(*box))
+        conds.append(z3.Or(*boxes))
     return z3.And(*conds) if conds else z3.BoolVal(True)
+
+
+def _digits(ctx: Context, ref: TileRef, skip: set[int], ranges: dict[Var, Any]) -> tuple[TileRef, dict[Var, Any]]:
+    """`ref` and `ranges` with each index ``v`` of a symbolic range ``R`` that the origins read as ``v // c`` and
+    ``v % c`` (one constant ``c > 1``; a grid axis of (image, split) pairs, ``n = z // S``, ``split = z % S``) read as
+    two indices: ``q = v // c`` over ``[0, R / c)`` and ``r = v % c`` over ``[0, c)``, ``v`` itself as ``q * c + r``.
+    Only where ``R`` is a multiple of ``c`` (proved): then the pairs ``(q, r)`` are exactly the values of ``v``."""
+    for v in list(ranges):
+        divisors: set[int] = set()
+        for d, origin in enumerate(ref.origin):
+            if d not in skip and isinstance(origin, Expr):
+                _divisors(origin, v, divisors)
+        if len(divisors) != 1 or z3.is_bv_value(z3.simplify(ranges[v])):
+            continue
+        (c,) = divisors
+        if c <= 1 or not _always(ctx, [], smt.mod(ranges[v], smt.val(c)) == 0):
+            continue
+        q, r = Var(f"{v.name}//{c}", v.kind, v.dtype), Var(f"{v.name}%{c}", v.kind, v.dtype)
+        origins = tuple(
+            _split_digits(o, v, c, q, r) if d not in skip and isinstance(o, Expr) else o
+            for d, o in enumerate(ref.origin)
+        )
+        if any(o is None for o in origins):
+            continue
+        ref = dataclasses.replace(ref, origin=origins)
+        ranges = {
+            **{u: x for u, x in ranges.items() if u is not v},
+            q: smt.floordiv(ranges[v], smt.val(c)),
+            r: smt.val(c),
+        }
+    return ref, ranges
+
+
+def _divisors(e: Any, v: Var, out: set[int]) -> None:
+    """The constants ``c`` of every ``v // c`` and ``v % c`` in `e`."""
+    if isinstance(e, BinOp):
+        if e.lhs is v and isinstance(e.rhs, Const) and e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD):
+            out.add(int(e.rhs.value))
+            return
+        _divisors(e.lhs, v, out)
+        _divisors(e.rhs, v, out)
+
+
+def _split_digits(e: Any, v: Var, c: int, q: Var, r: Var) -> Any:
+    """`e` with ``v // c`` as `q`, ``v % c`` as `r`, and any other ``v`` as ``q * c + r``; None where `v` is under a
+    node other than arithmetic."""
+    if e is v:
+        return binary(BinaryOp.ADD, binary(BinaryOp.MUL, q, Const(c)), r)
+    if isinstance(e, BinOp):
+        if e.lhs is v and isinstance(e.rhs, Const) and e.rhs.value == c:
+            if e.op == BinaryOp.FLOORDIV:
+                return q
+            if e.op == BinaryOp.MOD:
+                return r
+        lhs, rhs = _split_digits(e.lhs, v, c, q, r), _split_digits(e.rhs, v, c, q, r)
+        if lhs is None or rhs is None:
+            return None
+        return e if lhs is e.lhs and rhs is e.rhs else binary(e.op, lhs, rhs)
+    if isinstance(e, Expr) and not isinstance(e, Var | Const) and depends_on(e, v):
+        return None
+    return e
+
+
+_MOST_ENUMERATED = 1024  # the most values of the enumerated indices together (`_enumerated`)
+
+
+def _enumerated(ctx: Context, ref: TileRef, reads: dict[int, list[Var]], ranges: dict[Var, Any]) -> Any:
+    """The indices `_dims_box` enumerates, with their (constant) ranges: those of a constant range that a dimension
+    reads beside another index (a row ``bh * BH + o`` of a loop over the tile's rows), that two dimensions read
+    (``k // CB`` and ``(k % CB) * BK``), or that a dimension reads other than as ``o0 + v * s``. Empty where no
+    index needs it; the reason where the values are too many."""
+    const: dict[Var, int] = {}
+    for v, r in ranges.items():
+        r = z3.simplify(r)
+        if z3.is_bv_value(r):
+            const[v] = max(r.as_signed_long(), 0)
+    want: set[Var] = set()
+    count = {v: sum(v in vs for vs in reads.values()) for v in ranges}
+    for d, vs in reads.items():
+        for v in vs:
+            if v in const and (len(vs) > 1 or count[v] > 1 or _affine(ctx, ref.origin[d], v, ranges[v])[0] is None):
+                want.add(v)
+    total = 1
+    for v in want:
+        total *= max(const[v], 1)
+    if total > _MOST_ENUMERATED:
+        names = ", ".join(sorted(v.name for v in want))
+        return f"the indices {names} take {total} values together, more than the {_MOST_ENUMERATED} enumerated"
+    return {v: const[v] for v in sorted(want, key=lambda v: v.name)}
 
 
 def _progression(ctx: Context, e: Any, o0: Any, s: Any, r: Any, ext: Any) -> Any:
@@ -437,19 +626,28 @@ def _progression(ctx: Context, e: Any, o0: Any, s: Any, r: Any, ext: Any) -> Any
     touch (``ext >= |s|``), else the elements whose offset from ``lo`` divided by ``|s|`` is below ``r`` with
     remainder below ``ext``. The sign of ``s``, and whether the windows touch, are decided once for every size where
     they can be, and left to Z3 (as a case split) where they depend on the sizes."""
-    if _always(ctx, [], s >= 0):
+    if _at_least_zero(ctx, s):
         lo, step = o0, s
-    elif _always(ctx, [], s <= 0):
+    elif _at_least_zero(ctx, -s):
         lo, step = o0 + (r - 1) * s, -s
     else:
         lo, step = z3.If(s >= 0, o0, o0 + (r - 1) * s), z3.If(s >= 0, s, -s)
     rel = e - lo
     touching = z3.And(e >= lo, r >= 1, rel < (r - 1) * step + ext)
-    if _always(ctx, [], ext >= step):
+    if _at_least_zero(ctx, ext - step):
         return touching
     q = smt.floordiv(rel, step)
     apart = z3.And(e >= lo, step > 0, q < r, rel - q * step < ext)
     return z3.Or(z3.And(ext >= step, touching), apart)
+
+
+def _at_least_zero(ctx: Context, x: Any) -> bool:
+    """Whether `x` is non-negative for every size: read off where it simplifies to a constant (an enumerated value's
+    step), else proved."""
+    known = z3.simplify(x)
+    if z3.is_bv_value(known):
+        return known.as_signed_long() >= 0
+    return _always(ctx, [], x >= 0)
 
 
 def _other_vars(origin: Expr, known: set[Var], ctx: Context) -> bool:
@@ -457,14 +655,18 @@ def _other_vars(origin: Expr, known: set[Var], ctx: Context) -> bool:
     return any(v not in known and v not in shapes for v in free_vars(origin))
 
 
-def _affine(ctx: Context, origin: Expr, v: Var, r: Any) -> tuple[Any, Any]:
-    """``(o0, s)`` with ``origin == o0 + v * s`` for every ``v`` in ``[0, r)`` and every size, else (None, None)."""
+def _affine(
+    ctx: Context, origin: Expr, v: Var, r: Any, env: dict[Any, Any] | None = None, cons: list[Any] | None = None
+) -> tuple[Any, Any]:
+    """``(o0, s)`` with ``origin == o0 + v * s`` for every ``v`` in ``[0, r)`` and every size (and every value of
+    `env`'s other free terms allowed by `cons`), else (None, None)."""
+    env = ctx.base_env if env is None else env
     t = z3.BitVec(f"coverage.{v.name}", smt.WIDTH)
-    o = smt.val(smt.evaluate(origin, {**ctx.base_env, v: t}))
-    o0 = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(0)}))
-    o1 = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(1)}))
+    o = smt.val(smt.evaluate(origin, {**env, v: t}))
+    o0 = smt.val(smt.evaluate(origin, {**env, v: smt.val(0)}))
+    o1 = smt.val(smt.evaluate(origin, {**env, v: smt.val(1)}))
     s = o1 - o0
-    if not _always(ctx, [smt.in_range(t, 0, r)], o == o0 + t * s):
+    if not _always(ctx, [*(cons or []), smt.in_range(t, 0, r)], o == o0 + t * s):
         return None, None
     return o0, s
 
