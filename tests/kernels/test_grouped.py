@@ -120,14 +120,64 @@ def test_the_grouped_gemm_verifies_and_says_which_checks_it_could_not_make() -> 
     report = verify(grouped_gemm_persistent.trace(BLOCKS=3, STAGES=3, SEARCH=3))
     assert not report.findings, [f.message for f in report.findings]
     unknown = {c.check for c in report.checks if c.verdict == Verdict.UNKNOWN}
-    # the contraction coverage does not read loads under T.if_; the rest (tags, pipeline, races, wgmma, TMA, output
-    # written once, and since 2026-12-03 every routed row written) is proved
-    assert (
-        "contraction coverage" in unknown and "output written once" not in unknown and "output coverage" not in unknown
-    )
+    # B's expert index is the search's result (every element of an expert with rows is loaded, of one without none:
+    # not stated); the rest (tags, pipeline, races, wgmma, TMA, output written once, every routed row written since
+    # 2026-12-03, and since session 52 every routed row of A loaded at every K) is proved
+    assert "output written once" not in unknown and "output coverage" not in unknown
+    coverage = {c.target.split()[0]: c.not_checked for c in report.checks if c.check == "contraction coverage"}
+    assert coverage == {"A": False, "B": True}, coverage
     proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
     assert {"tag assertion", "race", "mbarrier arrive count", "wgmma operand layout", "TMA alignment"} <= proved
-    assert "output written once" in proved and "output coverage" in proved
+    assert "output written once" in proved and "output coverage" in proved and "contraction coverage" in proved
+
+
+def _with_floor_k(kernel):  # noqa: ANN001, ANN202
+    """`kernel` with every ``cdiv(K, c)`` (the K loop's count of K-blocks, in both roles and the pipeline's phases)
+    read as ``K // c``: a consistent seeded bug that drops the tail of K."""
+    import dataclasses
+
+    from argus.ir.expr import BinaryOp, BinOp, Const, Var, binary
+    from argus.ir.nodes import Buffer
+
+    (k,) = [v for v in kernel.shape_vars if v.name == "K"]
+
+    def floor(x):  # noqa: ANN001, ANN202
+        if isinstance(x, BinOp):
+            lhs = x.lhs
+            if x.op == BinaryOp.FLOORDIV and isinstance(lhs, BinOp) and lhs.op == BinaryOp.ADD and lhs.lhs is k:
+                if isinstance(lhs.rhs, Const) and isinstance(x.rhs, Const) and lhs.rhs.value == x.rhs.value - 1:
+                    return binary(BinaryOp.FLOORDIV, k, x.rhs)
+            a, b = floor(x.lhs), floor(x.rhs)
+            return x if a is x.lhs and b is x.rhs else binary(x.op, a, b)
+        if isinstance(x, tuple):
+            items = tuple(floor(v) for v in x)
+            return x if all(a is b for a, b in zip(items, x, strict=True)) else items
+        if dataclasses.is_dataclass(x) and not isinstance(x, Buffer | Var | type):
+            changes = {f.name: floor(getattr(x, f.name)) for f in dataclasses.fields(x)}
+            changes = {n: v for n, v in changes.items() if v is not getattr(x, n)}
+            return dataclasses.replace(x, **changes) if changes else x
+        return x
+
+    return dataclasses.replace(kernel, body=floor(kernel.body))
+
+
+@pytest.mark.parametrize("name", ["grouped_gemm_persistent", "grouped_gemm_swiglu_units"])
+def test_a_grouped_k_loop_that_drops_the_tail_of_k_is_caught(name: str) -> None:
+    """The seeded bug: the K loop runs ``K // BK`` K-blocks (for ``cdiv(K, BK)``): for K not a multiple of BK the
+    tail of every routed row of A is never loaded. Every other check holds (each sum is accumulated once, every tag
+    holds, every routed row is written); contraction coverage projects A's loads on the proved cells of C (the same
+    search finds the expert) and finds an element of a routed row, in the tail of K."""
+    from argus.kernels.registry import get_kernel
+
+    entry = get_kernel(name)
+    kernel = entry.kernel.trace(**entry.params)
+    report = verify(_with_floor_k(kernel), checks=("coverage",))
+    found = [f for f in report.findings if f.code == "COVERAGE_CONTRACTION"]
+    assert found and "of A" in found[0].message, [f.message for f in report.findings]
+    shapes = found[0].counterexample.shapes
+    column = int(found[0].counterexample.variables["element"].strip("()").split(",")[1])
+    bk = entry.params.get("BK", 64)
+    assert column >= shapes["K"] // bk * bk, (column, shapes)
 
 
 def test_a_wrong_expert_for_b_is_caught_by_the_tag_assertion() -> None:

@@ -160,14 +160,19 @@ def _check_tensor(
     boxes = []
     if kind is _STORED:
         sites = _one_store_per_branch_pair(ctx, _one_store_per_run(sites))
+    scope: list[Any] = []  # a load's data-relative limits (`tiles.Projection.limits`): the part that feeds a sum
     for site, ref in sites:
-        box = _box(ctx, site, ref, element, buffer) if kind is _STORED else _load_box(ctx, buffer, site, ref, element)
+        box = (
+            _box(ctx, site, ref, element, buffer)
+            if kind is _STORED
+            else _load_box(ctx, buffer, site, ref, element, scope)
+        )
         if isinstance(box, _Unread):  # a tile-ordered store not proved to cover its grid: look for what it misses
             return _unstored(ctx, buffer, sites, kind, box, below) or f"{box.why} ({site.loc})"
         if isinstance(box, str):
             return f"{box} ({site.loc})"
         boxes.append(box)
-    inside = [smt.in_range(e, 0, n) for e, n in zip(element, dims, strict=True)]
+    inside = [smt.in_range(e, 0, n) for e, n in zip(element, dims, strict=True)] + scope
     for e, limit in zip(element, below or (), strict=False):  # the part the kernel declares it writes
         if limit is not None:
             inside.append(e < smt.val(smt.evaluate(limit, ctx.base_env) if isinstance(limit, Expr) else limit))
@@ -375,10 +380,11 @@ def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any], buffer: Any
     return _dims_box(ctx, site, ref, element, set(), set())
 
 
-def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list[Any]) -> Any:
+def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list[Any], scope: list[Any]) -> Any:
     """`_box` for a load: where it is guarded or placed by a tile order, the windows `tiles.project` proves it
     takes at the cells of a covered store (every element of a tiled dimension at its offset in the cell, every value
-    of the other indices); else `_box`."""
+    of the other indices); else `_box`. Where the store's cells are segments of the data (an expert's rows), the
+    elements past the last segment feed no sum: their limit goes to `scope`, which bounds the elements asked for."""
     if not (site.ifs or tiles.hard_dims(ref)):
         return _box(ctx, site, ref, element)
     split = tiles.split(ctx.kernel, site, ref)
@@ -401,6 +407,8 @@ def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
         conds.append(z3.And(within >= delta, within < delta + extent))
     for d, (_, span) in got.slabs.items():
         conds.append(element[d] < smt.val(smt.evaluate(span, ctx.base_env)))
+    for d, limit in got.limits.items():
+        scope.append(element[d] < smt.val(smt.evaluate(limit, ctx.base_env)))
     return z3.And(box, *conds)
 
 
@@ -432,7 +440,7 @@ def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
         return _Unread(why, lemma.sizes)
     box = _dims_box(ctx, site, ref, element, set(dims), set(got.number_vars))
     if not isinstance(box, str):
-        ctx.tile_covers.append(tiles.Covered(buffer, site, ref, split, got))
+        ctx.tile_covers.append(tiles.Covered(buffer, site, ref, got.split or split, got))
     if isinstance(box, str) or not got.limits:
         return box
     # a segmented dimension: its cells are every segment's rows, from 0 to the last segment's end
@@ -473,7 +481,7 @@ def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: 
         if any(depends_on(origin, v) for v in taken):
             return f"dimension {d}'s origin {origin} reads an index of the tile number, which does not place it"
         if isinstance(origin, Expr) and _other_vars(origin, set(ranges), ctx):
-            return f"dimension {d}'s origin {origin} depends on values other than the block and loop indices"
+            return f"dimension {d}'s origin {_short(origin)} depends on values other than the block and loop indices"
         reads[d] = [v for v in ranges if depends_on(origin, v)]
     enumerated = _enumerated(ctx, ref, reads, ranges)
     if isinstance(enumerated, str):
@@ -589,6 +597,12 @@ def _split_digits(e: Any, v: Var, c: int, q: Var, r: Var) -> Any:
 
 
 _MOST_ENUMERATED = 1024  # the most values of the enumerated indices together (`_enumerated`)
+
+
+def _short(e: Any, most: int = 100) -> str:
+    """`e` printed, cut to `most` characters (a search over data prints as a long chain of selects)."""
+    text = str(e)
+    return text if len(text) <= most else text[: most - 5] + " ... "
 
 
 def _enumerated(ctx: Context, ref: TileRef, reads: dict[int, list[Var]], ranges: dict[Var, Any]) -> Any:

@@ -995,6 +995,10 @@ class Cover:
     number_vars: frozenset[Var]
     # a segmented dimension's (`cover` with a selector) exclusive upper limit on the cells' union: ``offs[E - 1]``
     limits: dict[int, Expr] = field(default_factory=dict)
+    # a segmented dimension's count of cells, all segments' (``tiles[E - 1]``): `_cells`'s overrides
+    counts: dict[int, Expr] = field(default_factory=dict)
+    # the split with its selector's proved facts (a segmented store's; what `project` assumes of the selector)
+    split: Split | None = None
 
 
 def tiled_dims(split: Split) -> list[int]:
@@ -1049,6 +1053,7 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
     if bounded:  # the cells' union: every segment's rows, up to the last one's end
         offs = split.bounds[d0].buffer  # type: ignore[union-attr]
         limits = {d0: Element(offs, (offs.shape[0] - 1,), offs.dtype)}
+        return Cover(tuple(tiled), frozenset(number_vars), limits, overrides, split)
     return Cover(tuple(tiled), frozenset(number_vars), limits)
 
 
@@ -1077,6 +1082,9 @@ class Projection:
     #: load dimension -> (the loop whose runs, one per index cell of the store, load consecutive windows; the span
     #: ``count * R * extent`` they cover from 0): split-K's K
     slabs: dict[int, tuple[Var, Expr | int]] = field(default_factory=dict)
+    #: load dimension -> the data-relative end of what the kernel contracts there (a segmented store's cells: the
+    #: routed rows, below ``offs[E - 1]``); the elements past it feed no sum, and are not asked to be loaded
+    limits: dict[int, Expr] = field(default_factory=dict)
 
 
 def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split, stores: list[Covered]) -> Any:
@@ -1100,14 +1108,19 @@ def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Spl
     extent``. (The spans are the caller's to compare with the tensor: an element past one is a finding.)"""
     tiled = tiled_dims(split)
     bounded = ref.bound is not None and any(b is not None for b in ref.bound)
-    if not tiled or split.selector is not None or bounded:
+    if not tiled or bounded:
         return Missing("the load is not placed by a tile number alone")
     index_vars = set(kernel.block_vars) | {lp.var for lp in site.loops}
     number_vars = free_vars(split.number) & index_vars
     why = "no store with a proved cover places its tiles by the same numbers"
+    own = split
     for store in stores:
-        if store.split.selector is not None or store.cover.limits:
-            continue
+        split = own
+        if split.selector is not None or store.split.selector is not None:
+            split = _selected_alike(own, store)
+            if split is None:
+                why = "no covered store finds its segment (the selector) as the load does"
+                continue
         try:
             got = _projected_cells(kernel, buffer, ref, split, tiled, store)
             if isinstance(got, Missing):
@@ -1120,13 +1133,14 @@ def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Spl
                 continue
 
             def total_of(lemma: _Lemma, store: Covered = store) -> Any:
-                return _cells(lemma, store.buffer, store.ref, list(store.cover.tiled))[1]
+                return _cells(lemma, store.buffer, store.ref, list(store.cover.tiled), store.cover.counts)[1]
 
             inverse = _cover_instances(kernel, buffer, site, ref, split, tiled, number_vars, {}, total_of)
         except smt.EncodingError as err:
             return Missing(f"the tile order could not be stated over the integers ({err})")
         if inverse is None:
-            return Projection(cells, frozenset(number_vars), slabs)
+            limits = {d: span for d, (_, _, span) in cells.items() if isinstance(span, Element)}
+            return Projection(cells, frozenset(number_vars), slabs, limits)
         why = inverse.why
     return Missing(why)
 
@@ -1144,8 +1158,14 @@ def _projected_cells(
             cell = store.ref.extent[d2]
             if d2 in used or not isinstance(cell, int) or not isinstance(extent, int):
                 continue
+            if d2 in store.cover.limits and extent < cell:
+                continue  # a segment's cells start anywhere: only a load of the whole cell covers it
             delta = _cell_offset(kernel, buffer, split, d, store, d2, cell)
-            if delta is not None:
+            if d2 in store.cover.limits and delta is not None and delta == 0:
+                cells[d] = (cell, 0, store.cover.limits[d2])  # every segment's rows, to the last one's end
+                used.add(d2)
+                break
+            if delta is not None and d2 not in store.cover.limits:
                 n = store.buffer.shape[d2]
                 cells[d] = (cell, delta, n if cell == 1 else cdiv(n, cell) * cell)
                 used.add(d2)
@@ -1210,16 +1230,11 @@ def _slab_holds(  # noqa: PLR0913 - the slab's parts
     """For every size, tile number ``τ < G`` and ``v`` in its loop's range R: `origin` is ``(c(τ) * R + v) *
     extent`` with ``c`` the store's origin in `d2` (an index)."""
     for lemma in _lemmas(kernel):
-        counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled))
+        counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled), store.cover.counts)
         t, j = z3.Int("tile_number.slab"), z3.Int(f"slab.{v.name}")
-        taus = frozenset({split.tau, store.split.tau, v})
-        env = {**lemma.sizes, split.tau: t, store.split.tau: t, v: j}
-        enc = _Ints(env, "lemma.slab", lemma.ints, taus, lemma.uf)
+        enc, hyp = _store_number(lemma, split, store, t, "slab", {v: j})
         r_ = lemma.ints.int_(runs)
-        hyp = [t >= 0, t < total, j >= 0, j < r_]
-        for cond, taken in store.split.guards:
-            c = enc.bool_(cond)
-            hyp.append(c if taken else z3.Not(c))
+        hyp += [t < total, j >= 0, j < r_]
         c = enc.int_(store.split.origins[d2])
         claim = enc.int_(origin) == (lemma.ints._mul(c, r_) + j) * extent
         r, _ = _solved(lemma.closed([*lemma.cons, *hyp, z3.Not(claim)], enc), lemma)
@@ -1238,14 +1253,10 @@ def _cell_offset(
     difference (simplified, else at a model), then proved."""
     delta = _offset_of(split.origins[d], split.tau, store.split.origins[d2], store.split.tau)
     for lemma in _lemmas(kernel):
-        counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled))
+        counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled), store.cover.counts)
         t = z3.Int("tile_number.project")
-        taus = frozenset({split.tau, store.split.tau})
-        enc = _Ints({**lemma.sizes, split.tau: t, store.split.tau: t}, "lemma.project", lemma.ints, taus, lemma.uf)
-        hyp = [t >= 0, t < total]
-        for cond, taken in store.split.guards:
-            c = enc.bool_(cond)
-            hyp.append(c if taken else z3.Not(c))
+        enc, hyp = _store_number(lemma, split, store, t, "project")
+        hyp.append(t < total)
         o_load, o_store = enc.int_(split.origins[d]), enc.int_(store.split.origins[d2])
         if delta is None:
             diff = z3.simplify(o_load - o_store)
@@ -1267,6 +1278,50 @@ def _cell_offset(
         if r == z3.unsat:
             return delta
     return None
+
+
+def _store_number(
+    lemma: _Lemma, split: Split, store: Covered, t: Any, name: str, more: dict[Var, Any] | None = None
+) -> tuple[_Ints, list[Any]]:
+    """One encoder for a load's and a covered store's expressions at one tile number `t` (and one selector, the
+    store's, where it has one: `_selected_alike` made the load's the same), and the hypotheses: ``t >= 0``, the
+    store's conditions of the tile number, its selector's proved facts."""
+    env = {**lemma.sizes, split.tau: t, store.split.tau: t, **(more or {})}
+    local = {split.tau, store.split.tau, *(more or {})}
+    facts: tuple[Expr, ...] = ()
+    if store.split.selector is not None:
+        env[store.split.selector] = z3.Int(f"selector.{name}")
+        local.add(store.split.selector)
+        facts = (store.cover.split or store.split).facts
+    enc = _Ints(env, f"lemma.{name}", lemma.ints, frozenset(local), lemma.uf)
+    hyp = [t >= 0]
+    for cond, taken in store.split.guards:
+        c = enc.bool_(cond)
+        hyp.append(c if taken else z3.Not(c))
+    hyp += [enc.bool_(f) for f in facts]
+    return enc, hyp
+
+
+def _selected_alike(split: Split, store: Covered) -> Split | None:
+    """The load's split with its selector read as the store's, where both find it by the same expression of their
+    tile numbers (the same search over the same data: then the selectors are one value at one tile number), and the
+    store's facts were proved (`Cover.split`); None otherwise."""
+    if split.selector is None or store.split.selector is None or store.cover.split is None:
+        return None
+    keys = _Keys()
+    chosen = _replace(split.chosen, keys(split.tau), store.split.tau, keys, {})
+    if keys(chosen) != keys(store.split.chosen):
+        return None
+    key, by = keys(split.selector), store.split.selector
+    return dataclasses.replace(
+        split,
+        origins={d: _replace(o, key, by, keys, {}) for d, o in split.origins.items()},
+        guards=tuple((_replace(c, key, by, keys, {}), taken) for c, taken in split.guards),
+        bounds={d: _replace(b, key, by, keys, {}) for d, b in split.bounds.items()},
+        selector=by,
+        chosen=store.split.chosen,
+        facts=(store.cover.split.facts),
+    )
 
 
 def _offset_of(load: Any, tau: Var, store: Any, store_tau: Var) -> int | None:
