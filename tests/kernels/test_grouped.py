@@ -120,12 +120,11 @@ def test_the_grouped_gemm_verifies_and_says_which_checks_it_could_not_make() -> 
     report = verify(grouped_gemm_persistent.trace(BLOCKS=3, STAGES=3, SEARCH=3))
     assert not report.findings, [f.message for f in report.findings]
     unknown = {c.check for c in report.checks if c.verdict == Verdict.UNKNOWN}
-    # B's expert index is the search's result (every element of an expert with rows is loaded, of one without none:
-    # not stated); the rest (tags, pipeline, races, wgmma, TMA, output written once, every routed row written since
-    # 2026-12-03, and since session 52 every routed row of A loaded at every K) is proved
+    # every check is proved: tags, pipeline, races, wgmma, TMA, output written once, every routed row written (since
+    # 2026-12-03), and since session 52 every routed row of A loaded at every K, every expert with a row's B
     assert "output written once" not in unknown and "output coverage" not in unknown
     coverage = {c.target.split()[0]: c.not_checked for c in report.checks if c.check == "contraction coverage"}
-    assert coverage == {"A": False, "B": True}, coverage
+    assert coverage == {"A": False, "B": False}, coverage
     proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
     assert {"tag assertion", "race", "mbarrier arrive count", "wgmma operand layout", "TMA alignment"} <= proved
     assert "output written once" in proved and "output coverage" in proved and "contraction coverage" in proved
@@ -172,12 +171,14 @@ def test_a_grouped_k_loop_that_drops_the_tail_of_k_is_caught(name: str) -> None:
     entry = get_kernel(name)
     kernel = entry.kernel.trace(**entry.params)
     report = verify(_with_floor_k(kernel), checks=("coverage",))
-    found = [f for f in report.findings if f.code == "COVERAGE_CONTRACTION"]
-    assert found and "of A" in found[0].message, [f.message for f in report.findings]
+    found = [f for f in report.findings if f.code == "COVERAGE_CONTRACTION" and "of A" in f.message]
+    assert found, [f.message for f in report.findings]
     shapes = found[0].counterexample.shapes
     column = int(found[0].counterexample.variables["element"].strip("()").split(",")[1])
     bk = entry.params.get("BK", 64)
     assert column >= shapes["K"] // bk * bk, (column, shapes)
+    if name == "grouped_gemm_persistent":  # B's experts are read too (SwiGLU's B: not checked, docs/verify.md)
+        assert any("of B" in f.message for f in report.findings if f.code == "COVERAGE_CONTRACTION")
 
 
 def test_a_wrong_expert_for_b_is_caught_by_the_tag_assertion() -> None:

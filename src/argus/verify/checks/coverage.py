@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import z3
 
-from argus.ir.expr import BinaryOp, BinOp, Const, Expr, Var, binary, free_vars
+from argus.ir.expr import BinaryOp, BinOp, Const, Element, Expr, Var, VarKind, binary, free_vars, maximum
 from argus.ir.nodes import Copy, Fill, Gemm, If, Space, TileRef
 from argus.ir.rewrite import substitute
 from argus.verify import smt
@@ -394,7 +394,7 @@ def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
     if isinstance(got, tiles.Missing):
         return f"an access under T.if_ or placed by a tile order, not projected on a covered store: {got.why}"
     runs = {v for v, _ in got.slabs.values()}
-    box = _dims_box(ctx, site, ref, element, {*got.cells, *got.slabs}, {*got.number_vars, *runs})
+    box = _dims_box(ctx, site, ref, element, {*got.cells, *got.slabs, *got.selected}, {*got.number_vars, *runs})
     if isinstance(box, str):
         return box
     conds = []
@@ -409,6 +409,12 @@ def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
         conds.append(element[d] < smt.val(smt.evaluate(span, ctx.base_env)))
     for d, limit in got.limits.items():
         scope.append(element[d] < smt.val(smt.evaluate(limit, ctx.base_env)))
+    for d, ends in got.selected.items():  # a segment's index: only those with a row feed a sum
+        g = Var(f"coverage.segment{d}", VarKind.LOOP)
+        env = {**ctx.base_env, g: element[d]}
+        end = smt.val(smt.evaluate(Element(ends, (g,), ends.dtype), env))
+        before = smt.val(smt.evaluate(Element(ends, (maximum(g - 1, 0),), ends.dtype), env))
+        scope.append(end > z3.If(element[d] > 0, before, smt.val(0)))
     return z3.And(box, *conds)
 
 

@@ -1085,6 +1085,9 @@ class Projection:
     #: load dimension -> the data-relative end of what the kernel contracts there (a segmented store's cells: the
     #: routed rows, below ``offs[E - 1]``); the elements past it feed no sum, and are not asked to be loaded
     limits: dict[int, Expr] = field(default_factory=dict)
+    #: load dimension whose origin is the selector (B's expert) -> the segments' ends ``offs``: every segment with a
+    #: row is taken there (an empty one's feeds no sum, and is not asked to be loaded)
+    selected: dict[int, Buffer] = field(default_factory=dict)
 
 
 def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split, stores: list[Covered]) -> Any:
@@ -1127,7 +1130,8 @@ def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Spl
                 why = got.why
                 continue
             cells, used = got
-            slabs = _slabs(kernel, buffer, site, ref, split, store, set(tiled), used, number_vars)
+            selected = _selected_dims(split, store, tiled)
+            slabs = _slabs(kernel, buffer, site, ref, split, store, {*tiled, *selected}, used, number_vars)
             if isinstance(slabs, Missing):
                 why = slabs.why
                 continue
@@ -1140,7 +1144,7 @@ def project(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Spl
             return Missing(f"the tile order could not be stated over the integers ({err})")
         if inverse is None:
             limits = {d: span for d, (_, _, span) in cells.items() if isinstance(span, Element)}
-            return Projection(cells, frozenset(number_vars), slabs, limits)
+            return Projection(cells, frozenset(number_vars), slabs, limits, selected)
         why = inverse.why
     return Missing(why)
 
@@ -1300,6 +1304,18 @@ def _store_number(
         hyp.append(c if taken else z3.Not(c))
     hyp += [enc.bool_(f) for f in facts]
     return enc, hyp
+
+
+def _selected_dims(split: Split, store: Covered, tiled: list[int]) -> dict[int, Buffer]:
+    """The load's dimensions whose origin is the selector itself (the expert of B's box), with the segments' ends
+    of the store: where the store's cells are segments of the data (`cover` proved every routed row cell is a tile
+    number's, in the segment its selector names, and the tile numbers one-to-one onto the cells), every segment with a
+    row has a cell, so some tile number below G selects it, at every cell of the other tiled dimensions; its
+    projected load takes that segment's index there."""
+    if split.selector is None or not store.cover.limits:
+        return {}
+    (end,) = store.cover.limits.values()
+    return {d: end.buffer for d, o in split.origins.items() if o is split.selector and d not in tiled}
 
 
 def _selected_alike(split: Split, store: Covered) -> Split | None:
