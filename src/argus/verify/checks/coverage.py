@@ -399,8 +399,13 @@ def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
         return box
     conds = []
     for d, (cell, delta, span) in got.cells.items():
-        conds.append(element[d] < smt.val(smt.evaluate(span, ctx.base_env)))
         extent = ref.extent[d]
+        limit = smt.val(smt.evaluate(span, ctx.base_env))
+        if isinstance(delta, Expr):  # the store's cells shifted by an expression of the sizes
+            rel = element[d] - smt.val(smt.evaluate(delta, ctx.base_env))
+            conds += [rel >= 0, rel < limit, smt.mod(rel, cell) < min(extent, cell)]
+            continue
+        conds.append(element[d] < limit)
         if delta == 0 and extent >= cell:
             continue  # the whole cell
         within = smt.mod(element[d], cell)

@@ -65,6 +65,7 @@ from argus.ir.expr import (
     Select,
     Var,
     VarKind,
+    binary,
     cdiv,
     elements,
     free_vars,
@@ -1165,7 +1166,7 @@ def _projected_cells(
             if d2 in store.cover.limits and extent < cell:
                 continue  # a segment's cells start anywhere: only a load of the whole cell covers it
             delta = _cell_offset(kernel, buffer, split, d, store, d2, cell)
-            if d2 in store.cover.limits and delta is not None and delta == 0:
+            if d2 in store.cover.limits and isinstance(delta, int) and delta == 0:
                 cells[d] = (cell, 0, store.cover.limits[d2])  # every segment's rows, to the last one's end
                 used.add(d2)
                 break
@@ -1247,15 +1248,15 @@ def _slab_holds(  # noqa: PLR0913 - the slab's parts
     return False
 
 
-def _cell_offset(
-    kernel: Kernel, buffer: Buffer, split: Split, d: int, store: Covered, d2: int, cell: int
-) -> int | None:
-    """The constant ``0 <= δ < cell`` such that, for every size and tile number ``τ`` below the store's grid count
+def _cell_offset(kernel: Kernel, buffer: Buffer, split: Split, d: int, store: Covered, d2: int, cell: int) -> Any:
+    """The offset ``δ`` (a constant ``0 <= δ < cell``, or an expression of the sizes: the load's cells are the
+    store's shifted by it) such that, for every size and tile number ``τ`` below the store's grid count
     (meeting the store's conditions of ``τ``), the load's origin in `d` is the store's in `d2` plus ``δ``, and the
     load tensor's extent in `d` is within the store's cells there; None where that is not proved. Both origins
     are encoded by one encoder (one tile number: a quotient the two spell alike is one term), ``δ`` read off their
     difference (simplified, else at a model), then proved."""
-    delta = _offset_of(split.origins[d], split.tau, store.split.origins[d2], store.split.tau)
+    sizes = frozenset(kernel.shape_vars)
+    delta = _offset_of(split.origins[d], split.tau, store.split.origins[d2], store.split.tau, sizes)
     for lemma in _lemmas(kernel):
         counts, total = _cells(lemma, store.buffer, store.ref, list(store.cover.tiled), store.cover.counts)
         t = z3.Int("tile_number.project")
@@ -1275,9 +1276,9 @@ def _cell_offset(
                 delta = s.model().eval(o_load - o_store, model_completion=True).as_long()
             else:
                 continue
-        if not 0 <= delta < cell:
+        if isinstance(delta, int) and not 0 <= delta < cell:
             return None
-        claim = o_load == o_store + delta
+        claim = o_load == o_store + (delta if isinstance(delta, int) else lemma.ints.int_(delta))
         r, _ = _solved(lemma.closed([*lemma.cons, *hyp, z3.Not(claim)], enc), lemma)
         if r == z3.unsat:
             return delta
@@ -1340,20 +1341,31 @@ def _selected_alike(split: Split, store: Covered) -> Split | None:
     )
 
 
-def _offset_of(load: Any, tau: Var, store: Any, store_tau: Var) -> int | None:
-    """The constant `c` with ``load == store + c`` read off the expressions (the load's with its tile number written
-    as the store's; constant terms added at the top), or None where the rest is not the store's expression."""
+def _offset_of(load: Any, tau: Var, store: Any, store_tau: Var, sizes: frozenset[Var] = frozenset()) -> Any:
+    """The offset `c` with ``load == store + c`` read off the expressions (the load's with its tile number written
+    as the store's; terms added at the top that are constants, or expressions of the `sizes` alone: SwiGLU's up
+    columns ``N + bn * BN``), or None where the rest is not the store's expression. An int where every term is a
+    constant, else an expression of the sizes."""
     keys = _Keys()
     load = _replace(load, keys(tau), store_tau, keys, {})
-    c = 0
+    c: Any = 0
+    terms: list[Expr] = []
     while isinstance(load, BinOp) and load.op == BinaryOp.ADD:
         if isinstance(load.rhs, Const) and isinstance(load.rhs.value, int):
             c, load = c + load.rhs.value, load.lhs
         elif isinstance(load.lhs, Const) and isinstance(load.lhs.value, int):
             c, load = c + load.lhs.value, load.rhs
+        elif sizes and isinstance(load.lhs, Expr) and free_vars(load.lhs) <= sizes and not elements(load.lhs):
+            terms, load = [*terms, load.lhs], load.rhs
+        elif sizes and isinstance(load.rhs, Expr) and free_vars(load.rhs) <= sizes and not elements(load.rhs):
+            terms, load = [*terms, load.rhs], load.lhs
         else:
             break
-    return c if keys(load) == keys(store) else None
+    if keys(load) != keys(store):
+        return None
+    for term in terms:
+        c = binary(BinaryOp.ADD, term, Const(c)) if isinstance(c, int) else binary(BinaryOp.ADD, c, term)
+    return c
 
 
 def _segments(kernel: Kernel, ref: TileRef, split: Split, tiled: list[int]) -> Any:
