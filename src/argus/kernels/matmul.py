@@ -784,13 +784,19 @@ def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
 
 
 def candidates(
-    problem: GemmProblem, target: Target = DEFAULT_TARGET, *, chain: int | None = None, tiles: tuple = TILES
+    problem: GemmProblem,
+    target: Target = DEFAULT_TARGET,
+    *,
+    chain: int | None = None,
+    tiles: tuple = TILES,
+    waves: bool = True,
 ) -> list[GemmConfig]:
     """Every configuration the heuristic may pick for `problem`: each tile shape with the deepest pipeline that
     fits, each split count that leaves every split `MIN_K_BLOCKS_PER_SPLIT` K-blocks, and the TMA-store epilogue
     where it applies. `chain`: the most K elements one unit may accumulate in the tensor cores (f32 accuracy:
     `F32_CHAIN`); split counts that leave a unit more are left out, larger ones (`CHAIN_SPLITS`) added. `tiles`:
-    the tile shapes to consider (default `TILES`)."""
+    the tile shapes to consider (default `TILES`); `waves`: also those narrowed to fill the SMs' waves
+    (`wave_tiles`)."""
     out = dtype_of(problem.out)
     bk = problem.block_k
     k_tiles = _cdiv(problem.K, bk)
@@ -812,7 +818,7 @@ def candidates(
     found = []
     chunk = store_chunk_columns(out)
     fitted = tiles + fitted_tiles(problem, tiles)
-    for bm, bn, consumers in fitted + wave_tiles(problem, fitted, target):
+    for bm, bn, consumers in fitted + (wave_tiles(problem, fitted, target) if waves else ()):
         for splits in counts:
             if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.c_columns % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
@@ -849,11 +855,11 @@ def fitted_tiles(problem: GemmProblem, tiles: tuple) -> tuple:
 
 def wave_tiles(problem: GemmProblem, tiles: tuple, target: Target = DEFAULT_TARGET) -> tuple:
     """Tiles of `tiles` narrowed to fill the SMs: where a tile's count leaves SMs idle in the waves it takes (768 x
-    1536 on 64x256 tiles: 72 tiles for 132 SMs), the narrowest BN that keeps those waves (64x160: 120 tiles), rounded
-    up to 32 as `fitted_tiles` rounds (64 where B is N-major). The model ranks them against the tile they narrow: a
-    narrower wgmma is less efficient (`MMA_EFFICIENCY`). Measured on an H200 (benchmarks/results/2026-12-04-gemm-
-    cluster-small/, call 3): 768x1536x1024 0.84 -> 0.95x cuBLAS on 64x160; 640x2560x2048 slower on 64x224 (0.88
-    against 0.93x on 64x256, which the efficiencies fitted there keep). None that `tiles` already has."""
+    1536 on 64x256 tiles: 72 tiles, 55 % of an H200's SMs), the narrowest BN that keeps those waves (64x160: 120),
+    rounded up to 32 as `fitted_tiles` rounds (64 where B is N-major). The model ranks them against the tile they
+    narrow: a narrower wgmma is less efficient (`MMA_EFFICIENCY`). Measured on an H200 (benchmarks/results/
+    2026-12-04-gemm-cluster-small/, call 3): 768x1536x1024 0.84 -> 0.95x cuBLAS on 64x160; 640x2560x2048 slower on
+    64x224 (0.88 against 0.93x on 64x256, which the efficiencies fitted there keep). None that `tiles` already has."""
     if not WAVE_FIT:
         return ()
     found: list[tuple[int, int, int]] = []
@@ -992,7 +998,8 @@ def candidates_for(
         found += [replace(c, PITCH=True) for c in pitched]
     narrow = swap_tiles(problem) if swap else ()
     if narrow:
-        swaps = candidates(padded_extent(swapped(problem)), target, tiles=narrow)
+        # (not narrowed to fill waves: the swap tiles' width is A's few rows, and the one-wave swap plan was measured)
+        swaps = candidates(padded_extent(swapped(problem)), target, tiles=narrow, waves=False)
         found += [replace(c, SWAP=True) for c in swaps if swap != SWAP_SPLIT_ONLY or c.SPLITS > 1]
     return found
 
