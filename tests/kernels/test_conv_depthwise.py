@@ -169,6 +169,37 @@ def test_planned_configurations_verify(name: str) -> None:
     assert coverage.verdict.value == "verified" and not coverage.not_checked, coverage.target
 
 
+def test_a_tile_row_loop_one_short_is_caught() -> None:
+    """The seeded bug: the loop over a tile's output rows runs BH - 1 times: the last row of every tile is never
+    written, a `COVERAGE_OUTPUT` counterexample (the rows ``bh * BH + o`` are read with ``o`` enumerated)."""
+    import dataclasses
+
+    from argus.ir.nodes import For
+    from argus.lineage.variants import map_statements
+
+    conv = dict(CASES)["bf16"]
+    (kernel,) = conv_plan(conv).kernels()
+    rows = [s for s in _loops(kernel.body) if s.var.name == "o"]
+    assert len(rows) == 1 and isinstance(rows[0].extent, int) and rows[0].extent > 1
+    short = rows[0]
+
+    def one_short(s):  # noqa: ANN001, ANN202
+        return dataclasses.replace(s, extent=s.extent - 1) if isinstance(s, For) and s.var is short.var else s
+
+    result = verify(dataclasses.replace(kernel, body=map_statements(kernel.body, one_short)))
+    found = [f for f in result.findings if f.code == "COVERAGE_OUTPUT"]
+    assert result.verdict.value == "violated" and found, result.render_text()
+
+
+def _loops(body):  # noqa: ANN001, ANN202
+    from argus.ir.nodes import For
+    from argus.lineage.variants import map_statements
+
+    found = []
+    map_statements(body, lambda s: found.append(s) if isinstance(s, For) else None)
+    return found
+
+
 def test_kernelbench_82_verifies_with_its_tag_assertions() -> None:
     conv = _conv(2, 16, 64, 1, (512, 512), (3,))
     params = depthwise_params(conv, depthwise_config(conv))
