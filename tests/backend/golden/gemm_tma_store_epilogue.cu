@@ -267,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_warp_specialized_persi
           const int col = (consumer_tid % 4) * 2;  // the thread's first value in the tile
           const int staged = argus::swizzle<3, 2, 3>(row * 32 + col);  // its swizzled staging offset: every other value's is this XOR a constant
           // chunk 0: tile columns [0, 32), staging buffer 0
-          if (consumer_tid % 128 == 0) argus::tma_store_wait_read<1>();  // the last store from buffer 0 has read it
+          if (consumer_tid % 128 == 0) argus::tma_store_wait_read<0>();  // every earlier store has read its buffer
           argus::named_barrier(warpgroup + 14, 128);
           *reinterpret_cast<float2*>(sC + staged) = make_float2(acc[0], acc[1]);
           *reinterpret_cast<float2*>(sC + (staged ^ 256)) = make_float2(acc[2], acc[3]);

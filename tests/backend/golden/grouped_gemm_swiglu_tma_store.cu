@@ -462,7 +462,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) grouped_gemm_swiglu(const _
             const int col = (consumer_tid % 4) * 2;  // the thread's first value in the tile
             const int staged = argus::swizzle<3, 3, 3>(row * 64 + col);  // its swizzled staging offset: every other value's is this XOR a constant
             // chunk 0: tile columns [0, 64), staging buffer 0
-            if (consumer_tid % 128 == 0) argus::tma_store_wait_read<1>();  // the last store from buffer 0 has read it
+            if (consumer_tid % 128 == 0) argus::tma_store_wait_read<0>();  // every earlier store has read its buffer
             argus::named_barrier(warpgroup + 14, 128);
             *reinterpret_cast<__nv_bfloat162*>(s + staged) = __floats2bfloat162_rn(out[0], out[1]);
             *reinterpret_cast<__nv_bfloat162*>(s + (staged ^ 512)) = __floats2bfloat162_rn(out[2], out[3]);

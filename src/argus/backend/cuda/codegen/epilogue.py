@@ -119,8 +119,11 @@ def tma_store(cx: Context, s: Copy) -> None:
 
     The tile goes out in chunks of 128 bytes of columns (`store_chunk_columns`), alternating between the
     staging buffer's two chunk buffers. Each warpgroup stores its own 64 rows of a chunk on its own: its
-    first thread waits until the store that last read the buffer has (``wait_group.read 1``: the other
-    buffer's may still be in flight), a named barrier of the warpgroup releases its threads to write their
+    first thread waits until the store that last read the buffer has (``wait_group.read 1`` for chunk c >= 1: its
+    last store is chunk c - 1's, from the other buffer, which may stay in flight; ``wait_group.read 0`` for chunk 0:
+    its last store may have read buffer 0 too — the previous tile's last chunk where a tile has an odd count of
+    chunks, as a 64-column tile's one chunk: with ``read 1`` there, the next tile's values overwrote a buffer its
+    TMA store was still reading, wrong products on an H200 in session 52), a named barrier of the warpgroup releases its threads to write their
     values (swizzled like the buffer's layout, pairs of adjacent columns as one word), ``fence.proxy.async``
     and the barrier again, then that thread issues the box's TMA store and commits it. Nothing waits for the
     store to reach global memory except `tma_store_wait_all` at the end of the kernel. Each precondition is
@@ -310,7 +313,12 @@ def _emit_chunk(cx: Context, store: _StagedStore, c: int, at: _StoreSite, tmap: 
     name, buffer_name = at.name, at.buffer_name
     b = c % 2
     cx.line(f"// chunk {c}: tile columns [{c * width}, {(c + 1) * width}), staging buffer {b}")
-    cx.line(f"if ({elected}) argus::tma_store_wait_read<1>();  // the last store from buffer {b} has read it")
+    if c == 0:
+        # the thread's last store may have read buffer 0 (the previous tile's last chunk, when the tile has an odd
+        # count of chunks, or another staged store's): every earlier store has read its buffer
+        cx.line(f"if ({elected}) argus::tma_store_wait_read<0>();  // every earlier store has read its buffer")
+    else:  # the thread's last store is chunk c - 1, from the other buffer
+        cx.line(f"if ({elected}) argus::tma_store_wait_read<1>();  // the last store from buffer {b} has read it")
     cx.line(barrier)
     for v, n in store.runs[c]:
         if store.split is not None:
