@@ -100,9 +100,9 @@ def check_contraction_coverage(ctx: Context) -> list[Finding]:
 
 def check_tiled_contraction_coverage(ctx: Context) -> list[Finding]:
     """`COVERAGE_CONTRACTION` for the operands whose loads are guarded or placed by a tile order (a persistent
-    kernel's), after output coverage: such a load's tiled dimensions are covered where they follow the cells of a
-    store that output coverage proved to cover its grid (`tiles.project`), and its other dimensions as any load's
-    (the K-blocks of its loop). Others are not checked, with the reason."""
+    kernel's), after output coverage (and the exactly-once checks: `engine`): such a load's tiled dimensions are
+    covered where they follow the cells of a store that output coverage proved to cover its grid (`tiles.project`),
+    and its other dimensions as any load's (the K-blocks of its loop). Others are not checked, with the reason."""
     findings = [_check(ctx, buffer, sites, _LOADED) for buffer, sites in ctx.tiled_loads]
     return [f for f in findings if f is not None]
 

@@ -118,16 +118,16 @@ def tma_store(cx: Context, s: Copy) -> None:
     """``atom="tma.store"``: a ``wgmma`` accumulator -> a global tile, through `s.staging` and TMA stores.
 
     The tile goes out in chunks of 128 bytes of columns (`store_chunk_columns`), alternating between the
-    staging buffer's two chunk buffers. Each warpgroup stores its own 64 rows of a chunk on its own: its
-    first thread waits until the store that last read the buffer has (``wait_group.read 1`` for chunk c >= 1: its
-    last store is chunk c - 1's, from the other buffer, which may stay in flight; ``wait_group.read 0`` for chunk 0:
-    its last store may have read buffer 0 too — the previous tile's last chunk where a tile has an odd count of
-    chunks, as a 64-column tile's one chunk: with ``read 1`` there, the next tile's values overwrote a buffer its
-    TMA store was still reading, wrong products on an H200 in session 52), a named barrier of the warpgroup releases its threads to write their
-    values (swizzled like the buffer's layout, pairs of adjacent columns as one word), ``fence.proxy.async``
-    and the barrier again, then that thread issues the box's TMA store and commits it. Nothing waits for the
-    store to reach global memory except `tma_store_wait_all` at the end of the kernel. Each precondition is
-    checked by enumerating the fragment's thread-value layout."""
+    staging buffer's two chunk buffers. Each warpgroup stores its own 64 rows of a chunk on its own: its first
+    thread waits until the store that last read the buffer has (``wait_group.read 1`` for chunk c >= 1: its last
+    store is chunk c - 1's, from the other buffer, which may stay in flight; ``wait_group.read 0`` for chunk 0: its
+    last store may have read buffer 0 too, the previous tile's last chunk where a tile has an odd count of chunks,
+    as a 64-column tile's one chunk; with ``read 1`` there, the next tile's values overwrote a buffer its TMA store
+    was still reading: wrong products on an H200 in session 52), a named barrier of the warpgroup releases its
+    threads to write their values (swizzled like the buffer's layout, pairs of adjacent columns as one word),
+    ``fence.proxy.async`` and the barrier again, then that thread issues the box's TMA store and commits it.
+    Nothing waits for the store to reach global memory except `tma_store_wait_all` at the end of the kernel. Each
+    precondition is checked by enumerating the fragment's thread-value layout."""
     frag_ref, dst, staging = s.src, s.dst, s.staging
     if staging is None or frag_ref.space != Space.FRAGMENT or dst.space != Space.GLOBAL:
         raise cx.invalid("a tma.store copies a fragment into a global tile through a staging buffer")
