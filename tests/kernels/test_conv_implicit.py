@@ -648,33 +648,23 @@ def test_a_split_whose_shares_all_take_the_first_is_caught() -> None:
     later taps are never loaded (`COVERAGE_CONTRACTION` on WT, an element of a tap past the first share)."""
     import dataclasses
 
-    from argus.ir.expr import BinaryOp, BinOp, Const, binary
-    from argus.ir.nodes import Buffer, Copy, For, If, Let, Role, Space
+    from tests.kernels.seeding import replace_exprs
+
+    from argus.ir.expr import BinaryOp, Const
+    from argus.ir.nodes import Copy, For, If, Let, Role, Space
     from argus.lineage.variants import map_statements
 
     conv = _conv2(32, 512, 512, 7, 7, (3, 3), p=(1, 1))
     kernel = _traced("implicit", _key(implicit_params(conv, _split(conv, 2), nchw=False)))
     (z,) = [v for v in kernel.block_vars if v.name == "bz"]  # (image, split), the split fastest: split = z % 2
 
-    def first(x: Any) -> Any:  # x with the split index z % 2 read as 0
-        if isinstance(x, BinOp):
-            if x.op == BinaryOp.MOD and x.lhs is z and isinstance(x.rhs, Const):
-                return Const(0)
-            lhs, rhs = first(x.lhs), first(x.rhs)
-            return x if lhs is x.lhs and rhs is x.rhs else binary(x.op, lhs, rhs)
-        if isinstance(x, tuple):
-            items = tuple(first(v) for v in x)
-            return x if all(a is b for a, b in zip(items, x, strict=True)) else items
-        if dataclasses.is_dataclass(x) and not isinstance(x, Buffer | type):
-            changes = {f.name: first(getattr(x, f.name)) for f in dataclasses.fields(x)}
-            changes = {k: v for k, v in changes.items() if v is not getattr(x, k)}
-            return dataclasses.replace(x, **changes) if changes else x
-        return x
+    def first(x: Any) -> Any:  # the split index z % 2 read as 0
+        return Const(0) if x.op == BinaryOp.MOD and x.lhs is z and isinstance(x.rhs, Const) else None
 
     def first_share(s: Any) -> Any:
         if isinstance(s, For | If | Let | Role) or (isinstance(s, Copy) and s.dst.buffer.space == Space.GLOBAL):
             return s
-        return first(s)
+        return replace_exprs(s, first)
 
     result = verify(dataclasses.replace(kernel, body=map_statements(kernel.body, first_share)))
     found = [f for f in result.findings if f.code == "COVERAGE_CONTRACTION"]

@@ -135,29 +135,20 @@ def _with_floor_k(kernel):  # noqa: ANN001, ANN202
     read as ``K // c``: a consistent seeded bug that drops the tail of K."""
     import dataclasses
 
-    from argus.ir.expr import BinaryOp, BinOp, Const, Var, binary
-    from argus.ir.nodes import Buffer
+    from tests.kernels.seeding import replace_exprs
+
+    from argus.ir.expr import BinaryOp, BinOp, Const, binary
 
     (k,) = [v for v in kernel.shape_vars if v.name == "K"]
 
     def floor(x):  # noqa: ANN001, ANN202
-        if isinstance(x, BinOp):
-            lhs = x.lhs
-            if x.op == BinaryOp.FLOORDIV and isinstance(lhs, BinOp) and lhs.op == BinaryOp.ADD and lhs.lhs is k:
-                if isinstance(lhs.rhs, Const) and isinstance(x.rhs, Const) and lhs.rhs.value == x.rhs.value - 1:
-                    return binary(BinaryOp.FLOORDIV, k, x.rhs)
-            a, b = floor(x.lhs), floor(x.rhs)
-            return x if a is x.lhs and b is x.rhs else binary(x.op, a, b)
-        if isinstance(x, tuple):
-            items = tuple(floor(v) for v in x)
-            return x if all(a is b for a, b in zip(items, x, strict=True)) else items
-        if dataclasses.is_dataclass(x) and not isinstance(x, Buffer | Var | type):
-            changes = {f.name: floor(getattr(x, f.name)) for f in dataclasses.fields(x)}
-            changes = {n: v for n, v in changes.items() if v is not getattr(x, n)}
-            return dataclasses.replace(x, **changes) if changes else x
-        return x
+        lhs = x.lhs
+        if x.op == BinaryOp.FLOORDIV and isinstance(lhs, BinOp) and lhs.op == BinaryOp.ADD and lhs.lhs is k:
+            if isinstance(lhs.rhs, Const) and isinstance(x.rhs, Const) and lhs.rhs.value == x.rhs.value - 1:
+                return binary(BinaryOp.FLOORDIV, k, x.rhs)
+        return None
 
-    return dataclasses.replace(kernel, body=floor(kernel.body))
+    return dataclasses.replace(kernel, body=replace_exprs(kernel.body, floor))
 
 
 @pytest.mark.parametrize("name", ["grouped_gemm_persistent", "grouped_gemm_swiglu_units"])

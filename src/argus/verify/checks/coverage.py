@@ -521,7 +521,7 @@ def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: 
         e, ext = element[d], smt.val(extent)
         if not rest:
             o = smt.evaluate(origin, ctx.base_env) if isinstance(origin, Expr) else smt.val(origin)
-            conds.append(z3.And(e >= o, e - o < ext))
+            conds.append(_window(e, o, ext))
             continue
         o0, step = _affine(ctx, origin, rest[0], ranges[rest[0]])
         if o0 is None:
@@ -535,8 +535,7 @@ def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: 
             for d, v in per_value.items():
                 origin, e, ext = substitute(ref.origin[d], at), element[d], smt.val(ref.extent[d])
                 if v is None:
-                    o = smt.val(smt.evaluate(origin, ctx.base_env))
-                    box.append(z3.And(e >= o, e - o < ext))
+                    box.append(_window(e, smt.val(smt.evaluate(origin, ctx.base_env)), ext))
                     continue
                 o0 = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(0)}))
                 step = smt.val(smt.evaluate(origin, {**ctx.base_env, v: smt.val(1)})) - o0
@@ -544,6 +543,11 @@ def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: 
             boxes.append(z3.And(*box))
         conds.append(z3.Or(*boxes))
     return z3.And(*conds) if conds else z3.BoolVal(True)
+
+
+def _window(e: Any, o: Any, ext: Any) -> Any:
+    """`e` lies in the window ``[o, o + ext)``."""
+    return z3.And(e >= o, e - o < ext)
 
 
 def _digits(ctx: Context, ref: TileRef, skip: set[int], ranges: dict[Var, Any]) -> tuple[TileRef, dict[Var, Any]]:
@@ -919,7 +923,7 @@ def _never_stores(ctx: Context, site: Site, ref: TileRef, coord: tuple[int, ...]
     for d, (origin, ext) in enumerate(zip(ref.origin, ref.extent, strict=True)):
         o = smt.val(smt.evaluate(origin, env)) if isinstance(origin, Expr) else smt.val(origin)
         e = smt.val(coord[d])
-        inside.append(z3.And(e >= o, e - o < ext))
+        inside.append(_window(e, o, ext))
         if ref.bound is not None and ref.bound[d] is not None:
             b = ref.bound[d]
             inside.append(e < (smt.val(smt.evaluate(b, env)) if isinstance(b, Expr) else smt.val(b)))

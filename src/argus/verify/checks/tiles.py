@@ -1297,7 +1297,7 @@ def _store_number(
     if store.split.selector is not None:
         env[store.split.selector] = z3.Int(f"selector.{name}")
         local.add(store.split.selector)
-        facts = (store.cover.split or store.split).facts
+        facts = store.split.facts  # a segmented store's split carries them (`Cover.split`, `Covered.split`)
     enc = _Ints(env, f"lemma.{name}", lemma.ints, frozenset(local), lemma.uf)
     hyp = [t >= 0]
     for cond, taken in store.split.guards:
@@ -1322,8 +1322,8 @@ def _selected_dims(split: Split, store: Covered, tiled: list[int]) -> dict[int, 
 def _selected_alike(split: Split, store: Covered) -> Split | None:
     """The load's split with its selector read as the store's, where both find it by the same expression of their
     tile numbers (the same search over the same data: then the selectors are one value at one tile number), and the
-    store's facts were proved (`Cover.split`); None otherwise."""
-    if split.selector is None or store.split.selector is None or store.cover.split is None:
+    store's cells are segments, whose split carries the selector's proved facts (`Cover.split`); None otherwise."""
+    if split.selector is None or store.split.selector is None or not store.cover.limits:
         return None
     keys = _Keys()
     chosen = _replace(split.chosen, keys(split.tau), store.split.tau, keys, {})
@@ -1337,7 +1337,7 @@ def _selected_alike(split: Split, store: Covered) -> Split | None:
         bounds={d: _replace(b, key, by, keys, {}) for d, b in split.bounds.items()},
         selector=by,
         chosen=store.split.chosen,
-        facts=(store.cover.split.facts),
+        facts=store.split.facts,
     )
 
 
