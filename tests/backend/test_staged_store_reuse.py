@@ -7,12 +7,14 @@ too where a tile has an odd count of chunks (a 64-column tile has one): it waits
 Session 52 found this on an H200: 64x64 tiles with the TMA-store epilogue computed wrong products (relative error
 0.7-1.4 at 672x3104x232, 4096x4096x232; `benchmarks/results/2026-12-04-gemm-cluster-small/`, calls 6-7) while the
 interpreter and the verifier, which take the staged store as one store, saw nothing: the wait was the code
-generator's alone. The test reads the generated source, as the hardware will run it."""
+generator's alone. The test reads the generated source, as the hardware will run it: its waits and buffers are
+`argus.atoms.tma`'s protocol, the one the verifier proves (`tests/verify/test_staged_store.py`)."""
 
 import re
 
 import pytest
 
+from argus.atoms.tma import staged_store_buffer, staged_store_wait
 from argus.backend.cuda.codegen import generate
 from argus.kernels import matmul as mm
 
@@ -27,6 +29,7 @@ def test_each_chunk_waits_until_its_buffer_was_read(bn: int) -> None:
     chunks = _CHUNK.findall(source)
     assert len(chunks) == bn // 64, source  # one 128-byte chunk of columns each
     for index, buffer, wait in chunks:
-        assert int(buffer) == int(index) % 2
+        assert int(buffer) == int(index) % 2 == staged_store_buffer(int(index))
         want = "read<0>" if index == "0" else "read<1>"
         assert f"tma_store_wait_{want}" in wait, (index, wait)
+        assert f"tma_store_wait_read<{staged_store_wait(int(index))}>" in wait, (index, wait)

@@ -320,6 +320,30 @@ def store_chunk_columns(dtype: DType) -> int:
     return STORE_CHUNK_BYTES // dtype.itemsize
 
 
+#: Chunk buffers of a staged TMA store's staging buffer (its first dimension): chunk c of a tile is written into
+#: buffer ``c % STAGING_BUFFERS`` while the TMA store of chunk c - 1 may still be reading the other.
+STAGING_BUFFERS = 2
+
+
+def staged_store_buffer(chunk: int) -> int:
+    """The chunk buffer chunk `chunk` of a staged TMA store is written into."""
+    return chunk % STAGING_BUFFERS
+
+
+def staged_store_wait(chunk: int) -> int:
+    """The ``n`` of the ``cp.async.bulk.wait_group.read n`` that a warpgroup's issuing thread runs before its warpgroup
+    writes chunk `chunk` of a staged TMA store into `staged_store_buffer(chunk)`: then at most ``n`` of the thread's
+    bulk async-groups (one TMA store each, one per chunk and warpgroup) still read shared memory, the newest ``n``.
+
+    1 after the first chunk: the newest group is the previous chunk's, which reads the other buffer. 0 for the first:
+    the thread's newest group is the previous staged store's last chunk, which reads buffer 0 too where that store
+    has an odd count of chunks (a 64-column tile of bf16 has one; with 1 there, the next tile overwrote a buffer its
+    TMA store was still reading, wrong products on an H200 in session 52) or another staging buffer. The code
+    generator emits these waits; the verifier proves that none of the groups a wait leaves pending reads the chunk
+    buffer written after it (`argus.verify.checks.staged`, ``PIPELINE_STORE_OVERWRITE``)."""
+    return 0 if chunk == 0 else 1
+
+
 # --- im2col mode --------------------------------------------------------------------------------------------------
 #
 # ``cp.async.bulk.tensor.{3,4,5}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes``: a convolution's

@@ -878,6 +878,12 @@ class Code(StrEnum):
         "refill a stage only after a barrier that follows its last read; keep the prefetch distance below the number "
         "of stages",
     )
+    PIPELINE_STORE_OVERWRITE = _entry(
+        Category.VERIFY,
+        "chunk {chunk} of a staged TMA store overwrites a chunk buffer that an earlier TMA store may still read",
+        "a code generator's protocol (argus.atoms.tma.staged_store_wait): wait until every TMA store that read the "
+        "chunk buffer has read it before writing it (cp.async.bulk.wait_group.read with fewer groups in flight)",
+    )
     MBARRIER_PHASE = _entry(
         Category.VERIFY,
         "the wait on {barrier} is for the wrong barrier element or phase parity: {problem}",

@@ -35,7 +35,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
-from argus.atoms.tma import store_chunk_columns
+from argus.atoms.tma import STAGING_BUFFERS, store_chunk_columns
 from argus.lang.errors import DSLError
 from argus.lang.fragment import fragment_like
 from argus.layout import Layout
@@ -739,7 +739,7 @@ def persistent_gemm(
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
-            sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
+            sC = T.alloc_shared((STAGING_BUFFERS, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
         else:
             sC = None
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)

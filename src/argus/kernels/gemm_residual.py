@@ -22,7 +22,7 @@ from __future__ import annotations
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS
-from argus.atoms.tma import store_chunk_columns
+from argus.atoms.tma import STAGING_BUFFERS, store_chunk_columns
 from argus.lang.errors import DSLError
 from argus.layout import Layout
 
@@ -366,7 +366,7 @@ def gemm_residual_warp_specialized_persistent(
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
         if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
-            sC = T.alloc_shared((2, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
+            sC = T.alloc_shared((STAGING_BUFFERS, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
         tiles = tiles_m * tiles_n
         k_tiles = T.cdiv(K, BK)

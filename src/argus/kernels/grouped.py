@@ -26,7 +26,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
-from argus.atoms.tma import store_chunk_columns
+from argus.atoms.tma import STAGING_BUFFERS, store_chunk_columns
 from argus.kernels.gemm import alloc_operand_stages, load_operand, operand, operand_assumption
 from argus.lang import DSLError
 
@@ -143,7 +143,7 @@ def store_staging(C: Any, bm: int, epilogue: str) -> Any:  # noqa: N803
     """The TMA stores' two staging buffers of `store_expert_tile` (None for the direct store)."""
     if epilogue != "tma":
         return None
-    return T.alloc_shared((2, bm, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
+    return T.alloc_shared((STAGING_BUFFERS, bm, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
 
 
 #: The grouped product's schedules, one per rung of the lineage (docs/moe.md, "The lineage"): ``"expert_grid"`` a block

@@ -13,7 +13,7 @@ from argus.atoms.common import shared_budget
 from argus.atoms.errors import AtomError
 from argus.atoms.smem import SharedCarve, panel_layout
 from argus.atoms.swizzle import hopper_swizzle
-from argus.atoms.tma import store_chunk_columns
+from argus.atoms.tma import STAGING_BUFFERS, store_chunk_columns
 from argus.ir.expr import Expr, as_expr, elements
 from argus.ir.nodes import Alloc, Buffer, Copy, Fill, Space, TileRef, walk, whole
 from argus.ir.types import DType
@@ -301,7 +301,7 @@ def _tma_store_staging(src: Tile, dst: Tile, staging: Any, pad: float, loc: Any)
     rows, cols = src.shape
     width = store_chunk_columns(dtype)
     buf = staging.ref.buffer
-    shape = (2, rows, width)
+    shape = (STAGING_BUFFERS, rows, width)
     base = Layout(shape, suffix_product(shape))
     want = ComposedLayout(hopper_swizzle(128, dtype.bits), 0, base)
     if buf.dtype != dtype or tuple(buf.static_shape) != shape or buf.layout != want:

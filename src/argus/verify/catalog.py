@@ -151,6 +151,15 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
+        "PIPELINE_STORE_OVERWRITE",
+        "staged TMA store's chunk buffer written while an earlier TMA store still reads it",
+        "A staged TMA store (atom='tma.store') writes each chunk of its tile into one of its staging buffer's chunk "
+        "buffers after its warpgroup's issuing thread waits until all but its newest bulk async-groups have read "
+        "shared memory (argus.atoms.tma.staged_store_wait); one of the groups that wait leaves in flight reads the "
+        "chunk buffer written next, so the TMA unit may store the next chunk's values instead of that chunk's.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "MMA_IN_FLIGHT",
         "accumulator used while asynchronous MMAs write it",
         "A T.gemm issued with wait_group > 0 (an asynchronous wgmma) goes on writing its accumulator after the "

@@ -41,6 +41,7 @@ from argus.verify.checks.pipeline import check_stale_reads
 from argus.verify.checks.races import check_races
 from argus.verify.checks.scale import check_value_scales
 from argus.verify.checks.smem_layout import check_smem_layouts
+from argus.verify.checks.staged import check_staged_stores
 from argus.verify.checks.tma_order import check_tma_program_order
 from argus.verify.checks.wgmma import check_wgmma_in_flight
 from argus.verify.context import SOLVER_RLIMIT, SOLVER_TIMEOUT_MS, Context
@@ -182,6 +183,7 @@ def _verify_kernel(
         run("TMA read order", check_tma_program_order, ctx)
         run("mbarrier arrive count", check_arrive_counts, ctx)
         run("wgmma in flight", check_wgmma_in_flight, ctx)
+        run("staged store buffers", check_staged_stores, ctx)
     if "fence" in checks:
         run("proxy fence", check_proxy_fences, ctx)
     if "oob" in checks:

@@ -18,7 +18,14 @@ import numpy as np
 from argus.atoms.copy import tile_lane_exchange
 from argus.atoms.smem import tma_box_swizzle
 from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
-from argus.atoms.tma import STORE_ROWS_PER_WARPGROUP, TMA_MAX_RANK, store_chunk_columns
+from argus.atoms.tma import (
+    STAGING_BUFFERS,
+    STORE_ROWS_PER_WARPGROUP,
+    TMA_MAX_RANK,
+    staged_store_buffer,
+    staged_store_wait,
+    store_chunk_columns,
+)
 from argus.backend.cuda.codegen import placement as pl
 from argus.backend.cuda.codegen.addressing import Window, base_coords, is_row_major, uniform_condition
 from argus.backend.cuda.codegen.cexpr import add, convert
@@ -191,7 +198,7 @@ def _check_staging(cx: Context, sbuf: Buffer, groups: int, width: int, wg_rows: 
     if cx.facts.shared[sbuf] % SWIZZLE_REPEAT_BYTES[128]:
         raise cx.invalid(f"staging buffer {sbuf.name} is not aligned to the 128-byte swizzle's repeat")
     box_coords = np.indices((wg_rows, width)).reshape(2, -1)  # row-major: TMA's box order
-    for b in range(2):
+    for b in range(STAGING_BUFFERS):
         for g in range(groups):
             coords = [np.full_like(box_coords[0], b), box_coords[0] + g * wg_rows, box_coords[1]]
             offsets = pl.layout_offsets(sbuf.layout, coords)
@@ -238,7 +245,7 @@ def _xor_split(
     for c, chunk in enumerate(runs):
         for v, _ in chunk:
             u = pl.layout_offsets(
-                outer, [np.full_like(rows_t, c % 2), p.coords[:, v, 0], p.coords[:, v, 1] - c * width]
+                outer, [np.full_like(rows_t, staged_store_buffer(c)), p.coords[:, v, 0], p.coords[:, v, 1] - c * width]
             )
             d = u - u0
             split = split and bool(np.all(d == d[0]) and np.all((u0 & int(d[0])) == 0))
@@ -311,14 +318,15 @@ def _emit_chunk(cx: Context, store: _StagedStore, c: int, at: _StoreSite, tmap: 
     elected = f"{cx.tid} % {WARPGROUP} == 0"
     barrier = f"argus::named_barrier({add(str(barrier0), at.wg)}, {WARPGROUP});"
     name, buffer_name = at.name, at.buffer_name
-    b = c % 2
+    b = staged_store_buffer(c)
     cx.line(f"// chunk {c}: tile columns [{c * width}, {(c + 1) * width}), staging buffer {b}")
-    if c == 0:
-        # the thread's last store may have read buffer 0 (the previous tile's last chunk, when the tile has an odd
-        # count of chunks, or another staged store's): every earlier store has read its buffer
+    pending = staged_store_wait(c)  # the protocol of argus.atoms.tma, which the verifier proves
+    if pending == 0:  # every earlier store has read its buffer
         cx.line(f"if ({elected}) argus::tma_store_wait_read<0>();  // every earlier store has read its buffer")
-    else:  # the thread's last store is chunk c - 1, from the other buffer
-        cx.line(f"if ({elected}) argus::tma_store_wait_read<1>();  // the last store from buffer {b} has read it")
+    else:  # the thread's newest `pending` stores are this tile's chunks before c
+        cx.line(
+            f"if ({elected}) argus::tma_store_wait_read<{pending}>();  // the last store from buffer {b} has read it"
+        )
     cx.line(barrier)
     for v, n in store.runs[c]:
         if store.split is not None:
