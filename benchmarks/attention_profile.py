@@ -2,15 +2,17 @@
 attention notes cite (docs/attention.md).
 
     ncu --kernel-name flash_attention --launch-skip 3 --launch-count 1 --section SpeedOfLight \\
-        --section WarpStateStats --section InstructionStats python benchmarks/attention_profile.py D [causal|full] [S]
+        --section WarpStateStats --section InstructionStats python benchmarks/attention_profile.py D [causal|full] [S] \
+        [FIELD=VALUE,...]
 
 Runs `argus.kernels.sdpa.sdpa` five times at (B, H, S) = (16384 / S, 16, S) (S = 4096 by default: B = 4), head dim
-D, bf16.
+D, bf16, on `choose`'s configuration with the AttentionConfig fields of the fourth argument set (``PERSISTENT=1``).
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 try:
@@ -27,11 +29,18 @@ def main() -> int:
     d = int(sys.argv[1]) if len(sys.argv) > 1 else 128
     causal = len(sys.argv) > 2 and sys.argv[2] == "causal"
     s = int(sys.argv[3]) if len(sys.argv) > 3 else 4096
+    fields = {}
+    for item in filter(None, (sys.argv[4] if len(sys.argv) > 4 else "").split(",")):
+        key, _, value = item.partition("=")
+        fields[key] = int(value)
     q, k, v = (torch.randn(max(1, 16384 // s), 16, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    config = replace(S.choose(S.problem_of(q, k, v, causal=causal)), **fields)
     for _ in range(5):
-        S.sdpa(q, k, v, causal=causal)
+        o, lse, launches = S.prepare(q, k, v, causal=causal, config=config)
+        for launch in launches:
+            launch.launch()
     torch.cuda.synchronize()
-    print(S.choose(S.problem_of(q, k, v, causal=causal)).label())
+    print(config.label())
     return 0
 
 

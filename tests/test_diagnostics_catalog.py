@@ -62,6 +62,7 @@ NOT_CODES = {
     "CONSUMER_REGS": "a parameter of the Hopper persistent GEMM and flash_attention (a consumer's register budget)",
     "BLOCKS_PER_SM": "a parameter of the Hopper GEMMs and the implicit-GEMM convolution (resident blocks per SM)",
     "P_REGISTERS": "a parameter of flash_attention (P kept in registers)",
+    "Q_BUFFERS": "a parameter of flash_attention (Q's shared-memory buffers of a persistent block)",
     "MASK_TAIL": "a parameter of flash_attention (whether a key tile may have a tail)",
     "PAGE_SIZE": "a parameter of flash_attention_paged (tokens per page of the KV cache)",
     "SEQ_Q": "a tensor of flash_attention_varlen (the sequences' cumulative query ends)",

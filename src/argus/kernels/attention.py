@@ -174,6 +174,9 @@ def flash_attention(
     OUT: str = "bf16",
     PRODUCER_REGS: int = 24,
     CONSUMER_REGS: int = 240,
+    PERSISTENT: bool = False,
+    BLOCKS: int = 0,
+    Q_BUFFERS: int = 1,
 ):
     """O = softmax(Q K^T * SCALE) V for every (batch, query head), and LSE, each row's log-sum-exp of the scaled
     scores (natural log; -inf and O = 0 for a row that sees no key). Q (BH, SQ, D), K (BHK, SK, D), V (BHK, SK, DV)
@@ -260,193 +263,287 @@ def flash_attention(
         extents = (BH, T.cdiv(SQ, BM))
     else:
         extents = (T.cdiv(SQ, BM), BH, SPLITS) if SPLITS > 1 else (T.cdiv(SQ, BM), BH)
+    if PERSISTENT:
+        if CAUSAL or SPLITS > 1 or LPT:
+            raise DSLError(
+                "DSL_BAD_PARAM",
+                "PERSISTENT blocks walk units of one length: non-causal, unsplit (SPLITS = 1), without LPT",
+            )
+        if BLOCKS < 1:
+            raise DSLError("DSL_BAD_PARAM", f"BLOCKS={BLOCKS} persistent blocks: at least one")
+        extents = (BLOCKS,)
+    if Q_BUFFERS not in (1, 2) or (Q_BUFFERS == 2 and not PERSISTENT):
+        raise DSLError("DSL_BAD_PARAM", f"Q_BUFFERS={Q_BUFFERS}: 1, or 2 for a persistent kernel (PERSISTENT)")
     with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
-        if LPT:  # heads fastest, query blocks last to first
-            bh, batch, bm = blocks[0], (blocks[1] if bshd else None), T.cdiv(SQ, BM) - 1 - blocks[-1]
+        q_blocks = T.cdiv(SQ, BM)
+        if PERSISTENT:  # unit u: query block u % q_blocks of head u // q_blocks (in "bshd" head h of batch b, b H + h)
+            units = q_blocks * (H * B if bshd else BH)
+        elif LPT:  # heads fastest, query blocks last to first
+            fixed = (T.cdiv(SQ, BM) - 1 - blocks[-1], blocks[0], (blocks[1] if bshd else None))
         else:
-            bm, bh, batch = blocks[0], blocks[1], (blocks[2] if bshd else None)  # bshd: bh is the head in batch b
+            fixed = (blocks[0], blocks[1], (blocks[2] if bshd else None))  # bshd: bh is the head in batch b
         split = blocks[2] if SPLITS > 1 else 0
-        # the query head and its key/value head: (matrix,), or (batch, head) in "bshd"
-        head = (batch, bh) if bshd else (bh,)
-        kv = (batch, bh // GROUP) if bshd else (bh // GROUP,)
-        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        if Q_BUFFERS == 1:
+            sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+        else:  # the next unit's Q lands while this one runs
+            sQ = T.alloc_shared((Q_BUFFERS, BM, D), Q.dtype, swizzle=128, panels=True)
         sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
         sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
         sP = None if P_REGISTERS else T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # P @ V's A
-        q_ready = T.alloc_mbarrier(1, arrive_count=1)
+        q_ready = T.alloc_mbarrier(Q_BUFFERS, arrive_count=1)
+        if PERSISTENT:  # Q's buffer may be refilled: every consumer warpgroup has computed its last S of the unit
+            q_empty = T.alloc_mbarrier(Q_BUFFERS, arrive_count=CONSUMERS)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)  # one arrival per consumer warpgroup
         if OVERLAP:  # V has barriers of its own: a K stage is released once S is computed, a V stage after P V
             full_v = T.alloc_mbarrier(STAGES, arrive_count=1)
             empty_v = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)
-        n_tiles = T.cdiv(SK, BN)
-        if CAUSAL:  # the key tiles up to the block's last row's diagonal, none where it is above the first key
-            n_tiles = T.minimum(n_tiles, T.cdiv(T.maximum((bm + 1) * BM + SK - SQ, 0), BN))
-        first = 0  # the block's first key tile
-        if SPLITS > 1:  # the split's share of them
-            share = T.cdiv(n_tiles, SPLITS)
-            first = split * share
-            n_tiles = T.maximum(T.minimum(share, n_tiles - first), 0)
+
+        def key_tiles(bm):  # noqa: ANN001, ANN202 - (the unit's first key tile, its count of key tiles)
+            n_tiles = T.cdiv(SK, BN)
+            if CAUSAL:  # the key tiles up to the block's last row's diagonal, none where it is above the first key
+                n_tiles = T.minimum(n_tiles, T.cdiv(T.maximum((bm + 1) * BM + SK - SQ, 0), BN))
+            first = 0  # the block's first key tile
+            if SPLITS > 1:  # the split's share of them
+                share = T.cdiv(n_tiles, SPLITS)
+                first = split * share
+                n_tiles = T.maximum(T.minimum(share, n_tiles - first), 0)
+            return first, n_tiles
+
+        def each_unit(body):  # noqa: ANN001, ANN202 - body(it, qb, bm, bh, batch) for every unit the block computes
+            if not PERSISTENT:  # one unit: the block's own
+                body(0, 0, *fixed)
+                return
+            # the units in order, BLOCKS apart; the walk is a pipeline of Q_BUFFERS stages (Q's buffers). The unit's
+            # coordinates bound once (T.let): recomputed in the producer's loop, the division by the query blocks
+            # cost 5 % (benchmarks/results/2026-12-04-attention-persistent/)
+            for it, qb in T.pipeline(T.cdiv(units, BLOCKS), stages=Q_BUFFERS):
+                u = blocks[0] + it * BLOCKS
+                with T.if_(u < units), T.let(u % q_blocks, "q_block") as bm, T.let(u // q_blocks, "head") as bh:
+                    if bshd:
+                        with T.let(bh // H, "batch") as batch, T.let(bh % H, "query_head") as h:
+                            body(it, qb, bm, h, batch)
+                    else:
+                        body(it, qb, bm, bh, None)
+
+        def heads(bh, batch):  # noqa: ANN001, ANN202 - the query head and its key/value head: (matrix,), or (batch, head)
+            if bshd:
+                return (batch, bh), (batch, bh // GROUP)
+            return (bh,), (bh // GROUP,)
+
+        def q_buffer(qb):  # noqa: ANN001, ANN202
+            return sQ if Q_BUFFERS == 1 else sQ[qb]
+
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
-            load_panels(Q, head, bm, BM, D, sQ, q_ready[0])
-            for j, s in T.pipeline(n_tiles, stages=STAGES):
-                T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
-                if OVERLAP:  # K on `full`, V on `full_v`: P V of tile j - 1 holds its V stage, not its K stage
-                    T.mbarrier_arrive(full[s], expect_bytes=BN * D * Q.dtype.itemsize)
-                    load_panels(K, kv, first + j, BN, D, sK[s], full[s])
-                    T.mbarrier_wait(empty_v[s], phase=(j // STAGES + 1) % 2)
-                    T.mbarrier_arrive(full_v[s], expect_bytes=BN * DV * Q.dtype.itemsize)
-                    load_panels(V, kv, first + j, BN, DV, sV[s], full_v[s])
-                else:
-                    T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
-                    load_panels(K, kv, first + j, BN, D, sK[s], full[s])
-                    load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
+
+            def produce(it, qb, bm, bh, batch):  # noqa: ANN001, ANN202
+                head, kv = heads(bh, batch)
+                first, n_tiles = key_tiles(bm)
+                base = it * n_tiles  # the key tiles the block loaded before this unit
+
+                def gi(x):  # noqa: ANN001, ANN202 - key tile x's iteration of the block's stage rotation
+                    return x + base if PERSISTENT else x
+
+                def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
+                    return gi(x) % STAGES
+
+                def ph(x, plus=0):  # noqa: ANN001, ANN202 - the parity of key tile x's phase (plus `plus`)
+                    return (gi(x) // STAGES + plus) % 2
+
+                if PERSISTENT:  # the first pass finds every Q buffer free
+                    T.mbarrier_wait(q_empty[qb], phase=(it // Q_BUFFERS + 1) % 2)
+                T.mbarrier_arrive(q_ready[qb], expect_bytes=BM * D * Q.dtype.itemsize)
+                load_panels(Q, head, bm, BM, D, q_buffer(qb), q_ready[qb])
+                for j, s in T.pipeline(n_tiles, stages=STAGES, start=gi(0)):
+                    T.mbarrier_wait(empty[s], phase=ph(j, 1))
+                    if OVERLAP:  # K on `full`, V on `full_v`: P V of tile j - 1 holds its V stage, not its K stage
+                        T.mbarrier_arrive(full[s], expect_bytes=BN * D * Q.dtype.itemsize)
+                        load_panels(K, kv, first + j, BN, D, sK[s], full[s])
+                        T.mbarrier_wait(empty_v[s], phase=ph(j, 1))
+                        T.mbarrier_arrive(full_v[s], expect_bytes=BN * DV * Q.dtype.itemsize)
+                        load_panels(V, kv, first + j, BN, DV, sV[s], full_v[s])
+                    else:
+                        T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
+                        load_panels(K, kv, first + j, BN, D, sK[s], full[s])
+                        load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
+
+            each_unit(produce)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
             pv = T.wgmma_atom(DV, Q.dtype, a_source="registers" if P_REGISTERS else "shared")
             o = T.alloc_fragment((BM, DV), T.f32, mma=pv)
             m = T.alloc_reduced(scores, axis=1)  # running row maximum of the raw scores (times the sign of the scale)
             l = T.alloc_reduced(scores, axis=1)  # running row sum
-            T.fill(o, 0.0)
-            T.fill(m, float("-inf"))
-            T.fill(l, 0.0)
-            T.mbarrier_wait(q_ready[0], phase=0)
 
-            def online_softmax(j, scores=scores):  # noqa: ANN001, ANN202 - tile j's statistics and probabilities; l updated
-                raw = scores if sign > 0 else -scores
-                if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
-                    # of the query, SK - 1 at most: that masks the keys past the sequence too)
-                    # invariant: key (first + j) * BN + c past row bm * BM + r's diagonal does not contribute,
-                    # written on its own (not through `limit`), so that the verifier checks the mask against it
-                    T.exclude(scores, lambda r, c: c - r > bm * BM + (SK - SQ) - (first + j) * BN)
-                    limit = bm * BM + (SK - SQ) - (first + j) * BN
-                    diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)  # integers: ptxas folds them
-                    x = T.where(diagonal <= limit, raw, float("-inf"))
-                elif MASK_TAIL:  # key positions past the sequence
-                    x = T.where(T.index(scores, 1, T.i32) < SK - (first + j) * BN, raw, float("-inf"))
-                else:  # SK is a multiple of BN: every key of every tile is real
-                    x = raw
-                m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows
-                # a row that has seen no key yet keeps -inf: subtract 0 from it instead (exp2(-inf) = 0)
-                m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
-                shift = m_safe * -scale_log2
-                p = T.exp2(T.fma(x, scale_log2, shift[:, None]), fma_every=EXP2_FMA)
-                alpha = T.exp2((m - m_safe) * scale_log2)  # rescales what was accumulated with the old maximum
-                # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
-                T.assert_tag(lambda pv, mv: (pv[0] == mv[0]) & (pv[0] // BM == bm), p, m_new[:, None])
-                T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
-                return m_new, p, alpha
+            def consume(it, qb, bm, bh, batch):  # noqa: ANN001, ANN202, C901 - one unit: (BM query rows, head)
+                head, kv = heads(bh, batch)
+                first, n_tiles = key_tiles(bm)
+                base = it * n_tiles
+                sq = q_buffer(qb)
 
-            def peeled_gemm(a, b, acc):  # noqa: ANN001, ANN202 - a peeled tile's MMA, completed before it returns
-                if PINGPONG:  # the turn covers the MMA's issue only
-                    T.turn_wait()
-                    T.gemm(a, b, acc, wait_group=1)
-                    T.turn_pass()
-                    T.wgmma_wait(0)
-                else:
-                    T.gemm(a, b, acc)
+                def gi(x):  # noqa: ANN001, ANN202
+                    return x + base if PERSISTENT else x
 
-            def overlapped():  # noqa: ANN202 - OVERLAP's loop: tile j's softmax runs while P V of tile j - 1 does
-                pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # P of the previous tile
-                rescale = T.alloc_reduced(scores, axis=1)  # the previous tile's alpha, applied before its P V
-                with T.if_(n_tiles > 0):  # tile 0, peeled: S and its softmax (O is still 0)
-                    # tile 0's S in a fragment of its own: the same registers to ptxas, and to the verifier's
-                    # liveness (first write to last use) `scores` then lives in the loop only, not across P's copy
-                    first_scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))
-                    T.mbarrier_wait(full[0], phase=0)
-                    T.assert_tag(holds_head(kv, first, BN), sK[0])
-                    T.fill(first_scores, 0.0)
-                    peeled_gemm(sQ, sK[0].T, first_scores)
-                    T.mbarrier_arrive(empty[0], per_warpgroup=True)  # K stage 0 read
-                    m_first, p_first, alpha_first = online_softmax(0, first_scores)
-                    T.copy(m_first, m)
-                    T.copy(alpha_first, rescale)
-                    T.copy(p_first, pa)
-                for i, s in T.pipeline(n_tiles - 1, stages=STAGES, start=1):  # tile j = i + 1, stage s
-                    j = i + 1
-                    prev = i % STAGES  # tile j - 1's stage
-                    T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
-                    T.assert_tag(holds_head(kv, first + j, BN), sK[s])
-                    T.fill(scores, 0.0)
-                    if PINGPONG:  # the turn covers S's and P V's issue: the other warpgroup's softmax runs meanwhile
+                def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
+                    return gi(x) % STAGES
+
+                def ph(x, plus=0):  # noqa: ANN001, ANN202 - the parity of key tile x's phase (plus `plus`)
+                    return (gi(x) // STAGES + plus) % 2
+
+                def release_q():  # noqa: ANN202 - every S of the unit is complete: Q's buffer may be refilled
+                    if PERSISTENT:
+                        T.mbarrier_arrive(q_empty[qb], per_warpgroup=True)
+
+                T.fill(o, 0.0)
+                T.fill(m, float("-inf"))
+                T.fill(l, 0.0)
+                T.mbarrier_wait(q_ready[qb], phase=(it // Q_BUFFERS) % 2 if PERSISTENT else 0)
+
+                def online_softmax(j, scores=scores):  # noqa: ANN001, ANN202 - tile j's statistics and probabilities; l updated
+                    raw = scores if sign > 0 else -scores
+                    if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
+                        # of the query, SK - 1 at most: that masks the keys past the sequence too)
+                        # invariant: key (first + j) * BN + c past row bm * BM + r's diagonal does not contribute,
+                        # written on its own (not through `limit`), so that the verifier checks the mask against it
+                        T.exclude(scores, lambda r, c: c - r > bm * BM + (SK - SQ) - (first + j) * BN)
+                        limit = bm * BM + (SK - SQ) - (first + j) * BN
+                        diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)  # integers: ptxas folds them
+                        x = T.where(diagonal <= limit, raw, float("-inf"))
+                    elif MASK_TAIL:  # key positions past the sequence
+                        x = T.where(T.index(scores, 1, T.i32) < SK - (first + j) * BN, raw, float("-inf"))
+                    else:  # SK is a multiple of BN: every key of every tile is real
+                        x = raw
+                    m_new = T.maximum(T.reduce_max(x, axis=1), m)  # tagged by its first operand: this tile's rows
+                    # a row that has seen no key yet keeps -inf: subtract 0 from it instead (exp2(-inf) = 0)
+                    m_safe = T.where(m_new > float("-inf"), m_new, 0.0)
+                    shift = m_safe * -scale_log2
+                    p = T.exp2(T.fma(x, scale_log2, shift[:, None]), fma_every=EXP2_FMA)
+                    alpha = T.exp2((m - m_safe) * scale_log2)  # rescales what was accumulated with the old maximum
+                    # invariant: the statistics that rescale row r of S (and of O) were computed from row r of S
+                    T.assert_tag(lambda pv, mv: (pv[0] == mv[0]) & (pv[0] // BM == bm), p, m_new[:, None])
+                    T.copy(l * alpha + T.reduce_sum(p, axis=1), l)
+                    return m_new, p, alpha
+
+                def peeled_gemm(a, b, acc):  # noqa: ANN001, ANN202 - a peeled tile's MMA, completed before it returns
+                    if PINGPONG:  # the turn covers the MMA's issue only
                         T.turn_wait()
-                    T.gemm(sQ, sK[s].T, scores, wait_group=1)  # S = Q K^T of tile j, issued (nothing else in flight)
-                    # O, which holds tiles up to j - 2, rescaled to tile j - 1's maximum before its P V is added
-                    T.copy(o * rescale[:, None], o)
-                    T.mbarrier_wait(full_v[prev], phase=((j - 1) // STAGES) % 2)
-                    T.assert_tag(holds_head(kv, first + j - 1, BN), sV[prev])
-                    if PINGPONG:
-                        T.gemm(pa, sV[prev], o, wait_group=2)  # O += P V of tile j - 1 issued; both left running
+                        T.gemm(a, b, acc, wait_group=1)
                         T.turn_pass()
-                        T.wgmma_wait(1)  # S complete
+                        T.wgmma_wait(0)
                     else:
-                        T.gemm(pa, sV[prev], o, wait_group=1)  # O += P V of tile j - 1, left running; S complete
-                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # K stage s read
-                    m_new, p, alpha = online_softmax(j)
-                    # tile j - 1's P V, waited for behind the softmax (ptxas would hoist a bare wait above it)
-                    T.wgmma_wait(0, after=l)
-                    T.mbarrier_arrive(empty_v[prev], per_warpgroup=True)  # V stage of tile j - 1 read
-                    T.copy(m_new, m)
-                    T.copy(alpha, rescale)
-                    T.copy(p, pa)
-                with T.if_(n_tiles > 0):  # the last tile's O += P V, and the release of its V stage
-                    last = (n_tiles - 1) % STAGES
-                    T.copy(o * rescale[:, None], o)
-                    T.mbarrier_wait(full_v[last], phase=((n_tiles - 1) // STAGES) % 2)
-                    T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
-                    peeled_gemm(pa, sV[last], o)
-                    T.mbarrier_arrive(empty_v[last], per_warpgroup=True)
+                        T.gemm(a, b, acc)
 
-            def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile
-                if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j
-                    T.turn_wait()
-                for j, s in T.pipeline(n_tiles, stages=STAGES):
-                    T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
-                    # invariant: the stage holds key tile first + j of this head's key/value head
-                    T.assert_tag(holds_head(kv, first + j, BN), sK[s])
-                    T.assert_tag(holds_head(kv, first + j, BN), sV[s])
-                    T.fill(scores, 0.0)
-                    T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
-                    if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
-                        T.turn_pass()
-                    m_new, p, alpha = online_softmax(j)
-                    T.copy(o * alpha[:, None], o)
-                    T.copy(m_new, m)
-                    if P_REGISTERS:  # P stays in registers: S's accumulator layout is wgmma's A register layout
-                        pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
+                def overlapped():  # noqa: ANN202 - OVERLAP's loop: tile j's softmax runs while P V of tile j - 1 does
+                    pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # P of the previous tile
+                    rescale = T.alloc_reduced(scores, axis=1)  # the previous tile's alpha, applied before its P V
+                    with T.if_(n_tiles > 0):  # tile 0, peeled: S and its softmax (O is still 0)
+                        # tile 0's S in a fragment of its own: the same registers to ptxas, and to the verifier's
+                        # liveness (first write to last use) `scores` then lives in the loop only, not across P's copy
+                        first_scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))
+                        s0 = st(0)
+                        T.mbarrier_wait(full[s0], phase=ph(0))
+                        T.assert_tag(holds_head(kv, first, BN), sK[s0])
+                        T.fill(first_scores, 0.0)
+                        peeled_gemm(sq, sK[s0].T, first_scores)
+                        T.mbarrier_arrive(empty[s0], per_warpgroup=True)  # K stage of tile 0 read
+                        m_first, p_first, alpha_first = online_softmax(0, first_scores)
+                        T.copy(m_first, m)
+                        T.copy(alpha_first, rescale)
+                        T.copy(p_first, pa)
+                    for i, s in T.pipeline(n_tiles - 1, stages=STAGES, start=gi(1)):  # tile j = i + 1, stage s
+                        j = i + 1
+                        prev = st(i)  # tile j - 1's stage
+                        T.mbarrier_wait(full[s], phase=ph(j))
+                        T.assert_tag(holds_head(kv, first + j, BN), sK[s])
+                        T.fill(scores, 0.0)
+                        if (
+                            PINGPONG
+                        ):  # the turn covers S's and P V's issue: the other warpgroup's softmax runs meanwhile
+                            T.turn_wait()
+                        T.gemm(
+                            sq, sK[s].T, scores, wait_group=1
+                        )  # S = Q K^T of tile j, issued (nothing else in flight)
+                        # O, which holds tiles up to j - 2, rescaled to tile j - 1's maximum before its P V is added
+                        T.copy(o * rescale[:, None], o)
+                        T.mbarrier_wait(full_v[prev], phase=ph(j - 1))
+                        T.assert_tag(holds_head(kv, first + j - 1, BN), sV[prev])
+                        if PINGPONG:
+                            T.gemm(pa, sV[prev], o, wait_group=2)  # O += P V of tile j - 1 issued; both left running
+                            T.turn_pass()
+                            T.wgmma_wait(1)  # S complete
+                        else:
+                            T.gemm(pa, sV[prev], o, wait_group=1)  # O += P V of tile j - 1, left running; S complete
+                        T.mbarrier_arrive(empty[s], per_warpgroup=True)  # K stage s read
+                        m_new, p, alpha = online_softmax(j)
+                        # tile j - 1's P V, waited for behind the softmax (ptxas would hoist a bare wait above it)
+                        T.wgmma_wait(0, after=l)
+                        T.mbarrier_arrive(empty_v[prev], per_warpgroup=True)  # V stage of tile j - 1 read
+                        T.copy(m_new, m)
+                        T.copy(alpha, rescale)
                         T.copy(p, pa)
-                        if PINGPONG:
-                            T.turn_wait()
-                        T.gemm(pa, sV[s], o)  # O += P V
-                    else:
-                        T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # the previous P @ V has finished reading sP
-                        T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
-                        T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
-                        T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
-                        if PINGPONG:
-                            T.turn_wait()
-                        T.gemm(sP, sV[s], o)  # O += P V
-                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
-                if PINGPONG:
-                    T.turn_pass()
+                    release_q()
+                    with T.if_(n_tiles > 0):  # the last tile's O += P V, and the release of its V stage
+                        last = st(n_tiles - 1)
+                        T.copy(o * rescale[:, None], o)
+                        T.mbarrier_wait(full_v[last], phase=ph(n_tiles - 1))
+                        T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
+                        peeled_gemm(pa, sV[last], o)
+                        T.mbarrier_arrive(empty_v[last], per_warpgroup=True)
 
-            if OVERLAP:
-                overlapped()
-            else:
-                plain()
-            seen = l > 0.0
-            inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
-            lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
-            if SPLITS > 1:
-                T.copy(o * inv[:, None], O.tile((split, bh, bm, 0), (None, None, BM, DV)))
-                T.copy(lse, LSE.tile((split, bh, bm), (None, None, BM)))
-            elif bshd:
-                T.copy(o * inv[:, None], O.tile((head[0], bm, bh, 0), (None, BM, None, DV)))
-                T.copy(lse, LSE.tile((head[0], bh, bm), (None, None, BM)))
-            else:
-                T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
-                T.copy(lse, LSE.tile((bh, bm), (None, BM)))
+                def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile
+                    if PINGPONG:  # the turn covers O += P V of tile j - 1 and S = Q K^T of tile j
+                        T.turn_wait()
+                    for j, s in T.pipeline(n_tiles, stages=STAGES, start=gi(0)):
+                        T.mbarrier_wait(full[s], phase=ph(j))
+                        # invariant: the stage holds key tile first + j of this head's key/value head
+                        T.assert_tag(holds_head(kv, first + j, BN), sK[s])
+                        T.assert_tag(holds_head(kv, first + j, BN), sV[s])
+                        T.fill(scores, 0.0)
+                        T.gemm(sq, sK[s].T, scores)  # S = Q K^T
+                        if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
+                            T.turn_pass()
+                        m_new, p, alpha = online_softmax(j)
+                        T.copy(o * alpha[:, None], o)
+                        T.copy(m_new, m)
+                        if P_REGISTERS:  # P stays in registers: S's accumulator layout is wgmma's A register layout
+                            pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
+                            T.copy(p, pa)
+                            if PINGPONG:
+                                T.turn_wait()
+                            T.gemm(pa, sV[s], o)  # O += P V
+                        else:
+                            T.barrier(
+                                1, threads=WARPGROUP_SIZE * CONSUMERS
+                            )  # the previous P @ V has finished reading sP
+                            T.copy(p, sP)  # to IN in shared memory: wgmma reads A from there
+                            T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
+                            T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
+                            if PINGPONG:
+                                T.turn_wait()
+                            T.gemm(sP, sV[s], o)  # O += P V
+                        T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
+                    if PINGPONG:
+                        T.turn_pass()
+                    release_q()
+
+                if OVERLAP:
+                    overlapped()
+                else:
+                    plain()
+                seen = l > 0.0
+                inv = T.where(seen, T.rcp(l), 0.0)  # a row that saw no key: O = 0
+                lse = T.where(seen, (m * scale_log2 + T.log2(l)) * LN2, float("-inf"))
+                if SPLITS > 1:
+                    T.copy(o * inv[:, None], O.tile((split, bh, bm, 0), (None, None, BM, DV)))
+                    T.copy(lse, LSE.tile((split, bh, bm), (None, None, BM)))
+                elif bshd:
+                    T.copy(o * inv[:, None], O.tile((head[0], bm, bh, 0), (None, BM, None, DV)))
+                    T.copy(lse, LSE.tile((head[0], bh, bm), (None, None, BM)))
+                else:
+                    T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
+                    T.copy(lse, LSE.tile((bh, bm), (None, BM)))
+
+            each_unit(consume)
 
 
 @argus.kernel(policies={"tile_shape": ("BR",)})

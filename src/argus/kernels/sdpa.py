@@ -30,8 +30,9 @@ which is how the tests check every mechanism without a GPU.
 Variable-length batches and a paged KV cache are their own calls (`argus.kernels.sdpa_varlen`,
 `argus.kernels.sdpa_paged`). Non-causal prefill on two or three consumer warpgroups runs the overlapped loop
 (each tile's softmax beside the previous tile's P V, `OVERLAP_PREFILL`). Built but off (measured slower,
-docs/attention.md): ping-pong between the consumer warpgroups. Not built yet (issue 22): a persistent scheduler for
-causal work.
+docs/attention.md): ping-pong between the consumer warpgroups, and persistent blocks for non-causal work
+(`PERSISTENT`: correct, 0.90-0.96x the grid kernel on an H200, `unknown` to the verifier). Not built yet (issue 22):
+a persistent scheduler that pays, and one for causal work.
 """
 
 from __future__ import annotations
@@ -183,6 +184,14 @@ class AttentionConfig:
     #: every EXP2_FMA-th exponential of a thread's scores on the FMA pipe rather than the special-function unit
     #: (`flash_attention`'s EXP2_FMA; 0: none); `choose` takes `EXP2_FMA_CAUSAL_BY_HEAD_DIM`
     EXP2_FMA: int = 0
+    #: one block per SM walking the units (query blocks of a head), BLOCKS apart (`flash_attention`'s PERSISTENT):
+    #: a unit's first key tiles and Q load while the previous one's last tiles and epilogue run; non-causal and
+    #: unsplit only (its units are all one length)
+    PERSISTENT: bool = False
+    #: Q's buffers in shared memory (2: the next unit's Q lands while this one runs; PERSISTENT only)
+    Q_BUFFERS: int = 1
+    #: the persistent blocks launched, at most (0: one per SM); fewer where the problem has fewer units
+    BLOCKS: int = 0
 
     def consumer_registers(self) -> int:
         """Each consumer warpgroup's setmaxnreg budget: what one resident block's register file leaves the
@@ -198,6 +207,8 @@ class AttentionConfig:
         extra += " overlap" if self.OVERLAP else ""
         extra += " lpt" if self.LPT else ""
         extra += f" exp2fma{self.EXP2_FMA}" if self.EXP2_FMA else ""
+        extra += f" persistent q{self.Q_BUFFERS}" if self.PERSISTENT else ""
+        extra += f" b{self.BLOCKS}" if self.PERSISTENT and self.BLOCKS else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -218,10 +229,11 @@ def kernel_extents(problem: AttentionProblem, pack: bool) -> tuple[int, int, int
 
 def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
     """The shared memory a configuration takes: Q, the K/V stages and P (16-bit; none where P stays in registers),
-    and the mbarriers (V's own pair per stage with OVERLAP)."""
-    elements = config.BM * problem.d + config.STAGES * config.BN * (problem.d + problem.dv)
+    and the mbarriers (V's own pair per stage with OVERLAP; Q's emptied barriers when PERSISTENT)."""
+    elements = config.Q_BUFFERS * config.BM * problem.d + config.STAGES * config.BN * (problem.d + problem.dv)
     elements += 0 if config.P_REGISTERS else config.BM * config.BN
-    return 2 * elements + 8 * (1 + (4 if config.OVERLAP else 2) * config.STAGES)
+    q_barriers = config.Q_BUFFERS * (2 if config.PERSISTENT else 1)
+    return 2 * elements + 8 * (q_barriers + (4 if config.OVERLAP else 2) * config.STAGES)
 
 
 #: A block's fixed work (its prologue: Q's load and the pipeline's fill; its epilogue: the partial result written
@@ -282,6 +294,17 @@ class AttentionPlan:
         """(matrices, rows per matrix, group) of the kernel's Q (`kernel_extents`)."""
         return kernel_extents(self.problem, self.config.PACK)
 
+    def units(self) -> int:
+        """The (query block, head) units of the problem: the blocks of a non-persistent grid (per split)."""
+        matrices, rows, _ = self.extents()
+        return -(-rows // self.config.BM) * matrices
+
+    def blocks(self) -> int:
+        """The blocks launched: with PERSISTENT one per SM (of the GPU `sdpa` runs on), fewer where there are
+        fewer units."""
+        units = self.units() * self.config.SPLITS
+        return min(units, self.config.BLOCKS or SMS) if self.config.PERSISTENT else units
+
     def params(self) -> tuple[tuple[str, Any], ...]:
         p, c = self.problem, self.config
         return tuple(
@@ -300,6 +323,9 @@ class AttentionPlan:
                     "OVERLAP": c.OVERLAP,
                     "LPT": c.LPT,
                     "EXP2_FMA": c.EXP2_FMA,
+                    "PERSISTENT": c.PERSISTENT,
+                    "BLOCKS": self.blocks() if c.PERSISTENT else 0,
+                    "Q_BUFFERS": c.Q_BUFFERS,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
@@ -373,6 +399,17 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
             f"{config.label()} packs query heads, which {problem} does not allow (packing needs grouped heads, a "
             "short query, no row-dependent mask and the (B, H, S, D) layout)"
         )
+    if config is not None and config.PERSISTENT and (problem.causal or config.SPLITS > 1 or config.LPT):
+        raise AttentionError(
+            f"{config.label()}: persistent blocks walk units of one length: non-causal and unsplit attention only"
+        )
+    if (
+        config is not None
+        and config.Q_BUFFERS not in (1, 2)
+        or config is not None
+        and (config.Q_BUFFERS == 2 and not config.PERSISTENT)
+    ):
+        raise AttentionError(f"{config.label()}: one buffer for Q, or two for persistent blocks (PERSISTENT)")
     if config is not None and config.PINGPONG and config.CONSUMERS < 2:
         raise AttentionError(f"{config.label()}: ping-pong takes turns between two consumer warpgroups, not one")
     if config is not None and config.LPT and (not problem.causal or config.SPLITS > 1 or config.PACK):

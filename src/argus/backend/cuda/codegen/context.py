@@ -86,6 +86,7 @@ class Switches:
     single_warp_issuers: bool = False
     prefetch_tensormaps: bool = True
     lane_exchange_stores: bool = True
+    uniform_warpgroup: bool = False
     grid_dependency: bool = False
     wide_offsets: bool = False
 

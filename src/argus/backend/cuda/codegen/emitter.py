@@ -92,6 +92,11 @@ class Emitter:
     #: Widen fragment -> global stores by a lane exchange where `argus.atoms.copy.lane_exchange` finds one (off:
     #: the stores as the fragment holds its values, for A/B measurements).
     lane_exchange_stores = True
+    #: A ``wgmma``'s warpgroup index (which rows of the tile it multiplies) read as ``__shfl_sync`` of lane 0's
+    #: ``tid / 128``, which the compiler knows is the same in every lane of the warp, so that the shared-memory
+    #: descriptors built from it may live in uniform registers (the SASS of the attention kernel's plain loop
+    #: shrank 5 %). Off: a switch for A/B measurements (`benchmarks/uniform_warpgroup_probe.py`).
+    uniform_warpgroup = False
     #: A kernel generated for programmatic dependent launch (``generate(kernel, dependent=True)``) starts with
     #: ``griddepcontrol.wait`` and ``griddepcontrol.launch_dependents`` (prelude ``grid_dependency``), so that a
     #: launch made as a programmatic dependent (`argus.runtime`, ``dependent=True``) starts while the grid before it
@@ -131,6 +136,7 @@ class Emitter:
             single_warp_issuers=self.single_warp_issuers,
             prefetch_tensormaps=self.prefetch_tensormaps,
             lane_exchange_stores=self.lane_exchange_stores,
+            uniform_warpgroup=self.uniform_warpgroup,
             grid_dependency=self.dependent,
             wide_offsets=self.wide,
         )

@@ -276,7 +276,10 @@ def wgmma(cx: Context, s: Gemm, atom: MmaAtom) -> None:
         wg = "0"
         if gm * gn > 1:
             wg = cx.local("warpgroup")
-            cx.line(f"const int {wg} = {cx.tid} / {WARPGROUP};")
+            if cx.switches.uniform_warpgroup:  # the same in every lane of the warp, as the compiler then knows
+                cx.line(f"const int {wg} = __shfl_sync(0xffffffffu, {cx.tid} / {WARPGROUP}, 0);")
+            else:
+                cx.line(f"const int {wg} = {cx.tid} / {WARPGROUP};")
         g_m = wg if gn == 1 else f"{paren(wg)} % {gm}"
         g_n = wg if gm == 1 else f"{paren(wg)} / {gm}"
         g_m = "0" if gm == 1 else g_m
