@@ -119,7 +119,7 @@ def main() -> int:
             variants["argus-prev"] = prev
         variants["argus-pdl"] = chosen  # the same, launched as programmatic dependents
         s3 = replace(chosen, STAGES=3)
-        if S.shared_bytes(problem, s3) <= S.SHARED_MEMORY_BUDGET:
+        if S.fits(problem, s3):
             variants["argus-s3"] = s3
         with sdpa_kernel([SDPBackend.MATH]):  # the f32 reference, one batch at a time
             ref = torch.cat(

@@ -38,16 +38,19 @@ from gemm_variants import environment  # noqa: E402
 TOKENS = 65536  # B * H * S of every sweep row
 
 
-def sweep_rows(quick: bool, lengths: tuple[int, ...] = ()) -> list[tuple[str, int, int, int, int, int, int, bool]]:
+def sweep_rows(
+    quick: bool, lengths: tuple[int, ...] = (), tokens: int = TOKENS
+) -> list[tuple[str, int, int, int, int, int, int, bool]]:
     """(label, B, H, HK, SQ, SK, D, causal); ``lengths`` replaces the default sequence lengths (lengths that no
-    tile divides time the key-tail masks: 1000, 4000)."""
+    tile divides time the key-tail masks: 1000, 4000); ``tokens`` replaces B * H * S of the prefill rows (a larger
+    batch: more blocks, more waves)."""
     rows = []
     lengths = lengths or ((1024, 4096, 16384) if quick else (1024, 2048, 4096, 8192, 16384))
     for d in (64, 128, 256):
         for causal in (False, True):
             for s in lengths:
-                h = max(1, min(16, TOKENS // s))
-                b = max(1, TOKENS // (s * h))
+                h = max(1, min(16, tokens // s))
+                b = max(1, tokens // (s * h))
                 rows.append((f"d{d} {'causal' if causal else 'full'} S={s}", b, h, h, s, s, d, causal))
     rows.append(("GQA 32/8 d128 S=4096", 2, 32, 8, 4096, 4096, 128, False))
     rows.append(("bshd d128 causal S=4096", 4, 16, 16, 4096, 4096, 128, True))
@@ -95,6 +98,7 @@ def main() -> int:
     parser.add_argument(
         "--lengths", type=int, nargs="+", default=[], help="sequence lengths instead of 1k..16k (e.g. 1000 4000)"
     )
+    parser.add_argument("--tokens", type=int, default=TOKENS, help="B * H * S of the prefill rows (default 65536)")
     parser.add_argument(
         "--alt",
         type=_variant,
@@ -124,7 +128,7 @@ def main() -> int:
         "| variants: TFLOP/s (× cuDNN) |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for label, b, h, hk, sq, sk, d, causal in sweep_rows(args.quick, tuple(args.lengths)):
+    for label, b, h, hk, sq, sk, d, causal in sweep_rows(args.quick, tuple(args.lengths), args.tokens):
         if args.only and not any(label.startswith(prefix) for prefix in args.only):
             continue
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sq + sk + d)
@@ -140,7 +144,7 @@ def main() -> int:
         variants = {"argus": chosen}
         for where, fields in args.alt:  # variants: `choose`'s configuration with the fields --alt sets
             alt = replace(chosen, **fields)
-            fits = S.shared_bytes(problem, alt) <= S.SHARED_MEMORY_BUDGET
+            fits = S.fits(problem, alt)
             if _applies(where, d, causal, sq) and fits and alt not in variants.values():
                 if not alt.PINGPONG or alt.CONSUMERS > 1:
                     variants[alt.label()] = alt

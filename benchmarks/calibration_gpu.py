@@ -106,7 +106,7 @@ def _attention_configs(problem) -> list:  # noqa: ANN001
             S.plan(problem, c)
         except (S.AttentionError, ValueError):
             continue
-        if S.shared_bytes(problem, c) <= S.SHARED_MEMORY_BUDGET and problem.d % 16 == 0 and c.BN % 16 == 0:
+        if S.fits(problem, c) and problem.d % 16 == 0 and c.BN % 16 == 0:
             out.append(c)
     return out
 

@@ -177,6 +177,8 @@ def flash_attention(
     PERSISTENT: bool = False,
     BLOCKS: int = 0,
     Q_BUFFERS: int = 1,
+    BLOCKS_PER_SM: int = 1,
+    PAIRS: bool = False,
 ):
     """O = softmax(Q K^T * SCALE) V for every (batch, query head), and LSE, each row's log-sum-exp of the scaled
     scores (natural log; -inf and O = 0 for a row that sees no key). Q (BH, SQ, D), K (BHK, SK, D), V (BHK, SK, DV)
@@ -272,9 +274,17 @@ def flash_attention(
         if BLOCKS < 1:
             raise DSLError("DSL_BAD_PARAM", f"BLOCKS={BLOCKS} persistent blocks: at least one")
         extents = (BLOCKS,)
-    if Q_BUFFERS not in (1, 2) or (Q_BUFFERS == 2 and not PERSISTENT):
-        raise DSLError("DSL_BAD_PARAM", f"Q_BUFFERS={Q_BUFFERS}: 1, or 2 for a persistent kernel (PERSISTENT)")
-    with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
+    if PAIRS:
+        if not CAUSAL or SPLITS > 1 or LPT or PERSISTENT or bshd or Q_BUFFERS != 2:
+            raise DSLError(
+                "DSL_BAD_PARAM",
+                "PAIRS (query blocks i and n - 1 - i in one block) is for causal, unsplit 'bhsd' attention without LPT "
+                "or PERSISTENT, with Q_BUFFERS = 2",
+            )
+        extents = (T.cdiv(T.cdiv(SQ, BM), 2), BH)
+    if Q_BUFFERS not in (1, 2) or (Q_BUFFERS == 2 and not (PERSISTENT or PAIRS)):
+        raise DSLError("DSL_BAD_PARAM", f"Q_BUFFERS={Q_BUFFERS}: 1, or 2 for a persistent kernel (PERSISTENT) or PAIRS")
+    with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS), blocks_per_sm=BLOCKS_PER_SM) as blocks:
         q_blocks = T.cdiv(SQ, BM)
         if PERSISTENT:  # unit u: query block u % q_blocks of head u // q_blocks (in "bshd" head h of batch b, b H + h)
             units = q_blocks * (H * B if bshd else BH)
@@ -310,9 +320,16 @@ def flash_attention(
                 n_tiles = T.maximum(T.minimum(share, n_tiles - first), 0)
             return first, n_tiles
 
-        def each_unit(body):  # noqa: ANN001, ANN202 - body(it, qb, bm, bh, batch) for every unit the block computes
+        def each_unit(body):  # noqa: ANN001, ANN202 - body(it, qb, bm, bh, batch, base) for every unit of the block
+            # (`base`: the key tiles the block loaded before the unit)
+            if PAIRS:  # query block p, then n - 1 - p (the two see n + 1 key tiles together), unless they are one
+                p = blocks[0]
+                body(0, 0, p, blocks[1], None, 0)
+                with T.if_(q_blocks - 1 - p > p):
+                    body(1, 1, q_blocks - 1 - p, blocks[1], None, key_tiles(p)[1])
+                return
             if not PERSISTENT:  # one unit: the block's own
-                body(0, 0, *fixed)
+                body(0, 0, *fixed, 0)
                 return
             # the units in order, BLOCKS apart; the walk is a pipeline of Q_BUFFERS stages (Q's buffers). The unit's
             # coordinates bound once (T.let): recomputed in the producer's loop, the division by the query blocks
@@ -320,11 +337,12 @@ def flash_attention(
             for it, qb in T.pipeline(T.cdiv(units, BLOCKS), stages=Q_BUFFERS):
                 u = blocks[0] + it * BLOCKS
                 with T.if_(u < units), T.let(u % q_blocks, "q_block") as bm, T.let(u // q_blocks, "head") as bh:
+                    base = it * key_tiles(bm)[1]  # units of one length: it units of n_tiles each before this one
                     if bshd:
                         with T.let(bh // H, "batch") as batch, T.let(bh % H, "query_head") as h:
-                            body(it, qb, bm, h, batch)
+                            body(it, qb, bm, h, batch, base)
                     else:
-                        body(it, qb, bm, bh, None)
+                        body(it, qb, bm, bh, None, base)
 
         def heads(bh, batch):  # noqa: ANN001, ANN202 - the query head and its key/value head: (matrix,), or (batch, head)
             if bshd:
@@ -336,13 +354,12 @@ def flash_attention(
 
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
 
-            def produce(it, qb, bm, bh, batch):  # noqa: ANN001, ANN202
+            def produce(it, qb, bm, bh, batch, base):  # noqa: ANN001, ANN202
                 head, kv = heads(bh, batch)
                 first, n_tiles = key_tiles(bm)
-                base = it * n_tiles  # the key tiles the block loaded before this unit
 
                 def gi(x):  # noqa: ANN001, ANN202 - key tile x's iteration of the block's stage rotation
-                    return x + base if PERSISTENT else x
+                    return x + base if PERSISTENT or (PAIRS and it > 0) else x
 
                 def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
                     return gi(x) % STAGES
@@ -375,14 +392,13 @@ def flash_attention(
             m = T.alloc_reduced(scores, axis=1)  # running row maximum of the raw scores (times the sign of the scale)
             l = T.alloc_reduced(scores, axis=1)  # running row sum
 
-            def consume(it, qb, bm, bh, batch):  # noqa: ANN001, ANN202, C901 - one unit: (BM query rows, head)
+            def consume(it, qb, bm, bh, batch, base):  # noqa: ANN001, ANN202, C901 - one unit: (BM query rows, head)
                 head, kv = heads(bh, batch)
                 first, n_tiles = key_tiles(bm)
-                base = it * n_tiles
                 sq = q_buffer(qb)
 
                 def gi(x):  # noqa: ANN001, ANN202
-                    return x + base if PERSISTENT else x
+                    return x + base if PERSISTENT or (PAIRS and it > 0) else x
 
                 def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
                     return gi(x) % STAGES

@@ -13,8 +13,9 @@ with SQ > SK) gets O = 0 and LSE = -inf.
 `choose` picks the tile shape and pipeline depth: 128 query rows per block over two consumer warpgroups (64 rows
 when the query is that short: one warpgroup; 192 over three for non-causal head dims up to 64),
 128 keys per tile up to head dim 128 and 64 beyond (the output accumulator then takes 128 registers per thread), the
-deepest pipeline the shared memory holds (at most `MAX_STAGES`), and for causal prefill the longest blocks launched
-first. Two mechanisms serve decoding (a short query against a long key sequence):
+deepest pipeline the shared memory holds (at most `MAX_STAGES`), and for causal prefill of at most
+`LONGEST_FIRST_MAX_WAVES` waves the longest blocks launched first. Two mechanisms serve decoding (a short query
+against a long key sequence):
 
 * **packed query heads**: with grouped-query heads and a short query that is not causal (or one token, whose
   bottom-right mask keeps every key), the GROUP query heads of one key/value head are rows of one tile (q viewed as
@@ -41,7 +42,7 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS, WARPGROUP_SIZE, consumer_registers
+from argus.atoms.common import SMS, WARPGROUP_SIZE, consumer_registers, shared_budget
 from argus.ir.types import DTypeError, dtype_from_name
 from argus.kernels import arrays, attention, matmul
 
@@ -72,6 +73,13 @@ THREE_CONSUMERS_HEAD_DIM = 64
 #: before (query blocks fastest, first to last) where the grid is a few waves (512 blocks: d64 0.78 -> 0.87-0.97x
 #: cuDNN, d128 0.85-0.88 -> 0.93-1.09x, d256 0.91 -> 0.97-1.15x), 1.00-1.04x at 2048 blocks. Same results.
 LONGEST_FIRST = True
+#: ... but only where the grid is at most this many waves: its order runs every head's last query block before any
+#: head's second last, so a head's query blocks, which read the same keys and values, run far apart in time, and at
+#: many waves the keys come from device memory again and again. Measured on an H200 (session 53,
+#: `benchmarks/results/2026-12-04-attention-persistent/`, calls 12-13, interleaved with cuDNN): causal at 512 blocks
+#: (3.9 waves) LPT 0.89-1.07x cuDNN against 0.79-0.88x in launch order; at 2048 blocks launch order 0.75-0.91x
+#: against 0.73-0.87x (d256 0.89 against 0.74 at S = 1k), at 4096 and 8192 blocks 0.72-0.90x against 0.69-0.81x.
+LONGEST_FIRST_MAX_WAVES = 8
 #: Non-causal prefill on two or three consumer warpgroups overlaps each tile's softmax with the previous tile's
 #: O += P V inside each warpgroup (AttentionConfig.OVERLAP; FlashAttention-3's intra-warpgroup overlap): measured
 #: 1.02-1.11x the plain loop on every such row (d128 S=16k 0.90-0.92 -> 0.99-1.00x cuDNN, GQA 32/8 0.87-0.90 ->
@@ -192,13 +200,21 @@ class AttentionConfig:
     Q_BUFFERS: int = 1
     #: the persistent blocks launched, at most (0: one per SM); fewer where the problem has fewer units
     BLOCKS: int = 0
+    #: blocks resident on an SM together (`T.grid(..., blocks_per_sm=)`): one block's prologue and epilogue overlap
+    #: another's key tiles; the shared memory and the consumers' registers are shared out
+    BLOCKS_PER_SM: int = 1
+    #: causal: query blocks i and n - 1 - i in one block, one after the other (`flash_attention`'s PAIRS; two Q
+    #: buffers): every block sees n + 1 key tiles, and the second block's loads overlap the first's last tiles
+    PAIRS: bool = False
 
     def consumer_registers(self) -> int:
-        """Each consumer warpgroup's setmaxnreg budget: what one resident block's register file leaves the
-        CONSUMERS warpgroups beside the producer's, at most MAX_CONSUMER_REGISTERS (240 for one or two, 160 for
-        three)."""
+        """Each consumer warpgroup's setmaxnreg budget: what a resident block's share of the register file
+        (BLOCKS_PER_SM blocks) leaves the CONSUMERS warpgroups beside the producer's, at most MAX_CONSUMER_REGISTERS
+        (240 for one or two of one block, 160 for three)."""
         threads = WARPGROUP_SIZE * (1 + self.CONSUMERS)
-        return consumer_registers(threads, self.CONSUMERS, 1, PRODUCER_REGISTERS, MAX_CONSUMER_REGISTERS)
+        return consumer_registers(
+            threads, self.CONSUMERS, self.BLOCKS_PER_SM, PRODUCER_REGISTERS, MAX_CONSUMER_REGISTERS
+        )
 
     def label(self) -> str:
         extra = (f" split{self.SPLITS}" if self.SPLITS > 1 else "") + (" packed" if self.PACK else "")
@@ -209,6 +225,8 @@ class AttentionConfig:
         extra += f" exp2fma{self.EXP2_FMA}" if self.EXP2_FMA else ""
         extra += f" persistent q{self.Q_BUFFERS}" if self.PERSISTENT else ""
         extra += f" b{self.BLOCKS}" if self.PERSISTENT and self.BLOCKS else ""
+        extra += f" x{self.BLOCKS_PER_SM}" if self.BLOCKS_PER_SM > 1 else ""
+        extra += " pairs" if self.PAIRS else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -225,6 +243,11 @@ def kernel_extents(problem: AttentionProblem, pack: bool) -> tuple[int, int, int
     if pack:
         return problem.batch * problem.kv_heads, problem.group * problem.sq, 1
     return problem.batch * problem.heads, problem.sq, problem.group
+
+
+def fits(problem: AttentionProblem, config: AttentionConfig) -> bool:
+    """Whether the configuration's shared memory fits a block's share of an SM (`BLOCKS_PER_SM` blocks)."""
+    return shared_bytes(problem, config) <= shared_budget(config.BLOCKS_PER_SM)
 
 
 def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
@@ -273,14 +296,15 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     splits = 1
     if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = key_splits(blocks, key_tiles, sms)
-    lpt = LONGEST_FIRST and problem.causal and splits == 1 and not pack
+    waves = -(-blocks // sms)
+    lpt = LONGEST_FIRST and problem.causal and splits == 1 and not pack and waves <= LONGEST_FIRST_MAX_WAVES
     overlap = OVERLAP_PREFILL and not problem.causal and consumers >= 2 and splits == 1 and not pack
     for stages in range(MAX_STAGES, 1, -1):
         config = AttentionConfig(
             bm, bn, stages, consumers, splits, pack, P_REGISTERS=True, OVERLAP=overlap, LPT=lpt,
             EXP2_FMA=EXP2_FMA_CAUSAL_BY_HEAD_DIM.get(width, 0) if problem.causal and splits == 1 and not pack else 0,
         )  # fmt: skip
-        if shared_bytes(problem, config) <= SHARED_MEMORY_BUDGET:
+        if fits(problem, config):
             return config
     raise AttentionError(f"no configuration of {problem} fits the shared memory")  # unreachable for d, dv <= 256
 
@@ -303,6 +327,10 @@ class AttentionPlan:
         """The blocks launched: with PERSISTENT one per SM (of the GPU `sdpa` runs on), fewer where there are
         fewer units."""
         units = self.units() * self.config.SPLITS
+        if self.config.PAIRS:  # two query blocks a block
+            matrices, rows, _ = self.extents()
+            q_blocks = -(-rows // self.config.BM)
+            return (q_blocks + 1) // 2 * matrices
         return min(units, self.config.BLOCKS or SMS) if self.config.PERSISTENT else units
 
     def params(self) -> tuple[tuple[str, Any], ...]:
@@ -326,6 +354,8 @@ class AttentionPlan:
                     "PERSISTENT": c.PERSISTENT,
                     "BLOCKS": self.blocks() if c.PERSISTENT else 0,
                     "Q_BUFFERS": c.Q_BUFFERS,
+                    "BLOCKS_PER_SM": c.BLOCKS_PER_SM,
+                    "PAIRS": c.PAIRS,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
@@ -403,13 +433,19 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
         raise AttentionError(
             f"{config.label()}: persistent blocks walk units of one length: non-causal and unsplit attention only"
         )
+    if config is not None and (
+        config.Q_BUFFERS not in (1, 2) or (config.Q_BUFFERS == 2 and not (config.PERSISTENT or config.PAIRS))
+    ):
+        raise AttentionError(f"{config.label()}: one buffer for Q, or two for persistent blocks (PERSISTENT) or PAIRS")
     if (
         config is not None
-        and config.Q_BUFFERS not in (1, 2)
-        or config is not None
-        and (config.Q_BUFFERS == 2 and not config.PERSISTENT)
+        and config.PAIRS
+        and (not problem.causal or config.SPLITS > 1 or config.LPT or config.PERSISTENT or problem.layout != "bhsd")
     ):
-        raise AttentionError(f"{config.label()}: one buffer for Q, or two for persistent blocks (PERSISTENT)")
+        raise AttentionError(
+            f"{config.label()}: query-block pairs are for causal, unsplit (B, H, S, D) attention without LPT or "
+            "persistent blocks"
+        )
     if config is not None and config.PINGPONG and config.CONSUMERS < 2:
         raise AttentionError(f"{config.label()}: ping-pong takes turns between two consumer warpgroups, not one")
     if config is not None and config.LPT and (not problem.causal or config.SPLITS > 1 or config.PACK):
