@@ -8,12 +8,13 @@ Usage (from the repository root on a GPU machine)::
 
 Rows: bf16, (B, H, S, D) with B * H * S = 65536 (H = 16, fewer where S is long), S in 1k..16k, head dims 64, 128 and
 256, non-causal and causal (SQ = SK, so the bottom-right mask is torch's ``is_causal``); then grouped-query
-attention (32 query heads over 8 key/value heads), the (B, S, H, D) layout read in place, and decoding (one query
-token against a long KV). Every output is checked against torch's SDPA math backend in f32 before it is timed (max
-abs error <= 2e-2). argus runs the configuration `choose` picks and, with ``--alt FIELD=VALUE,...``
-(repeatable, optionally for some rows only: ``--alt d=64,causal=0:BM=192,CONSUMERS=3``), variants of it beside
-it, each checked too; the ratios are the chosen configuration's, the variants' in the last column. TFLOP/s count
-4 * B * H * (kept query-key pairs) * D (causal: about half the pairs).
+attention (32 query heads over 8 key/value heads), the (B, S, H, D) layout read in place, causal grids of many waves
+(B = 64, H = 16, S = 1k: 8192 blocks), and decoding (one query token against a long KV). Every output is checked
+against torch's SDPA math backend in f32 before it is timed (max abs error <= 2e-2). argus runs the configuration
+`choose` picks and, with ``--alt FIELD=VALUE,...`` (repeatable, optionally for some rows only: ``--alt
+d=64,causal=0:BM=192,CONSUMERS=3``), variants of it beside it, each checked too; the ratios are the chosen
+configuration's, the variants' in the last column. TFLOP/s count 4 * B * H * (kept query-key pairs) * D (causal:
+about half the pairs).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def sweep_rows(
     rows.append(("GQA 32/8 d128 S=4096", 2, 32, 8, 4096, 4096, 128, False))
     rows.append(("bshd d128 causal S=4096", 4, 16, 16, 4096, 4096, 128, True))
     rows.append(("GQA 32/8 d128 causal S=4096", 2, 32, 8, 4096, 4096, 128, True))
+    # grids of many waves (8192 blocks of 128 query rows): where the launch order and each block's fixed cost matter
+    for d in (64, 128):
+        rows.append((f"waves d{d} causal B=64 S=1024", 64, 16, 16, 1024, 1024, d, True))
     for b, sk in ((1, 8192), (16, 8192), (64, 4096), (4, 65536)):
         rows.append((f"decode B={b} 32/8 d128 SK={sk}", b, 32, 8, 1, sk, 128, False))
     return rows
