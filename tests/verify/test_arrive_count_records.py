@@ -20,6 +20,14 @@ def arrivals_in_and_out_of_a_loop(X: T.Tensor[("N",), T.f32]):
             T.mbarrier_arrive(bar[0])
 
 
+@argus.kernel
+def arrivals_on_two_elements(X: T.Tensor[("N",), T.f32], SAME: bool = False):
+    with T.grid(1, threads=128):
+        bar = T.alloc_mbarrier(2, arrive_count=1)
+        T.mbarrier_arrive(bar[0])
+        T.mbarrier_arrive(bar[0] if SAME else bar[1])
+
+
 def _arrive_records(report):  # noqa: ANN001, ANN202
     return [c for c in report.checks if c.check == "mbarrier arrive count"]
 
@@ -37,3 +45,13 @@ def test_the_overlapped_loops_releases_are_counted() -> None:
     records = _arrive_records(report)
     assert records and all(not c.not_checked and c.verdict.value == "verified" for c in records), records
     assert {"empty: 2 per phase", "empty_v: 2 per phase"} <= {c.target for c in records}
+
+
+def test_arrivals_on_different_elements_of_an_array_are_counted_per_element() -> None:
+    # bar[0] and bar[1] are two barriers: one arrival each is each one's count (summed, they read as two a phase)
+    report = verify_kernel(arrivals_on_two_elements.trace())
+    assert not [f for f in report.findings if f.code == "MBARRIER_ARRIVE_COUNT"]
+    assert [(c.target, c.verdict.value) for c in _arrive_records(report)] == [("bar: 1 per phase", "verified")]
+    # two arrivals on bar[0] still complete its phase early
+    twice = verify_kernel(arrivals_on_two_elements.trace(SAME=True))
+    assert [f.code for f in twice.findings if f.code == "MBARRIER_ARRIVE_COUNT"] == ["MBARRIER_ARRIVE_COUNT"]

@@ -219,6 +219,16 @@ def flash_attention(
     (no branch may enclose an MMA in flight). K and V have barriers of their own: a K stage is released once S is
     computed, a V stage after its P V (released together, the producer could not prefetch the next tile).
 
+    PAIRS (causal, unsplit, "bhsd", Q_BUFFERS = 2) gives a block query blocks p and n - 1 - p of one head, one after
+    the other in a loop of two unrolled iterations (the middle block of an odd count alone): every block sees n + 1
+    key tiles where SQ = SK, the second's stage rotation continues the first's (start = it * the first's key tiles),
+    and both Q blocks are loaded before the loop, each into a buffer of its own.
+
+    PERSISTENT (non-causal, unsplit) launches BLOCKS blocks that walk the (query block, head) units BLOCKS apart,
+    the stage rotation running on across units and Q refilled once the consumers released it (Q_BUFFERS = 2: the
+    next unit's Q lands while this one runs). Measured slower than the grid (docs/attention.md) and `unknown` to the
+    verifier: off.
+
     LPT (causal, unsplit) launches the blocks longest first: the grid's first (fastest) dimension is the head, and
     the query blocks come in reverse, so every head's last query block (the one that sees the most key tiles) is
     launched before any head's second last; the short blocks fill the last wave (the longest-processing-time-first
@@ -322,11 +332,14 @@ def flash_attention(
 
         def each_unit(body):  # noqa: ANN001, ANN202 - body(it, qb, bm, bh, batch, base) for every unit of the block
             # (`base`: the key tiles the block loaded before the unit)
-            if PAIRS:  # query block p, then n - 1 - p (the two see n + 1 key tiles together), unless they are one
+            if PAIRS:  # query block p, then n - 1 - p (the two see n + 1 key tiles together), unless they are one:
+                # a loop of two units unrolled by the compiler, the second's stage rotation starting where the first's
+                # ends (their Q buffers were filled before the loop)
                 p = blocks[0]
-                body(0, 0, p, blocks[1], None, 0)
-                with T.if_(q_blocks - 1 - p > p):
-                    body(1, 1, q_blocks - 1 - p, blocks[1], None, key_tiles(p)[1])
+                span = q_blocks - 1 - 2 * p  # the second query block's distance from the first (0: the middle block)
+                for it in T.unroll(2):
+                    with T.if_(it * span >= it):
+                        body(it, it, p + it * span, blocks[1], None, it * key_tiles(p)[1])
                 return
             if not PERSISTENT:  # one unit: the block's own
                 body(0, 0, *fixed, 0)
@@ -359,7 +372,7 @@ def flash_attention(
                 first, n_tiles = key_tiles(bm)
 
                 def gi(x):  # noqa: ANN001, ANN202 - key tile x's iteration of the block's stage rotation
-                    return x + base if PERSISTENT or (PAIRS and it > 0) else x
+                    return x + base if PERSISTENT or PAIRS else x
 
                 def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
                     return gi(x) % STAGES
@@ -369,8 +382,9 @@ def flash_attention(
 
                 if PERSISTENT:  # the first pass finds every Q buffer free
                     T.mbarrier_wait(q_empty[qb], phase=(it // Q_BUFFERS + 1) % 2)
-                T.mbarrier_arrive(q_ready[qb], expect_bytes=BM * D * Q.dtype.itemsize)
-                load_panels(Q, head, bm, BM, D, q_buffer(qb), q_ready[qb])
+                if not PAIRS:  # (PAIRS: both Q blocks loaded before the units)
+                    T.mbarrier_arrive(q_ready[qb], expect_bytes=BM * D * Q.dtype.itemsize)
+                    load_panels(Q, head, bm, BM, D, q_buffer(qb), q_ready[qb])
                 for j, s in T.pipeline(n_tiles, stages=STAGES, start=gi(0)):
                     T.mbarrier_wait(empty[s], phase=ph(j, 1))
                     if OVERLAP:  # K on `full`, V on `full_v`: P V of tile j - 1 holds its V stage, not its K stage
@@ -384,6 +398,12 @@ def flash_attention(
                         load_panels(K, kv, first + j, BN, D, sK[s], full[s])
                         load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
 
+            if PAIRS:  # the pair's two Q blocks, each into a buffer of its own (one for the middle block)
+                T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
+                load_panels(Q, (blocks[1],), blocks[0], BM, D, sQ[0], q_ready[0])
+                with T.if_(q_blocks - 1 - blocks[0] > blocks[0]):
+                    T.mbarrier_arrive(q_ready[1], expect_bytes=BM * D * Q.dtype.itemsize)
+                    load_panels(Q, (blocks[1],), q_blocks - 1 - blocks[0], BM, D, sQ[1], q_ready[1])
             each_unit(produce)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
@@ -398,7 +418,7 @@ def flash_attention(
                 sq = q_buffer(qb)
 
                 def gi(x):  # noqa: ANN001, ANN202
-                    return x + base if PERSISTENT or (PAIRS and it > 0) else x
+                    return x + base if PERSISTENT or PAIRS else x
 
                 def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
                     return gi(x) % STAGES
@@ -413,7 +433,8 @@ def flash_attention(
                 T.fill(o, 0.0)
                 T.fill(m, float("-inf"))
                 T.fill(l, 0.0)
-                T.mbarrier_wait(q_ready[qb], phase=(it // Q_BUFFERS) % 2 if PERSISTENT else 0)
+                if not PAIRS:
+                    T.mbarrier_wait(q_ready[qb], phase=(it // Q_BUFFERS) % 2 if PERSISTENT else 0)
 
                 def online_softmax(j, scores=scores):  # noqa: ANN001, ANN202 - tile j's statistics and probabilities; l updated
                     raw = scores if sign > 0 else -scores
@@ -559,6 +580,10 @@ def flash_attention(
                     T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
                     T.copy(lse, LSE.tile((bh, bm), (None, BM)))
 
+            if PAIRS:
+                T.mbarrier_wait(q_ready[0], phase=0)
+                with T.if_(q_blocks - 1 - blocks[0] > blocks[0]):
+                    T.mbarrier_wait(q_ready[1], phase=0)
             each_unit(consume)
 
 

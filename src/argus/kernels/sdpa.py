@@ -13,8 +13,9 @@ with SQ > SK) gets O = 0 and LSE = -inf.
 `choose` picks the tile shape and pipeline depth: 128 query rows per block over two consumer warpgroups (64 rows
 when the query is that short: one warpgroup; 192 over three for non-causal head dims up to 64),
 128 keys per tile up to head dim 128 and 64 beyond (the output accumulator then takes 128 registers per thread), the
-deepest pipeline the shared memory holds (at most `MAX_STAGES`), and for causal prefill of at most
-`LONGEST_FIRST_MAX_WAVES` waves the longest blocks launched first. Two mechanisms serve decoding (a short query
+deepest pipeline the shared memory holds (at most `MAX_STAGES`), and for causal prefill query blocks in pairs
+(`PAIRS`, head dims from `QUERY_PAIRS_MIN_WIDTH` where two Q buffers fit), else, on grids of at most
+`LONGEST_FIRST_MAX_WAVES` waves, the longest blocks launched first. Two mechanisms serve decoding (a short query
 against a long key sequence):
 
 * **packed query heads**: with grouped-query heads and a short query that is not causal (or one token, whose
@@ -39,7 +40,7 @@ a persistent scheduler that pays, and one for causal work.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from argus.atoms.common import SMS, WARPGROUP_SIZE, consumer_registers, shared_budget
@@ -80,6 +81,13 @@ LONGEST_FIRST = True
 #: (3.9 waves) LPT 0.89-1.07x cuDNN against 0.79-0.88x in launch order; at 2048 blocks launch order 0.75-0.91x
 #: against 0.73-0.87x (d256 0.89 against 0.74 at S = 1k), at 4096 and 8192 blocks 0.72-0.90x against 0.69-0.81x.
 LONGEST_FIRST_MAX_WAVES = 8
+#: Causal prefill whose head dims reach this many columns computes query blocks in pairs (`AttentionConfig.PAIRS`:
+#: block p and n - 1 - p in one block, every block n + 1 key tiles, no launch order needed) where two Q buffers fit.
+#: Measured on an H200 (session 53, `benchmarks/results/2026-12-04-attention-persistent/`, call 15, the verified
+#: kernel, interleaved with cuDNN): d128 causal 0.93 / 1.01 / 1.06 -> 0.96 / 1.05 / 1.08x cuDNN at S = 1k / 2k / 4k
+#: (B·H·S = 64k), 0.79 / 0.83 / 0.84 -> 0.83 / 0.85 / 0.85x at 16 times the tokens, GQA 32/8 0.86 -> 0.90x; d64
+#: causal 0.91-0.92x against LPT's 0.90-0.98x and 0.72x against 0.72-0.76x in launch order: not taken there.
+QUERY_PAIRS_MIN_WIDTH = 128
 #: Non-causal prefill on two or three consumer warpgroups overlaps each tile's softmax with the previous tile's
 #: O += P V inside each warpgroup (AttentionConfig.OVERLAP; FlashAttention-3's intra-warpgroup overlap): measured
 #: 1.02-1.11x the plain loop on every such row (d128 S=16k 0.90-0.92 -> 0.99-1.00x cuDNN, GQA 32/8 0.87-0.90 ->
@@ -204,7 +212,8 @@ class AttentionConfig:
     #: another's key tiles; the shared memory and the consumers' registers are shared out
     BLOCKS_PER_SM: int = 1
     #: causal: query blocks i and n - 1 - i in one block, one after the other (`flash_attention`'s PAIRS; two Q
-    #: buffers): every block sees n + 1 key tiles, and the second block's loads overlap the first's last tiles
+    #: buffers): every block sees n + 1 key tiles, and the second block's loads overlap the first's last tiles;
+    #: `choose` takes it from `QUERY_PAIRS_MIN_WIDTH`
     PAIRS: bool = False
 
     def consumer_registers(self) -> int:
@@ -297,13 +306,18 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = key_splits(blocks, key_tiles, sms)
     waves = -(-blocks // sms)
-    lpt = LONGEST_FIRST and problem.causal and splits == 1 and not pack and waves <= LONGEST_FIRST_MAX_WAVES
+    prefill = problem.causal and splits == 1 and not pack
+    pairs = prefill and width >= QUERY_PAIRS_MIN_WIDTH and problem.layout == "bhsd"
+    lpt = LONGEST_FIRST and prefill and waves <= LONGEST_FIRST_MAX_WAVES
     overlap = OVERLAP_PREFILL and not problem.causal and consumers >= 2 and splits == 1 and not pack
     for stages in range(MAX_STAGES, 1, -1):
         config = AttentionConfig(
             bm, bn, stages, consumers, splits, pack, P_REGISTERS=True, OVERLAP=overlap, LPT=lpt,
             EXP2_FMA=EXP2_FMA_CAUSAL_BY_HEAD_DIM.get(width, 0) if problem.causal and splits == 1 and not pack else 0,
         )  # fmt: skip
+        paired = replace(config, PAIRS=True, LPT=False, Q_BUFFERS=2)
+        if pairs and fits(problem, paired):
+            return paired
         if fits(problem, config):
             return config
     raise AttentionError(f"no configuration of {problem} fits the shared memory")  # unreachable for d, dv <= 256

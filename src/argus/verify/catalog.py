@@ -435,6 +435,9 @@ CATALOG: dict[str, CatalogEntry] = {e.code: e for e in _ENTRIES}
 NOT_PRODUCED: dict[str, str] = {
     "OOB_GLOBAL": "every global access the DSL can express is masked element by element (tile windows and "
     "TMA boxes), so none can reach outside its tensor",
+    "PIPELINE_STORE_OVERWRITE": "a staged TMA store's waits and chunk buffers are the code generator's protocol "
+    "(argus.atoms.tma.staged_store_wait), not the kernel's: no kernel violates it while the protocol is right, and "
+    "tests/verify/test_staged_store.py seeds a wrong protocol (session 52's) to show it is caught",
 }
 
 

@@ -10,7 +10,8 @@ So the arrivals one phase
 of a barrier receives are the ``T.mbarrier_arrive`` statements on it that run once per phase, over all
 roles:
 
-* a statement outside loops arrives once (the barrier's one phase);
+* a statement outside loops arrives once (the barrier's one phase); statements outside loops on different fixed
+  elements of an array (``q_ready[0]``, ``q_ready[1]``) arrive on different barriers, each counted on its own;
 * a release one iteration behind under ``k > 0`` plus the last stage's release after the loop (the deferred-release
   pass's; `roles._check_tails` proves that the two release every iteration exactly once, `Context.tail_releases`)
   counts as one arrival per iteration of that loop;
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import time
 
-from argus.ir.expr import Expr, free_vars
+from argus.ir.expr import Const, Expr, free_vars
 from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit
 from argus.verify.context import Context
 from argus.verify.program import Site, barrier_element, first_thread, user_name
@@ -77,6 +78,17 @@ def _per_phase(site: Site, outer_ifs_ok: bool = False) -> int | None:
     return count
 
 
+def _fixed_elements(sites: list[Site]) -> list[int] | None:
+    """The barrier element each arrival at `sites` names, where all are outside loops at constant indices; else None."""
+    out = []
+    for site in sites:
+        index = barrier_element(site.stmt.barrier)  # type: ignore[attr-defined]
+        if site.loops or (isinstance(index, Expr) and not isinstance(index, Const)):
+            return None
+        out.append(int(index.value) if isinstance(index, Const) else int(index))
+    return out
+
+
 def check_arrive_counts(ctx: Context) -> list[Finding]:
     prog = ctx.analysis.program
     inits: dict[Buffer, Site] = {}
@@ -114,6 +126,14 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
             why = "arrivals under conditions, or inside and outside a loop, that no protocol check has counted"
             ctx.record_not_checked("mbarrier arrive count", user_name(buf), why, start)
             continue
+        elements = _fixed_elements(sites)
+        if elements is not None and len(set(elements)) > 1:
+            # arrivals outside loops on fixed, different elements of the array: each element's phase gets its own
+            per_element: dict[int, list[tuple[Site, int]]] = {}
+            for site, e, c in zip(sites, elements, counts, strict=True):
+                per_element.setdefault(e, []).append((site, c))  # type: ignore[arg-type]
+            pairs = max(per_element.values(), key=lambda g: abs(sum(c for _, c in g) - init.arrive_count))
+            sites, counts = [x for x, _ in pairs], [c for _, c in pairs]
         total = sum(c for c in counts if c is not None)
         if total == init.arrive_count:
             ctx.record("mbarrier arrive count", f"{user_name(buf)}: {total} per phase", Verdict.VERIFIED, start)

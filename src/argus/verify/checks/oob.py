@@ -49,6 +49,9 @@ def _check_reduction(ctx: Context, site: Any, s: Reduce, lookback: int) -> tuple
     src = s.src.buffer
     pre = ctx.analysis.state_before(site)
     env, cons = ctx.loop_env(site)
+    for branch, taken in site.ifs:  # the reduction runs only where its branches are taken
+        cond = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(cond if taken else z3.Not(cond))
     q = ctx.query(lookback)
     q.masks = True
     keep = 1 - s.axis
