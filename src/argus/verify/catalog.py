@@ -435,9 +435,14 @@ CATALOG: dict[str, CatalogEntry] = {e.code: e for e in _ENTRIES}
 NOT_PRODUCED: dict[str, str] = {
     "OOB_GLOBAL": "every global access the DSL can express is masked element by element (tile windows and "
     "TMA boxes), so none can reach outside its tensor",
-    "PIPELINE_STORE_OVERWRITE": "a staged TMA store's waits and chunk buffers are the code generator's protocol "
-    "(argus.atoms.tma.staged_store_wait), not the kernel's: no kernel violates it while the protocol is right, and "
-    "tests/verify/test_staged_store.py seeds a wrong protocol (session 52's) to show it is caught",
+}
+
+#: Codes whose seeded bug is not a kernel of the corpus (`tests/verify/corpus`), with the test that seeds it: what
+#: they check is the code generator's protocol, not the kernel's, so no kernel violates them while the protocol is
+#: right.
+SEEDED_OUTSIDE_CORPUS: dict[str, str] = {
+    "PIPELINE_STORE_OVERWRITE": "tests/verify/test_staged_store.py (a staged TMA store's waits and chunk buffers are "
+    "argus.atoms.tma's protocol; the test seeds session 52's wrong one)",
 }
 
 
