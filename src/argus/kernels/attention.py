@@ -357,6 +357,19 @@ def flash_attention(
                     else:
                         body(it, qb, bm, bh, None, base)
 
+        def rotation(base):  # noqa: ANN001, ANN202 - a unit's key tile x: its iteration of the block's stage
+            # rotation (`base` the tiles before the unit), its stage, and the parity of its phase (plus `plus`)
+            def gi(x):  # noqa: ANN001, ANN202
+                return x + base if PERSISTENT or PAIRS else x
+
+            def st(x):  # noqa: ANN001, ANN202
+                return gi(x) % STAGES
+
+            def ph(x, plus=0):  # noqa: ANN001, ANN202
+                return (gi(x) // STAGES + plus) % 2
+
+            return gi, st, ph
+
         def heads(bh, batch):  # noqa: ANN001, ANN202 - the query head and its key/value head: (matrix,), or (batch, head)
             if bshd:
                 return (batch, bh), (batch, bh // GROUP)
@@ -370,15 +383,7 @@ def flash_attention(
             def produce(it, qb, bm, bh, batch, base):  # noqa: ANN001, ANN202
                 head, kv = heads(bh, batch)
                 first, n_tiles = key_tiles(bm)
-
-                def gi(x):  # noqa: ANN001, ANN202 - key tile x's iteration of the block's stage rotation
-                    return x + base if PERSISTENT or PAIRS else x
-
-                def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
-                    return gi(x) % STAGES
-
-                def ph(x, plus=0):  # noqa: ANN001, ANN202 - the parity of key tile x's phase (plus `plus`)
-                    return (gi(x) // STAGES + plus) % 2
+                gi, st, ph = rotation(base)
 
                 if PERSISTENT:  # the first pass finds every Q buffer free
                     T.mbarrier_wait(q_empty[qb], phase=(it // Q_BUFFERS + 1) % 2)
@@ -416,15 +421,7 @@ def flash_attention(
                 head, kv = heads(bh, batch)
                 first, n_tiles = key_tiles(bm)
                 sq = q_buffer(qb)
-
-                def gi(x):  # noqa: ANN001, ANN202
-                    return x + base if PERSISTENT or PAIRS else x
-
-                def st(x):  # noqa: ANN001, ANN202 - key tile x's stage
-                    return gi(x) % STAGES
-
-                def ph(x, plus=0):  # noqa: ANN001, ANN202 - the parity of key tile x's phase (plus `plus`)
-                    return (gi(x) // STAGES + plus) % 2
+                gi, st, ph = rotation(base)
 
                 def release_q():  # noqa: ANN202 - every S of the unit is complete: Q's buffer may be refilled
                     if PERSISTENT:
