@@ -92,13 +92,14 @@ def previous_choice(mm, problem):  # noqa: ANN001, ANN201
 def baseline_choice(mm, problem, key: str):  # noqa: ANN001, ANN201
     """The configuration of baseline `key` for `problem`: ``previous`` (`previous_choice`), ``unpitched`` (no copies to
     whole row pitches), ``unfitted`` (no tiles narrowed to N), ``unwaved`` (no tiles narrowed to fill the SMs'
-    waves, `mm.wave_tiles`)."""
+    waves, `mm.wave_tiles`), ``unclustered`` (no 2-block clusters, `mm.cluster_choice`)."""
     if key == "previous":
         return previous_choice(mm, problem)
     constants = {
         "unpitched": {"PITCH_COPIES": False},
         "unfitted": {"FIT_WASTE": math.inf},
         "unwaved": {"WAVE_FIT": False},
+        "unclustered": {"CLUSTERS": False},
     }
     return choice_with(mm, problem, **constants[key])
 
@@ -283,6 +284,17 @@ def main() -> int:
         help="also time the heuristic's configuration without the tiles narrowed to fill waves (`mm.wave_tiles`)",
     )
     parser.add_argument(
+        "--unclustered",
+        action="store_true",
+        help="also time the configuration the heuristic picks without 2-block clusters (`mm.CLUSTERS`)",
+    )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="also time every tensor-core contender in 2-block clusters sharing B (`GemmConfig.CLUSTER` = 2; not a "
+        "split tail or a batch)",
+    )
+    parser.add_argument(
         "--every-tile",
         action="store_true",
         help="also time, for every tile shape of the planner's candidates, its candidate the model ranks first",
@@ -311,7 +323,7 @@ def main() -> int:
     # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
     plans = []
     # "previous", "unpitched", "unfitted" -> problem -> the label of that baseline's configuration
-    baseline_of: dict = {"previous": {}, "unpitched": {}, "unfitted": {}, "unwaved": {}}
+    baseline_of: dict = {"previous": {}, "unpitched": {}, "unfitted": {}, "unwaved": {}, "unclustered": {}}
     for m, n, k, layout, suite in rows_in:
         problem = mm.GemmProblem(
             m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
@@ -337,7 +349,8 @@ def main() -> int:
             swaps = swap_contenders(mm, problem, chosen, args.swap_narrow)
             contenders += [(n, c) for n, c in swaps if all(c != d for _, d in contenders)]
         for key, wanted in (("previous", args.previous_tiles), ("unpitched", args.unpitched),
-                            ("unfitted", args.unfitted), ("unwaved", args.unwaved)):  # fmt: skip
+                            ("unfitted", args.unfitted), ("unwaved", args.unwaved),
+                            ("unclustered", args.unclustered)):  # fmt: skip
             if wanted:
                 config = baseline_choice(mm, problem, key)
                 if all(config != c for _, c in contenders):
@@ -350,6 +363,12 @@ def main() -> int:
                     contenders.append((own[0].label, own[0]))
         if args.wide_k:
             contenders += wide_k_contenders(mm, problem, [c for _, c in contenders])
+        if args.cluster:  # the same configurations with B shared by a 2-block cluster
+            contenders += [
+                (f"{n} +cluster" if n == "heuristic" else replace(c, CLUSTER=2).label, replace(c, CLUSTER=2))
+                for n, c in list(contenders)
+                if isinstance(c, mm.GemmConfig) and c.TAIL == 1 and c.CLUSTER == 1 and problem.batch == 1
+            ]
         plans.append((problem, layout, suite, contenders))
     jobs = {(problem, c) for problem, _, _, configs in plans for _, c in configs}
     t0 = time.time()
@@ -427,6 +446,7 @@ def main() -> int:
             "unfitted": baseline_of["unfitted"].get(problem),
             "unpitched": baseline_of["unpitched"].get(problem),
             "unwaved": baseline_of["unwaved"].get(problem),
+            "unclustered": baseline_of["unclustered"].get(problem),
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
@@ -434,6 +454,8 @@ def main() -> int:
             "best_ratio": cublas / timed[best] if best else None,
             "padded": mm.padded_extent(problem) != problem,
             "launches": len(prepared_of.get("heuristic", ())),
+            "cluster": params_of["heuristic +cluster"].label if "heuristic +cluster" in params_of else None,
+            "cluster_ratio": cublas / timed["heuristic +cluster"] if "heuristic +cluster" in timed else None,
             "no_pdl_ms": no_pdl,
             "no_pdl_ratio": cublas / no_pdl if no_pdl else None,
             "contenders": {
@@ -455,13 +477,22 @@ def main() -> int:
         pdl = f" (no PDL {row['no_pdl_ratio']:.3f}, {row['launches']} launches)" if no_pdl else ""
         if row["tuned"]:
             pdl += f" (tuned {row['tuned']}: {row['tuned_ratio']:.3f})"
+        if row["cluster_ratio"]:
+            pdl += f" (+cluster {row['cluster_ratio']:.3f})"
         print(
             f"{shape:>20} {layout:>3} {cublas:9.4f} {heur or float('nan'):9.4f} {ratio:>8} {best_ratio:>7}  "
             f"{row['heuristic']} / {row['best']}{pdl}",
             flush=True,
         )
         listed = (
-            args.gemv_tma or args.every_tile or args.previous_tiles or args.unfitted or args.unpitched or args.unwaved
+            args.gemv_tma
+            or args.every_tile
+            or args.previous_tiles
+            or args.unfitted
+            or args.unpitched
+            or args.unwaved
+            or args.cluster
+            or args.unclustered
         )
         if listed and len(row["contenders"]) > 2:
             print("    " + ", ".join(f"{k}: {v['ratio']:.3f}" for k, v in row["contenders"].items()), flush=True)
@@ -477,11 +508,19 @@ def main() -> int:
                 ("unfitted", "without the narrowed tiles"),
                 ("unpitched", "without copies to whole row pitches"),
                 ("unwaved", "without the tiles narrowed to fill waves"),
+                ("unclustered", "without 2-block clusters"),
             ):
                 before = [r["contenders"].get(r[key], {}).get("ratio") for r in sel]
                 if all(before):
                     gp = math.exp(statistics.fmean(math.log(b) for b in before))
                     print(f"{suite_name}: the heuristic {what}, geometric mean x cuBLAS {gp:.3f}")
+            if args.cluster:
+                gc = math.exp(statistics.fmean(math.log(r["cluster_ratio"] or r["ratio"]) for r in sel))
+                gx = math.exp(statistics.fmean(math.log(max(r["cluster_ratio"] or 0, r["ratio"])) for r in sel))
+                print(
+                    f"{suite_name}: the heuristic in 2-block clusters where it can be (else as it is), geometric mean "
+                    f"x cuBLAS {gc:.3f}; the faster of the two per shape {gx:.3f}"
+                )
             print(
                 f"{suite_name}: {len(sel)} shapes, geometric mean x cuBLAS: heuristic {gm:.3f}, best of sweep "
                 f"{gb:.3f}, with the tuned configurations {gt:.3f}; lowest heuristic {worst['ratio']:.3f} at "

@@ -43,7 +43,7 @@ from argus.atoms.common import MemorySpace, Scope, supported_dtype
 from argus.atoms.copy import CopyAtom, CopyKind
 from argus.atoms.errors import AtomError, raise_first
 from argus.atoms.smem import check_swizzle_base
-from argus.atoms.swizzle import SWIZZLE_MODES, hopper_swizzle
+from argus.atoms.swizzle import SWIZZLE_MODES, SWIZZLE_REPEAT_BYTES, hopper_swizzle
 from argus.ir.types import DType
 from argus.layout import ComposedLayout, Layout
 
@@ -306,6 +306,61 @@ def tma_load(rank: int = 2) -> TmaCopyAtom:
 def tma_store(rank: int = 2) -> TmaCopyAtom:
     """``cp.async.bulk.tensor.{rank}d`` shared -> global, completing through a bulk async-group."""
     return _tma(CopyKind.TMA_STORE, rank)
+
+
+#: Blocks of a thread-block cluster as argus launches them (``__cluster_dims__(2, 1, 1)``: blocks 2c and 2c + 1 of the
+#: grid's first dimension, cluster ranks 0 and 1). One 2-block cluster is what the multicast loads and cluster
+#: barriers below are written for; wider clusters are not modelled.
+CLUSTER_BLOCKS = 2
+#: The CTA mask of a multicast TMA load in a 2-block cluster: both blocks receive it.
+MULTICAST_MASK = (1 << CLUSTER_BLOCKS) - 1
+#: The PTX of a multicast TMA load: the box lands at the same shared-memory offset in every block of the mask, and
+#: its bytes complete on the mbarrier at the same offset in each.
+MULTICAST_PTX = (
+    "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+)
+
+
+@dataclass(frozen=True)
+class MulticastHalf:
+    """How each block of a 2-block cluster issues its part of a multicast box: a box of `box` (TMA order, the
+    outermost extent halved), starting `rows` further along the outermost dimension and `bytes` further in shared
+    memory per cluster rank, into both blocks."""
+
+    box: tuple[int, ...]
+    rows: int
+    bytes: int
+
+
+def multicast_half(box: Sequence[int], itemsize: int, swizzle: int) -> MulticastHalf:
+    """The halves of the TMA box `box` (TMA order: dimension 0 innermost) that the two blocks of a cluster load for a
+    multicast (`Copy.multicast`): split along the outermost dimension, rank r loading rows ``[r * h, (r + 1) * h)``
+    into bytes ``[r * h * row, ...)`` of the box in both blocks. TMA writes a box densely (outermost dimension
+    slowest), so the second half lands where the whole box would have put it if it starts on a shared-memory address
+    a box may start at: 128-byte aligned (`TMA_SMEM_ALIGNMENT`) and, with a swizzle, on the pattern's repeat (the
+    half restarts the pattern). An `AtomError` (``ATOM_TMA_MULTICAST``) otherwise."""
+    box = [int(b) for b in box]
+    outer = box[-1]
+    row = itemsize * _product(box[:-1])
+    half = outer // 2
+    align = max(TMA_SMEM_ALIGNMENT, SWIZZLE_REPEAT_BYTES.get(swizzle, 0))
+    if outer % CLUSTER_BLOCKS or (half * row) % align:
+        raise AtomError(
+            "ATOM_TMA_MULTICAST",
+            f"a multicast TMA box of {tuple(box)} (TMA order) does not split into two halves that start where a box "
+            f"may start",
+            requirement=f"an even outermost extent whose half is a multiple of {align} bytes "
+            f"({'the ' + str(swizzle) + '-byte swizzle repeat' if swizzle else 'TMA shared-memory alignment'})",
+            actual=f"outermost extent {outer}, half {half * row} bytes",
+        )
+    return MulticastHalf((*box[:-1], half), half, half * row)
+
+
+def _product(xs: Sequence[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
 
 
 #: Rows of a ``wgmma`` accumulator that one warpgroup holds (m64): the rows of its boxes in a staged TMA store.

@@ -413,6 +413,12 @@ class Code(StrEnum):
         "{atom}: the shared-memory box at {address} is not 128-byte aligned",
         "align the shared-memory buffer and every stage to 128 bytes (1024 with a 128-byte swizzle)",
     )
+    ATOM_TMA_MULTICAST = _entry(
+        Category.ATOM,
+        "a multicast TMA box: {problem}",
+        "give the multicast box an even outermost extent whose half starts where a box may start (8 rows of 128 "
+        "bytes with the 128-byte swizzle), or load it without multicast",
+    )
     ATOM_TMA_IM2COL = _entry(
         Category.ATOM,
         "im2col: {problem}",
@@ -489,6 +495,12 @@ class Code(StrEnum):
         Category.DSL,
         "blocks_per_sm={blocks_per_sm}: {problem}",
         "give an int from 1 up to the blocks an SM holds, with threads x blocks_per_sm at most an SM's threads",
+    )
+    DSL_CLUSTER = _entry(
+        Category.DSL,
+        "{problem}",
+        "open the grid as T.grid(n, ..., cluster=2) with n even, and use multicast TMA loads and cluster mbarriers "
+        "(T.alloc_mbarrier(..., cluster=True), no TMA bytes announced on them) only in such a grid",
     )
     DSL_CALL_ARGUMENTS = _entry(
         Category.DSL,
@@ -883,6 +895,12 @@ class Code(StrEnum):
         "chunk {chunk} of a staged TMA store overwrites a chunk buffer that an earlier TMA store may still read",
         "a code generator's protocol (argus.atoms.tma.staged_store_wait): wait until every TMA store that read the "
         "chunk buffer has read it before writing it (cp.async.bulk.wait_group.read with fewer groups in flight)",
+    )
+    PIPELINE_CLUSTER_ASYMMETRIC = _entry(
+        Category.VERIFY,
+        "the two blocks of a cluster differ in {what} at a multicast load or a cluster arrival",
+        "derive a multicast box, its stage and a cluster barrier's index from the cluster's index (the first block "
+        "index // 2), never from the block's own, and guard them alike in both blocks",
     )
     MBARRIER_PHASE = _entry(
         Category.VERIFY,

@@ -365,6 +365,10 @@ class _Block:
     # asynchronous MMAs (`Gemm.pending`) issued and not yet complete, oldest first, each with the environment it was
     # issued in; by id of the issuing role's environment (its warpgroups run in lockstep)
     wgmma_groups: dict[int, list[tuple[Gemm, dict]]] = field(default_factory=dict)
+    # a kernel of 2-block clusters (`Kernel.cluster`): the other block of this one's cluster, and this block's rank
+    peer: _Block | None = None
+    rank: int = 0
+    cluster_barriers: set[int] = field(default_factory=set)  # id() of the cluster mbarrier buffers initialised
 
 
 def _int(e: Expr | int, env: dict[Var, Any]) -> int:
@@ -881,12 +885,49 @@ class _Machine:
             raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: only TMA loads (global -> shared) are interpreted")
         n = int(np.prod(src.shape))
         idx = np.arange(n, dtype=np.int64)
+        if s.multicast:
+            self._multicast(blk, s, idx)
+            return
         values = _round(dst.dtype, self._read(blk, src, idx, 0.0))  # out-of-bounds box elements are zero-filled
         offsets = _shared_offsets(dst.buffer, _window_coords(dst, _tile_coords(dst.shape, idx), blk.env), dst.layout)
         bar = self._mbarrier(blk, s.mbarrier)
         bar.landing.append((dst.buffer, offsets, values))
         bar.tx -= n * dst.dtype.bits // 8  # complete_tx: the whole box counts, masked parts included
         self._complete(blk, bar)
+
+    def _multicast(self, blk: _Block, s: Copy, idx: np.ndarray) -> None:
+        """This block's half of a multicast box (`Copy.multicast`): the rows of the box's first dimension that its
+        cluster rank loads (`argus.atoms.tma.multicast_half`), read at this block's coordinates and landed in both
+        blocks of the cluster, completing on the mbarrier at the same index in each."""
+        if blk.peer is None:
+            raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: a multicast TMA load in a kernel without clusters")
+        src, dst = s.src, s.dst
+        rows = int(src.shape[0])
+        if rows % 2:
+            raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: a multicast box of {rows} rows does not halve")
+        half = rows // 2
+        mine = idx[_tile_coords(src.shape, idx)[0] // half == blk.rank]
+        values = _round(dst.dtype, self._read(blk, src, mine, 0.0))
+        index = _int(s.mbarrier.origin[0], blk.env) if s.mbarrier.origin else 0  # type: ignore[union-attr]
+        for target in (blk, blk.peer):
+            offsets = _shared_offsets(
+                dst.buffer, _window_coords(dst, _tile_coords(dst.shape, mine), blk.env), dst.layout
+            )
+            bar = self._barrier_at(target, s.mbarrier.buffer, index, s.loc)  # type: ignore[union-attr]
+            bar.landing.append((dst.buffer, offsets, values))
+            bar.tx -= mine.size * dst.dtype.bits // 8
+            self._complete(target, bar)
+
+    def _barrier_at(self, blk: _Block, buffer: Buffer, index: int, loc: Any) -> _Mbarrier:
+        bars = blk.mbarriers.get(buffer)
+        if bars is None:
+            raise InterpError(
+                "INTERP_MBARRIER_UNINITIALIZED",
+                f"{loc}: mbarrier {buffer.name} of block rank {blk.rank} used before its init",
+            )
+        if not 0 <= index < len(bars):
+            raise InterpError("INTERP_MBARRIER_INDEX", f"mbarrier {buffer.name}[{index}] does not exist")
+        return bars[index]
 
     # --- control -------------------------------------------------------------------------------------------
     def run(self, blk: _Block, stmts: tuple[Stmt, ...]):
@@ -930,6 +971,9 @@ class _Machine:
                     running.remove(entry)
                     progressed = True
             blk.env = base_env
+            if running and not progressed and blk.events == before and blk.peer is not None:
+                yield "; ".join(f"role {e[0].name} waits at {e[3]}" for e in running)  # the peer may release it
+                continue
             if running and not progressed and blk.events == before:
                 waits = "; ".join(f"role {e[0].name} waits at {e[3]}" for e in running)
                 raise InterpError(
@@ -994,18 +1038,34 @@ class _Machine:
                     blk.shared[buf][offsets] = values
         elif isinstance(s, MbarrierInit):
             count = int(np.prod(s.barriers.buffer.static_shape))
-            blk.mbarriers[s.barriers.buffer] = [_Mbarrier(s.arrive_count) for _ in range(count)]
+            # a cluster barrier counts both blocks' arrivals (`MbarrierInit.cluster`)
+            arrivals = s.arrive_count * (self.kernel.cluster if s.cluster else 1)
+            blk.mbarriers[s.barriers.buffer] = [_Mbarrier(arrivals) for _ in range(count)]
+            if s.cluster:
+                blk.cluster_barriers.add(id(s.barriers.buffer))
+            blk.events += 1
+            # the cluster barrier after the initialisation: no multicast or peer arrival before the peer's init
+            while blk.peer is not None and s.barriers.buffer not in blk.peer.mbarriers:
+                yield f"{s.loc} (the cluster barrier after the mbarriers' initialisation)"
         elif isinstance(s, MbarrierArrive):
             bar = self._mbarrier(blk, s.barrier)
-            bar.arrivals_left -= self._warpgroups(blk) if s.per_warpgroup else 1
-            if bar.arrivals_left < 0:
-                raise InterpError(
-                    "INTERP_MBARRIER_OVERARRIVE",
-                    f"{s.loc}: more arrivals on {s.barrier.buffer.name} than its count {bar.count} in one phase",
-                )
+            arrivals = self._warpgroups(blk) if s.per_warpgroup else 1
+            targets = [(blk, bar)]
+            if id(s.barrier.buffer) in blk.cluster_barriers and blk.peer is not None:  # made in both blocks
+                index = _int(s.barrier.origin[0], blk.env) if s.barrier.origin else 0
+                targets.append((blk.peer, self._barrier_at(blk.peer, s.barrier.buffer, index, s.loc)))
+            for target, b in targets:
+                b.arrivals_left -= arrivals
+                if b.arrivals_left < 0:
+                    raise InterpError(
+                        "INTERP_MBARRIER_OVERARRIVE",
+                        f"{s.loc}: more arrivals on {s.barrier.buffer.name} than its count {b.count} in one phase"
+                        + (f" (block rank {target.rank} of the cluster)" if blk.peer is not None else ""),
+                    )
+                target.events += 1
             bar.tx += s.expect_bytes
-            blk.events += 1
-            self._complete(blk, bar)
+            for target, b in targets:
+                self._complete(target, b)
         elif isinstance(s, MbarrierWait):
             bar = self._mbarrier(blk, s.barrier)
             parity = _int(s.phase, blk.env) % 2
@@ -1209,17 +1269,52 @@ def run_kernel(
     _refuse_over_budget(kernel, needed, memory_budget(max_bytes), size_text)
     work = {t: np.asarray(arrays[t.name], dtype=np.float64).copy() for t in kernel.tensors}
     extents = [_int(g, env) for g in kernel.grid]
-    for point in itertools.product(*[range(e) for e in extents]):
+
+    def block(point: tuple[int, ...]) -> _Block:
         benv = dict(env)
         benv.update(zip(kernel.block_vars, point, strict=True))
         benv[kernel.thread_var] = np.arange(kernel.threads)
         benv[READ_ELEMENT] = functools.partial(_read_element, work)
-        blk = _Block(kernel, benv, work)
+        return _Block(kernel, benv, work)
+
+    for point in itertools.product(*[range(e) for e in extents]):
+        if kernel.cluster > 1:
+            if point[0] % kernel.cluster == 0:
+                _run_cluster(machine, [block((point[0] + r, *point[1:])) for r in range(kernel.cluster)])
+            continue
+        blk = block(point)
         for _ in machine.run(blk, kernel.body):
             raise InterpError("INTERP_INTERNAL", "a wait escaped the warp-role scheduler")
         machine._wgmma_wait(blk, 0)  # MMAs still in flight complete before the block exits
     for t in kernel.tensors:
         arrays[t.name][...] = work[t].astype(arrays[t.name].dtype)
+
+
+def _run_cluster(machine: _Machine, blocks: list[_Block]) -> None:
+    """Run the blocks of one cluster together: each block's program is resumed in turn, as far as its waits allow
+    (a wait on a peer's multicast bytes or arrivals yields to the other block); a round in which neither moves is a
+    deadlock."""
+    first, second = blocks
+    first.peer, second.peer, second.rank = second, first, 1
+    running = [[b, machine.run(b, machine.kernel.body), ""] for b in blocks]
+    while running:
+        before = sum(b.events for b in blocks)
+        finished = False
+        for entry in list(running):
+            try:
+                entry[2] = next(entry[1])
+            except StopIteration:
+                machine._wgmma_wait(entry[0], 0)  # MMAs still in flight complete before the block exits
+                running.remove(entry)
+                finished = True
+        if running and not finished and sum(b.events for b in blocks) == before:
+            waits = "; ".join(f"block rank {e[0].rank}: {e[2]}" for e in running)
+            raise InterpError(
+                "INTERP_DEADLOCK",
+                f"both blocks of a cluster are blocked: {waits}",
+                "check that both blocks issue the same multicast loads and cluster arrivals (the verifier's "
+                "PIPELINE_CLUSTER_ASYMMETRIC) and the cluster barriers' arrive counts",
+            )
 
 
 def interpret(kernel_fn: Any, *arrays: np.ndarray, **params: Any) -> None:

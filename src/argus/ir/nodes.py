@@ -221,6 +221,11 @@ class Copy(Stmt):
     mbarrier: TileRef | None = None
     pad: float = 0.0  # the value masked (out-of-bounds) source elements read as
     staging: TileRef | None = None  # atom "tma.store": the shared chunk buffers (2, rows, 128 bytes of columns)
+    #: atom "tma" in a kernel of 2-block clusters (`Kernel.cluster`): the two blocks load the same box together, each
+    #: one half of it (split along its first dimension) into both blocks' `dst`, completing on the `mbarrier` at the
+    #: same offset in each. Its effect on each block is the whole box's load; `argus.verify.checks.cluster` proves the
+    #: two blocks name the same box at every execution.
+    multicast: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -530,6 +535,10 @@ class MbarrierInit(Stmt):
     #: The count is ``role arrivals x warpgroups``: the releasing role arrives once per warpgroup
     #: (`MbarrierArrive.per_warpgroup`), so each of its arrivals counts `warpgroups` times (1: arrivals as written).
     warpgroups: int = 1
+    #: A barrier of the block's 2-block cluster (`Kernel.cluster`): every arrival on it is made on this block's
+    #: barrier and on the peer block's at the same offset, so a phase completes once both blocks have made their
+    #: `arrive_count` arrivals (the hardware count is twice `arrive_count`). No TMA bytes are announced on it.
+    cluster: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -709,6 +718,10 @@ class Kernel:
     # declared with T.writes_part: outputs the kernel writes only part of by design (another kernel of its plan
     # writes the rest), each with the reason: the verifier's output coverage lists them as not checked
     partial_outputs: tuple[PartialOutput, ...] = ()
+    # blocks per thread-block cluster along the first grid dimension (``T.grid(..., cluster=2)``): blocks 2c and
+    # 2c + 1 form cluster c and share multicast TMA loads (`Copy.multicast`) and cluster barriers
+    # (`MbarrierInit.cluster`); 1: no clusters
+    cluster: int = 1
 
     def tensor(self, name: str) -> Buffer:
         for t in self.tensors:

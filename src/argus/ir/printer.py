@@ -91,6 +91,7 @@ def _line(s: Stmt) -> str:
         text = f"copy {format_ref(s.src)} -> {format_ref(s.dst)} atom={s.atom}"
         text += f" pad={s.pad}" if s.pad != 0.0 else ""
         text += f" staging={format_ref(s.staging)}" if s.staging is not None else ""
+        text += " multicast" if s.multicast else ""
         return text + (f" mbarrier={format_ref(s.mbarrier)}" if s.mbarrier is not None else "")
     if isinstance(s, Fill):
         return f"fill {format_ref(s.dst)} = {s.value}"
@@ -113,7 +114,8 @@ def _line(s: Stmt) -> str:
         return f"cp.async.wait_group {s.pending}"
     if isinstance(s, MbarrierInit):
         groups = f" ({s.arrive_count // s.warpgroups} x {s.warpgroups} warpgroups)" if s.warpgroups != 1 else ""
-        return f"mbarrier.init {format_ref(s.barriers)} count={s.arrive_count}{groups}"
+        pair = " cluster" if s.cluster else ""
+        return f"mbarrier.init {format_ref(s.barriers)} count={s.arrive_count}{groups}{pair}"
     if isinstance(s, MbarrierArrive):
         tx = f" expect_tx={s.expect_bytes}" if s.expect_bytes else ""
         each = " per_warpgroup" if s.per_warpgroup else ""
@@ -184,6 +186,7 @@ def format_kernel(k: Kernel) -> str:
         lines.append(f"  writes part of {part.tensor.name}{limits}: {part.why}")
     blocks = ", ".join(str(v) for v in k.block_vars)
     resident = f", {k.blocks_per_sm} blocks per SM" if k.blocks_per_sm != 1 else ""  # launch bounds: in the fingerprint
+    resident += f", clusters of {k.cluster}" if k.cluster != 1 else ""
     lines.append(f"  grid ({_dims(k.grid)}) as ({blocks}), threads {k.threads} as {k.thread_var}{resident}")
     lines += format_stmts(k.body)
     return "\n".join(lines)

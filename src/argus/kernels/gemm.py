@@ -355,16 +355,26 @@ def alloc_operand_stages(major: str, stages: int, bmn: int, bk: int, dtype: Any)
 
 @T.macro
 def load_operand(
-    tensor: Any, major: str, stage: T.Tile, mn: Any, k: Any, bmn: int, bk: int, bar: Any, batch: Any = None
+    tensor: Any,
+    major: str,
+    stage: T.Tile,
+    mn: Any,
+    k: Any,
+    bmn: int,
+    bk: int,
+    bar: Any,
+    batch: Any = None,
+    multicast: bool = False,
 ) -> None:
     """TMA-load MN-block `mn`, K-block `k` of an operand into `stage` on mbarrier `bar`: one (bmn, bk) box for a
     K-major operand; for an MN-major one, one (bk, P) box per panel (P = 128 bytes of elements: a box's inner
     extent may not exceed the swizzle span), panel j at MN-block ``mn * (bmn / P) + j`` of width P. `batch`: the
-    matrix of a batched operand (its first extent) the box is in."""
+    matrix of a batched operand (its first extent) the box is in. `multicast`: every box is loaded by both blocks of a
+    2-block cluster together, half each, into both (`T.copy(..., multicast=True)`)."""
     lead, one = ((batch,), (None,)) if batch is not None else ((), ())
     panel = 128 // tensor.dtype.itemsize
     if major == "K" and bk <= panel:
-        T.copy(tensor.tile((*lead, mn, k), (*one, bmn, bk)), stage, atom="tma", mbarrier=bar)
+        T.copy(tensor.tile((*lead, mn, k), (*one, bmn, bk)), stage, atom="tma", mbarrier=bar, multicast=multicast)
         return
     # one (rows, P) box per panel of the contiguous extent: K for a K-block wider than the swizzle span, else MN
     rows, row_block, block, width = (bmn, mn, k, bk) if major == "K" else (bk, k, mn, bmn)
@@ -374,6 +384,7 @@ def load_operand(
             stage.window((0, panel * j), (rows, panel)),
             atom="tma",
             mbarrier=bar,
+            multicast=multicast,
         )
 
 
@@ -575,6 +586,7 @@ def gemm_warp_specialized_persistent(
     PART: str = "all",
     C_MAJOR: str = "N",
     BATCH_GRID: str = "matrix",
+    CLUSTER: int = 1,
 ):
     """C = A @ B^T (B given as (N, K), K-major; or C = A @ B with B_MAJOR="N") on Hopper, persistent: BLOCKS
     blocks, each with a producer warpgroup (TMA) and CONSUMERS consumer warpgroups (wgmma, f32 accumulators, C
@@ -606,7 +618,14 @@ def gemm_warp_specialized_persistent(
 
     C_MAJOR="M": C is stored transposed, (N, M) (each split's workspace slice too), every tile written through the
     transposed view of its window: what swap-AB plans run (C^T = B^T A^T computed as the GEMM of the swapped operands,
-    its result stored as the user's C; docs/gemm.md, "Swap-AB"). Direct stores only, unbatched."""
+    its result stored as the user's C; docs/gemm.md, "Swap-AB"). Direct stores only, unbatched.
+
+    CLUSTER=2: the blocks run in 2-block clusters that share B. Cluster c (blocks 2c and 2c + 1) walks units of pairs
+    of row tiles: unit u is the row pair ``pm`` and column tile ``bn`` of ``tile_order(u)`` over ``(cdiv(tiles_m,
+    2), tiles_n)`` (and a split of K), block rank r computing tile ``(2 pm + r, bn)`` (past M where tiles_m is odd:
+    its A rows load as zeros and nothing is stored). Both blocks load B's (BN, BK) block of each K-step together,
+    each half of it multicast into both (one L2 read of B feeds two tiles), and release a stage on the pair's
+    `empty` barrier, so that neither refills it before both have consumed it. Unbatched, PART "all" only."""
     persistent_gemm(
         A,
         B,
@@ -629,6 +648,7 @@ def gemm_warp_specialized_persistent(
         BATCH_GRID=BATCH_GRID,
         PART=PART,
         C_MAJOR=C_MAJOR,
+        CLUSTER=CLUSTER,
     )
 
 
@@ -658,6 +678,7 @@ def persistent_gemm(
     W: Any = None,
     C_MAJOR: str = "N",
     BATCH_GRID: str = "matrix",
+    CLUSTER: int = 1,
 ) -> None:
     """The body of `gemm_warp_specialized_persistent` (see its docstring for the parameters), which kernels with
     a fused epilogue share (`argus.kernels.epilogue`): `epilogue(acc, tile)`, when given, is the value stored for
@@ -730,34 +751,44 @@ def persistent_gemm(
     if BATCH_GRID not in ("matrix", "flat"):
         raise DSLError("DSL_BAD_PARAM", f"BATCH_GRID must be 'matrix' or 'flat', not {BATCH_GRID!r}")
     flat = BATCH and BATCH_GRID == "flat"
+    if CLUSTER not in (1, 2) or (CLUSTER > 1 and (BATCH or PART != "all" or BLOCKS % CLUSTER)):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"CLUSTER must be 1, or 2 for an unbatched GEMM of every tile (PART 'all') on an even BLOCKS (CLUSTER = "
+            f"{CLUSTER!r}, BATCH = {BATCH}, PART = {PART!r}, BLOCKS = {BLOCKS})",
+        )
     extents = (BLOCKS, L) if BATCH and not flat else (BLOCKS,)
-    with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as blocks:
+    with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS), cluster=CLUSTER) as blocks:
         bx = blocks[0]
         batch = blocks[1] if BATCH and not flat else None  # the matrix this block multiplies (flat: per unit)
         sA = alloc_operand_stages(A_MAJOR, STAGES, BM, BK, A.dtype)  # (stages, BM, BK) K-major, or (stages, BK, BM)
         sB = alloc_operand_stages(B_MAJOR, STAGES, BN, BK, B.dtype)  # (stages, BN, BK) K-major, or (stages, BK, BN)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds data: producer's expect_tx + TMA bytes
-        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s may be refilled: the consumers arrive
+        # stage s may be refilled: the consumers arrive (with CLUSTER, both blocks' consumers: B is shared)
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1, cluster=CLUSTER > 1)
         if EPILOGUE == "tma":  # (buffer, BM, 128 bytes of columns): two chunks of C on their way to TMA stores
             sC = T.alloc_shared((STAGING_BUFFERS, BM, store_chunk_columns(C.dtype)), C.dtype, swizzle=128)
         else:
             sC = None
         tiles_m, tiles_n = T.cdiv(M, BM), T.cdiv(N, BN)
         k_tiles = T.cdiv(K, BK)
-        per_matrix = tiles_m * tiles_n
-        units, k_split, whole, rest = unit_walk(per_matrix * L if flat else per_matrix, k_tiles, BLOCKS, SPLITS, PART,
+        # with CLUSTER, a unit is a pair of row tiles (one per block of the cluster) and the clusters walk the units
+        walkers, row_units = BLOCKS // CLUSTER, T.cdiv(tiles_m, CLUSTER) if CLUSTER > 1 else tiles_m
+        walker, rank = (bx // CLUSTER, bx % CLUSTER) if CLUSTER > 1 else (bx, 0)
+        per_matrix = row_units * tiles_n
+        units, k_split, whole, rest = unit_walk(per_matrix * L if flat else per_matrix, k_tiles, walkers, SPLITS, PART,
                                                 TAIL)  # fmt: skip
         # every box of the stage counts in full, also where it is out of bounds
         stage_bytes = (BM + BN) * BK * A.dtype.itemsize
         consumers = tuple(range(1, 1 + CONSUMERS))
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-            for it in T.serial(T.cdiv(units, BLOCKS)):
-                u = bx + it * BLOCKS
+            for it in T.serial(T.cdiv(units, walkers)):
+                u = walker + it * walkers
                 with T.if_(u < units):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     if flat:  # unit u: tile u % tiles of matrix u // tiles
                         batch, t = t // per_matrix, t % per_matrix
-                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+                    bm, bn = unit_tile(t, row_units, tiles_n, ORDER, GROUP, CLUSTER, rank)
                     # the tile's coordinates bound once (T.let): each K-step recomputed the grouped order's quotients
                     # by the runtime tile counts (~105 SASS instructions a step at 4096^3, 26 bound)
                     with T.let(bm, "tile_m") as bm, T.let(bn, "tile_n") as bn:
@@ -768,16 +799,16 @@ def persistent_gemm(
                             T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the first pass: every stage free
                             T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
                             load_operand(A, A_MAJOR, sA[s], bm, kb, BM, BK, full[s], batch)
-                            load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s], batch)
+                            load_operand(B, B_MAJOR, sB[s], bn, kb, BN, BK, full[s], batch, CLUSTER > 1)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
-            for it in T.serial(T.cdiv(units, BLOCKS)):
-                u = bx + it * BLOCKS
+            for it in T.serial(T.cdiv(units, walkers)):
+                u = walker + it * walkers
                 with T.if_(u < units):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     if flat:
                         batch, t = t // per_matrix, t % per_matrix
-                    bm, bn = T.tile_order(t, (tiles_m, tiles_n), ORDER, GROUP, clamp=True)
+                    bm, bn = unit_tile(t, row_units, tiles_n, ORDER, GROUP, CLUSTER, rank)
                     T.fill(acc, 0.0)
                     for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
                         g = k + it * k_split
@@ -879,6 +910,13 @@ def unit_walk(tiles: Any, k_tiles: Any, BLOCKS: int, SPLITS: int, PART: str, TAI
     if PART == "whole":
         return whole, k_tiles, whole, rest
     return tiles * SPLITS, (T.cdiv(k_tiles, SPLITS) if SPLITS > 1 else k_tiles), whole, rest
+
+
+def unit_tile(t: Any, row_units: Any, tiles_n: Any, ORDER: str, GROUP: int, CLUSTER: int, rank: Any) -> tuple:  # noqa: N803
+    """(bm, bn): the output tile of tile unit t among ``(row_units, tiles_n)`` in ORDER; with CLUSTER > 1 a unit's row
+    is a group of CLUSTER row tiles, of which the block of cluster rank `rank` takes its own."""
+    bm, bn = T.tile_order(t, (row_units, tiles_n), ORDER, GROUP, clamp=True)
+    return (bm * CLUSTER + rank, bn) if CLUSTER > 1 else (bm, bn)
 
 
 def walk_unit(u: Any, whole: Any, rest: Any, SPLITS: int, PART: str) -> tuple:  # noqa: N803

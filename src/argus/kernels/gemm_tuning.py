@@ -23,7 +23,7 @@ import math
 import os
 import tempfile
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,10 @@ def lookup(
     except TypeError:  # written by a version with other fields
         return None
     found = matmul.candidates_for(problem, tiles=tiles or matmul.TILES, swap=swap)
+    if config.CLUSTER > 1:  # a candidate in 2-block clusters (`matmul.cluster_choice`): its plain twin is a candidate
+        plain = replace(config, CLUSTER=1)
+        allowed = matmul.cluster_refusal(matmul.kernel_problem(problem), config) is None
+        return config if allowed and plain in found else None
     return config if config in found else None
 
 

@@ -192,6 +192,26 @@ EPILOGUE_OVERLAP = 0.25
 #: Configurations whose estimates are within this fraction of the best count as equal: the simpler one wins
 #: (unsplit over split, then the larger tile).
 TIE = 0.02
+#: 2-block clusters sharing B (`GemmConfig.CLUSTER`): where `cluster_choice` takes them. Measured on an H200
+#: (benchmarks/results/2026-12-04-gemm-cluster/, calls 1-2, interleaved with cuBLAS, each configuration with and
+#: without): rows 16 bytes past a multiple of 32 (`misaligned_pitch`) read half as much of B through L2 and ran
+#: 1.09-1.31x faster than without the cluster and than the copies to whole pitches, at all 10 such shapes
+#: (6000x6000x3000 0.87 -> 0.97x cuBLAS, 3000^3 0.71 -> 0.93, 13664x2600x3592 0.76 -> 0.94, 1000^3 0.87 -> 0.95);
+#: split-K of at least `CLUSTER_MIN_SPLITS` splits, bound by L2 traffic, 1.08-1.12x (512x512x65536 0.79 -> 0.88x,
+#: 256x256x131072 0.72 -> 0.79), fewer splits 0.99-1.00x; 128-row tiles on two consumers over at least
+#: `CLUSTER_MIN_WAVES` waves of tiles 1.002-1.011x at 16 of 17 shapes; one-wave and three-consumer plans and swap-AB
+#: 0.74-0.99x (1024^3 0.993 -> 0.926x, 20480x256x4096 on 192x128 0.80 -> 0.77).
+CLUSTER_MIN_SPLITS = 16
+CLUSTER_MIN_WAVES = 2
+#: The least K for the clusters of `CLUSTER_MIN_WAVES` (call 3: K = 192 ran 0.96x without; K >= 1536 gained) and of
+#: misaligned rows (K <= 312 ran 0.96-0.99x without; K >= 440 gained).
+CLUSTER_MIN_K = 1024
+CLUSTER_MIN_K_MISALIGNED = 384
+#: The most of a clustered plan's tile slots that may be empty (an odd count of row tiles: `cluster_waves`).
+CLUSTER_MAX_IDLE = 1 / 8
+#: Whether `choose` takes 2-block clusters where `cluster_choice` would (a switch for A/B measurements:
+#: `benchmarks/gemm_shapes.py --unclustered`).
+CLUSTERS = True
 #: Whether, among tied configurations, fewer splits win over more (before session 44: 512x512x65536 took 64x256 in 8
 #: splits, 1.6 % behind the model's best, 128x256 in 16, which measured 5-20 % faster every time both were timed).
 #: Off: only unsplit over split counts as simpler (both split ones have a workspace and a reduction launch); between
@@ -494,6 +514,9 @@ class GemmConfig:
     #: copy the operands into buffers whose rows are `PITCH_BYTES` apart first (`padded_extent(pitch=True)`): where
     #: a row pitch is a multiple of 16 bytes but not of `PITCH_BYTES`, TMA reads it at a fraction of the rate
     PITCH: bool = False
+    #: 2: the blocks run in 2-block clusters that share B (`gemm_warp_specialized_persistent`'s CLUSTER: each B block
+    #: read from L2 once for two row tiles, through multicast TMA loads); not with a split tail or a batch
+    CLUSTER: int = 1
 
     @property
     def label(self) -> str:
@@ -501,8 +524,10 @@ class GemmConfig:
         tail = f" tail{self.TAIL}" if self.TAIL > 1 else ""
         swap = " swap" if self.SWAP else ""
         pitch = " pitch" if self.PITCH else ""
+        cluster = f" cluster{self.CLUSTER}" if self.CLUSTER > 1 else ""
         return (
             f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}{swap}{pitch}"
+            f"{cluster}"
         )
 
     def tail_tiles(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> tuple[int, int]:
@@ -548,6 +573,8 @@ class GemmConfig:
             params.update(CONSUMER_REGS=consumer_registers(self.CONSUMERS))
         if self.TAIL > 1:  # the whole waves' tiles only
             params["PART"] = "whole"
+        if self.CLUSTER > 1:
+            params["CLUSTER"] = self.CLUSTER
         return params
 
     def tail_params(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> dict[str, Any] | None:
@@ -1034,7 +1061,66 @@ def choose(
     def simpler(c: GemmConfig) -> tuple:
         return (c.SPLITS if TIE_FEWEST_SPLITS else c.SPLITS > 1, c.TAIL > 1, c.PITCH, times[c], -c.BM * c.BN)
 
-    return min(near, key=simpler)
+    return cluster_choice(problem, min(near, key=simpler), target)
+
+
+def cluster_refusal(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> str | None:
+    """Why `config` cannot run `problem` (the kernel's problem, `kernel_problem`) in 2-block clusters sharing B, or
+    None where it can: one unsplit-tail, unbatched persistent kernel on at least two row tiles (a cluster computes
+    row tiles 2 pm and 2 pm + 1)."""
+    if config.TAIL > 1:
+        return "a split tail's kernels do not run in clusters"
+    if problem.batch > 1:
+        return "a batched GEMM does not run in clusters"
+    q = swapped(problem) if config.SWAP else problem
+    if _cdiv(padded_extent(q, pitch=config.PITCH).M, config.BM) < 2:
+        return "one row tile: the cluster's second block would have none"
+    if config.blocks(problem, target) % 2:
+        return "an odd number of blocks"
+    return None
+
+
+def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> GemmConfig:
+    """`config`, in 2-block clusters sharing B where they were measured faster (`CLUSTER_MIN_SPLITS`): rows 16 bytes
+    past a multiple of 32 (`misaligned_pitch`: read in clusters, not copied to whole pitches first) over at least
+    `CLUSTER_MIN_K_MISALIGNED`, split-K of at least `CLUSTER_MIN_SPLITS` splits, and 128-row tiles on two consumer
+    warpgroups over at least `CLUSTER_MIN_WAVES` waves and `CLUSTER_MIN_K`; never where the cluster's units take
+    more waves than the blocks' (`cluster_waves`), nor swap-AB, three consumer warpgroups, a split tail or f32's split
+    products."""
+    if not CLUSTERS or config.CLUSTER > 1 or config.SWAP or config.CONSUMERS == 3 or config.TAIL > 1:
+        return config
+    if problem.dtype == "f32":
+        return config
+    if misaligned_pitch(problem):
+        if problem.K < CLUSTER_MIN_K_MISALIGNED:
+            return config
+        candidate = replace(config, CLUSTER=2, PITCH=False)
+    elif config.SPLITS >= CLUSTER_MIN_SPLITS:
+        candidate = replace(config, CLUSTER=2)
+    else:
+        tiles = _cdiv(problem.M, config.BM) * _cdiv(problem.N, config.BN)
+        if (config.BM, config.CONSUMERS, config.SPLITS) != (128, 2, 1) or problem.K < CLUSTER_MIN_K:
+            return config
+        if tiles < CLUSTER_MIN_WAVES * target.sms:
+            return config
+        candidate = replace(config, CLUSTER=2)
+    if cluster_refusal(problem, candidate, target) is not None or not cluster_waves(problem, candidate, target):
+        return config
+    return candidate
+
+
+def cluster_waves(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> bool:
+    """Whether `config` in 2-block clusters (pairs of row tiles on pairs of blocks) runs in no more waves than
+    without, and leaves at most `CLUSTER_MAX_IDLE` of its tile slots empty (an odd count of row tiles gives the last
+    pair's second block none). Measured (call 3 of benchmarks/results/2026-12-04-gemm-cluster/): 4160x5944x4256 on
+    128x256 tiles in 7 waves of pairs against 6 of tiles 0.886 against 1.003x cuBLAS, 1072x7176x840 3 against 2
+    waves 0.770 against 0.899, 176x160x1048 on 3 row tiles 0.72 against 0.76."""
+    q = padded_extent(problem)
+    rows, cols = _cdiv(q.M, config.BM), _cdiv(q.N, config.BN)
+    pairs = _cdiv(rows, 2) * cols * config.SPLITS
+    blocks = config.blocks(problem, target)
+    plain = _cdiv(rows * cols * config.SPLITS, blocks)
+    return _cdiv(pairs, blocks // 2) <= plain and (rows % 2 == 0 or 1 / (rows + 1) <= CLUSTER_MAX_IDLE)
 
 
 def pitch_refusal(problem: GemmProblem) -> str | None:

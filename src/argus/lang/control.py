@@ -11,6 +11,7 @@ from typing import Any
 
 from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.atoms.target import DEFAULT_TARGET
+from argus.atoms.tma import CLUSTER_BLOCKS
 from argus.ir.expr import (
     COMPARISONS,
     LOGICAL,
@@ -35,13 +36,19 @@ from argus.lang.trace import CURRENT, current
 
 
 @contextlib.contextmanager
-def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1) -> Iterator[tuple[Var, ...]]:
+def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1, cluster: int = 1) -> Iterator[tuple[Var, ...]]:
     """``with T.grid(nx[, ny[, nz]], threads=128) as (bx, ...)``: launch one block per grid point.
 
     `blocks_per_sm`: how many blocks are meant to be resident on an SM together (so that one block's epilogue and
     pipeline fill overlap another's work). It sets ``__launch_bounds__(threads, blocks_per_sm)``, and the budgets
     follow: shared memory per block (`argus.atoms.common.shared_budget`) and, with warp roles, the registers their
-    ``setmaxnreg`` budgets may hold together (`argus.atoms.common.register_pool`)."""
+    ``setmaxnreg`` budgets may hold together (`argus.atoms.common.register_pool`).
+
+    `cluster`: 2 launches the blocks in 2-block thread-block clusters along the first dimension (blocks 2c and
+    2c + 1 form cluster c; the first extent must be even: an int, or an expression the verifier proves even), where
+    a TMA load may be multicast into both blocks (``T.copy(..., multicast=True)``) and an mbarrier may be the
+    pair's (``T.alloc_mbarrier(..., cluster=True)``). The verifier proves the two blocks of a cluster issue the same
+    multicast boxes and the same cluster arrivals (`argus.verify.checks.cluster`)."""
     st = CURRENT.get()
     if st is None:
         raise DSLError("DSL_OUTSIDE_KERNEL", "T.grid can only be used inside an @argus.kernel function")
@@ -71,6 +78,21 @@ def grid(*extents: Any, threads: int = 128, blocks_per_sm: int = 1) -> Iterator[
             requirement=f"threads x blocks_per_sm at most {most_threads} on Hopper",
             actual=threads * blocks_per_sm,
         )
+    if cluster not in (1, CLUSTER_BLOCKS) or isinstance(cluster, bool):
+        raise DSLError(
+            "DSL_CLUSTER",
+            f"cluster={cluster!r}: argus launches 2-block clusters or none",
+            requirement=f"cluster=1 or cluster={CLUSTER_BLOCKS}",
+            actual=cluster,
+        )
+    if cluster > 1 and isinstance(extents[0], int) and extents[0] % cluster:  # an expression: the verifier proves it
+        raise DSLError(
+            "DSL_CLUSTER",
+            f"a grid of {cluster}-block clusters needs a first extent that is a multiple of {cluster}, not "
+            f"{extents[0]!r}",
+            actual=extents[0],
+        )
+    st.cluster = cluster
     st.blocks_per_sm = blocks_per_sm
     st.grid_loc = caller_loc()
     names = st.grid_names(("bx", "by", "bz")[: len(extents)])  # those of `with T.grid(...) as (bm, bn)`

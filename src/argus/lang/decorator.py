@@ -178,6 +178,7 @@ class KernelFunction:
             assumptions=tuple(v >= 1 for v in shape_vars.values()) + tuple(st.assumptions),
             loc=def_loc(self.fn),
             blocks_per_sm=st.blocks_per_sm,
+            cluster=st.cluster,
             assumption_locs=(None,) * len(shape_vars) + tuple(st.assumption_locs),
             grid_loc=st.grid_loc,
             value_assumptions=tuple(st.value_assumptions),

@@ -185,7 +185,15 @@ _COPY_ATOMS = (
 )
 
 
-def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: Any = None, staging: Any = None) -> None:
+def copy(
+    src: Tile,
+    dst: Tile,
+    atom: str = "auto",
+    pad: float = 0.0,
+    mbarrier: Any = None,
+    staging: Any = None,
+    multicast: bool = False,
+) -> None:
     """Copy tile `src` into tile `dst` (same shape; the dtype is converted if they differ).
 
     `atom`: ``"auto"`` (the lowering chooses), ``"vector"`` (16-byte loads/stores), ``"cp.async"``
@@ -206,6 +214,13 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
     before the block exits, and no other statement may touch the destination tensor (the stores are asynchronous)
     but a synchronous store elsewhere in it (`check_tma_stores`).
     The destination's rows must be 16-byte aligned (``T.assume`` it).
+
+    `multicast` (a ``"tma"`` load in a grid of 2-block clusters, ``T.grid(..., cluster=2)``): the two blocks of the
+    cluster load the box together, each half of it (along its first dimension) into both blocks' `dst`, completing
+    on the `mbarrier` at the same index in each; each block announces the whole box's bytes on its own `mbarrier`
+    as for a plain load. Both blocks must name the same box at the same time (the verifier proves it:
+    ``PIPELINE_CLUSTER_ASYMMETRIC``), and the stage must not be refilled before both blocks are done with it
+    (release it on a cluster barrier, ``T.alloc_mbarrier(..., cluster=True)``, that the issuing role waits on).
     """
     st = current("T.copy")
     loc = caller_loc()
@@ -272,12 +287,28 @@ def copy(src: Tile, dst: Tile, atom: str = "auto", pad: float = 0.0, mbarrier: A
         bar = mbarrier.ref
     elif mbarrier is not None:
         raise DSLError("DSL_TMA_MBARRIER", f"only TMA loads complete on an mbarrier, not atom={atom!r}", loc=loc)
+    if multicast:
+        if atom != "tma" or st.cluster == 1 or src.ref.im2col is not None or src.ref.gather is not None:
+            raise DSLError(
+                "DSL_CLUSTER",
+                f"T.copy(..., multicast=True) is a tiled TMA load (atom='tma') in a grid of clusters "
+                f"(T.grid(..., cluster=2)): atom {atom!r}, clusters of {st.cluster}",
+                loc=loc,
+            )
+        if id(mbarrier.ref.buffer) in st.cluster_barriers:
+            raise DSLError(
+                "DSL_CLUSTER",
+                "T.copy(..., multicast=True) completes on each block's own mbarrier, not on a cluster barrier",
+                loc=loc,
+            )
     stage = None
     if atom == "tma.store":
         stage = _tma_store_staging(src, dst, staging, pad, loc)
     elif staging is not None:
         raise DSLError("DSL_TMA_STAGING", f"only atom='tma.store' takes a staging buffer, not atom={atom!r}", loc=loc)
-    st.emit(Copy(src.ref, dst.ref, atom, mbarrier=bar, pad=float(pad), staging=stage, loc=loc))
+    st.emit(
+        Copy(src.ref, dst.ref, atom, mbarrier=bar, pad=float(pad), staging=stage, multicast=bool(multicast), loc=loc)
+    )
 
 
 def _tma_store_staging(src: Tile, dst: Tile, staging: Any, pad: float, loc: Any) -> TileRef:

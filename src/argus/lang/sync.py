@@ -89,17 +89,30 @@ class Mbarriers:
         return MbarrierRef(TileRef(self.buffer, simplify_origin((as_expr(index),)), (1,), dropped=(0,)))
 
 
-def alloc_mbarrier(count: int, arrive_count: int = 1) -> Mbarriers:
+def alloc_mbarrier(count: int, arrive_count: int = 1, cluster: bool = False) -> Mbarriers:
     """`count` mbarriers, each completing a phase after `arrive_count` arrivals (one per arriving
-    warp role) and all the TMA bytes announced for that phase."""
+    warp role) and all the TMA bytes announced for that phase.
+
+    `cluster` (in a grid of 2-block clusters, ``T.grid(..., cluster=2)``): the barriers are the pair's. Every
+    arrival on one is made on this block's barrier and on the peer block's at the same index, so a phase completes
+    once both blocks have made their `arrive_count` arrivals: what a stage that both blocks' multicast loads fill
+    waits on before it is refilled (each block's consumers release it in both). No TMA bytes are announced on it."""
     st = current("T.alloc_mbarrier")
     loc = caller_loc()
     if not isinstance(count, int) or count < 1 or not isinstance(arrive_count, int) or arrive_count < 1:
         raise DSLError("DSL_MBARRIER", f"T.alloc_mbarrier needs positive int counts, got {count}, {arrive_count}")
+    if cluster and st.cluster == 1:
+        raise DSLError(
+            "DSL_CLUSTER",
+            "T.alloc_mbarrier(..., cluster=True) outside a grid of clusters (T.grid(..., cluster=2))",
+            loc=loc,
+        )
     buffer = Buffer(st.value_name("bar"), Space.MBARRIER, irtypes.u32, (count,), loc=loc)
     st.carve.place(buffer)
     st.emit(Alloc(buffer, loc=loc))
-    st.emit(MbarrierInit(whole(buffer), arrive_count, loc=loc))
+    if cluster:
+        st.cluster_barriers.add(id(buffer))
+    st.emit(MbarrierInit(whole(buffer), arrive_count, cluster=bool(cluster), loc=loc))
     return Mbarriers(buffer)
 
 
@@ -115,6 +128,13 @@ def mbarrier_arrive(bar: MbarrierRef, expect_bytes: int = 0, per_warpgroup: bool
     loc = caller_loc()
     if not isinstance(bar, MbarrierRef):
         raise DSLError("DSL_MBARRIER", "T.mbarrier_arrive takes an element of T.alloc_mbarrier")
+    if expect_bytes and id(bar.ref.buffer) in st.cluster_barriers:
+        raise DSLError(
+            "DSL_CLUSTER",
+            "T.mbarrier_arrive: a cluster barrier (T.alloc_mbarrier(..., cluster=True)) takes arrivals, not TMA bytes: "
+            "each block's bytes complete on its own barriers",
+            loc=loc,
+        )
     if per_warpgroup and expect_bytes:
         raise DSLError(
             "DSL_MBARRIER",

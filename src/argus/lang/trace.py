@@ -28,6 +28,8 @@ class Trace:
         self.block_vars: tuple[Var, ...] = ()
         self.threads: int | None = None
         self.blocks_per_sm = 1
+        self.cluster = 1  # blocks per cluster (T.grid(..., cluster=2))
+        self.cluster_barriers: set[int] = set()  # id() of the mbarrier buffers that are the cluster pair's
         self.thread_var = Var("tid", VarKind.THREAD)
         self.carve = SharedCarve()  # shared memory as the generated code lays it out (argus.atoms.smem)
         self.in_grid = False

@@ -160,6 +160,17 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
+        "PIPELINE_CLUSTER_ASYMMETRIC",
+        "the two blocks of a cluster issue different multicast loads or cluster arrivals",
+        "In a kernel of 2-block clusters (T.grid(..., cluster=2)), each block of a cluster loads half of a multicast "
+        "TMA box into both blocks, and an arrival on a cluster mbarrier is made on both blocks' barriers. The two "
+        "blocks of some cluster reach such a statement a different number of times, or with a different box, stage "
+        "or barrier: one block's stage then holds half of another box, or a barrier's phase completes early or never "
+        "(a hang). Derive the shared operand's coordinates from the cluster index (the first block index // 2), not "
+        "from the block's own index.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "MMA_IN_FLIGHT",
         "accumulator used while asynchronous MMAs write it",
         "A T.gemm issued with wait_group > 0 (an asynchronous wgmma) goes on writing its accumulator after the "

@@ -26,6 +26,7 @@ from argus.verify.checks.align import check_alignment
 from argus.verify.checks.asserts import check_assertion
 from argus.verify.checks.barriers import check_barrier_threads
 from argus.verify.checks.budget import check_register_budget, check_shared_budget
+from argus.verify.checks.cluster import check_cluster_symmetry
 from argus.verify.checks.coverage import (
     check_contraction_coverage,
     check_output_coverage,
@@ -184,6 +185,7 @@ def _verify_kernel(
         run("mbarrier arrive count", check_arrive_counts, ctx)
         run("wgmma in flight", check_wgmma_in_flight, ctx)
         run("staged store buffers", check_staged_stores, ctx)
+        run("cluster symmetry", check_cluster_symmetry, ctx)
     if "fence" in checks:
         run("proxy fence", check_proxy_fences, ctx)
     if "oob" in checks:

@@ -35,7 +35,7 @@ from argus.backend.cuda.codegen.cexpr import Names, c_expr, ctype, uses_floor_he
 from argus.backend.cuda.codegen.errors import CodegenError, unsupported
 from argus.backend.cuda.codegen.source import TensorMapParam
 from argus.ir.expr import Expr, SourceLoc
-from argus.ir.nodes import Buffer, Kernel, Role, Stmt
+from argus.ir.nodes import Buffer, Kernel, MbarrierInit, Role, Stmt, walk
 from argus.ir.types import DType
 
 if TYPE_CHECKING:
@@ -276,6 +276,10 @@ class Context:
         self.zeroed_by_mma: set[Buffer] = set()
         #: the `For` loops open around the statement being emitted (`control.loop`)
         self.loop_depth = 0
+        #: id() of the cluster mbarrier buffers (`MbarrierInit.cluster`): their arrivals are made in both blocks
+        self.cluster_barriers: frozenset[int] = frozenset(
+            id(s.barriers.buffer) for s in walk(kernel.body) if isinstance(s, MbarrierInit) and s.cluster
+        )
 
     # --- writing ---------------------------------------------------------------------------------------
     def line(self, text: str = "") -> None:

@@ -26,6 +26,12 @@ def assemble(cx: Context) -> GeneratedSource:
     """The translation unit of the body `cx` has emitted."""
     k = cx.kernel
     body = "\n".join(cx.out.lines)
+    epilogue = []
+    if k.cluster > 1:  # no block of a cluster exits while its peer may still multicast into it or arrive on it
+        if re.search(r"\breturn\b", body):
+            raise cx.error("a kernel of clusters whose body returns early", "its threads must reach the exit barrier")
+        cx.use("cluster")
+        epilogue.append("  argus::cluster_sync_before_exit();  // the peer block is done with this block's barriers")
     entry = re.sub(r"\W", "_", k.name)
     params, tensors, shape_params = _parameters(cx)
     used_ids = set(re.findall(r"\b\w+\b", body))
@@ -46,8 +52,9 @@ def assemble(cx: Context) -> GeneratedSource:
     # redistribute; a kernel asking for several resident blocks gets them as the minimum, with or without roles
     blocks = k.blocks_per_sm
     bounds = f"{k.threads}, {blocks}" if cx.needs.register_roles or blocks > 1 else f"{k.threads}"
-    signature = f'extern "C" __global__ void __launch_bounds__({bounds}) {entry}({", ".join(params)}) {{'
-    parts.append("\n".join([signature, *(f"  {p}" for p in prologue), *([body] if body else []), "}"]))
+    dims = f"__cluster_dims__({k.cluster}, 1, 1) " if k.cluster > 1 else ""
+    signature = f'extern "C" __global__ void {dims}__launch_bounds__({bounds}) {entry}({", ".join(params)}) {{'
+    parts.append("\n".join([signature, *(f"  {p}" for p in prologue), *([body] if body else []), *epilogue, "}"]))
     return GeneratedSource(
         kernel_name=k.name,
         entry=entry,

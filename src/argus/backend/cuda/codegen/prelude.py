@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from argus.atoms import Major, MmaAtom
+from argus.atoms.tma import MULTICAST_MASK, MULTICAST_PTX
 from argus.backend.cuda.codegen.cexpr import float_literal
 
 
@@ -381,6 +382,60 @@ __device__ __forceinline__ void tma_load_5d(unsigned dst, const TensorMap* map, 
 }
 """,
     ("smem_address",),
+)
+
+
+def _multicast_load(rank: int) -> str:
+    """The C helper of a rank-`rank` multicast TMA load (`argus.atoms.tma.MULTICAST_PTX`) into both blocks of the
+    cluster (`MULTICAST_MASK`)."""
+    coords = ", ".join(f"int c{i}" for i in range(rank))
+    regs = ", ".join(f"%{i + 2}" for i in range(rank))
+    ops = ", ".join(f'"r"(c{i})' for i in range(rank))
+    ptx = MULTICAST_PTX.format(rank=rank)
+    return (
+        f"__device__ __forceinline__ void tma_load_{rank}d_multicast(unsigned dst, const TensorMap* map, {coords},\n"
+        f"                                                      unsigned mbarrier) {{\n"
+        f'  asm volatile("{ptx} [%0], [%1, {{{regs}}}], "\n'
+        f'               "[%{rank + 2}], %{rank + 3};\\n"\n'
+        f'               ::"r"(dst), "l"(map), {ops}, "r"(mbarrier),\n'
+        f'                 "h"(static_cast<unsigned short>({MULTICAST_MASK}))\n'
+        f'               : "memory");\n'
+        "}"
+    )
+
+
+_snippet(
+    "cluster",
+    """
+// 2-block thread-block clusters (argus.atoms.tma.CLUSTER_BLOCKS): blocks 2c and 2c + 1 of the grid's first
+// dimension, cluster ranks 0 and 1. The barrier after the mbarriers' initialisation (every thread of both blocks)
+// keeps a peer's multicast bytes and remote arrivals away from barriers not yet initialised: the initialising
+// thread's fence.mbarrier_init.release.cluster orders the init, so the arrival is relaxed. The barrier before exit
+// keeps a block from exiting while its peer may still arrive on its barriers or multicast into it (release).
+// Neither is .aligned: they may follow the warp roles' divergent branches.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\\n" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void cluster_sync_after_init() {
+  asm volatile("barrier.cluster.arrive.relaxed;\\nbarrier.cluster.wait.acquire;\\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_sync_before_exit() {
+  asm volatile("barrier.cluster.arrive.release;\\nbarrier.cluster.wait.acquire;\\n" ::: "memory");
+}
+// an arrival on the peer block's mbarrier at the shared-memory offset of `address` in this block
+__device__ __forceinline__ void mbarrier_arrive_peer(unsigned address) {
+  asm volatile(
+      "{\\n .reg .b32 peer;\\n mapa.shared::cluster.u32 peer, %0, %1;\\n"
+      " mbarrier.arrive.shared::cluster.b64 _, [peer];\\n}\\n" ::"r"(address), "r"(cluster_rank() ^ 1u)
+      : "memory");
+}
+// multicast TMA loads: this block's part of a box (argus.atoms.tma.multicast_half) lands at `dst` in both blocks of
+// the cluster, its bytes completing on the mbarrier at `mbarrier`'s offset in each
+"""
+    + "\n".join(_multicast_load(rank) for rank in (2, 3, 4, 5)),
+    ("tma", "mbarrier"),
 )
 
 _snippet(

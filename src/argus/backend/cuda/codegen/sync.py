@@ -103,6 +103,11 @@ def mbarrier_init(cx: Context, s: MbarrierInit) -> None:
     if s.warpgroups != 1:
         groups = int(s.warpgroups)
         why = f"  // {arrivals // groups} x {groups}: each warpgroup of the releasing role arrives for itself"
+    if s.cluster:  # the pair's barrier: each block's arrivals are made on both blocks' copies
+        if cx.kernel.cluster == 1:
+            raise cx.invalid("a cluster mbarrier in a kernel launched without clusters")
+        arrivals *= cx.kernel.cluster
+        why += f"  // x {cx.kernel.cluster}: both blocks of the cluster arrive on it"
     with cx.block(f"if ({cx.tid} == 0) {{"):
         i = cx.local("i")
         cx.line(
@@ -111,17 +116,31 @@ def mbarrier_init(cx: Context, s: MbarrierInit) -> None:
         )
         cx.forget(i)
         cx.line("argus::mbarrier_init_fence();")
+    if cx.kernel.cluster > 1:  # a superset of __syncthreads: the peer's barriers are initialised too
+        cx.use("cluster")
+        cx.line("argus::cluster_sync_after_init();  // every thread of both blocks sees the initialised barriers")
+        return
     cx.line("__syncthreads();  // every thread sees the initialised barriers")
 
 
 def mbarrier_arrive(cx: Context, s: MbarrierArrive) -> None:
     address = mbarrier_address(cx, s.barrier)
+    pair = id(s.barrier.buffer) in cx.cluster_barriers
+    if pair:
+        if s.expect_bytes:
+            raise cx.invalid("TMA bytes announced on a cluster mbarrier")
+        cx.use("cluster")
+    arrive = (
+        f"{{ argus::mbarrier_arrive({address}); argus::mbarrier_arrive_peer({address}); }}"
+        if pair
+        else f"argus::mbarrier_arrive({address});"
+    )
     if s.per_warpgroup:
         if s.expect_bytes:
             raise cx.invalid("an arrival per warpgroup that announces TMA bytes")
+        both = " (in both blocks of the cluster)" if pair else ""
         cx.line(
-            f"if ({cx.tid} % {WARPGROUP} == 0) argus::mbarrier_arrive({address});  "
-            "// this warpgroup's MMAs have finished reading the stage"
+            f"if ({cx.tid} % {WARPGROUP} == 0) {arrive}  // this warpgroup's MMAs have finished reading the stage{both}"
         )
         return
     if s.expect_bytes:
@@ -132,7 +151,9 @@ def mbarrier_arrive(cx: Context, s: MbarrierArrive) -> None:
         return
     if cx.threads > 1:
         cx.line(scope_barrier(cx) + "  (all of them are done with what the arrival releases)")
-    cx.line(f"if ({cx.tid} == 0) argus::mbarrier_arrive({address});  // one arrival for the scope")
+    cx.line(
+        f"if ({cx.tid} == 0) {arrive}  // one arrival for the scope{' (in both blocks of the cluster)' if pair else ''}"
+    )
 
 
 def mbarrier_wait(cx: Context, s: MbarrierWait) -> None:

@@ -16,9 +16,10 @@ import dataclasses
 
 import numpy as np
 
+from argus.atoms.errors import AtomError
 from argus.atoms.smem import swizzle_mode_of, tma_box_start, tma_box_swizzle
 from argus.atoms.swizzle import SWIZZLE_REPEAT_BYTES
-from argus.atoms.tma import IM2COL_RANKS, TMA_SMEM_ALIGNMENT, Im2colBox, tma_load
+from argus.atoms.tma import IM2COL_RANKS, TMA_SMEM_ALIGNMENT, Im2colBox, multicast_half, tma_load
 from argus.backend.cuda.codegen.addressing import Window, is_row_major
 from argus.backend.cuda.codegen.cexpr import add, layout_at_coords, paren
 from argus.backend.cuda.codegen.context import Context
@@ -56,16 +57,46 @@ def tma_copy(cx: Context, s: Copy) -> None:
     window = Window(cx, dst)
     swizzle, inside = _box_swizzle(cx, s, window, box)
     cx.require_alignment(tensor, 16)
-    tmap = tensor_map(cx, tensor, box, swizzle)
-    cx.use("tma")
     origin = [cx.expr(o) for o in reversed(src.origin)]
     first = window.buffer_coords(["0"] * len(dst.shape))
+    if s.multicast:
+        _multicast_copy(cx, s, tensor, box, swizzle, inside, window.pointer(first), origin)
+        return
+    tmap = tensor_map(cx, tensor, box, swizzle)
+    cx.use("tma")
     # a box that starts inside a swizzle pattern names its unswizzled start (`tma_box_start`)
     target = _unswizzled_pointer(cx, window, first) if inside else window.pointer(first)
     cx.line(
         f"if ({cx.tid} == 0) argus::tma_load_{rank}d(argus::smem_u32({target}), &{tmap.name}, "
         f"{', '.join(origin)}, {mbarrier_address(cx, s.mbarrier)});  // box {list(box)} (TMA order), "
         f"{swizzle}-byte swizzle"
+    )
+
+
+def _multicast_copy(  # noqa: PLR0913 - the load's parts, as `tma_copy` derived them
+    cx: Context, s: Copy, tensor: Buffer, box: tuple[int, ...], swizzle: int, inside: bool, target: str, origin: list
+) -> None:
+    """This block's half of a multicast box (`Copy.multicast`, `argus.atoms.tma.multicast_half`): rows ``[r * h, (r +
+    1) * h)`` of the box's outermost dimension, r the block's cluster rank, into both blocks of the cluster at the
+    half's offset of the box, completing on the mbarrier at the same offset in each."""
+    if cx.kernel.cluster == 1:
+        raise cx.invalid("a multicast TMA load in a kernel launched without clusters")
+    if inside:
+        raise cx.error("a multicast TMA load of a box that starts inside a swizzle pattern")
+    try:
+        half = multicast_half(box, tensor.dtype.itemsize, swizzle)
+    except AtomError as err:
+        raise cx.invalid(f"multicast TMA load of {tensor.name}: {err}") from err
+    tmap = tensor_map(cx, tensor, half.box, swizzle)
+    cx.use("tma")
+    cx.use("cluster")
+    rank = len(box)
+    outer = f"{paren(origin[-1])} + static_cast<int>(argus::cluster_rank()) * {half.rows}"
+    coords = [*origin[:-1], outer]
+    cx.line(
+        f"if ({cx.tid} == 0) argus::tma_load_{rank}d_multicast(argus::smem_u32({target}) + argus::cluster_rank() * "
+        f"{half.bytes}u, &{tmap.name}, {', '.join(coords)}, {mbarrier_address(cx, s.mbarrier)});  // this block's "
+        f"half {list(half.box)} of box {list(box)} (TMA order) into both blocks of the cluster, {swizzle}-byte swizzle"
     )
 
 
