@@ -1,0 +1,107 @@
+"""Named GEMM configurations at one shape, against cuBLAS and the heuristic's plan (issue #20).
+
+Usage (from the repository root on a GPU machine)::
+
+    PYTHONPATH=src python benchmarks/gemm_config_probe.py M,N,K "BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER" ... \
+        [--rounds 100] [--json F]
+
+For the bf16 product A (M, K) @ B (N, K)^T (C in bf16, nn.Linear's layout): the heuristic's plan
+(`argus.kernels.matmul.plan`) and every configuration given (`GemmConfig` fields in that order, EPILOGUE "direct"
+where SPLITS > 1 else "tma"), each prepared through `matmul.prepare` (the library's own launches, PDL included), checked
+against the f32 product (relative max error <= 1e-2; the script exits 1 if one is wrong or refused), then timed with
+`gemm_parity.interleaved_times` (L2 flushed before every launch, CUDA events, the order rotating every round) with
+cuBLAS (``torch.matmul``). What `gemm_shapes.py --sweep` cannot time: configurations the planner does not offer
+(128x128x64 with 6 stages, cuBLAS's tile at 512x512x65536).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+try:
+    import argus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gemm_parity import interleaved_times  # noqa: E402
+from gemm_variants import environment  # noqa: E402
+
+FIELDS = ("BM", "BN", "BK", "STAGES", "CONSUMERS", "SPLITS", "CLUSTER")
+
+
+def parse_config(text: str, mm):  # noqa: ANN001, ANN201
+    """A `GemmConfig` from ``BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER``."""
+    values = [int(x) for x in text.split(",")]
+    if len(values) != len(FIELDS):
+        raise SystemExit(f"{text!r}: give {','.join(FIELDS)}")
+    fields = dict(zip(FIELDS, values, strict=True))
+    epilogue = "direct" if fields["SPLITS"] > 1 else "tma"
+    return mm.GemmConfig(**fields, EPILOGUE=epilogue)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("shape", help="M,N,K")
+    parser.add_argument("configs", nargs="+", help="BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    import torch
+
+    from argus.kernels import matmul as mm
+
+    for line in environment(torch):
+        print(line)
+    m, n, k = (int(x) for x in args.shape.split(","))
+    g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", generator=g).to(torch.bfloat16).T  # (K, N), a transposed view: NT
+    ref = a.float() @ b.float()
+    scale = float(ref.abs().max())
+    problem = mm.problem_of(a, b)
+    contenders = [("heuristic", mm.plan(problem).config)] + [(c, parse_config(c, mm)) for c in args.configs]
+    launches = {"cublas": lambda: torch.matmul(a, b)}
+    labels, wrong = {}, False
+    for name, config in contenders:
+        try:
+            c, prepared = mm.prepare(a, b, config=config)
+        except Exception as err:  # noqa: BLE001 - reported per contender
+            print(f"{name} ({config.label}): refused: {type(err).__name__}: {str(err)[:300]}")
+            wrong = True
+            continue
+        for p in prepared:
+            p.launch()
+        torch.cuda.synchronize()
+        err = float((c.float() - ref).abs().max()) / scale
+        if not err <= 1e-2:
+            print(f"WRONG {name} ({config.label}): relative error {err}")
+            wrong = True
+            continue
+        launches[name] = lambda prepared=prepared: [p.launch() for p in prepared]
+        labels[name] = config.label
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    times = interleaved_times(torch, launches, args.rounds, scratch)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    print(f"{m}x{n}x{k}: cuBLAS {med['cublas'] * 1e3:.1f} us")
+    rows = []
+    for name in sorted(labels, key=lambda x: med[x]):
+        ratio = med["cublas"] / med[name]
+        rows.append({"name": name, "config": labels[name], "us": med[name] * 1e3, "ratio": ratio})
+        mark = "  (heuristic)" if name == "heuristic" else ""
+        print(f"  {labels[name]:<48} {med[name] * 1e3:8.1f} us  {ratio:.3f}x cuBLAS{mark}")
+    if args.json:
+        args.json.write_text(
+            json.dumps({"environment": environment(torch), "shape": [m, n, k], "rows": rows}, indent=1)
+        )
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
