@@ -204,6 +204,17 @@ def test_the_planner_takes_clusters_where_they_were_measured_faster(shape, clust
         mm.choose.cache_clear()
 
 
+def test_tuning_measures_the_model_s_choice_with_and_without_the_cluster() -> None:
+    clustered = mm.tuning_configs(mm.GemmProblem(6000, 6000, 3000), 4)
+    assert [c.CLUSTER for c in clustered[:2]] == [2, 1] and clustered[1] == dataclasses.replace(clustered[0], CLUSTER=1)
+    assert len(clustered) == 4 and len(set(clustered)) == 4
+    plain = mm.tuning_configs(mm.GemmProblem(1024, 1024, 1024), 3)
+    assert plain[0] == mm.choose(mm.GemmProblem(1024, 1024, 1024)) and plain[1] == dataclasses.replace(
+        plain[0], CLUSTER=2
+    )
+    assert mm.tuning_configs(mm.GemmProblem(100, 8192, 4096), 1) == [mm.choose(mm.GemmProblem(100, 8192, 4096))]
+
+
 def test_a_tuned_cluster_configuration_is_taken_from_the_cache(tmp_path) -> None:
     from argus.kernels import gemm_tuning
 

@@ -284,8 +284,8 @@ def tune_gemm(
     a, b = _gemm_operands(torch, problem, seed)
     reference = torch.matmul(a.double(), b.double())
     tolerance = tolerance_for(mm.torch_dtype(problem.out))
-    heuristic = mm.choose(problem)
-    configs = [heuristic] + [c for c in mm.ranked(problem) if c != heuristic][: budget - 1]
+    configs = mm.tuning_configs(problem, budget)  # the model's choice first, then its cluster twin, then the ranking
+    heuristic = configs[0]
     contenders: dict[str, Contender] = {}
     by_label: dict[str, Any] = {}
     skipped: dict[str, str] = {}

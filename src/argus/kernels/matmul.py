@@ -1109,6 +1109,20 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
     return candidate
 
 
+def tuning_configs(problem: GemmProblem, budget: int, target: Target = DEFAULT_TARGET) -> list[GemmConfig]:
+    """The `budget` configurations `argus tune` measures for `problem`: the model's choice (`choose`), the same
+    configuration with the other cluster setting where the kernel can run both (`cluster_refusal`: the rule of
+    `cluster_choice` is fitted to measured shapes, tuning measures it at this one), then the model's ranking
+    (`ranked`)."""
+    heuristic = choose(problem, target)
+    first = [heuristic]
+    twin = replace(heuristic, CLUSTER=1 if heuristic.CLUSTER > 1 else 2)
+    if budget > 1 and cluster_refusal(kernel_problem(problem), twin, target) is None:
+        first.append(twin)
+    rest = [c for c in ranked(problem, target) if c not in first]
+    return (first + rest)[:budget]
+
+
 def cluster_waves(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> bool:
     """Whether `config` in 2-block clusters (pairs of row tiles on pairs of blocks) runs in no more waves than
     without, and leaves at most `CLUSTER_MAX_IDLE` of its tile slots empty (an odd count of row tiles gives the last
