@@ -92,6 +92,12 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--shapes", nargs="*", help="M,N,K instead of the suites")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="also time the heuristic's configuration in 2-block clusters sharing B (`GemmConfig.CLUSTER`), where the "
+        "kernel can run it (`matmul.cluster_refusal`)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -115,6 +121,9 @@ def main() -> int:
         ranked = sorted(mm.candidates(mm.padded_extent(problem)), key=lambda c: mm.estimate(problem, c))
         others = [c for c in ranked if c != chosen][: args.sweep]
         regrouped = [(f"{chosen.label} g{g}", replace(chosen, GROUP=g)) for g in args.groups if g != chosen.GROUP]
+        twin = replace(chosen, CLUSTER=2)
+        if args.cluster and chosen.CLUSTER == 1 and mm.cluster_refusal(problem, twin) is None:
+            regrouped.append((twin.label, twin))
         plans.append((problem, suite, [("heuristic", chosen), *regrouped] + [(c.label, c) for c in others]))
 
     jobs = set()

@@ -184,10 +184,12 @@ def test_a_release_in_one_block_only_hangs_on_the_interpreter_and_is_refuted() -
         ((5272, 576, 136), False),  # misaligned, but a short K
         ((64, 8192, 8192), False),  # swap-AB
         ((20480, 256, 4096), False),  # three consumer warpgroups
+        ((4096, 4096, 4096, "e4m3"), False),  # FP8: not measured
+        ((4096, 4096, 4096, "f16"), True),
     ],
 )
 def test_the_planner_takes_clusters_where_they_were_measured_faster(shape, clustered) -> None:
-    problem = mm.GemmProblem(*shape)
+    problem = mm.GemmProblem(*shape[:3], dtype=shape[3] if len(shape) > 3 else "bf16", out="bf16")
     config = mm.choose(problem)
     assert (config.CLUSTER == 2) == clustered, config.label
     if clustered:
@@ -242,3 +244,18 @@ def test_clustered_plans_are_the_product_on_the_gpu() -> None:
         c = mm.matmul(a, b.T)
         ref = a.float() @ b.float().T
         assert float((c.float() - ref).abs().max()) <= 1e-2 * float(ref.abs().max())
+
+
+def test_a_clustered_kernel_crosses_the_process_boundary_unchanged() -> None:
+    """The IR wire format (what the judge receives from a sandboxed candidate) keeps the cluster, the multicast loads
+    and the pair's barriers."""
+    import json
+
+    from argus.ir.printer import format_kernel
+    from argus.ir.serialize import kernel_from_data, kernel_to_data
+
+    kernel = KERNEL.trace(BM=128, BN=256, STAGES=4, OUT="bf16", BLOCKS=132, EPILOGUE="tma", CLUSTER=2)
+    back = kernel_from_data(json.loads(json.dumps(kernel_to_data(kernel))))
+    assert back.cluster == 2 and format_kernel(back) == format_kernel(kernel)
+    text = format_kernel(back)
+    assert "clusters of 2" in text and " multicast " in text and "count=2 (1 x 2 warpgroups) cluster" in text

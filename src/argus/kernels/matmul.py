@@ -1085,11 +1085,11 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
     past a multiple of 32 (`misaligned_pitch`: read in clusters, not copied to whole pitches first) over at least
     `CLUSTER_MIN_K_MISALIGNED`, split-K of at least `CLUSTER_MIN_SPLITS` splits, and 128-row tiles on two consumer
     warpgroups over at least `CLUSTER_MIN_WAVES` waves and `CLUSTER_MIN_K`; never where the cluster's units take
-    more waves than the blocks' (`cluster_waves`), nor swap-AB, three consumer warpgroups, a split tail or f32's split
-    products."""
+    more waves than the blocks' (`cluster_waves`), nor swap-AB, three consumer warpgroups, a split tail, f32's split
+    products or FP8 inputs (not measured; `argus tune` measures the twin, `tuning_configs`)."""
     if not CLUSTERS or config.CLUSTER > 1 or config.SWAP or config.CONSUMERS == 3 or config.TAIL > 1:
         return config
-    if problem.dtype == "f32":
+    if problem.dtype == "f32" or problem.kernel_itemsize != 2:  # measured on 16-bit inputs only (not FP8)
         return config
     if misaligned_pitch(problem):
         if problem.K < CLUSTER_MIN_K_MISALIGNED:
