@@ -261,6 +261,9 @@ def test_query_block_pairs_are_chosen_for_causal_d128_and_verify() -> None:
     # block of an odd count has no second unit (its branch), which the masked reductions take into account
     result = verify(flash_attention, **dict(S.plan(causal, config).params()))
     assert result.verdict == Verdict.VERIFIED, [f.message for f in result.findings if f.verdict != Verdict.VERIFIED]
+    # the second query block's arrival and wait sit in the middle block's branch: counted where they run (not "not
+    # checked", as before session 54)
+    assert ("q_ready: under conditions", Verdict.VERIFIED) in [(c.target, c.verdict) for c in result.checks]
 
 
 def test_longest_blocks_first_only_where_the_grid_is_a_few_waves() -> None:

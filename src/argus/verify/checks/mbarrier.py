@@ -22,18 +22,31 @@ roles:
 
 A ``T.if_`` *around* the phase loop (a persistent kernel's guard ``t < tiles`` around its pipeline) skips whole
 iterations, that is whole phases, not arrivals of a phase, when every arrival statement on the barrier sits in
-that one phase loop: such arrivals are counted. A barrier whose arrivals are mixed (some statements outside
-loops, some inside), or that are inside a ``T.if_`` within the phase loop (or around phase loops of different
-statements), or under a loop of symbolic extent nested in the phase loop, is not counted (no finding: the
-interpreter's deadlock and over-arrival checks cover it at run time).
+that one phase loop: such arrivals are counted.
+
+Arrivals outside loops under ``T.if_`` conditions (since 2026-12-04: the attention kernel's second query block of a
+pair, ``q_ready[1]``, loaded and awaited only where the pair has one) on fixed elements: for each element, the
+arrivals that run are those whose branch conditions hold, so Z3 checks, for every block and size the assumptions
+allow, that the arrivals that run number `arrive_count`, or none at all while no wait on the element runs (a barrier
+never used). A block where some but not all arrive, or where a wait runs with no arrival, is `violated` with that
+block and size; waits inside loops on such an element leave it not counted.
+
+A barrier whose arrivals are mixed (some statements outside loops, some inside), or that are inside a ``T.if_``
+within the phase loop (or around phase loops of different statements), or under a loop of symbolic extent nested in
+the phase loop, is not counted (no finding: the interpreter's deadlock and over-arrival checks cover it at run
+time).
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
+
+import z3
 
 from argus.ir.expr import Const, Expr, free_vars
-from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit
+from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit, MbarrierWait
+from argus.verify import smt
 from argus.verify.context import Context
 from argus.verify.program import Site, barrier_element, first_thread, user_name
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
@@ -78,6 +91,70 @@ def _per_phase(site: Site, outer_ifs_ok: bool = False) -> int | None:
     return count
 
 
+def _path(ctx: Context, site: Site) -> Any:
+    """The condition under which `site` (outside loops) runs: its branches' conditions, taken or not."""
+    conds = []
+    for branch, taken in site.ifs:
+        c = smt.boolean(smt.evaluate(branch.cond, ctx.base_env))
+        conds.append(c if taken else z3.Not(c))
+    return z3.And(*conds) if conds else z3.BoolVal(True)
+
+
+def _conditional_arrivals(ctx: Context, buf: Buffer, init_site: Site, sites: list[Site]) -> tuple[Any, Any]:
+    """(verdict, finding) for a barrier whose arrivals are outside loops on fixed elements, some under branches:
+    per element, the arrivals that run number `arrive_count`, or none while no wait on it runs. (None, None) where
+    a wait on such an element is inside a loop (not counted); a finding with the block and sizes where it fails."""
+    init = init_site.stmt
+    elements = _fixed_elements(sites)
+    assert elements is not None
+    waits = [
+        x
+        for x in ctx.analysis.program.sites
+        if isinstance(x.stmt, MbarrierWait) and x.stmt.barrier.buffer is buf  # type: ignore[attr-defined]
+    ]
+    wait_elements = _fixed_elements(waits)
+    if wait_elements is None:
+        return None, None
+    for element in sorted(set(elements)):
+        mine = [(x, 1 * (len(x.role.warpgroups) if x.stmt.per_warpgroup and x.role else 1))  # type: ignore[attr-defined]
+                for x, e in zip(sites, elements, strict=True) if e == element]  # fmt: skip
+        count = z3.Sum([z3.If(_path(ctx, x), smt.val(c), smt.val(0)) for x, c in mine])
+        waited = z3.Or(*[_path(ctx, w) for w, e in zip(waits, wait_elements, strict=True) if e == element], False)
+        wrong = z3.And(count != init.arrive_count, z3.Or(count != 0, waited))  # type: ignore[attr-defined]
+        out = ctx.solve([], wrong)
+        if out.verdict == Verdict.VERIFIED:
+            continue
+        if out.verdict == Verdict.UNKNOWN:
+            return Verdict.UNKNOWN, None
+        model = out.model
+        got = smt.model_int(model, count)
+        name = f"{user_name(buf)}[{element}]"
+        effect = (
+            "a wait on it runs and the phase never completes: it deadlocks"
+            if got < init.arrive_count  # type: ignore[attr-defined]
+            else "the extra arrivals complete the next phase early"
+        )
+        msg = (
+            f"{name} is initialised with arrive_count={init.arrive_count}, but in this block {got} of its "  # type: ignore[attr-defined]
+            f"arrivals under conditions run: {effect}"
+        )
+        first = mine[0][0]
+        cex = Counterexample(
+            code="MBARRIER_ARRIVE_COUNT",
+            block=ctx.block_values(model),
+            shapes=ctx.shape_values(model),
+            message=msg,
+            op_loc=init.loc,
+            program_point=f"{init.loc}",
+            thread=ThreadPoint(first_thread(first.role), first.role.name if first.role else None),
+            element=Element(user_name(buf), "mbarrier", element, (element,)),
+            variables={"arrive_count": init.arrive_count, "arrivals_per_phase": got},  # type: ignore[attr-defined]
+        )
+        finding = Finding("MBARRIER_ARRIVE_COUNT", Verdict.VIOLATED, msg, loc=init.loc, counterexample=cex)
+        return Verdict.VIOLATED, finding
+    return Verdict.VERIFIED, None
+
+
 def _fixed_elements(sites: list[Site]) -> list[int] | None:
     """The barrier element each arrival at `sites` names, where all are outside loops at constant indices; else None."""
     out = []
@@ -117,6 +194,17 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
             counts = []
         same_loop = len({id(_phase_loop(s)) for s in sites}) == 1 and _phase_loop(sites[0]) is not None
         counts = counts or [_per_phase(s, outer_ifs_ok=same_loop) for s in sites]
+        if any(c is None for c in counts) and _fixed_elements(sites) is not None:  # arrivals under branches
+            verdict, finding = _conditional_arrivals(ctx, buf, init_site, sites)
+            if finding is not None:
+                findings.append(finding)
+            if verdict is None:
+                ctx.record_not_checked(
+                    "mbarrier arrive count", user_name(buf), "arrivals under conditions with a wait in a loop", start
+                )
+            else:
+                ctx.record("mbarrier arrive count", f"{user_name(buf)}: under conditions", verdict, start)
+            continue
         # an arrival made per warpgroup (`MbarrierArrive.per_warpgroup`) is one arrival of each warpgroup of its role
         counts = [
             c * len(s.role.warpgroups) if c is not None and s.stmt.per_warpgroup and s.role is not None else c  # type: ignore[attr-defined]
