@@ -152,9 +152,10 @@ def test_each_rung_has_its_counterpart_s_mechanisms_and_policies(name: str) -> N
     # not mirrored: the Hopper rungs' C dtype (f32 here), operand dtype (IN: bf16 here), operand layouts (A_MAJOR,
     # B_MAJOR: K-major here), on the 2-D grid gemm_warp_specialized's tile order (ORDER, GROUP: the 2-D grid by
     # default; the persistent rungs mirror theirs), and the GEMM library's mechanisms of the persistent kernel
-    # (CONSUMERS, SPLITS, BATCH, BATCH_GRID, PART, C_MAJOR: `argus.kernels.matmul`; off in the ladder's rungs, which
-    # these mirror)
-    skipped = ("OUT", "IN", "A_MAJOR", "B_MAJOR", "CONSUMERS", "SPLITS", "BATCH", "BATCH_GRID", "PART", "C_MAJOR") + (
+    # (CONSUMERS, SPLITS, BATCH, BATCH_GRID, PART, C_MAJOR, CLUSTER: `argus.kernels.matmul`; off in the ladder's
+    # rungs, which these mirror)
+    library = ("CONSUMERS", "SPLITS", "BATCH", "BATCH_GRID", "PART", "C_MAJOR", "CLUSTER")
+    skipped = ("OUT", "IN", "A_MAJOR", "B_MAJOR", *library) + (
         () if "ORDER" in mine.kernel.defaults else ("ORDER", "GROUP")
     )
     defaults = {k: v for k, v in theirs.kernel.defaults.items() if k not in skipped}

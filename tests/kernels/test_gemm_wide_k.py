@@ -53,10 +53,10 @@ def test_a_wide_k_block_is_verified_and_compiles_to_two_boxes_per_operand_withou
 def test_both_boxes_from_one_panel_are_caught_by_the_contraction_s_coverage(monkeypatch: pytest.MonkeyPatch) -> None:
     real = gemm.load_operand
 
-    def one_panel(tensor, major, stage, mn, k, bmn, bk, bar, batch=None):  # noqa: ANN001, ANN202, PLR0913
+    def one_panel(tensor, major, stage, mn, k, bmn, bk, bar, batch=None, multicast=False):  # noqa: ANN001, ANN202, PLR0913
         panel = 128 // tensor.dtype.itemsize
         if major != "K" or bk <= panel:
-            return real(tensor, major, stage, mn, k, bmn, bk, bar, batch)
+            return real(tensor, major, stage, mn, k, bmn, bk, bar, batch, multicast)
         for j in range(bk // panel):  # the mistake: panel 0 of the block twice
             gemm.T.copy(tensor.tile((mn, k * (bk // panel)), (bmn, panel)), stage.window((0, panel * j), (bmn, panel)),
                         atom="tma", mbarrier=bar)  # fmt: skip

@@ -273,7 +273,22 @@ def copy(
             actual=f"atom {atom!r}, {s.value} -> {d.value}",
             loc=loc,
         )
-    bar = None
+    bar = _tma_barrier(atom, mbarrier, pad, loc)
+    if multicast:
+        _check_multicast(st, src, atom, mbarrier, loc)
+    stage = None
+    if atom == "tma.store":
+        stage = _tma_store_staging(src, dst, staging, pad, loc)
+    elif staging is not None:
+        raise DSLError("DSL_TMA_STAGING", f"only atom='tma.store' takes a staging buffer, not atom={atom!r}", loc=loc)
+    st.emit(
+        Copy(src.ref, dst.ref, atom, mbarrier=bar, pad=float(pad), staging=stage, multicast=bool(multicast), loc=loc)
+    )
+
+
+def _tma_barrier(atom: str, mbarrier: Any, pad: float, loc: Any) -> TileRef | None:
+    """The mbarrier a ``"tma"`` load completes on (it needs one, and no padding: TMA fills with 0); None for other
+    atoms, which take none."""
     if atom == "tma":
         if not isinstance(mbarrier, MbarrierRef):
             raise DSLError(
@@ -284,31 +299,28 @@ def copy(
             )
         if pad != 0.0:
             raise DSLError("DSL_TMA_PAD", "TMA fills out-of-bounds elements with 0; pad must be 0", loc=loc)
-        bar = mbarrier.ref
-    elif mbarrier is not None:
+        return mbarrier.ref
+    if mbarrier is not None:
         raise DSLError("DSL_TMA_MBARRIER", f"only TMA loads complete on an mbarrier, not atom={atom!r}", loc=loc)
-    if multicast:
-        if atom != "tma" or st.cluster == 1 or src.ref.im2col is not None or src.ref.gather is not None:
-            raise DSLError(
-                "DSL_CLUSTER",
-                f"T.copy(..., multicast=True) is a tiled TMA load (atom='tma') in a grid of clusters "
-                f"(T.grid(..., cluster=2)): atom {atom!r}, clusters of {st.cluster}",
-                loc=loc,
-            )
-        if id(mbarrier.ref.buffer) in st.cluster_barriers:
-            raise DSLError(
-                "DSL_CLUSTER",
-                "T.copy(..., multicast=True) completes on each block's own mbarrier, not on a cluster barrier",
-                loc=loc,
-            )
-    stage = None
-    if atom == "tma.store":
-        stage = _tma_store_staging(src, dst, staging, pad, loc)
-    elif staging is not None:
-        raise DSLError("DSL_TMA_STAGING", f"only atom='tma.store' takes a staging buffer, not atom={atom!r}", loc=loc)
-    st.emit(
-        Copy(src.ref, dst.ref, atom, mbarrier=bar, pad=float(pad), staging=stage, multicast=bool(multicast), loc=loc)
-    )
+    return None
+
+
+def _check_multicast(st: Any, src: Tile, atom: str, mbarrier: Any, loc: Any) -> None:
+    """A multicast copy (`T.copy(..., multicast=True)`) is a tiled TMA load in a grid of clusters, completing on a
+    block's own mbarrier."""
+    if atom != "tma" or st.cluster == 1 or src.ref.im2col is not None or src.ref.gather is not None:
+        raise DSLError(
+            "DSL_CLUSTER",
+            f"T.copy(..., multicast=True) is a tiled TMA load (atom='tma') in a grid of clusters "
+            f"(T.grid(..., cluster=2)): atom {atom!r}, clusters of {st.cluster}",
+            loc=loc,
+        )
+    if id(mbarrier.ref.buffer) in st.cluster_barriers:
+        raise DSLError(
+            "DSL_CLUSTER",
+            "T.copy(..., multicast=True) completes on each block's own mbarrier, not on a cluster barrier",
+            loc=loc,
+        )
 
 
 def _tma_store_staging(src: Tile, dst: Tile, staging: Any, pad: float, loc: Any) -> TileRef:
