@@ -38,6 +38,7 @@ def _operands(m: int, n: int, k: int, seed: int, b_major: str = "K") -> tuple[np
         ((200, 136, 72), dict(BM=64, BN=128, CONSUMERS=1, STAGES=2)),
         ((256, 128, 320), dict(BM=64, BN=64, CONSUMERS=1, STAGES=2, SPLITS=3)),
         ((192, 256, 136), dict(BM=64, BN=128, CONSUMERS=1, STAGES=3, B_MAJOR="N")),
+        ((320, 128, 200), dict(BM=64, BN=64, CONSUMERS=1, STAGES=2, EPILOGUE="tma")),  # staged TMA stores, 5 rows
     ],
 )
 @pytest.mark.parametrize("schedule", ["listed", "reversed"])

@@ -1045,8 +1045,9 @@ def choose(
 ) -> GemmConfig:
     """The configuration the model ranks first for `problem` among `tiles` (default `TILES`) and, with `swap`, its
     swap-AB tiles; among those within `TIE` of the best, an unsplit one without a split tail over split ones (no
-    workspace, one launch; with `TIE_FEWEST_SPLITS`, the fewest splits). Remembered per (problem, target, tiles,
-    swap): a call site that repeats a shape pays the ranking once."""
+    workspace, one launch; with `TIE_FEWEST_SPLITS`, the fewest splits), then in 2-block clusters where
+    `cluster_choice` measured them faster. Remembered per (problem, target, tiles, swap): a call site that repeats a
+    shape pays the ranking once."""
     found = candidates_for(problem, target, tiles, swap)
     preferred = swap_choice(problem, found, target) if swap else None
     if preferred is not None:
