@@ -903,8 +903,10 @@ class _Machine:
             raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: a multicast TMA load in a kernel without clusters")
         src, dst = s.src, s.dst
         rows = int(src.shape[0])
-        if rows % 2:
-            raise InterpError("INTERP_UNSUPPORTED", f"{s.loc}: a multicast box of {rows} rows does not halve")
+        if rows % 2 or 0 in tuple(src.dropped):  # the box's outermost dimension is the tensor's first (as generated)
+            raise InterpError(
+                "INTERP_UNSUPPORTED", f"{s.loc}: a multicast box whose outermost dimension ({rows} rows) does not halve"
+            )
         half = rows // 2
         mine = idx[_tile_coords(src.shape, idx)[0] // half == blk.rank]
         values = _round(dst.dtype, self._read(blk, src, mine, 0.0))
