@@ -911,10 +911,8 @@ class _Machine:
         mine = idx[_tile_coords(src.shape, idx)[0] // half == blk.rank]
         values = _round(dst.dtype, self._read(blk, src, mine, 0.0))
         index = _int(s.mbarrier.origin[0], blk.env) if s.mbarrier.origin else 0  # type: ignore[union-attr]
-        for target in (blk, blk.peer):
-            offsets = _shared_offsets(
-                dst.buffer, _window_coords(dst, _tile_coords(dst.shape, mine), blk.env), dst.layout
-            )
+        offsets = _shared_offsets(dst.buffer, _window_coords(dst, _tile_coords(dst.shape, mine), blk.env), dst.layout)
+        for target in (blk, blk.peer):  # the same offsets in both blocks: one shared-memory layout
             bar = self._barrier_at(target, s.mbarrier.buffer, index, s.loc)  # type: ignore[union-attr]
             bar.landing.append((dst.buffer, offsets, values))
             bar.tx -= mine.size * dst.dtype.bits // 8

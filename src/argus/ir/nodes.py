@@ -729,6 +729,10 @@ class Kernel:
                 return t
         raise KeyError(f"kernel {self.name} has no tensor parameter {name!r}")
 
+    def cluster_barriers(self) -> frozenset[int]:
+        """id() of the mbarrier buffers that are the cluster pair's (`MbarrierInit.cluster`)."""
+        return frozenset(id(s.barriers.buffer) for s in walk(self.body) if isinstance(s, MbarrierInit) and s.cluster)
+
 
 def walk(stmts: tuple[Stmt, ...]):
     """Every statement, depth first, in program order."""

@@ -33,21 +33,13 @@ from typing import Any
 import z3
 
 from argus.ir.expr import Expr
-from argus.ir.nodes import Copy, MbarrierArrive, MbarrierInit, MbarrierWait, Role
+from argus.ir.nodes import Copy, MbarrierArrive, MbarrierWait, Role
 from argus.verify import smt
 from argus.verify.context import Context
 from argus.verify.program import Site, first_thread, loop_name, user_name
 from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict
 
 CODE = "PIPELINE_CLUSTER_ASYMMETRIC"
-
-
-def _cluster_barriers(ctx: Context) -> set[int]:
-    return {
-        id(x.stmt.barriers.buffer)  # type: ignore[attr-defined]
-        for x in ctx.analysis.program.sites
-        if isinstance(x.stmt, MbarrierInit) and x.stmt.cluster
-    }
 
 
 def _paired_sites(ctx: Context, pair: set[int]) -> list[Site]:
@@ -81,7 +73,7 @@ def _finding(site: Site, message: str, verdict: Verdict = Verdict.VIOLATED, cex:
 
 def check_cluster_symmetry(ctx: Context) -> list[Finding]:
     k = ctx.kernel
-    pair = _cluster_barriers(ctx)
+    pair = ctx.kernel.cluster_barriers()
     sites = _paired_sites(ctx, pair)
     if not sites:
         return []
@@ -94,7 +86,7 @@ def check_cluster_symmetry(ctx: Context) -> list[Finding]:
                 f"(clusters of {k.cluster})",
             )
         ]
-    extent = smt.evaluate(k.grid[0], ctx.base_env) if isinstance(k.grid[0], Expr) else smt.val(k.grid[0])
+    extent = _first_extent(ctx)
     odd = ctx.solve([], smt.mod(extent, smt.val(2)) != 0)
     if odd.verdict != Verdict.VERIFIED:
         message = f"the grid's first extent {k.grid[0]} is not always even: a block would have no cluster peer"
@@ -134,8 +126,9 @@ def check_cluster_symmetry(ctx: Context) -> list[Finding]:
                     Verdict.UNKNOWN,
                 )
             )
-    if any(isinstance(x.stmt, Copy) and x.role is None for x in sites):
-        x = next(x for x in sites if isinstance(x.stmt, Copy) and x.role is None)
+    outside = next((x for x in sites if isinstance(x.stmt, Copy) and x.role is None), None)
+    if outside is not None:
+        x = outside
         findings.append(
             _finding(
                 x,
@@ -148,15 +141,22 @@ def check_cluster_symmetry(ctx: Context) -> list[Finding]:
         return findings
     for x in sites:
         start = time.perf_counter()
-        finding = _symmetric(ctx, x)
+        finding = _symmetric(ctx, x, extent)
         ctx.record("cluster symmetry", str(x.loc), Verdict.VERIFIED if finding is None else finding.verdict, start)
         if finding is not None:
             findings.append(finding)
     return findings
 
 
-def _symmetric(ctx: Context, site: Site) -> Finding | None:
-    """None where both blocks of every cluster run `site` alike; else the finding."""
+def _first_extent(ctx: Context) -> Any:
+    """The grid's first extent as a Z3 term."""
+    g = ctx.kernel.grid[0]
+    return smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)
+
+
+def _symmetric(ctx: Context, site: Site, extent: Any) -> Finding | None:
+    """None where both blocks of every cluster (`extent` blocks in the grid's first dimension) run `site` alike;
+    else the finding."""
     k = ctx.kernel
     first = k.block_vars[0]
     c = z3.BitVec("cluster", smt.WIDTH)
@@ -166,7 +166,6 @@ def _symmetric(ctx: Context, site: Site) -> Finding | None:
         env[first] = c * 2 + rank
         env[k.thread_var] = z3.BitVec("tid", smt.WIDTH)
         envs.append(env)
-    extent = smt.evaluate(k.grid[0], ctx.base_env) if isinstance(k.grid[0], Expr) else smt.val(k.grid[0])
     cons = [smt.in_range(c, 0, smt.floordiv(extent, smt.val(2))), smt.in_range(envs[0][k.thread_var], 0, k.threads)]
     differences: list[tuple[str, Any]] = []
     path: list[Any] = []

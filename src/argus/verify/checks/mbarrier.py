@@ -91,6 +91,31 @@ def _per_phase(site: Site, outer_ifs_ok: bool = False) -> int | None:
     return count
 
 
+def _arrivals(site: Site) -> int:
+    """Arrivals one execution of the arrive statement at `site` makes: one, or one per warpgroup of its role for an
+    arrival made per warpgroup (`MbarrierArrive.per_warpgroup`)."""
+    each = site.stmt.per_warpgroup and site.role is not None  # type: ignore[attr-defined]
+    return len(site.role.warpgroups) if each else 1  # type: ignore[union-attr]
+
+
+def _violation(init_site: Site, buf: Buffer, first: Site, msg: str, total: int, element: int, **where: Any) -> Finding:
+    """The `MBARRIER_ARRIVE_COUNT` finding of barrier `buf` (element `element`) receiving `total` arrivals a phase,
+    its counterexample at `first`'s role and at the block and sizes of `where` (``block``, ``shapes``)."""
+    init = init_site.stmt
+    cex = Counterexample(
+        code="MBARRIER_ARRIVE_COUNT",
+        message=msg,
+        op_loc=init.loc,
+        program_point=f"{init.loc}",
+        thread=ThreadPoint(first_thread(first.role), first.role.name if first.role else None),
+        element=Element(user_name(buf), "mbarrier", element, (element,)),
+        variables={"arrive_count": init.arrive_count, "arrivals_per_phase": total},  # type: ignore[attr-defined]
+        **where,
+    )
+    details = {"arrive_count": init.arrive_count, "arrivals_per_phase": total}  # type: ignore[attr-defined]
+    return Finding("MBARRIER_ARRIVE_COUNT", Verdict.VIOLATED, msg, loc=init.loc, counterexample=cex, details=details)
+
+
 def _path(ctx: Context, site: Site) -> Any:
     """The condition under which `site` (outside loops) runs: its branches' conditions, taken or not."""
     conds = []
@@ -116,8 +141,7 @@ def _conditional_arrivals(ctx: Context, buf: Buffer, init_site: Site, sites: lis
     if wait_elements is None:
         return None, None
     for element in sorted(set(elements)):
-        mine = [(x, 1 * (len(x.role.warpgroups) if x.stmt.per_warpgroup and x.role else 1))  # type: ignore[attr-defined]
-                for x, e in zip(sites, elements, strict=True) if e == element]  # fmt: skip
+        mine = [(x, _arrivals(x)) for x, e in zip(sites, elements, strict=True) if e == element]
         count = z3.Sum([z3.If(_path(ctx, x), smt.val(c), smt.val(0)) for x, c in mine])
         waited = z3.Or(*[_path(ctx, w) for w, e in zip(waits, wait_elements, strict=True) if e == element], False)
         wrong = z3.And(count != init.arrive_count, z3.Or(count != 0, waited))  # type: ignore[attr-defined]
@@ -138,20 +162,8 @@ def _conditional_arrivals(ctx: Context, buf: Buffer, init_site: Site, sites: lis
             f"{name} is initialised with arrive_count={init.arrive_count}, but in this block {got} of its "  # type: ignore[attr-defined]
             f"arrivals under conditions run: {effect}"
         )
-        first = mine[0][0]
-        cex = Counterexample(
-            code="MBARRIER_ARRIVE_COUNT",
-            block=ctx.block_values(model),
-            shapes=ctx.shape_values(model),
-            message=msg,
-            op_loc=init.loc,
-            program_point=f"{init.loc}",
-            thread=ThreadPoint(first_thread(first.role), first.role.name if first.role else None),
-            element=Element(user_name(buf), "mbarrier", element, (element,)),
-            variables={"arrive_count": init.arrive_count, "arrivals_per_phase": got},  # type: ignore[attr-defined]
-        )
-        finding = Finding("MBARRIER_ARRIVE_COUNT", Verdict.VIOLATED, msg, loc=init.loc, counterexample=cex)
-        return Verdict.VIOLATED, finding
+        where = {"block": ctx.block_values(model), "shapes": ctx.shape_values(model)}
+        return Verdict.VIOLATED, _violation(init_site, buf, mine[0][0], msg, got, element, **where)
     return Verdict.VERIFIED, None
 
 
@@ -206,10 +218,7 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
                 ctx.record("mbarrier arrive count", f"{user_name(buf)}: under conditions", verdict, start)
             continue
         # an arrival made per warpgroup (`MbarrierArrive.per_warpgroup`) is one arrival of each warpgroup of its role
-        counts = [
-            c * len(s.role.warpgroups) if c is not None and s.stmt.per_warpgroup and s.role is not None else c  # type: ignore[attr-defined]
-            for s, c in zip(sites, counts, strict=True)
-        ]
+        counts = [c * _arrivals(s) if c is not None else c for s, c in zip(sites, counts, strict=True)]
         if any(c is None for c in counts) or len({bool(s.loops) for s in sites}) > 1:
             why = "arrivals under conditions, or inside and outside a loop, that no protocol check has counted"
             ctx.record_not_checked("mbarrier arrive count", user_name(buf), why, start)
@@ -241,27 +250,7 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
             f"{name} is initialised with arrive_count={init.arrive_count}, but {total} arrival(s) reach each "
             f"phase ({who}; one per T.mbarrier_arrive of a role): {effect}"
         )
-        first = sites[0]
-        thread = first_thread(first.role)
-        cex = Counterexample(
-            code="MBARRIER_ARRIVE_COUNT",
-            block={v.name: 0 for v in ctx.kernel.block_vars},  # any block: the same in every one
-            message=msg,
-            op_loc=init.loc,
-            program_point=f"{init.loc}",
-            thread=ThreadPoint(thread, first.role.name if first.role else None),
-            element=Element(name, "mbarrier", 0, (0,)),
-            variables={"arrive_count": init.arrive_count, "arrivals_per_phase": total},
-        )
-        findings.append(
-            Finding(
-                "MBARRIER_ARRIVE_COUNT",
-                Verdict.VIOLATED,
-                msg,
-                loc=init.loc,
-                counterexample=cex,
-                details={"arrive_count": init.arrive_count, "arrivals_per_phase": total},
-            )
-        )
+        any_block = {v.name: 0 for v in ctx.kernel.block_vars}  # the same in every one
+        findings.append(_violation(init_site, buf, sites[0], msg, total, 0, block=any_block))
         ctx.record("mbarrier arrive count", f"{name}: {total} per phase", Verdict.VIOLATED, start)
     return findings

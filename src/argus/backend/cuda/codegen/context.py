@@ -35,7 +35,7 @@ from argus.backend.cuda.codegen.cexpr import Names, c_expr, ctype, uses_floor_he
 from argus.backend.cuda.codegen.errors import CodegenError, unsupported
 from argus.backend.cuda.codegen.source import TensorMapParam
 from argus.ir.expr import Expr, SourceLoc
-from argus.ir.nodes import Buffer, Kernel, MbarrierInit, Role, Stmt, walk
+from argus.ir.nodes import Buffer, Kernel, Role, Stmt
 from argus.ir.types import DType
 
 if TYPE_CHECKING:
@@ -277,9 +277,7 @@ class Context:
         #: the `For` loops open around the statement being emitted (`control.loop`)
         self.loop_depth = 0
         #: id() of the cluster mbarrier buffers (`MbarrierInit.cluster`): their arrivals are made in both blocks
-        self.cluster_barriers: frozenset[int] = frozenset(
-            id(s.barriers.buffer) for s in walk(kernel.body) if isinstance(s, MbarrierInit) and s.cluster
-        )
+        self.cluster_barriers = kernel.cluster_barriers()
 
     # --- writing ---------------------------------------------------------------------------------------
     def line(self, text: str = "") -> None:
