@@ -3,7 +3,12 @@
 Usage (from the repository root on a GPU machine)::
 
     PYTHONPATH=src python benchmarks/gemm_config_probe.py M,N,K "BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER" ... \
-        [--rounds 100] [--json F]
+        [--rounds 100] [--json F] [--kernel-only] [--profile]
+
+A configuration ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS`` is a `gemv_rows_tma` plan (`GemvConfig`) instead,
+for one row of A times B stored (N, K). ``--kernel-only`` also times the first kernel of every plan of two launches
+alone (its result incomplete: the split-K reduction's share of the time); ``--profile`` prints the kernels cuBLAS
+launches for the product and their times (`torch.profiler`).
 
 For the bf16 product A (M, K) @ B (N, K)^T (C in bf16, nn.Linear's layout): the heuristic's plan
 (`argus.kernels.matmul.plan`) and every configuration given (`GemmConfig` fields in that order, EPILOGUE "direct"
@@ -33,10 +38,19 @@ from gemm_parity import interleaved_times  # noqa: E402
 from gemm_variants import environment  # noqa: E402
 
 FIELDS = ("BM", "BN", "BK", "STAGES", "CONSUMERS", "SPLITS", "CLUSTER")
+GEMV_FIELDS = ("BN", "STAGES", "THREADS", "LANES", "PARTIAL", "SPLITS")
 
 
-def parse_config(text: str, mm):  # noqa: ANN001, ANN201
-    """A `GemmConfig` from ``BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER``."""
+def parse_config(text: str, mm, rows: int = 1):  # noqa: ANN001, ANN201
+    """A `GemmConfig` from ``BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER``, or a `GemvConfig` of `rows` rows of A from
+    ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS``."""
+    if text.startswith("gemv:"):
+        values = [int(x) for x in text[5:].split(",")]
+        if len(values) != len(GEMV_FIELDS):
+            raise SystemExit(f"{text!r}: give gemv:{','.join(GEMV_FIELDS)}")
+        g = dict(zip(GEMV_FIELDS, values, strict=True))
+        return mm.GemvConfig("rows_tma", False, rows, g["SPLITS"], 64, g["BN"], STAGES=g["STAGES"],
+                             THREADS=g["THREADS"], LANES=g["LANES"], PARTIAL=bool(g["PARTIAL"]))  # fmt: skip
     values = [int(x) for x in text.split(",")]
     if len(values) != len(FIELDS):
         raise SystemExit(f"{text!r}: give {','.join(FIELDS)}")
@@ -51,6 +65,8 @@ def main() -> int:
     parser.add_argument("configs", nargs="+", help="BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--kernel-only", action="store_true", help="also time a split plan's first kernel alone")
+    parser.add_argument("--profile", action="store_true", help="print cuBLAS's kernels for the product")
     args = parser.parse_args()
 
     import torch
@@ -66,7 +82,7 @@ def main() -> int:
     ref = a.float() @ b.float()
     scale = float(ref.abs().max())
     problem = mm.problem_of(a, b)
-    contenders = [("heuristic", mm.plan(problem).config)] + [(c, parse_config(c, mm)) for c in args.configs]
+    contenders = [("heuristic", mm.plan(problem).config)] + [(c, parse_config(c, mm, m)) for c in args.configs]
     launches = {"cublas": lambda: torch.matmul(a, b)}
     labels, wrong = {}, False
     for name, config in contenders:
@@ -86,6 +102,11 @@ def main() -> int:
             continue
         launches[name] = lambda prepared=prepared: [p.launch() for p in prepared]
         labels[name] = config.label
+        if args.kernel_only and len(prepared) > 1:
+            launches[f"{name}/k"] = prepared[0].launch
+            labels[f"{name}/k"] = f"{config.label} [first kernel only]"
+    if args.profile:
+        profile_cublas(torch, lambda: torch.matmul(a, b))
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     times = interleaved_times(torch, launches, args.rounds, scratch)
     med = {name: statistics.median(v) for name, v in times.items()}
@@ -101,6 +122,20 @@ def main() -> int:
             json.dumps({"environment": environment(torch), "shape": [m, n, k], "rows": rows}, indent=1)
         )
     return 1 if wrong else 0
+
+
+def profile_cublas(torch, fn) -> None:  # noqa: ANN001
+    """The kernels `fn` launches and their mean device times over 20 calls (`torch.profiler`)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+    for ev in prof.key_averages():
+        if ev.device_type == torch.autograd.DeviceType.CUDA:
+            print(f"  cuBLAS kernel {ev.key[:160]}: {ev.count} calls, {ev.device_time_total / ev.count:.1f} us each")
 
 
 if __name__ == "__main__":

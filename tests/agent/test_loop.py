@@ -123,6 +123,27 @@ def test_the_transform_coder():
     assert err.value.code == "CODER_KB_TRANSFORM_VALUE"
 
 
+def test_a_lineage_move_keeps_what_the_run_tuned():
+    """The next rung keeps the policies tuned on the rung the run leaves (#26: a forward move keeps everything tuned
+    so far), the tile shape only where the rung fits its budgets with it; untuned policies take the rung's own."""
+    from argus.agent.coder import carry_tuned
+    from argus.kernels.registry import get_kernel
+
+    coder = TransformCoder()
+    base = parse_target("gemm_cp_async")
+    tuned = coder.materialize(Arm("policy", "pipeline-stages", "stages", 4), base).ref
+    arm = Arm("lineage", "swizzle-shared-128b", kernel="gemm_cp_async_swizzled")
+    m = coder.materialize(arm, tuned)
+    assert m.ref.params == {"STAGES": 4} and m.notes == {"carried": ["stages"]}
+    assert coder.materialize(arm, base).ref.params == {} and coder.materialize(arm, base).notes == {}
+    nxt = get_kernel("gemm_cp_async_swizzled")
+    small = {"BM": 64, "BN": 128, "BK": 32, "STAGES": 3}
+    assert carry_tuned(base.with_params(small), nxt) == (small, ("tile_shape", "stages"))
+    # a 256 x 256 tile in 4 stages is 256 KiB of shared memory: the rung keeps its own tile and the tuned stages
+    big = {"BM": 256, "BN": 256, "BK": 64, "STAGES": 4}
+    assert carry_tuned(base.with_params(big), nxt) == ({"STAGES": 4}, ("stages",))
+
+
 def test_resume_after_a_killed_run_repeats_nothing(tmp_path: Path):
     db = tmp_path / "runs.db"
     done = subprocess.run(

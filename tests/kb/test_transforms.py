@@ -122,3 +122,24 @@ def test_ranked_actions_are_the_planner_arms() -> None:
     scores = [m.score for m, _ in arms]
     assert scores == sorted(scores, reverse=True)
     assert ranked_actions(get_kernel("vector_add")) == []  # declares no policy
+
+
+def test_carried_policies_between_rungs() -> None:
+    """The policies two kernels declare by the same parameters, with the source's values; `tuned_from` keeps only
+    those a search changed; a policy fixed by the kernel (``persistent``) is not a parameter and is not carried."""
+    from argus.kb.transforms import carried_policies, carry_options
+
+    units = get_kernel("grouped_gemm_units")
+    persistent = get_kernel("grouped_gemm_persistent")
+    tuned = {**persistent.params, "STAGES": 3, "BM": 64}
+    carried = carried_policies(persistent.kernel, tuned, units.kernel)
+    assert set(carried) == {"tile_shape", "stages"} and carried["stages"] == {"STAGES": 3}
+    assert carried["tile_shape"]["BM"] == 64
+    only = carried_policies(persistent.kernel, {**persistent.params, "STAGES": 3}, units.kernel,
+                            tuned_from=persistent.params)  # fmt: skip
+    assert only == {"stages": {"STAGES": 3}}
+    options = carry_options(persistent.kernel, tuned, units.kernel, dict(units.params))
+    assert [p for _, p in options] == [("tile_shape", "stages"), ("stages",), ()]
+    assert options[0][0]["BM"] == 64 and options[1][0]["STAGES"] == 3 and options[2][0] == dict(units.params)
+    same = carry_options(persistent.kernel, persistent.params, persistent.kernel, dict(persistent.params))
+    assert len(same) == 1 and same[0][1] == ("tile_shape", "stages", "tile_order")  # nothing changes: one option

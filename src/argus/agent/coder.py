@@ -2,7 +2,9 @@
 
 * `TransformCoder` (``transform``, the default): a ``policy`` arm goes through the entry's executable transform
   (`argus.kb.transforms.apply`: new parameters that trace and fit the budgets); a ``lineage`` arm switches to the
-  next rung of the kernel's lineage (`argus.kernels.registry.lineage`) at that kernel's own parameters. A
+  next rung of the kernel's lineage (`argus.kernels.registry.lineage`) at that kernel's own parameters, except
+  the policies the run tuned on the rung it leaves, which the next rung keeps where it declares them by the same
+  parameters and traces and fits its budgets with them (`carry_tuned`; the candidate's notes name them). A
   ``rewrite`` arm has no executable transform: `CoderError` ``CODER_NO_TRANSFORM``.
 * `LLMCoder` (``llm``): the model rewrites the DSL source, given the action, the entry (intent, risks, example),
   and the verifier's counterexamples and the gate's failure of the last rejected candidate. The answer's
@@ -78,13 +80,31 @@ class TransformCoder:
             return Materialized(ref, kernel_source(ref) if base.file is None else _file_source(base), base.generated)
         if arm.kind == "lineage":
             entry = get_kernel(str(arm.kernel))
-            ref = KernelRef(library=entry.name, params=dict(entry.params))
-            return Materialized(ref, kernel_source(ref))
+            params, carried = carry_tuned(base, entry)
+            ref = KernelRef(library=entry.name, params=params)
+            return Materialized(ref, kernel_source(ref), notes={"carried": list(carried)} if carried else {})
         raise CoderError(
             "CODER_NO_TRANSFORM",
             f"{arm.entry_id} has no executable transform",
             "the llm coder can rewrite the kernel for it (--coder llm)",
         )
+
+
+def carry_tuned(base: KernelRef, entry: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(parameters, policies carried) of the next rung `entry` (a library kernel) when the run moves there from
+    `base`: every policy the run tuned on `base` (its value differs from `base`'s library parameters) that the next
+    rung declares by the same parameters keeps its tuned value, where the rung traces and fits the budgets with it
+    (else the tile shape goes back to the rung's own, then everything: `argus.kb.transforms.carry_into`)."""
+    from argus.kb.transforms import carry_into
+    from argus.kernels.registry import canonical_name, get_kernel
+
+    if base.library is None:
+        return dict(entry.params), ()
+    try:
+        source = get_kernel(canonical_name(base.library))
+    except Exception:  # noqa: BLE001 - a base no longer in the library: nothing to carry
+        return dict(entry.params), ()
+    return carry_into(source.kernel, base.params, entry.kernel, dict(entry.params), tuned_from=dict(source.params))
 
 
 def _file_source(ref: KernelRef) -> str:

@@ -319,3 +319,76 @@ def declared_actions(kernel_entry: Any, params: dict[str, Any] | None = None) ->
                 continue
             out.append(Action(f"{DECLARED}{policy}", policy, value))
     return out
+
+
+def carried_policies(
+    source: Any, source_params: dict[str, Any], target: Any, *, tuned_from: dict[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    """policy -> {parameter: value}: every policy that `source` and `target` (traceable kernels) both declare by the
+    same parameters, with the value it has in `source` under `source_params` (its defaults where they say nothing).
+    With `tuned_from` (the parameters `source` started from), only the policies whose value differs from that start:
+    what a search tuned, not what `source`'s own defaults happen to be."""
+    mine = getattr(source, "policy_params", {})
+    theirs = getattr(target, "policy_params", {})
+    out: dict[str, dict[str, Any]] = {}
+    for policy, ref in mine.items():
+        if theirs.get(policy) != ref:
+            continue  # not declared by the target, or by other parameters there
+        names = ref if isinstance(ref, tuple) else (ref,)
+        if not all(isinstance(n, str) and n in source.defaults and n in target.defaults for n in names):
+            continue  # a policy fixed by a kernel (``"persistent": True``), not carried by a parameter
+        value = current_value(source, policy, source_params)
+        if tuned_from is not None and value == current_value(source, policy, tuned_from):
+            continue
+        values = value if isinstance(ref, tuple) else (value,)
+        out[policy] = dict(zip(names, values, strict=True))
+    return out
+
+
+def carry_options(
+    source: Any,
+    source_params: dict[str, Any],
+    target: Any,
+    target_params: dict[str, Any],
+    *,
+    tuned_from: dict[str, Any] | None = None,
+) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+    """The parameter sets to try for `target` when a kernel is replaced by another rung of its lineage, most carried
+    first, each with the policies it carries (`carried_policies`): every carried policy; every one but the tile shape
+    (a tile that suits one mechanism may not suit the next); none (`target_params` alone). Sets equal to an earlier
+    one (with the target's defaults) are dropped. Tracing and budgets are the caller's to check."""
+    carried = carried_policies(source, source_params, target, tuned_from=tuned_from)
+    kept = tuple(p for p in carried if p != "tile_shape")
+    out: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+    seen: list[dict[str, Any]] = []  # each option's values with the target's defaults: equal sets are one option
+    for policies in (tuple(carried), kept, ()):
+        params = {**target_params, **{k: v for p in policies for k, v in carried[p].items()}}
+        effective = {**target.defaults, **params}
+        if effective not in seen:
+            seen.append(effective)
+            out.append((params, policies))
+    return out
+
+
+def carry_into(
+    source: Any,
+    source_params: dict[str, Any],
+    target: Any,
+    target_params: dict[str, Any],
+    *,
+    tuned_from: dict[str, Any] | None = None,
+    check_budgets: bool = True,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(parameters, the policies carried): the first of `carry_options` that traces and (with `check_budgets`) fits
+    the shared-memory and register budgets; `target_params` alone when none that carries a policy does."""
+    for params, policies in carry_options(source, source_params, target, target_params, tuned_from=tuned_from):
+        if not policies:
+            break
+        try:
+            kernel = target.trace(**params)
+        except Exception:  # noqa: BLE001 - a carried value the target cannot trace: try one that carries less
+            continue
+        if check_budgets and _over_budget(kernel):
+            continue
+        return params, policies
+    return dict(target_params), ()

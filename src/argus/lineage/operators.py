@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.kb.transforms import carry_options
 from argus.lineage.mechanisms import MECHANISMS, Change, blockers, rung, state, step, step_name
 from argus.lineage.variants import DerivedKernel, Variant, display_name, interface, task_for, without_register_split
 
@@ -287,30 +288,16 @@ class PredecessorOperator(Operator):
         if edge is None:
             return []
         pred = library_variant(edge.predecessor)
-        carried: dict[str, dict[str, Any]] = {}  # policy -> {parameter: value}
-        pred_policies = getattr(pred.kernel, "policy_params", {})
-        here = getattr(variant.kernel, "policy_params", {})
-        for policy, ref in pred_policies.items():
-            if policy in here and here[policy] == ref:  # the same parameters name the policy in both kernels
-                names = ref if isinstance(ref, tuple) else (ref,)
-                carried[policy] = {n: variant.params.get(n, variant.kernel.defaults.get(n)) for n in names}
-
-        def union(policies: list[str]) -> dict[str, Any]:
-            return {k: v for p in policies for k, v in carried[p].items()}
-
         out = []
-        kept = [p for p in carried if p != "tile_shape"]
-        options = [
-            (union(list(carried)), f"policies carried over ({', '.join(carried) or 'none shared'})"),
-            (union(kept), f"{', '.join(kept) or 'no policy'} carried over, {edge.predecessor}'s own tile shape"),
-            ({}, f"{edge.predecessor}'s own policy values"),
-        ]
-        seen = []
-        for extra, note in options:
-            params = {**pred.params, **extra}
-            if params in seen:
-                continue
-            seen.append(params)
+        options = carry_options(variant.kernel, variant.params, pred.kernel, pred.params)
+        everything = options[0][1]
+        for params, policies in options:
+            if policies == everything:
+                note = f"policies carried over ({', '.join(policies) or 'none shared'})"
+            elif policies:
+                note = f"{', '.join(policies)} carried over, {edge.predecessor}'s own tile shape"
+            else:
+                note = f"{edge.predecessor}'s own policy values"
             try:
                 pred.kernel.trace(**params)
             except Exception:  # noqa: BLE001 - a carried value the predecessor cannot trace: try its own
