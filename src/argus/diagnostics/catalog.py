@@ -1078,6 +1078,13 @@ class Code(StrEnum):
         "the mbarrier wait at {loc} cannot be related to the TMA load it guards: {problem}",
         "wait on stage k % STAGES with parity (k // STAGES) % 2 inside T.pipeline, or use producer/consumer roles",
     )
+    UNKNOWN_ASYNC_READ = _entry(
+        Category.VERIFY,
+        "the asynchronous wgmma read at {loc} may still be reading when the buffer is written: where it retires is "
+        "not placed",
+        "make the wgmma the only MMA of its loop's body, outside branches, with a wgmma wait of 0 after the loop; or "
+        "wait_group 0",
+    )
     UNKNOWN_BRANCH = _entry(
         Category.VERIFY,
         "the branch at {loc} depends on the thread",

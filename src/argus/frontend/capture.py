@@ -123,16 +123,21 @@ def kept_whole(graph_module: Any) -> list[Any]:
     attention family takes it), and logsumexp when the softmax family takes every one of them (decomposed,
     logsumexp is amax, a guard for infinities, exp, sum and log: a pointwise group of two output shapes, which no
     kernel takes; one over several dimensions, which the softmax family refuses, is decomposed for the reduction
-    and pointwise families)."""
+    and pointwise families), and roll when the layout family takes every one of them (decomposed, a roll is an
+    arange, a remainder and an index_select, which no template takes)."""
     import torch
 
-    from argus.frontend.families import softmax
+    from argus.frontend.families import layout, softmax
 
     kept = [torch.ops.aten.scaled_dot_product_attention.default]
     lse = torch.ops.aten.logsumexp.default
     found = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is lse]
     if found and all(softmax.unsupported(n) is None for n in found):
         kept.append(lse)
+    roll = torch.ops.aten.roll.default
+    found = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is roll]
+    if found and all(layout.unsupported(n) is None for n in found):
+        kept.append(roll)
     return kept
 
 

@@ -433,6 +433,15 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.UNKNOWN,
     ),
     CatalogEntry(
+        "UNKNOWN_ASYNC_READ",
+        "asynchronous MMA read whose retirement is not placed",
+        "A wgmma with wait_group P > 0 keeps reading its shared operands after its statement, until a later wait "
+        "retires it. The verifier places that retirement when the wgmma is the only MMA of its loop's body (not in "
+        "a branch) and a wgmma wait of 0 follows the loop: the read of iteration j ends at iteration j + P. "
+        "Elsewhere a write to the buffer may overlap the read, and the check is not decided.",
+        Severity.UNKNOWN,
+    ),
+    CatalogEntry(
         "UNKNOWN_BRANCH",
         "branch not modelled",
         "A T.if_ whose condition depends on the thread, or that contains a barrier, is not modelled precisely.",

@@ -319,11 +319,85 @@ def count_before(site: Site, env: dict, match: Callable[[Stmt], bool]) -> Any:
             if not _is_zero(c):
                 total = total + c
         if isinstance(f.owner, For):
-            per = _count_body(f.owner.body, match, env)
-            if not _is_zero(per):
-                _independent(f.owner)
-                total = total + env[f.owner.var] * per  # the earlier iterations, each a full body
+            earlier = _count_iterations(f.owner, match, env)  # the earlier iterations, each a full body
+            if not _is_zero(earlier):
+                total = total + earlier
     return total
+
+
+def _count_iterations(loop: For, match: Callable[[Stmt], bool], env: dict) -> Any:
+    """How many statements matching `match` the iterations of `loop` before ``env[loop.var]`` executed: the body's
+    count times the iterations where nothing in it depends on the loop's variable; a branch whose condition does
+    (``with T.if_(k + STAGES - 1 < k_tiles)``: a prefetch that stops at the end) counted in closed form over the
+    iterations where it holds (`_iterations_where`). `Unsupported` where that cannot be counted."""
+    var, k = loop.var, smt.val(env[loop.var])
+    total = smt.val(0)
+    for s in loop.body:
+        if isinstance(s, If) and depends_on(s.cond, var):
+            then, other = _count_body(s.then, match, env), _count_body(s.orelse, match, env)
+            if _is_zero(then) and _is_zero(other):
+                continue
+            if any(
+                (isinstance(x, If) and depends_on(x.cond, var)) or (isinstance(x, For) and depends_on(x.extent, var))
+                for x in walk_all(s.then + s.orelse)
+            ):
+                raise Unsupported(f"a branch on {var.name} inside a branch on it: executions cannot be counted")
+            held = _iterations_where(s.cond, var, k, env)
+            total = total + then * held + other * (k - held)
+            continue
+        c = _count_full(s, match, env)
+        if _is_zero(c):
+            continue
+        if any(
+            (isinstance(x, If) and depends_on(x.cond, var)) or (isinstance(x, For) and depends_on(x.extent, var))
+            for x in walk_all((s,))
+        ):
+            raise Unsupported(f"a count that depends on {var.name} in a nested loop or branch: executions not counted")
+        total = total + k * c
+    return total
+
+
+def _iterations_where(cond: Expr, var: Var, k: Any, env: dict) -> Any:
+    """How many ``j`` in ``[0, k)`` satisfy `cond` with `var` = j, for a comparison of ``var + c`` with a bound
+    (``<`` or ``<=``, either side; c and the bound free of `var`): ``min(k, max(0, u))`` for ``j < u``, and the rest
+    for ``j >= u``. `Unsupported` for any other condition."""
+    from argus.ir.expr import BinaryOp, BinOp
+
+    if not (isinstance(cond, BinOp) and cond.op in (BinaryOp.LT, BinaryOp.LE)):
+        raise Unsupported(f"a branch on {var.name} that is not a comparison: executions cannot be counted")
+    lhs_var, rhs_var = depends_on(cond.lhs, var), depends_on(cond.rhs, var)
+    if lhs_var == rhs_var:
+        raise Unsupported(f"a comparison with {var.name} on both sides: executions cannot be counted")
+    side, bound = (cond.lhs, cond.rhs) if lhs_var else (cond.rhs, cond.lhs)
+    c = _offset(side, var, env)
+    t = smt.val(smt.evaluate(bound, env)) if isinstance(bound, Expr) else smt.val(bound)
+    strict = cond.op == BinaryOp.LT
+    if lhs_var:  # j + c < t  (j < t - c), or j + c <= t  (j < t - c + 1)
+        u, below = t - c + (0 if strict else 1), True
+    else:  # t < j + c  (j >= t - c + 1), or t <= j + c  (j >= t - c)
+        u, below = t - c + (1 if strict else 0), False
+    under = z3.If(u < 0, smt.val(0), z3.If(u > k, k, u))  # the j in [0, k) below u
+    return under if below else k - under
+
+
+def _offset(e: Expr, var: Var, env: dict) -> Any:
+    """c with ``e == var + c`` (c a term free of `var`), or `Unsupported`."""
+    from argus.ir.expr import BinaryOp, BinOp
+
+    if e is var:
+        return smt.val(0)
+    if isinstance(e, BinOp) and e.op in (BinaryOp.ADD, BinaryOp.SUB):
+        left, right = depends_on(e.lhs, var), depends_on(e.rhs, var)
+
+        def value(x: Any) -> Any:
+            return smt.val(smt.evaluate(x, env)) if isinstance(x, Expr) else smt.val(x)
+
+        if left and not right:
+            rest = value(e.rhs)
+            return _offset(e.lhs, var, env) + (rest if e.op == BinaryOp.ADD else -rest)
+        if right and not left and e.op == BinaryOp.ADD:
+            return _offset(e.rhs, var, env) + value(e.lhs)
+    raise Unsupported(f"{e} is not {var.name} plus a term free of it: executions cannot be counted")
 
 
 def _independent(loop: For) -> None:
@@ -345,25 +419,47 @@ def walk_all(body: tuple[Stmt, ...]):
 
 def contains(body: tuple[Stmt, ...], match: Callable[[Stmt], bool]) -> bool:
     """True when executing `body` surely executes a matching statement (loops assumed to run at
-    least once; branches and other roles' bodies do not count)."""
+    least once; a branch counts when both of its sides surely do; other roles' bodies do not count)."""
     for s in body:
         if match(s):
             return True
         if isinstance(s, For) and contains(s.body, match):
+            return True
+        if isinstance(s, If) and contains(s.then, match) and contains(s.orelse, match):
+            return True
+    return False
+
+
+def may_contain(body: tuple[Stmt, ...], match: Callable[[Stmt], bool]) -> bool:
+    """True when executing `body` may execute a matching statement (in a branch or a loop; not in another role's
+    body)."""
+    for s in body:
+        if match(s):
+            return True
+        if isinstance(s, For) and may_contain(s.body, match):
+            return True
+        if isinstance(s, If) and (may_contain(s.then, match) or may_contain(s.orelse, match)):
             return True
     return False
 
 
 Instance = tuple[Any, Site, dict]  # (guard, site, env)
 
+#: How many earlier iterations `latest_before` looks through for a loop whose body runs a matching statement only
+#: in a branch (each may not take it): past them, that path gives no instance (its callers read that as "none",
+#: which for every one of them is the cautious answer: fewer groups landed, nothing waited for).
+MAYBE_ITERATIONS = 2
+
 
 def latest_before(prog: Program, site: Site, env: dict, match: Callable[[Stmt], bool]) -> list[Instance]:
     """The latest executed instance of a statement matching `match` before `site` at `env`, as
-    mutually exclusive alternatives ``(guard, site, env)``; no alternative holds when there is none."""
-    return _scan_back(prog, list(site.frames), env, z3.BoolVal(True), match)
+    mutually exclusive alternatives ``(guard, site, env)``; no alternative holds when there is none. A branch
+    that holds a matching statement splits the scan in two alternatives, its condition and its negation (since
+    2026-12-05: a wait in a branch, such as the tail's ``T.async_wait(0)``, was passed over before)."""
+    return _scan_back(prog, list(site.frames), env, z3.BoolVal(True), match, MAYBE_ITERATIONS)
 
 
-def _scan_back(prog: Program, frames: list[Frame], env: dict, guard: Any, match) -> list[Instance]:
+def _scan_back(prog: Program, frames: list[Frame], env: dict, guard: Any, match, budget: int) -> list[Instance]:
     if not frames:
         return []
     f = frames[-1]
@@ -371,34 +467,43 @@ def _scan_back(prog: Program, frames: list[Frame], env: dict, guard: Any, match)
         s = f.body[pos]
         if match(s):
             return [(guard, prog.site(s), dict(env))]
-        if isinstance(s, For) and contains(s.body, match):
+        here = frames[:-1] + [Frame(f.owner, f.body, pos, f.branch)]
+        if isinstance(s, If) and may_contain((s,), match):
+            cond = smt.boolean(smt.evaluate(s.cond, env))
+            out: list[Instance] = []
+            for taken, body in ((True, s.then), (False, s.orelse)):
+                side = z3.And(guard, cond if taken else z3.Not(cond))
+                out += _scan_back(prog, here + [Frame(s, body, len(body), taken)], env, side, match, budget)
+            return out
+        sure = isinstance(s, For) and contains(s.body, match)
+        if sure or (isinstance(s, For) and budget > 0 and may_contain(s.body, match)):
+            assert isinstance(s, For)
             ext = smt.evaluate(s.extent, env) if isinstance(s.extent, Expr) else smt.val(s.extent)
             ran = smt.val(ext) >= 1
             inner_env = dict(env)
             inner_env[s.var] = smt.val(ext) - 1
             inner = _scan_back(
-                prog,
-                frames[:-1] + [Frame(f.owner, f.body, pos, f.branch), Frame(s, s.body, len(s.body))],
-                inner_env,
-                z3.And(guard, ran),
-                match,
-            )
-            rest = _scan_back(
-                prog, frames[:-1] + [Frame(f.owner, f.body, pos, f.branch)], env, z3.And(guard, z3.Not(ran)), match
-            )
+                prog, here + [Frame(s, s.body, len(s.body))], inner_env, z3.And(guard, ran), match,
+                budget if sure else budget - 1,
+            )  # fmt: skip
+            rest = _scan_back(prog, here, env, z3.And(guard, z3.Not(ran)), match, budget)
             return inner + rest
     owner = f.owner
-    if isinstance(owner, For) and contains(owner.body, match):
+    if isinstance(owner, For) and may_contain(owner.body, match):
+        sure = contains(owner.body, match)
+        if not sure and budget <= 0:
+            return []  # looked through MAYBE_ITERATIONS iterations that may not have run one: none, cautiously
         k = env[owner.var]
         more = smt.val(k) >= 1
         prev_env = dict(env)
         prev_env[owner.var] = smt.val(k) - 1
         prev = _scan_back(
-            prog, frames[:-1] + [Frame(owner, owner.body, len(owner.body))], prev_env, z3.And(guard, more), match
-        )
-        out = _scan_back(prog, frames[:-1], env, z3.And(guard, z3.Not(more)), match)
+            prog, frames[:-1] + [Frame(owner, owner.body, len(owner.body))], prev_env, z3.And(guard, more), match,
+            budget if sure else budget - 1,
+        )  # fmt: skip
+        out = _scan_back(prog, frames[:-1], env, z3.And(guard, z3.Not(more)), match, budget)
         return prev + out
-    return _scan_back(prog, frames[:-1], env, guard, match)
+    return _scan_back(prog, frames[:-1], env, guard, match, budget)
 
 
 def loop_var_free(e: Expr | int, loops: tuple[For, ...]) -> bool:

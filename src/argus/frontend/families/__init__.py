@@ -16,6 +16,7 @@ from argus.frontend.families import attention as attention_family
 from argus.frontend.families import (
     convolution,
     indexing,
+    layout,
     matmul,
     normalization,
     pointwise,
@@ -47,6 +48,8 @@ TEMPLATES: dict[Family, Template] = {
     Family.INDEXING: Template(
         indexing.unsupported, indexing.kernel_source, absorbs=indexing.absorbs, takes_scalars=True
     ),
+    # last: a layout node another family's group takes in (a GEMM's operand transpose, a scan's flip) is theirs
+    Family.LAYOUT: Template(layout.unsupported, layout.kernel_source),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]

@@ -27,7 +27,7 @@ from typing import Any
 
 import z3
 
-from argus.ir.nodes import Barrier, BarrierKind, For, Space
+from argus.ir.nodes import Barrier, BarrierKind, For, Gemm, If, Space, WgmmaWait
 from argus.verify import smt
 from argus.verify.access import Access, accesses, staged
 from argus.verify.context import Context
@@ -141,6 +141,89 @@ def instance(ctx: Context, acc: Access, suffix: str) -> tuple[dict, list[Any], A
     return env, cons, t, v, off, acc.absolute(ctx.analysis.program, t)
 
 
+def in_flight(acc: Access) -> int:
+    """The wgmma groups `acc` leaves in flight after its statement: a read of an asynchronous `Gemm`'s shared operand
+    (``wait_group P``, `Gemm.pending`) goes on after the statement, until a later wait retires it; 0 otherwise."""
+    if acc.kind != "read" or not isinstance(acc.site.stmt, Gemm):
+        return 0
+    return int(acc.site.stmt.pending or 0)
+
+
+def retirement(prog: Program, acc: Access) -> tuple[Site, int] | str:
+    """Where the reads of asynchronous `acc` (`in_flight`: wait_group P) retire, as (the statement, d): the group its
+    MMA issues at iteration j of its innermost loop is retired when that statement runs at iteration j + d. The
+    candidates are the MMA's own wait (the same statement, d = P: P newer groups issued by then) and every
+    ``wgmma.wait_group q`` at the top of the loop's body (d = q after the MMA in the body, q + 1 before it); the
+    first in program order wins. This needs the MMA to be the only one of its loop's body, outside branches there,
+    and a wait of 0 after the loop (which retires the last iterations' reads); otherwise why not (a string: the
+    caller reports the check unknown)."""
+    loops = acc.site.loops
+    if not loops:
+        return "it is outside a loop"
+    loop = prog.site(loops[-1])
+    inside = [x for x in prog.sites[loop.index + 1 : loop.end + 1] if isinstance(x.stmt, Gemm)]
+    if len(inside) != 1:
+        return f"its loop issues {len(inside)} MMAs an iteration"
+    depth = [f.owner for f in acc.site.frames].index(loops[-1])
+    if any(isinstance(f.owner, If) for f in acc.site.frames[depth + 1 :]):
+        return "it sits in a branch of its loop"
+    after = [x for x in prog.sites[loop.end + 1 :] if isinstance(x.stmt, WgmmaWait) and x.stmt.pending == 0]
+    if not after:
+        return "no wgmma wait of 0 follows its loop"
+    best = (in_flight(acc), acc.site.index, acc.site)
+    for x in prog.sites[loop.index + 1 : loop.end + 1]:
+        top = len(x.frames) == depth + 1 and x.frames[depth].owner is loops[-1]
+        if top and isinstance(x.stmt, WgmmaWait):
+            d = int(x.stmt.pending) + (0 if x.index > acc.site.index else 1)
+            best = min(best, (d, x.index, x), key=lambda c: (c[0], c[1]))
+    return best[2], best[0]
+
+
+def retired_instance(
+    ctx: Context, acc: Access, suffix: str, where: tuple[Site, int]
+) -> tuple[dict, list[Any], Any, Any, Any, Any]:
+    """As `instance`, for the *retirement* of asynchronous read `acc` (`retirement`: `where`, the statement that
+    retires it and d): the loop variables are those of the iteration at which that statement retires the read, the
+    offset the one read d iterations earlier. Ordering the retirement against a write (`unordered` on the
+    retiring statement) asks whether the write may come before the read has finished."""
+    loop = acc.site.loops[-1]
+    site, d = where
+    env, cons = ctx.loop_env(site, suffix=suffix)
+    t, v = smt.fresh(f"t{suffix}"), smt.fresh(f"v{suffix}")
+    cons += [smt.in_range(t, 0, acc.threads), smt.in_range(v, 0, acc.values)]
+    env = thread_env(ctx, acc, t, env)
+    early = dict(env)
+    early[loop.var] = smt.val(env[loop.var]) - d
+    cons.append(smt.val(early[loop.var]) >= 0)  # the read was issued (the loop starts at 0)
+    off, valid = offset_of(acc, t, v, early)
+    if valid is not True:
+        cons.append(valid)
+    for branch, taken in acc.site.ifs:  # outside the loop (`retirement`): the same at both iterations
+        cond = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(cond if taken else z3.Not(cond))
+    return env, cons, t, v, off, acc.absolute(ctx.analysis.program, t)
+
+
+def in_flight_window(acc: Access, where: tuple[Site, int], w: Site) -> Callable[[dict, dict], list[Any]]:
+    """The constraint on (the read's env, `w`'s env): `w` runs after the asynchronous read `acc` was issued and
+    before it retires (`retirement`: `where`), in the same iterations of the loops around both; nothing outside the
+    read's loop is in flight (the wait after the loop retires it first)."""
+    loop = acc.site.loops[-1]
+    site, d = where
+
+    def constrain(er: dict, ew: dict) -> list[Any]:
+        common = common_loops(acc.site, w)
+        if loop not in common:
+            return [z3.BoolVal(False)]
+        cons = [smt.val(er[lp.var]) == smt.val(ew[lp.var]) for lp in common if lp is not loop]
+        jr, jw = smt.val(er[loop.var]), smt.val(ew[loop.var])
+        cons.append(z3.Or(jw > jr, z3.And(jw == jr, z3.BoolVal(w.index > acc.site.index))))  # after the issue
+        cons.append(z3.Or(jw < jr + d, z3.And(jw == jr + d, z3.BoolVal(w.index < site.index))))  # before retiring
+        return cons
+
+    return constrain
+
+
 def access_report(ctx: Context, m: Any, acc: Access, env: dict, t: Any, v: Any, off: Any) -> AccessReport:
     win, _ = acc.window(t, v)
     coord = tuple(smt.model_int(m, c) for c in buffer_coords(acc.ref, win, env))
@@ -195,13 +278,22 @@ def check_races(ctx: Context, ordered: set | None = None) -> list[Finding]:
                 if a1.kind == a2.kind == "write"
                 else ("PIPELINE_OVERWRITE" if staged(a1.ref, a1.site) or staged(a2.ref, a2.site) else "RACE_READ_WRITE")
             )
+            if in_flight(a2) and not in_flight(a1):
+                a1, a2 = a2, a1  # the asynchronous read first (`_in_flight_scenarios`)
             found = False
-            for rel in unordered(prog, a1.site, a2.site):
-                env1, c1, t1, v1, off1, abs1 = instance(ctx, a1, "_1")
+            scenarios = [(rel.describe, rel.constrain, instance, True) for rel in unordered(prog, a1.site, a2.site)]
+            extra, unknown = _in_flight_scenarios(prog, a1, a2)
+            if unknown is not None:
+                findings.append(unknown)
+            scenarios += extra
+            for describe, constrain, make, other_thread in scenarios:
+                env1, c1, t1, v1, off1, abs1 = make(ctx, a1, "_1") if make is not None else instance(ctx, a1, "_1")
                 env2, c2, t2, v2, off2, abs2 = instance(ctx, a2, "_2")
-                cons = c1 + c2 + rel.constrain(env1, env2)
-                cons.append(smt.val(abs1) != smt.val(abs2))
-                out = ctx.solve(cons, off1 == off2)
+                cons = c1 + c2 + constrain(env1, env2)
+                two = smt.val(abs1) != smt.val(abs2)
+                out = ctx.solve([*cons, two], off1 == off2)
+                if not other_thread and out.verdict == Verdict.VERIFIED:  # an MMA in flight: its own thread too
+                    out = ctx.solve(cons, off1 == off2)
                 if out.verdict == Verdict.UNKNOWN:
                     findings.append(undecided(out, f"race check on {user_name(buf)} undecided", loc=a2.site.loc))
                     continue
@@ -217,7 +309,7 @@ def check_races(ctx: Context, ordered: set | None = None) -> list[Finding]:
                         f"stage of {user_name(buf)} overwritten while other threads read it: possible {kind} race on "
                         f"{user_name(buf)}[{r1.element.index}]"
                     )  # type: ignore[union-attr]
-                msg = f"{what} ({rel.describe}, no barrier between)"
+                msg = f"{what} ({describe}{', no barrier between' if other_thread else ''})"
                 cex = Counterexample(
                     code=code,
                     message=msg,
@@ -238,3 +330,35 @@ def check_races(ctx: Context, ordered: set | None = None) -> list[Finding]:
                 start,
             )
     return findings
+
+
+def _in_flight_scenarios(prog: Program, a1: Access, a2: Access) -> tuple[list[tuple], Finding | None]:
+    """The scenarios in which the asynchronous wgmma read `a1` (`in_flight`) is still reading when write `a2` runs
+    (any thread's, barriers between or not: they order the MMA's issue, not its reads), and in which `a2` follows
+    the read's retirement with no barrier (`retired_instance`); or the finding that says the retirement cannot be
+    placed (`retirement`: the check is then unknown). None for any other pair."""
+    if not in_flight(a1) or a2.kind != "write":
+        return [], None
+    if not common_loops(a1.site, a2.site) and a2.site.index < a1.site.index:
+        return [], None  # the write precedes the read outside every loop around it: never in flight
+    where = retirement(prog, a1)
+    if isinstance(where, str):
+        return [], Finding(
+            "UNKNOWN_ASYNC_READ",
+            Verdict.UNKNOWN,
+            f"the asynchronous wgmma reading {user_name(a1.ref.buffer)} at {a1.site.loc} (wait_group {in_flight(a1)}) "
+            f"may still read it when {a2.site.loc} writes it: where its reads retire is not placed ({where})",
+            loc=a2.site.loc,
+            reason="an asynchronous read is placed when it is the only MMA of its loop's body",
+        )
+
+    def retired(ctx: Context, acc: Access, suffix: str) -> tuple:
+        return retired_instance(ctx, acc, suffix, where)
+
+    out: list[tuple] = [("the wgmma still reading, issued earlier", in_flight_window(a1, where, a2.site), instance,
+                         False)]  # fmt: skip
+    out += [
+        (f"{rel.describe}, after the wgmma's retirement", rel.constrain, retired, True)
+        for rel in unordered(prog, where[0], a2.site)
+    ]
+    return out, None

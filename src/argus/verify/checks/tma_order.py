@@ -35,7 +35,16 @@ from argus.ir.nodes import LoopKind, MbarrierWait, Space
 from argus.verify import smt
 from argus.verify.access import accesses
 from argus.verify.checks.pipeline import before
-from argus.verify.checks.races import access_report, common_loops, instance, unordered
+from argus.verify.checks.races import (
+    access_report,
+    common_loops,
+    in_flight,
+    in_flight_window,
+    instance,
+    retired_instance,
+    retirement,
+    unordered,
+)
 from argus.verify.context import Context
 from argus.verify.program import Unsupported, barrier_element, latest_before, user_name
 from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict, undecided
@@ -125,6 +134,12 @@ def check_tma_program_order(ctx: Context) -> list[Finding]:
 
 
 def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list[Finding]:
+    """`PIPELINE_OVERWRITE` (module docstring). A read of an asynchronous wgmma (``wait_group P``) goes on after its
+    statement (`races.in_flight`), so it is also checked as it is in flight: a TMA load into the same offset issued
+    after the read's MMA and before the statement that retires it (the same statement P iterations later,
+    `races.retirement`) overwrites it, whatever barriers lie between (they order the issue, not the asynchronous
+    read); and one after the retirement needs a barrier after it, as a plain read does (`races.retired_instance`).
+    Where the retirement cannot be placed the check is `unknown`."""
     prog = ctx.analysis.program
     findings: list[Finding] = []
     for w in writes:
@@ -132,14 +147,47 @@ def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list
             if r.ref.buffer is not w.ref.buffer or r.mode == "tma":
                 continue
             start = time.perf_counter()
-            verdict = Verdict.VERIFIED
-            for rel in unordered(prog, r.site, w.site):
-                er, cr, tr, vr, offr, absr = instance(ctx, r, "_r")
-                ew, cw, tw, vw, offw, absw = instance(ctx, w, "_w")
-                orders = [z3.And(*o) if o else z3.BoolVal(True) for _, o in before(r.site, w.site, er, ew)]
-                if not orders:
+            # (what, the iterations' relation, the read's instance, the statement the write must follow or None)
+            scenarios: list[tuple] = [
+                (rel.describe, rel.constrain, instance, r.site) for rel in unordered(prog, r.site, w.site)
+            ]
+            if in_flight(r) and _may_follow(r, w):
+                where = retirement(prog, r)
+                if isinstance(where, str):
+                    findings.append(
+                        Finding(
+                            "UNKNOWN_ASYNC_READ",
+                            Verdict.UNKNOWN,
+                            f"the asynchronous wgmma reading {user_name(r.ref.buffer)} at {r.site.loc} (wait_group "
+                            f"{in_flight(r)}) may still read it when the TMA load at {w.site.loc} is issued: where "
+                            f"its reads retire is not placed ({where})",
+                            loc=w.site.loc,
+                            reason="an asynchronous read is placed when it is the only MMA of its loop's body",
+                        )
+                    )
+                    ctx.record("TMA overwrite", f"{w.site.loc} / {r.site.loc}", Verdict.UNKNOWN, start)
                     continue
-                cons = cr + cw + rel.constrain(er, ew) + [z3.Or(*orders), smt.val(absr) != smt.val(absw)]
+
+                def retired(ctx: Context, acc: Any, suffix: str, where: tuple = where) -> tuple:
+                    return retired_instance(ctx, acc, suffix, where)
+
+                window = in_flight_window(r, where, w.site)
+                scenarios.append(("the wgmma still reading, issued earlier", window, instance, None))
+                scenarios += [
+                    (f"{rel.describe}, after the wgmma's retirement", rel.constrain, retired, where[0])
+                    for rel in unordered(prog, where[0], w.site)
+                ]
+            verdict = Verdict.VERIFIED
+            for describe, constrain, make, after in scenarios:
+                er, cr, tr, vr, offr, absr = make(ctx, r, "_r")
+                ew, cw, tw, vw, offw, absw = instance(ctx, w, "_w")
+                cons = cr + cw + constrain(er, ew)
+                ordered = after is not None
+                if ordered:  # a read in program order (or its retirement): the write after it, by another thread
+                    orders = [z3.And(*o) if o else z3.BoolVal(True) for _, o in before(after, w.site, er, ew)]
+                    if not orders:
+                        continue
+                    cons += [z3.Or(*orders), smt.val(absr) != smt.val(absw)]
                 out = ctx.solve(cons, offr == offw)
                 if out.verdict == Verdict.UNKNOWN:
                     findings.append(undecided(out, "TMA overwrite check undecided", loc=w.site.loc))
@@ -150,9 +198,10 @@ def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list
                 m = out.model
                 rr = access_report(ctx, m, r, er, tr, vr, offr)
                 rw = access_report(ctx, m, w, ew, tw, vw, offw)
+                what = "no barrier between the read and the load" if ordered else "the read is asynchronous"
                 msg = (
                     f"TMA load into {user_name(w.ref.buffer)}[{rw.element.index}] while another thread may still be "  # type: ignore[union-attr]
-                    f"reading it: no barrier between the read and the load ({rel.describe})"
+                    f"reading it: {what} ({describe})"
                 )
                 cex = Counterexample(
                     code="PIPELINE_OVERWRITE",
@@ -171,6 +220,13 @@ def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list
                 break
             ctx.record("TMA overwrite", f"{w.site.loc} / {r.site.loc}", verdict, start)
     return findings
+
+
+
+def _may_follow(r: Any, w: Any) -> bool:
+    """Whether write `w` may run after read `r` was issued: not when it precedes `r` in program order outside every
+    loop around `r` (a prologue's loads)."""
+    return bool(common_loops(r.site, w.site)) or w.site.index > r.site.index
 
 
 def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
