@@ -222,7 +222,6 @@ def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list
     return findings
 
 
-
 def _may_follow(r: Any, w: Any) -> bool:
     """Whether write `w` may run after read `r` was issued: not when it precedes `r` in program order outside every
     loop around `r` (a prologue's loads)."""
