@@ -380,9 +380,26 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def tiling(move: Move, fac: Factored | None, itemsize: int) -> _Tiling:
-    """The tile of `move` (see the module docstring); a fill tiles the region's innermost dimensions."""
+def _dividing(extent: int, cap: int, floor: int) -> int | None:
+    """The largest power of two in ``[floor, cap]`` that divides `extent`, or None."""
+    size = 1 << max(0, cap.bit_length() - 1)
+    while size >= max(1, floor):
+        if extent % size == 0:
+            return size
+        size //= 2
+    return None
+
+
+def tiling(move: Move, fac: Factored | None, itemsize: int, out_shape: tuple[int, ...] | None = None) -> _Tiling:
+    """The tile of `move` (see the module docstring); a fill tiles the region's innermost dimensions. Where the
+    region ends inside the output (`out_shape`: a cat's piece, a pad's interior) the tile takes a size that divides
+    the region's extent when one fits the block's threads, so that no store needs a bound (a bounded store's
+    coverage is not checked)."""
     vec = 16 // itemsize
+    inside = [
+        out_shape is not None and o + e < n
+        for o, e, n in zip(move.origin, move.extent, out_shape or move.extent, strict=True)
+    ]
     if fac is None:  # a fill
         spans = [j for j, e in enumerate(move.extent) if e > 1][-2:] or [len(move.extent) - 1]
         transposed = False
@@ -401,11 +418,17 @@ def tiling(move: Move, fac: Factored | None, itemsize: int) -> _Tiling:
         spans = sorted(spans)
     if transposed:
         return _Tiling(tuple(spans), (TRANSPOSE_TILE, TRANSPOSE_TILE), True)
+    floor = THREADS * vec  # a fragment spreads whole 16-byte vectors over the block's threads
     if len(spans) == 1:
-        return _Tiling(tuple(spans), (TILE_ELEMENTS,), False)
+        even = _dividing(move.extent[spans[0]], TILE_ELEMENTS, floor) if inside[spans[0]] else None
+        return _Tiling(tuple(spans), (even or TILE_ELEMENTS,), False)
     bn = max(vec, min(_pow2_at_least(move.extent[spans[1]]), TILE_ELEMENTS // 4))
+    if inside[spans[1]]:
+        bn = _dividing(move.extent[spans[1]], TILE_ELEMENTS // 4, vec) or bn
     bm = max(1, TILE_ELEMENTS // bn)
-    bm = max(min(bm, _pow2_at_least(move.extent[spans[0]])), THREADS * vec // bn if bn < THREADS * vec else 1)
+    bm = max(min(bm, _pow2_at_least(move.extent[spans[0]])), floor // bn if bn < floor else 1)
+    if inside[spans[0]]:
+        bm = _dividing(move.extent[spans[0]], max(bm, floor // bn if bn < floor else 1), max(1, floor // bn)) or bm
     return _Tiling(tuple(spans), (bm, bn), False)
 
 
@@ -442,7 +465,7 @@ def _kernel_plan(node: Any) -> tuple[Plan, list[Factored | None], list[_Tiling],
         fac = factor(m, math.prod(p.inputs[m.src][1]), tuple(steps[m.src]))
         shapes[m.src] = fac.shape
         facs.append(fac)
-    tilings = [tiling(m, f, itemsize) for m, f in zip(p.moves, facs, strict=True)]
+    tilings = [tiling(m, f, itemsize, p.outputs[m.out][1]) for m, f in zip(p.moves, facs, strict=True)]
     units = sum(_units(m, t) for m, t in zip(p.moves, tilings, strict=True))
     if units >= 2**31:
         raise NotTaken(f"its {units} tiles exceed CUDA's grid")
