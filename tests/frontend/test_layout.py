@@ -169,3 +169,19 @@ def test_a_recurrent_level3_problem_is_solved(kernelbench_dir: Path, tmp_path: P
     assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
     assert {"select", "cat"} <= {op for g in result.groups if g["family"] == "layout" for op in g["ops"]}
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+
+
+def test_coverage_is_proved_for_one_move_and_said_for_several(problem: Callable[..., Path]) -> None:
+    """A permute is one move: its output's coverage is proved. A cat's pieces take tiles that divide them (96 x 200
+    and 48 x 200 channel-by-pixel runs), so no store is bounded; each piece's blocks are a range of the grid selected
+    by ``T.if_``, which the coverage check does not read: listed as not checked with that reason, never verified
+    silently."""
+    x, y = torch.randn(2, 96, 200), torch.randn(2, 48, 200)
+    (src,) = _check(problem, "torch.cat([torch.tanh(x), torch.sigmoid(y)], dim=1) * 2.0", [x, y], "cat_even", 1e-5)
+    assert "bound=" not in src.kernel
+    module = import_file(Path(problem("x", name="unused")).with_name("cat_even_solution.py"), "argus_test_layout_cat2")
+    reasons = [c.target for c in verify(getattr(module, src.name)).not_checked]
+    assert len(reasons) == 1 and "T.if_" in reasons[0], reasons
+    (src,) = _check(problem, "torch.tanh(x).permute(0, 2, 1, 3) * 2.0", [torch.randn(2, 5, 3, 7)], "perm_cov", 1e-5)
+    module = import_file(Path(problem("x", name="unused2")).with_name("perm_cov_solution.py"), "argus_layout_perm2")
+    assert not verify(getattr(module, src.name)).not_checked
