@@ -185,3 +185,15 @@ def test_coverage_is_proved_for_one_move_and_said_for_several(problem: Callable[
     (src,) = _check(problem, "torch.tanh(x).permute(0, 2, 1, 3) * 2.0", [torch.randn(2, 5, 3, 7)], "perm_cov", 1e-5)
     module = import_file(Path(problem("x", name="unused2")).with_name("perm_cov_solution.py"), "argus_layout_perm2")
     assert not verify(getattr(module, src.name)).not_checked
+
+
+def test_a_contiguous_after_the_move_is_the_same_kernel(problem: Callable[..., Path]) -> None:
+    """``x.transpose(1, 2).contiguous()``: the copy kernel writes a contiguous tensor already, so the clone joins its
+    group (one copy, not two); a clone whose input is read elsewhere too stays a pointwise kernel of its own."""
+    sources = _check(problem, "torch.tanh(x).transpose(1, 2).contiguous().view(2, -1) * 2.0", [torch.randn(2, 5, 7)],
+                     "contiguous", 1e-5)  # fmt: skip
+    assert len(sources) == 1 and "clone" in sources[0].reference
+    path = problem("(lambda t: t.contiguous() * 2.0 + t.sum())(torch.tanh(x).transpose(1, 2))",
+                   inputs="[torch.randn(2, 5, 7)]", name="shared")  # fmt: skip
+    part, _ = generate(capture(path))
+    assert [g.ops for g in part.groups if g.family is Family.LAYOUT] == [["permute"]]

@@ -49,7 +49,7 @@ TEMPLATES: dict[Family, Template] = {
         indexing.unsupported, indexing.kernel_source, absorbs=indexing.absorbs, takes_scalars=True
     ),
     # last: a layout node another family's group takes in (a GEMM's operand transpose, a scan's flip) is theirs
-    Family.LAYOUT: Template(layout.unsupported, layout.kernel_source),
+    Family.LAYOUT: Template(layout.unsupported, layout.kernel_source, absorbs=layout.absorbs),
 }
 
 __all__ = ["TEMPLATES", "KernelSource", "Template"]

@@ -432,6 +432,28 @@ def tiling(move: Move, fac: Factored | None, itemsize: int, out_shape: tuple[int
     return _Tiling(tuple(spans), (bm, bn), False)
 
 
+def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
+    """The ``clone`` nodes (a ``.contiguous()``, no other memory format) that are the only reader of one of the
+    node's results: the copy kernel writes a contiguous tensor already, so the clone is the same values and joins
+    the group instead of a second copy (``x.transpose(1, 2).contiguous()`` is one kernel)."""
+    import torch
+
+    from argus.frontend.partition import op_name
+
+    if aten_name(node) not in OPERATORS or unsupported(node) is not None:
+        return []
+    out = []
+    for u in _users(node):
+        readers = list(u.users)
+        if len(readers) != 1:
+            continue
+        (c,) = readers
+        plain = c.kwargs.get("memory_format") in (None, torch.contiguous_format) and len(c.all_input_nodes) == 1
+        if c.op == "call_function" and op_name(c) == "clone" and plain and c.name not in bound:
+            out.append(c)
+    return out
+
+
 def unsupported(node: Any) -> str | None:
     """None when the template writes `node` (see the module docstring), else why not."""
     from argus.frontend.partition import metadata_only
@@ -518,6 +540,9 @@ def kernel_source(
         lines += _move_lines(k, m, fac, t, start, units, total, ins, outs[m.out], p.outputs[m.out][1], dt)
         start += units
     ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} ({aten_name(node)}).")
+    # a result that a clone the group took in reads (`absorbs`) leaves the group as that clone's value
+    clones = {n.all_input_nodes[0].name: n.name for n in nodes if n.op == "call_function" and aten_name(n) == "clone"}
+    p = Plan(p.inputs, tuple((clones.get(n, n), v) for n, v in p.outputs), p.moves)
     shapes = {n: s for (n, _), s in zip(p.inputs, in_shapes, strict=True)}
     shapes.update({n: s for n, s in p.outputs})
     return KernelSource(
