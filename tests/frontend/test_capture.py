@@ -83,6 +83,22 @@ def test_a_file_without_model_is_a_clear_error(tmp_path: Path) -> None:
     assert err.value.code == "TASK_KERNELBENCH_FORMAT"
 
 
+def test_a_file_that_does_not_load_is_the_users_error_with_its_line(tmp_path: Path) -> None:
+    """A problem importing a module this environment lacks (KernelBench level 3's Mamba2 imports einops), or with a
+    bug at module level, is `TASK_PROBLEM_LOAD` naming the line and what to do: not an internal error of argus."""
+    path = tmp_path / "needs.py"
+    path.write_text("import torch\nimport not_installed_anywhere_xyz\n\nclass Model(torch.nn.Module):\n    pass\n")
+    with pytest.raises(ArgusError) as err:
+        capture(path)
+    assert err.value.code == "TASK_PROBLEM_LOAD" and "(line 2)" in err.value.message
+    assert "install 'not_installed_anywhere_xyz'" in (err.value.hint or "")
+    path.write_text("import torch\n\nN = undefined_name + 1\n")
+    with pytest.raises(ArgusError) as err:
+        capture(path)
+    assert err.value.code == "TASK_PROBLEM_LOAD" and "NameError" in err.value.message
+    assert "(line 3)" in err.value.message
+
+
 def test_inputs_that_cannot_be_drawn_are_a_clear_error(problem: Callable[..., Path]) -> None:
     path = problem("x", inputs="[torch.randn(-1)]")
     with pytest.raises(FrontendError) as err:

@@ -1590,6 +1590,12 @@ class Code(StrEnum):
         "no level{level}/ directory in {root}",
         "point --problems (or ARGUS_KERNELBENCH_DIR) at a KernelBench problems directory",
     )
+    TASK_PROBLEM_LOAD = _entry(
+        Category.TASK,
+        "{path} does not load: {error}",
+        "run the problem file with python first; install what it imports (a module it needs and this environment "
+        "lacks) or fix the line named",
+    )
     TASK_KERNELBENCH_FORMAT = _entry(
         Category.TASK,
         "{path} defines no {missing}",

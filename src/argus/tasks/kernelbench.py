@@ -187,7 +187,11 @@ def load_problem(path: Path | str, sizes: Mapping[str, Any] | None = None, *, st
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module
-    exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 - the problem file is the task definition
+    try:
+        exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 - the problem file is the task definition
+    except Exception as err:  # noqa: BLE001 - the user's file: a missing import or a bug in it is their input's error
+        sys.modules.pop(name, None)
+        raise _load_error(path, err) from None
     missing = [a for a in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, a)]
     if missing:
         raise TaskError("TASK_KERNELBENCH_FORMAT", f"{path} defines no {', '.join(missing)}")
@@ -200,6 +204,20 @@ def load_problem(path: Path | str, sizes: Mapping[str, Any] | None = None, *, st
         path=path,
         sizes=applied,
     )
+
+
+def _load_error(path: Path, err: BaseException) -> TaskError:
+    """`TaskError` ``TASK_PROBLEM_LOAD`` for problem file `path` raising `err` while it loads: the exception and the
+    file's line where it was raised (a module it imports that is not installed, a name it misspells)."""
+    import traceback
+
+    line = next((f.lineno for f in reversed(traceback.extract_tb(err.__traceback__)) if f.filename == str(path)), None)
+    where = f" (line {line})" if line else ""
+    if isinstance(err, ModuleNotFoundError):
+        hint = f"install {err.name!r} in this environment (the problem imports it), or remove the import"
+    else:
+        hint = "run the problem file with python to see the error, and fix it"
+    return TaskError("TASK_PROBLEM_LOAD", f"{path} does not load{where}: {type(err).__name__}: {err}", hint)
 
 
 def find_solution(solutions_dir: Path | str, problem: ProblemFile) -> Path | None:
