@@ -155,3 +155,34 @@ def test_exp_of_loaded_data_is_not_a_scaled_partial_result() -> None:
     tile was taken for a per-row statistic)."""
     result = verify(_elementwise_exp)
     assert result.verdict == Verdict.VERIFIED, result.render_text()
+
+
+@argus.kernel
+def _scaled_by_clamped_exp(
+    P: T.Tensor[("M",), T.f32],
+    X: T.Tensor[("M", "N"), T.f32],
+    B: T.Tensor[("M", "N"), T.f32],
+    OUT: T.Tensor[("M", "N"), T.f32],
+    BM: int = 16,
+    BN: int = 64,
+):
+    """OUT = X * exp(min(P, 4.6)) + B per row (SwinV2's attention logit scale, clamped, then a bias): a per-row value
+    computed from loaded data, not from a reduction, so no running statistic."""
+    with T.grid(T.cdiv(N, BN), T.cdiv(M, BM), threads=128) as (bn, bm):
+        tile = T.alloc_fragment((BM, BN), T.f32)
+        p = T.alloc_reduced(tile, axis=1, dtype=T.f32)
+        T.copy(P.tile(bm, BM), p)
+        x = T.alloc_fragment((BM, BN), T.f32)
+        T.copy(X.tile((bm, bn), (BM, BN)), x)
+        b = T.alloc_fragment((BM, BN), T.f32)
+        T.copy(B.tile((bm, bn), (BM, BN)), b)
+        scale = T.exp(T.minimum(p, 4.6))
+        T.copy(x * scale[:, None] + b, OUT.tile((bm, bn), (BM, BN)))
+
+
+def test_a_per_row_value_of_loaded_data_is_not_a_statistic() -> None:
+    """A per-row vector computed from loaded data (``T.minimum(p, 4.6)``) is data, as the vector is: its ``exp``
+    times a tile plus another tile is elementwise math (a false VALUE_SCALE_MISMATCH until 2026-12-05, which made
+    KernelBench level 3's SwinV2 solution `incorrect`); the corpus's statistics (reductions) are still followed."""
+    result = verify(_scaled_by_clamped_exp)
+    assert result.verdict == Verdict.VERIFIED, result.render_text()

@@ -353,9 +353,14 @@ class _Walker:
         """A value no linear form describes (a non-linear result): a term of its own."""
         term = self.leaf(site, st)
         self.names[term] = (site, user_name(buffer))
+        statistic = any(_per_axis(k) or k == MIXED for v in operands for (k, _), _ in v.lin)
         if len(ref.shape) == 1:
-            kind = ROW
-        elif any(_per_axis(k) or k == MIXED for v in operands for (k, _), _ in v.lin):
+            # a per-row value is a running statistic only where one of the kernel's own statistics (a reduction's
+            # result) enters it: ``T.minimum(p, 4.6)`` of a vector loaded from memory is data, as the vector is
+            # (`resolve`); until 2026-12-05 it was a statistic, and ``x * exp(clamp(p)) + bias`` (SwinV2's logit
+            # scale) a false VALUE_SCALE_MISMATCH
+            kind = ROW if statistic or not operands else PAYLOAD
+        elif statistic:
             kind = MIXED
         else:
             kind = PAYLOAD
