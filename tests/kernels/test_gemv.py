@@ -304,3 +304,15 @@ def test_the_tma_gemv_refuses_bad_parameters() -> None:
         gemv_rows_tma.trace(STAGES=1)
     with pytest.raises(mm.GemmError, match="at most 8 rows"):
         mm.gemv_tma_config(mm.GemmProblem(16, 4096, 4096))
+
+
+def test_a_batch_of_one_takes_the_gemv_path_with_its_matrices() -> None:
+    """A batched product of one matrix (a 1x1 convolution of one image: (1, 8, 4) @ (1, 4, 16)) is a GEMV-class
+    problem of batch 1: its operands' leading extent of 1 is dropped as for the GEMM kernels (`INTERP_ARGUMENT_RANK`
+    "V must have 2 dimensions" until 2026-12-05: KernelBench level 3's MobileNetV1 at batch 1 was refused)."""
+    plan = mm.plan(mm.GemmProblem(8, 16, 4, "f32", "f32", "K", "N", batch=1))
+    assert plan.is_gemv
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((1, 8, 4)), rng.standard_normal((1, 4, 16))
+    c = plan.run_on_interpreter(a, b)
+    np.testing.assert_allclose(np.asarray(c).reshape(8, 16), (a @ b)[0], rtol=1e-5, atol=1e-5)

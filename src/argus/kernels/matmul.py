@@ -1369,6 +1369,8 @@ class GemmPlan:
         (no copy): (K, cols) for the ``columns`` kernel, (cols, K) for ``rows``; the output's rows padded to whole
         16-byte vectors of f32 (what the reduction takes; `gemv_result` drops the padding)."""
         g, p = self.config, self.problem
+        if a.ndim > 2 or b.ndim > 2:  # a batch of one (a leading extent 1): its matrices, as `stored_operands` takes
+            a, b = a.reshape(a.shape[-2:]), b.reshape(b.shape[-2:])  # them (a 1x1 convolution of one image)
         if g.SWAP:  # C^T (1, M) = b^T (1, K) @ a^T (K, M)
             v, mat = b.reshape(1, p.K), (_t(a) if g.KERNEL == "columns" else a)
         else:
