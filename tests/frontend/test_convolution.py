@@ -252,3 +252,18 @@ def test_the_epilogue_takes_per_channel_operands_and_implicit_plans_only(
     result = solve(path, out=tmp_path / "t.py")
     assert result.status() == "solved", (result.uncovered, result.gate)
     assert sorted(g["ops"] for g in result.groups) == [["convolution"], ["relu"]]
+
+
+def test_a_pointwise_convolution_of_one_image_is_solved(tmp_path: Path) -> None:
+    """A 1x1 convolution at batch 1 is a product per image of one image, a GEMV-class product of a batch of one (8
+    filters): its matrices go to the GEMV kernel 2-d, as copies the interpreter may write back (KernelBench level 3's
+    MobileNetV1 at batch 1 was refused with INTERP_ARGUMENT_RANK, then an internal error, until 2026-12-05)."""
+    path = tmp_path / "pw1.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.conv = nn.Conv2d(4, 8, 1, bias=False)\n\n"
+        "    def forward(self, x):\n        return self.conv(x)\n\n\n"
+        "def get_inputs():\n    return [torch.rand(1, 4, 32, 32)]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+    result = solve(path, out=tmp_path / "pw1_solution.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)

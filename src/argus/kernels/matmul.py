@@ -1420,6 +1420,7 @@ class GemmPlan:
         a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         if self.is_gemv:
             v, mat, padded = self.gemv_operands(a, b, np)
+            v, mat = np.array(v), np.array(mat)  # the interpreter writes every tensor back: a read-only view cannot
             g = self.config
             work = np.full((g.SPLITS, g.ROWS, padded), np.nan)
             run_kernel(self.main_kernel(), {"V": v, "Mat" if g.KERNEL == "columns" else "MT": mat, "P": work})
