@@ -12,7 +12,7 @@ from typing import Any
 import z3
 
 from argus.atoms.common import WARPGROUP_SIZE as WG
-from argus.ir.expr import Expr, Var, VarKind, free_vars
+from argus.ir.expr import BinaryOp, BinOp, Expr, Var, VarKind, free_vars
 from argus.ir.nodes import Buffer, For, If, Kernel, Role, Space, Stmt, TileRef
 from argus.verify import smt
 
@@ -337,10 +337,7 @@ def _count_iterations(loop: For, match: Callable[[Stmt], bool], env: dict) -> An
             then, other = _count_body(s.then, match, env), _count_body(s.orelse, match, env)
             if _is_zero(then) and _is_zero(other):
                 continue
-            if any(
-                (isinstance(x, If) and depends_on(x.cond, var)) or (isinstance(x, For) and depends_on(x.extent, var))
-                for x in walk_all(s.then + s.orelse)
-            ):
+            if _varies(s.then + s.orelse, var):
                 raise Unsupported(f"a branch on {var.name} inside a branch on it: executions cannot be counted")
             held = _iterations_where(s.cond, var, k, env)
             total = total + then * held + other * (k - held)
@@ -348,21 +345,24 @@ def _count_iterations(loop: For, match: Callable[[Stmt], bool], env: dict) -> An
         c = _count_full(s, match, env)
         if _is_zero(c):
             continue
-        if any(
-            (isinstance(x, If) and depends_on(x.cond, var)) or (isinstance(x, For) and depends_on(x.extent, var))
-            for x in walk_all((s,))
-        ):
+        if _varies((s,), var):
             raise Unsupported(f"a count that depends on {var.name} in a nested loop or branch: executions not counted")
         total = total + k * c
     return total
+
+
+def _varies(body: tuple[Stmt, ...], var: Var) -> bool:
+    """Whether a branch's condition or a loop's extent in `body` depends on `var` (what runs differs per iteration)."""
+    return any(
+        (isinstance(x, If) and depends_on(x.cond, var)) or (isinstance(x, For) and depends_on(x.extent, var))
+        for x in walk_all(body)
+    )
 
 
 def _iterations_where(cond: Expr, var: Var, k: Any, env: dict) -> Any:
     """How many ``j`` in ``[0, k)`` satisfy `cond` with `var` = j, for a comparison of ``var + c`` with a bound
     (``<`` or ``<=``, either side; c and the bound free of `var`): ``min(k, max(0, u))`` for ``j < u``, and the rest
     for ``j >= u``. `Unsupported` for any other condition."""
-    from argus.ir.expr import BinaryOp, BinOp
-
     if not (isinstance(cond, BinOp) and cond.op in (BinaryOp.LT, BinaryOp.LE)):
         raise Unsupported(f"a branch on {var.name} that is not a comparison: executions cannot be counted")
     lhs_var, rhs_var = depends_on(cond.lhs, var), depends_on(cond.rhs, var)
@@ -382,8 +382,6 @@ def _iterations_where(cond: Expr, var: Var, k: Any, env: dict) -> Any:
 
 def _offset(e: Expr, var: Var, env: dict) -> Any:
     """c with ``e == var + c`` (c a term free of `var`), or `Unsupported`."""
-    from argus.ir.expr import BinaryOp, BinOp
-
     if e is var:
         return smt.val(0)
     if isinstance(e, BinOp) and e.op in (BinaryOp.ADD, BinaryOp.SUB):

@@ -165,8 +165,7 @@ def plan(node: Any) -> Plan:
     if op in VIEW_OPS:
         return _view_plan(node, inputs, outs, out_values)
     out_shape = _ints(out_values[0].shape)
-    args = [_literal(a) if not isinstance(a, list | tuple) or not any(hasattr(x, "op") for x in a) else a
-            for a in node.args[1:]]  # fmt: skip
+    args = [_literal(a) for a in node.args[1:]]  # after the tensors (cat's list is args[0]): literals
     if op in ("cat", "stack"):
         dim = int(args[0]) if args else int(node.kwargs.get("dim", 0))
         rank = len(out_shape)
@@ -426,9 +425,10 @@ def tiling(move: Move, fac: Factored | None, itemsize: int, out_shape: tuple[int
     if inside[spans[1]]:
         bn = _dividing(move.extent[spans[1]], TILE_ELEMENTS // 4, vec) or bn
     bm = max(1, TILE_ELEMENTS // bn)
-    bm = max(min(bm, _pow2_at_least(move.extent[spans[0]])), floor // bn if bn < floor else 1)
+    least = max(1, floor // bn)  # rows enough for the block's vectors
+    bm = max(min(bm, _pow2_at_least(move.extent[spans[0]])), least)
     if inside[spans[0]]:
-        bm = _dividing(move.extent[spans[0]], max(bm, floor // bn if bn < floor else 1), max(1, floor // bn)) or bm
+        bm = _dividing(move.extent[spans[0]], bm, least) or bm
     return _Tiling(tuple(spans), (bm, bn), False)
 
 

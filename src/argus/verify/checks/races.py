@@ -279,15 +279,16 @@ def check_races(ctx: Context, ordered: set | None = None) -> list[Finding]:
                 else ("PIPELINE_OVERWRITE" if staged(a1.ref, a1.site) or staged(a2.ref, a2.site) else "RACE_READ_WRITE")
             )
             if in_flight(a2) and not in_flight(a1):
-                a1, a2 = a2, a1  # the asynchronous read first (`_in_flight_scenarios`)
+                a1, a2 = a2, a1  # the asynchronous read first (`in_flight_scenarios`)
             found = False
-            scenarios = [(rel.describe, rel.constrain, instance, True) for rel in unordered(prog, a1.site, a2.site)]
-            extra, unknown = _in_flight_scenarios(prog, a1, a2)
+            scenarios = [(rel.describe, rel.constrain, instance, a1.site) for rel in unordered(prog, a1.site, a2.site)]
+            extra, unknown = in_flight_scenarios(prog, a1, a2)
             if unknown is not None:
                 findings.append(unknown)
             scenarios += extra
-            for describe, constrain, make, other_thread in scenarios:
-                env1, c1, t1, v1, off1, abs1 = make(ctx, a1, "_1") if make is not None else instance(ctx, a1, "_1")
+            for describe, constrain, make, after in scenarios:
+                other_thread = after is not None  # in flight, the MMA's own thread's write races with it too
+                env1, c1, t1, v1, off1, abs1 = make(ctx, a1, "_1")
                 env2, c2, t2, v2, off2, abs2 = instance(ctx, a2, "_2")
                 cons = c1 + c2 + constrain(env1, env2)
                 two = smt.val(abs1) != smt.val(abs2)
@@ -332,33 +333,34 @@ def check_races(ctx: Context, ordered: set | None = None) -> list[Finding]:
     return findings
 
 
-def _in_flight_scenarios(prog: Program, a1: Access, a2: Access) -> tuple[list[tuple], Finding | None]:
-    """The scenarios in which the asynchronous wgmma read `a1` (`in_flight`) is still reading when write `a2` runs
-    (any thread's, barriers between or not: they order the MMA's issue, not its reads), and in which `a2` follows
-    the read's retirement with no barrier (`retired_instance`); or the finding that says the retirement cannot be
-    placed (`retirement`: the check is then unknown). None for any other pair."""
-    if not in_flight(a1) or a2.kind != "write":
+def in_flight_scenarios(prog: Program, r: Access, w: Access) -> tuple[list[tuple], Finding | None]:
+    """The extra scenarios of asynchronous read `r` (`in_flight`) against write `w`, as ``(what, the iterations'
+    relation, the read's instance, the statement the write must follow or None)``: the read still in flight when `w`
+    runs (any thread's write, barriers between or not: they order the MMA's issue, not its reads; no statement to
+    follow), and `w` after the read's retirement with no barrier between (`retired_instance`; the retiring statement
+    to follow). Or the `UNKNOWN_ASYNC_READ` finding where the retirement cannot be placed (`retirement`). None for a
+    read that is not asynchronous, or a write before it outside every loop around it (a prologue's)."""
+    if not in_flight(r) or w.kind != "write":
         return [], None
-    if not common_loops(a1.site, a2.site) and a2.site.index < a1.site.index:
+    if not common_loops(r.site, w.site) and w.site.index < r.site.index:
         return [], None  # the write precedes the read outside every loop around it: never in flight
-    where = retirement(prog, a1)
+    where = retirement(prog, r)
     if isinstance(where, str):
         return [], Finding(
             "UNKNOWN_ASYNC_READ",
             Verdict.UNKNOWN,
-            f"the asynchronous wgmma reading {user_name(a1.ref.buffer)} at {a1.site.loc} (wait_group {in_flight(a1)}) "
-            f"may still read it when {a2.site.loc} writes it: where its reads retire is not placed ({where})",
-            loc=a2.site.loc,
+            f"the asynchronous wgmma reading {user_name(r.ref.buffer)} at {r.site.loc} (wait_group {in_flight(r)}) "
+            f"may still read it when {w.site.loc} writes it: where its reads retire is not placed ({where})",
+            loc=w.site.loc,
             reason="an asynchronous read is placed when it is the only MMA of its loop's body",
         )
 
     def retired(ctx: Context, acc: Access, suffix: str) -> tuple:
         return retired_instance(ctx, acc, suffix, where)
 
-    out: list[tuple] = [("the wgmma still reading, issued earlier", in_flight_window(a1, where, a2.site), instance,
-                         False)]  # fmt: skip
+    out: list[tuple] = [("the wgmma still reading, issued earlier", in_flight_window(r, where, w.site), instance, None)]
     out += [
-        (f"{rel.describe}, after the wgmma's retirement", rel.constrain, retired, True)
-        for rel in unordered(prog, where[0], a2.site)
+        (f"{rel.describe}, after the wgmma's retirement", rel.constrain, retired, where[0])
+        for rel in unordered(prog, where[0], w.site)
     ]
     return out, None

@@ -35,16 +35,7 @@ from argus.ir.nodes import LoopKind, MbarrierWait, Space
 from argus.verify import smt
 from argus.verify.access import accesses
 from argus.verify.checks.pipeline import before
-from argus.verify.checks.races import (
-    access_report,
-    common_loops,
-    in_flight,
-    in_flight_window,
-    instance,
-    retired_instance,
-    retirement,
-    unordered,
-)
+from argus.verify.checks.races import access_report, common_loops, in_flight_scenarios, instance, unordered
 from argus.verify.context import Context
 from argus.verify.program import Unsupported, barrier_element, latest_before, user_name
 from argus.verify.report import Counterexample, Finding, ThreadPoint, Verdict, undecided
@@ -151,32 +142,12 @@ def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list
             scenarios: list[tuple] = [
                 (rel.describe, rel.constrain, instance, r.site) for rel in unordered(prog, r.site, w.site)
             ]
-            if in_flight(r) and _may_follow(r, w):
-                where = retirement(prog, r)
-                if isinstance(where, str):
-                    findings.append(
-                        Finding(
-                            "UNKNOWN_ASYNC_READ",
-                            Verdict.UNKNOWN,
-                            f"the asynchronous wgmma reading {user_name(r.ref.buffer)} at {r.site.loc} (wait_group "
-                            f"{in_flight(r)}) may still read it when the TMA load at {w.site.loc} is issued: where "
-                            f"its reads retire is not placed ({where})",
-                            loc=w.site.loc,
-                            reason="an asynchronous read is placed when it is the only MMA of its loop's body",
-                        )
-                    )
-                    ctx.record("TMA overwrite", f"{w.site.loc} / {r.site.loc}", Verdict.UNKNOWN, start)
-                    continue
-
-                def retired(ctx: Context, acc: Any, suffix: str, where: tuple = where) -> tuple:
-                    return retired_instance(ctx, acc, suffix, where)
-
-                window = in_flight_window(r, where, w.site)
-                scenarios.append(("the wgmma still reading, issued earlier", window, instance, None))
-                scenarios += [
-                    (f"{rel.describe}, after the wgmma's retirement", rel.constrain, retired, where[0])
-                    for rel in unordered(prog, where[0], w.site)
-                ]
+            extra, unknown = in_flight_scenarios(prog, r, w)
+            if unknown is not None:
+                findings.append(unknown)
+                ctx.record("TMA overwrite", f"{w.site.loc} / {r.site.loc}", Verdict.UNKNOWN, start)
+                continue
+            scenarios += extra
             verdict = Verdict.VERIFIED
             for describe, constrain, make, after in scenarios:
                 er, cr, tr, vr, offr, absr = make(ctx, r, "_r")
@@ -220,12 +191,6 @@ def _check_overwrites(ctx: Context, reads: list[Any], writes: list[Any]) -> list
                 break
             ctx.record("TMA overwrite", f"{w.site.loc} / {r.site.loc}", verdict, start)
     return findings
-
-
-def _may_follow(r: Any, w: Any) -> bool:
-    """Whether write `w` may run after read `r` was issued: not when it precedes `r` in program order outside every
-    loop around `r` (a prologue's loads)."""
-    return bool(common_loops(r.site, w.site)) or w.site.index > r.site.index
 
 
 def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
