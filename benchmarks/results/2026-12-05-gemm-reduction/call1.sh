@@ -10,7 +10,7 @@ R=$OUT/call1
 mkdir -p $R
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,clocks.mem,driver_version,power.draw,temperature.gpu --format=csv > $R/env.txt
 date -u >> $R/env.txt
-P="timeout -k 5 -s INT 170 python3 benchmarks/gemm_config_probe.py"
+P="timeout -k 5 -s INT 140 python3 benchmarks/gemm_config_probe.py"
 PART=${1:-ab}   # a: the GEMM probes; b: FP8 and the layout copies (one device call each: 600 s a call)
 if [[ $PART == *a* ]]; then
 $P 512,512,65536 128,128,64,6,2,8,2 128,128,64,6,2,16,2 128,128,64,6,2,8,1 128,256,64,4,2,8,2 \
