@@ -110,3 +110,25 @@ def test_loop_lookback_decides_a_three_stage_pipeline_only_when_it_looks_far_eno
     short = verify(module.KERNEL, checks=("mma",), lookback=1)
     assert [f.code for f in short.findings] == ["UNKNOWN_LOOKBACK"] and short.verdict.value == "unknown"
     assert verify(module.KERNEL, checks=("mma",)).verdict.value == "verified"
+
+
+def test_the_state_before_a_loop_is_read_once_for_every_iteration_looked_back_through(monkeypatch) -> None:
+    """Twelve unrolled copies of a serial loop, each adding to one running sum: reading the sum read the state
+    before each copy's loop once per iteration it looked back through (and once for the loop not run), which is
+    exponential in the copies (over 3^12 reads; the batch norms `argus solve` writes ran for hours). Read once, the
+    reads grow with the copies."""
+    import importlib
+
+    from argus.verify import model, verify
+
+    reads = [0]
+    read = model.Query._read
+
+    def counted(self, *args):
+        reads[0] += 1
+        return read(self, *args)
+
+    monkeypatch.setattr(model.Query, "_read", counted)
+    module = importlib.import_module("tests.verify.corpus.kernels_oob_unrolled_serial_sum_ok")
+    assert verify(module.KERNEL, checks=("oob",)).verdict.value == "verified"
+    assert 0 < reads[0] < 2000

@@ -25,6 +25,7 @@ Writes take effect when issued: that asynchronous copies land later is the pipel
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,7 @@ from argus.ir.nodes import (
     WgmmaWait,
 )
 from argus.ir.tags import AssertTag, AssertTagEq, Tag, TagExpr, TagPlaceholder
+from argus.layout import Layout
 from argus.verify import padding, smt
 from argus.verify.program import (
     Program,
@@ -467,6 +469,10 @@ class Query:
         # into the query under a condition the solver would have to decide among all the others
         self.facts: list[Any] | None = None
         self._decided: dict[tuple[int, int], tuple[Any, Any, bool | None]] = {}
+        # the value index chosen for an element read from a thread of a fragment whose layout gives each of its
+        # threads' elements one value (`src_at`), by (buffer, element index term, thread term): the choice is
+        # determined, so every read of that element by that thread shares it (one variable, not one a read path)
+        self._values: dict[tuple[int, int, int], tuple[Any, Any, Any]] = {}
 
     def assume(self, facts: list[Any]) -> None:
         """Take `facts` as true in every model this query is solved over: the check must pass them (or stronger
@@ -561,7 +567,15 @@ class Query:
             k = env[var]
             more = smt.val(k) >= 1
             outer = {v: t for v, t in env.items() if v is not var}
-            before = self.read(buffer, info.pre.get(buffer, ()), loc, outer, z3.And(guard, z3.Not(more)), budget)
+            # the element as the loop found it: the same at every iteration this read looks back through, so it is
+            # read once, under the guard of the first (outermost) of them, which every later one's guard implies
+            # (guards only grow down a read); read again at each, a chain of loops, each looked back through, read
+            # it (lookback + 1)^depth times (a serial loop in each copy of an unrolled one: minutes, then hours)
+            key = ("before", id(info), id(buffer), _ids(loc), _ids(outer.values()))
+            if key in budget:
+                before = budget[key][1]
+            else:
+                before = self.read(buffer, info.pre.get(buffer, ()), loc, outer, guard, budget)
             if left <= 0:
                 prev = self.havoc_tag(
                     z3.And(guard, more),
@@ -574,6 +588,7 @@ class Query:
                 prev_env[var] = smt.val(k) - 1
                 nb = dict(budget)
                 nb[id(info)] = left - 1
+                nb[key] = ((loc, outer), before)  # the terms kept with it: a freed term's id is reused
                 prev = self.read(buffer, info.body_end.get(buffer, ()), loc, prev_env, z3.And(guard, more), nb)
             return SymTag.ite(more, prev, before)
         if isinstance(head, LoopDone):
@@ -585,10 +600,14 @@ class Query:
             ran = smt.val(ext) >= 1
             last_env = dict(env)
             last_env[var] = smt.val(ext) - 1
+            # the element as the loop found it, read once for the loop not run and every iteration the body's
+            # reads look back through (`LoopHead`)
+            outer = {v: t for v, t in env.items() if v is not var}
+            before = self.read(buffer, info.pre.get(buffer, ()), loc, outer, guard, budget)
             nb = dict(budget)
             nb[id(info)] = self.lookback
+            nb[("before", id(info), id(buffer), _ids(loc), _ids(outer.values()))] = ((loc, outer), before)
             last = self.read(buffer, info.body_end.get(buffer, ()), loc, last_env, z3.And(guard, ran), nb)
-            before = self.read(buffer, info.pre.get(buffer, ()), loc, env, z3.And(guard, z3.Not(ran)), budget)
             return SymTag.ite(ran, last, before)
         if isinstance(head, Branch):
             cond_e = head.site.stmt.cond  # type: ignore[attr-defined]
@@ -679,15 +698,19 @@ class Query:
         site: Site,
         same_thread: Any = None,
         pad: float = 0.0,
+        like: tuple[Buffer, Any] | None = None,
     ) -> SymTag:
         """The tag of the element of operand `ref` at `window` coordinate, in state `pre`. A fragment
         operand is read from thread `same_thread` when given (elementwise semantics), else from any
-        thread that holds it."""
+        thread that holds it. `like`: (the destination fragment, the destination element's (thread, value)) of an
+        elementwise write; an operand laid out as the destination is read at that same (thread, value)."""
         if isinstance(ref, Broadcast):
             window = tuple(c for i, c in enumerate(window) if i not in ref.axes)
-            ref = ref.ref
+            ref, like = ref.ref, None
         buf = ref.buffer
         items = pre.get(buf, ())
+        if like is not None and same_thread is not None and _same_fragment_layout(buf, like[0]) and ref.perm is None:
+            return self.read(buf, items, like[1], env, guard)  # the element's value index is the destination's
         if buf.space == Space.GLOBAL:
             g = buffer_coords(ref, window, env)
             tag = self.read(buf, items, g, env, guard)
@@ -708,7 +731,14 @@ class Query:
                 raise smt.EncodingError(f"windows of fragment {user_name(buf)} are not modelled")
             idx = colmajor(tuple(smt.val(c) for c in window), buf.static_shape)
             vals = buf.values_per_thread
-            v = smt.fresh(f"{user_name(buf)}_v")
+            if same_thread is not None and _one_value_per_element(buf):
+                thread = smt.val(same_thread)
+                key = (id(buf), idx.get_id(), thread.get_id())
+                if key not in self._values:  # the terms are kept with it: a freed term's id is reused
+                    self._values[key] = (idx, thread, smt.fresh(f"{user_name(buf)}_v"))
+                v = self._values[key][2]
+            else:
+                v = smt.fresh(f"{user_name(buf)}_v")
             if same_thread is not None:
                 t = same_thread
             else:
@@ -764,11 +794,12 @@ class Query:
             if s.atom.startswith("ldmatrix") and s.dst.buffer.space == Space.FRAGMENT and _ldmatrix_transposes(s):
                 win = matrix_transpose(*win)  # the forced variant delivers every 8x8 block transposed
             g = guard if cover is True else z3.And(guard, cover)
-            same = None
+            same = like = None
             if s.dst.buffer.space == Space.FRAGMENT and s.src.buffer.space == Space.FRAGMENT:
                 same = loc[0]
+                like = (s.dst.buffer, loc) if s.dst.is_whole() else None
             self.step(g, site, f"copy ({s.atom})", _describe_copy(s, loc, win), wenv)
-            tag = self.src_at(s.src, win, wenv, g, w.pre, site, same_thread=same, pad=s.pad)
+            tag = self.src_at(s.src, win, wenv, g, w.pre, site, same_thread=same, pad=s.pad, like=like)
             return cover, tag
         if isinstance(s, Fill):
             cover, win, wenv = self.dst_window(s.dst, loc, env, site)
@@ -779,7 +810,8 @@ class Query:
             if operand is None:
                 return cover, self.const("coord" if s.op == MapOp.COORD else "scalar")
             self.step(guard, site, f"elementwise {s.op.value}", _describe_copy(s, loc, win), wenv)
-            tag = self.src_at(operand, win, wenv, guard, w.pre, site, same_thread=loc[0])
+            like = (s.dst.buffer, loc) if s.dst.buffer.space == Space.FRAGMENT and s.dst.is_whole() else None
+            tag = self.src_at(operand, win, wenv, guard, w.pre, site, same_thread=loc[0], like=like)
             if self.masks:
                 return cover, tag.with_mask(padding.map_class(self, w, win, wenv, guard, loc, operand, tag))
             return cover, tag.derived()
@@ -913,6 +945,40 @@ def _unmodelled_copy(s: Copy) -> str | None:
         if len(held) != size or held.min() < 0 or held.max() >= size:
             return f"the layout of fragment {user_name(src)} does not hold every element of its tile exactly"
     return None
+
+
+def _ids(terms: Any) -> tuple:
+    """A key of a term or a sequence of terms (z3 expressions or Python integers): an element's location is a
+    tuple of coordinates, or one offset (shared memory)."""
+    if z3.is_expr(terms) or isinstance(terms, int):
+        terms = (terms,)
+    return tuple(x.get_id() if z3.is_expr(x) else ("int", x) for x in terms)
+
+
+def _same_fragment_layout(a: Buffer, b: Buffer) -> bool:
+    """Whether fragments `a` and `b` hold the same elements at the same (thread, value): one shape, one layout."""
+    return (
+        a.space == b.space == Space.FRAGMENT
+        and a.threads == b.threads
+        and a.shape == b.shape
+        and a.tv is not None
+        and a.tv == b.tv
+    )
+
+
+def _one_value_per_element(buf: Buffer) -> bool:
+    """Whether fragment `buf`'s layout holds each element once (no replicas): a thread's value index of an element
+    is then determined by it."""
+    numel = 1
+    for e in buf.static_shape:
+        numel *= e
+    return buf.tv is not None and buf.tv.size() == numel and _bijective(buf.tv)
+
+
+@functools.lru_cache(maxsize=256)
+def _bijective(layout: Layout) -> bool:
+    """Whether `layout` maps its domain one-to-one onto ``0 .. size - 1`` (counted: fragments are small)."""
+    return len({layout(i) for i in range(layout.size())}) == layout.size() == layout.cosize()
 
 
 def _ldmatrix_transposes(s: Copy) -> bool:

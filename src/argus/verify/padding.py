@@ -288,8 +288,12 @@ def representative(q: Any, site: Any, key: tuple, env: dict, names: tuple[str, .
     for every read of one query that reads the same result (same `key` and iterations of the loops around `site`):
     the consistency axioms of an uninterpreted function, written out (the solver's logic is QF_BV)."""
     args = tuple(smt.val(a) for a in key) + tuple(smt.val(env[lp.var]) for lp in site.loops if lp.var in env)
-    fresh = tuple(smt.fresh(f"rep_{n}") for n in names)
     known = q.reps.setdefault(site.index, [])
+    ids = tuple(a.get_id() for a in args)
+    for a0, r0 in known:  # the same terms (another read path to the same result): the same representative
+        if tuple(a.get_id() for a in a0) == ids:
+            return r0
+    fresh = tuple(smt.fresh(f"rep_{n}") for n in names)
     for a0, r0 in known:
         if len(a0) == len(args):
             same = z3.And(*[x == y for x, y in zip(a0, args, strict=True)])
