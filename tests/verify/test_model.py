@@ -132,3 +132,19 @@ def test_the_state_before_a_loop_is_read_once_for_every_iteration_looked_back_th
     module = importlib.import_module("tests.verify.corpus.kernels_oob_unrolled_serial_sum_ok")
     assert verify(module.KERNEL, checks=("oob",)).verdict.value == "verified"
     assert 0 < reads[0] < 2000
+
+
+def test_a_query_past_its_encoding_budget_is_unknown_not_wrong(monkeypatch) -> None:
+    """`MAX_READS`: past the budget every read is an unknown tag, so the answer is `unknown` with the reason,
+    never a violation invented or a proof claimed, and the query stops growing."""
+    import importlib
+
+    from argus.verify import model, verify
+
+    monkeypatch.setattr(model, "MAX_READS", 5)
+    ok = importlib.import_module("tests.verify.corpus.kernels_oob_unrolled_serial_sum_ok")
+    starved = verify(ok.KERNEL, checks=("oob",))
+    assert starved.verdict.value == "unknown" and not starved.errors
+    assert any(f.code == "UNKNOWN_SOLVER" and "MAX_READS" in (f.reason or f.message) for f in starved.findings)
+    bug = importlib.import_module("tests.verify.corpus.kernels_oob_unrolled_serial_sum_unmasked")
+    assert verify(bug.KERNEL, checks=("oob",)).verdict.value == "unknown"  # the padded lane is past the budget

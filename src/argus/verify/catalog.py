@@ -384,7 +384,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry(
         "UNKNOWN_SOLVER",
         "the SMT solver gave up",
-        "Z3 returned unknown (time-out or a non-linear term) for this query.",
+        "Z3 returned unknown (time-out, resource limit or a non-linear term) for this query, or the query's "
+        "encoding outgrew its budget (more than argus.verify.model.MAX_READS reads of buffer histories).",
         Severity.UNKNOWN,
     ),
     CatalogEntry(

@@ -76,7 +76,9 @@ def verify_kernel(
     (`MEMO_SIZE` answers are kept, keyed by the kernel's wire form, `argus.ir.serialize`, which holds every field
     of every node with shared objects numbered in the order they are met: two kernels with the same key are the
     same program, up to the identity of their objects); a kernel the wire form cannot hold is verified anew."""
-    key = _memo_key(kernel, checks, lookback, timeout_ms, rlimit, shapes)
+    from argus.verify.model import MAX_READS  # read when called: a budget set by a caller (or a test) counts
+
+    key = _memo_key(kernel, checks, lookback, timeout_ms, rlimit, shapes, MAX_READS)
     if key is not None and key in _MEMO:
         _MEMO.move_to_end(key)
         return copy.deepcopy(_MEMO[key])

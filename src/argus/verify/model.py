@@ -441,12 +441,20 @@ class Step:
 DECIDE_RLIMIT = 2_000_000
 
 
+#: The histories one query may read (`Query._read` calls) before every further read is an unknown tag: the encoding's
+#: budget, as Z3's resource limit is the solver's. The library's kernels read at most a few hundred a query; a read
+#: past the budget makes a violation that needs it `unknown` (code UNKNOWN_SOLVER), never a wrong answer, and a
+#: kernel whose encoding would grow without end (as a chain of loops once did, `LoopDone`) answers in bounded time.
+MAX_READS = 20_000
+
+
 class Query:
     """Side conditions, recorded steps and unknown-markers of one SMT query."""
 
     def __init__(self, analysis: Analysis, lookback: int = 3) -> None:
         self.analysis = analysis
         self.lookback = lookback
+        self.reads = 0  # `_read` calls so far (`MAX_READS`)
         # the look-back budget of the read being answered: reads of other buffers that it starts (through a
         # write's source) inherit it, so a chain through loop-carried values (m_new = max(m, ...); m = m_new)
         # stops after `lookback` iterations instead of recursing without end
@@ -499,13 +507,17 @@ class Query:
         pad = (smt.val(0),) * (self.rank - len(coords))
         return SymTag(smt.val(self.names.id(name)), smt.val(len(coords)), coords + pad, smt.val(mask))
 
-    def havoc_tag(self, guard: Any, code: str, reason: str) -> SymTag:
+    def havoc_tag(self, guard: Any, code: str, reason: str, any_class: bool = False) -> SymTag:
+        """A tag the verifier could not determine: a violation that needs it is `code`, unknown. Its padding class
+        is real data unless `any_class`: an element older than the look-back is another iteration of the same
+        loop body, whose padding the check sees where it lands at an iteration within reach (the loop's extent is
+        a free size), while an element past the encoding's budget (`MAX_READS`) may be anything."""
         self.havoc.append((guard, code, reason))
         return SymTag(
             smt.fresh("havoc_name"),
             smt.fresh("havoc_arity"),
             tuple(smt.fresh("havoc_c") for _ in range(self.rank)),
-            smt.val(MASK_NONE),
+            smt.fresh("havoc_mask") if any_class and self.masks else smt.val(MASK_NONE),
         )
 
     def require(self, guard: Any, cond: Any) -> None:
@@ -539,6 +551,15 @@ class Query:
     def _read(self, buffer: Buffer, items: tuple, loc: Any, env: dict, guard: Any, budget: dict) -> SymTag:
         if not items:
             return self.named(UNINIT, ())
+        self.reads += 1
+        if self.reads > MAX_READS:
+            return self.havoc_tag(
+                guard,
+                "UNKNOWN_SOLVER",
+                f"the query's encoding outgrew its budget: more than {MAX_READS} reads of buffer histories "
+                f"(argus.verify.model.MAX_READS), the last of {user_name(buffer)}",
+                any_class=True,
+            )
         head, rest = items[0], items[1:]
         if isinstance(head, Init):
             return self.named(buffer.name, tuple(loc))
