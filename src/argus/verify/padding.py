@@ -33,7 +33,8 @@ from typing import Any
 import z3
 
 from argus.ir.expr import Const, Expr
-from argus.ir.nodes import Broadcast, Copy, Fill, Map, MapOp, ReduceOp, Space, TileRef
+from argus.ir.nodes import Broadcast, Copy, Fill, Map, MapOp, Reduce, ReduceOp, Space, TileRef
+from argus.ir.tags import Tag
 from argus.verify import smt
 
 # The classes (the values of a tag's mask term). 5 was the old "derived from padding" code; it is no longer produced.
@@ -361,8 +362,9 @@ _FOLDS: dict[MapOp, tuple[int, tuple[int, ...]]] = {
 def accumulation_step(site: Any) -> tuple[int, int] | None:
     """(position of the accumulator among the operands, identity class) when the `Map` at `site` folds a term
     into an accumulator in place: a binary add, subtract, maximum or minimum of a whole fragment `acc` and another
-    fragment operand whose result is `acc` itself, or a whole temporary that the very next statement copies whole
-    into `acc` (the DSL's ``T.copy(acc + x, acc)``, ``T.copy(T.maximum(acc, x), acc)``). None otherwise.
+    fragment operand whose result is `acc` itself, or a whole temporary that a later statement of the same body
+    copies whole into `acc`, nothing writing it in between (the DSL's ``T.copy(acc + x, acc)``,
+    ``T.copy(T.maximum(acc, x), acc)``, and folds in interleaved order: `_copied_back`). None otherwise.
 
     Where the term is padding of the op's identity class, such a step leaves `acc`'s element unchanged, so the
     element keeps `acc`'s class (`map_class`): the padding adds nothing. The lanes of an accumulator are the
@@ -386,14 +388,34 @@ def accumulation_step(site: Any) -> tuple[int, int] | None:
     if not isinstance(s.srcs[0], TileRef | Broadcast) or not isinstance(s.srcs[1], TileRef | Broadcast):
         return None  # a scalar term: `combine` already knows its value
     target = s.dst.buffer
-    frame = site.frames[-1]
-    if not any(whole(s.srcs[i]) is target for i in positions) and frame.pos + 1 < len(frame.body):
-        nxt = frame.body[frame.pos + 1]
-        if isinstance(nxt, Copy) and nxt.src.buffer is target and nxt.src.is_whole() and whole(nxt.dst) is not None:
-            target = nxt.dst.buffer
+    if not any(whole(s.srcs[i]) is target for i in positions):
+        target = _copied_back(site, target, whole) or target
     for i in positions:
         if whole(s.srcs[i]) is target:
             return i, identity
+    return None
+
+
+#: Statements that write no fragment (`_copied_back` looks past them).
+_NO_FRAGMENT_WRITE = ("Alloc", "Let", "Barrier", "AsyncWait", "AsyncCommit", "MbarrierArrive", "MbarrierWait",
+                      "WgmmaWait", "Fence", "AssertTag", "AssertTagEq")  # fmt: skip
+
+
+def _copied_back(site: Any, temp: Any, whole: Any) -> Any:
+    """The fragment a whole copy of temporary `temp` (the `Map` at `site`'s result) goes to, later in the same body
+    with nothing writing `temp` before it: the DSL's ``T.copy(acc + x, acc)``, and two accumulators folded in
+    interleaved order (``a2 = a + x; b2 = max(b, y); T.copy(a2, a); T.copy(b2, b)``). The copy carries the `Map`'s
+    value, so the step is a fold into the fragment it lands in. None where a statement in between may write `temp`
+    (one that writes it, or a loop or branch, whose body is not looked into)."""
+    frame = site.frames[-1]
+    for stmt in frame.body[frame.pos + 1 :]:
+        if isinstance(stmt, Copy) and stmt.src.buffer is temp:
+            return stmt.dst.buffer if stmt.src.is_whole() and whole(stmt.dst) is not None else None
+        if type(stmt).__name__ in _NO_FRAGMENT_WRITE:
+            continue
+        dst = getattr(stmt, "target", None) if isinstance(stmt, Tag) else getattr(stmt, "dst", None)
+        if not isinstance(stmt, Copy | Fill | Map | Reduce | Tag) or dst is None or dst.buffer is temp:
+            return None
     return None
 
 
