@@ -24,9 +24,12 @@ def FOLDS(X: T.Tensor[("M", "N"), T.f32], Y: T.Tensor[("M", "N"), T.f32], BM: in
         T.copy(acc + x, other)  # not: the result lands in another buffer
         t = acc + x  # fold: a temporary copied whole into acc by the next statement
         T.copy(t, acc)
-        u = T.maximum(acc, x)  # not: another statement comes before the copy back
+        u = T.maximum(acc, x)  # fold: copied back after a statement that does not write it (interleaved folds)
         T.copy(x, other)
         T.copy(u, acc)
+        v = T.minimum(acc, x)  # not: the temporary is overwritten before the copy back
+        T.copy(x, v)
+        T.copy(v, acc)
         y = acc + x  # not: no copy back
         T.copy(y, Y.tile((bm, 0), (BM, BN)))
 

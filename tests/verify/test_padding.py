@@ -103,7 +103,8 @@ def test_accumulation_steps_are_recognized_only_in_place() -> None:
         "T.copy(acc + 1.0, acc)": None,
         "T.copy(acc + x, other)": None,
         "t = acc + x": (0, P.PAD_ZERO),
-        "u = T.maximum(acc, x)": None,
+        "u = T.maximum(acc, x)": (0, P.PAD_NEG_INF),
+        "v = T.minimum(acc, x)": None,
         "y = acc + x": None,
     }
 
@@ -113,3 +114,14 @@ def test_a_fold_into_another_buffer_is_an_ordinary_elementwise_result() -> None:
     assert [f.code for f in findings if f.severity.name == "ERROR"] == ["OOB_MASKED_REDUCTION"]
     folded = importlib.import_module("tests.verify.corpus.kernels_oob_tile_accumulator_sum_ok")
     assert not [f for f in verify(folded.KERNEL).findings if f.code == "OOB_MASKED_REDUCTION"]
+
+
+def test_a_product_of_padding_is_no_term_only_as_zero_times_a_finite_value() -> None:
+    def bad(a: int, b: int) -> bool:
+        return z3.is_true(z3.simplify(P.bad_product(smt.val(a), smt.val(b))))
+
+    assert not bad(P.REAL, P.REAL)
+    assert not bad(P.PAD_ZERO, P.REAL) and not bad(P.REAL, P.PAD_ZERO)  # the contraction's tail
+    assert not bad(P.PAD_ZERO, P.PAD_ZERO) and not bad(P.PAD_OTHER, P.PAD_ZERO)  # x * 0, x taken as finite
+    assert bad(P.PAD_NEG_INF, P.PAD_ZERO) and bad(P.PAD_ZERO, P.PAD_POS_INF)  # inf * 0 = NaN
+    assert bad(P.PAD_NEG_INF, P.REAL) and bad(P.PAD_OTHER, P.REAL) and bad(P.REAL, P.PAD_OTHER)

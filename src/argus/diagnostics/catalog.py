@@ -935,6 +935,12 @@ class Code(StrEnum):
         "the view of {buffer} puts element {coord} at offset {offset}, past the {allocated} elements allocated for it",
         "allocate the buffer with the view's layout (T.alloc_shared(..., layout=...)), or use a view within it",
     )
+    OOB_MASKED_MMA = _entry(
+        Category.VERIFY,
+        "T.gemm adds the product of A's element {a} and B's element {b} into an accumulator element of real data",
+        "pad the contraction's tail with 0 (TMA's fill, the copy's default pad) or mask it to 0 with "
+        "T.where(T.index(x, axis) + offset < extent, x, 0.0) before the MMA",
+    )
     OOB_MASKED_REDUCTION = _entry(
         Category.VERIFY,
         "T.reduce_{op} combines element {coord} of {buffer}, padding of an element outside the tensor whose value "

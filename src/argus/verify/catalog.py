@@ -236,6 +236,15 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
+        "OOB_MASKED_MMA",
+        "padding of a partial tile enters an MMA's contraction as something other than no term",
+        "A copy from global memory fills the out-of-bounds part of a partial tile with its `pad` value. In an MMA's "
+        "contraction, padding 0 times a finite value adds nothing (the contraction's tail, as TMA fills it); an "
+        "infinite padding (-inf, +inf: inf * x, or inf * 0 = NaN) or padding of unknown value (x + b over a padded x) "
+        "adds a term that does not exist to an accumulator element of real data.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "OOB_MASKED_REDUCTION",
         "masked elements of a partial tile enter a reduction with the wrong fill value",
         "A copy from global memory fills the out-of-bounds part of a partial tile with its `pad` value; that "

@@ -36,7 +36,7 @@ from argus.verify.checks.fence import check_proxy_fences
 from argus.verify.checks.mbarrier import check_arrive_counts
 from argus.verify.checks.mma import check_gemm
 from argus.verify.checks.once import check_accumulator_reset, check_contraction_once, check_output_once
-from argus.verify.checks.oob import check_masked_reductions, check_shared_views
+from argus.verify.checks.oob import check_masked_mmas, check_masked_reductions, check_shared_views
 from argus.verify.checks.perf import check_performance
 from argus.verify.checks.pipeline import check_stale_reads
 from argus.verify.checks.races import check_races
@@ -192,6 +192,7 @@ def _verify_kernel(
         run("proxy fence", check_proxy_fences, ctx)
     if "oob" in checks:
         run("masked-reduction", check_masked_reductions, ctx)
+        run("masked MMA", check_masked_mmas, ctx)
         run("shared view bounds", check_shared_views, ctx)
     if "coverage" in checks:
         run("contraction coverage", check_contraction_coverage, ctx)

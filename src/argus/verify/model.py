@@ -898,24 +898,31 @@ class Query:
             return drop_coord(tag, pos, self.rank).with_mask(padding.reduce_class(self, w, s, loc, env, guard, tag))
         return drop_coord(tag, pos, self.rank).derived()
 
-    def gemm_at(self, w: Write, s: Gemm, loc: Any, env: dict, guard: Any) -> SymTag:
-        """The accumulator slot ``(t, v)`` after an MMA: tag (A row, B column) of the products it sums."""
+    def gemm_operands(self, w: Write, s: Gemm, loc: Any, k: Any, env: dict, guard: Any) -> tuple[SymTag, SymTag]:
+        """The A and B elements of contraction index `k` (of the tile) of the product the MMA of write `w` adds
+        into accumulator slot ``loc = (t, v)``, as its instruction reads them."""
         t, v = loc
         atom = get_atom(s.atom)
         at = atom.thread_count
         g = z3.UDiv(smt.val(t), at)
         lane = z3.URem(smt.val(t), at)
-        gm_count, gn_count = s.groups
+        gm_count, _ = s.groups
         gm, gn = z3.URem(g, gm_count), z3.UDiv(g, gm_count)
         sub_c = group_subtile("C", (s.acc.shape[0], s.acc.shape[1]), s.groups)
         i, j = hardware_element(atom, "C", sub_c, lane, v)
+        ta = operand_hw(self, w, s, "A", atom, (gm, gn), g, (i, k), env, guard)
+        tb = operand_hw(self, w, s, "B", atom, (gm, gn), g, (k, j), env, guard)
+        return ta, tb
+
+    def gemm_at(self, w: Write, s: Gemm, loc: Any, env: dict, guard: Any) -> SymTag:
+        """The accumulator slot ``(t, v)`` after an MMA: tag (A row, B column) of the products it sums."""
+        t, v = loc
         wenv = dict(env)
         k = smt.val(0)
         if self.masks:  # the class of the element follows a representative product (`padding.mma_class`)
             (k,) = padding.representative(self, w.site, (smt.val(t), smt.val(v)), env, ("k",))
             self.require(guard, smt.in_range(k, 0, s.a.shape[1]))
-        ta = operand_hw(self, w, s, "A", atom, (gm, gn), g, (i, k), wenv, guard)
-        tb = operand_hw(self, w, s, "B", atom, (gm, gn), g, (k, j), wenv, guard)
+        ta, tb = self.gemm_operands(w, s, loc, k, wenv, guard)
         amap_a = axis_map(self.analysis, s.a.buffer, w.pre.get(s.a.buffer, ()))
         amap_b = axis_map(self.analysis, s.b.buffer, w.pre.get(s.b.buffer, ()))
         ra = _axis_pos(amap_a, s.a, 0, default=-2)

@@ -272,6 +272,16 @@ def mma_class(ca: Any, cb: Any) -> Any:
     return z3.If(is_pad(prod), bv(PAD_OTHER), prod)
 
 
+def bad_product(ca: Any, cb: Any) -> Any:
+    """Whether the product of an A element of class `ca` and a B element of class `cb` adds something other than
+    nothing or real data to an accumulator (`checks.oob`, `OOB_MASKED_MMA`): an infinite padding times anything
+    (``inf * x``, ``inf * 0 = NaN``), or padding of unknown value times anything but padding 0 (taken as finite:
+    ``x * 0 = 0``, as real data is). Padding 0 times a finite value is no term at all: the contraction's tail."""
+    inf = z3.Or(*[c == bv(p) for c in (ca, cb) for p in (PAD_NEG_INF, PAD_POS_INF)])
+    other = z3.Or(z3.And(ca == bv(PAD_OTHER), cb != bv(PAD_ZERO)), z3.And(cb == bv(PAD_OTHER), ca != bv(PAD_ZERO)))
+    return z3.Or(inf, other)
+
+
 def reduce_class(q: Any, w: Any, s: Any, loc: Any, env: dict, guard: Any, tag: Any) -> Any:
     """The class of a reduction's result from the class of a representative element of its row: padding when the
     representative is (the whole row is padding, or the solver chose a padding element of a mixed row: over

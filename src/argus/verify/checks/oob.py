@@ -9,6 +9,11 @@ and `T.where` masks, casts, copies through shared memory, MMAs, reductions). Pad
 size the assumptions allow, the first padding of another class, the second real data: then the padding changes a
 result that is kept, and that is a violation, with the element, the class, and the `T.where` that let it through
 (when one did). A row made only of padding (and constants) is itself padding, and is not checked.
+
+An MMA is a sum too (`OOB_MASKED_MMA`): for every accumulator element that holds real data (some contraction index
+where its A row and B column are both real), every product of its contraction is real data or no term at all
+(padding 0 times a finite value: the contraction's tail as TMA and the copies fill it); an infinite padding (a
+tail padded with -inf) or padding of unknown value times anything else is a violation.
 """
 
 from __future__ import annotations
@@ -18,11 +23,11 @@ from typing import Any
 
 import z3
 
-from argus.ir.nodes import Reduce, Space
+from argus.ir.nodes import Gemm, Reduce, Space
 from argus.layout import mode_sizes
 from argus.verify import padding, smt
 from argus.verify.context import Context
-from argus.verify.model import Query, decompose, tag_value
+from argus.verify.model import Query, Write, decompose, tag_value
 from argus.verify.program import absolute_thread, user_name
 from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
@@ -43,6 +48,88 @@ def check_masked_reductions(ctx: Context) -> list[Finding]:
         findings += found
         ctx.record("masked reduction", str(s.loc), verdict, start)
     return findings
+
+
+def check_masked_mmas(ctx: Context) -> list[Finding]:
+    """`OOB_MASKED_MMA`: the padding of a partial tile enters an MMA's contraction only as no term (padding 0
+    times a finite value) wherever the accumulator element is real data."""
+    findings: list[Finding] = []
+    for site in ctx.analysis.program.sites:
+        s = site.stmt
+        if not isinstance(s, Gemm):
+            continue
+        start = time.perf_counter()
+        found: list[Finding] = []
+        verdict = Verdict.VERIFIED
+        for lookback in range(1, ctx.lookback + 1):  # as the masked-reduction check
+            found, verdict = _check_mma(ctx, site, s, lookback)
+            if not any(f.code == "UNKNOWN_LOOKBACK" for f in found):
+                break
+        findings += found
+        ctx.record("masked MMA", str(s.loc), verdict, start)
+    return findings
+
+
+def _check_mma(ctx: Context, site: Any, s: Gemm, lookback: int) -> tuple[list[Finding], Verdict]:
+    """One accumulator element (every thread, value, block, iteration, size) and two contraction indices of its
+    product: at the first a product of padding that is not no term (`padding.bad_product`), at the second a
+    product of real A and B elements (so the element is real data: its row of A and column of B exist)."""
+    acc = s.acc.buffer
+    pre = ctx.analysis.state_before(site)
+    env, cons = ctx.loop_env(site)
+    for branch, taken in site.ifs:
+        cond = smt.boolean(smt.evaluate(branch.cond, env))
+        cons.append(cond if taken else z3.Not(cond))
+    q = ctx.query(lookback)
+    q.masks = True
+    t, v = smt.fresh("t_acc"), smt.fresh("v_acc")
+    cons += [smt.in_range(t, 0, acc.threads), smt.in_range(v, 0, acc.values_per_thread)]
+    renv = dict(env)
+    renv[ctx.kernel.thread_var] = absolute_thread(acc, t, site.role)
+    w = Write(site, acc, pre)
+    reads = []
+    for name in ("pad", "real"):
+        k = smt.fresh(f"k_{name}")
+        cons.append(smt.in_range(k, 0, s.a.shape[1]))
+        reads.append((k, *q.gemm_operands(w, s, (t, v), k, renv, z3.BoolVal(True))))
+    (k1, a1, b1), (_, a2, b2) = reads
+    real = z3.And(a2.mask == smt.val(padding.REAL), b2.mask == smt.val(padding.REAL))
+    out = ctx.solve(cons, z3.And(padding.bad_product(a1.mask, b1.mask), real), q)
+    if out.verdict == Verdict.VIOLATED:
+        m = out.model
+        ca, cb = smt.model_int(m, a1.mask), smt.model_int(m, b1.mask)
+        role = site.role.name if site.role else None
+        thread = ThreadPoint(smt.model_int(m, absolute_thread(acc, t, site.role)), role)
+        msg = (
+            f"T.gemm adds the product of A's element {_text(ca)} and B's element {_text(cb)} at contraction index "
+            f"{smt.model_int(m, k1)} of the tile into an element of {user_name(acc)} that holds real data: padding "
+            f"enters the contraction as something other than no term (pad the contraction's tail with 0, or mask "
+            f"it to 0 before the MMA)"
+        )
+        cex = Counterexample(
+            code="OOB_MASKED_MMA",
+            message=msg,
+            op_loc=s.loc,
+            program_point=str(s.loc),
+            block=ctx.block_values(m),
+            shapes=ctx.shape_values(m),
+            thread=thread,
+            loops=ctx.loop_values(m, site, env),
+            element=Element(user_name(acc), "fragment", None, (), smt.model_int(m, v)),
+            actual=f"A: {_text(ca)}, B: {_text(cb)}",
+            chain=ctx.chain(m, q.steps),
+        )
+        return [Finding("OOB_MASKED_MMA", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex)], out.verdict
+    if out.verdict == Verdict.UNKNOWN:
+        return [undecided(out, "masked-MMA check undecided for T.gemm", loc=s.loc)], out.verdict
+    return [], out.verdict
+
+
+def _text(cls: int) -> str:
+    """A padding class in words."""
+    if cls == padding.REAL:
+        return "real data"
+    return f"padding whose value is {padding.TEXT.get(cls, 'unknown')}"
 
 
 def _check_reduction(ctx: Context, site: Any, s: Reduce, lookback: int) -> tuple[list[Finding], Verdict]:

@@ -9,13 +9,14 @@ barrier interval is decided from the program's structure, for all iterations at 
   statement or before the later one in the loop body, and ``j' = j + 1`` as soon as the body has a
   barrier at all.
 
-Barriers inside a branch separate nothing (they may not run); loops are assumed to run at least
-once. Then one Z3 query per pair and relation asks for threads, values and iterations with equal
-offsets. A read–write race on a stage of a multi-stage buffer selected by a loop variable is
-reported as `PIPELINE_OVERWRITE` (the stage is refilled while it is being consumed). Asynchronous
-copies count at their issue here; that they land later is `checks.pipeline`'s concern. Accesses in
-different warp roles are ordered by mbarriers, which this check does not model: they are reported
-`unknown`.
+A barrier inside a branch that holds neither statement separates them where it runs, when its condition is the
+same for every thread (then the block runs it or skips it together: `T.if_(j > 0)`); under a condition of the
+thread it separates nothing. Loops are assumed to run at least once. Then one Z3 query per pair and relation
+asks for threads, values and iterations with equal offsets. A read–write race on a stage of a multi-stage
+buffer selected by a loop variable is reported as `PIPELINE_OVERWRITE` (the stage is refilled while it is
+being consumed). Asynchronous copies count at their issue here; that they land later is `checks.pipeline`'s
+concern. Accesses in different warp roles are ordered by mbarriers, which this check does not model: they are
+reported `unknown`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 import z3
 
+from argus.ir.expr import free_vars
 from argus.ir.nodes import Barrier, BarrierKind, For, Gemm, If, Space, WgmmaWait
 from argus.verify import smt
 from argus.verify.access import Access, accesses, staged
@@ -52,16 +54,43 @@ def is_barrier(s: Any) -> bool:
 def _separating(prog: Program, lo: int, hi: int, a: Site, b: Site, match: Callable[[Any], bool] = is_barrier) -> bool:
     """A barrier strictly between pre-order positions lo and hi that surely runs (not in a branch
     that does not contain both sites)."""
+    return _barriers(prog, lo, hi, a, b, match)[0]
+
+
+def _barriers(
+    prog: Program, lo: int, hi: int, a: Site, b: Site, match: Callable[[Any], bool], loops: tuple = ()
+) -> tuple[bool, list[tuple[Site, list]]]:
+    """(whether a barrier strictly between pre-order positions lo and hi surely runs, the barriers there that run where
+    branch conditions hold). A conditional one is kept when every branch around it that does not hold both sites
+    has a condition of the sizes, the block and `loops` only (the same for every thread: the block runs the
+    barrier or skips it together) and its loops are among `loops` (its condition is evaluated at a known
+    iteration): ``(barrier site, [(If, taken), ...])``. A barrier under a branch that depends on the thread
+    separates nothing."""
     common_ifs = {id(x) for x, _ in a.ifs} & {id(x) for x, _ in b.ifs}
+    uniform = {id(v) for v in (*prog.kernel.shape_vars, *prog.kernel.block_vars, *(lp.var for lp in loops))}
+    conditional: list[tuple[Site, list]] = []
     for site in prog.sites[lo + 1 : hi]:
         if not match(site.stmt):
             continue
-        if any(id(x) not in common_ifs for x, _ in site.ifs):
-            continue
         if site.role is not None and site.role is not a.role:
             continue
-        return True
-    return False
+        own = [(x, taken) for x, taken in site.ifs if id(x) not in common_ifs]
+        if not own:
+            return True, []
+        inside = len(site.loops) <= len(loops) and all(x is y for x, y in zip(site.loops, loops, strict=False))
+        if inside and all(id(v) in uniform for x, _ in own for v in free_vars(x.cond)):
+            conditional.append((site, own))
+    return False, conditional
+
+
+def _skipped(conditional: list[tuple[Site, list]], env: dict) -> list[Any]:
+    """The conditions under which none of the `conditional` barriers (`_barriers`) runs, in iteration `env`."""
+    out = []
+    for _, own in conditional:
+        runs = [smt.boolean(smt.evaluate(x.cond, env)) if taken else z3.Not(smt.boolean(smt.evaluate(x.cond, env)))
+                for x, taken in own]  # fmt: skip
+        out.append(z3.Not(z3.And(*runs)))
+    return out
 
 
 def common_loops(a: Site, b: Site) -> list[For]:
@@ -78,28 +107,38 @@ def unordered(prog: Program, a: Site, b: Site, match: Callable[[Any], bool] = is
     rels: list[Relation] = []
     common = common_loops(a, b)
     lo, hi = (a, b) if a.index <= b.index else (b, a)
-    if a is b or not _separating(prog, lo.index, hi.index, a, b, match):
+    sure, between = _barriers(prog, lo.index, hi.index, a, b, match, tuple(common))
+    if a is b or not sure:
 
-        def same(e1: dict, e2: dict, common=common) -> list[Any]:
-            return [e1[lp.var] == e2[lp.var] for lp in common]
+        def same(e1: dict, e2: dict, common=common, between=between) -> list[Any]:
+            # a barrier between them in a branch every thread takes alike separates them where it runs
+            return [*(e1[lp.var] == e2[lp.var] for lp in common), *_skipped([] if a is b else between, e1)]
 
         rels.append(Relation("the same iteration", same))
     for d, loop in enumerate(common):
         lsite = prog.site(loop)
+        body = tuple(common[: d + 1])
         pairs = [(a, b, True)] if a is b else [(a, b, True), (b, a, False)]
         for early, late, a_is_early in pairs:
-            if _separating(prog, early.index, lsite.end + 1, early, late, match):
+            sure_after, after = _barriers(prog, early.index, lsite.end + 1, early, late, match, body)
+            if sure_after:
                 continue
-            if _separating(prog, lsite.index, late.index, early, late, match):
+            sure_before, before = _barriers(prog, lsite.index, late.index, early, late, match, body)
+            if sure_before:
                 continue
             any_barrier = _separating(prog, lsite.index, lsite.end + 1, early, late, match)
 
-            def rel(e1: dict, e2: dict, d=d, loop=loop, a_is_early=a_is_early, any_barrier=any_barrier) -> list[Any]:
+            def rel(
+                e1: dict, e2: dict, d=d, loop=loop, a_is_early=a_is_early, any_barrier=any_barrier, after=after,
+                before=before,
+            ) -> list[Any]:  # fmt: skip
                 ea, eb = (e1, e2) if a_is_early else (e2, e1)
                 cons = [ea[lp.var] == eb[lp.var] for lp in common[:d]]
                 j, j2 = smt.val(ea[loop.var]), smt.val(eb[loop.var])
                 cons.append(j2 == j + 1 if any_barrier else j < j2)
-                return cons
+                # the conditional barriers after the earlier one (at its iteration) and before the later one (at
+                # its own) do not run
+                return [*cons, *_skipped(after, ea), *_skipped(before, eb)]
 
             rels.append(
                 Relation(
