@@ -35,7 +35,8 @@ def _oob(kernel) -> list[str]:  # noqa: ANN001
 
 def test_the_off_by_one_causal_mask_is_caught_only_where_the_exclusion_is_declared() -> None:
     path = CORPUS / "kernels_attention_causal_exclusion_off_by_one.py"
-    assert _oob(_load(path)) == ["OOB_MASKED_REDUCTION", "OOB_MASKED_REDUCTION"]  # the row maximum and the row sum
+    # the row maximum and the row sum, and the excluded key's probability in P V
+    assert _oob(_load(path)) == ["OOB_MASKED_REDUCTION", "OOB_MASKED_REDUCTION", "OOB_MASKED_MMA"]
     source = path.read_text()
     line = next(x for x in source.splitlines() if "T.exclude(" in x)
     assert _oob(_load(path, source.replace(line + "\n", ""))) == []  # nothing says which keys must not count

@@ -1,10 +1,12 @@
 """`attention_causal_exclusion_ok` with the causal mask off by one (``key - row <= 1``): each row's first key past
 its diagonal enters the row maximum and sum. T.exclude declared those elements as excluded, so the verifier reports
 them entering the reduction, with the row, the key and the iteration. (With whole tiles there is no padding: without
-the T.exclude line this kernel verifies, `tests/verify/test_exclude.py`.)
+the T.exclude line this kernel verifies, `tests/verify/test_exclude.py`.) Its probability then enters P V: the
+MMA adds a product of that excluded key (OOB_MASKED_MMA, since session 56).
 
 expect: violated
 code: OOB_MASKED_REDUCTION
+code: OOB_MASKED_MMA
 """
 
 import argus
@@ -72,6 +74,6 @@ def KERNEL(
                 T.copy(p, sP)  # to bf16 in shared memory: wgmma reads A from there
                 T.fence_proxy_async()  # ordinary stores -> visible to wgmma (the async proxy)
                 T.barrier(1, threads=128)  # every thread's part of P is in place
-                T.gemm(sP, sV[s], o)  # O += P V
+                T.gemm(sP, sV[s], o)  # <- OOB_MASKED_MMA (O += P V)
                 T.mbarrier_arrive(empty[s])
             T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))

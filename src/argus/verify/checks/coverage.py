@@ -134,7 +134,7 @@ _LOADED = _Kind(
     "COVERAGE_CONTRACTION",
     "contraction coverage",
     "is never loaded, yet it feeds a contraction (a T.gemm, or a T.reduce_sum through copies and elementwise "
-    "statements): its products are missing from every sum it belongs to",
+    "statements): its terms are missing from every sum it belongs to",
     "loads",
 )
 

@@ -116,7 +116,7 @@ def _check_mma(ctx: Context, site: Any, s: Gemm, lookback: int) -> tuple[list[Fi
             thread=thread,
             loops=ctx.loop_values(m, site, env),
             element=Element(user_name(acc), "fragment", None, (), smt.model_int(m, v)),
-            actual=f"A: {_text(ca)}, B: {_text(cb)}",
+            actual=tag_value(q, m, a1),
             chain=ctx.chain(m, q.steps),
         )
         return [Finding("OOB_MASKED_MMA", Verdict.VIOLATED, msg, loc=s.loc, counterexample=cex)], out.verdict
