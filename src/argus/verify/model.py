@@ -730,7 +730,7 @@ class Query:
             ref, like = ref.ref, None
         buf = ref.buffer
         items = pre.get(buf, ())
-        if like is not None and same_thread is not None and _same_fragment_layout(buf, like[0]) and ref.perm is None:
+        if like is not None and same_thread is not None and ref.is_whole() and _same_fragment_layout(buf, like[0]):
             return self.read(buf, items, like[1], env, guard)  # the element's value index is the destination's
         if buf.space == Space.GLOBAL:
             g = buffer_coords(ref, window, env)
