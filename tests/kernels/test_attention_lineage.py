@@ -486,7 +486,13 @@ SEEDED_PIPELINE = [
     ("no_wait", {"PIPELINE_STALE_READ"}, "sK", True),
     # tile j + 1's keys: its stage has not landed, S's keys are not tile j's (the assertions), P's key j * BN + c
     # meets V's row j * BN + c of another key in P V, and the mask of tile j lets tile j + 1's keys past S through
-    ("k_stage", {"PIPELINE_STALE_READ", "TAG_ASSERT", "MMA_K_MISMATCH", "OOB_MASKED_REDUCTION"}, "sK", True),
+    # (into the row statistics, and as P's padding into P V)
+    (
+        "k_stage",
+        {"PIPELINE_STALE_READ", "TAG_ASSERT", "MMA_K_MISMATCH", "OOB_MASKED_REDUCTION", "OOB_MASKED_MMA"},
+        "sK",
+        True,
+    ),  # fmt: skip
     ("v_stage", {"PIPELINE_STALE_READ", "TAG_ASSERT", "MMA_K_MISMATCH"}, "sV", True),
     ("no_trailing_barrier", {"PIPELINE_OVERWRITE"}, "sK", False),
 ]
