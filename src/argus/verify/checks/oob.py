@@ -33,40 +33,33 @@ from argus.verify.report import Access, Counterexample, Element, Finding, Thread
 
 
 def check_masked_reductions(ctx: Context) -> list[Finding]:
-    findings: list[Finding] = []
-    for site in ctx.analysis.program.sites:
-        s = site.stmt
-        if not isinstance(s, Reduce):
-            continue
-        start = time.perf_counter()
-        found: list[Finding] = []
-        verdict = Verdict.VERIFIED
-        for lookback in range(1, ctx.lookback + 1):  # as few loop iterations as decide it, as the MMA check
-            found, verdict = _check_reduction(ctx, site, s, lookback)
-            if not any(f.code == "UNKNOWN_LOOKBACK" for f in found):
-                break
-        findings += found
-        ctx.record("masked reduction", str(s.loc), verdict, start)
-    return findings
+    """`OOB_MASKED_REDUCTION`, per `T.reduce_*` (`_check_reduction`)."""
+    return _each(ctx, Reduce, "masked reduction", _check_reduction)
 
 
 def check_masked_mmas(ctx: Context) -> list[Finding]:
     """`OOB_MASKED_MMA`: the padding of a partial tile enters an MMA's contraction only as no term (padding 0
-    times a finite value) wherever the accumulator element is real data."""
+    times a finite value) wherever the accumulator element is real data, per `T.gemm` (`_check_mma`)."""
+    return _each(ctx, Gemm, "masked MMA", _check_mma)
+
+
+def _each(ctx: Context, kind: type, record: str, check: Any) -> list[Finding]:
+    """`check(ctx, site, stmt, lookback)` at every statement of `kind`, looking back as few loop iterations as decide
+    it (as the MMA-operand check), its verdict recorded as `record`."""
     findings: list[Finding] = []
     for site in ctx.analysis.program.sites:
         s = site.stmt
-        if not isinstance(s, Gemm):
+        if not isinstance(s, kind):
             continue
         start = time.perf_counter()
         found: list[Finding] = []
         verdict = Verdict.VERIFIED
-        for lookback in range(1, ctx.lookback + 1):  # as the masked-reduction check
-            found, verdict = _check_mma(ctx, site, s, lookback)
+        for lookback in range(1, ctx.lookback + 1):
+            found, verdict = check(ctx, site, s, lookback)
             if not any(f.code == "UNKNOWN_LOOKBACK" for f in found):
                 break
         findings += found
-        ctx.record("masked MMA", str(s.loc), verdict, start)
+        ctx.record(record, str(s.loc), verdict, start)
     return findings
 
 
