@@ -951,9 +951,8 @@ class Code(StrEnum):
     )
     COVERAGE_CONTRACTION = _entry(
         Category.VERIFY,
-        "element {coord} of {tensor} ({extents}) is never loaded, yet it feeds a contraction (a T.gemm, or a "
-        "T.reduce_sum through copies and elementwise statements): its terms are missing from every sum it belongs to "
-        "(the loads at {sites})",
+        "element {coord} of {tensor} ({extents}) is never loaded, yet it feeds a T.gemm: its products are missing "
+        "from every sum it belongs to (the loads at {sites})",
         "loop over cdiv(K, BK) blocks of the contraction (the copy masks the partial last one), and give the grid "
         "cdiv(size, tile) blocks; if sizes are always multiples of the tile, declare it (T.assume('K % 64 == 0'))",
     )

@@ -267,10 +267,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry(
         "COVERAGE_CONTRACTION",
         "an element of a matrix-multiply operand is never loaded",
-        "For some problem size the kernel allows, an element of a global tensor that feeds a T.gemm operand (or, "
-        "through copies and elementwise statements, a T.reduce_sum: a contraction written as a reduction) lies in "
-        "no window any block loads: a K loop of K // BK iterations that drops the tail, a grid short of the last "
-        "tile. Every element of an operand contributes to some output, so a sum misses terms.",
+        "For some problem size the kernel allows, an element of a global tensor that feeds a T.gemm operand lies "
+        "in no window any block loads: a K loop of K // BK iterations that drops the tail, a grid short of the "
+        "last tile. Every element of an operand contributes to some output, so a sum misses terms.",
         Severity.ERROR,
     ),
     CatalogEntry(

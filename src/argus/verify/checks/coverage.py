@@ -40,7 +40,7 @@ import numpy as np
 import z3
 
 from argus.ir.expr import BinaryOp, BinOp, Const, Element, Expr, Var, VarKind, binary, free_vars, maximum
-from argus.ir.nodes import Broadcast, Copy, Fill, Gemm, If, Map, Reduce, ReduceOp, Space, TileRef
+from argus.ir.nodes import Copy, Fill, Gemm, If, Space, TileRef
 from argus.ir.rewrite import substitute
 from argus.verify import smt
 from argus.verify.checks import tiles
@@ -73,27 +73,15 @@ def check_contraction_coverage(ctx: Context) -> list[Finding]:
     for site in prog.sites:
         if isinstance(site.stmt, Gemm):
             feeding |= {id(site.stmt.a.buffer), id(site.stmt.b.buffer)}
-        if isinstance(site.stmt, Reduce) and site.stmt.op == ReduceOp.SUM:  # a contraction by a reduction
-            feeding.add(id(site.stmt.src.buffer))
     copies = [site for site in prog.sites if isinstance(site.stmt, Copy) and isinstance(site.stmt.src, TileRef)]
-    maps = [site for site in prog.sites if isinstance(site.stmt, Map)]
     grew = True
-    while grew:  # the buffers a gemm operand or a summed value is copied or computed from, transitively
+    while grew:  # the buffers a gemm operand is copied from, transitively
         grew = False
         for site in copies:
             c: Copy = site.stmt  # type: ignore[assignment]
             if id(c.dst.buffer) in feeding and id(c.src.buffer) not in feeding:
                 feeding.add(id(c.src.buffer))
                 grew = True
-        for site in maps:
-            mp: Map = site.stmt  # type: ignore[assignment]
-            if id(mp.dst.buffer) not in feeding:
-                continue
-            for x in mp.srcs:
-                ref = x.ref if isinstance(x, Broadcast) else x
-                if isinstance(ref, TileRef) and id(ref.buffer) not in feeding:
-                    feeding.add(id(ref.buffer))
-                    grew = True
     loads: dict[int, list[tuple[Site, TileRef]]] = {}
     tensors = {}
     for site in copies:
@@ -133,8 +121,7 @@ _STORED = _Kind(
 _LOADED = _Kind(
     "COVERAGE_CONTRACTION",
     "contraction coverage",
-    "is never loaded, yet it feeds a contraction (a T.gemm, or a T.reduce_sum through copies and elementwise "
-    "statements): its terms are missing from every sum it belongs to",
+    "is never loaded, yet it feeds a T.gemm: its products are missing from every sum it belongs to",
     "loads",
 )
 
