@@ -90,6 +90,16 @@ def boolean(x: Any) -> Any:
     return val(x) != 0
 
 
+def taken(branches: Any, env: dict) -> list[Any]:
+    """The conditions under which a statement inside `branches` (a site's ``ifs``: (If, taken) pairs) runs, in
+    `env`: each branch's condition, or its negation where the statement is in the else side."""
+    out = []
+    for branch, side in branches:
+        cond = boolean(evaluate(branch.cond, env))
+        out.append(cond if side else z3.Not(cond))
+    return out
+
+
 def fresh(prefix: str) -> Any:
     """A fresh bit-vector variable (names stay readable in models: ``prefix!n``)."""
     return z3.BitVec(f"{prefix}!{next(_counter)}", WIDTH)

@@ -70,9 +70,7 @@ def _check_mma(ctx: Context, site: Any, s: Gemm, lookback: int) -> tuple[list[Fi
     acc = s.acc.buffer
     pre = ctx.analysis.state_before(site)
     env, cons = ctx.loop_env(site)
-    for branch, taken in site.ifs:
-        cond = smt.boolean(smt.evaluate(branch.cond, env))
-        cons.append(cond if taken else z3.Not(cond))
+    cons += smt.taken(site.ifs, env)
     q = ctx.query(lookback)
     q.masks = True
     t, v = smt.fresh("t_acc"), smt.fresh("v_acc")
@@ -129,9 +127,7 @@ def _check_reduction(ctx: Context, site: Any, s: Reduce, lookback: int) -> tuple
     src = s.src.buffer
     pre = ctx.analysis.state_before(site)
     env, cons = ctx.loop_env(site)
-    for branch, taken in site.ifs:  # the reduction runs only where its branches are taken
-        cond = smt.boolean(smt.evaluate(branch.cond, env))
-        cons.append(cond if taken else z3.Not(cond))
+    cons += smt.taken(site.ifs, env)
     q = ctx.query(lookback)
     q.masks = True
     keep = 1 - s.axis

@@ -85,12 +85,7 @@ def _barriers(
 
 def _skipped(conditional: list[tuple[Site, list]], env: dict) -> list[Any]:
     """The conditions under which none of the `conditional` barriers (`_barriers`) runs, in iteration `env`."""
-    out = []
-    for _, own in conditional:
-        runs = [smt.boolean(smt.evaluate(x.cond, env)) if taken else z3.Not(smt.boolean(smt.evaluate(x.cond, env)))
-                for x, taken in own]  # fmt: skip
-        out.append(z3.Not(z3.And(*runs)))
-    return out
+    return [z3.Not(z3.And(*smt.taken(own, env))) for _, own in conditional]
 
 
 def common_loops(a: Site, b: Site) -> list[For]:
@@ -174,9 +169,7 @@ def instance(ctx: Context, acc: Access, suffix: str) -> tuple[dict, list[Any], A
     off, valid = offset_of(acc, t, v, env)
     if valid is not True:
         cons.append(valid)
-    for branch, taken in acc.site.ifs:  # the instance runs only where its branches are taken
-        cond = smt.boolean(smt.evaluate(branch.cond, env))
-        cons.append(cond if taken else z3.Not(cond))
+    cons += smt.taken(acc.site.ifs, env)  # the instance runs only where its branches are taken
     return env, cons, t, v, off, acc.absolute(ctx.analysis.program, t)
 
 
@@ -237,9 +230,7 @@ def retired_instance(
     off, valid = offset_of(acc, t, v, early)
     if valid is not True:
         cons.append(valid)
-    for branch, taken in acc.site.ifs:  # outside the loop (`retirement`): the same at both iterations
-        cond = smt.boolean(smt.evaluate(branch.cond, env))
-        cons.append(cond if taken else z3.Not(cond))
+    cons += smt.taken(acc.site.ifs, env)  # outside the loop (`retirement`): the same at both iterations
     return env, cons, t, v, off, acc.absolute(ctx.analysis.program, t)
 
 
