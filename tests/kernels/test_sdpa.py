@@ -264,6 +264,10 @@ def test_query_block_pairs_are_chosen_for_causal_d128_and_verify() -> None:
     # the second query block's arrival and wait sit in the middle block's branch: counted where they run (not "not
     # checked", as before session 54)
     assert ("q_ready: under conditions", Verdict.VERIFIED) in [(c.target, c.verdict) for c in result.checks]
+    # every key and value is loaded by some unit (the loop's length and the pair's branch read at their ends;
+    # not checked before session 57)
+    coverage = {(c.target, c.verdict) for c in result.checks if c.check == "contraction coverage"}
+    assert {("K", Verdict.VERIFIED), ("V", Verdict.VERIFIED)} <= coverage, coverage
 
 
 def test_longest_blocks_first_only_where_the_grid_is_a_few_waves() -> None:

@@ -56,6 +56,8 @@ class Context:
     tile_covers: list[Any] = field(default_factory=list)
     #: the operand tensors whose loads are placed by a tile order or guarded: checked after output coverage
     tiled_loads: list[Any] = field(default_factory=list)
+    #: the sites whose coverage was read at the ends of varying indices (`coverage._ends`): misses are confirmed
+    longest_walks: set[int] = field(default_factory=set)
     pin_searches: int = 0  # solver-undecided queries searched for a deciding pin so far (`argus.verify.blame`)
 
     def __post_init__(self) -> None:

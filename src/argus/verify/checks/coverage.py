@@ -191,7 +191,52 @@ def _check_tensor(
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
+    if any(id(site) in ctx.longest_walks for site, _ in sites):  # ends of indices stood for every instance
+        confirmed = _confirm_uncovered(ctx, sites, element, coord, m)
+        if confirmed is not None:
+            return f"element {coord} at {ctx.shape_values(m)}, missed at the ends of the varying indices: {confirmed}"
+        how = "; confirmed with every block and loop index exact: no instance's windows hold it"
+        return _uncovered(buffer, sites, kind, ctx.shape_values(m), coord, extents, how)
     return _uncovered(buffer, sites, kind, ctx.shape_values(m), coord, extents)
+
+
+def _confirm_uncovered(
+    ctx: Context, sites: list[tuple[Site, TileRef]], element: list[Any], coord: tuple[int, ...], model: Any
+) -> str | None:
+    """None when, at the sizes of `model`, no site's window holds element `coord` for any values of the block and
+    loop indices (each loop's range read at the indices around it, each branch's condition at them): the element
+    found with the ends of the indices standing for every instance (`_ends`) is then missed indeed. Else the
+    reason the finding cannot be given: some block's shorter loop holds it after all (an extent longest in the middle
+    of its indices' range), or the query could not be decided."""
+    pins = [t == smt.model_int(model, t) for t in ctx.shape_terms.values()]
+    pins += [e == c for e, c in zip(element, coord, strict=True)]
+    held = []
+    try:
+        for n, (site, ref) in enumerate(sites):
+            env = dict(ctx.base_env)
+            cons = []
+            for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
+                t = z3.BitVec(f"coverage.confirm{n}.{v.name}", smt.WIDTH)
+                cons.append(smt.in_range(t, 0, smt.evaluate(g, env) if isinstance(g, Expr) else smt.val(g)))
+                env[v] = t
+            for lp in site.loops:
+                t = z3.BitVec(f"coverage.confirm{n}.{lp.var.name}", smt.WIDTH)
+                cons.append(ctx.loop_range(lp, t, env))
+                env[lp.var] = t
+            cons += smt.taken(site.ifs, env)
+            for e, origin, extent in zip(element, ref.origin, ref.extent, strict=True):
+                o = smt.val(smt.evaluate(origin, env) if isinstance(origin, Expr) else smt.val(origin))
+                x = smt.val(smt.evaluate(extent, env) if isinstance(extent, Expr) else smt.val(extent))
+                cons.append(_window(e, o, x))
+            held.append(z3.And(*cons))
+    except smt.EncodingError as e:
+        return f"the windows could not be encoded with every index exact ({e})"
+    out = ctx.solve(pins, z3.Or(*held))
+    if out.verdict == Verdict.VERIFIED:
+        return None
+    if out.verdict == Verdict.UNKNOWN:
+        return f"whether another block's loop holds it could not be decided ({out.reason})"
+    return "an instance between the ends holds it, so the ends do not stand for the union"
 
 
 def _one_store_per_run(sites: list[tuple[Site, TileRef]]) -> list[tuple[Site, TileRef]]:
@@ -375,9 +420,7 @@ def _box(ctx: Context, site: Site, ref: TileRef, element: list[Any], buffer: Any
         return _tile_box(ctx, buffer, site, ref, element)
     if bounded:
         return f"the window at {site.loc} has a bound, which this check does not read"
-    if site.ifs:
-        return "an access under T.if_"
-    return _dims_box(ctx, site, ref, element, set(), set())
+    return _dims_box(ctx, site, ref, element, set(), set(), site.ifs)
 
 
 def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list[Any], scope: list[Any]) -> Any:
@@ -459,7 +502,9 @@ def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
     return z3.And(box, *limits)
 
 
-def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: set[int], taken: set[Var]) -> Any:
+def _dims_box(
+    ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: set[int], taken: set[Var], guards: Any = ()
+) -> Any:
     """`_box`'s condition over the dimensions not in `skip`, with the indices in `taken` (a tile number's) read by
     none of them.
 
@@ -469,21 +514,92 @@ def _dims_box(ctx: Context, site: Site, ref: TileRef, element: list[Any], skip: 
     tile's rows in ``bh * BH + o``. The windows of the dimensions that read enumerated indices are the union over
     every value of those indices of the box at that value (a disjunction; the other dimensions read other indices,
     so the union of the products is the product of the unions). A grid axis read as quotient and remainder by one
-    constant is read as two indices first (`_digits`)."""
+    constant is read as two indices first (`_digits`).
+
+    Loops whose extent reads block or outer loop indices, and the branches `guards` (a load's ``T.if_`` conditions,
+    (If, side) pairs), are read at the ends of those indices' ranges (`_ends`): the box is the union, over every
+    combination of ends at which the branches are taken, of the box with each such loop at its extent there."""
     ranges: dict[Var, Any] = {}
     for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
         if v not in taken:
             ranges[v] = smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g)
     shapes = set(ctx.kernel.shape_vars)
+    varying: list[Any] = []  # loops whose range differs from block to block (a causal loop)
     for lp in site.loops:
         if lp.var in taken:
             continue
         if isinstance(lp.extent, Expr):
-            if not free_vars(lp.extent) <= shapes:  # e.g. a causal loop: its range differs from block to block
-                return f"the extent {lp.extent} of loop {lp.var.name} depends on more than the sizes"
+            if not free_vars(lp.extent) <= shapes:
+                varying.append(lp)
+                continue
             ranges[lp.var] = smt.evaluate(lp.extent, ctx.base_env)
         else:
             ranges[lp.var] = smt.val(lp.extent)
+    if not varying and not guards:
+        return _dims_box_at(ctx, ref, element, skip, taken, ranges)
+    readings = _ends(ctx, ref, skip, ranges, varying, guards)
+    if isinstance(readings, str):
+        return readings
+    ctx.longest_walks.add(id(site))  # a model of a missed element is confirmed exactly (`_confirm_uncovered`)
+    boxes = []
+    for runs, at in readings:
+        box = _dims_box_at(ctx, ref, element, skip, taken, {**ranges, **at})
+        if isinstance(box, str):
+            return box
+        boxes.append(z3.And(runs, box))
+    return z3.Or(*boxes)
+
+
+_MOST_ENDS = 16  # the most combinations of ends `_ends` reads the varying extents and the branches at
+
+
+def _ends(
+    ctx: Context, ref: TileRef, skip: set[int], ranges: dict[Var, Any], varying: list[Any], guards: Any
+) -> list[tuple[Any, dict[Var, Any]]] | str:
+    """The readings of a site whose loops' extents (`varying`) or branches (`guards`) read block indices or outer
+    loop indices: for every combination of first and last values of those indices, the condition that the instance
+    at those values exists and takes the branches, and each varying loop's range there; or why the site cannot be
+    read so.
+
+    A loop's windows are a progression from one origin, so an instance whose loop is longer loads every window a
+    shorter one loads at the same iteration numbers: where the extents are monotone in each index (the causal loops:
+    ``min(tiles, bm + 1)``), the union over the instances is the instance at an end's, and otherwise it contains the
+    readings (never more than some instance loads). That needs the indices to place no window (an origin that reads
+    one moves the windows with the loop's length) and the branches to read nothing but the sizes and such indices.
+    A model of an element no reading holds is confirmed with every index exact (`_confirm_uncovered`)."""
+    shapes = set(ctx.kernel.shape_vars)
+    own = {lp.var for lp in varying}
+    read: set[Var] = set()
+    for lp in varying:
+        read |= free_vars(lp.extent) - shapes
+    for branch, _ in guards:
+        read |= free_vars(branch.cond) - shapes
+    for v in sorted(read, key=lambda v: v.name):
+        loop = next((lp for lp in varying if v in free_vars(lp.extent)), None)
+        what = f"the extent {lp.extent} of loop {lp.var.name}" if (lp := loop) else "the condition of a T.if_ around it"
+        if v in own or v not in ranges:
+            return f"{what} reads {v.name}, an index whose range is not the same for every instance"
+        if any(d not in skip and isinstance(o, Expr) and depends_on(o, v) for d, o in enumerate(ref.origin)):
+            return f"{what} reads {v.name}, which also places the window"
+    order = sorted(read, key=lambda v: v.name)
+    if 2 ** len(order) > _MOST_ENDS:
+        return f"the varying loops and branches read {len(order)} indices, too many to read at each end"
+    out = []
+    try:
+        for ends in itertools.product((False, True), repeat=len(order)):
+            at = {v: ranges[v] - 1 if last else smt.val(0) for v, last in zip(order, ends, strict=True)}
+            env = {**ctx.base_env, **at}
+            runs = [ranges[v] >= 1 for v in order] + smt.taken(guards, env)
+            out.append((z3.And(*runs), {lp.var: smt.val(smt.evaluate(lp.extent, env)) for lp in varying}))
+    except smt.EncodingError as e:
+        return f"the varying loops or branches could not be read at their indices' ends: {e}"
+    return out
+
+
+def _dims_box_at(
+    ctx: Context, ref: TileRef, element: list[Any], skip: set[int], taken: set[Var], ranges: dict[Var, Any]
+) -> Any:
+    """`_dims_box` with every index's range given (`ranges`)."""
     ref, ranges = _digits(ctx, ref, skip, ranges)
     reads: dict[int, list[Var]] = {}
     for d, origin in enumerate(ref.origin):

@@ -1,0 +1,48 @@
+"""Contraction coverage of loops whose length differs from block to block (`coverage._ends`): read at the ends of
+the indices their extents read, a missed element confirmed with every index exact before it is reported, and where
+the ends do not stand for the union (a loop longest in the middle block), not checked rather than a false alarm."""
+
+from __future__ import annotations
+
+from argus.verify import Verdict, verify
+from tests.verify import kernels_varying as K
+
+
+def _coverage(result, tensor: str) -> tuple[str, Verdict]:
+    (record,) = [c for c in result.checks if c.check == "contraction coverage" and c.target.split(" ")[0] == tensor]
+    return record.target, record.verdict
+
+
+def test_a_triangular_walk_covers_every_key_block_by_its_last_row_tile():
+    result = verify(K.tril_gemm)
+    assert not result.errors, result.render_text()
+    assert _coverage(result, "B") == ("B", Verdict.VERIFIED)
+    # A's row tile is the loop's own block index: the windows move with the loop's length, which is not read
+    target, _ = _coverage(result, "A")
+    assert "not checked" in target and "which also places the window" in target
+
+
+def test_a_triangular_walk_short_of_the_diagonal_misses_the_last_key_block():
+    result = verify(K.tril_gemm_short)
+    (finding,) = result.errors
+    assert finding.code == "COVERAGE_CONTRACTION" and "of B" in finding.message
+    assert "confirmed with every block and loop index exact" in finding.message
+    row, _ = (int(x) for x in finding.counterexample.variables["element"].strip("()").split(","))
+    m = finding.counterexample.shapes["M"]
+    assert m - 16 <= row < m  # the last row tile of B: only the last row tile's diagonal block would load it
+
+
+def test_a_loop_longest_in_the_middle_is_not_checked_rather_than_reported():
+    result = verify(K.longest_in_the_middle)
+    assert not result.errors, result.render_text()
+    for tensor in ("A", "B"):
+        target, verdict = _coverage(result, tensor)
+        assert verdict == Verdict.UNKNOWN and "an instance between the ends holds it" in target
+
+
+def test_a_loop_short_at_every_block_is_reported():
+    result = verify(K.short_everywhere)
+    codes = sorted((f.code, f.message.split(" of ")[1].split(" ")[0]) for f in result.errors)
+    assert codes == [("COVERAGE_CONTRACTION", "A"), ("COVERAGE_CONTRACTION", "B")], result.render_text()
+    for f in result.errors:
+        assert "(0, 32)" in f.message or "(32," in f.message  # the third K-block: columns 32.. of A, rows 32.. of B
