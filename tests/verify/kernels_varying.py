@@ -37,22 +37,25 @@ tril_gemm = _tril_gemm(1)
 tril_gemm_short = _tril_gemm(0)  # stops before the diagonal block: no row tile multiplies B's last rows
 
 
-def _rows_by_block(extent):
+def _rows_by_block(extent, rows):
     @argus.kernel
     def rows_by_block(
         A: T.Tensor[(16, 48), T.bf16],
         B: T.Tensor[(48, "N"), T.bf16],
-        C: T.Tensor[(48, "N"), T.f32],
+        C: T.Tensor[(rows, "N"), T.f32],
         BN: int = 16,
     ):
-        """Three row tiles of C; block b sums extent(b) K-blocks of 16 of A's row tile b and of B."""
-        with T.grid(3, T.cdiv(N, BN), threads=16 * BN) as (b, bn):
+        """Row tiles of C; block b sums extent(b, blocks) K-blocks of 16 of A and of B (three would be all)."""
+        if rows == "R":
+            T.assume("R >= 48")  # three row tiles at least
+        blocks = T.cdiv(C.shape[0], 16)
+        with T.grid(blocks, T.cdiv(N, BN), threads=16 * BN) as (b, bn):
             atom = T.fma_atom(T.bf16, T.f32)
             acc = T.alloc_fragment((16, BN), T.f32, mma=atom, groups=(16, BN))
             rA = T.alloc_fragment((16, 16), T.bf16, mma=atom, operand="A", groups=(16, BN))
             rB = T.alloc_fragment((16, BN), T.bf16, mma=atom, operand="B", groups=(16, BN))
             T.fill(acc, 0.0)
-            for k in T.serial(extent(b)):
+            for k in T.serial(extent(b, blocks)):
                 T.copy(A.tile((0, k), (16, 16)), rA)
                 T.copy(B.tile((k, bn), (16, BN)), rB)
                 T.gemm(rA, rB, acc)
@@ -61,7 +64,50 @@ def _rows_by_block(extent):
     return rows_by_block
 
 
-# the middle block walks every K-block, the first and last one each: the union is whole, the ends' is not
-longest_in_the_middle = _rows_by_block(lambda b: 1 + b * (2 - b) + T.minimum(b, 2 - b))
-# no block walks the last K-block
-short_everywhere = _rows_by_block(lambda b: 1 + T.minimum(b, 1))
+def _middle(b, blocks):  # the inner blocks walk all three K-blocks, the first and the last one each
+    return T.minimum(1 + 2 * T.minimum(b, blocks - 1 - b), 3)
+
+
+def _short(b, blocks):  # no block walks the third K-block
+    return 1 + T.minimum(b, 1)
+
+
+# a symbolic number of row tiles: read at the ends of the block index (the union is whole, the ends' is not)
+longest_in_the_middle = _rows_by_block(_middle, "R")
+# three row tiles: the block index read at every value
+longest_in_the_middle_of_three = _rows_by_block(_middle, 48)
+short_everywhere = _rows_by_block(_short, "R")
+
+
+def _split_k(share):
+    @argus.kernel
+    def split_k(
+        A: T.Tensor[("M", "K"), T.bf16],
+        B: T.Tensor[("K", "N"), T.bf16],
+        W: T.Tensor[(4, "M", "N"), T.f32],
+        BM: int = 16,
+        BN: int = 16,
+        BK: int = 16,
+    ):
+        """Four splits of K, as flash-decoding splits the keys: split z sums its share of the K-blocks, the last one
+        what is left (none where the shares run out), into slice z of W (another kernel adds the slices)."""
+        with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), 4, threads=BM * BN) as (bm, bn, z):
+            atom = T.fma_atom(T.bf16, T.f32)
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(BM, BN))
+            rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(BM, BN))
+            rB = T.alloc_fragment((BK, BN), T.bf16, mma=atom, operand="B", groups=(BM, BN))
+            blocks = T.cdiv(K, BK)
+            first = z * share(blocks)
+            T.fill(acc, 0.0)
+            for k in T.serial(T.maximum(T.minimum(share(blocks), blocks - first), 0)):
+                T.copy(A.tile((bm, first + k), (BM, BK)), rA)
+                T.copy(B.tile((first + k, bn), (BK, BN)), rB)
+                T.gemm(rA, rB, acc)
+            T.copy(acc, W.tile((z, bm, bn), (None, BM, BN)))
+
+    return split_k
+
+
+split_k = _split_k(lambda blocks: T.cdiv(blocks, 4))
+# shares of blocks // 4: no split loads the last K-blocks of a count that is not a multiple of 4
+split_k_floor = _split_k(lambda blocks: blocks // 4)

@@ -40,9 +40,29 @@ def test_a_loop_longest_in_the_middle_is_not_checked_rather_than_reported():
         assert verdict == Verdict.UNKNOWN and "an instance between the ends holds it" in target
 
 
+def test_a_block_index_of_a_constant_range_is_read_at_every_value():
+    result = verify(K.longest_in_the_middle_of_three)
+    assert not result.errors, result.render_text()
+    assert _coverage(result, "A") == ("A", Verdict.VERIFIED)
+    assert _coverage(result, "B") == ("B", Verdict.VERIFIED)
+
+
 def test_a_loop_short_at_every_block_is_reported():
     result = verify(K.short_everywhere)
     codes = sorted((f.code, f.message.split(" of ")[1].split(" ")[0]) for f in result.errors)
     assert codes == [("COVERAGE_CONTRACTION", "A"), ("COVERAGE_CONTRACTION", "B")], result.render_text()
     for f in result.errors:
         assert "(0, 32)" in f.message or "(32," in f.message  # the third K-block: columns 32.. of A, rows 32.. of B
+
+
+def test_splits_of_a_constant_count_are_read_at_every_split():
+    # each split's first K-block and its count both read the split index: read at each of its four values
+    result = verify(K.split_k)
+    assert not result.errors, result.render_text()
+    assert _coverage(result, "A") == ("A", Verdict.VERIFIED)
+    assert _coverage(result, "B") == ("B", Verdict.VERIFIED)
+    floor = verify(K.split_k_floor)
+    assert sorted(f.code for f in floor.errors) == ["COVERAGE_CONTRACTION", "COVERAGE_CONTRACTION"], floor.render_text()
+    for f in floor.errors:
+        k_blocks = -(-f.counterexample.shapes["K"] // 16)
+        assert k_blocks % 4 != 0  # shares of blocks // 4 leave the last blocks to no split

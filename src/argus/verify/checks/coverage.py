@@ -542,31 +542,42 @@ def _dims_box(
         return readings
     ctx.longest_walks.add(id(site))  # a model of a missed element is confirmed exactly (`_confirm_uncovered`)
     boxes = []
-    for runs, at in readings:
-        box = _dims_box_at(ctx, ref, element, skip, taken, {**ranges, **at})
+    for runs, at, fixed in readings:
+        here, left = ref, {**ranges, **at}
+        if fixed:  # indices read at every value: the origins at that value
+            values = {v: Const(x) for v, x in fixed.items()}
+            here = dataclasses.replace(
+                ref, origin=tuple(substitute(o, values) if isinstance(o, Expr) else o for o in ref.origin)
+            )
+            left = {v: r for v, r in left.items() if v not in fixed}
+        box = _dims_box_at(ctx, here, element, skip, taken, left)
         if isinstance(box, str):
             return box
         boxes.append(z3.And(runs, box))
     return z3.Or(*boxes)
 
 
-_MOST_ENDS = 16  # the most combinations of ends `_ends` reads the varying extents and the branches at
+_MOST_READINGS = 256  # the most combinations of index values `_ends` reads the varying extents and branches at
+_MOST_EVERY_VALUE = 64  # the largest constant range of an index `_ends` reads at every value
 
 
 def _ends(
     ctx: Context, ref: TileRef, skip: set[int], ranges: dict[Var, Any], varying: list[Any], guards: Any
-) -> list[tuple[Any, dict[Var, Any]]] | str:
+) -> list[tuple[Any, dict[Var, Any], dict[Var, int]]] | str:
     """The readings of a site whose loops' extents (`varying`) or branches (`guards`) read block indices or outer
-    loop indices: for every combination of first and last values of those indices, the condition that the instance
-    at those values exists and takes the branches, and each varying loop's range there; or why the site cannot be
-    read so.
+    loop indices: ``(runs, at, fixed)`` for every combination of values of those indices read, `runs` the condition
+    that the instance at those values exists and takes the branches, `at` each varying loop's range there and
+    `fixed` the indices read at every value (below); or why the site cannot be read so.
 
-    A loop's windows are a progression from one origin, so an instance whose loop is longer loads every window a
-    shorter one loads at the same iteration numbers: where the extents are monotone in each index (the causal loops:
-    ``min(tiles, bm + 1)``), the union over the instances is the instance at an end's, and otherwise it contains the
-    readings (never more than some instance loads). That needs the indices to place no window (an origin that reads
-    one moves the windows with the loop's length) and the branches to read nothing but the sizes and such indices.
-    A model of an element no reading holds is confirmed with every index exact (`_confirm_uncovered`)."""
+    An index of a constant range up to `_MOST_EVERY_VALUE` (a decode split of the keys: the split's first key tile
+    and its count both read it) is read at every value: exact, and it may place the window (the origins are read at
+    each value). Any other index is read at the two ends of its range. A loop's windows are a progression from one
+    origin, so an instance whose loop is longer loads every window a shorter one loads at the same iteration
+    numbers: where the extents are monotone in each such index (the causal loops: ``min(tiles, bm + 1)``), the union
+    over the instances is the instance at an end's, and otherwise it contains the readings (never more than some
+    instance loads). That needs those indices to place no window (an origin that reads one moves the windows with
+    the loop's length). A model of an element no reading holds is confirmed with every index exact
+    (`_confirm_uncovered`)."""
     shapes = set(ctx.kernel.shape_vars)
     own = {lp.var for lp in varying}
     read: set[Var] = set()
@@ -574,25 +585,38 @@ def _ends(
         read |= free_vars(lp.extent) - shapes
     for branch, _ in guards:
         read |= free_vars(branch.cond) - shapes
+    every: dict[Var, int] = {}  # index -> its constant range: read at every value
+    ends: list[Var] = []
     for v in sorted(read, key=lambda v: v.name):
         loop = next((lp for lp in varying if v in free_vars(lp.extent)), None)
         what = f"the extent {lp.extent} of loop {lp.var.name}" if (lp := loop) else "the condition of a T.if_ around it"
         if v in own or v not in ranges:
             return f"{what} reads {v.name}, an index whose range is not the same for every instance"
-        if any(d not in skip and isinstance(o, Expr) and depends_on(o, v) for d, o in enumerate(ref.origin)):
+        places = [d for d, o in enumerate(ref.origin) if isinstance(o, Expr) and depends_on(o, v)]
+        known = z3.simplify(ranges[v])
+        if z3.is_bv_value(known) and 0 < known.as_signed_long() <= _MOST_EVERY_VALUE and not set(places) & skip:
+            every[v] = known.as_signed_long()
+        elif places:
             return f"{what} reads {v.name}, which also places the window"
-    order = sorted(read, key=lambda v: v.name)
-    if 2 ** len(order) > _MOST_ENDS:
-        return f"the varying loops and branches read {len(order)} indices, too many to read at each end"
+        else:
+            ends.append(v)
+    combos = 2 ** len(ends)
+    for n in every.values():
+        combos *= n
+    if combos > _MOST_READINGS:
+        return f"the varying loops and branches read {len(read)} indices, {combos} combinations: too many to read"
     out = []
     try:
-        for ends in itertools.product((False, True), repeat=len(order)):
-            at = {v: ranges[v] - 1 if last else smt.val(0) for v, last in zip(order, ends, strict=True)}
-            env = {**ctx.base_env, **at}
-            runs = [ranges[v] >= 1 for v in order] + smt.taken(guards, env)
-            out.append((z3.And(*runs), {lp.var: smt.val(smt.evaluate(lp.extent, env)) for lp in varying}))
+        for values in itertools.product(*(range(n) for n in every.values())):
+            fixed = dict(zip(every, values, strict=True))
+            for last in itertools.product((False, True), repeat=len(ends)):
+                at = {v: ranges[v] - 1 if end else smt.val(0) for v, end in zip(ends, last, strict=True)}
+                env = {**ctx.base_env, **at, **{v: smt.val(x) for v, x in fixed.items()}}
+                runs = [ranges[v] >= 1 for v in ends] + smt.taken(guards, env)
+                extents = {lp.var: smt.val(smt.evaluate(lp.extent, env)) for lp in varying}
+                out.append((z3.And(*runs), extents, fixed))
     except smt.EncodingError as e:
-        return f"the varying loops or branches could not be read at their indices' ends: {e}"
+        return f"the varying loops or branches could not be read at their indices' values: {e}"
     return out
 
 
