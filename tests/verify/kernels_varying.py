@@ -79,7 +79,7 @@ longest_in_the_middle_of_three = _rows_by_block(_middle, 48)
 short_everywhere = _rows_by_block(_short, "R")
 
 
-def _split_k(share):
+def _split_k(share, extra=0):
     @argus.kernel
     def split_k(
         A: T.Tensor[("M", "K"), T.bf16],
@@ -90,7 +90,9 @@ def _split_k(share):
         BK: int = 16,
     ):
         """Four splits of K, as flash-decoding splits the keys: split z sums its share of the K-blocks, the last one
-        what is left (none where the shares run out), into slice z of W (another kernel adds the slices)."""
+        what is left (none where the shares run out), into slice z of W (another kernel adds the slices). `extra`
+        K-blocks more per split overlap the next split's share."""
+        T.partial_sums(W, 0, "the next kernel adds the four slices")
         with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), 4, threads=BM * BN) as (bm, bn, z):
             atom = T.fma_atom(T.bf16, T.f32)
             acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(BM, BN))
@@ -99,7 +101,7 @@ def _split_k(share):
             blocks = T.cdiv(K, BK)
             first = z * share(blocks)
             T.fill(acc, 0.0)
-            for k in T.serial(T.maximum(T.minimum(share(blocks), blocks - first), 0)):
+            for k in T.serial(T.maximum(T.minimum(share(blocks) + extra, blocks - first), 0)):
                 T.copy(A.tile((bm, first + k), (BM, BK)), rA)
                 T.copy(B.tile((first + k, bn), (BK, BN)), rB)
                 T.gemm(rA, rB, acc)
@@ -111,3 +113,17 @@ def _split_k(share):
 split_k = _split_k(lambda blocks: T.cdiv(blocks, 4))
 # shares of blocks // 4: no split loads the last K-blocks of a count that is not a multiple of 4
 split_k_floor = _split_k(lambda blocks: blocks // 4)
+# each split one K-block past its share: the first K-block of the next share is summed twice
+split_k_overlap = _split_k(lambda blocks: T.cdiv(blocks, 4), extra=1)
+
+
+def zero_slices(**declare):
+    """A kernel that declares ``T.partial_sums(W, **declare)`` (its errors: `test_coverage_varying.py`)."""
+
+    @argus.kernel
+    def zero_slices(W: T.Tensor[(4, "N"), T.f32]):
+        T.partial_sums(W, **declare)
+        with T.grid(4, threads=32) as (z,):
+            T.fill(W.tile((z, 0), (None, 32)), 0.0)
+
+    return zero_slices

@@ -1,9 +1,16 @@
 """Contraction coverage of loops whose length differs from block to block (`coverage._ends`): read at the ends of
-the indices their extents read, a missed element confirmed with every index exact before it is reported, and where
-the ends do not stand for the union (a loop longest in the middle block), not checked rather than a false alarm."""
+the indices their extents read (at every value where the range is a small constant: a split), a missed element
+confirmed with every index exact before it is reported, and where the ends do not stand for the union (a loop
+longest in the middle block), not checked rather than a false alarm. And the slices of a declared partial sum
+(`T.partial_sums`): no operand element in two slices' accumulations (`once.check_contraction_across_slices`)."""
 
 from __future__ import annotations
 
+import pytest
+
+from argus.ir.printer import format_kernel
+from argus.ir.serialize import kernel_from_json, kernel_to_json
+from argus.lang.errors import DSLError
 from argus.verify import Verdict, verify
 from tests.verify import kernels_varying as K
 
@@ -66,3 +73,29 @@ def test_splits_of_a_constant_count_are_read_at_every_split():
     for f in floor.errors:
         k_blocks = -(-f.counterexample.shapes["K"] // 16)
         assert k_blocks % 4 != 0  # shares of blocks // 4 leave the last blocks to no split
+
+
+def test_slices_declared_partial_sums_are_proved_apart_and_an_overlap_is_found():
+    result = verify(K.split_k)
+    (record,) = [c for c in result.checks if c.check == "contraction accumulated once across slices"]
+    assert record.verdict == Verdict.VERIFIED and record.target.startswith("W along axis 0")
+    overlap = verify(K.split_k_overlap)
+    (finding,) = overlap.errors
+    assert finding.code == "COVERAGE_CONTRACTION_TWICE" and "slices" in finding.message
+    cex = finding.counterexample
+    z_a, z_b = cex.block["z"], int(cex.variables["other block"].split("z=")[1])
+    assert abs(z_a - z_b) == 1  # one K-block past the share: the next split's first one
+    assert cex.block["bm"] == int(cex.variables["other block"].split("bm=")[1].split(",")[0])
+
+
+def test_partial_sums_is_checked_as_it_is_declared():
+    traced = K.zero_slices(axis=0, why="the next kernel adds them").trace()
+    (sums,) = traced.partial_sums
+    assert sums.axis == 0 and sums.why == "the next kernel adds them"
+    assert "partial sums W along axis 0: the next kernel adds them" in format_kernel(traced)
+    (back,) = kernel_from_json(kernel_to_json(traced)).partial_sums  # the gate's worker sends kernels as data
+    assert back.axis == 0 and back.why == sums.why and back.tensor.name == "W"
+    for bad in ({"axis": 2, "why": "x"}, {"axis": True, "why": "x"}, {"axis": 0, "why": " "}):
+        with pytest.raises(DSLError) as e:
+            K.zero_slices(**bad).trace()
+        assert e.value.code == "DSL_ASSUME", bad

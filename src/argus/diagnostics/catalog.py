@@ -984,7 +984,8 @@ class Code(StrEnum):
         "element {coord} of {tensor} ({extents}) is loaded twice for one accumulation of {acc} ({first} and "
         "{second}): its products enter the sum twice",
         "visit each K block once: a loop of cdiv(K, BK) iterations whose block index is the loop variable (the copy "
-        "masks the partial last block; no clamping of the index, no separate tail iteration that repeats a block)",
+        "masks the partial last block; no clamping of the index, no separate tail iteration that repeats a block); "
+        "for a split, shares that do not overlap (split z takes K-blocks z * share .. (z + 1) * share)",
     )
     ALIGN_VECTOR = _entry(
         Category.VERIFY,

@@ -652,6 +652,19 @@ class PartialOutput:
 
 
 @dataclass(frozen=True, eq=False)
+class PartialSums:
+    """``T.partial_sums(W, axis, why)``: the slices of global tensor `tensor` along `axis` are terms of one sum, added
+    (or merged, as split attention's log-sum-exp combine) by a later kernel: a split of a contraction's partial
+    results. The verifier proves that no element of a matrix-multiply operand enters the accumulations stored into two
+    slices at the same other coordinates (*contraction accumulated once across the slices*)."""
+
+    tensor: Buffer
+    axis: int
+    why: str
+    loc: SourceLoc | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class ValueAssumption:
     """A declaration about the *contents* of an integer global tensor the kernel reads as scalars (``offs[g]``):
     every element lies in ``lo .. hi`` (inclusive; None: unbounded on that side; expressions of the shape symbols),
@@ -718,6 +731,9 @@ class Kernel:
     # declared with T.writes_part: outputs the kernel writes only part of by design (another kernel of its plan
     # writes the rest), each with the reason: the verifier's output coverage lists them as not checked
     partial_outputs: tuple[PartialOutput, ...] = ()
+    # declared with T.partial_sums: outputs whose slices along an axis are terms of one sum a later kernel adds (a
+    # split's partial results): the verifier proves no operand element enters two slices' accumulations
+    partial_sums: tuple[PartialSums, ...] = ()
     # blocks per thread-block cluster along the first grid dimension (``T.grid(..., cluster=2)``): blocks 2c and
     # 2c + 1 form cluster c and share multicast TMA loads (`Copy.multicast`) and cluster barriers
     # (`MbarrierInit.cluster`); 1: no clusters

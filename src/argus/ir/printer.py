@@ -184,6 +184,8 @@ def format_kernel(k: Kernel) -> str:
     for part in k.partial_outputs:
         limits = "" if part.below is None else " below (" + ", ".join(str(b) for b in part.below) + ")"
         lines.append(f"  writes part of {part.tensor.name}{limits}: {part.why}")
+    for sums in k.partial_sums:
+        lines.append(f"  partial sums {sums.tensor.name} along axis {sums.axis}: {sums.why}")
     blocks = ", ".join(str(v) for v in k.block_vars)
     resident = f", {k.blocks_per_sm} blocks per SM" if k.blocks_per_sm != 1 else ""  # launch bounds: in the fingerprint
     resident += f", clusters of {k.cluster}" if k.cluster != 1 else ""

@@ -262,6 +262,8 @@ def flash_attention(
         if O.dtype != T.f32:
             raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
         T.assume(f"P == {SPLITS}")
+        # invariant: each key's products enter one split's partial result (the verifier pairs the slices' blocks)
+        T.partial_sums(O, 0, "attention_combine merges the splits' partial results by their log-sum-exp")
     scale = SCALE if SCALE else 1.0 / D**0.5
     # the softmax runs on the raw scores, times the sign of the scale: its maximum is the scaled scores' maximum,
     # and each exponent is one fma, s * |scale| log2(e) - m * |scale| log2(e)

@@ -742,12 +742,14 @@ def persistent_gemm(
                 "pass OUT='f32' and EPILOGUE='direct', and reduce the slices with gemm_split_reduce",
             )
         T.assume(f"S == {SPLITS}")
+        T.partial_sums(C, 0, "gemm_split_reduce adds the slices")
         # the workspace's rows in whole 16-byte vectors of f32 (what gemm_split_reduce reads)
         T.assume("N % 4 == 0" if C_MAJOR == "N" else "M % 4 == 0")
     if EPILOGUE == "tma":
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
     if PART == "tail":
         tail_assumptions(TAIL, BM, BN, BLOCKS)
+        T.partial_sums(W, 0, "gemm_tail_reduce adds the splits' slots")
     if BATCH_GRID not in ("matrix", "flat"):
         raise DSLError("DSL_BAD_PARAM", f"BATCH_GRID must be 'matrix' or 'flat', not {BATCH_GRID!r}")
     flat = BATCH and BATCH_GRID == "flat"

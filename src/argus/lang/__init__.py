@@ -10,7 +10,8 @@ The tracer is split by concern (`docs/dsl-ir.md` is the model, `docs/dsl-referen
 * `pointwise` — math on fragments and reductions;
 * `memory` — allocation, ``T.copy`` and ``T.fill``;
 * `sync` — barriers, fences, ``cp.async`` groups and mbarriers;
-* `control` — the grid, loops, branches, warp roles, ``T.assume``, ``T.assume_values`` and ``T.writes_part``;
+* `control` — the grid, loops, branches, warp roles, ``T.assume``, ``T.assume_values``, ``T.writes_part`` and
+  ``T.partial_sums``;
 * `mma` — ``T.gemm`` and the MMA atoms;
 * `call` — a kernel call: the device runners' registry (the CPU's is `argus.runtime.cpu`);
 * `tags` — tags and tag assertions; `errors` — `DSLError` and source locations; `fragments` — fragment layouts.
@@ -26,6 +27,7 @@ from argus.lang.control import (
     if_,
     lane_id,
     let,
+    partial_sums,
     persistent_grid,
     pipeline,
     role,
@@ -109,6 +111,7 @@ __all__ = [
     "assume",
     "assume_values",
     "writes_part",
+    "partial_sums",
     "async_commit",
     "async_wait",
     "barrier",

@@ -28,7 +28,7 @@ from argus.ir.expr import (
     maximum,
     minimum,
 )
-from argus.ir.nodes import For, If, Let, LoopKind, PartialOutput, Role, Space, ValueAssumption
+from argus.ir.nodes import For, If, Let, LoopKind, PartialOutput, PartialSums, Role, Space, ValueAssumption
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.sync import check_turns
 from argus.lang.tiles import GlobalTensor, index_expr
@@ -526,6 +526,42 @@ def writes_part(tensor: Any, why: str, below: Any = None) -> None:
             )
         limits = tuple(_part_limit(name, b, loc) for b in below)
     st.partial_outputs.append(PartialOutput(tensor.buffer, why.strip(), loc=loc, below=limits))
+
+
+def partial_sums(tensor: Any, axis: int, why: str) -> None:
+    """``T.partial_sums(W, 0, "gemm_split_reduce adds the slices")``: declare that the slices of the output `tensor`
+    along `axis` are terms of one sum that a later kernel adds (or merges: split attention's combine): each block of a
+    split writes its share of a contraction into its own slice. The verifier then proves that no element of a
+    matrix-multiply operand enters the accumulations stored into two slices at the same other coordinates
+    (*contraction accumulated once across the slices*: overlapping splits count a K-block twice), as it proves it
+    within one accumulation. The code generator and the interpreter ignore it."""
+    st = CURRENT.get()
+    loc = caller_loc()
+    if st is None:
+        raise DSLError(
+            "DSL_OUTSIDE_KERNEL", "T.partial_sums can only be used inside an @argus.kernel function", loc=loc
+        )
+    if not isinstance(tensor, GlobalTensor) or tensor.buffer.space != Space.GLOBAL:
+        raise DSLError("DSL_ASSUME", f"T.partial_sums takes a tensor parameter of the kernel, got {tensor!r}", loc=loc)
+    name = tensor.buffer.name
+    if isinstance(axis, bool) or not isinstance(axis, int) or not 0 <= axis < tensor.buffer.rank:
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.partial_sums({name}, axis): the axis along which the slices are summed, a dimension of {name}",
+            requirement=f"an int in 0 .. {tensor.buffer.rank - 1}",
+            actual=repr(axis),
+            loc=loc,
+        )
+    if not isinstance(why, str) or not why.strip():
+        raise DSLError(
+            "DSL_ASSUME",
+            f"T.partial_sums({name}) needs the reason: which kernel adds the slices",
+            actual=repr(why),
+            loc=loc,
+        )
+    if any(p.tensor is tensor.buffer for p in st.partial_sums):
+        raise DSLError("DSL_ASSUME", f"T.partial_sums({name}) is declared twice", loc=loc)
+    st.partial_sums.append(PartialSums(tensor.buffer, axis, why.strip(), loc=loc))
 
 
 def _part_limit(name: str, limit: Any, loc: Any) -> Any:

@@ -183,6 +183,7 @@ class KernelFunction:
             grid_loc=st.grid_loc,
             value_assumptions=tuple(st.value_assumptions),
             partial_outputs=tuple(st.partial_outputs),
+            partial_sums=tuple(st.partial_sums),
         )
 
     def _tensor(self, pname: str, spec: TensorSpec, values: dict[str, Any], shape_vars: dict[str, Var]) -> Buffer:

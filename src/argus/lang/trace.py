@@ -8,7 +8,7 @@ import contextvars
 
 from argus.atoms.smem import SharedCarve
 from argus.ir.expr import Expr, SourceLoc, Var, VarKind
-from argus.ir.nodes import PartialOutput, Stmt, ValueAssumption
+from argus.ir.nodes import PartialOutput, PartialSums, Stmt, ValueAssumption
 from argus.lang.errors import DSLError, caller_position
 from argus.lang.names import SourceNames
 
@@ -39,6 +39,7 @@ class Trace:
         self.assumption_locs: list[SourceLoc | None] = []  # where each was declared
         self.value_assumptions: list[ValueAssumption] = []  # declared with T.assume_values: facts about tensor data
         self.partial_outputs: list[PartialOutput] = []  # declared with T.writes_part: outputs written in part
+        self.partial_sums: list[PartialSums] = []  # declared with T.partial_sums: slices a later kernel adds
         self.grid_loc: SourceLoc | None = None  # the `with T.grid(...)` statement
         self.shape_vars: dict[str, Var] = {}  # the kernel's shape symbols by name
 

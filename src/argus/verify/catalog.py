@@ -295,7 +295,9 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         "Within one block and one accumulation (the iterations between resets of the accumulator), two different "
         "loads that feed a T.gemm operand read the same element of the tensor: a K loop of cdiv(K, BK) + 1 "
         "iterations with a clamped block index, a block index k // 2. Its products are added to the sum twice. "
-        "(Windows past the end of the tensor read padding and do not count.)",
+        "(Windows past the end of the tensor read padding and do not count.) Also across the slices of an output "
+        "declared partial sums (T.partial_sums: a later kernel adds them): two blocks storing into two slices at the "
+        "same other coordinates load one element (splits of K whose shares overlap).",
         Severity.ERROR,
     ),
     # --- alignment and budgets --------------------------------------------------------------------

@@ -35,7 +35,12 @@ from argus.verify.checks.coverage import (
 from argus.verify.checks.fence import check_proxy_fences
 from argus.verify.checks.mbarrier import check_arrive_counts
 from argus.verify.checks.mma import check_gemm
-from argus.verify.checks.once import check_accumulator_reset, check_contraction_once, check_output_once
+from argus.verify.checks.once import (
+    check_accumulator_reset,
+    check_contraction_across_slices,
+    check_contraction_once,
+    check_output_once,
+)
 from argus.verify.checks.oob import check_masked_mmas, check_masked_reductions, check_shared_views
 from argus.verify.checks.perf import check_performance
 from argus.verify.checks.pipeline import check_stale_reads
@@ -214,6 +219,7 @@ def _verify_kernel(
         run("output coverage", check_output_coverage, ctx)
         run("output written once", check_output_once, ctx)
         run("contraction accumulated once", check_contraction_once, ctx, proved)
+        run("contraction accumulated once across slices", check_contraction_across_slices, ctx)
         run("accumulator reset per tile", check_accumulator_reset, ctx)
         # last: it reads output coverage's proved covers, and its projections (data-placed segments' encodings)
         # would move the exactly-once queries' budgets (a grouped TMA-store kernel's once proof ran out of its

@@ -45,6 +45,7 @@ unknown.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -906,6 +907,224 @@ def _contraction_finding(
             Access("read", "load", sb.loc, None, loops_b, Element(name, "global", None, coord)),
         ),
         variables={"element": str(coord), f"{name} extents": extents},
+    )
+    return Finding("COVERAGE_CONTRACTION_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
+
+
+# --- contraction accumulated once across the slices of a declared partial sum ------------------------------
+
+
+def check_contraction_across_slices(ctx: Context) -> list[Finding]:
+    """`COVERAGE_CONTRACTION_TWICE` across the slices of an output declared a partial sum (``T.partial_sums(W, axis,
+    why)``: a later kernel adds the slices): two blocks that store the accumulations of one ``T.gemm`` into two
+    different slices of W at the same other coordinates must not load one element of an operand into both (a split
+    of K, or of attention's keys, whose shares overlap: the overlapped K-block is counted twice in the sum). Each pair
+    of loads feeding an operand (through copies and elementwise ops), one in each block, is one query: an element
+    inside the tensor held by both windows, into the same row of A (column of B). Where the stored value does not come
+    from one accumulator, or the accumulator holds several tiles (a tile loop: the accumulation is then per tile, not
+    per block), the tensor is listed as not checked."""
+    findings = []
+    prog = ctx.analysis.program
+    for part in ctx.kernel.partial_sums:
+        name = f"{user_name(part.tensor)} along axis {part.axis}"
+        stores = [site for site in prog.sites if isinstance(site.stmt, Copy) and site.stmt.dst.buffer is part.tensor]
+        if not stores:
+            ctx.record_not_checked("contraction accumulated once across slices", name, "no store into it", 0.0)
+        for store in stores:
+            start = time.perf_counter()
+            label = f"{name} (line {store.loc.line if store.loc else '?'})"
+            out = _across_slices(ctx, store, part.axis)
+            if isinstance(out, str):
+                ctx.record_not_checked("contraction accumulated once across slices", label, out, start)
+                continue
+            ctx.record(
+                "contraction accumulated once across slices",
+                label,
+                Verdict.VERIFIED if out is None else out.verdict,
+                start,
+            )
+            if out is not None:
+                findings.append(out)
+    return findings
+
+
+def _stored_gemm(ctx: Context, store: Site) -> Site | str:
+    """The ``T.gemm`` whose accumulator the value `store` writes is computed from (through copies and elementwise
+    ops of fragments and shared buffers), or why there is not exactly one."""
+    sources = {id(b) for b in _reads(store.stmt) if b.space != Space.GLOBAL}
+    grew = True
+    while grew:
+        grew = False
+        for site in ctx.analysis.program.sites:
+            s = site.stmt
+            if isinstance(s, Copy | Map) and id(s.dst.buffer) in sources:
+                for b in _reads(s):
+                    if b.space != Space.GLOBAL and id(b) not in sources:
+                        sources.add(id(b))
+                        grew = True
+    gemms = [g for g in ctx.analysis.gemms if id(g.stmt.acc.buffer) in sources]  # type: ignore[attr-defined]
+    accs = {id(g.stmt.acc.buffer) for g in gemms}  # type: ignore[attr-defined]
+    if len(accs) != 1:
+        return (
+            "the stored value is computed from no T.gemm's accumulator"
+            if not accs
+            else ("the stored value is computed from several T.gemm accumulators")
+        )
+    if len(gemms) != 1:
+        return "several T.gemm statements accumulate into the stored accumulator"
+    return gemms[0]
+
+
+def _across_slices(ctx: Context, store: Site, axis: int) -> Finding | str | None:
+    prog = ctx.analysis.program
+    gemm = _stored_gemm(ctx, store)
+    if isinstance(gemm, str):
+        return gemm
+    g: Gemm = gemm.stmt  # type: ignore[assignment]
+    if tile_loops(ctx, gemm):
+        return "the accumulator holds several tiles (a tile loop): the slices of one tile are not paired yet"
+    dst: TileRef = store.stmt.dst  # type: ignore[attr-defined]
+    why = _unreadable(ctx, store, _site_exprs(store, dst))
+    if why is not None:
+        return f"{why} ({store.loc})"
+    loads = []
+    for operand, free in ((g.a, 0), (g.b, 1)):
+        for group in _feeding_loads(prog.sites, operand.buffer).values():
+            for site, ref in group:
+                why = _unreadable(ctx, site, _site_exprs(site, ref))
+                if why is not None:
+                    return f"{why} ({site.loc})"
+            loads.append(((operand, free), group))
+    env_b0, cons_b, terms_b = _blocks(ctx, ".slice")
+    try:
+        env_sa, cons_sa = _instance(ctx, store, ctx.base_env, ".sa")
+        env_sb, cons_sb = _instance(ctx, store, env_b0, ".sb")
+        oa, ob = _origins(dst, env_sa), _origins(dst, env_sb)
+        slices = [*cons_b, *cons_sa, *cons_sb, oa[axis] != ob[axis]]
+        slices += [x == y for d, (x, y) in enumerate(zip(oa, ob, strict=True)) if d != axis]
+        for pins in _slice_pairs(ctx, dst.origin[axis], terms_b):
+            found = _across_slices_pinned(ctx, gemm, dst, axis, loads, [*slices, *pins], (env_b0, oa, ob))
+            if found is not None:
+                return found
+    except Unsupported as e:
+        return str(e)
+    return None
+
+
+#: the most pairs of slice indices `_slice_pairs` enumerates
+_MOST_SLICE_PAIRS = 256
+
+
+def _slice_pairs(ctx: Context, origin: Any, terms_b: dict[Var, Any]) -> list[list[Any]]:
+    """The block indices of a constant range that place the slice (a split index ``z`` of a grid of 4 splits), pinned
+    to every pair of different values in the two blocks: the queries are then linear in what multiplies them (``z *
+    share`` with a symbolic share). One unpinned query where no such index reads the slice's origin."""
+    read = []
+    for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
+        if isinstance(origin, Expr) and depends_on(origin, v):
+            extent = z3.simplify(smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g))
+            if z3.is_bv_value(extent):
+                read.append((v, extent.as_signed_long()))
+    combos = 1
+    for _, n in read:
+        combos *= n * n
+    if not read or combos > _MOST_SLICE_PAIRS:
+        return [[]]
+    out = []
+    for pair in itertools.product(*(range(n) for _, n in read), repeat=2):
+        a, b = pair[: len(read)], pair[len(read) :]
+        if a == b:  # the same slice
+            continue
+        pins = [ctx.block_terms[v] == x for (v, _), x in zip(read, a, strict=True)]
+        out.append(pins + [terms_b[v] == y for (v, _), y in zip(read, b, strict=True)])
+    return out
+
+
+def _across_slices_pinned(
+    ctx: Context, gemm: Site, dst: TileRef, axis: int, loads: list[Any], slices: list[Any], stored: tuple
+) -> Finding | None:
+    """`_across_slices`' queries under the slices' constraints (two blocks storing into two slices at the same other
+    coordinates, their indices pinned where `_slice_pairs` pins them): the finding for an element both load."""
+    prog = ctx.analysis.program
+    env_b0, oa, ob = stored
+    for operand, group in loads:
+        for sa, ra in group:
+            for sb, rb in group:
+                env_a, cons_a = _instance(ctx, sa, ctx.base_env, ".a")
+                env_b, cons_bb = _instance(ctx, sb, env_b0, ".b")
+                element, dims, inside = _element(ctx, ra.buffer, "slices")
+                (_, wa, holds_a), (_, wb, holds_b) = (
+                    _holds(ra, element, env_a, ".a"),
+                    _holds(rb, element, env_b, ".b"),
+                )
+                cons = [*slices, *cons_a, *cons_bb, *inside, *holds_a, *holds_b]
+                rows = [_operand_row(s, w, e, operand, prog.sites) for s, w, e in ((sa, wa, env_a), (sb, wb, env_b))]
+                if rows[0] is not None and rows[1] is not None:
+                    cons.append(rows[0] == rows[1])
+                out = _solve(ctx, cons, z3.BoolVal(True))
+                if out.verdict == Verdict.VERIFIED:
+                    continue
+                if out.verdict == Verdict.UNKNOWN:
+                    why = (
+                        f"{user_name(ra.buffer)}: the solver could not decide within its budget whether two slices "
+                        f"of {user_name(dst.buffer)} load one element for the T.gemm at line "
+                        f"{gemm.loc.line if gemm.loc else '?'}"
+                    )
+                    return undecided(out, why, loc=sb.loc, pin=True)
+                return _slices_finding(
+                    ctx,
+                    gemm,
+                    out.model,
+                    ra.buffer,
+                    element,
+                    dims,
+                    (sa, env_a),
+                    (sb, env_b),
+                    (dst.buffer, axis, oa[axis], ob[axis], env_b0),
+                )
+    return None
+
+
+def _slices_finding(
+    ctx: Context,
+    gemm: Site,
+    m: Any,
+    tensor: Buffer,
+    element: list[Any],
+    dims: list[Any],
+    a: tuple[Site, dict],
+    b: tuple[Site, dict],
+    stored: tuple[Buffer, int, Any, Any, dict],
+) -> Finding:
+    (sa, env_a), (sb, env_b) = a, b
+    out, axis, slice_a, slice_b, env_b0 = stored
+    coord = tuple(smt.model_int(m, e) for e in element)
+    extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
+    block_a = ctx.block_values(m)
+    block_b = {v.name: smt.model_int(m, env_b0[v]) for v in ctx.kernel.block_vars}
+    name, w = user_name(tensor), user_name(out)
+    loops_a, loops_b = _loops(m, sa, env_a), _loops(m, sb, env_b)
+    msg = (
+        f"element {coord} of {name} ({extents}) is loaded by block ({_text(block_a)}) at line "
+        f"{sa.loc.line if sa.loc else '?'}{f' ({_text(loops_a)})' if loops_a else ''} and by block ({_text(block_b)}) "
+        f"at line {sb.loc.line if sb.loc else '?'}{f' ({_text(loops_b)})' if loops_b else ''}, which store their "
+        f"accumulations into slices {smt.model_int(m, slice_a)} and {smt.model_int(m, slice_b)} of {w} along axis "
+        f"{axis} (declared partial sums: T.partial_sums): its products enter the sum twice"
+    )
+    cex = Counterexample(
+        code="COVERAGE_CONTRACTION_TWICE",
+        message=msg,
+        op_loc=sb.loc,
+        program_point=str(gemm.loc),
+        block=block_a,
+        shapes=ctx.shape_values(m),
+        thread=None,  # the whole block loads the window
+        loops=loops_b,
+        accesses=(
+            Access("read", "load", sa.loc, None, loops_a, Element(name, "global", None, coord)),
+            Access("read", "load", sb.loc, None, loops_b, Element(name, "global", None, coord)),
+        ),
+        variables={"element": str(coord), f"{name} extents": extents, "other block": _text(block_b)},
     )
     return Finding("COVERAGE_CONTRACTION_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
 
