@@ -219,7 +219,7 @@ def _verify_kernel(
         run("output coverage", check_output_coverage, ctx)
         run("output written once", check_output_once, ctx)
         run("contraction accumulated once", check_contraction_once, ctx, proved)
-        run("contraction accumulated once across slices", check_contraction_across_slices, ctx)
+        run("contraction accumulated once across slices", check_contraction_across_slices, ctx, proved)
         run("accumulator reset per tile", check_accumulator_reset, ctx)
         # last: it reads output coverage's proved covers, and its projections (data-placed segments' encodings)
         # would move the exactly-once queries' budgets (a grouped TMA-store kernel's once proof ran out of its

@@ -45,8 +45,8 @@ unknown.
 
 from __future__ import annotations
 
-import itertools
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import z3
@@ -612,14 +612,34 @@ def _writes_acc(site: Site, acc: Buffer) -> bool:
     return isinstance(s, Copy | Fill | Map | Reduce) and s.dst.buffer is acc
 
 
-def _is_reset(site: Site, acc: Buffer) -> bool:
-    """A write of the accumulator that does not read it (a fill, a copy or elementwise op from other data)."""
+def _is_reset(site: Site, acc: Buffer, sites: list[Site] | None = None) -> bool:
+    """A write of the accumulator that does not read it (a fill, a copy or elementwise op from other data), nor a
+    temporary computed from it: ``T.copy(o * alpha[:, None], o)`` is a Map into a temporary and a copy back, which
+    rescales the accumulator (online softmax) and does not start a new one. A temporary is followed where one site
+    writes it (`sites`: the program's), so what it holds is that site's value."""
     s = site.stmt
     if not _writes_acc(site, acc):
         return False
     if isinstance(s, Reduce) and s.accumulate:
         return False
-    return all(b is not acc for b in _reads(s))
+    return not _derives_from(s, acc, sites or [])
+
+
+def _derives_from(s: Any, acc: Buffer, sites: list[Site]) -> bool:
+    """Whether statement `s` reads `acc`, or a buffer that one site alone writes from `acc` (transitively)."""
+    seen: set[int] = set()
+    todo = list(_reads(s))
+    while todo:
+        b = todo.pop()
+        if b is acc:
+            return True
+        if id(b) in seen or b.space == Space.GLOBAL:
+            continue
+        seen.add(id(b))
+        writers = [t for t in sites if isinstance(t.stmt, Copy | Map | Reduce) and t.stmt.dst.buffer is b]
+        if len(writers) == 1:
+            todo.extend(_reads(writers[0].stmt))
+    return False
 
 
 # --- contraction accumulated once ---------------------------------------------------------------------------
@@ -634,7 +654,7 @@ def check_contraction_once(ctx: Context, proved: set[int] | None = None) -> list
     for gemm in ctx.analysis.gemms:
         g: Gemm = gemm.stmt  # type: ignore[assignment]
         acc = g.acc.buffer
-        resets = [s for s in prog.sites if _is_reset(s, acc)]
+        resets = [s for s in prog.sites if _is_reset(s, acc, prog.sites)]
         outer = {id(lp) for lp in gemm.loops if any(lp in r.loops for r in resets)}
         outer |= {id(lp) for lp in tile_loops(ctx, gemm)}
         for operand, free in ((g.a, 0), (g.b, 1)):
@@ -914,15 +934,16 @@ def _contraction_finding(
 # --- contraction accumulated once across the slices of a declared partial sum ------------------------------
 
 
-def check_contraction_across_slices(ctx: Context) -> list[Finding]:
+def check_contraction_across_slices(ctx: Context, proved: set[int] | None = None) -> list[Finding]:
     """`COVERAGE_CONTRACTION_TWICE` across the slices of an output declared a partial sum (``T.partial_sums(W, axis,
     why)``: a later kernel adds the slices): two blocks that store the accumulations of one ``T.gemm`` into two
     different slices of W at the same other coordinates must not load one element of an operand into both (a split
     of K, or of attention's keys, whose shares overlap: the overlapped K-block is counted twice in the sum). Each pair
     of loads feeding an operand (through copies and elementwise ops), one in each block, is one query: an element
-    inside the tensor held by both windows, into the same row of A (column of B). Where the stored value does not come
-    from one accumulator, or the accumulator holds several tiles (a tile loop: the accumulation is then per tile, not
-    per block), the tensor is listed as not checked."""
+    inside the tensor held by both windows, into the same row of A (column of B). Where the accumulator holds one tile
+    per iteration of a tile loop (a persistent kernel's units), each block's loads are those of the iteration that
+    stores (its tile loop's iteration shared by the store and the loads; a producer's loops through the proved
+    pairing, `proved`). Where the stored value does not come from one accumulator, the tensor is not checked."""
     findings = []
     prog = ctx.analysis.program
     for part in ctx.kernel.partial_sums:
@@ -933,16 +954,12 @@ def check_contraction_across_slices(ctx: Context) -> list[Finding]:
         for store in stores:
             start = time.perf_counter()
             label = f"{name} (line {store.loc.line if store.loc else '?'})"
-            out = _across_slices(ctx, store, part.axis)
+            out = _across_slices(ctx, store, part.axis, proved or set())
             if isinstance(out, str):
                 ctx.record_not_checked("contraction accumulated once across slices", label, out, start)
                 continue
-            ctx.record(
-                "contraction accumulated once across slices",
-                label,
-                Verdict.VERIFIED if out is None else out.verdict,
-                start,
-            )
+            verdict = Verdict.VERIFIED if out is None else out.verdict
+            ctx.record("contraction accumulated once across slices", label, verdict, start)
             if out is not None:
                 findings.append(out)
     return findings
@@ -964,25 +981,36 @@ def _stored_gemm(ctx: Context, store: Site) -> Site | str:
                         grew = True
     gemms = [g for g in ctx.analysis.gemms if id(g.stmt.acc.buffer) in sources]  # type: ignore[attr-defined]
     accs = {id(g.stmt.acc.buffer) for g in gemms}  # type: ignore[attr-defined]
-    if len(accs) != 1:
-        return (
-            "the stored value is computed from no T.gemm's accumulator"
-            if not accs
-            else ("the stored value is computed from several T.gemm accumulators")
-        )
+    if not accs:
+        return "the stored value is computed from no T.gemm's accumulator"
+    if len(accs) > 1:
+        return "the stored value is computed from several T.gemm accumulators"
     if len(gemms) != 1:
         return "several T.gemm statements accumulate into the stored accumulator"
     return gemms[0]
 
 
-def _across_slices(ctx: Context, store: Site, axis: int) -> Finding | str | None:
+@dataclass
+class _Side:
+    """One of the two blocks `_across_slices` pairs: its environment (block indices), their ranges, and one term per
+    loop of the accumulation (reset and tile loops) that its store and its loads share."""
+
+    env: dict
+    cons: list[Any]
+    shared: dict[int, Any]
+    suffix: str
+
+
+def _across_slices(ctx: Context, store: Site, axis: int, proved: set[int]) -> Finding | str | None:
     prog = ctx.analysis.program
     gemm = _stored_gemm(ctx, store)
     if isinstance(gemm, str):
         return gemm
     g: Gemm = gemm.stmt  # type: ignore[assignment]
-    if tile_loops(ctx, gemm):
-        return "the accumulator holds several tiles (a tile loop): the slices of one tile are not paired yet"
+    resets = [s for s in prog.sites if _is_reset(s, g.acc.buffer, prog.sites)]
+    outer = [lp for lp in gemm.loops if any(lp in r.loops for r in resets) or lp in tile_loops(ctx, gemm)]
+    if any(lp not in store.loops for lp in outer):
+        return "the store is outside a loop of the accumulation (a reset or tile loop around the T.gemm)"
     dst: TileRef = store.stmt.dst  # type: ignore[attr-defined]
     why = _unreadable(ctx, store, _site_exprs(store, dst))
     if why is not None:
@@ -995,15 +1023,46 @@ def _across_slices(ctx: Context, store: Site, axis: int) -> Finding | str | None
                 if why is not None:
                     return f"{why} ({site.loc})"
             loads.append(((operand, free), group))
-    env_b0, cons_b, terms_b = _blocks(ctx, ".slice")
+    env_b, cons_b, _ = _blocks(ctx, ".slice")
+    sides = []
+    for env, cons, suffix in ((ctx.base_env, [], ".a"), (env_b, cons_b, ".b")):
+        shared: dict[int, Any] = {}
+        env = dict(env)
+        for lp in outer:  # the accumulation's iteration: one term, in range at the terms of the loops around it
+            t = z3.BitVec(f"slices.{lp.var.name}.tile{suffix}", smt.WIDTH)
+            ctx.loop_terms.append(t)
+            cons = [*cons, ctx.loop_range(lp, t, env)]
+            shared[id(lp)] = t
+            env[lp.var] = t
+        sides.append(_Side(env, cons, shared, suffix))
     try:
-        env_sa, cons_sa = _instance(ctx, store, ctx.base_env, ".sa")
-        env_sb, cons_sb = _instance(ctx, store, env_b0, ".sb")
+        fixed_a = {lp.var: sides[0].shared[id(lp)] for lp in outer}
+        fixed_b = {lp.var: sides[1].shared[id(lp)] for lp in outer}
+        env_sa, cons_sa = _instance(ctx, store, sides[0].env, ".sa", fixed_a)
+        env_sb, cons_sb = _instance(ctx, store, sides[1].env, ".sb", fixed_b)
         oa, ob = _origins(dst, env_sa), _origins(dst, env_sb)
-        slices = [*cons_b, *cons_sa, *cons_sb, oa[axis] != ob[axis]]
+        slices = [*sides[0].cons, *sides[1].cons, *cons_sa, *cons_sb, oa[axis] != ob[axis]]
         slices += [x == y for d, (x, y) in enumerate(zip(oa, ob, strict=True)) if d != axis]
-        for pins in _slice_pairs(ctx, dst.origin[axis], terms_b):
-            found = _across_slices_pinned(ctx, gemm, dst, axis, loads, [*slices, *pins], (env_b0, oa, ob))
+        plans = []
+        for operand, group in loads:
+            per_side = []
+            for side in sides:
+                placed = []
+                for site, ref in group:
+                    fixed = _accumulation_loops(ctx, site, gemm, side.shared, proved)
+                    if isinstance(fixed, str):
+                        return fixed
+                    placed.append((site, ref, fixed))
+                per_side.append(placed)
+            plans.append((operand, per_side))
+        # one query over every pair of slices first, on a small budget; where it is not decided, the two slices'
+        # indices pinned pair by pair (`_slice_pairs`: linear in ``z * share``)
+        stored = (sides, oa, ob, dst, axis)
+        first = _across_slices_query(ctx, gemm, plans, slices, stored, FIRST_SLICES_RLIMIT)
+        if first is None or first.verdict == Verdict.VIOLATED:
+            return first
+        for pins in _slice_pairs(ctx, dst, axis, oa, ob):
+            found = _across_slices_query(ctx, gemm, plans, [*slices, *pins], stored, ONCE_RLIMIT)
             if found is not None:
                 return found
     except Unsupported as e:
@@ -1011,63 +1070,102 @@ def _across_slices(ctx: Context, store: Site, axis: int) -> Finding | str | None
     return None
 
 
-#: the most pairs of slice indices `_slice_pairs` enumerates
+def _accumulation_loops(
+    ctx: Context, site: Site, gemm: Site, shared: dict[int, Any], proved: set[int]
+) -> dict[Var, Any] | str:
+    """The terms of `site`'s loops that are the accumulation's (`shared`: the T.gemm's reset and tile loops, or a
+    producer's loops paired with them), or why a load in another role cannot be tied to the accumulation."""
+    paired = _paired_loops(ctx, site, gemm, proved) if site.role is not gemm.role else {}
+    fixed: dict[Var, Any] = {}
+    for lp in site.loops:
+        twin, same = (lp, None) if lp in gemm.loops else paired.get(id(lp), (None, None))
+        if twin is not None and id(twin) in shared:
+            fixed[lp.var] = shared[id(twin)] if same is None else same(shared[id(twin)])
+        elif twin is None and site.role is not gemm.role and shared:
+            return (
+                f"the load at {site.loc} runs in another role, in loop {loop_name(lp)} that no proved pairing ties to "
+                "the accumulator's tile"
+            )
+    return fixed
+
+
+#: the most pairs of slices `_slice_pairs` enumerates
 _MOST_SLICE_PAIRS = 256
+#: the budget of the first, unpinned query over every pair of slices (`_across_slices`)
+FIRST_SLICES_RLIMIT = 1_000_000
 
 
-def _slice_pairs(ctx: Context, origin: Any, terms_b: dict[Var, Any]) -> list[list[Any]]:
-    """The block indices of a constant range that place the slice (a split index ``z`` of a grid of 4 splits), pinned
-    to every pair of different values in the two blocks: the queries are then linear in what multiplies them (``z *
-    share`` with a symbolic share). One unpinned query where no such index reads the slice's origin."""
-    read = []
-    for v, g in zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True):
-        if isinstance(origin, Expr) and depends_on(origin, v):
-            extent = z3.simplify(smt.evaluate(g, ctx.base_env) if isinstance(g, Expr) else smt.val(g))
-            if z3.is_bv_value(extent):
-                read.append((v, extent.as_signed_long()))
-    combos = 1
-    for _, n in read:
-        combos *= n * n
-    if not read or combos > _MOST_SLICE_PAIRS:
-        return [[]]
-    out = []
-    for pair in itertools.product(*(range(n) for _, n in read), repeat=2):
-        a, b = pair[: len(read)], pair[len(read) :]
-        if a == b:  # the same slice
-            continue
-        pins = [ctx.block_terms[v] == x for (v, _), x in zip(read, a, strict=True)]
-        out.append(pins + [terms_b[v] == y for (v, _), y in zip(read, b, strict=True)])
-    return out
+def _slice_pairs(ctx: Context, dst: TileRef, axis: int, oa: Any, ob: Any) -> list[list[Any]]:
+    """The two stores' slice indices pinned to every pair of different values, the first below the second (every
+    two loads are asked both ways round), where the slices are a constant count (a grid of 4 splits, or a size the
+    kernel pins: ``T.assume("S == 4")``); the queries are then linear in what multiplies them (``z * share`` with a
+    symbolic share). None where the count is not a constant (the first query's answer stands)."""
+    count = _constant(ctx, dst.buffer.shape[axis])
+    if count is None or count * (count - 1) // 2 > _MOST_SLICE_PAIRS:
+        return []
+    return [[oa[axis] == i, ob[axis] == j] for i in range(count) for j in range(i + 1, count)]
 
 
-def _across_slices_pinned(
-    ctx: Context, gemm: Site, dst: TileRef, axis: int, loads: list[Any], slices: list[Any], stored: tuple
+def _constant(ctx: Context, extent: Any) -> int | None:
+    """`extent` (a dimension of a tensor) where it is the same for every size the assumptions allow, else None."""
+    term = smt.val(smt.evaluate(extent, ctx.base_env) if isinstance(extent, Expr) else extent)
+    known = z3.simplify(term)
+    if z3.is_bv_value(known):
+        return known.as_signed_long()
+    s = z3.SolverFor("QF_BV")
+    s.set("timeout", 2000)
+    s.add(*ctx.base_constraints)
+    s.add(*smt.definitions(ctx.base_constraints))
+    if s.check() != z3.sat:
+        return None
+    value = smt.model_int(s.model(), term)
+    s.add(term != value)
+    return value if s.check() == z3.unsat else None
+
+
+def _across_slices_query(
+    ctx: Context, gemm: Site, plans: list[Any], slices: list[Any], stored: tuple, rlimit: int
 ) -> Finding | None:
-    """`_across_slices`' queries under the slices' constraints (two blocks storing into two slices at the same other
-    coordinates, their indices pinned where `_slice_pairs` pins them): the finding for an element both load."""
+    """`_across_slices`' queries under `slices` (two blocks storing into two slices at the same other coordinates,
+    their slices pinned where `_slice_pairs` pins them): the finding for an element both load, or an undecided one."""
     prog = ctx.analysis.program
-    env_b0, oa, ob = stored
-    for operand, group in loads:
-        for sa, ra in group:
-            for sb, rb in group:
-                env_a, cons_a = _instance(ctx, sa, ctx.base_env, ".a")
-                env_b, cons_bb = _instance(ctx, sb, env_b0, ".b")
+    sides, oa, ob, dst, axis = stored
+    fixed_terms = [*ctx.block_terms.values(), *ctx.shape_terms.values()]
+    fixed_terms += [t for side in sides for t in side.shared.values()]
+    fixed_terms += [sides[1].env[v] for v in ctx.kernel.block_vars]
+    for operand, (placed_a, placed_b) in plans:
+        for sa, ra, fa in placed_a:
+            for sb, rb, fb in placed_b:
+                env_a, cons_a = _instance(ctx, sa, sides[0].env, ".a", fa)
+                env_b, cons_b = _instance(ctx, sb, sides[1].env, ".b", fb)
                 element, dims, inside = _element(ctx, ra.buffer, "slices")
-                (_, wa, holds_a), (_, wb, holds_b) = (
+                (wo_a, wa, holds_a), (wo_b, wb, holds_b) = (
                     _holds(ra, element, env_a, ".a"),
                     _holds(rb, element, env_b, ".b"),
                 )
-                cons = [*slices, *cons_a, *cons_bb, *inside, *holds_a, *holds_b]
+                cons = [*slices, *cons_a, *cons_b, *inside, *holds_a, *holds_b]
                 rows = [_operand_row(s, w, e, operand, prog.sites) for s, w, e in ((sa, wa, env_a), (sb, wb, env_b))]
                 if rows[0] is not None and rows[1] is not None:
                     cons.append(rows[0] == rows[1])
-                out = _solve(ctx, cons, z3.BoolVal(True))
+                # the first round: a tile order's divisions by symbolic sizes abstracted by free values first (as
+                # within a block); a pinned round asks the exact query, with a larger budget where it is undecided
+                if rlimit == FIRST_SLICES_RLIMIT and any(side.shared for side in sides):
+                    bounded = [smt.in_range(o, -smt.VALUE_BOUND, smt.VALUE_BOUND) for o in (*wo_a, *wo_b, *oa, *ob)]
+                    abstract = _abstract([*cons, *bounded], fixed_terms)
+                    if (
+                        abstract is not None
+                        and _solve(ctx, abstract, z3.BoolVal(True), rlimit).verdict == Verdict.VERIFIED
+                    ):
+                        continue
+                out = _solve(ctx, cons, z3.BoolVal(True), rlimit)
+                if out.verdict == Verdict.UNKNOWN and rlimit != FIRST_SLICES_RLIMIT:
+                    out = _solve(ctx, cons, z3.BoolVal(True), ESCALATED_RLIMIT)
                 if out.verdict == Verdict.VERIFIED:
                     continue
                 if out.verdict == Verdict.UNKNOWN:
                     why = (
-                        f"{user_name(ra.buffer)}: the solver could not decide within its budget whether two slices "
-                        f"of {user_name(dst.buffer)} load one element for the T.gemm at line "
+                        f"{user_name(ra.buffer)}: the solver could not decide within its budget whether two slices of "
+                        f"{user_name(dst.buffer)} load one element for the T.gemm at line "
                         f"{gemm.loc.line if gemm.loc else '?'}"
                     )
                     return undecided(out, why, loc=sb.loc, pin=True)
@@ -1080,7 +1178,7 @@ def _across_slices_pinned(
                     dims,
                     (sa, env_a),
                     (sb, env_b),
-                    (dst.buffer, axis, oa[axis], ob[axis], env_b0),
+                    (dst.buffer, axis, oa[axis], ob[axis], sides[1].env),
                 )
     return None
 
@@ -1172,7 +1270,7 @@ def _reset(ctx: Context, gemm: Site, lp: For) -> Finding | str | None:
     for site in prog.sites:
         if not _within(loop_site, site) or not _writes_acc(site, acc):
             continue
-        if not _is_reset(site, acc):
+        if not _is_reset(site, acc, prog.sites):
             continue
         if not site.stmt.dst.is_whole():  # type: ignore[attr-defined]
             return f"the accumulator is rewritten in part at {site.loc}"
@@ -1259,7 +1357,9 @@ def _reset_finding(
     element = Element(name, "fragment", 0, coord, 0)
     tile = loop_name(lp)
     fills = [
-        s for s in ctx.analysis.program.sites if _is_reset(s, acc) and not _within(ctx.analysis.program.site(lp), s)
+        s
+        for s in ctx.analysis.program.sites
+        if _is_reset(s, acc, ctx.analysis.program.sites) and not _within(ctx.analysis.program.site(lp), s)
     ]
     where = f"; its reset at line {fills[0].loc.line} runs once, before the loop" if fills and fills[0].loc else ""
     if resets:
