@@ -804,21 +804,10 @@ def _contraction_once(
             ctx.loop_terms.append(t)
             shared[id(lp)] = t
     for site, ref in loads:
-        fixed: dict[Var, Any] = {}
-        free: list[For] = []
-        paired = _paired_loops(ctx, site, gemm, proved) if site.role is not gemm.role else {}
-        for lp in site.loops:
-            twin, same = (lp, None) if lp in gemm.loops else paired.get(id(lp), (None, None))
-            if twin is not None and id(twin) in shared:
-                fixed[lp.var] = shared[id(twin)] if same is None else same(shared[id(twin)])
-            elif twin is None and site.role is not gemm.role and outer:
-                return (
-                    f"the load at {site.loc} runs in another role, in loop {loop_name(lp)} that no proved pairing "
-                    "ties to the accumulator's tile"
-                )
-            else:
-                free.append(lp)
-        plans.append((site, ref, fixed, free))
+        fixed = _accumulation_loops(ctx, site, gemm, shared, proved)
+        if isinstance(fixed, str):
+            return fixed
+        plans.append((site, ref, fixed, [lp for lp in site.loops if lp.var not in fixed]))
     for i, (sa, ra, fa, free_a) in enumerate(plans):
         for sb, rb, fb, _ in plans[i:]:
             if sa is sb and not free_a:
@@ -896,29 +885,50 @@ def _contraction_finding(
     a: tuple[Site, dict],
     b: tuple[Site, dict],
 ) -> Finding:
+    acc = user_name(gemm.stmt.acc.buffer)  # type: ignore[attr-defined]
+    block = ctx.block_values(m)
+
+    def message(coord: tuple, name: str, extents: str, at_a: str, at_b: str) -> str:
+        return (
+            f"element {coord} of {name} ({extents}) is loaded twice for one accumulation of {acc} in block "
+            f"({_text(block)}), at {at_a} and at {at_b}, and both feed the T.gemm at line "
+            f"{gemm.loc.line if gemm.loc else '?'}: its products enter the sum twice"
+        )
+
+    return _twice_finding(ctx, gemm, m, (tensor, element, dims), a, b, message, {})
+
+
+def _twice_finding(
+    ctx: Context,
+    gemm: Site,
+    m: Any,
+    loaded: tuple[Buffer, list[Any], list[Any]],
+    a: tuple[Site, dict],
+    b: tuple[Site, dict],
+    message: Any,
+    extra: dict[str, str],
+) -> Finding:
+    """`COVERAGE_CONTRACTION_TWICE` for element `loaded` (tensor, element terms, extents) held by the loads `a` and
+    `b` (site and environment) in model `m`; `message(coord, name, extents, at_a, at_b)` words it, `extra` adds
+    variables to the counterexample."""
     (sa, env_a), (sb, env_b) = a, b
+    tensor, element, dims = loaded
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
     loops_a, loops_b = _loops(m, sa, env_a), _loops(m, sb, env_b)
     name = user_name(tensor)
-    acc = user_name(gemm.stmt.acc.buffer)  # type: ignore[attr-defined]
-    block = ctx.block_values(m)
 
     def where(loops: dict[str, int], site: Site) -> str:
         it = f" ({_text(loops)})" if loops else ""
         return f"line {site.loc.line if site.loc else '?'}{it}"
 
-    msg = (
-        f"element {coord} of {name} ({extents}) is loaded twice for one accumulation of {acc} in block "
-        f"({_text(block)}), at {where(loops_a, sa)} and at {where(loops_b, sb)}, and both feed the T.gemm at line "
-        f"{gemm.loc.line if gemm.loc else '?'}: its products enter the sum twice"
-    )
+    msg = message(coord, name, extents, where(loops_a, sa), where(loops_b, sb))
     cex = Counterexample(
         code="COVERAGE_CONTRACTION_TWICE",
         message=msg,
         op_loc=sb.loc,
         program_point=str(gemm.loc),
-        block=block,
+        block=ctx.block_values(m),
         shapes=ctx.shape_values(m),
         thread=None,  # the whole block loads the window
         loops=loops_b,
@@ -926,7 +936,7 @@ def _contraction_finding(
             Access("read", "load", sa.loc, None, loops_a, Element(name, "global", None, coord)),
             Access("read", "load", sb.loc, None, loops_b, Element(name, "global", None, coord)),
         ),
-        variables={"element": str(coord), f"{name} extents": extents},
+        variables={"element": str(coord), f"{name} extents": extents, **extra},
     )
     return Finding("COVERAGE_CONTRACTION_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
 
@@ -1169,17 +1179,9 @@ def _across_slices_query(
                         f"{gemm.loc.line if gemm.loc else '?'}"
                     )
                     return undecided(out, why, loc=sb.loc, pin=True)
-                return _slices_finding(
-                    ctx,
-                    gemm,
-                    out.model,
-                    ra.buffer,
-                    element,
-                    dims,
-                    (sa, env_a),
-                    (sb, env_b),
-                    (dst.buffer, axis, oa[axis], ob[axis], sides[1].env),
-                )
+                loaded = (ra.buffer, element, dims)
+                stored_in = (dst.buffer, axis, oa[axis], ob[axis], sides[1].env)
+                return _slices_finding(ctx, gemm, out.model, loaded, (sa, env_a), (sb, env_b), stored_in)
     return None
 
 
@@ -1187,44 +1189,24 @@ def _slices_finding(
     ctx: Context,
     gemm: Site,
     m: Any,
-    tensor: Buffer,
-    element: list[Any],
-    dims: list[Any],
+    loaded: tuple[Buffer, list[Any], list[Any]],
     a: tuple[Site, dict],
     b: tuple[Site, dict],
     stored: tuple[Buffer, int, Any, Any, dict],
 ) -> Finding:
-    (sa, env_a), (sb, env_b) = a, b
     out, axis, slice_a, slice_b, env_b0 = stored
-    coord = tuple(smt.model_int(m, e) for e in element)
-    extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
     block_a = ctx.block_values(m)
     block_b = {v.name: smt.model_int(m, env_b0[v]) for v in ctx.kernel.block_vars}
-    name, w = user_name(tensor), user_name(out)
-    loops_a, loops_b = _loops(m, sa, env_a), _loops(m, sb, env_b)
-    msg = (
-        f"element {coord} of {name} ({extents}) is loaded by block ({_text(block_a)}) at line "
-        f"{sa.loc.line if sa.loc else '?'}{f' ({_text(loops_a)})' if loops_a else ''} and by block ({_text(block_b)}) "
-        f"at line {sb.loc.line if sb.loc else '?'}{f' ({_text(loops_b)})' if loops_b else ''}, which store their "
-        f"accumulations into slices {smt.model_int(m, slice_a)} and {smt.model_int(m, slice_b)} of {w} along axis "
-        f"{axis} (declared partial sums: T.partial_sums): its products enter the sum twice"
-    )
-    cex = Counterexample(
-        code="COVERAGE_CONTRACTION_TWICE",
-        message=msg,
-        op_loc=sb.loc,
-        program_point=str(gemm.loc),
-        block=block_a,
-        shapes=ctx.shape_values(m),
-        thread=None,  # the whole block loads the window
-        loops=loops_b,
-        accesses=(
-            Access("read", "load", sa.loc, None, loops_a, Element(name, "global", None, coord)),
-            Access("read", "load", sb.loc, None, loops_b, Element(name, "global", None, coord)),
-        ),
-        variables={"element": str(coord), f"{name} extents": extents, "other block": _text(block_b)},
-    )
-    return Finding("COVERAGE_CONTRACTION_TWICE", Verdict.VIOLATED, msg, loc=sb.loc, counterexample=cex)
+
+    def message(coord: tuple, name: str, extents: str, at_a: str, at_b: str) -> str:
+        return (
+            f"element {coord} of {name} ({extents}) is loaded by block ({_text(block_a)}) at {at_a} and by block "
+            f"({_text(block_b)}) at {at_b}, which store their accumulations into slices {smt.model_int(m, slice_a)} "
+            f"and {smt.model_int(m, slice_b)} of {user_name(out)} along axis {axis} (declared partial sums: "
+            "T.partial_sums): its products enter the sum twice"
+        )
+
+    return _twice_finding(ctx, gemm, m, loaded, a, b, message, {"other block": _text(block_b)})
 
 
 # --- accumulator reset per tile ----------------------------------------------------------------------------
