@@ -641,6 +641,7 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "MbarrierInit",
                 "MbarrierWait",
                 "PartialOutput",
+                "PartialSums",
                 "Policies",
                 "Reduce",
                 "ReduceOp",
