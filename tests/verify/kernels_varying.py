@@ -79,12 +79,12 @@ longest_in_the_middle_of_three = _rows_by_block(_middle, 48)
 short_everywhere = _rows_by_block(_short, "R")
 
 
-def _split_k(share, extra=0):
+def _split_k(share, extra=0, splits=4):
     @argus.kernel
     def split_k(
         A: T.Tensor[("M", "K"), T.bf16],
         B: T.Tensor[("K", "N"), T.bf16],
-        W: T.Tensor[(4, "M", "N"), T.f32],
+        W: T.Tensor[(splits, "M", "N"), T.f32],
         BM: int = 16,
         BN: int = 16,
         BK: int = 16,
@@ -93,7 +93,7 @@ def _split_k(share, extra=0):
         what is left (none where the shares run out), into slice z of W (another kernel adds the slices). `extra`
         K-blocks more per split overlap the next split's share."""
         T.partial_sums(W, 0, "the next kernel adds the four slices")
-        with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), 4, threads=BM * BN) as (bm, bn, z):
+        with T.grid(T.cdiv(M, BM), T.cdiv(N, BN), W.shape[0], threads=BM * BN) as (bm, bn, z):
             atom = T.fma_atom(T.bf16, T.f32)
             acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(BM, BN))
             rA = T.alloc_fragment((BM, BK), T.bf16, mma=atom, operand="A", groups=(BM, BN))
@@ -115,6 +115,8 @@ split_k = _split_k(lambda blocks: T.cdiv(blocks, 4))
 split_k_floor = _split_k(lambda blocks: blocks // 4)
 # each split one K-block past its share: the first K-block of the next share is summed twice
 split_k_overlap = _split_k(lambda blocks: T.cdiv(blocks, 4), extra=1)
+# a count of splits S given at the launch (the share still cdiv(blocks, 4)): no slice indices to pin
+split_k_symbolic = _split_k(lambda blocks: T.cdiv(blocks, 4), splits="S")
 
 
 def zero_slices(**declare):

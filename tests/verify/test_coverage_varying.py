@@ -88,6 +88,16 @@ def test_slices_declared_partial_sums_are_proved_apart_and_an_overlap_is_found()
     assert cex.block["bm"] == int(cex.variables["other block"].split("bm=")[1].split(",")[0])
 
 
+@pytest.mark.parametrize("kernel", ["split_k", "split_k_symbolic"])
+def test_slices_the_solver_does_not_decide_are_unknown_never_verified(kernel):
+    # no budget: the first query is undecided; with four slices the pinned pairs are too, and with a count given at
+    # the launch there is nothing to pin and the whole-budget query is (it answered "verified" before)
+    result = verify(getattr(K, kernel), checks=("coverage",), rlimit=1)
+    (record,) = [c for c in result.checks if c.check == "contraction accumulated once across slices"]
+    assert record.verdict == Verdict.UNKNOWN and not record.not_checked, record
+    assert result.verdict == Verdict.UNKNOWN
+
+
 def test_partial_sums_is_checked_as_it_is_declared():
     traced = K.zero_slices(axis=0, why="the next kernel adds them").trace()
     (sums,) = traced.partial_sums

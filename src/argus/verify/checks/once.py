@@ -1071,7 +1071,10 @@ def _across_slices(ctx: Context, store: Site, axis: int, proved: set[int]) -> Fi
         first = _across_slices_query(ctx, gemm, plans, slices, stored, FIRST_SLICES_RLIMIT)
         if first is None or first.verdict == Verdict.VIOLATED:
             return first
-        for pins in _slice_pairs(ctx, dst, axis, oa, ob):
+        pairs = _slice_pairs(ctx, dst, axis, oa, ob)
+        if not pairs:  # nothing to pin: the same queries on the whole budget (undecided there: unknown)
+            return _across_slices_query(ctx, gemm, plans, slices, stored, ONCE_RLIMIT)
+        for pins in pairs:
             found = _across_slices_query(ctx, gemm, plans, [*slices, *pins], stored, ONCE_RLIMIT)
             if found is not None:
                 return found
@@ -1099,6 +1102,27 @@ def _accumulation_loops(
     return fixed
 
 
+def _within_bounds(terms: list[Any]) -> list[Any]:
+    """Each of `terms`, and every sum and product inside them, in ``-VALUE_BOUND .. VALUE_BOUND - 1``, computed without
+    wrapping around (a kernel's values stay below 2^30: docs/verify.md §7, "Bounds")."""
+    out, seen = [], set()
+    todo = [t for t in terms if z3.is_bv(t)]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        kids = [c for c in t.children() if z3.is_bv(c)]
+        if z3.is_app_of(t, z3.Z3_OP_BMUL) and len(kids) == 2:
+            out += [z3.BVMulNoOverflow(*kids, True), z3.BVMulNoUnderflow(*kids)]
+        if z3.is_app_of(t, z3.Z3_OP_BADD) and len(kids) == 2:
+            out += [z3.BVAddNoOverflow(*kids, True), z3.BVAddNoUnderflow(*kids)]
+        if z3.is_app_of(t, z3.Z3_OP_BMUL) or z3.is_app_of(t, z3.Z3_OP_BADD):
+            out.append(smt.in_range(t, -smt.VALUE_BOUND, smt.VALUE_BOUND))
+        todo.extend(kids)
+    return out + [smt.in_range(t, -smt.VALUE_BOUND, smt.VALUE_BOUND) for t in terms if z3.is_bv(t)]
+
+
 #: the most pairs of slices `_slice_pairs` enumerates
 _MOST_SLICE_PAIRS = 256
 #: the budget of the first, unpinned query over every pair of slices (`_across_slices`)
@@ -1109,7 +1133,7 @@ def _slice_pairs(ctx: Context, dst: TileRef, axis: int, oa: Any, ob: Any) -> lis
     """The two stores' slice indices pinned to every pair of different values, the first below the second (every
     two loads are asked both ways round), where the slices are a constant count (a grid of 4 splits, or a size the
     kernel pins: ``T.assume("S == 4")``); the queries are then linear in what multiplies them (``z * share`` with a
-    symbolic share). None where the count is not a constant (the first query's answer stands)."""
+    symbolic share). Empty where the count is not a constant or has too many pairs."""
     count = _constant(ctx, dst.buffer.shape[axis])
     if count is None or count * (count - 1) // 2 > _MOST_SLICE_PAIRS:
         return []
@@ -1154,6 +1178,9 @@ def _across_slices_query(
                     _holds(rb, element, env_b, ".b"),
                 )
                 cons = [*slices, *cons_a, *cons_b, *inside, *holds_a, *holds_b]
+                # every value the origins compute stays below smt.VALUE_BOUND (docs/verify.md §7, "Bounds"): a split
+                # index times a share that wraps around 32 bits is no witness
+                cons += _within_bounds([*wo_a, *wo_b, *oa, *ob])
                 rows = [_operand_row(s, w, e, operand, prog.sites) for s, w, e in ((sa, wa, env_a), (sb, wb, env_b))]
                 if rows[0] is not None and rows[1] is not None:
                     cons.append(rows[0] == rows[1])
