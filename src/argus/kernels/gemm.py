@@ -749,7 +749,6 @@ def persistent_gemm(
         T.assume(f"N % {16 // C.dtype.itemsize} == 0")  # TMA stores need C's row stride in multiples of 16 bytes
     if PART == "tail":
         tail_assumptions(TAIL, BM, BN, BLOCKS)
-        T.partial_sums(W, 0, "gemm_tail_reduce adds the splits' slots")
     if BATCH_GRID not in ("matrix", "flat"):
         raise DSLError("DSL_BAD_PARAM", f"BATCH_GRID must be 'matrix' or 'flat', not {BATCH_GRID!r}")
     flat = BATCH and BATCH_GRID == "flat"
