@@ -654,9 +654,7 @@ def check_contraction_once(ctx: Context, proved: set[int] | None = None) -> list
     for gemm in ctx.analysis.gemms:
         g: Gemm = gemm.stmt  # type: ignore[assignment]
         acc = g.acc.buffer
-        resets = [s for s in prog.sites if _is_reset(s, acc, prog.sites)]
-        outer = {id(lp) for lp in gemm.loops if any(lp in r.loops for r in resets)}
-        outer |= {id(lp) for lp in tile_loops(ctx, gemm)}
+        outer = {id(lp) for lp in _accumulation_outer(ctx, gemm)}
         for operand, free in ((g.a, 0), (g.b, 1)):
             for loads in _feeding_loads(prog.sites, operand.buffer).values():
                 start = time.perf_counter()
@@ -674,9 +672,10 @@ def check_contraction_once(ctx: Context, proved: set[int] | None = None) -> list
     return findings
 
 
-def _feeding_loads(sites: list[Site], buffer: Buffer) -> dict[int, list[tuple[Site, TileRef]]]:
-    """The copies from global memory whose data reaches `buffer` through copies and elementwise ops, by tensor."""
-    feeding = {id(buffer)}
+def _upstream(sites: list[Site], feeding: set[int]) -> set[int]:
+    """`feeding` (buffer ids) with every on-chip buffer whose data reaches one of them through copies and elementwise
+    ops, transitively."""
+    feeding = set(feeding)
     grew = True
     while grew:
         grew = False
@@ -687,6 +686,22 @@ def _feeding_loads(sites: list[Site], buffer: Buffer) -> dict[int, list[tuple[Si
                     if b.space != Space.GLOBAL and id(b) not in feeding:
                         feeding.add(id(b))
                         grew = True
+    return feeding
+
+
+def _accumulation_outer(ctx: Context, gemm: Site) -> list[For]:
+    """The loops around `gemm` that one accumulation stays inside: those that reset the accumulator (they enclose a
+    reset of it) and its tile loops."""
+    prog = ctx.analysis.program
+    acc = gemm.stmt.acc.buffer  # type: ignore[attr-defined]
+    resets = [s for s in prog.sites if _is_reset(s, acc, prog.sites)]
+    tiles_ = tile_loops(ctx, gemm)
+    return [lp for lp in gemm.loops if any(lp in r.loops for r in resets) or lp in tiles_]
+
+
+def _feeding_loads(sites: list[Site], buffer: Buffer) -> dict[int, list[tuple[Site, TileRef]]]:
+    """The copies from global memory whose data reaches `buffer` through copies and elementwise ops, by tensor."""
+    feeding = _upstream(sites, {id(buffer)})
     out: dict[int, list[tuple[Site, TileRef]]] = {}
     for site in sites:
         s = site.stmt
@@ -978,17 +993,7 @@ def check_contraction_across_slices(ctx: Context, proved: set[int] | None = None
 def _stored_gemm(ctx: Context, store: Site) -> Site | str:
     """The ``T.gemm`` whose accumulator the value `store` writes is computed from (through copies and elementwise
     ops of fragments and shared buffers), or why there is not exactly one."""
-    sources = {id(b) for b in _reads(store.stmt) if b.space != Space.GLOBAL}
-    grew = True
-    while grew:
-        grew = False
-        for site in ctx.analysis.program.sites:
-            s = site.stmt
-            if isinstance(s, Copy | Map) and id(s.dst.buffer) in sources:
-                for b in _reads(s):
-                    if b.space != Space.GLOBAL and id(b) not in sources:
-                        sources.add(id(b))
-                        grew = True
+    sources = _upstream(ctx.analysis.program.sites, {id(b) for b in _reads(store.stmt) if b.space != Space.GLOBAL})
     gemms = [g for g in ctx.analysis.gemms if id(g.stmt.acc.buffer) in sources]  # type: ignore[attr-defined]
     accs = {id(g.stmt.acc.buffer) for g in gemms}  # type: ignore[attr-defined]
     if not accs:
@@ -1017,8 +1022,7 @@ def _across_slices(ctx: Context, store: Site, axis: int, proved: set[int]) -> Fi
     if isinstance(gemm, str):
         return gemm
     g: Gemm = gemm.stmt  # type: ignore[assignment]
-    resets = [s for s in prog.sites if _is_reset(s, g.acc.buffer, prog.sites)]
-    outer = [lp for lp in gemm.loops if any(lp in r.loops for r in resets) or lp in tile_loops(ctx, gemm)]
+    outer = _accumulation_outer(ctx, gemm)
     if any(lp not in store.loops for lp in outer):
         return "the store is outside a loop of the accumulation (a reset or tile loop around the T.gemm)"
     dst: TileRef = store.stmt.dst  # type: ignore[attr-defined]
