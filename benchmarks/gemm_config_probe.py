@@ -11,12 +11,13 @@ alone (its result incomplete: the split-K reduction's share of the time); ``--pr
 launches for the product and their times (`torch.profiler`).
 
 For the bf16 product A (M, K) @ B (N, K)^T (C in bf16, nn.Linear's layout): the heuristic's plan
-(`argus.kernels.matmul.plan`) and every configuration given (`GemmConfig` fields in that order, EPILOGUE "direct"
-where SPLITS > 1 else "tma"), each prepared through `matmul.prepare` (the library's own launches, PDL included), checked
-against the f32 product (relative max error <= 1e-2; the script exits 1 if one is wrong or refused), then timed with
-`gemm_parity.interleaved_times` (L2 flushed before every launch, CUDA events, the order rotating every round) with
-cuBLAS (``torch.matmul``). What `gemm_shapes.py --sweep` cannot time: configurations the planner does not offer
-(128x128x64 with 6 stages, cuBLAS's tile at 512x512x65536).
+(`argus.kernels.matmul.plan`) and every configuration given (`GemmConfig` fields in that order, then optionally
+``direct`` or ``tma``: the EPILOGUE, by default "direct" where SPLITS > 1 else "tma"), each prepared through
+`matmul.prepare` (the library's own launches, PDL included), checked against the f32 product (relative max error
+<= 1e-2; the script exits 1 if one is wrong or refused), then timed with `gemm_parity.interleaved_times` (L2
+flushed before every launch, CUDA events, the order rotating every round) with cuBLAS (``torch.matmul``). What
+`gemm_shapes.py --sweep` cannot time: configurations the planner does not offer (128x128x64 with 6 stages,
+cuBLAS's tile at 512x512x65536).
 """
 
 from __future__ import annotations
@@ -51,11 +52,13 @@ def parse_config(text: str, mm, rows: int = 1):  # noqa: ANN001, ANN201
         g = dict(zip(GEMV_FIELDS, values, strict=True))
         return mm.GemvConfig("rows_tma", False, rows, g["SPLITS"], 64, g["BN"], STAGES=g["STAGES"],
                              THREADS=g["THREADS"], LANES=g["LANES"], PARTIAL=bool(g["PARTIAL"]))  # fmt: skip
-    values = [int(x) for x in text.split(",")]
+    parts = text.split(",")
+    store = parts.pop() if parts[-1] in ("direct", "tma") else None
+    values = [int(x) for x in parts]
     if len(values) != len(FIELDS):
-        raise SystemExit(f"{text!r}: give {','.join(FIELDS)}")
+        raise SystemExit(f"{text!r}: give {','.join(FIELDS)}[,direct|tma]")
     fields = dict(zip(FIELDS, values, strict=True))
-    epilogue = "direct" if fields["SPLITS"] > 1 else "tma"
+    epilogue = store or ("direct" if fields["SPLITS"] > 1 else "tma")
     return mm.GemmConfig(**fields, EPILOGUE=epilogue)
 
 

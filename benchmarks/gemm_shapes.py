@@ -92,7 +92,8 @@ def previous_choice(mm, problem):  # noqa: ANN001, ANN201
 def baseline_choice(mm, problem, key: str):  # noqa: ANN001, ANN201
     """The configuration of baseline `key` for `problem`: ``previous`` (`previous_choice`), ``unpitched`` (no copies to
     whole row pitches), ``unfitted`` (no tiles narrowed to N), ``unwaved`` (no tiles narrowed to fill the SMs'
-    waves, `mm.wave_tiles`), ``unclustered`` (no 2-block clusters, `mm.cluster_choice`)."""
+    waves, `mm.wave_tiles`), ``unclustered`` (no 2-block clusters, `mm.cluster_choice`), ``splitdirect`` (split
+    slices stored directly from registers, `mm.SPLIT_TMA_STORE`)."""
     if key == "previous":
         return previous_choice(mm, problem)
     constants = {
@@ -100,6 +101,7 @@ def baseline_choice(mm, problem, key: str):  # noqa: ANN001, ANN201
         "unfitted": {"FIT_WASTE": math.inf},
         "unwaved": {"WAVE_FIT": False},
         "unclustered": {"CLUSTERS": False},
+        "splitdirect": {"SPLIT_TMA_STORE": False},
     }
     return choice_with(mm, problem, **constants[key])
 
@@ -289,6 +291,11 @@ def main() -> int:
         help="also time the configuration the heuristic picks without 2-block clusters (`mm.CLUSTERS`)",
     )
     parser.add_argument(
+        "--split-direct",
+        action="store_true",
+        help="also time the configuration the heuristic picks with split slices stored directly (`mm.SPLIT_TMA_STORE`)",
+    )
+    parser.add_argument(
         "--cluster",
         action="store_true",
         help="also time every tensor-core contender in 2-block clusters sharing B (`GemmConfig.CLUSTER` = 2; not a "
@@ -323,7 +330,8 @@ def main() -> int:
     # the plans: the heuristic's configuration and the next `sweep` by estimate, per row
     plans = []
     # "previous", "unpitched", "unfitted" -> problem -> the label of that baseline's configuration
-    baseline_of: dict = {"previous": {}, "unpitched": {}, "unfitted": {}, "unwaved": {}, "unclustered": {}}
+    baseline_of: dict = {"previous": {}, "unpitched": {}, "unfitted": {}, "unwaved": {}, "unclustered": {},
+                         "splitdirect": {}}  # fmt: skip
     for m, n, k, layout, suite in rows_in:
         problem = mm.GemmProblem(
             m, n, k, "bf16", "bf16", "K" if layout[0] == "N" else "M", "N" if layout[1] == "N" else "K"
@@ -350,7 +358,7 @@ def main() -> int:
             contenders += [(n, c) for n, c in swaps if all(c != d for _, d in contenders)]
         for key, wanted in (("previous", args.previous_tiles), ("unpitched", args.unpitched),
                             ("unfitted", args.unfitted), ("unwaved", args.unwaved),
-                            ("unclustered", args.unclustered)):  # fmt: skip
+                            ("unclustered", args.unclustered), ("splitdirect", args.split_direct)):  # fmt: skip
             if wanted:
                 config = baseline_choice(mm, problem, key)
                 if all(config != c for _, c in contenders):
@@ -447,6 +455,7 @@ def main() -> int:
             "unpitched": baseline_of["unpitched"].get(problem),
             "unwaved": baseline_of["unwaved"].get(problem),
             "unclustered": baseline_of["unclustered"].get(problem),
+            "splitdirect": baseline_of["splitdirect"].get(problem),
             "heuristic_ms": heur,
             "ratio": cublas / heur if heur else None,
             "best": params_of[best].label if best else None,
@@ -493,6 +502,7 @@ def main() -> int:
             or args.unwaved
             or args.cluster
             or args.unclustered
+            or args.split_direct
         )
         if listed and len(row["contenders"]) > 2:
             print("    " + ", ".join(f"{k}: {v['ratio']:.3f}" for k, v in row["contenders"].items()), flush=True)
@@ -509,6 +519,7 @@ def main() -> int:
                 ("unpitched", "without copies to whole row pitches"),
                 ("unwaved", "without the tiles narrowed to fill waves"),
                 ("unclustered", "without 2-block clusters"),
+                ("splitdirect", "with split slices stored directly"),
             ):
                 before = [r["contenders"].get(r[key], {}).get("ratio") for r in sel]
                 if all(before):

@@ -37,6 +37,7 @@ def _operands(m: int, n: int, k: int, seed: int, b_major: str = "K") -> tuple[np
         ((384, 256, 192), dict(BM=128, BN=128, CONSUMERS=2, STAGES=3)),  # 3 row tiles: the last pair's second empty
         ((200, 136, 72), dict(BM=64, BN=128, CONSUMERS=1, STAGES=2)),
         ((256, 128, 320), dict(BM=64, BN=64, CONSUMERS=1, STAGES=2, SPLITS=3)),
+        ((256, 128, 320), dict(BM=64, BN=64, CONSUMERS=1, STAGES=2, SPLITS=3, EPILOGUE="tma")),  # slices by TMA
         ((192, 256, 136), dict(BM=64, BN=128, CONSUMERS=1, STAGES=3, B_MAJOR="N")),
         ((320, 128, 200), dict(BM=64, BN=64, CONSUMERS=1, STAGES=2, EPILOGUE="tma")),  # staged TMA stores, 5 rows
     ],
@@ -59,6 +60,7 @@ def test_the_clustered_gemm_is_the_product_on_the_interpreter(shape, params, sch
     "params",
     [
         dict(BM=128, BN=256, STAGES=4, OUT="f32", SPLITS=16),
+        dict(BM=128, BN=256, STAGES=4, OUT="f32", SPLITS=16, EPILOGUE="tma"),  # the planner's split slices
         dict(BM=128, BN=256, STAGES=4, OUT="bf16", EPILOGUE="tma"),
         dict(BM=64, BN=128, BK=128, STAGES=4, OUT="bf16", CONSUMERS=1, EPILOGUE="tma"),
     ],

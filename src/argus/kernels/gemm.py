@@ -734,12 +734,11 @@ def persistent_gemm(
     if CONSUMERS not in (1, 2, 3):
         raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 to 3 consumer warpgroups, not {CONSUMERS!r}")
     if SPLITS > 1:
-        if C.dtype != T.f32 or EPILOGUE != "direct":
+        if C.dtype != T.f32:
             raise DSLError(
                 "DSL_BAD_PARAM",
-                f"split-K (SPLITS = {SPLITS}) stores f32 partial products directly, not OUT = {C.dtype.name!r} through "
-                f"EPILOGUE = {EPILOGUE!r}",
-                "pass OUT='f32' and EPILOGUE='direct', and reduce the slices with gemm_split_reduce",
+                f"split-K (SPLITS = {SPLITS}) stores f32 partial products, not OUT = {C.dtype.name!r}",
+                "pass OUT='f32', and reduce the slices with gemm_split_reduce",
             )
         T.assume(f"S == {SPLITS}")
         T.partial_sums(C, 0, "gemm_split_reduce adds the slices")
@@ -826,6 +825,8 @@ def persistent_gemm(
                         T.copy(acc, C.tile((batch, bm, bn), (None, BM, BN)))
                     elif SPLITS > 1 and C_MAJOR == "M":  # slice `split` of the workspace, stored (N, M)
                         T.copy(acc, C.tile((split, bn, bm), (None, BN, BM)).T)
+                    elif SPLITS > 1 and EPILOGUE == "tma":  # 3-D boxes of slice `split`, as a batch's
+                        T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)), atom="tma.store", staging=sC)
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
                     elif C_MAJOR == "M":  # C stored (N, M): the tile through the transposed view of its window

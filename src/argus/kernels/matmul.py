@@ -608,6 +608,14 @@ BATCH_L2_FACTOR = 2
 #: Columns per block of the split-K reduction (4 per thread).
 REDUCE_BN = 512
 
+#: Split plans store their f32 slices of the workspace through TMA stores (shared-memory staging, 3-D boxes of
+#: (S, M, N) at the unit's slice, drained while the block moves on) where the tile's columns are whole store chunks,
+#: instead of directly from registers. Measured on an H100 (benchmarks/results/2026-12-05-gemm-ncu/, call 1):
+#: 512x512x65536 128x256 split16 in 2-block clusters 0.890 -> 0.909x cuBLAS (its GEMM kernel alone 2.8 % faster:
+#: 128 KB of f32 per block), 128x128 split8 unchanged (0.929x). A switch for A/B measurements
+#: (`benchmarks/gemm_shapes.py --split-direct`).
+SPLIT_TMA_STORE = True
+
 #: `prepare` launches a plan's kernels as programmatic dependents (`argus.runtime.loaded.PreparedLaunch.dependent`):
 #: each may start while the one before it finishes, and waits for it before touching memory. A switch for A/B
 #: measurements (`benchmarks/gemm_shapes.py --dependent-ab`).
@@ -805,7 +813,7 @@ def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     """Shared memory a configuration takes: its operand stages, the TMA-store staging buffers, the barriers."""
     in_bytes = dtype_of(problem.dtype).itemsize
     stages = config.STAGES * (config.BM + config.BN) * config.BK * in_bytes
-    out = dtype_of(problem.out)
+    out = dtype_of("f32" if config.SPLITS > 1 else problem.out)  # a split stores f32 slices
     staging = 2 * config.BM * store_chunk_columns(out) * out.itemsize if config.EPILOGUE == "tma" else 0
     return stages + staging + 2 * config.STAGES * 8 + 1024  # mbarriers, and the alignment pad of the carve
 
@@ -830,6 +838,8 @@ def candidates(
     wide = chain is None and problem.kernel_itemsize == 2  # 16-bit: K-blocks of two spans (`WIDE_K_MIN_STAGES`)
     # TMA stores of C (M, N) row-major (a batch's (L, M, N): 3-D boxes at a fixed matrix index)
     tma_store = problem.N * out.itemsize % 16 == 0 and problem.c_major == "N"
+    split_tma = SPLIT_TMA_STORE and problem.c_major == "N"  # a swap-AB plan's transposed slices: direct stores
+    split_chunk = store_chunk_columns(dtype_of("f32"))
     counts = SPLITS
     if chain is not None:
         least = _cdiv(k_tiles, max(1, chain // bk))  # the fewest splits that keep every unit within the chain
@@ -849,7 +859,10 @@ def candidates(
         for splits in counts:
             if splits > 1 and (_cdiv(k_tiles, splits) < MIN_K_BLOCKS_PER_SPLIT or problem.c_columns % 4):
                 continue  # too few K-blocks per split, or workspace rows not in whole 16-byte vectors
-            epilogue = "tma" if tma_store and splits == 1 and bn % chunk == 0 else "direct"
+            if splits == 1:
+                epilogue = "tma" if tma_store and bn % chunk == 0 else "direct"
+            else:  # f32 slices of the workspace (S, M, N)
+                epilogue = "tma" if split_tma and bn % split_chunk == 0 else "direct"
             config = deepest(GemmConfig(bm, bn, consumers, MAX_STAGES, splits, epilogue, BK=bk), problem)
             if config is None:
                 continue
