@@ -74,6 +74,8 @@ def _run(plan: mm.GemmPlan, reference, seed: int = 0) -> float:
         ((130, 136, 64), "bf16", ("K", "N"), mm.GemmConfig(128, 128, 2, 2, EPILOGUE="tma"), EVERYTHING),
         # split-K: the reduction applies it to the sum of the slices
         ((70, 136, 300), "bf16", ("K", "K"), mm.GemmConfig(64, 64, 1, 2, SPLITS=3), EVERYTHING),
+        # the same with the slices stored through TMA (the planner's split store, `SPLIT_TMA_STORE`)
+        ((70, 136, 300), "bf16", ("K", "K"), mm.GemmConfig(64, 64, 1, 2, SPLITS=3, EPILOGUE="tma"), EVERYTHING),
         # N-major B with N % 8 != 0: C, the bias and the residual are padded to N = 72 and sliced back
         ((40, 67, 64), "bf16", ("K", "N"), mm.GemmConfig(64, 64, 1, 2), EVERYTHING),
         # f32 operands by split precision, with split-K
