@@ -601,8 +601,9 @@ def gemm_warp_specialized_persistent(
     SPLITS > 1 is split-K: the work units are (tile, split) pairs, unit ``u`` computing tile ``u // SPLITS`` over
     the K-blocks ``split * k_split ... + k_split`` (``split = u % SPLITS``, ``k_split = cdiv(k_tiles, SPLITS)``;
     the last split's K-blocks past K load as zeros), and storing its partial product into slice ``split`` of the
-    f32 workspace C (S, M, N), S = SPLITS (N a multiple of 4: the rows in whole 16-byte vectors). `gemm_split_reduce`
-    then sums the slices into the result.
+    f32 workspace C (S, M, N), S = SPLITS (N a multiple of 4: the rows in whole 16-byte vectors), directly or
+    (EPILOGUE ``"tma"``, C not transposed) through the staged TMA stores in 3-D boxes at the slice.
+    `gemm_split_reduce` then sums the slices into the result.
 
     BATCH: L independent products (``bmm``): A, B and C get a leading extent L (no split). BATCH_GRID
     ``"matrix"``: the grid is (BLOCKS, L) and the BLOCKS blocks of matrix l walk its tiles; ``"flat"``: BLOCKS
