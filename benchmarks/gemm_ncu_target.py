@@ -42,26 +42,22 @@ def main() -> int:
     g = torch.Generator(device="cuda").manual_seed(m + 3 * n + 7 * k)
     a = torch.randn(m, k, device="cuda", generator=g)
     w = torch.randn(n, k, device="cuda", generator=g)
-    if args.fp8:
+    if args.fp8:  # per-tensor scales of one: the fused epilogue scaled_mm applies
         a, w = a.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
         one = torch.ones((), device="cuda")
-        ref = a.float() @ w.float().T
+        epilogue, tensors = mm.scaled_operands(a, w.t(), one, one)
         cublas = lambda: torch._scaled_mm(a, w.t(), one, one, out_dtype=torch.bfloat16)  # noqa: E731
     else:
         a, w = a.to(torch.bfloat16), w.to(torch.bfloat16)
-        ref = a.float() @ w.float().T
+        epilogue, tensors = None, None
         cublas = lambda: torch.matmul(a, w.T)  # noqa: E731
+    ref = a.float() @ w.float().T
     scale = float(ref.abs().max())
+    heuristic = mm.plan(mm.problem_of(a, w.T), epilogue=epilogue).config
     runs = []
     for text in args.configs:
-        if args.fp8:
-            epilogue, tensors = mm.scaled_operands(a, w.t(), one, one)
-            problem = mm.problem_of(a, w.t())
-            config = mm.plan(problem, epilogue=epilogue).config if text == "heuristic" else parse_config(text, mm, m)
-            c, prepared = mm.prepare(a, w.t(), config=config, epilogue=epilogue, operands=tensors)
-        else:
-            config = mm.plan(mm.problem_of(a, w.T)).config if text == "heuristic" else parse_config(text, mm, m)
-            c, prepared = mm.prepare(a, w.T, config=config)
+        config = heuristic if text == "heuristic" else parse_config(text, mm, m)
+        c, prepared = mm.prepare(a, w.T, config=config, epilogue=epilogue, operands=tensors)
         for _ in range(2):
             for p in prepared:
                 p.launch()

@@ -536,6 +536,10 @@ class GemmConfig:
         rest = tiles % target.sms
         return tiles - rest, rest
 
+    def stored(self, problem: GemmProblem) -> str:
+        """The dtype the main kernel stores: `problem`'s output, or f32 slices of the workspace with a split."""
+        return "f32" if self.SPLITS > 1 else problem.out
+
     def blocks(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> int:
         """The kernel's BLOCKS: one per SM; for a batch, per matrix: about one per SM in all (every matrix's blocks
         at once, persistent), or one per tile where the batch's operands exceed `BATCH_L2_FACTOR` times the L2 (the
@@ -556,7 +560,7 @@ class GemmConfig:
             "STAGES": self.STAGES,
             "CONSUMERS": self.CONSUMERS,
             "IN": kernel_input(problem.dtype),
-            "OUT": "f32" if self.SPLITS > 1 else problem.out,
+            "OUT": self.stored(problem),
             "A_MAJOR": problem.a_major,
             "B_MAJOR": problem.b_major,
             "BLOCKS": self.blocks(problem, target),
@@ -813,7 +817,7 @@ def shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     """Shared memory a configuration takes: its operand stages, the TMA-store staging buffers, the barriers."""
     in_bytes = dtype_of(problem.dtype).itemsize
     stages = config.STAGES * (config.BM + config.BN) * config.BK * in_bytes
-    out = dtype_of("f32" if config.SPLITS > 1 else problem.out)  # a split stores f32 slices
+    out = dtype_of(config.stored(problem))
     staging = 2 * config.BM * store_chunk_columns(out) * out.itemsize if config.EPILOGUE == "tma" else 0
     return stages + staging + 2 * config.STAGES * 8 + 1024  # mbarriers, and the alignment pad of the carve
 
@@ -1012,7 +1016,7 @@ def _estimate(problem: GemmProblem, config: GemmConfig, target: Target, slower: 
         reduce = (work + rest * rows * cols * out_bytes) / hbm + REDUCE_LAUNCH_S
         return main_time(whole + tail, unique) + LAUNCH_S + reduce
     units = tiles * splits
-    stored = 4 if splits > 1 else out_bytes  # bytes per element of what the main kernel stores
+    stored = dtype_of(config.stored(problem)).itemsize  # bytes per element of what the main kernel stores
     busiest = _cdiv(units, sms) * unit_time(k_split, units, stored, config.EPILOGUE != "direct")
     main = main_time(busiest, operands + m * n * stored * splits * problem.batch)
     if splits == 1:
