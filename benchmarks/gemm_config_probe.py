@@ -5,8 +5,8 @@ Usage (from the repository root on a GPU machine)::
     PYTHONPATH=src python benchmarks/gemm_config_probe.py M,N,K "BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER" ... \
         [--rounds 100] [--json F] [--kernel-only] [--profile]
 
-A configuration ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS`` is a `gemv_rows_tma` plan (`GemvConfig`) instead,
-for one row of A times B stored (N, K). ``--kernel-only`` also times the first kernel of every plan of two launches
+A configuration ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS[,VSTAGE]`` is a `gemv_rows_tma` plan (`GemvConfig`)
+instead, for one row of A times B stored (N, K). ``--kernel-only`` also times the first kernel of every plan of two launches
 alone (its result incomplete: the split-K reduction's share of the time); ``--profile`` prints the kernels cuBLAS
 launches for the product and their times (`torch.profiler`).
 
@@ -47,11 +47,12 @@ def parse_config(text: str, mm, rows: int = 1):  # noqa: ANN001, ANN201
     ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS``."""
     if text.startswith("gemv:"):
         values = [int(x) for x in text[5:].split(",")]
-        if len(values) != len(GEMV_FIELDS):
-            raise SystemExit(f"{text!r}: give gemv:{','.join(GEMV_FIELDS)}")
-        g = dict(zip(GEMV_FIELDS, values, strict=True))
+        if len(values) not in (len(GEMV_FIELDS), len(GEMV_FIELDS) + 1):
+            raise SystemExit(f"{text!r}: give gemv:{','.join(GEMV_FIELDS)}[,VSTAGE]")
+        g = dict(zip((*GEMV_FIELDS, "VSTAGE"), values, strict=False))
         return mm.GemvConfig("rows_tma", False, rows, g["SPLITS"], 64, g["BN"], STAGES=g["STAGES"],
-                             THREADS=g["THREADS"], LANES=g["LANES"], PARTIAL=bool(g["PARTIAL"]))  # fmt: skip
+                             THREADS=g["THREADS"], LANES=g["LANES"], PARTIAL=bool(g["PARTIAL"]),
+                             VSTAGE=bool(g.get("VSTAGE", 0)))  # fmt: skip
     parts = text.split(",")
     store = parts.pop() if parts[-1] in ("direct", "tma") else None
     values = [int(x) for x in parts]

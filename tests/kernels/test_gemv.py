@@ -14,6 +14,7 @@ from argus.ir.types import round_to
 from argus.kernels import matmul as mm
 from argus.kernels.gemv import gemv_columns, gemv_rows, gemv_rows_tma
 from argus.lang import DSLError
+from argus.layout import Layout
 from argus.verify import Verdict, verify
 
 
@@ -247,6 +248,37 @@ def test_the_tma_gemv_verifies(rows, partial) -> None:
     assert "tag assertion" in proved and "output coverage" in proved
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "k", "bn", "stages", "threads", "partial", "splits"),
+    [
+        (1, 130, 1000, 16, 8, 128, True, 1),  # one launch: 16 rows a block, a deep ring, K not a multiple of 64
+        (3, 77, 200, 32, 2, 128, False, 1),  # 3 rows of V in each stage (a box of 3 rows)
+        (1, 40, 520, 16, 3, 128, True, 2),  # split-K: each split's K-blocks of V
+    ],
+)
+def test_the_tma_gemv_with_v_in_the_stages_is_correct_on_the_interpreter(
+    m, n, k, bn, stages, threads, partial, splits
+) -> None:
+    """VSTAGE: V's K-block comes by TMA with the matrix's, into the same stage, and is read from shared memory."""
+    problem = mm.GemmProblem(m, n, k, "bf16", "bf16", "K", "K")
+    g = mm.GemvConfig("rows_tma", False, m, splits, 64, bn, STAGES=stages, THREADS=threads, LANES=8,
+                      PARTIAL=partial, VSTAGE=True)  # fmt: skip
+    assert "vstage" in g.label and g.kernel_params(problem)["VSTAGE"] is True
+    a, b = _operands(m, n, k, "bf16", seed=m + n + k)
+    c = mm.GemmPlan(problem, g).run_on_interpreter(a, b)
+    ref = a @ b
+    assert float(np.abs(c - ref).max() / np.abs(ref).max()) < 2.0**-7
+
+
+@pytest.mark.parametrize(("rows", "partial"), [(1, True), (3, False)])
+def test_the_tma_gemv_with_v_in_the_stages_verifies(rows, partial) -> None:
+    traced = gemv_rows_tma.trace(ROWS=rows, BN=16, SPLITS=2, STAGES=3, THREADS=128, PARTIAL=partial, VSTAGE=True)
+    report = verify(traced)
+    assert report.verdict == Verdict.VERIFIED, report.render_text()
+    proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
+    assert "tag assertion" in proved and "output coverage" in proved
+
+
 @argus.kernel
 def _gemv_tma_seeded(
     V: T.Tensor[("R", "K"), T.bf16], MT: T.Tensor[("N", "K"), T.bf16], P: T.Tensor[("R", "N"), T.f32], MISTAKE: str = ""
@@ -256,23 +288,35 @@ def _gemv_tma_seeded(
     k_blocks = T.cdiv(K, 64)
     with T.grid(T.cdiv(N, 32), threads=128) as (bn,):
         sW = T.alloc_shared((2, 32, 64), T.bf16, swizzle=128)  # noqa: N806
+        staged = MISTAKE.startswith("staged")  # V's K-blocks in the stages (gemv_rows_tma's VSTAGE)
+        sV = T.alloc_shared((2, 1, 64), T.bf16)  # noqa: N806
+        rows_of = sV.view(Layout((2, 64), (64, 1)))
         full = T.alloc_mbarrier(2, arrive_count=1)
         acc = T.alloc_reduced(T.alloc_fragment((32, 64), T.bf16), axis=1, dtype=T.f32)
         T.fill(acc, 0.0)
+        nbytes = 32 * 128 + (128 if staged else 0)
+
+        def load(kb, st) -> None:  # noqa: ANN001
+            T.mbarrier_arrive(full[st], expect_bytes=nbytes)
+            T.copy(MT.tile((bn, kb), (32, 64)), sW[st], atom="tma", mbarrier=full[st])
+            if staged:
+                T.copy(V.tile((0, kb), (1, 64)), sV[st], atom="tma", mbarrier=full[st])
+
         with T.if_(k_blocks > 0):
-            T.mbarrier_arrive(full[0], expect_bytes=32 * 128)
-            T.copy(MT.tile((bn, 0), (32, 64)), sW[0], atom="tma", mbarrier=full[0])
+            load(0, 0)
         for k, st in T.pipeline(k_blocks, stages=2):
             nxt = k + 1
             with T.if_(nxt < k_blocks):
-                T.mbarrier_arrive(full[nxt % 2], expect_bytes=32 * 128)
-                T.copy(MT.tile((bn, nxt), (32, 64)), sW[nxt % 2], atom="tma", mbarrier=full[nxt % 2])
+                load(nxt, nxt % 2)
             if MISTAKE != "no wait":
                 T.mbarrier_wait(full[st], phase=(k // 2) % 2)
             w = T.alloc_fragment((32, 64), T.bf16)
             T.copy(sW[st], w)
             v = T.alloc_reduced(w, axis=0, dtype=T.f32)
-            T.copy(V.window((0, (k + (1 if MISTAKE == "v ahead" else 0)) * 64), (None, 64)), v)
+            if staged:  # "staged other stage": V read from the stage not yet waited for
+                T.copy(rows_of[(st + (1 if MISTAKE == "staged other stage" else 0)) % 2], v)
+            else:
+                T.copy(V.window((0, (k + (1 if MISTAKE == "v ahead" else 0)) * 64), (None, 64)), v)
             T.assert_tag(lambda y, x: (x[1] == y[1]) & (y[0] // 32 == bn), w, v[None, :])
             T.copy(acc + T.reduce_sum(T.cast(w, T.f32) * v[None, :], axis=1), acc)
             if MISTAKE != "no barrier":
@@ -282,15 +326,18 @@ def _gemv_tma_seeded(
 
 def test_the_tma_gemv_seeded_mistakes_are_caught() -> None:
     assert verify(_gemv_tma_seeded.trace()).verdict == Verdict.VERIFIED
+    assert verify(_gemv_tma_seeded.trace(MISTAKE="staged")).verdict == Verdict.VERIFIED
     found = {m: {f.code for f in verify(_gemv_tma_seeded.trace(MISTAKE=m)).errors} for m in
-             ("v ahead", "no wait", "no barrier")}  # fmt: skip
+             ("v ahead", "no wait", "no barrier", "staged other stage")}  # fmt: skip
     assert "TAG_ASSERT" in found["v ahead"], found
+    assert "TAG_ASSERT" in found["staged other stage"], found
     assert found["no wait"] and found["no barrier"], found
 
 
 def test_the_tma_gemv_compiles_to_tma_loads_without_spills() -> None:
-    for rows, partial in ((1, False), (4, False), (8, False), (1, True), (8, True)):
-        traced = gemv_rows_tma.trace(ROWS=rows, BN=64, SPLITS=4, STAGES=4, THREADS=256, PARTIAL=partial)
+    for rows, partial, vstage in ((1, False, 0), (4, False, 0), (8, False, 0), (1, True, 0), (8, True, 0), (1, True, 1)):
+        extra = {"VSTAGE": True} if vstage else {}
+        traced = gemv_rows_tma.trace(ROWS=rows, BN=64, SPLITS=4, STAGES=4, THREADS=256, PARTIAL=partial, **extra)
         compiled = compile_kernel(traced)
         assert compiled.resources.spill_stores == 0, (rows, compiled.resources)
         mix = compiled.instruction_mix()

@@ -27,6 +27,8 @@ result itself, in its own dtype, rounded once, and no reduction runs. The librar
 
 from __future__ import annotations
 
+from typing import Any
+
 import argus
 import argus.lang as T
 from argus.lang import DSLError
@@ -157,6 +159,7 @@ def gemv_rows_tma(
     THREADS: int = 128,
     LANES: int = 8,
     PARTIAL: bool = False,
+    VSTAGE: bool = False,
     IN: str = "bf16",
     OUT: str = "f32",
 ):
@@ -169,7 +172,10 @@ def gemv_rows_tma(
     whole rows and sums them alone; measured slower, its sum being one chain of dependent FMAs). PARTIAL: each
     lane's products are instead added into an f32 copy of its share of the stage, per row of V, and summed once at
     the end (no shuffles per stage; registers grow with ROWS x BN x BK / THREADS). A block barrier frees the stage.
-    P's columns may run on past N to NP: those are zeros."""
+    VSTAGE: V's K-block (its ROWS rows) comes in the same stage, a second TMA box on the stage's mbarrier, and is
+    read from shared memory; without it each iteration loads V's chunk from global memory after the stage's wait
+    (an L2 round trip per K-block on the loop's critical path: what bounds a long split). P's columns may run on
+    past N to NP: those are zeros."""
     R, K = V.shape  # noqa: N806 - the kernel's shape symbols
     N, _ = MT.shape  # noqa: N806
     vec = 16 // MT.dtype.itemsize
@@ -195,8 +201,21 @@ def gemv_rows_tma(
     T.assume("N <= NP and NP < N + 4 and NP % 4 == 0")  # P's rows padded to whole 16-byte vectors (zeros past N)
     k_split = T.cdiv(T.cdiv(K, bk), SPLITS)  # K-blocks per split
     stage_bytes = BN * bk * MT.dtype.itemsize  # the whole box counts, also where it is out of bounds
+    if VSTAGE:
+        stage_bytes += ROWS * bk * V.dtype.itemsize  # V's box (ROWS rows; zeros past R)
     with T.grid(T.cdiv(N, BN), SPLITS, threads=THREADS) as (bn, s):
         sW = T.alloc_shared((STAGES, BN, bk), MT.dtype, swizzle=128)  # noqa: N806
+        if VSTAGE:  # V's K-blocks, a stage's ROWS rows each; `rows_of` its rows one at a time (stage * ROWS + r)
+            sV = T.alloc_shared((STAGES, ROWS, bk), V.dtype)  # noqa: N806
+            rows_of = sV.view(Layout((STAGES * ROWS, bk), (bk, 1)))
+
+        def load(kb: Any, st: Any) -> None:
+            """Stage st: the K-block kb of this block's rows of MT (and of V), on mbarrier st."""
+            T.mbarrier_arrive(full[st], expect_bytes=stage_bytes)
+            T.copy(MT.tile((bn, kb), (BN, bk)), sW[st], atom="tma", mbarrier=full[st])
+            if VSTAGE:
+                T.copy(V.tile((0, kb), (ROWS, bk)), sV[st], atom="tma", mbarrier=full[st])
+
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage st holds data: one expect_tx arrival + TMA bytes
         if PARTIAL:  # per row of V, each lane's products kept apart (in the stage's layout) until the end
             accs = [T.alloc_fragment((BN, bk), T.f32, tv=tv) for _ in range(ROWS)]
@@ -207,23 +226,25 @@ def gemv_rows_tma(
             T.fill(acc, 0.0)
         for st in range(STAGES - 1):  # prologue: the first STAGES - 1 K-blocks in flight
             with T.if_(k_split > st):
-                T.mbarrier_arrive(full[st], expect_bytes=stage_bytes)
-                T.copy(MT.tile((bn, s * k_split + st), (BN, bk)), sW[st], atom="tma", mbarrier=full[st])
+                load(s * k_split + st, st)
         for k, st in T.pipeline(k_split, stages=STAGES):
             nxt = k + (STAGES - 1)  # into the stage iteration k - 1 read (freed by its closing barrier)
             with T.if_(nxt < k_split):
-                T.mbarrier_arrive(full[nxt % STAGES], expect_bytes=stage_bytes)
-                T.copy(MT.tile((bn, s * k_split + nxt), (BN, bk)), sW[nxt % STAGES], atom="tma",
-                       mbarrier=full[nxt % STAGES])  # fmt: skip
+                load(s * k_split + nxt, nxt % STAGES)
             T.mbarrier_wait(full[st], phase=(k // STAGES) % 2)
             # invariant: the stage read at iteration k holds K-block s * k_split + k of this block's rows of MT
             T.assert_tag(lambda w: (w[1] // bk == s * k_split + k) & (w[0] // BN == bn), sW[st])
+            if VSTAGE:  # and the same K-block of V
+                T.assert_tag(lambda x: x[1] // bk == s * k_split + k, sV[st])
             w = T.alloc_fragment((BN, bk), MT.dtype, tv=tv)
             T.copy(sW[st], w)
             wf = T.cast(w, T.f32)  # products and sums in f32
             for r, acc in enumerate(accs):
-                v = T.alloc_reduced(w, axis=0, dtype=T.f32)  # (bk,): each lane its runs of V's K-block (L1)
-                T.copy(V.window((r, (s * k_split + k) * bk), (None, bk)), v)
+                v = T.alloc_reduced(w, axis=0, dtype=T.f32)  # (bk,): each lane its runs of V's K-block
+                if VSTAGE:  # from the stage
+                    T.copy(rows_of[st * ROWS + r], v)
+                else:  # through L1
+                    T.copy(V.window((r, (s * k_split + k) * bk), (None, bk)), v)
                 # invariant: the products summed pair V's element k with MT's column k, in row tile bn
                 T.assert_tag(lambda y, x: (x[1] == y[1]) & (y[0] // BN == bn), wf, v[None, :])
                 if PARTIAL:

@@ -273,22 +273,25 @@ class GemvConfig:
     THREADS: int = 128
     LANES: int = 1
     PARTIAL: bool = False
+    #: ``rows_tma`` only: V's K-blocks loaded into the ring's stages with the matrix's (`gemv_rows_tma`'s VSTAGE)
+    VSTAGE: bool = False
 
     @property
     def label(self) -> str:
         swap = " swap" if self.SWAP else ""
         if self.KERNEL == "rows_tma":
             return (f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BN}x{self.BK} s{self.STAGES} t{self.THREADS} "
-                    f"l{self.LANES}{' partial' if self.PARTIAL else ''} split{self.SPLITS}")  # fmt: skip
+                    f"l{self.LANES}{' partial' if self.PARTIAL else ''}{' vstage' if self.VSTAGE else ''} "
+                    f"split{self.SPLITS}")  # fmt: skip
         return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} u{self.UNROLL} split{self.SPLITS}"
 
     def kernel_params(self, problem: GemmProblem) -> dict[str, Any]:
         out = "f32" if self.SPLITS > 1 else problem.out  # one split: the result itself, no reduction
         if self.KERNEL == "rows_tma":
-            return {"ROWS": self.ROWS, "BN": self.BN, "SPLITS": self.SPLITS, "STAGES": self.STAGES,
-                    "THREADS": self.THREADS, "LANES": self.LANES, "PARTIAL": self.PARTIAL,
-                    "IN": kernel_input(problem.dtype),
-                    "OUT": out}  # fmt: skip
+            params = {"ROWS": self.ROWS, "BN": self.BN, "SPLITS": self.SPLITS, "STAGES": self.STAGES,
+                      "THREADS": self.THREADS, "LANES": self.LANES, "PARTIAL": self.PARTIAL,
+                      "IN": kernel_input(problem.dtype), "OUT": out}  # fmt: skip
+            return params | ({"VSTAGE": True} if self.VSTAGE else {})  # absent when off: the same traced kernel
         return {
             "ROWS": self.ROWS,
             "BK": self.BK,
