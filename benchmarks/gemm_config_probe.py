@@ -6,9 +6,9 @@ Usage (from the repository root on a GPU machine)::
         [--rounds 100] [--json F] [--kernel-only] [--profile]
 
 A configuration ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS[,VSTAGE]`` is a `gemv_rows_tma` plan (`GemvConfig`)
-instead, for one row of A times B stored (N, K). ``--kernel-only`` also times the first kernel of every plan of two launches
-alone (its result incomplete: the split-K reduction's share of the time); ``--profile`` prints the kernels cuBLAS
-launches for the product and their times (`torch.profiler`).
+instead, for one row of A times B stored (N, K). ``--kernel-only`` also times the first kernel of every plan of two
+launches alone (its result incomplete: the split-K reduction's share of the time); ``--profile`` prints the kernels
+cuBLAS launches for the product and their times (`torch.profiler`).
 
 For the bf16 product A (M, K) @ B (N, K)^T (C in bf16, nn.Linear's layout): the heuristic's plan
 (`argus.kernels.matmul.plan`) and every configuration given (`GemmConfig` fields in that order, then optionally

@@ -335,7 +335,8 @@ def test_the_tma_gemv_seeded_mistakes_are_caught() -> None:
 
 
 def test_the_tma_gemv_compiles_to_tma_loads_without_spills() -> None:
-    for rows, partial, vstage in ((1, False, 0), (4, False, 0), (8, False, 0), (1, True, 0), (8, True, 0), (1, True, 1)):
+    cases = ((1, False, 0), (4, False, 0), (8, False, 0), (1, True, 0), (8, True, 0), (1, True, 1))
+    for rows, partial, vstage in cases:
         extra = {"VSTAGE": True} if vstage else {}
         traced = gemv_rows_tma.trace(ROWS=rows, BN=64, SPLITS=4, STAGES=4, THREADS=256, PARTIAL=partial, **extra)
         compiled = compile_kernel(traced)
