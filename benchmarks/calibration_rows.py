@@ -9,10 +9,14 @@ What it reads (only files measured on the kernels as they are now; older ones ar
   one row per contender, the group the shape and layout.
 * Attention: the ``argus_ms`` and ``variants`` of `benchmarks/attention_sweep.py`'s JSON: one row per configuration,
   the group the problem.
+* Convolution: the kernel-only contenders of `benchmarks/conv_implicit_sweep.py`'s JSON (the planned tile and the
+  variants it timed beside it, each named by its `ImplicitConfig` label in ``tiles``; not the whole ``call``,
+  cuDNN, or the pointwise rows' ``gemm``): one row per tile, the group the convolution.
 
 Where the same (problem, candidate) was measured in several files, the newest file's number is kept (the files are
 read in date order). ``--featurize`` runs the cost model on every row (a minute or two) so that fitting needs no
-tracing. The GPU is taken from the file's recorded environment (all are H200 runs).
+tracing. The GPU is taken from the file's recorded environment, for the convolution sweeps the ``env.txt`` beside
+them (all are H200 runs).
 """
 
 from __future__ import annotations
@@ -57,11 +61,26 @@ ATTENTION_FILES = (
     "2026-12-02-attention-overlap/call6-pingpong.json",
     "2026-12-02-conv-split-moe-combine/attn_tail.json",
 )
+#: convolution result files on the current kernels: `conv_implicit_sweep.py --flat` from session 40's call 2 on (the
+#: flattened tile's epilogue as it is now; the implicit and flattened kernels' generated CUDA is the same as today's
+#: but for its line comments), the newest number of each tile kept
+CONV_FILES = (
+    "2026-12-02-flat-tiles/call2/sweep.json",
+    "2026-12-02-flat-tiles/call3/sweep.json",
+    "2026-12-02-flat-tiles/call5/sweep.json",
+    "2026-12-02-flat-tiles/call6/sweep.json",
+)
 STALE = {
     "2026-11-28-gemm-shapes": "before the split tail, swap-AB and the wide K-blocks",
     "2026-11-30-gemm-tail": "before swap-AB and the wide K-blocks",
     "2026-12-02-tile-binding/*_old.json": "the kernel before the tile binding change (measured for comparison)",
     "2026-12-01 overlap configurations": "the overlapped attention loop was rebuilt on 2026-12-02",
+    "2026-12-01-conv-remeasure, 2026-12-02-conv-split-moe-combine": "the implicit convolution kernel before its tile's "
+    "coordinates were bound once (T.let) and before the flattened tile",
+    "2026-12-02-conv-ncu/conv_let.json": "the implicit kernel's first T.let binding (its generated CUDA differs from "
+    "today's: the binding was reworked the same night, untimed)",
+    "2026-12-02-conv-ncu/conv_flat.json": "its flat tiles were rows of all images as one sequence (removed)",
+    "2026-12-02-flat-tiles/call1": "the flattened kernel before its epilogue was rounded as it is stored",
 }
 
 _GEMM_LABEL = re.compile(
@@ -69,6 +88,10 @@ _GEMM_LABEL = re.compile(
     r" (?P<ep>\w+)(?P<swap> swap)?$"
 )
 _ATTENTION_LABEL = re.compile(r"^(?P<bm>\d+)x(?P<bn>\d+) s(?P<s>\d+) c(?P<c>\d+)(?P<flags>(?: \w+)*)$")
+_CONV_LABEL = re.compile(
+    r"^(?:flat (?P<positions>\d+)x(?P<flat_bn>\d+)|(?P<bh>\d+)x(?P<bw>\d+)x(?P<bn>\d+)) s(?P<s>\d+) c(?P<c>\d+)"
+    r"(?: p(?P<blocks>\d+))?(?: k(?P<bk>\d+))?(?: split(?P<split>\d+))?$"
+)
 
 
 def gemm_config(label: str) -> dict | None:
@@ -103,6 +126,47 @@ def attention_config(label: str) -> dict | None:
         else:
             return None
     return config
+
+
+def conv_config(label: str) -> dict | None:
+    """The `ImplicitConfig` fields of its label (`ImplicitConfig.label`: ``8x16x128 s4 c2 p132 k32 split2``, or the
+    flattened tile's ``flat 128x128 s6 c2 split2``, whose positions are one row: BH 1); None for another label."""
+    from argus.kernels.conv import IMPLICIT_BK  # the K step a label leaves out
+
+    m = _CONV_LABEL.match(label)
+    if m is None:
+        return None
+    flat = m["positions"] is not None
+    return {
+        "BH": 1 if flat else int(m["bh"]),
+        "BW": int(m["positions"] if flat else m["bw"]),
+        "BN": int(m["flat_bn"] if flat else m["bn"]),
+        "STAGES": int(m["s"]),
+        "CONSUMERS": int(m["c"]),
+        "BLOCKS": int(m["blocks"] or 0),
+        "BK": int(m["bk"] or IMPLICIT_BK),
+        "SPLITS": int(m["split"] or 1),
+        "FLAT": flat,
+    }
+
+
+def conv_problem(n: int, c: int, f: int, h: int, w: int, r: int, stride: int, padding: int, dtype: str) -> dict:
+    """The `Conv` fields of `conv_implicit_sweep.py`'s rows: 2-d, N images of C channels of H x W, F filters of an
+    R x R window, square stride and padding, no dilation, groups or bias."""
+    return {
+        "rank": 2,
+        "batch": n,
+        "channels": c,
+        "filters": f,
+        "groups": 1,
+        "size": [1, h, w],
+        "kernel": [1, r, r],
+        "stride": [1, stride, stride],
+        "padding": [0, padding, padding],
+        "dilation": [1, 1, 1],
+        "bias": False,
+        "dtype": dtype,
+    }
 
 
 def gemm_problem(m: int, n: int, k: int, layout: str) -> dict:
@@ -184,6 +248,33 @@ def attention_rows(rel: str) -> list[dict]:
     return out
 
 
+def conv_rows(rel: str) -> list[dict]:
+    """The kernel-only contenders of a `conv_implicit_sweep.py` JSON (a list of rows, each with ``shape`` [N, C, F,
+    H, W, R, stride, padding], ``dtype``, ``ms`` per contender and ``tiles``: contender -> `ImplicitConfig` label),
+    launched on channels-last tensors (`prepare_implicit` with ``nchw=False``)."""
+    path = RESULTS / rel
+    data = json.loads(path.read_text())
+    env = path.parent / "env.txt"  # nvidia-smi's line, written by the call's script beside the sweep
+    gpu = _gpu([env.read_text()] if env.exists() else [])
+    out = []
+    for i, row in enumerate(data):
+        if "ms" not in row or "tiles" not in row:  # a row the implicit kernel refused, or that failed
+            continue
+        n, c, f, h, w, r, stride, padding = row["shape"]
+        dtype = row["dtype"]
+        problem = conv_problem(n, c, f, h, w, r, stride, padding, dtype)
+        group = f"conv N={n} {c}->{f} {h}x{w} {r}x{r}/{stride} p{padding} {dtype}"
+        for name, label in row["tiles"].items():
+            config = conv_config(label)
+            ms = row["ms"].get(name)
+            if config is None or not _measured(ms) or name in row.get("wrong", []):
+                continue
+            found = _row("conv", group, label, ms, gpu, rel, f"[{i}].ms[{name!r}]", problem, config)
+            found["plan"]["layout"] = "channels_last"
+            out.append(found)
+    return out
+
+
 def recorded() -> list[dict]:
     """Every row, the newest measurement of each (group, label)."""
     kept: dict[tuple[str, str], dict] = {}
@@ -192,6 +283,9 @@ def recorded() -> list[dict]:
             kept[(r["group"], r["label"])] = r
     for rel in sorted(ATTENTION_FILES):
         for r in attention_rows(rel):
+            kept[(r["group"], r["label"])] = r
+    for rel in sorted(CONV_FILES):
+        for r in conv_rows(rel):
             kept[(r["group"], r["label"])] = r
     return list(kept.values())
 

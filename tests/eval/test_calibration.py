@@ -162,7 +162,7 @@ def test_row_validation(tmp_path):
     with pytest.raises(C.CalibrationError, match="without features"):
         C.evaluate([C.Row.from_json(good), C.Row.from_json({**good, "group": "h"})])
     with pytest.raises(C.CalibrationError, match="cannot be rebuilt"):
-        C.launches(C.Row.from_json({**good, "family": "conv"}))
+        C.launches(C.Row.from_json({**good, "family": "moe"}))
     with pytest.raises(C.CalibrationError, match="CALIBRATION_PLAN|row 'l'"):
         C.launches(C.Row.from_json({**good, "plan": {"problem": {"M": 1}}}))
 
@@ -191,6 +191,85 @@ def test_gemm_and_attention_plans_are_estimated_launch_by_launch():
     (done,) = C.with_features([attention])
     assert done.kernels == ["attention_combine", "flash_attention"]
     assert done.estimate_ms > 0 and done.features["launches"] == 2.0
+
+
+def _conv_row(config: dict, layout: str | None = None, **problem: object) -> C.Row:
+    """A conv row of a small 2-d convolution (2 images of 64 channels, 10 x 12, 64 filters of 3 x 3, padding 1)."""
+    conv = {"rank": 2, "batch": 2, "channels": 64, "filters": 64, "groups": 1, "size": [1, 10, 12],
+            "kernel": [1, 3, 3], "stride": [1, 1, 1], "padding": [0, 1, 1], "dilation": [1, 1, 1], "bias": False,
+            "dtype": "bf16", **problem}  # fmt: skip
+    plan = {"problem": conv, "config": config, **({"layout": layout} if layout else {})}
+    return C.Row(family="conv", group="c", label="l", ms=1.0, gpu="H200", source="t", plan=plan)
+
+
+def _bound(row: C.Row) -> list[tuple[str, dict[str, int], dict]]:
+    """(kernel name, sizes, trace parameters) of each launch of `row`, every shape symbol bound."""
+    found = []
+    for kernel, sizes in C.launches(row):
+        assert {v.name for v in kernel.shape_vars} <= set(sizes), (kernel.name, sizes)
+        found.append((kernel.name, sizes, dict(kernel.params)))
+    return found
+
+
+def test_conv_plans_are_rebuilt_as_the_gpu_call_launches_them():
+    """`launches` of a conv row: the kernels `run_implicit_on_gpu` launches for its tile, each with the sizes of the
+    tensors it is given (channels last or NCHW, split-K's workspace and reduction, f32's input planes)."""
+    tile = {"BH": 2, "BW": 64, "BN": 64, "STAGES": 4, "CONSUMERS": 2}
+    ((name, sizes, params),) = _bound(_conv_row(tile))
+    assert name == "conv_implicit_gemm" and not params["NCHW"]
+    assert sizes == {"NX": 2, "H": 10, "WQ": 12, "CQ": 64, "TX": 1, "F": 64, "TAPS": 9, "C": 64, "N": 2, "OH": 10,
+                     "OW": 12}  # fmt: skip
+    ((_, nchw, params),) = _bound(_conv_row(tile, "nchw"))  # a row of 128 bytes: the kernel writes NCHW itself
+    assert params["NCHW"] and nchw == sizes
+    ((_, _, params),) = _bound(_conv_row({**tile, "BH": 8, "BW": 16}, "nchw"))  # 32 bytes: channels last, copied
+    assert not params["NCHW"]
+    ((_, strided, _),) = _bound(_conv_row({**tile, "BH": 8, "BW": 16}, stride=[1, 2, 2]))
+    assert (strided["WQ"], strided["OH"], strided["OW"]) == (6, 5, 6)  # the input's view (N, H, W / 2, 2, C)
+    ((_, persistent, params),) = _bound(_conv_row({**tile, "BLOCKS": 132}))
+    assert params["BLOCKS"] == 132 and persistent == sizes
+    split = _bound(_conv_row({**tile, "BH": 8, "BW": 16, "SPLITS": 3}))
+    assert [(n, s) for n, s, _ in split][1:] == [("conv_split_reduce", {"S": 3, "M": 240, "N": 64})]
+    assert split[0][2]["OUT"] == "f32" and split[0][1]["OH"] == 10
+    flat = _bound(_conv_row({"BH": 1, "BW": 128, "BN": 64, "STAGES": 6, "CONSUMERS": 2, "FLAT": True, "SPLITS": 3}))
+    assert [n for n, _, _ in flat] == ["conv_im2col_gemm", "conv_split_reduce"]
+    assert flat[0][1] == {"N": 2, "H": 10, "W": 12, "C": 64, "TX": 1, "F": 64, "TAPS": 9, "M": 240}
+    assert flat[1][1] == {"S": 3, "M": 240, "N": 64}
+    f32 = _bound(_conv_row({**tile, "BK": 32, "BN": 32}, channels=20, filters=32, bias=True, dtype="f32"))
+    assert [n for n, _, _ in f32] == ["split_bf16x3", "conv_implicit_gemm"]  # the weight's planes: staged once
+    assert f32[0][1] == {"L": 2, "R": 120, "C": 20, "P": 120, "D": 24}
+    assert (f32[1][1]["NX"], f32[1][1]["TX"], f32[1][1]["CQ"], f32[1][2]["TERMS"]) == (6, 3, 24, 3)
+
+
+def test_conv_rows_are_estimated_and_refused_where_not_rebuilt():
+    from argus.eval import costmodel
+
+    row = _conv_row({"BH": 8, "BW": 16, "BN": 64, "STAGES": 4, "CONSUMERS": 2, "SPLITS": 3})
+    (done,) = C.with_features([row])
+    assert done.kernels == ["conv_implicit_gemm", "conv_split_reduce"] and done.features["launches"] == 2.0
+    assert all(math.isfinite(v) for v in done.features.values())
+    parts = [costmodel.estimate(k, s, gpu="H200").ms for k, s in C.launches(row)]
+    assert done.estimate_ms == pytest.approx(sum(parts))
+    for problem, config, match in (
+        ({"groups": 64, "filters": 64}, {}, "64 groups"),  # depthwise: not the implicit kernel's
+        ({"transposed": True}, {}, "a transposed convolution"),
+        ({"dtype": "f32"}, {"FLAT": True, "BH": 1, "BW": 128}, "flattened-position kernel does not take"),
+        ({}, {"SPLITS": 5}, "does not divide"),
+    ):
+        with pytest.raises(C.CalibrationError, match=match):
+            C.launches(_conv_row({"BH": 8, "BW": 16, "BN": 64, "STAGES": 4, "CONSUMERS": 2, **config}, **problem))
+    with pytest.raises(C.CalibrationError, match="layout 'nhwc'"):
+        C.launches(_conv_row({"BH": 8, "BW": 16, "BN": 64, "STAGES": 4, "CONSUMERS": 2}, "nhwc"))
+
+
+def test_shape_sizes_refuse_shapes_a_call_would_not_pass():
+    from argus.kernels.conv_implicit import conv_split_reduce
+
+    kernel = conv_split_reduce.trace(SPLITS=2)
+    assert C._shape_sizes(kernel, {"W": (2, 240, 64), "Y": (240, 64)}) == {"S": 2, "M": 240, "N": 64}
+    with pytest.raises(ValueError, match="M is 240 by one tensor and 120 by Y"):
+        C._shape_sizes(kernel, {"W": (2, 240, 64), "Y": (120, 64)})
+    with pytest.raises(ValueError, match="3 dimensions"):
+        C._shape_sizes(kernel, {"W": (480, 64)})
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -243,6 +322,31 @@ def test_label_parsers():
     }  # fmt: skip
     assert x.attention_config("64x128 s2 c1 split8 packed regP")["SPLITS"] == 8
     assert x.attention_config("128x128 s2 c2 magic") is None
+    assert x.conv_config("flat 128x256 s4 c2 split3") == {
+        "BH": 1, "BW": 128, "BN": 256, "STAGES": 4, "CONSUMERS": 2, "BLOCKS": 0, "BK": 64, "SPLITS": 3, "FLAT": True,
+    }  # fmt: skip
+    for label in ("cudnn", "8x16 s4 c2", "8x16x128 s4 c2 split2 p132", "flat 8x16x128 s4 c2"):
+        assert x.conv_config(label) is None, label
+
+
+def test_the_conv_label_parser_inverts_implicit_config_label():
+    """`conv_config(config.label()) == config` for every tile the planner may take (the flattened tile's positions
+    are one row, BH = 1), and the label of what it parses is the label it was given."""
+    import itertools
+
+    from argus.kernels.conv import ImplicitConfig
+
+    x = _extraction()
+    tiles = [(8, 16), (2, 64), (4, 32), (8, 8), (4, 16), (1, 128)]
+    for (bh, bw), bn, stages, consumers, blocks, bk, splits, flat in itertools.product(
+        tiles, (16, 64, 128, 256), (2, 4, 6), (1, 2), (0, 132, 264), (16, 32, 64), (1, 2, 8), (False, True)
+    ):
+        if flat and bh != 1:
+            continue
+        config = ImplicitConfig(bh, bw, bn, stages, consumers, blocks, bk, splits, flat)
+        parsed = x.conv_config(config.label())
+        assert parsed is not None and ImplicitConfig(**parsed) == config, config
+        assert ImplicitConfig(**parsed).label() == config.label()
 
 
 def test_recorded_features_are_the_current_cost_model():
@@ -252,6 +356,7 @@ def test_recorded_features_are_the_current_cost_model():
     rows = C.read_rows([RECORDED, HELDOUT])
     sample = [rows[i] for i in range(0, len(rows), max(1, len(rows) // 6))][:6]
     sample += [r for r in rows if r.family == "attention"][:2]
+    sample += [r for r in rows if r.family == "conv"][::40]  # implicit, flattened and split tiles
     for r in sample:
         fresh = C.with_features([replace(r, features=None, estimate_ms=None, kernels=[])])[0]
         assert fresh.estimate_ms == pytest.approx(r.estimate_ms, rel=1e-9), (r.group, r.label)
@@ -302,6 +407,24 @@ def test_calibrated_applies_only_where_the_shipped_fit_does():
 
     naive = costmodel.estimate(gemm.gemm_naive, {"M": 4096, "N": 4096, "K": 4096}, gpu="H200")
     assert C.calibrated([naive]) is None  # a kernel the fit never saw: not extrapolated
+
+
+def test_the_shipped_conv_correction_applies_to_the_kernels_it_was_fitted_on():
+    from argus.eval import costmodel
+
+    def estimates(row: C.Row) -> list:
+        return [costmodel.estimate(k, s, gpu="H200") for k, s in C.launches(row)]
+
+    shipped = C.shipped()
+    assert shipped.improves("conv")  # held out, the correction beat the raw estimate (docs/agent.md)
+    assert shipped.families["conv"].kernels == ["conv_im2col_gemm", "conv_implicit_gemm", "conv_split_reduce"]
+    ests = estimates(_conv_row({"BH": 8, "BW": 16, "BN": 64, "STAGES": 4, "CONSUMERS": 2, "SPLITS": 3}))
+    got = C.calibrated(ests)
+    ms, features = C.features_of(ests)
+    assert got is not None and got["family"] == "conv" and got["trust_k"] == shipped.trust_k("conv")
+    assert got["ms"] == pytest.approx(shipped.families["conv"].predict(ms, features))
+    f32 = _conv_row({"BH": 8, "BW": 16, "BN": 32, "BK": 32, "STAGES": 4, "CONSUMERS": 2}, channels=20, dtype="f32")
+    assert C.calibrated(estimates(f32)) is None  # its input's split kernel: no row measured it
 
 
 def test_the_gate_reports_the_calibrated_estimate():

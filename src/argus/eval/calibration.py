@@ -26,9 +26,9 @@ made. This module turns recorded benchmark rows into training points and answers
 
 A row (`Row`) is one measured candidate: its family, group and label, the measured milliseconds, the GPU, where
 the number was recorded (``source``, a path into ``benchmarks/results`` and the row's position there), and the
-*plan* as data (``{"problem": {...}, "config": {...}}`` of the family's library planner), from which `launches`
-rebuilds the traced kernels and their sizes. `featurize` runs the cost model on them (the sum over a plan's
-launches); rows carry their features so that fitting needs no tracing.
+*plan* as data (``{"problem": {...}, "config": {...}}`` of the family's library planner; a convolution's also its
+tensors' ``layout``), from which `launches` rebuilds the traced kernels and their sizes. `featurize` runs the cost
+model on them (the sum over a plan's launches); rows carry their features so that fitting needs no tracing.
 
 What this is not: the calibrated model is fitted on the kernels as they were when measured; a kernel that changed
 since makes its old rows stale (the rows' ``date`` says when). Held-out numbers are the only claims made for it.
@@ -169,16 +169,21 @@ def write_rows(rows: Iterable[Row], path: str | Path) -> None:
 
 
 def _shape_sizes(kernel: Any, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
-    """The kernel's shape symbols bound from concrete tensor shapes (by tensor name)."""
+    """The kernel's shape symbols bound from concrete tensor shapes (by tensor name). `ValueError` where a shape has
+    another rank than its tensor, or two tensors give one symbol different sizes (shapes that are not the ones a
+    call passes)."""
     from argus.ir.nodes import Var
 
     sizes: dict[str, int] = {}
     for t in kernel.tensors:
         if t.name not in shapes:
             continue
-        for d, n in zip(t.shape, shapes[t.name], strict=False):
-            if isinstance(d, Var):
-                sizes.setdefault(d.name, int(n))
+        given = tuple(int(n) for n in shapes[t.name])
+        if len(given) != len(t.shape):
+            raise ValueError(f"{kernel.name}'s {t.name} has {len(t.shape)} dimensions, the shape given {given}")
+        for d, n in zip(t.shape, given, strict=True):
+            if isinstance(d, Var) and sizes.setdefault(d.name, n) != n:
+                raise ValueError(f"{kernel.name}'s {d.name} is {sizes[d.name]} by one tensor and {n} by {t.name}")
     return sizes
 
 
@@ -190,11 +195,13 @@ def launches(row: Row) -> list[tuple[Any, dict[str, int]]]:
             return _gemm_launches(plan)
         if row.family == "attention":
             return _attention_launches(plan)
+        if row.family == "conv":
+            return _conv_launches(plan)
     except (KeyError, TypeError, ValueError) as e:
         raise CalibrationError("CALIBRATION_PLAN", f"row {row.label!r} of {row.group!r}: {e}") from None
     raise CalibrationError(
         "CALIBRATION_PLAN",
-        f"rows of family {row.family!r} cannot be rebuilt into kernels yet (gemm and attention plans can)",
+        f"rows of family {row.family!r} cannot be rebuilt into kernels yet (gemm, attention and conv plans can)",
     )
 
 
@@ -235,6 +242,60 @@ def _attention_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, in
         "HK": p.kv_heads,
     }
     return [(k, sizes) for k in the_plan.kernels()]
+
+
+#: the tensors' layouts a conv row's call may be made on (``plan["layout"]``, `_conv_launches`)
+CONV_LAYOUTS = ("channels_last", "nchw")
+
+
+def _conv_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, int]]]:
+    """The launches of a warm GPU call of the implicit-GEMM convolution kernels (`argus.kernels.conv.
+    run_implicit_on_gpu` and `prepare_implicit`) on ``plan["config"]`` (`ImplicitConfig` fields, the flattened tile
+    included) for ``plan["problem"]`` (`Conv` fields; lists for its tuples), each with the sizes of the tensors it is
+    given. ``plan["layout"]``: ``channels_last`` (the default: x and the output channels last in memory, as the
+    benchmarks time the kernel) or ``nchw`` (contiguous NCHW tensors: the kernel writes the output channels first
+    where `writes_nchw`). In order: for f32 the split of the input into its bf16 planes (the weight's planes are
+    staged by the first call and not split again), the kernel, and split along K its `conv_split_reduce` over the
+    f32 workspace; no fused epilogue. Not counted: PyTorch's permutes of NCHW tensors to and from channels last (not
+    argus kernels). Depthwise, grouped, gather-path and other convolutions the implicit kernel does not take are
+    refused."""
+    from argus.kernels import conv as cv
+
+    problem = {k: tuple(v) if isinstance(v, list) else v for k, v in plan["problem"].items()}
+    conv = cv.Conv(**problem)
+    config = cv.ImplicitConfig(**plan["config"])
+    layout = plan.get("layout", "channels_last")
+    if layout not in CONV_LAYOUTS:
+        raise ValueError(f"layout {layout!r}: one of {', '.join(CONV_LAYOUTS)}")
+    refused = cv.implicit_refusal(conv, phase=conv.padding_end is not None)
+    if refused is None and config.FLAT:
+        refused = cv.flat_refusal(conv)
+    if refused is not None:
+        which = "flattened-position" if config.FLAT else "implicit-GEMM"
+        raise ValueError(
+            f"the {which} kernel does not take this convolution: {refused} (conv rows are rebuilt on the implicit "
+            "kernels only; depthwise, grouped, gather-path and pointwise-GEMM plans are not yet)"
+        )
+    nchw = layout == "nchw" and cv.writes_nchw(conv, config)  # run_implicit_on_gpu's choice of the kernel's form
+    x, w, y = cv._implicit_shapes(conv, nchw=nchw)
+    n, f, channels = conv.batch, conv.filters, cv.implicit_channels(conv)
+    found: list[tuple[Any, dict[str, tuple[int, ...]]]] = []
+    if conv.dtype == "f32":  # implicit_input: the input's planes, (N, D*H*W, C) -> (N, 3, D*H*W, C padded to 8)
+        (rows, operand, _), _ = cv.split_rows(conv)
+        split = cv._traced("split", cv._key(cv.split_params(rows, conv.channels, operand, batch=True)))
+        found.append((split, {"X": (n, rows, conv.channels), "Y": (n, 3, rows, channels)}))
+    if config.FLAT:  # prepare_implicit: the input as it is in memory, the output as (N*OH*OW, F)
+        x, y = (n, *conv.size[1:], conv.channels), (n * conv.positions, f)
+    bias = (f,) if conv.bias else (1,)  # the bias, or the one-element placeholder (`conv_implicit.bias_shape`)
+    kernel = cv._traced(cv.implicit_kind(config), cv._key(cv.implicit_params(conv, config, nchw=nchw)))
+    if config.SPLITS == 1:
+        found.append((kernel, {"X": x, "WT": w, "B": bias, "Y": y}))
+    else:  # the f32 workspace (SPLITS, *Y), then its slices summed into Y viewed as (positions, F)
+        reduce = cv._traced("split_reduce", cv._key(cv.split_reduce_params(conv, config)))
+        m = math.prod(y) // f
+        found.append((kernel, {"X": x, "WT": w, "B": (1,), "Y": (config.SPLITS, *y)}))
+        found.append((reduce, {"W": (config.SPLITS, m, f), "B": bias, "Y": (m, f)}))
+    return [(k, _shape_sizes(k, shapes)) for k, shapes in found]
 
 
 def featurize(row: Row, gpu: str | None = None) -> tuple[float, dict[str, float]]:
