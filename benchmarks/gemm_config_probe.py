@@ -42,15 +42,16 @@ FIELDS = ("BM", "BN", "BK", "STAGES", "CONSUMERS", "SPLITS", "CLUSTER")
 GEMV_FIELDS = ("BN", "STAGES", "THREADS", "LANES", "PARTIAL", "SPLITS")
 
 
-def parse_config(text: str, mm, rows: int = 1):  # noqa: ANN001, ANN201
+def parse_config(text: str, mm, rows: int = 1, swap: bool = False):  # noqa: ANN001, ANN201
     """A `GemmConfig` from ``BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER``, or a `GemvConfig` of `rows` rows of A from
-    ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS``."""
+    ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS[,VSTAGE]`` (`swap`: a matrix-vector product, A's rows the matrix's,
+    one row of the vector)."""
     if text.startswith("gemv:"):
         values = [int(x) for x in text[5:].split(",")]
         if len(values) not in (len(GEMV_FIELDS), len(GEMV_FIELDS) + 1):
             raise SystemExit(f"{text!r}: give gemv:{','.join(GEMV_FIELDS)}[,VSTAGE]")
         g = dict(zip((*GEMV_FIELDS, "VSTAGE"), values, strict=False))
-        return mm.GemvConfig("rows_tma", False, rows, g["SPLITS"], 64, g["BN"], STAGES=g["STAGES"],
+        return mm.GemvConfig("rows_tma", swap, 1 if swap else rows, g["SPLITS"], 64, g["BN"], STAGES=g["STAGES"],
                              THREADS=g["THREADS"], LANES=g["LANES"], PARTIAL=bool(g["PARTIAL"]),
                              VSTAGE=bool(g.get("VSTAGE", 0)))  # fmt: skip
     parts = text.split(",")
@@ -86,7 +87,8 @@ def main() -> int:
     ref = a.float() @ b.float()
     scale = float(ref.abs().max())
     problem = mm.problem_of(a, b)
-    contenders = [("heuristic", mm.plan(problem).config)] + [(c, parse_config(c, mm, m)) for c in args.configs]
+    swap = n == 1 and m > mm.GEMV_ROWS  # a matrix-vector product: a GEMV configuration's matrix is A
+    contenders = [("heuristic", mm.plan(problem).config)] + [(c, parse_config(c, mm, m, swap)) for c in args.configs]
     launches = {"cublas": lambda: torch.matmul(a, b)}
     labels, wrong = {}, False
     for name, config in contenders:

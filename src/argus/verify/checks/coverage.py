@@ -40,7 +40,7 @@ import numpy as np
 import z3
 
 from argus.ir.expr import BinaryOp, BinOp, Const, Element, Expr, Var, VarKind, binary, free_vars, maximum
-from argus.ir.nodes import Copy, Fill, Gemm, If, Space, TileRef
+from argus.ir.nodes import Broadcast, Copy, Fill, Gemm, If, Map, MapOp, Reduce, ReduceOp, Space, TileRef
 from argus.ir.rewrite import substitute
 from argus.verify import smt
 from argus.verify.checks import tiles
@@ -89,6 +89,16 @@ def check_contraction_coverage(ctx: Context) -> list[Finding]:
         if src.buffer.space == Space.GLOBAL and id(src.buffer) in feeding:
             loads.setdefault(id(src.buffer), []).append((site, src))
             tensors[id(src.buffer)] = src.buffer
+    start = time.perf_counter()
+    for tensor in _reduction_contractions(prog.sites, feeding):
+        ctx.record_not_checked(
+            _LOADED.check,
+            user_name(tensor),
+            "its data is multiplied with another tensor's and summed without T.gemm (T.reduce_sum or an "
+            "accumulation): a contraction whose loads this check does not read, so a dropped K tail there is not "
+            "found",
+            start,
+        )
     findings = []
     for key, sites in loads.items():
         if any(site.ifs or tiles.hard_dims(ref) for site, ref in sites):
@@ -96,6 +106,79 @@ def check_contraction_coverage(ctx: Context) -> list[Finding]:
             continue
         findings.append(_check(ctx, tensors[key], sites, _LOADED))
     return [f for f in findings if f is not None]
+
+
+def _reduction_contractions(sites: list[Site], feeding: set[int]) -> list[Any]:
+    """The global tensors (other than `feeding`'s, the ``T.gemm`` operands' sources) whose loaded data meets another
+    global tensor's in a product (``MUL``, ``FMA``) that is then summed: by a ``T.reduce_sum``, or by an addition
+    whose result flows back into one of its own operands (an accumulation over a loop, ``acc = acc + w * v``). A
+    GEMV's or a direct convolution's contraction: its coverage is not read by `check_contraction_coverage`, which
+    records it as not checked rather than saying nothing (`docs/verify.md` §7). Data flow is followed by buffer
+    through copies, elementwise statements and reductions (views share their buffer)."""
+
+    def buffers(operands: Any) -> list[Any]:
+        return [
+            (x.ref if isinstance(x, Broadcast) else x).buffer for x in operands if isinstance(x, TileRef | Broadcast)
+        ]
+
+    edges: list[tuple[list[Any], Any, Any]] = []  # (source buffers, destination buffer, statement)
+    for site in sites:
+        st = site.stmt
+        if isinstance(st, Copy) and isinstance(st.src, TileRef):
+            edges.append(([st.src.buffer], st.dst.buffer, st))
+        elif isinstance(st, Map):
+            edges.append((buffers(st.srcs), st.dst.buffer, st))
+        elif isinstance(st, Reduce):
+            edges.append(([st.src.buffer], st.dst.buffer, st))
+    origins: dict[int, set[int]] = {}  # buffer -> the global tensors whose loaded data it holds
+    tensors: dict[int, Any] = {}
+    product: dict[int, set[int]] = {}  # buffer -> the tensors of a product of two tensors' data it holds
+    reaches: dict[int, set[int]] = {}  # buffer -> the buffers its values flow into
+    for srcs, dst, _ in edges:
+        for b in srcs:
+            reaches.setdefault(id(b), set()).add(id(dst))
+            if b.space == Space.GLOBAL:
+                origins.setdefault(id(b), set()).add(id(b))
+                tensors[id(b)] = b
+    grew = True
+    while grew:
+        grew = False
+        for srcs, dst, st in edges:
+            held = set().union(*(origins.get(id(b), set()) for b in srcs)) if srcs else set()
+            made = set().union(*(product.get(id(b), set()) for b in srcs)) if srcs else set()
+            if isinstance(st, Map) and st.op in (MapOp.MUL, MapOp.FMA) and len(srcs) >= 2:
+                a, b = (origins.get(id(x), set()) for x in srcs[:2])
+                if a and b and (a | b) - (a & b):  # two tensors' data multiplied (not a tensor times itself)
+                    made |= a | b
+            if dst.space == Space.GLOBAL:
+                continue
+            for table, new in ((origins, held), (product, made)):
+                old = table.setdefault(id(dst), set())
+                if not new <= old:
+                    old |= new
+                    grew = True
+    closure: dict[int, set[int]] = {}
+
+    def downstream(b: int) -> set[int]:  # the buffers b's values reach, itself included
+        if b not in closure:
+            seen, todo = {b}, [b]
+            while todo:
+                for n in reaches.get(todo.pop(), ()):
+                    if n not in seen:
+                        seen.add(n)
+                        todo.append(n)
+            closure[b] = seen
+        return closure[b]
+
+    summed: set[int] = set()
+    for srcs, dst, st in edges:
+        made = set().union(*(product.get(id(b), set()) for b in srcs)) if srcs else set()
+        if isinstance(st, Reduce) and st.op == ReduceOp.SUM:
+            summed |= made
+        elif isinstance(st, Map) and st.op in (MapOp.ADD, MapOp.FMA) and made:
+            if any(id(b) in downstream(id(dst)) for b in srcs):  # the sum flows back into an operand: accumulation
+                summed |= made
+    return [tensors[t] for t in sorted(summed, key=lambda t: tensors[t].name) if t not in feeding]
 
 
 def check_tiled_contraction_coverage(ctx: Context) -> list[Finding]:
