@@ -12,11 +12,17 @@ What it reads (only files measured on the kernels as they are now; older ones ar
 * Convolution: the kernel-only contenders of `benchmarks/conv_implicit_sweep.py`'s JSON (the planned tile and the
   variants it timed beside it, each named by its `ImplicitConfig` label in ``tiles``; not the whole ``call``,
   cuDNN, or the pointwise rows' ``gemm``): one row per tile, the group the convolution.
+* MoE: the argus configurations of the grouped GEMMs timed alone (`benchmarks/grouped_sweep.py`'s and
+  `benchmarks/swiglu_sweep.py`'s JSON, `benchmarks/moe_decode_configs.py`'s JSON or printed table; not
+  ``torch._grouped_mm``, the plain kernel followed by PyTorch's SwiGLU, or whole layers): one row per configuration,
+  the group the product (plain or SwiGLU, E, R, K, N) and its routing, whose rows per expert the plan carries
+  (recomputed as the benchmark drew them).
 
 Where the same (problem, candidate) was measured in several files, the newest file's number is kept (the files are
 read in date order). ``--featurize`` runs the cost model on every row (a minute or two) so that fitting needs no
 tracing. The GPU is taken from the file's recorded environment, for the convolution sweeps the ``env.txt`` beside
-them (all are H200 runs).
+them, for the MoE files the first line of a printed table, the ``env*.txt`` beside it or its directory's README
+(all are H200 runs).
 """
 
 from __future__ import annotations
@@ -70,6 +76,19 @@ CONV_FILES = (
     "2026-12-02-flat-tiles/call5/sweep.json",
     "2026-12-02-flat-tiles/call6/sweep.json",
 )
+#: MoE result files on the current kernels: for every configuration stored directly (EPILOGUE "direct") the grouped
+#: kernels' generated CUDA at the commit each was measured on (88fb583's parent, 3d99709, 75df990, a33c4d6, de44f7c)
+#: is today's but for its line comments and the header's parameter list (ORDER, added since, is the order they ran);
+#: their TMA-store configurations are stale (`STALE`)
+MOE_FILES = (
+    "2026-12-01-moe-decode/configs.json",
+    "2026-12-02-moe-gather/call3/sweep3.json",
+    "2026-12-02-moe-gather/call5/swiglu5.json",
+    "2026-12-03-moe-decode/call2/down.txt",
+    "2026-12-03-moe-decode/call2/up.txt",
+    "2026-12-03-moe-decode/call3/down.txt",
+    "2026-12-03-moe-decode/call3/up.txt",
+)
 STALE = {
     "2026-11-28-gemm-shapes": "before the split tail, swap-AB and the wide K-blocks",
     "2026-11-30-gemm-tail": "before swap-AB and the wide K-blocks",
@@ -81,6 +100,14 @@ STALE = {
     "today's: the binding was reworked the same night, untimed)",
     "2026-12-02-conv-ncu/conv_flat.json": "its flat tiles were rows of all images as one sequence (removed)",
     "2026-12-02-flat-tiles/call1": "the flattened kernel before its epilogue was rounded as it is stored",
+    "the MoE files' EPILOGUE 'tma' configurations": "the grouped kernels' TMA-store epilogue before its first chunk "
+    "waited for every earlier store to read its buffer (2026-12-04, commit 10f3791: the generated CUDA differs)",
+    "2026-11-28-moe-grouped, 2026-11-29-moe-layer": "the grouped kernels before the wgmma helper took its scale-d "
+    "operand (the generated CUDA differs); the SwiGLU sweep of run 1 before the per-row scale",
+    "2026-12-03-moe-lineage": "the lineage's rungs through the gate (not the library call's kernels but for the "
+    "persistent rung, at the task's random routing, which the results do not record)",
+    "MoE whole layers (moe-decode, moe-gather, conv-split-moe-combine layer*.json and *.txt)": "not one kernel: "
+    "routing, gathers, both products and the combine",
 }
 
 _GEMM_LABEL = re.compile(
@@ -88,6 +115,9 @@ _GEMM_LABEL = re.compile(
     r" (?P<ep>\w+)(?P<swap> swap)?$"
 )
 _ATTENTION_LABEL = re.compile(r"^(?P<bm>\d+)x(?P<bn>\d+) s(?P<s>\d+) c(?P<c>\d+)(?P<flags>(?: \w+)*)$")
+_MOE_LABEL = re.compile(
+    r"^(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+) s(?P<s>\d+) c(?P<c>\d+) g(?P<group>\d+) (?P<ep>direct|tma)$"
+)
 _CONV_LABEL = re.compile(
     r"^(?:flat (?P<positions>\d+)x(?P<flat_bn>\d+)|(?P<bh>\d+)x(?P<bw>\d+)x(?P<bn>\d+)) s(?P<s>\d+) c(?P<c>\d+)"
     r"(?: p(?P<blocks>\d+))?(?: k(?P<bk>\d+))?(?: split(?P<split>\d+))?$"
@@ -167,6 +197,40 @@ def conv_problem(n: int, c: int, f: int, h: int, w: int, r: int, stride: int, pa
         "bias": False,
         "dtype": dtype,
     }
+
+
+#: the grouped kernels' defaults a configuration may leave out (`grouped_gemm_persistent`, `grouped_gemm_swiglu`)
+MOE_DEFAULTS = {"CONSUMERS": 2, "GROUP": 8, "EPILOGUE": "direct"}
+
+
+def moe_config(label: str) -> dict | None:
+    """The grouped kernel's parameters of a MoE row's label (`moe_label`: ``64x128x64 s8 c1 g8 direct``); None for
+    another label."""
+    m = _MOE_LABEL.match(label)
+    if m is None:
+        return None
+    return {
+        "BM": int(m["bm"]),
+        "BN": int(m["bn"]),
+        "BK": int(m["bk"]),
+        "STAGES": int(m["s"]),
+        "CONSUMERS": int(m["c"]),
+        "GROUP": int(m["group"]),
+        "EPILOGUE": m["ep"],
+    }
+
+
+def moe_label(config: dict) -> str:
+    """The label of a grouped kernel configuration (its defaults, `MOE_DEFAULTS`, written out)."""
+    c = MOE_DEFAULTS | config
+    return f"{c['BM']}x{c['BN']}x{c['BK']} s{c['STAGES']} c{c['CONSUMERS']} g{c['GROUP']} {c['EPILOGUE']}"
+
+
+def moe_problem(experts: int, rows: int, k: int, n: int, epilogue: str) -> dict:
+    """A bf16 grouped product of `rows` routed rows over `experts` experts, (K, N) = (k, n), N the output's columns
+    (the SwiGLU weight holds 2N: each expert's gate then up columns)."""
+    problem = {"experts": experts, "rows": rows, "k": k, "n": n, "dtype": "bf16", "epilogue": epilogue}
+    return problem | ({"activation": "silu"} if epilogue == "swiglu" else {})
 
 
 def gemm_problem(m: int, n: int, k: int, layout: str) -> dict:
@@ -275,6 +339,179 @@ def conv_rows(rel: str) -> list[dict]:
     return out
 
 
+def _moe_row(group: str, config: dict, ms: float, gpu: str, rel: str, where: str, problem: dict,
+             routing: list[int]) -> dict:  # fmt: skip
+    """A MoE row: its configuration with the kernel's defaults written out, its routing (rows per expert)."""
+    config = MOE_DEFAULTS | config
+    found = _row("moe", group, moe_label(config), ms, gpu, rel, where, problem, config)
+    found["plan"]["routing"] = routing
+    return found
+
+
+def _moe_group(problem: dict, routing: str) -> str:
+    p = problem
+    return f"moe {p['epilogue']} E={p['experts']} R={p['rows']} K={p['k']} N={p['n']} {p['dtype']} {routing}"
+
+
+def _moe_gpu(path: Path, first_line: str = "") -> str:
+    """The GPU of a MoE result: a printed table's first line (``torch.cuda.get_device_name()``), else the
+    ``env*.txt`` beside it, else its results directory's README."""
+    if "NVIDIA" in first_line:
+        return _gpu([first_line])
+    env = next(iter(sorted(path.parent.glob("env*.txt"))), None)
+    readme = RESULTS / path.relative_to(RESULTS).parts[0] / "README.md"
+    return _gpu([(env or readme).read_text()])
+
+
+def _sweep_routing(routing: str, experts: int, rows: int) -> list[int]:
+    """The rows per expert of `grouped_sweep.py`'s (and `swiglu_sweep.py`'s) `routing`: multiples of 16."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    from grouped_sweep import group_sizes
+
+    return group_sizes(routing, experts, rows, 16)
+
+
+#: `grouped_sweep.py`'s argus contenders: ``argus 128x256x64/4 g8 direct`` (`` (chosen)`` on `moe.choose`'s)
+_SWEEP_CONTENDER = re.compile(r"^argus (\d+)x(\d+)x(\d+)/(\d+) g(\d+) (direct|tma)(?: \(chosen\))?$")
+#: `swiglu_sweep.py`'s SwiGLU contenders, call 5 of 2026-12-02-moe-gather: `moe.choose` then (128 x 128 x 64, 4
+#: stages, stored directly) and its other store (not: the plain kernel then PyTorch's SwiGLU)
+_SWIGLU_CONTENDERS = {
+    "argus swiglu": {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP": 8},
+    "argus swiglu tma": {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP": 8, "EPILOGUE": "tma"},
+}
+
+
+def moe_sweep_rows(rel: str) -> list[dict]:
+    """The argus contenders of a `grouped_sweep.py` JSON (rows of E, R, K, N, routing, contender, ms; its odd-group
+    correctness rows skipped) or of a `swiglu_sweep.py` JSON (``{"env", "argv", "rows"}``, N the gate-and-up
+    weight's 2I columns), each timed alone on `grouped_sweep.group_sizes`' routing."""
+    path = RESULTS / rel
+    data = json.loads(path.read_text())
+    swiglu = isinstance(data, dict)
+    rows = data["rows"] if swiglu else data
+    gpu = _gpu([data["env"]["gpu"]]) if swiglu else _moe_gpu(path)
+    out = []
+    for i, row in enumerate(rows):
+        if row.get("odd") or not _measured(row.get("ms")) or row.get("err", 1.0) > 2e-2:
+            continue
+        name = row["contender"]
+        if swiglu:
+            config = _SWIGLU_CONTENDERS.get(name)
+        else:
+            m = _SWEEP_CONTENDER.match(name)
+            keys = ("BM", "BN", "BK", "STAGES", "GROUP")
+            config = None if m is None else dict(zip(keys, map(int, m.groups()[:5]), strict=True)) | {"EPILOGUE": m[6]}
+        if config is None or config.get("EPILOGUE") == "tma":  # torch, or a stale TMA-store epilogue (STALE)
+            continue
+        experts, routed, k, n = row["E"], row["R"], row["K"], row["N"]
+        problem = moe_problem(experts, routed, k, n // 2 if swiglu else n, "swiglu" if swiglu else "plain")
+        routing = _sweep_routing(row["routing"], experts, routed)
+        if not swiglu and (max(routing), min(routing)) != (row["sizes_max"], row["sizes_min"]):
+            raise ValueError(f"{rel}[{i}]: the routing drawn again is not the one timed")
+        group = _moe_group(problem, row["routing"])
+        out.append(_moe_row(group, config, row["ms"], gpu, rel, f"[{i}].ms", problem, routing))
+    return out
+
+
+#: `moe_decode_configs.py`'s shapes: (label, hidden H, intermediate I, experts, top-k)
+DECODE_SHAPES = {
+    "Mixtral": (4096, 14336, 8, 2),
+    "Qwen3-30B-A3B": (2048, 768, 128, 8),
+    "DeepSeek-V3": (7168, 2048, 256, 8),
+}
+
+
+def decode_routing(experts: int, top_k: int, tokens: int) -> list[int]:
+    """The rows per expert `moe_decode_configs.py` drew for `tokens` tokens: top-k distinct experts a token, from
+    ``torch.randperm`` on a CPU generator seeded with the token count."""
+    import torch
+
+    g = torch.Generator().manual_seed(tokens)
+    chosen = torch.stack([torch.randperm(experts, generator=g)[:top_k] for _ in range(tokens)])
+    return torch.bincount(chosen.reshape(-1), minlength=experts).tolist()
+
+
+def decode_chosen(rel: str, product: str, rows: int, experts: int, n: int) -> dict | None:
+    """The configuration a `moe_decode_configs.py` result's ``chosen`` column timed: `moe.choose` of the commit it
+    ran on; None where it is stale (a TMA-store epilogue) or timed under its own name in the same call too."""
+    if rel.startswith("2026-12-01-moe-decode/"):  # before the decode configurations: the prefill ones, direct
+        if product == "up":
+            return {"BM": 128, "BN": 128, "BK": 64, "STAGES": 4, "GROUP": 8}
+        wide = n % 256 == 0 and n >= 1024
+        return {"BM": 128, "BN": 256 if wide else 128, "BK": 64, "STAGES": 4 if wide else 5, "GROUP": 8}
+    if rel.startswith("2026-12-03-moe-decode/call2/"):  # DECODE_CONFIGS (commit a33c4d6)
+        if rows > 32 * experts:  # past the decode threshold: the prefill configuration with TMA stores (STALE)
+            return None
+        bn = 64 if product == "up" else 128
+        return {"BM": 64, "BN": bn, "BK": 64, "STAGES": 8, "CONSUMERS": 1, "GROUP": 8}
+    return None  # call 3: moe.choose took one of the configurations timed beside it
+
+
+def _decode_config(name: str) -> dict | None:
+    """The configuration of a `moe_decode_configs.py` column: ``64x128 s8`` (its `CONFIGS`) or ``--config``'s
+    ``64x128x64:5[:tma]``, one consumer warpgroup and GROUP 8."""
+    if m := re.match(r"^(\d+)x(\d+) s(\d+)$", name):
+        bm, bn, bk, stages, epilogue = int(m[1]), int(m[2]), 64, int(m[3]), "direct"
+    elif m := re.match(r"^(\d+)x(\d+)x(\d+):(\d+)(?::(direct|tma))?$", name):
+        bm, bn, bk, stages, epilogue = int(m[1]), int(m[2]), int(m[3]), int(m[4]), m[5] or "direct"
+    else:
+        return None
+    return {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "CONSUMERS": 1, "GROUP": 8, "EPILOGUE": epilogue}
+
+
+def _decode_table(path: Path) -> tuple[str, list[tuple[int, dict]]]:
+    """(the first line, (line number, row) of each timed row) of `moe_decode_configs.py`'s printed table: rows of
+    shape, T, touched, product and ``µs / %HBM`` per column (a failed configuration's lines are skipped)."""
+    lines = path.read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| shape |"))
+    names = [c.strip().removesuffix(" µs / %HBM") for c in lines[header].strip("|").split("|")]
+    found = []
+    for n, line in enumerate(lines[header + 2 :], header + 3):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != len(names):
+            continue
+        row = dict(zip(names, cells, strict=True))
+        found.append((n, {"shape": row["shape"], "T": int(row["T"]), "touched": int(row["touched"]),
+                          "product": row["product"], "ms": {c: float(row[c].split("/")[0]) / 1e3
+                                                            for c in names[4:] if row[c] != "—"}}))  # fmt: skip
+    return lines[0], found
+
+
+def moe_decode_rows(rel: str) -> list[dict]:
+    """The argus configurations of a `moe_decode_configs.py` result (its JSON, or its printed table where the call
+    kept no JSON: µs to one decimal): each product alone at decode sizes, the up-projection on the SwiGLU kernel,
+    the down-projection on the plain one, the routing drawn again (`decode_routing`, checked against the experts
+    it touched)."""
+    path = RESULTS / rel
+    if path.suffix == ".json":
+        first, found = "", [(i, row) for i, row in enumerate(json.loads(path.read_text()))]
+    else:
+        first, found = _decode_table(path)
+    gpu = _moe_gpu(path, first)
+    out = []
+    for pos, row in found:
+        hidden, inter, experts, top_k = DECODE_SHAPES[row["shape"]]
+        tokens, product = row["T"], row["product"].split("+")[0]
+        routed = tokens * top_k
+        routing = decode_routing(experts, top_k, tokens)
+        if sum(1 for c in routing if c) != row["touched"]:
+            raise ValueError(f"{rel} {row['shape']} T={tokens}: the routing drawn again is not the one timed")
+        k, n = (hidden, inter) if product == "up" else (inter, hidden)
+        problem = moe_problem(experts, routed, k, n, "swiglu" if product == "up" else "plain")
+        group = _moe_group(problem, f"{row['shape']} {product} T={tokens}")
+        kept: dict[str, dict] = {}
+        for name, ms in row["ms"].items():
+            config = decode_chosen(rel, product, routed, experts, n) if name == "chosen" else _decode_config(name)
+            if config is None or config.get("EPILOGUE") == "tma" or not _measured(ms):  # torch, or STALE
+                continue
+            where = f"[{pos}].ms[{name!r}]" if path.suffix == ".json" else f"L{pos}[{name!r}]"
+            found_row = _moe_row(group, config, ms, gpu, rel, where, problem, routing)
+            kept[found_row["label"]] = found_row  # timed twice in one call: the named column (after "chosen")
+        out += kept.values()
+    return out
+
+
 def recorded() -> list[dict]:
     """Every row, the newest measurement of each (group, label)."""
     kept: dict[tuple[str, str], dict] = {}
@@ -286,6 +523,9 @@ def recorded() -> list[dict]:
             kept[(r["group"], r["label"])] = r
     for rel in sorted(CONV_FILES):
         for r in conv_rows(rel):
+            kept[(r["group"], r["label"])] = r
+    for rel in sorted(MOE_FILES):
+        for r in moe_decode_rows(rel) if "decode" in rel else moe_sweep_rows(rel):
             kept[(r["group"], r["label"])] = r
     return list(kept.values())
 

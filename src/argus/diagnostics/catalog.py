@@ -2000,8 +2000,8 @@ class Code(StrEnum):
         Category.GATE,
         "a calibration row's plan cannot be rebuilt into kernels: {problem}",
         "give gemm rows a GemmProblem and a GemmConfig, attention rows an AttentionProblem and an AttentionConfig, "
-        "conv rows a Conv and an ImplicitConfig the implicit kernels take, as fields (docs/agent.md, section "
-        "Calibration)",
+        "conv rows a Conv and an ImplicitConfig the implicit kernels take, as fields, moe rows the grouped product, "
+        "the grouped kernel's parameters and the routing's rows per expert (docs/agent.md, section Calibration)",
     )
     CALIBRATION_DATA = _entry(
         Category.GATE,

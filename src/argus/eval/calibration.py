@@ -27,8 +27,9 @@ made. This module turns recorded benchmark rows into training points and answers
 A row (`Row`) is one measured candidate: its family, group and label, the measured milliseconds, the GPU, where
 the number was recorded (``source``, a path into ``benchmarks/results`` and the row's position there), and the
 *plan* as data (``{"problem": {...}, "config": {...}}`` of the family's library planner; a convolution's also its
-tensors' ``layout``), from which `launches` rebuilds the traced kernels and their sizes. `featurize` runs the cost
-model on them (the sum over a plan's launches); rows carry their features so that fitting needs no tracing.
+tensors' ``layout``, a MoE grouped product's its ``routing``, the rows of each expert), from which `launches` rebuilds
+the traced kernels and their sizes. `featurize` runs the cost model on them (the sum over a plan's launches); rows
+carry their features so that fitting needs no tracing.
 
 What this is not: the calibrated model is fitted on the kernels as they were when measured; a kernel that changed
 since makes its old rows stale (the rows' ``date`` says when). Held-out numbers are the only claims made for it.
@@ -79,6 +80,10 @@ TOP = 10  # the rank correlation among a group's fastest measured candidates: at
 NEAR = 0.02  # a candidate within 2 % of a group's measured best counts as the best
 COVER = 0.9  # trust_k: the share of groups in which the model's top k must hold one near the best
 RIDGE = 1.0  # the ridge penalty on standardized features (docs/agent.md, "Calibration": how it was chosen)
+#: the least relative fall of the held-out median error for a family's correction to be applied
+#: (`Calibration.improves`): a smaller one is within the spread of resampling the problems (MoE's 1.115 -> 1.113:
+#: lower in 49 % of bootstraps)
+IMPROVES_MARGIN = 0.01
 
 CALIBRATION_FILE = Path(__file__).with_name("data") / "calibration.json"
 
@@ -197,11 +202,13 @@ def launches(row: Row) -> list[tuple[Any, dict[str, int]]]:
             return _attention_launches(plan)
         if row.family == "conv":
             return _conv_launches(plan)
+        if row.family == "moe":
+            return _moe_launches(plan)
     except (KeyError, TypeError, ValueError) as e:
         raise CalibrationError("CALIBRATION_PLAN", f"row {row.label!r} of {row.group!r}: {e}") from None
     raise CalibrationError(
         "CALIBRATION_PLAN",
-        f"rows of family {row.family!r} cannot be rebuilt into kernels yet (gemm, attention and conv plans can)",
+        f"rows of family {row.family!r} cannot be rebuilt into kernels yet (gemm, attention, conv and moe plans can)",
     )
 
 
@@ -296,6 +303,64 @@ def _conv_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, int]]]:
         found.append((kernel, {"X": x, "WT": w, "B": (1,), "Y": (config.SPLITS, *y)}))
         found.append((reduce, {"W": (config.SPLITS, m, f), "B": bias, "Y": (m, f)}))
     return [(k, _shape_sizes(k, shapes)) for k, shapes in found]
+
+
+#: the grouped products a moe row's plan may name (``plan["problem"]["epilogue"]``, `_moe_launches`)
+MOE_EPILOGUES = ("plain", "swiglu")
+
+
+def _moe_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, int]]]:
+    """The launch of a prepared GPU call of the MoE grouped GEMM (`argus.kernels.moe.prepare`: `grouped_mm`, or
+    `grouped_swiglu` for the gated up-projection) on ``plan["config"]`` (the grouped kernel's parameters, as
+    `moe.choose` gives them: BM, BN, BK, STAGES, CONSUMERS, GROUP, EPILOGUE, ...) for ``plan["problem"]``:
+    ``experts`` E, ``rows`` R (the routed rows), ``k``, ``n`` (the output's columns; the SwiGLU weight has 2n),
+    ``dtype`` (bf16 or f16), ``epilogue`` (`MOE_EPILOGUES`) and for SwiGLU ``activation``; ``plan["routing"]``: the
+    rows of each expert (E counts summing to at most R).
+
+    The kernel reads the routing from the device (``offs``, ``tiles``), which the cost model cannot: it counts
+    each of the BLOCKS persistent blocks computing a unit in every iteration of its loop, up to the kernel's bound
+    of ``(cdiv(R, BM) + E) * cdiv(N, BN)`` units (a data-dependent branch counted as taken), and every expert's
+    weight among the bytes DRAM moves. So E is bound to the experts the routing gives rows, and offs, tiles and B to
+    theirs: an expert without rows has no unit and its weight is never read, so the kernel (same parameters, SEARCH
+    the call's) does the work of the same call on those experts alone. The count still exceeds the routing's
+    ``sum cdiv(rows, BM) * cdiv(N, BN)`` units by up to one row tile per touched expert, and is BLOCKS where fewer
+    units exist. A, C (and SwiGLU's per-row scale) are the call's, (R, K), (R, n), (R,). Not counted: the row-tile
+    counts (`moe.tile_counts`, PyTorch operators run when the launch is prepared). The FP8 and gathered kernels are
+    refused (no row measured them)."""
+    from argus.kernels import moe
+
+    problem = plan["problem"]
+    experts, rows, k, n = (int(problem[f]) for f in ("experts", "rows", "k", "n"))
+    dtype, epilogue = problem.get("dtype", "bf16"), problem.get("epilogue", "plain")
+    if epilogue not in MOE_EPILOGUES:
+        raise ValueError(
+            f"epilogue {epilogue!r}: moe rows are rebuilt on the 16-bit grouped kernels, one of "
+            f"{', '.join(MOE_EPILOGUES)} (the FP8 and gathered kernels are not yet)"
+        )
+    if dtype not in ("bf16", "f16"):
+        raise ValueError(f"dtype {dtype!r}: the grouped kernels take bf16 or f16 operands")
+    if k % 8 or n % 8:
+        raise ValueError(f"K and N must be multiples of 8 (16-byte TMA rows), got K={k}, N={n}")
+    if "routing" not in plan:
+        raise ValueError("a moe plan needs its routing (the rows of each expert): the kernel's work depends on it")
+    counts = [int(c) for c in plan["routing"]]
+    if len(counts) != experts or min(counts, default=0) < 0 or sum(counts) > rows:
+        raise ValueError(
+            f"the routing must give each of the {experts} experts a row count >= 0, {rows} rows at most in all; got "
+            f"{len(counts)} counts summing to {sum(counts)}"
+        )
+    touched = sum(1 for c in counts if c)
+    if touched == 0:
+        raise ValueError("the routing gives no expert a row: the kernel has no unit to estimate")
+    params = moe.launch_params(plan["config"], experts, dtype, epilogue, problem.get("activation", "silu"))
+    if experts > 1 << params["SEARCH"]:
+        raise ValueError(f"SEARCH={params['SEARCH']} finds at most {1 << params['SEARCH']} experts, not {experts}")
+    kernel = moe.KERNELS[epilogue].trace(**params)
+    width = 2 * n if epilogue == "swiglu" else n  # the gated weight holds each expert's gate then up columns
+    shapes = {"A": (rows, k), "B": (touched, k, width), "offs": (touched,), "tiles": (touched,), "C": (rows, n)}
+    if epilogue == "swiglu":
+        shapes["scale"] = (rows,)
+    return [(kernel, _shape_sizes(kernel, shapes))]
 
 
 def featurize(row: Row, gpu: str | None = None) -> tuple[float, dict[str, float]]:
@@ -658,8 +723,11 @@ class Calibration:
         return model.predict(estimate_ms, features)
 
     def improves(self, family: str) -> bool:
+        """Whether the family's correction lowered the held-out median error by at least `IMPROVES_MARGIN`."""
         h = self.heldout.get(family)
-        return bool(h) and h["calibrated"]["median_error"] < h["uncalibrated"]["median_error"]
+        if not h:
+            return False
+        return h["calibrated"]["median_error"] <= h["uncalibrated"]["median_error"] * (1 - IMPROVES_MARGIN)
 
     def trust_k(self, family: str, default: int | None = None, model: str | None = None) -> int | None:
         """How many of a model's top-ranked candidates to measure for one within `NEAR` of the best in `COVER` of

@@ -196,6 +196,20 @@ def _loaded(epilogue: str, params: tuple[tuple[str, Any], ...]) -> Any:
     return load(compile_kernel(KERNELS[epilogue].trace(**dict(params))))
 
 
+def launch_params(
+    config: dict[str, Any], experts: int, dtype: str, epilogue: str = "plain", activation: str = "silu"
+) -> dict[str, Any]:
+    """The trace parameters of the kernel `prepare` launches (`KERNELS[epilogue]`) on `config` (its tile, stages,
+    epilogue and order, `choose`'s or the caller's): SEARCH for `experts` where `config` has none, IN and OUT the
+    operands' `dtype` ("bf16" or "f16"), and for the gated up-projection ACT, the gate's `activation`."""
+    params = dict(config)
+    params.setdefault("SEARCH", search_steps(experts))
+    params["OUT"] = params["IN"] = dtype
+    if epilogue == "swiglu":
+        params["ACT"] = activation
+    return params
+
+
 def _extents(call: str, a: Any, b: Any, offs: Any) -> tuple[int, int, int, int]:
     """(R, K, E, N) of a grouped call's a (R, K), b (E, K, N) and offs (E,) int32, or the `GroupedError` that says
     which does not fit."""
@@ -272,11 +286,9 @@ def prepare(
     if rows == 0:  # no routed row: an empty product, no launch (as torch's)
         c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
         return c, GroupedLaunch(None, (c,))
-    params = dict(choose(rows, n, k, experts, epilogue) if config is None else config)
-    params.setdefault("SEARCH", search_steps(experts))
-    params["OUT"] = params["IN"] = "bf16" if a.dtype == torch.bfloat16 else "f16"
-    if epilogue == "swiglu":
-        params["ACT"] = activation
+    dtype = "bf16" if a.dtype == torch.bfloat16 else "f16"
+    params = launch_params(choose(rows, n, k, experts, epilogue) if config is None else config, experts, dtype,
+                           epilogue, activation)  # fmt: skip
     tiles = tile_counts(offs, params["BM"]) if tiles is None else tiles
     c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
     kernel = _loaded(epilogue if token is None else "swiglu_gathered", tuple(sorted(params.items())))
