@@ -153,6 +153,24 @@ def test_the_heuristic_splits_a_tail_where_the_last_wave_idles() -> None:
         assert bool(tails) == (problem is quantized)
 
 
+def test_a_tail_ahead_of_its_own_unsplit_tile_by_the_margin_is_taken_within_the_tie(monkeypatch) -> None:
+    """`TAIL_TWIN_MARGIN`: FP8 8192x8192x28672 (the model's tail3 0.5 % ahead of its unsplit twin, within `TIE`,
+    measured 1.1 % faster) takes the tail; 8192x28672x8192, whose tail is ahead by less, keeps the unsplit tile; a
+    configuration that takes a cluster keeps it (a tail cannot run in one)."""
+    long_k = mm.GemmProblem(8192, 8192, 28672, "e4m3", "bf16")
+    config = mm.choose(long_k)
+    assert config.TAIL == 3 and replace(config, TAIL=1).label == "128x256x128 s4 c2 tma", config.label
+    assert mm.choose(mm.GemmProblem(8192, 28672, 8192, "e4m3", "bf16")).TAIL == 1
+    monkeypatch.setattr(mm, "TAIL_TWIN_MARGIN", 0.01)  # more than the model's lead: the unsplit tile again
+    mm.choose.cache_clear()
+    assert mm.choose(long_k).TAIL == 1
+    mm.choose.cache_clear()
+    monkeypatch.setattr(mm, "TAIL_TWIN_MARGIN", 0.0)  # any lead, but a clustered choice stays clustered
+    clustered = mm.choose(mm.GemmProblem(8192, 8192, 8192))
+    assert clustered.CLUSTER == 2 and clustered.TAIL == 1
+    mm.choose.cache_clear()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["NT", "NN", "TN"])
 def test_a_split_tail_matches_torch_on_the_gpu(layout: str) -> None:

@@ -153,8 +153,13 @@ def test_the_gemv_kernels_refuse_bad_parameters() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "shape", [(1, 4096, 4096, "N"), (4, 14336, 4096, "K"), (8, 4096, 11008, "K"), (4096, 1, 8192, "N")]
-)
+    "shape",
+    [
+        (1, 4096, 4096, "N"), (4, 14336, 4096, "K"), (8, 4096, 11008, "K"), (4096, 1, 8192, "N"),
+        # one launch (`gemv_tma_one_launch`): 16 stages; 8 stages; a partial last row tile and a K tail
+        (1, 4096, 4096, "K"), (1, 14336, 4096, "K"), (1, 2200, 1000, "K"),
+    ],
+)  # fmt: skip
 def test_gemv_matches_torch_on_the_gpu(shape) -> None:
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -266,6 +271,43 @@ def test_the_tma_gemv_with_v_in_the_stages_is_correct_on_the_interpreter(
     assert "vstage" in g.label and g.kernel_params(problem)["VSTAGE"] is True
     a, b = _operands(m, n, k, "bf16", seed=m + n + k)
     c = mm.GemmPlan(problem, g).run_on_interpreter(a, b)
+    ref = a @ b
+    assert float(np.abs(c - ref).max() / np.abs(ref).max()) < 2.0**-7
+
+
+def test_one_row_and_matrix_vector_products_take_one_launch_where_the_rows_fill_the_sms(monkeypatch) -> None:
+    """`gemv_tma_one_launch`: 16 rows a block, V in the stages, no split: one kernel writes C, where the row tiles
+    are at least one per SM and all resident at once; otherwise the split plan (`gemv_tma_config`)."""
+    one = mm.plan(mm.GemmProblem(1, 4096, 4096))  # 256 blocks: two a SM
+    g = one.config
+    assert (g.KERNEL, g.SPLITS, g.BN, g.STAGES, g.THREADS, g.VSTAGE, g.PARTIAL) == (
+        "rows_tma",
+        1,
+        16,
+        8,
+        128,
+        True,
+        True,
+    )
+    assert g.reduce_params(one.problem) is None and len(one.kernels()) == 1
+    assert mm.plan(mm.GemmProblem(16384, 1, 4096, "f16", "f16")).config.VSTAGE  # a matrix-vector product too
+    few = mm.plan(mm.GemmProblem(1, 2048, 4096)).config  # 128 row tiles of 16 on 132 SMs: split as before
+    assert few.SPLITS > 1 and not few.VSTAGE
+    many = mm.plan(mm.GemmProblem(1, 28672, 4096)).config  # 1792 tiles of 16 rows: two waves; 64-row tiles instead
+    assert (many.BN, many.SPLITS, many.VSTAGE) == (64, 1, False)
+    monkeypatch.setattr(mm, "GEMV_TMA_ONE_LAUNCH", False)
+    assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096)).SPLITS > 1
+
+
+def test_a_one_launch_gemv_plan_is_correct_on_the_interpreter() -> None:
+    from dataclasses import replace
+
+    target = replace(mm.DEFAULT_TARGET, sms=4)
+    problem = mm.GemmProblem(1, 70, 1000, "bf16", "bf16", "K", "K")  # 5 blocks of 16 rows, the last partial
+    g = mm.gemv_config(problem, target)
+    assert g.SPLITS == 1 and g.VSTAGE and g.BN == 16
+    a, b = _operands(1, 70, 1000, "bf16", seed=5)
+    c = mm.GemmPlan(problem, g).run_on_interpreter(a, b, target=target)
     ref = a @ b
     assert float(np.abs(c - ref).max() / np.abs(ref).max()) < 2.0**-7
 

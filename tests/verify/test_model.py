@@ -112,6 +112,24 @@ def test_loop_lookback_decides_a_three_stage_pipeline_only_when_it_looks_far_eno
     assert verify(module.KERNEL, checks=("mma",)).verdict.value == "verified"
 
 
+def test_the_default_lookback_reaches_a_deep_ring_s_loads() -> None:
+    """`default_lookback`: 4, or a pipelined loop's stages minus one up to `LOOKBACK_MOST`. `gemv_rows_tma`'s 8-stage
+    ring reads a stage 7 iterations after its load: its tag assertions are `UNKNOWN_LOOKBACK` at 4 and proved at the
+    default."""
+    from argus.kernels.gemv import gemv_rows_tma
+    from argus.verify import verify
+    from argus.verify.engine import LOOKBACK_MOST, default_lookback
+
+    def ring(stages: int):  # noqa: ANN202
+        return gemv_rows_tma.trace(BN=16, SPLITS=1, STAGES=stages, THREADS=128, PARTIAL=True, VSTAGE=True, OUT="bf16")
+
+    assert [default_lookback(ring(s)) for s in (2, 5, 6, 8, 16)] == [4, 4, 5, 7, LOOKBACK_MOST]
+    kernel = ring(6)
+    short = verify(kernel, lookback=4)
+    assert short.verdict.value == "unknown" and {f.code for f in short.unknowns} == {"UNKNOWN_LOOKBACK"}
+    assert verify(kernel).verdict.value == "verified"
+
+
 def test_the_state_before_a_loop_is_read_once_for_every_iteration_looked_back_through(monkeypatch) -> None:
     """Twelve unrolled copies of a serial loop, each adding to one running sum: reading the sum read the state
     before each copy's loop once per iteration it looked back through (and once for the loop not run), which is

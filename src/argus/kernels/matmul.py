@@ -217,6 +217,12 @@ CLUSTERS = True
 #: Off: only unsplit over split counts as simpler (both split ones have a workspace and a reduction launch); between
 #: split ones the model's faster wins.
 TIE_FEWEST_SPLITS = False
+#: A split tail ranked ahead of its own unsplit twin (the same tile, stages and epilogue) by more than this fraction
+#: is taken although within `TIE`, where the twin stays out of clusters (a tail cannot run in one). Measured on an H100
+#: (benchmarks/results/2026-12-05-gemm-ncu/, call 3): FP8 8192x8192x28672, the model's tail3 0.5 % ahead of the
+#: unsplit 128x256x128 (27.6 waves of cuBLAS's 144x128 tiles against 15.5 of these, the last half idle), measured
+#: 1.006 -> 1.017x `torch._scaled_mm`; 8192x28672x8192, whose tail the model ranks behind, kept its unsplit tile.
+TAIL_TWIN_MARGIN = 0.005
 #: The most rows of A (a decode batch) the GEMV kernels take; above, the tensor-core GEMM. A GEMV does 2 R FLOPs per
 #: matrix element it streams, on the CUDA cores (f32 FMA): at 8 rows that is well under what they sustain at the
 #: memory's rate, at 16 it is near it.
@@ -253,6 +259,20 @@ GEMV_TMA_THREADS = 256
 GEMV_TMA_LANES = 8
 GEMV_TMA_PARTIAL = True
 GEMV_TMA_WAVES = 0.5
+#: One launch instead of a split and its reduction (`gemv_tma_one_launch`), where the matrix has at least one row
+#: tile of `GEMV_TMA_ONE_BN` rows per SM and all of them are resident at once: 16 rows a block on 128 threads, V's
+#: K-blocks in the stages (VSTAGE), a ring of `GEMV_TMA_ONE_STAGES`. Measured on an H100
+#: (benchmarks/results/2026-12-05-gemm-ncu/, calls 3-4), one row times a weight (N, K), against the split plan and
+#: cuBLAS in one process, at 8 stages: 1x4096x4096 0.973 -> 1.041x cuBLAS, 1x14336x4096 0.945 -> 0.999x,
+#: 1x8192x8192 0.947 -> 0.977x, 1x4096x14336 0.969 -> 0.983x. 16 stages ran up to 5 % faster where two blocks share
+#: an SM (1x4096x4096 1.067-1.096x) but a ring that deep is `UNKNOWN_LOOKBACK` to the verifier within its look-back
+#: (8, `argus.verify.engine.LOOKBACK_MOST`; minutes past it): not planned. Two waves of blocks lose (1x28672x4096 at 16
+#: rows, 1792 blocks: 0.723x, where the split plan's one launch of 64-row blocks runs 0.964x). Without VSTAGE the
+#: same plans ran at 0.45-0.88x: each of the 64-224 iterations waited for V's chunk from L2.
+GEMV_TMA_ONE_LAUNCH = True
+GEMV_TMA_ONE_BN = 16
+GEMV_TMA_ONE_THREADS = 128
+GEMV_TMA_ONE_STAGES = 8
 
 
 @dataclass(frozen=True)
@@ -323,9 +343,11 @@ def gemv_config(
     vec = 16 // dtype_of(problem.dtype).itemsize
     if problem.dtype in GEMV_TMA_DTYPES and problem.K % vec == 0:
         if problem.N == 1 and problem.M > GEMV_ROWS and problem.a_major == "K":
-            return gemv_tma_config(problem, target)  # a 16-bit matrix (M, K) row-major times a vector
+            # a 16-bit matrix (M, K) row-major times a vector
+            return gemv_tma_one_launch(problem, target) or gemv_tma_config(problem, target)
         if problem.M == 1 and problem.N > 1 and problem.b_major == "K":
-            return gemv_tma_config(problem, target)  # one 16-bit row times a weight stored (N, K)
+            # one 16-bit row times a weight stored (N, K)
+            return gemv_tma_one_launch(problem, target) or gemv_tma_config(problem, target)
     if problem.dtype not in dtypes:
         return None
     if problem.M <= GEMV_ROWS:
@@ -381,6 +403,27 @@ def gemv_tma_config(
     splits = max(1, min(want, k_blocks // stages, GEMV_MAX_SPLITS))
     return GemvConfig("rows_tma", swap, rows, splits, bk, bn, STAGES=stages, THREADS=threads, LANES=lanes,
                       PARTIAL=partial)  # fmt: skip
+
+
+def gemv_tma_one_launch(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemvConfig | None:
+    """The one-launch `gemv_rows_tma` plan (no split, no reduction: the kernel writes C) where the matrix's rows make
+    at least one block of `GEMV_TMA_ONE_BN` rows per SM and every block is resident at once (by shared memory,
+    threads and blocks per SM), else None (`GEMV_TMA_ONE_LAUNCH` off, too few rows or too many: the plan of
+    `gemv_tma_config`). V's K-blocks come in the ring's `GEMV_TMA_ONE_STAGES` stages (VSTAGE)."""
+    swap = problem.M > GEMV_ROWS
+    rows, cols = (1, problem.M) if swap else (problem.M, problem.N)
+    if not GEMV_TMA_ONE_LAUNCH or rows > GEMV_ROWS or (swap and problem.N != 1):
+        return None
+    bn, threads, stages = GEMV_TMA_ONE_BN, GEMV_TMA_ONE_THREADS, GEMV_TMA_ONE_STAGES
+    blocks = _cdiv(cols, bn)
+    resident = stages * (bn + rows) * 128 + 64 + target.shared_memory_reserved_per_block  # both boxes, barriers
+    per_sm = min(target.shared_memory_per_sm // resident, target.max_threads_per_sm // threads,
+                 target.max_blocks_per_sm)  # fmt: skip
+    if not target.sms <= blocks <= per_sm * target.sms:
+        return None
+    bk = 128 // dtype_of(problem.dtype).itemsize
+    return GemvConfig("rows_tma", swap, rows, 1, bk, bn, STAGES=stages, THREADS=threads, LANES=GEMV_TMA_LANES,
+                      PARTIAL=True, VSTAGE=True)  # fmt: skip
 
 
 def mma_efficiency(bm: int, bn: int) -> float:
@@ -1066,8 +1109,9 @@ def choose(
     """The configuration the model ranks first for `problem` among `tiles` (default `TILES`) and, with `swap`, its
     swap-AB tiles; among those within `TIE` of the best, an unsplit one without a split tail over split ones (no
     workspace, one launch; with `TIE_FEWEST_SPLITS`, the fewest splits), then in 2-block clusters where
-    `cluster_choice` measured them faster. Remembered per (problem, target, tiles, swap): a call site that repeats a
-    shape pays the ranking once."""
+    `cluster_choice` measured them faster; but the best-ranked split tail of that very configuration where it is
+    more than `TAIL_TWIN_MARGIN` ahead and the configuration took no cluster. Remembered per (problem, target,
+    tiles, swap): a call site that repeats a shape pays the ranking once."""
     found = candidates_for(problem, target, tiles, swap)
     preferred = swap_choice(problem, found, target) if swap else None
     if preferred is not None:
@@ -1082,7 +1126,12 @@ def choose(
     def simpler(c: GemmConfig) -> tuple:
         return (c.SPLITS if TIE_FEWEST_SPLITS else c.SPLITS > 1, c.TAIL > 1, c.PITCH, times[c], -c.BM * c.BN)
 
-    return cluster_choice(problem, min(near, key=simpler), target)
+    chosen = cluster_choice(problem, min(near, key=simpler), target)
+    tail = min(found, key=lambda c: times[c])
+    if chosen.CLUSTER == 1 and tail.TAIL > 1 and replace(tail, TAIL=1) == chosen:  # the tail of the chosen tile
+        if times[tail] * (1 + TAIL_TWIN_MARGIN) < times[chosen]:
+            return tail
+    return chosen
 
 
 def cluster_refusal(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> str | None:

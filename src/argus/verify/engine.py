@@ -60,22 +60,44 @@ from argus.verify.roles import check_protocol
 CHECKS = ("mma", "races", "pipeline", "fence", "oob", "coverage", "scale", "align", "budget", "asserts", "perf")
 
 
+#: The look-back `verify_kernel` uses when none is given: at least `LOOKBACK`, and for a kernel with a deeper
+#: pipelined loop (`T.pipeline(..., stages=S)`) S - 1, the iterations between a stage's load and its use (a ring of 8
+#: stages is read 7 iterations after it was written), up to `LOOKBACK_MOST` (a deeper ring's checks may stay
+#: `UNKNOWN_LOOKBACK`, whose blame says which look-back decides them). Each check still starts at one iteration and
+#: looks further back only while it is undecided, so a kernel whose checks are decided within 4 costs nothing more.
+LOOKBACK = 4
+LOOKBACK_MOST = 8
+
+
+def default_lookback(kernel: Kernel) -> int:
+    """The look-back `verify_kernel` uses for `kernel` when none is given (`LOOKBACK`, `LOOKBACK_MOST`)."""
+    from argus.ir.nodes import For, LoopKind
+    from argus.verify.program import Program
+
+    deepest = max(
+        (s.stmt.stages for s in Program.build(kernel).sites
+         if isinstance(s.stmt, For) and s.stmt.kind == LoopKind.PIPELINED),
+        default=1,
+    )  # fmt: skip
+    return max(LOOKBACK, min(LOOKBACK_MOST, deepest - 1))
+
+
 def verify_kernel(
     kernel: Kernel,
     *,
     checks: tuple[str, ...] = CHECKS,
-    lookback: int = 4,
+    lookback: int | None = None,
     timeout_ms: int = SOLVER_TIMEOUT_MS,
     rlimit: int = SOLVER_RLIMIT,
     shapes: dict[str, int] | None = None,
 ) -> Result:
-    """Verify a traced kernel: every built-in invariant and tag assertion, for all blocks, threads,
-    loop iterations and problem sizes allowed by the kernel's assumptions (or the sizes pinned in
-    `shapes`). `lookback` bounds how many loop iterations back a value is traced (each check starts
-    at one and looks further back only while that leaves it undecided). Each Z3 query gets `rlimit` resource units
-    (deterministic: the same kernel gets the same answer on a loaded machine) and `timeout_ms` as a backstop; a query
-    that exhausts them is ``UNKNOWN_SOLVER``. The verification runs on a Z3 state of its own (`smt.isolated`), so
-    its answers do not depend on what this process verified before.
+    """Verify a traced kernel: every built-in invariant and tag assertion, for all blocks, threads, loop iterations and
+    problem sizes allowed by the kernel's assumptions (or the sizes pinned in `shapes`). `lookback` bounds how many
+    loop iterations back a value is traced (each check starts at one and looks further back only while that leaves
+    it undecided; default `default_lookback`). Each Z3 query gets `rlimit` resource units (deterministic: the same
+    kernel gets the same answer on a loaded machine) and `timeout_ms` as a backstop; a query that exhausts them is
+    ``UNKNOWN_SOLVER``. The verification runs on a Z3 state of its own (`smt.isolated`), so its answers do not
+    depend on what this process verified before.
 
     The same kernel verified again in this process with the same options gets the answer of the first time
     (`MEMO_SIZE` answers are kept, keyed by the kernel's wire form, `argus.ir.serialize`, which holds every field
@@ -83,6 +105,8 @@ def verify_kernel(
     same program, up to the identity of their objects); a kernel the wire form cannot hold is verified anew."""
     from argus.verify.model import MAX_READS  # read when called: a budget set by a caller (or a test) counts
 
+    if lookback is None:
+        lookback = default_lookback(kernel)
     key = _memo_key(kernel, checks, lookback, timeout_ms, rlimit, shapes, MAX_READS)
     if key is not None and key in _MEMO:
         _MEMO.move_to_end(key)
