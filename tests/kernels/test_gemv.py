@@ -299,6 +299,23 @@ def test_one_row_and_matrix_vector_products_take_one_launch_where_the_rows_fill_
     assert mm.gemv_config(mm.GemmProblem(1, 4096, 4096)).SPLITS > 1
 
 
+def test_a_one_launch_gemv_plan_gives_tma_a_row_major_aligned_v() -> None:
+    """VSTAGE loads V by TMA: a row of A whose stride or base TMA cannot take (`x.T` of a column: strides (1, 1),
+    which torch calls contiguous; a slice starting mid-vector) is copied; an aligned row-major one is used as it is."""
+    torch = pytest.importorskip("torch")
+    k = 4096
+    b = torch.randn(4096, k, dtype=torch.bfloat16).T  # an nn.Linear weight (N, K), as (K, N)
+    column = torch.randn(k, 1, dtype=torch.bfloat16).T
+    shifted = torch.randn(1, k + 1, dtype=torch.bfloat16)[:, 1:]
+    plain = torch.randn(1, k, dtype=torch.bfloat16)
+    for a, copied in ((column, True), (shifted, True), (plain, False)):
+        plan = mm.plan(mm.problem_of(a, b))
+        assert plan.config.VSTAGE
+        v, _, _ = plan.gemv_operands(a, b, torch)
+        assert v.stride() == (k, 1) and v.data_ptr() % 16 == 0 and torch.equal(v, a)
+        assert (v.data_ptr() != a.data_ptr()) == copied
+
+
 def test_a_one_launch_gemv_plan_is_correct_on_the_interpreter() -> None:
     from dataclasses import replace
 

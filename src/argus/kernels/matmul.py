@@ -1444,7 +1444,14 @@ class GemmPlan:
             v, mat = b.reshape(1, p.K), (_t(a) if g.KERNEL == "columns" else a)
         else:
             v, mat = a, (b if g.KERNEL == "columns" else _t(b))
-        contiguous = xp.ascontiguousarray(v) if xp.__name__ == "numpy" else v.contiguous()
+        if xp.__name__ == "numpy":
+            return xp.ascontiguousarray(v), mat, _up(p.M if g.SWAP else p.N, 4)
+        contiguous = v.contiguous()
+        row_major = (contiguous.shape[1], 1)  # (torch leaves a row's stride as it was where there is one row)
+        if g.VSTAGE and (contiguous.data_ptr() % 16 or tuple(contiguous.stride()) != row_major):
+            # VSTAGE loads V by TMA: a 16-byte aligned base and 16-byte row strides (`x.T` of a column has stride
+            # (1, 1), a slice may start mid-vector); a copy of at most GEMV_ROWS x K elements
+            contiguous = contiguous.clone(memory_format=xp.contiguous_format)
         return contiguous, mat, _up(p.M if g.SWAP else p.N, 4)
 
     def gemv_result(self, c: Any) -> Any:
