@@ -219,9 +219,10 @@ CLUSTERS = True
 TIE_FEWEST_SPLITS = False
 #: A split tail ranked ahead of its own unsplit twin (the same tile, stages and epilogue) by more than this fraction
 #: is taken although within `TIE`, where the twin stays out of clusters (a tail cannot run in one). Measured on an H100
-#: (benchmarks/results/2026-12-05-gemm-ncu/, call 3): FP8 8192x8192x28672, the model's tail3 0.5 % ahead of the
-#: unsplit 128x256x128 (27.6 waves of cuBLAS's 144x128 tiles against 15.5 of these, the last half idle), measured
-#: 1.006 -> 1.017x `torch._scaled_mm`; 8192x28672x8192, whose tail the model ranks behind, kept its unsplit tile.
+#: (benchmarks/results/2026-12-05-gemm-ncu/, calls 2 and 4): FP8 8192x8192x28672, the model's tail3 0.5 % ahead of
+#: the unsplit 128x256x128 (27.6 waves of cuBLAS's 144x128 tiles against 15.5 of these, the last half idle), measured
+#: 1.0-1.1 % faster (1.006 -> 1.017x `torch._scaled_mm`); the rule's three other changes among 364 shapes 0.4-0.9 %
+#: faster than their twins (call 4); 8192x28672x8192, whose tail is ahead by less, keeps its unsplit tile.
 TAIL_TWIN_MARGIN = 0.005
 #: The most rows of A (a decode batch) the GEMV kernels take; above, the tensor-core GEMM. A GEMV does 2 R FLOPs per
 #: matrix element it streams, on the CUDA cores (f32 FMA): at 8 rows that is well under what they sustain at the
