@@ -2,9 +2,11 @@
 # device call 5 (session 59, issue #20): the final plan. One-row and matrix-vector products on the one-launch GEMV at 8
 # stages (what `gemv_tma_one_launch` plans: 16 stages are past the verifier's look-back), against the 16-stage ring
 # and the split plan it replaced, interleaved with cuBLAS; then the issue's bf16 suite with the plan as committed.
+# CALL names the results (default call5; call7.sh runs it again as call7).
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-R=$OUT/call5
+C=${CALL:-call5}
+R=$OUT/$C
 mkdir -p $R
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
   python3 -c "import torch,sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
@@ -20,4 +22,4 @@ timeout -k 5 -s INT 170 python3 benchmarks/gemm_shapes.py --suite issue --sweep 
 echo "exit $?" >> $R/issue.txt
 grep -h -E "geometric|exit|WRONG|Error|refused|1x4096x4096" $R/issue.txt | cut -c1-200
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv >> $R/env.txt
-cd $OUT && tar czf call5.tgz call5 && rm -rf call5
+cd $OUT && tar czf $C.tgz $C && rm -rf $C

@@ -395,15 +395,20 @@ def gemv_tma_config(
     if rows > GEMV_ROWS or (swap and problem.N != 1):
         raise GemmError(f"gemv_rows_tma takes at most {GEMV_ROWS} rows of A or one column of B, not {problem}")
     bk = 128 // dtype_of(problem.dtype).itemsize
-    stage_bytes = bn * 128
-    resident = stages * stage_bytes + 64 + target.shared_memory_reserved_per_block  # the ring, its barriers
-    per_sm = max(1, min(target.shared_memory_per_sm // resident, target.max_threads_per_sm // threads, 8))
+    per_sm = max(1, min(_ring_blocks_per_sm(stages, bn * 128, threads, target), 8))
     tiles = _cdiv(cols, bn)
     k_blocks = _cdiv(problem.K, bk)
     want = _cdiv(int(waves * per_sm * target.sms), tiles)
     splits = max(1, min(want, k_blocks // stages, GEMV_MAX_SPLITS))
     return GemvConfig("rows_tma", swap, rows, splits, bk, bn, STAGES=stages, THREADS=threads, LANES=lanes,
                       PARTIAL=partial)  # fmt: skip
+
+
+def _ring_blocks_per_sm(stages: int, stage_bytes: int, threads: int, target: Target) -> int:
+    """How many `gemv_rows_tma` blocks of `threads` threads with a ring of `stages` stages of `stage_bytes` an SM
+    holds at once (shared memory with the ring's mbarriers and the reserved bytes, threads, blocks)."""
+    resident = stages * stage_bytes + 64 + target.shared_memory_reserved_per_block
+    return min(target.shared_memory_per_sm // resident, target.max_threads_per_sm // threads, target.max_blocks_per_sm)
 
 
 def gemv_tma_one_launch(problem: GemmProblem, target: Target = DEFAULT_TARGET) -> GemvConfig | None:
@@ -417,9 +422,7 @@ def gemv_tma_one_launch(problem: GemmProblem, target: Target = DEFAULT_TARGET) -
         return None
     bn, threads, stages = GEMV_TMA_ONE_BN, GEMV_TMA_ONE_THREADS, GEMV_TMA_ONE_STAGES
     blocks = _cdiv(cols, bn)
-    resident = stages * (bn + rows) * 128 + 64 + target.shared_memory_reserved_per_block  # both boxes, barriers
-    per_sm = min(target.shared_memory_per_sm // resident, target.max_threads_per_sm // threads,
-                 target.max_blocks_per_sm)  # fmt: skip
+    per_sm = _ring_blocks_per_sm(stages, (bn + rows) * 128, threads, target)  # a stage: the matrix's box and V's
     if not target.sms <= blocks <= per_sm * target.sms:
         return None
     bk = 128 // dtype_of(problem.dtype).itemsize

@@ -71,15 +71,10 @@ LOOKBACK_MOST = 8
 
 def default_lookback(kernel: Kernel) -> int:
     """The look-back `verify_kernel` uses for `kernel` when none is given (`LOOKBACK`, `LOOKBACK_MOST`)."""
-    from argus.ir.nodes import For, LoopKind
-    from argus.verify.program import Program
+    from argus.ir.nodes import For, LoopKind, walk
 
-    deepest = max(
-        (s.stmt.stages for s in Program.build(kernel).sites
-         if isinstance(s.stmt, For) and s.stmt.kind == LoopKind.PIPELINED),
-        default=1,
-    )  # fmt: skip
-    return max(LOOKBACK, min(LOOKBACK_MOST, deepest - 1))
+    pipelined = (s.stages for s in walk(kernel.body) if isinstance(s, For) and s.kind == LoopKind.PIPELINED)
+    return max(LOOKBACK, min(LOOKBACK_MOST, max(pipelined, default=1) - 1))
 
 
 def verify_kernel(
