@@ -5,9 +5,11 @@ Usage (from the repository root on a GPU machine)::
     PYTHONPATH=src python benchmarks/gemm_config_probe.py M,N,K "BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER" ... \
         [--rounds 100] [--json F] [--kernel-only] [--profile]
 
-A configuration ``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS[,VSTAGE]`` is a `gemv_rows_tma` plan (`GemvConfig`)
-instead, for one row of A times B stored (N, K). ``--kernel-only`` also times the first kernel of every plan of two
-launches alone (its result incomplete: the split-K reduction's share of the time); ``--profile`` prints the kernels
+A configuration may end in ``,fused``: split-K with the reduction in the GEMM kernel (`GemmConfig.FUSE`). Every
+contender is checked against the f32 product before and after the timed relaunches. A configuration
+``gemv:BN,STAGES,THREADS,LANES,PARTIAL,SPLITS[,VSTAGE]`` is a `gemv_rows_tma` plan (`GemvConfig`) instead, for
+one row of A times B stored (N, K). ``--kernel-only`` also times the first kernel of every plan of two launches
+alone (its result incomplete: the split-K reduction's share of the time); ``--profile`` prints the kernels
 cuBLAS launches for the product and their times (`torch.profiler`).
 
 For the bf16 product A (M, K) @ B (N, K)^T (C in bf16, nn.Linear's layout): the heuristic's plan
@@ -55,13 +57,16 @@ def parse_config(text: str, mm, rows: int = 1, swap: bool = False):  # noqa: ANN
                              THREADS=g["THREADS"], LANES=g["LANES"], PARTIAL=bool(g["PARTIAL"]),
                              VSTAGE=bool(g.get("VSTAGE", 0)))  # fmt: skip
     parts = text.split(",")
+    fuse = parts[-1] == "fused"
+    if fuse:
+        parts.pop()
     store = parts.pop() if parts[-1] in ("direct", "tma") else None
     values = [int(x) for x in parts]
     if len(values) != len(FIELDS):
-        raise SystemExit(f"{text!r}: give {','.join(FIELDS)}[,direct|tma]")
+        raise SystemExit(f"{text!r}: give {','.join(FIELDS)}[,direct|tma][,fused]")
     fields = dict(zip(FIELDS, values, strict=True))
     epilogue = store or ("direct" if fields["SPLITS"] > 1 else "tma")
-    return mm.GemmConfig(**fields, EPILOGUE=epilogue)
+    return mm.GemmConfig(**fields, EPILOGUE=epilogue, FUSE=fuse)
 
 
 def main() -> int:
@@ -90,7 +95,7 @@ def main() -> int:
     swap = n == 1 and m > mm.GEMV_ROWS  # a matrix-vector product: a GEMV configuration's matrix is A
     contenders = [("heuristic", mm.plan(problem).config)] + [(c, parse_config(c, mm, m, swap)) for c in args.configs]
     launches = {"cublas": lambda: torch.matmul(a, b)}
-    labels, wrong = {}, False
+    labels, wrong, outputs = {}, False, {}
     for name, config in contenders:
         try:
             c, prepared = mm.prepare(a, b, config=config)
@@ -108,6 +113,7 @@ def main() -> int:
             continue
         launches[name] = lambda prepared=prepared: [p.launch() for p in prepared]
         labels[name] = config.label
+        outputs[name] = c
         if args.kernel_only and len(prepared) > 1:
             launches[f"{name}/k"] = prepared[0].launch
             labels[f"{name}/k"] = f"{config.label} [first kernel only]"
@@ -115,6 +121,13 @@ def main() -> int:
         profile_cublas(torch, lambda: torch.matmul(a, b))
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     times = interleaved_times(torch, launches, args.rounds, scratch)
+    for name, c in outputs.items():  # every relaunch overwrote C: still the product (a fused plan's counters reused)
+        launches[name]()
+        torch.cuda.synchronize()
+        err = float((c.float() - ref).abs().max()) / scale
+        if not err <= 1e-2:
+            print(f"WRONG after the timed relaunches {name} ({labels[name]}): relative error {err}")
+            wrong = True
     med = {name: statistics.median(v) for name, v in times.items()}
     print(f"{m}x{n}x{k}: cuBLAS {med['cublas'] * 1e3:.1f} us")
     rows = []

@@ -546,6 +546,12 @@ class Code(StrEnum):
         "T.grid takes 1 to 3 positive extents; got {extents}",
         "open the grid as T.grid(n) to T.grid(x, y, z), with positive ints or shape expressions",
     )
+    DSL_GROUP_BARRIER = _entry(
+        Category.DSL,
+        "T.group_barrier: {problem}",
+        "pass a 1-d i32 tensor parameter the kernel reads no other way, an index and a rank (0 .. count - 1) that "
+        "do not depend on the thread, and the number of blocks that arrive as a positive int",
+    )
     DSL_INTEGER_OP = _entry(
         Category.DSL,
         "{operation} works on integer fragments (i32, u32)",
@@ -1126,6 +1132,12 @@ class Code(StrEnum):
         Category.INTERP,
         "every warp role is blocked: {waits}",
         "check the mbarrier phases, the arrive counts and the expected bytes (argus verify checks them)",
+    )
+    INTERP_GROUP_BARRIER = _entry(
+        Category.INTERP,
+        "a group barrier's arrival breaks its protocol: {problem}",
+        "give each of the count blocks that share a counter its own rank in 0 .. count - 1, and let each arrive once "
+        "per generation",
     )
     INTERP_IM2COL = _entry(
         Category.INTERP,

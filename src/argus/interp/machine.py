@@ -66,6 +66,7 @@ from argus.ir.nodes import (
     Fill,
     For,
     Gemm,
+    GroupBarrier,
     If,
     Kernel,
     Let,
@@ -369,6 +370,8 @@ class _Block:
     peer: _Block | None = None
     rank: int = 0
     cluster_barriers: set[int] = field(default_factory=set)  # id() of the cluster mbarrier buffers initialised
+    # a kernel with group barriers (`GroupBarrier`) runs every block together: a blocked block yields to the others
+    together: bool = False
 
 
 def _int(e: Expr | int, env: dict[Var, Any]) -> int:
@@ -562,6 +565,8 @@ class _Machine:
         self.kernel = kernel
         self.arrays = arrays
         self.schedule = schedule
+        # group barriers: the ranks arrived in the current generation, by (counter tensor, index)
+        self.generations: dict[tuple[int, int], set[int]] = {}
 
     # --- copies -------------------------------------------------------------------------------------------
     def _read(self, blk: _Block, ref: TileRef, tile_idx: np.ndarray, pad: float) -> np.ndarray:
@@ -930,6 +935,9 @@ class _Machine:
         return bars[index]
 
     # --- control -------------------------------------------------------------------------------------------
+    def group_barrier(self, blk: _Block, s: GroupBarrier):
+        yield from _group_barrier(self, blk, s)
+
     def run(self, blk: _Block, stmts: tuple[Stmt, ...]):
         """Execute `stmts` (a generator: it yields while an mbarrier wait blocks). Consecutive warp
         roles run as cooperatively scheduled coroutines."""
@@ -971,7 +979,7 @@ class _Machine:
                     running.remove(entry)
                     progressed = True
             blk.env = base_env
-            if running and not progressed and blk.events == before and blk.peer is not None:
+            if running and not progressed and blk.events == before and (blk.peer is not None or blk.together):
                 yield "; ".join(f"role {e[0].name} waits at {e[3]}" for e in running)  # the peer may release it
                 continue
             if running and not progressed and blk.events == before:
@@ -1078,6 +1086,8 @@ class _Machine:
                     )
                 while bar.phase % 2 == parity:
                     yield f"{s.loc} ({s.barrier.buffer.name}, parity {parity})"
+        elif isinstance(s, GroupBarrier):
+            yield from self.group_barrier(blk, s)
         elif isinstance(s, (Barrier, Fence, WarpgroupTurn)):
             pass  # lockstep execution: all threads of a role reach it together (turns only schedule issue)
         elif isinstance(s, (Tag, AssertTag, AssertTagEq)):
@@ -1087,6 +1097,44 @@ class _Machine:
                 "INTERP_UNSUPPORTED",
                 f"{s.loc}: {type(s).__name__} is not interpreted yet",
             )
+
+
+def _group_barrier(machine: _Machine, blk: _Block, s: GroupBarrier):
+    """`GroupBarrier`: add to the counter as the generated code does (rank 0 ``2^31 - (count - 1)``, the others 1,
+    modulo 2^32, kept in the i32 tensor's two's complement), then wait (yielding to the other blocks) until its top
+    bit differs from what this block's addition found. A rank outside 0 .. count - 1 or arriving twice in one
+    generation is `INTERP_GROUP_BARRIER`: on the GPU the barrier would open early or never."""
+    buf = s.counter.buffer
+    mem = blk.globals_[buf]
+    index = _int(s.counter.origin[0], blk.env)
+    rank = _int(s.rank, blk.env)
+    where = f"{s.loc}: the group barrier on {buf.name}[{index}]"
+    if not 0 <= index < mem.shape[0]:
+        raise InterpError(
+            "INTERP_ELEMENT_OOB",
+            f"{where} is outside {buf.name}'s extent {mem.shape[0]}",
+            "size the counter tensor for every index the kernel arrives at",
+        )
+    if not 0 <= rank < s.count:
+        raise InterpError("INTERP_GROUP_BARRIER", f"{where}: rank {rank} outside 0 .. {s.count - 1}")
+    arrived = machine.generations.setdefault((id(buf), index), set())
+    if rank in arrived:
+        raise InterpError(
+            "INTERP_GROUP_BARRIER",
+            f"{where}: rank {rank} arrives twice before the other {s.count - len(arrived)} of {s.count} ranks",
+            "give every block that arrives at one counter its own rank, and arrive once per generation",
+        )
+    arrived.add(rank)
+    if len(arrived) == s.count:
+        arrived.clear()
+    old = int(mem[index]) & 0xFFFFFFFF
+    new = (old + ((1 << 31) - (s.count - 1) if rank == 0 else 1)) & 0xFFFFFFFF
+    mem[index] = new - (1 << 32) if new >= 1 << 31 else new
+    blk.events += 1
+    while ((old ^ (int(mem[index]) & 0xFFFFFFFF)) >> 31) == 0:
+        if not blk.together:
+            raise InterpError("INTERP_INTERNAL", f"{where}: a group barrier in a block that runs alone")
+        yield f"{where} (rank {rank} of {s.count})"
 
 
 @dataclass
@@ -1277,17 +1325,59 @@ def run_kernel(
         benv[READ_ELEMENT] = functools.partial(_read_element, work)
         return _Block(kernel, benv, work)
 
-    for point in itertools.product(*[range(e) for e in extents]):
+    if any(isinstance(s, GroupBarrier) for s in walk(kernel.body)):  # blocks wait for each other: all at once
+        blocks = [block(point) for point in itertools.product(*[range(e) for e in extents])]
         if kernel.cluster > 1:
-            if point[0] % kernel.cluster == 0:
-                _run_cluster(machine, [block((point[0] + r, *point[1:])) for r in range(kernel.cluster)])
-            continue
-        blk = block(point)
-        for _ in machine.run(blk, kernel.body):
-            raise InterpError("INTERP_INTERNAL", "a wait escaped the warp-role scheduler")
-        machine._wgmma_wait(blk, 0)  # MMAs still in flight complete before the block exits
+            for i in range(0, len(blocks), kernel.cluster):
+                first, second = blocks[i : i + 2]
+                first.peer, second.peer, second.rank = second, first, 1
+        _run_blocks(machine, blocks)
+        blocks.clear()
+    else:
+        for point in itertools.product(*[range(e) for e in extents]):
+            _run_point(machine, kernel, block, point)
     for t in kernel.tensors:
         arrays[t.name][...] = work[t].astype(arrays[t.name].dtype)
+
+
+def _run_point(machine: _Machine, kernel: Kernel, block: Any, point: tuple[int, ...]) -> None:
+    """Run the block at `point` alone (or, in a kernel of clusters, the cluster it leads with its peer)."""
+    if kernel.cluster > 1:
+        if point[0] % kernel.cluster == 0:
+            _run_cluster(machine, [block((point[0] + r, *point[1:])) for r in range(kernel.cluster)])
+        return
+    blk = block(point)
+    for _ in machine.run(blk, kernel.body):
+        raise InterpError("INTERP_INTERNAL", "a wait escaped the warp-role scheduler")
+    machine._wgmma_wait(blk, 0)  # MMAs still in flight complete before the block exits
+
+
+def _run_blocks(machine: _Machine, blocks: list[_Block]) -> None:
+    """Run every block of a kernel with group barriers together: each block's program is resumed in turn, as far
+    as its waits allow; a round in which none moves is a deadlock (a group barrier whose blocks never all arrive)."""
+    for b in blocks:
+        b.together = True
+    running = [[b, machine.run(b, machine.kernel.body), ""] for b in blocks]
+    while running:
+        before = sum(b.events for b in blocks)
+        finished = False
+        for entry in list(running):
+            try:
+                entry[2] = next(entry[1])
+            except StopIteration:
+                machine._wgmma_wait(entry[0], 0)  # MMAs still in flight complete before the block exits
+                running.remove(entry)
+                finished = True
+        if running and not finished and sum(b.events for b in blocks) == before:
+            waits = "; ".join(e[2] for e in running[:4]) + (
+                f"; and {len(running) - 4} more" if len(running) > 4 else ""
+            )
+            raise InterpError(
+                "INTERP_DEADLOCK",
+                f"{len(running)} blocks are blocked for good: {waits}",
+                "check that every block that arrives at a group barrier's counter does (count blocks, one rank each) "
+                "and the mbarrier phases and arrive counts",
+            )
 
 
 def _run_cluster(machine: _Machine, blocks: list[_Block]) -> None:

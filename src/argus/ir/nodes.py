@@ -595,6 +595,25 @@ class WarpgroupTurn(Stmt):
     kind: TurnKind = TurnKind.WAIT
 
 
+@dataclass(frozen=True, eq=False)
+class GroupBarrier(Stmt):
+    """A barrier among `count` blocks of the grid (`T.group_barrier`), on the 32-bit counter `counter` (element
+    ``index`` of an integer global tensor, shape (1,)): each arriving block adds to the counter once, the block of
+    `rank` 0 ``2^31 - (count - 1)`` and the others 1, so that the counter's top bit flips exactly when all `count`
+    blocks have arrived, and each waits for that flip. The counter starts at a generation boundary (0, as
+    allocated, or left so by a completed barrier) and is left at the next one: no reset between launches.
+
+    Memory: what the arriving blocks' threads of the executing scope wrote to global memory before it is visible
+    to their reads after it (a fence and the arrival at GPU scope, the wait an acquire). Progress rests on the
+    `count` blocks that share a counter all running at once (a persistent grid of at most one block per SM, each
+    block waiting only for units of the same round or earlier), which the kernel's plan provides; the interpreter
+    runs every block of such a kernel together and reports a barrier that can never complete."""
+
+    counter: TileRef
+    rank: Expr
+    count: int
+
+
 class FenceKind(StrEnum):
     PROXY_ASYNC = "proxy_async"  # fence.proxy.async: generic-proxy writes visible to TMA/wgmma
     WGMMA = "wgmma"  # wgmma.fence: registers/shared memory ready for wgmma
@@ -765,4 +784,5 @@ def written_tensors(kernel: Kernel) -> tuple[Buffer, ...]:
     """The global tensors `kernel` writes (its outputs), in parameter order: the destinations of its copies,
     fills and elementwise statements that are kernel parameters."""
     written = {id(s.dst.buffer) for s in walk(kernel.body) if isinstance(getattr(s, "dst", None), TileRef)}
+    written |= {id(s.counter.buffer) for s in walk(kernel.body) if isinstance(s, GroupBarrier)}
     return tuple(t for t in kernel.tensors if id(t) in written)

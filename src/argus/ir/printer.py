@@ -17,6 +17,7 @@ from argus.ir.nodes import (
     Fill,
     For,
     Gemm,
+    GroupBarrier,
     If,
     Kernel,
     Let,
@@ -128,6 +129,8 @@ def _line(s: Stmt) -> str:
         return f"wgmma.wait_group {s.pending}" + (f" after {format_ref(s.after)}" if s.after is not None else "")
     if isinstance(s, WarpgroupTurn):
         return f"turn {s.kind.value}"
+    if isinstance(s, GroupBarrier):
+        return f"group_barrier {format_ref(s.counter)} rank={s.rank} count={s.count}"
     if isinstance(s, Tag):
         return f"tag {format_ref(s.target)} = {s.name}({', '.join(str(c) for c in s.coords)})"
     if isinstance(s, AssertTagEq):

@@ -680,13 +680,16 @@ def persistent_gemm(
     C_MAJOR: str = "N",
     BATCH_GRID: str = "matrix",
     CLUSTER: int = 1,
+    fused: Any = None,
 ) -> None:
     """The body of `gemm_warp_specialized_persistent` (see its docstring for the parameters), which kernels with
     a fused epilogue share (`argus.kernels.epilogue`): `epilogue(acc, tile)`, when given, is the value stored for
     a tile, computed from the f32 accumulator `acc` and the tile (bm, bn, BM, BN), through which the epilogue loads
     its operands (`epilogue_columns`, `epilogue_rows`, `epilogue_tile`; unsplit, unbatched GEMMs: split-K applies
     it in `split_reduce`). PART ``"whole"``: the tiles of the whole waves only; ``"tail"`` (C None, the workspace W,
-    TAIL splits): the tiles after them, split (`gemm_persistent_split_tail`)."""
+    TAIL splits): the tiles after them, split (`gemm_persistent_split_tail`). `fused`, with SPLITS > 1: (the
+    output C, the counters F) of `gemm_split_fused`, whose units sum each other's slices of C (here the workspace)
+    after a group barrier per tile instead of `gemm_split_reduce`."""
     if PART not in ("all", "whole", "tail") or (PART == "tail") != (C is None):
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -742,7 +745,7 @@ def persistent_gemm(
                 "pass OUT='f32', and reduce the slices with gemm_split_reduce",
             )
         T.assume(f"S == {SPLITS}")
-        T.partial_sums(C, 0, "gemm_split_reduce adds the slices")
+        T.partial_sums(C, 0, "gemm_split_reduce adds the slices" if fused is None else "the tile's units add them")
         # the workspace's rows in whole 16-byte vectors of f32 (what gemm_split_reduce reads)
         T.assume("N % 4 == 0" if C_MAJOR == "N" else "M % 4 == 0")
     if EPILOGUE == "tma":
@@ -830,12 +833,98 @@ def persistent_gemm(
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)), atom="tma.store", staging=sC)
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
+                    if fused is not None:  # the tile's SPLITS units meet, then each sums its rows of every slice
+                        out, counters = fused
+                        T.group_barrier(counters, bm * tiles_n + bn, split, SPLITS)
+                        split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
                     elif C_MAJOR == "M":  # C stored (N, M): the tile through the transposed view of its window
                         T.copy(acc, C.tile((bn, bm), (BN, BM)).T)
                     elif PART == "tail":  # a split of a tail tile: its slot of the workspace
                         T.copy(acc, W.tile((split, t - whole, 0, 0), (None, None, BM, BN)))
                     else:
                         store_tile(acc, C, bm, bn, BM, BN, EPILOGUE, epilogue, sC)
+
+
+def split_rows_sum(W: Any, C: Any, row: Any, bn: Any, SPLITS: int, ROWS: int, BN: int) -> None:  # noqa: N803
+    """Rows ``row * ROWS ...`` and columns of tile `bn` of C: the sum of those rows of every slice of the workspace W
+    (S, M, N), in f32, converted to C's dtype. A split-K unit's share of its tile's reduction (`gemm_split_fused`):
+    the SPLITS units of a tile each sum ROWS = BM / SPLITS of its rows."""
+    acc = T.alloc_fragment((ROWS, BN), T.f32)
+    T.copy(W.tile((0, row, bn), (None, ROWS, BN)), acc)
+    for s in range(1, SPLITS):  # unrolled at trace time: SPLITS is a constant
+        part = T.alloc_fragment((ROWS, BN), T.f32)
+        T.copy(W.tile((s, row, bn), (None, ROWS, BN)), part)
+        # invariant: what is added is slice s's partial product of the same elements of C
+        T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] // ROWS == row) & (w[2] // BN == bn), part)
+        acc = acc + part
+    T.copy(acc, C.tile((row, bn), (ROWS, BN)))
+
+
+@argus.kernel(
+    policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
+)
+def gemm_split_fused(
+    A: T.Tensor[a_shape, "IN"],
+    B: T.Tensor[b_shape, "IN"],
+    W: T.Tensor[("S", "M", "N"), T.f32],
+    C: T.Tensor[("M", "N"), "OUT"],
+    F: T.Tensor[("NF",), T.i32],
+    BM: int = 128,
+    BN: int = 256,
+    BK: int = 64,
+    STAGES: int = 4,
+    OUT: str = "bf16",
+    IN: str = "bf16",
+    PRODUCER_REGS: int = 40,
+    CONSUMER_REGS: int = 232,
+    BLOCKS: int = SMS,
+    ORDER: str = "grouped",
+    GROUP: int = 8,
+    EPILOGUE: str = "direct",
+    A_MAJOR: str = "K",
+    B_MAJOR: str = "K",
+    CONSUMERS: int = 2,
+    SPLITS: int = 2,
+    CLUSTER: int = 1,
+):
+    """Split-K in one launch: the units of `gemm_warp_specialized_persistent` with SPLITS > 1 store their partial
+    products into slice ``split`` of the f32 workspace W (S, M, N) as there, then the SPLITS units of each tile meet
+    at a group barrier on counter ``F[tile]`` (`T.group_barrier`: rank ``split``; the tile's index ``bm * tiles_n +
+    bn``, so F has at least one counter per tile, row tiles rounded up to the cluster's pairs) and each sums BM /
+    SPLITS rows of the tile over every slice into C (`split_rows_sum`): no reduction kernel, its launch, nor its
+    pass over W after the GEMM's last wave (the slices are read from L2 right after they are written).
+
+    The units of a tile must run at once: the plan takes it where every unit has a block of its own (units at most
+    BLOCKS, one block per SM: one wave). F holds zeros when first used and is left at the barriers' next
+    generation, so a relaunch needs no reset. The verifier does not model group barriers yet (`unknown`)."""
+    if not isinstance(SPLITS, int) or SPLITS < 2 or BM % SPLITS:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"gemm_split_fused splits K at least two ways into a divisor of BM: each unit sums BM / SPLITS rows of "
+            f"its tile (BM = {BM}, SPLITS = {SPLITS!r})",
+        )
+    persistent_gemm(
+        A,
+        B,
+        W,
+        BM=BM,
+        BN=BN,
+        BK=BK,
+        STAGES=STAGES,
+        PRODUCER_REGS=PRODUCER_REGS,
+        CONSUMER_REGS=CONSUMER_REGS,
+        BLOCKS=BLOCKS,
+        ORDER=ORDER,
+        GROUP=GROUP,
+        EPILOGUE=EPILOGUE,
+        A_MAJOR=A_MAJOR,
+        B_MAJOR=B_MAJOR,
+        CONSUMERS=CONSUMERS,
+        SPLITS=SPLITS,
+        BATCH=False,
+        CLUSTER=CLUSTER,
+        fused=(C, F),
+    )
 
 
 def store_tile(  # noqa: PLR0913 - the store's parts, named as in the kernel

@@ -567,6 +567,10 @@ class GemmConfig:
     #: 2: the blocks run in 2-block clusters that share B (`gemm_warp_specialized_persistent`'s CLUSTER: each B block
     #: read from L2 once for two row tiles, through multicast TMA loads); not with a split tail or a batch
     CLUSTER: int = 1
+    #: with SPLITS > 1: the reduction in the GEMM kernel (`argus.kernels.gemm.gemm_split_fused`: a tile's units meet at
+    #: a group barrier and each sums BM / SPLITS rows of every slice), not a second launch; one wave of units only
+    #: (`fuse_refusal`)
+    FUSE: bool = False
 
     @property
     def label(self) -> str:
@@ -575,9 +579,10 @@ class GemmConfig:
         swap = " swap" if self.SWAP else ""
         pitch = " pitch" if self.PITCH else ""
         cluster = f" cluster{self.CLUSTER}" if self.CLUSTER > 1 else ""
+        fuse = " fused" if self.FUSE else ""
         return (
             f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}{swap}{pitch}"
-            f"{cluster}"
+            f"{cluster}{fuse}"
         )
 
     def tail_tiles(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> tuple[int, int]:
@@ -647,7 +652,7 @@ class GemmConfig:
             walk = self.kernel_params(problem, target)
             shared = {k: walk[k] for k in ("BM", "BN", "BLOCKS", "ORDER", "GROUP")}
             return {"TAIL": self.TAIL, "OUT": problem.out, **shared}
-        if self.SPLITS == 1:
+        if self.SPLITS == 1 or self.FUSE:
             return None
         return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
 
@@ -1211,6 +1216,34 @@ def cluster_waves(problem: GemmProblem, config: GemmConfig, target: Target = DEF
     return _cdiv(pairs, blocks // 2) <= plain and (rows % 2 == 0 or 1 / (rows + 1) <= CLUSTER_MAX_IDLE)
 
 
+def fuse_refusal(problem: GemmProblem, config: GemmConfig, epilogue: Epilogue | None = None,
+                 target: Target = DEFAULT_TARGET) -> str | None:  # fmt: skip
+    """Why `config` cannot run its split-K reduction in the GEMM kernel (`GemmConfig.FUSE`) on the padded `problem`,
+    or None. The units of a tile wait for each other at a group barrier, so every unit needs a block of its own
+    running at once: one wave of units (each block one unit, at most one block per SM)."""
+    c = config
+    if c.SPLITS < 2 or c.TAIL > 1:
+        return "it fuses a split-K plan's reduction (SPLITS > 1, no split tail)"
+    if c.SWAP or problem.c_major != "N" or problem.batch > 1:
+        return "the transposed C of swap-AB and batched products are not fused"
+    if epilogue is not None:
+        return "a fused epilogue is applied by the reduction kernel only"
+    if c.BM % c.SPLITS:
+        return f"each unit sums BM / SPLITS rows of its tile: SPLITS ({c.SPLITS}) must divide BM ({c.BM})"
+    threads = c.CONSUMERS * 128
+    if (c.BM // c.SPLITS) * c.BN % (4 * threads):
+        return (
+            f"each unit sums {c.BM // c.SPLITS} x {c.BN} elements of its tile in 4-element vectors over its {threads} "
+            "consumer threads: too few (fewer splits or a wider tile)"
+        )
+    rows = _up(_cdiv(problem.M, c.BM), c.CLUSTER)
+    units = rows * _cdiv(problem.N, c.BN) * c.SPLITS
+    blocks = c.blocks(problem, target)
+    if units > blocks:
+        return f"{units} units on {blocks} blocks: more than one wave (a tile's units must all run at once)"
+    return None
+
+
 def pitch_refusal(problem: GemmProblem) -> str | None:
     """Why `problem` has no `GemmConfig.PITCH` plan, or None where it may have one (16-bit or FP8 operands whose rows
     are 16 bytes but not `PITCH_BYTES` apart)."""
@@ -1298,6 +1331,10 @@ class GemmPlan:
                 f"split-K ({self.config.label}) writes f32 workspace rows in whole 16-byte vectors: C's rows "
                 f"({self.padded.c_columns} elements) must be a multiple of 4 long; use SPLITS=1"
             )
+        if self.config.FUSE:
+            why = fuse_refusal(self.padded, self.config, self.epilogue)
+            if why is not None:
+                raise GemmError(f"{self.config.label} on {self.problem}: no reduction in the GEMM kernel: {why}")
 
     @property
     def is_gemv(self) -> bool:
@@ -1364,6 +1401,8 @@ class GemmPlan:
         params = self.config.kernel_params(self.padded, target)
         if self.fused_main:
             del params["SPLITS"]
+        if self.config.FUSE:  # gemm_split_fused stores C itself
+            params["OUT"] = self.padded.out
         return tuple(sorted(params.items()))
 
     @property
@@ -1383,7 +1422,16 @@ class GemmPlan:
             return _traced_gemv(self.config.KERNEL, params)
         if self.is_tail and self.config.tail_tiles(self.padded, target)[0] == 0:
             return None
+        if self.config.FUSE:
+            return _traced_split_fused(params)
         return _traced_fused(self.epilogue, "main", params) if self.fused_main else _traced_main(params)
+
+    def counters(self, target: Target = DEFAULT_TARGET) -> int:
+        """How many group-barrier counters a `GemmConfig.FUSE` plan's kernel takes: one per tile, the row tiles
+        rounded up to the clusters' pairs."""
+        c, q = self.config, self.padded
+        rows = _up(_cdiv(q.M, c.BM), c.CLUSTER)
+        return rows * _cdiv(q.N, c.BN)
 
     def tail_kernel(self, target: Target = DEFAULT_TARGET) -> Any:
         """A split tail's `gemm_persistent_split_tail`, or None."""
@@ -1532,6 +1580,10 @@ class GemmPlan:
         C = np.full((*lead, *self.c_shape) if splits == 1 else (splits, *self.c_shape), np.nan)
         W = np.full(self.tail_workspace(target), np.nan) if self.is_tail else None
         main = self.main_kernel(target)
+        if self.config.FUSE:  # the workspace, then C, in one launch
+            out = np.full(self.c_shape, np.nan)
+            run_kernel(main, {"A": A, "B": B, "W": C, "C": out, "F": np.zeros(self.counters(target), np.int32)})
+            return out[..., : self.problem.M, : self.problem.N]
         if main is not None:
             run_kernel(main, {"A": A, "B": B, "C": C, **(extra if self.fused_main else {})})
         if W is not None:
@@ -1595,6 +1647,11 @@ def _traced_main(params: tuple[tuple[str, Any], ...]) -> Any:
 def _traced_gemv(kernel: str, params: tuple[tuple[str, Any], ...]) -> Any:
     kernels = {"columns": gemv.gemv_columns, "rows": gemv.gemv_rows, "rows_tma": gemv.gemv_rows_tma}
     return kernels[kernel].trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_split_fused(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.gemm_split_fused.trace(**dict(params))
 
 
 @functools.lru_cache(maxsize=64)
@@ -1751,6 +1808,7 @@ def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilog
     else:
         kinds = {
             "main": _traced_main,
+            "split_fused": _traced_split_fused,
             "reduce": _traced_reduce,
             "split": _traced_split,
             "pad": _traced_pad,
@@ -1852,6 +1910,11 @@ def prepare(
         )
     elif the_plan.config.SPLITS == 1:
         launches.append(_loaded("main", main_params, epilogue).prepare(A, B, C, *tensors, dependent=DEPENDENT_LAUNCHES))
+    elif the_plan.config.FUSE:  # one launch: the slices into W, then each tile's units sum them into C
+        W = torch.empty((the_plan.config.SPLITS, *the_plan.c_shape), dtype=torch.float32, device=a.device)
+        counters = torch.zeros(the_plan.counters(), dtype=torch.int32, device=a.device)  # reused by every relaunch
+        launches.append(_loaded("split_fused", main_params).prepare(A, B, W, C, counters, dependent=DEPENDENT_LAUNCHES))
+        tensors = [*tensors, counters]
     else:
         W = torch.empty((the_plan.config.SPLITS, *the_plan.c_shape), dtype=torch.float32, device=a.device)
         launches.append(_loaded("main", main_params).prepare(A, B, W, dependent=DEPENDENT_LAUNCHES))

@@ -15,7 +15,7 @@ from argus.atoms.smem import SharedCarve, panel_layout
 from argus.atoms.swizzle import hopper_swizzle
 from argus.atoms.tma import STAGING_BUFFERS, store_chunk_columns
 from argus.ir.expr import Expr, as_expr, elements
-from argus.ir.nodes import Alloc, Buffer, Copy, Fill, Space, TileRef, walk, whole
+from argus.ir.nodes import Alloc, Buffer, Copy, Fill, GroupBarrier, Space, TileRef, walk, whole
 from argus.ir.types import DType
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.fragment import Fragment, fragment_like
@@ -371,15 +371,27 @@ def check_tma_stores(kernel_name: str, body: tuple) -> None:
     asynchronous, so any other access to either could race with them. One exception: a synchronous store into the
     destination from elsewhere (a grouped GEMM's partial tiles, stored through a bounded window beside its full tiles'
     TMA stores), which never reads it; that the two kinds of store never meet on an element is the verifier's *output
-    written once* check (a tile stored both ways is `COVERAGE_OUTPUT_TWICE`)."""
+    written once* check (a tile stored both ways is `COVERAGE_OUTPUT_TWICE`). And one more: a synchronous load from
+    the destination after a `T.group_barrier` (which completes the scope's TMA stores before its arrival: the split-K
+    units of `gemm_split_fused` read each other's slices)."""
     stores = [s for s in walk(body) if isinstance(s, Copy) and s.atom == "tma.store"]
     if not stores:
         return
     owned = {s.staging.buffer: "staging buffer" for s in stores} | {s.dst.buffer: "destination" for s in stores}
     destinations = {s.dst.buffer for s in stores}
+    after_group_barrier = False
     for s in walk(body):
+        after_group_barrier = after_group_barrier or isinstance(s, GroupBarrier)
         if isinstance(s, Copy) and s.atom == "tma.store":
             continue
+        if (
+            after_group_barrier
+            and isinstance(s, Copy)
+            and s.src.buffer in destinations
+            and s.dst.buffer.space == Space.FRAGMENT
+            and s.atom in ("auto", "direct", "vector")
+        ):
+            continue  # a load after the group barrier completed the TMA stores (see above)
         if (
             isinstance(s, Copy)
             and s.dst.buffer in destinations
@@ -447,6 +459,8 @@ def check_elements(kernel_name: str, body: tuple) -> None:
                         )
     for s in walk(body):
         dst = getattr(s, "dst", None)
+        if isinstance(s, GroupBarrier):
+            dst = s.counter
         if isinstance(dst, TileRef) and dst.buffer in read:
             raise DSLError(
                 "DSL_ELEMENT",

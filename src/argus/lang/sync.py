@@ -1,6 +1,6 @@
 """Synchronisation: ``__syncthreads`` and named barriers, the async-proxy fence, ``cp.async`` groups, mbarriers
-(``T.alloc_mbarrier``, ``T.mbarrier_arrive``, ``T.mbarrier_wait``), and the warpgroups' turns (``T.turn_wait``,
-``T.turn_pass``)."""
+(``T.alloc_mbarrier``, ``T.mbarrier_arrive``, ``T.mbarrier_wait``), the warpgroups' turns (``T.turn_wait``,
+``T.turn_pass``), and barriers among blocks of the grid (``T.group_barrier``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from argus.atoms.common import WARPGROUP_SIZE as WARPGROUP_THREADS
 from argus.ir import types as irtypes
-from argus.ir.expr import as_expr, free_vars
+from argus.ir.expr import Expr, as_expr, free_vars
 from argus.ir.nodes import (
     Alloc,
     AsyncCommit,
@@ -19,6 +19,7 @@ from argus.ir.nodes import (
     Fence,
     FenceKind,
     For,
+    GroupBarrier,
     If,
     Let,
     MbarrierArrive,
@@ -35,7 +36,7 @@ from argus.ir.nodes import (
 )
 from argus.lang.errors import DSLError, caller_loc
 from argus.lang.fragment import Fragment
-from argus.lang.tiles import simplify_origin
+from argus.lang.tiles import GlobalTensor, simplify_origin
 from argus.lang.trace import current
 
 
@@ -170,6 +171,53 @@ def mbarrier_wait(bar: MbarrierRef, phase: Any) -> None:
     if not isinstance(bar, MbarrierRef):
         raise DSLError("DSL_MBARRIER", "T.mbarrier_wait takes an element of T.alloc_mbarrier")
     st.emit(MbarrierWait(bar.ref, as_expr(phase), loc=caller_loc()))
+
+
+# --- barriers among blocks of the grid -------------------------------------------------------------------------------
+
+
+def group_barrier(counters: Any, index: Any, rank: Any, count: int) -> None:
+    """A barrier among the `count` blocks that arrive at counter ``counters[index]`` (a 1-d ``i32`` tensor, zeros
+    when first used; the kernel must not read it otherwise): every thread of the executing scope (the warp role, or
+    the block) waits here until all `count` blocks have arrived, and what those blocks' threads stored to global
+    memory before it is then visible to the loads after it. `rank` (0 .. count - 1) names the arriving block
+    among the `count`: rank 0 adds ``2^31 - (count - 1)`` to the counter, the others 1, so the counter's top bit
+    flips exactly when the last arrives and is left at the next generation (no reset between launches).
+
+    What it is for: blocks that exchange partial results through global memory in one launch, e.g. the `count`
+    splits of one output tile of a split-K GEMM summing each other's partial products (`argus.kernels.gemm`,
+    REDUCE ``"fused"``) instead of a second kernel. Progress needs the `count` blocks to run at once: the grid
+    must fit on the device (one wave), which is the caller's to ensure; the interpreter runs every block of such a
+    kernel together and reports a barrier that never completes (``INTERP_DEADLOCK``). The verifier does not model
+    it yet: a kernel with a group barrier is ``unknown`` (``UNKNOWN_STATEMENT``)."""
+    st = current("T.group_barrier")
+    loc = caller_loc()
+    buf = counters.buffer if isinstance(counters, GlobalTensor) else None
+    if buf is None or buf.rank != 1 or buf.dtype != irtypes.i32:
+        raise DSLError(
+            "DSL_GROUP_BARRIER",
+            "T.group_barrier counts arrivals in an element of a 1-d i32 tensor parameter",
+            requirement="a T.Tensor[(n,), T.i32] argument",
+            actual=getattr(getattr(counters, "buffer", None), "name", type(counters).__name__),
+            loc=loc,
+        )
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count < 2**31:
+        raise DSLError("DSL_GROUP_BARRIER", f"T.group_barrier: count must be a positive int, got {count!r}", loc=loc)
+    for what, v in (("index", index), ("rank", rank)):
+        if isinstance(v, bool | float) or not isinstance(v, int | Expr):
+            raise DSLError(
+                "DSL_GROUP_BARRIER", f"T.group_barrier: {what} must be an integer expression", actual=repr(v), loc=loc
+            )
+        if isinstance(v, int) and (v < 0 or (what == "rank" and v >= count)):
+            raise DSLError("DSL_GROUP_BARRIER", f"T.group_barrier: {what} {v} out of range (count {count})", loc=loc)
+        if isinstance(v, Expr) and st.thread_var in free_vars(v):
+            raise DSLError(
+                "DSL_GROUP_BARRIER",
+                f"T.group_barrier: the {what} depends on the thread; a block arrives as one",
+                loc=loc,
+            )
+    ref = TileRef(buf, simplify_origin((as_expr(index),)), (1,), dropped=(0,))
+    st.emit(GroupBarrier(ref, as_expr(rank), int(count), loc=loc))
 
 
 # --- turns among the warpgroups of a role (ping-pong) ---------------------------------------------------------------

@@ -30,6 +30,7 @@ from argus.ir.nodes import (
     Copy,
     Fill,
     For,
+    GroupBarrier,
     Kernel,
     Let,
     Role,
@@ -95,6 +96,8 @@ def analyse(kernel: Kernel, names: Names) -> KernelFacts:
                 uses.setdefault(b, []).append(scope)
             if isinstance(s, Copy | Fill) and s.dst.buffer.space == Space.GLOBAL:
                 written.add(s.dst.buffer)
+            if isinstance(s, GroupBarrier):  # the counters are added to atomically
+                written.add(s.counter.buffer)
             if isinstance(s, Copy | Fill) and s.dst.buffer.space == Space.SHARED and getattr(s, "atom", "") != "tma":
                 generic_shared_writes.add(s.dst.buffer)
             for label, child in _children(s):

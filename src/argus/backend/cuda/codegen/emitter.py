@@ -60,6 +60,7 @@ from argus.ir.nodes import (
     Fill,
     For,
     Gemm,
+    GroupBarrier,
     If,
     Kernel,
     Let,
@@ -124,6 +125,7 @@ class Emitter:
         (MbarrierWait, sync.mbarrier_wait),
         (WgmmaWait, sync.wgmma_wait),
         (WarpgroupTurn, hopper.warpgroup_turn),  # ping-pong: bar.sync / bar.arrive on the role's turn barriers
+        (GroupBarrier, sync.group_barrier),  # a barrier among blocks: an atomic arrival and an acquire spin
     )
 
     def __init__(self, kernel: Kernel, *, dependent: bool = False, wide: bool = False) -> None:

@@ -340,6 +340,27 @@ __device__ __forceinline__ void launch_dependents() {
 )
 
 _snippet(
+    "group_barrier",
+    """
+// A barrier among `count` blocks on a 32-bit counter in global memory (T.group_barrier), called by one thread of
+// each arriving block after a barrier over the threads it arrives for. Rank 0 adds 2^31 - (count - 1), the others 1:
+// the counter's top bit flips exactly when the last of the count blocks arrives, and the counter is left at the next
+// generation (no reset). The fence orders the block's earlier global writes before the arrival (the barrier before
+// the call orders its other threads' writes before this thread's fence); the acquire load orders the block's later
+// reads after every arrival it observed.
+__device__ __forceinline__ void group_barrier(int* counter, bool first, unsigned count) {
+  unsigned* const word = reinterpret_cast<unsigned*>(counter);
+  __threadfence();
+  const unsigned old = atomicAdd(word, first ? 0x80000000u - (count - 1u) : 1u);
+  unsigned now;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\\n" : "=r"(now) : "l"(word) : "memory");
+  } while (((old ^ now) & 0x80000000u) == 0u);
+}
+""",
+)
+
+_snippet(
     "tma",
     """
 // A CUtensorMap (128 opaque bytes, 64-byte aligned), encoded on the host by cuTensorMapEncodeTiled and

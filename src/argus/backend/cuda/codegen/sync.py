@@ -31,6 +31,7 @@ from argus.ir.nodes import (
     BarrierKind,
     Fence,
     FenceKind,
+    GroupBarrier,
     MbarrierArrive,
     MbarrierInit,
     MbarrierWait,
@@ -76,6 +77,32 @@ def fence(cx: Context, s: Fence) -> None:
         cx.line('asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");')
     else:
         raise cx.error(f"fence {s.kind}")
+
+
+# --- barriers among blocks ------------------------------------------------------------------------------------------
+
+
+def group_barrier(cx: Context, s: GroupBarrier) -> None:
+    """`T.group_barrier`: every thread of the scope completes its TMA stores (they write global memory through the
+    async proxy, ordered before the arrival by the proxy fence), the scope synchronizes, its thread 0 arrives and
+    waits (`prelude` ``group_barrier``), and the scope synchronizes again, so that no thread reads before the wait."""
+    cx.use("group_barrier")
+    counter = cx.buffer_name(s.counter.buffer)
+    index = cx.expr(s.counter.origin[0])
+    rank = cx.expr(s.rank)
+    if cx.needs.tma_stores:
+        cx.use("tma_store")
+        cx.line("argus::tma_store_wait_all();  // this thread's TMA stores have written global memory")
+        cx.line('asm volatile("fence.proxy.async.global;\\n" ::: "memory");')
+    sync = scope_barrier(cx) if cx.scope.role is not None else "__syncthreads();  // the block's threads"
+    if cx.threads > 1:
+        cx.line(sync + " (every thread's stores are issued before the arrival)")
+    cx.line(
+        f"if ({cx.tid} == 0) argus::group_barrier({counter} + ({index}), ({rank}) == 0, {int(s.count)}u);"
+        f"  // rank {s.rank} of the {s.count} blocks that arrive at {s.counter.buffer.name}[{s.counter.origin[0]}]"
+    )
+    if cx.threads > 1:
+        cx.line(sync + " (no thread reads before the group has arrived)")
 
 
 # --- mbarriers -------------------------------------------------------------------------------------------
