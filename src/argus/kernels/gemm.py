@@ -833,16 +833,16 @@ def persistent_gemm(
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)), atom="tma.store", staging=sC)
                     elif SPLITS > 1:
                         T.copy(acc, C.tile((split, bm, bn), (None, BM, BN)))
-                    if fused is not None:  # the tile's SPLITS units meet, then each sums its rows of every slice
-                        out, counters = fused
-                        T.group_barrier(counters, bm * tiles_n + bn, split, SPLITS)
-                        split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
                     elif C_MAJOR == "M":  # C stored (N, M): the tile through the transposed view of its window
                         T.copy(acc, C.tile((bn, bm), (BN, BM)).T)
                     elif PART == "tail":  # a split of a tail tile: its slot of the workspace
                         T.copy(acc, W.tile((split, t - whole, 0, 0), (None, None, BM, BN)))
                     else:
                         store_tile(acc, C, bm, bn, BM, BN, EPILOGUE, epilogue, sC)
+                    if fused is not None:  # the tile's SPLITS units meet, then each sums its rows of every slice
+                        out, counters = fused
+                        T.group_barrier(counters, bm * tiles_n + bn, split, SPLITS)
+                        split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
 
 
 def split_rows_sum(W: Any, C: Any, row: Any, bn: Any, SPLITS: int, ROWS: int, BN: int) -> None:  # noqa: N803
