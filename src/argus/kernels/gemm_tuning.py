@@ -140,6 +140,7 @@ def lookup(
         config = matmul.GemmConfig(**entry["config"])
     except TypeError:  # written by a version with other fields
         return None
+    config = replace(config, FUSE=None)  # whether its split is summed in the GEMM kernel is the plan's to decide
     found = matmul.candidates_for(problem, tiles=tiles or matmul.TILES, swap=swap)
     if config.CLUSTER > 1:  # a candidate in 2-block clusters (`matmul.cluster_choice`): its plain twin is a candidate
         plain = replace(config, CLUSTER=1)

@@ -569,8 +569,9 @@ class GemmConfig:
     CLUSTER: int = 1
     #: with SPLITS > 1: the reduction in the GEMM kernel (`argus.kernels.gemm.gemm_split_fused`: a tile's units meet at
     #: a group barrier and each sums BM / SPLITS rows of every slice), not a second launch; one wave of units only
-    #: (`fuse_refusal`)
-    FUSE: bool = False
+    #: (`fuse_refusal`). None (the default): the plan decides (True in its `GemmPlan.config` where `fuse_refusal`
+    #: allows and `FUSE_SPLITS` is on, else None); True: fused or refused; False: never (A/B measurements)
+    FUSE: bool | None = None
 
     @property
     def label(self) -> str:
@@ -666,6 +667,13 @@ BATCH_L2_FACTOR = 2
 
 #: Columns per block of the split-K reduction (4 per thread).
 REDUCE_BN = 512
+
+#: A split plan sums its slices in the GEMM kernel where it can (`GemmConfig.FUSE` None: `fuse_refusal`), instead of a
+#: second launch. Measured on an H100 (benchmarks/results/2026-12-05-gemm-fused/, call 2), each plan against its own
+#: configuration's two-launch form in the same process: faster at all 14 shapes tried (the split shapes of the issue's
+#: suites and ten drawn at random), +0.1 to +19 % (241x248x16960 0.720 -> 0.857x cuBLAS, 404x168x15152 0.750 ->
+#: 0.843, 128x4096x4096 0.865 -> 0.904, 512x512x65536 0.908 -> 0.915). A switch for A/B measurements.
+FUSE_SPLITS = True
 
 #: Split plans store their f32 slices of the workspace through TMA stores (shared-memory staging, 3-D boxes of
 #: (S, M, N) at the unit's slice, drained while the block moves on) where the tile's columns are whole store chunks,
@@ -1331,7 +1339,11 @@ class GemmPlan:
                 f"split-K ({self.config.label}) writes f32 workspace rows in whole 16-byte vectors: C's rows "
                 f"({self.padded.c_columns} elements) must be a multiple of 4 long; use SPLITS=1"
             )
-        if self.config.FUSE:
+        if self.config.FUSE is None:  # the plan decides: fused where it can (else FUSE stays None: not fused)
+            fused = replace(self.config, FUSE=True)
+            if FUSE_SPLITS and fuse_refusal(self.padded, fused, self.epilogue) is None:
+                object.__setattr__(self, "config", fused)
+        elif self.config.FUSE:
             why = fuse_refusal(self.padded, self.config, self.epilogue)
             if why is not None:
                 raise GemmError(f"{self.config.label} on {self.problem}: no reduction in the GEMM kernel: {why}")
@@ -1866,6 +1878,14 @@ def prepare(
     launches = Launches()
     if the_plan.is_gemv:
         return _prepare_gemv(the_plan, a, b, out, launches)
+    if the_plan.config.FUSE and a.is_cuda and _device_sms(a.device) < the_plan.config.blocks(q):
+        # a tile's units wait for each other: on a GPU of fewer SMs than the plan's blocks they might never all run
+        if config is not None and config.FUSE:
+            raise GemmError(
+                f"{the_plan.config.label}: {the_plan.config.blocks(q)} blocks that wait for each other on a GPU of "
+                f"{_device_sms(a.device)} SMs could deadlock; pass FUSE=None or False"
+            )
+        the_plan = plan(problem, replace(the_plan.config, FUSE=False), epilogue=epilogue)
     if problem.dtype == "f32":  # split precision: each operand's hi and lo parts first (`split_bf16x3`)
         operands = {}
         for step, x in zip(the_plan.splits, the_plan.stored_operands(a, b), strict=True):
@@ -1936,6 +1956,14 @@ def prepare(
         views = all(i in copies or shares_storage((A, B)[i], stored[i]) for i in (0, 1))
         launches.copies = host_copied or not views
     return C, launches
+
+
+@functools.lru_cache(maxsize=16)
+def _device_sms(device: Any) -> int:
+    """The SM count of CUDA `device` (a MIG slice's own)."""
+    import torch
+
+    return int(torch.cuda.get_device_properties(device).multi_processor_count)
 
 
 def _copied(x: Any, *sources: Any) -> bool:

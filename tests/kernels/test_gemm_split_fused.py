@@ -1,0 +1,144 @@
+"""Split-K summed in the GEMM kernel (issue #20, `gemm_split_fused`, `GemmConfig.FUSE`): the units of a tile store
+their f32 slices, meet at a group barrier on the tile's counter and each sum BM / SPLITS rows of every slice into C,
+in one launch instead of the split plan's two. Correct on the interpreter through exactly the plan a GPU call
+launches (one and two consumer warpgroups, three on 192-row tiles, clusters, TMA-stored and direct slices, f32 by
+split precision, a tile whose units run on blocks that walk several units, odd sizes, a relaunch on the same
+counters); the plan fuses wherever it can and says why not elsewhere; compiled to HGMMA, TMA and the barrier's atomic
+add. The verifier does not model the group barrier yet: the fused kernel is `unknown`, and that is what its plan
+ships on (docs/gemm.md, "Split-K in one launch")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from argus.atoms.target import DEFAULT_TARGET
+from argus.backend.cuda.codegen import compile_kernel
+from argus.ir.types import bf16, round_to
+from argus.kernels import matmul as mm
+from argus.kernels.epilogue import Epilogue
+
+#: the interpreter's GPU: 8 SMs, so that small problems take several units per block
+SMALL = replace(DEFAULT_TARGET, sms=8)
+
+
+def _operands(problem: mm.GemmProblem, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((problem.M, problem.K))
+    b = rng.uniform(-1, 1, (problem.K, problem.N))
+    return (round_to(bf16, a), round_to(bf16, b)) if problem.dtype == "bf16" else (a, b)
+
+
+@pytest.mark.parametrize(
+    ("shape", "majors", "config"),
+    [
+        # 3 x 2 tiles of 64 x 64, 4 splits: 24 units on 8 blocks (a block runs three), K = 600 (10 K-blocks: 3, 3, 3, 1)
+        ((130, 72, 640), ("K", "N"), mm.GemmConfig(64, 64, 1, 2, SPLITS=4)),
+        # two consumer warpgroups in 2-block clusters (an odd count of row tiles: the pair's second tile is empty)
+        ((250, 136, 704), ("K", "K"), mm.GemmConfig(128, 64, 2, 2, SPLITS=2, CLUSTER=2)),
+        # the slices through TMA stores, M-major A
+        ((70, 136, 520), ("M", "N"), mm.GemmConfig(64, 64, 1, 3, SPLITS=2, EPILOGUE="tma")),
+        # three consumer warpgroups on 192-row tiles
+        ((200, 136, 384), ("K", "K"), mm.GemmConfig(192, 128, 3, 2, SPLITS=2)),
+        # a split that gets no K-block (3 K-blocks in 4 splits of 1): its slice is zeros
+        ((64, 64, 192), ("K", "K"), mm.GemmConfig(64, 64, 1, 2, SPLITS=4)),
+    ],
+)
+def test_a_fused_split_is_correct_on_the_interpreter(shape, majors, config) -> None:
+    problem = mm.GemmProblem(*shape, "bf16", "bf16", *majors)
+    plan = mm.plan(problem, replace(config, FUSE=True))
+    assert [k.name for k in plan.kernels(SMALL)][-1] == "gemm_split_fused"
+    assert "gemm_split_reduce" not in [k.name for k in plan.kernels(SMALL)]
+    a, b = _operands(problem, sum(shape))
+    c = plan.run_on_interpreter(a, b, target=SMALL)
+    ref = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+    # C in bf16: one rounding of the f32 sum (NaN, an element never written, fails)
+    assert float(np.max(np.abs(c - ref)) / np.max(np.abs(ref))) < 8e-3
+    two = mm.plan(problem, replace(config, FUSE=False)).run_on_interpreter(a, b, target=SMALL)
+    np.testing.assert_array_equal(c, two)  # the same sums, in the same order, as the reduction kernel's
+
+
+def test_an_f32_product_fuses_its_split_after_the_split_precision_passes() -> None:
+    problem = mm.GemmProblem(136, 72, 300, "f32", "f32", "K", "N")
+    plan = mm.plan(problem, mm.GemmConfig(64, 64, 1, 3, SPLITS=2, FUSE=True))
+    assert [k.name for k in plan.kernels(SMALL)] == ["split_bf16x3", "split_bf16x3", "gemm_split_fused"]
+    a, b = _operands(problem, 5)
+    c = plan.run_on_interpreter(a, b, target=SMALL)
+    assert np.max(np.abs(c - a @ b)) / np.max(np.abs(a @ b)) < 1e-5
+
+
+def test_the_plan_fuses_a_split_wherever_it_can() -> None:
+    split = mm.plan(mm.GemmProblem(1024, 1024, 16384, "bf16", "bf16", "K", "K"))
+    assert split.config.SPLITS > 1 and split.config.FUSE is True, split.config
+    assert split.config.label.endswith(" fused") and [k.name for k in split.kernels()] == ["gemm_split_fused"]
+    unsplit = mm.plan(mm.GemmProblem(4096, 4096, 4096, "bf16", "bf16", "K", "K"))
+    assert unsplit.config.FUSE is None and unsplit.config == mm.choose(unsplit.problem)
+    # the choice is a configuration of the model's: the plan adds the fusion, which the model does not rank
+    assert mm.choose(split.problem) == replace(split.config, FUSE=None)
+    explicit = mm.plan(split.problem, replace(split.config, FUSE=False))
+    assert [k.name for k in explicit.kernels()] == ["gemm_warp_specialized_persistent", "gemm_split_reduce"]
+
+
+def test_the_switch_turns_the_fusion_off(monkeypatch) -> None:
+    monkeypatch.setattr(mm, "FUSE_SPLITS", False)
+    mm._plan_cached.cache_clear()
+    try:
+        plan = mm.plan(mm.GemmProblem(1024, 1024, 16384, "bf16", "bf16", "K", "K"))
+        assert plan.config.SPLITS > 1 and not plan.config.FUSE
+    finally:
+        monkeypatch.undo()
+        mm._plan_cached.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("problem", "config", "epilogue", "reason"),
+    [
+        (mm.GemmProblem(4096, 4096, 4096), mm.GemmConfig(128, 256, 2, 4, SPLITS=3), None, "must divide BM"),
+        (mm.GemmProblem(4096, 4096, 4096), mm.GemmConfig(128, 256, 2, 4, SPLITS=4), None, "more than one wave"),
+        (mm.GemmProblem(512, 512, 65536), mm.GemmConfig(128, 128, 2, 4, SPLITS=32), None, "too few"),
+        (mm.GemmProblem(512, 512, 8192), mm.GemmConfig(128, 128, 2, 4), None, "SPLITS > 1"),
+        (mm.GemmProblem(512, 512, 8192), mm.GemmConfig(128, 128, 2, 4, SPLITS=2), "epilogue", "epilogue"),
+    ],
+)
+def test_what_cannot_be_fused_is_refused_with_the_reason(problem, config, epilogue, reason) -> None:
+    ep = Epilogue.of("out = acc + bias", bias="columns") if epilogue else None
+    with pytest.raises(mm.GemmError, match=reason):
+        mm.plan(problem, replace(config, FUSE=True), epilogue=ep)
+    if config.SPLITS > 1:  # the plan's own decision: not fused, the two launches
+        assert not mm.plan(problem, config, epilogue=ep).config.FUSE
+
+
+def test_a_swap_ab_split_is_not_fused() -> None:
+    problem = mm.GemmProblem(32, 4096, 14336, "bf16", "bf16", "K", "K")
+    plan = mm.plan(problem)
+    assert plan.config.SWAP and plan.config.SPLITS > 1 and not plan.config.FUSE
+    with pytest.raises(mm.GemmError, match="swap-AB"):
+        mm.plan(problem, replace(plan.config, FUSE=True))
+
+
+def test_the_fused_kernel_compiles_to_hgmma_tma_and_the_barrier() -> None:
+    plan = mm.plan(mm.GemmProblem(512, 512, 65536, "bf16", "bf16", "K", "K"))
+    assert plan.config.FUSE and plan.config.CLUSTER == 2 and plan.config.EPILOGUE == "tma", plan.config
+    (kernel,) = plan.kernels()
+    compiled = compile_kernel(kernel, dependent=mm.DEPENDENT_LAUNCHES)
+    mix = compiled.instruction_mix(modifiers=True)
+    assert sum(v for k, v in mix.items() if k.startswith("HGMMA")) > 0
+    assert sum(v for k, v in mix.items() if k.startswith("UTMALDG")) > 0
+    assert sum(v for k, v in mix.items() if k.startswith("UTMASTG")) > 0  # the slices through TMA stores
+    assert mix["ATOMG.E.ADD.STRONG.GPU"] == 1 and mix["LDG.E.STRONG.GPU"] == 1, mix
+    assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+    # the TMA stores of the slices complete (and are fenced) before the arrival
+    source = compiled.generated.source
+    wait = source.index("argus::tma_store_wait_all();  // this thread's TMA stores have written global memory")
+    assert wait < source.index("argus::group_barrier(F") and "fence.proxy.async.global" in source[wait:]
+
+
+def test_the_fused_kernel_is_unknown_to_the_verifier() -> None:
+    from argus.verify import Verdict, verify
+
+    plan = mm.plan(mm.GemmProblem(1024, 1024, 16384, "bf16", "bf16", "K", "K"))
+    result = verify(plan.kernels()[0])
+    assert result.verdict == Verdict.UNKNOWN and not result.errors, result.render_text()
+    assert any(f.code == "UNKNOWN_STATEMENT" and "GroupBarrier" in f.message for f in result.findings)
