@@ -17,6 +17,7 @@ def ring(
 ):
     """Groups of G consecutive blocks: each block stores 2 x its row of X into Y, meets its group at counter F[b // G],
     then reads the next block's row of Y (in a ring within the group) and stores X[b] + 2 X[next] into X."""
+    T.assume(f"NF >= (N + {G - 1}) // {G}")
     with T.grid(N, threads=32) as (b,):
         x = T.alloc_fragment((1, 128), T.f32)
         T.copy(X.tile((b, 0), (1, 128)), x)
@@ -70,3 +71,35 @@ def barrier_misuse(X: T.Tensor[("N", 128), T.f32], F: T.Tensor[("NF",), T.i32], 
         if MISTAKE == "counters read":
             with T.if_(F[b] > 0):
                 T.group_barrier(F, b, 0, 1)
+
+
+@argus.kernel
+def ring_variants(
+    X: T.Tensor[("N", 128), T.f32],
+    F: T.Tensor[("NF",), T.i32],
+    Y: T.Tensor[("N", 128), T.f32],
+    G: int = 4,
+    MISTAKE: str = "",
+):
+    """`ring` with the protocol mistakes the verifier catches (the interpreter catches some of them too, at the sizes
+    it runs): no barrier at all, a barrier whose counters split the group, ranks that repeat, a counter past the
+    tensor."""
+    T.assume(f"N % {G} == 0")
+    T.assume(f"NF >= N // {G}")
+    with T.grid(N, threads=32) as (b,):
+        x = T.alloc_fragment((1, 128), T.f32)
+        T.copy(X.tile((b, 0), (1, 128)), x)
+        T.copy(x * 2.0, Y.tile((b, 0), (1, 128)))
+        if MISTAKE == "":
+            T.group_barrier(F, b // G, b % G, G)
+        elif MISTAKE == "split counters":  # the group's blocks 0, 1 at one counter, 2, 3 at another
+            T.group_barrier(F, b // 2, b % 2, 2)
+        elif MISTAKE == "rank twice":
+            T.group_barrier(F, b // G, b % 2, G)
+        elif MISTAKE == "counter past the end":
+            T.group_barrier(F, b // G + 1, b % G, G)
+        elif MISTAKE == "barrier before the store":
+            pass
+        y = T.alloc_fragment((1, 128), T.f32)
+        T.copy(Y.tile((b // G * G + (b + 1) % G, 0), (1, 128)), y)
+        T.copy(y + x, X.tile((b, 0), (1, 128)))

@@ -878,6 +878,22 @@ class Code(StrEnum):
         "possible read-write race on {buffer}[{index}] ({relation}, no barrier between)",
         "put a T.barrier() between the write and the read (and before the location is overwritten)",
     )
+    RACE_GLOBAL = _entry(
+        Category.VERIFY,
+        "a block reads {buffer} where another block stores in the same launch, unordered",
+        "let each block read only what it stores, move the read to a second kernel, or put a T.group_barrier after "
+        "the store and before the load at which both blocks arrive at the same counter",
+    )
+    GROUP_BARRIER_RANK = _entry(
+        Category.VERIFY,
+        "{problem}",
+        "give each of the count blocks that arrive at one counter its own rank in 0 .. count - 1, once per launch",
+    )
+    GROUP_BARRIER_COUNTER = _entry(
+        Category.VERIFY,
+        "{problem}",
+        "size the counter tensor for every index the kernel arrives at (T.assume its extent)",
+    )
     RACE_BARRIER_THREADS = _entry(
         Category.VERIFY,
         "{barrier} counts {counted} threads, but {executing} execute it: {effect}",

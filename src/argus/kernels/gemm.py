@@ -785,10 +785,16 @@ def persistent_gemm(
         # every box of the stage counts in full, also where it is out of bounds
         stage_bytes = (BM + BN) * BK * A.dtype.itemsize
         consumers = tuple(range(1, 1 + CONSUMERS))
+
+        def unit_runs(u: Any) -> Any:
+            """Whether unit u exists: ``u < units``, or for the fused split-K its tile number below the tile count
+            (the same condition, which names the tile number: the verifier's tile-order lemma reads it as a bound)."""
+            return u // SPLITS < per_matrix if fused is not None else u < units
+
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for it in T.serial(T.cdiv(units, walkers)):
                 u = walker + it * walkers
-                with T.if_(u < units):
+                with T.if_(unit_runs(u)):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     if flat:  # unit u: tile u % tiles of matrix u // tiles
                         batch, t = t // per_matrix, t % per_matrix
@@ -808,7 +814,7 @@ def persistent_gemm(
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
             for it in T.serial(T.cdiv(units, walkers)):
                 u = walker + it * walkers
-                with T.if_(u < units):
+                with T.if_(unit_runs(u)):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     if flat:
                         batch, t = t // per_matrix, t % per_matrix
@@ -841,7 +847,8 @@ def persistent_gemm(
                         store_tile(acc, C, bm, bn, BM, BN, EPILOGUE, epilogue, sC)
                     if fused is not None:  # the tile's SPLITS units meet, then each sums its rows of every slice
                         out, counters = fused
-                        T.group_barrier(counters, bm * tiles_n + bn, split, SPLITS)
+                        # the counter of tile t (of the cluster's pair: one per block rank), split `split` its rank
+                        T.group_barrier(counters, t * CLUSTER + rank if CLUSTER > 1 else t, split, SPLITS)
                         split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
 
 
@@ -889,20 +896,25 @@ def gemm_split_fused(
 ):
     """Split-K in one launch: the units of `gemm_warp_specialized_persistent` with SPLITS > 1 store their partial
     products into slice ``split`` of the f32 workspace W (S, M, N) as there, then the SPLITS units of each tile meet
-    at a group barrier on counter ``F[tile]`` (`T.group_barrier`: rank ``split``; the tile's index ``bm * tiles_n +
-    bn``, so F has at least one counter per tile, row tiles rounded up to the cluster's pairs) and each sums BM /
-    SPLITS rows of the tile over every slice into C (`split_rows_sum`): no reduction kernel, its launch, nor its
-    pass over W after the GEMM's last wave (the slices are read from L2 right after they are written).
+    at a group barrier on counter ``F[t]`` (`T.group_barrier`: rank ``split``; t the unit's tile number, in 2-block
+    clusters ``2 t + r`` for the tile of block rank r) and each sums BM / SPLITS rows of the tile over every slice
+    into C (`split_rows_sum`): no reduction kernel, its launch, nor its pass over W after the GEMM's last wave (the
+    slices are read from L2 right after they are written).
 
-    The units of a tile must run at once: the plan takes it where every unit has a block of its own (units at most
-    BLOCKS, one block per SM: one wave). F holds zeros when first used and is left at the barriers' next
-    generation, so a relaunch needs no reset. The verifier does not model group barriers yet (`unknown`)."""
+    The units of a tile must run at once: the kernel assumes one wave (every unit a block of its own, at most one
+    block per SM; checked at every launch) and a counter per tile. F holds zeros when first used and is left at the
+    barriers' next generation, so a relaunch needs no reset."""
     if not isinstance(SPLITS, int) or SPLITS < 2 or BM % SPLITS:
         raise DSLError(
             "DSL_BAD_PARAM",
             f"gemm_split_fused splits K at least two ways into a divisor of BM: each unit sums BM / SPLITS rows of "
             f"its tile (BM = {BM}, SPLITS = {SPLITS!r})",
         )
+    rows = f"((M + {BM - 1}) // {BM} + {CLUSTER - 1}) // {CLUSTER}"  # row tiles (pairs of them in clusters)
+    tiles = f"{rows} * ((N + {BN - 1}) // {BN})"
+    # one wave: every unit has a block of its own (the units of a tile wait for each other); a counter per tile
+    T.assume(f"{tiles} * {SPLITS} <= {BLOCKS // CLUSTER}")
+    T.assume(f"NF >= {tiles} * {CLUSTER}")
     persistent_gemm(
         A,
         B,

@@ -124,6 +124,30 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
+        "RACE_GLOBAL",
+        "a block reads global memory another block writes in the same launch",
+        "A block loads an element of a global tensor that another block of the same launch stores, and nothing "
+        "orders the store before the load: blocks run at once and in any order, so the load sees the old or the new "
+        "value. The one order between blocks is T.group_barrier: a barrier after the store and before the load, at "
+        "which both blocks arrive at the same counter.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
+        "GROUP_BARRIER_RANK",
+        "a group barrier's arrivals can exceed its count",
+        "A T.group_barrier arrives with a rank outside 0 .. count - 1, or two of its instances (two blocks, or one "
+        "block in two iterations) arrive at one counter with one rank: more than count blocks may arrive at a "
+        "counter in one launch, so a generation can complete before a block the others wait for has arrived.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
+        "GROUP_BARRIER_COUNTER",
+        "a group barrier's counter lies outside its tensor",
+        "A T.group_barrier arrives at an index outside its counter tensor: the atomic add writes memory that is "
+        "not the tensor's.",
+        Severity.ERROR,
+    ),
+    CatalogEntry(
         "RACE_BARRIER_THREADS",
         "barrier that does not synchronize the threads executing it",
         "A barrier waits for a different number of threads than execute it: T.barrier() (__syncthreads) inside "

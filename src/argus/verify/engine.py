@@ -33,6 +33,7 @@ from argus.verify.checks.coverage import (
     check_tiled_contraction_coverage,
 )
 from argus.verify.checks.fence import check_proxy_fences
+from argus.verify.checks.global_reads import check_global_reads
 from argus.verify.checks.mbarrier import check_arrive_counts
 from argus.verify.checks.mma import check_gemm
 from argus.verify.checks.once import (
@@ -244,6 +245,9 @@ def _verify_kernel(
         # would move the exactly-once queries' budgets (a grouped TMA-store kernel's once proof ran out of its
         # budget with them built first)
         run("contraction coverage", check_tiled_contraction_coverage, ctx)
+    if "races" in checks:
+        # after the exactly-once checks, whose budgets were measured without its queries; it reuses their tile lemmas
+        run("reads of other blocks' stores", check_global_reads, ctx)
     if "perf" in checks:
         run("performance", check_performance, ctx)
     return Result(

@@ -47,6 +47,7 @@ from argus.ir.nodes import (
     Fill,
     For,
     Gemm,
+    GroupBarrier,
     If,
     Kernel,
     Map,
@@ -353,6 +354,11 @@ def analyze(kernel: Kernel) -> Analysis:
                         continue
                     new[b] = (Branch(site, t_items, o_items),)
                 state = new
+            elif isinstance(s, GroupBarrier):
+                # after the barrier a global tensor holds what the blocks that met there stored: read by position, as
+                # a second kernel reads it (`checks/global_reads.py` proves that each such read is ordered after the
+                # store it sees); shared memory and registers are untouched
+                state = {b: ((Init(b),) if b.space == Space.GLOBAL else items) for b, items in state.items()}
             elif isinstance(s, _NO_EFFECT):
                 pass
             else:

@@ -200,10 +200,12 @@ def _replace(e: Any, key: Any, by: Var, keys: _Keys, memo: dict[int, Any]) -> An
     return out
 
 
-def split(kernel: Kernel, site: Site, ref: TileRef) -> Split | None:
+def split(kernel: Kernel, site: Site, ref: TileRef, number: Expr | None = None) -> Split | None:
     """The site's tile number and the origins that are functions of it and the sizes alone, or None when no
     expression of the block and loop indices that divides by no size leaves every dividing origin (`hard_dims`) free
-    of the indices. The smallest such expression is taken: it leaves the most origins and branch conditions free."""
+    of the indices. The smallest such expression is taken: it leaves the most origins and branch conditions free.
+    `number`: that expression only (a group barrier's counter, `checks/global_reads.py`), where it is one of the
+    dividing origins' subexpressions."""
     indices = set(kernel.block_vars) | {lp.var for lp in site.loops}
     allowed = set(kernel.shape_vars)
     hard = hard_dims(ref)
@@ -218,6 +220,8 @@ def split(kernel: Kernel, site: Site, ref: TileRef) -> Split | None:
     for e in found.values():
         if free_vars(e) & indices and not _hard(e):
             candidates.setdefault(keys(e), e)
+    if number is not None:
+        candidates = {k: e for k, e in candidates.items() if k == keys(number)}
     tau = Var("tile_number", VarKind.LOOP)
     free = allowed | {tau}
     for key, number in sorted(candidates.items(), key=lambda kv: _size(kv[1], sizes_memo)):
