@@ -1353,39 +1353,43 @@ def _run_point(machine: _Machine, kernel: Kernel, block: Any, point: tuple[int, 
 
 
 def _run_blocks(machine: _Machine, blocks: list[_Block]) -> None:
-    """Run every block of a kernel with group barriers together: each block's program is resumed in turn, as far
-    as its waits allow; a round in which none moves is a deadlock (a group barrier whose blocks never all arrive)."""
+    """Run every block of a kernel with group barriers together (`_run_together`); a round in which none moves is a
+    deadlock (a group barrier whose blocks never all arrive)."""
     for b in blocks:
         b.together = True
-    running = [[b, machine.run(b, machine.kernel.body), ""] for b in blocks]
-    while running:
-        before = sum(b.events for b in blocks)
-        finished = False
-        for entry in list(running):
-            try:
-                entry[2] = next(entry[1])
-            except StopIteration:
-                machine._wgmma_wait(entry[0], 0)  # MMAs still in flight complete before the block exits
-                running.remove(entry)
-                finished = True
-        if running and not finished and sum(b.events for b in blocks) == before:
-            waits = "; ".join(e[2] for e in running[:4]) + (
-                f"; and {len(running) - 4} more" if len(running) > 4 else ""
-            )
-            raise InterpError(
-                "INTERP_DEADLOCK",
-                f"{len(running)} blocks are blocked for good: {waits}",
-                "check that every block that arrives at a group barrier's counter does (count blocks, one rank each) "
-                "and the mbarrier phases and arrive counts",
-            )
+
+    def stuck(running: list) -> InterpError:
+        more = f"; and {len(running) - 4} more" if len(running) > 4 else ""
+        return InterpError(
+            "INTERP_DEADLOCK",
+            f"{len(running)} blocks are blocked for good: " + "; ".join(e[2] for e in running[:4]) + more,
+            "check that every block that arrives at a group barrier's counter does (count blocks, one rank each) "
+            "and the mbarrier phases and arrive counts",
+        )
+
+    _run_together(machine, blocks, stuck)
 
 
 def _run_cluster(machine: _Machine, blocks: list[_Block]) -> None:
-    """Run the blocks of one cluster together: each block's program is resumed in turn, as far as its waits allow
-    (a wait on a peer's multicast bytes or arrivals yields to the other block); a round in which neither moves is a
-    deadlock."""
+    """Run the blocks of one cluster together (`_run_together`: a wait on a peer's multicast bytes or arrivals yields
+    to the other block); a round in which neither moves is a deadlock."""
     first, second = blocks
     first.peer, second.peer, second.rank = second, first, 1
+
+    def stuck(running: list) -> InterpError:
+        return InterpError(
+            "INTERP_DEADLOCK",
+            "both blocks of a cluster are blocked: " + "; ".join(f"block rank {e[0].rank}: {e[2]}" for e in running),
+            "check that both blocks issue the same multicast loads and cluster arrivals (the verifier's "
+            "PIPELINE_CLUSTER_ASYMMETRIC) and the cluster barriers' arrive counts",
+        )
+
+    _run_together(machine, blocks, stuck)
+
+
+def _run_together(machine: _Machine, blocks: list[_Block], stuck: Any) -> None:
+    """Resume each block's program in turn, as far as its waits allow, until all have finished; `stuck(running)` is
+    the error raised for a round in which no block moved (no arrival, no completion, none finished)."""
     running = [[b, machine.run(b, machine.kernel.body), ""] for b in blocks]
     while running:
         before = sum(b.events for b in blocks)
@@ -1398,13 +1402,7 @@ def _run_cluster(machine: _Machine, blocks: list[_Block]) -> None:
                 running.remove(entry)
                 finished = True
         if running and not finished and sum(b.events for b in blocks) == before:
-            waits = "; ".join(f"block rank {e[0].rank}: {e[2]}" for e in running)
-            raise InterpError(
-                "INTERP_DEADLOCK",
-                f"both blocks of a cluster are blocked: {waits}",
-                "check that both blocks issue the same multicast loads and cluster arrivals (the verifier's "
-                "PIPELINE_CLUSTER_ASYMMETRIC) and the cluster barriers' arrive counts",
-            )
+            raise stuck(running)
 
 
 def interpret(kernel_fn: Any, *arrays: np.ndarray, **params: Any) -> None:
