@@ -6,7 +6,8 @@
 # suite with the plan as committed.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-R=$OUT/call3
+C=${CALL:-call3}  # call 6 runs it again on an H200 as call6
+R=$OUT/$C
 mkdir -p $R
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
   python3 -c "import torch,sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
@@ -35,4 +36,4 @@ for suite in issue; do
   grep -h -E "geometric|exit|WRONG|Error|refused|fused" $R/$suite.txt | cut -c1-200
 done
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> $R/env.txt 2>&1
-cd $OUT && tar czf call3.tgz call3 && rm -rf call3
+cd $OUT && tar czf $C.tgz $C && rm -rf $C
