@@ -2,8 +2,7 @@
 their f32 slices, meet at a group barrier on the tile's counter and each sum BM / SPLITS rows of every slice into C,
 in one launch instead of the split plan's two. Correct on the interpreter through exactly the plan a GPU call
 launches (one and two consumer warpgroups, three on 192-row tiles, clusters, TMA-stored and direct slices, f32 by
-split precision, a tile whose units run on blocks that walk several units, odd sizes, a relaunch on the same
-counters); the plan fuses wherever it can and says why not elsewhere; compiled to HGMMA, TMA and the barrier's atomic
+split precision, odd sizes; the same sums as the two launches'); the plan fuses wherever it can and says why not elsewhere; compiled to HGMMA, TMA and the barrier's atomic
 add; verified: every unit reads a slice only after the slice's writer has arrived at the tile's counter
 (`checks/global_reads.py`; seeded mistakes in `tests/verify/test_global_reads.py`)."""
 
@@ -34,7 +33,7 @@ def _operands(problem: mm.GemmProblem, seed: int) -> tuple[np.ndarray, np.ndarra
 @pytest.mark.parametrize(
     ("shape", "majors", "config"),
     [
-        # 3 x 2 tiles of 64 x 64, 4 splits: 24 units on 8 blocks (a block runs three), K = 600 (10 K-blocks: 3, 3, 3, 1)
+        # 3 x 2 tiles of 64 x 64, 4 splits: 24 units, a block each (one wave), K = 640 (10 K-blocks: 3, 3, 3, 1)
         ((130, 72, 640), ("K", "N"), mm.GemmConfig(64, 64, 1, 2, SPLITS=4)),
         # two consumer warpgroups in 2-block clusters (an odd count of row tiles: the pair's second tile is empty)
         ((250, 136, 704), ("K", "K"), mm.GemmConfig(128, 64, 2, 2, SPLITS=2, CLUSTER=2)),

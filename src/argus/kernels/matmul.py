@@ -1551,7 +1551,7 @@ class GemmPlan:
         """C = a @ b (through the epilogue, whose tensors `operands` gives by name) on the lane-level interpreter
         (numpy float arrays a (M, K), b (K, N); small shapes only), through exactly the kernels and parameters a GPU
         call launches, with a grid of `target`'s SMs (default: 4 blocks, so that every block walks several
-        units)."""
+        units; a fused split-K plan, whose units wait for each other, gets a block for each of its units)."""
         import numpy as np
 
         from argus.interp import run_kernel
@@ -1591,6 +1591,8 @@ class GemmPlan:
         extra = {k: np.asarray(v, np.float64) for k, v in self.epilogue_operands(operands, np).items()}
         C = np.full((*lead, *self.c_shape) if splits == 1 else (splits, *self.c_shape), np.nan)
         W = np.full(self.tail_workspace(target), np.nan) if self.is_tail else None
+        if self.config.FUSE:  # one wave: a block for every unit (the kernel assumes it), whatever `target` has
+            target = replace(target, sms=max(target.sms, self.counters(target) * self.config.SPLITS))
         main = self.main_kernel(target)
         if self.config.FUSE:  # the workspace, then C, in one launch
             out = np.full(self.c_shape, np.nan)
