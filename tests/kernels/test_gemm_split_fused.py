@@ -2,9 +2,10 @@
 their f32 slices, meet at a group barrier on the tile's counter and each sum BM / SPLITS rows of every slice into C,
 in one launch instead of the split plan's two. Correct on the interpreter through exactly the plan a GPU call
 launches (one and two consumer warpgroups, three on 192-row tiles, clusters, TMA-stored and direct slices, f32 by
-split precision, odd sizes; the same sums as the two launches'); the plan fuses wherever it can and says why not elsewhere; compiled to HGMMA, TMA and the barrier's atomic
-add; verified: every unit reads a slice only after the slice's writer has arrived at the tile's counter
-(`checks/global_reads.py`; seeded mistakes in `tests/verify/test_global_reads.py`)."""
+split precision, odd sizes; the same sums as the two launches'); the plan fuses wherever it can and says why not
+elsewhere; compiled to HGMMA, TMA and the barrier's atomic add; verified: every unit reads a slice only after the
+slice's writer has arrived at the tile's counter (`checks/global_reads.py`; seeded mistakes in
+`tests/verify/test_global_reads.py`)."""
 
 from __future__ import annotations
 
