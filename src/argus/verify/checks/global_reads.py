@@ -56,7 +56,7 @@ from argus.verify.checks.once import (
 )
 from argus.verify.context import Context, Outcome
 from argus.verify.program import Site, Unsupported, user_name
-from argus.verify.report import Access, Counterexample, Element, Finding, Verdict, undecided
+from argus.verify.report import Access, Counterexample, Element, Finding, ThreadPoint, Verdict, undecided
 
 
 def check_global_reads(ctx: Context) -> list[Finding]:
@@ -171,8 +171,8 @@ def _finding(code: str, msg: str, site: Site, m: Any, ctx: Context, loops: dict[
         program_point=str(site.loc),
         block=ctx.block_values(m),
         shapes=ctx.shape_values(m),
-        thread=None,
-        loops=loops,
+        thread=ThreadPoint(0, site.role.name if site.role is not None else None),  # the block's arrival is its
+        loops=loops,  # scope's first thread's
         accesses=(),
         variables={},
     )
