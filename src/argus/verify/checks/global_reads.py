@@ -171,8 +171,9 @@ def _finding(code: str, msg: str, site: Site, m: Any, ctx: Context, loops: dict[
         program_point=str(site.loc),
         block=ctx.block_values(m),
         shapes=ctx.shape_values(m),
-        thread=ThreadPoint(0, site.role.name if site.role is not None else None),  # the block's arrival is its
-        loops=loops,  # scope's first thread's
+        # the block's arrival is made by its scope's first thread
+        thread=ThreadPoint(0, site.role.name if site.role is not None else None),
+        loops=loops,
         accesses=(),
         variables={},
     )
