@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -216,9 +216,13 @@ def _gemm_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, int]]]:
     from argus.kernels import matmul as mm
 
     problem = mm.GemmProblem(**plan["problem"])
-    the_plan = mm.plan(problem, mm.GemmConfig(**plan["config"]))
+    config = mm.GemmConfig(**plan["config"])
+    # as measured: a row recorded before split plans were fused (no FUSE field) or not fused (None) ran two launches
+    the_plan = mm.plan(problem, replace(config, FUSE=bool(config.FUSE)))
     q = the_plan.padded
     sizes = {"M": q.M, "N": q.N, "K": q.K, "S": the_plan.config.SPLITS, "B": q.batch}
+    if the_plan.config.FUSE:  # the fused split's counters: one per tile
+        sizes["NF"] = the_plan.counters()
     if the_plan.is_tail:  # the tail's workspace W (TAIL, RT, WM, WN)
         sizes.update(zip(("S", "RT", "WM", "WN"), the_plan.tail_workspace(), strict=True))
     kernels = the_plan.kernels()
