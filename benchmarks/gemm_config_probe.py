@@ -3,7 +3,7 @@
 Usage (from the repository root on a GPU machine)::
 
     PYTHONPATH=src python benchmarks/gemm_config_probe.py M,N,K "BM,BN,BK,STAGES,CONSUMERS,SPLITS,CLUSTER" ... \
-        [--rounds 100] [--json F] [--kernel-only] [--profile]
+        [--rounds 100] [--json F] [--kernel-only] [--profile] [--no-cooperative]
 
 A configuration may end in ``,fused``: split-K with the reduction in the GEMM kernel (`GemmConfig.FUSE`). Every
 contender is checked against the f32 product before and after the timed relaunches. A configuration
@@ -77,11 +77,19 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--kernel-only", action="store_true", help="also time a split plan's first kernel alone")
     parser.add_argument("--profile", action="store_true", help="print cuBLAS's kernels for the product")
+    parser.add_argument(
+        "--no-cooperative",
+        action="store_true",
+        help="launch kernels with group barriers (fused split-K) without the cooperative attribute (A/B)",
+    )
     args = parser.parse_args()
 
     import torch
 
     from argus.kernels import matmul as mm
+    from argus.runtime import loaded
+
+    loaded.COOPERATIVE_LAUNCHES = not args.no_cooperative
 
     for line in environment(torch):
         print(line)

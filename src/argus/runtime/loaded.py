@@ -24,6 +24,37 @@ from argus.backend.cuda.codegen.source import DEFAULT_DYNAMIC_SHARED_LIMIT, Comp
 from argus.runtime import driver as drv
 from argus.runtime.arguments import Binding, bind, wide_tensor
 
+#: Launch kernels with group barriers (`GeneratedSource.cooperative`) cooperatively (``cuLaunchKernelEx`` with
+#: ``CU_LAUNCH_ATTRIBUTE_COOPERATIVE``): the driver refuses a grid whose blocks cannot all be resident at once
+#: (``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE``: another process holding SMs, an MPS share, a smaller GPU) rather
+#: than letting its blocks wait for ones that never run. A switch for A/B measurements.
+COOPERATIVE_LAUNCHES = True
+
+
+def launch_config(driver: Any, config: Any, stream: int, dependent: bool, cooperative: bool) -> Any:
+    """``cuLaunchKernelEx``'s config for a launch with attributes: a programmatic dependent of the stream's previous
+    grid (`PreparedLaunch.dependent`) and/or cooperative (`COOPERATIVE_LAUNCHES`); with the attribute objects, which
+    must outlive the launch."""
+    launch = driver.CUlaunchConfig()
+    launch.gridDimX, launch.gridDimY, launch.gridDimZ = config.grid
+    launch.blockDimX, launch.blockDimY, launch.blockDimZ = config.block
+    launch.sharedMemBytes = config.shared_bytes
+    launch.hStream = driver.CUstream(stream)
+    attributes = []
+    if dependent:
+        attribute = driver.CUlaunchAttribute()
+        attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attribute.value.programmaticStreamSerializationAllowed = 1
+        attributes.append(attribute)
+    if cooperative:
+        attribute = driver.CUlaunchAttribute()
+        attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        attribute.value.cooperative = 1
+        attributes.append(attribute)
+    launch.attrs = attributes
+    launch.numAttrs = len(attributes)
+    return launch, attributes
+
 
 @dataclass(frozen=True)
 class PreparedLaunch:
@@ -54,12 +85,18 @@ class PreparedLaunch:
         if current is None or int(current) != context:
             self.kernel._launch(self.binding, self.stream, self.tensor_maps)
             return
-        if self.dependent:
+        extended = self.dependent or self.cooperative
+        if extended:
             result = driver.cuLaunchKernelEx(*arguments)[0]
         else:
             result = driver.cuLaunchKernel(*arguments)[0]
         if result != driver.CUresult.CUDA_SUCCESS:
-            drv._check(driver, result, "cuLaunchKernelEx" if self.dependent else "cuLaunchKernel", self.kernel.name)
+            drv._check(driver, result, "cuLaunchKernelEx" if extended else "cuLaunchKernel", self.kernel.name)
+
+    @property
+    def cooperative(self) -> bool:
+        """Launched cooperatively: the kernel has group barriers (`COOPERATIVE_LAUNCHES`)."""
+        return COOPERATIVE_LAUNCHES and self.kernel.generated.cooperative
 
     def _resolve(self) -> tuple[Any, int, tuple[Any, ...], Any]:
         kernel, binding = self.kernel, self.binding
@@ -71,18 +108,9 @@ class PreparedLaunch:
             function = kernel._function(device)
         driver = drv.cuda_driver(kernel.name)
         packed = int(params) if isinstance(params, drv.KernelParams) else params
-        if self.dependent:
-            launch = driver.CUlaunchConfig()
-            launch.gridDimX, launch.gridDimY, launch.gridDimZ = config.grid
-            launch.blockDimX, launch.blockDimY, launch.blockDimZ = config.block
-            launch.sharedMemBytes = config.shared_bytes
-            launch.hStream = driver.CUstream(self.stream)
-            attribute = driver.CUlaunchAttribute()
-            attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-            attribute.value.programmaticStreamSerializationAllowed = 1
-            launch.attrs = [attribute]
-            launch.numAttrs = 1
-            return driver, int(context), (launch, function, packed, 0), (params, launch, attribute)
+        if self.dependent or self.cooperative:
+            launch, attributes = launch_config(driver, config, self.stream, self.dependent, self.cooperative)
+            return driver, int(context), (launch, function, packed, 0), (params, launch, attributes)
         arguments = (
             function,
             *config.grid,
@@ -258,6 +286,11 @@ class LoadedKernel:
         with drv.ContextScope(device, self.name):
             function = self._function(device)
             driver = drv.cuda_driver(self.name)
+            if COOPERATIVE_LAUNCHES and self.generated.cooperative:  # the blocks wait for each other: all or none
+                launch, _attributes = launch_config(driver, config, stream, False, True)
+                packed = int(params) if isinstance(params, drv.KernelParams) else params
+                drv.call(self.name, "cuLaunchKernelEx", launch, function, packed, 0)
+                return
             drv.call(
                 self.name,
                 "cuLaunchKernel",

@@ -19,7 +19,7 @@ from argus.backend.cuda.codegen import prelude
 from argus.backend.cuda.codegen.addressing import row_major
 from argus.backend.cuda.codegen.context import Context, where
 from argus.backend.cuda.codegen.source import GeneratedSource, ShapeParam, TensorParam
-from argus.ir.nodes import Space
+from argus.ir.nodes import GroupBarrier, Space, walk
 
 
 def assemble(cx: Context) -> GeneratedSource:
@@ -70,6 +70,7 @@ def assemble(cx: Context) -> GeneratedSource:
         tensor_maps=tuple(cx.needs.tensor_maps.values()),
         dependent=cx.switches.grid_dependency,
         wide=cx.switches.wide_offsets,
+        cooperative=any(isinstance(s, GroupBarrier) for s in walk(k.body)),
     )
 
 

@@ -109,6 +109,9 @@ class GeneratedSource:
         tensor_maps: TMA tensor maps, in order (they come after the shape symbols in the signature).
         dependent: generated for programmatic dependent launch (``generate(kernel, dependent=True)``: the
             ``griddepcontrol`` prologue); only such a kernel may be launched with ``dependent=True``.
+        cooperative: the kernel has group barriers (`T.group_barrier`): its blocks wait for each other, so the
+            runtime launches it cooperatively (the driver refuses a grid whose blocks cannot all be resident at once,
+            `argus.runtime.loaded.COOPERATIVE_LAUNCHES`) instead of letting it hang.
         wide: global element offsets computed in 64 bits (``generate(kernel, wide=True)``); otherwise in 32 bits,
             which the runtime uses only for tensors of at most 2^31 elements (it compiles the wide variant when a
             launch needs it).
@@ -128,6 +131,7 @@ class GeneratedSource:
     tensor_maps: tuple[TensorMapParam, ...] = ()
     dependent: bool = False
     wide: bool = False
+    cooperative: bool = False
 
     @property
     def parameters(self) -> tuple[str, ...]:
