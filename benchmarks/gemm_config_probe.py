@@ -82,6 +82,11 @@ def main() -> int:
         action="store_true",
         help="launch kernels with group barriers (fused split-K) without the cooperative attribute (A/B)",
     )
+    parser.add_argument(
+        "--cooperative-alone",
+        action="store_true",
+        help="a cooperative launch does not also take the programmatic-dependent attribute (A/B)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -90,6 +95,7 @@ def main() -> int:
     from argus.runtime import loaded
 
     loaded.COOPERATIVE_LAUNCHES = not args.no_cooperative
+    loaded.COOPERATIVE_DEPENDENT = not args.cooperative_alone
 
     for line in environment(torch):
         print(line)

@@ -29,6 +29,10 @@ from argus.runtime.arguments import Binding, bind, wide_tensor
 #: (``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE``: another process holding SMs, an MPS share, a smaller GPU) rather
 #: than letting its blocks wait for ones that never run. A switch for A/B measurements.
 COOPERATIVE_LAUNCHES = True
+#: A cooperative launch that is also a programmatic dependent of the grid before it (a fused split-K after the copies
+#: into padded operands) takes both attributes; off: the cooperative attribute alone, the launch waiting for the grid
+#: before it in stream order (its ``griddepcontrol.wait`` then waits for nothing). A switch for A/B measurements.
+COOPERATIVE_DEPENDENT = True
 
 
 def launch_config(driver: Any, config: Any, stream: int, dependent: bool, cooperative: bool) -> Any:
@@ -109,7 +113,8 @@ class PreparedLaunch:
         driver = drv.cuda_driver(kernel.name)
         packed = int(params) if isinstance(params, drv.KernelParams) else params
         if self.dependent or self.cooperative:
-            launch, attributes = launch_config(driver, config, self.stream, self.dependent, self.cooperative)
+            dependent = self.dependent and (COOPERATIVE_DEPENDENT or not self.cooperative)
+            launch, attributes = launch_config(driver, config, self.stream, dependent, self.cooperative)
             return driver, int(context), (launch, function, packed, 0), (params, launch, attributes)
         arguments = (
             function,
