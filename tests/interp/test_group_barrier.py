@@ -82,6 +82,8 @@ def test_the_arrival_is_an_atomic_add_and_an_acquire_spin() -> None:
     assert mix["ATOMG.E.ADD.STRONG.GPU"] == 1, mix
     assert mix["LDG.E.STRONG.GPU"] == 1, mix  # ld.acquire.gpu
     assert mix["MEMBAR.SC.GPU"] == 1, mix  # the fence before the arrival
+    assert compiled.generated.cooperative  # launched cooperatively: all blocks resident at once, or refused
+    assert not compile_kernel(K.barrier_misuse.trace()).generated.cooperative
     source = compiled.generated.source
     assert "if (tid == 0) argus::group_barrier(F + (b / 4), (b % 4) == 0, 4u);" in source, source
 

@@ -81,6 +81,15 @@ def test_the_plan_fuses_a_split_wherever_it_can() -> None:
     assert [k.name for k in explicit.kernels()] == ["gemm_warp_specialized_persistent", "gemm_split_reduce"]
 
 
+def test_the_plan_fuses_only_where_the_gemm_is_the_call_s_first_launch() -> None:
+    # K = 964: A and B copied to padded buffers first, after which the cooperative launch waits for the copies in full
+    padded = mm.plan(mm.GemmProblem(83, 880, 964, "bf16", "bf16", "K", "K"))
+    assert padded.needs_padding and padded.config.SPLITS > 1 and not padded.config.FUSE
+    assert mm.plan(padded.problem, replace(padded.config, FUSE=True)).config.FUSE  # asked for, it runs
+    f32 = mm.plan(mm.GemmProblem(1024, 1024, 16384, "f32", "f32", "K", "K"))  # after the split-precision passes
+    assert f32.config.SPLITS > 1 and not f32.config.FUSE
+
+
 def test_the_switch_turns_the_fusion_off(monkeypatch) -> None:
     monkeypatch.setattr(mm, "FUSE_SPLITS", False)
     mm._plan_cached.cache_clear()

@@ -672,7 +672,9 @@ REDUCE_BN = 512
 #: second launch. Measured on an H100 (benchmarks/results/2026-12-05-gemm-fused/, call 2), each plan against its own
 #: configuration's two-launch form in the same process: faster at all 14 shapes tried (the split shapes of the issue's
 #: suites and ten drawn at random), +0.1 to +19 % (241x248x16960 0.720 -> 0.857x cuBLAS, 404x168x15152 0.750 ->
-#: 0.843, 128x4096x4096 0.865 -> 0.904, 512x512x65536 0.908 -> 0.915). A switch for A/B measurements.
+#: 0.843, 128x4096x4096 0.865 -> 0.904, 512x512x65536 0.908 -> 0.915). Only where the GEMM is the call's first
+#: launch: its cooperative launch (`argus.runtime.loaded.COOPERATIVE_LAUNCHES`) after the copies into padded operands
+#: cost 1.8 us at 83x880x964 (calls 6-8: 0.87 two launches, 0.80 fused). A switch for A/B measurements.
 FUSE_SPLITS = True
 
 #: Split plans store their f32 slices of the workspace through TMA stores (shared-memory staging, 3-D boxes of
@@ -1341,7 +1343,10 @@ class GemmPlan:
             )
         if self.config.FUSE is None:  # the plan decides: fused where it can (else FUSE stays None: not fused)
             fused = replace(self.config, FUSE=True)
-            if FUSE_SPLITS and fuse_refusal(self.padded, fused, self.epilogue) is None:
+            # where the GEMM is the call's first launch: after copies into padded operands or the f32 split passes,
+            # the cooperative launch waits for them in full (83x880x964: 1.8 us, slower than two launches)
+            first = not self.needs_padding and self.problem.dtype != "f32"
+            if FUSE_SPLITS and first and fuse_refusal(self.padded, fused, self.epilogue) is None:
                 object.__setattr__(self, "config", fused)
         elif self.config.FUSE:
             why = fuse_refusal(self.padded, self.config, self.epilogue)
