@@ -628,6 +628,7 @@ def test_allowlist_is_the_ir_classes() -> None:
                 "FenceKind",
                 "Fill",
                 "For",
+                "GroupBarrier",
                 "Gather",
                 "Gemm",
                 "If",

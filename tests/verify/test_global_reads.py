@@ -1,7 +1,7 @@
 """Reads of global memory another block of the launch writes (`checks/global_reads.py`): a block that loads what
 another stores is `RACE_GLOBAL` unless a group barrier between the store and the load has both blocks at one counter;
-a group barrier whose arrivals could exceed its count is `GROUP_BARRIER_RANK`, one whose counter lies past its tensor
-`GROUP_BARRIER_COUNTER`. Each with a counterexample (the element, the two blocks). Before this check a kernel whose
+a group barrier whose arrivals could exceed its count is `RACE_GROUP_RANK`, one whose counter lies past its tensor
+`OOB_GROUP_COUNTER`. Each with a counterexample (the element, the two blocks). Before this check a kernel whose
 block read its neighbour's row with no barrier at all verified. Kernels that read only what they store themselves get
 no finding (the ring's X, the library's GEMMs)."""
 
@@ -44,7 +44,7 @@ def test_a_barrier_whose_counters_split_the_group_is_a_race() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mistake", "code"), [("rank twice", "GROUP_BARRIER_RANK"), ("counter past the end", "GROUP_BARRIER_COUNTER")]
+    ("mistake", "code"), [("rank twice", "RACE_GROUP_RANK"), ("counter past the end", "OOB_GROUP_COUNTER")]
 )
 def test_arrivals_that_break_the_count_or_the_tensor_are_found(mistake: str, code: str) -> None:
     result = verify(K.ring_variants.trace(MISTAKE=mistake))
@@ -74,7 +74,7 @@ def test_the_fused_split_k_s_seeded_mistakes_are_caught(mistake: str, monkeypatc
     result = verify(kernel)
     expected = {
         "no barrier": {"RACE_GLOBAL"},
-        "one rank": {"GROUP_BARRIER_RANK"},
-        "a counter per unit": {"RACE_GLOBAL", "GROUP_BARRIER_COUNTER"},
+        "one rank": {"RACE_GROUP_RANK"},
+        "a counter per unit": {"RACE_GLOBAL", "OOB_GROUP_COUNTER"},
     }
     assert expected[mistake] <= _codes(result), result.render_text()

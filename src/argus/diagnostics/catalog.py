@@ -884,15 +884,10 @@ class Code(StrEnum):
         "let each block read only what it stores, move the read to a second kernel, or put a T.group_barrier after "
         "the store and before the load at which both blocks arrive at the same counter",
     )
-    GROUP_BARRIER_RANK = _entry(
+    RACE_GROUP_RANK = _entry(
         Category.VERIFY,
         "{problem}",
         "give each of the count blocks that arrive at one counter its own rank in 0 .. count - 1, once per launch",
-    )
-    GROUP_BARRIER_COUNTER = _entry(
-        Category.VERIFY,
-        "{problem}",
-        "size the counter tensor for every index the kernel arrives at (T.assume its extent)",
     )
     RACE_BARRIER_THREADS = _entry(
         Category.VERIFY,
@@ -951,6 +946,11 @@ class Code(StrEnum):
         "{buffer}[{index}] is written with ordinary stores (generic proxy) and read by {reader} (async proxy) with "
         "no T.fence_proxy_async() by the writing thread",
         "call T.fence_proxy_async() right after the stores, before the barrier that hands the buffer to wgmma/TMA",
+    )
+    OOB_GROUP_COUNTER = _entry(
+        Category.VERIFY,
+        "{problem}",
+        "size the counter tensor for every index the kernel arrives at (T.assume its extent)",
     )
     OOB_SHARED = _entry(
         Category.VERIFY,

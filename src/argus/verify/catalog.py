@@ -133,7 +133,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
-        "GROUP_BARRIER_RANK",
+        "RACE_GROUP_RANK",
         "a group barrier's arrivals can exceed its count",
         "A T.group_barrier arrives with a rank outside 0 .. count - 1, or two of its instances (two blocks, or one "
         "block in two iterations) arrive at one counter with one rank: more than count blocks may arrive at a "
@@ -141,7 +141,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
         Severity.ERROR,
     ),
     CatalogEntry(
-        "GROUP_BARRIER_COUNTER",
+        "OOB_GROUP_COUNTER",
         "a group barrier's counter lies outside its tensor",
         "A T.group_barrier arrives at an index outside its counter tensor: the atomic add writes memory that is "
         "not the tensor's.",

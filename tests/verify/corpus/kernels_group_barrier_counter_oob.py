@@ -2,7 +2,7 @@
 counter is past the tensor (N / 4 counters): the atomic add writes memory that is not F's.
 
 expect: violated
-code: GROUP_BARRIER_COUNTER
+code: OOB_GROUP_COUNTER
 """
 
 import argus
@@ -22,7 +22,7 @@ def KERNEL(
         x = T.alloc_fragment((1, 256), T.f32)
         T.copy(X.tile((b, 0), (1, 256)), x)
         T.copy(x * 0.5, H.tile((b, 0), (1, 256)))
-        T.group_barrier(F, b // 4 + 1, b % 4, 4)  # <- GROUP_BARRIER_COUNTER
+        T.group_barrier(F, b // 4 + 1, b % 4, 4)  # <- OOB_GROUP_COUNTER
         h = T.alloc_fragment((1, 256), T.f32)
         T.copy(H.tile((b // 4 * 4 + (b + 1) % 4, 0), (1, 256)), h)
         T.copy(x * 0.5 + h, Y.tile((b, 0), (1, 256)))

@@ -3,7 +3,7 @@
 row may still be unwritten when the others read it.
 
 expect: violated
-code: GROUP_BARRIER_RANK
+code: RACE_GROUP_RANK
 """
 
 import argus
@@ -23,7 +23,7 @@ def KERNEL(
         x = T.alloc_fragment((1, 256), T.f32)
         T.copy(X.tile((b, 0), (1, 256)), x)
         T.copy(x * 0.5, H.tile((b, 0), (1, 256)))
-        T.group_barrier(F, b // 4, b % 2, 4)  # <- GROUP_BARRIER_RANK
+        T.group_barrier(F, b // 4, b % 2, 4)  # <- RACE_GROUP_RANK
         h = T.alloc_fragment((1, 256), T.f32)
         T.copy(H.tile((b // 4 * 4 + (b + 1) % 4, 0), (1, 256)), h)
         T.copy(x * 0.5 + h, Y.tile((b, 0), (1, 256)))

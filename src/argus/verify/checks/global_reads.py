@@ -1,5 +1,5 @@
 """Reads of global memory that another block of the same launch writes (`RACE_GLOBAL`), and the group barriers that
-order them (`GROUP_BARRIER_RANK`, `GROUP_BARRIER_COUNTER`).
+order them (`RACE_GROUP_RANK`, `OOB_GROUP_COUNTER`).
 
 The blocks of a grid run at once and in any order. A block that loads an element of a tensor which another block of
 the same launch stores reads the old value or the new one, whichever the timing gives. The one order the DSL gives
@@ -18,8 +18,8 @@ stored before its arrival is visible to the others' loads after it.
   counter computed from the tile number is the same in both by congruence.
 * **At most `count` arrivals at a counter.** That a completed generation holds every arrival at its counter needs
   no more than `count` of them per launch: every instance of a group barrier arrives with a rank in 0 .. count - 1
-  (`GROUP_BARRIER_RANK`), no two instances (two blocks, or one block in two iterations) arrive at one counter with
-  one rank (`GROUP_BARRIER_RANK`), and the counter lies inside its tensor (`GROUP_BARRIER_COUNTER`). With fewer than
+  (`RACE_GROUP_RANK`), no two instances (two blocks, or one block in two iterations) arrive at one counter with
+  one rank (`RACE_GROUP_RANK`), and the counter lies inside its tensor (`OOB_GROUP_COUNTER`). With fewer than
   `count` arrivals the barrier never completes: progress, which the verifier does not prove (the kernel's plan runs
   one wave of blocks; the interpreter reports a barrier that never completes, `INTERP_DEADLOCK`).
 
@@ -60,7 +60,7 @@ from argus.verify.report import Access, Counterexample, Element, Finding, Thread
 
 
 def check_global_reads(ctx: Context) -> list[Finding]:
-    """`RACE_GLOBAL`, `GROUP_BARRIER_RANK`, `GROUP_BARRIER_COUNTER` (module docstring)."""
+    """`RACE_GLOBAL`, `RACE_GROUP_RANK`, `OOB_GROUP_COUNTER` (module docstring)."""
     sites = ctx.analysis.program.sites
     barriers = [site for site in sites if isinstance(site.stmt, GroupBarrier)]
     findings: list[Finding] = []
@@ -117,8 +117,8 @@ def _arrivals(ctx: Context, site: Site) -> Finding | str | None:
     index = _index(site, env)
     extent = smt.val(smt.evaluate(s.counter.buffer.shape[0], ctx.base_env))
     checks = (
-        ("GROUP_BARRIER_RANK", z3.Not(smt.in_range(rank, 0, s.count)), "arrives with a rank outside 0 .. count - 1"),
-        ("GROUP_BARRIER_COUNTER", z3.Not(smt.in_range(index, 0, extent)), "arrives at a counter outside the tensor"),
+        ("RACE_GROUP_RANK", z3.Not(smt.in_range(rank, 0, s.count)), "arrives with a rank outside 0 .. count - 1"),
+        ("OOB_GROUP_COUNTER", z3.Not(smt.in_range(index, 0, extent)), "arrives at a counter outside the tensor"),
     )
     for code, violation, what in checks:
         out = _solve(ctx, cons, violation)
@@ -155,7 +155,7 @@ def _arrivals(ctx: Context, site: Site) -> Finding | str | None:
             f"[{smt.model_int(m, index)}] with rank {smt.model_int(m, rank)}: a generation could complete before "
             f"every block of the group has arrived"
         )
-        return _finding("GROUP_BARRIER_RANK", msg, site, m, ctx, _loops(m, site, env))
+        return _finding("RACE_GROUP_RANK", msg, site, m, ctx, _loops(m, site, env))
     return None
 
 
