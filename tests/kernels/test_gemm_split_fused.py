@@ -37,7 +37,7 @@ def _operands(problem: mm.GemmProblem, seed: int) -> tuple[np.ndarray, np.ndarra
         # 3 x 2 tiles of 64 x 64, 4 splits: 24 units, a block each (one wave), K = 640 (10 K-blocks: 3, 3, 3, 1)
         ((130, 72, 640), ("K", "N"), mm.GemmConfig(64, 64, 1, 2, SPLITS=4)),
         # two consumer warpgroups in 2-block clusters (an odd count of row tiles: the pair's second tile is empty)
-        ((250, 136, 704), ("K", "K"), mm.GemmConfig(128, 64, 2, 2, SPLITS=2, CLUSTER=2)),
+        ((300, 136, 704), ("K", "K"), mm.GemmConfig(128, 64, 2, 2, SPLITS=2, CLUSTER=2)),
         # the slices through TMA stores, M-major A
         ((70, 136, 520), ("M", "N"), mm.GemmConfig(64, 64, 1, 3, SPLITS=2, EPILOGUE="tma")),
         # three consumer warpgroups on 192-row tiles
