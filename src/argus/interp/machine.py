@@ -935,9 +935,6 @@ class _Machine:
         return bars[index]
 
     # --- control -------------------------------------------------------------------------------------------
-    def group_barrier(self, blk: _Block, s: GroupBarrier):
-        yield from _group_barrier(self, blk, s)
-
     def run(self, blk: _Block, stmts: tuple[Stmt, ...]):
         """Execute `stmts` (a generator: it yields while an mbarrier wait blocks). Consecutive warp
         roles run as cooperatively scheduled coroutines."""
@@ -1087,7 +1084,7 @@ class _Machine:
                 while bar.phase % 2 == parity:
                     yield f"{s.loc} ({s.barrier.buffer.name}, parity {parity})"
         elif isinstance(s, GroupBarrier):
-            yield from self.group_barrier(blk, s)
+            yield from _group_barrier(self, blk, s)
         elif isinstance(s, (Barrier, Fence, WarpgroupTurn)):
             pass  # lockstep execution: all threads of a role reach it together (turns only schedule issue)
         elif isinstance(s, (Tag, AssertTag, AssertTagEq)):

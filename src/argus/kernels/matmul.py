@@ -1921,7 +1921,7 @@ def prepare(
     C = out if fits else torch.empty(shape, dtype=out_torch, device=a.device)
     main_params = the_plan.main_params()
     tensors = [extra[p] for p in epilogue.params] if epilogue is not None else []
-    W = None
+    W = counters = None
     if the_plan.is_tail:  # the whole waves (if any), the tail's splits, their reduction
         W = torch.empty(the_plan.tail_workspace(), dtype=torch.float32, device=a.device)
         if the_plan.main_kernel() is not None:
@@ -1941,7 +1941,6 @@ def prepare(
         W = torch.empty((the_plan.config.SPLITS, *the_plan.c_shape), dtype=torch.float32, device=a.device)
         counters = torch.zeros(the_plan.counters(), dtype=torch.int32, device=a.device)  # reused by every relaunch
         launches.append(_loaded("split_fused", main_params).prepare(A, B, W, C, counters, dependent=DEPENDENT_LAUNCHES))
-        tensors = [*tensors, counters]
     else:
         W = torch.empty((the_plan.config.SPLITS, *the_plan.c_shape), dtype=torch.float32, device=a.device)
         launches.append(_loaded("main", main_params).prepare(A, B, W, dependent=DEPENDENT_LAUNCHES))
@@ -1951,7 +1950,7 @@ def prepare(
         )
     if the_plan.c_shape != (problem.M, problem.N):
         C = C[..., : problem.M, : problem.N]
-    launches.keep = [a, b, A, B, C, *tensors] + ([W] if W is not None else [])
+    launches.keep = [a, b, A, B, C, *tensors] + [x for x in (W, counters) if x is not None]
     if problem.dtype != "f32":
         launches.keep += [src for src, _ in copies.values()]
     # f32: the split passes are launches, which read a and b each time; 16-bit: A and B are views of a and b, or the

@@ -49,6 +49,7 @@ from argus.verify.checks.once import (
     _inside,
     _instance,
     _loops,
+    _origins,
     _site_exprs,
     _solve,
     _text,
@@ -258,7 +259,7 @@ def _pair(
         if not isinstance(numbers, str):  # instances that share an element have one tile number (implied: sound)
             out = _solve(ctx, [*cons, numbers], violation)
             if out.verdict != Verdict.UNKNOWN:
-                return _verdict(ctx, buffer, out, read, write, env_r, env_w, bterms, element, dims, ordering, cons)
+                return _verdict(ctx, buffer, out, read, write, env_r, env_w, bterms, element, dims, ordering)
     out = _solve(ctx, cons, violation, HARD_RLIMIT if hard else ONCE_RLIMIT)
     if out.verdict == Verdict.UNKNOWN and hard:
         # with the sizes the windows divide by fixed, the divisions are by constants: a witness at a few sizes (sound:
@@ -269,12 +270,12 @@ def _pair(
             pins = [t == size for v, t in ctx.shape_terms.items() if v.name in names and v.name not in ctx.pinned]
             at = _solve(ctx, [*cons, *pins], violation, 2 * HARD_RLIMIT)
             if at.verdict == Verdict.VIOLATED:
-                return _verdict(ctx, buffer, at, read, write, env_r, env_w, bterms, element, dims, ordering, cons)
+                return _verdict(ctx, buffer, at, read, write, env_r, env_w, bterms, element, dims, ordering)
         return (
             f"a window origin divides by a problem size (a tile order): whether a block reads what another stores "
             f"was not decided ({lemma or 'with the tile-order lemma'}; the direct query: {out.reason})"
         )
-    return _verdict(ctx, buffer, out, read, write, env_r, env_w, bterms, element, dims, ordering, cons)
+    return _verdict(ctx, buffer, out, read, write, env_r, env_w, bterms, element, dims, ordering)
 
 
 def _one_tile_number(ctx: Context, buffer: Buffer, a: tuple[Site, TileRef, dict], b: tuple[Site, TileRef, dict]) -> Any:
@@ -331,16 +332,12 @@ def _through_own_store(
     if not lemma.proved:
         return f"that distinct counters give the store disjoint windows was not proved: {lemma.why}"
     inside = _inside(rl, element, env_r)
-    own = [z3.And(element[d] >= o, element[d] - o < rs.extent[d]) for d, o in _dims_origins(rs, env_r, dims)]
+    origins = _origins(rs, env_r)
+    own = [z3.And(element[d] >= origins[d], element[d] - origins[d] < rs.extent[d]) for d in dims]
     out = _solve(ctx, [*cons_r, inside], z3.Not(z3.And(*own)))
     if out.verdict != Verdict.VERIFIED:
         return f"that the load's window lies inside the reader's own store window was not proved ({out.verdict.value})"
     return _index(barrier, env_r) == _index(barrier, env_w)
-
-
-def _dims_origins(ref: TileRef, env: dict, dims: list[int]) -> list[tuple[int, Any]]:
-    return [(d, smt.val(smt.evaluate(o, env)) if not isinstance(o, int) else smt.val(o)) for d, o in
-            ((d, ref.origin[d]) for d in dims)]  # fmt: skip
 
 
 def _verdict(
@@ -355,7 +352,6 @@ def _verdict(
     element: list[Any],
     dims: list[Any],
     ordering: list[Site],
-    cons: list[Any],
 ) -> Finding | None:
     (load, _), (store, _) = read, write
     if out.verdict == Verdict.VERIFIED:
