@@ -44,6 +44,12 @@ def _operands(problem: mm.GemmProblem, seed: int) -> tuple[np.ndarray, np.ndarra
         ((200, 136, 384), ("K", "K"), mm.GemmConfig(192, 128, 3, 2, SPLITS=2)),
         # a split that gets no K-block (3 K-blocks in 4 splits of 1): its slice is zeros
         ((64, 64, 192), ("K", "K"), mm.GemmConfig(64, 64, 1, 2, SPLITS=4)),
+        # 3 splits of a 64-row tile: the first 2 units sum 32 rows each, the third only arrives
+        ((130, 72, 640), ("K", "K"), mm.GemmConfig(64, 64, 1, 2, SPLITS=3)),
+        # 6 splits of a 128-row tile on two consumer warpgroups in clusters: 4 reducers of 32 rows
+        ((260, 64, 1536), ("K", "K"), mm.GemmConfig(128, 64, 2, 2, SPLITS=6, CLUSTER=2)),
+        # 16 splits of a 64 x 64 tile: 4 rows a unit would not fill 128 threads' vectors; 8 reducers of 8 rows
+        ((64, 64, 2048), ("K", "K"), mm.GemmConfig(64, 64, 1, 2, SPLITS=16)),
     ],
 )
 def test_a_fused_split_is_correct_on_the_interpreter(shape, majors, config) -> None:
@@ -104,9 +110,8 @@ def test_the_switch_turns_the_fusion_off(monkeypatch) -> None:
 @pytest.mark.parametrize(
     ("problem", "config", "epilogue", "reason"),
     [
-        (mm.GemmProblem(4096, 4096, 4096), mm.GemmConfig(128, 256, 2, 4, SPLITS=3), None, "must divide BM"),
         (mm.GemmProblem(4096, 4096, 4096), mm.GemmConfig(128, 256, 2, 4, SPLITS=4), None, "more than one wave"),
-        (mm.GemmProblem(512, 512, 65536), mm.GemmConfig(128, 128, 2, 4, SPLITS=32), None, "too few"),
+        (mm.GemmProblem(512, 512, 65536), mm.GemmConfig(128, 128, 2, 4, SPLITS=32), None, "more than one wave"),
         (mm.GemmProblem(512, 512, 8192), mm.GemmConfig(128, 128, 2, 4), None, "SPLITS > 1"),
         (mm.GemmProblem(512, 512, 8192), mm.GemmConfig(128, 128, 2, 4, SPLITS=2), "epilogue", "epilogue"),
     ],
@@ -117,6 +122,25 @@ def test_what_cannot_be_fused_is_refused_with_the_reason(problem, config, epilog
         mm.plan(problem, replace(config, FUSE=True), epilogue=ep)
     if config.SPLITS > 1:  # the plan's own decision: not fused, the two launches
         assert not mm.plan(problem, config, epilogue=ep).config.FUSE
+
+
+@pytest.mark.parametrize(
+    ("config", "reducers"),
+    [
+        (mm.GemmConfig(128, 256, 2, 4, SPLITS=16), 16),  # 8 rows x 256 columns: one vector for each of 256 threads
+        (mm.GemmConfig(128, 256, 2, 4, SPLITS=3), 2),  # 3 does not divide 128
+        (mm.GemmConfig(128, 256, 2, 4, SPLITS=12), 8),
+        (mm.GemmConfig(128, 128, 2, 3, SPLITS=32), 16),  # 4 rows x 128 = 512 elements: too few for 256 threads
+        (mm.GemmConfig(192, 128, 3, 4, SPLITS=6), 4),  # 32 rows x 128 is not a vector for each of 384 threads
+        (mm.GemmConfig(192, 128, 3, 4, SPLITS=5), 4),
+        (mm.GemmConfig(64, 4, 1, 4, SPLITS=2), None),  # 256 elements: not a vector for each of 128 threads
+    ],
+)
+def test_the_reducers_of_a_tile_divide_its_rows_into_whole_vectors(config, reducers) -> None:
+    assert config.reducers() == reducers
+    if reducers is None:
+        problem = mm.GemmProblem(64, 64, 8192, "bf16", "bf16", "K", "K")
+        assert "4-element vectors" in mm.fuse_refusal(problem, replace(config, FUSE=True))
 
 
 def test_a_swap_ab_split_is_not_fused() -> None:

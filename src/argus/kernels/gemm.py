@@ -688,8 +688,8 @@ def persistent_gemm(
     its operands (`epilogue_columns`, `epilogue_rows`, `epilogue_tile`; unsplit, unbatched GEMMs: split-K applies
     it in `split_reduce`). PART ``"whole"``: the tiles of the whole waves only; ``"tail"`` (C None, the workspace W,
     TAIL splits): the tiles after them, split (`gemm_persistent_split_tail`). `fused`, with SPLITS > 1: (the
-    output C, the counters F) of `gemm_split_fused`, whose units sum each other's slices of C (here the workspace)
-    after a group barrier per tile instead of `gemm_split_reduce`."""
+    output C, the counters F, the reducers) of `gemm_split_fused`, whose units sum each other's slices of C (here
+    the workspace) after a group barrier per tile instead of `gemm_split_reduce`."""
     if PART not in ("all", "whole", "tail") or (PART == "tail") != (C is None):
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -845,11 +845,15 @@ def persistent_gemm(
                         T.copy(acc, W.tile((split, t - whole, 0, 0), (None, None, BM, BN)))
                     else:
                         store_tile(acc, C, bm, bn, BM, BN, EPILOGUE, epilogue, sC)
-                    if fused is not None:  # the tile's SPLITS units meet, then each sums its rows of every slice
-                        out, counters = fused
+                    if fused is not None:  # the tile's SPLITS units meet, then the first REDUCERS sum its rows
+                        out, counters, reducers = fused
                         # the counter of tile t (of the cluster's pair: one per block rank), split `split` its rank
                         T.group_barrier(counters, t * CLUSTER + rank if CLUSTER > 1 else t, split, SPLITS)
-                        split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
+                        if reducers == SPLITS:
+                            split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
+                        else:  # BM / REDUCERS rows each for the first REDUCERS splits; the others only arrive
+                            with T.if_(split < reducers):
+                                split_rows_sum(C, out, bm * reducers + split, bn, SPLITS, BM // reducers, BN)
 
 
 def split_rows_sum(W: Any, C: Any, row: Any, bn: Any, SPLITS: int, ROWS: int, BN: int) -> None:  # noqa: N803
@@ -893,22 +897,32 @@ def gemm_split_fused(
     CONSUMERS: int = 2,
     SPLITS: int = 2,
     CLUSTER: int = 1,
+    REDUCERS: int = 0,
 ):
     """Split-K in one launch: the units of `gemm_warp_specialized_persistent` with SPLITS > 1 store their partial
     products into slice ``split`` of the f32 workspace W (S, M, N) as there, then the SPLITS units of each tile meet
     at a group barrier on counter ``F[t]`` (`T.group_barrier`: rank ``split``; t the unit's tile number, in 2-block
     clusters ``2 t + r`` for the tile of block rank r) and each sums BM / SPLITS rows of the tile over every slice
     into C (`split_rows_sum`): no reduction kernel, its launch, nor its pass over W after the GEMM's last wave (the
-    slices are read from L2 right after they are written).
+    slices are read from L2 right after they are written). With REDUCERS (a divisor of BM below SPLITS), only the
+    units of splits 0 .. REDUCERS - 1 sum, BM / REDUCERS rows each; the others arrive at the barrier and leave: a
+    split count that does not divide BM (3, 6, 12), or shares too small for the consumer threads' 4-element vectors.
 
     The units of a tile must run at once: the kernel assumes one wave (every unit a block of its own, at most one
     block per SM; checked at every launch) and a counter per tile. F holds zeros when first used and is left at the
     barriers' next generation, so a relaunch needs no reset."""
-    if not isinstance(SPLITS, int) or SPLITS < 2 or BM % SPLITS:
+    reducers = REDUCERS or SPLITS
+    if not isinstance(SPLITS, int) or SPLITS < 2 or not isinstance(reducers, int) or not 1 <= reducers <= SPLITS:
         raise DSLError(
             "DSL_BAD_PARAM",
-            f"gemm_split_fused splits K at least two ways into a divisor of BM: each unit sums BM / SPLITS rows of "
-            f"its tile (BM = {BM}, SPLITS = {SPLITS!r})",
+            f"gemm_split_fused splits K at least two ways and sums each tile on 1 to SPLITS of its units (SPLITS = "
+            f"{SPLITS!r}, REDUCERS = {REDUCERS!r})",
+        )
+    if BM % reducers:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"gemm_split_fused's REDUCERS units of a tile (SPLITS when 0) each sum BM / REDUCERS rows of it: "
+            f"REDUCERS must divide BM (BM = {BM}, REDUCERS = {reducers})",
         )
     rows = f"((M + {BM - 1}) // {BM} + {CLUSTER - 1}) // {CLUSTER}"  # row tiles (pairs of them in clusters)
     tiles = f"{rows} * ((N + {BN - 1}) // {BN})"
@@ -935,7 +949,7 @@ def gemm_split_fused(
         SPLITS=SPLITS,
         BATCH=False,
         CLUSTER=CLUSTER,
-        fused=(C, F),
+        fused=(C, F, reducers),
     )
 
 

@@ -568,8 +568,8 @@ class GemmConfig:
     #: read from L2 once for two row tiles, through multicast TMA loads); not with a split tail or a batch
     CLUSTER: int = 1
     #: with SPLITS > 1: the reduction in the GEMM kernel (`argus.kernels.gemm.gemm_split_fused`: a tile's units meet at
-    #: a group barrier and each sums BM / SPLITS rows of every slice), not a second launch; one wave of units only
-    #: (`fuse_refusal`). None (the default): the plan decides (True in its `GemmPlan.config` where `fuse_refusal`
+    #: a group barrier and `reducers()` of them each sum their rows of every slice), not a second launch; one wave of
+    #: units only (`fuse_refusal`). None (the default): the plan decides (True in its `GemmPlan.config` where `fuse_refusal`
     #: allows and `FUSE_SPLITS` is on, else None); True: fused or refused; False: never (A/B measurements)
     FUSE: bool | None = None
 
@@ -585,6 +585,16 @@ class GemmConfig:
             f"{self.BM}x{self.BN}x{self.BK} s{self.STAGES} c{self.CONSUMERS}{split}{tail} {self.EPILOGUE}{swap}{pitch}"
             f"{cluster}{fuse}"
         )
+
+    def reducers(self) -> int | None:
+        """How many units of a tile sum its slices in the fused split-K (`gemm_split_fused`'s REDUCERS): the most,
+        at most SPLITS, that divide BM into shares of whole 4-element vectors for every consumer thread (each sums
+        BM / reducers rows); None where no count does."""
+        threads = self.CONSUMERS * 128
+        for r in range(min(self.SPLITS, self.BM), 0, -1):
+            if self.BM % r == 0 and (self.BM // r) * self.BN % (4 * threads) == 0:
+                return r
+        return None
 
     def tail_tiles(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> tuple[int, int]:
         """(tiles of the whole waves, tiles of the tail) of a split tail on `problem` (BLOCKS = the target's SMs)."""
@@ -1238,13 +1248,10 @@ def fuse_refusal(problem: GemmProblem, config: GemmConfig, epilogue: Epilogue | 
         return "the transposed C of swap-AB and batched products are not fused"
     if epilogue is not None:
         return "a fused epilogue is applied by the reduction kernel only"
-    if c.BM % c.SPLITS:
-        return f"each unit sums BM / SPLITS rows of its tile: SPLITS ({c.SPLITS}) must divide BM ({c.BM})"
-    threads = c.CONSUMERS * 128
-    if (c.BM // c.SPLITS) * c.BN % (4 * threads):
+    if c.reducers() is None:
         return (
-            f"each unit sums {c.BM // c.SPLITS} x {c.BN} elements of its tile in 4-element vectors over its {threads} "
-            "consumer threads: too few (fewer splits or a wider tile)"
+            f"no count of a tile's units divides BM ({c.BM}) into shares of {c.BN} columns that fill the "
+            f"{c.CONSUMERS * 128} consumer threads' 4-element vectors: too narrow a tile"
         )
     rows = _up(_cdiv(problem.M, c.BM), c.CLUSTER)
     units = rows * _cdiv(problem.N, c.BN) * c.SPLITS
@@ -1418,8 +1425,10 @@ class GemmPlan:
         params = self.config.kernel_params(self.padded, target)
         if self.fused_main:
             del params["SPLITS"]
-        if self.config.FUSE:  # gemm_split_fused stores C itself
+        if self.config.FUSE:  # gemm_split_fused stores C itself, summed by the tile's first `reducers()` units
             params["OUT"] = self.padded.out
+            if self.config.reducers() != self.config.SPLITS:
+                params["REDUCERS"] = self.config.reducers()
         return tuple(sorted(params.items()))
 
     @property
