@@ -143,6 +143,21 @@ def test_the_reducers_of_a_tile_divide_its_rows_into_whole_vectors(config, reduc
         assert "4-element vectors" in mm.fuse_refusal(problem, replace(config, FUSE=True))
 
 
+def test_the_plan_fuses_partial_reducers_only_when_switched_on(monkeypatch) -> None:
+    # 768x768x3072: the model's 64x256 split3 (3 does not divide 64: two units sum the tile, the third only arrives)
+    problem = mm.GemmProblem(768, 768, 3072, "bf16", "bf16", "K", "K")
+    plan = mm.plan(problem)
+    assert plan.config.SPLITS == 3 and plan.config.reducers() == 2 and not plan.config.FUSE, plan.config
+    assert dict(mm.plan(problem, replace(plan.config, FUSE=True)).main_params())["REDUCERS"] == 2
+    monkeypatch.setattr(mm, "FUSE_PARTIAL", True)
+    mm._plan_cached.cache_clear()
+    try:
+        assert mm.plan(problem).config.FUSE
+    finally:
+        monkeypatch.undo()
+        mm._plan_cached.cache_clear()
+
+
 def test_a_swap_ab_split_is_not_fused() -> None:
     problem = mm.GemmProblem(32, 4096, 14336, "bf16", "bf16", "K", "K")
     plan = mm.plan(problem)

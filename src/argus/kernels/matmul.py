@@ -686,6 +686,11 @@ REDUCE_BN = 512
 #: launch: its cooperative launch (`argus.runtime.loaded.COOPERATIVE_LAUNCHES`) after the copies into padded operands
 #: cost 1.8 us at 83x880x964 (calls 6-8: 0.87 two launches, 0.80 fused). A switch for A/B measurements.
 FUSE_SPLITS = True
+#: Whether the plan also fuses where only some of a tile's units sum it (`GemmConfig.reducers` below SPLITS: 3, 6 or
+#: 12 splits, 128x128 in 32): off until measured. That form of `gemm_split_fused` (session 61) is correct on the
+#: interpreter and verified, but no GPU was lent in the session that built it; an explicit ``FUSE=True`` takes it
+#: (`benchmarks/results/2026-12-05-gemm-l2-split/call1.sh` with ``SET=b`` times it against the two launches).
+FUSE_PARTIAL = False
 
 #: Split plans store their f32 slices of the workspace through TMA stores (shared-memory staging, 3-D boxes of
 #: (S, M, N) at the unit's slice, drained while the block moves on) where the tile's columns are whole store chunks,
@@ -1353,7 +1358,8 @@ class GemmPlan:
             # where the GEMM is the call's first launch: after copies into padded operands or the f32 split passes,
             # the cooperative launch waits for them in full (83x880x964: 1.8 us, slower than two launches)
             first = not self.needs_padding and self.problem.dtype != "f32"
-            if FUSE_SPLITS and first and fuse_refusal(self.padded, fused, self.epilogue) is None:
+            whole = FUSE_PARTIAL or fused.reducers() == fused.SPLITS  # every unit sums a share: measured
+            if FUSE_SPLITS and first and whole and fuse_refusal(self.padded, fused, self.epilogue) is None:
                 object.__setattr__(self, "config", fused)
         elif self.config.FUSE:
             why = fuse_refusal(self.padded, self.config, self.epilogue)
