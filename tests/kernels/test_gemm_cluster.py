@@ -71,6 +71,9 @@ def test_the_clustered_gemm_verifies(params) -> None:
     result = verify(KERNEL.trace(BLOCKS=132, CLUSTER=2, **params))
     assert result.verdict.value == "verified", result.render_text()
     assert any(r.check == "cluster symmetry" for r in result.checks)
+    # the tile order's checks too (coverage, exactly once, the operands' contraction coverage): each block reads its
+    # unit and rank off one number, and the cover of an odd count of row tiles is proved over the rounded grid
+    assert [r.check for r in result.checks if r.not_checked] == [], result.render_text()
 
 
 def test_the_generated_kernel_runs_in_clusters_with_multicast_loads() -> None:

@@ -193,3 +193,17 @@ def test_the_fused_kernel_is_verified() -> None:
     assert [(c.target, c.verdict.value, c.not_checked) for c in reads] == [("W", "verified", False)], reads
     arrivals = [c for c in result.checks if c.check == "group barrier arrivals"]
     assert [c.verdict.value for c in arrivals] == ["verified"], arrivals
+
+
+def test_the_fused_kernel_in_clusters_is_verified_whole() -> None:
+    # 2-block clusters: each block reads its unit and rank off one number, so the tile-order checks apply (before
+    # session 61 the cross-block reads, the coverage and exactly-once of W and C were not checked)
+    from argus.verify import Verdict, verify
+
+    problem = mm.GemmProblem(512, 512, 8192, "bf16", "bf16", "K", "K")
+    plan = mm.plan(problem, mm.GemmConfig(128, 256, 2, 4, SPLITS=2, EPILOGUE="tma", CLUSTER=2, FUSE=True))
+    result = verify(plan.kernels()[0])
+    assert result.verdict == Verdict.VERIFIED, result.render_text()
+    assert [c.check for c in result.checks if c.not_checked] == [], result.render_text()
+    reads = [c for c in result.checks if c.check == "reads of other blocks' stores"]
+    assert [(c.target, c.verdict.value) for c in reads] == [("W", "verified")], reads

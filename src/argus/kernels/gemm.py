@@ -786,19 +786,36 @@ def persistent_gemm(
         stage_bytes = (BM + BN) * BK * A.dtype.itemsize
         consumers = tuple(range(1, 1 + CONSUMERS))
 
-        def unit_runs(u: Any) -> Any:
+        def block_unit(it: Any) -> tuple:
+            """(unit, rank) of the block's iteration `it`: the cluster's unit ``walker + it * walkers`` and the block's
+            rank in it, both read off one number, the block's own unit number ``unit * CLUSTER + rank``. Every
+            coordinate of the unit (tile, split, tile number) is then a function of that one number, which is what
+            the verifier's tile-order lemma takes (`argus.verify.checks.tiles`): the rank beside it would leave the
+            output's coverage, its exactly-once and the cross-block reads not checked."""
+            u = walker + it * walkers
+            if CLUSTER == 1:
+                return u, 0
+            own = u * CLUSTER + rank
+            return own // CLUSTER, own % CLUSTER
+
+        def unit_runs(u: Any, r: Any) -> Any:
             """Whether unit u exists: ``u < units``, or for the fused split-K its tile number below the tile count
-            (the same condition, which names the tile number: the verifier's tile-order lemma reads it as a bound)."""
-            return u // SPLITS < per_matrix if fused is not None else u < units
+            (the same condition, which names the tile number: the verifier's tile-order lemma reads it as a bound;
+            in clusters through the block's own tile number, as `unit_tile` places the tile)."""
+            if fused is None:
+                return u < units
+            if CLUSTER > 1:
+                return (u // SPLITS * CLUSTER + r) // CLUSTER < per_matrix
+            return u // SPLITS < per_matrix
 
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for it in T.serial(T.cdiv(units, walkers)):
-                u = walker + it * walkers
-                with T.if_(unit_runs(u)):
+                u, r = block_unit(it)
+                with T.if_(unit_runs(u, r)):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     if flat:  # unit u: tile u % tiles of matrix u // tiles
                         batch, t = t // per_matrix, t % per_matrix
-                    bm, bn = unit_tile(t, row_units, tiles_n, ORDER, GROUP, CLUSTER, rank)
+                    bm, bn = unit_tile(t, row_units, tiles_n, ORDER, GROUP, CLUSTER, r)
                     # the tile's coordinates bound once (T.let): each K-step recomputed the grouped order's quotients
                     # by the runtime tile counts (~105 SASS instructions a step at 4096^3, 26 bound)
                     with T.let(bm, "tile_m") as bm, T.let(bn, "tile_n") as bn:
@@ -813,12 +830,12 @@ def persistent_gemm(
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))  # BM / CONSUMERS rows each
             for it in T.serial(T.cdiv(units, walkers)):
-                u = walker + it * walkers
-                with T.if_(unit_runs(u)):
+                u, r = block_unit(it)
+                with T.if_(unit_runs(u, r)):
                     t, split = walk_unit(u, whole, rest, SPLITS, PART)
                     if flat:
                         batch, t = t // per_matrix, t % per_matrix
-                    bm, bn = unit_tile(t, row_units, tiles_n, ORDER, GROUP, CLUSTER, rank)
+                    bm, bn = unit_tile(t, row_units, tiles_n, ORDER, GROUP, CLUSTER, r)
                     T.fill(acc, 0.0)
                     for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
                         g = k + it * k_split
@@ -848,7 +865,7 @@ def persistent_gemm(
                     if fused is not None:  # the tile's SPLITS units meet, then the first REDUCERS sum its rows
                         out, counters, reducers = fused
                         # the counter of tile t (of the cluster's pair: one per block rank), split `split` its rank
-                        T.group_barrier(counters, t * CLUSTER + rank if CLUSTER > 1 else t, split, SPLITS)
+                        T.group_barrier(counters, t * CLUSTER + r if CLUSTER > 1 else t, split, SPLITS)
                         if reducers == SPLITS:
                             split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
                         else:  # BM / REDUCERS rows each for the first REDUCERS splits; the others only arrive
@@ -1032,9 +1049,15 @@ def unit_walk(tiles: Any, k_tiles: Any, BLOCKS: int, SPLITS: int, PART: str, TAI
 
 def unit_tile(t: Any, row_units: Any, tiles_n: Any, ORDER: str, GROUP: int, CLUSTER: int, rank: Any) -> tuple:  # noqa: N803
     """(bm, bn): the output tile of tile unit t among ``(row_units, tiles_n)`` in ORDER; with CLUSTER > 1 a unit's row
-    is a group of CLUSTER row tiles, of which the block of cluster rank `rank` takes its own."""
-    bm, bn = T.tile_order(t, (row_units, tiles_n), ORDER, GROUP, clamp=True)
-    return (bm * CLUSTER + rank, bn) if CLUSTER > 1 else (bm, bn)
+    is a group of CLUSTER row tiles, of which the block of cluster rank `rank` takes its own. The block's tile is
+    then a function of one number, ``t * CLUSTER + rank`` (each block's own tile number, which the fused split-K's
+    counter also reads): the verifier's tile-order lemma takes the tile as a function of one number
+    (`argus.verify.checks.tiles`), and the rank outside it would leave the order's proofs not checked."""
+    if CLUSTER == 1:
+        return T.tile_order(t, (row_units, tiles_n), ORDER, GROUP, clamp=True)
+    own = t * CLUSTER + rank
+    bm, bn = T.tile_order(own // CLUSTER, (row_units, tiles_n), ORDER, GROUP, clamp=True)
+    return bm * CLUSTER + own % CLUSTER, bn
 
 
 def walk_unit(u: Any, whole: Any, rest: Any, SPLITS: int, PART: str) -> tuple:  # noqa: N803

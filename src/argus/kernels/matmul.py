@@ -569,8 +569,8 @@ class GemmConfig:
     CLUSTER: int = 1
     #: with SPLITS > 1: the reduction in the GEMM kernel (`argus.kernels.gemm.gemm_split_fused`: a tile's units meet at
     #: a group barrier and `reducers()` of them each sum their rows of every slice), not a second launch; one wave of
-    #: units only (`fuse_refusal`). None (the default): the plan decides (True in its `GemmPlan.config` where `fuse_refusal`
-    #: allows and `FUSE_SPLITS` is on, else None); True: fused or refused; False: never (A/B measurements)
+    #: units only (`fuse_refusal`). None (the default): the plan decides (True in its `GemmPlan.config` where
+    #: `fuse_refusal` allows and `FUSE_SPLITS` is on, else None); True: fused or refused; False: never (A/B)
     FUSE: bool | None = None
 
     @property

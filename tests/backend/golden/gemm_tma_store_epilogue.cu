@@ -194,52 +194,52 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_warp_specialized_persi
   __syncthreads();  // every thread sees the initialised barriers
   // gemm.py:774  alloc sC: shared f32[2, 128, 32] layout Sw<3,2,3> o 0 o (2,128,32):(4096,32,1)
   // sC: shared memory at byte 99328 (declared above)
-  // gemm.py:794  role producer warpgroups=[0], registers=40:
+  // gemm.py:811  role producer warpgroups=[0], registers=40:
   if (tid < 128) {  // role producer: warpgroups (0,)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");  // from 168 at entry
     const int producer_tid = tid;  // thread index in the role
-    // gemm.py:795  for it in range((((((M + 127) // 128) * ((N + 127) // 128)) + 131) // 132)) [serial]:
+    // gemm.py:812  for it in range((((((M + 127) // 128) * ((N + 127) // 128)) + 131) // 132)) [serial]:
     for (int it = 0; it < ((((M + 127) / 128) * ((N + 127) / 128)) + 131) / 132; ++it) {
-      // gemm.py:797  if ((bx + (it * 132)) < (((M + 127) // 128) * ((N + 127) // 128))):
+      // gemm.py:814  if ((bx + (it * 132)) < (((M + 127) // 128) * ((N + 127) // 128))):
       if ((bx + (it * 132)) < (((M + 127) / 128) * ((N + 127) / 128))) {
-        // gemm.py:804  let tile_m = min(max(((((bx + (it * 132)) // (((N + 127) // 128) * 8)) * 8) + (((bx + (it * 132)) % (((N + 127) // 128) * 8)) % min((((M + 127) // 128) - (((bx + (it * 132)) // (((N + 127) // 128) * 8)) * 8)), 8))), 0), (((M + 127) // 128) - 1)):
+        // gemm.py:821  let tile_m = min(max(((((bx + (it * 132)) // (((N + 127) // 128) * 8)) * 8) + (((bx + (it * 132)) % (((N + 127) // 128) * 8)) % min((((M + 127) // 128) - (((bx + (it * 132)) // (((N + 127) // 128) * 8)) * 8)), 8))), 0), (((M + 127) // 128) - 1)):
         const int tile_m = min(max((((bx + (it * 132)) / (((N + 127) / 128) * 8)) * 8) + argus::floormod((bx + (it * 132)) % (((N + 127) / 128) * 8), min(((M + 127) / 128) - (((bx + (it * 132)) / (((N + 127) / 128) * 8)) * 8), 8)), 0), ((M + 127) / 128) - 1);
-        // gemm.py:804  let tile_n = min(max((((bx + (it * 132)) % (((N + 127) // 128) * 8)) // min((((M + 127) // 128) - (((bx + (it * 132)) // (((N + 127) // 128) * 8)) * 8)), 8)), 0), (((N + 127) // 128) - 1)):
+        // gemm.py:821  let tile_n = min(max((((bx + (it * 132)) % (((N + 127) // 128) * 8)) // min((((M + 127) // 128) - (((bx + (it * 132)) // (((N + 127) // 128) * 8)) * 8)), 8)), 0), (((N + 127) // 128) - 1)):
         const int tile_n = min(max(argus::floordiv((bx + (it * 132)) % (((N + 127) / 128) * 8), min(((M + 127) / 128) - (((bx + (it * 132)) / (((N + 127) / 128) * 8)) * 8), 8)), 0), ((N + 127) / 128) - 1);
-        // gemm.py:805  for k in range(((K + 63) // 64)) [pipelined, stages=3, start=(it * ((K + 63) // 64))]:
+        // gemm.py:822  for k in range(((K + 63) // 64)) [pipelined, stages=3, start=(it * ((K + 63) // 64))]:
         // pipelined loop (3 stages), emitted as written: the pipelining pass has not run
         for (int k = 0; k < (K + 63) / 64; ++k) {
-          // gemm.py:809  mbarrier.wait empty[((k + (it * ((K + 63) // 64))) % 3)] phase=((((k + (it * ((K + 63) // 64))) // 3) + 1) % 2)
+          // gemm.py:826  mbarrier.wait empty[((k + (it * ((K + 63) // 64))) % 3)] phase=((((k + (it * ((K + 63) // 64))) // 3) + 1) % 2)
           argus::mbarrier_wait(argus::smem_u32(&empty[(k + (it * ((K + 63) / 64))) % 3]), static_cast<unsigned>((((k + (it * ((K + 63) / 64))) / 3) + 1) % 2) & 1u);
-          // gemm.py:810  mbarrier.arrive full[((k + (it * ((K + 63) // 64))) % 3)] expect_tx=32768
+          // gemm.py:827  mbarrier.arrive full[((k + (it * ((K + 63) // 64))) % 3)] expect_tx=32768
           if (producer_tid == 0) argus::mbarrier_arrive_expect_tx(argus::smem_u32(&full[(k + (it * ((K + 63) / 64))) % 3]), 32768);  // one arrival for the scope, plus the bytes TMA will deliver
-          // gemm.py:811  copy A[(tile_m * 128):+128, (k * 64):+64] -> sA[((k + (it * ((K + 63) // 64))) % 3), :128, :64] atom=tma mbarrier=full[((k + (it * ((K + 63) // 64))) % 3)]
+          // gemm.py:828  copy A[(tile_m * 128):+128, (k * 64):+64] -> sA[((k + (it * ((K + 63) // 64))) % 3), :128, :64] atom=tma mbarrier=full[((k + (it * ((K + 63) // 64))) % 3)]
           if (producer_tid == 0) argus::tma_load_2d(argus::smem_u32(sA + (argus::swizzle<3, 3, 3>(((k + (it * ((K + 63) / 64))) % 3) * 8192))), &tmap_A, k * 64, tile_m * 128, argus::smem_u32(&full[(k + (it * ((K + 63) / 64))) % 3]));  // box [64, 128] (TMA order), 128-byte swizzle
-          // gemm.py:812  copy B[(tile_n * 128):+128, (k * 64):+64] -> sB[((k + (it * ((K + 63) // 64))) % 3), :128, :64] atom=tma mbarrier=full[((k + (it * ((K + 63) // 64))) % 3)]
+          // gemm.py:829  copy B[(tile_n * 128):+128, (k * 64):+64] -> sB[((k + (it * ((K + 63) // 64))) % 3), :128, :64] atom=tma mbarrier=full[((k + (it * ((K + 63) // 64))) % 3)]
           if (producer_tid == 0) argus::tma_load_2d(argus::smem_u32(sB + (argus::swizzle<3, 3, 3>(((k + (it * ((K + 63) / 64))) % 3) * 8192))), &tmap_B, k * 64, tile_n * 128, argus::smem_u32(&full[(k + (it * ((K + 63) / 64))) % 3]));  // box [64, 128] (TMA order), 128-byte swizzle
         }
       }
     }
   }
-  // gemm.py:813  role consumer warpgroups=[1, 2], registers=232:
+  // gemm.py:830  role consumer warpgroups=[1, 2], registers=232:
   if (tid >= 128 && tid < 384) {  // role consumer: warpgroups (1, 2)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");  // from 168 at entry
     const int consumer_tid = tid - 128;  // thread index in the role
-    // gemm.py:814  alloc acc: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // gemm.py:831  alloc acc: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float acc[64];
-    // gemm.py:815  for it_1 in range((((((M + 127) // 128) * ((N + 127) // 128)) + 131) // 132)) [serial]:
+    // gemm.py:832  for it_1 in range((((((M + 127) // 128) * ((N + 127) // 128)) + 131) // 132)) [serial]:
     for (int it_1 = 0; it_1 < ((((M + 127) / 128) * ((N + 127) / 128)) + 131) / 132; ++it_1) {
-      // gemm.py:817  if ((bx + (it_1 * 132)) < (((M + 127) // 128) * ((N + 127) // 128))):
+      // gemm.py:834  if ((bx + (it_1 * 132)) < (((M + 127) // 128) * ((N + 127) // 128))):
       if ((bx + (it_1 * 132)) < (((M + 127) / 128) * ((N + 127) / 128))) {
-        // gemm.py:822  fill acc = 0.0
+        // gemm.py:839  fill acc = 0.0
         #pragma unroll
         for (int v = 0; v < 64; ++v) acc[v] = 0.0f;
-        // gemm.py:823  for k_1 in range(((K + 63) // 64)) [pipelined, stages=3, start=(it_1 * ((K + 63) // 64))]:
+        // gemm.py:840  for k_1 in range(((K + 63) // 64)) [pipelined, stages=3, start=(it_1 * ((K + 63) // 64))]:
         // pipelined loop (3 stages), emitted as written: the pipelining pass has not run
         for (int k_1 = 0; k_1 < (K + 63) / 64; ++k_1) {
-          // gemm.py:826  mbarrier.wait full[((k_1 + (it_1 * ((K + 63) // 64))) % 3)] phase=(((k_1 + (it_1 * ((K + 63) // 64))) // 3) % 2)
+          // gemm.py:843  mbarrier.wait full[((k_1 + (it_1 * ((K + 63) // 64))) % 3)] phase=(((k_1 + (it_1 * ((K + 63) // 64))) // 3) % 2)
           argus::mbarrier_wait(argus::smem_u32(&full[(k_1 + (it_1 * ((K + 63) / 64))) % 3]), static_cast<unsigned>(((k_1 + (it_1 * ((K + 63) / 64))) / 3) % 2) & 1u);
-          // gemm.py:830  gemm acc += sA[((k_1 + (it_1 * ((K + 63) // 64))) % 3), :128, :64] @ sB[((k_1 + (it_1 * ((K + 63) // 64))) % 3), :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
+          // gemm.py:847  gemm acc += sA[((k_1 + (it_1 * ((K + 63) // 64))) % 3), :128, :64] @ sB[((k_1 + (it_1 * ((K + 63) // 64))) % 3), :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
           {
             const int warpgroup = consumer_tid / 128;
             const unsigned a_base = argus::smem_u32(sA) + 2 * (((k_1 + (it_1 * ((K + 63) / 64))) % 3) * 8192 + (warpgroup * 64) * 64);  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
@@ -254,11 +254,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_warp_specialized_persi
             argus::wgmma_commit();
             argus::wgmma_wait<0>();
           }
-          // gemm.py:831  mbarrier.arrive empty[((k_1 + (it_1 * ((K + 63) // 64))) % 3)]
+          // gemm.py:848  mbarrier.arrive empty[((k_1 + (it_1 * ((K + 63) // 64))) % 3)]
           asm volatile("bar.sync %0, %1;\n" :: "r"(2), "r"(256) : "memory");  // role consumer's threads  (all of them are done with what the arrival releases)
           if (consumer_tid == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[(k_1 + (it_1 * ((K + 63) / 64))) % 3]));  // one arrival for the scope
         }
-        // gemm.py:957  copy acc -> C[(min(max(((((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8) + (((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) % min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8))), 0), (((M + 127) // 128) - 1)) * 128):+128, (min(max((((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) // min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8)), 0), (((N + 127) // 128) - 1)) * 128):+128] atom=tma.store staging=sC
+        // gemm.py:988  copy acc -> C[(min(max(((((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8) + (((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) % min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8))), 0), (((M + 127) // 128) - 1)) * 128):+128, (min(max((((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) // min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8)), 0), (((N + 127) // 128) - 1)) * 128):+128] atom=tma.store staging=sC
         {  // acc -> C through sC: 4 chunks of 32 columns, TMA stores of 64 rows per warpgroup
           const int warpgroup = consumer_tid / 128;
           const int tile_row = min(max((((bx + (it_1 * 132)) / (((N + 127) / 128) * 8)) * 8) + argus::floormod((bx + (it_1 * 132)) % (((N + 127) / 128) * 8), min(((M + 127) / 128) - (((bx + (it_1 * 132)) / (((N + 127) / 128) * 8)) * 8), 8)), 0), ((M + 127) / 128) - 1) * 128 + 64 * warpgroup;  // the warpgroup's rows

@@ -569,8 +569,12 @@ def _tile_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
         return _Unread(got.why, got.sizes)
     dims = list(got.tiled)
     key = (id(site), id(site), id(buffer)) if dims == sorted(split.origins) else (id(site), id(buffer), tuple(dims))
+    if got.rounded:  # the lemma over the cover's rounded grid (a cluster's tiles past the end kept apart too)
+        if key not in ctx.tile_lemmas:  # the tensor's own first, which the exactly-once check reads (`once.py`)
+            ctx.tile_lemmas[key] = tiles.prove(ctx.kernel, buffer, dims, (split, ref), (split, ref))
+        key = (*key, "rounded", tuple(sorted(got.rounded)))
     if key not in ctx.tile_lemmas:
-        ctx.tile_lemmas[key] = tiles.prove(ctx.kernel, buffer, dims, (split, ref), (split, ref))
+        ctx.tile_lemmas[key] = tiles.prove(ctx.kernel, buffer, dims, (split, ref), (split, ref), got.rounded or None)
     lemma = ctx.tile_lemmas[key]
     if not lemma.proved:
         why = f"that the tile order gives distinct cells for distinct tile numbers was not proved: {lemma.why}"

@@ -308,8 +308,12 @@ class _Ints:
         local: frozenset[Var] = frozenset(),
         uf: Any = None,
         data: dict[int, tuple[Any, Any]] | None = None,
+        fold: bool = False,
     ) -> None:
         self.env = env
+        # a quotient or remainder of two constants as its value (`_coefficients`: a tile number's digits, ``bx // 2``
+        # and ``bx % 2`` at bx = 1); elsewhere each one a term of its own, as the queries' facts are stated
+        self.fold = fold
         self.uf = uf  # when given, the product of two non-constants is this uninterpreted function of them
         self.ac = shared.ac if shared is not None else False  # products with a uf in one order and grouping
         self.shared = shared  # encodes what does not read `local` (the sizes' terms, one variable for both copies)
@@ -423,6 +427,11 @@ class _Ints:
         return [t]
 
     def _divmod(self, e: BinOp, a: Any, b: Any) -> tuple[Any, Any]:
+        if (
+            self.fold and z3.is_int_value(a) and z3.is_int_value(b) and b.as_long() != 0
+        ):  # two constants: Python's floor division
+            q, r = divmod(a.as_long(), b.as_long())
+            return z3.IntVal(q), z3.IntVal(r)
         # one pair per (dividend, divisor) as terms: ``t // d`` and ``t % d`` share their quotient and remainder
         key = ("divmod", a.get_id(), b.get_id())
         got = self.memo.get(key)  # type: ignore[call-overload]
@@ -759,10 +768,19 @@ class Lemma:
     numbers: tuple[int, int] | None = None
 
 
-def prove(kernel: Kernel, buffer: Buffer, dims: list[int], a: tuple[Split, TileRef], b: tuple[Split, TileRef]) -> Lemma:
+def prove(
+    kernel: Kernel,
+    buffer: Buffer,
+    dims: list[int],
+    a: tuple[Split, TileRef],
+    b: tuple[Split, TileRef],
+    limits: dict[int, Expr] | None = None,
+) -> Lemma:
     """Whether, for all sizes the kernel allows, two distinct tile numbers of the two sites (`a`, `b`) never give
     windows that share an element of `buffer` in dimensions `dims` (whose origins both splits give; below their
-    bounds, where the windows have one); with a reason when not proved.
+    bounds, where the windows have one); with a reason when not proved. `limits`: a dimension's elements counted up
+    to that limit instead of the tensor's extent (a cover's rounded grid, `Cover.rounded`: windows past the tensor's
+    end kept apart too).
 
     First the facts about one tile number, in nonlinear integer arithmetic: each clamp that never clamps is dropped
     (``min(max(m, 0), tiles_m - 1)`` is ``m`` for every tile number the site has), and each division of a
@@ -801,7 +819,8 @@ def prove(kernel: Kernel, buffer: Buffer, dims: list[int], a: tuple[Split, TileR
         cons += [one.bool_(k) for k in known[0]] + [two.bool_(k) for k in known[1]]
         for d in dims:
             element = z3.Int(f"lemma.element.{d}")
-            cons += [element >= 0, element < lemma.ints.int_(buffer.shape[d])]
+            end = (limits or {}).get(d, buffer.shape[d])
+            cons += [element >= 0, element < lemma.ints.int_(end)]
             for enc, got, split, ref in ((one, origins[0], sa, ra), (two, origins[1], sb, rb)):
                 origin = enc.int_(got[d])
                 cons += [element >= origin, element < origin + ref.extent[d]]
@@ -1004,6 +1023,10 @@ class Cover:
     counts: dict[int, Expr] = field(default_factory=dict)
     # the split with its selector's proved facts (a segmented store's; what `project` assumes of the selector)
     split: Split | None = None
+    # dimensions whose cells are counted rounded up to the kernel's cluster (`cover`'s rounded grid: the last
+    # cluster's tiles past the tensor's end): each one's element limit, ``count * extent``, over which the tile-order
+    # lemma is proved for this cover (`prove`'s `limits`) instead of the tensor's extent
+    rounded: dict[int, Expr] = field(default_factory=dict)
 
 
 def tiled_dims(split: Split) -> list[int]:
@@ -1027,8 +1050,18 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
 
     The lemma makes ``τ -> cell`` one-to-one on ``0 .. G - 1`` (two numbers giving one cell would share its first
     element, which lies inside the tensor), and a one-to-one map of G numbers into G cells is onto: every cell is
-    stored. A window bounded by data through a selector (an expert's rows below ``offs[g]``) has cells relative to
-    the data: each segment's (`_segments`, `_cover_segment_grid`), G their count ``tiles[E - 1]`` times the other
+    stored.
+
+    Where those facts fail on the tensor's grid and the kernel runs in clusters of c blocks, one dimension's cells
+    are counted rounded up to a multiple of c (`Cover.rounded`): a cluster's blocks take c tiles of it together, the
+    last cluster's past the tensor's end where the count is not a multiple (``cdiv(tiles_m, 2) * 2`` row tiles of
+    2-block clusters; or of tiles of m cells each, `_cover_rounded`). The same two facts over that grid, with the
+    lemma proved over it (`prove`'s `limits`: distinct numbers give distinct cells of the rounded grid, past the end
+    included, not only windows sharing no element of the tensor), make ``τ -> cell`` one-to-one onto the rounded
+    grid, which holds the tensor's.
+
+    A window bounded by data through a selector (an expert's rows below ``offs[g]``) has cells relative to the data:
+    each segment's (`_segments`, `_cover_segment_grid`), G their count ``tiles[E - 1]`` times the other
     dimensions'."""
     tiled = tiled_dims(split)
     if not tiled:
@@ -1047,6 +1080,8 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
         else:
             grid = _cover_grid(kernel, buffer, ref, split, tiled)
             overrides = {}
+            if grid is not None and kernel.cluster > 1:
+                grid, overrides = _cover_rounded(kernel, buffer, ref, split, tiled, grid)
         if grid is not None:
             return grid
         inverse = _cover_instances(kernel, buffer, site, ref, split, tiled, number_vars, overrides)
@@ -1059,7 +1094,8 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
         offs = split.bounds[d0].buffer  # type: ignore[union-attr]
         limits = {d0: Element(offs, (offs.shape[0] - 1,), offs.dtype)}
         return Cover(tuple(tiled), frozenset(number_vars), limits, overrides, split)
-    return Cover(tuple(tiled), frozenset(number_vars), limits)
+    rounded = {d: count * ref.extent[d] for d, count in overrides.items()}
+    return Cover(tuple(tiled), frozenset(number_vars), limits, overrides, rounded=rounded)
 
 
 @dataclass(frozen=True)
@@ -1494,10 +1530,32 @@ def _missing(what: str, r: Any, sizes: dict[Var, int] | None) -> Missing:
     return Missing(f"that every tile number below the grid's cell count {what} was {verdict}", sizes)
 
 
-def _cover_grid(kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int]) -> Missing | None:
+#: The multiples of a window's extent that `_cover_rounded` tries as the tile a cluster's blocks take together: the
+#: window itself, or a share of a larger tile (a fused split-K unit's BM / SPLITS rows of a BM-row tile).
+ROUNDED_SHARES = (1, 2, 4, 8, 16, 32)
+
+
+def _cover_rounded(
+    kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int], missing: Missing
+) -> tuple[Missing | None, dict[int, Expr]]:
+    """(1) of `cover` over a grid of one dimension's cells rounded up to the kernel's cluster: ``cdiv(cdiv(n, e *
+    m), c) * c * m`` cells of extent e, the tiles of m cells that a cluster's c blocks take together (`ROUNDED_SHARES`),
+    the last cluster's past the end; the first that is proved, with its counts, else `missing` and none."""
+    c = kernel.cluster
+    for d in (d for d in tiled if ref.extent[d] != 1):
+        for m in ROUNDED_SHARES:
+            rounded = {d: cdiv(cdiv(buffer.shape[d], ref.extent[d] * m), c) * (c * m)}
+            if _cover_grid(kernel, buffer, ref, split, tiled, rounded) is None:
+                return None, rounded
+    return missing, {}
+
+
+def _cover_grid(
+    kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int], overrides: dict | None = None
+) -> Missing | None:
     sizes = None
     for lemma in _lemmas(kernel):
-        counts, total = _cells(lemma, buffer, ref, tiled)
+        counts, total = _cells(lemma, buffer, ref, tiled, overrides)
         t, enc, hyp = lemma.number(split, "cover")
         claims = []
         for d in tiled:
@@ -1513,12 +1571,12 @@ def _coefficients(number: Expr, nvars: list[Var], sizes: dict[Var, Any]) -> dict
     """The constant coefficient of each variable of the linear `number` (and the constant term under None), or None
     when one is not a constant (linearity itself is proved by the caller's query)."""
     env: dict[Var, Any] = {**sizes, **{v: z3.IntVal(0) for v in nvars}}
-    base = z3.simplify(_Ints(env, "cover.coef").int_(number))
+    base = z3.simplify(_Ints(env, "cover.coef", fold=True).int_(number))
     if not z3.is_int_value(base):
         return None
     out: dict[Any, int] = {None: base.as_long()}
     for v in nvars:
-        got = z3.simplify(_Ints({**env, v: z3.IntVal(1)}, "cover.coef").int_(number))
+        got = z3.simplify(_Ints({**env, v: z3.IntVal(1)}, "cover.coef", fold=True).int_(number))
         if not z3.is_int_value(got):
             return None
         out[v] = got.as_long() - out[None]
