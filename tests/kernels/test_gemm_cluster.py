@@ -265,3 +265,32 @@ def test_a_clustered_kernel_crosses_the_process_boundary_unchanged() -> None:
     assert back.cluster == 2 and format_kernel(back) == format_kernel(kernel)
     text = format_kernel(back)
     assert "clusters of 2" in text and " multicast " in text and "count=2 (1 x 2 warpgroups) cluster" in text
+
+
+_UNIT_TILE = gemm.unit_tile
+CLUSTER_MISTAKES = {
+    # both blocks of a cluster compute the pair's first row tile: each tile stored twice, every odd row tile never
+    "the rank forgotten": lambda t, rows, cols, order, group, cluster, rank: _UNIT_TILE(
+        t, rows, cols, order, group, cluster, rank * 0
+    ),
+    # the pairs' tiles of adjacent units overlap: row tile 2 pm + 1 is also the next pair's first
+    "pairs one tile apart": lambda t, rows, cols, order, group, cluster, rank: (
+        _UNIT_TILE(t, rows, cols, order, group, 1, rank)[0] + rank,
+        _UNIT_TILE(t, rows, cols, order, group, 1, rank)[1],
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(CLUSTER_MISTAKES))
+def test_a_cluster_s_wrong_tiles_are_caught(mistake: str, monkeypatch) -> None:
+    # what the tile-order checks now reach in clusters (session 61): a pair's tiles placed wrong is a store twice
+    from argus.verify import verify
+
+    wrong = CLUSTER_MISTAKES[mistake]
+    monkeypatch.setattr(gemm, "unit_tile", wrong)
+    for cache in ("_cache", "_passed_cache"):  # a trace of its own, kept out of the kernel's caches
+        monkeypatch.setattr(KERNEL, cache, {})
+    kernel = KERNEL.trace(BM=128, BN=256, STAGES=4, OUT="bf16", BLOCKS=132, EPILOGUE="tma", CLUSTER=2)
+    monkeypatch.undo()
+    codes = {f.code for f in verify(kernel).findings}
+    assert "COVERAGE_OUTPUT_TWICE" in codes, codes
