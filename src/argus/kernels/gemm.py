@@ -805,7 +805,7 @@ def persistent_gemm(
             if fused is None:
                 return u < units
             if CLUSTER > 1:
-                return (u // SPLITS * CLUSTER + r) // CLUSTER < per_matrix
+                return block_tile(u // SPLITS, r, CLUSTER) // CLUSTER < per_matrix
             return u // SPLITS < per_matrix
 
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
@@ -865,7 +865,7 @@ def persistent_gemm(
                     if fused is not None:  # the tile's SPLITS units meet, then the first REDUCERS sum its rows
                         out, counters, reducers = fused
                         # the counter of tile t (of the cluster's pair: one per block rank), split `split` its rank
-                        T.group_barrier(counters, t * CLUSTER + r if CLUSTER > 1 else t, split, SPLITS)
+                        T.group_barrier(counters, block_tile(t, r, CLUSTER), split, SPLITS)
                         if reducers == SPLITS:
                             split_rows_sum(C, out, bm * SPLITS + split, bn, SPLITS, BM // SPLITS, BN)
                         else:  # BM / REDUCERS rows each for the first REDUCERS splits; the others only arrive
@@ -1047,6 +1047,13 @@ def unit_walk(tiles: Any, k_tiles: Any, BLOCKS: int, SPLITS: int, PART: str, TAI
     return tiles * SPLITS, (T.cdiv(k_tiles, SPLITS) if SPLITS > 1 else k_tiles), whole, rest
 
 
+def block_tile(t: Any, rank: Any, CLUSTER: int) -> Any:  # noqa: N803
+    """The block's own tile number: unit tile t, or in clusters ``t * CLUSTER + rank`` (the tile of block rank `rank`).
+    One expression for `unit_tile`, the fused split-K's unit guard and its counter, so the verifier reads them as one
+    tile number."""
+    return t * CLUSTER + rank if CLUSTER > 1 else t
+
+
 def unit_tile(t: Any, row_units: Any, tiles_n: Any, ORDER: str, GROUP: int, CLUSTER: int, rank: Any) -> tuple:  # noqa: N803
     """(bm, bn): the output tile of tile unit t among ``(row_units, tiles_n)`` in ORDER; with CLUSTER > 1 a unit's row
     is a group of CLUSTER row tiles, of which the block of cluster rank `rank` takes its own. The block's tile is
@@ -1055,7 +1062,7 @@ def unit_tile(t: Any, row_units: Any, tiles_n: Any, ORDER: str, GROUP: int, CLUS
     (`argus.verify.checks.tiles`), and the rank outside it would leave the order's proofs not checked."""
     if CLUSTER == 1:
         return T.tile_order(t, (row_units, tiles_n), ORDER, GROUP, clamp=True)
-    own = t * CLUSTER + rank
+    own = block_tile(t, rank, CLUSTER)
     bm, bn = T.tile_order(own // CLUSTER, (row_units, tiles_n), ORDER, GROUP, clamp=True)
     return bm * CLUSTER + own % CLUSTER, bn
 

@@ -427,9 +427,8 @@ class _Ints:
         return [t]
 
     def _divmod(self, e: BinOp, a: Any, b: Any) -> tuple[Any, Any]:
-        if (
-            self.fold and z3.is_int_value(a) and z3.is_int_value(b) and b.as_long() != 0
-        ):  # two constants: Python's floor division
+        # two constants, where folding is asked for: Python's floor division
+        if self.fold and z3.is_int_value(a) and z3.is_int_value(b) and b.as_long() != 0:
             q, r = divmod(a.as_long(), b.as_long())
             return z3.IntVal(q), z3.IntVal(r)
         # one pair per (dividend, divisor) as terms: ``t // d`` and ``t % d`` share their quotient and remainder
