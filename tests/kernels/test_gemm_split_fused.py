@@ -189,6 +189,9 @@ def test_the_fused_kernel_is_verified() -> None:
     plan = mm.plan(mm.GemmProblem(1024, 1024, 16384, "bf16", "bf16", "K", "K"))
     result = verify(plan.kernels()[0])
     assert result.verdict == Verdict.VERIFIED, result.render_text()
+    # whole: the slices' coverage and exactly-once too, over the grid of a tile's shares (BM / SPLITS rows) that the
+    # units of a tile take together (before session 62 only for kernels in clusters)
+    assert [c.check for c in result.checks if c.not_checked] == [], result.render_text()
     reads = [c for c in result.checks if c.check == "reads of other blocks' stores"]
     assert [(c.target, c.verdict.value, c.not_checked) for c in reads] == [("W", "verified", False)], reads
     arrivals = [c for c in result.checks if c.check == "group barrier arrivals"]

@@ -1051,10 +1051,11 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
     element, which lies inside the tensor), and a one-to-one map of G numbers into G cells is onto: every cell is
     stored.
 
-    Where those facts fail on the tensor's grid and the kernel runs in clusters of c blocks, one dimension's cells
-    are counted rounded up to a multiple of c (`Cover.rounded`): a cluster's blocks take c tiles of it together, the
-    last cluster's past the tensor's end where the count is not a multiple (``cdiv(tiles_m, 2) * 2`` row tiles of
-    2-block clusters; or of tiles of m cells each, `_cover_rounded`). The same two facts over that grid, with the
+    Where those facts fail on the tensor's grid, one dimension's cells are counted rounded up to a multiple of the
+    kernel's cluster c (1 without clusters) times a share m (`Cover.rounded`): a cluster's blocks take c tiles of it
+    together, the last cluster's past the tensor's end where the count is not a multiple (``cdiv(tiles_m, 2) * 2``
+    row tiles of 2-block clusters); or tiles of m cells each (a fused split-K's units take BM / SPLITS rows of a
+    BM-row tile each, the last tile's shares past the end; `_cover_rounded`). The same two facts over that grid, with the
     lemma proved over it (`prove`'s `limits`: distinct numbers give distinct cells of the rounded grid, past the end
     included, not only windows sharing no element of the tensor), make ``τ -> cell`` one-to-one onto the rounded
     grid, which holds the tensor's.
@@ -1079,7 +1080,7 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
         else:
             grid = _cover_grid(kernel, buffer, ref, split, tiled)
             overrides = {}
-            if grid is not None and kernel.cluster > 1:
+            if grid is not None:
                 grid, overrides = _cover_rounded(kernel, buffer, ref, split, tiled, grid)
         if grid is not None:
             return grid
@@ -1537,12 +1538,15 @@ ROUNDED_SHARES = (1, 2, 4, 8, 16, 32)
 def _cover_rounded(
     kernel: Kernel, buffer: Buffer, ref: TileRef, split: Split, tiled: list[int], missing: Missing
 ) -> tuple[Missing | None, dict[int, Expr]]:
-    """(1) of `cover` over a grid of one dimension's cells rounded up to the kernel's cluster: ``cdiv(cdiv(n, e *
-    m), c) * c * m`` cells of extent e, the tiles of m cells that a cluster's c blocks take together (`ROUNDED_SHARES`),
-    the last cluster's past the end; the first that is proved, with its counts, else `missing` and none."""
+    """(1) of `cover` over a grid of one dimension's cells rounded up to the kernel's cluster (c, 1 without one):
+    ``cdiv(cdiv(n, e * m), c) * c * m`` cells of extent e, the tiles of m cells that a cluster's c blocks take
+    together (`ROUNDED_SHARES`), the last cluster's past the end; the first that is proved, with its counts, else
+    `missing` and none."""
     c = kernel.cluster
     for d in (d for d in tiled if ref.extent[d] != 1):
         for m in ROUNDED_SHARES:
+            if m == 1 and c == 1:  # the tensor's own grid, already tried
+                continue
             rounded = {d: cdiv(cdiv(buffer.shape[d], ref.extent[d] * m), c) * (c * m)}
             if _cover_grid(kernel, buffer, ref, split, tiled, rounded) is None:
                 return None, rounded
