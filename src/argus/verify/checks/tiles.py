@@ -1055,8 +1055,8 @@ def cover(kernel: Kernel, buffer: Buffer, site: Site, ref: TileRef, split: Split
     kernel's cluster c (1 without clusters) times a share m (`Cover.rounded`): a cluster's blocks take c tiles of it
     together, the last cluster's past the tensor's end where the count is not a multiple (``cdiv(tiles_m, 2) * 2``
     row tiles of 2-block clusters); or tiles of m cells each (a fused split-K's units take BM / SPLITS rows of a
-    BM-row tile each, the last tile's shares past the end; `_cover_rounded`). The same two facts over that grid, with the
-    lemma proved over it (`prove`'s `limits`: distinct numbers give distinct cells of the rounded grid, past the end
+    BM-row tile each, the last tile's shares past the end; `_cover_rounded`). The same two facts over that grid, with
+    the lemma proved over it (`prove`'s `limits`: distinct numbers give distinct cells of the rounded grid, past the end
     included, not only windows sharing no element of the tensor), make ``τ -> cell`` one-to-one onto the rounded
     grid, which holds the tensor's.
 
