@@ -188,8 +188,10 @@ def group_barrier(counters: Any, index: Any, rank: Any, count: int) -> None:
     splits of one output tile of a split-K GEMM summing each other's partial products (`argus.kernels.gemm`,
     REDUCE ``"fused"``) instead of a second kernel. Progress needs the `count` blocks to run at once: the grid
     must fit on the device (one wave), which is the caller's to ensure; the interpreter runs every block of such a
-    kernel together and reports a barrier that never completes (``INTERP_DEADLOCK``). The verifier does not model
-    it yet: a kernel with a group barrier is ``unknown`` (``UNKNOWN_STATEMENT``)."""
+    kernel together and reports a barrier that never completes (``INTERP_DEADLOCK``). The verifier checks the
+    arrivals (each rank once per counter: ``RACE_GROUP_RANK``; the counter inside the tensor: ``OOB_GROUP_COUNTER``)
+    and orders the stores before it against the other blocks' loads after it (``RACE_GLOBAL`` otherwise); that the
+    `count` blocks run at once is not proved (docs/verify.md)."""
     st = current("T.group_barrier")
     loc = caller_loc()
     buf = counters.buffer if isinstance(counters, GlobalTensor) else None
