@@ -17,6 +17,10 @@ against torch's math backend in f32 first (max abs error <= 2e-2, batch by batch
 * ``argus-pdl``: the chosen configuration launched as programmatic dependents (`sdpa.DEPENDENT_LAUNCHES` on: the
   combine's launch overlaps the split kernel's tail; off by default). Run 2 (``decode2.md``) timed the switch the
   other way round: ``argus`` there had it on and ``argus-nodep`` off;
+* ``argus-merged``: the chosen configuration with the split keys merged in the kernel's own launch
+  (`AttentionConfig.COMBINED`, `flash_attention_combined`: the splits of a unit meet at a group barrier; no
+  `attention_combine` launch), where the split grid is one wave; `choose` takes it only with
+  `sdpa.COMBINE_IN_KERNEL`, which this column decides;
 * ``cudnn``, ``fa2``: torch's SDPA backends (``enable_gqa``).
 
 Bandwidth counts the bytes a decode must move once: K and V, plus Q and O (``B*HK*SK*(D+DV) + B*H*(D+DV)``
@@ -98,10 +102,10 @@ def main() -> int:
     copy_rate = 2 * src.numel() / copy_ms / 1e-3
     del src, dst
     print(f"device copy of 1 GiB: {copy_ms:.3f} ms, {copy_rate / 1e12:.2f} TB/s (read + write)")
-    names = ("argus", "argus-prev", "argus-s3", "argus-pdl", "cudnn", "fa2")
+    names = ("argus", "argus-prev", "argus-s3", "argus-pdl", "argus-merged", "cudnn", "fa2")
     print("\n| row | B | H/HK | SK | D | config | " + " | ".join(f"{n} ms" for n in names) + " | argus TB/s | % HBM "
-          "| % copy | x cuDNN | x FA2 | x prev | x pdl | err |")  # fmt: skip
-    print("|" + "---|" * (6 + len(names) + 8))
+          "| % copy | x cuDNN | x FA2 | x prev | x pdl | x merged | err |")  # fmt: skip
+    print("|" + "---|" * (6 + len(names) + 9))
     results, failed = [], False
     for label, b, h, hk, sk, d in ROWS:
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sk + d)
@@ -121,6 +125,9 @@ def main() -> int:
         s3 = replace(chosen, STAGES=3)
         if S.fits(problem, s3):
             variants["argus-s3"] = s3
+        merged = replace(chosen, COMBINED=True)
+        if S.combined_refusal(problem, merged, sms) is None:
+            variants["argus-merged"] = merged
         with sdpa_kernel([SDPBackend.MATH]):  # the f32 reference, one batch at a time
             ref = torch.cat(
                 [
@@ -184,7 +191,8 @@ def main() -> int:
         print(
             f"| {label} | {b} | {h}/{hk} | {sk} | {d} | {chosen.label()} | {' | '.join(cells)} | {rate / 1e12:.2f} | "
             f"{100 * rate / HBM_BYTES_PER_S:.0f} | {100 * rate / copy_rate:.0f} | {ratio('cudnn')} | {ratio('fa2')} "
-            f"| {ratio('argus-prev')} | {ratio('argus-pdl')} | {err:.1e}{'' if ok else ' WRONG'} |",
+            f"| {ratio('argus-prev')} | {ratio('argus-pdl')} | {ratio('argus-merged')} | {err:.1e}"
+            f"{'' if ok else ' WRONG'} |",
             flush=True,
         )
         results.append(row)

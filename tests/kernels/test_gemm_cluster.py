@@ -212,6 +212,31 @@ def test_the_planner_takes_clusters_where_they_were_measured_faster(shape, clust
         mm.choose.cache_clear()
 
 
+def test_a_narrow_split_halves_the_tile_and_the_splits_only_when_switched_on(monkeypatch) -> None:
+    problem = mm.GemmProblem(512, 512, 65536)
+
+    def chosen() -> mm.GemmConfig:
+        mm.choose.cache_clear()
+        mm._plan_cached.cache_clear()
+        return mm.plan(problem).config
+
+    wide = chosen()
+    assert (wide.BM, wide.BN, wide.SPLITS, wide.CLUSTER) == (128, 256, 16, 2), wide.label
+    monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", True)
+    try:
+        narrow = chosen()
+        # the same 128 units: 16 tiles of 128 columns, K split 8 ways, in clusters, the slices summed in the kernel
+        assert (narrow.BM, narrow.BN, narrow.SPLITS, narrow.CLUSTER, narrow.FUSE) == (128, 128, 8, 2, True)
+        assert narrow.STAGES == 6 and narrow.BK == wide.BK
+        # unclustered or few splits: no narrowing
+        assert mm.narrow_split(mm.kernel_problem(problem), dataclasses.replace(wide, CLUSTER=1)) is None
+        assert mm.choose(mm.GemmProblem(1024, 1024, 16384)).BN == 256  # 4 splits, no cluster
+    finally:
+        monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", False)
+        mm.choose.cache_clear()
+        mm._plan_cached.cache_clear()
+
+
 def test_tuning_measures_the_model_s_choice_with_and_without_the_cluster() -> None:
     clustered = mm.tuning_configs(mm.GemmProblem(6000, 6000, 3000), 4)
     assert [c.CLUSTER for c in clustered[:2]] == [2, 1] and clustered[1] == dataclasses.replace(clustered[0], CLUSTER=1)

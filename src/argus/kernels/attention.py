@@ -239,6 +239,58 @@ def flash_attention(
     caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
     grid is (query blocks, H, B), and one head's rows are 4-d TMA boxes. (Split keys write (B * H, SQ) partial
     results: "bhsd" only.)"""
+    attention_body(
+        Q, K, V, O, LSE,
+        **{name: value for name, value in locals().items() if name not in ("Q", "K", "V", "O", "LSE")},
+    )  # fmt: skip
+
+
+def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's parameters and mechanisms
+    Q: Any,  # noqa: N803 - named as the kernel's tensors
+    K: Any,  # noqa: N803
+    V: Any,  # noqa: N803
+    O: Any,  # noqa: N803
+    LSE: Any,  # noqa: N803
+    *,
+    D: Any,  # noqa: N803
+    DV: Any,
+    BM: Any,
+    BN: Any,
+    STAGES: Any,
+    CONSUMERS: Any,
+    CAUSAL: Any,
+    GROUP: Any,
+    SCALE: Any,
+    SPLITS: Any,
+    LAYOUT: Any,
+    P_REGISTERS: Any,
+    PINGPONG: Any,
+    OVERLAP: Any,
+    LPT: Any,
+    MASK_TAIL: Any,
+    EXP2_FMA: Any,
+    IN: Any,
+    OUT: Any,
+    PRODUCER_REGS: Any,
+    CONSUMER_REGS: Any,
+    PERSISTENT: Any,
+    BLOCKS: Any,
+    Q_BUFFERS: Any,
+    BLOCKS_PER_SM: Any,
+    PAIRS: Any,
+    combined: Any = None,
+) -> None:
+    """`flash_attention`'s statements, for its parameters (the same names). With `combined` = (OUT, LSE_OUT, F,
+    REDUCERS) the SPLITS > 1 blocks of one query block and head meet at a group barrier on counter ``F[bh * q_blocks
+    + bm]`` once they have stored their partial results into O and LSE, and the first REDUCERS of them each merge
+    BM / REDUCERS of the rows into OUT and LSE_OUT (`merge_rows`), where `attention_combine` would in a second
+    launch (`flash_attention_combined`)."""
+    bshd = LAYOUT == "bshd"
+    SQ, SK = Q.shape[1], K.shape[1]  # noqa: N806 - the kernel's shape symbols
+    if bshd:
+        B, H = Q.shape[0], Q.shape[2]  # noqa: N806
+    else:
+        BH = Q.shape[0]  # noqa: N806
     if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
         raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
     if BM != 64 * CONSUMERS * (BM // (64 * CONSUMERS)) or BM // CONSUMERS not in (64, 128):
@@ -251,7 +303,6 @@ def flash_attention(
         T.assume(f"SK % {BN} == 0")
     if OVERLAP and not P_REGISTERS:
         raise DSLError("DSL_BAD_PARAM", "OVERLAP keeps P of the previous tile in registers: P_REGISTERS")
-    bshd = LAYOUT == "bshd"
     if SPLITS > 1 and bshd:
         raise DSLError("DSL_BAD_PARAM", "split keys write (B * H, SQ) partial results: LAYOUT must be 'bhsd'")
     if bshd:  # H query heads of D (and DV) columns each, H / GROUP key/value heads
@@ -572,6 +623,15 @@ def flash_attention(
                 if SPLITS > 1:
                     T.copy(o * inv[:, None], O.tile((split, bh, bm, 0), (None, None, BM, DV)))
                     T.copy(lse, LSE.tile((split, bh, bm), (None, None, BM)))
+                    if combined is not None:  # the unit's SPLITS blocks meet, then the first REDUCERS merge its rows
+                        out, lse_out, counters, reducers = combined
+                        T.group_barrier(counters, bh * q_blocks + bm, split, SPLITS)
+                        if reducers == SPLITS:
+                            merge_rows(O, LSE, out, lse_out, bh, bm * SPLITS + split, 0, BM // SPLITS, DV, SPLITS)
+                        else:  # BM / REDUCERS rows each for splits 0 .. REDUCERS - 1; the others only arrive
+                            with T.if_(split < reducers):
+                                rows = BM // reducers
+                                merge_rows(O, LSE, out, lse_out, bh, bm * reducers + split, 0, rows, DV, SPLITS)
                 elif bshd:
                     T.copy(o * inv[:, None], O.tile((head[0], bm, bh, 0), (None, BM, None, DV)))
                     T.copy(lse, LSE.tile((head[0], bh, bm), (None, None, BM)))
@@ -604,30 +664,138 @@ def attention_combine(
     T.assume(f"P == {SPLITS}")
     T.assume("DV % 4 == 0")  # 16-byte rows of f32
     with T.grid(T.cdiv(SQ, BR), T.cdiv(DV, BD), BH, threads=WARPGROUP_SIZE) as (br, bd, bh):
-        acc = T.alloc_fragment((BR, BD), T.f32)
-        top = T.alloc_reduced(acc, axis=1)  # the largest partial log-sum-exp of each row
-        total = T.alloc_reduced(acc, axis=1)  # sum over s of exp(LP[s] - top)
-        part = T.alloc_reduced(acc, axis=1)
-        T.fill(top, float("-inf"))
-        for s in range(SPLITS):  # unrolled at trace time: SPLITS is a constant
-            T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
-            T.copy(T.maximum(part, top), top)
-        safe = T.where(top > float("-inf"), top, 0.0)  # rows no split saw: every weight exp2(-inf) = 0
-        T.fill(acc, 0.0)
-        T.fill(total, 0.0)
-        for s in range(SPLITS):
-            o = T.alloc_fragment((BR, BD), T.f32)
-            T.copy(OP.tile((s, bh, br, bd), (None, None, BR, BD)), o)
-            T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
-            # invariant: what is added is split s's partial result of the same rows and columns
-            T.assert_tag(lambda x, s=s: (x[0] == s) & (x[1] == bh) & (x[2] // BR == br) & (x[3] // BD == bd), o)
-            w = T.exp2((part - safe) * LOG2E)
-            T.copy(total + w, total)
-            T.copy(acc + o * w[:, None], acc)
-        seen = total > 0.0
-        T.copy(acc * T.where(seen, T.rcp(total), 0.0)[:, None], O.tile((bh, br, bd), (None, BR, BD)))
+        merge_rows(OP, LP, O, LSE, bh, br, bd, BR, BD, SPLITS)
+
+
+@T.macro
+def merge_rows(OP: Any, LP: Any, O: Any, LSE: Any, bh: Any, br: Any, bd: Any, BR: int, BD: int, SPLITS: int) -> None:  # noqa: N803
+    """Rows ``br * BR ...`` and columns ``bd * BD ...`` of head `bh` of O, from the SPLITS partial results OP (P, BH,
+    SQ, DV) and their log-sum-exps LP (P, BH, SQ): O = sum over s of exp(LP[s] - LSE) OP[s], and (by the column
+    block 0) LSE = log(sum over s of exp(LP[s])). `attention_combine`'s block, and a split block's share of its unit
+    in `flash_attention_combined`."""
+    acc = T.alloc_fragment((BR, BD), T.f32)
+    top = T.alloc_reduced(acc, axis=1)  # the largest partial log-sum-exp of each row
+    total = T.alloc_reduced(acc, axis=1)  # sum over s of exp(LP[s] - top)
+    part = T.alloc_reduced(acc, axis=1)
+    T.fill(top, float("-inf"))
+    for s in range(SPLITS):  # unrolled at trace time: SPLITS is a constant
+        T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
+        T.copy(T.maximum(part, top), top)
+    safe = T.where(top > float("-inf"), top, 0.0)  # rows no split saw: every weight exp2(-inf) = 0
+    T.fill(acc, 0.0)
+    T.fill(total, 0.0)
+    for s in range(SPLITS):
+        o = T.alloc_fragment((BR, BD), T.f32)
+        T.copy(OP.tile((s, bh, br, bd), (None, None, BR, BD)), o)
+        T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
+        # invariant: what is added is split s's partial result of the same rows and columns
+        T.assert_tag(lambda x, s=s: (x[0] == s) & (x[1] == bh) & (x[2] // BR == br) & (x[3] // BD == bd), o)
+        w = T.exp2((part - safe) * LOG2E)
+        T.copy(total + w, total)
+        T.copy(acc + o * w[:, None], acc)
+    seen = total > 0.0
+    T.copy(acc * T.where(seen, T.rcp(total), 0.0)[:, None], O.tile((bh, br, bd), (None, BR, BD)))
+    lse = T.where(seen, safe + T.log(total), float("-inf"))
+    if isinstance(bd, int):  # the rows' every column: this block writes their LSE
+        T.copy(lse, LSE.tile((bh, br), (None, BR)))
+    else:
         with T.if_(T.eq(bd, 0)):  # one column block writes the rows' LSE
-            T.copy(T.where(seen, safe + T.log(total), float("-inf")), LSE.tile((bh, br), (None, BR)))
+            T.copy(lse, LSE.tile((bh, br), (None, BR)))
+
+
+def merge_reducers(BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803
+    """How many of a unit's SPLITS blocks merge its BM rows in `flash_attention_combined`: the most, at most
+    SPLITS, dividing BM into shares of rows whose DV columns give each of the `threads` consumer threads at least
+    one 4-element vector (0 where none does)."""
+    fit = [r for r in range(1, SPLITS + 1) if BM % r == 0 and (BM // r) * DV >= 4 * threads]
+    return max(fit, default=0)
+
+
+def combined_partial_shape(DV: int) -> tuple[Any, ...]:  # noqa: N803
+    """`flash_attention_combined`'s partial results: one (batch * query heads, query length, DV) slice a split."""
+    return ("P", "BH", "SQ", DV)
+
+
+def combined_out_shape(DV: int) -> tuple[Any, ...]:  # noqa: N803
+    """`flash_attention_combined`'s output: (batch * query heads, query length, DV)."""
+    return ("BH", "SQ", DV)
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN")})
+def flash_attention_combined(
+    Q: T.Tensor[q_shape, "IN"],
+    K: T.Tensor[k_shape, "IN"],
+    V: T.Tensor[v_shape, "IN"],
+    OP: T.Tensor[combined_partial_shape, T.f32],
+    LP: T.Tensor[("P", "BH", "SQ"), T.f32],
+    O: T.Tensor[combined_out_shape, "OUT"],
+    LSE: T.Tensor[("BH", "SQ"), T.f32],
+    F: T.Tensor[("NF",), T.i32],
+    D: int = 128,
+    DV: int = 128,
+    BM: int = 64,
+    BN: int = 128,
+    STAGES: int = 2,
+    CONSUMERS: int = 1,
+    CAUSAL: bool = False,
+    GROUP: int = 1,
+    SCALE: float = 0.0,
+    SPLITS: int = 2,
+    LAYOUT: str = "bhsd",
+    P_REGISTERS: bool = False,
+    MASK_TAIL: bool = True,
+    EXP2_FMA: int = 0,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 240,
+    BLOCKS_PER_SM: int = 1,
+    WAVE: int = 132,
+    REDUCERS: int = 0,
+):
+    """Split-key attention in one launch: `flash_attention` with SPLITS > 1 writes each split's partial result and
+    log-sum-exp into OP and LP as there, then the SPLITS blocks of one (query block, head) meet at a group barrier
+    on counter ``F[bh * q_blocks + bm]`` (`T.group_barrier`, rank ``split``) and the first REDUCERS of them each
+    merge BM / REDUCERS of the block's rows over every split into O and LSE (`merge_rows`, what `attention_combine`
+    does in a second launch): the partial results are read from L2 right after they are written, and the second
+    launch and its gap are gone (at decode sizes a few microseconds of a step). REDUCERS 0 takes
+    `merge_reducers`.
+
+    The blocks of a unit wait for each other, so they must run at once: the kernel assumes the grid fits WAVE
+    blocks (the SMs times the blocks resident on each; checked at every launch) and a counter per unit. F holds
+    zeros when first used and is left at the barriers' next generation: a relaunch needs no reset. "bhsd" only
+    (the split's layout), without LPT, PERSISTENT or PAIRS (one unit a block)."""
+    threads = WARPGROUP_SIZE * CONSUMERS
+    reducers = REDUCERS or merge_reducers(BM, SPLITS, DV, threads)
+    if not isinstance(SPLITS, int) or SPLITS < 2 or LAYOUT != "bhsd":
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"flash_attention_combined splits the keys at least two ways in the 'bhsd' layout (SPLITS = {SPLITS!r}, "
+            f"LAYOUT = {LAYOUT!r})",
+        )
+    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * DV < 4 * threads:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"flash_attention_combined's REDUCERS blocks of a unit each merge BM / REDUCERS rows, every one of the "
+            f"{threads} consumer threads at least one 4-value vector of them: REDUCERS = {REDUCERS} (taken: "
+            f"{reducers}) must divide BM = {BM}, be at most SPLITS = {SPLITS} and leave at least "
+            f"{-(-4 * threads // DV)} rows of DV = {DV}",
+        )
+    units = f"((SQ + {BM - 1}) // {BM}) * BH"
+    # one wave: the blocks of a unit wait for each other (each factor bounded on its own too: the product of two
+    # unbounded sizes could wrap around in the index width)
+    T.assume(f"BH <= {WAVE}")
+    T.assume(f"(SQ + {BM - 1}) // {BM} <= {WAVE}")
+    T.assume(f"{units} * {SPLITS} <= {WAVE}")
+    T.assume(f"NF >= {units}")  # a counter per unit
+    attention_body(
+        Q, K, V, OP, LP,
+        D=D, DV=DV, BM=BM, BN=BN, STAGES=STAGES, CONSUMERS=CONSUMERS, CAUSAL=CAUSAL, GROUP=GROUP, SCALE=SCALE,
+        SPLITS=SPLITS, LAYOUT=LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=False, OVERLAP=False, LPT=False,
+        MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
+        CONSUMER_REGS=CONSUMER_REGS, PERSISTENT=False, BLOCKS=0, Q_BUFFERS=1, BLOCKS_PER_SM=BLOCKS_PER_SM,
+        PAIRS=False, combined=(O, LSE, F, reducers),
+    )  # fmt: skip
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN")})

@@ -212,6 +212,13 @@ CLUSTER_MAX_IDLE = 1 / 8
 #: Whether `choose` takes 2-block clusters where `cluster_choice` would (a switch for A/B measurements:
 #: `benchmarks/gemm_shapes.py --unclustered`).
 CLUSTERS = True
+#: Whether a split-K plan in clusters of `CLUSTER_MIN_SPLITS` splits or more on 128x256 tiles takes 128x128 tiles with
+#: half the splits, fused, instead (`narrow_split`). Session 60 measured it at 512x512x65536 (0.917-0.944x cuBLAS
+#: against the heuristic's 0.896-0.918x, benchmarks/results/2026-12-05-gemm-fused/); off until it is measured at other
+#: shapes bound by L2 traffic (`benchmarks/results/2026-12-05-gemm-l2-split/call1.sh`, prepared).
+CLUSTER_NARROW_SPLITS = False
+#: The fewest splits `narrow_split` leaves.
+MIN_SPLITS_NARROWED = 4
 #: Whether, among tied configurations, fewer splits win over more (before session 44: 512x512x65536 took 64x256 in 8
 #: splits, 1.6 % behind the model's best, 128x256 in 16, which measured 5-20 % faster every time both were timed).
 #: Off: only unsplit over split counts as simpler (both split ones have a workspace and a reduction launch); between
@@ -1201,6 +1208,9 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
         candidate = replace(config, CLUSTER=2, PITCH=False)
     elif config.SPLITS >= CLUSTER_MIN_SPLITS:
         candidate = replace(config, CLUSTER=2)
+        narrow = narrow_split(problem, candidate) if CLUSTER_NARROW_SPLITS else None
+        if narrow is not None:
+            return narrow
     else:
         tiles = _cdiv(problem.M, config.BM) * _cdiv(problem.N, config.BN)
         if (config.BM, config.CONSUMERS, config.SPLITS) != (128, 2, 1) or problem.K < CLUSTER_MIN_K:
@@ -1211,6 +1221,26 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
     if cluster_refusal(problem, candidate, target) is not None or not cluster_waves(problem, candidate, target):
         return config
     return candidate
+
+
+def narrow_split(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> GemmConfig | None:
+    """`config` (split-K in 2-block clusters, `CLUSTER_MIN_SPLITS` splits or more, 256 columns a tile) with its
+    tile halved along N and its K split half as many ways: the same units, each over twice the K, to be fused (the
+    units of a tile summing it in the kernel: None where the kernel cannot); the pipeline as deep as fits. None
+    where that cannot run in clusters or in as few waves. A tile of 128 columns in a cluster reads as much of B
+    through L2 per unit as one of 256 without (the pair shares it), and half the splits write and read half the
+    partial products. Taken by `cluster_choice` with `CLUSTER_NARROW_SPLITS`."""
+    if config.CLUSTER != 2 or config.BN != 256 or config.BM != 128 or config.SPLITS < 2 * MIN_SPLITS_NARROWED:
+        return None
+    narrow = deepest(replace(config, BN=128, SPLITS=config.SPLITS // 2, STAGES=MAX_STAGES), problem)
+    if narrow is None or cluster_refusal(problem, narrow, target) is not None:
+        return None
+    fused = replace(narrow, FUSE=True)  # the plan fuses it (FUSE None) wherever its call allows
+    if not cluster_waves(problem, narrow, target) or fuse_refusal(problem, fused, None, target) is not None:
+        return None
+    if _cdiv(_cdiv(problem.K, narrow.BK), narrow.SPLITS) < MIN_K_BLOCKS_PER_SPLIT:
+        return None
+    return narrow
 
 
 def tuning_configs(problem: GemmProblem, budget: int, target: Target = DEFAULT_TARGET) -> list[GemmConfig]:

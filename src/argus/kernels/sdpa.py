@@ -215,6 +215,10 @@ class AttentionConfig:
     #: buffers): every block sees n + 1 key tiles, and the second block's loads overlap the first's last tiles;
     #: `choose` takes it from `QUERY_PAIRS_MIN_WIDTH`
     PAIRS: bool = False
+    #: split keys merged in the same launch (`flash_attention_combined`: the splits of a unit meet at a group barrier
+    #: and merge its rows, no `attention_combine` launch); the grid must fit one wave. `choose` takes it only with
+    #: `COMBINE_IN_KERNEL`
+    COMBINED: bool = False
 
     def consumer_registers(self) -> int:
         """Each consumer warpgroup's setmaxnreg budget: what a resident block's share of the register file
@@ -236,6 +240,7 @@ class AttentionConfig:
         extra += f" b{self.BLOCKS}" if self.PERSISTENT and self.BLOCKS else ""
         extra += f" x{self.BLOCKS_PER_SM}" if self.BLOCKS_PER_SM > 1 else ""
         extra += " pairs" if self.PAIRS else ""
+        extra += " combined" if self.COMBINED else ""
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
@@ -271,6 +276,10 @@ def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
 #: A block's fixed work (its prologue: Q's load and the pipeline's fill; its epilogue: the partial result written
 #: and merged by the combine), in key tiles, for `key_splits`' cost.
 SPLIT_OVERHEAD_TILES = 1
+#: Whether `choose` merges split keys in the attention kernel's own launch (`AttentionConfig.COMBINED`) where the
+#: grid fits one wave: off until measured on a GPU (built in session 62 without one; correct on the interpreter, bit
+#: for bit the two launches' result). An explicit configuration with COMBINED runs it.
+COMBINE_IN_KERNEL = False
 
 
 def key_splits(blocks: int, key_tiles: int, sms: int = SMS) -> int:
@@ -319,6 +328,9 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
         if pairs and fits(problem, paired):
             return paired
         if fits(problem, config):
+            combined = replace(config, COMBINED=True)
+            if COMBINE_IN_KERNEL and splits > 1 and combined_refusal(problem, combined, sms) is None:
+                return combined
             return config
     raise AttentionError(f"no configuration of {problem} fits the shared memory")  # unreachable for d, dv <= 256
 
@@ -348,6 +360,14 @@ class AttentionPlan:
         return min(units, self.config.BLOCKS or SMS) if self.config.PERSISTENT else units
 
     def params(self) -> tuple[tuple[str, Any], ...]:
+        """The attention kernel's parameters (`flash_attention`'s, or with COMBINED `flash_attention_combined`'s)."""
+        if self.config.COMBINED:
+            drop = ("PERSISTENT", "BLOCKS", "Q_BUFFERS", "PAIRS", "LPT", "OVERLAP", "PINGPONG")
+            kept = {k: v for k, v in self._params() if k not in drop}
+            return tuple(sorted({**kept, "OUT": self.problem.out, "WAVE": SMS * self.config.BLOCKS_PER_SM}.items()))
+        return self._params()
+
+    def _params(self) -> tuple[tuple[str, Any], ...]:
         p, c = self.problem, self.config
         return tuple(
             sorted(
@@ -384,14 +404,18 @@ class AttentionPlan:
 
     def combine_params(self) -> tuple[tuple[str, Any], ...] | None:
         """The parameters of `attention_combine` where the keys are split, else None."""
-        if self.config.SPLITS == 1:
+        if self.config.SPLITS == 1 or self.config.COMBINED:
             return None
         br, bd = COMBINE_TILE
         return tuple(sorted({"SPLITS": self.config.SPLITS, "BR": br, "BD": bd, "OUT": self.problem.out}.items()))
 
     def kernel(self) -> Any:
         """The traced attention kernel this plan launches."""
-        return _traced(self.params())
+        return (_traced_combined if self.config.COMBINED else _traced)(self.params())
+
+    def counters(self) -> int:
+        """The group-barrier counters a COMBINED plan's kernel takes: one per (query block, head) unit."""
+        return self.units()
 
     def kernels(self) -> list[Any]:
         """Every traced kernel this plan launches, in order (the attention kernel, then the combine)."""
@@ -430,8 +454,12 @@ class AttentionPlan:
             "O": part_o,
             "LSE": part_lse,
         }
-        run_kernel(self.kernel(), tensors)
-        if splits > 1:
+        if self.config.COMBINED:  # the partial results, then their merge, in one kernel
+            tensors = {**tensors, "OP": tensors.pop("O"), "LP": tensors.pop("LSE"), "O": o, "LSE": lse}
+            run_kernel(self.kernel(), {**tensors, "F": np.zeros(self.counters(), np.int32)})
+        else:
+            run_kernel(self.kernel(), tensors)
+        if splits > 1 and not self.config.COMBINED:
             run_kernel(self.kernels()[1], {"OP": part_o, "LP": part_lse, "O": o, "LSE": lse})
         return o.reshape(p.batch, p.heads, p.sq, p.dv), lse.reshape(p.batch, p.heads, p.sq)
 
@@ -466,6 +494,8 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
         raise AttentionError(f"{config.label()}: the longest-first order is for causal blocks, unsplit, unpacked")
     if config is not None and config.OVERLAP and not config.P_REGISTERS:
         raise AttentionError(f"{config.label()}: the overlapped loop keeps P in registers (P_REGISTERS)")
+    if config is not None and config.COMBINED and (why := combined_refusal(problem, config)) is not None:
+        raise AttentionError(f"{config.label()}: the split keys cannot be merged in the kernel's launch: {why}")
     return AttentionPlan(problem, config or choose(problem))
 
 
@@ -477,6 +507,34 @@ def _traced(params: tuple[tuple[str, Any], ...]) -> Any:
 @functools.lru_cache(maxsize=64)
 def _traced_combine(params: tuple[tuple[str, Any], ...]) -> Any:
     return attention.attention_combine.trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_combined(params: tuple[tuple[str, Any], ...]) -> Any:
+    return attention.flash_attention_combined.trace(**dict(params))
+
+
+_TRACERS = {"attention": _traced, "combine": _traced_combine, "combined": _traced_combined}
+
+
+def combined_refusal(problem: AttentionProblem, config: AttentionConfig, sms: int = SMS) -> str | None:
+    """Why `config` cannot merge its split keys in its own launch (`AttentionConfig.COMBINED`) on a GPU of `sms`
+    SMs, or None where it can: split keys in the (B, H, S, D) layout, one unit a block (no persistent blocks, pairs,
+    longest-first order, overlap or ping-pong), the grid in one wave (a unit's blocks wait for each other), and the
+    block's rows in shares the consumer threads fill (`attention.merge_reducers`)."""
+    if config.SPLITS == 1:
+        return "the keys are not split: there is nothing to merge"
+    if problem.layout != "bhsd":
+        return "split keys are for the (B, H, S, D) layout"
+    if config.PERSISTENT or config.PAIRS or config.LPT or config.OVERLAP or config.PINGPONG:
+        return "the merge takes one unit a block, without the overlapped loop or ping-pong"
+    blocks = AttentionPlan(problem, replace(config, COMBINED=False)).blocks()
+    if blocks > sms * config.BLOCKS_PER_SM:
+        return f"{blocks} blocks wait for each other on {sms} SMs of {config.BLOCKS_PER_SM} block(s): not one wave"
+    threads = WARPGROUP_SIZE * config.CONSUMERS
+    if attention.merge_reducers(config.BM, config.SPLITS, problem.dv, threads) == 0:
+        return f"{config.BM} rows of {problem.dv} values do not give {threads} threads a 4-value vector each"
+    return None
 
 
 #: Whether `prepare` launches the attention kernel and the combine as programmatic dependents (as the GEMM plans do,
@@ -497,7 +555,7 @@ def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], dependent: bool)
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel((_traced if kind == "attention" else _traced_combine)(params), dependent=dependent))
+    return load(compile_kernel(_TRACERS[kind](params), dependent=dependent))
 
 
 def _name(dtype: Any) -> str:
@@ -593,6 +651,17 @@ def prepare(
         v.view(-1, problem.sk, problem.dv),
         *first_out,
     )
+    device_sms = matmul._device_sms(q.device) if q.is_cuda else SMS
+    if the_plan.config.COMBINED and (why := combined_refusal(problem, the_plan.config, device_sms)) is not None:
+        if config is not None and config.COMBINED:  # asked for: refused, not changed
+            raise AttentionError(f"{config.label()} on this GPU: {why}")
+        the_plan = plan(problem, replace(the_plan.config, COMBINED=False))  # two launches on a smaller GPU
+    if the_plan.config.COMBINED:  # one launch: the partial results, then each unit's merge
+        counters = torch.zeros(the_plan.counters(), dtype=torch.int32, device=q.device)  # reused by every relaunch
+        kernel = _loaded("combined", the_plan.params())
+        launches = matmul.Launches([kernel.prepare(*views, *out_views, counters, dependent=DEPENDENT_LAUNCHES)])
+        launches.keep = [q, k, v, o, lse, *first_out, counters]
+        return o, lse, launches
     launches = matmul.Launches([_loaded("attention", the_plan.params()).prepare(*views, dependent=DEPENDENT_LAUNCHES)])
     if splits > 1:
         combine = _loaded("combine", the_plan.combine_params())
