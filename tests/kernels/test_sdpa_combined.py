@@ -10,13 +10,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from tests.kernels.test_sdpa import _inputs
 
 from argus.backend.cuda.codegen import compile_kernel
 from argus.kernels import attention
 from argus.kernels import sdpa as S
 from argus.lang.errors import DSLError
 from argus.verify import Verdict, verify
-from tests.kernels.test_sdpa import _inputs
 
 CASES = {
     # one token, four query heads over one key/value head: packed, 3 splits of which 2 merge 32 rows each
