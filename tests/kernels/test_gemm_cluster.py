@@ -212,27 +212,37 @@ def test_the_planner_takes_clusters_where_they_were_measured_faster(shape, clust
         mm.choose.cache_clear()
 
 
-def test_a_narrow_split_halves_the_tile_and_the_splits_only_when_switched_on(monkeypatch) -> None:
-    problem = mm.GemmProblem(512, 512, 65536)
+@pytest.mark.parametrize(
+    ("shape", "narrow"),
+    [
+        ((512, 512, 65536), (128, 128, 8, 2)),  # 16 tiles: split 8 in clusters (was 128x256 split 16)
+        ((512, 512, 32768), (128, 128, 8, 2)),  # (was 64x256 split 8, no cluster)
+        ((256, 512, 65536), (128, 128, 16, 2)),  # 8 tiles: split 16 (was 64x256 split 16)
+        ((1024, 512, 49152), None),  # 32 tiles: outside the rule (it lost there)
+        ((1024, 1024, 16384), None),  # 4 splits: outside
+        ((384, 384, 49152), None),  # 3 row tiles: the pair's last tile empty, a sixth of the slots idle
+    ],
+)
+def test_a_small_output_over_a_long_k_takes_cublas_s_narrow_split_in_clusters(shape, narrow, monkeypatch) -> None:
+    problem = mm.GemmProblem(*shape)
 
     def chosen() -> mm.GemmConfig:
         mm.choose.cache_clear()
         mm._plan_cached.cache_clear()
         return mm.plan(problem).config
 
-    wide = chosen()
-    assert (wide.BM, wide.BN, wide.SPLITS, wide.CLUSTER) == (128, 256, 16, 2), wide.label
-    monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", True)
     try:
-        narrow = chosen()
-        # the same 128 units: 16 tiles of 128 columns, K split 8 ways, in clusters, the slices summed in the kernel
-        assert (narrow.BM, narrow.BN, narrow.SPLITS, narrow.CLUSTER, narrow.FUSE) == (128, 128, 8, 2, True)
-        assert narrow.STAGES == 6 and narrow.BK == wide.BK
-        # unclustered or few splits: no narrowing
-        assert mm.narrow_split(mm.kernel_problem(problem), dataclasses.replace(wide, CLUSTER=1)) is None
-        assert mm.choose(mm.GemmProblem(1024, 1024, 16384)).BN == 256  # 4 splits, no cluster
+        config = chosen()
+        if narrow is None:
+            assert mm.narrow_split(mm.kernel_problem(problem), config) is None, config.label
+        else:
+            assert (config.BM, config.BN, config.SPLITS, config.CLUSTER) == narrow, config.label
+            assert config.FUSE and config.STAGES == (6 if config.BK == 64 else 3)
+        monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", False)  # the A/B switch: the model's choice as before
+        before = chosen()
+        assert (before == config) == (narrow is None), before.label
     finally:
-        monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", False)
+        monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", True)
         mm.choose.cache_clear()
         mm._plan_cached.cache_clear()
 

@@ -418,13 +418,16 @@ def test_every_chosen_configuration_verifies_and_compiles(problem: S.AttentionPr
     report = verify_kernel(the_plan.kernel())
     assert not report.findings, report.findings
     tags = [c for c in report.checks if c.check == "tag assertion"]
-    # K's and V's stages and the row statistics; the overlapped loop has them in its peeled first and last tiles too
-    assert len(tags) == (6 if the_plan.config.OVERLAP else 3) and all(c.verdict.value == "verified" for c in tags)
+    # K's and V's stages and the row statistics; the overlapped loop has them in its peeled first and last tiles too;
+    # split keys merged in the launch (COMBINED) add the merge's, one per split
+    merged = the_plan.config.SPLITS if the_plan.config.COMBINED else 0
+    assert len(tags) == (6 if the_plan.config.OVERLAP else 3) + merged
+    assert all(c.verdict.value == "verified" for c in tags), tags
     assert not [c for c in report.checks if c.verdict.value == "violated"]
     if the_plan.config.SPLITS > 1 and problem.sq == 1:  # every key in some split's share (read at each split)
         coverage = {(c.target, c.verdict) for c in report.checks if c.check == "contraction coverage"}
         assert {("K", Verdict.VERIFIED), ("V", Verdict.VERIFIED)} <= coverage, coverage
-    if the_plan.config.SPLITS > 1:  # the combine: verified, each split's partial result of the same rows proved
+    if the_plan.config.SPLITS > 1 and not the_plan.config.COMBINED:  # the combine: verified, each split's partial
         combine = verify_kernel(the_plan.kernels()[1])
         assert not combine.findings, combine.findings
         tags = [c for c in combine.checks if c.check == "tag assertion"]

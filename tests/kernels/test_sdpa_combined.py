@@ -1,8 +1,8 @@
 """Split-key attention merged in its own launch (`argus.kernels.attention.flash_attention_combined`,
 `AttentionConfig.COMBINED`): the SPLITS blocks of a (query block, head) unit store their partial results, meet at a
 group barrier and merge the unit's rows, with no `attention_combine` launch. On the interpreter bit for bit the two
-launches' result; the plan's refusals with their reasons; the switch that keeps `choose` from it until it is
-measured; verified, and compiled to HGMMA, TMA and the barrier; on a GPU (skipped without one) against torch."""
+launches' result; the plan's refusals with their reasons; `choose` takes it where the split grid is one wave;
+verified, and compiled to HGMMA, TMA and the barrier; on a GPU (skipped without one) against the two launches."""
 
 from __future__ import annotations
 
@@ -83,15 +83,15 @@ def test_what_cannot_merge_in_its_launch_is_refused_with_the_reason(problem, con
         S.plan(problem, replace(config, COMBINED=True))
 
 
-def test_the_chooser_merges_in_the_launch_only_when_switched_on(monkeypatch) -> None:  # noqa: ANN001
+def test_the_chooser_merges_in_the_launch_where_the_split_grid_is_one_wave(monkeypatch) -> None:  # noqa: ANN001
     decode = S.AttentionProblem(1, 32, 8, 1, 8192, 128, 128)
-    assert S.choose(decode).SPLITS > 1 and not S.choose(decode).COMBINED
-    monkeypatch.setattr(S, "COMBINE_IN_KERNEL", True)
     chosen = S.choose(decode)
     assert chosen.COMBINED and chosen.SPLITS > 1
     assert S.plan(decode, chosen).combine_params() is None
-    # where the split grid is more than a wave it stays two launches even when switched on
+    # no split (the blocks fill the GPU): nothing to merge
     assert not S.choose(S.AttentionProblem(64, 32, 8, 1, 8192, 128, 128)).COMBINED
+    monkeypatch.setattr(S, "COMBINE_IN_KERNEL", False)  # the A/B switch
+    assert not S.choose(decode).COMBINED and S.choose(decode).SPLITS == chosen.SPLITS
 
 
 def test_the_combined_kernel_verifies_and_compiles_to_hgmma_tma_and_the_barrier() -> None:

@@ -251,6 +251,7 @@ def _attention_launches(plan: Mapping[str, Any]) -> list[tuple[Any, dict[str, in
         "B": p.batch,
         "H": p.heads,
         "HK": p.kv_heads,
+        "NF": the_plan.counters(),  # the merged launch's group-barrier counters (`AttentionConfig.COMBINED`)
     }
     return [(k, sizes) for k in the_plan.kernels()]
 

@@ -212,13 +212,17 @@ CLUSTER_MAX_IDLE = 1 / 8
 #: Whether `choose` takes 2-block clusters where `cluster_choice` would (a switch for A/B measurements:
 #: `benchmarks/gemm_shapes.py --unclustered`).
 CLUSTERS = True
-#: Whether a split-K plan in clusters of `CLUSTER_MIN_SPLITS` splits or more on 128x256 tiles takes 128x128 tiles with
-#: half the splits, fused, instead (`narrow_split`). Session 60 measured it at 512x512x65536 (0.917-0.944x cuBLAS
-#: against the heuristic's 0.896-0.918x, benchmarks/results/2026-12-05-gemm-fused/); off until it is measured at other
-#: shapes bound by L2 traffic (`benchmarks/results/2026-12-05-gemm-l2-split/call1.sh`, prepared).
-CLUSTER_NARROW_SPLITS = False
-#: The fewest splits `narrow_split` leaves.
-MIN_SPLITS_NARROWED = 4
+#: Whether a split-K plan of a small output over a long K takes 128 x 128 tiles in 2-block clusters, split within one
+#: wave, fused (`narrow_split`): cuBLAS's decomposition there. Measured on an H100 (benchmarks/results/
+#: 2026-12-05-gemm-l2-split/, call 1, interleaved with cuBLAS): 512x512x65536 0.916 -> 0.943-0.947x, 512x512x32768
+#: 0.839 -> 0.984-0.986x, 256x512x65536 0.911 -> 0.930-0.941x; 256x256x131072 keeps its plan (128x128 split 32 in
+#: clusters already). Where the output has more tiles it lost (1024x1024x16384 0.980 -> 0.934-0.951x with split 2,
+#: 768x512x65536 0.851 -> 0.816x with split 4): `NARROW_MAX_TILES`.
+CLUSTER_NARROW_SPLITS = True
+#: `narrow_split`'s domain: the model's choice splits K at least this many ways, over at most this many 128 x 128
+#: tiles of output.
+NARROW_MIN_SPLITS = 8
+NARROW_MAX_TILES = 16
 #: Whether, among tied configurations, fewer splits win over more (before session 44: 512x512x65536 took 64x256 in 8
 #: splits, 1.6 % behind the model's best, 128x256 in 16, which measured 5-20 % faster every time both were timed).
 #: Off: only unsplit over split counts as simpler (both split ones have a workspace and a reduction launch); between
@@ -1206,11 +1210,10 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
         if problem.K < CLUSTER_MIN_K_MISALIGNED:
             return config
         candidate = replace(config, CLUSTER=2, PITCH=False)
+    elif (narrow := narrow_split(problem, config, target) if CLUSTER_NARROW_SPLITS else None) is not None:
+        return narrow
     elif config.SPLITS >= CLUSTER_MIN_SPLITS:
         candidate = replace(config, CLUSTER=2)
-        narrow = narrow_split(problem, candidate) if CLUSTER_NARROW_SPLITS else None
-        if narrow is not None:
-            return narrow
     else:
         tiles = _cdiv(problem.M, config.BM) * _cdiv(problem.N, config.BN)
         if (config.BM, config.CONSUMERS, config.SPLITS) != (128, 2, 1) or problem.K < CLUSTER_MIN_K:
@@ -1224,15 +1227,23 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
 
 
 def narrow_split(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> GemmConfig | None:
-    """`config` (split-K in 2-block clusters, `CLUSTER_MIN_SPLITS` splits or more, 256 columns a tile) with its
-    tile halved along N and its K split half as many ways: the same units, each over twice the K, to be fused (the
-    units of a tile summing it in the kernel: None where the kernel cannot); the pipeline as deep as fits. None
-    where that cannot run in clusters or in as few waves. A tile of 128 columns in a cluster reads as much of B
-    through L2 per unit as one of 256 without (the pair shares it), and half the splits write and read half the
-    partial products. Taken by `cluster_choice` with `CLUSTER_NARROW_SPLITS`."""
-    if config.CLUSTER != 2 or config.BN != 256 or config.BM != 128 or config.SPLITS < 2 * MIN_SPLITS_NARROWED:
+    """For a split-K `config` of at least `NARROW_MIN_SPLITS` splits on a product of at most `NARROW_MAX_TILES` tiles
+    of 128 x 128 (a small output over a long K): 128 x 128 tiles on two consumer warpgroups in 2-block clusters, K
+    split into the most of `SPLITS` ways that keep the units within one wave, to be fused (the units of a tile
+    summing it in the kernel), the pipeline as deep as fits; None where that cannot run (in clusters, in as few
+    waves, fused) or leaves a split fewer than `MIN_K_BLOCKS_PER_SPLIT` K-blocks. cuBLAS's own decomposition of
+    such products (128 x 128 x 64, 6 stages, split 8 in clusters at 512x512x65536). Taken by `cluster_choice` with
+    `CLUSTER_NARROW_SPLITS`; measured in benchmarks/results/2026-12-05-gemm-l2-split/ (call 1)."""
+    if config.SPLITS < NARROW_MIN_SPLITS or config.SWAP or config.TAIL > 1 or config.PITCH:
         return None
-    narrow = deepest(replace(config, BN=128, SPLITS=config.SPLITS // 2, STAGES=MAX_STAGES), problem)
+    q = padded_extent(problem)
+    tiles = _cdiv(q.M, 128) * _cdiv(q.N, 128) * problem.batch
+    fitting = [s for s in SPLITS if s > 1 and tiles * s <= target.sms]
+    if tiles > NARROW_MAX_TILES or not fitting:
+        return None
+    splits = max(fitting)
+    start = GemmConfig(128, 128, 2, MAX_STAGES, splits, config.EPILOGUE, BK=config.BK, CLUSTER=2)
+    narrow = deepest(start, problem)
     if narrow is None or cluster_refusal(problem, narrow, target) is not None:
         return None
     fused = replace(narrow, FUSE=True)  # the plan fuses it (FUSE None) wherever its call allows

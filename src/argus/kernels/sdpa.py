@@ -277,9 +277,11 @@ def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
 #: and merged by the combine), in key tiles, for `key_splits`' cost.
 SPLIT_OVERHEAD_TILES = 1
 #: Whether `choose` merges split keys in the attention kernel's own launch (`AttentionConfig.COMBINED`) where the
-#: grid fits one wave: off until measured on a GPU (built in session 62 without one; correct on the interpreter, bit
-#: for bit the two launches' result). An explicit configuration with COMBINED runs it.
-COMBINE_IN_KERNEL = False
+#: grid fits one wave. Measured on an H100 (benchmarks/results/2026-12-06-attention-merged/, call 1, interleaved with
+#: the two launches, cuDNN and FlashAttention-2, every split row of `benchmarks/attention_decode.py`): 0.85-1.00x the
+#: two launches' time, never slower (B=1 32/8 at 8k 29.5 -> 26.4 us, 0.93 -> 1.04x cuDNN; multi-query 16/1 52.4 ->
+#: 44.7 us, 0.83 -> 0.97x), and bit for bit their result, relaunched on the same counters. A switch for A/B runs.
+COMBINE_IN_KERNEL = True
 
 
 def key_splits(blocks: int, key_tiles: int, sms: int = SMS) -> int:
