@@ -6,7 +6,7 @@ from typing import Any
 
 import argus
 import argus.lang as T
-from argus.atoms.common import WARPGROUP_SIZE
+from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.lang.errors import DSLError
 
 LOG2E = 1.4426950408889634
@@ -241,7 +241,11 @@ def flash_attention(
     results: "bhsd" only.)"""
     attention_body(
         Q, K, V, O, LSE,
-        **{name: value for name, value in locals().items() if name not in ("Q", "K", "V", "O", "LSE")},
+        D=D, DV=DV, BM=BM, BN=BN, STAGES=STAGES, CONSUMERS=CONSUMERS, CAUSAL=CAUSAL, GROUP=GROUP, SCALE=SCALE,
+        SPLITS=SPLITS, LAYOUT=LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=PINGPONG, OVERLAP=OVERLAP, LPT=LPT,
+        MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
+        CONSUMER_REGS=CONSUMER_REGS, PERSISTENT=PERSISTENT, BLOCKS=BLOCKS, Q_BUFFERS=Q_BUFFERS,
+        BLOCKS_PER_SM=BLOCKS_PER_SM, PAIRS=PAIRS,
     )  # fmt: skip
 
 
@@ -750,7 +754,7 @@ def flash_attention_combined(
     PRODUCER_REGS: int = 24,
     CONSUMER_REGS: int = 240,
     BLOCKS_PER_SM: int = 1,
-    WAVE: int = 132,
+    WAVE: int = SMS,
     REDUCERS: int = 0,
 ):
     """Split-key attention in one launch: `flash_attention` with SPLITS > 1 writes each split's partial result and
