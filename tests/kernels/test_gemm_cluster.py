@@ -234,7 +234,8 @@ def test_a_small_output_over_a_long_k_takes_cublas_s_narrow_split_in_clusters(sh
     try:
         config = chosen()
         if narrow is None:
-            assert mm.narrow_split(mm.kernel_problem(problem), config) is None, config.label
+            found = mm.candidates_for(problem)
+            assert mm.narrow_split(mm.kernel_problem(problem), config, found) is None, config.label
         else:
             assert (config.BM, config.BN, config.SPLITS, config.CLUSTER) == narrow, config.label
             assert config.FUSE and config.STAGES == (6 if config.BK == 64 else 3)

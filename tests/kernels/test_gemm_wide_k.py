@@ -91,7 +91,7 @@ def test_only_16_bit_operands_take_a_wide_k_block() -> None:
         ((96, 7168, 7168), "bf16", 128),  # swap-AB 128x96 tiles
         ((8, 8192, 8192), "f16", 128),
         ((4096, 4096, 4096), "bf16", 64),  # 128x256: two stages of 128 only (measured slower)
-        ((512, 512, 65536), "bf16", 64),  # 128x128 in 8 splits in clusters (narrow_split keeps K-blocks of 64)
+        ((512, 512, 65536), "bf16", 128),  # 128x128 in 8 splits in clusters (narrow_split): three stages of 128
         ((64, 64, 192), "bf16", 64),  # three K-blocks: a wide block would be half empty
         ((1024, 1024, 1024), "f32", 64),  # f32's split precision keeps its chain in K-blocks of 64
     ],

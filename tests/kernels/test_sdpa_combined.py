@@ -37,7 +37,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_merge_in_the_kernel_s_launch_is_the_two_launches_result(case: str) -> None:
     problem, config = CASES[case]
-    split = S.plan(problem, config)
+    split = S.plan(problem, replace(config or S.choose(problem), COMBINED=False))
     assert split.config.SPLITS > 1 and not split.config.COMBINED
     combined = S.plan(problem, replace(split.config, COMBINED=True))
     assert [k.name for k in combined.kernels()] == ["flash_attention_combined"]
@@ -79,6 +79,9 @@ def test_the_merging_blocks_share_the_rows_in_whole_vectors() -> None:
 )
 def test_what_cannot_merge_in_its_launch_is_refused_with_the_reason(problem, config, reason) -> None:  # noqa: ANN001
     assert reason in (S.combined_refusal(problem, replace(config, COMBINED=True)) or "")
+    if config.SPLITS == 1:  # nothing to merge: the plan runs the one launch it is (as `replace(choose(), SPLITS=1)`)
+        assert not S.plan(problem, replace(config, COMBINED=True)).config.COMBINED
+        return
     with pytest.raises(S.AttentionError, match=reason):
         S.plan(problem, replace(config, COMBINED=True))
 

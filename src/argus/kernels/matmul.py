@@ -214,8 +214,9 @@ CLUSTER_MAX_IDLE = 1 / 8
 CLUSTERS = True
 #: Whether a split-K plan of a small output over a long K takes 128 x 128 tiles in 2-block clusters, split within one
 #: wave, fused (`narrow_split`): cuBLAS's decomposition there. Measured on an H100 (benchmarks/results/
-#: 2026-12-05-gemm-l2-split/, call 1, interleaved with cuBLAS): 512x512x65536 0.916 -> 0.943-0.947x, 512x512x32768
-#: 0.839 -> 0.984-0.986x, 256x512x65536 0.911 -> 0.930-0.941x; 256x256x131072 keeps its plan (128x128 split 32 in
+#: 2026-12-05-gemm-l2-split/, call 1, interleaved with cuBLAS): 512x512x65536 0.916 -> 0.947x, 512x512x32768
+#: 0.839 -> 0.986x, 256x512x65536 0.911 -> 0.941x (128x128x128, 3 stages; with K-blocks of 64, 6 stages: 0.943,
+#: 0.984, 0.930); 256x256x131072 keeps its plan (128x128 split 32 in
 #: clusters already). Where the output has more tiles it lost (1024x1024x16384 0.980 -> 0.934-0.951x with split 2,
 #: 768x512x65536 0.851 -> 0.816x with split 4): `NARROW_MAX_TILES`.
 CLUSTER_NARROW_SPLITS = True
@@ -1161,6 +1162,7 @@ def choose(
     preferred = swap_choice(problem, found, target) if swap else None
     if preferred is not None:
         return preferred
+    sixteen_bit = problem.dtype in ("bf16", "f16")  # the inputs `narrow_split` was measured on
     problem = kernel_problem(problem)
     if not found:
         raise GemmError(f"no GEMM configuration fits {problem}")  # every problem has one; a guard, not a path
@@ -1171,7 +1173,9 @@ def choose(
     def simpler(c: GemmConfig) -> tuple:
         return (c.SPLITS if TIE_FEWEST_SPLITS else c.SPLITS > 1, c.TAIL > 1, c.PITCH, times[c], -c.BM * c.BN)
 
-    chosen = cluster_choice(problem, min(near, key=simpler), target)
+    pick = min(near, key=simpler)
+    narrow = narrow_split(problem, pick, found, target) if CLUSTERS and CLUSTER_NARROW_SPLITS and sixteen_bit else None
+    chosen = narrow or cluster_choice(problem, pick, target)
     tail = min(found, key=lambda c: times[c])
     if chosen.CLUSTER == 1 and tail.TAIL > 1 and replace(tail, TAIL=1) == chosen:  # the tail of the chosen tile
         if times[tail] * (1 + TAIL_TWIN_MARGIN) < times[chosen]:
@@ -1210,8 +1214,6 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
         if problem.K < CLUSTER_MIN_K_MISALIGNED:
             return config
         candidate = replace(config, CLUSTER=2, PITCH=False)
-    elif (narrow := narrow_split(problem, config, target) if CLUSTER_NARROW_SPLITS else None) is not None:
-        return narrow
     elif config.SPLITS >= CLUSTER_MIN_SPLITS:
         candidate = replace(config, CLUSTER=2)
     else:
@@ -1226,14 +1228,18 @@ def cluster_choice(problem: GemmProblem, config: GemmConfig, target: Target = DE
     return candidate
 
 
-def narrow_split(problem: GemmProblem, config: GemmConfig, target: Target = DEFAULT_TARGET) -> GemmConfig | None:
+def narrow_split(
+    problem: GemmProblem, config: GemmConfig, found: list[GemmConfig], target: Target = DEFAULT_TARGET
+) -> GemmConfig | None:
     """For a split-K `config` of at least `NARROW_MIN_SPLITS` splits on a product of at most `NARROW_MAX_TILES` tiles
     of 128 x 128 (a small output over a long K): 128 x 128 tiles on two consumer warpgroups in 2-block clusters, K
     split into the most of `SPLITS` ways that keep the units within one wave, to be fused (the units of a tile
-    summing it in the kernel), the pipeline as deep as fits; None where that cannot run (in clusters, in as few
-    waves, fused) or leaves a split fewer than `MIN_K_BLOCKS_PER_SPLIT` K-blocks. cuBLAS's own decomposition of
-    such products (128 x 128 x 64, 6 stages, split 8 in clusters at 512x512x65536). Taken by `cluster_choice` with
-    `CLUSTER_NARROW_SPLITS`; measured in benchmarks/results/2026-12-05-gemm-l2-split/ (call 1)."""
+    summing it in the kernel), with the K-block and stages of the model's candidate of that shape. None where that
+    cannot run (in clusters, in as few waves, fused with every unit summing a share of its tile) or leaves a split
+    fewer than `MIN_K_BLOCKS_PER_SPLIT` K-blocks. cuBLAS's own decomposition of such products (128 x 128, split 8
+    in clusters at 512x512x65536). `found`: the candidates `choose` ranked (`candidates_for`: f32's accumulation
+    chain respected). Taken by `choose` with `CLUSTER_NARROW_SPLITS` for 16-bit inputs; measured in
+    benchmarks/results/2026-12-05-gemm-l2-split/ (call 1)."""
     if config.SPLITS < NARROW_MIN_SPLITS or config.SWAP or config.TAIL > 1 or config.PITCH:
         return None
     q = padded_extent(problem)
@@ -1242,12 +1248,17 @@ def narrow_split(problem: GemmProblem, config: GemmConfig, target: Target = DEFA
     if tiles > NARROW_MAX_TILES or not fitting:
         return None
     splits = max(fitting)
-    start = GemmConfig(128, 128, 2, MAX_STAGES, splits, config.EPILOGUE, BK=config.BK, CLUSTER=2)
-    narrow = deepest(start, problem)
-    if narrow is None or cluster_refusal(problem, narrow, target) is not None:
+    shape = (128, 128, 2, splits, 1, False, False)
+    fit = [c for c in found if (c.BM, c.BN, c.CONSUMERS, c.SPLITS, c.TAIL, c.SWAP, c.PITCH) == shape]
+    if not fit:
+        return None
+    narrow = replace(fit[0], CLUSTER=2)  # the model's candidate of that shape (its K-block and stages), clustered
+    if cluster_refusal(problem, narrow, target) is not None:
         return None
     fused = replace(narrow, FUSE=True)  # the plan fuses it (FUSE None) wherever its call allows
     if not cluster_waves(problem, narrow, target) or fuse_refusal(problem, fused, None, target) is not None:
+        return None
+    if fused.reducers() != fused.SPLITS:  # measured fused with every unit summing a share (`FUSE_PARTIAL` is off)
         return None
     if _cdiv(_cdiv(problem.K, narrow.BK), narrow.SPLITS) < MIN_K_BLOCKS_PER_SPLIT:
         return None

@@ -496,6 +496,8 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
         raise AttentionError(f"{config.label()}: the longest-first order is for causal blocks, unsplit, unpacked")
     if config is not None and config.OVERLAP and not config.P_REGISTERS:
         raise AttentionError(f"{config.label()}: the overlapped loop keeps P in registers (P_REGISTERS)")
+    if config is not None and config.COMBINED and config.SPLITS == 1:  # nothing to merge: the one launch it is
+        config = replace(config, COMBINED=False)
     if config is not None and config.COMBINED and (why := combined_refusal(problem, config)) is not None:
         raise AttentionError(f"{config.label()}: the split keys cannot be merged in the kernel's launch: {why}")
     return AttentionPlan(problem, config or choose(problem))
