@@ -32,5 +32,10 @@ for s in $S; do
   $P $s ${OFF[$s]} --rounds 100 --json $R/s${s//,/_}.json > $R/s${s//,/_}.txt 2>&1; echo "exit $?" >> $R/s${s//,/_}.txt
   grep -h -E "x cuBLAS|cuBLAS [0-9]|exit|WRONG|refused" $R/s${s//,/_}.txt
 done
+# then the issue's bf16 suite on the code as it stands (the rule changes its 512x512x65536 row; the 2-block cluster
+# kernels' tile numbering of session 61 was never timed): with it, issue #20's last row
+timeout -k 5 -s INT 170 python3 benchmarks/gemm_shapes.py --suite issue --sweep 0 --json $R/issue.json > $R/issue.txt 2>&1
+echo "exit $?" >> $R/issue.txt
+grep -h -E "geometric|exit|WRONG|Error|refused" $R/issue.txt | cut -c1-200
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> $R/env.txt 2>&1
 cd $OUT && tar czf call3.tgz call3 && rm -rf call3
