@@ -461,8 +461,8 @@ class AttentionPlan:
             run_kernel(self.kernel(), {**tensors, "F": np.zeros(self.counters(), np.int32)})
         else:
             run_kernel(self.kernel(), tensors)
-        if splits > 1 and not self.config.COMBINED:
-            run_kernel(self.kernels()[1], {"OP": part_o, "LP": part_lse, "O": o, "LSE": lse})
+            if splits > 1:
+                run_kernel(self.kernels()[1], {"OP": part_o, "LP": part_lse, "O": o, "LSE": lse})
         return o.reshape(p.batch, p.heads, p.sq, p.dv), lse.reshape(p.batch, p.heads, p.sq)
 
 
@@ -655,8 +655,8 @@ def prepare(
         v.view(-1, problem.sk, problem.dv),
         *first_out,
     )
-    device_sms = matmul._device_sms(q.device) if q.is_cuda else SMS
-    if the_plan.config.COMBINED and (why := combined_refusal(problem, the_plan.config, device_sms)) is not None:
+    sms = matmul._device_sms(q.device) if the_plan.config.COMBINED and q.is_cuda else SMS  # asked only when needed
+    if the_plan.config.COMBINED and (why := combined_refusal(problem, the_plan.config, sms)) is not None:
         if config is not None and config.COMBINED:  # asked for: refused, not changed
             raise AttentionError(f"{config.label()} on this GPU: {why}")
         the_plan = plan(problem, replace(the_plan.config, COMBINED=False))  # two launches on a smaller GPU
