@@ -10,7 +10,10 @@ Usage (from the repository root on a GPU machine)::
 Rows: bf16, one query token per sequence, every sequence of the row the same length (so that the contiguous
 contenders take it), its pages drawn at random from a pool twice the size needed (a fragmented cache). Each output
 is checked first against torch's math backend in f32 on the gathered keys (max abs error <= 2e-2). Bandwidth counts
-the K and V bytes the sequences hold (and Q, O) over the median time, of the H200's 4.8 TB/s.
+the K and V bytes the sequences hold (and Q, O) over the median time, of the GPU's HBM bandwidth (an H100 SXM's
+3.35 TB/s, an H200's 4.8). "paged" is the library's plan (split keys merged in the kernel's own launch where the
+grid fits one wave, `sdpa_paged.COMBINE_IN_KERNEL`); "paged-2" the same split in two launches (the paged kernel,
+then `attention_combine`), timed only where they differ and checked equal to "paged" bit for bit.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_parity import interleaved_times  # noqa: E402
 from gemm_variants import environment  # noqa: E402
 
-HBM = 4.8e12
+HBM = {"H100": 3.35e12, "H200": 4.8e12}
 ROWS = (  # (label, B, H, HK, L, D, page)
+    ("llama3-8b", 1, 32, 8, 8192, 128, 256),
+    ("llama3-8b", 4, 32, 8, 4096, 128, 256),
     ("llama3-8b", 1, 32, 8, 32768, 128, 256),
     ("llama3-8b", 8, 32, 8, 8192, 128, 256),
     ("llama3-8b", 8, 32, 8, 32768, 128, 256),
@@ -61,11 +66,13 @@ def main() -> int:
         print(line)
     print(f"cuDNN {torch.backends.cudnn.version()}")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    names = ("paged", "dense", "cudnn", "fa2")
+    hbm = next((v for k, v in HBM.items() if k in torch.cuda.get_device_name()), HBM["H200"])
+    names = ("paged", "paged-2", "dense", "cudnn", "fa2")
     print("\n| row | B | H/HK | L | page | config | " + " | ".join(f"{n} µs" for n in names)
-          + " | paged TB/s | % HBM | x cuDNN | x dense | err |")  # fmt: skip
-    print("|" + "---|" * (6 + len(names) + 5))
+          + " | paged TB/s | % HBM | x cuDNN | x dense | x paged-2 | err |")  # fmt: skip
+    print("|" + "---|" * (6 + len(names) + 6))
     results, failed = [], False
+    two = o_two = None
     for label, b, h, hk, length, d, page in ROWS:
         g = torch.Generator(device="cuda").manual_seed(b + length + page)
         per_seq = length // page
@@ -86,6 +93,13 @@ def main() -> int:
             "paged": lambda paged=paged: [x.launch() for x in paged],
             "dense": lambda dense=dense: [x.launch() for x in dense],
         }
+        if len(paged) == 1 and plan.splits > 1:  # merged: the two launches too
+            SP.COMBINE_IN_KERNEL = False
+            try:
+                o_two, _, two = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length)
+            finally:
+                SP.COMBINE_IN_KERNEL = True
+            launches["paged-2"] = lambda two=two: [x.launch() for x in two]
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
 
             def run(backend=backend, q4=q4, k=k, v=v) -> None:  # noqa: ANN001
@@ -111,27 +125,39 @@ def main() -> int:
                 err = max(err, (o_paged[i].float() - ref).abs().max().item())
                 err = max(err, (o_dense[i, :, 0].float() - ref).abs().max().item())
         ok = err <= 2e-2
+        if "paged-2" in launches:
+            same = torch.equal(o_paged, o_two)
+            row["merged_equal_two_launches"] = same
+            ok &= same
         failed |= not ok
         if not ok:
             launches.pop("paged")
+            launches.pop("paged-2", None)
         times = interleaved_times(torch, launches, args.rounds, scratch)
         med = {n: statistics.median(t) for n, t in times.items()}
+        if "paged-2" in times:  # relaunched many times on the same counters: still the two launches' result
+            torch.cuda.synchronize()
+            row["merged_equal_after_timing"] = same = torch.equal(o_paged, o_two)
+            failed |= not same
         moved = 2 * (2 * b * hk * length * d + 2 * b * h * d)
         rate = moved / (med["paged"] * 1e-3) if "paged" in med else float("nan")
-        row.update({f"{n}_ms": ms for n, ms in med.items()}, err=err, ok=ok, rate=rate, hbm=rate / HBM)
+        row.update({f"{n}_ms": ms for n, ms in med.items()}, err=err, ok=ok, rate=rate, hbm=rate / hbm)
 
         def ratio(name: str, med=med) -> str:  # noqa: ANN001
             return f"{med[name] / med['paged']:.2f}" if "paged" in med and name in med else "—"
 
         cells = [f"{med[n] * 1e3:.1f}" if n in med else "—" for n in names]
+        merged = " merged" if plan.combined else ""
         print(
-            f"| {label} | {b} | {h}/{hk} | {length} | {page} | split{plan.splits} | {' | '.join(cells)} | "
-            f"{rate / 1e12:.2f} | {100 * rate / HBM:.0f} | {ratio('cudnn')} | {ratio('dense')} | {err:.1e}"
+            f"| {label} | {b} | {h}/{hk} | {length} | {page} | split{plan.splits}{merged} | {' | '.join(cells)} | "
+            f"{rate / 1e12:.2f} | {100 * rate / hbm:.0f} | {ratio('cudnn')} | {ratio('dense')} | {ratio('paged-2')} | "
+            f"{err:.1e}"
             f"{'' if ok else ' WRONG'} |",
             flush=True,
         )
         results.append(row)
         del kc, vc, k, v, paged, dense, launches
+        two = o_two = None
         torch.cuda.empty_cache()
     for line in environment(torch):
         print("after:", line)

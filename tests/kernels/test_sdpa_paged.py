@@ -30,7 +30,7 @@ from argus.lang.errors import DSLError
 CASES = {
     # (B, H, HK, D, DV, page, max pages, pool pages, lengths, max_seqlen, dtype): what each adds
     "one_tile_per_page": (3, 8, 2, 64, 64, 128, 3, 9, [200, 0, 64], 0, "bf16"),  # an empty sequence, a partial page
-    "split_two_tiles_per_page_mqa": (2, 8, 1, 64, 128, 128, 4, 8, [300, 77], 4096, "f16"),  # 8 splits, DV != D
+    "split_two_tiles_per_page_mqa": (2, 8, 1, 64, 128, 128, 4, 8, [300, 77], 4096, "f16"),  # 16 splits, DV != D
     "shared_pages": (2, 4, 4, 128, 128, 64, 3, 4, [150, 192], 0, "bf16"),  # two sequences reading the same pages
 }
 
@@ -50,6 +50,56 @@ def test_paged_decode_matches_the_definition_on_the_interpreter(case: str) -> No
     assert np.array_equal(np.isinf(lse), np.isinf(ref_lse))
     finite = np.isfinite(ref_lse)
     np.testing.assert_allclose(lse[finite], ref_lse[finite], atol=2e-3, rtol=0)
+
+
+def test_split_keys_merged_in_the_kernel_s_launch_give_the_two_launches_result_bit_for_bit() -> None:
+    """The split case's plan merges in its own launch (one kernel, `flash_attention_paged_combined`); its O and LSE
+    equal the paged kernel's then `attention_combine`'s exactly, also where only two of the sixteen split blocks merge
+    (REDUCERS = 2: the others only arrive at the barrier), and a relaunch on the same counters (the barrier's next
+    generation) gives the same again."""
+    from argus.interp import run_kernel
+
+    b, h, hk, d, dv, page, maxp, pages, lens, longest, dtype = CASES["split_two_tiles_per_page_mqa"]
+    rng = np.random.default_rng(7)
+    table = rng.integers(0, pages, (b, maxp)).astype(np.int32)
+    kc, vc = (round_to(f16, rng.standard_normal(s)) for s in [(pages, page, hk, d), (pages, page, hk, dv)])
+    q = round_to(f16, rng.standard_normal((b, h, d)))
+    problem = SP.PagedProblem(b, h, hk, page, maxp, d, dv, dtype, "f32", max_seqlen=longest)
+    merged, two = SP.PagedPlan(problem), SP.PagedPlan(problem, combined=False)
+    assert merged.combined and merged.splits == 16 and len(merged.kernels()) == 1 and len(two.kernels()) == 2
+    lens = np.array(lens, dtype=np.int32)
+    o2, lse2 = two.run_on_interpreter(q, kc, vc, table, lens)
+    o1, lse1 = merged.run_on_interpreter(q, kc, vc, table, lens)
+    assert np.array_equal(o1, o2) and np.array_equal(lse1, lse2)
+
+    g, splits = h // hk, merged.splits
+    kernel = SP.flash_attention_paged_combined.trace(**{**dict(merged.params()), "REDUCERS": 2})
+    o, lse = np.full((b, hk, g, dv), np.nan), np.full((b, hk, g), np.nan)
+    counters = np.zeros(merged.counters(), np.int32)
+    tensors = {
+        "Q": q.astype(np.float64).reshape(b, hk, g, d), "KC": kc, "VC": vc, "TABLE": table, "LENS": lens,
+        "OP": np.full((splits, b, hk, g, dv), np.nan), "LP": np.full((splits, b, hk, g), np.nan),
+        "O": o, "LSE": lse, "F": counters,
+    }  # fmt: skip
+    for _ in range(3):
+        o[...], lse[...] = np.nan, np.nan
+        run_kernel(kernel, tensors)
+        assert np.array_equal(o.reshape(b, h, dv), o2) and np.array_equal(lse.reshape(b, h), lse2)
+    assert (counters == np.int32(-(2**31))).all()  # each launch adds 2^31 (its generation): never reset
+
+
+def test_the_merge_in_one_launch_is_refused_where_the_grid_is_more_than_a_wave() -> None:
+    wide = SP.PagedProblem(3, 32, 8, 256, 512, 128, 128, max_seqlen=65536)  # 24 units split 11 ways: two waves
+    plan = SP.PagedPlan(wide)
+    assert plan.splits > 1 and plan.blocks() > 132 and not plan.combined and len(plan.kernels()) == 2
+    assert "not one wave" in SP.combined_refusal(plan)
+    with pytest.raises(AttentionError, match="not one wave"):
+        SP.PagedPlan(wide, combined=True)
+    narrow = SP.PagedPlan(SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, max_seqlen=65536))
+    assert narrow.combined and "not one wave" in SP.combined_refusal(narrow, sms=narrow.blocks() - 1)
+    assert SP.combined_refusal(SP.PagedPlan(SP.PagedProblem(64, 32, 8, 64, 64, 128, 128, max_seqlen=4096))) == (
+        "the keys are not split: there is nothing to merge"
+    )
 
 
 def test_the_plan_splits_by_the_longest_sequence_in_whole_waves() -> None:
@@ -108,12 +158,17 @@ def test_the_library_configuration_verifies_with_every_page_proved_the_sequence_
     batch = 64 if longest == 1024 else 4  # 512 blocks: no split; 32 blocks of a long sequence: split keys
     plan = SP.PagedPlan(SP.PagedProblem(batch, 32, 8, 256, 256, 128, 128, max_seqlen=longest))
     assert (plan.splits > 1) == (longest > 1024)
+    assert plan.combined == (plan.splits > 1)  # split: merged in the same launch
     report = verify_kernel(plan.kernels()[0])
     assert not report.findings, report.findings
-    assert [c.verdict.value for c in report.checks if c.check == "tag assertion"] == ["verified"] * 3
+    merges = plan.splits if plan.combined else 0  # the merge's one assertion a split: the partial result it adds
+    assert [c.verdict.value for c in report.checks if c.check == "tag assertion"] == ["verified"] * (3 + merges)
     assert {c.verdict.value for c in report.checks if c.check == "masked reduction"} == {"verified"}
     if plan.splits > 1:
-        combine = verify_kernel(plan.kernels()[1])
+        assert {c.verdict.value for c in report.checks if c.check == "group barrier arrivals"} == {"verified"}
+        two_launches = SP.PagedPlan(plan.problem, combined=False)
+        assert len(two_launches.kernels()) == 2
+        combine = verify_kernel(two_launches.kernels()[1])
         assert not combine.findings, combine.findings
 
 

@@ -676,35 +676,46 @@ def merge_rows(OP: Any, LP: Any, O: Any, LSE: Any, bh: Any, br: Any, bd: Any, BR
     """Rows ``br * BR ...`` and columns ``bd * BD ...`` of head `bh` of O, from the SPLITS partial results OP (P, BH,
     SQ, DV) and their log-sum-exps LP (P, BH, SQ): O = sum over s of exp(LP[s] - LSE) OP[s], and (by the column
     block 0) LSE = log(sum over s of exp(LP[s])). `attention_combine`'s block, and a split block's share of its unit
-    in `flash_attention_combined`."""
+    in `flash_attention_combined`. `bh` may be a tuple of leading indices instead (the paged kernels' (sequence,
+    key/value head): OP (P, B, HK, ROWS, DV))."""
+    head = bh if isinstance(bh, tuple) else (bh,)
+    n, lead = len(head), (None,) * len(head)
+
+    def same_block(x: Any, s: int) -> Any:
+        """Element x of a partial result is split s's, of these rows and columns."""
+        c = x[0] == s
+        for i, h in enumerate(head):
+            c = c & (x[1 + i] == h)
+        return c & (x[1 + n] // BR == br) & (x[2 + n] // BD == bd)
+
     acc = T.alloc_fragment((BR, BD), T.f32)
     top = T.alloc_reduced(acc, axis=1)  # the largest partial log-sum-exp of each row
     total = T.alloc_reduced(acc, axis=1)  # sum over s of exp(LP[s] - top)
     part = T.alloc_reduced(acc, axis=1)
     T.fill(top, float("-inf"))
     for s in range(SPLITS):  # unrolled at trace time: SPLITS is a constant
-        T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
+        T.copy(LP.tile((s, *head, br), (None, *lead, BR)), part)
         T.copy(T.maximum(part, top), top)
     safe = T.where(top > float("-inf"), top, 0.0)  # rows no split saw: every weight exp2(-inf) = 0
     T.fill(acc, 0.0)
     T.fill(total, 0.0)
     for s in range(SPLITS):
         o = T.alloc_fragment((BR, BD), T.f32)
-        T.copy(OP.tile((s, bh, br, bd), (None, None, BR, BD)), o)
-        T.copy(LP.tile((s, bh, br), (None, None, BR)), part)
+        T.copy(OP.tile((s, *head, br, bd), (None, *lead, BR, BD)), o)
+        T.copy(LP.tile((s, *head, br), (None, *lead, BR)), part)
         # invariant: what is added is split s's partial result of the same rows and columns
-        T.assert_tag(lambda x, s=s: (x[0] == s) & (x[1] == bh) & (x[2] // BR == br) & (x[3] // BD == bd), o)
+        T.assert_tag(lambda x, s=s: same_block(x, s), o)
         w = T.exp2((part - safe) * LOG2E)
         T.copy(total + w, total)
         T.copy(acc + o * w[:, None], acc)
     seen = total > 0.0
-    T.copy(acc * T.where(seen, T.rcp(total), 0.0)[:, None], O.tile((bh, br, bd), (None, BR, BD)))
+    T.copy(acc * T.where(seen, T.rcp(total), 0.0)[:, None], O.tile((*head, br, bd), (*lead, BR, BD)))
     lse = T.where(seen, safe + T.log(total), float("-inf"))
     if isinstance(bd, int):  # the rows' every column: this block writes their LSE
-        T.copy(lse, LSE.tile((bh, br), (None, BR)))
+        T.copy(lse, LSE.tile((*head, br), (*lead, BR)))
     else:
         with T.if_(T.eq(bd, 0)):  # one column block writes the rows' LSE
-            T.copy(lse, LSE.tile((bh, br), (None, BR)))
+            T.copy(lse, LSE.tile((*head, br), (*lead, BR)))
 
 
 def merge_reducers(BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803

@@ -23,8 +23,8 @@ from typing import Any
 
 import argus
 import argus.lang as T
-from argus.atoms.common import WARPGROUP_SIZE
-from argus.kernels.attention import LOG2E, PANEL
+from argus.atoms.common import SMS, WARPGROUP_SIZE
+from argus.kernels.attention import LOG2E, PANEL, merge_reducers, merge_rows
 from argus.kernels.attention_varlen import softmax_result, softmax_step
 from argus.lang.errors import DSLError
 
@@ -74,6 +74,94 @@ def flash_attention_paged(
 ):
     """O = softmax(Q K^T * SCALE) V of each sequence's packed query rows against its cached keys (module docstring),
     for ROWS <= 64 query rows per key/value head. SCALE 0 means 1/sqrt(D)."""
+    paged_body(
+        Q, KC, VC, TABLE, LENS, O, LSE, D=D, DV=DV, BN=BN, PAGE_SIZE=PAGE_SIZE, STAGES=STAGES, SPLITS=SPLITS,
+        SCALE=SCALE, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS,
+    )  # fmt: skip
+
+
+@argus.kernel(policies={"tile_shape": ("BN",), "stages": "STAGES"})
+def flash_attention_paged_combined(
+    Q: T.Tensor[lambda D: ("B", "HK", "ROWS", D), "IN"],
+    KC: T.Tensor[lambda D: ("PAGES", "PAGE", "HK", D), "IN"],
+    VC: T.Tensor[lambda DV: ("PAGES", "PAGE", "HK", DV), "IN"],
+    TABLE: T.Tensor[("B", "MAXP"), T.i32],
+    LENS: T.Tensor[("B",), T.i32],
+    OP: T.Tensor[lambda DV: ("P", "B", "HK", "ROWS", DV), T.f32],
+    LP: T.Tensor[("P", "B", "HK", "ROWS"), T.f32],
+    O: T.Tensor[lambda DV: ("B", "HK", "ROWS", DV), "OUT"],
+    LSE: T.Tensor[("B", "HK", "ROWS"), T.f32],
+    F: T.Tensor[("NF",), T.i32],
+    D: int = 128,
+    DV: int = 128,
+    BN: int = 128,
+    PAGE_SIZE: int = 128,
+    STAGES: int = 2,
+    SPLITS: int = 2,
+    SCALE: float = 0.0,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 240,
+    WAVE: int = SMS,
+    REDUCERS: int = 0,
+):
+    """Split-key paged decoding in one launch, as `argus.kernels.attention.flash_attention_combined` is for
+    `flash_attention`: each split block writes its share's partial result and log-sum-exp into OP and LP, then the
+    SPLITS blocks of one (sequence, key/value head) meet at a group barrier on counter ``F[b * HK + kvh]``
+    (`T.group_barrier`, rank ``split``) and the first REDUCERS of them each merge 64 / REDUCERS of its packed rows
+    over every split into O and LSE (`attention.merge_rows`). REDUCERS 0 takes `attention.merge_reducers`.
+
+    The blocks of a unit wait for each other, so they must run at once: the kernel assumes the grid fits WAVE
+    blocks (one per SM; `sdpa_paged.prepare` checks the device's SMs) and a counter per unit. F holds zeros when
+    first used and is left at the barriers' next generation: a relaunch needs no reset."""
+    BM = 64  # noqa: N806 - the packed rows' tile (`paged_body`)
+    reducers = REDUCERS or merge_reducers(BM, SPLITS, DV, WARPGROUP_SIZE)
+    if not isinstance(SPLITS, int) or SPLITS < 2:
+        raise DSLError("DSL_BAD_PARAM", f"flash_attention_paged_combined splits the keys at least two ways (SPLITS = "
+                                        f"{SPLITS!r})")  # fmt: skip
+    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * DV < 4 * WARPGROUP_SIZE:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"flash_attention_paged_combined's REDUCERS blocks of a unit each merge {BM} / REDUCERS rows, every one "
+            f"of the {WARPGROUP_SIZE} consumer threads at least one 4-value vector of them: REDUCERS = {REDUCERS} "
+            f"(taken: {reducers}) must divide {BM}, be at most SPLITS = {SPLITS} and leave at least "
+            f"{-(-4 * WARPGROUP_SIZE // DV)} rows of DV = {DV}",
+        )
+    # one wave: the blocks of a unit wait for each other (each factor bounded on its own too: a product of unbounded
+    # sizes could wrap around in the index width)
+    T.assume(f"B <= {WAVE}")
+    T.assume(f"HK <= {WAVE}")
+    T.assume(f"B * HK * {SPLITS} <= {WAVE}")
+    T.assume("NF >= B * HK")  # a counter per unit
+    paged_body(
+        Q, KC, VC, TABLE, LENS, OP, LP, D=D, DV=DV, BN=BN, PAGE_SIZE=PAGE_SIZE, STAGES=STAGES, SPLITS=SPLITS,
+        SCALE=SCALE, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, combined=(O, LSE, F, reducers),
+    )  # fmt: skip
+
+
+def paged_body(
+    Q: Any,
+    KC: Any,
+    VC: Any,
+    TABLE: Any,
+    LENS: Any,
+    O: Any,
+    LSE: Any,
+    *,
+    D: int,
+    DV: int,
+    BN: int,
+    PAGE_SIZE: int,
+    STAGES: int,
+    SPLITS: int,
+    SCALE: float,
+    PRODUCER_REGS: int,
+    CONSUMER_REGS: int,
+    combined: tuple[Any, Any, Any, int] | None = None,
+) -> None:  # noqa: N803 - the kernels' parameter names
+    """`flash_attention_paged`'s statements (O and LSE the partial results with SPLITS > 1); with `combined` = (the
+    merged O, its LSE, the counters, REDUCERS), `flash_attention_paged_combined`'s merge after them."""
     B, HK, ROWS, _ = Q.shape  # noqa: N806 - the kernel's shape symbols
     _, MAXP = TABLE.shape  # noqa: N806
     BM = 64  # noqa: N806 - one consumer warpgroup: a decode's packed rows fit one 64-row tile
@@ -168,9 +256,18 @@ def flash_attention_paged(
             if SPLITS > 1:
                 T.copy(o * inv[:, None], O.tile((split, b, kvh, 0, 0), (None, None, None, BM, DV)))
                 T.copy(lse, LSE.tile((split, b, kvh, 0), (None, None, None, BM)))
+                if combined is not None:  # the unit's SPLITS blocks meet, then the first REDUCERS merge its rows
+                    out, lse_out, counters, reducers = combined
+                    T.group_barrier(counters, b * HK + kvh, split, SPLITS)
+                    rows = BM // reducers
+                    if reducers == SPLITS:
+                        merge_rows(O, LSE, out, lse_out, (b, kvh), split, 0, rows, DV, SPLITS)
+                    else:  # the others only arrive
+                        with T.if_(split < reducers):
+                            merge_rows(O, LSE, out, lse_out, (b, kvh), split, 0, rows, DV, SPLITS)
             else:
                 T.copy(o * inv[:, None], O.tile((b, kvh, 0, 0), (None, None, BM, DV)))
                 T.copy(lse, LSE.tile((b, kvh, 0), (None, None, BM)))
 
 
-__all__ = ["flash_attention_paged"]
+__all__ = ["flash_attention_paged", "flash_attention_paged_combined", "paged_body"]

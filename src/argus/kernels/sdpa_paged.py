@@ -22,8 +22,10 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.kernels import arrays, matmul, sdpa
-from argus.kernels.attention_paged import flash_attention_paged
+from argus.kernels.attention import merge_reducers
+from argus.kernels.attention_paged import flash_attention_paged, flash_attention_paged_combined
 from argus.kernels.sdpa import COMBINE_TILE, AttentionError, check_heads, dtypes_of, key_splits
 
 #: The most query heads per key/value head (the packed rows of one 64-row tile).
@@ -62,9 +64,27 @@ class PagedProblem:
         return self.heads // self.kv_heads
 
 
+#: Whether a split plan merges its partial results in the attention kernel's own launch
+#: (`flash_attention_paged_combined`) where the grid fits one wave, as `argus.kernels.sdpa.COMBINE_IN_KERNEL` does
+#: for `sdpa` (measured there: 0.85-1.00x the two launches' time on every split decode row). A switch for A/B runs.
+COMBINE_IN_KERNEL = True
+
+
 @dataclass(frozen=True)
 class PagedPlan:
+    """What `sdpa_paged` launches for `problem`: the paged kernel, and with split keys either `attention_combine`
+    after it or (`combined`) the merge in the kernel's own launch. `combined` None takes `COMBINE_IN_KERNEL` where
+    `combined_refusal` allows it on `SMS` SMs; True where it does not is refused with the reason."""
+
     problem: PagedProblem
+    combined: bool | None = None
+
+    def __post_init__(self) -> None:
+        why = combined_refusal(self, SMS) if self.combined is not False else None
+        if self.combined is None:
+            object.__setattr__(self, "combined", COMBINE_IN_KERNEL and why is None)
+        elif self.combined and why is not None:
+            raise AttentionError(f"the merge in the paged kernel's launch: {why}")
 
     @property
     def block_n(self) -> int:
@@ -78,37 +98,49 @@ class PagedPlan:
         keys = p.max_seqlen or p.page * p.max_pages
         return key_splits(p.batch * p.kv_heads, -(-keys // self.block_n))
 
+    def blocks(self) -> int:
+        """The kernel's grid: a block per (sequence, key/value head, split)."""
+        return self.problem.batch * self.problem.kv_heads * self.splits
+
+    def counters(self) -> int:
+        """The group-barrier counters a combined plan's kernel takes: one per (sequence, key/value head) unit."""
+        return self.problem.batch * self.problem.kv_heads
+
     def params(self) -> tuple[tuple[str, Any], ...]:
         p = self.problem
-        return tuple(
-            sorted(
-                {
-                    "D": p.d,
-                    "DV": p.dv,
-                    "BN": self.block_n,
-                    "PAGE_SIZE": p.page,
-                    "STAGES": 2,
-                    "SPLITS": self.splits,
-                    "SCALE": p.scale if p.scale is not None else 0.0,
-                    "IN": p.dtype,
-                    "OUT": p.out if self.splits == 1 else "f32",
-                }.items()
-            )
-        )
+        params = {
+            "D": p.d,
+            "DV": p.dv,
+            "BN": self.block_n,
+            "PAGE_SIZE": p.page,
+            "STAGES": 2,
+            "SPLITS": self.splits,
+            "SCALE": p.scale if p.scale is not None else 0.0,
+            "IN": p.dtype,
+            "OUT": p.out if self.splits == 1 or self.combined else "f32",
+        }
+        if self.combined:
+            params["WAVE"] = SMS
+        return tuple(sorted(params.items()))
 
     def combine_params(self) -> tuple[tuple[str, Any], ...] | None:
-        if self.splits == 1:
+        if self.splits == 1 or self.combined:
             return None
         br, bd = COMBINE_TILE
         return tuple(sorted({"SPLITS": self.splits, "BR": br, "BD": bd, "OUT": self.problem.out}.items()))
 
+    def kernel(self) -> Any:
+        """The traced paged kernel this plan launches."""
+        return (_traced_combined if self.combined else _traced)(self.params())
+
     def kernels(self) -> list[Any]:
-        """The traced kernels a call launches, in order (the paged attention, then the combine where split)."""
+        """The traced kernels a call launches, in order (the paged attention, then the combine where split and not
+        merged in the same launch)."""
         combine = self.combine_params()
-        return [_traced(self.params())] + ([sdpa._traced_combine(combine)] if combine is not None else [])
+        return [self.kernel()] + ([sdpa._traced_combine(combine)] if combine is not None else [])
 
     def describe(self) -> dict[str, Any]:
-        return {"problem": asdict(self.problem), "params": dict(self.params())}
+        return {"problem": asdict(self.problem), "combined": self.combined, "params": dict(self.params())}
 
     def run_on_interpreter(self, q: Any, k_cache: Any, v_cache: Any, table: Any, lens: Any) -> tuple[Any, Any]:
         """(O (B, H, DV), LSE (B, H)) on the lane-level interpreter for numpy inputs, through the kernels and
@@ -133,13 +165,31 @@ class PagedPlan:
             "LSE": part_lse,
         }
         kernels = self.kernels()
-        run_kernel(kernels[0], tensors)
         if splits == 1:
+            run_kernel(kernels[0], tensors)
             return part_o.reshape(b, p.heads, p.dv), part_lse.reshape(b, p.heads)
-        o, lse = np.full((b * hk, g, p.dv), np.nan), np.full((b * hk, g), np.nan)
-        ops = {"OP": part_o.reshape(splits, b * hk, g, p.dv), "LP": part_lse.reshape(splits, b * hk, g)}
-        run_kernel(kernels[1], {**ops, "O": o, "LSE": lse})
+        o, lse = np.full((b, hk, g, p.dv), np.nan), np.full((b, hk, g), np.nan)
+        if self.combined:  # the partial results, then their merge, in one kernel
+            merged = {**tensors, "OP": part_o, "LP": part_lse, "O": o, "LSE": lse}
+            run_kernel(kernels[0], {**merged, "F": np.zeros(self.counters(), np.int32)})
+        else:
+            run_kernel(kernels[0], tensors)
+            ops = {"OP": part_o.reshape(splits, b * hk, g, p.dv), "LP": part_lse.reshape(splits, b * hk, g)}
+            run_kernel(kernels[1], {**ops, "O": o.reshape(b * hk, g, p.dv), "LSE": lse.reshape(b * hk, g)})
         return o.reshape(b, p.heads, p.dv), lse.reshape(b, p.heads)
+
+
+def combined_refusal(plan: PagedPlan, sms: int = SMS) -> str | None:
+    """Why `plan` cannot merge its split keys in its own launch on a GPU of `sms` SMs, or None where it can: split
+    keys, the grid in one wave (a unit's blocks wait for each other), and the packed rows in shares the consumer
+    threads fill (`attention.merge_reducers`)."""
+    if plan.splits == 1:
+        return "the keys are not split: there is nothing to merge"
+    if plan.blocks() > sms:
+        return f"{plan.blocks()} blocks wait for each other on {sms} SMs: not one wave"
+    if merge_reducers(64, plan.splits, plan.problem.dv, WARPGROUP_SIZE) == 0:
+        return f"64 rows of {plan.problem.dv} values do not give {WARPGROUP_SIZE} threads a 4-value vector each"
+    return None
 
 
 @functools.lru_cache(maxsize=64)
@@ -147,18 +197,23 @@ def _traced(params: tuple[tuple[str, Any], ...]) -> Any:
     return flash_attention_paged.trace(**dict(params))
 
 
-def _loaded(params: tuple[tuple[str, Any], ...]) -> Any:
-    """The paged kernel compiled and loaded, for programmatic dependent launch as `sdpa`'s
-    (`sdpa.DEPENDENT_LAUNCHES`); the combine is `sdpa`'s own (`sdpa._loaded("combine", ...)`)."""
-    return _loaded_for(params, sdpa.DEPENDENT_LAUNCHES)
+@functools.lru_cache(maxsize=64)
+def _traced_combined(params: tuple[tuple[str, Any], ...]) -> Any:
+    return flash_attention_paged_combined.trace(**dict(params))
+
+
+def _loaded(params: tuple[tuple[str, Any], ...], combined: bool = False) -> Any:
+    """The paged kernel (or `combined`, the merging one) compiled and loaded, for programmatic dependent launch as
+    `sdpa`'s (`sdpa.DEPENDENT_LAUNCHES`); the combine is `sdpa`'s own (`sdpa._loaded("combine", ...)`)."""
+    return _loaded_for(params, combined, sdpa.DEPENDENT_LAUNCHES)
 
 
 @functools.lru_cache(maxsize=64)
-def _loaded_for(params: tuple[tuple[str, Any], ...], dependent: bool) -> Any:
+def _loaded_for(params: tuple[tuple[str, Any], ...], combined: bool, dependent: bool) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel(_traced(params), dependent=dependent))
+    return load(compile_kernel((_traced_combined if combined else _traced)(params), dependent=dependent))
 
 
 def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
@@ -243,20 +298,29 @@ def prepare(
     if validate:
         check_cache_tables(block_table.cpu().numpy(), seqlens_k.cpu().numpy(), k_cache.shape[0], problem.page)
     plan = PagedPlan(problem)
+    if plan.combined and q.is_cuda and combined_refusal(plan, matmul._device_sms(q.device)) is not None:
+        plan = PagedPlan(problem, combined=False)  # two launches on a GPU with fewer SMs
     b, hk, g = problem.batch, problem.kv_heads, problem.group
     q = q if q.is_contiguous() else q.contiguous()
     lens = seqlens_k.contiguous()
     o = torch.empty((b, problem.heads, problem.dv), dtype=matmul.torch_dtype(problem.out), device=q.device)
     lse = torch.empty((b, problem.heads), dtype=torch.float32, device=q.device)
     splits = plan.splits
+    out_views = (o.view(b, hk, g, problem.dv), lse.view(b, hk, g))
     if splits == 1:
-        first_out = (o.view(b, hk, g, problem.dv), lse.view(b, hk, g))
+        first_out = out_views
     else:
         first_out = (
             torch.empty((splits, b, hk, g, problem.dv), dtype=torch.float32, device=q.device),
             torch.empty((splits, b, hk, g), dtype=torch.float32, device=q.device),
         )
     views = (q.view(b, hk, g, problem.d), k_cache, v_cache, block_table, lens, *first_out)
+    if plan.combined:  # one launch: the partial results, then each unit's merge
+        counters = torch.zeros(plan.counters(), dtype=torch.int32, device=q.device)  # reused by every relaunch
+        kernel = _loaded(plan.params(), combined=True)
+        launches = matmul.Launches([kernel.prepare(*views, *out_views, counters, dependent=sdpa.DEPENDENT_LAUNCHES)])
+        launches.keep = [q, k_cache, v_cache, block_table, lens, o, lse, *first_out, counters]
+        return o, lse, launches
     launches = matmul.Launches([_loaded(plan.params()).prepare(*views, dependent=sdpa.DEPENDENT_LAUNCHES)])
     if splits > 1:
         part_o, part_lse = first_out
@@ -327,4 +391,14 @@ def reference(
     return o, lse
 
 
-__all__ = ["PagedPlan", "PagedProblem", "check_cache_tables", "prepare", "problem_of", "reference", "sdpa_paged"]
+__all__ = [
+    "COMBINE_IN_KERNEL",
+    "PagedPlan",
+    "PagedProblem",
+    "check_cache_tables",
+    "combined_refusal",
+    "prepare",
+    "problem_of",
+    "reference",
+    "sdpa_paged",
+]
