@@ -470,3 +470,28 @@ def test_a_per_thread_scalar_operand_is_the_same_for_each_of_the_threads_values(
     plus_lane(x, y, device="cpu")
     # the blocked layout gives thread t elements 4t..4t+3 of the first 512-element vector pass
     np.testing.assert_array_equal(y, (np.arange(512) // 4) % 32)
+
+
+def test_where_takes_the_dtype_of_a_broadcast_operand_not_of_an_integer_mask() -> None:
+    """``T.where(mask, w[None, :], 0.0)`` with an i32 mask and f32 values `w` is f32 (the dtype of `a`, a broadcast
+    counting as its fragment), on the interpreter and in the generated code: before session 63 it took the mask's
+    dtype and truncated every selected value to an integer (0.7 -> 0)."""
+    from argus.backend.cuda.codegen import compile_kernel
+
+    @argus.kernel
+    def select_row(W: T.Tensor[(64,), T.f32], Y: T.Tensor[(8, 64), T.f32]):
+        with T.grid(1, threads=128) as (bx,):
+            x = T.alloc_fragment((8, 64), T.i32)
+            w = T.alloc_reduced(x, axis=0, dtype=T.f32)
+            T.copy(W.tile(0, 64), w)
+            mask = T.index(x, 0, T.i32) <= T.index(x, 1, T.i32)  # i32 1 / 0
+            picked = T.where(mask, w[None, :], 0.0)
+            assert picked.dtype == T.f32
+            T.copy(picked, Y.tile((0, 0), (8, 64)))
+
+    w = np.linspace(0.05, 0.95, 64)
+    y = np.full((8, 64), np.nan)
+    select_row(w, y, device="cpu")
+    rows, cols = np.indices((8, 64))
+    np.testing.assert_array_equal(y, np.where(rows <= cols, w.astype(np.float32), 0.0))
+    assert compile_kernel(select_row.trace()).resources.spill_stores == 0  # the generated code compiles (NVRTC)

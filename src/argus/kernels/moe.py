@@ -20,6 +20,7 @@ from argus.kernels.grouped import (
     search_steps,
 )
 from argus.kernels.moe_combine import moe_combine
+from argus.kernels.moe_route import moe_route_rank, moe_route_sorted
 
 #: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
 KERNELS = {
@@ -49,6 +50,15 @@ FUSED_GATHER = False
 #: (`moe_layer`); off, the softmax over every expert and `tile_counts(offs, BM)` before each product.
 TOPK_OF_LOGITS = True
 SHARED_TILE_COUNTS = True
+#: Whether `route` sorts the choices by expert with the two DSL kernels of `argus.kernels.moe_route` (the ranks,
+#: counts and row ends in one launch, the sorted tokens, weights and order in a second) instead of PyTorch's stable
+#: `argsort`, scatter-add, cumulative sum and gathers (about a dozen launches), where there are at most
+#: `ROUTE_KERNEL_ROWS` choices (the kernels count O(choices^2) comparisons: a decode step's). Off until timed on a
+#: GPU (the run is `benchmarks/results/2026-12-06-moe-route/call1.sh`).
+ROUTE_KERNEL = False
+ROUTE_KERNEL_ROWS = 2048
+#: `moe_route_rank`'s (rows, choices) tile and `moe_route_sorted`'s (routed rows, choices) tile.
+ROUTE_TILE = (32, 128)
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -441,6 +451,7 @@ class Routing:
     offs: Any  # (E,) int32: cumulative row ends per expert
     order: Any  # (T * k,) int64: the flat (token * k + choice) index of each routed row
     counts: Any = None  # (E,) int64: each expert's routed rows (offs' differences), when the routing made them
+    pos: Any = None  # (T * k,) int32: the routed row of each (token, choice), when the routing made them
 
     def tiles(self, block_m: int) -> Any:
         """The grouped kernels' cumulative row-tile counts for tiles of `block_m` rows (`tile_counts(offs,
@@ -452,8 +463,11 @@ class Routing:
 
     def positions(self) -> Any:
         """(T * k,) int32: the routed row of each (token, choice), the inverse of `order` (one scatter on the
-        device, made where the combine kernel needs it)."""
+        device, made where the combine kernel needs it; the routing kernels make them as they sort)."""
         import torch
+
+        if self.pos is not None:
+            return self.pos
 
         rows = torch.arange(self.order.numel(), dtype=torch.int32, device=self.order.device)
         return torch.empty_like(rows).scatter_(0, self.order, rows)
@@ -521,12 +535,64 @@ def route(
             weights = weights / weights.sum(dim=-1, keepdim=True)
     if scaling != 1.0:
         weights = weights * scaling
+    if ROUTE_KERNEL and x.is_cuda and 0 < chosen.numel() <= ROUTE_KERNEL_ROWS:
+        return sort_by_expert(chosen, weights, experts)
     flat = chosen.reshape(-1)
     order = torch.argsort(flat, stable=True)
     # counts by scatter-add: torch.bincount would synchronize to size its output
     counts = torch.zeros(experts, dtype=torch.int64, device=x.device).index_add_(0, flat, torch.ones_like(flat))
     offs = torch.cumsum(counts, 0).to(torch.int32)
     return Routing(order // top_k, weights.reshape(-1)[order], offs, order, counts)
+
+
+def route_params(kind: str, top_k: int = 1) -> tuple[tuple[str, Any], ...]:
+    """The parameters of `moe_route_rank` (`kind` "rank") or `moe_route_sorted` ("sorted", `top_k` choices a
+    token)."""
+    rows, cols = ROUTE_TILE
+    if kind == "rank":
+        return (("BI", rows), ("BJ", cols))
+    return (("BI", cols), ("BR", rows), ("TOPK", top_k))
+
+
+def sort_by_expert(chosen: Any, weights: Any, experts: int) -> Routing:
+    """The `Routing` of choices `chosen` (T, k) (expert ids) weighted `weights` (T, k), sorted by expert stably
+    (within an expert in token order), by the two kernels of `argus.kernels.moe_route`: two launches on a CUDA
+    device, the lane-level interpreter for CPU tensors (small sizes). Its token, order, counts and positions are
+    int32 (`route`'s PyTorch sort gives int64 token, order and counts), offs int32 as always."""
+    import torch
+
+    tokens, top_k = chosen.shape
+    rows = tokens * top_k
+    if rows == 0 or chosen.shape != weights.shape:
+        raise GroupedError(f"sort_by_expert takes (T, k) choices and weights, T * k > 0: {tuple(chosen.shape)}, "
+                           f"{tuple(weights.shape)}")  # fmt: skip
+    dev = chosen.device
+    flat = chosen.reshape(-1).to(torch.int32).contiguous()
+    win = weights.reshape(-1).to(torch.float32).contiguous()
+    pos, order, token = (torch.empty(rows, dtype=torch.int32, device=dev) for _ in range(3))
+    offs, counts = (torch.empty(experts, dtype=torch.int32, device=dev) for _ in range(2))
+    weight = torch.empty(rows, dtype=torch.float32, device=dev)
+    rank, sort = route_params("rank"), route_params("sorted", top_k)
+    if flat.is_cuda:
+        _loaded_route("rank", rank)(flat, pos, offs, counts)
+        _loaded_route("sorted", sort)(pos, win, order, token, weight)
+    else:
+        from argus.interp import run_kernel
+
+        run = {"CHOICE": flat.numpy(), "POS": pos.numpy(), "OFFS": offs.numpy(), "COUNTS": counts.numpy()}
+        run_kernel(moe_route_rank.trace(**dict(rank)), run)
+        out = {"POS": pos.numpy(), "WIN": win.numpy(), "ORDER": order.numpy(), "TOKEN": token.numpy()}
+        run_kernel(moe_route_sorted.trace(**dict(sort)), {**out, "WEIGHT": weight.numpy()})
+    return Routing(token, weight, offs, order, counts, pos)
+
+
+@functools.lru_cache(maxsize=16)
+def _loaded_route(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.runtime import load
+
+    kernel = moe_route_rank if kind == "rank" else moe_route_sorted
+    return load(compile_kernel(kernel.trace(**dict(params))))
 
 
 def moe_layer(

@@ -209,7 +209,11 @@ def where(cond: Fragment, a: Any, b: Any) -> Fragment:
     if not isinstance(cond, Fragment):
         raise DSLError("DSL_NOT_A_FRAGMENT", "T.where: the condition must be a fragment (e.g. from a comparison)")
     like = a if isinstance(a, Fragment) else b if isinstance(b, Fragment) else cond
-    return emit_map(MapOp.SELECT, (cond.ref, operand_of(a, cond, "a"), operand_of(b, cond, "b")), like)
+    # the result's dtype: a's, else b's, else the condition's, a broadcast (``w[None, :]``) counting as its fragment
+    # (before session 63 a broadcast `a` took the condition's dtype: f32 values selected by an i32 mask truncated)
+    typed = [x.fragment if isinstance(x, BroadcastView) else x for x in (a, b)]
+    dtype = next((x.dtype for x in typed if isinstance(x, Fragment)), cond.dtype)
+    return emit_map(MapOp.SELECT, (cond.ref, operand_of(a, cond, "a"), operand_of(b, cond, "b")), like, dtype=dtype)
 
 
 def fma(a: Fragment, b: Any, c: Any) -> Fragment:

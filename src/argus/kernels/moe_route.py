@@ -1,0 +1,114 @@
+"""A MoE routing's sort by expert as two DSL kernels (issue #23, the decode path): what `argus.kernels.moe.route`
+does after the top-k with a stable `argsort`, a scatter-add of the counts, their cumulative sum and three gathers
+(about a dozen launches, most of a small decode step's routing), in two launches and without a scatter store.
+
+The choices of T tokens are the R = T * k expert ids CHOICE[i] (i = t * k + j: token t's j-th choice). Sorted by
+expert, stably (within an expert in i order), choice i lands at routed row
+
+    POS[i] = #{i' : CHOICE[i'] < CHOICE[i]} + #{i' < i : CHOICE[i'] == CHOICE[i]},
+
+and expert e owns rows OFFS[e] - COUNTS[e] .. OFFS[e] with OFFS[e] = #{i' : CHOICE[i'] <= e}, COUNTS[e] =
+#{i' : CHOICE[i'] == e}: each a count of comparisons (`moe_route_rank`, an (rows, choices) tile of them a step,
+summed along the rows). The sorted arrays are then gathers through the inverse permutation, which is again a count:
+ORDER[r] = the i with POS[i] == r, so ORDER[r] = sum over i of i * [POS[i] == r], and the routed row's weight and
+token likewise (`moe_route_sorted`). Both take O(R^2) comparisons: for a decode step's few hundred choices a few
+microseconds' work on a few blocks, where a sort would take several launches; `argus.kernels.moe.ROUTE_KERNEL_ROWS`
+bounds where the layer takes them. Kept apart from the host code (`argus.kernels.moe`): this module holds DSL
+kernels only."""
+
+from __future__ import annotations
+
+import argus
+import argus.lang as T
+from argus.lang.errors import DSLError
+
+#: What a padded choice reads as past the end of CHOICE: above every expert id (it is neither below nor equal to a
+#: real choice, nor at most any expert).
+PAST = 1 << 30
+
+
+@argus.kernel(policies={"tile_shape": ("BI", "BJ")})
+def moe_route_rank(
+    CHOICE: T.Tensor[("R",), T.i32],
+    POS: T.Tensor[("R",), T.i32],
+    OFFS: T.Tensor[("E",), T.i32],
+    COUNTS: T.Tensor[("E",), T.i32],
+    BI: int = 32,
+    BJ: int = 128,
+):
+    """POS (R,): each choice's routed row in the stable sort by expert; OFFS (E,): each expert's cumulative row end;
+    COUNTS (E,): its rows (module docstring). Block b computes POS for choices b * BI .. and OFFS, COUNTS for experts
+    b * BI .. (the grid covers the larger of R and E), streaming every choice in tiles of BJ."""
+    if BI % 4 or BJ % 32 or BI * BJ > 128 * 64:
+        raise DSLError("DSL_BAD_PARAM", f"BI = {BI} rows (a multiple of 4) by BJ = {BJ} choices (of 32), at most 64 a "
+                                        "thread of 128")  # fmt: skip
+    T.assume_values(CHOICE, lo=0, hi="E - 1")
+    with T.grid(T.cdiv(T.maximum(R, E), BI), threads=128) as (bi,):
+        x = T.alloc_fragment((BI, BJ), T.i32)
+        row = T.index(x, 0, T.i32) + bi * BI  # this block's choice i (for POS) and expert e (for OFFS, COUNTS)
+        mine = T.alloc_reduced(x, axis=1)
+        T.copy(CHOICE.tile(bi, BI), mine, pad=PAST)
+        rank = T.alloc_reduced(x, axis=1)
+        ends = T.alloc_reduced(x, axis=1)
+        counts = T.alloc_reduced(x, axis=1)
+        T.fill(rank, 0)
+        T.fill(ends, 0)
+        T.fill(counts, 0)
+        for jt in T.serial(T.cdiv(R, BJ)):
+            theirs = T.alloc_reduced(x, axis=0)
+            T.copy(CHOICE.tile(jt, BJ), theirs, pad=PAST)
+            other = row * 0 + theirs[None, :]  # choice i' = jt * BJ + column's expert, along every row
+            col = T.index(x, 1, T.i32) + jt * BJ  # i'
+            real = col < R  # past the last choice: no term (the masks keep the padding out of every sum)
+            before = (other < mine[:, None]) | (T.eq(other, mine[:, None]) & (col < row))
+            T.copy(rank + T.reduce_sum(T.where(real, before, 0), axis=1), rank)
+            T.copy(ends + T.reduce_sum(T.where(real, other <= row, 0), axis=1), ends)
+            T.copy(counts + T.reduce_sum(T.where(real, T.eq(other, row), 0), axis=1), counts)
+        T.copy(rank, POS.tile(bi, BI))
+        T.copy(ends, OFFS.tile(bi, BI))
+        T.copy(counts, COUNTS.tile(bi, BI))
+
+
+@argus.kernel(policies={"tile_shape": ("BR", "BI")})
+def moe_route_sorted(
+    POS: T.Tensor[("R",), T.i32],
+    WIN: T.Tensor[("R",), T.f32],
+    ORDER: T.Tensor[("R",), T.i32],
+    TOKEN: T.Tensor[("R",), T.i32],
+    WEIGHT: T.Tensor[("R",), T.f32],
+    TOPK: int = 2,
+    BR: int = 32,
+    BI: int = 128,
+):
+    """The routed rows in expert order from `moe_route_rank`'s POS: ORDER[r] = the choice i with POS[i] == r,
+    TOKEN[r] = ORDER[r] // TOPK (its token), WEIGHT[r] = WIN[ORDER[r]] (its router weight, WIN in choice order).
+    Block b takes routed rows b * BR .., streaming POS and WIN in tiles of BI; POS a permutation of 0 .. R - 1, each
+    row's sums take exactly one term."""
+    if not isinstance(TOPK, int) or TOPK < 1:
+        raise DSLError("DSL_BAD_PARAM", f"TOPK must be a positive number of choices per token, not {TOPK!r}")
+    if BR % 4 or BI % 32 or BR * BI > 128 * 64:
+        raise DSLError("DSL_BAD_PARAM", f"BR = {BR} rows (a multiple of 4) by BI = {BI} choices (of 32), at most 64 "
+                                        "a thread of 128")  # fmt: skip
+    T.assume(f"R % {TOPK} == 0")
+    with T.grid(T.cdiv(R, BR), threads=128) as (br,):
+        x = T.alloc_fragment((BR, BI), T.i32)
+        row = T.index(x, 0, T.i32) + br * BR  # routed row r
+        order = T.alloc_reduced(x, axis=1)
+        weight = T.alloc_reduced(x, axis=1, dtype=T.f32)
+        T.fill(order, 0)
+        T.fill(weight, 0.0)
+        for it in T.serial(T.cdiv(R, BI)):
+            pos = T.alloc_reduced(x, axis=0)
+            win = T.alloc_reduced(x, axis=0, dtype=T.f32)
+            T.copy(POS.tile(it, BI), pos, pad=-1)
+            T.copy(WIN.tile(it, BI), win, pad=0.0)
+            col = T.index(x, 1, T.i32) + it * BI  # choice i
+            hit = T.where(col < R, T.eq(row * 0 + pos[None, :], row), 0)  # choice i lands at row r (no padding)
+            T.copy(order + T.reduce_sum(hit * col, axis=1), order)
+            T.copy(weight + T.reduce_sum(T.where(hit, win[None, :], 0.0), axis=1), weight)
+        T.copy(order, ORDER.tile(br, BR))
+        T.copy(order // TOPK, TOKEN.tile(br, BR))
+        T.copy(weight, WEIGHT.tile(br, BR))
+
+
+__all__ = ["PAST", "moe_route_rank", "moe_route_sorted"]

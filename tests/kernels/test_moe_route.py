@@ -1,0 +1,121 @@
+"""The MoE routing's sort by expert as two DSL kernels (`argus.kernels.moe_route`, `argus.kernels.moe.sort_by_expert`):
+on the CPU interpreter, through the parameters a GPU call launches, every field of the `Routing` equals the
+definition (numpy's stable argsort, bincount and cumulative sum) for balanced, skewed and one-expert routings, more
+experts than choices, choices over several tiles and a single token; both kernels verify with every padded choice
+masked out of every sum (the verifier flagged the first version, which relied on the padding's value); they compile
+for sm_90a without spills; on a GPU (skipped without one) `route` with and without them agree, and so does the layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from argus.kernels import moe
+from argus.kernels.moe_route import moe_route_rank, moe_route_sorted
+
+
+def _choices(kind: str, tokens: int, k: int, experts: int, seed: int) -> np.ndarray:
+    """(tokens, k) distinct experts per token: "balanced" uniform, "zipf" skewed toward low ids, "hot": expert 3
+    every token's first choice."""
+    rng = np.random.default_rng(seed)
+    if kind == "zipf":
+        p = 1.0 / np.arange(1, experts + 1) ** 1.2
+        rows = [rng.choice(experts, k, replace=False, p=p / p.sum()) for _ in range(tokens)]
+    else:
+        rows = [rng.choice(experts, k, replace=False) for _ in range(tokens)]
+    out = np.array(rows, dtype=np.int64)
+    if kind == "hot":
+        for row in out:
+            j = np.nonzero(row == 3)[0]
+            row[j[0] if j.size else 0], row[0] = row[0], 3
+    return out
+
+
+CASES = {  # (kind, tokens, k, experts): what each adds
+    "balanced_several_tiles": ("balanced", 40, 4, 64, 1),  # 160 choices: five row tiles, two choice tiles
+    "zipf_empty_experts": ("zipf", 24, 2, 96, 2),  # most experts get no row; more experts than choices
+    "one_expert_hot": ("hot", 33, 3, 8, 3),  # expert 3 takes a third of the rows, in token order
+    "one_token_many_experts": ("balanced", 1, 8, 256, 4),  # a decode step of DeepSeek-V3's width
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_kernels_sort_the_choices_by_expert_as_a_stable_argsort(case: str) -> None:
+    kind, tokens, k, experts, seed = CASES[case]
+    chosen = _choices(kind, tokens, k, experts, seed)
+    weights = np.random.default_rng(seed + 10).random((tokens, k)).astype(np.float32)
+    routing = moe.sort_by_expert(torch.from_numpy(chosen), torch.from_numpy(weights), experts)
+    flat = chosen.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    counts = np.bincount(flat, minlength=experts)
+    positions = np.empty_like(order)
+    positions[order] = np.arange(order.size)
+    assert np.array_equal(routing.order.numpy(), order)
+    assert np.array_equal(routing.token.numpy(), order // k)
+    assert np.array_equal(routing.weight.numpy(), weights.reshape(-1)[order])  # moved, not recomputed: exact
+    assert np.array_equal(routing.counts.numpy(), counts)
+    assert np.array_equal(routing.offs.numpy(), np.cumsum(counts))
+    assert np.array_equal(routing.positions().numpy(), positions)
+    assert routing.offs.dtype == torch.int32 and routing.pos.dtype == torch.int32
+    # what the grouped products take from it: the row-tile counts from the kernel's counts
+    assert np.array_equal(routing.tiles(16).numpy(), moe.tile_counts(np.cumsum(counts), 16))
+
+
+def test_the_torch_routing_and_the_kernels_agree_on_a_softmax_top_k() -> None:
+    """`route`'s own choices and weights (the top-k of the logits and their softmax) sorted by the kernels: the same
+    routed rows, weights and row ends as `route`'s PyTorch sort."""
+    g = torch.Generator().manual_seed(5)
+    x, router = torch.randn(19, 32, generator=g), torch.randn(32, 16, generator=g)
+    reference = moe.route(x, router, 4)
+    top, chosen = (x @ router).topk(4, dim=-1)
+    routing = moe.sort_by_expert(chosen, top.softmax(dim=-1), 16)
+    assert torch.equal(routing.token.long(), reference.token) and torch.equal(routing.order.long(), reference.order)
+    assert torch.equal(routing.offs, reference.offs) and torch.equal(routing.counts.long(), reference.counts)
+    assert torch.equal(routing.weight, reference.weight)
+    assert torch.equal(routing.positions(), reference.positions())  # the kernel's POS; PyTorch's scatter of order
+
+
+def test_bad_choices_are_refused_with_the_shapes() -> None:
+    with pytest.raises(moe.GroupedError, match="T \\* k > 0"):
+        moe.sort_by_expert(torch.zeros((0, 2), dtype=torch.int64), torch.zeros((0, 2)), 8)
+    with pytest.raises(moe.GroupedError, match=r"\(3, 2\), \(3, 1\)"):
+        moe.sort_by_expert(torch.zeros((3, 2), dtype=torch.int64), torch.zeros((3, 1)), 8)
+
+
+def test_both_kernels_verify_with_the_padding_masked_out_of_every_sum() -> None:
+    from argus.verify import verify_kernel
+
+    for kernel in (moe_route_rank.trace(**dict(moe.route_params("rank"))),
+                   moe_route_sorted.trace(**dict(moe.route_params("sorted", 8)))):  # fmt: skip
+        report = verify_kernel(kernel)
+        assert not report.findings, report.findings
+        masked = [c.verdict.value for c in report.checks if c.check == "masked reduction"]
+        assert masked and set(masked) == {"verified"}
+        assert {c.verdict.value for c in report.checks if c.check == "output coverage"} == {"verified"}
+
+
+def test_both_kernels_compile_for_sm90a_without_spills() -> None:
+    from argus.backend.cuda.codegen import compile_kernel
+
+    for kernel in (moe_route_rank.trace(**dict(moe.route_params("rank"))),
+                   moe_route_sorted.trace(**dict(moe.route_params("sorted", 2)))):  # fmt: skip
+        resources = compile_kernel(kernel).resources
+        assert resources.spill_stores == 0 and resources.spill_loads == 0
+
+
+def test_route_with_the_kernels_matches_route_without_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    g = torch.Generator().manual_seed(3)
+    for tokens, hidden, experts, k in [(1, 256, 128, 8), (16, 256, 8, 2), (256, 128, 256, 8)]:
+        x = torch.randn(tokens, hidden, generator=g).cuda()
+        router = torch.randn(hidden, experts, generator=g).cuda()
+        monkeypatch.setattr(moe, "ROUTE_KERNEL", False)
+        want = moe.route(x, router, k)
+        monkeypatch.setattr(moe, "ROUTE_KERNEL", True)
+        got = moe.route(x, router, k)
+        assert got.pos is not None
+        assert torch.equal(got.token.long(), want.token) and torch.equal(got.order.long(), want.order)
+        assert torch.equal(got.offs, want.offs) and torch.equal(got.weight, want.weight)
+        assert torch.equal(got.positions(), want.positions())
