@@ -3,7 +3,8 @@ DSL launches, `argus.kernels.moe_route`) and off (PyTorch's stable argsort, scat
 for the routing alone and for the whole layer, each eager (host work included) and captured in a CUDA graph (the
 GPU's time alone, as a serving loop replays a decode step); all variants interleaved in one process, L2 flushed
 before each launch, medians. Before timing, the routing with the kernels is checked equal, field by field, to the
-one without, and the layer's outputs bit for bit.
+one without (the choices and rows exactly, the weights within 2 ulp: the top-k kernel's softmax rounds its
+exponentials its own way), and the layer's outputs within 1 % of their largest value.
 
     PYTHONPATH=src python benchmarks/moe_route_ab.py --cases Qwen3-30B-A3B:1 Mixtral:16 --rounds 20
 """
@@ -67,8 +68,10 @@ def main() -> int:
         same_route = b.pos is not None and all(
             torch.equal(getattr(a, f).long(), getattr(b, f).long()) for f in ("token", "order", "offs", "counts")
         )
-        same_route = same_route and torch.equal(a.weight, b.weight) and torch.equal(a.positions(), b.positions())
-        same_layer = torch.equal(switched(False, jobs["layer"])(), switched(True, jobs["layer"])())
+        same_route = same_route and torch.equal(a.positions(), b.positions())
+        same_route = same_route and torch.allclose(a.weight, b.weight, rtol=2.5e-7, atol=0)  # the top-k's softmax
+        y0, y1 = (switched(on, jobs["layer"])().float() for on in (False, True))
+        same_layer = (y0 - y1).abs().max().item() <= 1e-2 * y0.abs().max().item()  # weights within an ulp: bf16 out
         failed |= not (same_route and same_layer)
         launches = {}
         for what, fn in jobs.items():
@@ -87,7 +90,7 @@ def main() -> int:
                   f"{med[(False, 'graph')]:.4f} | {med[(True, 'graph')]:.4f} | "
                   f"{med[(False, 'graph')] / med[(True, 'graph')]:.2f} | {'yes' if same else 'NO'} |",
                   flush=True)  # fmt: skip
-        w1 = w2 = router = launches = jobs = a = b = None  # freed before the next shape's weights
+        w1 = w2 = router = launches = jobs = a = b = y0 = y1 = None  # freed before the next shape's weights
         torch.cuda.empty_cache()
     return 1 if failed else 0
 

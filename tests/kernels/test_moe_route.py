@@ -1,7 +1,8 @@
 """The MoE routing's sort by expert as two DSL kernels (`argus.kernels.moe_route`, `argus.kernels.moe.sort_by_expert`):
 on the CPU interpreter, through the parameters a GPU call launches, every field of the `Routing` equals the
 definition (numpy's stable argsort, bincount and cumulative sum) for balanced, skewed and one-expert routings, more
-experts than choices, choices over several tiles and a single token; both kernels verify with every padded choice
+experts than choices, choices over several tiles and a single token, and the top-k kernel takes torch's choices and
+their softmax; the kernels verify with every padded choice
 masked out of every sum (the verifier flagged the first version, which relied on the padding's value); they compile
 for sm_90a without spills; on a GPU (skipped without one) `route` with and without them agree, and so does the layer."""
 
@@ -76,6 +77,46 @@ def test_the_torch_routing_and_the_kernels_agree_on_a_softmax_top_k() -> None:
     assert torch.equal(routing.positions(), reference.positions())  # the kernel's POS; PyTorch's scatter of order
 
 
+@pytest.mark.parametrize("experts, top_k", [(8, 2), (40, 3), (128, 8), (256, 8), (160, 6)])
+def test_the_top_k_kernel_takes_torch_s_choices_and_their_softmax(experts: int, top_k: int) -> None:
+    """`moe_route_topk` (the routing's top-k of the logits and their own softmax, one launch) on the interpreter:
+    torch's `topk` choices exactly, in order, and its softmax of them within 2 ulp (the exponential's rounding);
+    rows of 8 to 256 experts (one warp a row: 32 lanes of 1 to 8 values), tokens not a multiple of the block's."""
+    g = torch.Generator().manual_seed(experts + top_k)
+    logits = torch.randn(7, experts, generator=g) * 3
+    chosen, weights = moe.top_k_softmax(logits, top_k)
+    top, want = logits.topk(top_k, dim=-1)
+    assert chosen.dtype == torch.int32 and torch.equal(chosen.long(), want)
+    torch.testing.assert_close(weights, top.softmax(dim=-1), rtol=2.5e-7, atol=0)
+
+
+def test_equal_logits_choose_the_lowest_expert_first() -> None:
+    logits = torch.tensor([[0.0, 2.0, 1.0, 2.0, 2.0, -1.0, 0.5, 0.0]])
+    chosen, weights = moe.top_k_softmax(logits, 4)
+    assert chosen.tolist() == [[1, 3, 4, 2]]
+    e = torch.exp(torch.tensor([0.0, 0.0, 0.0, -1.0]))
+    torch.testing.assert_close(weights[0], e / e.sum(), rtol=2.5e-7, atol=0)
+
+
+def test_the_top_k_kernel_verifies_and_refuses_what_it_does_not_take() -> None:
+    from argus.kernels.moe_route import moe_route_topk
+    from argus.lang.errors import DSLError
+    from argus.verify import verify_kernel
+
+    for experts, top_k in [(8, 2), (128, 8)]:  # Mixtral's and Qwen3's rows
+        report = verify_kernel(moe_route_topk.trace(**dict(moe.route_params("topk", top_k, experts))))
+        assert not report.findings, report.findings
+        assert {c.verdict.value for c in report.checks if c.check == "masked reduction"} == {"verified"}
+    # 256 experts: eight values a lane, 32-byte runs split in two loads (a performance note, nothing else)
+    report = verify_kernel(moe_route_topk.trace(**dict(moe.route_params("topk", 8, 256))))
+    assert {f.code for f in report.findings} <= {"PERF_UNCOALESCED"}
+    assert moe.topk_refusal(6, 2) is not None and moe.topk_refusal(1024, 8) is not None
+    with pytest.raises(moe.GroupedError, match="multiple of 4 experts"):
+        moe.top_k_softmax(torch.zeros(3, 6), 2)
+    with pytest.raises(DSLError, match="BT \\* BE"):
+        moe_route_topk.trace(BE=128, BT=8)
+
+
 def test_bad_choices_are_refused_with_the_shapes() -> None:
     with pytest.raises(moe.GroupedError, match="T \\* k > 0"):
         moe.sort_by_expert(torch.zeros((0, 2), dtype=torch.int64), torch.zeros((0, 2)), 8)
@@ -117,5 +158,5 @@ def test_route_with_the_kernels_matches_route_without_on_the_gpu(monkeypatch: py
         got = moe.route(x, router, k)
         assert got.pos is not None
         assert torch.equal(got.token.long(), want.token) and torch.equal(got.order.long(), want.order)
-        assert torch.equal(got.offs, want.offs) and torch.equal(got.weight, want.weight)
-        assert torch.equal(got.positions(), want.positions())
+        assert torch.equal(got.offs, want.offs) and torch.equal(got.positions(), want.positions())
+        torch.testing.assert_close(got.weight, want.weight, rtol=2.5e-7, atol=0)  # the top-k kernel's softmax

@@ -20,7 +20,7 @@ from argus.kernels.grouped import (
     search_steps,
 )
 from argus.kernels.moe_combine import moe_combine
-from argus.kernels.moe_route import moe_route_rank, moe_route_sorted
+from argus.kernels.moe_route import moe_route_rank, moe_route_sorted, moe_route_topk
 
 #: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
 KERNELS = {
@@ -52,9 +52,10 @@ TOPK_OF_LOGITS = True
 SHARED_TILE_COUNTS = True
 #: Whether `route` sorts the choices by expert with the two DSL kernels of `argus.kernels.moe_route` (the ranks,
 #: counts and row ends in one launch, the sorted tokens, weights and order in a second) instead of PyTorch's stable
-#: `argsort`, scatter-add, cumulative sum and gathers (about a dozen launches), where there are at most
-#: `ROUTE_KERNEL_ROWS` choices (the kernels count O(choices^2) comparisons: a decode step's). Off until timed on a
-#: GPU (the run is `benchmarks/results/2026-12-06-moe-route/call1.sh`).
+#: `argsort`, scatter-add, cumulative sum and gathers (about a dozen launches), and takes a renormalized softmax
+#: routing's top-k and weights from `moe_route_topk` (one launch for a top-k, a softmax and a cast), where there are
+#: at most `ROUTE_KERNEL_ROWS` choices (the sort counts O(choices^2) comparisons: a decode step's). Off until timed
+#: on a GPU (the run is `benchmarks/results/2026-12-06-moe-route/call1.sh`).
 ROUTE_KERNEL = False
 ROUTE_KERNEL_ROWS = 2048
 #: `moe_route_rank`'s (rows, choices) tile and `moe_route_sorted`'s (routed rows, choices) tile.
@@ -515,11 +516,15 @@ def route(
     logits = x.float() @ router.float()
     if bias is not None:
         logits = logits + bias
+    kernels = ROUTE_KERNEL and x.is_cuda and 0 < logits.shape[0] * top_k <= ROUTE_KERNEL_ROWS
     if TOPK_OF_LOGITS and scoring == "softmax" and renormalize and correction is None and groups == 1:
         # the k largest softmax scores are the k largest logits, and renormalized they are the softmax of those k
         # logits alone: one top-k and a softmax over k values (four fewer launches, which a decode step counts)
-        top, chosen = logits.topk(top_k, dim=-1)
-        weights = top.softmax(dim=-1)
+        if kernels and topk_refusal(experts, top_k) is None:  # both in one launch
+            chosen, weights = top_k_softmax(logits, top_k)
+        else:
+            top, chosen = logits.topk(top_k, dim=-1)
+            weights = top.softmax(dim=-1)
     else:
         scores = logits.softmax(dim=-1) if scoring == "softmax" else logits.sigmoid()
         choice = scores if correction is None else scores + correction.float()
@@ -535,7 +540,7 @@ def route(
             weights = weights / weights.sum(dim=-1, keepdim=True)
     if scaling != 1.0:
         weights = weights * scaling
-    if ROUTE_KERNEL and x.is_cuda and 0 < chosen.numel() <= ROUTE_KERNEL_ROWS:
+    if kernels:
         return sort_by_expert(chosen, weights, experts)
     flat = chosen.reshape(-1)
     order = torch.argsort(flat, stable=True)
@@ -545,13 +550,48 @@ def route(
     return Routing(order // top_k, weights.reshape(-1)[order], offs, order, counts)
 
 
-def route_params(kind: str, top_k: int = 1) -> tuple[tuple[str, Any], ...]:
-    """The parameters of `moe_route_rank` (`kind` "rank") or `moe_route_sorted` ("sorted", `top_k` choices a
-    token)."""
+def route_params(kind: str, top_k: int = 1, experts: int = 0) -> tuple[tuple[str, Any], ...]:
+    """The parameters of `moe_route_rank` (`kind` "rank"), `moe_route_sorted` ("sorted", `top_k` choices a token)
+    or `moe_route_topk` ("topk", over `experts`: a row of the next power of two, at least 32, in one warp)."""
     rows, cols = ROUTE_TILE
     if kind == "rank":
         return (("BI", rows), ("BJ", cols))
+    if kind == "topk":
+        width = max(32, 1 << max(experts - 1, 1).bit_length())
+        return (("BE", width), ("BT", max(4, 512 // width)), ("TOPK", top_k))
     return (("BI", cols), ("BR", rows), ("TOPK", top_k))
+
+
+def topk_refusal(experts: int, top_k: int) -> str | None:
+    """Why `moe_route_topk` does not take `experts` logits a token (rows of whole 16-byte vectors, at most 512), or
+    None."""
+    if experts % 4 or experts > 512 or not 1 <= top_k <= experts:
+        return f"{experts} experts, top-{top_k}: the kernel takes a multiple of 4 experts, at most 512"
+    return None
+
+
+def top_k_softmax(logits: Any, top_k: int) -> tuple[Any, Any]:
+    """(chosen (T, k) int32, weights (T, k) f32): each token's `top_k` largest logits (in order; the lowest expert
+    among equal ones) and their own softmax, by `moe_route_topk` in one launch (the lane-level interpreter for CPU
+    tensors): what ``logits.topk(k)`` and ``top.softmax(-1)`` give, the weights within an ulp or two (the
+    exponential's rounding)."""
+    import torch
+
+    tokens, experts = logits.shape
+    if (why := topk_refusal(experts, top_k)) is not None:
+        raise GroupedError(why)
+    logits = logits.to(torch.float32).contiguous()
+    chosen = torch.empty((tokens, top_k), dtype=torch.int32, device=logits.device)
+    weights = torch.empty((tokens, top_k), dtype=torch.float32, device=logits.device)
+    params = route_params("topk", top_k, experts)
+    if logits.is_cuda:
+        _loaded_route("topk", params)(logits, chosen, weights)
+    else:
+        from argus.interp import run_kernel
+
+        tensors = {"LOGITS": logits.numpy(), "CHOICE": chosen.numpy(), "WIN": weights.numpy()}
+        run_kernel(moe_route_topk.trace(**dict(params)), tensors)
+    return chosen, weights
 
 
 def sort_by_expert(chosen: Any, weights: Any, experts: int) -> Routing:
@@ -591,7 +631,7 @@ def _loaded_route(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    kernel = moe_route_rank if kind == "rank" else moe_route_sorted
+    kernel = {"rank": moe_route_rank, "sorted": moe_route_sorted, "topk": moe_route_topk}[kind]
     return load(compile_kernel(kernel.trace(**dict(params))))
 
 

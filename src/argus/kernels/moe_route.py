@@ -9,7 +9,9 @@ expert, stably (within an expert in i order), choice i lands at routed row
 
 and expert e owns rows OFFS[e] - COUNTS[e] .. OFFS[e] with OFFS[e] = #{i' : CHOICE[i'] <= e}, COUNTS[e] =
 #{i' : CHOICE[i'] == e}: each a count of comparisons (`moe_route_rank`, an (rows, choices) tile of them a step,
-summed along the rows). The sorted arrays are then gathers through the inverse permutation, which is again a count:
+summed along the rows). Before them `moe_route_topk` takes each token's top k logits and their own softmax (a
+softmax routing that renormalizes: Mixtral, Qwen3) in one launch, where PyTorch takes a top-k, a softmax and a cast.
+The sorted arrays are then gathers through the inverse permutation, which is again a count:
 ORDER[r] = the i with POS[i] == r, so ORDER[r] = sum over i of i * [POS[i] == r], and the routed row's weight and
 token likewise (`moe_route_sorted`). Both take O(R^2) comparisons: for a decode step's few hundred choices a few
 microseconds' work on a few blocks, where a sort would take several launches; `argus.kernels.moe.ROUTE_KERNEL_ROWS`
@@ -25,6 +27,52 @@ from argus.lang.errors import DSLError
 #: What a padded choice reads as past the end of CHOICE: above every expert id (it is neither below nor equal to a
 #: real choice, nor at most any expert).
 PAST = 1 << 30
+
+
+@argus.kernel(policies={"tile_shape": ("BT",)})
+def moe_route_topk(
+    LOGITS: T.Tensor[("TOKENS", "E"), T.f32],
+    CHOICE: T.Tensor[("TOKENS", "K"), T.i32],
+    WIN: T.Tensor[("TOKENS", "K"), T.f32],
+    TOPK: int = 2,
+    BT: int = 4,
+    BE: int = 128,
+):
+    """A softmax routing's top-k that renormalizes, as `argus.kernels.moe.route` computes it: each token's TOPK
+    largest logits (CHOICE[t, j]: the j-th largest, the lowest expert id among equal logits) and their own softmax
+    (WIN[t, j] = exp(l_j - l_0) / sum over i of exp(l_i - l_0): the top-k of the softmax over every expert,
+    renormalized). Block b takes tokens b * BT .., one warp a token over BE >= E experts; TOPK rounds of a row maximum,
+    its first expert, and that expert masked."""
+    if not isinstance(TOPK, int) or not 1 <= TOPK <= BE:
+        raise DSLError("DSL_BAD_PARAM", f"TOPK = {TOPK!r} choices of at most BE = {BE} experts")
+    if BE not in (32, 64, 128, 256, 512) or BT * BE != max(512, 4 * BE):
+        raise DSLError("DSL_BAD_PARAM", f"BE = {BE} experts a row (32 to 512, a power of two) and BT = {BT} tokens: "
+                                        f"BT * BE = {max(512, 4 * BE)} (one warp a row)")  # fmt: skip
+    T.assume(f"K == {TOPK}")
+    T.assume(f"E <= {BE}")
+    T.assume(f"E >= {TOPK}")
+    T.assume("E % 4 == 0")  # rows of whole 16-byte vectors (8, 64, 128, 256 experts)
+    with T.grid(T.cdiv(TOKENS, BT), threads=128) as (bt,):
+        x = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # a row in one warp
+        T.copy(LOGITS.tile((bt, 0), (BT, BE)), x)
+        expert = T.index(x, 1, T.i32)
+        left = T.where(expert < E, x, float("-inf"))  # the experts not chosen yet (none past E)
+        chosen = T.alloc_fragment((BT, BE), T.i32, vector_bytes=max(16, BE // 8))  # column j: the j-th choice
+        tops = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # column j: its logit
+        T.fill(chosen, 0)
+        T.fill(tops, float("-inf"))
+        for j in range(TOPK):  # unrolled at trace time: TOPK is a constant
+            top = T.reduce_max(left, axis=1)
+            hit = T.where(expert < E, T.eq(left, top[:, None]), 0.0)
+            first = -T.reduce_max(T.where(hit, -expert, -BE), axis=1)  # the lowest expert holding the maximum
+            T.copy(T.where(T.eq(expert, j), first[:, None], chosen), chosen)
+            T.copy(T.where(T.eq(expert, j), top[:, None], tops), tops)
+            T.copy(T.where(T.eq(expert, first[:, None]), float("-inf"), left), left)
+        T.copy(chosen, CHOICE.tile((bt, 0), (BT, BE)))  # the first TOPK columns (the tensor's)
+        # the softmax of the k logits: columns past TOPK are -inf, exp gives them 0
+        m = T.reduce_max(tops, axis=1)  # the largest: column 0
+        p = T.exp(tops - m[:, None])
+        T.copy(p * T.rcp(T.reduce_sum(p, axis=1))[:, None], WIN.tile((bt, 0), (BT, BE)))
 
 
 @argus.kernel(policies={"tile_shape": ("BI", "BJ")})
@@ -111,4 +159,4 @@ def moe_route_sorted(
         T.copy(weight, WEIGHT.tile(br, BR))
 
 
-__all__ = ["PAST", "moe_route_rank", "moe_route_sorted"]
+__all__ = ["PAST", "moe_route_rank", "moe_route_sorted", "moe_route_topk"]
