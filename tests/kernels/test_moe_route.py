@@ -59,8 +59,13 @@ def test_the_kernels_sort_the_choices_by_expert_as_a_stable_argsort(case: str) -
     assert np.array_equal(routing.offs.numpy(), np.cumsum(counts))
     assert np.array_equal(routing.positions().numpy(), positions)
     assert routing.offs.dtype == torch.int32 and routing.pos.dtype == torch.int32
-    # what the grouped products take from it: the row-tile counts from the kernel's counts
+    # what the grouped products take from it: the row-tile counts the sort made (tiles of 64 rows), and from its
+    # counts for another tile
+    assert routing.made_tiles[0] == 64
+    assert np.array_equal(routing.tiles(64).numpy(), moe.tile_counts(np.cumsum(counts), 64))
     assert np.array_equal(routing.tiles(16).numpy(), moe.tile_counts(np.cumsum(counts), 16))
+    sixteen = moe.sort_by_expert(torch.from_numpy(chosen), torch.from_numpy(weights), experts, block_m=16)
+    assert np.array_equal(sixteen.made_tiles[1].numpy(), moe.tile_counts(np.cumsum(counts), 16))
 
 
 def test_the_torch_routing_and_the_kernels_agree_on_a_softmax_top_k() -> None:

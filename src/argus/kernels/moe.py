@@ -453,11 +453,14 @@ class Routing:
     order: Any  # (T * k,) int64: the flat (token * k + choice) index of each routed row
     counts: Any = None  # (E,) int64: each expert's routed rows (offs' differences), when the routing made them
     pos: Any = None  # (T * k,) int32: the routed row of each (token, choice), when the routing made them
+    made_tiles: Any = None  # (block_m, (E,) int32 row-tile counts) when the routing kernels made them
 
     def tiles(self, block_m: int) -> Any:
         """The grouped kernels' cumulative row-tile counts for tiles of `block_m` rows (`tile_counts(offs,
         block_m)`), from `counts` in two launches where the routing has them (`tile_counts` from `offs` takes eight:
         at decode sizes each is a few microseconds of a step)."""
+        if self.made_tiles is not None and self.made_tiles[0] == block_m:
+            return self.made_tiles[1]
         if self.counts is None:
             return tile_counts(self.offs, block_m)
         return tiles_of_counts(self.counts, block_m)
@@ -491,6 +494,7 @@ def route(
     groups: int = 1,
     top_groups: int = 1,
     scaling: float = 1.0,
+    block_m: int = 64,
 ) -> Routing:
     """The top-k routing of tokens `x` (T, H) by the router weight `router` (H, E): logits ``x @ router`` in f32
     (plus `bias` (T, E) when given), scores by `scoring` (softmax over the experts, or each logit's sigmoid), the k
@@ -500,7 +504,10 @@ def route(
     DeepSeek-V3's selection: `correction` (E,) is added to the scores for choosing the experts only (the weights
     are the uncorrected scores of the chosen ones); with `groups` > 1 the experts are split into that many equal
     groups, each group scored by the sum of its two best (corrected) scores, and the k experts are chosen within the
-    `top_groups` best groups only."""
+    `top_groups` best groups only.
+
+    With `ROUTE_KERNEL` (a CUDA device, at most `ROUTE_KERNEL_ROWS` choices) the sort is `sort_by_expert`'s two
+    kernels, which also make the row-tile counts for tiles of `block_m` rows (`Routing.tiles`)."""
     import torch
 
     if scoring not in SCORINGS:
@@ -541,7 +548,7 @@ def route(
     if scaling != 1.0:
         weights = weights * scaling
     if kernels:
-        return sort_by_expert(chosen, weights, experts)
+        return sort_by_expert(chosen, weights, experts, block_m)
     flat = chosen.reshape(-1)
     order = torch.argsort(flat, stable=True)
     # counts by scatter-add: torch.bincount would synchronize to size its output
@@ -550,16 +557,17 @@ def route(
     return Routing(order // top_k, weights.reshape(-1)[order], offs, order, counts)
 
 
-def route_params(kind: str, top_k: int = 1, experts: int = 0) -> tuple[tuple[str, Any], ...]:
-    """The parameters of `moe_route_rank` (`kind` "rank"), `moe_route_sorted` ("sorted", `top_k` choices a token)
-    or `moe_route_topk` ("topk", over `experts`: a row of the next power of two, at least 32, in one warp)."""
+def route_params(kind: str, top_k: int = 1, experts: int = 0, block_m: int = 64) -> tuple[tuple[str, Any], ...]:
+    """The parameters of `moe_route_rank` (`kind` "rank"), `moe_route_sorted` ("sorted", `top_k` choices a token,
+    row-tile counts for tiles of `block_m` rows) or `moe_route_topk` ("topk", over `experts`: a row of the next
+    power of two, at least 32, in one warp)."""
     rows, cols = ROUTE_TILE
     if kind == "rank":
         return (("BI", rows), ("BJ", cols))
     if kind == "topk":
         width = max(32, 1 << max(experts - 1, 1).bit_length())
         return (("BE", width), ("BT", max(4, 512 // width)), ("TOPK", top_k))
-    return (("BI", cols), ("BR", rows), ("TOPK", top_k))
+    return (("BI", cols), ("BM", block_m), ("BR", rows), ("TOPK", top_k))
 
 
 def topk_refusal(experts: int, top_k: int) -> str | None:
@@ -594,11 +602,12 @@ def top_k_softmax(logits: Any, top_k: int) -> tuple[Any, Any]:
     return chosen, weights
 
 
-def sort_by_expert(chosen: Any, weights: Any, experts: int) -> Routing:
+def sort_by_expert(chosen: Any, weights: Any, experts: int, block_m: int = 64) -> Routing:
     """The `Routing` of choices `chosen` (T, k) (expert ids) weighted `weights` (T, k), sorted by expert stably
     (within an expert in token order), by the two kernels of `argus.kernels.moe_route`: two launches on a CUDA
     device, the lane-level interpreter for CPU tensors (small sizes). Its token, order, counts and positions are
-    int32 (`route`'s PyTorch sort gives int64 token, order and counts), offs int32 as always."""
+    int32 (`route`'s PyTorch sort gives int64 token, order and counts), offs int32 as always; it carries the
+    row-tile counts for tiles of `block_m` rows (`Routing.tiles`)."""
     import torch
 
     tokens, top_k = chosen.shape
@@ -610,20 +619,21 @@ def sort_by_expert(chosen: Any, weights: Any, experts: int) -> Routing:
     flat = chosen.reshape(-1).to(torch.int32).contiguous()
     win = weights.reshape(-1).to(torch.float32).contiguous()
     pos, order, token = (torch.empty(rows, dtype=torch.int32, device=dev) for _ in range(3))
-    offs, counts = (torch.empty(experts, dtype=torch.int32, device=dev) for _ in range(2))
+    offs, counts, tiles = (torch.empty(experts, dtype=torch.int32, device=dev) for _ in range(3))
     weight = torch.empty(rows, dtype=torch.float32, device=dev)
-    rank, sort = route_params("rank"), route_params("sorted", top_k)
+    rank, sort = route_params("rank"), route_params("sorted", top_k, block_m=block_m)
     if flat.is_cuda:
         _loaded_route("rank", rank)(flat, pos, offs, counts)
-        _loaded_route("sorted", sort)(pos, win, order, token, weight)
+        _loaded_route("sorted", sort)(pos, win, counts, order, token, weight, tiles)
     else:
         from argus.interp import run_kernel
 
         run = {"CHOICE": flat.numpy(), "POS": pos.numpy(), "OFFS": offs.numpy(), "COUNTS": counts.numpy()}
         run_kernel(moe_route_rank.trace(**dict(rank)), run)
-        out = {"POS": pos.numpy(), "WIN": win.numpy(), "ORDER": order.numpy(), "TOKEN": token.numpy()}
-        run_kernel(moe_route_sorted.trace(**dict(sort)), {**out, "WEIGHT": weight.numpy()})
-    return Routing(token, weight, offs, order, counts, pos)
+        out = {"POS": pos.numpy(), "WIN": win.numpy(), "COUNTS": counts.numpy(), "ORDER": order.numpy()}
+        out = {**out, "TOKEN": token.numpy(), "WEIGHT": weight.numpy(), "TILES": tiles.numpy()}
+        run_kernel(moe_route_sorted.trace(**dict(sort)), out)
+    return Routing(token, weight, offs, order, counts, pos, (block_m, tiles))
 
 
 @functools.lru_cache(maxsize=16)
@@ -687,11 +697,11 @@ def moe_layer(
         raise GroupedError(f"activation is one of {', '.join(GLU_ACTIVATIONS)}, got {activation!r}")
     if tokens == 0:  # no token: the layer's output is empty (nothing to route, no launch)
         return x.new_empty((0, hidden))
-    routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
-                    groups=groups, top_groups=top_groups, scaling=scaling)  # fmt: skip
     routed = tokens * top_k
     up = choose(routed, inter, hidden, experts, "swiglu")
     down = choose(routed, hidden, inter, experts, "plain")
+    routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
+                    groups=groups, top_groups=top_groups, scaling=scaling, block_m=up["BM"])  # fmt: skip
     tiles = {bm: routing.tiles(bm) if SHARED_TILE_COUNTS else None for bm in {up["BM"], down["BM"]}}  # one for both
     if FUSED_GATHER if fused_gather is None else fused_gather:
         token = routing.token.to(torch.int32)

@@ -13,10 +13,10 @@ summed along the rows). Before them `moe_route_topk` takes each token's top k lo
 softmax routing that renormalizes: Mixtral, Qwen3) in one launch, where PyTorch takes a top-k, a softmax and a cast.
 The sorted arrays are then gathers through the inverse permutation, which is again a count:
 ORDER[r] = the i with POS[i] == r, so ORDER[r] = sum over i of i * [POS[i] == r], and the routed row's weight and
-token likewise (`moe_route_sorted`). Both take O(R^2) comparisons: for a decode step's few hundred choices a few
-microseconds' work on a few blocks, where a sort would take several launches; `argus.kernels.moe.ROUTE_KERNEL_ROWS`
-bounds where the layer takes them. Kept apart from the host code (`argus.kernels.moe`): this module holds DSL
-kernels only."""
+token likewise (`moe_route_sorted`, which also makes the grouped kernels' row-tile counts from COUNTS). Both take
+O(R^2) comparisons: for a decode step's few hundred choices a few microseconds' work on a few blocks, where a sort
+would take several launches; `argus.kernels.moe.ROUTE_KERNEL_ROWS` bounds where the layer takes them. Kept apart
+from the host code (`argus.kernels.moe`): this module holds DSL kernels only."""
 
 from __future__ import annotations
 
@@ -121,30 +121,38 @@ def moe_route_rank(
 def moe_route_sorted(
     POS: T.Tensor[("R",), T.i32],
     WIN: T.Tensor[("R",), T.f32],
+    COUNTS: T.Tensor[("E",), T.i32],
     ORDER: T.Tensor[("R",), T.i32],
     TOKEN: T.Tensor[("R",), T.i32],
     WEIGHT: T.Tensor[("R",), T.f32],
+    TILES: T.Tensor[("E",), T.i32],
     TOPK: int = 2,
+    BM: int = 64,
     BR: int = 32,
     BI: int = 128,
 ):
     """The routed rows in expert order from `moe_route_rank`'s POS: ORDER[r] = the choice i with POS[i] == r,
-    TOKEN[r] = ORDER[r] // TOPK (its token), WEIGHT[r] = WIN[ORDER[r]] (its router weight, WIN in choice order).
-    Block b takes routed rows b * BR .., streaming POS and WIN in tiles of BI; POS a permutation of 0 .. R - 1, each
-    row's sums take exactly one term."""
-    if not isinstance(TOPK, int) or TOPK < 1:
-        raise DSLError("DSL_BAD_PARAM", f"TOPK must be a positive number of choices per token, not {TOPK!r}")
+    TOKEN[r] = ORDER[r] // TOPK (its token), WEIGHT[r] = WIN[ORDER[r]] (its router weight, WIN in choice order); and
+    the grouped kernels' row-tile counts for tiles of BM rows from its COUNTS, TILES[e] = sum over e' <= e of
+    cdiv(COUNTS[e'], BM) (`argus.kernels.moe.tile_counts`). Block b takes routed rows and experts b * BR .. (the
+    grid covers the larger of R and E), streaming POS and WIN, and COUNTS, in tiles of BI; POS a permutation of
+    0 .. R - 1, each row's sums take exactly one term."""
+    if not isinstance(TOPK, int) or TOPK < 1 or not isinstance(BM, int) or BM < 1:
+        raise DSLError("DSL_BAD_PARAM", f"TOPK = {TOPK!r} choices a token and BM = {BM!r} rows a tile: positive")
     if BR % 4 or BI % 32 or BR * BI > 128 * 64:
         raise DSLError("DSL_BAD_PARAM", f"BR = {BR} rows (a multiple of 4) by BI = {BI} choices (of 32), at most 64 "
                                         "a thread of 128")  # fmt: skip
     T.assume(f"R % {TOPK} == 0")
-    with T.grid(T.cdiv(R, BR), threads=128) as (br,):
+    T.assume_values(COUNTS, lo=0, hi="R")
+    with T.grid(T.cdiv(T.maximum(R, E), BR), threads=128) as (br,):
         x = T.alloc_fragment((BR, BI), T.i32)
-        row = T.index(x, 0, T.i32) + br * BR  # routed row r
+        row = T.index(x, 0, T.i32) + br * BR  # routed row r (and expert e, for TILES)
         order = T.alloc_reduced(x, axis=1)
         weight = T.alloc_reduced(x, axis=1, dtype=T.f32)
+        tiles = T.alloc_reduced(x, axis=1)
         T.fill(order, 0)
         T.fill(weight, 0.0)
+        T.fill(tiles, 0)
         for it in T.serial(T.cdiv(R, BI)):
             pos = T.alloc_reduced(x, axis=0)
             win = T.alloc_reduced(x, axis=0, dtype=T.f32)
@@ -154,9 +162,16 @@ def moe_route_sorted(
             hit = T.where(col < R, T.eq(row * 0 + pos[None, :], row), 0)  # choice i lands at row r (no padding)
             T.copy(order + T.reduce_sum(hit * col, axis=1), order)
             T.copy(weight + T.reduce_sum(T.where(hit, win[None, :], 0.0), axis=1), weight)
+        for et in T.serial(T.cdiv(E, BI)):
+            counts = T.alloc_reduced(x, axis=0)
+            T.copy(COUNTS.tile(et, BI), counts, pad=0)
+            col = T.index(x, 1, T.i32) + et * BI  # expert e'
+            per = (row * 0 + counts[None, :] + (BM - 1)) // BM  # its row tiles
+            T.copy(tiles + T.reduce_sum(T.where((col < E) & (col <= row), per, 0), axis=1), tiles)
         T.copy(order, ORDER.tile(br, BR))
         T.copy(order // TOPK, TOKEN.tile(br, BR))
         T.copy(weight, WEIGHT.tile(br, BR))
+        T.copy(tiles, TILES.tile(br, BR))
 
 
 __all__ = ["PAST", "moe_route_rank", "moe_route_sorted", "moe_route_topk"]
