@@ -3,7 +3,8 @@ fastest when each expert has a few routed rows. For each shape and token count, 
 (`grouped_swiglu` on the fused (E, H, 2I) weight) and the down-projection (`grouped_mm` on (E, I, H)) under each
 configuration of `CONFIGS`, against ``torch._grouped_mm`` on the same rows, interleaved in one process, L2 flushed
 before every launch (`gemm_parity.interleaved_times`), medians; each checked first against ``torch._grouped_mm``
-(relative max error <= 2e-2). "% HBM" is the touched experts' weight bytes over the median time, of 4.8 TB/s.
+(relative max error <= 2e-2). "% HBM" is the touched experts' weight bytes over the median time, of the GPU's HBM
+bandwidth (an H200's 4.8 TB/s, an H100 SXM's 3.35).
 
 Usage (from the repository root on a GPU machine)::
 
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gemm_parity import interleaved_times  # noqa: E402
 
-HBM = 4.8e12
+HBM = {"H100": 3.35e12, "H200": 4.8e12}
 SHAPES = (("Mixtral", 4096, 14336, 8, 2), ("Qwen3-30B-A3B", 2048, 768, 128, 8), ("DeepSeek-V3", 7168, 2048, 256, 8))
 CONFIGS = {  # label -> grouped kernel parameters (None: `moe.choose`'s)
     "chosen": None,
@@ -63,6 +64,7 @@ def main() -> int:
     dev = torch.device("cuda")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     print(torch.cuda.get_device_name(), torch.__version__)
+    hbm = next((v for k, v in HBM.items() if k in torch.cuda.get_device_name()), HBM["H200"])
     print("| shape | T | touched | product | " + " | ".join(f"{c} µs / %HBM" for c in configs) + " | torch µs / %HBM |")
     print("|---|---|---|---|" + "---|" * (len(configs) + 1))
     rows_out, failed = [], False
@@ -112,7 +114,7 @@ def main() -> int:
                 cells = []
                 for name in [*configs, "torch"]:
                     if name in med:
-                        cells.append(f"{med[name] * 1e3:.1f} / {100 * weight_bytes / (med[name] * 1e-3) / HBM:.0f}")
+                        cells.append(f"{med[name] * 1e3:.1f} / {100 * weight_bytes / (med[name] * 1e-3) / hbm:.0f}")
                     else:
                         cells.append("—")
                 print(f"| {label} | {tokens} | {touched} | {product} | {' | '.join(cells)} |", flush=True)
