@@ -32,6 +32,8 @@ CASES = {
     "one_tile_per_page": (3, 8, 2, 64, 64, 128, 3, 9, [200, 0, 64], 0, "bf16"),  # an empty sequence, a partial page
     "split_two_tiles_per_page_mqa": (2, 8, 1, 64, 128, 128, 4, 8, [300, 77], 4096, "f16"),  # 16 splits, DV != D
     "shared_pages": (2, 4, 4, 128, 128, 64, 3, 4, [150, 192], 0, "bf16"),  # two sequences reading the same pages
+    "pages_of_16": (3, 8, 2, 64, 64, 16, 12, 40, [150, 0, 17], 0, "bf16"),  # four pages a key tile, a partial one
+    "pages_of_32_split": (2, 8, 1, 128, 64, 32, 10, 30, [300, 33], 4096, "f16"),  # two a tile, split and merged
 }
 
 
@@ -114,8 +116,11 @@ def test_bad_tables_and_shapes_are_refused_with_the_reason() -> None:
         SP.check_cache_tables(np.array([[0, 1], [9, 2]]), np.array([10, 10]), 9, 64)
     with pytest.raises(AttentionError, match=r"seqlens_k\[0\] = 129"):
         SP.check_cache_tables(np.array([[0, 1]]), np.array([129]), 9, 64)
+    with pytest.raises(AttentionError, match=r"block_table\[1, 0\] and block_table\[1, 2\] both name page 5"):
+        SP.check_cache_tables(np.array([[0, 1, 2], [5, 3, 5]]), np.array([150, 129]), 9, 64)
+    SP.check_cache_tables(np.array([[0, 1, 0], [5, 3, 5]]), np.array([128, 128]), 9, 64)  # a repeat past the length
     with pytest.raises(AttentionError, match="multiple of 64"):
-        SP.PagedProblem(1, 8, 8, 16, 4, 128, 128)
+        SP.PagedProblem(1, 8, 8, 8, 4, 128, 128)
     with pytest.raises(AttentionError, match="at most 64"):
         SP.PagedProblem(1, 128, 1, 64, 4, 128, 128)
     with pytest.raises(AttentionError, match="scale = 0"):
@@ -135,6 +140,29 @@ def test_bad_tables_and_shapes_are_refused_with_the_reason() -> None:
 def test_the_kernel_refuses_pages_that_split_a_key_tile() -> None:
     with pytest.raises(DSLError, match="PAGE_SIZE=64 a multiple of BN=128"):
         flash_attention_paged.trace(BN=128, PAGE_SIZE=64)
+    with pytest.raises(DSLError, match="or pages of 16 or 32 tokens"):
+        flash_attention_paged.trace(BN=64, PAGE_SIZE=8)
+    with pytest.raises(AttentionError, match="or 16 or 32"):
+        SP.PagedProblem(1, 8, 8, 48, 4, 128, 128)
+    assert SP.PagedPlan(SP.PagedProblem(1, 8, 8, 16, 4, 128, 128)).block_n == 64
+
+
+def test_pages_of_16_verify_but_for_a_page_a_sequence_would_list_twice() -> None:
+    """vLLM's 16-token pages, four a key tile: the stages hold, row by row, the rows of the pages the table lists
+    for this sequence (the tag assertions read the table at each row's own page), the stale rows are masked, and
+    with split keys the merge verifies; the one finding is V's "accumulated once", whose counterexample is a table
+    listing one page at two places of a sequence (the kernel then attends those tokens twice, as the definition
+    says): a contract of the call, which `check_cache_tables` enforces (`validate=True`)."""
+    from argus.verify import verify_kernel
+
+    plan = SP.PagedPlan(SP.PagedProblem(4, 32, 8, 16, 4096, 128, 128, max_seqlen=65536))
+    assert plan.block_n == 64 and plan.splits > 1 and plan.combined
+    report = verify_kernel(plan.kernels()[0])
+    assert [(f.code, f.verdict.value) for f in report.findings] == [("COVERAGE_CONTRACTION_TWICE", "violated")]
+    witness = report.findings[0]
+    assert "of VC" in witness.message and witness.counterexample is not None
+    assert [c.verdict.value for c in report.checks if c.check == "tag assertion"] == ["verified"] * (3 + plan.splits)
+    assert {c.verdict.value for c in report.checks if c.check == "masked reduction"} == {"verified"}
 
 
 def test_every_head_dim_compiles_to_hgmma_and_tma_without_spills() -> None:
@@ -145,6 +173,10 @@ def test_every_head_dim_compiles_to_hgmma_and_tma_without_spills() -> None:
             mix = compiled.instruction_mix()
             assert mix.get("HGMMA", 0) > 0 and mix.get("UTMALDG", 0) > 0, mix
             assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
+    for page in (16, 32):  # several pages a key tile: each its own boxes
+        plan = SP.PagedPlan(SP.PagedProblem(4, 32, 8, page, 65536 // page, 128, 128, max_seqlen=65536))
+        compiled = compile_kernel(plan.kernels()[0])
+        assert compiled.instruction_mix().get("UTMALDG", 0) > 0 and compiled.resources.spill_stores == 0
 
 
 @pytest.mark.parametrize("longest", [1024, 65536])
@@ -334,7 +366,7 @@ def test_paged_decode_matches_torch_on_the_gpu() -> None:
         maxp, pages = 40, 200
         lens = torch.randint(0, maxp * page + 1, (b,), generator=g)
         lens[0] = 0
-        table = torch.randint(0, pages, (b, maxp), generator=g, dtype=torch.int32)
+        table = torch.stack([torch.randperm(pages, generator=g)[:maxp] for _ in range(b)]).to(torch.int32)
         kc = torch.randn(pages, page, hk, d, generator=g).to("cuda", dtype)
         vc = torch.randn(pages, page, hk, d, generator=g).to("cuda", dtype)
         q = torch.randn(b, h, d, generator=g).to("cuda", dtype)

@@ -10,7 +10,9 @@ is read once for the group.
 `flash_attention_paged` is `argus.kernels.attention.flash_attention`'s decode path (a TMA producer warpgroup, one
 consumer warpgroup over 64 packed rows, the online softmax with exp2, P in registers) with the key tiles read
 through the table: key tile t (BN tokens) is a TMA box at row ``(t % (PAGE / BN)) * BN`` of page
-``TABLE[b, t // (PAGE / BN)]`` (PAGE a multiple of BN: one box per 64-column panel, no tile straddles two pages).
+``TABLE[b, t // (PAGE / BN)]`` (PAGE a multiple of BN: one box per 64-column panel, no tile straddles two pages);
+with pages of 16 or 32 tokens (`SMALL_PAGES`, vLLM's default 16) a 64-key tile is BN / PAGE pages, rows
+``q * PAGE ..`` of the stage a box from page ``TABLE[b, t * (BN / PAGE) + q]`` each.
 With SPLITS > 1 the sequence's key tiles are split SPLITS ways (flash-decoding) and each block writes its share's
 partial result and log-sum-exp (P = SPLITS, f32) for `argus.kernels.attention.attention_combine`. Keys past
 ``LENS[b]`` (the rest of the last page) are masked, declared with `T.exclude` so that the verifier proves it for
@@ -27,6 +29,10 @@ from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.kernels.attention import LOG2E, PANEL, merge_reducers, merge_rows
 from argus.kernels.attention_varlen import softmax_result, softmax_step
 from argus.lang.errors import DSLError
+
+#: Page sizes below a key tile the kernel takes (several pages a tile, each its own TMA boxes): vLLM's default 16 and
+#: 32; a multiple of the tile otherwise.
+SMALL_PAGES = (16, 32)
 
 
 def o_shape(DV: int, SPLITS: int) -> tuple[Any, ...]:  # noqa: N803 - named after the kernel parameters
@@ -167,10 +173,11 @@ def paged_body(
     BM = 64  # noqa: N806 - one consumer warpgroup: a decode's packed rows fit one 64-row tile
     if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
         raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
-    if BN % PANEL or PAGE_SIZE % BN:
+    if BN % PANEL or (PAGE_SIZE % BN and (PAGE_SIZE not in SMALL_PAGES or BN % PAGE_SIZE)):
         raise DSLError(
             "DSL_BAD_PARAM",
-            f"PAGE_SIZE={PAGE_SIZE} a multiple of BN={BN}, a multiple of {PANEL}: a key tile in one page",
+            f"PAGE_SIZE={PAGE_SIZE} a multiple of BN={BN}, a multiple of {PANEL}: a key tile in one page (or "
+            f"pages of {' or '.join(map(str, SMALL_PAGES))} tokens, several a key tile)",
         )
     if SPLITS > 1 and O.dtype != T.f32:
         raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
@@ -181,7 +188,8 @@ def paged_body(
     PAGES = KC.shape[0]  # noqa: N806
     T.assume_values(LENS, lo=0, hi=MAXP * PAGE_SIZE)
     T.assume_values(TABLE, lo=0, hi=PAGES - 1)  # every entry a page of the pool (unused ones too: 0, say)
-    per_page = PAGE_SIZE // BN  # key tiles per page
+    per_page = PAGE_SIZE // BN  # key tiles per page (0: pages smaller than a tile)
+    pages_per_tile = BN // PAGE_SIZE if PAGE_SIZE < BN else 1
     scale = SCALE if SCALE else 1.0 / D**0.5
     scale_log2, sign = LOG2E * abs(scale), (1.0 if scale > 0 else -1.0)
     extents = (B, HK, SPLITS) if SPLITS > 1 else (B, HK)
@@ -219,8 +227,19 @@ def paged_body(
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
                 T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
                 t = first + j
-                load_page_tile(KC, page_of(t), (t % per_page) * BN, kvh, BN, D, sK[s], full[s])
-                load_page_tile(VC, page_of(t), (t % per_page) * BN, kvh, BN, DV, sV[s], full[s])
+                if per_page:
+                    load_page_tile(KC, page_of(t), (t % per_page) * BN, kvh, BN, D, sK[s], full[s])
+                    load_page_tile(VC, page_of(t), (t % per_page) * BN, kvh, BN, DV, sV[s], full[s])
+                else:  # small pages: each of the tile's pages its own boxes, at its rows of the stage
+                    for q in range(pages_per_tile):
+                        page = TABLE[b, T.minimum(t * pages_per_tile + q, MAXP - 1)]
+                        rows = (q * PAGE_SIZE, PAGE_SIZE)
+                        load_page_tile(
+                            KC, page, 0, kvh, PAGE_SIZE, D, sK[s].window((rows[0], 0), (rows[1], D)), full[s]
+                        )
+                        load_page_tile(
+                            VC, page, 0, kvh, PAGE_SIZE, DV, sV[s].window((rows[0], 0), (rows[1], DV)), full[s]
+                        )
         with T.role("consumer", warpgroups=(1,), registers=CONSUMER_REGS), T.let(LENS[b], "lk") as lk:
             first, n_tiles = tiles_of(lk)
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))
@@ -237,10 +256,18 @@ def paged_body(
                 t = first + j
                 # invariant: the stages hold key tile t of this sequence: the rows of its page (as the table lists
                 # it for this sequence) at the tile's offset, of this key/value head
-                T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
-                             & (x[1] // BN == t % per_page) & (x[2] == kvh), sK[s])  # fmt: skip
-                T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
-                             & (x[1] // BN == t % per_page) & (x[2] == kvh), sV[s])  # fmt: skip
+                if per_page:
+                    T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
+                                 & (x[1] // BN == t % per_page) & (x[2] == kvh), sK[s])  # fmt: skip
+                    T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t // per_page, MAXP - 1)])
+                                 & (x[1] // BN == t % per_page) & (x[2] == kvh), sV[s])  # fmt: skip
+                else:  # small pages: row r of the stage is row r % PAGE of the tile's page r // PAGE
+                    T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t * pages_per_tile + x.coord[0] // PAGE_SIZE,
+                                                                       MAXP - 1)])
+                                 & (x[1] == x.coord[0] % PAGE_SIZE) & (x[2] == kvh), sK[s])  # fmt: skip
+                    T.assert_tag(lambda x: (x[0] == TABLE[b, T.minimum(t * pages_per_tile + x.coord[0] // PAGE_SIZE,
+                                                                       MAXP - 1)])
+                                 & (x[1] == x.coord[0] % PAGE_SIZE) & (x[2] == kvh), sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
                 raw = scores if sign > 0 else -scores

@@ -5,10 +5,11 @@ them.
 
 ``sdpa_paged(q, k_cache, v_cache, block_table, seqlens_k, scale=...)`` takes bf16 or f16 CUDA tensors q (B, H, D),
 k_cache (PAGES, PAGE, HK, D), v_cache (PAGES, PAGE, HK, DV) (H a multiple of HK, at most 64 query heads per
-key/value head; PAGE a multiple of 64 tokens), and int32 block_table (B, MAXP) and seqlens_k (B,): sequence b's
-token t is row ``t % PAGE`` of page ``block_table[b, t // PAGE]`` and it has ``seqlens_k[b]`` tokens. Every entry of
-the table must name a page of the pool, unused ones too (0, say). It returns O (B, H, DV) in q's dtype (or
-`out_dtype`) and, with ``return_lse=True``, LSE (B, H) in f32; a sequence with no token gets O = 0 and LSE = -inf.
+key/value head; PAGE a multiple of 64 tokens, or 16 or 32), and int32 block_table (B, MAXP) and seqlens_k (B,):
+sequence b's token t is row ``t % PAGE`` of page ``block_table[b, t // PAGE]`` and it has ``seqlens_k[b]`` tokens.
+Every entry of the table must name a page of the pool, unused ones too (0, say), and the pages a sequence uses are
+distinct. It returns O (B, H, DV) in q's dtype (or `out_dtype`) and, with ``return_lse=True``, LSE (B, H) in f32; a
+sequence with no token gets O = 0 and LSE = -inf.
 
 The keys are split across blocks (flash-decoding, `argus.kernels.sdpa.key_splits`) by `max_seqlen_k` (default:
 the table's capacity, MAXP * PAGE, when not given); each split takes its share of its own sequence's tiles.
@@ -25,7 +26,7 @@ from typing import Any
 from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.kernels import arrays, matmul, sdpa
 from argus.kernels.attention import merge_reducers
-from argus.kernels.attention_paged import flash_attention_paged, flash_attention_paged_combined
+from argus.kernels.attention_paged import SMALL_PAGES, flash_attention_paged, flash_attention_paged_combined
 from argus.kernels.sdpa import COMBINE_TILE, AttentionError, check_heads, dtypes_of, key_splits
 
 #: The most query heads per key/value head (the packed rows of one 64-row tile).
@@ -56,8 +57,11 @@ class PagedProblem:
             raise AttentionError(
                 f"{self.heads // self.kv_heads} query heads per key/value head: at most {MAX_GROUP} (one 64-row tile)"
             )
-        if self.page % 64 or self.page < 64:
-            raise AttentionError(f"pages of {self.page} tokens: a multiple of 64 is supported (one key tile per page)")
+        if (self.page % 64 or self.page < 64) and self.page not in SMALL_PAGES:
+            raise AttentionError(
+                f"pages of {self.page} tokens: a multiple of 64 is supported (one key tile in a page), or "
+                f"{' or '.join(map(str, SMALL_PAGES))} (several pages a key tile)"
+            )
 
     @property
     def group(self) -> int:
@@ -88,7 +92,8 @@ class PagedPlan:
 
     @property
     def block_n(self) -> int:
-        """Keys per tile: 128 where the page holds whole 128-key tiles and the head dims are at most 128, else 64."""
+        """Keys per tile: 128 where the page holds whole 128-key tiles and the head dims are at most 128, else 64
+        (pages of 16 or 32 tokens: four or two pages a tile)."""
         p = self.problem
         return 128 if p.page % 128 == 0 and max(p.d, p.dv) <= 128 else 64
 
@@ -217,8 +222,8 @@ def _loaded_for(params: tuple[tuple[str, Any], ...], combined: bool, dependent: 
 
 
 def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
-    """AttentionError unless every entry of `table` (B, MAXP) names a page of a pool of `pages`, and every length
-    of `lens` (B,) lies in 0 .. MAXP * page."""
+    """AttentionError unless every entry of `table` (B, MAXP) names a page of a pool of `pages`, every length of
+    `lens` (B,) lies in 0 .. MAXP * page, and no sequence uses a page twice (the pages its length covers)."""
     import numpy as np
 
     table, lens = np.asarray(table).astype(np.int64), np.asarray(lens).astype(np.int64)
@@ -236,6 +241,16 @@ def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
             f"seqlens_k[{b}] = {lens[b]}: lengths lie in 0 .. {table.shape[1] * page} (the table's {table.shape[1]} "
             f"pages of {page} tokens)"
         )
+    for b in range(table.shape[0]):  # a page holds one stretch of one sequence: its pages in use are distinct
+        used = table[b, : -(-int(lens[b]) // page)]
+        values, counts = np.unique(used, return_counts=True)
+        if (counts > 1).any():
+            twice = int(values[counts > 1][0])
+            at = np.nonzero(used == twice)[0][:2].tolist()
+            raise AttentionError(
+                f"block_table[{b}, {at[0]}] and block_table[{b}, {at[1]}] both name page {twice}: a sequence's pages "
+                "in use must be distinct (a page repeated would be attended twice)"
+            )
 
 
 def problem_of(
