@@ -830,7 +830,8 @@ def _contraction_once(
             env_a, cons_a = _instance(ctx, sa, env0, ".a", fa)
             env_b, cons_b = _instance(ctx, sb, env0, ".b", fb)
             apart = z3.BoolVal(True) if sa is not sb else z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in free_a])
-            distinct = z3.And(apart, _consumed_between(gemm, sa, env_a, sb, env_b))
+            paired = set(_paired_loops(ctx, sa, gemm, proved)) & set(_paired_loops(ctx, sb, gemm, proved))
+            distinct = z3.And(apart, _consumed_between(gemm, sa, env_a, sb, env_b, paired))
             element, dims, inside = _element(ctx, ra.buffer, "once")
             (oa, wa, holds_a), (ob, wb, holds_b) = _holds(ra, element, env_a, ".a"), _holds(rb, element, env_b, ".b")
             cons = [*shared_cons, *cons_a, *cons_b, *inside, *holds_a, *holds_b]
@@ -874,17 +875,24 @@ def _contraction_once(
     return None
 
 
-def _consumed_between(gemm: Site, sa: Site, env_a: dict, sb: Site, env_b: dict) -> Any:
+def _consumed_between(
+    gemm: Site, sa: Site, env_a: dict, sb: Site, env_b: dict, paired: set[int] | frozenset = frozenset()
+) -> Any:
     """The condition that the second load does not just overwrite the first one's data before the T.gemm read it:
-    they write different places, or they run in different iterations of a loop around the T.gemm, or the T.gemm sits
-    between them in program order (two loads into one place in one iteration, the first unread, are a wasted load,
-    not a double accumulation)."""
+    they write different places, or they run in different iterations of a loop around the T.gemm, or of a producer's
+    loop that a proved pairing ties to one around it (`paired`: ids of such loops, `_paired_loops`; the consumer reads
+    the stage at the first one's iteration before the producer may load it again), or the T.gemm sits between them in
+    program order (two loads into one place in one iteration, the first unread, are a wasted load, not a double
+    accumulation). Before session 63 the producer's paired loops were missing here: two loads of one element into
+    the same stage in different iterations of a warp-specialized pipeline counted as an overwrite, and a double
+    accumulation through the same stage slot (a paged table listing one page twice) was never reported."""
     da: TileRef = sa.stmt.dst  # type: ignore[attr-defined]
     db: TileRef = sb.stmt.dst  # type: ignore[attr-defined]
     if da.buffer is not db.buffer or da.extent != db.extent:
         return z3.BoolVal(True)
     places = [o1 != o2 for o1, o2 in zip(_origins(da, env_a), _origins(db, env_b), strict=True)]
     loops = [lp for lp in gemm.loops if lp in sa.loops and lp in sb.loops]
+    loops += [lp for lp in sa.loops if lp in sb.loops and id(lp) in paired and lp not in loops]
     iterations = [env_a[lp.var] != env_b[lp.var] for lp in loops]
     between = min(sa.index, sb.index) < gemm.index < max(sa.index, sb.index)
     return z3.Or(*places, *iterations, z3.BoolVal(between))
