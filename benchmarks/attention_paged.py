@@ -10,10 +10,10 @@ Usage (from the repository root on a GPU machine)::
 Rows: bf16, one query token per sequence, every sequence of the row the same length (so that the contiguous
 contenders take it), its pages drawn at random from a pool twice the size needed (a fragmented cache). Each output
 is checked first against torch's math backend in f32 on the gathered keys (max abs error <= 2e-2). Bandwidth counts
-the K and V bytes the sequences hold (and Q, O) over the median time, of the GPU's HBM bandwidth (an H100 SXM's
-3.35 TB/s, an H200's 4.8). "paged" is the library's plan (split keys merged in the kernel's own launch where the
-grid fits one wave, `sdpa_paged.COMBINE_IN_KERNEL`); "paged-2" the same split in two launches (the paged kernel,
-then `attention_combine`), timed only where they differ and checked equal to "paged" bit for bit.
+the K and V bytes the sequences hold (and Q, O) over the median time, of the GPU's HBM bandwidth (an H100 SXM's 3.35
+TB/s, an H200's 4.8). "paged" is the library's plan with split keys merged in the kernel's own launch where the grid
+fits one wave (`sdpa_paged.COMBINE_IN_KERNEL` on, whatever its default); "paged-2" the same split in two launches
+(the paged kernel, then `attention_combine`), timed only where they differ and checked equal to "paged" bit for bit.
 """
 
 from __future__ import annotations
@@ -87,9 +87,14 @@ def main() -> int:
         # the same keys and values, contiguous (B, HK, L, D)
         k, v = (c[table.long()].reshape(b, length, hk, d).transpose(1, 2).contiguous() for c in (kc, vc))
         q4 = q[:, :, None]
-        o_paged, _, paged = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length)
+        default = SP.COMBINE_IN_KERNEL
+        SP.COMBINE_IN_KERNEL = True  # "paged": merged where the grid is one wave, whatever the default
+        try:
+            o_paged, _, paged = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length)
+            plan = SP.PagedPlan(SP.problem_of(q, kc, vc, table, lens, max_seqlen_k=length))
+        finally:
+            SP.COMBINE_IN_KERNEL = default
         o_dense, _, dense = S.prepare(q4, k, v)
-        plan = SP.PagedPlan(SP.problem_of(q, kc, vc, table, lens, max_seqlen_k=length))
         row = {"row": label, "shape": [b, h, hk, length, d, page], "config": plan.describe()["params"]}
         launches = {
             "paged": lambda paged=paged: [x.launch() for x in paged],
@@ -100,7 +105,7 @@ def main() -> int:
             try:
                 o_two, _, two = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length)
             finally:
-                SP.COMBINE_IN_KERNEL = True
+                SP.COMBINE_IN_KERNEL = default
             launches["paged-2"] = lambda two=two: [x.launch() for x in two]
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
 

@@ -67,7 +67,7 @@ def test_split_keys_merged_in_the_kernel_s_launch_give_the_two_launches_result_b
     kc, vc = (round_to(f16, rng.standard_normal(s)) for s in [(pages, page, hk, d), (pages, page, hk, dv)])
     q = round_to(f16, rng.standard_normal((b, h, d)))
     problem = SP.PagedProblem(b, h, hk, page, maxp, d, dv, dtype, "f32", max_seqlen=longest)
-    merged, two = SP.PagedPlan(problem), SP.PagedPlan(problem, combined=False)
+    merged, two = SP.PagedPlan(problem, combined=True), SP.PagedPlan(problem, combined=False)
     assert merged.combined and merged.splits == 16 and len(merged.kernels()) == 1 and len(two.kernels()) == 2
     lens = np.array(lens, dtype=np.int32)
     o2, lse2 = two.run_on_interpreter(q, kc, vc, table, lens)
@@ -97,7 +97,7 @@ def test_the_merge_in_one_launch_is_refused_where_the_grid_is_more_than_a_wave()
     assert "not one wave" in SP.combined_refusal(plan)
     with pytest.raises(AttentionError, match="not one wave"):
         SP.PagedPlan(wide, combined=True)
-    narrow = SP.PagedPlan(SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, max_seqlen=65536))
+    narrow = SP.PagedPlan(SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, max_seqlen=65536), combined=True)
     assert narrow.combined and "not one wave" in SP.combined_refusal(narrow, sms=narrow.blocks() - 1)
     assert SP.combined_refusal(SP.PagedPlan(SP.PagedProblem(64, 32, 8, 64, 64, 128, 128, max_seqlen=4096))) == (
         "the keys are not split: there is nothing to merge"
@@ -167,7 +167,7 @@ def test_pages_of_16_verify_but_for_a_page_a_sequence_would_list_twice() -> None
     says): a contract of the call, which `check_cache_tables` enforces (`validate=True`)."""
     from argus.verify import verify_kernel
 
-    plan = SP.PagedPlan(SP.PagedProblem(4, 32, 8, 16, 4096, 128, 128, max_seqlen=65536))
+    plan = SP.PagedPlan(SP.PagedProblem(4, 32, 8, 16, 4096, 128, 128, max_seqlen=65536), combined=True)
     assert plan.block_n == 64 and plan.splits > 1 and plan.combined
     report = verify_kernel(plan.kernels()[0])
     _twice_is_a_page_listed_twice(report)
@@ -184,7 +184,7 @@ def test_every_head_dim_compiles_to_hgmma_and_tma_without_spills() -> None:
             assert mix.get("HGMMA", 0) > 0 and mix.get("UTMALDG", 0) > 0, mix
             assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
     for page in (16, 32):  # several pages a key tile: each its own boxes
-        plan = SP.PagedPlan(SP.PagedProblem(4, 32, 8, page, 65536 // page, 128, 128, max_seqlen=65536))
+        plan = SP.PagedPlan(SP.PagedProblem(4, 32, 8, page, 65536 // page, 128, 128, max_seqlen=65536), combined=True)
         compiled = compile_kernel(plan.kernels()[0])
         assert compiled.instruction_mix().get("UTMALDG", 0) > 0 and compiled.resources.spill_stores == 0
 
@@ -201,9 +201,9 @@ def test_the_library_configuration_verifies_with_every_page_proved_the_sequence_
     from argus.verify import verify_kernel
 
     batch = 64 if longest == 1024 else 4  # 512 blocks: no split; 32 blocks of a long sequence: split keys
-    plan = SP.PagedPlan(SP.PagedProblem(batch, 32, 8, 256, 256, 128, 128, max_seqlen=longest))
+    problem = SP.PagedProblem(batch, 32, 8, 256, 256, 128, 128, max_seqlen=longest)
+    plan = SP.PagedPlan(problem, combined=longest > 1024)  # split: merged in the same launch
     assert (plan.splits > 1) == (longest > 1024)
-    assert plan.combined == (plan.splits > 1)  # split: merged in the same launch
     report = verify_kernel(plan.kernels()[0])
     _twice_is_a_page_listed_twice(report)
     merges = plan.splits if plan.combined else 0  # the merge's one assertion a split: the partial result it adds
@@ -367,16 +367,22 @@ def test_seeded_paging_bugs_are_caught_with_a_witness(bug: str, checks: tuple[st
     assert found[0].counterexample is not None
 
 
-def test_paged_decode_matches_torch_on_the_gpu() -> None:
+@pytest.mark.parametrize("merged", [False, True])
+def test_paged_decode_matches_torch_on_the_gpu(merged: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against torch on the gathered keys, with the split keys merged in the kernel's launch and in two launches,
+    pages of 16 to 256 tokens."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU visible to torch")
     from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
 
+    monkeypatch.setattr(SP, "COMBINE_IN_KERNEL", merged)
     g = torch.Generator().manual_seed(1)
     for b, h, hk, d, page, dtype in [(4, 32, 8, 128, 256, torch.bfloat16), (3, 16, 1, 64, 64, torch.float16),
-                                     (2, 8, 8, 256, 128, torch.bfloat16)]:  # fmt: skip
-        maxp, pages = 40, 200
+                                     (2, 8, 8, 256, 128, torch.bfloat16), (3, 32, 8, 128, 16, torch.bfloat16),
+                                     (2, 16, 2, 64, 32, torch.float16)]:  # fmt: skip
+        maxp = 40 if page >= 64 else 400
+        pages = 5 * maxp
         lens = torch.randint(0, maxp * page + 1, (b,), generator=g)
         lens[0] = 0
         table = torch.stack([torch.randperm(pages, generator=g)[:maxp] for _ in range(b)]).to(torch.int32)

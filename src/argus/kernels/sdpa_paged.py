@@ -70,8 +70,10 @@ class PagedProblem:
 
 #: Whether a split plan merges its partial results in the attention kernel's own launch
 #: (`flash_attention_paged_combined`) where the grid fits one wave, as `argus.kernels.sdpa.COMBINE_IN_KERNEL` does
-#: for `sdpa` (measured there: 0.85-1.00x the two launches' time on every split decode row). A switch for A/B runs.
-COMBINE_IN_KERNEL = True
+#: for `sdpa` (measured there: 0.85-1.00x the two launches' time on every split decode row). Off until the paged
+#: kernel's merge has run on a GPU (`benchmarks/results/2026-12-06-attention-paged-merged/call1.sh` times it and
+#: checks it bit for bit against the two launches; `test_paged_decode_matches_torch_on_the_gpu` covers both).
+COMBINE_IN_KERNEL = False
 
 
 @dataclass(frozen=True)
