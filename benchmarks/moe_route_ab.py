@@ -3,7 +3,7 @@ DSL launches, `argus.kernels.moe_route`) and off (PyTorch's stable argsort, scat
 for the routing alone and for the whole layer, each eager (host work included) and captured in a CUDA graph (the
 GPU's time alone, as a serving loop replays a decode step); all variants interleaved in one process, L2 flushed
 before each launch, medians. Before timing, the routing with the kernels is checked equal, field by field, to the
-one without (the choices and rows exactly, the weights within 2 ulp: the top-k kernel's softmax rounds its
+one without (the choices and rows exactly, the weights within 4 ulp: the top-k kernel's softmax rounds its
 exponentials its own way), and the layer's outputs within 1 % of their largest value.
 
     PYTHONPATH=src python benchmarks/moe_route_ab.py --cases Qwen3-30B-A3B:1 Mixtral:16 --rounds 20
@@ -69,9 +69,9 @@ def main() -> int:
             torch.equal(getattr(a, f).long(), getattr(b, f).long()) for f in ("token", "order", "offs", "counts")
         )
         same_route = same_route and torch.equal(a.positions(), b.positions())
-        same_route = same_route and torch.allclose(a.weight, b.weight, rtol=2.5e-7, atol=0)  # the top-k's softmax
+        same_route = same_route and torch.allclose(a.weight, b.weight, rtol=5e-7, atol=0)  # the top-k's softmax
         y0, y1 = (switched(on, jobs["layer"])().float() for on in (False, True))
-        same_layer = (y0 - y1).abs().max().item() <= 1e-2 * y0.abs().max().item()  # weights within an ulp: bf16 out
+        same_layer = (y0 - y1).abs().max().item() <= 1e-2 * y0.abs().max().item()  # weights within ulps: bf16 out
         failed |= not (same_route and same_layer)
         launches = {}
         for what, fn in jobs.items():

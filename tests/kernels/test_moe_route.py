@@ -85,14 +85,14 @@ def test_the_torch_routing_and_the_kernels_agree_on_a_softmax_top_k() -> None:
 @pytest.mark.parametrize("experts, top_k", [(8, 2), (40, 3), (128, 8), (256, 8), (160, 6)])
 def test_the_top_k_kernel_takes_torch_s_choices_and_their_softmax(experts: int, top_k: int) -> None:
     """`moe_route_topk` (the routing's top-k of the logits and their own softmax, one launch) on the interpreter:
-    torch's `topk` choices exactly, in order, and its softmax of them within 2 ulp (the exponential's rounding);
+    torch's `topk` choices exactly, in order, and its softmax of them within 4 ulp (the exponential's rounding);
     rows of 8 to 256 experts (one warp a row: 32 lanes of 1 to 8 values), tokens not a multiple of the block's."""
     g = torch.Generator().manual_seed(experts + top_k)
     logits = torch.randn(7, experts, generator=g) * 3
     chosen, weights = moe.top_k_softmax(logits, top_k)
     top, want = logits.topk(top_k, dim=-1)
     assert chosen.dtype == torch.int32 and torch.equal(chosen.long(), want)
-    torch.testing.assert_close(weights, top.softmax(dim=-1), rtol=2.5e-7, atol=0)
+    torch.testing.assert_close(weights, top.softmax(dim=-1), rtol=5e-7, atol=0)
 
 
 def test_equal_logits_choose_the_lowest_expert_first() -> None:
@@ -100,7 +100,7 @@ def test_equal_logits_choose_the_lowest_expert_first() -> None:
     chosen, weights = moe.top_k_softmax(logits, 4)
     assert chosen.tolist() == [[1, 3, 4, 2]]
     e = torch.exp(torch.tensor([0.0, 0.0, 0.0, -1.0]))
-    torch.testing.assert_close(weights[0], e / e.sum(), rtol=2.5e-7, atol=0)
+    torch.testing.assert_close(weights[0], e / e.sum(), rtol=5e-7, atol=0)
 
 
 def test_the_top_k_kernel_verifies_and_refuses_what_it_does_not_take() -> None:
@@ -164,4 +164,4 @@ def test_route_with_the_kernels_matches_route_without_on_the_gpu(monkeypatch: py
         assert got.pos is not None
         assert torch.equal(got.token.long(), want.token) and torch.equal(got.order.long(), want.order)
         assert torch.equal(got.offs, want.offs) and torch.equal(got.positions(), want.positions())
-        torch.testing.assert_close(got.weight, want.weight, rtol=2.5e-7, atol=0)  # the top-k kernel's softmax
+        torch.testing.assert_close(got.weight, want.weight, rtol=5e-7, atol=0)  # the top-k kernel's softmax
