@@ -103,6 +103,16 @@ def test_equal_logits_choose_the_lowest_expert_first() -> None:
     torch.testing.assert_close(weights[0], e / e.sum(), rtol=5e-7, atol=0)
 
 
+def test_a_row_of_nan_logits_chooses_real_experts_with_nan_weights() -> None:
+    """NaN logits propagate as PyTorch's do (NaN weights, so NaN outputs), and every choice stays an expert id: a
+    choice past the last expert would land in routed rows no product writes."""
+    logits = torch.randn(3, 8, generator=torch.Generator().manual_seed(2))
+    logits[1] = float("nan")
+    chosen, weights = moe.top_k_softmax(logits, 2)
+    assert ((chosen >= 0) & (chosen < 8)).all() and torch.isnan(weights[1]).all()
+    assert torch.equal(chosen[[0, 2]].long(), logits[[0, 2]].topk(2, dim=-1).indices)
+
+
 def test_the_top_k_kernel_verifies_and_refuses_what_it_does_not_take() -> None:
     from argus.kernels.moe_route import moe_route_topk
     from argus.lang.errors import DSLError

@@ -64,7 +64,9 @@ def moe_route_topk(
         for j in range(TOPK):  # unrolled at trace time: TOPK is a constant
             top = T.reduce_max(left, axis=1)
             hit = T.where(expert < E, T.eq(left, top[:, None]), 0.0)
-            first = -T.reduce_max(T.where(hit, -expert, -BE), axis=1)  # the lowest expert holding the maximum
+            # the lowest expert holding the maximum (a row of NaN logits holds none: expert E - 1, its weight NaN, as
+            # PyTorch's NaN propagates, never an expert id past the last)
+            first = T.minimum(-T.reduce_max(T.where(hit, -expert, -BE), axis=1), E - 1)
             T.copy(T.where(T.eq(expert, j), first[:, None], chosen), chosen)
             T.copy(T.where(T.eq(expert, j), top[:, None], tops), tops)
             T.copy(T.where(T.eq(expert, first[:, None]), float("-inf"), left), left)
