@@ -19,21 +19,13 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from grouped_sweep import interleaved  # noqa: E402
-from moe_layer_bench import SHAPES, graphed, layer_weights  # noqa: E402
+from moe_layer_bench import SHAPES, graphed, layer_weights, with_flags  # noqa: E402
 
 from argus.kernels import moe  # noqa: E402
 
 
 def with_switches(topk: bool, shared: bool, fn):  # noqa: ANN001, ANN202
-    def run():  # noqa: ANN202
-        saved = moe.TOPK_OF_LOGITS, moe.SHARED_TILE_COUNTS
-        moe.TOPK_OF_LOGITS, moe.SHARED_TILE_COUNTS = topk, shared
-        try:
-            return fn()
-        finally:
-            moe.TOPK_OF_LOGITS, moe.SHARED_TILE_COUNTS = saved
-
-    return run
+    return with_flags(moe, fn, TOPK_OF_LOGITS=topk, SHARED_TILE_COUNTS=shared)
 
 
 def main() -> int:

@@ -110,6 +110,23 @@ def reference(x, router, bias, w1, w2, top_k: int):  # noqa: ANN001, ANN201
     return out
 
 
+def with_flags(module, fn, **flags):  # noqa: ANN001, ANN201
+    """`fn` run with the module-level switches `flags` of `module` set (``ROUTE_KERNEL=True``), restored after: one
+    side of an A/B in one process."""
+
+    def run():  # noqa: ANN202
+        saved = {name: getattr(module, name) for name in flags}
+        for name, value in flags.items():
+            setattr(module, name, value)
+        try:
+            return fn()
+        finally:
+            for name, value in saved.items():
+                setattr(module, name, value)
+
+    return run
+
+
 def graphed(torch, fn):  # noqa: ANN001, ANN201
     """(replay, output): `fn` captured in a CUDA graph (after a warm-up on a side stream), so that a replay is the
     GPU's time alone, as a serving loop runs a decode step; `output` is the captured call's result, refreshed by

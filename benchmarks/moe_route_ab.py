@@ -23,21 +23,13 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from grouped_sweep import interleaved  # noqa: E402
-from moe_layer_bench import SHAPES, graphed, layer_weights  # noqa: E402
+from moe_layer_bench import SHAPES, graphed, layer_weights, with_flags  # noqa: E402
 
 from argus.kernels import moe  # noqa: E402
 
 
 def switched(on: bool, fn):  # noqa: ANN001, ANN202
-    def run():  # noqa: ANN202
-        saved = moe.ROUTE_KERNEL
-        moe.ROUTE_KERNEL = on
-        try:
-            return fn()
-        finally:
-            moe.ROUTE_KERNEL = saved
-
-    return run
+    return with_flags(moe, fn, ROUTE_KERNEL=on)
 
 
 def main() -> int:

@@ -630,12 +630,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                     if combined is not None:  # the unit's SPLITS blocks meet, then the first REDUCERS merge its rows
                         out, lse_out, counters, reducers = combined
                         T.group_barrier(counters, bh * q_blocks + bm, split, SPLITS)
-                        if reducers == SPLITS:
-                            merge_rows(O, LSE, out, lse_out, bh, bm * SPLITS + split, 0, BM // SPLITS, DV, SPLITS)
-                        else:  # BM / REDUCERS rows each for splits 0 .. REDUCERS - 1; the others only arrive
-                            with T.if_(split < reducers):
-                                rows = BM // reducers
-                                merge_rows(O, LSE, out, lse_out, bh, bm * reducers + split, 0, rows, DV, SPLITS)
+                        merge_share(O, LSE, out, lse_out, bh, bm, split, BM, reducers, DV, SPLITS)
                 elif bshd:
                     T.copy(o * inv[:, None], O.tile((head[0], bm, bh, 0), (None, BM, None, DV)))
                     T.copy(lse, LSE.tile((head[0], bh, bm), (None, None, BM)))
@@ -718,6 +713,35 @@ def merge_rows(OP: Any, LP: Any, O: Any, LSE: Any, bh: Any, br: Any, bd: Any, BR
             T.copy(lse, LSE.tile((*head, br), (*lead, BR)))
 
 
+def merge_share(
+    OP: Any, LP: Any, O: Any, LSE: Any, head: Any, bm: Any, split: Any, BM: int, reducers: int, DV: int, SPLITS: int
+) -> None:  # noqa: N803
+    """A split block's share of its unit's merge in the one-launch kernels, after the unit's group barrier: blocks
+    0 .. `reducers` - 1 each merge BM / `reducers` of the unit's BM rows (row block ``bm * reducers + split`` of
+    head `head`, `merge_rows`), the others only arrived."""
+    rows = BM // reducers
+    if reducers == SPLITS:
+        merge_rows(OP, LP, O, LSE, head, bm * reducers + split, 0, rows, DV, SPLITS)
+        return
+    with T.if_(split < reducers):
+        merge_rows(OP, LP, O, LSE, head, bm * reducers + split, 0, rows, DV, SPLITS)
+
+
+def check_reducers(kernel: str, REDUCERS: int, BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803
+    """The REDUCERS a one-launch kernel takes (0: `merge_reducers`), DSL_BAD_PARAM unless they divide the unit's BM
+    rows, are at most SPLITS and give each of the `threads` consumer threads a 4-value vector."""
+    reducers = REDUCERS or merge_reducers(BM, SPLITS, DV, threads)
+    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * DV < 4 * threads:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"{kernel}'s REDUCERS blocks of a unit each merge BM / REDUCERS rows, every one of the {threads} "
+            f"consumer threads at least one 4-value vector of them: REDUCERS = {REDUCERS} (taken: {reducers}) must "
+            f"divide BM = {BM}, be at most SPLITS = {SPLITS} and leave at least {-(-4 * threads // DV)} rows of "
+            f"DV = {DV}",
+        )
+    return reducers
+
+
 def merge_reducers(BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803
     """How many of a unit's SPLITS blocks merge its BM rows in `flash_attention_combined`: the most, at most
     SPLITS, dividing BM into shares of rows whose DV columns give each of the `threads` consumer threads at least
@@ -780,22 +804,13 @@ def flash_attention_combined(
     blocks (the SMs times the blocks resident on each; checked at every launch) and a counter per unit. F holds
     zeros when first used and is left at the barriers' next generation: a relaunch needs no reset. "bhsd" only
     (the split's layout), without LPT, PERSISTENT or PAIRS (one unit a block)."""
-    threads = WARPGROUP_SIZE * CONSUMERS
-    reducers = REDUCERS or merge_reducers(BM, SPLITS, DV, threads)
     if not isinstance(SPLITS, int) or SPLITS < 2 or LAYOUT != "bhsd":
         raise DSLError(
             "DSL_BAD_PARAM",
             f"flash_attention_combined splits the keys at least two ways in the 'bhsd' layout (SPLITS = {SPLITS!r}, "
             f"LAYOUT = {LAYOUT!r})",
         )
-    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * DV < 4 * threads:
-        raise DSLError(
-            "DSL_BAD_PARAM",
-            f"flash_attention_combined's REDUCERS blocks of a unit each merge BM / REDUCERS rows, every one of the "
-            f"{threads} consumer threads at least one 4-value vector of them: REDUCERS = {REDUCERS} (taken: "
-            f"{reducers}) must divide BM = {BM}, be at most SPLITS = {SPLITS} and leave at least "
-            f"{-(-4 * threads // DV)} rows of DV = {DV}",
-        )
+    reducers = check_reducers("flash_attention_combined", REDUCERS, BM, SPLITS, DV, WARPGROUP_SIZE * CONSUMERS)
     units = f"((SQ + {BM - 1}) // {BM}) * BH"
     # one wave: the blocks of a unit wait for each other (each factor bounded on its own too: the product of two
     # unbounded sizes could wrap around in the index width)

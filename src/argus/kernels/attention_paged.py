@@ -26,7 +26,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
-from argus.kernels.attention import LOG2E, PANEL, merge_reducers, merge_rows
+from argus.kernels.attention import LOG2E, PANEL, check_reducers, merge_share
 from argus.kernels.attention_varlen import softmax_result, softmax_step
 from argus.lang.errors import DSLError
 
@@ -121,19 +121,11 @@ def flash_attention_paged_combined(
     The blocks of a unit wait for each other, so they must run at once: the kernel assumes the grid fits WAVE
     blocks (one per SM; `sdpa_paged.prepare` checks the device's SMs) and a counter per unit. F holds zeros when
     first used and is left at the barriers' next generation: a relaunch needs no reset."""
-    BM = 64  # noqa: N806 - the packed rows' tile (`paged_body`)
-    reducers = REDUCERS or merge_reducers(BM, SPLITS, DV, WARPGROUP_SIZE)
     if not isinstance(SPLITS, int) or SPLITS < 2:
         raise DSLError("DSL_BAD_PARAM", f"flash_attention_paged_combined splits the keys at least two ways (SPLITS = "
                                         f"{SPLITS!r})")  # fmt: skip
-    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * DV < 4 * WARPGROUP_SIZE:
-        raise DSLError(
-            "DSL_BAD_PARAM",
-            f"flash_attention_paged_combined's REDUCERS blocks of a unit each merge {BM} / REDUCERS rows, every one "
-            f"of the {WARPGROUP_SIZE} consumer threads at least one 4-value vector of them: REDUCERS = {REDUCERS} "
-            f"(taken: {reducers}) must divide {BM}, be at most SPLITS = {SPLITS} and leave at least "
-            f"{-(-4 * WARPGROUP_SIZE // DV)} rows of DV = {DV}",
-        )
+    # the packed rows' 64-row tile (`paged_body`)
+    reducers = check_reducers("flash_attention_paged_combined", REDUCERS, 64, SPLITS, DV, WARPGROUP_SIZE)
     # one wave: the blocks of a unit wait for each other (each factor bounded on its own too: a product of unbounded
     # sizes could wrap around in the index width)
     T.assume(f"B <= {WAVE}")
@@ -286,12 +278,7 @@ def paged_body(
                 if combined is not None:  # the unit's SPLITS blocks meet, then the first REDUCERS merge its rows
                     out, lse_out, counters, reducers = combined
                     T.group_barrier(counters, b * HK + kvh, split, SPLITS)
-                    rows = BM // reducers
-                    if reducers == SPLITS:
-                        merge_rows(O, LSE, out, lse_out, (b, kvh), split, 0, rows, DV, SPLITS)
-                    else:  # the others only arrive
-                        with T.if_(split < reducers):
-                            merge_rows(O, LSE, out, lse_out, (b, kvh), split, 0, rows, DV, SPLITS)
+                    merge_share(O, LSE, out, lse_out, (b, kvh), 0, split, BM, reducers, DV, SPLITS)
             else:
                 T.copy(o * inv[:, None], O.tile((b, kvh, 0, 0), (None, None, BM, DV)))
                 T.copy(lse, LSE.tile((b, kvh, 0), (None, None, BM)))

@@ -592,14 +592,7 @@ def top_k_softmax(logits: Any, top_k: int) -> tuple[Any, Any]:
     logits = logits.to(torch.float32).contiguous()
     chosen = torch.empty((tokens, top_k), dtype=torch.int32, device=logits.device)
     weights = torch.empty((tokens, top_k), dtype=torch.float32, device=logits.device)
-    params = route_params("topk", top_k, experts)
-    if logits.is_cuda:
-        _loaded_route("topk", params)(logits, chosen, weights)
-    else:
-        from argus.interp import run_kernel
-
-        tensors = {"LOGITS": logits.numpy(), "CHOICE": chosen.numpy(), "WIN": weights.numpy()}
-        run_kernel(moe_route_topk.trace(**dict(params)), tensors)
+    _run_route("topk", route_params("topk", top_k, experts), LOGITS=logits, CHOICE=chosen, WIN=weights)
     return chosen, weights
 
 
@@ -622,19 +615,25 @@ def sort_by_expert(chosen: Any, weights: Any, experts: int, block_m: int = 64) -
     pos, order, token = (torch.empty(rows, dtype=torch.int32, device=dev) for _ in range(3))
     offs, counts, tiles = (torch.empty(experts, dtype=torch.int32, device=dev) for _ in range(3))
     weight = torch.empty(rows, dtype=torch.float32, device=dev)
-    rank, sort = route_params("rank"), route_params("sorted", top_k, block_m=block_m)
-    if flat.is_cuda:
-        _loaded_route("rank", rank)(flat, pos, offs, counts)
-        _loaded_route("sorted", sort)(pos, win, counts, order, token, weight, tiles)
-    else:
-        from argus.interp import run_kernel
-
-        run = {"CHOICE": flat.numpy(), "POS": pos.numpy(), "OFFS": offs.numpy(), "COUNTS": counts.numpy()}
-        run_kernel(moe_route_rank.trace(**dict(rank)), run)
-        out = {"POS": pos.numpy(), "WIN": win.numpy(), "COUNTS": counts.numpy(), "ORDER": order.numpy()}
-        out = {**out, "TOKEN": token.numpy(), "WEIGHT": weight.numpy(), "TILES": tiles.numpy()}
-        run_kernel(moe_route_sorted.trace(**dict(sort)), out)
+    _run_route("rank", route_params("rank"), CHOICE=flat, POS=pos, OFFS=offs, COUNTS=counts)
+    _run_route("sorted", route_params("sorted", top_k, block_m=block_m), POS=pos, WIN=win, COUNTS=counts,
+               ORDER=order, TOKEN=token, WEIGHT=weight, TILES=tiles)  # fmt: skip
     return Routing(token, weight, offs, order, counts, pos, (block_m, tiles))
+
+
+#: The routing kernels, by the `kind` of `route_params`.
+ROUTE_KERNELS = {"rank": moe_route_rank, "sorted": moe_route_sorted, "topk": moe_route_topk}
+
+
+def _run_route(kind: str, params: tuple[tuple[str, Any], ...], **tensors: Any) -> None:
+    """Launch routing kernel `kind` on `tensors` (named as its parameters, given in their order): compiled on a
+    CUDA device, on the lane-level interpreter for CPU tensors (written in place through their numpy views)."""
+    if next(iter(tensors.values())).is_cuda:
+        _loaded_route(kind, params)(*tensors.values())
+        return
+    from argus.interp import run_kernel
+
+    run_kernel(ROUTE_KERNELS[kind].trace(**dict(params)), {name: t.numpy() for name, t in tensors.items()})
 
 
 @functools.lru_cache(maxsize=16)
@@ -642,8 +641,7 @@ def _loaded_route(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    kernel = {"rank": moe_route_rank, "sorted": moe_route_sorted, "topk": moe_route_topk}[kind]
-    return load(compile_kernel(kernel.trace(**dict(params))))
+    return load(compile_kernel(ROUTE_KERNELS[kind].trace(**dict(params))))
 
 
 def moe_layer(
