@@ -34,10 +34,10 @@ import hashlib
 import keyword
 import linecache
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from argus.kernels.gemm import gemm_split_reduce, gemm_tail_reduce, gemm_warp_specialized_persistent
+from argus.kernels.gemm import REDUCTIONS, gemm_split_reduce, gemm_tail_reduce, gemm_warp_specialized_persistent
 
 #: operand kind -> (its global shape, the loader in `argus.kernels.gemm` that reads it)
 KINDS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -50,7 +50,7 @@ DTYPES = ("f32", "bf16", "f16")
 
 #: Names an epilogue may not give its values: the kernels' own parameters and shape symbols, and the DSL.
 RESERVED = frozenset(
-    {"acc", "tile", "epilogue", "T", "argus", "A", "B", "C", "W", "M", "N", "K", "S", "L", "RT", "WM", "WN"}
+    {"acc", "tile", "epilogue", "T", "argus", "A", "B", "C", "W", "P", "M", "N", "K", "S", "L", "RT", "WM", "WN", "NP"}
     | set(gemm_warp_specialized_persistent.defaults)
     | set(gemm_split_reduce.defaults)
     | set(gemm_tail_reduce.defaults)
@@ -80,15 +80,31 @@ class Epilogue:
     statements: tuple[str, ...]
     result: str
     operands: tuple[EpilogueOperand, ...] = ()
+    #: a reduction of each row of the result (over the product's N columns), one of `REDUCTIONS`: the call then
+    #: returns the (M,) vector of them instead of the (M, N) result, which is never stored (`reduce_rows`)
+    reduce: str | None = None
 
     @classmethod
-    def of(cls, expression: str, **operands: str | tuple[str, str]) -> Epilogue:
+    def of(cls, expression: str, reduce: str | None = None, **operands: str | tuple[str, str]) -> Epilogue:
         """The epilogue ``C = expression``; each keyword names an operand and gives its kind, or (kind, dtype):
-        ``Epilogue.of("T.maximum(acc + bias, 0.0)", bias="columns")``."""
+        ``Epilogue.of("T.maximum(acc + bias, 0.0)", bias="columns")``; `reduce`: a reduction of each of its rows
+        (``Epilogue.of("T.sigmoid(acc + bias)", reduce="sum", bias="columns")``)."""
         found = tuple(
             EpilogueOperand(name, *((spec,) if isinstance(spec, str) else spec)) for name, spec in operands.items()
         )
-        return cls((f"out = {expression}",), "out", found)
+        return cls((f"out = {expression}",), "out", found, reduce)
+
+    def reducing(self, op: str | None) -> Epilogue:
+        """This epilogue with the row reduction `op` (None: without one)."""
+        return replace(self, reduce=op)
+
+    def transposed(self) -> Epilogue:
+        """The epilogue of the transposed product ``C^T = B^T A^T``: per-row and per-column operands trade places
+        (a tile operand is then read transposed: the caller passes its transpose). A reduction of C's columns is
+        the reduction of this epilogue's rows."""
+        swap = {"rows": "columns", "columns": "rows"}
+        ops = tuple(replace(o, kind=swap.get(o.kind, o.kind)) for o in self.operands)
+        return replace(self, operands=ops)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "statements", tuple(self.statements))
@@ -106,6 +122,8 @@ class Epilogue:
                 raise EpilogueError(f"epilogue operand {o.name!r}: dtype {o.dtype!r} is not one of {', '.join(DTYPES)}")
         if len(set(names)) != len(names):
             raise EpilogueError(f"epilogue operands named twice: {names}")
+        if self.reduce is not None and self.reduce not in REDUCTIONS:
+            raise EpilogueError(f"an epilogue's row reduction is one of {', '.join(REDUCTIONS)}, not {self.reduce!r}")
         if not self.result.isidentifier():
             raise EpilogueError(f"the epilogue's result {self.result!r} is not a name")
         for line in self.statements:
@@ -134,7 +152,7 @@ class Epilogue:
     @property
     def key(self) -> str:
         """A short hash of the epilogue: the suffix of its kernels' names."""
-        text = repr((self.statements, self.result, self.operands))
+        text = repr((self.statements, self.result, self.operands) + ((self.reduce,) if self.reduce else ()))
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
     @property
@@ -158,7 +176,11 @@ def _function(ep: Epilogue) -> list[str]:
             pending.remove(o)
         if line is not ep.result:
             lines.append(f"        {line}")
-    lines.append(f"        return {ep.result}")
+    if ep.reduce is not None:  # the tile's share of each row's reduction, stored into P; nothing else is stored
+        lines.append(f"        gemm.epilogue_reduce({ep.result}, tile, P, {ep.reduce!r}, COLS or N)")
+        lines.append("        return None")
+    else:
+        lines.append(f"        return {ep.result}")
     return lines
 
 
@@ -167,22 +189,29 @@ def source(ep: Epilogue) -> str:
     main_defaults = {
         k: v for k, v in gemm_warp_specialized_persistent.defaults.items() if k not in ("SPLITS", "BATCH", "EPILOGUE")
     }
+    # a reducing epilogue writes each tile's partial row reductions into P (M, NP) instead of C; COLS: the
+    # product's real column count where the kernel's N is padded (0: N)
+    out = '    P: T.Tensor[("M", "NP"), T.f32],' if ep.reduce else '    C: T.Tensor[("M", "N"), "OUT"],'
+    cols = ["    COLS: int = 0,"] if ep.reduce else []
+    c = "None" if ep.reduce else "C"
     main = [
         '@argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES", "persistent": True, '
         '"tile_order": "ORDER"})',
         f"def gemm_fused_{ep.key}(",
         '    A: T.Tensor[gemm.a_shape, "IN"],',
         '    B: T.Tensor[gemm.b_shape, "IN"],',
-        '    C: T.Tensor[("M", "N"), "OUT"],',
+        out,
         *_signature(ep),
         *[f"    {k}: {type(v).__name__} = {v!r}," for k, v in main_defaults.items()],
         '    EPILOGUE: str = "direct",',
+        *cols,
         "):",
         '    """The persistent Hopper GEMM with the fused epilogue below (argus.kernels.epilogue)."""',
+        *(['    T.assume(f"NP == (N + {BN - 1}) // {BN}")  # a partial per column tile'] if ep.reduce else []),
         *_function(ep),
         "",
         "    gemm.persistent_gemm(",
-        "        A, B, C, SPLITS=1, BATCH=False, epilogue=epilogue, EPILOGUE=EPILOGUE,",
+        f"        A, B, {c}, SPLITS=1, BATCH=False, epilogue=epilogue, EPILOGUE=EPILOGUE,",
         *[f"        {k}={k}," for k in main_defaults if k not in ("IN", "OUT")],  # dtypes: the tensors carry them
         "    )",
     ]
@@ -190,14 +219,16 @@ def source(ep: Epilogue) -> str:
         '@argus.kernel(policies={"tile_shape": ("BN",)})',
         f"def gemm_split_reduce_fused_{ep.key}(",
         '    W: T.Tensor[("S", "M", "N"), T.f32],',
-        '    C: T.Tensor[("M", "N"), "OUT"],',
+        out,
         *_signature(ep),
         *[f"    {k}: {type(v).__name__} = {v!r}," for k, v in gemm_split_reduce.defaults.items()],
+        *cols,
         "):",
         '    """The split-K reduction with the fused epilogue below (argus.kernels.epilogue)."""',
+        *(['    T.assume(f"NP == (N + {BN - 1}) // {BN}")  # a partial per column tile'] if ep.reduce else []),
         *_function(ep),
         "",
-        "    gemm.split_reduce(W, C, SPLITS=SPLITS, BN=BN, epilogue=epilogue)",
+        f"    gemm.split_reduce(W, {c}, SPLITS=SPLITS, BN=BN, epilogue=epilogue)",
     ]
     tail = [
         '@argus.kernel(policies={"tile_shape": ("BM", "BN")})',
@@ -221,6 +252,8 @@ def source(ep: Epilogue) -> str:
         "from argus.kernels import gemm",
         "",
     ]
+    if ep.reduce:  # a split tail's pieces are not planned for a reducing epilogue (`matmul.GemmPlan`)
+        tail = []
     return "\n".join([*head, "", *main, "", "", *reduce, "", "", *tail, ""])
 
 
@@ -249,7 +282,7 @@ def fused_kernels(ep: Epilogue) -> tuple[Any, Any, Any]:
     return (
         namespace[f"gemm_fused_{ep.key}"],
         namespace[f"gemm_split_reduce_fused_{ep.key}"],
-        namespace[f"gemm_tail_reduce_fused_{ep.key}"],
+        namespace.get(f"gemm_tail_reduce_fused_{ep.key}"),  # none for a reducing epilogue
     )
 
 

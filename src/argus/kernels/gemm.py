@@ -545,6 +545,96 @@ def epilogue_scalar(acc: Any, tile: tuple, S: Any) -> Any:
     return S[0]
 
 
+#: The reductions a fused epilogue may take of each row of its result (`epilogue_reduce`), and each one's partial
+#: results' combination (`gemm_reduce_partials`): ``"mean"`` is a sum scaled by 1 / N when the partials are combined.
+REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp")
+
+_INF = float("inf")
+
+
+def reduction_op(OP: str) -> str:  # noqa: N803 - the kernels' parameter
+    """`OP`, checked against `REDUCTIONS`."""
+    if OP not in REDUCTIONS:
+        raise DSLError("DSL_BAD_PARAM", f"a row reduction is one of {', '.join(REDUCTIONS)}, not {OP!r}")
+    return OP
+
+
+@T.macro
+def epilogue_reduce(value: Any, tile: tuple, P: Any, OP: str, COLS: Any) -> None:  # noqa: N803
+    """A reducing epilogue's share for one tile (bm, bn, rows, cols) of the result `value` (f32, in the
+    accumulator's layout): each row's reduction `OP` over the tile's columns below COLS (the product's real column
+    count: padding columns and rows are masked out by index, whatever the epilogue made of them), stored into column
+    bn of the partial results P (M, NP), which `gemm_reduce_partials` combines. A logsumexp's partial is the tile's own
+    ``max + log(sum(exp(x - max)))``, its maximum taken as 0 where it is not finite (a row of -inf gives -inf, not
+    NaN)."""
+    bm, bn, rows, cols = tile
+    # the product's elements: columns below COLS, rows below M (the rows past it are stored nowhere; masked, so that
+    # no padding enters a reduction at all)
+    real = (T.index(value, 1, T.i32) + bn * cols < COLS) & (T.index(value, 0, T.i32) + bm * rows < P.shape[0])
+    op = reduction_op(OP)
+    if op in ("sum", "mean"):
+        part = T.reduce_sum(T.where(real, value, 0.0), axis=1)
+    elif op == "min":
+        part = -T.reduce_max(T.where(real, -value, -_INF), axis=1)
+    else:
+        part = T.reduce_max(T.where(real, value, -_INF), axis=1)
+    if op == "logsumexp":
+        shift = T.where(T.abs(part) < _INF, part, 0.0)
+        part = shift + T.log(T.reduce_sum(T.where(real, T.exp(value - shift[:, None]), 0.0), axis=1))
+    T.copy(part, P.tile((bm, bn), (rows, None)))
+
+
+@argus.kernel(policies={"tile_shape": ("BR", "BJ")})
+def gemm_reduce_partials(
+    P: T.Tensor[("M", "NP"), T.f32],
+    O: T.Tensor[("M",), "OUT"],
+    OP: str = "sum",
+    SCALE: float = 1.0,
+    BR: int = 32,
+    BJ: int = 128,
+    OUT: str = "f32",
+):
+    """The second half of a reducing epilogue (`epilogue_reduce`): O[m] = the reduction OP of row m's NP partial
+    results P[m, :] (one per column tile of the product), in f32, times SCALE for a sum (``"mean"``: 1 / N), converted
+    to OUT. Block b takes rows b * BR .., streaming the partials in tiles of BJ; a logsumexp makes two passes (the
+    largest partial, then the sum of their exponentials below it)."""
+    op = reduction_op(OP)
+    if BR % 4 or BJ % 32 or BR * BJ > 128 * 64:
+        raise DSLError("DSL_BAD_PARAM", f"BR = {BR} rows (a multiple of 4) by BJ = {BJ} partials (of 32), at most 64 "
+                                        "a thread of 128")  # fmt: skip
+    with T.grid(T.cdiv(M, BR), threads=128) as (bi,):
+        x = T.alloc_fragment((BR, BJ), T.f32)
+        best = T.alloc_reduced(x, axis=1)
+        T.fill(best, {"sum": 0.0, "mean": 0.0, "min": _INF}.get(op, -_INF))
+        for jt in T.serial(T.cdiv(NP, BJ)):
+            T.copy(P.tile((bi, jt), (BR, BJ)), x)
+            # invariant: element (i, j) of the tile is row bi * BR + i's partial of column tile jt * BJ + j
+            T.assert_tag(lambda t: (t[0] == bi * BR + t.coord[0]) & (t[1] == jt * BJ + t.coord[1]), x)
+            real = T.index(x, 1, T.i32) + jt * BJ < NP
+            if op in ("sum", "mean"):
+                T.copy(best + T.reduce_sum(T.where(real, x, 0.0), axis=1), best)
+            elif op == "min":
+                T.copy(T.minimum(best, -T.reduce_max(T.where(real, -x, -_INF), axis=1)), best)
+            else:
+                T.copy(T.maximum(best, T.reduce_max(T.where(real, x, -_INF), axis=1)), best)
+        if op == "logsumexp":
+            shift = T.where(T.abs(best) < _INF, best, 0.0)
+            total = T.alloc_reduced(x, axis=1)
+            T.fill(total, 0.0)
+            for jt in T.serial(T.cdiv(NP, BJ)):
+                T.copy(P.tile((bi, jt), (BR, BJ)), x)
+                # invariant: the second pass reads the same partials
+                T.assert_tag(lambda t: (t[0] == bi * BR + t.coord[0]) & (t[1] == jt * BJ + t.coord[1]), x)
+                real = T.index(x, 1, T.i32) + jt * BJ < NP
+                T.copy(total + T.reduce_sum(T.where(real, T.exp(x - shift[:, None]), 0.0), axis=1), total)
+            result = shift + T.log(total)
+        elif op in ("sum", "mean") and SCALE != 1.0:
+            result = best * SCALE
+        else:
+            result = best
+        T.copy(result if O.dtype == T.f32 else T.cast(result, O.dtype), O.tile(bi, BR))
+
+
 def c_shape(SPLITS: int, BATCH: bool, C_MAJOR: str = "N") -> tuple[str, ...]:  # noqa: N803 - the kernel's names
     """C's global shape: ``(M, N)``; with split-K (SPLITS > 1) the f32 workspace ``(S, M, N)`` of the partial
     products, one (M, N) slice per split, that `gemm_split_reduce` sums into C; batched, ``(L, M, N)``. With
@@ -690,7 +780,9 @@ def persistent_gemm(
     TAIL splits): the tiles after them, split (`gemm_persistent_split_tail`). `fused`, with SPLITS > 1: (the
     output C, the counters F, the reducers) of `gemm_split_fused`, whose units sum each other's slices of C (here
     the workspace) after a group barrier per tile instead of `gemm_split_reduce`."""
-    if PART not in ("all", "whole", "tail") or (PART == "tail") != (C is None):
+    # C None outside the tail: a reducing epilogue stores its own outputs (`epilogue_reduce`), not the product
+    reducing = C is None and PART == "all" and epilogue is not None
+    if PART not in ("all", "whole", "tail") or ((PART == "tail") != (C is None) and not reducing):
         raise DSLError(
             "DSL_BAD_PARAM",
             f"PART must be 'all', 'whole' or 'tail' (the tail only in gemm_persistent_split_tail), not {PART!r}",
@@ -701,10 +793,10 @@ def persistent_gemm(
         )
     if PART == "whole":
         T.writes_part(C, "the tiles of the whole waves: gemm_tail_reduce writes the split tail's tiles")
-    if PART == "tail":  # M and N from the operands: the tail kernel stores only into W
+    if PART == "tail" or reducing:  # M and N from the operands: the tail kernel stores only into W
         M = A.shape[-2] if A_MAJOR == "K" else A.shape[-1]  # noqa: N806 - the kernel's shape symbols
         N = B.shape[-2] if B_MAJOR == "K" else B.shape[-1]  # noqa: N806
-        if W is None or TAIL < 2 or epilogue is not None or EPILOGUE != "direct":
+        if PART == "tail" and (W is None or TAIL < 2 or epilogue is not None or EPILOGUE != "direct"):
             raise DSLError(
                 "DSL_BAD_PARAM",
                 f"the tail kernel stores f32 partial products into the workspace W directly, with TAIL >= 2 splits "
@@ -722,6 +814,8 @@ def persistent_gemm(
         )
     K = A.shape[-1] if A_MAJOR == "K" else A.shape[-2]  # noqa: N806
     L = C.shape[0] if BATCH else None  # noqa: N806
+    if reducing and EPILOGUE != "direct":
+        raise DSLError("DSL_BAD_PARAM", f"a reducing epilogue stores no tile of C: EPILOGUE 'direct', not {EPILOGUE!r}")
     if epilogue is not None and (BATCH or SPLITS > 1):
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -984,6 +1078,8 @@ def store_tile(  # noqa: PLR0913 - the store's parts, named as in the kernel
     """Store tile (bm, bn) of C from the accumulator, through the fused `epilogue` when given, directly or (EPILOGUE
     ``"tma"``) through the shared-memory `staging` buffers and TMA stores."""
     value = acc if epilogue is None else epilogue(acc, (bm, bn, BM, BN))
+    if value is None:  # a reducing epilogue stored its own outputs (`epilogue_reduce`)
+        return
     if EPILOGUE == "tma":
         T.copy(value, C.tile((bm, bn), (BM, BN)), atom="tma.store", staging=staging)
     else:
@@ -1008,7 +1104,7 @@ def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None) 
     `epilogue(acc, tile)`, when given, is the value stored for the (1, BN) tile of row m, as in `persistent_gemm`."""
     T.assume(f"S == {SPLITS}")
     T.assume("N % 4 == 0")  # rows in whole vectors of four elements: 16-byte loads of W, 4-element stores of C
-    M, N = C.shape  # noqa: N806 - the kernel's shape symbols
+    M, N = W.shape[1], W.shape[2]  # noqa: N806 - the kernel's shape symbols (C None: a reducing epilogue)
     with T.grid(M, T.cdiv(N, BN), threads=BN // 4) as (m, bn):
         acc = T.alloc_fragment((1, BN), T.f32)
         T.copy(W.tile((0, m, bn), (None, 1, BN)), acc)
@@ -1019,7 +1115,8 @@ def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None) 
             T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] == m) & (w[2] // BN == bn), part)
             acc = acc + part
         value = acc if epilogue is None else epilogue(acc, (m, bn, 1, BN))
-        T.copy(value, C.tile((m, bn), (1, BN)))
+        if value is not None:  # (None: a reducing epilogue stored its own outputs)
+            T.copy(value, C.tile((m, bn), (1, BN)))
 
 
 # --- the split tail: whole waves of whole tiles, the last partial wave split along K ----------------------------------

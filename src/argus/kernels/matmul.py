@@ -690,6 +690,8 @@ BATCH_L2_FACTOR = 2
 
 #: Columns per block of the split-K reduction (4 per thread).
 REDUCE_BN = 512
+#: ... and of a reducing epilogue's split-K reduction: one warp, so that each row's partial is a warp's reduction.
+REDUCE_ROW_BN = 128
 
 #: A split plan sums its slices in the GEMM kernel where it can (`GemmConfig.FUSE` None: `fuse_refusal`), instead of a
 #: second launch. Measured on an H100 (benchmarks/results/2026-12-05-gemm-fused/, call 2), each plan against its own
@@ -1401,6 +1403,14 @@ class GemmPlan:
             )
         if self.epilogue is not None and self.problem.batch > 1:
             raise GemmError("a fused epilogue on a batched GEMM is not built (its operands have no batch index)")
+        if self.reducing:
+            if self.config.TAIL > 1:
+                raise GemmError(
+                    f"{self.config.label}: a reducing epilogue on a split tail is not built (its pieces' partials); "
+                    "use TAIL=1"
+                )
+            if self.config.SPLITS == 1 and self.config.EPILOGUE != "direct":  # no tile of C is stored at all
+                object.__setattr__(self, "config", replace(self.config, EPILOGUE="direct"))
         if self.config.SPLITS > 1 and self.padded.c_columns % 4:
             raise GemmError(
                 f"split-K ({self.config.label}) writes f32 workspace rows in whole 16-byte vectors: C's rows "
@@ -1484,6 +1494,8 @@ class GemmPlan:
         params = self.config.kernel_params(self.padded, target)
         if self.fused_main:
             del params["SPLITS"]
+            if self.reducing:
+                params.update(self.reduce_cols())
         if self.config.FUSE:  # gemm_split_fused stores C itself, summed by the tile's first `reducers()` units
             params["OUT"] = self.padded.out
             if self.config.reducers() != self.config.SPLITS:
@@ -1494,6 +1506,42 @@ class GemmPlan:
     def fused_main(self) -> bool:
         """Whether the GEMM kernel applies the epilogue (no split; with a split the reduction does)."""
         return self.epilogue is not None and self.config.SPLITS == 1
+
+    @property
+    def reducing(self) -> bool:
+        """Whether the epilogue reduces each row of its result (`Epilogue.reduce`): the call's result is then the
+        (M,) vector of the reductions, made from per-tile partials (`partials_shape`) by `finish_kernel`."""
+        return self.epilogue is not None and self.epilogue.reduce is not None
+
+    def reduction_columns(self) -> int:
+        """The columns of C one partial of a reducing plan covers: the GEMM's tile, or the split-K reduction's."""
+        return self.config.BN if self.config.SPLITS == 1 else REDUCE_ROW_BN
+
+    def partials_shape(self) -> tuple[int, int]:
+        """A reducing plan's partial results (rows of C as the kernels hold them, one column per `reduction_columns`
+        of its columns), which `finish_kernel` combines."""
+        rows, cols = self.c_shape
+        return rows, _cdiv(cols, self.reduction_columns())
+
+    def reduce_cols(self) -> dict[str, int]:
+        """``COLS``: the product's real column count where the kernels' C is padded past it (a reducing epilogue
+        masks the padding out of its rows), else nothing (the kernels' N)."""
+        return {"COLS": self.problem.N} if self.c_shape[1] != self.problem.N else {}
+
+    def finish_params(self) -> tuple[tuple[str, Any], ...] | None:
+        """`gemm_reduce_partials`' parameters for a reducing plan, or None."""
+        if not self.reducing:
+            return None
+        op = self.epilogue.reduce
+        params = {"OP": op, "OUT": self.problem.out}
+        if op == "mean":
+            params["SCALE"] = 1.0 / self.problem.N
+        return tuple(sorted(params.items()))
+
+    def finish_kernel(self) -> Any:
+        """A reducing plan's last launch: each row's partials combined (`gemm.gemm_reduce_partials`), or None."""
+        params = self.finish_params()
+        return None if params is None else _traced_finish(params)
 
     @property
     def main_kind(self) -> str:
@@ -1535,6 +1583,8 @@ class GemmPlan:
     def reduce_params(self, target: Target = DEFAULT_TARGET) -> tuple[tuple[str, Any], ...] | None:
         config, q = self.config, self.padded
         params = config.reduce_params(q) if self.is_gemv else config.reduce_params(q, target)
+        if params is not None and self.reducing:  # each row's partial within one warp
+            params.update({"BN": REDUCE_ROW_BN, **self.reduce_cols()})
         return None if params is None else tuple(sorted(params.items()))
 
     def kernels(self, target: Target = DEFAULT_TARGET) -> list[Any]:
@@ -1543,6 +1593,7 @@ class GemmPlan:
         found = [_traced_split(tuple(sorted(step.params.items()))) for step in self.splits]
         found += [_traced_pad(tuple(sorted(step.params.items()))) for step in self.pads]
         found += [self.main_kernel(target), self.tail_kernel(target), self.reduce_kernel(target)]
+        found += [self.finish_kernel()]
         return [k for k in found if k is not None]
 
     def epilogue_operands(self, operands: Any, xp: Any) -> dict[str, Any]:
@@ -1671,6 +1722,16 @@ class GemmPlan:
             out = np.full(self.c_shape, np.nan)
             run_kernel(main, {"A": A, "B": B, "W": C, "C": out, "F": np.zeros(self.counters(target), np.int32)})
             return out[..., : self.problem.M, : self.problem.N]
+        if self.reducing:  # each tile's partials (from the GEMM, or from the split-K reduction), then each row's
+            P = np.full(self.partials_shape(), np.nan)
+            if splits == 1:
+                run_kernel(main, {"A": A, "B": B, "P": P, **extra})
+            else:
+                run_kernel(main, {"A": A, "B": B, "C": C})
+                run_kernel(self.reduce_kernel(), {"W": C, "P": P, **extra})
+            out = np.full(self.c_shape[0], np.nan)
+            run_kernel(self.finish_kernel(), {"P": P, "O": out})
+            return out[: self.problem.M]
         if main is not None:
             run_kernel(main, {"A": A, "B": B, "C": C, **(extra if self.fused_main else {})})
         if W is not None:
@@ -1760,6 +1821,11 @@ def _traced_tail_reduce(params: tuple[tuple[str, Any], ...]) -> Any:
 def _traced_fused(ep: Epilogue, kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
     main, reduce, tail_reduce = fused_kernels(ep)
     return {"main": main, "reduce": reduce, "tail_reduce": tail_reduce}[kind].trace(**dict(params))
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_finish(params: tuple[tuple[str, Any], ...]) -> Any:
+    return gemm.gemm_reduce_partials.trace(**dict(params))
 
 
 @functools.lru_cache(maxsize=64)
@@ -1902,6 +1968,7 @@ def _loaded_for(kind: str, params: tuple[tuple[str, Any], ...], epilogue: Epilog
             "block_scaled": _traced_block_scaled,
             "tail": _traced_tail,
             "tail_reduce": _traced_tail_reduce,
+            "finish": _traced_finish,
         }
         traced = kinds[kind](params)
     return load(compile_kernel(traced, dependent=dependent))
@@ -1980,9 +2047,13 @@ def prepare(
             params = tuple(sorted(step.params.items()))
             launches.append(_loaded("pad", params).prepare(source, y, dependent=DEPENDENT_LAUNCHES))
             copies[step.operand] = (source, y)
-        host_copied = any([not shares_storage(copies[i][0], (A, B)[i]) for i in copies])
         A, B = copies.get(0, (None, A))[1], copies.get(1, (None, B))[1]
     out_torch = torch_dtype(problem.out)
+    if the_plan.reducing:
+        held = (a, b, *[src for src, _ in copies.values()]) if problem.dtype != "f32" else (a, b)
+        C, launches = _prepare_reducing(the_plan, A, B, extra, out, launches, held)
+        launches.copies = _copied_operands(the_plan, a, b, A, B, copies if problem.dtype != "f32" else None)
+        return C, launches
     lead = (q.batch,) if q.batch > 1 else ()
     shape = (*lead, *the_plan.c_shape)
     fits = out is not None and tuple(out.shape) == shape and out.dtype == out_torch and out.is_contiguous()
@@ -2021,15 +2092,51 @@ def prepare(
     launches.keep = [a, b, A, B, C, *tensors] + [x for x in (W, counters) if x is not None]
     if problem.dtype != "f32":
         launches.keep += [src for src, _ in copies.values()]
-    # f32: the split passes are launches, which read a and b each time; 16-bit: A and B are views of a and b, or the
-    # pad launches' buffers (which read a and b each time), unless a strided operand was made contiguous here
-    stored = the_plan.stored_operands(a, b)
-    if problem.dtype == "f32":
-        launches.copies = False
-    else:
-        views = all(i in copies or shares_storage((A, B)[i], stored[i]) for i in (0, 1))
-        launches.copies = host_copied or not views
+    launches.copies = _copied_operands(the_plan, a, b, A, B, copies if problem.dtype != "f32" else None)
     return C, launches
+
+
+def _copied_operands(the_plan: GemmPlan, a: Any, b: Any, A: Any, B: Any, copies: dict | None) -> bool:  # noqa: N803
+    """`Launches.copies` of a prepared call: f32 (`copies` None): the split passes are launches, which read a and b
+    each time; 16-bit: A and B are views of a and b, or the pad launches' buffers (which read a and b each time),
+    unless a strided operand was made contiguous when it was prepared (`copies`: operand -> (source, padded))."""
+    if copies is None:
+        return False
+    stored = the_plan.stored_operands(a, b)
+    host_copied = any([not shares_storage(copies[i][0], stored[i]) for i in copies])
+    views = all(i in copies or shares_storage((A, B)[i], stored[i]) for i in (0, 1))
+    return host_copied or not views
+
+
+def _prepare_reducing(
+    the_plan: GemmPlan, A: Any, B: Any, extra: dict[str, Any], out: Any, launches: Launches, held: tuple
+) -> tuple[Any, Launches]:
+    """`prepare`'s launches of a reducing plan (`GemmPlan.reducing`) after its operands' (A and B as the GEMM
+    kernel takes them): the GEMM storing each tile's partials (or its split-K slices, whose reduction stores them),
+    then `gemm_reduce_partials` writing the (M,) result into `out` (where it is a contiguous (M,) tensor of the
+    output dtype) or a fresh tensor."""
+    import torch
+
+    problem, ep = the_plan.problem, the_plan.epilogue
+    tensors = [extra[p] for p in ep.params]
+    device = A.device
+    P = torch.empty(the_plan.partials_shape(), dtype=torch.float32, device=device)
+    W = None
+    if the_plan.config.SPLITS == 1:
+        main = _loaded("main", the_plan.main_params(), ep)
+        launches.append(main.prepare(A, B, P, *tensors, dependent=DEPENDENT_LAUNCHES))
+    else:
+        W = torch.empty((the_plan.config.SPLITS, *the_plan.c_shape), dtype=torch.float32, device=device)
+        launches.append(_loaded("main", the_plan.main_params()).prepare(A, B, W, dependent=DEPENDENT_LAUNCHES))
+        reduce = _loaded("reduce", the_plan.reduce_params(), ep)
+        launches.append(reduce.prepare(W, P, *tensors, dependent=DEPENDENT_LAUNCHES))
+    rows = the_plan.c_shape[0]
+    dtype = torch_dtype(problem.out)
+    fits = out is not None and tuple(out.shape) == (rows,) and out.dtype == dtype and out.is_contiguous()
+    O = out if fits else torch.empty((rows,), dtype=dtype, device=device)
+    launches.append(_loaded("finish", the_plan.finish_params()).prepare(P, O, dependent=DEPENDENT_LAUNCHES))
+    launches.keep = [*held, A, B, P, O, *tensors] + ([W] if W is not None else [])
+    return (O[: problem.M] if rows != problem.M else O), launches
 
 
 @functools.lru_cache(maxsize=16)
@@ -2103,6 +2210,8 @@ def matmul(
     config: GemmConfig | None = None,
     epilogue: Epilogue | str | None = None,
     precision: str | None = None,
+    reduce: str | None = None,
+    dim: int = -1,
     **operands: Any,
 ) -> Any:
     """``a @ b`` for bf16, f16 or f32 CUDA tensors a (M, K) and b (K, N) (row-major or transposed views), C in
@@ -2118,8 +2227,15 @@ def matmul(
     product, and the keyword `operands`), applied in registers before C is stored:
     ``matmul(x, w.T, epilogue="T.maximum(acc + bias, 0.0)", bias=b)``. With an expression, an operand's kind is
     read off its shape: (N,) a per-column vector, (M,) a per-row one (M != N), (M, N) a tile (a residual; for an
-    `a` of higher rank, its leading extents flattened like a's)."""
+    `a` of higher rank, its leading extents flattened like a's).
+    `reduce`: a reduction of the result along `dim` (``"sum"``, ``"mean"``, ``"max"``, ``"min"``,
+    ``"logsumexp"``: `argus.kernels.gemm.REDUCTIONS`), fused into the epilogue (each tile's share reduced in
+    registers, C never stored): ``matmul(x, w.T, epilogue="T.sigmoid(acc + bias)", reduce="sum", bias=b)`` is
+    ``torch.sigmoid(x @ w.T + b).sum(-1)``, shape (M,) (a's leading extents kept); ``dim=0`` reduces each column
+    of a 2-d product (the transposed product's rows: a tile operand is read through a transposed copy). An
+    `Epilogue` that says ``reduce`` itself needs no `reduce` here."""
     lead = tuple(a.shape[:-1]) if b.dim() == 2 else ()
+    ndim = len(lead) + 1 if lead else max(a.dim(), b.dim())  # the product's rank
     if a.dim() > 2 and b.dim() == 2:  # a tensor times a matrix: its rows are the rows of one GEMM
         if not a.is_contiguous():
             raise GemmError(
@@ -2130,11 +2246,25 @@ def matmul(
         operands = {k: v.reshape(-1, v.shape[-1]) if v.dim() > 2 else v for k, v in operands.items()}
     if isinstance(epilogue, str):
         epilogue = _epilogue_of(epilogue, a.shape[-2], b.shape[-1], operands)
+    if reduce is not None:
+        epilogue = (epilogue or Epilogue(("out = acc",), "out")).reducing(reduce)
+    if epilogue is not None and epilogue.reduce is not None and dim not in (-1, ndim - 1):
+        if dim not in (0, -2) or ndim != 2:
+            raise GemmError(
+                f"a reducing epilogue reduces the product's rows (dim=-1) or, for a 2-d product, its columns (dim=0), "
+                f"not dim={dim} of a {ndim}-d product"
+            )
+        kinds = {o.name: o.kind for o in epilogue.operands}
+        flipped = {k: (v.mT.contiguous() if kinds.get(k) == "tile" else v) for k, v in operands.items()}
+        return matmul(b.mT, a.mT, out_dtype=out_dtype, config=config, epilogue=epilogue.transposed(),
+                      precision=precision, **flipped)  # fmt: skip
     C, launches = prepare(
         a, b, out_dtype=out_dtype, config=config, epilogue=epilogue, operands=operands, precision=precision
     )
     for launch in launches:
         launch.launch()
+    if epilogue is not None and epilogue.reduce is not None:  # the (M,) reductions, a's leading extents kept
+        return C.reshape(lead) if len(lead) > 1 else C
     return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C
 
 
