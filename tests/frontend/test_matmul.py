@@ -170,9 +170,10 @@ def test_the_epilogue_stops_where_a_value_leaves_the_group(problem: Callable[...
     result = solve(path, out=tmp_path / "s.py")
     assert result.status() == "solved", (result.uncovered, result.gate)
     assert sorted(g["ops"] for g in result.groups) == [["mm", "mul"], ["relu", "add"]]
-    # a reduction is not elementwise: the sum stays outside, the chain before it is fused
+    # a reduction over the product's columns is not a row reduction: the sum stays outside, the chain before it is
+    # fused (over its rows, it ends the group: `test_a_row_reduction_ends_the_fused_gemm`)
     path = problem(
-        "torch.sigmoid(x @ w + 1.0).sum(dim=1)", inputs="[torch.randn(9, 5), torch.randn(5, 7)]", args="x, w"
+        "torch.sigmoid(x @ w + 1.0).sum(dim=0)", inputs="[torch.randn(9, 5), torch.randn(5, 7)]", args="x, w"
     )
     result = solve(path, out=tmp_path / "t.py")
     assert result.status() == "solved", (result.uncovered, result.gate)
@@ -186,3 +187,55 @@ def test_a_constant_given_at_run_time_is_not_baked_into_the_epilogue(
     result = solve(path, out=tmp_path / "s.py")
     assert result.status() == "solved", (result.uncovered, result.gate)
     assert sorted(g["ops"] for g in result.groups) == [["mm"], ["mul"]]
+
+
+#: Level-2 problems whose product, elementwise tail and row reduction are one GEMM call (the reduction in the
+#: epilogue, the product never stored), at small sizes: group -> its operators.
+REDUCED_L2: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "56_Matmul_Sigmoid_Sum": (
+        {"batch_size": 33, "input_size": 40, "hidden_size": 24},
+        ["permute", "addmm", "sigmoid", "sum"],
+    ),
+    "64_Gemm_LogSumExp_LeakyReLU_LeakyReLU_GELU_GELU": (
+        {"batch_size": 33, "in_features": 40, "out_features": 24},
+        ["permute", "addmm", "logsumexp"],
+    ),
+    "80_Gemm_Max_Subtract_GELU": (
+        {"batch_size": 33, "in_features": 40, "out_features": 24},
+        ["permute", "addmm", "max"],
+    ),
+    "22_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish": (
+        {"batch_size": 33, "input_size": 40, "hidden_size": 24},
+        ["permute", "addmm", "mul", "add", "clamp", "logsumexp"],
+    ),
+    "18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp": (
+        {"batch_size": 33, "in_features": 40, "out_features": 24},
+        ["permute", "addmm", "sum"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCED_L2))
+def test_a_row_reduction_ends_the_fused_gemm(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
+    sizes, ops = REDUCED_L2[name]
+    result = solve(kernelbench_dir / "level2" / f"{name}.py", sizes=sizes, out=tmp_path / f"{name}.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert result.groups[0]["family"] == "matmul-like" and result.groups[0]["ops"] == ops
+    report = result.kernels[0]
+    assert report.verdict == "verified" and report.interpreter_ok, report.to_json()
+    text = Path(result.solution).read_text()
+    assert "reduce=" in text and "gemm_reduce_partials" not in text  # the library's plan, not a copy of it
+
+
+def test_a_reduction_read_twice_or_with_its_indices_stays_outside(problem: Callable[..., Path], tmp_path: Path) -> None:
+    inputs = "[torch.randn(9, 5), torch.randn(5, 7)]"
+    # max.dim whose indices are returned: the epilogue has no indices; the chain before it is fused
+    path = problem("(lambda r: (r.values, r.indices))(torch.relu(x @ w).max(dim=1))", inputs=inputs, args="x, w")
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert ["mm", "relu"] in [g["ops"] for g in result.groups]
+    # the product itself is returned beside its sum: the sum stays outside (the product must be stored)
+    path = problem("(lambda y: (y, y.sum(dim=1)))(x @ w)", inputs=inputs, args="x, w")
+    result = solve(path, out=tmp_path / "t.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert sorted(g["ops"] for g in result.groups) == [["mm"], ["sum"]]

@@ -137,9 +137,10 @@ class Epilogue:
     @property
     def holds_tiles(self) -> bool:
         """Whether a second tile-sized value must stay live beside the one being computed: a tile operand (a
-        residual), or a value used by two later statements or twice in one (``y * T.sigmoid(y)``). Such
+        residual), a row reduction, or a value used by two later statements or twice in one (``y * T.sigmoid(y)``). Such
         epilogues take twice the accumulator's registers (`argus.kernels.matmul.EPILOGUE_TILES`)."""
-        if any(o.kind == "tile" for o in self.operands):
+        # a reduction: its index masks take a tile of registers (at 128 x 256 the consumers spill, also for a sum)
+        if any(o.kind == "tile" for o in self.operands) or self.reduce is not None:
             return True
         names = ["acc"] + [line.split("=", 1)[0].strip() for line in self.statements]
         later = [line.split("=", 1)[1] if "=" in line else line for line in self.statements]
@@ -184,6 +185,15 @@ def _function(ep: Epilogue) -> list[str]:
     return lines
 
 
+def _partials_assumptions() -> list[str]:
+    """A reducing kernel's contract on P: a partial per column tile; COLS (the real columns) within the kernel's N."""
+    return [
+        '    T.assume(f"NP == (N + {BN - 1}) // {BN}")',
+        "    if COLS:",
+        '        T.assume(f"N >= {COLS}")',
+    ]
+
+
 def source(ep: Epilogue) -> str:
     """The module text of `ep`'s two kernels (see the module docstring)."""
     main_defaults = {
@@ -207,7 +217,7 @@ def source(ep: Epilogue) -> str:
         *cols,
         "):",
         '    """The persistent Hopper GEMM with the fused epilogue below (argus.kernels.epilogue)."""',
-        *(['    T.assume(f"NP == (N + {BN - 1}) // {BN}")  # a partial per column tile'] if ep.reduce else []),
+        *(_partials_assumptions() if ep.reduce else []),
         *_function(ep),
         "",
         "    gemm.persistent_gemm(",
@@ -225,7 +235,7 @@ def source(ep: Epilogue) -> str:
         *cols,
         "):",
         '    """The split-K reduction with the fused epilogue below (argus.kernels.epilogue)."""',
-        *(['    T.assume(f"NP == (N + {BN - 1}) // {BN}")  # a partial per column tile'] if ep.reduce else []),
+        *(_partials_assumptions() if ep.reduce else []),
         *_function(ep),
         "",
         f"    gemm.split_reduce(W, {c}, SPLITS=SPLITS, BN=BN, epilogue=epilogue)",

@@ -1866,7 +1866,10 @@ def _plan(problem: GemmProblem, config: GemmConfig | None, target: Target, epilo
         if small is not None:
             return GemmPlan(problem, small)
     swap = True if epilogue is None else SWAP_SPLIT_ONLY
-    return GemmPlan(problem, config or choose(problem, target, plan_tiles(epilogue), swap), epilogue)
+    chosen = config or choose(problem, target, plan_tiles(epilogue), swap)
+    if config is None and epilogue is not None and epilogue.reduce is not None and chosen.TAIL > 1:
+        chosen = replace(chosen, TAIL=1)  # a reducing epilogue takes no split tail: its whole-wave twin
+    return GemmPlan(problem, chosen, epilogue)
 
 
 def plan_tiles(epilogue: Epilogue | None) -> tuple:
@@ -2515,8 +2518,11 @@ class LibraryGemm:
         order: tuple[int, int] = (0, 1),
         epilogue: Epilogue | None = None,
         epilogue_order: tuple[int, ...] = (),
+        keepdim: bool = False,
     ):
         self.name = name
+        #: a reducing epilogue's result keeps the reduced axis (M, 1) rather than (M,)
+        self.keepdim = keepdim
         self.problem = problem
         self.transpose_a = transpose_a
         self.transpose_b = transpose_b
@@ -2537,6 +2543,8 @@ class LibraryGemm:
         flags = f"transpose_a={self.transpose_a}, transpose_b={self.transpose_b}, order={self.order}"
         if self.epilogue is not None:
             flags += f", epilogue={self.epilogue}, epilogue_order={self.epilogue_order}"
+        if self.keepdim:
+            flags += ", keepdim=True"
         return f"LibraryGemm({self.name!r}, {self.problem}, {flags})"
 
     def plan(self) -> GemmPlan:
@@ -2575,6 +2583,8 @@ class LibraryGemm:
         a, b = inputs[self.order[0]], inputs[self.order[1]]
         rows = a.shape[-1] if self.transpose_a else a.shape[-2]
         cols = b.shape[-2] if self.transpose_b else b.shape[-1]
+        if self.epilogue is not None and self.epilogue.reduce is not None:  # each row reduced: (rows,) or (rows, 1)
+            return torch.empty((*a.shape[:-2], rows, *((1,) if self.keepdim else ())), dtype=a.dtype, device=a.device)
         return torch.empty((*a.shape[:-2], rows, cols), dtype=a.dtype, device=a.device)
 
     def __call__(self, *tensors: Any, device: Any = None) -> None:
@@ -2596,6 +2606,8 @@ class LibraryGemm:
             found = self._prepared.pop(key, None) if key is not None else None
             if found is None:
                 c2 = c.view(-1, c.shape[-1]) if c.dim() > 2 and b.dim() == 2 else c
+                if self.epilogue is not None and self.epilogue.reduce is not None:
+                    c2 = c.view(-1)  # the (M,) reductions
                 found = prepare(a, b, out_dtype=c.dtype, out=c2, epilogue=self.epilogue, operands=operands)
             # kept for the next call on the same tensors (most recent last), unless the call copied an operand when
             # it was prepared (zero padding, a GEMV's layout): relaunched, it would read that copy's stale values

@@ -151,6 +151,7 @@ def epilogue_arguments(ep: Any, positions: tuple[int, ...]) -> list[str]:
         "        ),",
         f"        {ep.result!r},",
         f"        ({operands}),",
+        *([f"        reduce={ep.reduce!r},"] if ep.reduce else []),
         "    ),",
         f"    epilogue_order={positions!r},",
     ]

@@ -20,9 +20,15 @@ f32 accumulator in registers before C is stored. The group grows over the produc
 every value it computes is used only inside it except one, the group's result, of the product's shape and dtype;
 an operator's other tensor operands must broadcast to the product as a per-column vector ((N,) or (1, N)), a
 per-row vector ((M, 1)) or a tile of its shape ((M, N)), and must not depend on the group; a constant bound to a
-forward argument at run time stops the growth (the library call has no scalar parameters). Not taken:
-``baddbmm``/``addbmm`` (an epilogue on a batched GEMM is not built), ``mv``/``dot``, integer operands, casts and
-reductions in the epilogue.
+forward argument at run time stops the growth (the library call has no scalar parameters).
+
+**Reductions** (`reduction_nodes`): where the group's result is read by one row reduction and nothing else
+(``sum``/``mean`` over the last axis, ``amax``/``amin``, ``max.dim``/``min.dim`` whose indices nothing reads,
+``logsumexp``; with or without keepdim), the reduction ends the group: the epilogue reduces each row of its result
+in registers (`argus.kernels.epilogue.Epilogue.reduce`), the product is never stored, and the call returns the (M,)
+or (M, 1) vector (level 2's ``Gemm_Sigmoid_Sum``, ``Gemm_LogSumExp``, ``Gemm_Max``). Not taken: ``baddbmm``/
+``addbmm`` (an epilogue on a batched GEMM is not built), ``mv``/``dot``, integer operands, casts, reductions over
+the product's columns (the library call has them: ``matmul(..., reduce=, dim=0)``) or of a 3-d view of it.
 """
 
 from __future__ import annotations
@@ -125,11 +131,67 @@ def absorbs(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
 
 def epilogue_nodes(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
     """The elementwise nodes after a 2-d product that its fused epilogue computes (see the module docstring), in
-    graph order (`chains.chain_nodes`)."""
+    graph order (`chains.chain_nodes`), then the row reduction that reads their result, if one does
+    (`reduction_nodes`)."""
     if aten_name(node) not in ("mm", "addmm"):
         return []
     out = tuple(node_value(node).shape)
-    return chains.chain_nodes(node, bound, lambda shape: _kind(shape, out))
+    chain = chains.chain_nodes(node, bound, lambda shape: _kind(shape, out))
+    group = {node, *chain}
+    leaving = [g for g in (node, *chain) if any(u not in group for u in g.users)]
+    return chain + (reduction_nodes(leaving[0]) if len(leaving) == 1 else [])
+
+
+#: The row reductions that may end a product's group (`reduction_nodes`): aten name -> `Epilogue.reduce`.
+ROW_REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "max": "max", "min": "min",
+                  "logsumexp": "logsumexp"}  # fmt: skip
+
+
+def reduction_nodes(result: Any) -> list[Any]:
+    """The nodes of the row reduction that is the only reader of `result` (a 2-d value of the product's group): the
+    reduction, and for ``max.dim``/``min.dim`` the one read of its values; [] where there is none (see the module
+    docstring)."""
+    import operator
+
+    import torch
+
+    users = list(result.users)
+    value = node_value(result)
+    if len(users) != 1 or not isinstance(value, torch.Tensor) or value.dim() != 2:
+        return []
+    (r,) = users
+    if r.op != "call_function" or aten_name(r) not in ROW_REDUCTIONS or r.args[0] is not result:
+        return []
+    overload = str(getattr(r.target, "_overloadname", ""))
+    dims = r.args[1] if len(r.args) > 1 else r.kwargs.get("dim")
+    dims = [dims] if isinstance(dims, int) else dims
+    if not isinstance(dims, list | tuple) or [d % 2 for d in dims if isinstance(d, int)] != [1] or len(dims) != 1:
+        return []
+    if r.kwargs.get("dtype") is not None or (len(r.args) > 3 and r.args[3] is not None):
+        return []
+    if aten_name(r) in ("max", "min"):  # (values, indices): the values only, read once
+        reads = [u for u in r.users if u.op == "call_function" and u.target is operator.getitem]
+        if overload != "dim" or len(reads) != 1 or len(r.users) != 1 or reads[0].args[1] != 0:
+            return []
+        taken = [r, reads[0]]
+    elif aten_name(r) in ("sum", "mean") and overload not in ("dim_IntList", "dim"):
+        return []
+    else:
+        taken = [r]
+    out = node_value(taken[-1])
+    if not isinstance(out, torch.Tensor) or out.dtype != value.dtype:
+        return []
+    return taken
+
+
+def _reduction(nodes: list[Any]) -> tuple[str, bool] | None:
+    """(`Epilogue.reduce`, keepdim) of the group's row reduction among `nodes`, or None."""
+    found = [n for n in nodes if n.op == "call_function" and aten_name(n) in ROW_REDUCTIONS]
+    if not found:
+        return None
+    (r,) = found
+    keepdim = r.args[2] if len(r.args) > 2 else r.kwargs.get("keepdim", False)
+    return ROW_REDUCTIONS[aten_name(r)], bool(keepdim)
 
 
 def kernel_source(
@@ -155,8 +217,10 @@ def kernel_source(
         int(m), int(n), int(k), dt, dt, "M" if flags[0] else "K", "K" if flags[1] else "N", batch
     )  # the operands as the group receives them, contiguous: A^T stored (K, M) is M-major, B^T stored (N, K) K-major
     order = tuple(placeholders.index(o) for o in operands)  # which of the group's inputs each operand is
-    epilogue = _epilogue(mm, nodes, placeholders, (int(m), int(n)))
+    reduced = _reduction(nodes)
+    epilogue = _epilogue(mm, nodes, placeholders, (int(m), int(n)), reduced[0] if reduced else None)
     chain = [aten_name(x) for x in nodes if x.op == "call_function" and x is not mm and not is_transpose(x)]
+    chain = [x for x in chain if x != "getitem"]
     op = " -> ".join([aten_name(mm), *chain])
     title = f"{op} of {tuple(a.shape)} and {tuple(b.shape)} ({dt}), the GEMM library's plan"
     ref = reference_source(f"{name}_reference", subgraph, f"The captured FX subgraph of {name} ({op}).")
@@ -173,6 +237,8 @@ def kernel_source(
     if epilogue is not None:
         imports += chains.EPILOGUE_IMPORT
         lines += chains.epilogue_arguments(*epilogue)
+    if reduced is not None and reduced[1]:
+        lines.append("    keepdim=True,")
     lines.append(")")
     shapes = {p.name: tuple(node_value(p).shape) for p in placeholders}
     shapes[result.name] = tuple(int(d) for d in node_value(result).shape)
@@ -190,14 +256,29 @@ def kernel_source(
     )
 
 
-def _epilogue(mm: Any, nodes: list[Any], placeholders: list[Any], out: tuple[int, int]) -> tuple[Any, tuple] | None:
+def _epilogue(
+    mm: Any, nodes: list[Any], placeholders: list[Any], out: tuple[int, int], reduce: str | None = None
+) -> tuple[Any, tuple] | None:
     """The group's `Epilogue` and the positions of its operands among the group's inputs, or None (a bare product):
-    addmm's bias, then one statement per elementwise node (`chains.epilogue_of`)."""
-    chain = [x for x in nodes if x.op == "call_function" and x is not mm and not is_transpose(x)]
+    addmm's bias, then one statement per elementwise node (`chains.epilogue_of`), then the row reduction `reduce`."""
+    import operator
+
+    ends = [
+        x for x in nodes if x.op == "call_function" and (aten_name(x) in ROW_REDUCTIONS or x.target is operator.getitem)
+    ]
+    chain = [x for x in nodes if x.op == "call_function" and x is not mm and not is_transpose(x) and x not in ends]
+    if reduce is not None:
+        ep, positions = chains.epilogue_of(mm, chain, placeholders, lambda shape: _kind(shape, out), _head(mm),
+                                           mm.args[0])  # fmt: skip
+        return ep.reducing(reduce), positions
     if aten_name(mm) != "addmm" and not chain:
         return None
-    head: list[str] = []
-    if aten_name(mm) == "addmm":  # beta is 1 (`unsupported`)
-        alpha = mm.kwargs.get("alpha", 1)
-        head.append("acc" if alpha == 1 else f"acc * {pointwise._lit(float(alpha))}")
-    return chains.epilogue_of(mm, chain, placeholders, lambda shape: _kind(shape, out), head, mm.args[0])
+    return chains.epilogue_of(mm, chain, placeholders, lambda shape: _kind(shape, out), _head(mm), mm.args[0])
+
+
+def _head(mm: Any) -> list[str]:
+    """addmm's first statement over ``acc`` (its bias added by `chains.epilogue_of`; beta is 1: `unsupported`)."""
+    if aten_name(mm) != "addmm":
+        return []
+    alpha = mm.kwargs.get("alpha", 1)
+    return ["acc" if alpha == 1 else f"acc * {pointwise._lit(float(alpha))}"]
