@@ -51,9 +51,9 @@ ROWS = [
     ("L2/45 second lse", 16384, 1024, 4096, "f32", "acc + bias", lambda y, b: y + b, "logsumexp"),
     ("logits lse prefill", 4096, 32000, 4096, "bf16", "acc", lambda y, b: y, "logsumexp"),
     ("logits lse decode", 8, 128256, 4096, "bf16", "acc", lambda y, b: y, "logsumexp"),
-    ("row sum 2048x8192x2048", 2048, 8192, 2048, "bf16", "T.sigmoid(acc + bias)", lambda y, b: (y + b).sigmoid(), "sum"),
+    ("sum 2048x8192x2048", 2048, 8192, 2048, "bf16", "T.sigmoid(acc + bias)", lambda y, b: (y + b).sigmoid(), "sum"),
     ("odd max 1000x5000x3000", 1000, 5000, 3000, "bf16", "acc + bias", lambda y, b: y + b, "max"),
-    ("mean 4096x4096x4096", 4096, 4096, 4096, "bf16", "T.maximum(acc + bias, 0.0)", lambda y, b: (y + b).relu(), "mean"),
+    ("mean 4096^3", 4096, 4096, 4096, "bf16", "T.maximum(acc + bias, 0.0)", lambda y, b: (y + b).relu(), "mean"),
 ]
 
 
