@@ -17,6 +17,7 @@ result under the gate's tolerance of its dtype before anything is timed; each ro
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -111,6 +112,13 @@ def main() -> int:
         the_plan = mm.plan(mm.problem_of(x, w.T), epilogue=epilogue)
         config = the_plan.config.label
         c_unfused, prepared_unfused = mm.prepare(x, w.T, epilogue=plain, operands=ops)
+        # the plan on every fused tile (`REDUCE_WIDE_TILES`: 128 x 256 spills), where it differs
+        problem = mm.problem_of(x, w.T)
+        wide = mm.choose(problem, tiles=mm.FUSED_TILES, swap=mm.SWAP_SPLIT_ONLY)
+        wide = dataclasses.replace(wide, TAIL=1)
+        out_wide, prepared_wide = (None, None)
+        if wide != the_plan.config and wide.label != the_plan.config.label:
+            out_wide, prepared_wide = mm.prepare(x, w.T, epilogue=epilogue, operands=ops, config=wide)
 
         def run_argus(prepared=prepared) -> None:
             for p in prepared:
@@ -123,6 +131,9 @@ def main() -> int:
 
         run_argus()
         outs = {"argus": out, "eager": eager(), "unfused": run_unfused()}
+        if prepared_wide is not None:
+            run_argus(prepared_wide)
+            outs["wide"] = out_wide
         if compiled is not None:
             outs["compile"] = compiled()
         torch.cuda.synchronize()
@@ -135,6 +146,8 @@ def main() -> int:
         launches = {"eager": eager, "unfused": run_unfused, "argus": run_argus}
         if compiled is not None:
             launches["compile"] = compiled
+        if prepared_wide is not None:
+            launches["wide"] = lambda prepared=prepared_wide: run_argus(prepared)
         times = interleaved_times(torch, launches, args.rounds, scratch)
         med = {name: statistics.median(v) for name, v in times.items()}
         row = {
@@ -143,6 +156,8 @@ def main() -> int:
             **{f"{kk}_ms": v for kk, v in med.items()},
             "x_eager": med["eager"] / med["argus"], "x_unfused": med["unfused"] / med["argus"],
             "x_compile": med["compile"] / med["argus"] if "compile" in med else None, "verdicts": verdicts,
+            "wide_config": wide.label if prepared_wide is not None else None,
+            "x_eager_wide": med["eager"] / med["wide"] if "wide" in med else None,
         }  # fmt: skip
         rows.append(row)
         ok = "/".join("ok" if verdicts[kk]["ok"] else "FAIL" for kk in verdicts)
@@ -154,6 +169,11 @@ def main() -> int:
             f"err {verdicts['argus']['rel_err']:.1e}",
             flush=True,
         )
+        if "wide" in med:
+            wide_ok = "ok" if verdicts["wide"]["ok"] else "FAIL"
+            print(f"{'':<24} wide {wide.label}: {med['wide']:8.3f} ms, x eager {row['x_eager_wide']:.2f}, "
+                  f"x default {med['argus'] / med['wide']:.2f} ({wide_ok})")  # fmt: skip
+        del out_wide, prepared_wide
         del out, prepared, prepared_unfused, c_unfused, outs, x, w
         torch.cuda.empty_cache()
     if args.json:

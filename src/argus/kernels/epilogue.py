@@ -238,7 +238,7 @@ def source(ep: Epilogue) -> str:
         *(_partials_assumptions() if ep.reduce else []),
         *_function(ep),
         "",
-        f"    gemm.split_reduce(W, {c}, SPLITS=SPLITS, BN=BN, epilogue=epilogue)",
+        f"    gemm.split_reduce(W, {c}, SPLITS=SPLITS, BN=BN, epilogue=epilogue, ROWS=ROWS)",
     ]
     tail = [
         '@argus.kernel(policies={"tile_shape": ("BM", "BN")})',

@@ -1093,30 +1093,32 @@ def gemm_split_reduce(
     SPLITS: int = 2,
     BN: int = 512,
     OUT: str = "f32",
+    ROWS: int = 1,
 ):
-    """The second half of split-K: C = sum over s of W[s], in f32, converted to OUT. One block of BN / 4 threads
-    per (row, BN columns), each thread adding its four columns of every slice (16-byte loads)."""
-    split_reduce(W, C, SPLITS=SPLITS, BN=BN)
+    """The second half of split-K: C = sum over s of W[s], in f32, converted to OUT. One block of ROWS * BN / 4
+    threads per (ROWS rows, BN columns), each thread adding its four columns of every slice (16-byte loads)."""
+    split_reduce(W, C, SPLITS=SPLITS, BN=BN, ROWS=ROWS)
 
 
-def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None) -> None:
+def split_reduce(W: Any, C: Any, *, SPLITS: int, BN: int, epilogue: Any = None, ROWS: int = 1) -> None:  # noqa: N803
     """The body of `gemm_split_reduce`, which kernels with a fused epilogue share (`argus.kernels.epilogue`):
-    `epilogue(acc, tile)`, when given, is the value stored for the (1, BN) tile of row m, as in `persistent_gemm`."""
+    `epilogue(acc, tile)`, when given, is the value stored for the (ROWS, BN) tile (m, bn), as in
+    `persistent_gemm` (a reducing epilogue's: ROWS rows of BN / 4 = 32 threads, a warp a row)."""
     T.assume(f"S == {SPLITS}")
     T.assume("N % 4 == 0")  # rows in whole vectors of four elements: 16-byte loads of W, 4-element stores of C
     M, N = W.shape[1], W.shape[2]  # noqa: N806 - the kernel's shape symbols (C None: a reducing epilogue)
-    with T.grid(M, T.cdiv(N, BN), threads=BN // 4) as (m, bn):
-        acc = T.alloc_fragment((1, BN), T.f32)
-        T.copy(W.tile((0, m, bn), (None, 1, BN)), acc)
+    with T.grid(T.cdiv(M, ROWS) if ROWS > 1 else M, T.cdiv(N, BN), threads=ROWS * BN // 4) as (m, bn):
+        acc = T.alloc_fragment((ROWS, BN), T.f32)
+        T.copy(W.tile((0, m, bn), (None, ROWS, BN)), acc)
         for s in range(1, SPLITS):  # unrolled at trace time: SPLITS is a constant
-            part = T.alloc_fragment((1, BN), T.f32)
-            T.copy(W.tile((s, m, bn), (None, 1, BN)), part)
+            part = T.alloc_fragment((ROWS, BN), T.f32)
+            T.copy(W.tile((s, m, bn), (None, ROWS, BN)), part)
             # invariant: what is added is slice s's partial product of the same elements of C
-            T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] == m) & (w[2] // BN == bn), part)
+            T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] // ROWS == m) & (w[2] // BN == bn), part)
             acc = acc + part
-        value = acc if epilogue is None else epilogue(acc, (m, bn, 1, BN))
+        value = acc if epilogue is None else epilogue(acc, (m, bn, ROWS, BN))
         if value is not None:  # (None: a reducing epilogue stored its own outputs)
-            T.copy(value, C.tile((m, bn), (1, BN)))
+            T.copy(value, C.tile((m, bn), (ROWS, BN)))
 
 
 # --- the split tail: whole waves of whole tiles, the last partial wave split along K ----------------------------------

@@ -690,8 +690,14 @@ BATCH_L2_FACTOR = 2
 
 #: Columns per block of the split-K reduction (4 per thread).
 REDUCE_BN = 512
-#: ... and of a reducing epilogue's split-K reduction: one warp, so that each row's partial is a warp's reduction.
+#: ... and of a reducing epilogue's split-K reduction: one warp a row, so that each row's partial is a warp's
+#: reduction, and REDUCE_ROWS rows a block (128 threads).
 REDUCE_ROW_BN = 128
+REDUCE_ROWS = 4
+#: A reducing epilogue is planned on the tiles of BN <= 128 (`EPILOGUE_TILES`): at 128 x 256 its index masks spill
+#: (ptxas: 136 spill stores for a sigmoid + sum). With this switch it takes every fused tile (`FUSED_TILES`), spills
+#: and all: an A/B switch (benchmarks/gemm_reduce_epilogue.py times both).
+REDUCE_WIDE_TILES = False
 
 #: A split plan sums its slices in the GEMM kernel where it can (`GemmConfig.FUSE` None: `fuse_refusal`), instead of a
 #: second launch. Measured on an H100 (benchmarks/results/2026-12-05-gemm-fused/, call 2), each plan against its own
@@ -1583,8 +1589,8 @@ class GemmPlan:
     def reduce_params(self, target: Target = DEFAULT_TARGET) -> tuple[tuple[str, Any], ...] | None:
         config, q = self.config, self.padded
         params = config.reduce_params(q) if self.is_gemv else config.reduce_params(q, target)
-        if params is not None and self.reducing:  # each row's partial within one warp
-            params.update({"BN": REDUCE_ROW_BN, **self.reduce_cols()})
+        if params is not None and self.reducing:  # each row's partial within one warp, a warp a row
+            params.update({"BN": REDUCE_ROW_BN, "ROWS": REDUCE_ROWS, **self.reduce_cols()})
         return None if params is None else tuple(sorted(params.items()))
 
     def kernels(self, target: Target = DEFAULT_TARGET) -> list[Any]:
@@ -1877,6 +1883,8 @@ def plan_tiles(epilogue: Epilogue | None) -> tuple:
     `FUSED_TILES` for any other fused epilogue, else `TILES`."""
     if epilogue is None:
         return TILES
+    if epilogue.reduce is not None and REDUCE_WIDE_TILES and not replace(epilogue, reduce=None).holds_tiles:
+        return FUSED_TILES
     return EPILOGUE_TILES if epilogue.holds_tiles else FUSED_TILES
 
 
