@@ -694,10 +694,13 @@ REDUCE_BN = 512
 #: reduction, and REDUCE_ROWS rows a block (128 threads).
 REDUCE_ROW_BN = 128
 REDUCE_ROWS = 4
-#: A reducing epilogue is planned on the tiles of BN <= 128 (`EPILOGUE_TILES`): at 128 x 256 its index masks spill
-#: (ptxas: 136 spill stores for a sigmoid + sum). With this switch it takes every fused tile (`FUSED_TILES`), spills
-#: and all: an A/B switch (benchmarks/gemm_reduce_epilogue.py times both).
-REDUCE_WIDE_TILES = False
+#: A reducing epilogue is planned on every fused tile (`FUSED_TILES`) although at 128 x 256 its index masks spill
+#: (ptxas: 136 spill stores for a sigmoid + sum, once per tile, after the main loop): measured on an H100
+#: (benchmarks/results/2026-12-06-gemm-reduce/, call 2) against the same plan on tiles of BN <= 128
+#: (`EPILOGUE_TILES`, where it does not spill), the wide plans were 1.07-1.51x faster at 9 of 10 shapes (1024x8192x8192
+#: f32 logsumexp 1.131 -> 0.919 ms, 4096x32000x4096 bf16 logsumexp 1.741 -> 1.492 ms), 0.98x at one (8x128256x4096,
+#: 64x256 against 64x128). Off: the narrower tiles (an A/B switch; the benchmark times both).
+REDUCE_WIDE_TILES = True
 
 #: A split plan sums its slices in the GEMM kernel where it can (`GemmConfig.FUSE` None: `fuse_refusal`), instead of a
 #: second launch. Measured on an H100 (benchmarks/results/2026-12-05-gemm-fused/, call 2), each plan against its own
