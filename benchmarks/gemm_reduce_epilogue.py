@@ -55,17 +55,31 @@ ROWS = [
     ("sum 2048x8192x2048", 2048, 8192, 2048, "bf16", "T.sigmoid(acc + bias)", lambda y, b: (y + b).sigmoid(), "sum"),
     ("odd max 1000x5000x3000", 1000, 5000, 3000, "bf16", "acc + bias", lambda y, b: y + b, "max"),
     ("mean 4096^3", 4096, 4096, 4096, "bf16", "T.maximum(acc + bias, 0.0)", lambda y, b: (y + b).relu(), "mean"),
+    # over the columns (dim 0): the transposed product's rows, as `matmul(..., dim=0)` runs it
+    ("columns lse 8192x4096x4096", 8192, 4096, 4096, "bf16", "acc + bias", lambda y, b: y + b, "logsumexp:0"),
+    (
+        "columns sum 4096x1024x8192",
+        4096,
+        1024,
+        8192,
+        "f32",
+        "T.sigmoid(acc + bias)",
+        lambda y, b: (y + b).sigmoid(),
+        "sum:0",
+    ),  # fmt: skip
 ]
 
 
 def reduced(torch, y, op: str):  # noqa: ANN001, ANN201
-    """`op` of each row of y, as torch computes it."""
+    """`op` of each row of y (``"op:0"``: of each column), as torch computes it."""
+    op, _, dim = op.partition(":")
+    d = int(dim or -1)
     return {
-        "sum": lambda: y.sum(-1),
-        "mean": lambda: y.mean(-1),
-        "max": lambda: y.amax(-1),
-        "min": lambda: y.amin(-1),
-        "logsumexp": lambda: torch.logsumexp(y, -1),
+        "sum": lambda: y.sum(d),
+        "mean": lambda: y.mean(d),
+        "max": lambda: y.amax(d),
+        "min": lambda: y.amin(d),
+        "logsumexp": lambda: torch.logsumexp(y, d),
     }[op]()
 
 
@@ -107,18 +121,23 @@ def main() -> int:
         compiled = None if args.no_compile else torch.compile(eager)
         kinds = {name: ("columns", dt) for name in ops}
         plain = Epilogue.of(expression, **kinds)
-        epilogue = plain.reducing(op)
-        out, prepared = mm.prepare(x, w.T, epilogue=epilogue, operands=ops)
-        the_plan = mm.plan(mm.problem_of(x, w.T), epilogue=epilogue)
-        config = the_plan.config.label
         c_unfused, prepared_unfused = mm.prepare(x, w.T, epilogue=plain, operands=ops)
+        columns = op.endswith(":0")
+        epilogue = plain.reducing(op.partition(":")[0])
+        # over the columns: the transposed product w @ x^T's rows, its per-column operands read as per-row ones (what
+        # `matmul(..., dim=0)` runs)
+        a, b = (w, x.T) if columns else (x, w.T)
+        epilogue = epilogue.transposed() if columns else epilogue
+        out, prepared = mm.prepare(a, b, epilogue=epilogue, operands=ops)
+        problem = mm.problem_of(a, b)
+        the_plan = mm.plan(problem, epilogue=epilogue)
+        config = the_plan.config.label
         # the plan on every fused tile (`REDUCE_WIDE_TILES`: 128 x 256 spills), where it differs
-        problem = mm.problem_of(x, w.T)
         wide = mm.choose(problem, tiles=mm.FUSED_TILES, swap=mm.SWAP_SPLIT_ONLY)
         wide = dataclasses.replace(wide, TAIL=1)
         out_wide, prepared_wide = (None, None)
         if wide != the_plan.config and wide.label != the_plan.config.label:
-            out_wide, prepared_wide = mm.prepare(x, w.T, epilogue=epilogue, operands=ops, config=wide)
+            out_wide, prepared_wide = mm.prepare(a, b, epilogue=epilogue, operands=ops, config=wide)
 
         def run_argus(prepared=prepared) -> None:
             for p in prepared:
