@@ -18,6 +18,12 @@ as source text:
 * ``gemm_tail_reduce_fused_<key>``: `argus.kernels.gemm.tail_reduce` applying `f` to the summed splits of a split
   tail's tiles (the whole waves' tiles get it from ``gemm_fused_<key>`` with PART="whole").
 
+A reducing epilogue (`Epilogue.reduce`: a sum, mean, max, min or logsumexp of each row of the result) stores no C:
+its main and split-K kernels take the partials P (M, NP) in C's place and end the epilogue with
+`argus.kernels.gemm.epilogue_reduce` (each tile's rows reduced in registers, the padding masked out by index, one
+partial per row and column tile), which `argus.kernels.gemm.gemm_reduce_partials` combines; it has no split-tail
+kernel.
+
 The kernels are ordinary DSL kernels: traced, verified, interpreted and compiled like the library's own, their
 source registered with `linecache` under ``<argus epilogue KEY>`` so that errors, the IR's names and the
 verifier's counterexamples point at the epilogue's own lines. `key` is a hash of the epilogue, so one epilogue
