@@ -1996,6 +1996,12 @@ class Launches(list):
 
     keep: list[Any]
     copies: bool = True
+    #: f32 split precision: operand (0: a, 1: b) -> (the index of its split launch, the split's output parts)
+    splits: dict[int, tuple[int, Any]]
+
+    def __init__(self, *launches: Any) -> None:
+        super().__init__(*launches)
+        self.splits = {}
 
 
 def prepare(
@@ -2044,11 +2050,13 @@ def prepare(
         the_plan = plan(problem, replace(the_plan.config, FUSE=False), epilogue=epilogue)
     if problem.dtype == "f32":  # split precision: each operand's hi and lo parts first (`split_bf16x3`)
         operands = {}
-        for step, x in zip(the_plan.splits, the_plan.stored_operands(a, b), strict=True):
+        for i, (step, x) in enumerate(zip(the_plan.splits, the_plan.stored_operands(a, b), strict=True)):
             y = torch.empty(step.y_shape, dtype=torch.bfloat16, device=a.device)
             launches.append(
                 _loaded("split", tuple(sorted(step.params.items()))).prepare(x, y, dependent=DEPENDENT_LAUNCHES)
             )
+            # which of a and b this split reads (a swap-AB plan splits b^T first)
+            launches.splits[1 - i if the_plan.swap_ab else i] = (len(launches) - 1, y)
             operands[step.name] = y.view(step.gemm_shape)
         A, B = operands["A"], operands["B"]
     else:  # A and B as stored, or copied into zero-padded buffers by `pad_copy` launches (which read a and b anew)
@@ -2615,22 +2623,30 @@ class LibraryGemm:
             # the tensors and the current stream: a prepared launch is bound to the stream it was prepared on
             key = launch_signature((a, b, c, *operands.values()))
             found = self._prepared.pop(key, None) if key is not None else None
+            # a parameter's split parts (f32) are made again only when torch's version counter says it changed
+            raw = [inputs[self.order[i]] for i in (0, 1)]
+            params = [i for i in (0, 1) if CACHE_PARAMETER_SPLITS and isinstance(raw[i], torch.nn.Parameter)]
+            versions = {i: (raw[i].data_ptr(), raw[i]._version) for i in params}
             if found is None:
                 c2 = c.view(-1, c.shape[-1]) if c.dim() > 2 and b.dim() == 2 else c
                 if self.epilogue is not None and self.epilogue.reduce is not None:
                     c2 = c.view(-1)  # the (M,) reductions
-                found = prepare(a, b, out_dtype=c.dtype, out=c2, epilogue=self.epilogue, operands=operands)
+                found = (*prepare(a, b, out_dtype=c.dtype, out=c2, epilogue=self.epilogue, operands=operands), {})
             # kept for the next call on the same tensors (most recent last), unless the call copied an operand when
             # it was prepared (zero padding, a GEMV's layout): relaunched, it would read that copy's stale values
             launches = found[1]
-            kept = _workspace_bytes(launches, (a, b, c, *operands.values())) <= PREPARED_BYTES
+            # a parameter's split parts count as the parameter's own (a converted copy of it, held while it lasts)
+            held = (a, b, c, *operands.values(), *[launches.splits[i][1] for i in params if i in launches.splits])
+            kept = _workspace_bytes(launches, held) <= PREPARED_BYTES
+            skip = {launches.splits[i][0] for i in params if i in launches.splits and found[2].get(i) == versions[i]}
             if key is not None and not launches.copies and kept:
-                self._prepared[key] = found
+                self._prepared[key] = (found[0], launches, {**found[2], **versions})
             while len(self._prepared) > PREPARED_CALLS:
                 self._prepared.pop(next(iter(self._prepared)))
-            result, launches = found
-            for launch in launches:
-                launch.launch()
+            result = found[0]
+            for index, launch in enumerate(launches):
+                if index not in skip:  # (a parameter whose split parts are those of its current values)
+                    launch.launch()
             if result.data_ptr() != c.data_ptr():  # a padded plan: C came out larger, then sliced
                 c.copy_(result.reshape(c.shape))
             return
@@ -2639,6 +2655,15 @@ class LibraryGemm:
         result = the_plan.run_on_interpreter(a.double().numpy(), b.double().numpy(), operands=extra)
         c.copy_(torch.from_numpy(result).to(c.dtype).reshape(c.shape))
 
+
+#: A `LibraryGemm` call whose f32 operand is a ``torch.nn.Parameter`` (a module's weight, as `argus solve`'s models
+#: pass them) splits it into its bf16 parts (`split_bf16x3`) once, and again only when its data pointer or torch's
+#: version counter changes (every in-place torch op on it, ``load_state_dict``, an optimizer step): the split reads
+#: 4 and writes 4 bytes per weight element on every call otherwise, which at 128 rows against a 32768 x 32768 weight
+#: is most of the call. Writes that bypass the version counter (through ``.data``, or a kernel writing through its raw
+#: pointer) are not seen: switch this off for a model updated that way. The parts are held with the call's prepared
+#: launches (as much memory as the parameter).
+CACHE_PARAMETER_SPLITS = True
 
 #: How many recent calls' prepared launches a `LibraryGemm` keeps (each holds its split and split-K workspaces), and
 #: the most workspace one kept call may hold: a larger plan is prepared again on every call (its binding's 0.3 ms is
