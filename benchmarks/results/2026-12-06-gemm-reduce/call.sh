@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# device call 2 (session 64, issue #20): reducing GEMM epilogues (the product, its elementwise tail and a reduction of
+# device calls 1-3 (session 64, issue #20), as `CALL=reduce1 bash call.sh` (reduce2, reduce3): reducing GEMM epilogues (the product, its elementwise tail and a reduction of
 # each row, the product never stored). The module's GPU test (matmul(reduce=) against torch at four shapes, five
 # reductions, rows and columns), then benchmarks/gemm_reduce_epilogue.py: KernelBench level 2's GEMM + reduction
 # chains at their sizes in fp32 and LLM-like bf16 rows, against eager, torch.compile and argus unfused, interleaved.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-R=$OUT/reduce2
+R=$OUT/${CALL:-reduce}
 mkdir -p $R
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
   python3 -c "import torch,sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
@@ -19,4 +19,4 @@ timeout -k 5 -s INT ${BENCH_S:-400} python3 benchmarks/gemm_reduce_epilogue.py -
 echo "exit $?" >> $R/bench.txt
 cat $R/bench.txt | cut -c1-230
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> $R/env.txt 2>&1
-cd $OUT && tar czf reduce2.tgz reduce2 && rm -rf reduce2
+cd $OUT && tar czf $(basename $R).tgz $(basename $R) && rm -rf $(basename $R)
