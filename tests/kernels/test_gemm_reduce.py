@@ -115,6 +115,14 @@ def test_the_reducing_kernels_verify_with_their_tag_assertions() -> None:
     assert len(asserted) == 2 and all(c.verdict.value == "verified" for c in asserted)
 
 
+def _reducing_gemm(A, B, BM: int, BN: int, epilogue) -> None:  # noqa: ANN001, N803
+    """The persistent GEMM on one consumer warpgroup, storing no C: `epilogue` stores the partials (a seeded copy's)."""
+    gemm.persistent_gemm(
+        A, B, None, BM=BM, BN=BN, BK=64, STAGES=2, PRODUCER_REGS=40, CONSUMER_REGS=232, BLOCKS=4, ORDER="grouped",
+        GROUP=8, EPILOGUE="direct", A_MAJOR="K", B_MAJOR="K", CONSUMERS=1, SPLITS=1, BATCH=False, epilogue=epilogue,
+    )  # fmt: skip
+
+
 @argus.kernel
 def _padding_in_the_sum(
     A: T.Tensor[("M", "K"), T.bf16],
@@ -131,10 +139,7 @@ def _padding_in_the_sum(
         T.copy(T.reduce_sum(acc, axis=1), P.tile((bm, bn), (rows, None)))  # <- no mask
         return None
 
-    gemm.persistent_gemm(
-        A, B, None, BM=BM, BN=BN, BK=64, STAGES=2, PRODUCER_REGS=40, CONSUMER_REGS=232, BLOCKS=4, ORDER="grouped",
-        GROUP=8, EPILOGUE="direct", A_MAJOR="K", B_MAJOR="K", CONSUMERS=1, SPLITS=1, BATCH=False, epilogue=epilogue,
-    )  # fmt: skip
+    _reducing_gemm(A, B, BM, BN, epilogue)
 
 
 @argus.kernel
@@ -153,10 +158,7 @@ def _partial_in_the_next_column(
         gemm.epilogue_reduce(acc, (bm, bn + 1, rows, cols), P, "sum", N)  # <- bn + 1
         return None
 
-    gemm.persistent_gemm(
-        A, B, None, BM=BM, BN=BN, BK=64, STAGES=2, PRODUCER_REGS=40, CONSUMER_REGS=232, BLOCKS=4, ORDER="grouped",
-        GROUP=8, EPILOGUE="direct", A_MAJOR="K", B_MAJOR="K", CONSUMERS=1, SPLITS=1, BATCH=False, epilogue=epilogue,
-    )  # fmt: skip
+    _reducing_gemm(A, B, BM, BN, epilogue)
 
 
 def test_a_reduction_that_lets_the_padding_in_is_caught() -> None:
