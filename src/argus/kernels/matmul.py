@@ -202,6 +202,14 @@ TIE = 0.02
 #: `CLUSTER_MIN_WAVES` waves of tiles 1.002-1.011x at 16 of 17 shapes; one-wave and three-consumer plans and swap-AB
 #: 0.74-0.99x (1024^3 0.993 -> 0.926x, 20480x256x4096 on 192x128 0.80 -> 0.77).
 CLUSTER_MIN_SPLITS = 16
+#: A split-K plan fused in the GEMM kernel (`GemmConfig.FUSE`) on 128-row tiles of two consumer warpgroups, split at
+#: least this many ways, runs in 2-block clusters, still fused, where its units still fit one wave (`fused_cluster`).
+#: Measured on an H100 (benchmarks/results/2026-12-06-gemm-cluster8/, call 1, held-out shapes, interleaved with
+#: cuBLAS): at all 4 such fused shapes +2.8 to +8.0 % (1024x512x49152 0.862 -> 0.954x cuBLAS, 192x1472x49152
+#: 0.886 -> 0.950, 832x384x49152 0.880 -> 0.931, 512x576x24576 0.848 -> 0.872); clustering the *unfused* split plans
+#: of those tiles was mixed (-33 % to +15 %: not taken).
+FUSED_CLUSTERS = True
+FUSED_CLUSTER_MIN_SPLITS = 8
 CLUSTER_MIN_WAVES = 2
 #: The least K for the clusters of `CLUSTER_MIN_WAVES` (call 3: K = 192 ran 0.96x without; K >= 1536 gained) and of
 #: misaligned rows (K <= 312 ran 0.96-0.99x without; K >= 440 gained).
@@ -1878,7 +1886,24 @@ def _plan(problem: GemmProblem, config: GemmConfig | None, target: Target, epilo
     chosen = config or choose(problem, target, plan_tiles(epilogue), swap)
     if config is None and epilogue is not None and epilogue.reduce is not None and chosen.TAIL > 1:
         chosen = replace(chosen, TAIL=1)  # a reducing epilogue takes no split tail: its whole-wave twin
-    return GemmPlan(problem, chosen, epilogue)
+    found = GemmPlan(problem, chosen, epilogue)
+    return fused_cluster(found, target) if config is None else found
+
+
+def fused_cluster(found: GemmPlan, target: Target = DEFAULT_TARGET) -> GemmPlan:
+    """`found`, or where it fuses a split of at least `FUSED_CLUSTER_MIN_SPLITS` on 128-row tiles of two consumer
+    warpgroups unclustered, the same in 2-block clusters (still fused: its units still one wave)."""
+    c = found.config
+    if not FUSED_CLUSTERS or found.is_gemv or not c.FUSE or c.CLUSTER > 1 or c.SWAP:
+        return found
+    if (c.BM, c.CONSUMERS) != (128, 2) or c.SPLITS < FUSED_CLUSTER_MIN_SPLITS:
+        return found
+    candidate = replace(c, CLUSTER=2)
+    if cluster_refusal(kernel_problem(found.problem), candidate, target) is not None:
+        return found
+    if fuse_refusal(found.padded, candidate, found.epilogue, target) is not None:
+        return found
+    return GemmPlan(found.problem, candidate, found.epilogue)
 
 
 def plan_tiles(epilogue: Epilogue | None) -> tuple:
