@@ -330,3 +330,35 @@ def test_a_cluster_s_wrong_tiles_are_caught(mistake: str, monkeypatch) -> None:
     monkeypatch.undo()
     codes = {f.code for f in verify(kernel).findings}
     assert "COVERAGE_OUTPUT_TWICE" in codes, codes
+
+
+@pytest.mark.parametrize(
+    ("shape", "clustered"),
+    [
+        ((416, 960, 65536), True),  # 128x256 split 8, fused: in clusters, still fused (0.970 -> 1.164x cuBLAS)
+        ((1024, 512, 49152), True),
+        ((320, 960, 98304), False),  # 3 row tiles: in clusters 4, 160 units on 132 blocks: not one wave, not fused
+        ((128, 4096, 4096), False),  # a 64-row tile split 2
+    ],
+)
+def test_a_fused_split_of_8_on_128_row_tiles_runs_in_clusters(shape, clustered, monkeypatch) -> None:
+    problem = mm.GemmProblem(*shape)
+
+    def chosen() -> mm.GemmConfig:
+        mm.choose.cache_clear()
+        mm._plan_cached.cache_clear()
+        return mm.plan(problem).config
+
+    try:
+        config = chosen()
+        assert config.FUSE, config.label
+        assert (config.CLUSTER == 2 and config.SPLITS >= 8 and config.BM == 128) == clustered, config.label
+        monkeypatch.setattr(mm, "FUSED_CLUSTERS", False)  # the A/B switch
+        before = chosen()
+        assert (before == dataclasses.replace(config, CLUSTER=1)) if clustered else before == config, before.label
+        # an explicit configuration is taken as given
+        assert mm.plan(problem, dataclasses.replace(before, FUSE=None)).config.CLUSTER == 1
+    finally:
+        monkeypatch.setattr(mm, "FUSED_CLUSTERS", True)
+        mm.choose.cache_clear()
+        mm._plan_cached.cache_clear()
