@@ -1927,7 +1927,10 @@ def tuned_config(problem: GemmProblem, device: Any = None, epilogue: Epilogue | 
         gpu = gemm_tuning.gpu_name(device)
     except Exception:  # noqa: BLE001 - no CUDA here: nothing measured applies
         return None
-    return gemm_tuning.lookup(problem, gpu, tiles=plan_tiles(epilogue), swap=epilogue is None)
+    found = gemm_tuning.lookup(problem, gpu, tiles=plan_tiles(epilogue), swap=epilogue is None)
+    if found is not None and epilogue is not None and epilogue.reduce is not None and found.TAIL > 1:
+        return replace(found, TAIL=1)  # a reducing epilogue takes no split tail (as `_plan`): its whole-wave twin
+    return found
 
 
 # ---- the GPU call ----------------------------------------------------------------------------------------------------
