@@ -254,3 +254,12 @@ def test_matmul_with_a_reduction_matches_torch_on_the_gpu() -> None:
             ref = y.amax(dim) if op == "max" else y.amin(dim) if op == "min" else ref
             err = float((out.double() - ref).abs().max() / ref.abs().max())
             assert err < (2e-2 if dtype == torch.bfloat16 else 1e-4), (m, n, k, dtype, op, dim, err)
+
+
+def test_a_reduction_along_another_dimension_is_refused_with_the_reason() -> None:
+    torch = pytest.importorskip("torch")
+    a, b = torch.zeros(4, 3, 8), torch.zeros(8, 5)  # a 3-d product (4, 3, 5)
+    with pytest.raises(mm.GemmError, match="its columns \\(dim=0\\), not dim=0 of a 3-d product"):
+        mm.matmul(a, b, reduce="sum", dim=0)
+    with pytest.raises(mm.GemmError, match="not dim=2 of a 2-d product"):
+        mm.matmul(a[0], b, reduce="sum", dim=2)
