@@ -87,7 +87,7 @@ class Epilogue:
     result: str
     operands: tuple[EpilogueOperand, ...] = ()
     #: a reduction of each row of the result (over the product's N columns), one of `REDUCTIONS`: the call then
-    #: returns the (M,) vector of them instead of the (M, N) result, which is never stored (`reduce_rows`)
+    #: returns the (M,) vector of them instead of the (M, N) result, which is never stored (`gemm.epilogue_reduce`)
     reduce: str | None = None
 
     @classmethod
