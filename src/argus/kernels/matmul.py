@@ -202,6 +202,7 @@ TIE = 0.02
 #: `CLUSTER_MIN_WAVES` waves of tiles 1.002-1.011x at 16 of 17 shapes; one-wave and three-consumer plans and swap-AB
 #: 0.74-0.99x (1024^3 0.993 -> 0.926x, 20480x256x4096 on 192x128 0.80 -> 0.77).
 CLUSTER_MIN_SPLITS = 16
+CLUSTER_MIN_WAVES = 2
 #: A split-K plan fused in the GEMM kernel (`GemmConfig.FUSE`) on 128-row tiles of two consumer warpgroups, split at
 #: least this many ways, runs in 2-block clusters, still fused, where its units still fit one wave (`fused_cluster`).
 #: Measured on an H100 (benchmarks/results/2026-12-06-gemm-cluster8/, call 1, held-out shapes, interleaved with
@@ -211,7 +212,6 @@ CLUSTER_MIN_SPLITS = 16
 #: all ten, +1.8 to +20 % (416x960x65536 0.970 -> 1.164x, 448x576x90112 0.868 -> 1.045x, 512x544x72704 0.688 -> 0.793).
 FUSED_CLUSTERS = True
 FUSED_CLUSTER_MIN_SPLITS = 8
-CLUSTER_MIN_WAVES = 2
 #: The least K for the clusters of `CLUSTER_MIN_WAVES` (call 3: K = 192 ran 0.96x without; K >= 1536 gained) and of
 #: misaligned rows (K <= 312 ran 0.96-0.99x without; K >= 440 gained).
 CLUSTER_MIN_K = 1024
