@@ -2028,8 +2028,8 @@ class Launches(list):
     #: f32 split precision: operand (0: a, 1: b) -> (the index of its split launch, the split's output parts)
     splits: dict[int, tuple[int, Any]]
 
-    def __init__(self, *launches: Any) -> None:
-        super().__init__(*launches)
+    def __init__(self, launches: Any = ()) -> None:
+        super().__init__(launches)
         self.splits = {}
 
 
