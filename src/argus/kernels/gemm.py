@@ -549,7 +549,7 @@ def epilogue_scalar(acc: Any, tile: tuple, S: Any) -> Any:
 #: results' combination (`gemm_reduce_partials`): ``"mean"`` is a sum scaled by 1 / N when the partials are combined.
 REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp")
 
-_INF = float("inf")
+INFINITY = float("inf")
 
 
 def reduction_op(OP: str) -> str:  # noqa: N803 - the kernels' parameter
@@ -575,11 +575,11 @@ def epilogue_reduce(value: Any, tile: tuple, P: Any, OP: str, COLS: Any) -> None
     if op in ("sum", "mean"):
         part = T.reduce_sum(T.where(real, value, 0.0), axis=1)
     elif op == "min":
-        part = -T.reduce_max(T.where(real, -value, -_INF), axis=1)
+        part = -T.reduce_max(T.where(real, -value, -INFINITY), axis=1)
     else:
-        part = T.reduce_max(T.where(real, value, -_INF), axis=1)
+        part = T.reduce_max(T.where(real, value, -INFINITY), axis=1)
     if op == "logsumexp":
-        shift = T.where(T.abs(part) < _INF, part, 0.0)
+        shift = T.where(T.abs(part) < INFINITY, part, 0.0)
         part = shift + T.log(T.reduce_sum(T.where(real, T.exp(value - shift[:, None]), 0.0), axis=1))
     T.copy(part, P.tile((bm, bn), (rows, None)))
 
@@ -605,7 +605,7 @@ def gemm_reduce_partials(
     with T.grid(T.cdiv(M, BR), threads=128) as (bi,):
         x = T.alloc_fragment((BR, BJ), T.f32)
         best = T.alloc_reduced(x, axis=1)
-        T.fill(best, {"sum": 0.0, "mean": 0.0, "min": _INF}.get(op, -_INF))
+        T.fill(best, {"sum": 0.0, "mean": 0.0, "min": INFINITY}.get(op, -INFINITY))
         for jt in T.serial(T.cdiv(NP, BJ)):
             T.copy(P.tile((bi, jt), (BR, BJ)), x)
             # invariant: element (i, j) of the tile is row bi * BR + i's partial of column tile jt * BJ + j
@@ -614,11 +614,11 @@ def gemm_reduce_partials(
             if op in ("sum", "mean"):
                 T.copy(best + T.reduce_sum(T.where(real, x, 0.0), axis=1), best)
             elif op == "min":
-                T.copy(T.minimum(best, -T.reduce_max(T.where(real, -x, -_INF), axis=1)), best)
+                T.copy(T.minimum(best, -T.reduce_max(T.where(real, -x, -INFINITY), axis=1)), best)
             else:
-                T.copy(T.maximum(best, T.reduce_max(T.where(real, x, -_INF), axis=1)), best)
+                T.copy(T.maximum(best, T.reduce_max(T.where(real, x, -INFINITY), axis=1)), best)
         if op == "logsumexp":
-            shift = T.where(T.abs(best) < _INF, best, 0.0)
+            shift = T.where(T.abs(best) < INFINITY, best, 0.0)
             total = T.alloc_reduced(x, axis=1)
             T.fill(total, 0.0)
             for jt in T.serial(T.cdiv(NP, BJ)):
