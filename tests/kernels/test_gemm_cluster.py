@@ -212,6 +212,13 @@ def test_the_planner_takes_clusters_where_they_were_measured_faster(shape, clust
         mm.choose.cache_clear()
 
 
+def _planned(problem: mm.GemmProblem) -> mm.GemmConfig:
+    """The plan's configuration for `problem`, planned afresh (the switches are read when planning)."""
+    mm.choose.cache_clear()
+    mm._plan_cached.cache_clear()
+    return mm.plan(problem).config
+
+
 @pytest.mark.parametrize(
     ("shape", "narrow"),
     [
@@ -226,13 +233,8 @@ def test_the_planner_takes_clusters_where_they_were_measured_faster(shape, clust
 def test_a_small_output_over_a_long_k_takes_cublas_s_narrow_split_in_clusters(shape, narrow, monkeypatch) -> None:
     problem = mm.GemmProblem(*shape)
 
-    def chosen() -> mm.GemmConfig:
-        mm.choose.cache_clear()
-        mm._plan_cached.cache_clear()
-        return mm.plan(problem).config
-
     try:
-        config = chosen()
+        config = _planned(problem)
         if narrow is None:
             found = mm.candidates_for(problem)
             assert mm.narrow_split(mm.kernel_problem(problem), config, found) is None, config.label
@@ -240,7 +242,7 @@ def test_a_small_output_over_a_long_k_takes_cublas_s_narrow_split_in_clusters(sh
             assert (config.BM, config.BN, config.SPLITS, config.CLUSTER) == narrow, config.label
             assert config.FUSE and config.STAGES == (6 if config.BK == 64 else 3)
         monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", False)  # the A/B switch: the model's choice as before
-        before = chosen()
+        before = _planned(problem)
         assert (before == config) == (narrow is None), before.label
     finally:
         monkeypatch.setattr(mm, "CLUSTER_NARROW_SPLITS", True)
@@ -344,17 +346,12 @@ def test_a_cluster_s_wrong_tiles_are_caught(mistake: str, monkeypatch) -> None:
 def test_a_fused_split_of_8_on_128_row_tiles_runs_in_clusters(shape, clustered, monkeypatch) -> None:
     problem = mm.GemmProblem(*shape)
 
-    def chosen() -> mm.GemmConfig:
-        mm.choose.cache_clear()
-        mm._plan_cached.cache_clear()
-        return mm.plan(problem).config
-
     try:
-        config = chosen()
+        config = _planned(problem)
         assert config.FUSE, config.label
         assert (config.CLUSTER == 2 and config.SPLITS >= 8 and config.BM == 128) == clustered, config.label
         monkeypatch.setattr(mm, "FUSED_CLUSTERS", False)  # the A/B switch
-        before = chosen()
+        before = _planned(problem)
         assert (before == dataclasses.replace(config, CLUSTER=1)) if clustered else before == config, before.label
         # an explicit configuration is taken as given
         assert mm.plan(problem, dataclasses.replace(before, FUSE=None)).config.CLUSTER == 1
