@@ -7,12 +7,12 @@
 # f32 product before and after.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-R=$OUT/cluster8
+R=$OUT/${NAME:-cluster8}
 mkdir -p $R
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
   python3 -c "import torch,sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
   date -u; } > $R/env.txt 2>&1
-ROWS=$(python3 benchmarks/results/2026-12-06-gemm-cluster8/shapes.py)
+ROWS=$(python3 benchmarks/results/2026-12-06-gemm-cluster8/${SHAPES:-shapes.py})
 echo "$ROWS" > $R/rows.txt
 jobs=""
 for r in $ROWS; do s=${r%%:*}; rest=${r#*:}; jobs="$jobs $s"; for c in ${rest//:/ }; do jobs="$jobs $s:$c"; done; done
@@ -24,4 +24,4 @@ for r in $ROWS; do
   echo "== $s"; grep -h -E "x cuBLAS|cuBLAS [0-9]|exit|WRONG|refused" $R/s${s//,/_}.txt | cut -c1-160
 done
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> $R/env.txt 2>&1
-cd $OUT && tar czf cluster8.tgz cluster8 && rm -rf cluster8
+cd $OUT && tar czf $(basename $R).tgz $(basename $R) && rm -rf $(basename $R)
