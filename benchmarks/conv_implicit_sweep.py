@@ -2,8 +2,8 @@
 (`torch.nn.functional.conv2d` on channels-last tensors), interleaved in one process, L2 flushed before every launch,
 CUDA events (`gemm_parity.interleaved_times`).
 
-    PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits] [--extra] [--heldout]
-        [--only TEXT ...]
+    PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits]
+        [--extra] [--heldout] [--widths] [--only TEXT ...]
 
 Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-50's convolutions in bf16 at batch 32
 (the 1x1, 3x3 and strided 3x3 of each stage, and the strided 1x1 projections). Columns:
@@ -18,6 +18,8 @@ Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-5
   other deep, small-spatial layers;
 - with ``--heldout``, rows no tile choice was tuned on (VGG-16, U-Net, YOLO-like and Stable Diffusion layers, odd
   sizes and windows), with their own geometric mean;
+- with ``--widths``, the rows of filter counts that are not powers of two (`WIDTH_ROWS`) and, beside a flattened
+  tile, the tile the rule before fitted widths took (``rule``) and each width `flat_widths` weighs (``w<BN>``);
 - with ``--flat``, beside the planned tile the other kernel's: where the plan is a flattened-position tile
   (`ImplicitConfig.FLAT`, `conv_im2col_gemm`) the implicit kernel's tile the planner took before it (``implicit``)
   and flattened variants (BN 256, 4 stages); elsewhere the flattened tile (``flat``) where it may run. The printed
@@ -96,6 +98,20 @@ HELDOUT_ROWS = [
     ("sd b2 3x3 320 64 f16", 2, 320, 320, 64, 64, 3, 1, 1, "f16"),
     ("sd b2 3x3 640 32 f16", 2, 640, 640, 32, 32, 3, 1, 1, "f16"),
     ("sd b2 3x3 1280 16 f16", 2, 1280, 1280, 16, 16, 3, 1, 1, "f16"),
+]
+
+#: rows of filter counts that are not a power of two (``--widths``, session 65), none of them seen by the tile rules
+#: before they were measured: Stable Diffusion's U-Net at other batches and its up-blocks' concatenated channels,
+#: Inception- and EfficientNet-like widths
+WIDTH_ROWS = [
+    ("sd b8 3x3 320 64 f16", 8, 320, 320, 64, 64, 3, 1, 1, "f16"),
+    ("sd b2 3x3 960->320 64 f16", 2, 960, 320, 64, 64, 3, 1, 1, "f16"),
+    ("sd b4 3x3 640 32 f16", 4, 640, 640, 32, 32, 3, 1, 1, "f16"),
+    ("b16 3x3 160->320 28", 16, 160, 320, 28, 28, 3, 1, 1, "bf16"),
+    ("b32 3x3 192->384 14", 32, 192, 384, 14, 14, 3, 1, 1, "bf16"),
+    ("b8 3x3 256->448 28", 8, 256, 448, 28, 28, 3, 1, 1, "bf16"),
+    ("b16 3x3 96->208 35", 16, 96, 208, 35, 35, 3, 1, 1, "bf16"),
+    ("b32 1x1/2 672->192 14", 32, 672, 192, 14, 14, 1, 2, 0, "bf16"),
 ]
 
 #: f32 rows, NCHW as KernelBench gives them: (label, rank, N, C, F, spatial, kernel, stride, padding, dilation, bias)
@@ -261,6 +277,34 @@ def _flat_variants(conv, config):  # noqa: ANN001, ANN202
     return {k: v for k, v in out.items() if v != config}
 
 
+def _width_variants(conv, config, most: int = 4):  # noqa: ANN001, ANN202
+    """``--widths``: where the plan is a flattened tile, the tile the rule before fitted widths took (128 filters, or
+    256 of a multiple of 256: ``rule``) and the `most` widths of `flat_widths` the planner's model ranks first
+    (``w<BN>``, each with its own split and stages), the plan's among them."""
+    import argus.kernels.conv as C  # noqa: N812
+
+    if not config.FLAT:
+        return {}
+    C.FLAT_FITTED_WIDTHS = False
+    try:
+        out = {"rule": C.flat_config(conv)}
+    finally:
+        C.FLAT_FITTED_WIDTHS = True
+    ranked = []
+    for bn in C.flat_widths(conv):
+        pick = C.ImplicitConfig(1, 128, bn, 1, 2, FLAT=True)
+        pick = replace(pick, SPLITS=C.implicit_splits(conv, pick))
+        ranked.append((C.implicit_split_time(conv, pick, pick.SPLITS) * C.flat_tile_time(bn), bn, pick))
+    for _, bn, pick in sorted(ranked, key=lambda t: t[:2])[:most]:
+        out[f"w{bn}"] = C.with_stages(conv, pick, C.FLAT_MAX_STAGES)
+    seen, kept = {config}, {}
+    for name, cfg in out.items():
+        if cfg not in seen:
+            seen.add(cfg)
+            kept[name] = cfg
+    return kept
+
+
 def _host_us(torch, fn, n: int = 50) -> float:  # noqa: ANN001
     """Microseconds of host time per call of `fn` (`n` calls queued back to back, no synchronization between them):
     a call whose host time exceeds its GPU time is bound by the host, and its CUDA-event time shows it."""
@@ -287,6 +331,9 @@ def main() -> int:
     parser.add_argument("--only", action="append", default=[], help="the rows whose label starts with this text")
     parser.add_argument("--flat", action="store_true", help="the flattened tile against the implicit one")
     parser.add_argument("--heldout", action="store_true", help="also rows no tile choice was tuned on")
+    parser.add_argument(
+        "--widths", action="store_true", help="each filter width of a flattened tile, the rows of odd widths"
+    )
     args = parser.parse_args()
 
     import torch
@@ -312,9 +359,10 @@ def main() -> int:
         "\n| row | tile | kernel ms | call ms | cuDNN ms | kernel × cuDNN | call × cuDNN | kernel TFLOP/s | cuDNN "
         "TFLOP/s | err | host µs call / cuDNN | other |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    ratios, heldout = [], []
+    ratios, heldout, widths = [], [], []
     args.f32 = args.f32 or args.only_f32
     rows = ROWS + (EXTRA_ROWS if args.extra else []) + (HELDOUT_ROWS if args.heldout else [])
+    rows += WIDTH_ROWS if args.widths else []
     for label, n, c, f, h, w, k, s, p, dt in [] if args.only_f32 else rows:
         if args.only and not any(label.startswith(text) for text in args.only):
             continue
@@ -346,6 +394,8 @@ def main() -> int:
             tiles |= {k: v for k, v in _split_variants(conv, config).items() if v != config}
         if args.flat:
             tiles |= _flat_variants(conv, config)
+        if args.widths:
+            tiles |= _width_variants(conv, config)
         for name, cfg in tiles.items():
             try:
                 y = torch.empty(ys, dtype=x.dtype, device="cuda")
@@ -404,6 +454,8 @@ def main() -> int:
             ratios.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms["call"], ms["cudnn"] / implicit_ms))
         elif (label, n, c, f, h, w, k, s, p, dt) in HELDOUT_ROWS:
             heldout.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms["call"], ms["cudnn"] / implicit_ms))
+        if args.widths:  # the plan against the rule before fitted widths (its tile where they differ)
+            widths.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms.get("rule", ms["kernel"])))
         print(
             f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
             f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "
@@ -417,6 +469,18 @@ def main() -> int:
     def geomean(xs: list[float]) -> float:
         return math.exp(statistics.mean(map(math.log, xs)))
 
+    if widths:
+        print(
+            f"\nfitted widths, every row ({len(widths)}): kernel x cuDNN {geomean([r[1] for r in widths]):.3f}, with "
+            f"the 128/256 rule {geomean([r[2] for r in widths]):.3f}"
+        )
+        for name, group in (("ResNet-50", ROWS), ("held-out", HELDOUT_ROWS), ("odd widths", WIDTH_ROWS)):
+            sub = [r for r in widths if any(r[0] == g[0] for g in group) and (name != "ResNet-50" or "r50" in r[0])]
+            if sub:
+                print(
+                    f"  {name} ({len(sub)}): kernel x cuDNN {geomean([r[1] for r in sub]):.3f}, with the 128/256 rule "
+                    f"{geomean([r[2] for r in sub]):.3f}"
+                )
     if heldout:
         print(
             f"\nheld-out rows ({len(heldout)}): kernel x cuDNN {geomean([r[1] for r in heldout]):.3f}, call x cuDNN "

@@ -183,6 +183,24 @@ def test_the_flat_convolution_keeps_its_wgmma_pipeline() -> None:
         assert compiled.module.warnings == (), compiled.module.warnings
 
 
+def test_fitted_widths_keep_the_wgmma_pipeline() -> None:
+    """Every filter width the flattened convolution's planner fits (`argus.kernels.conv.flat_widths`: multiples of
+    `FLAT_WIDTH_STEP` from 64 to 256) compiles without a ptxas warning, with and without a bias; an odd multiple of
+    16 (112, no bias: the accumulator rounded as it is stored) is serialized (C7514), the reason the widths step by
+    32 (measured 1.2-1.4x slower a tile, docs/conv.md). Should ptxas stop serializing it, this test fails and the
+    step can be 16."""
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.kernels.conv import FLAT_WIDTH_STEP
+    from argus.kernels.conv_im2col import conv_im2col_gemm
+
+    for bn in range(64, 257, FLAT_WIDTH_STEP):
+        for bias in (False, True):
+            compiled = compile_kernel(conv_im2col_gemm.trace(BN=bn, STAGES=4, CB=2, BIAS=bias))
+            assert compiled.module.warnings == (), (bn, bias, compiled.module.warnings)
+    odd = compile_kernel(conv_im2col_gemm.trace(BN=112, STAGES=4, CB=2)).module.warnings
+    assert any("C7514" in w.message for w in odd), odd
+
+
 @pytest.mark.parametrize("name", ["gemm_hopper", "gemm_hopper_nn"])
 def test_a_k_loop_of_run_time_length_keeps_its_wgmma_pipeline(name: str) -> None:
     """The warp-specialized GEMM's K loop runs ``cdiv(K, BK)`` times, possibly none: the accumulator after it merges

@@ -197,21 +197,53 @@ def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positi
         cfg = implicit_config(conv)
         assert cfg.FLAT and (cfg.BH * cfg.BW, cfg.BN, cfg.CONSUMERS, cfg.SPLITS) == (128, 128, 2, 1), conv
         assert cfg.STAGES == FLAT_MAX_STAGES and cfg.label().startswith("flat 128x128")
-    # a persistent 8x8 tile wasting 31 % of 7x7: flattened; a short K loop of 2048 filters takes 256 a tile
+    # a persistent 8x8 tile wasting 31 % of 7x7: flattened; a short K loop of 2048 filters takes a wide tile (224:
+    # ten tiles of filters, one wave of 130 blocks, modelled quicker than 104 of 256)
     wide = implicit_config(_conv2(32, 512, 2048, 7, 7, 1))
-    assert wide.FLAT and (wide.BN, wide.SPLITS) == (256, 1) and wide.STAGES >= 3
+    assert wide.FLAT and (wide.BN, wide.SPLITS) == (224, 1) and wide.STAGES >= 3
     # 14x14 at batch 32: 49 tiles of 128 positions per filter tile, where 8x16 tiles made 64
     assert (
         implicit_tiles(_conv2(32, 256, 256, 14, 14, 3, p=1), implicit_config(_conv2(32, 256, 256, 14, 14, 3, p=1)))
         == 98
     )
-    # few tiles: split along K (7x7 at batch 8: 4 tiles of 72 K-steps, eight shares of 9)
+    # few tiles: split along K (7x7 at batch 8: 8 tiles of 64 filters, 72 K-steps in four shares of 18)
     few = implicit_config(_conv2(8, 512, 512, 7, 7, 3, p=1))
-    assert few.FLAT and few.SPLITS == 8 and "split8" in few.label()
+    assert few.FLAT and (few.BN, few.SPLITS) == (64, 4) and "split4" in few.label()
     # the persistent implicit tiles of short K loops at 56x56 and 28x28 (wasting at most 14 %) stay
     for conv in (_conv2(32, 64, 64, 56, 56, 1), _conv2(32, 64, 64, 56, 56, 3, p=1),
                  _conv2(32, 128, 512, 28, 28, 1, bias=True)):  # fmt: skip
         assert not implicit_config(conv).FLAT, conv
+
+
+def test_the_filter_width_is_fitted_to_the_filters(monkeypatch) -> None:
+    """`flat_widths`: the widths of k near-equal cuts of the filters, multiples of 32 from 64 to 256 (odd multiples of
+    16 serialize the K loop's wgmma: `test_fitted_widths_keep_the_wgmma_pipeline`), 128 first; 64 alone up to 64
+    filters. `flat_config` takes the one whose waves the model times least: Stable Diffusion's 320 filters at 64x64
+    two tiles of 160 (one wave of 128 tiles, where 128 filters a tile made 192: two waves), 384 filters at 14x14 two of
+    192, a single tile of 160 filters; a power of two keeps 128 or 256. With `FLAT_FITTED_WIDTHS` off, the rule
+    before: 128, or 256 of a multiple of 256."""
+    import argus.kernels.conv as C  # noqa: N812
+
+    assert C.flat_widths(_conv2(2, 320, 320, 64, 64, 3, p=1)) == (128, 64, 96, 160)
+    assert C.flat_widths(_conv2(2, 64, 48, 8, 8, 3, p=1)) == (64,)
+    assert C.flat_widths(_conv2(2, 64, 2048, 8, 8, 1)) == (128, 64, 96, 160, 192, 224, 256)
+    for conv in (_conv2(2, 320, 320, 64, 64, 3, p=1), _conv2(2, 96, 208, 35, 35, 3, p=1), _conv2(4, 64, 2000, 9, 9, 3)):
+        assert all(bn % C.FLAT_WIDTH_STEP == 0 and 64 <= bn <= 256 for bn in C.flat_widths(conv)), conv
+    assert C.flat_tile_time(128) == 1.0 and C.flat_tile_time(256) == C.FLAT_WIDE_TILE_TIME
+    assert C.flat_tile_time(64) == C.FLAT_NARROW_TILE_TIME < C.flat_tile_time(96) < 1.0 < C.flat_tile_time(160)
+    planned = {
+        _conv2(2, 320, 320, 64, 64, 3, p=1, dtype="f16"): 160,
+        _conv2(32, 192, 384, 14, 14, 3, p=1): 192,
+        _conv2(8, 96, 160, 33, 33, 3, p=1): 160,
+        _conv2(32, 128, 128, 28, 28, 3, p=1): 128,
+        _conv2(16, 256, 256, 56, 56, 3, p=1): 256,
+    }
+    for conv, bn in planned.items():
+        assert C.implicit_config(conv).BN == bn, (conv, C.implicit_config(conv).label())
+    monkeypatch.setattr(C, "FLAT_FITTED_WIDTHS", False)
+    assert C.flat_widths(_conv2(2, 320, 320, 64, 64, 3, p=1)) == (128,)
+    assert C.flat_widths(_conv2(16, 256, 512, 56, 56, 3, p=1)) == (128, 256)
+    assert C.implicit_config(_conv2(2, 320, 320, 64, 64, 3, p=1, dtype="f16")).BN == 128
 
 
 def test_what_the_flattened_tile_refuses() -> None:
@@ -323,19 +355,27 @@ gpu = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 def test_a_flat_call_on_the_gpu_matches_cudnn(layout: str) -> None:
     """`LibraryConv` on CUDA tensors through planned flattened tiles, unsplit (28x28, bias) and split (7x7 at batch
-    8), both layouts: against conv2d in float64."""
+    8), of fitted filter widths (320 filters: two tiles of 160; four of 96, split, with a bias), both layouts: against
+    conv2d in float64."""
     import torch
     import torch.nn.functional as F  # noqa: N812
 
     from argus.kernels.conv import LibraryConv, conv_plan
 
-    for conv in (_conv2(4, 128, 128, 28, 28, 3, p=1, bias=True), _conv2(8, 512, 512, 7, 7, 3, p=1)):
+    convs = (
+        _conv2(4, 128, 128, 28, 28, 3, p=1, bias=True),
+        _conv2(8, 512, 512, 7, 7, 3, p=1),
+        _conv2(2, 320, 320, 64, 64, 3, p=1, dtype="f16"),
+        _conv2(2, 160, 320, 24, 24, 3, p=1, bias=True),
+    )
+    assert {conv_plan(c).implicit.BN for c in convs[2:]} == {160, 96}, [conv_plan(c).implicit.label() for c in convs]
+    for conv in convs:
         assert conv_plan(conv).implicit.FLAT
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[conv.dtype]
         gen = torch.Generator(device="cuda").manual_seed(7)
-        x = torch.randn(conv.batch, conv.channels, 28 if conv.bias else 7, 28 if conv.bias else 7, device="cuda",
-                        generator=gen).bfloat16()  # fmt: skip
-        w = (torch.randn(conv.filters, conv.channels, 3, 3, device="cuda", generator=gen) / 30).bfloat16()
-        b = torch.randn(conv.filters, device="cuda", generator=gen).bfloat16() if conv.bias else None
+        x = torch.randn(conv.batch, conv.channels, *conv.size[1:], device="cuda", generator=gen).to(dtype)
+        w = (torch.randn(conv.filters, conv.channels, 3, 3, device="cuda", generator=gen) / 30).to(dtype)
+        b = torch.randn(conv.filters, device="cuda", generator=gen).to(dtype) if conv.bias else None
         if layout == "channels_last":
             x = x.to(memory_format=torch.channels_last)
         call = LibraryConv("conv", conv)
@@ -344,4 +384,4 @@ def test_a_flat_call_on_the_gpu_matches_cudnn(layout: str) -> None:
             out = out.to(memory_format=torch.channels_last)
         call(*([x, w, b] if b is not None else [x, w]), out)
         want = F.conv2d(x.double(), w.double(), None if b is None else b.double(), padding=1)
-        assert ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item() < 1e-2
+        assert ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item() < 1e-2, conv

@@ -627,25 +627,63 @@ def flat_refusal(conv: Conv) -> str | None:
 
 #: How much longer a flattened tile of 256 filters takes than one of 128, the same K loop: 1.57-1.81 measured (1.75
 #: typical; session 40, calls 2 and 5 of `benchmarks/results/2026-12-02-flat-tiles/`: a wave of 128x256 tiles against
-#: a wave of 128x128 ones on VGG-16's, YOLO-like, ResNet-50's and Stable Diffusion's layers). `flat_config` takes the
-#: wide tile where its fewer waves win by more than that, e.g. 392 tiles (3 waves) against 784 (6).
+#: a wave of 128x128 ones on VGG-16's, YOLO-like, ResNet-50's and Stable Diffusion's layers).
 FLAT_WIDE_TILE_TIME = 1.75
+#: The same for a tile of 64 filters: 0.85, fitted (session 65, calls 1-2 of
+#: `benchmarks/results/2026-12-06-conv-widths/`:
+#: the value of 0.78-1.0 whose plans came closest to the fastest width measured over 36 rows, 1.001x its time on
+#: average; 0.78, a tile of 64 against one of 128 measured across problems in session 40, took 96 filters for Stable
+#: Diffusion's 640 at 32x32, 1.09x the time of 160 split two ways). A narrow tile is not much quicker than one of 128:
+#: its im2col box of 128 positions is as large, and each `wgmma` reads its A from shared memory for half the products.
+FLAT_NARROW_TILE_TIME = 0.85
+#: Whether the flattened tile's filter width is fitted to the filter count (`flat_widths`: the widths that cut the
+#: filters into k near-equal tiles, multiples of `FLAT_WIDTH_STEP` from 64 to 256) rather than 128, or 256 of a
+#: multiple of 256. Measured on an H100 (session 65, `benchmarks/results/2026-12-06-conv-widths/`, calls 1-2, each
+#: row's plan beside the 128/256 rule's tile): Stable Diffusion's 320 filters as two tiles of 160, where 128 made three
+#: (a sixth of them zeros) in twice the waves, 0.53-0.66 -> 1.02-1.22x cuDNN; 384 filters in two tiles of 192 1.10 ->
+#: 1.39x, 448 in two of 224 0.89 -> 1.27x, 160 in one 0.92 -> 1.44x; the rows of odd widths 0.807 -> 1.099x (geometric
+#: mean of 8), session 40's held-out rows 0.949 -> 1.039x.
+FLAT_FITTED_WIDTHS = True
+#: The fitted widths' granularity: 32 filters. A width that is an odd multiple of 16 (80, 112, 176, 208, 240) makes
+#: ptxas serialize the K loop's `wgmma` (its C7514 warning, `CompiledModule.warnings`): measured 1.2-1.4x the time of
+#: the next multiple of 32 per tile (ResNet-50's 1x1 512->2048 at 7x7: 130 tiles of 208 17.3 us, 104 of 256 12.7 us).
+FLAT_WIDTH_STEP = 32
+
+
+def flat_tile_time(bn: int) -> float:
+    """A flattened tile's K-step with `bn` filters, in units of one with 128: the line through the measured widths
+    (64: `FLAT_NARROW_TILE_TIME`, 128: 1, 256: `FLAT_WIDE_TILE_TIME`) between them, the nearer segment's beyond."""
+    if bn <= 128:
+        return 1.0 - (1.0 - FLAT_NARROW_TILE_TIME) * (128 - bn) / 64
+    return 1.0 + (FLAT_WIDE_TILE_TIME - 1.0) * (bn - 128) / 128
+
+
+def flat_widths(conv: Conv) -> tuple[int, ...]:
+    """The filter widths `flat_config` weighs for `conv`: `implicit_bn`'s (64 up to 64 filters, else 128) and 256 where
+    it divides the filters; with `FLAT_FITTED_WIDTHS`, over 64 filters, the width of each cut into k near-equal tiles
+    (the filters / k rounded up to `FLAT_WIDTH_STEP`; `wgmma` takes any N that is a multiple of 8 up to 256) from 64 to
+    256, 128 first (a tie goes to the width measured most)."""
+    base = implicit_bn(conv)
+    if not FLAT_FITTED_WIDTHS or conv.filters <= 64:
+        return (base, *((256,) if conv.filters % 256 == 0 and base != 256 else ()))
+    step = FLAT_WIDTH_STEP
+    cuts = {math.ceil(conv.filters / k / step) * step for k in range(1, -(-conv.filters // 64) + 1)}
+    return tuple(sorted((bn for bn in cuts | {base} if 64 <= bn <= 256), key=lambda bn: (bn != 128, bn)))
 
 
 def flat_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
-    """The flattened-position tile of `conv` (`flat_refusal` None): 128 positions (two consumer warpgroups) by
-    `implicit_bn` filters, or 256 of a multiple of 256 where the waves of tiles say so (`FLAT_WIDE_TILE_TIME`: the
-    time model `implicit_split_time`, the wide tile's steps that much longer; Stable Diffusion's 320 filters, three
-    narrow tiles or two wide ones wasting 60 %, ran 0.86x wide), K steps of 64 channels, as many stages as
-    fit (up to `FLAT_MAX_STAGES`), its K loop split where `implicit_splits` says to (for each width)."""
+    """The flattened-position tile of `conv` (`flat_refusal` None): 128 positions (two consumer warpgroups) by the
+    filter width of `flat_widths` whose waves of tiles take least time (`implicit_split_time` with each K-step
+    `flat_tile_time` long: Stable Diffusion's 320 filters at 64x64 and batch 2, 64 position tiles, run one wave of
+    128 tiles of 160 rather than two of 192 tiles of 128), K steps of 64 channels, as many stages as fit (up to
+    `FLAT_MAX_STAGES`), its K loop split where `implicit_splits` says to (for each width)."""
     found: list[tuple[float, ImplicitConfig]] = []
-    for bn in (implicit_bn(conv), *((256,) if conv.filters % 256 == 0 else ())):
+    for bn in flat_widths(conv):
         pick = ImplicitConfig(1, 128, bn, 1, 2, FLAT=True)
         if IMPLICIT_SPLIT:
             pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
-        cost = implicit_split_time(conv, pick, pick.SPLITS, sms) * (FLAT_WIDE_TILE_TIME if bn == 256 else 1.0)
-        found.append((cost, pick))
-    _, pick = min(found, key=lambda t: t[0])  # the narrower tile on a tie (listed first)
+        found.append((implicit_split_time(conv, pick, pick.SPLITS, sms) * flat_tile_time(bn), pick))
+    _, pick = min(found, key=lambda t: t[0])  # on a tie the width listed first
     return with_stages(conv, pick, FLAT_MAX_STAGES)
 
 
@@ -2005,6 +2043,8 @@ __all__ = [
     "flat_config",
     "flat_params",
     "flat_refusal",
+    "flat_tile_time",
+    "flat_widths",
     "implicit_kind",
     "implicit_refusal",
     "writes_nchw",
