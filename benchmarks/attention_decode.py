@@ -4,7 +4,7 @@ L2 flushed before every launch (`gemm_parity.interleaved_times`), medians of the
 
 Usage (from the repository root on a GPU machine)::
 
-    PYTHONPATH=src python benchmarks/attention_decode.py [--rounds 20] [--json F]
+    PYTHONPATH=src python benchmarks/attention_decode.py [--rounds 20] [--json F] [--layout bshd]
 
 Rows: bf16, grouped heads of Llama-3-8B (32 query heads over 8 key/value heads) and -70B (64/8), multi-head (32/32)
 and multi-query (16/1) attention, head dims 128 and 64, batch 1..64, KV lengths 4k..128k. Contenders, each checked
@@ -23,8 +23,14 @@ against torch's math backend in f32 first (max abs error <= 2e-2, batch by batch
   `sdpa.COMBINE_IN_KERNEL`, which this column decides;
 * ``cudnn``, ``fa2``: torch's SDPA backends (``enable_gqa``).
 
+With ``--layout bshd`` the cache is FlashAttention's (B, S, HK, D) (q (B, 1, H, D)), and the columns are: ``argus``
+(`sdpa(..., layout="bshd")`: K and V read in place, heads packed and keys split as for (B, H, S, D) tensors,
+`sdpa.DECODE_KV_IN_PLACE`), ``argus-prev`` (the same call with that switch off: the (B, S, H, D) kernel, one block a
+query head), ``argus-bhsd`` (argus on (B, H, S, D) copies of the same data, the copies not timed), and torch's
+backends on the (B, H, S, D) views of the bshd tensors (``transpose(1, 2)``, no copy).
+
 Bandwidth counts the bytes a decode must move once: K and V, plus Q and O (``B*HK*SK*(D+DV) + B*H*(D+DV)``
-16-bit elements), over the median time; "% HBM" is of the H200's 4.8 TB/s, "% copy" of what ``torch``'s
+16-bit elements), over the median time; "% HBM" is of the H200's 4.8 TB/s (an H100's 3.35), "% copy" of what ``torch``'s
 device-to-device copy of 1 GiB reaches in the same run (read + write).
 """
 
@@ -48,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_parity import interleaved_times  # noqa: E402
 from gemm_variants import environment  # noqa: E402
 
-HBM_BYTES_PER_S = 4.8e12  # H200 (H100 SXM: 3.35e12)
+HBM_BYTES_PER_S = 4.8e12  # H200; an H100 SXM's 3.35e12 where the device says H100 (`main`)
 
 ROWS = (  # (label, B, H, HK, SK, D)
     ("llama3-8b", 1, 32, 8, 8192, 128),
@@ -83,6 +89,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd")
     args = parser.parse_args()
 
     import torch
@@ -94,7 +101,11 @@ def main() -> int:
     for line in environment(torch):
         print(line)
     print(f"cuDNN {torch.backends.cudnn.version()}")
+    global HBM_BYTES_PER_S  # noqa: PLW0603 - the device's, set once
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if "H100" in torch.cuda.get_device_name(0):
+        HBM_BYTES_PER_S = 3.35e12
+    print(f"HBM bandwidth taken as {HBM_BYTES_PER_S / 1e12:.2f} TB/s")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
@@ -103,49 +114,66 @@ def main() -> int:
     del src, dst
     print(f"device copy of 1 GiB: {copy_ms:.3f} ms, {copy_rate / 1e12:.2f} TB/s (read + write)")
     names = ("argus", "argus-prev", "argus-s3", "argus-pdl", "argus-merged", "cudnn", "fa2")
+    if args.layout == "bshd":
+        names = ("argus", "argus-prev", "argus-bhsd", "cudnn", "fa2")
     print("\n| row | B | H/HK | SK | D | config | " + " | ".join(f"{n} ms" for n in names) + " | argus TB/s | % HBM "
-          "| % copy | x cuDNN | x FA2 | x prev | x pdl | x merged | err |")  # fmt: skip
-    print("|" + "---|" * (6 + len(names) + 9))
+          "| % copy | x cuDNN | x FA2 | x prev | x pdl | x merged | x bhsd | err |")  # fmt: skip
+    print("|" + "---|" * (6 + len(names) + 10))
     results, failed = [], False
     for label, b, h, hk, sk, d in ROWS:
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sk + d)
         q = torch.randn(b, h, 1, d, device="cuda", generator=g).to(torch.bfloat16)
         k = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
         v = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
-        problem = S.problem_of(q, k, v, causal=False)
+        bhsd = (q, k, v)  # the reference's (and argus-bhsd's) tensors
+        if args.layout == "bshd":  # the timed tensors: (B, S, heads, D), torch's backends on their bhsd views
+            q, k, v = (x.transpose(1, 2).contiguous() for x in bhsd)
+        problem = S.problem_of(q, k, v, causal=False, layout=args.layout)
         chosen = S.choose(problem)
         matrices, rows, _ = S.kernel_extents(problem, chosen.PACK)
         blocks = -(-rows // chosen.BM) * matrices
         key_tiles = -(-sk // chosen.BN)
         variants = {"argus": chosen}
-        prev = replace(chosen, SPLITS=previous_splits(blocks, key_tiles, sms))
-        if prev != chosen:
-            variants["argus-prev"] = prev
-        variants["argus-pdl"] = chosen  # the same, launched as programmatic dependents
-        s3 = replace(chosen, STAGES=3)
-        if S.fits(problem, s3):
-            variants["argus-s3"] = s3
-        merged = replace(chosen, COMBINED=True)
-        if S.combined_refusal(problem, merged, sms) is None:
-            variants["argus-merged"] = merged
+        if args.layout == "bshd":
+            S.DECODE_KV_IN_PLACE = False
+            variants["argus-prev"] = S.choose(problem)  # the (B, S, H, D) kernel
+            S.DECODE_KV_IN_PLACE = True
+            variants["argus-bhsd"] = S.choose(S.problem_of(*bhsd, causal=False))
+        else:
+            prev = replace(chosen, SPLITS=previous_splits(blocks, key_tiles, sms))
+            if prev != chosen:
+                variants["argus-prev"] = prev
+            variants["argus-pdl"] = chosen  # the same, launched as programmatic dependents
+            s3 = replace(chosen, STAGES=3)
+            if S.fits(problem, s3):
+                variants["argus-s3"] = s3
+            merged = replace(chosen, COMBINED=True)
+            if S.combined_refusal(problem, merged, sms) is None:
+                variants["argus-merged"] = merged
         with sdpa_kernel([SDPBackend.MATH]):  # the f32 reference, one batch at a time
             ref = torch.cat(
                 [
                     torch_sdpa(
-                        q[i : i + 1].float(),
-                        k[i : i + 1].float().repeat_interleave(h // hk, dim=1),
-                        v[i : i + 1].float().repeat_interleave(h // hk, dim=1),
+                        bhsd[0][i : i + 1].float(),
+                        bhsd[1][i : i + 1].float().repeat_interleave(h // hk, dim=1),
+                        bhsd[2][i : i + 1].float().repeat_interleave(h // hk, dim=1),
                     )
                     for i in range(b)
                 ]
             )
         launches, errors, kept = {}, {}, []
         row = {"row": label, "shape": [b, h, hk, 1, sk, d], "config": chosen.label(), "blocks": blocks}
+        row["layout"] = args.layout
         for name, config in variants.items():
             try:
                 S.DEPENDENT_LAUNCHES = name == "argus-pdl"
-                o, lse, prepared = S.prepare(q, k, v, causal=False, config=config)
+                S.DECODE_KV_IN_PLACE = name != "argus-prev"
+                tensors, layout = (bhsd, "bhsd") if name == "argus-bhsd" else ((q, k, v), args.layout)
+                o, lse, prepared = S.prepare(*tensors, causal=False, config=config, layout=layout)
                 S.DEPENDENT_LAUNCHES = False
+                S.DECODE_KV_IN_PLACE = True
+                if layout == "bshd":  # (B, 1, H, DV): the reference's (B, H, 1, DV)
+                    o = o.transpose(1, 2)
 
                 def launch(prepared=prepared) -> None:  # noqa: ANN001
                     for one in prepared:
@@ -162,10 +190,11 @@ def main() -> int:
                 row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
                 print(f"| {label} | {name} FAILED: {row[f'{name}_error']} |")
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+            views = tuple(x.transpose(1, 2) for x in (q, k, v)) if args.layout == "bshd" else (q, k, v)
 
-            def run(backend=backend, q=q, k=k, v=v, gqa=hk != h) -> None:  # noqa: ANN001
+            def run(backend=backend, views=views, gqa=hk != h) -> None:  # noqa: ANN001
                 with sdpa_kernel([backend]):
-                    torch_sdpa(q, k, v, enable_gqa=gqa)
+                    torch_sdpa(*views, enable_gqa=gqa)
 
             try:
                 run()
@@ -191,12 +220,13 @@ def main() -> int:
         print(
             f"| {label} | {b} | {h}/{hk} | {sk} | {d} | {chosen.label()} | {' | '.join(cells)} | {rate / 1e12:.2f} | "
             f"{100 * rate / HBM_BYTES_PER_S:.0f} | {100 * rate / copy_rate:.0f} | {ratio('cudnn')} | {ratio('fa2')} "
-            f"| {ratio('argus-prev')} | {ratio('argus-pdl')} | {ratio('argus-merged')} | {err:.1e}"
+            f"| {ratio('argus-prev')} | {ratio('argus-pdl')} | {ratio('argus-merged')} | {ratio('argus-bhsd')} "
+            f"| {err:.1e}"
             f"{'' if ok else ' WRONG'} |",
             flush=True,
         )
         results.append(row)
-        del kept, launches, q, k, v
+        del kept, launches, q, k, v, bhsd
         torch.cuda.empty_cache()
     for line in environment(torch):
         print("after:", line)

@@ -100,12 +100,20 @@ def test_decoding_packs_heads_and_splits_keys_on_the_interpreter(case: str) -> N
     [
         S.AttentionProblem(2, 4, 2, 70, 90, 64, 64, True, "bf16", "f32", layout="bshd"),
         S.AttentionProblem(1, 2, 2, 65, 130, 128, 64, False, "f16", "f16", layout="bshd"),
+        # one query token (decoding against a (B, S, H, D) cache): heads packed, keys split, merged in the launch
+        S.AttentionProblem(2, 8, 2, 1, 700, 64, 64, True, "bf16", "f32", layout="bshd"),
+        # multi-head, one token, a key tail: unpacked, split
+        S.AttentionProblem(3, 2, 2, 1, 450, 128, 64, False, "bf16", "bf16", layout="bshd"),
     ],
-    ids=["gqa-causal", "dv-narrower-f16"],
+    ids=["gqa-causal", "dv-narrower-f16", "decode-packed-split", "decode-mha-split"],
 )
 def test_the_bshd_layout_is_read_and_written_in_place_on_the_interpreter(problem: S.AttentionProblem) -> None:
     q, k, v = _inputs(problem, seed=7)  # (B, heads, S, dim): the definition's layout
-    o, lse = S.plan(problem).run_on_interpreter(*(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in (q, k, v)))
+    the_plan = S.plan(problem)
+    if problem.sq == 1:  # decoding: the (B, H, S, D) mechanisms, K and V read in place
+        assert the_plan.config.SPLITS > 1 and the_plan.config.PACK == (problem.group > 1), the_plan.config.label()
+        assert dict(the_plan.params())["KV_LAYOUT"] == "bshd"
+    o, lse = the_plan.run_on_interpreter(*(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in (q, k, v)))
     assert o.shape == (problem.batch, problem.sq, problem.heads, problem.dv)
     ref_o, ref_lse = S.reference(q, k, v, causal=problem.causal)
     np.testing.assert_allclose(o.transpose(0, 2, 1, 3), ref_o, atol=1e-2 if problem.out == "f32" else 2e-2, rtol=0)
@@ -121,8 +129,15 @@ def test_problems_in_the_bshd_layout_are_read_off_their_shapes() -> None:
         S.problem_of(q, kv, np.zeros((2, 2, 300, 64), dtype=np.float16), layout="bshd")
     with pytest.raises(S.AttentionError, match="layout"):
         S.AttentionProblem(1, 1, 1, 8, 8, 64, 64, layout="sbhd")
-    decode = S.choose(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128, layout="bshd"))
-    assert not decode.PACK and decode.SPLITS == 1  # both need (B, H, S, D) views: not built for bshd
+    # one query token: q, O and LSE are (B, H, 1, ...)'s bytes, so heads are packed and keys split as in bhsd (K and
+    # V read as they are: KV_LAYOUT); more tokens keep the bshd kernel
+    decode = S.plan(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128, layout="bshd"))
+    assert decode.config == S.choose(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128))
+    assert decode.config.PACK and decode.config.SPLITS > 1
+    assert dict(decode.params())["LAYOUT"] == "bhsd" and dict(decode.params())["KV_LAYOUT"] == "bshd"
+    short = S.plan(S.AttentionProblem(4, 32, 8, 4, 8192, 128, 128, layout="bshd"))
+    assert not short.config.PACK and short.config.SPLITS == 1
+    assert (dict(short.params())["LAYOUT"], dict(short.params())["KV_LAYOUT"]) == ("bshd", "")
 
 
 def test_the_chooser_packs_and_splits_only_where_they_apply() -> None:
@@ -401,6 +416,7 @@ CONFIGS = [
     S.AttentionProblem(2, 32, 8, 1, 32768, 128, 128, True),  # packed decode, split keys and the combine
     S.AttentionProblem(2, 32, 8, 2048, 2048, 128, 128, True, layout="bshd"),  # 4-d TMA boxes of one head
     S.AttentionProblem(2, 16, 4, 2048, 2048, 64, 64, False, layout="bshd"),  # three consumer warpgroups, bshd
+    S.AttentionProblem(2, 32, 8, 1, 32768, 128, 128, True, layout="bshd"),  # packed decode of a bshd cache, split
     S.AttentionProblem(2, 16, 4, 1000, 3000, 64, 64, False),  # a key tail at d64 on three consumer warpgroups
     S.AttentionProblem(2, 16, 16, 1000, 3000, 128, 128, False),  # the overlapped loop with a key tail
     S.AttentionProblem(2, 16, 16, 4096, 4096, 256, 256, False),  # the overlapped loop at 64-key tiles
@@ -424,9 +440,15 @@ def test_every_chosen_configuration_verifies_and_compiles(problem: S.AttentionPr
     assert len(tags) == (6 if the_plan.config.OVERLAP else 3) + merged
     assert all(c.verdict.value == "verified" for c in tags), tags
     assert not [c for c in report.checks if c.verdict.value == "violated"]
-    if the_plan.config.SPLITS > 1 and problem.sq == 1:  # every key in some split's share (read at each split)
+    if the_plan.config.SPLITS > 1 and problem.sq == 1 and problem.layout == "bhsd":  # every key in some split's
+        # share (read at each split)
         coverage = {(c.target, c.verdict) for c in report.checks if c.check == "contraction coverage"}
         assert {("K", Verdict.VERIFIED), ("V", Verdict.VERIFIED)} <= coverage, coverage
+    elif the_plan.config.SPLITS > 1 and problem.sq == 1:  # K and V of a (B, S, H, D) cache: their head is the query
+        # matrix's quotient and remainder by HK, which the coverage check's projection on O's stores does not model
+        # (docs/attention.md): not checked, said so, never a pass
+        unchecked = {c.target.split()[0] for c in report.checks if c.check == "contraction coverage" and c.not_checked}
+        assert {"K", "V"} <= unchecked, unchecked
     if the_plan.config.SPLITS > 1 and not the_plan.config.COMBINED:  # the combine: verified, each split's partial
         combine = verify_kernel(the_plan.kernels()[1])
         assert not combine.findings, combine.findings
@@ -527,13 +549,13 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
         torch.cuda.synchronize()
         assert (o.float() - ref).abs().max().item() < 2e-2, (b, h, hk, sq, sk, d, causal)
         assert (lse - ref_lse).abs().max().item() < 1e-3, (b, h, hk, sq, sk, d, causal)
-        if sq > 1:  # the same problem in the (B, S, H, D) layout, in place
-            o2, lse2 = S.sdpa(
-                *(x.transpose(1, 2).contiguous() for x in (q, k, v)), causal=causal, return_lse=True, layout="bshd"
-            )
-            torch.cuda.synchronize()
-            assert (o2.transpose(1, 2).float() - ref).abs().max().item() < 2e-2, ("bshd", b, h, sq, d, causal)
-            assert (lse2 - ref_lse).abs().max().item() < 1e-3, ("bshd", b, h, sq, d, causal)
+        # the same problem in the (B, S, H, D) layout, in place (one token: the decode path, K and V read in place)
+        o2, lse2 = S.sdpa(
+            *(x.transpose(1, 2).contiguous() for x in (q, k, v)), causal=causal, return_lse=True, layout="bshd"
+        )
+        torch.cuda.synchronize()
+        assert (o2.transpose(1, 2).float() - ref).abs().max().item() < 2e-2, ("bshd", b, h, sq, d, causal)
+        assert (lse2 - ref_lse).abs().max().item() < 1e-3, ("bshd", b, h, sq, d, causal)
 
 
 def test_p_in_registers_matches_torch_on_the_gpu() -> None:
@@ -575,7 +597,8 @@ def test_the_overlapped_loop_matches_torch_on_the_gpu() -> None:
         problem = S.problem_of(q, k, v, causal=causal)
         chosen = S.choose(problem)
         config = replace(chosen, OVERLAP=True, CONSUMERS=consumers, BM=64 * consumers) if chosen.BM > 64 else chosen
-        config = replace(config, OVERLAP=True)
+        # (the overlapped loop is not merged in the launch: a split chosen as COMBINED runs its two launches)
+        config = replace(config, OVERLAP=True, COMBINED=False)
         o, lse, launches = S.prepare(q, k, v, causal=causal, config=config)
         for launch in launches:
             launch.launch()

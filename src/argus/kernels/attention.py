@@ -89,15 +89,15 @@ def q_shape(D: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803 - named after
     return ("B", "SQ", "H", D) if LAYOUT == "bshd" else ("BH", "SQ", D)
 
 
-def k_shape(D: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
+def k_shape(D: int, LAYOUT: str, KV_LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
     """K's global shape: (batch * key/value heads, key length, head dim), or (batch, key length, key/value heads,
-    head dim) for "bshd"."""
-    return ("B", "SK", "HK", D) if LAYOUT == "bshd" else ("BHK", "SK", D)
+    head dim) for "bshd" (`KV_LAYOUT`, or where it is empty `LAYOUT`)."""
+    return ("B", "SK", "HK", D) if (KV_LAYOUT or LAYOUT) == "bshd" else ("BHK", "SK", D)
 
 
-def v_shape(DV: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
+def v_shape(DV: int, LAYOUT: str, KV_LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
     """V's global shape: K's, with the value head dim."""
-    return ("B", "SK", "HK", DV) if LAYOUT == "bshd" else ("BHK", "SK", DV)
+    return ("B", "SK", "HK", DV) if (KV_LAYOUT or LAYOUT) == "bshd" else ("BHK", "SK", DV)
 
 
 def o_shape(DV: int, SPLITS: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
@@ -164,6 +164,7 @@ def flash_attention(
     SCALE: float = 0.0,
     SPLITS: int = 1,
     LAYOUT: str = "bhsd",
+    KV_LAYOUT: str = "",
     P_REGISTERS: bool = False,
     PINGPONG: bool = False,
     OVERLAP: bool = False,
@@ -238,12 +239,18 @@ def flash_attention(
     LAYOUT "bshd" reads and writes torch's (batch, length, heads, head dim) tensors of FlashAttention and most KV
     caches in place: Q (B, SQ, H, D), K (B, SK, HK, D), V (B, SK, HK, DV), O (B, SQ, H, DV), LSE (B, H, SQ); the
     grid is (query blocks, H, B), and one head's rows are 4-d TMA boxes. (Split keys write (B * H, SQ) partial
-    results: "bhsd" only.)"""
+    results: "bhsd" only.)
+
+    KV_LAYOUT "bshd" with LAYOUT "bhsd" reads K and V as (batch, length, heads, head dim) tensors while Q, O and LSE
+    are (batch * query heads, query length, ...): what a decoding step against FlashAttention's KV cache needs, whose
+    one query token makes Q (B, 1, H, D) the same bytes as (B * H, 1, D), so that query heads may be packed into one
+    tile's rows and the keys split, as in "bhsd" (query matrix ``m`` reads head ``m // GROUP % HK`` of batch ``m //
+    GROUP // HK`` of K and V). Empty: `LAYOUT`'s."""
     attention_body(
         Q, K, V, O, LSE,
         D=D, DV=DV, BM=BM, BN=BN, STAGES=STAGES, CONSUMERS=CONSUMERS, CAUSAL=CAUSAL, GROUP=GROUP, SCALE=SCALE,
-        SPLITS=SPLITS, LAYOUT=LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=PINGPONG, OVERLAP=OVERLAP, LPT=LPT,
-        MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
+        SPLITS=SPLITS, LAYOUT=LAYOUT, KV_LAYOUT=KV_LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=PINGPONG,
+        OVERLAP=OVERLAP, LPT=LPT, MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
         CONSUMER_REGS=CONSUMER_REGS, PERSISTENT=PERSISTENT, BLOCKS=BLOCKS, Q_BUFFERS=Q_BUFFERS,
         BLOCKS_PER_SM=BLOCKS_PER_SM, PAIRS=PAIRS,
     )  # fmt: skip
@@ -282,6 +289,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
     Q_BUFFERS: Any,
     BLOCKS_PER_SM: Any,
     PAIRS: Any,
+    KV_LAYOUT: Any = "",
     combined: Any = None,
 ) -> None:
     """`flash_attention`'s statements, for its parameters (the same names). With `combined` = (OUT, LSE_OUT, F,
@@ -290,17 +298,26 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
     BM / REDUCERS of the rows into OUT and LSE_OUT (`merge_rows`), where `attention_combine` would in a second
     launch (`flash_attention_combined`)."""
     bshd = LAYOUT == "bshd"
+    kv_bshd = (KV_LAYOUT or LAYOUT) == "bshd"  # K and V (batch, length, heads, dim); Q too with `bshd`
     SQ, SK = Q.shape[1], K.shape[1]  # noqa: N806 - the kernel's shape symbols
     if bshd:
         B, H = Q.shape[0], Q.shape[2]  # noqa: N806
     else:
         BH = Q.shape[0]  # noqa: N806
+    if kv_bshd:
+        HK = K.shape[2]  # noqa: N806
     if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
         raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
     if BM != 64 * CONSUMERS * (BM // (64 * CONSUMERS)) or BM // CONSUMERS not in (64, 128):
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 or 128 rows each")
     if LAYOUT not in LAYOUTS:
         raise DSLError("DSL_BAD_PARAM", f"LAYOUT={LAYOUT!r}: one of {', '.join(LAYOUTS)}")
+    if KV_LAYOUT not in ("", *LAYOUTS) or (bshd and not kv_bshd):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"KV_LAYOUT={KV_LAYOUT!r}: empty (LAYOUT's), or {', '.join(LAYOUTS)}; with LAYOUT 'bshd' K and V are "
+            "'bshd'",
+        )
     if PINGPONG and CONSUMERS < 2:
         raise DSLError("DSL_BAD_PARAM", "PINGPONG takes turns between consumer warpgroups: CONSUMERS must be 2")
     if not MASK_TAIL and not CAUSAL:  # no key tile has a tail: the softmax needs no mask (two instructions a score)
@@ -311,6 +328,9 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
         raise DSLError("DSL_BAD_PARAM", "split keys write (B * H, SQ) partial results: LAYOUT must be 'bhsd'")
     if bshd:  # H query heads of D (and DV) columns each, H / GROUP key/value heads
         T.assume(f"H == HK * {GROUP}")
+    elif kv_bshd:  # query matrices batch-major, GROUP of them a key/value head of K's B x HK: BH == B * HK * GROUP,
+        # stated without the product of two sizes (with it the merged launch's cross-block check was `unknown`)
+        T.assume(f"BH % HK == 0 and BH // HK == B * {GROUP}")
     else:
         T.assume(f"BH == BHK * {GROUP}")
     if SPLITS > 1:
@@ -430,6 +450,8 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
         def heads(bh, batch):  # noqa: ANN001, ANN202 - the query head and its key/value head: (matrix,), or (batch, head)
             if bshd:
                 return (batch, bh), (batch, bh // GROUP)
+            if kv_bshd:  # query matrix bh of Q's batch-major B x H, its key/value head of K's (B, SK, HK, D)
+                return (bh,), ((bh // GROUP) // HK, (bh // GROUP) % HK)
             return (bh,), (bh // GROUP,)
 
         def q_buffer(qb):  # noqa: ANN001, ANN202
@@ -781,6 +803,7 @@ def flash_attention_combined(
     SCALE: float = 0.0,
     SPLITS: int = 2,
     LAYOUT: str = "bhsd",
+    KV_LAYOUT: str = "",
     P_REGISTERS: bool = False,
     MASK_TAIL: bool = True,
     EXP2_FMA: int = 0,
@@ -803,7 +826,8 @@ def flash_attention_combined(
     The blocks of a unit wait for each other, so they must run at once: the kernel assumes the grid fits WAVE
     blocks (the SMs times the blocks resident on each; checked at every launch) and a counter per unit. F holds
     zeros when first used and is left at the barriers' next generation: a relaunch needs no reset. "bhsd" only
-    (the split's layout), without LPT, PERSISTENT or PAIRS (one unit a block)."""
+    (the split's layout; K and V may be "bshd": KV_LAYOUT, as in `flash_attention`), without LPT, PERSISTENT or
+    PAIRS (one unit a block)."""
     if not isinstance(SPLITS, int) or SPLITS < 2 or LAYOUT != "bhsd":
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -821,8 +845,8 @@ def flash_attention_combined(
     attention_body(
         Q, K, V, OP, LP,
         D=D, DV=DV, BM=BM, BN=BN, STAGES=STAGES, CONSUMERS=CONSUMERS, CAUSAL=CAUSAL, GROUP=GROUP, SCALE=SCALE,
-        SPLITS=SPLITS, LAYOUT=LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=False, OVERLAP=False, LPT=False,
-        MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
+        SPLITS=SPLITS, LAYOUT=LAYOUT, KV_LAYOUT=KV_LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=False, OVERLAP=False,
+        LPT=False, MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
         CONSUMER_REGS=CONSUMER_REGS, PERSISTENT=False, BLOCKS=0, Q_BUFFERS=1, BLOCKS_PER_SM=BLOCKS_PER_SM,
         PAIRS=False, combined=(O, LSE, F, reducers),
     )  # fmt: skip

@@ -5,7 +5,8 @@ configuration chosen by the problem's head dims and lengths.
 v (B, HK, SK, DV) (H a multiple of HK: grouped-query and multi-query attention), and returns O (B, H, SQ, DV) in
 the inputs' dtype (or `out_dtype`) and, with ``return_lse=True``, each row's log-sum-exp (B, H, SQ) in f32. With
 ``layout="bshd"`` the tensors are torch's (batch, length, heads, head dim) of FlashAttention and most KV caches,
-q (B, SQ, H, D), k and v (B, SK, HK, D), O (B, SQ, H, DV) (LSE stays (B, H, SQ)), read and written in place.
+q (B, SQ, H, D), k and v (B, SK, HK, D), O (B, SQ, H, DV) (LSE stays (B, H, SQ)), read and written in place (one
+query token, a decoding step, runs the (B, H, S, D) mechanisms below with K and V read in place: `kernel_layouts`).
 ``causal=True`` aligns the mask at the bottom right (query i sees keys j <= i + SK - SQ), as FlashAttention does;
 for SQ = SK that is torch's ``is_causal``. Head dims are multiples of 64 up to 256. A row that sees no key (causal
 with SQ > SK) gets O = 0 and LSE = -inf.
@@ -244,11 +245,28 @@ class AttentionConfig:
         return f"{self.BM}x{self.BN} s{self.STAGES} c{self.CONSUMERS}{extra}"
 
 
+#: Whether a decoding step (one query token) against (B, S, H, D) tensors runs the (B, H, S, D) mechanisms with K and
+#: V read in place (`kernel_layouts`: packed query heads, split keys, their merge in the launch); off, it runs the
+#: (B, S, H, D) kernel, one block of 64 query rows per query head over every key. A switch for A/B runs.
+DECODE_KV_IN_PLACE = True
+
+
+def kernel_layouts(problem: AttentionProblem) -> tuple[str, str]:
+    """(LAYOUT, KV_LAYOUT) of the kernel that runs `problem`: its own layout, except (with `DECODE_KV_IN_PLACE`) a
+    decoding step (one query token) against (B, S, H, D) tensors, whose q (B, 1, H, D), O and LSE are the same bytes
+    as (B, H, 1, D) and (B, H, 1): the kernel reads them so and K, V as they are ("bhsd", "bshd"), and packs query
+    heads and splits keys as for (B, H, S, D) tensors."""
+    if DECODE_KV_IN_PLACE and problem.layout == "bshd" and problem.sq == 1:
+        return "bhsd", "bshd"
+    return problem.layout, ""
+
+
 def packable(problem: AttentionProblem) -> bool:
     """Whether the query heads of one key/value head may be rows of one tile: grouped heads, a short query, no mask
-    that depends on the row (causal with more than one query token), and the (B, H, SQ, D) layout."""
+    that depends on the row (causal with more than one query token), and Q in the (B, H, SQ, D) layout (as the
+    kernel reads it: `kernel_layouts`)."""
     short = problem.group > 1 and problem.sq * problem.group <= 128
-    return short and (not problem.causal or problem.sq == 1) and problem.layout == "bhsd"
+    return short and (not problem.causal or problem.sq == 1) and kernel_layouts(problem)[0] == "bhsd"
 
 
 def kernel_extents(problem: AttentionProblem, pack: bool) -> tuple[int, int, int]:
@@ -314,11 +332,12 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     blocks = -(-rows // bm) * matrices
     key_tiles = -(-problem.sk // bn)
     splits = 1
-    if blocks < sms and problem.layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
+    layout = kernel_layouts(problem)[0]
+    if blocks < sms and layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = key_splits(blocks, key_tiles, sms)
     waves = -(-blocks // sms)
     prefill = problem.causal and splits == 1 and not pack
-    pairs = prefill and width >= QUERY_PAIRS_MIN_WIDTH and problem.layout == "bhsd"
+    pairs = prefill and width >= QUERY_PAIRS_MIN_WIDTH and layout == "bhsd"
     lpt = LONGEST_FIRST and prefill and waves <= LONGEST_FIRST_MAX_WAVES
     overlap = OVERLAP_PREFILL and not problem.causal and consumers >= 2 and splits == 1 and not pack
     for stages in range(MAX_STAGES, 1, -1):
@@ -381,7 +400,8 @@ class AttentionPlan:
                     "CONSUMER_REGS": c.consumer_registers(),
                     "PRODUCER_REGS": PRODUCER_REGISTERS,
                     "SPLITS": c.SPLITS,
-                    "LAYOUT": p.layout,
+                    "LAYOUT": kernel_layouts(p)[0],
+                    "KV_LAYOUT": kernel_layouts(p)[1],
                     "P_REGISTERS": c.P_REGISTERS,
                     "PINGPONG": c.PINGPONG,
                     "OVERLAP": c.OVERLAP,
@@ -437,7 +457,8 @@ class AttentionPlan:
 
         p = self.problem
         q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-        if p.layout == "bshd":
+        layout, kv_layout = kernel_layouts(p)
+        if layout == "bshd":
             o = np.full((p.batch, p.sq, p.heads, p.dv), np.nan)
             lse = np.full((p.batch, p.heads, p.sq), np.nan)
             run_kernel(self.kernel(), {"Q": q, "K": k, "V": v, "O": o, "LSE": lse})
@@ -449,10 +470,10 @@ class AttentionPlan:
         lead = (splits,) if splits > 1 else ()
         part_o = np.full((*lead, matrices, rows, p.dv), np.nan) if splits > 1 else o
         part_lse = np.full((*lead, matrices, rows), np.nan) if splits > 1 else lse
-        tensors = {
+        tensors = {  # (one query token in (B, S, H, D): q, O and LSE are (B, H, 1, ...)'s bytes; K and V as they are)
             "Q": q.reshape(matrices, rows, p.d),
-            "K": k.reshape(-1, p.sk, p.d),
-            "V": v.reshape(-1, p.sk, p.dv),
+            "K": k if kv_layout == "bshd" else k.reshape(-1, p.sk, p.d),
+            "V": v if kv_layout == "bshd" else v.reshape(-1, p.sk, p.dv),
             "O": part_o,
             "LSE": part_lse,
         }
@@ -463,6 +484,8 @@ class AttentionPlan:
             run_kernel(self.kernel(), tensors)
             if splits > 1:
                 run_kernel(self.kernels()[1], {"OP": part_o, "LP": part_lse, "O": o, "LSE": lse})
+        if p.layout == "bshd":  # one query token: (B, H, 1, DV) is (B, 1, H, DV)
+            return o.reshape(p.batch, p.sq, p.heads, p.dv), lse.reshape(p.batch, p.heads, p.sq)
         return o.reshape(p.batch, p.heads, p.sq, p.dv), lse.reshape(p.batch, p.heads, p.sq)
 
 
@@ -484,7 +507,13 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
     if (
         config is not None
         and config.PAIRS
-        and (not problem.causal or config.SPLITS > 1 or config.LPT or config.PERSISTENT or problem.layout != "bhsd")
+        and (
+            not problem.causal
+            or config.SPLITS > 1
+            or config.LPT
+            or config.PERSISTENT
+            or kernel_layouts(problem)[0] != "bhsd"
+        )
     ):
         raise AttentionError(
             f"{config.label()}: query-block pairs are for causal, unsplit (B, H, S, D) attention without LPT or "
@@ -528,8 +557,8 @@ def combined_refusal(problem: AttentionProblem, config: AttentionConfig, sms: in
     block's rows in shares the consumer threads fill (`attention.merge_reducers`)."""
     if config.SPLITS == 1:
         return "the keys are not split: there is nothing to merge"
-    if problem.layout != "bhsd":
-        return "split keys are for the (B, H, S, D) layout"
+    if kernel_layouts(problem)[0] != "bhsd":
+        return "split keys are for the (B, H, S, D) layout (or one query token in (B, S, H, D))"
     if config.PERSISTENT or config.PAIRS or config.LPT or config.OVERLAP or config.PINGPONG:
         return "the merge takes one unit a block, without the overlapped loop or ping-pong"
     blocks = AttentionPlan(problem, replace(config, COMBINED=False)).blocks()
@@ -632,14 +661,17 @@ def prepare(
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
     dtype = matmul.torch_dtype(problem.out)
     lse = torch.empty((problem.batch, problem.heads, problem.sq), dtype=torch.float32, device=q.device)
-    if layout == "bshd":  # the tensors as they are: 4-d TMA boxes of one head's rows
+    kernel_layout, kv_layout = kernel_layouts(problem)
+    if kernel_layout == "bshd":  # the tensors as they are: 4-d TMA boxes of one head's rows
         o = torch.empty((problem.batch, problem.sq, problem.heads, problem.dv), dtype=dtype, device=q.device)
         launches = matmul.Launches(
             [_loaded("attention", the_plan.params()).prepare(q, k, v, o, lse, dependent=DEPENDENT_LAUNCHES)]
         )
         launches.keep = [q, k, v, o, lse]
         return o, lse, launches
-    o = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
+    # (one query token in (B, S, H, D): O (B, 1, H, DV) is (B, H, 1, DV)'s bytes, q likewise; K and V as they are)
+    shape = (problem.sq, problem.heads) if layout == "bshd" else (problem.heads, problem.sq)
+    o = torch.empty((problem.batch, *shape, problem.dv), dtype=dtype, device=q.device)
     matrices, rows, _ = the_plan.extents()
     splits = the_plan.config.SPLITS
     out_views = (o.view(matrices, rows, problem.dv), lse.view(matrices, rows))
@@ -651,8 +683,8 @@ def prepare(
         first_out = out_views
     views = (
         q.view(matrices, rows, problem.d),
-        k.view(-1, problem.sk, problem.d),
-        v.view(-1, problem.sk, problem.dv),
+        k if kv_layout == "bshd" else k.view(-1, problem.sk, problem.d),
+        v if kv_layout == "bshd" else v.view(-1, problem.sk, problem.dv),
         *first_out,
     )
     sms = matmul._device_sms(q.device) if the_plan.config.COMBINED and q.is_cuda else SMS  # asked only when needed
