@@ -140,7 +140,8 @@ def main() -> int:
             S.DECODE_KV_IN_PLACE = True
             variants["argus-bhsd"] = S.choose(S.problem_of(*bhsd, causal=False))
         else:
-            prev = replace(chosen, SPLITS=previous_splits(blocks, key_tiles, sms))
+            # (in two launches: the previous rule's splits may not fit one wave, which the merge in the launch needs)
+            prev = replace(chosen, SPLITS=previous_splits(blocks, key_tiles, sms), COMBINED=False)
             if prev != chosen:
                 variants["argus-prev"] = prev
             variants["argus-pdl"] = chosen  # the same, launched as programmatic dependents
