@@ -64,6 +64,7 @@ NOT_CODES = {
     "P_REGISTERS": "a parameter of flash_attention (P kept in registers)",
     "Q_BUFFERS": "a parameter of flash_attention (Q's shared-memory buffers of a persistent block)",
     "MASK_TAIL": "a parameter of flash_attention (whether a key tile may have a tail)",
+    "KV_LAYOUT": "a parameter of flash_attention (K's and V's layout where it differs from Q's)",
     "PAGE_SIZE": "a parameter of flash_attention_paged (tokens per page of the KV cache)",
     "SEQ_Q": "a tensor of flash_attention_varlen (the sequences' cumulative query ends)",
     "SEQ_K": "a tensor of flash_attention_varlen (the sequences' cumulative key ends)",
