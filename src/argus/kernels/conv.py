@@ -638,11 +638,11 @@ FLAT_WIDE_TILE_TIME = 1.75
 FLAT_NARROW_TILE_TIME = 0.85
 #: Whether the flattened tile's filter width is fitted to the filter count (`flat_widths`: the widths that cut the
 #: filters into k near-equal tiles, multiples of `FLAT_WIDTH_STEP` from 64 to 256) rather than 128, or 256 of a
-#: multiple of 256. Measured on an H100 (session 65, `benchmarks/results/2026-12-06-conv-widths/`, calls 1-2, each
-#: row's plan beside the 128/256 rule's tile): Stable Diffusion's 320 filters as two tiles of 160, where 128 made three
-#: (a sixth of them zeros) in twice the waves, 0.53-0.66 -> 1.02-1.22x cuDNN; 384 filters in two tiles of 192 1.10 ->
-#: 1.39x, 448 in two of 224 0.89 -> 1.27x, 160 in one 0.92 -> 1.44x; the rows of odd widths 0.807 -> 1.099x (geometric
-#: mean of 8), session 40's held-out rows 0.949 -> 1.039x.
+#: multiple of 256. Measured on an H100 (session 65, `benchmarks/results/2026-12-06-conv-widths/`, call 3, each row's
+#: plan beside the 128/256 rule's tile): Stable Diffusion's 320 filters as two tiles of 160, where 128 made three (a
+#: sixth of them zeros) in twice the waves, 0.50-0.68 -> 1.01-1.26x cuDNN; 384 filters in two tiles of 192 1.08 ->
+#: 1.39x, 448 in two of 224 0.86 -> 1.28x, 160 in one 0.88 -> 1.44x; the rows of odd widths 0.807 -> 1.120x (geometric
+#: mean of 8), session 40's held-out rows 0.939 -> 1.032x.
 FLAT_FITTED_WIDTHS = True
 #: The fitted widths' granularity: 32 filters. A width that is an odd multiple of 16 (80, 112, 176, 208, 240) makes
 #: ptxas serialize the K loop's `wgmma` (its C7514 warning, `CompiledModule.warnings`): measured 1.2-1.4x the time of
