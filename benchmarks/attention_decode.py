@@ -54,7 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_parity import interleaved_times  # noqa: E402
 from gemm_variants import environment  # noqa: E402
 
-HBM_BYTES_PER_S = 4.8e12  # H200; an H100 SXM's 3.35e12 where the device says H100 (`main`)
+#: HBM bandwidth by device name (the first name the device's contains), the H200's otherwise
+HBM_BYTES_PER_S = {"H100": 3.35e12, "H200": 4.8e12}
+DEFAULT_HBM_BYTES_PER_S = HBM_BYTES_PER_S["H200"]
 
 ROWS = (  # (label, B, H, HK, SK, D)
     ("llama3-8b", 1, 32, 8, 8192, 128),
@@ -101,11 +103,10 @@ def main() -> int:
     for line in environment(torch):
         print(line)
     print(f"cuDNN {torch.backends.cudnn.version()}")
-    global HBM_BYTES_PER_S  # noqa: PLW0603 - the device's, set once
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if "H100" in torch.cuda.get_device_name(0):
-        HBM_BYTES_PER_S = 3.35e12
-    print(f"HBM bandwidth taken as {HBM_BYTES_PER_S / 1e12:.2f} TB/s")
+    device = torch.cuda.get_device_name(0)
+    hbm = next((rate for name, rate in HBM_BYTES_PER_S.items() if name in device), DEFAULT_HBM_BYTES_PER_S)
+    print(f"HBM bandwidth taken as {hbm / 1e12:.2f} TB/s")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
@@ -211,7 +212,7 @@ def main() -> int:
         ok = "argus" in med
         failed |= not ok
         rate = moved / med["argus"] / 1e-3 if ok else float("nan")
-        row.update(bytes=moved, rate=rate, hbm=rate / HBM_BYTES_PER_S, copy=rate / copy_rate)
+        row.update(bytes=moved, rate=rate, hbm=rate / hbm, copy=rate / copy_rate)
 
         def ratio(name: str, med=med, ok=ok) -> str:  # noqa: ANN001
             return f"{med[name] / med['argus']:.2f}" if ok and name in med else "—"
@@ -220,7 +221,7 @@ def main() -> int:
         err = max(errors.values()) if errors else float("nan")
         print(
             f"| {label} | {b} | {h}/{hk} | {sk} | {d} | {chosen.label()} | {' | '.join(cells)} | {rate / 1e12:.2f} | "
-            f"{100 * rate / HBM_BYTES_PER_S:.0f} | {100 * rate / copy_rate:.0f} | {ratio('cudnn')} | {ratio('fa2')} "
+            f"{100 * rate / hbm:.0f} | {100 * rate / copy_rate:.0f} | {ratio('cudnn')} | {ratio('fa2')} "
             f"| {ratio('argus-prev')} | {ratio('argus-pdl')} | {ratio('argus-merged')} | {ratio('argus-bhsd')} "
             f"| {err:.1e}"
             f"{'' if ok else ' WRONG'} |",

@@ -279,7 +279,7 @@ def _flat_variants(conv, config):  # noqa: ANN001, ANN202
 
 def _width_variants(conv, config, most: int = 4):  # noqa: ANN001, ANN202
     """``--widths``: where the plan is a flattened tile, the tile the rule before fitted widths took (128 filters, or
-    256 of a multiple of 256: ``rule``) and the `most` widths of `flat_widths` the planner's model ranks first
+    256 of a multiple of 256: ``rule``) and the `most` widths of `flat_candidates` the planner's model ranks first
     (``w<BN>``, each with its own split and stages), the plan's among them."""
     import argus.kernels.conv as C  # noqa: N812
 
@@ -290,13 +290,8 @@ def _width_variants(conv, config, most: int = 4):  # noqa: ANN001, ANN202
         out = {"rule": C.flat_config(conv)}
     finally:
         C.FLAT_FITTED_WIDTHS = True
-    ranked = []
-    for bn in C.flat_widths(conv):
-        pick = C.ImplicitConfig(1, 128, bn, 1, 2, FLAT=True)
-        pick = replace(pick, SPLITS=C.implicit_splits(conv, pick))
-        ranked.append((C.implicit_split_time(conv, pick, pick.SPLITS) * C.flat_tile_time(bn), bn, pick))
-    for _, bn, pick in sorted(ranked, key=lambda t: t[:2])[:most]:
-        out[f"w{bn}"] = C.with_stages(conv, pick, C.FLAT_MAX_STAGES)
+    for _, pick in sorted(C.flat_candidates(conv), key=lambda t: (t[0], t[1].BN))[:most]:
+        out[f"w{pick.BN}"] = C.with_stages(conv, pick, C.FLAT_MAX_STAGES)
     seen, kept = {config}, {}
     for name, cfg in out.items():
         if cfg not in seen:

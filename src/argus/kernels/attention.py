@@ -89,15 +89,20 @@ def q_shape(D: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803 - named after
     return ("B", "SQ", "H", D) if LAYOUT == "bshd" else ("BH", "SQ", D)
 
 
+def kv_layout(LAYOUT: str, KV_LAYOUT: str) -> str:  # noqa: N803
+    """The layout K and V are read in: `KV_LAYOUT`, or where it is empty `LAYOUT`."""
+    return KV_LAYOUT or LAYOUT
+
+
 def k_shape(D: int, LAYOUT: str, KV_LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
     """K's global shape: (batch * key/value heads, key length, head dim), or (batch, key length, key/value heads,
-    head dim) for "bshd" (`KV_LAYOUT`, or where it is empty `LAYOUT`)."""
-    return ("B", "SK", "HK", D) if (KV_LAYOUT or LAYOUT) == "bshd" else ("BHK", "SK", D)
+    head dim) for "bshd" (`kv_layout`)."""
+    return ("B", "SK", "HK", D) if kv_layout(LAYOUT, KV_LAYOUT) == "bshd" else ("BHK", "SK", D)
 
 
 def v_shape(DV: int, LAYOUT: str, KV_LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
     """V's global shape: K's, with the value head dim."""
-    return ("B", "SK", "HK", DV) if (KV_LAYOUT or LAYOUT) == "bshd" else ("BHK", "SK", DV)
+    return ("B", "SK", "HK", DV) if kv_layout(LAYOUT, KV_LAYOUT) == "bshd" else ("BHK", "SK", DV)
 
 
 def o_shape(DV: int, SPLITS: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
@@ -298,7 +303,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
     BM / REDUCERS of the rows into OUT and LSE_OUT (`merge_rows`), where `attention_combine` would in a second
     launch (`flash_attention_combined`)."""
     bshd = LAYOUT == "bshd"
-    kv_bshd = (KV_LAYOUT or LAYOUT) == "bshd"  # K and V (batch, length, heads, dim); Q too with `bshd`
+    kv_bshd = kv_layout(LAYOUT, KV_LAYOUT) == "bshd"  # K and V (batch, length, heads, dim); Q too with `bshd`
     SQ, SK = Q.shape[1], K.shape[1]  # noqa: N806 - the kernel's shape symbols
     if bshd:
         B, H = Q.shape[0], Q.shape[2]  # noqa: N806

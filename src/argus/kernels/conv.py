@@ -671,19 +671,25 @@ def flat_widths(conv: Conv) -> tuple[int, ...]:
     return tuple(sorted((bn for bn in cuts | {base} if 64 <= bn <= 256), key=lambda bn: (bn != 128, bn)))
 
 
-def flat_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
-    """The flattened-position tile of `conv` (`flat_refusal` None): 128 positions (two consumer warpgroups) by the
-    filter width of `flat_widths` whose waves of tiles take least time (`implicit_split_time` with each K-step
-    `flat_tile_time` long: Stable Diffusion's 320 filters at 64x64 and batch 2, 64 position tiles, run one wave of
-    128 tiles of 160 rather than two of 192 tiles of 128), K steps of 64 channels, as many stages as fit (up to
-    `FLAT_MAX_STAGES`), its K loop split where `implicit_splits` says to (for each width)."""
+def flat_candidates(conv: Conv, sms: int = SMS) -> list[tuple[float, ImplicitConfig]]:
+    """(modelled seconds, tile) of the flattened tile of `conv` at each width of `flat_widths`, in their order: 128
+    positions (two consumer warpgroups) by that width, its K loop split where `implicit_splits` says to, timed by
+    `implicit_split_time` with each K-step `flat_tile_time` long (stages not yet chosen)."""
     found: list[tuple[float, ImplicitConfig]] = []
     for bn in flat_widths(conv):
         pick = ImplicitConfig(1, 128, bn, 1, 2, FLAT=True)
         if IMPLICIT_SPLIT:
             pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
         found.append((implicit_split_time(conv, pick, pick.SPLITS, sms) * flat_tile_time(bn), pick))
-    _, pick = min(found, key=lambda t: t[0])  # on a tie the width listed first
+    return found
+
+
+def flat_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
+    """The flattened-position tile of `conv` (`flat_refusal` None): of `flat_candidates`, the one whose waves of tiles
+    take least time (Stable Diffusion's 320 filters at 64x64 and batch 2, 64 position tiles, run one wave of 128
+    tiles of 160 rather than two of 192 tiles of 128), K steps of 64 channels, as many stages as fit (up to
+    `FLAT_MAX_STAGES`)."""
+    _, pick = min(flat_candidates(conv, sms), key=lambda t: t[0])  # on a tie the width listed first
     return with_stages(conv, pick, FLAT_MAX_STAGES)
 
 
@@ -2040,6 +2046,7 @@ __all__ = [
     "implicit_channels",
     "implicit_config",
     "implicit_params",
+    "flat_candidates",
     "flat_config",
     "flat_params",
     "flat_refusal",

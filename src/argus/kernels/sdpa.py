@@ -390,6 +390,7 @@ class AttentionPlan:
 
     def _params(self) -> tuple[tuple[str, Any], ...]:
         p, c = self.problem, self.config
+        layout, kv_layout = kernel_layouts(p)
         return tuple(
             sorted(
                 {
@@ -400,8 +401,8 @@ class AttentionPlan:
                     "CONSUMER_REGS": c.consumer_registers(),
                     "PRODUCER_REGS": PRODUCER_REGISTERS,
                     "SPLITS": c.SPLITS,
-                    "LAYOUT": kernel_layouts(p)[0],
-                    "KV_LAYOUT": kernel_layouts(p)[1],
+                    "LAYOUT": layout,
+                    "KV_LAYOUT": kv_layout,
                     "P_REGISTERS": c.P_REGISTERS,
                     "PINGPONG": c.PINGPONG,
                     "OVERLAP": c.OVERLAP,
