@@ -4,7 +4,8 @@ L2 flushed before every launch (`gemm_parity.interleaved_times`), medians of the
 
 Usage (from the repository root on a GPU machine)::
 
-    PYTHONPATH=src python benchmarks/attention_decode.py [--rounds 20] [--json F] [--layout bshd]
+    PYTHONPATH=src python benchmarks/attention_decode.py [--rounds 20] [--json F] [--layout bshd] [--tokens N]
+        [--causal]
 
 Rows: bf16, grouped heads of Llama-3-8B (32 query heads over 8 key/value heads) and -70B (64/8), multi-head (32/32)
 and multi-query (16/1) attention, head dims 128 and 64, batch 1..64, KV lengths 4k..128k. Contenders, each checked
@@ -29,7 +30,12 @@ With ``--layout bshd`` the cache is FlashAttention's (B, S, HK, D) (q (B, 1, H, 
 query head), ``argus-bhsd`` (argus on (B, H, S, D) copies of the same data, the copies not timed), and torch's
 backends on the (B, H, S, D) views of the bshd tensors (``transpose(1, 2)``, no copy).
 
-Bandwidth counts the bytes a decode must move once: K and V, plus Q and O (``B*HK*SK*(D+DV) + B*H*(D+DV)``
+With ``--tokens N`` each row has N query tokens (speculative decoding's drafts, a chunk of a prefill), with
+``--causal`` masked at the bottom right (token i sees keys j <= i + SK - N; torch's backends take
+``causal_lower_right``, a backend that does not is left out). In bshd the query and output of several tokens are
+copied to and from (B, H, S, D) inside the timed call (`sdpa.query_copied`).
+
+Bandwidth counts the bytes a decode must move once: K and V, plus Q and O (``B*HK*SK*(D+DV) + B*H*N*(D+DV)``
 16-bit elements), over the median time; "% HBM" is of the H200's 4.8 TB/s (an H100's 3.35), "% copy" of what ``torch``'s
 device-to-device copy of 1 GiB reaches in the same run (read + write).
 """
@@ -92,10 +98,13 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd")
+    parser.add_argument("--tokens", type=int, default=1, help="query tokens per row")
+    parser.add_argument("--causal", action="store_true", help="a causal mask aligned at the bottom right")
     args = parser.parse_args()
 
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention.bias import causal_lower_right
     from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
 
     from argus.kernels import sdpa as S
@@ -123,13 +132,14 @@ def main() -> int:
     results, failed = [], False
     for label, b, h, hk, sk, d in ROWS:
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sk + d)
-        q = torch.randn(b, h, 1, d, device="cuda", generator=g).to(torch.bfloat16)
+        sq, causal = args.tokens, args.causal
+        q = torch.randn(b, h, sq, d, device="cuda", generator=g).to(torch.bfloat16)
         k = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
         v = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
         bhsd = (q, k, v)  # the reference's (and argus-bhsd's) tensors
         if args.layout == "bshd":  # the timed tensors: (B, S, heads, D), torch's backends on their bhsd views
             q, k, v = (x.transpose(1, 2).contiguous() for x in bhsd)
-        problem = S.problem_of(q, k, v, causal=False, layout=args.layout)
+        problem = S.problem_of(q, k, v, causal=causal, layout=args.layout)
         chosen = S.choose(problem)
         matrices, rows, _ = S.kernel_extents(problem, chosen.PACK)
         blocks = -(-rows // chosen.BM) * matrices
@@ -139,7 +149,7 @@ def main() -> int:
             S.DECODE_KV_IN_PLACE = False
             variants["argus-prev"] = S.choose(problem)  # the (B, S, H, D) kernel
             S.DECODE_KV_IN_PLACE = True
-            variants["argus-bhsd"] = S.choose(S.problem_of(*bhsd, causal=False))
+            variants["argus-bhsd"] = S.choose(S.problem_of(*bhsd, causal=causal))
         else:
             # (in two launches: the previous rule's splits may not fit one wave, which the merge in the launch needs)
             prev = replace(chosen, SPLITS=previous_splits(blocks, key_tiles, sms), COMBINED=False)
@@ -152,6 +162,7 @@ def main() -> int:
             merged = replace(chosen, COMBINED=True)
             if S.combined_refusal(problem, merged, sms) is None:
                 variants["argus-merged"] = merged
+        keep = torch.ones(sq, sk, device="cuda", dtype=torch.bool).tril(diagonal=sk - sq) if causal else None
         with sdpa_kernel([SDPBackend.MATH]):  # the f32 reference, one batch at a time
             ref = torch.cat(
                 [
@@ -159,22 +170,24 @@ def main() -> int:
                         bhsd[0][i : i + 1].float(),
                         bhsd[1][i : i + 1].float().repeat_interleave(h // hk, dim=1),
                         bhsd[2][i : i + 1].float().repeat_interleave(h // hk, dim=1),
+                        attn_mask=keep,
                     )
                     for i in range(b)
                 ]
             )
         launches, errors, kept = {}, {}, []
-        row = {"row": label, "shape": [b, h, hk, 1, sk, d], "config": chosen.label(), "blocks": blocks}
+        row = {"row": label, "shape": [b, h, hk, sq, sk, d], "config": chosen.label(), "blocks": blocks}
+        row["causal"] = causal
         row["layout"] = args.layout
         for name, config in variants.items():
             try:
                 S.DEPENDENT_LAUNCHES = name == "argus-pdl"
                 S.DECODE_KV_IN_PLACE = name != "argus-prev"
                 tensors, layout = (bhsd, "bhsd") if name == "argus-bhsd" else ((q, k, v), args.layout)
-                o, lse, prepared = S.prepare(*tensors, causal=False, config=config, layout=layout)
+                o, lse, prepared = S.prepare(*tensors, causal=causal, config=config, layout=layout)
                 S.DEPENDENT_LAUNCHES = False
                 S.DECODE_KV_IN_PLACE = True
-                if layout == "bshd":  # (B, 1, H, DV): the reference's (B, H, 1, DV)
+                if layout == "bshd":  # (B, SQ, H, DV): the reference's (B, H, SQ, DV)
                     o = o.transpose(1, 2)
 
                 def launch(prepared=prepared) -> None:  # noqa: ANN001
@@ -194,9 +207,11 @@ def main() -> int:
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
             views = tuple(x.transpose(1, 2) for x in (q, k, v)) if args.layout == "bshd" else (q, k, v)
 
-            def run(backend=backend, views=views, gqa=hk != h) -> None:  # noqa: ANN001
+            mask = causal_lower_right(sq, sk) if causal else None
+
+            def run(backend=backend, views=views, gqa=hk != h, mask=mask) -> None:  # noqa: ANN001
                 with sdpa_kernel([backend]):
-                    torch_sdpa(*views, enable_gqa=gqa)
+                    torch_sdpa(*views, attn_mask=mask, enable_gqa=gqa)
 
             try:
                 run()
@@ -208,7 +223,7 @@ def main() -> int:
         times = interleaved_times(torch, launches, args.rounds, scratch)
         med = {n: statistics.median(t) for n, t in times.items()}
         row.update({f"{n}_ms": ms for n, ms in med.items()}, errors=errors)
-        moved = 2 * (b * hk * sk * 2 * d + b * h * 2 * d)
+        moved = 2 * (b * hk * sk * 2 * d + b * h * sq * 2 * d)
         ok = "argus" in med
         failed |= not ok
         rate = moved / med["argus"] / 1e-3 if ok else float("nan")
@@ -219,8 +234,9 @@ def main() -> int:
 
         cells = [f"{med[n]:.4f}" if n in med else "—" for n in names]
         err = max(errors.values()) if errors else float("nan")
+        title = label + (f" x{sq}" if sq > 1 else "") + (" causal" if causal else "")
         print(
-            f"| {label} | {b} | {h}/{hk} | {sk} | {d} | {chosen.label()} | {' | '.join(cells)} | {rate / 1e12:.2f} | "
+            f"| {title} | {b} | {h}/{hk} | {sk} | {d} | {chosen.label()} | {' | '.join(cells)} | {rate / 1e12:.2f} | "
             f"{100 * rate / hbm:.0f} | {100 * rate / copy_rate:.0f} | {ratio('cudnn')} | {ratio('fa2')} "
             f"| {ratio('argus-prev')} | {ratio('argus-pdl')} | {ratio('argus-merged')} | {ratio('argus-bhsd')} "
             f"| {err:.1e}"

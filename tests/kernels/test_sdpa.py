@@ -104,15 +104,23 @@ def test_decoding_packs_heads_and_splits_keys_on_the_interpreter(case: str) -> N
         S.AttentionProblem(2, 8, 2, 1, 700, 64, 64, True, "bf16", "f32", layout="bshd"),
         # multi-head, one token, a key tail: unpacked, split
         S.AttentionProblem(3, 2, 2, 1, 450, 128, 64, False, "bf16", "bf16", layout="bshd"),
+        # several query tokens (q and O through copies), grouped heads: packed (4 heads x 3 tokens a tile), split
+        S.AttentionProblem(2, 8, 2, 3, 700, 64, 64, False, "bf16", "f32", layout="bshd"),
+        # several causal query tokens: unpacked (the mask depends on the token), split, a key tail
+        S.AttentionProblem(1, 4, 2, 5, 650, 64, 64, True, "f16", "f16", layout="bshd"),
     ],
-    ids=["gqa-causal", "dv-narrower-f16", "decode-packed-split", "decode-mha-split"],
+    ids=["gqa-causal", "dv-narrower-f16", "decode-packed-split", "decode-mha-split", "tokens-packed", "tokens-causal"],
 )
 def test_the_bshd_layout_is_read_and_written_in_place_on_the_interpreter(problem: S.AttentionProblem) -> None:
     q, k, v = _inputs(problem, seed=7)  # (B, heads, S, dim): the definition's layout
     the_plan = S.plan(problem)
-    if problem.sq == 1:  # decoding: the (B, H, S, D) mechanisms, K and V read in place
-        assert the_plan.config.SPLITS > 1 and the_plan.config.PACK == (problem.group > 1), the_plan.config.label()
-        assert dict(the_plan.params())["KV_LAYOUT"] == "bshd"
+    if problem.sq * 8 < problem.sk:  # a short query: the (B, H, S, D) mechanisms, K and V read in place
+        assert S.query_copied(problem) == (problem.sq > 1)
+        assert the_plan.config.SPLITS > 1, the_plan.config.label()
+        assert the_plan.config.PACK == (problem.group > 1 and (problem.sq == 1 or not problem.causal))
+        assert (dict(the_plan.params())["LAYOUT"], dict(the_plan.params())["KV_LAYOUT"]) == ("bhsd", "bshd")
+    else:
+        assert not S.query_copied(problem) and dict(the_plan.params())["LAYOUT"] == "bshd"
     o, lse = the_plan.run_on_interpreter(*(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in (q, k, v)))
     assert o.shape == (problem.batch, problem.sq, problem.heads, problem.dv)
     ref_o, ref_lse = S.reference(q, k, v, causal=problem.causal)
@@ -130,14 +138,27 @@ def test_problems_in_the_bshd_layout_are_read_off_their_shapes() -> None:
     with pytest.raises(S.AttentionError, match="layout"):
         S.AttentionProblem(1, 1, 1, 8, 8, 64, 64, layout="sbhd")
     # one query token: q, O and LSE are (B, H, 1, ...)'s bytes, so heads are packed and keys split as in bhsd (K and
-    # V read as they are: KV_LAYOUT); more tokens keep the bshd kernel
-    decode = S.plan(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128, layout="bshd"))
-    assert decode.config == S.choose(S.AttentionProblem(4, 32, 8, 1, 8192, 128, 128))
-    assert decode.config.PACK and decode.config.SPLITS > 1
-    assert dict(decode.params())["LAYOUT"] == "bhsd" and dict(decode.params())["KV_LAYOUT"] == "bshd"
-    short = S.plan(S.AttentionProblem(4, 32, 8, 4, 8192, 128, 128, layout="bshd"))
-    assert not short.config.PACK and short.config.SPLITS == 1
-    assert (dict(short.params())["LAYOUT"], dict(short.params())["KV_LAYOUT"]) == ("bshd", "")
+    # V read as they are: KV_LAYOUT); a few tokens likewise, through copies of q and O
+    for sq, causal in ((1, False), (1, True), (4, False), (4, True)):
+        problem = S.AttentionProblem(1, 32, 8, sq, 8192, 128, 128, causal, layout="bshd")
+        decode = S.plan(problem)
+        assert decode.config == S.choose(S.AttentionProblem(1, 32, 8, sq, 8192, 128, 128, causal)), (sq, causal)
+        assert decode.config.PACK == (sq == 1 or not causal) and decode.config.SPLITS > 1, (sq, causal)
+        assert (dict(decode.params())["LAYOUT"], dict(decode.params())["KV_LAYOUT"]) == ("bhsd", "bshd")
+        assert S.query_copied(problem) == (sq > 1)
+    # blocks that fill the GPU without split keys or packed heads (prefill; causal tokens of 4 x 32 heads: 128
+    # blocks of 64 rows, one wave) are read and written in place, no copies
+    for sq in (4, 1024):
+        full = S.AttentionProblem(4, 32, 8, sq, 8192, 128, 128, True, layout="bshd")
+        assert not S.query_copied(full) and S.kernel_layouts(full) == ("bshd", ""), sq
+    # the switch off: the bshd kernel, one block of 64 rows per query head over every key
+    S.DECODE_KV_IN_PLACE = False
+    try:
+        short = S.plan(S.AttentionProblem(4, 32, 8, 4, 8192, 128, 128, layout="bshd"))
+        assert not short.config.PACK and short.config.SPLITS == 1
+        assert (dict(short.params())["LAYOUT"], dict(short.params())["KV_LAYOUT"]) == ("bshd", "")
+    finally:
+        S.DECODE_KV_IN_PLACE = True
 
 
 def test_the_chooser_packs_and_splits_only_where_they_apply() -> None:
@@ -417,6 +438,8 @@ CONFIGS = [
     S.AttentionProblem(2, 32, 8, 2048, 2048, 128, 128, True, layout="bshd"),  # 4-d TMA boxes of one head
     S.AttentionProblem(2, 16, 4, 2048, 2048, 64, 64, False, layout="bshd"),  # three consumer warpgroups, bshd
     S.AttentionProblem(2, 32, 8, 1, 32768, 128, 128, True, layout="bshd"),  # packed decode of a bshd cache, split
+    S.AttentionProblem(2, 32, 8, 4, 32768, 128, 128, False, layout="bshd"),  # 4 tokens of a bshd cache, packed
+    S.AttentionProblem(1, 32, 8, 4, 32768, 64, 64, True, layout="bshd"),  # 4 causal tokens, unpacked, split
     S.AttentionProblem(2, 16, 4, 1000, 3000, 64, 64, False),  # a key tail at d64 on three consumer warpgroups
     S.AttentionProblem(2, 16, 16, 1000, 3000, 128, 128, False),  # the overlapped loop with a key tail
     S.AttentionProblem(2, 16, 16, 4096, 4096, 256, 256, False),  # the overlapped loop at 64-key tiles
@@ -440,11 +463,12 @@ def test_every_chosen_configuration_verifies_and_compiles(problem: S.AttentionPr
     assert len(tags) == (6 if the_plan.config.OVERLAP else 3) + merged
     assert all(c.verdict.value == "verified" for c in tags), tags
     assert not [c for c in report.checks if c.verdict.value == "violated"]
-    if the_plan.config.SPLITS > 1 and problem.sq == 1 and problem.layout == "bhsd":  # every key in some split's
+    kv_bshd = dict(the_plan.params())["KV_LAYOUT"] == "bshd"
+    if the_plan.config.SPLITS > 1 and problem.sq == 1 and not kv_bshd:  # every key in some split's
         # share (read at each split)
         coverage = {(c.target, c.verdict) for c in report.checks if c.check == "contraction coverage"}
         assert {("K", Verdict.VERIFIED), ("V", Verdict.VERIFIED)} <= coverage, coverage
-    elif the_plan.config.SPLITS > 1 and problem.sq == 1:  # K and V of a (B, S, H, D) cache: their head is the query
+    elif the_plan.config.SPLITS > 1 and kv_bshd:  # K and V of a (B, S, H, D) cache: their head is the query
         # matrix's quotient and remainder by HK, which the coverage check's projection on O's stores does not model
         # (docs/attention.md): not checked, said so, never a pass
         unchecked = {c.target.split()[0] for c in report.checks if c.check == "contraction coverage" and c.not_checked}
@@ -533,6 +557,7 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
         (4, 8, 1, 1, 5000, 128, 128, False, torch.bfloat16),  # packed, split keys
         (2, 32, 8, 1, 30000, 128, 128, True, torch.bfloat16),  # packed causal token, split keys
         (1, 4, 4, 16, 20000, 64, 64, True, torch.float16),  # split keys, causal, unpacked
+        (2, 32, 8, 4, 30000, 128, 128, False, torch.bfloat16),  # packed tokens, split keys (bshd: copies of q, O)
     ]:
         q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype)
         k = torch.randn(b, hk, sk, d, device="cuda", dtype=dtype)
@@ -549,13 +574,23 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
         torch.cuda.synchronize()
         assert (o.float() - ref).abs().max().item() < 2e-2, (b, h, hk, sq, sk, d, causal)
         assert (lse - ref_lse).abs().max().item() < 1e-3, (b, h, hk, sq, sk, d, causal)
-        # the same problem in the (B, S, H, D) layout, in place (one token: the decode path, K and V read in place)
-        o2, lse2 = S.sdpa(
-            *(x.transpose(1, 2).contiguous() for x in (q, k, v)), causal=causal, return_lse=True, layout="bshd"
-        )
+        # the same problem in the (B, S, H, D) layout, in place (a short query: the decode path, K and V read in
+        # place, several tokens' q and O through copies)
+        q2, k2, v2 = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+        o2, lse2, launches = S.prepare(q2, k2, v2, causal=causal, layout="bshd")
+        for launch in launches:
+            launch.launch()
         torch.cuda.synchronize()
+        assert o2.is_contiguous() and o2.shape == (b, sq, h, dv)
         assert (o2.transpose(1, 2).float() - ref).abs().max().item() < 2e-2, ("bshd", b, h, sq, d, causal)
         assert (lse2 - ref_lse).abs().max().item() < 1e-3, ("bshd", b, h, sq, d, causal)
+        # a relaunch reads q's current values (a decode step replayed with a new query, as a captured graph is)
+        q2.mul_(-1)
+        for launch in launches:
+            launch.launch()
+        flipped = torch_sdpa(-q.float(), kk, vv, attn_mask=keep)
+        torch.cuda.synchronize()
+        assert (o2.transpose(1, 2).float() - flipped).abs().max().item() < 2e-2, ("relaunch", b, h, sq, d, causal)
 
 
 def test_p_in_registers_matches_torch_on_the_gpu() -> None:

@@ -2498,15 +2498,17 @@ def prepare_block_scaled(
     kernel = _loaded("block_scaled", config.kernel_params(problem.dtype, problem.out))
     launches = Launches()
     if sa.data_ptr() != scale_a.data_ptr() or sb.data_ptr() != scale_b.data_ptr():  # copies: refreshed every launch
-        launches.append(_CopyScales(((scale_a.t(), sa), (scale_b, sb))))
+        launches.append(Copies(((scale_a.t(), sa), (scale_b, sb))))
     launches.append(kernel.prepare(a, b.t(), sa, sb, c))
     launches.keep = [a, b, scale_a, scale_b, sa, sb, c]
     return c, launches
 
 
-class _CopyScales:
-    """The first launch of a prepared block-scaled call whose scales were not in the kernel's layout (scale_a not
-    column-major): the copies refreshed, so that a relaunch reads the scales' current values."""
+class Copies:
+    """A prepared launch of tensor copies (``(source, destination)`` pairs, any strides): where a kernel reads an
+    operand in another layout than the caller's (a block-scaled call's scales when scale_a is not column-major, an
+    attention call's (B, S, H, D) query as (B, H, S, D)), or writes its result so, the copy is one of the call's
+    launches, so that a relaunch (a timing loop, a captured CUDA graph) reads the operands' current values."""
 
     def __init__(self, pairs: tuple) -> None:
         self.pairs = tuple((src, dst) for src, dst in pairs if src.data_ptr() != dst.data_ptr())
@@ -2727,6 +2729,7 @@ def _gemm_operand(x: Any) -> Any:
 
 
 __all__ = [
+    "Copies",
     "GemvConfig",
     "GemmConfig",
     "GemmError",

@@ -5,8 +5,9 @@ configuration chosen by the problem's head dims and lengths.
 v (B, HK, SK, DV) (H a multiple of HK: grouped-query and multi-query attention), and returns O (B, H, SQ, DV) in
 the inputs' dtype (or `out_dtype`) and, with ``return_lse=True``, each row's log-sum-exp (B, H, SQ) in f32. With
 ``layout="bshd"`` the tensors are torch's (batch, length, heads, head dim) of FlashAttention and most KV caches,
-q (B, SQ, H, D), k and v (B, SK, HK, D), O (B, SQ, H, DV) (LSE stays (B, H, SQ)), read and written in place (one
-query token, a decoding step, runs the (B, H, S, D) mechanisms below with K and V read in place: `kernel_layouts`).
+q (B, SQ, H, D), k and v (B, SK, HK, D), O (B, SQ, H, DV) (LSE stays (B, H, SQ)), read and written in place (a
+short query against many keys, a decoding step, runs the (B, H, S, D) mechanisms below with K and V read in place:
+one token's q and O are (B, H, 1, D)'s bytes, several tokens' are copied, `kernel_layouts`).
 ``causal=True`` aligns the mask at the bottom right (query i sees keys j <= i + SK - SQ), as FlashAttention does;
 for SQ = SK that is torch's ``is_causal``. Head dims are multiples of 64 up to 256. A row that sees no key (causal
 with SQ > SK) gets O = 0 and LSE = -inf.
@@ -246,19 +247,39 @@ class AttentionConfig:
 
 
 #: Whether a decoding step (one query token) against (B, S, H, D) tensors runs the (B, H, S, D) mechanisms with K and
-#: V read in place (`kernel_layouts`: packed query heads, split keys, their merge in the launch); off, it runs the
-#: (B, S, H, D) kernel, one block of 64 query rows per query head over every key. A switch for A/B runs.
+#: V read in place (`kernel_layouts`: packed query heads, split keys, their merge in the launch), and a short query of
+#: several tokens too where those mechanisms apply (`query_copied`); off, it runs the (B, S, H, D) kernel, one block
+#: of 64 query rows per query head over every key. A switch for A/B runs.
 DECODE_KV_IN_PLACE = True
 
 
 def kernel_layouts(problem: AttentionProblem) -> tuple[str, str]:
     """(LAYOUT, KV_LAYOUT) of the kernel that runs `problem`: its own layout, except (with `DECODE_KV_IN_PLACE`) a
-    decoding step (one query token) against (B, S, H, D) tensors, whose q (B, 1, H, D), O and LSE are the same bytes
-    as (B, H, 1, D) and (B, H, 1): the kernel reads them so and K, V as they are ("bhsd", "bshd"), and packs query
-    heads and splits keys as for (B, H, S, D) tensors."""
-    if DECODE_KV_IN_PLACE and problem.layout == "bshd" and problem.sq == 1:
+    short query against (B, S, H, D) tensors, which the kernel reads as (B, H, S, D) with K and V as they are
+    ("bhsd", "bshd"), packing query heads and splitting keys as for (B, H, S, D) tensors: one query token (a
+    decoding step), whose q (B, 1, H, D), O and LSE are the same bytes as (B, H, 1, D) and (B, H, 1), or several
+    where `query_copied` says so."""
+    if DECODE_KV_IN_PLACE and problem.layout == "bshd" and (problem.sq == 1 or query_copied(problem)):
         return "bhsd", "bshd"
     return problem.layout, ""
+
+
+def query_copied(problem: AttentionProblem) -> bool:
+    """Whether a (B, S, H, D) problem of several query tokens (speculative decoding's drafts, a decode step's
+    chunk) runs with Q copied to (B, H, SQ, D) and O back from it (`prepare`: two copies of B * SQ * H * D values
+    among the call's launches, against the K/V read of B * SK * HK * (D + DV)), K and V read in place: where the
+    (B, H, S, D) configuration of the same problem splits the keys or packs the query heads, which the (B, S, H, D)
+    kernel cannot (one block of 64 rows per query head over every key). Prefill (blocks that fill the GPU) stays
+    in place."""
+    if not DECODE_KV_IN_PLACE or problem.layout != "bshd" or problem.sq == 1:
+        return False
+    return _splits_or_packs(replace(problem, layout="bhsd"))
+
+
+@functools.lru_cache(maxsize=256)
+def _splits_or_packs(problem: AttentionProblem) -> bool:
+    config = choose(problem)
+    return config.SPLITS > 1 or config.PACK
 
 
 def packable(problem: AttentionProblem) -> bool:
@@ -459,6 +480,8 @@ class AttentionPlan:
         p = self.problem
         q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
         layout, kv_layout = kernel_layouts(p)
+        if p.layout == "bshd" and layout == "bhsd":  # a short query: read as (B, H, SQ, D) (`prepare`'s copy)
+            q = np.ascontiguousarray(q.transpose(0, 2, 1, 3))
         if layout == "bshd":
             o = np.full((p.batch, p.sq, p.heads, p.dv), np.nan)
             lse = np.full((p.batch, p.heads, p.sq), np.nan)
@@ -471,7 +494,7 @@ class AttentionPlan:
         lead = (splits,) if splits > 1 else ()
         part_o = np.full((*lead, matrices, rows, p.dv), np.nan) if splits > 1 else o
         part_lse = np.full((*lead, matrices, rows), np.nan) if splits > 1 else lse
-        tensors = {  # (one query token in (B, S, H, D): q, O and LSE are (B, H, 1, ...)'s bytes; K and V as they are)
+        tensors = {  # (a short query in (B, S, H, D): q, O and LSE as (B, H, SQ, ...); K and V as they are)
             "Q": q.reshape(matrices, rows, p.d),
             "K": k if kv_layout == "bshd" else k.reshape(-1, p.sk, p.d),
             "V": v if kv_layout == "bshd" else v.reshape(-1, p.sk, p.dv),
@@ -485,9 +508,10 @@ class AttentionPlan:
             run_kernel(self.kernel(), tensors)
             if splits > 1:
                 run_kernel(self.kernels()[1], {"OP": part_o, "LP": part_lse, "O": o, "LSE": lse})
-        if p.layout == "bshd":  # one query token: (B, H, 1, DV) is (B, 1, H, DV)
-            return o.reshape(p.batch, p.sq, p.heads, p.dv), lse.reshape(p.batch, p.heads, p.sq)
-        return o.reshape(p.batch, p.heads, p.sq, p.dv), lse.reshape(p.batch, p.heads, p.sq)
+        o = o.reshape(p.batch, p.heads, p.sq, p.dv)
+        if p.layout == "bshd":  # back to (B, SQ, H, DV) (`prepare`'s last copy; one token's is the same bytes)
+            o = np.ascontiguousarray(o.transpose(0, 2, 1, 3))
+        return o, lse.reshape(p.batch, p.heads, p.sq)
 
 
 def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> AttentionPlan:
@@ -559,7 +583,7 @@ def combined_refusal(problem: AttentionProblem, config: AttentionConfig, sms: in
     if config.SPLITS == 1:
         return "the keys are not split: there is nothing to merge"
     if kernel_layouts(problem)[0] != "bhsd":
-        return "split keys are for the (B, H, S, D) layout (or one query token in (B, S, H, D))"
+        return "split keys are for the (B, H, S, D) layout (or a short query in (B, S, H, D): `kernel_layouts`)"
     if config.PERSISTENT or config.PAIRS or config.LPT or config.OVERLAP or config.PINGPONG:
         return "the merge takes one unit a block, without the overlapped loop or ping-pong"
     blocks = AttentionPlan(problem, replace(config, COMBINED=False)).blocks()
@@ -654,15 +678,19 @@ def prepare(
 ) -> tuple[Any, Any, list[Any]]:
     """(O, LSE, the prepared launches that compute them, in order): `sdpa` without the launches, for timing loops.
     The launches hold raw addresses: keep q, k, v, the results and the list (it holds the split workspace) alive
-    while they are used."""
+    while they are used. A relaunch reads q, k and v's current values where they were contiguous (a (B, S, H, D)
+    query of several tokens that the kernel reads as (B, H, S, D) whatever its strides: its copy is the first
+    launch, `query_copied`)."""
     import torch
 
     problem = problem_of(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout)
     the_plan = plan(problem, config)
-    q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
+    kernel_layout, kv_layout = kernel_layouts(problem)
+    copied = layout == "bshd" and kernel_layout == "bhsd" and problem.sq > 1  # q read through a copy (any strides)
+    q = q if q.is_contiguous() or copied else q.contiguous()
+    k, v = (x if x.is_contiguous() else x.contiguous() for x in (k, v))
     dtype = matmul.torch_dtype(problem.out)
     lse = torch.empty((problem.batch, problem.heads, problem.sq), dtype=torch.float32, device=q.device)
-    kernel_layout, kv_layout = kernel_layouts(problem)
     if kernel_layout == "bshd":  # the tensors as they are: 4-d TMA boxes of one head's rows
         o = torch.empty((problem.batch, problem.sq, problem.heads, problem.dv), dtype=dtype, device=q.device)
         launches = matmul.Launches(
@@ -670,12 +698,21 @@ def prepare(
         )
         launches.keep = [q, k, v, o, lse]
         return o, lse, launches
-    # (one query token in (B, S, H, D): O (B, 1, H, DV) is (B, H, 1, DV)'s bytes, q likewise; K and V as they are)
-    shape = (problem.sq, problem.heads) if layout == "bshd" else (problem.heads, problem.sq)
-    o = torch.empty((problem.batch, *shape, problem.dv), dtype=dtype, device=q.device)
+    # a short query in (B, S, H, D): one token's q (B, 1, H, D) and O (B, 1, H, DV) are (B, H, 1, ...)'s bytes;
+    # several tokens' are copied to (B, H, SQ, ...) and back by the call's first and last launches (`query_copied`).
+    # K and V as they are
+    launches = matmul.Launches()
+    o = torch.empty((problem.batch, problem.sq, problem.heads, problem.dv), dtype=dtype, device=q.device)
+    q_kernel, o_kernel = q, o
+    if layout == "bhsd":
+        o = o_kernel = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
+    elif copied:
+        q_kernel = torch.empty((problem.batch, problem.heads, problem.sq, problem.d), dtype=q.dtype, device=q.device)
+        o_kernel = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
+        launches.append(matmul.Copies(((q.transpose(1, 2), q_kernel),)))
     matrices, rows, _ = the_plan.extents()
     splits = the_plan.config.SPLITS
-    out_views = (o.view(matrices, rows, problem.dv), lse.view(matrices, rows))
+    out_views = (o_kernel.view(matrices, rows, problem.dv), lse.view(matrices, rows))
     if splits > 1:
         part_o = torch.empty((splits, matrices, rows, problem.dv), dtype=torch.float32, device=q.device)
         part_lse = torch.empty((splits, matrices, rows), dtype=torch.float32, device=q.device)
@@ -683,11 +720,12 @@ def prepare(
     else:
         first_out = out_views
     views = (
-        q.view(matrices, rows, problem.d),
+        q_kernel.view(matrices, rows, problem.d),
         k if kv_layout == "bshd" else k.view(-1, problem.sk, problem.d),
         v if kv_layout == "bshd" else v.view(-1, problem.sk, problem.dv),
         *first_out,
     )
+    launches.keep = [q, k, v, o, lse, q_kernel, o_kernel, *first_out]
     sms = matmul._device_sms(q.device) if the_plan.config.COMBINED and q.is_cuda else SMS  # asked only when needed
     if the_plan.config.COMBINED and (why := combined_refusal(problem, the_plan.config, sms)) is not None:
         if config is not None and config.COMBINED:  # asked for: refused, not changed
@@ -696,14 +734,15 @@ def prepare(
     if the_plan.config.COMBINED:  # one launch: the partial results, then each unit's merge
         counters = torch.zeros(the_plan.counters(), dtype=torch.int32, device=q.device)  # reused by every relaunch
         kernel = _loaded("combined", the_plan.params())
-        launches = matmul.Launches([kernel.prepare(*views, *out_views, counters, dependent=DEPENDENT_LAUNCHES)])
-        launches.keep = [q, k, v, o, lse, *first_out, counters]
-        return o, lse, launches
-    launches = matmul.Launches([_loaded("attention", the_plan.params()).prepare(*views, dependent=DEPENDENT_LAUNCHES)])
-    if splits > 1:
-        combine = _loaded("combine", the_plan.combine_params())
-        launches.append(combine.prepare(part_o, part_lse, *out_views, dependent=DEPENDENT_LAUNCHES))
-    launches.keep = [q, k, v, o, lse, *first_out]
+        launches.append(kernel.prepare(*views, *out_views, counters, dependent=DEPENDENT_LAUNCHES))
+        launches.keep.append(counters)
+    else:
+        launches.append(_loaded("attention", the_plan.params()).prepare(*views, dependent=DEPENDENT_LAUNCHES))
+        if splits > 1:
+            combine = _loaded("combine", the_plan.combine_params())
+            launches.append(combine.prepare(part_o, part_lse, *out_views, dependent=DEPENDENT_LAUNCHES))
+    if copied:
+        launches.append(matmul.Copies(((o_kernel.transpose(1, 2), o),)))
     return o, lse, launches
 
 
