@@ -3,7 +3,7 @@
 CUDA events (`gemm_parity.interleaved_times`).
 
     PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits]
-        [--extra] [--heldout] [--widths] [--only TEXT ...]
+        [--extra] [--heldout] [--widths] [--persistent] [--only TEXT ...]
 
 Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-50's convolutions in bf16 at batch 32
 (the 1x1, 3x3 and strided 3x3 of each stage, and the strided 1x1 projections). Columns:
@@ -20,6 +20,9 @@ Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-5
   sizes and windows), with their own geometric mean;
 - with ``--widths``, the rows of filter counts that are not powers of two (`WIDTH_ROWS`) and, beside a flattened
   tile, the tile the rule before fitted widths took (``rule``) and each width `flat_widths` weighs (``w<BN>``);
+- with ``--persistent``, the flattened tile's persistent forms where it may run (``flatp c2``: 128 positions a
+  tile, a block an SM; ``flatp c1``: 64 positions, two blocks an SM) and, where the plan is not flattened, the
+  flattened tile a block per tile (``flat``);
 - with ``--flat``, beside the planned tile the other kernel's: where the plan is a flattened-position tile
   (`ImplicitConfig.FLAT`, `conv_im2col_gemm`) the implicit kernel's tile the planner took before it (``implicit``)
   and flattened variants (BN 256, 4 stages); elsewhere the flattened tile (``flat``) where it may run. The printed
@@ -300,6 +303,24 @@ def _width_variants(conv, config, most: int = 4):  # noqa: ANN001, ANN202
     return kept
 
 
+def _persistent_variants(conv, config):  # noqa: ANN001, ANN202
+    """``--persistent``: where the flattened tile may run, its persistent forms (``flatp c2``: 128 positions, one
+    block an SM; ``flatp c1``: 64 positions on one consumer warpgroup, two blocks an SM), unsplit, at the planner's
+    width and as many stages as fit (up to `FLAT_MAX_STAGES`), and the flattened tile a block per tile (``flat``)
+    where the plan is not flattened."""
+    import argus.kernels.conv as C  # noqa: N812
+
+    if C.flat_refusal(conv) is not None:
+        return {}
+    sms = 132
+    flat = config if config.FLAT else C.flat_config(conv)
+    whole = replace(flat, SPLITS=1)
+    out = {} if config.FLAT else {"flat": flat}
+    out["flatp c2"] = C.with_stages(conv, replace(whole, BW=128, CONSUMERS=2, BLOCKS=sms), C.FLAT_MAX_STAGES)
+    out["flatp c1"] = C.with_stages(conv, replace(whole, BW=64, CONSUMERS=1, BLOCKS=2 * sms), C.FLAT_MAX_STAGES)
+    return {k: v for k, v in out.items() if v != config}
+
+
 def _host_us(torch, fn, n: int = 50) -> float:  # noqa: ANN001
     """Microseconds of host time per call of `fn` (`n` calls queued back to back, no synchronization between them):
     a call whose host time exceeds its GPU time is bound by the host, and its CUDA-event time shows it."""
@@ -329,6 +350,7 @@ def main() -> int:
     parser.add_argument(
         "--widths", action="store_true", help="each filter width of a flattened tile, the rows of odd widths"
     )
+    parser.add_argument("--persistent", action="store_true", help="the flattened tile's persistent forms")
     args = parser.parse_args()
 
     import torch
@@ -391,6 +413,8 @@ def main() -> int:
             tiles |= _flat_variants(conv, config)
         if args.widths:
             tiles |= _width_variants(conv, config)
+        if args.persistent:
+            tiles |= _persistent_variants(conv, config)
         for name, cfg in tiles.items():
             try:
                 y = torch.empty(ys, dtype=x.dtype, device="cuda")

@@ -21,6 +21,11 @@ CASES = [  # (N, C, F, H, W, K, S, P, L, BN, more trace parameters)
     (2, 64, 64, 5, 5, 3, 1, 1, 1, 64, {"CONSUMERS": 1}),
     (2, 128, 64, 5, 6, 3, 2, 1, 1, 64, {"SPLITS": 3, "OUT": "f32"}),
     (1, 64, 128, 6, 6, 3, 1, 1, 1, 128, {"SPLITS": 9, "OUT": "f32", "CONSUMERS": 1}),
+    # persistent: 3 blocks walk 4 position tiles x 2 filter tiles (units of several images, a partial last tile),
+    # the pipeline running on across a block's units
+    (3, 64, 128, 7, 8, 3, 1, 1, 1, 64, {"BLOCKS": 3}),
+    # persistent, one consumer warpgroup at two blocks per SM: 7 tiles of 64 positions over 2 blocks, strided
+    (2, 128, 64, 9, 10, 3, 2, 1, 1, 64, {"BLOCKS": 2, "CONSUMERS": 1, "BLOCKS_PER_SM": 2}),
 ]
 
 
@@ -95,6 +100,33 @@ def test_it_compiles_to_im2col_loads_and_verifies() -> None:
     checked = [c for c in result.checks if c.check == "contraction accumulated once"]
     assert {c.verdict.value for c in checked} == {"verified"} and not any(c.not_checked for c in checked)
     assert any(c.target.startswith("X into acc") for c in checked), [c.target for c in checked]
+
+
+@pytest.mark.parametrize("consumers", [2, 1])
+def test_the_persistent_form_compiles_and_verifies(consumers: int) -> None:
+    """The persistent blocks' unit loop (BLOCKS > 0; one consumer warpgroup at two blocks per SM): the tags and the
+    contraction-once check prove over every unit a block walks, and the K loop's `wgmma` stays pipelined."""
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.verify import verify
+
+    kernel = conv_im2col_gemm.trace(
+        BN=64, CONSUMERS=consumers, BLOCKS=132 * (3 - consumers), BLOCKS_PER_SM=3 - consumers, STAGES=4
+    )
+    result = verify(kernel)
+    assert result.verdict.value == "verified", [f.message for f in result.findings]
+    assert not [c for c in result.checks if c.verdict.value != "verified" and not c.not_checked]
+    compiled = compile_kernel(kernel)
+    assert compiled.module.warnings == (), compiled.module.warnings  # no wgmma serialized (C7514)
+    assert compiled.resources.spill_stores == 0
+
+
+def test_persistent_blocks_take_whole_k_loops() -> None:
+    from argus.lang import DSLError
+
+    with pytest.raises(DSLError, match="SPLITS = 1"):
+        conv_im2col_gemm.trace(BLOCKS=132, SPLITS=3, OUT="f32")
+    with pytest.raises(DSLError, match="BLOCKS_PER_SM"):
+        conv_im2col_gemm.trace(BLOCKS=264, BLOCKS_PER_SM=2)  # two consumer warpgroups: one block an SM
 
 
 @pytest.mark.parametrize("bug", ["channel block", "tap"])
@@ -279,11 +311,11 @@ PLANNED = {  # (convolution, fused epilogue or None)
 
 
 @pytest.mark.parametrize("name", list(PLANNED))
-@pytest.mark.parametrize("split", [False, True])
-def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, split: bool, monkeypatch) -> None:
-    """Through `run_on_interpreter`, the kernels and parameters a GPU call launches: the flattened tile unsplit and
+@pytest.mark.parametrize("form", ["whole", "split", "persistent"])
+def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, form: str, monkeypatch) -> None:
+    """Through `run_on_interpreter`, the kernels and parameters a GPU call launches: the flattened tile unsplit,
     split (the fewest shares above one that divide its K-steps; the partial sums reduced by `conv_split_reduce`,
-    which adds the bias and the epilogue)."""
+    which adds the bias and the epilogue), and persistent (two blocks of one consumer warpgroup walking the units)."""
     from dataclasses import replace
 
     import torch
@@ -297,8 +329,12 @@ def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, 
     planned = implicit_config(conv)
     assert planned.FLAT, planned
     steps = implicit_k_steps(conv, planned.BK)
-    splits = next(s for s in range(2, steps + 1) if steps % s == 0) if split else 1
+    splits = next(s for s in range(2, steps + 1) if steps % s == 0) if form == "split" else 1
     config = with_stages(conv, replace(planned, SPLITS=splits), conv_module.FLAT_MAX_STAGES)
+    if form == "persistent":
+        config = replace(planned, BW=64, CONSUMERS=1, BLOCKS=2, SPLITS=1)
+        config = with_stages(conv, config, conv_module.FLAT_MAX_STAGES)
+        assert conv_module.implicit_params(conv, config, nchw=False)["BLOCKS_PER_SM"] == 2
     monkeypatch.setattr(conv_module, "implicit_config", lambda c, sms=132: config)
     conv_plan.cache_clear()
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[conv.dtype]

@@ -774,7 +774,8 @@ def implicit_kind(config: ImplicitConfig) -> str:
 
 def flat_params(conv: Conv, config: ImplicitConfig, epilogue: Epilogue | None = None) -> dict[str, Any]:
     """`conv_im2col_gemm`'s trace parameters for `conv` on the flattened tile `config` (`flat_refusal` None):
-    channels last; split along K, f32 partial sums (the bias and `epilogue` go to `split_reduce_params`' kernel)."""
+    channels last; split along K, f32 partial sums (the bias and `epilogue` go to `split_reduce_params`' kernel);
+    persistent (`ImplicitConfig.BLOCKS`), its blocks and their residency (two a SM with one consumer warpgroup)."""
     _, kh, kw = conv.kernel
     _, sh, sw = conv.stride
     _, ph, pw = conv.padding
@@ -785,7 +786,9 @@ def flat_params(conv: Conv, config: ImplicitConfig, epilogue: Epilogue | None = 
         "BN": config.BN, "BK": config.BK, "CB": -(-conv.channels // config.BK), "STAGES": config.STAGES,
         "CONSUMERS": config.CONSUMERS, "SPLITS": config.SPLITS, "BIAS": conv.bias and not split,
         "IN": conv.dtype, "OUT": "f32" if split else conv.dtype,
-    } | ({"EPILOGUE": epilogue} if epilogue is not None and not split else {})  # fmt: skip
+    } | ({"EPILOGUE": epilogue} if epilogue is not None and not split else {}) | (
+        {"BLOCKS": config.BLOCKS, "BLOCKS_PER_SM": config.blocks_per_sm} if config.BLOCKS else {}
+    )  # fmt: skip
 
 
 def implicit_params(

@@ -53,6 +53,8 @@ def conv_im2col_gemm(
     IN: str = "bf16",
     OUT: str = "bf16",
     EPILOGUE: Epilogue | None = None,
+    BLOCKS: int = 0,
+    BLOCKS_PER_SM: int = 1,
 ):
     """Y[p, f] = sum over (kh, kw, c) of X[n, oh*SH - PH + kh*LH, ow*SW - PW + kw*LW, c] * WT[0, f, kh*KW + kw, c]
     (+ B[f] with BIAS, then the fused EPILOGUE), p = (n * OH + oh) * OW + ow: a 2-d forward convolution, channels last
@@ -64,11 +66,24 @@ def conv_im2col_gemm(
     SPLITS > 1 splits the K loop (split-K) for convolutions of too few tiles to fill the GPU: the grid's third axis
     is the split, split s multiplies K-steps ``s * KS ... (s + 1) * KS - 1`` (KS = the K-steps / SPLITS, which must
     divide them), and Y is the f32 workspace (SPLITS, M, F) into whose slice s the tile's partial sum is stored,
-    without the bias or the epilogue: `conv_split_reduce` sums the slices and applies them."""
+    without the bias or the epilogue: `conv_split_reduce` sums the slices and applies them.
+
+    BLOCKS > 0 makes the kernel persistent: BLOCKS blocks walk the (position tile, filter tile) units, filter tiles
+    fastest (consecutive units read the same input positions), block b units ``b, b + BLOCKS, ...``; one mbarrier
+    pipeline runs on across a block's units, so the producer loads the next unit's first stages while the consumers
+    store this one (short K loops, whose fill and store a block per tile would wait for). BLOCKS_PER_SM = 2 (one
+    consumer warpgroup: 64 positions a tile) asks for two resident blocks per SM. Persistent blocks take whole K
+    loops (SPLITS = 1)."""
     if CONSUMERS not in (1, 2):
         raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
     if not isinstance(SPLITS, int) or SPLITS < 1:
         raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive number of K splits, not {SPLITS!r}")
+    if not isinstance(BLOCKS, int) or BLOCKS < 0 or (BLOCKS and SPLITS > 1):
+        raise DSLError(
+            "DSL_BAD_PARAM", f"BLOCKS = {BLOCKS!r}: 0 (a block per tile) or the persistent blocks, with SPLITS = 1"
+        )
+    if BLOCKS_PER_SM not in (1, 2) or (BLOCKS_PER_SM == 2 and CONSUMERS != 1):
+        raise DSLError("DSL_BAD_PARAM", f"BLOCKS_PER_SM = {BLOCKS_PER_SM}: 1, or 2 with one consumer warpgroup")
     k_steps = KH * KW * CB
     if SPLITS > 1 and (k_steps % SPLITS or OUT != "f32" or BIAS or EPILOGUE is not None):
         raise DSLError(
@@ -90,66 +105,101 @@ def conv_im2col_gemm(
     BM = 64 * CONSUMERS  # noqa: N806 - the GEMM's M tile
     k_split = k_steps // SPLITS  # the K-steps of one split
 
-    def step(k: Any) -> tuple[Any, Any]:
+    box = {"lower": (-PH, -PW), "upper": (PH - (KH - 1) * LH, PW - (KW - 1) * LW), "strides": (SH, SW)}
+    tiles_f = T.cdiv(F, BN)
+    consumers = tuple(range(1, 1 + CONSUMERS))
+    registers = 232 if BLOCKS_PER_SM == 1 else 216
+
+    def step(k: Any, split: Any) -> tuple[Any, Any]:
         """(tap, channel block) of iteration k of a split's K loop: the tile's K-step ``k + split * k_split``."""
         kk = k + split * k_split if SPLITS > 1 else k
         return kk // CB, kk % CB
 
-    with T.grid(T.cdiv(M, BM), T.cdiv(F, BN), SPLITS, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (bm, bf, split):
-        sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
-        sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)
+    def produce(p0: Any, bf: Any, split: Any, start: Any) -> None:
+        """Load the K loop of the tile at position p0, filter tile bf (split `split`'s share) into the stages, the
+        block's pipeline iterations ``start ...``."""
+        n0, h0, w0 = X.im2col_pixel(p0, **box)  # where the tile's loads start: computed once (T.let), not per load
+        with T.let(n0, "image") as ni, T.let(h0, "row") as hi, T.let(w0, "column") as wi:
+            for k, s in T.pipeline(k_split, stages=STAGES, start=start):
+                tap, cb = step(k, split)
+                T.mbarrier_wait(empty[s], phase=((start + k) // STAGES + 1) % 2)  # the first pass finds them free
+                T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
+                src = X.im2col(
+                    p0,
+                    cb * BK,
+                    pixels=BM,
+                    channels=BK,
+                    offsets=((tap // KW) * LH, (tap % KW) * LW),
+                    start=(ni, hi, wi),
+                    **box,
+                )
+                T.copy(src, sA[s], atom="tma", mbarrier=full[s])
+                T.copy(WT.window((0, bf * BN, tap, cb * BK), (None, BN, None, BK)), sB[s], atom="tma", mbarrier=full[s])
+
+    def consume(acc: Any, p0: Any, bf: Any, split: Any, start: Any) -> None:
+        """Multiply the tile's K loop from the stages into `acc`, the block's pipeline iterations ``start ...``."""
+        for k, s in T.pipeline(k_split, stages=STAGES, start=start):
+            tap, cb = step(k, split)
+            T.mbarrier_wait(full[s], phase=((start + k) // STAGES) % 2)
+            # invariant: row m of the A stage holds the input pixel that tap (kh, kw) reads for output position
+            # p0 + m = (n, oh, ow) flattened, channel block cb (n by two divisions: a product of three sizes could
+            # pass the verifier's 32-bit terms)
+            T.assert_tag(
+                lambda x: (
+                    (x[0] == (p0 + x.coord[0]) // OW // OH)
+                    & (x[1] == ((p0 + x.coord[0]) // OW) % OH * SH - PH + (tap // KW) * LH)
+                    & (x[2] == (p0 + x.coord[0]) % OW * SW - PW + (tap % KW) * LW)
+                    & (x[3] == cb * BK + x.coord[1])
+                ),
+                sA[s],
+            )
+            # invariant: the B stage holds filters bf * BN ... of tap, channel block cb
+            T.assert_tag(
+                lambda x: (x[0] == 0) & (x[1] == bf * BN + x.coord[0]) & (x[2] == tap) & (x[3] == cb * BK + x.coord[1]),
+                sB[s],
+            )
+            T.gemm(sA[s], sB[s].T, acc)
+            T.mbarrier_arrive(empty[s])
+
+    def store(acc: Any, bm: Any, bf: Any, split: Any) -> None:
+        if SPLITS > 1:
+            T.copy(acc, Y.window((split, bm * BM, bf * BN), (None, BM, BN)))
+        else:  # rounded as it is stored (a cast into a fragment of its own made ptxas serialize the K loop's wgmma)
+            T.copy(finished(acc, B, bf, BN, BIAS, EPILOGUE), Y.tile((bm, bf), (BM, BN)))
+
+    threads = WARPGROUP_SIZE * (1 + CONSUMERS)
+    if not BLOCKS:
+        with T.grid(T.cdiv(M, BM), tiles_f, SPLITS, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as (bm, bf, split):
+            sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
+            sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
+            full = T.alloc_mbarrier(STAGES, arrive_count=1)
+            empty = T.alloc_mbarrier(STAGES, arrive_count=1)
+            with T.role("producer", warpgroups=(0,), registers=40):
+                produce(bm * BM, bf, split, 0)
+            with T.role("consumer", warpgroups=consumers, registers=registers):
+                acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+                T.fill(acc, 0.0)
+                consume(acc, bm * BM, bf, split, 0)
+                store(acc, bm, bf, split)
+        return
+    # persistent: BLOCKS blocks walk the units, filter tiles fastest; one pipeline across a block's units (iteration
+    # it * k_split + k), so the producer loads the next unit while the consumers store this one
+    units = T.cdiv(M, BM) * tiles_f
+    with T.grid(BLOCKS, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as (bx,):
+        sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
+        sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-        p0 = bm * BM  # the tile's first output position
-        box = {"lower": (-PH, -PW), "upper": (PH - (KH - 1) * LH, PW - (KW - 1) * LW), "strides": (SH, SW)}
-        n0, h0, w0 = X.im2col_pixel(p0, **box)  # where the tile's loads start: computed once (T.let), not per load
         with T.role("producer", warpgroups=(0,), registers=40):
-            with T.let(n0, "image") as ni, T.let(h0, "row") as hi, T.let(w0, "column") as wi:
-                for k, s in T.pipeline(k_split, stages=STAGES):
-                    tap, cb = step(k)
-                    T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)
-                    T.mbarrier_arrive(full[s], expect_bytes=(BM + BN) * BK * X.dtype.itemsize)
-                    src = X.im2col(
-                        p0,
-                        cb * BK,
-                        pixels=BM,
-                        channels=BK,
-                        offsets=((tap // KW) * LH, (tap % KW) * LW),
-                        start=(ni, hi, wi),
-                        **box,
-                    )
-                    T.copy(src, sA[s], atom="tma", mbarrier=full[s])
-                    T.copy(
-                        WT.window((0, bf * BN, tap, cb * BK), (None, BN, None, BK)), sB[s], atom="tma", mbarrier=full[s]
-                    )
-        with T.role("consumer", warpgroups=tuple(range(1, 1 + CONSUMERS)), registers=232):
+            for it in T.serial(T.cdiv(units, BLOCKS)):
+                u = bx + it * BLOCKS
+                with T.if_(u < units), T.let(u // tiles_f, "tile_m") as bm, T.let(u % tiles_f, "tile_f") as bf:
+                    produce(bm * BM, bf, 0, it * k_split)
+        with T.role("consumer", warpgroups=consumers, registers=registers):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
-            T.fill(acc, 0.0)
-            for k, s in T.pipeline(k_split, stages=STAGES):
-                tap, cb = step(k)
-                T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)
-                # invariant: row m of the A stage holds the input pixel that tap (kh, kw) reads for output position
-                # p0 + m = (n, oh, ow) flattened, channel block cb (n by two divisions: a product of three sizes could
-                # pass the verifier's 32-bit terms)
-                T.assert_tag(
-                    lambda x: (
-                        (x[0] == (p0 + x.coord[0]) // OW // OH)
-                        & (x[1] == ((p0 + x.coord[0]) // OW) % OH * SH - PH + (tap // KW) * LH)
-                        & (x[2] == (p0 + x.coord[0]) % OW * SW - PW + (tap % KW) * LW)
-                        & (x[3] == cb * BK + x.coord[1])
-                    ),
-                    sA[s],
-                )
-                # invariant: the B stage holds filters bf * BN ... of tap, channel block cb
-                T.assert_tag(
-                    lambda x: (
-                        (x[0] == 0) & (x[1] == bf * BN + x.coord[0]) & (x[2] == tap) & (x[3] == cb * BK + x.coord[1])
-                    ),
-                    sB[s],
-                )
-                T.gemm(sA[s], sB[s].T, acc)
-                T.mbarrier_arrive(empty[s])
-            if SPLITS > 1:
-                T.copy(acc, Y.window((split, p0, bf * BN), (None, BM, BN)))
-            else:  # rounded as it is stored (a cast into a fragment of its own made ptxas serialize the K loop's wgmma)
-                T.copy(finished(acc, B, bf, BN, BIAS, EPILOGUE), Y.tile((bm, bf), (BM, BN)))
+            for it in T.serial(T.cdiv(units, BLOCKS)):
+                u = bx + it * BLOCKS
+                with T.if_(u < units), T.let(u // tiles_f, "tile_m") as bm, T.let(u % tiles_f, "tile_f") as bf:
+                    T.fill(acc, 0.0)
+                    consume(acc, bm * BM, bf, 0, it * k_split)
+                    store(acc, bm, bf, 0)
