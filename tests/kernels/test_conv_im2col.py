@@ -421,3 +421,44 @@ def test_a_flat_call_on_the_gpu_matches_cudnn(layout: str) -> None:
         call(*([x, w, b] if b is not None else [x, w]), out)
         want = F.conv2d(x.double(), w.double(), None if b is None else b.double(), padding=1)
         assert ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item() < 1e-2, conv
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("consumers", [2, 1])
+def test_a_persistent_flat_call_on_the_gpu_matches_cudnn(consumers: int, monkeypatch) -> None:
+    """`LibraryConv` on CUDA tensors through the flattened tile's persistent form (a block an SM with two consumer
+    warpgroups, two an SM with one): ResNet-50's 3x3 64->64 at 56x56 (784 or 1568 units of one filter tile, several
+    per block), a strided layer with a bias and a partial last tile, channels last: against conv2d in float64."""
+    from dataclasses import replace
+
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    import argus.kernels.conv as conv_module
+    from argus.kernels.conv import LibraryConv, conv_plan, flat_config, with_stages
+
+    for conv in (_conv2(32, 64, 64, 56, 56, 3, p=1), _conv2(3, 128, 192, 29, 31, 3, s=2, p=1, bias=True)):
+        config = replace(
+            flat_config(conv), BW=64 * consumers, CONSUMERS=consumers, SPLITS=1, BLOCKS=132 * (3 - consumers)
+        )
+        config = with_stages(conv, config, conv_module.FLAT_MAX_STAGES)
+        monkeypatch.setattr(conv_module, "implicit_config", lambda c, sms=132, config=config: config)
+        conv_plan.cache_clear()
+        try:
+            assert conv_plan(conv).implicit.BLOCKS == config.BLOCKS
+            dtype = torch.bfloat16
+            gen = torch.Generator(device="cuda").manual_seed(11)
+            x = torch.randn(conv.batch, conv.channels, *conv.size[1:], device="cuda", generator=gen).to(dtype)
+            x = x.to(memory_format=torch.channels_last)
+            w = (torch.randn(conv.filters, conv.channels, 3, 3, device="cuda", generator=gen) / 30).to(dtype)
+            b = torch.randn(conv.filters, device="cuda", generator=gen).to(dtype) if conv.bias else None
+            want = F.conv2d(
+                x.double(), w.double(), None if b is None else b.double(), stride=conv.stride[1:], padding=1
+            )
+            out = torch.empty(want.shape, dtype=dtype, device="cuda").to(memory_format=torch.channels_last)
+            LibraryConv("conv", conv)(*([x, w, b] if b is not None else [x, w]), out)
+            err = ((out.double() - want).abs().max() / want.abs().max().clamp_min(1.0)).item()
+            assert err < 1e-2, (conv, config.label(), err)
+        finally:
+            conv_plan.cache_clear()

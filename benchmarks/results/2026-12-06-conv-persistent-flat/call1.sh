@@ -10,3 +10,4 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,po
 DEFAULT='--heldout --widths'
 SHAPES=${SHAPES:-$DEFAULT}
 eval timeout ${LIMIT:-560} python3 benchmarks/conv_implicit_sweep.py --persistent --rounds ${ROUNDS:-10} --json $OUT/$NAME.json $SHAPES 2>&1 | tee $OUT/$NAME.txt | tail -8
+timeout 120 python3 -m pytest -q -o addopts="" -p no:cacheprovider tests/kernels/test_conv_im2col.py -k gpu 2>&1 | tail -3 | tee $OUT/pytest-$NAME.txt
