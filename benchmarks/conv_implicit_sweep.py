@@ -20,9 +20,9 @@ Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-5
   sizes and windows), with their own geometric mean;
 - with ``--widths``, the rows of filter counts that are not powers of two (`WIDTH_ROWS`) and, beside a flattened
   tile, the tile the rule before fitted widths took (``rule``) and each width `flat_widths` weighs (``w<BN>``);
-- with ``--persistent``, the flattened tile's persistent forms where it may run (``flatp c2``: 128 positions a
-  tile, a block an SM; ``flatp c1``: 64 positions, two blocks an SM) and, where the plan is not flattened, the
-  flattened tile a block per tile (``flat``);
+- with ``--persistent``, where the flattened tile may run, the plan without `conv.FLAT_PERSISTENT` (``before``),
+  the flattened tile a block per tile (``flat``) and its persistent forms (``flatp c2``: 128 positions a tile, a
+  block an SM; ``flatp c1``: 64 positions, two blocks an SM), and the geometric means of ``before`` beside the plan's;
 - with ``--flat``, beside the planned tile the other kernel's: where the plan is a flattened-position tile
   (`ImplicitConfig.FLAT`, `conv_im2col_gemm`) the implicit kernel's tile the planner took before it (``implicit``)
   and flattened variants (BN 256, 4 stages); elsewhere the flattened tile (``flat``) where it may run. The printed
@@ -304,21 +304,34 @@ def _width_variants(conv, config, most: int = 4):  # noqa: ANN001, ANN202
 
 
 def _persistent_variants(conv, config):  # noqa: ANN001, ANN202
-    """``--persistent``: where the flattened tile may run, its persistent forms (``flatp c2``: 128 positions, one
-    block an SM; ``flatp c1``: 64 positions on one consumer warpgroup, two blocks an SM), unsplit, at the planner's
-    width and as many stages as fit (up to `FLAT_MAX_STAGES`), and the flattened tile a block per tile (``flat``)
-    where the plan is not flattened."""
+    """``--persistent``: where the flattened tile may run, the planner's tile without `FLAT_PERSISTENT` (``before``),
+    the flattened tile a block per tile (``flat``) and its persistent forms (``flatp c2``: 128 positions, one block
+    an SM; ``flatp c1``: 64 positions on one consumer warpgroup, two blocks an SM, up to `TWO_BLOCKS_MAX_BN`
+    filters), unsplit, at the planner's width and as many stages as fit (up to `FLAT_MAX_STAGES`); each once, and
+    none that is the plan."""
     import argus.kernels.conv as C  # noqa: N812
+    from argus.kernels.conv_im2col import TWO_BLOCKS_MAX_BN
 
     if C.flat_refusal(conv) is not None:
         return {}
     sms = 132
-    flat = config if config.FLAT else C.flat_config(conv)
+    C.FLAT_PERSISTENT = False
+    try:
+        before = C.implicit_config(conv)  # the planner without the persistent flattened tile
+    finally:
+        C.FLAT_PERSISTENT = True
+    flat = C.flat_config(conv)
     whole = replace(flat, SPLITS=1)
-    out = {} if config.FLAT else {"flat": flat}
+    out = {"before": before, "flat": flat}
     out["flatp c2"] = C.with_stages(conv, replace(whole, BW=128, CONSUMERS=2, BLOCKS=sms), C.FLAT_MAX_STAGES)
-    out["flatp c1"] = C.with_stages(conv, replace(whole, BW=64, CONSUMERS=1, BLOCKS=2 * sms), C.FLAT_MAX_STAGES)
-    return {k: v for k, v in out.items() if v != config}
+    if flat.BN <= TWO_BLOCKS_MAX_BN:
+        out["flatp c1"] = C.with_stages(conv, replace(whole, BW=64, CONSUMERS=1, BLOCKS=2 * sms), C.FLAT_MAX_STAGES)
+    seen, kept = {config}, {}
+    for name, cfg in out.items():
+        if cfg not in seen:
+            seen.add(cfg)
+            kept[name] = cfg
+    return kept
 
 
 def _host_us(torch, fn, n: int = 50) -> float:  # noqa: ANN001
@@ -376,7 +389,7 @@ def main() -> int:
         "\n| row | tile | kernel ms | call ms | cuDNN ms | kernel × cuDNN | call × cuDNN | kernel TFLOP/s | cuDNN "
         "TFLOP/s | err | host µs call / cuDNN | other |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    ratios, heldout, widths = [], [], []
+    ratios, heldout, widths, persist = [], [], [], []
     args.f32 = args.f32 or args.only_f32
     rows = ROWS + (EXTRA_ROWS if args.extra else []) + (HELDOUT_ROWS if args.heldout else [])
     rows += WIDTH_ROWS if args.widths else []
@@ -475,6 +488,8 @@ def main() -> int:
             heldout.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms["call"], ms["cudnn"] / implicit_ms))
         if args.widths:  # the plan against the rule before fitted widths (its tile where they differ)
             widths.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms.get("rule", ms["kernel"])))
+        if args.persistent:  # the plan against the planner without the persistent flattened tile
+            persist.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms.get("before", ms["kernel"])))
         print(
             f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
             f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "
@@ -498,6 +513,18 @@ def main() -> int:
             if sub:
                 print(
                     f"  {name} ({len(sub)}): kernel x cuDNN {geomean([r[1] for r in sub]):.3f}, with the 128/256 rule "
+                    f"{geomean([r[2] for r in sub]):.3f}"
+                )
+    if persist:
+        print(
+            f"\npersistent flattened tiles, every row ({len(persist)}): kernel x cuDNN "
+            f"{geomean([r[1] for r in persist]):.3f}, the planner before {geomean([r[2] for r in persist]):.3f}"
+        )
+        for name, group in (("ResNet-50", ROWS), ("held-out", HELDOUT_ROWS), ("odd widths", WIDTH_ROWS)):
+            sub = [r for r in persist if any(r[0] == g[0] for g in group) and (name != "ResNet-50" or "r50" in r[0])]
+            if sub:
+                print(
+                    f"  {name} ({len(sub)}): kernel x cuDNN {geomean([r[1] for r in sub]):.3f}, the planner before "
                     f"{geomean([r[2] for r in sub]):.3f}"
                 )
     if heldout:

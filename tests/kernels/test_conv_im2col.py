@@ -217,11 +217,15 @@ def _conv2(n, c, f, h, w, k, s=1, p=0, d=1, bias=False, dtype="bf16", groups=1):
     return Conv(2, n, c, f, groups, (1, h, w), (1, k, k), (1, s, s), (0, p, p), (1, d, d), bias, dtype)
 
 
-def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positions() -> None:
+def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positions(monkeypatch) -> None:
     """`implicit_config`: a flattened tile where the implicit kernel's BH x BW tile would run one block per tile
     (ResNet-50's 28x28, 14x14 and 7x7 3x3 layers, a 56x56 3x3 of 256 channels), or persistent wasting at least
-    `FLAT_WASTE` (7x7 1x1); the persistent tiles of short K loops at 56x56 and 28x28 stay implicit; the flattened
-    tile splits its K loop where few tiles would leave the GPU idle."""
+    `FLAT_WASTE` (7x7 1x1), persistent itself where its tiles make more than one wave (`FLAT_PERSISTENT`, which also
+    takes the short K loops at 56x56 and 28x28 the persistent implicit tile had); the flattened tile splits its K loop
+    where few tiles would leave the GPU idle."""
+    from dataclasses import replace
+
+    import argus.kernels.conv as conv_module
     from argus.kernels.conv import FLAT_MAX_STAGES, implicit_config, implicit_tiles
 
     for conv in (_conv2(32, 128, 128, 28, 28, 3, p=1), _conv2(32, 256, 256, 14, 14, 3, p=1),
@@ -229,6 +233,9 @@ def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positi
         cfg = implicit_config(conv)
         assert cfg.FLAT and (cfg.BH * cfg.BW, cfg.BN, cfg.CONSUMERS, cfg.SPLITS) == (128, 128, 2, 1), conv
         assert cfg.STAGES == FLAT_MAX_STAGES and cfg.label().startswith("flat 128x128")
+        # more than one wave of tiles (196 at 28x28, 196 at 56x56 batch 8) runs persistent, a wave or less (98 at
+        # 14x14) a block per tile
+        assert cfg.BLOCKS == (132 if implicit_tiles(conv, replace(cfg, BLOCKS=0)) > 132 else 0), cfg.label()
     # a persistent 8x8 tile wasting 31 % of 7x7: flattened; a short K loop of 2048 filters takes a wide tile (224:
     # ten tiles of filters, one wave of 130 blocks, modelled quicker than 104 of 256)
     wide = implicit_config(_conv2(32, 512, 2048, 7, 7, 1))
@@ -241,10 +248,15 @@ def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positi
     # few tiles: split along K (7x7 at batch 8: 8 tiles of 64 filters, 72 K-steps in four shares of 18)
     few = implicit_config(_conv2(8, 512, 512, 7, 7, 3, p=1))
     assert few.FLAT and (few.BN, few.SPLITS) == (64, 4) and "split4" in few.label()
-    # the persistent implicit tiles of short K loops at 56x56 and 28x28 (wasting at most 14 %) stay
+    # the persistent implicit tiles of short K loops at 56x56 and 28x28 give way to the persistent flattened tile
+    # (`FLAT_PERSISTENT`), which computes no position past an image's edge; without it they stay
     for conv in (_conv2(32, 64, 64, 56, 56, 1), _conv2(32, 64, 64, 56, 56, 3, p=1),
                  _conv2(32, 128, 512, 28, 28, 1, bias=True)):  # fmt: skip
+        cfg = implicit_config(conv)
+        assert cfg.FLAT and cfg.BLOCKS == 132 and cfg.SPLITS == 1, (conv, cfg.label())
+        monkeypatch.setattr(conv_module, "FLAT_PERSISTENT", False)
         assert not implicit_config(conv).FLAT, conv
+        monkeypatch.setattr(conv_module, "FLAT_PERSISTENT", True)
 
 
 def test_the_filter_width_is_fitted_to_the_filters(monkeypatch) -> None:
@@ -371,7 +383,13 @@ def test_the_planned_flat_kernels_verify() -> None:
     from argus.kernels.conv import conv_plan
     from argus.verify import verify
 
-    for conv in (_conv2(32, 256, 256, 14, 14, 3, p=1, bias=True), _conv2(8, 512, 512, 7, 7, 3, s=1, p=1)):
+    planned = (
+        _conv2(32, 256, 256, 14, 14, 3, p=1, bias=True),
+        _conv2(8, 512, 512, 7, 7, 3, s=1, p=1),
+        _conv2(32, 64, 64, 56, 56, 3, p=1, bias=True),  # persistent (FLAT_PERSISTENT): 784 units on 132 blocks
+    )
+    assert conv_plan(planned[2]).implicit.BLOCKS == 132
+    for conv in planned:
         found = conv_plan(conv).kernels()
         assert found[0].name == "conv_im2col_gemm"
         for kernel in found:
@@ -438,7 +456,7 @@ def test_a_persistent_flat_call_on_the_gpu_matches_cudnn(consumers: int, monkeyp
     import argus.kernels.conv as conv_module
     from argus.kernels.conv import LibraryConv, conv_plan, flat_config, with_stages
 
-    for conv in (_conv2(32, 64, 64, 56, 56, 3, p=1), _conv2(3, 128, 192, 29, 31, 3, s=2, p=1, bias=True)):
+    for conv in (_conv2(32, 64, 64, 56, 56, 3, p=1), _conv2(3, 128, 192, 29, 30, 3, s=2, p=1, bias=True)):
         config = replace(
             flat_config(conv), BW=64 * consumers, CONSUMERS=consumers, SPLITS=1, BLOCKS=132 * (3 - consumers)
         )

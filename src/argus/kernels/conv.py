@@ -568,8 +568,12 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
         # strided view) did not complete within the verifier's budget (level 1's 76: unknown); one block per tile
         # verifies in seconds. A strided 1x1 (a projection) reads phase 0 only, and its persistent form verifies
         pick = replace(pick, BLOCKS=sms * pick.blocks_per_sm)
-    if FLAT_TILES and (not pick.BLOCKS or best[pick.CONSUMERS][0] >= FLAT_WASTE) and flat_refusal(conv) is None:
-        return flat_config(conv, sms)
+    if FLAT_TILES and flat_refusal(conv) is None:
+        flat = flat_config(conv, sms)
+        if FLAT_PERSISTENT and flat.SPLITS == 1 and implicit_tiles(conv, flat) > sms:
+            return replace(flat, BLOCKS=sms)  # more than a wave of flattened tiles: persistent (FLAT_PERSISTENT)
+        if not pick.BLOCKS or best[pick.CONSUMERS][0] >= FLAT_WASTE:
+            return flat
     if IMPLICIT_SPLIT:
         pick = replace(pick, SPLITS=implicit_splits(conv, pick, sms))
     return with_stages(conv, pick)
@@ -584,6 +588,15 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
 #: step), 2.0x on 12x12x384; the persistent implicit tiles of 56x56 and 28x28 layers with short K loops stayed
 #: faster (0.59-0.83x flattened: the flattened kernel has no persistent form).
 FLAT_TILES = True
+#: Whether `implicit_config` runs the flattened tile persistent (`ImplicitConfig.BLOCKS`: a block an SM walking the
+#: units, `conv_im2col_gemm`'s BLOCKS) where its tiles, unsplit, make more than one wave, in place of both the
+#: flattened tile a block per tile and the persistent implicit tile. Measured on an H200 (session 66,
+#: `benchmarks/results/2026-12-06-conv-persistent-flat/`, call 1, each row's plan beside the persistent forms,
+#: interleaved with cuDNN): ResNet-50's 3x3 64->64 at 56x56 0.84 -> 1.07x cuDNN (784 units), 3x3 128 at 28x28 0.97
+#: -> 1.03x, the strided 1x1 256->512 1.02 -> 1.16x, VGG-16's 3x3 64 at 224x224 0.64 -> 0.87x, 128 at 112x112 0.81 ->
+#: 0.93x, YOLO's strided 64->128 0.82 -> 0.97x, U-Net's 128 at 128x128 1.18 -> 1.37x; a wave or less (98-130 units)
+#: ran 2-6 % slower persistent than a block per tile, split rows 25-40 % slower unsplit: those keep their tiles.
+FLAT_PERSISTENT = True
 #: A persistent implicit tile that computes this many positions per output position or more (its BH x BW tiles past
 #: the image's edges) gives way to the flattened tile: ResNet-50's 1x1 512->2048 at 7x7 (8x8 tiles for 49
 #: positions, 1.31) ran 1.32x faster flattened; at 28x28 (4x32 tiles, 1.14) the persistent tile was as fast or 5 %

@@ -22,6 +22,11 @@ from argus.kernels.conv_implicit import bias_shape, channel_operands, finished
 from argus.kernels.epilogue import Epilogue
 from argus.lang.errors import DSLError
 
+#: The widest filter tile of a block that shares its SM with another (BLOCKS_PER_SM = 2): 64 x 192 compiled and ran,
+#: 64 x 224 and 64 x 256 did not compile (session 66: ptxas asked for 138-154 registers a thread of the 128 two
+#: blocks of 256 threads leave).
+TWO_BLOCKS_MAX_BN = 192
+
 
 def _output_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
     """The output (M, F): the channels-last output viewed as positions x filters; split along K (SPLITS > 1), the f32
@@ -84,6 +89,12 @@ def conv_im2col_gemm(
         )
     if BLOCKS_PER_SM not in (1, 2) or (BLOCKS_PER_SM == 2 and CONSUMERS != 1):
         raise DSLError("DSL_BAD_PARAM", f"BLOCKS_PER_SM = {BLOCKS_PER_SM}: 1, or 2 with one consumer warpgroup")
+    if BLOCKS_PER_SM == 2 and BN > TWO_BLOCKS_MAX_BN:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"BN = {BN} at two blocks an SM: at most {TWO_BLOCKS_MAX_BN} filters (two blocks leave 128 registers a "
+            "thread; ptxas could not fit a 64 x 224 accumulator's wgmma in them)",
+        )
     k_steps = KH * KW * CB
     if SPLITS > 1 and (k_steps % SPLITS or OUT != "f32" or BIAS or EPILOGUE is not None):
         raise DSLError(
