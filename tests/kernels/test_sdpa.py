@@ -584,11 +584,13 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
         assert o2.is_contiguous() and o2.shape == (b, sq, h, dv)
         assert (o2.transpose(1, 2).float() - ref).abs().max().item() < 2e-2, ("bshd", b, h, sq, d, causal)
         assert (lse2 - ref_lse).abs().max().item() < 1e-3, ("bshd", b, h, sq, d, causal)
-        # a relaunch reads q's current values (a decode step replayed with a new query, as a captured graph is)
+        # a relaunch reads q's current values (a decode step replayed with a new query, as a captured graph is).
+        # (The reference first: for one token q2 is q's own storage, `contiguous` of a transposed size-1 axis being
+        # a view, so negating q2 negates q.)
+        flipped = torch_sdpa(-q.float(), kk, vv, attn_mask=keep)
         q2.mul_(-1)
         for launch in launches:
             launch.launch()
-        flipped = torch_sdpa(-q.float(), kk, vv, attn_mask=keep)
         torch.cuda.synchronize()
         assert (o2.transpose(1, 2).float() - flipped).abs().max().item() < 2e-2, ("relaunch", b, h, sq, d, causal)
 
