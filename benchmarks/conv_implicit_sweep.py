@@ -295,8 +295,13 @@ def _width_variants(conv, config, most: int = 4):  # noqa: ANN001, ANN202
         C.FLAT_FITTED_WIDTHS = True
     for _, pick in sorted(C.flat_candidates(conv), key=lambda t: (t[0], t[1].BN))[:most]:
         out[f"w{pick.BN}"] = C.with_stages(conv, pick, C.FLAT_MAX_STAGES)
+    return _unique(config, out)
+
+
+def _unique(config, tiles: dict) -> dict:  # noqa: ANN001
+    """`tiles` without the plan `config` and without a tile named before under another name."""
     seen, kept = {config}, {}
-    for name, cfg in out.items():
+    for name, cfg in tiles.items():
         if cfg not in seen:
             seen.add(cfg)
             kept[name] = cfg
@@ -326,12 +331,7 @@ def _persistent_variants(conv, config):  # noqa: ANN001, ANN202
     out["flatp c2"] = C.with_stages(conv, replace(whole, BW=128, CONSUMERS=2, BLOCKS=sms), C.FLAT_MAX_STAGES)
     if flat.BN <= TWO_BLOCKS_MAX_BN:
         out["flatp c1"] = C.with_stages(conv, replace(whole, BW=64, CONSUMERS=1, BLOCKS=2 * sms), C.FLAT_MAX_STAGES)
-    seen, kept = {config}, {}
-    for name, cfg in out.items():
-        if cfg not in seen:
-            seen.add(cfg)
-            kept[name] = cfg
-    return kept
+    return _unique(config, out)
 
 
 def _host_us(torch, fn, n: int = 50) -> float:  # noqa: ANN001
@@ -503,30 +503,24 @@ def main() -> int:
     def geomean(xs: list[float]) -> float:
         return math.exp(statistics.mean(map(math.log, xs)))
 
-    if widths:
+    def compared(pairs: list[tuple], title: str, other: str) -> None:
+        """The geometric means of (label, kernel x cuDNN, the other tile's x cuDNN) rows: every row, then each group."""
+        if not pairs:
+            return
         print(
-            f"\nfitted widths, every row ({len(widths)}): kernel x cuDNN {geomean([r[1] for r in widths]):.3f}, with "
-            f"the 128/256 rule {geomean([r[2] for r in widths]):.3f}"
+            f"\n{title}, every row ({len(pairs)}): kernel x cuDNN {geomean([r[1] for r in pairs]):.3f}, {other} "
+            f"{geomean([r[2] for r in pairs]):.3f}"
         )
         for name, group in (("ResNet-50", ROWS), ("held-out", HELDOUT_ROWS), ("odd widths", WIDTH_ROWS)):
-            sub = [r for r in widths if any(r[0] == g[0] for g in group) and (name != "ResNet-50" or "r50" in r[0])]
+            sub = [r for r in pairs if any(r[0] == g[0] for g in group) and (name != "ResNet-50" or "r50" in r[0])]
             if sub:
                 print(
-                    f"  {name} ({len(sub)}): kernel x cuDNN {geomean([r[1] for r in sub]):.3f}, with the 128/256 rule "
+                    f"  {name} ({len(sub)}): kernel x cuDNN {geomean([r[1] for r in sub]):.3f}, {other} "
                     f"{geomean([r[2] for r in sub]):.3f}"
                 )
-    if persist:
-        print(
-            f"\npersistent flattened tiles, every row ({len(persist)}): kernel x cuDNN "
-            f"{geomean([r[1] for r in persist]):.3f}, the planner before {geomean([r[2] for r in persist]):.3f}"
-        )
-        for name, group in (("ResNet-50", ROWS), ("held-out", HELDOUT_ROWS), ("odd widths", WIDTH_ROWS)):
-            sub = [r for r in persist if any(r[0] == g[0] for g in group) and (name != "ResNet-50" or "r50" in r[0])]
-            if sub:
-                print(
-                    f"  {name} ({len(sub)}): kernel x cuDNN {geomean([r[1] for r in sub]):.3f}, the planner before "
-                    f"{geomean([r[2] for r in sub]):.3f}"
-                )
+
+    compared(widths, "fitted widths", "with the 128/256 rule")
+    compared(persist, "persistent flattened tiles", "the planner before")
     if heldout:
         print(
             f"\nheld-out rows ({len(heldout)}): kernel x cuDNN {geomean([r[1] for r in heldout]):.3f}, call x cuDNN "
