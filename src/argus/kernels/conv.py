@@ -538,7 +538,9 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
     complete, see below), and
     from 5 steps on with two consumer warpgroups where their tile wastes at most 20 % more (measured faster on
     ResNet-50's and KLineage's layers, run 4). With `IMPLICIT_SPLIT`, one block per tile splits its K loop where
-    the tiles leave most of the GPU idle (`implicit_splits`)."""
+    the tiles leave most of the GPU idle (`implicit_splits`). Where the flattened tile may run (`flat_refusal`), it
+    is taken persistent where its tiles make more than one wave (`FLAT_PERSISTENT`), else where the implicit tile
+    would run a block per tile or waste `FLAT_WASTE` (`FLAT_TILES`)."""
     _, oh, ow = conv.out
     best: dict[int, tuple[float, ImplicitConfig]] = {}
     for consumers in (2, 1):
@@ -586,7 +588,8 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
 #: implicit kernel on ResNet-50's 28x28, 14x14 and 7x7 layers (14x14 3x3 256: 1.13 against 0.93x cuDNN; split along
 #: K at 7x7: 0.92 against 0.74x), 1.27x on an unwasteful 56x56 3x3 of 256 channels (its 8x8 tiles' eight boxes a
 #: step), 2.0x on 12x12x384; the persistent implicit tiles of 56x56 and 28x28 layers with short K loops stayed
-#: faster (0.59-0.83x flattened: the flattened kernel has no persistent form).
+#: faster (0.59-0.83x flattened: the flattened kernel had no persistent form then; since session 66 it has, and
+#: `FLAT_PERSISTENT` takes it there).
 FLAT_TILES = True
 #: Whether `implicit_config` runs the flattened tile persistent (`ImplicitConfig.BLOCKS`: a block an SM walking the
 #: units, `conv_im2col_gemm`'s BLOCKS) where its tiles, unsplit, make more than one wave, in place of both the
@@ -595,7 +598,9 @@ FLAT_TILES = True
 #: interleaved with cuDNN): ResNet-50's 3x3 64->64 at 56x56 0.84 -> 1.07x cuDNN (784 units), 3x3 128 at 28x28 0.97
 #: -> 1.03x, the strided 1x1 256->512 1.02 -> 1.16x, VGG-16's 3x3 64 at 224x224 0.64 -> 0.87x, 128 at 112x112 0.81 ->
 #: 0.93x, YOLO's strided 64->128 0.82 -> 0.97x, U-Net's 128 at 128x128 1.18 -> 1.37x; a wave or less (98-130 units)
-#: ran 2-6 % slower persistent than a block per tile, split rows 25-40 % slower unsplit: those keep their tiles.
+#: ran 2-6 % slower persistent than a block per tile, split rows 25-40 % slower unsplit: those keep their tiles. The
+#: planner with it (call 2, an H100, beside the planner without it): ResNet-50 at batch 32 0.949 -> 0.993x cuDNN
+#: (geometric mean of 15 rows), the held-out rows 1.038 -> 1.117x.
 FLAT_PERSISTENT = True
 #: A persistent implicit tile that computes this many positions per output position or more (its BH x BW tiles past
 #: the image's edges) gives way to the flattened tile: ResNet-50's 1x1 512->2048 at 7x7 (8x8 tiles for 49
