@@ -702,11 +702,10 @@ def prepare(
     # several tokens' are copied to (B, H, SQ, ...) and back by the call's first and last launches (`query_copied`).
     # K and V as they are
     launches = matmul.Launches()
-    o = torch.empty((problem.batch, problem.sq, problem.heads, problem.dv), dtype=dtype, device=q.device)
+    shape = (problem.batch, *((problem.sq, problem.heads) if layout == "bshd" else (problem.heads, problem.sq)))
+    o = torch.empty((*shape, problem.dv), dtype=dtype, device=q.device)
     q_kernel, o_kernel = q, o
-    if layout == "bhsd":
-        o = o_kernel = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
-    elif copied:
+    if copied:
         q_kernel = torch.empty((problem.batch, problem.heads, problem.sq, problem.d), dtype=q.dtype, device=q.device)
         o_kernel = torch.empty((problem.batch, problem.heads, problem.sq, problem.dv), dtype=dtype, device=q.device)
         launches.append(matmul.Copies(((q.transpose(1, 2), q_kernel),)))
