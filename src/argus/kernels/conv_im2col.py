@@ -178,39 +178,33 @@ def conv_im2col_gemm(
         else:  # rounded as it is stored (a cast into a fragment of its own made ptxas serialize the K loop's wgmma)
             T.copy(finished(acc, B, bf, BN, BIAS, EPILOGUE), Y.tile((bm, bf), (BM, BN)))
 
-    threads = WARPGROUP_SIZE * (1 + CONSUMERS)
-    if not BLOCKS:
-        with T.grid(T.cdiv(M, BM), tiles_f, SPLITS, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as (bm, bf, split):
-            sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
-            sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
-            full = T.alloc_mbarrier(STAGES, arrive_count=1)
-            empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-            with T.role("producer", warpgroups=(0,), registers=40):
-                produce(bm * BM, bf, split, 0)
-            with T.role("consumer", warpgroups=consumers, registers=registers):
-                acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
-                T.fill(acc, 0.0)
-                consume(acc, bm * BM, bf, split, 0)
-                store(acc, bm, bf, split)
-        return
     # persistent: BLOCKS blocks walk the units, filter tiles fastest; one pipeline across a block's units (iteration
     # it * k_split + k), so the producer loads the next unit while the consumers store this one
     units = T.cdiv(M, BM) * tiles_f
-    with T.grid(BLOCKS, threads=threads, blocks_per_sm=BLOCKS_PER_SM) as (bx,):
+    extents = (BLOCKS,) if BLOCKS else (T.cdiv(M, BM), tiles_f, SPLITS)
+    with T.grid(*extents, threads=WARPGROUP_SIZE * (1 + CONSUMERS), blocks_per_sm=BLOCKS_PER_SM) as coords:
         sA = T.alloc_shared((STAGES, BM, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
         sB = T.alloc_shared((STAGES, BN, BK), X.dtype, swizzle=BK * X.dtype.itemsize)  # noqa: N806
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
-        with T.role("producer", warpgroups=(0,), registers=40):
+
+        def each(body: Any) -> None:
+            """`body(bm, bf, split, start)` for the block's tile (a block per tile), or for each unit it walks."""
+            if not BLOCKS:
+                body(*coords, 0)
+                return
             for it in T.serial(T.cdiv(units, BLOCKS)):
-                u = bx + it * BLOCKS
+                u = coords[0] + it * BLOCKS
                 with T.if_(u < units), T.let(u // tiles_f, "tile_m") as bm, T.let(u % tiles_f, "tile_f") as bf:
-                    produce(bm * BM, bf, 0, it * k_split)
+                    body(bm, bf, 0, it * k_split)
+
+        def unit(bm: Any, bf: Any, split: Any, start: Any) -> None:
+            T.fill(acc, 0.0)
+            consume(acc, bm * BM, bf, split, start)
+            store(acc, bm, bf, split)
+
+        with T.role("producer", warpgroups=(0,), registers=40):
+            each(lambda bm, bf, split, start: produce(bm * BM, bf, split, start))
         with T.role("consumer", warpgroups=consumers, registers=registers):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
-            for it in T.serial(T.cdiv(units, BLOCKS)):
-                u = bx + it * BLOCKS
-                with T.if_(u < units), T.let(u // tiles_f, "tile_m") as bm, T.let(u % tiles_f, "tile_f") as bf:
-                    T.fill(acc, 0.0)
-                    consume(acc, bm * BM, bf, 0, it * k_split)
-                    store(acc, bm, bf, 0)
+            each(unit)
