@@ -130,9 +130,9 @@ def main() -> int:
           "| % copy | x cuDNN | x FA2 | x prev | x pdl | x merged | x bhsd | err |")  # fmt: skip
     print("|" + "---|" * (6 + len(names) + 10))
     results, failed = [], False
+    sq, causal = args.tokens, args.causal
     for label, b, h, hk, sk, d in ROWS:
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sk + d)
-        sq, causal = args.tokens, args.causal
         q = torch.randn(b, h, sq, d, device="cuda", generator=g).to(torch.bfloat16)
         k = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)
         v = torch.randn(b, hk, sk, d, device="cuda", generator=g).to(torch.bfloat16)

@@ -273,12 +273,7 @@ def query_copied(problem: AttentionProblem) -> bool:
     in place."""
     if not DECODE_KV_IN_PLACE or problem.layout != "bshd" or problem.sq == 1:
         return False
-    return _splits_or_packs(replace(problem, layout="bhsd"))
-
-
-@functools.lru_cache(maxsize=256)
-def _splits_or_packs(problem: AttentionProblem) -> bool:
-    config = choose(problem)
+    config = choose(replace(problem, layout="bhsd"))
     return config.SPLITS > 1 or config.PACK
 
 
