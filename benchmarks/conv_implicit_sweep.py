@@ -3,7 +3,7 @@
 CUDA events (`gemm_parity.interleaved_times`).
 
     PYTHONPATH=src python benchmarks/conv_implicit_sweep.py [--rounds 15] [--json F] [--variants | --splits]
-        [--extra] [--heldout] [--widths] [--persistent] [--only TEXT ...]
+        [--extra] [--heldout] [--widths] [--persistent] [--fused] [--only TEXT ...]
 
 Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-50's convolutions in bf16 at batch 32
 (the 1x1, 3x3 and strided 3x3 of each stage, and the strided 1x1 projections). Columns:
@@ -23,6 +23,10 @@ Rows: KLineage's workload (NHWC fp16, N=8, C=64, 56x56, F=128, 3x3) and ResNet-5
 - with ``--persistent``, where the flattened tile may run, the plan without `conv.FLAT_PERSISTENT` (``before``),
   the flattened tile a block per tile (``flat``) and its persistent forms (``flatp c2``: 128 positions a tile, a
   block an SM; ``flatp c1``: 64 positions, two blocks an SM), and the geometric means of ``before`` beside the plan's;
+- with ``--fused``, where the flattened tile may run in one wave of split blocks, the plan without
+  `conv.FLAT_FUSE_SPLITS` (``unfused``: the split's reduction in a second launch) and the split tiles summed in their
+  own launch at the plan's width, 128 and 256 filters (``fused w<BN> s<S>``), and the geometric means of ``unfused``
+  beside the plan's;
 - with ``--flat``, beside the planned tile the other kernel's: where the plan is a flattened-position tile
   (`ImplicitConfig.FLAT`, `conv_im2col_gemm`) the implicit kernel's tile the planner took before it (``implicit``)
   and flattened variants (BN 256, 4 stages); elsewhere the flattened tile (``flat``) where it may run. The printed
@@ -334,6 +338,33 @@ def _persistent_variants(conv, config):  # noqa: ANN001, ANN202
     return _unique(config, out)
 
 
+def _fused_variants(conv, config, most: int = 6):  # noqa: ANN001, ANN202
+    """``--fused``: where the flattened tile may run, the planner without `FLAT_FUSE_SPLITS` (``unfused``) and the
+    split flattened tiles that sum their slices in their own launch (`conv_im2col_split_fused`) at the plan's width,
+    128 and 256 filters (those that divide into tiles), each split of at least `IMPLICIT_SPLIT_MIN_STEPS` K-steps
+    whose blocks make one wave (``fused w<BN> s<S>``), the `most` the planner's model times least."""
+    import argus.kernels.conv as C  # noqa: N812
+
+    if C.flat_refusal(conv) is not None:
+        return {}
+    C.FLAT_FUSE_SPLITS = False
+    try:
+        out = {"unfused": C.implicit_config(conv)}
+    finally:
+        C.FLAT_FUSE_SPLITS = True
+    steps = C.implicit_k_steps(conv, C.IMPLICIT_BK)
+    found = []
+    for bn in sorted({config.BN, 128} | ({256} if conv.filters >= 256 else set())):
+        for s in range(2, C.IMPLICIT_MAX_SPLITS + 1):
+            pick = C.ImplicitConfig(1, 128, bn, 1, 2, SPLITS=s, FLAT=True, FUSE=True)
+            if steps % s or steps // s < C.IMPLICIT_SPLIT_MIN_STEPS or C.flat_fuse_refusal(conv, pick) is not None:
+                continue
+            found.append((C.implicit_split_time(conv, pick, s) * C.flat_tile_time(bn), f"fused w{bn} s{s}", pick))
+    for _, name, pick in sorted(found, key=lambda t: t[0])[:most]:
+        out[name] = C.with_stages(conv, pick, C.FLAT_MAX_STAGES)
+    return _unique(config, out)
+
+
 def _host_us(torch, fn, n: int = 50) -> float:  # noqa: ANN001
     """Microseconds of host time per call of `fn` (`n` calls queued back to back, no synchronization between them):
     a call whose host time exceeds its GPU time is bound by the host, and its CUDA-event time shows it."""
@@ -364,6 +395,7 @@ def main() -> int:
         "--widths", action="store_true", help="each filter width of a flattened tile, the rows of odd widths"
     )
     parser.add_argument("--persistent", action="store_true", help="the flattened tile's persistent forms")
+    parser.add_argument("--fused", action="store_true", help="split flattened tiles summed in their own launch")
     args = parser.parse_args()
 
     import torch
@@ -389,7 +421,7 @@ def main() -> int:
         "\n| row | tile | kernel ms | call ms | cuDNN ms | kernel × cuDNN | call × cuDNN | kernel TFLOP/s | cuDNN "
         "TFLOP/s | err | host µs call / cuDNN | other |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    ratios, heldout, widths, persist = [], [], [], []
+    ratios, heldout, widths, persist, fusion = [], [], [], [], []
     args.f32 = args.f32 or args.only_f32
     rows = ROWS + (EXTRA_ROWS if args.extra else []) + (HELDOUT_ROWS if args.heldout else [])
     rows += WIDTH_ROWS if args.widths else []
@@ -428,6 +460,8 @@ def main() -> int:
             tiles |= _width_variants(conv, config)
         if args.persistent:
             tiles |= _persistent_variants(conv, config)
+        if args.fused:
+            tiles |= _fused_variants(conv, config)
         for name, cfg in tiles.items():
             try:
                 y = torch.empty(ys, dtype=x.dtype, device="cuda")
@@ -490,6 +524,8 @@ def main() -> int:
             widths.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms.get("rule", ms["kernel"])))
         if args.persistent:  # the plan against the planner without the persistent flattened tile
             persist.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms.get("before", ms["kernel"])))
+        if args.fused:  # the plan against the planner with the split's reduction in a second launch
+            fusion.append((label, ms["cudnn"] / ms["kernel"], ms["cudnn"] / ms.get("unfused", ms["kernel"])))
         print(
             f"| {label} | {config.label()} | {ms['kernel']:.4f} | {ms['call']:.4f} | {ms['cudnn']:.4f} | "
             f"{ms['cudnn'] / ms['kernel']:.2f} | {ms['cudnn'] / ms['call']:.2f} | {flops / ms['kernel'] / 1e9:.0f} | "
@@ -521,6 +557,7 @@ def main() -> int:
 
     compared(widths, "fitted widths", "with the 128/256 rule")
     compared(persist, "persistent flattened tiles", "the planner before")
+    compared(fusion, "split tiles summed in their own launch", "the reduction in a second launch")
     if heldout:
         print(
             f"\nheld-out rows ({len(heldout)}): kernel x cuDNN {geomean([r[1] for r in heldout]):.3f}, call x cuDNN "

@@ -84,6 +84,66 @@ def test_the_bias_and_a_fused_epilogue_are_applied() -> None:
     np.testing.assert_allclose(y.reshape(want.shape), want, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize(("splits", "reducers", "bn"), [(2, 0, 64), (3, 2, 64), (6, 4, 128)])
+def test_the_fused_split_sums_its_slices_with_the_bias_and_epilogue(splits: int, reducers: int, bn: int) -> None:
+    """`conv_im2col_split_fused`: the SPLITS blocks of a tile store their slices, meet at the tile's counter, and
+    the first REDUCERS (all of them when 0) each sum their share of the tile's rows, add the bias and apply the
+    epilogue; the counters are left at their next generation, and a relaunch on them gives the same result."""
+    from argus.kernels.conv_im2col import conv_im2col_split_fused
+    from argus.kernels.epilogue import Epilogue
+
+    n, c, f, h, w = 3, 128, 128, 5, 6  # 45 positions over 3 images: one partial position tile, 2 filter tiles of 64
+    rng = np.random.default_rng(3)
+    x = round_to(bf16, rng.standard_normal((n, h, w, c))).astype(np.float32)
+    wt = round_to(bf16, rng.standard_normal((f, 3, 3, c)) / 34).astype(np.float32)
+    bias = round_to(bf16, rng.standard_normal(f)).astype(np.float32)
+    scale = round_to(bf16, rng.standard_normal(f)).astype(np.float32)
+    want = np.maximum(reference(x.astype(np.float64), wt.astype(np.float64), 2, 1, 1) + bias, 0) * scale
+    m = want.shape[0] * want.shape[1] * want.shape[2]
+    epilogue = Epilogue.of("T.maximum(acc, 0.0) * s", s="columns")
+    kernel = conv_im2col_split_fused.trace(
+        SH=2, SW=2, BN=bn, CB=2, SPLITS=splits, REDUCERS=reducers, BIAS=True, OUT="f32", EPILOGUE=epilogue
+    )
+    counters = np.zeros(f // bn, np.int32)
+    for _ in range(2):  # the second launch on the counters the first left
+        y = np.full((m, f), np.nan, np.float32)
+        work = np.full((splits, m, f), np.nan, np.float32)
+        tensors = {"X": x, "WT": wt.reshape(1, f, 9, c), "B": np.stack([bias, scale]), "W": work, "Y": y}
+        run_kernel(kernel, tensors | {"CNT": counters})
+        assert all(np.abs(part).max() > 0 for part in work)  # every split computed a share
+        np.testing.assert_allclose(y.reshape(want.shape), want, rtol=2e-2, atol=2e-2)
+        assert (counters.view(np.uint32) >> 31).tolist() == [1] * (f // bn) or _ == 1
+
+
+def test_the_fused_split_verifies_and_a_missing_or_wrong_barrier_is_caught(monkeypatch) -> None:
+    """What the verifier proves of `conv_im2col_split_fused` (the planned kernel of ResNet-50's 7x7 layer, with a
+    bias): the tags, contraction-once, every output and workspace element written, the slices read only after
+    their writers arrived at the same tile's counter (`RACE_GLOBAL`) and the arrivals (`RACE_GROUP_RANK`,
+    `OOB_GROUP_COUNTER`). Seeded: no barrier, and a counter per block (the split in its index), are `RACE_GLOBAL`
+    counterexamples."""
+    import argus.lang as T
+    from argus.kernels.conv import conv_plan
+    from argus.kernels.conv_im2col import conv_im2col_split_fused
+    from argus.verify import verify
+
+    (kernel,) = conv_plan(_conv2(32, 512, 512, 7, 7, 3, p=1, bias=True)).kernels()
+    assert kernel.name == "conv_im2col_split_fused"
+    result = verify(kernel)
+    assert result.verdict.value == "verified", [f.message for f in result.findings]
+    ran = {c.check: c.verdict.value for c in result.checks if c.target.startswith(("W", "CNT"))}
+    assert ran["reads of other blocks' stores"] == "verified" and ran["group barrier arrivals"] == "verified", ran
+    real = T.group_barrier
+    for bug, barrier in {
+        "no barrier": lambda counters, index, rank, count: None,
+        "a counter per block": lambda counters, index, rank, count: real(counters, index * count + rank, 0, 1),
+    }.items():
+        monkeypatch.setattr(T, "group_barrier", barrier)
+        seeded = conv_im2col_split_fused.trace(CB=2, SPLITS=2, BN=128, STAGES=4)
+        found = {f.code for f in verify(seeded).findings}
+        assert "RACE_GLOBAL" in found, (bug, found)
+    monkeypatch.setattr(T, "group_barrier", real)
+
+
 def test_it_compiles_to_im2col_loads_and_verifies() -> None:
     """Every tag assertion proves (row m of the A stage holds the pixel tap (kh, kw) reads for output position p0 +
     m, through the traversal's model), and so does the contraction-once check over the im2col windows (no input
@@ -245,9 +305,12 @@ def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positi
         implicit_tiles(_conv2(32, 256, 256, 14, 14, 3, p=1), implicit_config(_conv2(32, 256, 256, 14, 14, 3, p=1)))
         == 98
     )
-    # few tiles: split along K (7x7 at batch 8: 8 tiles of 64 filters, 72 K-steps in four shares of 18)
+    # few tiles: split along K (7x7 at batch 8 with the reduction in a second launch: 4 x 8 tiles of 64 filters, 72
+    # K-steps in four shares of 18; summed in the same launch, `FLAT_FUSE_SPLITS`, below)
+    monkeypatch.setattr(conv_module, "FLAT_FUSE_SPLITS", False)
     few = implicit_config(_conv2(8, 512, 512, 7, 7, 3, p=1))
-    assert few.FLAT and (few.BN, few.SPLITS) == (64, 4) and "split4" in few.label()
+    assert few.FLAT and (few.BN, few.SPLITS, few.FUSE) == (64, 4, False) and "split4" in few.label()
+    monkeypatch.setattr(conv_module, "FLAT_FUSE_SPLITS", True)
     # the persistent implicit tiles of short K loops at 56x56 and 28x28 give way to the persistent flattened tile
     # (`FLAT_PERSISTENT`), which computes no position past an image's edge; without it they stay
     for conv in (_conv2(32, 64, 64, 56, 56, 1), _conv2(32, 64, 64, 56, 56, 3, p=1),
@@ -257,6 +320,35 @@ def test_the_planner_takes_flattened_tiles_where_the_implicit_tile_wastes_positi
         monkeypatch.setattr(conv_module, "FLAT_PERSISTENT", False)
         assert not implicit_config(conv).FLAT, conv
         monkeypatch.setattr(conv_module, "FLAT_PERSISTENT", True)
+
+
+def test_a_split_flat_tile_of_one_wave_sums_its_slices_in_its_own_launch(monkeypatch) -> None:
+    """`FLAT_FUSE_SPLITS`: a split flattened tile whose blocks (tiles x splits) are one wave runs
+    `conv_im2col_split_fused` (no `conv_split_reduce`), and the model no longer charges it the reduction's launch and
+    read: ResNet-50's 7x7 3x3 at batch 32 keeps its two splits of 52 tiles (104 blocks), at batch 8 takes 128
+    filters in eight splits (16 tiles, 128 blocks) where two launches took 64 in four; more blocks than SMs, or a
+    keep the two launches; the blocks that sum are as many as divide the tile into shares of whole vectors."""
+    from dataclasses import replace
+
+    import argus.kernels.conv as conv_module
+    from argus.kernels.conv import conv_plan, flat_fuse_refusal, implicit_config, implicit_tiles
+
+    r50 = _conv2(32, 512, 512, 7, 7, 3, p=1)
+    cfg = implicit_config(r50)
+    assert cfg.FLAT and (cfg.BN, cfg.SPLITS, cfg.FUSE) == (128, 2, True) and cfg.label().endswith("split2 fused")
+    assert implicit_tiles(r50, cfg) * cfg.SPLITS == 104 and cfg.reducers() == 2
+    assert [k.name for k in conv_plan(r50).kernels()] == ["conv_im2col_split_fused"]
+    few = implicit_config(_conv2(8, 512, 512, 7, 7, 3, p=1))
+    assert (few.BN, few.SPLITS, few.FUSE) == (128, 8, True) and few.reducers() == 8
+    # on 64 SMs (a MIG slice) 104 blocks are two waves: the split keeps its second launch
+    assert "more than one wave" in flat_fuse_refusal(r50, cfg, sms=64)
+    assert not implicit_config(r50, sms=64).FUSE
+    # 128 positions in 7 shares: no count of 7 or fewer gives 64 x 128 threads whole vectors but 4 (32 rows each)
+    assert replace(cfg, SPLITS=7).reducers() == 4
+    # 128 positions x 8 filters in two splits: only a block's share of all 128 rows fills 256 threads' vectors
+    assert replace(cfg, BN=8).reducers() == 1
+    monkeypatch.setattr(conv_module, "FLAT_FUSE_SPLITS", False)
+    assert not implicit_config(r50).FUSE
 
 
 def test_the_filter_width_is_fitted_to_the_filters(monkeypatch) -> None:
@@ -323,11 +415,12 @@ PLANNED = {  # (convolution, fused epilogue or None)
 
 
 @pytest.mark.parametrize("name", list(PLANNED))
-@pytest.mark.parametrize("form", ["whole", "split", "persistent"])
+@pytest.mark.parametrize("form", ["whole", "split", "fused", "persistent"])
 def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, form: str, monkeypatch) -> None:
     """Through `run_on_interpreter`, the kernels and parameters a GPU call launches: the flattened tile unsplit,
     split (the fewest shares above one that divide its K-steps; the partial sums reduced by `conv_split_reduce`,
-    which adds the bias and the epilogue), and persistent (two blocks of one consumer warpgroup walking the units)."""
+    which adds the bias and the epilogue), split and summed in the same launch (`conv_im2col_split_fused`, which
+    adds them itself), and persistent (two blocks of one consumer warpgroup walking the units)."""
     from dataclasses import replace
 
     import torch
@@ -341,8 +434,8 @@ def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, 
     planned = implicit_config(conv)
     assert planned.FLAT, planned
     steps = implicit_k_steps(conv, planned.BK)
-    splits = next(s for s in range(2, steps + 1) if steps % s == 0) if form == "split" else 1
-    config = with_stages(conv, replace(planned, SPLITS=splits), conv_module.FLAT_MAX_STAGES)
+    splits = next(s for s in range(2, steps + 1) if steps % s == 0) if form in ("split", "fused") else 1
+    config = with_stages(conv, replace(planned, SPLITS=splits, FUSE=form == "fused"), conv_module.FLAT_MAX_STAGES)
     if form == "persistent":
         config = replace(planned, BW=64, CONSUMERS=1, BLOCKS=2, SPLITS=1)
         config = with_stages(conv, config, conv_module.FLAT_MAX_STAGES)
@@ -364,7 +457,10 @@ def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, 
         operands = [draw(conv.filters), draw(conv.filters)]
     try:
         kinds = [k.name for k in conv_plan(conv, epilogue=epilogue).kernels()]
-        assert kinds == ["conv_im2col_gemm"] + (["conv_split_reduce"] if splits > 1 else [])
+        if form == "fused":
+            assert kinds == ["conv_im2col_split_fused"]
+        else:
+            assert kinds == ["conv_im2col_gemm"] + (["conv_split_reduce"] if splits > 1 else [])
         got = run_on_interpreter(conv, x.numpy(), w.numpy(), None if b is None else b.numpy(), epilogue=epilogue,
                                  operands=[o.numpy() for o in operands])  # fmt: skip
     finally:
@@ -378,8 +474,9 @@ def test_a_planned_flat_convolution_matches_torch_on_the_interpreter(name: str, 
 
 
 def test_the_planned_flat_kernels_verify() -> None:
-    """What `argus solve` verifies for a planned flattened tile: the kernel and, split along K, the reduction; no
-    finding, every tag assertion and contraction-once check proved."""
+    """What `argus solve` verifies for a planned flattened tile: the kernel and, split along K, the reduction (or
+    the split kernel that sums its slices itself, 7x7 at batch 8); no finding, every tag assertion and
+    contraction-once check proved."""
     from argus.kernels.conv import conv_plan
     from argus.verify import verify
 
@@ -389,16 +486,18 @@ def test_the_planned_flat_kernels_verify() -> None:
         _conv2(32, 64, 64, 56, 56, 3, p=1, bias=True),  # persistent (FLAT_PERSISTENT): 784 units on 132 blocks
     )
     assert conv_plan(planned[2]).implicit.BLOCKS == 132
+    assert [k.name for k in conv_plan(planned[1]).kernels()] == ["conv_im2col_split_fused"]
     for conv in planned:
         found = conv_plan(conv).kernels()
-        assert found[0].name == "conv_im2col_gemm"
+        fused = found[0].name == "conv_im2col_split_fused"
+        assert found[0].name == "conv_im2col_gemm" or fused
         for kernel in found:
             result = verify(kernel)
             assert result.verdict.value == "verified", [f.message for f in result.findings]
             assert all(c.verdict.value == "verified" for c in result.checks if c.check == "tag assertion")
         # every output element written, every weight loaded (X's im2col windows are not read by the coverage check)
         coverage = {c.target.split()[0]: c.not_checked for c in verify(found[0]).checks if "coverage" in c.check}
-        assert coverage == {"Y": False, "WT": False, "X": True}, coverage
+        assert coverage == {"Y": False, "WT": False, "X": True} | ({"W": False} if fused else {}), coverage
 
 
 gpu = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no CUDA GPU visible to torch")
@@ -408,9 +507,9 @@ gpu = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 def test_a_flat_call_on_the_gpu_matches_cudnn(layout: str) -> None:
-    """`LibraryConv` on CUDA tensors through planned flattened tiles, unsplit (28x28, bias) and split (7x7 at batch
-    8), of fitted filter widths (320 filters: two tiles of 160; four of 96, split, with a bias), both layouts: against
-    conv2d in float64."""
+    """`LibraryConv` on CUDA tensors through planned flattened tiles, unsplit (320 filters: two tiles of 160) and
+    split with the slices summed in the same launch (28x28 at batch 4 with a bias, 7x7 at batch 8, four tiles of 96
+    with a bias), of fitted filter widths, both layouts: against conv2d in float64."""
     import torch
     import torch.nn.functional as F  # noqa: N812
 
@@ -423,6 +522,7 @@ def test_a_flat_call_on_the_gpu_matches_cudnn(layout: str) -> None:
         _conv2(2, 160, 320, 24, 24, 3, p=1, bias=True),
     )
     assert {conv_plan(c).implicit.BN for c in convs[2:]} == {160, 96}, [conv_plan(c).implicit.label() for c in convs]
+    assert [conv_plan(c).implicit.FUSE for c in convs] == [True, True, False, True]
     for conv in convs:
         assert conv_plan(conv).implicit.FLAT
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[conv.dtype]
@@ -480,3 +580,45 @@ def test_a_persistent_flat_call_on_the_gpu_matches_cudnn(consumers: int, monkeyp
             assert err < 1e-2, (conv, config.label(), err)
         finally:
             conv_plan.cache_clear()
+
+
+@gpu
+@pytest.mark.gpu
+def test_a_fused_split_call_on_the_gpu_equals_the_two_launches(monkeypatch) -> None:
+    """ResNet-50's 7x7 3x3 at batch 32 and 8 with a bias: the split summed in its own launch
+    (`conv_im2col_split_fused`) gives bit for bit what the split kernel and `conv_split_reduce` give (the same sums
+    in the same order), and so does a second call, which replays the launch on the counters the first left."""
+    from dataclasses import replace
+
+    import torch
+
+    import argus.kernels.conv as conv_module
+    from argus.kernels.conv import LibraryConv, conv_plan
+
+    for batch in (32, 8):
+        conv = _conv2(batch, 512, 512, 7, 7, 3, p=1, bias=True)
+        gen = torch.Generator(device="cuda").manual_seed(batch)
+        x = torch.randn(batch, 512, 7, 7, device="cuda", generator=gen).to(torch.bfloat16)
+        x = x.to(memory_format=torch.channels_last)
+        w = (torch.randn(512, 512, 3, 3, device="cuda", generator=gen) / 68).to(torch.bfloat16)
+        b = torch.randn(512, device="cuda", generator=gen).to(torch.bfloat16)
+        outs = []
+        conv_plan.cache_clear()
+        fused = conv_plan(conv).implicit
+        assert fused.FUSE and fused.SPLITS == (2 if batch == 32 else 8), fused.label()
+        for fuse in (True, False, True):
+            config = replace(fused, FUSE=fuse)
+            monkeypatch.setattr(conv_module, "implicit_config", lambda c, sms=132, config=config: config)
+            conv_plan.cache_clear()
+            assert conv_plan(conv).implicit.FUSE == fuse
+            call = LibraryConv("conv", conv)
+            out = torch.empty((batch, 512, 7, 7), dtype=torch.bfloat16, device="cuda")
+            out = out.to(memory_format=torch.channels_last)
+            for _ in range(2 if fuse else 1):  # the second call replays the first's launches
+                out.zero_()
+                call(x, w, b, out)
+                outs.append(out.clone())
+        conv_plan.cache_clear()
+        want = torch.nn.functional.conv2d(x.double(), w.double(), b.double(), padding=1)
+        assert ((outs[0].double() - want).abs().max() / want.abs().max()).item() < 1e-2
+        assert all(torch.equal(o, outs[0]) for o in outs[1:]), batch

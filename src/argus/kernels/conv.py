@@ -78,7 +78,7 @@ from argus.atoms.common import MAX_GRID_Y, MAX_GRID_Z, SMS, shared_budget
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.atoms.target import DEFAULT_TARGET
 from argus.atoms.tma import IM2COL_OFFSET_MAX, conv_im2col_box, diagnose_im2col
-from argus.kernels.conv_im2col import conv_im2col_gemm
+from argus.kernels.conv_im2col import conv_im2col_gemm, conv_im2col_split_fused
 from argus.kernels.conv_implicit import conv_implicit_gemm, conv_split_reduce
 from argus.kernels.conv_kernels import (
     ITEMSIZE,
@@ -422,6 +422,14 @@ class ImplicitConfig:
     #: a tile of BH * BW consecutive flattened output positions (N·OH·OW) rather than BH rows of BW columns: the
     #: kernel `argus.kernels.conv_im2col.conv_im2col_gemm` (one TMA im2col box per K-step; `flat_refusal`), BH = 1
     FLAT: bool = False
+    #: a split flattened tile whose splits sum their slices in the same launch (`conv_im2col_split_fused`: a group
+    #: barrier per tile, no `conv_split_reduce`; `flat_fuse_refusal`); without a split of a flattened tile a block
+    #: per tile there is nothing to sum, and it reads False
+    FUSE: bool = False
+
+    def __post_init__(self) -> None:
+        if self.FUSE and not (self.FLAT and self.SPLITS > 1 and not self.BLOCKS):
+            object.__setattr__(self, "FUSE", False)
 
     @property
     def blocks_per_sm(self) -> int:
@@ -435,7 +443,16 @@ class ImplicitConfig:
             + (f" p{self.BLOCKS}" if self.BLOCKS else "")
             + (f" k{self.BK}" if self.BK != IMPLICIT_BK else "")
             + (f" split{self.SPLITS}" if self.SPLITS > 1 else "")
+            + (" fused" if self.FUSE else "")
         )
+
+    def reducers(self) -> int | None:
+        """How many blocks of a fused split tile (`FUSE`) sum its slices (`conv_im2col_split_fused`'s REDUCERS): the
+        most, at most SPLITS, that divide its BH * BW positions into shares of whole 4-element vectors for every
+        consumer thread; None where no count does."""
+        bm, threads = self.BH * self.BW, self.CONSUMERS * 128
+        fits = (r for r in range(min(self.SPLITS, bm), 0, -1) if bm % r == 0 and bm // r * self.BN % (4 * threads) == 0)
+        return next(fits, None)
 
 
 def implicit_channels(conv: Conv) -> int:
@@ -574,6 +591,8 @@ def implicit_config(conv: Conv, sms: int = SMS) -> ImplicitConfig:
         flat = flat_config(conv, sms)
         if FLAT_PERSISTENT and flat.SPLITS == 1 and implicit_tiles(conv, flat) > sms:
             return replace(flat, BLOCKS=sms)  # more than a wave of flattened tiles: persistent (FLAT_PERSISTENT)
+        if FLAT_FUSE_SPLITS and flat_fuse_refusal(conv, replace(flat, FUSE=True), sms) is None:
+            flat = replace(flat, FUSE=True)  # split in one wave: the splits sum their slices in the same launch
         if not pick.BLOCKS or best[pick.CONSUMERS][0] >= FLAT_WASTE:
             return flat
     if IMPLICIT_SPLIT:
@@ -602,6 +621,10 @@ FLAT_TILES = True
 #: planner with it (call 2, an H100, beside the planner without it): ResNet-50 at batch 32 0.949 -> 0.993x cuDNN
 #: (geometric mean of 15 rows), the held-out rows 1.038 -> 1.117x.
 FLAT_PERSISTENT = True
+#: Whether `implicit_config` runs a split flattened tile's reduction in the same launch (`ImplicitConfig.FUSE`,
+#: `conv_im2col_split_fused`) where `flat_fuse_refusal` allows: its blocks (tiles x splits) one wave, so that the
+#: blocks of a tile can wait for each other at a group barrier. An A/B switch.
+FLAT_FUSE_SPLITS = True
 #: A persistent implicit tile that computes this many positions per output position or more (its BH x BW tiles past
 #: the image's edges) gives way to the flattened tile: ResNet-50's 1x1 512->2048 at 7x7 (8x8 tiles for 49
 #: positions, 1.31) ran 1.32x faster flattened; at 28x28 (4x32 tiles, 1.14) the persistent tile was as fast or 5 %
@@ -611,6 +634,23 @@ FLAT_WASTE = 1.25
 #: The most stages the flattened tile pipelines: six ran 0-10 % faster than four on ResNet-50's layers of 14x14 and
 #: 7x7 (session 39, call 5: 3x3/2 28->14 18.8 against 20.3 us), at most 2 % slower elsewhere.
 FLAT_MAX_STAGES = 6
+
+
+def flat_fuse_refusal(conv: Conv, config: ImplicitConfig, sms: int = SMS) -> str | None:
+    """Why the flattened tile `config` of `conv` cannot sum its split-K slices in its own launch
+    (`conv_im2col_split_fused`), or None. The blocks of a tile wait for each other at a group barrier, so every block
+    must be resident at once: one wave of blocks (tiles x splits at most `sms`, a block an SM)."""
+    if not config.FLAT or config.SPLITS < 2 or config.BLOCKS:
+        return "it fuses a split flattened tile's reduction (FLAT, SPLITS > 1, a block per tile)"
+    if config.reducers() is None:
+        return (
+            f"no count of a tile's blocks divides its {config.BH * config.BW} positions into shares of {config.BN} "
+            f"filters that fill the {config.CONSUMERS * 128} consumer threads' 4-element vectors"
+        )
+    blocks = implicit_tiles(conv, config) * config.SPLITS
+    if blocks > sms:
+        return f"{blocks} blocks on {sms} SMs: more than one wave (a tile's blocks must all run at once)"
+    return None
 
 
 def flat_refusal(conv: Conv) -> str | None:
@@ -749,14 +789,20 @@ def implicit_split_time(conv: Conv, config: ImplicitConfig, splits: int, sms: in
     """Modelled seconds of `conv` on `config` with its K loop split `splits` ways (one block per tile): waves of
     blocks (``cdiv(tiles * splits, slots)``) times each block's K-steps at `IMPLICIT_STEP_S` (a few tiles per SM
     take about that a step whatever the tile), and with a split the f32 workspace's round trip at `HBM_EFFICIENCY`
-    of the memory bandwidth (written by the split kernel, read by the reduction) and the reduction's launch."""
+    of the memory bandwidth (written by the split kernel, read by the reduction) and the reduction's launch; a
+    flattened tile whose split runs in one launch (`FLAT_FUSE_SPLITS`, `flat_fuse_refusal`) pays neither the launch
+    nor the read (its slices are read back from L2 as soon as they are written)."""
     steps = implicit_k_steps(conv, config.BK)
     tiles, slots = implicit_tiles(conv, config), sms * config.blocks_per_sm
     loop = -(-tiles * splits // slots) * steps / splits * IMPLICIT_STEP_S
     if splits == 1:
         return loop
     outputs = conv.batch * math.prod(conv.out) * conv.filters
-    return loop + 2 * splits * outputs * 4 / (DEFAULT_TARGET.hbm_gbs * 1e9 * HBM_EFFICIENCY) + REDUCE_LAUNCH_S
+    trip = splits * outputs * 4 / (DEFAULT_TARGET.hbm_gbs * 1e9 * HBM_EFFICIENCY)
+    fused = replace(config, SPLITS=splits, FUSE=True, BLOCKS=0)
+    if config.FLAT and FLAT_FUSE_SPLITS and flat_fuse_refusal(conv, fused, sms) is None:
+        return loop + trip
+    return loop + 2 * trip + REDUCE_LAUNCH_S
 
 
 def with_stages(conv: Conv, config: ImplicitConfig, most: int | None = None) -> ImplicitConfig:
@@ -787,26 +833,28 @@ def writes_nchw(conv: Conv, config: ImplicitConfig) -> bool:
 def implicit_kind(config: ImplicitConfig) -> str:
     """The kernel a tile runs on (`_traced`'s name): the flattened-position one (`ImplicitConfig.FLAT`) or the
     implicit one."""
-    return "flat" if config.FLAT else "implicit"
+    return ("flat_fused" if config.FUSE else "flat") if config.FLAT else "implicit"
 
 
 def flat_params(conv: Conv, config: ImplicitConfig, epilogue: Epilogue | None = None) -> dict[str, Any]:
     """`conv_im2col_gemm`'s trace parameters for `conv` on the flattened tile `config` (`flat_refusal` None):
-    channels last; split along K, f32 partial sums (the bias and `epilogue` go to `split_reduce_params`' kernel);
+    channels last; split along K, f32 partial sums (the bias and `epilogue` go to `split_reduce_params`' kernel, or
+    with `ImplicitConfig.FUSE` `conv_im2col_split_fused`'s, which sums them itself: its REDUCERS);
     persistent (`ImplicitConfig.BLOCKS`), its blocks and their residency (two a SM with one consumer warpgroup)."""
     _, kh, kw = conv.kernel
     _, sh, sw = conv.stride
     _, ph, pw = conv.padding
     _, lh, lw = conv.dilation
     split = config.SPLITS > 1
+    reduced = split and not config.FUSE  # the bias and epilogue in another kernel's sum
     return {
         "KH": kh, "KW": kw, "SH": sh, "SW": sw, "PH": ph, "PW": pw, "LH": lh, "LW": lw,
         "BN": config.BN, "BK": config.BK, "CB": -(-conv.channels // config.BK), "STAGES": config.STAGES,
-        "CONSUMERS": config.CONSUMERS, "SPLITS": config.SPLITS, "BIAS": conv.bias and not split,
-        "IN": conv.dtype, "OUT": "f32" if split else conv.dtype,
-    } | ({"EPILOGUE": epilogue} if epilogue is not None and not split else {}) | (
+        "CONSUMERS": config.CONSUMERS, "SPLITS": config.SPLITS, "BIAS": conv.bias and not reduced,
+        "IN": conv.dtype, "OUT": "f32" if reduced else conv.dtype,
+    } | ({"EPILOGUE": epilogue} if epilogue is not None and not reduced else {}) | (
         {"BLOCKS": config.BLOCKS, "BLOCKS_PER_SM": config.blocks_per_sm} if config.BLOCKS else {}
-    )  # fmt: skip
+    ) | ({"REDUCERS": config.reducers()} if config.FUSE else {})  # fmt: skip
 
 
 def implicit_params(
@@ -1087,6 +1135,7 @@ def _traced(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
         "weight": conv_transpose_weight,
         "implicit": conv_implicit_gemm,
         "flat": conv_im2col_gemm,
+        "flat_fused": conv_im2col_split_fused,
         "split_reduce": conv_split_reduce,
         "split": split_bf16x3,
         "depthwise": conv_depthwise,
@@ -1200,6 +1249,9 @@ def _implicit_kernels(
             found.append(_traced("split", _key(split_params(rows, conv.channels, name, bool(batch)))))
     if layouts is None:
         layouts = (True, False) if writes_nchw(conv, config) else (False,)
+    if config.FUSE:  # the split kernel that sums its partial sums itself
+        params = implicit_params(conv, config, nchw=False, epilogue=epilogue)
+        return [*found, _traced(implicit_kind(config), _key(params))]
     if config.SPLITS > 1:  # the split kernel's partial sums (one layout: channels last), then their reduction
         params = implicit_params(conv, config, nchw=False)
         reduce = split_reduce_params(conv, config, epilogue)
@@ -1628,13 +1680,15 @@ def _implicit_on_interpreter(
     arrays = {
         "X": xl.reshape(xs),
         "WT": wl.reshape(ws),
-        "B": b if splits == 1 else np.zeros(1),
+        "B": b if splits == 1 or config.FUSE else np.zeros(1),
         "Y": np.full(ys if splits == 1 else (splits, *ys), np.nan),
     }
+    if config.FUSE:  # the workspace, the output and a counter per tile (zero when first used)
+        arrays |= {"W": arrays["Y"], "Y": np.full(ys, np.nan), "CNT": np.zeros(implicit_tiles(conv, config), np.int32)}
     params = implicit_params(conv, config, nchw=nchw, epilogue=epilogue)
     run_kernel(_traced(implicit_kind(config), _key(params)), arrays)
     y = arrays["Y"]
-    if splits > 1:  # the partial sums' reduction, the bias and the epilogue, into the channels-last output
+    if splits > 1 and not config.FUSE:  # the partial sums' reduction, the bias and the epilogue, channels last
         reduced = {"W": y.reshape(splits, -1, f), "B": b, "Y": np.full((y[0].size // f, f), np.nan)}
         run_kernel(_traced("split_reduce", _key(split_reduce_params(conv, config, epilogue))), reduced)
         y = reduced["Y"]
@@ -1952,10 +2006,13 @@ def prepare_implicit(
     """The prepared launches of `conv` on `config` (CUDA tensors as the kernel reads them: `_implicit_shapes`' X and
     WT views, B the bias rows or a placeholder, Y the output, channels first with `nchw`): the implicit kernel, and
     split along K (`ImplicitConfig.SPLITS`) the f32 workspace of its partial sums and `conv_split_reduce`, which
-    sums them into Y (channels last) with the bias and `epilogue`; and the workspace (empty unsplit), which must
-    stay alive as long as the launches may run."""
+    sums them into Y (channels last) with the bias and `epilogue` (with `ImplicitConfig.FUSE`, one launch of
+    `conv_im2col_split_fused` and its counters; on a GPU of fewer SMs than the plan's blocks, the two launches); and
+    the workspace (empty unsplit), which must stay alive as long as the launches may run."""
     import torch
 
+    if config.FUSE and flat_fuse_refusal(conv, config, _device_sms(y.device)) is not None:
+        config = replace(config, FUSE=False)  # fewer SMs than the plan's one wave (a MIG slice): two launches
     params = implicit_params(conv, config, nchw=nchw, epilogue=epilogue)
     f = conv.filters
     kernel = _loaded(implicit_kind(config), _key(params))
@@ -1964,12 +2021,22 @@ def prepare_implicit(
     if config.SPLITS == 1:
         return [kernel.prepare(xv, wv, b, y)], ()
     work = torch.empty((config.SPLITS, *y.shape), dtype=torch.float32, device=y.device)
+    if config.FUSE:  # one launch: the slices, a counter per tile (zeroed once, reused by every relaunch), the sum
+        counters = torch.zeros(implicit_tiles(conv, config), dtype=torch.int32, device=y.device)
+        return [kernel.prepare(xv, wv, b, work, y, counters)], (work, counters)
     return [
         kernel.prepare(xv, wv, _zero_bias(work), work),
         _loaded("split_reduce", _key(split_reduce_params(conv, config, epilogue))).prepare(
             work.view(config.SPLITS, -1, f), b, y.view(-1, f)
         ),
     ], (work,)
+
+
+def _device_sms(device: Any) -> int:
+    """The SMs of a CUDA device (torch's count: a MIG slice's own)."""
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def phase_weight(w: Any, phase: TransposedPhase) -> Any:

@@ -17,15 +17,21 @@ from typing import Any
 
 import argus
 import argus.lang as T
-from argus.atoms.common import WARPGROUP_SIZE
+from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.kernels.conv_implicit import bias_shape, channel_operands, finished
 from argus.kernels.epilogue import Epilogue
+from argus.kernels.gemm import split_rows_sum
 from argus.lang.errors import DSLError
 
 #: The widest filter tile of a block that shares its SM with another (BLOCKS_PER_SM = 2): 64 x 192 compiled and ran,
 #: 64 x 224 and 64 x 256 did not compile (session 66: ptxas asked for 138-154 registers a thread of the 128 two
 #: blocks of 256 threads leave).
 TWO_BLOCKS_MAX_BN = 192
+
+
+def _workspace_shape(SPLITS: int = 2) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
+    """`conv_im2col_split_fused`'s f32 workspace (SPLITS, M, F): a slice of partial sums a split."""
+    return (SPLITS, "M", "F")
 
 
 def _output_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
@@ -71,7 +77,8 @@ def conv_im2col_gemm(
     SPLITS > 1 splits the K loop (split-K) for convolutions of too few tiles to fill the GPU: the grid's third axis
     is the split, split s multiplies K-steps ``s * KS ... (s + 1) * KS - 1`` (KS = the K-steps / SPLITS, which must
     divide them), and Y is the f32 workspace (SPLITS, M, F) into whose slice s the tile's partial sum is stored,
-    without the bias or the epilogue: `conv_split_reduce` sums the slices and applies them.
+    without the bias or the epilogue: `conv_split_reduce` sums the slices and applies them (or, in one launch,
+    `conv_im2col_split_fused`).
 
     BLOCKS > 0 makes the kernel persistent: BLOCKS blocks walk the (position tile, filter tile) units, filter tiles
     fastest (consecutive units read the same input positions), block b units ``b, b + BLOCKS, ...``; one mbarrier
@@ -79,6 +86,85 @@ def conv_im2col_gemm(
     store this one (short K loops, whose fill and store a block per tile would wait for). BLOCKS_PER_SM = 2 (one
     consumer warpgroup: 64 positions a tile) asks for two resident blocks per SM. Persistent blocks take whole K
     loops (SPLITS = 1)."""
+    if SPLITS > 1 and (OUT != "f32" or BIAS or EPILOGUE is not None):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"split-K (SPLITS = {SPLITS}) stores f32 partial sums: OUT='f32', no BIAS or EPILOGUE (conv_split_reduce "
+            f"adds them), not OUT={OUT!r}, BIAS={BIAS}, EPILOGUE={EPILOGUE!r}",
+        )
+    flat_conv(X, WT, B, Y, locals())
+
+
+@argus.kernel(policies={"tile_shape": ("BN", "BK"), "stages": "STAGES"})
+def conv_im2col_split_fused(
+    X: T.Tensor[("N", "H", "W", "C"), "IN"],
+    WT: T.Tensor[("TX", "F", "TAPS", "C"), "IN"],
+    B: T.Tensor[bias_shape, "OUT"],
+    W: T.Tensor[_workspace_shape, T.f32],
+    Y: T.Tensor[("M", "F"), "OUT"],
+    CNT: T.Tensor[("NF",), T.i32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    SW: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    BN: int = 128,
+    BK: int = 64,
+    CB: int = 1,
+    STAGES: int = 4,
+    CONSUMERS: int = 2,
+    SPLITS: int = 2,
+    REDUCERS: int = 0,
+    BIAS: bool = False,
+    IN: str = "bf16",
+    OUT: str = "bf16",
+    EPILOGUE: Epilogue | None = None,
+    WAVE: int = SMS,
+):
+    """Split-K in one launch: `conv_im2col_gemm`'s split blocks (a block per (position tile, filter tile, split))
+    store their f32 partial sums into slice ``split`` of the workspace W (S, M, F), then the SPLITS blocks of each
+    tile meet at a group barrier on counter ``CNT[bm * tiles_f + bf]`` (`T.group_barrier`, rank ``split``) and each
+    of the first REDUCERS (0: SPLITS) sums BM / REDUCERS rows of the tile over every slice, adds the bias and applies
+    the fused epilogue into Y (`argus.kernels.gemm.split_rows_sum`): no reduction kernel nor its launch, the slices
+    read from L2 right after they are written. The blocks of a tile wait for each other, so every block must be
+    resident at once: one wave (the launch is cooperative: the driver refuses a grid that cannot all be resident,
+    `argus.kernels.conv.flat_fuse_refusal` plans it only where its blocks are at most the SMs). CNT holds zeros when
+    first used and is left at the barriers' next generation, so a relaunch needs no reset. WAVE: the blocks that can
+    be resident at once (the SMs; assumed, so a launch of more blocks is refused before it runs)."""
+    reducers = REDUCERS or SPLITS
+    if not isinstance(SPLITS, int) or SPLITS < 2 or not isinstance(reducers, int) or not 1 <= reducers <= SPLITS:
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"conv_im2col_split_fused splits K at least two ways and sums each tile on 1 to SPLITS of its blocks "
+            f"(SPLITS = {SPLITS!r}, REDUCERS = {REDUCERS!r})",
+        )
+    bm = 64 * CONSUMERS
+    if bm % reducers or (bm // reducers) * BN % (4 * WARPGROUP_SIZE * CONSUMERS):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"conv_im2col_split_fused's REDUCERS blocks of a tile (SPLITS when 0) each sum BM / REDUCERS rows of it, "
+            f"a whole 4-element vector a consumer thread: REDUCERS = {reducers} does not divide BM = {bm} into such "
+            f"shares of BN = {BN} filters",
+        )
+    tiles = f"(M + {bm - 1}) // {bm} * ((F + {BN - 1}) // {BN})"
+    # one wave: the blocks of a tile wait for each other (each factor bounded on its own too: the product of two
+    # unbounded sizes could wrap around in the index width)
+    T.assume(f"(M + {bm - 1}) // {bm} <= {WAVE} and (F + {BN - 1}) // {BN} <= {WAVE}")
+    T.assume(f"{tiles} * {SPLITS} <= {WAVE}")
+    T.assume(f"NF >= {tiles}")  # a counter per tile
+    params = dict(locals(), BLOCKS=0, BLOCKS_PER_SM=1)
+    flat_conv(X, WT, B, W, params, fused=(Y, CNT, reducers))
+
+
+def flat_conv(X: Any, WT: Any, B: Any, Y: Any, p: dict[str, Any], fused: tuple[Any, Any, int] | None = None) -> None:  # noqa: N803
+    """The body of `conv_im2col_gemm` (`p`: its parameters) and, with `fused` = (the output, the counters, the
+    reducing blocks a tile), of `conv_im2col_split_fused`, whose Y here is the f32 workspace."""
+    KH, KW, SH, SW, PH, PW, LH, LW = (p[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "LH", "LW"))  # noqa: N806
+    BN, BK, CB, STAGES, CONSUMERS, SPLITS = (p[k] for k in ("BN", "BK", "CB", "STAGES", "CONSUMERS", "SPLITS"))  # noqa: N806
+    BIAS, EPILOGUE, BLOCKS, BLOCKS_PER_SM = p["BIAS"], p["EPILOGUE"], p["BLOCKS"], p["BLOCKS_PER_SM"]  # noqa: N806
     if CONSUMERS not in (1, 2):
         raise DSLError("DSL_BAD_PARAM", f"CONSUMERS must be 1 or 2 consumer warpgroups, not {CONSUMERS!r}")
     if not isinstance(SPLITS, int) or SPLITS < 1:
@@ -96,12 +182,11 @@ def conv_im2col_gemm(
             "thread; ptxas could not fit a 64 x 224 accumulator's wgmma in them)",
         )
     k_steps = KH * KW * CB
-    if SPLITS > 1 and (k_steps % SPLITS or OUT != "f32" or BIAS or EPILOGUE is not None):
+    if SPLITS > 1 and k_steps % SPLITS:
         raise DSLError(
             "DSL_BAD_PARAM",
-            f"split-K (SPLITS = {SPLITS}) stores f32 partial sums of an equal share of the {k_steps} K-steps: SPLITS "
-            f"must divide them, OUT='f32', no BIAS or EPILOGUE (conv_split_reduce adds them), not OUT={OUT!r}, "
-            f"BIAS={BIAS}, EPILOGUE={EPILOGUE!r}",
+            f"split-K (SPLITS = {SPLITS}) multiplies an equal share of the {k_steps} K-steps a split: SPLITS must "
+            "divide them",
         )
     channel_operands(EPILOGUE)
     N, H, W, C = X.shape  # noqa: N806 - the kernel's shape symbols
@@ -175,6 +260,19 @@ def conv_im2col_gemm(
     def store(acc: Any, bm: Any, bf: Any, split: Any) -> None:
         if SPLITS > 1:
             T.copy(acc, Y.window((split, bm * BM, bf * BN), (None, BM, BN)))
+            if fused is not None:  # the tile's SPLITS blocks meet, then the first `reducers` sum its rows
+                out, counters, reducers = fused
+                T.group_barrier(counters, bm * tiles_f + bf, split, SPLITS)
+                rows = BM // reducers
+
+                def finish(total: Any) -> Any:
+                    return finished(total, B, bf, BN, BIAS, EPILOGUE)
+
+                if reducers == SPLITS:
+                    split_rows_sum(Y, out, bm * SPLITS + split, bf, SPLITS, rows, BN, finish)
+                else:  # the others only arrive
+                    with T.if_(split < reducers):
+                        split_rows_sum(Y, out, bm * reducers + split, bf, SPLITS, rows, BN, finish)
         else:  # rounded as it is stored (a cast into a fragment of its own made ptxas serialize the K loop's wgmma)
             T.copy(finished(acc, B, bf, BN, BIAS, EPILOGUE), Y.tile((bm, bf), (BM, BN)))
 

@@ -30,6 +30,7 @@ either orientation of A and B (A_MAJOR, B_MAJOR). Rungs 7 and 8 were named ``gem
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import argus
@@ -967,10 +968,21 @@ def persistent_gemm(
                                 split_rows_sum(C, out, bm * reducers + split, bn, SPLITS, BM // reducers, BN)
 
 
-def split_rows_sum(W: Any, C: Any, row: Any, bn: Any, SPLITS: int, ROWS: int, BN: int) -> None:  # noqa: N803
+def split_rows_sum(
+    W: Any,  # noqa: N803 - kernel names
+    C: Any,  # noqa: N803
+    row: Any,
+    bn: Any,
+    SPLITS: int,  # noqa: N803
+    ROWS: int,  # noqa: N803
+    BN: int,  # noqa: N803
+    finish: Callable[[Any], Any] | None = None,
+) -> None:
     """Rows ``row * ROWS ...`` and columns of tile `bn` of C: the sum of those rows of every slice of the workspace W
-    (S, M, N), in f32, converted to C's dtype. A split-K unit's share of its tile's reduction (`gemm_split_fused`):
-    the SPLITS units of a tile each sum ROWS = BM / SPLITS of its rows."""
+    (S, M, N), in f32, through `finish` (the f32 sum -> what is stored: a convolution's bias and fused epilogue),
+    converted to C's dtype. A split-K unit's share of its tile's reduction (`gemm_split_fused`,
+    `argus.kernels.conv_im2col.conv_im2col_split_fused`): the SPLITS units of a tile each sum ROWS = BM / SPLITS of
+    its rows."""
     acc = T.alloc_fragment((ROWS, BN), T.f32)
     T.copy(W.tile((0, row, bn), (None, ROWS, BN)), acc)
     for s in range(1, SPLITS):  # unrolled at trace time: SPLITS is a constant
@@ -979,7 +991,7 @@ def split_rows_sum(W: Any, C: Any, row: Any, bn: Any, SPLITS: int, ROWS: int, BN
         # invariant: what is added is slice s's partial product of the same elements of C
         T.assert_tag(lambda w, s=s: (w[0] == s) & (w[1] // ROWS == row) & (w[2] // BN == bn), part)
         acc = acc + part
-    T.copy(acc, C.tile((row, bn), (ROWS, BN)))
+    T.copy(acc if finish is None else finish(acc), C.tile((row, bn), (ROWS, BN)))
 
 
 @argus.kernel(
