@@ -99,6 +99,7 @@ from argus.kernels.matmul import (
     GemmError,
     GemmProblem,
     LibraryGemm,
+    device_sms,
     plan,
     shares_storage,
     split_vector,
@@ -2011,7 +2012,7 @@ def prepare_implicit(
     the workspace (empty unsplit), which must stay alive as long as the launches may run."""
     import torch
 
-    if config.FUSE and flat_fuse_refusal(conv, config, _device_sms(y.device)) is not None:
+    if config.FUSE and flat_fuse_refusal(conv, config, device_sms(y.device)) is not None:
         config = replace(config, FUSE=False)  # fewer SMs than the plan's one wave (a MIG slice): two launches
     params = implicit_params(conv, config, nchw=nchw, epilogue=epilogue)
     f = conv.filters
@@ -2030,13 +2031,6 @@ def prepare_implicit(
             work.view(config.SPLITS, -1, f), b, y.view(-1, f)
         ),
     ], (work,)
-
-
-def _device_sms(device: Any) -> int:
-    """The SMs of a CUDA device (torch's count: a MIG slice's own)."""
-    import torch
-
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def phase_weight(w: Any, phase: TransposedPhase) -> Any:
@@ -2136,6 +2130,7 @@ __all__ = [
     "implicit_params",
     "flat_candidates",
     "flat_config",
+    "flat_fuse_refusal",
     "flat_params",
     "flat_refusal",
     "flat_tile_time",

@@ -8,7 +8,8 @@ allows and the implicit tile would run one block per tile, docs/conv.md "Flatten
 assertions prove (row m of the A stage holds the pixel its tap reads for output position p0 + m) and so does the
 contraction-once check over its im2col windows (docs/verify.md); it is checked on the interpreter against the
 convolution's definition (`tests/kernels/test_conv_im2col.py`) and timed by `benchmarks/conv_implicit_sweep.py
---flat`.
+--flat`. `conv_im2col_split_fused` is its split form that sums the splits' slices in the same launch (a group barrier
+per tile; docs/conv.md "Split-K in one launch").
 """
 
 from __future__ import annotations
@@ -306,3 +307,6 @@ def flat_conv(X: Any, WT: Any, B: Any, Y: Any, p: dict[str, Any], fused: tuple[A
         with T.role("consumer", warpgroups=consumers, registers=registers):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
             each(unit)
+
+
+__all__ = ["TWO_BLOCKS_MAX_BN", "conv_im2col_gemm", "conv_im2col_split_fused", "flat_conv"]

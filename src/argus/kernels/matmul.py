@@ -2069,12 +2069,12 @@ def prepare(
     launches = Launches()
     if the_plan.is_gemv:
         return _prepare_gemv(the_plan, a, b, out, launches)
-    if the_plan.config.FUSE and a.is_cuda and _device_sms(a.device) < the_plan.config.blocks(q):
+    if the_plan.config.FUSE and a.is_cuda and device_sms(a.device) < the_plan.config.blocks(q):
         # a tile's units wait for each other: on a GPU of fewer SMs than the plan's blocks they might never all run
         if config is not None and config.FUSE:
             raise GemmError(
                 f"{the_plan.config.label}: {the_plan.config.blocks(q)} blocks that wait for each other on a GPU of "
-                f"{_device_sms(a.device)} SMs could deadlock; pass FUSE=None or False"
+                f"{device_sms(a.device)} SMs could deadlock; pass FUSE=None or False"
             )
         the_plan = plan(problem, replace(the_plan.config, FUSE=False), epilogue=epilogue)
     if problem.dtype == "f32":  # split precision: each operand's hi and lo parts first (`split_bf16x3`)
@@ -2191,7 +2191,7 @@ def _prepare_reducing(
 
 
 @functools.lru_cache(maxsize=16)
-def _device_sms(device: Any) -> int:
+def device_sms(device: Any) -> int:
     """The SM count of CUDA `device` (a MIG slice's own)."""
     import torch
 
@@ -2740,6 +2740,7 @@ __all__ = [
     "candidates",
     "candidates_for",
     "choose",
+    "device_sms",
     "plan_tiles",
     "ranked",
     "tuned_config",

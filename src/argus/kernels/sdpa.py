@@ -720,7 +720,7 @@ def prepare(
         *first_out,
     )
     launches.keep = [q, k, v, o, lse, q_kernel, o_kernel, *first_out]
-    sms = matmul._device_sms(q.device) if the_plan.config.COMBINED and q.is_cuda else SMS  # asked only when needed
+    sms = matmul.device_sms(q.device) if the_plan.config.COMBINED and q.is_cuda else SMS  # asked only when needed
     if the_plan.config.COMBINED and (why := combined_refusal(problem, the_plan.config, sms)) is not None:
         if config is not None and config.COMBINED:  # asked for: refused, not changed
             raise AttentionError(f"{config.label()} on this GPU: {why}")

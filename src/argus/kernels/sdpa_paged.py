@@ -315,7 +315,7 @@ def prepare(
     if validate:
         check_cache_tables(block_table.cpu().numpy(), seqlens_k.cpu().numpy(), k_cache.shape[0], problem.page)
     plan = PagedPlan(problem)
-    if plan.combined and q.is_cuda and combined_refusal(plan, matmul._device_sms(q.device)) is not None:
+    if plan.combined and q.is_cuda and combined_refusal(plan, matmul.device_sms(q.device)) is not None:
         plan = PagedPlan(problem, combined=False)  # two launches on a GPU with fewer SMs
     b, hk, g = problem.batch, problem.kv_heads, problem.group
     q = q if q.is_contiguous() else q.contiguous()
