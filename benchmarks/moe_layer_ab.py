@@ -1,13 +1,18 @@
-"""A/B of the MoE layer's host-side switches (issue #23): `moe.TOPK_OF_LOGITS` and `moe.SHARED_TILE_COUNTS` on and
-off, the layer timed eagerly (as a prefill step runs it: host work included) and captured in a CUDA graph (the GPU's
-time alone), all variants interleaved in one process, L2 flushed before each launch, medians.
+"""A/B of the MoE layer's switches (issue #23): module-level switches of `argus.kernels.moe` on and off (every
+combination), the layer timed eagerly (as a prefill step runs it: host work included) and captured in a CUDA graph
+(the GPU's time alone, as a serving loop replays a decode step), all variants interleaved in one process, L2 flushed
+before each launch, medians; every variant's output checked against the f32 per-expert reference first. "% HBM" is the
+touched experts' weights (w1 and w2 rows of the experts the routing sends a token to) over the graph's time, of
+``--hbm`` bytes a second.
 
     PYTHONPATH=src python benchmarks/moe_layer_ab.py --cases Qwen3-30B-A3B:4096 Mixtral:16 --rounds 10
+    PYTHONPATH=src python benchmarks/moe_layer_ab.py --switches DECODE_SPLITS --cases Mixtral:1 Mixtral:2
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 from pathlib import Path
@@ -19,13 +24,9 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from grouped_sweep import interleaved  # noqa: E402
-from moe_layer_bench import SHAPES, graphed, layer_weights, with_flags  # noqa: E402
+from moe_layer_bench import SHAPES, graphed, layer_weights, reference, touched_experts, with_flags  # noqa: E402
 
 from argus.kernels import moe  # noqa: E402
-
-
-def with_switches(topk: bool, shared: bool, fn):  # noqa: ANN001, ANN202
-    return with_flags(moe, fn, TOPK_OF_LOGITS=topk, SHARED_TILE_COUNTS=shared)
 
 
 def main() -> int:
@@ -33,33 +34,48 @@ def main() -> int:
 
     p = argparse.ArgumentParser()
     p.add_argument("--cases", nargs="+", default=["Qwen3-30B-A3B:4096", "Mixtral:16"])
+    p.add_argument("--switches", nargs="+", default=["TOPK_OF_LOGITS", "SHARED_TILE_COUNTS"])
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--hbm", type=float, default=3.35e12, help="bytes a second of the GPU's memory (H100 SXM)")
     args = p.parse_args()
+    for name in args.switches:
+        if not isinstance(getattr(moe, name, None), bool):
+            p.error(f"{name} is not a boolean switch of argus.kernels.moe")
     dev = torch.device("cuda")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     shapes = {s[0]: s[1:] for s in SHAPES}
-    print("| shape | T | switches (topk of logits, shared tile counts) | eager ms | graph ms |")
-    print("|---|---|---|---|---|")
+    combos = list(itertools.product((True, False), repeat=len(args.switches)))
+    print(f"| shape | T | {', '.join(args.switches)} | eager ms | graph ms | % HBM (graph) | max error |")
+    print("|---|---|---|---|---|---|---|")
     for case in args.cases:
         label, tokens = case.split(":")
         hidden, inter, experts, top_k = shapes[label]
         torch.manual_seed(0)
         w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
         x = torch.randn(int(tokens), hidden, device=dev).to(torch.bfloat16)
-        launches = {}
-        for topk in (True, False):
-            for shared in (True, False):
-                fn = with_switches(topk, shared, lambda: moe.moe_layer(x, router, w1, w2, top_k))  # noqa: B023
-                fn()
-                launches[(topk, shared, "eager")] = fn
-                launches[(topk, shared, "graph")] = graphed(torch, fn)[0]
+        bias = torch.zeros(int(tokens), experts, device=dev)
+        want = reference(x, router, bias, w1, w2, top_k)
+        touched = touched_experts(x, router, bias, top_k)
+        weight_bytes = touched * 3 * hidden * inter * 2  # the gate, up and down columns of each touched expert
+        launches, errors = {}, {}
+        for combo in combos:
+            flags = dict(zip(args.switches, combo, strict=True))
+            fn = with_flags(moe, lambda: moe.moe_layer(x, router, w1, w2, top_k), **flags)  # noqa: B023
+            out = fn()
+            errors[combo] = float((out.float() - want).abs().max() / want.abs().max())
+            launches[(combo, "eager")] = fn
+            launches[(combo, "graph")] = graphed(torch, fn)[0]
         torch.cuda.synchronize()
         times = interleaved(torch, launches, args.rounds, scratch)
-        for topk in (True, False):
-            for shared in (True, False):
-                eager = statistics.median(times[(topk, shared, "eager")])
-                graph = statistics.median(times[(topk, shared, "graph")])
-                print(f"| {label} | {tokens} | {int(topk)}, {int(shared)} | {eager:.3f} | {graph:.3f} |", flush=True)
+        for combo in combos:
+            eager = statistics.median(times[(combo, "eager")])
+            graph = statistics.median(times[(combo, "graph")])
+            share = weight_bytes / (graph * 1e-3) / args.hbm * 100
+            on = ", ".join(str(int(v)) for v in combo)
+            print(
+                f"| {label} | {tokens} | {on} | {eager:.4f} | {graph:.4f} | {share:.0f} | {errors[combo]:.1e} |",
+                flush=True,
+            )
         torch.cuda.empty_cache()
     return 0
 

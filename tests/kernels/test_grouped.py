@@ -95,6 +95,60 @@ def test_decode_sizes_take_64_row_tiles_that_verify_and_compile() -> None:
         assert compiled.resources.spill_stores == 0 and compiled.resources.spill_loads == 0
 
 
+@pytest.mark.parametrize(("offs", "splits"), [([0, 70, 70, 150, 190], 2), ([1, 2, 3, 3, 9], 4)])
+def test_split_k_slices_sum_to_each_expert_s_product(offs: list[int], splits: int) -> None:
+    """SPLITS > 1: the persistent blocks walk (unit, split) pairs, split s multiplying its share of the K-blocks
+    into slice s of the f32 workspace (S, R, N): the slices sum to the product, every split computed a share, and
+    rows no expert owns keep their poison in every slice."""
+    rows, k, n = 200, 512, 128
+    rng = np.random.default_rng(splits)
+    a = round_to(bf16, rng.standard_normal((rows, k)))
+    b = round_to(bf16, rng.standard_normal((len(offs), k, n)))
+    ends = np.asarray(offs, dtype=np.int64)
+    c = np.full((splits, rows, n), 12345.0)
+    cfg = {"BM": 64, "BN": 64, "BK": 64, "STAGES": 3, "BLOCKS": 5, "CONSUMERS": 1, "SEARCH": search_steps(len(offs))}
+    interpret(grouped_gemm_persistent, a, b, ends, tile_counts(ends, 64), c, **cfg, SPLITS=splits, OUT="f32")
+    ref, last = grouped_product(a, b, ends), offs[-1]
+    assert np.abs(c[:, :last].sum(axis=0) - ref[:last]).max() / np.abs(ref[:last]).max() < 1e-5  # f32 slices
+    assert all(np.abs(part[:last]).max() > 0 for part in c)
+    assert np.all(c[:, last:] == 12345.0)
+
+
+def test_the_split_k_kernel_verifies_and_refuses_what_it_does_not_split() -> None:
+    """Mixtral's down-projection at one token (`decode_splits`: 64 units split two ways on 132 SMs): every check
+    proved over the (unit, split) walk — the tags at the split's K-blocks, each slice's routed rows written once and
+    whole, every K-block of A and B loaded by some split; split-K is the persistent, directly stored, f32 form."""
+    params = moe.choose(2, 4096, 14336, 8)
+    assert moe.decode_splits(params, 2, 4096, 14336, 8) == 2
+    kernel = grouped_gemm_persistent.trace(**params, SPLITS=2, OUT="f32")
+    report = verify(kernel, checks=CHECKS)
+    assert not report.findings, [f.message for f in report.findings]
+    proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
+    assert {"tag assertion", "output written once", "output coverage", "contraction coverage"} <= proved
+    coverage = {c.target.split()[0]: c.not_checked for c in report.checks if c.check == "contraction coverage"}
+    assert coverage == {"A": False, "B": False}, coverage
+    assert compile_kernel(kernel).resources.spill_stores == 0
+    with pytest.raises(Exception, match="OUT='f32'"):
+        grouped_gemm_persistent.trace(**params, SPLITS=2)
+    with pytest.raises(Exception, match="direct store"):
+        grouped_gemm_persistent.trace(**params, SPLITS=2, OUT="f32", EPILOGUE="tma")
+
+
+def test_decode_splits_fill_the_sms_only_where_the_units_leave_them_idle() -> None:
+    """`moe.decode_splits`: Mixtral's down-projection at one token splits K two ways (2 experts x 32 tiles, 224
+    K-blocks); at two tokens (4 experts) it fills the SMs unsplit; Qwen3-30B-A3B and DeepSeek-V3 at one token (8
+    experts' tiles) too; a prefill configuration never splits; splits divide the K-blocks into shares of at least
+    `DECODE_SPLIT_MIN_BLOCKS`."""
+    mixtral = moe.choose(2, 4096, 14336, 8)
+    assert moe.decode_splits(mixtral, 2, 4096, 14336, 8) == 2
+    assert moe.decode_splits(moe.choose(4, 4096, 14336, 8), 4, 4096, 14336, 8) == 1
+    assert moe.decode_splits(moe.choose(8, 2048, 768, 128), 8, 2048, 768, 128) == 1
+    assert moe.decode_splits(moe.choose(8, 7168, 2048, 256), 8, 7168, 2048, 256) == 1
+    assert moe.decode_splits(moe.choose(4096, 4096, 14336, 8), 4096, 4096, 14336, 8) == 1  # prefill
+    assert moe.decode_splits(mixtral, 2, 4096, 14336, 8, sms=264) == 4  # twice the SMs: 4 x 64 pairs
+    assert moe.decode_splits(mixtral, 1, 4096, 1024, 8) == 1  # 16 K-blocks: no share of 16 or more but the whole
+
+
 def test_a_stage_count_that_is_not_a_power_of_two_pairs_the_release_after_the_loop() -> None:
     """One consumer releases each tile's last stage after its loop (the deferred-release pass) on
     ``empty[(it * k_tiles + k_tiles - 1) % 5]``: the verifier pairs it with the loop's releases (at 5 stages the

@@ -216,6 +216,35 @@ def test_the_combine_kernel_adds_each_token_s_routed_rows_once(tokens: int, hidd
     assert np.all(np.abs(got - want) <= 2**-8 * np.abs(want) + 1e-6)  # the f32 sum rounded once to bf16
 
 
+@pytest.mark.parametrize("splits", [2, 3])
+def test_the_combine_kernel_adds_each_token_s_split_k_slices(splits: int) -> None:
+    """`moe_combine` with SPLITS: Y is the down-projection's f32 slices (S, R, H) and each token's output is the
+    sum of its k rows' slices; against the float64 sum over the choices and the slices, rounded once to bf16; it
+    verifies (a tag assertion per (choice, slice)) and compiles."""
+    from argus.kernels.moe_combine import moe_combine
+
+    tokens, hidden, top_k = 5, 264, 2
+    x, router, _, _ = _layer_inputs(tokens, 16, 8, 6, seed=splits)
+    r = moe.route(x, router, top_k)
+    y = np.random.default_rng(splits).standard_normal((splits, tokens * top_k, hidden)).astype(np.float32)
+    got = moe.combine_on_interpreter(y, r.positions().numpy(), tokens, top_k)
+    flat = np.empty_like(y[0], dtype=np.float64)
+    flat[r.order.numpy()] = y.astype(np.float64).sum(axis=0)
+    want = flat.reshape(tokens, top_k, hidden).sum(axis=1)
+    assert not np.isnan(got).any()
+    assert np.all(np.abs(got - want) <= 2**-8 * np.abs(want) + 1e-5)
+    params = dict(moe.combine_params(4096, top_k, "f32", splits, "bf16"))
+    result = verify(moe_combine.trace(**params))
+    assert not result.findings, [f.message for f in result.findings]
+    tags = [c for c in result.checks if c.check == "tag assertion"]
+    assert len(tags) == top_k * splits and all(c.verdict == Verdict.VERIFIED for c in tags)
+    assert compile_kernel(moe_combine.trace(**params)).resources.spill_stores == 0
+    # the PyTorch combine of the same slices (CPU tensors): the same sums
+    torch_sum = moe.combine(torch.from_numpy(y), r, tokens, top_k, kernel=False, dtype=torch.bfloat16)
+    assert torch_sum.dtype == torch.bfloat16
+    assert np.all(np.abs(torch_sum.double().numpy() - want) <= 2**-7 * np.abs(want) + 1e-5)
+
+
 def test_the_combine_kernel_verifies_and_compiles() -> None:
     from argus.kernels.moe_combine import moe_combine
 
@@ -258,6 +287,27 @@ def test_the_layer_composed_on_the_cpu_matches_the_per_token_reference(scoring: 
     summed = moe.combine_on_interpreter(y, r.positions().numpy(), tokens, top_k)
     assert np.all(np.abs(summed - out.double().numpy()) <= 2**-7 * np.abs(summed) + 1e-6)
     assert not (r.offs.diff() < 0).any() and int(r.offs[2] - r.offs[1]) == 0  # the biased-out expert has no row
+
+
+def test_the_layer_with_a_split_down_projection_on_the_cpu_matches_the_reference() -> None:
+    """The decode form of `moe_layer`'s down-projection (`decode_splits` > 1): `grouped_gemm_persistent` with
+    SPLITS = 2 writes the f32 slices of each routed row's product, and `moe_combine` with SPLITS adds every token's
+    rows' slices; both on the interpreter, against the per-token reference."""
+    tokens, hidden, inter, experts, top_k = 3, 64, 256, 4, 2
+    x, router, w1, w2 = _layer_inputs(tokens, hidden, inter, experts, seed=11)
+    bias = torch.zeros(tokens, experts)
+    r = moe.route(x, router, top_k)
+    rows = x.index_select(0, r.token).double().numpy()
+    offs = r.offs.tolist()
+    h = round_to(bf16, _swiglu(rows, w1.double().numpy(), offs, r.weight.double().numpy(), BN=64))
+    ends = np.asarray(offs, dtype=np.int64)
+    slices = np.full((2, rows.shape[0], hidden), np.nan)
+    params = {"BM": 64, "BN": 64, "BK": 64, "STAGES": 4, "BLOCKS": 5, "CONSUMERS": 1, "SEARCH": search_steps(experts)}
+    interpret(grouped_gemm_persistent, h, w2.double().numpy(), ends, tile_counts(ends, 64), slices, **params,
+              SPLITS=2, OUT="f32")  # fmt: skip
+    out = moe.combine_on_interpreter(slices, r.positions().numpy(), tokens, top_k)
+    want = _reference_layer(x, router, bias, w1, w2, top_k).numpy()
+    assert float(np.abs(out - want).max() / np.abs(want).max()) < 2e-2
 
 
 def _reference_layer(x, router, bias, w1, w2, top_k, scoring="softmax", act="silu"):  # noqa: ANN001, ANN202
@@ -445,3 +495,32 @@ def test_edge_shapes_of_the_layer_and_the_grouped_calls_on_the_gpu() -> None:
     with pytest.raises(moe.GroupedError, match="token names 3 rows of a, which has none"):
         moe.prepare(a, torch.ones(2, 64, 128, dtype=torch.bfloat16).cuda(), torch.zeros(2, dtype=torch.int32).cuda(),
                     epilogue="swiglu", token=torch.zeros(3, dtype=torch.int32, device="cuda"))  # fmt: skip
+
+
+@pytest.mark.gpu
+def test_a_split_down_projection_at_one_token_on_the_gpu_matches_the_reference(monkeypatch) -> None:
+    """Mixtral's layer for one token (2 experts x 32 tiles of the down-projection: `decode_splits` 2) with the split
+    and without (`DECODE_SPLITS`), against the per-token reference in float64; and `grouped_mm` with a split
+    configuration (the slices summed) against torch._grouped_mm."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    tokens, hidden, inter, experts, top_k = 1, 4096, 14336, 8, 2
+    assert moe.decode_splits(moe.choose(2, hidden, inter, experts), 2, hidden, inter, experts) == 2
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(tokens, hidden, device="cuda", generator=gen).to(torch.bfloat16)
+    router = torch.randn(hidden, experts, device="cuda", generator=gen) * hidden**-0.5
+    w1 = (torch.randn(experts, hidden, 2 * inter, device="cuda", generator=gen) * hidden**-0.5).to(torch.bfloat16)
+    w2 = (torch.randn(experts, inter, hidden, device="cuda", generator=gen) * inter**-0.5).to(torch.bfloat16)
+    bias = torch.zeros(tokens, experts, device="cuda")
+    want = _reference_layer(x, router, bias, w1, w2, top_k)  # float64, on the GPU
+    for split in (True, False):
+        monkeypatch.setattr(moe, "DECODE_SPLITS", split)
+        out = moe.moe_layer(x, router, w1, w2, top_k)
+        assert out.dtype == torch.bfloat16 and out.shape == (tokens, hidden)
+        assert float((out.double() - want).abs().max() / want.abs().max()) < 2e-2, split
+    r = moe.route(x, router, top_k)
+    h = torch.randn(tokens * top_k, inter, device="cuda", generator=gen).to(torch.bfloat16)
+    config = moe.choose(2, hidden, inter, experts) | {"SPLITS": 2}
+    got = moe.grouped_mm(h, w2, r.offs, config=config).float()
+    ref = torch._grouped_mm(h, w2, offs=r.offs).float()
+    assert float((got - ref).abs().max() / ref.abs().max()) < 1e-2

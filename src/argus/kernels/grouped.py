@@ -31,6 +31,11 @@ from argus.kernels.gemm import alloc_operand_stages, load_operand, operand, oper
 from argus.lang import DSLError
 
 
+def _product_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
+    """`grouped_gemm_persistent`'s C: (R, N), or split along K (SPLITS > 1) the f32 slices (SPLITS, R, N)."""
+    return (SPLITS, "R", "N") if SPLITS > 1 else ("R", "N")
+
+
 def search_steps(experts: int) -> int:
     """The binary search's steps for `experts` groups: the least S with ``experts <= 2**S``."""
     return max(1, (int(experts) - 1).bit_length())
@@ -63,13 +68,15 @@ def each_unit(
     bm: int,
     body: Any,
     order: str = "grouped",
+    splits: int = 1,
 ) -> None:
     """`body(expert, first row, row end, column tile)` for the unit of iteration `it` of block `bx`, when there is
-    one: unit ``bx + it * blocks`` of all experts' units (row tile ``u // tiles_n`` of all experts' row tiles). An
+    one: unit ``(bx + it * blocks) // splits`` of all experts' units (row tile ``u // tiles_n`` of all experts' row
+    tiles; `splits` > 1: split-K, each unit walked by `splits` consecutive pairs). An
     expert's units are contiguous; `order` "grouped" walks them `group` row tiles at a time, column by column, so
     that consecutive units share B[g]'s column panels in L2 (row-tile order, "row_major", streamed all of B[g] from
     memory once per row tile)."""
-    u = bx + it * blocks
+    u = (bx + it * blocks) // splits if splits > 1 else bx + it * blocks
     with T.let(tiles[experts - 1] * tiles_n, "units") as units, T.if_(u < units), T.let(u // tiles_n, "t") as t:
         place = lambda g: place_unit(u, g, offs, tiles, tiles_n, group, bm, body, order)  # noqa: E731
         expert_search(tiles, experts, t, 0, search - 1, place)
@@ -104,7 +111,8 @@ def assume_routing(offs: Any, tiles: Any, rows: Any, experts: Any, bm: int, outp
     T.assume_values(offs, lo=0, hi=rows, nondecreasing=True)
     T.assume_values(tiles, lo=0, hi=T.cdiv(rows, bm) + experts, nondecreasing=True, tile_counts=(offs, bm))
     if output is not None:  # the verifier checks that every row before the last expert's end is written
-        T.writes_part(output, UNROUTED_ROWS, below=(offs[experts - 1], None))
+        lead = (None,) * (output.buffer.rank - 2)  # split-K's slices (S, R, N): every slice
+        T.writes_part(output, UNROUTED_ROWS, below=(*lead, offs[experts - 1], None))
 
 
 @T.macro
@@ -182,7 +190,7 @@ def schedule_grid(  # noqa: PLR0913 - the grouped bodies' parts
         T.assume(f"E <= {1 << p['SEARCH']}")
     assume_routing(offs, tiles, rows, experts, p["BM"], output)
     tiles_n = T.cdiv(columns, p["BN"])
-    most_units = (T.cdiv(rows, p["BM"]) + experts) * tiles_n
+    most_units = (T.cdiv(rows, p["BM"]) + experts) * tiles_n * p.get("SPLITS", 1)  # (unit, split) pairs
     if schedule == "persistent":
         grid = (p["BLOCKS"],)
     elif schedule == "units":
@@ -205,7 +213,9 @@ def each_scheduled_unit(
 ) -> None:
     """`body(expert, first row, row end, column tile, it)` for every unit the block at `coords` computes under
     `schedule`: its one tile of the per-expert grid, its one unit, or (persistent) unit ``bx + it * BLOCKS`` for
-    each iteration `it`; the pipeline's stage and phase run on across `it`."""
+    each iteration `it`; the pipeline's stage and phase run on across `it`. With ``p["SPLITS"]`` > 1 (persistent
+    only: split-K) the walk is over (unit, split) pairs, ``bx + it * BLOCKS`` being pair ``unit * SPLITS + split``,
+    and `body` takes the split last: ``body(expert, first row, row end, column tile, it, split)``."""
     if schedule == "expert_grid":
         expert_grid_unit(coords[0], coords[1], coords[2], offs, p["BM"], lambda g, r, e, n: body(g, r, e, n, 0))
         return
@@ -213,9 +223,15 @@ def each_scheduled_unit(
 
     order = p.get("ORDER", "grouped")
 
+    splits = p.get("SPLITS", 1)
+
     def one(it: Any) -> None:
-        place = lambda g, r, e, n: body(g, r, e, n, it)  # noqa: E731
-        each_unit(it, coords[0], blocks, offs, tiles, experts, tiles_n, p["SEARCH"], p["GROUP"], p["BM"], place, order)
+        if splits > 1:  # the split of the pair is its remainder: one unit's splits on consecutive blocks
+            place = lambda g, r, e, n: body(g, r, e, n, it, (coords[0] + it * blocks) % splits)  # noqa: E731
+        else:
+            place = lambda g, r, e, n: body(g, r, e, n, it)  # noqa: E731
+        each_unit(it, coords[0], blocks, offs, tiles, experts, tiles_n, p["SEARCH"], p["GROUP"], p["BM"], place, order,
+                  splits)  # fmt: skip
 
     if schedule != "persistent":
         one(0)
@@ -228,7 +244,7 @@ def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, 
     """The grouped product's body (the module docstring) on `schedule` (`SCHEDULES`): a TMA producer warpgroup and
     CONSUMERS wgmma consumer warpgroups per block, STAGES stages in flight; `p` the kernel's parameters."""
     BM, BN, BK, STAGES, CONSUMERS = p["BM"], p["BN"], p["BK"], p["STAGES"], p["CONSUMERS"]  # noqa: N806
-    SEARCH, EPILOGUE = p["SEARCH"], p["EPILOGUE"]  # noqa: N806
+    SEARCH, EPILOGUE, SPLITS = p["SEARCH"], p["EPILOGUE"], p.get("SPLITS", 1)  # noqa: N806
     R, K = A.shape  # noqa: N806 - the kernel's shape symbols
     E, _, N = B.shape  # noqa: N806
     if CONSUMERS not in (1, 2) or SEARCH < 1 or EPILOGUE not in ("direct", "tma"):
@@ -236,7 +252,15 @@ def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, 
             "DSL_BAD_PARAM",
             f"CONSUMERS is 1 or 2, SEARCH >= 1, EPILOGUE 'direct' or 'tma'; got {CONSUMERS}, {SEARCH}, {EPILOGUE!r}",
         )
+    if not isinstance(SPLITS, int) or SPLITS < 1 or (SPLITS > 1 and (schedule != "persistent" or EPILOGUE != "direct")):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"SPLITS = {SPLITS!r}: 1, or split-K's slices on the persistent schedule with the direct store (got "
+            f"{schedule!r}, EPILOGUE {EPILOGUE!r})",
+        )
     T.assume(operand_assumption("K", "N"))
+    if SPLITS > 1:  # each split an equal share of the K-blocks
+        T.assume(f"(K + {BK - 1}) // {BK} % {SPLITS} == 0")
     tiles_n, most_units, grid = schedule_grid(schedule, p, offs, tiles, R, E, N, C)
     with T.grid(*grid, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as coords:
         sA = alloc_operand_stages("K", STAGES, BM, BK, A.dtype)  # (stages, BM, BK), K-major  # noqa: N806
@@ -246,26 +270,32 @@ def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, 
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
         k_tiles = T.cdiv(K, BK)
+        k_split = k_tiles // SPLITS if SPLITS > 1 else k_tiles  # the K-blocks of one unit's split
         stage_bytes = (BM + BN) * BK * 2
         consumers = tuple(range(1, 1 + CONSUMERS))
 
-        def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
-            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                T.mbarrier_wait(empty[s], phase=((k + it * k_tiles) // STAGES + 1) % 2)
+        def produce(g: Any, row0: Any, end: Any, bn: Any, it: Any, split: Any = 0) -> None:
+            for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
+                kb = k + split * k_split  # the K-block this iteration loads
+                T.mbarrier_wait(empty[s], phase=((k + it * k_split) // STAGES + 1) % 2)
                 T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                T.copy(A.window((row0, k * BK), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
-                load_operand(B, "N", sB[s], bn, k, BN, BK, full[s], g)
+                T.copy(A.window((row0, kb * BK), (BM, BK)), sA[s], atom="tma", mbarrier=full[s])
+                load_operand(B, "N", sB[s], bn, kb, BN, BK, full[s], g)
 
-        def consume(acc: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any) -> None:
+        def consume(acc: Any, g: Any, row0: Any, end: Any, bn: Any, it: Any, split: Any = 0) -> None:
             T.fill(acc, 0.0)
-            for k, s in T.pipeline(k_tiles, stages=STAGES, start=it * k_tiles):
-                T.mbarrier_wait(full[s], phase=((k + it * k_tiles) // STAGES) % 2)
-                # invariant: the stages hold rows row0.. of A and expert g's B, at K-block k
-                T.assert_tag(lambda x: (x[1] // BK == k) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), sA[s])
-                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == k) & (x[2] // BN == bn), sB[s])
+            for k, s in T.pipeline(k_split, stages=STAGES, start=it * k_split):
+                kb = k + split * k_split
+                T.mbarrier_wait(full[s], phase=((k + it * k_split) // STAGES) % 2)
+                # invariant: the stages hold rows row0.. of A and expert g's B, at K-block kb
+                T.assert_tag(lambda x: (x[1] // BK == kb) & (x[0] - row0 >= 0) & (x[0] - row0 < BM), sA[s])
+                T.assert_tag(lambda x: (x[0] == g) & (x[1] // BK == kb) & (x[2] // BN == bn), sB[s])
                 T.gemm(operand("K", sA[s], False), operand("N", sB[s], True), acc)
                 T.mbarrier_arrive(empty[s])
-            store_expert_tile(acc, C, row0, end, bn, BM, BN, EPILOGUE, sC)
+            if SPLITS > 1:  # split `split`'s partial product: its slice of the f32 workspace, the expert's rows
+                T.copy(acc, C.window((split, row0, bn * BN), (None, BM, BN), bound=(None, end, None)))
+            else:
+                store_expert_tile(acc, C, row0, end, bn, BM, BN, EPILOGUE, sC)
 
         def each(body: Any) -> None:
             each_scheduled_unit(schedule, coords, p, offs, tiles, E, tiles_n, most_units, body)
@@ -274,7 +304,7 @@ def grouped_product(A: Any, B: Any, offs: Any, tiles: Any, C: Any, p: dict[str, 
             each(produce)
         with T.role("consumer", warpgroups=consumers, registers=p["CONSUMER_REGS"]):
             acc = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, A.dtype))
-            each(lambda g, row0, end, bn, it: consume(acc, g, row0, end, bn, it))
+            each(lambda *unit: consume(acc, *unit))
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
@@ -343,7 +373,7 @@ def grouped_gemm_persistent(
     B: T.Tensor[("E", "K", "N"), "IN"],
     offs: T.Tensor[("E",), T.i32],
     tiles: T.Tensor[("E",), T.i32],
-    C: T.Tensor[("R", "N"), "OUT"],
+    C: T.Tensor[_product_shape, "OUT"],
     BM: int = 128,
     BN: int = 128,
     BK: int = 64,
@@ -358,6 +388,7 @@ def grouped_gemm_persistent(
     GROUP: int = 8,
     EPILOGUE: str = "direct",
     ORDER: str = "grouped",
+    SPLITS: int = 1,
 ):
     """C = the grouped product (module docstring): rows ``offs[g-1] .. offs[g]`` of A (R, K) times expert g's B[g]
     (K, N, row-major as ``torch._grouped_mm`` takes it), into the same rows of C (R, N), for E <= 2**SEARCH experts.
@@ -368,10 +399,17 @@ def grouped_gemm_persistent(
     computed. EPILOGUE ``"direct"`` stores every tile from registers through the window bounded at the expert's end;
     ``"tma"`` stores a tile whose BM rows all belong to its expert through shared-memory staging and TMA stores (the
     dense GEMM's rung 9: the stores drain while the consumers start the next tile), and the expert's last, partial
-    tile as ``"direct"`` does (a TMA box is masked at the tensor's end only, not at an expert's)."""
+    tile as ``"direct"`` does (a TMA box is masked at the tensor's end only, not at an expert's).
+
+    SPLITS > 1 splits K (decoding: a few rows an expert, too few tiles for the SMs): the blocks walk (unit, split)
+    pairs, split s multiplying K-blocks ``s * KS ...`` (KS = the K-blocks / SPLITS, which must divide them), and C
+    is the f32 workspace (SPLITS, R, N), slice s the split's partial product of the expert's rows (direct stores);
+    the slices are summed by the reader (`argus.kernels.moe_combine.moe_combine` with SPLITS, or a sum)."""
+    if SPLITS > 1 and OUT != "f32":
+        raise DSLError("DSL_BAD_PARAM", f"split-K (SPLITS = {SPLITS}) stores f32 partial products: OUT='f32'")
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH, "GROUP": GROUP}
     p.update({"EPILOGUE": EPILOGUE, "ORDER": ORDER, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS})
-    p["BLOCKS"] = BLOCKS
+    p.update({"BLOCKS": BLOCKS, "SPLITS": SPLITS})
     grouped_product(A, B, offs, tiles, C, p, "persistent")
 
 

@@ -136,6 +136,13 @@ DECODE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 128, 64, 8
 #: not a power of two was UNKNOWN_WARP_ROLES).
 DECODE_WIDE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 256, 64, 4), "swiglu": (64, 128, 64, 5)}
 DECODE_WIDE_SWIGLU_COLUMNS = 2048
+#: Whether `moe_layer` splits the down-projection's K at decode sizes where its units leave most SMs idle
+#: (`decode_splits`: Mixtral at one token has 2 experts x 32 tiles of 128 columns on 132 SMs), its f32 slices summed
+#: by the combine (`moe_combine` with SPLITS), which reads each token's rows anyway. An A/B switch.
+DECODE_SPLITS = True
+#: The most ways `decode_splits` splits K, and the fewest K-blocks a split multiplies (its pipeline's fill).
+DECODE_MAX_SPLITS = 8
+DECODE_SPLIT_MIN_BLOCKS = 16
 
 
 def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> dict[str, Any]:
@@ -166,28 +173,49 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
     return params
 
 
+def decode_splits(params: dict[str, Any], rows: int, n: int, k: int, experts: int, sms: int = SMS) -> int:
+    """How many ways the down-projection's K is split at a decode configuration `params` (`choose`'s, one consumer)
+    of `rows` routed rows, `experts` experts, (K, N) = (k, n): the most splits s <= `DECODE_MAX_SPLITS` that divide
+    the K-blocks into shares of at least `DECODE_SPLIT_MIN_BLOCKS` and keep the (unit, split) pairs one wave of
+    `sms` blocks, the units counted at most min(experts, rows) experts' column tiles (1 where s = 1 is all that
+    fits, or not a decode configuration)."""
+    if "CONSUMERS" not in params or params.get("EPILOGUE", "direct") != "direct":
+        return 1
+    units = min(experts, rows) * -(-n // params["BN"])
+    blocks = -(-k // params["BK"])
+    fits = [s for s in range(1, DECODE_MAX_SPLITS + 1) if blocks % s == 0 and blocks // s >= DECODE_SPLIT_MIN_BLOCKS]
+    return max((s for s in fits if units * s <= sms), default=1)
+
+
 def dtype_name(dtype: Any) -> str | None:
     """The kernels' name of a torch dtype these calls write (``torch.bfloat16`` -> ``"bf16"``), None for others."""
     return {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}.get(str(dtype))
 
 
-def combine_params(hidden: int, top_k: int, dtype: str = "bf16") -> tuple[tuple[str, Any], ...]:
-    """`moe_combine`'s parameters for rows of `hidden` values: 8 a thread (16-byte loads of 16-bit rows, 4 for
-    f32), up to `COMBINE_BH` columns a block, fewer for narrow rows (at least 32 threads)."""
+def combine_params(
+    hidden: int, top_k: int, dtype: str = "bf16", splits: int = 1, out: str | None = None
+) -> tuple[tuple[str, Any], ...]:
+    """`moe_combine`'s parameters for rows of `hidden` values of `dtype` (`splits` > 1: f32 slices of split-K), the
+    sums written as `out` (default `dtype`): 8 a thread (16-byte loads of 16-bit rows, 4 for f32), up to
+    `COMBINE_BH` columns a block, fewer for narrow rows (at least 32 threads)."""
     vec = 4 if dtype == "f32" else 8
     bh = max(32 * vec, min(COMBINE_BH, 1 << max(hidden - 1, 1).bit_length()))
-    return tuple(sorted({"TOPK": top_k, "BH": bh, "VEC": vec, "IN": dtype, "OUT": dtype}.items()))
+    params = {"TOPK": top_k, "BH": bh, "VEC": vec, "IN": dtype, "OUT": out or dtype}
+    return tuple(sorted((params | ({"SPLITS": splits} if splits > 1 else {})).items()))
 
 
 def combine_on_interpreter(y: Any, position: Any, tokens: int, top_k: int) -> Any:
-    """`moe_combine` on the lane-level interpreter for numpy `y` (R, H) and `position` (R,): (tokens, H) in float64
-    (values rounded to bf16, as the kernel's output), through the parameters a GPU call launches."""
+    """`moe_combine` on the lane-level interpreter for numpy `y` (R, H) (or split-K's f32 slices (S, R, H)) and
+    `position` (R,): (tokens, H) in float64 (values rounded to bf16, as the kernel's output), through the parameters
+    a GPU call launches."""
     import numpy as np
 
     from argus.interp import run_kernel
 
-    out = np.full((tokens, y.shape[1]), np.nan)
-    kernel = moe_combine.trace(**dict(combine_params(y.shape[1], top_k)))
+    out = np.full((tokens, y.shape[-1]), np.nan)
+    split = y.ndim == 3
+    params = combine_params(y.shape[-1], top_k, "f32" if split else "bf16", y.shape[0] if split else 1, "bf16")
+    kernel = moe_combine.trace(**dict(params))
     run_kernel(kernel, {"Y": np.asarray(y, dtype=np.float64), "POS": np.asarray(position), "Z": out})
     return out
 
@@ -257,7 +285,8 @@ def prepare(
     factor per routed row, default 1, the gate's `activation`, and `token`: see `grouped_swiglu`) without launching,
     for timing loops (the launch holds raw addresses: keep `a`, `b`, `offs`, `scale`, `token` and C alive while it is
     used). The row-tile counts are computed on the device when the launch is prepared (or passed as `tiles`, from
-    `tile_counts(offs, BM)`); a new `offs` needs a new prepare."""
+    `tile_counts(offs, BM)`); a new `offs` needs a new prepare. A `config` with SPLITS > 1 (split-K, the plain
+    product) gives C as the f32 slices (SPLITS, R, N), whose sum is the product."""
     import torch
 
     if epilogue not in ("plain", "swiglu"):  # the FP8 kernel is `prepare_scaled`'s; the gathered one takes `token`
@@ -302,7 +331,14 @@ def prepare(
     params = launch_params(choose(rows, n, k, experts, epilogue) if config is None else config, experts, dtype,
                            epilogue, activation)  # fmt: skip
     tiles = tile_counts(offs, params["BM"]) if tiles is None else tiles
-    c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
+    splits = params.get("SPLITS", 1)
+    if splits > 1 and (epilogue != "plain" or out is not None):
+        raise GroupedError("SPLITS > 1 (split-K's f32 slices) is the plain product's, into slices prepare allocates")
+    if splits > 1:  # the f32 slices (S, R, N) of split-K, which the caller sums (`combine`, `grouped_mm`)
+        params["OUT"] = "f32"
+        c = torch.empty((splits, rows, n), dtype=torch.float32, device=a.device)
+    else:
+        c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
     kernel = _loaded(epilogue if token is None else "swiglu_gathered", tuple(sorted(params.items())))
     if epilogue == "plain":
         return c, GroupedLaunch(kernel.prepare(a, b, offs, tiles, c), (a, b, offs, tiles, c))
@@ -341,7 +377,7 @@ def grouped_mm(a: Any, b: Any, offs: Any, *, config: dict[str, Any] | None = Non
     (`prepare`)."""
     c, launch = prepare(a, b, offs, config=config, tiles=tiles)
     launch.launch()
-    return c
+    return c.sum(0).to(a.dtype) if c.dim() == 3 else c  # split-K's slices (a `config` with SPLITS), summed
 
 
 def prepare_scaled(
@@ -710,24 +746,34 @@ def moe_layer(
         rows = x.index_select(0, routing.token)
         h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation, config=up,
                            tiles=tiles[up["BM"]])  # fmt: skip
-    y = grouped_mm(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
-    return combine(y, routing, tokens, top_k, kernel=combine_kernel)
+    splits = decode_splits(down, routed, hidden, inter, experts) if DECODE_SPLITS else 1
+    if splits > 1:  # few units at decode: K split, the f32 slices summed by the combine
+        y, launch = prepare(h, w2, routing.offs, config=down | {"SPLITS": splits}, tiles=tiles[down["BM"]])
+        launch.launch()
+    else:
+        y = grouped_mm(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
+    return combine(y, routing, tokens, top_k, kernel=combine_kernel, dtype=x.dtype)
 
 
-def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool | None = None) -> Any:
-    """Each token's output ((tokens, H), y's dtype): the sum of its k routed rows of `y` (rows in expert order, as
-    the grouped GEMMs produce them, already weighted), in the same order every run (no atomics). With `kernel`
-    (default `COMBINE_KERNEL`; CUDA tensors) the `moe_combine` kernel reads each token's rows through the routing's
-    positions and sums them in f32; else the rows are put back in (token, choice) order first and summed by
-    ``torch.sum`` (f32 accumulation)."""
+def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool | None = None, dtype: Any = None) -> Any:
+    """Each token's output ((tokens, H), `dtype`, default y's): the sum of its k routed rows of `y` (rows in expert
+    order, as the grouped GEMMs produce them, already weighted; or split-K's f32 slices (S, R, H) of them, each
+    row's slices added too), in the same order every run (no atomics). With `kernel` (default `COMBINE_KERNEL`; CUDA
+    tensors) the `moe_combine` kernel reads each token's rows through the routing's positions and sums them in f32;
+    else the rows are put back in (token, choice) order first and summed by ``torch.sum`` (f32 accumulation)."""
     import torch
 
-    name = dtype_name(y.dtype)
-    whole = name is not None and y.shape[1] % (4 if name == "f32" else 8) == 0  # rows in whole 16-byte vectors
-    if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole:
-        out = torch.empty((tokens, y.shape[1]), dtype=y.dtype, device=y.device)
-        _loaded_combine(combine_params(y.shape[1], top_k, name))(y.contiguous(), routing.positions(), out)
+    dtype = y.dtype if dtype is None else dtype
+    name, out_name = dtype_name(y.dtype), dtype_name(dtype)
+    splits = y.shape[0] if y.dim() == 3 else 1
+    whole = name is not None and y.shape[-1] % (4 if name == "f32" else 8) == 0  # rows in whole 16-byte vectors
+    if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole and out_name is not None:
+        out = torch.empty((tokens, y.shape[-1]), dtype=dtype, device=y.device)
+        params = combine_params(y.shape[-1], top_k, name, splits, out_name)
+        _loaded_combine(params)(y.contiguous(), routing.positions(), out)
         return out
+    if splits > 1:  # the slices' sum in f32, then as the rows
+        y = y.sum(0)
     unsorted = torch.empty_like(y)
     unsorted[routing.order] = y
-    return unsorted.view(tokens, top_k, -1).sum(dim=1)
+    return unsorted.view(tokens, top_k, -1).sum(dim=1).to(dtype)

@@ -6,14 +6,21 @@ module holds DSL kernels only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import argus
 import argus.lang as T
 from argus.lang.errors import DSLError
 
 
+def _rows_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
+    """`moe_combine`'s Y: the routed rows (R, H), or split along K (SPLITS > 1) their f32 slices (SPLITS, R, H)."""
+    return (SPLITS, "R", "H") if SPLITS > 1 else ("R", "H")
+
+
 @argus.kernel(policies={"tile_shape": ("BH",)})
 def moe_combine(
-    Y: T.Tensor[("R", "H"), "IN"],
+    Y: T.Tensor[_rows_shape, "IN"],
     POS: T.Tensor[("R",), T.i32],
     Z: T.Tensor[("TOKENS", "H"), "OUT"],
     TOPK: int = 2,
@@ -21,6 +28,7 @@ def moe_combine(
     VEC: int = 8,
     IN: str = "bf16",
     OUT: str = "bf16",
+    SPLITS: int = 1,
 ):
     """Z[t] = sum over j < TOPK of Y[POS[t * TOPK + j]], accumulated in f32 in the order j = 0, 1, ... (the same
     every run: no atomics), rounded once to OUT.
@@ -34,9 +42,15 @@ def moe_combine(
     The tag assertion is the combine's invariant: what is added for choice j is row POS[t * TOPK + j] of Y, at the
     block's columns; with the output written once per token (the verifier's own check), each token's k rows are
     added exactly once (a token's row added twice, or another token's, is a violated assertion with the thread,
-    the choice and the positions that show it)."""
+    the choice and the positions that show it).
+
+    SPLITS > 1: Y (SPLITS, R, H) holds the down-projection's split-K partial products
+    (`argus.kernels.grouped.grouped_gemm_persistent` with SPLITS), and what is added for choice j is the sum of its
+    row's SPLITS slices, in the order s = 0, 1, ... (the tag assertion names the slice too)."""
     if not isinstance(TOPK, int) or TOPK < 1:
         raise DSLError("DSL_BAD_PARAM", f"TOPK must be a positive number of choices per token, not {TOPK!r}")
+    if not isinstance(SPLITS, int) or SPLITS < 1:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive number of K slices, not {SPLITS!r}")
     if BH % VEC or BH // VEC < 32 or BH // VEC > 1024:
         raise DSLError("DSL_BAD_PARAM", f"BH = {BH} columns must be VEC = {VEC} values for each of 32 to 1024 threads")
     T.assume(f"R == {TOPK} * TOKENS")
@@ -46,12 +60,21 @@ def moe_combine(
         acc = None
         for j in range(TOPK):  # unrolled at trace time: TOPK is a constant
             with T.let(POS[t * TOPK + j], f"row{j}") as row:
-                part = T.alloc_fragment((1, BH), Y.dtype)
-                T.copy(Y.tile((row, bh), (1, BH)), part)
-                # invariant: what is added for token t's choice j is row POS[t * TOPK + j] of Y, this block's columns
-                T.assert_tag(lambda y, j=j: (y[0] == POS[t * TOPK + j]) & (y[1] // BH == bh), part)
-                value = T.cast(part, T.f32)
-                acc = value if acc is None else acc + value
+                for s in range(SPLITS):  # unrolled at trace time: SPLITS is a constant
+                    part = T.alloc_fragment((1, BH), Y.dtype)
+                    if SPLITS == 1:
+                        T.copy(Y.tile((row, bh), (1, BH)), part)
+                        # invariant: what is added for token t's choice j is row POS[t * TOPK + j] of Y, this block's
+                        # columns
+                        T.assert_tag(lambda y, j=j: (y[0] == POS[t * TOPK + j]) & (y[1] // BH == bh), part)
+                    else:
+                        T.copy(Y.tile((s, row, bh), (None, 1, BH)), part)
+                        # invariant: what is added for token t's choice j is slice s of row POS[t * TOPK + j]
+                        T.assert_tag(
+                            lambda y, j=j, s=s: (y[0] == s) & (y[1] == POS[t * TOPK + j]) & (y[2] // BH == bh), part
+                        )
+                    value = T.cast(part, T.f32)
+                    acc = value if acc is None else acc + value
         T.copy(acc, Z.tile((t, bh), (1, BH)))
 
 
