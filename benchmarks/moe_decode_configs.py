@@ -9,10 +9,11 @@ bandwidth (an H200's 4.8 TB/s, an H100 SXM's 3.35).
 Usage (from the repository root on a GPU machine)::
 
     PYTHONPATH=src python benchmarks/moe_decode_configs.py [--rounds 15] [--tokens 1 16 64 256] [--json F]
-        [--shapes Mixtral ...] [--config BMxBNxBK:STAGES[:EPILOGUE] ...] [--products up down]
+        [--shapes Mixtral ...] [--config BMxBNxBK:STAGES[:EPILOGUE][:sSPLITS] ...] [--products up down]
 
 ``--config`` (repeatable) times the given configurations (one consumer warpgroup, GROUP 8) beside the chosen one
-instead of `CONFIGS`' two.
+instead of `CONFIGS`' two; ``:s2`` splits the down-projection's K two ways (its f32 slices, whose sum is checked;
+the sum itself, which the layer's combine makes, is not timed).
 """
 
 from __future__ import annotations
@@ -59,8 +60,11 @@ def main() -> int:
         tile, stages, *rest = text.split(":")
         bm, bn, bk = (int(v) for v in tile.split("x"))
         configs[text] = {"BM": bm, "BN": bn, "BK": bk, "STAGES": int(stages), "CONSUMERS": 1, "GROUP": 8}
-        if rest:
-            configs[text]["EPILOGUE"] = rest[0]
+        for extra in rest:
+            if extra.startswith("s") and extra[1:].isdigit():
+                configs[text]["SPLITS"] = int(extra[1:])
+            else:
+                configs[text]["EPILOGUE"] = extra
     dev = torch.device("cuda")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     print(torch.cuda.get_device_name(), torch.__version__)
@@ -90,6 +94,8 @@ def main() -> int:
                     ref = torch.nn.functional.silu(ref[:, :inter].float()) * ref[:, inter:].float()
                 launches, keep = {}, []
                 for name, config in configs.items():
+                    if config and config.get("SPLITS", 1) > 1 and product != "down":
+                        continue  # split-K is the down-projection's
                     try:
                         if product == "up+SwiGLU":
                             c, launch = moe.prepare(a, w, offs, config=config, epilogue="swiglu")
@@ -97,6 +103,7 @@ def main() -> int:
                             c, launch = moe.prepare(a, w, offs, config=config)
                         launch.launch()
                         torch.cuda.synchronize()
+                        c = c.sum(0) if c.dim() == 3 else c  # split-K's slices
                         err = float((c.float() - ref.float()).abs().max() / ref.float().abs().max())
                         if err > 2e-2:
                             print(f"| {label} | {tokens} | {product} | {name} WRONG: {err:.2e} |")

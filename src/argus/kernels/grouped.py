@@ -190,7 +190,9 @@ def schedule_grid(  # noqa: PLR0913 - the grouped bodies' parts
         T.assume(f"E <= {1 << p['SEARCH']}")
     assume_routing(offs, tiles, rows, experts, p["BM"], output)
     tiles_n = T.cdiv(columns, p["BN"])
-    most_units = (T.cdiv(rows, p["BM"]) + experts) * tiles_n * p.get("SPLITS", 1)  # (unit, split) pairs
+    most_units = (T.cdiv(rows, p["BM"]) + experts) * tiles_n
+    if p.get("SPLITS", 1) > 1:  # split-K: (unit, split) pairs
+        most_units = most_units * p["SPLITS"]
     if schedule == "persistent":
         grid = (p["BLOCKS"],)
     elif schedule == "units":
