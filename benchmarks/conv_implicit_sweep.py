@@ -264,6 +264,18 @@ def _split_variants(conv, config):  # noqa: ANN001, ANN202
     return out
 
 
+def _without(switch: str, plan):  # noqa: ANN001, ANN202
+    """`plan()` with the planner's switch `switch` (`argus.kernels.conv.FLAT_TILES`, ...) off, restored after: the
+    plan a row had before that mechanism."""
+    import argus.kernels.conv as C  # noqa: N812
+
+    setattr(C, switch, False)
+    try:
+        return plan()
+    finally:
+        setattr(C, switch, True)
+
+
 def _flat_variants(conv, config):  # noqa: ANN001, ANN202
     """``--flat``: the implicit kernel's tile where the plan is flattened (the planner with `FLAT_TILES` off), and
     flattened variants; else the flattened tile where `flat_refusal` allows it."""
@@ -271,11 +283,7 @@ def _flat_variants(conv, config):  # noqa: ANN001, ANN202
 
     out = {}
     if config.FLAT:
-        C.FLAT_TILES = False
-        try:
-            out["implicit"] = C.implicit_config(conv)
-        finally:
-            C.FLAT_TILES = True
+        out["implicit"] = _without("FLAT_TILES", lambda: C.implicit_config(conv))
         out["flat s4"] = C.with_stages(conv, config, 4)
         if conv.filters >= 256:
             out["flat bn256"] = C.with_stages(conv, replace(config, BN=256), C.FLAT_MAX_STAGES)
@@ -292,11 +300,7 @@ def _width_variants(conv, config, most: int = 4):  # noqa: ANN001, ANN202
 
     if not config.FLAT:
         return {}
-    C.FLAT_FITTED_WIDTHS = False
-    try:
-        out = {"rule": C.flat_config(conv)}
-    finally:
-        C.FLAT_FITTED_WIDTHS = True
+    out = {"rule": _without("FLAT_FITTED_WIDTHS", lambda: C.flat_config(conv))}
     for _, pick in sorted(C.flat_candidates(conv), key=lambda t: (t[0], t[1].BN))[:most]:
         out[f"w{pick.BN}"] = C.with_stages(conv, pick, C.FLAT_MAX_STAGES)
     return _unique(config, out)
@@ -324,11 +328,7 @@ def _persistent_variants(conv, config):  # noqa: ANN001, ANN202
     if C.flat_refusal(conv) is not None:
         return {}
     sms = 132
-    C.FLAT_PERSISTENT = False
-    try:
-        before = C.implicit_config(conv)  # the planner without the persistent flattened tile
-    finally:
-        C.FLAT_PERSISTENT = True
+    before = _without("FLAT_PERSISTENT", lambda: C.implicit_config(conv))  # without the persistent flattened tile
     flat = C.flat_config(conv)
     whole = replace(flat, SPLITS=1)
     out = {"before": before, "flat": flat}
@@ -347,11 +347,7 @@ def _fused_variants(conv, config, most: int = 6):  # noqa: ANN001, ANN202
 
     if C.flat_refusal(conv) is not None:
         return {}
-    C.FLAT_FUSE_SPLITS = False
-    try:
-        out = {"unfused": C.implicit_config(conv)}
-    finally:
-        C.FLAT_FUSE_SPLITS = True
+    out = {"unfused": _without("FLAT_FUSE_SPLITS", lambda: C.implicit_config(conv))}
     steps = C.implicit_k_steps(conv, C.IMPLICIT_BK)
     found = []
     for bn in sorted({config.BN, 128} | ({256} if conv.filters >= 256 else set())):
