@@ -93,7 +93,10 @@ def conv_im2col_gemm(
             f"split-K (SPLITS = {SPLITS}) stores f32 partial sums: OUT='f32', no BIAS or EPILOGUE (conv_split_reduce "
             f"adds them), not OUT={OUT!r}, BIAS={BIAS}, EPILOGUE={EPILOGUE!r}",
         )
-    flat_conv(X, WT, B, Y, locals())
+    window = {"KH": KH, "KW": KW, "SH": SH, "SW": SW, "PH": PH, "PW": PW, "LH": LH, "LW": LW}
+    tile = {"BN": BN, "BK": BK, "CB": CB, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SPLITS": SPLITS}
+    rest = {"BIAS": BIAS, "EPILOGUE": EPILOGUE, "BLOCKS": BLOCKS, "BLOCKS_PER_SM": BLOCKS_PER_SM}
+    flat_conv(X, WT, B, Y, window | tile | rest)
 
 
 @argus.kernel(policies={"tile_shape": ("BN", "BK"), "stages": "STAGES"})
@@ -156,8 +159,10 @@ def conv_im2col_split_fused(
     T.assume(f"(M + {bm - 1}) // {bm} <= {WAVE} and (F + {BN - 1}) // {BN} <= {WAVE}")
     T.assume(f"{tiles} * {SPLITS} <= {WAVE}")
     T.assume(f"NF >= {tiles}")  # a counter per tile
-    params = dict(locals(), BLOCKS=0, BLOCKS_PER_SM=1)
-    flat_conv(X, WT, B, W, params, fused=(Y, CNT, reducers))
+    window = {"KH": KH, "KW": KW, "SH": SH, "SW": SW, "PH": PH, "PW": PW, "LH": LH, "LW": LW}
+    tile = {"BN": BN, "BK": BK, "CB": CB, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SPLITS": SPLITS}
+    rest = {"BIAS": BIAS, "EPILOGUE": EPILOGUE, "BLOCKS": 0, "BLOCKS_PER_SM": 1}
+    flat_conv(X, WT, B, W, window | tile | rest, fused=(Y, CNT, reducers))
 
 
 def flat_conv(X: Any, WT: Any, B: Any, Y: Any, p: dict[str, Any], fused: tuple[Any, Any, int] | None = None) -> None:  # noqa: N803

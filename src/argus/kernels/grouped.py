@@ -31,7 +31,7 @@ from argus.kernels.gemm import alloc_operand_stages, load_operand, operand, oper
 from argus.lang import DSLError
 
 
-def _product_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
+def product_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
     """`grouped_gemm_persistent`'s C: (R, N), or split along K (SPLITS > 1) the f32 slices (SPLITS, R, N)."""
     return (SPLITS, "R", "N") if SPLITS > 1 else ("R", "N")
 
@@ -375,7 +375,7 @@ def grouped_gemm_persistent(
     B: T.Tensor[("E", "K", "N"), "IN"],
     offs: T.Tensor[("E",), T.i32],
     tiles: T.Tensor[("E",), T.i32],
-    C: T.Tensor[_product_shape, "OUT"],
+    C: T.Tensor[product_shape, "OUT"],
     BM: int = 128,
     BN: int = 128,
     BK: int = 64,

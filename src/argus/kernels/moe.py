@@ -137,8 +137,10 @@ DECODE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 128, 64, 8
 DECODE_WIDE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 256, 64, 4), "swiglu": (64, 128, 64, 5)}
 DECODE_WIDE_SWIGLU_COLUMNS = 2048
 #: Whether `moe_layer` splits the down-projection's K at decode sizes where its units leave most SMs idle
-#: (`decode_splits`: Mixtral at one token has 2 experts x 32 tiles of 128 columns on 132 SMs), its f32 slices summed
-#: by the combine (`moe_combine` with SPLITS), which reads each token's rows anyway. An A/B switch.
+#: (`decode_splits`: Mixtral at one token has 2 experts x 32 tiles of 128 columns, half an H100's SMs), its f32
+#: slices summed by the combine (`moe_combine` with SPLITS), which reads each token's rows anyway. Measured on an
+#: H100 (`benchmarks/results/2026-12-06-moe-decode-split/`): the down-projection 117.0 -> 93.5 us, the graphed layer
+#: 0.300 -> 0.281 ms at one token; the rows it does not split unchanged. An A/B switch.
 DECODE_SPLITS = True
 #: The most ways `decode_splits` splits K, and the fewest K-blocks a split multiplies (its pipeline's fill).
 DECODE_MAX_SPLITS = 8
