@@ -92,7 +92,7 @@ from argus.kernels.conv_kernels import (
     im2col,
 )
 from argus.kernels.epilogue import Epilogue
-from argus.kernels.gemm import split_bf16x3
+from argus.kernels.gemm import split_bf16x3, split_reducers
 from argus.kernels.matmul import (
     HBM_EFFICIENCY,
     REDUCE_LAUNCH_S,
@@ -451,9 +451,7 @@ class ImplicitConfig:
         """How many blocks of a fused split tile (`FUSE`) sum its slices (`conv_im2col_split_fused`'s REDUCERS): the
         most, at most SPLITS, that divide its BH * BW positions into shares of whole 4-element vectors for every
         consumer thread; None where no count does."""
-        bm, threads = self.BH * self.BW, self.CONSUMERS * 128
-        fits = (r for r in range(min(self.SPLITS, bm), 0, -1) if bm % r == 0 and bm // r * self.BN % (4 * threads) == 0)
-        return next(fits, None)
+        return split_reducers(self.BH * self.BW, self.BN, self.SPLITS, self.CONSUMERS * 128)
 
 
 def implicit_channels(conv: Conv) -> int:

@@ -21,7 +21,7 @@ import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.kernels.conv_implicit import bias_shape, channel_operands, finished
 from argus.kernels.epilogue import Epilogue
-from argus.kernels.gemm import split_rows_sum
+from argus.kernels.gemm import split_reducers, split_rows_sum
 from argus.lang.errors import DSLError
 
 #: The widest filter tile of a block that shares its SM with another (BLOCKS_PER_SM = 2): 64 x 192 compiled and ran,
@@ -146,7 +146,7 @@ def conv_im2col_split_fused(
             f"(SPLITS = {SPLITS!r}, REDUCERS = {REDUCERS!r})",
         )
     bm = 64 * CONSUMERS
-    if bm % reducers or (bm // reducers) * BN % (4 * WARPGROUP_SIZE * CONSUMERS):
+    if split_reducers(bm, BN, reducers, WARPGROUP_SIZE * CONSUMERS) != reducers:
         raise DSLError(
             "DSL_BAD_PARAM",
             f"conv_im2col_split_fused's REDUCERS blocks of a tile (SPLITS when 0) each sum BM / REDUCERS rows of it, "

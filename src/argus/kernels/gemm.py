@@ -968,6 +968,16 @@ def persistent_gemm(
                                 split_rows_sum(C, out, bm * reducers + split, bn, SPLITS, BM // reducers, BN)
 
 
+def split_reducers(BM: int, BN: int, SPLITS: int, threads: int) -> int | None:  # noqa: N803 - kernel names
+    """How many of a split tile's SPLITS units sum its slices in one launch (`split_rows_sum`): the most, at most
+    SPLITS, that divide its BM rows into shares of whole 4-element vectors for each of `threads` consumer threads
+    (each sums BM / reducers rows of BN columns); None where no count does."""
+    for r in range(min(SPLITS, BM), 0, -1):
+        if BM % r == 0 and (BM // r) * BN % (4 * threads) == 0:
+            return r
+    return None
+
+
 def split_rows_sum(
     W: Any,  # noqa: N803 - kernel names
     C: Any,  # noqa: N803

@@ -612,11 +612,7 @@ class GemmConfig:
         """How many units of a tile sum its slices in the fused split-K (`gemm_split_fused`'s REDUCERS): the most,
         at most SPLITS, that divide BM into shares of whole 4-element vectors for every consumer thread (each sums
         BM / reducers rows); None where no count does."""
-        threads = self.CONSUMERS * 128
-        for r in range(min(self.SPLITS, self.BM), 0, -1):
-            if self.BM % r == 0 and (self.BM // r) * self.BN % (4 * threads) == 0:
-                return r
-        return None
+        return gemm.split_reducers(self.BM, self.BN, self.SPLITS, self.CONSUMERS * 128)
 
     def tail_tiles(self, problem: GemmProblem, target: Target = DEFAULT_TARGET) -> tuple[int, int]:
         """(tiles of the whole waves, tiles of the tail) of a split tail on `problem` (BLOCKS = the target's SMs)."""

@@ -750,10 +750,9 @@ def moe_layer(
                            tiles=tiles[up["BM"]])  # fmt: skip
     splits = decode_splits(down, routed, hidden, inter, experts) if DECODE_SPLITS else 1
     if splits > 1:  # few units at decode: K split, the f32 slices summed by the combine
-        y, launch = prepare(h, w2, routing.offs, config=down | {"SPLITS": splits}, tiles=tiles[down["BM"]])
-        launch.launch()
-    else:
-        y = grouped_mm(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
+        down = down | {"SPLITS": splits}
+    y, launch = prepare(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
+    launch.launch()
     return combine(y, routing, tokens, top_k, kernel=combine_kernel, dtype=x.dtype)
 
 

@@ -247,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_warp_specialized_persi
           asm volatile("bar.sync %0, %1;\n" :: "r"(2), "r"(256) : "memory");  // role consumer's threads  (all of them are done with what the arrival releases)
           if (consumer_tid == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[(k_1 + (it_1 * ((K + 63) / 64))) % 3]));  // one arrival for the scope
         }
-        // gemm.py:1098  copy acc -> C[(min(max(((((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8) + (((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) % min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8))), 0), (((M + 127) // 128) - 1)) * 128):+128, (min(max((((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) // min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8)), 0), (((N + 127) // 128) - 1)) * 128):+128] atom=auto
+        // gemm.py:1108  copy acc -> C[(min(max(((((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8) + (((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) % min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8))), 0), (((M + 127) // 128) - 1)) * 128):+128, (min(max((((bx + (it_1 * 132)) % (((N + 127) // 128) * 8)) // min((((M + 127) // 128) - (((bx + (it_1 * 132)) // (((N + 127) // 128) * 8)) * 8)), 8)), 0), (((N + 127) // 128) - 1)) * 128):+128] atom=auto
         {
           const bool vector_ok = N % 2 == 0;  // every 2-element run is aligned
           const int row = (consumer_tid / 4) % 8 + (consumer_tid / 32) * 16;
