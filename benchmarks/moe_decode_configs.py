@@ -12,8 +12,11 @@ Usage (from the repository root on a GPU machine)::
         [--shapes Mixtral ...] [--config BMxBNxBK:STAGES[:EPILOGUE][:sSPLITS] ...] [--products up down]
 
 ``--config`` (repeatable) times the given configurations (one consumer warpgroup, GROUP 8) beside the chosen one
-instead of `CONFIGS`' two; ``:s2`` splits the down-projection's K two ways (its f32 slices, whose sum is checked;
-the sum itself, which the layer's combine makes, is not timed).
+instead of `CONFIGS`' two; ``:s2`` splits K two ways: the down-projection's f32 slices, whose sum is checked (the sum
+itself, which the layer's combine makes, is not timed), and for the up-projection the plain product of the
+gate-and-up weight split so, then `moe_glu_sum` (the slices' sum and SwiGLU: both launches timed together, as the
+layer runs them). "chosen" is `moe.choose`'s configuration (the fused SwiGLU kernel for the up-projection); "layer"
+is what `moe.moe_layer` launches (`decode_plan`, `decode_up_split`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 try:
     import argus  # noqa: F401
@@ -35,8 +39,9 @@ from gemm_parity import interleaved_times  # noqa: E402
 
 HBM = {"H100": 3.35e12, "H200": 4.8e12}
 SHAPES = (("Mixtral", 4096, 14336, 8, 2), ("Qwen3-30B-A3B", 2048, 768, 128, 8), ("DeepSeek-V3", 7168, 2048, 256, 8))
-CONFIGS = {  # label -> grouped kernel parameters (None: `moe.choose`'s)
+CONFIGS = {  # label -> grouped kernel parameters (None: `moe.choose`'s; "layer": `moe.moe_layer`'s)
     "chosen": None,
+    "layer": "layer",
     "64x128 s8": {"BM": 64, "BN": 128, "BK": 64, "STAGES": 8, "CONSUMERS": 1, "GROUP": 8},
     "64x64 s8": {"BM": 64, "BN": 64, "BK": 64, "STAGES": 8, "CONSUMERS": 1, "GROUP": 8},
 }
@@ -55,7 +60,7 @@ def main() -> int:
     p.add_argument("--config", action="append", default=[], help="BMxBNxBK:STAGES[:EPILOGUE], e.g. 64x128x64:5:tma")
     p.add_argument("--products", nargs="+", default=["up", "down"], choices=["up", "down"])
     args = p.parse_args()
-    configs = dict(CONFIGS) if not args.config else {"chosen": None}
+    configs = dict(CONFIGS) if not args.config else {"chosen": None, "layer": "layer"}
     for text in args.config:
         tile, stages, *rest = text.split(":")
         bm, bn, bk = (int(v) for v in tile.split("x"))
@@ -93,11 +98,20 @@ def main() -> int:
                 if product == "up+SwiGLU":
                     ref = torch.nn.functional.silu(ref[:, :inter].float()) * ref[:, inter:].float()
                 launches, keep = {}, []
+                scale = torch.ones(rows, dtype=torch.float32, device=dev)
                 for name, config in configs.items():
-                    if config and config.get("SPLITS", 1) > 1 and product != "down":
-                        continue  # split-K is the down-projection's
+                    if config == "layer":
+                        if product == "down":
+                            config = moe.decode_plan(rows, n, k, experts)
+                        else:
+                            config = moe.decode_up_split(rows, inter, hidden, experts)
                     try:
-                        if product == "up+SwiGLU":
+                        if product == "up+SwiGLU" and config and config.get("SPLITS", 1) > 1:
+                            slices, first = moe.prepare(a, w, offs, config=config)
+                            c, second = moe.prepare_glu_sum(slices, scale)
+                            launch = SimpleNamespace(launch=lambda f=first, s=second: (f.launch(), s.launch()))
+                            keep.append((slices, first, second))
+                        elif product == "up+SwiGLU":
                             c, launch = moe.prepare(a, w, offs, config=config, epilogue="swiglu")
                         else:
                             c, launch = moe.prepare(a, w, offs, config=config)

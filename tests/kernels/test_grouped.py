@@ -149,6 +149,34 @@ def test_decode_splits_fill_the_sms_only_where_the_units_leave_them_idle() -> No
     assert moe.decode_splits(mixtral, 1, 4096, 1024, 8) == 1  # 16 K-blocks: no share of 16 or more but the whole
 
 
+def test_the_decode_plans_split_where_the_waves_are_filled_better() -> None:
+    """`moe.wave_fill` and the decode plans: a split whose (unit, split) pairs take several waves is taken where it
+    fills them better (DeepSeek-V3's down-projection at one token: 8 x 28 wide tiles are 1.7 waves, split or not,
+    so the narrow tile split two ways, 6.8 waves); the up-projection runs split (`decode_up_split`) where the fused
+    kernel's units leave the last wave emptier by `DECODE_UP_SPLIT_GAIN` (Mixtral at one and two tokens), not where
+    they fill it (DeepSeek-V3's 8 x 16 units at one token, Mixtral's 8 x 112 at four tokens) nor where no split pays
+    (Qwen3-30B-A3B at one token: 96 units, and 32 K-blocks split four ways would be shares under 16)."""
+    assert moe.wave_fill(64, 132) == 64 / 132 and moe.wave_fill(224, 132) == 224 / 264 and moe.wave_fill(0) == 0.0
+    assert moe.wave_fill(264, 132) == 1.0
+    mixtral, qwen, deepseek = (4096, 14336, 8), (2048, 768, 128), (7168, 2048, 256)
+    down = moe.decode_plan(2, mixtral[0], mixtral[1], mixtral[2])
+    assert (down["BN"], down["SPLITS"]) == (128, 2)
+    down = moe.decode_plan(8, deepseek[0], deepseek[1], deepseek[2])
+    assert (down["BN"], down["SPLITS"], down["CONSUMERS"]) == (128, 2, 1)
+    assert moe.decode_plan(16 * 8, *deepseek) == moe.choose(16 * 8, *deepseek)  # many waves: as `choose`
+    assert "SPLITS" not in moe.decode_plan(8192, *mixtral)  # prefill
+    up = moe.decode_up_split(2, mixtral[1], mixtral[0], mixtral[2])
+    assert up is not None and up["SPLITS"] > 1 and up["CONSUMERS"] == 1
+    pairs = 2 * -(-2 * mixtral[1] // up["BN"]) * up["SPLITS"]
+    assert moe.wave_fill(pairs) >= moe.wave_fill(2 * mixtral[1] // 128) + moe.DECODE_UP_SPLIT_GAIN
+    assert moe.decode_up_split(4, mixtral[1], mixtral[0], mixtral[2]) is not None
+    assert moe.decode_up_split(16, mixtral[1], mixtral[0], mixtral[2]) is None
+    assert moe.decode_up_split(8, deepseek[1], deepseek[0], deepseek[2]) is None
+    assert moe.decode_up_split(8, qwen[1], qwen[0], qwen[2]) is None
+    assert moe.decode_up_split(8192, mixtral[1], mixtral[0], mixtral[2]) is None  # prefill: the fused kernel
+    assert moe.decode_up_split(2, mixtral[1], mixtral[0], mixtral[2], sms=16) is None  # 224 units fill 16 SMs
+
+
 def test_a_stage_count_that_is_not_a_power_of_two_pairs_the_release_after_the_loop() -> None:
     """One consumer releases each tile's last stage after its loop (the deferred-release pass) on
     ``empty[(it * k_tiles + k_tiles - 1) % 5]``: the verifier pairs it with the loop's releases (at 5 stages the

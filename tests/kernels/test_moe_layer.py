@@ -310,6 +310,77 @@ def test_the_layer_with_a_split_down_projection_on_the_cpu_matches_the_reference
     assert float(np.abs(out - want).max() / np.abs(want).max()) < 2e-2
 
 
+@pytest.mark.parametrize(("splits", "act"), [(1, "silu"), (3, "silu"), (2, "gelu"), (4, "gelu_tanh")])
+def test_the_gated_sum_of_split_slices_is_the_activation_of_their_sums(splits: int, act: str) -> None:
+    """`moe_glu_sum`: each routed row's output is its scale times act(the gate slices' sum) times the up slices'
+    sum, in f32 rounded once; I not a multiple of the block's columns (the last block's columns masked); against
+    float64 with torch's activations."""
+    rows, inter = 5, 200
+    rng = np.random.default_rng(splits)
+    slices = rng.standard_normal((splits, rows, 2 * inter)).astype(np.float32)
+    scale = rng.uniform(0.0, 1.0, rows).astype(np.float32)
+    got = moe.glu_sum_on_interpreter(slices, scale, act)
+    total = torch.from_numpy(slices.astype(np.float64)).sum(0)
+    approximate = "tanh" if act == "gelu_tanh" else "none"
+    gate = total[:, :inter]
+    gate = torch.nn.functional.silu(gate) if act == "silu" else torch.nn.functional.gelu(gate, approximate=approximate)
+    want = (torch.from_numpy(scale.astype(np.float64))[:, None] * gate * total[:, inter:]).numpy()
+    assert not np.isnan(got).any()
+    assert np.all(np.abs(got - want) <= 2**-8 * np.abs(want) + 1e-5)
+
+
+def test_the_gated_sum_verifies_and_its_seeded_bugs_are_found() -> None:
+    """`moe_glu_sum` verifies (a tag per slice and half, the output covered and written once) and compiles without
+    spills (its seeded bugs, the gate taken from the up half and one slice read for every split, are in the
+    verifier's corpus: `kernels_tag_moe_glu_sum_*`)."""
+    from argus.kernels.moe_combine import moe_glu_sum
+
+    params = dict(moe.glu_params(14336, 4))
+    result = verify(moe_glu_sum.trace(**params))
+    assert not result.findings, [f.message for f in result.findings]
+    tags = [c for c in result.checks if c.check == "tag assertion"]
+    assert len(tags) == 2 * 4 and all(c.verdict == Verdict.VERIFIED for c in tags)
+    proved = {c.check for c in result.checks if c.verdict == Verdict.VERIFIED}
+    assert {"output coverage", "output written once"} <= proved
+    assert compile_kernel(moe_glu_sum.trace(**params)).resources.spill_stores == 0
+
+
+def test_the_layer_with_a_split_up_projection_on_the_cpu_matches_the_reference() -> None:
+    """The decode form of `moe_layer`'s up-projection (`decode_up_split`): the plain grouped kernel on the (E, H, 2I)
+    gate-and-up weight with SPLITS = 2 writes f32 slices, `moe_glu_sum` takes their sums' SwiGLU times each row's
+    router weight, then the down-projection and the combine; all on the interpreter, against the per-token
+    reference (and equal within rounding to the fused SwiGLU kernel's rows)."""
+    tokens, hidden, inter, experts, top_k = 3, 256, 128, 4, 2
+    x, router, w1, w2 = _layer_inputs(tokens, hidden, inter, experts, seed=13)
+    r = moe.route(x, router, top_k)
+    rows = x.index_select(0, r.token).double().numpy()
+    ends = np.asarray(r.offs.tolist(), dtype=np.int64)
+    params = {"BM": 64, "BN": 64, "BK": 64, "STAGES": 4, "BLOCKS": 5, "CONSUMERS": 1, "SEARCH": search_steps(experts)}
+    slices = np.full((2, rows.shape[0], 2 * inter), np.nan)
+    interpret(grouped_gemm_persistent, rows, w1.double().numpy(), ends, tile_counts(ends, 64), slices, **params,
+              SPLITS=2, OUT="f32")  # fmt: skip
+    h = moe.glu_sum_on_interpreter(slices, r.weight.double().numpy())
+    fused = round_to(bf16, _swiglu(rows, w1.double().numpy(), r.offs.tolist(), r.weight.double().numpy(), BN=64))
+    assert np.all(np.abs(h - fused) <= 2**-7 * np.abs(fused) + 1e-6)
+    y = np.full((rows.shape[0], hidden), 12345.0)
+    interpret(grouped_gemm_persistent, h, w2.double().numpy(), ends, tile_counts(ends, 64), y, **params)
+    out = moe.combine_on_interpreter(round_to(bf16, y), r.positions().numpy(), tokens, top_k)
+    want = _reference_layer(x, router, torch.zeros(tokens, experts), w1, w2, top_k).numpy()
+    assert float(np.abs(out - want).max() / np.abs(want).max()) < 2e-2
+
+
+def test_the_gated_sum_refuses_what_it_cannot_take() -> None:
+    slices, scale = torch.zeros(2, 3, 64), torch.zeros(3)
+    with pytest.raises(moe.GroupedError, match="contiguous f32"):
+        moe.prepare_glu_sum(slices.to(torch.bfloat16), scale)
+    with pytest.raises(moe.GroupedError, match="contiguous f32"):
+        moe.prepare_glu_sum(torch.zeros(3, 64), scale)
+    with pytest.raises(moe.GroupedError, match=r"one factor per row \(3,\)"):
+        moe.prepare_glu_sum(slices, torch.zeros(4))
+    with pytest.raises(moe.GroupedError, match="activation is one of"):
+        moe.prepare_glu_sum(slices, scale, "relu")
+
+
 def _reference_layer(x, router, bias, w1, w2, top_k, scoring="softmax", act="silu"):  # noqa: ANN001, ANN202
     """Per token, in float64: the sum over its top-k experts (softmax, or each expert's sigmoid, of the f32 logits
     plus `bias`, renormalized) of weight * (act(x @ gate) * (x @ up)) @ w2[e]."""
@@ -499,8 +570,9 @@ def test_edge_shapes_of_the_layer_and_the_grouped_calls_on_the_gpu() -> None:
 
 @pytest.mark.gpu
 def test_a_split_down_projection_at_one_token_on_the_gpu_matches_the_reference(monkeypatch) -> None:
-    """Mixtral's layer for one token (2 experts x 32 tiles of the down-projection: `decode_splits` 2) with the split
-    and without (`DECODE_SPLITS`), against the per-token reference in float64; and `grouped_mm` with a split
+    """Mixtral's layer for one token (2 experts x 32 tiles of the down-projection: `decode_splits` 2; the
+    up-projection split too, `decode_up_split`) with the splits and without (`DECODE_SPLITS`, `DECODE_UP_SPLITS`),
+    against the per-token reference in float64; and `grouped_mm` with a split
     configuration (the slices summed) against torch._grouped_mm."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU visible to torch")
@@ -513,11 +585,13 @@ def test_a_split_down_projection_at_one_token_on_the_gpu_matches_the_reference(m
     w2 = (torch.randn(experts, inter, hidden, device="cuda", generator=gen) * inter**-0.5).to(torch.bfloat16)
     bias = torch.zeros(tokens, experts, device="cuda")
     want = _reference_layer(x, router, bias, w1, w2, top_k)  # float64, on the GPU
-    for split in (True, False):
+    assert moe.decode_up_split(2, inter, hidden, experts) is not None
+    for split, up_split in ((True, True), (True, False), (False, False)):
         monkeypatch.setattr(moe, "DECODE_SPLITS", split)
+        monkeypatch.setattr(moe, "DECODE_UP_SPLITS", up_split)
         out = moe.moe_layer(x, router, w1, w2, top_k)
         assert out.dtype == torch.bfloat16 and out.shape == (tokens, hidden)
-        assert float((out.double() - want).abs().max() / want.abs().max()) < 2e-2, split
+        assert float((out.double() - want).abs().max() / want.abs().max()) < 2e-2, (split, up_split)
     r = moe.route(x, router, top_k)
     h = torch.randn(tokens * top_k, inter, device="cuda", generator=gen).to(torch.bfloat16)
     config = moe.choose(2, hidden, inter, experts) | {"SPLITS": 2}

@@ -19,7 +19,7 @@ from argus.kernels.grouped import (
     grouped_gemm_swiglu_gathered,
     search_steps,
 )
-from argus.kernels.moe_combine import moe_combine
+from argus.kernels.moe_combine import moe_combine, moe_glu_sum
 from argus.kernels.moe_route import moe_route_rank, moe_route_sorted, moe_route_topk
 
 #: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
@@ -136,7 +136,7 @@ DECODE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 128, 64, 8
 #: not a power of two was UNKNOWN_WARP_ROLES).
 DECODE_WIDE_CONFIGS: dict[str, tuple[int, int, int, int]] = {"plain": (64, 256, 64, 4), "swiglu": (64, 128, 64, 5)}
 DECODE_WIDE_SWIGLU_COLUMNS = 2048
-#: Whether `moe_layer` splits the down-projection's K at decode sizes where its units leave most SMs idle
+#: Whether `moe_layer` splits the down-projection's K at decode sizes where its units leave SMs idle
 #: (`decode_splits`: Mixtral at one token has 2 experts x 32 tiles of 128 columns, half an H100's SMs), its f32
 #: slices summed by the combine (`moe_combine` with SPLITS), which reads each token's rows anyway. Measured on an
 #: H100 (`benchmarks/results/2026-12-06-moe-decode-split/`): the down-projection 117.0 -> 93.5 us, the graphed layer
@@ -145,6 +145,20 @@ DECODE_SPLITS = True
 #: The most ways `decode_splits` splits K, and the fewest K-blocks a split multiplies (its pipeline's fill).
 DECODE_MAX_SPLITS = 8
 DECODE_SPLIT_MIN_BLOCKS = 16
+#: How much better the last wave must be filled (`wave_fill`) for K to be split at all, and how close to the best
+#: fill the fewest splits may stay (fewer splits: fewer f32 slices, longer pipelines). The down-projection's split at
+#: one token (fill 0.48 -> 0.97 on 132 SMs) ran 1.25x faster; these margins are not fitted.
+DECODE_SPLIT_GAIN = 0.05
+DECODE_SPLIT_TIE = 0.02
+#: Whether `moe_layer` runs the gated up-projection at decode sizes as the plain grouped product of the gate-and-up
+#: weight split along K (`decode_up_split`: its (unit, split) pairs fill the SMs' waves better than the fused SwiGLU
+#: kernel's units) followed by `moe_glu_sum` (the slices' sum, the gate's activation and the router weight, one
+#: small launch more). An A/B switch.
+DECODE_UP_SPLITS = True
+#: The least gain in wave fill that pays for that launch and the slices' f32 round trip (not fitted).
+DECODE_UP_SPLIT_GAIN = 0.08
+#: `moe_glu_sum`'s columns a block, at most (VEC = 4 f32 values a thread: 128 threads).
+GLU_BI = 512
 
 
 def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> dict[str, Any]:
@@ -175,18 +189,68 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
     return params
 
 
+def wave_fill(units: int, sms: int = SMS) -> float:
+    """The share of the SMs' time that `units` equal work units keep busy when `sms` SMs take them a wave at a
+    time: 1.0 for whole waves, 64 / 132 for 64 units on 132 SMs, 224 / 264 for 224."""
+    return units / (-(-units // sms) * sms) if units > 0 else 0.0
+
+
 def decode_splits(params: dict[str, Any], rows: int, n: int, k: int, experts: int, sms: int = SMS) -> int:
-    """How many ways the down-projection's K is split at a decode configuration `params` (`choose`'s, one consumer)
-    of `rows` routed rows, `experts` experts, (K, N) = (k, n): the most splits s <= `DECODE_MAX_SPLITS` that divide
-    the K-blocks into shares of at least `DECODE_SPLIT_MIN_BLOCKS` and keep the (unit, split) pairs one wave of
-    `sms` blocks, the units counted at most min(experts, rows) experts' column tiles (1 where s = 1 is all that
-    fits, or not a decode configuration)."""
+    """How many ways a plain grouped product's K is split at a decode configuration `params` (`choose`'s, one
+    consumer, direct store) of `rows` routed rows, `experts` experts, (K, N) = (k, n): among the splits s <=
+    `DECODE_MAX_SPLITS` that divide the K-blocks into shares of at least `DECODE_SPLIT_MIN_BLOCKS`, the fewest whose
+    (unit, split) pairs fill the waves of `sms` blocks within `DECODE_SPLIT_TIE` of the best (`wave_fill`), the
+    units counted at min(experts, rows) experts' column tiles; 1 where no split fills them `DECODE_SPLIT_GAIN`
+    better than the units alone, or not a decode configuration. (The pairs may take several waves: the persistent
+    blocks walk them.)"""
     if "CONSUMERS" not in params or params.get("EPILOGUE", "direct") != "direct":
         return 1
     units = min(experts, rows) * -(-n // params["BN"])
     blocks = -(-k // params["BK"])
-    fits = [s for s in range(1, DECODE_MAX_SPLITS + 1) if blocks % s == 0 and blocks // s >= DECODE_SPLIT_MIN_BLOCKS]
-    return max((s for s in fits if units * s <= sms), default=1)
+    fits = [s for s in range(2, DECODE_MAX_SPLITS + 1) if blocks % s == 0 and blocks // s >= DECODE_SPLIT_MIN_BLOCKS]
+    best = max((wave_fill(units * s, sms) for s in fits), default=0.0)
+    if best < wave_fill(units, sms) + DECODE_SPLIT_GAIN:
+        return 1
+    return min(s for s in fits if wave_fill(units * s, sms) >= best - DECODE_SPLIT_TIE)
+
+
+def decode_plan(rows: int, n: int, k: int, experts: int, sms: int = SMS) -> dict[str, Any]:
+    """The plain grouped product's parameters as `moe_layer` launches it: `choose`'s, and at decode sizes (with
+    `DECODE_SPLITS`) SPLITS where `decode_splits` splits K; where `choose` takes the wide decode tile but the narrow
+    one's (unit, split) pairs fill the waves `DECODE_SPLIT_GAIN` better (DeepSeek-V3's down-projection at one token:
+    8 experts x 28 tiles of 256 columns, 1.7 waves either way, where 8 x 56 tiles of 128 split two ways are 6.8),
+    the narrow one, split."""
+    params = choose(rows, n, k, experts, "plain")
+    if "CONSUMERS" not in params or not DECODE_SPLITS:
+        return params
+    bm, bn, bk, stages = DECODE_CONFIGS["plain"]
+    options = [params, params | {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages}]
+
+    def filled(option: dict[str, Any]) -> tuple[float, int]:
+        splits = decode_splits(option, rows, n, k, experts, sms)
+        return wave_fill(min(experts, rows) * -(-n // option["BN"]) * splits, sms), splits
+
+    (fill, splits), (narrow_fill, narrow_splits) = filled(options[0]), filled(options[1])
+    if narrow_fill >= fill + DECODE_SPLIT_GAIN:
+        params, splits = options[1], narrow_splits
+    return params | {"SPLITS": splits} if splits > 1 else params
+
+
+def decode_up_split(rows: int, inter: int, hidden: int, experts: int, sms: int = SMS) -> dict[str, Any] | None:
+    """The split gate-and-up product `moe_layer` runs instead of the fused SwiGLU kernel at decode sizes (with
+    `DECODE_UP_SPLITS`), or None: `decode_plan`'s parameters for the plain product of the (E, H, 2I) weight where it
+    splits K and its (unit, split) pairs fill the waves of `sms` blocks `DECODE_UP_SPLIT_GAIN` better than the fused
+    kernel's units (Mixtral at one token: 2 experts x 112 tiles of 128 gated columns are 1.7 waves of 132, where 2 x
+    112 tiles of 256 columns split four ways are 6.8)."""
+    fused = choose(rows, inter, hidden, experts, "swiglu")
+    if "CONSUMERS" not in fused or not DECODE_UP_SPLITS:
+        return None
+    plain = decode_plan(rows, 2 * inter, hidden, experts, sms)
+    splits = plain.get("SPLITS", 1)
+    touched = min(experts, rows)
+    fused_fill = wave_fill(touched * -(-inter // fused["BN"]), sms)
+    split_fill = wave_fill(touched * -(-2 * inter // plain["BN"]) * splits, sms)
+    return plain if splits > 1 and split_fill >= fused_fill + DECODE_UP_SPLIT_GAIN else None
 
 
 def dtype_name(dtype: Any) -> str | None:
@@ -220,6 +284,67 @@ def combine_on_interpreter(y: Any, position: Any, tokens: int, top_k: int) -> An
     kernel = moe_combine.trace(**dict(params))
     run_kernel(kernel, {"Y": np.asarray(y, dtype=np.float64), "POS": np.asarray(position), "Z": out})
     return out
+
+
+def glu_params(inter: int, splits: int, activation: str = "silu", out: str = "bf16") -> tuple[tuple[str, Any], ...]:
+    """`moe_glu_sum`'s parameters for `splits` f32 slices of a gate-and-up product of `inter` (I) gated columns, the
+    gate's `activation`, the result written as `out`: 4 values a thread (16-byte loads), up to `GLU_BI` columns a
+    block, fewer for narrow rows (at least 32 threads)."""
+    bi = max(128, min(GLU_BI, 1 << max(inter - 1, 1).bit_length()))
+    return tuple(sorted({"SPLITS": splits, "BI": bi, "VEC": 4, "ACT": activation, "OUT": out}.items()))
+
+
+def prepare_glu_sum(slices: Any, scale: Any, activation: str = "silu", dtype: Any = None) -> tuple[Any, Any]:
+    """(H, the prepared launch) of `moe_glu_sum` on a split gate-and-up product's f32 slices (S, R, 2I) (`prepare`
+    of the plain product with SPLITS) and each routed row's f32 `scale` (R,): H (R, I) in `dtype` (default bf16),
+    ``scale * act(sum of the gate slices) * sum of the up slices``."""
+    import torch
+
+    dtype = torch.bfloat16 if dtype is None else dtype
+    if slices.dim() != 3 or slices.dtype != torch.float32 or slices.shape[2] % 8 or not slices.is_contiguous():
+        raise GroupedError(
+            "the slices must be a contiguous f32 (S, R, 2I) tensor with I a multiple of 4; got "
+            f"{slices.dtype} {tuple(slices.shape)}"
+        )
+    splits, rows, inter = slices.shape[0], slices.shape[1], slices.shape[2] // 2
+    if scale.shape != (rows,) or scale.dtype != torch.float32 or not scale.is_contiguous():
+        raise GroupedError(f"scale must be a contiguous f32 tensor of one factor per row ({rows},), got "
+                           f"{scale.dtype} {tuple(scale.shape)}")  # fmt: skip
+    out_name = dtype_name(dtype)
+    if activation not in GLU_ACTIVATIONS or out_name is None or scale.device != slices.device:
+        raise GroupedError(
+            f"activation is one of {', '.join(GLU_ACTIVATIONS)} (got {activation!r}), dtype bf16, f16 or f32 (got "
+            f"{dtype}), and scale on the slices' device"
+        )
+    h = torch.empty((rows, inter), dtype=dtype, device=slices.device)
+    if rows == 0:
+        return h, GroupedLaunch(None, (h,))
+    view = slices.view(splits, rows, 2, inter)
+    kernel = _loaded_glu(glu_params(inter, splits, activation, out_name))
+    return h, GroupedLaunch(kernel.prepare(view, scale, h), (view, scale, h))
+
+
+def glu_sum_on_interpreter(slices: Any, scale: Any, activation: str = "silu") -> Any:
+    """`moe_glu_sum` on the lane-level interpreter for numpy f32 slices (S, R, 2I) and `scale` (R,): (R, I) in
+    float64 (values rounded to bf16, as the kernel's output), through the parameters a GPU call launches."""
+    import numpy as np
+
+    from argus.interp import run_kernel
+
+    splits, rows, width = slices.shape
+    out = np.full((rows, width // 2), np.nan)
+    kernel = moe_glu_sum.trace(**dict(glu_params(width // 2, splits, activation)))
+    view = np.asarray(slices, dtype=np.float64).reshape(splits, rows, 2, width // 2)
+    run_kernel(kernel, {"Y": view, "SCALE": np.asarray(scale, dtype=np.float64), "H": out})
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _loaded_glu(params: tuple[tuple[str, Any], ...]) -> Any:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.runtime import load
+
+    return load(compile_kernel(moe_glu_sum.trace(**dict(params))))
 
 
 @functools.lru_cache(maxsize=16)
@@ -710,7 +835,10 @@ def moe_layer(
     `FUSED_GATHER`, off: measured slower) `grouped_gemm_swiglu_gathered`, which reads each routed row's token itself
     and needs no gathered copy; `grouped_gemm_persistent` for the down-projection; the sum of each token's k rows
     (`combine`: PyTorch operators, or with `combine_kernel` (default `COMBINE_KERNEL`) the `moe_combine` kernel;
-    deterministic either way). Not fused yet: the combine into the second GEMM's epilogue (docs/moe.md)."""
+    deterministic either way). At decode sizes the products split K where their units leave SMs idle: the
+    down-projection's slices summed by the combine (`decode_plan`), the up-projection as the plain product split
+    and `moe_glu_sum` (`decode_up_split`). Not fused yet: the combine into the second GEMM's epilogue
+    (docs/moe.md)."""
     import torch
 
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
@@ -735,12 +863,21 @@ def moe_layer(
     if tokens == 0:  # no token: the layer's output is empty (nothing to route, no launch)
         return x.new_empty((0, hidden))
     routed = tokens * top_k
+    gather = FUSED_GATHER if fused_gather is None else fused_gather
     up = choose(routed, inter, hidden, experts, "swiglu")
-    down = choose(routed, hidden, inter, experts, "plain")
+    up_split = None if gather else decode_up_split(routed, inter, hidden, experts)
+    down = decode_plan(routed, hidden, inter, experts)  # at decode sizes, K split where the units leave SMs idle
     routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
                     groups=groups, top_groups=top_groups, scaling=scaling, block_m=up["BM"])  # fmt: skip
-    tiles = {bm: routing.tiles(bm) if SHARED_TILE_COUNTS else None for bm in {up["BM"], down["BM"]}}  # one for both
-    if FUSED_GATHER if fused_gather is None else fused_gather:
+    block_ms = {up["BM"], down["BM"], (up_split or up)["BM"]}
+    tiles = {bm: routing.tiles(bm) if SHARED_TILE_COUNTS else None for bm in block_ms}  # made once for both products
+    if up_split is not None:  # decode: the gate-and-up product split along K, then the slices' gated sum
+        slices, launch = prepare(x.index_select(0, routing.token), w1, routing.offs, config=up_split,
+                                 tiles=tiles.get(up_split["BM"]))  # fmt: skip
+        launch.launch()
+        h, launch = prepare_glu_sum(slices, routing.weight, activation, x.dtype)
+        launch.launch()
+    elif gather:
         token = routing.token.to(torch.int32)
         h = grouped_swiglu(x.contiguous(), w1, routing.offs, scale=routing.weight, activation=activation, token=token,
                            config=up, tiles=tiles[up["BM"]])  # fmt: skip
@@ -748,9 +885,6 @@ def moe_layer(
         rows = x.index_select(0, routing.token)
         h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation, config=up,
                            tiles=tiles[up["BM"]])  # fmt: skip
-    splits = decode_splits(down, routed, hidden, inter, experts) if DECODE_SPLITS else 1
-    if splits > 1:  # few units at decode: K split, the f32 slices summed by the combine
-        down = down | {"SPLITS": splits}
     y, launch = prepare(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
     launch.launch()
     return combine(y, routing, tokens, top_k, kernel=combine_kernel, dtype=x.dtype)

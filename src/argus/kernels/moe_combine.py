@@ -1,8 +1,9 @@
 """The MoE layer's combine as a DSL kernel (issue #23): each token's output is the sum of its k routed rows, read
 where the grouped GEMMs left them (expert order) through the routing's positions, in one pass: the rows are read
 once and the tokens' sums written once, where the PyTorch combine scattered the rows back to token order (one more
-write and read of every routed row) before summing them. Kept apart from the host code (`argus.kernels.moe`): this
-module holds DSL kernels only."""
+write and read of every routed row) before summing them; and `moe_glu_sum`, the gated activation of a split
+up-projection's slices at decode sizes (`argus.kernels.moe.decode_up_split`). Kept apart from the host code
+(`argus.kernels.moe`): this module holds DSL kernels only."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import argus
 import argus.lang as T
+from argus.kernels.grouped import GLU_ACTIVATIONS, glu_gate
 from argus.lang.errors import DSLError
 
 
@@ -79,3 +81,58 @@ def moe_combine(
 
 
 __all__ = ["moe_combine"]
+
+
+def glu_slices_shape(SPLITS: int = 1) -> tuple[Any, ...]:  # noqa: N803 - a kernel parameter
+    """`moe_glu_sum`'s Y: the gate-and-up product's f32 slices (SPLITS, R, 2 * I) seen as (SPLITS, R, 2, I): half 0
+    the gate columns, half 1 the up columns."""
+    return (SPLITS, "R", 2, "I")
+
+
+@argus.kernel(policies={"tile_shape": ("BI",)})
+def moe_glu_sum(
+    Y: T.Tensor[glu_slices_shape, T.f32],
+    SCALE: T.Tensor[("R",), T.f32],
+    H: T.Tensor[("R", "I"), "OUT"],
+    SPLITS: int = 2,
+    BI: int = 512,
+    VEC: int = 4,
+    ACT: str = "silu",
+    OUT: str = "bf16",
+):
+    """H[r, c] = SCALE[r] * act(sum over s of Y[s, r, 0, c]) * (sum over s of Y[s, r, 1, c]), the slices added in
+    the order s = 0, 1, ... in f32 (the same every run), rounded once to OUT.
+
+    Y (SPLITS, R, 2, I): the MoE up-projection's gate-and-up product (routed rows times each expert's (H, 2I)
+    weight, gate columns then up columns) split along K into f32 slices, as the plain grouped kernel writes them
+    (`argus.kernels.grouped.grouped_gemm_persistent` with SPLITS; its (SPLITS, R, 2I) workspace viewed with the
+    halves apart); SCALE (R,): each routed row's router weight (the down-projection is linear: weighting its input
+    weights its output, as `grouped_gemm_swiglu`'s epilogue does); act the gate's activation (`ACT`, SwiGLU's silu
+    or GeGLU's gelu and gelu_tanh: `argus.kernels.grouped.glu_gate`, the fused epilogue's own). A block takes one
+    routed row's BI columns, VEC consecutive values a thread (16-byte loads at VEC 4).
+
+    The tag assertions are the reduction's invariant: what is added into the gate of column c of row r is slice s's
+    gate column c of row r, and into its up the same slice's up column c (a slice read twice, another row's slice,
+    or the up half taken for the gate is a violated assertion)."""
+    if not isinstance(SPLITS, int) or SPLITS < 1:
+        raise DSLError("DSL_BAD_PARAM", f"SPLITS must be a positive number of K slices, not {SPLITS!r}")
+    if ACT not in GLU_ACTIVATIONS:
+        raise DSLError("DSL_BAD_PARAM", f"ACT={ACT!r}: the gate's activation is one of {', '.join(GLU_ACTIVATIONS)}")
+    if BI % VEC or BI // VEC < 32 or BI // VEC > 1024:
+        raise DSLError("DSL_BAD_PARAM", f"BI = {BI} columns must be VEC = {VEC} values for each of 32 to 1024 threads")
+    T.assume(f"I % {VEC} == 0")  # rows in whole vectors
+    with T.grid(R, T.cdiv(I, BI), threads=BI // VEC) as (r, bi):
+        sums = []
+        for half in (0, 1):  # the gate, then the up columns
+            acc = None
+            for s in range(SPLITS):  # unrolled at trace time: SPLITS is a constant
+                part = T.alloc_fragment((1, BI), T.f32)
+                T.copy(Y.tile((s, r, half, bi), (None, 1, None, BI)), part)
+                # invariant: what is added into this half of row r is slice s's same half of row r, these columns
+                T.assert_tag(
+                    lambda y, s=s, half=half: (y[0] == s) & (y[1] == r) & (y[2] == half) & (y[3] // BI == bi), part
+                )
+                acc = part if acc is None else acc + part
+            sums.append(acc)
+        gate, up = sums
+        T.copy(glu_gate(gate, ACT) * up * SCALE[r], H.tile((r, bi), (1, BI)))
