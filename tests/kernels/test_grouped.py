@@ -138,7 +138,7 @@ def test_decode_splits_fill_the_sms_only_where_the_units_leave_them_idle() -> No
     """`moe.decode_splits`: Mixtral's down-projection at one token splits K two ways (2 experts x 32 tiles, 224
     K-blocks); at two tokens (4 experts) it fills the SMs unsplit; Qwen3-30B-A3B and DeepSeek-V3 at one token (8
     experts' tiles) too; a prefill configuration never splits; splits divide the K-blocks into shares of at least
-    `DECODE_SPLIT_MIN_BLOCKS`."""
+    `DECODE_SPLIT_MIN_BYTES`."""
     mixtral = moe.choose(2, 4096, 14336, 8)
     assert moe.decode_splits(mixtral, 2, 4096, 14336, 8) == 2
     assert moe.decode_splits(moe.choose(4, 4096, 14336, 8), 4, 4096, 14336, 8) == 1
@@ -146,33 +146,40 @@ def test_decode_splits_fill_the_sms_only_where_the_units_leave_them_idle() -> No
     assert moe.decode_splits(moe.choose(8, 7168, 2048, 256), 8, 7168, 2048, 256) == 1
     assert moe.decode_splits(moe.choose(4096, 4096, 14336, 8), 4096, 4096, 14336, 8) == 1  # prefill
     assert moe.decode_splits(mixtral, 2, 4096, 14336, 8, sms=264) == 4  # twice the SMs: 4 x 64 pairs
-    assert moe.decode_splits(mixtral, 1, 4096, 1024, 8) == 1  # 16 K-blocks: no share of 16 or more but the whole
+    assert moe.decode_splits(mixtral, 1, 4096, 1024, 8) == 1  # 16 K-blocks of 16 KiB: no share of 512 KiB
 
 
 def test_the_decode_plans_split_where_the_waves_are_filled_better() -> None:
-    """`moe.wave_fill` and the decode plans: a split whose (unit, split) pairs take several waves is taken where it
-    fills them better (DeepSeek-V3's down-projection at one token: 8 x 28 wide tiles are 1.7 waves, split or not,
-    so the narrow tile split two ways, 6.8 waves); the up-projection runs split (`decode_up_split`) where the fused
-    kernel's units leave the last wave emptier by `DECODE_UP_SPLIT_GAIN` (Mixtral at one and two tokens), not where
-    they fill it (DeepSeek-V3's 8 x 16 units at one token, Mixtral's 8 x 112 at four tokens) nor where no split pays
-    (Qwen3-30B-A3B at one token: 96 units, and 32 K-blocks split four ways would be shares under 16)."""
+    """`moe.wave_fill` and the decode plans: the plain product takes the wide decode tile split where its (unit,
+    split) pairs fill the waves better (Mixtral's down-projection at one token: 2 x 16 tiles of 256 columns split
+    four ways; at two tokens two ways), never in shares under `DECODE_SPLIT_MIN_BYTES` (DeepSeek-V3's 32 K-blocks
+    of 1 MiB at one token: 1.7 waves either way, unsplit), and the narrow tile where the wide one cannot be split and
+    the narrow one fills better (Qwen3-30B-A3B at one token); the up-projection runs split (`decode_up_split`) where
+    the fused kernel's units leave the last wave emptier by `DECODE_UP_SPLIT_GAIN` (Mixtral at one and two tokens),
+    not where they fill it (DeepSeek-V3's 8 x 16 units at one token, Mixtral's 8 x 112 at eight tokens) nor where
+    no split pays (Qwen3-30B-A3B: 96 units of 1 MiB, 1.7 waves of 132 split in two or not)."""
     assert moe.wave_fill(64, 132) == 64 / 132 and moe.wave_fill(224, 132) == 224 / 264 and moe.wave_fill(0) == 0.0
     assert moe.wave_fill(264, 132) == 1.0
     mixtral, qwen, deepseek = (4096, 14336, 8), (2048, 768, 128), (7168, 2048, 256)
-    down = moe.decode_plan(2, mixtral[0], mixtral[1], mixtral[2])
-    assert (down["BN"], down["SPLITS"]) == (128, 2)
-    down = moe.decode_plan(8, deepseek[0], deepseek[1], deepseek[2])
-    assert (down["BN"], down["SPLITS"], down["CONSUMERS"]) == (128, 2, 1)
+
+    def plan(rows: int, shape: tuple[int, int, int]) -> tuple[int, int]:
+        params = moe.decode_plan(rows, *shape)
+        return params["BN"], params.get("SPLITS", 1)
+
+    assert plan(2, mixtral) == (256, 4) and plan(4, mixtral) == (256, 2) and plan(16, mixtral) == (256, 1)
+    assert plan(8, deepseek) == (256, 1)  # shares of 512 KiB would not fill the waves better; 256 KiB too short
+    assert plan(8, qwen) == (128, 1)  # 12 K-blocks of the wide tile: no share of 512 KiB; 128 narrow units
     assert moe.decode_plan(16 * 8, *deepseek) == moe.choose(16 * 8, *deepseek)  # many waves: as `choose`
     assert "SPLITS" not in moe.decode_plan(8192, *mixtral)  # prefill
     up = moe.decode_up_split(2, mixtral[1], mixtral[0], mixtral[2])
-    assert up is not None and up["SPLITS"] > 1 and up["CONSUMERS"] == 1
+    assert up is not None and (up["BN"], up["SPLITS"], up["CONSUMERS"]) == (256, 4, 1)
     pairs = 2 * -(-2 * mixtral[1] // up["BN"]) * up["SPLITS"]
     assert moe.wave_fill(pairs) >= moe.wave_fill(2 * mixtral[1] // 128) + moe.DECODE_UP_SPLIT_GAIN
     assert moe.decode_up_split(4, mixtral[1], mixtral[0], mixtral[2]) is not None
     assert moe.decode_up_split(16, mixtral[1], mixtral[0], mixtral[2]) is None
     assert moe.decode_up_split(8, deepseek[1], deepseek[0], deepseek[2]) is None
     assert moe.decode_up_split(8, qwen[1], qwen[0], qwen[2]) is None
+    assert moe.decode_up_split(16, qwen[1], qwen[0], qwen[2]) is None
     assert moe.decode_up_split(8192, mixtral[1], mixtral[0], mixtral[2]) is None  # prefill: the fused kernel
     assert moe.decode_up_split(2, mixtral[1], mixtral[0], mixtral[2], sms=16) is None  # 224 units fill 16 SMs
 

@@ -142,9 +142,13 @@ DECODE_WIDE_SWIGLU_COLUMNS = 2048
 #: H100 (`benchmarks/results/2026-12-06-moe-decode-split/`): the down-projection 117.0 -> 93.5 us, the graphed layer
 #: 0.300 -> 0.281 ms at one token; the rows it does not split unchanged. An A/B switch.
 DECODE_SPLITS = True
-#: The most ways `decode_splits` splits K, and the fewest K-blocks a split multiplies (its pipeline's fill).
+#: The most ways `decode_splits` splits K, and the fewest weight bytes a split's share streams (16 K-blocks of a
+#: 64 x 256 bf16 tile, 32 of 64 x 128): each (unit, split) pair costs a few microseconds of its own (measured on an
+#: H200, `benchmarks/results/2026-12-06-moe-up-split/`, call 3: DeepSeek-V3's down-projection at one token, 224
+#: units of 1 MiB, 80 us unsplit, 84 us in shares of 512 KiB, 93 us in 256 KiB and 119 us in 128 KiB, though the
+#: finer splits fill the waves better).
 DECODE_MAX_SPLITS = 8
-DECODE_SPLIT_MIN_BLOCKS = 16
+DECODE_SPLIT_MIN_BYTES = 512 << 10
 #: How much better the last wave must be filled (`wave_fill`) for K to be split at all, and how close to the best
 #: fill the fewest splits may stay (fewer splits: fewer f32 slices, longer pipelines). The down-projection's split at
 #: one token (fill 0.48 -> 0.97 on 132 SMs) ran 1.25x faster; these margins are not fitted.
@@ -198,7 +202,8 @@ def wave_fill(units: int, sms: int = SMS) -> float:
 def decode_splits(params: dict[str, Any], rows: int, n: int, k: int, experts: int, sms: int = SMS) -> int:
     """How many ways a plain grouped product's K is split at a decode configuration `params` (`choose`'s, one
     consumer, direct store) of `rows` routed rows, `experts` experts, (K, N) = (k, n): among the splits s <=
-    `DECODE_MAX_SPLITS` that divide the K-blocks into shares of at least `DECODE_SPLIT_MIN_BLOCKS`, the fewest whose
+    `DECODE_MAX_SPLITS` that divide the K-blocks into shares of at least `DECODE_SPLIT_MIN_BYTES` (16-bit weights), the
+    fewest whose
     (unit, split) pairs fill the waves of `sms` blocks within `DECODE_SPLIT_TIE` of the best (`wave_fill`), the
     units counted at min(experts, rows) experts' column tiles; 1 where no split fills them `DECODE_SPLIT_GAIN`
     better than the units alone, or not a decode configuration. (The pairs may take several waves: the persistent
@@ -207,7 +212,12 @@ def decode_splits(params: dict[str, Any], rows: int, n: int, k: int, experts: in
         return 1
     units = min(experts, rows) * -(-n // params["BN"])
     blocks = -(-k // params["BK"])
-    fits = [s for s in range(2, DECODE_MAX_SPLITS + 1) if blocks % s == 0 and blocks // s >= DECODE_SPLIT_MIN_BLOCKS]
+    block_bytes = params["BK"] * params["BN"] * 2
+    fits = [
+        s
+        for s in range(2, DECODE_MAX_SPLITS + 1)
+        if blocks % s == 0 and blocks // s * block_bytes >= DECODE_SPLIT_MIN_BYTES
+    ]
     best = max((wave_fill(units * s, sms) for s in fits), default=0.0)
     if best < wave_fill(units, sms) + DECODE_SPLIT_GAIN:
         return 1
@@ -216,23 +226,29 @@ def decode_splits(params: dict[str, Any], rows: int, n: int, k: int, experts: in
 
 def decode_plan(rows: int, n: int, k: int, experts: int, sms: int = SMS) -> dict[str, Any]:
     """The plain grouped product's parameters as `moe_layer` launches it: `choose`'s, and at decode sizes (with
-    `DECODE_SPLITS`) SPLITS where `decode_splits` splits K; where `choose` takes the wide decode tile but the narrow
-    one's (unit, split) pairs fill the waves `DECODE_SPLIT_GAIN` better (DeepSeek-V3's down-projection at one token:
-    8 experts x 28 tiles of 256 columns, 1.7 waves either way, where 8 x 56 tiles of 128 split two ways are 6.8),
-    the narrow one, split."""
+    `DECODE_SPLITS`) the wide decode tile (`DECODE_WIDE_CONFIGS`) split by `decode_splits`, or the narrow one
+    (`DECODE_CONFIGS`, split so too) where its (unit, split) pairs fill the waves `DECODE_SPLIT_GAIN` better
+    (Qwen3-30B-A3B's down-projection at one token: 64 wide units of 12 K-blocks, too short to split, where the narrow
+    tile has 128). The wide tile's rows of 512 bytes stream faster than the narrow one's 256 at equal fill (measured
+    on an H200, `benchmarks/results/2026-12-06-moe-up-split/`, call 3: Mixtral's down-projection at two tokens, 64
+    wide units split two ways 120.9 us, 128 narrow ones 134.0; at one token 32 wide units split four ways 69.1 us, 64
+    narrow ones split two ways 71.1)."""
     params = choose(rows, n, k, experts, "plain")
     if "CONSUMERS" not in params or not DECODE_SPLITS:
         return params
-    bm, bn, bk, stages = DECODE_CONFIGS["plain"]
-    options = [params, params | {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages}]
+
+    def tile(config: tuple[int, int, int, int]) -> dict[str, Any]:
+        return params | dict(zip(("BM", "BN", "BK", "STAGES"), config, strict=True))
 
     def filled(option: dict[str, Any]) -> tuple[float, int]:
         splits = decode_splits(option, rows, n, k, experts, sms)
         return wave_fill(min(experts, rows) * -(-n // option["BN"]) * splits, sms), splits
 
-    (fill, splits), (narrow_fill, narrow_splits) = filled(options[0]), filled(options[1])
+    wide, narrow = tile(DECODE_WIDE_CONFIGS["plain"]), tile(DECODE_CONFIGS["plain"])
+    (fill, splits), (narrow_fill, narrow_splits) = filled(wide), filled(narrow)
+    params = wide
     if narrow_fill >= fill + DECODE_SPLIT_GAIN:
-        params, splits = options[1], narrow_splits
+        params, splits = narrow, narrow_splits
     return params | {"SPLITS": splits} if splits > 1 else params
 
 
@@ -241,7 +257,8 @@ def decode_up_split(rows: int, inter: int, hidden: int, experts: int, sms: int =
     `DECODE_UP_SPLITS`), or None: `decode_plan`'s parameters for the plain product of the (E, H, 2I) weight where it
     splits K and its (unit, split) pairs fill the waves of `sms` blocks `DECODE_UP_SPLIT_GAIN` better than the fused
     kernel's units (Mixtral at one token: 2 experts x 112 tiles of 128 gated columns are 1.7 waves of 132, where 2 x
-    112 tiles of 256 columns split four ways are 6.8)."""
+    112 tiles of 256 columns split four ways are 6.8; measured on an H200, `benchmarks/results/2026-12-06-moe-up-split/`,
+    139.0 -> 131.3 us with the gated sum, and at two tokens 255.0 -> 238.6)."""
     fused = choose(rows, inter, hidden, experts, "swiglu")
     if "CONSUMERS" not in fused or not DECODE_UP_SPLITS:
         return None
