@@ -36,12 +36,16 @@ def main() -> int:
     p.add_argument("--cases", nargs="+", default=["Qwen3-30B-A3B:4096", "Mixtral:16"])
     p.add_argument("--switches", nargs="+", default=["TOPK_OF_LOGITS", "SHARED_TILE_COUNTS"])
     p.add_argument("--rounds", type=int, default=10)
-    p.add_argument("--hbm", type=float, default=3.35e12, help="bytes a second of the GPU's memory (H100 SXM)")
+    p.add_argument("--hbm", type=float, help="bytes a second of the GPU's memory (default: 4.8e12 on an H200, else "
+                   "an H100 SXM's 3.35e12)")  # fmt: skip
     args = p.parse_args()
     for name in args.switches:
         if not isinstance(getattr(moe, name, None), bool):
             p.error(f"{name} is not a boolean switch of argus.kernels.moe")
     dev = torch.device("cuda")
+    if args.hbm is None:
+        args.hbm = 4.8e12 if "H200" in torch.cuda.get_device_name() else 3.35e12
+    print(torch.cuda.get_device_name(), f"HBM {args.hbm:.3g} B/s")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     shapes = {s[0]: s[1:] for s in SHAPES}
     combos = list(itertools.product((True, False), repeat=len(args.switches)))
@@ -49,35 +53,40 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|")
     for case in args.cases:
         label, tokens = case.split(":")
-        hidden, inter, experts, top_k = shapes[label]
-        torch.manual_seed(0)
-        w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
-        x = torch.randn(int(tokens), hidden, device=dev).to(torch.bfloat16)
-        bias = torch.zeros(int(tokens), experts, device=dev)
-        want = reference(x, router, bias, w1, w2, top_k)
-        touched = touched_experts(x, router, bias, top_k)
-        weight_bytes = touched * 3 * hidden * inter * 2  # the gate, up and down columns of each touched expert
-        launches, errors = {}, {}
-        for combo in combos:
-            flags = dict(zip(args.switches, combo, strict=True))
-            fn = with_flags(moe, lambda: moe.moe_layer(x, router, w1, w2, top_k), **flags)  # noqa: B023
-            out = fn()
-            errors[combo] = float((out.float() - want).abs().max() / want.abs().max())
-            launches[(combo, "eager")] = fn
-            launches[(combo, "graph")] = graphed(torch, fn)[0]
-        torch.cuda.synchronize()
-        times = interleaved(torch, launches, args.rounds, scratch)
-        for combo in combos:
-            eager = statistics.median(times[(combo, "eager")])
-            graph = statistics.median(times[(combo, "graph")])
-            share = weight_bytes / (graph * 1e-3) / args.hbm * 100
-            on = ", ".join(str(int(v)) for v in combo)
-            print(
-                f"| {label} | {tokens} | {on} | {eager:.4f} | {graph:.4f} | {share:.0f} | {errors[combo]:.1e} |",
-                flush=True,
-            )
-        torch.cuda.empty_cache()
+        for line in time_case(torch, args, shapes[label], label, int(tokens), combos, scratch, dev):
+            print(line, flush=True)
+        torch.cuda.empty_cache()  # the case's weights are gone with its frame (28 GiB at DeepSeek-V3)
     return 0
+
+
+def time_case(torch, args, shape, label, tokens, combos, scratch, dev):  # noqa: ANN001, ANN201, PLR0913
+    """The table's rows of one (shape, tokens) case: every combination of the switches, eager and graphed."""
+    hidden, inter, experts, top_k = shape
+    torch.manual_seed(0)
+    w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
+    x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
+    bias = torch.zeros(tokens, experts, device=dev)
+    want = reference(x, router, bias, w1, w2, top_k)
+    touched = touched_experts(x, router, bias, top_k)
+    weight_bytes = touched * 3 * hidden * inter * 2  # the gate, up and down columns of each touched expert
+    launches, errors = {}, {}
+    for combo in combos:
+        flags = dict(zip(args.switches, combo, strict=True))
+        fn = with_flags(moe, lambda: moe.moe_layer(x, router, w1, w2, top_k), **flags)
+        out = fn()
+        errors[combo] = float((out.float() - want).abs().max() / want.abs().max())
+        launches[(combo, "eager")] = fn
+        launches[(combo, "graph")] = graphed(torch, fn)[0]
+    torch.cuda.synchronize()
+    times = interleaved(torch, launches, args.rounds, scratch)
+    rows = []
+    for combo in combos:
+        eager = statistics.median(times[(combo, "eager")])
+        graph = statistics.median(times[(combo, "graph")])
+        share = weight_bytes / (graph * 1e-3) / args.hbm * 100
+        on = ", ".join(str(int(v)) for v in combo)
+        rows.append(f"| {label} | {tokens} | {on} | {eager:.4f} | {graph:.4f} | {share:.0f} | {errors[combo]:.1e} |")
+    return rows
 
 
 if __name__ == "__main__":
