@@ -151,7 +151,7 @@ DECODE_MAX_SPLITS = 8
 DECODE_SPLIT_MIN_BYTES = 512 << 10
 #: How much better the last wave must be filled (`wave_fill`) for K to be split at all, and how close to the best
 #: fill the fewest splits may stay (fewer splits: fewer f32 slices, longer pipelines). The down-projection's split at
-#: one token (fill 0.48 -> 0.97 on 132 SMs) ran 1.25x faster; these margins are not fitted.
+#: one token (fill 0.48 -> 0.97 on an H100's SMs) ran 1.25x faster; these margins are not fitted.
 DECODE_SPLIT_GAIN = 0.05
 DECODE_SPLIT_TIE = 0.02
 #: Whether `moe_layer` runs the gated up-projection at decode sizes as the plain grouped product of the gate-and-up
@@ -195,7 +195,7 @@ def choose(rows: int, n: int, k: int, experts: int, epilogue: str = "plain") -> 
 
 def wave_fill(units: int, sms: int = SMS) -> float:
     """The share of the SMs' time that `units` equal work units keep busy when `sms` SMs take them a wave at a
-    time: 1.0 for whole waves, 64 / 132 for 64 units on 132 SMs, 224 / 264 for 224."""
+    time: 1.0 for whole waves; for 64 units on an H100's SMs 0.48, for 224 0.85."""
     return units / (-(-units // sms) * sms) if units > 0 else 0.0
 
 
@@ -256,9 +256,10 @@ def decode_up_split(rows: int, inter: int, hidden: int, experts: int, sms: int =
     """The split gate-and-up product `moe_layer` runs instead of the fused SwiGLU kernel at decode sizes (with
     `DECODE_UP_SPLITS`), or None: `decode_plan`'s parameters for the plain product of the (E, H, 2I) weight where it
     splits K and its (unit, split) pairs fill the waves of `sms` blocks `DECODE_UP_SPLIT_GAIN` better than the fused
-    kernel's units (Mixtral at one token: 2 experts x 112 tiles of 128 gated columns are 1.7 waves of 132, where 2 x
-    112 tiles of 256 columns split four ways are 6.8; measured on an H200, `benchmarks/results/2026-12-06-moe-up-split/`,
-    139.0 -> 131.3 us with the gated sum, and at two tokens 255.0 -> 238.6)."""
+    kernel's units (Mixtral at one token: 2 experts x 112 tiles of 128 gated columns are 1.7 waves of an H100's SMs,
+    where 2 x 112 tiles of 256 columns split four ways are 6.8; measured on an H200,
+    `benchmarks/results/2026-12-06-moe-up-split/`, 139.0 -> 131.3 us with the gated sum, at two tokens 255.0 ->
+    238.6; on an H100, where the fused kernel streams at 80 %, as fast either way)."""
     fused = choose(rows, inter, hidden, experts, "swiglu")
     if "CONSUMERS" not in fused or not DECODE_UP_SPLITS:
         return None
