@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 68, call 5: Nsight Compute on the decode products at one token (Qwen3-30B-A3B, Mixtral, DeepSeek-V3): each
+# product as the layer launches it and torch._grouped_mm on the same rows, caches flushed before each (ncu's default).
+set -u
+export PYTHONPATH=$PWD/.z3:$PWD/src PYTHONUNBUFFERED=1
+R=$OUT
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,clocks.mem --format=csv
+  python3 -c "import torch,sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
+  ncu --version | tail -1; date -u; } > $R/env5.txt 2>&1
+SEC="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy --section SourceCounters"
+MET="--metrics dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,sm__cycles_active.avg,gpc__cycles_elapsed.max,lts__t_sector_hit_rate.pct"
+timeout -k 10 400 ncu --nvtx --nvtx-include prof/ $SEC $MET -o $R/decode python3 benchmarks/moe_decode_ncu_target.py Qwen3-30B-A3B:1 Mixtral:1 DeepSeek-V3:1 > $R/decode.log 2>&1; echo "exit $?" >> $R/decode.log
+ncu --import $R/decode.ncu-rep --page details > $R/decode.txt 2>&1
+ncu --import $R/decode.ncu-rep --page raw --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__cycles_active.avg,launch__grid_size,launch__registers_per_thread > $R/decode.csv 2>&1
+rm -f $R/decode.ncu-rep
+tail -5 $R/decode.log
+grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Grid Size" $R/decode.txt | head -80
