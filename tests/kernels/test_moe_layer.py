@@ -379,6 +379,8 @@ def test_the_gated_sum_refuses_what_it_cannot_take() -> None:
         moe.prepare_glu_sum(slices, torch.zeros(4))
     with pytest.raises(moe.GroupedError, match="activation is one of"):
         moe.prepare_glu_sum(slices, scale, "relu")
+    with pytest.raises(moe.GroupedError, match="one CUDA device"):
+        moe.prepare_glu_sum(slices, scale)
 
 
 def _reference_layer(x, router, bias, w1, w2, top_k, scoring="softmax", act="silu"):  # noqa: ANN001, ANN202

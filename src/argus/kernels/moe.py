@@ -202,12 +202,11 @@ def wave_fill(units: int, sms: int = SMS) -> float:
 def decode_splits(params: dict[str, Any], rows: int, n: int, k: int, experts: int, sms: int = SMS) -> int:
     """How many ways a plain grouped product's K is split at a decode configuration `params` (`choose`'s, one
     consumer, direct store) of `rows` routed rows, `experts` experts, (K, N) = (k, n): among the splits s <=
-    `DECODE_MAX_SPLITS` that divide the K-blocks into shares of at least `DECODE_SPLIT_MIN_BYTES` (16-bit weights), the
-    fewest whose
-    (unit, split) pairs fill the waves of `sms` blocks within `DECODE_SPLIT_TIE` of the best (`wave_fill`), the
-    units counted at min(experts, rows) experts' column tiles; 1 where no split fills them `DECODE_SPLIT_GAIN`
-    better than the units alone, or not a decode configuration. (The pairs may take several waves: the persistent
-    blocks walk them.)"""
+    `DECODE_MAX_SPLITS` that divide the K-blocks into shares of at least `DECODE_SPLIT_MIN_BYTES` (16-bit weights),
+    the fewest whose (unit, split) pairs fill the waves of `sms` blocks within `DECODE_SPLIT_TIE` of the best
+    (`wave_fill`), the units counted at min(experts, rows) experts' column tiles; 1 where no split fills them
+    `DECODE_SPLIT_GAIN` better than the units alone, or not a decode configuration. (The pairs may take several
+    waves: the persistent blocks walk them.)"""
     if "CONSUMERS" not in params or params.get("EPILOGUE", "direct") != "direct":
         return 1
     units = min(experts, rows) * -(-n // params["BN"])
@@ -329,10 +328,15 @@ def prepare_glu_sum(slices: Any, scale: Any, activation: str = "silu", dtype: An
         raise GroupedError(f"scale must be a contiguous f32 tensor of one factor per row ({rows},), got "
                            f"{scale.dtype} {tuple(scale.shape)}")  # fmt: skip
     out_name = dtype_name(dtype)
-    if activation not in GLU_ACTIVATIONS or out_name is None or scale.device != slices.device:
+    if activation not in GLU_ACTIVATIONS or out_name is None:
         raise GroupedError(
             f"activation is one of {', '.join(GLU_ACTIVATIONS)} (got {activation!r}), dtype bf16, f16 or f32 (got "
-            f"{dtype}), and scale on the slices' device"
+            f"{dtype})"
+        )
+    if slices.device.type != "cuda" or scale.device != slices.device:
+        raise GroupedError(
+            f"the slices and scale must be on one CUDA device, got {slices.device} and {scale.device} (on the CPU: "
+            "`glu_sum_on_interpreter`)"
         )
     h = torch.empty((rows, inter), dtype=dtype, device=slices.device)
     if rows == 0:
