@@ -15,3 +15,6 @@ ncu --import $R/decode.ncu-rep --page raw --csv --metrics gpu__time_duration.sum
 rm -f $R/decode.ncu-rep
 tail -5 $R/decode.log
 grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Grid Size" $R/decode.txt | head -80
+# Qwen3-30B-A3B's small experts: the wide tile (rows of 512 bytes) for both products, the up-projection as the split
+# plain product and the gated sum
+timeout 200 python3 benchmarks/moe_decode_configs.py --shapes Qwen3-30B-A3B --tokens 1 2 --rounds 20 --config 64x256x64:4:s2 --config 64x256x64:4 --config 64x128x64:8:s2 --json $R/qwen5.json 2>&1 | tee $R/qwen5.txt
