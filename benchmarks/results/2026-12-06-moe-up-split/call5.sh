@@ -18,3 +18,5 @@ grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occu
 # Qwen3-30B-A3B's small experts: the wide tile (rows of 512 bytes) for both products, the up-projection as the split
 # plain product and the gated sum
 timeout 200 python3 benchmarks/moe_decode_configs.py --shapes Qwen3-30B-A3B --tokens 1 2 --rounds 20 --config 64x256x64:4:s2 --config 64x256x64:4 --config 64x128x64:8:s2 --json $R/qwen5.json 2>&1 | tee $R/qwen5.txt
+# the fused gather (the up-projection reading each routed row's token itself: one launch fewer) at decode sizes
+timeout 200 python3 benchmarks/moe_layer_ab.py --switches FUSED_GATHER --cases Qwen3-30B-A3B:1 Qwen3-30B-A3B:2 DeepSeek-V3:1 --rounds 15 2>&1 | tee $R/gather5.txt
