@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 68, call 5: Nsight Compute on the decode products at one token (Qwen3-30B-A3B, Mixtral, DeepSeek-V3): each
+# Session 68, call 5: Nsight Compute on the decode products at one token (Qwen3-30B-A3B, Mixtral): each
 # product as the layer launches it and torch._grouped_mm on the same rows, caches flushed before each (ncu's default).
 set -u
 export PYTHONPATH=$PWD/.z3:$PWD/src PYTHONUNBUFFERED=1
@@ -9,7 +9,7 @@ R=$OUT
   ncu --version | tail -1; date -u; } > $R/env5.txt 2>&1
 SEC="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy --section SourceCounters"
 MET="--metrics dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,sm__cycles_active.avg,gpc__cycles_elapsed.max,lts__t_sector_hit_rate.pct"
-timeout -k 10 400 ncu --nvtx --nvtx-include prof/ $SEC $MET -o $R/decode python3 benchmarks/moe_decode_ncu_target.py Qwen3-30B-A3B:1 Mixtral:1 DeepSeek-V3:1 > $R/decode.log 2>&1; echo "exit $?" >> $R/decode.log
+timeout -k 10 240 ncu --nvtx --nvtx-include prof/ $SEC $MET -o $R/decode python3 benchmarks/moe_decode_ncu_target.py Qwen3-30B-A3B:1 Mixtral:1 > $R/decode.log 2>&1; echo "exit $?" >> $R/decode.log
 ncu --import $R/decode.ncu-rep --page details > $R/decode.txt 2>&1
 ncu --import $R/decode.ncu-rep --page raw --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__cycles_active.avg,launch__grid_size,launch__registers_per_thread > $R/decode.csv 2>&1
 rm -f $R/decode.ncu-rep
