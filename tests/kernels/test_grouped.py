@@ -115,12 +115,14 @@ def test_split_k_slices_sum_to_each_expert_s_product(offs: list[int], splits: in
 
 
 def test_the_split_k_kernel_verifies_and_refuses_what_it_does_not_split() -> None:
-    """Mixtral's down-projection at one token (`decode_splits`: 64 units split two ways on 132 SMs): every check
-    proved over the (unit, split) walk — the tags at the split's K-blocks, each slice's routed rows written once and
-    whole, every K-block of A and B loaded by some split; split-K is the persistent, directly stored, f32 form."""
-    params = moe.choose(2, 4096, 14336, 8)
-    assert moe.decode_splits(params, 2, 4096, 14336, 8) == 2
-    kernel = grouped_gemm_persistent.trace(**params, SPLITS=2, OUT="f32")
+    """Mixtral's down-projection at one token as the layer launches it (`decode_plan`: 2 x 16 wide tiles split four
+    ways; the same parameters as its split up-projection, `decode_up_split`): every check proved over the (unit,
+    split) walk — the tags at the split's K-blocks, each slice's routed rows written once and whole, every K-block of
+    A and B loaded by some split; split-K is the persistent, directly stored, f32 form."""
+    plan = moe.decode_plan(2, 4096, 14336, 8)
+    assert plan["SPLITS"] == 4 and moe.decode_up_split(2, 14336, 4096, 8) == plan
+    params = {name: value for name, value in plan.items() if name != "SPLITS"}
+    kernel = grouped_gemm_persistent.trace(**params, SPLITS=4, OUT="f32")
     report = verify(kernel, checks=CHECKS)
     assert not report.findings, [f.message for f in report.findings]
     proved = {c.check for c in report.checks if c.verdict == Verdict.VERIFIED}
