@@ -342,7 +342,7 @@ def prepare_glu_sum(slices: Any, scale: Any, activation: str = "silu", dtype: An
     if rows == 0:
         return h, GroupedLaunch(None, (h,))
     view = slices.view(splits, rows, 2, inter)
-    kernel = _loaded_glu(glu_params(inter, splits, activation, out_name))
+    kernel = _loaded_small("glu_sum", glu_params(inter, splits, activation, out_name))
     return h, GroupedLaunch(kernel.prepare(view, scale, h), (view, scale, h))
 
 
@@ -361,20 +361,16 @@ def glu_sum_on_interpreter(slices: Any, scale: Any, activation: str = "silu") ->
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _loaded_glu(params: tuple[tuple[str, Any], ...]) -> Any:
+#: The layer's small kernels `_loaded_small` loads, by name.
+SMALL_KERNELS = {"combine": moe_combine, "glu_sum": moe_glu_sum}
+
+
+@functools.lru_cache(maxsize=32)
+def _loaded_small(name: str, params: tuple[tuple[str, Any], ...]) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel(moe_glu_sum.trace(**dict(params))))
-
-
-@functools.lru_cache(maxsize=16)
-def _loaded_combine(params: tuple[tuple[str, Any], ...]) -> Any:
-    from argus.backend.cuda.codegen import compile_kernel
-    from argus.runtime import load
-
-    return load(compile_kernel(moe_combine.trace(**dict(params))))
+    return load(compile_kernel(SMALL_KERNELS[name].trace(**dict(params))))
 
 
 @functools.lru_cache(maxsize=64)
@@ -895,7 +891,7 @@ def moe_layer(
     tiles = {bm: routing.tiles(bm) if SHARED_TILE_COUNTS else None for bm in block_ms}  # made once for both products
     if up_split is not None:  # decode: the gate-and-up product split along K, then the slices' gated sum
         slices, launch = prepare(x.index_select(0, routing.token), w1, routing.offs, config=up_split,
-                                 tiles=tiles.get(up_split["BM"]))  # fmt: skip
+                                 tiles=tiles[up_split["BM"]])  # fmt: skip
         launch.launch()
         h, launch = prepare_glu_sum(slices, routing.weight, activation, x.dtype)
         launch.launch()
@@ -927,7 +923,7 @@ def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool |
     if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole and out_name is not None:
         out = torch.empty((tokens, y.shape[-1]), dtype=dtype, device=y.device)
         params = combine_params(y.shape[-1], top_k, name, splits, out_name)
-        _loaded_combine(params)(y.contiguous(), routing.positions(), out)
+        _loaded_small("combine", params)(y.contiguous(), routing.positions(), out)
         return out
     if splits > 1:  # the slices' sum in f32, then as the rows
         y = y.sum(0)
