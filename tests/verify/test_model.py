@@ -121,7 +121,9 @@ def test_the_default_lookback_reaches_a_deep_ring_s_loads() -> None:
     from argus.verify.engine import LOOKBACK_MOST, default_lookback
 
     def ring(stages: int):  # noqa: ANN202
-        return gemv_rows_tma.trace(BN=16, SPLITS=1, STAGES=stages, THREADS=128, PARTIAL=True, VSTAGE=True, OUT="bf16")
+        # whole column tiles, the vector not staged: the same ring at a third of the verifier's time (110 s, not 343 s,
+        # on a CI core)
+        return gemv_rows_tma.trace(BN=16, SPLITS=1, STAGES=stages, THREADS=128, PARTIAL=False, VSTAGE=False, OUT="bf16")
 
     assert [default_lookback(ring(s)) for s in (2, 5, 6, 8, 16)] == [4, 4, 5, 7, LOOKBACK_MOST]
     kernel = ring(6)
