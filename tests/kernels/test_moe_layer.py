@@ -510,6 +510,23 @@ def test_the_layer_refuses_what_it_does_not_take() -> None:
         moe.prepare(x, w1, torch.zeros(4, dtype=torch.int32), epilogue="geglu")
 
 
+def test_dependent_launches_load_the_layer_s_kernels_with_the_griddepcontrol_prologue(monkeypatch) -> None:
+    """`DEPENDENT_LAUNCHES` on: the routing, product, gated-sum and combine kernels the layer loads are generated
+    for programmatic dependent launch (each waits for the grid before it first); off: plain, as before."""
+    loads = (
+        lambda: moe._loaded_small("combine", moe.combine_params(1024, 2, "bf16", 1, "bf16")),
+        lambda: moe._loaded_small("glu_sum", moe.glu_params(256, 2)),
+        lambda: moe._loaded_route("topk", moe.route_params("topk", 2, 8)),
+        lambda: moe._loaded("plain", tuple(sorted(moe.launch_params(moe.choose(2, 256, 512, 8), 8, "bf16").items()))),
+    )
+    for on in (True, False):
+        monkeypatch.setattr(moe, "DEPENDENT_LAUNCHES", on)
+        for load in loads:
+            kernel = load()
+            assert kernel.generated.dependent is on
+            assert ("argus::grid_dependency_wait();" in kernel.generated.source) is on
+
+
 @pytest.mark.gpu
 def test_the_layer_matches_the_reference_on_the_gpu() -> None:
     if not torch.cuda.is_available():
@@ -594,6 +611,14 @@ def test_a_split_down_projection_at_one_token_on_the_gpu_matches_the_reference(m
         out = moe.moe_layer(x, router, w1, w2, top_k)
         assert out.dtype == torch.bfloat16 and out.shape == (tokens, hidden)
         assert float((out.double() - want).abs().max() / want.abs().max()) < 2e-2, (split, up_split)
+    monkeypatch.setattr(moe, "DEPENDENT_LAUNCHES", True)  # every kernel of the layer a programmatic dependent
+    for tokens_now in (1, 3):
+        xs = x if tokens_now == 1 else torch.randn(tokens_now, hidden, device="cuda", generator=gen).to(torch.bfloat16)
+        bias_now = torch.zeros(tokens_now, experts, device="cuda")
+        want_now = want if tokens_now == 1 else _reference_layer(xs, router, bias_now, w1, w2, top_k)
+        out = moe.moe_layer(xs, router, w1, w2, top_k)
+        assert float((out.double() - want_now).abs().max() / want_now.abs().max()) < 2e-2, tokens_now
+    monkeypatch.setattr(moe, "DEPENDENT_LAUNCHES", False)
     r = moe.route(x, router, top_k)
     h = torch.randn(tokens * top_k, inter, device="cuda", generator=gen).to(torch.bfloat16)
     config = moe.choose(2, hidden, inter, experts) | {"SPLITS": 2}

@@ -61,6 +61,12 @@ ROUTE_KERNEL = True
 ROUTE_KERNEL_ROWS = 2048
 #: `moe_route_rank`'s (rows, choices) tile and `moe_route_sorted`'s (routed rows, choices) tile.
 ROUTE_TILE = (32, 128)
+#: Whether the layer's own kernels (routing, products, gated sum, combine) are launched as programmatic dependents of
+#: the grid before them in the stream (``griddepcontrol``, generated with ``dependent=True``: each may start while the
+#: one before it finishes and waits for it before touching memory; `argus.runtime.loaded.PreparedLaunch.dependent`),
+#: as the dense GEMM's plans are (`argus.kernels.matmul.DEPENDENT_LAUNCHES`). Read at each call: an A/B switch
+#: (`benchmarks/moe_layer_ab.py --switches DEPENDENT_LAUNCHES`).
+DEPENDENT_LAUNCHES = False
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -343,7 +349,7 @@ def prepare_glu_sum(slices: Any, scale: Any, activation: str = "silu", dtype: An
         return h, GroupedLaunch(None, (h,))
     view = slices.view(splits, rows, 2, inter)
     kernel = _loaded_small("glu_sum", glu_params(inter, splits, activation, out_name))
-    return h, GroupedLaunch(kernel.prepare(view, scale, h), (view, scale, h))
+    return h, GroupedLaunch(_launch(kernel, view, scale, h), (view, scale, h))
 
 
 def glu_sum_on_interpreter(slices: Any, scale: Any, activation: str = "silu") -> Any:
@@ -365,20 +371,29 @@ def glu_sum_on_interpreter(slices: Any, scale: Any, activation: str = "silu") ->
 SMALL_KERNELS = {"combine": moe_combine, "glu_sum": moe_glu_sum}
 
 
-@functools.lru_cache(maxsize=32)
 def _loaded_small(name: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    from argus.backend.cuda.codegen import compile_kernel
-    from argus.runtime import load
+    """Small kernel `name` (`SMALL_KERNELS`) compiled and loaded, for dependent launches where the layer makes them
+    (`DEPENDENT_LAUNCHES`, read at each call)."""
+    return _compiled("small", name, params, DEPENDENT_LAUNCHES)
 
-    return load(compile_kernel(SMALL_KERNELS[name].trace(**dict(params))))
 
-
-@functools.lru_cache(maxsize=64)
 def _loaded(epilogue: str, params: tuple[tuple[str, Any], ...]) -> Any:
+    """Grouped GEMM `KERNELS[epilogue]` compiled and loaded (`DEPENDENT_LAUNCHES` as `_loaded_small`)."""
+    return _compiled("product", epilogue, params, DEPENDENT_LAUNCHES)
+
+
+@functools.lru_cache(maxsize=128)
+def _compiled(family: str, name: str, params: tuple[tuple[str, Any], ...], dependent: bool) -> Any:
     from argus.backend.cuda.codegen import compile_kernel
     from argus.runtime import load
 
-    return load(compile_kernel(KERNELS[epilogue].trace(**dict(params))))
+    kernels = {"small": SMALL_KERNELS, "product": KERNELS, "route": ROUTE_KERNELS}[family]
+    return load(compile_kernel(kernels[name].trace(**dict(params)), dependent=dependent))
+
+
+def _launch(kernel: Any, *tensors: Any) -> Any:
+    """`kernel`'s launch on `tensors` prepared (as a programmatic dependent where `DEPENDENT_LAUNCHES`), not made."""
+    return kernel.prepare(*tensors, dependent=DEPENDENT_LAUNCHES and kernel.generated.dependent)
 
 
 def launch_params(
@@ -486,7 +501,7 @@ def prepare(
         c = out if out is not None else torch.empty((rows, n), dtype=a.dtype, device=a.device)
     kernel = _loaded(epilogue if token is None else "swiglu_gathered", tuple(sorted(params.items())))
     if epilogue == "plain":
-        return c, GroupedLaunch(kernel.prepare(a, b, offs, tiles, c), (a, b, offs, tiles, c))
+        return c, GroupedLaunch(_launch(kernel, a, b, offs, tiles, c), (a, b, offs, tiles, c))
     if scale is None:
         scale = torch.ones(rows, dtype=torch.float32, device=a.device)
     if scale.shape != (rows,) or scale.dtype != torch.float32 or not scale.is_contiguous():
@@ -498,8 +513,8 @@ def prepare(
         raise GroupedError("scale must be on a's device")
     if token is not None:
         keep = (a, token, b, offs, tiles, scale, c)
-        return c, GroupedLaunch(kernel.prepare(a, token, b, offs, tiles, scale, c), keep)
-    return c, GroupedLaunch(kernel.prepare(a, b, offs, tiles, scale, c), (a, b, offs, tiles, scale, c))
+        return c, GroupedLaunch(_launch(kernel, a, token, b, offs, tiles, scale, c), keep)
+    return c, GroupedLaunch(_launch(kernel, a, b, offs, tiles, scale, c), (a, b, offs, tiles, scale, c))
 
 
 @dataclass(frozen=True)
@@ -573,7 +588,7 @@ def prepare_scaled(
     c = torch.empty((rows, n), dtype=out, device=a.device)
     kernel = _loaded("scaled", tuple(sorted(params.items())))
     keep = (a, weights, offs, tiles, scale_a, scale_b, c)
-    return c, GroupedLaunch(kernel.prepare(a, weights, offs, tiles, scale_a, scale_b, c), keep)
+    return c, GroupedLaunch(_launch(kernel, a, weights, offs, tiles, scale_a, scale_b, c), keep)
 
 
 def scaled_grouped_mm(
@@ -810,19 +825,16 @@ def _run_route(kind: str, params: tuple[tuple[str, Any], ...], **tensors: Any) -
     """Launch routing kernel `kind` on `tensors` (named as its parameters, given in their order): compiled on a
     CUDA device, on the lane-level interpreter for CPU tensors (written in place through their numpy views)."""
     if next(iter(tensors.values())).is_cuda:
-        _loaded_route(kind, params)(*tensors.values())
+        _launch(_loaded_route(kind, params), *tensors.values()).launch()
         return
     from argus.interp import run_kernel
 
     run_kernel(ROUTE_KERNELS[kind].trace(**dict(params)), {name: t.numpy() for name, t in tensors.items()})
 
 
-@functools.lru_cache(maxsize=16)
 def _loaded_route(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    from argus.backend.cuda.codegen import compile_kernel
-    from argus.runtime import load
-
-    return load(compile_kernel(ROUTE_KERNELS[kind].trace(**dict(params))))
+    """Routing kernel `kind` compiled and loaded (`DEPENDENT_LAUNCHES` as `_loaded_small`)."""
+    return _compiled("route", kind, params, DEPENDENT_LAUNCHES)
 
 
 def moe_layer(
@@ -923,7 +935,7 @@ def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool |
     if (COMBINE_KERNEL if kernel is None else kernel) and y.is_cuda and whole and out_name is not None:
         out = torch.empty((tokens, y.shape[-1]), dtype=dtype, device=y.device)
         params = combine_params(y.shape[-1], top_k, name, splits, out_name)
-        _loaded_small("combine", params)(y.contiguous(), routing.positions(), out)
+        _launch(_loaded_small("combine", params), y.contiguous(), routing.positions(), out).launch()
         return out
     if splits > 1:  # the slices' sum in f32, then as the rows
         y = y.sum(0)
