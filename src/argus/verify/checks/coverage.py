@@ -518,6 +518,10 @@ def _load_box(ctx: Context, buffer: Any, site: Site, ref: TileRef, element: list
         return _box(ctx, site, ref, element)
     got = tiles.project(ctx.kernel, buffer, site, ref, split, ctx.tile_covers)
     if isinstance(got, tiles.Missing):
+        if not site.ifs and _digit_divisions(ctx, ref):  # a block index read as digits by a size (`_digits`)
+            box = _box(ctx, site, ref, element)
+            if not isinstance(box, str):
+                return box
         return f"an access under T.if_ or placed by a tile order, not projected on a covered store: {got.why}"
     runs = {v for v, _ in got.slabs.values()}
     box = _dims_box(ctx, site, ref, element, {*got.cells, *got.slabs, *got.selected}, {*got.number_vars, *runs})
@@ -779,20 +783,33 @@ def _window(e: Any, o: Any, ext: Any) -> Any:
 
 def _digits(ctx: Context, ref: TileRef, skip: set[int], ranges: dict[Var, Any]) -> tuple[TileRef, dict[Var, Any]]:
     """`ref` and `ranges` with each index ``v`` of a symbolic range ``R`` that the origins read as ``v // c`` and
-    ``v % c`` (one constant ``c > 1``; a grid axis of (image, split) pairs, ``n = z // S``, ``split = z % S``) read as
-    two indices: ``q = v // c`` over ``[0, R / c)`` and ``r = v % c`` over ``[0, c)``, ``v`` itself as ``q * c + r``.
-    Only where ``R`` is a multiple of ``c`` (proved): then the pairs ``(q, r)`` are exactly the values of ``v``."""
-    for v in list(ranges):
-        divisors: set[int] = set()
+    ``v % c`` (one divisor ``c``: a constant ``c > 1``, or a size ``c >= 1``; a grid axis of (image, split) pairs,
+    ``n = z // S``, ``split = z % S``; a grid axis of (batch, KV head) pairs, ``b = by // HK``, ``h = by % HK``)
+    read as two indices: ``q = v // c`` over ``[0, R / c)`` and ``r = v % c`` over ``[0, c)``, ``v`` itself as
+    ``q * c + r``. Only where ``R`` is a multiple of ``c`` (proved, for every size the assumptions allow): then the
+    pairs ``(q, r)`` are exactly the values of ``v``. A quotient read again as digits (``by // GROUP // HK`` and
+    ``by // GROUP % HK``: packed query heads over (batch, KV head) pairs) is split in turn."""
+    pending = list(ranges)
+    while pending:
+        v = pending.pop(0)
+        divisors: dict[Any, Any] = {}
         for d, origin in enumerate(ref.origin):
             if d not in skip and isinstance(origin, Expr):
                 _divisors(origin, v, divisors)
         if len(divisors) != 1 or z3.is_bv_value(z3.simplify(ranges[v])):
             continue
-        (c,) = divisors
-        if c <= 1 or not _always(ctx, [], smt.mod(ranges[v], smt.val(c)) == 0):
+        (c,) = divisors.values()
+        if isinstance(c, int):
+            if c <= 1:
+                continue
+            cv, cname = smt.val(c), str(c)
+        else:  # a size: at least 1 wherever the assumptions hold, else the digits are not the index's values
+            cv, cname = smt.val(smt.evaluate(c, ctx.base_env)), c.name
+            if not _always(ctx, [], cv >= 1):
+                continue
+        if not _always(ctx, [], smt.mod(ranges[v], cv) == 0):
             continue
-        q, r = Var(f"{v.name}//{c}", v.kind, v.dtype), Var(f"{v.name}%{c}", v.kind, v.dtype)
+        q, r = Var(f"{v.name}//{cname}", v.kind, v.dtype), Var(f"{v.name}%{cname}", v.kind, v.dtype)
         origins = tuple(
             _split_digits(o, v, c, q, r) if d not in skip and isinstance(o, Expr) else o
             for d, o in enumerate(ref.origin)
@@ -802,29 +819,71 @@ def _digits(ctx: Context, ref: TileRef, skip: set[int], ranges: dict[Var, Any]) 
         ref = dataclasses.replace(ref, origin=origins)
         ranges = {
             **{u: x for u, x in ranges.items() if u is not v},
-            q: smt.floordiv(ranges[v], smt.val(c)),
-            r: smt.val(c),
+            q: smt.floordiv(ranges[v], c if isinstance(c, int) else cv),
+            r: cv,
         }
+        pending.append(q)
     return ref, ranges
 
 
-def _divisors(e: Any, v: Var, out: set[int]) -> None:
-    """The constants ``c`` of every ``v // c`` and ``v % c`` in `e`."""
+def _divisor(e: Any) -> Any:
+    """The divisor `_digits` reads in ``x // e`` or ``x % e``: a constant's value, a size (a shape variable) itself;
+    None for anything else."""
+    if isinstance(e, Const):
+        return int(e.value)
+    if isinstance(e, Var) and e.kind == VarKind.SHAPE:
+        return e
+    return None
+
+
+def _divisors(e: Any, v: Var, out: dict[Any, Any]) -> None:
+    """The divisors (`_divisor`) of every ``v // c`` and ``v % c`` in `e`, keyed so that one size is one key."""
     if isinstance(e, BinOp):
-        if e.lhs is v and isinstance(e.rhs, Const) and e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD):
-            out.add(int(e.rhs.value))
-            return
+        if e.lhs is v and e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD):
+            c = _divisor(e.rhs)
+            if c is not None:
+                out[("size", c.name) if isinstance(c, Var) else ("const", c)] = c
+                return
         _divisors(e.lhs, v, out)
         _divisors(e.rhs, v, out)
 
 
-def _split_digits(e: Any, v: Var, c: int, q: Var, r: Var) -> Any:
-    """`e` with ``v // c`` as `q`, ``v % c`` as `r`, and any other ``v`` as ``q * c + r``; None where `v` is under a
-    node other than arithmetic."""
+def _same_divisor(a: Any, b: Any) -> bool:
+    """Whether two divisors (`_divisor`) are the same constant or the same size."""
+    if isinstance(a, Var) and isinstance(b, Var):
+        return a.name == b.name
+    return isinstance(a, int) and isinstance(b, int) and a == b
+
+
+def _digit_divisions(ctx: Context, ref: TileRef) -> bool:
+    """Whether every origin of `ref` that divides by a non-constant (`tiles.hard_dims`) divides a block index (or its
+    quotient by a constant) by a size, and nothing else by a non-constant: windows `_digits` reads (a (B, S, HK, D)
+    cache's ``by // HK`` and ``by % HK``), which `_box` can then read without a tile order's projection."""
+    blocks = ctx.kernel.block_vars
+
+    def digit_of_block(e: Any) -> bool:  # a block index, or a quotient of one by a constant
+        if isinstance(e, BinOp) and e.op == BinaryOp.FLOORDIV and isinstance(e.rhs, Const):
+            return digit_of_block(e.lhs)
+        return any(e is b for b in blocks)
+
+    def plain(e: Any) -> bool:
+        if isinstance(e, BinOp):
+            if e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD) and not isinstance(e.rhs, Const):
+                return digit_of_block(e.lhs) and _divisor(e.rhs) is not None
+            return plain(e.lhs) and plain(e.rhs)
+        return isinstance(e, Var | Const)
+
+    hard = tiles.hard_dims(ref)
+    return bool(hard) and all(plain(ref.origin[d]) for d in hard)
+
+
+def _split_digits(e: Any, v: Var, c: Any, q: Var, r: Var) -> Any:
+    """`e` with ``v // c`` as `q`, ``v % c`` as `r`, and any other ``v`` as ``q * c + r`` (`c` a constant's value or
+    a size); None where `v` is under a node other than arithmetic."""
     if e is v:
-        return binary(BinaryOp.ADD, binary(BinaryOp.MUL, q, Const(c)), r)
+        return binary(BinaryOp.ADD, binary(BinaryOp.MUL, q, Const(c) if isinstance(c, int) else c), r)
     if isinstance(e, BinOp):
-        if e.lhs is v and isinstance(e.rhs, Const) and e.rhs.value == c:
+        if e.lhs is v and _same_divisor(_divisor(e.rhs), c):
             if e.op == BinaryOp.FLOORDIV:
                 return q
             if e.op == BinaryOp.MOD:
