@@ -119,6 +119,43 @@ split_k_overlap = _split_k(lambda blocks: T.cdiv(blocks, 4), extra=1)
 split_k_symbolic = _split_k(lambda blocks: T.cdiv(blocks, 4), splits="S")
 
 
+def _causal_split(share):
+    @argus.kernel
+    def causal_split(
+        A: T.Tensor[("M", "M"), T.bf16],
+        B: T.Tensor[("M", "N"), T.bf16],
+        W: T.Tensor[(4, "M", "N"), T.f32],
+        BM: int = 16,
+        BN: int = 16,
+    ):
+        """A lower-triangular A times B with the K-blocks split four ways, as a causal attention's keys are split for
+        a few query tokens: row tile bm walks the K-blocks up to its diagonal (bm + 1 of them), split z its share of
+        them, from z * share(bm + 1) (the share moves with the row tile, which also bounds the loop), into slice z of
+        W (another kernel adds the slices)."""
+        T.assume("M % 16 == 0")
+        T.partial_sums(W, 0, "the next kernel adds the four slices")
+        with T.grid(M // BM, T.cdiv(N, BN), 4, threads=BM * BN) as (bm, bn, z):
+            atom = T.fma_atom(T.bf16, T.f32)
+            acc = T.alloc_fragment((BM, BN), T.f32, mma=atom, groups=(BM, BN))
+            rA = T.alloc_fragment((BM, BM), T.bf16, mma=atom, operand="A", groups=(BM, BN))
+            rB = T.alloc_fragment((BM, BN), T.bf16, mma=atom, operand="B", groups=(BM, BN))
+            tiles = bm + 1
+            first = z * share(tiles)
+            T.fill(acc, 0.0)
+            for k in T.serial(T.maximum(T.minimum(share(tiles), tiles - first), 0)):
+                T.copy(A.tile((bm, first + k), (BM, BM)), rA)
+                T.copy(B.tile((first + k, bn), (BM, BN)), rB)
+                T.gemm(rA, rB, acc)
+            T.copy(acc, W.tile((z, bm, bn), (None, BM, BN)))
+
+    return causal_split
+
+
+causal_split = _causal_split(lambda tiles: T.cdiv(tiles, 4))
+# shares of tiles // 4: the last row tile's last K-blocks (a count not a multiple of 4) are loaded by no split
+causal_split_floor = _causal_split(lambda tiles: tiles // 4)
+
+
 def zero_slices(**declare):
     """A kernel that declares ``T.partial_sums(W, **declare)`` (its errors: `test_coverage_varying.py`)."""
 

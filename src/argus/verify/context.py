@@ -58,6 +58,10 @@ class Context:
     tiled_loads: list[Any] = field(default_factory=list)
     #: the sites whose coverage was read at the ends of varying indices (`coverage._ends`): misses are confirmed
     longest_walks: set[int] = field(default_factory=set)
+    #: the sites whose coverage readings fix a block index that also places their windows (`coverage._ends`): those
+    #: readings prove coverage where they hold it; an element they miss is not reported (the index's middle values
+    #: may load it, or the kernel may skip it on purpose: a triangular operand's zeros), the check is "not checked"
+    proof_only_walks: set[int] = field(default_factory=set)
     pin_searches: int = 0  # solver-undecided queries searched for a deciding pin so far (`argus.verify.blame`)
 
     def __post_init__(self) -> None:

@@ -274,6 +274,12 @@ def _check_tensor(
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
+    if any(id(site) in ctx.proof_only_walks for site, _ in sites):
+        return (
+            "not proved: the windows move with a block index that also bounds their loop, read at the ends of its "
+            f"range; there they miss element {coord} (at {ctx.shape_values(m)}), which decides nothing (its middle "
+            "values may load it, or the kernel skip it on purpose: a triangular operand's zeros)"
+        )
     if any(id(site) in ctx.longest_walks for site, _ in sites):  # ends of indices stood for every instance
         confirmed = _confirm_uncovered(ctx, sites, element, coord, m)
         if confirmed is not None:
@@ -632,11 +638,13 @@ def _dims_box(
     if isinstance(readings, str):
         return readings
     ctx.longest_walks.add(id(site))  # a model of a missed element is confirmed exactly (`_confirm_uncovered`)
+    if any(not isinstance(x, int) for _, _, fixed in readings for x in fixed.values()):
+        ctx.proof_only_walks.add(id(site))  # an index that places the windows, read at its ends: proofs only
     boxes = []
     for runs, at, fixed in readings:
         here, left = ref, {**ranges, **at}
-        if fixed:  # indices read at every value: the origins at that value
-            values = {v: Const(x) for v, x in fixed.items()}
+        if fixed:  # indices read at every value (or at the ends of their range): the origins at that value
+            values = {v: Const(x) if isinstance(x, int) else x for v, x in fixed.items()}
             here = dataclasses.replace(
                 ref, origin=tuple(substitute(o, values) if isinstance(o, Expr) else o for o in ref.origin)
             )
@@ -654,7 +662,7 @@ _MOST_EVERY_VALUE = 64  # the largest constant range of an index `_ends` reads a
 
 def _ends(
     ctx: Context, ref: TileRef, skip: set[int], ranges: dict[Var, Any], varying: list[Any], guards: Any
-) -> list[tuple[Any, dict[Var, Any], dict[Var, int]]] | str:
+) -> list[tuple[Any, dict[Var, Any], dict[Var, Any]]] | str:
     """The readings of a site whose loops' extents (`varying`) or branches (`guards`) read block indices or outer
     loop indices: ``(runs, at, fixed)`` for every combination of values of those indices read, `runs` the condition
     that the instance at those values exists and takes the branches, `at` each varying loop's range there and
@@ -667,8 +675,12 @@ def _ends(
     numbers: where the extents are monotone in each such index (the causal loops: ``min(tiles, bm + 1)``), the union
     over the instances is the instance at an end's, and otherwise it contains the readings (never more than some
     instance loads). That needs those indices to place no window (an origin that reads one moves the windows with
-    the loop's length). A model of an element no reading holds is confirmed with every index exact
-    (`_confirm_uncovered`)."""
+    the loop's length). A block index that places the window too (a causal split of the keys: the split's share
+    moves with the query block, which bounds its loop) is read at the two ends of its range as well, the origins
+    placed at each end: each reading is an instance that exists, so the readings never hold more than the instances
+    load (a proof over them holds for every instance), but the ends need not stand for the union. A model of an
+    element no reading holds is confirmed with every index exact (`_confirm_uncovered`): a missed element is
+    reported only where no instance loads it."""
     shapes = set(ctx.kernel.shape_vars)
     own = {lp.var for lp in varying}
     read: set[Var] = set()
@@ -678,6 +690,8 @@ def _ends(
         read |= free_vars(branch.cond) - shapes
     every: dict[Var, int] = {}  # index -> its constant range: read at every value
     ends: list[Var] = []
+    placing: dict[Var, Expr] = {}  # a block index that places the window -> its last value, read at both ends
+    grid = dict(zip(ctx.kernel.block_vars, ctx.kernel.grid, strict=True))
     for v in sorted(read, key=lambda v: v.name):
         loop = next((lp for lp in varying if v in free_vars(lp.extent)), None)
         what = f"the extent {lp.extent} of loop {lp.var.name}" if (lp := loop) else "the condition of a T.if_ around it"
@@ -687,11 +701,14 @@ def _ends(
         known = z3.simplify(ranges[v])
         if z3.is_bv_value(known) and 0 < known.as_signed_long() <= _MOST_EVERY_VALUE and not set(places) & skip:
             every[v] = known.as_signed_long()
+        elif places and v in grid and not set(places) & skip:
+            extent = grid[v]
+            placing[v] = binary(BinaryOp.SUB, extent, Const(1)) if isinstance(extent, Expr) else Const(extent - 1)
         elif places:
             return f"{what} reads {v.name}, which also places the window"
         else:
             ends.append(v)
-    combos = 2 ** len(ends)
+    combos = 2 ** (len(ends) + len(placing))
     for n in every.values():
         combos *= n
     if combos > _MOST_READINGS:
@@ -699,16 +716,23 @@ def _ends(
     out = []
     try:
         for values in itertools.product(*(range(n) for n in every.values())):
-            fixed = dict(zip(every, values, strict=True))
-            for last in itertools.product((False, True), repeat=len(ends)):
-                at = {v: ranges[v] - 1 if end else smt.val(0) for v, end in zip(ends, last, strict=True)}
-                env = {**ctx.base_env, **at, **{v: smt.val(x) for v, x in fixed.items()}}
-                runs = [ranges[v] >= 1 for v in ends] + smt.taken(guards, env)
-                extents = {lp.var: smt.val(smt.evaluate(lp.extent, env)) for lp in varying}
-                out.append((z3.And(*runs), extents, fixed))
+            for placed in itertools.product((False, True), repeat=len(placing)):
+                fixed: dict[Var, Any] = dict(zip(every, values, strict=True))
+                fixed |= {v: last if end else Const(0) for (v, last), end in zip(placing.items(), placed, strict=True)}
+                for last in itertools.product((False, True), repeat=len(ends)):
+                    at = {v: ranges[v] - 1 if end else smt.val(0) for v, end in zip(ends, last, strict=True)}
+                    env = {**ctx.base_env, **at, **{v: _value(ctx, x) for v, x in fixed.items()}}
+                    runs = [ranges[v] >= 1 for v in (*ends, *placing)] + smt.taken(guards, env)
+                    extents = {lp.var: smt.val(smt.evaluate(lp.extent, env)) for lp in varying}
+                    out.append((z3.And(*runs), extents, fixed))
     except smt.EncodingError as e:
         return f"the varying loops or branches could not be read at their indices' values: {e}"
     return out
+
+
+def _value(ctx: Context, x: Any) -> Any:
+    """An index's value as `_ends` fixes it (a constant, or an IR expression of the sizes) as a term."""
+    return smt.val(x) if isinstance(x, int) else smt.val(smt.evaluate(x, ctx.base_env))
 
 
 def _dims_box_at(
