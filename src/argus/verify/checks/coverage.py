@@ -680,9 +680,11 @@ def _ends(
     the loop's length). A block index that places the window too (a causal split of the keys: the split's share
     moves with the query block, which bounds its loop) is read at the two ends of its range as well, the origins
     placed at each end: each reading is an instance that exists, so the readings never hold more than the instances
-    load (a proof over them holds for every instance), but the ends need not stand for the union. A model of an
-    element no reading holds is confirmed with every index exact (`_confirm_uncovered`): a missed element is
-    reported only where no instance loads it."""
+    load (a proof over them holds for every instance), but the ends need not stand for the union, and an element no
+    instance loads may be one the kernel skips on purpose (a triangular operand's zeros): such a site proves or is
+    not checked, never a finding (`Context.proof_only_walks`). Elsewhere a model of an element no reading holds is
+    confirmed with every index exact (`_confirm_uncovered`): a missed element is reported only where no instance
+    loads it."""
     shapes = set(ctx.kernel.shape_vars)
     own = {lp.var for lp in varying}
     read: set[Var] = set()
