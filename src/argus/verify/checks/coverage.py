@@ -634,6 +634,7 @@ def _dims_box(
             ranges[lp.var] = smt.evaluate(lp.extent, ctx.base_env)
         else:
             ranges[lp.var] = smt.val(lp.extent)
+    guards = _narrowed(ctx, guards, ranges, {lp.var for lp in site.loops} - taken)
     if not varying and not guards:
         return _dims_box_at(ctx, ref, element, skip, taken, ranges)
     readings = _ends(ctx, ref, skip, ranges, varying, guards)
@@ -656,6 +657,37 @@ def _dims_box(
             return box
         boxes.append(z3.And(runs, box))
     return z3.Or(*boxes)
+
+
+def _narrowed(ctx: Context, guards: Any, ranges: dict[Var, Any], loops: set[Var]) -> list[Any]:
+    """`guards` without those that only bound a loop's index from above, each such bound taken into the index's range
+    in `ranges` (in place): ``T.if_(k + c < n)`` around a load in a loop ``k < extent`` (a software pipeline's
+    prefetch of K-block ``k + c``, which stops at the end) runs exactly the iterations ``k < min(extent, n - c)``, so
+    the load's windows are the progression over that range, whatever index places them. The then-side of ``<`` or
+    ``<=`` with the loop's index (plus a constant) on the left and the sizes alone on the right; anything else is kept
+    for `_ends`."""
+    shapes = set(ctx.kernel.shape_vars)
+    kept = []
+    for branch, side in guards:
+        cond = branch.cond
+        bound = None
+        if side and isinstance(cond, BinOp) and cond.op in (BinaryOp.LT, BinaryOp.LE) and free_vars(cond.rhs) <= shapes:
+            lhs, c = cond.lhs, 0
+            if isinstance(lhs, BinOp) and lhs.op == BinaryOp.ADD and isinstance(lhs.rhs, Const):
+                lhs, c = lhs.lhs, int(lhs.rhs.value)
+            if isinstance(lhs, Var) and lhs in loops and lhs in ranges:
+                try:
+                    limit = smt.val(smt.evaluate(cond.rhs, ctx.base_env)) - c + (1 if cond.op == BinaryOp.LE else 0)
+                except smt.EncodingError:
+                    limit = None
+                if limit is not None:
+                    bound = (lhs, limit)
+        if bound is None:
+            kept.append((branch, side))
+            continue
+        v, limit = bound
+        ranges[v] = smt.maximum(smt.minimum(ranges[v], limit), 0)
+    return kept
 
 
 _MOST_READINGS = 256  # the most combinations of index values `_ends` reads the varying extents and branches at
