@@ -392,8 +392,9 @@ def _compiled(family: str, name: str, params: tuple[tuple[str, Any], ...], depen
 
 
 def _launch(kernel: Any, *tensors: Any) -> Any:
-    """`kernel`'s launch on `tensors` prepared (as a programmatic dependent where `DEPENDENT_LAUNCHES`), not made."""
-    return kernel.prepare(*tensors, dependent=DEPENDENT_LAUNCHES and kernel.generated.dependent)
+    """`kernel`'s launch on `tensors` prepared, not made: as a programmatic dependent where it was loaded for one
+    (`_compiled` with `DEPENDENT_LAUNCHES` on)."""
+    return kernel.prepare(*tensors, dependent=kernel.generated.dependent)
 
 
 def launch_params(

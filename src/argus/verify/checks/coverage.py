@@ -262,7 +262,8 @@ def _check_tensor(
     out = ctx.solve(inside, z3.And(*[z3.Not(b) for b in boxes]))
     if out.verdict == Verdict.VERIFIED:
         return None
-    if out.verdict == Verdict.UNKNOWN and any(id(site) in ctx.proof_only_walks for site, _ in sites):
+    proofs_only = any(id(site) in ctx.proof_only_walks for site, _ in sites)  # a miss there decides nothing
+    if out.verdict == Verdict.UNKNOWN and proofs_only:
         return f"not proved: the solver did not decide the readings at the ends of a block index ({out.reason})"
     first = sites[0][0]
     if out.verdict == Verdict.UNKNOWN:
@@ -276,7 +277,7 @@ def _check_tensor(
     m = out.model
     coord = tuple(smt.model_int(m, e) for e in element)
     extents = " x ".join(str(smt.model_int(m, d)) for d in dims)
-    if any(id(site) in ctx.proof_only_walks for site, _ in sites):
+    if proofs_only:
         return (
             "not proved: the windows move with a block index that also bounds their loop, read at the ends of its "
             f"range; there they miss element {coord} (at {ctx.shape_values(m)}), which decides nothing (its middle "
@@ -902,17 +903,15 @@ def _divisors(e: Any, v: Var, out: dict[Any, Any]) -> None:
         if e.lhs is v and e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD):
             c = _divisor(e.rhs)
             if c is not None:
-                out[("size", c.name) if isinstance(c, Var) else ("const", c)] = c
+                out[_divisor_key(c)] = c
                 return
         _divisors(e.lhs, v, out)
         _divisors(e.rhs, v, out)
 
 
-def _same_divisor(a: Any, b: Any) -> bool:
-    """Whether two divisors (`_divisor`) are the same constant or the same size."""
-    if isinstance(a, Var) and isinstance(b, Var):
-        return a.name == b.name
-    return isinstance(a, int) and isinstance(b, int) and a == b
+def _divisor_key(c: Any) -> tuple[str, Any]:
+    """A divisor (`_divisor`) as a key: one size is one key whichever node names it, a constant its value."""
+    return ("size", c.name) if isinstance(c, Var) else ("const", c)
 
 
 def _digit_divisions(ctx: Context, ref: TileRef) -> bool:
@@ -943,7 +942,7 @@ def _split_digits(e: Any, v: Var, c: Any, q: Var, r: Var) -> Any:
     if e is v:
         return binary(BinaryOp.ADD, binary(BinaryOp.MUL, q, Const(c) if isinstance(c, int) else c), r)
     if isinstance(e, BinOp):
-        if e.lhs is v and _same_divisor(_divisor(e.rhs), c):
+        if e.lhs is v and _divisor(e.rhs) is not None and _divisor_key(_divisor(e.rhs)) == _divisor_key(c):
             if e.op == BinaryOp.FLOORDIV:
                 return q
             if e.op == BinaryOp.MOD:
