@@ -7,6 +7,7 @@ touched experts' weights (w1 and w2 rows of the experts the routing sends a toke
 
     PYTHONPATH=src python benchmarks/moe_layer_ab.py --cases Qwen3-30B-A3B:4096 Mixtral:16 --rounds 10
     PYTHONPATH=src python benchmarks/moe_layer_ab.py --switches DECODE_SPLITS --cases Mixtral:1 Mixtral:2
+    PYTHONPATH=src python benchmarks/moe_layer_ab.py --switches SEARCH_RADIX=1,4 --cases Mixtral:1   # an int value
 """
 
 from __future__ import annotations
@@ -39,16 +40,24 @@ def main() -> int:
     p.add_argument("--hbm", type=float, help="bytes a second of the GPU's memory (default: 4.8e12 on an H200, else "
                    "an H100 SXM's 3.35e12)")  # fmt: skip
     args = p.parse_args()
-    for name in args.switches:
-        if not isinstance(getattr(moe, name, None), bool):
-            p.error(f"{name} is not a boolean switch of argus.kernels.moe")
+    choices = []  # per switch: its name and the values to time (a boolean's True and False, or NAME=v1,v2 ints)
+    for switch in args.switches:
+        name, _, values = switch.partition("=")
+        current = getattr(moe, name, None)
+        if values and isinstance(current, int) and not isinstance(current, bool):
+            choices.append((name, tuple(int(v) for v in values.split(","))))
+        elif not values and isinstance(current, bool):
+            choices.append((name, (True, False)))
+        else:
+            p.error(f"{switch}: a boolean switch of argus.kernels.moe, or NAME=v1,v2 for an int value of it")
+    args.switches = [name for name, _ in choices]
     dev = torch.device("cuda")
     if args.hbm is None:
         args.hbm = 4.8e12 if "H200" in torch.cuda.get_device_name() else 3.35e12
     print(torch.cuda.get_device_name(), f"HBM {args.hbm:.3g} B/s")
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     shapes = {s[0]: s[1:] for s in SHAPES}
-    combos = list(itertools.product((True, False), repeat=len(args.switches)))
+    combos = list(itertools.product(*(values for _, values in choices)))
     print(f"| shape | T | {', '.join(args.switches)} | eager ms | graph ms | % HBM (graph) | max error |")
     print("|---|---|---|---|---|---|---|")
     for case in args.cases:
