@@ -7,7 +7,7 @@ touched experts' weights (w1 and w2 rows of the experts the routing sends a toke
 
     PYTHONPATH=src python benchmarks/moe_layer_ab.py --cases Qwen3-30B-A3B:4096 Mixtral:16 --rounds 10
     PYTHONPATH=src python benchmarks/moe_layer_ab.py --switches DECODE_SPLITS --cases Mixtral:1 Mixtral:2
-    PYTHONPATH=src python benchmarks/moe_layer_ab.py --switches SEARCH_RADIX=1,4 --cases Mixtral:1   # an int value
+    PYTHONPATH=src python benchmarks/moe_layer_ab.py --switches DECODE_MAX_SPLITS=4,8 --cases Mixtral:1   # an int value
 """
 
 from __future__ import annotations

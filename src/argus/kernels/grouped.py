@@ -5,8 +5,7 @@ groups given by device-side offsets (no host synchronization, no padding of a gr
 (a TMA producer warpgroup, wgmma consumer warpgroups, a `full`/`empty` mbarrier pipeline running on across a
 block's tiles) whose work units are the output tiles of all experts together. Unit ``u`` is row tile ``t = u //
 tiles_n``, column tile ``u % tiles_n``; row tile t belongs to the expert g whose cumulative row-tile count
-``tiles[g]`` first exceeds t (a branchless search over ``tiles``, SEARCH bits, RADIX of them a step, each step one
-`T.let` of 2**RADIX - 1 independent loads: RADIX = 1 is the binary search, SEARCH dependent loads), and is
+``tiles[g]`` first exceeds t (a branchless binary search over ``tiles``, SEARCH steps, each one `T.let`), and is
 row tile ``t - tiles[g-1]`` of that expert: rows ``offs[g-1] + (t - tiles[g-1]) * BM ...``, of which the rows
 before ``offs[g]`` are stored (a bounded window). A's box is loaded at any row (TMA boxes start at element
 coordinates); the rows past the expert's end belong to the next expert or lie past A's end (zeros) and are
@@ -43,24 +42,16 @@ def search_steps(experts: int) -> int:
 
 
 @T.macro
-def expert_search(tiles: Any, experts: Any, t: Any, g: Any, step: int, then: Any, radix: int = 1) -> None:
+def expert_search(tiles: Any, experts: Any, t: Any, g: Any, step: int, then: Any) -> None:
     """`then(expert)` with the expert of row tile `t`: how many experts' cumulative row-tile counts ``tiles`` are
-    <= t, found from the highest bit `step` down, `radix` bits a step, each step one `T.let`: a step of w bits
-    compares the 2**w - 1 candidates ``g + j * 2**low`` (j = 1 .. 2**w - 1, `low` its lowest bit) at once and adds
-    how many of them hold (``tiles`` is nondecreasing: the ones that hold are j = 1 .. j*, so the count is j*). One
-    bit a step is the binary search (SEARCH dependent loads); more bits, fewer dependent loads and more of them in
-    flight at once (2**w - 1 independent loads a step)."""
+    <= t, found step by step from the highest power of two `step` down, each step one `T.let`."""
     if step < 0:
         then(g)
         return
-    low = max(step - radix + 1, 0)
-    found = g
-    for j in range(1, 1 << (step - low + 1)):
-        cand = g + (j << low)
-        inside = (cand <= experts) & (tiles[T.minimum(cand - 1, experts - 1)] <= t)
-        found = found + T.where(inside, 1 << low, 0) if radix > 1 else T.where(inside, cand, g)
-    with T.let(found, f"g{step}") as found:
-        expert_search(tiles, experts, t, found, low - 1, then, radix)
+    cand = g + (1 << step)
+    inside = (cand <= experts) & (tiles[T.minimum(cand - 1, experts - 1)] <= t)
+    with T.let(T.where(inside, cand, g), f"g{step}") as found:
+        expert_search(tiles, experts, t, found, step - 1, then)
 
 
 @T.macro
@@ -78,20 +69,17 @@ def each_unit(
     body: Any,
     order: str = "grouped",
     splits: int = 1,
-    radix: int = 1,
 ) -> None:
     """`body(expert, first row, row end, column tile)` for the unit of iteration `it` of block `bx`, when there is
-    one (its expert found by `expert_search`, `radix` bits a step): unit ``(bx + it * blocks) // splits`` of all
-    experts' units (row tile ``u // tiles_n`` of all experts' row tiles; `splits` > 1: split-K, each unit walked by
-    `splits` consecutive pairs). An expert's units are contiguous; `order` "grouped" walks them `group` row tiles at
-    a time, column by column, so that consecutive units share B[g]'s column panels in L2 (row-tile order,
-    "row_major", streamed all of B[g] from memory once per row tile)."""
-    if not isinstance(radix, int) or radix < 1:
-        raise DSLError("DSL_BAD_PARAM", f"RADIX is the expert search's bits a step, at least 1; got {radix!r}")
+    one: unit ``(bx + it * blocks) // splits`` of all experts' units (row tile ``u // tiles_n`` of all experts' row
+    tiles; `splits` > 1: split-K, each unit walked by `splits` consecutive pairs). An
+    expert's units are contiguous; `order` "grouped" walks them `group` row tiles at a time, column by column, so
+    that consecutive units share B[g]'s column panels in L2 (row-tile order, "row_major", streamed all of B[g] from
+    memory once per row tile)."""
     u = (bx + it * blocks) // splits if splits > 1 else bx + it * blocks
     with T.let(tiles[experts - 1] * tiles_n, "units") as units, T.if_(u < units), T.let(u // tiles_n, "t") as t:
         place = lambda g: place_unit(u, g, offs, tiles, tiles_n, group, bm, body, order)  # noqa: E731
-        expert_search(tiles, experts, t, 0, search - 1, place, radix)
+        expert_search(tiles, experts, t, 0, search - 1, place)
 
 
 @T.macro
@@ -245,7 +233,7 @@ def each_scheduled_unit(
         else:
             place = lambda g, r, e, n: body(g, r, e, n, it)  # noqa: E731
         each_unit(it, coords[0], blocks, offs, tiles, experts, tiles_n, p["SEARCH"], p["GROUP"], p["BM"], place, order,
-                  splits, p.get("RADIX", 1))  # fmt: skip
+                  splits)  # fmt: skip
 
     if schedule != "persistent":
         one(0)
@@ -399,7 +387,6 @@ def grouped_gemm_persistent(
     BLOCKS: int = SMS,
     CONSUMERS: int = 2,
     SEARCH: int = 8,
-    RADIX: int = 1,
     GROUP: int = 8,
     EPILOGUE: str = "direct",
     ORDER: str = "grouped",
@@ -419,15 +406,12 @@ def grouped_gemm_persistent(
     SPLITS > 1 splits K (decoding: a few rows an expert, too few tiles for the SMs): the blocks walk (unit, split)
     pairs, split s multiplying K-blocks ``s * KS ...`` (KS = the K-blocks / SPLITS, which must divide them), and C
     is the f32 workspace (SPLITS, R, N), slice s the split's partial product of the expert's rows (direct stores);
-    the slices are summed by the reader (`argus.kernels.moe_combine.moe_combine` with SPLITS, or a sum).
-
-    RADIX: the bits of the expert search a step (`expert_search`): each unit's expert is known after cdiv(SEARCH,
-    RADIX) dependent loads instead of SEARCH, before which none of its TMA loads can be issued."""
+    the slices are summed by the reader (`argus.kernels.moe_combine.moe_combine` with SPLITS, or a sum)."""
     if SPLITS > 1 and OUT != "f32":
         raise DSLError("DSL_BAD_PARAM", f"split-K (SPLITS = {SPLITS}) stores f32 partial products: OUT='f32'")
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH, "GROUP": GROUP}
     p.update({"EPILOGUE": EPILOGUE, "ORDER": ORDER, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS})
-    p.update({"BLOCKS": BLOCKS, "SPLITS": SPLITS, "RADIX": RADIX})
+    p.update({"BLOCKS": BLOCKS, "SPLITS": SPLITS})
     grouped_product(A, B, offs, tiles, C, p, "persistent")
 
 
@@ -620,7 +604,6 @@ def grouped_gemm_swiglu(
     BLOCKS: int = SMS,
     CONSUMERS: int = 2,
     SEARCH: int = 8,
-    RADIX: int = 1,
     GROUP: int = 8,
     ACT: str = "silu",
     EPILOGUE: str = "direct",
@@ -640,7 +623,7 @@ def grouped_gemm_swiglu(
     expert through TMA stores, as `grouped_gemm_persistent`'s does."""
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
     p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
-    p |= {"EPILOGUE": EPILOGUE, "ORDER": ORDER, "RADIX": RADIX}
+    p |= {"EPILOGUE": EPILOGUE, "ORDER": ORDER}
     swiglu_rows(A, B, offs, tiles, scale, C, p, "persistent")
 
 
@@ -664,7 +647,6 @@ def grouped_gemm_swiglu_gathered(
     BLOCKS: int = SMS,
     CONSUMERS: int = 2,
     SEARCH: int = 8,
-    RADIX: int = 1,
     GROUP: int = 8,
     ACT: str = "silu",
     EPILOGUE: str = "direct",
@@ -693,7 +675,7 @@ def grouped_gemm_swiglu_gathered(
 
     p = {"BM": BM, "BN": BN, "BK": BK, "STAGES": STAGES, "BLOCKS": BLOCKS, "CONSUMERS": CONSUMERS, "SEARCH": SEARCH}
     p |= {"GROUP": GROUP, "ACT": ACT, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
-    p |= {"EPILOGUE": EPILOGUE, "ORDER": "grouped", "RADIX": RADIX}
+    p |= {"EPILOGUE": EPILOGUE, "ORDER": "grouped"}
     gated_up_projection(R, load_rows, assert_rows, B, offs, tiles, scale, C, p)
 
 
@@ -717,7 +699,6 @@ def grouped_gemm_scaled(
     BLOCKS: int = SMS,
     CONSUMERS: int = 2,
     SEARCH: int = 8,
-    RADIX: int = 1,
     GROUP: int = 8,
 ):
     """The FP8 grouped product with row-wise scales, as ``torch._scaled_grouped_mm`` computes it: ``C[r] = (A_g[r] @
@@ -730,9 +711,8 @@ def grouped_gemm_scaled(
     ``offs`` and ``tiles``."""
     R, K = A.shape  # noqa: N806 - the kernel's shape symbols
     E, N, _ = B.shape  # noqa: N806
-    if CONSUMERS not in (1, 2) or SEARCH < 1 or RADIX < 1:
-        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS is 1 or 2, SEARCH >= 1, RADIX >= 1; got {CONSUMERS}, {SEARCH}, "
-                                        f"{RADIX}")  # fmt: skip
+    if CONSUMERS not in (1, 2) or SEARCH < 1:
+        raise DSLError("DSL_BAD_PARAM", f"CONSUMERS is 1 or 2 and SEARCH >= 1, got {CONSUMERS}, {SEARCH}")
     T.assume(operand_assumption("K", "K", A.dtype.itemsize))
     T.assume(f"N % {16 // C.dtype.itemsize} == 0")
     T.assume(f"E <= {1 << SEARCH}")
@@ -775,7 +755,7 @@ def grouped_gemm_scaled(
             T.copy(out, C.window((row0, bn * BN), (BM, BN), bound=(end, None)))
 
         def units(it: Any, body: Any) -> None:
-            each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body, radix=RADIX)
+            each_unit(it, bx, BLOCKS, offs, tiles, E, tiles_n, SEARCH, GROUP, BM, body)
 
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
             for it in T.serial(T.cdiv(most_units, BLOCKS)):

@@ -67,12 +67,6 @@ ROUTE_TILE = (32, 128)
 #: as the dense GEMM's plans are (`argus.kernels.matmul.DEPENDENT_LAUNCHES`). Read at each call: an A/B switch
 #: (`benchmarks/moe_layer_ab.py --switches DEPENDENT_LAUNCHES`).
 DEPENDENT_LAUNCHES = False
-#: The expert search's bits a step in the grouped kernels `prepare` and `prepare_scaled` launch (their RADIX,
-#: `argus.kernels.grouped.expert_search`): a unit's expert is known after cdiv(SEARCH, RADIX) dependent loads of the
-#: row-tile counts (each a round trip to L2 before any of the unit's TMA loads can be issued), 2**RADIX - 1 loads in
-#: flight a step. 1: the binary search. Read at each call: an A/B value (`benchmarks/moe_layer_ab.py --switches
-#: SEARCH_RADIX=1,4`).
-SEARCH_RADIX = 1
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -407,12 +401,10 @@ def launch_params(
     config: dict[str, Any], experts: int, dtype: str, epilogue: str = "plain", activation: str = "silu"
 ) -> dict[str, Any]:
     """The trace parameters of the kernel `prepare` launches (`KERNELS[epilogue]`) on `config` (its tile, stages,
-    epilogue and order, `choose`'s or the caller's): SEARCH for `experts` and RADIX (`SEARCH_RADIX`) where `config`
-    has none, IN and OUT the
+    epilogue and order, `choose`'s or the caller's): SEARCH for `experts` where `config` has none, IN and OUT the
     operands' `dtype` ("bf16" or "f16"), and for the gated up-projection ACT, the gate's `activation`."""
     params = dict(config)
     params.setdefault("SEARCH", search_steps(experts))
-    params.setdefault("RADIX", SEARCH_RADIX)
     params["OUT"] = params["IN"] = dtype
     if epilogue == "swiglu":
         params["ACT"] = activation
@@ -591,7 +583,6 @@ def prepare_scaled(
         return c, GroupedLaunch(None, (c,))
     params = dict(choose(rows, n, k, experts, "scaled") if config is None else config)
     params.setdefault("SEARCH", search_steps(experts))
-    params.setdefault("RADIX", SEARCH_RADIX)
     params["IN"] = "e4m3" if a.dtype == torch.float8_e4m3fn else "e5m2"
     params["OUT"] = dtype_name(out)
     tiles = tile_counts(offs, params["BM"])
