@@ -510,9 +510,10 @@ def test_the_layer_refuses_what_it_does_not_take() -> None:
         moe.prepare(x, w1, torch.zeros(4, dtype=torch.int32), epilogue="geglu")
 
 
-def test_dependent_launches_load_the_layer_s_kernels_with_the_griddepcontrol_prologue(monkeypatch) -> None:
-    """`DEPENDENT_LAUNCHES` on: the routing, product, gated-sum and combine kernels the layer loads are generated
-    for programmatic dependent launch (each waits for the grid before it first); off: plain, as before."""
+def test_dependent_launches_load_the_layer_s_kernels_with_the_griddepcontrol_prologue() -> None:
+    """Inside the layer's decode launches (`_launched_as(True)`) the routing, product, gated-sum and combine kernels
+    are generated for programmatic dependent launch (each waits for the grid before it first); outside a layer, and
+    in a prefill layer's, plain."""
     loads = (
         lambda: moe._loaded_small("combine", moe.combine_params(1024, 2, "bf16", 1, "bf16")),
         lambda: moe._loaded_small("glu_sum", moe.glu_params(256, 2)),
@@ -520,11 +521,26 @@ def test_dependent_launches_load_the_layer_s_kernels_with_the_griddepcontrol_pro
         lambda: moe._loaded("plain", tuple(sorted(moe.launch_params(moe.choose(2, 256, 512, 8), 8, "bf16").items()))),
     )
     for on in (True, False):
-        monkeypatch.setattr(moe, "DEPENDENT_LAUNCHES", on)
-        for load in loads:
-            kernel = load()
-            assert kernel.generated.dependent is on
-            assert ("argus::grid_dependency_wait();" in kernel.generated.source) is on
+        with moe._launched_as(on):
+            for load in loads:
+                kernel = load()
+                assert kernel.generated.dependent is on
+                assert ("argus::grid_dependency_wait();" in kernel.generated.source) is on
+    assert loads[0]().generated.dependent is False  # a library call alone: plain
+
+
+def test_the_layer_launches_dependents_at_decode_sizes_only(monkeypatch) -> None:
+    """Measured on an H100: dependent launches speed a decode step (a chain of short kernels) and slow a prefill
+    one, so the layer takes them where `choose` takes the decode tiles (at most DECODE_ROWS_PER_EXPERT routed rows
+    an expert on average), and never with `DEPENDENT_LAUNCHES` off."""
+    per = moe.DECODE_ROWS_PER_EXPERT
+    assert moe.dependent_launches(8, 128) and moe.dependent_launches(2, 8) and moe.dependent_launches(per * 8, 8)
+    assert not moe.dependent_launches(per * 8 + 1, 8) and not moe.dependent_launches(4096 * 8, 128)
+    assert "CONSUMERS" in moe.choose(per * 8, 4096, 1024, 8) and "CONSUMERS" not in moe.choose(
+        per * 8 + 1, 4096, 1024, 8
+    )
+    monkeypatch.setattr(moe, "DEPENDENT_LAUNCHES", False)
+    assert not moe.dependent_launches(1, 8)
 
 
 @pytest.mark.gpu

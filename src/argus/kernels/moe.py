@@ -6,7 +6,10 @@ synchronization) and their prepared launches (`prepare`). docs/moe.md says what 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,12 +64,19 @@ ROUTE_KERNEL = True
 ROUTE_KERNEL_ROWS = 2048
 #: `moe_route_rank`'s (rows, choices) tile and `moe_route_sorted`'s (routed rows, choices) tile.
 ROUTE_TILE = (32, 128)
-#: Whether the layer's own kernels (routing, products, gated sum, combine) are launched as programmatic dependents of
-#: the grid before them in the stream (``griddepcontrol``, generated with ``dependent=True``: each may start while the
-#: one before it finishes and waits for it before touching memory; `argus.runtime.loaded.PreparedLaunch.dependent`),
-#: as the dense GEMM's plans are (`argus.kernels.matmul.DEPENDENT_LAUNCHES`). Read at each call: an A/B switch
-#: (`benchmarks/moe_layer_ab.py --switches DEPENDENT_LAUNCHES`).
-DEPENDENT_LAUNCHES = False
+#: Whether `moe_layer` launches its own kernels (routing, products, gated sum, combine) as programmatic dependents of
+#: the grid before them in the stream at decode sizes (`dependent_launches`; ``griddepcontrol``, generated with
+#: ``dependent=True``: each may start while the one before it finishes and waits for it before touching memory;
+#: `argus.runtime.loaded.PreparedLaunch.dependent`), as the dense GEMM's plans are
+#: (`argus.kernels.matmul.DEPENDENT_LAUNCHES`). Measured on an H100 (`benchmarks/results/2026-12-07-moe-decode-pdl/`,
+#: interleaved, graphed, off -> on): decode steps at one token Qwen3-30B-A3B 0.0740 -> 0.0713 ms, Mixtral 0.2789 ->
+#: 0.2756, DeepSeek-V3 0.2908 -> 0.2913 (eager 1.03-1.24x faster), none slower by more than 0.3 % at 1-64 tokens;
+#: prefill slower (Qwen3-30B-A3B at 4096 tokens 1.039 -> 1.092 ms, DeepSeek-V3 9.46 -> 10.02), so it launches plain.
+#: Read at each call: an A/B switch (`benchmarks/moe_layer_ab.py --switches DEPENDENT_LAUNCHES`).
+DEPENDENT_LAUNCHES = True
+#: What the loaders (`_compiled`) generate for, the layer's choice for the launches it is making (`_launched_as`):
+#: plain outside a layer (a library call alone does not know what runs before it).
+_DEPENDENT = contextvars.ContextVar("argus_moe_dependent_launches", default=False)
 
 
 def tile_counts(offs: Any, block_m: int) -> Any:
@@ -371,15 +381,33 @@ def glu_sum_on_interpreter(slices: Any, scale: Any, activation: str = "silu") ->
 SMALL_KERNELS = {"combine": moe_combine, "glu_sum": moe_glu_sum}
 
 
+def dependent_launches(routed: int, experts: int) -> bool:
+    """Whether `moe_layer` launches its kernels as programmatic dependents for `routed` rows (tokens x k) over
+    `experts` experts: with `DEPENDENT_LAUNCHES`, at decode sizes (at most `DECODE_ROWS_PER_EXPERT` routed rows an
+    expert on average, where `choose` takes the decode tiles), where a step is a chain of short kernels; prefill
+    launches plain (measured slower with them)."""
+    return DEPENDENT_LAUNCHES and routed <= DECODE_ROWS_PER_EXPERT * experts
+
+
+@contextlib.contextmanager
+def _launched_as(dependent: bool) -> Iterator[None]:
+    """The kernels loaded inside are generated for programmatic dependent launch (`dependent`) or not."""
+    token = _DEPENDENT.set(dependent)
+    try:
+        yield
+    finally:
+        _DEPENDENT.reset(token)
+
+
 def _loaded_small(name: str, params: tuple[tuple[str, Any], ...]) -> Any:
     """Small kernel `name` (`SMALL_KERNELS`) compiled and loaded, for dependent launches where the layer makes them
-    (`DEPENDENT_LAUNCHES`, read at each call)."""
-    return _compiled("small", name, params, DEPENDENT_LAUNCHES)
+    (`_launched_as`)."""
+    return _compiled("small", name, params, _DEPENDENT.get())
 
 
 def _loaded(epilogue: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    """Grouped GEMM `KERNELS[epilogue]` compiled and loaded (`DEPENDENT_LAUNCHES` as `_loaded_small`)."""
-    return _compiled("product", epilogue, params, DEPENDENT_LAUNCHES)
+    """Grouped GEMM `KERNELS[epilogue]` compiled and loaded (dependent as `_loaded_small`)."""
+    return _compiled("product", epilogue, params, _DEPENDENT.get())
 
 
 @functools.lru_cache(maxsize=128)
@@ -393,7 +421,7 @@ def _compiled(family: str, name: str, params: tuple[tuple[str, Any], ...], depen
 
 def _launch(kernel: Any, *tensors: Any) -> Any:
     """`kernel`'s launch on `tensors` prepared, not made: as a programmatic dependent where it was loaded for one
-    (`_compiled` with `DEPENDENT_LAUNCHES` on)."""
+    (`_compiled` inside the layer's `_launched_as(True)`)."""
     return kernel.prepare(*tensors, dependent=kernel.generated.dependent)
 
 
@@ -834,8 +862,8 @@ def _run_route(kind: str, params: tuple[tuple[str, Any], ...], **tensors: Any) -
 
 
 def _loaded_route(kind: str, params: tuple[tuple[str, Any], ...]) -> Any:
-    """Routing kernel `kind` compiled and loaded (`DEPENDENT_LAUNCHES` as `_loaded_small`)."""
-    return _compiled("route", kind, params, DEPENDENT_LAUNCHES)
+    """Routing kernel `kind` compiled and loaded (dependent as `_loaded_small`)."""
+    return _compiled("route", kind, params, _DEPENDENT.get())
 
 
 def moe_layer(
@@ -868,8 +896,8 @@ def moe_layer(
     (`combine`: PyTorch operators, or with `combine_kernel` (default `COMBINE_KERNEL`) the `moe_combine` kernel;
     deterministic either way). At decode sizes the products split K where their units leave SMs idle: the
     down-projection's slices summed by the combine (`decode_plan`), the up-projection as the plain product split
-    and `moe_glu_sum` (`decode_up_split`). Not fused yet: the combine into the second GEMM's epilogue
-    (docs/moe.md)."""
+    and `moe_glu_sum` (`decode_up_split`), and every kernel is launched as a programmatic dependent of the one
+    before it (`dependent_launches`). Not fused yet: the combine into the second GEMM's epilogue (docs/moe.md)."""
     import torch
 
     if x.dim() != 2 or router.dim() != 2 or w1.dim() != 3 or w2.dim() != 3:
@@ -894,31 +922,32 @@ def moe_layer(
     if tokens == 0:  # no token: the layer's output is empty (nothing to route, no launch)
         return x.new_empty((0, hidden))
     routed = tokens * top_k
-    gather = FUSED_GATHER if fused_gather is None else fused_gather
-    up = choose(routed, inter, hidden, experts, "swiglu")
-    up_split = None if gather else decode_up_split(routed, inter, hidden, experts)
-    down = decode_plan(routed, hidden, inter, experts)  # at decode sizes, K split where the units leave SMs idle
-    routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
-                    groups=groups, top_groups=top_groups, scaling=scaling, block_m=up["BM"])  # fmt: skip
-    block_ms = {up["BM"], down["BM"], (up_split or up)["BM"]}
-    tiles = {bm: routing.tiles(bm) if SHARED_TILE_COUNTS else None for bm in block_ms}  # made once for both products
-    if up_split is not None:  # decode: the gate-and-up product split along K, then the slices' gated sum
-        slices, launch = prepare(x.index_select(0, routing.token), w1, routing.offs, config=up_split,
-                                 tiles=tiles[up_split["BM"]])  # fmt: skip
+    with _launched_as(dependent_launches(routed, experts)):  # decode steps: each launch a dependent
+        gather = FUSED_GATHER if fused_gather is None else fused_gather
+        up = choose(routed, inter, hidden, experts, "swiglu")
+        up_split = None if gather else decode_up_split(routed, inter, hidden, experts)
+        down = decode_plan(routed, hidden, inter, experts)  # at decode sizes, K split where the units leave SMs idle
+        routing = route(x, router, top_k, renormalize=renormalize, bias=bias, scoring=scoring, correction=correction,
+                        groups=groups, top_groups=top_groups, scaling=scaling, block_m=up["BM"])  # fmt: skip
+        block_ms = {up["BM"], down["BM"], (up_split or up)["BM"]}
+        tiles = {bm: routing.tiles(bm) if SHARED_TILE_COUNTS else None for bm in block_ms}  # made once for both
+        if up_split is not None:  # decode: the gate-and-up product split along K, then the slices' gated sum
+            slices, launch = prepare(x.index_select(0, routing.token), w1, routing.offs, config=up_split,
+                                     tiles=tiles[up_split["BM"]])  # fmt: skip
+            launch.launch()
+            h, launch = prepare_glu_sum(slices, routing.weight, activation, x.dtype)
+            launch.launch()
+        elif gather:
+            token = routing.token.to(torch.int32)
+            h = grouped_swiglu(x.contiguous(), w1, routing.offs, scale=routing.weight, activation=activation,
+                               token=token, config=up, tiles=tiles[up["BM"]])  # fmt: skip
+        else:
+            rows = x.index_select(0, routing.token)
+            h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation, config=up,
+                               tiles=tiles[up["BM"]])  # fmt: skip
+        y, launch = prepare(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
         launch.launch()
-        h, launch = prepare_glu_sum(slices, routing.weight, activation, x.dtype)
-        launch.launch()
-    elif gather:
-        token = routing.token.to(torch.int32)
-        h = grouped_swiglu(x.contiguous(), w1, routing.offs, scale=routing.weight, activation=activation, token=token,
-                           config=up, tiles=tiles[up["BM"]])  # fmt: skip
-    else:
-        rows = x.index_select(0, routing.token)
-        h = grouped_swiglu(rows, w1, routing.offs, scale=routing.weight, activation=activation, config=up,
-                           tiles=tiles[up["BM"]])  # fmt: skip
-    y, launch = prepare(h, w2, routing.offs, config=down, tiles=tiles[down["BM"]])
-    launch.launch()
-    return combine(y, routing, tokens, top_k, kernel=combine_kernel, dtype=x.dtype)
+        return combine(y, routing, tokens, top_k, kernel=combine_kernel, dtype=x.dtype)
 
 
 def combine(y: Any, routing: Routing, tokens: int, top_k: int, *, kernel: bool | None = None, dtype: Any = None) -> Any:
