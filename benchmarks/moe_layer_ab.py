@@ -13,6 +13,7 @@ touched experts' weights (w1 and w2 rows of the experts the routing sends a toke
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import statistics
 import sys
@@ -37,6 +38,12 @@ def main() -> int:
     p.add_argument("--cases", nargs="+", default=["Qwen3-30B-A3B:4096", "Mixtral:16"])
     p.add_argument("--switches", nargs="+", default=["TOPK_OF_LOGITS", "SHARED_TILE_COUNTS"])
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument(
+        "--routing",
+        choices=["softmax", "deepseek"],
+        default="softmax",
+        help="deepseek: DeepSeek-V3's (sigmoid scores, a correction bias, 8 groups, 4 chosen, weights x 2.5)",
+    )
     p.add_argument("--hbm", type=float, help="bytes a second of the GPU's memory (default: 4.8e12 on an H200, else "
                    "an H100 SXM's 3.35e12)")  # fmt: skip
     args = p.parse_args()
@@ -64,7 +71,8 @@ def main() -> int:
         label, tokens = case.split(":")
         for line in time_case(torch, args, shapes[label], label, int(tokens), combos, scratch, dev):
             print(line, flush=True)
-        torch.cuda.empty_cache()  # the case's weights are gone with its frame (28 GiB at DeepSeek-V3)
+        gc.collect()  # the case's graphs and closures (their memory pools hold its 28 GiB at DeepSeek-V3)
+        torch.cuda.empty_cache()
     return 0
 
 
@@ -75,13 +83,19 @@ def time_case(torch, args, shape, label, tokens, combos, scratch, dev):  # noqa:
     w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
     x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
     bias = torch.zeros(tokens, experts, device=dev)
-    want = reference(x, router, bias, w1, w2, top_k)
-    touched = touched_experts(x, router, bias, top_k)
+    kwargs = {}
+    if args.routing == "deepseek":  # DeepSeek-V3's: 8 groups (the experts must split in 8 of 2 or more)
+        kwargs = {"scoring": "sigmoid", "correction": torch.randn(experts, device=dev) * 0.1, "groups": 8,
+                  "top_groups": 4, "scaling": 2.5}  # fmt: skip
+        want, touched = routed_reference(torch, x, router, w1, w2, top_k, kwargs)
+    else:
+        want = reference(x, router, bias, w1, w2, top_k)
+        touched = touched_experts(x, router, bias, top_k)
     weight_bytes = touched * 3 * hidden * inter * 2  # the gate, up and down columns of each touched expert
     launches, errors = {}, {}
     for combo in combos:
         flags = dict(zip(args.switches, combo, strict=True))
-        fn = with_flags(moe, lambda: moe.moe_layer(x, router, w1, w2, top_k), **flags)
+        fn = with_flags(moe, lambda: moe.moe_layer(x, router, w1, w2, top_k, **kwargs), **flags)
         out = fn()
         errors[combo] = float((out.float() - want).abs().max() / want.abs().max())
         launches[(combo, "eager")] = fn
@@ -96,6 +110,27 @@ def time_case(torch, args, shape, label, tokens, combos, scratch, dev):  # noqa:
         on = ", ".join(str(int(v)) for v in combo)
         rows.append(f"| {label} | {tokens} | {on} | {eager:.4f} | {graph:.4f} | {share:.0f} | {errors[combo]:.1e} |")
     return rows
+
+
+def routed_reference(torch, x, router, w1, w2, top_k, kwargs):  # noqa: ANN001, ANN201, PLR0913
+    """(f32 output, touched experts) of the layer under `route`'s PyTorch routing with `kwargs` (the routing kernels
+    off), each expert's tokens through its FFN in f32."""
+    saved = moe.ROUTE_KERNEL
+    moe.ROUTE_KERNEL = False
+    try:
+        routing = moe.route(x, router, top_k, **kwargs)
+    finally:
+        moe.ROUTE_KERNEL = saved
+    inter = w2.shape[1]
+    out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+    ends = routing.offs.tolist()
+    for e, (lo, hi) in enumerate(zip([0, *ends[:-1]], ends, strict=True)):
+        if hi > lo:
+            token = routing.token[lo:hi]
+            h = x[token].float() @ w1[e].float()
+            y = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]) @ w2[e].float()
+            out.index_add_(0, token, y * routing.weight[lo:hi, None])
+    return out, sum(1 for lo, hi in zip([0, *ends[:-1]], ends, strict=True) if hi > lo)
 
 
 if __name__ == "__main__":

@@ -56,9 +56,10 @@ HBM_BYTES_PER_S = 4.8e12  # H200
 
 def layer_weights(torch, hidden: int, inter: int, experts: int, dev):  # noqa: ANN001, ANN201
     """(w1 (E, H, 2I), w2 (E, I, H), router (H, E)): the layer's weights, normal and scaled by 1/sqrt(fan-in), bf16
-    (the router f32), from the current seed."""
-    w1 = (torch.randn(experts, hidden, 2 * inter, device=dev) * hidden**-0.5).to(torch.bfloat16)
-    w2 = (torch.randn(experts, inter, hidden, device=dev) * inter**-0.5).to(torch.bfloat16)
+    (the router f32), from the current seed; drawn in bf16 (since session 71: DeepSeek-V3's w1 drawn in f32 was a
+    28 GiB temporary, which a second such case in one process could not allocate)."""
+    w1 = torch.randn(experts, hidden, 2 * inter, device=dev, dtype=torch.bfloat16).mul_(hidden**-0.5)
+    w2 = torch.randn(experts, inter, hidden, device=dev, dtype=torch.bfloat16).mul_(inter**-0.5)
     router = torch.randn(hidden, experts, device=dev) * hidden**-0.5
     return w1, w2, router
 

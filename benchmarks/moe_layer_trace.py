@@ -37,6 +37,12 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--cases", nargs="+", default=["Qwen3-30B-A3B:1", "Mixtral:1"])
     p.add_argument("--replays", type=int, default=20)
+    p.add_argument(
+        "--routing",
+        choices=["softmax", "deepseek"],
+        default="softmax",
+        help="deepseek: DeepSeek-V3's (sigmoid scores, a correction bias, 8 groups, 4 chosen, weights x 2.5)",
+    )
     p.add_argument("--set", nargs="*", default=[], metavar="NAME=INT", help="int values of argus.kernels.moe to set")
     p.add_argument("--hbm", type=float, help="bytes a second of the GPU's memory (default: 4.8e12 on an H200, else "
                    "an H100 SXM's 3.35e12)")  # fmt: skip
@@ -64,9 +70,17 @@ def trace_case(torch, shape, label, tokens, args, dev):  # noqa: ANN001, PLR0913
     w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
     x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
     bias = torch.zeros(tokens, experts, device=dev)
-    touched = touched_experts(x, router, bias, top_k)
+    kwargs = {}
+    if args.routing == "deepseek":
+        kwargs = {"scoring": "sigmoid", "correction": torch.randn(experts, device=dev) * 0.1, "groups": 8,
+                  "top_groups": 4, "scaling": 2.5}  # fmt: skip
+        offs = moe.route(x, router, top_k, **kwargs).offs
+        counts = torch.diff(offs, prepend=offs.new_zeros(1))
+        touched = int((counts > 0).sum())
+    else:
+        touched = touched_experts(x, router, bias, top_k)
     weight_bytes = touched * 3 * hidden * inter * 2
-    replay, _ = graphed(torch, lambda: moe.moe_layer(x, router, w1, w2, top_k))
+    replay, _ = graphed(torch, lambda: moe.moe_layer(x, router, w1, w2, top_k, **kwargs))
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     for _ in range(3):
         replay()

@@ -23,7 +23,7 @@ from argus.kernels.grouped import (
     search_steps,
 )
 from argus.kernels.moe_combine import moe_combine, moe_glu_sum
-from argus.kernels.moe_route import moe_route_rank, moe_route_sorted, moe_route_topk
+from argus.kernels.moe_route import moe_route_rank, moe_route_select, moe_route_sorted, moe_route_topk
 
 #: The kernels `prepare` launches, by name (and `prepare_scaled`'s FP8 one).
 KERNELS = {
@@ -62,6 +62,10 @@ SHARED_TILE_COUNTS = True
 #: 1-64 tokens (1.13x at 2048 choices), a Qwen3-30B-A3B one-token layer 1.51x (112 -> 75 µs), never slower.
 ROUTE_KERNEL = True
 ROUTE_KERNEL_ROWS = 2048
+#: Whether `route` takes the other routings' top-k (sigmoid scores, a correction bias, groups: DeepSeek-V3's; a
+#: softmax that does not renormalize) from `moe_route_select` (one launch) where `ROUTE_KERNEL` applies, rather than
+#: PyTorch's softmax or sigmoid, group top-k, scatter, mask, top-k, gather and sums (about a dozen launches).
+SELECT_KERNEL = True
 #: `moe_route_rank`'s (rows, choices) tile and `moe_route_sorted`'s (routed rows, choices) tile.
 ROUTE_TILE = (32, 128)
 #: Whether `moe_layer` launches its own kernels (routing, products, gated sum, combine) as programmatic dependents of
@@ -758,6 +762,11 @@ def route(
         else:
             top, chosen = logits.topk(top_k, dim=-1)
             weights = top.softmax(dim=-1)
+    elif kernels and SELECT_KERNEL and select_refusal(experts, top_k, groups, top_groups) is None:
+        # any other routing (sigmoid scores, DeepSeek-V3's correction and groups): one launch for a dozen operators
+        chosen, weights = top_k_select(logits, top_k, scoring=scoring, correction=correction, groups=groups,
+                                       top_groups=top_groups, renormalize=renormalize, scaling=scaling)  # fmt: skip
+        scaling = 1.0  # applied
     else:
         scores = logits.softmax(dim=-1) if scoring == "softmax" else logits.sigmoid()
         choice = scores if correction is None else scores + correction.float()
@@ -804,6 +813,51 @@ def topk_refusal(experts: int, top_k: int) -> str | None:
     return None
 
 
+def select_refusal(experts: int, top_k: int, groups: int = 1, top_groups: int = 1) -> str | None:
+    """Why `moe_route_select` does not take a routing of `experts` experts, top-`top_k`, in `groups` groups of which
+    `top_groups` are chosen (`topk_refusal`'s rows; groups of two experts or more), or None."""
+    if (why := topk_refusal(experts, top_k)) is not None:
+        return why
+    if groups > 1 and (experts % groups or experts // groups < 2 or top_k > top_groups * (experts // groups)):
+        return f"{experts} experts in {groups} groups: the kernel takes equal groups of two experts or more"
+    return None
+
+
+def top_k_select(
+    logits: Any,
+    top_k: int,
+    *,
+    scoring: str = "softmax",
+    correction: Any = None,
+    groups: int = 1,
+    top_groups: int = 1,
+    renormalize: bool = True,
+    scaling: float = 1.0,
+) -> tuple[Any, Any]:
+    """(chosen (T, k) int32, weights (T, k) f32) of any routing `route` takes, by `moe_route_select` in one launch
+    (the lane-level interpreter for CPU tensors): the experts chosen by their scores (`scoring`: softmax or sigmoid
+    of the logits) plus `correction`, within the `top_groups` best of `groups` groups, and their uncorrected scores,
+    renormalized (`renormalize`) and times `scaling`: what `route`'s PyTorch operators give (a dozen launches),
+    the weights within a few ulp (the exponential's rounding), the choices the same where no two scores tie."""
+    import torch
+
+    tokens, experts = logits.shape
+    if (why := select_refusal(experts, top_k, groups, top_groups)) is not None:
+        raise GroupedError(why)
+    logits = logits.to(torch.float32).contiguous()
+    dev = logits.device
+    bias = torch.zeros(experts, dtype=torch.float32, device=dev) if correction is None else correction
+    chosen = torch.empty((tokens, top_k), dtype=torch.int32, device=dev)
+    weights = torch.empty((tokens, top_k), dtype=torch.float32, device=dev)
+    params = route_params("topk", top_k, experts) + (
+        ("SCORING", scoring), ("GROUPS", groups), ("TOP_GROUPS", top_groups), ("RENORMALIZE", bool(renormalize)),
+        ("SCALING", float(scaling)),
+    )  # fmt: skip
+    _run_route("select", params, LOGITS=logits, CORRECTION=bias.to(torch.float32).contiguous(), CHOICE=chosen,
+               WIN=weights)  # fmt: skip
+    return chosen, weights
+
+
 def top_k_softmax(logits: Any, top_k: int) -> tuple[Any, Any]:
     """(chosen (T, k) int32, weights (T, k) f32): each token's `top_k` largest logits (in order; the lowest expert
     among equal ones) and their own softmax, by `moe_route_topk` in one launch (the lane-level interpreter for CPU
@@ -847,7 +901,7 @@ def sort_by_expert(chosen: Any, weights: Any, experts: int, block_m: int = 64) -
 
 
 #: The routing kernels, by the `kind` of `route_params`.
-ROUTE_KERNELS = {"rank": moe_route_rank, "sorted": moe_route_sorted, "topk": moe_route_topk}
+ROUTE_KERNELS = {"rank": moe_route_rank, "sorted": moe_route_sorted, "topk": moe_route_topk, "select": moe_route_select}
 
 
 def _run_route(kind: str, params: tuple[tuple[str, Any], ...], **tensors: Any) -> None:

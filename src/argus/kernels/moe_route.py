@@ -20,6 +20,8 @@ from the host code (`argus.kernels.moe`): this module holds DSL kernels only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import argus
 import argus.lang as T
 from argus.lang.errors import DSLError
@@ -176,4 +178,106 @@ def moe_route_sorted(
         T.copy(tiles, TILES.tile(br, BR))
 
 
-__all__ = ["PAST", "moe_route_rank", "moe_route_sorted", "moe_route_topk"]
+@argus.kernel(policies={"tile_shape": ("BT",)})
+def moe_route_select(
+    LOGITS: T.Tensor[("TOKENS", "E"), T.f32],
+    CORRECTION: T.Tensor[("E",), T.f32],
+    CHOICE: T.Tensor[("TOKENS", "K"), T.i32],
+    WIN: T.Tensor[("TOKENS", "K"), T.f32],
+    TOPK: int = 8,
+    BT: int = 4,
+    BE: int = 256,
+    SCORING: str = "sigmoid",
+    GROUPS: int = 1,
+    TOP_GROUPS: int = 1,
+    RENORMALIZE: bool = True,
+    SCALING: float = 1.0,
+):
+    """Any top-k routing `argus.kernels.moe.route` takes, in one launch: each token's scores (SCORING "softmax" over
+    its E logits, or each logit's "sigmoid"); the choice scores, the scores plus CORRECTION[e] (DeepSeek-V3's bias
+    for choosing; zeros for none); with GROUPS > 1 the experts split into GROUPS equal groups, each scored by the sum
+    of its two best choice scores, and only the TOP_GROUPS best groups' experts chosen from; the TOPK best choice
+    scores (CHOICE[t, j]: the j-th best, the lowest expert among equal ones) and as WIN[t, j] their uncorrected
+    scores, renormalized to sum 1 (RENORMALIZE), times SCALING. Block b takes tokens b * BT .., one warp a token
+    over BE >= E experts, as `moe_route_topk`; every selection a round of a row (or group) maximum, its first
+    expert, and that expert masked. A row of NaN logits takes expert E - 1 (a group's, the last group) with NaN
+    weights, never an id past the last."""
+    if SCORING not in ("softmax", "sigmoid"):
+        raise DSLError("DSL_BAD_PARAM", f"SCORING is 'softmax' or 'sigmoid', got {SCORING!r}")
+    if not isinstance(TOPK, int) or not 1 <= TOPK <= BE or not isinstance(GROUPS, int) or GROUPS < 1:
+        raise DSLError("DSL_BAD_PARAM", f"TOPK = {TOPK!r} choices of at most BE = {BE} experts, GROUPS = {GROUPS!r}")
+    if not isinstance(TOP_GROUPS, int) or not 1 <= TOP_GROUPS <= GROUPS or 2 * GROUPS > BE:
+        raise DSLError("DSL_BAD_PARAM", f"TOP_GROUPS = {TOP_GROUPS!r} of GROUPS = {GROUPS} groups of two experts or "
+                                        f"more within BE = {BE}")  # fmt: skip
+    if BE not in (32, 64, 128, 256, 512) or BT * BE != max(512, 4 * BE):
+        raise DSLError("DSL_BAD_PARAM", f"BE = {BE} experts a row (32 to 512, a power of two) and BT = {BT} tokens: "
+                                        f"BT * BE = {max(512, 4 * BE)} (one warp a row)")  # fmt: skip
+    T.assume(f"K == {TOPK}")
+    T.assume(f"E <= {BE}")
+    T.assume(f"E >= {TOPK}")
+    T.assume("E % 4 == 0")  # rows of whole 16-byte vectors (8, 64, 128, 256 experts)
+    if GROUPS > 1:
+        T.assume(f"E % {GROUPS} == 0")
+        T.assume(f"E >= {2 * GROUPS}")  # two experts or more a group: its score is the sum of its two best
+        T.assume(f"{TOP_GROUPS} * (E // {GROUPS}) >= {TOPK}")  # the chosen groups hold TOPK experts
+    inf = float("inf")
+    with T.grid(T.cdiv(TOKENS, BT), threads=128) as (bt,):
+        x = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # a row in one warp
+        T.copy(LOGITS.tile((bt, 0), (BT, BE)), x)
+        expert = T.index(x, 1, T.i32)
+        real = expert < E
+        if SCORING == "softmax":
+            top = T.reduce_max(T.where(real, x, -inf), axis=1)
+            p = T.where(real, T.exp(x - top[:, None]), 0.0)
+            score = p * T.rcp(T.reduce_sum(p, axis=1))[:, None]
+        else:
+            score = T.where(real, T.sigmoid(x), 0.0)  # past E: no score (the padding never enters a selection)
+        bias = T.alloc_reduced(x, axis=0)  # (BE,): every row's correction
+        T.copy(CORRECTION.tile(0, BE), bias, pad=0.0)
+        pick = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # the choice scores left
+        T.copy(T.where(real, score + bias[None, :], -inf), pick)
+
+        def first_of(values: Any, best: Any, last: Any) -> Any:
+            """Per row, the lowest column holding `best` in `values` (`last` where none does: a NaN row)."""
+            hit = T.where(real, T.eq(values, best[:, None]), 0)
+            return T.minimum(-T.reduce_max(T.where(hit, -expert, -BE), axis=1), last)
+
+        if GROUPS > 1:
+            size = E // GROUPS
+            scores = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # column g: group g's score
+            T.fill(scores, -inf)
+            for g in range(GROUPS):  # unrolled at trace time: GROUPS is a constant
+                inside = T.where((expert >= g * size) & (expert < (g + 1) * size), pick, -inf)
+                best = T.reduce_max(inside, axis=1)
+                first = first_of(inside, best, E - 1)
+                second = T.reduce_max(T.where(T.eq(expert, first[:, None]), -inf, inside), axis=1)
+                T.copy(T.where(T.eq(expert, g), (best + second)[:, None], scores), scores)
+            allowed = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # the chosen groups' picks
+            T.fill(allowed, -inf)
+            T.copy(T.where(expert < GROUPS, scores, -inf), scores)
+            for _ in range(TOP_GROUPS):
+                best = T.reduce_max(scores, axis=1)
+                group = first_of(scores, best, GROUPS - 1)
+                lo, hi = group * size, group * size + size
+                T.copy(T.where((expert >= lo[:, None]) & (expert < hi[:, None]), pick, allowed), allowed)
+                T.copy(T.where(T.eq(expert, group[:, None]), -inf, scores), scores)
+            T.copy(allowed, pick)
+        chosen = T.alloc_fragment((BT, BE), T.i32, vector_bytes=max(16, BE // 8))  # column j: the j-th choice
+        weights = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # column j: its score
+        T.fill(chosen, 0)
+        T.fill(weights, 0.0)
+        for j in range(TOPK):  # unrolled at trace time: TOPK is a constant
+            best = T.reduce_max(pick, axis=1)
+            first = first_of(pick, best, E - 1)
+            mine = T.eq(expert, first[:, None])
+            weight = T.reduce_max(T.where(mine, score, -inf), axis=1)  # the chosen expert's own score
+            T.copy(T.where(T.eq(expert, j), first[:, None], chosen), chosen)
+            T.copy(T.where(T.eq(expert, j), weight[:, None], weights), weights)
+            T.copy(T.where(mine, -inf, pick), pick)
+        T.copy(chosen, CHOICE.tile((bt, 0), (BT, BE)))  # the first TOPK columns (the tensor's)
+        if RENORMALIZE:  # columns past TOPK hold 0
+            T.copy(weights * T.rcp(T.reduce_sum(weights, axis=1))[:, None], weights)
+        T.copy(weights * SCALING, WIN.tile((bt, 0), (BT, BE)))
+
+
+__all__ = ["PAST", "moe_route_rank", "moe_route_select", "moe_route_sorted", "moe_route_topk"]
