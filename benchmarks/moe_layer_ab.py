@@ -38,6 +38,7 @@ def main() -> int:
     p.add_argument("--cases", nargs="+", default=["Qwen3-30B-A3B:4096", "Mixtral:16"])
     p.add_argument("--switches", nargs="+", default=["TOPK_OF_LOGITS", "SHARED_TILE_COUNTS"])
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--router", choices=["f32", "bf16"], default="f32", help="the router weight's dtype")
     p.add_argument(
         "--routing",
         choices=["softmax", "deepseek"],
@@ -81,6 +82,8 @@ def time_case(torch, args, shape, label, tokens, combos, scratch, dev):  # noqa:
     hidden, inter, experts, top_k = shape
     torch.manual_seed(0)
     w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
+    if args.router == "bf16":
+        router = router.to(torch.bfloat16)
     x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
     bias = torch.zeros(tokens, experts, device=dev)
     kwargs = {}

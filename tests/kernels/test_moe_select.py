@@ -153,3 +153,33 @@ def test_route_and_the_layer_with_deepseek_v3_s_routing_on_the_gpu(monkeypatch: 
     monkeypatch.setattr(moe, "SELECT_KERNEL", True)
     got = moe.moe_layer(x, router, w1, w2, 6, **layer).float()
     assert float((got - want).abs().max() / want.abs().max()) < 1e-2
+
+
+def test_a_16_bit_router_s_logits_are_one_product_only_on_a_cuda_device() -> None:
+    """On CPU tensors (and for an f32 router anywhere) the logits are ``x.float() @ router.float()``, bit for bit."""
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(3, 64, generator=g).to(torch.bfloat16)
+    for router in (torch.randn(64, 16, generator=g), torch.randn(64, 16, generator=g).to(torch.bfloat16)):
+        assert torch.equal(moe.router_logits(x, router), x.float() @ router.float())
+
+
+@pytest.mark.gpu
+def test_a_16_bit_router_s_logits_and_layer_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bf16 router: its logits in one product with f32 accumulation equal the f32 conversions' product within f32
+    rounding, and the layer with it equals the layer with the conversions."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    g = torch.Generator().manual_seed(7)
+    hidden, inter, experts = 512, 128, 32
+    x = torch.randn(5, hidden, generator=g).cuda().to(torch.bfloat16)
+    router = (torch.randn(hidden, experts, generator=g) * hidden**-0.5).cuda().to(torch.bfloat16)
+    got = moe.router_logits(x, router)
+    want = x.float() @ router.float()
+    assert got.dtype == torch.float32 and got.shape == (5, experts)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    w1 = (torch.randn(experts, hidden, 2 * inter, generator=g) * hidden**-0.5).cuda().to(torch.bfloat16)
+    w2 = (torch.randn(experts, inter, hidden, generator=g) * inter**-0.5).cuda().to(torch.bfloat16)
+    out = moe.moe_layer(x, router, w1, w2, 4).float()
+    monkeypatch.setattr(moe, "LOGITS_16BIT", False)
+    ref = moe.moe_layer(x, router, w1, w2, 4).float()
+    assert float((out - ref).abs().max() / ref.abs().max()) < 1e-2

@@ -62,6 +62,9 @@ SHARED_TILE_COUNTS = True
 #: 1-64 tokens (1.13x at 2048 choices), a Qwen3-30B-A3B one-token layer 1.51x (112 -> 75 µs), never slower.
 ROUTE_KERNEL = True
 ROUTE_KERNEL_ROWS = 2048
+#: Whether `route` computes a 16-bit router's logits as one product with f32 accumulation and output
+#: (`router_logits`) rather than converting x and the router to f32 first.
+LOGITS_16BIT = True
 #: Whether `route` takes the other routings' top-k (sigmoid scores, a correction bias, groups: DeepSeek-V3's; a
 #: softmax that does not renormalize) from `moe_route_select` (one launch) where `ROUTE_KERNEL` applies, rather than
 #: PyTorch's softmax or sigmoid, group top-k, scatter, mask, top-k, gather and sums (about a dozen launches).
@@ -712,6 +715,20 @@ class Routing:
 SCORINGS = ("softmax", "sigmoid")
 
 
+def router_logits(x: Any, router: Any) -> Any:
+    """``x @ router`` in f32 (T, E): with a 16-bit router of x's dtype on a CUDA device (`LOGITS_16BIT`) one product
+    that multiplies the 16-bit values and accumulates and writes f32 (``torch.mm(..., out_dtype=torch.float32)``:
+    each product of two 16-bit values is exact in f32, as in ``x.float() @ router.float()``, whose two conversions
+    are two launches more and the router's f32 copy written and read every call); else ``x.float() @
+    router.float()``."""
+    import torch
+
+    sixteen = x.dtype in (torch.bfloat16, torch.float16) and router.dtype == x.dtype
+    if LOGITS_16BIT and sixteen and x.is_cuda and router.is_cuda:
+        return torch.mm(x, router, out_dtype=torch.float32)
+    return x.float() @ router.float()
+
+
 def route(
     x: Any,
     router: Any,
@@ -750,7 +767,7 @@ def route(
         )
     if correction is not None and tuple(correction.shape) != (experts,):
         raise GroupedError(f"correction is one value per expert, ({experts},); got {tuple(correction.shape)}")
-    logits = x.float() @ router.float()
+    logits = router_logits(x, router)
     if bias is not None:
         logits = logits + bias
     kernels = ROUTE_KERNEL and x.is_cuda and 0 < logits.shape[0] * top_k <= ROUTE_KERNEL_ROWS
