@@ -959,7 +959,8 @@ def moe_layer(
     `w1` (E, H, 2I) (gate then up columns) and `w2` (E, I, H), top-`top_k` routing (`route`: `scoring` "softmax" or
     "sigmoid", and DeepSeek-V3's `correction`, `groups`, `top_groups`, `scaling`); returns (T, H) in x's dtype: for each
     token, the sum over its k experts of ``weight * (act(x @ gate) * (x @ up)) @ w2[e]``, act the `activation` (silu:
-    SwiGLU; gelu, gelu_tanh: GeGLU). Steps: routing (PyTorch operators, no host synchronization); the routed rows
+    SwiGLU; gelu, gelu_tanh: GeGLU). Steps: routing (`route`: the logits' product, then the DSL routing kernels at
+    decode sizes, PyTorch operators beyond; no host synchronization); the routed rows
     gathered in expert order (``index_select``); `grouped_gemm_swiglu` (SwiGLU and each row's router weight in the
     epilogue: the down-projection is linear, so its input rows may carry the weights), or with `fused_gather` (default
     `FUSED_GATHER`, off: measured slower) `grouped_gemm_swiglu_gathered`, which reads each routed row's token itself
