@@ -31,10 +31,22 @@ allow, that the arrivals that run number `arrive_count`, or none at all while no
 never used). A block where some but not all arrive, or where a wait runs with no arrival, is `violated` with that
 block and size; waits inside loops on such an element leave it not counted.
 
+*Arrivals in sequence* (since session 71: a pipeline that loads its first stages before the loop and the stage
+``k + STAGES - 1`` under ``T.if_(k + STAGES - 1 < k_tiles)`` inside it, the lineage's TMA rungs). A ring of S
+barriers whose arrivals and waits name element ``X % S`` (or, outside loops, a constant element c < S) and whose
+waits' phase is ``(X // S) % 2`` numbers each arrival and each wait by X, its *sequence number* (c for the constant
+ones: the barrier's first phase): sequence j is phase j // S of barrier j % S. Where every arrival statement is
+outside loops or in one loop, Z3 proves, for every block and size the assumptions allow, that no two arrivals that
+run (two statements, or one statement in two iterations) have one sequence number (else two arrivals reach one phase:
+`violated`, with the two), and that every wait that runs has an arrival that runs with its number (each site's
+number a loop index plus a constant, inverted exactly: else the wait's phase never completes, `violated`, a
+deadlock); each arrival statement making `arrive_count` arrivals. A statement whose number is not of that form
+leaves the barrier not counted.
+
 A barrier whose arrivals are mixed (some statements outside loops, some inside), or that are inside a ``T.if_``
 within the phase loop (or around phase loops of different statements), or under a loop of symbolic extent nested in
-the phase loop, is not counted (no finding: the interpreter's deadlock and over-arrival checks cover it at run
-time).
+the phase loop, and that is not a ring in sequence, is not counted (no finding: the interpreter's deadlock and
+over-arrival checks cover it at run time).
 """
 
 from __future__ import annotations
@@ -44,7 +56,7 @@ from typing import Any
 
 import z3
 
-from argus.ir.expr import Const, Expr, free_vars
+from argus.ir.expr import BinaryOp, BinOp, Const, Expr, free_vars
 from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit, MbarrierWait
 from argus.verify import smt
 from argus.verify.context import Context
@@ -178,6 +190,129 @@ def _fixed_elements(sites: list[Site]) -> list[int] | None:
     return out
 
 
+def _sequence(site: Site, size: int) -> Any:
+    """The sequence number of the arrival or wait at `site` on a ring of `size` barriers (module docstring): X for
+    element ``X % size``, a constant element c < size outside loops; None otherwise."""
+    index = barrier_element(site.stmt.barrier)  # type: ignore[attr-defined]
+    if isinstance(index, int) or isinstance(index, Const):
+        value = index if isinstance(index, int) else index.value
+        return Const(value) if not site.loops and 0 <= value < size else None
+    if (
+        isinstance(index, BinOp)
+        and index.op == BinaryOp.MOD
+        and isinstance(index.rhs, Const)
+        and index.rhs.value == size
+    ):
+        return index.lhs
+    return None
+
+
+def _runs_at(ctx: Context, site: Site, seq: Any, target: Any, suffix: str) -> tuple[Any, bool] | None:
+    """(the condition that an instance of `site` with sequence number `target` runs, exact): its loop index solved
+    for `target` as a constant shift of it (``seq = index + c``), in range, its branches taken; `exact` whether Z3
+    proved the sequence *is* the index plus c for every index in range (then that instance is the only candidate:
+    a wait whose number no such instance has gets no arrival). None for a site in more than one loop."""
+    from argus.verify.checks.once import _instance
+
+    if len(site.loops) > 1:
+        return None
+    if not site.loops:
+        env, cons = _instance(ctx, site, ctx.base_env, suffix)
+        return z3.And(*cons, smt.evaluate(seq, env) == target), True
+    (loop,) = site.loops
+    at_zero = dict(ctx.base_env)
+    at_zero[loop.var] = smt.val(0)
+    shift = smt.evaluate(seq, at_zero)
+    env, cons = _instance(ctx, site, ctx.base_env, suffix, fixed={loop.var: target - shift})
+    free = z3.BitVec(f"seq.{loop.var.name}{suffix}", smt.WIDTH)
+    anywhere = dict(ctx.base_env)
+    anywhere[loop.var] = free
+    shifted = ctx.solve([ctx.loop_range(loop, free, anywhere)], smt.evaluate(seq, anywhere) != free + shift)
+    return z3.And(*cons, smt.evaluate(seq, env) == target), shifted.verdict == Verdict.VERIFIED
+
+
+def _in_sequence(ctx: Context, buf: Buffer, init_site: Site, sites: list[Site]) -> tuple[Any, Any]:
+    """(verdict, finding) for a ring of barriers whose arrivals run in sequence (module docstring), or (None, None)
+    where the arrivals or waits are not of that form."""
+    from argus.verify.checks.once import _instance
+
+    init = init_site.stmt
+    size = buf.shape[0] if buf.shape and isinstance(buf.shape[0], int) else None
+    waits = [
+        x
+        for x in ctx.analysis.program.sites
+        if isinstance(x.stmt, MbarrierWait) and x.stmt.barrier.buffer is buf  # type: ignore[attr-defined]
+    ]
+    if size is None or not waits or any(len(x.loops) > 1 for x in sites + waits):
+        return None, None
+    arrive_seq = [_sequence(x, size) for x in sites]
+    wait_seq = [_sequence(x, size) for x in waits]
+    if any(q is None for q in arrive_seq + wait_seq):
+        return None, None
+    for w, seq in zip(waits, wait_seq, strict=True):  # the wait's parity is its sequence number's phase's
+        env, cons = _instance(ctx, w, ctx.base_env, ".wp")
+        parity = smt.evaluate(w.stmt.phase, env)  # type: ignore[attr-defined]
+        want = z3.URem(z3.UDiv(smt.evaluate(seq, env), smt.val(size)), smt.val(2))
+        if ctx.solve(cons, parity != want).verdict != Verdict.VERIFIED:
+            return None, None
+    name = user_name(buf)
+    for x in sites:
+        if _arrivals(x) != init.arrive_count:  # type: ignore[attr-defined]
+            msg = (
+                f"{name} is initialised with arrive_count={init.arrive_count}, but each of its phases receives "  # type: ignore[attr-defined]
+                f"{_arrivals(x)} arrival(s) (one T.mbarrier_arrive of a role, in sequence): "
+                + ("every wait on it deadlocks" if _arrivals(x) < init.arrive_count else "phases complete early")  # type: ignore[attr-defined]
+            )
+            return Verdict.VIOLATED, _violation(init_site, buf, x, msg, _arrivals(x), 0, block={})
+    # no two arrivals that run have one sequence number
+    for i, (a, qa) in enumerate(zip(sites, arrive_seq, strict=True)):
+        for b, qb in list(zip(sites, arrive_seq, strict=True))[i:]:
+            if a is b and not a.loops:
+                continue
+            env_a, cons_a = _instance(ctx, a, ctx.base_env, ".sa")
+            env_b, cons_b = _instance(ctx, b, ctx.base_env, ".sb")
+            same = smt.evaluate(qa, env_a) == smt.evaluate(qb, env_b)
+            if a is b:
+                same = z3.And(same, z3.Or(*[env_a[lp.var] != env_b[lp.var] for lp in a.loops]))
+            out = ctx.solve([*cons_a, *cons_b], same)
+            if out.verdict == Verdict.UNKNOWN:
+                return Verdict.UNKNOWN, None
+            if out.verdict == Verdict.VIOLATED:
+                j = smt.model_int(out.model, smt.evaluate(qa, env_a))
+                msg = (
+                    f"{name} receives two arrivals in phase {j // size} of {name}[{j % size}] (sequence number {j}: "
+                    f"the arrivals at lines {a.loc.line if a.loc else '?'} and {b.loc.line if b.loc else '?'}), "
+                    f"initialised with arrive_count={init.arrive_count}: the extra arrival completes the next phase "  # type: ignore[attr-defined]
+                    "early, before its data"
+                )
+                where = {"block": ctx.block_values(out.model), "shapes": ctx.shape_values(out.model)}
+                return Verdict.VIOLATED, _violation(init_site, buf, a, msg, 2 * _arrivals(a), j % size, **where)
+    # every wait that runs has an arrival that runs with its sequence number
+    for w, qw in zip(waits, wait_seq, strict=True):
+        env_w, cons_w = _instance(ctx, w, ctx.base_env, ".sw")
+        target = smt.evaluate(qw, env_w)
+        runs, exact = [], True
+        for n, (a, qa) in enumerate(zip(sites, arrive_seq, strict=True)):
+            at = _runs_at(ctx, a, qa, target, f".sr{n}")
+            if at is None:
+                return None, None
+            runs.append(at[0])
+            exact = exact and at[1]
+        out = ctx.solve(cons_w, z3.Not(z3.Or(*runs)))
+        if out.verdict == Verdict.UNKNOWN or (out.verdict == Verdict.VIOLATED and not exact):
+            return Verdict.UNKNOWN, None  # a miss of a number that is not an index's shift may be another instance
+        if out.verdict == Verdict.VIOLATED:
+            j = smt.model_int(out.model, target)
+            msg = (
+                f"the wait at line {w.loc.line if w.loc else '?'} on {name}[{j % size}] waits for its phase "
+                f"{j // size} (sequence number {j}), which no arrival reaches: it never completes, the block "
+                "deadlocks"
+            )
+            where = {"block": ctx.block_values(out.model), "shapes": ctx.shape_values(out.model)}
+            return Verdict.VIOLATED, _violation(init_site, buf, w, msg, 0, j % size, **where)
+    return Verdict.VERIFIED, None
+
+
 def check_arrive_counts(ctx: Context) -> list[Finding]:
     prog = ctx.analysis.program
     inits: dict[Buffer, Site] = {}
@@ -220,6 +355,14 @@ def check_arrive_counts(ctx: Context) -> list[Finding]:
         # an arrival made per warpgroup (`MbarrierArrive.per_warpgroup`) is one arrival of each warpgroup of its role
         counts = [c * _arrivals(s) if c is not None else c for s, c in zip(sites, counts, strict=True)]
         if any(c is None for c in counts) or len({bool(s.loops) for s in sites}) > 1:
+            verdict, finding = _in_sequence(ctx, buf, init_site, sites)
+            if finding is not None:
+                findings.append(finding)
+            if verdict in (Verdict.VERIFIED, Verdict.VIOLATED):  # undecided: not checked, as before
+                ctx.record(
+                    "mbarrier arrive count", f"{user_name(buf)}: one arrival a phase, in sequence", verdict, start
+                )
+                continue
             why = "arrivals under conditions, or inside and outside a loop, that no protocol check has counted"
             ctx.record_not_checked("mbarrier arrive count", user_name(buf), why, start)
             continue
