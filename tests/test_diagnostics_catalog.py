@@ -50,6 +50,7 @@ NOT_CODE_FAMILIES = re.compile(
 )
 NOT_CODES = {
     "READ_ELEMENT": "the key of the element reader in an expression environment (argus.ir.expr)",
+    "TOP_GROUPS": "a parameter of moe_route_select (the groups of experts a token's choices are taken from)",
     "A_MAJOR": "a parameter of the Hopper GEMMs",
     "B_MAJOR": "a parameter of the Hopper GEMMs",
     "C_MAJOR": "a parameter of the Hopper GEMMs",
