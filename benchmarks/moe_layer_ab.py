@@ -26,7 +26,17 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from grouped_sweep import interleaved  # noqa: E402
-from moe_layer_bench import SHAPES, graphed, layer_weights, reference, touched_experts, with_flags  # noqa: E402
+from moe_layer_bench import (  # noqa: E402
+    ROUTING_HELP,
+    ROUTINGS,
+    SHAPES,
+    graphed,
+    layer_weights,
+    reference,
+    routing_kwargs,
+    touched_experts,
+    with_flags,
+)
 
 from argus.kernels import moe  # noqa: E402
 
@@ -39,12 +49,7 @@ def main() -> int:
     p.add_argument("--switches", nargs="+", default=["TOPK_OF_LOGITS", "SHARED_TILE_COUNTS"])
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--router", choices=["f32", "bf16"], default="f32", help="the router weight's dtype")
-    p.add_argument(
-        "--routing",
-        choices=["softmax", "deepseek"],
-        default="softmax",
-        help="deepseek: DeepSeek-V3's (sigmoid scores, a correction bias, 8 groups, 4 chosen, weights x 2.5)",
-    )
+    p.add_argument("--routing", choices=ROUTINGS, default="softmax", help=ROUTING_HELP)
     p.add_argument("--hbm", type=float, help="bytes a second of the GPU's memory (default: 4.8e12 on an H200, else "
                    "an H100 SXM's 3.35e12)")  # fmt: skip
     args = p.parse_args()
@@ -86,10 +91,8 @@ def time_case(torch, args, shape, label, tokens, combos, scratch, dev):  # noqa:
         router = router.to(torch.bfloat16)
     x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
     bias = torch.zeros(tokens, experts, device=dev)
-    kwargs = {}
-    if args.routing == "deepseek":  # DeepSeek-V3's: 8 groups (the experts must split in 8 of 2 or more)
-        kwargs = {"scoring": "sigmoid", "correction": torch.randn(experts, device=dev) * 0.1, "groups": 8,
-                  "top_groups": 4, "scaling": 2.5}  # fmt: skip
+    kwargs = routing_kwargs(torch, args.routing, experts, dev)
+    if kwargs:
         want, touched = routed_reference(torch, x, router, w1, w2, top_k, kwargs)
     else:
         want = reference(x, router, bias, w1, w2, top_k)

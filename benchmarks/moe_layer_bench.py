@@ -64,6 +64,20 @@ def layer_weights(torch, hidden: int, inter: int, experts: int, dev):  # noqa: A
     return w1, w2, router
 
 
+#: The routings the layer benchmarks take (`--routing`): the default softmax top-k, or DeepSeek-V3's.
+ROUTINGS = ("softmax", "deepseek")
+ROUTING_HELP = "deepseek: DeepSeek-V3's (sigmoid scores, a correction bias, 8 groups, 4 chosen, weights x 2.5)"
+
+
+def routing_kwargs(torch, routing: str, experts: int, dev) -> dict:  # noqa: ANN001
+    """`moe_layer`'s routing keywords for `routing` (`ROUTINGS`): none for the softmax, DeepSeek-V3's for "deepseek"
+    (8 groups: the experts must split in 8 groups of 2 or more), its correction drawn from the current seed."""
+    if routing != "deepseek":
+        return {}
+    return {"scoring": "sigmoid", "correction": torch.randn(experts, device=dev) * 0.1, "groups": 8, "top_groups": 4,
+            "scaling": 2.5}  # fmt: skip
+
+
 def touched_experts(x, router, bias, top_k: int) -> int:  # noqa: ANN001
     """How many experts the routing sends at least one token to (as `reference` routes)."""
     import torch

@@ -26,7 +26,15 @@ except ImportError:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from moe_layer_bench import SHAPES, graphed, layer_weights, touched_experts  # noqa: E402
+from moe_layer_bench import (  # noqa: E402
+    ROUTING_HELP,
+    ROUTINGS,
+    SHAPES,
+    graphed,
+    layer_weights,
+    routing_kwargs,
+    touched_experts,
+)
 
 from argus.kernels import moe  # noqa: E402
 
@@ -37,12 +45,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--cases", nargs="+", default=["Qwen3-30B-A3B:1", "Mixtral:1"])
     p.add_argument("--replays", type=int, default=20)
-    p.add_argument(
-        "--routing",
-        choices=["softmax", "deepseek"],
-        default="softmax",
-        help="deepseek: DeepSeek-V3's (sigmoid scores, a correction bias, 8 groups, 4 chosen, weights x 2.5)",
-    )
+    p.add_argument("--routing", choices=ROUTINGS, default="softmax", help=ROUTING_HELP)
     p.add_argument("--set", nargs="*", default=[], metavar="NAME=INT", help="int values of argus.kernels.moe to set")
     p.add_argument("--hbm", type=float, help="bytes a second of the GPU's memory (default: 4.8e12 on an H200, else "
                    "an H100 SXM's 3.35e12)")  # fmt: skip
@@ -70,10 +73,8 @@ def trace_case(torch, shape, label, tokens, args, dev):  # noqa: ANN001, PLR0913
     w1, w2, router = layer_weights(torch, hidden, inter, experts, dev)
     x = torch.randn(tokens, hidden, device=dev).to(torch.bfloat16)
     bias = torch.zeros(tokens, experts, device=dev)
-    kwargs = {}
-    if args.routing == "deepseek":
-        kwargs = {"scoring": "sigmoid", "correction": torch.randn(experts, device=dev) * 0.1, "groups": 8,
-                  "top_groups": 4, "scaling": 2.5}  # fmt: skip
+    kwargs = routing_kwargs(torch, args.routing, experts, dev)
+    if kwargs:
         offs = moe.route(x, router, top_k, **kwargs).offs
         counts = torch.diff(offs, prepend=offs.new_zeros(1))
         touched = int((counts > 0).sum())

@@ -31,6 +31,22 @@ from argus.lang.errors import DSLError
 PAST = 1 << 30
 
 
+def one_warp_a_row(TOPK: int, BT: int, BE: int) -> None:  # noqa: N803 - the kernels' parameters
+    """The top-k kernels' rows (`moe_route_topk`, `moe_route_select`): TOPK choices of E <= BE experts a token, one
+    warp a row of BE (a power of two, 32 to 512), BT rows a block of 128 threads; refused otherwise
+    (``DSL_BAD_PARAM``), declared to the verifier (K == TOPK, TOPK <= E <= BE, E a multiple of 4: rows of whole
+    16-byte vectors)."""
+    if not isinstance(TOPK, int) or not 1 <= TOPK <= BE:
+        raise DSLError("DSL_BAD_PARAM", f"TOPK = {TOPK!r} choices of at most BE = {BE} experts")
+    if BE not in (32, 64, 128, 256, 512) or BT * BE != max(512, 4 * BE):
+        raise DSLError("DSL_BAD_PARAM", f"BE = {BE} experts a row (32 to 512, a power of two) and BT = {BT} tokens: "
+                                        f"BT * BE = {max(512, 4 * BE)} (one warp a row)")  # fmt: skip
+    T.assume(f"K == {TOPK}")
+    T.assume(f"E <= {BE}")
+    T.assume(f"E >= {TOPK}")
+    T.assume("E % 4 == 0")  # rows of whole 16-byte vectors (8, 64, 128, 256 experts)
+
+
 @argus.kernel(policies={"tile_shape": ("BT",)})
 def moe_route_topk(
     LOGITS: T.Tensor[("TOKENS", "E"), T.f32],
@@ -45,15 +61,7 @@ def moe_route_topk(
     (WIN[t, j] = exp(l_j - l_0) / sum over i of exp(l_i - l_0): the top-k of the softmax over every expert,
     renormalized). Block b takes tokens b * BT .., one warp a token over BE >= E experts; TOPK rounds of a row maximum,
     its first expert, and that expert masked."""
-    if not isinstance(TOPK, int) or not 1 <= TOPK <= BE:
-        raise DSLError("DSL_BAD_PARAM", f"TOPK = {TOPK!r} choices of at most BE = {BE} experts")
-    if BE not in (32, 64, 128, 256, 512) or BT * BE != max(512, 4 * BE):
-        raise DSLError("DSL_BAD_PARAM", f"BE = {BE} experts a row (32 to 512, a power of two) and BT = {BT} tokens: "
-                                        f"BT * BE = {max(512, 4 * BE)} (one warp a row)")  # fmt: skip
-    T.assume(f"K == {TOPK}")
-    T.assume(f"E <= {BE}")
-    T.assume(f"E >= {TOPK}")
-    T.assume("E % 4 == 0")  # rows of whole 16-byte vectors (8, 64, 128, 256 experts)
+    one_warp_a_row(TOPK, BT, BE)
     with T.grid(T.cdiv(TOKENS, BT), threads=128) as (bt,):
         x = T.alloc_fragment((BT, BE), T.f32, vector_bytes=max(16, BE // 8))  # a row in one warp
         T.copy(LOGITS.tile((bt, 0), (BT, BE)), x)
@@ -204,18 +212,12 @@ def moe_route_select(
     weights, never an id past the last."""
     if SCORING not in ("softmax", "sigmoid"):
         raise DSLError("DSL_BAD_PARAM", f"SCORING is 'softmax' or 'sigmoid', got {SCORING!r}")
-    if not isinstance(TOPK, int) or not 1 <= TOPK <= BE or not isinstance(GROUPS, int) or GROUPS < 1:
-        raise DSLError("DSL_BAD_PARAM", f"TOPK = {TOPK!r} choices of at most BE = {BE} experts, GROUPS = {GROUPS!r}")
+    if not isinstance(GROUPS, int) or GROUPS < 1:
+        raise DSLError("DSL_BAD_PARAM", f"GROUPS = {GROUPS!r}: a positive number of groups of experts")
     if not isinstance(TOP_GROUPS, int) or not 1 <= TOP_GROUPS <= GROUPS or 2 * GROUPS > BE:
         raise DSLError("DSL_BAD_PARAM", f"TOP_GROUPS = {TOP_GROUPS!r} of GROUPS = {GROUPS} groups of two experts or "
                                         f"more within BE = {BE}")  # fmt: skip
-    if BE not in (32, 64, 128, 256, 512) or BT * BE != max(512, 4 * BE):
-        raise DSLError("DSL_BAD_PARAM", f"BE = {BE} experts a row (32 to 512, a power of two) and BT = {BT} tokens: "
-                                        f"BT * BE = {max(512, 4 * BE)} (one warp a row)")  # fmt: skip
-    T.assume(f"K == {TOPK}")
-    T.assume(f"E <= {BE}")
-    T.assume(f"E >= {TOPK}")
-    T.assume("E % 4 == 0")  # rows of whole 16-byte vectors (8, 64, 128, 256 experts)
+    one_warp_a_row(TOPK, BT, BE)
     if GROUPS > 1:
         T.assume(f"E % {GROUPS} == 0")
         T.assume(f"E >= {2 * GROUPS}")  # two experts or more a group: its score is the sum of its two best
@@ -280,4 +282,4 @@ def moe_route_select(
         T.copy(weights * SCALING, WIN.tile((bt, 0), (BT, BE)))
 
 
-__all__ = ["PAST", "moe_route_rank", "moe_route_select", "moe_route_sorted", "moe_route_topk"]
+__all__ = ["PAST", "moe_route_rank", "moe_route_select", "moe_route_sorted", "moe_route_topk", "one_warp_a_row"]

@@ -60,6 +60,7 @@ import z3
 from argus.ir.expr import BinaryOp, BinOp, Const, Expr, free_vars
 from argus.ir.nodes import Buffer, For, If, MbarrierArrive, MbarrierInit, MbarrierWait
 from argus.verify import smt
+from argus.verify.checks.once import _instance
 from argus.verify.context import Context
 from argus.verify.program import Site, barrier_element, first_thread, user_name
 from argus.verify.report import Counterexample, Element, Finding, ThreadPoint, Verdict
@@ -145,11 +146,7 @@ def _conditional_arrivals(ctx: Context, buf: Buffer, init_site: Site, sites: lis
     init = init_site.stmt
     elements = _fixed_elements(sites)
     assert elements is not None
-    waits = [
-        x
-        for x in ctx.analysis.program.sites
-        if isinstance(x.stmt, MbarrierWait) and x.stmt.barrier.buffer is buf  # type: ignore[attr-defined]
-    ]
+    waits = _waits(ctx, buf)
     wait_elements = _fixed_elements(waits)
     if wait_elements is None:
         return None, None
@@ -180,6 +177,15 @@ def _conditional_arrivals(ctx: Context, buf: Buffer, init_site: Site, sites: lis
     return Verdict.VERIFIED, None
 
 
+def _waits(ctx: Context, buf: Buffer) -> list[Site]:
+    """The `T.mbarrier_wait` sites on barrier array `buf`."""
+    return [
+        x
+        for x in ctx.analysis.program.sites
+        if isinstance(x.stmt, MbarrierWait) and x.stmt.barrier.buffer is buf  # type: ignore[attr-defined]
+    ]
+
+
 def _fixed_elements(sites: list[Site]) -> list[int] | None:
     """The barrier element each arrival at `sites` names, where all are outside loops at constant indices; else None."""
     out = []
@@ -208,42 +214,39 @@ def _sequence(site: Site, size: int) -> Any:
     return None
 
 
-def _runs_at(ctx: Context, site: Site, seq: Any, target: Any, suffix: str) -> tuple[Any, bool] | None:
-    """(the condition that an instance of `site` with sequence number `target` runs, exact): its loop index solved
-    for `target` as a constant shift of it (``seq = index + c``), in range, its branches taken; `exact` whether Z3
-    proved the sequence *is* the index plus c for every index in range (then that instance is the only candidate:
-    a wait whose number no such instance has gets no arrival). None for a site in more than one loop."""
-    from argus.verify.checks.once import _instance
-
+def _shift(ctx: Context, site: Site, seq: Any) -> tuple[Any, bool] | None:
+    """(c, exact) for the arrival at `site` with sequence number `seq`: c its number at loop index 0 (0 outside
+    loops), `exact` whether Z3 proved the number *is* the index plus c for every index in range (then the instance at
+    index ``target - c`` is the only one that can have number `target`). None for a site in more than one loop."""
     if len(site.loops) > 1:
         return None
     if not site.loops:
-        env, cons = _instance(ctx, site, ctx.base_env, suffix)
-        return z3.And(*cons, smt.evaluate(seq, env) == target), True
+        return smt.val(0), True
     (loop,) = site.loops
     at_zero = dict(ctx.base_env)
     at_zero[loop.var] = smt.val(0)
     shift = smt.evaluate(seq, at_zero)
-    env, cons = _instance(ctx, site, ctx.base_env, suffix, fixed={loop.var: target - shift})
-    free = z3.BitVec(f"seq.{loop.var.name}{suffix}", smt.WIDTH)
+    free = z3.BitVec(f"seq.{loop.var.name}", smt.WIDTH)
     anywhere = dict(ctx.base_env)
     anywhere[loop.var] = free
     shifted = ctx.solve([ctx.loop_range(loop, free, anywhere)], smt.evaluate(seq, anywhere) != free + shift)
-    return z3.And(*cons, smt.evaluate(seq, env) == target), shifted.verdict == Verdict.VERIFIED
+    return shift, shifted.verdict == Verdict.VERIFIED
+
+
+def _runs_at(ctx: Context, site: Site, seq: Any, shift: Any, target: Any, suffix: str) -> Any:
+    """The condition that the instance of `site` with sequence number `target` runs: its loop index ``target -
+    shift`` (`_shift`), in range, its branches taken, its number `target`."""
+    fixed = {site.loops[0].var: target - shift} if site.loops else None
+    env, cons = _instance(ctx, site, ctx.base_env, suffix, fixed=fixed)
+    return z3.And(*cons, smt.evaluate(seq, env) == target)
 
 
 def _in_sequence(ctx: Context, buf: Buffer, init_site: Site, sites: list[Site]) -> tuple[Any, Any]:
     """(verdict, finding) for a ring of barriers whose arrivals run in sequence (module docstring), or (None, None)
     where the arrivals or waits are not of that form."""
-    from argus.verify.checks.once import _instance
-
     init = init_site.stmt
     size = buf.shape[0] if buf.shape and isinstance(buf.shape[0], int) else None
-    waits = [
-        x
-        for x in ctx.analysis.program.sites
-        if isinstance(x.stmt, MbarrierWait) and x.stmt.barrier.buffer is buf  # type: ignore[attr-defined]
-    ]
+    waits = _waits(ctx, buf)
     if size is None or not waits or any(len(x.loops) > 1 for x in sites + waits):
         return None, None
     arrive_seq = [_sequence(x, size) for x in sites]
@@ -283,16 +286,17 @@ def _in_sequence(ctx: Context, buf: Buffer, init_site: Site, sites: list[Site]) 
                 where = {"block": ctx.block_values(out.model), "shapes": ctx.shape_values(out.model)}
                 return Verdict.VIOLATED, _violation(init_site, buf, a, msg, 2 * _arrivals(a), j % size, **where)
     # every wait that runs has an arrival that runs with its sequence number
+    shifts = [_shift(ctx, a, qa) for a, qa in zip(sites, arrive_seq, strict=True)]
+    if any(sh is None for sh in shifts):
+        return None, None
+    exact = all(sh[1] for sh in shifts)  # type: ignore[index]
     for w, qw in zip(waits, wait_seq, strict=True):
         env_w, cons_w = _instance(ctx, w, ctx.base_env, ".sw")
         target = smt.evaluate(qw, env_w)
-        runs, exact = [], True
-        for n, (a, qa) in enumerate(zip(sites, arrive_seq, strict=True)):
-            at = _runs_at(ctx, a, qa, target, f".sr{n}")
-            if at is None:
-                return None, None
-            runs.append(at[0])
-            exact = exact and at[1]
+        runs = [
+            _runs_at(ctx, a, qa, sh[0], target, f".sr{n}")  # type: ignore[index]
+            for n, (a, qa, sh) in enumerate(zip(sites, arrive_seq, shifts, strict=True))
+        ]
         out = ctx.solve(cons_w, z3.Not(z3.Or(*runs)))
         if out.verdict == Verdict.UNKNOWN or (out.verdict == Verdict.VIOLATED and not exact):
             return Verdict.UNKNOWN, None  # a miss of a number that is not an index's shift may be another instance
