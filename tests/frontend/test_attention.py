@@ -1,5 +1,5 @@
 """The attention family against PyTorch: ``aten.scaled_dot_product_attention`` (kept whole by the capture) becomes a
-call of argus's attention step, the FlashAttention kernel for bf16/f16 with head dims multiples of 64, else the
+call of argus's attention step, the FlashAttention kernel for bf16/f16 with head dims multiples of 8, else the
 composed plan (batched GEMM, streamed row softmax, batched GEMM); every kernel of the plan verified, the call
 checked on the CPU interpreter against the group's FX subgraph, and the emitted ModelNew judged by the gate. The
 level-1 problems are pinned (`SOLVED`, at small odd sizes); an ``attn_mask`` and dropout are reported not covered

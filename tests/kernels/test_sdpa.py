@@ -15,6 +15,7 @@ import pytest
 from argus.atoms.common import SHARED_MEMORY_BUDGET, SMS
 from argus.backend.cuda.codegen import compile_kernel
 from argus.ir.types import bf16, f16, round_to
+from argus.kernels import attention
 from argus.kernels import sdpa as S
 from argus.kernels.attention import flash_attention
 from argus.lang.errors import DSLError
@@ -39,6 +40,11 @@ CASES = {
     "d64_three_warpgroups": (1, 2, 1, 200, 256, 64, 64, False, "bf16"),  # BM = 192 over three consumers, MQA
     "d64_three_warpgroups_key_tail": (1, 1, 1, 193, 250, 64, 64, False, "bf16"),  # three, the tail mask, one row past
     "d64_causal_longest_first": (2, 2, 1, 300, 250, 64, 64, True, "bf16"),  # query blocks launched last to first
+    # head dims between the 64-column panels: the panels' columns past D zeros, S contracted over D only
+    "d96": (1, 2, 2, 100, 77, 96, 96, False, "bf16"),  # a panel and a half (a key tail too)
+    "d80_dv48_causal": (1, 2, 1, 70, 150, 80, 48, True, "bf16"),  # O += P V over DV = 48 columns; pairs (128 wide)
+    "d72_k_step_tail": (1, 2, 2, 100, 77, 72, 72, False, "bf16"),  # 72 is not a multiple of 16: 8 zero columns in S
+    "d192_dv136": (1, 2, 2, 65, 65, 192, 136, False, "f16"),  # 64-key tiles; DV a multiple of 8 only
 }
 
 
@@ -49,7 +55,7 @@ def test_attention_matches_the_definition_on_the_interpreter(case: str) -> None:
     config = S.choose(p)
     # every causal case here is prefill: query blocks in pairs where the head dims reach 128, else longest first
     assert (config.PAIRS or config.LPT) == causal
-    assert config.PAIRS == (causal and max(d, dv) >= S.QUERY_PAIRS_MIN_WIDTH)
+    assert config.PAIRS == (causal and attention.tile_width(max(d, dv)) >= S.QUERY_PAIRS_MIN_WIDTH)
     if case.startswith("d64_three_warpgroups"):
         assert (config.BM, config.BN, config.CONSUMERS) == (192, 128, 3)
     q, k, v = _inputs(p)
@@ -71,6 +77,8 @@ DECODE = {
     "mqa_token_split": (S.AttentionProblem(1, 4, 1, 1, 700, 64, 64, False, "bf16", "f32"), None),
     # causal one-token decode, packed: the bottom-right mask of one token keeps every key (the kernel gets none)
     "causal_token_packed": (S.AttentionProblem(2, 4, 2, 1, 300, 128, 64, True, "bf16", "f32"), None),
+    # head dims 40 and 72 (multiples of 8, not 16 or 64), packed, split and merged in the launch
+    "odd_head_dims_token_split": (S.AttentionProblem(1, 4, 1, 1, 700, 40, 72, False, "bf16", "f32"), None),
     # a short non-causal query with grouped heads, packed, not split (a GPU of one SM would be full)
     "short_query_packed": (S.AttentionProblem(1, 4, 2, 20, 200, 64, 64, False, "bf16", "f32"), "one sm"),
     # causal with more than one token: not packed (the mask depends on the row), split 2 ways, bf16 out
@@ -443,6 +451,10 @@ CONFIGS = [
     S.AttentionProblem(2, 16, 4, 1000, 3000, 64, 64, False),  # a key tail at d64 on three consumer warpgroups
     S.AttentionProblem(2, 16, 16, 1000, 3000, 128, 128, False),  # the overlapped loop with a key tail
     S.AttentionProblem(2, 16, 16, 4096, 4096, 256, 256, False),  # the overlapped loop at 64-key tiles
+    S.AttentionProblem(4, 16, 16, 4096, 4096, 96, 96, False),  # a panel and a half: S contracted over 96 columns
+    S.AttentionProblem(4, 16, 16, 4096, 4096, 80, 80, True),  # pairs, 80 columns
+    S.AttentionProblem(2, 16, 16, 1000, 3000, 40, 40, False),  # 48 columns of S (8 zeros), three warpgroups
+    S.AttentionProblem(2, 32, 8, 1, 32768, 72, 72, True),  # packed decode, split, merged; P V over 72 columns
 ]
 
 
@@ -455,14 +467,18 @@ def test_every_chosen_configuration_verifies_and_compiles(problem: S.AttentionPr
     the_plan = S.plan(problem)
     assert S.shared_bytes(problem, the_plan.config) <= SHARED_MEMORY_BUDGET
     report = verify_kernel(the_plan.kernel())
-    assert not report.findings, report.findings
+    # rows of O that are not whole 32-byte sectors (DV = 40: 80 bytes) are stored from the MMA's fragment across
+    # sector boundaries: the one finding allowed, and only there (a performance note on the epilogue)
+    sectors = (problem.dv * 2) % 32 == 0 or the_plan.config.SPLITS > 1
+    findings = [f for f in report.findings if sectors or (f.code, f.details.get("buffer")) != ("PERF_UNCOALESCED", "O")]
+    assert not findings, findings
     tags = [c for c in report.checks if c.check == "tag assertion"]
     # K's and V's stages and the row statistics; the overlapped loop has them in its peeled first and last tiles too;
     # split keys merged in the launch (COMBINED) add the merge's, one per split
     merged = the_plan.config.SPLITS if the_plan.config.COMBINED else 0
     assert len(tags) == (6 if the_plan.config.OVERLAP else 3) + merged
     assert all(c.verdict.value == "verified" for c in tags), tags
-    assert not [c for c in report.checks if c.verdict.value == "violated"]
+    assert not [c for c in report.checks if c.verdict.value == "violated" and (sectors or c.check != "performance")]
     if the_plan.config.SPLITS > 1:  # every key in some split's share (read at each split); of a (B, S, HK, D)
         # cache too, whose batch and head are the grid index's quotient and remainder by HK (read as its two digits);
         # causal tokens' shares move with the query block, read at the ends of its range (docs/verify.md)
@@ -503,7 +519,7 @@ def test_the_chooser_fills_shared_memory_and_shrinks_tiles_for_wide_heads() -> N
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"d": 96}, "multiples of 64"),
+        ({"d": 100}, "multiples of 8"),
         ({"dv": 320}, "up to 256"),
         ({"heads": 6, "kv_heads": 4}, "multiple"),
         ({"dtype": "f32"}, "attention takes bf16, f16"),
@@ -524,8 +540,10 @@ def test_a_packed_configuration_is_refused_where_the_mask_depends_on_the_row() -
 
 
 def test_the_kernel_refuses_head_dims_it_cannot_tile() -> None:
-    with pytest.raises(DSLError, match="multiples of 64"):
-        flash_attention.trace(D=80, DV=64)
+    with pytest.raises(DSLError, match="multiple of 8"):
+        flash_attention.trace(D=84, DV=64)  # rows of 168 bytes: not the 16-byte multiple TMA takes
+    with pytest.raises(DSLError, match="up to 256"):
+        flash_attention.trace(D=64, DV=264)
     with pytest.raises(DSLError, match="rows each"):
         flash_attention.trace(BM=96, CONSUMERS=2)
 
@@ -553,6 +571,10 @@ def test_sdpa_matches_torch_on_the_gpu() -> None:
         (2, 32, 8, 1, 30000, 128, 128, True, torch.bfloat16),  # packed causal token, split keys
         (1, 4, 4, 16, 20000, 64, 64, True, torch.float16),  # split keys, causal, unpacked
         (2, 32, 8, 4, 30000, 128, 128, False, torch.bfloat16),  # packed tokens, split keys (bshd: copies of q, O)
+        (2, 8, 8, 1000, 1000, 96, 96, False, torch.bfloat16),  # head dims between the panels
+        (2, 8, 2, 777, 777, 80, 48, True, torch.float16),
+        (1, 4, 4, 333, 333, 192, 136, False, torch.bfloat16),
+        (2, 32, 8, 1, 30000, 40, 72, False, torch.bfloat16),  # packed, split: 8 zero columns in S
     ]:
         q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype)
         k = torch.randn(b, hk, sk, d, device="cuda", dtype=dtype)

@@ -34,6 +34,7 @@ CASES = {
     "shared_pages": (2, 4, 4, 128, 128, 64, 3, 4, [150, 192], 0, "bf16"),  # two sequences reading the same pages
     "pages_of_16": (3, 8, 2, 64, 64, 16, 12, 40, [150, 0, 17], 0, "bf16"),  # four pages a key tile, a partial one
     "pages_of_32_split": (2, 8, 1, 128, 64, 32, 10, 30, [300, 33], 4096, "f16"),  # two a tile, split and merged
+    "head_dims_between_panels": (2, 8, 2, 80, 112, 64, 4, 8, [200, 77], 4096, "bf16"),  # 80 and 112 columns
 }
 
 

@@ -50,6 +50,7 @@ CASES = {
     # query, one with no key (O = 0, LSE = -inf), tiles running on into the next sequence
     "causal_gqa_dv": ([70, 1, 200], [150, 9, 200], 4, 2, 64, 128, True, "bf16"),  # lk > lq, lk > lq = 1, lk = lq
     "causal_more_queries_than_keys": ([100, 3], [30, 40], 2, 1, 64, 64, True, "f16"),  # rows that see no key
+    "head_dims_between_panels": ([70, 1, 130], [150, 9, 130], 4, 2, 96, 40, True, "bf16"),  # 96 and 40 columns
 }
 
 
@@ -87,8 +88,8 @@ def test_bad_offsets_and_shapes_are_refused_with_the_reason() -> None:
         SV.VarlenProblem(1, 3, 2, 8, 8, 64, 64)
     with pytest.raises(AttentionError, match="scale = 0"):  # 0 would read as the default, 1/sqrt(D)
         SV.VarlenProblem(1, 2, 2, 8, 8, 64, 64, scale=0.0)
-    with pytest.raises(AttentionError, match="multiples of 64"):
-        SV.VarlenProblem(1, 2, 2, 8, 8, 80, 64)
+    with pytest.raises(AttentionError, match="multiples of 8"):
+        SV.VarlenProblem(1, 2, 2, 8, 8, 84, 64)
     q = np.zeros((9, 2, 64), dtype=np.float16)
     cu = np.array([0, 9], dtype=np.int32)
     with pytest.raises(AttentionError, match="tokens, heads, head dim"):
@@ -103,8 +104,8 @@ def test_bad_offsets_and_shapes_are_refused_with_the_reason() -> None:
 def test_the_kernel_refuses_parameters_it_does_not_build() -> None:
     with pytest.raises(DSLError, match="64 rows each"):
         flash_attention_varlen.trace(BM=128, CONSUMERS=1)
-    with pytest.raises(DSLError, match="multiples of 64"):
-        flash_attention_varlen.trace(D=96)
+    with pytest.raises(DSLError, match="multiple of 8"):
+        flash_attention_varlen.trace(D=100)
 
 
 @pytest.mark.parametrize("causal", [False, True])

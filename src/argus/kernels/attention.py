@@ -7,6 +7,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
+from argus.atoms.tma import TMA_GLOBAL_STRIDE_MULTIPLE
 from argus.lang.errors import DSLError
 
 LOG2E = 1.4426950408889634
@@ -123,6 +124,29 @@ def lse_shape(SPLITS: int, LAYOUT: str) -> tuple[Any, ...]:  # noqa: N803
 
 #: Elements of a 16-bit operand in one 128-byte swizzle span: the width of one TMA box and one panel of a tile.
 PANEL = 64
+#: The widest head dim the kernels take: four panels (the output accumulator then takes 128 registers a thread).
+MAX_HEAD_DIM = 256
+#: A 16-bit head dim's columns come in multiples of this many: the rows' byte strides are then the multiples of 16
+#: that a TMA descriptor takes (`argus.atoms.tma.TMA_GLOBAL_STRIDE_MULTIPLE`).
+HEAD_DIM_MULTIPLE = TMA_GLOBAL_STRIDE_MULTIPLE // 2
+
+
+def tile_width(d: int) -> int:
+    """The columns a head dim `d` takes in shared memory and in the MMAs: whole 64-column panels. TMA fills a
+    panel's columns past `d` with zeros, which add nothing to Q K^T, and the output's columns past `d` are never
+    stored: a head dim of 96 runs as 128 with a quarter of the MMAs' work on zeros."""
+    return -(-d // PANEL) * PANEL
+
+
+def check_head_dims(D: Any, DV: Any) -> None:  # noqa: N803 - the kernels' parameters
+    """DSL_BAD_PARAM unless the head dims are positive multiples of `HEAD_DIM_MULTIPLE` up to `MAX_HEAD_DIM`."""
+    for name, d in (("D", D), ("DV", DV)):
+        if not isinstance(d, int) or d % HEAD_DIM_MULTIPLE or not 0 < d <= MAX_HEAD_DIM:
+            raise DSLError(
+                "DSL_BAD_PARAM",
+                f"head dim {name}={d!r}: a positive multiple of {HEAD_DIM_MULTIPLE} up to {MAX_HEAD_DIM} (16-byte "
+                "rows for TMA)",
+            )
 
 
 @T.macro
@@ -141,6 +165,20 @@ def load_panels(tensor: Any, head: tuple, block: Any, rows: int, width: int, dst
             atom="tma",
             mbarrier=bar,
         )
+
+
+def contracted(tile: T.Tile, d: int, dtype: Any) -> T.Tile:
+    """The columns of a (rows, `tile_width(d)`) operand tile that S = Q K^T contracts: the head dim `d`, rounded up
+    to the MMA's K step (16 for 16-bit inputs; the columns in between are TMA's zeros in both operands)."""
+    step = T.wgmma_atom(64, dtype).shape[2]
+    k = -(-d // step) * step
+    return tile if k == tile.shape[-1] else tile.window((0, 0), (tile.shape[0], k))
+
+
+def value_columns(dv: int, tile: T.Tile) -> T.Tile:
+    """The columns of a (keys, `tile_width(dv)`) V tile that O += P V reads: the value head dim `dv` (wgmma's N,
+    a multiple of 8)."""
+    return tile if dv == tile.shape[-1] else tile.window((0, 0), (tile.shape[0], dv))
 
 
 @T.macro
@@ -311,8 +349,8 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
         BH = Q.shape[0]  # noqa: N806
     if kv_bshd:
         HK = K.shape[2]  # noqa: N806
-    if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
-        raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
+    check_head_dims(D, DV)
+    DT, DVT = tile_width(D), tile_width(DV)  # noqa: N806 - the head dims' widths in shared memory
     if BM != 64 * CONSUMERS * (BM // (64 * CONSUMERS)) or BM // CONSUMERS not in (64, 128):
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 or 128 rows each")
     if LAYOUT not in LAYOUTS:
@@ -386,11 +424,11 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
             fixed = (blocks[0], blocks[1], (blocks[2] if bshd else None))  # bshd: bh is the head in batch b
         split = blocks[2] if SPLITS > 1 else 0
         if Q_BUFFERS == 1:
-            sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
+            sQ = T.alloc_shared((BM, DT), Q.dtype, swizzle=128, panels=True)
         else:  # the next unit's Q lands while this one runs
-            sQ = T.alloc_shared((Q_BUFFERS, BM, D), Q.dtype, swizzle=128, panels=True)
-        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
-        sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
+            sQ = T.alloc_shared((Q_BUFFERS, BM, DT), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, DT), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, DVT), Q.dtype, swizzle=128, panels=True)
         sP = None if P_REGISTERS else T.alloc_shared((BM, BN), Q.dtype, swizzle=128, panels=True)  # P @ V's A
         q_ready = T.alloc_mbarrier(Q_BUFFERS, arrive_count=1)
         if PERSISTENT:  # Q's buffer may be refilled: every consumer warpgroup has computed its last S of the unit
@@ -462,6 +500,9 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
         def q_buffer(qb):  # noqa: ANN001, ANN202
             return sQ if Q_BUFFERS == 1 else sQ[qb]
 
+        def qk(sq, sk):  # noqa: ANN001, ANN202 - S = Q K^T's operands: the head dim's columns, to the MMA's K step
+            return contracted(sq, D, Q.dtype), contracted(sk, D, Q.dtype).T
+
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
 
             def produce(it, qb, bm, bh, batch, base):  # noqa: ANN001, ANN202
@@ -472,27 +513,27 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                 if PERSISTENT:  # the first pass finds every Q buffer free
                     T.mbarrier_wait(q_empty[qb], phase=(it // Q_BUFFERS + 1) % 2)
                 if not PAIRS:  # (PAIRS: both Q blocks loaded before the units)
-                    T.mbarrier_arrive(q_ready[qb], expect_bytes=BM * D * Q.dtype.itemsize)
-                    load_panels(Q, head, bm, BM, D, q_buffer(qb), q_ready[qb])
+                    T.mbarrier_arrive(q_ready[qb], expect_bytes=BM * DT * Q.dtype.itemsize)
+                    load_panels(Q, head, bm, BM, DT, q_buffer(qb), q_ready[qb])
                 for j, s in T.pipeline(n_tiles, stages=STAGES, start=gi(0)):
                     T.mbarrier_wait(empty[s], phase=ph(j, 1))
                     if OVERLAP:  # K on `full`, V on `full_v`: P V of tile j - 1 holds its V stage, not its K stage
-                        T.mbarrier_arrive(full[s], expect_bytes=BN * D * Q.dtype.itemsize)
-                        load_panels(K, kv, first + j, BN, D, sK[s], full[s])
+                        T.mbarrier_arrive(full[s], expect_bytes=BN * DT * Q.dtype.itemsize)
+                        load_panels(K, kv, first + j, BN, DT, sK[s], full[s])
                         T.mbarrier_wait(empty_v[s], phase=ph(j, 1))
-                        T.mbarrier_arrive(full_v[s], expect_bytes=BN * DV * Q.dtype.itemsize)
-                        load_panels(V, kv, first + j, BN, DV, sV[s], full_v[s])
+                        T.mbarrier_arrive(full_v[s], expect_bytes=BN * DVT * Q.dtype.itemsize)
+                        load_panels(V, kv, first + j, BN, DVT, sV[s], full_v[s])
                     else:
-                        T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
-                        load_panels(K, kv, first + j, BN, D, sK[s], full[s])
-                        load_panels(V, kv, first + j, BN, DV, sV[s], full[s])
+                        T.mbarrier_arrive(full[s], expect_bytes=BN * (DT + DVT) * Q.dtype.itemsize)
+                        load_panels(K, kv, first + j, BN, DT, sK[s], full[s])
+                        load_panels(V, kv, first + j, BN, DVT, sV[s], full[s])
 
             if PAIRS:  # the pair's two Q blocks, each into a buffer of its own (one for the middle block)
-                T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
-                load_panels(Q, (blocks[1],), blocks[0], BM, D, sQ[0], q_ready[0])
+                T.mbarrier_arrive(q_ready[0], expect_bytes=BM * DT * Q.dtype.itemsize)
+                load_panels(Q, (blocks[1],), blocks[0], BM, DT, sQ[0], q_ready[0])
                 with T.if_(q_blocks - 1 - blocks[0] > blocks[0]):
-                    T.mbarrier_arrive(q_ready[1], expect_bytes=BM * D * Q.dtype.itemsize)
-                    load_panels(Q, (blocks[1],), q_blocks - 1 - blocks[0], BM, D, sQ[1], q_ready[1])
+                    T.mbarrier_arrive(q_ready[1], expect_bytes=BM * DT * Q.dtype.itemsize)
+                    load_panels(Q, (blocks[1],), q_blocks - 1 - blocks[0], BM, DT, sQ[1], q_ready[1])
             each_unit(produce)
         with T.role("consumer", warpgroups=consumers, registers=CONSUMER_REGS):
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
@@ -562,7 +603,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         T.mbarrier_wait(full[s0], phase=ph(0))
                         T.assert_tag(holds_head(kv, first, BN), sK[s0])
                         T.fill(first_scores, 0.0)
-                        peeled_gemm(sq, sK[s0].T, first_scores)
+                        peeled_gemm(*qk(sq, sK[s0]), first_scores)
                         T.mbarrier_arrive(empty[s0], per_warpgroup=True)  # K stage of tile 0 read
                         m_first, p_first, alpha_first = online_softmax(0, first_scores)
                         T.copy(m_first, m)
@@ -578,19 +619,22 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                             PINGPONG
                         ):  # the turn covers S's and P V's issue: the other warpgroup's softmax runs meanwhile
                             T.turn_wait()
-                        T.gemm(
-                            sq, sK[s].T, scores, wait_group=1
-                        )  # S = Q K^T of tile j, issued (nothing else in flight)
+                        # S = Q K^T of tile j, issued (nothing else in flight)
+                        T.gemm(*qk(sq, sK[s]), scores, wait_group=1)
                         # O, which holds tiles up to j - 2, rescaled to tile j - 1's maximum before its P V is added
                         T.copy(o * rescale[:, None], o)
                         T.mbarrier_wait(full_v[prev], phase=ph(j - 1))
                         T.assert_tag(holds_head(kv, first + j - 1, BN), sV[prev])
                         if PINGPONG:
-                            T.gemm(pa, sV[prev], o, wait_group=2)  # O += P V of tile j - 1 issued; both left running
+                            T.gemm(
+                                pa, value_columns(DV, sV[prev]), o, wait_group=2
+                            )  # O += P V of tile j - 1 issued; both left running
                             T.turn_pass()
                             T.wgmma_wait(1)  # S complete
                         else:
-                            T.gemm(pa, sV[prev], o, wait_group=1)  # O += P V of tile j - 1, left running; S complete
+                            T.gemm(
+                                pa, value_columns(DV, sV[prev]), o, wait_group=1
+                            )  # O += P V of tile j - 1, left running; S complete
                         T.mbarrier_arrive(empty[s], per_warpgroup=True)  # K stage s read
                         m_new, p, alpha = online_softmax(j)
                         # tile j - 1's P V, waited for behind the softmax (ptxas would hoist a bare wait above it)
@@ -605,7 +649,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         T.copy(o * rescale[:, None], o)
                         T.mbarrier_wait(full_v[last], phase=ph(n_tiles - 1))
                         T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
-                        peeled_gemm(pa, sV[last], o)
+                        peeled_gemm(pa, value_columns(DV, sV[last]), o)
                         T.mbarrier_arrive(empty_v[last], per_warpgroup=True)
 
                 def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile
@@ -617,7 +661,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         T.assert_tag(holds_head(kv, first + j, BN), sK[s])
                         T.assert_tag(holds_head(kv, first + j, BN), sV[s])
                         T.fill(scores, 0.0)
-                        T.gemm(sq, sK[s].T, scores)  # S = Q K^T
+                        T.gemm(*qk(sq, sK[s]), scores)  # S = Q K^T
                         if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
                             T.turn_pass()
                         m_new, p, alpha = online_softmax(j)
@@ -628,7 +672,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                             T.copy(p, pa)
                             if PINGPONG:
                                 T.turn_wait()
-                            T.gemm(pa, sV[s], o)  # O += P V
+                            T.gemm(pa, value_columns(DV, sV[s]), o)  # O += P V
                         else:
                             T.barrier(
                                 1, threads=WARPGROUP_SIZE * CONSUMERS
@@ -638,7 +682,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                             T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
                             if PINGPONG:
                                 T.turn_wait()
-                            T.gemm(sP, sV[s], o)  # O += P V
+                            T.gemm(sP, value_columns(DV, sV[s]), o)  # O += P V
                         T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
                     if PINGPONG:
                         T.turn_pass()
@@ -745,35 +789,37 @@ def merge_share(
 ) -> None:  # noqa: N803
     """A split block's share of its unit's merge in the one-launch kernels, after the unit's group barrier: blocks
     0 .. `reducers` - 1 each merge BM / `reducers` of the unit's BM rows (row block ``bm * reducers + split`` of
-    head `head`, `merge_rows`), the others only arrived."""
-    rows = BM // reducers
+    head `head`, `merge_rows`), the others only arrived. The rows are merged `tile_width(DV)` columns wide (those
+    past DV read as zeros and are not stored)."""
+    rows, width = BM // reducers, tile_width(DV)
     if reducers == SPLITS:
-        merge_rows(OP, LP, O, LSE, head, bm * reducers + split, 0, rows, DV, SPLITS)
+        merge_rows(OP, LP, O, LSE, head, bm * reducers + split, 0, rows, width, SPLITS)
         return
     with T.if_(split < reducers):
-        merge_rows(OP, LP, O, LSE, head, bm * reducers + split, 0, rows, DV, SPLITS)
+        merge_rows(OP, LP, O, LSE, head, bm * reducers + split, 0, rows, width, SPLITS)
 
 
 def check_reducers(kernel: str, REDUCERS: int, BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803
     """The REDUCERS a one-launch kernel takes (0: `merge_reducers`), DSL_BAD_PARAM unless they divide the unit's BM
     rows, are at most SPLITS and give each of the `threads` consumer threads a 4-value vector."""
-    reducers = REDUCERS or merge_reducers(BM, SPLITS, DV, threads)
-    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * DV < 4 * threads:
+    reducers, width = REDUCERS or merge_reducers(BM, SPLITS, DV, threads), tile_width(DV)
+    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * width < 4 * threads:
         raise DSLError(
             "DSL_BAD_PARAM",
             f"{kernel}'s REDUCERS blocks of a unit each merge BM / REDUCERS rows, every one of the {threads} "
             f"consumer threads at least one 4-value vector of them: REDUCERS = {REDUCERS} (taken: {reducers}) must "
-            f"divide BM = {BM}, be at most SPLITS = {SPLITS} and leave at least {-(-4 * threads // DV)} rows of "
-            f"DV = {DV}",
+            f"divide BM = {BM}, be at most SPLITS = {SPLITS} and leave at least {-(-4 * threads // width)} rows of "
+            f"DV = {DV} ({width} columns merged)",
         )
     return reducers
 
 
 def merge_reducers(BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803
     """How many of a unit's SPLITS blocks merge its BM rows in `flash_attention_combined`: the most, at most
-    SPLITS, dividing BM into shares of rows whose DV columns give each of the `threads` consumer threads at least
-    one 4-element vector (0 where none does)."""
-    fit = [r for r in range(1, SPLITS + 1) if BM % r == 0 and (BM // r) * DV >= 4 * threads]
+    SPLITS, dividing BM into shares of rows whose DV columns (`tile_width`'s) give each of the `threads` consumer
+    threads at least one 4-element vector (0 where none does)."""
+    width = tile_width(DV)
+    fit = [r for r in range(1, SPLITS + 1) if BM % r == 0 and (BM // r) * width >= 4 * threads]
     return max(fit, default=0)
 
 

@@ -26,7 +26,16 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import SMS, WARPGROUP_SIZE
-from argus.kernels.attention import LOG2E, PANEL, check_reducers, merge_share
+from argus.kernels.attention import (
+    LOG2E,
+    PANEL,
+    check_head_dims,
+    check_reducers,
+    contracted,
+    merge_share,
+    tile_width,
+    value_columns,
+)
 from argus.kernels.attention_varlen import softmax_result, softmax_step
 from argus.lang.errors import DSLError
 
@@ -163,8 +172,8 @@ def paged_body(
     B, HK, ROWS, _ = Q.shape  # noqa: N806 - the kernel's shape symbols
     _, MAXP = TABLE.shape  # noqa: N806
     BM = 64  # noqa: N806 - one consumer warpgroup: a decode's packed rows fit one 64-row tile
-    if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
-        raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
+    check_head_dims(D, DV)
+    DT, DVT = tile_width(D), tile_width(DV)  # noqa: N806 - the head dims' widths in shared memory
     if BN % PANEL or (PAGE_SIZE % BN and (PAGE_SIZE not in SMALL_PAGES or BN % PAGE_SIZE)):
         raise DSLError(
             "DSL_BAD_PARAM",
@@ -188,9 +197,9 @@ def paged_body(
     with T.grid(*extents, threads=2 * WARPGROUP_SIZE) as blocks:
         b, kvh = blocks[0], blocks[1]
         split = blocks[2] if SPLITS > 1 else 0
-        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
-        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
-        sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
+        sQ = T.alloc_shared((BM, DT), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, DT), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, DVT), Q.dtype, swizzle=128, panels=True)
         q_ready = T.alloc_mbarrier(1, arrive_count=1)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
@@ -211,26 +220,26 @@ def paged_body(
 
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS), T.let(LENS[b], "lk") as lk:
             first, n_tiles = tiles_of(lk)
-            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
-            for c in range(D // PANEL):
+            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * DT * Q.dtype.itemsize)
+            for c in range(DT // PANEL):
                 T.copy(Q.window((b, kvh, 0, PANEL * c), (None, None, BM, PANEL)),
                        sQ.window((0, PANEL * c), (BM, PANEL)), atom="tma", mbarrier=q_ready[0])  # fmt: skip
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
-                T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
+                T.mbarrier_arrive(full[s], expect_bytes=BN * (DT + DVT) * Q.dtype.itemsize)
                 t = first + j
                 if per_page:
-                    load_page_tile(KC, page_of(t), (t % per_page) * BN, kvh, BN, D, sK[s], full[s])
-                    load_page_tile(VC, page_of(t), (t % per_page) * BN, kvh, BN, DV, sV[s], full[s])
+                    load_page_tile(KC, page_of(t), (t % per_page) * BN, kvh, BN, DT, sK[s], full[s])
+                    load_page_tile(VC, page_of(t), (t % per_page) * BN, kvh, BN, DVT, sV[s], full[s])
                 else:  # small pages: each of the tile's pages its own boxes, at its rows of the stage
                     for q in range(pages_per_tile):
                         page = TABLE[b, T.minimum(t * pages_per_tile + q, MAXP - 1)]
                         rows = (q * PAGE_SIZE, PAGE_SIZE)
                         load_page_tile(
-                            KC, page, 0, kvh, PAGE_SIZE, D, sK[s].window((rows[0], 0), (rows[1], D)), full[s]
+                            KC, page, 0, kvh, PAGE_SIZE, DT, sK[s].window((rows[0], 0), (rows[1], DT)), full[s]
                         )
                         load_page_tile(
-                            VC, page, 0, kvh, PAGE_SIZE, DV, sV[s].window((rows[0], 0), (rows[1], DV)), full[s]
+                            VC, page, 0, kvh, PAGE_SIZE, DVT, sV[s].window((rows[0], 0), (rows[1], DVT)), full[s]
                         )
         with T.role("consumer", warpgroups=(1,), registers=CONSUMER_REGS), T.let(LENS[b], "lk") as lk:
             first, n_tiles = tiles_of(lk)
@@ -261,7 +270,7 @@ def paged_body(
                                                                        MAXP - 1)])
                                  & (x[1] == x.coord[0] % PAGE_SIZE) & (x[2] == kvh), sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
-                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                T.gemm(contracted(sQ, D, Q.dtype), contracted(sK[s], D, Q.dtype).T, scores)  # S = Q K^T
                 raw = scores if sign > 0 else -scores
                 # invariant: the tokens of the last page past the sequence's length do not contribute
                 T.exclude(scores, lambda r, c: c >= lk - t * BN)
@@ -269,7 +278,7 @@ def paged_body(
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                 T.copy(p, pa)
-                T.gemm(pa, sV[s], o)  # O += P V
+                T.gemm(pa, value_columns(DV, sV[s]), o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)
             inv, lse = softmax_result(m, l, scale_log2)
             if SPLITS > 1:

@@ -7,7 +7,7 @@ HK: ``enable_gqa``; query head h reads key/value head h // (H / HK)), ``is_causa
 torch aligns it (query i sees keys j <= i), the scale 1/sqrt(D) unless given. `attention_plan` picks one of two
 plans:
 
-* **fused** (bf16/f16 inputs, D and DV multiples of 64 up to 256, and a causal mask only where SQ = SK, where
+* **fused** (bf16/f16 inputs, D and DV multiples of 8 up to 256, and a causal mask only where SQ = SK, where
   torch's top-left and the kernel's bottom-right alignments agree): `argus.kernels.sdpa`, the FlashAttention kernel
   (`argus.kernels.attention.flash_attention`); O is never materialized as scores.
 * **composed** (everything else: f32 inputs, other head dims, causal with SQ != SK): three steps, each an argus
@@ -35,7 +35,7 @@ from typing import Any
 
 from argus.ir.types import DTypeError, dtype_from_name
 from argus.kernels import matmul, sdpa
-from argus.kernels.attention import attention_softmax
+from argus.kernels.attention import HEAD_DIM_MULTIPLE, attention_softmax
 
 #: Input dtypes an attention step takes (f32 only on the composed plan).
 DTYPES = ("f32", "bf16", "f16")
@@ -87,7 +87,7 @@ class Attention:
     @property
     def fused(self) -> bool:
         """Whether the FlashAttention kernel runs it (see the module docstring)."""
-        dims_ok = all(x % 64 == 0 and x <= sdpa.MAX_HEAD_DIM for x in (self.d, self.dv))
+        dims_ok = all(x % HEAD_DIM_MULTIPLE == 0 and x <= sdpa.MAX_HEAD_DIM for x in (self.d, self.dv))
         return self.dtype in sdpa.INPUTS and dims_ok and (not self.causal or self.sq == self.sk)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
-from argus.kernels.attention import LN2, LOG2E, PANEL
+from argus.kernels.attention import LN2, LOG2E, PANEL, check_head_dims, contracted, tile_width, value_columns
 from argus.kernels.grouped import each_unit
 from argus.lang.errors import DSLError
 
@@ -136,8 +136,8 @@ def flash_attention_varlen(
     TQ, H, _ = Q.shape  # noqa: N806 - the kernel's shape symbols
     TK, HK, _ = K.shape  # noqa: N806
     (B,) = SEQ_Q.shape  # noqa: N806
-    if D % PANEL or DV % PANEL or not 0 < D <= 256 or not 0 < DV <= 256:
-        raise DSLError("DSL_BAD_PARAM", f"head dims D={D}, DV={DV}: multiples of {PANEL} up to 256 are supported")
+    check_head_dims(D, DV)
+    DT, DVT = tile_width(D), tile_width(DV)  # noqa: N806 - the head dims' widths in shared memory
     if CONSUMERS not in (1, 2) or BM != 64 * CONSUMERS:
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 rows each, 1 or 2")
     if SEARCH < 1:
@@ -152,9 +152,9 @@ def flash_attention_varlen(
     consumers = tuple(range(1, 1 + CONSUMERS))
     # at least the units there are: sum over b of cdiv(lq_b, BM) <= cdiv(TQ, BM) + B query tiles, each of H heads
     with T.grid((T.cdiv(TQ, BM) + B) * H, threads=WARPGROUP_SIZE * (1 + CONSUMERS)) as (u,):
-        sQ = T.alloc_shared((BM, D), Q.dtype, swizzle=128, panels=True)
-        sK = T.alloc_shared((STAGES, BN, D), Q.dtype, swizzle=128, panels=True)
-        sV = T.alloc_shared((STAGES, BN, DV), Q.dtype, swizzle=128, panels=True)
+        sQ = T.alloc_shared((BM, DT), Q.dtype, swizzle=128, panels=True)
+        sK = T.alloc_shared((STAGES, BN, DT), Q.dtype, swizzle=128, panels=True)
+        sV = T.alloc_shared((STAGES, BN, DVT), Q.dtype, swizzle=128, panels=True)
         q_ready = T.alloc_mbarrier(1, arrive_count=1)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)  # one arrival per consumer warpgroup
@@ -162,13 +162,13 @@ def flash_attention_varlen(
         def produce(row0: Any, first: Any, h: Any, q_end: Any, k0: Any, k_end: Any) -> None:
             kvh = h // GROUP
             n_tiles = key_tiles(first, q_end - (row0 - first), k_end - k0, BM, BN, CAUSAL)
-            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
-            load_rows(Q, row0, h, BM, D, sQ, q_ready[0])
+            T.mbarrier_arrive(q_ready[0], expect_bytes=BM * DT * Q.dtype.itemsize)
+            load_rows(Q, row0, h, BM, DT, sQ, q_ready[0])
             for j, s in T.pipeline(n_tiles, stages=STAGES):
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
-                T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
-                load_rows(K, k0 + j * BN, kvh, BN, D, sK[s], full[s])
-                load_rows(V, k0 + j * BN, kvh, BN, DV, sV[s], full[s])
+                T.mbarrier_arrive(full[s], expect_bytes=BN * (DT + DVT) * Q.dtype.itemsize)
+                load_rows(K, k0 + j * BN, kvh, BN, DT, sK[s], full[s])
+                load_rows(V, k0 + j * BN, kvh, BN, DVT, sV[s], full[s])
 
         def consume(row0: Any, first: Any, h: Any, q_end: Any, k0: Any, k_end: Any) -> None:
             lq, lk = q_end - (row0 - first), k_end - k0
@@ -191,7 +191,7 @@ def flash_attention_varlen(
                 T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + j * BN) >= 0) & (x[0] - (k0 + j * BN) < BN),
                              sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
-                T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
+                T.gemm(contracted(sQ, D, Q.dtype), contracted(sK[s], D, Q.dtype).T, scores)  # S = Q K^T
                 raw = scores if sign > 0 else -scores
                 # invariant: a key past the sequence's end (the box runs on into the next sequence) does not
                 # contribute; nor, with CAUSAL, one past the row's diagonal
@@ -204,7 +204,7 @@ def flash_attention_varlen(
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # S's layout is P's: no shuffle
                 T.copy(p, pa)
-                T.gemm(pa, sV[s], o)  # O += P V
+                T.gemm(pa, value_columns(DV, sV[s]), o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)
             inv, lse = softmax_result(m, l, scale_log2)
             # rows past the sequence's end belong to the next one: not stored

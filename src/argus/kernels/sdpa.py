@@ -56,8 +56,9 @@ OUTPUTS = ("bf16", "f16", "f32")
 #: to 6 % slower (d128 causal), for prefill and decode alike, with P in registers and the warpgroups releasing
 #: stages for themselves (benchmarks/results/2026-11-28-attention-gpu2, the "2 stages" column).
 MAX_STAGES = 2
-#: Head dims: multiples of one 64-element panel, up to what one TMA box row and wgmma's N take.
-MAX_HEAD_DIM = 256
+#: Head dims: multiples of `attention.HEAD_DIM_MULTIPLE` (16-byte rows) up to this (whole 64-column panels in the
+#: kernel, the columns past the head dim zeros).
+MAX_HEAD_DIM = attention.MAX_HEAD_DIM
 #: The most ways the keys are split, and the fewest key tiles a split gets.
 MAX_SPLITS = 32
 MIN_TILES_PER_SPLIT = 2
@@ -118,7 +119,7 @@ class AttentionError(ValueError):
 def check_heads(dtype: str, out: str, heads: int, kv_heads: int, d: int, dv: int, scale: float | None) -> None:
     """AttentionError unless the dtypes, heads, head dims and scale are ones every attention call here takes (`sdpa`,
     `sdpa_varlen`, `sdpa_paged`): bf16 or f16 inputs, an output in `OUTPUTS`, query heads a multiple of the
-    key/value heads, head dims multiples of 64 up to `MAX_HEAD_DIM`, a nonzero scale."""
+    key/value heads, head dims multiples of 8 up to `MAX_HEAD_DIM`, a nonzero scale."""
     if dtype not in INPUTS:
         raise AttentionError(f"inputs in {dtype}: attention takes {', '.join(INPUTS)}")
     if out not in OUTPUTS:
@@ -131,10 +132,11 @@ def check_heads(dtype: str, out: str, heads: int, kv_heads: int, d: int, dv: int
     if heads % kv_heads:
         raise AttentionError(f"{heads} query heads over {kv_heads} key/value heads: the query heads must be a multiple")
     for name, x in (("d", d), ("dv", dv)):
-        if x % attention.PANEL or x > MAX_HEAD_DIM:
+        if x % attention.HEAD_DIM_MULTIPLE or x > MAX_HEAD_DIM:
             raise AttentionError(
-                f"head dim {name} = {x}: multiples of {attention.PANEL} up to {MAX_HEAD_DIM} are supported "
-                "(other head dims are not built yet)"
+                f"head dim {name} = {x}: multiples of {attention.HEAD_DIM_MULTIPLE} up to {MAX_HEAD_DIM} are "
+                "supported (rows of 16 bytes, which TMA reads; a head dim short of a multiple of 64 runs on zero "
+                "columns up to the next one)"
             )
 
 
@@ -301,7 +303,8 @@ def fits(problem: AttentionProblem, config: AttentionConfig) -> bool:
 def shared_bytes(problem: AttentionProblem, config: AttentionConfig) -> int:
     """The shared memory a configuration takes: Q, the K/V stages and P (16-bit; none where P stays in registers),
     and the mbarriers (V's own pair per stage with OVERLAP; Q's emptied barriers when PERSISTENT)."""
-    elements = config.Q_BUFFERS * config.BM * problem.d + config.STAGES * config.BN * (problem.d + problem.dv)
+    d, dv = attention.tile_width(problem.d), attention.tile_width(problem.dv)  # whole panels in shared memory
+    elements = config.Q_BUFFERS * config.BM * d + config.STAGES * config.BN * (d + dv)
     elements += 0 if config.P_REGISTERS else config.BM * config.BN
     q_barriers = config.Q_BUFFERS * (2 if config.PERSISTENT else 1)
     return 2 * elements + 8 * (q_barriers + (4 if config.OVERLAP else 2) * config.STAGES)
@@ -339,7 +342,7 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
     """The configuration `sdpa` runs `problem` on (see the module docstring), for a GPU of `sms` SMs."""
     pack = packable(problem)
     matrices, rows, _ = kernel_extents(problem, pack)
-    width = max(problem.d, problem.dv)
+    width = attention.tile_width(max(problem.d, problem.dv))  # the MMAs' width: whole 64-column panels
     bn = 128 if width <= 128 else 64
     consumers = 1 if rows <= 64 else 2
     if rows > 128 and width <= THREE_CONSUMERS_HEAD_DIM and not problem.causal:

@@ -938,6 +938,12 @@ class Query:
         row = ta.coord(ra)
         col = tb.coord(cb)
         if self.masks:
+            # a product of the contraction's tail (padding 0 in both operands: no term) represents the sum only
+            # where index 0's is one too: the sum's terms are then every index but the tail's (and where every
+            # index is the tail, index 0 gives it). The choices still include every term, so the true class is
+            # among them; without this a head dim short of the MMA's K step (attention at D = 40 or 72) made
+            # every score possibly "no term" and the softmax's checks undecided
+            self.require(guard, z3.Or(z3.Not(padding.no_term(ta.mask, tb.mask)), k == smt.val(0)))
             return self.named(name, (row, col), padding.mma_class(ta.mask, tb.mask))
         return self.named(name, (row, col))
 

@@ -263,12 +263,18 @@ def select(cond: Any, a: Any, b: Any) -> Any:
     return z3.If(cond, ca, cb)
 
 
+def no_term(ca: Any, cb: Any) -> Any:
+    """Whether the product of an A element of class `ca` and a B element of class `cb` is the contraction's tail:
+    padding 0 in both operands (0 * 0, no term at all)."""
+    return z3.And(ca == bv(PAD_ZERO), cb == bv(PAD_ZERO))
+
+
 def mma_class(ca: Any, cb: Any) -> Any:
     """The class of an accumulator element from the classes of the A and B elements of one product (a
     representative contraction index, `representative`): a product with padding of one operand (a row of A or a
     column of B past its tensor) makes the element padding (of unknown value: the sum is not tracked); padding 0
     in both operands is the contraction's tail (0 * 0, no term at all), a constant, not padding."""
-    prod = z3.If(z3.And(ca == bv(PAD_ZERO), cb == bv(PAD_ZERO)), bv(CONST), combine(MapOp.MUL, [ca, cb]))
+    prod = z3.If(no_term(ca, cb), bv(CONST), combine(MapOp.MUL, [ca, cb]))
     return z3.If(is_pad(prod), bv(PAD_OTHER), prod)
 
 

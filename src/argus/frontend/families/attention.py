@@ -3,7 +3,7 @@ attention step (`argus.kernels.attention_step.LibraryAttention`).
 
 As with the matmul and convolution templates, the group's kernel is not one DSL kernel written for the group: it is
 the library's plan for the captured call (`argus.kernels.attention_step.attention_plan`): the FlashAttention kernel
-(`argus.kernels.sdpa`) for bf16/f16 inputs whose head dims are multiples of 64 up to 256, else the composed plan
+(`argus.kernels.sdpa`) for bf16/f16 inputs whose head dims are multiples of 8 up to 256, else the composed plan
 (the batched GEMM for S = Q Kᵀ, a streamed row softmax with the scale and the mask folded in, the batched GEMM for
 O = P V; f32 at f32 accuracy by the GEMM's split precision). The pipeline verifies every kernel of that plan and
 checks the call on the CPU interpreter against the group's FX subgraph.
