@@ -4,7 +4,7 @@ backends, interleaved in one process, L2 flushed before every launch, CUDA event
 Usage (from the repository root on a GPU machine)::
 
     PYTHONPATH=src python benchmarks/attention_sweep.py [--json F] [--rounds 20] [--quick] [--lengths S ...]
-        [--only TEXT] [--alt ...]
+        [--only TEXT] [--alt ...] [--head-dims 80 96 ...]
 
 Rows: bf16, (B, H, S, D) with B * H * S = 65536 (H = 16, fewer where S is long), S in 1k..16k, head dims 64, 128 and
 256, non-causal and causal (SQ = SK, so the bottom-right mask is torch's ``is_causal``); then grouped-query
@@ -39,15 +39,19 @@ from gemm_variants import environment  # noqa: E402
 TOKENS = 65536  # B * H * S of every sweep row
 
 
+HEAD_DIMS = (64, 128, 256)
+
+
 def sweep_rows(
-    quick: bool, lengths: tuple[int, ...] = (), tokens: int = TOKENS
+    quick: bool, lengths: tuple[int, ...] = (), tokens: int = TOKENS, head_dims: tuple[int, ...] = HEAD_DIMS
 ) -> list[tuple[str, int, int, int, int, int, int, bool]]:
     """(label, B, H, HK, SQ, SK, D, causal); ``lengths`` replaces the default sequence lengths (lengths that no
     tile divides time the key-tail masks: 1000, 4000); ``tokens`` replaces B * H * S of the prefill rows (a larger
-    batch: more blocks, more waves)."""
+    batch: more blocks, more waves); ``head_dims`` the prefill rows' head dims (each beyond the default three gets a
+    decoding row too: "decode B=16 32/8 d96 SK=8192")."""
     rows = []
     lengths = lengths or ((1024, 4096, 16384) if quick else (1024, 2048, 4096, 8192, 16384))
-    for d in (64, 128, 256):
+    for d in head_dims:
         for causal in (False, True):
             for s in lengths:
                 h = max(1, min(16, tokens // s))
@@ -61,6 +65,9 @@ def sweep_rows(
         rows.append((f"waves d{d} causal B=64 S=1024", 64, 16, 16, 1024, 1024, d, True))
     for b, sk in ((1, 8192), (16, 8192), (64, 4096), (4, 65536)):
         rows.append((f"decode B={b} 32/8 d128 SK={sk}", b, 32, 8, 1, sk, 128, False))
+    for d in head_dims:
+        if d not in HEAD_DIMS:
+            rows.append((f"decode B=16 32/8 d{d} SK=8192", 16, 32, 8, 1, 8192, d, False))
     return rows
 
 
@@ -104,6 +111,9 @@ def main() -> int:
     )
     parser.add_argument("--tokens", type=int, default=TOKENS, help="B * H * S of the prefill rows (default 65536)")
     parser.add_argument(
+        "--head-dims", type=int, nargs="+", default=list(HEAD_DIMS), help="the prefill rows' head dims (64 128 256)"
+    )
+    parser.add_argument(
         "--alt",
         type=_variant,
         action="append",
@@ -132,7 +142,9 @@ def main() -> int:
         "| variants: TFLOP/s (× cuDNN) |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for label, b, h, hk, sq, sk, d, causal in sweep_rows(args.quick, tuple(args.lengths), args.tokens):
+    for label, b, h, hk, sq, sk, d, causal in sweep_rows(
+        args.quick, tuple(args.lengths), args.tokens, tuple(args.head_dims)
+    ):
         if args.only and not any(label.startswith(prefix) for prefix in args.only):
             continue
         g = torch.Generator(device="cuda").manual_seed(b * 7 + h * 13 + sq + sk + d)
