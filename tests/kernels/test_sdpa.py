@@ -116,8 +116,20 @@ def test_decoding_packs_heads_and_splits_keys_on_the_interpreter(case: str) -> N
         S.AttentionProblem(2, 8, 2, 3, 700, 64, 64, False, "bf16", "f32", layout="bshd"),
         # several causal query tokens: unpacked (the mask depends on the token), split, a key tail
         S.AttentionProblem(1, 4, 2, 5, 650, 64, 64, True, "f16", "f16", layout="bshd"),
+        # head dims between the panels: 4-d boxes of 96 and 80 columns, and several tokens packed at 112 / 72
+        S.AttentionProblem(2, 4, 2, 70, 90, 96, 80, True, "bf16", "f32", layout="bshd"),
+        S.AttentionProblem(2, 8, 2, 3, 700, 112, 72, False, "bf16", "bf16", layout="bshd"),
     ],
-    ids=["gqa-causal", "dv-narrower-f16", "decode-packed-split", "decode-mha-split", "tokens-packed", "tokens-causal"],
+    ids=[
+        "gqa-causal",
+        "dv-narrower-f16",
+        "decode-packed-split",
+        "decode-mha-split",
+        "tokens-packed",
+        "tokens-causal",
+        "head-dims-96-80",
+        "tokens-packed-112-72",
+    ],
 )
 def test_the_bshd_layout_is_read_and_written_in_place_on_the_interpreter(problem: S.AttentionProblem) -> None:
     q, k, v = _inputs(problem, seed=7)  # (B, heads, S, dim): the definition's layout
