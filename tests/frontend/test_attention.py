@@ -52,10 +52,11 @@ def test_the_level1_attention_problems_are_solved(kernelbench_dir: Path, tmp_pat
     _solved(kernelbench_dir / "level1" / f"{name}.py", tmp_path / f"{name}.py", "composed", SOLVED[name])
 
 
-def test_bf16_with_head_dim_64_runs_the_flash_attention_kernel(problem: Callable[..., Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("d", [64, 80])  # 80: a head dim between the kernel's 64-column panels
+def test_bf16_runs_the_flash_attention_kernel(problem: Callable[..., Path], tmp_path: Path, d: int) -> None:
     path = problem(
         "F.scaled_dot_product_attention(q, k, v)",
-        inputs="[torch.randn(1, 2, 37, 64, dtype=torch.bfloat16) for _ in range(3)]",
+        inputs=f"[torch.randn(1, 2, 37, {d}, dtype=torch.bfloat16) for _ in range(3)]",
         args="q, k, v",
     )
     text = _solved(path, tmp_path / "s.py", "fused")
