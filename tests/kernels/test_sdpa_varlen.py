@@ -295,6 +295,7 @@ def test_varlen_matches_torch_on_the_gpu() -> None:
         (32, 8, 128, 128, True, torch.bfloat16),
         (8, 2, 128, 128, False, torch.float16),
         (4, 4, 256, 256, True, torch.bfloat16),
+        (8, 2, 96, 40, True, torch.bfloat16),  # head dims between the 64-column panels
     ]:
         lq = torch.randint(0, 1500, (7,), generator=g).tolist() + [0, 1, 2048]
         lk = [x + int(torch.randint(0, 300, (1,), generator=g)) for x in lq]
