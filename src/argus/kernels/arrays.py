@@ -72,19 +72,25 @@ def transpose(x: Any) -> Any:
     return x.transpose(-1, -2)
 
 
-def attention(q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
+def attention(
+    q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None, window: int = 0
+) -> tuple[Any, Any]:
     """(O, LSE) of ``softmax(q kᵀ · scale) v`` for q (B, H, SQ, D), k (B, HK, SK, D), v (B, HK, SK, DV), H a multiple
     of HK (query head h reads key/value head h // (H / HK)); LSE is each row's log-sum-exp of the scaled scores.
     `scale` defaults to 1/sqrt(D). `causal`: query i sees keys j <= i + SK - SQ (the mask aligned at the bottom right,
-    as FlashAttention aligns it). A row that sees no key gets O = 0 and LSE = -inf."""
+    as FlashAttention aligns it); `window` > 0 (causal only): the last `window` of those, j > i + SK - SQ - window
+    (a sliding window, as Mistral's and Gemma's local layers). A row that sees no key gets O = 0 and LSE = -inf."""
     group = q.shape[1] // k.shape[1]
     sq, sk = q.shape[2], k.shape[2]
     scale = scale if scale is not None else 1.0 / float(q.shape[-1]) ** 0.5
+    if window and not causal:
+        raise ValueError(f"window = {window}: a sliding window is the last keys up to the causal diagonal")
     if isinstance(q, np.ndarray):
         k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
         s = q @ np.swapaxes(k, -1, -2) * scale
         if causal:
-            s = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None] + sk - sq, s, -np.inf)
+            lag = np.arange(sq)[:, None] + sk - sq - np.arange(sk)[None, :]  # the key's distance behind the diagonal
+            s = np.where((lag >= 0) & ((lag < window) if window else True), s, -np.inf)
         top = s.max(axis=-1, keepdims=True)
         top = np.where(np.isfinite(top), top, 0.0)
         e = np.exp(s - top)
@@ -98,7 +104,8 @@ def attention(q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | No
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     s = q @ k.transpose(-1, -2) * scale
     if causal:
-        keep = torch.arange(sk, device=q.device)[None, :] <= torch.arange(sq, device=q.device)[:, None] + sk - sq
+        lag = torch.arange(sq, device=q.device)[:, None] + sk - sq - torch.arange(sk, device=q.device)[None, :]
+        keep = (lag >= 0) & (lag < window) if window else lag >= 0
         s = s.masked_fill(~keep, float("-inf"))
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - lse[..., None].clamp(min=torch.finfo(s.dtype).min))

@@ -223,6 +223,7 @@ def flash_attention(
     Q_BUFFERS: int = 1,
     BLOCKS_PER_SM: int = 1,
     PAIRS: bool = False,
+    WINDOW: int = 0,
 ):
     """O = softmax(Q K^T * SCALE) V for every (batch, query head), and LSE, each row's log-sum-exp of the scaled
     scores (natural log; -inf and O = 0 for a row that sees no key). Q (BH, SQ, D), K (BHK, SK, D), V (BHK, SK, DV)
@@ -284,6 +285,10 @@ def flash_attention(
     grid is (query blocks, H, B), and one head's rows are 4-d TMA boxes. (Split keys write (B * H, SQ) partial
     results: "bhsd" only.)
 
+    WINDOW = W > 0 (CAUSAL) is a sliding window: query i sees the W keys up to its diagonal only, keys j with
+    i + SK - SQ - W < j <= i + SK - SQ (Mistral's and Gemma's local layers); a block starts at the first key tile
+    its first row sees, so it reads about W + BM keys whatever the length.
+
     KV_LAYOUT "bshd" with LAYOUT "bhsd" reads K and V as (batch, length, heads, head dim) tensors while Q, O and LSE
     are (batch * query heads, query length, ...): what a decoding step against FlashAttention's KV cache needs, whose
     one query token makes Q (B, 1, H, D) the same bytes as (B * H, 1, D), so that query heads may be packed into one
@@ -295,7 +300,7 @@ def flash_attention(
         SPLITS=SPLITS, LAYOUT=LAYOUT, KV_LAYOUT=KV_LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=PINGPONG,
         OVERLAP=OVERLAP, LPT=LPT, MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
         CONSUMER_REGS=CONSUMER_REGS, PERSISTENT=PERSISTENT, BLOCKS=BLOCKS, Q_BUFFERS=Q_BUFFERS,
-        BLOCKS_PER_SM=BLOCKS_PER_SM, PAIRS=PAIRS,
+        BLOCKS_PER_SM=BLOCKS_PER_SM, PAIRS=PAIRS, WINDOW=WINDOW,
     )  # fmt: skip
 
 
@@ -333,6 +338,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
     BLOCKS_PER_SM: Any,
     PAIRS: Any,
     KV_LAYOUT: Any = "",
+    WINDOW: Any = 0,
     combined: Any = None,
 ) -> None:
     """`flash_attention`'s statements, for its parameters (the same names). With `combined` = (OUT, LSE_OUT, F,
@@ -365,6 +371,11 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
         raise DSLError("DSL_BAD_PARAM", "PINGPONG takes turns between consumer warpgroups: CONSUMERS must be 2")
     if not MASK_TAIL and not CAUSAL:  # no key tile has a tail: the softmax needs no mask (two instructions a score)
         T.assume(f"SK % {BN} == 0")
+    if not isinstance(WINDOW, int) or WINDOW < 0 or (WINDOW and (not CAUSAL or PAIRS)):
+        raise DSLError(
+            "DSL_BAD_PARAM",
+            f"WINDOW={WINDOW!r}: 0, or the keys a query sees up to its causal diagonal (CAUSAL, without PAIRS)",
+        )
     if OVERLAP and not P_REGISTERS:
         raise DSLError("DSL_BAD_PARAM", "OVERLAP keeps P of the previous tile in registers: P_REGISTERS")
     if SPLITS > 1 and bshd:
@@ -441,13 +452,16 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
 
         def key_tiles(bm):  # noqa: ANN001, ANN202 - (the unit's first key tile, its count of key tiles)
             n_tiles = T.cdiv(SK, BN)
+            first = 0  # the block's first key tile
             if CAUSAL:  # the key tiles up to the block's last row's diagonal, none where it is above the first key
                 n_tiles = T.minimum(n_tiles, T.cdiv(T.maximum((bm + 1) * BM + SK - SQ, 0), BN))
-            first = 0  # the block's first key tile
+            if WINDOW:  # from the tile of the first key the block's first row sees
+                first = T.maximum(bm * BM + SK - SQ - (WINDOW - 1), 0) // BN
+                n_tiles = T.maximum(n_tiles - first, 0)
             if SPLITS > 1:  # the split's share of them
                 share = T.cdiv(n_tiles, SPLITS)
-                first = split * share
-                n_tiles = T.maximum(T.minimum(share, n_tiles - first), 0)
+                first = first + split * share
+                n_tiles = T.maximum(T.minimum(share, n_tiles - split * share), 0)
             return first, n_tiles
 
         def each_unit(body):  # noqa: ANN001, ANN202 - body(it, qb, bm, bh, batch, base) for every unit of the block
@@ -568,6 +582,9 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         limit = bm * BM + (SK - SQ) - (first + j) * BN
                         diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)  # integers: ptxas folds them
                         x = T.where(diagonal <= limit, raw, float("-inf"))
+                        if WINDOW:  # invariant: nor does a key WINDOW or more behind the row's diagonal
+                            T.exclude(scores, lambda r, c: c - r <= bm * BM + (SK - SQ) - (first + j) * BN - WINDOW)
+                            x = T.where(diagonal > limit - WINDOW, x, float("-inf"))
                     elif MASK_TAIL:  # key positions past the sequence
                         x = T.where(T.index(scores, 1, T.i32) < SK - (first + j) * BN, raw, float("-inf"))
                     else:  # SK is a multiple of BN: every key of every tile is real
@@ -865,6 +882,7 @@ def flash_attention_combined(
     BLOCKS_PER_SM: int = 1,
     WAVE: int = SMS,
     REDUCERS: int = 0,
+    WINDOW: int = 0,
 ):
     """Split-key attention in one launch: `flash_attention` with SPLITS > 1 writes each split's partial result and
     log-sum-exp into OP and LP as there, then the SPLITS blocks of one (query block, head) meet at a group barrier
@@ -899,7 +917,7 @@ def flash_attention_combined(
         SPLITS=SPLITS, LAYOUT=LAYOUT, KV_LAYOUT=KV_LAYOUT, P_REGISTERS=P_REGISTERS, PINGPONG=False, OVERLAP=False,
         LPT=False, MASK_TAIL=MASK_TAIL, EXP2_FMA=EXP2_FMA, IN=IN, OUT=OUT, PRODUCER_REGS=PRODUCER_REGS,
         CONSUMER_REGS=CONSUMER_REGS, PERSISTENT=False, BLOCKS=0, Q_BUFFERS=1, BLOCKS_PER_SM=BLOCKS_PER_SM,
-        PAIRS=False, combined=(O, LSE, F, reducers),
+        PAIRS=False, WINDOW=WINDOW, combined=(O, LSE, F, reducers),
     )  # fmt: skip
 
 

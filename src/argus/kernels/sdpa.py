@@ -157,10 +157,17 @@ class AttentionProblem:
     out: str = "bf16"
     scale: float | None = None
     layout: str = "bhsd"  # or "bshd": (batch, length, heads, head dim)
+    #: a sliding window (causal only): each query sees the `window` keys up to its diagonal; 0: all of them
+    window: int = 0
 
     def __post_init__(self) -> None:
         if self.layout not in attention.LAYOUTS:
             raise AttentionError(f"layout {self.layout!r}: sdpa takes {', '.join(attention.LAYOUTS)}")
+        if self.window < 0 or (self.window and not self.causal):
+            raise AttentionError(
+                f"window = {self.window}: a sliding window is a number of keys up to each query's causal diagonal "
+                "(causal=True); 0 for none"
+            )
         for name in ("batch", "sq", "sk"):
             if getattr(self, name) < 1:
                 raise AttentionError(f"{name} = {getattr(self, name)}: every extent must be positive")
@@ -170,12 +177,17 @@ class AttentionProblem:
     def group(self) -> int:
         return self.heads // self.kv_heads
 
+    @property
+    def windowed(self) -> int:
+        """The window the kernel applies: `window`, or 0 where it keeps every causal key (window >= sk)."""
+        return self.window if self.window < self.sk else 0
+
     def flops(self) -> float:
         """Multiply-adds of QK^T and PV, counted as 2 flops each, over the (query, key) pairs the mask keeps."""
         pairs = self.sq * self.sk
-        if self.causal:  # keys j <= i + sk - sq for each query i
-            offset = self.sk - self.sq
-            pairs = sum(max(0, min(self.sk, i + offset + 1)) for i in range(self.sq))
+        if self.causal:  # keys j <= i + sk - sq for each query i (and within the window: j > i + sk - sq - window)
+            offset, w = self.sk - self.sq, self.windowed or self.sk
+            pairs = sum(max(0, min(self.sk, i + offset + 1) - max(0, i + offset + 1 - w)) for i in range(self.sq))
         return 2.0 * self.batch * self.heads * pairs * (self.d + self.dv)
 
 
@@ -284,7 +296,8 @@ def packable(problem: AttentionProblem) -> bool:
     that depends on the row (causal with more than one query token), and Q in the (B, H, SQ, D) layout (as the
     kernel reads it: `kernel_layouts`)."""
     short = problem.group > 1 and problem.sq * problem.group <= 128
-    return short and (not problem.causal or problem.sq == 1) and kernel_layouts(problem)[0] == "bhsd"
+    row_free = not problem.causal or (problem.sq == 1 and not problem.windowed)  # a window is a mask of the row
+    return short and row_free and kernel_layouts(problem)[0] == "bhsd"
 
 
 def kernel_extents(problem: AttentionProblem, pack: bool) -> tuple[int, int, int]:
@@ -349,15 +362,17 @@ def choose(problem: AttentionProblem, sms: int = SMS) -> AttentionConfig:
         consumers = 3  # 192-row tiles (see THREE_CONSUMERS_HEAD_DIM)
     bm = 64 * consumers
     blocks = -(-rows // bm) * matrices
-    key_tiles = -(-problem.sk // bn)
+    seen = min(problem.sk, problem.windowed + bm) if problem.windowed else problem.sk  # the keys a block reads
+    key_tiles = -(-seen // bn)
     splits = 1
     layout = kernel_layouts(problem)[0]
     if blocks < sms and layout == "bhsd":  # too few blocks: split the keys, MIN_TILES_PER_SPLIT tiles each
         splits = key_splits(blocks, key_tiles, sms)
     waves = -(-blocks // sms)
     prefill = problem.causal and splits == 1 and not pack
-    pairs = prefill and width >= QUERY_PAIRS_MIN_WIDTH and layout == "bhsd"
-    lpt = LONGEST_FIRST and prefill and waves <= LONGEST_FIRST_MAX_WAVES
+    uneven = prefill and not problem.windowed  # blocks of a sliding window read as many key tiles each
+    pairs = uneven and width >= QUERY_PAIRS_MIN_WIDTH and layout == "bhsd"
+    lpt = LONGEST_FIRST and uneven and waves <= LONGEST_FIRST_MAX_WAVES
     overlap = OVERLAP_PREFILL and not problem.causal and consumers >= 2 and splits == 1 and not pack
     for stages in range(MAX_STAGES, 1, -1):
         config = AttentionConfig(
@@ -432,6 +447,7 @@ class AttentionPlan:
                     "Q_BUFFERS": c.Q_BUFFERS,
                     "BLOCKS_PER_SM": c.BLOCKS_PER_SM,
                     "PAIRS": c.PAIRS,
+                    "WINDOW": p.windowed,
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal and not c.PACK,  # packed: no mask, or one token's, which keeps every key
@@ -644,6 +660,7 @@ def problem_of(
     scale: float | None = None,
     out_dtype: Any = None,
     layout: str = "bhsd",
+    window: int = 0,
 ) -> AttentionProblem:
     """The problem of q, k, v in `layout` (torch tensors or numpy arrays with a dtype name), checked for
     consistency: "bhsd" q (B, H, SQ, D), k (B, HK, SK, D), v (B, HK, SK, DV); "bshd" the length before the heads."""
@@ -660,7 +677,7 @@ def problem_of(
             "head dim (k's), and one (heads, length) between them"
         )
     dtype, out = dtypes_of({"q": q, "k": k, "v": v}, out_dtype)
-    return AttentionProblem(b, h, hk, sq, sk, d, dv, causal, dtype, out, scale, layout)
+    return AttentionProblem(b, h, hk, sq, sk, d, dv, causal, dtype, out, scale, layout, window)
 
 
 def prepare(
@@ -673,6 +690,7 @@ def prepare(
     out_dtype: Any = None,
     layout: str = "bhsd",
     config: AttentionConfig | None = None,
+    window: int = 0,
 ) -> tuple[Any, Any, list[Any]]:
     """(O, LSE, the prepared launches that compute them, in order): `sdpa` without the launches, for timing loops.
     The launches hold raw addresses: keep q, k, v, the results and the list (it holds the split workspace) alive
@@ -681,7 +699,7 @@ def prepare(
     launch, `query_copied`)."""
     import torch
 
-    problem = problem_of(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout)
+    problem = problem_of(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout, window=window)
     the_plan = plan(problem, config)
     kernel_layout, kv_layout = kernel_layouts(problem)
     copied = layout == "bshd" and kernel_layout == "bhsd" and problem.sq > 1  # q read through a copy (any strides)
@@ -753,21 +771,26 @@ def sdpa(
     out_dtype: Any = None,
     return_lse: bool = False,
     layout: str = "bhsd",
+    window: int = 0,
 ) -> Any:
     """softmax(q k^T * scale) v (scale: 1/sqrt(D) by default) for CUDA tensors (see the module docstring); with
-    `return_lse`, (O, LSE). Launches on the current stream and returns without synchronizing, as torch does."""
-    o, lse, launches = prepare(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout)
+    `return_lse`, (O, LSE). `window` > 0 (with `causal`): each query sees only the `window` keys up to its diagonal
+    (a sliding window). Launches on the current stream and returns without synchronizing, as torch does."""
+    o, lse, launches = prepare(q, k, v, causal=causal, scale=scale, out_dtype=out_dtype, layout=layout, window=window)
     for launch in launches:
         launch.launch()
     return (o, lse) if return_lse else o
 
 
-def reference(q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None) -> tuple[Any, Any]:
+def reference(
+    q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None, window: int = 0
+) -> tuple[Any, Any]:
     """(O, LSE) in float64 numpy for numpy q, k, v in `sdpa`'s (B, H, S, D) shapes: the definition the kernels are
     checked against (`argus.kernels.arrays.attention`; rows that see no key: O = 0, LSE = -inf)."""
     import numpy as np
 
-    return arrays.attention(*(np.asarray(x, dtype=np.float64) for x in (q, k, v)), causal=causal, scale=scale)
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    return arrays.attention(q, k, v, causal=causal, scale=scale, window=window)
 
 
 __all__ = [
