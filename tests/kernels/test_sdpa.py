@@ -560,6 +560,74 @@ def test_the_kernel_refuses_head_dims_it_cannot_tile() -> None:
         flash_attention.trace(BM=96, CONSUMERS=2)
 
 
+#: Sliding windows: (problem, config or None for `choose`'s).
+WINDOWED = {
+    # each query sees its last 100 keys: blocks start at their first row's first key tile (from 0, 1 or 2)
+    "d64": (S.AttentionProblem(1, 2, 1, 300, 300, 64, 64, True, "bf16", "f32", window=100), None),
+    # a window one key wider than a tile, SK > SQ (the diagonal shifted), d128: no query-block pairs
+    "d128_sk_gt_sq": (S.AttentionProblem(1, 2, 2, 150, 400, 128, 128, True, "bf16", "f32", window=129), None),
+    # one token, grouped heads: not packed (the window is a mask of the row), 200 of 700 keys
+    "decode": (S.AttentionProblem(2, 4, 2, 1, 700, 64, 64, True, "bf16", "f32", window=200), None),
+    # the keys split three ways over the window's tiles, several query tokens
+    "split": (
+        S.AttentionProblem(1, 2, 1, 20, 1300, 64, 64, True, "bf16", "f32", window=500),
+        S.AttentionConfig(64, 128, 2, 1, SPLITS=3),
+    ),
+    "bshd_head_dims_96_80": (
+        S.AttentionProblem(1, 2, 2, 70, 90, 96, 80, True, "bf16", "f32", layout="bshd", window=33),
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WINDOWED))
+def test_a_sliding_window_matches_the_definition_on_the_interpreter(case: str) -> None:
+    problem, config = WINDOWED[case]
+    the_plan = S.plan(problem, config)
+    params = dict(the_plan.params())
+    assert params["WINDOW"] == problem.window and not the_plan.config.PAIRS and not the_plan.config.LPT
+    assert not the_plan.config.PACK  # a window depends on the row
+    q, k, v = _inputs(problem, seed=3)
+    if problem.layout == "bshd":
+        o, lse = the_plan.run_on_interpreter(*(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in (q, k, v)))
+        o = o.transpose(0, 2, 1, 3)
+    else:
+        o, lse = the_plan.run_on_interpreter(q, k, v)
+    ref_o, ref_lse = S.reference(q, k, v, causal=True, window=problem.window)
+    np.testing.assert_allclose(o, ref_o, atol=1e-2, rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-4, rtol=0)
+    # the window changes the result: the plain causal definition differs on these shapes
+    assert np.abs(S.reference(q, k, v, causal=True)[0] - ref_o).max() > 1e-2
+
+
+def test_a_sliding_window_is_refused_without_a_causal_mask_and_dropped_where_it_keeps_every_key() -> None:
+    with pytest.raises(S.AttentionError, match="causal"):
+        S.AttentionProblem(1, 2, 2, 64, 64, 64, 64, window=16)
+    with pytest.raises(S.AttentionError, match="window = -1"):
+        S.AttentionProblem(1, 2, 2, 64, 64, 64, 64, True, window=-1)
+    with pytest.raises(DSLError, match="WINDOW"):
+        flash_attention.trace(WINDOW=64)  # not causal
+    with pytest.raises(DSLError, match="WINDOW"):
+        flash_attention.trace(WINDOW=64, CAUSAL=True, PAIRS=True, Q_BUFFERS=2)
+    wide = S.AttentionProblem(1, 2, 2, 300, 300, 128, 128, True, window=300)  # every causal key: no window
+    assert dict(S.plan(wide).params())["WINDOW"] == 0 and S.choose(wide).PAIRS
+    assert wide.flops() == S.AttentionProblem(1, 2, 2, 300, 300, 128, 128, True).flops()
+    # a window of w keys: w pairs a row once the diagonal is w keys in
+    narrow = S.AttentionProblem(1, 1, 1, 1000, 1000, 64, 64, True, window=10)
+    assert narrow.flops() == 2 * (sum(min(i + 1, 10) for i in range(1000))) * 128
+
+
+def test_a_sliding_window_verifies_and_compiles() -> None:
+    from argus.verify import verify_kernel
+
+    the_plan = S.plan(S.AttentionProblem(2, 16, 16, 4096, 4096, 128, 128, True, window=1024))
+    report = verify_kernel(the_plan.kernel())
+    assert not report.findings, report.findings
+    assert {c.verdict.value for c in report.checks if c.check == "masked reduction"} == {"verified"}
+    compiled = compile_kernel(the_plan.kernel())
+    assert compiled.instruction_mix().get("HGMMA", 0) > 0 and compiled.resources.spill_stores <= 8
+
+
 def test_causal_flops_count_only_the_kept_pairs() -> None:
     full = S.AttentionProblem(1, 1, 1, 1000, 1000, 64, 64)
     causal = S.AttentionProblem(1, 1, 1, 1000, 1000, 64, 64, causal=True)
