@@ -628,6 +628,28 @@ def test_a_sliding_window_verifies_and_compiles() -> None:
     assert compiled.instruction_mix().get("HGMMA", 0) > 0 and compiled.resources.spill_stores <= 8
 
 
+def test_a_sliding_window_matches_torch_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    for b, h, hk, sq, sk, d, w in [
+        (2, 8, 8, 1000, 1000, 64, 256),
+        (1, 8, 2, 700, 2000, 128, 300),
+        (4, 32, 8, 1, 9000, 128, 4096),
+    ]:
+        q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
+        k, v = (torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        o, lse = S.sdpa(q, k, v, causal=True, window=w, return_lse=True)
+        kk, vv = (x.float().repeat_interleave(h // hk, dim=1) for x in (k, v))
+        lag = torch.arange(sq, device="cuda")[:, None] + sk - sq - torch.arange(sk, device="cuda")[None, :]
+        keep = (lag >= 0) & (lag < w)
+        ref = torch_sdpa(q.float(), kk, vv, attn_mask=keep)
+        torch.cuda.synchronize()
+        assert (o.float() - ref).abs().max().item() < 2e-2, (b, h, sq, sk, d, w)
+
+
 def test_causal_flops_count_only_the_kept_pairs() -> None:
     full = S.AttentionProblem(1, 1, 1, 1000, 1000, 64, 64)
     causal = S.AttentionProblem(1, 1, 1, 1000, 1000, 64, 64, causal=True)
