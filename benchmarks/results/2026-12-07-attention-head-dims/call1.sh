@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# (40, 80, 96, 192; d128 as the known row) against SDPA's cuDNN and FA2 backends, then sliding windows against FlexAttention;
-# against SDPA's cuDNN and FlashAttention-2 backends, interleaved, L2 flushed; the attention GPU tests first.
+# Session 72, call 1 (issue #22): head dims between the 64-column panels (40, 80, 96, 192; d128 as the known row)
+# against SDPA's cuDNN and FA2 backends, then sliding windows against FlexAttention; the attention GPU tests first.
 set -u
 export PYTHONPATH=$PWD/.z3:$PWD/src PYTHONUNBUFFERED=1
 R=$OUT
