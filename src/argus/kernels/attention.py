@@ -132,9 +132,8 @@ HEAD_DIM_MULTIPLE = TMA_GLOBAL_STRIDE_MULTIPLE // 2
 
 
 def tile_width(d: int) -> int:
-    """The columns a head dim `d` takes in shared memory and in the MMAs: whole 64-column panels. TMA fills a
-    panel's columns past `d` with zeros, which add nothing to Q K^T, and the output's columns past `d` are never
-    stored: a head dim of 96 runs as 128 with a quarter of the MMAs' work on zeros."""
+    """The columns a head dim `d` takes in shared memory: whole 64-column panels, TMA filling a panel's columns past
+    `d` with zeros. The MMAs read the head dim's columns only (`contracted`, `value_columns`)."""
     return -(-d // PANEL) * PANEL
 
 
@@ -642,16 +641,12 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         T.copy(o * rescale[:, None], o)
                         T.mbarrier_wait(full_v[prev], phase=ph(j - 1))
                         T.assert_tag(holds_head(kv, first + j - 1, BN), sV[prev])
-                        if PINGPONG:
-                            T.gemm(
-                                pa, value_columns(DV, sV[prev]), o, wait_group=2
-                            )  # O += P V of tile j - 1 issued; both left running
+                        if PINGPONG:  # O += P V of tile j - 1 issued; both left running
+                            T.gemm(pa, value_columns(DV, sV[prev]), o, wait_group=2)
                             T.turn_pass()
                             T.wgmma_wait(1)  # S complete
-                        else:
-                            T.gemm(
-                                pa, value_columns(DV, sV[prev]), o, wait_group=1
-                            )  # O += P V of tile j - 1, left running; S complete
+                        else:  # O += P V of tile j - 1, left running; S complete
+                            T.gemm(pa, value_columns(DV, sV[prev]), o, wait_group=1)
                         T.mbarrier_arrive(empty[s], per_warpgroup=True)  # K stage s read
                         m_new, p, alpha = online_softmax(j)
                         # tile j - 1's P V, waited for behind the softmax (ptxas would hoist a bare wait above it)
