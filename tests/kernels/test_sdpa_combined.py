@@ -58,7 +58,9 @@ def test_the_merging_blocks_share_the_rows_in_whole_vectors() -> None:
     assert attention.merge_reducers(64, 32, 64, 128) == 8
     assert attention.merge_reducers(64, 32, 128, 128) == 16
     assert attention.merge_reducers(128, 6, 128, 256) == 4
-    assert attention.merge_reducers(64, 4, 16, 384) == 0  # not even all rows together
+    assert attention.merge_reducers(16, 4, 16, 384) == 0  # not even all rows together (16 x 64 merged columns)
+    # a value head dim between the panels is merged whole panels wide (the columns past it padding, not stored)
+    assert attention.merge_reducers(64, 32, 72, 128) == attention.merge_reducers(64, 32, 128, 128) == 16
     with pytest.raises(DSLError, match="REDUCERS"):
         attention.flash_attention_combined.trace(D=64, DV=64, BM=64, SPLITS=4, REDUCERS=3)
 
