@@ -573,6 +573,8 @@ WINDOWED = {
         S.AttentionProblem(1, 2, 1, 20, 1300, 64, 64, True, "bf16", "f32", window=500),
         S.AttentionConfig(64, 128, 2, 1, SPLITS=3),
     ),
+    # one token against a (B, S, H, D) cache: K and V read in place (KV_LAYOUT "bshd"), 300 of 700 keys
+    "bshd_decode": (S.AttentionProblem(2, 8, 2, 1, 700, 64, 64, True, "bf16", "f32", layout="bshd", window=300), None),
     "bshd_head_dims_96_80": (
         S.AttentionProblem(1, 2, 2, 70, 90, 96, 80, True, "bf16", "f32", layout="bshd", window=33),
         None,
