@@ -568,6 +568,8 @@ WINDOWED = {
     "d128_sk_gt_sq": (S.AttentionProblem(1, 2, 2, 150, 400, 128, 128, True, "bf16", "f32", window=129), None),
     # one token, grouped heads: not packed (the window is a mask of the row), 200 of 700 keys
     "decode": (S.AttentionProblem(2, 4, 2, 1, 700, 64, 64, True, "bf16", "f32", window=200), None),
+    # one token, 3000 of 5000 keys: split 12 ways over the window's tiles and merged in the launch (COMBINED)
+    "decode_split_merged": (S.AttentionProblem(1, 2, 1, 1, 5000, 64, 64, True, "bf16", "f32", window=3000), None),
     # the keys split three ways over the window's tiles, several query tokens
     "split": (
         S.AttentionProblem(1, 2, 1, 20, 1300, 64, 64, True, "bf16", "f32", window=500),
