@@ -613,6 +613,11 @@ def test_a_sliding_window_is_refused_without_a_causal_mask_and_dropped_where_it_
         flash_attention.trace(WINDOW=64)  # not causal
     with pytest.raises(DSLError, match="WINDOW"):
         flash_attention.trace(WINDOW=64, CAUSAL=True, PAIRS=True, Q_BUFFERS=2)
+    with pytest.raises(S.AttentionError, match="pairs"):
+        S.plan(
+            S.AttentionProblem(1, 2, 2, 300, 300, 128, 128, True, window=64),
+            S.AttentionConfig(128, 128, 2, 2, P_REGISTERS=True, PAIRS=True, Q_BUFFERS=2),
+        )
     wide = S.AttentionProblem(1, 2, 2, 300, 300, 128, 128, True, window=300)  # every causal key: no window
     assert dict(S.plan(wide).params())["WINDOW"] == 0 and S.choose(wide).PAIRS
     assert wide.flops() == S.AttentionProblem(1, 2, 2, 300, 300, 128, 128, True).flops()

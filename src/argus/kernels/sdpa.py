@@ -535,6 +535,10 @@ def plan(problem: AttentionProblem, config: AttentionConfig | None = None) -> At
             f"{config.label()} packs query heads, which {problem} does not allow (packing needs grouped heads, a "
             "short query, no row-dependent mask and the (B, H, S, D) layout)"
         )
+    if config is not None and config.PAIRS and problem.windowed:
+        raise AttentionError(
+            f"{config.label()}: query-block pairs are for causal blocks of unequal length, not a window"
+        )
     if config is not None and config.PERSISTENT and (problem.causal or config.SPLITS > 1 or config.LPT):
         raise AttentionError(
             f"{config.label()}: persistent blocks walk units of one length: non-causal and unsplit attention only"
