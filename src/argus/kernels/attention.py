@@ -174,7 +174,12 @@ def contracted(tile: T.Tile, d: int, dtype: Any) -> T.Tile:
     return tile if k == tile.shape[-1] else tile.window((0, 0), (tile.shape[0], k))
 
 
-def value_columns(dv: int, tile: T.Tile) -> T.Tile:
+def score_operands(sq: T.Tile, sk: T.Tile, d: int, dtype: Any) -> tuple[T.Tile, T.Tile]:
+    """S = Q K^T's operands from the Q and K tiles: their `contracted` columns, K transposed."""
+    return contracted(sq, d, dtype), contracted(sk, d, dtype).T
+
+
+def value_columns(tile: T.Tile, dv: int) -> T.Tile:
     """The columns of a (keys, `tile_width(dv)`) V tile that O += P V reads: the value head dim `dv` (wgmma's N,
     a multiple of 8)."""
     return tile if dv == tile.shape[-1] else tile.window((0, 0), (tile.shape[0], dv))
@@ -513,9 +518,6 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
         def q_buffer(qb):  # noqa: ANN001, ANN202
             return sQ if Q_BUFFERS == 1 else sQ[qb]
 
-        def qk(sq, sk):  # noqa: ANN001, ANN202 - S = Q K^T's operands: the head dim's columns, to the MMA's K step
-            return contracted(sq, D, Q.dtype), contracted(sk, D, Q.dtype).T
-
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
 
             def produce(it, qb, bm, bh, batch, base):  # noqa: ANN001, ANN202
@@ -619,7 +621,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         T.mbarrier_wait(full[s0], phase=ph(0))
                         T.assert_tag(holds_head(kv, first, BN), sK[s0])
                         T.fill(first_scores, 0.0)
-                        peeled_gemm(*qk(sq, sK[s0]), first_scores)
+                        peeled_gemm(*score_operands(sq, sK[s0], D, Q.dtype), first_scores)
                         T.mbarrier_arrive(empty[s0], per_warpgroup=True)  # K stage of tile 0 read
                         m_first, p_first, alpha_first = online_softmax(0, first_scores)
                         T.copy(m_first, m)
@@ -636,17 +638,17 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         ):  # the turn covers S's and P V's issue: the other warpgroup's softmax runs meanwhile
                             T.turn_wait()
                         # S = Q K^T of tile j, issued (nothing else in flight)
-                        T.gemm(*qk(sq, sK[s]), scores, wait_group=1)
+                        T.gemm(*score_operands(sq, sK[s], D, Q.dtype), scores, wait_group=1)
                         # O, which holds tiles up to j - 2, rescaled to tile j - 1's maximum before its P V is added
                         T.copy(o * rescale[:, None], o)
                         T.mbarrier_wait(full_v[prev], phase=ph(j - 1))
                         T.assert_tag(holds_head(kv, first + j - 1, BN), sV[prev])
                         if PINGPONG:  # O += P V of tile j - 1 issued; both left running
-                            T.gemm(pa, value_columns(DV, sV[prev]), o, wait_group=2)
+                            T.gemm(pa, value_columns(sV[prev], DV), o, wait_group=2)
                             T.turn_pass()
                             T.wgmma_wait(1)  # S complete
                         else:  # O += P V of tile j - 1, left running; S complete
-                            T.gemm(pa, value_columns(DV, sV[prev]), o, wait_group=1)
+                            T.gemm(pa, value_columns(sV[prev], DV), o, wait_group=1)
                         T.mbarrier_arrive(empty[s], per_warpgroup=True)  # K stage s read
                         m_new, p, alpha = online_softmax(j)
                         # tile j - 1's P V, waited for behind the softmax (ptxas would hoist a bare wait above it)
@@ -661,7 +663,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         T.copy(o * rescale[:, None], o)
                         T.mbarrier_wait(full_v[last], phase=ph(n_tiles - 1))
                         T.assert_tag(holds_head(kv, first + n_tiles - 1, BN), sV[last])
-                        peeled_gemm(pa, value_columns(DV, sV[last]), o)
+                        peeled_gemm(pa, value_columns(sV[last], DV), o)
                         T.mbarrier_arrive(empty_v[last], per_warpgroup=True)
 
                 def plain():  # noqa: ANN202 - the loop: S, its softmax, then O += P V, tile after tile
@@ -673,7 +675,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                         T.assert_tag(holds_head(kv, first + j, BN), sK[s])
                         T.assert_tag(holds_head(kv, first + j, BN), sV[s])
                         T.fill(scores, 0.0)
-                        T.gemm(*qk(sq, sK[s]), scores)  # S = Q K^T
+                        T.gemm(*score_operands(sq, sK[s], D, Q.dtype), scores)  # S = Q K^T
                         if PINGPONG:  # the softmax runs while the next warpgroup's MMAs do
                             T.turn_pass()
                         m_new, p, alpha = online_softmax(j)
@@ -684,7 +686,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                             T.copy(p, pa)
                             if PINGPONG:
                                 T.turn_wait()
-                            T.gemm(pa, value_columns(DV, sV[s]), o)  # O += P V
+                            T.gemm(pa, value_columns(sV[s], DV), o)  # O += P V
                         else:
                             T.barrier(
                                 1, threads=WARPGROUP_SIZE * CONSUMERS
@@ -694,7 +696,7 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                             T.barrier(1, threads=WARPGROUP_SIZE * CONSUMERS)  # every thread's part of P is in place
                             if PINGPONG:
                                 T.turn_wait()
-                            T.gemm(sP, value_columns(DV, sV[s]), o)  # O += P V
+                            T.gemm(sP, value_columns(sV[s], DV), o)  # O += P V
                         T.mbarrier_arrive(empty[s], per_warpgroup=True)  # no lockstep between the warpgroups
                     if PINGPONG:
                         T.turn_pass()

@@ -31,8 +31,8 @@ from argus.kernels.attention import (
     PANEL,
     check_head_dims,
     check_reducers,
-    contracted,
     merge_share,
+    score_operands,
     tile_width,
     value_columns,
 )
@@ -270,7 +270,7 @@ def paged_body(
                                                                        MAXP - 1)])
                                  & (x[1] == x.coord[0] % PAGE_SIZE) & (x[2] == kvh), sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
-                T.gemm(contracted(sQ, D, Q.dtype), contracted(sK[s], D, Q.dtype).T, scores)  # S = Q K^T
+                T.gemm(*score_operands(sQ, sK[s], D, Q.dtype), scores)  # S = Q K^T
                 raw = scores if sign > 0 else -scores
                 # invariant: the tokens of the last page past the sequence's length do not contribute
                 T.exclude(scores, lambda r, c: c >= lk - t * BN)
@@ -278,7 +278,7 @@ def paged_body(
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                 T.copy(p, pa)
-                T.gemm(pa, value_columns(DV, sV[s]), o)  # O += P V
+                T.gemm(pa, value_columns(sV[s], DV), o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)
             inv, lse = softmax_result(m, l, scale_log2)
             if SPLITS > 1:

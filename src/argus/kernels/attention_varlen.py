@@ -31,7 +31,7 @@ from typing import Any
 import argus
 import argus.lang as T
 from argus.atoms.common import WARPGROUP_SIZE
-from argus.kernels.attention import LN2, LOG2E, PANEL, check_head_dims, contracted, tile_width, value_columns
+from argus.kernels.attention import LN2, LOG2E, PANEL, check_head_dims, score_operands, tile_width, value_columns
 from argus.kernels.grouped import each_unit
 from argus.lang.errors import DSLError
 
@@ -191,7 +191,7 @@ def flash_attention_varlen(
                 T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + j * BN) >= 0) & (x[0] - (k0 + j * BN) < BN),
                              sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
-                T.gemm(contracted(sQ, D, Q.dtype), contracted(sK[s], D, Q.dtype).T, scores)  # S = Q K^T
+                T.gemm(*score_operands(sQ, sK[s], D, Q.dtype), scores)  # S = Q K^T
                 raw = scores if sign > 0 else -scores
                 # invariant: a key past the sequence's end (the box runs on into the next sequence) does not
                 # contribute; nor, with CAUSAL, one past the row's diagonal
@@ -204,7 +204,7 @@ def flash_attention_varlen(
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # S's layout is P's: no shuffle
                 T.copy(p, pa)
-                T.gemm(pa, value_columns(DV, sV[s]), o)  # O += P V
+                T.gemm(pa, value_columns(sV[s], DV), o)  # O += P V
                 T.mbarrier_arrive(empty[s], per_warpgroup=True)
             inv, lse = softmax_result(m, l, scale_log2)
             # rows past the sequence's end belong to the next one: not stored
