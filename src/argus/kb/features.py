@@ -40,6 +40,8 @@ from argus.ir.nodes import (
     Role,
     Space,
     Stmt,
+    WarpgroupTurn,
+    WgmmaWait,
 )
 from argus.kb.errors import KBError
 from argus.layout import ComposedLayout
@@ -89,6 +91,17 @@ _SPECS: tuple[FeatureSpec, ...] = (
     FeatureSpec("mma.kind", "str", "MMA instruction family: none, fma (CUDA cores), mma.sync or wgmma"),
     FeatureSpec("mma.atoms", "set", "full names of the MMA atoms used"),
     FeatureSpec("mma.a_source", "str", "where the A operand of the main MMA is read: none, register or shared"),
+    FeatureSpec(
+        "mma.register_operand",
+        "bool",
+        "an asynchronous MMA (wgmma) reads its A operand from registers (attention's P kept in registers for P V)",
+    ),
+    FeatureSpec(
+        "mma.overlapped",
+        "bool",
+        "a warpgroup's wgmma stays in flight while the same warpgroup computes: a wait pinned behind a fragment's "
+        "computation (FlashAttention-3's intra-warpgroup overlap of the softmax with P V)",
+    ),
     FeatureSpec("mma.n", "int", "N of the widest MMA instruction (wgmma: 8..256; mma.sync: 8)"),
     FeatureSpec("mma.accumulator_registers", "int", "32-bit registers per thread of the largest accumulator"),
     # --- copies --------------------------------------------------------------------------------------
@@ -123,6 +136,11 @@ _SPECS: tuple[FeatureSpec, ...] = (
     FeatureSpec("roles.consumer_warpgroups", "int", "warpgroups of the role(s) that run the MMAs"),
     FeatureSpec("roles.register_split", "tuple", "setmaxnreg budgets of the roles in order"),
     FeatureSpec("roles.setmaxnreg", "bool", "a role sets its register budget with setmaxnreg"),
+    FeatureSpec(
+        "roles.turns",
+        "bool",
+        "the consumer warpgroups take turns issuing their MMAs (ping-pong: named barriers in a ring)",
+    ),
     # --- grid ------------------------------------------------------------------------------------
     FeatureSpec("grid.persistent", "bool", "a persistent grid: fewer blocks than tiles, each block walks tiles"),
     FeatureSpec("grid.tile_order", "str", "order in which tiles are visited: none, row_major, column_major, grouped"),
@@ -340,6 +358,8 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
     all_dtypes: set[str] = {t.dtype.name for t in kernel.tensors}
     accumulators: list[Any] = []
     mbarrier_waits = 0
+    pinned_waits = 0
+    turns = False
     reduce_max_in_loop = False
     exp_in_loop = False
 
@@ -398,6 +418,10 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
             roles.append(s)
         elif isinstance(s, MbarrierWait):
             mbarrier_waits += 1
+        elif isinstance(s, WgmmaWait):
+            pinned_waits += s.after is not None
+        elif isinstance(s, WarpgroupTurn):
+            turns = True
         elif isinstance(s, AsyncWait):
             cp_async = True
 
@@ -459,6 +483,10 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
         "mma.kind": mma_kind,
         "mma.atoms": frozenset(mma_atoms),
         "mma.a_source": a_source,
+        "mma.register_operand": any(
+            _atom_kind(g.atom) == "wgmma" and g.a.buffer.space == Space.FRAGMENT for g, _ in gemms
+        ),
+        "mma.overlapped": pinned_waits > 0,
         "mma.n": mma_n,
         "mma.accumulator_registers": max((_registers(b) for b in accumulators), default=0),
         "copy.atoms": frozenset(copy_atoms),
@@ -488,6 +516,7 @@ def ir_features(kernel: Kernel) -> dict[str, Any]:
         "roles.consumer_warpgroups": consumer_wgs,
         "roles.register_split": tuple(r.registers or 0 for r in roles),
         "roles.setmaxnreg": any(r.registers for r in roles),
+        "roles.turns": turns,
         "grid.persistent": bool(pol.persistent),
         "grid.tile_order": pol.tile_order.value if pol.tile_order is not None else "none",
         "grid.blocks": int(kernel.grid[0]) if pol.persistent and isinstance(kernel.grid[0], int) else 0,

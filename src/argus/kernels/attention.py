@@ -389,8 +389,10 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
     elif kv_bshd:  # query matrices batch-major, GROUP of them a key/value head of K's B x HK: BH == B * HK * GROUP,
         # stated without the product of two sizes (with it the merged launch's cross-block check was `unknown`)
         T.assume(f"BH % HK == 0 and BH // HK == B * {GROUP}")
-    else:
+    elif str(K.shape[0]) != str(Q.shape[0]) or GROUP != 1:  # (K read by Q's own symbol: nothing to assume)
         T.assume(f"BH == BHK * {GROUP}")
+    if LSE is None and (SPLITS > 1 or bshd):
+        raise DSLError("DSL_BAD_PARAM", "split keys and the 'bshd' layout write the log-sum-exp: LSE is needed")
     if SPLITS > 1:
         if O.dtype != T.f32:
             raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
@@ -721,7 +723,8 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                     T.copy(lse, LSE.tile((head[0], bh, bm), (None, None, BM)))
                 else:
                     T.copy(o * inv[:, None], O.tile((bh, bm, 0), (None, BM, DV)))
-                    T.copy(lse, LSE.tile((bh, bm), (None, BM)))
+                    if LSE is not None:  # (None: a kernel that writes O alone, the attention lineage's rungs)
+                        T.copy(lse, LSE.tile((bh, bm), (None, BM)))
 
             if PAIRS:
                 T.mbarrier_wait(q_ready[0], phase=0)

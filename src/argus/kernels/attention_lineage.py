@@ -26,8 +26,18 @@ the end), so that consecutive rungs differ by the one mechanism the vocabulary n
    by the consumers through "empty" mbarriers, the consumer warpgroups run rung 6's math, and ``setmaxnreg`` moves
    registers from the producer to them (the walk removes the register split by an IR operator, then the roles).
 
-Not built yet: the rungs above (ping-pong, intra-warpgroup overlap, a persistent scheduler), all of which
-`argus.kernels.attention.flash_attention` has. DSL kernels only here."""
+8. `attention_p_registers` — P kept in registers as the A operand of O += P V (wgmma's register-A form): no
+   shared-memory round trip and no barrier between the consumer warpgroups. It is `flash_attention`'s loop
+   (`argus.kernels.attention.attention_body`: 128-row tiles over two consumer warpgroups, the scale folded into one
+   fma per exponent) writing O alone, and the rungs above it are the same kernel with one switch more each:
+9. `attention_pingpong` (PINGPONG) — the consumer warpgroups take turns issuing their MMAs, one's softmax running
+   while the other's MMAs do (FlashAttention-3's ping-pong);
+10. `attention_overlap` (OVERLAP) — each warpgroup's P V of key tile j - 1 runs while it computes tile j's softmax
+    (FlashAttention-3's intra-warpgroup overlap).
+The walk removes 10's and 9's switches by parameter operators and 8's step by moving to rung 7.
+
+Not built yet: a persistent longest-first rung (`flash_attention`'s PERSISTENT is slower and `unknown` to the
+verifier; its LPT orders causal blocks, and the lineage's task is non-causal). DSL kernels only here."""
 
 from __future__ import annotations
 
@@ -36,7 +46,7 @@ import argus.lang as T
 from argus.atoms.common import consumer_registers, shared_budget
 from argus.atoms.swizzle import SWIZZLE_WIDTHS
 from argus.ir.types import DType
-from argus.kernels.attention import LOG2E, holds_head, load_panels
+from argus.kernels.attention import LOG2E, attention_body, holds_head, load_panels
 from argus.lang.errors import DSLError
 from argus.layout import Layout
 
@@ -669,3 +679,41 @@ def attention_warp_specialized(
                 T.assert_tag(lambda y: (y[0] == bm * BM + y.coord[0]) & (y[1] == y.coord[1]), o)
                 T.mbarrier_arrive(empty[st], per_warpgroup=True)  # stage j % STAGES may be refilled
             T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))
+
+
+# --- rungs 8-10: P in registers, ping-pong, intra-warpgroup overlap --------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES"})
+def attention_p_registers(
+    Q: T.Tensor[QKV_SHAPE, "IN"],
+    K: T.Tensor[QKV_SHAPE, "IN"],
+    V: T.Tensor[QKV_SHAPE, "IN"],
+    O: T.Tensor[QKV_SHAPE, T.f32],
+    D: int = 64,
+    BM: int = 128,
+    BN: int = 128,
+    STAGES: int = 2,
+    IN: str = "bf16",
+    PINGPONG: bool = False,
+    OVERLAP: bool = False,
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 240,
+):
+    """`attention_warp_specialized` with P kept in registers: S's accumulator layout is wgmma's A register layout
+    thread for thread, so P is rounded to IN in place and O += P V reads it from there (the register-A ``wgmma``),
+    with no shared-memory tile for P, no proxy fence and no barrier between the consumer warpgroups. The loop is
+    `flash_attention`'s (`argus.kernels.attention.attention_body`): a producer warpgroup loading Q once and K and V
+    through STAGES stages by TMA, BM / 64 consumer warpgroups of 64 query rows, the softmax on the raw scores with
+    the scale folded into one fma per exponent, keys past S masked, O written alone (no log-sum-exp).
+
+    PINGPONG (rung 9, `attention_pingpong`) makes the consumer warpgroups take turns issuing their MMAs;
+    OVERLAP (rung 10, `attention_overlap`) leaves each warpgroup's O += P V of tile j - 1 running while it computes
+    tile j's softmax (docs/attention.md, "The kernel")."""
+    attention_body(
+        Q, K, V, O, None,
+        D=D, DV=D, BM=BM, BN=BN, STAGES=STAGES, CONSUMERS=BM // 64, CAUSAL=False, GROUP=1, SCALE=0.0, SPLITS=1,
+        LAYOUT="bhsd", P_REGISTERS=True, PINGPONG=PINGPONG, OVERLAP=OVERLAP, LPT=False, MASK_TAIL=True, EXP2_FMA=0,
+        IN=IN, OUT="f32", PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, PERSISTENT=False, BLOCKS=0,
+        Q_BUFFERS=1, BLOCKS_PER_SM=1, PAIRS=False,
+    )  # fmt: skip

@@ -1283,6 +1283,47 @@ WORKLOADS: tuple[Workload, ...] = (
             "a producer warpgroup (TMA) and consumer warpgroups (wgmma) with a setmaxnreg register split",
         ),
     ),
+    Workload(
+        "attention_p_registers",
+        "attention_warp_specialized with P kept in registers as the A operand of O += P V (wgmma's register-A "
+        "form): no shared-memory tile for P, no barrier between the consumer warpgroups; flash_attention's loop "
+        "(128-row tiles over two consumers) writing O alone",
+        ATTENTION,
+        attention_lineage.attention_p_registers,
+        ATTENTION_TILES,
+        tolerance=1e-2,  # P is rounded to bf16 before P V, as in attention_mma_sync
+        rung=Rung(
+            "attention",
+            "register_operand",
+            "P stays in registers and feeds the register-A wgmma: no shared-memory round trip",
+        ),
+    ),
+    Workload(
+        "attention_pingpong",
+        "attention_p_registers with the consumer warpgroups taking turns at the tensor cores (FlashAttention-3's "
+        "ping-pong): one warpgroup's softmax runs while the other's MMAs do",
+        ATTENTION,
+        attention_lineage.attention_p_registers,
+        ATTENTION_TILES,
+        tolerance=1e-2,
+        params={"PINGPONG": True},
+        rung=Rung("attention", "pingpong", "consumer warpgroups issue their MMAs in turns (named barriers in a ring)"),
+    ),
+    Workload(
+        "attention_overlap",
+        "attention_pingpong with each warpgroup's O += P V of the previous key tile left running while it computes "
+        "this tile's softmax (FlashAttention-3's intra-warpgroup overlap; K and V on barriers of their own)",
+        ATTENTION,
+        attention_lineage.attention_p_registers,
+        ATTENTION_TILES,
+        tolerance=1e-2,
+        params={"PINGPONG": True, "OVERLAP": True},
+        rung=Rung(
+            "attention",
+            "intra_overlap",
+            "P V of key tile j - 1 runs while the same warpgroup computes tile j's softmax",
+        ),
+    ),
 )
 
 #: Names kernels had before they were named for the mechanism they add, old -> new; `get_kernel` and

@@ -155,6 +155,53 @@ MECHANISMS: dict[str, Mechanism] = {
             level=lambda f: int("tma.store" in f["copy.global_stores"]),
         ),
         Mechanism(
+            id="intra_overlap",
+            title="a warpgroup's MMA in flight while it computes (FlashAttention-3's intra-warpgroup overlap)",
+            levels=(
+                Level("in order"),
+                Level(
+                    "overlapped",
+                    meaning="O += P V of key tile j - 1 runs while the same warpgroup computes tile j's softmax; "
+                    "S of tile 0 and the last P V are peeled",
+                    changes=(Change("param", "OVERLAP", on=(True,), off=False),),
+                    entry="softmax-mma-overlap",
+                    requires=(("register_operand", 1),),  # the previous tile's P stays in registers
+                ),
+            ),
+            level=lambda f: int(bool(f["mma.overlapped"])),
+        ),
+        Mechanism(
+            id="pingpong",
+            title="consumer warpgroups taking turns at the tensor cores (ping-pong)",
+            levels=(
+                Level("free-running"),
+                Level(
+                    "turns",
+                    meaning="the consumer warpgroups issue their MMAs in turns (named barriers in a ring), so that "
+                    "one's softmax runs while another's MMAs do",
+                    changes=(Change("param", "PINGPONG", on=(True,), off=False),),
+                    entry="pingpong-consumers",
+                    requires=(("warp_specialization", 1),),
+                ),
+            ),
+            level=lambda f: int(bool(f["roles.turns"])),
+        ),
+        Mechanism(
+            id="register_operand",
+            title="an MMA's A operand kept in registers (wgmma's register-A form)",
+            levels=(
+                Level("shared"),
+                Level(
+                    "registers",
+                    meaning="a chained MMA's A operand (attention's P) stays in registers and feeds wgmma directly: "
+                    "no shared-memory round trip, no barrier between the warpgroups",
+                    entry="wgmma-register-a",
+                    requires=(("mma", 2),),
+                ),
+            ),
+            level=lambda f: int(bool(f["mma.register_operand"])),
+        ),
+        Mechanism(
             id="register_split",
             title="register split between warp roles (setmaxnreg)",
             levels=(
@@ -388,6 +435,10 @@ RUNGS: dict[str, Rung] = {
         Rung("warp_specialization", ("warp_specialization@1", "register_split@1"), named_by="warp_specialization@1"),
         Rung("persistent_grid", ("persistent@1", "tile_order@1"), named_by="persistent@1"),
         Rung("tma_store", ("epilogue@1",), named_by="epilogue@1"),
+        # the attention lineage above its warp-specialized rung: FlashAttention-3's mechanisms, one a rung
+        Rung("register_operand", ("register_operand@1",), named_by="register_operand@1"),
+        Rung("pingpong", ("pingpong@1",), named_by="pingpong@1"),
+        Rung("intra_overlap", ("intra_overlap@1",), named_by="intra_overlap@1"),
     )
 }
 

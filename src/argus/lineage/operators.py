@@ -360,6 +360,9 @@ def operators() -> tuple[Operator, ...]:
         _policy("default-tile-order", "tile_order@1", "tile order -> row major"),
         _structural("plain-grid", "persistent@1", "persistent grid -> one block per tile"),
         _structural("grid-per-group", "grouped_units@1", "units over device-side tile counts -> a grid per group"),
+        _param("overlap-to-in-order", "intra_overlap@1", "P V of the previous tile waited for before the softmax"),
+        _param("free-running-consumers", "pingpong@1", "consumer warpgroups issue their MMAs without turns"),
+        _structural("p-through-shared", "register_operand@1", "P through shared memory as the MMA's A operand"),
         RegisterSplitOperator(
             "remove-register-split", "register_split", 1, "ir", "drop the setmaxnreg budgets of the warp roles"
         ),
