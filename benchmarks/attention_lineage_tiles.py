@@ -6,7 +6,11 @@ this measures the parameters a rung's defaults are chosen from (tiles, blocks pe
 Usage (from the repository root on a GPU machine)::
 
     PYTHONPATH=src python benchmarks/attention_lineage_tiles.py [--shapes BH,S ...] [--rounds 15] [--json F]
-        [--variants "attention_warp_specialized:BLOCKS_PER_SM=2,BM=128" ...]
+        [--variants "attention_warp_specialized:BLOCKS_PER_SM=2,BM=128" ...] [--lineage] [--d 128]
+
+``--lineage`` times every rung of the lineage (`argus.kernels.registry.lineage("attention")`, naive to the
+intra-warpgroup overlap) at its registered parameters: the lineage table of issue #22 (``--d 128 --shapes 16,4096``).
+A variant names a rung's kernel or a registered rung (its parameters first, then the variant's).
 
 Inputs: bf16 Q, K, V (BH, S, D) drawn from N(0, 1) (D = 64 unless --d), O in f32 (the lineage's problem).
 """
@@ -57,11 +61,16 @@ def main() -> int:
     parser.add_argument("--shapes", nargs="*", default=None, help="BH,S ...")
     parser.add_argument("--d", type=int, default=64, help="head dim (every variant is traced with it)")
     parser.add_argument("--variants", nargs="*", default=None)
+    parser.add_argument("--lineage", action="store_true", help="every rung of the lineage at its registry parameters")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes] if args.shapes else SHAPES
-    variants = [parse_variant(v) for v in (args.variants or VARIANTS)]
+    variants = [parse_variant(v) for v in (args.variants or ([] if args.lineage else VARIANTS))]
+    if args.lineage:
+        from argus.kernels.registry import lineage
+
+        variants = [(step.kernel, {}) for step in lineage("attention")] + variants
 
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -74,9 +83,17 @@ def main() -> int:
     for line in environment(torch):
         print(line)
     loaded = {}
-    for name, params in variants:
-        compiled = compile_kernel(getattr(attention_lineage, name).trace(**{"D": args.d, **params}))
-        label = name + ("{" + ",".join(f"{k}={v}" for k, v in params.items()) + "}" if params else "")
+    from argus.kernels.registry import all_kernels, get_kernel
+
+    registered = {e.name for e in all_kernels()}
+    for name, extra in variants:
+        if name in registered:  # a registered rung: its kernel at its parameters, then the variant's
+            entry = get_kernel(name)
+            kernel, params = entry.kernel, {**entry.params, **extra}
+        else:
+            kernel, params = getattr(attention_lineage, name), extra
+        compiled = compile_kernel(kernel.trace(**{"D": args.d, **params}))
+        label = name + ("{" + ",".join(f"{k}={v}" for k, v in extra.items()) + "}" if extra else "")
         loaded[label] = load(compiled)
         print(f"compiled {label}", flush=True)  # (registers and spills: `argus compile`, where cuobjdump is)
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
