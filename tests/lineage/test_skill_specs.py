@@ -94,6 +94,7 @@ def test_each_spec_is_keyed_by_its_step() -> None:
         (lambda t: t.replace('slug = "output-cast"', 'slug = "output-cast"\nspeedup = 2'), "unknown ['speedup']"),
         (lambda t: t.replace('caught_by = ["gate.correct"]', 'caught_by = ["review"]', 1), "caught by ('review',)"),
         (lambda t: t.replace('kind = "arch"', 'kind = "guess"', 1), "probes:"),
+        (lambda t: t.replace('codes = ["BUDGET_REGISTERS"]', 'codes = ["DSL_TURN"]', 1), "are not verifier codes"),
         (lambda t: t + '\n[[skill]]\nstep = "mma@1"\n', "fields: slug, title"),
     ],
 )

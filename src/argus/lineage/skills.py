@@ -138,8 +138,12 @@ def _spec(data: dict[str, Any], where: str) -> SkillSpec:
     for p in preconditions:
         need(p.op in OPERATORS, "preconditions", f"unknown operator {p.op!r}")
     risks = tuple(Risk(r["risk"], tuple(r.get("codes", ())), tuple(r.get("caught_by", ()))) for r in data["risks"])
+    from argus.verify.catalog import CATALOG
+
     for r in risks:
         need(bool(r.caught_by) and set(r.caught_by) <= set(CAUGHT_BY), "risks", f"{r.risk!r} caught by {r.caught_by}")
+        unknown = [c for c in r.codes if c not in CATALOG]  # a mined skill's entry names verifier codes only
+        need(not unknown, "risks", f"{r.risk!r}: {unknown} are not verifier codes (argus.verify.catalog)")
     probes = []
     for p in data.get("probes", ()):
         need(p.get("kind") in _PROBE_KINDS and p.get("category") in PRECONDITION_CATEGORIES, "probes", repr(p))
