@@ -158,7 +158,7 @@ def test_the_lineage_lists_the_rungs_in_order_with_their_mechanisms() -> None:
         ("attention_overlap", "intra_overlap"),
     ]
     assert [s.mechanism for s in steps[:7]] == [s.mechanism for s in lineage("gemm")[:7]]
-    conv = [s.mechanism for s in lineage("conv")]  # the convolution ladder stops at the cp.async rung
+    conv = [s.mechanism for s in lineage("conv")]  # the convolution ladder stops at the TMA + wgmma rung
     assert [s.mechanism for s in steps][: len(conv)] == conv
     naive, tiled, mma, cp_async, swizzle, tma, roles = (
         state(features_of(library_variant(r))) for r in (*RUNGS, TMA_RUNG, WS_RUNG)

@@ -1,5 +1,6 @@
-"""The convolution lineage (`argus.kernels.conv_lineage`, lineage ``"conv"``): four rungs of a channels-last
-convolution as implicit GEMMs, each adding one mechanism (the GEMM ladder's first four), every one matching torch's
+"""The convolution lineage (`argus.kernels.conv_lineage`, lineage ``"conv"``): six rungs of a channels-last
+convolution as implicit GEMMs, each adding one mechanism (the GEMM ladder's first six; the TMA + wgmma rung split for
+the walk by its bridge `conv_cp_async_wgmma`), every one matching torch's
 `conv2d` on the interpreter at odd shapes (strides, padding, dilation, partial tiles, channels that do not fill a
 K step), verified, compiled for sm_90a with its mechanism in the SASS; walked back from the top rung to the naive
 one by KLineage, one gated mechanism a step."""
@@ -15,7 +16,9 @@ from argus.kernels import conv_lineage
 from argus.kernels.registry import get_kernel, lineage, lineages
 from argus.tasks.builtin import get_task, task_of_kernel
 
-RUNGS = ("conv_naive", "conv_smem_tiled", "conv_mma_sync", "conv_cp_async")
+RUNGS = ("conv_naive", "conv_smem_tiled", "conv_mma_sync", "conv_cp_async", "conv_swizzle", "conv_tma_wgmma")
+#: the rungs on wgmma, and the bridge that splits rung 6 (wgmma fed by cp.async)
+WGMMA = ("conv_tma_wgmma", "conv_cp_async_wgmma")
 
 #: (label, N, C, H, W, F, (KH, KW), SH, (PH, PW), (LH, LW)): odd sizes; the cp.async rung needs C and F multiples of 8
 CASES = [
@@ -23,6 +26,12 @@ CASES = [
     ("5x3 row stride 2, dilated rows, uneven padding", 2, 16, 11, 7, 16, (5, 3), 2, (2, 0), (2, 1)),
     ("1x1", 1, 40, 3, 70, 72, (1, 1), 1, (0, 0), (1, 1)),
 ]
+
+
+def _kernel(name: str):  # noqa: ANN202 - a rung of the lineage, or the bridge
+    from argus.lineage.bridges import BRIDGES
+
+    return BRIDGES[name][0] if name in BRIDGES else getattr(conv_lineage, name)
 
 
 def _run(name: str, case: tuple) -> float:
@@ -35,18 +44,18 @@ def _run(name: str, case: tuple) -> float:
     ).permute(0, 2, 3, 1)
     wt = weight.permute(2, 3, 1, 0).reshape(kh * kw, c, f)
     y = np.zeros(tuple(want.shape), np.float32)
-    kernel = getattr(conv_lineage, name).trace(KH=kh, KW=kw, SH=sh, PH=ph, PW=pw, LH=lh, LW=lw, C=c)
+    kernel = _kernel(name).trace(KH=kh, KW=kw, SH=sh, PH=ph, PW=pw, LH=lh, LW=lw, C=c)
     run_kernel(kernel, {"X": x.numpy(), "WT": wt.numpy(), "Y": y})
     return float(np.abs(y - want.numpy()).max() / max(1.0, float(want.abs().max())))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-@pytest.mark.parametrize("name", RUNGS)
+@pytest.mark.parametrize("name", (*RUNGS, "conv_cp_async_wgmma"))
 def test_each_rung_matches_torch_on_the_interpreter(name: str, case: tuple) -> None:
     assert _run(name, case) <= 1e-6
 
 
-def test_the_lineage_is_the_gemm_ladders_first_four_rungs_on_its_own_task() -> None:
+def test_the_lineage_is_the_gemm_ladders_first_six_rungs_on_its_own_task() -> None:
     assert "conv" in lineages()
     steps = lineage("conv")
     assert [(s.kernel, s.mechanism) for s in steps] == [
@@ -54,8 +63,10 @@ def test_the_lineage_is_the_gemm_ladders_first_four_rungs_on_its_own_task() -> N
         ("conv_smem_tiled", "smem_tiling"),
         ("conv_mma_sync", "mma_sync"),
         ("conv_cp_async", "cp_async_pipeline"),
+        ("conv_swizzle", "smem_swizzle"),
+        ("conv_tma_wgmma", "tma_wgmma"),
     ]
-    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[:4]]
+    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[:6]]
     task = get_task("conv2d_nhwc")
     assert all(task_of_kernel(r).name == "conv2d_nhwc" for r in RUNGS)
     x, wt = task.sample(task.small_sizes, seed=0)
@@ -75,8 +86,13 @@ def test_each_rung_is_verified_and_compiles_with_its_mechanism(name: str) -> Non
     assert result.verdict.value == "verified", [e.code for e in result.errors] + [u.code for u in result.unknowns]
     mix = compile_kernel(entry.kernel.trace(**entry.params)).instruction_mix()
     mma, staged = mix.get("HMMA", 0) > 0, mix.get("LDSM", 0) > 0
-    assert (mma, staged) == (name in ("conv_mma_sync", "conv_cp_async"),) * 2
-    assert (mix.get("LDGSTS", 0) > 0) == (name == "conv_cp_async")
+    assert (mma, staged) == (name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle"),) * 2
+    assert (mix.get("HGMMA", 0) > 0) == (mix.get("UTMALDG", 0) > 0) == (name == "conv_tma_wgmma"), mix
+    assert (mix.get("LDGSTS", 0) > 0) == (name in ("conv_cp_async", "conv_swizzle"))
+    # the swizzle rung's ldmatrix reads and cp.async writes are free of bank conflicts; the rungs below it are not
+    conflicts = {f.code for f in result.findings} & {"PERF_BANK_CONFLICT"}
+    if name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle", "conv_tma_wgmma"):
+        assert bool(conflicts) == (name in ("conv_mma_sync", "conv_cp_async")), [f.message for f in result.findings]
     assert (mix.get("FFMA", 0) > 0) == (name in ("conv_naive", "conv_smem_tiled"))
 
 
@@ -87,14 +103,68 @@ def test_a_parameter_outside_the_kernel_s_reach_is_refused() -> None:
         conv_lineage.conv_cp_async.trace(C=12)
     with pytest.raises(DSLError, match="positive int"):
         conv_lineage.conv_naive.trace(C=0)
+    with pytest.raises(DSLError, match="64 output positions"):
+        conv_lineage.conv_tma_wgmma.trace(BW=128)
+    with pytest.raises(DSLError, match="whole 32-byte swizzle spans"):
+        conv_lineage.conv_swizzle.trace(BK=8)
+
+
+@pytest.mark.parametrize(("stages", "case"), [(2, CASES[1]), (3, CASES[2])], ids=["2 stages", "3 stages 1x1"])
+def test_the_swizzle_rung_computes_the_cp_async_rung_s_numbers(stages: int, case: tuple) -> None:
+    """The swizzle moves where the staged elements lie, not what is multiplied: rung 4's output bit for bit."""
+    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = case
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(n, h, w, c, generator=gen).bfloat16().double().numpy()
+    wt = torch.randn(kh * kw, c, f, generator=gen).bfloat16().double().numpy()
+    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c, "STAGES": stages}
+    out = {}
+    for name in ("conv_cp_async", "conv_swizzle"):
+        y = np.full((n, (h + 2 * ph - lh * (kh - 1) - 1) // sh + 1, w + 2 * pw - lw * (kw - 1), f), np.nan, np.float32)
+        run_kernel(getattr(conv_lineage, name).trace(**params), {"X": x, "WT": wt, "Y": y})
+        out[name] = y
+    assert not np.isnan(out["conv_swizzle"]).any()
+    np.testing.assert_array_equal(out["conv_swizzle"], out["conv_cp_async"])
+
+
+@pytest.mark.parametrize(("name", "case"), [(n, c) for n in WGMMA for c in CASES[1:]], ids=lambda v: str(v)[:24])
+def test_the_wgmma_rung_and_its_bridge_compute_the_swizzle_rung_s_sums(name: str, case: tuple) -> None:
+    """wgmma sums the same products as mma.sync in another order: rung 5's output within f32 rounding."""
+    assert _run(name, case) <= 1e-6
+    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = case
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randn(n, h, w, c, generator=gen).bfloat16().double().numpy()
+    wt = torch.randn(kh * kw, c, f, generator=gen).bfloat16().double().numpy()
+    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c}
+    shape = (n, (h + 2 * ph - lh * (kh - 1) - 1) // sh + 1, w + 2 * pw - lw * (kw - 1), f)
+    out = {}
+    for k in (name, "conv_swizzle"):
+        y = np.full(shape, np.nan, np.float32)
+        run_kernel(_kernel(k).trace(**params), {"X": x, "WT": wt, "Y": y})
+        out[k] = y
+    assert not np.isnan(out[name]).any()
+    assert np.abs(out[name] - out["conv_swizzle"]).max() <= 1e-5 * max(1.0, float(np.abs(out[name]).max()))
+
+
+def test_the_wgmma_rung_s_bridge_verifies_and_compiles_to_hgmma_fed_by_cp_async() -> None:
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.verify import verify
+
+    kernel = _kernel("conv_cp_async_wgmma").trace()
+    result = verify(kernel)
+    assert result.verdict.value == "verified" and not result.findings, [f.message for f in result.findings]
+    mix = compile_kernel(kernel).instruction_mix()
+    assert mix.get("HGMMA", 0) > 0 and mix.get("LDGSTS", 0) > 0 and not mix.get("UTMALDG", 0), mix
+    assert not mix.get("HMMA", 0) and not mix.get("LDSM", 0), mix
 
 
 def test_klineage_walks_the_top_rung_back_to_the_naive_one() -> None:
     from argus.lineage import walk
 
-    walked = walk("conv_cp_async")
+    walked = walk("conv_tma_wgmma")
     assert walked.reached_naive, walked.stopped
-    assert [s.operator["mechanism"] for s in walked.steps] == ["pipeline", "global_copy", "mma", "smem_tiling"]
+    mechanisms = [s.operator["mechanism"] for s in walked.steps]
+    assert mechanisms == ["pipeline", "global_copy", "mma", "swizzle", "global_copy", "mma", "smem_tiling"]
+    assert [k["library"] for k in walked.kernels][1:4] == ["conv_tma_wgmma", "conv_cp_async_wgmma", "conv_swizzle"]
     for step in walked.steps:
         assert step.gate["verdict"] == "accepted", step.gate["summary"]
         assert step.check["ok"] and len(step.check["removed"]) == 1 and not step.check["added"]

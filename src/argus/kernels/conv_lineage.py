@@ -18,11 +18,14 @@ padding) and channels past C read 0 (as do the weight's).
 2. `conv_smem_tiled` — the block's A and B tiles staged in shared memory between barriers, a register micro-tile of
    FMAs per thread;
 3. `conv_mma_sync` — tensor cores: ldmatrix into operand fragments and mma.sync on 2x2 warps;
-4. `conv_cp_async` — a multi-stage cp.async pipeline: the next K steps' windows load during the MMAs.
+4. `conv_cp_async` — a multi-stage cp.async pipeline: the next K steps' windows load during the MMAs;
+5. `conv_swizzle` — the stages in XOR-swizzled shared memory: the ldmatrix reads free of bank conflicts;
+6. `conv_tma_wgmma` — TMA boxes onto mbarriers and ``wgmma`` from the swizzled stages, no warp roles (split for the
+   walk by the bridge `argus.lineage.bridges.conv_cp_async_wgmma`: ``wgmma`` fed by ``cp.async``).
 
-The Hopper rungs above these (TMA and wgmma, warp specialization, persistence, a fused epilogue) are
-`argus.kernels.conv_implicit.conv_implicit_gemm`, whose every mechanism is there at once: splitting it into rungs is
-the lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
+The Hopper rungs above these (warp specialization, persistence, a fused epilogue) are
+`argus.kernels.conv_implicit.conv_implicit_gemm`, whose every mechanism is there at once: splitting them into rungs
+is the lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
 
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from typing import Any
 
 import argus
 import argus.lang as T
+from argus.kernels.attention_lineage import row_swizzle
 from argus.kernels.conv_kernels import output_size
 from argus.lang.errors import DSLError
 from argus.layout import Layout
@@ -302,4 +306,164 @@ def conv_cp_async(
                 T.barrier()  # stage k % STAGES may be overwritten from here on
             T.async_wait(0)  # the steps past the last, loaded and never read, land before the stages are reused
             T.barrier()
+            T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
+# --- rung 5: swizzled shared memory -----------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK"), "stages": "STAGES"})
+def conv_swizzle(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`conv_cp_async` with its stages in XOR-swizzled shared memory, as `gemm_cp_async_swizzled` swizzles
+    `gemm_cp_async`'s: the 16-byte chunks of each row of sA (BK channels) and sB (BN output channels) are permuted by
+    the widest Hopper swizzle whose span divides the row (64 bytes for BK = 32, 128 for BN = 64), each row of a wider
+    tile stored in panels of that span, so that the eight rows one ``ldmatrix`` phase reads fall on eight bank groups.
+    The ``cp.async`` copies still move whole 16-byte vectors, which the swizzle permutes but never splits; the
+    pipeline and the math are rung 4's, statement for statement."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    if C % 8:
+        raise DSLError("DSL_BAD_PARAM", f"C must be a multiple of 8 (rows of X start 16-byte aligned), not {C}")
+    span_a, span_b = row_swizzle(BK, X.dtype), row_swizzle(BN, X.dtype)
+    if not span_a or not span_b:
+        raise DSLError("DSL_BAD_PARAM", f"BK = {BK} and BN = {BN}: rows of whole 32-byte swizzle spans (16 elements)")
+    T.assume("F % 8 == 0")  # rows of WT start 16-byte aligned: cp.async moves 16-byte vectors
+    p = (SH, PH, PW, LH, LW)
+    steps = KH * KW * CB
+    with T.grid(T.cdiv(OW, BW), OH, N, threads=128) as (bw, oh, n):
+        sA = T.alloc_shared((STAGES, BW, BK), X.dtype, swizzle=span_a, panels=True)  # (stages, BW, BK)
+        sB = T.alloc_shared((STAGES, BK, BN), X.dtype, swizzle=span_b, panels=True)
+        atom = T.mma_sync(X.dtype, T.f32)
+        acc = T.alloc_fragment((BW, BN), T.f32, mma=atom, groups=(2, 2))
+        rA = T.alloc_fragment((BW, BK), X.dtype, mma=atom, operand="A", groups=(2, 2))
+        rB = T.alloc_fragment((BK, BN), X.dtype, mma=atom, operand="B", groups=(2, 2))
+
+        def load(bf: Any, k: Any, s: Any) -> None:
+            """K step k's window and weight block into stage s (a step past the last reads whatever is there and is
+            never multiplied)."""
+            tap, kh, kw, cb = step_of(k, KW, CB)
+            T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="cp.async")
+            T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="cp.async")
+
+        for bf in T.serial(T.cdiv(F, BN)):
+            T.fill(acc, 0.0)
+            for s in range(STAGES - 1):  # prologue: the first STAGES-1 steps in flight
+                load(bf, s, s)
+                T.async_commit()
+            for k in T.serial(steps):
+                nxt = k + (STAGES - 1)
+                load(bf, nxt, nxt % STAGES)
+                T.async_commit()
+                T.async_wait(STAGES - 1)  # step k has landed
+                T.barrier()
+                T.copy(sA[k % STAGES], rA, atom="ldmatrix")
+                T.copy(sB[k % STAGES], rB, atom="ldmatrix")
+                # invariant: stage k % STAGES holds K step k's window and weights when iteration k consumes it
+                step_tags(rA, rB, n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                T.gemm(rA, rB, acc)
+                T.barrier()  # stage k % STAGES may be overwritten from here on
+            T.async_wait(0)  # the steps past the last, loaded and never read, land before the stages are reused
+            T.barrier()
+            T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
+# --- rung 6: TMA and wgmma --------------------------------------------------------------------------------------------
+
+
+def stage_spans(C: int, BW: int, BN: int, BK: int, dtype: Any) -> tuple[int, int]:  # noqa: N803
+    """The swizzle spans (bytes) of the A and B stages of the swizzled rungs: the widest that divides a row of BK
+    channels and of BN output channels; refused where a row is not whole 32-byte spans, or where C does not start
+    each input row 16-byte aligned."""
+    if C % 8:
+        raise DSLError("DSL_BAD_PARAM", f"C must be a multiple of 8 (rows of X start 16-byte aligned), not {C}")
+    span_a, span_b = row_swizzle(BK, dtype), row_swizzle(BN, dtype)
+    if not span_a or not span_b:
+        raise DSLError("DSL_BAD_PARAM", f"BK = {BK} and BN = {BN}: rows of whole 32-byte swizzle spans (16 elements)")
+    return span_a, span_b
+
+
+def wgmma_tile(BW: int) -> None:  # noqa: N803
+    """The wgmma rungs' tile: BW = 64 output positions, one warpgroup's rows."""
+    if BW != 64:
+        raise DSLError("DSL_BAD_PARAM", f"BW = {BW}: the wgmma rungs take 64 output positions (one warpgroup's rows)")
+
+
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK"), "stages": "STAGES"})
+def conv_tma_wgmma(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`conv_swizzle` on Hopper's TMA and ``wgmma``, without warp specialization, as `gemm_tma_wgmma` is
+    `gemm_cp_async_swizzled` on them: each K step's input window (one 4-d box of BW columns and BK channels of the
+    tap's input row; rows and columns outside the input, the padding, are TMA's zero fill) and weight block (BK
+    channels of the tap by BN output channels) land in rung 5's swizzled stages on one mbarrier per stage, STAGES - 1
+    steps ahead of the one multiplied; the warpgroup (the tile's 64 output positions) waits for the stage and
+    multiplies it with ``wgmma`` (the weight MN-major, transposed by the instruction), and a block barrier frees the
+    stage. Thread 0 issues every load. A block is one (output row tile, output channel tile, image): the grid's
+    first axis walks the output rows' column tiles (the rungs below walk the channel tiles in the block; here the
+    pipeline runs once a block, so that each stage's mbarrier phase is its step's, (k // STAGES) % 2)."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    span_a, span_b = stage_spans(C, BW, BN, BK, X.dtype)
+    wgmma_tile(BW)
+    T.assume("F % 8 == 0")  # TMA needs WT's row stride (F values) a multiple of 16 bytes
+    p = (SH, PH, PW, LH, LW)
+    steps = KH * KW * CB
+    stage_bytes = (BW * BK + BK * BN) * X.dtype.itemsize
+    tiles_w = T.cdiv(OW, BW)
+    with T.grid(tiles_w * OH, T.cdiv(F, BN), N, threads=128) as (t, bf, n):
+        sA = T.alloc_shared((STAGES, BW, BK), X.dtype, swizzle=span_a, panels=True)  # (stages, BW, BK)
+        sB = T.alloc_shared((STAGES, BK, BN), X.dtype, swizzle=span_b, panels=True)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds a step: one expect_tx arrival + the bytes
+        acc = T.alloc_fragment((BW, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+        with T.let(t % tiles_w, "tile_w") as bw, T.let(t // tiles_w, "out_row") as oh:
+
+            def load(k: Any, s: Any) -> None:
+                """K step k's window and weight block into stage s, completing on its mbarrier."""
+                tap, kh, kw, cb = step_of(k, KW, CB)
+                T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="tma", mbarrier=full[s])
+                T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="tma", mbarrier=full[s])
+
+            T.fill(acc, 0.0)
+            for k0 in range(min(STAGES - 1, steps)):  # prologue: the first STAGES - 1 steps in flight
+                load(k0, k0)
+            for k, s in T.pipeline(steps, stages=STAGES):
+                nxt = k + (STAGES - 1)  # into the stage step k - 1 consumed (freed by its closing barrier)
+                with T.if_(nxt < steps):
+                    load(nxt, nxt % STAGES)
+                T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)  # step k has landed
+                # invariant: stage s holds K step k's window and weights when iteration k consumes it
+                step_tags(sA[s], sB[s], n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                T.gemm(sA[s], sB[s], acc)
+                T.barrier()  # stage s may be refilled from here on
             T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))

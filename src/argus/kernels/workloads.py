@@ -1192,6 +1192,31 @@ WORKLOADS: tuple[Workload, ...] = (
         params={"C": CONV_CHANNELS},
         rung=Rung("conv", "cp_async_pipeline", "a multi-stage cp.async pipeline: the next K steps load during the MMA"),
     ),
+    Workload(
+        "conv_swizzle",
+        "conv_cp_async with its stages in XOR-swizzled shared memory: the ldmatrix reads free of bank conflicts",
+        CONV,
+        conv_lineage.conv_swizzle,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung("conv", "smem_swizzle", "XOR-swizzled shared memory: no bank conflicts"),
+    ),
+    Workload(
+        "conv_tma_wgmma",
+        "conv_swizzle on Hopper's TMA and wgmma, no warp specialization: each K step's input window and weight "
+        "block loaded by TMA onto mbarriers (the padding TMA's zeros), multiplied by wgmma from the swizzled stages",
+        CONV,
+        conv_lineage.conv_tma_wgmma,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung(
+            "conv",
+            "tma_wgmma",
+            "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
+        ),
+    ),
     # -- the attention lineage (docs/attention.md, "The lineage"): forward attention with the online softmax in every
     # rung, each adding one mechanism to the one before it
     Workload(

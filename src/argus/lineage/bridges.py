@@ -6,7 +6,8 @@ The GEMM lineage's rung `gemm_tma_wgmma` adds TMA loads *and* ``wgmma`` to `gemm
 bridge `gemm_cp_async_wgmma` sits between them: ``wgmma`` from 128-byte-swizzled shared memory (as
 `gemm_tma_wgmma`) fed by ``cp.async`` copies (as `gemm_cp_async_swizzled`), so that "TMA -> cp.async" and
 "wgmma -> mma.sync" are separate, checked steps. The attention lineage's rung `attention_tma_wgmma` adds the same
-two to `attention_swizzle`, and `attention_cp_async_wgmma` splits it the same way. Each is an ordinary DSL kernel:
+two to `attention_swizzle`, and `attention_cp_async_wgmma` splits it the same way; the convolution lineage's
+`conv_tma_wgmma` to `conv_swizzle`, split by `conv_cp_async_wgmma`. Each is an ordinary DSL kernel:
 the gate compiles, verifies and runs it like any other (`tests/lineage`).
 """
 
@@ -16,6 +17,17 @@ import argus
 import argus.lang as T
 from argus.kernels.attention import LOG2E
 from argus.kernels.attention_lineage import QKV_SHAPE, head_dim, rung_tiles
+from argus.kernels.conv_lineage import (
+    W_SHAPE,
+    X_SHAPE,
+    Y_SHAPE,
+    channel_blocks,
+    stage_spans,
+    step_of,
+    step_tags,
+    wgmma_tile,
+    window_of,
+)
 
 
 @argus.kernel(policies={"tile_shape": ("BM", "BN", "BK"), "stages": "STAGES"})
@@ -123,6 +135,65 @@ def attention_cp_async_wgmma(
         T.copy(o / l[:, None], O.tile((bh, bm, 0), (None, BM, D)))
 
 
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK"), "stages": "STAGES"})
+def conv_cp_async_wgmma(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 2,
+    IN: str = "bf16",
+):
+    """`conv_tma_wgmma` with its TMA boxes replaced by ``cp.async`` copies into the same swizzled stages (as
+    `conv_swizzle` loads them), committed and waited on per thread, then made visible to ``wgmma`` (the async proxy)
+    by ``fence.proxy.async`` and a block barrier."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    span_a, span_b = stage_spans(C, BW, BN, BK, X.dtype)
+    wgmma_tile(BW)
+    T.assume("F % 8 == 0")  # rows of WT start 16-byte aligned: cp.async moves 16-byte vectors
+    p = (SH, PH, PW, LH, LW)
+    steps = KH * KW * CB
+    tiles_w = T.cdiv(OW, BW)
+    with T.grid(tiles_w * OH, T.cdiv(F, BN), N, threads=128) as (t, bf, n):
+        sA = T.alloc_shared((STAGES, BW, BK), X.dtype, swizzle=span_a, panels=True)  # (stages, BW, BK)
+        sB = T.alloc_shared((STAGES, BK, BN), X.dtype, swizzle=span_b, panels=True)
+        acc = T.alloc_fragment((BW, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+        with T.let(t % tiles_w, "tile_w") as bw, T.let(t // tiles_w, "out_row") as oh:
+
+            def load(k: Any, s: Any) -> None:
+                tap, kh, kw, cb = step_of(k, KW, CB)
+                T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="cp.async")
+                T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="cp.async")
+
+            T.fill(acc, 0.0)
+            for s in range(STAGES - 1):  # prologue: the first STAGES-1 steps in flight
+                load(s, s)
+                T.async_commit()
+            for k in T.serial(steps):
+                nxt = k + (STAGES - 1)
+                load(nxt, nxt % STAGES)
+                T.async_commit()
+                T.async_wait(STAGES - 1)  # this thread's copies of step k have landed
+                T.fence_proxy_async()  # ... and are visible to wgmma, which reads through the async proxy
+                T.barrier()  # every thread's copies of step k
+                # invariant: stage k % STAGES holds K step k's window and weights when iteration k consumes it
+                step_tags(sA[k % STAGES], sB[k % STAGES], n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                T.gemm(sA[k % STAGES], sB[k % STAGES], acc)
+                T.barrier()  # stage k % STAGES may be overwritten from here on
+            T.async_wait(0)  # the steps past the last, loaded and never read, land before the block ends
+            T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
 #: Bridges by name: (kernel, the library rung it splits, what it is).
 BRIDGES = {
     "gemm_cp_async_wgmma": (
@@ -134,5 +205,10 @@ BRIDGES = {
         attention_cp_async_wgmma,
         "attention_tma_wgmma",
         "S = Q K^T and O += P V by wgmma from swizzled shared memory fed by cp.async (attention_tma_wgmma without TMA)",
+    ),
+    "conv_cp_async_wgmma": (
+        conv_cp_async_wgmma,
+        "conv_tma_wgmma",
+        "the convolution's K steps by wgmma from swizzled shared memory fed by cp.async (conv_tma_wgmma without TMA)",
     ),
 }
