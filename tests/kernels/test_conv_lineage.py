@@ -1,6 +1,6 @@
-"""The convolution lineage (`argus.kernels.conv_lineage`, lineage ``"conv"``): six rungs of a channels-last
-convolution as implicit GEMMs, each adding one mechanism (the GEMM ladder's first six; the TMA + wgmma rung split for
-the walk by its bridge `conv_cp_async_wgmma`), every one matching torch's
+"""The convolution lineage (`argus.kernels.conv_lineage`, lineage ``"conv"``): seven rungs of a channels-last
+convolution as implicit GEMMs, each adding one mechanism (the GEMM ladder's first seven; the TMA + wgmma rung split
+for the walk by its bridge `conv_cp_async_wgmma`), every one matching torch's
 `conv2d` on the interpreter at odd shapes (strides, padding, dilation, partial tiles, channels that do not fill a
 K step), verified, compiled for sm_90a with its mechanism in the SASS; walked back from the top rung to the naive
 one by KLineage, one gated mechanism a step."""
@@ -16,7 +16,15 @@ from argus.kernels import conv_lineage
 from argus.kernels.registry import get_kernel, lineage, lineages
 from argus.tasks.builtin import get_task, task_of_kernel
 
-RUNGS = ("conv_naive", "conv_smem_tiled", "conv_mma_sync", "conv_cp_async", "conv_swizzle", "conv_tma_wgmma")
+RUNGS = (
+    "conv_naive",
+    "conv_smem_tiled",
+    "conv_mma_sync",
+    "conv_cp_async",
+    "conv_swizzle",
+    "conv_tma_wgmma",
+    "conv_warp_specialized",
+)
 #: the rungs on wgmma, and the bridge that splits rung 6 (wgmma fed by cp.async)
 WGMMA = ("conv_tma_wgmma", "conv_cp_async_wgmma")
 
@@ -55,7 +63,7 @@ def test_each_rung_matches_torch_on_the_interpreter(name: str, case: tuple) -> N
     assert _run(name, case) <= 1e-6
 
 
-def test_the_lineage_is_the_gemm_ladders_first_six_rungs_on_its_own_task() -> None:
+def test_the_lineage_is_the_gemm_ladders_first_seven_rungs_on_its_own_task() -> None:
     assert "conv" in lineages()
     steps = lineage("conv")
     assert [(s.kernel, s.mechanism) for s in steps] == [
@@ -65,8 +73,9 @@ def test_the_lineage_is_the_gemm_ladders_first_six_rungs_on_its_own_task() -> No
         ("conv_cp_async", "cp_async_pipeline"),
         ("conv_swizzle", "smem_swizzle"),
         ("conv_tma_wgmma", "tma_wgmma"),
+        ("conv_warp_specialized", "warp_specialization"),
     ]
-    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[:6]]
+    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[:7]]
     task = get_task("conv2d_nhwc")
     assert all(task_of_kernel(r).name == "conv2d_nhwc" for r in RUNGS)
     x, wt = task.sample(task.small_sizes, seed=0)
@@ -87,11 +96,13 @@ def test_each_rung_is_verified_and_compiles_with_its_mechanism(name: str) -> Non
     mix = compile_kernel(entry.kernel.trace(**entry.params)).instruction_mix()
     mma, staged = mix.get("HMMA", 0) > 0, mix.get("LDSM", 0) > 0
     assert (mma, staged) == (name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle"),) * 2
-    assert (mix.get("HGMMA", 0) > 0) == (mix.get("UTMALDG", 0) > 0) == (name == "conv_tma_wgmma"), mix
+    hopper = name in ("conv_tma_wgmma", "conv_warp_specialized")
+    assert (mix.get("HGMMA", 0) > 0) == (mix.get("UTMALDG", 0) > 0) == hopper, mix
+    assert (mix.get("USETMAXREG", 0) == 2) == (name == "conv_warp_specialized"), mix
     assert (mix.get("LDGSTS", 0) > 0) == (name in ("conv_cp_async", "conv_swizzle"))
     # the swizzle rung's ldmatrix reads and cp.async writes are free of bank conflicts; the rungs below it are not
     conflicts = {f.code for f in result.findings} & {"PERF_BANK_CONFLICT"}
-    if name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle", "conv_tma_wgmma"):
+    if name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle", "conv_tma_wgmma", "conv_warp_specialized"):
         assert bool(conflicts) == (name in ("conv_mma_sync", "conv_cp_async")), [f.message for f in result.findings]
     assert (mix.get("FFMA", 0) > 0) == (name in ("conv_naive", "conv_smem_tiled"))
 
@@ -157,14 +168,36 @@ def test_the_wgmma_rung_s_bridge_verifies_and_compiles_to_hgmma_fed_by_cp_async(
     assert not mix.get("HMMA", 0) and not mix.get("LDSM", 0), mix
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_the_warp_specialized_rung_computes_the_tma_rung_s_numbers(case: tuple) -> None:
+    """Warp roles change who loads and when, not the math: rung 6's output bit for bit."""
+    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = case
+    gen = torch.Generator().manual_seed(13)
+    x = torch.randn(n, h, w, c, generator=gen).bfloat16().double().numpy()
+    wt = torch.randn(kh * kw, c, f, generator=gen).bfloat16().double().numpy()
+    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c}
+    shape = (n, (h + 2 * ph - lh * (kh - 1) - 1) // sh + 1, w + 2 * pw - lw * (kw - 1), f)
+    out = {}
+    for name in ("conv_tma_wgmma", "conv_warp_specialized"):
+        y = np.full(shape, np.nan, np.float32)
+        run_kernel(_kernel(name).trace(**params), {"X": x, "WT": wt, "Y": y})
+        out[name] = y
+    assert not np.isnan(out["conv_warp_specialized"]).any()
+    np.testing.assert_array_equal(out["conv_warp_specialized"], out["conv_tma_wgmma"])
+
+
 def test_klineage_walks_the_top_rung_back_to_the_naive_one() -> None:
     from argus.lineage import walk
 
-    walked = walk("conv_tma_wgmma")
+    walked = walk("conv_warp_specialized")
     assert walked.reached_naive, walked.stopped
     mechanisms = [s.operator["mechanism"] for s in walked.steps]
-    assert mechanisms == ["pipeline", "global_copy", "mma", "swizzle", "global_copy", "mma", "smem_tiling"]
-    assert [k["library"] for k in walked.kernels][1:4] == ["conv_tma_wgmma", "conv_cp_async_wgmma", "conv_swizzle"]
+    assert mechanisms == [
+        *("register_split", "warp_specialization", "pipeline", "global_copy", "mma"),
+        *("swizzle", "global_copy", "mma", "smem_tiling"),
+    ]
+    libraries = [k["library"] for k in walked.kernels]
+    assert libraries[3:6] == ["conv_tma_wgmma", "conv_cp_async_wgmma", "conv_swizzle"], libraries
     for step in walked.steps:
         assert step.gate["verdict"] == "accepted", step.gate["summary"]
         assert step.check["ok"] and len(step.check["removed"]) == 1 and not step.check["added"]

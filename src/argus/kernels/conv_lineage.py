@@ -21,11 +21,14 @@ padding) and channels past C read 0 (as do the weight's).
 4. `conv_cp_async` — a multi-stage cp.async pipeline: the next K steps' windows load during the MMAs;
 5. `conv_swizzle` — the stages in XOR-swizzled shared memory: the ldmatrix reads free of bank conflicts;
 6. `conv_tma_wgmma` — TMA boxes onto mbarriers and ``wgmma`` from the swizzled stages, no warp roles (split for the
-   walk by the bridge `argus.lineage.bridges.conv_cp_async_wgmma`: ``wgmma`` fed by ``cp.async``).
+   walk by the bridge `argus.lineage.bridges.conv_cp_async_wgmma`: ``wgmma`` fed by ``cp.async``);
+7. `conv_warp_specialized` — warp roles: a producer warpgroup issues the TMA loads into a ring of stages that the
+   consumer warpgroup releases through "empty" mbarriers, ``setmaxnreg`` moving registers to the consumer.
 
-The Hopper rungs above these (warp specialization, persistence, a fused epilogue) are
-`argus.kernels.conv_implicit.conv_implicit_gemm`, whose every mechanism is there at once: splitting them into rungs
-is the lineage's next slice. Kept apart from the planning code: this module holds DSL kernels only."""
+The rungs above these (persistence, the epilogue through shared memory) are in
+`argus.kernels.conv_implicit.conv_implicit_gemm` and `argus.kernels.conv_im2col.conv_im2col_gemm` with every other
+mechanism at once: splitting them into rungs is the lineage's next slice. Kept apart from the planning code: this
+module holds DSL kernels only."""
 
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ from typing import Any
 
 import argus
 import argus.lang as T
-from argus.kernels.attention_lineage import row_swizzle
+from argus.atoms.common import consumer_registers
+from argus.kernels.attention_lineage import resident_blocks, row_swizzle
 from argus.kernels.conv_kernels import output_size
 from argus.lang.errors import DSLError
 from argus.layout import Layout
@@ -467,3 +471,73 @@ def conv_tma_wgmma(
                 T.gemm(sA[s], sB[s], acc)
                 T.barrier()  # stage s may be refilled from here on
             T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
+# --- rung 7: warp specialization -------------------------------------------------------------------------------------
+
+
+@argus.kernel(policies={"tile_shape": ("BW", "BN", "BK"), "stages": "STAGES"})
+def conv_warp_specialized(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 4,
+    IN: str = "bf16",
+    BLOCKS_PER_SM: int = 0,
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 0,
+):
+    """`conv_tma_wgmma` with warp roles, as `gemm_warp_specialized` is `gemm_tma_wgmma` with them: warpgroup 0 (the
+    producer) loads each K step's window and weight block by TMA into a ring of STAGES stages, waiting on an "empty"
+    mbarrier per stage before it refills one; warpgroup 1 (the consumer, the tile's 64 output positions) waits on the
+    stage's "full" mbarrier, multiplies it with ``wgmma`` as rung 6 does and releases it with one arrival, so that the
+    producer runs up to STAGES steps ahead with no block barrier between the roles. ``setmaxnreg`` gives the
+    producer PRODUCER_REGS registers per thread and the consumer CONSUMER_REGS (0: what BLOCKS_PER_SM resident
+    blocks leave it, `argus.atoms.common.consumer_registers`, at most 240); BLOCKS_PER_SM (0: the most blocks whose
+    shared memory fits and whose consumer keeps the registers its accumulator needs,
+    `argus.kernels.attention_lineage.resident_blocks`) sets the launch bounds."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    span_a, span_b = stage_spans(C, BW, BN, BK, X.dtype)
+    wgmma_tile(BW)
+    T.assume("F % 8 == 0")  # TMA needs WT's row stride (F values) a multiple of 16 bytes
+    p = (SH, PH, PW, LH, LW)
+    steps = KH * KW * CB
+    stage_bytes = (BW * BK + BK * BN) * X.dtype.itemsize
+    threads = 2 * 128  # the producer warpgroup and the consumer warpgroup
+    blocks = BLOCKS_PER_SM or resident_blocks(threads, 1, PRODUCER_REGS, STAGES * stage_bytes)
+    budget = CONSUMER_REGS or consumer_registers(threads, 1, blocks, PRODUCER_REGS, most=240)
+    tiles_w = T.cdiv(OW, BW)
+    with T.grid(tiles_w * OH, T.cdiv(F, BN), N, threads=threads, blocks_per_sm=blocks) as (t, bf, n):
+        sA = T.alloc_shared((STAGES, BW, BK), X.dtype, swizzle=span_a, panels=True)  # (stages, BW, BK)
+        sB = T.alloc_shared((STAGES, BK, BN), X.dtype, swizzle=span_b, panels=True)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds a step: one expect_tx arrival + the bytes
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # the consumer warpgroup is done with it
+        with T.let(t % tiles_w, "tile_w") as bw, T.let(t // tiles_w, "out_row") as oh:
+            with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+                for k, s in T.pipeline(steps, stages=STAGES):
+                    tap, kh, kw, cb = step_of(k, KW, CB)
+                    T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)  # the consumer released step k - STAGES
+                    T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                    T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="tma", mbarrier=full[s])
+                    T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="tma", mbarrier=full[s])
+            with T.role("consumer", warpgroups=(1,), registers=budget):
+                acc = T.alloc_fragment((BW, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+                T.fill(acc, 0.0)
+                for k, s in T.pipeline(steps, stages=STAGES):
+                    T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)  # step k has landed
+                    # invariant: stage s holds K step k's window and weights when iteration k consumes it
+                    step_tags(sA[s], sB[s], n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                    T.gemm(sA[s], sB[s], acc)
+                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # stage s may be refilled
+                T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))

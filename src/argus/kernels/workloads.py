@@ -1217,6 +1217,21 @@ WORKLOADS: tuple[Workload, ...] = (
             "TMA loads completing on mbarriers and warpgroup MMAs (wgmma) from swizzled shared memory",
         ),
     ),
+    Workload(
+        "conv_warp_specialized",
+        "conv_tma_wgmma with warp roles: a producer warpgroup (TMA) fills a ring of stages that the consumer "
+        "warpgroup (wgmma) releases through empty mbarriers, the register split by setmaxnreg",
+        CONV,
+        conv_lineage.conv_warp_specialized,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung(
+            "conv",
+            "warp_specialization",
+            "a producer warpgroup (TMA) and a consumer warpgroup (wgmma) with a setmaxnreg register split",
+        ),
+    ),
     # -- the attention lineage (docs/attention.md, "The lineage"): forward attention with the online softmax in every
     # rung, each adding one mechanism to the one before it
     Workload(
