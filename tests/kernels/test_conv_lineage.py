@@ -1,6 +1,6 @@
-"""The convolution lineage (`argus.kernels.conv_lineage`, lineage ``"conv"``): seven rungs of a channels-last
-convolution as implicit GEMMs, each adding one mechanism (the GEMM ladder's first seven; the TMA + wgmma rung split
-for the walk by its bridge `conv_cp_async_wgmma`), every one matching torch's
+"""The convolution lineage (`argus.kernels.conv_lineage`, lineage ``"conv"``): nine rungs of a channels-last
+convolution as implicit GEMMs, each adding one mechanism (the GEMM ladder's nine; the TMA + wgmma rung split for the
+walk by its bridge `conv_cp_async_wgmma`), every one matching torch's
 `conv2d` on the interpreter at odd shapes (strides, padding, dilation, partial tiles, channels that do not fill a
 K step), verified, compiled for sm_90a with its mechanism in the SASS; walked back from the top rung to the naive
 one by KLineage, one gated mechanism a step."""
@@ -24,6 +24,8 @@ RUNGS = (
     "conv_swizzle",
     "conv_tma_wgmma",
     "conv_warp_specialized",
+    "conv_warp_specialized_persistent",
+    "conv_tma_store_epilogue",
 )
 #: the rungs on wgmma, and the bridge that splits rung 6 (wgmma fed by cp.async)
 WGMMA = ("conv_tma_wgmma", "conv_cp_async_wgmma")
@@ -36,10 +38,14 @@ CASES = [
 ]
 
 
-def _kernel(name: str):  # noqa: ANN202 - a rung of the lineage, or the bridge
+def _trace(name: str, **params: object):  # noqa: ANN202
+    """A rung of the lineage at its registered parameters, then `params`, or the bridge `name`, traced."""
     from argus.lineage.bridges import BRIDGES
 
-    return BRIDGES[name][0] if name in BRIDGES else getattr(conv_lineage, name)
+    if name in BRIDGES:
+        return BRIDGES[name][0].trace(**params)
+    entry = get_kernel(name)
+    return entry.kernel.trace(**{**entry.params, **params})
 
 
 def _run(name: str, case: tuple) -> float:
@@ -52,7 +58,7 @@ def _run(name: str, case: tuple) -> float:
     ).permute(0, 2, 3, 1)
     wt = weight.permute(2, 3, 1, 0).reshape(kh * kw, c, f)
     y = np.zeros(tuple(want.shape), np.float32)
-    kernel = _kernel(name).trace(KH=kh, KW=kw, SH=sh, PH=ph, PW=pw, LH=lh, LW=lw, C=c)
+    kernel = _trace(name, KH=kh, KW=kw, SH=sh, PH=ph, PW=pw, LH=lh, LW=lw, C=c)
     run_kernel(kernel, {"X": x.numpy(), "WT": wt.numpy(), "Y": y})
     return float(np.abs(y - want.numpy()).max() / max(1.0, float(want.abs().max())))
 
@@ -63,7 +69,7 @@ def test_each_rung_matches_torch_on_the_interpreter(name: str, case: tuple) -> N
     assert _run(name, case) <= 1e-6
 
 
-def test_the_lineage_is_the_gemm_ladders_first_seven_rungs_on_its_own_task() -> None:
+def test_the_lineage_is_the_gemm_ladders_nine_rungs_on_its_own_task() -> None:
     assert "conv" in lineages()
     steps = lineage("conv")
     assert [(s.kernel, s.mechanism) for s in steps] == [
@@ -74,8 +80,10 @@ def test_the_lineage_is_the_gemm_ladders_first_seven_rungs_on_its_own_task() -> 
         ("conv_swizzle", "smem_swizzle"),
         ("conv_tma_wgmma", "tma_wgmma"),
         ("conv_warp_specialized", "warp_specialization"),
+        ("conv_warp_specialized_persistent", "persistent_grid"),
+        ("conv_tma_store_epilogue", "tma_store"),
     ]
-    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")[:7]]
+    assert [s.mechanism for s in steps] == [s.mechanism for s in lineage("gemm")]
     task = get_task("conv2d_nhwc")
     assert all(task_of_kernel(r).name == "conv2d_nhwc" for r in RUNGS)
     x, wt = task.sample(task.small_sizes, seed=0)
@@ -96,13 +104,15 @@ def test_each_rung_is_verified_and_compiles_with_its_mechanism(name: str) -> Non
     mix = compile_kernel(entry.kernel.trace(**entry.params)).instruction_mix()
     mma, staged = mix.get("HMMA", 0) > 0, mix.get("LDSM", 0) > 0
     assert (mma, staged) == (name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle"),) * 2
-    hopper = name in ("conv_tma_wgmma", "conv_warp_specialized")
+    hopper = name in ("conv_tma_wgmma", "conv_warp_specialized", "conv_warp_specialized_persistent")
+    hopper = hopper or name == "conv_tma_store_epilogue"
     assert (mix.get("HGMMA", 0) > 0) == (mix.get("UTMALDG", 0) > 0) == hopper, mix
-    assert (mix.get("USETMAXREG", 0) == 2) == (name == "conv_warp_specialized"), mix
+    assert (mix.get("USETMAXREG", 0) == 2) == (hopper and name != "conv_tma_wgmma"), mix
+    assert (mix.get("UTMASTG", 0) > 0) == (name == "conv_tma_store_epilogue"), mix
     assert (mix.get("LDGSTS", 0) > 0) == (name in ("conv_cp_async", "conv_swizzle"))
     # the swizzle rung's ldmatrix reads and cp.async writes are free of bank conflicts; the rungs below it are not
     conflicts = {f.code for f in result.findings} & {"PERF_BANK_CONFLICT"}
-    if name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle", "conv_tma_wgmma", "conv_warp_specialized"):
+    if name in ("conv_mma_sync", "conv_cp_async", "conv_swizzle") or hopper:
         assert bool(conflicts) == (name in ("conv_mma_sync", "conv_cp_async")), [f.message for f in result.findings]
     assert (mix.get("FFMA", 0) > 0) == (name in ("conv_naive", "conv_smem_tiled"))
 
@@ -150,7 +160,7 @@ def test_the_wgmma_rung_and_its_bridge_compute_the_swizzle_rung_s_sums(name: str
     out = {}
     for k in (name, "conv_swizzle"):
         y = np.full(shape, np.nan, np.float32)
-        run_kernel(_kernel(k).trace(**params), {"X": x, "WT": wt, "Y": y})
+        run_kernel(_trace(k, **params), {"X": x, "WT": wt, "Y": y})
         out[k] = y
     assert not np.isnan(out[name]).any()
     assert np.abs(out[name] - out["conv_swizzle"]).max() <= 1e-5 * max(1.0, float(np.abs(out[name]).max()))
@@ -160,7 +170,7 @@ def test_the_wgmma_rung_s_bridge_verifies_and_compiles_to_hgmma_fed_by_cp_async(
     from argus.backend.cuda.codegen import compile_kernel
     from argus.verify import verify
 
-    kernel = _kernel("conv_cp_async_wgmma").trace()
+    kernel = _trace("conv_cp_async_wgmma")
     result = verify(kernel)
     assert result.verdict.value == "verified" and not result.findings, [f.message for f in result.findings]
     mix = compile_kernel(kernel).instruction_mix()
@@ -180,24 +190,51 @@ def test_the_warp_specialized_rung_computes_the_tma_rung_s_numbers(case: tuple) 
     out = {}
     for name in ("conv_tma_wgmma", "conv_warp_specialized"):
         y = np.full(shape, np.nan, np.float32)
-        run_kernel(_kernel(name).trace(**params), {"X": x, "WT": wt, "Y": y})
+        run_kernel(_trace(name, **params), {"X": x, "WT": wt, "Y": y})
         out[name] = y
     assert not np.isnan(out["conv_warp_specialized"]).any()
     np.testing.assert_array_equal(out["conv_warp_specialized"], out["conv_tma_wgmma"])
 
 
+@pytest.mark.parametrize(("order", "blocks"), [("grouped", 3), ("row_major", 5)])
+def test_the_persistent_rungs_walk_several_units_a_block_and_compute_rung_7_s_numbers(order: str, blocks: int) -> None:
+    """A few persistent blocks, so that each walks several units and its mbarrier ring runs on across them (a step's
+    stage and phase counted from the block's first unit), in either tile order, with the direct and the TMA-store
+    epilogue (partial tiles clipped by the stores): rung 7's output bit for bit."""
+    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = CASES[0]
+    gen = torch.Generator().manual_seed(17)
+    x = torch.randn(2, h, w, c, generator=gen).bfloat16().double().numpy()
+    wt = torch.randn(kh * kw, c, 72, generator=gen).bfloat16().double().numpy()
+    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c}
+    shape = (2, h, w, 72)  # 3x3, padding 1: 2 images x 5 rows x 1 column tile x 2 channel tiles = 20 units
+    out = {}
+    persistent = {"BLOCKS": blocks, "ORDER": order}
+    for name, extra in (
+        ("conv_warp_specialized", {}),
+        ("conv_warp_specialized_persistent", persistent),
+        ("conv_tma_store_epilogue", {**persistent, "EPILOGUE": "tma"}),
+    ):
+        y = np.full(shape, np.nan, np.float32)
+        run_kernel(_trace(name, **params, **extra), {"X": x, "WT": wt, "Y": y})
+        out[name] = y
+    for name in ("conv_warp_specialized_persistent", "conv_tma_store_epilogue"):
+        assert not np.isnan(out[name]).any(), name
+        np.testing.assert_array_equal(out[name], out["conv_warp_specialized"])
+
+
 def test_klineage_walks_the_top_rung_back_to_the_naive_one() -> None:
     from argus.lineage import walk
 
-    walked = walk("conv_warp_specialized")
+    walked = walk("conv_tma_store_epilogue")
     assert walked.reached_naive, walked.stopped
     mechanisms = [s.operator["mechanism"] for s in walked.steps]
     assert mechanisms == [
-        *("register_split", "warp_specialization", "pipeline", "global_copy", "mma"),
-        *("swizzle", "global_copy", "mma", "smem_tiling"),
+        *("epilogue", "tile_order", "persistent", "register_split", "warp_specialization", "pipeline"),
+        *("global_copy", "mma", "swizzle", "global_copy", "mma", "smem_tiling"),
     ]
     libraries = [k["library"] for k in walked.kernels]
-    assert libraries[3:6] == ["conv_tma_wgmma", "conv_cp_async_wgmma", "conv_swizzle"], libraries
+    assert libraries[3] == "conv_warp_specialized", libraries
+    assert libraries[6:9] == ["conv_tma_wgmma", "conv_cp_async_wgmma", "conv_swizzle"], libraries
     for step in walked.steps:
         assert step.gate["verdict"] == "accepted", step.gate["summary"]
         assert step.check["ok"] and len(step.check["removed"]) == 1 and not step.check["added"]

@@ -23,12 +23,14 @@ padding) and channels past C read 0 (as do the weight's).
 6. `conv_tma_wgmma` — TMA boxes onto mbarriers and ``wgmma`` from the swizzled stages, no warp roles (split for the
    walk by the bridge `argus.lineage.bridges.conv_cp_async_wgmma`: ``wgmma`` fed by ``cp.async``);
 7. `conv_warp_specialized` — warp roles: a producer warpgroup issues the TMA loads into a ring of stages that the
-   consumer warpgroup releases through "empty" mbarriers, ``setmaxnreg`` moving registers to the consumer.
+   consumer warpgroup releases through "empty" mbarriers, ``setmaxnreg`` moving registers to the consumer;
+8. `conv_warp_specialized_persistent` — a persistent grid: BLOCKS blocks walk the (position tile, output channel
+   tile) units in a grouped tile order, the mbarrier ring running on across a block's units;
+9. `conv_tma_store_epilogue` (rung 8 with EPILOGUE "tma") — each tile stored through swizzled shared-memory staging
+   and TMA stores, which drain while the consumer starts the block's next unit.
 
-The rungs above these (persistence, the epilogue through shared memory) are in
-`argus.kernels.conv_implicit.conv_implicit_gemm` and `argus.kernels.conv_im2col.conv_im2col_gemm` with every other
-mechanism at once: splitting them into rungs is the lineage's next slice. Kept apart from the planning code: this
-module holds DSL kernels only."""
+The GEMM ladder's nine rungs on the convolution. Kept apart from the planning code: this module holds DSL kernels
+only."""
 
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ from typing import Any
 
 import argus
 import argus.lang as T
-from argus.atoms.common import consumer_registers
+from argus.atoms.common import SMS, consumer_registers
+from argus.atoms.tma import STAGING_BUFFERS, store_chunk_columns
 from argus.kernels.attention_lineage import resident_blocks, row_swizzle
 from argus.kernels.conv_kernels import output_size
 from argus.lang.errors import DSLError
@@ -541,3 +544,116 @@ def conv_warp_specialized(
                     T.gemm(sA[s], sB[s], acc)
                     T.mbarrier_arrive(empty[s], per_warpgroup=True)  # stage s may be refilled
                 T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
+
+
+# --- rung 8: a persistent grid ----------------------------------------------------------------------------------------
+
+
+@argus.kernel(
+    policies={"tile_shape": ("BW", "BN", "BK"), "stages": "STAGES", "persistent": True, "tile_order": "ORDER"}
+)
+def conv_warp_specialized_persistent(
+    X: T.Tensor[X_SHAPE, "IN"],
+    WT: T.Tensor[W_SHAPE, "IN"],
+    Y: T.Tensor[Y_SHAPE, T.f32],
+    KH: int = 3,
+    KW: int = 3,
+    SH: int = 1,
+    PH: int = 1,
+    PW: int = 1,
+    LH: int = 1,
+    LW: int = 1,
+    C: int = 64,
+    BW: int = 64,
+    BN: int = 64,
+    BK: int = 32,
+    STAGES: int = 4,
+    IN: str = "bf16",
+    BLOCKS_PER_SM: int = 0,
+    PRODUCER_REGS: int = 24,
+    CONSUMER_REGS: int = 0,
+    BLOCKS: int = 0,
+    ORDER: str = "grouped",
+    GROUP: int = 8,
+    EPILOGUE: str = "direct",
+):
+    """`conv_warp_specialized` on a persistent grid, as `gemm_warp_specialized_persistent` is `gemm_warp_specialized`
+    on one: BLOCKS blocks (0: the SMs times the blocks an SM holds) walk the work units, unit ``u = block + it *
+    BLOCKS`` in iteration ``it``; the units are the (position tile, output channel tile) pairs, a position tile being
+    BW output positions of one output row of one image (image-major, rows, then column tiles), in ORDER
+    (`T.tile_order`: ``"grouped"`` walks GROUP position tiles at a time across the output channel tiles, so that the
+    blocks running at once share input rows and weight blocks in L2; ``"row_major"`` the output channel tiles of one
+    position tile after another). One mbarrier ring runs on across a block's units (global step ``it * steps + k``),
+    so that the producer loads the next unit's first steps while the consumer stores this one.
+
+    EPILOGUE ``"direct"`` stores each tile from the accumulator's registers; ``"tma"`` (rung 9,
+    `conv_tma_store_epilogue`) stages it in 128-byte-swizzled shared memory, a chunk of 128 bytes of output channels
+    at a time in two buffers, and stores each chunk by one TMA box (positions past OW and channels past F clipped by
+    the unit), so that the stores drain while the consumer starts the next unit (`gemm_warp_specialized_persistent`'s
+    epilogue)."""
+    CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
+    span_a, span_b = stage_spans(C, BW, BN, BK, X.dtype)
+    wgmma_tile(BW)
+    if EPILOGUE not in ("direct", "tma"):
+        raise DSLError("DSL_BAD_PARAM", f"EPILOGUE must be 'direct' or 'tma', not {EPILOGUE!r}")
+    T.assume("F % 8 == 0")  # TMA needs WT's row stride (F values) a multiple of 16 bytes (Y's too, for its stores)
+    p = (SH, PH, PW, LH, LW)
+    steps = KH * KW * CB
+    stage_bytes = (BW * BK + BK * BN) * X.dtype.itemsize
+    threads = 2 * 128  # the producer warpgroup and the consumer warpgroup
+    blocks = BLOCKS_PER_SM or resident_blocks(threads, 1, PRODUCER_REGS, STAGES * stage_bytes)
+    budget = CONSUMER_REGS or consumer_registers(threads, 1, blocks, PRODUCER_REGS, most=240)
+    walkers = BLOCKS or SMS * blocks
+    tiles_w = T.cdiv(OW, BW)
+    row_tiles = tiles_w * OH  # an image's position tiles
+    tiles = (row_tiles * N, T.cdiv(F, BN))  # (position tiles, output channel tiles)
+    units = tiles[0] * tiles[1]
+    with T.grid(walkers, threads=threads, blocks_per_sm=blocks) as (bx,):
+        sA = T.alloc_shared((STAGES, BW, BK), X.dtype, swizzle=span_a, panels=True)  # (stages, BW, BK)
+        sB = T.alloc_shared((STAGES, BK, BN), X.dtype, swizzle=span_b, panels=True)
+        full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds a step: one expect_tx arrival + the bytes
+        empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # the consumer warpgroup is done with it
+        staging = None  # (buffer, BW, 128 bytes of output channels): two chunks of a tile on their way to TMA stores
+        if EPILOGUE == "tma":
+            staging = T.alloc_shared((STAGING_BUFFERS, BW, store_chunk_columns(Y.dtype)), Y.dtype, swizzle=128)
+
+        def each_unit(body: Any) -> None:
+            """body(it, n, oh, bw, bf) for every unit of this block, its coordinates bound once (`T.let`)."""
+            for it in T.serial(T.cdiv(units, walkers)):
+                u = bx + it * walkers
+                with T.if_(u < units):
+                    m, bf = T.tile_order(u, tiles, ORDER, GROUP, clamp=True)
+                    with T.let(m // row_tiles, "image") as n, T.let(m % row_tiles, "row_tile") as t:
+                        with T.let(t // tiles_w, "out_row") as oh, T.let(t % tiles_w, "tile_w") as bw:
+                            body(it, n, oh, bw, bf)
+
+        with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
+
+            def produce(it: Any, n: Any, oh: Any, bw: Any, bf: Any) -> None:
+                for k, s in T.pipeline(steps, stages=STAGES, start=it * steps):
+                    tap, kh, kw, cb = step_of(k, KW, CB)
+                    g = it * steps + k  # the block's global step
+                    T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the consumer released step g - STAGES
+                    T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+                    T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="tma", mbarrier=full[s])
+                    T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="tma", mbarrier=full[s])
+
+            each_unit(produce)
+        with T.role("consumer", warpgroups=(1,), registers=budget):
+            acc = T.alloc_fragment((BW, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
+
+            def consume(it: Any, n: Any, oh: Any, bw: Any, bf: Any) -> None:
+                T.fill(acc, 0.0)
+                for k, s in T.pipeline(steps, stages=STAGES, start=it * steps):
+                    T.mbarrier_wait(full[s], phase=((it * steps + k) // STAGES) % 2)  # step k has landed
+                    # invariant: stage s holds K step k's window and weights of this unit when iteration k consumes it
+                    step_tags(sA[s], sB[s], n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
+                    T.gemm(sA[s], sB[s], acc)
+                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # stage s may be refilled
+                tile = Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN))
+                if EPILOGUE == "tma":
+                    T.copy(acc, tile, atom="tma.store", staging=staging)
+                else:
+                    T.copy(acc, tile)
+
+            each_unit(consume)

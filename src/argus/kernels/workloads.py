@@ -1232,6 +1232,36 @@ WORKLOADS: tuple[Workload, ...] = (
             "a producer warpgroup (TMA) and a consumer warpgroup (wgmma) with a setmaxnreg register split",
         ),
     ),
+    Workload(
+        "conv_warp_specialized_persistent",
+        "conv_warp_specialized on a persistent grid: the SMs' blocks walk the (position tile, output channel tile) "
+        "units in a grouped tile order, the mbarrier ring running on across a block's units",
+        CONV,
+        conv_lineage.conv_warp_specialized_persistent,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS},
+        rung=Rung(
+            "conv",
+            "persistent_grid",
+            "a persistent grid: the blocks walk the units in a grouped tile order, the pipeline running on across them",
+        ),
+    ),
+    Workload(
+        "conv_tma_store_epilogue",
+        "conv_warp_specialized_persistent with each tile stored through swizzled shared-memory staging and TMA stores "
+        "that drain while the consumer starts the block's next unit",
+        CONV,
+        conv_lineage.conv_warp_specialized_persistent,
+        CONV_TILES,
+        tolerance=1e-3,
+        params={"C": CONV_CHANNELS, "EPILOGUE": "tma"},
+        rung=Rung(
+            "conv",
+            "tma_store",
+            "the output tile through shared memory and TMA stores, which drain while the block's next unit starts",
+        ),
+    ),
     # -- the attention lineage (docs/attention.md, "The lineage"): forward attention with the online softmax in every
     # rung, each adding one mechanism to the one before it
     Workload(
