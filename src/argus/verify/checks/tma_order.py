@@ -220,9 +220,10 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
             )
             continue
         loop = pipes[-1]
-        if q.loops.index(loop) > 0 or not (isinstance(loop.start, int) and loop.start == 0):
+        step = _numbered_step(ctx, q, loop, env, cons)
+        if step is None:
             # every earlier run of the pipeline (an enclosing loop's earlier iterations, or a `start`) used the same
-            # barriers: the phase of tile k is not (k // S) and is not counted here
+            # barriers, and those runs are not numbered as one rotation: the phase of tile k is not counted here
             findings.append(
                 Finding(
                     "UNKNOWN_MBARRIER_ORDER",
@@ -235,7 +236,7 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
             )
             ctx.record("TMA wait parity", str(q.loc), Verdict.UNKNOWN, start)
             continue
-        k, stages = smt.val(env[loop.var]), loop.stages
+        k, stages = step, loop.stages
         element = smt.val(_index(s.barrier, env))
         parity = smt.val(smt.evaluate(s.phase, env))
         # the wait is on element k % S; its parity must be the stage's (k // S)-th completion
@@ -246,10 +247,12 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
         verdict = Verdict.VERIFIED
         if out.verdict == Verdict.VIOLATED:
             m = out.model
-            kv = smt.model_int(m, k)
+            kv = smt.model_int(m, k)  # the step in the barriers' rotation (the iteration itself for one run)
+            here = {lp.var.name: smt.model_int(m, smt.val(env[lp.var])) for lp in q.loops}
+            at = ", ".join(f"{name}={value}" for name, value in here.items())
             msg = (
                 f"mbarrier wait on {user_name(s.barrier.buffer)}[{smt.model_int(m, element)}] at iteration "
-                f"{loop.var.name}={kv} waits for parity {smt.model_int(m, parity) % 2}, but the load of tile {kv} "
+                f"{at} waits for parity {smt.model_int(m, parity) % 2}, but the load of step {kv} "
                 f"completes the stage's phase {kv // stages} (parity {(kv // stages) % 2})"
             )
             cex = Counterexample(
@@ -260,7 +263,7 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
                 block=ctx.block_values(m),
                 shapes=ctx.shape_values(m),
                 thread=ThreadPoint(0, None),  # every thread of the block waits there
-                loops={loop.var.name: kv},
+                loops=here,
             )
             findings.append(Finding("MBARRIER_PHASE", Verdict.VIOLATED, msg, loc=q.loc, counterexample=cex))
             verdict = Verdict.VIOLATED
@@ -277,6 +280,48 @@ def _check_parities(ctx: Context, writes: list[Any]) -> list[Finding]:
             verdict = Verdict.UNKNOWN
         ctx.record("TMA wait parity", str(q.loc), verdict, start)
     return findings
+
+
+def _numbered_step(ctx: Context, q: Any, loop: Any, env: dict, cons: list[Any]) -> Any:
+    """The wait's step in its barriers' rotation, as a term: the pipeline's own ``k`` where it runs the rotation
+    once (no enclosing loop, start 0); ``start + k`` where its runs are numbered as one rotation — the pipeline sits
+    directly (under no branch) in the body of one enclosing serial loop ``o`` from 0, every run has the same trip
+    count ``E`` (free of ``o``), ``start == o * E`` (proved), and no wait on the same barrier array lies outside the
+    pipeline: then the runs before this one waited ``o * E`` times, in the same round-robin order, and the step
+    counts every wait since the kernel began (a block that walks its output tiles one after another, the rotation
+    running on across them). None where neither holds."""
+    from argus.ir.nodes import For, If
+
+    at = q.loops.index(loop)
+    if at == 0 and isinstance(loop.start, int) and loop.start == 0:
+        return smt.val(env[loop.var])
+    if at != 1 or q.role is not None:
+        return None
+    outer = q.loops[0]
+    if outer.kind == LoopKind.PIPELINED or not (isinstance(outer.start, int) and outer.start == 0):
+        return None
+    frames = q.frames
+    first = next(i for i, f in enumerate(frames) if f.owner is outer)
+    last = next(i for i, f in enumerate(frames) if f.owner is loop)
+    if any(isinstance(f.owner, If) for f in frames[first + 1 : last]):
+        return None  # a branch between them: some runs may not happen
+    extent = loop.extent
+    if not isinstance(extent, int):
+        from argus.ir.expr import free_vars
+
+        if outer.var in free_vars(extent):
+            return None
+    bars = q.stmt.barrier.buffer
+    for other in ctx.analysis.program.sites:
+        w = other.stmt
+        if isinstance(w, MbarrierWait) and w.barrier.buffer is bars and other.role is None:
+            if loop not in [lp for lp in other.loops if isinstance(lp, For)]:
+                return None  # a wait on these barriers outside the pipeline: the runs are not the only users
+    start = smt.val(smt.evaluate(loop.start, env)) if not isinstance(loop.start, int) else smt.val(loop.start)
+    runs = smt.val(env[outer.var]) * (smt.val(smt.evaluate(extent, env)) if not isinstance(extent, int) else extent)
+    if ctx.solve(cons, start != runs).verdict != Verdict.VERIFIED:
+        return None
+    return start + smt.val(env[loop.var])
 
 
 def _check_straight_line(ctx: Context, q: Any, start: float) -> list[Finding]:
