@@ -589,8 +589,8 @@ def conv_warp_specialized_persistent(
     EPILOGUE ``"direct"`` stores each tile from the accumulator's registers; ``"tma"`` (rung 9,
     `conv_tma_store_epilogue`) stages it in 128-byte-swizzled shared memory, a chunk of 128 bytes of output channels
     at a time in two buffers, and stores each chunk by one TMA box (positions past OW and channels past F clipped by
-    the unit), so that the stores drain while the consumer starts the next unit (`gemm_warp_specialized_persistent`'s
-    epilogue)."""
+    the TMA unit), so that the stores drain while the consumer starts the next unit (as in
+    `gemm_warp_specialized_persistent`)."""
     CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
     span_a, span_b = stage_spans(C, BW, BN, BK, X.dtype)
     wgmma_tile(BW)
