@@ -104,6 +104,87 @@ def step_tags(
     T.assert_tag(lambda x: (x[0] == tap) & (x[1] == cb * BK + x.coord[0]) & (x[2] == bf * BN + x.coord[1]), b)
 
 
+def stage_spans(C: int, BW: int, BN: int, BK: int, dtype: Any) -> tuple[int, int]:  # noqa: N803
+    """The swizzle spans (bytes) of the A and B stages of the swizzled rungs: the widest that divides a row of BK
+    channels and of BN output channels; refused where a row is not whole 32-byte spans, or where C does not start
+    each input row 16-byte aligned."""
+    if C % 8:
+        raise DSLError("DSL_BAD_PARAM", f"C must be a multiple of 8 (rows of X start 16-byte aligned), not {C}")
+    span_a, span_b = row_swizzle(BK, dtype), row_swizzle(BN, dtype)
+    if not span_a or not span_b:
+        raise DSLError("DSL_BAD_PARAM", f"BK = {BK} and BN = {BN}: rows of whole 32-byte swizzle spans (16 elements)")
+    return span_a, span_b
+
+
+def wgmma_tile(BW: int) -> None:  # noqa: N803
+    """The wgmma rungs' tile: BW = 64 output positions, one warpgroup's rows."""
+    if BW != 64:
+        raise DSLError("DSL_BAD_PARAM", f"BW = {BW}: the wgmma rungs take 64 output positions (one warpgroup's rows)")
+
+
+def load_step(
+    X: Any,  # noqa: N803 - the kernels' tensors
+    WT: Any,  # noqa: N803
+    sA: Any,  # noqa: N803
+    sB: Any,  # noqa: N803
+    unit: tuple,
+    k: Any,
+    s: Any,
+    p: tuple,
+    KW: int,  # noqa: N803
+    CB: int,  # noqa: N803
+    tile: tuple,
+    atom: str,
+    mbarrier: Any = None,
+) -> None:
+    """K step k's input window and weight block for `unit` = (n, oh, bw, bf) into stage s of sA and sB, copied by
+    `atom` (``"cp.async"``, or ``"tma"`` completing on `mbarrier`); `tile` = (BW, BN, BK). A step past the last
+    reads whatever is there and is never multiplied."""
+    n, oh, bw, bf = unit
+    BW, BN, BK = tile  # noqa: N806
+    tap, kh, kw, cb = step_of(k, KW, CB)
+    on = {} if mbarrier is None else {"mbarrier": mbarrier}
+    T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom=atom, **on)
+    T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom=atom, **on)
+
+
+def produce_steps(
+    X: Any,  # noqa: N803 - the kernels' tensors
+    WT: Any,  # noqa: N803
+    sA: Any,  # noqa: N803
+    sB: Any,  # noqa: N803
+    barriers: tuple,
+    unit: tuple,
+    start: Any,
+    shape: tuple,
+) -> None:
+    """The producer warpgroup's loop of the warp-specialized rungs for one unit: each K step's window and weight
+    block by TMA into the ring, after the consumer released the stage; `barriers` = (full, empty), `start` the
+    block's steps before the unit (0: one unit a block), `shape` = (steps, STAGES, stage bytes, p, KW, CB, tile)."""
+    full, empty = barriers
+    steps, STAGES, stage_bytes, p, KW, CB, tile = shape  # noqa: N806
+    for k, s in T.pipeline(steps, stages=STAGES, start=start):
+        g = k if isinstance(start, int) and start == 0 else start + k  # the block's global step
+        T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the consumer released step g - STAGES
+        T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
+        load_step(X, WT, sA, sB, unit, k, s, p, KW, CB, tile, "tma", full[s])
+
+
+def consume_steps(sA: Any, sB: Any, barriers: tuple, acc: Any, unit: tuple, start: Any, shape: tuple) -> None:  # noqa: N803
+    """The consumer warpgroup's loop of the warp-specialized rungs for one unit (arguments as `produce_steps`'):
+    each stage waited for, multiplied into `acc` by wgmma, and released."""
+    full, empty = barriers
+    steps, STAGES, _, p, KW, CB, tile = shape  # noqa: N806
+    n, oh, bw, bf = unit
+    for k, s in T.pipeline(steps, stages=STAGES, start=start):
+        g = k if isinstance(start, int) and start == 0 else start + k  # the block's global step
+        T.mbarrier_wait(full[s], phase=(g // STAGES) % 2)  # step k has landed
+        # invariant: stage s holds K step k's window and weights of this unit when iteration k consumes it
+        step_tags(sA[s], sB[s], n, oh, bw, bf, k, p, KW, CB, tile)
+        T.gemm(sA[s], sB[s], acc)
+        T.mbarrier_arrive(empty[s], per_warpgroup=True)  # stage s may be refilled
+
+
 # --- rung 1: one thread per output element ---------------------------------------------------------------------------
 
 
@@ -288,11 +369,7 @@ def conv_cp_async(
         rB = T.alloc_fragment((BK, BN), X.dtype, mma=atom, operand="B", groups=(2, 2))
 
         def load(bf: Any, k: Any, s: Any) -> None:
-            """K step k's window and weight block into stage s (a step past the last reads whatever is there and is
-            never multiplied)."""
-            tap, kh, kw, cb = step_of(k, KW, CB)
-            T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="cp.async")
-            T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="cp.async")
+            load_step(X, WT, sA, sB, (n, oh, bw, bf), k, s, p, KW, CB, (BW, BN, BK), "cp.async")
 
         for bf in T.serial(T.cdiv(F, BN)):
             T.fill(acc, 0.0)
@@ -345,11 +422,7 @@ def conv_swizzle(
     The ``cp.async`` copies still move whole 16-byte vectors, which the swizzle permutes but never splits; the
     pipeline and the math are rung 4's, statement for statement."""
     CB = channel_blocks(KH, KW, SH, PH, PW, LH, LW, C, BK)  # noqa: N806 - the channel blocks per tap
-    if C % 8:
-        raise DSLError("DSL_BAD_PARAM", f"C must be a multiple of 8 (rows of X start 16-byte aligned), not {C}")
-    span_a, span_b = row_swizzle(BK, X.dtype), row_swizzle(BN, X.dtype)
-    if not span_a or not span_b:
-        raise DSLError("DSL_BAD_PARAM", f"BK = {BK} and BN = {BN}: rows of whole 32-byte swizzle spans (16 elements)")
+    span_a, span_b = stage_spans(C, BW, BN, BK, X.dtype)
     T.assume("F % 8 == 0")  # rows of WT start 16-byte aligned: cp.async moves 16-byte vectors
     p = (SH, PH, PW, LH, LW)
     steps = KH * KW * CB
@@ -362,11 +435,7 @@ def conv_swizzle(
         rB = T.alloc_fragment((BK, BN), X.dtype, mma=atom, operand="B", groups=(2, 2))
 
         def load(bf: Any, k: Any, s: Any) -> None:
-            """K step k's window and weight block into stage s (a step past the last reads whatever is there and is
-            never multiplied)."""
-            tap, kh, kw, cb = step_of(k, KW, CB)
-            T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="cp.async")
-            T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="cp.async")
+            load_step(X, WT, sA, sB, (n, oh, bw, bf), k, s, p, KW, CB, (BW, BN, BK), "cp.async")
 
         for bf in T.serial(T.cdiv(F, BN)):
             T.fill(acc, 0.0)
@@ -391,24 +460,6 @@ def conv_swizzle(
 
 
 # --- rung 6: TMA and wgmma --------------------------------------------------------------------------------------------
-
-
-def stage_spans(C: int, BW: int, BN: int, BK: int, dtype: Any) -> tuple[int, int]:  # noqa: N803
-    """The swizzle spans (bytes) of the A and B stages of the swizzled rungs: the widest that divides a row of BK
-    channels and of BN output channels; refused where a row is not whole 32-byte spans, or where C does not start
-    each input row 16-byte aligned."""
-    if C % 8:
-        raise DSLError("DSL_BAD_PARAM", f"C must be a multiple of 8 (rows of X start 16-byte aligned), not {C}")
-    span_a, span_b = row_swizzle(BK, dtype), row_swizzle(BN, dtype)
-    if not span_a or not span_b:
-        raise DSLError("DSL_BAD_PARAM", f"BK = {BK} and BN = {BN}: rows of whole 32-byte swizzle spans (16 elements)")
-    return span_a, span_b
-
-
-def wgmma_tile(BW: int) -> None:  # noqa: N803
-    """The wgmma rungs' tile: BW = 64 output positions, one warpgroup's rows."""
-    if BW != 64:
-        raise DSLError("DSL_BAD_PARAM", f"BW = {BW}: the wgmma rungs take 64 output positions (one warpgroup's rows)")
 
 
 @argus.kernel(policies={"tile_shape": ("BW", "BN", "BK"), "stages": "STAGES"})
@@ -456,10 +507,8 @@ def conv_tma_wgmma(
 
             def load(k: Any, s: Any) -> None:
                 """K step k's window and weight block into stage s, completing on its mbarrier."""
-                tap, kh, kw, cb = step_of(k, KW, CB)
                 T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="tma", mbarrier=full[s])
-                T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="tma", mbarrier=full[s])
+                load_step(X, WT, sA, sB, (n, oh, bw, bf), k, s, p, KW, CB, (BW, BN, BK), "tma", full[s])
 
             T.fill(acc, 0.0)
             for k0 in range(min(STAGES - 1, steps)):  # prologue: the first STAGES - 1 steps in flight
@@ -526,23 +575,14 @@ def conv_warp_specialized(
         sB = T.alloc_shared((STAGES, BK, BN), X.dtype, swizzle=span_b, panels=True)
         full = T.alloc_mbarrier(STAGES, arrive_count=1)  # stage s holds a step: one expect_tx arrival + the bytes
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)  # the consumer warpgroup is done with it
+        shape = (steps, STAGES, stage_bytes, p, KW, CB, (BW, BN, BK))
         with T.let(t % tiles_w, "tile_w") as bw, T.let(t // tiles_w, "out_row") as oh:
             with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
-                for k, s in T.pipeline(steps, stages=STAGES):
-                    tap, kh, kw, cb = step_of(k, KW, CB)
-                    T.mbarrier_wait(empty[s], phase=(k // STAGES + 1) % 2)  # the consumer released step k - STAGES
-                    T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                    T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="tma", mbarrier=full[s])
-                    T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="tma", mbarrier=full[s])
+                produce_steps(X, WT, sA, sB, (full, empty), (n, oh, bw, bf), 0, shape)
             with T.role("consumer", warpgroups=(1,), registers=budget):
                 acc = T.alloc_fragment((BW, BN), T.f32, mma=T.wgmma_atom(BN, X.dtype))
                 T.fill(acc, 0.0)
-                for k, s in T.pipeline(steps, stages=STAGES):
-                    T.mbarrier_wait(full[s], phase=(k // STAGES) % 2)  # step k has landed
-                    # invariant: stage s holds K step k's window and weights when iteration k consumes it
-                    step_tags(sA[s], sB[s], n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
-                    T.gemm(sA[s], sB[s], acc)
-                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # stage s may be refilled
+                consume_steps(sA, sB, (full, empty), acc, (n, oh, bw, bf), 0, shape)
                 T.copy(acc, Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN)))
 
 
@@ -627,16 +667,11 @@ def conv_warp_specialized_persistent(
                         with T.let(t // tiles_w, "out_row") as oh, T.let(t % tiles_w, "tile_w") as bw:
                             body(it, n, oh, bw, bf)
 
+        shape = (steps, STAGES, stage_bytes, p, KW, CB, (BW, BN, BK))
         with T.role("producer", warpgroups=(0,), registers=PRODUCER_REGS):
 
             def produce(it: Any, n: Any, oh: Any, bw: Any, bf: Any) -> None:
-                for k, s in T.pipeline(steps, stages=STAGES, start=it * steps):
-                    tap, kh, kw, cb = step_of(k, KW, CB)
-                    g = it * steps + k  # the block's global step
-                    T.mbarrier_wait(empty[s], phase=(g // STAGES + 1) % 2)  # the consumer released step g - STAGES
-                    T.mbarrier_arrive(full[s], expect_bytes=stage_bytes)
-                    T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="tma", mbarrier=full[s])
-                    T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="tma", mbarrier=full[s])
+                produce_steps(X, WT, sA, sB, (full, empty), (n, oh, bw, bf), it * steps, shape)
 
             each_unit(produce)
         with T.role("consumer", warpgroups=(1,), registers=budget):
@@ -644,12 +679,7 @@ def conv_warp_specialized_persistent(
 
             def consume(it: Any, n: Any, oh: Any, bw: Any, bf: Any) -> None:
                 T.fill(acc, 0.0)
-                for k, s in T.pipeline(steps, stages=STAGES, start=it * steps):
-                    T.mbarrier_wait(full[s], phase=((it * steps + k) // STAGES) % 2)  # step k has landed
-                    # invariant: stage s holds K step k's window and weights of this unit when iteration k consumes it
-                    step_tags(sA[s], sB[s], n, oh, bw, bf, k, p, KW, CB, (BW, BN, BK))
-                    T.gemm(sA[s], sB[s], acc)
-                    T.mbarrier_arrive(empty[s], per_warpgroup=True)  # stage s may be refilled
+                consume_steps(sA, sB, (full, empty), acc, (n, oh, bw, bf), it * steps, shape)
                 tile = Y.window((n, oh, bw * BW, bf * BN), (None, None, BW, BN))
                 if EPILOGUE == "tma":
                     T.copy(acc, tile, atom="tma.store", staging=staging)

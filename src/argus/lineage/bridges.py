@@ -22,11 +22,10 @@ from argus.kernels.conv_lineage import (
     X_SHAPE,
     Y_SHAPE,
     channel_blocks,
+    load_step,
     stage_spans,
-    step_of,
     step_tags,
     wgmma_tile,
-    window_of,
 )
 
 
@@ -171,9 +170,7 @@ def conv_cp_async_wgmma(
         with T.let(t % tiles_w, "tile_w") as bw, T.let(t // tiles_w, "out_row") as oh:
 
             def load(k: Any, s: Any) -> None:
-                tap, kh, kw, cb = step_of(k, KW, CB)
-                T.copy(window_of(X, n, oh, bw, kh, kw, cb, p, BW, BK), sA[s], atom="cp.async")
-                T.copy(WT.window((tap, cb * BK, bf * BN), (None, BK, BN)), sB[s], atom="cp.async")
+                load_step(X, WT, sA, sB, (n, oh, bw, bf), k, s, p, KW, CB, (BW, BN, BK), "cp.async")
 
             T.fill(acc, 0.0)
             for s in range(STAGES - 1):  # prologue: the first STAGES-1 steps in flight
