@@ -130,19 +130,29 @@ def test_a_parameter_outside_the_kernel_s_reach_is_refused() -> None:
         conv_lineage.conv_swizzle.trace(BK=8)
 
 
+def _outputs(case: tuple, seed: int, runs: dict, images: int | None = None, filters: int | None = None) -> dict:
+    """Each of `runs` (label -> (kernel name, extra parameters)) run on the interpreter on the same draw of the case's
+    input and weight (`images` and `filters` in place of the case's N and F), its output NaN-filled first."""
+    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = case
+    n, f = images or n, filters or f
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, h, w, c, generator=gen).bfloat16().double().numpy()
+    wt = torch.randn(kh * kw, c, f, generator=gen).bfloat16().double().numpy()
+    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c}
+    shape = (n, (h + 2 * ph - lh * (kh - 1) - 1) // sh + 1, w + 2 * pw - lw * (kw - 1), f)
+    out = {}
+    for label, (name, extra) in runs.items():
+        y = np.full(shape, np.nan, np.float32)
+        run_kernel(_trace(name, **params, **extra), {"X": x, "WT": wt, "Y": y})
+        out[label] = y
+    return out
+
+
 @pytest.mark.parametrize(("stages", "case"), [(2, CASES[1]), (3, CASES[2])], ids=["2 stages", "3 stages 1x1"])
 def test_the_swizzle_rung_computes_the_cp_async_rung_s_numbers(stages: int, case: tuple) -> None:
     """The swizzle moves where the staged elements lie, not what is multiplied: rung 4's output bit for bit."""
-    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = case
-    gen = torch.Generator().manual_seed(3)
-    x = torch.randn(n, h, w, c, generator=gen).bfloat16().double().numpy()
-    wt = torch.randn(kh * kw, c, f, generator=gen).bfloat16().double().numpy()
-    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c, "STAGES": stages}
-    out = {}
-    for name in ("conv_cp_async", "conv_swizzle"):
-        y = np.full((n, (h + 2 * ph - lh * (kh - 1) - 1) // sh + 1, w + 2 * pw - lw * (kw - 1), f), np.nan, np.float32)
-        run_kernel(getattr(conv_lineage, name).trace(**params), {"X": x, "WT": wt, "Y": y})
-        out[name] = y
+    runs = {name: (name, {"STAGES": stages}) for name in ("conv_cp_async", "conv_swizzle")}
+    out = _outputs(case, 3, runs)
     assert not np.isnan(out["conv_swizzle"]).any()
     np.testing.assert_array_equal(out["conv_swizzle"], out["conv_cp_async"])
 
@@ -151,17 +161,7 @@ def test_the_swizzle_rung_computes_the_cp_async_rung_s_numbers(stages: int, case
 def test_the_wgmma_rung_and_its_bridge_compute_the_swizzle_rung_s_sums(name: str, case: tuple) -> None:
     """wgmma sums the same products as mma.sync in another order: rung 5's output within f32 rounding."""
     assert _run(name, case) <= 1e-6
-    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = case
-    gen = torch.Generator().manual_seed(9)
-    x = torch.randn(n, h, w, c, generator=gen).bfloat16().double().numpy()
-    wt = torch.randn(kh * kw, c, f, generator=gen).bfloat16().double().numpy()
-    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c}
-    shape = (n, (h + 2 * ph - lh * (kh - 1) - 1) // sh + 1, w + 2 * pw - lw * (kw - 1), f)
-    out = {}
-    for k in (name, "conv_swizzle"):
-        y = np.full(shape, np.nan, np.float32)
-        run_kernel(_trace(k, **params), {"X": x, "WT": wt, "Y": y})
-        out[k] = y
+    out = _outputs(case, 9, {k: (k, {}) for k in (name, "conv_swizzle")})
     assert not np.isnan(out[name]).any()
     assert np.abs(out[name] - out["conv_swizzle"]).max() <= 1e-5 * max(1.0, float(np.abs(out[name]).max()))
 
@@ -181,17 +181,7 @@ def test_the_wgmma_rung_s_bridge_verifies_and_compiles_to_hgmma_fed_by_cp_async(
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_the_warp_specialized_rung_computes_the_tma_rung_s_numbers(case: tuple) -> None:
     """Warp roles change who loads and when, not the math: rung 6's output bit for bit."""
-    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = case
-    gen = torch.Generator().manual_seed(13)
-    x = torch.randn(n, h, w, c, generator=gen).bfloat16().double().numpy()
-    wt = torch.randn(kh * kw, c, f, generator=gen).bfloat16().double().numpy()
-    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c}
-    shape = (n, (h + 2 * ph - lh * (kh - 1) - 1) // sh + 1, w + 2 * pw - lw * (kw - 1), f)
-    out = {}
-    for name in ("conv_tma_wgmma", "conv_warp_specialized"):
-        y = np.full(shape, np.nan, np.float32)
-        run_kernel(_trace(name, **params), {"X": x, "WT": wt, "Y": y})
-        out[name] = y
+    out = _outputs(case, 13, {k: (k, {}) for k in ("conv_tma_wgmma", "conv_warp_specialized")})
     assert not np.isnan(out["conv_warp_specialized"]).any()
     np.testing.assert_array_equal(out["conv_warp_specialized"], out["conv_tma_wgmma"])
 
@@ -200,23 +190,15 @@ def test_the_warp_specialized_rung_computes_the_tma_rung_s_numbers(case: tuple) 
 def test_the_persistent_rungs_walk_several_units_a_block_and_compute_rung_7_s_numbers(order: str, blocks: int) -> None:
     """A few persistent blocks, so that each walks several units and its mbarrier ring runs on across them (a step's
     stage and phase counted from the block's first unit), in either tile order, with the direct and the TMA-store
-    epilogue (partial tiles clipped by the stores): rung 7's output bit for bit."""
-    _, n, c, h, w, f, (kh, kw), sh, (ph, pw), (lh, lw) = CASES[0]
-    gen = torch.Generator().manual_seed(17)
-    x = torch.randn(2, h, w, c, generator=gen).bfloat16().double().numpy()
-    wt = torch.randn(kh * kw, c, 72, generator=gen).bfloat16().double().numpy()
-    params = {"KH": kh, "KW": kw, "SH": sh, "PH": ph, "PW": pw, "LH": lh, "LW": lw, "C": c}
-    shape = (2, h, w, 72)  # 3x3, padding 1: 2 images x 5 rows x 1 column tile x 2 channel tiles = 20 units
-    out = {}
+    epilogue (partial tiles clipped by the stores): rung 7's output bit for bit. Two images of 5 rows, 72 filters:
+    2 x 5 x 1 column tile x 2 channel tiles = 20 units."""
     persistent = {"BLOCKS": blocks, "ORDER": order}
-    for name, extra in (
-        ("conv_warp_specialized", {}),
-        ("conv_warp_specialized_persistent", persistent),
-        ("conv_tma_store_epilogue", {**persistent, "EPILOGUE": "tma"}),
-    ):
-        y = np.full(shape, np.nan, np.float32)
-        run_kernel(_trace(name, **params, **extra), {"X": x, "WT": wt, "Y": y})
-        out[name] = y
+    runs = {
+        "conv_warp_specialized": ("conv_warp_specialized", {}),
+        "conv_warp_specialized_persistent": ("conv_warp_specialized_persistent", persistent),
+        "conv_tma_store_epilogue": ("conv_tma_store_epilogue", {**persistent, "EPILOGUE": "tma"}),
+    }
+    out = _outputs(CASES[0], 17, runs, images=2, filters=72)
     for name in ("conv_warp_specialized_persistent", "conv_tma_store_epilogue"):
         assert not np.isnan(out[name]).any(), name
         np.testing.assert_array_equal(out[name], out["conv_warp_specialized"])
