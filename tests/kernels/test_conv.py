@@ -122,6 +122,10 @@ CASES = [
     ("transposed-2d-stride-5", _conv(2, 1, 2, 3, 1, (3, 4), (3,), (5,), (1,), (2,), transposed=True)),
     ("transposed-3d-stride-output-padding-bf16", _conv(3, 1, 2, 3, 1, (2, 3, 3), (3,), (2,), (1,), dtype="bf16",
                                                        transposed=True, op=(1, 0, 1))),
+    # padding past the window's reach: the output crops the full one (the gather's padding is negative)
+    ("transposed-1d-cropping", _conv(1, 1, 2, 3, 1, (6,), (2,), (2,), (2,), transposed=True)),
+    ("transposed-3d-cropping-groups-f16", _conv(3, 1, 4, 6, 2, (3, 6, 5), (2, 2, 3), (2, 1, 3), (1, 3, 1), (2, 2, 1),
+                                                dtype="f16", transposed=True)),
     ("transposed-2d-output-padding-by-dilation", _conv(2, 1, 2, 2, 1, (4, 5), (2,), p=(1,), d=(3,), transposed=True,
                                                        op=(2, 1))),
 ]  # fmt: skip
@@ -169,10 +173,13 @@ GATHERS = [
     {"KD": 2, "KH": 2, "KW": 3, "SD": 2, "SH": 2, "SW": 1, "PD": 1, "PH": 0, "PW": 1, "LD": 2, "LH": 1, "LW": 2},
     {"KH": 3, "KW": 2, "SH": 2, "LW": 2, "BH": 8, "BW": 16, "DT": "bf16"},
     {"KH": 3, "KW": 4, "PH": 2, "PW": 3, "PHE": 0, "PWE": -1, "FLIP": True},  # an upsampled input's end padding
+    {"KH": 2, "KW": 3, "PH": -1, "PW": -2, "FLIP": True},  # a cropping transposed convolution's negative padding
 ]
 
 
-@pytest.mark.parametrize("params", GATHERS, ids=["2d", "3d-flipped", "1d", "3d", "2d-bf16", "2d-end-padding"])
+@pytest.mark.parametrize(
+    "params", GATHERS, ids=["2d", "3d-flipped", "1d", "3d", "2d-bf16", "2d-end-padding", "2d-negative-padding"]
+)
 def test_the_gather_verifies(params: dict[str, Any]) -> None:
     result = verify(im2col.trace(**params))
     assert result.verdict.value == "verified" and not result.unknowns and not result.errors, result.codes()
@@ -226,9 +233,9 @@ def test_refusals_carry_their_codes() -> None:
     with pytest.raises(ConvError) as e:
         _conv(2, 1, 2, 2, 1, (5, 7), (3,), s=(2,), op=(1,))  # output padding on a forward convolution
     assert e.value.code == "CONV_SHAPE"
-    with pytest.raises(ConvError) as e:
-        _conv(2, 1, 2, 2, 1, (5, 7), (3,), p=(3,), transposed=True)  # padding 3 > the window's reach 2
-    assert e.value.code == "CONV_TRANSPOSED_PADDING"
+    with pytest.raises(ConvError) as e:  # padding 5 crops all of the full output's 2 * 1 + 2 + 1 = 5 columns
+        _conv(2, 1, 2, 2, 1, (2, 2), (3,), p=(5,), transposed=True)
+    assert e.value.code == "CONV_SHAPE" and "output extents" in e.value.reason
 
 
 def test_a_batched_f32_product_past_the_chain_runs_one_gemm_per_group() -> None:

@@ -75,11 +75,12 @@ def _sweep() -> list[tuple]:
     for rank, k, s, d in itertools.product((1, 2, 3), (1, 2, 3, 4), (1, 2, 3), (1, 2, 3)):
         if rank == 3 and (k == 4 or d == 3):
             continue
-        for p in range(0, d * (k - 1) + 1, 1 if rank == 1 else 2):
+        # padding up to two past the window's reach d * (k - 1): the output crops the full one
+        for p in range(0, d * (k - 1) + 3, 1 if rank == 1 else 2):
             for op in range(max(s, d)):
                 size = {1: (5,), 2: (4, 5), 3: (3, 3, 4)}[rank]
                 window = {1: (k,), 2: (k, max(1, k - 1)), 3: (2, k, max(1, k - 1))}[rank]
-                pad = tuple(min(p, d * (kk - 1)) for kk in window)
+                pad = tuple(min(p, d * (kk - 1) + 2) for kk in window)
                 case = (rank, size, window, (s,) * rank, pad, (d,) * rank, (op,) * rank)
                 try:
                     _conv(rank, 2, 3, 2, *case[1:], bias=True)
@@ -124,6 +125,9 @@ CASES = [
     ("1d-s3-p2-d2-op1", _conv(1, 2, 16, 8, (9,), (3,), (3,), (2,), d=(2,), op=(1,), bias=True)),
     ("1x1-s2-bias-phases", _conv(2, 1, 16, 8, (4, 5), (1,), (2,), (0,), bias=True)),
     ("2d-negative-start-f16", _conv(2, 1, 16, 16, (5, 5), (2,), (2,), (1,), dtype="f16")),
+    # padding past the window's reach (3 > 2, 2 > 1): the output crops the full one
+    ("2d-cropping-s2-op1-bf16", _conv(2, 1, 16, 8, (7, 9), (3,), (2,), (3, 2), op=(1, 0), bias=True, dtype="bf16")),
+    ("1d-cropping-s1-f16", _conv(1, 2, 16, 8, (9,), (2,), (1,), (2,), dtype="f16")),
 ]  # fmt: skip
 
 

@@ -1537,11 +1537,6 @@ class Code(StrEnum):
         "the input span of one tile of outputs needs {bytes} bytes of shared memory, over the {budget} a block has",
         "a window this wide is not built: use PyTorch for this convolution",
     )
-    CONV_TRANSPOSED_PADDING = _entry(
-        Category.KERNEL,
-        "a transposed convolution with padding {padding} larger than its window's reach, dilation * (kernel - 1)",
-        "use PyTorch for this transposed convolution",
-    )
     CONV_NO_GEMM = _entry(
         Category.KERNEL,
         "this convolution runs on the implicit-GEMM kernel, without a GEMM plan",

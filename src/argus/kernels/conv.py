@@ -60,9 +60,11 @@ stride, but the GEMM multiplies the inserted zeros too (s^rank times the phases'
 
 The DSL kernels live in `argus.kernels.conv_kernels` (a module of kernels only); this module plans and calls them.
 
-Refused (`ConvError`, each with a stable code): dtypes other than f32/f16/bf16, transposed convolutions with a
-padding past the window's reach (`CONV_TRANSPOSED_PADDING`), one
-image's column matrix over the budget, a window whose staged span does not fit in shared memory, and shapes that
+A transposed convolution whose padding is past its window's reach, dilation * (kernel - 1), crops the full
+output: its gather and its phases read the input with a negative padding (their first elements never read).
+
+Refused (`ConvError`, each with a stable code): dtypes other than f32/f16/bf16, one image's column matrix over the
+budget, a window whose staged span does not fit in shared memory, and shapes that
 are not a convolution's. Padding modes other than zeros reach argus as explicit pads before a convolution.
 """
 
@@ -188,13 +190,6 @@ class Conv:
                 f"output padding {self.output_padding} with stride {self.stride} and dilation {self.dilation}: each "
                 "must be smaller than its dimension's stride or dilation",
             )
-        if self.transposed and min(self.gather_padding) < 0:
-            raise ConvError(
-                "CONV_TRANSPOSED_PADDING",
-                f"a transposed convolution with padding {self.padding} larger than its window's reach, dilation * "
-                "(kernel - 1): "
-                "its output crops the input, which the gather does not do",
-            )
         out = tuple(
             (n + p + e - d * (k - 1) - 1) // s + 1
             for n, k, s, p, e, d in zip(
@@ -238,7 +233,8 @@ class Conv:
     @property
     def gather_padding(self) -> tuple[int, int, int]:
         """The padding of the forward convolution the gather computes: the convolution's own, or for a transposed
-        convolution dilation * (kernel - 1) - padding, its window flipped."""
+        convolution dilation * (kernel - 1) - padding, its window flipped (negative where the padding is past the
+        window's reach: the output crops the full one, and the gather never reads its first elements)."""
         if not self.transposed:
             return self.padding
         p = tuple(d * (k - 1) - q for k, d, q in zip(self.kernel, self.dilation, self.padding, strict=True))
