@@ -124,6 +124,29 @@ def test_a_transposed_convolution_that_crops_is_solved(problem: Callable[..., Pa
     assert [g["family"] for g in result.groups] == ["convolution"]
 
 
+@pytest.mark.parametrize(
+    ("module", "shape"),
+    [
+        ("torch.nn.Conv2d(3, 8, 3, padding=1, padding_mode='reflect')", "(2, 3, 9, 10)"),
+        ("torch.nn.Conv1d(1, 8, 7, padding=3, padding_mode='reflect')", "(1, 1, 40)"),  # mono audio: one channel
+        ("torch.nn.Conv2d(1, 4, 5, padding=2, padding_mode='replicate')", "(1, 1, 9, 10)"),
+        ("torch.nn.Conv1d(4, 6, 3, padding=1, padding_mode='circular')", "(2, 4, 17)"),
+    ],
+    ids=["reflect-2d", "reflect-1d-mono", "replicate-2d", "circular-1d"],
+)
+def test_a_convolution_s_padding_mode_is_a_layout_kernel_before_it(tmp_path: Path, module: str, shape: str) -> None:
+    path = tmp_path / "padded.py"
+    path.write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.conv = {module}\n\n    def forward(self, x):\n        return self.conv(x)\n\n\n"
+        f"def get_inputs():\n    return [torch.randn{shape}]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert [(g["family"], g["ops"]) for g in result.groups] == [("layout", ["pad"]), ("convolution", ["convolution"])]
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+
+
 def test_a_column_matrix_over_the_budget_is_refused(
     problem: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,5 +1,6 @@
 """The layout family against PyTorch: permutes, transposes, slices (with a step), selects, narrows, expands, splits,
-cats, stacks, repeats, rolls and constant pads as copy kernels, at odd sizes, in float32, float16 and bfloat16;
+cats, stacks, repeats, rolls and pads (constant, replicate, circular, reflect) as copy kernels, at odd sizes, in
+float32, float16 and bfloat16;
 each generated kernel verified and checked on the CPU interpreter against its group's FX subgraph, and the emitted
 ModelNew against the problem's own Model. What the template does not take (a flip, a diagonal, integer tensors, a
 permute PyTorch runs as a view) is left to PyTorch with the reason. A level-3 problem that was not covered for its
@@ -46,6 +47,22 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]]]] = {
     "roll_two": ("torch.roll(torch.tanh(x), shifts=(-1, 3), dims=(1, 2)) * 2.0", [(2, 5, 6, 3)]),
     "pad": ("torch.nn.functional.pad(torch.tanh(x), (1, 2, 0, 3), value=-1.5) * 2.0", [(2, 4, 5)]),
     "pad_crop": ("torch.nn.functional.pad(torch.tanh(x), (-1, 2)) * 2.0", [(3, 6)]),
+    # a convolution's padding_mode: replicate (edges read with stride 0), circular (the far end), reflect (one move
+    # per reflected row); a 3-d replicate pad of several dimensions
+    "pad_replicate": ("torch.nn.functional.pad(torch.tanh(x), (2, 1, 1, 3), mode='replicate') * 2.0", [(2, 3, 5, 6)]),
+    "pad_circular": ("torch.nn.functional.pad(torch.tanh(x), (1, 2, 3, 0), mode='circular') * 2.0", [(2, 3, 4, 5)]),
+    "pad_reflect": ("torch.nn.functional.pad(torch.tanh(x), (2, 1, 1, 2), mode='reflect') * 2.0", [(2, 3, 5, 6)]),
+    "pad_reflect_1d": ("torch.nn.functional.pad(torch.tanh(x), (3, 3), mode='reflect') * 2.0", [(2, 4, 9)]),
+    # one image of one channel: the corners and the reflected columns are moves of one element each
+    "pad_reflect_mono": ("torch.nn.functional.pad(torch.tanh(x), (3, 2), mode='reflect') * 2.0", [(1, 1, 9)]),
+    "pad_replicate_corner": (
+        "torch.nn.functional.pad(torch.tanh(x), (2, 1, 1, 3), mode='replicate') * 2.0",
+        [(1, 1, 5, 6)],
+    ),
+    "pad_replicate_3d": (
+        "torch.nn.functional.pad(torch.tanh(x), (1, 1, 0, 2, 1, 0), mode='replicate') * 2.0",
+        [(2, 2, 3, 4, 5)],
+    ),
 }
 
 
@@ -139,6 +156,17 @@ def test_factor_reads_a_strided_view_as_a_window() -> None:
         layout.factor(layout.Move(0, (0,), (5,), 0, (6,), 0), 25)  # the diagonal of a 5 x 5 matrix
     with pytest.raises(layout.NotTaken, match="wraps"):
         layout.factor(layout.Move(0, (0, 0), (3, 5), 0, (4, 1), 0), 12)  # rows of 5 at a pitch of 4
+
+
+def test_a_reflect_pad_of_too_many_moves_is_refused(problem: Callable[..., Path]) -> None:
+    """A reflect pad takes one move per border row: (lo + 1 + hi) per padded dimension, their product at most
+    `MAX_PAD_MOVES`; past it the pad stays with PyTorch, saying so."""
+    path = problem(
+        "torch.nn.functional.pad(torch.tanh(x), (4, 4, 4, 4), mode='reflect')", inputs="[torch.randn(2, 9, 9)]"
+    )
+    part, _ = generate(capture(path))
+    (reason,) = {u.reason for u in part.uncovered if u.family is Family.LAYOUT}
+    assert f"at most {layout.MAX_PAD_MOVES}" in reason and "81 moves" in reason
 
 
 def test_what_the_template_refuses_says_why(problem: Callable[..., Path]) -> None:

@@ -123,8 +123,10 @@ def kept_whole(graph_module: Any) -> list[Any]:
     attention family takes it), and logsumexp when the softmax family takes every one of them (decomposed,
     logsumexp is amax, a guard for infinities, exp, sum and log: a pointwise group of two output shapes, which no
     kernel takes; one over several dimensions, which the softmax family refuses, is decomposed for the reduction
-    and pointwise families), and roll when the layout family takes every one of them (decomposed, a roll is an
-    arange, a remainder and an index_select, which no template takes)."""
+    and pointwise families), roll when the layout family takes every one of them (decomposed, a roll is an
+    arange, a remainder and an index_select, which no template takes), and pad unless the layout family refuses a
+    constant one (decomposed, a reflect or replicate pad is an index by integer arithmetic on an arange, which no
+    template takes: kept whole, one the layout family refuses stays with PyTorch with its reason)."""
     import torch
 
     from argus.frontend.families import layout, softmax
@@ -138,7 +140,17 @@ def kept_whole(graph_module: Any) -> list[Any]:
     found = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is roll]
     if found and all(layout.unsupported(n) is None for n in found):
         kept.append(roll)
+    pad = torch.ops.aten.pad.default
+    found = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is pad]
+    if found and all(layout.unsupported(n) is None or pad_mode(n) != "constant" for n in found):
+        kept.append(pad)
     return kept
+
+
+def pad_mode(node: Any) -> str:
+    """The mode of an ``aten.pad`` node ("constant", "reflect", "replicate", "circular")."""
+    mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
+    return str(mode)
 
 
 def export_model(model: Any, args: Sequence[Any], problem: Path) -> Any:

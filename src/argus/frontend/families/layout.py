@@ -29,7 +29,13 @@ selected with ``T.if_``; a block's tile indices are the quotient and remainders 
 counts). Shapes are the captured ones (literals: the solution refuses other shapes). Values keep their dtype
 (float32, float16, bfloat16; one dtype for the node's tensors).
 
-Not taken: ``flip`` (a reversed window), ``tril``/``triu`` (a mask), reflect and replicate pads, a ``roll`` over
+``pad`` (what ``padding_mode`` of a convolution and ``F.pad`` give) is ``constant_pad_nd`` in its constant mode; its
+circular mode reads each border from the input's other end, replicate and reflect take one move per border row
+(the edge element, or the reflected one: a broadcast of one element and a reversed run are no windows; at most
+`MAX_PAD_MOVES` moves). A move of one element (a corner) tiles its innermost stepping dimension, of extent one: the
+tile reads past it and its store is bounded to the element.
+
+Not taken: ``flip`` (a reversed window), ``tril``/``triu`` (a mask), a ``roll`` over
 the flattened tensor, a move whose input view is not a window (above), integer and boolean tensors, and a permute
 or transpose PyTorch runs as a view without a copy (`argus.frontend.partition.metadata_only`: left to PyTorch).
 """
@@ -56,13 +62,15 @@ VIEW_OPS = frozenset(
     "diagonal".split()
 )
 #: Every operator this template writes.
-OPERATORS = VIEW_OPS | frozenset("cat stack repeat roll constant_pad_nd".split())
+OPERATORS = VIEW_OPS | frozenset("cat stack repeat roll constant_pad_nd pad".split())
+#: The most moves a reflect pad may take (each reflected border row is a move of its own: (lo + 1 + hi) per padded
+#: dimension, their product in all); past it, not taken.
+MAX_PAD_MOVES = 64
 #: Why the other layout operators are not taken.
 NOT_WRITTEN = {
     "flip": "a reversed copy (data movement backwards) is not written yet",
     "tril": "a masked copy (data movement under a triangle) is not written yet",
     "triu": "a masked copy (data movement under a triangle) is not written yet",
-    "pad": "a reflect or replicate pad (data movement) is not written yet",
 }
 
 
@@ -216,14 +224,23 @@ def plan(node: Any) -> Plan:
             if all(e > 0 for e in extent):
                 moves.append(Move(0, tuple(origin), tuple(extent), 0, strides, offset))
         return Plan(inputs, ((outs[0].name, out_shape),), tuple(moves))
-    # constant_pad_nd(input, pad, value=0)
+    # constant_pad_nd(input, pad, value=0); pad(input, pad, mode="constant", value=None)
     pad = [int(p) for p in args[0]]
-    value = float(args[1]) if len(args) > 1 else float(node.kwargs.get("value", 0.0))
+    mode = "constant"
+    if op == "pad":
+        mode = str(args[1]) if len(args) > 1 else str(node.kwargs.get("mode", "constant"))
+        given = args[2] if len(args) > 2 else node.kwargs.get("value")
+        value = float(given) if given is not None else 0.0
+    else:
+        value = float(args[1]) if len(args) > 1 else float(node.kwargs.get("value", 0.0))
     if len(pad) % 2 or len(pad) // 2 > len(shape):
         raise NotTaken(f"pad {pad} is not pairs for the last dimensions")
     lo, hi = [0] * len(shape), [0] * len(shape)
     for i in range(len(pad) // 2):
         lo[len(shape) - 1 - i], hi[len(shape) - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    if mode != "constant":
+        moves = _edge_pad_moves(mode, shape, strides, lo, hi)
+        return Plan(inputs, ((outs[0].name, out_shape),), tuple(moves))
     origin, extent, offset = [], [], 0
     for d, n in enumerate(shape):
         start = max(0, -lo[d])  # a negative pad crops
@@ -234,6 +251,44 @@ def plan(node: Any) -> Plan:
     moves = [Move(0, tuple(origin), tuple(extent), 0, strides, offset)] if all(e > 0 for e in extent) else []
     moves += _border(out_shape, tuple(origin), tuple(extent), value)
     return Plan(inputs, ((outs[0].name, out_shape),), tuple(moves))
+
+
+def _edge_pad_moves(
+    mode: str, shape: tuple[int, ...], strides: tuple[int, ...], lo: list[int], hi: list[int]
+) -> list[Move]:
+    """The moves of a pad whose border repeats the input (`mode` "replicate", "circular" or "reflect"): along each
+    dimension the output is segments (output start, length, input start, input stride): the input itself at lo, and
+    before and after it the far end of the input (circular), or one segment per border row: the edge element
+    (replicate) or the elements next to the edge in reverse order (reflect; a reversed run or a broadcast of one
+    element is no window). A move is one segment of every dimension."""
+    if mode not in ("replicate", "circular", "reflect"):
+        raise NotTaken(f"a pad of mode {mode!r} (constant, reflect, replicate and circular are written)")
+    per_dim = []
+    for d, n in enumerate(shape):
+        a, b, step = lo[d], hi[d], strides[d]
+        if a < 0 or b < 0:
+            raise NotTaken(f"a {mode} pad with a negative extent ({a}, {b}) is not written")
+        limit = n - 1 if mode == "reflect" else n
+        if (a or b) and (max(a, b) > limit or n == 0):
+            raise NotTaken(f"a {mode} pad of ({a}, {b}) on an extent of {n} (PyTorch takes at most {limit})")
+        segments = [(a, n, 0, step)]
+        if mode == "replicate":  # one segment per border row too: a broadcast of one element is no window
+            segments = [(j, 1, 0, step) for j in range(a)] + segments + [(a + n + i, 1, n - 1, step) for i in range(b)]
+        elif mode == "circular":
+            segments = [(0, a, n - a, step), *segments, (a + n, b, 0, step)]
+        else:  # output j < a reads input a - j; output a + n + i reads input n - 2 - i
+            segments = [(j, 1, a - j, step) for j in range(a)] + segments
+            segments += [(a + n + i, 1, n - 2 - i, step) for i in range(b)]
+        per_dim.append([seg for seg in segments if seg[1] > 0])
+    if math.prod(len(p) for p in per_dim) > MAX_PAD_MOVES:
+        raise NotTaken(f"a {mode} pad of {math.prod(len(p) for p in per_dim)} moves (at most {MAX_PAD_MOVES})")
+    moves = []
+    for combo in itertools.product(*per_dim):
+        origin = tuple(seg[0] for seg in combo)
+        extent = tuple(seg[1] for seg in combo)
+        offset = sum(seg[2] * s for seg, s in zip(combo, strides, strict=True))
+        moves.append(Move(0, origin, extent, 0, tuple(seg[3] for seg in combo), offset))
+    return moves
 
 
 def _border(shape: tuple[int, ...], origin: tuple[int, ...], extent: tuple[int, ...], value: float) -> list[Move]:
@@ -337,6 +392,8 @@ def factor(move: Move, numel: int, steps: tuple[int, ...] | None = None) -> Fact
     `NotTaken` with the reason. `steps`: the strides the input's shape is made of (default: those of `move`'s
     moving dimensions; the kernel gives the union over every move reading the input, so that all read one shape)."""
     moving = [j for j, (e, s) in enumerate(zip(move.extent, move.strides, strict=True)) if e > 1 and s != 0]
+    if not moving:  # one element (a pad's corner): its innermost stepping dimension is the tile's, of extent one
+        moving = [j for j, s in enumerate(move.strides) if s != 0][-1:]
     if any(s < 0 for s in move.strides):
         raise NotTaken("it reads its input backwards (a negative stride)")
     mine = [move.strides[j] for j in moving]
