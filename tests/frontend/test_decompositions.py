@@ -57,3 +57,36 @@ def test_integer_products_stay_whole_with_their_reason(problem: Callable[..., Pa
                    judge=False)  # fmt: skip
     (u,) = [u for u in result.uncovered if u["family"] == "reduction"]
     assert "integer product" in u["reason"]
+
+
+#: (forward body, inputs): torch.var and torch.std in their forms (dim, correction, unbiased, keepdim, the whole
+#: tensor, 16-bit), one of large mean and small spread (two passes do not cancel), one of a single element a row
+VARIANCES: dict[str, tuple[str, str]] = {
+    "std_last_keepdim": ("torch.std(x, dim=-1, keepdim=True)", "[torch.randn(11, 15, 19)]"),
+    "var_middle_correction_0": ("torch.var(x, dim=1, correction=0)", "[torch.randn(6, 23, 5)]"),
+    "var_all": ("torch.var(x)", "[torch.randn(7, 9)]"),
+    "var_unbiased_false_f16": ("torch.var(x, 0, unbiased=False)", "[torch.randn(13, 6).half()]"),
+    "var_large_mean": ("torch.var(x * 0.01 + 1000.0, dim=-1)", "[torch.randn(4, 33)]"),
+    "std_one_element": ("torch.std(x, dim=0, correction=0)", "[torch.randn(1, 5)]"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(VARIANCES))
+def test_variances_are_solved_in_two_passes(problem: Callable[..., Path], tmp_path: Path, case: str) -> None:
+    body, inputs = VARIANCES[case]
+    result = solve(problem(body, inputs=inputs, name=case), out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert [g["family"] for g in result.groups].count("reduction") == 2, result.groups  # the mean, the squares' sum
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+
+
+def test_the_variance_matches_torch_where_one_pass_cancels() -> None:
+    from argus.frontend.decompositions import var_correction
+
+    x = torch.randn(4, 1000, dtype=torch.float32) * 1e-3 + 1e4  # mean 1e4, spread 1e-3: E[x^2] - E[x]^2 is noise
+    for dim, correction, keepdim in (([1], 1, False), ([0, 1], 0, True), (None, None, False)):
+        got = var_correction(x, dim, correction=correction, keepdim=keepdim)
+        want = torch.var(x.double(), dim=dim, correction=1 if correction is None else correction, keepdim=keepdim)
+        assert got.shape == want.shape and torch.allclose(got.double(), want, rtol=1e-3), (dim, got, want)
+    one = var_correction(torch.randn(1, 3), [0])  # n - correction = 0: as torch, NaN (0 / 0)
+    assert torch.isnan(one).all() and torch.isnan(torch.var(torch.randn(1, 3), 0)).all()

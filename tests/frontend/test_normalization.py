@@ -254,3 +254,47 @@ def test_chunked_stages_state_what_they_rely_on(
     module = import_file(result.solution)
     for stage in ("partial", "stats", "normalize"):
         assert str(verify(getattr(module, f"normalization_0_{stage}"), lookback=8).verdict.value) == "verified"
+
+
+@pytest.mark.parametrize(
+    ("module", "shape", "dtype"),
+    [
+        ("torch.nn.BatchNorm2d(5)", "(2, 5, 6, 7)", "float32"),
+        ("torch.nn.BatchNorm1d(6, affine=False)", "(4, 6, 7)", "bfloat16"),
+        ("torch.nn.BatchNorm1d(6)", "(5, 6)", "float32"),
+        ("torch.nn.BatchNorm3d(4)", "(2, 4, 3, 5, 6)", "float16"),
+        # a convolution's inference block: the batch norm is the convolution's fused epilogue
+        (
+            "torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU())",
+            "(2, 16, 9, 10)",
+            "bfloat16",
+        ),
+    ],
+    ids=["2d", "1d-no-affine-bf16", "1d-rows", "3d-f16", "conv-bn-relu"],
+)
+def test_eval_mode_batch_norm_is_solved_as_a_per_channel_affine(
+    tmp_path: Path, module: str, shape: str, dtype: str
+) -> None:
+    """A model after ``.eval()``: batch norm reads its running statistics, an elementwise affine per channel that
+    argus's decomposition (`argus.frontend.decompositions.batch_norm_eval`) hands to the pointwise family."""
+    path = tmp_path / "bn.py"
+    path.write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.m = {module}\n"
+        "        for b in self.m.modules():\n"
+        "            if isinstance(b, torch.nn.modules.batchnorm._BatchNorm):\n"
+        "                b.running_mean.uniform_(-1, 1)\n                b.running_var.uniform_(0.5, 2)\n"
+        "                if b.weight is not None:\n"
+        "                    b.weight.data.uniform_(0.5, 1.5)\n                    b.bias.data.uniform_(-1, 1)\n"
+        f"        self.m = self.m.to(torch.{dtype}).eval()\n\n    def forward(self, x):\n        return self.m(x)\n\n\n"
+        f"def get_inputs():\n    return [torch.randn{shape}.to(torch.{dtype})]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+    families = [g["family"] for g in result.groups]
+    assert "normalization" not in families and "pointwise" in families, families
+    # the running statistics are read: the output is not the batch's own normalization
+    text = Path(result.solution).read_text()
+    assert "rsqrt" in text and "batch_norm" not in text.split("class ModelNew")[1]

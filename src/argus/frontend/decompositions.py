@@ -14,6 +14,17 @@ operators no kernel family takes whole, rewritten into operators the families do
 
 Integer products and those with a ``dtype`` argument stay whole (no family takes them: reported as not covered).
 
+* **Batch norm in eval mode** (``aten.batch_norm`` with ``training=False``: a model after ``.eval()``, the running
+  statistics read; ``_native_batch_norm_legit_no_training`` once decomposed): an elementwise affine per channel,
+  ``(x - running_mean) * (rsqrt(running_var + eps) * weight) + bias`` in float32, rounded once to the input's
+  dtype, which the pointwise family computes (the channels' scale in one small kernel, the affine in another).
+  PyTorch's core ATen stops at ``_native_batch_norm_legit_no_training``, which no family takes.
+
+* **Variances** (``aten.var.correction``: ``torch.var``, and ``torch.std`` as its square root) of float tensors, in
+  two passes: ``sum((x - mean(x))^2) / max(n - correction, 0)`` over the reduced dimensions, in float32, rounded
+  once to the input's dtype. The mean is one reduction, the squared deviations the prologue of a second (the
+  reduction family), the division elementwise; two passes do not cancel as ``E[x^2] - E[x]^2`` does.
+
 * **Losses over class indices** (``aten.cross_entropy_loss``, ``aten.nll_loss_nd``) of a ``(B, C)`` float input
   and ``(B,)`` int64 targets: ``argus::class_loss_rows`` (each row's loss and the weight the mean divides by;
   the indexing family's kernel, `argus.frontend.families.indexing`) then ``sum`` (and ``div`` for the mean), so
@@ -140,6 +151,38 @@ def nll_loss(x: Any, target: Any, weight: Any = None, reduction: int = 1, ignore
     return class_loss(x, target, weight, reduction, ignore_index, 0.0, False)
 
 
+def batch_norm_eval(
+    x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, momentum: float, eps: float
+) -> tuple[Any, Any, Any]:
+    """``aten._native_batch_norm_legit_no_training`` (what ``aten.batch_norm`` with ``training=False`` becomes):
+    the channel (dimension 1) normalized by the running statistics (module docstring); its two other results are
+    empty, as PyTorch's are."""
+    import torch
+
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    scale = torch.rsqrt(running_var.to(torch.float32) + eps)
+    if weight is not None:
+        scale = scale * weight.to(torch.float32)
+    out = (x.to(torch.float32) - running_mean.to(torch.float32).view(shape)) * scale.view(shape)
+    if bias is not None:
+        out = out + bias.to(torch.float32).view(shape)
+    return out.to(x.dtype), x.new_empty(0), x.new_empty(0)
+
+
+def var_correction(x: Any, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Any:
+    """``aten.var.correction`` in two passes (module docstring)."""
+    import math
+
+    import torch
+
+    dims = list(range(x.dim())) if dim is None or len(dim) == 0 else [d % max(x.dim(), 1) for d in dim]
+    count = math.prod(x.shape[d] for d in dims) if x.dim() else 1
+    c = 1.0 if correction is None else float(correction)
+    xf = x.to(torch.float32)
+    squares = (xf - xf.mean(dims, keepdim=True)).pow(2).sum(dims, keepdim=keepdim)
+    return (squares / max(count - c, 0.0)).to(x.dtype)
+
+
 def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
     """The decompositions of this module that apply to the exported (not yet decomposed) graph: an operator's is
     given only when every one of its nodes has a float input and no ``dtype`` argument (a loss: when the indexing
@@ -153,6 +196,13 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
         nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is op]
         if nodes and all(_takes(n) for n in nodes):
             out[op] = fn
+    # torch.var and torch.std in any of their forms: core ATen rewrites each into var.correction, which this rewrites
+    variances = [n for n in graph_module.graph.nodes if n.op == "call_function" and _is_variance(n)]
+    if variances and all(_takes(n) for n in variances):
+        out[aten.var.correction] = var_correction
+    norms = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is aten.batch_norm.default]
+    if norms and all(_takes(n) and _eval_mode(n) for n in norms):
+        out[aten._native_batch_norm_legit_no_training.default] = batch_norm_eval
     for op, fn in ((aten.cross_entropy_loss.default, cross_entropy), (aten.nll_loss_nd.default, nll_loss)):
         nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is op]
         if nodes and all(_loss_taken(n) for n in nodes):
@@ -173,6 +223,19 @@ def _loss_taken(node: Any) -> bool:
         return False
     values = [node_value(a) if a is not None else None for a in (args[0], args[1], weight)]
     return rows_unsupported(*values) is None
+
+
+def _is_variance(node: Any) -> bool:
+    """Whether `node` is a variance or a standard deviation (alone, not ``var_mean``: those have two results)."""
+    packet = getattr(node.target, "_overloadpacket", None)
+    return getattr(packet, "__name__", "") in ("var", "std")
+
+
+def _eval_mode(node: Any) -> bool:
+    """Whether batch norm `node` reads its running statistics (``training=False``, both given)."""
+    args = list(node.args) + [None] * 9
+    training = args[5] if len(node.args) > 5 else node.kwargs.get("training")
+    return training is False and args[3] is not None and args[4] is not None
 
 
 def _takes(node: Any) -> bool:

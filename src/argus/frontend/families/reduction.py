@@ -30,7 +30,8 @@ it only when strictly better), then take the smallest position among the lanes h
 Positions are float32 values, exact below 2^24, so R is at most 2^24 (assumed by the kernel, refused by
 `unsupported`). Tile sizes are the kernel's ``tile_shape`` policy.
 
-Not taken: ``prod`` (the DSL reduces with sums and maxima only), ``var``/``std`` (a Welford template), vector
+Not taken: ``prod`` (the DSL reduces with sums and maxima only; a float one arrives decomposed), ``var``/``std``
+whole (they arrive decomposed into two passes, `argus.frontend.decompositions`; one that did not is refused), vector
 norms of other orders, reduced axes that are not contiguous (a permute first), integer or boolean inputs. NaN inputs
 follow the DSL's maximum (on the GPU ``fmaxf``, which drops NaN), not torch's NaN propagation.
 
