@@ -90,3 +90,34 @@ def test_the_variance_matches_torch_where_one_pass_cancels() -> None:
         assert got.shape == want.shape and torch.allclose(got.double(), want, rtol=1e-3), (dim, got, want)
     one = var_correction(torch.randn(1, 3), [0])  # n - correction = 0: as torch, NaN (0 / 0)
     assert torch.isnan(one).all() and torch.isnan(torch.var(torch.randn(1, 3), 0)).all()
+
+
+#: (module, input shape): adaptive pooling with even windows (each input extent a multiple of the output's)
+ADAPTIVE: dict[str, tuple[str, str]] = {
+    "avg_2d": ("torch.nn.AdaptiveAvgPool2d((3, 2))", "(2, 5, 6, 4)"),
+    "avg_1d": ("torch.nn.AdaptiveAvgPool1d(4)", "(2, 5, 12)"),
+    "avg_3d": ("torch.nn.AdaptiveAvgPool3d((1, 2, 3))", "(1, 3, 2, 4, 9)"),
+    "max_2d": ("torch.nn.AdaptiveMaxPool2d((3, 2))", "(2, 5, 6, 4)"),
+    "max_3d_none": ("torch.nn.AdaptiveMaxPool3d((2, None, 1))", "(1, 2, 4, 3, 5)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ADAPTIVE))
+def test_adaptive_pooling_with_even_windows_is_plain_pooling(
+    problem: Callable[..., Path], tmp_path: Path, case: str
+) -> None:
+    module, shape = ADAPTIVE[case]
+    path = problem("self.pool(x)", inputs=f"[torch.randn{shape}]", name=case, extra=f"POOL = {module}")
+    text = path.read_text().replace("self.args = args", "self.args = args\n        self.pool = POOL")
+    path.write_text(text)
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert [g["family"] for g in result.groups] == ["pooling"], result.groups
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+
+
+def test_adaptive_pooling_with_uneven_windows_stays_whole(problem: Callable[..., Path], tmp_path: Path) -> None:
+    path = problem("torch.nn.functional.adaptive_avg_pool2d(x, (4, 2))", inputs="[torch.randn(2, 3, 6, 4)]")
+    result = solve(path, out=tmp_path / "s.py", judge=False)
+    (u,) = result.uncovered
+    assert u["op"] == "aten._adaptive_avg_pool2d.default" and "adaptive pooling" in u["reason"]

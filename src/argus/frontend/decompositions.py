@@ -25,6 +25,12 @@ Integer products and those with a ``dtype`` argument stay whole (no family takes
   once to the input's dtype. The mean is one reduction, the squared deviations the prologue of a second (the
   reduction family), the division elementwise; two passes do not cancel as ``E[x^2] - E[x]^2`` does.
 
+* **Adaptive pooling whose windows are even** (``_adaptive_avg_pool2d``/``3d``, ``adaptive_max_pool2d``/``3d``,
+  and the 1-d forms through them: every input extent a multiple of its output extent, as a CNN's head pooling
+  7x7 to 7x7 or 1x1, or 224 to 7): the plain pooling of window and stride ``input // output``, which the pooling
+  family takes. Uneven windows (their start and end ``floor`` and ``ceil`` of ``i * n / out``) stay whole, reported
+  as not covered.
+
 * **Losses over class indices** (``aten.cross_entropy_loss``, ``aten.nll_loss_nd``) of a ``(B, C)`` float input
   and ``(B,)`` int64 targets: ``argus::class_loss_rows`` (each row's loss and the weight the mean divides by;
   the indexing family's kernel, `argus.frontend.families.indexing`) then ``sum`` (and ``div`` for the mean), so
@@ -183,6 +189,32 @@ def var_correction(x: Any, dim: Any = None, *, correction: Any = None, keepdim: 
     return (squares / max(count - c, 0.0)).to(x.dtype)
 
 
+def _even_windows(x: Any, output_size: Any) -> list[int]:
+    """The window (= stride) of each pooled dimension of an adaptive pooling whose windows are even."""
+    sizes = [int(n) for n in x.shape[x.dim() - len(output_size) :]]
+    return [n // int(o) for n, o in zip(sizes, output_size, strict=True)]
+
+
+def adaptive_avg_pool(x: Any, output_size: Any) -> Any:
+    """``_adaptive_avg_pool2d``/``3d`` with even windows: the average pooling of window and stride input // output."""
+    import torch
+
+    k = _even_windows(x, output_size)
+    op = torch.ops.aten.avg_pool2d.default if len(k) == 2 else torch.ops.aten.avg_pool3d.default
+    return op(x, k, k)
+
+
+def adaptive_max_pool(x: Any, output_size: Any) -> tuple[Any, Any]:
+    """``adaptive_max_pool2d``/``3d`` with even windows: the max pooling of window and stride input // output (its
+    indices are the same flat positions in each input plane)."""
+    import torch
+
+    k = _even_windows(x, output_size)
+    aten = torch.ops.aten
+    op = aten.max_pool2d_with_indices.default if len(k) == 2 else aten.max_pool3d_with_indices.default
+    return op(x, k, k)
+
+
 def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
     """The decompositions of this module that apply to the exported (not yet decomposed) graph: an operator's is
     given only when every one of its nodes has a float input and no ``dtype`` argument (a loss: when the indexing
@@ -200,6 +232,12 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
     variances = [n for n in graph_module.graph.nodes if n.op == "call_function" and _is_variance(n)]
     if variances and all(_takes(n) for n in variances):
         out[aten.var.correction] = var_correction
+    pools = [n for n in graph_module.graph.nodes if n.op == "call_function" and _is_adaptive_pool(n)]
+    if pools and all(_takes(n) and _even(n) for n in pools):
+        out[aten._adaptive_avg_pool2d.default] = adaptive_avg_pool
+        out[aten._adaptive_avg_pool3d.default] = adaptive_avg_pool
+        out[aten.adaptive_max_pool2d.default] = adaptive_max_pool
+        out[aten.adaptive_max_pool3d.default] = adaptive_max_pool
     norms = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is aten.batch_norm.default]
     if norms and all(_takes(n) and _eval_mode(n) for n in norms):
         out[aten._native_batch_norm_legit_no_training.default] = batch_norm_eval
@@ -223,6 +261,23 @@ def _loss_taken(node: Any) -> bool:
         return False
     values = [node_value(a) if a is not None else None for a in (args[0], args[1], weight)]
     return rows_unsupported(*values) is None
+
+
+def _is_adaptive_pool(node: Any) -> bool:
+    packet = getattr(node.target, "_overloadpacket", None)
+    name = getattr(packet, "__name__", "")
+    return name.lstrip("_").startswith("adaptive_") and "pool" in name
+
+
+def _even(node: Any) -> bool:
+    """Whether adaptive pooling `node` has even windows: each pooled input extent a multiple of its output's."""
+    from argus.frontend.families.base import node_value
+
+    x, size = node_value(node.args[0]), node.args[1] if len(node.args) > 1 else node.kwargs.get("output_size")
+    if not isinstance(size, list | tuple) or not size or len(size) > x.dim():
+        return False
+    dims = [int(n) for n in x.shape[x.dim() - len(size) :]]
+    return all(isinstance(o, int) and o > 0 and n % o == 0 for n, o in zip(dims, size, strict=True))
 
 
 def _is_variance(node: Any) -> bool:

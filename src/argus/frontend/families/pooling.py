@@ -28,7 +28,8 @@ An average divides by the window's count, as PyTorch does: ``divisor_override``,
 padded input (``count_include_pad``) or to the input. ``(BH, BW)`` is the kernel's declared ``tile_shape``
 policy; the shared memory follows from it, the window and the stride.
 
-What the template refuses (`unsupported`): other pooling operators (adaptive pooling, the low-memory max pool
+What the template refuses (`unsupported`): other pooling operators (adaptive pooling with uneven windows: even
+ones arrive decomposed into plain pooling, `argus.frontend.decompositions`; the low-memory max pool
 with offsets), a max pool whose indices are read, dtypes other than float32/float16/bfloat16, and a tile whose
 span (staged) or combined rows (separable) do not fit in shared memory.
 """
