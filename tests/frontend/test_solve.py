@@ -370,3 +370,31 @@ def test_a_constant_given_to_the_forward_is_not_baked_into_a_template_that_write
     new = import_file(Path(result.solution), "argus_test_bound_eps").ModelNew()
     x = torch.randn(8, 64) * 1e-2
     torch.testing.assert_close(new(x, 0.5), torch.nn.functional.layer_norm(x, (64,), eps=0.5))
+
+
+def test_a_reference_value_past_the_output_dtype_is_the_infinity_it_rounds_to() -> None:
+    """The kernel check runs the group's subgraph in float64: a value past float16's range there (1e8) is +inf in
+    a float16 kernel's output, as in PyTorch's own float16 operator — a match, not an infinite error; a finite
+    value stored for it is still wrong, and the scale is that of the values the output can hold."""
+    from argus.frontend.solve import relative_error
+
+    want = torch.tensor([1.0, -2.0, 1e8, -3e5, 70000.0], dtype=torch.float64)
+    got = want.to(torch.float16)
+    assert torch.isinf(got[2:4]).all() and bool(torch.isinf(got[4]))  # 70000 rounds past 65504 too
+    assert relative_error(got, want) < 1e-3
+    clipped = got.clone()
+    clipped[2] = 65504.0  # saturated instead of overflowing: not what the operator stores
+    assert relative_error(clipped, want) == float("inf")
+    off = got.clone()
+    off[0] = 1.5  # the finite values' scale is 2, not 1e8: an error of 0.5 is seen
+    assert relative_error(off, want) > 0.2
+
+
+def test_a_float16_cosine_similarity_checks_its_kernels_without_a_false_alarm(
+    problem: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Its division kernel, checked on standard-normal inputs, divides by the clamped norm 1e-8: 1e8 in the float64
+    reference, +inf in float16 (the check used to call it an infinite error)."""
+    path = problem("torch.nn.functional.cosine_similarity(x, x * 0.5 + 1, dim=-1)", inputs="[torch.randn(7, 8).half()]")
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)

@@ -289,13 +289,29 @@ def contraction_slack(subgraph: Any, inputs: list[Any], relative: float) -> tupl
     return want, slack
 
 
-def _finite_max(t: Any, chunk: int = 1 << 26) -> float:
-    """The largest finite magnitude in `t` (0 if none), `chunk` elements at a time in float64."""
+def _as_stored(r: Any, dtype: Any) -> Any:
+    """Reference values `r` (float64) with those that overflow `dtype` (the output's) replaced by the infinity they
+    round to there: a kernel that stores such a value in `dtype` stores that infinity, as PyTorch's own operator
+    on `dtype` tensors does (a float64 reference of 1e8 is +inf in float16)."""
+    import torch
+
+    if not dtype.is_floating_point or dtype == torch.float64:
+        return r
+    rounded = r.to(dtype)
+    over = torch.isfinite(r) & torch.isinf(rounded)
+    return torch.where(over, rounded.to(torch.float64), r) if bool(over.any()) else r
+
+
+def _finite_max(t: Any, chunk: int = 1 << 26, dtype: Any = None) -> float:
+    """The largest finite magnitude in `t` (0 if none), `chunk` elements at a time in float64; with `dtype`, of the
+    values finite in it (`_as_stored`)."""
     import torch
 
     flat, top = t.reshape(-1), 0.0
     for i in range(0, flat.numel(), chunk):
         r = flat[i : i + chunk].to(torch.float64)
+        if dtype is not None:
+            r = _as_stored(r, dtype)
         finite = torch.isfinite(r)
         if bool(finite.any()):
             top = max(top, float(r[finite].abs().max()))
@@ -308,14 +324,15 @@ def relative_error(got: Any, want: Any, chunk: int = 1 << 26, slack: Any = None)
     do not fit beside the rest). With `slack` (per element, `contraction_slack`), each element's difference is
     first reduced by its slack (not below 0): an element within its slack counts as exact. NaN where `want` has NaN
     is a match; any other disagreement on a non-finite reference element, or a NaN where it is finite (an element
-    never written), is an infinite error."""
+    never written), is an infinite error. A reference value that overflows `got`'s dtype is the infinity it rounds
+    to there (`_as_stored`)."""
     import torch
 
     g, w = got.reshape(-1), want.reshape(-1)
     z = slack.reshape(-1) if slack is not None else None
-    scale, worst = max(1.0, _finite_max(w, chunk)), 0.0
+    scale, worst = max(1.0, _finite_max(w, chunk, g.dtype)), 0.0
     for i in range(0, w.numel(), chunk):
-        a, r = g[i : i + chunk].to(torch.float64), w[i : i + chunk].to(torch.float64)
+        a, r = g[i : i + chunk].to(torch.float64), _as_stored(w[i : i + chunk].to(torch.float64), g.dtype)
         finite = torch.isfinite(r)
         if bool((~(torch.isnan(a) & torch.isnan(r)) & ~finite & (a != r)).any()):
             return math.inf
