@@ -263,9 +263,10 @@ def test_a_redrawn_trial_the_task_meets_only_by_chance_is_discarded_not_failed()
     chance (a float16 KL divergence of nearly equal distributions on `small` inputs: its eager result is off by
     several times the bound on most draws and inside it on some; argus solve's kernels for it were rejected on such
     a draw). Here the task's float16 run is exact on the first small inputs it sees and off by the inputs' rms
-    (many times the bound) on any other: a candidate off by 0.3 of it on small inputs used to fail that trial; now the judge first runs both
-    references on inputs nudged by two units in the last place (`correctness.rounding_luck`), sees the task miss its
-    own tolerance there, and discards the trial. A candidate off on every input still fails (on native inputs)."""
+    (many times the bound) on any other: a candidate off by 0.3 of it on small inputs used to fail that trial; now
+    the judge first runs both references on inputs nudged by two units in the last place
+    (`correctness.rounding_luck`), sees the task miss its own tolerance there, and discards the trial. A candidate
+    off on every input still fails (on native inputs)."""
     seen: list[torch.Tensor] = []
 
     def small(x: torch.Tensor) -> bool:
