@@ -567,3 +567,19 @@ def test_a_parameter_is_split_once_and_again_when_it_changes_on_the_gpu() -> Non
             w.mul_(-1.0)  # an in-place write: the version counter moves, the parameter is split again
         call(x, w, c)
         assert error(c, w) < 2e-5, (as_parameter, error(c, w))
+
+
+def test_a_batch_of_one_product_keeps_its_batch_dimension(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``matmul`` of a (1, M, K) and b (1, K, N) is (1, M, N), as torch.matmul's: the plan computes one product (a
+    batch of one is no batch to it) and its C is (M, N); the random sweep of session 74 found (M, N) returned."""
+    torch = pytest.importorskip("torch")
+    seen = []
+
+    def fake_prepare(a, b, **_):  # noqa: ANN001, ANN202 (the launch is not what is tested)
+        seen.append(mm.problem_of(a, b, None, None))
+        return torch.zeros(a.shape[-2], b.shape[-1]), []
+
+    monkeypatch.setattr(mm, "prepare", fake_prepare)
+    a, b = torch.zeros(1, 5, 16, dtype=torch.bfloat16), torch.zeros(1, 16, 7, dtype=torch.bfloat16)
+    assert tuple(mm.matmul(a, b).shape) == (1, 5, 7) and seen[-1].batch == 1
+    assert tuple(mm.matmul(a[0], b[0]).shape) == (5, 7)

@@ -31,6 +31,12 @@ CASES = {
         S.AttentionProblem(2, 4, 2, 1, 900, 128, 64, False, "f16", "f16"),
         S.AttentionConfig(128, 64, 2, 2, SPLITS=4, PACK=True, P_REGISTERS=True),
     ),
+    # a head dim of 144: 192 columns merged, shares of a multiple of 8 rows (4 rows of 192 values do not spread
+    # evenly over 128 threads: the random sweep's `DSL_FRAGMENT_LAYOUT` on a one-token decode, session 74)
+    "head_dim_144_split4": (
+        S.AttentionProblem(1, 1, 1, 1, 600, 144, 144, False, "bf16", "bf16"),
+        S.AttentionConfig(64, 64, 2, 1, SPLITS=4),
+    ),
 }
 
 
@@ -61,6 +67,12 @@ def test_the_merging_blocks_share_the_rows_in_whole_vectors() -> None:
     assert attention.merge_reducers(16, 4, 16, 384) == 0  # not even all rows together (16 x 64 merged columns)
     # a value head dim between the panels is merged whole panels wide (the columns past it padding, not stored)
     assert attention.merge_reducers(64, 32, 72, 128) == attention.merge_reducers(64, 32, 128, 128) == 16
+    # 192 merged columns (head dims 136-192): shares of a multiple of 8 rows, so that the 128 threads hold the same
+    # number of vectors each (4 rows of 192 = 768 values do not spread over 128 x 4)
+    assert attention.merge_reducers(64, 32, 192, 128) == 8 and attention.merge_reducers(64, 3, 176, 128) == 2
+    for d in (136, 144, 176, 192):  # the sweep's one-token decodes: every chosen plan traces
+        problem = S.AttentionProblem(1, 1, 1, 1, 4048, d, d)
+        S.plan(problem).kernels()
     with pytest.raises(DSLError, match="REDUCERS"):
         attention.flash_attention_combined.trace(D=64, DV=64, BM=64, SPLITS=4, REDUCERS=3)
 

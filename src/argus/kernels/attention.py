@@ -2,6 +2,7 @@
 mbarrier pipeline (producer warpgroup), S = Q K^T and O += P V with wgmma (consumer warpgroup),
 online softmax with exp2 and the scale folded in, row statistics by warp shuffles."""
 
+import math
 from typing import Any
 
 import argus
@@ -818,15 +819,16 @@ def merge_share(
 
 def check_reducers(kernel: str, REDUCERS: int, BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803
     """The REDUCERS a one-launch kernel takes (0: `merge_reducers`), DSL_BAD_PARAM unless they divide the unit's BM
-    rows, are at most SPLITS and give each of the `threads` consumer threads a 4-value vector."""
+    rows, are at most SPLITS and give each of the `threads` consumer threads the same whole number of 4-value
+    vectors."""
     reducers, width = REDUCERS or merge_reducers(BM, SPLITS, DV, threads), tile_width(DV)
-    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * width < 4 * threads:
+    if not 1 <= reducers <= SPLITS or BM % reducers or (BM // reducers) * width % (4 * threads):
         raise DSLError(
             "DSL_BAD_PARAM",
             f"{kernel}'s REDUCERS blocks of a unit each merge BM / REDUCERS rows, every one of the {threads} "
-            f"consumer threads at least one 4-value vector of them: REDUCERS = {REDUCERS} (taken: {reducers}) must "
-            f"divide BM = {BM}, be at most SPLITS = {SPLITS} and leave at least {-(-4 * threads // width)} rows of "
-            f"DV = {DV} ({width} columns merged)",
+            f"consumer threads the same whole number of 4-value vectors of them: REDUCERS = {REDUCERS} (taken: "
+            f"{reducers}) must divide BM = {BM}, be at most SPLITS = {SPLITS} and leave a multiple of "
+            f"{4 * threads // math.gcd(4 * threads, width)} rows of DV = {DV} ({width} columns merged)",
         )
     return reducers
 
@@ -834,9 +836,10 @@ def check_reducers(kernel: str, REDUCERS: int, BM: int, SPLITS: int, DV: int, th
 def merge_reducers(BM: int, SPLITS: int, DV: int, threads: int) -> int:  # noqa: N803
     """How many of a unit's SPLITS blocks merge its BM rows in `flash_attention_combined`: the most, at most
     SPLITS, dividing BM into shares of rows whose DV columns (`tile_width`'s) give each of the `threads` consumer
-    threads at least one 4-element vector (0 where none does)."""
+    threads whole 4-element vectors, the same number each (0 where none does: a fragment spreads evenly over the
+    threads; 4 rows of 192 columns do not over 128)."""
     width = tile_width(DV)
-    fit = [r for r in range(1, SPLITS + 1) if BM % r == 0 and (BM // r) * width >= 4 * threads]
+    fit = [r for r in range(1, SPLITS + 1) if BM % r == 0 and (BM // r) * width % (4 * threads) == 0]
     return max(fit, default=0)
 
 

@@ -2312,6 +2312,8 @@ def matmul(
         launch.launch()
     if epilogue is not None and epilogue.reduce is not None:  # the (M,) reductions, a's leading extents kept
         return C.reshape(lead) if len(lead) > 1 else C
+    if not lead and ndim == 3 and C.dim() == 2:  # a batch of one product keeps its batch dimension, as torch's
+        return C.unsqueeze(0)
     return C.reshape(*lead, C.shape[-1]) if len(lead) > 1 else C
 
 
