@@ -80,3 +80,20 @@ def test_kernel_parameters_with_tensor_maps_are_a_pointer_array() -> None:
     assert ctypes.c_int.from_address(array[3]).value == 9
     assert ctypes.string_at(array[4], 128) == blob
     assert drv.kernel_arguments((1,), (2,)) == ((1, 2), (ctypes.c_void_p, ctypes.c_int))
+
+
+def test_a_dimension_of_extent_one_takes_a_stride_tma_accepts(gemm) -> None:
+    """PyTorch leaves the stride of an extent-one dimension anything: a (1, K) row that is the transpose of a (K, 1)
+    column has strides (1, 1), 2 bytes for bf16, which TMA refuses (the random sweep's batched products of one row,
+    session 74). The dimension is never stepped, so its tensor map takes the stride it would have contiguous."""
+    from argus.runtime.tensor_maps import canonical_strides
+
+    a = FakeTorchTensor((1, 136), "torch.bfloat16", PA, strides=(1, 1))
+    b = FakeTorchTensor((72, 136), "torch.bfloat16", PB)
+    c = FakeTorchTensor((1, 72), "torch.float32", PC)
+    (a_map, _) = gemm.bind(a, b, c).tensor_maps
+    assert a_map.dims == (136, 1) and a_map.strides == (272,)
+    # (TMA order) a (L, 1, K) batch of rows: the middle extent-one dimension's stride made K's bytes; a real stride
+    # past it kept; rounded up to 16 bytes
+    assert canonical_strides((136, 1, 5), (2, 2), 2) == (272, 2)
+    assert canonical_strides((7, 1, 3), (2, 14), 2) == (16, 14)

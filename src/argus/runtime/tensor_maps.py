@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus.atoms.swizzle import TENSOR_MAP_SWIZZLE
-from argus.atoms.tma import Im2colBox, diagnose_im2col, tma_load
+from argus.atoms.tma import TMA_GLOBAL_STRIDE_MULTIPLE, Im2colBox, diagnose_im2col, tma_load
 from argus.backend.cuda.codegen.source import TensorMapParam
 from argus.ir.types import DType
 from argus.runtime.errors import ArgumentError
@@ -53,6 +53,22 @@ class TensorMapSpec:
     swizzle: int
 
 
+def canonical_strides(dims: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The byte strides of dimensions 1.. (TMA order) with each dimension of extent one given the stride it would
+    have contiguous, rounded up to TMA's stride multiple: such a dimension is never stepped (a box past it reads
+    zeros), and PyTorch leaves its stride anything (``x.T`` of a (K, 1) matrix, a batch of one row transposed:
+    stride 1, which TMA refuses)."""
+    out: list[int] = []
+    inner = itemsize
+    for j, stride in enumerate(strides, start=1):
+        if dims[j] == 1:
+            whole = inner * dims[j - 1]
+            stride = -(-whole // TMA_GLOBAL_STRIDE_MULTIPLE) * TMA_GLOBAL_STRIDE_MULTIPLE
+        out.append(stride)
+        inner = stride
+    return tuple(out)
+
+
 def plan(param: TensorMapParam, info: Any, kernel: str) -> TensorMapSpec:
     """The `TensorMapSpec` of `param` for the tensor `info` (`argus.runtime.TensorInfo`, row-major: checked
     by `bind` before), checked against TMA's rules. Raises `ArgumentError` ``RUNTIME_ARG_TMA``."""
@@ -78,7 +94,7 @@ def plan(param: TensorMapParam, info: Any, kernel: str) -> TensorMapSpec:
         )
     itemsize = param.dtype.itemsize
     dims = tuple(reversed(shape))
-    strides = tuple(int(s) * itemsize for s in reversed(info.strides))[1:]
+    strides = canonical_strides(dims, tuple(int(s) * itemsize for s in reversed(info.strides))[1:], itemsize)
     problems = tma_load(rank).diagnose(
         dtype=param.dtype,
         global_shape=dims,
