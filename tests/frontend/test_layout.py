@@ -59,6 +59,8 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]]]] = {
         "torch.nn.functional.pad(torch.tanh(x), (2, 1, 1, 3), mode='replicate') * 2.0",
         [(1, 1, 5, 6)],
     ),
+    # a replicate pad longer than its dimension (PyTorch takes any length)
+    "pad_replicate_long": ("torch.nn.functional.pad(torch.tanh(x), (4, 5), mode='replicate') * 2.0", [(3, 2, 3)]),
     "pad_replicate_3d": (
         "torch.nn.functional.pad(torch.tanh(x), (1, 1, 0, 2, 1, 0), mode='replicate') * 2.0",
         [(2, 2, 3, 4, 5)],

@@ -268,8 +268,8 @@ def _edge_pad_moves(
         a, b, step = lo[d], hi[d], strides[d]
         if a < 0 or b < 0:
             raise NotTaken(f"a {mode} pad with a negative extent ({a}, {b}) is not written")
-        limit = n - 1 if mode == "reflect" else n
-        if (a or b) and (max(a, b) > limit or n == 0):
+        limit = {"reflect": n - 1, "circular": n}.get(mode)  # a replicate pad may be any length
+        if (a or b) and (n == 0 or (limit is not None and max(a, b) > limit)):
             raise NotTaken(f"a {mode} pad of ({a}, {b}) on an extent of {n} (PyTorch takes at most {limit})")
         segments = [(a, n, 0, step)]
         if mode == "replicate":  # one segment per border row too: a broadcast of one element is no window
