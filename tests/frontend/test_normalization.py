@@ -263,7 +263,8 @@ def test_chunked_stages_state_what_they_rely_on(
         ("torch.nn.BatchNorm1d(6, affine=False)", "(4, 6, 7)", "bfloat16"),
         ("torch.nn.BatchNorm1d(6)", "(5, 6)", "float32"),
         ("torch.nn.BatchNorm3d(4)", "(2, 4, 3, 5, 6)", "float16"),
-        # a convolution's inference block: the batch norm is the convolution's fused epilogue
+        # a convolution's inference block in bf16: the batch norm (widened to float32, rounded once) and the ReLU are
+        # the convolution's fused epilogue
         (
             "torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU())",
             "(2, 16, 9, 10)",
@@ -295,6 +296,9 @@ def test_eval_mode_batch_norm_is_solved_as_a_per_channel_affine(
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
     families = [g["family"] for g in result.groups]
     assert "normalization" not in families and "pointwise" in families, families
+    if "Conv2d" in module:  # the per-channel affine and the ReLU are the convolution's fused epilogue
+        (conv,) = [g for g in result.groups if g["family"] == "convolution"]
+        assert {"sub", "mul", "add", "relu"} <= set(conv["ops"]), result.groups
     # the running statistics are read: the output is not the batch's own normalization
     text = Path(result.solution).read_text()
     assert "rsqrt" in text and "batch_norm" not in text.split("class ModelNew")[1]

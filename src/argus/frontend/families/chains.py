@@ -56,15 +56,21 @@ def takes(n: Any, group: dict, tainted: set, shape: tuple, dtype: Any, bound: fr
     import torch.fx
 
     op = aten_name(n)
-    if op not in pointwise.RULES or op in ("scalar_tensor", "_to_copy", "clone") or n.name in bound:
+    if op not in pointwise.RULES or op in ("scalar_tensor", "clone") or n.name in bound:
         return False
+    if op == "_to_copy" and (set(n.kwargs) - {"dtype"} or n.kwargs.get("dtype") not in (torch.float32, dtype)):
+        return False  # only a conversion between the output's dtype and float32, which the epilogue computes in
     params, _ = pointwise.RULES[op]
     args = pointwise._arguments(n, params)
     if isinstance(args, str):
         return False
     val = node_value(n)
     compared = op in pointwise.COMPARISONS
-    if not isinstance(val, torch.Tensor) or tuple(val.shape) != shape or (val.dtype != dtype and not compared):
+    # float32 values on the way (a 16-bit output widened, then rounded once at the end: eval-mode batch norm's
+    # decomposition) are what the epilogue holds anyway; the chain's last value has the output's dtype (`chain_nodes`)
+    if not isinstance(val, torch.Tensor) or tuple(val.shape) != shape:
+        return False
+    if val.dtype not in (dtype, torch.float32) and not compared:
         return False
     if op == "div" and n.kwargs.get("rounding_mode") is not None:
         return False
