@@ -255,7 +255,7 @@ def write(spec: dict[str, Any], path: Path) -> None:
     args = ", ".join("xyz"[: len(spec["inputs"])])
     ins = ", ".join(f"torch.randn({s}).to(torch.{spec['dtype']})" for s in spec["inputs"])
     tail = spec.get("tail", "")
-    body = f"y = {spec['body']}{tail}\n        return y" if tail else f"return {spec['body']}"
+    body = f"y = {spec['body']}{tail}; return y" if tail else f"return {spec['body']}"
     path.write_text(
         textwrap.dedent(f"""
         import torch
