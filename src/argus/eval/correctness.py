@@ -438,10 +438,7 @@ def check_correctness(
                 native_in = [to_host([x])[0] if i in written else pristine[i] for i, x in enumerate(native_dev)]
                 del native_dev
             else:
-                ref_high = [r.detach() for r in as_outputs(reference.run_high(to_high(pristine)))]
-                torch.manual_seed(trial_seed)
-                native_in = clone_all(pristine)
-                ref_native = [r.detach() for r in as_outputs(reference.run_native(native_in))]
+                ref_high, ref_native, native_in = run_references(reference, pristine, trial_seed)
             _sync(device)
         except Exception as e:  # noqa: BLE001
             if distribution != "native":
@@ -587,6 +584,19 @@ def check_correctness(
     )
 
 
+def run_references(reference: Reference, inputs: list[Any], seed: int) -> tuple[list[Any], list[Any], list[Any]]:
+    """The task's reference on `inputs` in float64 and in its own precision, PyTorch's generator seeded with `seed`
+    before each (as for the candidate): (float64 outputs, native outputs, the native run's inputs as it left them)."""
+    import torch
+
+    torch.manual_seed(seed)
+    high = [r.detach() for r in as_outputs(reference.run_high(to_high(inputs)))]
+    torch.manual_seed(seed)
+    native_in = clone_all(inputs)
+    native = [r.detach() for r in as_outputs(reference.run_native(native_in))]
+    return high, native, native_in
+
+
 #: How many nudged copies of a trial's inputs `rounding_luck` runs the task's two references on.
 LUCK_PROBES = 2
 
@@ -615,10 +625,7 @@ def rounding_luck(
             else:
                 nudged.append(x.clone() if isinstance(x, torch.Tensor) else x)
         try:
-            torch.manual_seed(seed)
-            high = [r.detach() for r in as_outputs(reference.run_high(to_high(nudged)))]
-            torch.manual_seed(seed)
-            native = [r.detach() for r in as_outputs(reference.run_native(clone_all(nudged)))]
+            high, native, _ = run_references(reference, nudged, seed)
         except Exception:  # noqa: BLE001 (the probe inputs broke an assumption of the task: no finding either way)
             return None
         kind, _, _, why = reference_choice(native, high, tol, scale)

@@ -264,8 +264,9 @@ def _loss_taken(node: Any) -> bool:
 
 
 def _is_adaptive_pool(node: Any) -> bool:
-    packet = getattr(node.target, "_overloadpacket", None)
-    name = getattr(packet, "__name__", "")
+    from argus.frontend.families.base import aten_name
+
+    name = aten_name(node)
     return name.lstrip("_").startswith("adaptive_") and "pool" in name
 
 
@@ -282,8 +283,9 @@ def _even(node: Any) -> bool:
 
 def _is_variance(node: Any) -> bool:
     """Whether `node` is a variance or a standard deviation (alone, not ``var_mean``: those have two results)."""
-    packet = getattr(node.target, "_overloadpacket", None)
-    return getattr(packet, "__name__", "") in ("var", "std")
+    from argus.frontend.families.base import aten_name
+
+    return aten_name(node) in ("var", "std")
 
 
 def _eval_mode(node: Any) -> bool:
