@@ -66,3 +66,39 @@ def test_exclude_takes_a_fragment_and_a_comparison() -> None:
         shared_operand.trace()
     with pytest.raises(DSLError, match="comparison"):
         not_a_comparison.trace()
+
+
+def test_an_exclusion_declared_after_the_fragment_was_read_is_refused_where_it_would_not_reach() -> None:
+    """The verifier resolves a read through the writes and declarations before it, so a `T.exclude` after a statement
+    computed from the fragment does not reach that value: a mask applied to it would go unchecked (the sliding
+    window's off-by-one in `flash_attention` verified so until session 75). Declared before every read, or after
+    a new write of the fragment, it is taken."""
+
+    def kernel(order: str):  # noqa: ANN202
+        @argus.kernel
+        def masked(X: T.Tensor[("N", 128), T.f32], Y: T.Tensor[("N",), T.f32]):  # noqa: F821
+            with T.grid(1, threads=128):
+                x = T.alloc_fragment((16, 128), T.f32)
+                T.copy(X.tile((0, 0), (16, 128)), x)
+                if order == "before":
+                    T.exclude(x, lambda r, c: c > 100)
+                y = T.where(T.index(x, 1) <= 100, x, float("-inf"))
+                if order == "after":
+                    T.exclude(x, lambda r, c: c > 100)
+                for i in T.serial(2):  # a read inside a nested block counts too
+                    z = T.where(T.index(x, 1) <= 100 - i, x, float("-inf"))
+                if order == "after_loop":
+                    T.exclude(x, lambda r, c: c > 100)
+                T.copy(X.tile((0, 0), (16, 128)), x)  # a new write: what follows reads the new value
+                if order == "after_rewrite":
+                    T.exclude(x, lambda r, c: c > 100)
+                T.copy(T.reduce_max(T.maximum(y, z), axis=1), Y.tile((0,), (16,)))
+
+        return masked
+
+    for order in ("after", "after_loop"):
+        with pytest.raises(DSLError, match="DSL_EXCLUDE_AFTER_READ") as e:
+            kernel(order).trace()
+        assert "computed from it" in str(e.value)
+    for order in ("before", "after_rewrite"):
+        kernel(order).trace()

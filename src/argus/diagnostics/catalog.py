@@ -508,6 +508,13 @@ class Code(StrEnum):
         "call the kernel with one CPU tensor or numpy array per tensor parameter, in order (the interpreter runs "
         "on the CPU)",
     )
+    DSL_EXCLUDE_AFTER_READ = _entry(
+        Category.DSL,
+        "T.exclude on {fragment} after {line} computed from it: what was computed before the declaration does not "
+        "carry it, so no mask applied to that value is checked against it",
+        "declare every T.exclude on a fragment right after the statement that writes it, before any statement "
+        "reads it (the causal and window masks of attention: both exclusions first, then the T.where masks)",
+    )
     DSL_FLOAT_OP = _entry(
         Category.DSL,
         "{operation} works on float fragments; every value here is an integer",

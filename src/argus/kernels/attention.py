@@ -577,17 +577,21 @@ def attention_body(  # noqa: C901, PLR0912, PLR0913, PLR0915 - the kernel's para
                     T.mbarrier_wait(q_ready[qb], phase=(it // Q_BUFFERS) % 2 if PERSISTENT else 0)
 
                 def online_softmax(j, scores=scores):  # noqa: ANN001, ANN202 - tile j's statistics and probabilities; l updated
-                    raw = scores if sign > 0 else -scores
                     if CAUSAL:  # keys past the row's diagonal, key - row > bm * BM + SK - SQ - j * BN (for a row
                         # of the query, SK - 1 at most: that masks the keys past the sequence too)
                         # invariant: key (first + j) * BN + c past row bm * BM + r's diagonal does not contribute,
                         # written on its own (not through `limit`), so that the verifier checks the mask against it
+                        # (every exclusion declared before anything is computed from S: what was computed before
+                        # a declaration would not carry it, DSL_EXCLUDE_AFTER_READ)
                         T.exclude(scores, lambda r, c: c - r > bm * BM + (SK - SQ) - (first + j) * BN)
+                        if WINDOW:  # invariant: nor does a key WINDOW or more behind the row's diagonal
+                            T.exclude(scores, lambda r, c: c - r <= bm * BM + (SK - SQ) - (first + j) * BN - WINDOW)
+                    raw = scores if sign > 0 else -scores
+                    if CAUSAL:
                         limit = bm * BM + (SK - SQ) - (first + j) * BN
                         diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)  # integers: ptxas folds them
                         x = T.where(diagonal <= limit, raw, float("-inf"))
-                        if WINDOW:  # invariant: nor does a key WINDOW or more behind the row's diagonal
-                            T.exclude(scores, lambda r, c: c - r <= bm * BM + (SK - SQ) - (first + j) * BN - WINDOW)
+                        if WINDOW:
                             x = T.where(diagonal > limit - WINDOW, x, float("-inf"))
                     elif MASK_TAIL:  # key positions past the sequence
                         x = T.where(T.index(scores, 1, T.i32) < SK - (first + j) * BN, raw, float("-inf"))
@@ -968,9 +972,11 @@ def attention_softmax(
 @T.macro
 def softmax_logits(x: Any, bm: Any, j: Any, BM: int, BN: int, SK: Any, SCALE: float, CAUSAL: bool) -> Any:  # noqa: N803
     """x · SCALE · log2(e), -inf at the keys past SK and (CAUSAL) at the keys after the row's query."""
-    t = T.where(T.index(x, 1) < SK - j * BN, x * (SCALE * LOG2E), float("-inf"))
     if CAUSAL:  # key j * BN + c sees query bm * BM + r when c - r <= bm * BM - j * BN
-        # invariant: no key after its row's query contributes (the verifier proves the mask below)
+        # invariant: no key after its row's query contributes (the verifier proves the mask below; declared before
+        # anything is computed from x)
         T.exclude(x, lambda r, c: c - r > bm * BM - j * BN)
+    t = T.where(T.index(x, 1) < SK - j * BN, x * (SCALE * LOG2E), float("-inf"))
+    if CAUSAL:
         t = T.where(T.index(x, 1) - T.index(x, 0) <= bm * BM - j * BN, t, float("-inf"))
     return t

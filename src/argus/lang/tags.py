@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from argus.ir.expr import Expr, as_expr
-from argus.ir.nodes import Broadcast, Space, TileRef
+from argus.ir.nodes import Broadcast, Copy, Fill, For, Gemm, If, Let, Map, Reduce, Role, Space, TileRef
 from argus.ir.tags import AssertTag, AssertTagEq, Tag, TagNameIs, TagPlaceholder, strip
 from argus.ir.types import boolean
 from argus.lang.errors import DSLError, caller_loc
@@ -139,8 +139,54 @@ def exclude(x: Any, fn: Any) -> Any:
             actual=repr(cond),
             loc=loc,
         )
+    read = _computed_from(st.stack[-1], ref.buffer)
+    if read is not None:
+        where = f"line {read.loc.line}" if read.loc is not None else "a statement"
+        raise DSLError(
+            "DSL_EXCLUDE_AFTER_READ",
+            f"T.exclude on {ref.buffer.name} after {where} computed from it: what was computed before the declaration "
+            "does not carry it, so no mask applied to that value is checked against it",
+            "declare every T.exclude on a fragment right after the statement that writes it, before any statement "
+            "reads it",
+            loc=loc,
+        )
     st.emit(Tag(ref, "excluded", (), exclude=strip(as_expr(cond)), loc=loc))
     return x
+
+
+def _computed_from(stmts: list[Any], buffer: Any) -> Any:
+    """The newest statement of `stmts` (the current block, in order; nested blocks searched too) that computes from
+    `buffer` after the last statement there that writes it, or None. A `T.exclude` declared after it would not reach
+    what it computed: the verifier resolves a read through the writes and declarations before it."""
+
+    def reads(s: Any) -> bool:
+        refs = {Copy: lambda: [s.src], Map: lambda: list(s.srcs), Reduce: lambda: [s.src], Gemm: lambda: [s.a, s.b]}
+        for kind, get in refs.items():
+            if isinstance(s, kind):
+                return any((r.ref if isinstance(r, Broadcast) else r).buffer is buffer for r in get()
+                           if isinstance(r, TileRef | Broadcast))  # fmt: skip
+        return False
+
+    def writes(s: Any) -> bool:
+        if isinstance(s, Gemm):
+            return s.acc.buffer is buffer
+        return isinstance(s, Copy | Fill | Map | Reduce) and isinstance(s.dst, TileRef) and s.dst.buffer is buffer
+
+    def scan(block: Any) -> tuple[bool, Any]:  # (a write ends the search, the read found)
+        for s in reversed(list(block)):
+            if isinstance(s, For | Let | Role):
+                done, found = scan(s.body)
+            elif isinstance(s, If):
+                done, found = scan(tuple(s.then) + tuple(s.orelse))
+            elif writes(s):
+                return True, None
+            else:
+                done, found = False, (s if reads(s) else None)
+            if found is not None or done:
+                return done, found
+        return False, None
+
+    return scan(stmts)[1]
 
 
 def _check_shapes(what: str, ops: list[TileRef | Broadcast], loc: Any) -> None:

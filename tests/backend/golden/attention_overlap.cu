@@ -298,22 +298,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
     for (int v = 0; v < 2; ++v) l[v] = 0.0f;
     // attention.py:577  mbarrier.wait q_ready[0] phase=0
     argus::mbarrier_wait(argus::smem_u32(&q_ready[0]), static_cast<unsigned>(0) & 1u);
-    // attention.py:617  alloc pa: fragment bf16[128, 128] tv (((4,8,4),(2,1)),((2,2,2),(1,8))):(((256,1,16),(64,0)),((128,8,1024),(64,2048))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
+    // attention.py:621  alloc pa: fragment bf16[128, 128] tv (((4,8,4),(2,1)),((2,2,2),(1,8))):(((256,1,16),(64,0)),((128,8,1024),(64,2048))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
     alignas(16) __nv_bfloat16 pa[64];
-    // attention.py:618  alloc rescale: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:622  alloc rescale: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float rescale[2];
-    // attention.py:619  if (0 < ((S + 127) // 128)):
+    // attention.py:623  if (0 < ((S + 127) // 128)):
     if (0 < ((S + 127) / 128)) {
-      // attention.py:622  alloc first_scores: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:626  alloc first_scores: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float first_scores[64];
-      // attention.py:624  mbarrier.wait full[0] phase=0
+      // attention.py:628  mbarrier.wait full[0] phase=0
       argus::mbarrier_wait(argus::smem_u32(&full[0]), static_cast<unsigned>(0) & 1u);
-      // attention.py:626  fill first_scores = 0.0
+      // attention.py:630  fill first_scores = 0.0
       #pragma unroll
       for (int v = 0; v < 64; ++v) first_scores[v] = 0.0f;
-      // attention.py:609  turn wait
+      // attention.py:613  turn wait
       asm volatile("bar.sync %0, %1;\n" :: "r"(3 + consumer_tid / 128), "n"(256) : "memory");  // take this warpgroup's turn
-      // attention.py:610  gemm first_scores += sQ @ sK[0, :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
+      // attention.py:614  gemm first_scores += sQ @ sK[0, :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
       {
         const int warpgroup = consumer_tid / 128;
         const unsigned a_base = argus::smem_u32(sQ) + 2 * ((warpgroup * 64) * 64);  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
@@ -328,15 +328,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         argus::wgmma_commit();
         argus::wgmma_wait<1>();  // the previous iteration's MMAs
       }
-      // attention.py:611  turn pass
+      // attention.py:615  turn pass
       asm volatile("bar.arrive %0, %1;\n" :: "r"(3 + (consumer_tid / 128 + 1) % 2), "n"(256) : "memory");  // pass the turn on
-      // attention.py:612  wgmma.wait_group 0
+      // attention.py:616  wgmma.wait_group 0
       argus::wgmma_wait<0>();
-      // attention.py:628  mbarrier.arrive empty[0] per_warpgroup
+      // attention.py:632  mbarrier.arrive empty[0] per_warpgroup
       if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[0]));  // this warpgroup's MMAs have finished reading the stage
-      // attention.py:593  alloc r: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc r: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       int r[64];
-      // attention.py:593  r = coord(1)
+      // attention.py:597  r = coord(1)
       {
         const int col = (consumer_tid % 4) * 2;
         r[0] = col;
@@ -404,19 +404,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r[62] = col + 120;
         r[63] = col + 121;
       }
-      // attention.py:593  alloc r_1: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc r_1: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       int r_1[64];
-      // attention.py:593  r_1 = lt(r, S)
+      // attention.py:597  r_1 = lt(r, S)
       #pragma unroll
       for (int v = 0; v < 64; ++v) r_1[v] = (r[v] < S ? 1 : 0);
-      // attention.py:593  alloc x: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc x: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float x[64];
-      // attention.py:593  x = select(r_1, first_scores, -inf)
+      // attention.py:597  x = select(r_1, first_scores, -inf)
       #pragma unroll
       for (int v = 0; v < 64; ++v) x[v] = (static_cast<float>(r_1[v]) != 0 ? first_scores[v] : __int_as_float(0xff800000));
-      // attention.py:596  alloc r_2: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:600  alloc r_2: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_2[2];
-      // attention.py:596  r_2 = reduce_max(x, axis=1) shuffle=[1, 2]
+      // attention.py:600  r_2 = reduce_max(x, axis=1) shuffle=[1, 2]
       {
         r_2[0] = fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(x[0], x[1]), x[4]), x[5]), x[8]), x[9]), x[12]), x[13]), x[16]), x[17]), x[20]), x[21]), x[24]), x[25]), x[28]), x[29]), x[32]), x[33]), x[36]), x[37]), x[40]), x[41]), x[44]), x[45]), x[48]), x[49]), x[52]), x[53]), x[56]), x[57]), x[60]), x[61]);
         r_2[1] = fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(x[2], x[3]), x[6]), x[7]), x[10]), x[11]), x[14]), x[15]), x[18]), x[19]), x[22]), x[23]), x[26]), x[27]), x[30]), x[31]), x[34]), x[35]), x[38]), x[39]), x[42]), x[43]), x[46]), x[47]), x[50]), x[51]), x[54]), x[55]), x[58]), x[59]), x[62]), x[63]);
@@ -425,59 +425,59 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r_2[0] = fmaxf(r_2[0], __shfl_xor_sync(0xffffffffu, r_2[0], 2));
         r_2[1] = fmaxf(r_2[1], __shfl_xor_sync(0xffffffffu, r_2[1], 2));
       }
-      // attention.py:596  alloc m_new: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:600  alloc m_new: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float m_new[2];
-      // attention.py:596  m_new = max(r_2, m)
+      // attention.py:600  m_new = max(r_2, m)
       #pragma unroll
       for (int v = 0; v < 2; ++v) m_new[v] = fmaxf(r_2[v], m[v]);
-      // attention.py:598  alloc r_3: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:602  alloc r_3: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_3[2];
-      // attention.py:598  r_3 = lt(-inf, m_new)
+      // attention.py:602  r_3 = lt(-inf, m_new)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_3[v] = (__int_as_float(0xff800000) < m_new[v] ? 1.0f : 0.0f);
-      // attention.py:598  alloc m_safe: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:602  alloc m_safe: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float m_safe[2];
-      // attention.py:598  m_safe = select(r_3, m_new, 0.0)
+      // attention.py:602  m_safe = select(r_3, m_new, 0.0)
       #pragma unroll
       for (int v = 0; v < 2; ++v) m_safe[v] = (r_3[v] != 0 ? m_new[v] : 0.0f);
-      // attention.py:599  alloc shift: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:603  alloc shift: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float shift[2];
-      // attention.py:599  shift = mul(m_safe, -0.18033688011112042)
+      // attention.py:603  shift = mul(m_safe, -0.18033688011112042)
       #pragma unroll
       for (int v = 0; v < 2; ++v) shift[v] = m_safe[v] * (-0.18033688011112042f);
-      // attention.py:600  alloc r_4: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:604  alloc r_4: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_4[64];
-      // attention.py:600  r_4 = fma(x, 0.18033688011112042, broadcast(shift, axes=(1,)))
+      // attention.py:604  r_4 = fma(x, 0.18033688011112042, broadcast(shift, axes=(1,)))
       #pragma unroll
       for (int v = 0; v < 64; ++v) r_4[v] = fmaf(x[v], 0.18033688011112042f, shift[(v / 2) % 2]);
-      // attention.py:600  alloc p: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:604  alloc p: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float p[64];
-      // attention.py:600  p = exp2(r_4)
+      // attention.py:604  p = exp2(r_4)
       #pragma unroll
       for (int v = 0; v < 64; ++v) p[v] = argus::exp2_approx(r_4[v]);
-      // attention.py:601  alloc r_5: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc r_5: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_5[2];
-      // attention.py:601  r_5 = sub(m, m_safe)
+      // attention.py:605  r_5 = sub(m, m_safe)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_5[v] = m[v] - m_safe[v];
-      // attention.py:601  alloc r_6: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc r_6: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_6[2];
-      // attention.py:601  r_6 = mul(r_5, 0.18033688011112042)
+      // attention.py:605  r_6 = mul(r_5, 0.18033688011112042)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_6[v] = r_5[v] * 0.18033688011112042f;
-      // attention.py:601  alloc alpha: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc alpha: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float alpha[2];
-      // attention.py:601  alpha = exp2(r_6)
+      // attention.py:605  alpha = exp2(r_6)
       #pragma unroll
       for (int v = 0; v < 2; ++v) alpha[v] = argus::exp2_approx(r_6[v]);
-      // attention.py:604  alloc r_7: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_7: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_7[2];
-      // attention.py:604  r_7 = mul(l, alpha)
+      // attention.py:608  r_7 = mul(l, alpha)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_7[v] = l[v] * alpha[v];
-      // attention.py:604  alloc r_8: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_8: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_8[2];
-      // attention.py:604  r_8 = reduce_sum(p, axis=1) shuffle=[1, 2]
+      // attention.py:608  r_8 = reduce_sum(p, axis=1) shuffle=[1, 2]
       {
         r_8[0] = ((((((((((((((((((((((((((((((p[0] + p[1]) + p[4]) + p[5]) + p[8]) + p[9]) + p[12]) + p[13]) + p[16]) + p[17]) + p[20]) + p[21]) + p[24]) + p[25]) + p[28]) + p[29]) + p[32]) + p[33]) + p[36]) + p[37]) + p[40]) + p[41]) + p[44]) + p[45]) + p[48]) + p[49]) + p[52]) + p[53]) + p[56]) + p[57]) + p[60]) + p[61];
         r_8[1] = ((((((((((((((((((((((((((((((p[2] + p[3]) + p[6]) + p[7]) + p[10]) + p[11]) + p[14]) + p[15]) + p[18]) + p[19]) + p[22]) + p[23]) + p[26]) + p[27]) + p[30]) + p[31]) + p[34]) + p[35]) + p[38]) + p[39]) + p[42]) + p[43]) + p[46]) + p[47]) + p[50]) + p[51]) + p[54]) + p[55]) + p[58]) + p[59]) + p[62]) + p[63];
@@ -486,35 +486,35 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r_8[0] = r_8[0] + __shfl_xor_sync(0xffffffffu, r_8[0], 2);
         r_8[1] = r_8[1] + __shfl_xor_sync(0xffffffffu, r_8[1], 2);
       }
-      // attention.py:604  alloc r_9: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_9: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_9[2];
-      // attention.py:604  r_9 = add(r_7, r_8)
+      // attention.py:608  r_9 = add(r_7, r_8)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_9[v] = r_7[v] + r_8[v];
-      // attention.py:604  copy r_9 -> l atom=auto
+      // attention.py:608  copy r_9 -> l atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) l[v] = r_9[v];
-      // attention.py:630  copy m_new -> m atom=auto
+      // attention.py:634  copy m_new -> m atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) m[v] = m_new[v];
-      // attention.py:631  copy alpha -> rescale atom=auto
+      // attention.py:635  copy alpha -> rescale atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) rescale[v] = alpha[v];
-      // attention.py:632  copy p -> pa atom=auto
+      // attention.py:636  copy p -> pa atom=auto
       #pragma unroll
       for (int v = 0; v < 64; ++v) pa[v] = __float2bfloat16_rn(p[v]);
     }
-    // attention.py:633  for i in range((((S + 127) // 128) - 1)) [pipelined, stages=2, start=1]:
+    // attention.py:637  for i in range((((S + 127) // 128) - 1)) [pipelined, stages=2, start=1]:
     // pipelined loop (2 stages): one wgmma group stays in flight; stage k-1 is released once the MMAs of iteration k are issued
     for (int i = 0; i < ((S + 127) / 128) - 1; ++i) {
-      // attention.py:636  mbarrier.wait full[((i + 1) % 2)] phase=(((i + 1) // 2) % 2)
+      // attention.py:640  mbarrier.wait full[((i + 1) % 2)] phase=(((i + 1) // 2) % 2)
       argus::mbarrier_wait(argus::smem_u32(&full[(i + 1) % 2]), static_cast<unsigned>(((i + 1) / 2) % 2) & 1u);
-      // attention.py:638  fill scores = 0.0
+      // attention.py:642  fill scores = 0.0
       #pragma unroll
       for (int v = 0; v < 64; ++v) scores[v] = 0.0f;
-      // attention.py:642  turn wait
+      // attention.py:646  turn wait
       asm volatile("bar.sync %0, %1;\n" :: "r"(3 + consumer_tid / 128), "n"(256) : "memory");  // take this warpgroup's turn
-      // attention.py:644  gemm scores += sQ @ sK[((i + 1) % 2), :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
+      // attention.py:648  gemm scores += sQ @ sK[((i + 1) % 2), :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
       {
         const int warpgroup = consumer_tid / 128;
         const unsigned a_base = argus::smem_u32(sQ) + 2 * ((warpgroup * 64) * 64);  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
@@ -529,17 +529,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         argus::wgmma_commit();
         argus::wgmma_wait<1>();  // the previous iteration's MMAs
       }
-      // attention.py:646  alloc r_10: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
+      // attention.py:650  alloc r_10: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
       float r_10[32];
-      // attention.py:646  r_10 = mul(o, broadcast(rescale, axes=(1,)))
+      // attention.py:650  r_10 = mul(o, broadcast(rescale, axes=(1,)))
       #pragma unroll
       for (int v = 0; v < 32; ++v) r_10[v] = o[v] * rescale[(v / 2) % 2];
-      // attention.py:646  copy r_10 -> o atom=auto
+      // attention.py:650  copy r_10 -> o atom=auto
       #pragma unroll
       for (int v = 0; v < 32; ++v) o[v] = r_10[v];
-      // attention.py:647  mbarrier.wait full_v[(i % 2)] phase=((((i + 1) - 1) // 2) % 2)
+      // attention.py:651  mbarrier.wait full_v[(i % 2)] phase=((((i + 1) - 1) // 2) % 2)
       argus::mbarrier_wait(argus::smem_u32(&full_v[i % 2]), static_cast<unsigned>(argus::floormod(argus::floordiv((i + 1) - 1, 2), 2)) & 1u);
-      // attention.py:650  gemm o += pa @ sV[(i % 2), :128, :64] atom=wgmma.m64n64k16.f32.bf16.bf16.rs
+      // attention.py:654  gemm o += pa @ sV[(i % 2), :128, :64] atom=wgmma.m64n64k16.f32.bf16.bf16.rs
       {
         const unsigned b_base = argus::smem_u32(sV) + 2 * ((i % 2) * 8192);  // B: MN-major, 128-byte swizzle, LBO 16, SBO 1024; A: this warpgroup's rows of pa, in registers
         const unsigned long long b_desc = argus::wgmma_descriptor(b_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
@@ -555,15 +555,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         argus::wgmma_commit();
         argus::wgmma_wait<2>();  // the previous iteration's MMAs
       }
-      // attention.py:651  turn pass
+      // attention.py:655  turn pass
       asm volatile("bar.arrive %0, %1;\n" :: "r"(3 + (consumer_tid / 128 + 1) % 2), "n"(256) : "memory");  // pass the turn on
-      // attention.py:652  wgmma.wait_group 1
+      // attention.py:656  wgmma.wait_group 1
       argus::wgmma_wait<1>();
-      // attention.py:655  mbarrier.arrive empty[((i + 1) % 2)] per_warpgroup
+      // attention.py:659  mbarrier.arrive empty[((i + 1) % 2)] per_warpgroup
       if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[(i + 1) % 2]));  // this warpgroup's MMAs have finished reading the stage
-      // attention.py:593  alloc r_11: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc r_11: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       int r_11[64];
-      // attention.py:593  r_11 = coord(1)
+      // attention.py:597  r_11 = coord(1)
       {
         const int col = (consumer_tid % 4) * 2;
         r_11[0] = col;
@@ -631,19 +631,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r_11[62] = col + 120;
         r_11[63] = col + 121;
       }
-      // attention.py:593  alloc r_12: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc r_12: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       int r_12[64];
-      // attention.py:593  r_12 = lt(r_11, (S - ((i + 1) * 128)))
+      // attention.py:597  r_12 = lt(r_11, (S - ((i + 1) * 128)))
       #pragma unroll
       for (int v = 0; v < 64; ++v) r_12[v] = (r_11[v] < (S - ((i + 1) * 128)) ? 1 : 0);
-      // attention.py:593  alloc x_1: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc x_1: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float x_1[64];
-      // attention.py:593  x_1 = select(r_12, scores, -inf)
+      // attention.py:597  x_1 = select(r_12, scores, -inf)
       #pragma unroll
       for (int v = 0; v < 64; ++v) x_1[v] = (static_cast<float>(r_12[v]) != 0 ? scores[v] : __int_as_float(0xff800000));
-      // attention.py:596  alloc r_13: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:600  alloc r_13: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_13[2];
-      // attention.py:596  r_13 = reduce_max(x_1, axis=1) shuffle=[1, 2]
+      // attention.py:600  r_13 = reduce_max(x_1, axis=1) shuffle=[1, 2]
       {
         r_13[0] = fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(x_1[0], x_1[1]), x_1[4]), x_1[5]), x_1[8]), x_1[9]), x_1[12]), x_1[13]), x_1[16]), x_1[17]), x_1[20]), x_1[21]), x_1[24]), x_1[25]), x_1[28]), x_1[29]), x_1[32]), x_1[33]), x_1[36]), x_1[37]), x_1[40]), x_1[41]), x_1[44]), x_1[45]), x_1[48]), x_1[49]), x_1[52]), x_1[53]), x_1[56]), x_1[57]), x_1[60]), x_1[61]);
         r_13[1] = fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(x_1[2], x_1[3]), x_1[6]), x_1[7]), x_1[10]), x_1[11]), x_1[14]), x_1[15]), x_1[18]), x_1[19]), x_1[22]), x_1[23]), x_1[26]), x_1[27]), x_1[30]), x_1[31]), x_1[34]), x_1[35]), x_1[38]), x_1[39]), x_1[42]), x_1[43]), x_1[46]), x_1[47]), x_1[50]), x_1[51]), x_1[54]), x_1[55]), x_1[58]), x_1[59]), x_1[62]), x_1[63]);
@@ -652,59 +652,59 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r_13[0] = fmaxf(r_13[0], __shfl_xor_sync(0xffffffffu, r_13[0], 2));
         r_13[1] = fmaxf(r_13[1], __shfl_xor_sync(0xffffffffu, r_13[1], 2));
       }
-      // attention.py:596  alloc m_new_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:600  alloc m_new_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float m_new_1[2];
-      // attention.py:596  m_new_1 = max(r_13, m)
+      // attention.py:600  m_new_1 = max(r_13, m)
       #pragma unroll
       for (int v = 0; v < 2; ++v) m_new_1[v] = fmaxf(r_13[v], m[v]);
-      // attention.py:598  alloc r_14: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:602  alloc r_14: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_14[2];
-      // attention.py:598  r_14 = lt(-inf, m_new_1)
+      // attention.py:602  r_14 = lt(-inf, m_new_1)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_14[v] = (__int_as_float(0xff800000) < m_new_1[v] ? 1.0f : 0.0f);
-      // attention.py:598  alloc m_safe_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:602  alloc m_safe_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float m_safe_1[2];
-      // attention.py:598  m_safe_1 = select(r_14, m_new_1, 0.0)
+      // attention.py:602  m_safe_1 = select(r_14, m_new_1, 0.0)
       #pragma unroll
       for (int v = 0; v < 2; ++v) m_safe_1[v] = (r_14[v] != 0 ? m_new_1[v] : 0.0f);
-      // attention.py:599  alloc shift_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:603  alloc shift_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float shift_1[2];
-      // attention.py:599  shift_1 = mul(m_safe_1, -0.18033688011112042)
+      // attention.py:603  shift_1 = mul(m_safe_1, -0.18033688011112042)
       #pragma unroll
       for (int v = 0; v < 2; ++v) shift_1[v] = m_safe_1[v] * (-0.18033688011112042f);
-      // attention.py:600  alloc r_15: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:604  alloc r_15: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_15[64];
-      // attention.py:600  r_15 = fma(x_1, 0.18033688011112042, broadcast(shift_1, axes=(1,)))
+      // attention.py:604  r_15 = fma(x_1, 0.18033688011112042, broadcast(shift_1, axes=(1,)))
       #pragma unroll
       for (int v = 0; v < 64; ++v) r_15[v] = fmaf(x_1[v], 0.18033688011112042f, shift_1[(v / 2) % 2]);
-      // attention.py:600  alloc p_1: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:604  alloc p_1: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float p_1[64];
-      // attention.py:600  p_1 = exp2(r_15)
+      // attention.py:604  p_1 = exp2(r_15)
       #pragma unroll
       for (int v = 0; v < 64; ++v) p_1[v] = argus::exp2_approx(r_15[v]);
-      // attention.py:601  alloc r_16: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc r_16: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_16[2];
-      // attention.py:601  r_16 = sub(m, m_safe_1)
+      // attention.py:605  r_16 = sub(m, m_safe_1)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_16[v] = m[v] - m_safe_1[v];
-      // attention.py:601  alloc r_17: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc r_17: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_17[2];
-      // attention.py:601  r_17 = mul(r_16, 0.18033688011112042)
+      // attention.py:605  r_17 = mul(r_16, 0.18033688011112042)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_17[v] = r_16[v] * 0.18033688011112042f;
-      // attention.py:601  alloc alpha_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc alpha_1: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float alpha_1[2];
-      // attention.py:601  alpha_1 = exp2(r_17)
+      // attention.py:605  alpha_1 = exp2(r_17)
       #pragma unroll
       for (int v = 0; v < 2; ++v) alpha_1[v] = argus::exp2_approx(r_17[v]);
-      // attention.py:604  alloc r_18: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_18: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_18[2];
-      // attention.py:604  r_18 = mul(l, alpha_1)
+      // attention.py:608  r_18 = mul(l, alpha_1)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_18[v] = l[v] * alpha_1[v];
-      // attention.py:604  alloc r_19: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_19: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_19[2];
-      // attention.py:604  r_19 = reduce_sum(p_1, axis=1) shuffle=[1, 2]
+      // attention.py:608  r_19 = reduce_sum(p_1, axis=1) shuffle=[1, 2]
       {
         r_19[0] = ((((((((((((((((((((((((((((((p_1[0] + p_1[1]) + p_1[4]) + p_1[5]) + p_1[8]) + p_1[9]) + p_1[12]) + p_1[13]) + p_1[16]) + p_1[17]) + p_1[20]) + p_1[21]) + p_1[24]) + p_1[25]) + p_1[28]) + p_1[29]) + p_1[32]) + p_1[33]) + p_1[36]) + p_1[37]) + p_1[40]) + p_1[41]) + p_1[44]) + p_1[45]) + p_1[48]) + p_1[49]) + p_1[52]) + p_1[53]) + p_1[56]) + p_1[57]) + p_1[60]) + p_1[61];
         r_19[1] = ((((((((((((((((((((((((((((((p_1[2] + p_1[3]) + p_1[6]) + p_1[7]) + p_1[10]) + p_1[11]) + p_1[14]) + p_1[15]) + p_1[18]) + p_1[19]) + p_1[22]) + p_1[23]) + p_1[26]) + p_1[27]) + p_1[30]) + p_1[31]) + p_1[34]) + p_1[35]) + p_1[38]) + p_1[39]) + p_1[42]) + p_1[43]) + p_1[46]) + p_1[47]) + p_1[50]) + p_1[51]) + p_1[54]) + p_1[55]) + p_1[58]) + p_1[59]) + p_1[62]) + p_1[63];
@@ -713,43 +713,43 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r_19[0] = r_19[0] + __shfl_xor_sync(0xffffffffu, r_19[0], 2);
         r_19[1] = r_19[1] + __shfl_xor_sync(0xffffffffu, r_19[1], 2);
       }
-      // attention.py:604  alloc r_20: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_20: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_20[2];
-      // attention.py:604  r_20 = add(r_18, r_19)
+      // attention.py:608  r_20 = add(r_18, r_19)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_20[v] = r_18[v] + r_19[v];
-      // attention.py:604  copy r_20 -> l atom=auto
+      // attention.py:608  copy r_20 -> l atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) l[v] = r_20[v];
-      // attention.py:658  wgmma.wait_group 0 after l
+      // attention.py:662  wgmma.wait_group 0 after l
       argus::wgmma_wait_after<0>(l[1]);  // kept behind l
-      // attention.py:659  mbarrier.arrive empty_v[(i % 2)] per_warpgroup
+      // attention.py:663  mbarrier.arrive empty_v[(i % 2)] per_warpgroup
       if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty_v[i % 2]));  // this warpgroup's MMAs have finished reading the stage
-      // attention.py:660  copy m_new_1 -> m atom=auto
+      // attention.py:664  copy m_new_1 -> m atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) m[v] = m_new_1[v];
-      // attention.py:661  copy alpha_1 -> rescale atom=auto
+      // attention.py:665  copy alpha_1 -> rescale atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) rescale[v] = alpha_1[v];
-      // attention.py:662  copy p_1 -> pa atom=auto
+      // attention.py:666  copy p_1 -> pa atom=auto
       #pragma unroll
       for (int v = 0; v < 64; ++v) pa[v] = __float2bfloat16_rn(p_1[v]);
     }
-    // attention.py:664  if (0 < ((S + 127) // 128)):
+    // attention.py:668  if (0 < ((S + 127) // 128)):
     if (0 < ((S + 127) / 128)) {
-      // attention.py:666  alloc r_21: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
+      // attention.py:670  alloc r_21: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
       float r_21[32];
-      // attention.py:666  r_21 = mul(o, broadcast(rescale, axes=(1,)))
+      // attention.py:670  r_21 = mul(o, broadcast(rescale, axes=(1,)))
       #pragma unroll
       for (int v = 0; v < 32; ++v) r_21[v] = o[v] * rescale[(v / 2) % 2];
-      // attention.py:666  copy r_21 -> o atom=auto
+      // attention.py:670  copy r_21 -> o atom=auto
       #pragma unroll
       for (int v = 0; v < 32; ++v) o[v] = r_21[v];
-      // attention.py:667  mbarrier.wait full_v[((((S + 127) // 128) - 1) % 2)] phase=(((((S + 127) // 128) - 1) // 2) % 2)
+      // attention.py:671  mbarrier.wait full_v[((((S + 127) // 128) - 1) % 2)] phase=(((((S + 127) // 128) - 1) // 2) % 2)
       argus::mbarrier_wait(argus::smem_u32(&full_v[argus::floormod(((S + 127) / 128) - 1, 2)]), static_cast<unsigned>(argus::floormod(argus::floordiv(((S + 127) / 128) - 1, 2), 2)) & 1u);
-      // attention.py:609  turn wait
+      // attention.py:613  turn wait
       asm volatile("bar.sync %0, %1;\n" :: "r"(3 + consumer_tid / 128), "n"(256) : "memory");  // take this warpgroup's turn
-      // attention.py:610  gemm o += pa @ sV[((((S + 127) // 128) - 1) % 2), :128, :64] atom=wgmma.m64n64k16.f32.bf16.bf16.rs
+      // attention.py:614  gemm o += pa @ sV[((((S + 127) // 128) - 1) % 2), :128, :64] atom=wgmma.m64n64k16.f32.bf16.bf16.rs
       {
         const unsigned b_base = argus::smem_u32(sV) + 2 * (argus::floormod(((S + 127) / 128) - 1, 2) * 8192);  // B: MN-major, 128-byte swizzle, LBO 16, SBO 1024; A: this warpgroup's rows of pa, in registers
         const unsigned long long b_desc = argus::wgmma_descriptor(b_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
@@ -765,59 +765,59 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         argus::wgmma_commit();
         argus::wgmma_wait<1>();  // the previous iteration's MMAs
       }
-      // attention.py:611  turn pass
+      // attention.py:615  turn pass
       asm volatile("bar.arrive %0, %1;\n" :: "r"(3 + (consumer_tid / 128 + 1) % 2), "n"(256) : "memory");  // pass the turn on
-      // attention.py:612  wgmma.wait_group 0
+      // attention.py:616  wgmma.wait_group 0
       argus::wgmma_wait<0>();
-      // attention.py:670  mbarrier.arrive empty_v[((((S + 127) // 128) - 1) % 2)] per_warpgroup
+      // attention.py:674  mbarrier.arrive empty_v[((((S + 127) // 128) - 1) % 2)] per_warpgroup
       if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty_v[argus::floormod(((S + 127) / 128) - 1, 2)]));  // this warpgroup's MMAs have finished reading the stage
     }
-    // attention.py:712  alloc seen: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:716  alloc seen: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float seen[2];
-    // attention.py:712  seen = lt(0.0, l)
+    // attention.py:716  seen = lt(0.0, l)
     #pragma unroll
     for (int v = 0; v < 2; ++v) seen[v] = (0.0f < l[v] ? 1.0f : 0.0f);
-    // attention.py:713  alloc r_22: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:717  alloc r_22: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_22[2];
-    // attention.py:713  r_22 = rcp(l)
+    // attention.py:717  r_22 = rcp(l)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_22[v] = 1.0f / l[v];
-    // attention.py:713  alloc inv: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:717  alloc inv: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float inv[2];
-    // attention.py:713  inv = select(seen, r_22, 0.0)
+    // attention.py:717  inv = select(seen, r_22, 0.0)
     #pragma unroll
     for (int v = 0; v < 2; ++v) inv[v] = (seen[v] != 0 ? r_22[v] : 0.0f);
-    // attention.py:714  alloc r_23: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_23: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_23[2];
-    // attention.py:714  r_23 = mul(m, 0.18033688011112042)
+    // attention.py:718  r_23 = mul(m, 0.18033688011112042)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_23[v] = m[v] * 0.18033688011112042f;
-    // attention.py:714  alloc r_24: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_24: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_24[2];
-    // attention.py:714  r_24 = log2(l)
+    // attention.py:718  r_24 = log2(l)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_24[v] = log2f(l[v]);
-    // attention.py:714  alloc r_25: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_25: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_25[2];
-    // attention.py:714  r_25 = add(r_23, r_24)
+    // attention.py:718  r_25 = add(r_23, r_24)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_25[v] = r_23[v] + r_24[v];
-    // attention.py:714  alloc r_26: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_26: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_26[2];
-    // attention.py:714  r_26 = mul(r_25, 0.6931471805599453)
+    // attention.py:718  r_26 = mul(r_25, 0.6931471805599453)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_26[v] = r_25[v] * 0.6931471805599453f;
-    // attention.py:714  alloc lse: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc lse: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float lse[2];
-    // attention.py:714  lse = select(seen, r_26, -inf)
+    // attention.py:718  lse = select(seen, r_26, -inf)
     #pragma unroll
     for (int v = 0; v < 2; ++v) lse[v] = (seen[v] != 0 ? r_26[v] : __int_as_float(0xff800000));
-    // attention.py:726  alloc r_27: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
+    // attention.py:730  alloc r_27: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
     float r_27[32];
-    // attention.py:726  r_27 = mul(o, broadcast(inv, axes=(1,)))
+    // attention.py:730  r_27 = mul(o, broadcast(inv, axes=(1,)))
     #pragma unroll
     for (int v = 0; v < 32; ++v) r_27[v] = o[v] * inv[(v / 2) % 2];
-    // attention.py:726  copy r_27 -> O[by, (bx * 128):+128, :64] atom=auto
+    // attention.py:730  copy r_27 -> O[by, (bx * 128):+128, :64] atom=auto
     {
       const int row = (consumer_tid / 4) % 8 + (consumer_tid / 32) * 16;
       const int col = (consumer_tid % 4) * 2;

@@ -259,13 +259,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
     for (int v = 0; v < 2; ++v) l[v] = 0.0f;
     // attention.py:577  mbarrier.wait q_ready[0] phase=0
     argus::mbarrier_wait(argus::smem_u32(&q_ready[0]), static_cast<unsigned>(0) & 1u);
-    // attention.py:675  for j_1 in range(((S + 127) // 128)) [pipelined, stages=2]:
+    // attention.py:679  for j_1 in range(((S + 127) // 128)) [pipelined, stages=2]:
     // pipelined loop (2 stages), emitted as written: the pipelining pass has not run
     for (int j_1 = 0; j_1 < (S + 127) / 128; ++j_1) {
-      // attention.py:676  mbarrier.wait full[(j_1 % 2)] phase=((j_1 // 2) % 2)
+      // attention.py:680  mbarrier.wait full[(j_1 % 2)] phase=((j_1 // 2) % 2)
       argus::mbarrier_wait(argus::smem_u32(&full[j_1 % 2]), static_cast<unsigned>((j_1 / 2) % 2) & 1u);
-      // attention.py:680  fill scores = 0.0: folded into the next wgmma (scale-d = 0)
-      // attention.py:681  gemm scores += sQ @ sK[(j_1 % 2), :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
+      // attention.py:684  fill scores = 0.0: folded into the next wgmma (scale-d = 0)
+      // attention.py:685  gemm scores += sQ @ sK[(j_1 % 2), :128, :64].T atom=wgmma.m64n128k16.f32.bf16.bf16.ss
       {
         const int warpgroup = consumer_tid / 128;
         const unsigned a_base = argus::smem_u32(sQ) + 2 * ((warpgroup * 64) * 64);  // A: K-major, 128-byte swizzle, LBO 16, SBO 1024
@@ -280,9 +280,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         argus::wgmma_commit();
         argus::wgmma_wait<0>();
       }
-      // attention.py:593  alloc r: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc r: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       int r[64];
-      // attention.py:593  r = coord(1)
+      // attention.py:597  r = coord(1)
       {
         const int col = (consumer_tid % 4) * 2;
         r[0] = col;
@@ -350,19 +350,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r[62] = col + 120;
         r[63] = col + 121;
       }
-      // attention.py:593  alloc r_1: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc r_1: fragment i32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       int r_1[64];
-      // attention.py:593  r_1 = lt(r, (S - (j_1 * 128)))
+      // attention.py:597  r_1 = lt(r, (S - (j_1 * 128)))
       #pragma unroll
       for (int v = 0; v < 64; ++v) r_1[v] = (r[v] < (S - (j_1 * 128)) ? 1 : 0);
-      // attention.py:593  alloc x: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:597  alloc x: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float x[64];
-      // attention.py:593  x = select(r_1, scores, -inf)
+      // attention.py:597  x = select(r_1, scores, -inf)
       #pragma unroll
       for (int v = 0; v < 64; ++v) x[v] = (static_cast<float>(r_1[v]) != 0 ? scores[v] : __int_as_float(0xff800000));
-      // attention.py:596  alloc r_2: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:600  alloc r_2: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_2[2];
-      // attention.py:596  r_2 = reduce_max(x, axis=1) shuffle=[1, 2]
+      // attention.py:600  r_2 = reduce_max(x, axis=1) shuffle=[1, 2]
       {
         r_2[0] = fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(x[0], x[1]), x[4]), x[5]), x[8]), x[9]), x[12]), x[13]), x[16]), x[17]), x[20]), x[21]), x[24]), x[25]), x[28]), x[29]), x[32]), x[33]), x[36]), x[37]), x[40]), x[41]), x[44]), x[45]), x[48]), x[49]), x[52]), x[53]), x[56]), x[57]), x[60]), x[61]);
         r_2[1] = fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(fmaxf(x[2], x[3]), x[6]), x[7]), x[10]), x[11]), x[14]), x[15]), x[18]), x[19]), x[22]), x[23]), x[26]), x[27]), x[30]), x[31]), x[34]), x[35]), x[38]), x[39]), x[42]), x[43]), x[46]), x[47]), x[50]), x[51]), x[54]), x[55]), x[58]), x[59]), x[62]), x[63]);
@@ -371,59 +371,59 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r_2[0] = fmaxf(r_2[0], __shfl_xor_sync(0xffffffffu, r_2[0], 2));
         r_2[1] = fmaxf(r_2[1], __shfl_xor_sync(0xffffffffu, r_2[1], 2));
       }
-      // attention.py:596  alloc m_new: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:600  alloc m_new: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float m_new[2];
-      // attention.py:596  m_new = max(r_2, m)
+      // attention.py:600  m_new = max(r_2, m)
       #pragma unroll
       for (int v = 0; v < 2; ++v) m_new[v] = fmaxf(r_2[v], m[v]);
-      // attention.py:598  alloc r_3: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:602  alloc r_3: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_3[2];
-      // attention.py:598  r_3 = lt(-inf, m_new)
+      // attention.py:602  r_3 = lt(-inf, m_new)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_3[v] = (__int_as_float(0xff800000) < m_new[v] ? 1.0f : 0.0f);
-      // attention.py:598  alloc m_safe: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:602  alloc m_safe: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float m_safe[2];
-      // attention.py:598  m_safe = select(r_3, m_new, 0.0)
+      // attention.py:602  m_safe = select(r_3, m_new, 0.0)
       #pragma unroll
       for (int v = 0; v < 2; ++v) m_safe[v] = (r_3[v] != 0 ? m_new[v] : 0.0f);
-      // attention.py:599  alloc shift: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:603  alloc shift: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float shift[2];
-      // attention.py:599  shift = mul(m_safe, -0.18033688011112042)
+      // attention.py:603  shift = mul(m_safe, -0.18033688011112042)
       #pragma unroll
       for (int v = 0; v < 2; ++v) shift[v] = m_safe[v] * (-0.18033688011112042f);
-      // attention.py:600  alloc r_4: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:604  alloc r_4: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_4[64];
-      // attention.py:600  r_4 = fma(x, 0.18033688011112042, broadcast(shift, axes=(1,)))
+      // attention.py:604  r_4 = fma(x, 0.18033688011112042, broadcast(shift, axes=(1,)))
       #pragma unroll
       for (int v = 0; v < 64; ++v) r_4[v] = fmaf(x[v], 0.18033688011112042f, shift[(v / 2) % 2]);
-      // attention.py:600  alloc p: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:604  alloc p: fragment f32[128, 128] tv (((4,8,4),(2,1)),((2,2,16),(1,1))):(((256,1,16),(64,16384)),((128,8,1024),(64,16384))) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float p[64];
-      // attention.py:600  p = exp2(r_4)
+      // attention.py:604  p = exp2(r_4)
       #pragma unroll
       for (int v = 0; v < 64; ++v) p[v] = argus::exp2_approx(r_4[v]);
-      // attention.py:601  alloc r_5: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc r_5: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_5[2];
-      // attention.py:601  r_5 = sub(m, m_safe)
+      // attention.py:605  r_5 = sub(m, m_safe)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_5[v] = m[v] - m_safe[v];
-      // attention.py:601  alloc r_6: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc r_6: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_6[2];
-      // attention.py:601  r_6 = mul(r_5, 0.18033688011112042)
+      // attention.py:605  r_6 = mul(r_5, 0.18033688011112042)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_6[v] = r_5[v] * 0.18033688011112042f;
-      // attention.py:601  alloc alpha: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:605  alloc alpha: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float alpha[2];
-      // attention.py:601  alpha = exp2(r_6)
+      // attention.py:605  alpha = exp2(r_6)
       #pragma unroll
       for (int v = 0; v < 2; ++v) alpha[v] = argus::exp2_approx(r_6[v]);
-      // attention.py:604  alloc r_7: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_7: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_7[2];
-      // attention.py:604  r_7 = mul(l, alpha)
+      // attention.py:608  r_7 = mul(l, alpha)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_7[v] = l[v] * alpha[v];
-      // attention.py:604  alloc r_8: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_8: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_8[2];
-      // attention.py:604  r_8 = reduce_sum(p, axis=1) shuffle=[1, 2]
+      // attention.py:608  r_8 = reduce_sum(p, axis=1) shuffle=[1, 2]
       {
         r_8[0] = ((((((((((((((((((((((((((((((p[0] + p[1]) + p[4]) + p[5]) + p[8]) + p[9]) + p[12]) + p[13]) + p[16]) + p[17]) + p[20]) + p[21]) + p[24]) + p[25]) + p[28]) + p[29]) + p[32]) + p[33]) + p[36]) + p[37]) + p[40]) + p[41]) + p[44]) + p[45]) + p[48]) + p[49]) + p[52]) + p[53]) + p[56]) + p[57]) + p[60]) + p[61];
         r_8[1] = ((((((((((((((((((((((((((((((p[2] + p[3]) + p[6]) + p[7]) + p[10]) + p[11]) + p[14]) + p[15]) + p[18]) + p[19]) + p[22]) + p[23]) + p[26]) + p[27]) + p[30]) + p[31]) + p[34]) + p[35]) + p[38]) + p[39]) + p[42]) + p[43]) + p[46]) + p[47]) + p[50]) + p[51]) + p[54]) + p[55]) + p[58]) + p[59]) + p[62]) + p[63];
@@ -432,31 +432,31 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         r_8[0] = r_8[0] + __shfl_xor_sync(0xffffffffu, r_8[0], 2);
         r_8[1] = r_8[1] + __shfl_xor_sync(0xffffffffu, r_8[1], 2);
       }
-      // attention.py:604  alloc r_9: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+      // attention.py:608  alloc r_9: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
       float r_9[2];
-      // attention.py:604  r_9 = add(r_7, r_8)
+      // attention.py:608  r_9 = add(r_7, r_8)
       #pragma unroll
       for (int v = 0; v < 2; ++v) r_9[v] = r_7[v] + r_8[v];
-      // attention.py:604  copy r_9 -> l atom=auto
+      // attention.py:608  copy r_9 -> l atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) l[v] = r_9[v];
-      // attention.py:685  alloc r_10: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
+      // attention.py:689  alloc r_10: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
       float r_10[32];
-      // attention.py:685  r_10 = mul(o, broadcast(alpha, axes=(1,)))
+      // attention.py:689  r_10 = mul(o, broadcast(alpha, axes=(1,)))
       #pragma unroll
       for (int v = 0; v < 32; ++v) r_10[v] = o[v] * alpha[(v / 2) % 2];
-      // attention.py:685  copy r_10 -> o atom=auto
+      // attention.py:689  copy r_10 -> o atom=auto
       #pragma unroll
       for (int v = 0; v < 32; ++v) o[v] = r_10[v];
-      // attention.py:686  copy m_new -> m atom=auto
+      // attention.py:690  copy m_new -> m atom=auto
       #pragma unroll
       for (int v = 0; v < 2; ++v) m[v] = m_new[v];
-      // attention.py:688  alloc pa: fragment bf16[128, 128] tv (((4,8,4),(2,1)),((2,2,2),(1,8))):(((256,1,16),(64,0)),((128,8,1024),(64,2048))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
+      // attention.py:692  alloc pa: fragment bf16[128, 128] tv (((4,8,4),(2,1)),((2,2,2),(1,8))):(((256,1,16),(64,0)),((128,8,1024),(64,2048))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
       alignas(16) __nv_bfloat16 pa[64];
-      // attention.py:689  copy p -> pa atom=auto
+      // attention.py:693  copy p -> pa atom=auto
       #pragma unroll
       for (int v = 0; v < 64; ++v) pa[v] = __float2bfloat16_rn(p[v]);
-      // attention.py:692  gemm o += pa @ sV[(j_1 % 2), :128, :64] atom=wgmma.m64n64k16.f32.bf16.bf16.rs
+      // attention.py:696  gemm o += pa @ sV[(j_1 % 2), :128, :64] atom=wgmma.m64n64k16.f32.bf16.bf16.rs
       {
         const unsigned b_base = argus::smem_u32(sV) + 2 * ((j_1 % 2) * 8192);  // B: MN-major, 128-byte swizzle, LBO 16, SBO 1024; A: this warpgroup's rows of pa, in registers
         const unsigned long long b_desc = argus::wgmma_descriptor(b_base, 16, 1024, 1);  // k step kk: + its byte offset / 16 (the start address field)
@@ -472,55 +472,55 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_p_registers(const
         argus::wgmma_commit();
         argus::wgmma_wait<0>();
       }
-      // attention.py:703  mbarrier.arrive empty[(j_1 % 2)] per_warpgroup
+      // attention.py:707  mbarrier.arrive empty[(j_1 % 2)] per_warpgroup
       if (consumer_tid % 128 == 0) argus::mbarrier_arrive(argus::smem_u32(&empty[j_1 % 2]));  // this warpgroup's MMAs have finished reading the stage
     }
-    // attention.py:712  alloc seen: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:716  alloc seen: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float seen[2];
-    // attention.py:712  seen = lt(0.0, l)
+    // attention.py:716  seen = lt(0.0, l)
     #pragma unroll
     for (int v = 0; v < 2; ++v) seen[v] = (0.0f < l[v] ? 1.0f : 0.0f);
-    // attention.py:713  alloc r_11: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:717  alloc r_11: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_11[2];
-    // attention.py:713  r_11 = rcp(l)
+    // attention.py:717  r_11 = rcp(l)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_11[v] = 1.0f / l[v];
-    // attention.py:713  alloc inv: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:717  alloc inv: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float inv[2];
-    // attention.py:713  inv = select(seen, r_11, 0.0)
+    // attention.py:717  inv = select(seen, r_11, 0.0)
     #pragma unroll
     for (int v = 0; v < 2; ++v) inv[v] = (seen[v] != 0 ? r_11[v] : 0.0f);
-    // attention.py:714  alloc r_12: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_12: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_12[2];
-    // attention.py:714  r_12 = mul(m, 0.18033688011112042)
+    // attention.py:718  r_12 = mul(m, 0.18033688011112042)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_12[v] = m[v] * 0.18033688011112042f;
-    // attention.py:714  alloc r_13: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_13: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_13[2];
-    // attention.py:714  r_13 = log2(l)
+    // attention.py:718  r_13 = log2(l)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_13[v] = log2f(l[v]);
-    // attention.py:714  alloc r_14: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_14: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_14[2];
-    // attention.py:714  r_14 = add(r_12, r_13)
+    // attention.py:718  r_14 = add(r_12, r_13)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_14[v] = r_12[v] + r_13[v];
-    // attention.py:714  alloc r_15: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc r_15: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float r_15[2];
-    // attention.py:714  r_15 = mul(r_14, 0.6931471805599453)
+    // attention.py:718  r_15 = mul(r_14, 0.6931471805599453)
     #pragma unroll
     for (int v = 0; v < 2; ++v) r_15[v] = r_14[v] * 0.6931471805599453f;
-    // attention.py:714  alloc lse: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
+    // attention.py:718  alloc lse: fragment f32[128] tv ((4,8,4,2,1),(2)):((0,1,16,64,16384),(8)) over 256 threads (wgmma.m64n128k16.f32.bf16.bf16.ss)
     float lse[2];
-    // attention.py:714  lse = select(seen, r_15, -inf)
+    // attention.py:718  lse = select(seen, r_15, -inf)
     #pragma unroll
     for (int v = 0; v < 2; ++v) lse[v] = (seen[v] != 0 ? r_15[v] : __int_as_float(0xff800000));
-    // attention.py:726  alloc r_16: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
+    // attention.py:730  alloc r_16: fragment f32[128, 64] tv (((4,8,4),(2,1)),((2,2,8),(1,1))):(((256,1,16),(64,8192)),((128,8,1024),(64,8192))) over 256 threads (wgmma.m64n64k16.f32.bf16.bf16.rs)
     float r_16[32];
-    // attention.py:726  r_16 = mul(o, broadcast(inv, axes=(1,)))
+    // attention.py:730  r_16 = mul(o, broadcast(inv, axes=(1,)))
     #pragma unroll
     for (int v = 0; v < 32; ++v) r_16[v] = o[v] * inv[(v / 2) % 2];
-    // attention.py:726  copy r_16 -> O[by, (bx * 128):+128, :64] atom=auto
+    // attention.py:730  copy r_16 -> O[by, (bx * 128):+128, :64] atom=auto
     {
       const int row = (consumer_tid / 4) % 8 + (consumer_tid / 32) * 16;
       const int col = (consumer_tid % 4) * 2;
