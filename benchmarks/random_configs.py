@@ -5,6 +5,8 @@ argus error with its code: a refusal must be one of the library's documented one
 
     PYTHONPATH=src python benchmarks/random_configs.py OUT.jsonl --seed 1 --seconds 120 --families attention conv
 
+Families: attention (`sdpa`), varlen (`sdpa_varlen`), paged (`sdpa_paged`), conv, gemm, grouped, moe.
+
 Each family draws configurations from its own generator (seeded by `--seed` and the family's name) until its time
 is spent or `--count` rows are done, and writes one JSON line per row (the configuration, the verdict, the largest
 error relative to the reference's largest magnitude, and the seconds the row took, its compilations included)."""
@@ -12,6 +14,7 @@ error relative to the reference's largest magnitude, and the seconds the row too
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
@@ -100,6 +103,111 @@ def attention_run(c: dict[str, Any]) -> tuple[float, float]:
     ref = p @ vv
     seen = keep.any(dim=-1)
     lse_err = float((lse.float() - ref_lse)[..., seen].abs().max()) if bool(seen.any()) else 0.0
+    return relative(o, ref), lse_err
+
+
+def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool, window: int):
+    """(O, LSE, the rows that see a key) in f32 of q (H, SQ, D) against k (HK, SK, D), v (HK, SK, DV): the causal
+    mask bottom-right aligned, the window the last `window` keys up to the diagonal."""
+    h, sq, sk = q.shape[0], q.shape[1], k.shape[1]
+    kk, vv = (x.float().repeat_interleave(h // k.shape[0], dim=0) for x in (k, v))
+    scores = (q.float() @ kk.transpose(-1, -2)) * scale
+    i = torch.arange(sq, device=q.device)[:, None] + (sk - sq)
+    j = torch.arange(sk, device=q.device)[None, :]
+    keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if causal:
+        keep &= j <= i
+        if window:
+            keep &= j > i - window
+    scores = scores.masked_fill(~keep, -math.inf)
+    lse = torch.logsumexp(scores, dim=-1)
+    return torch.exp(scores - lse[..., None]).nan_to_num(0.0) @ vv, lse, keep.any(dim=-1)
+
+
+def varlen_config(rng: random.Random) -> dict[str, Any]:
+    hkv, group = rng.choice([1, 2, 4, 8]), rng.choice([1, 1, 2, 4, 8])
+    batch = rng.randint(1, 12)
+    lq = [rng.choice([0, 1, rng.randint(1, 300), rng.randint(1, 3000)]) for _ in range(batch)]
+    lk = [rng.choice([x, x + rng.randint(0, 500), rng.randint(0, 3000)]) for x in lq]
+    d = 8 * rng.randint(1, 32)
+    causal = rng.random() < 0.6
+    return {
+        "h": hkv * group, "hkv": hkv, "lq": lq, "lk": lk, "d": d,
+        "dv": d if rng.random() < 0.7 else 8 * rng.randint(1, 32), "causal": causal,
+        "window": rng.randint(1, 2000) if causal and rng.random() < 0.4 else 0,
+        "dtype": rng.choice(["bf16", "f16"]), "scale": rng.choice([None, None, round(rng.uniform(0.02, 0.3), 4)]),
+    }  # fmt: skip
+
+
+def varlen_run(c: dict[str, Any]) -> tuple[float, float]:
+    from argus.kernels import sdpa_varlen as SV
+
+    dt = DTYPES[c["dtype"]]
+    cu_q = torch.tensor([0, *itertools.accumulate(c["lq"])], dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0, *itertools.accumulate(c["lk"])], dtype=torch.int32, device="cuda")
+    q = torch.randn(int(cu_q[-1]), c["h"], c["d"], device="cuda", dtype=dt)
+    k = torch.randn(int(cu_k[-1]), c["hkv"], c["d"], device="cuda", dtype=dt)
+    v = torch.randn(int(cu_k[-1]), c["hkv"], c["dv"], device="cuda", dtype=dt)
+    o, lse = SV.sdpa_varlen(q, k, v, cu_q, cu_k, causal=c["causal"], scale=c["scale"], window=c["window"],
+                            return_lse=True)  # fmt: skip
+    torch.cuda.synchronize()
+    ref = torch.zeros(o.shape, device="cuda")
+    lse_err = 0.0
+    scale = c["scale"] if c["scale"] is not None else c["d"] ** -0.5
+    for b in range(len(c["lq"])):
+        (q0, q1), (k0, k1) = cu_q[b : b + 2].tolist(), cu_k[b : b + 2].tolist()
+        if q1 == q0 or k1 == k0:
+            continue
+        ob, lb, seen = masked_attention(q[q0:q1].transpose(0, 1), k[k0:k1].transpose(0, 1),
+                                        v[k0:k1].transpose(0, 1), scale, c["causal"], c["window"])  # fmt: skip
+        ref[q0:q1] = ob.transpose(0, 1)
+        if bool(seen.any()):
+            lse_err = max(lse_err, float((lse[:, q0:q1] - lb)[:, seen].abs().max()))
+    return relative(o, ref), lse_err
+
+
+def paged_config(rng: random.Random) -> dict[str, Any]:
+    hkv, group = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4, 8, 16])
+    page = rng.choice([16, 32, 64, 128, 256])
+    maxp = rng.randint(1, 16384 // page)
+    d = 8 * rng.randint(1, 32)
+    return {
+        "b": rng.randint(1, 8), "h": hkv * group, "hkv": hkv, "page": page, "maxp": maxp, "d": d,
+        "dv": d if rng.random() < 0.7 else 8 * rng.randint(1, 32),
+        "window": rng.randint(1, maxp * page) if rng.random() < 0.4 else 0,
+        "max_seqlen": rng.choice([None, None, maxp * page]), "dtype": rng.choice(["bf16", "f16"]),
+        "scale": rng.choice([None, None, round(rng.uniform(0.02, 0.3), 4)]),
+    }  # fmt: skip
+
+
+def paged_run(c: dict[str, Any], rng: random.Random) -> tuple[float, float]:
+    from argus.kernels import sdpa_paged as SP
+
+    dt = DTYPES[c["dtype"]]
+    b, page, maxp = c["b"], c["page"], c["maxp"]
+    pages = maxp * b + rng.randint(0, 8)
+    lens = torch.tensor([rng.choice([0, rng.randint(0, maxp * page), maxp * page]) for _ in range(b)],
+                        dtype=torch.int32)  # fmt: skip
+    perm = torch.randperm(pages)
+    table = perm[: b * maxp].reshape(b, maxp).to(torch.int32)  # distinct pages, as a cache keeps them
+    kc = torch.randn(pages, page, c["hkv"], c["d"], device="cuda", dtype=dt)
+    vc = torch.randn(pages, page, c["hkv"], c["dv"], device="cuda", dtype=dt)
+    q = torch.randn(b, c["h"], c["d"], device="cuda", dtype=dt)
+    o, lse = SP.sdpa_paged(q, kc, vc, table.cuda(), lens.cuda(), scale=c["scale"], window=c["window"],
+                           max_seqlen_k=c["max_seqlen"], return_lse=True)  # fmt: skip
+    torch.cuda.synchronize()
+    ref = torch.zeros(o.shape, device="cuda")
+    lse_err = 0.0
+    scale = c["scale"] if c["scale"] is not None else c["d"] ** -0.5
+    for i in range(b):
+        n = int(lens[i])
+        if n == 0:
+            continue
+        t = torch.arange(n)
+        k, v = (x[table[i, t // page].long().cuda(), (t % page).cuda()].transpose(0, 1) for x in (kc, vc))
+        ob, lb, _ = masked_attention(q[i][:, None], k, v, scale, bool(c["window"]), c["window"])
+        ref[i] = ob[:, 0]
+        lse_err = max(lse_err, float((lse[i] - lb[:, 0]).abs().max()))
     return relative(o, ref), lse_err
 
 
@@ -294,6 +402,8 @@ def moe_run(c: dict[str, Any]) -> tuple[float, float]:
 
 FAMILIES: dict[str, tuple[Callable[[random.Random], Any], Callable[..., tuple[float, float]]]] = {
     "attention": (attention_config, attention_run),
+    "varlen": (varlen_config, varlen_run),
+    "paged": (paged_config, paged_run),
     "conv": (conv_config, conv_run),
     "gemm": (gemm_config, gemm_run),
     "grouped": (grouped_config, grouped_run),
@@ -331,7 +441,7 @@ def main() -> int:
                 row: dict[str, Any] = {"family": family, "seed": args.seed, "config": config}
                 t0 = time.perf_counter()
                 try:
-                    err, lse_err = run(config, rng) if family == "grouped" else run(config)
+                    err, lse_err = run(config, rng) if family in ("grouped", "paged") else run(config)
                     row["error"], row["lse_error"] = err, lse_err
                     row["verdict"] = "ok" if err <= tolerance(family, config) and lse_err <= 2e-3 else "WRONG"
                 except Exception as e:  # noqa: BLE001 (every failure is a row: the sweep goes on)

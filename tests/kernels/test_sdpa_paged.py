@@ -55,6 +55,58 @@ def test_paged_decode_matches_the_definition_on_the_interpreter(case: str) -> No
     np.testing.assert_allclose(lse[finite], ref_lse[finite], atol=2e-3, rtol=0)
 
 
+#: Sliding windows: CASES' fields and the window: what each adds
+WINDOWED = {
+    # a window inside one tile, one across two, one longer than a sequence (every token), an empty sequence
+    "one_tile_per_page": ((4, 8, 2, 64, 64, 128, 3, 9, [200, 0, 300, 90], 0, "bf16"), 100),
+    # the keys split over the window's tiles (300 tokens: at most 4 tiles of 128, 2 splits), DV != D
+    "split_mqa": ((2, 8, 1, 64, 128, 128, 4, 8, [380, 77], 4096, "f16"), 300),
+    # pages of 16, four a key tile: the window starts inside a page of its first tile
+    "pages_of_16": ((3, 8, 2, 64, 64, 16, 12, 40, [150, 0, 17], 0, "bf16"), 70),
+    # pages of 32, two a tile, the window's 10 tiles split 3 ways and merged in the launch
+    "pages_of_32_split": ((2, 8, 1, 128, 64, 32, 40, 90, [1100, 33], 4096, "f16"), 500),
+    # a window of one token: the query sees itself only
+    "one_token": ((2, 4, 4, 128, 128, 64, 3, 4, [150, 192], 0, "bf16"), 1),
+}
+
+
+@pytest.mark.parametrize("case", list(WINDOWED))
+def test_a_sliding_window_matches_the_definition_on_the_interpreter(case: str) -> None:
+    (b, h, hk, d, dv, page, maxp, pages, lens, longest, dtype), window = WINDOWED[case]
+    rng = np.random.default_rng(len(case) + 1)
+    kind = bf16 if dtype == "bf16" else f16
+    table = rng.permutation(np.resize(np.arange(pages), b * maxp)).reshape(b, maxp).astype(np.int32)
+    kc, vc = (round_to(kind, rng.standard_normal(s)) for s in [(pages, page, hk, d), (pages, page, hk, dv)])
+    q = round_to(kind, rng.standard_normal((b, h, d)))
+    problem = SP.PagedProblem(b, h, hk, page, maxp, d, dv, dtype, "f32", max_seqlen=longest, window=window)
+    plan = SP.PagedPlan(problem)
+    assert dict(plan.params())["WINDOW"] == window
+    assert (plan.splits, plan.combined) == {"split_mqa": (2, True), "pages_of_32_split": (3, True)}.get(
+        case, (1, False)
+    )
+    o, lse = plan.run_on_interpreter(q, kc, vc, table, np.array(lens, dtype=np.int32))
+    ref_o, ref_lse = SP.reference(q, kc, vc, table, lens, window=window)
+    np.testing.assert_allclose(o, ref_o, atol=2e-2, rtol=0)
+    assert np.array_equal(np.isinf(lse), np.isinf(ref_lse))
+    finite = np.isfinite(ref_lse)
+    np.testing.assert_allclose(lse[finite], ref_lse[finite], atol=2e-3, rtol=0)
+    # the window changes the result: attention over every token differs on these shapes
+    assert np.abs(SP.reference(q, kc, vc, table, lens)[0] - ref_o).max() > 1e-2
+
+
+def test_a_window_bounds_the_split_of_the_keys_and_is_refused_where_it_means_nothing() -> None:
+    long = SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, max_seqlen=65536)
+    windowed = SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, max_seqlen=65536, window=200)
+    assert SP.PagedPlan(long).splits == 4
+    assert SP.PagedPlan(windowed).splits == 1  # 200 tokens lie in 3 tiles of 128 at most, not 512: too few to split
+    assert SP.PagedPlan(SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, window=1)).splits == 1
+    for bad in (-1, 2.5, True):
+        with pytest.raises(AttentionError, match="window"):
+            SP.PagedProblem(4, 32, 8, 256, 256, 128, 128, window=bad)
+    with pytest.raises(DSLError, match="WINDOW"):
+        flash_attention_paged.trace(WINDOW=-3)
+
+
 def test_split_keys_merged_in_the_kernel_s_launch_give_the_two_launches_result_bit_for_bit() -> None:
     """The split case's plan merges in its own launch (one kernel, `flash_attention_paged_combined`); its O and LSE
     equal the paged kernel's then `attention_combine`'s exactly, also where only two of the sixteen split blocks merge
@@ -220,7 +272,8 @@ def test_the_library_configuration_verifies_with_every_page_proved_the_sequence_
 
 #: `flash_attention_paged` with a seeded bug (BUG = "" is the library kernel, statement for statement):
 #: "next_sequence_page" reads the page from the next sequence's table row, "table_capacity" masks the keys at the
-#: table's capacity instead of the sequence's length (the stale rows of the last page contribute).
+#: table's capacity instead of the sequence's length (the stale rows of the last page contribute), "window_wide" keeps
+#: one token more than the WINDOW (the one WINDOW behind the query).
 @argus.kernel(policies={"tile_shape": ("BN",), "stages": "STAGES"})
 def paged_seeded(
     Q: T.Tensor[lambda D: ("B", "HK", "ROWS", D), "IN"],
@@ -236,6 +289,7 @@ def paged_seeded(
     PAGE_SIZE: int = 128,
     STAGES: int = 2,
     SPLITS: int = 1,
+    WINDOW: int = 0,
     SCALE: float = 0.0,
     IN: str = "bf16",
     OUT: str = "bf16",
@@ -256,6 +310,8 @@ def paged_seeded(
         )
     if SPLITS > 1 and O.dtype != T.f32:
         raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
+    if not isinstance(WINDOW, int) or isinstance(WINDOW, bool) or WINDOW < 0:
+        raise DSLError("DSL_BAD_PARAM", f"WINDOW={WINDOW!r}: 0, or the number of last tokens the query sees")
     T.assume(f"PAGE == {PAGE_SIZE}")
     T.assume(f"ROWS <= {BM}")
     if SPLITS > 1:
@@ -281,10 +337,15 @@ def paged_seeded(
             """(the block's first key tile, how many it reads) of a sequence of `lk` tokens: all of them, or with
             SPLITS > 1 the split's share."""
             n_tiles = T.cdiv(lk, BN)
+            start = 0
+            if WINDOW:
+                start = T.maximum(lk - WINDOW, 0) // BN
+                n_tiles = n_tiles - start
             if SPLITS == 1:
-                return 0, n_tiles
+                return start, n_tiles
             share = T.cdiv(n_tiles, SPLITS)
-            return split * share, T.maximum(T.minimum(share, n_tiles - split * share), 0)
+            first = start + split * share if WINDOW else split * share
+            return first, T.maximum(T.minimum(share, n_tiles - split * share), 0)
 
         def page_of(t: Any) -> Any:
             """The page of key tile `t` (its table entry clamped inside the table: a tile past the sequence is never
@@ -326,11 +387,18 @@ def paged_seeded(
                              & (x[1] // BN == t % per_page) & (x[2] == kvh), sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
-                raw = scores if sign > 0 else -scores
-                # invariant: the tokens of the last page past the sequence's length do not contribute
+                # invariant: the tokens of the last page past the sequence's length do not contribute; nor, with a
+                # WINDOW, a token WINDOW or more behind the query, the sequence's last (declared before anything is
+                # computed from S)
                 T.exclude(scores, lambda r, c: c >= lk - t * BN)
+                if WINDOW:
+                    T.exclude(scores, lambda r, c: c < lk - WINDOW - t * BN)
+                raw = scores if sign > 0 else -scores
                 end = MAXP * PAGE_SIZE if BUG == "table_capacity" else lk  # the mask at the table's capacity
                 x = T.where(T.index(scores, 1, T.i32) < end - t * BN, raw, float("-inf"))
+                if WINDOW:
+                    kept = WINDOW + 1 if BUG == "window_wide" else WINDOW  # one token more than the window
+                    x = T.where(T.index(scores, 1, T.i32) >= lk - kept - t * BN, x, float("-inf"))
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                 T.copy(p, pa)
@@ -350,19 +418,25 @@ def _statements(kernel: Any) -> list[str]:
     return [re.sub(r"  # [^#]*$", "", line) for line in lines]
 
 
-def test_the_seeded_copy_without_a_bug_is_the_library_kernel() -> None:
-    params = dict(D=64, DV=64, BN=64, PAGE_SIZE=128, SPLITS=3, OUT="f32")
+@pytest.mark.parametrize("window", [0, 300])
+def test_the_seeded_copy_without_a_bug_is_the_library_kernel(window: int) -> None:
+    params = dict(D=64, DV=64, BN=64, PAGE_SIZE=128, SPLITS=3, OUT="f32", WINDOW=window)
     assert _statements(paged_seeded.trace(**params)) == _statements(flash_attention_paged.trace(**params))
 
 
 @pytest.mark.parametrize(
     "bug, checks, code",
-    [("next_sequence_page", ("asserts",), "TAG_ASSERT"), ("table_capacity", ("oob",), "OOB_MASKED_REDUCTION")],
+    [
+        ("next_sequence_page", ("asserts",), "TAG_ASSERT"),
+        ("table_capacity", ("oob",), "OOB_MASKED_REDUCTION"),
+        ("window_wide", ("oob",), "OOB_MASKED_REDUCTION"),
+    ],
 )
 def test_seeded_paging_bugs_are_caught_with_a_witness(bug: str, checks: tuple[str, ...], code: str) -> None:
     from argus.verify import verify_kernel
 
-    report = verify_kernel(paged_seeded.trace(D=64, DV=64, BN=64, PAGE_SIZE=128, BUG=bug), checks=checks)
+    window = 100 if bug.startswith("window") else 0
+    report = verify_kernel(paged_seeded.trace(D=64, DV=64, BN=64, PAGE_SIZE=128, WINDOW=window, BUG=bug), checks=checks)
     found = [f for f in report.findings if f.code == code]
     assert found and found[0].verdict.value == "violated", report.findings
     assert found[0].counterexample is not None
@@ -407,3 +481,39 @@ def test_paged_decode_matches_torch_on_the_gpu(merged: bool, monkeypatch: pytest
             k, v = k.repeat_interleave(h // hk, dim=0), v.repeat_interleave(h // hk, dim=0)
             ref = torch_sdpa(q[i][:, None].float(), k, v)[:, 0]
             assert (o[i].float() - ref).abs().max().item() < 2e-2, (b, h, hk, d, page, i)
+
+
+def test_a_sliding_window_matches_torch_on_the_gpu() -> None:
+    """The query sees its sequence's last W tokens: against torch on the gathered window, pages of 16 to 256, windows
+    inside a page, across pages, longer than the sequence, and split keys over a long window."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    g = torch.Generator().manual_seed(2)
+    for b, h, hk, d, page, window, dtype in [
+        (4, 32, 8, 128, 256, 4096, torch.bfloat16),
+        (3, 16, 1, 64, 64, 100, torch.float16),
+        (3, 32, 8, 128, 16, 1000, torch.bfloat16),
+        (2, 8, 8, 256, 128, 7000, torch.bfloat16),
+    ]:
+        maxp = 40 if page >= 64 else 400
+        pages = 5 * maxp
+        lens = torch.randint(0, maxp * page + 1, (b,), generator=g)
+        lens[0] = min(int(window) // 2, maxp * page)  # shorter than the window
+        table = torch.stack([torch.randperm(pages, generator=g)[:maxp] for _ in range(b)]).to(torch.int32)
+        kc = torch.randn(pages, page, hk, d, generator=g).to("cuda", dtype)
+        vc = torch.randn(pages, page, hk, d, generator=g).to("cuda", dtype)
+        q = torch.randn(b, h, d, generator=g).to("cuda", dtype)
+        o = SP.sdpa_paged(q, kc, vc, table.cuda(), lens.to(torch.int32).cuda(), window=window)
+        torch.cuda.synchronize()
+        for i in range(b):
+            n = int(lens[i])
+            if n == 0:
+                continue
+            t = torch.arange(max(n - window, 0), n)
+            k, v = (c[table[i, t // page].long().cuda(), (t % page).cuda()].transpose(0, 1).float() for c in (kc, vc))
+            k, v = k.repeat_interleave(h // hk, dim=0), v.repeat_interleave(h // hk, dim=0)
+            ref = torch_sdpa(q[i][:, None].float(), k, v)[:, 0]
+            assert (o[i].float() - ref).abs().max().item() < 2e-2, (b, h, hk, d, page, window, i)

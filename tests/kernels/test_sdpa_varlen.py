@@ -29,6 +29,7 @@ from argus.kernels.attention_varlen import (
     load_rows,
     softmax_result,
     softmax_step,
+    window_tiles,
 )
 from argus.kernels.sdpa import AttentionError
 from argus.lang.errors import DSLError
@@ -65,6 +66,49 @@ def test_varlen_matches_the_definition_on_the_interpreter(case: str) -> None:
     assert np.array_equal(np.isinf(lse), np.isinf(ref_lse))  # the rows that see no key, and only those
     finite = np.isfinite(ref_lse)
     np.testing.assert_allclose(lse[finite], ref_lse[finite], atol=2e-3, rtol=0)
+
+
+#: Sliding windows: (query lengths, key lengths, heads, kv heads, d, dv, window, dtype): what each adds
+WINDOWED = {
+    # tiles of 64 rows (one consumer) starting at their first row's first key tile (0, 1, 2); lk > lq, lk = lq, a
+    # sequence whose rows all see no key (lq > lk), and one with no key
+    "tiles_from_the_first_row_s_window": ([200, 70, 90, 5], [300, 70, 20, 0], 2, 1, 64, 64, 100, "bf16"),
+    # a window of one key (the diagonal only), grouped heads, DV != D
+    "one_key": ([130, 1], [150, 9], 4, 2, 64, 128, 1, "f16"),
+    # a window wider than one tile but short of the sequence, head dims between the panels
+    "head_dims_between_panels": ([150, 40], [400, 40], 2, 2, 96, 40, 129, "bf16"),
+}
+
+
+@pytest.mark.parametrize("case", list(WINDOWED))
+def test_a_sliding_window_matches_the_definition_on_the_interpreter(case: str) -> None:
+    lq, lk, h, hk, d, dv, window, dtype = WINDOWED[case]
+    q, k, v, cu_q, cu_k = _case(lq, lk, h, hk, d, dv, dtype, seed=5)
+    problem = SV.VarlenProblem(len(lq), h, hk, int(cu_q[-1]), int(cu_k[-1]), d, dv, True, dtype, "f32", window=window)
+    plan = SV.VarlenPlan(problem)
+    assert dict(plan.params())["WINDOW"] == window
+    o, lse = plan.run_on_interpreter(q, k, v, cu_q, cu_k)
+    ref_o, ref_lse = SV.reference(q, k, v, cu_q, cu_k, causal=True, window=window)
+    np.testing.assert_allclose(o, ref_o, atol=2e-2, rtol=0)
+    assert np.array_equal(np.isinf(lse), np.isinf(ref_lse))
+    finite = np.isfinite(ref_lse)
+    np.testing.assert_allclose(lse[finite], ref_lse[finite], atol=2e-3, rtol=0)
+    # the window changes the result: the plain causal definition differs on these shapes
+    assert np.abs(SV.reference(q, k, v, cu_q, cu_k, causal=True)[0] - ref_o).max() > 1e-2
+
+
+def test_a_window_starts_each_query_tile_at_its_first_row_s_first_key_tile() -> None:
+    """The tiles a 64-row query tile reads: from the tile of its first row's first key to its last row's diagonal
+    (not from 0), none where the window ends before the sequence's first key."""
+
+    def tiles(first: int, lq: int, lk: int, window: int) -> tuple[int, int]:
+        start, n = window_tiles(first, lq, lk, 64, 64, window)  # constants fold
+        return start.value, n.value
+
+    assert tiles(0, 1000, 1000, 100) == (0, 1)  # rows 0-63: keys 0-63
+    assert tiles(640, 1000, 1000, 100) == (8, 3)  # rows 640-703: keys 541-703, tiles 8-10
+    assert tiles(640, 1000, 5000, 100) == (70, 4)  # the diagonal 4000 keys on: keys 4541-4703, tiles 70-73
+    assert tiles(0, 300, 100, 50) == (0, 0)  # every row above the diagonal: no key
 
 
 def test_bf16_output_is_rounded_once() -> None:
@@ -140,7 +184,8 @@ def test_the_library_configuration_verifies_with_its_boundaries_proved() -> None
 #: `flash_attention_varlen` with a seeded bug (BUG = "" is the library kernel, statement for statement):
 #: "tensor_end" masks the keys against the key tensor's end instead of the sequence's (the next sequence's keys
 #: contribute), "unbounded_store" stores a tile's rows past its sequence's end (over the next sequence's rows),
-#: "kv_head" reads key/value head h instead of h // GROUP.
+#: "kv_head" reads key/value head h instead of h // GROUP, "window_wide" keeps one key more than the WINDOW (the one
+#: WINDOW behind the row's diagonal).
 @argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES"})
 def varlen_seeded(
     Q: T.Tensor[lambda D: ("TQ", "H", D), "IN"],
@@ -158,6 +203,7 @@ def varlen_seeded(
     STAGES: int = 2,
     CONSUMERS: int = 2,
     CAUSAL: bool = False,
+    WINDOW: int = 0,
     GROUP: int = 1,
     SCALE: float = 0.0,
     SEARCH: int = 8,
@@ -177,6 +223,9 @@ def varlen_seeded(
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 rows each, 1 or 2")
     if SEARCH < 1:
         raise DSLError("DSL_BAD_PARAM", f"SEARCH >= 1 (up to 2**SEARCH sequences), got {SEARCH}")
+    if not isinstance(WINDOW, int) or WINDOW < 0 or (WINDOW and not CAUSAL):
+        raise DSLError("DSL_BAD_PARAM", f"WINDOW={WINDOW!r}: 0, or the keys a query sees up to its causal diagonal "
+                                        "(CAUSAL)")  # fmt: skip
     T.assume(f"H == HK * {GROUP}")
     T.assume(f"B <= {1 << SEARCH}")
     T.assume_values(SEQ_Q, lo=0, hi=TQ, nondecreasing=True)
@@ -194,20 +243,26 @@ def varlen_seeded(
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)  # one arrival per consumer warpgroup
 
+        def tiles_of(first: Any, lq: Any, lk: Any) -> tuple[Any, Any]:
+            if WINDOW:
+                return window_tiles(first, lq, lk, BM, BN, WINDOW)
+            return 0, key_tiles(first, lq, lk, BM, BN, CAUSAL)
+
         def produce(row0: Any, first: Any, h: Any, q_end: Any, k0: Any, k_end: Any) -> None:
             kvh = h if BUG == "kv_head" else h // GROUP
-            n_tiles = key_tiles(first, q_end - (row0 - first), k_end - k0, BM, BN, CAUSAL)
+            start, n_tiles = tiles_of(first, q_end - (row0 - first), k_end - k0)
             T.mbarrier_arrive(q_ready[0], expect_bytes=BM * D * Q.dtype.itemsize)
             load_rows(Q, row0, h, BM, D, sQ, q_ready[0])
             for j, s in T.pipeline(n_tiles, stages=STAGES):
+                t = start + j if WINDOW else j  # the key tile of the sequence
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
                 T.mbarrier_arrive(full[s], expect_bytes=BN * (D + DV) * Q.dtype.itemsize)
-                load_rows(K, k0 + j * BN, kvh, BN, D, sK[s], full[s])
-                load_rows(V, k0 + j * BN, kvh, BN, DV, sV[s], full[s])
+                load_rows(K, k0 + t * BN, kvh, BN, D, sK[s], full[s])
+                load_rows(V, k0 + t * BN, kvh, BN, DV, sV[s], full[s])
 
         def consume(row0: Any, first: Any, h: Any, q_end: Any, k0: Any, k_end: Any) -> None:
             lq, lk = q_end - (row0 - first), k_end - k0
-            n_tiles = key_tiles(first, lq, lk, BM, BN, CAUSAL)
+            start, n_tiles = tiles_of(first, lq, lk)
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
             pv = T.wgmma_atom(DV, Q.dtype, a_source="registers")
             o = T.alloc_fragment((BM, DV), T.f32, mma=pv)
@@ -218,25 +273,33 @@ def varlen_seeded(
             T.fill(l, 0.0)
             T.mbarrier_wait(q_ready[0], phase=0)
             for j, s in T.pipeline(n_tiles, stages=STAGES):
+                t = start + j if WINDOW else j  # the key tile of the sequence
                 T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
-                # invariant: the stages hold key tile j of this sequence, of this query head's key/value head
+                # invariant: the stages hold key tile t of this sequence, of this query head's key/value head
                 # (written on its own, not through the producer's head: GQA's mapping is checked, not assumed)
-                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + j * BN) >= 0) & (x[0] - (k0 + j * BN) < BN),
+                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + t * BN) >= 0) & (x[0] - (k0 + t * BN) < BN),
                              sK[s])  # fmt: skip
-                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + j * BN) >= 0) & (x[0] - (k0 + j * BN) < BN),
+                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + t * BN) >= 0) & (x[0] - (k0 + t * BN) < BN),
                              sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
                 T.gemm(sQ, sK[s].T, scores)  # S = Q K^T
-                raw = scores if sign > 0 else -scores
                 # invariant: a key past the sequence's end (the box runs on into the next sequence) does not
-                # contribute; nor, with CAUSAL, one past the row's diagonal
-                T.exclude(scores, lambda r, c: c >= lk - j * BN)
-                tail = TK - k0 if BUG == "tensor_end" else lk  # the mask against the key tensor's end
-                x = T.where(T.index(scores, 1, T.i32) < tail - j * BN, raw, float("-inf"))
+                # contribute; nor, with CAUSAL, one past the row's diagonal; nor, with a WINDOW, one WINDOW or more
+                # behind it (every exclusion declared before anything is computed from S)
+                T.exclude(scores, lambda r, c: c >= lk - t * BN)
                 if CAUSAL:
-                    T.exclude(scores, lambda r, c: c - r > first + (lk - lq) - j * BN)
+                    T.exclude(scores, lambda r, c: c - r > first + (lk - lq) - t * BN)
+                if WINDOW:
+                    T.exclude(scores, lambda r, c: c - r <= first + (lk - lq) - t * BN - WINDOW)
+                raw = scores if sign > 0 else -scores
+                tail = TK - k0 if BUG == "tensor_end" else lk  # the mask against the key tensor's end
+                x = T.where(T.index(scores, 1, T.i32) < tail - t * BN, raw, float("-inf"))
+                if CAUSAL:
                     diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)
-                    x = T.where(diagonal <= first + (lk - lq) - j * BN, x, float("-inf"))
+                    x = T.where(diagonal <= first + (lk - lq) - t * BN, x, float("-inf"))
+                    if WINDOW:
+                        kept = WINDOW + 1 if BUG == "window_wide" else WINDOW  # one key more than the window
+                        x = T.where(diagonal > first + (lk - lq) - t * BN - kept, x, float("-inf"))
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # S's layout is P's: no shuffle
                 T.copy(p, pa)
@@ -260,8 +323,9 @@ def _statements(kernel: Any) -> list[str]:
     return [re.sub(r"  # [^#]*$", "", line) for line in lines]
 
 
-def test_the_seeded_copy_without_a_bug_is_the_library_kernel() -> None:
-    params = dict(D=64, DV=64, BM=64, CONSUMERS=1, BN=64, GROUP=2, SEARCH=2, CAUSAL=True)
+@pytest.mark.parametrize("window", [0, 100])
+def test_the_seeded_copy_without_a_bug_is_the_library_kernel(window: int) -> None:
+    params = dict(D=64, DV=64, BM=64, CONSUMERS=1, BN=64, GROUP=2, SEARCH=2, CAUSAL=True, WINDOW=window)
     assert _statements(varlen_seeded.trace(**params)) == _statements(flash_attention_varlen.trace(**params))
 
 
@@ -271,12 +335,14 @@ def test_the_seeded_copy_without_a_bug_is_the_library_kernel() -> None:
         ("tensor_end", ("oob",), "OOB_MASKED_REDUCTION"),
         ("unbounded_store", ("coverage",), "COVERAGE_OUTPUT_TWICE"),
         ("kv_head", ("asserts",), "TAG_ASSERT"),
+        ("window_wide", ("oob",), "OOB_MASKED_REDUCTION"),
     ],
 )
 def test_seeded_boundary_bugs_are_caught_with_a_witness(bug: str, checks: tuple[str, ...], code: str) -> None:
     from argus.verify import verify_kernel
 
-    kernel = varlen_seeded.trace(D=64, DV=64, BM=64, CONSUMERS=1, BN=64, GROUP=2, SEARCH=2, BUG=bug)
+    window = dict(CAUSAL=True, WINDOW=100) if bug.startswith("window") else {}
+    kernel = varlen_seeded.trace(D=64, DV=64, BM=64, CONSUMERS=1, BN=64, GROUP=2, SEARCH=2, BUG=bug, **window)
     report = verify_kernel(kernel, checks=checks)
     found = [f for f in report.findings if f.code == code]
     assert found and found[0].verdict.value == "violated", report.findings
@@ -322,3 +388,34 @@ def test_varlen_matches_torch_on_the_gpu() -> None:
             ref = torch.where(seen[None, :, None], ref, 0.0)
             got = o[q0:q1].transpose(0, 1).float()
             assert (got - ref).abs().max().item() < 2e-2, (h, d, causal, b)
+
+
+def test_a_sliding_window_matches_torch_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch")
+    from torch.nn.functional import scaled_dot_product_attention as torch_sdpa
+
+    g = torch.Generator().manual_seed(1)
+    for h, hk, d, window in [(8, 8, 64, 256), (32, 8, 128, 1000), (4, 4, 256, 129), (8, 2, 96, 33)]:
+        lq = torch.randint(0, 3000, (7,), generator=g).tolist() + [0, 1, 4096]
+        lk = [x + int(torch.randint(0, 300, (1,), generator=g)) for x in lq]
+        cu_q = torch.tensor([0, *np.cumsum(lq).tolist()], dtype=torch.int32, device="cuda")
+        cu_k = torch.tensor([0, *np.cumsum(lk).tolist()], dtype=torch.int32, device="cuda")
+        q = torch.randn(int(cu_q[-1]), h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(int(cu_k[-1]), hk, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(int(cu_k[-1]), hk, d, device="cuda", dtype=torch.bfloat16)
+        o = SV.sdpa_varlen(q, k, v, cu_q, cu_k, causal=True, window=window)
+        torch.cuda.synchronize()
+        for b in range(len(lq)):
+            (q0, q1), (k0, k1) = cu_q[b : b + 2].tolist(), cu_k[b : b + 2].tolist()
+            if q1 == q0 or k1 == k0:
+                continue
+            qb = q[q0:q1].transpose(0, 1).float()
+            kb, vb = (x[k0:k1].transpose(0, 1).float().repeat_interleave(h // hk, dim=0) for x in (k, v))
+            lag = torch.arange(q1 - q0, device="cuda")[:, None] + (k1 - k0) - (q1 - q0)
+            lag = lag - torch.arange(k1 - k0, device="cuda")[None, :]
+            keep = (lag >= 0) & (lag < window)
+            ref = torch.where(keep.any(dim=1)[None, :, None], torch_sdpa(qb, kb, vb, attn_mask=keep), 0.0)
+            got = o[q0:q1].transpose(0, 1).float()
+            assert (got - ref).abs().max().item() < 2e-2, (h, d, window, b)

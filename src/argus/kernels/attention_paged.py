@@ -16,7 +16,9 @@ with pages of 16 or 32 tokens (`SMALL_PAGES`, vLLM's default 16) a 64-key tile i
 With SPLITS > 1 the sequence's key tiles are split SPLITS ways (flash-decoding) and each block writes its share's
 partial result and log-sum-exp (P = SPLITS, f32) for `argus.kernels.attention.attention_combine`. Keys past
 ``LENS[b]`` (the rest of the last page) are masked, declared with `T.exclude` so that the verifier proves it for
-every content of LENS and TABLE the declarations allow.
+every content of LENS and TABLE the declarations allow. With a sliding WINDOW = W the query sees the sequence's last
+W tokens only: the block starts at the key tile of token ``LENS[b] - W`` (its splits share the tiles from there),
+the tokens before it in that tile masked and declared the same way.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def flash_attention_paged(
     PAGE_SIZE: int = 128,
     STAGES: int = 2,
     SPLITS: int = 1,
+    WINDOW: int = 0,
     SCALE: float = 0.0,
     IN: str = "bf16",
     OUT: str = "bf16",
@@ -88,10 +91,12 @@ def flash_attention_paged(
     CONSUMER_REGS: int = 240,
 ):
     """O = softmax(Q K^T * SCALE) V of each sequence's packed query rows against its cached keys (module docstring),
-    for ROWS <= 64 query rows per key/value head. SCALE 0 means 1/sqrt(D)."""
+    for ROWS <= 64 query rows per key/value head. SCALE 0 means 1/sqrt(D). WINDOW = W > 0 is a sliding window: the
+    query (the sequence's last token) sees only its last W tokens, ``LENS[b] - W .. LENS[b]``, and the block reads
+    only the key tiles they lie in."""
     paged_body(
         Q, KC, VC, TABLE, LENS, O, LSE, D=D, DV=DV, BN=BN, PAGE_SIZE=PAGE_SIZE, STAGES=STAGES, SPLITS=SPLITS,
-        SCALE=SCALE, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS,
+        WINDOW=WINDOW, SCALE=SCALE, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS,
     )  # fmt: skip
 
 
@@ -113,6 +118,7 @@ def flash_attention_paged_combined(
     PAGE_SIZE: int = 128,
     STAGES: int = 2,
     SPLITS: int = 2,
+    WINDOW: int = 0,
     SCALE: float = 0.0,
     IN: str = "bf16",
     OUT: str = "bf16",
@@ -143,7 +149,8 @@ def flash_attention_paged_combined(
     T.assume("NF >= B * HK")  # a counter per unit
     paged_body(
         Q, KC, VC, TABLE, LENS, OP, LP, D=D, DV=DV, BN=BN, PAGE_SIZE=PAGE_SIZE, STAGES=STAGES, SPLITS=SPLITS,
-        SCALE=SCALE, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, combined=(O, LSE, F, reducers),
+        WINDOW=WINDOW, SCALE=SCALE, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS,
+        combined=(O, LSE, F, reducers),
     )  # fmt: skip
 
 
@@ -164,6 +171,7 @@ def paged_body(
     SPLITS: int,
     SCALE: float,
     PRODUCER_REGS: int,
+    WINDOW: int = 0,
     CONSUMER_REGS: int,
     combined: tuple[Any, Any, Any, int] | None = None,
 ) -> None:  # noqa: N803 - the kernels' parameter names
@@ -182,6 +190,8 @@ def paged_body(
         )
     if SPLITS > 1 and O.dtype != T.f32:
         raise DSLError("DSL_BAD_PARAM", f"SPLITS={SPLITS} writes f32 partial results, not OUT={O.dtype.name!r}")
+    if not isinstance(WINDOW, int) or isinstance(WINDOW, bool) or WINDOW < 0:
+        raise DSLError("DSL_BAD_PARAM", f"WINDOW={WINDOW!r}: 0, or the number of last tokens the query sees")
     T.assume(f"PAGE == {PAGE_SIZE}")
     T.assume(f"ROWS <= {BM}")
     if SPLITS > 1:
@@ -205,13 +215,18 @@ def paged_body(
         empty = T.alloc_mbarrier(STAGES, arrive_count=1)
 
         def tiles_of(lk: Any) -> tuple[Any, Any]:
-            """(the block's first key tile, how many it reads) of a sequence of `lk` tokens: all of them, or with
-            SPLITS > 1 the split's share."""
+            """(the block's first key tile, how many it reads) of a sequence of `lk` tokens: all of them (under a
+            WINDOW those from the tile of its first token the query sees), or with SPLITS > 1 the split's share."""
             n_tiles = T.cdiv(lk, BN)
+            start = 0
+            if WINDOW:
+                start = T.maximum(lk - WINDOW, 0) // BN
+                n_tiles = n_tiles - start
             if SPLITS == 1:
-                return 0, n_tiles
+                return start, n_tiles
             share = T.cdiv(n_tiles, SPLITS)
-            return split * share, T.maximum(T.minimum(share, n_tiles - split * share), 0)
+            first = start + split * share if WINDOW else split * share
+            return first, T.maximum(T.minimum(share, n_tiles - split * share), 0)
 
         def page_of(t: Any) -> Any:
             """The page of key tile `t` (its table entry clamped inside the table: a tile past the sequence is never
@@ -271,10 +286,16 @@ def paged_body(
                                  & (x[1] == x.coord[0] % PAGE_SIZE) & (x[2] == kvh), sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
                 T.gemm(*score_operands(sQ, sK[s], D, Q.dtype), scores)  # S = Q K^T
-                raw = scores if sign > 0 else -scores
-                # invariant: the tokens of the last page past the sequence's length do not contribute
+                # invariant: the tokens of the last page past the sequence's length do not contribute; nor, with a
+                # WINDOW, a token WINDOW or more behind the query, the sequence's last (declared before anything is
+                # computed from S)
                 T.exclude(scores, lambda r, c: c >= lk - t * BN)
+                if WINDOW:
+                    T.exclude(scores, lambda r, c: c < lk - WINDOW - t * BN)
+                raw = scores if sign > 0 else -scores
                 x = T.where(T.index(scores, 1, T.i32) < lk - t * BN, raw, float("-inf"))
+                if WINDOW:
+                    x = T.where(T.index(scores, 1, T.i32) >= lk - WINDOW - t * BN, x, float("-inf"))
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")
                 T.copy(p, pa)

@@ -3,7 +3,8 @@ FlashAttention's ``varlen`` call takes them. Q (TQ, H, D), K (TK, HK, D), V (TK,
 every sequence's tokens one after the other; sequence b's queries are rows ``SEQ_Q[b-1] .. SEQ_Q[b]`` (0 for b = 0)
 and its keys rows ``SEQ_K[b-1] .. SEQ_K[b]`` (the cumulative ends: FlashAttention's ``cu_seqlens[1:]``). Query i of
 sequence b attends to the keys of sequence b only; with CAUSAL, to keys j <= i + lk - lq of it (the mask aligned at
-the bottom right of the sequence's own lq x lk scores, as in FlashAttention). LSE (H, TQ): each row's log-sum-exp.
+the bottom right of the sequence's own lq x lk scores, as in FlashAttention), and with a sliding WINDOW = W as well,
+to the W last of those only (j > i + lk - lq - W). LSE (H, TQ): each row's log-sum-exp.
 
 `flash_attention_varlen` is `argus.kernels.attention.flash_attention`'s loop (a TMA producer warpgroup, CONSUMERS
 wgmma consumer warpgroups, the online softmax with exp2, P in registers as the second product's A operand) over a
@@ -106,6 +107,14 @@ def key_tiles(first: Any, lq: Any, lk: Any, rows: int, bn: int, causal: bool) ->
     return n
 
 
+def window_tiles(first: Any, lq: Any, lk: Any, rows: int, bn: int, window: int) -> tuple[Any, Any]:
+    """(the first key tile, how many from it) a causal query tile reads under a sliding `window`: from the tile of
+    the first key its first row sees (key ``first + lk - lq - (window - 1)``, none before the sequence's first) to
+    its last row's diagonal (`key_tiles`)."""
+    start = T.maximum(first + lk - lq - (window - 1), 0) // bn
+    return start, T.maximum(key_tiles(first, lq, lk, rows, bn, True) - start, 0)
+
+
 @argus.kernel(policies={"tile_shape": ("BM", "BN"), "stages": "STAGES"})
 def flash_attention_varlen(
     Q: T.Tensor[lambda D: ("TQ", "H", D), "IN"],
@@ -123,6 +132,7 @@ def flash_attention_varlen(
     STAGES: int = 2,
     CONSUMERS: int = 2,
     CAUSAL: bool = False,
+    WINDOW: int = 0,
     GROUP: int = 1,
     SCALE: float = 0.0,
     SEARCH: int = 8,
@@ -132,7 +142,9 @@ def flash_attention_varlen(
     CONSUMER_REGS: int = 240,
 ):
     """O = softmax(Q K^T * SCALE) V per sequence and query head (module docstring), query head h reading key/value
-    head ``h // GROUP``, for B <= 2**SEARCH sequences. SCALE 0 means 1/sqrt(D)."""
+    head ``h // GROUP``, for B <= 2**SEARCH sequences. SCALE 0 means 1/sqrt(D). WINDOW = W > 0 (CAUSAL) is a
+    sliding window: query i of a sequence sees only the W keys up to its diagonal, keys j with
+    i + lk - lq - W < j <= i + lk - lq, and a query tile reads the key tiles from its first row's first one."""
     TQ, H, _ = Q.shape  # noqa: N806 - the kernel's shape symbols
     TK, HK, _ = K.shape  # noqa: N806
     (B,) = SEQ_Q.shape  # noqa: N806
@@ -142,6 +154,9 @@ def flash_attention_varlen(
         raise DSLError("DSL_BAD_PARAM", f"BM={BM} rows over CONSUMERS={CONSUMERS} warpgroups: 64 rows each, 1 or 2")
     if SEARCH < 1:
         raise DSLError("DSL_BAD_PARAM", f"SEARCH >= 1 (up to 2**SEARCH sequences), got {SEARCH}")
+    if not isinstance(WINDOW, int) or WINDOW < 0 or (WINDOW and not CAUSAL):
+        raise DSLError("DSL_BAD_PARAM", f"WINDOW={WINDOW!r}: 0, or the keys a query sees up to its causal diagonal "
+                                        "(CAUSAL)")  # fmt: skip
     T.assume(f"H == HK * {GROUP}")
     T.assume(f"B <= {1 << SEARCH}")
     T.assume_values(SEQ_Q, lo=0, hi=TQ, nondecreasing=True)
@@ -159,20 +174,27 @@ def flash_attention_varlen(
         full = T.alloc_mbarrier(STAGES, arrive_count=1)
         empty = T.alloc_mbarrier(STAGES, arrive_count=CONSUMERS)  # one arrival per consumer warpgroup
 
+        def tiles_of(first: Any, lq: Any, lk: Any) -> tuple[Any, Any]:
+            """(the tile's first key tile, how many it reads): from 0, or under a window from its first row's."""
+            if WINDOW:
+                return window_tiles(first, lq, lk, BM, BN, WINDOW)
+            return 0, key_tiles(first, lq, lk, BM, BN, CAUSAL)
+
         def produce(row0: Any, first: Any, h: Any, q_end: Any, k0: Any, k_end: Any) -> None:
             kvh = h // GROUP
-            n_tiles = key_tiles(first, q_end - (row0 - first), k_end - k0, BM, BN, CAUSAL)
+            start, n_tiles = tiles_of(first, q_end - (row0 - first), k_end - k0)
             T.mbarrier_arrive(q_ready[0], expect_bytes=BM * DT * Q.dtype.itemsize)
             load_rows(Q, row0, h, BM, DT, sQ, q_ready[0])
             for j, s in T.pipeline(n_tiles, stages=STAGES):
+                t = start + j if WINDOW else j  # the key tile of the sequence
                 T.mbarrier_wait(empty[s], phase=(j // STAGES + 1) % 2)
                 T.mbarrier_arrive(full[s], expect_bytes=BN * (DT + DVT) * Q.dtype.itemsize)
-                load_rows(K, k0 + j * BN, kvh, BN, DT, sK[s], full[s])
-                load_rows(V, k0 + j * BN, kvh, BN, DVT, sV[s], full[s])
+                load_rows(K, k0 + t * BN, kvh, BN, DT, sK[s], full[s])
+                load_rows(V, k0 + t * BN, kvh, BN, DVT, sV[s], full[s])
 
         def consume(row0: Any, first: Any, h: Any, q_end: Any, k0: Any, k_end: Any) -> None:
             lq, lk = q_end - (row0 - first), k_end - k0
-            n_tiles = key_tiles(first, lq, lk, BM, BN, CAUSAL)
+            start, n_tiles = tiles_of(first, lq, lk)
             scores = T.alloc_fragment((BM, BN), T.f32, mma=T.wgmma_atom(BN, Q.dtype))  # BM / CONSUMERS rows each
             pv = T.wgmma_atom(DV, Q.dtype, a_source="registers")
             o = T.alloc_fragment((BM, DV), T.f32, mma=pv)
@@ -183,24 +205,31 @@ def flash_attention_varlen(
             T.fill(l, 0.0)
             T.mbarrier_wait(q_ready[0], phase=0)
             for j, s in T.pipeline(n_tiles, stages=STAGES):
+                t = start + j if WINDOW else j  # the key tile of the sequence
                 T.mbarrier_wait(full[s], phase=(j // STAGES) % 2)
-                # invariant: the stages hold key tile j of this sequence, of this query head's key/value head
+                # invariant: the stages hold key tile t of this sequence, of this query head's key/value head
                 # (written on its own, not through the producer's head: GQA's mapping is checked, not assumed)
-                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + j * BN) >= 0) & (x[0] - (k0 + j * BN) < BN),
+                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + t * BN) >= 0) & (x[0] - (k0 + t * BN) < BN),
                              sK[s])  # fmt: skip
-                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + j * BN) >= 0) & (x[0] - (k0 + j * BN) < BN),
+                T.assert_tag(lambda x: (x[1] == h // GROUP) & (x[0] - (k0 + t * BN) >= 0) & (x[0] - (k0 + t * BN) < BN),
                              sV[s])  # fmt: skip
                 T.fill(scores, 0.0)
                 T.gemm(*score_operands(sQ, sK[s], D, Q.dtype), scores)  # S = Q K^T
-                raw = scores if sign > 0 else -scores
                 # invariant: a key past the sequence's end (the box runs on into the next sequence) does not
-                # contribute; nor, with CAUSAL, one past the row's diagonal
-                T.exclude(scores, lambda r, c: c >= lk - j * BN)
-                x = T.where(T.index(scores, 1, T.i32) < lk - j * BN, raw, float("-inf"))
+                # contribute; nor, with CAUSAL, one past the row's diagonal; nor, with a WINDOW, one WINDOW or more
+                # behind it (every exclusion declared before anything is computed from S)
+                T.exclude(scores, lambda r, c: c >= lk - t * BN)
                 if CAUSAL:
-                    T.exclude(scores, lambda r, c: c - r > first + (lk - lq) - j * BN)
+                    T.exclude(scores, lambda r, c: c - r > first + (lk - lq) - t * BN)
+                if WINDOW:
+                    T.exclude(scores, lambda r, c: c - r <= first + (lk - lq) - t * BN - WINDOW)
+                raw = scores if sign > 0 else -scores
+                x = T.where(T.index(scores, 1, T.i32) < lk - t * BN, raw, float("-inf"))
+                if CAUSAL:
                     diagonal = T.index(scores, 1, T.i32) - T.index(scores, 0, T.i32)
-                    x = T.where(diagonal <= first + (lk - lq) - j * BN, x, float("-inf"))
+                    x = T.where(diagonal <= first + (lk - lq) - t * BN, x, float("-inf"))
+                    if WINDOW:
+                        x = T.where(diagonal > first + (lk - lq) - t * BN - WINDOW, x, float("-inf"))
                 p = softmax_step(x, m, l, o, scale_log2)
                 pa = T.alloc_fragment((BM, BN), Q.dtype, mma=pv, operand="A")  # S's layout is P's: no shuffle
                 T.copy(p, pa)
@@ -217,4 +246,4 @@ def flash_attention_varlen(
             each_query_tile(u, SEQ_Q, SEQ_K, TILES, B, H, SEARCH, BM, consume)
 
 
-__all__ = ["flash_attention_varlen", "key_tiles", "softmax_result", "softmax_step"]
+__all__ = ["flash_attention_varlen", "key_tiles", "softmax_result", "softmax_step", "window_tiles"]

@@ -140,6 +140,16 @@ def check_heads(dtype: str, out: str, heads: int, kv_heads: int, d: int, dv: int
             )
 
 
+def check_window(window: Any, causal: bool) -> None:
+    """AttentionError unless `window` is 0 or a positive number of keys with `causal` (a sliding window is the last
+    keys up to each query's causal diagonal)."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0 or (window and not causal):
+        raise AttentionError(
+            f"window = {window!r}: a sliding window is a number of keys up to each query's causal diagonal "
+            "(causal=True); 0 for none"
+        )
+
+
 @dataclass(frozen=True)
 class AttentionProblem:
     """One attention call: `batch` x `heads` query heads over `kv_heads` key/value heads, query length `sq`, key
@@ -163,11 +173,7 @@ class AttentionProblem:
     def __post_init__(self) -> None:
         if self.layout not in attention.LAYOUTS:
             raise AttentionError(f"layout {self.layout!r}: sdpa takes {', '.join(attention.LAYOUTS)}")
-        if self.window < 0 or (self.window and not self.causal):
-            raise AttentionError(
-                f"window = {self.window}: a sliding window is a number of keys up to each query's causal diagonal "
-                "(causal=True); 0 for none"
-            )
+        check_window(self.window, self.causal)
         for name in ("batch", "sq", "sk"):
             if getattr(self, name) < 1:
                 raise AttentionError(f"{name} = {getattr(self, name)}: every extent must be positive")
@@ -800,6 +806,7 @@ def reference(
 __all__ = [
     "AttentionConfig",
     "check_heads",
+    "check_window",
     "dtypes_of",
     "key_splits",
     "AttentionError",

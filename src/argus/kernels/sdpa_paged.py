@@ -9,10 +9,13 @@ key/value head; PAGE a multiple of 64 tokens, or 16 or 32), and int32 block_tabl
 sequence b's token t is row ``t % PAGE`` of page ``block_table[b, t // PAGE]`` and it has ``seqlens_k[b]`` tokens.
 Every entry of the table must name a page of the pool, unused ones too (0, say), and the pages a sequence uses are
 distinct. It returns O (B, H, DV) in q's dtype (or `out_dtype`) and, with ``return_lse=True``, LSE (B, H) in f32; a
-sequence with no token gets O = 0 and LSE = -inf.
+sequence with no token gets O = 0 and LSE = -inf. ``window=W`` is a sliding window (Mistral's, Gemma's local
+layers; vLLM's ``sliding_window``): the query, the sequence's newest token, sees its last W tokens only, and only the
+pages holding them are read (a table's entries before them must still name pages of the pool).
 
 The keys are split across blocks (flash-decoding, `argus.kernels.sdpa.key_splits`) by `max_seqlen_k` (default:
-the table's capacity, MAXP * PAGE, when not given); each split takes its share of its own sequence's tiles.
+the table's capacity, MAXP * PAGE, when not given; at most the window's tiles); each split takes its share of its own
+sequence's tiles.
 ``validate=True`` (the default) reads the table and the lengths back to check them (a device-to-host copy, which
 synchronizes); ``validate=False`` skips that for CUDA graphs, and they are then the caller's contract.
 """
@@ -27,7 +30,7 @@ from argus.atoms.common import SMS, WARPGROUP_SIZE
 from argus.kernels import arrays, matmul, sdpa
 from argus.kernels.attention import merge_reducers
 from argus.kernels.attention_paged import SMALL_PAGES, flash_attention_paged, flash_attention_paged_combined
-from argus.kernels.sdpa import COMBINE_TILE, AttentionError, check_heads, dtypes_of, key_splits
+from argus.kernels.sdpa import COMBINE_TILE, AttentionError, check_heads, check_window, dtypes_of, key_splits
 
 #: The most query heads per key/value head (the packed rows of one 64-row tile).
 MAX_GROUP = 64
@@ -50,9 +53,12 @@ class PagedProblem:
     out: str = "bf16"
     scale: float | None = None
     max_seqlen: int = 0
+    #: a sliding window: the query sees the sequence's last `window` tokens only; 0: all of them
+    window: int = 0
 
     def __post_init__(self) -> None:
         check_heads(self.dtype, self.out, self.heads, self.kv_heads, self.d, self.dv, self.scale)
+        check_window(self.window, True)  # the query is the sequence's last token: a window is causal
         if self.heads // self.kv_heads > MAX_GROUP:
             raise AttentionError(
                 f"{self.heads // self.kv_heads} query heads per key/value head: at most {MAX_GROUP} (one 64-row tile)"
@@ -103,7 +109,10 @@ class PagedPlan:
     def splits(self) -> int:
         p = self.problem
         keys = p.max_seqlen or p.page * p.max_pages
-        return key_splits(p.batch * p.kv_heads, -(-keys // self.block_n))
+        tiles = -(-keys // self.block_n)
+        if p.window:  # the tiles the window's tokens can lie in
+            tiles = min(tiles, -(-(p.window - 1) // self.block_n) + 1)
+        return key_splits(p.batch * p.kv_heads, tiles)
 
     def blocks(self) -> int:
         """The kernel's grid: a block per (sequence, key/value head, split)."""
@@ -122,6 +131,7 @@ class PagedPlan:
             "PAGE_SIZE": p.page,
             "STAGES": 2,
             "SPLITS": self.splits,
+            "WINDOW": p.window,
             "SCALE": p.scale if p.scale is not None else 0.0,
             "IN": p.dtype,
             "OUT": p.out if self.splits == 1 or self.combined else "f32",
@@ -265,6 +275,7 @@ def problem_of(
     scale: float | None = None,
     out_dtype: Any = None,
     max_seqlen_k: int | None = None,
+    window: int = 0,
 ) -> PagedProblem:
     """The problem of the call's tensors, their shapes and dtypes checked."""
     if len(q.shape) != 3:
@@ -287,7 +298,7 @@ def problem_of(
         if "int32" not in str(x.dtype):
             raise AttentionError(f"{name} in {x.dtype}: int32")
     dtype, out = dtypes_of({"q": q, "k_cache": k_cache, "v_cache": v_cache}, out_dtype)
-    return PagedProblem(b, h, hk, page, block_table.shape[1], d, dv, dtype, out, scale, max_seqlen_k or 0)
+    return PagedProblem(b, h, hk, page, block_table.shape[1], d, dv, dtype, out, scale, max_seqlen_k or 0, window)
 
 
 def prepare(
@@ -301,14 +312,16 @@ def prepare(
     out_dtype: Any = None,
     max_seqlen_k: int | None = None,
     validate: bool = True,
+    window: int = 0,
 ) -> tuple[Any, Any, Any]:
     """(O, LSE, the prepared launches): `sdpa_paged` without launching, for timing loops and CUDA graphs (keep the
     returned objects alive while the launches are used)."""
     import torch
 
     problem = problem_of(
-        q, k_cache, v_cache, block_table, seqlens_k, scale=scale, out_dtype=out_dtype, max_seqlen_k=max_seqlen_k
-    )
+        q, k_cache, v_cache, block_table, seqlens_k, scale=scale, out_dtype=out_dtype, max_seqlen_k=max_seqlen_k,
+        window=window,
+    )  # fmt: skip
     for name, x in (("k_cache", k_cache), ("v_cache", v_cache), ("block_table", block_table)):
         if not x.is_contiguous():
             raise AttentionError(f"{name} is not contiguous: the kernel reads it through TMA as it lies")
@@ -367,9 +380,11 @@ def sdpa_paged(
     max_seqlen_k: int | None = None,
     return_lse: bool = False,
     validate: bool = True,
+    window: int = 0,
 ) -> Any:
-    """One decode step's attention against a paged cache (module docstring); with `return_lse`, (O, LSE). Launches
-    on the current stream and returns without synchronizing (beyond `validate`'s read of the table)."""
+    """One decode step's attention against a paged cache (module docstring); with `return_lse`, (O, LSE). `window`
+    > 0: the query sees its sequence's last `window` tokens only. Launches on the current stream and returns without
+    synchronizing (beyond `validate`'s read of the table)."""
     o, lse, launches = prepare(
         q,
         k_cache,
@@ -380,6 +395,7 @@ def sdpa_paged(
         out_dtype=out_dtype,
         max_seqlen_k=max_seqlen_k,
         validate=validate,
+        window=window,
     )
     for launch in launches:
         launch.launch()
@@ -387,10 +403,10 @@ def sdpa_paged(
 
 
 def reference(
-    q: Any, k_cache: Any, v_cache: Any, table: Any, lens: Any, *, scale: float | None = None
+    q: Any, k_cache: Any, v_cache: Any, table: Any, lens: Any, *, scale: float | None = None, window: int = 0
 ) -> tuple[Any, Any]:
     """(O (B, H, DV), LSE (B, H)) in float64 numpy: each sequence's keys gathered from its pages, then
-    `arrays.attention` (a sequence with no token: O = 0, LSE = -inf)."""
+    `arrays.attention` (a sequence with no token: O = 0, LSE = -inf); `window`: its last `window` tokens only."""
     import numpy as np
 
     q, kc, vc = (np.asarray(x, dtype=np.float64) for x in (q, k_cache, v_cache))
@@ -403,7 +419,7 @@ def reference(
             continue
         t = np.arange(lens[i])
         k, v = (c[table[i, t // page], t % page].transpose(1, 0, 2)[None] for c in (kc, vc))  # (1, HK, n, D)
-        ob, lb = arrays.attention(q[i][:, None][None], k, v, scale=scale)  # q (1, H, 1, D)
+        ob, lb = arrays.attention(q[i][:, None][None], k, v, scale=scale, causal=bool(window), window=window)
         o[i], lse[i] = ob[0, :, 0], lb[0, :, 0]
     return o, lse
 

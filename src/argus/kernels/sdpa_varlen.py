@@ -8,8 +8,11 @@ and ``cu_seqlens_k`` (B + 1,) (int32 or int64, ``cu[0] = 0``, nondecreasing, ``c
 b's queries are rows ``cu_seqlens_q[b] .. cu_seqlens_q[b+1]`` of q and its keys the same rows of k and v. It returns
 O (TQ, H, DV) in the inputs' dtype (or `out_dtype`) and, with ``return_lse=True``, each row's log-sum-exp (H, TQ) in
 f32. ``causal=True`` aligns each sequence's mask at the bottom right of its own scores (query i sees keys
-j <= i + lk - lq), as FlashAttention does. A sequence with no key gets O = 0 and LSE = -inf. No maximum length is
-asked for: the grid follows the sequences' query tiles, counted on the device (`argus.kernels.moe.tile_counts`).
+j <= i + lk - lq), as FlashAttention does; ``window=W`` (with ``causal``) keeps only the W keys up to each query's
+diagonal (j > i + lk - lq - W: FlashAttention's ``window_size=(W - 1, 0)``, Mistral's and Gemma's local layers), and
+a query tile reads only the key tiles its rows' windows cover. A sequence with no key gets O = 0 and LSE = -inf.
+No maximum length is asked for: the grid follows the sequences' query tiles, counted on the device
+(`argus.kernels.moe.tile_counts`).
 
 ``validate=True`` (the default) reads the offsets back to check them (one device-to-host copy of B + 1 integers,
 which synchronizes); ``validate=False`` skips that for CUDA-graph capture and timing loops, and the offsets are then
@@ -28,7 +31,7 @@ from typing import Any
 from argus.kernels import arrays, matmul
 from argus.kernels.attention_varlen import flash_attention_varlen
 from argus.kernels.grouped import search_steps
-from argus.kernels.sdpa import AttentionError, check_heads, dtypes_of
+from argus.kernels.sdpa import AttentionError, check_heads, check_window, dtypes_of
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,14 @@ class VarlenProblem:
     dtype: str = "bf16"
     out: str = "bf16"
     scale: float | None = None
+    #: a sliding window (causal only): each query sees the `window` keys up to its diagonal; 0: all of them
+    window: int = 0
 
     def __post_init__(self) -> None:
         if self.batch < 1:
             raise AttentionError(f"{self.batch} sequences: cu_seqlens needs at least two entries (one sequence)")
         check_heads(self.dtype, self.out, self.heads, self.kv_heads, self.d, self.dv, self.scale)
+        check_window(self.window, self.causal)
 
     @property
     def group(self) -> int:
@@ -77,6 +83,7 @@ class VarlenPlan:
                     "D": p.d,
                     "DV": p.dv,
                     "CAUSAL": p.causal,
+                    "WINDOW": p.window,
                     "GROUP": p.group,
                     "SCALE": p.scale if p.scale is not None else 0.0,
                     "SEARCH": search_steps(p.batch),
@@ -163,6 +170,7 @@ def problem_of(
     causal: bool = False,
     scale: float | None = None,
     out_dtype: Any = None,
+    window: int = 0,
 ) -> VarlenProblem:
     """The problem of q (TQ, H, D), k (TK, HK, D), v (TK, HK, DV) and the offsets (shapes and dtypes checked; the
     offsets' values are checked by `check_offsets`)."""
@@ -183,7 +191,7 @@ def problem_of(
         if "int" not in str(c.dtype):
             raise AttentionError(f"{name} in {c.dtype}: cumulative lengths are integers (int32 or int64)")
     dtype, out = dtypes_of({"q": q, "k": k, "v": v}, out_dtype)
-    return VarlenProblem(int(cu_q.shape[0]) - 1, h, hk, tq, tk, d, dv, causal, dtype, out, scale)
+    return VarlenProblem(int(cu_q.shape[0]) - 1, h, hk, tq, tk, d, dv, causal, dtype, out, scale, window)
 
 
 def prepare(
@@ -197,6 +205,7 @@ def prepare(
     scale: float | None = None,
     out_dtype: Any = None,
     validate: bool = True,
+    window: int = 0,
 ) -> tuple[Any, Any, Any]:
     """(O, LSE, the prepared launches that compute them): `sdpa_varlen` without the launches, for timing loops (the
     launches hold raw addresses: keep the returned objects alive while they are used)."""
@@ -204,7 +213,9 @@ def prepare(
 
     from argus.kernels.moe import tile_counts
 
-    problem = problem_of(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=causal, scale=scale, out_dtype=out_dtype)
+    problem = problem_of(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, causal=causal, scale=scale, out_dtype=out_dtype, window=window
+    )
     if validate:
         check_offsets(cu_seqlens_q.detach().cpu().numpy(), problem.total_q, "cu_seqlens_q")
         check_offsets(cu_seqlens_k.detach().cpu().numpy(), problem.total_k, "cu_seqlens_k")
@@ -233,22 +244,33 @@ def sdpa_varlen(
     out_dtype: Any = None,
     return_lse: bool = False,
     validate: bool = True,
+    window: int = 0,
 ) -> Any:
-    """Attention over each packed sequence (module docstring); with `return_lse`, (O, LSE). Launches on the current
-    stream and returns without synchronizing (beyond `validate`'s read of the offsets)."""
+    """Attention over each packed sequence (module docstring); with `return_lse`, (O, LSE). `window` > 0 (with
+    `causal`): each query sees only the `window` keys up to its diagonal. Launches on the current stream and returns
+    without synchronizing (beyond `validate`'s read of the offsets)."""
     o, lse, launches = prepare(
-        q, k, v, cu_seqlens_q, cu_seqlens_k, causal=causal, scale=scale, out_dtype=out_dtype, validate=validate
-    )
+        q, k, v, cu_seqlens_q, cu_seqlens_k, causal=causal, scale=scale, out_dtype=out_dtype, validate=validate,
+        window=window,
+    )  # fmt: skip
     for launch in launches:
         launch.launch()
     return (o, lse) if return_lse else o
 
 
 def reference(
-    q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, *, causal: bool = False, scale: float | None = None
+    q: Any,
+    k: Any,
+    v: Any,
+    cu_q: Any,
+    cu_k: Any,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    window: int = 0,
 ) -> tuple[Any, Any]:
     """(O (TQ, H, DV), LSE (H, TQ)) in float64 numpy for numpy inputs: `arrays.attention` on each sequence (a
-    sequence with no key: O = 0, LSE = -inf)."""
+    sequence with no key, or a row that sees none: O = 0, LSE = -inf)."""
     import numpy as np
 
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
@@ -260,7 +282,7 @@ def reference(
         if q1 == q0 or k1 == k0:
             continue
         qb, kb, vb = (x[None].transpose(0, 2, 1, 3) for x in (q[q0:q1], k[k0:k1], v[k0:k1]))
-        ob, lb = arrays.attention(qb, kb, vb, causal=causal, scale=scale)
+        ob, lb = arrays.attention(qb, kb, vb, causal=causal, scale=scale, window=window)
         o[q0:q1] = ob[0].transpose(1, 0, 2)
         lse[:, q0:q1] = lb[0]
     return o, lse
