@@ -1,10 +1,10 @@
 """The layout family against PyTorch: permutes, transposes, slices (with a step), selects, narrows, expands, splits,
-cats, stacks, repeats, rolls and pads (constant, replicate, circular, reflect) as copy kernels, at odd sizes, in
-float32, float16 and bfloat16;
-each generated kernel verified and checked on the CPU interpreter against its group's FX subgraph, and the emitted
-ModelNew against the problem's own Model. What the template does not take (a flip, a diagonal, integer tensors, a
-permute PyTorch runs as a view) is left to PyTorch with the reason. A level-3 problem that was not covered for its
-``select`` and ``cat`` (a recurrent network) is solved end to end."""
+cats, stacks, repeats, rolls, pads (constant, replicate, circular, reflect) and flips as copy kernels, at odd sizes,
+in float32, float16 and bfloat16; each generated kernel verified and checked on the CPU interpreter against its
+group's FX subgraph, and the emitted ModelNew against the problem's own Model. What the template does not take (a
+flip of the innermost dimension, a diagonal, integer tensors, a permute PyTorch runs as a view) is left to PyTorch
+with the reason. Level-3 recurrent problems that were not covered for their ``select``, ``cat`` and ``flip`` are
+solved end to end."""
 
 from __future__ import annotations
 
@@ -52,6 +52,12 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]]]] = {
     "pad_replicate": ("torch.nn.functional.pad(torch.tanh(x), (2, 1, 1, 3), mode='replicate') * 2.0", [(2, 3, 5, 6)]),
     "pad_circular": ("torch.nn.functional.pad(torch.tanh(x), (1, 2, 3, 0), mode='circular') * 2.0", [(2, 3, 4, 5)]),
     "pad_reflect": ("torch.nn.functional.pad(torch.tanh(x), (2, 1, 1, 2), mode='reflect') * 2.0", [(2, 3, 5, 6)]),
+    # rows reflected as reversed runs, each a move, beside the per-element columns; a 3-d reflect of depth and rows
+    "pad_reflect_rows": ("torch.nn.functional.pad(torch.tanh(x), (0, 0, 3, 2), mode='reflect') * 2.0", [(2, 6, 5)]),
+    "pad_reflect_3d": (
+        "torch.nn.functional.pad(torch.tanh(x), (1, 1, 2, 1, 1, 2), mode='reflect') * 2.0",
+        [(1, 2, 4, 5, 6)],
+    ),  # fmt: skip
     "pad_reflect_1d": ("torch.nn.functional.pad(torch.tanh(x), (3, 3), mode='reflect') * 2.0", [(2, 4, 9)]),
     # one image of one channel: the corners and the reflected columns are moves of one element each
     "pad_reflect_mono": ("torch.nn.functional.pad(torch.tanh(x), (3, 2), mode='reflect') * 2.0", [(1, 1, 9)]),
@@ -61,6 +67,11 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]]]] = {
     ),
     # a replicate pad longer than its dimension (PyTorch takes any length)
     "pad_replicate_long": ("torch.nn.functional.pad(torch.tanh(x), (4, 5), mode='replicate') * 2.0", [(3, 2, 3)]),
+    # a flip reads each flipped dimension backwards, one index a block, from its last element (not the innermost)
+    "flip_rows": ("torch.flip(torch.tanh(x), [0]) * 2.0", [(5, 7)]),
+    "flip_middle": ("torch.tanh(x).flip(1) * 2.0", [(2, 7, 33)]),
+    "flip_two": ("torch.tanh(x).flip(0, 2) * 2.0", [(3, 4, 5, 6)]),
+    "flip_merged": ("torch.tanh(x).flip(0, 1) * 2.0", [(3, 4, 5)]),  # two flipped dimensions read as one run
     "pad_replicate_3d": (
         "torch.nn.functional.pad(torch.tanh(x), (1, 1, 0, 2, 1, 0), mode='replicate') * 2.0",
         [(2, 2, 3, 4, 5)],
@@ -151,7 +162,14 @@ def test_factor_reads_a_strided_view_as_a_window() -> None:
     """x[:, 1:10:3] of a (4, 12) tensor is the window (all, 0:3, 1) of the input viewed as (4, 4, 3); a step that does
     not divide the row, a diagonal and overlapping rows are no window."""
     fac = layout.factor(layout.Move(0, (0, 0), (4, 3), 0, (12, 3), 1), 48)
-    assert fac == layout.Factored((4, 4, 3), (0, 1), (0, 0, 1))
+    assert fac == layout.Factored((4, 4, 3), (0, 1), (0, 0, 1), (None, None))
+    # x.flip(0)[:, 1:10:3]: the rows walked down from the last (one a block), the columns as before
+    fac = layout.factor(layout.Move(0, (0, 0), (4, 3), 0, (-12, 3), 37), 48)
+    assert fac == layout.Factored((4, 4, 3), (None, 1), (3, 0, 1), (0, None))
+    with pytest.raises(layout.NotTaken, match="innermost"):  # a reversed run: x.flip(1) of a (4, 12) tensor
+        layout.factor(layout.Move(0, (0, 0), (4, 12), 0, (12, -1), 11), 48)
+    with pytest.raises(layout.NotTaken, match="wraps"):  # walking down past the first row
+        layout.factor(layout.Move(0, (0, 0), (4, 3), 0, (-12, 3), 25), 48)
     with pytest.raises(layout.NotTaken, match="nest"):
         layout.factor(layout.Move(0, (0, 0), (4, 3), 0, (10, 3), 1), 40)  # x[:, 1:9:3] of (4, 10)
     with pytest.raises(layout.NotTaken, match="not a window"):
@@ -161,14 +179,23 @@ def test_factor_reads_a_strided_view_as_a_window() -> None:
 
 
 def test_a_reflect_pad_of_too_many_moves_is_refused(problem: Callable[..., Path]) -> None:
-    """A reflect pad takes one move per border row: (lo + 1 + hi) per padded dimension, their product at most
+    """A reflect pad reads each border backwards as one move, but along the innermost dimension, where it takes one
+    move per border element: lo + 1 + hi there, 3 along any other padded dimension, their product at most
     `MAX_PAD_MOVES`; past it the pad stays with PyTorch, saying so."""
     path = problem(
-        "torch.nn.functional.pad(torch.tanh(x), (4, 4, 4, 4), mode='reflect')", inputs="[torch.randn(2, 9, 9)]"
+        "torch.nn.functional.pad(torch.tanh(x), (30, 30, 4, 4), mode='reflect')", inputs="[torch.randn(2, 9, 31)]"
     )
     part, _ = generate(capture(path))
     (reason,) = {u.reason for u in part.uncovered if u.family is Family.LAYOUT}
-    assert f"at most {layout.MAX_PAD_MOVES}" in reason and "81 moves" in reason
+    assert f"at most {layout.MAX_PAD_MOVES}" in reason and "183 moves" in reason
+    # the rows' borders as two reversed runs: 3 x 9 moves, taken (81 before session 75)
+    path = problem(
+        "torch.nn.functional.pad(torch.tanh(x), (4, 4, 4, 4), mode='reflect')",
+        inputs="[torch.randn(2, 9, 9)]",
+        name="rows_reversed",
+    )
+    part, _ = generate(capture(path))
+    assert not part.uncovered, [u.line() for u in part.uncovered]
 
 
 def test_what_the_template_refuses_says_why(problem: Callable[..., Path]) -> None:
@@ -187,17 +214,27 @@ def test_what_the_template_refuses_says_why(problem: Callable[..., Path]) -> Non
     assert not any(g.family is Family.LAYOUT and "permute" in g.ops for g in part.groups)
 
 
-#: A level-3 problem whose recurrence reads one step with ``select`` and joins input and state with ``cat``: before the
-#: layout family those were not covered, so the problem was not solved.
-LEVEL3 = {"34_VanillaRNNHidden": {"batch_size": 2, "input_size": 6, "hidden_size": 8, "output_size": 3,
-                                  "sequence_length": 3}}  # fmt: skip
+#: Level-3 recurrent problems (sizes, the layout operators they need): 34 reads one step with ``select`` and joins
+#: input and state with ``cat`` (not covered before the layout family); 38, a bidirectional LSTM, runs its backward
+#: direction over the sequence reversed with ``flip`` (not covered before session 75).
+LEVEL3 = {
+    "34_VanillaRNNHidden": (
+        {"batch_size": 2, "input_size": 6, "hidden_size": 8, "output_size": 3, "sequence_length": 3},
+        {"select", "cat"},
+    ),
+    "38_LSTMBidirectional": (
+        {"batch_size": 2, "input_size": 6, "hidden_size": 8, "output_size": 3, "sequence_length": 2, "num_layers": 1},
+        {"flip", "cat"},
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(LEVEL3))
 def test_a_recurrent_level3_problem_is_solved(kernelbench_dir: Path, tmp_path: Path, name: str) -> None:
-    result = solve(kernelbench_dir / "level3" / f"{name}.py", sizes=LEVEL3[name], out=tmp_path / f"{name}.py")
+    sizes, ops = LEVEL3[name]
+    result = solve(kernelbench_dir / "level3" / f"{name}.py", sizes=sizes, out=tmp_path / f"{name}.py")
     assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
-    assert {"select", "cat"} <= {op for g in result.groups if g["family"] == "layout" for op in g["ops"]}
+    assert ops <= {op for g in result.groups if g["family"] == "layout" for op in g["ops"]}
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
 
 

@@ -162,7 +162,8 @@ def test_reverse_and_exclusive_scans_are_one_kernel(problem: Callable[..., Path]
 
 def test_flips_and_slices_that_do_not_make_the_pattern_stay_with_pytorch(problem: Callable[..., Path]) -> None:
     """A flip on another axis than the scan's, one flip only, and a narrow that drops more than the last element:
-    the cumsum is a plain scan kernel and the layout operators are left to PyTorch (never a wrong absorption)."""
+    the cumsum is a plain scan kernel and the layout operators are left to the layout family or PyTorch (never a
+    wrong absorption)."""
     bodies = {
         "other_axis": "torch.cumsum(x.flip(0), dim=1).flip(0)",
         "one_flip": "torch.cumsum(x.flip(1), dim=1)",
@@ -175,4 +176,7 @@ def test_flips_and_slices_that_do_not_make_the_pattern_stay_with_pytorch(problem
         (g,) = [g for g in part.groups if g.family is Family.SCAN]
         assert g.ops == ["cumsum"], (name, g.ops)
         assert "reverse" not in sources[g.kernel].kernel and "exclusive" not in sources[g.kernel].kernel
-        assert part.uncovered and all(u.family is not Family.SCAN for u in part.uncovered), name
+        # the layout operators are the layout family's kernels (a flip of the rows, since session 75) or PyTorch's (a
+        # flip of the innermost axis: a reversed run), never absorbed into the scan
+        assert all(u.family is not Family.SCAN for u in part.uncovered), name
+        assert part.uncovered or any(g.family is Family.LAYOUT for g in part.groups), name

@@ -1,6 +1,6 @@
 """The layout family: operators that move data without computing on it (``permute``, ``transpose``, ``slice``,
-``select``, ``narrow``, ``expand``, ``split``, ``cat``, ``stack``, ``repeat``, ``roll``, ``constant_pad_nd``, a
-window-shaped ``as_strided`` or ``unfold``) as one DSL copy kernel each.
+``select``, ``narrow``, ``expand``, ``split``, ``cat``, ``stack``, ``repeat``, ``roll``, ``constant_pad_nd``, ``flip``,
+a window-shaped ``as_strided`` or ``unfold``) as one DSL copy kernel each.
 
 What a node computes is written as *moves* (`plan`): each move fills a box of one output (its *region*, in the
 output's view shape) either from one input or with a constant (a pad's border). A move from an input says where
@@ -30,12 +30,17 @@ counts). Shapes are the captured ones (literals: the solution refuses other shap
 (float32, float16, bfloat16; one dtype for the node's tensors).
 
 ``pad`` (what ``padding_mode`` of a convolution and ``F.pad`` give) is ``constant_pad_nd`` in its constant mode; its
-circular mode reads each border from the input's other end, replicate and reflect take one move per border row
-(the edge element, or the reflected one: a broadcast of one element and a reversed run are no windows; at most
-`MAX_PAD_MOVES` moves). A move of one element (a corner) tiles its innermost stepping dimension, of extent one: the
+circular mode reads each border from the input's other end, replicate takes one move per border row (the edge
+element: a broadcast of one element is no window), reflect reads each border backwards as one move, except along
+the innermost dimension (a reversed run there is no window: one move per border element); at most `MAX_PAD_MOVES`
+moves. A move of one element (a corner) tiles its innermost stepping dimension, of extent one: the
 tile reads past it and its store is bounded to the element.
 
-Not taken: ``flip`` (a reversed window), ``tril``/``triu`` (a mask), a ``roll`` over
+``flip`` reads each flipped dimension backwards (a negative stride, from its last element): such a dimension is
+walked by the grid, one index a block, the window starting at ``last - index``; a flip of the innermost dimension
+(a reversed run: no window) is not taken.
+
+Not taken: a ``flip`` of the innermost dimension, ``tril``/``triu`` (a mask), a ``roll`` over
 the flattened tensor, a move whose input view is not a window (above), integer and boolean tensors, and a permute
 or transpose PyTorch runs as a view without a copy (`argus.frontend.partition.metadata_only`: left to PyTorch).
 """
@@ -62,13 +67,12 @@ VIEW_OPS = frozenset(
     "diagonal".split()
 )
 #: Every operator this template writes.
-OPERATORS = VIEW_OPS | frozenset("cat stack repeat roll constant_pad_nd pad".split())
+OPERATORS = VIEW_OPS | frozenset("cat stack repeat roll constant_pad_nd pad flip".split())
 #: The most moves a reflect pad may take (each reflected border row is a move of its own: (lo + 1 + hi) per padded
 #: dimension, their product in all); past it, not taken.
 MAX_PAD_MOVES = 64
 #: Why the other layout operators are not taken.
 NOT_WRITTEN = {
-    "flip": "a reversed copy (data movement backwards) is not written yet",
     "tril": "a masked copy (data movement under a triangle) is not written yet",
     "triu": "a masked copy (data movement under a triangle) is not written yet",
 }
@@ -203,6 +207,11 @@ def plan(node: Any) -> Plan:
         view = tuple(x for r, p in zip(repeats, padded, strict=True) for x in (r, p))
         steps = tuple(x for s in full for x in (0, s))
         return Plan(inputs, ((outs[0].name, view),), (Move(0, (0,) * len(view), view, 0, steps),))
+    if op == "flip":  # each flipped dimension read backwards: from its last element, with the negated stride
+        dims = {int(d) % len(shape) for d in (args[0] if args else node.kwargs.get("dims", []))}
+        steps = tuple(-s if d in dims and shape[d] > 1 else s for d, s in enumerate(strides))
+        offset = sum((shape[d] - 1) * strides[d] for d in dims)
+        return Plan(inputs, ((outs[0].name, out_shape),), (Move(0, (0,) * len(shape), shape, 0, steps, offset),))
     if op == "roll":
         shifts = [int(s) for s in (args[0] if isinstance(args[0], list | tuple) else [args[0]])]
         dims = [int(d) for d in (args[1] if len(args) > 1 else node.kwargs.get("dims", []))]
@@ -259,8 +268,9 @@ def _edge_pad_moves(
     """The moves of a pad whose border repeats the input (`mode` "replicate", "circular" or "reflect"): along each
     dimension the output is segments (output start, length, input start, input stride): the input itself at lo, and
     before and after it the far end of the input (circular), or one segment per border row: the edge element
-    (replicate) or the elements next to the edge in reverse order (reflect; a reversed run or a broadcast of one
-    element is no window). A move is one segment of every dimension."""
+    (replicate: a broadcast of one element is no window) or the elements next to the edge in reverse order (reflect:
+    a reversed run, read backwards, except along the innermost dimension, where it is one segment per element). A
+    move is one segment of every dimension."""
     if mode not in ("replicate", "circular", "reflect"):
         raise NotTaken(f"a pad of mode {mode!r} (constant, reflect, replicate and circular are written)")
     per_dim = []
@@ -276,7 +286,9 @@ def _edge_pad_moves(
             segments = [(j, 1, 0, step) for j in range(a)] + segments + [(a + n + i, 1, n - 1, step) for i in range(b)]
         elif mode == "circular":
             segments = [(0, a, n - a, step), *segments, (a + n, b, 0, step)]
-        else:  # output j < a reads input a - j; output a + n + i reads input n - 2 - i
+        elif step != 1:  # output j < a reads input a - j, output a + n + i input n - 2 - i: reversed runs
+            segments = [(0, a, a, -step), *segments, (a + n, b, n - 2, -step)]
+        else:  # along the innermost dimension a reversed run is no window: one segment per border element
             segments = [(j, 1, a - j, step) for j in range(a)] + segments
             segments += [(a + n + i, 1, n - 2 - i, step) for i in range(b)]
         per_dim.append([seg for seg in segments if seg[1] > 0])
@@ -385,18 +397,24 @@ class Factored:
     shape: tuple[int, ...]
     dims: tuple[int | None, ...]
     origin: tuple[int, ...]
+    #: each region dimension read backwards (a flip): the input dimension it walks down from `origin`, else None
+    reversed: tuple[int | None, ...] = ()
 
 
 def factor(move: Move, numel: int, steps: tuple[int, ...] | None = None) -> Factored:
     """The input of `move` as a row-major shape its region reads as a window (see the module docstring), or
     `NotTaken` with the reason. `steps`: the strides the input's shape is made of (default: those of `move`'s
     moving dimensions; the kernel gives the union over every move reading the input, so that all read one shape)."""
-    moving = [j for j, (e, s) in enumerate(zip(move.extent, move.strides, strict=True)) if e > 1 and s != 0]
+    backwards = [j for j, (e, s) in enumerate(zip(move.extent, move.strides, strict=True)) if e > 1 and s < 0]
+    moving = [j for j, (e, s) in enumerate(zip(move.extent, move.strides, strict=True)) if e > 1 and s > 0]
     if not moving:  # one element (a pad's corner): its innermost stepping dimension is the tile's, of extent one
-        moving = [j for j, s in enumerate(move.strides) if s != 0][-1:]
-    if any(s < 0 for s in move.strides):
-        raise NotTaken("it reads its input backwards (a negative stride)")
-    mine = [move.strides[j] for j in moving]
+        moving = [j for j, s in enumerate(move.strides) if s > 0][-1:]
+    if any(move.strides[j] == -1 for j in backwards):
+        raise NotTaken(
+            "it reverses its input's innermost elements (a reversed run is no window): data movement backwards "
+            "along the innermost dimension is not written yet"
+        )
+    mine = [abs(move.strides[j]) for j in moving + backwards]
     if len(set(mine)) != len(mine):
         raise NotTaken("two of its dimensions step through the input alike (a diagonal): not a window")
     steps = tuple(sorted(set(mine) if steps is None else set(steps), reverse=True))
@@ -419,7 +437,13 @@ def factor(move: Move, numel: int, steps: tuple[int, ...] | None = None) -> Fact
         dims[j] = i
         if origin[i] + move.extent[j] > shape[i]:
             raise NotTaken("its region wraps around a dimension of its input: not a window")
-    return Factored(tuple(shape), tuple(dims), tuple(origin))
+    backward: list[int | None] = [None] * len(move.extent)
+    for j in backwards:  # walked by the grid, one index a block, from the origin down
+        i = steps.index(-move.strides[j])
+        backward[j] = i
+        if origin[i] - (move.extent[j] - 1) < 0:
+            raise NotTaken("its region wraps around a dimension of its input: not a window")
+    return Factored(tuple(shape), tuple(dims), tuple(origin), tuple(backward))
 
 
 @dataclass(frozen=True)
@@ -534,7 +558,7 @@ def _kernel_plan(node: Any) -> tuple[Plan, list[Factored | None], list[_Tiling],
     for m in p.moves:
         if m.src is not None:
             mine = steps.setdefault(m.src, set())
-            mine.update(s for e, s in zip(m.extent, m.strides, strict=True) if e > 1 and s > 0)
+            mine.update(abs(s) for e, s in zip(m.extent, m.strides, strict=True) if e > 1 and s != 0)
     facs: list[Factored | None] = []
     shapes: dict[int, tuple[int, ...]] = {}
     for m in p.moves:
@@ -669,6 +693,9 @@ def _move_lines(
             origin[d] = _plus(fac.origin[d], base)
             if j in t.dims:
                 extent[d] = str(t.sizes[t.dims.index(j)])
+        for j, d in enumerate(fac.reversed):
+            if d is not None:  # read backwards: one index a block (the grid walks it), down from the origin
+                origin[d] = f"{fac.origin[d]} - {idx[j]}" if idx[j] != "0" else str(fac.origin[d])
         window = f"{ins[m.src]}.window(({', '.join(origin)},), ({', '.join(extent)},))"  # type: ignore[index]
         lines.append(f"{ind}T.copy({window}{'.T' if t.transposed else ''}, v)")
     o_origin, o_extent, bound = [], [], []
