@@ -121,3 +121,58 @@ def test_adaptive_pooling_with_uneven_windows_stays_whole(problem: Callable[...,
     result = solve(path, out=tmp_path / "s.py", judge=False)
     (u,) = result.uncovered
     assert u["op"] == "aten._adaptive_avg_pool2d.default" and "adaptive pooling" in u["reason"]
+
+
+#: (forward body, inputs, reductions): sums, means, maxima and minima over axes that are not neighbours, one
+#: reduction kernel per run of neighbouring axes (NCHW channel statistics, the two ends, keepdim, an axis of
+#: extent 1 between two reduced ones that does not split them, half precision)
+SPLIT_RUNS: dict[str, tuple[str, str, int]] = {
+    "channel_mean_nchw": ("x.mean(dim=(0, 2, 3))", "[torch.randn(3, 5, 4, 6)]", 2),
+    "sum_ends_keepdim": ("torch.tanh(x).sum(dim=(0, 2), keepdim=True)", "[torch.randn(4, 5, 7)]", 2),
+    "amax_1_3": ("x.amax(dim=(1, 3))", "[torch.randn(2, 5, 3, 6)]", 2),
+    "amin_negative_dims": ("x.amin(dim=(-1, 0))", "[torch.randn(6, 3, 5)]", 2),
+    "sum_three_runs": ("x.sum(dim=(0, 2, 4))", "[torch.randn(2, 3, 4, 3, 5)]", 3),
+    "one_run_across_extent_1": ("x.sum(dim=(1, 3))", "[torch.randn(4, 5, 1, 6, 3)]", 1),
+    "mean_bf16": ("x.mean(dim=(0, 2))", "[torch.randn(6, 5, 7).to(torch.bfloat16)]", 2),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(SPLIT_RUNS))
+def test_reductions_over_axes_that_are_not_neighbours_are_one_reduction_per_run(
+    problem: Callable[..., Path], tmp_path: Path, case: str
+) -> None:
+    body, inputs, runs = SPLIT_RUNS[case]
+    result = solve(problem(body, inputs=inputs, name=case), out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert [g["family"] for g in result.groups].count("reduction") == runs, result.groups
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+
+
+def test_the_runs_of_reduced_axes() -> None:
+    from argus.frontend.decompositions import reduced_runs
+
+    assert reduced_runs((3, 5, 4, 6), (0, 2, 3)) == [[0], [2, 3]]
+    assert reduced_runs((4, 5, 1, 6, 3), (1, 3)) == [[1, 3]]  # the axis between has extent 1
+    assert reduced_runs((4, 5, 7), (-1, 0)) == [[0], [2]]
+    assert reduced_runs((4, 5, 7), (1, 1, 2)) == [[1, 2]]
+    assert reduced_runs((4, 5, 7), None) == [] and reduced_runs((4, 5, 7), []) == []
+
+
+#: (forward body, inputs): vector norms of orders the reduction family does not take whole
+NORMS: dict[str, tuple[str, str]] = {
+    "order_3_last": ("torch.linalg.vector_norm(x, ord=3, dim=-1)", "[torch.randn(5, 17)]"),
+    "order_half_keepdim": ("torch.linalg.vector_norm(x, ord=0.5, dim=1, keepdim=True)", "[torch.randn(4, 9, 3)]"),
+    "order_0_all": ("torch.linalg.vector_norm(x, ord=0)", "[torch.relu(torch.randn(6, 7))]"),
+    "norm_p_4_f16": ("torch.norm(x, p=4, dim=0)", "[torch.randn(8, 5).half()]"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(NORMS))
+def test_vector_norms_of_other_orders_are_a_sum_of_powers(
+    problem: Callable[..., Path], tmp_path: Path, case: str
+) -> None:
+    body, inputs = NORMS[case]
+    result = solve(problem(body, inputs=inputs, name=case), out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert "reduction" in [g["family"] for g in result.groups], result.groups
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)

@@ -31,6 +31,17 @@ Integer products and those with a ``dtype`` argument stay whole (no family takes
   family takes. Uneven windows (their start and end ``floor`` and ``ceil`` of ``i * n / out``) stay whole, reported
   as not covered.
 
+* **Reductions over axes that are not neighbours** (``sum``, ``mean``, ``amax``, ``amin`` over e.g. ``(0, 2)``;
+  axes of extent 1 aside, as the reduction family views its input as (outer, reduced, inner)): one reduction per
+  run of neighbouring axes, the innermost run first (``sum(x, (0, 2)) = sum(sum(x, 2), 0)``; a mean of means over
+  equal counts is the mean), each a kernel of the reduction family; after the first the data is smaller by that
+  run's extent, so this reads less than a permute into place and one reduction would. Half-precision sums and
+  means run in float32 and round once at the end, as torch's do. One run, or a ``dtype`` argument: left whole.
+
+* **Vector norms of other orders** (``torch.linalg.vector_norm(x, ord=p)``, ``torch.norm(x, p)``: p neither 1, 2
+  nor +-inf, which the reduction family takes whole): ``sum(|x|^p)^(1/p)`` in float32 (``|x|^p`` the prologue of the
+  sum, the root elementwise), rounded once; order 0 counts the nonzero elements (``sum(x != 0)``).
+
 * **Losses over class indices** (``aten.cross_entropy_loss``, ``aten.nll_loss_nd``) of a ``(B, C)`` float input
   and ``(B,)`` int64 targets: ``argus::class_loss_rows`` (each row's loss and the weight the mean divides by;
   the indexing family's kernel, `argus.frontend.families.indexing`) then ``sum`` (and ``div`` for the mean), so
@@ -189,6 +200,56 @@ def var_correction(x: Any, dim: Any = None, *, correction: Any = None, keepdim: 
     return (squares / max(count - c, 0.0)).to(x.dtype)
 
 
+def reduced_runs(shape: Any, dims: Any) -> list[list[int]]:
+    """The reduced axes `dims` of a tensor of `shape` in runs of neighbours: a run ends where an axis it does not
+    reduce, of extent above 1, lies before the next reduced one (no run for no axes: the whole tensor)."""
+    rank = max(len(shape), 1)
+    runs: list[list[int]] = []
+    for d in sorted({int(d) % rank for d in (dims or [])}):
+        if runs and all(shape[k] == 1 for k in range(runs[-1][-1] + 1, d)):
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return runs
+
+
+def _by_runs(op: Any, widen: bool) -> Callable[..., Any]:
+    """The decomposition of reduction `op` over axes that are not neighbours (module docstring): NotImplemented
+    (traced as it is) for one run or a ``dtype`` argument. `widen`: a sum or mean, computed in float32."""
+
+    def reduce(x: Any, dim: Any = None, keepdim: bool = False, **kwargs: Any) -> Any:
+        import torch
+
+        runs = reduced_runs(tuple(x.shape), dim)
+        if len(runs) < 2 or kwargs.get("dtype") is not None:
+            return NotImplemented
+        y = x.to(torch.float32) if widen and x.dtype != torch.float32 else x
+        for run in reversed(runs):  # the innermost first: removing its axes leaves the earlier ones where they are
+            y = op(y, run, keepdim)
+        return y.to(x.dtype)
+
+    return reduce
+
+
+#: The vector norms' orders the reduction family takes whole (`argus.frontend.families.reduction.NORMS`).
+WHOLE_NORMS = (1.0, 2.0, float("inf"), float("-inf"))
+
+
+def vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: A002
+    """``aten.linalg_vector_norm`` of an order the reduction family does not take whole (module docstring);
+    NotImplemented (traced as it is) for those it does and for a ``dtype`` argument."""
+    import torch
+
+    p = float(ord)
+    if p in WHOLE_NORMS or dtype is not None:
+        return NotImplemented
+    dims = list(range(x.dim())) if dim is None or len(dim) == 0 else list(dim)
+    xf = x.to(torch.float32)
+    if p == 0:
+        return (xf != 0).to(torch.float32).sum(dims, keepdim=keepdim).to(x.dtype)
+    return xf.abs().pow(p).sum(dims, keepdim=keepdim).pow(1.0 / p).to(x.dtype)
+
+
 def _even_windows(x: Any, output_size: Any) -> list[int]:
     """The window (= stride) of each pooled dimension of an adaptive pooling whose windows are even."""
     sizes = [int(n) for n in x.shape[x.dim() - len(output_size) :]]
@@ -238,6 +299,16 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
         out[aten._adaptive_avg_pool3d.default] = adaptive_avg_pool
         out[aten.adaptive_max_pool2d.default] = adaptive_max_pool
         out[aten.adaptive_max_pool3d.default] = adaptive_max_pool
+    for op, widen in ((aten.sum.dim_IntList, True), (aten.mean.dim, True), (aten.amax.default, False),
+                      (aten.amin.default, False)):  # fmt: skip
+        nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is op]
+        if any(_takes(n) and len(reduced_runs(_shape(n), _dims(n))) > 1 for n in nodes):
+            out[op] = _by_runs(op, widen)
+    vector_norms = [
+        n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is aten.linalg_vector_norm.default
+    ]
+    if any(_takes(n) and _order(n) not in WHOLE_NORMS for n in vector_norms):
+        out[aten.linalg_vector_norm.default] = vector_norm
     norms = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is aten.batch_norm.default]
     if norms and all(_takes(n) and _eval_mode(n) for n in norms):
         out[aten._native_batch_norm_legit_no_training.default] = batch_norm_eval
@@ -247,6 +318,25 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
             _register_class_loss_rows()
             out[op] = fn
     return out
+
+
+def _shape(node: Any) -> tuple[int, ...]:
+    from argus.frontend.families.base import node_value
+
+    value = node_value(node.args[0]) if node.args else None
+    return tuple(int(d) for d in getattr(value, "shape", ()))
+
+
+def _order(node: Any) -> float:
+    value = node.args[1] if len(node.args) > 1 else node.kwargs.get("ord", 2)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 2.0  # a value computed at run time: not decomposed
+
+
+def _dims(node: Any) -> Any:
+    return node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
 
 
 def _loss_taken(node: Any) -> bool:

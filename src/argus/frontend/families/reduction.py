@@ -32,7 +32,8 @@ Positions are float32 values, exact below 2^24, so R is at most 2^24 (assumed by
 
 Not taken: ``prod`` (the DSL reduces with sums and maxima only; a float one arrives decomposed), ``var``/``std``
 whole (they arrive decomposed into two passes, `argus.frontend.decompositions`; one that did not is refused), vector
-norms of other orders, reduced axes that are not contiguous (a permute first), integer or boolean inputs. NaN inputs
+norms of other orders, reduced axes that are not contiguous (a sum, mean, maximum or minimum over them arrives as one
+reduction per run of neighbouring axes, `argus.frontend.decompositions`), integer or boolean inputs. NaN inputs
 follow the DSL's maximum (on the GPU ``fmaxf``, which drops NaN), not torch's NaN propagation.
 
 A value reduction takes in its **prologue** (`prologue_nodes`, the template's ``absorbs``): the elementwise nodes
@@ -235,7 +236,8 @@ def parse(node: Any) -> Reduction | str:
     if reduced and reduced != list(range(reduced[0], reduced[-1] + 1)):
         return (
             f"reduced axes {list(normalized)} of {shape} are not contiguous "
-            "(the template views the input as (outer, reduced, inner); a permute first is not built)"
+            "(the template views the input as (outer, reduced, inner); a sum, mean, maximum or minimum over them "
+            "is taken as one reduction per run of neighbouring axes, not this operator)"
         )
     if reduced:
         outer = math.prod(shape[d] for d in kept[: reduced[0]])
