@@ -398,3 +398,35 @@ def test_a_float16_cosine_similarity_checks_its_kernels_without_a_false_alarm(
     path = problem("torch.nn.functional.cosine_similarity(x, x * 0.5 + 1, dim=-1)", inputs="[torch.randn(7, 8).half()]")
     result = solve(path, out=tmp_path / "s.py")
     assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+
+
+def test_an_element_that_is_what_pytorch_computes_in_the_tensor_s_own_dtype_matches() -> None:
+    """``x / clamp(norm, 1e-8)`` in float16: eager rounds 1e-8 to 0 there and divides by 0 (inf), the float64
+    reference by 1e-8 (3e4 for x = 3e-4, which float16 holds). A kernel that computes as eager does matches where
+    the `native` result holds its value; a value neither reference holds is still wrong."""
+    from argus.frontend.solve import relative_error
+
+    want = torch.tensor([1.0, 3e4, 2.0], dtype=torch.float64)  # the float64 reference
+    native = torch.tensor([1.0, float("inf"), 2.0], dtype=torch.float16)  # eager, in float16
+    got = native.clone()
+    assert relative_error(got, want) == float("inf")
+    assert relative_error(got, want, native=native) < 1e-3
+    wrong = got.clone()
+    wrong[0] = 20000.0  # against the reference's scale, 3e4
+    assert relative_error(wrong, want, native=native) > 0.5
+    assert relative_error(torch.tensor([1.0, float("-inf"), 2.0], dtype=torch.float16), want, native=native) == float(
+        "inf"
+    )
+
+
+def test_a_float16_cosine_similarity_whose_clamp_rounds_to_zero_is_not_a_false_alarm(
+    problem: Callable[..., Path], tmp_path: Path
+) -> None:
+    """The random module sweep's case (session 75): at (8, 5, 11, 3) the check's standard-normal inputs reach an
+    element of x below 6.5e-4 over a clamped norm: finite in the float64 reference, inf in float16 as in eager
+    PyTorch (the clamp's 1e-8 is 0 there). The kernel was reported a MISMATCH and the problem incorrect."""
+    path = problem(
+        "torch.nn.functional.cosine_similarity(x, x * 0.5 + 1, dim=-1)", inputs="[torch.randn(8, 5, 11, 3).half()]"
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
