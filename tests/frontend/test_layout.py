@@ -65,6 +65,11 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]]]] = {
         "torch.nn.functional.pad(torch.tanh(x), (2, 1, 1, 3), mode='replicate') * 2.0",
         [(1, 1, 5, 6)],
     ),
+    # the rows' borders as broadcasts of the edge row (3 x 5 moves; one move per border row was 305, refused)
+    "pad_replicate_rows_long": (
+        "torch.nn.functional.pad(torch.tanh(x), (2, 2, 30, 30), mode='replicate') * 2.0",
+        [(2, 5, 9)],
+    ),
     # a replicate pad longer than its dimension (PyTorch takes any length)
     "pad_replicate_long": ("torch.nn.functional.pad(torch.tanh(x), (4, 5), mode='replicate') * 2.0", [(3, 2, 3)]),
     # a flip reads each flipped dimension backwards, one index a block, from its last element (not the innermost)

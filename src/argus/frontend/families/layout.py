@@ -30,9 +30,9 @@ counts). Shapes are the captured ones (literals: the solution refuses other shap
 (float32, float16, bfloat16; one dtype for the node's tensors).
 
 ``pad`` (what ``padding_mode`` of a convolution and ``F.pad`` give) is ``constant_pad_nd`` in its constant mode; its
-circular mode reads each border from the input's other end, replicate takes one move per border row (the edge
-element: a broadcast of one element is no window), reflect reads each border backwards as one move, except along
-the innermost dimension (a reversed run there is no window: one move per border element); at most `MAX_PAD_MOVES`
+circular mode reads each border from the input's other end, replicate repeats the edge (a broadcast, stride 0) and
+reflect reads each border backwards, each border one move, except along the innermost dimension, where each border
+element is a move (a broadcast of one element, or a reversed run, is no window there); at most `MAX_PAD_MOVES`
 moves. A move of one element (a corner) tiles its innermost stepping dimension, of extent one: the
 tile reads past it and its store is bounded to the element.
 
@@ -267,10 +267,9 @@ def _edge_pad_moves(
 ) -> list[Move]:
     """The moves of a pad whose border repeats the input (`mode` "replicate", "circular" or "reflect"): along each
     dimension the output is segments (output start, length, input start, input stride): the input itself at lo, and
-    before and after it the far end of the input (circular), or one segment per border row: the edge element
-    (replicate: a broadcast of one element is no window) or the elements next to the edge in reverse order (reflect:
-    a reversed run, read backwards, except along the innermost dimension, where it is one segment per element). A
-    move is one segment of every dimension."""
+    before and after it the far end of the input (circular), the edge repeated (replicate: stride 0) or the elements
+    next to the edge in reverse order (reflect: read backwards), except along the innermost dimension, where
+    replicate and reflect take one segment per border element. A move is one segment of every dimension."""
     if mode not in ("replicate", "circular", "reflect"):
         raise NotTaken(f"a pad of mode {mode!r} (constant, reflect, replicate and circular are written)")
     per_dim = []
@@ -282,7 +281,10 @@ def _edge_pad_moves(
         if (a or b) and (n == 0 or (limit is not None and max(a, b) > limit)):
             raise NotTaken(f"a {mode} pad of ({a}, {b}) on an extent of {n} (PyTorch takes at most {limit})")
         segments = [(a, n, 0, step)]
-        if mode == "replicate":  # one segment per border row too: a broadcast of one element is no window
+        if mode == "replicate" and step != 1:  # the edge row repeated: a broadcast (stride 0) over the border
+            segments = [(0, a, 0, 0), *segments, (a + n, b, n - 1, 0)]
+        elif mode == "replicate":  # along the innermost dimension one segment per border element (a corner of a
+            # broadcast along every dimension would be one element, which no window repeats)
             segments = [(j, 1, 0, step) for j in range(a)] + segments + [(a + n + i, 1, n - 1, step) for i in range(b)]
         elif mode == "circular":
             segments = [(0, a, n - a, step), *segments, (a + n, b, 0, step)]
