@@ -172,6 +172,10 @@ def test_bad_tables_and_shapes_are_refused_with_the_reason() -> None:
     with pytest.raises(AttentionError, match=r"block_table\[1, 0\] and block_table\[1, 2\] both name page 5"):
         SP.check_cache_tables(np.array([[0, 1, 2], [5, 3, 5]]), np.array([150, 129]), 9, 64)
     SP.check_cache_tables(np.array([[0, 1, 0], [5, 3, 5]]), np.array([128, 128]), 9, 64)  # a repeat past the length
+    # a sliding window reads the pages of its last W tokens only: a cache may reuse the pages behind it
+    SP.check_cache_tables(np.array([[5, 3, 5]]), np.array([150]), 9, 64, window=60)  # tokens 90..149: pages 1, 2
+    with pytest.raises(AttentionError, match=r"block_table\[0, 0\] and block_table\[0, 2\] both name page 5"):
+        SP.check_cache_tables(np.array([[5, 3, 5]]), np.array([150]), 9, 64, window=100)  # tokens 50..149: 0, 1, 2
     with pytest.raises(AttentionError, match="multiple of 64"):
         SP.PagedProblem(1, 8, 8, 8, 4, 128, 128)
     with pytest.raises(AttentionError, match="at most 64"):

@@ -169,9 +169,9 @@ def paged_body(
     PAGE_SIZE: int,
     STAGES: int,
     SPLITS: int,
+    WINDOW: int,
     SCALE: float,
     PRODUCER_REGS: int,
-    WINDOW: int = 0,
     CONSUMER_REGS: int,
     combined: tuple[Any, Any, Any, int] | None = None,
 ) -> None:  # noqa: N803 - the kernels' parameter names

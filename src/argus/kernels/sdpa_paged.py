@@ -233,9 +233,10 @@ def _loaded_for(params: tuple[tuple[str, Any], ...], combined: bool, dependent: 
     return load(compile_kernel((_traced_combined if combined else _traced)(params), dependent=dependent))
 
 
-def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
+def check_cache_tables(table: Any, lens: Any, pages: int, page: int, window: int = 0) -> None:
     """AttentionError unless every entry of `table` (B, MAXP) names a page of a pool of `pages`, every length of
-    `lens` (B,) lies in 0 .. MAXP * page, and no sequence uses a page twice (the pages its length covers)."""
+    `lens` (B,) lies in 0 .. MAXP * page, and no sequence uses a page twice (the pages its length covers; with a
+    sliding `window`, those its last `window` tokens lie in: a cache may reuse the pages behind the window)."""
     import numpy as np
 
     table, lens = np.asarray(table).astype(np.int64), np.asarray(lens).astype(np.int64)
@@ -254,14 +255,15 @@ def check_cache_tables(table: Any, lens: Any, pages: int, page: int) -> None:
             f"pages of {page} tokens)"
         )
     for b in range(table.shape[0]):  # a page holds one stretch of one sequence: its pages in use are distinct
-        used = table[b, : -(-int(lens[b]) // page)]
+        first = max(int(lens[b]) - window, 0) // page if window else 0
+        used = table[b, first : -(-int(lens[b]) // page)]
         values, counts = np.unique(used, return_counts=True)
         if (counts > 1).any():
             twice = int(values[counts > 1][0])
             at = np.nonzero(used == twice)[0][:2].tolist()
             raise AttentionError(
-                f"block_table[{b}, {at[0]}] and block_table[{b}, {at[1]}] both name page {twice}: a sequence's pages "
-                "in use must be distinct (a page repeated would be attended twice)"
+                f"block_table[{b}, {first + at[0]}] and block_table[{b}, {first + at[1]}] both name page {twice}: a "
+                "sequence's pages in use must be distinct (a page repeated would be attended twice)"
             )
 
 
@@ -326,7 +328,9 @@ def prepare(
         if not x.is_contiguous():
             raise AttentionError(f"{name} is not contiguous: the kernel reads it through TMA as it lies")
     if validate:
-        check_cache_tables(block_table.cpu().numpy(), seqlens_k.cpu().numpy(), k_cache.shape[0], problem.page)
+        check_cache_tables(
+            block_table.cpu().numpy(), seqlens_k.cpu().numpy(), k_cache.shape[0], problem.page, problem.window
+        )
     plan = PagedPlan(problem)
     if plan.combined and q.is_cuda and combined_refusal(plan, matmul.device_sms(q.device)) is not None:
         plan = PagedPlan(problem, combined=False)  # two launches on a GPU with fewer SMs
