@@ -38,6 +38,11 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]], list[str]]] = {
     "bf16_row": ("x / y", [(5, 40), (5, 1)], ["bfloat16", "bfloat16"]),
     "one_element": ("x * y - y", [(5, 37), (1,)], ["float32", "float32"]),
     "zero_dim_and_row": ("(x - y) * z", [(5, 37), (), (5, 1)], ["float32"] * 3),
+    # more than three canonical dimensions: the ones beside the tile's walked by one grid dimension, its index split
+    # (Swin V2's windowed attention mask: (B, nW, nH, N, N) + (1, nW, 1, N, N))
+    "four_dims": ("torch.tanh(x) * y - y", [(2, 3, 4, 5), (1, 3, 1, 5)], ["float32", "float32"]),
+    "window_mask_5d": ("x + y", [(2, 4, 3, 7, 7), (1, 4, 1, 7, 7)], ["bfloat16", "bfloat16"]),
+    "three_grid_dims": ("x * y + z", [(2, 3, 2, 3, 5, 9), (2, 1, 2, 1, 5, 1), (1, 3, 1, 3, 1, 9)], ["float32"] * 3),
 }
 
 
@@ -112,7 +117,9 @@ def test_small_tiles_cover_both_axes_with_masked_edges(problem: Callable[..., Pa
         assert _run_at(kernel, src, g.subgraph, seed=bm, BM=bm, BN=bn) <= tolerance, (bm, bn)
 
 
-@pytest.mark.parametrize("name", ["vector_on_the_left", "batch_scalar_nd", "promote_bf16_f32", "zero_dim_and_row"])
+@pytest.mark.parametrize(
+    "name", ["vector_on_the_left", "batch_scalar_nd", "promote_bf16_f32", "zero_dim_and_row", "window_mask_5d"]
+)
 def test_the_tiled_kernels_compile_for_hopper_with_vector_copies_and_no_spills(
     problem: Callable[..., Path], name: str
 ) -> None:
@@ -156,7 +163,8 @@ def test_a_wrong_broadcast_axis_is_caught(problem: Callable[..., Path]) -> None:
 @pytest.mark.parametrize(
     ("body", "shapes", "reason"),
     [
-        ("x + y", [(2, 3, 4, 5), (1, 3, 1, 5)], "the broadcast needs 4 dimensions"),
+        # no choice of the tile's rows holds both y's and z's axes (each varies along one grid dimension only)
+        ("torch.where(x > 0.0, y, z)", [(2, 3, 4, 5), (2, 1, 1, 1), (1, 1, 4, 1)], "repeats along both dimensions"),
         ("torch.where(x > 0.0, y, z)", [(3, 4, 9), (3, 1, 1), (1, 4, 1)], "y repeats along both dimensions of every"),
     ],
 )

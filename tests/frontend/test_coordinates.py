@@ -83,6 +83,42 @@ SOLVED: dict[str, tuple[str, str, str]] = {
 
 OPTIONS = GateOptions(trials=2, device="cpu")
 
+#: name -> (forward body of ``x``, inputs, the group's operators): constant tensors (``full``; ``full_like``,
+#: ``zeros_like`` and ``ones_like`` arrive as it) computed in the pointwise kernel that reads them
+CONSTANTS: dict[str, tuple[str, str, list[str]]] = {
+    "full_like_and_zeros_like": (
+        "x * torch.full_like(x, 2.5) + torch.zeros_like(x)",
+        "[torch.randn(3, 5, 7)]",
+        ["full", "mul", "full", "add"],
+    ),
+    "full_broadcast_bf16": (
+        "x - torch.full((5, 7), 0.25, dtype=torch.bfloat16)",
+        "[torch.randn(3, 5, 7).bfloat16()]",
+        ["full", "sub"],
+    ),
+    "integer_ones_like": ("x * torch.ones_like(x, dtype=torch.int64)", "[torch.randn(4, 9)]", ["full", "mul"]),
+    # a constant another family reads (Swin V2's qkv bias: a cat of a parameter, zeros and a parameter) is stored
+    "stored_for_a_cat": (
+        "torch.cat([torch.tanh(x), torch.zeros_like(x)], dim=1)",
+        "[torch.randn(3, 5)]",
+        ["tanh", "full"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANTS))
+def test_a_constant_tensor_is_computed_in_the_kernel_that_reads_it(
+    problem: Callable[..., Path], tmp_path: Path, name: str
+) -> None:
+    body, inputs, ops = CONSTANTS[name]
+    result = solve(problem(body, inputs=inputs, name=name), out=tmp_path / "s.py", options=OPTIONS)
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert [(g["family"], g["ops"]) for g in result.groups][0] == ("pointwise", ops), result.groups
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
+    text = Path(result.solution).read_text()
+    signature = text[text.index("def pointwise_0(") :].split("):", 1)[0]
+    assert "FULL" not in signature.upper()  # no tensor parameter holds the constant: it is computed
+
 
 @pytest.mark.parametrize("name", sorted(SOLVED))
 def test_an_arange_read_by_a_pointwise_group_is_computed_in_its_kernel(
@@ -250,3 +286,27 @@ def test_the_plan_keeps_a_coordinate_s_dimensions_apart_where_its_index_does_not
 def test_a_coordinate_that_does_not_broadcast_to_the_output_is_refused() -> None:
     found = pointwise.plan((4, 8), {"x": (4, 8), "c": (5,)}, [4, 4], strides={"c": (1,)})
     assert found == "c of shape (5,) does not broadcast to (4, 8)"
+
+
+def test_zeros_shaped_like_a_parameter_read_nothing(tmp_path: Path) -> None:
+    """Swin V2's qkv bias, ``cat((q_bias, zeros_like(v_bias), v_bias))``: the zeros are ``full`` of the parameter's
+    shape (`argus.frontend.decompositions.full_like`), so the kernel computing them takes no tensor (it crashed
+    with the parameter as an input of no value before)."""
+    path = tmp_path / "qkv_bias.py"
+    path.write_text(
+        "import torch\n\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.q = torch.nn.Parameter(torch.randn(5))\n"
+        "        self.v = torch.nn.Parameter(torch.randn(5))\n\n"
+        "    def forward(self, x):\n"
+        "        return x * torch.cat((self.q, torch.zeros_like(self.v, requires_grad=False), self.v))\n\n\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(3, 15)]\n\n\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    result = solve(path, out=tmp_path / "s.py", options=OPTIONS)
+    assert result.status() == "solved", (result.uncovered, [k.to_json() for k in result.kernels], result.gate)
+    assert ("pointwise", ["full"]) in [(g["family"], g["ops"]) for g in result.groups], result.groups

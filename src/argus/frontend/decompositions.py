@@ -42,6 +42,10 @@ Integer products and those with a ``dtype`` argument stay whole (no family takes
   nor +-inf, which the reduction family takes whole): ``sum(|x|^p)^(1/p)`` in float32 (``|x|^p`` the prologue of the
   sum, the root elementwise), rounded once; order 0 counts the nonzero elements (``sum(x != 0)``).
 
+* **Constants shaped like a tensor** (``aten.full_like``: ``zeros_like``, ``ones_like``, ``full_like``): ``full`` of
+  that tensor's shape, which reads nothing, so that the pointwise kernel computing the constant
+  (`argus.frontend.families.coordinates`) takes no tensor it only needed the shape of.
+
 * **Losses over class indices** (``aten.cross_entropy_loss``, ``aten.nll_loss_nd``) of a ``(B, C)`` float input
   and ``(B,)`` int64 targets: ``argus::class_loss_rows`` (each row's loss and the weight the mean divides by;
   the indexing family's kernel, `argus.frontend.families.indexing`) then ``sum`` (and ``div`` for the mean), so
@@ -250,6 +254,14 @@ def vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
     return xf.abs().pow(p).sum(dims, keepdim=keepdim).pow(1.0 / p).to(x.dtype)
 
 
+def full_like(x: Any, fill_value: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None, memory_format: Any = None) -> Any:  # fmt: skip
+    """``aten.full_like`` as ``full`` of `x`'s shape (module docstring): its values, whatever `x` holds."""
+    import torch
+
+    return torch.full(tuple(x.shape), fill_value, dtype=dtype or x.dtype, device=device or x.device)
+
+
 def _even_windows(x: Any, output_size: Any) -> list[int]:
     """The window (= stride) of each pooled dimension of an adaptive pooling whose windows are even."""
     sizes = [int(n) for n in x.shape[x.dim() - len(output_size) :]]
@@ -304,11 +316,12 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
         nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is op]
         if any(_takes(n) and len(reduced_runs(_shape(n), _dims(n))) > 1 for n in nodes):
             out[op] = _by_runs(op, widen)
-    vector_norms = [
-        n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is aten.linalg_vector_norm.default
-    ]
-    if any(_takes(n) and _order(n) not in WHOLE_NORMS for n in vector_norms):
+    calls = [n for n in graph_module.graph.nodes if n.op == "call_function"]
+    if any(n.target is aten.linalg_vector_norm.default and _takes(n) and _order(n) not in WHOLE_NORMS for n in calls):
         out[aten.linalg_vector_norm.default] = vector_norm
+    likes = (aten.full_like.default, aten.zeros_like.default, aten.ones_like.default)  # the last two become full_like
+    if any(n.target in likes for n in calls):
+        out[aten.full_like.default] = full_like
     norms = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is aten.batch_norm.default]
     if norms and all(_takes(n) and _eval_mode(n) for n in norms):
         out[aten._native_batch_norm_legit_no_training.default] = batch_norm_eval

@@ -2,8 +2,8 @@
 template can take grouped into kernels by FX's own capability-based partitioner.
 
 `classify` names the family of a ``call_function`` node: pointwise (PyTorch's ``torch.Tag.pointwise`` on the
-operator, plus the copies that compute nothing new, ``scalar_tensor``, a constant, and ``arange``, a function of
-the element's coordinate), reduction, normalization,
+operator, plus the copies that compute nothing new, ``scalar_tensor`` and ``full``, constants, and ``arange``, a
+function of the element's coordinate), reduction, normalization,
 softmax-like, matmul-like, attention, convolution, pooling, scan, indexing/gather, view (metadata only: ``view``,
 ``unsqueeze``, ...), layout (a view whose consumer needs the data moved: ``permute``, ``expand``, ``slice``, ...)
 or other. `partition` asks each family that has a template (`argus.frontend.families.TEMPLATES`) which nodes it
@@ -110,7 +110,7 @@ def classify(node: Any) -> Family:
         if name in names:
             return family
     tags = getattr(node.target, "tags", ())
-    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy", "scalar_tensor", "arange"):
+    if torch.Tag.pointwise in tags or name in ("clone", "_to_copy", "scalar_tensor", "arange", "full"):
         return Family.POINTWISE
     return Family.OTHER
 

@@ -2,6 +2,9 @@
 read from memory but functions of the element's own coordinates, and the integer arithmetic on them (a triangular
 mask's ``col - row >= 0``) is computed in the kernel.
 
+A constant tensor (``torch.full``; ``full_like``, ``zeros_like`` and ``ones_like`` arrive as it) of a finite
+number is the same with step 0 and every stride 0: its value alone, which varies along no dimension.
+
 An arange of constant ``start`` and ``step`` (int or float; its length is the captured one), seen through views
 (``unsqueeze``, ``view``, ``expand``, ``permute``, ``slice``, ... : anything torch computes as a strided view) and
 clones, is a `Coordinate`: element ``idx`` of the viewed tensor holds ``start + step * (offset + sum_d idx_d *
@@ -97,6 +100,32 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+#: Operators that make a tensor of one constant value (``torch.full``; ``full_like``, ``zeros_like``, ``ones_like``
+#: arrive as ``full``, `argus.frontend.decompositions`): a `Coordinate` of step 0 that varies along no dimension.
+CONSTANTS = frozenset(["full"])
+
+
+def constant_of(node: Any) -> Coordinate | str:
+    """The `Coordinate` of a ``full`` node (step 0, stride 0 along every dimension: the value alone),
+    or why its value cannot be one: a fill that is not a constant finite number, or a dtype the kernel does not
+    compute."""
+    import torch
+
+    fill = node.args[1] if len(node.args) > 1 else node.kwargs.get("fill_value")
+    if not _is_number(fill) or not math.isfinite(fill):
+        return f"its fill value {fill} is not a constant finite number (the kernel computes constants of those)"
+    value = node_value(node)
+    if not isinstance(value, torch.Tensor):
+        return "its result is not a tensor"
+    dtype = dtype_name(value)
+    if dtype not in INTEGERS and dtype not in DTYPES:
+        return f"a constant of dtype {value.dtype} (the kernel computes integer, float32, float16, bfloat16 values)"
+    if dtype in INTEGERS and not isinstance(fill, int):
+        return f"an integer constant with a float fill ({fill})"
+    shape = tuple(int(d) for d in value.shape)
+    return Coordinate(fill, 0, 1, dtype, shape, (0,) * len(shape))
+
+
 def arange_of(node: Any) -> Coordinate | str:
     """The `Coordinate` of an ``aten.arange`` node (its own shape, stride 1), or why its values cannot be one: a
     start, end or step that is not a constant number, or a dtype the kernel does not compute."""
@@ -138,6 +167,8 @@ def coordinate(node: Any) -> Coordinate | str | None:
     name = aten_name(node)
     if name == "arange":
         return arange_of(node)
+    if name in CONSTANTS:
+        return constant_of(node)
     if name not in VIEWS and name != "clone":
         return None
     if not node.args or not isinstance(node.args[0], torch.fx.Node):

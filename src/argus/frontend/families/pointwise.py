@@ -411,7 +411,9 @@ def group_unsupported(nodes: list[Any]) -> str | None:
         val = node_value(n)
         if _is_literal(n) or (val.dtype == torch.bool and aten_name(n) not in COMPARISONS):
             return f"{n.name} ({aten_name(n)}) would leave its kernel as a boolean or a constant tensor"
-        if coordinates.integer_dtype(val) or (aten_name(n) != "arange" and coordinates.is_coordinate(n)):
+        # a float arange or constant itself may leave (the kernel stores it); its views are computed where read
+        stored = aten_name(n) == "arange" or aten_name(n) in coordinates.CONSTANTS
+        if coordinates.integer_dtype(val) or (not stored and coordinates.is_coordinate(n)):
             return (
                 f"{n.name} ({aten_name(n)}) would leave its kernel as a {val.dtype} tensor (integer values and views "
                 "of an arange are computed in the kernel that reads them, never stored)"
@@ -452,7 +454,9 @@ class Plan:
     canonical sizes; `bits[name]` says along which of them a value varies (its elements, row-major, are the
     canonical dimensions it varies along). `flat` when every value is the whole output (one dimension): the 1-d
     kernel over the flattened elements. Otherwise the kernel tiles the last canonical dimension (columns, ``N``)
-    and one other (rows, ``M``); a third is walked by the grid alone (``G``): `roles` names each dimension's part.
+    and one other (rows, ``M``); a third is walked by the grid alone (``G``), and where there are more, each of
+    them (``G0``, ``G1``, ...: the grid's one dimension of their product, its index split into theirs): `roles`
+    names each dimension's part.
     A one-element operand makes the rows a dimension of size 1 (tiles of one row, the operand a per-row value).
     `tile` is the default (BM, BN); `vector` the elements of one vector copy every fragment uses (one for all
     dtypes, so that fragments of different dtypes share a thread-value layout)."""
@@ -577,16 +581,11 @@ def plan(
         return Plan(tuple(dims), bits, flat=True, vector=vector, strides=canonical)
     if max(dims) > MAX_EXTENT:
         return f"a dimension of {max(dims)} elements is longer than a kernel's largest extent {MAX_EXTENT}"
-    if len(dims) > 3:
-        return (
-            f"the broadcast needs {len(dims)} dimensions ({' x '.join(map(str, dims))} after merging; the template "
-            "takes at most 3: rows and columns of a tile and one dimension walked by the grid)"
-        )
     rank = len(dims)
-    options = {1: [], 2: [("M", "N")], 3: [("G", "M", "N"), ("M", "G", "N")]}[rank]
+    options = {1: [], 2: [("M", "N")], 3: [("G", "M", "N"), ("M", "G", "N")]}[rank] if rank <= 3 else _grid_roles(rank)
     roles: tuple[str, ...] | None = None
     for candidate in options:
-        tiled = [i for i, r in enumerate(candidate) if r != "G"]
+        tiled = [i for i, r in enumerate(candidate) if not r.startswith("G")]
         # a coordinate is computed, not loaded: one that varies along the grid's dimension alone is held per row
         if all(any(b[i] for i in tiled) for n, b in bits.items() if n not in steps):
             roles = candidate
@@ -596,7 +595,7 @@ def plan(
                     bits[n] = tuple(1 if i == rows else b for i, b in enumerate(bits[n]))
             break
     tile: tuple[int, int] | None = None  # the default, chosen below once the rows are known
-    if roles is None and rank == 3:
+    if roles is None and rank >= 3:
         lone = next(n for n, b in bits.items() if not (b[1] or b[2]) and n not in steps)
         return (
             f"{lone} repeats along both dimensions of every tile of the {' x '.join(map(str, dims))} broadcast "
@@ -612,11 +611,11 @@ def plan(
         tile = (1, 1024)
     if tile is None:
         whole = 1 if io is None else sum(1 for n in io if n in bits and all(bits[n]))
-        others = dims[roles.index("G")] if "G" in roles else 1
+        others = math.prod(d for d, r in zip(dims, roles, strict=True) if r.startswith("G"))
         tile = _default_tile(dims[roles.index("M")], dims[-1], others, vector, whole + 1)
     extents = {"N": -(-dims[-1] // tile[1]), "M": -(-dims[roles.index("M")] // tile[0])}
-    if "G" in roles:
-        extents["G"] = dims[roles.index("G")]
+    if any(r.startswith("G") for r in roles):
+        extents["G"] = math.prod(d for d, r in zip(dims, roles, strict=True) if r.startswith("G"))
     counts = sorted(extents.values(), reverse=True)
     if len(counts) > 1 and counts[1] > MAX_GRID[1]:
         return f"its grid of {' x '.join(map(str, counts))} blocks exceeds CUDA's grid limits {MAX_GRID}"
@@ -628,6 +627,27 @@ def plan(
 
 #: What each canonical dimension's part of the kernel is called: (size symbol, block index, tile extent).
 ROLE_NAMES = {"M": ("M", "bm", "BM"), "N": ("N", "bn", "BN"), "G": ("G", "bg", None)}
+
+
+def role_names(role: str) -> tuple[str, str, str | None]:
+    """`ROLE_NAMES` of `role`; a grid dimension of several (``G0``, ``G1``, ...): its size and block index."""
+    return ROLE_NAMES.get(role) or (role, f"b{role.lower()}", None)
+
+
+def _grid_roles(rank: int) -> list[tuple[str, ...]]:
+    """The role candidates of `rank` > 3 canonical dimensions: the columns the last, the rows one of the others (the
+    one before the columns first, then outwards), each other walked by the grid (``G0``, ``G1``, ... in order)."""
+    out = []
+    for m in [rank - 2, *range(rank - 3, -1, -1)]:
+        roles, k = [], 0
+        for i in range(rank):
+            if i in (m, rank - 1):
+                roles.append("M" if i == m else "N")
+            else:
+                roles.append(f"G{k}")
+                k += 1
+        out.append(tuple(roles))
+    return out
 
 
 def kernel_source(
@@ -660,6 +680,8 @@ def kernel_source(
     uses = {n: coords[n] for n in found.strides}
     tiled = not found.flat
     taken: set[str] = {"M", "N", "G", "BM", "BN", "bm", "bn", "bg", "tile"} if tiled else set()
+    if tiled:  # the grid dimensions of a broadcast of more than three: their sizes and block indices
+        taken |= {x for r in found.roles for x in role_names(r)[:2]}
     frag: dict[str, str] = {}
     literal: set[str] = set()
     dtypes: dict[str, str] = {}
@@ -719,8 +741,9 @@ def kernel_source(
 
     located = _coordinate_lines(found, uses, frag, dtypes, taken)
     ops = render_calls(computed, frag, dtypes, literal, taken, body, scalar_param, lift)
-    if uses:
-        ops = ["arange", *ops]
+    if uses:  # the coordinates' operators: aranges and constants (`coordinates.CONSTANTS`), computed first
+        made = {aten_name(n) for n in calls if n.name in coords and aten_name(n) in ("arange", *coordinates.CONSTANTS)}
+        ops = [*sorted(made), *ops]
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
     tensor_dtypes = ["boolean" if n.name in booleans else dtypes[n.name] for n in placeholders]
@@ -740,6 +763,9 @@ def kernel_source(
             ref = _rebind(ref, subgraph, node_name, index, arg)
     scalar_params = [f"{p}: float = {_lit(float(scalar_values[a]))}" for p, a in scalars.items()]
     if tiled:
+        for r in results:  # a result held per row or per column (a constant the kernel stores) fills the whole tile
+            if found.tile_bits(r.name) != (1, 1):
+                frag[r.name] = full(r.name, dtypes[r.name])
         seen = ", ".join(f"{r} = {d}" for r, d in zip(found.roles, found.dims, strict=True))
         docstring = f"{chain}, elementwise over {shape}, its operands broadcast\n    ({seen}), in BM x BN tiles."
         kernel = _tiled_kernel(
@@ -850,8 +876,8 @@ def _coordinate_lines(
 
         def index(c: int, bits: tuple[int, int]) -> str:
             role = found.roles[c]
-            if role == "G":
-                return "bg"
+            if role.startswith("G"):
+                return role_names(role)[1]
             axis = (0 if role == "M" else 1) if bits == (1, 1) else 0
             origin = "bm * BM" if role == "M" else "bn * BN"
             what = "row" if role == "M" else "col"
@@ -891,10 +917,12 @@ def _coordinate_lines(
             continue
         frag[name] = safe_name(name, taken)
         what = "element" if bits == (1, 1) else ("row" if bits == (1, 0) else "column")
-        lines.append(
-            f"        {frag[name]} = {text}  # the arange (start {c.start}, step {c.step}, {c.length} elements) "
-            f"at each {what}"
+        about = (
+            f"the constant {c.start}"
+            if c.step == 0
+            else f"the arange (start {c.start}, step {c.step}, {c.length} elements)"
         )
+        lines.append(f"        {frag[name]} = {text}  # {about} at each {what}")
     return lines
 
 
@@ -1011,7 +1039,7 @@ def _tiled_kernel(
     size = dict(zip(found.roles, found.dims, strict=True))
 
     def kept(bits: Bits) -> list[tuple[str, str, str | None]]:
-        return [ROLE_NAMES[r] for r, b in zip(found.roles, bits, strict=True) if b]
+        return [role_names(r) for r, b in zip(found.roles, bits, strict=True) if b]
 
     def annotation(bits: Bits, dt: str) -> str:
         names = ", ".join(f'"{k[0]}"' for k in kept(bits))
@@ -1033,11 +1061,12 @@ def _tiled_kernel(
     signature += [f"BM: int = {found.tile[0]}", f"BN: int = {found.tile[1]}", *scalar_params]
     # the largest number of blocks goes on the grid's x dimension (CUDA allows 2**31 - 1 there, 65535 on y and z)
     counts = {"N": -(-size["N"] // found.tile[1]), "M": -(-size["M"] // found.tile[0])}
-    if "G" in size:
-        counts["G"] = size["G"]
+    grids = [r for r in found.roles if r.startswith("G")]  # one ("G"), or several walked as one grid dimension
+    if grids:
+        counts["G"] = math.prod(size[r] for r in grids)
     order = sorted(counts, key=lambda r: -counts[r])
-    extents = {"N": "T.cdiv(N, BN)", "M": "T.cdiv(M, BM)", "G": "G"}
-    sizes = ", ".join(f'"{ROLE_NAMES[r][0]}": {d}' for r, d in zip(found.roles, found.dims, strict=True))
+    extents = {"N": "T.cdiv(N, BN)", "M": "T.cdiv(M, BM)", "G": " * ".join(grids) or "G"}
+    sizes = ", ".join(f'"{role_names(r)[0]}": {d}' for r, d in zip(found.roles, found.dims, strict=True))
     before = [
         f'@argus.kernel(reference={name}_reference, sizes={{{sizes}}}, policies={{"tile_shape": ("BM", "BN")}})',
         f"def {name}(",
@@ -1051,6 +1080,12 @@ def _tiled_kernel(
         f"    with T.grid({', '.join(extents[r] for r in order)}, threads=128) as "
         f"({', '.join(ROLE_NAMES[r][1] for r in order)},):",
     ]
+    if len(grids) > 1:  # the grid dimension's index split into the dimensions it walks, the last fastest
+        for k, r in enumerate(grids):
+            below = " * ".join(grids[k + 1 :])
+            text = "bg" if not below else (f"bg // {below}" if "*" not in below else f"bg // ({below})")
+            text = text if k == 0 else f"{text} % {r}"
+            middle.append(f"        {role_names(r)[1]} = {text}  # the block's index along {r}")
     if layout or any(found.tile_bits(n.name) != (1, 1) for n in placeholders):
         dt = next((d for d in out_dtypes if d != "boolean"), "f32")  # a comparison's fragment is f32 (1.0/0.0)
         middle.append(f"        tile = T.alloc_fragment((BM, BN), T.{dt}{_vector_bytes(found, dt)})  # its layout")
