@@ -181,11 +181,12 @@ def test_what_the_template_refuses_is_reported_with_its_reason(
 
 
 def test_a_group_whose_nodes_do_not_make_one_kernel_becomes_one_kernel_per_node(problem: Callable[..., Path]) -> None:
-    """x * a and (x * a) * b each broadcast in three dimensions, together in four: the partitioner's proposed group
-    is refused as a whole (not a crash), and each operator is a kernel of its own, all correct."""
+    """x * a and (x * a) * b each broadcast in two or three dimensions, together in four where a and b vary along
+    different dimensions beside the columns (no tile's rows hold both): the partitioner's proposed group is refused
+    as a whole (not a crash), and each operator is a kernel of its own, all correct."""
     path = problem(
         "x * a * b",
-        inputs=_inputs([(2, 3, 4, 5), (1, 3, 1, 1), (1, 1, 1, 5)], ["float32"] * 3),
+        inputs=_inputs([(2, 3, 4, 5), (2, 1, 1, 1), (1, 1, 4, 1)], ["float32"] * 3),
         args="x, a, b",
     )
     cap = capture(path)
@@ -200,12 +201,13 @@ def test_a_group_whose_nodes_do_not_make_one_kernel_becomes_one_kernel_per_node(
 
 
 def test_a_comparison_split_from_its_consumer_passes_a_boolean_tensor(problem: Callable[..., Path]) -> None:
-    """A group refused as a whole (four broadcast dimensions) whose comparison feeds a select: each operator is a
-    kernel of its own, the comparison's kernel stores a bool tensor and the select's reads it as 1.0/0.0 (before
-    session 27 both stayed in PyTorch); every kernel matches its reference."""
+    """A group refused as a whole (four broadcast dimensions, a and b along different ones beside the columns) whose
+    comparison feeds a select: each operator is a kernel of its own, the comparison's kernel stores a bool tensor and
+    the select's reads it as 1.0/0.0 (before session 27 both stayed in PyTorch); every kernel matches its
+    reference."""
     path = problem(
         "torch.where(x * a > 0.0, x, -x) * b",
-        inputs=_inputs([(2, 3, 4, 5), (1, 3, 1, 1), (1, 1, 1, 5)], ["float32"] * 3),
+        inputs=_inputs([(2, 3, 4, 5), (2, 1, 1, 1), (1, 1, 4, 1)], ["float32"] * 3),
         args="x, a, b",
     )
     part, sources = generate(capture(path))

@@ -51,10 +51,12 @@ def test_pointwise_chains_are_grouped_and_the_rest_is_not_covered(problem: Calla
 
 
 def test_an_operator_the_template_cannot_take_says_why(problem: Callable[..., Path]) -> None:
-    path = problem("x + b", inputs="[torch.randn(2, 3, 4, 5), torch.randn(3, 1, 5)]", args="x, b")
+    # a and b vary along different dimensions beside the columns: no tile's rows hold both (4 canonical dimensions)
+    inputs = "[torch.rand(2, 3, 4, 5) > 0.5, torch.randn(2, 1, 1, 1), torch.randn(1, 1, 4, 1)]"
+    path = problem("torch.where(c, a, b)", inputs=inputs, args="c, a, b")
     part = partition(capture(path))
     assert not part.groups
-    assert part.uncovered[0].family is Family.POINTWISE and "broadcast needs 4 dimensions" in part.uncovered[0].reason
+    assert part.uncovered[0].family is Family.POINTWISE and "repeats along both dimensions" in part.uncovered[0].reason
 
 
 def test_a_scalar_argument_is_bound_to_the_constant_it_became(problem: Callable[..., Path]) -> None:

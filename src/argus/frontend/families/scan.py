@@ -24,7 +24,8 @@ Two more scans are taken whole, their layout operators absorbed into the group (
 * **reverse** — ``flip(cumsum(flip(x, [d]), d), [d])``, the suffix sum: the rows kernel walks the row's tiles from
   the last and scans each tile the other way (the tile in the left half of the shared buffer, zeros in the right, the
   window shifted by ``+d``); the columns kernel walks R from its end;
-* **exclusive** — ``cat([full_like(x.select(d, 0).unsqueeze(d), 0), cumsum(x.narrow(d, 0, R - 1), d)], d)``, the sum
+* **exclusive** — ``cat([zeros, cumsum(x.narrow(d, 0, R - 1), d)], d)`` (the zeros ``full_like`` of a view of x, or
+  ``full`` of that shape, as `argus.frontend.decompositions` makes them), the sum
   of the elements before each: the rows kernel shifts the tile's inclusive scan by one column through shared memory
   (column 0 reads the zeros), the columns kernel stores the running sum before adding the element. The last element
   of x is read and never added, as in the reference.
@@ -135,9 +136,14 @@ def _exclusive_nodes(node: Any, dim: int) -> list[Any]:
     if not (isinstance(parts, list | tuple) and len(parts) == 2 and parts[1] is node and cat_dim % rank == dim):
         return []
     zeros = parts[0]
-    if not (zeros.op == "call_function" and aten_name(zeros) in ("full_like", "zeros_like") and len(zeros.users) == 1):
+    # the zeros: full_like / zeros_like of a view of x, or (as argus.frontend.decompositions makes them) full
+    if not (
+        zeros.op == "call_function"
+        and aten_name(zeros) in ("full_like", "zeros_like", "full")
+        and len(zeros.users) == 1
+    ):
         return []
-    if aten_name(zeros) == "full_like" and (len(zeros.args) < 2 or zeros.args[1] != 0):
+    if aten_name(zeros) in ("full_like", "full") and (len(zeros.args) < 2 or zeros.args[1] != 0):
         return []
     if node_value(zeros).shape[dim] != 1 or tuple(node_value(cat).shape) != tuple(node_value(x).shape):
         return []
