@@ -311,12 +311,11 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
         out[aten._adaptive_avg_pool3d.default] = adaptive_avg_pool
         out[aten.adaptive_max_pool2d.default] = adaptive_max_pool
         out[aten.adaptive_max_pool3d.default] = adaptive_max_pool
+    calls = [n for n in graph_module.graph.nodes if n.op == "call_function"]
     for op, widen in ((aten.sum.dim_IntList, True), (aten.mean.dim, True), (aten.amax.default, False),
                       (aten.amin.default, False)):  # fmt: skip
-        nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target is op]
-        if any(_takes(n) and len(reduced_runs(_shape(n), _dims(n))) > 1 for n in nodes):
+        if any(n.target is op and _takes(n) and len(reduced_runs(_shape(n), _dims(n))) > 1 for n in calls):
             out[op] = _by_runs(op, widen)
-    calls = [n for n in graph_module.graph.nodes if n.op == "call_function"]
     if any(n.target is aten.linalg_vector_norm.default and _takes(n) and _order(n) not in WHOLE_NORMS for n in calls):
         out[aten.linalg_vector_norm.default] = vector_norm
     likes = (aten.full_like.default, aten.zeros_like.default, aten.ones_like.default)  # the last two become full_like

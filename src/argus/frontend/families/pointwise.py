@@ -609,13 +609,13 @@ def plan(
         canonical = {n: (0, st[0]) if rank == 1 else (st[0], 0, st[1]) for n, st in canonical.items()}
         roles = ("M", "N") if rank == 1 else ("G", "M", "N")
         tile = (1, 1024)
+    walked = math.prod(d for d, r in zip(dims, roles, strict=True) if r.startswith("G"))  # the grid's G blocks
     if tile is None:
         whole = 1 if io is None else sum(1 for n in io if n in bits and all(bits[n]))
-        others = math.prod(d for d, r in zip(dims, roles, strict=True) if r.startswith("G"))
-        tile = _default_tile(dims[roles.index("M")], dims[-1], others, vector, whole + 1)
+        tile = _default_tile(dims[roles.index("M")], dims[-1], walked, vector, whole + 1)
     extents = {"N": -(-dims[-1] // tile[1]), "M": -(-dims[roles.index("M")] // tile[0])}
     if any(r.startswith("G") for r in roles):
-        extents["G"] = math.prod(d for d, r in zip(dims, roles, strict=True) if r.startswith("G"))
+        extents["G"] = walked
     counts = sorted(extents.values(), reverse=True)
     if len(counts) > 1 and counts[1] > MAX_GRID[1]:
         return f"its grid of {' x '.join(map(str, counts))} blocks exceeds CUDA's grid limits {MAX_GRID}"
