@@ -5,7 +5,7 @@ costs, and the bandwidth it reaches.
 
 Usage (from the repository root on a GPU machine)::
 
-    PYTHONPATH=src python benchmarks/attention_paged.py [--rounds 20] [--json F]
+    PYTHONPATH=src python benchmarks/attention_paged.py [--rounds 20] [--window W] [--json F]
 
 Rows: bf16, one query token per sequence, every sequence of the row the same length (so that the contiguous
 contenders take it), its pages drawn at random from a pool twice the size needed (a fragmented cache). Each output
@@ -14,6 +14,8 @@ the K and V bytes the sequences hold (and Q, O) over the median time, of the GPU
 TB/s, an H200's 4.8). "paged" is the library's plan with split keys merged in the kernel's own launch where the grid
 fits one wave (`sdpa_paged.COMBINE_IN_KERNEL` on, whatever its default); "paged-2" the same split in two launches
 (the paged kernel, then `attention_combine`), timed only where they differ and checked equal to "paged" bit for bit.
+With ``--window W`` the paged call attends to each sequence's last W tokens (vLLM's sliding window) and the
+contiguous contenders (and the reference) take those W tokens sliced out; bandwidth counts the window's bytes.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--window", type=int, default=0, help="a sliding window of the last W tokens")
     args = parser.parse_args()
+    window = args.window
 
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -85,17 +89,26 @@ def main() -> int:
         lens = torch.full((b,), length, dtype=torch.int32, device="cuda")
         q = torch.randn(b, h, d, device="cuda", generator=g).to(torch.bfloat16)
         # the same keys and values, contiguous (B, HK, L, D)
-        k, v = (c[table.long()].reshape(b, length, hk, d).transpose(1, 2).contiguous() for c in (kc, vc))
+        kept = min(window, length) if window else length
+        k, v = (
+            c[table.long()].reshape(b, length, hk, d)[:, length - kept :].transpose(1, 2).contiguous() for c in (kc, vc)
+        )
+        extra = {"window": window} if window else {}
         q4 = q[:, :, None]
         default = SP.COMBINE_IN_KERNEL
         SP.COMBINE_IN_KERNEL = True  # "paged": merged where the grid is one wave, whatever the default
         try:
-            o_paged, _, paged = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length)
-            plan = SP.PagedPlan(SP.problem_of(q, kc, vc, table, lens, max_seqlen_k=length))
+            o_paged, _, paged = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length, **extra)
+            plan = SP.PagedPlan(SP.problem_of(q, kc, vc, table, lens, max_seqlen_k=length, **extra))
         finally:
             SP.COMBINE_IN_KERNEL = default
         o_dense, _, dense = S.prepare(q4, k, v)
-        row = {"row": label, "shape": [b, h, hk, length, d, page], "config": plan.describe()["params"]}
+        row = {
+            "row": label,
+            "shape": [b, h, hk, length, d, page],
+            "window": window,
+            "config": plan.describe()["params"],
+        }
         launches = {
             "paged": lambda paged=paged: [x.launch() for x in paged],
             "dense": lambda dense=dense: [x.launch() for x in dense],
@@ -103,7 +116,7 @@ def main() -> int:
         if len(paged) == 1 and plan.splits > 1:  # merged: the two launches too
             SP.COMBINE_IN_KERNEL = False
             try:
-                o_two, _, two = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length)
+                o_two, _, two = SP.prepare(q, kc, vc, table, lens, max_seqlen_k=length, **extra)
             finally:
                 SP.COMBINE_IN_KERNEL = default
             launches["paged-2"] = lambda two=two: [x.launch() for x in two]
@@ -146,7 +159,7 @@ def main() -> int:
             torch.cuda.synchronize()
             row["merged_equal_after_timing"] = same = torch.equal(o_paged, o_two)
             failed |= not same
-        moved = 2 * (2 * b * hk * length * d + 2 * b * h * d)
+        moved = 2 * (2 * b * hk * kept * d + 2 * b * h * d)
         rate = moved / (med["paged"] * 1e-3) if "paged" in med else float("nan")
         row.update({f"{n}_ms": ms for n, ms in med.items()}, err=err, ok=ok, rate=rate, hbm=rate / hbm)
 
@@ -155,8 +168,9 @@ def main() -> int:
 
         cells = [f"{med[n] * 1e3:.1f}" if n in med else "—" for n in names]
         merged = " merged" if plan.combined else ""
+        tag = f" window {window}" if window else ""
         print(
-            f"| {label} | {b} | {h}/{hk} | {length} | {page} | split{plan.splits}{merged} | {' | '.join(cells)} | "
+            f"| {label}{tag} | {b} | {h}/{hk} | {length} | {page} | split{plan.splits}{merged} | {' | '.join(cells)} | "
             f"{rate / 1e12:.2f} | {100 * rate / hbm:.0f} | {ratio('cudnn')} | {ratio('dense')} | {ratio('paged-2')} | "
             f"{err:.1e}"
             f"{'' if ok else ' WRONG'} |",

@@ -6,12 +6,14 @@ with the cuDNN backend, where each runs, interleaved in one process, L2 flushed 
 
 Usage (from the repository root on a GPU machine)::
 
-    PYTHONPATH=src python benchmarks/attention_varlen.py [--rounds 20] [--json F]
+    PYTHONPATH=src python benchmarks/attention_varlen.py [--rounds 20] [--window W] [--json F]
 
 Rows: bf16, 16 sequences whose query (= key) lengths are drawn uniformly in 128..8192 (seeded), head dims 64, 128,
 256, causal (bottom-right, which for lq = lk is torch's ``is_causal``) and not, 16 query heads, and grouped heads
 (32 over 8). Every output is checked first against torch's math backend in f32, sequence by sequence (max abs error
-<= 2e-2). TFLOP/s count 4 * H * (kept query-key pairs) * D over the sequences.
+<= 2e-2). TFLOP/s count 4 * H * (kept query-key pairs) * D over the sequences. With ``--window W`` only the causal
+rows run, each query seeing its last W keys, against FA2's ``window_size=(W - 1, 0)`` (SDPA's nested tensors take
+no window) and a math reference with the window as a boolean mask.
 """
 
 from __future__ import annotations
@@ -44,10 +46,20 @@ ROWS = (  # (label, H, HK, D, causal)
 )
 
 
-def _fa2(torch, q, k, v, cu, longest: int, causal: bool):  # noqa: ANN001, ANN202
-    """FlashAttention-2's varlen forward through torch's operator (its output)."""
-    out = torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, longest, longest, 0.0, causal, False)
+def _fa2(torch, q, k, v, cu, longest: int, causal: bool, window: int = 0):  # noqa: ANN001, ANN202
+    """FlashAttention-2's varlen forward through torch's operator (its output); a window W is FA2's
+    ``window_size=(W - 1, 0)``."""
+    extra = {"window_size_left": window - 1, "window_size_right": 0} if window else {}
+    out = torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, longest, longest, 0.0, causal, False, **extra)
     return out[0]
+
+
+def _kept_pairs(n: int, causal: bool, window: int) -> int:
+    """The query-key pairs one sequence of n tokens keeps (lq = lk)."""
+    if window:
+        w = min(window, n)
+        return w * (w + 1) // 2 + (n - w) * w
+    return n * (n + 1) // 2 if causal else n * n
 
 
 def _cudnn_nested(torch, q, k, v, cu, causal: bool):  # noqa: ANN001, ANN202
@@ -65,6 +77,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--sequences", type=int, default=16)
+    parser.add_argument(
+        "--window", type=int, default=0, help="a sliding window W on the causal rows (the others are skipped)"
+    )
     args = parser.parse_args()
 
     import torch
@@ -85,18 +100,21 @@ def main() -> int:
     print("\n| row | " + " | ".join(f"{n} ms | TFLOP/s" for n in names) + " | x FA2 | x cuDNN | err |")
     print("|---|" + "---|" * (2 * len(names) + 3))
     results, failed = [], False
-    for label, h, hk, d, causal in ROWS:
+    rows = [(f"{lb} window {args.window}", *rest) for lb, *rest in ROWS if rest[-1]] if args.window else ROWS
+    window = args.window
+    for label, h, hk, d, causal in rows:
         total = sum(lengths)
         q = torch.randn(total, h, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(total, hk, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(total, hk, d, device="cuda", dtype=torch.bfloat16)
-        pairs = sum(n * (n + 1) // 2 if causal else n * n for n in lengths)
+        pairs = sum(_kept_pairs(n, causal, window) for n in lengths)
         flops = 4.0 * h * pairs * d
-        o, _, prepared = SV.prepare(q, k, v, cu, cu, causal=causal)
+        o, _, prepared = SV.prepare(q, k, v, cu, cu, causal=causal, **({"window": window} if window else {}))
         contenders = {"argus": lambda prepared=prepared: [p.launch() for p in prepared]}
-        contenders["fa2"] = lambda q=q, k=k, v=v, causal=causal: _fa2(torch, q, k, v, cu, max(lengths), causal)
-        contenders["cudnn"] = lambda q=q, k=k, v=v, causal=causal: _cudnn_nested(torch, q, k, v, cu, causal)
-        row = {"row": label, "heads": [h, hk], "d": d, "causal": causal, "lengths": lengths}
+        contenders["fa2"] = lambda q=q, k=k, v=v, causal=causal: _fa2(torch, q, k, v, cu, max(lengths), causal, window)
+        if not window:  # SDPA's nested tensors take no window
+            contenders["cudnn"] = lambda q=q, k=k, v=v, causal=causal: _cudnn_nested(torch, q, k, v, cu, causal)
+        row = {"row": label, "heads": [h, hk], "d": d, "causal": causal, "window": window, "lengths": lengths}
         outs, launches = {}, {}
         for name, fn in contenders.items():
             try:
@@ -113,7 +131,12 @@ def main() -> int:
                 s0 = int(cu[b])
                 qb = q[s0 : s0 + n].transpose(0, 1).float()
                 kb, vb = (x[s0 : s0 + n].transpose(0, 1).float().repeat_interleave(h // hk, dim=0) for x in (k, v))
-                ref = torch_sdpa(qb, kb, vb, is_causal=causal)
+                if window:
+                    i = torch.arange(n, device="cuda")
+                    keep = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
+                    ref = torch_sdpa(qb, kb, vb, attn_mask=keep)
+                else:
+                    ref = torch_sdpa(qb, kb, vb, is_causal=causal)
                 for name, out in outs.items():
                     if out.shape[0] == total:  # (tokens, heads, dim)
                         err = (out[s0 : s0 + n].transpose(0, 1).float() - ref).abs().max().item()
