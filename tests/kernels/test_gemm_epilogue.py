@@ -7,6 +7,8 @@ matches torch."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -113,14 +115,60 @@ def test_an_unsplit_swap_ab_plan_refuses_an_epilogue_and_the_planner_picks_a_spl
     assert mm.plan(problem).config.SWAP  # and without one
 
 
+@pytest.mark.parametrize(
+    ("shape", "majors", "kernel", "splits", "bound"),
+    [
+        # (the bound: the tensor-core plan's three bf16 products measured 2.3e-6, 4.3e-6, 2.9e-6 and 9.3e-6)
+        ((2, 48, 16), ("K", "K"), "rows", 1, 5e-7),  # a GRU cell's recurrent product (x @ W.T + b) at two rows
+        ((3, 20, 40), ("K", "N"), "columns", 1, 5e-7),  # B stored (K, N); C's 20 columns
+        ((5, 36, 24), ("M", "N"), "columns", 1, 5e-7),  # A stored transposed; 5 rows: past the rows kernel's 4
+        ((1, 6, 9000), ("K", "K"), "rows", None, 4e-6),  # long K: split, the reduction sums the slices, applies it
+    ],
+)
+def test_a_small_f32_product_with_an_epilogue_runs_on_the_gemv_kernels(shape, majors, kernel, splits, bound) -> None:
+    # f32 FMAs where the tensor-core plan multiplies three bf16 parts (2^-16 of |A||B| a product): a recurrent
+    # cell's gates amplify that past the f32 tolerance (level 3's GRUs at two rows were rejected by the gate)
+    plan = mm.plan(mm.GemmProblem(*shape, "f32", "f32", *majors), epilogue=EVERYTHING)
+    assert plan.is_gemv and plan.config.REDUCE and plan.config.KERNEL == kernel, plan.config.label
+    assert (plan.config.SPLITS == splits) if splits else plan.config.SPLITS > 1, plan.config.label
+    assert [k.name for k in plan.kernels()][1].startswith("gemm_split_reduce_fused_")
+    assert _run(plan, _everything) < bound
+
+
+def test_the_gemv_path_takes_an_epilogue_only_where_its_reduction_can_apply_it() -> None:
+    f32 = mm.GemmProblem(2, 48, 16, "f32", "f32")
+    assert mm.plan(f32, epilogue=RELU_BIAS).is_gemv
+    # 16-bit operands stay on the tensor cores (the GEMV kernels are slower there); a matrix times a vector is the
+    # swapped GEMV, whose reduction runs over C's columns; a reducing epilogue's partials come from the GEMM's tiles
+    assert not mm.plan(mm.GemmProblem(2, 48, 16, "bf16", "f32"), epilogue=RELU_BIAS).is_gemv
+    assert not mm.plan(mm.GemmProblem(300, 1, 64, "f32", "f32"), epilogue=RELU_BIAS).is_gemv
+    assert mm.plan(mm.GemmProblem(300, 1, 64, "f32", "f32")).is_gemv  # (without an epilogue it is a GEMV)
+    reducing = Epilogue.of("acc + bias", reduce="sum", bias="columns")
+    assert not mm.plan(f32, epilogue=reducing).is_gemv
+    unreduced = replace(mm.gemv_config(f32), REDUCE=False)
+    with pytest.raises(mm.GemmError, match="REDUCE=True"):
+        mm.plan(f32, unreduced, epilogue=RELU_BIAS)
+    with pytest.raises(mm.GemmError, match="swapped"):
+        mm.plan(mm.GemmProblem(300, 1, 64, "f32", "f32"), replace(mm.gemv_config(mm.GemmProblem(300, 1, 64, "f32",
+                "f32")), REDUCE=True), epilogue=RELU_BIAS)  # fmt: skip
+
+
 def test_the_fused_kernels_verify_with_their_tag_assertions() -> None:
     main, reduce, _ = fused_kernels(EVERYTHING)
-    for kernel in (main.trace(BM=64, CONSUMERS=1, CONSUMER_REGS=232, OUT="bf16"), reduce.trace(SPLITS=3)):
+    # SPLITS=1: the reduction a one-split GEMV plan launches to apply the epilogue
+    kernels = (
+        main.trace(BM=64, CONSUMERS=1, CONSUMER_REGS=232, OUT="bf16"),
+        reduce.trace(SPLITS=3),
+        reduce.trace(SPLITS=1),
+    )
+    for kernel in kernels:
         result = verify(kernel)
         assert result.verdict.value == "verified" and not result.unknowns, result
         asserted = [c for c in result.checks if c.check == "tag assertion"]
-        # the main kernel: A's and B's stages and the three operands; the reduction: two slices and the operands
-        assert len(asserted) == (5 if kernel.name.startswith("gemm_fused") else 5), [c.target for c in asserted]
+        # the main kernel: A's and B's stages and the three operands; the reduction: the slices after the first
+        # (two of three, none of one) and the operands
+        want = 5 if kernel.name.startswith("gemm_fused") or dict(kernel.params)["SPLITS"] == 3 else 3
+        assert len(asserted) == want, [c.target for c in asserted]
         assert all(c.verdict.value == "verified" for c in asserted)
 
 
@@ -233,6 +281,8 @@ def test_matmul_with_an_epilogue_matches_torch_on_the_gpu() -> None:
         (64, 4096, 8192, torch.bfloat16),  # swap-AB, split: the reduction applies the epilogue
         (8, 8192, 8192, torch.bfloat16),
         (500, 700, 9000, torch.float32),
+        (2, 48, 16, torch.float32),  # the GEMV kernels, the reduction applying the epilogue
+        (4, 3000, 5000, torch.float32),  # the same, split
     )
     for m, n, k, dtype in shapes:
         # KernelBench's draw (uniform in [0, 1)), as the gate's trials; the epilogue's operands signed

@@ -318,6 +318,9 @@ class GemvConfig:
     PARTIAL: bool = False
     #: ``rows_tma`` only: V's K-blocks loaded into the ring's stages with the matrix's (`gemv_rows_tma`'s VSTAGE)
     VSTAGE: bool = False
+    #: the result goes through the split-K reduction even with one split: a fused epilogue is applied there
+    #: (`gemv_epilogue_config`)
+    REDUCE: bool = False
 
     @property
     def label(self) -> str:
@@ -326,10 +329,11 @@ class GemvConfig:
             return (f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BN}x{self.BK} s{self.STAGES} t{self.THREADS} "
                     f"l{self.LANES}{' partial' if self.PARTIAL else ''}{' vstage' if self.VSTAGE else ''} "
                     f"split{self.SPLITS}")  # fmt: skip
-        return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} u{self.UNROLL} split{self.SPLITS}"
+        reduce = " reduce" if self.REDUCE else ""
+        return f"gemv-{self.KERNEL}{swap} rows{self.ROWS} {self.BK}x{self.BN} u{self.UNROLL} split{self.SPLITS}{reduce}"
 
     def kernel_params(self, problem: GemmProblem) -> dict[str, Any]:
-        out = "f32" if self.SPLITS > 1 else problem.out  # one split: the result itself, no reduction
+        out = "f32" if self.SPLITS > 1 or self.REDUCE else problem.out  # one split: the result, no reduction
         if self.KERNEL == "rows_tma":
             params = {"ROWS": self.ROWS, "BN": self.BN, "SPLITS": self.SPLITS, "STAGES": self.STAGES,
                       "THREADS": self.THREADS, "LANES": self.LANES, "PARTIAL": self.PARTIAL,
@@ -346,8 +350,9 @@ class GemvConfig:
         }
 
     def reduce_params(self, problem: GemmProblem) -> dict[str, Any] | None:
-        """`gemm_split_reduce`'s parameters, or None with one split (the GEMV kernel writes the result)."""
-        if self.SPLITS == 1:
+        """`gemm_split_reduce`'s parameters, or None with one split (the GEMV kernel writes the result) unless the
+        reduction applies an epilogue (REDUCE)."""
+        if self.SPLITS == 1 and not self.REDUCE:
             return None
         return {"SPLITS": self.SPLITS, "BN": REDUCE_BN, "OUT": problem.out}
 
@@ -396,6 +401,23 @@ def gemv_config(
     want = _cdiv(GEMV_BLOCKS_PER_SM * target.sms, tiles)
     splits = max(1, min(want, k_blocks // (GEMV_MIN_K_BLOCKS * unroll), GEMV_MAX_SPLITS))
     return GemvConfig(kernel, swap, rows, splits, bk, bn, unroll)
+
+
+def gemv_epilogue_config(
+    problem: GemmProblem, epilogue: Epilogue, target: Target = DEFAULT_TARGET
+) -> GemvConfig | None:
+    """The GEMV plan for `problem` with the fused `epilogue` applied by the split-K reduction (REDUCE: the reduction
+    runs even with one split), or None where the tensor-core GEMM takes it: f32 inputs only (`GEMV_DTYPES`: exact f32
+    FMAs where the tensor-core plan splits each operand in three bf16 parts, whose 2^-16 of |A||B| per product a
+    recurrent cell's gates amplify past the f32 tolerance: a GRU at two rows), at most `GEMV_ROWS` rows of A (not
+    the swapped matrix-vector plan: its reduction's rows are C's columns), and not a reducing epilogue (its
+    partials come from the GEMM's tiles)."""
+    if epilogue.reduce is not None:
+        return None
+    found = gemv_config(problem, target)
+    if found is None or found.SWAP or found.KERNEL not in ("columns", "rows") or problem.dtype not in GEMV_DTYPES:
+        return None
+    return replace(found, REDUCE=True)
 
 
 def gemv_tma_config(
@@ -1391,7 +1413,19 @@ class GemmPlan:
         if self.is_gemv:
             object.__setattr__(self, "padded", self.problem)
             if self.epilogue is not None:
-                raise GemmError("a fused epilogue on the GEMV kernels is not built: plan it on the tensor-core GEMM")
+                why = (
+                    "a reducing epilogue on the GEMV kernels is not built (its partials come from the GEMM's tiles)"
+                    if self.epilogue.reduce is not None
+                    else "the swapped (matrix-vector) GEMV's reduction runs over C's columns, not its rows"
+                    if self.config.SWAP
+                    else f"{self.config.KERNEL} kernel: only the f32 `columns` and `rows` GEMV kernels"
+                    if self.config.KERNEL not in ("columns", "rows")
+                    else "the epilogue is applied by the reduction: pass a GemvConfig with REDUCE=True"
+                    if not self.config.REDUCE
+                    else None
+                )
+                if why is not None:
+                    raise GemmError(f"a fused epilogue on {self.config.label}: {why}; plan it on the tensor-core GEMM")
             return
         if self.swap_ab:
             why = swap_refusal(self.problem)
@@ -1456,6 +1490,8 @@ class GemmPlan:
     def c_shape(self) -> tuple[int, int]:
         """The shape of C (one matrix) as the GEMM kernel stores it: the padded problem's (M, N), or (N, M) where it
         is stored transposed (swap-AB: then the user's (M, N), padded)."""
+        if self.is_gemv:  # (rows of the small side, columns padded to whole 16-byte vectors of f32)
+            return (self.config.ROWS, _up(self.problem.M if self.config.SWAP else self.problem.N, 4))
         q = self.padded
         return (q.M, q.N) if q.c_major == "N" else (q.N, q.M)
 
@@ -1518,8 +1554,9 @@ class GemmPlan:
 
     @property
     def fused_main(self) -> bool:
-        """Whether the GEMM kernel applies the epilogue (no split; with a split the reduction does)."""
-        return self.epilogue is not None and self.config.SPLITS == 1
+        """Whether the GEMM kernel applies the epilogue (no split; with a split the reduction does, and always on
+        the GEMV kernels)."""
+        return self.epilogue is not None and not self.is_gemv and self.config.SPLITS == 1
 
     @property
     def reducing(self) -> bool:
@@ -1702,10 +1739,11 @@ class GemmPlan:
             g = self.config
             work = np.full((g.SPLITS, g.ROWS, padded), np.nan)
             run_kernel(self.main_kernel(), {"V": v, "Mat" if g.KERNEL == "columns" else "MT": mat, "P": work})
-            if g.SPLITS == 1:
+            if self.reduce_kernel() is None:
                 return self.gemv_result(work[0])
             out = np.full((g.ROWS, padded), np.nan)
-            run_kernel(self.reduce_kernel(), {"W": work, "C": out})
+            extra = {k: np.asarray(x, np.float64) for k, x in self.epilogue_operands(operands, np).items()}
+            run_kernel(self.reduce_kernel(), {"W": work, "C": out, **extra})
             return self.gemv_result(out)
         if self.problem.dtype == "f32":
             parts = {}
@@ -1875,10 +1913,10 @@ def _plan_cached(
 
 
 def _plan(problem: GemmProblem, config: GemmConfig | None, target: Target, epilogue: Epilogue | None) -> GemmPlan:
-    if config is None and epilogue is None:
-        small = gemv_config(problem, target)
+    if config is None:
+        small = gemv_config(problem, target) if epilogue is None else gemv_epilogue_config(problem, epilogue, target)
         if small is not None:
-            return GemmPlan(problem, small)
+            return GemmPlan(problem, small, epilogue)
     swap = True if epilogue is None else SWAP_SPLIT_ONLY
     chosen = config or choose(problem, target, plan_tiles(epilogue), swap)
     if config is None and epilogue is not None and epilogue.reduce is not None and chosen.TAIL > 1:
@@ -2064,7 +2102,7 @@ def prepare(
     q = the_plan.padded
     launches = Launches()
     if the_plan.is_gemv:
-        return _prepare_gemv(the_plan, a, b, out, launches)
+        return _prepare_gemv(the_plan, a, b, out, launches, [extra[p] for p in epilogue.params] if epilogue else [])
     if the_plan.config.FUSE and a.is_cuda and device_sms(a.device) < the_plan.config.blocks(q):
         # a tile's units wait for each other: on a GPU of fewer SMs than the plan's blocks they might never all run
         if config is not None and config.FUSE:
@@ -2204,9 +2242,12 @@ def shares_storage(x: Any, y: Any) -> bool:
     return x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
 
 
-def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launches) -> tuple[Any, Launches]:
-    """`prepare` for a GEMV plan: with one split the GEMV kernel writes C; else it writes an f32 workspace (splits,
-    rows, padded columns) and `gemm_split_reduce` sums it into C."""
+def _prepare_gemv(
+    the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launches, tensors: list[Any]
+) -> tuple[Any, Launches]:
+    """`prepare` for a GEMV plan: with one split (and no epilogue) the GEMV kernel writes C; else it writes an f32
+    workspace (splits, rows, padded columns) and `gemm_split_reduce` sums it into C, through the fused epilogue
+    (whose operands, padded to the workspace's columns, are `tensors`) where the plan has one."""
     import torch
 
     g, p = the_plan.config, the_plan.problem
@@ -2234,8 +2275,9 @@ def _prepare_gemv(the_plan: GemmPlan, a: Any, b: Any, out: Any, launches: Launch
     launches.append(
         _loaded(the_plan.main_kind, the_plan.main_params()).prepare(v, mat, work, dependent=DEPENDENT_LAUNCHES)
     )
-    launches.append(_loaded("reduce", tuple(sorted(reduce.items()))).prepare(work, c, dependent=DEPENDENT_LAUNCHES))
-    launches.keep = [a, b, v, mat, work, c]
+    reducer = _loaded("reduce", tuple(sorted(reduce.items())), the_plan.epilogue)
+    launches.append(reducer.prepare(work, c, *tensors, dependent=DEPENDENT_LAUNCHES))
+    launches.keep = [a, b, v, mat, work, c, *tensors]
     launches.copies = _copied(v, a, b) or _copied(mat, a, b)
     return the_plan.gemv_result(c), launches
 
