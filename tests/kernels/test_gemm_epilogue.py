@@ -121,7 +121,8 @@ def test_an_unsplit_swap_ab_plan_refuses_an_epilogue_and_the_planner_picks_a_spl
         # (the bound: the tensor-core plan's three bf16 products measured 2.3e-6, 4.3e-6, 2.9e-6 and 9.3e-6)
         ((2, 48, 16), ("K", "K"), "rows", 1, 5e-7),  # a GRU cell's recurrent product (x @ W.T + b) at two rows
         ((3, 20, 40), ("K", "N"), "columns", 1, 5e-7),  # B stored (K, N); C's 20 columns
-        ((5, 36, 24), ("M", "N"), "columns", 1, 5e-7),  # A stored transposed; 5 rows: past the rows kernel's 4
+        ((5, 36, 24), ("M", "N"), "columns", 1, 5e-7),  # A stored transposed
+        ((8, 40, 24), ("K", "K"), "rows", 1, 5e-7),  # 8 rows of x @ W.T: past the 4 the plan takes without epilogue
         ((1, 6, 9000), ("K", "K"), "rows", None, 4e-6),  # long K: split, the reduction sums the slices, applies it
     ],
 )
@@ -138,6 +139,9 @@ def test_a_small_f32_product_with_an_epilogue_runs_on_the_gemv_kernels(shape, ma
 def test_the_gemv_path_takes_an_epilogue_only_where_its_reduction_can_apply_it() -> None:
     f32 = mm.GemmProblem(2, 48, 16, "f32", "f32")
     assert mm.plan(f32, epilogue=RELU_BIAS).is_gemv
+    assert mm.plan(mm.GemmProblem(8, 48, 16, "f32", "f32"), epilogue=RELU_BIAS).is_gemv
+    assert not mm.plan(mm.GemmProblem(8, 48, 16, "f32", "f32")).is_gemv  # (measured slower without one)
+    assert not mm.plan(mm.GemmProblem(9, 48, 16, "f32", "f32"), epilogue=RELU_BIAS).is_gemv
     # 16-bit operands stay on the tensor cores (the GEMV kernels are slower there); a matrix times a vector is the
     # swapped GEMV, whose reduction runs over C's columns; a reducing epilogue's partials come from the GEMM's tiles
     assert not mm.plan(mm.GemmProblem(2, 48, 16, "bf16", "f32"), epilogue=RELU_BIAS).is_gemv

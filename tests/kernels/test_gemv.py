@@ -12,6 +12,7 @@ import argus.lang as T
 from argus.backend.cuda.codegen import compile_kernel
 from argus.ir.types import round_to
 from argus.kernels import matmul as mm
+from argus.kernels.epilogue import Epilogue
 from argus.kernels.gemv import gemv_columns, gemv_rows, gemv_rows_tma
 from argus.lang import DSLError
 from argus.layout import Layout
@@ -191,6 +192,9 @@ def test_gemv_matches_torch_on_the_gpu(shape) -> None:
             assert err < bound, (shape, dtype, gemv, err)
 
 
+RELU_BIAS = Epilogue.of("T.maximum(acc + bias, 0.0)", bias="columns")
+
+
 def _planned_gemv_kernels() -> list[tuple[str, tuple]]:
     """The distinct GEMV kernels the plan launches for 1..8 rows, both matrix layouts, bf16 and f32."""
     found = {}
@@ -201,6 +205,10 @@ def _planned_gemv_kernels() -> list[tuple[str, tuple]]:
                 if g is not None:
                     params = mm.GemmPlan(mm.GemmProblem(rows, 4096, 4096, dtype, dtype, "K", b_major), g).main_params()
                     found[(g.KERNEL, params)] = None
+    for rows in (5, 8):  # with a fused epilogue the rows kernel takes up to GEMV_ROWS rows (`gemv_epilogue_config`)
+        problem = mm.GemmProblem(rows, 4096, 4096, "f32", "f32", "K", "K")
+        g = mm.gemv_epilogue_config(problem, RELU_BIAS)
+        found[(g.KERNEL, mm.GemmPlan(problem, g, RELU_BIAS).main_params())] = None
     for m, k in ((4096, 4096), (16384, 4096), (8192, 8192), (1000, 72)):  # 16-bit matrix-vector products
         for dtype in ("bf16", "f16"):
             problem = mm.GemmProblem(m, 1, k, dtype, dtype)

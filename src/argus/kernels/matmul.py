@@ -263,6 +263,11 @@ GEMV_MAX_SPLITS = 64
 #: there the GEMV kernels ran at 0.25-0.85x the tensor-core plan (13-35 % of the memory's bandwidth: registers and
 #: too few loads in flight per thread), and `gemv_config(..., dtypes=INPUTS)` plans them only on request.
 GEMV_DTYPES = ("f32", TF32)
+#: The most rows of A the ``rows`` GEMV kernel takes (``x @ W.T``) in a plan without an epilogue: with 8 it ran slower
+#: than the tensor cores in f32 (benchmarks/results/2026-11-29-gemv/). With a fused epilogue (`gemv_epilogue_config`)
+#: it takes all `GEMV_ROWS`: there the tensor-core plan's split precision failed the gate (a GRU's input projection
+#: at eight rows), and accuracy comes first.
+GEMV_ROWS_KERNEL_ROWS = 4
 
 
 #: The 16-bit input dtypes whose matrix-vector products (A (M, K) row-major times one column) and single-row products
@@ -358,12 +363,16 @@ class GemvConfig:
 
 
 def gemv_config(
-    problem: GemmProblem, target: Target = DEFAULT_TARGET, dtypes: tuple[str, ...] = GEMV_DTYPES
+    problem: GemmProblem,
+    target: Target = DEFAULT_TARGET,
+    dtypes: tuple[str, ...] = GEMV_DTYPES,
+    rows_kernel_rows: int = GEMV_ROWS_KERNEL_ROWS,
 ) -> GemvConfig | None:
     """The GEMV plan for `problem`, or None where the tensor-core GEMM takes it: a product of one matrix (no batch)
     in one of `dtypes` with at most `GEMV_ROWS` rows of A, or with one column of B, whose matrix rows are whole
     16-byte vectors (N for a row-major matrix, K for one stored transposed; the GEMM pads the others). A row-major
-    (cols, K) matrix (``x @ W.T``) with more than 4 rows of A stays on the tensor cores (measured slower there). A
+    (cols, K) matrix (``x @ W.T``) with more than `rows_kernel_rows` rows of A stays on the tensor cores (measured
+    slower there past 4). A
     16-bit (`GEMV_TMA_DTYPES`) row-major matrix times a vector, and one 16-bit row times a matrix stored (N, K), go to
     `gemv_rows_tma` whatever `dtypes` says."""
     if problem.batch != 1:
@@ -386,7 +395,7 @@ def gemv_config(
         kernel = "columns" if problem.a_major == "M" else "rows"  # A stored (K, M), or (M, K)
     else:
         return None
-    if (cols if kernel == "columns" else problem.K) % vec or (kernel == "rows" and rows > 4):
+    if (cols if kernel == "columns" else problem.K) % vec or (kernel == "rows" and rows > rows_kernel_rows):
         return None
     threads = 128
     # blocks loaded ahead per step (UNROLL): the fastest of 1, 2, 4, 8 on an H200 in f32 (benchmarks/results/
@@ -409,12 +418,12 @@ def gemv_epilogue_config(
     """The GEMV plan for `problem` with the fused `epilogue` applied by the split-K reduction (REDUCE: the reduction
     runs even with one split), or None where the tensor-core GEMM takes it: f32 inputs only (`GEMV_DTYPES`: exact f32
     FMAs where the tensor-core plan splits each operand in three bf16 parts, whose 2^-16 of |A||B| per product a
-    recurrent cell's gates amplify past the f32 tolerance: a GRU at two rows), at most `GEMV_ROWS` rows of A (not
-    the swapped matrix-vector plan: its reduction's rows are C's columns), and not a reducing epilogue (its
-    partials come from the GEMM's tiles)."""
+    recurrent cell's gates amplify past the f32 tolerance: a GRU at two and eight rows), at most `GEMV_ROWS` rows of
+    A on either kernel (`GEMV_ROWS_KERNEL_ROWS` does not apply), not the swapped matrix-vector plan (its
+    reduction's rows are C's columns), and not a reducing epilogue (its partials come from the GEMM's tiles)."""
     if epilogue.reduce is not None:
         return None
-    found = gemv_config(problem, target)
+    found = gemv_config(problem, target, rows_kernel_rows=GEMV_ROWS)
     if found is None or found.SWAP or found.KERNEL not in ("columns", "rows") or problem.dtype not in GEMV_DTYPES:
         return None
     return replace(found, REDUCE=True)
