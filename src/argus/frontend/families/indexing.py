@@ -32,8 +32,8 @@ with a device assertion): a loss of ``lse``.
 
 Not taken (left to the core ATen decompositions, reported as not covered with the reason): probability targets,
 inputs of another rank than 2 (the K-dimensional loss), class counts of ``2**24`` or more, a ``log_softmax`` over
-another dimension. Other indexing operators (``gather``, ``index_select``, ``embedding``, ``scatter``) have no
-template yet.
+another dimension. Row gathers (``embedding``, ``index_select``, ``x[..., idx, ...]``) are `families.gather`'s;
+other indexing operators (``gather``, ``scatter``, ``index_put``) have no template yet.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from argus.frontend.families import gather
 from argus.frontend.families.base import DTYPES, KernelSource, dtype_name, node_value, safe_name
 from argus.frontend.families.softmax import LOG2E, ROWS_TILE
 
@@ -81,9 +82,15 @@ def rows_unsupported(x: Any, target: Any, weight: Any) -> str | None:
 
 
 def unsupported(node: Any) -> str | None:
-    """None when the template can take `node`, else why not (see the module docstring)."""
+    """None when the template can take `node` (see the module docstring; row gathers: `families.gather`), else why
+    not."""
+    if gather.takes(node):
+        return gather.unsupported(node)
     if _op(node) != OPERATOR:
-        return f"{node.target}: no indexing/gather template yet (class-index losses only: cross_entropy, nll_loss)"
+        return (
+            f"{node.target}: no indexing/gather template yet (class-index losses, and row gathers: embedding, "
+            "index_select, x[..., idx, ...])"
+        )
     x, target, weight = (node_value(a) if a is not None else None for a in node.args[:3])
     return rows_unsupported(x, target, weight)
 
@@ -110,8 +117,10 @@ def kernel_source(
     name: str, subgraph: Any, scalar_uses: Mapping[tuple[str, int], str], scalar_values: Mapping[str, Any]
 ) -> KernelSource:
     """The rows kernel of a class-index loss group (the rows operator, its ``getitem``s, an absorbed
-    ``_log_softmax``)."""
+    ``_log_softmax``), or a row gather's (`families.gather`)."""
     nodes = list(subgraph.graph.nodes)
+    if any(gather.takes(n) for n in nodes):
+        return gather.kernel_source(name, subgraph)
     node = next(n for n in nodes if _op(n) == OPERATOR)
     x_node, target_node, weight_node, ignore, eps, logits = node.args
     if _op(x_node) == "_log_softmax":  # absorbed: the kernel reads the logits

@@ -57,6 +57,9 @@ from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_
 
 #: Threads of a layout kernel's block.
 THREADS = 128
+#: The dtypes the template moves (torch name -> the DSL's): the float ones, and integer tensors (a slice of token ids
+#: a gather reads): data movement copies them exactly, and a fill writes its value converted to the dtype.
+MOVED = {**DTYPES, "int64": "i64", "int32": "i32"}
 #: Elements of a tile: a few 16-byte vectors a thread.
 TILE_ELEMENTS = 2048
 #: A transposed tile's side (the copy reads it across the input's rows).
@@ -170,8 +173,8 @@ def plan(node: Any) -> Plan:
     if not all(isinstance(v, torch.Tensor) for v in out_values):
         raise NotTaken("its results are not all tensors")
     dtypes |= {dtype_name(v) for v in out_values}
-    if len(dtypes) != 1 or next(iter(dtypes)) not in DTYPES:
-        raise NotTaken(f"its tensors are {', '.join(sorted(dtypes))}; the template moves one of {', '.join(DTYPES)}")
+    if len(dtypes) != 1 or next(iter(dtypes)) not in MOVED:
+        raise NotTaken(f"its tensors are {', '.join(sorted(dtypes))}; the template moves one of {', '.join(MOVED)}")
     inputs = tuple((n, shapes[n]) for n in names)
     index = {n: i for i, n in enumerate(names)}
     if op in VIEW_OPS:
@@ -599,7 +602,7 @@ def kernel_source(
     nodes = list(subgraph.graph.nodes)
     (node,) = [n for n in nodes if n.op == "call_function" and aten_name(n) in OPERATORS]
     p, facs, tilings, in_shapes = _kernel_plan(node)
-    dt = DTYPES[dtype_name(node_value(_users(node)[0]))]
+    dt = MOVED[dtype_name(node_value(_users(node)[0]))]
     placeholders = [n.name for n in nodes if n.op == "placeholder"]
     # the kernel takes its inputs in the group's order (the subgraph's placeholders)
     perm = sorted(range(len(p.inputs)), key=lambda i: placeholders.index(p.inputs[i][0]))
