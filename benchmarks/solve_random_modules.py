@@ -251,9 +251,44 @@ def conv_module(rng: random.Random) -> dict[str, Any] | None:
     }
 
 
+def gather_module(rng: random.Random) -> dict[str, Any]:
+    """A random row gather (an embedding, ``x[idx]`` on some dimension, ``index_select``) with a short tail; an
+    index input is ``{"index": shape, "high": rows}`` (drawn by ``torch.randint(0, rows, shape)``)."""
+    dt = rng.choice(["float32", "float32", "bfloat16", "float16"])
+    which = rng.choice(["embedding", "index", "index_dim", "index_select", "table"])
+    idx_shape = _shape(rng, rng.randint(1, 3), 1, 12)
+    tail = rng.choice(["", " * 2.0", ".sum(-1)", ".relu()", " + 1.0"])
+    if which == "embedding":
+        v, d = rng.randint(2, 60), rng.randint(1, 70)
+        return dict(kind="gather", mod=f"torch.nn.Embedding({v}, {d})", body=f"self.m(x){tail}",
+                    inputs=[{"index": idx_shape, "high": v}], dtype=dt)  # fmt: skip
+    s = _shape(rng, rng.randint(1, 4), 1, 20)
+    d = rng.randrange(len(s))
+    index = {"index": idx_shape if which != "index_select" else [rng.randint(1, 12)], "high": s[d]}
+    if which == "index":
+        d, index["high"] = 0, s[0]
+        body = f"x[y]{tail}"
+    elif which == "index_dim":
+        body = f"x[{':, ' * d}y]{tail}"
+    elif which == "index_select":
+        body = f"torch.index_select(x, {d}, y){tail}"
+    else:  # a parameter table read through an index (a relative-position bias)
+        return dict(kind="gather", mod=f"torch.nn.Linear({s[-1]}, {rng.randint(1, 9)}, bias=False)",
+                    body=f"self.m.weight[x]{tail}", inputs=[{"index": idx_shape, "high": 0}], dtype=dt,
+                    table=True)  # fmt: skip
+    return dict(kind="gather", mod="torch.nn.Identity()", body=body, inputs=[s, index], dtype=dt)
+
+
+def _input_text(s: Any, spec: dict[str, Any]) -> str:
+    if isinstance(s, dict):  # an index tensor (a table's rows: the Linear's out_features)
+        high = s["high"] or int(spec["mod"].rsplit(", ", 2)[1])
+        return f"torch.randint(0, {high}, {s['index']})"
+    return f"torch.randn({s}).to(torch.{spec['dtype']})"
+
+
 def write(spec: dict[str, Any], path: Path) -> None:
     args = ", ".join("xyz"[: len(spec["inputs"])])
-    ins = ", ".join(f"torch.randn({s}).to(torch.{spec['dtype']})" for s in spec["inputs"])
+    ins = ", ".join(_input_text(s, spec) for s in spec["inputs"])
     tail = spec.get("tail", "")
     body = f"y = {spec['body']}{tail}; return y" if tail else f"return {spec['body']}"
     path.write_text(
@@ -288,7 +323,7 @@ def main() -> int:
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--seconds", type=float, default=600.0)
-    ap.add_argument("--kinds", nargs="+", default=["conv", "ops"], choices=["conv", "ops"])
+    ap.add_argument("--kinds", nargs="+", default=["conv", "ops"], choices=["conv", "ops", "gather"])
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -297,7 +332,7 @@ def main() -> int:
     with open(out / "rows.jsonl", "a") as sink:
         while time.time() - start < args.seconds:
             kind = rng.choice(args.kinds)
-            spec = conv_module(rng) if kind == "conv" else module_config(rng)
+            spec = {"conv": conv_module, "gather": gather_module}.get(kind, module_config)(rng)
             if spec is None:
                 continue
             i += 1

@@ -87,6 +87,10 @@ def test_a_negative_index_counts_from_the_end_and_one_outside_the_rows_reads_a_z
     interpret(kernel, x, index, out)
     want = np.stack([x[0, 3], x[0, 9], x[0, 0], x[0, 9], np.zeros(8), np.zeros(8), x[0, 0]])
     np.testing.assert_allclose(out[0], want, rtol=1e-6)
+    from argus.backend.cuda.codegen import compile_kernel
+
+    mix = compile_kernel(kernel.trace()).instruction_mix()  # sm_90a: global loads and stores, nothing in floats
+    assert mix.get("LDG", 0) and mix.get("STG", 0) and not mix.get("I2FP", 0), mix
 
 
 def test_a_row_outside_the_source_is_masked_by_the_load_whatever_the_index_holds() -> None:

@@ -204,10 +204,11 @@ def test_a_reflect_pad_of_too_many_moves_is_refused(problem: Callable[..., Path]
 
 
 def test_what_the_template_refuses_says_why(problem: Callable[..., Path]) -> None:
-    """A flip, a diagonal and integer tensors stay with PyTorch, each with its reason; a permute PyTorch runs as a
-    view (only dimensions of extent 1 move) is no kernel and no uncovered node."""
+    """A flip of the innermost dimension, a diagonal and boolean tensors stay with PyTorch, each with its reason; a
+    permute PyTorch runs as a view (only dimensions of extent 1 move) is no kernel and no uncovered node; integer
+    tensors are moved (since session 76)."""
     path = problem(
-        "torch.tanh(x).flip(1).sum() + torch.tanh(x).diagonal().sum() + (x.long().t() + 1).sum() + "
+        "torch.tanh(x).flip(1).sum() + torch.tanh(x).diagonal().sum() + (x > 0).t().sum() + "
         "torch.tanh(x).unsqueeze(0).permute(1, 0, 2).sum()",
         inputs="[torch.randn(5, 5)]",
     )
@@ -215,8 +216,11 @@ def test_what_the_template_refuses_says_why(problem: Callable[..., Path]) -> Non
     reasons = {u.op: u.reason for u in part.uncovered if u.family is Family.LAYOUT}
     assert "reversed" in reasons["aten.flip.default"]
     assert "diagonal" in reasons["aten.diagonal.default"] or "window" in reasons["aten.diagonal.default"]
-    assert "int64" in reasons["aten.permute.default"]  # t() of the integer tensor
+    assert "bool" in reasons["aten.permute.default"]  # t() of the boolean tensor
     assert not any(g.family is Family.LAYOUT and "permute" in g.ops for g in part.groups)
+    moved = problem("(x.long().t() + 1).sum()", inputs="[torch.randn(5, 5)]", name="moved")
+    part, _ = generate(capture(moved))
+    assert any(g.family is Family.LAYOUT and "permute" in g.ops for g in part.groups), part.groups
 
 
 #: Level-3 recurrent problems (sizes, the layout operators they need): 34 reads one step with ``select`` and joins
