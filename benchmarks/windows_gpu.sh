@@ -4,7 +4,10 @@
 # windowed paged decode against the window's tokens laid out contiguously (cuDNN, FA2, argus `sdpa`); then
 # `random_configs.py` over the families named in FAMILIES (seed SEED, SECONDS each).
 #
-#   FAMILIES="attention varlen paged" SEED=1 SECONDS_EACH=40 BENCH=1 bash benchmarks/windows_gpu.sh OUT_DIR
+#   FAMILIES="attention varlen paged" SEED=1 SECONDS_EACH=40 BENCH=1 NEW76=1 bash benchmarks/windows_gpu.sh OUT_DIR
+#
+# NEW76=1 adds session 76's GPU checks: the GEMV-with-epilogue GPU test and timing (benchmarks/gemv_epilogue_gpu.py)
+# and the row gathers solved and timed (benchmarks/gather_gpu.py).
 #
 # On the lent GPU machine z3 travels in .z3 (PYTHONPATH=$PWD/.z3).
 set -uo pipefail
@@ -30,6 +33,18 @@ if [ "${BENCH:-1}" = 1 ]; then
     > "$out/paged_window.md" 2>&1
   echo "paged window: exit $?" | tee -a "$out/summary.txt"
   grep "^|" "$out/paged_window.md"
+fi
+if [ "${NEW76:-0}" = 1 ]; then  # session 76's GEMV epilogue and row gathers
+  timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" -k "gpu" tests/kernels/test_gemm_epilogue.py \
+    > "$out/gpu_tests76.log" 2>&1
+  echo "gpu tests 76: exit $?" | tee -a "$out/summary.txt"
+  tail -3 "$out/gpu_tests76.log"
+  timeout 100 python3 benchmarks/gemv_epilogue_gpu.py --rounds 20 --json "$out/gemv_epilogue.json" > "$out/gemv_epilogue.md" 2>&1
+  echo "gemv epilogue: exit $?" | tee -a "$out/summary.txt"
+  grep "^|" "$out/gemv_epilogue.md"
+  timeout 150 python3 benchmarks/gather_gpu.py "$out/gather" --rounds 20 > "$out/gather.md" 2>&1
+  echo "gather: exit $?" | tee -a "$out/summary.txt"
+  grep "^|" "$out/gather.md"; rm -f "$out"/gather/*.py
 fi
 for f in ${FAMILIES:-}; do
   timeout $(( ${SECONDS_EACH:-40} + 40 )) python3 benchmarks/random_configs.py "$out/rows.jsonl" --seed "${SEED:-1}" \
