@@ -703,3 +703,29 @@ def test_a_split_convolution_matches_torch_on_the_gpu(channels_last: bool, monke
             assert err < TOLERANCE[conv.dtype], (conv, err)
     finally:
         conv_plan.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("rank", "size"),
+    [(3, (12, 4, 2)), (2, (1, 5, 3)), (1, (1, 1, 7))],
+)
+def test_the_pointwise_gemm_writes_a_channels_first_output_of_any_rank(
+    rank: int, size: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pointwise GEMM's channels-last result copied into an NC(D)HW output it cannot write in place: the GPU
+    call's own code, its GEMM computed by torch here (a 3-d one crashed permuting five dimensions as four, found by
+    benchmarks/random_configs.py seed 2 on an H100)."""
+    import argus.kernels.matmul as mm
+
+    def on_the_cpu(a: Any, b: Any, *, out: Any = None, **_: Any) -> tuple[Any, list]:
+        return a @ b, mm.Launches()
+
+    monkeypatch.setattr(mm, "prepare", on_the_cpu)
+    conv = Conv(rank, 2, 6, 4, 1, size, (1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 1, 1), False, "f32")
+    spatial = size[3 - rank :]
+    x = torch.randn(2, 6, *spatial)
+    w = torch.randn(4, 6, *(1,) * rank)
+    out = torch.empty(4, 2, *spatial).transpose(0, 1)  # (N, F, ...) not contiguous: no channels-last view of it
+    conv_module.run_pointwise_on_gpu(conv, x, w, out)
+    want = (F.conv1d, F.conv2d, F.conv3d)[rank - 1](x, w)
+    torch.testing.assert_close(out, want)

@@ -1843,7 +1843,7 @@ def run_pointwise_on_gpu(conv: Conv, x: Any, w: Any, out: Any, per_image: bool =
     elif in_place and not launches.copies and shares_storage(xv, x) and shares_storage(wv, w):  # read in place
         _remember_call(_POINTWISE, key, launches, (x, w, out))
     if not in_place:
-        out.copy_(y.permute(0, 3, 1, 2).reshape(out.shape))
+        out.copy_(_to_channels_first(conv, y).reshape(out.shape))  # (3-d: five dimensions, not four)
 
 
 #: The launches of pointwise calls that wrote their output in place and read their operands where they are (no copy
