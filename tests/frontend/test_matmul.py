@@ -239,3 +239,12 @@ def test_a_reduction_read_twice_or_with_its_indices_stays_outside(problem: Calla
     result = solve(path, out=tmp_path / "t.py")
     assert result.status() == "solved", (result.uncovered, result.gate)
     assert sorted(g["ops"] for g in result.groups) == [["mm"], ["sum"]]
+
+
+def test_a_float32_bmm_past_the_accumulation_chain_is_solved(problem: Callable[..., Path], tmp_path: Path) -> None:
+    # K = 4200 in float32: more than one tensor-core accumulator may sum for f32 accuracy; the batched GEMM has no
+    # split-K, so each matrix runs its own plan (a GEMV here; was left to PyTorch with that reason)
+    path = problem("torch.bmm(x, y)", inputs="[torch.randn(2, 1, 4200), torch.randn(2, 4200, 4)]", args="x, y")
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert result.gate.verdict == "accepted", result.gate

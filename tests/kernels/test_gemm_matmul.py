@@ -243,9 +243,24 @@ def test_a_batch_of_one_f32_product_runs_as_one_matrix() -> None:
     assert float(np.max(np.abs(c - ref)) / np.sqrt(np.mean(ref**2))) < 4e-5
 
 
-def test_a_batched_f32_gemm_past_the_chain_is_refused_with_the_reason() -> None:
+def test_a_batched_f32_gemm_past_the_chain_runs_one_product_per_matrix() -> None:
+    # the batched GEMM has no split-K, which f32 accuracy needs past the chain: its plan refuses, and a call (a bmm
+    # of `argus solve`, `matmul`) runs each matrix's 2-d plan, split along K (random configurations, seed 2, found
+    # the refusal on an H100 at K = 4641)
     with pytest.raises(mm.GemmError, match="batched f32 GEMM with K = 8192"):
         mm.plan(mm.GemmProblem(64, 64, 8192, "f32", "f32", batch=2))
+    problem = mm.GemmProblem(5, 13, 4641, "f32", "f32", "M", "N", batch=2)
+    assert mm.unbatched(problem) and not mm.unbatched(mm.GemmProblem(5, 13, 4096, "f32", "f32", batch=2))
+    assert not mm.unbatched(mm.GemmProblem(5, 13, 4641, "bf16", "f32", batch=2))
+    torch = pytest.importorskip("torch")
+    call = mm.LibraryGemm("bmm", problem, transpose_a=True)
+    assert call.kernels()[-1].name == "gemm_split_reduce"  # each matrix's plan splits K
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(2, 4641, 5, generator=g), torch.randn(2, 4641, 13, generator=g)
+    out = call.empty_output(x, y)
+    call(x, y, out)
+    ref = x.double().transpose(1, 2) @ y.double()
+    assert float((out.double() - ref).abs().max() / ref.abs().max()) < 2e-5
 
 
 @pytest.mark.parametrize(("axis", "operand", "vec"), [(1, "A", 4), (0, "B", 1), (1, "B", 2), (0, "A", 4)])
@@ -527,9 +542,14 @@ def test_bmm_matches_torch_on_the_gpu(dtype: str) -> None:
     from argus.eval.tolerance import compare, input_scale, tolerance_for
 
     torch_dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
-    for batch, m, n, k in ((3, 100, 72, 136), (128, 512, 2048, 1024), (2, 1, 4096, 4096)):
+    shapes = [(3, 100, 72, 136), (128, 512, 2048, 1024), (2, 1, 4096, 4096)]
+    if dtype == "f32":  # past the chain: one product per matrix, each split along K
+        shapes += [(4, 200, 13, 4641)]
+    for batch, m, n, k in shapes:
         a = torch.rand(batch, m, k, device="cuda").to(torch_dtype)
         b = torch.rand(batch, k, n, device="cuda").to(torch_dtype)
+        if k == 4641:  # both operands transposed views (as the random configuration that found it)
+            a, b = a.mT.contiguous().mT, b.mT.contiguous().mT
         c = mm.matmul(a, b)
         ref = a.double() @ b.double()
         assert c.shape == (batch, m, n) and c.dtype == torch_dtype

@@ -834,6 +834,18 @@ def kernel_problem(problem: GemmProblem) -> GemmProblem:
     return replace(problem, M=m, N=n, K=3 * _up(problem.K, BK), dtype="bf16")
 
 
+def unbatched(problem: GemmProblem) -> bool:
+    """Whether a batched problem runs as one 2-d product per matrix (`member`): an f32 batch whose K would
+    accumulate more than `F32_CHAIN` in one tensor-core accumulator needs split-K for f32 accuracy, which the
+    batched GEMM does not have; each matrix's 2-d plan splits K (a launch or more per matrix)."""
+    return problem.batch > 1 and problem.dtype == "f32" and 3 * _up(problem.K, BK) > F32_CHAIN
+
+
+def member(problem: GemmProblem) -> GemmProblem:
+    """One matrix's product of a batched problem (`unbatched`)."""
+    return replace(problem, batch=1)
+
+
 def swapped(problem: GemmProblem) -> GemmProblem:
     """The swap-AB form of `problem`: C^T (N, M) = B^T (N, K) @ A^T (K, M), C^T stored transposed (`c_major`), so
     that the kernel writes the user's C. Each operand keeps its memory: B^T is A's role (K-major where B is stored
@@ -2095,6 +2107,8 @@ def prepare(
     import torch
 
     problem = problem_of(a, b, out_dtype, precision)
+    if unbatched(problem):
+        return _prepare_members(problem, a, b, out_dtype, config, epilogue, out, precision)
     the_plan = plan(problem, config, epilogue=epilogue)
     if config is None and not the_plan.is_gemv and a.is_cuda:  # a configuration measured on this GPU, if any
         tuned = tuned_config(problem, a.device, epilogue)
@@ -2200,6 +2214,42 @@ def _copied_operands(the_plan: GemmPlan, a: Any, b: Any, A: Any, B: Any, copies:
     host_copied = any([not shares_storage(copies[i][0], stored[i]) for i in copies])
     views = all(i in copies or shares_storage((A, B)[i], stored[i]) for i in (0, 1))
     return host_copied or not views
+
+
+class _Copy:
+    """A prepared launch that copies `src` into `dst` (a member's product computed into a padded C)."""
+
+    def __init__(self, src: Any, dst: Any) -> None:
+        self.src, self.dst = src, dst
+
+    def launch(self) -> None:
+        self.dst.copy_(self.src)
+
+
+def _prepare_members(
+    problem: GemmProblem, a: Any, b: Any, out_dtype: Any, config: Any, epilogue: Any, out: Any, precision: Any
+) -> tuple[Any, Launches]:
+    """`prepare` of a batched problem that runs one 2-d product per matrix (`unbatched`): each matrix's plan (split-K
+    for f32 accuracy), its C a slice of one (L, M, N) result (`out` where it is a contiguous tensor of that shape and
+    the output dtype)."""
+    import torch
+
+    if epilogue is not None:
+        raise GemmError("a fused epilogue on a batched GEMM is not built (its operands have no batch index)")
+    shape = (problem.batch, problem.M, problem.N)
+    dtype = torch_dtype(problem.out)
+    fits = out is not None and tuple(out.shape) == shape and out.dtype == dtype and out.is_contiguous()
+    C = out if fits else torch.empty(shape, dtype=dtype, device=a.device)
+    launches = Launches()
+    launches.keep, launches.copies = [a, b, C], False
+    for i in range(problem.batch):
+        c, part = prepare(a[i], b[i], out_dtype=out_dtype, config=config, out=C[i], precision=precision)
+        launches.extend(part)
+        if c.data_ptr() != C[i].data_ptr():  # the plan's C was padded: the product is copied into its slice
+            launches.append(_Copy(c, C[i]))
+        launches.keep += part.keep
+        launches.copies |= part.copies
+    return C, launches
 
 
 def _prepare_reducing(
@@ -2649,11 +2699,12 @@ class LibraryGemm:
     def plan(self) -> GemmPlan:
         """The captured problem's plan: on a machine with a GPU, a configuration tuned for it there
         (`tuned_config`), which the GPU calls will take too; else the model's."""
-        default = plan(self.problem, epilogue=self.epilogue)
+        problem = member(self.problem) if unbatched(self.problem) else self.problem  # (each matrix's plan)
+        default = plan(problem, epilogue=self.epilogue)
         if default.is_gemv or not _cuda_available():
             return default
-        tuned = tuned_config(self.problem, None, self.epilogue)
-        return default if tuned is None else plan(self.problem, tuned, epilogue=self.epilogue)
+        tuned = tuned_config(problem, None, self.epilogue)
+        return default if tuned is None else plan(problem, tuned, epilogue=self.epilogue)
 
     def _operands(self, inputs: list[Any], m: int, n: int) -> dict[str, Any]:
         """The epilogue's tensors by name, in the shapes it reads them: (N,), (M,) or (M, N), contiguous."""
@@ -2688,6 +2739,7 @@ class LibraryGemm:
 
     def __call__(self, *tensors: Any, device: Any = None) -> None:
         """Compute into the last of `tensors` from the inputs before it (a and b at `order`)."""
+        import numpy as np
         import torch
 
         *inputs, c = tensors
@@ -2730,8 +2782,15 @@ class LibraryGemm:
             if result.data_ptr() != c.data_ptr():  # a padded plan: C came out larger, then sliced
                 c.copy_(result.reshape(c.shape))
             return
-        the_plan = plan(problem_of(a, b, c.dtype), epilogue=self.epilogue)
+        problem = problem_of(a, b, c.dtype)
         extra = {k: v.double().numpy() for k, v in operands.items()}
+        if unbatched(problem):  # one 2-d product per matrix, as a GPU call runs it
+            the_plan = plan(member(problem), epilogue=self.epilogue)
+            parts = [the_plan.run_on_interpreter(a[i].double().numpy(), b[i].double().numpy(), operands=extra)
+                     for i in range(problem.batch)]  # fmt: skip
+            c.copy_(torch.from_numpy(np.stack(parts)).to(c.dtype).reshape(c.shape))
+            return
+        the_plan = plan(problem, epilogue=self.epilogue)
         result = the_plan.run_on_interpreter(a.double().numpy(), b.double().numpy(), operands=extra)
         c.copy_(torch.from_numpy(result).to(c.dtype).reshape(c.shape))
 
@@ -2778,6 +2837,8 @@ def _gemm_operand(x: Any) -> Any:
 
 
 __all__ = [
+    "member",
+    "unbatched",
     "Copies",
     "GemvConfig",
     "GemmConfig",

@@ -39,7 +39,6 @@ from typing import Any
 
 from argus.frontend.families import chains, pointwise
 from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
-from argus.kernels.matmul import F32_CHAIN
 
 #: The 2-D transposes an ``mm`` operand may come through (taken into the group).
 TRANSPOSES = frozenset({"permute", "t", "transpose"})
@@ -76,11 +75,6 @@ def unsupported(node: Any) -> str | None:
     rank = 3 if name == "bmm" else 2
     if a.dim() != rank or b.dim() != rank:
         return f"operands that are not {rank}-D"
-    if name == "bmm" and dtype_name(a) == "float32" and a.shape[-1] > F32_CHAIN // 3:
-        return (
-            f"a float32 bmm with K = {a.shape[-1]} needs split-K for float32 accuracy (more than {F32_CHAIN // 3} "
-            "of K in one tensor-core accumulator), which the batched GEMM does not have yet"
-        )
     if a.dtype != b.dtype or dtype_name(a) not in DTYPES or out.dtype != a.dtype:
         return f"operands in {a.dtype} and {b.dtype} (the template takes two float32, float16 or bfloat16 operands)"
     if 0 in (*a.shape, *b.shape):
