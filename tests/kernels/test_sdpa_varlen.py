@@ -419,3 +419,18 @@ def test_a_sliding_window_matches_torch_on_the_gpu() -> None:
             ref = torch.where(keep.any(dim=1)[None, :, None], torch_sdpa(qb, kb, vb, attn_mask=keep), 0.0)
             got = o[q0:q1].transpose(0, 1).float()
             assert (got - ref).abs().max().item() < 2e-2, (h, d, window, b)
+
+
+def test_no_query_or_no_key_at_all_needs_no_launch() -> None:
+    # a batch of sequences with no query token (or none with a key): O and LSE as a sequence with no key gives them,
+    # no launch (a kernel's shape symbol of 0 is refused at the launch: the random configurations, seed 2, on an H100
+    # found a varlen call of zero query tokens refused there)
+    torch = pytest.importorskip("torch")
+    k = torch.randn(186, 8, 64, dtype=torch.bfloat16)
+    o, lse, launches = SV.prepare(
+        torch.empty(0, 32, 64, dtype=torch.bfloat16), k, k, torch.tensor([0, 0]), torch.tensor([0, 186]), causal=True
+    )
+    assert o.shape == (0, 32, 64) and lse.shape == (32, 0) and not list(launches)
+    q = torch.randn(5, 32, 64, dtype=torch.bfloat16)
+    o, lse, launches = SV.prepare(q, k[:0], k[:0], torch.tensor([0, 5]), torch.tensor([0, 0]))
+    assert not list(launches) and o.shape == (5, 32, 64) and bool((o == 0).all()) and bool((lse == -torch.inf).all())

@@ -219,6 +219,13 @@ def prepare(
     if validate:
         check_offsets(cu_seqlens_q.detach().cpu().numpy(), problem.total_q, "cu_seqlens_q")
         check_offsets(cu_seqlens_k.detach().cpu().numpy(), problem.total_k, "cu_seqlens_k")
+    if problem.total_q == 0 or problem.total_k == 0:  # no query, or no key for any: no launch (a shape of 0 cannot)
+        o = torch.zeros((problem.total_q, problem.heads, problem.dv), dtype=matmul.torch_dtype(problem.out),
+                        device=q.device)  # fmt: skip
+        lse = torch.full((problem.heads, problem.total_q), float("-inf"), dtype=torch.float32, device=q.device)
+        launches = matmul.Launches()
+        launches.keep = [o, lse]
+        return o, lse, launches  # (every row that sees no key: O = 0, LSE = -inf, as a sequence with no key)
     the_plan = VarlenPlan(problem)
     q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
     ends_q = cu_seqlens_q[1:].to(torch.int32).contiguous()
