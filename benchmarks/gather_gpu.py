@@ -4,7 +4,7 @@ solved (captured, generated, verified; no gate), its ModelNew checked equal to t
 timed interleaved with eager PyTorch and ``torch.compile`` of the Model in one process, L2 flushed before every
 launch (`gemm_parity.interleaved_times`), medians. Bandwidth counts the rows read and written (and the indices).
 
-    PYTHONPATH=src python benchmarks/gather_gpu.py OUT_DIR [--rounds 30]
+    PYTHONPATH=src python benchmarks/gather_gpu.py OUT_DIR [--rounds 30] [--rows 0 3 4]
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rows", type=int, nargs="+", help="the rows of ROWS to run (default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -98,6 +99,8 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     results, failed = [], False
     for i, (label, init, body, inputs, moved) in enumerate(ROWS):
+        if args.rows and i not in args.rows:
+            continue
         problem = args.out / f"gather{i}.py"
         _problem(problem, init, body, inputs)
         result = solve(problem, out=args.out / f"gather{i}_sol.py", judge=False)

@@ -5,8 +5,9 @@ Every such operator is one view: the source ``X`` as ``(A, R, C)`` (the dimensio
 indexed one, the ones after it), the indices as ``I (N,)`` (flattened: a multi-dimensional index's result has its
 shape in the indexed dimension's place), the result as ``O (A, N, C)``. ``O[a, n, :] = X[a, I[n], :]``.
 
-The kernel (one per operator): a block of THREADS threads for each index n, BN-column tile of a row and outer
-index a (grid ``(N, cdiv(C, BN), A)``, in that order where the extents fit CUDA's axes), reading ``I[n]`` as a
+The kernel (one per operator): a block of THREADS threads for each RB indices, BN-column tile of a row and outer
+index a (grid ``(cdiv(N, RB), cdiv(C, BN), A)``, in that order where the extents fit CUDA's axes; RB rows so that a
+block's tiles make about `BLOCK_BYTES`, every load issued before the first store), reading ``I[n]`` as a
 scalar and copying the window ``X[a, row, bn*BN : (bn+1)*BN]`` to ``O[a, n, ...]`` in 16-byte vectors (narrower
 where C is not a multiple of a 16-byte vector). The row is data: the kernel wraps a negative index (``idx + R``,
 as Python indexing and ``aten.index`` do); a row still outside ``[0, R)`` reads zeros, because a window's load is
@@ -94,9 +95,24 @@ def unsupported(node: Any) -> str | None:
     if isinstance(found, str):
         return found
     (a, _, c), n = found[3], found[4]
-    _, bn, _ = _tile(c, node_value(found[0]).element_size())
-    axes = grid_axes([("N", "n", n), ("T.cdiv(C, BN)", "bn", -(-c // bn)), ("A", "a", a)])
+    itemsize = node_value(found[0]).element_size()
+    _, bn, _ = _tile(c, itemsize)
+    rb = rows_per_block(c, bn, itemsize)
+    axes = grid_axes([("T.cdiv(N, RB)", "nb", -(-n // rb)), ("T.cdiv(C, BN)", "bn", -(-c // bn)), ("A", "a", a)])
     return axes if isinstance(axes, str) else None
+
+
+#: The bytes of rows a block aims to have in flight (RB rows of a BN-column tile, every load issued before the
+#: first store): one row of 256 bytes a block of 32 threads kept 8 KB in flight an SM, and an ``index_select`` of
+#: (32, 8192, 128) bfloat16 rows ran at 0.71x eager (benchmarks/results/2026-12-08-gpu-owed-gather-gemv/)
+BLOCK_BYTES = 4096
+#: The most rows a block copies
+MAX_ROWS = 16
+
+
+def rows_per_block(c: int, bn: int, itemsize: int) -> int:
+    """RB: rows a block copies, so that its tile of each moves about `BLOCK_BYTES` (at most `MAX_ROWS`)."""
+    return max(1, min(MAX_ROWS, BLOCK_BYTES // (min(c, bn) * itemsize)))
 
 
 def _tile(c: int, itemsize: int) -> tuple[int, int, int]:
@@ -119,7 +135,8 @@ def kernel_source(name: str, subgraph: Any) -> KernelSource:
     x, i = node_value(source), node_value(index)
     x_dt, i_dt = DTYPES[dtype_name(x)], INDEX_DTYPES[dtype_name(i)]
     threads, bn, vector = _tile(c, x.element_size())
-    grid, names = grid_axes([("N", "n", n), ("T.cdiv(C, BN)", "bn", -(-c // bn)), ("A", "a", a)])
+    rb = rows_per_block(c, bn, x.element_size())
+    grid, names = grid_axes([("T.cdiv(N, RB)", "nb", -(-n // rb)), ("T.cdiv(C, BN)", "bn", -(-c // bn)), ("A", "a", a)])
     taken: set[str] = set()
     px, pi, po = safe_name("X", taken), safe_name("I", taken), safe_name("O", taken)
     op = str(node.target).removesuffix(".default")
@@ -128,24 +145,31 @@ def kernel_source(name: str, subgraph: Any) -> KernelSource:
     kernel = "\n".join(
         [
             f'@argus.kernel(reference={name}_reference, sizes={{"A": {a}, "R": {r}, "C": {c}, "N": {n}}}, '
-            'policies={"tile_shape": ("BN",)})',
+            'policies={"tile_shape": ("BN", "RB")})',
             f"def {name}(",
             f'    {px}: T.Tensor[("A", "R", "C"), T.{x_dt}],',
             f'    {pi}: T.Tensor[("N",), T.{i_dt}],',
             f'    {po}: T.Tensor[("A", "N", "C"), T.{x_dt}],',
             f"    BN: int = {bn},",
+            f"    RB: int = {rb},",
             "):",
             f'    """{what}: O[a, n, :] = X[a, I[n], :], a negative index wrapped, one outside the rows a zero row',
             '    (PyTorch raises an error there)."""',
             *([f'    T.assume("C % {per} == 0")  # rows in whole {vector}-byte vectors'] if per > 1 else []),
             f"    with T.grid({grid}, threads={threads}) as ({names}):",
-            f"        idx = {pi}[n]",
-            "        # a negative index counts from the end; a row still outside X reads 0 (the load is predicated on",
-            "        # the row's bounds, as every window's elements past a tensor's edge)",
-            "        row = T.where(idx < 0, idx + R, idx)",
-            f"        v = T.alloc_fragment((1, BN), T.{x_dt}, vector_bytes={vector})",
-            f"        T.copy({px}.window((a, row, bn * BN), (None, 1, BN)), v)",
-            f"        T.copy(v, {po}.window((a, n, bn * BN), (None, 1, BN)))",
+            "        # RB rows a block, every row's load issued before the first store (RB loads in flight a thread)",
+            "        rows = []",
+            "        for r in range(RB):",
+            "            n = nb * RB + r",
+            f"            idx = {pi}[T.where(n < N, n, N - 1)]  # (a row past N is not stored)",
+            "            # a negative index counts from the end; a row still outside X reads 0 (the load is predicated",
+            "            # on the row's bounds, as every window's elements past a tensor's edge)",
+            "            row = T.where(idx < 0, idx + R, idx)",
+            f"            v = T.alloc_fragment((1, BN), T.{x_dt}, vector_bytes={vector})",
+            f"            T.copy({px}.window((a, row, bn * BN), (None, 1, BN)), v)",
+            "            rows.append(v)",
+            "        for r in range(RB):",
+            f"            T.copy(rows[r], {po}.window((a, nb * RB + r, bn * BN), (None, 1, BN)))",
         ]
     )
     reference = "\n".join(
