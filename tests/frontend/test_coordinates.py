@@ -205,11 +205,13 @@ REFUSED: dict[str, tuple[str, str, dict[str, str]]] = {
         "[torch.randn(4, 9)]",
         {"aten.mul.Tensor": "returned by the model", "aten.arange.start_step": "never stored"},
     ),
-    # a reshape of a transposed arange is a copy in torch (a clone and a view): the view is not a coordinate
+    # a reshape of a transposed arange is a copy in torch (a clone and a view): the view is not a coordinate; since
+    # session 76 the clone moves the int64 values (the layout family) and the add reads them as float32, so only the
+    # arange, which would have to be stored for the clone, is left
     "copied": (
         "x + torch.arange(12).view(3, 4).t().reshape(12)",
         "[torch.randn(12)]",
-        {"aten.add.Tensor": "could not view without a copy", "aten.clone.default": "could not view without a copy"},
+        {"aten.arange.start_step": "never stored"},
     ),
     # an integer tensor given to the model has no bounds: integer inputs are not built
     "integer_input": (

@@ -157,9 +157,46 @@ def test_a_boolean_computed_outside_the_kernel_is_read_as_a_mask(problem: Callab
     solution is still correct."""
     path = problem("x * torch.isin(x, y)", inputs="[torch.randn(3, 8), torch.randn(3, 8)]", args="x, y", name="isin")
     result = solve(path, out=tmp_path / "isin_solution.py")
-    # isin's decomposition (a sort, a search, int64 indexing) stays in PyTorch; its last comparison is a kernel
-    # that stores a bool tensor, and the product a kernel that reads it
-    assert {u["op"] for u in result.uncovered} >= {"aten.sort.default", "aten.index.Tensor"}, result.uncovered
-    assert [g["ops"] for g in result.groups] == [["eq"], ["mul"]]
+    # isin's decomposition (a sort, a search) stays in PyTorch (its int64 indexing is a row gather since session
+    # 76); its last comparison is a kernel that stores a bool tensor, and the product a kernel that reads it
+    assert {u["op"] for u in result.uncovered} >= {"aten.sort.default"}, result.uncovered
+    assert [g["ops"] for g in result.groups if g["family"] == "pointwise"] == [["eq"], ["mul"]], result.groups
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
     assert result.correct and result.status() == "not covered"
+
+
+@pytest.mark.parametrize(
+    ("body", "inputs", "args"),
+    [
+        # another kernel's integers (argmax's indices) and the model's own, each converted to float32
+        (
+            "torch.argmax(x, dim=1).float() * 0.5 + t.float()",
+            "[torch.randn(4, 9, 5), torch.randint(0, 7, (4, 5))]",
+            "x, t",
+        ),
+        # int32 promoted by arithmetic with a float32 tensor (torch converts the integers first), broadcast
+        ("x * t + 1.0", "[torch.randn(3, 6), torch.randint(-50, 50, (6,), dtype=torch.int32)]", "x, t"),
+    ],
+)
+def test_integer_tensors_from_outside_are_read_as_float32(
+    problem: Callable[..., Path], tmp_path: Path, body: str, inputs: str, args: str
+) -> None:
+    result = solve(problem(body, inputs=inputs, args=args), out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels), [
+        k.to_json() for k in result.kernels
+    ]
+    assert result.gate.verdict == "accepted", result.gate
+
+
+def test_integer_tensors_from_outside_are_not_taken_where_they_stay_integers_or_become_16_bit(
+    problem: Callable[..., Path],
+) -> None:
+    # t + 1 stays int64 (no bound is known for t's values), t.half() would round twice through float32
+    path = problem(
+        "(t + 1).float().sum() + t.half().float().sum()", inputs="[torch.randint(0, 9, (4, 6))]", args="t", name="ints"
+    )
+    part, _ = generate(capture(path))
+    reasons = {u.op: u.reason for u in part.uncovered}
+    assert "integer tensor from outside the kernel" in reasons["aten.add.Tensor"], part.uncovered
+    assert "integer tensor from outside the kernel" in reasons["aten._to_copy.default"], part.uncovered

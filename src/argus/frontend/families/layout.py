@@ -53,6 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from argus.frontend.families import coordinates
 from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
 
 #: Threads of a layout kernel's block.
@@ -175,6 +176,10 @@ def plan(node: Any) -> Plan:
     dtypes |= {dtype_name(v) for v in out_values}
     if len(dtypes) != 1 or next(iter(dtypes)) not in MOVED:
         raise NotTaken(f"its tensors are {', '.join(sorted(dtypes))}; the template moves one of {', '.join(MOVED)}")
+    if next(iter(dtypes)) not in DTYPES and (
+        coordinates.is_coordinate(node) or any(coordinates.is_coordinate(s) for s in sources)
+    ):  # the pointwise family's: an integer arange and its views are computed where they are read, never stored
+        raise NotTaken("an integer view of an arange (computed from coordinates in the kernel that reads it)")
     inputs = tuple((n, shapes[n]) for n in names)
     index = {n: i for i, n in enumerate(names)}
     if op in VIEW_OPS:

@@ -279,11 +279,39 @@ def unsupported(node: Any) -> str | None:
     for value in [node, *node.all_input_nodes]:
         val = node_value(value)
         inside = isinstance(val, torch.Tensor) and coordinates.integer_dtype(val) and value.op == "call_function"
-        if inside:
+        if inside and (value is node or not read_as_float(node, value)):  # (another kernel's integers: an input)
             why = coordinates.stays_inside(value, _unsupported_alone)
             if why is not None:
                 return why if value is node else f"{value.name}: {why}"
     return None
+
+
+#: Integer tensors from outside a kernel that it reads converted to float32 (`read_as_float`): torch dtype name ->
+#: the DSL dtype of the tensor. The load converts each element as torch's ``.float()`` does (to nearest: exact below
+#: 2**24).
+FLOAT_READ = {"int64": "i64", "int32": "i32"}
+
+
+def external_integer(value: Any) -> bool:
+    """Whether graph value `value` is an integer tensor (`FLOAT_READ`) the pointwise template does not compute: an
+    input of the model, or another family's result (argmax's indices), whose values no bound is known for."""
+    import torch
+
+    val = node_value(value)
+    if not isinstance(val, torch.Tensor) or dtype_name(val) not in FLOAT_READ:
+        return False
+    if isinstance(coordinates.coordinate(value), coordinates.Coordinate):
+        return False
+    return isinstance(coordinates.integer_range(value), str)
+
+
+def read_as_float(node: Any, operand: Any) -> bool:
+    """Whether `node` reads `operand`, an integer tensor from outside its kernel (`external_integer`), as float32
+    values: a conversion to float32 (``.float()``), or arithmetic whose result is float32 (torch converts the
+    integers first). The kernel takes the tensor as it is and converts each element as it loads it. A result of
+    another dtype (a 16-bit float: converting through float32 would round twice; an integer or a comparison) is not
+    taken."""
+    return dtype_name(node_value(node)) == "float32" and external_integer(operand)
 
 
 def coordinate_views(node: Any, bound: frozenset[str] = frozenset()) -> list[Any]:
@@ -346,6 +374,8 @@ def _unsupported_alone(node: Any) -> str | None:
                 return f"operand {i} has dtype {val.dtype}"
             bounds = coordinates.integer_range(a)
             if isinstance(bounds, str):
+                if read_as_float(node, a):  # an integer tensor from outside, read converted to float32
+                    continue
                 return f"operand {i} has dtype {val.dtype}: {bounds}"
         elif not (a is None or isinstance(a, bool | int | float | str)):
             return f"argument {i} is a {type(a).__name__}"
@@ -429,7 +459,7 @@ def group_unsupported(nodes: list[Any]) -> str | None:
             # a boolean from outside (the model's mask, another kernel's comparison) is read as 1.0/0.0
             if _is_literal(value):
                 return f"{value.name} ({aten_name(value)}), a constant tensor, comes from another kernel"
-            if coordinates.integer_dtype(val):
+            if coordinates.integer_dtype(val) and not read_as_float(n, value):
                 return f"{value.name} ({aten_name(value)}), a {val.dtype} tensor, comes from another kernel"
     shapes, itemsizes, strides = _plan_values(nodes)
     external = {a.name for n in nodes for a in n.all_input_nodes if a.name not in members}
@@ -687,10 +717,13 @@ def kernel_source(
     dtypes: dict[str, str] = {}
     in_params: list[str] = []
     scalars: dict[str, str] = {}
-    # a boolean input (a mask the model is given) is read into an f32 fragment as 1.0/0.0, as a comparison's result
-    booleans = {n.name for n in placeholders if node_value(n).dtype == torch.bool}
+    # a boolean input (a mask the model is given) is read into an f32 fragment as 1.0/0.0, as a comparison's result;
+    # an integer input (`read_as_float`) into an f32 fragment, converted as torch converts it: `stored` is the DSL
+    # dtype of such a tensor, where it is not its fragment's
+    stored = {n.name: "boolean" for n in placeholders if node_value(n).dtype == torch.bool}
+    stored |= {n.name: FLOAT_READ[dtype_name(node_value(n))] for n in placeholders if external_integer(n)}
     for node in placeholders:
-        dtypes[node.name] = "f32" if node.name in booleans else DTYPES[dtype_name(node_value(node))]
+        dtypes[node.name] = "f32" if node.name in stored else DTYPES[dtype_name(node_value(node))]
     single_in = len(placeholders) == 1
     for i, node in enumerate(placeholders):
         upper = node.name.upper()
@@ -746,7 +779,7 @@ def kernel_source(
         ops = [*sorted(made), *ops]
 
     in_dtypes = [dtypes[n.name] for n in placeholders]
-    tensor_dtypes = ["boolean" if n.name in booleans else dtypes[n.name] for n in placeholders]
+    tensor_dtypes = [stored.get(n.name, dtypes[n.name]) for n in placeholders]
     out_dtypes = [_out_dtype(r) for r in results]
     chain = " -> ".join(ops)
     ref = reference_source(
@@ -776,7 +809,7 @@ def kernel_source(
             (in_params, out_params, scalar_params),
             frag,
             dtypes,
-            booleans,
+            stored,
             layout=bool(uses),
         )
         lines = kernel.before + [f'    """{docstring}"""'] + kernel.middle + setup + located + body + kernel.after
@@ -811,7 +844,7 @@ def kernel_source(
         [r.name for r in results],
         scalars,
         numel,
-        {**dtypes, **dict.fromkeys(booleans, "boolean")},
+        {**dtypes, **stored},
         shapes,
     )
 
@@ -1028,7 +1061,7 @@ def _tiled_kernel(
     params: tuple[list[str], list[str], list[str]],
     frag: dict[str, str],
     dtypes: dict[str, str],
-    booleans: set[str] | frozenset[str] = frozenset(),
+    stored: Mapping[str, str] | None = None,
     layout: bool = False,
 ) -> _Tiled:
     """The kernel of a broadcasting group (`Plan` not flat): a grid over (BM, BN) tiles of the canonical rows and
@@ -1054,7 +1087,7 @@ def _tiled_kernel(
     everything = (1,) * len(found.dims)
     out_dtypes = [_out_dtype(r) for r in results]
     signature = [
-        f"{p}: {annotation(found.bits[n.name], 'boolean' if n.name in booleans else dtypes[n.name])}"
+        f"{p}: {annotation(found.bits[n.name], (stored or {}).get(n.name, dtypes[n.name]))}"
         for n, p in zip(placeholders, in_params, strict=True)
     ]
     signature += [f"{p}: {annotation(everything, d)}" for p, d in zip(out_params, out_dtypes, strict=True)]
