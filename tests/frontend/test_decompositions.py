@@ -116,11 +116,31 @@ def test_adaptive_pooling_with_even_windows_is_plain_pooling(
     assert all(k.verdict == "verified" and k.interpreter_ok for k in result.kernels)
 
 
-def test_adaptive_pooling_with_uneven_windows_stays_whole(problem: Callable[..., Path], tmp_path: Path) -> None:
-    path = problem("torch.nn.functional.adaptive_avg_pool2d(x, (4, 2))", inputs="[torch.randn(2, 3, 6, 4)]")
+@pytest.mark.parametrize(
+    ("body", "shape"),
+    [
+        ("torch.nn.functional.adaptive_avg_pool2d(x, (4, 2))", "(2, 3, 6, 4)"),  # 6 -> 4: overlapping windows
+        ("torch.nn.functional.adaptive_avg_pool2d(x, (1, 7)).to(torch.bfloat16)", "(1, 3, 8, 11)"),
+        ("torch.nn.functional.adaptive_avg_pool3d(x, (2, 3, 5))", "(1, 2, 5, 4, 7)"),
+    ],
+)
+def test_adaptive_average_pooling_with_uneven_windows_is_products_with_averaging_matrices(
+    problem: Callable[..., Path], tmp_path: Path, body: str, shape: str
+) -> None:
+    # each pooled dimension contracted with its averaging matrix (`decompositions.averaging_products`), the matrices
+    # computed from aranges in pointwise kernels; before session 76 left to PyTorch
+    inputs = f"[torch.randn{shape}" + (".to(torch.bfloat16)]" if "bfloat16" in body else "]")
+    result = solve(problem(body.replace(".to(torch.bfloat16)", ""), inputs=inputs), out=tmp_path / "s.py")
+    assert result.status() == "solved", (result.uncovered, result.gate)
+    assert "matmul-like" in [g["family"] for g in result.groups], result.groups
+    assert result.gate.verdict == "accepted", result.gate
+
+
+def test_adaptive_max_pooling_with_uneven_windows_stays_whole(problem: Callable[..., Path], tmp_path: Path) -> None:
+    path = problem("torch.nn.functional.adaptive_max_pool2d(x, (4, 2))", inputs="[torch.randn(2, 3, 6, 4)]")
     result = solve(path, out=tmp_path / "s.py", judge=False)
     (u,) = result.uncovered
-    assert u["op"] == "aten._adaptive_avg_pool2d.default" and "adaptive pooling" in u["reason"]
+    assert u["op"] == "aten.adaptive_max_pool2d.default" and "adaptive pooling" in u["reason"]
 
 
 #: (forward body, inputs, reductions): sums, means, maxima and minima over axes that are not neighbours, one

@@ -269,12 +269,44 @@ def _even_windows(x: Any, output_size: Any) -> list[int]:
 
 
 def adaptive_avg_pool(x: Any, output_size: Any) -> Any:
-    """``_adaptive_avg_pool2d``/``3d`` with even windows: the average pooling of window and stride input // output."""
+    """``_adaptive_avg_pool2d``/``3d``: with even windows the average pooling of window and stride input // output;
+    else `averaging_products`."""
     import torch
 
+    sizes = [int(n) for n in x.shape[x.dim() - len(output_size) :]]
+    if any(n % int(o) for n, o in zip(sizes, output_size, strict=True)):
+        return averaging_products(x, output_size)
     k = _even_windows(x, output_size)
     op = torch.ops.aten.avg_pool2d.default if len(k) == 2 else torch.ops.aten.avg_pool3d.default
     return op(x, k, k)
+
+
+def averaging_products(x: Any, output_size: Any) -> Any:
+    """Adaptive average pooling with uneven windows as products: along each pooled dimension of extent L pooled to
+    O, the averaging matrix P (O, L), ``P[i, l] = 1 / (e_i - s_i)`` for ``s_i <= l < e_i`` (``s_i = floor(i L / O)``,
+    ``e_i = ceil((i + 1) L / O)``: the windows PyTorch's adaptive pooling averages, which overlap or differ in length
+    where O does not divide L), zero elsewhere; x is contracted with each P in turn, the last dimension first (a
+    product over x's rows; the others moved last and back). P is computed from aranges (a pointwise kernel of no
+    input), the bounds in float32 with half a unit of margin (exact while i * L stays below 2**22), and rounded to
+    x's dtype (a 16-bit P's 1/3 is off by 2**-9 relative: within the 16-bit tolerance). Each contraction sums in
+    float32 and rounds once, as PyTorch's kernel does."""
+    import torch
+
+    y = x
+    pooled = len(output_size)
+    for j in range(pooled):  # the last pooled dimension first
+        d = x.dim() - 1 - j
+        length, out = int(x.shape[d]), int(output_size[pooled - 1 - j])
+        if length == out:
+            continue
+        i = torch.arange(out, dtype=torch.float32, device=x.device)
+        start = torch.floor((i * length + 0.5) / out)
+        end = torch.floor(((i + 1) * length - 0.5) / out) + 1
+        pos = torch.arange(length, dtype=torch.float32, device=x.device)
+        weight = torch.where(pos[None, :] < end[:, None], 1.0 / (end - start)[:, None], 0.0)
+        p = torch.where(pos[None, :] >= start[:, None], weight, 0.0).to(x.dtype)
+        y = torch.matmul(y.movedim(d, -1), p.t()).movedim(-1, d)
+    return y
 
 
 def adaptive_max_pool(x: Any, output_size: Any) -> tuple[Any, Any]:
@@ -306,9 +338,12 @@ def argus_decompositions(graph_module: Any) -> dict[Any, Callable[..., Any]]:
     if variances and all(_takes(n) for n in variances):
         out[aten.var.correction] = var_correction
     pools = [n for n in graph_module.graph.nodes if n.op == "call_function" and _is_adaptive_pool(n)]
-    if pools and all(_takes(n) and _even(n) for n in pools):
+    averages = [n for n in pools if "avg" in str(n.target)]
+    if averages and all(_takes(n) and _sized(n) for n in averages):  # uneven windows too (`averaging_products`)
         out[aten._adaptive_avg_pool2d.default] = adaptive_avg_pool
         out[aten._adaptive_avg_pool3d.default] = adaptive_avg_pool
+    maxima = [n for n in pools if "max" in str(n.target)]
+    if maxima and all(_takes(n) and _even(n) for n in maxima):
         out[aten.adaptive_max_pool2d.default] = adaptive_max_pool
         out[aten.adaptive_max_pool3d.default] = adaptive_max_pool
     calls = [n for n in graph_module.graph.nodes if n.op == "call_function"]
@@ -370,6 +405,16 @@ def _is_adaptive_pool(node: Any) -> bool:
 
     name = aten_name(node)
     return name.lstrip("_").startswith("adaptive_") and "pool" in name
+
+
+def _sized(node: Any) -> bool:
+    """Whether adaptive pooling `node` has an output size of positive ints, one per pooled dimension."""
+    from argus.frontend.families.base import node_value
+
+    x, size = node_value(node.args[0]), node.args[1] if len(node.args) > 1 else node.kwargs.get("output_size")
+    if not isinstance(size, list | tuple) or not size or len(size) > x.dim():
+        return False
+    return all(isinstance(o, int) and o > 0 for o in size)
 
 
 def _even(node: Any) -> bool:
