@@ -21,7 +21,7 @@ mkdir -p "$out"
 } > "$out/env.txt" 2>&1
 export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
 if [ "${BENCH:-1}" = 1 ]; then
-  timeout 170 python3 -m pytest -q -p no:cacheprovider -o addopts="" -k "gpu" tests/kernels/test_sdpa_varlen.py \
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -o addopts="" -k "gpu" tests/kernels/test_sdpa_varlen.py \
     tests/kernels/test_sdpa_paged.py tests/kernels/test_sdpa.py > "$out/gpu_tests.log" 2>&1
   echo "gpu tests: exit $?" | tee -a "$out/summary.txt"
   tail -5 "$out/gpu_tests.log"
