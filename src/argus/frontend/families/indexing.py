@@ -275,15 +275,16 @@ def _kernel_text(
     if logits:
         lines += [
             "        l = T.reduce_sum(l_e, axis=1)  # once, after the loop: warp shuffles across the row's threads",
-            "        lse = m + T.log(l)  # log(sum(exp(x))) of each row",
+            "        lg = T.log(l)  # log(sum(exp(x - m))) of each row: lse = m + lg",
         ]
     lines.append(f"        valid = T.ne(t, {ignore})  # 1 where the row counts, 0 at ignore_index")
     weight = "pw * valid" if w is not None else "valid"
-    nll = "(lse - px)" if logits else "(0.0 - px)"
+    # (m - x_t) + lg, not (m + lg) - x_t: with large logits m + lg rounds lg to m's grid (as log_softmax did)
+    nll = "((m - px) + lg)" if logits else "(0.0 - px)"
     loss = f"{weight} * {nll}"
     if smooth_on:
         total_w = "sw" if w is not None else float(classes)
-        smooth = f"(lse * {total_w} - sx)" if logits else "(0.0 - sx)"
+        smooth = f"((m * {total_w} - sx) + lg * {total_w})" if logits else "(0.0 - sx)"
         if isinstance(eps, str):  # a parameter: a Python float when the kernel is traced
             loss = f"(1.0 - {eps}) * {loss} + ({eps} / {classes}) * valid * {smooth}"
         else:
