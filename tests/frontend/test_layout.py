@@ -273,3 +273,25 @@ def test_a_contiguous_after_the_move_is_the_same_kernel(problem: Callable[..., P
                    inputs="[torch.randn(2, 5, 7)]", name="shared")  # fmt: skip
     part, _ = generate(capture(path))
     assert [g.ops for g in part.groups if g.family is Family.LAYOUT] == [["permute"]]
+
+
+def test_integer_tensors_are_moved_exactly_and_compile(problem: Callable[..., Path], tmp_path: Path) -> None:
+    # int64 data movement (session 76): a pad with a value, a flip and a cat of an integer tensor, then read as
+    # float32 by the pointwise kernels; every kernel verified, matched, judged and compiled for sm_90a
+    from argus.backend.cuda.codegen import compile_kernel
+    from argus.eval.candidates import import_file
+
+    path = problem(
+        "F.pad(t, (1, 2), value=3).float() * x + torch.cat([t, t.flip(0)], dim=0).float().sum()",
+        inputs="[torch.randint(0, 9, (4, 5)), torch.randn(4, 8)]",
+        args="t, x",
+        name="ints",
+    )
+    result = solve(path, out=tmp_path / "s.py")
+    assert result.status() == "solved" and result.gate.verdict == "accepted", (result.uncovered, result.gate)
+    layouts = [g for g in result.groups if g["family"] == "layout"]
+    assert {op for g in layouts for op in g["ops"]} >= {"pad", "flip", "cat"}, result.groups
+    module = import_file(tmp_path / "s.py")
+    for k in result.kernels:
+        if k.name.startswith("layout"):
+            compile_kernel(getattr(module, k.name).trace())
