@@ -421,12 +421,24 @@ def gemv_epilogue_config(
     recurrent cell's gates amplify past the f32 tolerance: a GRU at two and eight rows), at most `GEMV_ROWS` rows of
     A on either kernel (`GEMV_ROWS_KERNEL_ROWS` does not apply), not the swapped matrix-vector plan (its
     reduction's rows are C's columns), and not a reducing epilogue (its partials come from the GEMM's tiles)."""
-    if epilogue.reduce is not None:
-        return None
     found = gemv_config(problem, target, rows_kernel_rows=GEMV_ROWS)
-    if found is None or found.SWAP or found.KERNEL not in ("columns", "rows") or problem.dtype not in GEMV_DTYPES:
+    if found is None:
         return None
-    return replace(found, REDUCE=True)
+    found = replace(found, REDUCE=True)
+    return None if gemv_epilogue_refusal(problem, found, epilogue) else found
+
+
+def gemv_epilogue_refusal(problem: GemmProblem, config: GemvConfig, epilogue: Epilogue) -> str | None:
+    """Why GEMV plan `config` cannot apply `epilogue` (see `gemv_epilogue_config`), or None."""
+    if epilogue.reduce is not None:
+        return "a reducing epilogue on the GEMV kernels is not built (its partials come from the GEMM's tiles)"
+    if config.SWAP:
+        return "the swapped (matrix-vector) GEMV's reduction runs over C's columns, not its rows"
+    if config.KERNEL not in ("columns", "rows") or problem.dtype not in GEMV_DTYPES:
+        return f"{config.KERNEL} kernel on {problem.dtype}: only the f32 `columns` and `rows` GEMV kernels"
+    if not config.REDUCE:
+        return "the epilogue is applied by the reduction: pass a GemvConfig with REDUCE=True"
+    return None
 
 
 def gemv_tma_config(
@@ -1434,17 +1446,7 @@ class GemmPlan:
         if self.is_gemv:
             object.__setattr__(self, "padded", self.problem)
             if self.epilogue is not None:
-                why = (
-                    "a reducing epilogue on the GEMV kernels is not built (its partials come from the GEMM's tiles)"
-                    if self.epilogue.reduce is not None
-                    else "the swapped (matrix-vector) GEMV's reduction runs over C's columns, not its rows"
-                    if self.config.SWAP
-                    else f"{self.config.KERNEL} kernel: only the f32 `columns` and `rows` GEMV kernels"
-                    if self.config.KERNEL not in ("columns", "rows")
-                    else "the epilogue is applied by the reduction: pass a GemvConfig with REDUCE=True"
-                    if not self.config.REDUCE
-                    else None
-                )
+                why = gemv_epilogue_refusal(self.problem, self.config, self.epilogue)
                 if why is not None:
                     raise GemmError(f"a fused epilogue on {self.config.label}: {why}; plan it on the tensor-core GEMM")
             return

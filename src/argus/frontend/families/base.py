@@ -20,6 +20,9 @@ from typing import Any
 
 #: torch dtype name -> the DSL's dtype name.
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+#: torch integer dtype name -> the DSL's, for the integer tensors the templates read or move as they are stored (a
+#: gather's indices, token ids a layout kernel moves, an integer input a pointwise kernel reads as float32).
+INTEGER_DTYPES = {"int64": "i64", "int32": "i32"}
 
 #: Names a generated kernel's parameters and locals never take.
 RESERVED = frozenset({"T", "N", "BLOCK", "bx", "argus", "torch", "math", "float", "reference"})

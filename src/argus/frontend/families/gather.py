@@ -28,17 +28,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from argus.frontend.families.base import DTYPES, KernelSource, dtype_name, grid_axes, node_value, safe_name
+from argus.frontend.families.base import (
+    DTYPES,
+    INTEGER_DTYPES,
+    KernelSource,
+    aten_name,
+    dtype_name,
+    grid_axes,
+    node_value,
+    safe_name,
+)
 
 #: The operators this module writes (``aten`` names).
 OPERATORS = frozenset({"embedding", "index_select", "index"})
-#: Index dtypes the kernel reads.
-INDEX_DTYPES = {"int64": "i64", "int32": "i32"}
 
 
 def _name(node: Any) -> str:
-    from argus.frontend.families.base import aten_name
-
     return aten_name(node) if node.op == "call_function" else ""
 
 
@@ -70,7 +75,7 @@ def view(node: Any) -> tuple[Any, Any, int, tuple[int, int, int], int] | str:
         return f"aten.{op}: its source or index is not a tensor"
     if i.dtype == torch.bool:
         return f"aten.{op} by a boolean mask (the result's shape is data)"
-    if dtype_name(i) not in INDEX_DTYPES:
+    if dtype_name(i) not in INTEGER_DTYPES:
         return f"aten.{op}: index dtype {i.dtype} (the template reads int64 and int32)"
     if dtype_name(x) not in DTYPES:
         return f"aten.{op}: source dtype {x.dtype} (the template moves float32, float16, bfloat16)"
@@ -95,10 +100,7 @@ def unsupported(node: Any) -> str | None:
     if isinstance(found, str):
         return found
     (a, _, c), n = found[3], found[4]
-    itemsize = node_value(found[0]).element_size()
-    _, bn, _ = _tile(c, itemsize)
-    rb = rows_per_block(c, bn, itemsize)
-    axes = grid_axes([("T.cdiv(N, RB)", "nb", -(-n // rb)), ("T.cdiv(C, BN)", "bn", -(-c // bn)), ("A", "a", a)])
+    axes = _blocks(a, c, n, node_value(found[0]).element_size())[4]
     return axes if isinstance(axes, str) else None
 
 
@@ -113,6 +115,15 @@ MAX_ROWS = 16
 def rows_per_block(c: int, bn: int, itemsize: int) -> int:
     """RB: rows a block copies, so that its tile of each moves about `BLOCK_BYTES` (at most `MAX_ROWS`)."""
     return max(1, min(MAX_ROWS, BLOCK_BYTES // (min(c, bn) * itemsize)))
+
+
+def _blocks(a: int, c: int, n: int, itemsize: int) -> tuple[int, int, int, int, tuple[str, str] | str]:
+    """(threads, BN, vector bytes, RB, the grid's `grid_axes`, or why none fits) of a gather of n rows of C elements
+    from each of `a` outer slices."""
+    threads, bn, vector = _tile(c, itemsize)
+    rb = rows_per_block(c, bn, itemsize)
+    axes = grid_axes([("T.cdiv(N, RB)", "nb", -(-n // rb)), ("T.cdiv(C, BN)", "bn", -(-c // bn)), ("A", "a", a)])
+    return threads, bn, vector, rb, axes
 
 
 def _tile(c: int, itemsize: int) -> tuple[int, int, int]:
@@ -133,10 +144,8 @@ def kernel_source(name: str, subgraph: Any) -> KernelSource:
     (node,) = [n for n in nodes if takes(n)]
     source, index, dim, (a, r, c), n = view(node)
     x, i = node_value(source), node_value(index)
-    x_dt, i_dt = DTYPES[dtype_name(x)], INDEX_DTYPES[dtype_name(i)]
-    threads, bn, vector = _tile(c, x.element_size())
-    rb = rows_per_block(c, bn, x.element_size())
-    grid, names = grid_axes([("T.cdiv(N, RB)", "nb", -(-n // rb)), ("T.cdiv(C, BN)", "bn", -(-c // bn)), ("A", "a", a)])
+    x_dt, i_dt = DTYPES[dtype_name(x)], INTEGER_DTYPES[dtype_name(i)]
+    threads, bn, vector, rb, (grid, names) = _blocks(a, c, n, x.element_size())
     taken: set[str] = set()
     px, pi, po = safe_name("X", taken), safe_name("I", taken), safe_name("O", taken)
     op = str(node.target).removesuffix(".default")

@@ -54,13 +54,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus.frontend.families import coordinates
-from argus.frontend.families.base import DTYPES, KernelSource, aten_name, dtype_name, node_value, reference_source
+from argus.frontend.families.base import (
+    DTYPES,
+    INTEGER_DTYPES,
+    KernelSource,
+    aten_name,
+    dtype_name,
+    node_value,
+    reference_source,
+)
 
 #: Threads of a layout kernel's block.
 THREADS = 128
 #: The dtypes the template moves (torch name -> the DSL's): the float ones, and integer tensors (a slice of token ids
 #: a gather reads): data movement copies them exactly, and a fill writes its value converted to the dtype.
-MOVED = {**DTYPES, "int64": "i64", "int32": "i32"}
+MOVED = {**DTYPES, **INTEGER_DTYPES}
 #: Elements of a tile: a few 16-byte vectors a thread.
 TILE_ELEMENTS = 2048
 #: A transposed tile's side (the copy reads it across the input's rows).

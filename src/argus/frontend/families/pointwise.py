@@ -46,6 +46,7 @@ from argus.frontend.errors import FrontendError
 from argus.frontend.families import coordinates
 from argus.frontend.families.base import (
     DTYPES,
+    INTEGER_DTYPES,
     RESERVED,
     KernelSource,
     aten_call,
@@ -286,19 +287,13 @@ def unsupported(node: Any) -> str | None:
     return None
 
 
-#: Integer tensors from outside a kernel that it reads converted to float32 (`read_as_float`): torch dtype name ->
-#: the DSL dtype of the tensor. The load converts each element as torch's ``.float()`` does (to nearest: exact below
-#: 2**24).
-FLOAT_READ = {"int64": "i64", "int32": "i32"}
-
-
 def external_integer(value: Any) -> bool:
-    """Whether graph value `value` is an integer tensor (`FLOAT_READ`) the pointwise template does not compute: an
+    """Whether graph value `value` is an integer tensor (`INTEGER_DTYPES`) the pointwise template does not compute: an
     input of the model, or another family's result (argmax's indices), whose values no bound is known for."""
     import torch
 
     val = node_value(value)
-    if not isinstance(val, torch.Tensor) or dtype_name(val) not in FLOAT_READ:
+    if not isinstance(val, torch.Tensor) or dtype_name(val) not in INTEGER_DTYPES:
         return False
     if isinstance(coordinates.coordinate(value), coordinates.Coordinate):
         return False
@@ -308,7 +303,8 @@ def external_integer(value: Any) -> bool:
 def read_as_float(node: Any, operand: Any) -> bool:
     """Whether `node` reads `operand`, an integer tensor from outside its kernel (`external_integer`), as float32
     values: a conversion to float32 (``.float()``), or arithmetic whose result is float32 (torch converts the
-    integers first). The kernel takes the tensor as it is and converts each element as it loads it. A result of
+    integers first). The kernel takes the tensor as it is and converts each element as it loads it (to nearest, as
+    torch's ``.float()``: exact below 2**24). A result of
     another dtype (a 16-bit float: converting through float32 would round twice; an integer or a comparison) is not
     taken."""
     return dtype_name(node_value(node)) == "float32" and external_integer(operand)
@@ -721,7 +717,7 @@ def kernel_source(
     # an integer input (`read_as_float`) into an f32 fragment, converted as torch converts it: `stored` is the DSL
     # dtype of such a tensor, where it is not its fragment's
     stored = {n.name: "boolean" for n in placeholders if node_value(n).dtype == torch.bool}
-    stored |= {n.name: FLOAT_READ[dtype_name(node_value(n))] for n in placeholders if external_integer(n)}
+    stored |= {n.name: INTEGER_DTYPES[dtype_name(node_value(n))] for n in placeholders if external_integer(n)}
     for node in placeholders:
         dtypes[node.name] = "f32" if node.name in stored else DTYPES[dtype_name(node_value(node))]
     single_in = len(placeholders) == 1
